@@ -1,0 +1,64 @@
+// Package budget implements a provider's retry budget: a pool of retry
+// tokens that retries spend and successes slowly refill (the AWS SDKs'
+// "retry quota").
+package budget
+
+import "sync/atomic"
+
+// unit is the number of internal units per token, so that a refund of 0.1
+// token is exact integer arithmetic.
+const unit = 10
+
+// RetryCost is the number of tokens one paid retry spends.
+const RetryCost = 1
+
+// Refund is the share of a token each success gives back (0.1).
+const Refund = 1
+
+// Budget is safe for concurrent use. The zero value is an empty budget of
+// size zero; call New.
+type Budget struct {
+	units atomic.Int64
+	max   int64
+}
+
+// New returns a full budget of size tokens.
+func New(size int) *Budget {
+	b := &Budget{max: int64(max(0, size)) * unit}
+	b.units.Store(b.max)
+	return b
+}
+
+// Take spends one retry's cost. It reports false, spending nothing, when
+// the budget cannot pay it.
+func (b *Budget) Take() bool {
+	for {
+		v := b.units.Load()
+		if v < RetryCost*unit {
+			return false
+		}
+		if b.units.CompareAndSwap(v, v-RetryCost*unit) {
+			return true
+		}
+	}
+}
+
+// Succeed refunds a tenth of a token, up to the budget's size. A full budget
+// is only read, so successes do not contend on it.
+func (b *Budget) Succeed() {
+	for {
+		v := b.units.Load()
+		if v >= b.max {
+			return
+		}
+		if b.units.CompareAndSwap(v, v+Refund) {
+			return
+		}
+	}
+}
+
+// Remaining returns the tokens left.
+func (b *Budget) Remaining() float64 { return float64(b.units.Load()) / unit }
+
+// Size returns the budget's size in tokens.
+func (b *Budget) Size() int { return int(b.max / unit) }

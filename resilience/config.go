@@ -1,0 +1,194 @@
+package resilience
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Config is the spec's ratelimit section: the settings of the governor. The
+// zero Config means every built-in default. Fields left at their zero value
+// (or nil, for pointers) take the built-in default; pointer fields are the
+// ones where zero is a meaningful setting (0 retries, a bucket turned off).
+//
+// Only aws, azure and gcp are tunable; any other provider name works at the
+// generic defaults (20 rps, burst 40, floor 0.2, 64 in flight, 8 retries).
+type Config struct {
+	// Enabled: false turns every provider off; calls go straight through.
+	Enabled *bool          `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	AWS     ProviderConfig `yaml:"aws,omitempty" json:"aws,omitzero"`
+	Azure   ProviderConfig `yaml:"azure,omitempty" json:"azure,omitzero"`
+	GCP     ProviderConfig `yaml:"gcp,omitempty" json:"gcp,omitzero"`
+}
+
+// ProviderConfig tunes one provider. See the package README for the
+// defaults of each provider.
+type ProviderConfig struct {
+	// Enabled: false calls fn once, directly, with no pacing and no retries.
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Adaptive: false keeps the leaf rates fixed (no AIMD).
+	Adaptive *bool `yaml:"adaptive,omitempty" json:"adaptive,omitempty"`
+	// Controller chooses how an adaptive leaf reacts to throttling: "aimd"
+	// (the spec's, the default) or "goodput" (opt-in: on a throttle, go to
+	// what the provider served over the last seconds, then probe upward
+	// slowly).
+	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
+
+	// The leaf bucket (per account x region x service, or operation).
+	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty"`
+	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty"`
+	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty"`
+
+	// The provider-wide bucket; nil: built-in (off), 0: off.
+	GlobalMaxRPS *float64 `yaml:"global_max_rps,omitempty" json:"global_max_rps,omitempty"`
+	GlobalBurst  float64  `yaml:"global_burst,omitempty" json:"global_burst,omitempty"`
+	// The per-account bucket; nil: built-in (Azure 20 rps burst 200, others
+	// off), 0: off.
+	AccountMaxRPS *float64 `yaml:"account_max_rps,omitempty" json:"account_max_rps,omitempty"`
+	AccountBurst  float64  `yaml:"account_burst,omitempty" json:"account_burst,omitempty"`
+
+	// MaxConcurrency caps the calls in flight per provider x account.
+	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+
+	// Circuit breaker.
+	BreakerThreshold          int     `yaml:"breaker_threshold,omitempty" json:"breaker_threshold,omitempty"`
+	BreakerCooldownSeconds    float64 `yaml:"breaker_cooldown_seconds,omitempty" json:"breaker_cooldown_seconds,omitempty"`
+	BreakerMaxCooldownSeconds float64 `yaml:"breaker_max_cooldown_seconds,omitempty" json:"breaker_max_cooldown_seconds,omitempty"`
+
+	// Retries of Call and Do (the SDK integrations let the SDK retry, within
+	// the same budget).
+	MaxRetries        *int    `yaml:"max_retries,omitempty" json:"max_retries,omitempty"`
+	BaseDelaySeconds  float64 `yaml:"base_delay_seconds,omitempty" json:"base_delay_seconds,omitempty"`
+	MaxBackoffSeconds float64 `yaml:"max_backoff_seconds,omitempty" json:"max_backoff_seconds,omitempty"`
+	DeadlineSeconds   float64 `yaml:"deadline_seconds,omitempty" json:"deadline_seconds,omitempty"`
+	RetryBudget       *int    `yaml:"retry_budget,omitempty" json:"retry_budget,omitempty"`
+
+	// Services overrides the leaf per service ("ec2") or per operation
+	// ("ec2.DescribeInstances"); an operation key gives that operation its
+	// own leaf and breaker.
+	Services map[string]ServiceConfig `yaml:"services,omitempty" json:"services,omitempty"`
+}
+
+// ServiceConfig overrides the leaf bucket of a service or an operation.
+// Zero fields inherit the built-in service entry, then the provider's leaf.
+type ServiceConfig struct {
+	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty"`
+	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty"`
+	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty"`
+	// PerOperation gives every operation of the service its own leaf and
+	// breaker (built in for AWS ec2).
+	PerOperation *bool `yaml:"per_operation,omitempty" json:"per_operation,omitempty"`
+}
+
+// Controllers of an adaptive leaf.
+const (
+	ControllerAIMD    = "aimd"
+	ControllerGoodput = "goodput"
+)
+
+// Validate reports the first setting that cannot work, naming its key path
+// (ratelimit.aws.max_rps: must be > 0).
+func (c Config) Validate() error {
+	for _, p := range []struct {
+		name string
+		pc   *ProviderConfig
+	}{{"aws", &c.AWS}, {"azure", &c.Azure}, {"gcp", &c.GCP}} {
+		if err := p.pc.validate("ratelimit." + p.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *ProviderConfig) validate(path string) error {
+	pos := func(key string, v float64) error {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fieldErr(path+"."+key, "must be > 0")
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{
+		{"max_rps", p.MaxRPS}, {"burst", p.Burst}, {"min_rps", p.MinRPS},
+		{"global_burst", p.GlobalBurst}, {"account_burst", p.AccountBurst},
+		{"max_concurrency", float64(p.MaxConcurrency)}, {"breaker_threshold", float64(p.BreakerThreshold)},
+		{"breaker_cooldown_seconds", p.BreakerCooldownSeconds},
+		{"breaker_max_cooldown_seconds", p.BreakerMaxCooldownSeconds},
+		{"base_delay_seconds", p.BaseDelaySeconds}, {"max_backoff_seconds", p.MaxBackoffSeconds},
+		{"deadline_seconds", p.DeadlineSeconds},
+	} {
+		if err := pos(f.key, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   *float64
+	}{{"global_max_rps", p.GlobalMaxRPS}, {"account_max_rps", p.AccountMaxRPS}} {
+		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			return fieldErr(path+"."+f.key, "must be >= 0 (0 turns the bucket off)")
+		}
+	}
+	if p.MaxRetries != nil && *p.MaxRetries < 0 {
+		return fieldErr(path+".max_retries", "must be >= 0")
+	}
+	if p.RetryBudget != nil && *p.RetryBudget < 0 {
+		return fieldErr(path+".retry_budget", "must be >= 0")
+	}
+	switch p.Controller {
+	case "", ControllerAIMD, ControllerGoodput:
+	default:
+		return fieldErr(path+".controller", fmt.Sprintf("unknown controller %q (aimd or goodput)", p.Controller))
+	}
+	names := make([]string, 0, len(p.Services))
+	for name := range p.Services {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s := p.Services[name]
+		sp := path + ".services." + name
+		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Count(name, ".") > 1 {
+			return fieldErr(sp, `a service key is "<service>" or "<service>.<Operation>"`)
+		}
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{{"max_rps", s.MaxRPS}, {"burst", s.Burst}, {"min_rps", s.MinRPS}} {
+			if err := pos(f.key, f.v); err != nil {
+				return fieldErr(sp+"."+f.key, "must be > 0")
+			}
+		}
+		if s.PerOperation != nil && strings.Contains(name, ".") {
+			return fieldErr(sp+".per_operation", "only a service key can set per_operation")
+		}
+	}
+	return nil
+}
+
+// ConfigError is a configuration problem at a key path.
+type ConfigError struct {
+	Path string // ratelimit.aws.services.ec2.brust
+	Msg  string // unknown key
+}
+
+func (e *ConfigError) Error() string { return e.Path + ": " + e.Msg }
+
+func fieldErr(path, msg string) error { return &ConfigError{Path: path, Msg: msg} }
+
+// LoadConfig reads a YAML or JSON file with ParseConfig.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,117 @@
+package resilience
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// CircuitOpenError is returned, without sending anything, for a call whose
+// scope's circuit breaker is open (or half-open with its probe out). It
+// classifies as Throttled and reports the code Throttling, so error-code
+// helpers treat it as throttling. Err, when set, is the provider error of
+// the attempt before the rejected retry; Unwrap returns it.
+type CircuitOpenError struct {
+	Scope Scope
+	Wait  time.Duration // until the breaker lets a probe through
+	Err   error
+}
+
+func (e *CircuitOpenError) Error() string {
+	return fmt.Sprintf("circuit open for %s after repeated throttling; retry in %ds", e.Scope, ceilSeconds(e.Wait))
+}
+
+// RetryAfter returns the time until the breaker lets a probe through.
+func (e *CircuitOpenError) RetryAfter() time.Duration { return e.Wait }
+
+// ErrorCode returns "Throttling".
+func (e *CircuitOpenError) ErrorCode() string { return "Throttling" }
+
+// ErrorMessage returns the message without the code, like an SDK API error.
+func (e *CircuitOpenError) ErrorMessage() string { return e.Error() }
+
+func (e *CircuitOpenError) Unwrap() error { return e.Err }
+
+// RetryBudgetExhaustedError ends a retry loop (the SDK's own loop, for the
+// integrations) because the provider's retry budget is empty: the provider
+// is degraded and more retries would only add load. Err is the provider
+// error that would have been retried; Unwrap returns it. It classifies as
+// Throttled and reports the code Throttling.
+type RetryBudgetExhaustedError struct {
+	Scope Scope
+	Err   error
+}
+
+func (e *RetryBudgetExhaustedError) Error() string {
+	msg := fmt.Sprintf("retry budget exhausted for %s (%s)", e.Scope.Provider, e.Scope)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// RetryAfter returns the provider's hint carried by Err, or 0.
+func (e *RetryBudgetExhaustedError) RetryAfter() time.Duration {
+	d, _ := RetryAfter(e.Err)
+	return d
+}
+
+// ErrorCode returns "Throttling".
+func (e *RetryBudgetExhaustedError) ErrorCode() string { return "Throttling" }
+
+// ErrorMessage returns the message without the code.
+func (e *RetryBudgetExhaustedError) ErrorMessage() string { return e.Error() }
+
+func (e *RetryBudgetExhaustedError) Unwrap() error { return e.Err }
+
+// DeadlineExceededError ends a call whose deadline (the policy's, or the
+// context's) would be overrun by the wait for a rate token, before anything
+// was sent or when no provider error is left to return. It classifies as
+// Transient and reports the code RequestTimeout. Err is the context's error
+// when the context's deadline was the binding one; Unwrap returns it, so
+// errors.Is(err, context.DeadlineExceeded) holds then.
+type DeadlineExceededError struct {
+	Scope Scope
+	Wait  time.Duration // the wait that would have overrun the deadline
+	Err   error
+}
+
+func (e *DeadlineExceededError) Error() string {
+	return fmt.Sprintf("deadline exceeded for %s: a wait of %.1fs would overrun it", e.Scope, e.Wait.Seconds())
+}
+
+// RetryAfter returns the wait that would have overrun the deadline.
+func (e *DeadlineExceededError) RetryAfter() time.Duration { return e.Wait }
+
+// ErrorCode returns "RequestTimeout".
+func (e *DeadlineExceededError) ErrorCode() string { return "RequestTimeout" }
+
+// ErrorMessage returns the message without the code.
+func (e *DeadlineExceededError) ErrorMessage() string { return e.Error() }
+
+func (e *DeadlineExceededError) Unwrap() error { return e.Err }
+
+// ownKind recognises cloudg's own errors by exact type, so that a wrapped
+// provider error under them does not decide the classification.
+func ownKind(e error) (Kind, bool) {
+	switch e.(type) {
+	case *CircuitOpenError, *RetryBudgetExhaustedError:
+		return Throttled, true
+	case *DeadlineExceededError:
+		return Transient, true
+	}
+	return Fatal, false
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Seconds()))
+}
+
+// Errors for calls that cannot be governed.
+var (
+	// ErrNoProvider is returned for a scope without a provider.
+	ErrNoProvider = errors.New("resilience: scope has no provider")
+	// ErrNilFunc is returned when the function to call is nil.
+	ErrNilFunc = errors.New("resilience: nil function")
+)

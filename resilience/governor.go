@@ -1,0 +1,532 @@
+package resilience
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/bulkhead"
+)
+
+// Governor owns the rate limiters, circuit breakers, bulkheads, retry
+// budgets and lifetime stats of a set of providers. One per process, from
+// Default, is the point: rates learned while one run was throttled keep
+// protecting the next, and every integration in the process queues behind
+// the same buckets.
+//
+// A Governor is safe for concurrent use. The zero value is a governor with
+// every built-in default, the system clock and the global random source.
+type Governor struct {
+	initOnce sync.Once
+	clock    Clock // nil: the time package
+	src      *lockedSource
+	logger   *slog.Logger
+	idle     int64 // reclaim scopes unused this long
+	store    stateStore
+	epoch    time.Time
+
+	mu     sync.Mutex // serialises Configure, Reset and provider creation
+	st     atomic.Pointer[govState]
+	life   statsTable
+	folded atomic.Int64 // calls of lifetime scopes folded into the totals
+}
+
+// govState is an immutable snapshot of the configuration in force.
+type govState struct {
+	cfg             Config
+	enabled         bool
+	aws, azure, gcp *providerState
+	others          map[string]*providerState
+}
+
+// providerState is one provider's settings and live state.
+type providerState struct {
+	set    *providerSettings
+	lim    *limits
+	budget budgetState
+}
+
+// An Option configures a governor made by NewGovernor.
+type Option interface{ apply(*Governor) }
+
+type optionFunc func(*Governor)
+
+func (f optionFunc) apply(g *Governor) { f(g) }
+
+// WithClock makes the governor read time from c and sleep on it.
+func WithClock(c Clock) Option {
+	return optionFunc(func(g *Governor) {
+		if _, ok := c.(systemClock); !ok {
+			g.clock = c
+		}
+	})
+}
+
+// WithRandom makes the governor draw its backoff jitter from src, so that
+// retries are reproducible in tests. src need not be safe for concurrent
+// use; the governor serialises it.
+func WithRandom(src rand.Source) Option {
+	return optionFunc(func(g *Governor) {
+		if src != nil {
+			g.src = &lockedSource{r: rand.New(src)}
+		}
+	})
+}
+
+// WithLogger makes the governor log circuit breakers opening and closing.
+// By default it logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(g *Governor) { g.logger = l })
+}
+
+// WithReclaimAfter sets how long a scope must go unused, with nothing
+// learned (rate at its ceiling, bucket full, breaker closed), before its
+// state is dropped (default one minute). Dropping such a scope changes no
+// behaviour; it keeps a sweep over millions of scopes from keeping millions
+// of buckets.
+func WithReclaimAfter(d time.Duration) Option {
+	return optionFunc(func(g *Governor) {
+		if d > 0 {
+			g.idle = int64(d)
+		}
+	})
+}
+
+type lockedSource struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (s *lockedSource) float64() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Float64()
+}
+
+// NewGovernor returns a governor with cfg applied. It returns an error, and
+// no governor, when cfg is invalid.
+func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := new(Governor)
+	for _, o := range opts {
+		o.apply(g)
+	}
+	g.init()
+	if err := g.Configure(cfg); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Governor) init() {
+	g.initOnce.Do(func() {
+		if g.store == nil {
+			g.store = memoryStore{}
+		}
+		if g.idle == 0 {
+			g.idle = int64(time.Minute)
+		}
+		if g.clock != nil {
+			g.epoch = g.clock.Now()
+		} else {
+			g.epoch = time.Now()
+		}
+		g.st.Store(g.build(Config{}, nil))
+	})
+}
+
+// state returns the configuration in force.
+func (g *Governor) state() *govState {
+	if s := g.st.Load(); s != nil {
+		return s
+	}
+	g.init()
+	return g.st.Load()
+}
+
+// now returns the governor's time: nanoseconds since its epoch.
+func (g *Governor) now() int64 {
+	if g.clock == nil {
+		return int64(time.Since(g.epoch))
+	}
+	return int64(g.clock.Now().Sub(g.epoch))
+}
+
+func (g *Governor) sleep(ctx context.Context, d int64) error {
+	if g.clock == nil {
+		return sleep(ctx, time.Duration(d))
+	}
+	return g.clock.Sleep(ctx, time.Duration(d))
+}
+
+// ctxLimit returns the context's deadline in governor time.
+func (g *Governor) ctxLimit(ctx context.Context, now int64) (int64, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	left := time.Until(dl)
+	if rd, ok := g.clock.(realDurationer); ok && g.clock != nil {
+		if scale := float64(rd.RealDuration(time.Second)); scale > 0 {
+			left = time.Duration(float64(left) * float64(time.Second) / scale)
+		}
+	}
+	return now + int64(left), true
+}
+
+func (g *Governor) random() float64 {
+	if g.src != nil {
+		return g.src.float64()
+	}
+	return rand.Float64()
+}
+
+// provider returns the state of a provider, creating a generic one for a
+// name the configuration does not know.
+func (g *Governor) provider(name string) *providerState {
+	s := g.state()
+	switch name {
+	case "aws":
+		return s.aws
+	case "azure":
+		return s.azure
+	case "gcp":
+		return s.gcp
+	}
+	if ps, ok := s.others[name]; ok {
+		return ps
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s = g.st.Load()
+	if ps, ok := s.others[name]; ok {
+		return ps
+	}
+	ns := *s
+	ns.others = make(map[string]*providerState, len(s.others)+1)
+	for k, v := range s.others {
+		ns.others[k] = v
+	}
+	ps := g.reconcile(nil, resolveProvider(name, ProviderConfig{}, s.enabled))
+	ns.others[name] = ps
+	g.st.Store(&ns)
+	return ps
+}
+
+// build makes the state for cfg, keeping what it can of old.
+func (g *Governor) build(cfg Config, old *govState) *govState {
+	enabled := cfg.Enabled == nil || *cfg.Enabled
+	ns := &govState{cfg: cfg, enabled: enabled, others: map[string]*providerState{}}
+	var prev govState
+	if old != nil {
+		prev = *old
+	}
+	ns.aws = g.reconcile(prev.aws, resolveProvider("aws", cfg.AWS, enabled))
+	ns.azure = g.reconcile(prev.azure, resolveProvider("azure", cfg.Azure, enabled))
+	ns.gcp = g.reconcile(prev.gcp, resolveProvider("gcp", cfg.GCP, enabled))
+	for name, ps := range prev.others {
+		ns.others[name] = g.reconcile(ps, resolveProvider(name, ProviderConfig{}, enabled))
+	}
+	return ns
+}
+
+// reconcile keeps a provider's live state where its settings did not
+// change: its buckets, breakers and bulkheads (with the slots their calls
+// hold) unless the limits changed, its budget unless the retry settings
+// changed.
+func (g *Governor) reconcile(old *providerState, set *providerSettings) *providerState {
+	sameLimits := old != nil && old.set.limitsEqual(set)
+	sameRetry := old != nil && old.set.retry == set.retry
+	if sameLimits && sameRetry {
+		return old
+	}
+	ps := &providerState{set: set}
+	if sameLimits {
+		ps.lim = old.lim
+	} else {
+		ps.lim = g.newLimits(set)
+	}
+	if sameRetry {
+		ps.budget = old.budget
+	} else {
+		ps.budget = g.store.newBudget(set.name, set.retry.budget)
+	}
+	return ps
+}
+
+// Configure applies cfg. It is idempotent per provider: a provider whose
+// settings did not change keeps its learned rates, breakers, budget and the
+// concurrency slots its calls hold. An invalid cfg changes nothing.
+func (g *Governor) Configure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	g.init()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.st.Store(g.build(cfg, g.st.Load()))
+	return nil
+}
+
+// Config returns the configuration in force.
+func (g *Governor) Config() Config { return g.state().cfg }
+
+// Reset forgets everything learned (rates, pauses, breakers, budgets,
+// lifetime stats) and keeps the configuration.
+func (g *Governor) Reset() {
+	g.init()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.st.Load()
+	fresh := g.build(s.cfg, nil)
+	for name := range s.others {
+		fresh.others[name] = g.reconcile(nil, resolveProvider(name, ProviderConfig{}, fresh.enabled))
+	}
+	g.st.Store(fresh)
+	g.life.mu.Lock()
+	g.life.m = nil
+	g.life.mu.Unlock()
+	g.folded.Store(0)
+}
+
+// Enabled reports whether calls to provider are governed.
+func (g *Governor) Enabled(provider string) bool {
+	if provider == "" {
+		return false
+	}
+	return g.provider(provider).set.enabled
+}
+
+var defaultGovernor atomic.Pointer[Governor]
+
+// Default returns the process governor, which Call, Do and the SDK
+// integrations use unless told otherwise.
+func Default() *Governor {
+	if g := defaultGovernor.Load(); g != nil {
+		return g
+	}
+	g := new(Governor)
+	g.init()
+	if defaultGovernor.CompareAndSwap(nil, g) {
+		return g
+	}
+	return defaultGovernor.Load()
+}
+
+// SetDefault makes g the process governor, for a program that wants its own
+// options (a logger, a clock, a random source) on every call. A nil g is
+// ignored.
+func SetDefault(g *Governor) {
+	if g != nil {
+		g.init()
+		defaultGovernor.Store(g)
+	}
+}
+
+// Configure applies cfg to the process governor (see Governor.Configure).
+func Configure(cfg Config) error { return Default().Configure(cfg) }
+
+// ResetDefault replaces the process governor with a fresh one at the
+// built-in defaults, forgetting everything learned. It exists for tests.
+func ResetDefault() {
+	g := new(Governor)
+	g.init()
+	defaultGovernor.Store(g)
+}
+
+// limits holds one provider's scopes: leaf buckets and breakers per leaf
+// scope, bulkheads and account buckets per account, the provider bucket.
+type limits struct {
+	g      *Governor
+	set    *providerSettings
+	global rateState
+
+	mu       sync.RWMutex
+	leaves   map[Scope]*entry
+	accounts map[string]*account
+	sweepAt  int
+}
+
+// account is the state shared by an account's scopes.
+type account struct {
+	bulkhead *bulkhead.Bulkhead
+	bucket   rateState // nil when the provider has no account bucket
+	refs     int       // live entries using it; guarded by limits.mu
+}
+
+// entry is one leaf scope's state, resolved once per call.
+type entry struct {
+	refs    atomic.Int64 // calls using it; dead after a sweep reclaimed it
+	key     Scope        // the leaf scope
+	svc     Scope        // its service scope, the telemetry key
+	leaf    rateState
+	breaker breakerState
+	acct    *account
+	global  rateState
+	life    *counters
+}
+
+// dead marks a reclaimed entry or folded counters: adding a reference to
+// it leaves the count negative.
+const dead = math.MinInt64 / 2
+
+// minSweep is the table size under which no sweep runs.
+const minSweep = 4096
+
+func (g *Governor) newLimits(set *providerSettings) *limits {
+	l := &limits{g: g, set: set, leaves: map[Scope]*entry{}, accounts: map[string]*account{}, sweepAt: minSweep}
+	if set.global != nil {
+		l.global = g.store.newBucket(Scope{Provider: set.name}, *set.global, g.now())
+	}
+	return l
+}
+
+// acquire returns the entry of sc's leaf with a reference held; release it
+// with entry.release.
+func (l *limits) acquire(sc Scope, now int64) *entry {
+	key := l.set.leafKey(sc)
+	for {
+		l.mu.RLock()
+		e := l.leaves[key]
+		l.mu.RUnlock()
+		if e == nil {
+			e = l.create(key, now)
+		}
+		if e.refs.Add(1) > 0 {
+			return e
+		}
+		// A sweep reclaimed it between the lookup and the reference.
+	}
+}
+
+func (e *entry) release() { e.refs.Add(-1) }
+
+func (l *limits) create(key Scope, now int64) *entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.leaves[key]; e != nil {
+		return e
+	}
+	if len(l.leaves) >= l.sweepAt {
+		l.sweep(now)
+	}
+	g := l.g
+	acct := l.accounts[key.Account]
+	if acct == nil {
+		acct = &account{bulkhead: bulkhead.New(l.set.bulkhead)}
+		if l.set.account != nil {
+			acct.bucket = g.store.newBucket(key.AccountScope(), *l.set.account, now)
+		}
+		l.accounts[key.Account] = acct
+	}
+	acct.refs++
+	e := &entry{
+		key:     key,
+		svc:     key.ServiceScope(),
+		leaf:    g.store.newBucket(key, l.set.leafSpec(key), now),
+		breaker: g.store.newBreaker(key, l.set.breaker),
+		acct:    acct,
+		global:  l.global,
+	}
+	e.life = g.lifeCounters(e.svc)
+	l.leaves[key] = e
+	return e
+}
+
+// sweep drops the entries that hold nothing learned and have been idle,
+// then the accounts no entry uses. l.mu must be held for writing.
+func (l *limits) sweep(now int64) {
+	for k, e := range l.leaves {
+		if e.breaker.Pristine() && e.leaf.Idle(now, l.g.idle) && e.refs.CompareAndSwap(0, dead) {
+			delete(l.leaves, k)
+			e.acct.refs--
+			e.life.refs.Add(-1)
+		}
+	}
+	for name, a := range l.accounts {
+		if a.refs > 0 {
+			continue
+		}
+		if used, waiting := a.bulkhead.InUse(); used > 0 || waiting > 0 {
+			continue
+		}
+		if a.bucket != nil && !a.bucket.Idle(now, l.g.idle) {
+			continue
+		}
+		delete(l.accounts, name)
+	}
+	l.sweepAt = max(minSweep, 2*len(l.leaves))
+	l.g.foldLifetime()
+}
+
+// maxLifetimeScopes is the number of lifetime scopes kept before the idle,
+// uneventful ones are folded into the totals.
+const maxLifetimeScopes = 1 << 16
+
+// lifeCounters returns the lifetime counters of a service scope with a
+// reference held by a leaf entry.
+func (g *Governor) lifeCounters(svc Scope) *counters {
+	for {
+		c := g.life.get(svc)
+		if c.refs.Add(1) > 0 {
+			return c
+		}
+		g.life.mu.Lock()
+		if g.life.m[svc] == c {
+			delete(g.life.m, svc)
+		}
+		g.life.mu.Unlock()
+	}
+}
+
+// foldLifetime folds the lifetime scopes that only counted calls and that
+// no live entry uses into the totals, once there are many of them.
+func (g *Governor) foldLifetime() {
+	g.life.mu.Lock()
+	defer g.life.mu.Unlock()
+	if len(g.life.m) < maxLifetimeScopes {
+		return
+	}
+	for k, c := range g.life.m {
+		if !c.eventful() && c.refs.CompareAndSwap(0, dead) {
+			g.folded.Add(c.calls.Load())
+			delete(g.life.m, k)
+		}
+	}
+}
+
+func (g *Governor) foldedTotals() Totals { return Totals{Calls: g.folded.Load()} }
+
+// eachEntry calls f for every live leaf entry of every provider.
+func (g *Governor) eachEntry(f func(*entry)) {
+	s := g.state()
+	pss := []*providerState{s.aws, s.azure, s.gcp}
+	for _, ps := range s.others {
+		pss = append(pss, ps)
+	}
+	for _, ps := range pss {
+		ps.lim.mu.RLock()
+		es := make([]*entry, 0, len(ps.lim.leaves))
+		for _, e := range ps.lim.leaves {
+			es = append(es, e)
+		}
+		ps.lim.mu.RUnlock()
+		for _, e := range es {
+			f(e)
+		}
+	}
+}
+
+// liveScopes returns the number of leaf entries held, for tests and the
+// memory benchmark.
+func (g *Governor) liveScopes() int {
+	n := 0
+	g.eachEntry(func(*entry) { n++ })
+	return n
+}

@@ -1,0 +1,299 @@
+package resilience
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// tracker carries one logical call through the governor's steps. Call uses
+// it on its stack; Guard wraps it for the SDK integrations. Each step
+// records into the scope's lifetime counters and, when the context carries
+// a Stats, into the run's counters too.
+type tracker struct {
+	g       *Governor
+	ps      *providerState
+	e       *entry
+	scope   Scope
+	run     *counters // the run's counters for the service scope, or nil
+	ledger  *Ledger
+	retries int  // retries made so far; the first freeRetries are free
+	slot    bool // a bulkhead slot is held
+}
+
+func (t *tracker) init(g *Governor, ps *providerState, ctx context.Context, scope Scope, now int64) {
+	t.g, t.ps, t.scope = g, ps, scope
+	t.e = ps.lim.acquire(scope, now)
+	b := bindingOf(ctx)
+	if b.stats != nil {
+		t.run = b.stats.table.get(t.e.svc)
+	}
+	t.ledger = b.ledger
+}
+
+// end releases the slot if one is still held, and the entry.
+func (t *tracker) end() {
+	t.release()
+	if t.e != nil {
+		t.e.release()
+		t.e = nil
+	}
+}
+
+// admit checks the breaker. A rejected call is counted and goes to the
+// ledger as skipped; lastErr, if any, is the provider error of the attempt
+// before this one.
+func (t *tracker) admit(now int64, lastErr error) error {
+	wait, ok := t.e.breaker.Allow(now)
+	if ok {
+		return nil
+	}
+	t.e.life.rejected.Add(1)
+	if t.run != nil {
+		t.run.rejected.Add(1)
+	}
+	err := &CircuitOpenError{Scope: t.scope, Wait: time.Duration(wait), Err: lastErr}
+	t.ledger.Skipped(t.scope, err)
+	return err
+}
+
+// count counts one call (an attempt, for Call; a page, for listings).
+func (t *tracker) count() {
+	t.e.life.calls.Add(1)
+	if t.run != nil {
+		t.run.calls.Add(1)
+	}
+}
+
+// reserve takes a token from every bucket level, most general first, and
+// returns the longest wait.
+func (t *tracker) reserve(now int64) int64 {
+	var w int64
+	if t.e.global != nil {
+		w = t.e.global.Reserve(now)
+	}
+	if b := t.e.acct.bucket; b != nil {
+		w = max(w, b.Reserve(now))
+	}
+	return max(w, t.e.leaf.Reserve(now))
+}
+
+// tryReserve takes a token from every level only if all can be used now.
+func (t *tracker) tryReserve(now int64) bool {
+	if t.e.global != nil && !t.e.global.TryReserve(now) {
+		return false
+	}
+	if b := t.e.acct.bucket; b != nil && !b.TryReserve(now) {
+		if t.e.global != nil {
+			t.e.global.Cancel(now)
+		}
+		return false
+	}
+	if !t.e.leaf.TryReserve(now) {
+		if t.e.global != nil {
+			t.e.global.Cancel(now)
+		}
+		if b := t.e.acct.bucket; b != nil {
+			b.Cancel(now)
+		}
+		return false
+	}
+	return true
+}
+
+// cancel gives back the tokens of a reservation that will not be used.
+func (t *tracker) cancel(now int64) {
+	if t.e.global != nil {
+		t.e.global.Cancel(now)
+	}
+	if b := t.e.acct.bucket; b != nil {
+		b.Cancel(now)
+	}
+	t.e.leaf.Cancel(now)
+}
+
+func (t *tracker) recordWait(w int64) {
+	t.e.life.recordWait(w)
+	if t.run != nil {
+		t.run.recordWait(w)
+	}
+}
+
+// wait takes a token and sleeps until it may be used, unless that would
+// pass limit: then it gives the token back and returns a
+// *DeadlineExceededError (or lastErr, when there is one).
+func (t *tracker) wait(ctx context.Context, now, limit int64, limitIsCtx bool, lastErr error) error {
+	w := t.reserve(now)
+	if w <= 0 {
+		return nil
+	}
+	if now+w > limit {
+		t.cancel(now)
+		if lastErr != nil {
+			return lastErr
+		}
+		de := &DeadlineExceededError{Scope: t.scope, Wait: time.Duration(w)}
+		if limitIsCtx {
+			de.Err = context.DeadlineExceeded
+		}
+		return de
+	}
+	t.recordWait(w)
+	if err := t.g.sleep(ctx, w); err != nil {
+		t.cancel(t.g.now())
+		return ctxError(err, lastErr)
+	}
+	return nil
+}
+
+func (t *tracker) acquire(ctx context.Context) error {
+	if t.slot {
+		return nil
+	}
+	if err := t.e.acct.bulkhead.Acquire(ctx); err != nil {
+		return err
+	}
+	t.slot = true
+	return nil
+}
+
+func (t *tracker) tryAcquire() bool {
+	if !t.slot {
+		t.slot = t.e.acct.bulkhead.TryAcquire()
+	}
+	return t.slot
+}
+
+func (t *tracker) release() {
+	if t.slot {
+		t.slot = false
+		t.e.acct.bulkhead.Release()
+	}
+}
+
+// throttled records a throttled attempt: the leaf halves (once per
+// congestion event) and pauses for the provider's hint, capped at MaxPause.
+func (t *tracker) throttled(now int64, err error, hint time.Duration, hasHint bool) {
+	t.e.life.throttled.Add(1)
+	if t.run != nil {
+		t.run.throttled.Add(1)
+	}
+	var pause int64
+	if hasHint {
+		pause = int64(capPause(hint))
+	}
+	rate, decreased := t.e.leaf.Throttle(now, pause)
+	if decreased {
+		t.e.life.recordRate(rate, true)
+		if t.run != nil {
+			t.run.recordRate(rate, true)
+		}
+	}
+	t.recordErr(err)
+}
+
+func (t *tracker) transient(err error) {
+	t.e.life.transient.Add(1)
+	if t.run != nil {
+		t.run.transient.Add(1)
+	}
+	t.recordErr(err)
+}
+
+func (t *tracker) recordErr(err error) {
+	if err == nil {
+		return
+	}
+	t.e.life.recordErr(err)
+	if t.run != nil {
+		t.run.recordErr(err)
+	}
+}
+
+// spendRetry accounts for a retry about to be made: it is counted, and
+// every retry after the first freeRetries costs a budget token. It reports
+// false, counting nothing, when the budget cannot pay.
+func (t *tracker) spendRetry(useBudget bool) bool {
+	if useBudget && t.retries >= freeRetries && !t.ps.budget.Take() {
+		return false
+	}
+	t.retries++
+	t.e.life.retries.Add(1)
+	if t.run != nil {
+		t.run.retries.Add(1)
+	}
+	return true
+}
+
+// succeeded records a success: the breaker resets, the leaf recovers, the
+// budget gets its refund.
+func (t *tracker) succeeded(now int64) {
+	if t.e.breaker.Success() {
+		t.logBreaker("closed")
+	}
+	if rate, increased := t.e.leaf.Success(now); increased {
+		t.e.life.recordRate(rate, false)
+		if t.run != nil {
+			t.run.recordRate(rate, false)
+		}
+	}
+	t.ps.budget.Succeed()
+}
+
+// proved records a Fatal answer from the provider: the service is
+// reachable, so the breaker resets as on a success.
+func (t *tracker) proved() {
+	if t.e.breaker.Success() {
+		t.logBreaker("closed")
+	}
+}
+
+// failed records a call that failed after its retries with a throttling or
+// transient error: the breaker counts a failure, and throttling is a
+// give-up (stats and ledger).
+func (t *tracker) failed(now int64, kind Kind, err error) {
+	if t.e.breaker.Failure(now) {
+		t.e.life.trips.Add(1)
+		if t.run != nil {
+			t.run.trips.Add(1)
+		}
+		t.logBreaker("open")
+	}
+	if kind == Throttled {
+		t.gaveUp(err)
+	}
+}
+
+// gaveUp records a call lost to throttling, without touching the breaker
+// (the retry budget, not the service, stopped it).
+func (t *tracker) gaveUp(err error) {
+	t.e.life.gaveUp.Add(1)
+	if t.run != nil {
+		t.run.gaveUp.Add(1)
+	}
+	t.recordErr(err)
+	t.ledger.GaveUp(t.scope, err)
+}
+
+func (t *tracker) logBreaker(state string) {
+	if t.g.logger != nil {
+		t.g.logger.LogAttrs(context.Background(), slog.LevelInfo, "cloudg: circuit breaker "+state,
+			slog.String("scope", t.e.key.String()))
+	}
+}
+
+// ctxError is the error of a call whose context ended during a wait: the
+// context's error, with the last provider error alongside when there is one.
+func ctxError(ctxErr, lastErr error) error {
+	if lastErr == nil {
+		return ctxErr
+	}
+	return &abortedError{ctx: ctxErr, last: lastErr}
+}
+
+// abortedError is a context error with the provider error that was about to
+// be retried; errors.Is finds the first, errors.As the second.
+type abortedError struct{ ctx, last error }
+
+func (e *abortedError) Error() string   { return e.ctx.Error() + " (last error: " + e.last.Error() + ")" }
+func (e *abortedError) Unwrap() []error { return []error{e.ctx, e.last} }
