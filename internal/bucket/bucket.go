@@ -81,8 +81,8 @@ type Bucket struct {
 	// GoodputWindow seconds (ring indexed by second).
 	goodput  bool
 	created  int64
-	served   [GoodputWindow]int64
-	servedAt [GoodputWindow]int64 // the second each slot counts
+	served   [GoodputWindow + 1]int64
+	servedAt [GoodputWindow + 1]int64 // the second each slot counts
 
 	slowed atomic.Bool // rate < ceiling: lets Success skip the lock
 }
@@ -228,9 +228,9 @@ func (b *Bucket) Success(now int64) (rate float64, increased bool) {
 // countServed counts one success in the current second. mu must be held.
 func (b *Bucket) countServed(now int64) {
 	sec := now / int64(time.Second)
-	i := int(sec % GoodputWindow)
+	i := int(sec % (GoodputWindow + 1))
 	if i < 0 {
-		i += GoodputWindow
+		i += GoodputWindow + 1
 	}
 	if b.servedAt[i] != sec {
 		b.servedAt[i], b.served[i] = sec, 0
@@ -240,18 +240,19 @@ func (b *Bucket) countServed(now int64) {
 
 // goodputRate is the rate the goodput controller moves to on a congestion
 // event: GoodputShare of the successes per second over the last
-// GoodputWindow seconds (or since the bucket was made, if later), never
-// above GoodputCap of the current rate. With nothing served it halves.
-// mu must be held.
+// GoodputWindow whole seconds and the current part of one (or since the
+// bucket was made, if later), never above GoodputCap of the current rate.
+// With nothing served it halves. mu must be held.
 func (b *Bucket) goodputRate(now int64) float64 {
 	sec := now / int64(time.Second)
 	var n int64
 	for i, at := range b.servedAt {
-		if at > sec-GoodputWindow && at <= sec {
+		if at >= sec-GoodputWindow && at <= sec {
 			n += b.served[i]
 		}
 	}
-	window := math.Min(GoodputWindow, float64(now-b.created)/1e9)
+	window := GoodputWindow + float64(now%int64(time.Second))/1e9
+	window = math.Min(window, float64(now-b.created)/1e9)
 	if n == 0 || window <= 0 {
 		return b.rate * DecreaseFactor
 	}

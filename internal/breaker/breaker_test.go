@@ -1,0 +1,159 @@
+package breaker
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const sec = int64(time.Second)
+
+func spec() Spec { return Spec{Threshold: 5, Cooldown: 60 * sec, MaxCooldown: 600 * sec} }
+
+func TestOpensAfterThresholdConsecutiveFailures(t *testing.T) {
+	b := New(spec())
+	for i := range 4 {
+		if b.Failure(0) {
+			t.Fatalf("opened after %d failures", i+1)
+		}
+	}
+	if _, ok := b.Allow(0); !ok {
+		t.Fatal("rejected after 4 failures")
+	}
+	if !b.Failure(0) {
+		t.Fatal("did not open after 5 failures")
+	}
+	wait, ok := b.Allow(10 * sec)
+	if ok || wait != 50*sec {
+		t.Fatalf("Allow = %v, %v; want rejected with 50s left", time.Duration(wait), ok)
+	}
+}
+
+func TestSuccessResetsTheCount(t *testing.T) {
+	b := New(spec())
+	for range 4 {
+		b.Failure(0)
+	}
+	b.Success()
+	for range 4 {
+		if b.Failure(0) {
+			t.Fatal("opened: the success did not reset the count")
+		}
+	}
+}
+
+func TestHalfOpenLetsOneProbeThrough(t *testing.T) {
+	b := New(spec())
+	for range 5 {
+		b.Failure(0)
+	}
+	if _, ok := b.Allow(60 * sec); !ok {
+		t.Fatal("no probe after the cooldown")
+	}
+	if s := b.Snapshot(60 * sec); s.State != HalfOpen {
+		t.Fatalf("state %v, want half_open", s.State)
+	}
+	if wait, ok := b.Allow(61 * sec); ok || wait != 59*sec {
+		t.Fatalf("second caller during the probe: %v %v, want rejected for the lease's 59s", time.Duration(wait), ok)
+	}
+	if !b.Success() {
+		t.Fatal("a successful probe did not close it")
+	}
+	if _, ok := b.Allow(61 * sec); !ok {
+		t.Fatal("closed breaker rejects")
+	}
+}
+
+func TestFailedProbeDoublesCooldownUpTo600s(t *testing.T) {
+	b := New(spec())
+	for range 5 {
+		b.Failure(0)
+	}
+	now := int64(0)
+	want := []int64{120, 240, 480, 600, 600}
+	for _, w := range want {
+		now += b.Snapshot(now).Wait
+		if _, ok := b.Allow(now); !ok {
+			t.Fatal("no probe after the cooldown")
+		}
+		if !b.Failure(now) {
+			t.Fatal("failed probe did not reopen")
+		}
+		if c := b.Snapshot(now).Cooldown; c != w*sec {
+			t.Fatalf("cooldown %v, want %ds", time.Duration(c), w)
+		}
+	}
+	// A successful probe restores the base cooldown.
+	now += b.Snapshot(now).Wait
+	b.Allow(now)
+	b.Success()
+	for range 5 {
+		b.Failure(now)
+	}
+	if c := b.Snapshot(now).Cooldown; c != 60*sec {
+		t.Fatalf("cooldown after recovery %v, want 60s", time.Duration(c))
+	}
+}
+
+func TestProbeLeaseExpires(t *testing.T) {
+	b := New(spec())
+	for range 5 {
+		b.Failure(0)
+	}
+	b.Allow(60 * sec) // the probe, which never reports back
+	if _, ok := b.Allow(119 * sec); ok {
+		t.Fatal("a second probe within the lease")
+	}
+	if _, ok := b.Allow(120 * sec); !ok {
+		t.Fatal("the lease ran out but nobody became the probe")
+	}
+}
+
+func TestLateFailureWhileOpenChangesNothing(t *testing.T) {
+	b := New(spec())
+	for range 5 {
+		b.Failure(0)
+	}
+	if b.Failure(sec) {
+		t.Fatal("reopened an open breaker")
+	}
+	if w := b.Snapshot(sec).Wait; w != 59*sec {
+		t.Fatalf("wait %v, want 59s", time.Duration(w))
+	}
+}
+
+func TestOnlyOneProbeUnderConcurrency(t *testing.T) {
+	b := New(spec())
+	for range 5 {
+		b.Failure(0)
+	}
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			if _, ok := b.Allow(60 * sec); ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != 1 {
+		t.Fatalf("%d probes admitted, want 1", n)
+	}
+}
+
+func TestPristine(t *testing.T) {
+	b := New(spec())
+	if !b.Pristine() {
+		t.Fatal("new breaker not pristine")
+	}
+	b.Failure(0)
+	if b.Pristine() {
+		t.Fatal("breaker with a failure is pristine")
+	}
+	b.Success()
+	if !b.Pristine() {
+		t.Fatal("reset breaker not pristine")
+	}
+}

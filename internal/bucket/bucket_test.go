@@ -1,0 +1,276 @@
+package bucket
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+const sec = int64(time.Second)
+
+func approx(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9 {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func TestReserveQueuesInArrivalOrder(t *testing.T) {
+	// The spec's worked example: 2 rps, burst 2, six callers at once wait
+	// 0, 0, 0.5, 1.0, 1.5 and 2.0 seconds: 5.0 s in all, done at 2.0 s.
+	b := New(Spec{Rate: 2, Burst: 2}, 0)
+	var total int64
+	want := []int64{0, 0, sec / 2, sec, 3 * sec / 2, 2 * sec}
+	for i, w := range want {
+		got := b.Reserve(0)
+		if got != w {
+			t.Fatalf("caller %d waits %v, want %v", i, time.Duration(got), time.Duration(w))
+		}
+		total += got
+	}
+	if total != 5*sec {
+		t.Fatalf("total wait %v, want 5s", time.Duration(total))
+	}
+}
+
+func TestCapacityDefaultsToTwiceTheRateAndAtLeastOne(t *testing.T) {
+	approx(t, "capacity", Spec{Rate: 3}.Capacity(), 6)
+	approx(t, "capacity", Spec{Rate: 0.2}.Capacity(), 1)
+	approx(t, "capacity", Spec{Rate: 20, Burst: 100}.Capacity(), 100)
+}
+
+func TestRefillStopsAtCapacity(t *testing.T) {
+	b := New(Spec{Rate: 10, Burst: 5}, 0)
+	for range 5 {
+		if w := b.Reserve(0); w != 0 {
+			t.Fatalf("burst token waited %v", w)
+		}
+	}
+	// An hour later the bucket holds 5 tokens, not 36,000.
+	for range 5 {
+		if w := b.Reserve(3600 * sec); w != 0 {
+			t.Fatalf("refilled token waited %v", w)
+		}
+	}
+	if w := b.Reserve(3600 * sec); w != sec/10 {
+		t.Fatalf("sixth token waited %v, want 100ms", time.Duration(w))
+	}
+}
+
+func TestTryReserveAndCancel(t *testing.T) {
+	b := New(Spec{Rate: 1, Burst: 1}, 0)
+	if !b.TryReserve(0) {
+		t.Fatal("first token refused")
+	}
+	if b.TryReserve(0) {
+		t.Fatal("empty bucket gave a token")
+	}
+	w := b.Reserve(0)
+	if w != sec {
+		t.Fatalf("wait %v, want 1s", time.Duration(w))
+	}
+	b.Cancel(0)
+	if w := b.Reserve(0); w != sec {
+		t.Fatalf("after cancel, wait %v, want 1s (the cancelled token came back)", time.Duration(w))
+	}
+}
+
+func TestThrottleTwiceASecondApartThenRecovery(t *testing.T) {
+	// The spec's figure: an EC2 action at its 20 rps ceiling throttled
+	// twice, a second apart, runs at 5 rps; steady success adds 1 rps every
+	// five seconds, back at 20 after about 75 s.
+	b := New(Spec{Rate: 20, Burst: 100, Floor: 0.2, Adaptive: true}, 0)
+	if r, dec := b.Throttle(0, 0); !dec || r != 10 {
+		t.Fatalf("first throttle: rate %v decreased %v, want 10 true", r, dec)
+	}
+	if r, dec := b.Throttle(sec, 0); !dec || r != 5 {
+		t.Fatalf("second throttle: rate %v decreased %v, want 5 true", r, dec)
+	}
+	var back int64 = -1
+	for now := sec; now <= 200*sec; now += sec / 10 {
+		if r, _ := b.Success(now); r == 20 && back < 0 {
+			back = now - sec
+		}
+	}
+	if back != 75*sec {
+		t.Fatalf("back at 20 rps %v after the last throttle, want 75s", time.Duration(back))
+	}
+}
+
+func TestRecoveryWaitsForQuietAndStepsOncePerInterval(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 40, Adaptive: true}, 0)
+	b.Throttle(0, 0) // 10 rps
+	if _, inc := b.Success(5*sec - 1); inc {
+		t.Fatal("increased within 5 s of the throttle")
+	}
+	if r, inc := b.Success(5 * sec); !inc || r != 11 {
+		t.Fatalf("at 5 s: rate %v increased %v, want 11 true", r, inc)
+	}
+	if _, inc := b.Success(10*sec - 1); inc {
+		t.Fatal("increased twice within 5 s")
+	}
+	if r, inc := b.Success(10 * sec); !inc || r != 12 {
+		t.Fatalf("at 10 s: rate %v, want 12", r)
+	}
+	b.Throttle(11*sec, 0) // 6 rps; the quiet period restarts
+	if _, inc := b.Success(15 * sec); inc {
+		t.Fatal("increased 4 s after a throttle")
+	}
+}
+
+func TestMinimumIncreaseStep(t *testing.T) {
+	// 5% of 0.1 rps is 0.005: the step is at least 0.01.
+	b := New(Spec{Rate: 0.1, Burst: 1, Floor: 0.01, Adaptive: true}, 0)
+	b.Throttle(0, 0)
+	r, _ := b.Success(5 * sec)
+	approx(t, "rate", r, 0.06)
+}
+
+func TestFortySimultaneousThrottlesHalveOnce(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 100, Adaptive: true}, 0)
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() { b.Throttle(sec/2, 0) })
+	}
+	wg.Wait()
+	if s := b.Snapshot(sec / 2); s.Rate != 10 {
+		t.Fatalf("rate %v after 40 simultaneous throttles, want 10", s.Rate)
+	}
+	// Throttles within a second of the decrease are the same event.
+	b.Throttle(sec/2+sec-1, 0)
+	if s := b.Snapshot(2 * sec); s.Rate != 10 {
+		t.Fatalf("rate %v, want 10", s.Rate)
+	}
+}
+
+func TestThrottleDrainsBurstAndScalesCapacity(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 100, Adaptive: true}, 0)
+	b.Throttle(0, 0)
+	s := b.Snapshot(0)
+	if s.Tokens != 0 {
+		t.Fatalf("tokens %v after a throttle, want 0 (burst drained)", s.Tokens)
+	}
+	// At 10 rps the capacity is 50: an hour later 50 tokens, not 100.
+	s = b.Snapshot(3600 * sec)
+	approx(t, "tokens", s.Tokens, 50)
+}
+
+func TestFloor(t *testing.T) {
+	b := New(Spec{Rate: 1, Burst: 2, Floor: 0.2, Adaptive: true}, 0)
+	for i := range int64(10) {
+		b.Throttle(i*sec, 0)
+	}
+	approx(t, "rate", b.Snapshot(20*sec).Rate, 0.2)
+}
+
+func TestNonAdaptiveKeepsRateButPauses(t *testing.T) {
+	b := New(Spec{Rate: 10, Burst: 10}, 0)
+	if r, dec := b.Throttle(0, 3*sec); dec || r != 10 {
+		t.Fatalf("rate %v decreased %v, want 10 false", r, dec)
+	}
+	if w := b.Reserve(0); w != 3*sec {
+		t.Fatalf("wait %v during a 3 s pause, want 3s", time.Duration(w))
+	}
+}
+
+func TestPauseHoldsEveryCallerThenQueues(t *testing.T) {
+	b := New(Spec{Rate: 2, Burst: 1, Adaptive: true}, 0)
+	b.Throttle(0, 4*sec) // 1 rps, drained, paused 4 s
+	if w := b.Reserve(0); w != 5*sec {
+		t.Fatalf("first caller waits %v, want 5s (4 s pause, then one token at 1 rps)", time.Duration(w))
+	}
+	if w := b.Reserve(sec); w != 5*sec {
+		t.Fatalf("second caller waits %v, want 5s (queued behind the first)", time.Duration(w))
+	}
+	if p := b.Snapshot(sec).PausedNS; p != 3*sec {
+		t.Fatalf("paused for %v, want 3s", time.Duration(p))
+	}
+	b.Pause(sec, sec) // shorter than the pause in force: no change
+	if p := b.Snapshot(sec).PausedNS; p != 3*sec {
+		t.Fatalf("a shorter pause shortened it to %v", time.Duration(p))
+	}
+}
+
+func TestIdle(t *testing.T) {
+	b := New(Spec{Rate: 10, Burst: 10, Adaptive: true}, 0)
+	if !b.Idle(60*sec, 60*sec) {
+		t.Fatal("fresh bucket unused for a minute is not idle")
+	}
+	b.Reserve(0)
+	if b.Idle(30*sec, 60*sec) {
+		t.Fatal("bucket used 30 s ago is idle with a 1 min threshold")
+	}
+	if !b.Idle(61*sec, 60*sec) {
+		t.Fatal("full bucket unused for 61 s is not idle")
+	}
+	b.Throttle(61*sec, 0)
+	if b.Idle(3600*sec, 60*sec) {
+		t.Fatal("slowed bucket is idle: it would forget its learned rate")
+	}
+}
+
+func TestGoodputMovesToWhatWasServed(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
+	// 8 successes per second for 10 s.
+	for i := range int64(80) {
+		b.Success(i * sec / 8)
+	}
+	r, dec := b.Throttle(10*sec, 0)
+	if !dec {
+		t.Fatal("no decrease")
+	}
+	// 0.95 x 8 rps, below 0.9 x 20.
+	if math.Abs(r-7.6) > 0.8 {
+		t.Fatalf("rate %v after a throttle at 8 rps served, want about 7.6", r)
+	}
+	// Then it climbs by 2% of the ceiling (0.4 rps) per 5 s of quiet.
+	r2, inc := b.Success(15 * sec)
+	if !inc || math.Abs(r2-(r+0.4)) > 1e-9 {
+		t.Fatalf("rate %v after 5 s quiet, want %v", r2, r+0.4)
+	}
+}
+
+func TestGoodputNeverAboveNinetyPercentOfCurrent(t *testing.T) {
+	b := New(Spec{Rate: 10, Burst: 10, Goodput: true}, 0)
+	for i := range int64(200) {
+		b.Success(i * sec / 40) // 40 successes per second, above the rate
+	}
+	r, _ := b.Throttle(5*sec, 0)
+	approx(t, "rate", r, 9)
+}
+
+func TestGoodputWithNothingServedHalves(t *testing.T) {
+	b := New(Spec{Rate: 10, Burst: 10, Goodput: true}, 0)
+	r, _ := b.Throttle(10*sec, 0)
+	approx(t, "rate", r, 5)
+}
+
+func TestConcurrentReserveNeverLosesTokens(t *testing.T) {
+	b := New(Spec{Rate: 100, Burst: 100}, 0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var waits []int64
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				w := b.Reserve(0)
+				mu.Lock()
+				waits = append(waits, w)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for _, w := range waits {
+		if w > 0 && seen[w] {
+			t.Fatalf("two callers got the same slot %v", w)
+		}
+		seen[w] = true
+	}
+	// 800 tokens at 100 rps with 100 in the bucket: the last waits 7 s.
+	if s := b.Snapshot(0); s.Tokens != -700 {
+		t.Fatalf("balance %v, want -700", s.Tokens)
+	}
+}

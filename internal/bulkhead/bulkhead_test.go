@@ -1,0 +1,137 @@
+package bulkhead
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestCapsInFlight(t *testing.T) {
+	b := New(3)
+	var in, peak atomic.Int32
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if err := b.Acquire(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+			n := in.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+			in.Add(-1)
+			b.Release()
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 3 {
+		t.Fatalf("peak %d in flight, cap 3", p)
+	}
+	if used, waiting := b.InUse(); used != 0 || waiting != 0 {
+		t.Fatalf("after all: %d used, %d waiting", used, waiting)
+	}
+}
+
+func TestWaitersAreServedInArrivalOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(1)
+		if !b.TryAcquire() {
+			t.Fatal("TryAcquire on an empty bulkhead failed")
+		}
+		var order []int
+		var mu sync.Mutex
+		for i := range 5 {
+			go func() {
+				if err := b.Acquire(context.Background()); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				b.Release()
+			}()
+			synctest.Wait() // i is queued before i+1 starts
+		}
+		if b.TryAcquire() {
+			t.Fatal("TryAcquire jumped the queue")
+		}
+		b.Release()
+		synctest.Wait()
+		for i, v := range order {
+			if v != i {
+				t.Fatalf("served in order %v", order)
+			}
+		}
+		if len(order) != 5 {
+			t.Fatalf("served %d of 5", len(order))
+		}
+	})
+}
+
+func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(1)
+		b.TryAcquire()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := b.Acquire(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want deadline exceeded", err)
+		}
+		if used, waiting := b.InUse(); used != 1 || waiting != 0 {
+			t.Fatalf("%d used, %d waiting; want 1, 0", used, waiting)
+		}
+		b.Release()
+		if used, _ := b.InUse(); used != 0 {
+			t.Fatalf("%d used after release", used)
+		}
+	})
+}
+
+func TestAlreadyCancelledContextDoesNotQueue(t *testing.T) {
+	b := New(1)
+	b.TryAcquire()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Acquire(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	if _, waiting := b.InUse(); waiting != 0 {
+		t.Fatal("cancelled caller queued")
+	}
+}
+
+// TestSlotHandedToCancelledWaiterIsPassedOn races a release against a
+// cancellation many times: the slot must never be lost or doubled.
+func TestSlotHandedToCancelledWaiterIsPassedOn(t *testing.T) {
+	for range 2000 {
+		b := New(1)
+		b.TryAcquire()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- b.Acquire(ctx) }()
+		for {
+			if _, w := b.InUse(); w == 1 {
+				break
+			}
+			time.Sleep(time.Microsecond)
+		}
+		go cancel()
+		b.Release()
+		if err := <-done; err == nil {
+			b.Release()
+		}
+		if used, waiting := b.InUse(); used != 0 || waiting != 0 {
+			t.Fatalf("%d used, %d waiting after the race", used, waiting)
+		}
+	}
+}

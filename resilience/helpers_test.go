@@ -1,0 +1,83 @@
+package resilience
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// apiErr is an SDK-shaped error: code, status, headers by method sets.
+type apiErr struct {
+	code   string
+	status int
+	msg    string
+	header http.Header
+}
+
+func (e *apiErr) Error() string {
+	if e.msg != "" {
+		return e.code + ": " + e.msg
+	}
+	return e.code
+}
+func (e *apiErr) ErrorCode() string   { return e.code }
+func (e *apiErr) HTTPStatusCode() int { return e.status }
+func (e *apiErr) Header() http.Header { return e.header }
+
+func throttle() error { return &apiErr{code: "Throttling", status: 400, msg: "Rate exceeded"} }
+
+func throttleAfter(d time.Duration) error {
+	return &apiErr{code: "Throttling", status: 400, msg: "Rate exceeded",
+		header: http.Header{"Retry-After": {strconv.Itoa(int(d.Seconds()))}}}
+}
+
+func transientErr() error { return &apiErr{code: "InternalError", status: 500} }
+
+func accessDenied() error { return &apiErr{code: "AccessDenied", status: 403} }
+
+var (
+	ec2Vpcs    = Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+	ec2Subnets = Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeSubnets"}
+	iamUsers   = Scope{Provider: "aws", Account: "123456789012", Service: "iam", Operation: "ListUsers"}
+)
+
+// newGov makes a governor with a fixed random source; inside a synctest
+// bubble it runs in virtual time.
+func newGov(t *testing.T, cfg Config, opts ...Option) *Governor {
+	t.Helper()
+	opts = append([]Option{WithRandom(rand.NewPCG(1, 2))}, opts...)
+	g, err := NewGovernor(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// failing returns a fn that fails with errs in turn, then succeeds; it
+// counts its calls in *n.
+func failing(n *int, errs ...error) func(context.Context) error {
+	return func(context.Context) error {
+		*n++
+		if *n <= len(errs) {
+			return errs[*n-1]
+		}
+		return nil
+	}
+}
+
+func always(n *int, err error) func(context.Context) error {
+	return func(context.Context) error {
+		*n++
+		return err
+	}
+}
+
+func rate(g *Governor, s Scope) float64 {
+	ps := g.provider(s.Provider)
+	e := ps.lim.acquire(s, g.now())
+	defer e.release()
+	return e.leaf.Snapshot(g.now()).Rate
+}
