@@ -1,10 +1,14 @@
 package resilience
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -81,3 +85,25 @@ func rate(g *Governor, s Scope) float64 {
 	defer e.release()
 	return e.leaf.Snapshot(g.now()).Rate
 }
+
+// logBuffer collects slog output.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) contains(s string) bool { return strings.Contains(b.String(), s) }
+
+func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }

@@ -1,0 +1,259 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// statusErr has only a status, like an HTTP client error.
+type statusErr int
+
+func (e statusErr) Error() string       { return fmt.Sprintf("HTTP %d", int(e)) }
+func (e statusErr) HTTPStatusCode() int { return int(e) }
+
+// codeErr has only a code, like smithy's GenericAPIError.
+type codeErr struct{ code, msg string }
+
+func (e codeErr) Error() string        { return e.code + ": " + e.msg }
+func (e codeErr) ErrorCode() string    { return e.code }
+func (e codeErr) ErrorMessage() string { return e.msg }
+
+// wrapStatus carries a status and wraps the error with the code, like
+// smithy's ResponseError around an API error.
+type wrapStatus struct {
+	status int
+	err    error
+}
+
+func (e wrapStatus) Error() string       { return fmt.Sprintf("status %d: %v", e.status, e.err) }
+func (e wrapStatus) HTTPStatusCode() int { return e.status }
+func (e wrapStatus) Unwrap() error       { return e.err }
+
+// opErr wraps like smithy's OperationError.
+type opErr struct{ err error }
+
+func (e opErr) Error() string { return "operation error EC2: DescribeVpcs, " + e.err.Error() }
+func (e opErr) Unwrap() error { return e.err }
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// loop unwraps to itself.
+type loop struct{}
+
+func (l *loop) Error() string { return "loop" }
+func (l *loop) Unwrap() error { return l }
+
+func TestClassifyTable(t *testing.T) {
+	sdkChain := func(code string, status int) error {
+		return opErr{wrapStatus{status, codeErr{code, "msg"}}}
+	}
+	cases := []struct {
+		name string
+		err  error
+		want Kind
+	}{
+		{"nil", nil, Fatal},
+		{"Throttling", codeErr{"Throttling", "Rate exceeded"}, Throttled},
+		{"ThrottlingException", codeErr{"ThrottlingException", ""}, Throttled},
+		{"RequestLimitExceeded via SDK chain", sdkChain("RequestLimitExceeded", 503), Throttled},
+		{"TooManyRequestsException", codeErr{"TooManyRequestsException", ""}, Throttled},
+		{"SlowDown", codeErr{"SlowDown", ""}, Throttled},
+		{"RateExceeded", codeErr{"RateExceeded", ""}, Throttled},
+		{"EC2ThrottledException", codeErr{"EC2ThrottledException", ""}, Throttled},
+		{"ProvisionedThroughputExceededException", codeErr{"ProvisionedThroughputExceededException", ""}, Throttled},
+		{"Azure RateLimiting", codeErr{"RateLimiting", ""}, Throttled},
+		{"Azure SubscriptionRequestsThrottled", sdkChain("SubscriptionRequestsThrottled", 429), Throttled},
+		{"Azure TenantRequestsThrottled", sdkChain("TenantRequestsThrottled", 429), Throttled},
+		{"GCP ResourceExhausted", codeErr{"ResourceExhausted", ""}, Throttled},
+		{"GCP TooManyRequests", codeErr{"TooManyRequests", ""}, Throttled},
+		{"429 without code", statusErr(429), Throttled},
+		{"503 without code", statusErr(503), Throttled},
+		{"429 with unknown code (Azure Compute OperationNotAllowed)", sdkChain("OperationNotAllowed", 429), Throttled},
+		{"503 with unknown code (Storage ServerBusy)", sdkChain("ServerBusy", 503), Throttled},
+		{"LimitExceededException about a rate", codeErr{"LimitExceededException", "Rate exceeded for the account"}, Throttled},
+		{"LimitExceededException about too many", codeErr{"LimitExceededException", "Too many requests"}, Throttled},
+		{"LimitExceededException in TPS", codeErr{"LimitExceededException", "limit of 5 TPS reached"}, Throttled},
+		{"LimitExceededException about resources", codeErr{"LimitExceededException", "Cannot exceed quota for PoliciesPerRole: 10"}, Fatal},
+		{"LimitExceededException 'separate'", codeErr{"LimitExceededException", "use a separate account"}, Fatal},
+
+		{"ServiceUnavailable code wins over 503", sdkChain("ServiceUnavailable", 503), Transient},
+		{"ServiceUnavailableException", sdkChain("ServiceUnavailableException", 503), Transient},
+		{"RequestTimeoutException", codeErr{"RequestTimeoutException", ""}, Transient},
+		{"RequestTimeout", codeErr{"RequestTimeout", ""}, Transient},
+		{"InternalError", sdkChain("InternalError", 500), Transient},
+		{"InternalFailure", sdkChain("InternalFailure", 500), Transient},
+		{"GCP DeadlineExceeded", codeErr{"DeadlineExceeded", ""}, Transient},
+		{"GCP InternalServerError", codeErr{"InternalServerError", ""}, Transient},
+		{"PriorRequestNotComplete", codeErr{"PriorRequestNotComplete", ""}, Transient},
+		{"Azure RetryableErrorDueToAnotherOperation 429", sdkChain("RetryableErrorDueToAnotherOperation", 429), Transient},
+		{"408", statusErr(408), Transient},
+		{"500", statusErr(500), Transient},
+		{"502", statusErr(502), Transient},
+		{"504", statusErr(504), Transient},
+		{"500 with unknown code", sdkChain("SomethingBroke", 500), Transient},
+		{"net timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, Transient},
+		{"connection reset", &url.Error{Op: "Post", URL: "https://ec2", Err: &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}, Transient},
+		{"connection refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, Transient},
+		{"transport deadline", fmt.Errorf("send: %w", context.DeadlineExceeded), Transient},
+		{"unexpected EOF", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), Transient},
+
+		{"AccessDenied", sdkChain("AccessDenied", 403), Fatal},
+		{"ValidationException", codeErr{"ValidationException", "bad"}, Fatal},
+		{"404", statusErr(404), Fatal},
+		{"501", statusErr(501), Fatal},
+		{"plain error", errors.New("boom"), Fatal},
+		{"context canceled", context.Canceled, Fatal},
+
+		{"message: Rate exceeded", errors.New("Rate exceeded"), Throttled},
+		{"message: throttling", errors.New("request was Throttled by the server"), Throttled},
+		{"message: too many requests", errors.New("got Too Many Requests"), Throttled},
+		{"message: https is not tps", errors.New("dial https://example.com: no route to host"), Fatal},
+		{"message: separate is not rate", errors.New("separate accounts"), Fatal},
+		{"message: accelerate is not rate", errors.New("accelerate exceeded"), Fatal},
+		{"message phrase after a code: the code wins", codeErr{"AccessDenied", "rate exceeded"}, Fatal},
+
+		{"own: circuit open", &CircuitOpenError{Scope: ec2Vpcs}, Throttled},
+		{"own: budget wrapping a 404", &RetryBudgetExhaustedError{Scope: ec2Vpcs, Err: statusErr(404)}, Throttled},
+		{"own: deadline", &DeadlineExceededError{Scope: ec2Vpcs}, Transient},
+		{"own, wrapped", fmt.Errorf("collect: %w", &CircuitOpenError{Scope: ec2Vpcs}), Throttled},
+		{"joined: a throttle among others", errors.Join(errors.New("x"), codeErr{"Throttling", ""}), Throttled},
+		{"cycle", &loop{}, Fatal},
+	}
+	for _, c := range cases {
+		if got := Classify(c.err); got != c.want {
+			t.Errorf("%s: Classify = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestChainDepthIsLimited(t *testing.T) {
+	var err error = codeErr{"Throttling", ""}
+	for range 9 {
+		err = fmt.Errorf("w: %w", err)
+	}
+	if Classify(err) != Throttled {
+		t.Fatal("code 9 levels down not found")
+	}
+	for range 5 {
+		err = fmt.Errorf("w: %w", err)
+	}
+	if k, ok := ClassifyStrict(err); ok {
+		t.Fatalf("code 14 levels down found (%v): the walk is not depth-limited", k)
+	}
+}
+
+func TestClassifyStrict(t *testing.T) {
+	if _, ok := ClassifyStrict(errors.New("Rate exceeded")); ok {
+		t.Fatal("strict classification searched the message")
+	}
+	if k, ok := ClassifyStrict(statusErr(429)); !ok || k != Throttled {
+		t.Fatal("strict: 429")
+	}
+	if k, ok := ClassifyStrict(codeErr{"AccessDenied", ""}); !ok || k != Fatal {
+		t.Fatal("strict: AccessDenied says Fatal")
+	}
+	if k, ok := ClassifyStrict(&net.OpError{Op: "read", Err: timeoutErr{}}); !ok || k != Transient {
+		t.Fatal("strict: timeout")
+	}
+	if _, ok := ClassifyStrict(nil); ok {
+		t.Fatal("strict: nil")
+	}
+}
+
+func TestIsProviderAnswer(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{codeErr{"AccessDenied", ""}, true},
+		{statusErr(404), true},
+		{fmt.Errorf("x: %w", statusErr(503)), true},
+		{errors.New("boom"), false},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
+		{context.Canceled, false},
+		{&CircuitOpenError{Err: statusErr(503)}, false},
+		{&RetryBudgetExhaustedError{Err: codeErr{"Throttling", ""}}, false},
+		{nil, false},
+	} {
+		if got := IsProviderAnswer(c.err); got != c.want {
+			t.Errorf("IsProviderAnswer(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestDescribeError(t *testing.T) {
+	if got := DescribeError(codeErr{"Throttling", "Rate exceeded"}); got != "throttled: Throttling: Rate exceeded" {
+		t.Fatal(got)
+	}
+	if got := DescribeError(codeErr{"AccessDenied", "no"}); got != "AccessDenied: no" {
+		t.Fatal(got)
+	}
+	if DescribeError(nil) != "" {
+		t.Fatal("nil")
+	}
+}
+
+func TestKindString(t *testing.T) {
+	if Fatal.String() != "FATAL" || Transient.String() != "TRANSIENT" || Throttled.String() != "THROTTLED" {
+		t.Fatal("Kind strings")
+	}
+}
+
+// sdkStruct is a shape with no method the core reads, like
+// azcore.ResponseError: fields only.
+type sdkStruct struct {
+	StatusCode int
+	Code       string
+	Raw        http.Header
+	Delay      time.Duration
+}
+
+func (e *sdkStruct) Error() string { return "sdk error " + e.Code }
+
+func TestRegisteredReader(t *testing.T) {
+	err := fmt.Errorf("call: %w", &sdkStruct{StatusCode: 429, Code: "Unknown", Raw: http.Header{"Retry-After": {"9"}}})
+	if Classify(err) != Fatal {
+		t.Fatal("unreadable shape classified before registration")
+	}
+	RegisterErrorReader(func(e error) (ErrorDetails, bool) {
+		s, ok := e.(*sdkStruct)
+		if !ok {
+			return ErrorDetails{}, false
+		}
+		d := ErrorDetails{Code: s.Code, Status: s.StatusCode, Header: s.Raw}
+		if s.Code == "Exhausted" {
+			d.Kind, d.HasKind = Throttled, true
+			d.RetryAfter, d.HasRetryAfter = s.Delay, true
+		}
+		return d, true
+	})
+	if Classify(err) != Throttled {
+		t.Fatal("registered shape: a 429 with an unknown code is Throttled")
+	}
+	if d, ok := RetryAfter(err); !ok || d != 9*time.Second {
+		t.Fatalf("RetryAfter %v %v, want 9s from the reader's headers", d, ok)
+	}
+	if !IsProviderAnswer(err) {
+		t.Fatal("registered shape is an answer")
+	}
+	grpcLike := &sdkStruct{Code: "Exhausted", Delay: 3 * time.Second}
+	if Classify(grpcLike) != Throttled {
+		t.Fatal("reader's Kind ignored")
+	}
+	if d, ok := RetryAfter(grpcLike); !ok || d != 3*time.Second {
+		t.Fatalf("reader's RetryAfter %v %v", d, ok)
+	}
+}

@@ -1,0 +1,209 @@
+package resilience
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+enabled: true
+aws:
+  max_rps: 15
+  account_max_rps: 0
+  max_retries: 0
+  breaker_cooldown_seconds: 90s
+  deadline_seconds: 300
+  services:
+    ec2: {max_rps: 10}
+    ec2.DescribeInstances: {max_rps: 2, burst: 4}
+    sts: {per_operation: true}
+azure:
+  enabled: false
+gcp:
+  controller: goodput
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AWS.MaxRPS != 15 || *cfg.AWS.AccountMaxRPS != 0 || *cfg.AWS.MaxRetries != 0 ||
+		cfg.AWS.BreakerCooldownSeconds != 90 || cfg.AWS.DeadlineSeconds != 300 ||
+		cfg.AWS.Services["ec2.DescribeInstances"].Burst != 4 || !*cfg.AWS.Services["sts"].PerOperation ||
+		*cfg.Azure.Enabled || cfg.GCP.Controller != "goodput" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+}
+
+func TestParseConfigForms(t *testing.T) {
+	for _, doc := range []string{
+		"ratelimit:\n  aws:\n    max_rps: 7\nother_section: {x: 1}\n",
+		`{"aws": {"max_rps": 7}}`,
+		`{"ratelimit": {"aws": {"max_rps": 7}}}`,
+		"aws:\n  max_rps: 7.0\n",
+	} {
+		cfg, err := ParseConfig([]byte(doc))
+		if err != nil || cfg.AWS.MaxRPS != 7 {
+			t.Errorf("%q: %+v, %v", doc, cfg.AWS, err)
+		}
+	}
+	for _, doc := range []string{"", "# nothing\n", "---\n", "null"} {
+		cfg, err := ParseConfig([]byte(doc))
+		if err != nil || cfg.AWS.MaxRPS != 0 {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+}
+
+func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"aws:\n  services:\n    ec2:\n      brust: 10\n", "ratelimit.aws.services.ec2.brust: unknown key"},
+		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key"},
+		{"oracle: {}\n", "ratelimit.oracle: unknown key"},
+		{"aws:\n  max_rps: 0\n", "ratelimit.aws.max_rps: must be > 0"},
+		{"aws:\n  max_rps: -3\n", "ratelimit.aws.max_rps: must be > 0"},
+		{"azure:\n  services:\n    network: {max_rps: 0}\n", "ratelimit.azure.services.network.max_rps: must be > 0"},
+		{"gcp:\n  breaker_threshold: 0\n", "ratelimit.gcp.breaker_threshold: must be > 0"},
+		{"aws:\n  breaker_threshold: 2.5\n", `ratelimit.aws.breaker_threshold: "2.5" is not a whole number`},
+		{"aws:\n  breaker_cooldown_seconds: soon\n", `ratelimit.aws.breaker_cooldown_seconds: malformed duration "soon" (seconds, or a duration such as 90s)`},
+		{"aws:\n  deadline_seconds: -1m\n", "ratelimit.aws.deadline_seconds: must be > 0"},
+		{"aws:\n  max_rps: fast\n", `ratelimit.aws.max_rps: "fast" is not a number`},
+		{"aws:\n  max_rps: .nan\n", `ratelimit.aws.max_rps: ".nan" is not a finite number`},
+		{"aws:\n  enabled: maybe\n", `ratelimit.aws.enabled: "maybe" is not true or false`},
+		{"aws:\n  max_retries: -1\n", "ratelimit.aws.max_retries: must be >= 0"},
+		{"aws:\n  account_max_rps: -1\n", "ratelimit.aws.account_max_rps: must be >= 0 (0 turns the bucket off)"},
+		{"aws:\n  controller: pid\n", `ratelimit.aws.controller: unknown controller "pid" (aimd or goodput)`},
+		{"aws:\n  services:\n    ec2.A.B: {max_rps: 1}\n", `ratelimit.aws.services.ec2.A.B: a service key is "<service>" or "<service>.<Operation>"`},
+		{"aws:\n  services:\n    ec2.A: {per_operation: true}\n", "ratelimit.aws.services.ec2.A.per_operation: only a service key can set per_operation"},
+		{"aws: [1, 2]\n", "ratelimit.aws: must be a mapping"},
+		{"aws:\n  max_rps: 1\n  max_rps: 2\n", "ratelimit.aws.max_rps: duplicate key"},
+		{"- 1\n", "ratelimit: must be a mapping"},
+		{"aws: {max_rps: [1]}\n", "ratelimit.aws.max_rps: must be a single value"},
+		{"a: b\n---\nc: d\n", "ratelimit: one YAML document expected"},
+	} {
+		_, err := ParseConfig([]byte(c.doc))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q:\n got %v\nwant %s", c.doc, err, c.want)
+		}
+		var ce *ConfigError
+		if err != nil && !errors.As(err, &ce) && !strings.HasPrefix(err.Error(), "ratelimit:") {
+			t.Errorf("%q: %T is not a *ConfigError", c.doc, err)
+		}
+	}
+	if _, err := ParseConfig([]byte("aws: {max_rps: 1\n")); err == nil || !strings.HasPrefix(err.Error(), "ratelimit: ") {
+		t.Errorf("broken YAML: %v", err)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cloudg.yaml")
+	os.WriteFile(p, []byte("ratelimit:\n  gcp:\n    max_concurrency: 4\n"), 0o600)
+	cfg, err := LoadConfig(p)
+	if err != nil || cfg.GCP.MaxConcurrency != 4 {
+		t.Fatalf("%+v %v", cfg.GCP, err)
+	}
+	os.WriteFile(p, []byte("ratelimit:\n  gcp:\n    max_concurency: 4\n"), 0o600)
+	if _, err := LoadConfig(p); err == nil || !strings.HasSuffix(err.Error(), "ratelimit.gcp.max_concurency: unknown key") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Fatal("missing file")
+	}
+}
+
+func TestValidateProgrammaticConfig(t *testing.T) {
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := Config{Azure: ProviderConfig{Services: map[string]ServiceConfig{"network": {Burst: -1}}}}
+	if err := bad.Validate(); err == nil || err.Error() != "ratelimit.azure.services.network.burst: must be > 0" {
+		t.Fatal(err)
+	}
+	if _, err := NewGovernor(bad); err == nil {
+		t.Fatal("NewGovernor accepted an invalid config")
+	}
+}
+
+func TestBuiltInDefaults(t *testing.T) {
+	g, _ := NewGovernor(Config{})
+	aws := g.provider("aws").set
+	type want struct{ rate, burst float64 }
+	for svc, w := range map[string]want{
+		"ec2": {20, 100}, "iam": {10, 40}, "sts": {50, 100}, "organizations": {5, 10},
+		"controltower": {2, 5}, "route53": {5, 5}, "resourcegroupstaggingapi": {5, 10},
+		"cloudcontrol": {5, 10}, "cloudformation": {5, 10}, "lambda": {15, 15},
+		"s3": {20, 40},
+	} {
+		sp := aws.leafSpec(Scope{Service: svc})
+		if sp.Rate != w.rate || sp.Capacity() != w.burst || sp.Floor != 0.2 || !sp.Adaptive {
+			t.Errorf("aws %s: %+v, want %v/%v floor 0.2", svc, sp, w.rate, w.burst)
+		}
+	}
+	if !aws.services["ec2"].perOp || aws.bulkhead != 128 || aws.account != nil || aws.global != nil {
+		t.Errorf("aws: %+v", aws)
+	}
+	r := aws.retry
+	if r.maxRetries != 8 || r.baseDelay != 500*time.Millisecond || r.maxBackoff != 60*time.Second || r.deadline != 900*time.Second || r.budget != 500 {
+		t.Errorf("aws retry %+v", r)
+	}
+	if b := aws.breaker; b.Threshold != 5 || b.Cooldown != int64(60*time.Second) || b.MaxCooldown != int64(600*time.Second) {
+		t.Errorf("aws breaker %+v", b)
+	}
+	az := g.provider("azure").set
+	for svc, w := range map[string]want{"compute": {15, 100}, "network": {30, 200}, "storage": {0.33, 20}, "resourcegraph": {3, 15}} {
+		sp := az.leafSpec(Scope{Service: svc})
+		if sp.Rate != w.rate || sp.Capacity() != w.burst || sp.Floor != min(0.1, w.rate) {
+			t.Errorf("azure %s: %+v", svc, sp)
+		}
+	}
+	if az.account == nil || az.account.Rate != 20 || az.account.Capacity() != 200 || az.bulkhead != 16 {
+		t.Errorf("azure: %+v", az)
+	}
+	gcp := g.provider("gcp").set
+	for op, w := range map[string]want{"ListAssets": {1.5, 10}, "SearchAllResources": {6, 20}, "SearchAllIamPolicies": {6, 20}, "ExportAssets": {10, 20}} {
+		key := gcp.leafKey(Scope{Service: "cloudasset", Operation: op})
+		sp := gcp.leafSpec(key)
+		if sp.Rate != w.rate || sp.Capacity() != w.burst || sp.Floor != 0.05 {
+			t.Errorf("gcp %s: %+v", op, sp)
+		}
+		if (key.Operation != "") != (op != "ExportAssets") {
+			t.Errorf("gcp %s: leaf key %v", op, key)
+		}
+	}
+	if gcp.bulkhead != 16 {
+		t.Errorf("gcp bulkhead %d", gcp.bulkhead)
+	}
+}
+
+func TestLeafGranularity(t *testing.T) {
+	g, _ := NewGovernor(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{
+		"iam.ListRoles": {MaxRPS: 1}, "s3": {PerOperation: new(true)}, "ec2": {PerOperation: new(false)},
+	}}})
+	set := g.provider("aws").set
+	for _, c := range []struct {
+		sc    Scope
+		keeps bool
+	}{
+		{Scope{Service: "iam", Operation: "ListRoles"}, true},
+		{Scope{Service: "iam", Operation: "ListUsers"}, false},
+		{Scope{Service: "s3", Operation: "ListBuckets"}, true},
+		{Scope{Service: "ec2", Operation: "DescribeVpcs"}, false},
+		{Scope{Service: "sts", Operation: "GetCallerIdentity"}, false},
+	} {
+		if got := set.leafKey(c.sc).Operation != ""; got != c.keeps {
+			t.Errorf("%v: keeps operation %v, want %v", c.sc, got, c.keeps)
+		}
+	}
+	if sp := set.leafSpec(Scope{Service: "iam", Operation: "ListRoles"}); sp.Rate != 1 || sp.Capacity() != 2 {
+		t.Errorf("iam.ListRoles %+v", sp)
+	}
+	// A user rate for ec2 without a burst: twice the rate.
+	g2, _ := NewGovernor(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 10}}}})
+	if sp := g2.provider("aws").set.leafSpec(Scope{Service: "ec2"}); sp.Rate != 10 || sp.Capacity() != 20 {
+		t.Errorf("ec2 %+v", sp)
+	}
+}

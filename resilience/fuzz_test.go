@@ -1,0 +1,81 @@
+package resilience
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func FuzzClassify(f *testing.F) {
+	f.Add("Throttling", 400, "Rate exceeded", "5", 2)
+	f.Add("", 429, "", "Mon, 30 Nov 2026 12:00:30 GMT", 0)
+	f.Add("LimitExceededException", 400, "too many per second", "abc", 5)
+	f.Add("", 0, "dial https://x: tps", "", 30)
+	f.Fuzz(func(t *testing.T, code string, status int, msg, retryAfter string, depth int) {
+		var err error = &apiErr{code: code, status: status, msg: msg, header: http.Header{"Retry-After": {retryAfter}}}
+		for range depth % 40 {
+			err = fmt.Errorf("w: %w", err)
+		}
+		if depth%3 == 0 {
+			err = errors.Join(err, errors.New(msg))
+		}
+		k := Classify(err)
+		if k != Fatal && k != Transient && k != Throttled {
+			t.Fatalf("kind %d", k)
+		}
+		if sk, ok := ClassifyStrict(err); ok && sk != k {
+			t.Fatalf("strict %v, full %v", sk, k)
+		}
+		if d, ok := RetryAfter(err); ok && d < 0 {
+			t.Fatalf("negative hint %v", d)
+		}
+		_ = IsProviderAnswer(err)
+		_ = DescribeError(err)
+	})
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"5", "-5", "1e12", "abc", "Fri, 01 Jan 2999 00:00:00 GMT", "NaN", "Inf", "0x1p4", "00:00:03", "1.02:03:04"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		if d, ok := ParseRetryAfter(v, now); ok && d < 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v", v, d)
+		}
+		if d, ok := ParseQuotaResetsAfter(v); ok && d < 0 {
+			t.Fatalf("ParseQuotaResetsAfter(%q) = %v", v, d)
+		}
+		if d := capPause(mustHint(ParseRetryAfter(v, now))); d > MaxPause {
+			t.Fatalf("pause %v above the cap", d)
+		}
+	})
+}
+
+func mustHint(d time.Duration, _ bool) time.Duration { return d }
+
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{
+		"aws:\n  services:\n    ec2:\n      brust: 10\n",
+		"ratelimit:\n  azure:\n    account_max_rps: 0\n    services:\n      network: {max_rps: 30, burst: 200}\n",
+		`{"gcp": {"breaker_cooldown_seconds": "90s", "max_retries": 0}}`,
+		"a: &x {b: *x}\n",
+		"aws: {max_rps: 1e400}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("ParseConfig accepted a config Validate rejects: %v", err)
+		}
+		if _, err := NewGovernor(cfg); err != nil {
+			t.Fatalf("NewGovernor rejected a parsed config: %v", err)
+		}
+	})
+}

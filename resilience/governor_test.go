@@ -1,0 +1,247 @@
+package resilience
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestConfigureIsIdempotentPerProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{GCP: ProviderConfig{MaxConcurrency: 4}}
+		g := newGov(t, cfg)
+		pol := WithPolicy(RetryPolicy{MaxRetries: NoRetries})
+		azure := Scope{Provider: "azure", Account: "sub", Service: "network"}
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), pol)
+		Do(context.Background(), azure, always(&n, throttle()), WithGovernor(g), pol)
+		awsBefore, azBefore := g.provider("aws"), g.provider("azure")
+
+		// The same configuration again: nothing is rebuilt.
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if g.provider("aws") != awsBefore || rate(g, ec2Vpcs) != 10 {
+			t.Fatal("re-applying the same config reset AWS")
+		}
+
+		// Azure changes: only Azure is rebuilt; AWS keeps its learned rate.
+		cfg.Azure.MaxConcurrency = 8
+		g.Configure(cfg)
+		if g.provider("aws") != awsBefore || rate(g, ec2Vpcs) != 10 {
+			t.Fatal("changing Azure reset AWS's learned rate")
+		}
+		if g.provider("azure") == azBefore || rate(g, azure) != 30 {
+			t.Fatal("changed Azure settings were not applied")
+		}
+
+		// Only AWS's retry settings change: buckets kept, budget renewed.
+		awsBefore.budget.Take()
+		cfg.AWS.MaxRetries = new(3)
+		g.Configure(cfg)
+		after := g.provider("aws")
+		if after.lim != awsBefore.lim || rate(g, ec2Vpcs) != 10 {
+			t.Fatal("a retry-only change rebuilt the buckets")
+		}
+		if after.budget == awsBefore.budget || after.budget.Remaining() != 500 {
+			t.Fatal("a retry change kept the old budget")
+		}
+		// Only AWS's rates change: budget kept.
+		after.budget.Take()
+		cfg.AWS.MaxRPS = 25
+		g.Configure(cfg)
+		if g.provider("aws").budget != after.budget || g.provider("aws").lim == after.lim {
+			t.Fatal("a rate change renewed the budget or kept the buckets")
+		}
+	})
+}
+
+func TestConfigureKeepsHeldSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{GCP: ProviderConfig{MaxConcurrency: 1}}
+		g := newGov(t, cfg)
+		sc := Scope{Provider: "gcp", Account: "projects/p", Service: "cloudasset"}
+		hold := make(chan struct{})
+		go Do(context.Background(), sc, func(context.Context) error { <-hold; return nil }, WithGovernor(g))
+		synctest.Wait()
+		g.Configure(cfg) // same settings: the held slot still counts
+		started := false
+		go Do(context.Background(), sc, func(context.Context) error { started = true; return nil }, WithGovernor(g))
+		synctest.Wait()
+		if started {
+			t.Fatal("second call ran while the first held the only slot")
+		}
+		close(hold)
+		synctest.Wait()
+		if !started {
+			t.Fatal("second call never ran")
+		}
+	})
+}
+
+func TestResetForgetsLearnedStateKeepsConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxRetries: new(0)}})
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g))
+		if rate(g, ec2Vpcs) != 10 || g.Summary(nil).Totals.Calls != 1 {
+			t.Fatal("setup")
+		}
+		g.Reset()
+		if rate(g, ec2Vpcs) != 20 {
+			t.Fatal("Reset kept the learned rate")
+		}
+		if g.Summary(nil).Totals.Calls != 0 {
+			t.Fatal("Reset kept the lifetime stats")
+		}
+		if *g.Config().AWS.MaxRetries != 0 {
+			t.Fatal("Reset dropped the configuration")
+		}
+	})
+}
+
+func TestResetDefaultReplacesTheProcessGovernor(t *testing.T) {
+	before := Default()
+	Configure(Config{AWS: ProviderConfig{MaxRPS: 3}})
+	ResetDefault()
+	if Default() == before || Default().Config().AWS.MaxRPS != 0 {
+		t.Fatal("ResetDefault kept the old governor")
+	}
+	SetDefault(nil)
+	if Default() == nil {
+		t.Fatal("SetDefault(nil)")
+	}
+}
+
+func TestZeroGovernorWorks(t *testing.T) {
+	var g Governor
+	if err := Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(&g)); err != nil {
+		t.Fatal(err)
+	}
+	if g.Summary(nil).Totals.Calls != 1 {
+		t.Fatal("zero governor did not count")
+	}
+}
+
+// TestIdleScopesAreReclaimed runs 1,000 accounts x 20 regions x 5 services
+// (100,000 scopes) over virtual hours: the table keeps only recent or
+// learned scopes, and a slowed scope survives every sweep.
+func TestIdleScopesAreReclaimed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ok := func(context.Context) error { return nil }
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxRetries: NoRetries}))
+		peak := 0
+		for acct := range 1000 {
+			for region := range 20 {
+				for _, svc := range []string{"iam", "sts", "lambda", "s3", "sqs"} {
+					sc := Scope{Provider: "aws", Account: fmt.Sprint(acct), Region: fmt.Sprint("r", region), Service: svc}
+					Do(context.Background(), sc, ok, WithGovernor(g))
+				}
+			}
+			time.Sleep(time.Second) // each account's sweep takes a second
+			peak = max(peak, g.liveScopes())
+		}
+		// At 100 new scopes a second, a minute of idleness keeps about
+		// 6,000 scopes (and the table sweeps when it doubles).
+		if peak > 16000 {
+			t.Fatalf("peak %d live scopes for 100,000 used", peak)
+		}
+		if rate(g, ec2Vpcs) != 10 {
+			t.Fatal("the slowed scope was reclaimed and forgot its rate")
+		}
+		s := g.Summary(nil)
+		if s.Totals.Calls != 100001 {
+			t.Fatalf("lifetime calls %d, want 100,001 (folded scopes still count)", s.Totals.Calls)
+		}
+		if len(g.provider("aws").lim.accounts) > 200 {
+			t.Fatalf("%d accounts kept", len(g.provider("aws").lim.accounts))
+		}
+	})
+}
+
+func TestReclaimedScopeBehavesAsBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}}, WithReclaimAfter(time.Second))
+		ok := func(context.Context) error { return nil }
+		Do(context.Background(), iamUsers, ok, WithGovernor(g))
+		time.Sleep(2 * time.Second)
+		l := g.provider("aws").lim
+		l.mu.Lock()
+		l.sweep(g.now())
+		l.mu.Unlock()
+		if g.liveScopes() != 0 {
+			t.Fatal("idle scope not reclaimed")
+		}
+		start := time.Now()
+		Do(context.Background(), iamUsers, ok, WithGovernor(g))
+		Do(context.Background(), iamUsers, ok, WithGovernor(g))
+		if time.Since(start) != time.Second {
+			t.Fatalf("recreated scope paced at %v, want 1 s between calls", time.Since(start))
+		}
+	})
+}
+
+func TestScaledClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewScaledClock(10)
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}}, WithClock(c))
+		ok := func(context.Context) error { return nil }
+		start := time.Now()
+		for range 11 {
+			Do(context.Background(), iamUsers, ok, WithGovernor(g))
+		}
+		// 10 s of clock time at 1 rps is 1 s of wall time.
+		if el := time.Since(start); el < 999*time.Millisecond || el > 1001*time.Millisecond {
+			t.Fatalf("took %v of wall time, want 1s", el)
+		}
+		if c.RealDuration(time.Minute) != 6*time.Second {
+			t.Fatal("RealDuration")
+		}
+		// A context deadline of 0.5 s of wall time is 5 s of clock time: a
+		// 1 s token wait fits, a 10 s one does not.
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		if err := Do(ctx, iamUsers, ok, WithGovernor(g)); err != nil {
+			t.Fatalf("1 s of clock time within 5: %v", err)
+		}
+	})
+}
+
+func TestWithLoggerLogsBreakerChanges(t *testing.T) {
+	// Exercised for coverage of the log path; the message is informational.
+	synctest.Test(t, func(t *testing.T) {
+		var buf logBuffer
+		g := newGov(t, Config{}, WithLogger(buf.logger()))
+		n := 0
+		for range 5 {
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxRetries: NoRetries}))
+		}
+		if !buf.contains("circuit breaker open") || !buf.contains("aws/123456789012/*/iam") {
+			t.Fatalf("log: %s", buf.String())
+		}
+	})
+}
+
+// BenchmarkLiveScopeBytes reports the heap held per live scope.
+func BenchmarkLiveScopeBytes(b *testing.B) {
+	for range b.N {
+		g, _ := NewGovernor(Config{})
+		ok := func(context.Context) error { return nil }
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const n = 10000
+		for i := range n {
+			Do(context.Background(), Scope{Provider: "aws", Account: fmt.Sprint(i), Region: "us-east-1", Service: "iam"}, ok, WithGovernor(g))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/scope")
+		runtime.KeepAlive(g)
+	}
+}

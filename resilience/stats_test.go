@@ -1,0 +1,169 @@
+package resilience
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestSummaryMarshalsToTheSpecShape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"secretsmanager": {MaxRPS: 2, Burst: 2}}}})
+		ctx, stats := WithStats(context.Background())
+		n := 0
+		Do(ctx, ec2Vpcs, failing(&n, throttle()), WithGovernor(g))
+		sec := Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "secretsmanager"}
+		for range 3 {
+			Do(ctx, sec, func(context.Context) error { return nil }, WithGovernor(g))
+		}
+		b, err := json.Marshal(g.Summary(stats))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		totals := m["totals"].(map[string]any)
+		want := map[string]float64{"calls": 5, "throttled": 1, "transient_errors": 0, "retries": 1, "gave_up": 0, "rejected": 0, "breaker_trips": 0, "wait_seconds": 0.5}
+		for k, v := range want {
+			if totals[k] != v {
+				t.Errorf("totals.%s = %v, want %v (%s)", k, totals[k], v, b)
+			}
+		}
+		if len(totals) != len(want) {
+			t.Errorf("totals keys %v", totals)
+		}
+		slowed := m["slowed_buckets"].(map[string]any)["aws/123456789012/us-east-1/ec2/DescribeVpcs"].(map[string]any)
+		if slowed["rate_rps"] != 10.0 || slowed["ceiling_rps"] != 20.0 || slowed["paused_seconds"] != 0.0 {
+			t.Errorf("slowed %v", slowed)
+		}
+		sc := m["scopes"].(map[string]any)["aws/123456789012/us-east-1/secretsmanager"].(map[string]any)
+		if sc["calls"] != 3.0 || sc["waits"] != 1.0 || sc["wait_seconds"] != 0.5 || sc["max_wait_seconds"] != 0.5 {
+			t.Errorf("scope %v", sc)
+		}
+		for _, k := range []string{"messages", "skipped", "breakers"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("no %s", k)
+			}
+		}
+	})
+}
+
+func TestTotalsString(t *testing.T) {
+	got := Totals{Calls: 9, Throttled: 2, Retries: 2, Wait: 4999 * time.Millisecond}.String()
+	want := "{calls: 9, throttled: 2, transient_errors: 0, retries: 2, gave_up: 0, rejected: 0, breaker_trips: 0, wait_seconds: 4.999}"
+	if got != want {
+		t.Fatalf("%s\n%s", got, want)
+	}
+}
+
+func TestMessagesFormat(t *testing.T) {
+	c := new(counters)
+	c.throttled.Store(3)
+	c.minRate.Store(0)
+	c.recordRate(2.5, true)
+	c.transient.Store(1)
+	c.retries.Store(1)
+	c.gaveUp.Store(2)
+	c.rejected.Store(4)
+	c.trips.Store(1)
+	c.recordWait(int64(1500 * time.Millisecond))
+	got := c.stats().message("gcp/projects/p1/*/cloudasset")
+	want := "gcp/projects/p1/*/cloudasset: throttled 3x, slowed to 2.5 rps, 1 transient error, 1 retry, gave up on 2 calls, 4 calls rejected (circuit open), circuit opened 1x, waited 1.5s for rate limit"
+	if got != want {
+		t.Fatalf("%s\n%s", got, want)
+	}
+	quiet := new(counters)
+	quiet.calls.Store(10)
+	quiet.recordWait(int64(10 * time.Millisecond))
+	if m := quiet.stats().message("x"); m != "" {
+		t.Fatalf("uneventful scope says %q", m)
+	}
+}
+
+func TestRunsKeepSeparateStatsAndTheLifetimeSeesBoth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctxA, a := WithStats(context.Background())
+		ctxB, b := WithStats(context.Background())
+		ok := func(context.Context) error { return nil }
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() { Do(ctxA, iamUsers, ok, WithGovernor(g)) })
+			wg.Go(func() { Do(ctxB, iamUsers, ok, WithGovernor(g)) })
+			wg.Go(func() { Do(ctxB, iamUsers, ok, WithGovernor(g)) })
+		}
+		wg.Wait()
+		if g.Summary(a).Totals.Calls != 10 || g.Summary(b).Totals.Calls != 20 || g.Summary(nil).Totals.Calls != 30 {
+			t.Fatal("runs mixed their stats")
+		}
+		if StatsFrom(ctxA) != a || StatsFrom(context.Background()) != nil {
+			t.Fatal("StatsFrom")
+		}
+		// An outer run that binds its own Stats sees an inner ledger's calls.
+		outer := new(Stats)
+		ctx := BindStats(context.Background(), outer)
+		ctx, l := WithLedger(ctx, "task")
+		Do(ctx, iamUsers, ok, WithGovernor(g))
+		if g.Summary(outer).Totals.Calls != 1 || LedgerFrom(ctx) != l {
+			t.Fatal("the ledger binding dropped the stats binding")
+		}
+		ctx2, _ := WithStats(ctx)
+		if LedgerFrom(ctx2) != l {
+			t.Fatal("the stats binding dropped the ledger binding")
+		}
+	})
+}
+
+func TestLedgerDescribe(t *testing.T) {
+	var l Ledger
+	if l.Degraded() || l.Describe() != "" {
+		t.Fatal("empty ledger degraded")
+	}
+	l.GaveUp(iamUsers, throttle())
+	l.Skipped(ec2Subnets, &CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second})
+	l.Skipped(ec2Subnets, &CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second})
+	want := "throttled: 1 call(s) gave up after retries, 2 call(s) skipped (circuit open) (" +
+		"aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded; " +
+		"circuit open for aws/123456789012/us-east-1/ec2/DescribeSubnets after repeated throttling; retry in 42s)"
+	if got := l.Describe(); got != want || !l.Degraded() {
+		t.Fatalf("%s\n%s", got, want)
+	}
+	for i := range 10 {
+		l.GaveUp(Scope{Provider: "aws", Account: strings.Repeat("1", i+1)}, throttle())
+	}
+	if len(l.Reasons()) != 5 {
+		t.Fatalf("%d reasons, want at most 5", len(l.Reasons()))
+	}
+	var nilL *Ledger
+	nilL.GaveUp(iamUsers, throttle())
+	if nilL.Degraded() || nilL.Describe() != "" || nilL.Reasons() != nil {
+		t.Fatal("nil ledger")
+	}
+}
+
+func TestScopeString(t *testing.T) {
+	for _, c := range []struct {
+		s    Scope
+		want string
+	}{
+		{Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}, "aws/123456789012/us-east-1/ec2"},
+		{ec2Subnets, "aws/123456789012/us-east-1/ec2/DescribeSubnets"},
+		{Scope{Provider: "azure", Service: "resourcegraph"}, "azure/*/*/resourcegraph"},
+		{Scope{Provider: "gcp", Account: "organizations/1", Service: "cloudasset", Operation: "ListAssets"}, "gcp/organizations/1/*/cloudasset/ListAssets"},
+		{Scope{}, "*/*/*/*"},
+	} {
+		if got := c.s.String(); got != c.want {
+			t.Errorf("%#v: %q, want %q", c.s, got, c.want)
+		}
+	}
+	if ec2Subnets.ServiceScope() != (Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}) {
+		t.Fatal("ServiceScope")
+	}
+	if ec2Subnets.AccountScope() != (Scope{Provider: "aws", Account: "123456789012"}) {
+		t.Fatal("AccountScope")
+	}
+}
