@@ -73,23 +73,18 @@ func (p *RetryPolicy) resolve(r retrySettings) policy {
 }
 
 // A CallOption changes how one call is governed.
-type CallOption interface{ applyCall(*callConfig) }
-
-type callConfig struct {
-	gov    *Governor
-	policy *RetryPolicy
-}
+type CallOption interface{ callOption() }
 
 type governorOption struct{ g *Governor }
 
-func (o governorOption) applyCall(c *callConfig) { c.gov = o.g }
+func (governorOption) callOption() {}
 
 // WithGovernor governs the call with g instead of the process governor.
 func WithGovernor(g *Governor) CallOption { return governorOption{g} }
 
 type policyOption struct{ p *RetryPolicy }
 
-func (o policyOption) applyCall(c *callConfig) { c.policy = o.p }
+func (policyOption) callOption() {}
 
 // WithPolicy bounds the call's retries with p. Make the option once and
 // reuse it: each WithPolicy call allocates.
@@ -151,13 +146,18 @@ func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, er
 }
 
 func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts []CallOption) error {
-	var cc callConfig
+	// A type switch rather than an apply method: a call through the
+	// interface would move the options to the heap on every call.
+	var g *Governor
+	var rp *RetryPolicy
 	for _, o := range opts {
-		if o != nil {
-			o.applyCall(&cc)
+		switch o := o.(type) {
+		case governorOption:
+			g = o.g
+		case policyOption:
+			rp = o.p
 		}
 	}
-	g := cc.gov
 	if g == nil {
 		g = Default()
 	}
@@ -168,37 +168,24 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 	if !ps.set.enabled {
 		return fn(ctx)
 	}
-	pol := cc.policy.resolve(ps.set.retry)
-
 	now := g.now()
 	var t tracker
 	t.init(g, ps, ctx, scope, now)
 	defer t.end()
 
-	limit, limitIsCtx := now+pol.deadline, false
-	if cl, ok := g.ctxLimit(ctx, now); ok && cl < limit {
-		limit, limitIsCtx = cl, true
-	}
-	prevSleep := pol.base
+	// The policy and the deadline are resolved only when a call waits or
+	// fails: the common call neither waits nor fails.
+	b := bounds{g: g, ctx: ctx, rp: rp, set: ps.set.retry, start: now}
+	var prevSleep int64
 	var lastErr error
 	for {
 		if err := t.admit(now, lastErr); err != nil {
 			return err
 		}
-		if now >= limit || ctx.Err() != nil {
-			if lastErr != nil {
-				return lastErr
-			}
-			if ctx.Err() != nil && !limitIsCtx {
-				return ctx.Err()
-			}
-			de := &DeadlineExceededError{Scope: scope}
-			if limitIsCtx {
-				de.Err = context.DeadlineExceeded
-			}
-			return de
+		if ctx.Err() != nil || (lastErr != nil && now >= b.get().limit) {
+			return b.spent(scope, lastErr)
 		}
-		if err := t.wait(ctx, now, limit, limitIsCtx, lastErr); err != nil {
+		if err := t.wait(ctx, now, &b, lastErr); err != nil {
 			return err
 		}
 		if err := t.acquire(ctx); err != nil {
@@ -207,13 +194,17 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 		t.count()
 		err := fn(ctx)
 		t.release()
-		now = g.now()
 		if err == nil {
-			t.succeeded(now)
+			t.succeeded()
 			return nil
 		}
+		now = g.now()
 		if ctx.Err() != nil {
 			return err // the caller gave up; nothing to learn
+		}
+		pol := &b.get().pol
+		if prevSleep == 0 {
+			prevSleep = pol.base
 		}
 		f := inspect(err)
 		kind, known := f.decide()
@@ -244,7 +235,7 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 		if hasHint {
 			delay = max(delay, int64(capPause(hint)))
 		}
-		if now+delay > limit {
+		if now+delay > b.limit {
 			t.failed(now, kind, err)
 			return err
 		}
@@ -259,6 +250,51 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 		lastErr = err
 		now = g.now()
 	}
+}
+
+// bounds are a call's retry policy and deadline, resolved on first use.
+type bounds struct {
+	g     *Governor
+	ctx   context.Context
+	rp    *RetryPolicy
+	set   retrySettings
+	start int64
+
+	resolved bool
+	pol      policy
+	limit    int64 // the deadline in governor time: the policy's or the context's
+	isCtx    bool  // the context's deadline is the binding one
+}
+
+func (b *bounds) get() *bounds {
+	if !b.resolved {
+		b.resolved = true
+		b.pol = b.rp.resolve(b.set)
+		b.limit = b.start + b.pol.deadline
+		if cl, ok := b.g.ctxLimit(b.ctx, b.start); ok && cl < b.limit {
+			b.limit, b.isCtx = cl, true
+		}
+	}
+	return b
+}
+
+// spent is the error of a call whose deadline passed before an attempt:
+// the last provider error if there is one, else the context's error if it
+// was cancelled, else a *DeadlineExceededError.
+func (b *bounds) spent(scope Scope, lastErr error) error {
+	if lastErr != nil {
+		return lastErr
+	}
+	b.get()
+	err := b.ctx.Err()
+	if err != nil && (!b.isCtx || err != context.DeadlineExceeded) {
+		return err
+	}
+	de := &DeadlineExceededError{Scope: scope}
+	if b.isCtx {
+		de.Err = context.DeadlineExceeded
+	}
+	return de
 }
 
 // backoff returns the next decorrelated-jitter sleep: uniform in

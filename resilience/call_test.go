@@ -661,7 +661,7 @@ func TestBulkheadCapsConcurrentCalls(t *testing.T) {
 		if p := peak.Load(); p != 3 {
 			t.Fatalf("peak %d in flight, want 3", p)
 		}
-		used, waiting := g.provider("azure").lim.accounts["sub"].bulkhead.InUse()
+		used, waiting := g.provider("azure").lim.accountBulkhead("sub").InUse()
 		if used != 0 || waiting != 0 {
 			t.Fatalf("bulkhead %d used %d waiting after the calls", used, waiting)
 		}
@@ -683,7 +683,7 @@ func TestBulkheadSlotReleasedWhenContextCancelled(t *testing.T) {
 		}
 		close(hold)
 		synctest.Wait()
-		used, waiting := g.provider("gcp").lim.accounts["projects/p1"].bulkhead.InUse()
+		used, waiting := g.provider("gcp").lim.accountBulkhead("projects/p1").InUse()
 		if used != 0 || waiting != 0 {
 			t.Fatalf("%d used %d waiting", used, waiting)
 		}

@@ -289,9 +289,7 @@ func (g *Governor) Reset() {
 		fresh.others[name] = g.reconcile(nil, resolveProvider(name, ProviderConfig{}, fresh.enabled))
 	}
 	g.st.Store(fresh)
-	g.life.mu.Lock()
-	g.life.m = nil
-	g.life.mu.Unlock()
+	g.life.m.reset()
 	g.folded.Store(0)
 }
 
@@ -347,8 +345,11 @@ type limits struct {
 	set    *providerSettings
 	global rateState
 
-	mu       sync.RWMutex
-	leaves   map[Scope]*entry
+	// entries maps both leaf scopes and the full scopes of calls (with an
+	// operation that shares its service's leaf) to their entry, so that a
+	// call finds its entry with one lookup. Its lock also guards accounts
+	// and sweepAt.
+	entries  readMap[Scope, *entry]
 	accounts map[string]*account
 	sweepAt  int
 }
@@ -357,63 +358,84 @@ type limits struct {
 type account struct {
 	bulkhead *bulkhead.Bulkhead
 	bucket   rateState // nil when the provider has no account bucket
-	refs     int       // live entries using it; guarded by limits.mu
+	refs     int       // live entries using it; guarded by the entries lock
 }
 
 // entry is one leaf scope's state, resolved once per call.
+//
+// A sweep that reclaims an entry marks it dead before it drops it from the
+// table. A call that still holds a dead entry needs no reference count to
+// stay correct: it was idle and pristine, so what the call took from it
+// (one token of a full bucket) is immaterial; what the call learns (a
+// throttle, a failure) goes to the live entry (tracker.live); and a slot
+// taken from a reclaimed account is given back and taken again
+// (tracker.acquire), so that the account's cap holds.
 type entry struct {
-	refs    atomic.Int64 // calls using it; dead after a sweep reclaimed it
-	key     Scope        // the leaf scope
-	svc     Scope        // its service scope, the telemetry key
+	dead    atomic.Bool
+	key     Scope // the leaf scope
+	svc     Scope // its service scope, the telemetry key
 	leaf    rateState
 	breaker breakerState
 	acct    *account
 	global  rateState
 	life    *counters
+
+	// run caches the counters of the Stats last bound to a call of this
+	// entry, so that a run's calls find theirs without a lookup.
+	run atomic.Pointer[runCounters]
 }
 
-// dead marks a reclaimed entry or folded counters: adding a reference to
-// it leaves the count negative.
-const dead = math.MinInt64 / 2
+type runCounters struct {
+	stats *Stats
+	c     *counters
+}
+
+// runCounters returns s's counters for the entry's service scope.
+func (e *entry) runCounters(s *Stats) *counters {
+	if rc := e.run.Load(); rc != nil && rc.stats == s {
+		return rc.c
+	}
+	c := s.table.get(e.svc)
+	e.run.Store(&runCounters{stats: s, c: c})
+	return c
+}
+
+// folded marks lifetime counters folded into the totals: adding a
+// reference to them leaves the count negative.
+const folded = math.MinInt64 / 2
 
 // minSweep is the table size under which no sweep runs.
 const minSweep = 4096
 
 func (g *Governor) newLimits(set *providerSettings) *limits {
-	l := &limits{g: g, set: set, leaves: map[Scope]*entry{}, accounts: map[string]*account{}, sweepAt: minSweep}
+	l := &limits{g: g, set: set, accounts: map[string]*account{}, sweepAt: minSweep}
 	if set.global != nil {
 		l.global = g.store.newBucket(Scope{Provider: set.name}, *set.global, g.now())
 	}
 	return l
 }
 
-// acquire returns the entry of sc's leaf with a reference held; release it
-// with entry.release.
-func (l *limits) acquire(sc Scope, now int64) *entry {
-	key := l.set.leafKey(sc)
-	for {
-		l.mu.RLock()
-		e := l.leaves[key]
-		l.mu.RUnlock()
-		if e == nil {
-			e = l.create(key, now)
-		}
-		if e.refs.Add(1) > 0 {
-			return e
-		}
-		// A sweep reclaimed it between the lookup and the reference.
-	}
-}
-
-func (e *entry) release() { e.refs.Add(-1) }
-
-func (l *limits) create(key Scope, now int64) *entry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e := l.leaves[key]; e != nil {
+// lookup returns the live entry of sc's leaf.
+func (l *limits) lookup(sc Scope, now int64) *entry {
+	if e, ok := l.entries.load(sc); ok && !e.dead.Load() {
 		return e
 	}
-	if len(l.leaves) >= l.sweepAt {
+	return l.create(sc, now)
+}
+
+// create finds or makes the entry of sc's leaf and maps sc to it.
+func (l *limits) create(sc Scope, now int64) *entry {
+	l.entries.lock()
+	defer l.entries.unlock()
+	if e, ok := l.entries.loadLocked(sc); ok && !e.dead.Load() {
+		return e
+	}
+	key := l.set.leafKey(sc)
+	if e, ok := l.entries.loadLocked(key); ok && !e.dead.Load() {
+		l.entries.storeLocked(sc, e)
+		return e
+	}
+	if l.entries.lenLocked() >= l.sweepAt {
 		l.sweep(now)
 	}
 	g := l.g
@@ -435,20 +457,26 @@ func (l *limits) create(key Scope, now int64) *entry {
 		global:  l.global,
 	}
 	e.life = g.lifeCounters(e.svc)
-	l.leaves[key] = e
+	l.entries.storeLocked(key, e)
+	l.entries.storeLocked(sc, e)
 	return e
 }
 
 // sweep drops the entries that hold nothing learned and have been idle,
-// then the accounts no entry uses. l.mu must be held for writing.
+// then the accounts no entry uses. The entries lock must be held.
 func (l *limits) sweep(now int64) {
-	for k, e := range l.leaves {
-		if e.breaker.Pristine() && e.leaf.Idle(now, l.g.idle) && e.refs.CompareAndSwap(0, dead) {
-			delete(l.leaves, k)
+	l.entries.rangeLocked(func(k Scope, e *entry) {
+		if k == e.key && e.breaker.Pristine() && e.leaf.Idle(now, l.g.idle) {
+			e.dead.Store(true)
 			e.acct.refs--
 			e.life.refs.Add(-1)
 		}
-	}
+	})
+	l.entries.rangeLocked(func(k Scope, e *entry) {
+		if e.dead.Load() {
+			l.entries.deleteLocked(k)
+		}
+	})
 	for name, a := range l.accounts {
 		if a.refs > 0 {
 			continue
@@ -461,7 +489,7 @@ func (l *limits) sweep(now int64) {
 		}
 		delete(l.accounts, name)
 	}
-	l.sweepAt = max(minSweep, 2*len(l.leaves))
+	l.sweepAt = max(minSweep, 2*l.entries.lenLocked())
 	l.g.foldLifetime()
 }
 
@@ -477,28 +505,28 @@ func (g *Governor) lifeCounters(svc Scope) *counters {
 		if c.refs.Add(1) > 0 {
 			return c
 		}
-		g.life.mu.Lock()
-		if g.life.m[svc] == c {
-			delete(g.life.m, svc)
+		g.life.m.lock()
+		if cur, ok := g.life.m.loadLocked(svc); ok && cur == c {
+			g.life.m.deleteLocked(svc)
 		}
-		g.life.mu.Unlock()
+		g.life.m.unlock()
 	}
 }
 
 // foldLifetime folds the lifetime scopes that only counted calls and that
 // no live entry uses into the totals, once there are many of them.
 func (g *Governor) foldLifetime() {
-	g.life.mu.Lock()
-	defer g.life.mu.Unlock()
-	if len(g.life.m) < maxLifetimeScopes {
+	g.life.m.lock()
+	defer g.life.m.unlock()
+	if g.life.m.lenLocked() < maxLifetimeScopes {
 		return
 	}
-	for k, c := range g.life.m {
-		if !c.eventful() && c.refs.CompareAndSwap(0, dead) {
+	g.life.m.rangeLocked(func(k Scope, c *counters) {
+		if !c.eventful() && c.refs.CompareAndSwap(0, folded) {
 			g.folded.Add(c.calls.Load())
-			delete(g.life.m, k)
+			g.life.m.deleteLocked(k)
 		}
-	}
+	})
 }
 
 func (g *Governor) foldedTotals() Totals { return Totals{Calls: g.folded.Load()} }
@@ -511,12 +539,14 @@ func (g *Governor) eachEntry(f func(*entry)) {
 		pss = append(pss, ps)
 	}
 	for _, ps := range pss {
-		ps.lim.mu.RLock()
-		es := make([]*entry, 0, len(ps.lim.leaves))
-		for _, e := range ps.lim.leaves {
-			es = append(es, e)
-		}
-		ps.lim.mu.RUnlock()
+		var es []*entry
+		ps.lim.entries.lock()
+		ps.lim.entries.rangeLocked(func(k Scope, e *entry) {
+			if k == e.key && !e.dead.Load() {
+				es = append(es, e)
+			}
+		})
+		ps.lim.entries.unlock()
 		for _, e := range es {
 			f(e)
 		}

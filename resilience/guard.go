@@ -81,11 +81,13 @@ func (gd *Guard) Wait(ctx context.Context) error {
 		return nil
 	}
 	now := gd.t.g.now()
-	limit, isCtx := gd.t.g.ctxLimit(ctx, now)
-	if !isCtx {
-		limit = now + int64(1<<62)
+	// No policy deadline: the SDK's own timeouts bound the call; only the
+	// context's deadline limits the wait.
+	b := bounds{g: gd.t.g, ctx: ctx, start: now, resolved: true, limit: now + 1<<62}
+	if cl, ok := gd.t.g.ctxLimit(ctx, now); ok {
+		b.limit, b.isCtx = cl, true
 	}
-	return gd.t.wait(ctx, now, limit, isCtx, nil)
+	return gd.t.wait(ctx, now, &b, nil)
 }
 
 // Allow takes a token from every bucket level only if all can be used now,
@@ -118,9 +120,7 @@ func (gd *Guard) TryAcquire() bool {
 // Release gives the slot back, if one is held. It is safe to call more
 // than once; the slot is released exactly once.
 func (gd *Guard) Release() {
-	if gd.t.e != nil {
-		gd.t.release()
-	}
+	gd.t.release()
 }
 
 // Throttled records a throttled attempt: the scope's rate halves (once per
@@ -151,6 +151,7 @@ func (gd *Guard) Transient(err error) {
 // quota reaching zero.
 func (gd *Guard) Pause(d time.Duration) {
 	if gd.Enabled() {
+		gd.t.live()
 		gd.t.e.leaf.Pause(gd.t.g.now(), int64(capPause(d)))
 	}
 }
@@ -162,6 +163,7 @@ func (gd *Guard) PauseAccount(d time.Duration) {
 	if !gd.Enabled() {
 		return
 	}
+	gd.t.live()
 	b := gd.t.e.acct.bucket
 	if b == nil {
 		b = gd.t.e.leaf
@@ -195,7 +197,7 @@ func (gd *Guard) Retries() int { return gd.t.retries }
 // its refund.
 func (gd *Guard) Succeeded() {
 	if gd.Enabled() {
-		gd.t.succeeded(gd.t.g.now())
+		gd.t.succeeded()
 	}
 }
 
@@ -238,8 +240,4 @@ func (gd *Guard) Failed(err error) {
 
 // End releases the slot if it is still held and ends the guard. It is safe
 // to call more than once; the guard must not be used after it.
-func (gd *Guard) End() {
-	if gd.t.e != nil {
-		gd.t.end()
-	}
-}
+func (gd *Guard) End() { gd.t.end() }

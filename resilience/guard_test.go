@@ -145,9 +145,7 @@ func TestGuardSlotReleasedExactlyOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}})
 		bh := func() (int, int) {
-			e := g.provider("aws").lim.acquire(iamUsers, g.now())
-			defer e.release()
-			return e.acct.bulkhead.InUse()
+			return g.provider("aws").lim.lookup(iamUsers, g.now()).acct.bulkhead.InUse()
 		}
 		gd, _ := g.Begin(context.Background(), iamUsers)
 		gd.Acquire(context.Background())

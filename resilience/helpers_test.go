@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
 // apiErr is an SDK-shaped error: code, status, headers by method sets.
@@ -81,9 +83,7 @@ func always(n *int, err error) func(context.Context) error {
 
 func rate(g *Governor, s Scope) float64 {
 	ps := g.provider(s.Provider)
-	e := ps.lim.acquire(s, g.now())
-	defer e.release()
-	return e.leaf.Snapshot(g.now()).Rate
+	return ps.lim.lookup(s, g.now()).leaf.Snapshot(g.now()).Rate
 }
 
 // logBuffer collects slog output.
@@ -107,3 +107,9 @@ func (b *logBuffer) String() string {
 func (b *logBuffer) contains(s string) bool { return strings.Contains(b.String(), s) }
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
+func (l *limits) accountBulkhead(name string) *bulkhead.Bulkhead {
+	l.entries.lock()
+	defer l.entries.unlock()
+	return l.accounts[name].bulkhead
+}

@@ -19,6 +19,10 @@ type rateState interface {
 	Throttle(now, pause int64) (rate float64, decreased bool)
 	Pause(now, pause int64)
 	Success(now int64) (rate float64, increased bool)
+	// Recovering reports whether Success has anything to do: the rate is
+	// below its ceiling, or the controller counts successes. It lets the
+	// call path skip reading the clock after a call.
+	Recovering() bool
 	Snapshot(now int64) bucket.State
 	Idle(now, minIdle int64) bool
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -73,39 +72,25 @@ func (c *counters) eventful() bool {
 
 // statsTable maps service scopes to counters.
 type statsTable struct {
-	mu sync.RWMutex
-	m  map[Scope]*counters
+	m readMap[Scope, *counters]
 }
 
 func (t *statsTable) get(svc Scope) *counters {
-	t.mu.RLock()
-	c := t.m[svc]
-	t.mu.RUnlock()
-	if c != nil {
+	if c, ok := t.m.load(svc); ok {
 		return c
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c = t.m[svc]; c == nil {
-		if t.m == nil {
-			t.m = make(map[Scope]*counters)
-		}
+	t.m.lock()
+	defer t.m.unlock()
+	c, ok := t.m.loadLocked(svc)
+	if !ok {
 		c = new(counters)
-		t.m[svc] = c
+		t.m.storeLocked(svc, c)
 	}
 	return c
 }
 
 // snapshot copies the table's entries.
-func (t *statsTable) snapshot() map[Scope]*counters {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	out := make(map[Scope]*counters, len(t.m))
-	for k, v := range t.m {
-		out[k] = v
-	}
-	return out
-}
+func (t *statsTable) snapshot() map[Scope]*counters { return t.m.snapshot() }
 
 // Stats collects the telemetry of one run: every governed call made with a
 // context from WithStats records into it, as well as into the governor's

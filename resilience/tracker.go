@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
 // tracker carries one logical call through the governor's steps. Call uses
@@ -15,35 +17,50 @@ type tracker struct {
 	ps      *providerState
 	e       *entry
 	scope   Scope
+	stats   *Stats    // the run's stats, or nil
 	run     *counters // the run's counters for the service scope, or nil
 	ledger  *Ledger
-	retries int  // retries made so far; the first freeRetries are free
-	slot    bool // a bulkhead slot is held
+	retries int                // retries made so far; the first freeRetries are free
+	slot    *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 }
 
 func (t *tracker) init(g *Governor, ps *providerState, ctx context.Context, scope Scope, now int64) {
 	t.g, t.ps, t.scope = g, ps, scope
-	t.e = ps.lim.acquire(scope, now)
+	t.e = ps.lim.lookup(scope, now)
 	b := bindingOf(ctx)
 	if b.stats != nil {
-		t.run = b.stats.table.get(t.e.svc)
+		t.stats = b.stats
+		t.run = t.e.runCounters(b.stats)
 	}
 	t.ledger = b.ledger
 }
 
-// end releases the slot if one is still held, and the entry.
+// live moves the tracker to the live entry of its scope if a sweep
+// reclaimed the one it holds, so that what the call learns is not lost.
+// The steps that record an outcome call it; the others do not need to.
+func (t *tracker) live() {
+	if !t.e.dead.Load() {
+		return
+	}
+	t.e = t.ps.lim.lookup(t.scope, t.g.now())
+	if t.stats != nil {
+		t.run = t.e.runCounters(t.stats)
+	}
+}
+
+// end releases the slot if one is still held.
 func (t *tracker) end() {
 	t.release()
-	if t.e != nil {
-		t.e.release()
-		t.e = nil
-	}
+	t.e = nil
 }
 
 // admit checks the breaker. A rejected call is counted and goes to the
 // ledger as skipped; lastErr, if any, is the provider error of the attempt
 // before this one.
 func (t *tracker) admit(now int64, lastErr error) error {
+	if lastErr != nil {
+		t.live() // a retry: the call may have lasted past a sweep
+	}
 	wait, ok := t.e.breaker.Allow(now)
 	if ok {
 		return nil
@@ -120,20 +137,20 @@ func (t *tracker) recordWait(w int64) {
 }
 
 // wait takes a token and sleeps until it may be used, unless that would
-// pass limit: then it gives the token back and returns a
+// pass the call's deadline: then it gives the token back and returns a
 // *DeadlineExceededError (or lastErr, when there is one).
-func (t *tracker) wait(ctx context.Context, now, limit int64, limitIsCtx bool, lastErr error) error {
+func (t *tracker) wait(ctx context.Context, now int64, b *bounds, lastErr error) error {
 	w := t.reserve(now)
 	if w <= 0 {
 		return nil
 	}
-	if now+w > limit {
+	if b = b.get(); now+w > b.limit {
 		t.cancel(now)
 		if lastErr != nil {
 			return lastErr
 		}
 		de := &DeadlineExceededError{Scope: t.scope, Wait: time.Duration(w)}
-		if limitIsCtx {
+		if b.isCtx {
 			de.Err = context.DeadlineExceeded
 		}
 		return de
@@ -146,34 +163,54 @@ func (t *tracker) wait(ctx context.Context, now, limit int64, limitIsCtx bool, l
 	return nil
 }
 
+// acquire takes a slot of the account's bulkhead. The entry is checked
+// after the slot is taken: a sweep marks an entry dead before it looks at
+// its account's slots, so either the sweep saw this slot and kept the
+// account, or this call sees the entry dead and takes a slot of the live
+// account instead.
 func (t *tracker) acquire(ctx context.Context) error {
-	if t.slot {
-		return nil
+	for t.slot == nil {
+		b := t.e.acct.bulkhead
+		if err := b.Acquire(ctx); err != nil {
+			return err
+		}
+		if !t.e.dead.Load() {
+			t.slot = b
+			return nil
+		}
+		b.Release()
+		t.live()
 	}
-	if err := t.e.acct.bulkhead.Acquire(ctx); err != nil {
-		return err
-	}
-	t.slot = true
 	return nil
 }
 
 func (t *tracker) tryAcquire() bool {
-	if !t.slot {
-		t.slot = t.e.acct.bulkhead.TryAcquire()
+	for t.slot == nil {
+		b := t.e.acct.bulkhead
+		if !b.TryAcquire() {
+			return false
+		}
+		if !t.e.dead.Load() {
+			t.slot = b
+			return true
+		}
+		b.Release()
+		t.live()
 	}
-	return t.slot
+	return true
 }
 
 func (t *tracker) release() {
-	if t.slot {
-		t.slot = false
-		t.e.acct.bulkhead.Release()
+	if t.slot != nil {
+		t.slot.Release()
+		t.slot = nil
 	}
 }
 
 // throttled records a throttled attempt: the leaf halves (once per
 // congestion event) and pauses for the provider's hint, capped at MaxPause.
 func (t *tracker) throttled(now int64, err error, hint time.Duration, hasHint bool) {
+	t.live()
 	t.e.life.throttled.Add(1)
 	if t.run != nil {
 		t.run.throttled.Add(1)
@@ -193,6 +230,7 @@ func (t *tracker) throttled(now int64, err error, hint time.Duration, hasHint bo
 }
 
 func (t *tracker) transient(err error) {
+	t.live()
 	t.e.life.transient.Add(1)
 	if t.run != nil {
 		t.run.transient.Add(1)
@@ -227,22 +265,26 @@ func (t *tracker) spendRetry(useBudget bool) bool {
 
 // succeeded records a success: the breaker resets, the leaf recovers, the
 // budget gets its refund.
-func (t *tracker) succeeded(now int64) {
+func (t *tracker) succeeded() {
 	if t.e.breaker.Success() {
 		t.logBreaker("closed")
 	}
-	if rate, increased := t.e.leaf.Success(now); increased {
+	t.ps.budget.Succeed()
+	if !t.e.leaf.Recovering() {
+		return
+	}
+	if rate, increased := t.e.leaf.Success(t.g.now()); increased {
 		t.e.life.recordRate(rate, false)
 		if t.run != nil {
 			t.run.recordRate(rate, false)
 		}
 	}
-	t.ps.budget.Succeed()
 }
 
 // proved records a Fatal answer from the provider: the service is
 // reachable, so the breaker resets as on a success.
 func (t *tracker) proved() {
+	t.live()
 	if t.e.breaker.Success() {
 		t.logBreaker("closed")
 	}
@@ -252,6 +294,7 @@ func (t *tracker) proved() {
 // transient error: the breaker counts a failure, and throttling is a
 // give-up (stats and ledger).
 func (t *tracker) failed(now int64, kind Kind, err error) {
+	t.live()
 	if t.e.breaker.Failure(now) {
 		t.e.life.trips.Add(1)
 		if t.run != nil {
@@ -267,6 +310,7 @@ func (t *tracker) failed(now int64, kind Kind, err error) {
 // gaveUp records a call lost to throttling, without touching the breaker
 // (the retry budget, not the service, stopped it).
 func (t *tracker) gaveUp(err error) {
+	t.live()
 	t.e.life.gaveUp.Add(1)
 	if t.run != nil {
 		t.run.gaveUp.Add(1)

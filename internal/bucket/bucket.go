@@ -62,13 +62,21 @@ func (s Spec) Capacity() float64 {
 
 // Bucket is a token bucket. It is safe for concurrent use. The zero value
 // is not usable; call New.
+//
+// The balance lives in one atomic word, t0: the time at which the balance
+// is zero, so that the balance at time t is (t - t0) / interval, capped at
+// the capacity. Taking a token moves t0 one interval later with a
+// compare-and-swap, so the call path takes no lock; a negative balance
+// (t0 in the future) is the queue of callers waiting, in arrival order.
+// Rate changes, pauses and the AIMD state take the mutex and rewrite t0 in
+// the new units. A reservation racing a rate change may be counted in the
+// old units: an error of at most one token, at the instant of the change.
 type Bucket struct {
-	mu       sync.Mutex
-	rate     float64 // current rate, tokens per second
-	capacity float64 // current capacity; scales with the rate
-	tokens   float64 // balance as of last; negative while callers queue
-	last     int64   // time of tokens; in the future while paused
+	t0     atomic.Int64           // the time at which the balance is zero
+	paused atomic.Int64           // no token is usable before this time
+	p      atomic.Pointer[params] // the current rate
 
+	mu           sync.Mutex
 	ceiling      float64
 	floor        float64
 	ratio        float64 // capacity at the ceiling / ceiling
@@ -77,14 +85,34 @@ type Bucket struct {
 	lastThrottle int64
 	lastIncrease int64
 
-	// Measured goodput: successes per whole second, for the last
-	// GoodputWindow seconds (ring indexed by second).
-	goodput  bool
+	goodput *servedWindow // the measured-goodput controller's counts; nil for AIMD
+
+	slowed atomic.Bool // rate < ceiling: lets Success skip the lock
+}
+
+// servedWindow counts successes per whole second for the last
+// GoodputWindow seconds (a ring indexed by second).
+type servedWindow struct {
 	created  int64
 	served   [GoodputWindow + 1]int64
 	servedAt [GoodputWindow + 1]int64 // the second each slot counts
+}
 
-	slowed atomic.Bool // rate < ceiling: lets Success skip the lock
+// params is a rate, immutable once published.
+type params struct {
+	rate     float64
+	capacity float64
+	interval int64 // nanoseconds per token, at least 1
+	capNS    int64 // capacity * interval: how far t0 may lag behind now
+}
+
+func newParams(rate, capacity float64) *params {
+	return &params{
+		rate:     rate,
+		capacity: capacity,
+		interval: max(1, int64(1e9/rate)),
+		capNS:    max(1, int64(capacity/rate*1e9)),
+	}
 }
 
 // New returns a full bucket at its ceiling.
@@ -95,67 +123,68 @@ func New(s Spec, now int64) *Bucket {
 	}
 	floor = math.Min(floor, s.Rate)
 	capacity := s.Capacity()
-	return &Bucket{
-		rate:         s.Rate,
-		capacity:     capacity,
-		tokens:       capacity,
-		last:         now,
+	b := &Bucket{
 		ceiling:      s.Rate,
 		floor:        floor,
 		ratio:        capacity / s.Rate,
 		adaptive:     s.Adaptive || s.Goodput,
-		goodput:      s.Goodput,
-		created:      now,
 		lastDecrease: never,
 		lastThrottle: never,
 		lastIncrease: never,
 	}
-}
-
-// refill adds the tokens earned since last. It must be called with mu held.
-func (b *Bucket) refill(now int64) {
-	if now <= b.last {
-		return
+	if s.Goodput {
+		b.goodput = &servedWindow{created: now}
 	}
-	b.tokens = math.Min(b.capacity, b.tokens+float64(now-b.last)*b.rate/1e9)
-	b.last = now
+	p := newParams(s.Rate, capacity)
+	b.p.Store(p)
+	b.t0.Store(now - p.capNS)
+	b.paused.Store(never)
+	return b
 }
 
 // Reserve takes one token and returns how long the caller must wait before
 // using it (0: at once). Reservations queue in arrival order: the balance
 // goes negative and each later caller waits longer.
 func (b *Bucket) Reserve(now int64) (wait int64) {
-	b.mu.Lock()
-	b.refill(now)
-	b.tokens--
-	if b.last > now {
-		wait = b.last - now
+	for {
+		p := b.p.Load()
+		pu := b.paused.Load()
+		t := b.t0.Load()
+		nt := max(t, max(now, pu)-p.capNS) + p.interval
+		if b.t0.CompareAndSwap(t, nt) {
+			return max(0, nt-now, pu-now)
+		}
 	}
-	if b.tokens < 0 {
-		wait += int64(-b.tokens / b.rate * 1e9)
-	}
-	b.mu.Unlock()
-	return wait
 }
 
 // TryReserve takes one token only if it can be used at once.
 func (b *Bucket) TryReserve(now int64) bool {
-	b.mu.Lock()
-	b.refill(now)
-	ok := b.last <= now && b.tokens >= 1
-	if ok {
-		b.tokens--
+	for {
+		p := b.p.Load()
+		if b.paused.Load() > now {
+			return false
+		}
+		t := b.t0.Load()
+		nt := max(t, now-p.capNS) + p.interval
+		if nt > now {
+			return false
+		}
+		if b.t0.CompareAndSwap(t, nt) {
+			return true
+		}
 	}
-	b.mu.Unlock()
-	return ok
 }
 
 // Cancel gives back a token reserved by a caller that will not use it.
 func (b *Bucket) Cancel(now int64) {
-	b.mu.Lock()
-	b.refill(now)
-	b.tokens = math.Min(b.capacity, b.tokens+1)
-	b.mu.Unlock()
+	for {
+		p := b.p.Load()
+		t := b.t0.Load()
+		nt := max(t-p.interval, max(now, b.paused.Load())-p.capNS)
+		if nt == t || b.t0.CompareAndSwap(t, nt) {
+			return
+		}
+	}
 }
 
 // Throttle records a throttling answer. An adaptive bucket halves its rate
@@ -165,39 +194,53 @@ func (b *Bucket) Cancel(now int64) {
 // rate after the event and whether this call decreased it.
 func (b *Bucket) Throttle(now, pause int64) (rate float64, decreased bool) {
 	b.mu.Lock()
-	b.refill(now)
+	defer b.mu.Unlock()
 	b.lastThrottle = now
+	rate = b.p.Load().rate
 	if b.adaptive && now-b.lastDecrease >= DecreaseInterval {
 		b.lastDecrease = now
-		r := b.rate * DecreaseFactor
-		if b.goodput {
-			r = b.goodputRate(now)
+		r := rate * DecreaseFactor
+		if b.goodput != nil {
+			r = b.goodput.rate(now, rate)
 		}
-		if r = math.Max(b.floor, r); r < b.rate {
-			b.setRate(r)
-			decreased = true
+		if r = math.Max(b.floor, r); r < rate {
+			rate, decreased = r, true
 		}
-		b.tokens = math.Min(b.tokens, 0)
+		b.setRate(now, rate, true)
 	}
-	if pause > 0 && now+pause > b.last {
-		b.last = now + pause
-	}
-	rate = b.rate
-	b.mu.Unlock()
+	b.pause(now, pause)
 	return rate, decreased
 }
 
 // Pause holds every caller until now+pause without touching the rate.
 func (b *Bucket) Pause(now, pause int64) {
+	b.mu.Lock()
+	b.pause(now, pause)
+	b.mu.Unlock()
+}
+
+// pause holds every caller until now+pause: the balance is frozen over the
+// pause (t0 moves later by the new part of it), and no token is usable
+// before it ends. mu must be held.
+func (b *Bucket) pause(now, pause int64) {
 	if pause <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.refill(now)
-	if now+pause > b.last {
-		b.last = now + pause
+	until := now + pause
+	pu := b.paused.Load()
+	if until <= pu {
+		return // within the pause in force
 	}
-	b.mu.Unlock()
+	start := max(now, pu)
+	b.paused.Store(until)
+	for {
+		p := b.p.Load()
+		t := b.t0.Load()
+		nt := max(t, start-p.capNS) + (until - start)
+		if b.t0.CompareAndSwap(t, nt) {
+			return
+		}
+	}
 }
 
 // Success records a successful call. After IncreaseInterval without a
@@ -205,28 +248,52 @@ func (b *Bucket) Pause(now, pause int64) {
 // ceiling (at least MinIncrease), at most once per IncreaseInterval. It
 // returns the rate and whether this call increased it.
 func (b *Bucket) Success(now int64) (rate float64, increased bool) {
-	if !b.goodput && !b.slowed.Load() {
+	if b.goodput == nil && !b.slowed.Load() {
 		return b.ceiling, false
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	step := IncreaseStep
-	if b.goodput {
-		b.countServed(now)
+	if b.goodput != nil {
+		b.goodput.count(now)
 		step = GoodputStep
 	}
-	if b.rate < b.ceiling && now-b.lastThrottle >= IncreaseInterval && now-b.lastIncrease >= IncreaseInterval {
-		b.refill(now)
-		b.setRate(math.Min(b.ceiling, b.rate+math.Max(step*b.ceiling, MinIncrease)))
+	rate = b.p.Load().rate
+	if rate < b.ceiling && now-b.lastThrottle >= IncreaseInterval && now-b.lastIncrease >= IncreaseInterval {
+		rate = math.Min(b.ceiling, rate+math.Max(step*b.ceiling, MinIncrease))
+		b.setRate(now, rate, false)
 		b.lastIncrease = now
 		increased = true
 	}
-	rate = b.rate
-	b.mu.Unlock()
 	return rate, increased
 }
 
-// countServed counts one success in the current second. mu must be held.
-func (b *Bucket) countServed(now int64) {
+// setRate moves the bucket to rate r, its capacity scaling with it, keeping
+// the balance (capped at the new capacity; at most 0 when drain is set).
+// mu must be held.
+func (b *Bucket) setRate(now int64, r float64, drain bool) {
+	old := b.p.Load()
+	np := newParams(r, math.Max(1, b.ratio*r))
+	b.p.Store(np)
+	for {
+		t := b.t0.Load()
+		at := max(now, b.paused.Load())
+		bal := math.Min(old.capacity, float64(at-t)/float64(old.interval))
+		bal = math.Min(bal, np.capacity)
+		if drain {
+			bal = math.Min(bal, 0)
+		}
+		nt := at - int64(bal*float64(np.interval))
+		if b.t0.CompareAndSwap(t, nt) {
+			break
+		}
+	}
+	b.slowed.Store(r < b.ceiling)
+}
+
+// count counts one success in the current second. The bucket's mu must be
+// held.
+func (b *servedWindow) count(now int64) {
 	sec := now / int64(time.Second)
 	i := int(sec % (GoodputWindow + 1))
 	if i < 0 {
@@ -242,8 +309,8 @@ func (b *Bucket) countServed(now int64) {
 // event: GoodputShare of the successes per second over the last
 // GoodputWindow whole seconds and the current part of one (or since the
 // bucket was made, if later), never above GoodputCap of the current rate.
-// With nothing served it halves. mu must be held.
-func (b *Bucket) goodputRate(now int64) float64 {
+// With nothing served it halves. The bucket's mu must be held.
+func (b *servedWindow) rate(now int64, rate float64) float64 {
 	sec := now / int64(time.Second)
 	var n int64
 	for i, at := range b.servedAt {
@@ -254,18 +321,14 @@ func (b *Bucket) goodputRate(now int64) float64 {
 	window := GoodputWindow + float64(now%int64(time.Second))/1e9
 	window = math.Min(window, float64(now-b.created)/1e9)
 	if n == 0 || window <= 0 {
-		return b.rate * DecreaseFactor
+		return rate * DecreaseFactor
 	}
-	return math.Min(GoodputCap*b.rate, GoodputShare*float64(n)/math.Max(window, 1))
+	return math.Min(GoodputCap*rate, GoodputShare*float64(n)/math.Max(window, 1))
 }
 
-// setRate changes the rate and scales the capacity with it. mu must be held.
-func (b *Bucket) setRate(r float64) {
-	b.rate = r
-	b.capacity = math.Max(1, b.ratio*r)
-	b.tokens = math.Min(b.tokens, b.capacity)
-	b.slowed.Store(r < b.ceiling)
-}
+// Recovering reports whether Success has anything to do: an adaptive
+// bucket below its ceiling, or one whose controller counts successes.
+func (b *Bucket) Recovering() bool { return b.goodput != nil || b.slowed.Load() }
 
 // State is a snapshot of a bucket.
 type State struct {
@@ -275,27 +338,26 @@ type State struct {
 	PausedNS int64   // time left in a pause, 0 when not paused
 }
 
-// Snapshot returns the bucket's state at now.
+// Snapshot returns the bucket's state at now. While paused, Tokens is the
+// balance the pause will end with.
 func (b *Bucket) Snapshot(now int64) State {
-	b.mu.Lock()
-	b.refill(now)
-	s := State{Rate: b.rate, Ceiling: b.ceiling, Tokens: b.tokens}
-	if b.last > now {
-		s.PausedNS = b.last - now
+	p := b.p.Load()
+	pu := b.paused.Load()
+	at := max(now, pu)
+	t := max(b.t0.Load(), at-p.capNS)
+	return State{
+		Rate:     p.rate,
+		Ceiling:  b.ceiling,
+		Tokens:   float64(at-t) / float64(p.interval),
+		PausedNS: max(0, pu-now),
 	}
-	b.mu.Unlock()
-	return s
 }
 
 // Idle reports whether the bucket holds nothing a fresh bucket would not:
-// it is at its ceiling, full, not paused, and unused for at least minIdle.
+// it is at its ceiling, not paused, and has been full for at least minIdle.
 // An idle bucket can be dropped and recreated later without any caller
 // noticing.
 func (b *Bucket) Idle(now, minIdle int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.rate < b.ceiling || b.last > now-minIdle {
-		return false
-	}
-	return b.tokens+float64(now-b.last)*b.rate/1e9 >= b.capacity
+	p := b.p.Load()
+	return p.rate >= b.ceiling && b.paused.Load() <= now && b.t0.Load()+p.capNS <= now-minIdle
 }

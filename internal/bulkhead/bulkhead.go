@@ -5,13 +5,21 @@ package bulkhead
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Bulkhead is safe for concurrent use. The zero value is not usable; call New.
+//
+// Free slots are an atomic count, so a call that finds one takes it with a
+// compare-and-swap and no lock. Only when slots run out do callers queue
+// under the mutex; a release that sees waiters hands its slot to the first.
+// A caller on the fast path does not jump a queue that has formed.
 type Bulkhead struct {
+	limit   int64
+	avail   atomic.Int64 // free slots
+	waiting atomic.Int64 // callers queued, or about to queue under mu
+
 	mu      sync.Mutex
-	limit   int
-	used    int
 	waiters []*waiter // FIFO; head at index 0
 }
 
@@ -22,32 +30,48 @@ type waiter struct {
 
 // New returns a bulkhead with limit slots (at least one).
 func New(limit int) *Bulkhead {
-	return &Bulkhead{limit: max(1, limit)}
+	b := &Bulkhead{limit: int64(max(1, limit))}
+	b.avail.Store(b.limit)
+	return b
 }
 
-// TryAcquire takes a slot if one is free and nobody is queued before us.
+// TryAcquire takes a slot if one is free and nobody is queued.
 func (b *Bulkhead) TryAcquire() bool {
-	b.mu.Lock()
-	ok := b.used < b.limit && len(b.waiters) == 0
-	if ok {
-		b.used++
+	if b.waiting.Load() > 0 {
+		return false
 	}
-	b.mu.Unlock()
-	return ok
+	return b.take()
+}
+
+func (b *Bulkhead) take() bool {
+	for {
+		a := b.avail.Load()
+		if a <= 0 {
+			return false
+		}
+		if b.avail.CompareAndSwap(a, a-1) {
+			return true
+		}
+	}
 }
 
 // Acquire takes a slot, waiting in line while none is free. It returns
 // ctx.Err() if the context ends first, and then holds no slot.
 func (b *Bulkhead) Acquire(ctx context.Context) error {
-	b.mu.Lock()
-	if b.used < b.limit && len(b.waiters) == 0 {
-		b.used++
-		b.mu.Unlock()
+	if b.TryAcquire() {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
-		b.mu.Unlock()
 		return err
+	}
+	b.mu.Lock()
+	// Announce the wait before looking at the free count again: a release
+	// that adds a slot after this sees the waiter and dispatches under mu.
+	b.waiting.Add(1)
+	if len(b.waiters) == 0 && b.take() {
+		b.waiting.Add(-1)
+		b.mu.Unlock()
+		return nil
 	}
 	w := &waiter{ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
@@ -72,6 +96,7 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 			break
 		}
 	}
+	b.waiting.Add(-1)
 	b.mu.Unlock()
 	return err
 }
@@ -79,25 +104,35 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 // Release gives a slot back, handing it to the first waiter if any. Each
 // successful Acquire or TryAcquire must be matched by exactly one Release.
 func (b *Bulkhead) Release() {
-	b.mu.Lock()
-	if len(b.waiters) > 0 {
+	if b.avail.Add(1) > b.limit {
+		b.avail.Add(-1) // a release without an acquire: ignore it
+		return
+	}
+	if b.waiting.Load() > 0 {
+		b.mu.Lock()
+		b.dispatch()
+		b.mu.Unlock()
+	}
+}
+
+// dispatch hands free slots to waiters in order. mu must be held.
+func (b *Bulkhead) dispatch() {
+	for len(b.waiters) > 0 && b.take() {
 		w := b.waiters[0]
 		b.waiters[0] = nil
 		b.waiters = b.waiters[1:]
+		b.waiting.Add(-1)
 		w.granted = true
 		close(w.ready)
-	} else if b.used > 0 {
-		b.used--
 	}
-	b.mu.Unlock()
 }
 
 // InUse returns the number of slots held and the number of waiters.
 func (b *Bulkhead) InUse() (used, waiting int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used, len(b.waiters)
+	return int(b.limit - b.avail.Load()), len(b.waiters)
 }
 
 // Limit returns the number of slots.
-func (b *Bulkhead) Limit() int { return b.limit }
+func (b *Bulkhead) Limit() int { return int(b.limit) }

@@ -135,3 +135,62 @@ func TestSlotHandedToCancelledWaiterIsPassedOn(t *testing.T) {
 		}
 	}
 }
+
+// TestStressAcquireCancelRelease mixes fast-path takers, queued waiters and
+// cancellations: the cap holds, nobody is left waiting with a slot free,
+// and every slot comes back.
+func TestStressAcquireCancelRelease(t *testing.T) {
+	b := New(4)
+	var in, peak atomic.Int32
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 300 {
+				ctx := context.Background()
+				var cancel context.CancelFunc = func() {}
+				if (g+i)%3 == 0 {
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(i%5)*time.Microsecond)
+				}
+				err := b.Acquire(ctx)
+				cancel()
+				if err != nil {
+					continue
+				}
+				n := in.Add(1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				if i%7 == 0 {
+					time.Sleep(time.Microsecond)
+				}
+				in.Add(-1)
+				b.Release()
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		used, waiting := b.InUse()
+		t.Fatalf("stuck: %d used, %d waiting", used, waiting)
+	}
+	if p := peak.Load(); p > 4 {
+		t.Fatalf("peak %d in flight, cap 4", p)
+	}
+	if used, waiting := b.InUse(); used != 0 || waiting != 0 {
+		t.Fatalf("%d used, %d waiting at the end", used, waiting)
+	}
+}
+
+func TestReleaseWithoutAcquireIsIgnored(t *testing.T) {
+	b := New(1)
+	b.Release()
+	if !b.TryAcquire() || b.TryAcquire() {
+		t.Fatal("a stray release raised the cap")
+	}
+}
