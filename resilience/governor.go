@@ -301,6 +301,39 @@ func (g *Governor) Enabled(provider string) bool {
 	return g.provider(provider).set.enabled
 }
 
+// RetrySettings are a provider's resolved retry bounds: the configuration
+// with the built-in defaults filled in. The SDK integrations configure their
+// SDK's own retry loop from them.
+type RetrySettings struct {
+	MaxRetries int           // retries after the first attempt
+	BaseDelay  time.Duration // the shortest backoff
+	MaxBackoff time.Duration // the longest backoff (a Retry-After may exceed it)
+	Deadline   time.Duration // the bound of a whole call
+	Budget     int           // the provider's retry budget, in tokens
+}
+
+// RetrySettings returns provider's resolved retry bounds.
+func (g *Governor) RetrySettings(provider string) RetrySettings {
+	r := g.provider(provider).set.retry
+	return RetrySettings{MaxRetries: r.maxRetries, BaseDelay: r.baseDelay, MaxBackoff: r.maxBackoff, Deadline: r.deadline, Budget: r.budget}
+}
+
+// BucketState returns the state of scope's leaf bucket now: its rate, its
+// ceiling and the time left in a pause.
+func (g *Governor) BucketState(scope Scope) BucketState {
+	if scope.Provider == "" {
+		return BucketState{}
+	}
+	now := g.now()
+	b := g.provider(scope.Provider).lim.lookup(scope, now).leaf.Snapshot(now)
+	return BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: time.Duration(b.PausedNS)}
+}
+
+// RetryBudget returns the tokens left in provider's retry budget.
+func (g *Governor) RetryBudget(provider string) float64 {
+	return g.provider(provider).budget.Remaining()
+}
+
 var defaultGovernor atomic.Pointer[Governor]
 
 // Default returns the process governor, which Call, Do and the SDK

@@ -189,8 +189,13 @@ func (gd *Guard) Retry(err error) error {
 	return be
 }
 
-// Retries returns the retries accounted so far.
+// Retries returns the retries accounted since Begin or ResetRetries.
 func (gd *Guard) Retries() int { return gd.t.retries }
+
+// ResetRetries starts a new count of retries, whose first two are free
+// again: a listing calls it when a page arrives, so that each page has its
+// own free retries.
+func (gd *Guard) ResetRetries() { gd.t.retries = 0 }
 
 // Succeeded records a successful call (or attempt, where each attempt is a
 // call): the breaker resets, the leaf recovers additively, the budget gets

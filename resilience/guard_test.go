@@ -290,3 +290,49 @@ func TestGuardThrottledReadsHeaders(t *testing.T) {
 		}
 	})
 }
+
+func TestGuardResetRetriesGivesEachPageItsFreeRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{GCP: ProviderConfig{RetryBudget: new(1)}})
+		sc := Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset", Operation: "ListAssets"}
+		gd, _ := g.Begin(context.Background(), sc)
+		defer gd.End()
+		err := &apiErr{code: "ResourceExhausted"}
+		for page := range 3 {
+			for i := range 2 {
+				if gd.Retry(err) != nil {
+					t.Fatalf("page %d: free retry %d refused", page, i+1)
+				}
+			}
+			gd.ResetRetries()
+		}
+		if g.RetryBudget("gcp") != 1 {
+			t.Fatal("free retries spent the budget")
+		}
+		gd.Retry(err)
+		gd.Retry(err)
+		if gd.Retry(err) != nil || gd.Retries() != 3 {
+			t.Fatal("the budgeted third retry was refused")
+		}
+		var rbe *RetryBudgetExhaustedError
+		if e := gd.Retry(err); !errors.As(e, &rbe) {
+			t.Fatalf("fourth retry: %v", e)
+		}
+	})
+}
+
+func TestRetrySettingsAndBucketState(t *testing.T) {
+	g := newGov(t, Config{Azure: ProviderConfig{MaxRetries: new(3), DeadlineSeconds: 120}})
+	if r := g.RetrySettings("azure"); r != (RetrySettings{MaxRetries: 3, BaseDelay: 500 * time.Millisecond, MaxBackoff: 60 * time.Second, Deadline: 120 * time.Second, Budget: 500}) {
+		t.Fatalf("%+v", r)
+	}
+	if r := g.RetrySettings("gcp"); r.MaxRetries != 8 || r.Deadline != 900*time.Second {
+		t.Fatalf("%+v", r)
+	}
+	if b := g.BucketState(Scope{Provider: "azure", Account: "s", Service: "storage"}); b.RateRPS != 0.33 || b.CeilingRPS != 0.33 {
+		t.Fatalf("%+v", b)
+	}
+	if (g.BucketState(Scope{}) != BucketState{}) {
+		t.Fatal("empty scope")
+	}
+}
