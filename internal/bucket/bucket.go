@@ -106,12 +106,16 @@ type params struct {
 	capNS    int64 // capacity * interval: how far t0 may lag behind now
 }
 
+// maxSpan bounds the nanosecond spans of absurd rates (1e-300 tokens per
+// second) so that the arithmetic on t0 cannot overflow: about 36 years.
+const maxSpan = float64(1 << 60)
+
 func newParams(rate, capacity float64) *params {
 	return &params{
 		rate:     rate,
 		capacity: capacity,
-		interval: max(1, int64(1e9/rate)),
-		capNS:    max(1, int64(capacity/rate*1e9)),
+		interval: max(1, int64(math.Min(1e9/rate, maxSpan))),
+		capNS:    max(1, int64(math.Min(capacity/rate*1e9, maxSpan))),
 	}
 }
 

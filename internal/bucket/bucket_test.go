@@ -274,3 +274,18 @@ func TestConcurrentReserveNeverLosesTokens(t *testing.T) {
 		t.Fatalf("balance %v, want -700", s.Tokens)
 	}
 }
+
+func TestAbsurdRatesDoNotOverflow(t *testing.T) {
+	for _, r := range []float64{1e-300, 1e-9, 1e12, 1e300} {
+		b := New(Spec{Rate: r, Burst: 1, Adaptive: true}, 0)
+		b.Reserve(0)
+		if w := b.Reserve(0); w < 0 {
+			t.Fatalf("rate %g: negative wait %d", r, w)
+		}
+		b.Throttle(sec, sec)
+		b.Success(100 * sec)
+		if s := b.Snapshot(2 * sec); math.IsNaN(s.Tokens) || s.PausedNS < 0 {
+			t.Fatalf("rate %g: %+v", r, s)
+		}
+	}
+}
