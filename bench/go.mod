@@ -1,6 +1,6 @@
 module github.com/cloudg/cloudg/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect

@@ -1,6 +1,6 @@
 module github.com/cloudg/cloudg/sim
 
-go 1.26
+go 1.26.0
 
 require github.com/cloudg/cloudg v0.0.0
 
