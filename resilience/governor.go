@@ -26,7 +26,7 @@ type Governor struct {
 	src      *lockedSource
 	logger   *slog.Logger
 	idle     int64 // reclaim scopes unused this long
-	store    stateStore
+	store    StateStore
 	epoch    time.Time
 
 	mu     sync.Mutex // serialises Configure, Reset and provider creation
@@ -47,7 +47,7 @@ type govState struct {
 type providerState struct {
 	set    *providerSettings
 	lim    *limits
-	budget budgetState
+	budget Budget
 }
 
 // An Option configures a governor made by NewGovernor.
@@ -255,7 +255,7 @@ func (g *Governor) reconcile(old *providerState, set *providerSettings) *provide
 	if sameRetry {
 		ps.budget = old.budget
 	} else {
-		ps.budget = g.store.newBudget(set.name, set.retry.budget)
+		ps.budget = g.store.Budget(set.name, set.retry.budget)
 	}
 	return ps
 }
@@ -326,7 +326,7 @@ func (g *Governor) BucketState(scope Scope) BucketState {
 	}
 	now := g.now()
 	b := g.provider(scope.Provider).lim.lookup(scope, now).leaf.Snapshot(now)
-	return BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: time.Duration(b.PausedNS)}
+	return BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: b.Paused}
 }
 
 // RetryBudget returns the tokens left in provider's retry budget.
@@ -376,7 +376,7 @@ func ResetDefault() {
 type limits struct {
 	g      *Governor
 	set    *providerSettings
-	global rateState
+	global Bucket
 
 	// entries maps both leaf scopes and the full scopes of calls (with an
 	// operation that shares its service's leaf) to their entry, so that a
@@ -390,8 +390,8 @@ type limits struct {
 // account is the state shared by an account's scopes.
 type account struct {
 	bulkhead *bulkhead.Bulkhead
-	bucket   rateState // nil when the provider has no account bucket
-	refs     int       // live entries using it; guarded by the entries lock
+	bucket   Bucket // nil when the provider has no account bucket
+	refs     int    // live entries using it; guarded by the entries lock
 }
 
 // entry is one leaf scope's state, resolved once per call.
@@ -407,10 +407,10 @@ type entry struct {
 	dead    atomic.Bool
 	key     Scope // the leaf scope
 	svc     Scope // its service scope, the telemetry key
-	leaf    rateState
-	breaker breakerState
+	leaf    Bucket
+	breaker Breaker
 	acct    *account
-	global  rateState
+	global  Bucket
 	life    *counters
 
 	// run caches the counters of the Stats last bound to a call of this
@@ -443,7 +443,7 @@ const minSweep = 4096
 func (g *Governor) newLimits(set *providerSettings) *limits {
 	l := &limits{g: g, set: set, accounts: map[string]*account{}, sweepAt: minSweep}
 	if set.global != nil {
-		l.global = g.store.newBucket(Scope{Provider: set.name}, *set.global, g.now())
+		l.global = g.store.Bucket(Scope{Provider: set.name}, BucketSpec(*set.global), g.now())
 	}
 	return l
 }
@@ -476,7 +476,7 @@ func (l *limits) create(sc Scope, now int64) *entry {
 	if acct == nil {
 		acct = &account{bulkhead: bulkhead.New(l.set.bulkhead)}
 		if l.set.account != nil {
-			acct.bucket = g.store.newBucket(key.AccountScope(), *l.set.account, now)
+			acct.bucket = g.store.Bucket(key.AccountScope(), BucketSpec(*l.set.account), now)
 		}
 		l.accounts[key.Account] = acct
 	}
@@ -484,8 +484,8 @@ func (l *limits) create(sc Scope, now int64) *entry {
 	e := &entry{
 		key:     key,
 		svc:     key.ServiceScope(),
-		leaf:    g.store.newBucket(key, l.set.leafSpec(key), now),
-		breaker: g.store.newBreaker(key, l.set.breaker),
+		leaf:    g.store.Bucket(key, BucketSpec(l.set.leafSpec(key)), now),
+		breaker: g.store.Breaker(key, BreakerSpec{Threshold: l.set.breaker.Threshold, Cooldown: time.Duration(l.set.breaker.Cooldown), MaxCooldown: time.Duration(l.set.breaker.MaxCooldown)}),
 		acct:    acct,
 		global:  l.global,
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-
-	"github.com/cloudg/cloudg/internal/breaker"
 )
 
 // Summary is a report of a run (or of the governor's lifetime): totals, one
@@ -87,12 +85,11 @@ func (g *Governor) Summary(s *Stats) Summary {
 	g.eachEntry(func(e *entry) {
 		key := e.key.String()
 		b := e.leaf.Snapshot(now)
-		if b.Rate < b.Ceiling || b.PausedNS > 0 {
-			sum.SlowedBuckets[key] = BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: time.Duration(b.PausedNS)}
+		if b.Rate < b.Ceiling || b.Paused > 0 {
+			sum.SlowedBuckets[key] = BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: b.Paused}
 		}
-		if br := e.breaker.Snapshot(now); br.State != breaker.Closed || br.Failures > 0 {
-			sum.Breakers[key] = BreakerState{State: br.State.String(), Failures: br.Failures,
-				Cooldown: time.Duration(br.Cooldown), RetryIn: time.Duration(br.Wait)}
+		if br := e.breaker.Snapshot(now); br.State != "closed" || br.Failures > 0 {
+			sum.Breakers[key] = BreakerState{State: br.State, Failures: br.Failures, Cooldown: br.Cooldown, RetryIn: br.Wait}
 		}
 	})
 	return sum
