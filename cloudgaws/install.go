@@ -1,0 +1,291 @@
+package cloudgaws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// An Option changes how Install governs a config's clients.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is what the options set.
+type config struct {
+	gov        *resilience.Governor
+	maxRetries *int
+	mode       aws.RetryMode
+	logger     *slog.Logger
+	names      map[string]string
+	base       func() aws.Retryer
+	errs       []error
+}
+
+// WithGovernor governs the clients with g instead of the process governor
+// (resilience.Default, looked up at each call).
+func WithGovernor(g *resilience.Governor) Option {
+	return optionFunc(func(c *config) { c.gov = g })
+}
+
+// WithMaxRetries sets the retries the SDK makes after the first attempt
+// (the spec's aws.max_retries; default 10, so 11 attempts). 0 sends each
+// request once.
+func WithMaxRetries(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 0 {
+			c.errs = append(c.errs, &resilience.ConfigError{Path: "aws.max_retries", Msg: "must be >= 0"})
+			return
+		}
+		c.maxRetries = &n
+	})
+}
+
+// WithRetryMode sets the SDK's retry mode, aws.RetryModeStandard or
+// aws.RetryModeAdaptive (the spec's aws.retry_mode; default adaptive).
+func WithRetryMode(m aws.RetryMode) Option {
+	return optionFunc(func(c *config) {
+		if err := (Config{RetryMode: m}).Validate(); err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		c.mode = m
+	})
+}
+
+// WithConfig applies the settings ParseConfig read from a configuration
+// file: the fields it sets, as WithMaxRetries and WithRetryMode would.
+func WithConfig(cfg Config) Option {
+	return optionFunc(func(c *config) {
+		if err := cfg.Validate(); err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		if cfg.MaxRetries != nil {
+			n := *cfg.MaxRetries
+			c.maxRetries = &n
+		}
+		if cfg.RetryMode != "" {
+			c.mode = cfg.RetryMode
+		}
+	})
+}
+
+// WithLogger makes Install log a failure to install (at debug level, like
+// the spec's hooks) to l instead of slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) { c.logger = l })
+}
+
+// WithServiceName names the service of an SDK service ID in scopes, for a
+// service whose botocore name ServiceName does not know.
+func WithServiceName(serviceID, name string) Option {
+	return optionFunc(func(c *config) {
+		if c.names == nil {
+			c.names = map[string]string{}
+		}
+		c.names[serviceID] = name
+	})
+}
+
+// WithBaseRetryer makes the clients retry with the retryer newRetryer
+// returns (one per client, as aws.Config.Retryer) instead of the SDK's
+// standard or adaptive retryer. The governor still accounts for every retry
+// it allows and ends its loop when the retry budget is empty; the retry
+// mode does not apply, and the attempts are the retryer's own unless
+// WithMaxRetries or WithConfig sets them.
+func WithBaseRetryer(newRetryer func() aws.Retryer) Option {
+	return optionFunc(func(c *config) { c.base = newRetryer })
+}
+
+// installation is one Install's settings: the middleware of every call of
+// the config's clients, and the factory of their retryers.
+type installation struct {
+	gov     *resilience.Governor // nil: resilience.Default()
+	account string
+	names   map[string]string
+	cache   nameCache
+
+	attempts     int // the SDK's max attempts: max retries + 1
+	explicitMax  bool
+	mode         aws.RetryMode
+	base         func() aws.Retryer // nil: the SDK's retryer for mode
+	initialize   initializeMiddleware
+	perAttempt   attemptMiddleware
+}
+
+// Middleware IDs in the SDK's stacks.
+const (
+	initializeID = "cloudgaws.Governor"
+	attemptID    = "cloudgaws.Attempt"
+)
+
+// Install puts every client later made from cfg under the governor:
+// aws-sdk-go-v2 clients (ec2.NewFromConfig(*cfg) and the like), their
+// paginators and waiters, and the SDK's retries inside each call. It adds
+// its middleware to cfg.APIOptions and sets cfg.Retryer, so call it before
+// making clients. accountID is the account the config's credentials act in,
+// "*" (or "") while it is not known, before an AssumeRole.
+//
+// Each call is scoped aws/<account>/<region>/<service>/<Operation>, with
+// the botocore-style service name (ServiceName). Before the call: the
+// breaker (open: a *ThrottlingError, nothing sent), one counted call, a
+// rate token, a bulkhead slot held across the SDK's retries. Each attempt:
+// throttling halves the scope's rate and pauses it for Retry-After or
+// x-amz-retry-after, transient errors are counted, and a throttled retry
+// waits for a fresh token on top of the SDK's backoff. Every retry the SDK
+// is about to make is counted and, after the first two of the call, costs a
+// retry-budget token; an empty budget ends the SDK's loop with a
+// *ThrottlingError. After the call: the outcome goes to the breaker, the
+// stats and the ledger bound to the call's context.
+//
+// The SDK's retry settings come from WithMaxRetries and WithRetryMode (or
+// WithConfig); without them, from cfg.RetryMaxAttempts and cfg.RetryMode
+// when set (config.LoadDefaultConfig fills them from AWS_MAX_ATTEMPTS and
+// AWS_RETRY_MODE), else 10 retries in adaptive mode. The SDK's per-client
+// retry quota is turned off: the governor's retry budget, shared by every
+// client of the process, takes its place.
+//
+// Installing again, on cfg or on a copy of it (say with the account id
+// after an AssumeRole), replaces the earlier installation: every client
+// made afterwards is governed once, with the latest settings. Install never
+// breaks cfg: on failure (a nil cfg, an invalid option) it logs the error
+// at debug level, leaves cfg as it was, and returns the error.
+func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cloudgaws: install: %v", r)
+		}
+		if err != nil {
+			logger := c.logger
+			if logger == nil {
+				logger = slog.Default()
+			}
+			logger.LogAttrs(context.Background(), slog.LevelDebug, "cloudgaws: not installed; the config is used as is",
+				slog.String("error", err.Error()))
+		}
+	}()
+	if cfg == nil {
+		return errors.New("cloudgaws: install: nil *aws.Config")
+	}
+	if len(c.errs) > 0 {
+		return fmt.Errorf("cloudgaws: install: %w", errors.Join(c.errs...))
+	}
+	if accountID == "" {
+		accountID = "*"
+	}
+	inst := &installation{gov: c.gov, account: accountID, names: c.names, base: c.base, mode: c.mode}
+
+	// Settings the config already had: its own, or an earlier install's.
+	var prev *retryer
+	if cfg.Retryer != nil {
+		r := cfg.Retryer()
+		if pr, ok := r.(*retryer); ok {
+			prev = pr
+		} else if inst.base == nil {
+			inst.base = cfg.Retryer // the user's retryer, kept and governed
+		}
+	}
+	if inst.base == nil && prev != nil {
+		inst.base = prev.inst.base
+	}
+	switch {
+	case c.maxRetries != nil:
+		inst.attempts, inst.explicitMax = *c.maxRetries+1, true
+	case cfg.RetryMaxAttempts > 0:
+		inst.attempts, inst.explicitMax = cfg.RetryMaxAttempts, true
+	case prev != nil:
+		inst.attempts, inst.explicitMax = prev.inst.attempts, prev.inst.explicitMax
+	default:
+		inst.attempts = DefaultMaxRetries + 1
+	}
+	if inst.mode == "" {
+		switch {
+		case cfg.RetryMode != "":
+			inst.mode = cfg.RetryMode
+		case prev != nil:
+			inst.mode = prev.inst.mode
+		default:
+			inst.mode = DefaultRetryMode
+		}
+	}
+	if err := (Config{RetryMode: inst.mode}).Validate(); err != nil {
+		return fmt.Errorf("cloudgaws: install: %w", err)
+	}
+	inst.initialize.inst = inst
+	inst.perAttempt.inst = inst
+
+	// A fresh slice: a copied aws.Config shares its APIOptions array with
+	// the original, which must not see this installation.
+	apiOpts := make([]func(*middleware.Stack) error, 0, len(cfg.APIOptions)+1)
+	for _, fn := range cfg.APIOptions {
+		if !isAPIOption(fn) {
+			apiOpts = append(apiOpts, fn)
+		}
+	}
+	apiOpts = append(apiOpts, inst.apiOption())
+
+	cfg.APIOptions = apiOpts
+	cfg.Retryer = inst.newRetryer
+	cfg.RetryMaxAttempts = 0 // it would override the retryer's attempts
+	cfg.RetryMode = inst.mode
+	return nil
+}
+
+// apiOption returns the function Install adds to APIOptions. All of them
+// come from this one function literal, which is how Install recognises an
+// earlier installation's.
+func (inst *installation) apiOption() func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		inst.addTo(stack)
+		return nil
+	}
+}
+
+var apiOptionPC = reflect.ValueOf((&installation{}).apiOption()).Pointer()
+
+func isAPIOption(fn func(*middleware.Stack) error) bool {
+	return fn != nil && reflect.ValueOf(fn).Pointer() == apiOptionPC
+}
+
+// addTo adds the middleware to one call's stack: once per logical call in
+// Initialize (after the SDK's input validation), once per attempt in
+// Finalize right after the SDK's Retry middleware (after its backoff sleep,
+// before signing). A stack that already has them, from an installation
+// that APIOptions still lists, gets this installation's instead. It never
+// fails the call: a stack without a Retry middleware (one attempt) gets the
+// per-attempt middleware at the front of Finalize.
+func (inst *installation) addTo(stack *middleware.Stack) {
+	if _, ok := stack.Initialize.Get(initializeID); ok {
+		_, _ = stack.Initialize.Swap(initializeID, &inst.initialize)
+	} else {
+		_ = stack.Initialize.Add(&inst.initialize, middleware.After)
+	}
+	if _, ok := stack.Finalize.Get(attemptID); ok {
+		_, _ = stack.Finalize.Swap(attemptID, &inst.perAttempt)
+	} else if err := stack.Finalize.Insert(&inst.perAttempt, "Retry", middleware.After); err != nil {
+		_ = stack.Finalize.Add(&inst.perAttempt, middleware.Before)
+	}
+}
+
+// governor returns the governor of a call.
+func (inst *installation) governor() *resilience.Governor {
+	if inst.gov != nil {
+		return inst.gov
+	}
+	return resilience.Default()
+}
