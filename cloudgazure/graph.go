@@ -1,0 +1,219 @@
+package cloudgazure
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// GraphQuerier is what QueryResources needs of a Resource Graph client;
+// *armresourcegraph.Client and *GraphClient have it.
+type GraphQuerier interface {
+	Resources(ctx context.Context, query armresourcegraph.QueryRequest,
+		options *armresourcegraph.ClientResourcesOptions) (armresourcegraph.ClientResourcesResponse, error)
+}
+
+// GraphClient is a Resource Graph client built by NewGraphClient. It says
+// whether its pipeline is governed, so that QueryResources does not pace
+// its pages a second time.
+type GraphClient struct {
+	*armresourcegraph.Client
+	governed bool
+}
+
+// Governed reports whether the client's pipeline carries this package's
+// policies (false when armresourcegraph rejected them and the client was
+// built plainly).
+func (c *GraphClient) Governed() bool { return c != nil && c.governed }
+
+// NewGraphClient builds a Resource Graph client with ClientOptions(base,
+// opts...), falling back to base as Build does.
+func NewGraphClient(cred azcore.TokenCredential, base *arm.ClientOptions, opts ...Option) (*GraphClient, error) {
+	c, governed, err := build(func(o *arm.ClientOptions) (*armresourcegraph.Client, error) {
+		return armresourcegraph.NewClient(cred, o)
+	}, base, newConfig(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &GraphClient{Client: c, governed: governed}, nil
+}
+
+// QueryLimits bound the retries QueryResources makes itself, for a page of
+// a client that is not governed by this package's policies (a governed
+// client retries inside its pipeline, and its final error is final).
+type QueryLimits struct {
+	// MaxRetries of a throttled page; 0 means 5, a negative value none.
+	MaxRetries int
+	// Backoff before each retry; nil means 2, 4, 8, 16, 30 s. The last
+	// value repeats. A throttled page also pauses the scope for the
+	// server's hint, which the next token waits out; with the governor
+	// disabled the backoff itself is stretched to the hint, capped at
+	// resilience.MaxPause.
+	Backoff []time.Duration
+}
+
+var defaultBackoff = []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second}
+
+func (l QueryLimits) resolve() QueryLimits {
+	switch {
+	case l.MaxRetries == 0:
+		l.MaxRetries = 5
+	case l.MaxRetries < 0:
+		l.MaxRetries = 0
+	}
+	if len(l.Backoff) == 0 {
+		l.Backoff = defaultBackoff
+	}
+	return l
+}
+
+// QueryResources runs a Resource Graph query and follows its skip tokens,
+// one page after another, and returns the rows (objectArray format, the
+// default it sets when query.Options has no ResultFormat; a table's rows
+// otherwise). query is not modified.
+//
+// Every page is paced in the scope azure/*/*/resourcegraph (3 rps, burst
+// 15 by default):
+//
+//   - a client whose pipeline is governed (a *GraphClient from
+//     NewGraphClient, or any client built with ClientOptions, which the
+//     policy reports on the first page) is paced by the policy, one token
+//     per HTTP attempt, which also honours the quota headers; its final
+//     error was recorded by the policy and is returned as it is;
+//   - any other client is paced here: a breaker check and one token per
+//     page; a throttled page halves the scope's rate, pauses it for the
+//     hint (Retry-After, or x-ms-user-quota-resets-after) and is retried
+//     as QueryLimits say; after the last retry it is recorded as given up;
+//     a success with x-ms-user-quota-remaining: 0 pauses the scope until
+//     the quota resets.
+//
+// When a page finally fails, QueryResources returns the rows of the pages
+// before it together with the error.
+func QueryResources(ctx context.Context, client GraphQuerier, query armresourcegraph.QueryRequest, opts ...Option) ([]any, error) {
+	cfg := newConfig(opts)
+	q := query
+	var o armresourcegraph.QueryRequestOptions
+	if query.Options != nil {
+		o = *query.Options
+	}
+	if o.ResultFormat == nil {
+		f := armresourcegraph.ResultFormatObjectArray
+		o.ResultFormat = &f
+	}
+	q.Options = &o
+
+	mark := &graphMark{}
+	ctx = context.WithValue(ctx, graphMarkKey{}, mark)
+	governed := false
+	if g, ok := client.(interface{ Governed() bool }); ok {
+		governed = g.Governed()
+	}
+	var rows []any
+	for {
+		var page armresourcegraph.ClientResourcesResponse
+		var err error
+		if governed || mark.governed.Load() {
+			page, err = client.Resources(ctx, q, nil)
+		} else {
+			page, err = fetchPaced(ctx, &cfg, client, q, mark)
+		}
+		if err != nil {
+			return rows, err
+		}
+		rows = appendRows(rows, page.Data)
+		if page.SkipToken == nil || *page.SkipToken == "" {
+			return rows, nil
+		}
+		o.SkipToken = page.SkipToken
+	}
+}
+
+// graphMark travels in the context of QueryResources' pages; the per-call
+// policy sets it, so the helper learns that the client is governed.
+type graphMark struct{ governed atomic.Bool }
+
+type graphMarkKey struct{}
+
+func markGoverned(ctx context.Context) {
+	if m, ok := ctx.Value(graphMarkKey{}).(*graphMark); ok {
+		m.governed.Store(true)
+	}
+}
+
+// fetchPaced fetches one page of a client whose pipeline is not governed.
+func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armresourcegraph.QueryRequest,
+	mark *graphMark) (armresourcegraph.ClientResourcesResponse, error) {
+	var zero armresourcegraph.ClientResourcesResponse
+	gov := cfg.governor()
+	limits := cfg.limits.resolve()
+	gd, err := gov.Begin(ctx, GraphScope())
+	if err != nil {
+		return zero, err
+	}
+	defer gd.End()
+	var raw *http.Response
+	cctx := policy.WithCaptureResponse(ctx, &raw)
+	for retry := 0; ; retry++ {
+		if err := gd.Admit(); err != nil {
+			return zero, err
+		}
+		gd.Count()
+		if err := gd.Wait(ctx); err != nil {
+			return zero, err
+		}
+		raw = nil
+		page, err := client.Resources(cctx, q, nil)
+		if mark.governed.Load() {
+			// The pipeline turned out to be governed: it paced and
+			// recorded this page itself.
+			return page, err
+		}
+		if err == nil {
+			gd.Succeeded()
+			if raw != nil {
+				if d, ok := quotaReset(raw.Header); ok {
+					gd.Pause(d)
+				}
+			}
+			return page, nil
+		}
+		if ctx.Err() != nil || resilience.Classify(err) != resilience.Throttled || retry >= limits.MaxRetries {
+			gd.Failed(err)
+			return zero, err
+		}
+		hint, hasHint := resilience.RetryAfter(err)
+		gd.ThrottledFor(err, hint, hasHint)
+		if berr := gd.Retry(err); berr != nil {
+			return zero, berr
+		}
+		delay := limits.Backoff[min(retry, len(limits.Backoff)-1)]
+		if hasHint && !gov.Enabled(Provider) {
+			delay = max(delay, min(hint, resilience.MaxPause))
+		}
+		if serr := sleep(ctx, delay); serr != nil {
+			return zero, serr
+		}
+	}
+}
+
+// appendRows appends a page's rows: an objectArray page is a []any; a
+// table page is {"columns": ..., "rows": [...]}.
+func appendRows(rows []any, data any) []any {
+	switch d := data.(type) {
+	case []any:
+		return append(rows, d...)
+	case map[string]any:
+		if r, ok := d["rows"].([]any); ok {
+			return append(rows, r...)
+		}
+	}
+	return rows
+}

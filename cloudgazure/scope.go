@@ -1,0 +1,127 @@
+package cloudgazure
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// Provider is the provider name of every Azure scope.
+const Provider = "azure"
+
+// Service names the scope parser produces besides the namespaces.
+const (
+	// ServiceResources is the service of a path without a Microsoft.<Namespace> segment.
+	ServiceResources = "resources"
+	// ServiceResourceGraph is Resource Graph's service.
+	ServiceResourceGraph = "resourcegraph"
+)
+
+// GraphScope returns Resource Graph's scope, azure/*/*/resourcegraph: no
+// subscription, since its quota follows the caller, not the subscription.
+func GraphScope() resilience.Scope {
+	return resilience.Scope{Provider: Provider, Service: ServiceResourceGraph}
+}
+
+// ScopeOf returns the scope of an ARM request path (the URL's Path, without
+// the query): the subscription id, lower-cased, and the last
+// Microsoft.<Namespace> segment without "Microsoft.", lower-cased
+// ("resources" when there is none). Resource Graph paths map to
+// GraphScope. Segment names match case-insensitively, as ARM's do.
+//
+//	/subscriptions/0B1F.../resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v
+//	  -> azure/0b1f.../*/network
+//
+// It does not allocate for lower-case subscription ids and for the
+// namespaces it has seen before.
+func ScopeOf(path string) resilience.Scope {
+	var sub, ns string
+	wantSub := false
+	for i := 0; i < len(path); {
+		if path[i] == '/' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(path) && path[j] != '/' {
+			j++
+		}
+		seg := path[i:j]
+		i = j
+		switch {
+		case wantSub:
+			sub, wantSub = seg, false
+		case sub == "" && len(seg) == len("subscriptions") && strings.EqualFold(seg, "subscriptions"):
+			wantSub = true
+		case len(seg) > len("microsoft.") && strings.EqualFold(seg[:len("microsoft.")], "microsoft."):
+			ns = seg[len("microsoft."):]
+		}
+	}
+	if ns == "" {
+		return resilience.Scope{Provider: Provider, Account: lower(sub), Service: ServiceResources}
+	}
+	ns = lower(ns)
+	if ns == ServiceResourceGraph {
+		return GraphScope()
+	}
+	return resilience.Scope{Provider: Provider, Account: lower(sub), Service: ns}
+}
+
+// lower returns s in lower case. Strings already in lower case come back
+// as they are; others are looked up in a small read-mostly cache, so the
+// namespaces (Network, Compute) and the subscriptions a process sees are
+// lower-cased once.
+func lower(s string) string {
+	if !hasUpper(s) {
+		return s
+	}
+	if m := lowerCache.m.Load(); m != nil {
+		if v, ok := (*m)[s]; ok {
+			return v
+		}
+	}
+	return lowerCache.add(s)
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLowerCache bounds the cache: past it, lower-casing allocates.
+const maxLowerCache = 1024
+
+// stringCache maps strings to their lower-case form; readers load the map
+// without a lock, writers copy it.
+type stringCache struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]string]
+}
+
+var lowerCache stringCache
+
+func (c *stringCache) add(s string) string {
+	v := strings.ToLower(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[string]string
+	if p := c.m.Load(); p != nil {
+		old = *p
+	}
+	if _, ok := old[s]; ok || len(old) >= maxLowerCache {
+		return v
+	}
+	next := make(map[string]string, len(old)+1)
+	for k, x := range old {
+		next[k] = x
+	}
+	next[strings.Clone(s)] = v
+	c.m.Store(&next)
+	return v
+}
