@@ -244,7 +244,12 @@ func (st *callState) answered(ctx context.Context, resp *http.Response) (*http.R
 	if err := gd.Retry(rerr); err != nil {
 		return nil, stop(err) // the retry budget is empty
 	}
-	st.notBefore = now.Add(wait)
+	if kind != resilience.Throttled {
+		// A throttled scope is paused for the hint already, and the next
+		// attempt's token waits it out (and is counted as a wait); a
+		// transient answer's hint holds this request only.
+		st.notBefore = now.Add(wait)
+	}
 	st.strip(resp)
 	return resp, nil
 }
