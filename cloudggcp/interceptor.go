@@ -1,0 +1,202 @@
+package cloudggcp
+
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/cloudg/cloudg/resilience"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// ClientOption returns the client option that installs UnaryClientInterceptor
+// on a gRPC-based Google client:
+//
+//	client, err := compute.NewInstancesClient(ctx, cloudggcp.ClientOption())
+func ClientOption(opts ...Option) option.ClientOption {
+	return option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(opts...)))
+}
+
+// UnaryClientInterceptor returns a gRPC interceptor that governs every
+// attempt of a unary call, gax's retries included, the way the Azure
+// per-retry policy of section 3.2 governs every HTTP attempt:
+//
+//   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
+//     request's parent, scope, project or name (or the x-goog-request-params
+//     metadata), the service from WithService, the *.googleapis.com target,
+//     or the RPC's package (google.cloud.asset.v1 is cloudasset);
+//   - breaker check (an open circuit returns *resilience.CircuitOpenError,
+//     nothing sent, which gax does not retry), one counted call, one token,
+//     one bulkhead slot, released when the attempt returns;
+//   - success resets the breaker and feeds additive recovery; a throttled
+//     attempt halves the rate and pauses it for RetryInfo's delay; a
+//     transient one is counted; a fatal provider answer resets the breaker.
+//
+// The interceptor cannot see the SDK's retry loop, so it neither charges the
+// retry budget nor counts breaker failures for attempts that gax may retry.
+// Pass the Retry option to such calls for that: the interceptor then paces
+// each attempt and leaves the errors to the retry policy, which charges the
+// budget, bounds the retries and records the final outcome. Calls of a
+// paced listing or of Do pass through untouched: they are paced per page or
+// call already.
+func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
+	cfg := newConfig(opts)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
+		var st *callState
+		for _, o := range copts {
+			if g, ok := o.(governed); ok {
+				st = g.st
+				break
+			}
+		}
+		if st != nil && st.paced {
+			return invoker(ctx, method, req, reply, cc, copts...)
+		}
+		var gd *resilience.Guard
+		if st != nil {
+			gd = st.guard()
+		} else {
+			var err error
+			gd, err = cfg.governor().Begin(ctx, cfg.scope(ctx, method, req, cc))
+			if err != nil {
+				return err
+			}
+			defer gd.End()
+		}
+		if err := gd.Admit(); err != nil {
+			return err
+		}
+		gd.Count()
+		if err := gd.Wait(ctx); err != nil {
+			return err
+		}
+		if err := gd.Acquire(ctx); err != nil {
+			return err
+		}
+		err := invoker(ctx, method, req, reply, cc, copts...)
+		gd.Release()
+		switch {
+		case err == nil:
+			gd.Succeeded()
+		case st != nil || ctx.Err() != nil:
+			// The retry policy reports the error; a cancelled call is
+			// nobody's signal.
+		default:
+			switch resilience.Classify(err) {
+			case resilience.Throttled:
+				gd.Throttled(err)
+			case resilience.Transient:
+				gd.Transient(err)
+			default:
+				gd.Failed(err) // a fatal answer proves the service reachable
+			}
+		}
+		return err
+	}
+}
+
+// scope resolves the scope of one attempt.
+func (c *config) scope(ctx context.Context, method string, req any, cc *grpc.ClientConn) resilience.Scope {
+	if c.scopeOf != nil {
+		if s, ok := c.scopeOf(ctx, method, req); ok {
+			return s
+		}
+	}
+	service, rpc := splitMethod(method)
+	if c.service != "" {
+		service = c.service
+	} else if cc != nil {
+		if s, ok := targetService(cc.Target()); ok {
+			service = s
+		}
+	}
+	return resilience.Scope{Provider: "gcp", Account: requestAccount(ctx, req), Service: service, Operation: rpc}
+}
+
+// splitMethod splits "/google.cloud.asset.v1.AssetService/ListAssets" into
+// the service named by its package ("cloudasset") and the RPC.
+func splitMethod(method string) (service, rpc string) {
+	method = strings.TrimPrefix(method, "/")
+	full, rpc, _ := strings.Cut(method, "/")
+	pkg := full
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		pkg = full[:i] // google.cloud.asset.v1
+	}
+	parts := strings.Split(pkg, ".")
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if isVersion(p) || p == "" {
+			continue
+		}
+		service = p
+		break
+	}
+	if s, ok := packageServices[service]; ok {
+		service = s
+	}
+	return service, rpc
+}
+
+// packageServices maps proto package names to the API's service name
+// where they differ.
+var packageServices = map[string]string{
+	"asset":           "cloudasset",
+	"resourcemanager": "cloudresourcemanager",
+}
+
+func isVersion(p string) bool {
+	return len(p) > 1 && p[0] == 'v' && p[1] >= '0' && p[1] <= '9'
+}
+
+// targetService returns "cloudasset" for targets such as
+// "cloudasset.googleapis.com:443" or "dns:///cloudasset.googleapis.com:443".
+func targetService(target string) (string, bool) {
+	if i := strings.LastIndex(target, "/"); i >= 0 {
+		target = target[i+1:]
+	}
+	host, _, _ := strings.Cut(target, ":")
+	name, ok := strings.CutSuffix(host, ".googleapis.com")
+	if !ok || name == "" || strings.Contains(name, ".") {
+		// regional and mTLS hosts: the first label
+		first, _, _ := strings.Cut(name, ".")
+		return first, ok && first != ""
+	}
+	return name, true
+}
+
+// requestAccount finds the account of a request: its parent, scope,
+// project or name field, or the routing metadata gax adds.
+func requestAccount(ctx context.Context, req any) string {
+	if r, ok := req.(interface{ GetParent() string }); ok && r.GetParent() != "" {
+		return Account(r.GetParent())
+	}
+	if r, ok := req.(interface{ GetScope() string }); ok && r.GetScope() != "" {
+		return Account(r.GetScope())
+	}
+	if r, ok := req.(interface{ GetProject() string }); ok && r.GetProject() != "" {
+		p := r.GetProject()
+		if !strings.Contains(p, "/") {
+			return "projects/" + p
+		}
+		return Account(p)
+	}
+	if r, ok := req.(interface{ GetName() string }); ok {
+		if a, ok := knownAccount(r.GetName()); ok {
+			return a
+		}
+	}
+	md, _ := metadata.FromOutgoingContext(ctx)
+	for _, v := range md.Get("x-goog-request-params") {
+		for _, kv := range strings.Split(v, "&") {
+			_, val, _ := strings.Cut(kv, "=")
+			if val, err := url.QueryUnescape(val); err == nil {
+				if a, ok := knownAccount(val); ok {
+					return a
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,248 @@
+package cloudggcp
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	asset "cloud.google.com/go/asset/apiv1"
+	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/resilience"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/iterator"
+)
+
+// Listing is one paced Cloud Asset listing (section 3.4 of the spec):
+//
+//  1. before the first page: the breaker check (*resilience.CircuitOpenError,
+//     nothing sent), one counted call and one token of
+//     gcp/<parent>/*/cloudasset/<Rpc>, then one bulkhead slot of the project or
+//     organization, held for the whole listing;
+//  2. every page fetch runs with the Retry policy: retried errors reported,
+//     each page's first two retries free and the rest paid from the retry
+//     budget, at most max_retries consecutive retries per page;
+//  3. before each further page fetch: one counted call and one token, and no
+//     second breaker check, so a listing that is a half-open breaker's probe
+//     is not rejected by its own breaker on page 2. No token is taken once
+//     the last page has arrived (the final iterator.Done costs nothing).
+//
+// Pages are fetched lazily, as Next needs them. The listing wraps the SDK
+// iterator's page fetch, so every request, empty pages included, takes its
+// token just before it is sent. When the last page arrives the listing is
+// recorded as a success (breaker reset, additive recovery) and its slot is
+// released; when it fails, throttling is recorded as a give-up and
+// throttling or transient errors count toward the breaker.
+//
+// A Listing is used by one goroutine at a time, like the SDK iterator.
+// Call Close when abandoning it early (All and Collect do).
+type Listing[T any] struct {
+	ctx   context.Context
+	gd    *resilience.Guard
+	st    callState
+	it    pageIterator[T]
+	fetch func(pageSize int, pageToken string) ([]T, string, error) // the SDK's
+
+	pages   int    // pages fetched
+	items   int    // items returned by Next
+	token   string // the token of the page being fetched
+	err     error  // the error the listing ended with
+	started bool
+	ended   bool
+}
+
+// ErrClosed is returned by Next on a listing closed before its end.
+var ErrClosed = errors.New("cloudggcp: listing closed")
+
+// pageIterator is what the GAPIC iterators have in common.
+type pageIterator[T any] interface {
+	Next() (T, error)
+	PageInfo() *iterator.PageInfo
+}
+
+// newListing builds a listing: start makes the SDK iterator with the
+// listing's call options and returns it with its page fetch, which the
+// listing wraps.
+func newListing[T any](ctx context.Context, scope resilience.Scope, opts []Option,
+	start func(opts ...gax.CallOption) (pageIterator[T], *func(int, string) ([]T, string, error))) *Listing[T] {
+	cfg := newConfig(opts)
+	gov := cfg.governor()
+	l := &Listing[T]{ctx: ctx}
+	gd, err := gov.Begin(ctx, scope)
+	if err != nil { // a scope without a provider: cannot happen here
+		panic(err)
+	}
+	l.gd = gd
+	l.st = callState{ctx: ctx, scope: scope, gov: gov, gd: gd, set: gov.RetrySettings(scope.Provider), paced: true}
+	it, fetch := start(newStateOption(&l.st))
+	l.it, l.fetch = it, *fetch
+	*fetch = l.fetchPage
+	return l
+}
+
+// ListAssets returns the paced listing of client.ListAssets(ctx, req),
+// in scope gcp/<req.Parent>/*/cloudasset/ListAssets.
+func ListAssets(ctx context.Context, client *asset.Client, req *assetpb.ListAssetsRequest, opts ...Option) *Listing[*assetpb.Asset] {
+	return newListing(ctx, Scope(req.GetParent(), RPCListAssets), opts,
+		func(o ...gax.CallOption) (pageIterator[*assetpb.Asset], *func(int, string) ([]*assetpb.Asset, string, error)) {
+			it := client.ListAssets(ctx, req, o...)
+			return it, &it.InternalFetch
+		})
+}
+
+// SearchAllResources returns the paced listing of
+// client.SearchAllResources(ctx, req), in scope
+// gcp/<req.Scope>/*/cloudasset/SearchAllResources.
+func SearchAllResources(ctx context.Context, client *asset.Client, req *assetpb.SearchAllResourcesRequest, opts ...Option) *Listing[*assetpb.ResourceSearchResult] {
+	return newListing(ctx, Scope(req.GetScope(), RPCSearchAllResources), opts,
+		func(o ...gax.CallOption) (pageIterator[*assetpb.ResourceSearchResult], *func(int, string) ([]*assetpb.ResourceSearchResult, string, error)) {
+			it := client.SearchAllResources(ctx, req, o...)
+			return it, &it.InternalFetch
+		})
+}
+
+// SearchAllIamPolicies returns the paced listing of
+// client.SearchAllIamPolicies(ctx, req), in scope
+// gcp/<req.Scope>/*/cloudasset/SearchAllIamPolicies.
+func SearchAllIamPolicies(ctx context.Context, client *asset.Client, req *assetpb.SearchAllIamPoliciesRequest, opts ...Option) *Listing[*assetpb.IamPolicySearchResult] {
+	return newListing(ctx, Scope(req.GetScope(), RPCSearchAllIamPolicies), opts,
+		func(o ...gax.CallOption) (pageIterator[*assetpb.IamPolicySearchResult], *func(int, string) ([]*assetpb.IamPolicySearchResult, string, error)) {
+			it := client.SearchAllIamPolicies(ctx, req, o...)
+			return it, &it.InternalFetch
+		})
+}
+
+// fetchPage paces one page fetch of the SDK iterator.
+func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, error) {
+	if l.ended {
+		return nil, "", ErrClosed
+	}
+	if !l.started {
+		// Step 1: the breaker, once for the whole listing (a rejected
+		// listing is counted as rejected, not as a call), one counted
+		// call, one token, one slot.
+		l.started = true
+		if err := l.gd.Admit(); err != nil {
+			return nil, "", l.fail(err)
+		}
+		l.gd.Count()
+		if err := l.gd.Wait(l.ctx); err != nil {
+			return nil, "", l.fail(err)
+		}
+		if err := l.gd.Acquire(l.ctx); err != nil {
+			return nil, "", l.fail(err)
+		}
+	} else {
+		// Step 3: one counted call and one token per further page.
+		l.gd.Count()
+		if err := l.gd.Wait(l.ctx); err != nil {
+			return nil, "", l.fail(err)
+		}
+	}
+	l.token = pageToken
+	l.st.reset(time.Now())
+	items, next, err := l.fetch(pageSize, pageToken)
+	if err != nil {
+		return nil, "", l.fail(l.st.outcome(err))
+	}
+	l.pages++
+	l.gd.ResetRetries()
+	if next == "" {
+		l.ended = true
+		l.gd.Succeeded()
+		l.gd.End()
+	}
+	return items, next, nil
+}
+
+// fail ends the listing with err, recording it unless the retry already
+// did.
+func (l *Listing[T]) fail(err error) error {
+	l.err, l.ended = err, true
+	if !l.st.recorded {
+		l.gd.Failed(err)
+	}
+	l.gd.End()
+	return err
+}
+
+// Next returns the next item, iterator.Done after the last one, or the
+// error the listing ended with (a *resilience.CircuitOpenError before
+// anything was sent, a *resilience.RetryBudgetExhaustedError when a retry
+// limit stopped it, a *RetryStoppedError when the deadline did, or the
+// provider's error). Items of the pages that arrived before an error are
+// all returned first.
+func (l *Listing[T]) Next() (T, error) {
+	v, err := l.it.Next()
+	if err == nil {
+		l.items++
+	}
+	return v, err
+}
+
+// All returns the items as an iterator; it stops after yielding an error
+// (iterator.Done is not yielded) and closes the listing.
+func (l *Listing[T]) All() iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		defer l.Close()
+		for {
+			v, err := l.Next()
+			if err == iterator.Done {
+				return
+			}
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Collect drains the listing and returns every item that came back, with
+// the error it ended with (nil when it reached the end). A listing that
+// failed on page 40 returns pages 1-39 and the error.
+func (l *Listing[T]) Collect() ([]T, error) {
+	defer l.Close()
+	var out []T
+	for {
+		v, err := l.Next()
+		if err == iterator.Done {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+}
+
+// Close releases the listing's bulkhead slot if it still holds one. It is
+// safe to call more than once; the listing must not be used after it.
+func (l *Listing[T]) Close() {
+	l.ended = true
+	l.gd.End()
+}
+
+// Scope returns the listing's scope.
+func (l *Listing[T]) Scope() resilience.Scope { return l.st.scope }
+
+// Pages returns the number of pages that arrived.
+func (l *Listing[T]) Pages() int { return l.pages }
+
+// Err returns the error the listing ended with, or nil.
+func (l *Listing[T]) Err() error { return l.err }
+
+// ResumeToken returns, after the listing failed, the page token of the page
+// that failed ("" for the first page): a new listing whose request carries
+// it as PageToken resumes there. It is "" for a listing that did not fail.
+func (l *Listing[T]) ResumeToken() string {
+	if l.err == nil {
+		return ""
+	}
+	return l.token
+}
+
+// Coverage returns the coverage record of the listing so far: SUCCESS,
+// PARTIAL when it failed after items came back, FAILED when nothing did.
+func (l *Listing[T]) Coverage() Coverage {
+	return NewCoverage(l.st.scope.String(), l.items, l.err)
+}
