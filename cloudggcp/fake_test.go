@@ -29,10 +29,10 @@ import (
 type fakeAsset struct {
 	assetpb.UnimplementedAssetServiceServer
 
-	total    int        // items of every listing RPC
-	pageSize int        // when the request has none
-	empty    bool       // serve an empty page (next token "N*") before each page N > 0
-	listErr  error      // ListAssets always fails with it
+	total    int   // items of every listing RPC
+	pageSize int   // when the request has none
+	empty    bool  // serve an empty page (next token "N*") before each page N > 0
+	listErr  error // ListAssets always fails with it
 	feed     *assetpb.Feed
 
 	mu       sync.Mutex
@@ -185,7 +185,9 @@ func throttled(delay time.Duration) error {
 	return st.Err()
 }
 
-func unavailable() error { return status.Error(codes.Unavailable, "The service is currently unavailable.") }
+func unavailable() error {
+	return status.Error(codes.Unavailable, "The service is currently unavailable.")
+}
 
 func denied() error {
 	return status.Error(codes.PermissionDenied, "The caller does not have permission")

@@ -47,12 +47,12 @@ func (e *RetryStoppedError) Unwrap() []error { return []error{e.Err, e.Reason} }
 // of a listing (reused page after page), or one unary call made with the
 // Retry option. It is the gax.Retryer of that call.
 type callState struct {
-	ctx     context.Context
-	scope   resilience.Scope
-	gov     *resilience.Governor
-	gd      *resilience.Guard // a listing's guard; a unary call's, made on first use
-	set     resilience.RetrySettings
-	paced   bool // the caller (a listing, Do) paces and records the call
+	ctx   context.Context
+	scope resilience.Scope
+	gov   *resilience.Governor
+	gd    *resilience.Guard // a listing's guard; a unary call's, made on first use
+	set   resilience.RetrySettings
+	paced bool // the caller (a listing, Do) paces and records the call
 
 	start    time.Time // when the current page fetch or call started
 	n        int       // consecutive retries of this page or call
