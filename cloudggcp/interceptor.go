@@ -158,12 +158,12 @@ func targetService(target string) (string, bool) {
 	}
 	host, _, _ := strings.Cut(target, ":")
 	name, ok := strings.CutSuffix(host, ".googleapis.com")
-	if !ok || name == "" || strings.Contains(name, ".") {
-		// regional and mTLS hosts: the first label
-		first, _, _ := strings.Cut(name, ".")
-		return first, ok && first != ""
+	if !ok {
+		return "", false
 	}
-	return name, true
+	// cloudasset.mtls.googleapis.com: the first label
+	name, _, _ = strings.Cut(name, ".")
+	return name, name != ""
 }
 
 // requestAccount finds the account of a request: its parent, scope,

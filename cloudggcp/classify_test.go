@@ -1,0 +1,156 @@
+package cloudggcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/googleapis/gax-go/v2/apierror"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func apiErr(t *testing.T, err error) *apierror.APIError {
+	t.Helper()
+	ae, ok := apierror.FromError(err)
+	if !ok {
+		t.Fatalf("not an API error: %v", err)
+	}
+	return ae
+}
+
+// Once the package is imported, gRPC status errors and *apierror.APIError
+// classify as the spec's table says, with RetryInfo as the Retry-After.
+func TestClassifyGRPC(t *testing.T) {
+	for _, tc := range []struct {
+		code   codes.Code
+		kind   resilience.Kind
+		answer bool
+	}{
+		{codes.ResourceExhausted, resilience.Throttled, true},
+		{codes.Unavailable, resilience.Throttled, true}, // ServiceUnavailable, 503
+		{codes.DeadlineExceeded, resilience.Transient, true},
+		{codes.Internal, resilience.Transient, true},
+		{codes.Unknown, resilience.Transient, true}, // 500
+		{codes.DataLoss, resilience.Transient, true},
+		{codes.PermissionDenied, resilience.Fatal, true},
+		{codes.NotFound, resilience.Fatal, true},
+		{codes.InvalidArgument, resilience.Fatal, true},
+		{codes.Unauthenticated, resilience.Fatal, true},
+		{codes.Unimplemented, resilience.Fatal, true},
+		{codes.FailedPrecondition, resilience.Fatal, true},
+		{codes.Aborted, resilience.Fatal, true},
+		{codes.Canceled, resilience.Fatal, false},
+	} {
+		st := status.New(tc.code, "message")
+		for name, err := range map[string]error{
+			"status":  st.Err(),
+			"api":     apiErr(t, st.Err()),
+			"wrapped": fmt.Errorf("listing: %w", apiErr(t, st.Err())),
+		} {
+			if k := resilience.Classify(err); k != tc.kind {
+				t.Errorf("%v %s: %v, want %v", tc.code, name, k, tc.kind)
+			}
+			if a := resilience.IsProviderAnswer(err); a != tc.answer {
+				t.Errorf("%v %s: answer %v", tc.code, name, a)
+			}
+		}
+	}
+}
+
+func TestClassifyRetryInfo(t *testing.T) {
+	err := throttled(7 * time.Second)
+	for name, e := range map[string]error{"status": err, "api": apiErr(t, err)} {
+		if d, ok := resilience.RetryAfter(e); !ok || d != 7*time.Second {
+			t.Errorf("%s: RetryAfter %v %v", name, d, ok)
+		}
+		if !strings.HasPrefix(resilience.DescribeError(e), "throttled: ") {
+			t.Errorf("%s: %q", name, resilience.DescribeError(e))
+		}
+	}
+	if _, ok := resilience.RetryAfter(throttled(0)); ok {
+		t.Error("a hint without RetryInfo")
+	}
+}
+
+// grpc's statuses for the caller's own context are not provider answers.
+func TestClassifyContextStatus(t *testing.T) {
+	dl := status.FromContextError(context.DeadlineExceeded).Err()
+	if k := resilience.Classify(dl); k != resilience.Transient || resilience.IsProviderAnswer(dl) {
+		t.Errorf("deadline: %v, answer %v", k, resilience.IsProviderAnswer(dl))
+	}
+	cn := status.FromContextError(context.Canceled).Err()
+	if resilience.IsProviderAnswer(cn) {
+		t.Error("cancelled is an answer")
+	}
+}
+
+// REST clients: *googleapi.Error under *apierror.APIError, with headers.
+func TestClassifyHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		kind resilience.Kind
+	}{
+		{http.StatusTooManyRequests, resilience.Throttled},
+		{http.StatusServiceUnavailable, resilience.Throttled},
+		{http.StatusInternalServerError, resilience.Transient},
+		{http.StatusGatewayTimeout, resilience.Transient},
+		{http.StatusForbidden, resilience.Fatal},
+	} {
+		ge := &googleapi.Error{Code: tc.code, Message: "m", Header: http.Header{"Retry-After": {"5"}}}
+		err := apiErr(t, ge)
+		if k := resilience.Classify(err); k != tc.kind {
+			t.Errorf("%d: %v, want %v", tc.code, k, tc.kind)
+		}
+		if !resilience.IsProviderAnswer(err) {
+			t.Errorf("%d: not an answer", tc.code)
+		}
+		if d, ok := resilience.RetryAfter(err); !ok || d != 5*time.Second {
+			t.Errorf("%d: RetryAfter %v", tc.code, d)
+		}
+	}
+}
+
+func TestRetryableCodes(t *testing.T) {
+	for c, want := range map[codes.Code]bool{
+		codes.ResourceExhausted: true, codes.Unavailable: true, codes.DeadlineExceeded: true, codes.Internal: true,
+		codes.PermissionDenied: false, codes.Unknown: false, codes.Aborted: false, codes.NotFound: false,
+	} {
+		if _, ok := retryable(apiErr(t, status.Error(c, "m"))); ok != want {
+			t.Errorf("%v retryable %v", c, ok)
+		}
+	}
+	// cloudg's own errors are never retried, whatever they wrap.
+	for _, err := range []error{
+		&resilience.CircuitOpenError{Err: unavailable()},
+		&resilience.RetryBudgetExhaustedError{Err: unavailable()},
+		&resilience.DeadlineExceededError{},
+		errors.New("local"),
+	} {
+		if _, ok := retryable(err); ok {
+			t.Errorf("%T retryable", err)
+		}
+	}
+	if !Unavailable(apiErr(t, denied())) || !Unavailable(status.Error(codes.Unimplemented, "")) || Unavailable(throttled(0)) {
+		t.Error("Unavailable")
+	}
+}
+
+func TestCoverage(t *testing.T) {
+	if c := NewCoverage("n", 5, nil); c.Status != StatusSuccess || c.Message != "" {
+		t.Errorf("%+v", c)
+	}
+	rbe := &resilience.RetryBudgetExhaustedError{Scope: Scope("projects/p1", RPCListAssets), Err: apiErr(t, throttled(0))}
+	if c := NewCoverage("n", 5, rbe); c.Status != StatusPartial || c.Message != "listing truncated: throttled: "+rbe.Error() {
+		t.Errorf("%+v", c)
+	}
+	if c := NewCoverage("n", 0, rbe); c.Status != StatusFailed || c.Message != "throttled: "+rbe.Error() {
+		t.Errorf("%+v", c)
+	}
+}

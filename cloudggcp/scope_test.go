@@ -1,0 +1,74 @@
+package cloudggcp
+
+import (
+	"context"
+	"testing"
+
+	"cloud.google.com/go/asset/apiv1/assetpb"
+	"google.golang.org/grpc/metadata"
+)
+
+func TestScope(t *testing.T) {
+	if s := Scope("projects/p1", RPCListAssets).String(); s != "gcp/projects/p1/*/cloudasset/ListAssets" {
+		t.Error(s)
+	}
+	if s := Scope("organizations/1", RPCListAssets).ServiceScope().String(); s != "gcp/organizations/1/*/cloudasset" {
+		t.Error(s)
+	}
+	for in, want := range map[string]string{
+		"projects/p1":          "projects/p1",
+		"projects/p1/feeds/f1": "projects/p1",
+		"organizations/123":    "organizations/123",
+		"folders/9/x":          "folders/9",
+		"//cloudresourcemanager.googleapis.com/projects/p1": "projects/p1",
+		"p1":             "p1",
+		"locations/eu/x": "locations/eu/x",
+		"":               "",
+	} {
+		if got := Account(in); got != want {
+			t.Errorf("Account(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestInterceptorScopeResolution(t *testing.T) {
+	for method, want := range map[string][2]string{
+		"/google.cloud.asset.v1.AssetService/BatchGetAssetsHistory": {"cloudasset", "BatchGetAssetsHistory"},
+		"/google.cloud.compute.v1.Instances/List":                   {"compute", "List"},
+		"/google.pubsub.v1.Publisher/ListTopics":                    {"pubsub", "ListTopics"},
+		"/google.cloud.resourcemanager.v3.Projects/GetProject":      {"cloudresourcemanager", "GetProject"},
+	} {
+		if s, r := splitMethod(method); s != want[0] || r != want[1] {
+			t.Errorf("%s: %s %s", method, s, r)
+		}
+	}
+	for target, want := range map[string]string{
+		"cloudasset.googleapis.com:443":      "cloudasset",
+		"dns:///compute.googleapis.com:443":  "compute",
+		"cloudasset.mtls.googleapis.com:443": "cloudasset",
+		"127.0.0.1:4567":                     "",
+		"passthrough:///bufconn":             "",
+	} {
+		if got, _ := targetService(target); got != want {
+			t.Errorf("%s: %q", target, got)
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req  any
+		want string
+	}{
+		{&assetpb.ListAssetsRequest{Parent: "projects/p1"}, "projects/p1"},
+		{&assetpb.SearchAllResourcesRequest{Scope: "organizations/1"}, "organizations/1"},
+		{&assetpb.GetFeedRequest{Name: "folders/9/feeds/f"}, "folders/9"},
+		{&assetpb.GetFeedRequest{Name: "feeds/f"}, ""},
+	} {
+		if got := requestAccount(ctx, tc.req); got != tc.want {
+			t.Errorf("%T: %q, want %q", tc.req, got, tc.want)
+		}
+	}
+	md := metadata.AppendToOutgoingContext(ctx, "x-goog-request-params", "parent=organizations%2F7")
+	if got := requestAccount(md, struct{}{}); got != "organizations/7" {
+		t.Errorf("from metadata: %q", got)
+	}
+}
