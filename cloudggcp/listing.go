@@ -40,6 +40,7 @@ type Listing[T any] struct {
 	ctx   context.Context
 	gd    *resilience.Guard
 	st    callState
+	opt   stateOption
 	it    pageIterator[T]
 	fetch func(pageSize int, pageToken string) ([]T, string, error) // the SDK's
 
@@ -74,7 +75,8 @@ func newListing[T any](ctx context.Context, scope resilience.Scope, opts []Optio
 	}
 	l.gd = gd
 	l.st = callState{ctx: ctx, scope: scope, gov: gov, gd: gd, set: gov.RetrySettings(scope.Provider), paced: true}
-	it, fetch := start(newStateOption(&l.st))
+	l.opt.init(&l.st)
+	it, fetch := start(&l.opt)
 	l.it, l.fetch = it, *fetch
 	*fetch = l.fetchPage
 	return l

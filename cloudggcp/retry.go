@@ -234,16 +234,14 @@ type stateOption struct {
 	st      *callState
 	retryer func() gax.Retryer
 	timeout gax.CallOption
-	grpc    []grpc.CallOption
+	grpc    [1]grpc.CallOption
 }
 
-func newStateOption(st *callState) *stateOption {
-	return &stateOption{
-		st:      st,
-		retryer: func() gax.Retryer { return st },
-		timeout: gax.WithTimeout(st.set.Deadline),
-		grpc:    []grpc.CallOption{governed{st: st}},
-	}
+func (o *stateOption) init(st *callState) {
+	o.st = st
+	o.retryer = func() gax.Retryer { return st }
+	o.timeout = gax.WithTimeout(st.set.Deadline)
+	o.grpc[0] = governed{st: st}
 }
 
 func (o *stateOption) Resolve(cs *gax.CallSettings) {
@@ -252,7 +250,7 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 		o.timeout.Resolve(cs)
 	}
 	if len(cs.GRPC) == 0 {
-		cs.GRPC = o.grpc
+		cs.GRPC = o.grpc[:]
 	} else {
 		cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], o.grpc[0])
 	}
@@ -289,9 +287,14 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 	if err := gd.Acquire(ctx); err != nil {
 		return zero, err
 	}
-	st := &callState{ctx: ctx, scope: scope, gov: gov, gd: gd, set: gov.RetrySettings(scope.Provider), paced: true}
+	d := &struct {
+		st  callState
+		opt stateOption
+	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, set: gov.RetrySettings(scope.Provider), paced: true}}
+	st := &d.st
+	d.opt.init(st)
 	st.reset(time.Now())
-	res, err := call(ctx, newStateOption(st))
+	res, err := call(ctx, &d.opt)
 	gd.Release()
 	if err == nil {
 		gd.Succeeded()
