@@ -1,0 +1,297 @@
+package fleet
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// sharedBucket is a bucket whose balance, rate and pause live in Redis. A
+// process borrows a few tokens at a time (a lease) so that most calls take
+// a token without a round trip; a throttle drops the lease, so that this
+// process slows at once.
+type sharedBucket struct {
+	s      *Store
+	keys   []string // bucket, breaker
+	spec   resilience.BucketSpec
+	ratio  string // capacity / rate, as an argument
+	ceil   string
+	floor  string
+	adapt  string
+	ttl    int64
+	rateFB atomic.Uint64 // float64 bits of the last rate Redis reported
+
+	mu          sync.Mutex
+	lease       int   // tokens borrowed and not yet used
+	leaseNext   int64 // when the next borrowed token is usable (local time)
+	leaseStep   int64 // the time between two borrowed tokens
+	leaseEnd    int64 // unused borrowed tokens are given back after this
+	refill      chan struct{} // closed when the lease request in flight ends
+	lastUse     int64
+	lastSuccess int64 // the last Success sent to Redis
+
+	localMu sync.Mutex
+	local   resilience.Bucket // fallback while Redis does not answer
+	localEp int64             // the episode the fallback was made for
+}
+
+func newSharedBucket(s *Store, bk, brk string, spec resilience.BucketSpec) *sharedBucket {
+	capacity := spec.Burst
+	if capacity <= 0 {
+		capacity = 2 * spec.Rate
+	}
+	capacity = math.Max(1, capacity)
+	adapt := "0"
+	if spec.Adaptive || spec.Goodput {
+		adapt = "1"
+	}
+	b := &sharedBucket{
+		s: s, keys: []string{bk, brk}, spec: spec,
+		ratio: ftoa(capacity / spec.Rate), ceil: ftoa(spec.Rate), floor: ftoa(math.Max(spec.Floor, 1e-3)),
+		adapt: adapt, ttl: s.ttlMS(),
+		lastUse: math.MinInt64 / 4, lastSuccess: math.MinInt64 / 4,
+	}
+	b.rateFB.Store(math.Float64bits(spec.Rate))
+	return b
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func (b *sharedBucket) rate() float64 { return math.Float64frombits(b.rateFB.Load()) }
+
+func (b *sharedBucket) setRate(v any) float64 {
+	if s, ok := v.(string); ok {
+		if r, err := strconv.ParseFloat(s, 64); err == nil && r > 0 {
+			b.rateFB.Store(math.Float64bits(r))
+			return r
+		}
+	}
+	return b.rate()
+}
+
+// leaseSize is how many tokens to borrow: the tokens the current rate
+// gives in one lease window, shared among the live processes.
+func (b *sharedBucket) leaseSize() int {
+	n := int(b.rate() * b.s.cfg.leaseWindow.Seconds() / float64(max(1, b.s.procs.Load())))
+	return min(max(1, n), b.s.cfg.maxLease)
+}
+
+// fallback returns the local bucket used while Redis does not answer: the
+// fleet's last known rate divided among the live processes (it stays
+// adaptive, so it slows further if this process is throttled).
+func (b *sharedBucket) fallback(now int64) resilience.Bucket {
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
+	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
+		r := b.rate()
+		spec := b.spec
+		spec.Rate = b.s.share(r)
+		capacity := spec.Burst
+		if capacity <= 0 {
+			capacity = 2 * b.spec.Rate
+		}
+		spec.Burst = math.Max(1, b.s.share(capacity*r/b.spec.Rate))
+		spec.Floor = math.Min(spec.Floor, spec.Rate)
+		b.local = b.s.local.Bucket(resilience.Scope{}, spec, now)
+		b.localEp = ep
+	}
+	return b.local
+}
+
+// take takes a token from the lease, or borrows a new lease from Redis.
+// ok is false when Redis does not answer.
+func (b *sharedBucket) take(now int64, try bool) (granted bool, wait int64, ok bool) {
+	b.mu.Lock()
+	b.lastUse = now
+	for {
+		if b.lease > 0 && now < b.leaseEnd && (!try || b.leaseNext <= now) {
+			b.lease--
+			wait = max(0, b.leaseNext-now)
+			b.leaseNext = max(b.leaseNext, now) + b.leaseStep
+			b.mu.Unlock()
+			b.s.hits.Add(1)
+			return true, wait, true
+		}
+		if b.refill == nil || try {
+			break
+		}
+		// One lease request at a time per bucket: wait for the one in
+		// flight (bounded by the Redis timeout), then take from its lease.
+		ch := b.refill
+		b.mu.Unlock()
+		<-ch
+		b.mu.Lock()
+	}
+	give := b.lease // expired or unusable now: give the unused tokens back
+	b.lease = 0
+	done := make(chan struct{})
+	if !try {
+		b.refill = done
+	}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		if b.refill == done {
+			b.refill = nil
+		}
+		b.mu.Unlock()
+		close(done)
+	}()
+	tryArg := "0"
+	if try {
+		tryArg = "1"
+	}
+	window := b.s.cfg.leaseWindow.Microseconds()
+	res, ok := b.s.run(takeScript, b.keys, b.ceil, b.ratio, b.floor, b.adapt, b.ttl, b.leaseSize(), give, tryArg, window)
+	if !ok || len(res) < 7 {
+		return false, 0, false
+	}
+	b.s.misses.Add(1)
+	k := toInt(res[0])
+	wait = toInt(res[1]) * 1000
+	step := toInt(res[2]) * 1000
+	b.setRate(res[3])
+	if k > 1 {
+		b.mu.Lock()
+		b.lease = int(k - 1)
+		b.leaseNext = now + wait + step
+		b.leaseStep = step
+		b.leaseEnd = now + wait + k*step + int64(b.s.cfg.leaseWindow)
+		b.mu.Unlock()
+	}
+	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
+	return k >= 1, wait, true
+}
+
+func (b *sharedBucket) Reserve(now int64) int64 {
+	if _, wait, ok := b.take(now, false); ok {
+		return wait
+	}
+	return b.fallback(now).Reserve(now)
+}
+
+func (b *sharedBucket) TryReserve(now int64) bool {
+	if granted, _, ok := b.take(now, true); ok {
+		return granted
+	}
+	return b.fallback(now).TryReserve(now)
+}
+
+// Cancel puts the token in the local lease; unused, it goes back to Redis
+// with the next request.
+func (b *sharedBucket) Cancel(now int64) {
+	if b.s.degraded.Load() {
+		b.fallback(now).Cancel(now)
+		return
+	}
+	b.mu.Lock()
+	if b.lease == 0 || b.leaseEnd < now {
+		// A lease of just this token, usable at once.
+		b.lease, b.leaseNext, b.leaseStep = 0, now, 0
+		b.leaseEnd = now + int64(b.s.cfg.leaseWindow)
+	}
+	b.lease++ // after the lease's other tokens: never earlier than reserved
+	b.mu.Unlock()
+}
+
+func (b *sharedBucket) dropLease() {
+	b.mu.Lock()
+	b.lease = 0
+	b.mu.Unlock()
+}
+
+func (b *sharedBucket) Throttle(now, pause int64) (float64, bool) {
+	b.dropLease()
+	res, ok := b.s.run(throttleScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause/1000)
+	if !ok || len(res) < 2 {
+		return b.fallback(now).Throttle(now, pause)
+	}
+	return b.setRate(res[1]), toInt(res[0]) == 1
+}
+
+func (b *sharedBucket) Pause(now, pause int64) {
+	if pause <= 0 {
+		return
+	}
+	b.dropLease()
+	if _, ok := b.s.run(pauseScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause/1000); !ok {
+		b.fallback(now).Pause(now, pause)
+	}
+}
+
+// Success asks Redis for an increase at most once per second per process:
+// the fleet-wide rule (once per 5 s after 5 s of quiet) is Redis's to
+// apply, and most successes have nothing to ask.
+func (b *sharedBucket) Success(now int64) (float64, bool) {
+	r := b.rate()
+	if r >= b.spec.Rate || b.adapt != "1" {
+		return r, false
+	}
+	b.mu.Lock()
+	due := now-b.lastSuccess >= int64(b.s.cfg.successPeriod)
+	if due {
+		b.lastSuccess = now
+	}
+	b.mu.Unlock()
+	if !due {
+		return r, false
+	}
+	res, ok := b.s.run(successScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, "0.05")
+	if !ok || len(res) < 2 {
+		return b.fallback(now).Success(now)
+	}
+	return b.setRate(res[1]), toInt(res[0]) == 1
+}
+
+func (b *sharedBucket) Recovering() bool {
+	if b.s.degraded.Load() {
+		return true // let the fallback count; cheap compared to an outage
+	}
+	return b.adapt == "1" && b.rate() < b.spec.Rate
+}
+
+func (b *sharedBucket) Snapshot(now int64) resilience.BucketSnapshot {
+	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl)
+	if !ok || len(res) < 3 {
+		s := b.fallback(now).Snapshot(now)
+		s.Ceiling = b.spec.Rate
+		return s
+	}
+	r := b.setRate(res[0])
+	tokens, _ := strconv.ParseFloat(toString(res[1]), 64)
+	return resilience.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: time.Duration(toInt(res[2])) * time.Microsecond}
+}
+
+// Idle: the local object can be dropped when it holds no lease, the fleet's
+// rate was at its ceiling at the last answer, and it went unused. The
+// state in Redis lives on until its key expires.
+func (b *sharedBucket) Idle(now, minIdle int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lease == 0 && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseFloat(x, 64)
+		return int64(n)
+	}
+	return 0
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}

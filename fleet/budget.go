@@ -1,0 +1,91 @@
+package fleet
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// sharedBudget is a provider's retry budget in Redis, in tenths of a token.
+// Spending goes to Redis at once (a retry is rare and must not overspend);
+// the refunds of successes (a tenth each) are added up locally and sent
+// with the next spend, a whole token's worth, or the heartbeat.
+type sharedBudget struct {
+	s       *Store
+	keys    []string
+	units   int64        // size in tenths
+	pending atomic.Int64 // refunds not yet sent
+	known   atomic.Int64 // units at Redis's last answer
+
+	mu      sync.Mutex
+	local   resilience.Budget
+	localEp int64
+}
+
+func newSharedBudget(s *Store, key string, size int) *sharedBudget {
+	b := &sharedBudget{s: s, keys: []string{key}, units: int64(max(0, size)) * 10}
+	b.known.Store(b.units)
+	return b
+}
+
+func (b *sharedBudget) fallback() resilience.Budget {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
+		b.local = b.s.local.Budget("", int(b.s.share(float64(b.known.Load()/10))))
+		b.localEp = ep
+	}
+	return b.local
+}
+
+// exchange sends the pending refunds and, when take is set, spends a
+// token; it reports whether the token was spent.
+func (b *sharedBudget) exchange(take bool) (taken, ok bool) {
+	refund := b.pending.Swap(0)
+	takeArg := "0"
+	if take {
+		takeArg = "1"
+	}
+	res, ok := b.s.run(budgetScript, b.keys, b.units, b.s.ttlMS(), refund, takeArg)
+	if !ok || len(res) < 2 {
+		b.pending.Add(refund)
+		return false, false
+	}
+	b.known.Store(toInt(res[1]))
+	return toInt(res[0]) == 1, true
+}
+
+func (b *sharedBudget) Take() bool {
+	if taken, ok := b.exchange(true); ok {
+		return taken
+	}
+	return b.fallback().Take()
+}
+
+func (b *sharedBudget) Succeed() {
+	if b.s.degraded.Load() {
+		b.fallback().Succeed()
+		return
+	}
+	if b.known.Load()+b.pending.Load() >= b.units {
+		return // full as far as we know: nothing to refund
+	}
+	if b.pending.Add(1) >= 10 {
+		b.exchange(false)
+	}
+}
+
+func (b *sharedBudget) Remaining() float64 {
+	if b.s.degraded.Load() {
+		return b.fallback().Remaining()
+	}
+	return float64(min(b.units, b.known.Load()+b.pending.Load())) / 10
+}
+
+// flush sends the pending refunds, if any.
+func (b *sharedBudget) flush() {
+	if b.pending.Load() > 0 && !b.s.degraded.Load() {
+		b.exchange(false)
+	}
+}

@@ -1,0 +1,53 @@
+// Package fleet shares one governor's learned state among the processes of
+// a fleet, on Redis.
+//
+// AWS throttles per account, region and API action, ARM per subscription:
+// eight collectors against the same accounts with per-process limits send
+// eight times the rate, each learning the same lesson alone. With fleet
+// mode the processes share, per scope, the leaf's adaptive rate (a throttle
+// seen by any process halves it for all, still once per one-second event),
+// the pauses for Retry-After, the provider and account buckets, the
+// breakers (open, and half-open with one probe for the whole fleet) and
+// the retry budget. Stats stay per process.
+//
+//	store, err := fleet.Open("rediss://user:pass@redis:6379/0")
+//	...
+//	defer store.Close()
+//	gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(store))
+//	resilience.SetDefault(gov)
+//
+// Every update is a Lua script that runs atomically in Redis with Redis's
+// clock (TIME); no lock is held across a call.
+//
+// # Leases
+//
+// A call does not pay a Redis round trip for every token when the rate
+// allows more: a process borrows up to n tokens at a time, n being the
+// tokens the fleet's current rate gives in one lease window (100 ms by
+// default) divided among the live processes, capped at 64. Taking a
+// borrowed token is local (a mutex, no I/O); tokens not used within the
+// window go back to Redis with the next request. What it trades: a process
+// may spend the tokens it borrowed after another process's throttle halved
+// the rate (at most n per process; the throttled process drops its own
+// lease at once), and a burst of n calls can leave together. At 20 rps
+// shared by 8 processes the lease is one token, so every token is a round
+// trip and pacing is exact; at 1,000 rps in one process it is 64 tokens,
+// one round trip per 64 calls. WithLeaseWindow and WithMaxLease tune it.
+//
+// Breakers are read from a cache that every token request refreshes and
+// that a process trusts for at most a second (WithBreakerStaleness); the
+// refunds of successes to the retry budget are sent a token at a time.
+//
+// # When Redis fails
+//
+// A Redis operation that fails or takes longer than the timeout (250 ms)
+// switches the process to local limits: the fleet's last known rates, and
+// the retry budget, divided by the number of live processes at the last
+// heartbeat (each process announces itself every second). The switch is
+// logged once and counted (Stats.Fallbacks). The heartbeat keeps probing,
+// and the first answer switches back to the shared state (rebuilt from the
+// defaults if Redis lost it). No call fails because Redis failed.
+//
+// Keys are namespaced by a prefix (WithPrefix, default "cloudg") and
+// expire when idle (WithKeyTTL, default 15 minutes).
+package fleet

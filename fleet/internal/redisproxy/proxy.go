@@ -1,0 +1,144 @@
+// Package redisproxy is a TCP proxy for tests: it forwards to a Redis
+// server and can go down, come back on the same address, and delay
+// traffic, to show what fleet mode does when Redis fails or is slow.
+package redisproxy
+
+import (
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Proxy forwards connections from its address to a target address.
+type Proxy struct {
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	delay time.Duration
+}
+
+// Start listens on a free port of 127.0.0.1 and forwards to target.
+func Start(target string) (*Proxy, error) {
+	p := &Proxy{target: target, conns: map[net.Conn]struct{}{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	return p, nil
+}
+
+// Addr is the address clients connect to.
+func (p *Proxy) Addr() string { return p.addr }
+
+// SetDelay delays every chunk of data, each way, by d.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+// Down closes the listener and every connection: clients see Redis die.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = map[net.Conn]struct{}{}
+}
+
+// Up listens again on the same address.
+func (p *Proxy) Up() error {
+	var ln net.Listener
+	var err error
+	for range 50 { // the port may linger for a moment
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	p.serve(ln)
+	return nil
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() { p.Down() }
+
+func (p *Proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.handle(c)
+		}
+	}()
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) handle(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !p.track(c) || !p.track(up) {
+		c.Close()
+		up.Close()
+		return
+	}
+	go p.pipe(up, c)
+	p.pipe(c, up)
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			d := p.delay
+			p.mu.Unlock()
+			if d > 0 {
+				time.Sleep(d)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				return
+			}
+			return
+		}
+	}
+}

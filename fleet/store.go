@@ -1,0 +1,303 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// Store is a resilience.StateStore on Redis: the learned state of every
+// governor that uses it is shared by the fleet. It is safe for concurrent
+// use. Make one per process with New or Open, give it to the governor with
+// resilience.WithStateStore, and Close it when the process is done.
+type Store struct {
+	rdb     redis.UniversalClient
+	ownsRDB bool
+	cfg     config
+	local   resilience.StateStore // the fallback while Redis does not answer
+
+	degraded atomic.Bool  // Redis is not answering: local limits
+	episode  atomic.Int64 // counts the switches to local limits
+	procs    atomic.Int64 // live processes at the last heartbeat, at least 1
+
+	calls, errors, hits, misses, fallbacks atomic.Int64
+
+	mu      sync.Mutex
+	budgets []*sharedBudget
+	// breakers maps a scope's breaker key to its breaker, so that the
+	// answers to token requests refresh it.
+	breakers sync.Map
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+type config struct {
+	prefix        string
+	id            string
+	leaseWindow   time.Duration
+	maxLease      int
+	timeout       time.Duration
+	keyTTL        time.Duration
+	heartbeat     time.Duration
+	breakerStale  time.Duration
+	successPeriod time.Duration
+	logger        *slog.Logger
+}
+
+// An Option configures a Store.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithPrefix namespaces every key (default "cloudg"), so that several
+// fleets, or tests, share one Redis.
+func WithPrefix(p string) Option { return optionFunc(func(c *config) { c.prefix = p }) }
+
+// WithProcessID names this process in the heartbeat set (default: host,
+// pid and a random suffix).
+func WithProcessID(id string) Option { return optionFunc(func(c *config) { c.id = id }) }
+
+// WithLeaseWindow sets how many tokens a process borrows at a time, as the
+// time they last at the current rate divided among the live processes
+// (default 100 ms; see the package documentation for what it trades).
+func WithLeaseWindow(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.leaseWindow = d })
+}
+
+// WithMaxLease caps the tokens borrowed at a time (default 64); 1 makes
+// every token a Redis round trip.
+func WithMaxLease(n int) Option { return optionFunc(func(c *config) { c.maxLease = max(1, n) }) }
+
+// WithTimeout bounds each Redis operation (default 250 ms); past it the
+// call goes on with local limits.
+func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.timeout = d }) }
+
+// WithKeyTTL sets how long an idle key lives in Redis (default 15 minutes).
+func WithKeyTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.keyTTL = d }) }
+
+// WithHeartbeat sets how often the process announces itself and, while
+// Redis does not answer, probes it (default 1 s). Processes silent for
+// three heartbeats no longer count as live.
+func WithHeartbeat(d time.Duration) Option { return optionFunc(func(c *config) { c.heartbeat = d }) }
+
+// WithBreakerStaleness bounds how long a process trusts its cached view of
+// a closed breaker before asking Redis again (default 1 s); token requests
+// refresh it too.
+func WithBreakerStaleness(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.breakerStale = d })
+}
+
+// WithLogger logs the switches between shared and local limits (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
+
+// Open connects to the Redis named by url (redis://user:pass@host:6379/0,
+// or rediss:// for TLS) and returns a Store on it. It fails only for a
+// malformed URL: a Redis that does not answer yet means local limits until
+// it does.
+func Open(url string, opts ...Option) (*Store, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	s := New(redis.NewClient(o), opts...)
+	s.ownsRDB = true
+	return s, nil
+}
+
+// New returns a Store on rdb, a client the caller made (and closes).
+func New(rdb redis.UniversalClient, opts ...Option) *Store {
+	cfg := config{
+		prefix:        "cloudg",
+		leaseWindow:   100 * time.Millisecond,
+		maxLease:      64,
+		timeout:       250 * time.Millisecond,
+		keyTTL:        15 * time.Minute,
+		heartbeat:     time.Second,
+		breakerStale:  time.Second,
+		successPeriod: time.Second,
+	}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if cfg.id == "" {
+		host, _ := os.Hostname()
+		var r [4]byte
+		rand.Read(r[:])
+		cfg.id = host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	s := &Store{rdb: rdb, cfg: cfg, local: resilience.MemoryStore(), stop: make(chan struct{}), done: make(chan struct{})}
+	s.procs.Store(1)
+	s.heartbeat()
+	go s.loop()
+	return s
+}
+
+// Close stops the heartbeat and, for a Store made by Open, closes its
+// Redis client.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.flushBudgets()
+		if s.ownsRDB {
+			err = s.rdb.Close()
+		}
+	})
+	return err
+}
+
+// Stats are a process's counters of its use of the shared state.
+type Stats struct {
+	RedisCalls  int64 // operations sent to Redis
+	RedisErrors int64 // operations that failed or timed out
+	LeaseHits   int64 // tokens taken from a local lease, without Redis
+	LeaseMisses int64 // token requests that went to Redis
+	Fallbacks   int64 // switches from shared to local limits
+	Degraded    bool  // on local limits now
+	Processes   int64 // live processes at the last heartbeat
+}
+
+// Stats returns the process's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		RedisCalls: s.calls.Load(), RedisErrors: s.errors.Load(),
+		LeaseHits: s.hits.Load(), LeaseMisses: s.misses.Load(),
+		Fallbacks: s.fallbacks.Load(), Degraded: s.degraded.Load(), Processes: s.procs.Load(),
+	}
+}
+
+func (s *Store) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.heartbeat()
+			s.flushBudgets()
+		}
+	}
+}
+
+// heartbeat announces the process and counts the live ones. It is also the
+// probe that ends local limits when Redis answers again.
+func (s *Store) heartbeat() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	defer cancel()
+	s.calls.Add(1)
+	n, err := heartbeatScript.Run(ctx, s.rdb, []string{s.key("procs")},
+		s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.cfg.keyTTL.Milliseconds()).Int64()
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.procs.Store(max(1, n))
+	if s.degraded.CompareAndSwap(true, false) {
+		s.cfg.logger.Info("cloudg fleet: Redis answers again; back to shared limits", "processes", n)
+	}
+}
+
+// fail records a Redis error and switches to local limits, logging once.
+func (s *Store) fail(err error) {
+	s.errors.Add(1)
+	if s.degraded.CompareAndSwap(false, true) {
+		s.episode.Add(1)
+		s.fallbacks.Add(1)
+		s.cfg.logger.Warn("cloudg fleet: Redis does not answer; local limits divided among the live processes",
+			"processes", s.procs.Load(), "error", err.Error())
+	}
+}
+
+// run runs a script with the operation timeout. It reports false, having
+// switched to local limits, when Redis does not answer.
+func (s *Store) run(script *redis.Script, keys []string, args ...any) ([]any, bool) {
+	if s.degraded.Load() {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	defer cancel()
+	s.calls.Add(1)
+	res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		s.fail(err)
+		return nil, false
+	}
+	return res, true
+}
+
+func (s *Store) key(parts ...string) string {
+	k := s.cfg.prefix
+	for _, p := range parts {
+		k += ":" + p
+	}
+	return k
+}
+
+// scopeKeys returns the bucket and breaker keys of a scope; the braces keep
+// both in one Redis Cluster slot, as a script touching both needs.
+func (s *Store) scopeKeys(sc resilience.Scope) (bucket, brk string) {
+	tag := "{" + sc.String() + "}"
+	return s.key(tag, "bucket"), s.key(tag, "breaker")
+}
+
+// Bucket returns the shared bucket of key.
+func (s *Store) Bucket(key resilience.Scope, spec resilience.BucketSpec, now int64) resilience.Bucket {
+	bk, brk := s.scopeKeys(key)
+	return newSharedBucket(s, bk, brk, spec)
+}
+
+// Breaker returns the shared breaker of key.
+func (s *Store) Breaker(key resilience.Scope, spec resilience.BreakerSpec) resilience.Breaker {
+	_, brk := s.scopeKeys(key)
+	b := newSharedBreaker(s, brk, spec)
+	s.breakers.Store(brk, b)
+	return b
+}
+
+// Budget returns the shared retry budget of provider.
+func (s *Store) Budget(provider string, size int) resilience.Budget {
+	b := newSharedBudget(s, s.key("{budget:"+provider+"}"), size)
+	s.mu.Lock()
+	s.budgets = append(s.budgets, b)
+	s.mu.Unlock()
+	return b
+}
+
+func (s *Store) flushBudgets() {
+	s.mu.Lock()
+	bs := append([]*sharedBudget(nil), s.budgets...)
+	s.mu.Unlock()
+	for _, b := range bs {
+		b.flush()
+	}
+}
+
+// share returns this process's share of a fleet-wide limit while Redis
+// does not answer.
+func (s *Store) share(v float64) float64 { return v / float64(max(1, s.procs.Load())) }
+
+func (s *Store) ttlMS() int64 { return s.cfg.keyTTL.Milliseconds() }
+
+var _ resilience.StateStore = (*Store)(nil)
