@@ -26,10 +26,10 @@ type sharedBucket struct {
 	rateFB atomic.Uint64 // float64 bits of the last rate Redis reported
 
 	mu          sync.Mutex
-	lease       int   // tokens borrowed and not yet used
-	leaseNext   int64 // when the next borrowed token is usable (local time)
-	leaseStep   int64 // the time between two borrowed tokens
-	leaseEnd    int64 // unused borrowed tokens are given back after this
+	lease       int           // tokens borrowed and not yet used
+	leaseNext   int64         // when the next borrowed token is usable (local time)
+	leaseStep   int64         // the time between two borrowed tokens
+	leaseEnd    int64         // unused borrowed tokens are given back after this
 	refill      chan struct{} // closed when the lease request in flight ends
 	lastUse     int64
 	lastSuccess int64 // the last Success sent to Redis
