@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
 	"github.com/cloudg/cloudg/resilience"
+	gax "github.com/googleapis/gax-go/v2"
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -654,3 +655,38 @@ func TestCancelDuringBackoff(t *testing.T) {
 		}
 	})
 }
+
+// The gax behaviour the listing improves on, measured: a retryer whose
+// pause (RetryInfo's 30 s) outlasts the context's 10 s sleeps until the
+// context expires and returns a bare context.DeadlineExceeded, losing the
+// provider's answer.
+func TestGaxLosesTheProviderErrorPastTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(25)
+		srv.fail(RPCListAssets, "", throttled(30*time.Second))
+		client := startBuf(t, srv)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var seen error
+		honourRetryInfo := gax.WithRetry(func() gax.Retryer {
+			return retryerFunc(func(err error) (time.Duration, bool) {
+				seen = err
+				d, _ := resilience.RetryAfter(err)
+				return d, true
+			})
+		})
+		start := time.Now()
+		_, err := client.ListAssets(ctx, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, honourRetryInfo).Next()
+		var ae *apierror.APIError
+		if err != context.DeadlineExceeded || errors.As(err, &ae) || time.Since(start) != 10*time.Second {
+			t.Errorf("gax returned %T %v after %v", err, err, time.Since(start))
+		}
+		if !errors.As(seen, &ae) || ae.Details().RetryInfo.GetRetryDelay().AsDuration() != 30*time.Second {
+			t.Errorf("the retryer saw %T %v", seen, seen)
+		}
+	})
+}
+
+type retryerFunc func(error) (time.Duration, bool)
+
+func (f retryerFunc) Retry(err error) (time.Duration, bool) { return f(err) }
