@@ -117,6 +117,9 @@ func SearchAllIamPolicies(ctx context.Context, client *asset.Client, req *assetp
 // fetchPage paces one page fetch of the SDK iterator.
 func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, error) {
 	if l.ended {
+		if l.err == nil {
+			l.err = ErrClosed // closed before its end: a truncated listing
+		}
 		return nil, "", ErrClosed
 	}
 	if !l.started {

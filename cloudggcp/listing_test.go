@@ -571,6 +571,9 @@ func TestListingHoldsOneSlot(t *testing.T) {
 		} else if !errors.Is(err, ErrClosed) {
 			t.Errorf("closed listing: %v", err)
 		}
+		if cov := c.Coverage(); cov.Status != StatusPartial || cov.Items != 10 {
+			t.Errorf("closed listing's coverage %+v", cov)
+		}
 	})
 }
 
