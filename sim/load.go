@@ -1,0 +1,393 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// LoadFile reads a scenario from a YAML file (see Parse).
+func LoadFile(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sc, nil
+}
+
+// Parse reads a scenario from YAML. The scenario starts as the built-in one
+// named by the key base (default "default") and the file's keys replace its
+// settings; the ratelimit section is the governor's configuration, read by
+// resilience.ParseConfig. Unknown keys and bad values are errors naming the
+// key path, such as "provider.changes[0].at_seconds: must be a number of
+// seconds or a duration".
+//
+//	name: my-estate
+//	base: default
+//	seed: 1
+//	time_limit_seconds: 3600
+//	strategies: [aws-standard, cloudg-aimd, cloudg-goodput]
+//	workload:
+//	  workers: 64
+//	  calls: 2400
+//	  actions: [DescribeInstances, DescribeVolumes]
+//	provider:
+//	  service: ec2
+//	  rate: 10              # true refill per action, rps
+//	  burst: 100
+//	  actions: {DescribeVolumes: {rate: 5, burst: 50}}
+//	  changes: [{at_seconds: 60, rate: 8}]   # optional action:, burst:
+//	  tenant: {rate: 5}     # optional action:, from_seconds:, until_seconds:
+//	  retry_after: false
+//	  latency: {median_ms: 50, p99_ms: 150}
+//	  transient_error_rate: 0.01
+//	  outages: [{from_seconds: 30, to_seconds: 60}]
+//	client:                 # the static and failsafe-go strategies
+//	  rate: 20
+//	  burst: 100
+//	  max_retries: 8
+//	  base_delay_seconds: 0.5
+//	  max_backoff_seconds: 60
+//	  breaker_threshold: 5
+//	  breaker_delay_seconds: 60
+//	ratelimit:              # the governor (cloudg strategies)
+//	  aws: {max_rps: 20}
+func Parse(data []byte) (*Scenario, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{Path: "(document)", Msg: "empty scenario"}
+		}
+		return nil, &Error{Path: "(document)", Msg: err.Error()}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{Path: "(document)", Msg: "must be a mapping"}
+	}
+	baseName := ScenarioDefault
+	if n := lookup(root, "base"); n != nil {
+		baseName = n.Value
+	}
+	sc, ok := Builtin(baseName)
+	if !ok {
+		return nil, &Error{Path: "base", Msg: fmt.Sprintf("unknown scenario %q", baseName)}
+	}
+	sc.Model = nil // the model's figures belong to the built-in scenario only
+	p := parser{}
+	err := p.mapping(root, "", map[string]func(*yaml.Node, string) error{
+		"base":               func(*yaml.Node, string) error { return nil },
+		"name":               p.str(&sc.Name),
+		"description":        p.str(&sc.Description),
+		"seed":               p.uint(&sc.Seed),
+		"time_limit_seconds": p.seconds(&sc.TimeLimit),
+		"strategies":         p.strs(&sc.Strategies),
+		"workload": func(n *yaml.Node, path string) error {
+			w := &sc.Workload
+			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+				"workers": p.int(&w.Workers),
+				"calls":   p.int(&w.Calls),
+				"actions": p.strs(&w.Actions),
+			})
+		},
+		"provider": func(n *yaml.Node, path string) error { return p.provider(n, path, &sc.Provider) },
+		"client": func(n *yaml.Node, path string) error {
+			c := &sc.Client
+			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+				"rate":                  p.float(&c.Rate),
+				"burst":                 p.float(&c.Burst),
+				"max_retries":           p.int(&c.MaxRetries),
+				"base_delay_seconds":    p.seconds(&c.BaseDelay),
+				"max_backoff_seconds":   p.seconds(&c.MaxBackoff),
+				"breaker_threshold":     p.int(&c.BreakerThreshold),
+				"breaker_delay_seconds": p.seconds(&c.BreakerDelay),
+			})
+		},
+		"ratelimit": func(*yaml.Node, string) error {
+			// resilience.ParseConfig reads the ratelimit key of the whole
+			// document; its errors name ratelimit.<key path>.
+			cfg, err := resilience.ParseConfig(data)
+			if err != nil {
+				return err
+			}
+			sc.Governor = cfg
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+func (p parser) provider(n *yaml.Node, path string, ps *ProviderSpec) error {
+	return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+		"service": p.str(&ps.Service),
+		"account": p.str(&ps.Account),
+		"region":  p.str(&ps.Region),
+		"rate":    p.float(&ps.Rate),
+		"burst":   p.float(&ps.Burst),
+		"actions": func(n *yaml.Node, path string) error {
+			if n.Kind != yaml.MappingNode {
+				return &Error{Path: path, Msg: "must be a mapping of action to {rate, burst}"}
+			}
+			ps.Per = map[string]Limit{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				name := n.Content[i].Value
+				var l Limit
+				if err := p.mapping(n.Content[i+1], path+"."+name, map[string]func(*yaml.Node, string) error{
+					"rate":  p.float(&l.Rate),
+					"burst": p.float(&l.Burst),
+				}); err != nil {
+					return err
+				}
+				ps.Per[name] = l
+			}
+			return nil
+		},
+		"changes": func(n *yaml.Node, path string) error {
+			ps.Changes = nil
+			return p.sequence(n, path, func(n *yaml.Node, path string) error {
+				var c Change
+				if err := p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+					"at_seconds": p.seconds(&c.At),
+					"action":     p.str(&c.Action),
+					"rate":       p.float(&c.Rate),
+					"burst":      p.float(&c.Burst),
+				}); err != nil {
+					return err
+				}
+				ps.Changes = append(ps.Changes, c)
+				return nil
+			})
+		},
+		"tenant": func(n *yaml.Node, path string) error {
+			t := &Tenant{}
+			ps.Tenant = t
+			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+				"rate":          p.float(&t.Rate),
+				"action":        p.str(&t.Action),
+				"from_seconds":  p.seconds(&t.From),
+				"until_seconds": p.seconds(&t.Until),
+			})
+		},
+		"retry_after": p.bool(&ps.RetryAfter),
+		"latency": func(n *yaml.Node, path string) error {
+			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+				"median_ms": p.millis(&ps.LatencyMedian),
+				"p99_ms":    p.millis(&ps.LatencyP99),
+			})
+		},
+		"transient_error_rate": p.float(&ps.TransientRate),
+		"outages": func(n *yaml.Node, path string) error {
+			ps.Outages = nil
+			return p.sequence(n, path, func(n *yaml.Node, path string) error {
+				var w Window
+				if err := p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+					"from_seconds": p.seconds(&w.From),
+					"to_seconds":   p.seconds(&w.To),
+				}); err != nil {
+					return err
+				}
+				ps.Outages = append(ps.Outages, w)
+				return nil
+			})
+		},
+	})
+}
+
+// parser decodes yaml nodes into a scenario, with key paths in its errors.
+type parser struct{}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func lookup(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func (parser) mapping(n *yaml.Node, path string, fields map[string]func(*yaml.Node, string) error) error {
+	if n.Kind != yaml.MappingNode {
+		if path == "" {
+			path = "(document)"
+		}
+		return &Error{Path: path, Msg: "must be a mapping"}
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i].Value
+		kp := join(path, key)
+		f, ok := fields[key]
+		if !ok {
+			return &Error{Path: kp, Msg: "unknown key"}
+		}
+		if seen[key] {
+			return &Error{Path: kp, Msg: "duplicate key"}
+		}
+		seen[key] = true
+		if err := f(n.Content[i+1], kp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (parser) sequence(n *yaml.Node, path string, each func(*yaml.Node, string) error) error {
+	if n.Kind != yaml.SequenceNode {
+		return &Error{Path: path, Msg: "must be a list"}
+	}
+	for i, c := range n.Content {
+		if err := each(c, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scalar(n *yaml.Node, path, what string) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", &Error{Path: path, Msg: "must be " + what}
+	}
+	return n.Value, nil
+}
+
+func (parser) str(dst *string) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		v, err := scalar(n, path, "a string")
+		*dst = v
+		return err
+	}
+}
+
+func (p parser) strs(dst *[]string) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		*dst = nil
+		return p.sequence(n, path, func(n *yaml.Node, path string) error {
+			v, err := scalar(n, path, "a string")
+			*dst = append(*dst, v)
+			return err
+		})
+	}
+}
+
+func number(n *yaml.Node, path string) (float64, error) {
+	v, err := scalar(n, path, "a number")
+	if err != nil {
+		return 0, err
+	}
+	f, perr := strconv.ParseFloat(v, 64)
+	if perr != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, &Error{Path: path, Msg: fmt.Sprintf("must be a number, not %q", v)}
+	}
+	if f < 0 {
+		return 0, &Error{Path: path, Msg: "must be >= 0"}
+	}
+	return f, nil
+}
+
+func (parser) float(dst *float64) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		f, err := number(n, path)
+		*dst = f
+		return err
+	}
+}
+
+func (parser) int(dst *int) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		f, err := number(n, path)
+		if err == nil && (f != math.Trunc(f) || f > math.MaxInt32) {
+			return &Error{Path: path, Msg: "must be a whole number"}
+		}
+		*dst = int(f)
+		return err
+	}
+}
+
+func (parser) uint(dst *uint64) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		v, err := scalar(n, path, "a whole number")
+		if err != nil {
+			return err
+		}
+		u, perr := strconv.ParseUint(v, 10, 64)
+		if perr != nil {
+			return &Error{Path: path, Msg: fmt.Sprintf("must be a whole number, not %q", v)}
+		}
+		*dst = u
+		return nil
+	}
+}
+
+func (parser) bool(dst *bool) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		v, err := scalar(n, path, "true or false")
+		if err != nil {
+			return err
+		}
+		switch v {
+		case "true", "True", "TRUE", "yes", "on":
+			*dst = true
+		case "false", "False", "FALSE", "no", "off":
+			*dst = false
+		default:
+			return &Error{Path: path, Msg: fmt.Sprintf("must be true or false, not %q", v)}
+		}
+		return nil
+	}
+}
+
+// seconds reads a number of seconds or a Go duration string ("90s").
+func (parser) seconds(dst *time.Duration) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		v, err := scalar(n, path, "a number of seconds or a duration")
+		if err != nil {
+			return err
+		}
+		if f, perr := strconv.ParseFloat(v, 64); perr == nil && f >= 0 && f < 1e9 {
+			*dst = time.Duration(f * float64(time.Second))
+			return nil
+		}
+		if d, perr := time.ParseDuration(v); perr == nil && d >= 0 {
+			*dst = d
+			return nil
+		}
+		return &Error{Path: path, Msg: fmt.Sprintf("must be a number of seconds or a duration, not %q", v)}
+	}
+}
+
+func (parser) millis(dst *time.Duration) func(*yaml.Node, string) error {
+	return func(n *yaml.Node, path string) error {
+		f, err := number(n, path)
+		*dst = time.Duration(f * float64(time.Millisecond))
+		return err
+	}
+}

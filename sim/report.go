@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable writes the figures of every strategy side by side, with the
+// design note's model beside them where the scenario has its figures.
+func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
+	ideal := sc.IdealMakespan()
+	fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
+	fmt.Fprintf(w, "ideal makespan %s (work %d calls, true capacity %.1f rps at t=0 plus bursts)\n\n",
+		secs(ideal), sc.Workload.Calls, sc.TrueRate(0))
+	hasModel := len(sc.Model) > 0
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "strategy\tmakespan\tideal/makespan\tgoodput\trequests\trejected\trejected %\t5xx\tlost\tp50\tp99\t"
+	if hasModel {
+		head += "model ideal/makespan\tmodel rejected %\t"
+	}
+	fmt.Fprintln(tw, head)
+	lost := false
+	for _, r := range results {
+		mk := secs(r.Makespan)
+		if r.Aborted {
+			mk = ">" + mk
+		}
+		eff := fmt.Sprintf("%.2f", r.Efficiency())
+		if r.Lost > 0 {
+			eff += "*"
+			lost = true
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%.1f%%\t%d\t%d\t%.1f%%\t%d\t%d\t%s\t%s\t",
+			r.Strategy, mk, eff, 100*r.Goodput(), r.Attempts, r.Throttled,
+			100*r.RejectedShare(), r.Failed, r.Lost, secs(r.P50), secs(r.P99))
+		if hasModel {
+			m, ok := sc.Model[r.Strategy]
+			eff, rej := "", ""
+			if ok {
+				switch {
+				case m.Efficiency > 0:
+					eff = fmt.Sprintf("%.2f", m.Efficiency)
+				case m.Makespan > 0:
+					eff = fmt.Sprintf("%.2f (%s)", float64(ideal)/float64(m.Makespan), secs(m.Makespan))
+				}
+				rej = fmt.Sprintf("%.1f%%", 100*m.Rejected)
+			}
+			line += eff + "\t" + rej + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "goodput: successful calls / calls the provider could have served over the makespan; lost: failed after all retries")
+	if lost {
+		fmt.Fprintln(w, "*: calls were lost, so the makespan is not the time to do the work")
+	}
+	if hasModel {
+		fmt.Fprintln(w, "model: the discrete-event model of shared/design/adaptive-controller.md (its CUBIC row is aws-adaptive's; makespans given by the model are shown against this scenario's ideal)")
+	}
+	return nil
+}
+
+// WriteRates writes the adaptive rate over time: each strategy's rate
+// limit (summed over the actions) every step, where it exposes one, and
+// the requests it sent per second over each step.
+func WriteRates(w io.Writer, sc *Scenario, results []*Result, step time.Duration) error {
+	n := 0
+	for _, r := range results {
+		n = max(n, len(r.Series))
+	}
+	k := max(1, int(step/time.Second))
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	var b strings.Builder
+	b.WriteString("t (s)\ttrue\t")
+	for _, r := range results {
+		b.WriteString(r.Strategy + "\t")
+	}
+	fmt.Fprintln(tw, b.String())
+	for i := 0; i < n; i += k {
+		b.Reset()
+		fmt.Fprintf(&b, "%d\t%.0f\t", i, sc.TrueRate(time.Duration(i)*time.Second))
+		for _, r := range results {
+			if i >= len(r.Series) {
+				b.WriteString("\t")
+				continue
+			}
+			sent := 0
+			for j := i; j < min(i+k, len(r.Series)); j++ {
+				sent += r.Series[j].Sent
+			}
+			rate := r.Series[i].Rate
+			per := float64(sent) / float64(min(k, len(r.Series)-i))
+			if math.IsNaN(rate) {
+				fmt.Fprintf(&b, "-/%.1f\t", per)
+			} else {
+				fmt.Fprintf(&b, "%.1f/%.1f\t", rate, per)
+			}
+		}
+		fmt.Fprintln(tw, b.String())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "each cell: the client's rate limit (rps, all actions; - where the strategy has none it exposes) / requests it sent per second")
+	return nil
+}
+
+func secs(d time.Duration) string {
+	s := d.Seconds()
+	switch {
+	case s >= 100:
+		return fmt.Sprintf("%.0fs", s)
+	case s >= 10:
+		return fmt.Sprintf("%.1fs", s)
+	default:
+		return fmt.Sprintf("%.2fs", s)
+	}
+}

@@ -1,0 +1,264 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Result holds the figures of one strategy's run of a scenario.
+type Result struct {
+	Strategy string
+
+	Calls     int // logical calls of the workload
+	Succeeded int
+	Lost      int // failed after all retries (or unfinished at the time limit)
+	Aborted   bool
+
+	Attempts  int // requests the provider received
+	Throttled int // requests it rejected (throttling)
+	Failed    int // requests that failed with a 5xx (transient or outage)
+
+	Makespan time.Duration // until the last call ended
+	Ideal    time.Duration // IdealMakespan of the scenario
+	Capacity float64       // Scenario.Capacity over the makespan
+
+	P50, P99 time.Duration // latency of a logical call, waits and retries included
+
+	// Series has one sample per second of the run.
+	Series []Sample
+}
+
+// Sample is one second of a run.
+type Sample struct {
+	Sent      int     // requests sent in the second
+	OK        int     // of which succeeded
+	Throttled int     // of which were rejected
+	Failed    int     // of which failed with a 5xx
+	Rate      float64 // the client's rate limit at the start of the second, summed over the actions; NaN when the strategy has none it exposes
+}
+
+// RejectedShare is the share of requests the provider rejected.
+func (r *Result) RejectedShare() float64 {
+	if r.Attempts == 0 {
+		return 0
+	}
+	return float64(r.Throttled) / float64(r.Attempts)
+}
+
+// Efficiency is the ideal makespan over the makespan (the design note's
+// measure).
+func (r *Result) Efficiency() float64 {
+	if r.Makespan <= 0 {
+		return 0
+	}
+	return float64(r.Ideal) / float64(r.Makespan)
+}
+
+// Goodput is the successful calls as a fraction of the true capacity: of
+// the calls the provider could have served over the makespan (its bursts
+// and its refill net of the second tenant; Scenario.Capacity), the share
+// that succeeded.
+func (r *Result) Goodput() float64 {
+	if r.Capacity <= 0 {
+		return 0
+	}
+	return float64(r.Succeeded) / r.Capacity
+}
+
+// recorder collects what happens in a run, per second of simulated time.
+type recorder struct {
+	mu      sync.Mutex
+	samples []Sample
+}
+
+func (r *recorder) bin(t time.Duration) *Sample {
+	i := max(0, int(t/time.Second))
+	for len(r.samples) <= i {
+		r.samples = append(r.samples, Sample{Rate: math.NaN()})
+	}
+	return &r.samples[i]
+}
+
+func (r *recorder) attempt(t time.Duration, o Outcome) {
+	r.mu.Lock()
+	s := r.bin(t)
+	s.Sent++
+	switch o {
+	case OK:
+		s.OK++
+	case Throttled:
+		s.Throttled++
+	case Failed:
+		s.Failed++
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) rate(t time.Duration, v float64) {
+	r.mu.Lock()
+	r.bin(t).Rate = v
+	r.mu.Unlock()
+}
+
+// Run is one strategy's run of a scenario, in progress or done.
+type Run struct {
+	sc       *Scenario
+	strategy string
+	done     atomic.Int64
+	elapsed  atomic.Int64 // simulated time of the last progress sample
+}
+
+// NewRun prepares a run of strategy on sc.
+func NewRun(sc *Scenario, strategy string) *Run { return &Run{sc: sc, strategy: strategy} }
+
+// Progress returns the calls finished so far and the simulated time.
+func (r *Run) Progress() (done int, elapsed time.Duration) {
+	return int(r.done.Load()), time.Duration(r.elapsed.Load())
+}
+
+// Strategy returns the strategy's name.
+func (r *Run) Strategy() string { return r.strategy }
+
+// Execute runs the workload on clock and returns the figures. Inside a
+// testing/synctest bubble, with SystemClock, it runs in virtual time. The
+// AWS SDK reads time through its own package variables: with any clock but
+// SystemClock, install the clock with UseSDKClock first.
+func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
+	sc := r.sc
+	start := clock.Now()
+	rec := &recorder{}
+	prov := newProvider(&sc.Provider, sc.Workload.Actions, clock, start, sc.Seed, rec)
+	strat, err := newStrategy(r.strategy, sc, clock)
+	if err != nil {
+		return nil, err
+	}
+	limit := sc.TimeLimit
+	if limit <= 0 {
+		limit = time.Hour
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	n := sc.Workload.Calls
+	lat := make([]time.Duration, n)
+	ok := make([]bool, n)
+	started := make([]bool, n)
+	var last atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < sc.Workload.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				action := sc.Workload.Actions[i%len(sc.Workload.Actions)]
+				started[i] = true
+				t0 := clock.Now()
+				attempt := 0
+				err := strat.Call(ctx, action, func(ctx context.Context) error {
+					a := attempt
+					attempt++
+					return prov.Request(ctx, action, i, a)
+				})
+				end := clock.Now()
+				lat[i] = end.Sub(t0)
+				ok[i] = err == nil && ctx.Err() == nil
+				for {
+					l := last.Load()
+					e := int64(end.Sub(start))
+					if e <= l || last.CompareAndSwap(l, e) {
+						break
+					}
+				}
+				r.done.Add(1)
+			}
+		}()
+	}
+
+	// The sampler records the client's rate once a second and enforces the
+	// time limit.
+	sctx, stop := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for t := time.Duration(0); ; t += time.Second {
+			now := clock.Now().Sub(start)
+			r.elapsed.Store(int64(now))
+			rec.rate(t, strat.Rate())
+			if now >= limit {
+				cancel()
+				return
+			}
+			if clock.Sleep(sctx, start.Add(t+time.Second).Sub(clock.Now())) != nil {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	stop()
+	<-sampled
+	strat.Close()
+
+	res := &Result{
+		Strategy: r.strategy,
+		Calls:    n,
+		Makespan: time.Duration(last.Load()),
+		Ideal:    sc.IdealMakespan(),
+		Aborted:  ctx.Err() != nil && r.done.Load() < int64(n),
+	}
+	var done []time.Duration
+	for i := 0; i < n; i++ {
+		if ok[i] {
+			res.Succeeded++
+		}
+		if started[i] {
+			done = append(done, lat[i])
+		}
+	}
+	res.Lost = n - res.Succeeded
+	if res.Aborted {
+		res.Makespan = limit
+	}
+	res.Capacity = sc.Capacity(res.Makespan)
+	slices.Sort(done)
+	res.P50, res.P99 = quantile(done, 0.50), quantile(done, 0.99)
+	rec.mu.Lock()
+	res.Series = slices.Clone(rec.samples)
+	rec.mu.Unlock()
+	for _, s := range res.Series {
+		res.Attempts += s.Sent
+		res.Throttled += s.Throttled
+		res.Failed += s.Failed
+	}
+	return res, nil
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// RunAll runs every strategy of sc, one after the other, on clock.
+func RunAll(ctx context.Context, sc *Scenario, clock Clock) ([]*Result, error) {
+	var out []*Result
+	for _, name := range sc.StrategyList() {
+		res, err := NewRun(sc, name).Execute(ctx, clock)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}

@@ -1,0 +1,337 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// Scenario is one simulated run: a provider model, a workload, the settings
+// of the client strategies, and the strategies to compare.
+type Scenario struct {
+	Name        string
+	Description string
+	Seed        uint64
+	// TimeLimit ends a run that has not finished after this much simulated
+	// time; its unfinished calls count as lost.
+	TimeLimit time.Duration
+
+	Workload Workload
+	Provider ProviderSpec
+	Client   ClientSpec
+	// Governor is the ratelimit configuration of the two cloudg strategies
+	// (their controller is set per strategy).
+	Governor resilience.Config
+	// Strategies to run, in table order; empty means every strategy.
+	Strategies []string
+	// Model holds the figures of the design note's discrete-event model for
+	// this scenario, by strategy, to print beside the measured ones.
+	Model map[string]ModelFigures
+}
+
+// ModelFigures are what the design note's model predicted for a strategy.
+type ModelFigures struct {
+	Efficiency float64       // ideal makespan / makespan; 0: not given
+	Rejected   float64       // share of requests rejected, 0..1; <0: not given
+	Makespan   time.Duration // 0: not given
+}
+
+// Workload is the work of a run: Calls logical calls spread round-robin over
+// Actions, made by Workers goroutines that each make one call at a time.
+type Workload struct {
+	Workers int
+	Calls   int
+	Actions []string
+}
+
+// ProviderSpec models the provider side: a token bucket per action (the
+// scope the provider throttles), with its own burst and refill.
+type ProviderSpec struct {
+	Service string // ec2
+	Account string
+	Region  string
+
+	Rate  float64          // true refill per action, requests per second
+	Burst float64          // bucket capacity per action
+	Per   map[string]Limit // per-action overrides of Rate and Burst
+
+	// Changes change the limit mid-run.
+	Changes []Change
+	// Tenant is an invisible second tenant sharing the buckets: it takes
+	// its rate out of every refill, so the effective limit is lower than the
+	// provider's.
+	Tenant *Tenant
+
+	// RetryAfter makes throttling answers carry a hint: Retry-After
+	// (seconds) and x-amz-retry-after (milliseconds), the time until the
+	// bucket has a token again.
+	RetryAfter bool
+	// Latency of every answer: log-normal with this median and 99th
+	// percentile.
+	LatencyMedian time.Duration
+	LatencyP99    time.Duration
+	// TransientRate is the share of admitted requests that fail with a 500
+	// InternalError (they use their token).
+	TransientRate float64
+	// Outages answer every request with 503 ServiceUnavailable.
+	Outages []Window
+}
+
+// Limit is a bucket's refill and capacity.
+type Limit struct {
+	Rate  float64
+	Burst float64
+}
+
+// Change sets the limit of one action ("" for all) at a time of the run.
+type Change struct {
+	At     time.Duration
+	Action string
+	Rate   float64
+	Burst  float64 // 0: unchanged
+}
+
+// Tenant is a second tenant of the provider's buckets.
+type Tenant struct {
+	Rate   float64 // requests per second per action it uses
+	Action string  // "": every action
+	From   time.Duration
+	Until  time.Duration // 0: until the end
+}
+
+// Window is a span of the run.
+type Window struct{ From, To time.Duration }
+
+// ClientSpec configures the strategies that are not the governor. Rate and
+// Burst are the configured (guessed) limit per action of the static and
+// failsafe-go limiters; MaxRetries, BaseDelay and MaxBackoff bound their
+// retries.
+type ClientSpec struct {
+	Rate       float64
+	Burst      float64
+	MaxRetries int
+	BaseDelay  time.Duration
+	MaxBackoff time.Duration
+	// BreakerThreshold and BreakerDelay configure failsafe-go's breaker.
+	BreakerThreshold int
+	BreakerDelay     time.Duration
+}
+
+// limitOf returns the limit of an action at the start of a run.
+func (p *ProviderSpec) limitOf(action string) Limit {
+	l := Limit{Rate: p.Rate, Burst: p.Burst}
+	if o, ok := p.Per[action]; ok {
+		if o.Rate > 0 {
+			l.Rate = o.Rate
+		}
+		if o.Burst > 0 {
+			l.Burst = o.Burst
+		}
+	}
+	return l
+}
+
+// tenantRate returns what the tenant takes from action's bucket at t.
+func (p *ProviderSpec) tenantRate(action string, t time.Duration) float64 {
+	tn := p.Tenant
+	if tn == nil || (tn.Action != "" && tn.Action != action) || t < tn.From || (tn.Until > 0 && t >= tn.Until) {
+		return 0
+	}
+	return tn.Rate
+}
+
+// inOutage reports whether t falls in an outage window.
+func (p *ProviderSpec) inOutage(t time.Duration) bool {
+	for _, w := range p.Outages {
+		if t >= w.From && t < w.To {
+			return true
+		}
+	}
+	return false
+}
+
+// changesFor returns the changes that apply to action, in time order.
+func (p *ProviderSpec) changesFor(action string) []Change {
+	var out []Change
+	for _, c := range p.Changes {
+		if c.Action == "" || c.Action == action {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// Scope returns the governor scope of an action.
+func (s *Scenario) Scope(action string) resilience.Scope {
+	return resilience.Scope{
+		Provider:  "aws",
+		Account:   s.Provider.Account,
+		Region:    s.Provider.Region,
+		Service:   s.Provider.Service,
+		Operation: action,
+	}
+}
+
+// workPer returns the calls of each action.
+func (w *Workload) workPer() map[string]int {
+	out := map[string]int{}
+	for i := 0; i < w.Calls; i++ {
+		out[w.Actions[i%len(w.Actions)]]++
+	}
+	return out
+}
+
+// fluid runs the provider's buckets against a client that takes every
+// token the moment it exists (the initial burst first, then the refill net
+// of the second tenant, nothing during outages) and repeats the admitted
+// requests that fail transiently. It returns the time at which that client
+// has finished the workload (the slowest action sets it), and, for a time
+// at, the successful calls it could have made by then.
+func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float64) {
+	const step = 10 * time.Millisecond
+	limit := s.TimeLimit
+	if limit <= 0 {
+		limit = time.Hour
+	}
+	limit = max(limit, at)
+	useful := 1 - s.Provider.TransientRate
+	for action, work := range s.Workload.workPer() {
+		l := s.Provider.limitOf(action)
+		changes := s.Provider.changesFor(action)
+		tokens, rate, burst := l.Burst, l.Rate, l.Burst
+		var served, servedAt float64
+		done, seen := time.Duration(-1), false
+		for t := time.Duration(0); t <= limit && (done < 0 || !seen); t += step {
+			for len(changes) > 0 && changes[0].At <= t {
+				rate = changes[0].Rate
+				if changes[0].Burst > 0 {
+					burst = changes[0].Burst
+					tokens = math.Min(tokens, burst)
+				}
+				changes = changes[1:]
+			}
+			if !s.Provider.inOutage(t) {
+				served += tokens * useful
+				tokens = 0
+			}
+			if done < 0 && served >= float64(work)-1e-9 {
+				done = t
+			}
+			if !seen && t+step > at {
+				servedAt, seen = served, true
+			}
+			net := rate - s.Provider.tenantRate(action, t)
+			tokens = math.Max(0, math.Min(burst, tokens+net*step.Seconds()))
+		}
+		if done < 0 {
+			done = limit
+		}
+		ideal = max(ideal, done)
+		capacity += servedAt
+	}
+	return ideal, capacity
+}
+
+// IdealMakespan is the shortest time in which any client could finish the
+// workload (see fluid).
+func (s *Scenario) IdealMakespan() time.Duration {
+	ideal, _ := s.fluid(0)
+	return ideal
+}
+
+// Capacity is how many calls the provider could have served successfully
+// in the first d of a run: its initial burst plus its refill net of the
+// second tenant, outside outages, less the transient failures.
+func (s *Scenario) Capacity(d time.Duration) float64 {
+	_, c := s.fluid(d)
+	return c
+}
+
+// TrueRate is the provider's refill net of the tenant, summed over the
+// actions of the workload, at t.
+func (s *Scenario) TrueRate(t time.Duration) float64 {
+	var sum float64
+	for _, a := range s.Workload.Actions {
+		r := s.Provider.limitOf(a).Rate
+		for _, c := range s.Provider.changesFor(a) {
+			if c.At <= t {
+				r = c.Rate
+			}
+		}
+		sum += math.Max(0, r-s.Provider.tenantRate(a, t))
+	}
+	return sum
+}
+
+// Validate reports the first setting that cannot work, naming its key.
+func (s *Scenario) Validate() error {
+	w := s.Workload
+	switch {
+	case w.Workers <= 0:
+		return &Error{Path: "workload.workers", Msg: "must be > 0"}
+	case w.Calls <= 0:
+		return &Error{Path: "workload.calls", Msg: "must be > 0"}
+	case len(w.Actions) == 0:
+		return &Error{Path: "workload.actions", Msg: "must name at least one action"}
+	}
+	for i, a := range w.Actions {
+		if a == "" {
+			return &Error{Path: fmt.Sprintf("workload.actions[%d]", i), Msg: "must not be empty"}
+		}
+	}
+	p := s.Provider
+	if p.Service == "" {
+		return &Error{Path: "provider.service", Msg: "must not be empty"}
+	}
+	if !(p.Rate > 0) {
+		return &Error{Path: "provider.rate", Msg: "must be > 0"}
+	}
+	if !(p.Burst >= 1) {
+		return &Error{Path: "provider.burst", Msg: "must be >= 1"}
+	}
+	if p.TransientRate < 0 || p.TransientRate >= 1 {
+		return &Error{Path: "provider.transient_error_rate", Msg: "must be in [0, 1)"}
+	}
+	if p.LatencyMedian <= 0 || p.LatencyP99 < p.LatencyMedian {
+		return &Error{Path: "provider.latency", Msg: "needs 0 < median_ms <= p99_ms"}
+	}
+	for i, c := range p.Changes {
+		if !(c.Rate > 0) {
+			return &Error{Path: fmt.Sprintf("provider.changes[%d].rate", i), Msg: "must be > 0"}
+		}
+	}
+	for i, o := range p.Outages {
+		if o.To <= o.From {
+			return &Error{Path: fmt.Sprintf("provider.outages[%d].to_seconds", i), Msg: "must be after from_seconds"}
+		}
+	}
+	if t := p.Tenant; t != nil && !(t.Rate > 0) {
+		return &Error{Path: "provider.tenant.rate", Msg: "must be > 0"}
+	}
+	if !(s.Client.Rate > 0) {
+		return &Error{Path: "client.rate", Msg: "must be > 0"}
+	}
+	if !(s.Client.Burst >= 1) {
+		return &Error{Path: "client.burst", Msg: "must be >= 1"}
+	}
+	for i, name := range s.Strategies {
+		if !knownStrategy(name) {
+			return &Error{Path: fmt.Sprintf("strategies[%d]", i),
+				Msg: fmt.Sprintf("unknown strategy %q (%s)", name, strings.Join(StrategyNames, ", "))}
+		}
+	}
+	return nil
+}
+
+// Error is a problem with a scenario at a key path.
+type Error struct {
+	Path string // provider.changes[0].at_seconds
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Path + ": " + e.Msg }

@@ -1,0 +1,53 @@
+package sim
+
+import (
+	"context"
+	"sync"
+	"time"
+	_ "unsafe" // go:linkname
+
+	_ "github.com/aws/aws-sdk-go-v2/aws/retry" // links the SDK's internal/sdk
+)
+
+// The AWS SDK reads the time and sleeps through package variables of its
+// internal/sdk package, which it documents as overridable for tests. The
+// adaptive mode's rate limiter reads NowTime; the retry middleware and the
+// adaptive mode sleep with SleepWithContext. A run on any clock but the time
+// package (a ScaledClock) must point them at that clock, or the SDK's
+// strategies would run on the wall clock while everything else runs faster.
+
+//go:linkname sdkNowTime github.com/aws/aws-sdk-go-v2/internal/sdk.NowTime
+var sdkNowTime func() time.Time
+
+//go:linkname sdkSleepWithContext github.com/aws/aws-sdk-go-v2/internal/sdk.SleepWithContext
+var sdkSleepWithContext func(context.Context, time.Duration) error
+
+var sdkClockMu sync.Mutex
+
+// minSDKSleep is the shortest sleep of the SDK. A real timer never fires in
+// zero time, but a zero sleep in virtual time takes none: the adaptive
+// mode's token loop, which sleeps (1 - tokens) / rate truncated to whole
+// nanoseconds, would then spin forever at one instant with a deficit of a
+// few nanotokens.
+const minSDKSleep = time.Microsecond
+
+// UseSDKClock makes the AWS SDK read the time from c and sleep on it (at
+// least a microsecond), for the whole process, until restore is called.
+// Every run of the SDK strategies needs it, with SystemClock inside a
+// synctest bubble: call it before creating the runs (the adaptive mode reads
+// the time when it is made) and run no SDK code that expects the real clock
+// meanwhile.
+func UseSDKClock(c Clock) (restore func()) {
+	sdkClockMu.Lock()
+	defer sdkClockMu.Unlock()
+	now, sleep := sdkNowTime, sdkSleepWithContext
+	sdkNowTime = c.Now
+	sdkSleepWithContext = func(ctx context.Context, d time.Duration) error {
+		return c.Sleep(ctx, max(d, minSDKSleep))
+	}
+	return func() {
+		sdkClockMu.Lock()
+		defer sdkClockMu.Unlock()
+		sdkNowTime, sdkSleepWithContext = now, sleep
+	}
+}
