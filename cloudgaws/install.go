@@ -114,12 +114,12 @@ type installation struct {
 	names   map[string]string
 	cache   nameCache
 
-	attempts     int // the SDK's max attempts: max retries + 1
-	explicitMax  bool
-	mode         aws.RetryMode
-	base         func() aws.Retryer // nil: the SDK's retryer for mode
-	initialize   initializeMiddleware
-	perAttempt   attemptMiddleware
+	attempts    int // the SDK's max attempts: max retries + 1
+	explicitMax bool
+	mode        aws.RetryMode
+	base        func() aws.Retryer // nil: the SDK's retryer for mode
+	initialize  initializeMiddleware
+	perAttempt  attemptMiddleware
 }
 
 // Middleware IDs in the SDK's stacks.

@@ -1,0 +1,68 @@
+package cloudgaws_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A permanently throttled EC2 operation is sent max_retries + 1 times: 11
+// by default, 4 with max_retries 3; the stats count one call, a throttle
+// per attempt, a retry per retry and one give-up.
+func TestAttemptCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []cloudgaws.Option
+		attempts int
+	}{
+		{"default max_retries", nil, 11},
+		{"max_retries 3", []cloudgaws.Option{cloudgaws.WithMaxRetries(3)}, 4},
+		{"max_retries 3 from the config document", []cloudgaws.Option{cloudgaws.WithConfig(mustParse(t, "aws:\n  max_retries: 3\n"))}, 4},
+		{"max_retries 0", []cloudgaws.Option{cloudgaws.WithMaxRetries(0)}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake(t)
+				f.always("DescribeVpcs", ec2Throttle)
+				cfg, g := governed(t, f, resilience.Config{}, tc.opts...)
+				ctx, stats := resilience.WithStats(context.Background())
+				err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+
+				if got := f.count("DescribeVpcs"); got != tc.attempts {
+					t.Fatalf("sent %d times, want %d", got, tc.attempts)
+				}
+				var apiErr smithy.APIError
+				if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "RequestLimitExceeded" {
+					t.Fatalf("err = %v, want the provider's RequestLimitExceeded", err)
+				}
+				if tc.attempts > 1 {
+					var maxErr *retry.MaxAttemptsError
+					if !errors.As(err, &maxErr) || maxErr.Attempt != tc.attempts {
+						t.Fatalf("err = %v, want MaxAttemptsError after %d attempts", err, tc.attempts)
+					}
+				}
+				st := scopeStats(g, stats, ec2Key)
+				want := resilience.ScopeStats{Calls: 1, Throttled: int64(tc.attempts), Retries: int64(tc.attempts - 1), GaveUp: 1}
+				if st.Calls != want.Calls || st.Throttled != want.Throttled || st.Retries != want.Retries || st.GaveUp != want.GaveUp {
+					t.Fatalf("stats = %+v, want calls/throttled/retries/gave_up %d/%d/%d/%d", st, want.Calls, want.Throttled, want.Retries, want.GaveUp)
+				}
+			})
+		})
+	}
+}
+
+func mustParse(t *testing.T, doc string) cloudgaws.Config {
+	t.Helper()
+	c, err := cloudgaws.ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
