@@ -237,7 +237,7 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 			apiOpts = append(apiOpts, fn)
 		}
 	}
-	apiOpts = append(apiOpts, inst.apiOption())
+	apiOpts = append(apiOpts, inst.addTo)
 
 	cfg.APIOptions = apiOpts
 	cfg.Retryer = inst.newRetryer
@@ -246,17 +246,11 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	return nil
 }
 
-// apiOption returns the function Install adds to APIOptions. All of them
-// come from this one function literal, which is how Install recognises an
-// earlier installation's.
-func (inst *installation) apiOption() func(*middleware.Stack) error {
-	return func(stack *middleware.Stack) error {
-		inst.addTo(stack)
-		return nil
-	}
-}
-
-var apiOptionPC = reflect.ValueOf((&installation{}).apiOption()).Pointer()
+// apiOptionPC identifies the function Install adds to APIOptions, the
+// method value inst.addTo: every method value of a method shares one code
+// pointer, which is how Install recognises an earlier installation's entry
+// (a function of anyone else's never has it).
+var apiOptionPC = reflect.ValueOf((*installation)(nil).addTo).Pointer()
 
 func isAPIOption(fn func(*middleware.Stack) error) bool {
 	return fn != nil && reflect.ValueOf(fn).Pointer() == apiOptionPC
@@ -269,7 +263,7 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 // that APIOptions still lists, gets this installation's instead. It never
 // fails the call: a stack without a Retry middleware (one attempt) gets the
 // per-attempt middleware at the front of Finalize.
-func (inst *installation) addTo(stack *middleware.Stack) {
+func (inst *installation) addTo(stack *middleware.Stack) error {
 	if _, ok := stack.Initialize.Get(initializeID); ok {
 		_, _ = stack.Initialize.Swap(initializeID, &inst.initialize)
 	} else {
@@ -280,6 +274,7 @@ func (inst *installation) addTo(stack *middleware.Stack) {
 	} else if err := stack.Finalize.Insert(&inst.perAttempt, "Retry", middleware.After); err != nil {
 		_ = stack.Finalize.Add(&inst.perAttempt, middleware.Before)
 	}
+	return nil
 }
 
 // governor returns the governor of a call.
