@@ -2,6 +2,9 @@ package sim
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 	_ "unsafe" // go:linkname
@@ -22,7 +25,30 @@ var sdkNowTime func() time.Time
 //go:linkname sdkSleepWithContext github.com/aws/aws-sdk-go-v2/internal/sdk.SleepWithContext
 var sdkSleepWithContext func(context.Context, time.Duration) error
 
+// The SDK draws its backoff jitter from crypto/rand through its
+// internal/rand.Reader, which it documents as resettable for tests.
+//
+//go:linkname sdkRandReader github.com/aws/aws-sdk-go-v2/internal/rand.Reader
+var sdkRandReader io.Reader
+
 var sdkClockMu sync.Mutex
+
+// seededReader is a deterministic io.Reader, safe for concurrent use.
+type seededReader struct {
+	mu sync.Mutex
+	r  *rand.PCG
+}
+
+func (s *seededReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b [8]byte
+	for i := 0; i < len(p); i += 8 {
+		binary.LittleEndian.PutUint64(b[:], s.r.Uint64())
+		copy(p[i:], b[:])
+	}
+	return len(p), nil
+}
 
 // minSDKSleep is the shortest sleep of the SDK. A real timer never fires in
 // zero time, but a zero sleep in virtual time takes none: the adaptive
@@ -32,15 +58,17 @@ var sdkClockMu sync.Mutex
 const minSDKSleep = time.Microsecond
 
 // UseSDKClock makes the AWS SDK read the time from c and sleep on it (at
-// least a microsecond), for the whole process, until restore is called.
+// least a microsecond), and draw its jitter from a stream seeded with seed,
+// for the whole process, until restore is called.
 // Every run of the SDK strategies needs it, with SystemClock inside a
 // synctest bubble: call it before creating the runs (the adaptive mode reads
 // the time when it is made) and run no SDK code that expects the real clock
 // meanwhile.
-func UseSDKClock(c Clock) (restore func()) {
+func UseSDKClock(c Clock, seed uint64) (restore func()) {
 	sdkClockMu.Lock()
 	defer sdkClockMu.Unlock()
-	now, sleep := sdkNowTime, sdkSleepWithContext
+	now, sleep, rnd := sdkNowTime, sdkSleepWithContext, sdkRandReader
+	sdkRandReader = &seededReader{r: rand.NewPCG(seed, 0x5eed)}
 	sdkNowTime = c.Now
 	sdkSleepWithContext = func(ctx context.Context, d time.Duration) error {
 		return c.Sleep(ctx, max(d, minSDKSleep))
@@ -48,6 +76,6 @@ func UseSDKClock(c Clock) (restore func()) {
 	return func() {
 		sdkClockMu.Lock()
 		defer sdkClockMu.Unlock()
-		sdkNowTime, sdkSleepWithContext = now, sleep
+		sdkNowTime, sdkSleepWithContext, sdkRandReader = now, sleep, rnd
 	}
 }

@@ -79,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	clock := resilience.NewScaledClock(*scale)
-	restore := sim.UseSDKClock(clock)
+	restore := sim.UseSDKClock(clock, sc.Seed)
 	defer restore()
 
 	names := sc.StrategyList()

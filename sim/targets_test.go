@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+// runVirtual runs every strategy of sc, each in its own synctest bubble:
+// virtual time, so the figures do not depend on the machine's speed.
+func runVirtual(t *testing.T, sc *Scenario) map[string]*Result {
+	t.Helper()
+	out := map[string]*Result{}
+	var list []*Result
+	for _, name := range sc.StrategyList() {
+		// Inside the bubble the SDK's clock is the time package, which is
+		// virtual there; UseSDKClock adds the SDK's shortest real sleep and
+		// seeds its jitter, so that every run starts from the same state.
+		restore := UseSDKClock(SystemClock{}, sc.Seed)
+		defer restore()
+		synctest.Test(t, func(t *testing.T) {
+			r, err := NewRun(sc, name).Execute(context.Background(), SystemClock{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = r
+			list = append(list, r)
+		})
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, sc, list); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d\n%s", sc.Seed, b.String())
+	return out
+}
+
+// The targets, on the default scenario and on the one where the
+// limit drops from 20 to 8 at t = 60 s, in virtual time, for two seeds.
+//
+// Met by the goodput controller and asserted as targets: it loses no call;
+// no strategy loses fewer; its goodput is at least 95% of the true capacity
+// and within 5% of every other strategy's; it is rejected less than the
+// AWS SDK's standard mode, the static limiter and failsafe-go, and on the
+// drop scenario at most 3% of the time.
+//
+// Not met by the core as it is (README, "Targets"), so not asserted as
+// targets: on the default scenario the goodput controller is rejected
+// 3.4-3.8% of the time, not <= 3% (guarded at that level, so that a
+// regression fails); and it does not reliably beat the AWS SDK's adaptive
+// mode on rejected requests: its figures are deterministic, but the adaptive
+// mode's vary from run to run (74-142 rejected on these runs, from the
+// order in which goroutines draw the SDK's jitter) around the governor's
+// 85-116.
+//
+// The spec's AIMD, the default, loses no call and is rejected less than
+// every other strategy, at most 3% of the time, but its goodput is far
+// under the bound (as the design note's model predicts); its floors are
+// regression guards.
+func TestTargets(t *testing.T) {
+	for _, name := range []string{ScenarioDefault, ScenarioDrop} {
+		for _, seed := range []uint64{1, 2} {
+			t.Run(fmt.Sprintf("%s/seed%d", name, seed), func(t *testing.T) {
+				sc, _ := Builtin(name)
+				sc.Seed = seed
+				res := runVirtual(t, sc)
+				gp, aimd := res[CloudgGoodput], res[CloudgAIMD]
+				for _, g := range []*Result{gp, aimd} {
+					if g.Lost != 0 {
+						t.Errorf("%s lost %d calls, want 0", g.Strategy, g.Lost)
+					}
+					if g.Aborted {
+						t.Errorf("%s did not finish", g.Strategy)
+					}
+				}
+				if gp.Goodput() < 0.95 {
+					t.Errorf("goodput controller: goodput %.1f%% of the true capacity, want >= 95%%", 100*gp.Goodput())
+				}
+				for _, o := range res {
+					if o == gp || o == aimd {
+						continue
+					}
+					if o.Lost < gp.Lost {
+						t.Errorf("%s lost %d calls, fewer than the goodput controller's %d", o.Strategy, o.Lost, gp.Lost)
+					}
+					if gp.Goodput() < 0.95*o.Goodput() {
+						t.Errorf("goodput controller: goodput %.1f%%, more than 5%% under %s's %.1f%%", 100*gp.Goodput(), o.Strategy, 100*o.Goodput())
+					}
+					if aimd.Throttled >= o.Throttled {
+						t.Errorf("aimd: %d requests rejected, not fewer than %s's %d", aimd.Throttled, o.Strategy, o.Throttled)
+					}
+					if o.Strategy != AWSAdaptive && gp.Throttled >= o.Throttled {
+						t.Errorf("goodput controller: %d requests rejected, not fewer than %s's %d", gp.Throttled, o.Strategy, o.Throttled)
+					}
+				}
+				if aimd.RejectedShare() > 0.03 {
+					t.Errorf("aimd: %.1f%% of requests rejected, want <= 3%%", 100*aimd.RejectedShare())
+				}
+				switch name {
+				case ScenarioDrop:
+					if gp.RejectedShare() > 0.03 {
+						t.Errorf("goodput controller: %.1f%% of requests rejected, want <= 3%%", 100*gp.RejectedShare())
+					}
+					if aimd.Goodput() < 0.40 {
+						t.Errorf("aimd: goodput %.1f%%, under its measured floor of 40%%", 100*aimd.Goodput())
+					}
+				case ScenarioDefault:
+					// The 3% target is missed here (see above): guard the
+					// measured level.
+					if gp.RejectedShare() > 0.04 {
+						t.Errorf("goodput controller: %.1f%% of requests rejected, over the measured 3.4-3.8%% (target 3%%)", 100*gp.RejectedShare())
+					}
+					if aimd.Goodput() < 0.75 {
+						t.Errorf("aimd: goodput %.1f%%, under its measured floor of 75%%", 100*aimd.Goodput())
+					}
+				}
+			})
+		}
+	}
+}
