@@ -59,7 +59,9 @@ func newSharedBucket(s *Store, bk, brk string, spec resilience.BucketSpec) *shar
 	return b
 }
 
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// ftoa writes a number without an exponent: gopher-lua (miniredis) does not
+// read "1e+09".
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func (b *sharedBucket) rate() float64 { return math.Float64frombits(b.rateFB.Load()) }
 
@@ -181,21 +183,14 @@ func (b *sharedBucket) TryReserve(now int64) bool {
 	return b.fallback(now).TryReserve(now)
 }
 
-// Cancel puts the token in the local lease; unused, it goes back to Redis
-// with the next request.
+// Cancel gives a reserved token back to the fleet's bucket. The token may
+// be one far in the future (its wait would have passed the caller's
+// deadline): the balance goes up by one, as in a local bucket, and no
+// process may use it before its turn.
 func (b *sharedBucket) Cancel(now int64) {
-	if b.s.degraded.Load() {
+	if _, ok := b.s.run(giveScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, 1); !ok {
 		b.fallback(now).Cancel(now)
-		return
 	}
-	b.mu.Lock()
-	if b.lease == 0 || b.leaseEnd < now {
-		// A lease of just this token, usable at once.
-		b.lease, b.leaseNext, b.leaseStep = 0, now, 0
-		b.leaseEnd = now + int64(b.s.cfg.leaseWindow)
-	}
-	b.lease++ // after the lease's other tokens: never earlier than reserved
-	b.mu.Unlock()
 }
 
 func (b *sharedBucket) dropLease() {

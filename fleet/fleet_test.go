@@ -493,3 +493,37 @@ func ExampleOpen() {
 	fmt.Println(err, store.Stats().Degraded)
 	// Output: <nil> false
 }
+
+// TestEveryOperationAnswers runs each bucket, breaker and budget operation
+// once against Redis: none may be mistaken for Redis failing.
+func TestEveryOperationAnswers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		p := newProcess(t, be.addr, uniquePrefix(t), resilience.Config{})
+		s := p.store
+		spec := resilience.BucketSpec{Rate: 10, Burst: 10, Floor: 0.5, Adaptive: true}
+		b := s.Bucket(vpcs, spec, 0)
+		b.Reserve(0)
+		b.TryReserve(0)
+		b.Cancel(0)
+		b.Pause(0, int64(time.Second))
+		b.Throttle(0, 0)
+		b.Success(0)
+		if snap := b.Snapshot(0); snap.Rate != 5 || snap.Ceiling != 10 || snap.Paused <= 0 {
+			t.Fatalf("bucket snapshot %+v", snap)
+		}
+		br := s.Breaker(vpcs, resilience.BreakerSpec{Threshold: 1, Cooldown: time.Minute, MaxCooldown: 10 * time.Minute})
+		br.Allow(0)
+		br.Failure(0)
+		br.Success()
+		if snap := br.Snapshot(0); snap.State != "open" || snap.Cooldown != time.Minute {
+			t.Fatalf("breaker snapshot %+v", snap)
+		}
+		bu := s.Budget("aws", 2)
+		bu.Take()
+		bu.Succeed()
+		bu.Remaining()
+		if st := s.Stats(); st.Degraded || st.RedisErrors != 0 {
+			t.Fatalf("an operation failed against a healthy Redis: %+v", st)
+		}
+	})
+}

@@ -34,17 +34,21 @@ local function load_bucket(key, now)
   b.linc = tonumber(h[6]) or -1e18
   return b
 end
+-- set_rate keeps stored tokens (capped; dropped when draining) and keeps a
+-- queue of callers as a time: those waiting go when they were told.
 local function set_rate(b, now, r, drain)
   local eff = math.max(now, b.paused)
   b.t0 = math.max(b.t0, eff - b.capus)
   local bal = (eff - b.t0) / b.interval
-  if drain and bal > 0 then bal = 0 end
   b.rate = r
   b.interval = 1000000 / r
   local cap = math.max(1, b.ratio * r)
-  if bal > cap then bal = cap end
   b.capus = cap * b.interval
-  b.t0 = eff - bal * b.interval
+  if bal > 0 then
+    if drain then bal = 0 end
+    if bal > cap then bal = cap end
+    b.t0 = eff - bal * b.interval
+  end
 end
 local function pause(b, now, d)
   if d <= 0 then return end
@@ -97,6 +101,18 @@ if br[2] then bwait = math.max(0, tonumber(br[2]) - now) end
 return {k, num(wait), num(b.interval), tostring(b.rate), br[1] or 'closed', num(bwait), tonumber(br[3]) or 0}
 `)
 
+// giveScript gives back ARGV[6] tokens reserved and not used (a caller
+// whose wait would have passed its deadline): the balance goes up by that
+// many, never above the capacity.
+var giveScript = redis.NewScript(luaPrelude + `
+local now = now_us()
+local b = load_bucket(KEYS[1], now)
+local eff = math.max(now, b.paused)
+b.t0 = math.max(b.t0 - tonumber(ARGV[6]) * b.interval, eff - b.capus)
+save_bucket(KEYS[1], b)
+return {1}
+`)
+
 // throttleScript records a throttling answer: an adaptive bucket halves
 // its rate (not below ARGV[3]) and drains its burst, at most once per
 // second across the fleet; ARGV[6] > 0 pauses it that many microseconds.
@@ -139,7 +155,7 @@ local now = now_us()
 local b = load_bucket(KEYS[1], now)
 pause(b, now, tonumber(ARGV[6]))
 save_bucket(KEYS[1], b)
-return 1
+return {1}
 `)
 
 // bucketSnapshotScript reads a bucket. Reply: {rate, tokens, paused_us}.
@@ -254,5 +270,5 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return redis.call('ZCARD', KEYS[1])
+return {redis.call('ZCARD', KEYS[1])}
 `)

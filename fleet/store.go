@@ -207,12 +207,13 @@ func (s *Store) heartbeat() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
 	defer cancel()
 	s.calls.Add(1)
-	n, err := heartbeatScript.Run(ctx, s.rdb, []string{s.key("procs")},
-		s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.cfg.keyTTL.Milliseconds()).Int64()
-	if err != nil {
+	res, err := heartbeatScript.Run(ctx, s.rdb, []string{s.key("procs")},
+		s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.cfg.keyTTL.Milliseconds()).Slice()
+	if err != nil || len(res) != 1 {
 		s.fail(err)
 		return
 	}
+	n := toInt(res[0])
 	s.procs.Store(max(1, n))
 	if s.degraded.CompareAndSwap(true, false) {
 		s.cfg.logger.Info("cloudg fleet: Redis answers again; back to shared limits", "processes", n)

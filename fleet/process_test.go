@@ -1,0 +1,346 @@
+package fleet
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The fleet test runs real OS processes: this test binary, started again
+// with CLOUDG_FLEET_WORKER set, runs one collector process (TestMain hands
+// it to runWorker). They call one simulated provider on 127.0.0.1 whose
+// true limit is 20 requests per second per action (burst 20), with and
+// without fleet mode.
+
+const (
+	trueRPS   = 20
+	trueBurst = 20
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CLOUDG_FLEET_WORKER") != "" {
+		os.Exit(runWorker())
+	}
+	os.Exit(m.Run())
+}
+
+// provider is the simulated service: a token bucket per action, 429 when
+// it is empty. It counts what it accepted and rejected, with times.
+type provider struct {
+	mu       sync.Mutex
+	tokens   map[string]float64
+	last     map[string]time.Time
+	accepted []time.Time
+	rejects  []time.Time
+	rejected int
+}
+
+func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	action := strings.TrimPrefix(r.URL.Path, "/")
+	now := time.Now()
+	p.mu.Lock()
+	tok, seen := p.tokens[action]
+	if !seen {
+		tok = trueBurst
+	} else {
+		tok = math.Min(trueBurst, tok+now.Sub(p.last[action]).Seconds()*trueRPS)
+	}
+	p.last[action] = now
+	ok := tok >= 1
+	if ok {
+		tok--
+		p.accepted = append(p.accepted, now)
+	} else {
+		p.rejected++
+		p.rejects = append(p.rejects, now)
+	}
+	p.tokens[action] = tok
+	p.mu.Unlock()
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"__type":"ThrottlingException","message":"Rate exceeded"}`)
+		return
+	}
+	fmt.Fprint(w, `{"Vpcs":[]}`)
+}
+
+func (p *provider) acceptedBetween(from, to time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, t := range p.accepted {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// workerResult is what a worker process prints.
+type workerResult struct {
+	Calls      int64 `json:"calls"`      // calls that succeeded
+	Lost       int64 `json:"lost"`       // calls that failed after the governor gave up
+	Unfinished int64 `json:"unfinished"` // calls still waiting when the run ended
+	Throttled  int64 `json:"throttled"`  // 429 answers seen
+	Fallbacks  int64 `json:"fallbacks"`
+}
+
+type httpStatusError struct{ status int }
+
+func (e *httpStatusError) Error() string       { return "HTTP " + strconv.Itoa(e.status) }
+func (e *httpStatusError) HTTPStatusCode() int { return e.status }
+func (e *httpStatusError) ErrorCode() string {
+	if e.status == http.StatusTooManyRequests {
+		return "ThrottlingException"
+	}
+	return ""
+}
+
+// runWorker is one collector process: 8 goroutines calling DescribeVpcs
+// through the governor from the start time for the duration.
+func runWorker() int {
+	env := func(k string) string { return os.Getenv("CLOUDG_FLEET_" + k) }
+	start, _ := strconv.ParseInt(env("START"), 10, 64)
+	dur, _ := time.ParseDuration(env("DURATION"))
+	providerURL := env("PROVIDER")
+	cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+		"ec2": {MaxRPS: trueRPS, Burst: trueBurst},
+	}}}
+	var opts []resilience.Option
+	var store *Store
+	if addr := env("REDIS"); addr != "" {
+		// A loaded CI machine (8 race-instrumented processes on 2 cores) can
+		// take longer than the default 250 ms: the comparison wants no fallback.
+		store = New(redis.NewClient(&redis.Options{Addr: addr}), WithPrefix(env("PREFIX")), WithTimeout(2*time.Second))
+		defer store.Close()
+		opts = append(opts, resilience.WithStateStore(store))
+	}
+	gov, err := resilience.NewGovernor(cfg, opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	scope := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+	var res workerResult
+	var throttled atomic.Int64
+	call := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, providerURL+"/DescribeVpcs", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			if resp.StatusCode == http.StatusTooManyRequests {
+				throttled.Add(1)
+			}
+			return &httpStatusError{resp.StatusCode}
+		}
+		return nil
+	}
+	time.Sleep(time.Until(time.Unix(0, start)))
+	end := time.Now().Add(dur)
+	ctx, cancel := context.WithDeadline(context.Background(), end.Add(3*time.Second))
+	defer cancel()
+	var calls, lost, unfinished atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				err := resilience.Do(ctx, scope, call, resilience.WithGovernor(gov))
+				var coe *resilience.CircuitOpenError
+				var dee *resilience.DeadlineExceededError
+				switch {
+				case err == nil:
+					calls.Add(1)
+				case ctx.Err() != nil || errors.As(err, &dee):
+					// The run ends before this call's turn: not lost.
+					unfinished.Add(1)
+					return
+				case errors.As(err, &coe):
+					// Skipped: a collector moves on, and comes back when
+					// the breaker lets a probe through.
+					lost.Add(1)
+					time.Sleep(min(coe.RetryAfter(), time.Until(end)))
+				default:
+					lost.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res = workerResult{Calls: calls.Load(), Lost: lost.Load(), Unfinished: unfinished.Load(), Throttled: throttled.Load()}
+	if store != nil {
+		res.Fallbacks = store.Stats().Fallbacks
+	}
+	b, _ := json.Marshal(res)
+	fmt.Println("FLEETRESULT " + string(b))
+	if os.Getenv("CLOUDG_FLEET_DEBUG") != "" {
+		sj, _ := json.Marshal(gov.Summary(nil).Totals)
+		fmt.Fprintln(os.Stderr, "worker", env("INDEX"), string(sj), gov.Summary(nil).Messages)
+	}
+	return 0
+}
+
+type fleetRun struct {
+	name       string
+	processes  int
+	fleet      bool
+	requests   int // sent to the provider
+	accepted   int // within the window
+	rejected   int
+	lost       int64
+	unfinished int64
+	goodput    float64 // accepted in the window / what the true limit allows
+}
+
+func (r fleetRun) rejectedShare() float64 {
+	return float64(r.rejected) / math.Max(1, float64(r.requests))
+}
+
+func (r fleetRun) String() string {
+	return fmt.Sprintf("%-24s requests %5d  rejected %5d (%5.1f%%)  goodput %5.1f%%  lost %d  unfinished %d",
+		r.name, r.requests, r.rejected, 100*r.rejectedShare(), 100*r.goodput, r.lost, r.unfinished)
+}
+
+func runFleet(t *testing.T, name string, processes int, redisAddr string, dur time.Duration) fleetRun {
+	t.Helper()
+	p := &provider{tokens: map[string]float64{}, last: map[string]time.Time{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: p}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	start := time.Now().Add(2 * time.Second) // time for the processes to start
+	prefix := uniquePrefix(t)
+	var cmds []*exec.Cmd
+	var outs []*bufio.Scanner
+	for i := range processes {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(),
+			"CLOUDG_FLEET_WORKER=1",
+			"CLOUDG_FLEET_START="+strconv.FormatInt(start.UnixNano(), 10),
+			"CLOUDG_FLEET_DURATION="+dur.String(),
+			"CLOUDG_FLEET_PROVIDER=http://"+ln.Addr().String(),
+			"CLOUDG_FLEET_REDIS="+redisAddr,
+			"CLOUDG_FLEET_PREFIX="+prefix,
+			"CLOUDG_FLEET_INDEX="+strconv.Itoa(i),
+		)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		outs = append(outs, bufio.NewScanner(out))
+	}
+	run := fleetRun{name: name, processes: processes, fleet: redisAddr != ""}
+	for i, cmd := range cmds {
+		var res workerResult
+		found := false
+		for outs[i].Scan() {
+			if line, ok := strings.CutPrefix(outs[i].Text(), "FLEETRESULT "); ok {
+				if err := json.Unmarshal([]byte(line), &res); err != nil {
+					t.Fatal(err)
+				}
+				found = true
+			}
+		}
+		if err := cmd.Wait(); err != nil || !found {
+			t.Fatalf("worker %d: %v (result found: %v)", i, err, found)
+		}
+		run.lost += res.Lost
+		run.unfinished += res.Unfinished
+		if res.Fallbacks != 0 {
+			t.Fatalf("worker %d fell back to local limits %d times", i, res.Fallbacks)
+		}
+	}
+	p.mu.Lock()
+	run.requests = len(p.accepted) + p.rejected
+	run.rejected = p.rejected
+	p.mu.Unlock()
+	run.accepted = p.acceptedBetween(start, start.Add(dur))
+	if os.Getenv("CLOUDG_FLEET_DEBUG") != "" {
+		for s := -2; s < 14; s++ {
+			a, r := 0, 0
+			from, to := start.Add(time.Duration(s)*time.Second), start.Add(time.Duration(s+1)*time.Second)
+			for _, x := range p.accepted {
+				if !x.Before(from) && x.Before(to) {
+					a++
+				}
+			}
+			for _, x := range p.rejects {
+				if !x.Before(from) && x.Before(to) {
+					r++
+				}
+			}
+			t.Logf("%s second %d: accepted %d rejected %d", name, s, a, r)
+		}
+	}
+	run.goodput = float64(run.accepted) / (trueBurst + trueRPS*dur.Seconds())
+	return run
+}
+
+// TestFleetOfEightProcesses compares one process alone, eight processes
+// with per-process limits, and eight processes in fleet mode, against the
+// same true limit.
+func TestFleetOfEightProcesses(t *testing.T) {
+	redisAddr := ""
+	if u := os.Getenv("CLOUDG_REDIS_URL"); u != "" {
+		o, err := redis.ParseURL(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		redisAddr = o.Addr
+	} else {
+		mr := miniredis.RunT(t)
+		redisAddr = mr.Addr()
+	}
+	const dur = 10 * time.Second
+	single := runFleet(t, "1 process", 1, "", dur)
+	apart := runFleet(t, "8 processes, no fleet", 8, "", dur)
+	fleet := runFleet(t, "8 processes, fleet mode", 8, redisAddr, dur)
+	for _, r := range []fleetRun{single, apart, fleet} {
+		t.Log(r)
+	}
+	if fleet.lost != 0 {
+		t.Errorf("fleet mode lost %d calls", fleet.lost)
+	}
+	if fleet.goodput < 0.95*single.goodput {
+		t.Errorf("fleet goodput %.1f%% is not within 5%% of one process's %.1f%%", 100*fleet.goodput, 100*single.goodput)
+	}
+	// Rejected no more often than one process alone (allowing the
+	// provider's and the governor's clocks a request of slack).
+	if fleet.rejectedShare() > single.rejectedShare()+1.0/float64(fleet.requests) {
+		t.Errorf("fleet rejected %.2f%% of its requests, one process %.2f%%", 100*fleet.rejectedShare(), 100*single.rejectedShare())
+	}
+	if apart.rejected <= fleet.rejected {
+		t.Errorf("8 processes without fleet mode were rejected %d times, with it %d: the comparison shows nothing", apart.rejected, fleet.rejected)
+	}
+}
