@@ -272,9 +272,11 @@ func (b *Bucket) Success(now int64) (rate float64, increased bool) {
 	return rate, increased
 }
 
-// setRate moves the bucket to rate r, its capacity scaling with it, keeping
-// the balance (capped at the new capacity; at most 0 when drain is set).
-// mu must be held.
+// setRate moves the bucket to rate r, its capacity scaling with it. Stored
+// tokens are kept (capped at the new capacity; dropped when drain is set).
+// A queue of callers is kept as a time, not as a number of tokens: the
+// callers already waiting go at the times they were given, and the next
+// caller after them at the new rate. mu must be held.
 func (b *Bucket) setRate(now int64, r float64, drain bool) {
 	old := b.p.Load()
 	np := newParams(r, math.Max(1, b.ratio*r))
@@ -282,13 +284,15 @@ func (b *Bucket) setRate(now int64, r float64, drain bool) {
 	for {
 		t := b.t0.Load()
 		at := max(now, b.paused.Load())
-		bal := math.Min(old.capacity, float64(at-t)/float64(old.interval))
-		bal = math.Min(bal, np.capacity)
-		if drain {
-			bal = math.Min(bal, 0)
+		nt := t
+		if t < at { // stored tokens
+			bal := math.Min(math.Min(old.capacity, float64(at-t)/float64(old.interval)), np.capacity)
+			if drain {
+				bal = 0
+			}
+			nt = at - int64(bal*float64(np.interval))
 		}
-		nt := at - int64(bal*float64(np.interval))
-		if b.t0.CompareAndSwap(t, nt) {
+		if nt == t || b.t0.CompareAndSwap(t, nt) {
 			break
 		}
 	}

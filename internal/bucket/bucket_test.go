@@ -289,3 +289,33 @@ func TestAbsurdRatesDoNotOverflow(t *testing.T) {
 		}
 	}
 }
+
+func TestRateChangeKeepsTheQueueAsATime(t *testing.T) {
+	// Ten callers queue behind an empty bucket at 10 rps: the last goes at
+	// 1.0 s. A throttle halves the rate: the callers already waiting keep
+	// their times, and the next caller goes 0.2 s after the last of them,
+	// not after a queue counted again at the new rate (2.0 s).
+	b := New(Spec{Rate: 10, Burst: 1, Adaptive: true}, 0)
+	b.Reserve(0) // the stored token
+	var last int64
+	for range 10 {
+		last = b.Reserve(0)
+	}
+	if last != sec {
+		t.Fatalf("tenth queued caller waits %v, want 1s", time.Duration(last))
+	}
+	b.Throttle(0, 0)
+	if w := b.Reserve(0); w != sec+sec/5 {
+		t.Fatalf("next caller after the halving waits %v, want 1.2s", time.Duration(w))
+	}
+	// Recovery keeps it too.
+	b2 := New(Spec{Rate: 10, Burst: 1, Adaptive: true}, 0)
+	b2.Throttle(0, 0) // 5 rps
+	b2.Reserve(6 * sec)
+	b2.Reserve(6 * sec) // queued: goes at 6.2 s
+	b2.Success(6 * sec) // 5.5 rps
+	step := 1e9 / 5.5
+	if w := b2.Reserve(6 * sec); w != sec/5+int64(step) {
+		t.Fatalf("after an increase, next caller waits %v", time.Duration(w))
+	}
+}
