@@ -158,6 +158,16 @@ func (g *Governor) now() int64 {
 	return int64(g.clock.Now().Sub(g.epoch))
 }
 
+// Clock returns the governor's clock, so that an integration can sleep on
+// it (an SDK's own backoff, in a simulation running on a scaled clock).
+func (g *Governor) Clock() Clock {
+	g.init()
+	if g.clock == nil {
+		return systemClock{}
+	}
+	return g.clock
+}
+
 func (g *Governor) sleep(ctx context.Context, d int64) error {
 	if g.clock == nil {
 		return sleep(ctx, time.Duration(d))

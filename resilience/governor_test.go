@@ -273,3 +273,21 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		}
 	})
 }
+
+func TestClockAccessor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		if _, ok := newGov(t, Config{}).Clock().(systemClock); !ok {
+			t.Fatal("default clock is not the time package")
+		}
+		c := NewScaledClock(4)
+		g := newGov(t, Config{}, WithClock(c))
+		if g.Clock() != Clock(c) {
+			t.Fatal("WithClock's clock not returned")
+		}
+		start := time.Now()
+		g.Clock().Sleep(context.Background(), 4*time.Second)
+		if time.Since(start) != time.Second {
+			t.Fatalf("slept %v of wall time for 4 s of a 4x clock", time.Since(start))
+		}
+	})
+}
