@@ -1,0 +1,96 @@
+// Command install shows cloudgaws's one-line install on an aws.Config.
+//
+// By default it lists VPCs from a fake EC2 endpoint it starts on
+// 127.0.0.1, which throttles the first request for the second page, and
+// prints what the governor saw:
+//
+//	go run ./cloudgaws/examples/install
+//
+// With -real it uses your AWS configuration (credentials, region) instead;
+// -account names the account those credentials act in ("*" if unknown).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+func main() {
+	useAWS := flag.Bool("real", false, "call AWS with your configuration instead of a local fake endpoint")
+	account := flag.String("account", "123456789012", "the account the credentials act in, * if unknown")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *useAWS, *account); err != nil {
+		fmt.Fprintln(os.Stderr, "install:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer, useAWS bool, account string) error {
+	var opts []func(*config.LoadOptions) error
+	if !useAWS {
+		srv := httptest.NewServer(fakeEC2())
+		defer srv.Close()
+		opts = append(opts,
+			config.WithRegion("us-east-1"),
+			config.WithBaseEndpoint(srv.URL),
+			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return err
+	}
+
+	cloudgaws.Install(&cfg, account) // every client made from cfg is governed
+
+	ctx, stats := resilience.WithStats(ctx)
+	pages := ec2.NewDescribeVpcsPaginator(ec2.NewFromConfig(cfg), &ec2.DescribeVpcsInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		for _, v := range page.Vpcs {
+			fmt.Fprintln(w, aws.ToString(v.VpcId))
+		}
+	}
+	t := resilience.Default().Summary(stats).Totals
+	fmt.Fprintf(w, "calls %d, throttled %d, retries %d, gave up %d\n", t.Calls, t.Throttled, t.Retries, t.GaveUp)
+	return nil
+}
+
+// fakeEC2 answers DescribeVpcs with three pages of one VPC each, and
+// throttles the first request for page 2 (RequestLimitExceeded, 503).
+func fakeEC2() http.Handler {
+	var throttled atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		page := strings.TrimPrefix(form.Get("NextToken"), "page-")
+		if page == "" {
+			page = "1"
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		if page == "2" && throttled.CompareAndSwap(false, true) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>r</RequestID></Response>`)
+			return
+		}
+		next := map[string]string{"1": "<nextToken>page-2</nextToken>", "2": "<nextToken>page-3</nextToken>"}[page]
+		fmt.Fprintf(w, `<DescribeVpcsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><vpcSet><item><vpcId>vpc-%s</vpcId></item></vpcSet>%s</DescribeVpcsResponse>`, page, next)
+	})
+}
