@@ -382,3 +382,45 @@ func TestDisabledProvider(t *testing.T) {
 		}
 	})
 }
+
+// A wait for the scope's token that would pass the call's context
+// deadline is not made: before the first attempt the call fails at once
+// with the core's DeadlineExceededError and sends nothing; before a retry
+// the call ends with the provider's error, recorded as a give-up.
+func TestWaitBeyondTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("GetSecretValue", tooManyRequests("60"))
+		cfg, g := governed(t, f, resilience.Config{})
+		client := secretsmanager.NewFromConfig(cfg)
+		ctx, stats := resilience.WithStats(context.Background())
+
+		// Sent once, paused for 60 s; the retry would wait past 5 s.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := getSecret(tctx, client)
+		var apiErr smithy.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "ThrottlingException" || f.count("GetSecretValue") != 1 {
+			t.Fatalf("err = %v, sent %d", err, f.count("GetSecretValue"))
+		}
+		if waited := time.Since(start); waited > 2*time.Second {
+			t.Fatalf("waited %v for a retry that could not be made in time", waited)
+		}
+		if st := scopeStats(g, stats, "aws/"+testAccount+"/"+testRegion+"/secretsmanager"); st.GaveUp != 1 || st.Throttled != 1 {
+			t.Fatalf("stats = %+v", st)
+		}
+
+		// The next call, inside the pause, sends nothing.
+		tctx2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel2()
+		err = getSecret(tctx2, client)
+		var de *resilience.DeadlineExceededError
+		if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || f.count("GetSecretValue") != 1 {
+			t.Fatalf("err = %v, sent %d", err, f.count("GetSecretValue"))
+		}
+		if waited := time.Since(start); waited > 2*time.Second {
+			t.Fatalf("waited %v", waited)
+		}
+	})
+}
