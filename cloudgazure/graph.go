@@ -2,6 +2,7 @@ package cloudgazure
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,9 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		rows = appendRows(rows, page.Data)
 		if page.SkipToken == nil || *page.SkipToken == "" {
 			return rows, nil
+		}
+		if o.SkipToken != nil && *o.SkipToken == *page.SkipToken {
+			return rows, fmt.Errorf("cloudgazure: Resource Graph returned the skip token it was given (%q)", *page.SkipToken)
 		}
 		o.SkipToken = page.SkipToken
 	}

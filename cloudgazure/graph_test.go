@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -154,6 +155,18 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 			}
 		}
 
+		// A spent quota pauses the scope here too.
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:04")
+		e.srv.graphPages = 1
+		if _, err := cloudgazure.QueryResources(context.Background(), plain, query, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.gov.BucketState(graphScope); st.PausedFor != 4*time.Second {
+			t.Fatalf("resourcegraph bucket %+v, want paused 4 s", st)
+		}
+		e.srv.okHeaders(routeGraph)
+		e.srv.graphPages = 3
+
 		e.srv.script(routeGraph, reply{}) // page 1
 		e.srv.forever(routeGraph, throttled("3"))
 		ctx, stats := resilience.WithStats(context.Background())
@@ -164,7 +177,7 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests || len(rows) != 2 {
 			t.Fatalf("%d rows, %v; want page 1's rows and the 429", len(rows), err)
 		}
-		hs = e.srv.hitsOf(routeGraph)[4:] // page 2's attempts
+		hs = e.srv.hitsOf(routeGraph)[5:] // page 2's attempts
 		if len(hs) != 6 {
 			t.Fatalf("%d attempts at page 2, want 1 + 5 retries", len(hs))
 		}
@@ -218,4 +231,36 @@ func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
 			t.Fatalf("%d calls counted for 3 pages, want 4", sc.Calls)
 		}
 	})
+}
+
+// A server that hands back the skip token it was given ends the query
+// with an error instead of a loop.
+func TestQueryResourcesStopsOnRepeatedSkipToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		q := query
+		q.Options = &armresourcegraph.QueryRequestOptions{SkipToken: ptr("p1")}
+		e.srv.graphPages = 3
+		e.srv.okHeaders(routeGraph)
+		stuck := &stuckGraph{GraphQuerier: e.graph()}
+		rows, err := cloudgazure.QueryResources(context.Background(), stuck, q)
+		if err == nil || !strings.Contains(err.Error(), "skip token") || len(rows) != 2 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		if *q.Options.SkipToken != "p1" {
+			t.Fatal("the caller's options were modified")
+		}
+	})
+}
+
+// stuckGraph answers every page with the skip token it was asked for.
+type stuckGraph struct{ cloudgazure.GraphQuerier }
+
+func (s *stuckGraph) Resources(ctx context.Context, q armresourcegraph.QueryRequest,
+	o *armresourcegraph.ClientResourcesOptions) (armresourcegraph.ClientResourcesResponse, error) {
+	r, err := s.GraphQuerier.Resources(ctx, q, o)
+	if err == nil && q.Options != nil {
+		r.SkipToken = q.Options.SkipToken
+	}
+	return r, err
 }

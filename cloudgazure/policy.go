@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -99,8 +100,8 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 type perRetryPolicy struct{ s *shared }
 
 func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
-	var st *callState
-	if !req.OperationValue(&st) || st == nil {
+	st := stateOf(req)
+	if st == nil {
 		// Installed without the per-call policy: the state lives in the
 		// operation values from the first attempt on.
 		gov := p.s.cfg.governor()
@@ -116,6 +117,23 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		req.SetOperationValue(st)
 	}
 	return st.attempt(req)
+}
+
+// boxes hold the pointer OperationValue writes to: a local variable would
+// escape to the heap on every attempt.
+var boxes = sync.Pool{New: func() any { return new(*callState) }}
+
+// stateOf returns the request's state, set by the per-call policy (or by
+// the first attempt), or nil.
+func stateOf(req *policy.Request) *callState {
+	box := boxes.Get().(**callState)
+	var st *callState
+	if req.OperationValue(box) {
+		st = *box
+		*box = nil
+	}
+	boxes.Put(box)
+	return st
 }
 
 // callState is one request's state across its attempts. azcore runs the

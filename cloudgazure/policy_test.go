@@ -45,6 +45,9 @@ func TestThrottledNetworkHalvesAndPauses(t *testing.T) {
 		if other := e.gov.BucketState(resourcesA); other.RateRPS != other.CeilingRPS || other.PausedFor != 0 {
 			t.Fatalf("resources scope touched: %+v", other)
 		}
+		if n := freeSlots(e.gov, subALower); n != 16 {
+			t.Fatalf("%d free slots while the request waits to retry, want 16 (a slot is held per attempt)", n)
+		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -403,6 +406,24 @@ func TestClientRetryOptions(t *testing.T) {
 			t.Fatalf("ended after %v, want within the 30 s deadline", d)
 		}
 
+		// A retry's token wait that would overrun the deadline ends the
+		// request with the last answer, without waiting.
+		time.Sleep(time.Hour)
+		e.srv.script(routeVnetGet, reply{status: http.StatusInternalServerError})
+		start = time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := e.vnets(subA).Get(context.Background(), "rg", "vnet", nil); done <- err }()
+		synctest.Wait() // the 500 is in; azcore sleeps its backoff
+		gd, _ := e.gov.Begin(context.Background(), networkA)
+		gd.Pause(100 * time.Second)
+		gd.End()
+		if err := <-done; !errors.As(err, &re) || re.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("got %v, want the 500", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("waited %v for a token past the deadline", d)
+		}
+
 		// A context deadline closer than the hint ends the request at once.
 		e.srv.script(routeGroupGet, throttled("20"))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -485,6 +506,10 @@ func TestFailedServiceMarksLedgerPartial(t *testing.T) {
 		if d := ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) gave up after retries") {
 			t.Fatalf("ledger says %q", d)
 		}
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.RawResponse.Header.Get("Retry-After") != "2" {
+			t.Fatalf("%v: the final response lost its Retry-After header", err)
+		}
 		if r := ledger.Reasons(); len(r) != 1 || !strings.HasPrefix(r[0], "azure/"+subALower+"/*/network: throttled: ") {
 			t.Fatalf("reasons %q", r)
 		}
@@ -534,6 +559,34 @@ func TestBreakerOpensAndFatalAnswerCloses(t *testing.T) {
 		}
 		if _, err := groups.Get(ctx, "rg", nil); errors.As(err, &coe) {
 			t.Fatal("closed breaker rejected a call")
+		}
+	})
+}
+
+// A transient answer's Retry-After holds that request only: azcore would
+// give up on 90 s (over MaxRetryDelay); the request waits it out, while
+// the scope is not paused for other requests.
+func TestTransientRetryAfterHoldsRequestOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.script(routeVnetGet, withHeader(reply{status: http.StatusInternalServerError}, "Retry-After", "90"))
+		vnets := e.vnets(subA)
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := vnets.Get(context.Background(), "rg", "slow", nil); done <- err }()
+		synctest.Wait()
+		if st := e.gov.BucketState(networkA); st.PausedFor != 0 || st.RateRPS != 30 {
+			t.Fatalf("a transient answer slowed the scope: %+v", st)
+		}
+		if _, err := vnets.Get(context.Background(), "rg", "other", nil); err != nil || time.Since(start) != 0 {
+			t.Fatalf("another request of the scope waited %v (%v)", time.Since(start), err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		hs := e.srv.hitsOf(routeVnetGet)
+		if len(hs) != 3 || gap(hs, 0, 2) < 90*time.Second || gap(hs, 0, 2) > 91*time.Second {
+			t.Fatalf("attempts %v, want the retry 90 s after the 500", hs)
 		}
 	})
 }
