@@ -126,6 +126,7 @@ type installation struct {
 const (
 	initializeID = "cloudgaws.Governor"
 	attemptID    = "cloudgaws.Attempt"
+	retryID      = "Retry" // the SDK's retry loop (retry.Attempt)
 )
 
 // Install puts every client later made from cfg under the governor:
@@ -260,10 +261,13 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 // Initialize (after the SDK's input validation), once per attempt in
 // Finalize right after the SDK's Retry middleware (after its backoff sleep,
 // before signing). A stack that already has them, from an installation
-// that APIOptions still lists, gets this installation's instead. It never
-// fails the call: a stack without a Retry middleware (one attempt) gets the
-// per-attempt middleware at the front of Finalize.
+// that APIOptions still lists, gets this installation's instead. A stack
+// without the SDK's Retry middleware sends nothing to govern (a presigner's
+// stack signs a URL locally) and is left alone. It never fails the call.
 func (inst *installation) addTo(stack *middleware.Stack) error {
+	if _, ok := stack.Finalize.Get(retryID); !ok {
+		return nil
+	}
 	if _, ok := stack.Initialize.Get(initializeID); ok {
 		_, _ = stack.Initialize.Swap(initializeID, &inst.initialize)
 	} else {
@@ -271,8 +275,8 @@ func (inst *installation) addTo(stack *middleware.Stack) error {
 	}
 	if _, ok := stack.Finalize.Get(attemptID); ok {
 		_, _ = stack.Finalize.Swap(attemptID, &inst.perAttempt)
-	} else if err := stack.Finalize.Insert(&inst.perAttempt, "Retry", middleware.After); err != nil {
-		_ = stack.Finalize.Add(&inst.perAttempt, middleware.Before)
+	} else {
+		_ = stack.Finalize.Insert(&inst.perAttempt, retryID, middleware.After)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/cloudg/cloudg/cloudgaws"
@@ -260,4 +261,26 @@ func TestSDKRetryQuotaOff(t *testing.T) {
 	if err == nil {
 		t.Fatal("the SDK's default retryer has no quota: this test shows nothing")
 	}
+}
+
+// A presigner's stack has no retry loop and sends nothing: presigning with
+// an installed config takes no token or slot and counts no call.
+func TestPresignNotGoverned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		hold, _ := g.Begin(context.Background(), resilience.Scope{Provider: "aws", Account: testAccount, Service: "other"})
+		if !hold.TryAcquire() {
+			t.Fatal("no slot")
+		}
+		defer hold.End()
+		ctx, stats := resilience.WithStats(context.Background())
+		req, err := sts.NewPresignClient(sts.NewFromConfig(cfg)).PresignGetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		if err != nil || !strings.Contains(req.URL, "Action=GetCallerIdentity") {
+			t.Fatalf("presign: %+v, %v", req, err)
+		}
+		if tot := g.Summary(stats).Totals; tot.Calls != 0 || f.count("GetCallerIdentity") != 0 {
+			t.Fatalf("totals %+v", tot)
+		}
+	})
 }
