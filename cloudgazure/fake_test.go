@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +60,9 @@ type reply struct {
 	code   string      // error code in the body of an error answer
 	block  bool        // hold the request until its context ends
 	fail   error       // in-memory transport only: fail the attempt with this error
+	// in-memory transport only: answer 200 with a body that breaks off,
+	// and count its closing in *closed.
+	brokenBody *atomic.Int32
 }
 
 func throttled(retryAfter string) reply {
@@ -320,14 +324,19 @@ func (m memTransport) Do(req *http.Request) (*http.Response, error) {
 	name, _, _ := route(req.Method, req.URL.Path)
 	m.f.mu.Lock()
 	var fail error
-	if q := m.f.queue[name]; len(q) > 0 && q[0].fail != nil {
-		fail = q[0].fail
+	var broken *atomic.Int32
+	if q := m.f.queue[name]; len(q) > 0 && (q[0].fail != nil || q[0].brokenBody != nil) {
+		fail, broken = q[0].fail, q[0].brokenBody
 		m.f.queue[name] = q[1:]
 		m.f.hits = append(m.f.hits, hit{route: name, at: time.Now()})
 	}
 	m.f.mu.Unlock()
 	if fail != nil {
 		return nil, fail
+	}
+	if broken != nil {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: &brokenBody{closed: broken}, Request: req}, nil
 	}
 	rec := httptest.NewRecorder()
 	in := req.Clone(req.Context())
@@ -494,3 +503,9 @@ func near(d, want, tol time.Duration) bool {
 
 // gap is the time between two hits.
 func gap(hs []hit, i, j int) time.Duration { return hs[j].at.Sub(hs[i].at) }
+
+// brokenBody is a response body whose connection breaks off.
+type brokenBody struct{ closed *atomic.Int32 }
+
+func (b *brokenBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+func (b *brokenBody) Close() error             { b.closed.Add(1); return nil }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -157,13 +158,15 @@ func TestBuildFallsBackToPlainClient(t *testing.T) {
 	})
 }
 
-// A reset connection is a transient attempt: counted, retried by azcore,
-// and the request succeeds.
+// A reset connection and a body that breaks off are transient attempts:
+// counted, retried by azcore (the broken response drained), and the
+// request succeeds.
 func TestTransportErrorRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := memEnv(t, resilience.Config{})
 		reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
-		e.srv.script(routeVnetGet, reply{fail: reset}, reply{fail: reset})
+		var closed atomic.Int32
+		e.srv.script(routeVnetGet, reply{fail: reset}, reply{brokenBody: &closed})
 		ctx, stats := resilience.WithStats(context.Background())
 		if _, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil); err != nil {
 			t.Fatal(err)
@@ -171,6 +174,9 @@ func TestTransportErrorRetried(t *testing.T) {
 		sc := e.gov.Summary(stats).Scopes[networkA.String()]
 		if sc.Calls != 3 || sc.TransientErrors != 2 || sc.Retries != 2 || sc.Throttled != 0 {
 			t.Fatalf("stats %+v, want 3 calls, 2 transient, 2 retries", sc)
+		}
+		if closed.Load() == 0 {
+			t.Fatal("the broken response's body was never closed")
 		}
 	})
 }

@@ -182,7 +182,7 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
 	gd.Release()
 	if err != nil {
-		return st.failedAttempt(err)
+		return st.failedAttempt(resp, err)
 	}
 	return st.answered(ctx, resp)
 }
@@ -273,10 +273,12 @@ func (st *callState) answered(ctx context.Context, resp *http.Response) (*http.R
 }
 
 // failedAttempt learns from a transport error (a reset connection, a
-// timeout) that azcore is about to retry.
-func (st *callState) failedAttempt(err error) (*http.Response, error) {
+// timeout) that azcore is about to retry. resp is usually nil; azcore's
+// body download returns the response with its error, and azcore drains it
+// before retrying.
+func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Response, error) {
 	if st.ctx.Err() != nil || isNonRetriable(err) {
-		return nil, err // azcore stops here; the per-call policy records it
+		return resp, err // azcore stops here; the per-call policy records it
 	}
 	switch k, _ := resilience.ClassifyStrict(err); k {
 	case resilience.Throttled:
@@ -286,12 +288,21 @@ func (st *callState) failedAttempt(err error) (*http.Response, error) {
 	}
 	st.lastErr, st.lastResp = err, nil
 	if !time.Now().Before(st.deadline()) {
-		return nil, stop(err)
+		return nil, stop(drained(resp, err))
 	}
 	if rerr := st.gd.Retry(err); rerr != nil {
-		return nil, stop(rerr)
+		return nil, stop(drained(resp, rerr))
 	}
-	return nil, err
+	return resp, err
+}
+
+// drained closes the body of a response that will not reach the caller
+// and returns err.
+func drained(resp *http.Response, err error) error {
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	return err
 }
 
 // proactive reads a success's quota headers: Resource Graph's quota at 0

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cloudgazure_test
+
+const raceSlack = 0
