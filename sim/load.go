@@ -90,6 +90,9 @@ func Parse(data []byte) (*Scenario, error) {
 		return nil, &Error{Path: "base", Msg: fmt.Sprintf("unknown scenario %q", baseName)}
 	}
 	sc.Model = nil // the model's figures belong to the built-in scenario only
+	if lookup(root, "description") == nil {
+		sc.Description = "" // the base's would describe another scenario
+	}
 	p := parser{}
 	err := p.mapping(root, "", map[string]func(*yaml.Node, string) error{
 		"base":               func(*yaml.Node, string) error { return nil },

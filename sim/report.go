@@ -3,7 +3,9 @@ package sim
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +15,12 @@ import (
 // design note's model beside them where the scenario has its figures.
 func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
 	ideal := sc.IdealMakespan()
-	fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
+	if sc.Description != "" {
+		fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
+	} else {
+		fmt.Fprintf(w, "scenario %s:\n", sc.Name)
+	}
+	fmt.Fprintf(w, "  %s\n", sc.Summary())
 	fmt.Fprintf(w, "ideal makespan %s (work %d calls, true capacity %.1f rps at t=0 plus bursts)\n\n",
 		secs(ideal), sc.Workload.Calls, sc.TrueRate(0))
 	hasModel := len(sc.Model) > 0
@@ -65,6 +72,38 @@ func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
 		fmt.Fprintln(w, "model: the discrete-event model of shared/design/adaptive-controller.md (its CUBIC row is aws-adaptive's; makespans given by the model are shown against this scenario's ideal)")
 	}
 	return nil
+}
+
+// Summary describes the scenario's settings in one line.
+func (s *Scenario) Summary() string {
+	p := s.Provider
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d workers, %d calls over %s; provider %g rps, burst %g per action",
+		s.Workload.Workers, s.Workload.Calls, strings.Join(s.Workload.Actions, ", "), p.Rate, p.Burst)
+	for _, a := range slices.Sorted(maps.Keys(p.Per)) {
+		fmt.Fprintf(&b, " (%s: %g rps, burst %g)", a, p.Per[a].Rate, p.Per[a].Burst)
+	}
+	for _, c := range p.Changes {
+		fmt.Fprintf(&b, ", %g rps from %s", c.Rate, secs(c.At))
+		if c.Action != "" {
+			b.WriteString(" for " + c.Action)
+		}
+	}
+	if t := p.Tenant; t != nil {
+		fmt.Fprintf(&b, ", a tenant taking %g rps", t.Rate)
+	}
+	if p.TransientRate > 0 {
+		fmt.Fprintf(&b, ", %g%% transient 500s", 100*p.TransientRate)
+	}
+	for _, o := range p.Outages {
+		fmt.Fprintf(&b, ", outage %s-%s", secs(o.From), secs(o.To))
+	}
+	if p.RetryAfter {
+		b.WriteString(", Retry-After hints")
+	}
+	fmt.Fprintf(&b, "; latency %s median, %s p99; clients configured at %g rps, burst %g per action",
+		secs(p.LatencyMedian), secs(p.LatencyP99), s.Client.Rate, s.Client.Burst)
+	return b.String()
 }
 
 // WriteRates writes the adaptive rate over time: each strategy's rate

@@ -155,6 +155,12 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Workers start a microsecond apart, in order: goroutines
+			// started together run in the scheduler's order, which would
+			// make a virtual-time run depend on it.
+			if clock.Sleep(ctx, time.Duration(w)*time.Microsecond) != nil {
+				return
+			}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {

@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+func TestParseFile(t *testing.T) {
+	sc, err := LoadFile("scenarios/estate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Name != "estate" || sc.Seed != 7 || sc.Workload.Calls != 3000 || sc.Workload.Workers != 64 {
+		t.Fatalf("workload: %+v", sc.Workload)
+	}
+	p := sc.Provider
+	if p.Rate != 20 || p.Per["DescribeVolumes"] != (Limit{Rate: 10, Burst: 50}) || p.Tenant == nil || p.Tenant.Rate != 6 ||
+		p.Tenant.Action != "DescribeInstances" || len(p.Changes) != 1 || p.Changes[0].At != 120*time.Second ||
+		p.LatencyMedian != 60*time.Millisecond || p.LatencyP99 != 300*time.Millisecond || p.TransientRate != 0.01 {
+		t.Fatalf("provider: %+v", p)
+	}
+	if s := sc.Governor.AWS.Services["ec2"]; s.MaxRPS != 20 || s.Burst != 100 {
+		t.Fatalf("governor config: %+v", sc.Governor)
+	}
+	if sc.Model != nil {
+		t.Fatal("a file has no model figures")
+	}
+	// The true rate: instances 20-6, volumes 10.
+	if r := sc.TrueRate(0); r != 24 {
+		t.Fatalf("true rate %v", r)
+	}
+}
+
+func TestParseDefaultsAndBase(t *testing.T) {
+	sc, err := Parse([]byte("name: x\nbase: drop\nprovider: {retry_after: yes}\nstrategies: [cloudg-aimd, static]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Workload.Calls != 4800 || len(sc.Provider.Changes) != 1 || !sc.Provider.RetryAfter ||
+		len(sc.StrategyList()) != 2 || sc.Client.Rate != 20 {
+		t.Fatalf("%+v", sc)
+	}
+	if _, err := Parse([]byte("time_limit_seconds: 10m\n")); err != nil {
+		t.Fatalf("a duration string: %v", err)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"workload: {workers: 64, cals: 10}", "workload.cals: unknown key"},
+		{"workload: {workers: -1}", "workload.workers: must be >= 0"},
+		{"workload: {workers: 0}", "workload.workers: must be > 0"},
+		{"workload: {calls: 1.5}", "workload.calls: must be a whole number"},
+		{"workload: {actions: []}", "workload.actions: must name at least one action"},
+		{"provider: {rate: fast}", `provider.rate: must be a number, not "fast"`},
+		{"provider: {changes: [{at_seconds: 60}]}", "provider.changes[0].rate: must be > 0"},
+		{"provider: {changes: [{at_seconds: soon, rate: 2}]}", `provider.changes[0].at_seconds: must be a number of seconds or a duration, not "soon"`},
+		{"provider: {changes: {at_seconds: 1}}", "provider.changes: must be a list"},
+		{"provider: {tenant: {rat: 2}}", "provider.tenant.rat: unknown key"},
+		{"provider: {actions: {DescribeVolumes: {burts: 2}}}", "provider.actions.DescribeVolumes.burts: unknown key"},
+		{"provider: {outages: [{from_seconds: 5, to_seconds: 1}]}", "provider.outages[0].to_seconds: must be after from_seconds"},
+		{"provider: {latency: {median_ms: 50, p99_ms: 10}}", "provider.latency: needs 0 < median_ms <= p99_ms"},
+		{"provider: {transient_error_rate: 1}", "provider.transient_error_rate: must be in [0, 1)"},
+		{"provider: {retry_after: maybe}", `provider.retry_after: must be true or false, not "maybe"`},
+		{"client: {rate: 0}", "client.rate: must be > 0"},
+		{"strategies: [aws-standard, governor]", `strategies[1]: unknown strategy "governor"`},
+		{"base: nope", `base: unknown scenario "nope"`},
+		{"seed: -3", `seed: must be a whole number, not "-3"`},
+		{"- a\n- b", "(document): must be a mapping"},
+		{"ratelimit: {aws: {max_rps: 0}}", "ratelimit.aws.max_rps"},
+		{"ratelimit: {aws: {controller: cubic}}", "ratelimit.aws.controller"},
+		{"ratelimit: {aws: {services: {ec2: {brust: 3}}}}", "ratelimit.aws.services.ec2.brust: unknown key"},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.doc, err, c.want)
+		}
+		var se *Error
+		var ce *resilience.ConfigError
+		if err != nil && !errors.As(err, &se) && !errors.As(err, &ce) {
+			t.Errorf("%q: error %T is neither *sim.Error nor *resilience.ConfigError", c.doc, err)
+		}
+	}
+	if _, err := LoadFile("scenarios/missing.yaml"); err == nil {
+		t.Error("a missing file loaded")
+	}
+}
+
+func TestBuiltins(t *testing.T) {
+	for _, name := range BuiltinNames() {
+		sc, ok := Builtin(name)
+		if !ok || sc.Name != name {
+			t.Fatalf("%s: %v %v", name, ok, sc)
+		}
+		if err := sc.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, ok := Builtin("nope"); ok {
+		t.Error("unknown built-in found")
+	}
+	a, _ := Builtin(ScenarioDefault)
+	a.Workload.Actions[0] = "changed"
+	b, _ := Builtin(ScenarioDefault)
+	if b.Workload.Actions[0] == "changed" {
+		t.Error("built-ins share state")
+	}
+}

@@ -1,0 +1,243 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+func testSpec() *ProviderSpec {
+	return &ProviderSpec{
+		Service: "ec2", Rate: 10, Burst: 20,
+		LatencyMedian: time.Millisecond, LatencyP99: time.Millisecond,
+	}
+}
+
+// send makes n requests to action at once and returns the outcomes.
+func send(t *testing.T, p *Provider, action string, n, call int) (ok, throttled, failed int, last error) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		err := p.Request(context.Background(), action, call+i, 0)
+		var ae *APIError
+		switch {
+		case err == nil:
+			ok++
+		case IsThrottle(err):
+			throttled++
+			last = err
+		case errors.As(err, &ae):
+			failed++
+			last = err
+		default:
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	return
+}
+
+func TestProviderBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		p := newProvider(testSpec(), []string{"A", "B"}, SystemClock{}, time.Now(), 1, rec)
+		// The burst, then nothing: each request takes 1 ms, in which the
+		// bucket refills a hundredth of a token.
+		ok, th, _, _ := send(t, p, "A", 30, 0)
+		if ok < 20 || ok > 21 || th != 30-ok {
+			t.Fatalf("burst 20 at 10 rps over 30 ms: %d ok, %d throttled", ok, th)
+		}
+		// Each action has its own bucket.
+		if ok, _, _, _ := send(t, p, "B", 20, 100); ok != 20 {
+			t.Fatalf("action B: %d of its burst of 20 ok", ok)
+		}
+		// After 10 s the bucket is full again, not fuller.
+		time.Sleep(10 * time.Second)
+		start := time.Now()
+		var served int
+		for time.Since(start) < 10*time.Second {
+			o, _, _, _ := send(t, p, "A", 1, 1000+served)
+			served += o
+		}
+		// 20 burst + 10 s at 10 rps.
+		if served < 115 || served > 125 {
+			t.Fatalf("served %d in 10 s after a refill, want about 120", served)
+		}
+		if rec.samples[0].Sent == 0 || rec.samples[0].Throttled == 0 {
+			t.Fatalf("recorder missed the first second: %+v", rec.samples[0])
+		}
+	})
+}
+
+func TestProviderChangeTenantOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := testSpec()
+		spec.Changes = []Change{{At: 20 * time.Second, Rate: 2, Burst: 5}}
+		spec.Tenant = &Tenant{Rate: 4, From: 40 * time.Second}
+		spec.Outages = []Window{{From: 60 * time.Second, To: 70 * time.Second}}
+		spec.RetryAfter = true
+		start := time.Now()
+		p := newProvider(spec, []string{"A"}, SystemClock{}, start, 1, &recorder{})
+		// Until 20 s: 10 rps. Drain, then count what 10 s give.
+		count := func(from, to time.Duration) (served int, last error) {
+			time.Sleep(time.Until(start.Add(from)))
+			send(t, p, "A", 40, 0) // drain
+			for time.Since(start) < to {
+				o, _, _, err := send(t, p, "A", 1, 1)
+				served += o
+				if err != nil {
+					last = err
+				}
+			}
+			return
+		}
+		if n, _ := count(5*time.Second, 15*time.Second); n < 90 || n > 110 {
+			t.Fatalf("10 rps: %d in ~10 s", n)
+		}
+		n, last := count(25*time.Second, 35*time.Second)
+		if n < 15 || n > 25 {
+			t.Fatalf("after the change to 2 rps: %d in ~10 s", n)
+		}
+		// The hint: time until the next token, in both headers.
+		var ae *APIError
+		if !errors.As(last, &ae) || ae.Header().Get("X-Amz-Retry-After") == "" || ae.Header().Get("Retry-After") == "" {
+			t.Fatalf("throttle without hints: %v", last)
+		}
+		// The tenant takes 4 of 10... of 2: nothing is left for us.
+		if n, _ := count(45*time.Second, 55*time.Second); n > 2 {
+			t.Fatalf("with the tenant taking more than the refill: %d served", n)
+		}
+		time.Sleep(time.Until(start.Add(65 * time.Second)))
+		_, th, failed, err := send(t, p, "A", 5, 0)
+		if th != 0 || failed != 5 || err.(*APIError).HTTPStatusCode() != 503 || err.(*APIError).ErrorCode() != "ServiceUnavailable" {
+			t.Fatalf("outage: %d throttled, %d failed, last %v", th, failed, err)
+		}
+	})
+}
+
+func TestProviderTransientAndLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := testSpec()
+		spec.Rate, spec.Burst = 1e6, 1e6
+		spec.TransientRate = 0.1
+		spec.LatencyMedian, spec.LatencyP99 = 50*time.Millisecond, 200*time.Millisecond
+		p := newProvider(spec, []string{"A"}, SystemClock{}, time.Now(), 7, &recorder{})
+		var lats []float64
+		failed := 0
+		for i := 0; i < 4000; i++ {
+			t0 := time.Now()
+			err := p.Request(context.Background(), "A", i, 0)
+			lats = append(lats, time.Since(t0).Seconds())
+			if err != nil {
+				if resilience.Classify(err) != resilience.Transient {
+					t.Fatalf("500 InternalError classified %v", resilience.Classify(err))
+				}
+				failed++
+			}
+		}
+		if failed < 320 || failed > 480 {
+			t.Fatalf("%d of 4000 failed, want about 10%%", failed)
+		}
+		below := func(x float64) float64 {
+			n := 0
+			for _, l := range lats {
+				if l <= x {
+					n++
+				}
+			}
+			return float64(n) / float64(len(lats))
+		}
+		if f := below(0.050); math.Abs(f-0.5) > 0.04 {
+			t.Fatalf("%.2f of latencies <= the median", f)
+		}
+		if f := below(0.200); math.Abs(f-0.99) > 0.01 {
+			t.Fatalf("%.3f of latencies <= the p99", f)
+		}
+		// The same call and attempt draw the same latency and outcome.
+		a := p.latency(newDraw(7, 3, 1).float(), 0.3)
+		b := p.latency(newDraw(7, 3, 1).float(), 0.3)
+		if a != b {
+			t.Fatalf("draws differ: %v %v", a, b)
+		}
+	})
+}
+
+// The provider's answers have the shapes of a real EC2 answer: the SDK's
+// retryers and the governor classify them as they would one.
+func TestAnswerShapes(t *testing.T) {
+	h := http.Header{}
+	h.Set("X-Amz-Retry-After", "1500")
+	throttle := newAPIError(503, "RequestLimitExceeded", "Request limit exceeded.", h)
+	internal := newAPIError(500, "InternalError", "internal", nil)
+	outage := newAPIError(503, "ServiceUnavailable", "unavailable", nil)
+
+	std := retry.NewStandard()
+	for _, err := range []error{throttle, internal, outage} {
+		if !std.IsErrorRetryable(err) {
+			t.Errorf("SDK: %v not retryable", err)
+		}
+	}
+	if !retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(throttle).Bool() {
+		t.Error("SDK: RequestLimitExceeded is not a throttle")
+	}
+	var re *smithyhttp.ResponseError
+	if !errors.As(throttle, &re) || re.HTTPStatusCode() != 503 {
+		t.Error("no *smithyhttp.ResponseError in the chain")
+	}
+	if k := resilience.Classify(throttle); k != resilience.Throttled {
+		t.Errorf("governor: throttle classified %v", k)
+	}
+	if d, ok := resilience.RetryAfter(throttle); !ok || d != 1500*time.Millisecond {
+		t.Errorf("governor: RetryAfter = %v, %v", d, ok)
+	}
+	if k := resilience.Classify(outage); k != resilience.Transient {
+		t.Errorf("governor: ServiceUnavailable classified %v", k)
+	}
+	if !retryable(throttle) || !retryable(internal) || retryable(errors.New("x")) {
+		t.Error("retryable")
+	}
+}
+
+func TestIdealAndCapacity(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ideal time.Duration
+	}{
+		{ScenarioDefault, 110 * time.Second},      // (1200-100)/10 per action
+		{ScenarioDrop, 197500 * time.Millisecond}, // 100+60*20 by 60 s, 1100 more at 8
+		{ScenarioTenant, 110 * time.Second},       // 20-10 net
+		{ScenarioModel10, 230 * time.Second},
+	} {
+		sc, _ := Builtin(c.name)
+		if got := sc.IdealMakespan(); got < c.ideal-20*time.Millisecond || got > c.ideal+20*time.Millisecond {
+			t.Errorf("%s: ideal %v, want %v", c.name, got, c.ideal)
+		}
+		// At the ideal makespan the capacity is the work.
+		if got := sc.Capacity(sc.IdealMakespan()); math.Abs(got-float64(sc.Workload.Calls)) > 2 {
+			t.Errorf("%s: capacity at the ideal %.1f, want %d", c.name, got, sc.Workload.Calls)
+		}
+	}
+	sc, _ := Builtin(ScenarioOutage)
+	// 30 s of outage, and 2% of the tokens spent on failures.
+	if got, min := sc.IdealMakespan(), 110*time.Second; got < min+10*time.Second {
+		t.Errorf("outage: ideal %v, want well over %v", got, min)
+	}
+	sc, _ = Builtin(ScenarioDefault)
+	if got := sc.Capacity(10 * time.Second); math.Abs(got-400) > 1 {
+		t.Errorf("capacity over 10 s: %.1f, want 2*(100+10*10)", got)
+	}
+	if got := sc.TrueRate(0); got != 20 {
+		t.Errorf("true rate %v", got)
+	}
+	d, _ := Builtin(ScenarioDrop)
+	if d.TrueRate(59*time.Second) != 40 || d.TrueRate(61*time.Second) != 16 {
+		t.Errorf("drop: true rate %v then %v", d.TrueRate(59*time.Second), d.TrueRate(61*time.Second))
+	}
+}
