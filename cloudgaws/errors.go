@@ -26,13 +26,18 @@ type ThrottlingError struct {
 var _ smithy.APIError = (*ThrottlingError)(nil)
 
 // Error returns the core error's message.
-func (e *ThrottlingError) Error() string { return e.Err.Error() }
+func (e *ThrottlingError) Error() string {
+	if e.Err == nil {
+		return "throttled by the governor"
+	}
+	return e.Err.Error()
+}
 
 // ErrorCode returns "Throttling".
 func (e *ThrottlingError) ErrorCode() string { return "Throttling" }
 
 // ErrorMessage returns the core error's message.
-func (e *ThrottlingError) ErrorMessage() string { return e.Err.Error() }
+func (e *ThrottlingError) ErrorMessage() string { return e.Error() }
 
 // ErrorFault returns smithy.FaultClient: the caller is asked to slow down,
 // as the services' own Throttling errors do.
