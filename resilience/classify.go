@@ -91,6 +91,18 @@ func RegisterErrorReader(r ErrorReader) {
 	readers.Store(&next)
 }
 
+// A GovernorErrorWrapper is an integration's error that gives one of
+// cloudg's own errors (a *CircuitOpenError, say) an SDK's shape, such as a
+// smithy.APIError with the code Throttling. The classifier skips the
+// wrapper's code and status and reads the error it wraps, so that the
+// wrapper classifies as cloudg's error and is not taken for a provider's
+// answer.
+type GovernorErrorWrapper interface {
+	error
+	Unwrap() error
+	WrapsGovernorError()
+}
+
 // The method sets the classifier reads at every error of a chain. A user's
 // own error type opts in by implementing them.
 type (
@@ -158,6 +170,9 @@ func inspect(err error) facts {
 }
 
 func (f *facts) visit(e error, rs []ErrorReader) {
+	if _, ok := e.(GovernorErrorWrapper); ok {
+		return // its shape is borrowed: read the cloudg error it wraps
+	}
 	if k, ok := ownKind(e); ok {
 		if !f.answer && !f.hasOwn && f.code == "" && f.status == 0 {
 			f.own, f.hasOwn = k, true

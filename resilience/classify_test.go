@@ -257,3 +257,29 @@ func TestRegisteredReader(t *testing.T) {
 		t.Fatalf("reader's RetryAfter %v %v", d, ok)
 	}
 }
+
+// sdkShaped gives a cloudg error an SDK's shape, as an integration does.
+type sdkShaped struct{ err error }
+
+func (e *sdkShaped) Error() string       { return e.err.Error() }
+func (e *sdkShaped) Unwrap() error       { return e.err }
+func (e *sdkShaped) ErrorCode() string   { return "Throttling" }
+func (e *sdkShaped) HTTPStatusCode() int { return 400 }
+func (e *sdkShaped) WrapsGovernorError() {}
+
+func TestGovernorErrorWrapper(t *testing.T) {
+	for _, err := range []error{
+		&sdkShaped{&CircuitOpenError{Scope: ec2Vpcs}},
+		fmt.Errorf("op: %w", &sdkShaped{&RetryBudgetExhaustedError{Scope: ec2Vpcs, Err: statusErr(503)}}),
+	} {
+		if IsProviderAnswer(err) {
+			t.Errorf("%v: a wrapped cloudg error is a provider answer", err)
+		}
+		if Classify(err) != Throttled {
+			t.Errorf("%v: %v", err, Classify(err))
+		}
+	}
+	if k := Classify(&sdkShaped{&DeadlineExceededError{Scope: ec2Vpcs}}); k != Transient {
+		t.Fatalf("wrapped deadline error: %v, want the wrapped error's kind", k)
+	}
+}

@@ -339,6 +339,15 @@ func (g *Governor) BucketState(scope Scope) BucketState {
 	return BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: b.Paused}
 }
 
+// InFlight returns the calls holding a slot of scope's provider x account
+// bulkhead, and the calls waiting for one.
+func (g *Governor) InFlight(scope Scope) (held, waiting int) {
+	if scope.Provider == "" {
+		return 0, 0
+	}
+	return g.provider(scope.Provider).lim.lookup(scope, g.now()).acct.bulkhead.InUse()
+}
+
 // RetryBudget returns the tokens left in provider's retry budget.
 func (g *Governor) RetryBudget(provider string) float64 {
 	return g.provider(provider).budget.Remaining()

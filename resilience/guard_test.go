@@ -336,3 +336,19 @@ func TestRetrySettingsAndBucketState(t *testing.T) {
 		t.Fatal("empty scope")
 	}
 }
+
+func TestInFlight(t *testing.T) {
+	g := newGov(t, Config{})
+	gd, _ := g.Begin(context.Background(), iamUsers)
+	gd.Acquire(context.Background())
+	if held, waiting := g.InFlight(iamUsers); held != 1 || waiting != 0 {
+		t.Fatalf("%d held, %d waiting", held, waiting)
+	}
+	gd.End()
+	if held, _ := g.InFlight(iamUsers); held != 0 {
+		t.Fatal("slot not released")
+	}
+	if h, w := g.InFlight(Scope{}); h != 0 || w != 0 {
+		t.Fatal("empty scope")
+	}
+}
