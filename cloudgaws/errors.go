@@ -60,6 +60,13 @@ func (e *ThrottlingError) RetryAfter() time.Duration {
 // Unwrap returns the core error.
 func (e *ThrottlingError) Unwrap() error { return e.Err }
 
+// WrapsGovernorError marks the error as a resilience.GovernorErrorWrapper:
+// the core classifies it as the error it wraps and never takes it for the
+// provider's answer.
+func (e *ThrottlingError) WrapsGovernorError() {}
+
+var _ resilience.GovernorErrorWrapper = (*ThrottlingError)(nil)
+
 // notRetryable marks an attempt's error as final for the SDK's retry loop,
 // keeping it in the chain for errors.As and the classifier.
 type notRetryable struct{ err error }

@@ -68,6 +68,9 @@ func TestThrottlingErrorShape(t *testing.T) {
 	if resilience.Classify(err) != resilience.Throttled || resilience.DescribeError(err) != "throttled: "+core.Error() {
 		t.Fatalf("classified %v, described %q", resilience.Classify(err), resilience.DescribeError(err))
 	}
+	if resilience.IsProviderAnswer(err) {
+		t.Fatal("the governor's own error is taken for the provider's answer")
+	}
 	be := &cloudgaws.ThrottlingError{Err: &resilience.RetryBudgetExhaustedError{Err: errors.New("x")}}
 	if be.RetryAfter() != 0 {
 		t.Fatal("budget error without a provider hint has a RetryAfter")
