@@ -264,3 +264,27 @@ func (s *stuckGraph) Resources(ctx context.Context, q armresourcegraph.QueryRequ
 	}
 	return r, err
 }
+
+// Resource Graph has its own scope, with no subscription, at 3 rps with a
+// burst of 15 (15 queries per 5-second window): the first 15 queries go at
+// once, the 16th a third of a second later.
+func TestResourceGraphScopeRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.graphPages = 1
+		graph := e.graph()
+		start := time.Now()
+		for range 16 {
+			if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		if hs[14].at != start || !near(hs[15].at.Sub(start), time.Second/3, time.Millisecond) {
+			t.Fatalf("15th query at %v, 16th at %v; want 0 and 1/3 s", hs[14].at.Sub(start), hs[15].at.Sub(start))
+		}
+		if st := e.gov.BucketState(graphScope); st.CeilingRPS != 3 {
+			t.Fatalf("resourcegraph bucket %+v, want 3 rps", st)
+		}
+	})
+}

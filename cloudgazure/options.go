@@ -82,7 +82,7 @@ func (c *config) log() *slog.Logger {
 //     base_delay_seconds, max_backoff_seconds); base's TryTimeout,
 //     StatusCodes and ShouldRetry are kept.
 //
-// Any armxxx.NewXxxClient(sub, cred, ClientOptions(opts)) is then governed.
+// Any armxxx.NewXxxClient(sub, cred, ClientOptions(base)) is then governed.
 // Options that already carry this package's policies are not governed twice.
 func ClientOptions(base *arm.ClientOptions, opts ...Option) *arm.ClientOptions {
 	return clientOptions(base, newConfig(opts))
