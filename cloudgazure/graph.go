@@ -189,12 +189,16 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			}
 			return page, nil
 		}
-		if ctx.Err() != nil || resilience.Classify(err) != resilience.Throttled || retry >= limits.MaxRetries {
+		if ctx.Err() != nil || resilience.Classify(err) != resilience.Throttled {
 			gd.Failed(err)
 			return zero, err
 		}
 		hint, hasHint := resilience.RetryAfter(err)
 		gd.ThrottledFor(err, hint, hasHint)
+		if retry >= limits.MaxRetries {
+			gd.Failed(err) // given up: stats, ledger, breaker
+			return zero, err
+		}
 		if berr := gd.Retry(err); berr != nil {
 			return zero, berr
 		}

@@ -189,7 +189,7 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 		if g, _ := ledger.Counts(); g != 1 {
 			t.Fatalf("ledger gave up %d, want 1", g)
 		}
-		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 7 || sc.Throttled != 5 || sc.Retries != 5 || sc.GaveUp != 1 {
+		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 7 || sc.Throttled != 6 || sc.Retries != 5 || sc.GaveUp != 1 {
 			t.Fatalf("stats %+v", sc)
 		}
 	})

@@ -284,3 +284,27 @@ func fast() resilience.Config {
 		},
 	}}
 }
+
+// A retry the breaker refuses ends azcore's loop with a CircuitOpenError
+// that carries the answer before it.
+func TestRefusedRetryCarriesLastAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{BreakerThreshold: 1}})
+		e.srv.script(routeVnetGet, reply{status: http.StatusBadGateway, code: "BadGateway"})
+		done := make(chan error, 1)
+		go func() { _, err := e.vnets(subA).Get(context.Background(), "rg", "vnet", nil); done <- err }()
+		synctest.Wait() // the 502 is in; azcore sleeps its backoff
+		gd, _ := e.gov.Begin(context.Background(), networkA)
+		gd.Failed(&azcore.ResponseError{StatusCode: http.StatusServiceUnavailable}) // another request gives up: the breaker opens
+		gd.End()
+		err := <-done
+		var coe *resilience.CircuitOpenError
+		var re *azcore.ResponseError
+		if !errors.As(err, &coe) || !errors.As(err, &re) || re.StatusCode != http.StatusBadGateway {
+			t.Fatalf("got %v, want a CircuitOpenError carrying the 502", err)
+		}
+		if n := e.srv.count(routeVnetGet); n != 1 {
+			t.Fatalf("%d attempts, want 1", n)
+		}
+	})
+}

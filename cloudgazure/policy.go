@@ -170,6 +170,10 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		}
 	}
 	if err := gd.Admit(); err != nil {
+		var coe *resilience.CircuitOpenError
+		if errors.As(err, &coe) && coe.Err == nil {
+			coe.Err = st.lastErr // a retry refused: the answer before it
+		}
 		return nil, stop(err)
 	}
 	gd.Count()
