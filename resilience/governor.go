@@ -339,6 +339,22 @@ func (g *Governor) BucketState(scope Scope) BucketState {
 	return BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: b.Paused}
 }
 
+// AccountState returns the state of scope's account bucket (Azure's
+// subscription bucket, by default), or the zero BucketState when the
+// provider has none.
+func (g *Governor) AccountState(scope Scope) BucketState {
+	if scope.Provider == "" {
+		return BucketState{}
+	}
+	now := g.now()
+	b := g.provider(scope.Provider).lim.lookup(scope, now).acct.bucket
+	if b == nil {
+		return BucketState{}
+	}
+	s := b.Snapshot(now)
+	return BucketState{RateRPS: s.Rate, CeilingRPS: s.Ceiling, PausedFor: s.Paused}
+}
+
 // InFlight returns the calls holding a slot of scope's provider x account
 // bulkhead, and the calls waiting for one.
 func (g *Governor) InFlight(scope Scope) (held, waiting int) {

@@ -352,3 +352,19 @@ func TestInFlight(t *testing.T) {
 		t.Fatal("empty scope")
 	}
 }
+
+func TestAccountState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		sc := Scope{Provider: "azure", Account: "sub", Service: "compute"}
+		gd, _ := g.Begin(context.Background(), sc)
+		gd.PauseAccount(time.Second)
+		gd.End()
+		if a := g.AccountState(sc); a.RateRPS != 20 || a.CeilingRPS != 20 || a.PausedFor != time.Second {
+			t.Fatalf("%+v", a)
+		}
+		if (g.AccountState(iamUsers) != BucketState{}) {
+			t.Fatal("AWS has no account bucket by default")
+		}
+	})
+}
