@@ -36,6 +36,10 @@ const (
 	GoodputCap    = 0.9
 	GoodputStep   = 0.02
 	GoodputWindow = 5 // seconds
+
+	// goodputSlot is the resolution of the success counts.
+	goodputSlot  = int64(100 * time.Millisecond)
+	goodputSlots = GoodputWindow*int(int64(time.Second)/goodputSlot) + 1
 )
 
 // never is a time far enough in the past that "now - never" exceeds every
@@ -90,12 +94,12 @@ type Bucket struct {
 	slowed atomic.Bool // rate < ceiling: lets Success skip the lock
 }
 
-// servedWindow counts successes per whole second for the last
-// GoodputWindow seconds (a ring indexed by second).
+// servedWindow counts successes in slots of 100 ms for the last
+// GoodputWindow seconds (a ring indexed by slot).
 type servedWindow struct {
 	created  int64
-	served   [GoodputWindow + 1]int64
-	servedAt [GoodputWindow + 1]int64 // the second each slot counts
+	served   [goodputSlots]int64
+	servedAt [goodputSlots]int64 // the slot each entry counts
 }
 
 // params is a rate, immutable once published.
@@ -202,10 +206,11 @@ func (b *Bucket) Throttle(now, pause int64) (rate float64, decreased bool) {
 	b.lastThrottle = now
 	rate = b.p.Load().rate
 	if b.adaptive && now-b.lastDecrease >= DecreaseInterval {
+		prev := b.lastDecrease
 		b.lastDecrease = now
 		r := rate * DecreaseFactor
 		if b.goodput != nil {
-			r = b.goodput.rate(now, rate)
+			r = b.goodput.rate(now, rate, prev)
 		}
 		if r = math.Max(b.floor, r); r < rate {
 			rate, decreased = r, true
@@ -299,35 +304,39 @@ func (b *Bucket) setRate(now int64, r float64, drain bool) {
 	b.slowed.Store(r < b.ceiling)
 }
 
-// count counts one success in the current second. The bucket's mu must be
+// count counts one success in the current slot. The bucket's mu must be
 // held.
 func (b *servedWindow) count(now int64) {
-	sec := now / int64(time.Second)
-	i := int(sec % (GoodputWindow + 1))
+	slot := now / goodputSlot
+	i := int(slot % int64(goodputSlots))
 	if i < 0 {
-		i += GoodputWindow + 1
+		i += goodputSlots
 	}
-	if b.servedAt[i] != sec {
-		b.servedAt[i], b.served[i] = sec, 0
+	if b.servedAt[i] != slot {
+		b.servedAt[i], b.served[i] = slot, 0
 	}
 	b.served[i]++
 }
 
-// goodputRate is the rate the goodput controller moves to on a congestion
-// event: GoodputShare of the successes per second over the last
-// GoodputWindow whole seconds and the current part of one (or since the
-// bucket was made, if later), never above GoodputCap of the current rate.
-// With nothing served it halves. The bucket's mu must be held.
-func (b *servedWindow) rate(now int64, rate float64) float64 {
-	sec := now / int64(time.Second)
+// rate is the rate the goodput controller moves to on a congestion event:
+// GoodputShare of the successes per second the provider served, never
+// above GoodputCap of the current rate. The successes are counted from the
+// latest of: GoodputWindow ago, the bucket's creation, and the slot after
+// the previous decrease (what was served before that was served at a rate
+// already given up). With nothing served it halves. The bucket's mu must
+// be held.
+func (b *servedWindow) rate(now int64, rate float64, prevDecrease int64) float64 {
+	from := max(now-GoodputWindow*int64(time.Second), b.created)
+	if prevDecrease > never {
+		from = max(from, (prevDecrease/goodputSlot+1)*goodputSlot)
+	}
 	var n int64
 	for i, at := range b.servedAt {
-		if at >= sec-GoodputWindow && at <= sec {
+		if at >= from/goodputSlot && at <= now/goodputSlot && b.served[i] > 0 {
 			n += b.served[i]
 		}
 	}
-	window := GoodputWindow + float64(now%int64(time.Second))/1e9
-	window = math.Min(window, float64(now-b.created)/1e9)
+	window := float64(now-from) / 1e9
 	if n == 0 || window <= 0 {
 		return rate * DecreaseFactor
 	}

@@ -319,3 +319,26 @@ func TestRateChangeKeepsTheQueueAsATime(t *testing.T) {
 		t.Fatalf("after an increase, next caller waits %v", time.Duration(w))
 	}
 }
+
+func TestGoodputMeasuresSinceThePreviousDecrease(t *testing.T) {
+	// A burst of 90 successes in the first 0.2 s, then 10 a second. The
+	// first throttle only caps the rate (0.9 x 40); the second measures
+	// what was served since the first, not the burst before it.
+	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
+	for i := range int64(90) {
+		b.Success(i * sec / 450)
+	}
+	if r, _ := b.Throttle(sec/5, 0); r != 36 {
+		t.Fatalf("first decrease to %v, want 36 (capped at 0.9 x 40)", r)
+	}
+	for i := range int64(15) {
+		b.Success(sec/5 + sec/20 + i*sec/10) // 10 a second from 0.25 s
+	}
+	r, dec := b.Throttle(1700*int64(time.Millisecond), 0)
+	// 14 served over the 1.4 s since the slot after the first decrease
+	// (0.3 s; the success at 0.25 s is before it): 0.95 x 14 / 1.4 = 9.5.
+	// Counting the burst too would have given the 32.4 cap.
+	if !dec || math.Abs(r-9.5) > 1e-9 {
+		t.Fatalf("second decrease to %v, want 9.5", r)
+	}
+}
