@@ -29,12 +29,15 @@ const (
 
 	// The opt-in "measured goodput" controller: on a congestion event the
 	// rate drops to GoodputShare of what the provider served (successes per
-	// second over the last GoodputWindow), never above GoodputCap of the
-	// current rate; it then climbs by GoodputStep of the ceiling per
-	// IncreaseInterval.
+	// second over the last GoodputWindow, or since the previous decrease),
+	// never above GoodputCap of the current rate; it then climbs by
+	// GoodputStep of the ceiling per IncreaseInterval. The design note's
+	// model climbs by 2%; 1.5% keeps the simulator's default scenario at or
+	// under 3% rejected on every one of 30 seeds (2% reaches 3.26%), with a
+	// mean goodput of 98% (sim/README.md).
 	GoodputShare  = 0.95
 	GoodputCap    = 0.9
-	GoodputStep   = 0.02
+	GoodputStep   = 0.015
 	GoodputWindow = 5 // seconds
 
 	// goodputSlot is the resolution of the success counts.

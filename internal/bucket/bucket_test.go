@@ -224,10 +224,10 @@ func TestGoodputMovesToWhatWasServed(t *testing.T) {
 	if math.Abs(r-7.6) > 0.8 {
 		t.Fatalf("rate %v after a throttle at 8 rps served, want about 7.6", r)
 	}
-	// Then it climbs by 2% of the ceiling (0.4 rps) per 5 s of quiet.
+	// Then it climbs by 1.5% of the ceiling (0.3 rps) per 5 s of quiet.
 	r2, inc := b.Success(15 * sec)
-	if !inc || math.Abs(r2-(r+0.4)) > 1e-9 {
-		t.Fatalf("rate %v after 5 s quiet, want %v", r2, r+0.4)
+	if !inc || math.Abs(r2-(r+0.3)) > 1e-9 {
+		t.Fatalf("rate %v after 5 s quiet, want %v", r2, r+0.3)
 	}
 }
 
