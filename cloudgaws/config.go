@@ -1,18 +1,12 @@
 package cloudgaws
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/cloudg/cloudg/resilience"
-	"go.yaml.in/yaml/v3"
 )
 
 // The SDK retry settings' defaults (the spec's aws.max_retries and
@@ -60,77 +54,13 @@ func (c Config) Validate() error {
 // ignored; a document without an aws section is the zero Config. Malformed
 // values are *resilience.ConfigError values naming the key path:
 //
-//	aws.max_retries: "three" is not a whole number
+//	aws.max_retries: "three" is not a number
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return cfg, nil
-		}
-		return Config{}, &resilience.ConfigError{Path: "aws", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	if err := resilience.ParseSection(data, "aws", &cfg); err != nil {
+		return Config{}, err
 	}
-	n := deref(&doc)
-	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) == 0 {
-			return cfg, nil
-		}
-		n = deref(n.Content[0])
-	}
-	if isNull(n) {
-		return cfg, nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return Config{}, &resilience.ConfigError{Path: "aws", Msg: "the document must be a mapping"}
-	}
-	var section *yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if deref(n.Content[i]).Value == "aws" {
-			section = deref(n.Content[i+1])
-			break
-		}
-	}
-	if section == nil || isNull(section) {
-		return cfg, nil
-	}
-	if section.Kind != yaml.MappingNode {
-		return Config{}, &resilience.ConfigError{Path: "aws", Msg: "must be a mapping"}
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(section.Content); i += 2 {
-		key := deref(section.Content[i]).Value
-		val := deref(section.Content[i+1])
-		path := "aws." + key
-		switch key {
-		case "max_retries", "retry_mode":
-		default:
-			continue
-		}
-		if seen[key] {
-			return Config{}, &resilience.ConfigError{Path: path, Msg: "duplicate key"}
-		}
-		seen[key] = true
-		if isNull(val) {
-			continue
-		}
-		if val.Kind != yaml.ScalarNode {
-			return Config{}, &resilience.ConfigError{Path: path, Msg: "must be a single value"}
-		}
-		switch key {
-		case "max_retries":
-			n, err := wholeNumber(val, path)
-			if err != nil {
-				return Config{}, err
-			}
-			cfg.MaxRetries = &n
-		case "retry_mode":
-			if val.ShortTag() != "!!str" {
-				return Config{}, &resilience.ConfigError{Path: path, Msg: fmt.Sprintf("%q is not a string", val.Value)}
-			}
-			cfg.RetryMode = aws.RetryMode(strings.ToLower(strings.TrimSpace(val.Value)))
-		}
-	}
+	cfg.RetryMode = aws.RetryMode(strings.ToLower(strings.TrimSpace(string(cfg.RetryMode))))
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -148,39 +78,4 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
-}
-
-func wholeNumber(n *yaml.Node, path string) (int, error) {
-	bad := &resilience.ConfigError{Path: path, Msg: fmt.Sprintf("%q is not a whole number", n.Value)}
-	switch n.ShortTag() {
-	case "!!int", "!!float":
-	default:
-		return 0, bad
-	}
-	f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-	if err != nil {
-		var x float64
-		if derr := n.Decode(&x); derr != nil {
-			return 0, bad
-		}
-		f = x
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<31 {
-		return 0, bad
-	}
-	if f < 0 {
-		return 0, &resilience.ConfigError{Path: path, Msg: "must be >= 0"}
-	}
-	return int(f), nil
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }

@@ -49,7 +49,7 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		doc, want string
 	}{
-		{"aws:\n  max_retries: three\n", `aws.max_retries: "three" is not a whole number`},
+		{"aws:\n  max_retries: three\n", `aws.max_retries: "three" is not a number`},
 		{"aws:\n  max_retries: 2.5\n", `aws.max_retries: "2.5" is not a whole number`},
 		{"aws:\n  max_retries: -1\n", "aws.max_retries: must be >= 0"},
 		{"aws:\n  max_retries: [1]\n", "aws.max_retries: must be a single value"},
@@ -57,7 +57,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"aws:\n  retry_mode: 3\n", `aws.retry_mode: "3" is not a string`},
 		{"aws:\n  max_retries: 1\n  max_retries: 2\n", "aws.max_retries: duplicate key"},
 		{"aws: [1, 2]\n", "aws: must be a mapping"},
-		{"- 1\n", "aws: the document must be a mapping"},
+		{"- 1\n", "aws: must be a mapping"},
 		{"aws: {max_retries: 1\n", "aws: "},
 	} {
 		_, err := cloudgaws.ParseConfig([]byte(tc.doc))

@@ -26,12 +26,17 @@ type realDurationer interface {
 	RealDuration(d time.Duration) time.Duration
 }
 
-// systemClock is the time package.
-type systemClock struct{}
+// SystemClock is the time package: the default Clock. Inside a
+// testing/synctest bubble its time is the bubble's virtual time. Its zero
+// value is ready to use.
+type SystemClock struct{}
 
-func (systemClock) Now() time.Time { return time.Now() }
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
 
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
+// Sleep waits d on a timer, or until ctx is done, and then returns
+// ctx.Err().
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
 
 // sleep waits d or until ctx is done, on a timer and the context's channel,
 // so that no goroutine outlives it.

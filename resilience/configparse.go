@@ -27,44 +27,85 @@ import (
 // ("90s", "1m30s"). An empty document is the zero Config.
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return cfg, nil
-		}
-		return Config{}, fieldErr("ratelimit", strings.TrimPrefix(err.Error(), "yaml: "))
+	n, err := document(data, "ratelimit")
+	if err != nil || n == nil {
+		return Config{}, err
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Config{}, fieldErr("ratelimit", "one YAML document expected")
+	if sec := section(n, "ratelimit"); sec != nil {
+		n = sec
 	}
-	n := deref(&doc)
-	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) == 0 {
-			return cfg, nil
-		}
-		n = deref(n.Content[0])
-	}
-	if isNull(n) {
-		return cfg, nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return Config{}, fieldErr("ratelimit", "must be a mapping")
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "ratelimit" {
-			n = deref(n.Content[i+1])
-			break
-		}
-	}
-	if err := decodeNode(reflect.ValueOf(&cfg).Elem(), n, "ratelimit", ""); err != nil {
+	if err := decodeNode(reflect.ValueOf(&cfg).Elem(), n, "ratelimit", "", false); err != nil {
 		return Config{}, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// ParseSection reads the top-level section key of a configuration document
+// (YAML or JSON) into dst, a pointer to a struct whose fields have yaml
+// tags, with ParseConfig's checks of values and its errors naming the key
+// path (aws.max_retries: "three" is not a whole number). Keys of the
+// section that dst has no field for are ignored: a section such as aws
+// also holds settings of other parts of a program. A document without the
+// section leaves dst as it is. The SDK integrations read their settings
+// with it (cloudgaws reads aws.max_retries and aws.retry_mode).
+func ParseSection(data []byte, key string, dst any) error {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("resilience: ParseSection needs a pointer to a struct, not %T", dst)
+	}
+	n, err := document(data, key)
+	if err != nil || n == nil {
+		return err
+	}
+	sec := section(n, key)
+	if sec == nil {
+		return nil
+	}
+	return decodeNode(v.Elem(), sec, key, "", true)
+}
+
+// document parses one YAML document and returns its top node, nil for an
+// empty document; errors are reported at path.
+func document(data []byte, path string) (*yaml.Node, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, fieldErr(path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fieldErr(path, "one YAML document expected")
+	}
+	n := deref(&doc)
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		n = deref(n.Content[0])
+	}
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fieldErr(path, "must be a mapping")
+	}
+	return n, nil
+}
+
+// section returns the value of the top-level key of a mapping, or nil.
+func section(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if deref(n.Content[i]).Value == key {
+			return deref(n.Content[i+1])
+		}
+	}
+	return nil
 }
 
 // positiveKeys must be > 0 when they are given at all.
@@ -88,7 +129,8 @@ func isNull(n *yaml.Node) bool {
 
 // decodeNode decodes n into v strictly; key is v's own key name ("" for the
 // root), which decides whether it must be positive or may be a duration.
-func decodeNode(v reflect.Value, n *yaml.Node, path, key string) error {
+// lenient ignores keys a struct at this level has no field for.
+func decodeNode(v reflect.Value, n *yaml.Node, path, key string, lenient bool) error {
 	n = deref(n)
 	if n.Kind == yaml.AliasNode {
 		return fieldErr(path, "alias nesting too deep")
@@ -100,7 +142,7 @@ func decodeNode(v reflect.Value, n *yaml.Node, path, key string) error {
 	switch v.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
-		if err := decodeNode(p.Elem(), n, path, key); err != nil {
+		if err := decodeNode(p.Elem(), n, path, key, lenient); err != nil {
 			return err
 		}
 		v.Set(p)
@@ -120,13 +162,16 @@ func decodeNode(v reflect.Value, n *yaml.Node, path, key string) error {
 			}
 			idx, ok := fields[name]
 			if !ok {
+				if lenient {
+					continue
+				}
 				return fieldErr(p, "unknown key")
 			}
 			if seen[name] {
 				return fieldErr(p, "duplicate key")
 			}
 			seen[name] = true
-			if err := decodeNode(v.Field(idx), n.Content[i+1], p, name); err != nil {
+			if err := decodeNode(v.Field(idx), n.Content[i+1], p, name, false); err != nil {
 				return err
 			}
 		}
@@ -146,7 +191,7 @@ func decodeNode(v reflect.Value, n *yaml.Node, path, key string) error {
 				return fieldErr(p, "duplicate key")
 			}
 			e := reflect.New(v.Type().Elem()).Elem()
-			if err := decodeNode(e, n.Content[i+1], p, ""); err != nil {
+			if err := decodeNode(e, n.Content[i+1], p, "", false); err != nil {
 				return err
 			}
 			m.SetMapIndex(reflect.ValueOf(k.Value), e)

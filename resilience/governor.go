@@ -60,7 +60,7 @@ func (f optionFunc) apply(g *Governor) { f(g) }
 // WithClock makes the governor read time from c and sleep on it.
 func WithClock(c Clock) Option {
 	return optionFunc(func(g *Governor) {
-		if _, ok := c.(systemClock); !ok {
+		if _, ok := c.(SystemClock); !ok {
 			g.clock = c
 		}
 	})
@@ -163,7 +163,7 @@ func (g *Governor) now() int64 {
 func (g *Governor) Clock() Clock {
 	g.init()
 	if g.clock == nil {
-		return systemClock{}
+		return SystemClock{}
 	}
 	return g.clock
 }

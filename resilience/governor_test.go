@@ -276,7 +276,7 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 
 func TestClockAccessor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		if _, ok := newGov(t, Config{}).Clock().(systemClock); !ok {
+		if _, ok := newGov(t, Config{}).Clock().(SystemClock); !ok {
 			t.Fatal("default clock is not the time package")
 		}
 		c := NewScaledClock(4)
