@@ -206,7 +206,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		if hasHint && !gov.Enabled(Provider) {
 			delay = max(delay, min(hint, resilience.MaxPause))
 		}
-		if serr := sleep(ctx, delay); serr != nil {
+		if serr := gov.Clock().Sleep(ctx, delay); serr != nil {
 			return zero, serr
 		}
 	}

@@ -85,7 +85,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return req.Next()
 	}
-	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, start: time.Now()}
+	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, start: gov.Clock().Now()}
 	defer gd.End()
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
@@ -113,7 +113,7 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		if err != nil {
 			return req.Next()
 		}
-		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, start: time.Now()}
+		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, start: gov.Clock().Now()}
 		req.SetOperationValue(st)
 	}
 	return st.attempt(req)
@@ -196,12 +196,12 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 // (its exponential backoff, at most MaxRetryDelay) came first, so the
 // retry goes after the longer of the two.
 func (st *callState) beforeRetry(ctx context.Context) error {
-	now := time.Now()
+	now := st.gov.Clock().Now()
 	if !now.Before(st.deadline()) {
 		return stop(st.lastOr(&resilience.DeadlineExceededError{Scope: st.gd.Scope()}))
 	}
 	if d := st.notBefore.Sub(now); d > 0 {
-		if err := sleep(ctx, d); err != nil {
+		if err := st.gov.Clock().Sleep(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -259,7 +259,7 @@ func (st *callState) answered(ctx context.Context, resp *http.Response) (*http.R
 	if hasHint {
 		wait = min(max(hint, 0), resilience.MaxPause)
 	}
-	now := time.Now()
+	now := st.gov.Clock().Now()
 	if now.Add(wait).After(st.deadline()) {
 		return nil, stop(rerr) // the hint cannot be waited out within the deadline
 	}
@@ -291,7 +291,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 		st.gd.Transient(err)
 	}
 	st.lastErr, st.lastResp = err, nil
-	if !time.Now().Before(st.deadline()) {
+	if !st.gov.Clock().Now().Before(st.deadline()) {
 		return nil, stop(drained(resp, err))
 	}
 	if rerr := st.gd.Retry(err); rerr != nil {
@@ -449,15 +449,4 @@ func (e *stopError) NonRetriable() {}
 func isNonRetriable(err error) bool {
 	var nr interface{ NonRetriable() }
 	return errors.As(err, &nr)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -1,9 +1,6 @@
 package sim
 
 import (
-	"context"
-	"time"
-
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -12,28 +9,10 @@ import (
 // runs on the same time.
 type Clock = resilience.Clock
 
-// SystemClock is the time package. Inside a testing/synctest bubble its time
-// is the bubble's virtual time: sleeping costs nothing and a run takes only
-// the CPU time of its requests.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// Sleep waits d on a timer, or until ctx is done.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// SystemClock is the time package (resilience.SystemClock). Inside a
+// testing/synctest bubble its time is the bubble's virtual time: sleeping
+// costs nothing and a run takes only the CPU time of its requests.
+type SystemClock = resilience.SystemClock
 
 // scaleOf returns how many times faster than the wall clock c runs: the
 // Scale of a *resilience.ScaledClock, 1 for anything else.
