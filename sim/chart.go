@@ -4,6 +4,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -116,9 +117,41 @@ func newPanel(title, ylabel string) *plot.Plot {
 	p.X.Label.Text = "simulated time (s)"
 	p.Y.Label.Text = ylabel
 	p.Y.Min = 0
+	p.X.Tick.Marker = niceTicks{n: 12}
+	p.Y.Tick.Marker = niceTicks{n: 6}
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// niceTicks labels about n ticks at round values (1, 2, 2.5 or 5 times a
+// power of ten), printed without needless decimals, with an unlabelled
+// tick halfway between.
+type niceTicks struct{ n int }
+
+func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	raw := (hi - lo) / float64(max(1, t.n))
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step * 2); i*step/2 <= hi; i++ {
+		v := i * step / 2
+		if math.Mod(i, 2) == 0 {
+			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		} else {
+			ticks = append(ticks, plot.Tick{Value: v})
+		}
+	}
+	return ticks
 }
 
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.RGBA, dashed bool) error {
