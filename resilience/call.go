@@ -22,12 +22,13 @@ type RetryPolicy struct {
 	MaxBackoff time.Duration
 	// Deadline bounds the whole call, waits and retries included.
 	Deadline time.Duration
-	// IgnoreBudget makes the call's retries free of the provider's retry
-	// budget (by default every retry after the first two costs a token).
-	IgnoreBudget bool
-	// ThrottlingOnly retries throttling only; transient errors end the
-	// call at once.
-	ThrottlingOnly bool
+	// UseBudget: whether the call's retries draw on the provider's retry
+	// budget (every retry after the first two costs a token); nil means
+	// true. new(false) makes them free of it.
+	UseBudget *bool
+	// RetryTransient: whether transient errors are retried; nil means
+	// true. new(false) retries throttling only.
+	RetryTransient *bool
 }
 
 // policy is a RetryPolicy resolved against a provider's settings, in
@@ -67,8 +68,12 @@ func (p *RetryPolicy) resolve(r retrySettings) policy {
 	if p.Deadline > 0 {
 		out.deadline = int64(p.Deadline)
 	}
-	out.useBudget = !p.IgnoreBudget
-	out.transient = !p.ThrottlingOnly
+	if p.UseBudget != nil {
+		out.useBudget = *p.UseBudget
+	}
+	if p.RetryTransient != nil {
+		out.transient = *p.RetryTransient
+	}
 	return out
 }
 

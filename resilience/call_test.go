@@ -191,18 +191,18 @@ func TestFatalReturnsAtOnce(t *testing.T) {
 	})
 }
 
-func TestThrottlingOnly(t *testing.T) {
+func TestRetryTransientFalseRetriesThrottlingOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
 		n := 0
-		Do(context.Background(), iamUsers, always(&n, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{ThrottlingOnly: true}))
+		Do(context.Background(), iamUsers, always(&n, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{RetryTransient: new(false)}))
 		if n != 1 {
-			t.Fatalf("%d attempts of a transient error with ThrottlingOnly", n)
+			t.Fatalf("%d attempts of a transient error with RetryTransient false", n)
 		}
 		n = 0
-		Do(context.Background(), iamUsers, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{ThrottlingOnly: true}))
+		Do(context.Background(), iamUsers, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{RetryTransient: new(false)}))
 		if n != 2 {
-			t.Fatalf("%d attempts of a throttle with ThrottlingOnly", n)
+			t.Fatalf("%d attempts of a throttle with RetryTransient false", n)
 		}
 	})
 }
@@ -397,9 +397,9 @@ func TestBudgetStopsRetriesAfterTwoFree(t *testing.T) {
 		if n != 3 {
 			t.Fatalf("%d attempts with an empty budget, want 3", n)
 		}
-		// IgnoreBudget.
+		// UseBudget false.
 		n = 0
-		Do(context.Background(), iamUsers, always(&n, orig), WithGovernor(g), WithPolicy(RetryPolicy{IgnoreBudget: true, MaxRetries: 5}))
+		Do(context.Background(), iamUsers, always(&n, orig), WithGovernor(g), WithPolicy(RetryPolicy{UseBudget: new(false), MaxRetries: 5}))
 		if n != 6 {
 			t.Fatalf("%d attempts ignoring the budget, want 6", n)
 		}
