@@ -70,7 +70,7 @@ func (b *sharedBreaker) fallback() resilience.Breaker {
 	return b.local
 }
 
-func (b *sharedBreaker) Allow(now int64) (int64, bool) {
+func (b *sharedBreaker) Allow(now int64) (int64, bool, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback().Allow(now)
 	}
@@ -79,11 +79,11 @@ func (b *sharedBreaker) Allow(now int64) (int64, bool) {
 	b.mu.Unlock()
 	switch {
 	case state == "closed" && fresh:
-		return 0, true
+		return 0, true, false
 	case state == "open" && now < until:
 		// Only a probe after the cooldown can close an open breaker: the
 		// cached cooldown is exact.
-		return until - now, false
+		return until - now, false, false
 	}
 	// Half-open (the probe may close it any moment), stale, or due for a
 	// probe: ask Redis.
@@ -101,10 +101,27 @@ func (b *sharedBreaker) Allow(now int64) (int64, bool) {
 			b.mu.Lock()
 			b.until = now + int64(b.spec.Cooldown)
 			b.mu.Unlock()
+			return 0, true, true
 		}
-		return 0, true
+		return 0, true, false
 	}
-	return waitUS * 1000, false
+	return waitUS * 1000, false, false
+}
+
+// AllowProbe lets the fleet's probe send its retries while the breaker is
+// half-open or closed.
+func (b *sharedBreaker) AllowProbe(now int64) (int64, bool) {
+	if b.s.degraded.Load() {
+		return b.fallback().AllowProbe(now)
+	}
+	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args[0], b.args[1])
+	if !ok || len(res) < 4 {
+		return b.fallback().AllowProbe(now)
+	}
+	if toString(res[0]) == "open" {
+		return toInt(res[3]) * 1000, false
+	}
+	return 0, true
 }
 
 func (b *sharedBreaker) Success() bool {

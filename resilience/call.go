@@ -60,13 +60,13 @@ func (p *RetryPolicy) resolve(r retrySettings) policy {
 		out.maxRetries = p.MaxRetries
 	}
 	if p.BaseDelay > 0 {
-		out.base = int64(p.BaseDelay)
+		out.base = int64(min(p.BaseDelay, maxDuration))
 	}
 	if p.MaxBackoff > 0 {
-		out.cap = int64(p.MaxBackoff)
+		out.cap = int64(min(p.MaxBackoff, maxDuration))
 	}
 	if p.Deadline > 0 {
-		out.deadline = int64(p.Deadline)
+		out.deadline = int64(min(p.Deadline, maxDuration))
 	}
 	if p.UseBudget != nil {
 		out.useBudget = *p.UseBudget
@@ -182,16 +182,40 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 	// fails: the common call neither waits nor fails.
 	b := bounds{g: g, ctx: ctx, rp: rp, set: ps.set.retry, start: now}
 	var prevSleep int64
-	var lastErr error
+	var lastErr error // the provider error of the previous attempt, if any
+	var lastKind Kind
 	for {
-		if err := t.admit(now, lastErr); err != nil {
-			return err
-		}
-		if ctx.Err() != nil || (lastErr != nil && now >= b.get().limit) {
-			return b.spent(scope, lastErr)
-		}
-		if err := t.wait(ctx, now, &b, lastErr); err != nil {
-			return err
+		if lastErr != nil {
+			// A retry: every way it can stop before it is sent is the end
+			// of a call that failed with lastErr.
+			if err := t.admit(now, lastErr); err != nil {
+				t.failed(now, lastKind, lastErr)
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctxError(ctx.Err(), lastErr)
+			}
+			if now >= b.get().limit {
+				t.failed(now, lastKind, lastErr)
+				return lastErr
+			}
+			if stopped, err := t.wait(ctx, now, &b, lastErr); err != nil {
+				if stopped {
+					t.failed(now, lastKind, lastErr)
+				}
+				return err
+			}
+			t.countRetry()
+		} else {
+			if err := t.admit(now, nil); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return b.spent(scope)
+			}
+			if _, err := t.wait(ctx, now, &b, nil); err != nil {
+				return err
+			}
 		}
 		if err := t.acquire(ctx); err != nil {
 			return ctxError(err, lastErr)
@@ -244,15 +268,21 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 			t.failed(now, kind, err)
 			return err
 		}
-		if !t.spendRetry(pol.useBudget) {
-			t.gaveUp(err)
+		if !t.payRetry(pol.useBudget) {
+			// The budget, not the service, stopped the call: no breaker
+			// failure; a give-up when it was throttled.
+			if kind == Throttled {
+				t.gaveUp(err)
+			} else {
+				t.recordErr(err)
+			}
 			return err
 		}
 		if serr := g.sleep(ctx, delay); serr != nil {
 			return ctxError(serr, err)
 		}
 		prevSleep = delay
-		lastErr = err
+		lastErr, lastKind = err, kind
 		now = g.now()
 	}
 }
@@ -283,13 +313,11 @@ func (b *bounds) get() *bounds {
 	return b
 }
 
-// spent is the error of a call whose deadline passed before an attempt:
-// the last provider error if there is one, else the context's error if it
-// was cancelled, else a *DeadlineExceededError.
-func (b *bounds) spent(scope Scope, lastErr error) error {
-	if lastErr != nil {
-		return lastErr
-	}
+// spent is the error of a call whose context ended before its first
+// attempt: the context's error if it was cancelled, a
+// *DeadlineExceededError (that is also context.DeadlineExceeded) if its
+// deadline passed.
+func (b *bounds) spent(scope Scope) error {
 	b.get()
 	err := b.ctx.Err()
 	if err != nil && (!b.isCtx || err != context.DeadlineExceeded) {

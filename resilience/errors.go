@@ -78,6 +78,9 @@ type DeadlineExceededError struct {
 }
 
 func (e *DeadlineExceededError) Error() string {
+	if e.Wait <= 0 {
+		return fmt.Sprintf("deadline exceeded for %s", e.Scope)
+	}
 	return fmt.Sprintf("deadline exceeded for %s: a wait of %.1fs would overrun it", e.Scope, e.Wait.Seconds())
 }
 

@@ -187,7 +187,7 @@ func (g *Governor) ctxLimit(ctx context.Context, now int64) (int64, bool) {
 			left = time.Duration(float64(left) * float64(time.Second) / scale)
 		}
 	}
-	return now + int64(left), true
+	return now + int64(min(left, maxDuration)), true
 }
 
 func (g *Governor) random() float64 {
@@ -417,9 +417,10 @@ type limits struct {
 	// operation that shares its service's leaf) to their entry, so that a
 	// call finds its entry with one lookup. Its lock also guards accounts
 	// and sweepAt.
-	entries  readMap[Scope, *entry]
-	accounts map[string]*account
-	sweepAt  int
+	entries   readMap[Scope, *entry]
+	accounts  map[string]*account
+	sweepAt   int   // sweep when the table reaches this size...
+	lastSweep int64 // ...or when it is large and this is a while ago
 }
 
 // account is the state shared by an account's scopes.
@@ -503,7 +504,7 @@ func (l *limits) create(sc Scope, now int64) *entry {
 		l.entries.storeLocked(sc, e)
 		return e
 	}
-	if l.entries.lenLocked() >= l.sweepAt {
+	if n := l.entries.lenLocked(); n >= l.sweepAt || (n >= minSweep && now-l.lastSweep >= l.g.idle) {
 		l.sweep(now)
 	}
 	g := l.g
@@ -558,6 +559,7 @@ func (l *limits) sweep(now int64) {
 		delete(l.accounts, name)
 	}
 	l.sweepAt = max(minSweep, 2*l.entries.lenLocked())
+	l.lastSweep = now
 	l.g.foldLifetime()
 }
 

@@ -2,7 +2,9 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -288,6 +290,83 @@ func TestClockAccessor(t *testing.T) {
 		g.Clock().Sleep(context.Background(), 4*time.Second)
 		if time.Since(start) != time.Second {
 			t.Fatalf("slept %v of wall time for 4 s of a 4x clock", time.Since(start))
+		}
+	})
+}
+
+func TestLongTimesDoNotOverflow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := ParseConfig([]byte("aws: {max_backoff_seconds: 1e10, breaker_cooldown_seconds: 1e10, deadline_seconds: 1e10, base_delay_seconds: 1e10}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newGov(t, cfg)
+		r := g.RetrySettings("aws")
+		if r.MaxBackoff <= 0 || r.Deadline <= 0 || r.BaseDelay <= 0 {
+			t.Fatalf("%+v", r)
+		}
+		// A throttled call backs off (for a very long time) instead of
+		// retrying at once or not at all.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		n := 0
+		Do(ctx, iamUsers, always(&n, throttle()), WithGovernor(g))
+		if n != 1 {
+			t.Fatalf("%d attempts within an hour, want 1 (the next backoff is years away)", n)
+		}
+		// The breaker opens for a very long time, not for none.
+		for range 5 {
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxRetries: NoRetries}))
+		}
+		var coe *CircuitOpenError
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) || coe.Wait < 24*time.Hour {
+			t.Fatalf("after 5 give-ups: %v", err)
+		}
+		// An explicit endless deadline keeps its retries.
+		g2 := newGov(t, Config{})
+		n = 0
+		Do(context.Background(), iamUsers, failing(&n, throttle()), WithGovernor(g2), WithPolicy(RetryPolicy{Deadline: math.MaxInt64}))
+		if n != 2 {
+			t.Fatalf("%d attempts with a MaxInt64 deadline, want 2", n)
+		}
+	})
+}
+
+func TestOperationOverrideStartsFromItsService(t *testing.T) {
+	g, _ := NewGovernor(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{
+		"iam": {MaxRPS: 3}, "iam.ListUsers": {MinRPS: 0.1}, "sts.GetCallerIdentity": {Burst: 5},
+		"lambda.Invoke": {MaxRPS: 2},
+	}}})
+	set := g.provider("aws").set
+	for _, c := range []struct {
+		sc                 Scope
+		rate, burst, floor float64
+	}{
+		{Scope{Service: "iam", Operation: "ListUsers"}, 3, 6, 0.1},
+		{Scope{Service: "sts", Operation: "GetCallerIdentity"}, 50, 5, 0.2},
+		{Scope{Service: "lambda", Operation: "Invoke"}, 2, 4, 0.2},
+		{Scope{Service: "iam", Operation: "ListRoles"}, 3, 6, 0.2},
+	} {
+		sp := set.leafSpec(set.leafKey(c.sc))
+		if sp.Rate != c.rate || sp.Capacity() != c.burst || sp.Floor != c.floor {
+			t.Errorf("%v: %+v, want %v/%v floor %v", c.sc, sp, c.rate, c.burst, c.floor)
+		}
+	}
+}
+
+func TestIdleScopesAreSweptWithoutGrowth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ok := func(context.Context) error { return nil }
+		for i := range 6000 {
+			Do(context.Background(), Scope{Provider: "aws", Account: fmt.Sprint(i), Service: "iam"}, ok, WithGovernor(g))
+		}
+		time.Sleep(2 * time.Minute)
+		for i := range 10 { // a few new scopes, far from doubling the table
+			Do(context.Background(), Scope{Provider: "aws", Account: fmt.Sprint("new", i), Service: "iam"}, ok, WithGovernor(g))
+		}
+		if n := g.liveScopes(); n > 100 {
+			t.Fatalf("%d live scopes two idle minutes later, want only the new ones", n)
 		}
 	})
 }

@@ -87,7 +87,8 @@ func (gd *Guard) Wait(ctx context.Context) error {
 	if cl, ok := gd.t.g.ctxLimit(ctx, now); ok {
 		b.limit, b.isCtx = cl, true
 	}
-	return gd.t.wait(ctx, now, &b, nil)
+	_, err := gd.t.wait(ctx, now, &b, nil)
+	return err
 }
 
 // Allow takes a token from every bucket level only if all can be used now,
@@ -181,7 +182,8 @@ func (gd *Guard) Retry(err error) error {
 	if !gd.Enabled() {
 		return nil
 	}
-	if gd.t.spendRetry(true) {
+	if gd.t.payRetry(true) {
+		gd.t.countRetry()
 		return nil
 	}
 	be := &RetryBudgetExhaustedError{Scope: gd.t.scope, Err: err}

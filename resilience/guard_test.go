@@ -153,10 +153,18 @@ func TestGuardSlotReleasedExactlyOnce(t *testing.T) {
 		if used, _ := bh(); used != 1 {
 			t.Fatalf("%d used, want 1", used)
 		}
+		// Another call holds the second slot: a second release of the
+		// first would free a slot it holds (or panic in the bulkhead).
+		other, _ := g.Begin(context.Background(), iamUsers)
+		other.Acquire(context.Background())
 		gd.Release()
 		gd.Release()
 		gd.End()
 		gd.End()
+		if used, _ := bh(); used != 1 {
+			t.Fatalf("%d used after the guard's releases, want 1 (the other call's)", used)
+		}
+		other.End()
 		if used, _ := bh(); used != 0 {
 			t.Fatalf("%d used after release", used)
 		}

@@ -69,8 +69,10 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil || isRangeErr(err) {
-		return seconds(secs)
+	if isDecimal(v) {
+		if secs, err := strconv.ParseFloat(v, 64); err == nil || isRangeErr(err) {
+			return seconds(secs)
+		}
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(0, t.Sub(now)), true // Sub saturates
@@ -105,11 +107,32 @@ func ParseQuotaResetsAfter(value string) (time.Duration, bool) {
 }
 
 func parseMillis(v string) (time.Duration, bool) {
-	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	v = strings.TrimSpace(v)
+	if !isDecimal(v) {
+		return 0, false
+	}
+	ms, err := strconv.ParseFloat(v, 64)
 	if err != nil && !isRangeErr(err) {
 		return 0, false
 	}
 	return seconds(ms / 1000)
+}
+
+// isDecimal reports whether v is a decimal number (digits, an optional
+// sign, point and exponent): not "inf", "NaN", hexadecimal or underscores,
+// which strconv would accept and no server means.
+func isDecimal(v string) bool {
+	digits := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			digits = true
+		case c == '.' || c == '+' || c == '-' || c == 'e' || c == 'E':
+		default:
+			return false
+		}
+	}
+	return digits
 }
 
 func isRangeErr(err error) bool {

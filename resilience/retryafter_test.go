@@ -23,6 +23,11 @@ func TestParseRetryAfter(t *testing.T) {
 		{"abc", 0, false},
 		{"", 0, false},
 		{"NaN", 0, false},
+		{"inf", 0, false},
+		{"Infinity", 0, false},
+		{"0x1p4", 0, false},
+		{"1_000", 0, false},
+		{"1e400", time.Duration(math.MaxInt64), true},
 		{"Mon, 30 Nov 2026 12:00:30 GMT", 30 * time.Second, true},
 		{"Mon, 30 Nov 2026 11:00:00 GMT", 0, true},                            // in the past
 		{"Fri, 01 Jan 2999 00:00:00 GMT", time.Duration(math.MaxInt64), true}, // far future saturates

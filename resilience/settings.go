@@ -178,23 +178,51 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		merged[k] = cur
 	}
 	for k, v := range merged {
-		spec := bucket.Spec{
-			Rate:     or(v.MaxRPS, s.leaf.Rate),
-			Burst:    v.Burst,
-			Floor:    or(v.MinRPS, s.leaf.Floor),
-			Adaptive: adaptive,
-			Goodput:  goodput,
+		if _, _, isOp := strings.Cut(k, "."); isOp {
+			continue
 		}
-		if v.MaxRPS == 0 && v.Burst == 0 {
-			spec.Burst = s.leaf.Burst
+		s.services[k] = leafSpec{spec: s.serviceSpec(v, adaptive, goodput), perOp: v.PerOperation != nil && *v.PerOperation}
+	}
+	for k, v := range merged {
+		svc, op, isOp := strings.Cut(k, ".")
+		if !isOp {
+			continue
 		}
-		if svc, op, isOp := strings.Cut(k, "."); isOp {
-			s.ops[opKey{svc, op}] = spec
-		} else {
-			s.services[k] = leafSpec{spec: spec, perOp: v.PerOperation != nil && *v.PerOperation}
+		// An operation starts from its service's settings (built in, then
+		// the user's), and overrides what it sets.
+		base, ok := merged[svc]
+		if !ok {
+			base = ServiceConfig{}
 		}
+		if v.MaxRPS > 0 {
+			base.MaxRPS = v.MaxRPS
+			base.Burst = v.Burst // a new rate without a burst: twice the rate
+		}
+		if v.Burst > 0 {
+			base.Burst = v.Burst
+		}
+		if v.MinRPS > 0 {
+			base.MinRPS = v.MinRPS
+		}
+		s.ops[opKey{svc, op}] = s.serviceSpec(base, adaptive, goodput)
 	}
 	return s
+}
+
+// serviceSpec is the bucket of a service (or operation) entry: zero fields
+// take the provider's leaf.
+func (s *providerSettings) serviceSpec(v ServiceConfig, adaptive, goodput bool) bucket.Spec {
+	spec := bucket.Spec{
+		Rate:     or(v.MaxRPS, s.leaf.Rate),
+		Burst:    v.Burst,
+		Floor:    or(v.MinRPS, s.leaf.Floor),
+		Adaptive: adaptive,
+		Goodput:  goodput,
+	}
+	if v.MaxRPS == 0 && v.Burst == 0 {
+		spec.Burst = s.leaf.Burst
+	}
+	return spec
 }
 
 // leafKey returns the scope of the leaf bucket (and breaker) for a call:
@@ -281,9 +309,21 @@ func orPtr[T any](v *T, d T) T {
 
 func orSeconds(v float64, d time.Duration) time.Duration {
 	if v > 0 {
-		return time.Duration(v * float64(time.Second))
+		return clampDuration(v * float64(time.Second))
 	}
 	return d
+}
+
+// maxDuration bounds every configured time (about 36 years), so that
+// adding one to a clock reading cannot overflow: "a very long time" stays
+// very long instead of wrapping negative.
+const maxDuration = time.Duration(1 << 60)
+
+func clampDuration(ns float64) time.Duration {
+	if ns >= float64(maxDuration) {
+		return maxDuration
+	}
+	return time.Duration(ns)
 }
 
 func boolPtr(b bool) *bool { return &b }

@@ -82,8 +82,12 @@ type BreakerSnapshot struct {
 // holding a lease of one cooldown. Its methods are safe for concurrent use.
 type Breaker interface {
 	// Allow reports whether a call may be sent; when not, how long until a
-	// probe may go.
-	Allow(now int64) (wait int64, ok bool)
+	// probe may go. probe is true for the caller a half-open breaker lets
+	// through as its one probe.
+	Allow(now int64) (wait int64, ok, probe bool)
+	// AllowProbe lets the probe send its retries: true while the breaker is
+	// half-open or closed, false (with the wait) once it is open.
+	AllowProbe(now int64) (wait int64, ok bool)
 	// Success resets the failure count and closes a half-open breaker; it
 	// reports whether it closed it.
 	Success() (closed bool)

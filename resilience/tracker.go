@@ -22,6 +22,7 @@ type tracker struct {
 	ledger  *Ledger
 	retries int                // retries made so far; the first freeRetries are free
 	slot    *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
+	probe   bool               // the call is a half-open breaker's probe
 }
 
 func (t *tracker) init(g *Governor, ps *providerState, ctx context.Context, scope Scope, now int64) {
@@ -54,23 +55,34 @@ func (t *tracker) end() {
 	t.e = nil
 }
 
-// admit checks the breaker. A rejected call is counted and goes to the
-// ledger as skipped; lastErr, if any, is the provider error of the attempt
-// before this one.
+// admit checks the breaker. lastErr, if any, is the provider error of the
+// attempt before this one: a retry the breaker refuses is the end of a
+// call that was sent and failed, which the caller records (failed); a
+// first attempt it refuses was never sent, and is counted as rejected and
+// goes to the ledger as skipped.
 func (t *tracker) admit(now int64, lastErr error) error {
 	if lastErr != nil {
 		t.live() // a retry: the call may have lasted past a sweep
 	}
-	wait, ok := t.e.breaker.Allow(now)
+	var wait int64
+	var ok bool
+	if t.probe {
+		// The probe's own retries go while the breaker waits for it.
+		wait, ok = t.e.breaker.AllowProbe(now)
+	} else {
+		wait, ok, t.probe = t.e.breaker.Allow(now)
+	}
 	if ok {
 		return nil
 	}
-	t.e.life.rejected.Add(1)
-	if t.run != nil {
-		t.run.rejected.Add(1)
-	}
 	err := &CircuitOpenError{Scope: t.scope, Wait: time.Duration(wait), Err: lastErr}
-	t.ledger.Skipped(t.scope, err)
+	if lastErr == nil {
+		t.e.life.rejected.Add(1)
+		if t.run != nil {
+			t.run.rejected.Add(1)
+		}
+		t.ledger.Skipped(t.scope, err)
+	}
 	return err
 }
 
@@ -137,30 +149,31 @@ func (t *tracker) recordWait(w int64) {
 }
 
 // wait takes a token and sleeps until it may be used, unless that would
-// pass the call's deadline: then it gives the token back and returns a
-// *DeadlineExceededError (or lastErr, when there is one).
-func (t *tracker) wait(ctx context.Context, now int64, b *bounds, lastErr error) error {
+// pass the call's deadline: then it gives the token back, reports stopped,
+// and returns lastErr, or a *DeadlineExceededError when there is none. A
+// context that ends during the sleep returns its error (with lastErr).
+func (t *tracker) wait(ctx context.Context, now int64, b *bounds, lastErr error) (stopped bool, err error) {
 	w := t.reserve(now)
 	if w <= 0 {
-		return nil
+		return false, nil
 	}
 	if b = b.get(); now+w > b.limit {
 		t.cancel(now)
 		if lastErr != nil {
-			return lastErr
+			return true, lastErr
 		}
 		de := &DeadlineExceededError{Scope: t.scope, Wait: time.Duration(w)}
 		if b.isCtx {
 			de.Err = context.DeadlineExceeded
 		}
-		return de
+		return true, de
 	}
 	t.recordWait(w)
 	if err := t.g.sleep(ctx, w); err != nil {
 		t.cancel(t.g.now())
-		return ctxError(err, lastErr)
+		return false, ctxError(err, lastErr)
 	}
-	return nil
+	return false, nil
 }
 
 // acquire takes a slot of the account's bulkhead. The entry is checked
@@ -248,19 +261,24 @@ func (t *tracker) recordErr(err error) {
 	}
 }
 
-// spendRetry accounts for a retry about to be made: it is counted, and
-// every retry after the first freeRetries costs a budget token. It reports
-// false, counting nothing, when the budget cannot pay.
-func (t *tracker) spendRetry(useBudget bool) bool {
+// payRetry decides a retry: every retry after the first freeRetries of
+// the call costs a budget token. It reports false, spending nothing, when
+// the budget cannot pay.
+func (t *tracker) payRetry(useBudget bool) bool {
 	if useBudget && t.retries >= freeRetries && !t.ps.budget.Take() {
 		return false
 	}
 	t.retries++
+	return true
+}
+
+// countRetry counts a retry in the stats, when it is sent (Call) or when
+// the SDK is about to send it (Guard).
+func (t *tracker) countRetry() {
 	t.e.life.retries.Add(1)
 	if t.run != nil {
 		t.run.retries.Add(1)
 	}
-	return true
 }
 
 // succeeded records a success: the breaker resets, the leaf recovers, the

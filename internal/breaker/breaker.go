@@ -61,28 +61,39 @@ func New(s Spec) *Breaker {
 // Allow reports whether a call may be sent now. When it may not, wait is
 // how long until the breaker lets a probe through. An open breaker whose
 // cooldown has ended turns half-open and lets this caller through as the
-// probe, with a lease of one cooldown; if the probe never reports back, the
-// next caller after the lease becomes the probe.
-func (b *Breaker) Allow(now int64) (wait int64, ok bool) {
+// probe (probe is true), with a lease of one cooldown; if the probe never
+// reports back, the next caller after the lease becomes the probe.
+func (b *Breaker) Allow(now int64) (wait int64, ok, probe bool) {
 	if State(b.state.Load()) == Closed {
-		return 0, true
+		return 0, true, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch State(b.state.Load()) {
 	case Closed:
-		return 0, true
+		return 0, true, false
 	case Open:
 		if now < b.until {
-			return b.until - now, false
+			return b.until - now, false, false
 		}
 		b.state.Store(int32(HalfOpen))
 	default: // HalfOpen
 		if now < b.until {
-			return b.until - now, false
+			return b.until - now, false, false
 		}
 	}
 	b.until = now + b.cooldown // the probe's lease
+	return 0, true, true
+}
+
+// AllowProbe lets the probe of a half-open breaker send again (its retry):
+// true while the breaker is half-open or closed, false once it is open.
+func (b *Breaker) AllowProbe(now int64) (wait int64, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if State(b.state.Load()) == Open {
+		return max(0, b.until-now), false
+	}
 	return 0, true
 }
 

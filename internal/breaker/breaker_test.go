@@ -18,13 +18,13 @@ func TestOpensAfterThresholdConsecutiveFailures(t *testing.T) {
 			t.Fatalf("opened after %d failures", i+1)
 		}
 	}
-	if _, ok := b.Allow(0); !ok {
+	if _, ok, _ := b.Allow(0); !ok {
 		t.Fatal("rejected after 4 failures")
 	}
 	if !b.Failure(0) {
 		t.Fatal("did not open after 5 failures")
 	}
-	wait, ok := b.Allow(10 * sec)
+	wait, ok, _ := b.Allow(10 * sec)
 	if ok || wait != 50*sec {
 		t.Fatalf("Allow = %v, %v; want rejected with 50s left", time.Duration(wait), ok)
 	}
@@ -48,19 +48,19 @@ func TestHalfOpenLetsOneProbeThrough(t *testing.T) {
 	for range 5 {
 		b.Failure(0)
 	}
-	if _, ok := b.Allow(60 * sec); !ok {
+	if _, ok, _ := b.Allow(60 * sec); !ok {
 		t.Fatal("no probe after the cooldown")
 	}
 	if s := b.Snapshot(60 * sec); s.State != HalfOpen {
 		t.Fatalf("state %v, want half_open", s.State)
 	}
-	if wait, ok := b.Allow(61 * sec); ok || wait != 59*sec {
+	if wait, ok, _ := b.Allow(61 * sec); ok || wait != 59*sec {
 		t.Fatalf("second caller during the probe: %v %v, want rejected for the lease's 59s", time.Duration(wait), ok)
 	}
 	if !b.Success() {
 		t.Fatal("a successful probe did not close it")
 	}
-	if _, ok := b.Allow(61 * sec); !ok {
+	if _, ok, _ := b.Allow(61 * sec); !ok {
 		t.Fatal("closed breaker rejects")
 	}
 }
@@ -74,7 +74,7 @@ func TestFailedProbeDoublesCooldownUpTo600s(t *testing.T) {
 	want := []int64{120, 240, 480, 600, 600}
 	for _, w := range want {
 		now += b.Snapshot(now).Wait
-		if _, ok := b.Allow(now); !ok {
+		if _, ok, _ := b.Allow(now); !ok {
 			t.Fatal("no probe after the cooldown")
 		}
 		if !b.Failure(now) {
@@ -102,10 +102,10 @@ func TestProbeLeaseExpires(t *testing.T) {
 		b.Failure(0)
 	}
 	b.Allow(60 * sec) // the probe, which never reports back
-	if _, ok := b.Allow(119 * sec); ok {
+	if _, ok, _ := b.Allow(119 * sec); ok {
 		t.Fatal("a second probe within the lease")
 	}
-	if _, ok := b.Allow(120 * sec); !ok {
+	if _, ok, _ := b.Allow(120 * sec); !ok {
 		t.Fatal("the lease ran out but nobody became the probe")
 	}
 }
@@ -132,7 +132,7 @@ func TestOnlyOneProbeUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 64 {
 		wg.Go(func() {
-			if _, ok := b.Allow(60 * sec); ok {
+			if _, ok, _ := b.Allow(60 * sec); ok {
 				admitted.Add(1)
 			}
 		})
@@ -155,5 +155,28 @@ func TestPristine(t *testing.T) {
 	b.Success()
 	if !b.Pristine() {
 		t.Fatal("reset breaker not pristine")
+	}
+}
+
+func TestProbeIsToldAndMayRetry(t *testing.T) {
+	b := New(spec())
+	for range 5 {
+		b.Failure(0)
+	}
+	if _, ok, probe := b.Allow(60 * sec); !ok || !probe {
+		t.Fatalf("the caller after the cooldown is not the probe: ok %v probe %v", ok, probe)
+	}
+	if _, ok, _ := b.Allow(61 * sec); ok {
+		t.Fatal("another caller got through during the probe")
+	}
+	if _, ok := b.AllowProbe(62 * sec); !ok {
+		t.Fatal("the probe's own retry was refused while half-open")
+	}
+	b.Failure(63 * sec) // the probe failed: open for 120 s
+	if w, ok := b.AllowProbe(64 * sec); ok || w != 119*sec {
+		t.Fatalf("AllowProbe on a reopened breaker: %v %v", ok, time.Duration(w))
+	}
+	if _, ok, probe := New(spec()).Allow(0); !ok || probe {
+		t.Fatal("a closed breaker's caller is not a probe")
 	}
 }

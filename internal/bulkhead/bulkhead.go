@@ -102,11 +102,13 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 }
 
 // Release gives a slot back, handing it to the first waiter if any. Each
-// successful Acquire or TryAcquire must be matched by exactly one Release.
+// successful Acquire or TryAcquire must be matched by exactly one Release;
+// releasing a slot nobody holds panics, as x/sync/semaphore does, since it
+// would silently raise the cap.
 func (b *Bulkhead) Release() {
 	if b.avail.Add(1) > b.limit {
-		b.avail.Add(-1) // a release without an acquire: ignore it
-		return
+		b.avail.Add(-1)
+		panic("bulkhead: released more slots than held")
 	}
 	if b.waiting.Load() > 0 {
 		b.mu.Lock()

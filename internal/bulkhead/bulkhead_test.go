@@ -187,9 +187,16 @@ func TestStressAcquireCancelRelease(t *testing.T) {
 	}
 }
 
-func TestReleaseWithoutAcquireIsIgnored(t *testing.T) {
+func TestReleaseWithoutAcquirePanics(t *testing.T) {
 	b := New(1)
-	b.Release()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("a stray release did not panic")
+			}
+		}()
+		b.Release()
+	}()
 	if !b.TryAcquire() || b.TryAcquire() {
 		t.Fatal("a stray release raised the cap")
 	}
