@@ -108,3 +108,12 @@ func isOurs(err error) bool {
 	var te *ThrottlingError
 	return errors.As(err, &te)
 }
+
+// governorError reports whether err, or an error it wraps, is the
+// governor's own: a call it stopped, not a provider's answer.
+func governorError(err error) bool {
+	var coe *resilience.CircuitOpenError
+	var rbe *resilience.RetryBudgetExhaustedError
+	var dee *resilience.DeadlineExceededError
+	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &dee)
+}

@@ -144,6 +144,12 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	if err == nil || ctx.Err() != nil {
 		return out, md, err
 	}
+	if governorError(err) {
+		// A call made inside this attempt (credentials from STS while
+		// signing) was stopped by the governor: nothing was sent to this
+		// scope, and the inner call recorded it against its own.
+		return out, md, err
+	}
 	switch resilience.Classify(err) {
 	case resilience.Throttled:
 		if resp, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && resp != nil && resp.Response != nil {

@@ -424,3 +424,41 @@ func TestWaitBeyondTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// A call made inside another one's attempt (credentials from STS while
+// signing) that the governor stops is charged to its own scope only: the
+// outer scope is neither slowed nor paused, since nothing was sent to it.
+func TestNestedGovernorErrorNotChargedToTheOuterScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("GetCallerIdentity", stsThrottle, stsThrottle, stsThrottle, stsThrottle, stsThrottle)
+		cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(0))
+		stsClient := sts.NewFromConfig(cfg)
+		for range 5 { // five give-ups open the STS breaker
+			getCallerIdentity(context.Background(), stsClient)
+		}
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if err := getCallerIdentity(ctx, stsClient); err != nil {
+				return aws.Credentials{}, err
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+		})
+		vpcsScope := resilience.Scope{Provider: "aws", Account: testAccount, Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+		before := g.BucketState(vpcsScope)
+		err := describeVpcs(context.Background(), ec2.NewFromConfig(outer))
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || coe.Scope.Service != "sts" {
+			t.Fatalf("err %v, want the STS breaker's error", err)
+		}
+		if f.count("DescribeVpcs") != 0 {
+			t.Fatal("DescribeVpcs was sent without credentials")
+		}
+		if after := g.BucketState(vpcsScope); after != before {
+			t.Fatalf("DescribeVpcs leaf %+v -> %+v: charged for the STS breaker", before, after)
+		}
+		if s := g.Summary(nil).Scopes["aws/"+testAccount+"/us-east-1/ec2"]; s.Throttled != 0 || s.TransientErrors != 0 {
+			t.Fatalf("ec2 stats %+v", s)
+		}
+	})
+}
