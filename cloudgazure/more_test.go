@@ -308,3 +308,29 @@ func TestRefusedRetryCarriesLastAnswer(t *testing.T) {
 		}
 	})
 }
+
+// With only the per-retry policy installed nothing puts hidden headers
+// back, so none are hidden: the final answer keeps its Retry-After.
+func TestPerRetryOnlyKeepsDelayHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		_, perRetry := cloudgazure.Policies(e.opts()...)
+		e.srv.script(routeVnetGet, throttled("2"), throttled("2"))
+		retry := cloudgazure.RetryOptions(e.opts()...)
+		retry.MaxRetries = 1
+		o := policy.ClientOptions{Transport: e.base.Transport, Retry: retry, PerRetryPolicies: []policy.Policy{perRetry}}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+		req, err := runtime.NewRequest(context.Background(), http.MethodGet, "http://127.0.0.1:1/subscriptions/"+subA+
+			"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := pl.Do(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%v %v, want the final 429", resp, err)
+		}
+		if got := resp.Header.Get("Retry-After"); got != "2" {
+			t.Fatalf("final Retry-After %q, want 2", got)
+		}
+	})
+}

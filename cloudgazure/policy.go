@@ -85,7 +85,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return req.Next()
 	}
-	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, start: gov.Clock().Now()}
+	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, start: gov.Clock().Now(), perCall: true}
 	defer gd.End()
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
@@ -144,6 +144,9 @@ type callState struct {
 	gd    *resilience.Guard
 	ctx   context.Context // the request's (an attempt's may have a TryTimeout)
 	start time.Time
+	// perCall: the per-call policy made the state and ends the request,
+	// putting back the headers strip hid. Without it, nothing is hidden.
+	perCall bool
 
 	attempts  int
 	limit     time.Time // start + deadline_seconds, or the context's deadline if sooner; zero until needed
@@ -159,13 +162,17 @@ type callState struct {
 
 // attempt governs one HTTP attempt: wait out the previous answer's hint,
 // breaker, count, token, slot, send, release, then learn from the answer.
+//
+// The steps before sending wait on the request's context (bounded by the
+// request's deadline), not on the attempt's: a caller's TryTimeout bounds
+// an attempt on the wire, not the governor's waits before it.
 func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 	ctx := req.Raw().Context()
 	gd := st.gd
 	st.attempts++
 	retry := st.attempts > 1
 	if retry {
-		if err := st.beforeRetry(ctx); err != nil {
+		if err := st.beforeRetry(st.ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -177,10 +184,10 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		return nil, stop(err)
 	}
 	gd.Count()
-	if err := st.wait(ctx, retry); err != nil {
+	if err := st.wait(st.ctx, retry); err != nil {
 		return nil, err
 	}
-	if err := gd.Acquire(ctx); err != nil {
+	if err := gd.Acquire(st.ctx); err != nil {
 		return nil, err
 	}
 	resp, err := req.Next()
@@ -383,6 +390,9 @@ func (st *callState) lastOr(err error) error {
 // next attempt waits out the rest. The headers go back on the response
 // when the request ends, so a response the caller sees is unchanged.
 func (st *callState) strip(resp *http.Response) {
+	if !st.perCall {
+		return // nobody would put them back
+	}
 	st.restore()
 	h := resp.Header
 	found := false

@@ -590,3 +590,24 @@ func TestTransientRetryAfterHoldsRequestOnly(t *testing.T) {
 		}
 	})
 }
+
+// A caller's TryTimeout bounds an attempt on the wire, not the governor's
+// waits before it: a 429 with Retry-After: 20 under a TryTimeout of 10 s is
+// waited out and retried, as plain azcore would (20 s < MaxRetryDelay).
+func TestTryTimeoutDoesNotCutTheGovernorsWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		base := *e.base
+		base.Retry.TryTimeout = 10 * time.Second
+		e.base = &base
+		e.srv.script(routeVnetGet, throttled("20"))
+		start := time.Now()
+		if _, err := e.vnets(subA).Get(context.Background(), "rg", "vnet", nil); err != nil {
+			t.Fatalf("%v after %v", err, time.Since(start))
+		}
+		hs := e.srv.hitsOf(routeVnetGet)
+		if len(hs) != 2 || gap(hs, 0, 1) < 20*time.Second {
+			t.Fatalf("attempts %v, want 2, at least 20 s apart", hs)
+		}
+	})
+}

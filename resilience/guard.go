@@ -26,9 +26,11 @@ import (
 // one goroutine at a time (an SDK's request pipeline); its methods may be
 // called in any order, and Release and End any number of times.
 type Guard struct {
-	t       tracker
-	ctx     context.Context
-	enabled bool
+	t        tracker
+	ctx      context.Context
+	enabled  bool
+	lastErr  error // the last attempt's throttling or transient error
+	lastKind Kind
 }
 
 // Begin starts a logical call to scope. It fails only for a scope without
@@ -55,14 +57,22 @@ func (gd *Guard) Enabled() bool { return gd.enabled && gd.t.e != nil }
 func (gd *Guard) Scope() Scope { return gd.t.scope }
 
 // Admit checks the scope's breaker. When it is open it returns a
-// *CircuitOpenError, counts the call as rejected and records it in the
-// ledger as skipped. A call admitted as a half-open breaker's probe holds
-// the probe's lease until its outcome is reported.
+// *CircuitOpenError. Before the first attempt, the call is counted as
+// rejected and recorded in the ledger as skipped (nothing was sent); before
+// a retry (after Throttled or Transient), the call was sent and failed: it
+// is recorded as failed with its last error, which the *CircuitOpenError
+// wraps. A call admitted as a half-open breaker's probe holds the probe's
+// lease, and its own retries are admitted, until its outcome is reported.
 func (gd *Guard) Admit() error {
 	if !gd.Enabled() {
 		return nil
 	}
-	return gd.t.admit(gd.t.g.now(), nil)
+	now := gd.t.g.now()
+	err := gd.t.admit(now, gd.lastErr)
+	if err != nil && gd.lastErr != nil {
+		gd.t.failed(now, gd.lastKind, gd.lastErr)
+	}
+	return err
 }
 
 // Count counts one call in the stats: an attempt, or a page of a listing.
@@ -137,6 +147,7 @@ func (gd *Guard) Throttled(err error) {
 func (gd *Guard) ThrottledFor(err error, hint time.Duration, hasHint bool) {
 	if gd.Enabled() {
 		gd.t.throttled(gd.t.g.now(), err, hint, hasHint)
+		gd.lastErr, gd.lastKind = err, Throttled
 	}
 }
 
@@ -144,6 +155,7 @@ func (gd *Guard) ThrottledFor(err error, hint time.Duration, hasHint bool) {
 func (gd *Guard) Transient(err error) {
 	if gd.Enabled() {
 		gd.t.transient(err)
+		gd.lastErr, gd.lastKind = err, Transient
 	}
 }
 
@@ -205,6 +217,7 @@ func (gd *Guard) ResetRetries() { gd.t.retries = 0 }
 func (gd *Guard) Succeeded() {
 	if gd.Enabled() {
 		gd.t.succeeded()
+		gd.lastErr = nil
 	}
 }
 

@@ -376,3 +376,47 @@ func TestAccountState(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardRetryRefusedByTheBreaker: an SDK's retry after a throttled
+// attempt, refused because the breaker opened meanwhile, ends a call that
+// was sent: it is a give-up, not a skip, and the error carries the answer.
+func TestGuardRetryRefusedByTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, ledger := WithLedger(context.Background(), "t")
+		gd, _ := g.Begin(ctx, ec2Subnets)
+		defer gd.End()
+		if err := gd.Admit(); err != nil {
+			t.Fatal(err)
+		}
+		first := throttle()
+		gd.Throttled(first)
+		for range 5 {
+			sdkLoop(context.Background(), g, ec2Subnets, 1, func() error { return throttle() })
+		}
+		err := gd.Admit()
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || !errors.Is(err, first) {
+			t.Fatalf("retry: %v, want a CircuitOpenError wrapping the last answer", err)
+		}
+		gd.Failed(err) // the integration reports the final error: no double count
+		if gu, sk := ledger.Counts(); gu != 1 || sk != 0 {
+			t.Fatalf("ledger %d gave up, %d skipped; want 1, 0", gu, sk)
+		}
+		// A probe's retries go through its own half-open breaker.
+		time.Sleep(time.Minute)
+		probe, _ := g.Begin(context.Background(), ec2Subnets)
+		defer probe.End()
+		if err := probe.Admit(); err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		probe.Throttled(throttle())
+		if err := probe.Admit(); err != nil {
+			t.Fatalf("the probe's retry was refused by its own breaker: %v", err)
+		}
+		probe.Succeeded()
+		if b := g.Summary(nil).Breakers; len(b) != 0 {
+			t.Fatalf("breakers %+v after the probe succeeded", b)
+		}
+	})
+}
