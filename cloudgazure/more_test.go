@@ -325,6 +325,7 @@ func TestPerRetryOnlyKeepsDelayHeaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Raw().Header.Set("Authorization", "Bearer x")
 		resp, err := pl.Do(req)
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("%v %v, want the final 429", resp, err)
