@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -47,7 +48,9 @@ func (s *Store) refreshBreaker(key string, now int64, state, waitUS, failures an
 	if !ok {
 		return
 	}
-	v.(*sharedBreaker).update(now, toString(state), toInt(waitUS), toInt(failures))
+	if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
+		b.update(now, toString(state), toInt(waitUS), toInt(failures))
+	}
 }
 
 func (b *sharedBreaker) update(now int64, state string, waitUS, failures int64) {

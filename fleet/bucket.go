@@ -148,10 +148,14 @@ func (b *sharedBucket) take(now int64, try bool) (granted bool, wait int64, ok b
 		tryArg = "1"
 	}
 	window := b.s.cfg.leaseWindow.Microseconds()
+	sent := time.Now()
 	res, ok := b.s.run(takeScript, b.keys, b.ceil, b.ratio, b.floor, b.adapt, b.ttl, b.leaseSize(), give, tryArg, window)
 	if !ok || len(res) < 7 {
 		return false, 0, false
 	}
+	// Redis's "now" was during the round trip: the lease's times count
+	// from its answer, not from before the request.
+	rtt := int64(time.Since(sent))
 	b.s.misses.Add(1)
 	k := toInt(res[0])
 	wait = toInt(res[1]) * 1000
@@ -160,9 +164,9 @@ func (b *sharedBucket) take(now int64, try bool) (granted bool, wait int64, ok b
 	if k > 1 {
 		b.mu.Lock()
 		b.lease = int(k - 1)
-		b.leaseNext = now + wait + step
+		b.leaseNext = now + rtt + wait + step
 		b.leaseStep = step
-		b.leaseEnd = now + wait + k*step + int64(b.s.cfg.leaseWindow)
+		b.leaseEnd = now + rtt + wait + k*step + int64(b.s.cfg.leaseWindow)
 		b.mu.Unlock()
 	}
 	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
@@ -222,6 +226,9 @@ func (b *sharedBucket) Pause(now, pause int64) {
 // the fleet-wide rule (once per 5 s after 5 s of quiet) is Redis's to
 // apply, and most successes have nothing to ask.
 func (b *sharedBucket) Success(now int64) (float64, bool) {
+	if b.s.degraded.Load() {
+		return b.fallback(now).Success(now)
+	}
 	r := b.rate()
 	if r >= b.spec.Rate || b.adapt != "1" {
 		return r, false
@@ -267,7 +274,8 @@ func (b *sharedBucket) Snapshot(now int64) resilience.BucketSnapshot {
 func (b *sharedBucket) Idle(now, minIdle int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.lease == 0 && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
+	noLease := b.lease == 0 || now >= b.leaseEnd // an expired lease's tokens are the fleet's again
+	return noLease && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
 }
 
 func toInt(v any) int64 {

@@ -10,7 +10,8 @@ import (
 // sharedBudget is a provider's retry budget in Redis, in tenths of a token.
 // Spending goes to Redis at once (a retry is rare and must not overspend);
 // the refunds of successes (a tenth each) are added up locally and sent
-// with the next spend, a whole token's worth, or the heartbeat.
+// with the next spend, a whole token's worth, or the heartbeat, which also
+// refreshes the process's view of the budget.
 type sharedBudget struct {
 	s       *Store
 	keys    []string
@@ -83,9 +84,11 @@ func (b *sharedBudget) Remaining() float64 {
 	return float64(min(b.units, b.known.Load()+b.pending.Load())) / 10
 }
 
-// flush sends the pending refunds, if any.
+// flush sends the pending refunds, and refreshes what this process knows
+// of the budget (others spend it): Succeed refunds only while the budget
+// is not full as far as it knows, so that view is at most a heartbeat old.
 func (b *sharedBudget) flush() {
-	if b.pending.Load() > 0 && !b.s.degraded.Load() {
+	if !b.s.degraded.Load() {
 		b.exchange(false)
 	}
 }

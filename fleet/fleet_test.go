@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -524,6 +525,111 @@ func TestEveryOperationAnswers(t *testing.T) {
 		bu.Remaining()
 		if st := s.Stats(); st.Degraded || st.RedisErrors != 0 {
 			t.Fatalf("an operation failed against a healthy Redis: %+v", st)
+		}
+	})
+}
+
+// A process that never retried still refunds the shared budget: its view
+// of the budget is refreshed each heartbeat.
+func TestRefundsFromAProcessThatNeverRetried(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
+		a := newProcess(t, be.addr, prefix, cfg)
+		b := newProcess(t, be.addr, prefix, cfg)
+		cause := &apiErr{code: "Throttling", status: 400}
+		gb, _ := b.gov.Begin(context.Background(), vpcs)
+		for range 5 { // 2 free, 3 paid: the budget is empty
+			gb.Retry(cause)
+		}
+		gb.End()
+		time.Sleep(250 * time.Millisecond) // A's heartbeat sees it empty
+		for range 30 {
+			a.do(t, vpcs, ok)
+		}
+		time.Sleep(250 * time.Millisecond) // A's refunds reach Redis
+		gc, _ := b.gov.Begin(context.Background(), vpcs)
+		defer gc.End()
+		gc.Retry(cause)
+		gc.Retry(cause)
+		if err := gc.Retry(cause); err != nil {
+			t.Fatalf("B's paid retry after 30 successes in A: %v", err)
+		}
+	})
+}
+
+// While Redis does not answer, the local limits still recover after a
+// throttle.
+func TestLocalLimitsRecoverWhileRedisIsDown(t *testing.T) {
+	s := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), WithLogger(quiet))
+	defer s.Close()
+	b := s.Bucket(vpcs, resilience.BucketSpec{Rate: 20, Burst: 20, Floor: 0.2, Adaptive: true}, 0)
+	sec := int64(time.Second)
+	b.Throttle(0, 0)
+	if r := b.Snapshot(0).Rate; r != 10 {
+		t.Fatalf("local rate %v after a throttle, want 10", r)
+	}
+	var r float64
+	for now := sec; now <= 30*sec; now += sec / 10 {
+		r, _ = b.Success(now)
+	}
+	if r <= 10 || b.Snapshot(30*sec).Rate != r {
+		t.Fatalf("local rate %v after 30 s of successes, want above 10", r)
+	}
+}
+
+// A bucket used once holds an expired lease; it is idle all the same (the
+// core may drop it), and the breakers of dropped scopes are forgotten.
+func TestUnusedSharedStateCanBeDropped(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		p := newProcess(t, be.addr, uniquePrefix(t), resilience.Config{})
+		b := p.store.Bucket(vpcs, resilience.BucketSpec{Rate: 20, Burst: 40, Floor: 0.2, Adaptive: true}, 0)
+		b.Reserve(0)
+		if !b.Idle(int64(time.Hour), int64(time.Minute)) {
+			t.Fatal("a bucket whose lease expired an hour ago is not idle")
+		}
+		for i := range 100 {
+			sc := vpcs
+			sc.Account = fmt.Sprint(i)
+			p.store.Breaker(sc, resilience.BreakerSpec{Threshold: 5, Cooldown: time.Minute, MaxCooldown: time.Hour})
+		}
+		runtime.GC()
+		p.store.forgetDroppedBreakers()
+		n := 0
+		p.store.breakers.Range(func(any, any) bool { n++; return true })
+		if n > 5 { // a breaker may survive one GC cycle
+			t.Fatalf("%d breakers remembered after the governor dropped them", n)
+		}
+	})
+}
+
+// TestWhatALeaseTrades measures what leases trade away: after another
+// process's throttle halves the fleet's rate, a process may still spend
+// the tokens it borrowed (at most its lease), at their old times.
+func TestWhatALeaseTrades(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		for _, maxLease := range []int{64, 8, 1} {
+			prefix := uniquePrefix(t)
+			spec := resilience.BucketSpec{Rate: 1000, Burst: 1000, Floor: 1, Adaptive: true}
+			a := newProcess(t, be.addr, prefix, resilience.Config{}, WithMaxLease(maxLease))
+			b := newProcess(t, be.addr, prefix, resilience.Config{}, WithMaxLease(maxLease))
+			a.store.procs.Store(1)
+			ba := a.store.Bucket(vpcs, spec, 0)
+			bb := b.store.Bucket(vpcs, spec, 0)
+			ba.Reserve(0) // A borrows a lease
+			bb.Throttle(0, 0)
+			before := a.store.Stats().LeaseHits
+			for range maxLease {
+				ba.Reserve(0)
+			}
+			spent := a.store.Stats().LeaseHits - before
+			if spent > int64(maxLease-1) {
+				t.Fatalf("lease %d: %d tokens spent after the throttle, more than the lease", maxLease, spent)
+			}
+			if maxLease > 1 && spent == 0 {
+				t.Fatalf("lease %d: no token spent from the lease after the throttle (the trade the test measures)", maxLease)
+			}
+			t.Logf("%s: lease of %d: %d tokens spent after another process's throttle", be.name, maxLease, spent)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,8 +36,10 @@ type Store struct {
 
 	mu      sync.Mutex
 	budgets []*sharedBudget
-	// breakers maps a scope's breaker key to its breaker, so that the
-	// answers to token requests refresh it.
+	// breakers maps a scope's breaker key to a weak pointer to its
+	// breaker, so that the answers to token requests refresh it without
+	// keeping alive a breaker the governor dropped; the heartbeat removes
+	// the entries whose breaker is gone.
 	breakers sync.Map
 
 	stop chan struct{}
@@ -190,15 +193,29 @@ func (s *Store) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.cfg.heartbeat)
 	defer t.Stop()
-	for {
+	for beat := 1; ; beat++ {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 			s.heartbeat()
 			s.flushBudgets()
+			if beat%60 == 0 {
+				s.forgetDroppedBreakers()
+			}
 		}
 	}
+}
+
+// forgetDroppedBreakers removes the entries of breakers the governor no
+// longer holds (reclaimed idle scopes).
+func (s *Store) forgetDroppedBreakers() {
+	s.breakers.Range(func(k, v any) bool {
+		if v.(weak.Pointer[sharedBreaker]).Value() == nil {
+			s.breakers.CompareAndDelete(k, v)
+		}
+		return true
+	})
 }
 
 // heartbeat announces the process and counts the live ones. It is also the
@@ -273,7 +290,7 @@ func (s *Store) Bucket(key resilience.Scope, spec resilience.BucketSpec, now int
 func (s *Store) Breaker(key resilience.Scope, spec resilience.BreakerSpec) resilience.Breaker {
 	_, brk := s.scopeKeys(key)
 	b := newSharedBreaker(s, brk, spec)
-	s.breakers.Store(brk, b)
+	s.breakers.Store(brk, weak.Make(b))
 	return b
 }
 
