@@ -31,40 +31,34 @@ func init() { resilience.RegisterErrorReader(readError) }
 // from the caller's own context (Canceled, or DeadlineExceeded with the
 // context's message) is not a provider answer.
 func readError(err error) (resilience.ErrorDetails, bool) {
-	switch e := err.(type) {
-	case *apierror.APIError:
-		st := e.GRPCStatus()
-		if st == nil {
-			return resilience.ErrorDetails{}, false
-		}
-		d, ok := statusDetails(st.Code(), st.Message())
-		if !ok {
-			return d, false
-		}
-		if hc := e.HTTPCode(); hc > 0 {
+	if e, ok := err.(*googleapi.Error); ok {
+		return resilience.ErrorDetails{Status: e.Code, Header: e.Header, Answer: true}, true
+	}
+	// *apierror.APIError is a gRPC status error too, with its HTTP code
+	// and decoded details.
+	se, ok := err.(interface{ GRPCStatus() *status.Status })
+	if !ok {
+		return resilience.ErrorDetails{}, false
+	}
+	st := se.GRPCStatus()
+	if st == nil {
+		return resilience.ErrorDetails{}, false
+	}
+	d, ok := statusDetails(st.Code(), st.Message())
+	if !ok {
+		return d, false
+	}
+	if ae, isAPI := err.(*apierror.APIError); isAPI {
+		if hc := ae.HTTPCode(); hc > 0 {
 			d.Status = hc
 		}
-		if ri := e.Details().RetryInfo; ri != nil && ri.GetRetryDelay() != nil {
+		if ri := ae.Details().RetryInfo; ri != nil && ri.GetRetryDelay() != nil {
 			d.RetryAfter, d.HasRetryAfter = ri.GetRetryDelay().AsDuration(), true
 		}
-		return d, true
-	case *googleapi.Error:
-		return resilience.ErrorDetails{Status: e.Code, Header: e.Header, Answer: true}, true
-	case interface{ GRPCStatus() *status.Status }:
-		st := e.GRPCStatus()
-		if st == nil {
-			return resilience.ErrorDetails{}, false
-		}
-		d, ok := statusDetails(st.Code(), st.Message())
-		if !ok {
-			return d, false
-		}
-		if delay, ok := retryDelay(st); ok {
-			d.RetryAfter, d.HasRetryAfter = delay, true
-		}
-		return d, true
+	} else if delay, ok := retryDelay(st); ok {
+		d.RetryAfter, d.HasRetryAfter = delay, true
 	}
-	return resilience.ErrorDetails{}, false
+	return d, true
 }
 
 // statusDetails maps a gRPC code to the classifier's terms.
