@@ -462,3 +462,18 @@ func TestNestedGovernorErrorNotChargedToTheOuterScope(t *testing.T) {
 		}
 	})
 }
+
+// WithServiceName names a service ServiceName does not know.
+func TestWithServiceName(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithServiceName("EC2", "compute"))
+		ctx, stats := resilience.WithStats(context.Background())
+		if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil {
+			t.Fatal(err)
+		}
+		if s := g.Summary(stats).Scopes["aws/"+testAccount+"/"+testRegion+"/compute"]; s.Calls != 1 {
+			t.Fatalf("scopes %v: the call is not under the configured name", g.Summary(stats).Scopes)
+		}
+	})
+}

@@ -288,3 +288,38 @@ func TestResourceGraphScopeRate(t *testing.T) {
 		}
 	})
 }
+
+// WithQueryLimits bounds the retries of a client this package does not
+// govern; NewTenantClient builds a governed client without a subscription.
+func TestQueryLimitsAndTenantClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+		e.srv.forever(routeGraph, throttled("0"))
+		limits := cloudgazure.QueryLimits{MaxRetries: 1, Backoff: []time.Duration{3 * time.Second}}
+		_, err := cloudgazure.QueryResources(context.Background(), plain, query, append(e.opts(), cloudgazure.WithQueryLimits(limits))...)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("err %v, want the 429", err)
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		if len(hs) != 2 || gap(hs, 0, 1) < 3*time.Second {
+			t.Fatalf("attempts %v, want 2, 3 s apart", hs)
+		}
+
+		e.srv.okHeaders(routeGraph)
+		e.srv.script(routeGraph, reply{})
+		tenant, err := cloudgazure.NewTenantClient(armresourcegraph.NewClient, fakeCred{}, e.base, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stats := resilience.WithStats(context.Background())
+		time.Sleep(time.Minute)
+		if _, err := tenant.Resources(ctx, query, nil); err != nil {
+			t.Fatal(err)
+		}
+		if s := e.gov.Summary(stats).Scopes[graphScope.String()]; s.Calls != 1 {
+			t.Fatalf("tenant client: stats %+v, want one governed call", s)
+		}
+	})
+}

@@ -360,6 +360,12 @@ func TestListingFailingOnPage3ReturnsPages1And2(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("error %v", err)
 	}
+	if l.Err() != err || l.Pages() != 2 {
+		t.Fatalf("Err %v, Pages %d; want the listing's error after 2 pages", l.Err(), l.Pages())
+	}
+	if sc := l.Scope(); sc.String() != "gcp/projects/p1/*/cloudasset/ListAssets" {
+		t.Fatalf("Scope %v", sc)
+	}
 	c := l.Coverage()
 	if c.Status != StatusPartial || c.Items != 20 || !strings.HasPrefix(c.Message, "listing truncated: throttled: ") ||
 		c.Name != "gcp/projects/p1/*/cloudasset/ListAssets" {

@@ -633,3 +633,26 @@ func TestWhatALeaseTrades(t *testing.T) {
 		}
 	})
 }
+
+// WithProcessID names the process in the heartbeat set; WithLeaseWindow
+// sizes the lease: 500 rps over a 20 ms window is 10 tokens a lease.
+func TestProcessIDAndLeaseWindow(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		p := newProcess(t, be.addr, prefix, resilience.Config{}, WithProcessID("collector-7"), WithLeaseWindow(20*time.Millisecond))
+		members, err := p.rdb.ZRange(context.Background(), prefix+":procs", 0, -1).Result()
+		if err != nil || len(members) != 1 || members[0] != "collector-7" {
+			t.Fatalf("heartbeat set %v, %v", members, err)
+		}
+		p.store.procs.Store(1)
+		b := p.store.Bucket(vpcs, resilience.BucketSpec{Rate: 500, Burst: 500, Floor: 1, Adaptive: true}, 0)
+		before := p.store.Stats()
+		for range 30 {
+			b.Reserve(0)
+		}
+		st := p.store.Stats()
+		if misses, hits := st.LeaseMisses-before.LeaseMisses, st.LeaseHits-before.LeaseHits; misses != 3 || hits != 27 {
+			t.Fatalf("%d lease requests, %d hits for 30 tokens; want 3 and 27 (leases of 10)", misses, hits)
+		}
+	})
+}

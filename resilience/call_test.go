@@ -236,8 +236,7 @@ func TestBackoffIsDecorrelatedJitterAndHonoursRetryAfter(t *testing.T) {
 }
 
 func TestBackoffCap(t *testing.T) {
-	g := &Governor{}
-	g.src = nil
+	var g Governor
 	for range 1000 {
 		if d := g.backoff(int64(50*time.Second), int64(500*time.Millisecond), int64(60*time.Second)); d > int64(60*time.Second) || d < int64(500*time.Millisecond) {
 			t.Fatalf("backoff %v", time.Duration(d))

@@ -2,7 +2,6 @@ package resilience
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -447,10 +446,4 @@ func DescribeError(err error) string {
 		return "throttled: " + err.Error()
 	}
 	return err.Error()
-}
-
-// isCancellation reports whether err is the caller's own context ending,
-// which is neither a provider answer nor worth a retry.
-func isCancellation(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }

@@ -216,7 +216,6 @@ func TestScaledClock(t *testing.T) {
 }
 
 func TestWithLoggerLogsBreakerChanges(t *testing.T) {
-	// Exercised for coverage of the log path; the message is informational.
 	synctest.Test(t, func(t *testing.T) {
 		var buf logBuffer
 		g := newGov(t, Config{}, WithLogger(buf.logger()))

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -254,17 +253,4 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-// RunAll runs every strategy of sc, one after the other, on clock.
-func RunAll(ctx context.Context, sc *Scenario, clock Clock) ([]*Result, error) {
-	var out []*Result
-	for _, name := range sc.StrategyList() {
-		res, err := NewRun(sc, name).Execute(ctx, clock)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out = append(out, res)
-	}
-	return out, nil
 }
