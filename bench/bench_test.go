@@ -122,6 +122,24 @@ func BenchmarkCall(b *testing.B) {
 			}
 		}
 	})
+	b.Run("guard-sdk-hooks", func(b *testing.B) {
+		// What an SDK integration does per call: the Guard's verbs from
+		// the SDK's hooks around the attempt.
+		g := governor(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			gd, err := g.Begin(ctx, scope)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := gd.Enter(ctx); err != nil {
+				b.Fatal(err)
+			}
+			err = work(ctx)
+			gd.After(err)
+			gd.End(err)
+		}
+	})
 	b.Run("hand-rolled-rate-gobreaker-chan", func(b *testing.B) {
 		t := newTrio()
 		b.ReportAllocs()

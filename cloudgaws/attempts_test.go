@@ -3,9 +3,14 @@ package cloudgaws_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
@@ -49,7 +54,7 @@ func TestAttemptCounts(t *testing.T) {
 					}
 				}
 				st := scopeStats(g, stats, ec2Key)
-				want := resilience.ScopeStats{Calls: 1, Throttled: int64(tc.attempts), Retries: int64(tc.attempts - 1), GaveUp: 1}
+				want := resilience.Counters{Calls: 1, Throttled: int64(tc.attempts), Retries: int64(tc.attempts - 1), GaveUp: 1}
 				if st.Calls != want.Calls || st.Throttled != want.Throttled || st.Retries != want.Retries || st.GaveUp != want.GaveUp {
 					t.Fatalf("stats = %+v, want calls/throttled/retries/gave_up %d/%d/%d/%d", st, want.Calls, want.Throttled, want.Retries, want.GaveUp)
 				}
@@ -65,4 +70,45 @@ func mustParse(t *testing.T, doc string) cloudgaws.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// failFirst is an aws.HTTPClient whose first request fails with err before
+// it reaches the endpoint, as a stale keep-alive connection does.
+type failFirst struct {
+	next   aws.HTTPClient
+	err    error
+	failed atomic.Bool
+}
+
+func (c *failFirst) Do(req *http.Request) (*http.Response, error) {
+	if c.failed.CompareAndSwap(false, true) {
+		return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: c.err}
+	}
+	return c.next.Do(req)
+}
+
+// A transport failure that says nothing about the scope (io.EOF from a
+// stale connection, which the core takes for a local error) is not the
+// governor's to veto, even with an empty retry budget: the SDK retries it
+// as it would without the governor, and nothing is charged to the scope.
+func TestSDKRetriesLocalErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: ptr(0)}})
+		cfg.HTTPClient = &failFirst{next: cfg.HTTPClient, err: io.EOF}
+		ctx, stats := resilience.WithStats(context.Background())
+		if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil {
+			t.Fatalf("err = %v, want the SDK's retry to succeed", err)
+		}
+		if got := f.count("DescribeVpcs"); got != 1 {
+			t.Fatalf("the endpoint saw %d requests, want the retry", got)
+		}
+		st := scopeStats(g, stats, ec2Key)
+		if st.Calls != 1 || st.Throttled != 0 || st.TransientErrors != 0 || st.GaveUp != 0 {
+			t.Fatalf("stats = %+v", st)
+		}
+		if b, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; ok {
+			t.Fatalf("breaker %+v: a local error was charged to the scope", b)
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Five calls that give up after their retries open the scope's breaker;
@@ -79,7 +80,7 @@ func TestBreakerOpensAfterGiveUps(t *testing.T) {
 		if d := ledger.Describe(); !strings.HasPrefix(d, "throttled: 5 call(s) gave up after retries, 1 call(s) skipped (circuit open)") {
 			t.Fatalf("ledger message %q", d)
 		}
-		if bs, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; !ok || bs.State != "open" {
+		if bs, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; !ok || bs.State != state.Open {
 			t.Fatalf("breakers = %+v", g.Summary(nil).Breakers)
 		}
 	})
@@ -148,7 +149,7 @@ func TestRetryBudgetCutsTheSDKLoop(t *testing.T) {
 		if errors.As(err, &maxErr) {
 			t.Fatalf("err = %v: the SDK ran out of attempts instead of the budget ending it", err)
 		}
-		if left := g.RetryBudget("aws"); left >= 1 {
+		if left := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}).RetryBudget; left >= 1 {
 			t.Fatalf("budget left %v", left)
 		}
 		st := scopeStats(g, stats, ec2Key)
@@ -181,7 +182,7 @@ func TestFinalOutcomes(t *testing.T) {
 		cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(2))
 		ctx, stats := resilience.WithStats(context.Background())
 		client := ec2.NewFromConfig(cfg)
-		breaker := func() resilience.BreakerState { return g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"] }
+		breaker := func() state.BreakerSnapshot { return g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"] }
 
 		f.always("DescribeVpcs", ec2Internal)
 		for range 4 {
@@ -191,7 +192,7 @@ func TestFinalOutcomes(t *testing.T) {
 		if st.TransientErrors != 12 || st.Retries != 8 || st.GaveUp != 0 || st.Throttled != 0 {
 			t.Fatalf("after 4 transient failures: stats = %+v", st)
 		}
-		if b := breaker(); b.Failures != 4 || b.State != "closed" {
+		if b := breaker(); b.Failures != 4 || b.State != state.Closed {
 			t.Fatalf("breaker = %+v, want 4 failures", b)
 		}
 
@@ -209,7 +210,7 @@ func TestFinalOutcomes(t *testing.T) {
 		for range 4 {
 			_ = describeVpcs(ctx, client)
 		}
-		if b := breaker(); b.State != "closed" {
+		if b := breaker(); b.State != state.Closed {
 			t.Fatalf("breaker %+v after 4 more failures", b)
 		}
 		before := f.count("DescribeVpcs")
@@ -217,7 +218,7 @@ func TestFinalOutcomes(t *testing.T) {
 		if f.count("DescribeVpcs") != before+3 {
 			t.Fatal("the 5th call was not sent")
 		}
-		if b := breaker(); b.State != "open" {
+		if b := breaker(); b.State != state.Open {
 			t.Fatalf("breaker %+v after 5 transient failures in a row", b)
 		}
 	})

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/internal/yamlconf"
 )
 
-// The SDK retry settings' defaults (the spec's aws.max_retries and
-// aws.retry_mode).
+// The defaults of the SDK's retry settings, aws.max_retries and
+// aws.retry_mode.
 const (
 	// DefaultMaxRetries is the retries the SDK makes after the first
 	// attempt: 10, so up to 11 attempts per call.
@@ -19,9 +19,9 @@ const (
 	DefaultRetryMode = aws.RetryModeAdaptive
 )
 
-// Config is the spec's top-level aws section as far as the SDK's own retry
-// loop goes: how many retries the SDK makes after the first attempt and in
-// which mode. These are not ratelimit.aws.max_retries, which bounds the
+// Config is the top-level aws section of the configuration document as
+// far as the SDK's own retry loop goes: how many retries the SDK makes
+// after the first attempt and in which mode. These are not ratelimit.aws.max_retries, which bounds the
 // retries of resilience.Call. Zero fields take the defaults (10 retries,
 // adaptive), unless the aws.Config being instrumented already says
 // otherwise (see Install).
@@ -33,15 +33,15 @@ type Config struct {
 }
 
 // Validate reports the first setting that cannot work, naming its key path
-// (aws.retry_mode: ...), as a *resilience.ConfigError.
+// (aws.retry_mode: ...).
 func (c Config) Validate() error {
 	if c.MaxRetries != nil && *c.MaxRetries < 0 {
-		return &resilience.ConfigError{Path: "aws.max_retries", Msg: "must be >= 0"}
+		return &yamlconf.Error{Path: "aws.max_retries", Msg: "must be >= 0"}
 	}
 	switch c.RetryMode {
 	case "", aws.RetryModeStandard, aws.RetryModeAdaptive:
 	default:
-		return &resilience.ConfigError{Path: "aws.retry_mode",
+		return &yamlconf.Error{Path: "aws.retry_mode",
 			Msg: fmt.Sprintf("unknown retry mode %q (standard or adaptive)", c.RetryMode)}
 	}
 	return nil
@@ -52,12 +52,12 @@ func (c Config) Validate() error {
 // the core's resilience.ParseConfig reads its ratelimit section from it).
 // The section's other keys belong to other parts of the program and are
 // ignored; a document without an aws section is the zero Config. Malformed
-// values are *resilience.ConfigError values naming the key path:
+// values are errors naming the key path:
 //
 //	aws.max_retries: "three" is not a number
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
-	if err := resilience.ParseSection(data, "aws", &cfg); err != nil {
+	if err := (yamlconf.Decoder{}).ParseSection(data, "aws", &cfg); err != nil {
 		return Config{}, err
 	}
 	cfg.RetryMode = aws.RetryMode(strings.ToLower(strings.TrimSpace(string(cfg.RetryMode))))

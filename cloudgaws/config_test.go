@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -61,7 +62,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"aws: {max_retries: 1\n", "aws: "},
 	} {
 		_, err := cloudgaws.ParseConfig([]byte(tc.doc))
-		var ce *resilience.ConfigError
+		var ce *yamlconf.Error
 		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.doc, err, tc.want)
 		}
@@ -87,53 +88,5 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if _, err := cloudgaws.LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-// Every service the core's defaults table names, and Secrets Manager, get
-// the botocore name the table is keyed by; other IDs follow the general
-// rule or the exceptions.
-func TestServiceName(t *testing.T) {
-	for id, want := range map[string]string{
-		// The core's built-in AWS service table.
-		"EC2":                         "ec2",
-		"IAM":                         "iam",
-		"STS":                         "sts",
-		"Organizations":               "organizations",
-		"ControlTower":                "controltower",
-		"Route 53":                    "route53",
-		"Resource Groups Tagging API": "resourcegroupstaggingapi",
-		"CloudControl":                "cloudcontrol",
-		"CloudFormation":              "cloudformation",
-		"Lambda":                      "lambda",
-		// Others.
-		"Secrets Manager":           "secretsmanager",
-		"S3":                        "s3",
-		"DynamoDB":                  "dynamodb",
-		"Auto Scaling":              "autoscaling",
-		"Elastic Load Balancing v2": "elbv2",
-		"CloudWatch Logs":           "logs",
-		"SFN":                       "stepfunctions",
-		"EventBridge":               "events",
-		"":                          "",
-	} {
-		if got := cloudgaws.ServiceName(id); got != want {
-			t.Errorf("ServiceName(%q) = %q, want %q", id, got, want)
-		}
-	}
-	// The names are the core's service keys: each resolves to the
-	// built-in bucket rather than the provider's default leaf (20 rps).
-	g, err := resilience.NewGovernor(resilience.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, rate := range map[string]float64{
-		"EC2": 20, "IAM": 10, "STS": 50, "Organizations": 5, "ControlTower": 2, "Route 53": 5,
-		"Resource Groups Tagging API": 5, "CloudControl": 5, "CloudFormation": 5, "Lambda": 15,
-	} {
-		sc := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: cloudgaws.ServiceName(id)}
-		if got := g.BucketState(sc).CeilingRPS; got != rate {
-			t.Errorf("%s -> %s: ceiling %v rps, want the built-in %v", id, sc.Service, got, rate)
-		}
 	}
 }

@@ -11,27 +11,38 @@
 //
 // Each call is attributed to the scope aws/<account>/<region>/<service>/
 // <Operation>, with the botocore-style service name (ec2, secretsmanager,
-// route53; see ServiceName). Install adds two middlewares to every call's
-// stack and sets the config's Retryer:
+// route53; see ServiceName), and carried by one resilience.Guard. Install
+// adds two middlewares to every call's stack and sets the config's
+// Retryer:
 //
-//   - Initialize (once per call): the scope's circuit breaker (open: a
-//     *ThrottlingError wrapping *resilience.CircuitOpenError, and nothing
-//     is sent), one counted call, a rate token from every bucket level, a
-//     slot of the account's bulkhead held across the SDK's retries and
-//     released exactly once; after the call, success or the final error
-//     goes to the breaker, the stats and the ledger (resilience.Guard).
+//   - Initialize (once per call): Guard.Enter, that is the scope's circuit
+//     breaker (open: a *ThrottlingError wrapping *resilience.CircuitOpenError,
+//     and nothing is sent), one counted call, a rate token from every
+//     bucket level and a slot of the account's bulkhead, held across the
+//     SDK's retries; after the call, Guard.End releases the slot and
+//     records the outcome the SDK's loop left open (a give-up after the
+//     last retry) in the breaker, the stats and the ledger.
 //   - Finalize, right after the SDK's Retry middleware (once per attempt):
-//     a throttled attempt halves the scope's rate and pauses it for
-//     Retry-After or x-amz-retry-after; a transient one is counted; a
-//     throttled retry waits for a fresh rate token on top of the SDK's
-//     backoff.
+//     Guard.After records each attempt's answer, classified once by the
+//     core (a throttle halves the scope's rate and pauses it for
+//     Retry-After or x-amz-retry-after; a transient error is counted), and
+//     before a throttled retry Guard.Pace waits for a fresh rate token on
+//     top of the SDK's backoff.
 //   - The Retryer (the SDK's standard or adaptive one, 10 retries by
-//     default): at GetRetryToken, where the SDK has decided to retry, the
-//     retry is counted and, after the first two of the call, costs a token
-//     of the provider's retry budget; an empty budget ends the SDK's loop
-//     with a *ThrottlingError wrapping *resilience.RetryBudgetExhaustedError.
+//     default): at GetRetryToken, where the SDK has decided to retry,
+//     Guard.Retry lets the retry go or ends the SDK's loop. After the
+//     first two retries of the call each costs a token of the provider's
+//     retry budget; an empty budget ends the loop with a *ThrottlingError
+//     wrapping *resilience.RetryBudgetExhaustedError, and a Retry-After
+//     that would pass the context's deadline ends it with the provider's
+//     error. The retry is counted when it is sent.
 //
-// Importing the package also teaches the core classifier the headers of
-// the SDK's HTTP response errors, so resilience.RetryAfter reads
-// Retry-After and x-amz-retry-after from any error a client returns.
+// A call made inside another's attempt (credentials fetched through an
+// instrumented STS client while signing) finds the enclosing call's guard
+// in its context and never waits for the slot that call holds.
+//
+// Importing the package also teaches the core classifier the status and
+// headers of the SDK's HTTP response errors, so the guard and
+// resilience.RetryAfter read Retry-After and x-amz-retry-after from any
+// error a client returns.
 package cloudgaws

@@ -1,12 +1,11 @@
 package cloudgaws
 
 import (
-	"errors"
 	"time"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/internal/errread"
 )
 
 // ThrottlingError is what a governed client returns when the governor, not
@@ -60,12 +59,10 @@ func (e *ThrottlingError) RetryAfter() time.Duration {
 // Unwrap returns the core error.
 func (e *ThrottlingError) Unwrap() error { return e.Err }
 
-// WrapsGovernorError marks the error as a resilience.GovernorErrorWrapper:
+// WrapsGovernorError marks the error as a wrapper of the governor's own:
 // the core classifies it as the error it wraps and never takes it for the
 // provider's answer.
 func (e *ThrottlingError) WrapsGovernorError() {}
-
-var _ resilience.GovernorErrorWrapper = (*ThrottlingError)(nil)
 
 // notRetryable marks an attempt's error as final for the SDK's retry loop,
 // keeping it in the chain for errors.As and the classifier.
@@ -81,39 +78,23 @@ type httpResponder interface {
 	HTTPResponse() *smithyhttp.Response
 }
 
-// readResponseError teaches the core classifier the response headers of the
-// SDK's HTTP response errors, so that resilience.RetryAfter and
-// resilience.Classify see Retry-After and x-amz-retry-after on any error a
-// client returns. The status code it reads by method already
-// (HTTPStatusCode) and the error code too (smithy.APIError's ErrorCode).
-func readResponseError(err error) (resilience.ErrorDetails, bool) {
+// readResponseError teaches the core classifier the response of the SDK's
+// HTTP response errors: the status, and the headers, so that the guard and
+// resilience.RetryAfter read Retry-After and x-amz-retry-after on any
+// error a client returns. The error code the core reads by method already
+// (smithy.APIError's ErrorCode).
+func readResponseError(err error) (errread.Details, bool) {
 	hr, ok := err.(httpResponder)
 	if !ok {
-		return resilience.ErrorDetails{}, false
+		return errread.Details{}, false
 	}
 	resp := hr.HTTPResponse()
 	if resp == nil || resp.Response == nil {
-		return resilience.ErrorDetails{}, false
+		return errread.Details{}, false
 	}
-	return resilience.ErrorDetails{Status: resp.StatusCode, Header: resp.Header}, true
+	return errread.Details{Status: resp.StatusCode, Header: resp.Header}, true
 }
 
 func init() {
-	resilience.RegisterErrorReader(readResponseError)
-}
-
-// isOurs reports whether err is (or wraps) an error the governor made to
-// stop the call.
-func isOurs(err error) bool {
-	var te *ThrottlingError
-	return errors.As(err, &te)
-}
-
-// governorError reports whether err, or an error it wraps, is the
-// governor's own: a call it stopped, not a provider's answer.
-func governorError(err error) bool {
-	var coe *resilience.CircuitOpenError
-	var rbe *resilience.RetryBudgetExhaustedError
-	var dee *resilience.DeadlineExceededError
-	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &dee)
+	errread.Register(readResponseError)
 }

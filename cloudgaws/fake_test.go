@@ -267,7 +267,7 @@ func governed(t *testing.T, f *fakeAWS, rc resilience.Config, opts ...cloudgaws.
 func ptr[T any](v T) *T { return &v }
 
 // scopeStats returns the counters of a service scope in s.
-func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilience.ScopeStats {
+func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilience.Counters {
 	return g.Summary(s).Scopes[key]
 }
 

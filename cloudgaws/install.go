@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -37,12 +38,12 @@ func WithGovernor(g *resilience.Governor) Option {
 }
 
 // WithMaxRetries sets the retries the SDK makes after the first attempt
-// (the spec's aws.max_retries; default 10, so 11 attempts). 0 sends each
-// request once.
+// (aws.max_retries in the configuration document; default 10, so 11
+// attempts). 0 sends each request once.
 func WithMaxRetries(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
-			c.errs = append(c.errs, &resilience.ConfigError{Path: "aws.max_retries", Msg: "must be >= 0"})
+			c.errs = append(c.errs, &yamlconf.Error{Path: "aws.max_retries", Msg: "must be >= 0"})
 			return
 		}
 		c.maxRetries = &n
@@ -50,7 +51,8 @@ func WithMaxRetries(n int) Option {
 }
 
 // WithRetryMode sets the SDK's retry mode, aws.RetryModeStandard or
-// aws.RetryModeAdaptive (the spec's aws.retry_mode; default adaptive).
+// aws.RetryModeAdaptive (aws.retry_mode in the configuration document;
+// default adaptive).
 func WithRetryMode(m aws.RetryMode) Option {
 	return optionFunc(func(c *config) {
 		if err := (Config{RetryMode: m}).Validate(); err != nil {
@@ -79,8 +81,8 @@ func WithConfig(cfg Config) Option {
 	})
 }
 
-// WithLogger makes Install log a failure to install (at debug level, like
-// the spec's hooks) to l instead of slog.Default().
+// WithLogger makes Install log a failure to install (at debug level) to l
+// instead of slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l })
 }
@@ -143,10 +145,12 @@ const (
 // throttling halves the scope's rate and pauses it for Retry-After or
 // x-amz-retry-after, transient errors are counted, and a throttled retry
 // waits for a fresh token on top of the SDK's backoff. Every retry the SDK
-// is about to make is counted and, after the first two of the call, costs a
-// retry-budget token; an empty budget ends the SDK's loop with a
-// *ThrottlingError. After the call: the outcome goes to the breaker, the
-// stats and the ledger bound to the call's context.
+// is about to make costs, after the first two of the call, a retry-budget
+// token, and is counted when sent; an empty budget ends the SDK's loop
+// with a *ThrottlingError, and a Retry-After that would pass the context's
+// deadline ends it with the provider's error. After the call: the outcome
+// the SDK's loop left open goes to the breaker, the stats and the ledger
+// bound to the call's context.
 //
 // The SDK's retry settings come from WithMaxRetries and WithRetryMode (or
 // WithConfig); without them, from cfg.RetryMaxAttempts and cfg.RetryMode

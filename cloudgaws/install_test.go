@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -107,9 +108,9 @@ func TestInstallFailureLeavesConfigUsable(t *testing.T) {
 				f := newFake(t)
 				cfg := awsConfig(f, nil)
 				err := cloudgaws.Install(&cfg, testAccount, tc.opt, cloudgaws.WithLogger(logger))
-				var ce *resilience.ConfigError
+				var ce *yamlconf.Error
 				if !errors.As(err, &ce) || ce.Path != tc.path {
-					t.Fatalf("err = %v, want a ConfigError at %s", err, tc.path)
+					t.Fatalf("err = %v, want a *yamlconf.Error at %s", err, tc.path)
 				}
 				if cfg.APIOptions != nil || cfg.Retryer != nil || cfg.RetryMode != "" {
 					t.Fatal("a failed install changed the config")
@@ -269,17 +270,34 @@ func TestPresignNotGoverned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
 		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
-		hold, _ := g.Begin(context.Background(), resilience.Scope{Provider: "aws", Account: testAccount, Service: "other"})
-		if !hold.TryAcquire() {
-			t.Fatal("no slot")
-		}
-		defer hold.End()
+		hold := holdSlot(t, g, "other")
+		defer hold.End(nil)
 		ctx, stats := resilience.WithStats(context.Background())
 		req, err := sts.NewPresignClient(sts.NewFromConfig(cfg)).PresignGetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 		if err != nil || !strings.Contains(req.URL, "Action=GetCallerIdentity") {
 			t.Fatalf("presign: %+v, %v", req, err)
 		}
 		if tot := g.Summary(stats).Totals; tot.Calls != 0 || f.count("GetCallerIdentity") != 0 {
+			t.Fatalf("totals %+v", tot)
+		}
+	})
+}
+
+// With the provider disabled the clients work as if nothing were
+// installed: nothing is counted, and the SDK retries as configured.
+func TestDisabledProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("DescribeVpcs", ec2Throttle)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{Enabled: ptr(false), RetryBudget: ptr(0)}},
+			cloudgaws.WithMaxRetries(3))
+		ctx, stats := resilience.WithStats(context.Background())
+		err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+		var apiErr smithy.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "RequestLimitExceeded" || f.count("DescribeVpcs") != 4 {
+			t.Fatalf("err = %v, sent %d", err, f.count("DescribeVpcs"))
+		}
+		if tot := g.Summary(stats).Totals; tot.Calls != 0 || tot.Throttled != 0 {
 			t.Fatalf("totals %+v", tot)
 		}
 	})

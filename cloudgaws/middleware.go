@@ -2,13 +2,25 @@ package cloudgaws
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/resilience"
 )
+
+// provider is the scope provider of every AWS call.
+const provider = "aws"
+
+// sdkPolicy is the retry policy of a governed AWS call: the SDK's retryer
+// bounds the attempts, and only the context's deadline bounds the waits,
+// so the guard's own limits never stop the SDK's loop first.
+var sdkPolicy = resilience.WithPolicy(resilience.RetryPolicy{
+	MaxAttempts: math.MaxInt32,
+	Deadline:    time.Duration(math.MaxInt64),
+})
 
 // callState is one logical call's governor state, shared by the
 // Initialize middleware (once per call), the per-attempt middleware and
@@ -18,22 +30,26 @@ import (
 // An SDK pipeline runs one attempt at a time, so its fields need no lock.
 type callState struct {
 	context.Context
-	gd *resilience.Guard // nil: the call is not governed (provider disabled)
+	gov *resilience.Governor
+	gd  *resilience.Guard // nil: the call is not governed (provider disabled)
 
-	attempts       int   // attempts sent so far
-	lastErr        error // the error of the last attempt
-	lastThrottled  bool  // the last attempt was throttled
+	sent           bool  // an attempt was sent: the next one is a retry
 	retryAccounted bool  // the retryer accounted for the retry about to be sent
-	budgetErr      error // the *resilience.RetryBudgetExhaustedError that ended the loop
+	stopErr        error // the error with which the governor ended the SDK's loop
 }
 
 type stateKey struct{}
 
-// Value returns the state itself for stateKey, and defers to the parent
-// context for every other key.
+// Value returns the state itself for stateKey and the call's guard for
+// its governor (so that a call made inside this one's attempt, credentials
+// fetched through STS while signing, never waits for the slot this call
+// holds); it defers to the parent context for every other key.
 func (s *callState) Value(key any) any {
 	if key == (stateKey{}) {
 		return s
+	}
+	if s.gd != nil && key == any(s.gov) {
+		return s.gd
 	}
 	return s.Context.Value(key)
 }
@@ -43,8 +59,34 @@ func stateFrom(ctx context.Context) *callState {
 	return st
 }
 
-// initializeMiddleware runs once per logical call (the spec's before-call
-// and after-call hooks).
+// retry asks the guard whether the retry the SDK is about to make may go,
+// after the attempt After recorded. It returns nil to let it go, or the
+// error that ends the SDK's loop, which the call then returns:
+//   - an empty retry budget: a *ThrottlingError wrapping the core's
+//     *resilience.RetryBudgetExhaustedError;
+//   - a provider's hint that would pass the context's deadline: the
+//     attempt's error, marked not retryable.
+//
+// When the guard has no outcome open (the core took the attempt's error
+// for a fatal or local one, such as a dial failure), the governor has
+// nothing to veto and the SDK's retryer decides alone.
+func (s *callState) retry() error {
+	_, err := s.gd.Retry(0)
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *resilience.RetryBudgetExhaustedError:
+		s.stopErr = &ThrottlingError{Err: e}
+	case *resilience.DeadlineExceededError:
+		s.stopErr = &notRetryable{err: e.Err}
+	default:
+		return nil
+	}
+	return s.stopErr
+}
+
+// initializeMiddleware runs once per logical call, before the SDK's retry
+// loop and after it.
 type initializeMiddleware struct{ inst *installation }
 
 func (*initializeMiddleware) ID() string { return initializeID }
@@ -53,62 +95,51 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	out middleware.InitializeOutput, md middleware.Metadata, err error,
 ) {
 	inst := m.inst
-	parent := stateFrom(ctx)
-	scope := resilience.Scope{
-		Provider:  "aws",
-		Account:   inst.account,
-		Region:    awsmiddleware.GetRegion(ctx),
-		Service:   inst.cache.lookup(awsmiddleware.GetServiceID(ctx), inst.names),
-		Operation: awsmiddleware.GetOperationName(ctx),
-	}
-	gd, gerr := inst.governor().Begin(ctx, scope)
-	if gerr != nil || !gd.Enabled() {
-		if parent != nil {
+	gov := inst.governor()
+	if !gov.Enabled(provider) {
+		if stateFrom(ctx) != nil {
 			// Hide the enclosing call's state from this call's retryer.
 			ctx = &callState{Context: ctx}
 		}
 		return next.HandleInitialize(ctx, in)
 	}
-	defer gd.End()
-
-	// Before the call: breaker, one counted call, a rate token, a slot.
-	if err := gd.Admit(); err != nil {
-		return out, md, &ThrottlingError{Err: err}
+	scope := resilience.Scope{
+		Provider:  provider,
+		Account:   inst.account,
+		Region:    awsmiddleware.GetRegion(ctx),
+		Service:   inst.cache.lookup(awsmiddleware.GetServiceID(ctx), inst.names),
+		Operation: awsmiddleware.GetOperationName(ctx),
 	}
-	gd.Count()
-	if err := gd.Wait(ctx); err != nil {
+	gd, err := gov.Begin(ctx, scope, sdkPolicy)
+	if err != nil {
+		return next.HandleInitialize(ctx, in) // not reached: the scope has its provider
+	}
+	defer gd.Release() // a panic below still gives the slot back
+
+	// Before the call: breaker, deadline, one counted call, a rate token,
+	// a slot held across the SDK's retries.
+	if err := gd.Enter(ctx); err != nil {
+		gd.End(err)
+		if coe, ok := err.(*resilience.CircuitOpenError); ok {
+			return out, md, &ThrottlingError{Err: coe}
+		}
 		return out, md, err
 	}
-	if parent != nil && parent.gd != nil {
-		// A call made inside another governed call (credentials fetched
-		// while signing) may find every slot held by calls waiting for
-		// it: it takes a slot only if one is free.
-		gd.TryAcquire()
-	} else if err := gd.Acquire(ctx); err != nil {
-		return out, md, err
-	}
 
-	st := &callState{Context: ctx, gd: gd}
+	st := &callState{Context: ctx, gov: gov, gd: gd}
 	out, md, err = next.HandleInitialize(st, in)
-
-	// After the call: the slot, then the outcome.
-	gd.Release()
-	if st.budgetErr != nil {
+	if st.stopErr != nil {
 		// The SDK joins its last error with the retryer's; the caller
-		// gets one error, the budget's, which wraps the provider's.
-		err = &ThrottlingError{Err: st.budgetErr}
+		// gets one error, the governor's, which wraps the provider's.
+		err = st.stopErr
 	}
-	if err == nil {
-		gd.Succeeded()
-	} else {
-		gd.Failed(err)
-	}
+	// After the call: the slot, and the outcome the SDK's loop left open.
+	gd.End(err)
 	return out, md, err
 }
 
 // attemptMiddleware runs once per attempt, inside the SDK's retry loop
-// after its backoff sleep and before signing (the spec's needs-retry hook,
-// seen from the attempt's side).
+// after its backoff sleep and before signing.
 type attemptMiddleware struct{ inst *installation }
 
 func (*attemptMiddleware) ID() string { return attemptID }
@@ -120,58 +151,34 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	if st == nil || st.gd == nil {
 		return next.HandleFinalize(ctx, in)
 	}
-	if st.attempts > 0 {
+	if st.sent {
 		if !st.retryAccounted {
 			// The client's retryer is not the one Install set (replaced
 			// per client): account for the retry here.
-			if rerr := st.gd.Retry(st.lastErr); rerr != nil {
-				st.budgetErr = rerr
-				return out, md, &ThrottlingError{Err: rerr}
+			if stop := st.retry(); stop != nil {
+				return out, md, stop
 			}
 		}
 		st.retryAccounted = false
-		if st.lastThrottled {
-			// A throttled retry waits for a fresh token (and for the
-			// scope's Retry-After pause) on top of the SDK's backoff.
-			if werr := st.gd.Wait(ctx); werr != nil {
-				return out, md, waitError(ctx, werr, st.lastErr)
-			}
+		// A throttled retry waits for a fresh token (and for the scope's
+		// Retry-After pause) on top of the SDK's backoff.
+		if perr := st.gd.Pace(ctx); perr != nil {
+			return out, md, paceError(ctx, perr)
 		}
 	}
-	st.attempts++
+	st.sent = true
 	out, md, err = next.HandleFinalize(ctx, in)
-	st.lastErr, st.lastThrottled = err, false
-	if err == nil || ctx.Err() != nil {
-		return out, md, err
-	}
-	if governorError(err) {
-		// A call made inside this attempt (credentials from STS while
-		// signing) was stopped by the governor: nothing was sent to this
-		// scope, and the inner call recorded it against its own.
-		return out, md, err
-	}
-	switch resilience.Classify(err) {
-	case resilience.Throttled:
-		if resp, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && resp != nil && resp.Response != nil {
-			hint, has := resilience.HeaderRetryAfter(resp.Header, resp.StatusCode)
-			st.gd.ThrottledFor(err, hint, has)
-		} else {
-			st.gd.Throttled(err)
-		}
-		st.lastThrottled = true
-	case resilience.Transient:
-		st.gd.Transient(err)
-	}
+	st.gd.After(err)
 	return out, md, err
 }
 
-// waitError is the error of a retry whose token wait failed: the caller's
+// paceError is the error of a retry whose token wait failed: the caller's
 // context ended (the SDK does not retry a canceled request), or the wait
-// would overrun the context's deadline, which ends the call with the
+// would pass the context's deadline, which ends the call with the
 // provider's last error, as resilience.Call does.
-func waitError(ctx context.Context, werr, lastErr error) error {
-	if ctx.Err() != nil || lastErr == nil {
-		return &aws.RequestCanceledError{Err: werr}
+func paceError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &aws.RequestCanceledError{Err: err}
 	}
-	return &notRetryable{err: lastErr}
+	return &notRetryable{err: err}
 }

@@ -50,22 +50,23 @@ func (inst *installation) newRetryer() aws.Retryer {
 }
 
 // IsErrorRetryable is the base retryer's answer, except for the errors
-// with which the governor ended the call.
+// with which the governor ended the call: a retryer of the user's may not
+// read their RetryableError method.
 func (r *retryer) IsErrorRetryable(err error) bool {
-	if isOurs(err) {
-		return false
-	}
+	var te *ThrottlingError
 	var nr *notRetryable
-	if errors.As(err, &nr) {
+	if errors.As(err, &te) || errors.As(err, &nr) {
 		return false
 	}
 	return r.RetryerV2.IsErrorRetryable(err)
 }
 
 // GetRetryToken is called by the SDK's retry loop once it has decided to
-// retry, before its backoff sleep. The retry is counted, and past the
-// call's first two it costs a token of the provider's retry budget; an
-// empty budget ends the loop with a *ThrottlingError.
+// retry, before its backoff sleep. The guard decides whether the retry
+// may go (callState.retry): past the call's first two it costs a token of
+// the provider's retry budget, and an empty budget ends the loop with a
+// *ThrottlingError; a Retry-After that would pass the context's deadline
+// ends it with the provider's error. The retry is counted when it is sent.
 func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) error, error) {
 	release, err := r.RetryerV2.GetRetryToken(ctx, opErr)
 	if err != nil {
@@ -75,12 +76,11 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	if st == nil || st.gd == nil {
 		return release, nil
 	}
-	if rerr := st.gd.Retry(opErr); rerr != nil {
+	if stop := st.retry(); stop != nil {
 		if release != nil {
 			_ = release(nil) // the base retryer's token goes back: no retry is made
 		}
-		st.budgetErr = rerr
-		return nil, &ThrottlingError{Err: rerr}
+		return nil, stop
 	}
 	st.retryAccounted = true
 	return release, nil

@@ -2,8 +2,8 @@ package cloudgaws
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/cloudg/cloudg/internal/readmap"
 )
 
 // serviceNames maps the SDK service IDs whose botocore name is not the ID
@@ -84,39 +84,17 @@ func generalName(id string) string {
 // nameCache holds every service name resolved so far, so that a call finds
 // its service's name with one map read and no allocation. The SDK has a
 // few hundred service IDs, so it stays small.
-type nameCache struct {
-	read atomic.Pointer[map[string]string]
-	mu   sync.Mutex
-}
+type nameCache struct{ m readmap.Map[string, string] }
 
 // lookup returns the name of id under the installation's overrides.
 func (c *nameCache) lookup(id string, overrides map[string]string) string {
-	if m := c.read.Load(); m != nil {
-		if n, ok := (*m)[id]; ok {
+	if n, ok := c.m.Load(id); ok {
+		return n
+	}
+	return c.m.LoadOrCreate(id, func() string {
+		if n, ok := overrides[id]; ok {
 			return n
 		}
-	}
-	n, ok := overrides[id]
-	if !ok {
-		n = ServiceName(id)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := c.read.Load()
-	next := make(map[string]string, 1+lenOf(old))
-	if old != nil {
-		for k, v := range *old {
-			next[k] = v
-		}
-	}
-	next[id] = n
-	c.read.Store(&next)
-	return n
-}
-
-func lenOf(m *map[string]string) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
+		return ServiceName(id)
+	})
 }

@@ -1,6 +1,7 @@
 // Package cloudgazure governs every HTTP attempt of the Azure SDK for Go's
 // Resource Manager clients with the process-wide governor of package
-// resilience (spec sections 3.2 and 3.3).
+// resilience, and paces Azure Resource Graph queries in a scope of their
+// own.
 //
 // ClientOptions returns *arm.ClientOptions that carry two pipeline
 // policies and retry options from the governor's configuration, so any
@@ -20,34 +21,37 @@
 //
 // azcore's pipeline runs the per-call policies once per request, then its
 // retry policy, which clones the request for every attempt and runs the
-// per-retry policies on each clone. The per-call policy resolves the scope
-// from the URL (ScopeOf), begins a resilience.Guard and stores the
-// request's state with SetOperationValue; azcore's clones share the
-// operation values, so the per-retry policy finds the same state on every
-// attempt. Per attempt it checks the breaker, counts the call, takes a
-// token (subscription bucket, then the resource provider's leaf) and a
-// slot of the subscription's bulkhead, sends, and gives the slot back.
-// Then:
+// per-retry policies on each clone. The per-call policy (policy.go)
+// resolves the scope from the URL (ScopeOf, scope.go), begins a
+// resilience.Guard and stores the request's state with SetOperationValue;
+// azcore's clones share the operation values, so the per-retry policy
+// finds the same state on every attempt. Per attempt (attempt.go) the
+// Guard's Enter checks the breaker and the deadline, counts the call,
+// takes a token (subscription bucket, then the resource provider's leaf)
+// and a slot of the subscription's bulkhead; the attempt is sent, the slot
+// given back, and the answer's status and headers go to the Guard's
+// After:
 //
-//   - 429 or 503: the scope's rate halves and the scope pauses for the
-//     server's hint (Retry-After-Ms, x-ms-retry-after-ms, Retry-After, or
-//     x-ms-user-quota-resets-after when that is the only one), capped at
-//     resilience.MaxPause;
-//   - 429, 503, 408, 500, 502, 504: a retry azcore is about to make; the
-//     first two of a request are free, each further one costs a token of
-//     the provider's retry budget, and an empty budget ends azcore's loop
-//     with a *resilience.RetryBudgetExhaustedError;
+//   - 429 or 503, whatever the error code: the scope's rate halves and the
+//     scope pauses for the server's hint (Retry-After-Ms,
+//     x-ms-retry-after-ms, Retry-After, or x-ms-user-quota-resets-after
+//     when that is the only one), capped at resilience.MaxPause;
+//   - 408, 500, 502, 504: a transient answer, counted;
 //   - success: additive recovery and breaker reset; Resource Graph's
 //     x-ms-user-quota-remaining: 0 pauses its scope until the quota
 //     resets; x-ms-ratelimit-remaining-subscription-reads under 25 pauses
 //     the whole subscription for a second;
-//   - other answers: nothing, but they prove the service reachable, which
-//     closes a half-open breaker.
+//   - other error statuses: a fatal answer, which proves the service
+//     reachable and resets the breaker.
 //
-// After the last attempt the per-call policy records the outcome: a
-// throttled or transient final answer counts toward the breaker, and
-// throttling is recorded as given up in the stats and the ledger bound to
-// the request's context.
+// Before azcore retries an answer the Guard's Retry decides: the first two
+// retries of a request are free, each further one costs a token of the
+// provider's retry budget, and an empty budget ends azcore's loop with a
+// *resilience.RetryBudgetExhaustedError. When the request ends, the
+// per-call policy ends the Guard with azcore's final answer: a throttled or
+// transient final answer counts toward the breaker, and throttling is
+// recorded as given up in the stats and the ledger bound to the request's
+// context.
 //
 // # Waiting, and where it is better than azcore
 //
@@ -56,16 +60,17 @@
 // policy hides the delay headers of a response azcore is about to retry
 // (and puts them back when the request ends, so the caller sees the
 // response unchanged): azcore then sleeps its own exponential backoff, at
-// most MaxRetryDelay, and never gives up for a long hint. The next attempt
-// waits out the rest: a throttled scope is paused for the hint, so the
-// attempt's rate token waits for the pause to end and for the halved
-// rate; a transient answer's hint holds that request only. A retry thus
-// goes after the longer of azcore's backoff and the server's hint (capped
-// at 300 s), and never before the governor's buckets allow. A hint, or a
-// token wait, that would overrun the request's deadline (deadline_seconds,
-// 900 s, or the context's deadline if sooner) ends the request with the
-// last answer instead.
+// most MaxRetryDelay, and never gives up for a long hint. The next
+// attempt's Enter waits out the rest: a throttled scope is paused for the
+// hint, so the attempt's rate token waits for the pause to end and for the
+// halved rate; a transient answer's hint holds that request only. A retry
+// thus goes after the longer of azcore's backoff and the server's hint
+// (capped at 300 s), and never before the governor's buckets allow. A
+// hint, or a token wait, that would overrun the request's deadline
+// (deadline_seconds, 900 s, or the context's deadline if sooner) ends the
+// request with the last answer instead.
 //
 // Importing the package also teaches the core's classifier the shape of
-// *azcore.ResponseError (resilience.RegisterErrorReader).
+// *azcore.ResponseError (classify.go), so resilience.Classify, RetryAfter
+// and DescribeError read the errors of Azure clients.
 package cloudgazure

@@ -54,10 +54,9 @@ type QueryLimits struct {
 	// MaxRetries of a throttled page; 0 means 5, a negative value none.
 	MaxRetries int
 	// Backoff before each retry; nil means 2, 4, 8, 16, 30 s. The last
-	// value repeats. A throttled page also pauses the scope for the
-	// server's hint, which the next token waits out; with the governor
-	// disabled the backoff itself is stretched to the hint, capped at
-	// resilience.MaxPause.
+	// value repeats. A retry waits the longer of the backoff and the
+	// server's hint (capped at resilience.MaxPause), and a throttled page
+	// also pauses the scope for the hint.
 	Backoff []time.Duration
 }
 
@@ -89,12 +88,12 @@ func (l QueryLimits) resolve() QueryLimits {
 //     policy reports on the first page) is paced by the policy, one token
 //     per HTTP attempt, which also honours the quota headers; its final
 //     error was recorded by the policy and is returned as it is;
-//   - any other client is paced here: a breaker check and one token per
-//     page; a throttled page halves the scope's rate, pauses it for the
-//     hint (Retry-After, or x-ms-user-quota-resets-after) and is retried
-//     as QueryLimits say; after the last retry it is recorded as given up;
-//     a success with x-ms-user-quota-remaining: 0 pauses the scope until
-//     the quota resets.
+//   - any other client is paced here: a breaker check, one token and a
+//     bulkhead slot per page; a throttled page halves the scope's rate,
+//     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)
+//     and is retried as QueryLimits say; after the last retry it is
+//     recorded as given up; a success with x-ms-user-quota-remaining: 0
+//     pauses the scope until the quota resets.
 //
 // When a page finally fails, QueryResources returns the rows of the pages
 // before it together with the error.
@@ -152,64 +151,70 @@ func markGoverned(ctx context.Context) {
 	}
 }
 
-// fetchPaced fetches one page of a client whose pipeline is not governed.
+// fetchPaced fetches one page of a client whose pipeline is not governed,
+// on a Guard of its own: per attempt Enter (breaker, deadline, count,
+// token, slot), send, give the slot back, After; a throttled page is
+// retried as QueryLimits say, after the longer of the backoff and the
+// server's hint. Other errors end the page at once.
 func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armresourcegraph.QueryRequest,
 	mark *graphMark) (armresourcegraph.ClientResourcesResponse, error) {
 	var zero armresourcegraph.ClientResourcesResponse
 	gov := cfg.governor()
 	limits := cfg.limits.resolve()
-	gd, err := gov.Begin(ctx, GraphScope())
+	// The Guard's context is cancelled when the pipeline turns out to be
+	// governed: the pipeline recorded the page, and a Guard whose context
+	// is done records nothing more.
+	gctx, abandon := context.WithCancel(ctx)
+	defer abandon()
+	gd, err := gov.Begin(gctx, GraphScope(), resilience.WithPolicy(resilience.RetryPolicy{
+		MaxAttempts: limits.MaxRetries + 1, ThrottlingOnly: true,
+	}))
 	if err != nil {
 		return zero, err
 	}
-	defer gd.End()
 	var raw *http.Response
-	cctx := policy.WithCaptureResponse(ctx, &raw)
-	for retry := 0; ; retry++ {
-		if err := gd.Admit(); err != nil {
-			return zero, err
-		}
-		gd.Count()
-		if err := gd.Wait(ctx); err != nil {
+	// A governed pipeline found out on this page begins a Guard inside this
+	// one's attempt: the context says so, and it never waits for the slot
+	// this Guard holds.
+	sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
+	for i := 0; ; i++ {
+		if err := gd.Enter(ctx); err != nil {
+			gd.End(err)
 			return zero, err
 		}
 		raw = nil
-		page, err := client.Resources(cctx, q, nil)
+		page, err := sendPage(sctx, gd, client, q)
 		if mark.governed.Load() {
-			// The pipeline turned out to be governed: it paced and
-			// recorded this page itself.
+			abandon()
+			gd.End(err)
 			return page, err
 		}
+		gd.After(err)
 		if err == nil {
-			gd.Succeeded()
 			if raw != nil {
 				if d, ok := quotaReset(raw.Header); ok {
 					gd.Pause(d)
 				}
 			}
+			gd.End(nil)
 			return page, nil
 		}
-		if ctx.Err() != nil || resilience.Classify(err) != resilience.Throttled {
-			gd.Failed(err)
-			return zero, err
+		delay, rerr := gd.Retry(limits.Backoff[min(i, len(limits.Backoff)-1)])
+		if rerr == nil {
+			rerr = gov.Clock().Sleep(ctx, delay)
 		}
-		hint, hasHint := resilience.RetryAfter(err)
-		gd.ThrottledFor(err, hint, hasHint)
-		if retry >= limits.MaxRetries {
-			gd.Failed(err) // given up: stats, ledger, breaker
-			return zero, err
-		}
-		if berr := gd.Retry(err); berr != nil {
-			return zero, berr
-		}
-		delay := limits.Backoff[min(retry, len(limits.Backoff)-1)]
-		if hasHint && !gov.Enabled(Provider) {
-			delay = max(delay, min(hint, resilience.MaxPause))
-		}
-		if serr := gov.Clock().Sleep(ctx, delay); serr != nil {
-			return zero, serr
+		if rerr != nil {
+			gd.End(err)
+			return zero, rerr
 		}
 	}
+}
+
+// sendPage sends one page and gives the slot back, even on a panic.
+func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier,
+	q armresourcegraph.QueryRequest) (armresourcegraph.ClientResourcesResponse, error) {
+	defer gd.Release()
+	return client.Resources(ctx, q, nil)
 }
 
 // appendRows appends a page's rows: an objectArray page is a []any; a

@@ -48,7 +48,7 @@ func TestResourceGraphQuotaHeaders(t *testing.T) {
 		if _, err := graph.Resources(context.Background(), query, nil); err != nil {
 			t.Fatal(err)
 		}
-		if st := e.gov.BucketState(graphScope); st.PausedFor != 5*time.Second || st.RateRPS != 3 {
+		if st := e.gov.Inspect(graphScope).Leaf; st.Paused != 5*time.Second || st.Rate != 3 {
 			t.Fatalf("resourcegraph bucket %+v, want paused 5 s at 3 rps", st)
 		}
 		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "10", "x-ms-user-quota-resets-after", "00:00:05")
@@ -59,7 +59,7 @@ func TestResourceGraphQuotaHeaders(t *testing.T) {
 		if d := time.Since(start); d != 5*time.Second {
 			t.Fatalf("next query waited %v, want 5 s", d)
 		}
-		if st := e.gov.BucketState(graphScope); st.PausedFor != 0 {
+		if st := e.gov.Inspect(graphScope).Leaf; st.Paused != 0 {
 			t.Fatalf("quota left, yet paused: %+v", st)
 		}
 
@@ -69,7 +69,7 @@ func TestResourceGraphQuotaHeaders(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { _, err := graph.Resources(context.Background(), query, nil); done <- err }()
 		synctest.Wait()
-		if st := e.gov.BucketState(graphScope); st.RateRPS != 1.5 || st.PausedFor != 3*time.Second {
+		if st := e.gov.Inspect(graphScope).Leaf; st.Rate != 1.5 || st.Paused != 3*time.Second {
 			t.Fatalf("after the 429: %+v, want 1.5 rps paused 3 s", st)
 		}
 		if err := <-done; err != nil {
@@ -77,6 +77,30 @@ func TestResourceGraphQuotaHeaders(t *testing.T) {
 		}
 		if d := time.Since(start); d < 3*time.Second || d > 4*time.Second {
 			t.Fatalf("retried after %v, want 3 s", d)
+		}
+	})
+}
+
+// Resource Graph has its own scope, with no subscription, at 3 rps with a
+// burst of 15 (15 queries per 5-second window): the first 15 queries go at
+// once, the 16th a third of a second later.
+func TestResourceGraphScopeRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.graphPages = 1
+		graph := e.graph()
+		start := time.Now()
+		for range 16 {
+			if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		if hs[14].at != start || !near(hs[15].at.Sub(start), time.Second/3, time.Millisecond) {
+			t.Fatalf("15th query at %v, 16th at %v; want 0 and 1/3 s", hs[14].at.Sub(start), hs[15].at.Sub(start))
+		}
+		if st := e.gov.Inspect(graphScope).Leaf; st.Ceiling != 3 {
+			t.Fatalf("resourcegraph bucket %+v, want 3 rps", st)
 		}
 	})
 }
@@ -161,7 +185,7 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 		if _, err := cloudgazure.QueryResources(context.Background(), plain, query, e.opts()...); err != nil {
 			t.Fatal(err)
 		}
-		if st := e.gov.BucketState(graphScope); st.PausedFor != 4*time.Second {
+		if st := e.gov.Inspect(graphScope).Leaf; st.Paused != 4*time.Second {
 			t.Fatalf("resourcegraph bucket %+v, want paused 4 s", st)
 		}
 		e.srv.okHeaders(routeGraph)
@@ -233,6 +257,62 @@ func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
 	})
 }
 
+// A plain-typed client built with ClientOptions whose first page fails
+// after its pipeline's retries: the pipeline records the give-up, and
+// QueryResources, which paced that page too, records nothing more.
+func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(1)}})
+		c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.srv.forever(routeGraph, throttled("1"))
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "azure_graph")
+		_, err = cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("got %v, want the 429", err)
+		}
+		if n := e.srv.count(routeGraph); n != 2 {
+			t.Fatalf("%d attempts, want 2 (the pipeline's), not retried again", n)
+		}
+		if g, _ := ledger.Counts(); g != 1 {
+			t.Fatalf("ledger gave up %d, want 1", g)
+		}
+		sc := e.gov.Summary(stats).Scopes[graphScope.String()]
+		if sc.Calls != 3 || sc.GaveUp != 1 || sc.Throttled != 2 {
+			t.Fatalf("stats %+v, want 3 calls (one by the helper), 2 throttled, 1 gave up", sc)
+		}
+		if b := e.gov.Summary(nil).Breakers[graphScope.String()]; b.Failures != 1 {
+			t.Fatalf("breaker %+v, want 1 failure", b)
+		}
+	})
+}
+
+// The helper holds a slot while it sends a page; a governed pipeline found
+// out on that page is a call inside the helper's, and goes ahead without a
+// slot of its own when the helper holds the last one.
+func TestQueryResourcesDetectedPipelineSharesSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}})
+		c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+		if err != nil || len(rows) != 6 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		if in := e.gov.Inspect(graphScope); in.InFlight != 0 || in.Waiting != 0 {
+			t.Fatalf("bulkhead %+v after the query, want nothing held", in)
+		}
+	})
+}
+
 // A server that hands back the skip token it was given ends the query
 // with an error instead of a loop.
 func TestQueryResourcesStopsOnRepeatedSkipToken(t *testing.T) {
@@ -263,30 +343,6 @@ func (s *stuckGraph) Resources(ctx context.Context, q armresourcegraph.QueryRequ
 		r.SkipToken = q.Options.SkipToken
 	}
 	return r, err
-}
-
-// Resource Graph has its own scope, with no subscription, at 3 rps with a
-// burst of 15 (15 queries per 5-second window): the first 15 queries go at
-// once, the 16th a third of a second later.
-func TestResourceGraphScopeRate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := memEnv(t, resilience.Config{})
-		e.srv.graphPages = 1
-		graph := e.graph()
-		start := time.Now()
-		for range 16 {
-			if _, err := graph.Resources(context.Background(), query, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		hs := e.srv.hitsOf(routeGraph)
-		if hs[14].at != start || !near(hs[15].at.Sub(start), time.Second/3, time.Millisecond) {
-			t.Fatalf("15th query at %v, 16th at %v; want 0 and 1/3 s", hs[14].at.Sub(start), hs[15].at.Sub(start))
-		}
-		if st := e.gov.BucketState(graphScope); st.CeilingRPS != 3 {
-			t.Fatalf("resourcegraph bucket %+v, want 3 rps", st)
-		}
-	})
 }
 
 // WithQueryLimits bounds the retries of a client this package does not

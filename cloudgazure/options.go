@@ -75,10 +75,11 @@ func (c *config) log() *slog.Logger {
 //
 //   - a per-call policy that resolves the request's scope, keeps the
 //     request's state across azcore's retries and records its outcome;
-//   - a per-retry policy around every attempt: breaker, count, rate token
-//     (subscription, then resource provider), subscription bulkhead slot,
-//     and on the answer AIMD, pauses, the retry budget and the deadline;
-//   - Retry set from the governor's Azure retry settings (max_retries,
+//   - a per-retry policy around every attempt: breaker, deadline, count,
+//     rate token (subscription, then resource provider), subscription
+//     bulkhead slot, and on the answer AIMD, pauses, the retry budget and
+//     the deadline;
+//   - Retry set from the governor's Azure retry policy (max_retries,
 //     base_delay_seconds, max_backoff_seconds); base's TryTimeout,
 //     StatusCodes and ShouldRetry are kept.
 //
@@ -96,11 +97,10 @@ func clientOptions(base *arm.ClientOptions, cfg config) *arm.ClientOptions {
 	if hasPolicies(o.PerCallPolicies) {
 		return &o
 	}
-	s := cfg.governor().RetrySettings(Provider)
 	g := newShared(cfg, o.Retry.StatusCodes, o.Retry.ShouldRetry != nil)
 	o.PerCallPolicies = appendPolicy(o.PerCallPolicies, perCallPolicy{g})
 	o.PerRetryPolicies = appendPolicy(o.PerRetryPolicies, perRetryPolicy{g})
-	o.Retry = retryOptions(o.Retry, s)
+	o.Retry = retryOptions(o.Retry, cfg.governor().Policy(Provider))
 	return &o
 }
 
@@ -121,27 +121,30 @@ func hasPolicies(ps []policy.Policy) bool {
 }
 
 // RetryOptions returns azcore retry options from the governor's Azure
-// retry settings: MaxRetries from max_retries (8; 0 becomes azcore's -1,
-// no retries, since azcore reads 0 as its default of 3), RetryDelay from
-// base_delay_seconds (0.5 s), MaxRetryDelay from max_backoff_seconds (60 s).
-// The per-call deadline (deadline_seconds, 900 s) has no azcore field: the
-// per-retry policy enforces it.
+// retry policy: MaxRetries is max_retries (8; 0 becomes azcore's -1, no
+// retries, since azcore reads 0 as its default of 3), RetryDelay is
+// base_delay_seconds (0.5 s) and MaxRetryDelay is max_backoff_seconds
+// (60 s). The request's deadline (deadline_seconds, 900 s) has no azcore
+// field: the per-retry policy's Guard enforces it.
 func RetryOptions(opts ...Option) policy.RetryOptions {
 	c := newConfig(opts)
-	return retryOptions(policy.RetryOptions{}, c.governor().RetrySettings(Provider))
+	return retryOptions(policy.RetryOptions{}, c.governor().Policy(Provider))
 }
 
-func retryOptions(base policy.RetryOptions, s resilience.RetrySettings) policy.RetryOptions {
+// retryOptions sets base's limits from p, a provider's resolved policy:
+// one attempt fewer as retries.
+func retryOptions(base policy.RetryOptions, p resilience.RetryPolicy) policy.RetryOptions {
 	r := base
-	r.MaxRetries = int32(min(s.MaxRetries, 1<<30))
-	if s.MaxRetries <= 0 {
+	retries := p.MaxAttempts - 1
+	r.MaxRetries = int32(min(retries, 1<<30))
+	if retries <= 0 {
 		r.MaxRetries = -1
 	}
-	r.RetryDelay = s.BaseDelay
+	r.RetryDelay = p.BaseDelay
 	if r.RetryDelay <= 0 {
 		r.RetryDelay = -1 // azcore: no delay
 	}
-	r.MaxRetryDelay = s.MaxBackoff
+	r.MaxRetryDelay = p.MaxBackoff
 	if r.MaxRetryDelay <= 0 {
 		r.MaxRetryDelay = time.Second
 	}

@@ -2,9 +2,8 @@ package cloudgazure
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 
+	"github.com/cloudg/cloudg/internal/readmap"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -77,12 +76,10 @@ func lower(s string) string {
 	if !hasUpper(s) {
 		return s
 	}
-	if m := lowerCache.m.Load(); m != nil {
-		if v, ok := (*m)[s]; ok {
-			return v
-		}
+	if v, ok := lowerCache.Load(s); ok {
+		return v
 	}
-	return lowerCache.add(s)
+	return addLower(s)
 }
 
 func hasUpper(s string) bool {
@@ -97,31 +94,16 @@ func hasUpper(s string) bool {
 // maxLowerCache bounds the cache: past it, lower-casing allocates.
 const maxLowerCache = 1024
 
-// stringCache maps strings to their lower-case form; readers load the map
-// without a lock, writers copy it.
-type stringCache struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[string]string]
-}
+// lowerCache maps strings to their lower-case form.
+var lowerCache readmap.Map[string, string]
 
-var lowerCache stringCache
-
-func (c *stringCache) add(s string) string {
+// addLower lower-cases s and caches it while the cache has room.
+func addLower(s string) string {
 	v := strings.ToLower(s)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var old map[string]string
-	if p := c.m.Load(); p != nil {
-		old = *p
+	lowerCache.Lock()
+	defer lowerCache.Unlock()
+	if _, ok := lowerCache.LoadLocked(s); !ok && lowerCache.LenLocked() < maxLowerCache {
+		lowerCache.StoreLocked(strings.Clone(s), v)
 	}
-	if _, ok := old[s]; ok || len(old) >= maxLowerCache {
-		return v
-	}
-	next := make(map[string]string, len(old)+1)
-	for k, x := range old {
-		next[k] = x
-	}
-	next[strings.Clone(s)] = v
-	c.m.Store(&next)
 	return v
 }

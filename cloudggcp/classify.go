@@ -2,11 +2,10 @@ package cloudggcp
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -16,11 +15,10 @@ import (
 
 // Importing the package teaches the core's classifier the error shapes of
 // the Google clients.
-func init() { resilience.RegisterErrorReader(readError) }
+func init() { errread.Register(readError) }
 
 // readError reads *apierror.APIError, gRPC status errors and
-// *googleapi.Error the way the spec's classifier reads google-api-core
-// exceptions:
+// *googleapi.Error the way google-api-core reads its exceptions:
 //
 //	ResourceExhausted (429), Unavailable (503)   Throttled
 //	DeadlineExceeded (504), Internal (500)       Transient
@@ -29,20 +27,21 @@ func init() { resilience.RegisterErrorReader(readError) }
 //
 // RetryInfo's retry_delay is the error's Retry-After. A status made locally
 // from the caller's own context (Canceled, or DeadlineExceeded with the
-// context's message) is not a provider answer.
-func readError(err error) (resilience.ErrorDetails, bool) {
+// context's message) is not a provider answer. A *googleapi.Error (a REST
+// client's) is read by its HTTP status and headers alone.
+func readError(err error) (errread.Details, bool) {
 	if e, ok := err.(*googleapi.Error); ok {
-		return resilience.ErrorDetails{Status: e.Code, Header: e.Header, Answer: true}, true
+		return errread.Details{Status: e.Code, Header: e.Header, Answer: true}, true
 	}
 	// *apierror.APIError is a gRPC status error too, with its HTTP code
 	// and decoded details.
 	se, ok := err.(interface{ GRPCStatus() *status.Status })
 	if !ok {
-		return resilience.ErrorDetails{}, false
+		return errread.Details{}, false
 	}
 	st := se.GRPCStatus()
 	if st == nil {
-		return resilience.ErrorDetails{}, false
+		return errread.Details{}, false
 	}
 	d, ok := statusDetails(st.Code(), st.Message())
 	if !ok {
@@ -61,23 +60,25 @@ func readError(err error) (resilience.ErrorDetails, bool) {
 	return d, true
 }
 
-// statusDetails maps a gRPC code to the classifier's terms.
-func statusDetails(c codes.Code, msg string) (resilience.ErrorDetails, bool) {
+// statusDetails says what a gRPC code means: the verdict for the four
+// codes the GCP retry retries, and the HTTP status of the others, which
+// the core's status table decides.
+func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 	switch c {
 	case codes.OK, codes.Canceled:
-		return resilience.ErrorDetails{}, false
+		return errread.Details{}, false
 	case codes.DeadlineExceeded:
 		if msg == context.DeadlineExceeded.Error() {
 			// grpc's status for the caller's own context deadline.
-			return resilience.ErrorDetails{Kind: resilience.Transient, HasKind: true}, true
+			return errread.Details{Kind: errread.Transient}, true
 		}
 	}
-	d := resilience.ErrorDetails{Code: c.String(), Status: httpStatus(c), Answer: true}
+	d := errread.Details{Code: c.String(), Status: httpStatus(c), Answer: true}
 	switch c {
 	case codes.ResourceExhausted, codes.Unavailable:
-		d.Kind, d.HasKind = resilience.Throttled, true
+		d.Kind = errread.Throttled
 	case codes.DeadlineExceeded, codes.Internal:
-		d.Kind, d.HasKind = resilience.Transient, true
+		d.Kind = errread.Transient
 	}
 	return d, true
 }
@@ -119,22 +120,15 @@ func retryDelay(st *status.Status) (d time.Duration, ok bool) {
 	return 0, false
 }
 
-// retryable reports whether the SDK's loop should retry err: the codes of
-// the spec's GCP retry (ResourceExhausted, ServiceUnavailable,
-// DeadlineExceeded, InternalServerError), and never cloudg's own errors.
-func retryable(err error) (code codes.Code, ok bool) {
-	var coe *resilience.CircuitOpenError
-	var rbe *resilience.RetryBudgetExhaustedError
-	var dee *resilience.DeadlineExceededError
-	if errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &dee) {
-		return codes.Unknown, false
-	}
-	code = status.Code(err)
-	switch code {
+// retryable reports whether the GCP retry retries an error with gRPC code
+// c: ResourceExhausted, Unavailable, DeadlineExceeded and Internal. Whether
+// a retry is then allowed is the governor's decision (Guard.Retry).
+func retryable(c codes.Code) bool {
+	switch c {
 	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.Internal:
-		return code, true
+		return true
 	}
-	return code, false
+	return false
 }
 
 // Unavailable reports whether err says the RPC cannot be used here at all

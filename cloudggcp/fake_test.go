@@ -261,7 +261,7 @@ func newGov(t testing.TB, cfg resilience.Config) *resilience.Governor {
 func intp(v int) *int { return &v }
 
 // scopeStats returns the run's counters of a service scope.
-func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilience.ScopeStats {
+func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilience.Counters {
 	return g.Summary(s).Scopes[key]
 }
 

@@ -20,80 +20,88 @@ func ClientOption(opts ...Option) option.ClientOption {
 }
 
 // UnaryClientInterceptor returns a gRPC interceptor that governs every
-// attempt of a unary call, gax's retries included, the way the Azure
-// per-retry policy of section 3.2 governs every HTTP attempt:
+// attempt of a unary call, gax's retries included:
 //
 //   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
 //     request's parent, scope, project or name (or the x-goog-request-params
 //     metadata), the service from WithService, the *.googleapis.com target,
 //     or the RPC's package (google.cloud.asset.v1 is cloudasset);
-//   - breaker check (an open circuit returns *resilience.CircuitOpenError,
-//     nothing sent, which gax does not retry), one counted call, one token,
-//     one bulkhead slot, released when the attempt returns;
-//   - success resets the breaker and feeds additive recovery; a throttled
-//     attempt halves the rate and pauses it for RetryInfo's delay; a
-//     transient one is counted; a fatal provider answer resets the breaker.
+//   - before the attempt: the breaker (an open circuit returns
+//     *resilience.CircuitOpenError, nothing sent, which gax does not
+//     retry), one counted call, one token, one bulkhead slot, released when
+//     the attempt returns;
+//   - after it: a success resets the breaker and feeds additive recovery; a
+//     throttled attempt halves the rate and pauses it for RetryInfo's
+//     delay; a transient one is counted; a fatal provider answer resets the
+//     breaker.
 //
-// The interceptor cannot see the SDK's retry loop, so it neither charges the
-// retry budget nor counts breaker failures for attempts that gax may retry.
-// Pass the Retry option to such calls for that: the interceptor then paces
-// each attempt and leaves the errors to the retry policy, which charges the
-// budget, bounds the retries and records the final outcome. Calls of a
-// paced listing or of Do pass through untouched: they are paced per page or
-// call already.
+// The interceptor cannot see the SDK's retry loop, so each attempt is a
+// call of its own: it neither charges the retry budget nor counts a breaker
+// failure for a throttled or transient attempt, which gax may retry. Pass
+// the Retry option to such calls for that: the interceptor then paces each
+// attempt and the retry policy reports the errors, charges the budget,
+// bounds the retries and records the final outcome. Calls of a paced
+// listing or of Do pass through untouched: they are paced per page or call
+// already.
 func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	cfg := newConfig(opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
-		var st *callState
-		for _, o := range copts {
-			if g, ok := o.(governed); ok {
-				st = g.st
-				break
+		if st := stateOf(copts); st != nil {
+			if st.paced {
+				return invoker(ctx, method, req, reply, cc, copts...)
 			}
-		}
-		if st != nil && st.paced {
-			return invoker(ctx, method, req, reply, cc, copts...)
-		}
-		var gd *resilience.Guard
-		if st != nil {
-			gd = st.guard()
-		} else {
-			var err error
-			gd, err = cfg.governor().Begin(ctx, cfg.scope(ctx, method, req, cc))
-			if err != nil {
+			if err := st.enter(ctx); err != nil {
 				return err
 			}
-			defer gd.End()
-		}
-		if err := gd.Admit(); err != nil {
+			err := invoker(ctx, method, req, reply, cc, copts...)
+			st.left(err)
 			return err
 		}
-		gd.Count()
-		if err := gd.Wait(ctx); err != nil {
+		gd, err := cfg.governor().Begin(ctx, cfg.scope(ctx, method, req, cc))
+		if err != nil {
 			return err
 		}
-		if err := gd.Acquire(ctx); err != nil {
+		if err := gd.Enter(ctx); err != nil {
 			return err
 		}
-		err := invoker(ctx, method, req, reply, cc, copts...)
+		err = invoker(ctx, method, req, reply, cc, copts...)
 		gd.Release()
-		switch {
-		case err == nil:
-			gd.Succeeded()
-		case st != nil || ctx.Err() != nil:
-			// The retry policy reports the error; a cancelled call is
-			// nobody's signal.
-		default:
-			switch resilience.Classify(err) {
-			case resilience.Throttled:
-				gd.Throttled(err)
-			case resilience.Transient:
-				gd.Transient(err)
-			default:
-				gd.Failed(err) // a fatal answer proves the service reachable
-			}
-		}
+		// The attempt's answer, and no End: a throttled or transient
+		// attempt stays open, since gax may retry it and the interceptor
+		// cannot tell whether it will, so no breaker failure is counted.
+		gd.After(err)
 		return err
+	}
+}
+
+// stateOf returns the state of a call governed by a listing, Do or the
+// Retry option, or nil.
+func stateOf(copts []grpc.CallOption) *callState {
+	for _, o := range copts {
+		if g, ok := o.(governed); ok {
+			return g.st
+		}
+	}
+	return nil
+}
+
+// enter paces an attempt of a call made with the Retry option: breaker,
+// count, token, slot. A refusal is recorded by the guard, and Retry does
+// not report it again.
+func (s *callState) enter(ctx context.Context) error {
+	if err := s.gd.Enter(ctx); err != nil {
+		s.refused = err
+		return err
+	}
+	return nil
+}
+
+// left ends an attempt of a call made with the Retry option: the slot goes
+// back, and a success is reported here (Retry reports the errors).
+func (s *callState) left(err error) {
+	s.gd.Release()
+	if err == nil {
+		s.succeed()
 	}
 }
 

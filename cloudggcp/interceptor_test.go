@@ -10,7 +10,7 @@ import (
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
 	"github.com/cloudg/cloudg/resilience"
-	gax "github.com/googleapis/gax-go/v2"
+	"github.com/cloudg/cloudg/state"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -39,9 +39,39 @@ func TestInterceptorGovernsEachAttempt(t *testing.T) {
 		t.Errorf("stats %+v", sc)
 	}
 	// GetFeed has no leaf of its own: the cloudasset leaf (10 rps) halved.
-	if b := gov.BucketState(feedScope()); b.RateRPS != 5 || b.CeilingRPS != 10 {
+	if b := gov.Inspect(feedScope()).Leaf; b.Rate != 5 || b.Ceiling != 10 {
 		t.Errorf("bucket %+v", b)
 	}
+}
+
+// On its own the interceptor cannot tell whether gax retries an attempt,
+// so a throttled answer halves and pauses the scope but is neither a
+// breaker failure nor a give-up, even when it is the call's last.
+func TestInterceptorCountsNoBreakerFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		srv.fail("GetFeed", "", throttled(0)) // GetFeed's own retry does not retry it
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}})
+		client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "feeds")
+		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("%v", err)
+		}
+		sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset")
+		if sc.Calls != 1 || sc.Throttled != 1 || sc.GaveUp != 0 || sc.BreakerTrips != 0 {
+			t.Errorf("stats %+v", sc)
+		}
+		if br := gov.Inspect(feedScope()).Breaker; br.Failures != 0 || br.State != state.Closed {
+			t.Errorf("breaker %+v", br)
+		}
+		if ledger.Degraded() {
+			t.Error("ledger degraded")
+		}
+		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}); err != nil {
+			t.Errorf("after: %v", err)
+		}
+	})
 }
 
 // An open breaker rejects an attempt before it is sent, and gax does not
@@ -98,72 +128,8 @@ func TestRetryOptionWithInterceptor(t *testing.T) {
 		if sc.Calls != 4 || sc.Throttled != 4 || sc.Retries != 3 || sc.GaveUp != 1 {
 			t.Errorf("stats %+v", sc)
 		}
-		if b := gov.RetryBudget("gcp"); b != 0 {
+		if b := gov.Inspect(scope).RetryBudget; b != 0 {
 			t.Errorf("budget %v", b)
-		}
-	})
-}
-
-// The Retry option alone: ResourceExhausted retried after RetryInfo's
-// delay, reported to the governor.
-func TestRetryOptionAlone(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := newFake(0)
-		srv.fail("GetFeed", "", throttled(2*time.Second), throttled(0))
-		gov := newGov(t, resilience.Config{})
-		client := startBuf(t, srv)
-		ctx, stats := resilience.WithStats(context.Background())
-		start := time.Now()
-		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov))); err != nil {
-			t.Fatal(err)
-		}
-		// 2 s (RetryInfo over the 1 s backoff), then 2 s (backoff).
-		want := []time.Duration{0, 2 * time.Second, 4 * time.Second}
-		if got := offsets(srv.reqs("GetFeed"), start); !slices.Equal(got, want) {
-			t.Errorf("attempts at %v, want %v", got, want)
-		}
-		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Throttled != 2 || sc.Retries != 2 {
-			t.Errorf("stats %+v", sc)
-		}
-		// Without the option the client does not retry ResourceExhausted.
-		srv.fail("GetFeed", "", throttled(0))
-		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}); status.Code(err) != codes.ResourceExhausted {
-			t.Errorf("plain: %v", err)
-		}
-	})
-}
-
-// Do paces a unary call once (the interceptor lets it through), retries it
-// with the policy, and returns the limit's error instead of gax's.
-func TestDo(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := newFake(0)
-		srv.fail("BatchGetAssetsHistory", "", throttled(0), unavailable())
-		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{RetryBudget: intp(0)}})
-		client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
-		ctx, stats := resilience.WithStats(context.Background())
-		scope := Scope("projects/p1", "BatchGetAssetsHistory")
-		call := func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
-			return client.BatchGetAssetsHistory(ctx, &assetpb.BatchGetAssetsHistoryRequest{Parent: "projects/p1"}, opts...)
-		}
-		if _, err := Do(ctx, scope, call, WithGovernor(gov)); err != nil {
-			t.Fatal(err)
-		}
-		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Calls != 1 || sc.Retries != 2 || sc.Throttled != 2 {
-			t.Errorf("stats %+v", sc)
-		}
-
-		for range 5 {
-			srv.fail("BatchGetAssetsHistory", "", unavailable())
-		}
-		before := len(srv.reqs("BatchGetAssetsHistory"))
-		_, err := Do(ctx, scope, call, WithGovernor(gov))
-		var rbe *resilience.RetryBudgetExhaustedError
-		if !errors.As(err, &rbe) || status.Code(err) != codes.Unavailable {
-			t.Fatalf("%T %v", err, err)
-		}
-		if n := len(srv.reqs("BatchGetAssetsHistory")) - before; n != 3 {
-			t.Errorf("%d attempts, want 1 + 2 free retries", n)
 		}
 	})
 }

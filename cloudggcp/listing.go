@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"time"
 
 	asset "cloud.google.com/go/asset/apiv1"
 	"cloud.google.com/go/asset/apiv1/assetpb"
@@ -13,15 +12,16 @@ import (
 	"google.golang.org/api/iterator"
 )
 
-// Listing is one paced Cloud Asset listing (section 3.4 of the spec):
+// Listing is one paced Cloud Asset listing:
 //
 //  1. before the first page: the breaker check (*resilience.CircuitOpenError,
 //     nothing sent), one counted call and one token of
 //     gcp/<parent>/*/cloudasset/<Rpc>, then one bulkhead slot of the project or
 //     organization, held for the whole listing;
-//  2. every page fetch runs with the Retry policy: retried errors reported,
-//     each page's first two retries free and the rest paid from the retry
-//     budget, at most max_retries consecutive retries per page;
+//  2. every page fetch runs with the GCP retry (see Retry): each attempt's
+//     answer reported, each page's first two retries free and the rest paid
+//     from the retry budget, at most max_retries consecutive retries per
+//     page, each page with its own deadline;
 //  3. before each further page fetch: one counted call and one token, and no
 //     second breaker check, so a listing that is a half-open breaker's probe
 //     is not rejected by its own breaker on page 2. No token is taken once
@@ -29,27 +29,27 @@ import (
 //
 // Pages are fetched lazily, as Next needs them. The listing wraps the SDK
 // iterator's page fetch, so every request, empty pages included, takes its
-// token just before it is sent. When the last page arrives the listing is
-// recorded as a success (breaker reset, additive recovery) and its slot is
-// released; when it fails, throttling is recorded as a give-up and
-// throttling or transient errors count toward the breaker.
+// token just before it is sent. Every page that arrives is a success
+// (breaker reset, additive recovery, a refund to the retry budget); the
+// slot is released when the last one arrives. When the listing fails,
+// throttling is recorded as a give-up and throttling or transient errors
+// count toward the breaker.
 //
 // A Listing is used by one goroutine at a time, like the SDK iterator.
 // Call Close when abandoning it early (All and Collect do).
 type Listing[T any] struct {
 	ctx   context.Context
-	gd    *resilience.Guard
-	st    callState
+	gov   *resilience.Governor
+	st    callState // st.gd is made when the first page is fetched
 	opt   stateOption
 	it    pageIterator[T]
 	fetch func(pageSize int, pageToken string) ([]T, string, error) // the SDK's
 
-	pages   int    // pages fetched
-	items   int    // items returned by Next
-	token   string // the token of the page being fetched
-	err     error  // the error the listing ended with
-	started bool
-	ended   bool
+	pages int    // pages fetched
+	items int    // items returned by Next
+	token string // the token of the page being fetched
+	err   error  // the error the listing ended with
+	ended bool
 }
 
 // ErrClosed is returned by Next on a listing closed before its end.
@@ -68,14 +68,10 @@ func newListing[T any](ctx context.Context, scope resilience.Scope, opts []Optio
 	start func(opts ...gax.CallOption) (pageIterator[T], *func(int, string) ([]T, string, error))) *Listing[T] {
 	cfg := newConfig(opts)
 	gov := cfg.governor()
-	l := &Listing[T]{ctx: ctx}
-	gd, err := gov.Begin(ctx, scope)
-	if err != nil { // a scope without a provider: cannot happen here
-		panic(err)
-	}
-	l.gd = gd
-	l.st = callState{ctx: ctx, scope: scope, gov: gov, gd: gd, set: gov.RetrySettings(scope.Provider), paced: true}
-	l.opt.init(&l.st)
+	p := gov.Policy(scope.Provider)
+	l := &Listing[T]{ctx: ctx, gov: gov}
+	l.st = callState{ctx: ctx, scope: scope, maxBackoff: p.MaxBackoff, paced: true}
+	l.opt.init(&l.st, p.Deadline)
 	it, fetch := start(&l.opt)
 	l.it, l.fetch = it, *fetch
 	*fetch = l.fetchPage
@@ -122,52 +118,42 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 		}
 		return nil, "", ErrClosed
 	}
-	if !l.started {
-		// Step 1: the breaker, once for the whole listing (a rejected
-		// listing is counted as rejected, not as a call), one counted
-		// call, one token, one slot.
-		l.started = true
-		if err := l.gd.Admit(); err != nil {
+	if l.st.gd == nil {
+		// The listing's call starts with its first page.
+		gd, err := l.gov.Begin(l.ctx, l.st.scope)
+		if err != nil {
 			return nil, "", l.fail(err)
 		}
-		l.gd.Count()
-		if err := l.gd.Wait(l.ctx); err != nil {
-			return nil, "", l.fail(err)
-		}
-		if err := l.gd.Acquire(l.ctx); err != nil {
-			return nil, "", l.fail(err)
-		}
-	} else {
-		// Step 3: one counted call and one token per further page.
-		l.gd.Count()
-		if err := l.gd.Wait(l.ctx); err != nil {
-			return nil, "", l.fail(err)
-		}
+		l.st.gd = gd
+	}
+	// The first page: breaker, count, token, slot (a rejected listing is
+	// counted as rejected, not as a call). A further page, after the
+	// success of the one before: count and token.
+	if err := l.st.gd.Enter(l.ctx); err != nil {
+		return nil, "", l.fail(err)
 	}
 	l.token = pageToken
-	l.st.reset(time.Now())
+	l.st.reset()
 	items, next, err := l.fetch(pageSize, pageToken)
 	if err != nil {
 		return nil, "", l.fail(l.st.outcome(err))
 	}
 	l.pages++
-	l.gd.ResetRetries()
+	l.st.gd.After(nil) // the next page gets its own free retries and deadline
 	if next == "" {
 		l.ended = true
-		l.gd.Succeeded()
-		l.gd.End()
+		l.st.gd.End(nil)
 	}
 	return items, next, nil
 }
 
-// fail ends the listing with err, recording it unless the retry already
-// did.
+// fail ends the listing with err; the guard records it unless the retry
+// or the breaker already did.
 func (l *Listing[T]) fail(err error) error {
 	l.err, l.ended = err, true
-	if !l.st.recorded {
-		l.gd.Failed(err)
+	if l.st.gd != nil {
+		l.st.gd.End(err)
 	}
-	l.gd.End()
 	return err
 }
 
@@ -224,7 +210,9 @@ func (l *Listing[T]) Collect() ([]T, error) {
 // safe to call more than once; the listing must not be used after it.
 func (l *Listing[T]) Close() {
 	l.ended = true
-	l.gd.End()
+	if l.st.gd != nil {
+		l.st.gd.End(nil)
+	}
 }
 
 // Scope returns the listing's scope.

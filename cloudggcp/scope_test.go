@@ -12,8 +12,8 @@ func TestScope(t *testing.T) {
 	if s := Scope("projects/p1", RPCListAssets).String(); s != "gcp/projects/p1/*/cloudasset/ListAssets" {
 		t.Error(s)
 	}
-	if s := Scope("organizations/1", RPCListAssets).ServiceScope().String(); s != "gcp/organizations/1/*/cloudasset" {
-		t.Error(s)
+	if s := Scope("organizations/1", RPCListAssets); s.Provider != "gcp" || s.Account != "organizations/1" || s.Region != "" || s.Service != "cloudasset" {
+		t.Errorf("%+v", s)
 	}
 	for in, want := range map[string]string{
 		"projects/p1":          "projects/p1",

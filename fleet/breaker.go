@@ -6,7 +6,7 @@ import (
 	"time"
 	"weak"
 
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // sharedBreaker is a breaker whose state lives in Redis: one process's
@@ -18,72 +18,81 @@ import (
 type sharedBreaker struct {
 	s    *Store
 	keys []string
-	spec resilience.BreakerSpec
+	spec state.BreakerSpec
 	args []any // base cooldown (µs), key TTL (ms), threshold, max cooldown (µs)
 
 	mu       sync.Mutex
-	state    string // closed, open, half_open
+	state    state.BreakerState
 	failures int
-	until    int64 // open/half-open: when Redis said a probe may go, in local time
-	fetched  int64 // when the view was last refreshed, in local time
+	until    time.Duration // open/half-open: when Redis said a probe may go, in local time
+	fetched  time.Duration // when the view was last refreshed, in local time
 
 	localMu sync.Mutex
-	local   resilience.Breaker
+	local   state.Breaker
 	localEp int64
 }
 
-func newSharedBreaker(s *Store, key string, spec resilience.BreakerSpec) *sharedBreaker {
+func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreaker {
 	return &sharedBreaker{
 		s: s, keys: []string{key}, spec: spec,
 		args:    []any{spec.Cooldown.Microseconds(), s.ttlMS(), spec.Threshold, spec.MaxCooldown.Microseconds()},
-		state:   "closed",
+		state:   state.Closed,
 		fetched: math.MinInt64 / 4,
 	}
 }
 
+// breakerState reads a breaker's state as the scripts write it (the names
+// of state.BreakerState's String); a missing state is closed.
+func breakerState(v any) state.BreakerState {
+	switch toString(v) {
+	case state.Open.String():
+		return state.Open
+	case state.HalfOpen.String():
+		return state.HalfOpen
+	}
+	return state.Closed
+}
+
 // refreshBreaker updates the cached view of the breaker at key from the
 // answer to a token request.
-func (s *Store) refreshBreaker(key string, now int64, state, waitUS, failures any) {
+func (s *Store) refreshBreaker(key string, now time.Duration, st, waitUS, failures any) {
 	v, ok := s.breakers.Load(key)
 	if !ok {
 		return
 	}
 	if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
-		b.update(now, toString(state), toInt(waitUS), toInt(failures))
+		b.update(now, breakerState(st), micros(waitUS), toInt(failures))
 	}
 }
 
-func (b *sharedBreaker) update(now int64, state string, waitUS, failures int64) {
-	if state == "" {
-		state = "closed"
-	}
+func (b *sharedBreaker) update(now time.Duration, st state.BreakerState, wait time.Duration, failures int64) {
 	b.mu.Lock()
-	b.state, b.failures, b.fetched = state, int(failures), now
-	b.until = now + waitUS*1000
+	b.state, b.failures, b.fetched = st, int(failures), now
+	b.until = now + wait
 	b.mu.Unlock()
 }
 
-func (b *sharedBreaker) fallback() resilience.Breaker {
+func (b *sharedBreaker) fallback() state.Breaker {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
-		b.local = b.s.local.Breaker(resilience.Scope{}, b.spec)
+		b.local = b.s.local.Breaker("", b.spec)
 		b.localEp = ep
 	}
 	return b.local
 }
 
-func (b *sharedBreaker) Allow(now int64) (int64, bool, bool) {
+func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback().Allow(now)
 	}
 	b.mu.Lock()
-	state, until, fresh := b.state, b.until, now-b.fetched < int64(b.s.cfg.breakerStale)
+	st, until, fresh := b.state, b.until, now-b.fetched < b.s.cfg.breakerStale
 	b.mu.Unlock()
 	switch {
-	case state == "closed" && fresh:
+	case st == state.Closed && fresh:
 		return 0, true, false
-	case state == "open" && now < until:
+	case st == state.Open && now < until:
 		// Only a probe after the cooldown can close an open breaker: the
 		// cached cooldown is exact.
 		return until - now, false, false
@@ -94,26 +103,26 @@ func (b *sharedBreaker) Allow(now int64) (int64, bool, bool) {
 	if !ok || len(res) < 4 {
 		return b.fallback().Allow(now)
 	}
-	st := toString(res[2])
-	waitUS := toInt(res[1])
-	b.update(now, st, waitUS, toInt(res[3]))
+	st = breakerState(res[2])
+	wait := micros(res[1])
+	b.update(now, st, wait, toInt(res[3]))
 	if toInt(res[0]) == 1 {
-		if st == "half_open" {
+		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a
 			// lease of one cooldown.
 			b.mu.Lock()
-			b.until = now + int64(b.spec.Cooldown)
+			b.until = now + b.spec.Cooldown
 			b.mu.Unlock()
 			return 0, true, true
 		}
 		return 0, true, false
 	}
-	return waitUS * 1000, false, false
+	return wait, false, false
 }
 
 // AllowProbe lets the fleet's probe send its retries while the breaker is
 // half-open or closed.
-func (b *sharedBreaker) AllowProbe(now int64) (int64, bool) {
+func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback().AllowProbe(now)
 	}
@@ -121,8 +130,8 @@ func (b *sharedBreaker) AllowProbe(now int64) (int64, bool) {
 	if !ok || len(res) < 4 {
 		return b.fallback().AllowProbe(now)
 	}
-	if toString(res[0]) == "open" {
-		return toInt(res[3]) * 1000, false
+	if breakerState(res[0]) == state.Open {
+		return micros(res[3]), false
 	}
 	return 0, true
 }
@@ -131,10 +140,7 @@ func (b *sharedBreaker) Success() bool {
 	if b.s.degraded.Load() {
 		return b.fallback().Success()
 	}
-	b.mu.Lock()
-	pristine := b.state == "closed" && b.failures == 0
-	b.mu.Unlock()
-	if pristine {
+	if b.Pristine() {
 		return false
 	}
 	res, ok := b.s.run(breakerSuccessScript, b.keys, b.args[0], b.args[1])
@@ -143,35 +149,37 @@ func (b *sharedBreaker) Success() bool {
 	}
 	b.mu.Lock()
 	b.failures = 0
-	b.state = toString(res[1])
+	b.state = breakerState(res[1])
 	b.mu.Unlock()
 	return toInt(res[0]) == 1
 }
 
-func (b *sharedBreaker) Failure(now int64) bool {
+func (b *sharedBreaker) Failure(now time.Duration) bool {
 	res, ok := b.s.run(breakerFailureScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
 		return b.fallback().Failure(now)
 	}
-	b.update(now, toString(res[1]), toInt(res[3]), toInt(res[2]))
+	b.update(now, breakerState(res[1]), micros(res[3]), toInt(res[2]))
 	return toInt(res[0]) == 1
 }
 
-func (b *sharedBreaker) Snapshot(now int64) resilience.BreakerSnapshot {
+func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args[0], b.args[1])
 	if !ok || len(res) < 4 {
 		return b.fallback().Snapshot(now)
 	}
-	return resilience.BreakerSnapshot{
-		State:    toString(res[0]),
+	return state.BreakerSnapshot{
+		State:    breakerState(res[0]),
 		Failures: int(toInt(res[1])),
-		Cooldown: time.Duration(toInt(res[2])) * time.Microsecond,
-		Wait:     time.Duration(toInt(res[3])) * time.Microsecond,
+		Cooldown: micros(res[2]),
+		Wait:     micros(res[3]),
 	}
 }
 
 func (b *sharedBreaker) Pristine() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == "closed" && b.failures == 0
+	return b.state == state.Closed && b.failures == 0
 }
+
+var _ state.Breaker = (*sharedBreaker)(nil)

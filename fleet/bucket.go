@@ -7,7 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/internal/bucket"
+	"github.com/cloudg/cloudg/state"
 )
 
 // sharedBucket is a bucket whose balance, rate and pause live in Redis. A
@@ -17,7 +18,7 @@ import (
 type sharedBucket struct {
 	s      *Store
 	keys   []string // bucket, breaker
-	spec   resilience.BucketSpec
+	spec   state.BucketSpec
 	ratio  string // capacity / rate, as an argument
 	ceil   string
 	floor  string
@@ -27,33 +28,47 @@ type sharedBucket struct {
 
 	mu          sync.Mutex
 	lease       int           // tokens borrowed and not yet used
-	leaseNext   int64         // when the next borrowed token is usable (local time)
-	leaseStep   int64         // the time between two borrowed tokens
-	leaseEnd    int64         // unused borrowed tokens are given back after this
+	leaseNext   time.Duration // when the next borrowed token is usable (local time)
+	leaseStep   time.Duration // the time between two borrowed tokens
+	leaseEnd    time.Duration // unused borrowed tokens are given back after this
 	refill      chan struct{} // closed when the lease request in flight ends
-	lastUse     int64
-	lastSuccess int64 // the last Success sent to Redis
+	lastUse     time.Duration
+	lastSuccess time.Duration // the last Success sent to Redis
 
 	localMu sync.Mutex
-	local   resilience.Bucket // fallback while Redis does not answer
-	localEp int64             // the episode the fallback was made for
+	local   state.Bucket // fallback while Redis does not answer
+	localEp int64        // the episode the fallback was made for
 }
 
-func newSharedBucket(s *Store, bk, brk string, spec resilience.BucketSpec) *sharedBucket {
-	capacity := spec.Burst
-	if capacity <= 0 {
-		capacity = 2 * spec.Rate
+// never is a time far enough in the past that "now - never" exceeds every
+// interval without overflowing.
+const never = time.Duration(math.MinInt64 / 4)
+
+// floor returns spec's lowest adaptive rate as the in-process bucket
+// reads it: the spec's floor, or bucket.DefaultFloor, never above the
+// ceiling.
+func floor(spec state.BucketSpec) float64 {
+	f := spec.Floor
+	if f <= 0 {
+		f = bucket.DefaultFloor
 	}
-	capacity = math.Max(1, capacity)
+	return math.Min(f, spec.Rate)
+}
+
+// newSharedBucket returns the bucket stored at bk, whose scope's breaker
+// is stored at brk. A goodput spec runs AIMD in Redis: the goodput
+// controller's success counts stay per process (see the package
+// documentation).
+func newSharedBucket(s *Store, bk, brk string, spec state.BucketSpec) *sharedBucket {
 	adapt := "0"
 	if spec.Adaptive || spec.Goodput {
 		adapt = "1"
 	}
 	b := &sharedBucket{
 		s: s, keys: []string{bk, brk}, spec: spec,
-		ratio: ftoa(capacity / spec.Rate), ceil: ftoa(spec.Rate), floor: ftoa(math.Max(spec.Floor, 1e-3)),
+		ratio: ftoa(spec.Capacity() / spec.Rate), ceil: ftoa(spec.Rate), floor: ftoa(floor(spec)),
 		adapt: adapt, ttl: s.ttlMS(),
-		lastUse: math.MinInt64 / 4, lastSuccess: math.MinInt64 / 4,
+		lastUse: never, lastSuccess: never,
 	}
 	b.rateFB.Store(math.Float64bits(spec.Rate))
 	return b
@@ -85,20 +100,16 @@ func (b *sharedBucket) leaseSize() int {
 // fallback returns the local bucket used while Redis does not answer: the
 // fleet's last known rate divided among the live processes (it stays
 // adaptive, so it slows further if this process is throttled).
-func (b *sharedBucket) fallback(now int64) resilience.Bucket {
+func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
 		r := b.rate()
 		spec := b.spec
 		spec.Rate = b.s.share(r)
-		capacity := spec.Burst
-		if capacity <= 0 {
-			capacity = 2 * b.spec.Rate
-		}
-		spec.Burst = math.Max(1, b.s.share(capacity*r/b.spec.Rate))
+		spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
 		spec.Floor = math.Min(spec.Floor, spec.Rate)
-		b.local = b.s.local.Bucket(resilience.Scope{}, spec, now)
+		b.local = b.s.local.Bucket("", spec, now)
 		b.localEp = ep
 	}
 	return b.local
@@ -106,7 +117,7 @@ func (b *sharedBucket) fallback(now int64) resilience.Bucket {
 
 // take takes a token from the lease, or borrows a new lease from Redis.
 // ok is false when Redis does not answer.
-func (b *sharedBucket) take(now int64, try bool) (granted bool, wait int64, ok bool) {
+func (b *sharedBucket) take(now time.Duration, try bool) (granted bool, wait time.Duration, ok bool) {
 	b.mu.Lock()
 	b.lastUse = now
 	for {
@@ -155,32 +166,32 @@ func (b *sharedBucket) take(now int64, try bool) (granted bool, wait int64, ok b
 	}
 	// Redis's "now" was during the round trip: the lease's times count
 	// from its answer, not from before the request.
-	rtt := int64(time.Since(sent))
+	rtt := time.Since(sent)
 	b.s.misses.Add(1)
 	k := toInt(res[0])
-	wait = toInt(res[1]) * 1000
-	step := toInt(res[2]) * 1000
+	wait = micros(res[1])
+	step := micros(res[2])
 	b.setRate(res[3])
 	if k > 1 {
 		b.mu.Lock()
 		b.lease = int(k - 1)
 		b.leaseNext = now + rtt + wait + step
 		b.leaseStep = step
-		b.leaseEnd = now + rtt + wait + k*step + int64(b.s.cfg.leaseWindow)
+		b.leaseEnd = now + rtt + wait + time.Duration(k)*step + b.s.cfg.leaseWindow
 		b.mu.Unlock()
 	}
 	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
 	return k >= 1, wait, true
 }
 
-func (b *sharedBucket) Reserve(now int64) int64 {
+func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
 	if _, wait, ok := b.take(now, false); ok {
 		return wait
 	}
 	return b.fallback(now).Reserve(now)
 }
 
-func (b *sharedBucket) TryReserve(now int64) bool {
+func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	if granted, _, ok := b.take(now, true); ok {
 		return granted
 	}
@@ -191,7 +202,7 @@ func (b *sharedBucket) TryReserve(now int64) bool {
 // be one far in the future (its wait would have passed the caller's
 // deadline): the balance goes up by one, as in a local bucket, and no
 // process may use it before its turn.
-func (b *sharedBucket) Cancel(now int64) {
+func (b *sharedBucket) Cancel(now time.Duration) {
 	if _, ok := b.s.run(giveScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, 1); !ok {
 		b.fallback(now).Cancel(now)
 	}
@@ -203,29 +214,30 @@ func (b *sharedBucket) dropLease() {
 	b.mu.Unlock()
 }
 
-func (b *sharedBucket) Throttle(now, pause int64) (float64, bool) {
+func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.dropLease()
-	res, ok := b.s.run(throttleScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause/1000)
+	res, ok := b.s.run(throttleScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause.Microseconds())
 	if !ok || len(res) < 2 {
 		return b.fallback(now).Throttle(now, pause)
 	}
 	return b.setRate(res[1]), toInt(res[0]) == 1
 }
 
-func (b *sharedBucket) Pause(now, pause int64) {
+func (b *sharedBucket) Pause(now, pause time.Duration) {
 	if pause <= 0 {
 		return
 	}
 	b.dropLease()
-	if _, ok := b.s.run(pauseScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause/1000); !ok {
+	if _, ok := b.s.run(pauseScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause.Microseconds()); !ok {
 		b.fallback(now).Pause(now, pause)
 	}
 }
 
 // Success asks Redis for an increase at most once per second per process:
-// the fleet-wide rule (once per 5 s after 5 s of quiet) is Redis's to
-// apply, and most successes have nothing to ask.
-func (b *sharedBucket) Success(now int64) (float64, bool) {
+// the fleet-wide rule (one increase per bucket.IncreaseInterval, after as
+// long without a throttle) is Redis's to apply, and most successes have
+// nothing to ask.
+func (b *sharedBucket) Success(now time.Duration) (float64, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback(now).Success(now)
 	}
@@ -234,7 +246,7 @@ func (b *sharedBucket) Success(now int64) (float64, bool) {
 		return r, false
 	}
 	b.mu.Lock()
-	due := now-b.lastSuccess >= int64(b.s.cfg.successPeriod)
+	due := now-b.lastSuccess >= b.s.cfg.successPeriod
 	if due {
 		b.lastSuccess = now
 	}
@@ -242,7 +254,7 @@ func (b *sharedBucket) Success(now int64) (float64, bool) {
 	if !due {
 		return r, false
 	}
-	res, ok := b.s.run(successScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, "0.05")
+	res, ok := b.s.run(successScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl)
 	if !ok || len(res) < 2 {
 		return b.fallback(now).Success(now)
 	}
@@ -256,7 +268,7 @@ func (b *sharedBucket) Recovering() bool {
 	return b.adapt == "1" && b.rate() < b.spec.Rate
 }
 
-func (b *sharedBucket) Snapshot(now int64) resilience.BucketSnapshot {
+func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl)
 	if !ok || len(res) < 3 {
 		s := b.fallback(now).Snapshot(now)
@@ -265,13 +277,13 @@ func (b *sharedBucket) Snapshot(now int64) resilience.BucketSnapshot {
 	}
 	r := b.setRate(res[0])
 	tokens, _ := strconv.ParseFloat(toString(res[1]), 64)
-	return resilience.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: time.Duration(toInt(res[2])) * time.Microsecond}
+	return state.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: micros(res[2])}
 }
 
 // Idle: the local object can be dropped when it holds no lease, the fleet's
 // rate was at its ceiling at the last answer, and it went unused. The
 // state in Redis lives on until its key expires.
-func (b *sharedBucket) Idle(now, minIdle int64) bool {
+func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	noLease := b.lease == 0 || now >= b.leaseEnd // an expired lease's tokens are the fleet's again
@@ -289,6 +301,9 @@ func toInt(v any) int64 {
 	return 0
 }
 
+// micros reads a number of microseconds from a script's reply.
+func micros(v any) time.Duration { return time.Duration(toInt(v)) * time.Microsecond }
+
 func toString(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -298,3 +313,5 @@ func toString(v any) string {
 	}
 	return ""
 }
+
+var _ state.Bucket = (*sharedBucket)(nil)

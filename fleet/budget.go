@@ -4,7 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/internal/budget"
+	"github.com/cloudg/cloudg/state"
 )
 
 // sharedBudget is a provider's retry budget in Redis, in tenths of a token.
@@ -20,21 +21,21 @@ type sharedBudget struct {
 	known   atomic.Int64 // units at Redis's last answer
 
 	mu      sync.Mutex
-	local   resilience.Budget
+	local   state.Budget
 	localEp int64
 }
 
 func newSharedBudget(s *Store, key string, size int) *sharedBudget {
-	b := &sharedBudget{s: s, keys: []string{key}, units: int64(max(0, size)) * 10}
+	b := &sharedBudget{s: s, keys: []string{key}, units: int64(max(0, size)) * budget.Unit}
 	b.known.Store(b.units)
 	return b
 }
 
-func (b *sharedBudget) fallback() resilience.Budget {
+func (b *sharedBudget) fallback() state.Budget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
-		b.local = b.s.local.Budget("", int(b.s.share(float64(b.known.Load()/10))))
+		b.local = b.s.local.Budget("", int(b.s.share(float64(b.known.Load()/budget.Unit))))
 		b.localEp = ep
 	}
 	return b.local
@@ -72,7 +73,7 @@ func (b *sharedBudget) Succeed() {
 	if b.known.Load()+b.pending.Load() >= b.units {
 		return // full as far as we know: nothing to refund
 	}
-	if b.pending.Add(1) >= 10 {
+	if b.pending.Add(1) >= budget.Unit {
 		b.exchange(false)
 	}
 }
@@ -81,7 +82,7 @@ func (b *sharedBudget) Remaining() float64 {
 	if b.s.degraded.Load() {
 		return b.fallback().Remaining()
 	}
-	return float64(min(b.units, b.known.Load()+b.pending.Load())) / 10
+	return float64(min(b.units, b.known.Load()+b.pending.Load())) / budget.Unit
 }
 
 // flush sends the pending refunds, and refreshes what this process knows
@@ -92,3 +93,5 @@ func (b *sharedBudget) flush() {
 		b.exchange(false)
 	}
 }
+
+var _ state.Budget = (*sharedBudget)(nil)

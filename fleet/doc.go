@@ -10,6 +10,9 @@
 // breakers (open, and half-open with one probe for the whole fleet) and
 // the retry budget. Stats stay per process.
 //
+// A Store implements state.Store: give it to a governor with
+// resilience.WithStateStore.
+//
 //	store, err := fleet.Open("rediss://user:pass@redis:6379/0")
 //	...
 //	defer store.Close()
@@ -44,10 +47,18 @@
 // switches the process to local limits: the fleet's last known rates, and
 // the retry budget, divided by the number of live processes at the last
 // heartbeat (each process announces itself every second). The switch is
-// logged once and counted (Stats.Fallbacks). The heartbeat keeps probing,
+// logged once and counted (StoreStats.Fallbacks). The heartbeat keeps probing,
 // and the first answer switches back to the shared state (rebuilt from the
 // defaults if Redis lost it). No call fails because Redis failed.
 //
 // Keys are namespaced by a prefix (WithPrefix, default "cloudg") and
-// expire when idle (WithKeyTTL, default 15 minutes).
+// expire when idle (WithKeyTTL, default 15 minutes). A scope's keys are
+// built from the governor's state key, in which each part of the scope is
+// escaped, so that no two scopes share a key; that key, in braces, is the
+// Redis Cluster hash tag that keeps a scope's bucket and breaker in one slot.
+//
+// The shared leaf runs AIMD with the in-process bucket's constants. A
+// provider configured with the goodput controller runs AIMD in fleet mode
+// too: the controller measures the successes of one process, which the
+// fleet does not send to Redis one by one.
 package fleet

@@ -1,6 +1,13 @@
 package fleet
 
-import "github.com/redis/go-redis/v9"
+import (
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/internal/bucket"
+	"github.com/cloudg/cloudg/internal/budget"
+)
 
 // The Lua scripts that update the shared state. Each runs atomically in
 // Redis and reads the time from Redis (TIME), so that every process of the
@@ -10,11 +17,19 @@ import "github.com/redis/go-redis/v9"
 //
 // A bucket is a hash {t0, paused, rate, ldec, lthr, linc}: the balance at
 // time t is (t - t0) / interval tokens, capped at the capacity, the same
-// representation as the in-process bucket. Bucket arguments: ARGV[1]
-// ceiling (tokens/s), ARGV[2] capacity/rate ratio, ARGV[3] floor, ARGV[4]
-// adaptive (0/1), ARGV[5] key TTL in ms.
+// representation as the in-process bucket, and the same AIMD rule, whose
+// constants are written into the scripts from package bucket's. Bucket
+// arguments: ARGV[1] ceiling (tokens/s), ARGV[2] capacity/rate ratio,
+// ARGV[3] floor, ARGV[4] adaptive (0/1), ARGV[5] key TTL in ms.
 
-const luaPrelude = `
+var luaPrelude = fmt.Sprintf(`
+local DECREASE_FACTOR = %s
+local DECREASE_INTERVAL_US = %d
+local INCREASE_INTERVAL_US = %d
+local INCREASE_STEP = %s
+local MIN_INCREASE = %s
+`, ftoa(bucket.DecreaseFactor), bucket.DecreaseInterval.Microseconds(),
+	bucket.IncreaseInterval.Microseconds(), ftoa(bucket.IncreaseStep), ftoa(bucket.MinIncrease)) + `
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -113,18 +128,18 @@ save_bucket(KEYS[1], b)
 return {1}
 `)
 
-// throttleScript records a throttling answer: an adaptive bucket halves
-// its rate (not below ARGV[3]) and drains its burst, at most once per
-// second across the fleet; ARGV[6] > 0 pauses it that many microseconds.
-// Reply: {decreased, rate}.
+// throttleScript records a throttling answer: an adaptive bucket
+// multiplies its rate by DECREASE_FACTOR (not below ARGV[3]) and drains
+// its burst, at most once per DECREASE_INTERVAL across the fleet; ARGV[6]
+// > 0 pauses it that many microseconds. Reply: {decreased, rate}.
 var throttleScript = redis.NewScript(luaPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local dec = 0
 b.lthr = now
-if ARGV[4] == '1' and now - b.ldec >= 1000000 then
+if ARGV[4] == '1' and now - b.ldec >= DECREASE_INTERVAL_US then
   b.ldec = now
-  local r = math.max(tonumber(ARGV[3]), b.rate * 0.5)
+  local r = math.max(tonumber(ARGV[3]), b.rate * DECREASE_FACTOR)
   if r < b.rate then dec = 1 end
   set_rate(b, now, r, true)
 end
@@ -133,17 +148,18 @@ save_bucket(KEYS[1], b)
 return {dec, tostring(b.rate)}
 `)
 
-// successScript gives an adaptive bucket below its ceiling ARGV[6] of the
-// ceiling back (at least 0.01), after 5 s without a throttle, at most once
-// per 5 s across the fleet. Reply: {increased, rate}.
+// successScript gives an adaptive bucket below its ceiling INCREASE_STEP
+// of the ceiling back (at least MIN_INCREASE), after INCREASE_INTERVAL
+// without a throttle, at most once per INCREASE_INTERVAL across the fleet.
+// Reply: {increased, rate}.
 var successScript = redis.NewScript(luaPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local ceiling = tonumber(ARGV[1])
-if ARGV[4] ~= '1' or b.rate >= ceiling or now - b.lthr < 5000000 or now - b.linc < 5000000 then
+if ARGV[4] ~= '1' or b.rate >= ceiling or now - b.lthr < INCREASE_INTERVAL_US or now - b.linc < INCREASE_INTERVAL_US then
   return {0, tostring(b.rate)}
 end
-set_rate(b, now, math.min(ceiling, b.rate + math.max(tonumber(ARGV[6]) * ceiling, 0.01)), false)
+set_rate(b, now, math.min(ceiling, b.rate + math.max(INCREASE_STEP * ceiling, MIN_INCREASE)), false)
 b.linc = now
 save_bucket(KEYS[1], b)
 return {1, tostring(b.rate)}
@@ -246,21 +262,22 @@ if h[4] then wait = math.max(0, tonumber(h[4]) - now) end
 return {h[1] or 'closed', tonumber(h[2]) or 0, h[3] or ARGV[1], num(wait)}
 `)
 
-// budgetScript refunds ARGV[3] units (tenths of a token) and, when ARGV[4]
-// is 1, takes one token (10 units) if the budget can pay; the budget holds
-// ARGV[1] units when new. Reply: {taken, units}.
-var budgetScript = redis.NewScript(`
+// budgetScript refunds ARGV[3] units (budget.Unit per token) and, when
+// ARGV[4] is 1, takes one retry's cost if the budget can pay; the budget
+// holds ARGV[1] units when new. Reply: {taken, units}.
+var budgetScript = redis.NewScript(fmt.Sprintf(`
+local cost = %d
 local max = tonumber(ARGV[1])
 local v = tonumber(redis.call('GET', KEYS[1])) or max
 v = math.min(max, v + tonumber(ARGV[3]))
 local taken = 0
-if ARGV[4] == '1' and v >= 10 then
-  v = v - 10
+if ARGV[4] == '1' and v >= cost then
+  v = v - cost
   taken = 1
 end
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
 return {taken, v}
-`)
+`, budget.RetryCost*budget.Unit))
 
 // heartbeatScript records this process as live for ARGV[2] ms, forgets the
 // processes whose heartbeat ran out, and counts the live ones.

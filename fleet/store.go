@@ -16,17 +16,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
-// Store is a resilience.StateStore on Redis: the learned state of every
-// governor that uses it is shared by the fleet. It is safe for concurrent
+// Store is a state.Store on Redis: the learned state of every governor that
+// uses it is shared by the fleet. It is safe for concurrent
 // use. Make one per process with New or Open, give it to the governor with
 // resilience.WithStateStore, and Close it when the process is done.
 type Store struct {
 	rdb     redis.UniversalClient
 	ownsRDB bool
 	cfg     config
-	local   resilience.StateStore // the fallback while Redis does not answer
+	local   state.Store // the fallback while Redis does not answer
 
 	degraded atomic.Bool  // Redis is not answering: local limits
 	episode  atomic.Int64 // counts the switches to local limits
@@ -169,8 +170,9 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Stats are a process's counters of its use of the shared state.
-type Stats struct {
+// StoreStats are a process's counters of its use of the shared state: its
+// Redis operations and leases, not the governor's call statistics.
+type StoreStats struct {
 	RedisCalls  int64 // operations sent to Redis
 	RedisErrors int64 // operations that failed or timed out
 	LeaseHits   int64 // tokens taken from a local lease, without Redis
@@ -181,8 +183,8 @@ type Stats struct {
 }
 
 // Stats returns the process's counters.
-func (s *Store) Stats() Stats {
-	return Stats{
+func (s *Store) Stats() StoreStats {
+	return StoreStats{
 		RedisCalls: s.calls.Load(), RedisErrors: s.errors.Load(),
 		LeaseHits: s.hits.Load(), LeaseMisses: s.misses.Load(),
 		Fallbacks: s.fallbacks.Load(), Degraded: s.degraded.Load(), Processes: s.procs.Load(),
@@ -273,21 +275,23 @@ func (s *Store) key(parts ...string) string {
 	return k
 }
 
-// scopeKeys returns the bucket and breaker keys of a scope; the braces keep
-// both in one Redis Cluster slot, as a script touching both needs.
-func (s *Store) scopeKeys(sc resilience.Scope) (bucket, brk string) {
-	tag := "{" + sc.String() + "}"
+// scopeKeys returns the Redis keys of the bucket and the breaker of the
+// scope whose state key is key (the governor's, unambiguous: each part of
+// the scope escaped). The braces make key the hash tag of both, so that
+// they share a Redis Cluster slot, as a script touching both needs.
+func (s *Store) scopeKeys(key string) (bucket, brk string) {
+	tag := "{" + key + "}"
 	return s.key(tag, "bucket"), s.key(tag, "breaker")
 }
 
-// Bucket returns the shared bucket of key.
-func (s *Store) Bucket(key resilience.Scope, spec resilience.BucketSpec, now int64) resilience.Bucket {
+// Bucket returns the shared bucket of the scope whose state key is key.
+func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
 	bk, brk := s.scopeKeys(key)
 	return newSharedBucket(s, bk, brk, spec)
 }
 
-// Breaker returns the shared breaker of key.
-func (s *Store) Breaker(key resilience.Scope, spec resilience.BreakerSpec) resilience.Breaker {
+// Breaker returns the shared breaker of the scope whose state key is key.
+func (s *Store) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 	_, brk := s.scopeKeys(key)
 	b := newSharedBreaker(s, brk, spec)
 	s.breakers.Store(brk, weak.Make(b))
@@ -295,7 +299,7 @@ func (s *Store) Breaker(key resilience.Scope, spec resilience.BreakerSpec) resil
 }
 
 // Budget returns the shared retry budget of provider.
-func (s *Store) Budget(provider string, size int) resilience.Budget {
+func (s *Store) Budget(provider string, size int) state.Budget {
 	b := newSharedBudget(s, s.key("{budget:"+provider+"}"), size)
 	s.mu.Lock()
 	s.budgets = append(s.budgets, b)
@@ -318,4 +322,4 @@ func (s *Store) share(v float64) float64 { return v / float64(max(1, s.procs.Loa
 
 func (s *Store) ttlMS() int64 { return s.cfg.keyTTL.Milliseconds() }
 
-var _ resilience.StateStore = (*Store)(nil)
+var _ state.Store = (*Store)(nil)

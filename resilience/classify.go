@@ -5,12 +5,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/errread"
 )
+
+// readerKinds maps an error reader's verdict to a Kind.
+var readerKinds = [...]Kind{errread.Fatal: Fatal, errread.Transient: Transient, errread.Throttled: Throttled}
 
 // Kind is what an error means for pacing and retries.
 type Kind uint8
@@ -39,64 +41,13 @@ func (k Kind) String() string {
 	}
 }
 
-// ErrorDetails is what one error of a chain says about itself, in the terms
-// the classifier understands. An ErrorReader returns it for error shapes the
-// core cannot read by method sets (SDK structs such as azcore.ResponseError,
-// gRPC status errors).
-type ErrorDetails struct {
-	Code   string      // provider error code ("Throttling", "SubscriptionRequestsThrottled")
-	Status int         // HTTP status, 0 when none
-	Header http.Header // response headers, for Retry-After style hints
-
-	// Kind, when HasKind is set, overrides the code and status tables: the
-	// reader knows the shape better (gRPC's ResourceExhausted, say).
-	Kind    Kind
-	HasKind bool
-
-	// RetryAfter, when HasRetryAfter is set, is a delay the provider asked
-	// for outside headers (gRPC RetryInfo).
-	RetryAfter    time.Duration
-	HasRetryAfter bool
-
-	// Answer marks the error as the provider's answer even without a code
-	// or status (a gRPC status the server sent).
-	Answer bool
-}
-
-// An ErrorReader inspects one error of a chain (the classifier walks the
-// chain itself) and returns what it knows, or false for a shape it does not
-// handle. Readers must be fast and must not call Classify.
-type ErrorReader func(err error) (ErrorDetails, bool)
-
-var (
-	readersMu sync.Mutex
-	readers   atomic.Pointer[[]ErrorReader]
-)
-
-// RegisterErrorReader adds r to the readers every classification consults.
-// SDK integration modules call it from init, so importing one makes its
-// error shapes classify as the spec says. It is safe for concurrent use.
-func RegisterErrorReader(r ErrorReader) {
-	if r == nil {
-		return
-	}
-	readersMu.Lock()
-	defer readersMu.Unlock()
-	var next []ErrorReader
-	if cur := readers.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, r)
-	readers.Store(&next)
-}
-
-// A GovernorErrorWrapper is an integration's error that gives one of
+// governorErrorWrapper is an integration's error that gives one of
 // cloudg's own errors (a *CircuitOpenError, say) an SDK's shape, such as a
 // smithy.APIError with the code Throttling. The classifier skips the
 // wrapper's code and status and reads the error it wraps, so that the
-// wrapper classifies as cloudg's error and is not taken for a provider's
-// answer.
-type GovernorErrorWrapper interface {
+// wrapper classifies as cloudg's error and is never taken for a provider's
+// answer. cloudgaws's ThrottlingError is one.
+type governorErrorWrapper interface {
 	error
 	Unwrap() error
 	WrapsGovernorError()
@@ -113,8 +64,8 @@ type (
 	multiUnwrap   interface{ Unwrap() []error }
 )
 
-// Chain limits. The spec's Python classifier follows four levels of explicit
-// causes; Go wraps far more often (aws-sdk-go-v2 alone puts the API error
+// Chain limits. A classifier for Python exceptions follows four levels of
+// explicit causes; Go wraps far more often (aws-sdk-go-v2 alone puts the API error
 // three levels under the operation error), so the walk goes deeper, with a
 // cap on the errors visited so that joined trees and cycles end quickly.
 const (
@@ -130,7 +81,7 @@ type facts struct {
 	codeErr    error // the error that carried code, for its message
 	status     int
 	header     http.Header
-	kind       Kind
+	readerKind Kind
 	hasKind    bool
 	retryAfter time.Duration
 	hasRA      bool
@@ -143,10 +94,7 @@ func inspect(err error) facts {
 	if err == nil {
 		return f
 	}
-	var rs []ErrorReader
-	if p := readers.Load(); p != nil {
-		rs = *p
-	}
+	rs := errread.Readers()
 	nodes := 0
 	var walk func(e error, depth int)
 	walk = func(e error, depth int) {
@@ -168,8 +116,8 @@ func inspect(err error) facts {
 	return f
 }
 
-func (f *facts) visit(e error, rs []ErrorReader) {
-	if _, ok := e.(GovernorErrorWrapper); ok {
+func (f *facts) visit(e error, rs []errread.Reader) {
+	if _, ok := e.(governorErrorWrapper); ok {
 		return // its shape is borrowed: read the cloudg error it wraps
 	}
 	if k, ok := ownKind(e); ok {
@@ -211,8 +159,8 @@ func (f *facts) visit(e error, rs []ErrorReader) {
 		if d.Header != nil && f.header == nil {
 			f.header = d.Header
 		}
-		if d.HasKind && !f.hasKind {
-			f.kind, f.hasKind = d.Kind, true
+		if d.Kind != errread.None && !f.hasKind {
+			f.readerKind, f.hasKind = readerKinds[d.Kind], true
 		}
 		if d.HasRetryAfter && !f.hasRA {
 			f.retryAfter, f.hasRA = d.RetryAfter, true
@@ -249,7 +197,8 @@ func isNetworkError(e error) bool {
 // Classify sorts err into Throttled, Transient or Fatal. It reads, at every
 // error of the chain (errors.Unwrap and Unwrap() []error, depth-limited):
 // cloudg's own errors; ErrorCode() string, HTTPStatusCode() int and
-// Header() http.Header; whatever registered ErrorReaders report; network
+// Header() http.Header; what the SDK integration modules teach it about
+// their SDKs' error shapes (importing one is enough); network
 // errors (resets, refusals, timeouts). The error code wins over the status
 // (AWS ServiceUnavailable with 503 is Transient); a 429 or 503 whose code
 // is on no list is Throttled; any other code is Fatal. Only when nothing of
@@ -261,6 +210,12 @@ func Classify(err error) Kind {
 		return Fatal
 	}
 	f := inspect(err)
+	return f.kind(err)
+}
+
+// kind is Classify's verdict on err, whose facts f are: the facts, and the
+// message search when they say nothing.
+func (f *facts) kind(err error) Kind {
 	if k, ok := f.decide(); ok {
 		return k
 	}
@@ -298,7 +253,7 @@ func (f *facts) decide() (Kind, bool) {
 		return f.own, true
 	}
 	if f.hasKind {
-		return f.kind, true
+		return f.readerKind, true
 	}
 	if f.code != "" {
 		if f.code == "LimitExceededException" {
@@ -348,93 +303,6 @@ func statusKind(status int) (Kind, bool) {
 	return Fatal, false
 }
 
-// codeKinds lists the error codes with a meaning. AWS: botocore's
-// standard-mode lists; Azure: ARM's throttling codes; GCP: the
-// google-api-core exception names.
-var codeKinds = map[string]Kind{
-	// AWS throttling (botocore standard mode), plus RateExceeded.
-	"Throttling":                             Throttled,
-	"ThrottlingException":                    Throttled,
-	"ThrottledException":                     Throttled,
-	"RequestThrottledException":              Throttled,
-	"TooManyRequestsException":               Throttled,
-	"ProvisionedThroughputExceededException": Throttled,
-	"TransactionInProgressException":         Throttled,
-	"RequestLimitExceeded":                   Throttled,
-	"BandwidthLimitExceeded":                 Throttled,
-	"RequestThrottled":                       Throttled,
-	"SlowDown":                               Throttled,
-	"EC2ThrottledException":                  Throttled,
-	"RateExceeded":                           Throttled,
-	// Azure throttling.
-	"RateLimiting":                  Throttled,
-	"SubscriptionRequestsThrottled": Throttled,
-	"TenantRequestsThrottled":       Throttled,
-	"TooManyRequests":               Throttled,
-	// GCP throttling.
-	"ResourceExhausted": Throttled,
-
-	// Transient: botocore's list, the 5xx-style codes, and the codes the
-	// SDKs retry.
-	"RequestTimeout":                      Transient,
-	"RequestTimeoutException":             Transient,
-	"PriorRequestNotComplete":             Transient,
-	"InternalError":                       Transient,
-	"InternalFailure":                     Transient,
-	"InternalServerError":                 Transient,
-	"ServiceUnavailable":                  Transient,
-	"ServiceUnavailableException":         Transient,
-	"DeadlineExceeded":                    Transient,
-	"RetryableErrorDueToAnotherOperation": Transient,
-}
-
-// Message phrases, the last resort. A phrase matches only where it starts
-// and ends on a word boundary; a stem (throttl) only needs the start.
-var (
-	throttlePhrases = []phrase{
-		{"rate exceeded", false}, {"throttl", true}, {"too many requests", false},
-		{"rate limit", true}, {"request limit exceeded", false}, {"slow down", false},
-	}
-	ratePhrases = []phrase{
-		{"rate", false}, {"rates", false}, {"throttl", true}, {"too many", false},
-		{"per second", false}, {"tps", false},
-	}
-)
-
-type phrase struct {
-	text string
-	stem bool
-}
-
-func mentionsThrottling(msg string) bool { return containsPhrase(msg, throttlePhrases) }
-func mentionsRate(msg string) bool       { return containsPhrase(msg, ratePhrases) }
-
-func containsPhrase(msg string, ps []phrase) bool {
-	if msg == "" {
-		return false
-	}
-	lower := strings.ToLower(msg)
-	for _, p := range ps {
-		for from := 0; ; {
-			i := strings.Index(lower[from:], p.text)
-			if i < 0 {
-				break
-			}
-			i += from
-			end := i + len(p.text)
-			if (i == 0 || !isWordByte(lower[i-1])) && (p.stem || end == len(lower) || !isWordByte(lower[end])) {
-				return true
-			}
-			from = i + 1
-		}
-	}
-	return false
-}
-
-func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
-}
-
 // DescribeError returns err's message, prefixed with "throttled: " when it
 // classifies as throttling. Coverage records go through it. A nil error is
 // "".
@@ -442,7 +310,12 @@ func DescribeError(err error) string {
 	if err == nil {
 		return ""
 	}
-	if Classify(err) == Throttled {
+	return describe(Classify(err), err)
+}
+
+// describe is DescribeError for an error already classified.
+func describe(k Kind, err error) string {
+	if k == Throttled {
 		return "throttled: " + err.Error()
 	}
 	return err.Error()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/errread"
 )
 
 // statusErr has only a status, like an HTTP client error.
@@ -228,14 +230,14 @@ func TestRegisteredReader(t *testing.T) {
 	if Classify(err) != Fatal {
 		t.Fatal("unreadable shape classified before registration")
 	}
-	RegisterErrorReader(func(e error) (ErrorDetails, bool) {
+	errread.Register(func(e error) (errread.Details, bool) {
 		s, ok := e.(*sdkStruct)
 		if !ok {
-			return ErrorDetails{}, false
+			return errread.Details{}, false
 		}
-		d := ErrorDetails{Code: s.Code, Status: s.StatusCode, Header: s.Raw}
+		d := errread.Details{Code: s.Code, Status: s.StatusCode, Header: s.Raw}
 		if s.Code == "Exhausted" {
-			d.Kind, d.HasKind = Throttled, true
+			d.Kind = errread.Throttled
 			d.RetryAfter, d.HasRetryAfter = s.Delay, true
 		}
 		return d, true

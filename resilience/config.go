@@ -2,13 +2,16 @@ package resilience
 
 import (
 	"fmt"
+
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"math"
 	"os"
 	"sort"
 	"strings"
 )
 
-// Config is the spec's ratelimit section: the settings of the governor. The
+// Config is the ratelimit section of a configuration: the settings of the
+// governor. The
 // zero Config means every built-in default. Fields left at their zero value
 // (or nil, for pointers) take the built-in default; pointer fields are the
 // ones where zero is a meaningful setting (0 retries, a bucket turned off).
@@ -31,7 +34,7 @@ type ProviderConfig struct {
 	// Adaptive: false keeps the leaf rates fixed (no AIMD).
 	Adaptive *bool `yaml:"adaptive,omitempty" json:"adaptive,omitempty"`
 	// Controller chooses how an adaptive leaf reacts to throttling: "aimd"
-	// (the spec's, the default) or "goodput" (opt-in: on a throttle, go to
+	// (additive increase, multiplicative decrease: the default) or "goodput" (opt-in: on a throttle, go to
 	// what the provider served over the last seconds, then probe upward
 	// slowly).
 	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
@@ -82,10 +85,10 @@ type ServiceConfig struct {
 	PerOperation *bool `yaml:"per_operation,omitempty" json:"per_operation,omitempty"`
 }
 
-// Controllers of an adaptive leaf.
+// The controllers of an adaptive leaf.
 const (
-	ControllerAIMD    = "aimd"
-	ControllerGoodput = "goodput"
+	controllerAIMD    = "aimd"
+	controllerGoodput = "goodput"
 )
 
 // Validate reports the first setting that cannot work, naming its key path
@@ -140,7 +143,7 @@ func (p *ProviderConfig) validate(path string) error {
 		return fieldErr(path+".retry_budget", "must be >= 0")
 	}
 	switch p.Controller {
-	case "", ControllerAIMD, ControllerGoodput:
+	case "", controllerAIMD, controllerGoodput:
 	default:
 		return fieldErr(path+".controller", fmt.Sprintf("unknown controller %q (aimd or goodput)", p.Controller))
 	}
@@ -170,15 +173,7 @@ func (p *ProviderConfig) validate(path string) error {
 	return nil
 }
 
-// ConfigError is a configuration problem at a key path.
-type ConfigError struct {
-	Path string // ratelimit.aws.services.ec2.brust
-	Msg  string // unknown key
-}
-
-func (e *ConfigError) Error() string { return e.Path + ": " + e.Msg }
-
-func fieldErr(path, msg string) error { return &ConfigError{Path: path, Msg: msg} }
+func fieldErr(path, msg string) error { return &yamlconf.Error{Path: path, Msg: msg} }
 
 // LoadConfig reads a YAML or JSON file with ParseConfig.
 func LoadConfig(path string) (Config, error) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/yamlconf"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -88,9 +90,9 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%q:\n got %v\nwant %s", c.doc, err, c.want)
 		}
-		var ce *ConfigError
+		var ce *yamlconf.Error
 		if err != nil && !errors.As(err, &ce) && !strings.HasPrefix(err.Error(), "ratelimit:") {
-			t.Errorf("%q: %T is not a *ConfigError", c.doc, err)
+			t.Errorf("%q: %T is not a *yamlconf.Error", c.doc, err)
 		}
 	}
 	if _, err := ParseConfig([]byte("aws: {max_rps: 1\n")); err == nil || !strings.HasPrefix(err.Error(), "ratelimit: ") {
@@ -147,10 +149,10 @@ func TestBuiltInDefaults(t *testing.T) {
 		t.Errorf("aws: %+v", aws)
 	}
 	r := aws.retry
-	if r.maxRetries != 8 || r.baseDelay != 500*time.Millisecond || r.maxBackoff != 60*time.Second || r.deadline != 900*time.Second || r.budget != 500 {
+	if r.attempts != 9 || r.base != 500*time.Millisecond || r.maxBackoff != 60*time.Second || r.deadline != 900*time.Second || aws.budget != 500 {
 		t.Errorf("aws retry %+v", r)
 	}
-	if b := aws.breaker; b.Threshold != 5 || b.Cooldown != int64(60*time.Second) || b.MaxCooldown != int64(600*time.Second) {
+	if b := aws.breaker; b.Threshold != 5 || b.Cooldown != 60*time.Second || b.MaxCooldown != 600*time.Second {
 		t.Errorf("aws breaker %+v", b)
 	}
 	az := g.provider("azure").set
@@ -205,44 +207,5 @@ func TestLeafGranularity(t *testing.T) {
 	g2, _ := NewGovernor(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 10}}}})
 	if sp := g2.provider("aws").set.leafSpec(Scope{Service: "ec2"}); sp.Rate != 10 || sp.Capacity() != 20 {
 		t.Errorf("ec2 %+v", sp)
-	}
-}
-
-func TestParseSection(t *testing.T) {
-	type sdk struct {
-		MaxRetries *int   `yaml:"max_retries"`
-		RetryMode  string `yaml:"retry_mode"`
-	}
-	doc := []byte("ratelimit: {aws: {max_rps: 5}}\naws:\n  max_retries: 3\n  retry_mode: standard\n  regions: [eu-west-1]\n")
-	var s sdk
-	if err := ParseSection(doc, "aws", &s); err != nil || *s.MaxRetries != 3 || s.RetryMode != "standard" {
-		t.Fatalf("%+v %v", s, err)
-	}
-	// The same document still reads as the ratelimit section.
-	if cfg, err := ParseConfig(doc); err != nil || cfg.AWS.MaxRPS != 5 {
-		t.Fatalf("%+v %v", cfg.AWS, err)
-	}
-	var none sdk
-	if err := ParseSection([]byte("ratelimit: {}\n"), "aws", &none); err != nil || none.MaxRetries != nil {
-		t.Fatal("a document without the section changed dst")
-	}
-	if err := ParseSection([]byte(""), "aws", &none); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ doc, want string }{
-		{"aws: {max_retries: three}\n", `aws.max_retries: "three" is not a number`},
-		{"aws: {max_retries: 1.5}\n", `aws.max_retries: "1.5" is not a whole number`},
-		{"aws: {retry_mode: [a]}\n", "aws.retry_mode: must be a single value"},
-		{"aws: {max_retries: 1, max_retries: 2}\n", "aws.max_retries: duplicate key"},
-		{"aws: 3\n", "aws: must be a mapping"},
-		{"[1]\n", "aws: must be a mapping"},
-	} {
-		var s sdk
-		if err := ParseSection([]byte(c.doc), "aws", &s); err == nil || err.Error() != c.want {
-			t.Errorf("%q: %v, want %s", c.doc, err, c.want)
-		}
-	}
-	if err := ParseSection(doc, "aws", sdk{}); err == nil {
-		t.Fatal("a non-pointer dst was accepted")
 	}
 }

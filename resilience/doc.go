@@ -1,7 +1,7 @@
 // Package resilience is a process-wide governor for cloud API calls.
 //
-// Every call a program makes to AWS, Azure or GCP, through Call and Do or
-// through an SDK integration module, is paced by adaptive token buckets per
+// Every call a program makes to AWS, Azure or GCP (through Call and Do, or
+// through an SDK integration module) is paced by adaptive token buckets per
 // provider, account, region, service and operation; held to a concurrency
 // cap per provider x account; cut off by a circuit breaker when its scope
 // keeps failing; retried with decorrelated jitter inside a retry budget
@@ -11,40 +11,56 @@
 //
 // # Where a call goes
 //
-// Call (call.go) resolves the governor (Default, or WithGovernor) and the
-// provider's settings (settings.go, from a Config of config.go), then the
-// scope's leaf entry (governor.go: one per account x region x service, or
-// operation where the service is per operation), and for each attempt:
+// One logical call is one Guard (guard.go), a state machine with the verbs
+// every SDK hook has: Enter before an attempt, After once it answered,
+// Retry when it failed, End when the call is over. Call and Do (call.go)
+// run their retry loop on a Guard kept on the stack; the SDK integrations
+// drive one from their SDK's hooks. In order:
 //
-//  1. the breaker (internal/breaker): open, and *CircuitOpenError;
-//  2. the deadline (call.go): spent, and *DeadlineExceededError;
-//  3. a token from the provider, account and leaf buckets
-//     (internal/bucket), waiting for the slowest (tracker.go);
-//  4. a slot of the provider x account bulkhead (internal/bulkhead);
-//  5. fn;
-//  6. on error, Classify (classify.go) and RetryAfter (retryafter.go):
-//     Fatal returns; Throttled halves the leaf's rate and pauses it;
-//     Throttled and Transient back off with decorrelated jitter and retry
-//     while max retries, the deadline and the provider's retry budget
-//     (internal/budget) allow; when retrying stops the breaker counts a
-//     failure and the caller gets the original error.
+//  1. Call resolves the governor (Default, or WithGovernor; default.go,
+//     governor.go) and the scope's provider, whose settings come from a
+//     Config (config.go, configparse.go) merged with the built-in defaults
+//     (settings.go). Begin looks the scope's leaf up in the provider's scope
+//     table (scopes.go: one entry per account x region x service, or
+//     operation where the service is per operation) and the context's
+//     Stats and Ledger (stats.go, ledger.go).
+//  2. Enter (guard.go, admission.go): the breaker (internal/breaker; open:
+//     *CircuitOpenError); the deadline, the policy's (policy.go) or the
+//     context's; a token from the provider, account and leaf buckets
+//     (internal/bucket), waiting for the slowest; a slot of the account's
+//     bulkhead (internal/bulkhead); one call counted.
+//  3. fn, or the SDK, sends the attempt.
+//  4. After (guard.go) classifies the answer once (classify.go, with the
+//     hint of retryafter.go): a throttle halves the leaf's rate and pauses
+//     it for the provider's Retry-After; a success resets the breaker,
+//     refunds the budget and lets the rate recover.
+//  5. Retry (guard.go) decides whether to go again: attempts left, a delay
+//     (decorrelated jitter, never shorter than the hint) within the
+//     deadline, and a token of the provider's retry budget
+//     (internal/budget) past the first two retries. When retrying stops
+//     the breaker counts a failure, throttling is a give-up, and the caller
+//     gets the original error.
 //
-// Every step is counted (stats.go) in the governor's lifetime stats and in
-// the Stats bound to the context by WithStats; give-ups and skips go to the
-// Ledger bound by WithLedger (ledger.go). Governor.Summary (summary.go)
-// reports a run.
+// Every event (a call counted, a wait, a throttle and the rate it leaves,
+// a pause, a retry, a breaker change, a give-up, a rejection, an empty
+// budget) is recorded by one function of record.go, in the governor's
+// lifetime counters and the run's Stats; give-ups and skips also go to the
+// task's Ledger. Governor.Summary (summary.go) reports a run;
+// Governor.Inspect shows where one scope stands.
 //
-// The SDK integrations let the SDK retry; they drive the same steps one by
-// one through a Guard (guard.go). Error shapes the core cannot read by
-// method sets (ErrorCode() string, HTTPStatusCode() int, Header()
-// http.Header) are taught to it with RegisterErrorReader.
+// The learned state (buckets, breakers, budgets) sits behind the
+// interfaces of package state, made by a state.Store: MemoryStore (store.go)
+// by default, fleet mode's Redis store with WithStateStore. Error shapes
+// the core cannot read by method sets (ErrorCode() string,
+// HTTPStatusCode() int, Header() http.Header) are taught to it by the SDK
+// integration modules, which register readers when imported.
 //
 // # Time
 //
 // Every wait (token, slot, backoff, pause) is a select on a timer or
 // channel and the context, and no goroutine outlives a call, so a governor
 // created inside a testing/synctest bubble runs in virtual time. WithClock
-// substitutes another Clock, such as a ScaledClock for a simulator.
+// substitutes another Clock (clock.go), such as a simulator's faster one.
 //
 // # Memory
 //

@@ -1,23 +1,29 @@
 package resilience
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // CircuitOpenError is returned, without sending anything, for a call whose
 // scope's circuit breaker is open (or half-open with its probe out). It
 // classifies as Throttled and reports the code Throttling, so error-code
-// helpers treat it as throttling. Err, when set, is the provider error of
-// the attempt before the rejected retry; Unwrap returns it.
+// helpers treat it as throttling, and errors.Is(err, state.ErrCircuitOpen)
+// holds. Err, when set, is the provider error of the attempt before the
+// rejected retry; Unwrap returns it.
 type CircuitOpenError struct {
 	Scope Scope
 	Wait  time.Duration // until the breaker lets a probe through
 	Err   error
 }
 
+// Error returns "circuit open for <scope> after repeated throttling; retry
+// in <n>s".
 func (e *CircuitOpenError) Error() string {
 	return fmt.Sprintf("circuit open for %s after repeated throttling; retry in %ds", e.Scope, ceilSeconds(e.Wait))
 }
@@ -31,18 +37,26 @@ func (e *CircuitOpenError) ErrorCode() string { return "Throttling" }
 // ErrorMessage returns the message without the code, like an SDK API error.
 func (e *CircuitOpenError) ErrorMessage() string { return e.Error() }
 
+// Unwrap returns the provider error of the attempt before the refused
+// retry, or nil.
 func (e *CircuitOpenError) Unwrap() error { return e.Err }
+
+// Is reports whether target is state.ErrCircuitOpen.
+func (e *CircuitOpenError) Is(target error) bool { return target == state.ErrCircuitOpen }
 
 // RetryBudgetExhaustedError ends a retry loop (the SDK's own loop, for the
 // integrations) because the provider's retry budget is empty: the provider
 // is degraded and more retries would only add load. Err is the provider
 // error that would have been retried; Unwrap returns it. It classifies as
-// Throttled and reports the code Throttling.
+// Throttled and reports the code Throttling, and errors.Is(err,
+// state.ErrBudgetExhausted) holds.
 type RetryBudgetExhaustedError struct {
 	Scope Scope
 	Err   error
 }
 
+// Error returns "retry budget exhausted for <provider> (<scope>)", with the
+// provider error after a colon.
 func (e *RetryBudgetExhaustedError) Error() string {
 	msg := fmt.Sprintf("retry budget exhausted for %s (%s)", e.Scope.Provider, e.Scope)
 	if e.Err != nil {
@@ -63,25 +77,35 @@ func (e *RetryBudgetExhaustedError) ErrorCode() string { return "Throttling" }
 // ErrorMessage returns the message without the code.
 func (e *RetryBudgetExhaustedError) ErrorMessage() string { return e.Error() }
 
+// Unwrap returns the provider error that would have been retried.
 func (e *RetryBudgetExhaustedError) Unwrap() error { return e.Err }
 
+// Is reports whether target is state.ErrBudgetExhausted.
+func (e *RetryBudgetExhaustedError) Is(target error) bool { return target == state.ErrBudgetExhausted }
+
 // DeadlineExceededError ends a call whose deadline (the policy's, or the
-// context's) would be overrun by the wait for a rate token, before anything
-// was sent or when no provider error is left to return. It classifies as
-// Transient and reports the code RequestTimeout. Err is the context's error
-// when the context's deadline was the binding one; Unwrap returns it, so
-// errors.Is(err, context.DeadlineExceeded) holds then.
+// context's) would be overrun by a wait: for a rate token before anything
+// was sent, or before a retry (Guard.Retry). It classifies as Transient and
+// reports the code RequestTimeout, and errors.Is(err,
+// context.DeadlineExceeded) holds. Err is the provider error that was not
+// retried, or the context's error; Unwrap returns it.
 type DeadlineExceededError struct {
 	Scope Scope
 	Wait  time.Duration // the wait that would have overrun the deadline
 	Err   error
 }
 
+// Error returns "deadline exceeded for <scope>", with the wait that would
+// have overrun it and the provider error not retried, when there are.
 func (e *DeadlineExceededError) Error() string {
-	if e.Wait <= 0 {
-		return fmt.Sprintf("deadline exceeded for %s", e.Scope)
+	msg := fmt.Sprintf("deadline exceeded for %s", e.Scope)
+	if e.Wait > 0 {
+		msg += fmt.Sprintf(": a wait of %.1fs would overrun it", e.Wait.Seconds())
 	}
-	return fmt.Sprintf("deadline exceeded for %s: a wait of %.1fs would overrun it", e.Scope, e.Wait.Seconds())
+	if e.Err != nil && e.Err != context.DeadlineExceeded {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
 
 // RetryAfter returns the wait that would have overrun the deadline.
@@ -93,7 +117,12 @@ func (e *DeadlineExceededError) ErrorCode() string { return "RequestTimeout" }
 // ErrorMessage returns the message without the code.
 func (e *DeadlineExceededError) ErrorMessage() string { return e.Error() }
 
+// Unwrap returns the provider error that was not retried, or the
+// context's error, or nil.
 func (e *DeadlineExceededError) Unwrap() error { return e.Err }
+
+// Is reports whether target is context.DeadlineExceeded.
+func (e *DeadlineExceededError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // ownKind recognises cloudg's own errors by exact type, so that a wrapped
 // provider error under them does not decide the classification.

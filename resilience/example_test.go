@@ -18,6 +18,16 @@ func (e *throttlingError) Error() string       { return "Throttling: Rate exceed
 func (e *throttlingError) ErrorCode() string   { return "Throttling" }
 func (e *throttlingError) HTTPStatusCode() int { return e.status }
 
+// httpError stands in for an HTTP client's error: a status and headers.
+type httpError struct {
+	status int
+	header http.Header
+}
+
+func (e *httpError) Error() string       { return http.StatusText(e.status) }
+func (e *httpError) HTTPStatusCode() int { return e.status }
+func (e *httpError) Header() http.Header { return e.header }
+
 func ExampleCall() {
 	// A fast EC2 leaf, so that the example does not wait for tokens.
 	gov, _ := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{
@@ -47,7 +57,7 @@ func ExampleClassify() {
 	fmt.Println(kind, ok)
 	d, _ := resilience.ParseRetryAfter("Mon, 30 Nov 2026 12:00:30 GMT", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	fmt.Println(d)
-	fmt.Println(resilience.HeaderRetryAfter(http.Header{"X-Ms-Retry-After-Ms": {"1500"}}, 429))
+	fmt.Println(resilience.RetryAfter(&httpError{status: 429, header: http.Header{"X-Ms-Retry-After-Ms": {"1500"}}}))
 	// Output:
 	// THROTTLED
 	// TRANSIENT
@@ -70,7 +80,7 @@ func ExampleWithStats() {
 	ctx, ledger := resilience.WithLedger(ctx, "ec2")
 	for range 3 {
 		resilience.Do(ctx, scope, func(context.Context) error { return &throttlingError{status: 400} },
-			resilience.WithGovernor(gov), resilience.WithPolicy(resilience.RetryPolicy{MaxRetries: resilience.NoRetries}))
+			resilience.WithGovernor(gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
 	}
 	resilience.Do(ctx, scope, func(context.Context) error { return nil }, resilience.WithGovernor(gov), quick)
 
@@ -86,4 +96,82 @@ func ExampleWithStats() {
 	// calls 4 throttled 3 gave up 3
 	// true
 	// throttled: 3 call(s) gave up after retries (aws/123456789012/eu-west-1/ec2/DescribeSubnets: throttled: Throttling: Rate exceeded)
+}
+
+// An SDK that runs its own retry loop drives a Guard from its hooks: the
+// AWS, Azure and Google integrations are written this way. Here the "SDK"
+// retries up to three times and sleeps 10 ms between attempts; the governor
+// paces, counts and classifies each attempt and may veto a retry.
+func ExampleGuard() {
+	gov, _ := resilience.NewGovernor(resilience.Config{})
+	scope := resilience.Scope{Provider: "github", Account: "my-org", Service: "rest"}
+	ctx, stats := resilience.WithStats(context.Background())
+	answers := []error{&httpError{status: 503}, &httpError{status: 502}, nil}
+
+	gd, _ := gov.Begin(ctx, scope, resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 3}))
+	var err error
+	for attempt := 0; ; attempt++ {
+		if err = gd.Enter(ctx); err != nil { // breaker, deadline, count, token, slot
+			break
+		}
+		err = answers[attempt] // the SDK sends the request
+		gd.Release()
+		gd.After(err) // classified once: 503 throttles, 502 is transient
+		if err == nil {
+			break
+		}
+		delay, rerr := gd.Retry(10 * time.Millisecond) // attempts, deadline, budget
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		time.Sleep(delay)
+	}
+	gd.End(err)
+	fmt.Println("err:", err)
+	for _, line := range stats.Messages() {
+		fmt.Println(line)
+	}
+	// Output:
+	// err: <nil>
+	// github/my-org/*/rest: throttled 1x, slowed to 10.0 rps, 1 transient error, 2 retries, waited 0.2s for rate limit
+}
+
+// WrapArg is the decorator form: the scope comes from each call's argument.
+func ExampleWrapArg() {
+	gov, _ := resilience.NewGovernor(resilience.Config{})
+	secretScope := func(name string) resilience.Scope {
+		return resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1",
+			Service: "secretsmanager", Operation: "DescribeSecret"}
+	}
+	describeSecret := resilience.WrapArg(secretScope, func(ctx context.Context, name string) (string, error) {
+		return "arn:aws:secretsmanager:eu-west-1:123456789012:secret:" + name, nil
+	}, resilience.WithGovernor(gov))
+
+	arn, err := describeSecret(context.Background(), "app-1")
+	fmt.Println(arn, err)
+	// Output: arn:aws:secretsmanager:eu-west-1:123456789012:secret:app-1 <nil>
+}
+
+// ParseConfig reads the ratelimit section of a YAML or JSON document, and
+// names the key path of every mistake.
+func ExampleParseConfig() {
+	cfg, err := resilience.ParseConfig([]byte(`
+ratelimit:
+  aws:
+    max_concurrency: 64
+    services:
+      ec2.DescribeInstances: {max_rps: 5, burst: 10}
+`))
+	fmt.Println(cfg.AWS.MaxConcurrency, cfg.AWS.Services["ec2.DescribeInstances"].MaxRPS, err)
+
+	_, err = resilience.ParseConfig([]byte("ratelimit:\n  aws:\n    services:\n      ec2: {brust: 100}\n"))
+	fmt.Println(err)
+
+	gov, _ := resilience.NewGovernor(cfg)
+	fmt.Println(gov.Policy("aws").MaxAttempts)
+	// Output:
+	// 64 5 <nil>
+	// ratelimit.aws.services.ec2.brust: unknown key
+	// 9
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/hint"
 )
 
 func FuzzClassify(f *testing.F) {
@@ -45,7 +47,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if d, ok := ParseRetryAfter(v, now); ok && d < 0 {
 			t.Fatalf("ParseRetryAfter(%q) = %v", v, d)
 		}
-		if d, ok := ParseQuotaResetsAfter(v); ok && d < 0 {
+		if d, ok := hint.ParseQuotaResetsAfter(v); ok && d < 0 {
 			t.Fatalf("ParseQuotaResetsAfter(%q) = %v", v, d)
 		}
 	})

@@ -8,13 +8,15 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/sleep"
 )
 
 func TestConfigureIsIdempotentPerProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := Config{GCP: ProviderConfig{MaxConcurrency: 4}}
 		g := newGov(t, cfg)
-		pol := WithPolicy(RetryPolicy{MaxRetries: NoRetries})
+		pol := WithPolicy(RetryPolicy{MaxAttempts: 1})
 		azure := Scope{Provider: "azure", Account: "sub", Service: "network"}
 		n := 0
 		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), pol)
@@ -44,7 +46,7 @@ func TestConfigureIsIdempotentPerProvider(t *testing.T) {
 		cfg.AWS.MaxRetries = new(3)
 		g.Configure(cfg)
 		after := g.provider("aws")
-		if after.lim != awsBefore.lim || rate(g, ec2Vpcs) != 10 {
+		if after.scopes != awsBefore.scopes || rate(g, ec2Vpcs) != 10 {
 			t.Fatal("a retry-only change rebuilt the buckets")
 		}
 		if after.budget == awsBefore.budget || after.budget.Remaining() != 500 {
@@ -54,7 +56,7 @@ func TestConfigureIsIdempotentPerProvider(t *testing.T) {
 		after.budget.Take()
 		cfg.AWS.MaxRPS = 25
 		g.Configure(cfg)
-		if g.provider("aws").budget != after.budget || g.provider("aws").lim == after.lim {
+		if g.provider("aws").budget != after.budget || g.provider("aws").scopes == after.scopes {
 			t.Fatal("a rate change renewed the budget or kept the buckets")
 		}
 	})
@@ -135,7 +137,7 @@ func TestIdleScopesAreReclaimed(t *testing.T) {
 		g := newGov(t, Config{})
 		ok := func(context.Context) error { return nil }
 		n := 0
-		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxRetries: NoRetries}))
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
 		peak := 0
 		for acct := range 1000 {
 			for region := range 20 {
@@ -161,8 +163,8 @@ func TestIdleScopesAreReclaimed(t *testing.T) {
 		if s.Totals.Calls != 100001 {
 			t.Fatalf("lifetime calls %d, want 100,001 (folded scopes still count)", s.Totals.Calls)
 		}
-		if len(g.provider("aws").lim.accounts) > 200 {
-			t.Fatalf("%d accounts kept", len(g.provider("aws").lim.accounts))
+		if len(g.provider("aws").scopes.accounts) > 200 {
+			t.Fatalf("%d accounts kept", len(g.provider("aws").scopes.accounts))
 		}
 	})
 }
@@ -173,10 +175,10 @@ func TestReclaimedScopeBehavesAsBefore(t *testing.T) {
 		ok := func(context.Context) error { return nil }
 		Do(context.Background(), iamUsers, ok, WithGovernor(g))
 		time.Sleep(2 * time.Second)
-		l := g.provider("aws").lim
-		l.entries.lock()
+		l := g.provider("aws").scopes
+		l.entries.Lock()
 		l.sweep(g.now())
-		l.entries.unlock()
+		l.entries.Unlock()
 		if g.liveScopes() != 0 {
 			t.Fatal("idle scope not reclaimed")
 		}
@@ -191,7 +193,7 @@ func TestReclaimedScopeBehavesAsBefore(t *testing.T) {
 
 func TestScaledClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := NewScaledClock(10)
+		c := newScaledClock(10)
 		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}}, WithClock(c))
 		ok := func(context.Context) error { return nil }
 		start := time.Now()
@@ -221,7 +223,7 @@ func TestWithLoggerLogsBreakerChanges(t *testing.T) {
 		g := newGov(t, Config{}, WithLogger(buf.logger()))
 		n := 0
 		for range 5 {
-			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxRetries: NoRetries}))
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
 		}
 		if !buf.contains("circuit breaker open") || !buf.contains("aws/123456789012/*/iam") {
 			t.Fatalf("log: %s", buf.String())
@@ -237,16 +239,16 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithReclaimAfter(time.Second))
 		ps := g.provider("aws")
-		var tr tracker
-		tr.init(g, ps, context.Background(), iamUsers, g.now())
-		defer tr.end()
+		var tr Guard
+		tr.begin(context.Background(), g, iamUsers, nil)
+		defer tr.End(nil)
 		stale := tr.e
 		time.Sleep(time.Minute)
-		l := ps.lim
-		l.entries.lock()
+		l := ps.scopes
+		l.entries.Lock()
 		l.sweep(g.now())
 		nAccounts := len(l.accounts)
-		l.entries.unlock()
+		l.entries.Unlock()
 		if !stale.dead.Load() || nAccounts != 0 {
 			t.Fatalf("sweep: dead %v, %d accounts left", stale.dead.Load(), nAccounts)
 		}
@@ -256,7 +258,7 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		synctest.Wait()
 		acquired := false
 		go func() {
-			tr.acquire(context.Background())
+			tr.acquire(context.Background(), true)
 			acquired = true
 		}()
 		synctest.Wait()
@@ -265,10 +267,10 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		}
 		close(hold)
 		synctest.Wait()
-		if !acquired || tr.slot != l.lookup(iamUsers, g.now()).acct.bulkhead {
+		if !acquired || tr.slot != l.lookup(iamUsers).acct.bulkhead {
 			t.Fatal("the stale call did not get a slot of the live account")
 		}
-		tr.throttled(g.now(), throttle(), 0, false)
+		tr.After(throttle())
 		if rate(g, iamUsers) != 5 {
 			t.Fatalf("live rate %v: the throttle went to the reclaimed entry", rate(g, iamUsers))
 		}
@@ -277,10 +279,10 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 
 func TestClockAccessor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		if _, ok := newGov(t, Config{}).Clock().(SystemClock); !ok {
+		if _, ok := newGov(t, Config{}).Clock().(systemClock); !ok {
 			t.Fatal("default clock is not the time package")
 		}
-		c := NewScaledClock(4)
+		c := newScaledClock(4)
 		g := newGov(t, Config{}, WithClock(c))
 		if g.Clock() != Clock(c) {
 			t.Fatal("WithClock's clock not returned")
@@ -300,7 +302,7 @@ func TestLongTimesDoNotOverflow(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := newGov(t, cfg)
-		r := g.RetrySettings("aws")
+		r := g.Policy("aws")
 		if r.MaxBackoff <= 0 || r.Deadline <= 0 || r.BaseDelay <= 0 {
 			t.Fatalf("%+v", r)
 		}
@@ -315,7 +317,7 @@ func TestLongTimesDoNotOverflow(t *testing.T) {
 		}
 		// The breaker opens for a very long time, not for none.
 		for range 5 {
-			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxRetries: NoRetries}))
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
 		}
 		var coe *CircuitOpenError
 		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) || coe.Wait < 24*time.Hour {
@@ -368,4 +370,26 @@ func TestIdleScopesAreSweptWithoutGrowth(t *testing.T) {
 			t.Fatalf("%d live scopes two idle minutes later, want only the new ones", n)
 		}
 	})
+}
+
+// scaledClock runs scale times faster than the wall clock, as a
+// simulator's clock does; it has the RealDuration method the governor uses
+// to compare its waits with a context's (wall-clock) deadline.
+type scaledClock struct {
+	scale float64
+	start time.Time
+}
+
+func newScaledClock(scale float64) *scaledClock { return &scaledClock{scale: scale, start: time.Now()} }
+
+func (c *scaledClock) Now() time.Time {
+	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.scale))
+}
+
+func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
+	return sleep.For(ctx, c.RealDuration(d))
+}
+
+func (c *scaledClock) RealDuration(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.scale)
 }

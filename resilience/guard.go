@@ -2,170 +2,369 @@ package resilience
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
-// Guard carries one logical call through the governor step by step. It is
-// the API of the SDK integrations, whose SDK runs its own retry loop: an
-// AWS middleware, an azcore policy and a gax retryer each drive the same
-// governor through it, in the order their SDK's hooks fire:
+// Guard is the state machine of one logical call to one scope. Call and Do
+// run their retry loop on one; the SDK integrations, whose SDK runs its own
+// retry loop, drive one from the SDK's hooks. Its verbs follow the moments
+// every SDK exposes:
 //
-//	gd, err := gov.Begin(ctx, scope)      // resolve the scope
-//	defer gd.End()                        // release whatever is still held
-//	if err := gd.Admit(); err != nil {}   // breaker: *CircuitOpenError, nothing sent
-//	gd.Count()                            // one call (an attempt, a page)
-//	if err := gd.Wait(ctx); err != nil {} // a token from every bucket level
-//	if err := gd.Acquire(ctx); err != nil {} // a bulkhead slot
-//	... send; per attempt: gd.Throttled(err) / gd.Transient(err) ...
-//	if err := gd.Retry(err); err != nil {} // before the SDK retries: budget
-//	gd.Release()                          // the slot, when the SDK is done
-//	gd.Succeeded() / gd.Failed(err)       // the outcome of the call
+//	gd, err := gov.Begin(ctx, scope)  // resolve the scope
+//	for {
+//		if err := gd.Enter(ctx); err != nil { return err } // breaker, deadline, count, tokens, slot
+//		err := send(ctx)
+//		gd.Release()                   // where a slot is held per attempt
+//		gd.After(err)                  // classify once: halve and pause, count
+//		if err == nil { break }
+//		delay, rerr := gd.Retry(backoff) // retries, deadline, budget
+//		if rerr != nil { break }
+//		sleep(delay)
+//	}
+//	gd.End(err)                        // release, and the outcome if still open
 //
-// When the provider is disabled every step is a no-op. A Guard is used by
-// one goroutine at a time (an SDK's request pipeline); its methods may be
-// called in any order, and Release and End any number of times.
+// Enter counts one call; an SDK whose retries are not calls of their own
+// (the AWS SDK's) sends them without Enter, pacing a throttled one with
+// Pace. A slot is held until Release or End: an integration chooses whether
+// it covers an attempt, a call with its retries, or a whole listing.
+//
+// Every event (a call counted, a wait, a throttle and the rate it leaves, a
+// pause, a retry, a breaker change, a give-up, a rejection, an empty
+// budget) is recorded in the governor's lifetime stats, in the Stats and
+// the Ledger bound to the context given to Begin, exactly once.
+//
+// When the provider is disabled nothing is paced, counted or recorded;
+// After still classifies and Retry still applies the policy's attempts and
+// the provider's hint, so an SDK loop keeps its bounds. A Guard is used by
+// one goroutine at a time (an SDK's request pipeline). The zero Guard is
+// not usable; make one with Governor.Begin.
 type Guard struct {
-	t        tracker
-	ctx      context.Context
-	enabled  bool
-	lastErr  error // the last attempt's throttling or transient error
-	lastKind Kind
+	g      *Governor
+	p      *provider
+	e      *scopeEntry // nil when the provider is disabled
+	scope  Scope
+	ctx    context.Context // Begin's: its deadline bounds the call, its end ends learning
+	stats  *Stats          // the run's stats, or nil
+	run    *counters       // the run's counters for the service scope, or nil
+	ledger *Ledger
+	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
+
+	rp       *RetryPolicy // the call's policy option, resolved on first need
+	lim      retryLimits
+	resolved bool
+	start    time.Duration // when the current call started
+	limit    time.Duration // its deadline (resolved with lim)
+	ctxBound bool          // the context's deadline is the binding one
+
+	phase    phase
+	admitted bool // the breaker let the operation through; further requests are not checked again
+	probe    bool // the call is a half-open breaker's probe
+	pending  bool // a retry Retry allowed is counted when it is sent
+	// succeeded: a request of a call that holds its slot across requests
+	// (an SDK call with its retries, a listing) succeeded; the call's
+	// success is recorded when it ends, so that a probe holds its lease
+	// until then and a listing is one success.
+	succeeded bool
+	retries   int // retries of the current call; the first freeRetries are free
+
+	last      error // the last failed attempt's error
+	lastKind  Kind
+	desc      string // last as DescribeError words it
+	hint      time.Duration
+	hasHint   bool
+	prevSleep time.Duration // the last delay Retry gave, for the jitter
+	notBefore time.Duration // a retry of a transient answer waits until then
 }
 
-// Begin starts a logical call to scope. It fails only for a scope without
-// a provider.
-func (g *Governor) Begin(ctx context.Context, scope Scope) (*Guard, error) {
+// Begin starts a logical call to scope. WithPolicy among opts sets the
+// bounds Retry applies (the SDK integrations pass their SDK's); other
+// options are ignored. ctx carries the run's Stats and Ledger, its
+// deadline bounds the call, and once it is done nothing more is learned
+// from the call's answers. Begin fails only for a scope without a provider.
+func (g *Governor) Begin(ctx context.Context, scope Scope, opts ...Option) (*Guard, error) {
 	if scope.Provider == "" {
 		return nil, ErrNoProvider
 	}
-	ps := g.provider(scope.Provider)
-	gd := &Guard{ctx: ctx, enabled: ps.set.enabled}
-	if gd.enabled {
-		gd.t.init(g, ps, ctx, scope, g.now())
-	} else {
-		gd.t.g, gd.t.scope = g, scope
+	var rp *RetryPolicy
+	for _, o := range opts {
+		if po, ok := o.(policyOption); ok {
+			rp = po.p
+		}
 	}
+	gd := new(Guard)
+	gd.begin(ctx, g, scope, rp)
 	return gd, nil
 }
 
-// Enabled reports whether the call is governed; when it is not, every
-// method is a no-op.
-func (gd *Guard) Enabled() bool { return gd.enabled && gd.t.e != nil }
+// begin sets a Guard up in place (Do keeps one on its stack). It reports
+// whether the call is governed.
+func (gd *Guard) begin(ctx context.Context, g *Governor, scope Scope, rp *RetryPolicy) bool {
+	p := g.provider(scope.Provider)
+	gd.g, gd.p, gd.scope, gd.ctx, gd.rp = g, p, scope, ctx, rp
+	if !p.set.enabled {
+		return false
+	}
+	gd.e = p.scopes.lookup(scope)
+	b := bindingOf(ctx)
+	if b.stats != nil {
+		gd.stats = b.stats
+		gd.run = gd.e.runCounters(b.stats)
+	}
+	gd.ledger = b.ledger
+	return true
+}
 
 // Scope returns the call's scope.
-func (gd *Guard) Scope() Scope { return gd.t.scope }
+func (gd *Guard) Scope() Scope { return gd.scope }
 
-// Admit checks the scope's breaker. When it is open it returns a
-// *CircuitOpenError. Before the first attempt, the call is counted as
-// rejected and recorded in the ledger as skipped (nothing was sent); before
-// a retry (after Throttled or Transient), the call was sent and failed: it
-// is recorded as failed with its last error, which the *CircuitOpenError
-// wraps. A call admitted as a half-open breaker's probe holds the probe's
-// lease, and its own retries are admitted, until its outcome is reported.
-func (gd *Guard) Admit() error {
-	if !gd.Enabled() {
+// Enter readies an attempt and blocks until it may be sent:
+//
+//  1. the breaker: open, and a *CircuitOpenError. Before the first attempt
+//     the call is counted as rejected and goes to the ledger as skipped
+//     (nothing was sent); before a retry the call was sent and failed, and
+//     is recorded as failed with its last error, which the error wraps. A
+//     request that follows a success (a listing's next page) is not checked
+//     again. A half-open breaker's probe has its own retries let through.
+//  2. the deadline (the policy's, or the context's if sooner): spent, and
+//     the call ends with its last error (or a *DeadlineExceededError before
+//     the first attempt);
+//  3. a retry of a transient answer waits out the delay Retry gave;
+//  4. a token from the provider, account and leaf buckets, waiting for the
+//     slowest; a wait that would pass the deadline is not made;
+//  5. a slot of the provider x account bulkhead, unless one is held;
+//  6. one call, and the retry it is, counted.
+//
+// A context that ends during a wait returns its error, joined to the last
+// error; the slot wait is made with ctx. A call made inside another's
+// attempt, whose context answers Value(gov) with that call's *Guard
+// holding a slot of the same bulkhead, takes a slot only if one is free and
+// otherwise goes ahead without one: it never waits for a slot its own
+// caller holds.
+func (gd *Guard) Enter(ctx context.Context) error { return gd.enter(ctx, true) }
+
+// TryEnter is Enter without waiting: when a token cannot be used at once
+// or no slot is free it takes nothing and returns a *DeadlineExceededError
+// whose Wait is the time a token would have taken.
+func (gd *Guard) TryEnter() error { return gd.enter(gd.ctx, false) }
+
+func (gd *Guard) enter(ctx context.Context, block bool) error {
+	if gd.e == nil {
 		return nil
 	}
-	now := gd.t.g.now()
-	err := gd.t.admit(now, gd.lastErr)
-	if err != nil && gd.lastErr != nil {
-		gd.t.failed(now, gd.lastKind, gd.lastErr)
+	now := gd.g.now()
+	retry := gd.phase == failed || gd.phase == retrying || gd.phase == final
+	switch {
+	case gd.phase == closed:
+		gd.newCall(now)
+	case gd.phase == fresh:
+		gd.start = now // the call starts with its first attempt
 	}
-	return err
+	if retry || !gd.admitted {
+		if err := gd.admit(now, retry); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return gd.stopByContext(err, retry)
+	}
+	if retry {
+		gd.limits()
+		if now >= gd.limit {
+			gd.recordFailed(now)
+			return gd.last
+		}
+		if d := gd.notBefore - now; d > 0 {
+			if !block {
+				return &DeadlineExceededError{Scope: gd.scope, Wait: d}
+			}
+			if err := gd.g.sleep(ctx, d); err != nil {
+				return gd.stopByContext(err, retry)
+			}
+			now = gd.g.now()
+		}
+	}
+	if err := gd.takeToken(ctx, now, retry, block); err != nil {
+		return err
+	}
+	if gd.slot == nil {
+		if err := gd.acquire(ctx, block); err != nil {
+			if !block {
+				gd.cancel(gd.g.now())
+				return &DeadlineExceededError{Scope: gd.scope}
+			}
+			return gd.stopByContext(err, retry)
+		}
+	}
+	gd.recordCall()
+	gd.sendingRetry()
+	gd.phase = sent
+	gd.admitted = true
+	return nil
 }
 
-// Count counts one call in the stats: an attempt, or a page of a listing.
-func (gd *Guard) Count() {
-	if gd.Enabled() {
-		gd.t.count()
-	}
-}
-
-// Wait takes a token from every bucket level (provider, account, leaf) and
-// sleeps until it may be used. A wait that would pass ctx's deadline gives
-// the token back and returns a *DeadlineExceededError; a context that ends
-// during the wait returns its error.
-func (gd *Guard) Wait(ctx context.Context) error {
-	if !gd.Enabled() {
+// Pace takes a fresh token before the retry of a throttled attempt that an
+// SDK sends without Enter (the AWS SDK's retries, which are not calls of
+// their own): the retry waits for the scope's rate and pause on top of the
+// SDK's backoff. A wait that would pass the deadline ends the call with the
+// throttled answer, recorded as failed. After any other attempt Pace does
+// nothing.
+func (gd *Guard) Pace(ctx context.Context) error {
+	if gd.e == nil || gd.lastKind != Throttled || (gd.phase != failed && gd.phase != retrying) {
 		return nil
 	}
-	now := gd.t.g.now()
-	// No policy deadline: the SDK's own timeouts bound the call; only the
-	// context's deadline limits the wait.
-	b := bounds{g: gd.t.g, ctx: ctx, start: now, resolved: true, limit: now + 1<<62}
-	if cl, ok := gd.t.g.ctxLimit(ctx, now); ok {
-		b.limit, b.isCtx = cl, true
+	if err := ctx.Err(); err != nil {
+		return gd.stopByContext(err, true)
 	}
-	_, err := gd.t.wait(ctx, now, &b, nil)
-	return err
+	if err := gd.takeToken(ctx, gd.g.now(), true, true); err != nil {
+		return err
+	}
+	gd.sendingRetry()
+	return nil
 }
 
-// Allow takes a token from every bucket level only if all can be used now,
-// without waiting: the non-blocking twin of Wait.
-func (gd *Guard) Allow() bool {
-	if !gd.Enabled() {
-		return true
+// After records the answer to the attempt sent last, classified once:
+//   - nil is a success: the breaker resets, the leaf recovers additively,
+//     the budget gets its refund, and the next request of the same
+//     operation (a listing's next page) gets its own free retries. A call
+//     that still holds its slot (an SDK call with its retries, a listing)
+//     has its success recorded by End, once, so that a probe holds its
+//     lease until the call is over;
+//   - a throttling answer halves the leaf's rate (once per congestion
+//     event) and pauses it for the provider's hint, capped at MaxPause;
+//   - a transient error is counted;
+//   - a fatal answer from the provider proves the service reachable: the
+//     breaker resets as on a success, and the call ends;
+//   - a local fatal error, cloudg's own error from another call made inside
+//     the attempt, or any error once Begin's context is done, says nothing
+//     about the scope: nothing is recorded, and the call ends.
+//
+// The outcome of a throttled or transient attempt stays open until Retry
+// or End closes it.
+func (gd *Guard) After(err error) {
+	if gd.e != nil {
+		gd.sendingRetry() // sent without Enter or Pace
 	}
-	return gd.t.tryReserve(gd.t.g.now())
+	gd.pending = false
+	if err == nil {
+		if gd.e != nil {
+			if gd.slot != nil {
+				gd.succeeded = true // the call goes on: recorded at End
+			} else {
+				gd.recordSuccess()
+			}
+		}
+		gd.phase, gd.last, gd.retries = closed, nil, 0
+		return
+	}
+	gd.succeeded = false
+	gd.last = err
+	if gd.ctx.Err() != nil {
+		gd.phase = closed
+		return
+	}
+	f := inspect(err)
+	kind := f.kind(err)
+	gd.lastKind = kind
+	if f.hasOwn {
+		gd.phase = closed // another call's stop: never retried
+		return
+	}
+	if kind == Fatal {
+		if gd.e != nil && f.answer {
+			gd.recordProof()
+		}
+		gd.phase = final
+		return
+	}
+	gd.hint, gd.hasHint = f.hint(gd.g.Clock().Now())
+	gd.desc = describe(kind, err)
+	gd.phase = failed
+	if gd.e == nil {
+		return
+	}
+	if kind == Throttled {
+		gd.recordThrottle(gd.g.now())
+	} else {
+		gd.recordTransient()
+	}
 }
 
-// Acquire takes a slot of the provider x account bulkhead, waiting in line
-// while none is free; it returns ctx's error if the context ends first. A
-// guard holds at most one slot: Acquire while holding one does nothing.
-func (gd *Guard) Acquire(ctx context.Context) error {
-	if !gd.Enabled() {
-		return nil
+// Retry decides whether the attempt After recorded as throttled or
+// transient may be retried, after wait (the SDK's own backoff; 0 when the
+// SDK sleeps on its own). The delay it returns is wait, or the provider's
+// hint (capped at MaxPause) when longer; the caller sleeps it, or the next
+// Enter waits out what the SDK's own sleep left of it. Retrying stops, and
+// the call's outcome is recorded, at the first of:
+//   - a transient error under a ThrottlingOnly policy, or no attempts left:
+//     the breaker counts a failure, throttling is a give-up; err is the
+//     attempt's error;
+//   - a delay that would pass the deadline: recorded the same way; err is
+//     a *DeadlineExceededError wrapping the attempt's error;
+//   - an empty retry budget (every retry after the first two of a call
+//     costs a token, unless the policy skips the budget): no breaker
+//     failure, since the budget and not the service stopped the call; a
+//     give-up when throttled; err is a *RetryBudgetExhaustedError wrapping
+//     the attempt's error.
+//
+// The retry is counted when it is sent. An SDK may retry an answer the
+// governor reads as final (a connection closed before any answer): Retry
+// lets it, counted and paid from the budget like any retry, learning
+// nothing from it. After a success or a stop Retry returns the error the
+// call ended with.
+func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
+	if gd.phase == final {
+		return gd.retryFinal()
 	}
-	return gd.t.acquire(ctx)
-}
-
-// TryAcquire takes a slot only if one is free now.
-func (gd *Guard) TryAcquire() bool {
-	if !gd.Enabled() {
-		return true
-	}
-	return gd.t.tryAcquire()
+	return gd.retry(wait, false)
 }
 
 // Release gives the slot back, if one is held. It is safe to call more
 // than once; the slot is released exactly once.
 func (gd *Guard) Release() {
-	gd.t.release()
-}
-
-// Throttled records a throttled attempt: the scope's rate halves (once per
-// congestion event) and pauses for the provider's hint read from err
-// (RetryAfter), capped at MaxPause.
-func (gd *Guard) Throttled(err error) {
-	hint, ok := RetryAfter(err)
-	gd.ThrottledFor(err, hint, ok)
-}
-
-// ThrottledFor is Throttled with the hint given: an integration that read
-// the response's headers itself passes what it found.
-func (gd *Guard) ThrottledFor(err error, hint time.Duration, hasHint bool) {
-	if gd.Enabled() {
-		gd.t.throttled(gd.t.g.now(), err, hint, hasHint)
-		gd.lastErr, gd.lastKind = err, Throttled
+	if gd.slot != nil {
+		gd.slot.Release()
+		gd.slot = nil
 	}
 }
 
-// Transient records an attempt that failed with a transient error.
-func (gd *Guard) Transient(err error) {
-	if gd.Enabled() {
-		gd.t.transient(err)
-		gd.lastErr, gd.lastKind = err, Transient
+// End releases the slot if one is still held and closes the call with err,
+// the SDK's final answer, when its outcome is still open: a throttled or
+// transient last attempt the SDK gave up on counts as a breaker failure
+// (and throttling as a give-up); with no attempt recorded, err is
+// classified and recorded as After and a stop would record it. A nil err
+// after an attempt no After reported is a success, and so is a call whose
+// last request succeeded while it held its slot. A retry Retry allowed and
+// After never saw is counted. cloudg's own errors and errors once Begin's
+// context is done record nothing. The Guard may then carry a new call of
+// the same scope. A guard that is never ended releases nothing and
+// records nothing more: a per-attempt hook that cannot know whether its
+// SDK will retry leaves the outcome to whoever can.
+func (gd *Guard) End(err error) {
+	gd.Release()
+	if gd.e != nil {
+		if gd.phase == retrying && gd.ctx.Err() == nil {
+			gd.sendingRetry() // the SDK sent it without telling After
+		}
+		switch {
+		case gd.phase == sent || gd.phase == failed || gd.phase == retrying || gd.phase == fresh && err != nil:
+			gd.close(err) // an attempt after the last success is open
+		case gd.succeeded:
+			gd.recordSuccess()
+		}
 	}
+	gd.phase, gd.admitted, gd.probe, gd.pending, gd.succeeded, gd.retries = fresh, false, false, false, false, 0
+	gd.last, gd.resolved = nil, false
 }
 
 // Pause holds every call of the scope's leaf for d (capped at MaxPause),
 // without touching its rate: a proactive pause, such as Resource Graph's
 // quota reaching zero.
 func (gd *Guard) Pause(d time.Duration) {
-	if gd.Enabled() {
-		gd.t.live()
-		gd.t.e.leaf.Pause(gd.t.g.now(), int64(capPause(d)))
+	if gd.e != nil {
+		gd.live()
+		gd.recordPause(gd.e.leaf, d)
 	}
 }
 
@@ -173,91 +372,13 @@ func (gd *Guard) Pause(d time.Duration) {
 // MaxPause), whatever the service; without an account bucket it pauses the
 // leaf. ARM's low remaining-reads header uses it.
 func (gd *Guard) PauseAccount(d time.Duration) {
-	if !gd.Enabled() {
+	if gd.e == nil {
 		return
 	}
-	gd.t.live()
-	b := gd.t.e.acct.bucket
+	gd.live()
+	b := gd.e.acct.bucket
 	if b == nil {
-		b = gd.t.e.leaf
+		b = gd.e.leaf
 	}
-	b.Pause(gd.t.g.now(), int64(capPause(d)))
+	gd.recordPause(b, d)
 }
-
-// Retry accounts for a retry the SDK is about to make after err: it is
-// counted, and every retry after the first two of the call costs a token
-// of the provider's retry budget. When the budget is empty it returns a
-// *RetryBudgetExhaustedError wrapping err, which the integration returns to
-// end the SDK's loop; the call is then recorded as given up, without a
-// breaker failure.
-func (gd *Guard) Retry(err error) error {
-	if !gd.Enabled() {
-		return nil
-	}
-	if gd.t.payRetry(true) {
-		gd.t.countRetry()
-		return nil
-	}
-	be := &RetryBudgetExhaustedError{Scope: gd.t.scope, Err: err}
-	gd.t.gaveUp(be)
-	return be
-}
-
-// Retries returns the retries accounted since Begin or ResetRetries.
-func (gd *Guard) Retries() int { return gd.t.retries }
-
-// ResetRetries starts a new count of retries, whose first two are free
-// again: a listing calls it when a page arrives, so that each page has its
-// own free retries.
-func (gd *Guard) ResetRetries() { gd.t.retries = 0 }
-
-// Succeeded records a successful call (or attempt, where each attempt is a
-// call): the breaker resets, the leaf recovers additively, the budget gets
-// its refund.
-func (gd *Guard) Succeeded() {
-	if gd.Enabled() {
-		gd.t.succeeded()
-		gd.lastErr = nil
-	}
-}
-
-// Failed records the final error of a call, after the SDK's retries:
-//   - throttling counts toward the breaker and is a give-up (stats, ledger);
-//   - a transient error counts toward the breaker;
-//   - a Fatal answer from the provider proves the service reachable and
-//     resets the breaker like a success;
-//   - a *RetryBudgetExhaustedError from Retry was already recorded; a
-//     *CircuitOpenError from Admit too; local errors, the caller's own
-//     cancelled context and cloudg's deadline errors change nothing.
-func (gd *Guard) Failed(err error) {
-	if !gd.Enabled() || err == nil {
-		return
-	}
-	var coe *CircuitOpenError
-	var rbe *RetryBudgetExhaustedError
-	var dee *DeadlineExceededError
-	if errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &dee) {
-		return
-	}
-	if gd.ctx != nil && gd.ctx.Err() != nil {
-		return
-	}
-	f := inspect(err)
-	kind, known := f.decide()
-	if !known && mentionsThrottling(err.Error()) {
-		kind = Throttled
-	}
-	now := gd.t.g.now()
-	switch kind {
-	case Fatal:
-		if f.answer && !f.hasOwn {
-			gd.t.proved()
-		}
-	default:
-		gd.t.failed(now, kind, err)
-	}
-}
-
-// End releases the slot if it is still held and ends the guard. It is safe
-// to call more than once; the guard must not be used after it.
-func (gd *Guard) End() { gd.t.end() }

@@ -81,10 +81,7 @@ func always(n *int, err error) func(context.Context) error {
 	}
 }
 
-func rate(g *Governor, s Scope) float64 {
-	ps := g.provider(s.Provider)
-	return ps.lim.lookup(s, g.now()).leaf.Snapshot(g.now()).Rate
-}
+func rate(g *Governor, s Scope) float64 { return g.Inspect(s).Leaf.Rate }
 
 // logBuffer collects slog output.
 type logBuffer struct {
@@ -108,8 +105,8 @@ func (b *logBuffer) contains(s string) bool { return strings.Contains(b.String()
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
-func (l *limits) accountBulkhead(name string) *bulkhead.Bulkhead {
-	l.entries.lock()
-	defer l.entries.unlock()
-	return l.accounts[name].bulkhead
+func (t *scopeTable) accountBulkhead(name string) *bulkhead.Bulkhead {
+	t.entries.Lock()
+	defer t.entries.Unlock()
+	return t.accounts[name].bulkhead
 }

@@ -34,33 +34,27 @@ func WithLedger(ctx context.Context, task string) (context.Context, *Ledger) {
 	return context.WithValue(ctx, bindingKey{}, &binding{stats: b.stats, ledger: l}), l
 }
 
-// LedgerFrom returns the ledger bound to ctx, or nil.
-func LedgerFrom(ctx context.Context) *Ledger { return bindingOf(ctx).ledger }
-
-// GaveUp records a call to scope that was sent, retried, and still failed
-// with throttling (or stopped on an empty retry budget).
-func (l *Ledger) GaveUp(scope Scope, err error) {
+// recordGaveUp records a call to scope that was sent, retried, and still
+// failed with throttling (or stopped on an empty retry budget); desc is
+// its error as DescribeError words it.
+func (l *Ledger) recordGaveUp(scope Scope, desc string) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	l.gaveUp++
-	l.addReason(scope.String() + ": " + DescribeError(err))
+	l.addReason(scope.String() + ": " + desc)
 	l.mu.Unlock()
 }
 
-// Skipped records a call to scope that an open circuit rejected before it
-// was sent.
-func (l *Ledger) Skipped(scope Scope, err error) {
+// recordSkipped records a call that an open circuit rejected before it was
+// sent; reason is the rejection's message.
+func (l *Ledger) recordSkipped(reason string) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	l.skipped++
-	reason := scope.String() + ": circuit open"
-	if err != nil {
-		reason = err.Error()
-	}
 	l.addReason(reason)
 	l.mu.Unlock()
 }

@@ -1,16 +1,14 @@
 package resilience
 
 import (
-	"math"
-	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/hint"
 )
 
 // MaxPause caps every pause taken for a provider's Retry-After hint, to
-// survive bogus headers (the spec's MAX_PAUSE_SECONDS).
-const MaxPause = 300 * time.Second
+// survive bogus headers.
+const MaxPause = hint.MaxPause
 
 // RetryAfter returns the delay the provider asked for, from the first of
 // these it finds in err's chain: retry-after-ms or x-ms-retry-after-ms
@@ -18,46 +16,16 @@ const MaxPause = 300 * time.Second
 // (delta-seconds or an HTTP-date), Resource Graph's
 // x-ms-user-quota-resets-after ([d.]hh:mm:ss, used when
 // x-ms-user-quota-remaining is 0 or missing, or the status is 429), then a
-// delay an ErrorReader reported (gRPC RetryInfo) or a RetryAfter() method
-// (cloudg's own errors). Negative values are 0; unparsable values are no
-// hint. The result is not capped; the governor caps pauses at MaxPause.
+// delay the SDK's error carries outside headers (gRPC RetryInfo) or a
+// RetryAfter() time.Duration method (cloudg's own errors). Negative values
+// are 0; unparsable values are no hint. The result is not capped; the
+// governor caps pauses at MaxPause.
 func RetryAfter(err error) (time.Duration, bool) {
 	if err == nil {
 		return 0, false
 	}
 	f := inspect(err)
-	return f.hint()
-}
-
-// HeaderRetryAfter reads a Retry-After style hint from response headers, as
-// RetryAfter does for an error's headers; status is the response status (0
-// when unknown). Integrations that see responses rather than errors use it.
-func HeaderRetryAfter(h http.Header, status int) (time.Duration, bool) {
-	return headerRetryAfter(h, status, time.Now())
-}
-
-func headerRetryAfter(h http.Header, status int, now time.Time) (time.Duration, bool) {
-	for _, k := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "X-Amz-Retry-After"} {
-		if v := h.Get(k); v != "" {
-			if d, ok := parseMillis(v); ok {
-				return d, true
-			}
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if d, ok := ParseRetryAfter(v, now); ok {
-			return d, true
-		}
-	}
-	if v := h.Get("X-Ms-User-Quota-Resets-After"); v != "" {
-		remaining := strings.TrimSpace(h.Get("X-Ms-User-Quota-Remaining"))
-		if remaining == "" || remaining == "0" || status == http.StatusTooManyRequests {
-			if d, ok := ParseQuotaResetsAfter(v); ok {
-				return d, true
-			}
-		}
-	}
-	return 0, false
+	return f.hint(time.Now())
 }
 
 // ParseRetryAfter parses a Retry-After value: delta-seconds (decimals and
@@ -65,94 +33,19 @@ func headerRetryAfter(h http.Header, status int, now time.Time) (time.Duration, 
 // dates in the past are 0; delays too long for a time.Duration saturate;
 // anything else is no hint (false).
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(value)
-	if v == "" {
-		return 0, false
-	}
-	if isDecimal(v) {
-		if secs, err := strconv.ParseFloat(v, 64); err == nil || isRangeErr(err) {
-			return seconds(secs)
+	return hint.ParseRetryAfter(value, now)
+}
+
+// hint returns the provider's hint for the error the facts describe; now
+// is the time an HTTP-date is relative to.
+func (f *facts) hint(now time.Time) (time.Duration, bool) {
+	if f.header != nil {
+		if d, ok := hint.FromHeader(f.header, f.status, now); ok {
+			return d, true
 		}
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(0, t.Sub(now)), true // Sub saturates
+	if f.hasRA {
+		return max(0, f.retryAfter), true
 	}
 	return 0, false
 }
-
-// ParseQuotaResetsAfter parses Resource Graph's x-ms-user-quota-resets-after
-// value, [d.]hh:mm:ss[.fraction].
-func ParseQuotaResetsAfter(value string) (time.Duration, bool) {
-	v := strings.TrimSpace(value)
-	var days float64
-	clock := v
-	if dot := strings.IndexByte(v, '.'); dot >= 0 && dot < strings.IndexByte(v, ':') {
-		d, err := strconv.ParseUint(v[:dot], 10, 32)
-		if err != nil {
-			return 0, false
-		}
-		days, clock = float64(d), v[dot+1:]
-	}
-	parts := strings.Split(clock, ":")
-	if len(parts) != 3 {
-		return 0, false
-	}
-	h, err1 := strconv.ParseUint(parts[0], 10, 32)
-	m, err2 := strconv.ParseUint(parts[1], 10, 32)
-	s, err3 := strconv.ParseFloat(parts[2], 64)
-	if err1 != nil || err2 != nil || err3 != nil || m > 59 || s < 0 || s >= 60 || math.IsNaN(s) {
-		return 0, false
-	}
-	return seconds(days*86400 + float64(h)*3600 + float64(m)*60 + s)
-}
-
-func parseMillis(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if !isDecimal(v) {
-		return 0, false
-	}
-	ms, err := strconv.ParseFloat(v, 64)
-	if err != nil && !isRangeErr(err) {
-		return 0, false
-	}
-	return seconds(ms / 1000)
-}
-
-// isDecimal reports whether v is a decimal number (digits, an optional
-// sign, point and exponent): not "inf", "NaN", hexadecimal or underscores,
-// which strconv would accept and no server means.
-func isDecimal(v string) bool {
-	digits := false
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c >= '0' && c <= '9':
-			digits = true
-		case c == '.' || c == '+' || c == '-' || c == 'e' || c == 'E':
-		default:
-			return false
-		}
-	}
-	return digits
-}
-
-func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
-}
-
-// seconds converts to a Duration: NaN is no hint, negatives are 0, and
-// values past the Duration range saturate.
-func seconds(s float64) (time.Duration, bool) {
-	switch {
-	case math.IsNaN(s):
-		return 0, false
-	case s <= 0:
-		return 0, true
-	case s >= float64(math.MaxInt64)/1e9:
-		return time.Duration(math.MaxInt64), true
-	}
-	return time.Duration(s * 1e9), true
-}
-
-// capPause limits a provider's hint to MaxPause.
-func capPause(d time.Duration) time.Duration { return min(max(d, 0), MaxPause) }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/hint"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -54,7 +56,7 @@ func TestParseQuotaResetsAfter(t *testing.T) {
 		{"00:61:00", 0, false},
 		{"x:00:00", 0, false},
 	} {
-		got, ok := ParseQuotaResetsAfter(c.in)
+		got, ok := hint.ParseQuotaResetsAfter(c.in)
 		if got != c.want || ok != c.ok {
 			t.Errorf("ParseQuotaResetsAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
 		}
@@ -89,7 +91,7 @@ func TestRetryAfterHeaderOrder(t *testing.T) {
 		{"negative is 0", 429, h("Retry-After", "-5"), 0, true},
 		{"none", 429, h(), 0, false},
 	} {
-		got, ok := HeaderRetryAfter(c.h, c.status)
+		got, ok := hint.FromHeader(c.h, c.status, time.Now())
 		if got != c.want || ok != c.ok {
 			t.Errorf("%s: %v, %v; want %v, %v", c.name, got, ok, c.want, c.ok)
 		}
@@ -112,8 +114,8 @@ func TestRetryAfterOfOwnErrors(t *testing.T) {
 	}
 }
 
-func TestCapPause(t *testing.T) {
-	if capPause(time.Duration(math.MaxInt64)) != 300*time.Second || capPause(-time.Second) != 0 || capPause(5*time.Second) != 5*time.Second {
+func TestHintCap(t *testing.T) {
+	if hint.Cap(time.Duration(math.MaxInt64)) != 300*time.Second || hint.Cap(-time.Second) != 0 || hint.Cap(5*time.Second) != 5*time.Second {
 		t.Fatal("capPause")
 	}
 }

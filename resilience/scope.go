@@ -26,14 +26,38 @@ type Scope struct {
 
 // String returns provider/account/region/service[/operation], with * for
 // each empty part but the operation.
-func (s Scope) String() string {
+func (s Scope) String() string { return s.format(false) }
+
+// key returns the scope as a state key: like String, but unambiguous.
+// Each part is escaped ('%', '/' and '*' as %25, %2F and %2A) so that no
+// part can pass for two, and an empty part is *, which no escaped part
+// can be.
+func (s Scope) key() string { return s.format(true) }
+
+func (s Scope) format(escape bool) string {
 	var b strings.Builder
 	b.Grow(len(s.Provider) + len(s.Account) + len(s.Region) + len(s.Service) + len(s.Operation) + 8)
 	part := func(p string) {
 		if p == "" {
-			p = "*"
+			b.WriteByte('*')
+			return
 		}
-		b.WriteString(p)
+		if !escape {
+			b.WriteString(p)
+			return
+		}
+		for i := 0; i < len(p); i++ {
+			switch c := p[i]; c {
+			case '%':
+				b.WriteString("%25")
+			case '/':
+				b.WriteString("%2F")
+			case '*':
+				b.WriteString("%2A")
+			default:
+				b.WriteByte(c)
+			}
+		}
 	}
 	part(s.Provider)
 	b.WriteByte('/')
@@ -44,20 +68,20 @@ func (s Scope) String() string {
 	part(s.Service)
 	if s.Operation != "" {
 		b.WriteByte('/')
-		b.WriteString(s.Operation)
+		part(s.Operation)
 	}
 	return b.String()
 }
 
-// ServiceScope returns the scope without its operation: the key of the
+// serviceScope returns the scope without its operation: the key of the
 // telemetry.
-func (s Scope) ServiceScope() Scope {
+func (s Scope) serviceScope() Scope {
 	s.Operation = ""
 	return s
 }
 
-// AccountScope returns the scope's provider and account: the key of the
+// accountScope returns the scope's provider and account: the key of the
 // bulkhead and of the account bucket.
-func (s Scope) AccountScope() Scope {
+func (s Scope) accountScope() Scope {
 	return Scope{Provider: s.Provider, Account: s.Account}
 }

@@ -4,8 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudg/cloudg/internal/breaker"
-	"github.com/cloudg/cloudg/internal/bucket"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Built-in defaults. They are facts from the original system; the README's
@@ -19,8 +18,6 @@ const (
 	defaultMaxBackoff         = 60 * time.Second
 	defaultDeadline           = 900 * time.Second
 	defaultRetryBudget        = 500
-	// freeRetries is how many retries of each call cost no budget.
-	freeRetries = 2
 )
 
 type serviceDefault struct {
@@ -78,17 +75,8 @@ type opKey struct{ service, operation string }
 
 // leafSpec is a leaf bucket's settings.
 type leafSpec struct {
-	spec  bucket.Spec
+	spec  state.BucketSpec
 	perOp bool // services only: every operation gets its own leaf
-}
-
-// retrySettings are a provider's retry bounds.
-type retrySettings struct {
-	maxRetries int
-	baseDelay  time.Duration
-	maxBackoff time.Duration
-	deadline   time.Duration
-	budget     int
 }
 
 // providerSettings is a provider's resolved configuration: defaults merged
@@ -97,14 +85,15 @@ type retrySettings struct {
 type providerSettings struct {
 	name     string
 	enabled  bool
-	leaf     bucket.Spec
+	leaf     state.BucketSpec
 	services map[string]leafSpec
-	ops      map[opKey]bucket.Spec
-	global   *bucket.Spec
-	account  *bucket.Spec
+	ops      map[opKey]state.BucketSpec
+	global   *state.BucketSpec
+	account  *state.BucketSpec
 	bulkhead int
-	breaker  breaker.Spec
-	retry    retrySettings
+	breaker  state.BreakerSpec
+	retry    retryLimits
+	budget   int // the retry budget's size, in tokens
 }
 
 func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *providerSettings {
@@ -113,46 +102,48 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		d = genericDefault
 	}
 	adaptive := pc.Adaptive == nil || *pc.Adaptive
-	goodput := adaptive && pc.Controller == ControllerGoodput
+	goodput := adaptive && pc.Controller == controllerGoodput
 	s := &providerSettings{
 		name:    name,
 		enabled: globalEnabled && (pc.Enabled == nil || *pc.Enabled),
-		leaf: bucket.Spec{
-			Rate:     or(pc.MaxRPS, d.rate),
-			Burst:    or(pc.Burst, d.burst),
-			Floor:    or(pc.MinRPS, d.floor),
+		leaf: state.BucketSpec{
+			Rate:     positiveOr(pc.MaxRPS, d.rate),
+			Burst:    positiveOr(pc.Burst, d.burst),
+			Floor:    positiveOr(pc.MinRPS, d.floor),
 			Adaptive: adaptive,
 			Goodput:  goodput,
 		},
 		services: map[string]leafSpec{},
-		ops:      map[opKey]bucket.Spec{},
-		bulkhead: orInt(pc.MaxConcurrency, d.concurrency),
-		breaker: breaker.Spec{
-			Threshold:   orInt(pc.BreakerThreshold, defaultBreakerThreshold),
-			Cooldown:    int64(orSeconds(pc.BreakerCooldownSeconds, defaultBreakerCooldown)),
-			MaxCooldown: int64(orSeconds(pc.BreakerMaxCooldownSeconds, defaultBreakerMaxCooldown)),
+		ops:      map[opKey]state.BucketSpec{},
+		bulkhead: positiveOr(pc.MaxConcurrency, d.concurrency),
+		breaker: state.BreakerSpec{
+			Threshold:   positiveOr(pc.BreakerThreshold, defaultBreakerThreshold),
+			Cooldown:    orSeconds(pc.BreakerCooldownSeconds, defaultBreakerCooldown),
+			MaxCooldown: orSeconds(pc.BreakerMaxCooldownSeconds, defaultBreakerMaxCooldown),
 		},
-		retry: retrySettings{
-			maxRetries: orPtr(pc.MaxRetries, defaultMaxRetries),
-			baseDelay:  orSeconds(pc.BaseDelaySeconds, defaultBaseDelay),
+		retry: retryLimits{
+			attempts:   derefOr(pc.MaxRetries, defaultMaxRetries) + 1,
+			base:       orSeconds(pc.BaseDelaySeconds, defaultBaseDelay),
 			maxBackoff: orSeconds(pc.MaxBackoffSeconds, defaultMaxBackoff),
 			deadline:   orSeconds(pc.DeadlineSeconds, defaultDeadline),
-			budget:     orPtr(pc.RetryBudget, defaultRetryBudget),
+			useBudget:  true,
+			transient:  true,
 		},
+		budget: derefOr(pc.RetryBudget, defaultRetryBudget),
 	}
-	if r := orPtr(pc.GlobalMaxRPS, 0); r > 0 {
-		s.global = &bucket.Spec{Rate: r, Burst: pc.GlobalBurst}
+	if r := derefOr(pc.GlobalMaxRPS, 0); r > 0 {
+		s.global = &state.BucketSpec{Rate: r, Burst: pc.GlobalBurst}
 	}
-	if r := orPtr(pc.AccountMaxRPS, d.accountRate); r > 0 {
+	if r := derefOr(pc.AccountMaxRPS, d.accountRate); r > 0 {
 		burst := pc.AccountBurst
 		if burst == 0 && pc.AccountMaxRPS == nil {
 			burst = d.accountBurst
 		}
-		s.account = &bucket.Spec{Rate: r, Burst: burst}
+		s.account = &state.BucketSpec{Rate: r, Burst: burst}
 	}
 	merged := map[string]ServiceConfig{}
 	for k, v := range d.services {
-		merged[k] = ServiceConfig{MaxRPS: v.rate, Burst: v.burst, PerOperation: boolPtr(v.perOp)}
+		merged[k] = ServiceConfig{MaxRPS: v.rate, Burst: v.burst, PerOperation: new(v.perOp)}
 	}
 	for k, v := range pc.Services {
 		cur, found := merged[k]
@@ -211,11 +202,11 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 
 // serviceSpec is the bucket of a service (or operation) entry: zero fields
 // take the provider's leaf.
-func (s *providerSettings) serviceSpec(v ServiceConfig, adaptive, goodput bool) bucket.Spec {
-	spec := bucket.Spec{
-		Rate:     or(v.MaxRPS, s.leaf.Rate),
+func (s *providerSettings) serviceSpec(v ServiceConfig, adaptive, goodput bool) state.BucketSpec {
+	spec := state.BucketSpec{
+		Rate:     positiveOr(v.MaxRPS, s.leaf.Rate),
 		Burst:    v.Burst,
-		Floor:    or(v.MinRPS, s.leaf.Floor),
+		Floor:    positiveOr(v.MinRPS, s.leaf.Floor),
 		Adaptive: adaptive,
 		Goodput:  goodput,
 	}
@@ -245,7 +236,7 @@ func (s *providerSettings) leafKey(sc Scope) Scope {
 }
 
 // leafSpec returns the bucket settings of a leaf key.
-func (s *providerSettings) leafSpec(key Scope) bucket.Spec {
+func (s *providerSettings) leafSpec(key Scope) state.BucketSpec {
 	if key.Operation != "" {
 		if sp, ok := s.ops[opKey{key.Service, key.Operation}]; ok {
 			return sp
@@ -279,28 +270,23 @@ func (s *providerSettings) limitsEqual(o *providerSettings) bool {
 	return true
 }
 
-func specPtrEqual(a, b *bucket.Spec) bool {
+func specPtrEqual(a, b *state.BucketSpec) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
 	return *a == *b
 }
 
-func or(v, d float64) float64 {
+// positiveOr returns v when it is set (> 0), else d.
+func positiveOr[T int | float64](v, d T) T {
 	if v > 0 {
 		return v
 	}
 	return d
 }
 
-func orInt(v, d int) int {
-	if v > 0 {
-		return v
-	}
-	return d
-}
-
-func orPtr[T any](v *T, d T) T {
+// derefOr returns *v when v is set, else d.
+func derefOr[T any](v *T, d T) T {
 	if v != nil {
 		return *v
 	}
@@ -314,16 +300,9 @@ func orSeconds(v float64, d time.Duration) time.Duration {
 	return d
 }
 
-// maxDuration bounds every configured time (about 36 years), so that
-// adding one to a clock reading cannot overflow: "a very long time" stays
-// very long instead of wrapping negative.
-const maxDuration = time.Duration(1 << 60)
-
 func clampDuration(ns float64) time.Duration {
 	if ns >= float64(maxDuration) {
 		return maxDuration
 	}
 	return time.Duration(ns)
 }
-
-func boolPtr(b bool) *bool { return &b }

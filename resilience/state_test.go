@@ -5,32 +5,35 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // recordingStore wraps the memory store and records what the governor
 // asks of it.
 type recordingStore struct {
 	mu       sync.Mutex
-	buckets  map[Scope]BucketSpec
-	breakers map[Scope]BreakerSpec
+	buckets  map[string]state.BucketSpec
+	breakers map[string]state.BreakerSpec
 	budgets  map[string]int
 }
 
-func (s *recordingStore) Bucket(key Scope, spec BucketSpec, now int64) Bucket {
+func (s *recordingStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
 	s.mu.Lock()
 	s.buckets[key] = spec
 	s.mu.Unlock()
 	return MemoryStore().Bucket(key, spec, now)
 }
 
-func (s *recordingStore) Breaker(key Scope, spec BreakerSpec) Breaker {
+func (s *recordingStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 	s.mu.Lock()
 	s.breakers[key] = spec
 	s.mu.Unlock()
 	return MemoryStore().Breaker(key, spec)
 }
 
-func (s *recordingStore) Budget(provider string, size int) Budget {
+func (s *recordingStore) Budget(provider string, size int) state.Budget {
 	s.mu.Lock()
 	s.budgets[provider] = size
 	s.mu.Unlock()
@@ -39,26 +42,51 @@ func (s *recordingStore) Budget(provider string, size int) Budget {
 
 func TestStateStoreReceivesKeysAndSpecs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &recordingStore{buckets: map[Scope]BucketSpec{}, breakers: map[Scope]BreakerSpec{}, budgets: map[string]int{}}
+		st := &recordingStore{buckets: map[string]state.BucketSpec{}, breakers: map[string]state.BreakerSpec{}, budgets: map[string]int{}}
 		g := newGov(t, Config{Azure: ProviderConfig{GlobalMaxRPS: new(100.0), RetryBudget: new(7)}}, WithStateStore(st))
 		sc := Scope{Provider: "azure", Account: "sub", Service: "network"}
 		if err := Do(context.Background(), sc, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
 			t.Fatal(err)
 		}
-		if sp := st.buckets[sc]; sp.Rate != 30 || sp.Burst != 200 || sp.Floor != 0.1 || !sp.Adaptive {
+		if sp := st.buckets[sc.key()]; sp.Rate != 30 || sp.Burst != 200 || sp.Floor != 0.1 || !sp.Adaptive {
 			t.Fatalf("leaf spec %+v", sp)
 		}
-		if sp := st.buckets[sc.AccountScope()]; sp.Rate != 20 || sp.Burst != 200 || sp.Adaptive {
+		if sp := st.buckets["azure/sub/*/*"]; sp.Rate != 20 || sp.Burst != 200 || sp.Adaptive {
 			t.Fatalf("account spec %+v", sp)
 		}
-		if sp := st.buckets[Scope{Provider: "azure"}]; sp.Rate != 100 {
+		if sp := st.buckets["azure/*/*/*"]; sp.Rate != 100 {
 			t.Fatalf("provider spec %+v", sp)
 		}
-		if sp := st.breakers[sc]; sp.Threshold != 5 || sp.Cooldown.Seconds() != 60 || sp.MaxCooldown.Seconds() != 600 {
+		if sp := st.breakers[sc.key()]; sp.Threshold != 5 || sp.Cooldown.Seconds() != 60 || sp.MaxCooldown.Seconds() != 600 {
 			t.Fatalf("breaker spec %+v", sp)
 		}
 		if st.budgets["azure"] != 7 || st.budgets["aws"] != 500 {
 			t.Fatalf("budgets %v", st.budgets)
 		}
 	})
+}
+
+// Keys are unambiguous: no two scopes share one, whatever their parts hold.
+func TestStateKeysAreUnambiguous(t *testing.T) {
+	scopes := []Scope{
+		{Provider: "gcp", Account: "a/b", Region: "c"},
+		{Provider: "gcp", Account: "a", Region: "b/c"},
+		{Provider: "aws", Account: "*"},
+		{Provider: "aws"},
+		{Provider: "aws", Account: "%2F"},
+		{Provider: "aws", Account: "/"},
+		{Provider: "aws", Service: "ec2", Operation: "X"},
+		{Provider: "aws", Service: "ec2/X"},
+	}
+	seen := map[string]Scope{}
+	for _, sc := range scopes {
+		k := sc.key()
+		if prev, ok := seen[k]; ok {
+			t.Fatalf("%+v and %+v share the key %q", prev, sc, k)
+		}
+		seen[k] = sc
+	}
+	if k := (Scope{Provider: "azure", Account: "sub", Service: "network"}).key(); k != "azure/sub/*/network" {
+		t.Fatalf("key %q", k)
+	}
 }

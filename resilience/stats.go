@@ -4,23 +4,34 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/jsonsec"
+	"github.com/cloudg/cloudg/internal/readmap"
+)
+
+// A tally is one of the events counters count.
+type tally uint8
+
+const (
+	callsTally tally = iota
+	throttledTally
+	transientTally
+	retriesTally
+	gaveUpTally
+	rejectedTally
+	tripsTally
+	waitsTally
+	numTallies
 )
 
 // counters are the telemetry of one service scope. Every field is atomic so
 // that calls record without a lock.
 type counters struct {
-	calls     atomic.Int64
-	throttled atomic.Int64
-	transient atomic.Int64
-	retries   atomic.Int64
-	gaveUp    atomic.Int64
-	rejected  atomic.Int64
-	trips     atomic.Int64
-	waits     atomic.Int64
+	n         [numTallies]atomic.Int64 // indexed by tally
 	waitNS    atomic.Int64
 	maxWaitNS atomic.Int64
 	rate      atomic.Uint64 // float64 bits of the last adaptive rate seen; 0: never changed
@@ -32,12 +43,12 @@ type counters struct {
 	refs atomic.Int64
 }
 
-func (c *counters) recordWait(d int64) {
-	c.waits.Add(1)
-	c.waitNS.Add(d)
+func (c *counters) recordWait(d time.Duration) {
+	c.n[waitsTally].Add(1)
+	c.waitNS.Add(int64(d))
 	for {
 		m := c.maxWaitNS.Load()
-		if d <= m || c.maxWaitNS.CompareAndSwap(m, d) {
+		if int64(d) <= m || c.maxWaitNS.CompareAndSwap(m, int64(d)) {
 			return
 		}
 	}
@@ -59,38 +70,24 @@ func (c *counters) recordRate(r float64, decreased bool) {
 	}
 }
 
-func (c *counters) recordErr(err error) {
-	s := DescribeError(err)
-	c.lastErr.Store(&s)
-}
-
 // eventful reports whether the scope has anything to say beyond calls.
 func (c *counters) eventful() bool {
-	return c.throttled.Load() != 0 || c.transient.Load() != 0 || c.retries.Load() != 0 ||
-		c.gaveUp.Load() != 0 || c.rejected.Load() != 0 || c.trips.Load() != 0 || c.waits.Load() != 0
+	for t := throttledTally; t < numTallies; t++ {
+		if c.n[t].Load() != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // statsTable maps service scopes to counters.
 type statsTable struct {
-	m readMap[Scope, *counters]
+	m readmap.Map[Scope, *counters]
 }
 
 func (t *statsTable) get(svc Scope) *counters {
-	if c, ok := t.m.load(svc); ok {
-		return c
-	}
-	t.m.lock()
-	defer t.m.unlock()
-	c, ok := t.m.loadLocked(svc)
-	if !ok {
-		c = new(counters)
-		t.m.storeLocked(svc, c)
-	}
-	return c
+	return t.m.LoadOrCreate(svc, func() *counters { return new(counters) })
 }
-
-// snapshot copies the table's entries.
-func (t *statsTable) snapshot() map[Scope]*counters { return t.m.snapshot() }
 
 // Stats collects the telemetry of one run: every governed call made with a
 // context from WithStats records into it, as well as into the governor's
@@ -105,18 +102,9 @@ type Stats struct {
 // so two runs in one process keep separate numbers.
 func WithStats(ctx context.Context) (context.Context, *Stats) {
 	s := new(Stats)
-	return BindStats(ctx, s), s
-}
-
-// BindStats returns a context carrying s, to reuse a Stats a caller already
-// made (the outer run sees the inner one's calls).
-func BindStats(ctx context.Context, s *Stats) context.Context {
 	b := bindingOf(ctx)
-	return context.WithValue(ctx, bindingKey{}, &binding{stats: s, ledger: b.ledger})
+	return context.WithValue(ctx, bindingKey{}, &binding{stats: s, ledger: b.ledger}), s
 }
-
-// StatsFrom returns the Stats bound to ctx, or nil.
-func StatsFrom(ctx context.Context) *Stats { return bindingOf(ctx).stats }
 
 // Messages returns one line per eventful scope, sorted, in the form
 //
@@ -126,7 +114,7 @@ func (s *Stats) Messages() []string {
 	if s == nil {
 		return nil
 	}
-	return messages(s.table.snapshot())
+	return messages(s.table.m.Snapshot())
 }
 
 // binding is what a context carries: the run's stats and the task's ledger,
@@ -147,32 +135,12 @@ func bindingOf(ctx context.Context) *binding {
 	return &noBinding
 }
 
-// Totals adds up the counters of every scope.
-type Totals struct {
-	Calls           int64         `json:"calls"`
-	Throttled       int64         `json:"throttled"`
-	TransientErrors int64         `json:"transient_errors"`
-	Retries         int64         `json:"retries"`
-	GaveUp          int64         `json:"gave_up"`
-	Rejected        int64         `json:"rejected"`
-	BreakerTrips    int64         `json:"breaker_trips"`
-	Wait            time.Duration `json:"-"` // marshals as wait_seconds
-}
-
-// MarshalJSON writes the spec's form, with wait_seconds in seconds.
-func (t Totals) MarshalJSON() ([]byte, error) {
-	type plain Totals
-	return marshalWithSeconds(plain(t), "wait_seconds", t.Wait)
-}
-
-// String renders the totals as the spec's example prints them.
-func (t Totals) String() string {
-	return fmt.Sprintf("{calls: %d, throttled: %d, transient_errors: %d, retries: %d, gave_up: %d, rejected: %d, breaker_trips: %d, wait_seconds: %.3f}",
-		t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.BreakerTrips, t.Wait.Seconds())
-}
-
-// ScopeStats are the counters of one service scope.
-type ScopeStats struct {
+// Counters are what happened in one scope, or in a whole run (a
+// Summary's totals): calls, throttles, transient errors, retries, calls
+// given up, calls rejected by an open circuit, breaker trips, and the waits
+// for rate tokens. It marshals to JSON with the
+// snake_case names of the report, times in seconds.
+type Counters struct {
 	Calls           int64         `json:"calls"`
 	Throttled       int64         `json:"throttled"`
 	TransientErrors int64         `json:"transient_errors"`
@@ -181,29 +149,37 @@ type ScopeStats struct {
 	Rejected        int64         `json:"rejected"`
 	BreakerTrips    int64         `json:"breaker_trips"`
 	Waits           int64         `json:"waits"`
-	Wait            time.Duration `json:"-"`                      // wait_seconds
+	Wait            time.Duration `json:"-"`                      // wait_seconds: the waits added up
 	MaxWait         time.Duration `json:"-"`                      // max_wait_seconds
-	RateRPS         float64       `json:"rate_rps,omitempty"`     // last adaptive rate seen; 0: never changed
-	MinRateRPS      float64       `json:"min_rate_rps,omitempty"` // lowest; 0: never slowed
+	RateRPS         float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen; 0: never changed
+	MinRateRPS      float64       `json:"min_rate_rps,omitempty"` // the lowest; 0: never slowed
 	LastError       string        `json:"last_error,omitempty"`
 }
 
-// MarshalJSON writes wait_seconds and max_wait_seconds in seconds.
-func (s ScopeStats) MarshalJSON() ([]byte, error) {
-	type plain ScopeStats
-	return marshalWithSeconds(plain(s), "wait_seconds", s.Wait, "max_wait_seconds", s.MaxWait)
+// MarshalJSON writes Wait and MaxWait as wait_seconds and
+// max_wait_seconds.
+func (c Counters) MarshalJSON() ([]byte, error) {
+	type plain Counters
+	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait)
 }
 
-func (c *counters) stats() ScopeStats {
-	s := ScopeStats{
-		Calls:           c.calls.Load(),
-		Throttled:       c.throttled.Load(),
-		TransientErrors: c.transient.Load(),
-		Retries:         c.retries.Load(),
-		GaveUp:          c.gaveUp.Load(),
-		Rejected:        c.rejected.Load(),
-		BreakerTrips:    c.trips.Load(),
-		Waits:           c.waits.Load(),
+// String renders the totals the way the worked example prints them:
+// {calls: 9, throttled: 2, ..., wait_seconds: 5.000}.
+func (c Counters) String() string {
+	return fmt.Sprintf("{calls: %d, throttled: %d, transient_errors: %d, retries: %d, gave_up: %d, rejected: %d, breaker_trips: %d, wait_seconds: %.3f}",
+		c.Calls, c.Throttled, c.TransientErrors, c.Retries, c.GaveUp, c.Rejected, c.BreakerTrips, c.Wait.Seconds())
+}
+
+func (c *counters) snapshot() Counters {
+	s := Counters{
+		Calls:           c.n[callsTally].Load(),
+		Throttled:       c.n[throttledTally].Load(),
+		TransientErrors: c.n[transientTally].Load(),
+		Retries:         c.n[retriesTally].Load(),
+		GaveUp:          c.n[gaveUpTally].Load(),
+		Rejected:        c.n[rejectedTally].Load(),
+		BreakerTrips:    c.n[tripsTally].Load(),
+		Waits:           c.n[waitsTally].Load(),
 		Wait:            time.Duration(c.waitNS.Load()),
 		MaxWait:         time.Duration(c.maxWaitNS.Load()),
 		RateRPS:         math.Float64frombits(c.rate.Load()),
@@ -215,43 +191,46 @@ func (c *counters) stats() ScopeStats {
 	return s
 }
 
-func (t *Totals) add(s ScopeStats) {
-	t.Calls += s.Calls
-	t.Throttled += s.Throttled
-	t.TransientErrors += s.TransientErrors
-	t.Retries += s.Retries
-	t.GaveUp += s.GaveUp
-	t.Rejected += s.Rejected
-	t.BreakerTrips += s.BreakerTrips
-	t.Wait += s.Wait
+// add adds s's counts to c (not its rates or last error).
+func (c *Counters) add(s Counters) {
+	c.Calls += s.Calls
+	c.Throttled += s.Throttled
+	c.TransientErrors += s.TransientErrors
+	c.Retries += s.Retries
+	c.GaveUp += s.GaveUp
+	c.Rejected += s.Rejected
+	c.BreakerTrips += s.BreakerTrips
+	c.Waits += s.Waits
+	c.Wait += s.Wait
+	c.MaxWait = max(c.MaxWait, s.MaxWait)
 }
 
 // message renders one scope's line, or "" when it has nothing to say.
-func (s ScopeStats) message(scope string) string {
+func (c Counters) message(scope string) string {
 	var parts []string
-	if s.Throttled > 0 {
-		parts = append(parts, fmt.Sprintf("throttled %dx", s.Throttled))
+	if c.Throttled > 0 {
+		parts = append(parts, fmt.Sprintf("throttled %dx", c.Throttled))
 	}
-	if s.MinRateRPS > 0 {
-		parts = append(parts, fmt.Sprintf("slowed to %.1f rps", s.MinRateRPS))
+	if c.MinRateRPS > 0 {
+		parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRateRPS))
 	}
-	if s.TransientErrors > 0 {
-		parts = append(parts, plural(s.TransientErrors, "transient error", "transient errors"))
+	if c.TransientErrors > 0 {
+		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))
 	}
-	if s.Retries > 0 {
-		parts = append(parts, plural(s.Retries, "retry", "retries"))
+	if c.Retries > 0 {
+		parts = append(parts, plural(c.Retries, "retry", "retries"))
 	}
-	if s.GaveUp > 0 {
-		parts = append(parts, fmt.Sprintf("gave up on %s", plural(s.GaveUp, "call", "calls")))
+	if c.GaveUp > 0 {
+		parts = append(parts, fmt.Sprintf("gave up on %s", plural(c.GaveUp, "call", "calls")))
 	}
-	if s.Rejected > 0 {
-		parts = append(parts, fmt.Sprintf("%s rejected (circuit open)", plural(s.Rejected, "call", "calls")))
+	if c.Rejected > 0 {
+		parts = append(parts, fmt.Sprintf("%s rejected (circuit open)", plural(c.Rejected, "call", "calls")))
 	}
-	if s.BreakerTrips > 0 {
-		parts = append(parts, fmt.Sprintf("circuit opened %dx", s.BreakerTrips))
+	if c.BreakerTrips > 0 {
+		parts = append(parts, fmt.Sprintf("circuit opened %dx", c.BreakerTrips))
 	}
-	if s.Wait >= 50*time.Millisecond {
-		parts = append(parts, fmt.Sprintf("waited %.1fs for rate limit", s.Wait.Seconds()))
+	if c.Wait >= 50*time.Millisecond {
+		parts = append(parts, fmt.Sprintf("waited %.1fs for rate limit", c.Wait.Seconds()))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -267,21 +246,60 @@ func plural(n int64, one, many string) string {
 }
 
 func messages(m map[Scope]*counters) []string {
-	keys := sortedScopes(m)
+	type row struct {
+		name string
+		c    *counters
+	}
+	rows := make([]row, 0, len(m))
+	for k, c := range m {
+		rows = append(rows, row{k.String(), c})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.name, b.name) })
 	var out []string
-	for _, k := range keys {
-		if line := m[k].stats().message(k.String()); line != "" {
+	for _, r := range rows {
+		if line := r.c.snapshot().message(r.name); line != "" {
 			out = append(out, line)
 		}
 	}
 	return out
 }
 
-func sortedScopes[V any](m map[Scope]V) []Scope {
-	keys := make([]Scope, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// folded marks lifetime counters folded into the totals: adding a
+// reference to them leaves the count negative.
+const folded = math.MinInt64 / 2
+
+// maxLifetimeScopes is the number of lifetime scopes kept before the idle,
+// uneventful ones are folded into the totals.
+const maxLifetimeScopes = 1 << 16
+
+// lifeCounters returns the lifetime counters of a service scope with a
+// reference held by a leaf entry.
+func (g *Governor) lifeCounters(svc Scope) *counters {
+	for {
+		c := g.life.get(svc)
+		if c.refs.Add(1) > 0 {
+			return c
+		}
+		g.life.m.Lock()
+		if cur, ok := g.life.m.LoadLocked(svc); ok && cur == c {
+			g.life.m.DeleteLocked(svc)
+		}
+		g.life.m.Unlock()
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	return keys
+}
+
+// foldLifetime folds the lifetime scopes that only counted calls and that
+// no live entry uses into the totals, once there are many of them.
+func (g *Governor) foldLifetime() {
+	g.life.m.Lock()
+	defer g.life.m.Unlock()
+	if g.life.m.LenLocked() < maxLifetimeScopes {
+		return
+	}
+	g.life.m.RangeLocked(func(k Scope, c *counters) {
+		if !c.eventful() && c.refs.CompareAndSwap(0, folded) {
+			g.folded.Add(c.n[callsTally].Load())
+			g.life.m.DeleteLocked(k)
+		}
+	})
 }

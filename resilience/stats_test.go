@@ -53,7 +53,7 @@ func TestSummaryMarshalsToTheSpecShape(t *testing.T) {
 }
 
 func TestTotalsString(t *testing.T) {
-	got := Totals{Calls: 9, Throttled: 2, Retries: 2, Wait: 4999 * time.Millisecond}.String()
+	got := Counters{Calls: 9, Throttled: 2, Retries: 2, Wait: 4999 * time.Millisecond}.String()
 	want := "{calls: 9, throttled: 2, transient_errors: 0, retries: 2, gave_up: 0, rejected: 0, breaker_trips: 0, wait_seconds: 4.999}"
 	if got != want {
 		t.Fatalf("%s\n%s", got, want)
@@ -62,24 +62,24 @@ func TestTotalsString(t *testing.T) {
 
 func TestMessagesFormat(t *testing.T) {
 	c := new(counters)
-	c.throttled.Store(3)
+	c.n[throttledTally].Store(3)
 	c.minRate.Store(0)
 	c.recordRate(2.5, true)
-	c.transient.Store(1)
-	c.retries.Store(1)
-	c.gaveUp.Store(2)
-	c.rejected.Store(4)
-	c.trips.Store(1)
-	c.recordWait(int64(1500 * time.Millisecond))
-	got := c.stats().message("gcp/projects/p1/*/cloudasset")
+	c.n[transientTally].Store(1)
+	c.n[retriesTally].Store(1)
+	c.n[gaveUpTally].Store(2)
+	c.n[rejectedTally].Store(4)
+	c.n[tripsTally].Store(1)
+	c.recordWait(1500 * time.Millisecond)
+	got := c.snapshot().message("gcp/projects/p1/*/cloudasset")
 	want := "gcp/projects/p1/*/cloudasset: throttled 3x, slowed to 2.5 rps, 1 transient error, 1 retry, gave up on 2 calls, 4 calls rejected (circuit open), circuit opened 1x, waited 1.5s for rate limit"
 	if got != want {
 		t.Fatalf("%s\n%s", got, want)
 	}
 	quiet := new(counters)
-	quiet.calls.Store(10)
-	quiet.recordWait(int64(10 * time.Millisecond))
-	if m := quiet.stats().message("x"); m != "" {
+	quiet.n[callsTally].Store(10)
+	quiet.recordWait(10 * time.Millisecond)
+	if m := quiet.snapshot().message("x"); m != "" {
 		t.Fatalf("uneventful scope says %q", m)
 	}
 }
@@ -100,19 +100,20 @@ func TestRunsKeepSeparateStatsAndTheLifetimeSeesBoth(t *testing.T) {
 		if g.Summary(a).Totals.Calls != 10 || g.Summary(b).Totals.Calls != 20 || g.Summary(nil).Totals.Calls != 30 {
 			t.Fatal("runs mixed their stats")
 		}
-		if StatsFrom(ctxA) != a || StatsFrom(context.Background()) != nil {
-			t.Fatal("StatsFrom")
-		}
-		// An outer run that binds its own Stats sees an inner ledger's calls.
-		outer := new(Stats)
-		ctx := BindStats(context.Background(), outer)
+		// A ledger bound inside a run keeps the run's stats, and stats
+		// bound inside a task keep the task's ledger.
+		no := func(context.Context) error { return throttle() }
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		ctx, outer := WithStats(context.Background())
 		ctx, l := WithLedger(ctx, "task")
-		Do(ctx, iamUsers, ok, WithGovernor(g))
-		if g.Summary(outer).Totals.Calls != 1 || LedgerFrom(ctx) != l {
+		Do(ctx, iamUsers, no, WithGovernor(g), once)
+		if g.Summary(outer).Totals.Calls != 1 || !l.Degraded() {
 			t.Fatal("the ledger binding dropped the stats binding")
 		}
-		ctx2, _ := WithStats(ctx)
-		if LedgerFrom(ctx2) != l {
+		ctx, l2 := WithLedger(context.Background(), "task")
+		ctx, inner := WithStats(ctx)
+		Do(ctx, iamUsers, no, WithGovernor(g), once)
+		if g.Summary(inner).Totals.Calls != 1 || !l2.Degraded() {
 			t.Fatal("the stats binding dropped the ledger binding")
 		}
 	})
@@ -123,9 +124,9 @@ func TestLedgerDescribe(t *testing.T) {
 	if l.Degraded() || l.Describe() != "" {
 		t.Fatal("empty ledger degraded")
 	}
-	l.GaveUp(iamUsers, throttle())
-	l.Skipped(ec2Subnets, &CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second})
-	l.Skipped(ec2Subnets, &CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second})
+	l.recordGaveUp(iamUsers, DescribeError(throttle()))
+	l.recordSkipped((&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
+	l.recordSkipped((&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
 	want := "throttled: 1 call(s) gave up after retries, 2 call(s) skipped (circuit open) (" +
 		"aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded; " +
 		"circuit open for aws/123456789012/us-east-1/ec2/DescribeSubnets after repeated throttling; retry in 42s)"
@@ -133,13 +134,13 @@ func TestLedgerDescribe(t *testing.T) {
 		t.Fatalf("%s\n%s", got, want)
 	}
 	for i := range 10 {
-		l.GaveUp(Scope{Provider: "aws", Account: strings.Repeat("1", i+1)}, throttle())
+		l.recordGaveUp(Scope{Provider: "aws", Account: strings.Repeat("1", i+1)}, DescribeError(throttle()))
 	}
 	if len(l.Reasons()) != 5 {
 		t.Fatalf("%d reasons, want at most 5", len(l.Reasons()))
 	}
 	var nilL *Ledger
-	nilL.GaveUp(iamUsers, throttle())
+	nilL.recordGaveUp(iamUsers, DescribeError(throttle()))
 	if nilL.Degraded() || nilL.Describe() != "" || nilL.Reasons() != nil {
 		t.Fatal("nil ledger")
 	}
@@ -160,10 +161,10 @@ func TestScopeString(t *testing.T) {
 			t.Errorf("%#v: %q, want %q", c.s, got, c.want)
 		}
 	}
-	if ec2Subnets.ServiceScope() != (Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}) {
+	if ec2Subnets.serviceScope() != (Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}) {
 		t.Fatal("ServiceScope")
 	}
-	if ec2Subnets.AccountScope() != (Scope{Provider: "aws", Account: "123456789012"}) {
+	if ec2Subnets.accountScope() != (Scope{Provider: "aws", Account: "123456789012"}) {
 		t.Fatal("AccountScope")
 	}
 }

@@ -2,48 +2,23 @@ package resilience
 
 import (
 	"encoding/json"
-	"strconv"
-	"time"
+
+	"github.com/cloudg/cloudg/internal/jsonsec"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Summary is a report of a run (or of the governor's lifetime): totals, one
 // line per eventful scope, the scopes given up on with their reason, every
 // scope's counters, and the governor's slowed buckets and unhealthy
-// breakers at the time of the report. It marshals to the spec's JSON form.
+// breakers at the time of the report. It marshals to JSON with snake_case
+// names, times in seconds.
 type Summary struct {
-	Totals        Totals                  `json:"totals"`
-	Messages      []string                `json:"messages"`
-	Skipped       map[string]string       `json:"skipped"`
-	Scopes        map[string]ScopeStats   `json:"scopes"`
-	SlowedBuckets map[string]BucketState  `json:"slowed_buckets"`
-	Breakers      map[string]BreakerState `json:"breakers"`
-}
-
-// BucketState is a leaf bucket below its ceiling or paused.
-type BucketState struct {
-	RateRPS    float64       `json:"rate_rps"`
-	CeilingRPS float64       `json:"ceiling_rps"`
-	PausedFor  time.Duration `json:"-"` // paused_seconds
-}
-
-// MarshalJSON writes paused_seconds in seconds.
-func (b BucketState) MarshalJSON() ([]byte, error) {
-	type plain BucketState
-	return marshalWithSeconds(plain(b), "paused_seconds", b.PausedFor)
-}
-
-// BreakerState is a breaker that is open, half-open, or counting failures.
-type BreakerState struct {
-	State    string        `json:"state"` // closed, open, half_open
-	Failures int           `json:"failures"`
-	Cooldown time.Duration `json:"-"` // cooldown_seconds
-	RetryIn  time.Duration `json:"-"` // retry_in_seconds: until a probe may go (open) or the probe's lease ends (half-open)
-}
-
-// MarshalJSON writes cooldown_seconds and retry_in_seconds in seconds.
-func (b BreakerState) MarshalJSON() ([]byte, error) {
-	type plain BreakerState
-	return marshalWithSeconds(plain(b), "cooldown_seconds", b.Cooldown, "retry_in_seconds", b.RetryIn)
+	Totals        Counters                         `json:"totals"`
+	Messages      []string                         `json:"messages"`
+	Skipped       map[string]string                `json:"skipped"`
+	Scopes        map[string]Counters              `json:"scopes"`
+	SlowedBuckets map[string]state.BucketSnapshot  `json:"slowed_buckets"` // leaf buckets below their ceiling or paused
+	Breakers      map[string]state.BreakerSnapshot `json:"breakers"`       // breakers open, half-open or counting failures
 }
 
 // Summary reports on s, or on the governor's lifetime when s is nil. Totals,
@@ -51,26 +26,23 @@ func (b BreakerState) MarshalJSON() ([]byte, error) {
 // breakers are the governor's, which outlast any run.
 func (g *Governor) Summary(s *Stats) Summary {
 	var table map[Scope]*counters
-	var base Totals
+	var sum Summary
 	if s != nil {
-		table = s.table.snapshot()
+		table = s.table.m.Snapshot()
 	} else {
-		table = g.life.snapshot()
-		base = g.foldedTotals()
+		table = g.life.m.Snapshot()
+		sum.Totals.Calls = g.folded.Load()
 	}
-	sum := Summary{
-		Totals:        base,
-		Messages:      messages(table),
-		Skipped:       map[string]string{},
-		Scopes:        make(map[string]ScopeStats, len(table)),
-		SlowedBuckets: map[string]BucketState{},
-		Breakers:      map[string]BreakerState{},
-	}
+	sum.Messages = messages(table)
+	sum.Skipped = map[string]string{}
+	sum.Scopes = make(map[string]Counters, len(table))
+	sum.SlowedBuckets = map[string]state.BucketSnapshot{}
+	sum.Breakers = map[string]state.BreakerSnapshot{}
 	if sum.Messages == nil {
 		sum.Messages = []string{}
 	}
 	for sc, c := range table {
-		st := c.stats()
+		st := c.snapshot()
 		key := sc.String()
 		sum.Scopes[key] = st
 		sum.Totals.add(st)
@@ -82,34 +54,41 @@ func (g *Governor) Summary(s *Stats) Summary {
 		}
 	}
 	now := g.now()
-	g.eachEntry(func(e *entry) {
+	g.eachEntry(func(e *scopeEntry, _ *provider) {
 		key := e.key.String()
-		b := e.leaf.Snapshot(now)
-		if b.Rate < b.Ceiling || b.Paused > 0 {
-			sum.SlowedBuckets[key] = BucketState{RateRPS: b.Rate, CeilingRPS: b.Ceiling, PausedFor: b.Paused}
+		if b := e.leaf.Snapshot(now); b.Rate < b.Ceiling || b.Paused > 0 {
+			sum.SlowedBuckets[key] = b
 		}
-		if br := e.breaker.Snapshot(now); br.State != "closed" || br.Failures > 0 {
-			sum.Breakers[key] = BreakerState{State: br.State, Failures: br.Failures, Cooldown: br.Cooldown, RetryIn: br.Wait}
+		if br := e.breaker.Snapshot(now); br.State != state.Closed || br.Failures > 0 {
+			sum.Breakers[key] = br
 		}
 	})
 	return sum
 }
 
-// marshalWithSeconds marshals v (a struct) and appends key/duration pairs as
-// seconds.
-func marshalWithSeconds(v any, kv ...any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+// MarshalJSON writes the summary with its totals in the report's form:
+// calls, throttled, transient_errors, retries, gave_up, rejected,
+// breaker_trips and wait_seconds.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	return json.Marshal(struct {
+		plain
+		Totals totalsJSON `json:"totals"`
+	}{plain(s), totalsJSON(s.Totals)})
+}
+
+// totalsJSON is Counters marshalled as a summary's totals.
+type totalsJSON Counters
+
+func (t totalsJSON) MarshalJSON() ([]byte, error) {
+	type totals struct {
+		Calls           int64 `json:"calls"`
+		Throttled       int64 `json:"throttled"`
+		TransientErrors int64 `json:"transient_errors"`
+		Retries         int64 `json:"retries"`
+		GaveUp          int64 `json:"gave_up"`
+		Rejected        int64 `json:"rejected"`
+		BreakerTrips    int64 `json:"breaker_trips"`
 	}
-	b = b[:len(b)-1] // drop }
-	for i := 0; i+1 < len(kv); i += 2 {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, kv[i].(string))
-		b = append(b, ':')
-		b = strconv.AppendFloat(b, kv[i+1].(time.Duration).Seconds(), 'f', -1, 64)
-	}
-	return append(b, '}'), nil
+	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.BreakerTrips}, "wait_seconds", t.Wait)
 }

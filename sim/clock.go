@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"context"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -9,16 +13,66 @@ import (
 // runs on the same time.
 type Clock = resilience.Clock
 
-// SystemClock is the time package (resilience.SystemClock). Inside a
-// testing/synctest bubble its time is the bubble's virtual time: sleeping
-// costs nothing and a run takes only the CPU time of its requests.
-type SystemClock = resilience.SystemClock
+// SystemClock is the time package. Inside a testing/synctest bubble its time
+// is the bubble's virtual time: sleeping costs nothing and a run takes only
+// the CPU time of its requests. Its zero value is ready to use.
+type SystemClock struct{}
 
-// scaleOf returns how many times faster than the wall clock c runs: the
-// Scale of a *resilience.ScaledClock, 1 for anything else.
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d, or until ctx is done, and then returns ctx.Err().
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error { return sleep.For(ctx, d) }
+
+// ScaledClock is a Clock whose time runs a fixed number of times faster than
+// the wall clock from the moment it is made: at scale 10, a 60 s wait takes
+// 6 s of wall time. The command runs every strategy on one, so that a
+// scenario of minutes takes seconds. It implements RealDuration, which the
+// governor uses to compare its waits with a context's deadline (wall time).
+// It is safe for concurrent use. Make one with NewScaledClock.
+type ScaledClock struct {
+	scale float64
+	start time.Time // the wall time at which the clock was made; also its origin
+}
+
+// NewScaledClock returns a clock running scale times faster than the wall
+// clock; a scale that is not positive means 1.
+func NewScaledClock(scale float64) *ScaledClock {
+	if !(scale > 0) {
+		scale = 1
+	}
+	return &ScaledClock{scale: scale, start: time.Now()}
+}
+
+// Scale returns how many times faster than the wall clock c runs.
+func (c *ScaledClock) Scale() float64 { return c.scale }
+
+// Now returns the time the clock was made plus the wall time elapsed since,
+// scaled.
+func (c *ScaledClock) Now() time.Time {
+	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.scale))
+}
+
+// Sleep waits d of clock time (d/Scale of wall time), or until ctx is done,
+// and then returns ctx.Err().
+func (c *ScaledClock) Sleep(ctx context.Context, d time.Duration) error {
+	return sleep.For(ctx, c.RealDuration(d))
+}
+
+// RealDuration returns the wall time that d of clock time takes.
+func (c *ScaledClock) RealDuration(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.scale)
+}
+
+// scaleOf returns how many times faster than the wall clock c runs: from its
+// RealDuration, as the governor reads it, and 1 for a clock without one.
 func scaleOf(c Clock) float64 {
-	if sc, ok := c.(*resilience.ScaledClock); ok && sc.Scale > 0 {
-		return sc.Scale
+	if rd, ok := c.(interface {
+		RealDuration(time.Duration) time.Duration
+	}); ok {
+		if wall := rd.RealDuration(time.Second); wall > 0 {
+			return float64(time.Second) / float64(wall)
+		}
 	}
 	return 1
 }

@@ -1,10 +1,7 @@
 package sim
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -12,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -31,9 +29,11 @@ func LoadFile(path string) (*Scenario, error) {
 // Parse reads a scenario from YAML. The scenario starts as the built-in one
 // named by the key base (default "default") and the file's keys replace its
 // settings; the ratelimit section is the governor's configuration, read by
-// resilience.ParseConfig. Unknown keys and bad values are errors naming the
-// key path, such as "provider.changes[0].at_seconds: must be a number of
-// seconds or a duration".
+// resilience.ParseConfig. The data must be one YAML document holding a
+// mapping. Unknown keys, duplicate keys and bad values are errors (*Error,
+// the ratelimit section's included) naming the key path, such as
+// "provider.changes[0].at_seconds: must be a number of seconds or a
+// duration".
 //
 //	name: my-estate
 //	base: default
@@ -66,23 +66,15 @@ func LoadFile(path string) (*Scenario, error) {
 //	ratelimit:              # the governor (cloudg strategies)
 //	  aws: {max_rps: 20}
 func Parse(data []byte) (*Scenario, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &Error{Path: "(document)", Msg: "empty scenario"}
-		}
-		return nil, &Error{Path: "(document)", Msg: err.Error()}
+	root, err := yamlconf.Document(data, "(document)")
+	if err != nil {
+		return nil, err
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
-	}
-	if root.Kind != yaml.MappingNode {
-		return nil, &Error{Path: "(document)", Msg: "must be a mapping"}
+	if root == nil {
+		return nil, &Error{Path: "(document)", Msg: "empty scenario"}
 	}
 	baseName := ScenarioDefault
-	if n := lookup(root, "base"); n != nil {
+	if n := yamlconf.Section(root, "base"); n != nil {
 		baseName = n.Value
 	}
 	sc, ok := Builtin(baseName)
@@ -90,11 +82,11 @@ func Parse(data []byte) (*Scenario, error) {
 		return nil, &Error{Path: "base", Msg: fmt.Sprintf("unknown scenario %q", baseName)}
 	}
 	sc.Model = nil // the model's figures belong to the built-in scenario only
-	if lookup(root, "description") == nil {
+	if yamlconf.Section(root, "description") == nil {
 		sc.Description = "" // the base's would describe another scenario
 	}
 	p := parser{}
-	err := p.mapping(root, "", map[string]func(*yaml.Node, string) error{
+	err = p.mapping(root, "", map[string]func(*yaml.Node, string) error{
 		"base":               func(*yaml.Node, string) error { return nil },
 		"name":               p.str(&sc.Name),
 		"description":        p.str(&sc.Description),
@@ -219,6 +211,10 @@ func (p parser) provider(n *yaml.Node, path string, ps *ProviderSpec) error {
 }
 
 // parser decodes yaml nodes into a scenario, with key paths in its errors.
+// It walks the nodes itself rather than through yamlconf.Decoder: a
+// scenario has lists (changes, outages, actions), takes YAML 1.1 booleans
+// (yes, on) and any scalar as a string, and its messages name what a value
+// must be ("must be a number, not \"fast\"").
 type parser struct{}
 
 func join(path, key string) string {
@@ -226,15 +222,6 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func lookup(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 func (parser) mapping(n *yaml.Node, path string, fields map[string]func(*yaml.Node, string) error) error {

@@ -162,7 +162,7 @@ func (p *Provider) latency(u1, u2 float64) time.Duration {
 // one: a *smithyhttp.ResponseError (status, headers) around a
 // *smithy.GenericAPIError (code, message). It also has Header(), the method
 // the governor reads hints from, which the SDK's shapes lack (the AWS
-// integration teaches the governor those shapes with an ErrorReader).
+// integration teaches the governor those shapes with an error reader).
 type APIError struct {
 	resp *smithyhttp.ResponseError
 	api  *smithy.GenericAPIError

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"context"
+	"errors"
+	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -18,7 +21,7 @@ func TestScaledClock(t *testing.T) {
 	sc.Client.Burst = 20
 	sc.TimeLimit = 10 * time.Minute
 	ideal := sc.IdealMakespan() // 28 s
-	clock := resilience.NewScaledClock(50)
+	clock := NewScaledClock(50)
 	restore := UseSDKClock(clock, sc.Seed)
 	defer restore()
 	for _, name := range []string{AWSAdaptive, Failsafe, Static, CloudgGoodput} {
@@ -41,4 +44,82 @@ func TestScaledClock(t *testing.T) {
 			t.Errorf("governor lost %d calls", r.Lost)
 		}
 	}
+}
+
+// A ScaledClock runs scale times faster than the wall clock, which inside a
+// synctest bubble is virtual: the figures are exact.
+func TestScaledClockPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewScaledClock(10)
+		t0, w0 := c.Now(), time.Now()
+		if err := c.Sleep(context.Background(), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got, wall := c.Now().Sub(t0), time.Since(w0); got != 30*time.Second || wall != 3*time.Second {
+			t.Fatalf("a 30 s sleep at x10: %v of clock time in %v of wall time", got, wall)
+		}
+		if c.Scale() != 10 || c.RealDuration(time.Minute) != 6*time.Second || scaleOf(c) != 10 {
+			t.Fatalf("scale %v, a minute takes %v, scaleOf %v", c.Scale(), c.RealDuration(time.Minute), scaleOf(c))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a sleep with a cancelled context: %v", err)
+		}
+		for _, s := range []float64{0, -2, math.NaN()} {
+			if c := NewScaledClock(s); c.Scale() != 1 {
+				t.Errorf("NewScaledClock(%v): scale %v, want 1", s, c.Scale())
+			}
+		}
+		if scaleOf(SystemClock{}) != 1 {
+			t.Error("the system clock is not at x1")
+		}
+	})
+}
+
+// paceOnly is a ScaledClock without RealDuration: the governor cannot tell
+// its pace from the wall clock's.
+type paceOnly struct{ c *ScaledClock }
+
+func (p paceOnly) Now() time.Time                                   { return p.c.Now() }
+func (p paceOnly) Sleep(ctx context.Context, d time.Duration) error { return p.c.Sleep(ctx, d) }
+
+// A context's deadline is wall time: on a clock at x10, 500 ms of wall time
+// leave 5 s of clock time, enough for a token 1 s of clock time away, and
+// 50 ms leave 0.5 s, too little. The governor reads the pace from
+// RealDuration; without it, 500 ms would be too little.
+func TestScaledClockDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		one := resilience.Config{AWS: resilience.ProviderConfig{
+			Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}},
+		}}
+		scope := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeInstances"}
+		ok := func(context.Context) error { return nil }
+		// call empties the bucket, then makes a call that needs a token 1 s
+		// of clock time away, with a context of wall timeout.
+		call := func(clock Clock, timeout time.Duration) (time.Duration, error) {
+			g, err := resilience.NewGovernor(one, resilience.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := resilience.Do(context.Background(), scope, ok, resilience.WithGovernor(g)); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			start := time.Now()
+			err = resilience.Do(ctx, scope, ok, resilience.WithGovernor(g))
+			return time.Since(start), err
+		}
+		if wall, err := call(NewScaledClock(10), 500*time.Millisecond); err != nil || wall != 100*time.Millisecond {
+			t.Errorf("x10, 500 ms of wall time: %v after %v, want nil after 100ms", err, wall)
+		}
+		var de *resilience.DeadlineExceededError
+		if wall, err := call(NewScaledClock(10), 50*time.Millisecond); !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || wall != 0 {
+			t.Errorf("x10, 50 ms of wall time: %v after %v, want a *DeadlineExceededError at once", err, wall)
+		}
+		if _, err := call(paceOnly{NewScaledClock(10)}, 500*time.Millisecond); !errors.As(err, &de) {
+			t.Errorf("without RealDuration, 500 ms of wall time: %v, want a *DeadlineExceededError", err)
+		}
+	})
 }

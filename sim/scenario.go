@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -328,10 +329,10 @@ func (s *Scenario) Validate() error {
 	return nil
 }
 
-// Error is a problem with a scenario at a key path.
-type Error struct {
-	Path string // provider.changes[0].at_seconds
-	Msg  string
-}
-
-func (e *Error) Error() string { return e.Path + ": " + e.Msg }
+// Error is a problem with a scenario at a key path: Path names the key
+// (provider.changes[0].at_seconds, or (document) for the whole file), Msg
+// says what is wrong, and Error() returns "<Path>: <Msg>". It is the type of
+// the governor's configuration errors too (resilience.ParseConfig's, whose
+// paths start with ratelimit.), so that one errors.As finds the key path of
+// any error Parse returns.
+type Error = yamlconf.Error

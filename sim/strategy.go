@@ -29,7 +29,7 @@ const (
 	AWSAdaptive   = "aws-adaptive"   // the AWS SDK's adaptive retry mode
 	Static        = "static"         // x/time/rate at the configured rate, plain retries
 	Failsafe      = "failsafe"       // failsafe-go retry + circuit breaker + rate limiter
-	CloudgAIMD    = "cloudg-aimd"    // this governor, default settings (the spec's AIMD)
+	CloudgAIMD    = "cloudg-aimd"    // this governor, default settings (AIMD)
 	CloudgGoodput = "cloudg-goodput" // this governor with controller: goodput
 )
 
@@ -67,12 +67,18 @@ func newStrategy(name string, sc *Scenario, clock Clock) (strategy, error) {
 	case Failsafe:
 		return newFailsafeStrategy(sc, clock), nil
 	case CloudgAIMD:
-		return newGovernorStrategy(sc, clock, resilience.ControllerAIMD)
+		return newGovernorStrategy(sc, clock, controllerAIMD)
 	case CloudgGoodput:
-		return newGovernorStrategy(sc, clock, resilience.ControllerGoodput)
+		return newGovernorStrategy(sc, clock, controllerGoodput)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
+
+// The governor's controllers (ratelimit.<provider>.controller).
+const (
+	controllerAIMD    = "aimd"
+	controllerGoodput = "goodput"
+)
 
 // retryable is what a hand-written retry loop retries: throttling, 429 and
 // 5xx answers.
@@ -262,7 +268,7 @@ func (s *governorStrategy) Call(ctx context.Context, action string, attempt func
 func (s *governorStrategy) Rate() float64 {
 	var sum float64
 	for _, sp := range s.scopes {
-		sum += s.g.BucketState(sp).RateRPS
+		sum += s.g.Inspect(sp).Leaf.Rate
 	}
 	return sum
 }

@@ -45,7 +45,7 @@ func runVirtual(t *testing.T, sc *Scenario) map[string]*Result {
 // every other strategy, and at most 3% of the time; its goodput is at least
 // 95% of the true capacity and within 5% of every other strategy's.
 //
-// The spec's AIMD, the default, loses no call, is rejected less than the
+// AIMD, the default controller, loses no call, is rejected less than the
 // AWS SDK's standard mode, the static limiter and failsafe-go (about as
 // often as the SDK's adaptive mode, whose row varies from run to run), at
 // most 3% of the time, but its goodput is far under the bound (as the

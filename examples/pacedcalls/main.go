@@ -83,7 +83,8 @@ aws:
 		func(_ context.Context, name string) (string, error) {
 			return "arn:aws:secretsmanager:eu-west-1:" + account + ":secret:" + name, nil
 		},
-		resilience.WithPolicy(resilience.RetryPolicy{MaxRetries: 2, Deadline: 30 * time.Second}),
+		// Three attempts (two retries) within 30 s.
+		resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 3, Deadline: 30 * time.Second}),
 	)
 
 	ctx, stats := resilience.WithStats(context.Background())
@@ -122,7 +123,7 @@ aws:
 	sort.Strings(keys)
 	fmt.Fprint(w, "slowed:")
 	for _, k := range keys {
-		fmt.Fprintf(w, " %s: %.1f rps", k, summary.SlowedBuckets[k].RateRPS)
+		fmt.Fprintf(w, " %s: %.1f rps", k, summary.SlowedBuckets[k].Rate)
 	}
 	fmt.Fprintln(w)
 	return nil

@@ -1,54 +1,31 @@
 // Package breaker implements the governor's circuit breaker: closed, open,
 // and half-open with a single probe that holds a lease of one cooldown.
 //
-// Times are int64 nanoseconds on the caller's clock.
+// Times are durations since an origin of the caller's clock. *Breaker
+// implements state.Breaker.
 package breaker
 
 import (
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
-
-// State is a breaker's position.
-type State int32
-
-const (
-	Closed   State = iota // calls flow
-	Open                  // calls are rejected until the cooldown ends
-	HalfOpen              // one probe call is out; the others are rejected
-)
-
-func (s State) String() string {
-	switch s {
-	case Open:
-		return "open"
-	case HalfOpen:
-		return "half_open"
-	default:
-		return "closed"
-	}
-}
-
-// Spec describes a breaker.
-type Spec struct {
-	Threshold   int   // consecutive failures that open it; >= 1
-	Cooldown    int64 // base open time
-	MaxCooldown int64 // the cooldown doubles on a failed probe up to this
-}
 
 // Breaker is safe for concurrent use. The zero value is not usable; call New.
 type Breaker struct {
-	state    atomic.Int32 // State; read without the lock on the hot path
+	state    atomic.Int32 // a state.BreakerState; read without the lock on the hot path
 	failures atomic.Int32 // consecutive failures while closed
 
 	mu       sync.Mutex
-	spec     Spec
-	cooldown int64 // current cooldown
-	until    int64 // Open: end of the cooldown; HalfOpen: end of the probe's lease
+	spec     state.BreakerSpec
+	cooldown time.Duration // current cooldown
+	until    time.Duration // Open: end of the cooldown; HalfOpen: end of the probe's lease
 }
 
 // New returns a closed breaker.
-func New(s Spec) *Breaker {
+func New(s state.BreakerSpec) *Breaker {
 	if s.Threshold < 1 {
 		s.Threshold = 1
 	}
@@ -63,20 +40,20 @@ func New(s Spec) *Breaker {
 // cooldown has ended turns half-open and lets this caller through as the
 // probe (probe is true), with a lease of one cooldown; if the probe never
 // reports back, the next caller after the lease becomes the probe.
-func (b *Breaker) Allow(now int64) (wait int64, ok, probe bool) {
-	if State(b.state.Load()) == Closed {
+func (b *Breaker) Allow(now time.Duration) (wait time.Duration, ok, probe bool) {
+	if state.BreakerState(b.state.Load()) == state.Closed {
 		return 0, true, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch State(b.state.Load()) {
-	case Closed:
+	switch state.BreakerState(b.state.Load()) {
+	case state.Closed:
 		return 0, true, false
-	case Open:
+	case state.Open:
 		if now < b.until {
 			return b.until - now, false, false
 		}
-		b.state.Store(int32(HalfOpen))
+		b.state.Store(int32(state.HalfOpen))
 	default: // HalfOpen
 		if now < b.until {
 			return b.until - now, false, false
@@ -88,10 +65,10 @@ func (b *Breaker) Allow(now int64) (wait int64, ok, probe bool) {
 
 // AllowProbe lets the probe of a half-open breaker send again (its retry):
 // true while the breaker is half-open or closed, false once it is open.
-func (b *Breaker) AllowProbe(now int64) (wait int64, ok bool) {
+func (b *Breaker) AllowProbe(now time.Duration) (wait time.Duration, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if State(b.state.Load()) == Open {
+	if state.BreakerState(b.state.Load()) == state.Open {
 		return max(0, b.until-now), false
 	}
 	return 0, true
@@ -101,13 +78,13 @@ func (b *Breaker) AllowProbe(now int64) (wait int64, ok bool) {
 // resets, and a half-open breaker closes with its base cooldown restored.
 // It reports whether it closed the breaker.
 func (b *Breaker) Success() (closed bool) {
-	if State(b.state.Load()) == Closed && b.failures.Load() == 0 {
+	if state.BreakerState(b.state.Load()) == state.Closed && b.failures.Load() == 0 {
 		return false
 	}
 	b.mu.Lock()
 	b.failures.Store(0)
-	if State(b.state.Load()) == HalfOpen {
-		b.state.Store(int32(Closed))
+	if state.BreakerState(b.state.Load()) == state.HalfOpen {
+		b.state.Store(int32(state.Closed))
 		b.cooldown = b.spec.Cooldown
 		closed = true
 	}
@@ -119,39 +96,31 @@ func (b *Breaker) Success() (closed bool) {
 // the breaker opened because of it: the threshold was reached while closed,
 // or the half-open probe failed (the cooldown then doubles, up to
 // MaxCooldown).
-func (b *Breaker) Failure(now int64) (opened bool) {
+func (b *Breaker) Failure(now time.Duration) (opened bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch State(b.state.Load()) {
-	case Closed:
+	switch state.BreakerState(b.state.Load()) {
+	case state.Closed:
 		if int(b.failures.Add(1)) < b.spec.Threshold {
 			return false
 		}
-	case HalfOpen:
+	case state.HalfOpen:
 		b.cooldown = min(2*b.cooldown, b.spec.MaxCooldown)
 	default: // already open: a late report changes nothing
 		return false
 	}
 	b.failures.Store(0)
-	b.state.Store(int32(Open))
+	b.state.Store(int32(state.Open))
 	b.until = now + b.cooldown
 	return true
 }
 
-// Snapshot is a breaker's state at a time.
-type Snapshot struct {
-	State    State
-	Failures int
-	Cooldown int64 // current cooldown
-	Wait     int64 // Open: time left; HalfOpen: time left in the probe's lease
-}
-
 // Snapshot returns the breaker's state at now.
-func (b *Breaker) Snapshot(now int64) Snapshot {
+func (b *Breaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Snapshot{State: State(b.state.Load()), Failures: int(b.failures.Load()), Cooldown: b.cooldown}
-	if s.State != Closed && b.until > now {
+	s := state.BreakerSnapshot{State: state.BreakerState(b.state.Load()), Failures: int(b.failures.Load()), Cooldown: b.cooldown}
+	if s.State != state.Closed && b.until > now {
 		s.Wait = b.until - now
 	}
 	return s
@@ -159,5 +128,7 @@ func (b *Breaker) Snapshot(now int64) Snapshot {
 
 // Pristine reports whether the breaker is indistinguishable from a new one.
 func (b *Breaker) Pristine() bool {
-	return State(b.state.Load()) == Closed && b.failures.Load() == 0
+	return state.BreakerState(b.state.Load()) == state.Closed && b.failures.Load() == 0
 }
+
+var _ state.Breaker = (*Breaker)(nil)

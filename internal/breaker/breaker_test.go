@@ -1,15 +1,18 @@
 package breaker
 
 import (
+	"github.com/cloudg/cloudg/state"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-const sec = int64(time.Second)
+const sec = time.Second
 
-func spec() Spec { return Spec{Threshold: 5, Cooldown: 60 * sec, MaxCooldown: 600 * sec} }
+func spec() state.BreakerSpec {
+	return state.BreakerSpec{Threshold: 5, Cooldown: 60 * sec, MaxCooldown: 600 * sec}
+}
 
 func TestOpensAfterThresholdConsecutiveFailures(t *testing.T) {
 	b := New(spec())
@@ -26,7 +29,7 @@ func TestOpensAfterThresholdConsecutiveFailures(t *testing.T) {
 	}
 	wait, ok, _ := b.Allow(10 * sec)
 	if ok || wait != 50*sec {
-		t.Fatalf("Allow = %v, %v; want rejected with 50s left", time.Duration(wait), ok)
+		t.Fatalf("Allow = %v, %v; want rejected with 50s left", wait, ok)
 	}
 }
 
@@ -51,11 +54,11 @@ func TestHalfOpenLetsOneProbeThrough(t *testing.T) {
 	if _, ok, _ := b.Allow(60 * sec); !ok {
 		t.Fatal("no probe after the cooldown")
 	}
-	if s := b.Snapshot(60 * sec); s.State != HalfOpen {
+	if s := b.Snapshot(60 * sec); s.State != state.HalfOpen {
 		t.Fatalf("state %v, want half_open", s.State)
 	}
 	if wait, ok, _ := b.Allow(61 * sec); ok || wait != 59*sec {
-		t.Fatalf("second caller during the probe: %v %v, want rejected for the lease's 59s", time.Duration(wait), ok)
+		t.Fatalf("second caller during the probe: %v %v, want rejected for the lease's 59s", wait, ok)
 	}
 	if !b.Success() {
 		t.Fatal("a successful probe did not close it")
@@ -70,8 +73,8 @@ func TestFailedProbeDoublesCooldownUpTo600s(t *testing.T) {
 	for range 5 {
 		b.Failure(0)
 	}
-	now := int64(0)
-	want := []int64{120, 240, 480, 600, 600}
+	now := time.Duration(0)
+	want := []time.Duration{120, 240, 480, 600, 600}
 	for _, w := range want {
 		now += b.Snapshot(now).Wait
 		if _, ok, _ := b.Allow(now); !ok {
@@ -81,7 +84,7 @@ func TestFailedProbeDoublesCooldownUpTo600s(t *testing.T) {
 			t.Fatal("failed probe did not reopen")
 		}
 		if c := b.Snapshot(now).Cooldown; c != w*sec {
-			t.Fatalf("cooldown %v, want %ds", time.Duration(c), w)
+			t.Fatalf("cooldown %v, want %ds", c, w)
 		}
 	}
 	// A successful probe restores the base cooldown.
@@ -92,7 +95,7 @@ func TestFailedProbeDoublesCooldownUpTo600s(t *testing.T) {
 		b.Failure(now)
 	}
 	if c := b.Snapshot(now).Cooldown; c != 60*sec {
-		t.Fatalf("cooldown after recovery %v, want 60s", time.Duration(c))
+		t.Fatalf("cooldown after recovery %v, want 60s", c)
 	}
 }
 
@@ -119,7 +122,7 @@ func TestLateFailureWhileOpenChangesNothing(t *testing.T) {
 		t.Fatal("reopened an open breaker")
 	}
 	if w := b.Snapshot(sec).Wait; w != 59*sec {
-		t.Fatalf("wait %v, want 59s", time.Duration(w))
+		t.Fatalf("wait %v, want 59s", w)
 	}
 }
 
@@ -174,7 +177,7 @@ func TestProbeIsToldAndMayRetry(t *testing.T) {
 	}
 	b.Failure(63 * sec) // the probe failed: open for 120 s
 	if w, ok := b.AllowProbe(64 * sec); ok || w != 119*sec {
-		t.Fatalf("AllowProbe on a reopened breaker: %v %v", ok, time.Duration(w))
+		t.Fatalf("AllowProbe on a reopened breaker: %v %v", ok, w)
 	}
 	if _, ok, probe := New(spec()).Allow(0); !ok || probe {
 		t.Fatal("a closed breaker's caller is not a probe")

@@ -1,9 +1,9 @@
 // Package bucket implements the governor's token buckets: reservation-based,
 // FIFO, with an optional adaptive rate (AIMD) and pauses for Retry-After.
 //
-// Times are int64 nanoseconds on the caller's clock (any monotonic origin);
-// the bucket never reads a clock itself, so it runs in virtual time, scaled
-// time or real time alike.
+// Times are durations since an origin of the caller's clock; the bucket
+// never reads a clock itself, so it runs in virtual time, scaled time or
+// real time alike. *Bucket implements state.Bucket.
 package bucket
 
 import (
@@ -11,17 +11,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
-// The spec's AIMD constants (section 2.4).
+// The AIMD controller's constants: halve once per one-second congestion
+// event; after five quiet seconds give back 5% of the ceiling per five
+// seconds.
 const (
 	// DecreaseFactor multiplies the rate on a congestion event.
 	DecreaseFactor = 0.5
 	// DecreaseInterval groups throttles into one congestion event.
-	DecreaseInterval = int64(time.Second)
+	DecreaseInterval = time.Second
 	// IncreaseInterval is both the quiet time after a throttle before the
 	// rate may grow, and the minimum time between two increases.
-	IncreaseInterval = int64(5 * time.Second)
+	IncreaseInterval = 5 * time.Second
 	// IncreaseStep is the share of the ceiling given back per increase.
 	IncreaseStep = 0.05
 	// MinIncrease is the smallest increase in tokens per second.
@@ -41,31 +45,17 @@ const (
 	GoodputWindow = 5 // seconds
 
 	// goodputSlot is the resolution of the success counts.
-	goodputSlot  = int64(100 * time.Millisecond)
-	goodputSlots = GoodputWindow*int(int64(time.Second)/goodputSlot) + 1
+	goodputSlot  = 100 * time.Millisecond
+	goodputSlots = GoodputWindow*int(time.Second/goodputSlot) + 1
 )
+
+// DefaultFloor is the lowest adaptive rate of a spec without a floor: a
+// tiny positive rate, so that halving never reaches zero.
+const DefaultFloor = 1e-3
 
 // never is a time far enough in the past that "now - never" exceeds every
 // interval without overflowing.
-const never = math.MinInt64 / 4
-
-// Spec describes a bucket.
-type Spec struct {
-	Rate     float64 // ceiling in tokens per second; > 0
-	Burst    float64 // capacity at the ceiling; <= 0 means twice the rate; never below 1
-	Floor    float64 // lowest adaptive rate; <= 0 means no floor beyond a tiny positive one
-	Adaptive bool    // halve on throttles, recover on successes
-	Goodput  bool    // adaptive with the measured-goodput controller instead of AIMD
-}
-
-// Capacity is the bucket's capacity at the ceiling.
-func (s Spec) Capacity() float64 {
-	c := s.Burst
-	if c <= 0 {
-		c = 2 * s.Rate
-	}
-	return math.Max(1, c)
-}
+const never = time.Duration(math.MinInt64 / 4)
 
 // Bucket is a token bucket. It is safe for concurrent use. The zero value
 // is not usable; call New.
@@ -79,8 +69,8 @@ func (s Spec) Capacity() float64 {
 // the new units. A reservation racing a rate change may be counted in the
 // old units: an error of at most one token, at the instant of the change.
 type Bucket struct {
-	t0     atomic.Int64           // the time at which the balance is zero
-	paused atomic.Int64           // no token is usable before this time
+	t0     atomicDuration         // the time at which the balance is zero
+	paused atomicDuration         // no token is usable before this time
 	p      atomic.Pointer[params] // the current rate
 
 	mu           sync.Mutex
@@ -88,9 +78,9 @@ type Bucket struct {
 	floor        float64
 	ratio        float64 // capacity at the ceiling / ceiling
 	adaptive     bool
-	lastDecrease int64
-	lastThrottle int64
-	lastIncrease int64
+	lastDecrease time.Duration
+	lastThrottle time.Duration
+	lastIncrease time.Duration
 
 	goodput *servedWindow // the measured-goodput controller's counts; nil for AIMD
 
@@ -100,7 +90,7 @@ type Bucket struct {
 // servedWindow counts successes in slots of 100 ms for the last
 // GoodputWindow seconds (a ring indexed by slot).
 type servedWindow struct {
-	created  int64
+	created  time.Duration
 	served   [goodputSlots]int64
 	servedAt [goodputSlots]int64 // the slot each entry counts
 }
@@ -109,8 +99,8 @@ type servedWindow struct {
 type params struct {
 	rate     float64
 	capacity float64
-	interval int64 // nanoseconds per token, at least 1
-	capNS    int64 // capacity * interval: how far t0 may lag behind now
+	interval time.Duration // the time per token, at least 1 ns
+	capNS    time.Duration // capacity * interval: how far t0 may lag behind now
 }
 
 // maxSpan bounds the nanosecond spans of absurd rates (1e-300 tokens per
@@ -121,16 +111,16 @@ func newParams(rate, capacity float64) *params {
 	return &params{
 		rate:     rate,
 		capacity: capacity,
-		interval: max(1, int64(math.Min(1e9/rate, maxSpan))),
-		capNS:    max(1, int64(math.Min(capacity/rate*1e9, maxSpan))),
+		interval: max(1, time.Duration(math.Min(1e9/rate, maxSpan))),
+		capNS:    max(1, time.Duration(math.Min(capacity/rate*1e9, maxSpan))),
 	}
 }
 
 // New returns a full bucket at its ceiling.
-func New(s Spec, now int64) *Bucket {
+func New(s state.BucketSpec, now time.Duration) *Bucket {
 	floor := s.Floor
 	if floor <= 0 {
-		floor = 1e-3
+		floor = DefaultFloor
 	}
 	floor = math.Min(floor, s.Rate)
 	capacity := s.Capacity()
@@ -156,7 +146,7 @@ func New(s Spec, now int64) *Bucket {
 // Reserve takes one token and returns how long the caller must wait before
 // using it (0: at once). Reservations queue in arrival order: the balance
 // goes negative and each later caller waits longer.
-func (b *Bucket) Reserve(now int64) (wait int64) {
+func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
 	for {
 		p := b.p.Load()
 		pu := b.paused.Load()
@@ -169,7 +159,7 @@ func (b *Bucket) Reserve(now int64) (wait int64) {
 }
 
 // TryReserve takes one token only if it can be used at once.
-func (b *Bucket) TryReserve(now int64) bool {
+func (b *Bucket) TryReserve(now time.Duration) bool {
 	for {
 		p := b.p.Load()
 		if b.paused.Load() > now {
@@ -187,7 +177,7 @@ func (b *Bucket) TryReserve(now int64) bool {
 }
 
 // Cancel gives back a token reserved by a caller that will not use it.
-func (b *Bucket) Cancel(now int64) {
+func (b *Bucket) Cancel(now time.Duration) {
 	for {
 		p := b.p.Load()
 		t := b.t0.Load()
@@ -203,7 +193,7 @@ func (b *Bucket) Cancel(now int64) {
 // DecreaseInterval; throttles within that interval are the same congestion
 // event. A positive pause holds every caller until now+pause. It returns the
 // rate after the event and whether this call decreased it.
-func (b *Bucket) Throttle(now, pause int64) (rate float64, decreased bool) {
+func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.lastThrottle = now
@@ -225,7 +215,7 @@ func (b *Bucket) Throttle(now, pause int64) (rate float64, decreased bool) {
 }
 
 // Pause holds every caller until now+pause without touching the rate.
-func (b *Bucket) Pause(now, pause int64) {
+func (b *Bucket) Pause(now, pause time.Duration) {
 	b.mu.Lock()
 	b.pause(now, pause)
 	b.mu.Unlock()
@@ -234,7 +224,7 @@ func (b *Bucket) Pause(now, pause int64) {
 // pause holds every caller until now+pause: the balance is frozen over the
 // pause (t0 moves later by the new part of it), and no token is usable
 // before it ends. mu must be held.
-func (b *Bucket) pause(now, pause int64) {
+func (b *Bucket) pause(now, pause time.Duration) {
 	if pause <= 0 {
 		return
 	}
@@ -259,7 +249,7 @@ func (b *Bucket) pause(now, pause int64) {
 // throttle, an adaptive bucket below its ceiling gains IncreaseStep of the
 // ceiling (at least MinIncrease), at most once per IncreaseInterval. It
 // returns the rate and whether this call increased it.
-func (b *Bucket) Success(now int64) (rate float64, increased bool) {
+func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	if b.goodput == nil && !b.slowed.Load() {
 		return b.ceiling, false
 	}
@@ -285,7 +275,7 @@ func (b *Bucket) Success(now int64) (rate float64, increased bool) {
 // A queue of callers is kept as a time, not as a number of tokens: the
 // callers already waiting go at the times they were given, and the next
 // caller after them at the new rate. mu must be held.
-func (b *Bucket) setRate(now int64, r float64, drain bool) {
+func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
 	old := b.p.Load()
 	np := newParams(r, math.Max(1, b.ratio*r))
 	b.p.Store(np)
@@ -298,7 +288,7 @@ func (b *Bucket) setRate(now int64, r float64, drain bool) {
 			if drain {
 				bal = 0
 			}
-			nt = at - int64(bal*float64(np.interval))
+			nt = at - time.Duration(bal*float64(np.interval))
 		}
 		if nt == t || b.t0.CompareAndSwap(t, nt) {
 			break
@@ -309,8 +299,8 @@ func (b *Bucket) setRate(now int64, r float64, drain bool) {
 
 // count counts one success in the current slot. The bucket's mu must be
 // held.
-func (b *servedWindow) count(now int64) {
-	slot := now / goodputSlot
+func (b *servedWindow) count(now time.Duration) {
+	slot := int64(now / goodputSlot)
 	i := int(slot % int64(goodputSlots))
 	if i < 0 {
 		i += goodputSlots
@@ -328,14 +318,14 @@ func (b *servedWindow) count(now int64) {
 // the previous decrease (what was served before that was served at a rate
 // already given up). With nothing served it halves. The bucket's mu must
 // be held.
-func (b *servedWindow) rate(now int64, rate float64, prevDecrease int64) float64 {
-	from := max(now-GoodputWindow*int64(time.Second), b.created)
+func (b *servedWindow) rate(now time.Duration, rate float64, prevDecrease time.Duration) float64 {
+	from := max(now-GoodputWindow*time.Second, b.created)
 	if prevDecrease > never {
 		from = max(from, (prevDecrease/goodputSlot+1)*goodputSlot)
 	}
 	var n int64
 	for i, at := range b.servedAt {
-		if at >= from/goodputSlot && at <= now/goodputSlot && b.served[i] > 0 {
+		if at >= int64(from/goodputSlot) && at <= int64(now/goodputSlot) && b.served[i] > 0 {
 			n += b.served[i]
 		}
 	}
@@ -350,26 +340,18 @@ func (b *servedWindow) rate(now int64, rate float64, prevDecrease int64) float64
 // bucket below its ceiling, or one whose controller counts successes.
 func (b *Bucket) Recovering() bool { return b.goodput != nil || b.slowed.Load() }
 
-// State is a snapshot of a bucket.
-type State struct {
-	Rate     float64 // current rate
-	Ceiling  float64 // configured rate
-	Tokens   float64 // balance now (negative: callers queued)
-	PausedNS int64   // time left in a pause, 0 when not paused
-}
-
 // Snapshot returns the bucket's state at now. While paused, Tokens is the
 // balance the pause will end with.
-func (b *Bucket) Snapshot(now int64) State {
+func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	p := b.p.Load()
 	pu := b.paused.Load()
 	at := max(now, pu)
 	t := max(b.t0.Load(), at-p.capNS)
-	return State{
-		Rate:     p.rate,
-		Ceiling:  b.ceiling,
-		Tokens:   float64(at-t) / float64(p.interval),
-		PausedNS: max(0, pu-now),
+	return state.BucketSnapshot{
+		Rate:    p.rate,
+		Ceiling: b.ceiling,
+		Tokens:  float64(at-t) / float64(p.interval),
+		Paused:  max(0, pu-now),
 	}
 }
 
@@ -377,7 +359,18 @@ func (b *Bucket) Snapshot(now int64) State {
 // it is at its ceiling, not paused, and has been full for at least minIdle.
 // An idle bucket can be dropped and recreated later without any caller
 // noticing.
-func (b *Bucket) Idle(now, minIdle int64) bool {
+func (b *Bucket) Idle(now, minIdle time.Duration) bool {
 	p := b.p.Load()
 	return p.rate >= b.ceiling && b.paused.Load() <= now && b.t0.Load()+p.capNS <= now-minIdle
 }
+
+// atomicDuration is an atomic time.Duration.
+type atomicDuration struct{ v atomic.Int64 }
+
+func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
+func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
+func (a *atomicDuration) CompareAndSwap(old, new time.Duration) bool {
+	return a.v.CompareAndSwap(int64(old), int64(new))
+}
+
+var _ state.Bucket = (*Bucket)(nil)

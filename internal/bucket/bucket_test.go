@@ -1,13 +1,17 @@
 package bucket
 
 import (
+	"github.com/cloudg/cloudg/state"
 	"math"
 	"sync"
 	"testing"
 	"time"
 )
 
-const sec = int64(time.Second)
+const sec = time.Second
+
+// Spec is the bucket settings type, shortened for the tables below.
+type Spec = state.BucketSpec
 
 func approx(t *testing.T, what string, got, want float64) {
 	t.Helper()
@@ -20,17 +24,17 @@ func TestReserveQueuesInArrivalOrder(t *testing.T) {
 	// The spec's worked example: 2 rps, burst 2, six callers at once wait
 	// 0, 0, 0.5, 1.0, 1.5 and 2.0 seconds: 5.0 s in all, done at 2.0 s.
 	b := New(Spec{Rate: 2, Burst: 2}, 0)
-	var total int64
-	want := []int64{0, 0, sec / 2, sec, 3 * sec / 2, 2 * sec}
+	var total time.Duration
+	want := []time.Duration{0, 0, sec / 2, sec, 3 * sec / 2, 2 * sec}
 	for i, w := range want {
 		got := b.Reserve(0)
 		if got != w {
-			t.Fatalf("caller %d waits %v, want %v", i, time.Duration(got), time.Duration(w))
+			t.Fatalf("caller %d waits %v, want %v", i, got, w)
 		}
 		total += got
 	}
 	if total != 5*sec {
-		t.Fatalf("total wait %v, want 5s", time.Duration(total))
+		t.Fatalf("total wait %v, want 5s", total)
 	}
 }
 
@@ -54,7 +58,7 @@ func TestRefillStopsAtCapacity(t *testing.T) {
 		}
 	}
 	if w := b.Reserve(3600 * sec); w != sec/10 {
-		t.Fatalf("sixth token waited %v, want 100ms", time.Duration(w))
+		t.Fatalf("sixth token waited %v, want 100ms", w)
 	}
 }
 
@@ -68,11 +72,11 @@ func TestTryReserveAndCancel(t *testing.T) {
 	}
 	w := b.Reserve(0)
 	if w != sec {
-		t.Fatalf("wait %v, want 1s", time.Duration(w))
+		t.Fatalf("wait %v, want 1s", w)
 	}
 	b.Cancel(0)
 	if w := b.Reserve(0); w != sec {
-		t.Fatalf("after cancel, wait %v, want 1s (the cancelled token came back)", time.Duration(w))
+		t.Fatalf("after cancel, wait %v, want 1s (the cancelled token came back)", w)
 	}
 }
 
@@ -87,14 +91,14 @@ func TestThrottleTwiceASecondApartThenRecovery(t *testing.T) {
 	if r, dec := b.Throttle(sec, 0); !dec || r != 5 {
 		t.Fatalf("second throttle: rate %v decreased %v, want 5 true", r, dec)
 	}
-	var back int64 = -1
+	var back time.Duration = -1
 	for now := sec; now <= 200*sec; now += sec / 10 {
 		if r, _ := b.Success(now); r == 20 && back < 0 {
 			back = now - sec
 		}
 	}
 	if back != 75*sec {
-		t.Fatalf("back at 20 rps %v after the last throttle, want 75s", time.Duration(back))
+		t.Fatalf("back at 20 rps %v after the last throttle, want 75s", back)
 	}
 }
 
@@ -158,7 +162,7 @@ func TestThrottleDrainsBurstAndScalesCapacity(t *testing.T) {
 
 func TestFloor(t *testing.T) {
 	b := New(Spec{Rate: 1, Burst: 2, Floor: 0.2, Adaptive: true}, 0)
-	for i := range int64(10) {
+	for i := range time.Duration(10) {
 		b.Throttle(i*sec, 0)
 	}
 	approx(t, "rate", b.Snapshot(20*sec).Rate, 0.2)
@@ -170,7 +174,7 @@ func TestNonAdaptiveKeepsRateButPauses(t *testing.T) {
 		t.Fatalf("rate %v decreased %v, want 10 false", r, dec)
 	}
 	if w := b.Reserve(0); w != 3*sec {
-		t.Fatalf("wait %v during a 3 s pause, want 3s", time.Duration(w))
+		t.Fatalf("wait %v during a 3 s pause, want 3s", w)
 	}
 }
 
@@ -178,17 +182,17 @@ func TestPauseHoldsEveryCallerThenQueues(t *testing.T) {
 	b := New(Spec{Rate: 2, Burst: 1, Adaptive: true}, 0)
 	b.Throttle(0, 4*sec) // 1 rps, drained, paused 4 s
 	if w := b.Reserve(0); w != 5*sec {
-		t.Fatalf("first caller waits %v, want 5s (4 s pause, then one token at 1 rps)", time.Duration(w))
+		t.Fatalf("first caller waits %v, want 5s (4 s pause, then one token at 1 rps)", w)
 	}
 	if w := b.Reserve(sec); w != 5*sec {
-		t.Fatalf("second caller waits %v, want 5s (queued behind the first)", time.Duration(w))
+		t.Fatalf("second caller waits %v, want 5s (queued behind the first)", w)
 	}
-	if p := b.Snapshot(sec).PausedNS; p != 3*sec {
-		t.Fatalf("paused for %v, want 3s", time.Duration(p))
+	if p := b.Snapshot(sec).Paused; p != 3*sec {
+		t.Fatalf("paused for %v, want 3s", p)
 	}
 	b.Pause(sec, sec) // shorter than the pause in force: no change
-	if p := b.Snapshot(sec).PausedNS; p != 3*sec {
-		t.Fatalf("a shorter pause shortened it to %v", time.Duration(p))
+	if p := b.Snapshot(sec).Paused; p != 3*sec {
+		t.Fatalf("a shorter pause shortened it to %v", p)
 	}
 }
 
@@ -213,7 +217,7 @@ func TestIdle(t *testing.T) {
 func TestGoodputMovesToWhatWasServed(t *testing.T) {
 	b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
 	// 8 successes per second for 10 s.
-	for i := range int64(80) {
+	for i := range time.Duration(80) {
 		b.Success(i * sec / 8)
 	}
 	r, dec := b.Throttle(10*sec, 0)
@@ -233,7 +237,7 @@ func TestGoodputMovesToWhatWasServed(t *testing.T) {
 
 func TestGoodputNeverAboveNinetyPercentOfCurrent(t *testing.T) {
 	b := New(Spec{Rate: 10, Burst: 10, Goodput: true}, 0)
-	for i := range int64(200) {
+	for i := range time.Duration(200) {
 		b.Success(i * sec / 40) // 40 successes per second, above the rate
 	}
 	r, _ := b.Throttle(5*sec, 0)
@@ -250,7 +254,7 @@ func TestConcurrentReserveNeverLosesTokens(t *testing.T) {
 	b := New(Spec{Rate: 100, Burst: 100}, 0)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var waits []int64
+	var waits []time.Duration
 	for range 8 {
 		wg.Go(func() {
 			for range 100 {
@@ -262,7 +266,7 @@ func TestConcurrentReserveNeverLosesTokens(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	seen := map[int64]bool{}
+	seen := map[time.Duration]bool{}
 	for _, w := range waits {
 		if w > 0 && seen[w] {
 			t.Fatalf("two callers got the same slot %v", w)
@@ -284,7 +288,7 @@ func TestAbsurdRatesDoNotOverflow(t *testing.T) {
 		}
 		b.Throttle(sec, sec)
 		b.Success(100 * sec)
-		if s := b.Snapshot(2 * sec); math.IsNaN(s.Tokens) || s.PausedNS < 0 {
+		if s := b.Snapshot(2 * sec); math.IsNaN(s.Tokens) || s.Paused < 0 {
 			t.Fatalf("rate %g: %+v", r, s)
 		}
 	}
@@ -297,16 +301,16 @@ func TestRateChangeKeepsTheQueueAsATime(t *testing.T) {
 	// not after a queue counted again at the new rate (2.0 s).
 	b := New(Spec{Rate: 10, Burst: 1, Adaptive: true}, 0)
 	b.Reserve(0) // the stored token
-	var last int64
+	var last time.Duration
 	for range 10 {
 		last = b.Reserve(0)
 	}
 	if last != sec {
-		t.Fatalf("tenth queued caller waits %v, want 1s", time.Duration(last))
+		t.Fatalf("tenth queued caller waits %v, want 1s", last)
 	}
 	b.Throttle(0, 0)
 	if w := b.Reserve(0); w != sec+sec/5 {
-		t.Fatalf("next caller after the halving waits %v, want 1.2s", time.Duration(w))
+		t.Fatalf("next caller after the halving waits %v, want 1.2s", w)
 	}
 	// Recovery keeps it too.
 	b2 := New(Spec{Rate: 10, Burst: 1, Adaptive: true}, 0)
@@ -315,8 +319,8 @@ func TestRateChangeKeepsTheQueueAsATime(t *testing.T) {
 	b2.Reserve(6 * sec) // queued: goes at 6.2 s
 	b2.Success(6 * sec) // 5.5 rps
 	step := 1e9 / 5.5
-	if w := b2.Reserve(6 * sec); w != sec/5+int64(step) {
-		t.Fatalf("after an increase, next caller waits %v", time.Duration(w))
+	if w := b2.Reserve(6 * sec); w != sec/5+time.Duration(step) {
+		t.Fatalf("after an increase, next caller waits %v", w)
 	}
 }
 
@@ -325,16 +329,16 @@ func TestGoodputMeasuresSinceThePreviousDecrease(t *testing.T) {
 	// first throttle only caps the rate (0.9 x 40); the second measures
 	// what was served since the first, not the burst before it.
 	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
-	for i := range int64(90) {
+	for i := range time.Duration(90) {
 		b.Success(i * sec / 450)
 	}
 	if r, _ := b.Throttle(sec/5, 0); r != 36 {
 		t.Fatalf("first decrease to %v, want 36 (capped at 0.9 x 40)", r)
 	}
-	for i := range int64(15) {
+	for i := range time.Duration(15) {
 		b.Success(sec/5 + sec/20 + i*sec/10) // 10 a second from 0.25 s
 	}
-	r, dec := b.Throttle(1700*int64(time.Millisecond), 0)
+	r, dec := b.Throttle(1700*time.Millisecond, 0)
 	// 14 served over the 1.4 s since the slot after the first decrease
 	// (0.3 s; the success at 0.25 s is before it): 0.95 x 14 / 1.4 = 9.5.
 	// Counting the burst too would have given the 32.4 cap.

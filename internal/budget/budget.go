@@ -3,11 +3,15 @@
 // "retry quota").
 package budget
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// unit is the number of internal units per token, so that a refund of 0.1
-// token is exact integer arithmetic.
-const unit = 10
+	"github.com/cloudg/cloudg/state"
+)
+
+// Unit is the number of internal units per token, so that a refund of 0.1
+// token is exact integer arithmetic. A shared budget keeps units too.
+const Unit = 10
 
 // RetryCost is the number of tokens one paid retry spends.
 const RetryCost = 1
@@ -24,7 +28,7 @@ type Budget struct {
 
 // New returns a full budget of size tokens.
 func New(size int) *Budget {
-	b := &Budget{max: int64(max(0, size)) * unit}
+	b := &Budget{max: int64(max(0, size)) * Unit}
 	b.units.Store(b.max)
 	return b
 }
@@ -34,10 +38,10 @@ func New(size int) *Budget {
 func (b *Budget) Take() bool {
 	for {
 		v := b.units.Load()
-		if v < RetryCost*unit {
+		if v < RetryCost*Unit {
 			return false
 		}
-		if b.units.CompareAndSwap(v, v-RetryCost*unit) {
+		if b.units.CompareAndSwap(v, v-RetryCost*Unit) {
 			return true
 		}
 	}
@@ -58,7 +62,9 @@ func (b *Budget) Succeed() {
 }
 
 // Remaining returns the tokens left.
-func (b *Budget) Remaining() float64 { return float64(b.units.Load()) / unit }
+func (b *Budget) Remaining() float64 { return float64(b.units.Load()) / Unit }
 
 // Size returns the budget's size in tokens.
-func (b *Budget) Size() int { return int(b.max / unit) }
+func (b *Budget) Size() int { return int(b.max / Unit) }
+
+var _ state.Budget = (*Budget)(nil)

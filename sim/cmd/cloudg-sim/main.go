@@ -10,7 +10,7 @@
 //	           [-scale 20] [-chart out.png] [-rates] [-seed N] [-strategies a,b]
 //
 // Time is scaled: every strategy, the governor and the simulated provider run
-// on one resilience.ScaledClock, -scale times faster than the wall clock.
+// on one sim.ScaledClock, -scale times faster than the wall clock.
 package main
 
 import (
@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/sim"
 )
 
@@ -78,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	clock := resilience.NewScaledClock(*scale)
+	clock := sim.NewScaledClock(*scale)
 	restore := sim.UseSDKClock(clock, sc.Seed)
 	defer restore()
 

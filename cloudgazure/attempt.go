@@ -1,0 +1,269 @@
+package cloudgazure
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/cloudg/cloudg/internal/hint"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// lowReads is the x-ms-ratelimit-remaining-subscription-reads value under
+// which the subscription is paused for readsPause: ARM refills about 25
+// read tokens a second.
+const (
+	lowReads   = 25
+	readsPause = time.Second
+)
+
+// Response headers, in canonical form (net/http canonicalises what it
+// reads), so that they are read with one map lookup.
+const (
+	hdrRemainingReads = "X-Ms-Ratelimit-Remaining-Subscription-Reads"
+	hdrQuotaRemaining = "X-Ms-User-Quota-Remaining"
+	hdrQuotaResets    = "X-Ms-User-Quota-Resets-After"
+)
+
+// delayHeaders are the headers azcore's retry policy reads its delay from
+// (shared.RetryAfter). The per-retry policy hides them from azcore on a
+// response azcore is about to retry, and the Guard does the waiting.
+var delayHeaders = [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "Retry-After"}
+
+// callState is one request's state across its attempts. azcore runs the
+// attempts of a request one after another, so it needs no lock.
+type callState struct {
+	s   *shared
+	gd  *resilience.Guard
+	ctx context.Context // the request's (an attempt's may have a TryTimeout)
+	// perCall: the per-call policy made the state and ends the request,
+	// putting back the headers strip hid. Without it, nothing is hidden.
+	perCall bool
+
+	last *statusError // the last error answer, or nil
+
+	// The response whose delay headers are hidden from azcore, and their
+	// values, put back when the request ends.
+	stripped *http.Response
+	saved    [len(delayHeaders)][]string
+}
+
+// attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
+// the rest of a transient answer's hint on a retry, count, token, slot),
+// send, give the slot back, then learn from the answer.
+//
+// Enter waits on the request's context (bounded by the request's
+// deadline), not on the attempt's: a caller's TryTimeout bounds an attempt
+// on the wire, not the governor's waits before it. Every error of Enter
+// ends azcore's loop.
+func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
+	if err := st.gd.Enter(st.ctx); err != nil {
+		return nil, stop(reveal(err))
+	}
+	resp, err := st.send(req)
+	if err != nil {
+		return st.failedAttempt(resp, err)
+	}
+	return st.answered(resp)
+}
+
+// send sends the attempt and gives the slot back, even if a later policy
+// panics.
+func (st *callState) send(req *policy.Request) (*http.Response, error) {
+	defer st.gd.Release()
+	return req.Next()
+}
+
+// answered learns from a response. Only its status and headers reach the
+// Guard (a statusError): 429 and 503 are throttling whatever their error
+// code, 408, 500, 502 and 504 transient, other error statuses a fatal
+// answer that proves the service reachable.
+func (st *callState) answered(resp *http.Response) (*http.Response, error) {
+	if resp.StatusCode < http.StatusBadRequest {
+		st.gd.After(nil)
+		st.proactive(resp.Header)
+		return resp, nil
+	}
+	se := &statusError{resp: resp}
+	st.last = se
+	st.gd.After(se)
+	if !st.s.retries(resp.StatusCode) {
+		return resp, nil // azcore will not retry it: the request ends here
+	}
+	if err := st.retry(); err != nil {
+		return nil, err
+	}
+	st.strip(resp)
+	return resp, nil
+}
+
+// failedAttempt learns from a transport error (a reset connection, a
+// timeout). resp is usually nil; azcore's body download returns the
+// response with its error, and azcore drains it before retrying.
+func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Response, error) {
+	st.last = nil
+	st.gd.After(err)
+	if st.ctx.Err() != nil || isNonRetriable(err) {
+		return resp, err // azcore stops here; the per-call policy ends the Guard
+	}
+	if serr := st.retry(); serr != nil {
+		return nil, drained(resp, serr)
+	}
+	return resp, err
+}
+
+// retry asks the Guard whether azcore may retry the last attempt, which it
+// is about to do. An empty retry budget ends azcore's loop with the
+// *resilience.RetryBudgetExhaustedError; a hint that cannot be waited out
+// within the deadline ends it with the provider's answer. Otherwise azcore
+// goes on as its options say: it also retries a fatal answer whose status
+// the caller listed, and the next attempt is then a new call of the Guard.
+func (st *callState) retry() error {
+	_, err := st.gd.Retry(0)
+	switch e := err.(type) {
+	case *resilience.RetryBudgetExhaustedError:
+		return stop(reveal(e))
+	case *resilience.DeadlineExceededError:
+		return stop(reveal(e.Err))
+	}
+	return nil
+}
+
+// drained closes the body of a response that will not reach the caller
+// and returns err.
+func drained(resp *http.Response, err error) error {
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	return err
+}
+
+// proactive reads a success's quota headers: Resource Graph's quota at 0
+// pauses its scope until the quota resets; ARM's remaining subscription
+// reads under 25 pause the whole subscription for a second.
+func (st *callState) proactive(h http.Header) {
+	if v := h[hdrRemainingReads]; len(v) > 0 {
+		if n, err := strconv.Atoi(strings.TrimSpace(v[0])); err == nil && n < lowReads {
+			st.gd.PauseAccount(readsPause)
+		}
+	}
+	if d, ok := quotaReset(h); ok {
+		st.gd.Pause(d)
+	}
+}
+
+// quotaReset returns the time until Resource Graph's quota resets, when a
+// success's headers say that none is left.
+func quotaReset(h http.Header) (time.Duration, bool) {
+	v := h[hdrQuotaRemaining]
+	if len(v) == 0 || strings.TrimSpace(v[0]) != "0" {
+		return 0, false
+	}
+	r := h[hdrQuotaResets]
+	if len(r) == 0 {
+		return 0, false
+	}
+	return hint.ParseQuotaResetsAfter(r[0])
+}
+
+// final is azcore's final answer as the Guard's End takes it: the error,
+// or an error status as the statusError the Guard saw, or nil.
+func (st *callState) final(resp *http.Response, err error) error {
+	if err != nil || resp == nil || resp.StatusCode < http.StatusBadRequest {
+		return err
+	}
+	if st.last != nil && st.last.resp == resp {
+		return st.last
+	}
+	return &statusError{resp: resp}
+}
+
+// strip hides the delay headers of a response azcore is about to retry,
+// so that azcore sleeps its own backoff (at most MaxRetryDelay) and never
+// gives up because the server asked for more than MaxRetryDelay; the
+// next attempt's Enter waits out the rest. The headers go back on the
+// response when the request ends, so a response the caller sees is
+// unchanged.
+func (st *callState) strip(resp *http.Response) {
+	if !st.perCall {
+		return // nobody would put them back
+	}
+	st.restore()
+	h := resp.Header
+	found := false
+	for i, k := range delayHeaders {
+		if v, ok := h[k]; ok {
+			st.saved[i] = v
+			delete(h, k)
+			found = true
+		}
+	}
+	if found {
+		st.stripped = resp
+	}
+}
+
+func (st *callState) restore() {
+	if st.stripped == nil {
+		return
+	}
+	h := st.stripped.Header
+	for i, k := range delayHeaders {
+		if v := st.saved[i]; v != nil {
+			h[k] = v
+			st.saved[i] = nil
+		}
+	}
+	st.stripped = nil
+}
+
+// statusError is an error answer as the Guard sees it: its status and
+// headers, and the *azcore.ResponseError's message. It does not unwrap to
+// the ResponseError, so that the answer's error code cannot override its
+// status (a 429 RetryableErrorDueToAnotherOperation is throttling here).
+// The ResponseError is made when its message is first needed.
+type statusError struct {
+	resp *http.Response
+	re   error
+}
+
+func (e *statusError) HTTPStatusCode() int { return e.resp.StatusCode }
+func (e *statusError) Header() http.Header { return e.resp.Header }
+func (e *statusError) Error() string       { return e.response().Error() }
+
+// response returns the *azcore.ResponseError the answer stands for.
+func (e *statusError) response() error {
+	if e.re == nil {
+		e.re = runtime.NewResponseError(e.resp)
+	}
+	return e.re
+}
+
+// reveal returns an error of the Guard as the caller should see it: a
+// statusError, alone or as the Err of the core's error, becomes the
+// *azcore.ResponseError it stands for.
+func reveal(err error) error {
+	switch e := err.(type) {
+	case *statusError:
+		return e.response()
+	case *resilience.CircuitOpenError:
+		e.Err = revealed(e.Err)
+	case *resilience.RetryBudgetExhaustedError:
+		e.Err = revealed(e.Err)
+	case *resilience.DeadlineExceededError:
+		e.Err = revealed(e.Err)
+	}
+	return err
+}
+
+func revealed(err error) error {
+	if se, ok := err.(*statusError); ok {
+		return se.response()
+	}
+	return err
+}

@@ -1,0 +1,126 @@
+package cloudggcp
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/resilience"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The backoff is capped at max_backoff_seconds.
+func TestBackoffCap(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 9; n++ {
+		got = append(got, backoff(n, 60*time.Second))
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 32, 60, 60, 60}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("backoff %v", got)
+	}
+	if d := backoff(1000, 60*time.Second); d != 60*time.Second {
+		t.Errorf("backoff(1000) %v", d)
+	}
+}
+
+// The Retry option alone: ResourceExhausted retried after RetryInfo's
+// delay, reported to the governor.
+func TestRetryOptionAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		srv.fail("GetFeed", "", throttled(2*time.Second), throttled(0))
+		gov := newGov(t, resilience.Config{})
+		client := startBuf(t, srv)
+		ctx, stats := resilience.WithStats(context.Background())
+		start := time.Now()
+		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov))); err != nil {
+			t.Fatal(err)
+		}
+		// 2 s (RetryInfo over the 1 s backoff), then 2 s (backoff).
+		want := []time.Duration{0, 2 * time.Second, 4 * time.Second}
+		if got := offsets(srv.reqs("GetFeed"), start); !slices.Equal(got, want) {
+			t.Errorf("attempts at %v, want %v", got, want)
+		}
+		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Throttled != 2 || sc.Retries != 2 {
+			t.Errorf("stats %+v", sc)
+		}
+		// Without the option the client does not retry ResourceExhausted.
+		srv.fail("GetFeed", "", throttled(0))
+		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}); status.Code(err) != codes.ResourceExhausted {
+			t.Errorf("plain: %v", err)
+		}
+	})
+}
+
+// Do paces a unary call once (the interceptor lets it through), retries it
+// with the policy, and returns the limit's error instead of gax's.
+func TestDo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		srv.fail("BatchGetAssetsHistory", "", throttled(0), unavailable())
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{RetryBudget: intp(0)}})
+		client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
+		ctx, stats := resilience.WithStats(context.Background())
+		scope := Scope("projects/p1", "BatchGetAssetsHistory")
+		call := func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
+			return client.BatchGetAssetsHistory(ctx, &assetpb.BatchGetAssetsHistoryRequest{Parent: "projects/p1"}, opts...)
+		}
+		if _, err := Do(ctx, scope, call, WithGovernor(gov)); err != nil {
+			t.Fatal(err)
+		}
+		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Calls != 1 || sc.Retries != 2 || sc.Throttled != 2 {
+			t.Errorf("stats %+v", sc)
+		}
+
+		for range 5 {
+			srv.fail("BatchGetAssetsHistory", "", unavailable())
+		}
+		before := len(srv.reqs("BatchGetAssetsHistory"))
+		_, err := Do(ctx, scope, call, WithGovernor(gov))
+		var rbe *resilience.RetryBudgetExhaustedError
+		if !errors.As(err, &rbe) || status.Code(err) != codes.Unavailable {
+			t.Fatalf("%T %v", err, err)
+		}
+		if n := len(srv.reqs("BatchGetAssetsHistory")) - before; n != 3 {
+			t.Errorf("%d attempts, want 1 + 2 free retries", n)
+		}
+	})
+}
+
+// cloudg's own errors are never retried, whatever they wrap: they are no
+// provider's answer, and where they were made the guard recorded them, so
+// the retry records nothing of them.
+func TestRetryNeverRetriesOwnErrors(t *testing.T) {
+	gov := newGov(t, resilience.Config{})
+	ctx, stats := resilience.WithStats(context.Background())
+	scope := feedScope()
+	for _, err := range []error{
+		&resilience.CircuitOpenError{Scope: scope, Err: unavailable()},
+		&resilience.RetryBudgetExhaustedError{Scope: scope, Err: unavailable()},
+		&resilience.DeadlineExceededError{Scope: scope, Err: unavailable()},
+	} {
+		for _, paced := range []bool{true, false} {
+			gd, _ := gov.Begin(ctx, scope)
+			st := &callState{ctx: ctx, scope: scope, gd: gd, maxBackoff: time.Minute, paced: paced}
+			if _, ok := st.Retry(err); ok {
+				t.Errorf("%T retried", err)
+			}
+		}
+	}
+	if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc != (resilience.Counters{}) {
+		t.Errorf("recorded %+v", sc)
+	}
+	if br := gov.Inspect(scope).Breaker; br.Failures != 0 {
+		t.Errorf("breaker %+v", br)
+	}
+}

@@ -1,0 +1,179 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/fleet/internal/redisproxy"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// When Redis fails, does not answer or is slow, no call fails: the process
+// goes on at local limits, and back to the shared state when Redis answers.
+
+// TestRedisDownThenRestarted kills Redis (its proxy) in the middle of a
+// run: calls go on at local limits and none is lost; when it comes back
+// with its state gone, the fleet's state is rebuilt from the defaults.
+func TestRedisDownThenRestarted(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
+		a := newProcess(t, px.Addr(), prefix, cfg)
+		b := newProcess(t, px.Addr(), prefix, cfg)
+		time.Sleep(250 * time.Millisecond) // two heartbeats: both count two live processes
+		a.do(t, vpcs, throttl, once)       // the fleet learns 50 rps
+
+		var calls, failed atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, p := range []*process{a, b} {
+			for range 4 {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if err := p.do(t, vpcs, ok); err != nil {
+							failed.Add(1)
+						}
+						calls.Add(1)
+					}
+				})
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		px.Down()
+		downAt := calls.Load()
+		time.Sleep(time.Second)
+		during := calls.Load() - downAt
+		if !a.store.Stats().Degraded || a.store.Stats().Fallbacks != 1 {
+			t.Fatalf("store A after Redis died: %+v", a.store.Stats())
+		}
+		// Local limits: the learned 50 rps divided by the 2 live processes,
+		// for each of the 2 processes: about 50 calls a second in all.
+		if during < 20 || during > 90 {
+			t.Fatalf("%d calls in the second Redis was down, want about 50 (local limits)", during)
+		}
+		// Redis restarts empty.
+		direct := redis.NewClient(&redis.Options{Addr: be.addr})
+		defer direct.Close()
+		if del, _ := direct.Keys(context.Background(), prefix+"*").Result(); len(del) > 0 {
+			direct.Del(context.Background(), del...)
+		}
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		if failed.Load() != 0 {
+			t.Fatalf("%d of %d calls failed because Redis failed", failed.Load(), calls.Load())
+		}
+		if st := a.store.Stats(); st.Degraded {
+			t.Fatalf("store A still on local limits after Redis came back: %+v", st)
+		}
+		if r := b.gov.Inspect(vpcs).Leaf.Rate; r != 100 {
+			t.Fatalf("rebuilt rate %v, want the default 100", r)
+		}
+	})
+}
+
+// TestSlowRedisStillPaces adds 50 ms to every round trip to Redis: calls
+// stay paced at the shared rate, and the overhead per call is measured.
+func TestSlowRedisStillPaces(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 200, Burst: 1}}}}
+		a := newProcess(t, px.Addr(), prefix, cfg)
+		b := newProcess(t, px.Addr(), prefix, cfg)
+		time.Sleep(250 * time.Millisecond)
+		px.SetDelay(25 * time.Millisecond) // each way: 50 ms per round trip
+		var wg sync.WaitGroup
+		var calls atomic.Int64
+		start := time.Now()
+		for _, p := range []*process{a, b} {
+			for range 8 {
+				wg.Go(func() {
+					for range 25 {
+						if err := p.do(t, vpcs, ok); err != nil {
+							t.Error(err)
+						}
+						calls.Add(1)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		el := time.Since(start)
+		// 400 calls at 200 rps shared: 2 s; never faster than the limit.
+		if el < 1800*time.Millisecond {
+			t.Fatalf("400 calls at a shared 200 rps took %v: not paced", el)
+		}
+		sa, sb := a.store.Stats(), b.store.Stats()
+		if sa.Degraded || sb.Degraded {
+			t.Fatalf("a 50 ms round trip switched to local limits: %+v %+v", sa, sb)
+		}
+		t.Logf("%s: 400 calls at a shared 200 rps over a 50 ms Redis: %v (%.1f ms per call per worker); Redis calls %d+%d, lease hits %d+%d",
+			be.name, el, float64(el.Milliseconds())*16/400, sa.RedisCalls, sb.RedisCalls, sa.LeaseHits, sb.LeaseHits)
+	})
+}
+
+func TestNoCallFailsWhenRedisNeverAnswered(t *testing.T) {
+	s := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), WithLogger(quiet))
+	defer s.Close()
+	g, _ := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(s))
+	for range 20 {
+		if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); !st.Degraded || st.Fallbacks != 1 {
+		t.Fatalf("%+v", st)
+	}
+	// The local limits still throttle and trip breakers.
+	for range 5 {
+		resilience.Do(context.Background(), vpcs, throttl, resilience.WithGovernor(g), once)
+	}
+	var coe *resilience.CircuitOpenError
+	if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g)); !errors.As(err, &coe) {
+		t.Fatalf("local breaker did not open: %v", err)
+	}
+}
+
+// While Redis does not answer, the local limits still recover after a
+// throttle.
+func TestLocalLimitsRecoverWhileRedisIsDown(t *testing.T) {
+	s := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), WithLogger(quiet))
+	defer s.Close()
+	b := s.Bucket(vpcsKey, state.BucketSpec{Rate: 20, Burst: 20, Floor: 0.2, Adaptive: true}, 0)
+	b.Throttle(0, 0)
+	if r := b.Snapshot(0).Rate; r != 10 {
+		t.Fatalf("local rate %v after a throttle, want 10", r)
+	}
+	var r float64
+	for now := time.Second; now <= 30*time.Second; now += time.Second / 10 {
+		r, _ = b.Success(now)
+	}
+	if r <= 10 || b.Snapshot(30*time.Second).Rate != r {
+		t.Fatalf("local rate %v after 30 s of successes, want above 10", r)
+	}
+}

@@ -1,0 +1,179 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// What one process learns, the others of the fleet know: the leaf's rate,
+// its pauses, its breaker and the provider's retry budget.
+
+func TestThrottleInOneProcessSlowsTheFleet(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		a := newProcess(t, be.addr, prefix, resilience.Config{})
+		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a.do(t, vpcs, throttl, once)
+		if r := b.gov.Inspect(vpcs).Leaf.Rate; r != 10 {
+			t.Fatalf("process B sees %v rps after A was throttled, want 10", r)
+		}
+		// The same congestion event: B's throttle within a second changes nothing.
+		b.do(t, vpcs, throttl, once)
+		if r := a.gov.Inspect(vpcs).Leaf.Rate; r != 10 {
+			t.Fatalf("%v rps after two throttles within a second, want 10", r)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		b.do(t, vpcs, throttl, once)
+		if r := a.gov.Inspect(vpcs).Leaf.Rate; r != 5 {
+			t.Fatalf("%v rps after a second congestion event, want 5", r)
+		}
+		// Other operations are other leaves.
+		sub := vpcs
+		sub.Operation = "DescribeSubnets"
+		if r := b.gov.Inspect(sub).Leaf.Rate; r != 20 {
+			t.Fatalf("DescribeSubnets at %v rps", r)
+		}
+	})
+}
+
+func TestRetryAfterPausesTheFleet(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		a := newProcess(t, be.addr, prefix, resilience.Config{})
+		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a.do(t, vpcs, func(context.Context) error { return &apiErr{code: "Throttling", status: 400, retry: "3"} }, once)
+		p := b.gov.Inspect(vpcs).Leaf.Paused
+		if p < 2500*time.Millisecond || p > 3*time.Second {
+			t.Fatalf("process B paused for %v, want about 3s", p)
+		}
+		start := time.Now()
+		if err := b.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		if w := time.Since(start); w < 2500*time.Millisecond {
+			t.Fatalf("B's call went after %v, inside A's 3 s pause", w)
+		}
+	})
+}
+
+func TestBreakerOpenedByOneProcessRejectsInAnother(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerCooldownSeconds: 1}}
+		a := newProcess(t, be.addr, prefix, cfg, WithBreakerStaleness(200*time.Millisecond))
+		b := newProcess(t, be.addr, prefix, cfg, WithBreakerStaleness(200*time.Millisecond))
+		// B has seen the breaker closed (its cache is warm).
+		if err := b.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			a.do(t, vpcs, throttl, once)
+		}
+		if st := a.gov.Inspect(vpcs).Breaker.State; st != state.Open {
+			t.Fatalf("the breaker is %v after 5 give-ups in A, want open", st)
+		}
+		// B trusts its view of a closed breaker for at most the staleness.
+		time.Sleep(250 * time.Millisecond)
+		sent := 0
+		err := b.do(t, vpcs, func(context.Context) error { sent++; return nil })
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || !errors.Is(err, state.ErrCircuitOpen) || sent != 0 {
+			t.Fatalf("process B: %v, %d sent; want rejected by the breaker A opened", err, sent)
+		}
+		// After the cooldown, one probe for the whole fleet.
+		time.Sleep(1100 * time.Millisecond)
+		probing, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error)
+		go func() {
+			done <- a.do(t, vpcs, func(context.Context) error { close(probing); <-release; return nil })
+		}()
+		<-probing
+		if st := b.gov.Inspect(vpcs).Breaker.State; st != state.HalfOpen {
+			t.Fatalf("B sees the breaker %v during A's probe, want half_open", st)
+		}
+		if err := b.do(t, vpcs, ok); !errors.As(err, &coe) {
+			t.Fatalf("process B during A's probe: %v, want rejected", err)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := b.do(t, vpcs, ok); err != nil {
+			t.Fatalf("after the probe closed the breaker: %v", err)
+		}
+	})
+}
+
+func TestRetryBudgetIsShared(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
+		a := newProcess(t, be.addr, prefix, cfg)
+		b := newProcess(t, be.addr, prefix, cfg)
+		gd := a.begin(t)
+		for i := range 5 { // 2 free, 3 paid
+			if err := failAndRetry(gd); err != nil {
+				t.Fatalf("A's retry %d refused: %v", i+1, err)
+			}
+		}
+		gd.End(transient)
+		gb := b.begin(t)
+		failAndRetry(gb)
+		failAndRetry(gb)
+		err := failAndRetry(gb)
+		var rbe *resilience.RetryBudgetExhaustedError
+		if !errors.As(err, &rbe) || !errors.Is(err, state.ErrBudgetExhausted) || !errors.Is(err, transient) {
+			t.Fatalf("B's paid retry after A emptied the budget: %v", err)
+		}
+		gb.End(err)
+		if r := b.gov.Inspect(vpcs).RetryBudget; r != 0 {
+			t.Fatalf("B sees %v left", r)
+		}
+		// Ten successes in A refund a token the fleet can spend, once A
+		// sent its refunds (a token's worth at a time, or each heartbeat).
+		for range 10 {
+			a.do(t, vpcs, ok)
+		}
+		time.Sleep(250 * time.Millisecond)
+		gc := b.begin(t)
+		defer gc.End(transient)
+		failAndRetry(gc)
+		failAndRetry(gc)
+		if err := failAndRetry(gc); err != nil {
+			t.Fatalf("the refunded token was not spendable: %v", err)
+		}
+	})
+}
+
+// A process that never retried still refunds the shared budget: its view
+// of the budget is refreshed each heartbeat.
+func TestRefundsFromAProcessThatNeverRetried(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
+		a := newProcess(t, be.addr, prefix, cfg)
+		b := newProcess(t, be.addr, prefix, cfg)
+		gb := b.begin(t)
+		for range 5 { // 2 free, 3 paid: the budget is empty
+			failAndRetry(gb)
+		}
+		gb.End(transient)
+		time.Sleep(250 * time.Millisecond) // A's heartbeat sees it empty
+		for range 30 {
+			a.do(t, vpcs, ok)
+		}
+		time.Sleep(250 * time.Millisecond) // A's refunds reach Redis
+		gc := b.begin(t)
+		defer gc.End(transient)
+		failAndRetry(gc)
+		failAndRetry(gc)
+		if err := failAndRetry(gc); err != nil {
+			t.Fatalf("B's paid retry after 30 successes in A: %v", err)
+		}
+	})
+}

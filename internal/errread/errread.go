@@ -1,0 +1,71 @@
+// Package errread is the registry through which the SDK integration
+// modules teach the core classifier (resilience.Classify) error shapes it
+// cannot read by method sets: SDK structs such as azcore.ResponseError,
+// gRPC status errors, smithy's HTTP response errors. An integration
+// registers a Reader from its package's init, so importing it is enough.
+package errread
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Kind is a reader's verdict on an error, when it knows better than the
+// code and status tables (gRPC's ResourceExhausted, say).
+type Kind uint8
+
+// The verdicts; None leaves the decision to the tables.
+const (
+	None Kind = iota
+	Fatal
+	Transient
+	Throttled
+)
+
+// Details is what one error of a chain says about itself.
+type Details struct {
+	Code   string      // the provider's error code ("Throttling", "SubscriptionRequestsThrottled")
+	Status int         // the HTTP status; 0 when none
+	Header http.Header // response headers, for Retry-After style hints
+	Kind   Kind        // a verdict that overrides the tables; None when the tables decide
+
+	// RetryAfter, when HasRetryAfter is set, is a delay the provider asked
+	// for outside headers (gRPC RetryInfo).
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+
+	// Answer marks the error as the provider's answer even without a code
+	// or status (a gRPC status the server sent).
+	Answer bool
+}
+
+// A Reader inspects one error of a chain (the classifier walks the chain
+// itself) and returns what it knows, or false for a shape it does not
+// handle. Readers must be fast and must not classify.
+type Reader func(err error) (Details, bool)
+
+// readers only grows: a slice returned by Readers stays valid, since a
+// later append never writes within its length.
+var (
+	mu      sync.Mutex
+	readers []Reader
+)
+
+// Register adds r to the readers every classification consults. It is safe
+// for concurrent use.
+func Register(r Reader) {
+	if r == nil {
+		return
+	}
+	mu.Lock()
+	readers = append(readers, r)
+	mu.Unlock()
+}
+
+// Readers returns the registered readers. The slice must not be modified.
+func Readers() []Reader {
+	mu.Lock()
+	defer mu.Unlock()
+	return readers
+}

@@ -1,0 +1,25 @@
+// Package sleep waits on a timer and a context, so that no goroutine
+// outlives the wait and a wait inside a testing/synctest bubble runs in
+// the bubble's virtual time.
+package sleep
+
+import (
+	"context"
+	"time"
+)
+
+// For waits d or until ctx is done, and returns ctx.Err() then. A d of zero
+// or less returns ctx.Err() at once.
+func For(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

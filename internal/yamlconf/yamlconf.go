@@ -1,0 +1,275 @@
+// Package yamlconf decodes configuration sections from YAML or JSON
+// strictly: unknown keys, duplicate keys, malformed values and values of
+// the wrong type are errors that name the key path
+// (ratelimit.aws.services.ec2.brust: unknown key). Keys ending in _seconds
+// take a number of seconds or a Go duration string ("90s"). The core's
+// ParseConfig and the SDK integrations' configuration readers use it.
+package yamlconf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is a configuration problem at a key path.
+type Error struct {
+	Path string // ratelimit.aws.services.ec2.brust
+	Msg  string // unknown key
+}
+
+func (e *Error) Error() string { return e.Path + ": " + e.Msg }
+
+func errorf(path, msg string) error { return &Error{Path: path, Msg: msg} }
+
+// A Decoder decodes into structs whose fields have yaml tags.
+type Decoder struct {
+	// Positive lists the keys whose values must be > 0 when given at all.
+	Positive map[string]bool
+}
+
+// Decode decodes n, the node at path, into dst (a pointer). With lenient
+// set, keys of the top-level struct that dst has no field for are ignored
+// (a section shared with other parts of a program); nested structs are
+// always strict.
+func (d Decoder) Decode(dst any, n *yaml.Node, path string, lenient bool) error {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("yamlconf: Decode needs a pointer, not %T", dst)
+	}
+	return d.decode(v.Elem(), n, path, "", lenient)
+}
+
+// ParseSection reads the top-level section key of a document into dst, a
+// pointer to a struct, leniently (see Decode). A document without the
+// section leaves dst as it is.
+func (d Decoder) ParseSection(data []byte, key string, dst any) error {
+	n, err := Document(data, key)
+	if err != nil || n == nil {
+		return err
+	}
+	sec := Section(n, key)
+	if sec == nil {
+		return nil
+	}
+	return d.Decode(dst, sec, key, true)
+}
+
+// Document parses one YAML document and returns its top node, nil for an
+// empty document; errors are reported at path.
+func Document(data []byte, path string) (*yaml.Node, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, errorf(path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errorf(path, "one YAML document expected")
+	}
+	n := deref(&doc)
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		n = deref(n.Content[0])
+	}
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, errorf(path, "must be a mapping")
+	}
+	return n, nil
+}
+
+// Section returns the value of the top-level key of a mapping, or nil.
+func Section(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if deref(n.Content[i]).Value == key {
+			return deref(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// decode decodes n into v strictly; key is v's own key name ("" for the
+// root), which decides whether it must be positive or may be a duration.
+// lenient ignores keys a struct at this level has no field for.
+func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient bool) error {
+	n = deref(n)
+	if n.Kind == yaml.AliasNode {
+		return errorf(path, "alias nesting too deep")
+	}
+	if isNull(n) {
+		v.SetZero()
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		if err := d.decode(p.Elem(), n, path, key, lenient); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return errorf(path, "must be a mapping")
+		}
+		fields := structFields(v.Type())
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := deref(n.Content[i])
+			name := k.Value
+			p := path + "." + name
+			if k.Kind != yaml.ScalarNode {
+				return errorf(path, "keys must be strings")
+			}
+			idx, ok := fields[name]
+			if !ok {
+				if lenient {
+					continue
+				}
+				return errorf(p, "unknown key")
+			}
+			if seen[name] {
+				return errorf(p, "duplicate key")
+			}
+			seen[name] = true
+			if err := d.decode(v.Field(idx), n.Content[i+1], p, name, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return errorf(path, "must be a mapping")
+		}
+		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := deref(n.Content[i])
+			if k.Kind != yaml.ScalarNode || k.Value == "" {
+				return errorf(path, "keys must be non-empty strings")
+			}
+			p := path + "." + k.Value
+			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+				return errorf(p, "duplicate key")
+			}
+			e := reflect.New(v.Type().Elem()).Elem()
+			if err := d.decode(e, n.Content[i+1], p, "", false); err != nil {
+				return err
+			}
+			m.SetMapIndex(reflect.ValueOf(k.Value), e)
+		}
+		v.Set(m)
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return errorf(path, "must be a single value")
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		if n.ShortTag() != "!!bool" {
+			return errorf(path, fmt.Sprintf("%q is not true or false", n.Value))
+		}
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return errorf(path, fmt.Sprintf("%q is not true or false", n.Value))
+		}
+		v.SetBool(b)
+	case reflect.String:
+		if n.ShortTag() != "!!str" {
+			return errorf(path, fmt.Sprintf("%q is not a string", n.Value))
+		}
+		v.SetString(n.Value)
+	case reflect.Int:
+		f, err := number(n, path, false)
+		if err != nil {
+			return err
+		}
+		if f != math.Trunc(f) || math.Abs(f) > 1<<31 {
+			return errorf(path, fmt.Sprintf("%q is not a whole number", n.Value))
+		}
+		if d.Positive[key] && f <= 0 {
+			return errorf(path, "must be > 0")
+		}
+		v.SetInt(int64(f))
+	case reflect.Float64:
+		f, err := number(n, path, strings.HasSuffix(key, "_seconds"))
+		if err != nil {
+			return err
+		}
+		if d.Positive[key] && f <= 0 {
+			return errorf(path, "must be > 0")
+		}
+		v.SetFloat(f)
+	default:
+		return errorf(path, "unsupported setting")
+	}
+	return nil
+}
+
+// number reads a finite number; a duration key also takes a Go duration
+// string, read as seconds.
+func number(n *yaml.Node, path string, duration bool) (float64, error) {
+	switch n.ShortTag() {
+	case "!!int", "!!float":
+		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+		if err != nil {
+			// YAML 1.1 forms such as 0x10, 0o17 or .inf.
+			var x float64
+			if derr := n.Decode(&x); derr != nil {
+				return 0, errorf(path, fmt.Sprintf("%q is not a number", n.Value))
+			}
+			f = x
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, errorf(path, fmt.Sprintf("%q is not a finite number", n.Value))
+		}
+		return f, nil
+	case "!!str":
+		if duration {
+			d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+			if err != nil {
+				return 0, errorf(path, fmt.Sprintf("malformed duration %q (seconds, or a duration such as 90s)", n.Value))
+			}
+			return d.Seconds(), nil
+		}
+	}
+	return 0, errorf(path, fmt.Sprintf("%q is not a number", n.Value))
+}
+
+// structFields maps yaml key names to field indexes.
+func structFields(t reflect.Type) map[string]int {
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	return m
+}

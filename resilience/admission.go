@@ -1,0 +1,246 @@
+package resilience
+
+import (
+	"context"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/bulkhead"
+)
+
+// The steps Enter and Pace take before an attempt goes: the call's limits
+// and deadline, the breaker, the rate tokens and the bulkhead slot.
+
+// phase is where a Guard's current call stands.
+type phase uint8
+
+const (
+	fresh    phase = iota // no attempt of the current call yet
+	sent                  // an attempt is out: Enter passed
+	failed                // the last attempt was throttled or transient; the outcome is open
+	retrying              // Retry allowed a retry
+	final                 // the last answer ends the call by the governor's reading (fatal, local, another call's stop); an SDK may still retry it
+	closed                // the outcome is recorded (a success, a stop) or nothing is to be
+)
+
+// newCall starts the next request of the same operation after a success:
+// its own deadline and free retries; the breaker already let it through.
+func (gd *Guard) newCall(now time.Duration) {
+	gd.phase, gd.retries, gd.last = fresh, 0, nil
+	gd.start = now
+	if gd.resolved {
+		gd.setDeadline()
+	}
+}
+
+// limits returns the call's retry limits, resolving them and the deadline
+// on first use: the common call neither waits nor fails.
+func (gd *Guard) limits() *retryLimits {
+	if !gd.resolved {
+		gd.resolved = true
+		gd.lim = gd.rp.resolve(gd.p.set.retry)
+		gd.setDeadline()
+	}
+	return &gd.lim
+}
+
+// setDeadline computes the current call's deadline: its start plus the
+// policy's deadline, or the context's deadline if sooner.
+func (gd *Guard) setDeadline() {
+	gd.limit, gd.ctxBound = gd.start+gd.lim.deadline, false
+	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.start); ok && cl < gd.limit {
+		gd.limit, gd.ctxBound = cl, true
+	}
+}
+
+// admit checks the breaker; see Enter.
+func (gd *Guard) admit(now time.Duration, retry bool) error {
+	if retry {
+		gd.live() // a retry: the call may have lasted past a sweep
+	}
+	var wait time.Duration
+	var ok bool
+	if gd.probe {
+		// The probe's own retries go while the breaker waits for it.
+		wait, ok = gd.e.breaker.AllowProbe(now)
+	} else {
+		wait, ok, gd.probe = gd.e.breaker.Allow(now)
+	}
+	if ok {
+		return nil
+	}
+	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
+	if retry {
+		coe.Err = gd.last
+		gd.recordFailed(now)
+	} else {
+		gd.recordRejected(coe)
+	}
+	return coe
+}
+
+// stopByContext ends the call on the context's error: nothing is learned.
+// Before the first attempt a passed deadline is a *DeadlineExceededError
+// (that is also context.DeadlineExceeded); before a retry the error is
+// the context's, joined to the last answer.
+func (gd *Guard) stopByContext(err error, retry bool) error {
+	gd.phase = closed
+	if retry {
+		return ctxError(err, gd.last)
+	}
+	if err != context.DeadlineExceeded {
+		return err
+	}
+	gd.limits()
+	if !gd.ctxBound {
+		return err
+	}
+	return &DeadlineExceededError{Scope: gd.scope, Err: context.DeadlineExceeded}
+}
+
+// takeToken takes a token from every bucket level and waits until it may
+// be used, unless that would pass the deadline: then it gives the token
+// back and ends the call (see Enter).
+func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block bool) error {
+	w := gd.reserve(now)
+	if w <= 0 {
+		return nil
+	}
+	if !block {
+		gd.cancel(now)
+		return &DeadlineExceededError{Scope: gd.scope, Wait: w}
+	}
+	gd.limits()
+	if now+w > gd.limit {
+		gd.cancel(now)
+		if retry {
+			gd.recordFailed(now)
+			return gd.last
+		}
+		gd.phase = closed
+		de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
+		if gd.ctxBound {
+			de.Err = context.DeadlineExceeded
+		}
+		return de
+	}
+	gd.recordWait(w)
+	if err := gd.g.sleep(ctx, w); err != nil {
+		gd.cancel(gd.g.now())
+		return gd.stopByContext(err, retry)
+	}
+	return nil
+}
+
+// sendingRetry counts the retry Retry allowed, now that it is sent.
+func (gd *Guard) sendingRetry() {
+	if gd.pending {
+		gd.pending = false
+		gd.recordRetry()
+	}
+}
+
+// reserve takes a token from every bucket level, most general first, and
+// returns the longest wait.
+func (gd *Guard) reserve(now time.Duration) time.Duration {
+	e := gd.e
+	var w time.Duration
+	if e.global != nil {
+		w = e.global.Reserve(now)
+	}
+	if b := e.acct.bucket; b != nil {
+		w = max(w, b.Reserve(now))
+	}
+	return max(w, e.leaf.Reserve(now))
+}
+
+// cancel gives back the tokens of a reservation that will not be used.
+func (gd *Guard) cancel(now time.Duration) {
+	e := gd.e
+	if e.global != nil {
+		e.global.Cancel(now)
+	}
+	if b := e.acct.bucket; b != nil {
+		b.Cancel(now)
+	}
+	e.leaf.Cancel(now)
+}
+
+// acquire takes a slot of the account's bulkhead. The entry is checked
+// after the slot is taken: a sweep marks an entry dead before it looks at
+// its account's slots, so either the sweep saw this slot and kept the
+// account, or this call sees the entry dead and takes a slot of the live
+// account instead.
+func (gd *Guard) acquire(ctx context.Context, block bool) error {
+	for gd.slot == nil {
+		b := gd.e.acct.bulkhead
+		if !b.TryAcquire() {
+			if !block {
+				return context.DeadlineExceeded
+			}
+			if gd.nested(ctx, b) {
+				return nil
+			}
+			if err := b.Acquire(ctx); err != nil {
+				return err
+			}
+		}
+		if !gd.e.dead.Load() {
+			gd.slot = b
+			return nil
+		}
+		b.Release()
+		gd.live()
+	}
+	return nil
+}
+
+// nested reports whether ctx belongs to an attempt of an enclosing call
+// that holds a slot of b (see Enter): the call that made this one, or the
+// call that made it, and so on (credentials fetched through a chain of
+// roles). It is looked up only when no slot is free, so the common call
+// pays nothing for it.
+func (gd *Guard) nested(ctx context.Context, b *bulkhead.Bulkhead) bool {
+	for range maxNesting {
+		outer, ok := ctx.Value(gd.g).(*Guard)
+		if !ok || outer == gd {
+			return false
+		}
+		if outer.slot == b {
+			return true
+		}
+		ctx = outer.ctx
+	}
+	return false
+}
+
+// maxNesting bounds the walk up the enclosing calls.
+const maxNesting = 16
+
+// live moves the guard to the live entry of its scope if a sweep reclaimed
+// the one it holds, so that what the call learns is not lost. The steps
+// that record an outcome call it; the others do not need to.
+func (gd *Guard) live() {
+	if !gd.e.dead.Load() {
+		return
+	}
+	gd.e = gd.p.scopes.lookup(gd.scope)
+	if gd.stats != nil {
+		gd.run = gd.e.runCounters(gd.stats)
+	}
+}
+
+// ctxError is the error of a call whose context ended during a wait: the
+// context's error, with the last provider error alongside when there is one.
+func ctxError(ctxErr, lastErr error) error {
+	if lastErr == nil {
+		return ctxErr
+	}
+	return &abortedError{ctx: ctxErr, last: lastErr}
+}
+
+// abortedError is a context error with the provider error that was about to
+// be retried; errors.Is finds the first, errors.As the second.
+type abortedError struct{ ctx, last error }
+
+func (e *abortedError) Error() string   { return e.ctx.Error() + " (last error: " + e.last.Error() + ")" }
+func (e *abortedError) Unwrap() []error { return []error{e.ctx, e.last} }

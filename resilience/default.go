@@ -1,0 +1,40 @@
+package resilience
+
+import "sync/atomic"
+
+var defaultGovernor atomic.Pointer[Governor]
+
+// Default returns the process governor, which Call, Do and the SDK
+// integrations use unless told otherwise.
+func Default() *Governor {
+	if g := defaultGovernor.Load(); g != nil {
+		return g
+	}
+	g := new(Governor)
+	g.init()
+	if defaultGovernor.CompareAndSwap(nil, g) {
+		return g
+	}
+	return defaultGovernor.Load()
+}
+
+// SetDefault makes g the process governor, for a program that wants its own
+// options (a state store, a logger, a clock) on every call. A nil g is
+// ignored.
+func SetDefault(g *Governor) {
+	if g != nil {
+		g.init()
+		defaultGovernor.Store(g)
+	}
+}
+
+// Configure applies cfg to the process governor (see Governor.Configure).
+func Configure(cfg Config) error { return Default().Configure(cfg) }
+
+// ResetDefault replaces the process governor with a fresh one at the
+// built-in defaults, forgetting everything learned. It exists for tests.
+func ResetDefault() {
+	g := new(Governor)
+	g.init()
+	defaultGovernor.Store(g)
+}

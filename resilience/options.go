@@ -1,0 +1,85 @@
+package resilience
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// An Option configures a governor (NewGovernor) or one call (Call, Do,
+// Wrap, WrapArg, Governor.Begin). WithGovernor and WithPolicy configure a
+// call; the others configure a governor. An option of the other kind is
+// ignored.
+//
+// Options are values: make one once and reuse it. Passing options to a
+// call does not allocate.
+type Option interface{ option() }
+
+type governorOption struct{ g *Governor }
+type policyOption struct{ p *RetryPolicy }
+type clockOption struct{ c Clock }
+type randomOption struct{ src rand.Source }
+type loggerOption struct{ l *slog.Logger }
+type reclaimOption struct{ d time.Duration }
+type storeOption struct{ s state.Store }
+
+func (governorOption) option() {}
+func (policyOption) option()   {}
+func (clockOption) option()    {}
+func (randomOption) option()   {}
+func (loggerOption) option()   {}
+func (reclaimOption) option()  {}
+func (storeOption) option()    {}
+
+// WithGovernor governs the call with g instead of the process governor
+// (Default).
+func WithGovernor(g *Governor) Option { return governorOption{g} }
+
+// WithPolicy bounds the call's retries with p; zero fields take the
+// provider's settings.
+func WithPolicy(p RetryPolicy) Option { return policyOption{&p} }
+
+// WithClock makes the governor read time from c and sleep on it. A nil c
+// is the time package.
+func WithClock(c Clock) Option { return clockOption{c} }
+
+// WithRandom makes the governor draw its backoff jitter from src, so that
+// retries are reproducible in tests. src need not be safe for concurrent
+// use; the governor serialises it.
+func WithRandom(src rand.Source) Option { return randomOption{src} }
+
+// WithLogger makes the governor log circuit breakers opening and closing.
+// By default it logs nothing.
+func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
+
+// WithReclaimAfter sets how long a scope must go unused, with nothing
+// learned (rate at its ceiling, bucket full, breaker closed), before its
+// state is dropped (default one minute). Dropping such a scope changes no
+// behaviour; it keeps a sweep over millions of scopes from keeping millions
+// of buckets.
+func WithReclaimAfter(d time.Duration) Option { return reclaimOption{d} }
+
+// WithStateStore makes the governor keep its learned state in s (fleet
+// mode's Redis store, for one). The default, MemoryStore, keeps it in the
+// process.
+func WithStateStore(s state.Store) Option { return storeOption{s} }
+
+// callOptions picks the call options out of opts. A type switch rather
+// than a method call: calling through the interface would move the
+// options to the heap on every call.
+func callOptions(opts []Option) (g *Governor, p *RetryPolicy) {
+	for _, o := range opts {
+		switch o := o.(type) {
+		case governorOption:
+			g = o.g
+		case policyOption:
+			p = o.p
+		}
+	}
+	if g == nil {
+		g = Default()
+	}
+	return g, p
+}

@@ -1,0 +1,69 @@
+package resilience
+
+import (
+	"time"
+
+	"github.com/cloudg/cloudg/internal/hint"
+)
+
+// The decision Retry makes: attempts left, a delay within the deadline,
+// and the retry budget.
+
+// retry is Retry; with jitter set the wait is the next decorrelated-jitter
+// backoff of the call's policy, drawn only when the retry gets that far.
+func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
+	switch gd.phase {
+	case failed:
+	case retrying:
+		return 0, nil
+	default:
+		return 0, gd.last
+	}
+	l := gd.limits()
+	now := gd.g.now()
+	if (gd.lastKind == Transient && !l.transient) || gd.retries+1 >= l.attempts {
+		gd.recordFailed(now)
+		return 0, gd.last
+	}
+	delay := wait
+	if jitter {
+		delay = gd.g.backoff(gd.prevSleep, l)
+	}
+	if gd.hasHint {
+		delay = max(delay, hint.Cap(gd.hint))
+	}
+	if gd.e != nil {
+		if now+delay > gd.limit {
+			gd.recordFailed(now)
+			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last}
+		}
+		if l.useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
+			gd.recordBudgetExhausted()
+			return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
+		}
+	}
+	gd.retries++
+	gd.prevSleep = delay
+	gd.phase, gd.pending = retrying, true
+	gd.notBefore = 0
+	if gd.lastKind == Transient {
+		// A throttled scope is paused for the hint already, and the next
+		// token waits it out; a transient answer's hint holds this call.
+		gd.notBefore = now + delay
+	}
+	return delay, nil
+}
+
+// retryFinal lets an SDK retry an answer the governor reads as final (a
+// connection closed before any answer, which the SDK retries as a
+// transport error): nothing is learned from it, but the retry is counted
+// and paid from the budget like any other.
+func (gd *Guard) retryFinal() (time.Duration, error) {
+	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
+		gd.phase = closed
+		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
+	}
+	gd.retries++
+	gd.phase, gd.pending, gd.notBefore = retrying, true, 0
+	return 0, nil
+}

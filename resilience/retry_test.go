@@ -1,0 +1,314 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestMaxRetriesThenOriginalError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, ledger := WithLedger(context.Background(), "iam")
+		ctx, stats := WithStats(ctx)
+		n := 0
+		orig := throttle()
+		err := Do(ctx, iamUsers, always(&n, orig), WithGovernor(g))
+		if err != orig {
+			t.Fatalf("err %v, want the original error itself", err)
+		}
+		if n != 9 {
+			t.Fatalf("%d attempts, want 9 (8 retries)", n)
+		}
+		s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]
+		if s.Calls != 9 || s.Throttled != 9 || s.Retries != 8 || s.GaveUp != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+		if !ledger.Degraded() {
+			t.Fatal("ledger not degraded after a give-up")
+		}
+		want := "throttled: 1 call(s) gave up after retries (aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded)"
+		if got := ledger.Describe(); got != want {
+			t.Fatalf("ledger %q\nwant   %q", got, want)
+		}
+	})
+}
+
+func TestNoRetriesAndPolicyMaxRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		for _, c := range []struct {
+			policy RetryPolicy
+			want   int
+		}{{RetryPolicy{MaxAttempts: 1}, 1}, {RetryPolicy{MaxAttempts: 3}, 3}, {RetryPolicy{}, 9}} {
+			g.Reset()
+			n := 0
+			Do(context.Background(), iamUsers, always(&n, transientErr()), WithGovernor(g), WithPolicy(c.policy))
+			if n != c.want {
+				t.Fatalf("policy %+v: %d attempts, want %d", c.policy, n, c.want)
+			}
+		}
+	})
+}
+
+func TestConfiguredMaxRetriesZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxRetries: new(0)}})
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g))
+		if n != 1 {
+			t.Fatalf("%d attempts with max_retries 0", n)
+		}
+	})
+}
+
+func TestRetryTransientFalseRetriesThrottlingOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{ThrottlingOnly: true}))
+		if n != 1 {
+			t.Fatalf("%d attempts of a transient error with RetryTransient false", n)
+		}
+		n = 0
+		Do(context.Background(), iamUsers, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{ThrottlingOnly: true}))
+		if n != 2 {
+			t.Fatalf("%d attempts of a throttle with RetryTransient false", n)
+		}
+	})
+}
+
+func TestBackoffIsDecorrelatedJitterAndHonoursRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var times []time.Time
+		fn := func(context.Context) error {
+			times = append(times, time.Now())
+			return transientErr()
+		}
+		Do(context.Background(), iamUsers, fn, WithGovernor(g))
+		prev := 500 * time.Millisecond
+		for i := 1; i < len(times); i++ {
+			d := times[i].Sub(times[i-1])
+			if d < 500*time.Millisecond || d > min(60*time.Second, 3*prev) {
+				t.Fatalf("sleep %d = %v, outside [0.5s, min(60s, 3 x %v)]", i, d, prev)
+			}
+			prev = d
+		}
+		// A Retry-After longer than the jitter wins.
+		g.Reset()
+		times = nil
+		n := 0
+		Do(context.Background(), iamUsers, func(ctx context.Context) error {
+			times = append(times, time.Now())
+			return failing(&n, throttleAfter(7*time.Second))(ctx)
+		}, WithGovernor(g))
+		// 7 s of Retry-After, then 0.2 s for the first token of the drained
+		// bucket at 5 rps (IAM's 10 rps halved).
+		if d := times[1].Sub(times[0]); d != 7200*time.Millisecond {
+			t.Fatalf("retried after %v, want 7.2s (Retry-After, then a token of the drained bucket)", d)
+		}
+	})
+}
+
+func TestBackoffCap(t *testing.T) {
+	var g Governor
+	for range 1000 {
+		if d := g.backoff(50*time.Second, &retryLimits{base: 500 * time.Millisecond, maxBackoff: 60 * time.Second}); d > 60*time.Second || d < 500*time.Millisecond {
+			t.Fatalf("backoff %v", d)
+		}
+	}
+}
+
+func TestDeadlineStopsBackoffWithOriginalError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		n := 0
+		orig := throttleAfter(20 * time.Second)
+		start := time.Now()
+		err := Do(context.Background(), iamUsers, always(&n, orig), WithGovernor(g), WithPolicy(RetryPolicy{Deadline: 30 * time.Second}))
+		if err != orig {
+			t.Fatalf("err %v, want the original", err)
+		}
+		if n != 2 || time.Since(start) != 20200*time.Millisecond {
+			t.Fatalf("%d attempts in %v; want 2 in 20.2s (a third would overrun 30 s)", n, time.Since(start))
+		}
+	})
+}
+
+func TestRateWaitOverrunningDeadlineIsDeadlineExceeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 0.1, Burst: 1}}}})
+		ok := func(context.Context) error { return nil }
+		if err := Do(context.Background(), iamUsers, ok, WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		err := Do(context.Background(), iamUsers, ok, WithGovernor(g), WithPolicy(RetryPolicy{Deadline: 5 * time.Second}))
+		var de *DeadlineExceededError
+		if !errors.As(err, &de) || de.Wait != 10*time.Second || de.ErrorCode() != "RequestTimeout" {
+			t.Fatalf("err %v, want DeadlineExceededError with a 10s wait", err)
+		}
+		if Classify(err) != Transient {
+			t.Fatal("deadline error is not TRANSIENT")
+		}
+		// The token came back: the next call waits 10 s, not 20 s.
+		start := time.Now()
+		Do(context.Background(), iamUsers, ok, WithGovernor(g))
+		if w := time.Since(start); w != 10*time.Second {
+			t.Fatalf("waited %v, want 10s", w)
+		}
+	})
+}
+
+func TestContextDeadlineNeverSleptPast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 0.1, Burst: 1}}}})
+		ok := func(context.Context) error { return nil }
+		Do(context.Background(), iamUsers, ok, WithGovernor(g))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := Do(ctx, iamUsers, ok, WithGovernor(g))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want one that Is context.DeadlineExceeded", err)
+		}
+		var de *DeadlineExceededError
+		if !errors.As(err, &de) {
+			t.Fatalf("err %T, want *DeadlineExceededError", err)
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("slept %v before giving up", time.Since(start))
+		}
+		// A backoff that would pass the context's deadline is not taken.
+		n := 0
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel2()
+		orig := throttleAfter(20 * time.Second)
+		g.Reset()
+		err = Do(ctx2, iamUsers, always(&n, orig), WithGovernor(g))
+		if err != orig || n != 1 || time.Since(start) != 0 {
+			t.Fatalf("err %v after %d attempts and %v", err, n, time.Since(start))
+		}
+	})
+}
+
+func TestCancelledDuringBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		orig := throttleAfter(10 * time.Second)
+		go func() {
+			time.Sleep(5 * time.Second)
+			cancel()
+		}()
+		n := 0
+		err := Do(ctx, iamUsers, always(&n, orig), WithGovernor(g))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+		var ae *apiErr
+		if !errors.As(err, &ae) || ae != orig {
+			t.Fatalf("err %v does not carry the provider error", err)
+		}
+	})
+}
+
+func TestBudgetStopsRetriesAfterTwoFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(1)}})
+		ctx, ledger := WithLedger(context.Background(), "t")
+		n := 0
+		orig := throttle()
+		err := Do(ctx, iamUsers, always(&n, orig), WithGovernor(g))
+		if err != orig {
+			t.Fatalf("err %v, want the original", err)
+		}
+		// 1 attempt + 2 free retries + 1 paid by the budget.
+		if n != 4 {
+			t.Fatalf("%d attempts, want 4", n)
+		}
+		if g, _ := ledger.Counts(); g != 1 {
+			t.Fatal("budget stop not recorded as a give-up")
+		}
+		// The budget stop is not a breaker failure.
+		if b := g.Summary(nil).Breakers; len(b) != 0 {
+			t.Fatalf("breakers %+v after a budget stop", b)
+		}
+		// A fresh call still gets its two free retries.
+		n = 0
+		Do(context.Background(), iamUsers, always(&n, orig), WithGovernor(g))
+		if n != 3 {
+			t.Fatalf("%d attempts with an empty budget, want 3", n)
+		}
+		// UseBudget false.
+		n = 0
+		Do(context.Background(), iamUsers, always(&n, orig), WithGovernor(g), WithPolicy(RetryPolicy{SkipBudget: true, MaxAttempts: 6}))
+		if n != 6 {
+			t.Fatalf("%d attempts ignoring the budget, want 6", n)
+		}
+	})
+}
+
+func TestBudgetRefundsOneTenthPerSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(1)}})
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g)) // spends the token
+		for range 9 {
+			Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(g))
+		}
+		n = 0
+		Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g))
+		if n != 3 {
+			t.Fatalf("0.9 refunded token paid a retry: %d attempts", n)
+		}
+		Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(g))
+		if g.provider("aws").budget.Remaining() != 1 {
+			t.Fatalf("remaining %v", g.provider("aws").budget.Remaining())
+		}
+	})
+}
+
+// TestDeadlineDuringATokenWaitIsAGiveUp: a throttled call whose retry
+// would wait past the deadline for its token stops with the provider's
+// error, recorded as given up, with a breaker failure; the retry it never
+// sent is not counted.
+func TestDeadlineDuringATokenWaitIsAGiveUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}})
+		ctx, ledger := WithLedger(context.Background(), "t")
+		ctx, stats := WithStats(ctx)
+		n := 0
+		orig := throttle()
+		err := Do(ctx, iamUsers, always(&n, orig), WithGovernor(g),
+			WithPolicy(RetryPolicy{Deadline: 1600 * time.Millisecond, BaseDelay: time.Second, MaxBackoff: time.Second}))
+		if err != orig || n != 1 {
+			t.Fatalf("err %v after %d attempts", err, n)
+		}
+		s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]
+		if s.GaveUp != 1 || s.Retries != 0 {
+			t.Fatalf("stats %+v: want a give-up and no retry", s)
+		}
+		if !ledger.Degraded() {
+			t.Fatal("the lost call is not in the ledger")
+		}
+		if f := g.Summary(nil).Breakers["aws/123456789012/*/iam"].Failures; f != 1 {
+			t.Fatalf("breaker failures %d, want 1", f)
+		}
+	})
+}
+
+// TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp.
+func TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}})
+		ctx, ledger := WithLedger(context.Background(), "t")
+		n := 0
+		Do(ctx, iamUsers, always(&n, transientErr()), WithGovernor(g))
+		if n != 3 || ledger.Degraded() || g.Summary(nil).Totals.GaveUp != 0 {
+			t.Fatalf("%d attempts, ledger %q, gave up %d", n, ledger.Describe(), g.Summary(nil).Totals.GaveUp)
+		}
+	})
+}

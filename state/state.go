@@ -1,0 +1,199 @@
+// Package state defines the learned state a governor keeps for its scopes
+// (token buckets with their adaptive rates, circuit breakers, retry
+// budgets) as small interfaces, and the Store that makes them. The
+// governor of package resilience keeps its state in the process by
+// default; fleet mode (module github.com/cloudg/cloudg/fleet) implements
+// Store on Redis so that many processes share one state.
+//
+// Times are durations since the governor's epoch (its clock's reading when
+// it was made), so that every implementation runs in real, virtual or
+// scaled time alike. A shared store may keep its own time (Redis's TIME)
+// and use these readings only for local caching.
+package state
+
+import (
+	"errors"
+	"math"
+
+	"github.com/cloudg/cloudg/internal/jsonsec"
+	"time"
+)
+
+// Sentinels for the errors.Is checks of the governor's own errors: a call
+// refused by an open circuit breaker matches ErrCircuitOpen, a retry
+// refused by an empty retry budget matches ErrBudgetExhausted. A call
+// stopped by its deadline matches context.DeadlineExceeded.
+var (
+	ErrCircuitOpen     = errors.New("circuit open")
+	ErrBudgetExhausted = errors.New("retry budget exhausted")
+)
+
+// BucketSpec describes a token bucket. It is a comparable value.
+type BucketSpec struct {
+	Rate     float64 // the ceiling, in tokens per second; > 0
+	Burst    float64 // capacity at the ceiling; <= 0 means twice the rate; never below 1
+	Floor    float64 // the lowest adaptive rate; <= 0 means a tiny positive floor
+	Adaptive bool    // halve on throttling, recover on success (AIMD)
+	Goodput  bool    // adaptive, with the measured-goodput controller instead of AIMD
+}
+
+// Capacity returns the bucket's capacity at its ceiling: the burst, or
+// twice the rate when no burst is given, and never below one token.
+func (s BucketSpec) Capacity() float64 {
+	c := s.Burst
+	if c <= 0 {
+		c = 2 * s.Rate
+	}
+	return math.Max(1, c)
+}
+
+// BucketSnapshot is a bucket's state at one time.
+type BucketSnapshot struct {
+	Rate    float64       `json:"rate_rps"`    // the current rate
+	Ceiling float64       `json:"ceiling_rps"` // the configured rate
+	Tokens  float64       `json:"tokens"`      // the balance; negative while callers queue
+	Paused  time.Duration `json:"-"`           // the time left in a pause (paused_seconds)
+}
+
+// MarshalJSON writes Paused as paused_seconds.
+func (s BucketSnapshot) MarshalJSON() ([]byte, error) {
+	type plain BucketSnapshot
+	return jsonsec.Marshal(plain(s), "paused_seconds", s.Paused)
+}
+
+// A Bucket is a token bucket with an optional adaptive rate. Its methods
+// are safe for concurrent use.
+type Bucket interface {
+	// Reserve takes a token and returns how long to wait before using it.
+	// Reservations queue in arrival order.
+	Reserve(now time.Duration) (wait time.Duration)
+	// TryReserve takes a token only if it can be used at once.
+	TryReserve(now time.Duration) bool
+	// Cancel gives back a reserved token that will not be used.
+	Cancel(now time.Duration)
+	// Throttle records a throttling answer: an adaptive bucket decreases its
+	// rate (once per congestion event) and drains its stored burst; a
+	// positive pause holds every caller for that long.
+	Throttle(now, pause time.Duration) (rate float64, decreased bool)
+	// Pause holds every caller for pause without touching the rate.
+	Pause(now, pause time.Duration)
+	// Success records a success: an adaptive bucket below its ceiling
+	// recovers additively.
+	Success(now time.Duration) (rate float64, increased bool)
+	// Recovering reports whether Success has anything to do, so that the
+	// call path can skip reading the clock after a call.
+	Recovering() bool
+	// Snapshot returns the bucket's state at now.
+	Snapshot(now time.Duration) BucketSnapshot
+	// Idle reports whether the bucket holds nothing learned and has been
+	// unused for minIdle: dropping it and making a new one later changes
+	// nothing.
+	Idle(now, minIdle time.Duration) bool
+}
+
+// BreakerSpec describes a circuit breaker. It is a comparable value.
+type BreakerSpec struct {
+	Threshold   int           // consecutive failures that open it; at least 1
+	Cooldown    time.Duration // the base open time
+	MaxCooldown time.Duration // the cooldown doubles on a failed probe up to this
+}
+
+// BreakerState is a breaker's position. The zero value is Closed.
+type BreakerState int32
+
+// The positions of a breaker.
+const (
+	Closed   BreakerState = iota // calls flow
+	HalfOpen                     // one probe call is out; the others are rejected
+	Open                         // calls are rejected until the cooldown ends
+)
+
+// String returns closed, half_open or open.
+func (s BreakerState) String() string {
+	switch s {
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half_open"
+	default:
+		return "closed"
+	}
+}
+
+// MarshalText returns the String form, so that JSON shows the name.
+func (s BreakerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// BreakerSnapshot is a breaker's state at one time.
+type BreakerSnapshot struct {
+	State    BreakerState  `json:"state"`
+	Failures int           `json:"failures"` // consecutive failures while closed
+	Cooldown time.Duration `json:"-"`        // the current cooldown (cooldown_seconds)
+	// Wait is, while open, the time until a probe may go; while half-open,
+	// the time left in the probe's lease (retry_in_seconds).
+	Wait time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the durations as cooldown_seconds and retry_in_seconds.
+func (s BreakerSnapshot) MarshalJSON() ([]byte, error) {
+	type plain BreakerSnapshot
+	return jsonsec.Marshal(plain(s), "cooldown_seconds", s.Cooldown, "retry_in_seconds", s.Wait)
+}
+
+// A Breaker is a circuit breaker: closed, open, or half-open with one
+// probe that holds a lease of one cooldown. Its methods are safe for
+// concurrent use.
+type Breaker interface {
+	// Allow reports whether a call may be sent; when not, how long until a
+	// probe may go. probe is true for the caller a half-open breaker lets
+	// through as its one probe.
+	Allow(now time.Duration) (wait time.Duration, ok, probe bool)
+	// AllowProbe lets the probe send its retries: true while the breaker is
+	// half-open or closed, false (with the wait) once it is open.
+	AllowProbe(now time.Duration) (wait time.Duration, ok bool)
+	// Success resets the failure count and closes a half-open breaker; it
+	// reports whether it closed it.
+	Success() (closed bool)
+	// Failure counts a failed call; it reports whether the breaker opened.
+	Failure(now time.Duration) (opened bool)
+	// Snapshot returns the breaker's state at now.
+	Snapshot(now time.Duration) BreakerSnapshot
+	// Pristine reports whether the breaker is closed with no failures.
+	Pristine() bool
+}
+
+// A Budget is a provider's retry budget: retries spend tokens, successes
+// refund a tenth of one. Its methods are safe for concurrent use.
+type Budget interface {
+	// Take spends one retry token; false, spending nothing, when the budget
+	// cannot pay.
+	Take() bool
+	// Succeed refunds a tenth of a token, up to the budget's size.
+	Succeed()
+	// Remaining returns the tokens left.
+	Remaining() float64
+}
+
+// A Store makes the state of a governor's scopes. key names the scope the
+// state belongs to (a leaf scope for leaf buckets and breakers, an account
+// for account buckets, a provider for provider buckets): distinct scopes
+// have distinct keys, and a key is the same in every process, so that a
+// shared store shares state by it. A Store must be safe for concurrent
+// use.
+type Store interface {
+	Bucket(key string, spec BucketSpec, now time.Duration) Bucket
+	Breaker(key string, spec BreakerSpec) Breaker
+	Budget(provider string, size int) Budget
+}
+
+// ScopeSnapshot is where one scope stands: its leaf bucket, its account
+// bucket (zero when the provider has none), its breaker, its account's
+// bulkhead and its provider's retry budget.
+type ScopeSnapshot struct {
+	Leaf        BucketSnapshot  `json:"leaf"`
+	Account     BucketSnapshot  `json:"account,omitzero"`
+	Breaker     BreakerSnapshot `json:"breaker"`
+	InFlight    int             `json:"in_flight"`     // calls holding a slot of the account's bulkhead
+	Waiting     int             `json:"waiting"`       // calls waiting for one
+	MaxInFlight int             `json:"max_in_flight"` // the bulkhead's cap
+	RetryBudget float64         `json:"retry_budget"`  // tokens left in the provider's budget
+}
