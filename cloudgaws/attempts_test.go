@@ -87,10 +87,10 @@ func (c *failFirst) Do(req *http.Request) (*http.Response, error) {
 	return c.next.Do(req)
 }
 
-// A transport failure that says nothing about the scope (io.EOF from a
-// stale connection, which the core takes for a local error) is not the
-// governor's to veto, even with an empty retry budget: the SDK retries it
-// as it would without the governor, and nothing is charged to the scope.
+// A connection closed before any answer (io.EOF from a stale connection) is
+// a transient error: the SDK retries it, free as the first retries of a
+// call are even with an empty budget, and a success after it leaves the
+// breaker alone.
 func TestSDKRetriesLocalErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
@@ -104,7 +104,7 @@ func TestSDKRetriesLocalErrors(t *testing.T) {
 			t.Fatalf("the endpoint saw %d requests, want the retry", got)
 		}
 		st := scopeStats(g, stats, ec2Key)
-		if st.Calls != 1 || st.Throttled != 0 || st.TransientErrors != 0 || st.GaveUp != 0 {
+		if st.Calls != 1 || st.Throttled != 0 || st.TransientErrors != 1 || st.Retries != 1 || st.GaveUp != 0 {
 			t.Fatalf("stats = %+v", st)
 		}
 		if b, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; ok {

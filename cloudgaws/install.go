@@ -136,7 +136,8 @@ const (
 // paginators and waiters, and the SDK's retries inside each call. It adds
 // its middleware to cfg.APIOptions and sets cfg.Retryer, so call it before
 // making clients. accountID is the account the config's credentials act in,
-// "*" (or "") while it is not known, before an AssumeRole.
+// "*" (or "") while it is not known, before an AssumeRole: the scopes then
+// have an empty account, which Scope.String shows as *.
 //
 // Each call is scoped aws/<account>/<region>/<service>/<Operation>, with
 // the botocore-style service name (ServiceName). Before the call: the
@@ -190,8 +191,8 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	if len(c.errs) > 0 {
 		return fmt.Errorf("cloudgaws: install: %w", errors.Join(c.errs...))
 	}
-	if accountID == "" {
-		accountID = "*"
+	if accountID == "*" {
+		accountID = "" // unknown: one scope, shown as *, whichever way it is spelled
 	}
 	inst := &installation{gov: c.gov, account: accountID, names: c.names, base: c.base, mode: c.mode}
 

@@ -50,10 +50,11 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
-// The policies add four allocations to a request, and none per attempt on
-// the success path: the
-// Guard (the core's Begin), the request's state, and the two that azcore's
-// operation-values map makes for its first entry.
+// The policies add seven allocations to a request, and none per attempt on
+// the success path: the Guard (the core's Begin), the request's state, the
+// two that azcore's operation-values map makes for its first entry, and the
+// three of the guard's watch, which gives its slot back should the guard
+// be dropped without End (its record, and the runtime's cleanup).
 func TestGovernedAllocations(t *testing.T) {
 	e := memEnv(t, fast())
 	plain, governed := clientPair(t, e)
@@ -68,8 +69,8 @@ func TestGovernedAllocations(t *testing.T) {
 	base := testing.AllocsPerRun(200, get(plain))
 	gov := testing.AllocsPerRun(200, get(governed))
 	t.Logf("allocations per request: ungoverned %.0f, governed %.0f", base, gov)
-	if gov-base > 4+raceSlack {
-		t.Fatalf("the policies add %.0f allocations per request, want at most %d", gov-base, 4+raceSlack)
+	if gov-base > 7+raceSlack {
+		t.Fatalf("the policies add %.0f allocations per request, want at most %d", gov-base, 7+raceSlack)
 	}
 }
 

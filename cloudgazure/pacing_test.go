@@ -205,6 +205,7 @@ func TestLowRemainingReadsPauseSubscription(t *testing.T) {
 			t.Fatalf("subscription A's network call waited %v, want 1 s", d)
 		}
 
+		time.Sleep(time.Second) // the subscription's bucket refills after the pause
 		e.srv.okHeaders(routeGroupGet, "x-ms-ratelimit-remaining-subscription-reads", "25")
 		if _, err := e.groups(subA).Get(context.Background(), "rg", nil); err != nil {
 			t.Fatal(err)

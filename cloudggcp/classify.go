@@ -22,7 +22,8 @@ func init() { errread.Register(readError) }
 //
 //	ResourceExhausted (429), Unavailable (503)   Throttled
 //	DeadlineExceeded (504), Internal (500)       Transient
-//	Unknown, DataLoss (500)                      Transient (by status)
+//	Unknown (500)                                Transient (by status)
+//	DataLoss                                     Fatal: no retry brings lost data back
 //	PermissionDenied, NotFound, ... (4xx, 501)   Fatal, a provider answer
 //
 // RetryInfo's retry_delay is the error's Retry-After. A status made locally
@@ -79,6 +80,10 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 		d.Kind = errread.Throttled
 	case codes.DeadlineExceeded, codes.Internal:
 		d.Kind = errread.Transient
+	case codes.DataLoss:
+		// google-api-core's DataLoss has no HTTP code, so it is on no
+		// retry list; retrying does not bring lost data back.
+		d.Kind = errread.Fatal
 	}
 	return d, true
 }
@@ -104,7 +109,7 @@ func httpStatus(c codes.Code) int {
 		return http.StatusServiceUnavailable
 	case codes.DeadlineExceeded:
 		return http.StatusGatewayTimeout
-	case codes.Unknown, codes.Internal, codes.DataLoss:
+	case codes.Unknown, codes.Internal:
 		return http.StatusInternalServerError
 	}
 	return 0

@@ -39,7 +39,7 @@ func TestClassifyGRPC(t *testing.T) {
 		{codes.DeadlineExceeded, resilience.Transient, true},
 		{codes.Internal, resilience.Transient, true},
 		{codes.Unknown, resilience.Transient, true}, // 500
-		{codes.DataLoss, resilience.Transient, true},
+		{codes.DataLoss, resilience.Fatal, true},
 		{codes.PermissionDenied, resilience.Fatal, true},
 		{codes.NotFound, resilience.Fatal, true},
 		{codes.InvalidArgument, resilience.Fatal, true},

@@ -261,8 +261,16 @@ func newGov(t testing.TB, cfg resilience.Config) *resilience.Governor {
 func intp(v int) *int { return &v }
 
 // scopeStats returns the run's counters of a service scope.
-func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilience.Counters {
-	return g.Summary(s).Scopes[key]
+// scopeStats returns the counters of the service scope whose String is
+// name (the Summary keys them by Scope.Key, which escapes the / of a
+// GCP account).
+func scopeStats(g *resilience.Governor, s *resilience.Stats, name string) resilience.Counters {
+	for _, c := range g.Summary(s).Scopes {
+		if c.Scope.String() == name {
+			return c
+		}
+	}
+	return resilience.Counters{}
 }
 
 func names[T any](items []T, name func(T) string) []string {

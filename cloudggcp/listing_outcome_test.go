@@ -3,6 +3,7 @@ package cloudggcp
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -179,7 +180,7 @@ func TestProbeListingNotRejectedOnPage2(t *testing.T) {
 		if err != nil || len(rest) != 15 {
 			t.Fatalf("probe: %d more items, %v", len(rest), err)
 		}
-		if _, open := gov.Summary(nil).Breakers["gcp/projects/p1/*/cloudasset/ListAssets"]; open {
+		if _, open := gov.Summary(nil).Breakers["gcp/projects%2Fp1/*/cloudasset/ListAssets"]; open {
 			t.Error("breaker not closed by the probe")
 		}
 		if _, err := list().Collect(); err != nil {
@@ -193,4 +194,40 @@ func TestProbeListingNotRejectedOnPage2(t *testing.T) {
 			t.Errorf("ledger skipped %d", skipped)
 		}
 	})
+}
+
+// Listings abandoned without Close give their slots back when they are
+// garbage collected: 16 abandoned listings of a project with a cap of 16 do
+// not block the 17th for good. The collector runs on its own goroutine, so
+// this test runs in real time; it loops on runtime.GC and never sleeps.
+func TestAbandonedListingsReleaseTheirSlots(t *testing.T) {
+	srv := newFake(25)
+	client := startBuf(t, srv)
+	gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+		"cloudasset.ListAssets": {MaxRPS: 1e6, Burst: 1e6}, // no token waits in real time
+	}}})
+	req := &assetpb.ListAssetsRequest{Parent: "projects/p1"}
+	scope := Scope("projects/p1", RPCListAssets)
+	abandon := func() {
+		l := ListAssets(context.Background(), client, req, WithGovernor(gov))
+		if _, err := l.Next(); err != nil { // page 1 of 3: the slot is held
+			t.Fatal(err)
+		}
+	}
+	for range 16 {
+		abandon()
+	}
+	if s := gov.Inspect(scope); s.InFlight != 16 || s.MaxInFlight != 16 {
+		t.Fatalf("%d of %d slots held by the abandoned listings", s.InFlight, s.MaxInFlight)
+	}
+	for i := 0; gov.Inspect(scope).InFlight != 0; i++ {
+		if i == 1000 {
+			t.Fatalf("%d slots still held after %d collections", gov.Inspect(scope).InFlight, i)
+		}
+		runtime.GC()
+	}
+	items, err := ListAssets(context.Background(), client, req, WithGovernor(gov)).Collect()
+	if err != nil || len(items) != 25 {
+		t.Fatalf("the 17th listing: %d items, %v", len(items), err)
+	}
 }

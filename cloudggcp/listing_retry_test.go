@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -123,7 +124,7 @@ func TestRetryBudgetOneAllowsThreeRetries(t *testing.T) {
 		if gaveUp, skipped := ledger.Counts(); gaveUp != 1 || skipped != 0 {
 			t.Errorf("ledger %d %d", gaveUp, skipped)
 		}
-		if _, ok := gov.Summary(nil).Breakers["gcp/projects/p1/*/cloudasset/ListAssets"]; ok {
+		if _, ok := gov.Summary(nil).Breakers["gcp/projects%2Fp1/*/cloudasset/ListAssets"]; ok {
 			t.Error("the budget's stop counted as a breaker failure")
 		}
 		c := l.Coverage()
@@ -162,9 +163,12 @@ func TestConsecutiveRetryLimitResetsPerPage(t *testing.T) {
 		before := len(srv.reqs(RPCListAssets))
 		l := ListAssets(ctx, client, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov))
 		items, err = l.Collect()
-		var rbe *resilience.RetryBudgetExhaustedError
-		if !errors.As(err, &rbe) || status.Code(err) != codes.Unavailable {
-			t.Fatalf("error %v", err)
+		var ree *RetriesExhaustedError
+		if !errors.As(err, &ree) || status.Code(err) != codes.Unavailable || errors.Is(err, state.ErrBudgetExhausted) {
+			t.Fatalf("error %v, want RetriesExhaustedError", err)
+		}
+		if !strings.HasPrefix(err.Error(), "ListAssets: 2 consecutive retries exhausted: ") {
+			t.Fatalf("message %q", err)
 		}
 		if len(items) != 10 {
 			t.Errorf("%d items", len(items))
@@ -174,7 +178,7 @@ func TestConsecutiveRetryLimitResetsPerPage(t *testing.T) {
 		}
 		// The limit, unlike the budget, is the service failing: the breaker
 		// counts it, and throttling is a give-up.
-		if br := gov.Summary(nil).Breakers["gcp/projects/p1/*/cloudasset/ListAssets"]; br.Failures != 1 {
+		if br := gov.Summary(nil).Breakers["gcp/projects%2Fp1/*/cloudasset/ListAssets"]; br.Failures != 1 {
 			t.Errorf("breaker %+v", br)
 		}
 		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.GaveUp != 1 || sc.Retries != 2 {

@@ -110,8 +110,25 @@ func (s *callState) stopped(err, rerr error) error {
 	}
 	// No attempts left: max_retries consecutive retries of the page or
 	// call were made.
-	return &resilience.RetryBudgetExhaustedError{Scope: s.scope, Err: err}
+	return &RetriesExhaustedError{Scope: s.scope, Retries: s.n, Err: err}
 }
+
+// RetriesExhaustedError ends a page fetch or a call after max_retries
+// consecutive retries (ratelimit.gcp.max_retries) failed: the service kept
+// failing. It wraps the last provider error, as which it classifies, and
+// reads "ListAssets: 8 consecutive retries exhausted: <error>".
+type RetriesExhaustedError struct {
+	Scope   resilience.Scope
+	Retries int   // the consecutive retries made
+	Err     error // the last provider error
+}
+
+func (e *RetriesExhaustedError) Error() string {
+	return fmt.Sprintf("%s: %d consecutive retries exhausted: %v", e.Scope.Operation, e.Retries, e.Err)
+}
+
+// Unwrap returns the last provider error.
+func (e *RetriesExhaustedError) Unwrap() error { return e.Err }
 
 // succeed reports the success of the call's last attempt, once.
 func (s *callState) succeed() {
@@ -188,7 +205,8 @@ type governed struct {
 //
 // gax's Retryer cannot replace the error gax returns, so a call made with
 // this option alone returns the provider error when a limit stops it; Do
-// and the listings return the *resilience.RetryBudgetExhaustedError or
+// and the listings return the *resilience.RetryBudgetExhaustedError,
+// *RetriesExhaustedError or
 // *RetryStoppedError instead. The option sees a gRPC call's success through
 // grpc.OnFinish; it counts no calls and takes no tokens: the interceptor
 // (ClientOption) or Do does that.
@@ -256,7 +274,8 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // and the GCP retry (see Retry) for gax's retries of it (pass opts on to
 // the client's method). It records the outcome and returns the call's
 // result, with the error a limit stopped it on
-// (*resilience.RetryBudgetExhaustedError, *RetryStoppedError) rather than
+// (*resilience.RetryBudgetExhaustedError, *RetriesExhaustedError,
+// *RetryStoppedError) rather than
 // gax's.
 //
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),

@@ -117,7 +117,7 @@ func TestRetryNeverRetriesOwnErrors(t *testing.T) {
 			}
 		}
 	}
-	if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc != (resilience.Counters{}) {
+	if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.String() != (resilience.Counters{}).String() || sc.LastError != "" {
 		t.Errorf("recorded %+v", sc)
 	}
 	if br := gov.Inspect(scope).Breaker; br.Failures != 0 {

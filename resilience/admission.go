@@ -186,6 +186,9 @@ func (gd *Guard) acquire(ctx context.Context, block bool) error {
 		}
 		if !gd.e.dead.Load() {
 			gd.slot = b
+			if gd.orphan != nil {
+				gd.orphan.hold(b)
+			}
 			return nil
 		}
 		b.Release()
@@ -217,12 +220,14 @@ func (gd *Guard) nested(ctx context.Context, b *bulkhead.Bulkhead) bool {
 const maxNesting = 16
 
 // live moves the guard to the live entry of its scope if a sweep reclaimed
-// the one it holds, so that what the call learns is not lost. The steps
+// the one it holds, or a reconfiguration moved the scope's state to a new
+// table, so that what the call learns is not lost. The steps
 // that record an outcome call it; the others do not need to.
 func (gd *Guard) live() {
 	if !gd.e.dead.Load() {
 		return
 	}
+	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
 	gd.e = gd.p.scopes.lookup(gd.scope)
 	if gd.stats != nil {
 		gd.run = gd.e.runCounters(gd.stats)

@@ -50,9 +50,14 @@ func Wrap[T any](scope Scope, fn func(context.Context) (T, error), opts ...Optio
 }
 
 // WrapArg returns fn governed as Call governs it, with the scope computed
-// from the argument of each call.
+// from the argument of each call. When fn or scopeOf is nil every call
+// returns ErrNilFunc, as Call does for a nil function.
 func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, error), opts ...Option) func(context.Context, A) (T, error) {
 	return func(ctx context.Context, a A) (T, error) {
+		if fn == nil || scopeOf == nil {
+			var zero T
+			return zero, ErrNilFunc
+		}
 		return Call(ctx, scopeOf(a), func(ctx context.Context) (T, error) { return fn(ctx, a) }, opts...)
 	}
 }

@@ -107,6 +107,16 @@ func TestBadInput(t *testing.T) {
 	if _, err := Default().Begin(context.Background(), Scope{}); !errors.Is(err, ErrNoProvider) {
 		t.Fatalf("Begin with an empty provider: %v", err)
 	}
+	if _, err := Wrap(iamUsers, fn)(context.Background()); !errors.Is(err, ErrNilFunc) {
+		t.Fatalf("Wrap of nil: %v", err)
+	}
+	scopeOf := func(string) Scope { return iamUsers }
+	if _, err := WrapArg[string, int](scopeOf, nil)(context.Background(), "a"); !errors.Is(err, ErrNilFunc) {
+		t.Fatalf("WrapArg of nil: %v", err)
+	}
+	if _, err := WrapArg(nil, func(context.Context, string) (int, error) { return 1, nil })(context.Background(), "a"); !errors.Is(err, ErrNilFunc) {
+		t.Fatalf("WrapArg with a nil scope function: %v", err)
+	}
 }
 
 func TestUnknownProviderWorksAtGenericDefaults(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -87,6 +88,7 @@ type facts struct {
 	hasRA      bool
 	answer     bool // a provider fact from a non-cloudg error
 	network    bool // connection reset/refused, timeout, transport deadline
+	inURL      bool // the walk has passed a *url.Error
 }
 
 func inspect(err error) facts {
@@ -169,13 +171,19 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 			f.answer = true
 		}
 	}
-	if !f.network && isNetworkError(e) {
+	if _, ok := e.(*url.Error); ok {
+		f.inURL = true
+	}
+	if !f.network && (isNetworkError(e) || f.inURL && e == io.EOF) {
 		f.network = true
 	}
 }
 
-// isNetworkError reports connection resets and refusals, timeouts and
-// unexpected EOFs: failures of the transport, worth retrying.
+// isNetworkError reports connection resets and refusals, timeouts,
+// unexpected EOFs and errors that say they are connection errors
+// (ConnectionError() bool, as the AWS SDK's RequestSendError does): failures
+// of the transport, worth retrying. A bare io.EOF is one only under a
+// *url.Error, where it means the connection closed before any answer.
 func isNetworkError(e error) bool {
 	switch e {
 	case context.DeadlineExceeded, io.ErrUnexpectedEOF:
@@ -189,6 +197,9 @@ func isNetworkError(e error) bool {
 		return false
 	}
 	if ne, ok := e.(net.Error); ok && ne.Timeout() {
+		return true
+	}
+	if ce, ok := e.(interface{ ConnectionError() bool }); ok && ce.ConnectionError() {
 		return true
 	}
 	return false

@@ -99,7 +99,7 @@ func TestClassifyTable(t *testing.T) {
 		{"InternalFailure", sdkChain("InternalFailure", 500), Transient},
 		{"GCP DeadlineExceeded", codeErr{"DeadlineExceeded", ""}, Transient},
 		{"GCP InternalServerError", codeErr{"InternalServerError", ""}, Transient},
-		{"PriorRequestNotComplete", codeErr{"PriorRequestNotComplete", ""}, Transient},
+		{"PriorRequestNotComplete (botocore's throttle list)", codeErr{"PriorRequestNotComplete", ""}, Throttled},
 		{"Azure RetryableErrorDueToAnotherOperation 429", sdkChain("RetryableErrorDueToAnotherOperation", 429), Transient},
 		{"408", statusErr(408), Transient},
 		{"500", statusErr(500), Transient},
@@ -111,6 +111,9 @@ func TestClassifyTable(t *testing.T) {
 		{"connection refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, Transient},
 		{"transport deadline", fmt.Errorf("send: %w", context.DeadlineExceeded), Transient},
 		{"unexpected EOF", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), Transient},
+		{"connection closed before any answer", &url.Error{Op: "Post", URL: "https://ec2", Err: io.EOF}, Transient},
+		{"SDK send error on a connection", fmt.Errorf("send: %w", connErr{}), Transient},
+		{"a bare EOF is local", fmt.Errorf("decode: %w", io.EOF), Fatal},
 
 		{"AccessDenied", sdkChain("AccessDenied", 403), Fatal},
 		{"ValidationException", codeErr{"ValidationException", "bad"}, Fatal},
@@ -224,6 +227,13 @@ type sdkStruct struct {
 }
 
 func (e *sdkStruct) Error() string { return "sdk error " + e.Code }
+
+// connErr is shaped like the AWS SDK's RequestSendError: it says it is a
+// connection error.
+type connErr struct{}
+
+func (connErr) Error() string         { return "request send failed: connection reset" }
+func (connErr) ConnectionError() bool { return true }
 
 func TestRegisteredReader(t *testing.T) {
 	err := fmt.Errorf("call: %w", &sdkStruct{StatusCode: 429, Code: "Unknown", Raw: http.Header{"Retry-After": {"9"}}})

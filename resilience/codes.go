@@ -23,6 +23,7 @@ var codeKinds = map[string]Kind{
 	"SlowDown":                               Throttled,
 	"EC2ThrottledException":                  Throttled,
 	"RateExceeded":                           Throttled,
+	"PriorRequestNotComplete":                Throttled,
 	// Azure throttling.
 	"RateLimiting":                  Throttled,
 	"SubscriptionRequestsThrottled": Throttled,
@@ -35,7 +36,6 @@ var codeKinds = map[string]Kind{
 	// SDKs retry.
 	"RequestTimeout":                      Transient,
 	"RequestTimeoutException":             Transient,
-	"PriorRequestNotComplete":             Transient,
 	"InternalError":                       Transient,
 	"InternalFailure":                     Transient,
 	"InternalServerError":                 Transient,

@@ -92,7 +92,7 @@ func ExampleWithStats() {
 	fmt.Println(ledger.Degraded())
 	fmt.Println(ledger.Describe())
 	// Output:
-	// aws/123456789012/eu-west-1/ec2: throttled 3x, slowed to 500.0 rps, gave up on 3 calls
+	// aws/123456789012/eu-west-1/ec2: throttled 3x, slowed to 500.0 rps, 3 calls gave up
 	// calls 4 throttled 3 gave up 3
 	// true
 	// throttled: 3 call(s) gave up after retries (aws/123456789012/eu-west-1/ec2/DescribeSubnets: throttled: Throttling: Rate exceeded)
@@ -134,7 +134,7 @@ func ExampleGuard() {
 	}
 	// Output:
 	// err: <nil>
-	// github/my-org/*/rest: throttled 1x, slowed to 10.0 rps, 1 transient error, 2 retries, waited 0.2s for rate limit
+	// github/my-org/*/rest: throttled 1x, slowed to 10.0 rps, 2 retries
 }
 
 // WrapArg is the decorator form: the scope comes from each call's argument.

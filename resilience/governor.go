@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/readmap"
+
 	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/state"
 )
@@ -29,10 +31,12 @@ type Governor struct {
 	store    state.Store
 	epoch    time.Time
 
-	mu     sync.Mutex // serialises Configure, Reset and provider creation
-	cur    atomic.Pointer[configured]
-	life   statsTable
-	folded atomic.Int64 // calls of lifetime scopes folded into the totals
+	mu         sync.Mutex // serialises Configure, Reset and provider creation
+	cur        atomic.Pointer[configured]
+	others     readmap.Map[string, *provider] // providers other than aws, azure and gcp
+	leakLogged atomic.Bool                    // a dropped guard's slot was released and logged
+	life       statsTable
+	folded     atomic.Int64 // calls of lifetime scopes folded into the totals
 }
 
 // configured is the configuration in force, immutable once published.
@@ -40,7 +44,6 @@ type configured struct {
 	cfg             Config
 	enabled         bool
 	aws, azure, gcp *provider
-	others          map[string]*provider
 }
 
 // provider is one provider's settings and live state.
@@ -112,7 +115,7 @@ func (g *Governor) init() {
 		} else {
 			g.epoch = time.Now()
 		}
-		g.cur.Store(g.build(Config{}, nil))
+		g.cur.Store(g.build(Config{}, nil, false))
 	})
 }
 
@@ -184,70 +187,71 @@ func (g *Governor) provider(name string) *provider {
 	case "gcp":
 		return c.gcp
 	}
-	if p, ok := c.others[name]; ok {
+	if p, ok := g.others.Load(name); ok {
 		return p
 	}
+	// A new name: made under mu, so that a concurrent Configure or Reset
+	// either sees it or makes it with its own settings.
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	c = g.cur.Load()
-	if p, ok := c.others[name]; ok {
-		return p
-	}
-	nc := *c
-	nc.others = make(map[string]*provider, len(c.others)+1)
-	for k, v := range c.others {
-		nc.others[k] = v
-	}
-	p := g.reconcile(nil, resolveProvider(name, ProviderConfig{}, c.enabled))
-	nc.others[name] = p
-	g.cur.Store(&nc)
-	return p
+	return g.others.LoadOrCreate(name, func() *provider {
+		return g.reconcile(nil, resolveProvider(name, ProviderConfig{}, g.cur.Load().enabled), false)
+	})
 }
 
-// build makes the configuration for cfg, keeping what it can of old.
-func (g *Governor) build(cfg Config, old *configured) *configured {
+// build makes the configuration for cfg, keeping what it can of old (the
+// slots calls hold, and with reset unset what the settings did not change).
+func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
 	enabled := cfg.Enabled == nil || *cfg.Enabled
-	nc := &configured{cfg: cfg, enabled: enabled, others: map[string]*provider{}}
+	nc := &configured{cfg: cfg, enabled: enabled}
 	var prev configured
 	if old != nil {
 		prev = *old
 	}
-	nc.aws = g.reconcile(prev.aws, resolveProvider("aws", cfg.AWS, enabled))
-	nc.azure = g.reconcile(prev.azure, resolveProvider("azure", cfg.Azure, enabled))
-	nc.gcp = g.reconcile(prev.gcp, resolveProvider("gcp", cfg.GCP, enabled))
-	for name, p := range prev.others {
-		nc.others[name] = g.reconcile(p, resolveProvider(name, ProviderConfig{}, enabled))
-	}
+	nc.aws = g.reconcile(prev.aws, resolveProvider("aws", cfg.AWS, enabled), reset)
+	nc.azure = g.reconcile(prev.azure, resolveProvider("azure", cfg.Azure, enabled), reset)
+	nc.gcp = g.reconcile(prev.gcp, resolveProvider("gcp", cfg.GCP, enabled), reset)
+	g.others.Lock()
+	g.others.RangeLocked(func(name string, p *provider) {
+		g.others.StoreLocked(name, g.reconcile(p, resolveProvider(name, ProviderConfig{}, enabled), reset))
+	})
+	g.others.Unlock()
 	return nc
 }
 
-// reconcile keeps a provider's live state where its settings did not
-// change: its buckets, breakers and bulkheads (with the slots their calls
-// hold) unless the limits changed, its budget unless the retry settings
-// changed.
-func (g *Governor) reconcile(old *provider, set *providerSettings) *provider {
-	sameLimits := old != nil && old.set.limitsEqual(set)
-	sameRetry := old != nil && old.set.retry == set.retry && old.set.budget == set.budget
-	if sameLimits && sameRetry {
+// reconcile makes a provider's state for set from the old one. What the
+// settings did not change is kept: the buckets unless the bucket settings
+// changed, the breakers unless the breaker settings did, the budget unless
+// the retry settings did. The bulkheads are always kept, with the new cap,
+// so that the slots calls hold still count and the cap holds across any
+// change. reset forgets every learned thing but the slots held.
+func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *provider {
+	if old == nil {
+		return &provider{set: set, scopes: g.newScopeTable(set), budget: g.store.Budget(set.name, set.budget)}
+	}
+	sameRetry := !reset && old.set.retry == set.retry && old.set.budget == set.budget
+	if !reset && sameRetry && old.set.limitsEqual(set) {
 		return old
 	}
-	p := &provider{set: set}
-	if sameLimits {
-		p.scopes = old.scopes
-	} else {
-		p.scopes = g.newScopeTable(set)
-	}
-	if sameRetry {
-		p.budget = old.budget
-	} else {
+	p := &provider{set: set, scopes: old.scopes, budget: old.budget}
+	if !sameRetry {
 		p.budget = g.store.Budget(set.name, set.budget)
+	}
+	if reset || !old.set.limitsEqual(set) {
+		p.scopes = g.newScopeTable(set)
+		p.scopes.adopt(old.scopes, !reset && old.set.bucketsEqual(set), !reset && old.set.breaker == set.breaker)
 	}
 	return p
 }
 
-// Configure applies cfg. It is idempotent per provider: a provider whose
-// settings did not change keeps its learned rates, breakers, budget and the
-// concurrency slots its calls hold. An invalid cfg changes nothing.
+// Configure applies cfg. It is idempotent per provider, and keeps what a
+// change does not touch: a provider's buckets (with their learned rates
+// and pauses) unless its bucket settings changed, its breakers unless its
+// breaker settings did, its budget unless its retry settings did. Its
+// bulkheads are always kept, with the new cap: the slots calls hold still
+// count, so the calls in flight never exceed the cap in force, whatever
+// is reconfigured, reset, disabled or enabled meanwhile. An invalid cfg
+// changes nothing.
 func (g *Governor) Configure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -255,7 +259,7 @@ func (g *Governor) Configure(cfg Config) error {
 	g.init()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.cur.Store(g.build(cfg, g.cur.Load()))
+	g.cur.Store(g.build(cfg, g.cur.Load(), false))
 	return nil
 }
 
@@ -263,17 +267,14 @@ func (g *Governor) Configure(cfg Config) error {
 func (g *Governor) Config() Config { return g.configured().cfg }
 
 // Reset forgets everything learned (rates, pauses, breakers, budgets,
-// lifetime stats) and keeps the configuration.
+// lifetime stats) and keeps the configuration. Calls in flight keep their
+// concurrency slots, and the cap holds across it.
 func (g *Governor) Reset() {
 	g.init()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.cur.Load()
-	fresh := g.build(c.cfg, nil)
-	for name := range c.others {
-		fresh.others[name] = g.reconcile(nil, resolveProvider(name, ProviderConfig{}, fresh.enabled))
-	}
-	g.cur.Store(fresh)
+	g.cur.Store(g.build(c.cfg, c, true))
 	g.life.m.Reset()
 	g.folded.Store(0)
 }

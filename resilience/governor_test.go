@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,14 +32,21 @@ func TestConfigureIsIdempotentPerProvider(t *testing.T) {
 			t.Fatal("re-applying the same config reset AWS")
 		}
 
-		// Azure changes: only Azure is rebuilt; AWS keeps its learned rate.
+		// Azure's cap changes: AWS is untouched, and Azure keeps its learned
+		// rate and breaker (only the bucket or breaker settings drop them).
 		cfg.Azure.MaxConcurrency = 8
 		g.Configure(cfg)
 		if g.provider("aws") != awsBefore || rate(g, ec2Vpcs) != 10 {
 			t.Fatal("changing Azure reset AWS's learned rate")
 		}
-		if g.provider("azure") == azBefore || rate(g, azure) != 30 {
-			t.Fatal("changed Azure settings were not applied")
+		if g.provider("azure") == azBefore || rate(g, azure) != 15 || g.Inspect(azure).MaxInFlight != 8 {
+			t.Fatal("a new cap was not applied, or it dropped the learned rate")
+		}
+		cfg.Azure.MaxRPS = 12
+		cfg.Azure.Services = map[string]ServiceConfig{"network": {MaxRPS: 40}}
+		g.Configure(cfg)
+		if rate(g, azure) != 40 {
+			t.Fatal("changed bucket settings were not applied")
 		}
 
 		// Only AWS's retry settings change: buckets kept, budget renewed.
@@ -392,4 +400,22 @@ func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
 
 func (c *scaledClock) RealDuration(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / c.scale)
+}
+
+// A new provider name costs the same whatever the number already known:
+// adding one does not copy every other (20,000 names, then 1,000 more).
+func TestManyProviderNamesDoNotCopyPerName(t *testing.T) {
+	g := newGov(t, Config{})
+	for i := range 20000 {
+		g.Enabled(fmt.Sprintf("p%d", i))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range 1000 {
+		g.Enabled(fmt.Sprintf("q%d", i))
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 1000; per > 64<<10 {
+		t.Fatalf("%d bytes allocated per new provider name at 20,000 names", per)
+	}
 }

@@ -50,6 +50,7 @@ type Guard struct {
 	run    *counters       // the run's counters for the service scope, or nil
 	ledger *Ledger
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
+	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 
 	rp       *RetryPolicy // the call's policy option, resolved on first need
 	lim      retryLimits
@@ -94,7 +95,11 @@ func (g *Governor) Begin(ctx context.Context, scope Scope, opts ...Option) (*Gua
 		}
 	}
 	gd := new(Guard)
-	gd.begin(ctx, g, scope, rp)
+	if gd.begin(ctx, g, scope, rp) {
+		// Here, not when a slot is taken: Do's Guard, on its stack, must
+		// not escape to the heap by being watched.
+		gd.orphan = watchOrphan(gd)
+	}
 	return gd, nil
 }
 
@@ -324,7 +329,9 @@ func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 // than once; the slot is released exactly once.
 func (gd *Guard) Release() {
 	if gd.slot != nil {
-		gd.slot.Release()
+		if gd.orphan == nil || gd.orphan.drop() {
+			gd.slot.Release()
+		}
 		gd.slot = nil
 	}
 }

@@ -208,8 +208,8 @@ func TestGuardThrottlePausesAndPauseAccount(t *testing.T) {
 			gd.End(nil)
 			return time.Since(start)
 		}
-		if w := wait(cmp1); w != time.Second {
-			t.Fatalf("sub-1 compute waited %v, want the 1s subscription pause", w)
+		if w := wait(cmp1); w != time.Second+time.Second/20 {
+			t.Fatalf("sub-1 compute waited %v, want the 1s subscription pause and a token at 20 rps", w)
 		}
 		if w := wait(cmp2); w != 0 {
 			t.Fatalf("sub-2 waited %v for sub-1's pause", w)
@@ -217,8 +217,8 @@ func TestGuardThrottlePausesAndPauseAccount(t *testing.T) {
 		gd, _ = g.Begin(context.Background(), cmp2)
 		gd.Pause(2 * time.Second)
 		gd.End(nil)
-		if w := wait(cmp2); w != 2*time.Second {
-			t.Fatalf("leaf pause %v", w)
+		if w := wait(cmp2); w != 2*time.Second+time.Second/15 {
+			t.Fatalf("leaf pause %v, want 2s and a token at 15 rps", w)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -309,6 +310,22 @@ func TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp(t *testing.T) {
 		Do(ctx, iamUsers, always(&n, transientErr()), WithGovernor(g))
 		if n != 3 || ledger.Degraded() || g.Summary(nil).Totals.GaveUp != 0 {
 			t.Fatalf("%d attempts, ledger %q, gave up %d", n, ledger.Describe(), g.Summary(nil).Totals.GaveUp)
+		}
+	})
+}
+
+// A retry budget too large to count in units saturates: a call still gets
+// its nine attempts, and the budget reads positive.
+func TestHugeRetryBudgetSaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(math.MaxInt64)}})
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, transientErr()), WithGovernor(g))
+		if n != 9 {
+			t.Fatalf("%d attempts, want 9", n)
+		}
+		if b := g.Inspect(iamUsers).RetryBudget; b <= 0 {
+			t.Fatalf("budget %v", b)
 		}
 	})
 }

@@ -16,23 +16,30 @@ import "strings"
 // Use the values the SDK integrations use, or your calls land in other
 // buckets and protect nothing. Scope is a comparable value; the zero Scope
 // is invalid (a call needs a provider).
+//
+// A part may hold any text: GCP accounts are "projects/<id>". String is
+// for reading and may print two scopes alike (account "a/b" in region "c",
+// and account "a" in region "b/c"); Key is unambiguous, and the governor
+// keys its state and the Summary's maps by it.
 type Scope struct {
-	Provider  string
-	Account   string
-	Region    string
-	Service   string
-	Operation string
+	Provider  string `json:"provider"`
+	Account   string `json:"account,omitempty"`
+	Region    string `json:"region,omitempty"`
+	Service   string `json:"service,omitempty"`
+	Operation string `json:"operation,omitempty"`
 }
 
 // String returns provider/account/region/service[/operation], with * for
 // each empty part but the operation.
 func (s Scope) String() string { return s.format(false) }
 
-// key returns the scope as a state key: like String, but unambiguous.
-// Each part is escaped ('%', '/' and '*' as %25, %2F and %2A) so that no
-// part can pass for two, and an empty part is *, which no escaped part
-// can be.
-func (s Scope) key() string { return s.format(true) }
+// Key returns the scope in a form no other scope shares: String's form
+// with each part's '%', '/' and '*' escaped as %25, %2F and %2A, so that no
+// part can pass for two, and * for an empty part, which no escaped part
+// can be. Scopes whose parts hold none of those characters have the same
+// Key and String: aws/123456789012/us-east-1/ec2/DescribeVpcs; a GCP
+// project's is gcp/projects%2Fp1/*/cloudasset.
+func (s Scope) Key() string { return s.format(true) }
 
 func (s Scope) format(escape bool) string {
 	var b strings.Builder

@@ -25,6 +25,7 @@ type scopeTable struct {
 	accounts  map[string]*accountEntry
 	sweepAt   int           // sweep when the table reaches this size...
 	lastSweep time.Duration // ...or when it is large and this is a while ago
+	retired   bool          // a newer table adopted this one's state
 }
 
 // accountEntry is the state shared by an account's scopes.
@@ -94,7 +95,7 @@ const minSweep = 4096
 func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {
 	t := &scopeTable{g: g, set: set, accounts: map[string]*accountEntry{}, sweepAt: minSweep}
 	if set.global != nil {
-		t.global = g.store.Bucket(Scope{Provider: set.name}.key(), *set.global, g.now())
+		t.global = g.store.Bucket(Scope{Provider: set.name}.Key(), *set.global, g.now())
 	}
 	return t
 }
@@ -108,9 +109,17 @@ func (t *scopeTable) lookup(sc Scope) *scopeEntry {
 	return t.create(sc, t.g.now())
 }
 
-// create finds or makes the entry of sc's leaf and maps sc to it.
+// create finds or makes the entry of sc's leaf and maps sc to it. A call
+// that still holds a retired table is sent to the table in force, once the
+// reconfiguration that retired it is published.
 func (t *scopeTable) create(sc Scope, now time.Duration) *scopeEntry {
 	t.entries.Lock()
+	if t.retired {
+		t.entries.Unlock()
+		t.g.mu.Lock() // Configure or Reset holds it until the new table is in force
+		t.g.mu.Unlock()
+		return t.g.provider(t.set.name).scopes.lookup(sc)
+	}
 	defer t.entries.Unlock()
 	if e, ok := t.entries.LoadLocked(sc); ok && !e.dead.Load() {
 		return e
@@ -128,12 +137,12 @@ func (t *scopeTable) create(sc Scope, now time.Duration) *scopeEntry {
 	if acct == nil {
 		acct = &accountEntry{bulkhead: bulkhead.New(t.set.bulkhead)}
 		if t.set.account != nil {
-			acct.bucket = g.store.Bucket(key.accountScope().key(), *t.set.account, now)
+			acct.bucket = g.store.Bucket(key.accountScope().Key(), *t.set.account, now)
 		}
 		t.accounts[key.Account] = acct
 	}
 	acct.refs++
-	sk := key.key()
+	sk := key.Key()
 	e := &scopeEntry{
 		key:     key,
 		svc:     key.serviceScope(),
@@ -146,6 +155,54 @@ func (t *scopeTable) create(sc Scope, now time.Duration) *scopeEntry {
 	t.entries.StoreLocked(key, e)
 	t.entries.StoreLocked(sc, e)
 	return e
+}
+
+// adopt takes over the state of old, the table of the provider's previous
+// settings, and retires it: the accounts' bulkheads always (with this
+// table's cap, so that the slots calls hold still count), the buckets when
+// keepBuckets is set and the breakers when keepBreakers is. Every entry of
+// old is marked dead, so that calls holding one move here when they next
+// record something. t must not be published yet.
+func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
+	old.entries.Lock()
+	defer old.entries.Unlock()
+	t.entries.Lock()
+	defer t.entries.Unlock()
+	old.retired = true
+	if keepBuckets {
+		t.global = old.global
+	}
+	for name, a := range old.accounts {
+		a.bulkhead.SetLimit(t.set.bulkhead)
+		na := &accountEntry{bulkhead: a.bulkhead}
+		switch {
+		case t.set.account == nil:
+		case keepBuckets && a.bucket != nil:
+			na.bucket = a.bucket
+		default:
+			na.bucket = t.g.store.Bucket(Scope{Provider: t.set.name, Account: name}.Key(), *t.set.account, t.g.now())
+		}
+		t.accounts[name] = na
+	}
+	old.entries.RangeLocked(func(k Scope, e *scopeEntry) {
+		if k != e.key || e.dead.Load() {
+			return
+		}
+		e.dead.Store(true)
+		if !keepBuckets && !keepBreakers || t.set.leafKey(e.key) != e.key {
+			e.life.refs.Add(-1) // made afresh on its next call
+			return
+		}
+		ne := &scopeEntry{key: e.key, svc: e.svc, leaf: e.leaf, breaker: e.breaker, acct: t.accounts[e.key.Account], global: t.global, life: e.life}
+		if !keepBuckets {
+			ne.leaf = t.g.store.Bucket(e.key.Key(), t.set.leafSpec(e.key), t.g.now())
+		}
+		if !keepBreakers {
+			ne.breaker = t.g.store.Breaker(e.key.Key(), t.set.breaker)
+		}
+		ne.acct.refs++
+		t.entries.StoreLocked(e.key, ne)
+	})
 }
 
 // sweep drops the entries that hold nothing learned and have been idle,
@@ -185,7 +242,7 @@ func (t *scopeTable) sweep(now time.Duration) {
 func (g *Governor) eachEntry(f func(*scopeEntry, *provider)) {
 	c := g.configured()
 	ps := []*provider{c.aws, c.azure, c.gcp}
-	for _, p := range c.others {
+	for _, p := range g.others.Snapshot() {
 		ps = append(ps, p)
 	}
 	for _, p := range ps {

@@ -249,11 +249,14 @@ func (s *providerSettings) leafSpec(key Scope) state.BucketSpec {
 }
 
 // limitsEqual reports whether two settings have the same buckets, breakers
-// and bulkheads (everything but the retry settings).
+// and bulkheads (everything but the retry settings), and govern alike.
 func (s *providerSettings) limitsEqual(o *providerSettings) bool {
-	if s.enabled != o.enabled || s.leaf != o.leaf ||
-		s.bulkhead != o.bulkhead || s.breaker != o.breaker ||
-		!specPtrEqual(s.global, o.global) || !specPtrEqual(s.account, o.account) ||
+	return s.enabled == o.enabled && s.bulkhead == o.bulkhead && s.breaker == o.breaker && s.bucketsEqual(o)
+}
+
+// bucketsEqual reports whether two settings make the same buckets.
+func (s *providerSettings) bucketsEqual(o *providerSettings) bool {
+	if s.leaf != o.leaf || !specPtrEqual(s.global, o.global) || !specPtrEqual(s.account, o.account) ||
 		len(s.services) != len(o.services) || len(s.ops) != len(o.ops) {
 		return false
 	}

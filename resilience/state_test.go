@@ -48,7 +48,7 @@ func TestStateStoreReceivesKeysAndSpecs(t *testing.T) {
 		if err := Do(context.Background(), sc, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
 			t.Fatal(err)
 		}
-		if sp := st.buckets[sc.key()]; sp.Rate != 30 || sp.Burst != 200 || sp.Floor != 0.1 || !sp.Adaptive {
+		if sp := st.buckets[sc.Key()]; sp.Rate != 30 || sp.Burst != 200 || sp.Floor != 0.1 || !sp.Adaptive {
 			t.Fatalf("leaf spec %+v", sp)
 		}
 		if sp := st.buckets["azure/sub/*/*"]; sp.Rate != 20 || sp.Burst != 200 || sp.Adaptive {
@@ -57,7 +57,7 @@ func TestStateStoreReceivesKeysAndSpecs(t *testing.T) {
 		if sp := st.buckets["azure/*/*/*"]; sp.Rate != 100 {
 			t.Fatalf("provider spec %+v", sp)
 		}
-		if sp := st.breakers[sc.key()]; sp.Threshold != 5 || sp.Cooldown.Seconds() != 60 || sp.MaxCooldown.Seconds() != 600 {
+		if sp := st.breakers[sc.Key()]; sp.Threshold != 5 || sp.Cooldown.Seconds() != 60 || sp.MaxCooldown.Seconds() != 600 {
 			t.Fatalf("breaker spec %+v", sp)
 		}
 		if st.budgets["azure"] != 7 || st.budgets["aws"] != 500 {
@@ -80,13 +80,13 @@ func TestStateKeysAreUnambiguous(t *testing.T) {
 	}
 	seen := map[string]Scope{}
 	for _, sc := range scopes {
-		k := sc.key()
+		k := sc.Key()
 		if prev, ok := seen[k]; ok {
 			t.Fatalf("%+v and %+v share the key %q", prev, sc, k)
 		}
 		seen[k] = sc
 	}
-	if k := (Scope{Provider: "azure", Account: "sub", Service: "network"}).key(); k != "azure/sub/*/network" {
+	if k := (Scope{Provider: "azure", Account: "sub", Service: "network"}).Key(); k != "azure/sub/*/network" {
 		t.Fatalf("key %q", k)
 	}
 }

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -141,6 +142,8 @@ func bindingOf(ctx context.Context) *binding {
 // for rate tokens. It marshals to JSON with the
 // snake_case names of the report, times in seconds.
 type Counters struct {
+	// Scope is the service scope counted; zero for totals.
+	Scope           Scope         `json:"scope,omitzero"`
 	Calls           int64         `json:"calls"`
 	Throttled       int64         `json:"throttled"`
 	TransientErrors int64         `json:"transient_errors"`
@@ -205,35 +208,50 @@ func (c *Counters) add(s Counters) {
 	c.MaxWait = max(c.MaxWait, s.MaxWait)
 }
 
-// message renders one scope's line, or "" when it has nothing to say.
+// minReportedWait is the total wait that makes a scope worth a line of its
+// own: shorter waits are the ordinary pacing of a busy scope.
+const minReportedWait = time.Second
+
+// message renders one scope's line, or "" when it has nothing to say. A
+// scope is eventful when it was throttled, had transient errors, gave up
+// or skipped calls, tripped its breaker, or waited at least a second in
+// all. Its parts come in this order, each only when it applies:
+//
+//	throttled {n}x, slowed to {rate} rps, waited {s}s for rate limit,
+//	{n} retries, circuit opened {n}x, {n} calls skipped,
+//	{n} calls gave up, {n} transient errors
+//
+// where the slowest rate is shown for a throttled scope, and transient
+// errors only for a scope that was not throttled.
 func (c Counters) message(scope string) string {
 	var parts []string
 	if c.Throttled > 0 {
 		parts = append(parts, fmt.Sprintf("throttled %dx", c.Throttled))
+		if c.MinRateRPS > 0 {
+			parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRateRPS))
+		}
 	}
-	if c.MinRateRPS > 0 {
-		parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRateRPS))
+	waited := c.Wait >= minReportedWait
+	if waited {
+		parts = append(parts, fmt.Sprintf("waited %.1fs for rate limit", c.Wait.Seconds()))
 	}
-	if c.TransientErrors > 0 {
-		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))
+	if !waited && c.Throttled == 0 && c.TransientErrors == 0 && c.GaveUp == 0 && c.Rejected == 0 && c.BreakerTrips == 0 {
+		return ""
 	}
 	if c.Retries > 0 {
 		parts = append(parts, plural(c.Retries, "retry", "retries"))
 	}
-	if c.GaveUp > 0 {
-		parts = append(parts, fmt.Sprintf("gave up on %s", plural(c.GaveUp, "call", "calls")))
-	}
-	if c.Rejected > 0 {
-		parts = append(parts, fmt.Sprintf("%s rejected (circuit open)", plural(c.Rejected, "call", "calls")))
-	}
 	if c.BreakerTrips > 0 {
 		parts = append(parts, fmt.Sprintf("circuit opened %dx", c.BreakerTrips))
 	}
-	if c.Wait >= 50*time.Millisecond {
-		parts = append(parts, fmt.Sprintf("waited %.1fs for rate limit", c.Wait.Seconds()))
+	if c.Rejected > 0 {
+		parts = append(parts, plural(c.Rejected, "call", "calls")+" skipped")
 	}
-	if len(parts) == 0 {
-		return ""
+	if c.GaveUp > 0 {
+		parts = append(parts, plural(c.GaveUp, "call", "calls")+" gave up")
+	}
+	if c.TransientErrors > 0 && c.Throttled == 0 {
+		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))
 	}
 	return scope + ": " + strings.Join(parts, ", ")
 }
@@ -247,14 +265,16 @@ func plural(n int64, one, many string) string {
 
 func messages(m map[Scope]*counters) []string {
 	type row struct {
-		name string
-		c    *counters
+		name, key string
+		c         *counters
 	}
 	rows := make([]row, 0, len(m))
 	for k, c := range m {
-		rows = append(rows, row{k.String(), c})
+		rows = append(rows, row{k.String(), k.Key(), c})
 	}
-	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(rows, func(a, b row) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
+	})
 	var out []string
 	for _, r := range rows {
 		if line := r.c.snapshot().message(r.name); line != "" {

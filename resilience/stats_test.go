@@ -72,15 +72,25 @@ func TestMessagesFormat(t *testing.T) {
 	c.n[tripsTally].Store(1)
 	c.recordWait(1500 * time.Millisecond)
 	got := c.snapshot().message("gcp/projects/p1/*/cloudasset")
-	want := "gcp/projects/p1/*/cloudasset: throttled 3x, slowed to 2.5 rps, 1 transient error, 1 retry, gave up on 2 calls, 4 calls rejected (circuit open), circuit opened 1x, waited 1.5s for rate limit"
+	want := "gcp/projects/p1/*/cloudasset: throttled 3x, slowed to 2.5 rps, waited 1.5s for rate limit, 1 retry, circuit opened 1x, 4 calls skipped, 2 calls gave up"
 	if got != want {
 		t.Fatalf("%s\n%s", got, want)
 	}
-	quiet := new(counters)
-	quiet.n[callsTally].Store(10)
-	quiet.recordWait(10 * time.Millisecond)
-	if m := quiet.snapshot().message("x"); m != "" {
-		t.Fatalf("uneventful scope says %q", m)
+	for _, c := range []struct {
+		c    Counters
+		want string
+	}{
+		{Counters{Calls: 10, Wait: 999 * time.Millisecond}, ""},
+		{Counters{Calls: 10, Retries: 2}, ""},
+		{Counters{Wait: time.Second}, "x: waited 1.0s for rate limit"},
+		{Counters{TransientErrors: 2, Retries: 2}, "x: 2 retries, 2 transient errors"},
+		{Counters{Throttled: 1, TransientErrors: 2, MinRateRPS: 10}, "x: throttled 1x, slowed to 10.0 rps"},
+		{Counters{Throttled: 1}, "x: throttled 1x"},
+		{Counters{Rejected: 1, GaveUp: 1}, "x: 1 call skipped, 1 call gave up"},
+	} {
+		if got := c.c.message("x"); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.c, got, c.want)
+		}
 	}
 }
 
@@ -167,4 +177,43 @@ func TestScopeString(t *testing.T) {
 	if ec2Subnets.accountScope() != (Scope{Provider: "aws", Account: "123456789012"}) {
 		t.Fatal("AccountScope")
 	}
+}
+
+// Scopes whose String forms coincide stay apart: counters and the Summary
+// are keyed by the scope itself, and each entry carries its parts.
+func TestSummaryKeepsScopesWithTheSameStringApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, stats := WithStats(context.Background())
+		scopes := []Scope{
+			{Provider: "gcp", Account: "a/b", Region: "c", Service: "s"},
+			{Provider: "gcp", Account: "a", Region: "b/c", Service: "s"},
+			{Provider: "aws", Account: "*", Service: "sts"},
+			{Provider: "aws", Service: "sts"},
+			{Provider: "x", Account: "p/q", Service: "s"},
+			{Provider: "x", Account: "p", Region: "q", Service: "s"},
+			{Provider: "x", Account: "p", Region: "q", Service: "s", Operation: "Op"}, // same service scope as the last
+			{Provider: "x", Account: "p%2Fq", Service: "s"},
+		}
+		for _, sc := range scopes {
+			Do(ctx, sc, func(context.Context) error { return nil }, WithGovernor(g))
+		}
+		sum := g.Summary(stats)
+		if len(sum.Scopes) != 7 || sum.Totals.Calls != 8 {
+			t.Fatalf("%d scopes, %d calls: %v", len(sum.Scopes), sum.Totals.Calls, sum.Scopes)
+		}
+		var calls int64
+		for key, c := range sum.Scopes {
+			calls += c.Calls
+			if c.Scope.Key() != key {
+				t.Errorf("entry %q carries the scope %+v", key, c.Scope)
+			}
+		}
+		if calls != 8 {
+			t.Fatalf("the entries hold %d of 8 calls", calls)
+		}
+		if c := sum.Scopes["gcp/a%2Fb/c/s"]; c.Scope.Account != "a/b" || c.Calls != 1 {
+			t.Fatalf("%+v", c)
+		}
+	})
 }

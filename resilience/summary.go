@@ -10,8 +10,10 @@ import (
 // Summary is a report of a run (or of the governor's lifetime): totals, one
 // line per eventful scope, the scopes given up on with their reason, every
 // scope's counters, and the governor's slowed buckets and unhealthy
-// breakers at the time of the report. It marshals to JSON with snake_case
-// names, times in seconds.
+// breakers at the time of the report. Its maps are keyed by Scope.Key, so
+// that no two scopes share an entry; each entry of Scopes carries its
+// scope's parts. It marshals to JSON with snake_case names, times in
+// seconds.
 type Summary struct {
 	Totals        Counters                         `json:"totals"`
 	Messages      []string                         `json:"messages"`
@@ -43,7 +45,8 @@ func (g *Governor) Summary(s *Stats) Summary {
 	}
 	for sc, c := range table {
 		st := c.snapshot()
-		key := sc.String()
+		st.Scope = sc
+		key := sc.Key()
 		sum.Scopes[key] = st
 		sum.Totals.add(st)
 		switch {
@@ -55,7 +58,7 @@ func (g *Governor) Summary(s *Stats) Summary {
 	}
 	now := g.now()
 	g.eachEntry(func(e *scopeEntry, _ *provider) {
-		key := e.key.String()
+		key := e.key.Key()
 		if b := e.leaf.Snapshot(now); b.Rate < b.Ceiling || b.Paused > 0 {
 			sum.SlowedBuckets[key] = b
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/sleep"
@@ -36,10 +37,11 @@ type ScaledClock struct {
 }
 
 // NewScaledClock returns a clock running scale times faster than the wall
-// clock; a scale that is not positive means 1.
+// clock; a scale that is not a positive finite number (zero, negative,
+// NaN, +Inf) means 1, since such a clock would stop or overflow.
 func NewScaledClock(scale float64) *ScaledClock {
-	if !(scale > 0) {
-		scale = 1
+	if !(scale > 0) || math.IsInf(scale, 1) {
+		scale = 1 // NaN, zero, negative or infinite: a clock that would stop
 	}
 	return &ScaledClock{scale: scale, start: time.Now()}
 }

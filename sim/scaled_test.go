@@ -66,7 +66,7 @@ func TestScaledClockPace(t *testing.T) {
 		if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 			t.Fatalf("a sleep with a cancelled context: %v", err)
 		}
-		for _, s := range []float64{0, -2, math.NaN()} {
+		for _, s := range []float64{0, -2, math.NaN(), math.Inf(1), math.Inf(-1)} {
 			if c := NewScaledClock(s); c.Scale() != 1 {
 				t.Errorf("NewScaledClock(%v): scale %v, want 1", s, c.Scale())
 			}

@@ -221,9 +221,11 @@ func (b *Bucket) Pause(now, pause time.Duration) {
 	b.mu.Unlock()
 }
 
-// pause holds every caller until now+pause: the balance is frozen over the
-// pause (t0 moves later by the new part of it), and no token is usable
-// before it ends. mu must be held.
+// pause holds every caller until now+pause: no token is usable before it
+// ends, and the pause leaves no stored burst behind, so that callers
+// waiting it out leave at the bucket's rate from its end, not all at once.
+// A queue of reserved tokens moves later by the new part of the pause.
+// mu must be held.
 func (b *Bucket) pause(now, pause time.Duration) {
 	if pause <= 0 {
 		return
@@ -236,9 +238,8 @@ func (b *Bucket) pause(now, pause time.Duration) {
 	start := max(now, pu)
 	b.paused.Store(until)
 	for {
-		p := b.p.Load()
 		t := b.t0.Load()
-		nt := max(t, start-p.capNS) + (until - start)
+		nt := max(t+(until-start), until)
 		if b.t0.CompareAndSwap(t, nt) {
 			return
 		}

@@ -173,8 +173,27 @@ func TestNonAdaptiveKeepsRateButPauses(t *testing.T) {
 	if r, dec := b.Throttle(0, 3*sec); dec || r != 10 {
 		t.Fatalf("rate %v decreased %v, want 10 false", r, dec)
 	}
-	if w := b.Reserve(0); w != 3*sec {
-		t.Fatalf("wait %v during a 3 s pause, want 3s", w)
+	if w := b.Reserve(0); w != 3*sec+sec/10 {
+		t.Fatalf("wait %v during a 3 s pause, want 3.1s (the pause leaves no burst)", w)
+	}
+}
+
+// After a pause, waiters leave at the bucket's rate, not all at once: rate
+// 2, burst 2, not adaptive, a throttle with a 3 s hint; three reservations
+// then wait 3.5, 4.0 and 4.5 s.
+func TestPauseLeavesNoStoredBurst(t *testing.T) {
+	b := New(Spec{Rate: 2, Burst: 2}, 0)
+	b.Throttle(0, 3*sec)
+	for i, want := range []time.Duration{3500 * time.Millisecond, 4 * sec, 4500 * time.Millisecond} {
+		if w := b.Reserve(0); w != want {
+			t.Fatalf("caller %d waits %v, want %v", i+1, w, want)
+		}
+	}
+	// A subscription-wide pause (burst 200) releases its queue at the rate.
+	acct := New(Spec{Rate: 20, Burst: 200}, 0)
+	acct.Pause(0, sec)
+	if w1, w2 := acct.Reserve(0), acct.Reserve(0); w1 != sec+sec/20 || w2 != sec+sec/10 {
+		t.Fatalf("after a 1 s pause the first two wait %v and %v, want 1.05s and 1.1s", w1, w2)
 	}
 }
 

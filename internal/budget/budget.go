@@ -4,6 +4,7 @@
 package budget
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/cloudg/cloudg/state"
@@ -26,9 +27,13 @@ type Budget struct {
 	max   int64
 }
 
-// New returns a full budget of size tokens.
+// MaxSize is the largest budget, in tokens: larger sizes saturate to it,
+// so that the count of units cannot overflow.
+const MaxSize = math.MaxInt64 / Unit / 2
+
+// New returns a full budget of size tokens (at most MaxSize).
 func New(size int) *Budget {
-	b := &Budget{max: int64(max(0, size)) * Unit}
+	b := &Budget{max: min(int64(max(0, size)), MaxSize) * Unit}
 	b.units.Store(b.max)
 	return b
 }

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"math"
 	"sync"
 	"testing"
 )
@@ -83,5 +84,18 @@ func TestZeroSize(t *testing.T) {
 	b.Succeed()
 	if b.Take() || b.Size() != 0 {
 		t.Fatal("zero budget grew")
+	}
+}
+
+// A budget larger than its unit count can hold saturates instead of
+// overflowing into a negative, empty budget.
+func TestHugeBudgetSaturates(t *testing.T) {
+	b := New(math.MaxInt64/5 + 7)
+	if b.Remaining() <= 0 || b.Size() != MaxSize || !b.Take() {
+		t.Fatalf("remaining %v, size %d", b.Remaining(), b.Size())
+	}
+	b.Succeed()
+	if b.Remaining() <= 0 {
+		t.Fatal("a refund overflowed the budget")
 	}
 }

@@ -15,7 +15,7 @@ import (
 // under the mutex; a release that sees waiters hands its slot to the first.
 // A caller on the fast path does not jump a queue that has formed.
 type Bulkhead struct {
-	limit   int64
+	limit   atomic.Int64 // slots; changed by SetLimit under mu
 	avail   atomic.Int64 // free slots
 	waiting atomic.Int64 // callers queued, or about to queue under mu
 
@@ -30,8 +30,9 @@ type waiter struct {
 
 // New returns a bulkhead with limit slots (at least one).
 func New(limit int) *Bulkhead {
-	b := &Bulkhead{limit: int64(max(1, limit))}
-	b.avail.Store(b.limit)
+	b := new(Bulkhead)
+	b.limit.Store(int64(max(1, limit)))
+	b.avail.Store(b.limit.Load())
 	return b
 }
 
@@ -106,7 +107,7 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 // releasing a slot nobody holds panics, as x/sync/semaphore does, since it
 // would silently raise the cap.
 func (b *Bulkhead) Release() {
-	if b.avail.Add(1) > b.limit {
+	if b.avail.Add(1) > b.limit.Load() {
 		b.avail.Add(-1)
 		panic("bulkhead: released more slots than held")
 	}
@@ -133,8 +134,29 @@ func (b *Bulkhead) dispatch() {
 func (b *Bulkhead) InUse() (used, waiting int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return int(b.limit - b.avail.Load()), len(b.waiters)
+	return int(b.limit.Load() - b.avail.Load()), len(b.waiters)
 }
 
 // Limit returns the number of slots.
-func (b *Bulkhead) Limit() int { return int(b.limit) }
+func (b *Bulkhead) Limit() int { return int(b.limit.Load()) }
+
+// SetLimit changes the number of slots (at least one). Slots already held
+// still count: lowered below the slots held, the bulkhead admits nobody
+// until enough are released; raised, it hands the new slots to waiters.
+func (b *Bulkhead) SetLimit(n int) {
+	limit := int64(max(1, n))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.limit.Load()
+	switch {
+	case limit > old:
+		// The limit first, so that a release never sees more free slots
+		// than the limit.
+		b.limit.Store(limit)
+		b.avail.Add(limit - old)
+		b.dispatch()
+	case limit < old:
+		b.avail.Add(limit - old) // may go negative: slots held past the cap
+		b.limit.Store(limit)
+	}
+}

@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,5 +200,42 @@ func TestReleaseWithoutAcquirePanics(t *testing.T) {
 	}()
 	if !b.TryAcquire() || b.TryAcquire() {
 		t.Fatal("a stray release raised the cap")
+	}
+}
+
+// A lowered limit counts the slots already held: with one held and the
+// limit lowered to one, a try fails until it is released; raised, the new
+// slots go to the queue.
+func TestSetLimitKeepsHeldSlots(t *testing.T) {
+	b := New(2)
+	if !b.TryAcquire() || !b.TryAcquire() {
+		t.Fatal("two slots")
+	}
+	b.SetLimit(1)
+	b.Release()
+	if b.TryAcquire() {
+		t.Fatal("1 held, limit 1: a slot was free")
+	}
+	if used, _ := b.InUse(); used != 1 || b.Limit() != 1 {
+		t.Fatalf("%d used of %d", used, b.Limit())
+	}
+	b.Release()
+	if !b.TryAcquire() {
+		t.Fatal("nothing held, limit 1: no slot")
+	}
+	done := make(chan error)
+	go func() { done <- b.Acquire(context.Background()) }()
+	for {
+		if _, w := b.InUse(); w == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	b.SetLimit(2)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if used, _ := b.InUse(); used != 2 {
+		t.Fatalf("%d used after raising the limit", used)
 	}
 }

@@ -1,0 +1,54 @@
+package resilience
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/cloudg/cloudg/internal/bulkhead"
+)
+
+// orphanSlot gives back the slot of a Guard dropped without Release or End
+// (an SDK hook that never fired, a listing abandoned without Close) when
+// the garbage collector finds the guard unreachable, so that the account's
+// bulkhead does not lose a slot for good. It lives apart from the guard,
+// which it must not keep alive.
+type orphanSlot struct {
+	held  atomic.Pointer[bulkhead.Bulkhead]
+	g     *Governor
+	scope Scope
+}
+
+// watchOrphan makes the orphanSlot of a guard Begin returned.
+func watchOrphan(gd *Guard) *orphanSlot {
+	o := &orphanSlot{g: gd.g, scope: gd.scope}
+	runtime.AddCleanup(gd, (*orphanSlot).collected, o)
+	return o
+}
+
+func (o *orphanSlot) hold(b *bulkhead.Bulkhead) { o.held.Store(b) }
+
+// drop forgets the slot the guard is about to release; false when the
+// collector released it already (the guard cannot be both released and
+// collected, but the check keeps the release exactly once).
+func (o *orphanSlot) drop() bool { return o.held.Swap(nil) != nil }
+
+// collected runs once the guard is unreachable: a slot it still held is
+// given back, and the first such leak of the governor is logged.
+func (o *orphanSlot) collected() {
+	b := o.held.Swap(nil)
+	if b == nil {
+		return
+	}
+	b.Release()
+	if o.g.leakLogged.CompareAndSwap(false, true) {
+		l := o.g.logger
+		if l == nil {
+			l = slog.Default()
+		}
+		l.LogAttrs(context.Background(), slog.LevelWarn,
+			"cloudg: a governed call was dropped without End; its concurrency slot was released when it was garbage collected",
+			slog.String("scope", o.scope.String()))
+	}
+}

@@ -1,0 +1,208 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// inFn counts the calls inside fn and keeps the peak.
+type inFn struct{ now, peak atomic.Int64 }
+
+func (c *inFn) enter() {
+	n := c.now.Add(1)
+	for {
+		p := c.peak.Load()
+		if n <= p || c.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
+func (c *inFn) exit() { c.now.Add(-1) }
+
+// held starts n calls that block inside fn until release is closed.
+func held(g *Governor, sc Scope, n int, c *inFn, release chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			Do(context.Background(), sc, func(context.Context) error {
+				c.enter()
+				defer c.exit()
+				<-release
+				return nil
+			}, WithGovernor(g))
+		})
+	}
+	return &wg
+}
+
+// Raising the cap keeps the slots calls hold: from 2 to 3 with 2 inside and
+// 2 waiting, exactly one more goes in.
+func TestRaisingTheCapCountsHeldSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{MaxConcurrency: 2}}
+		g := newGov(t, cfg)
+		var c inFn
+		release := make(chan struct{})
+		wg := held(g, iamUsers, 4, &c, release)
+		synctest.Wait()
+		cfg.AWS.MaxConcurrency = 3
+		g.Configure(cfg)
+		synctest.Wait()
+		if n := c.now.Load(); n != 3 {
+			t.Fatalf("%d calls inside fn after raising the cap to 3", n)
+		}
+		more := held(g, iamUsers, 3, &c, release) // new calls queue too
+		synctest.Wait()
+		if n := c.now.Load(); n != 3 {
+			t.Fatalf("%d calls inside fn with a cap of 3", n)
+		}
+		for range 10 { // ten flips between 2 and 3
+			cfg.AWS.MaxConcurrency = 5 - cfg.AWS.MaxConcurrency
+			g.Configure(cfg)
+			synctest.Wait()
+		}
+		close(release)
+		wg.Wait()
+		more.Wait()
+		if p := c.peak.Load(); p != 3 {
+			t.Fatalf("peak %d inside fn, cap at most 3", p)
+		}
+	})
+}
+
+// Lowering the cap counts the slots held: 1 held, cap lowered to 1, and no
+// slot is free.
+func TestLoweringTheCapCountsHeldSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{MaxConcurrency: 2}}
+		g := newGov(t, cfg)
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cfg.AWS.MaxConcurrency = 1
+		g.Configure(cfg)
+		other, _ := g.Begin(context.Background(), iamUsers)
+		var de *DeadlineExceededError
+		if err := other.TryEnter(); !errors.As(err, &de) {
+			t.Fatalf("1 held, cap 1: TryEnter %v", err)
+		}
+		gd.End(nil)
+		if err := other.TryEnter(); err != nil {
+			t.Fatalf("after the release: %v", err)
+		}
+		other.End(nil)
+	})
+}
+
+// Reset and a disable/enable keep the slots held: with cap 2, two calls in
+// fn and two waiting, neither lets a third in.
+func TestResetAndDisableKeepTheCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{MaxConcurrency: 2}}
+		g := newGov(t, cfg)
+		var c inFn
+		release := make(chan struct{})
+		wg := held(g, iamUsers, 4, &c, release)
+		synctest.Wait()
+		g.Reset()
+		synctest.Wait()
+		off := cfg
+		off.AWS.Enabled = new(false)
+		g.Configure(off)
+		g.Configure(cfg)
+		synctest.Wait()
+		if n := c.now.Load(); n != 2 {
+			t.Fatalf("%d calls inside fn with a cap of 2", n)
+		}
+		close(release)
+		wg.Wait()
+		if s := g.Inspect(iamUsers); s.InFlight != 0 || s.Waiting != 0 {
+			t.Fatalf("%d in flight, %d waiting after the calls", s.InFlight, s.Waiting)
+		}
+	})
+}
+
+// Breakers are dropped only when the breaker settings change; buckets only
+// when the bucket settings do.
+func TestReconfigureKeepsWhatItDoesNotChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{}
+		g := newGov(t, cfg)
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		n := 0
+		for range 5 {
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), once)
+		}
+		cfg.AWS.MaxConcurrency = 7
+		g.Configure(cfg)
+		var coe *CircuitOpenError
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) {
+			t.Fatalf("a new cap dropped the open breaker: %v", err)
+		}
+		if rate(g, iamUsers) != 5 {
+			t.Fatalf("a new cap dropped the learned rate: %v", rate(g, iamUsers))
+		}
+		cfg.AWS.BreakerThreshold = 9
+		g.Configure(cfg)
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); err != nil {
+			t.Fatalf("new breaker settings kept the old breaker: %v", err)
+		}
+		if rate(g, iamUsers) != 5 {
+			t.Fatalf("new breaker settings dropped the learned rate: %v", rate(g, iamUsers))
+		}
+		g.Reset()
+		if rate(g, iamUsers) != 10 {
+			t.Fatal("Reset kept the learned rate")
+		}
+	})
+}
+
+// Under concurrent Configure and Reset, the calls inside fn never exceed
+// the cap in force (at most 3 here).
+func TestCapHoldsUnderConcurrentReconfiguration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{MaxConcurrency: 2, Services: map[string]ServiceConfig{"iam": {MaxRPS: 1e6, Burst: 1e6}}}}
+		g := newGov(t, cfg)
+		var c inFn
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 24 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					Do(ctx, iamUsers, func(context.Context) error {
+						c.enter()
+						defer c.exit()
+						time.Sleep(time.Millisecond)
+						return nil
+					}, WithGovernor(g))
+				}
+			})
+		}
+		configures, resets := 0, 0
+		for ctx.Err() == nil {
+			time.Sleep(300 * time.Microsecond)
+			if configures%40 == 39 {
+				g.Reset()
+				resets++
+			}
+			cfg.AWS.MaxConcurrency = 5 - cfg.AWS.MaxConcurrency
+			g.Configure(cfg)
+			configures++
+		}
+		wg.Wait()
+		if p := c.peak.Load(); p > 3 || p < 2 {
+			t.Fatalf("peak %d inside fn after %d configures and %d resets, cap at most 3", p, configures, resets)
+		}
+		if configures < 1000 || resets < 20 {
+			t.Fatalf("only %d configures and %d resets", configures, resets)
+		}
+	})
+}
