@@ -117,10 +117,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // that name the key path (ratelimit.live_max_concurrent: must be > 0). The
 // operation timeout is 3600 s when the key is absent.
 func ParseConfig(data []byte) (Config, error) {
-	cfg := Config{OperationTimeoutSeconds: defaultOperationTimeout.Seconds()}
+	var cfg Config
 	n, err := yamlconf.Document(data, "ratelimit")
 	if err != nil || n == nil {
-		return cfg, err
+		return Config{OperationTimeoutSeconds: defaultOperationTimeout.Seconds()}, err
 	}
 	if sec := yamlconf.Section(n, "ratelimit"); sec != nil {
 		n = sec
@@ -136,7 +136,7 @@ func ParseConfig(data []byte) (Config, error) {
 			continue
 		}
 		var p struct {
-			CooldownSeconds *float64 `yaml:"live_cooldown_seconds" json:"live_cooldown_seconds,omitempty"`
+			CooldownSeconds *float64 `yaml:"live_cooldown_seconds"`
 		}
 		if err := configDecoder.Decode(&p, value, "ratelimit."+name, true); err != nil {
 			return Config{}, err
@@ -147,6 +147,9 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 			cfg.ProviderCooldownSeconds[name] = *p.CooldownSeconds
 		}
+	}
+	if cfg.OperationTimeoutSeconds == 0 { // absent or null; an explicit 0 is an error
+		cfg.OperationTimeoutSeconds = defaultOperationTimeout.Seconds()
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err

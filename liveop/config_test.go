@@ -61,7 +61,7 @@ func TestResilienceReadsTheSameSection(t *testing.T) {
 }
 
 func TestParseConfigDefaults(t *testing.T) {
-	for _, doc := range []string{"", "ratelimit: {aws: {max_rps: 5}}\n", `{"ratelimit": {}}`} {
+	for _, doc := range []string{"", "ratelimit: {aws: {max_rps: 5}}\n", `{"ratelimit": {}}`, "ratelimit:\n", "live_operation_timeout_seconds: null\n"} {
 		cfg, err := ParseConfig([]byte(doc))
 		if err != nil || cfg.OperationTimeoutSeconds != 3600 || cfg.CooldownSeconds != nil || cfg.ProviderCooldownSeconds != nil {
 			t.Errorf("%q: %+v, %v", doc, cfg, err)
