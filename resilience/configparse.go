@@ -13,6 +13,11 @@ import "github.com/cloudg/cloudg/internal/yamlconf"
 //
 // Keys ending in _seconds take a number of seconds or a Go duration string
 // ("90s", "1m30s"). An empty document is the zero Config.
+//
+// The live_* keys of the section (live_cooldown_seconds and the others at
+// the top level, live_cooldown_seconds under aws, azure and gcp) configure
+// the live-operation guard of package liveop, whose ParseConfig reads and
+// validates them; this reader passes over them.
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
 	n, err := yamlconf.Document(data, "ratelimit")
@@ -31,11 +36,21 @@ func ParseConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// configDecoder decodes the ratelimit section; the keys it lists must be
-// positive when they are given at all.
+// configDecoder decodes the ratelimit section; the keys it lists as
+// Positive must be positive when they are given at all, and the paths it
+// skips are package liveop's.
 var configDecoder = yamlconf.Decoder{Positive: map[string]bool{
 	"max_rps": true, "burst": true, "min_rps": true, "global_burst": true, "account_burst": true,
 	"max_concurrency": true, "breaker_threshold": true, "breaker_cooldown_seconds": true,
 	"breaker_max_cooldown_seconds": true, "base_delay_seconds": true, "max_backoff_seconds": true,
 	"deadline_seconds": true,
-}}
+}, Skip: liveKeys}
+
+// liveKeys are the key paths of the section that package liveop owns.
+var liveKeys = map[string]bool{
+	"ratelimit.live_cooldown_seconds": true, "ratelimit.live_cooldown_after_failure": true,
+	"ratelimit.live_max_concurrent": true, "ratelimit.live_max_concurrent_total": true,
+	"ratelimit.live_caller_max_operations": true, "ratelimit.live_caller_window_seconds": true,
+	"ratelimit.live_operation_timeout_seconds": true, "ratelimit.aws.live_cooldown_seconds": true,
+	"ratelimit.azure.live_cooldown_seconds": true, "ratelimit.gcp.live_cooldown_seconds": true,
+}

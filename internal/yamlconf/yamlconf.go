@@ -34,6 +34,10 @@ func errorf(path, msg string) error { return &Error{Path: path, Msg: msg} }
 type Decoder struct {
 	// Positive lists the keys whose values must be > 0 when given at all.
 	Positive map[string]bool
+	// Skip lists key paths (ratelimit.live_cooldown_seconds) that another
+	// reader of the same section decodes and validates; they are passed
+	// over, not reported as unknown.
+	Skip map[string]bool
 }
 
 // Decode decodes n, the node at path, into dst (a pointer). With lenient
@@ -147,6 +151,9 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 			p := path + "." + name
 			if k.Kind != yaml.ScalarNode {
 				return errorf(path, "keys must be strings")
+			}
+			if d.Skip[p] {
+				continue
 			}
 			idx, ok := fields[name]
 			if !ok {

@@ -37,3 +37,29 @@ func TestParseSection(t *testing.T) {
 		t.Fatal("a non-pointer dst was accepted")
 	}
 }
+
+func TestSkipPassesOverAnotherReadersKeys(t *testing.T) {
+	type section struct {
+		MaxRPS float64 `yaml:"max_rps"`
+		AWS    struct {
+			Burst float64 `yaml:"burst"`
+		} `yaml:"aws"`
+	}
+	dec := Decoder{Skip: map[string]bool{"ratelimit.live_x": true, "ratelimit.aws.live_y": true}}
+	n, err := Document([]byte("max_rps: 2\nlive_x: [whatever]\naws: {burst: 3, live_y: -1}\n"), "ratelimit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	if err := dec.Decode(&s, n, "ratelimit", false); err != nil || s.MaxRPS != 2 || s.AWS.Burst != 3 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	// Only the listed paths are skipped: the same key elsewhere is unknown.
+	n, err = Document([]byte("aws: {live_x: 1}\n"), "ratelimit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Decode(&s, n, "ratelimit", false); err == nil || err.Error() != "ratelimit.aws.live_x: unknown key" {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+// Command mcpscan is an MCP server whose scan tool collects a (fake) cloud
+// account through the governor, under a live-operation guard: identical
+// scans running at once share one collection, a scope collected recently
+// is refused with when to retry and the newest cached dataset, and a
+// caller's quota and the guard's caps bound what an agent can start. The
+// rate_limit_status tool reports the guard and the governor without
+// calling any cloud.
+//
+// It serves MCP over standard input and output:
+//
+//	go run ./examples/mcpscan [-config cloudg.yaml]
+//
+// The configuration's ratelimit section sets the governor
+// (resilience.LoadConfig) and the guard (its live_* keys, liveop.LoadConfig).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/cloudg/cloudg/liveop"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	config := flag.String("config", "", "a YAML or JSON file with a ratelimit section")
+	flag.Parse()
+	s, err := newScanner(*config)
+	if err == nil {
+		err = newServer(s).Run(context.Background(), &mcp.StdioTransport{})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcpscan:", err)
+		os.Exit(1)
+	}
+}
+
+// newScanner reads the configuration file, when there is one, and builds
+// the governor and the guard.
+func newScanner(path string) (*scanner, error) {
+	var (
+		rc  resilience.Config
+		lc  liveop.Config
+		err error
+	)
+	if path != "" {
+		if rc, err = resilience.LoadConfig(path); err != nil {
+			return nil, err
+		}
+		lc, err = liveop.LoadConfig(path)
+	} else {
+		lc, err = liveop.ParseConfig(nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	gov, err := resilience.NewGovernor(rc)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := liveop.New(lc)
+	if err != nil {
+		return nil, err
+	}
+	return &scanner{gov: gov, guard: guard, estate: newEstate(), cache: map[string]*Dataset{}}, nil
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/liveop"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// connect returns a client session named name on the server, over the SDK's
+// in-memory transport.
+func connect(t *testing.T, srv *mcp.Server, name string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// call calls a tool and decodes its structured output into out.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args, out any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return res
+}
+
+func newTestScanner(t *testing.T) *scanner {
+	t.Helper()
+	gov, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := liveop.ParseConfig(nil) // the defaults of a configuration file
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := liveop.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &scanner{gov: gov, guard: guard, estate: newEstate(), cache: map[string]*Dataset{}}
+}
+
+// Two agents ask for the same scan at once: one collection runs and both
+// get its dataset. A third scan right after is refused with the cooldown
+// message and when to retry, and points at the cached dataset. The status
+// tool reports all of it without calling the cloud.
+func TestConcurrentScansShareOneRunThenCoolDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScanner(t)
+		srv := newServer(s)
+		a, b := connect(t, srv, "agent-a"), connect(t, srv, "agent-b")
+		args := map[string]any{"provider": "aws", "account": "123456789012"}
+
+		outs := make(chan ScanOutput, 2)
+		for _, cs := range []*mcp.ClientSession{a, b} {
+			go func() {
+				var out ScanOutput
+				if res := call(t, cs, "scan", args, &out); res.IsError {
+					t.Errorf("scan refused: %+v", out.Refused)
+				}
+				outs <- out
+			}()
+			synctest.Wait() // the first scan is running before the second asks
+		}
+		if st := s.guard.Status(); st.Started != 1 || st.Joined != 1 || len(st.InFlight) != 1 || st.InFlight[0].Callers != 2 {
+			t.Fatalf("guard status while scanning: %+v", st)
+		}
+		first, second := <-outs, <-outs
+		if first.Dataset == nil || second.Dataset == nil || !first.Dataset.CollectedAt.Equal(second.Dataset.CollectedAt) ||
+			first.Dataset.Total != 48 || second.Dataset.Total != 48 || first.Dataset.Throttled != 1 {
+			t.Fatalf("datasets %+v / %+v", first.Dataset, second.Dataset)
+		}
+		attempts := s.estate.attempts.Load()
+		if attempts != 7 { // 2 regions x 3 services, one throttled and retried
+			t.Fatalf("the estate answered %d attempts, want one walk's 7", attempts)
+		}
+
+		var third ScanOutput
+		res := call(t, a, "scan", args, &third)
+		if !res.IsError || third.Refused == nil || third.Dataset != nil {
+			t.Fatalf("third scan: error %v, %+v", res.IsError, third)
+		}
+		want := Refusal{Reason: "cooldown", RetryAfterSeconds: 120, Scopes: []string{"aws/123456789012"}, Caller: "agent-a",
+			Message: "live collection of aws/123456789012 ran recently; cooling down, retry in 120s or use the cached dataset"}
+		if b1, b2 := mustJSON(t, third.Refused), mustJSON(t, want); b1 != b2 {
+			t.Fatalf("refusal\n got %s\nwant %s", b1, b2)
+		}
+		if third.Cached == nil || !third.Cached.CollectedAt.Equal(first.Dataset.CollectedAt) {
+			t.Fatalf("cached %+v", third.Cached)
+		}
+		text, ok := res.Content[0].(*mcp.TextContent)
+		if !ok || text.Text == "" {
+			t.Fatalf("content %+v", res.Content)
+		}
+
+		time.Sleep(30 * time.Second)
+		var status struct {
+			Guard    liveop.Status `json:"guard"`
+			Governor struct {
+				Totals        map[string]any `json:"totals"`
+				SlowedBuckets map[string]any `json:"slowed_buckets"`
+			} `json:"governor"`
+		}
+		if res := call(t, b, "rate_limit_status", map[string]any{}, &status); res.IsError {
+			t.Fatal("status failed")
+		}
+		if g := status.Guard; g.Started != 1 || g.Joined != 1 || g.Active != 0 || g.Cooling["aws/123456789012"] != 90 {
+			t.Fatalf("guard %+v", g)
+		}
+		if tot := status.Governor.Totals; tot["calls"] != 7.0 || tot["throttled"] != 1.0 || tot["retries"] != 1.0 ||
+			len(status.Governor.SlowedBuckets) != 1 {
+			t.Fatalf("governor %+v", status.Governor)
+		}
+		if s.estate.attempts.Load() != attempts {
+			t.Fatal("a refused scan or the status tool called the cloud")
+		}
+	})
+}
+
+func TestScanRejectsBadInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScanner(t)
+		cs := connect(t, newServer(s), "agent")
+		for _, args := range []map[string]any{
+			{"provider": "oracle", "account": "1"},
+			{"provider": "aws", "account": ""},
+		} {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "scan", Arguments: args})
+			if err != nil || !res.IsError {
+				t.Fatalf("%v: %+v %v", args, res, err)
+			}
+		}
+		if s.estate.attempts.Load() != 0 || s.guard.Status().Started != 0 {
+			t.Fatal("bad input reached the guard")
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

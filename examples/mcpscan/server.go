@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cloudg/cloudg/liveop"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scanner is the state behind the tools: the process's governor and live
+// guard, the estate, and the newest dataset of each scope (the cache a
+// refused scan points the agent at).
+type scanner struct {
+	gov    *resilience.Governor
+	guard  *liveop.Guard
+	estate *estate
+
+	mu    sync.Mutex
+	cache map[string]*Dataset
+}
+
+// ScanInput is the scan tool's input.
+type ScanInput struct {
+	Provider string `json:"provider" jsonschema:"aws, azure or gcp"`
+	Account  string `json:"account" jsonschema:"the account id, subscription id or projects/<id> to collect"`
+}
+
+// ScanOutput is the scan tool's output: a fresh dataset, or a refusal and
+// the newest cached dataset of the scope.
+type ScanOutput struct {
+	Dataset *Dataset `json:"dataset,omitempty" jsonschema:"the dataset this call collected, or joined"`
+	Refused *Refusal `json:"refused,omitempty" jsonschema:"why no live collection ran now"`
+	Cached  *Dataset `json:"cached,omitempty" jsonschema:"the newest cached dataset of the scope, when refused"`
+}
+
+// Refusal is liveop.RefusedError's JSON form, typed for the tool's output
+// schema.
+type Refusal struct {
+	Reason            string   `json:"reason" jsonschema:"cooldown, busy, quota or timeout"`
+	Message           string   `json:"message"`
+	RetryAfterSeconds float64  `json:"retry_after_seconds,omitempty"`
+	Scopes            []string `json:"scopes,omitempty"`
+	Caller            string   `json:"caller,omitempty"`
+}
+
+// StatusInput is the rate_limit_status tool's input: nothing.
+type StatusInput struct{}
+
+// newServer returns an MCP server with the scan and rate_limit_status
+// tools.
+func newServer(s *scanner) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cloudg-mcpscan", Version: "v0.1.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: "scan",
+		Description: "Collect a cloud account live. Identical scans running at once share one collection; " +
+			"a scope collected recently, a busy guard or a spent quota refuse it with when to retry and the cached dataset.",
+	}, s.scan)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "rate_limit_status",
+		Description: "The live-operation guard's status and the governor's summary; calls no cloud.",
+	}, s.status)
+	return srv
+}
+
+// scan runs the estate walk under the guard. Its caller, for the quota, is
+// the client's declared name.
+func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInput) (*mcp.CallToolResult, ScanOutput, error) {
+	switch in.Provider {
+	case "aws", "azure", "gcp":
+	default:
+		return nil, ScanOutput{}, fmt.Errorf("unknown provider %q (aws, azure or gcp)", in.Provider)
+	}
+	if in.Account == "" {
+		return nil, ScanOutput{}, errors.New("account is required")
+	}
+	scope := in.Provider + "/" + in.Account
+	caller := ""
+	if info := req.ClientInfo(); info != nil {
+		caller = info.Name
+	}
+	op := liveop.Request{Key: liveop.Key("scan", in), Scopes: []string{scope}, Caller: caller}
+	d, err := liveop.Run(ctx, s.guard, op, func(ctx context.Context) (*Dataset, error) {
+		d, err := s.estate.walk(ctx, s.gov, in.Provider, in.Account)
+		if err == nil {
+			s.mu.Lock()
+			s.cache[scope] = d
+			s.mu.Unlock()
+		}
+		return d, err
+	})
+	var refused *liveop.RefusedError
+	if errors.As(err, &refused) {
+		out := ScanOutput{Refused: refusal(refused)}
+		s.mu.Lock()
+		out.Cached = s.cache[scope]
+		s.mu.Unlock()
+		return &mcp.CallToolResult{IsError: true}, out, nil
+	}
+	if err != nil {
+		return nil, ScanOutput{}, err
+	}
+	return nil, ScanOutput{Dataset: d}, nil
+}
+
+// refusal converts a refusal through its JSON form, the one liveop gives
+// tools.
+func refusal(r *liveop.RefusedError) *Refusal {
+	b, err := json.Marshal(r)
+	var out Refusal
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		return &Refusal{Reason: string(r.Reason), Message: r.Error()}
+	}
+	return &out
+}
+
+// status reports the guard and the governor's lifetime summary from
+// memory.
+func (s *scanner) status(context.Context, *mcp.CallToolRequest, StatusInput) (*mcp.CallToolResult, any, error) {
+	return nil, map[string]any{
+		"guard":    s.guard.Status(),
+		"governor": s.gov.Summary(nil),
+	}, nil
+}

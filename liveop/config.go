@@ -1,0 +1,255 @@
+package liveop
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/yamlconf"
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of a zero Config.
+const (
+	defaultCooldown           = 120 * time.Second
+	defaultMaxConcurrent      = 1
+	defaultMaxConcurrentTotal = 2
+	defaultCallerWindow       = time.Hour
+	// defaultOperationTimeout is the timeout ParseConfig gives a
+	// configuration without live_operation_timeout_seconds. A Config built
+	// in code has no timeout unless it sets one.
+	defaultOperationTimeout = time.Hour
+)
+
+// Config holds the settings of a Guard, read from the live_* keys of the
+// ratelimit section by ParseConfig. Fields left at their zero value (nil,
+// for pointers) take the default each states, so the zero Config is every
+// default; pointer fields are the ones where zero is a meaningful setting.
+type Config struct {
+	// CooldownSeconds is how long a scope cools down after an operation on
+	// it ends. nil: 120; 0: no cooldown.
+	CooldownSeconds *float64 `yaml:"live_cooldown_seconds" json:"live_cooldown_seconds,omitempty"`
+	// CooldownAfterFailure: false starts no cooldown after an operation
+	// that failed (returned an error, panicked, timed out or was
+	// abandoned). nil: true.
+	CooldownAfterFailure *bool `yaml:"live_cooldown_after_failure" json:"live_cooldown_after_failure,omitempty"`
+	// MaxConcurrent caps the operations running per scope. 0: 1.
+	MaxConcurrent int `yaml:"live_max_concurrent" json:"live_max_concurrent,omitempty"`
+	// MaxConcurrentTotal caps the operations running in all. 0: 2.
+	MaxConcurrentTotal int `yaml:"live_max_concurrent_total" json:"live_max_concurrent_total,omitempty"`
+	// CallerMaxOperations caps the operations one caller starts per
+	// window. 0: unlimited.
+	CallerMaxOperations int `yaml:"live_caller_max_operations" json:"live_caller_max_operations,omitempty"`
+	// CallerWindowSeconds is the sliding window of the caller quota.
+	// 0: 3600.
+	CallerWindowSeconds float64 `yaml:"live_caller_window_seconds" json:"live_caller_window_seconds,omitempty"`
+	// OperationTimeoutSeconds cancels an operation that runs longer.
+	// 0: no timeout (ParseConfig: 3600 when the key is absent).
+	OperationTimeoutSeconds float64 `yaml:"live_operation_timeout_seconds" json:"live_operation_timeout_seconds,omitempty"`
+	// ProviderCooldownSeconds overrides CooldownSeconds per provider
+	// ("aws": 300; 0 turns the provider's cooldown off). In a file it is
+	// ratelimit.<provider>.live_cooldown_seconds.
+	ProviderCooldownSeconds map[string]float64 `yaml:"-" json:"provider_cooldown_seconds,omitempty"`
+}
+
+// Validate reports the first setting that cannot work, naming its key path
+// (ratelimit.live_max_concurrent: must be >= 0).
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{
+		{"live_max_concurrent", float64(c.MaxConcurrent)},
+		{"live_max_concurrent_total", float64(c.MaxConcurrentTotal)},
+		{"live_caller_max_operations", float64(c.CallerMaxOperations)},
+		{"live_caller_window_seconds", c.CallerWindowSeconds},
+		{"live_operation_timeout_seconds", c.OperationTimeoutSeconds},
+	} {
+		if !nonNegative(f.v) {
+			return fieldErr("ratelimit."+f.key, "must be >= 0")
+		}
+	}
+	if c.CooldownSeconds != nil && !nonNegative(*c.CooldownSeconds) {
+		return fieldErr("ratelimit.live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)")
+	}
+	for _, p := range sortedKeys(c.ProviderCooldownSeconds) {
+		if p == "" || strings.ContainsAny(p, "/:") {
+			return fieldErr("ratelimit."+p, `a provider is a scope's text before its first "/" or ":"`)
+		}
+		if !nonNegative(c.ProviderCooldownSeconds[p]) {
+			return fieldErr("ratelimit."+p+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)")
+		}
+	}
+	return nil
+}
+
+func nonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+func fieldErr(path, msg string) error { return &yamlconf.Error{Path: path, Msg: msg} }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ParseConfig reads the live_* keys of the ratelimit section from YAML or
+// JSON: live_cooldown_seconds, live_cooldown_after_failure,
+// live_max_concurrent, live_max_concurrent_total,
+// live_caller_max_operations, live_caller_window_seconds and
+// live_operation_timeout_seconds at the top level of the section, and
+// live_cooldown_seconds under a provider's key (ratelimit.aws). As with
+// resilience.ParseConfig, a document with a top-level ratelimit key is read
+// as that section, and keys ending in _seconds take seconds or a Go
+// duration ("90s"). The other keys of the section are
+// resilience.ParseConfig's and are not read here.
+//
+// Malformed values, negative ones, and an explicit zero
+// live_max_concurrent, live_max_concurrent_total,
+// live_caller_window_seconds or live_operation_timeout_seconds are errors
+// that name the key path (ratelimit.live_max_concurrent: must be > 0). The
+// operation timeout is 3600 s when the key is absent.
+func ParseConfig(data []byte) (Config, error) {
+	var cfg Config
+	n, err := yamlconf.Document(data, "ratelimit")
+	if err != nil || n == nil {
+		return Config{OperationTimeoutSeconds: defaultOperationTimeout.Seconds()}, err
+	}
+	if sec := yamlconf.Section(n, "ratelimit"); sec != nil {
+		n = sec
+	}
+	// Lenient: the section's other keys belong to resilience.ParseConfig.
+	if err := configDecoder.Decode(&cfg, n, "ratelimit", true); err != nil {
+		return Config{}, err
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name := n.Content[i].Value
+		value := yamlconf.Section(n, name) // the value, aliases followed
+		if value.Kind != yaml.MappingNode || yamlconf.Section(value, "live_cooldown_seconds") == nil {
+			continue
+		}
+		var p struct {
+			CooldownSeconds *float64 `yaml:"live_cooldown_seconds"`
+		}
+		if err := configDecoder.Decode(&p, value, "ratelimit."+name, true); err != nil {
+			return Config{}, err
+		}
+		if p.CooldownSeconds != nil {
+			if cfg.ProviderCooldownSeconds == nil {
+				cfg.ProviderCooldownSeconds = map[string]float64{}
+			}
+			cfg.ProviderCooldownSeconds[name] = *p.CooldownSeconds
+		}
+	}
+	if cfg.OperationTimeoutSeconds == 0 { // absent or null; an explicit 0 is an error
+		cfg.OperationTimeoutSeconds = defaultOperationTimeout.Seconds()
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// configDecoder decodes the live keys; those it lists must be > 0 when
+// given at all.
+var configDecoder = yamlconf.Decoder{Positive: map[string]bool{
+	"live_max_concurrent": true, "live_max_concurrent_total": true,
+	"live_caller_window_seconds": true, "live_operation_timeout_seconds": true,
+}}
+
+// LoadConfig reads a YAML or JSON file with ParseConfig.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// settings are a Config with its defaults applied.
+type settings struct {
+	cooldown          time.Duration
+	providerCooldown  map[string]time.Duration
+	coolAfterFailure  bool
+	maxPerScope       int
+	maxTotal          int
+	callerMax         int
+	callerWindow      time.Duration
+	operationTimeout  time.Duration
+	callerWindowLabel string // seconds, as the quota message prints them
+}
+
+func (c Config) settings() settings {
+	s := settings{
+		cooldown:         defaultCooldown,
+		coolAfterFailure: c.CooldownAfterFailure == nil || *c.CooldownAfterFailure,
+		maxPerScope:      orDefault(c.MaxConcurrent, defaultMaxConcurrent),
+		maxTotal:         orDefault(c.MaxConcurrentTotal, defaultMaxConcurrentTotal),
+		callerMax:        c.CallerMaxOperations,
+		callerWindow:     defaultCallerWindow,
+		operationTimeout: seconds(c.OperationTimeoutSeconds),
+	}
+	if c.CooldownSeconds != nil {
+		s.cooldown = seconds(*c.CooldownSeconds)
+	}
+	if c.CallerWindowSeconds > 0 {
+		s.callerWindow = seconds(c.CallerWindowSeconds)
+	}
+	s.callerWindowLabel = formatSeconds(s.callerWindow)
+	if len(c.ProviderCooldownSeconds) > 0 {
+		s.providerCooldown = make(map[string]time.Duration, len(c.ProviderCooldownSeconds))
+		for p, v := range c.ProviderCooldownSeconds {
+			s.providerCooldown[p] = seconds(v)
+		}
+	}
+	return s
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// seconds converts a validated number of seconds, saturating at the
+// longest Duration.
+func seconds(v float64) time.Duration {
+	if ns := v * float64(time.Second); ns < math.MaxInt64 {
+		return time.Duration(ns)
+	}
+	return math.MaxInt64
+}
+
+// formatSeconds prints a duration as the messages do: 3600, 90.5.
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// cooldownOf returns the cooldown of a scope: its provider's override, or
+// the guard's.
+func (s *settings) cooldownOf(scope string) time.Duration {
+	if d, ok := s.providerCooldown[provider(scope)]; ok {
+		return d
+	}
+	return s.cooldown
+}
+
+// provider returns the text of a scope before its first "/" or ":".
+func provider(scope string) string {
+	if i := strings.IndexAny(scope, "/:"); i >= 0 {
+		return scope[:i]
+	}
+	return scope
+}

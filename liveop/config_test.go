@@ -1,0 +1,139 @@
+package liveop
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/yamlconf"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+const fullDoc = `
+ratelimit:
+  aws:
+    max_rps: 10
+    live_cooldown_seconds: 300
+  gcp:
+    live_cooldown_seconds: 0
+  live_cooldown_seconds: 2m
+  live_cooldown_after_failure: false
+  live_max_concurrent: 2
+  live_max_concurrent_total: 4
+  live_caller_max_operations: 5
+  live_caller_window_seconds: 600
+  live_operation_timeout_seconds: 1800
+other_section: {x: 1}
+`
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(fullDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg.CooldownSeconds != 120 || *cfg.CooldownAfterFailure || cfg.MaxConcurrent != 2 ||
+		cfg.MaxConcurrentTotal != 4 || cfg.CallerMaxOperations != 5 || cfg.CallerWindowSeconds != 600 ||
+		cfg.OperationTimeoutSeconds != 1800 || len(cfg.ProviderCooldownSeconds) != 2 ||
+		cfg.ProviderCooldownSeconds["aws"] != 300 || cfg.ProviderCooldownSeconds["gcp"] != 0 {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	s := cfg.settings()
+	if s.cooldownOf("aws/123456789012") != 300*time.Second || s.cooldownOf("gcp:projects/p") != 0 ||
+		s.cooldownOf("azure/sub") != 120*time.Second || s.callerWindowLabel != "600" {
+		t.Fatalf("settings %+v", s)
+	}
+}
+
+// The live keys sit in resilience's section: its strict reader must pass
+// over every one of them, and still reject a misspelt one.
+func TestResilienceReadsTheSameSection(t *testing.T) {
+	rc, err := resilience.ParseConfig([]byte(fullDoc))
+	if err != nil || rc.AWS.MaxRPS != 10 {
+		t.Fatalf("resilience.ParseConfig: %+v, %v", rc.AWS, err)
+	}
+	_, err = resilience.ParseConfig([]byte("live_cooldown_secs: 1\n"))
+	if err == nil || err.Error() != "ratelimit.live_cooldown_secs: unknown key" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	for _, doc := range []string{"", "ratelimit: {aws: {max_rps: 5}}\n", `{"ratelimit": {}}`, "ratelimit:\n", "live_operation_timeout_seconds: null\n"} {
+		cfg, err := ParseConfig([]byte(doc))
+		if err != nil || cfg.OperationTimeoutSeconds != 3600 || cfg.CooldownSeconds != nil || cfg.ProviderCooldownSeconds != nil {
+			t.Errorf("%q: %+v, %v", doc, cfg, err)
+		}
+	}
+	// Built in code, a Config has no timeout; from a file, 3600 s.
+	if Config.settings(Config{}).operationTimeout != 0 {
+		t.Fatal("a zero Config has a timeout")
+	}
+	s := Config{}.settings()
+	if s.cooldown != 120*time.Second || !s.coolAfterFailure || s.maxPerScope != 1 || s.maxTotal != 2 ||
+		s.callerMax != 0 || s.callerWindow != time.Hour || s.callerWindowLabel != "3600" {
+		t.Fatalf("defaults %+v", s)
+	}
+}
+
+func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"live_max_concurrent: 0\n", "ratelimit.live_max_concurrent: must be > 0"},
+		{"live_max_concurrent_total: 0\n", "ratelimit.live_max_concurrent_total: must be > 0"},
+		{"live_caller_window_seconds: 0\n", "ratelimit.live_caller_window_seconds: must be > 0"},
+		{"live_operation_timeout_seconds: 0\n", "ratelimit.live_operation_timeout_seconds: must be > 0"},
+		{"live_max_concurrent: 1.5\n", `ratelimit.live_max_concurrent: "1.5" is not a whole number`},
+		{"live_caller_max_operations: -1\n", "ratelimit.live_caller_max_operations: must be >= 0"},
+		{"live_cooldown_seconds: -5\n", "ratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
+		{"live_cooldown_seconds: soon\n", `ratelimit.live_cooldown_seconds: malformed duration "soon" (seconds, or a duration such as 90s)`},
+		{"live_cooldown_after_failure: 1\n", `ratelimit.live_cooldown_after_failure: "1" is not true or false`},
+		{"aws: {live_cooldown_seconds: -1}\n", "ratelimit.aws.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
+		{"ratelimit:\n  azure:\n    live_cooldown_seconds: [1]\n", "ratelimit.azure.live_cooldown_seconds: must be a single value"},
+		{"[1]\n", "ratelimit: must be a mapping"},
+	} {
+		_, err := ParseConfig([]byte(c.doc))
+		var ye *yamlconf.Error
+		if err == nil || err.Error() != c.want || !errors.As(err, &ye) {
+			t.Errorf("%q: %v, want %s", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestValidateProgrammaticConfig(t *testing.T) {
+	neg := -1.0
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{MaxConcurrent: -1}, "ratelimit.live_max_concurrent: must be >= 0"},
+		{Config{OperationTimeoutSeconds: -3}, "ratelimit.live_operation_timeout_seconds: must be >= 0"},
+		{Config{CooldownSeconds: &neg}, "ratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
+		{Config{ProviderCooldownSeconds: map[string]float64{"aws/1": 5}}, `ratelimit.aws/1: a provider is a scope's text before its first "/" or ":"`},
+	} {
+		if _, err := New(c.cfg); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %v, want %s", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cloudg.yaml")
+	if err := os.WriteFile(path, []byte("ratelimit: {live_max_concurrent: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := LoadConfig(path); err != nil || cfg.MaxConcurrent != 3 {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	if err := os.WriteFile(path, []byte("live_max_concurrent: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,57 @@
+// Package liveop guards whole live operations (a collection of an AWS
+// account, an Azure subscription, a GCP project) one level above the
+// per-call governor of package resilience. It is for programs, such as an
+// MCP server behind an AI agent, that start live collections far more often
+// than a person would: where the governor paces each API call, a Guard
+// decides whether a new collection may start at all, and when it refuses,
+// the refusal tells the caller when to retry and to use its cached dataset
+// meanwhile.
+//
+// # Rules
+//
+// Run admits an operation under these rules, in this order:
+//
+//  1. Single flight. A Request whose Key matches an operation still
+//     running joins it: the operation is not started again, every caller
+//     gets the same result or the same error, and Status counts the join.
+//     Joining uses no quota and is never refused. Key makes keys from the
+//     parts of a request, so the same request in another key order is the
+//     same operation.
+//  2. Quota. A caller starts at most Config.CallerMaxOperations operations
+//     in a sliding window of Config.CallerWindowSeconds; past that it is
+//     refused (ErrQuota) until the oldest start leaves the window.
+//  3. Cooldown. When an operation ends, each of its scopes cools down for
+//     the provider's cooldown (Config.CooldownSeconds, or the provider's
+//     entry of Config.ProviderCooldownSeconds; the provider is the text
+//     of the scope before its first "/" or ":"), after a failure too
+//     unless Config.CooldownAfterFailure is false. An operation touching a
+//     cooling scope is refused (ErrCooldown) with the longest time left,
+//     unless its Request sets Bypass.
+//  4. Caps. At most Config.MaxConcurrent operations run per scope and
+//     Config.MaxConcurrentTotal in all; past that a new operation is
+//     refused (ErrBusy), or, with Request.Wait, waits for a slot (its
+//     context bounds the wait) and joins an identical operation that
+//     starts meanwhile.
+//
+// An admitted operation takes its slots and its quota entry before it
+// starts, so a caller racing it sees them.
+//
+// # Lifetimes
+//
+// The operation runs on its own goroutine with a context that keeps the
+// values of the first caller's context but not its cancellation. It is
+// cancelled after its timeout (Request.Timeout, or
+// Config.OperationTimeoutSeconds), and its callers then get a timeout
+// refusal (ErrTimeout) at once; it is also cancelled when every caller
+// waiting for it has gone (each gets its own context's error). Its slots
+// are freed, and its scopes start cooling down, when its function returns:
+// normally, with an error, or by panicking (the callers then get an error
+// matching ErrPanicked). A function that ignores its context keeps its
+// slots until it returns, because it may still be calling the cloud.
+//
+// # Time
+//
+// Every wait is a select on a channel and the context, and time is read
+// with time.Now, so a Guard used inside a testing/synctest bubble runs in
+// virtual time.
+package liveop

@@ -1,0 +1,150 @@
+package liveop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Reason says why a live operation was refused.
+type Reason string
+
+// The reasons of a RefusedError.
+const (
+	// ReasonCooldown: a scope of the operation ran recently.
+	ReasonCooldown Reason = "cooldown"
+	// ReasonBusy: a scope, or the guard, is at its cap of running
+	// operations.
+	ReasonBusy Reason = "busy"
+	// ReasonQuota: the caller started its quota of operations in the
+	// window.
+	ReasonQuota Reason = "quota"
+	// ReasonTimeout: the operation ran past its timeout and was cancelled.
+	ReasonTimeout Reason = "timeout"
+)
+
+// Sentinels, one per reason: errors.Is(err, ErrCooldown) holds for a
+// *RefusedError whose Reason is ReasonCooldown, and so on.
+var (
+	ErrCooldown = errors.New("liveop: refused: cooldown")
+	ErrBusy     = errors.New("liveop: refused: busy")
+	ErrQuota    = errors.New("liveop: refused: quota")
+	ErrTimeout  = errors.New("liveop: refused: timeout")
+)
+
+// ErrPanicked is matched (errors.Is) by the error the callers of an
+// operation get when its function panicked.
+var ErrPanicked = errors.New("liveop: the operation panicked")
+
+// RefusedError is a live operation refused (cooldown, busy, quota) or cut
+// off (timeout). Its message is the one to show a person or an agent; it
+// ends by pointing at the cached dataset. MarshalJSON gives the form for a
+// tool's output.
+type RefusedError struct {
+	Reason Reason
+	// RetryAfter is when retrying may succeed: the longest cooldown left,
+	// or the time until the caller's oldest start leaves the window; zero
+	// when unknown (busy, timeout).
+	RetryAfter time.Duration
+	// Scopes are the scopes that caused the refusal (the cooling ones, the
+	// ones at their cap; none when every scope is), sorted, or the
+	// operation's scopes for a timeout.
+	Scopes []string
+	// Caller is the caller refused; empty for a timeout.
+	Caller string
+
+	msg   string
+	cause error // the waiting caller's context error, or the timeout's
+}
+
+// Error returns the message, such as "live collection of aws/123456789012
+// ran recently; cooling down, retry in 118s or use the cached dataset".
+func (e *RefusedError) Error() string { return e.msg }
+
+// Is reports whether target is the sentinel of the reason.
+func (e *RefusedError) Is(target error) bool {
+	switch e.Reason {
+	case ReasonCooldown:
+		return target == ErrCooldown
+	case ReasonBusy:
+		return target == ErrBusy
+	case ReasonQuota:
+		return target == ErrQuota
+	case ReasonTimeout:
+		return target == ErrTimeout
+	}
+	return false
+}
+
+// Unwrap returns what ended a wait: context.DeadlineExceeded for a
+// timeout, the caller's context error for a busy refusal that ended a
+// Request.Wait; nil otherwise.
+func (e *RefusedError) Unwrap() error { return e.cause }
+
+// MarshalJSON returns {reason, message, retry_after_seconds, scopes,
+// caller}, with the retry-after in seconds rounded to 0.1 and empty fields
+// left out.
+func (e *RefusedError) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Reason     Reason   `json:"reason"`
+		Message    string   `json:"message"`
+		RetryAfter float64  `json:"retry_after_seconds,omitempty"`
+		Scopes     []string `json:"scopes,omitempty"`
+		Caller     string   `json:"caller,omitempty"`
+	}{e.Reason, e.msg, tenths(e.RetryAfter), e.Scopes, e.Caller})
+}
+
+func cooldownError(scopes []string, wait time.Duration) *RefusedError {
+	return &RefusedError{Reason: ReasonCooldown, RetryAfter: wait, Scopes: scopes,
+		msg: fmt.Sprintf("live collection of %s ran recently; cooling down, retry in %ds or use the cached dataset",
+			strings.Join(scopes, ", "), ceilSeconds(wait))}
+}
+
+// busyError refuses for the scopes at their cap, or for every scope when
+// there are none (the total cap).
+func busyError(scopes []string) *RefusedError {
+	which := "all scopes"
+	if len(scopes) > 0 {
+		which = strings.Join(scopes, ", ")
+	}
+	return &RefusedError{Reason: ReasonBusy, Scopes: scopes,
+		msg: fmt.Sprintf("a live operation is already running for %s; retry when it finishes or use the cached dataset", which)}
+}
+
+func quotaError(caller string, max int, window string, wait time.Duration) *RefusedError {
+	return &RefusedError{Reason: ReasonQuota, RetryAfter: wait,
+		msg: fmt.Sprintf("caller '%s' reached its quota of %d live operations per %ss; retry in %ds or use the cached dataset",
+			caller, max, window, ceilSeconds(wait))}
+}
+
+func timeoutError(scopes []string, timeout time.Duration, cause error) *RefusedError {
+	return &RefusedError{Reason: ReasonTimeout, Scopes: scopes, cause: cause,
+		msg: fmt.Sprintf("live operation did not finish within %ss and was cancelled; retry later or use the cached dataset",
+			formatSeconds(timeout))}
+}
+
+func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(max(d, 0).Seconds())) }
+
+// panicError is what the callers of a panicking operation get: the value
+// it panicked with and the stack of its goroutine, as x/sync/singleflight
+// reports a panic.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("liveop: the operation panicked: %v\n\n%s", e.value, e.stack)
+}
+
+// Unwrap returns ErrPanicked and, when the operation panicked with an
+// error, that error.
+func (e *panicError) Unwrap() []error {
+	if err, ok := e.value.(error); ok {
+		return []error{ErrPanicked, err}
+	}
+	return []error{ErrPanicked}
+}

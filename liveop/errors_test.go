@@ -1,0 +1,54 @@
+package liveop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestRefusalJSON(t *testing.T) {
+	for _, c := range []struct {
+		err  *RefusedError
+		want string
+	}{
+		{cooldownError([]string{"aws/1", "aws/2"}, 119960*time.Millisecond),
+			`{"reason":"cooldown","message":"live collection of aws/1, aws/2 ran recently; cooling down, retry in 120s or use the cached dataset","retry_after_seconds":120,"scopes":["aws/1","aws/2"]}`},
+		{quotaError("agent", 3, "90.5", 12340*time.Millisecond),
+			`{"reason":"quota","message":"caller 'agent' reached its quota of 3 live operations per 90.5s; retry in 13s or use the cached dataset","retry_after_seconds":12.3}`},
+		{busyError(nil),
+			`{"reason":"busy","message":"a live operation is already running for all scopes; retry when it finishes or use the cached dataset"}`},
+		{timeoutError([]string{"gcp/projects/p"}, 1500*time.Millisecond, context.DeadlineExceeded),
+			`{"reason":"timeout","message":"live operation did not finish within 1.5s and was cancelled; retry later or use the cached dataset","scopes":["gcp/projects/p"]}`},
+	} {
+		b, err := json.Marshal(c.err)
+		if err != nil || string(b) != c.want {
+			t.Errorf("got  %s %v\nwant %s", b, err, c.want)
+		}
+	}
+	r := quotaError("agent", 3, "60", time.Second)
+	r.Caller = "agent"
+	if b, _ := json.Marshal(r); string(b) != `{"reason":"quota","message":"caller 'agent' reached its quota of 3 live operations per 60s; retry in 1s or use the cached dataset","retry_after_seconds":1,"caller":"agent"}` {
+		t.Fatal(string(b))
+	}
+}
+
+func TestRefusalSentinels(t *testing.T) {
+	sentinels := map[Reason]error{ReasonCooldown: ErrCooldown, ReasonBusy: ErrBusy, ReasonQuota: ErrQuota, ReasonTimeout: ErrTimeout}
+	for reason, sentinel := range sentinels {
+		var err error = &RefusedError{Reason: reason}
+		for other, s := range sentinels {
+			if errors.Is(err, s) != (other == reason) {
+				t.Errorf("%s: errors.Is(%v) = %v", reason, s, !(other == reason))
+			}
+		}
+		var r *RefusedError
+		if !errors.As(errors.Join(errors.New("scan"), err), &r) || !errors.Is(r, sentinel) {
+			t.Errorf("%s: not found through wrapping", reason)
+		}
+	}
+	if errors.Is(&RefusedError{Reason: "other"}, ErrBusy) {
+		t.Fatal("an unknown reason matched")
+	}
+}

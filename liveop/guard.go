@@ -1,0 +1,386 @@
+package liveop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Guard admits live operations under the rules of the package
+// documentation. It is safe for concurrent use. The zero Guard is ready to
+// use with the settings of a zero Config (cooldown 120 s, one operation
+// per scope, two in all, no caller quota, no timeout).
+type Guard struct {
+	mu      sync.Mutex
+	cfg     settings
+	ready   bool
+	flights map[string]*flight     // joinable operations, by key
+	running map[*flight]struct{}   // every operation whose function has not returned
+	active  map[string]int         // slots held, per scope
+	total   int                    // slots held in all
+	cooling map[string]time.Time   // scope -> end of its cooldown
+	starts  map[string][]time.Time // caller -> starts inside the window, oldest first
+	started int64
+	joined  int64
+	changed chan struct{} // closed, and replaced, when an operation starts or ends
+}
+
+// Request describes one live operation. The zero Request has no key (it
+// joins nothing), no scopes (only the total cap applies to it) and the
+// caller "".
+type Request struct {
+	// Key makes operations with the same key one (see Key); "" never
+	// joins.
+	Key string
+	// Scopes are the scopes the operation touches: "aws/123456789012",
+	// "azure/<subscription>", "gcp/projects/p", or a bare "aws". They are
+	// compared as strings.
+	Scopes []string
+	// Caller is who asks, for the quota. Every request without a caller
+	// shares the quota of the caller "".
+	Caller string
+	// Bypass skips the cooldown, for operators.
+	Bypass bool
+	// Wait waits for a slot, within the context, instead of a busy
+	// refusal.
+	Wait bool
+	// Timeout bounds the operation: 0 takes the guard's operation
+	// timeout; a negative Timeout means none.
+	Timeout time.Duration
+}
+
+// New returns a Guard with the settings of cfg, or cfg's first invalid
+// setting.
+func New(cfg Config) (*Guard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Guard{cfg: cfg.settings(), ready: true}
+	g.init()
+	return g, nil
+}
+
+// init makes the maps; g.mu is held (or g is not shared yet).
+func (g *Guard) init() {
+	if g.flights != nil {
+		return
+	}
+	if !g.ready {
+		g.cfg, g.ready = Config{}.settings(), true
+	}
+	g.flights = map[string]*flight{}
+	g.running = map[*flight]struct{}{}
+	g.active = map[string]int{}
+	g.cooling = map[string]time.Time{}
+	g.starts = map[string][]time.Time{}
+	g.changed = make(chan struct{})
+}
+
+// flight is one running operation.
+type flight struct {
+	key     string
+	scopes  []string
+	start   time.Time
+	timeout time.Duration
+	waiters int  // callers waiting for the result
+	over    bool // the result is set and done closed (or nobody is left to get it)
+	done    chan struct{}
+	val     any
+	err     error
+	cancel  context.CancelCauseFunc
+}
+
+// errAbandoned is the cause of an operation cancelled because every
+// caller waiting for it has gone.
+var errAbandoned = errors.New("liveop: every caller of the operation has gone")
+
+// Run runs fn as the live operation req describes, or joins the identical
+// operation already running, and returns its result. Refusals are
+// *RefusedError values; a caller whose ctx ends while it waits gets ctx's
+// error (a busy refusal wrapping it, while waiting for a slot). fn runs on
+// its own goroutine with a context that keeps ctx's values but not its
+// cancellation (see the package documentation for when it is cancelled),
+// and must return a value of the same type for every caller of a key.
+func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if fn == nil {
+		return zero, errors.New("liveop: Run with a nil function")
+	}
+	f, err := g.admit(ctx, req, func(ctx context.Context) (any, error) { return fn(ctx) })
+	if err != nil {
+		return zero, err
+	}
+	val, err := g.await(ctx, f)
+	if val == nil {
+		return zero, err
+	}
+	v, ok := val.(T)
+	if !ok {
+		return zero, fmt.Errorf("liveop: operation %q returned %T, not %T", req.Key, val, zero)
+	}
+	return v, err
+}
+
+// admit joins req's operation, starts it, or refuses it, waiting for a
+// slot with req.Wait.
+func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context) (any, error)) (*flight, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	scopes := slices.Clone(req.Scopes)
+	slices.Sort(scopes)
+	scopes = slices.Compact(scopes)
+	for {
+		g.mu.Lock()
+		g.init()
+		if f := g.flights[req.Key]; f != nil {
+			f.waiters++
+			g.joined++
+			g.mu.Unlock()
+			return f, nil
+		}
+		now := time.Now()
+		refused := g.refusal(now, scopes, req)
+		if refused == nil {
+			f := g.start(ctx, now, scopes, req, fn)
+			g.mu.Unlock()
+			return f, nil
+		}
+		changed := g.changed
+		g.mu.Unlock()
+		if refused.Reason != ReasonBusy || !req.Wait {
+			return nil, refused
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			refused.cause = ctx.Err()
+			return nil, refused
+		}
+	}
+}
+
+// refusal applies the quota, the cooldown (unless bypassed) and the caps,
+// in that order, to a new operation; g.mu is held. It changes nothing.
+func (g *Guard) refusal(now time.Time, scopes []string, req Request) *RefusedError {
+	r := g.firstBroken(now, scopes, req)
+	if r != nil {
+		r.Caller = req.Caller
+	}
+	return r
+}
+
+// firstBroken returns the refusal of the first rule req breaks, without its
+// caller.
+func (g *Guard) firstBroken(now time.Time, scopes []string, req Request) *RefusedError {
+	if max := g.cfg.callerMax; max > 0 {
+		if in := g.inWindow(now, req.Caller); len(in) >= max {
+			return quotaError(req.Caller, max, g.cfg.callerWindowLabel, in[0].Add(g.cfg.callerWindow).Sub(now))
+		}
+	}
+	if !req.Bypass {
+		var cooling []string
+		var longest time.Duration
+		for _, s := range scopes {
+			if left := g.cooling[s].Sub(now); left > 0 {
+				cooling = append(cooling, s)
+				longest = max(longest, left)
+			}
+		}
+		if len(cooling) > 0 {
+			return cooldownError(cooling, longest)
+		}
+	}
+	var full []string
+	for _, s := range scopes {
+		if g.active[s] >= g.cfg.maxPerScope {
+			full = append(full, s)
+		}
+	}
+	if len(full) > 0 || g.total >= g.cfg.maxTotal {
+		return busyError(full)
+	}
+	return nil
+}
+
+// inWindow returns the caller's starts inside the quota window, oldest
+// first; g.mu is held.
+func (g *Guard) inWindow(now time.Time, caller string) []time.Time {
+	starts := g.starts[caller]
+	cut := now.Add(-g.cfg.callerWindow)
+	i := 0
+	for i < len(starts) && !starts[i].After(cut) {
+		i++
+	}
+	return starts[i:]
+}
+
+// start takes the operation's slots and quota entry and starts fn; g.mu is
+// held.
+func (g *Guard) start(ctx context.Context, now time.Time, scopes []string, req Request, fn func(context.Context) (any, error)) *flight {
+	g.sweep(now)
+	timeout := req.Timeout
+	if timeout == 0 {
+		timeout = g.cfg.operationTimeout
+	}
+	f := &flight{key: req.Key, scopes: scopes, start: now, timeout: max(timeout, 0), waiters: 1, done: make(chan struct{})}
+	for _, s := range scopes {
+		g.active[s]++
+	}
+	g.total++
+	if g.cfg.callerMax > 0 {
+		g.starts[req.Caller] = append(g.inWindow(now, req.Caller), now)
+	}
+	g.started++
+	if req.Key != "" {
+		g.flights[req.Key] = f
+	}
+	g.running[f] = struct{}{}
+	g.broadcast()
+
+	opCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	stop := func() {}
+	if f.timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		opCtx, cancelTimeout = context.WithTimeout(opCtx, f.timeout)
+		stopAfter := context.AfterFunc(opCtx, func() { g.expire(f, opCtx) })
+		stop = func() { stopAfter(); cancelTimeout() }
+	}
+	go g.run(opCtx, f, fn, stop)
+	return f
+}
+
+// run calls fn and ends the operation however fn ends.
+func (g *Guard) run(ctx context.Context, f *flight, fn func(context.Context) (any, error), stop func()) {
+	var (
+		val      any
+		err      error
+		returned bool
+	)
+	defer func() {
+		if !returned {
+			r := recover()
+			if r == nil {
+				r = "runtime.Goexit"
+			}
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+		if f.timeout > 0 && context.Cause(ctx) == context.DeadlineExceeded {
+			// fn returned on its timeout, maybe before expire ran: the
+			// callers get the timeout refusal all the same.
+			val, err = nil, timeoutError(slices.Clone(f.scopes), f.timeout, context.DeadlineExceeded)
+		}
+		stop()
+		g.finish(f, val, err)
+		f.cancel(context.Canceled)
+	}()
+	val, err = fn(ctx)
+	returned = true
+}
+
+// finish frees the operation's slots, starts its scopes' cooldown and
+// gives its callers the result, unless its timeout already did.
+func (g *Guard) finish(f *flight, val any, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.running, f)
+	for _, s := range f.scopes {
+		if g.active[s]--; g.active[s] <= 0 {
+			delete(g.active, s)
+		}
+	}
+	g.total--
+	if err == nil || g.cfg.coolAfterFailure {
+		g.coolDown(time.Now(), f.scopes)
+	}
+	g.deliver(f, val, err)
+	g.broadcast()
+}
+
+// expire ends the callers' wait when the operation's context is done: at
+// its timeout, with a timeout refusal. When every caller has gone (the
+// other way the context ends) there is nobody left to tell.
+func (g *Guard) expire(f *flight, ctx context.Context) {
+	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deliver(f, nil, timeoutError(slices.Clone(f.scopes), f.timeout, context.DeadlineExceeded))
+}
+
+// deliver sets the operation's result once and stops it being joined;
+// g.mu is held.
+func (g *Guard) deliver(f *flight, val any, err error) {
+	if f.over {
+		return
+	}
+	f.over, f.val, f.err = true, val, err
+	close(f.done)
+	if f.key != "" && g.flights[f.key] == f {
+		delete(g.flights, f.key)
+	}
+}
+
+// await waits for the operation's result or for ctx; the last caller to go
+// cancels the operation.
+func (g *Guard) await(ctx context.Context, f *flight) (any, error) {
+	select {
+	case <-f.done:
+		return f.val, f.err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if f.over {
+		g.mu.Unlock()
+		return f.val, f.err
+	}
+	f.waiters--
+	abandoned := f.waiters == 0
+	if abandoned {
+		f.over = true // nobody is left to get a result
+		if g.flights[f.key] == f {
+			delete(g.flights, f.key)
+		}
+	}
+	g.mu.Unlock()
+	if abandoned {
+		f.cancel(errAbandoned)
+	}
+	return nil, ctx.Err()
+}
+
+// coolDown starts the cooldown of scopes; g.mu is held.
+func (g *Guard) coolDown(now time.Time, scopes []string) {
+	for _, s := range scopes {
+		if d := g.cfg.cooldownOf(s); d > 0 {
+			g.cooling[s] = now.Add(d)
+		}
+	}
+}
+
+// sweep forgets ended cooldowns and callers without a start in the
+// window; g.mu is held.
+func (g *Guard) sweep(now time.Time) {
+	for s, until := range g.cooling {
+		if !until.After(now) {
+			delete(g.cooling, s)
+		}
+	}
+	for c := range g.starts {
+		if len(g.inWindow(now, c)) == 0 {
+			delete(g.starts, c)
+		}
+	}
+}
+
+// broadcast wakes the callers waiting for a slot; g.mu is held.
+func (g *Guard) broadcast() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}

@@ -1,0 +1,210 @@
+package liveop
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestTimeoutCancelsAndRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{OperationTimeoutSeconds: 30})
+		op := &counted{d: time.Hour}
+		a := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		synctest.Wait()
+		b := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		start := time.Now()
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		for _, ch := range []<-chan outcome{a, b} {
+			o, ok := received(ch)
+			if !ok {
+				t.Fatal("no outcome at the timeout")
+			}
+			r := refused(t, o.err, ReasonTimeout, "live operation did not finish within 30s and was cancelled; retry later or use the cached dataset")
+			if !errors.Is(o.err, ErrTimeout) || !errors.Is(o.err, context.DeadlineExceeded) || r.Scopes[0] != "aws/1" {
+				t.Fatalf("%+v", r)
+			}
+		}
+		// The function honoured its context: slots free, cooldown from the end.
+		if st := g.Status(); st.Active != 0 || len(st.InFlight) != 0 || time.Since(start) != 30*time.Second ||
+			g.CooldownRemaining("aws/1") != 120*time.Second {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
+// A Request's timeout overrides the guard's; a negative one means none.
+func TestTimeoutOfARequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{OperationTimeoutSeconds: 30, CooldownSeconds: ptr(0.0)})
+		r := req("k", "aws/1")
+		r.Timeout = 5 * time.Second
+		start := time.Now()
+		_, err := Run(context.Background(), g, r, (&counted{d: time.Hour}).run)
+		refused(t, err, ReasonTimeout, "live operation did not finish within 5s and was cancelled; retry later or use the cached dataset")
+		if time.Since(start) != 5*time.Second {
+			t.Fatal(time.Since(start))
+		}
+		synctest.Wait() // the cancelled function returns, freeing the slot
+		r.Timeout = -1
+		v, err := Run(context.Background(), g, r, (&counted{d: time.Hour, val: "slow"}).run)
+		if v != "slow" || err != nil {
+			t.Fatal(v, err)
+		}
+		// Built directly, a guard has no timeout.
+		g = newGuard(t, Config{})
+		r.Timeout = 0
+		if v, err := Run(context.Background(), g, r, (&counted{d: 48 * time.Hour, val: "slower"}).run); v != "slower" || err != nil {
+			t.Fatal(v, err)
+		}
+	})
+}
+
+// A function that ignores its context: the callers are released at the
+// timeout, the slots stay held until it returns, and nobody joins it.
+func TestTimeoutOfAFunctionThatIgnoresIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{OperationTimeoutSeconds: 30})
+		stubborn := func(context.Context) (string, error) { time.Sleep(100 * time.Second); return "late", nil }
+		_, err := Run(context.Background(), g, req("k", "aws/1"), stubborn)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatal(err)
+		}
+		st := g.Status()
+		if st.Active != 1 || len(st.InFlight) != 1 || st.InFlight[0].Callers != 0 || st.InFlight[0].RunningSeconds != 30 {
+			t.Fatalf("status %+v", st)
+		}
+		_, err = Run(context.Background(), g, req("k", "aws/1"), stubborn)
+		refused(t, err, ReasonBusy, "a live operation is already running for aws/1; retry when it finishes or use the cached dataset")
+		if st := g.Status(); st.Joined != 0 {
+			t.Fatalf("joined a timed-out operation: %+v", st)
+		}
+		time.Sleep(70 * time.Second)
+		synctest.Wait()
+		if st := g.Status(); st.Active != 0 || g.CooldownRemaining("aws/1") != 120*time.Second {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
+func TestAbandonedOperationIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		var cause error
+		op := func(ctx context.Context) (string, error) {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return "", cause
+		}
+		ctxA, cancelA := context.WithCancel(context.Background())
+		ctxB, cancelB := context.WithCancel(context.Background())
+		a := goRun(ctxA, g, req("k", "aws/1"), op)
+		synctest.Wait()
+		b := goRun(ctxB, g, req("k", "aws/1"), op)
+		synctest.Wait()
+		cancelA()
+		synctest.Wait()
+		if o, ok := received(a); !ok || o.err != context.Canceled {
+			t.Fatalf("%+v %v", o, ok)
+		}
+		if st := g.Status(); st.Active != 1 || st.InFlight[0].Callers != 1 || cause != nil {
+			t.Fatalf("cancelled with a caller left: %+v %v", st, cause)
+		}
+		time.Sleep(10 * time.Second)
+		cancelB()
+		synctest.Wait()
+		if o, ok := received(b); !ok || o.err != context.Canceled {
+			t.Fatalf("%+v %v", o, ok)
+		}
+		if cause != errAbandoned {
+			t.Fatalf("cause %v", cause)
+		}
+		if st := g.Status(); st.Active != 0 || g.CooldownRemaining("aws/1") != 120*time.Second {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
+// The operation keeps the values of the first caller's context.
+func TestOperationContextKeepsValues(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "stats")
+	g := newGuard(t, Config{})
+	v, err := Run(ctx, g, req("k", "aws/1"), func(ctx context.Context) (string, error) {
+		s, _ := ctx.Value(key{}).(string)
+		return s, nil
+	})
+	if v != "stats" || err != nil {
+		t.Fatal(v, err)
+	}
+}
+
+func TestPanicFreesSlotsAndCoolsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		op := func(context.Context) (string, error) { time.Sleep(time.Second); panic("boom") }
+		a := goRun(context.Background(), g, req("k", "aws/1"), op)
+		synctest.Wait()
+		b := goRun(context.Background(), g, req("k", "aws/1"), op)
+		for _, o := range []outcome{<-a, <-b} {
+			if !errors.Is(o.err, ErrPanicked) || !strings.HasPrefix(o.err.Error(), "liveop: the operation panicked: boom\n\n") ||
+				!strings.Contains(o.err.Error(), "lifetime_test.go") {
+				t.Fatalf("%v", o.err)
+			}
+		}
+		if st := g.Status(); st.Active != 0 || len(st.InFlight) != 0 || g.CooldownRemaining("aws/1") != 120*time.Second {
+			t.Fatalf("status %+v", st)
+		}
+		// A panic with an error value is found by errors.Is too.
+		denied := errors.New("denied")
+		_, err := Run(context.Background(), g, req("k", "aws/2"), func(context.Context) (string, error) { panic(denied) })
+		if !errors.Is(err, denied) || !errors.Is(err, ErrPanicked) {
+			t.Fatal(err)
+		}
+		// runtime.Goexit ends the operation as a panic does.
+		_, err = Run(context.Background(), g, req("k", "aws/3"), func(context.Context) (string, error) { runtime.Goexit(); return "", nil })
+		if !errors.Is(err, ErrPanicked) || g.Status().Active != 0 {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestFailingFactoryFreesSlotsAndCoolsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		failed := errors.New("no credentials")
+		_, err := Run(context.Background(), g, req("k", "aws/1"), func(context.Context) (string, error) { return "", failed })
+		if err != failed {
+			t.Fatal(err)
+		}
+		if st := g.Status(); st.Active != 0 || st.Started != 1 || g.CooldownRemaining("aws/1") != 120*time.Second {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
+func TestRunRefusesADoneContextAndANilFunction(t *testing.T) {
+	var g Guard // the zero Guard works
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, &g, req("k", "aws/1"), (&counted{}).run); err != context.Canceled {
+		t.Fatal(err)
+	}
+	if _, err := Run[string](context.Background(), &g, req("k", "aws/1"), nil); err == nil {
+		t.Fatal("a nil function was accepted")
+	}
+	if st := g.Status(); st.Started != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if v, err := Run(context.Background(), &g, req("k", "aws/1"), func(context.Context) (string, error) { return "ok", nil }); v != "ok" || err != nil {
+		t.Fatal(v, err)
+	}
+	if d := g.CooldownRemaining("aws/1"); d <= 119*time.Second {
+		t.Fatalf("the zero Guard's cooldown: %v", d)
+	}
+}

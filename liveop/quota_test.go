@@ -1,0 +1,107 @@
+package liveop
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestQuotaSlidingWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CallerMaxOperations: 2, CallerWindowSeconds: 600, CooldownSeconds: ptr(0.0)})
+		op := &counted{val: "x"}
+		run := func() error {
+			_, err := Run(context.Background(), g, req("k", "aws/1"), op.run)
+			return err
+		}
+		if err := run(); err != nil { // t=0
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Second)
+		if err := run(); err != nil { // t=100
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Second)
+		err := run() // t=200: the start at 0 leaves the window at 600
+		r := refused(t, err, ReasonQuota, "caller 'agent' reached its quota of 2 live operations per 600s; retry in 400s or use the cached dataset")
+		if r.RetryAfter != 400*time.Second || r.Caller != "agent" || !errors.Is(err, ErrQuota) {
+			t.Fatalf("%+v", r)
+		}
+		// The quota is per caller.
+		other := req("k", "aws/1")
+		other.Caller = "operator"
+		if _, err := Run(context.Background(), g, other, op.run); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Second)
+		if err := run(); err != nil { // t=600
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Second)
+		refused(t, run(), ReasonQuota, // t=650: starts at 100 and 600
+			"caller 'agent' reached its quota of 2 live operations per 600s; retry in 50s or use the cached dataset")
+		if op.calls.Load() != 4 {
+			t.Fatalf("%d runs", op.calls.Load())
+		}
+	})
+}
+
+func TestQuotaUnlimitedByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CooldownSeconds: ptr(0.0)})
+		for i := range 100 {
+			if _, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run); err != nil {
+				t.Fatal(i, err)
+			}
+		}
+	})
+}
+
+// Quota, then cooldown (unless bypassed), then busy.
+func TestAdmissionOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CallerMaxOperations: 1})
+		a := goRun(context.Background(), g, req("a", "aws/1"), (&counted{d: time.Minute}).run)
+		synctest.Wait()
+		g.MarkCompleted("aws/1") // aws/1 is now busy and cooling; "agent" has used its quota
+		r := req("b", "aws/1")
+		if err := g.Check(r); !errors.Is(err, ErrQuota) {
+			t.Fatalf("got %v, want quota", err)
+		}
+		r.Caller = "operator"
+		if err := g.Check(r); !errors.Is(err, ErrCooldown) {
+			t.Fatalf("got %v, want cooldown", err)
+		}
+		r.Bypass = true
+		if err := g.Check(r); !errors.Is(err, ErrBusy) {
+			t.Fatalf("got %v, want busy", err)
+		}
+		<-a
+	})
+}
+
+// An admitted operation holds its slots and its quota entry before its
+// function runs: the function's first look at the guard sees them.
+func TestSlotsAndQuotaTakenBeforeTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CallerMaxOperations: 1})
+		var seen []error
+		var st Status
+		_, err := Run(context.Background(), g, req("a", "aws/1"), func(context.Context) (string, error) {
+			st = g.Status()
+			other := req("b", "aws/1")
+			other.Caller = "operator"
+			seen = append(seen, g.Check(req("c", "aws/2")), g.Check(other))
+			return "", nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Active != 1 || st.ActiveScopes["aws/1"] != 1 || st.Started != 1 ||
+			!errors.Is(seen[0], ErrQuota) || !errors.Is(seen[1], ErrBusy) {
+			t.Fatalf("status %+v, checks %v", st, seen)
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package liveop
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestJoinersShareOneRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		op := &counted{d: 10 * time.Second, val: "dataset-1"}
+		ctx := context.Background()
+		key := Key("scan", []string{"aws/1"})
+		var chs []<-chan outcome
+		for range 3 {
+			chs = append(chs, goRun(ctx, g, req(key, "aws/1"), op.run))
+			synctest.Wait()
+		}
+		st := g.Status()
+		if st.Started != 1 || st.Joined != 2 || len(st.InFlight) != 1 || st.InFlight[0].Callers != 3 ||
+			st.InFlight[0].Key != key || st.Active != 1 {
+			t.Fatalf("status %+v", st)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		for i, ch := range chs {
+			if o, ok := received(ch); !ok || o.val != "dataset-1" || o.err != nil {
+				t.Fatalf("caller %d: %+v %v", i, o, ok)
+			}
+		}
+		if op.calls.Load() != 1 {
+			t.Fatalf("the operation ran %d times", op.calls.Load())
+		}
+	})
+}
+
+func TestJoinersShareTheError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		failed := errors.New("AccessDenied")
+		op := &counted{d: 5 * time.Second, err: failed}
+		a := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		synctest.Wait()
+		b := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		for _, ch := range []<-chan outcome{a, b} {
+			if o, ok := received(ch); !ok || o.err != failed {
+				t.Fatalf("%+v %v", o, ok)
+			}
+		}
+		if op.calls.Load() != 1 || g.Status().Joined != 1 {
+			t.Fatalf("calls %d, status %+v", op.calls.Load(), g.Status())
+		}
+	})
+}
+
+func TestEmptyKeyNeverJoins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		op := &counted{d: time.Second, val: "x"}
+		a := goRun(context.Background(), g, req("", "aws/1"), op.run)
+		b := goRun(context.Background(), g, req("", "aws/2"), op.run)
+		synctest.Wait()
+		if st := g.Status(); st.Started != 2 || st.Joined != 0 {
+			t.Fatalf("status %+v", st)
+		}
+		// The same scope is busy: an empty key joins nothing.
+		_, err := Run(context.Background(), g, req("", "aws/1"), op.run)
+		refused(t, err, ReasonBusy, "a live operation is already running for aws/1; retry when it finishes or use the cached dataset")
+		time.Sleep(time.Second)
+		<-a
+		<-b
+	})
+}
+
+// Joining is free: a caller past its quota, or whose scopes are at their
+// cap, still joins the identical operation.
+func TestJoiningUsesNoQuota(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CallerMaxOperations: 1})
+		op := &counted{d: time.Minute, val: "x"}
+		a := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		synctest.Wait()
+		if err := g.Check(req("k", "aws/1")); err != nil {
+			t.Fatalf("Check of a join: %v", err)
+		}
+		refused(t, g.Check(req("other", "aws/2")), ReasonQuota,
+			"caller 'agent' reached its quota of 1 live operations per 3600s; retry in 3600s or use the cached dataset")
+		b := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		time.Sleep(time.Minute)
+		if oa, ob := <-a, <-b; oa.err != nil || ob.err != nil || g.Status().Started != 1 {
+			t.Fatalf("%+v %+v", oa, ob)
+		}
+	})
+}
+
+func TestJoinWithAnotherResultType(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		op := &counted{d: time.Second, val: "x"}
+		a := goRun(context.Background(), g, req("k", "aws/1"), op.run)
+		synctest.Wait()
+		n, err := Run(context.Background(), g, req("k", "aws/1"), func(context.Context) (int, error) { return 1, nil })
+		if n != 0 || err == nil || err.Error() != `liveop: operation "k" returned string, not int` {
+			t.Fatalf("%d %v", n, err)
+		}
+		<-a
+	})
+}

@@ -1,0 +1,132 @@
+package liveop
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Check returns what a new Run of req would get now, changing nothing:
+// nil when it would start or join an operation, or the *RefusedError it
+// would get (a busy one even with req.Wait).
+func (g *Guard) Check(req Request) error {
+	scopes := slices.Clone(req.Scopes)
+	slices.Sort(scopes)
+	scopes = slices.Compact(scopes)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	if g.flights[req.Key] != nil {
+		return nil
+	}
+	if r := g.refusal(time.Now(), scopes, req); r != nil {
+		return r
+	}
+	return nil
+}
+
+// CooldownRemaining returns how long scope still cools down; zero when it
+// does not.
+func (g *Guard) CooldownRemaining(scope string) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return max(g.cooling[scope].Sub(time.Now()), 0)
+}
+
+// MarkCompleted starts the cooldown of scopes as if an operation on them
+// had just ended: for a collection done out of band.
+func (g *Guard) MarkCompleted(scopes ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	g.coolDown(time.Now(), scopes)
+}
+
+// Reset ends the cooldown of scope.
+func (g *Guard) Reset(scope string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.cooling, scope)
+}
+
+// ResetAll ends every cooldown and forgets every caller's starts. Running
+// operations keep their slots.
+func (g *Guard) ResetAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.cooling)
+	clear(g.starts)
+}
+
+// Status is where a Guard stands. It marshals to JSON with snake_case
+// names, times in seconds rounded to 0.1.
+type Status struct {
+	// InFlight are the operations whose function has not returned,
+	// oldest first.
+	InFlight []Operation `json:"in_flight"`
+	// Active is the number of slots held in all; ActiveScopes, per scope.
+	Active       int            `json:"active"`
+	ActiveScopes map[string]int `json:"active_scopes"`
+	// Cooling maps each cooling scope to its seconds left.
+	Cooling map[string]float64 `json:"cooling"`
+	// Started and Joined count the operations started and the calls that
+	// joined one, over the Guard's life.
+	Started int64 `json:"started"`
+	Joined  int64 `json:"joined"`
+}
+
+// Operation is a running operation in a Status.
+type Operation struct {
+	Key    string   `json:"key,omitempty"`
+	Scopes []string `json:"scopes"`
+	// Callers is the number of callers waiting for its result: 0 once it
+	// timed out or every caller has gone.
+	Callers int `json:"callers"`
+	// RunningSeconds is its age.
+	RunningSeconds float64 `json:"running_seconds"`
+}
+
+// Status returns where the Guard stands now.
+func (g *Guard) Status() Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	st := Status{
+		InFlight:     make([]Operation, 0, len(g.running)),
+		Active:       g.total,
+		ActiveScopes: make(map[string]int, len(g.active)),
+		Cooling:      map[string]float64{},
+		Started:      g.started,
+		Joined:       g.joined,
+	}
+	running := make([]*flight, 0, len(g.running))
+	for f := range g.running {
+		running = append(running, f)
+	}
+	sort.Slice(running, func(i, j int) bool {
+		if !running[i].start.Equal(running[j].start) {
+			return running[i].start.Before(running[j].start)
+		}
+		return running[i].key < running[j].key
+	})
+	for _, f := range running {
+		op := Operation{Key: f.key, Scopes: slices.Clone(f.scopes), RunningSeconds: tenths(now.Sub(f.start))}
+		if !f.over {
+			op.Callers = f.waiters
+		}
+		st.InFlight = append(st.InFlight, op)
+	}
+	for s, n := range g.active {
+		st.ActiveScopes[s] = n
+	}
+	for s, until := range g.cooling {
+		if left := until.Sub(now); left > 0 {
+			st.Cooling[s] = tenths(left)
+		}
+	}
+	return st
+}
+
+// tenths returns d in seconds rounded to 0.1.
+func tenths(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
