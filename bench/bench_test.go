@@ -10,7 +10,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +106,16 @@ func BenchmarkCall(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := resilience.Do(ctx, scope, work, opt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bound", func(b *testing.B) {
+		g := governor(b)
+		bound, _ := g.Bind(scope)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := bound.Do(ctx, work); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -315,32 +324,4 @@ func TestGovernedCallDoesNotAllocate(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%v allocations per Call", n)
 	}
-}
-
-// BenchmarkLiveScopeBytes reports the heap held per live scope: 10,000
-// scopes (one per account), each with its leaf bucket, breaker, account
-// bulkhead and lifetime counters.
-func BenchmarkLiveScopeBytes(b *testing.B) {
-	const n = 10000
-	scopes := make([]resilience.Scope, n)
-	for i := range scopes {
-		scopes[i] = resilience.Scope{Provider: "aws", Account: fmt.Sprintf("%012d", i), Region: "us-east-1", Service: "iam", Operation: "ListUsers"}
-	}
-	ctx := context.Background()
-	var perScope float64
-	for b.Loop() {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		g, _ := resilience.NewGovernor(resilience.Config{})
-		opt := resilience.WithGovernor(g)
-		for _, s := range scopes {
-			resilience.Do(ctx, s, work, opt)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		perScope = float64(after.HeapAlloc-before.HeapAlloc) / n
-		runtime.KeepAlive(g)
-	}
-	b.ReportMetric(perScope, "B/scope")
 }

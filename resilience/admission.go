@@ -144,8 +144,8 @@ func (gd *Guard) sendingRetry() {
 func (gd *Guard) reserve(now time.Duration) time.Duration {
 	e := gd.e
 	var w time.Duration
-	if e.global != nil {
-		w = e.global.Reserve(now)
+	if b := e.acct.global; b != nil {
+		w = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
 		w = max(w, b.Reserve(now))
@@ -156,8 +156,8 @@ func (gd *Guard) reserve(now time.Duration) time.Duration {
 // cancel gives back the tokens of a reservation that will not be used.
 func (gd *Guard) cancel(now time.Duration) {
 	e := gd.e
-	if e.global != nil {
-		e.global.Cancel(now)
+	if b := e.acct.global; b != nil {
+		b.Cancel(now)
 	}
 	if b := e.acct.bucket; b != nil {
 		b.Cancel(now)

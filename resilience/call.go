@@ -1,6 +1,9 @@
 package resilience
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Call calls fn under scope's circuit breaker, rate limits, bulkhead and
 // retry policy, and returns fn's result:
@@ -44,21 +47,63 @@ func Do(ctx context.Context, scope Scope, fn func(context.Context) error, opts .
 }
 
 // Wrap returns fn governed as Call governs it, for a fixed scope: the
-// decorator form.
+// decorator form. The scope is bound (Governor.Bind) to the governor of
+// the first call, and again whenever the governor changes.
 func Wrap[T any](scope Scope, fn func(context.Context) (T, error), opts ...Option) func(context.Context) (T, error) {
-	return func(ctx context.Context) (T, error) { return Call(ctx, scope, fn, opts...) }
+	var bound atomic.Pointer[Bound]
+	return func(ctx context.Context) (T, error) {
+		var res T
+		if fn == nil {
+			return res, ErrNilFunc
+		}
+		g, _ := callOptions(opts)
+		b := bound.Load()
+		if b == nil || b.g != g {
+			nb, err := g.Bind(scope)
+			if err != nil {
+				return res, err
+			}
+			bound.Store(nb)
+			b = nb
+		}
+		err := b.Do(ctx, func(ctx context.Context) error {
+			var err error
+			res, err = fn(ctx)
+			return err
+		}, opts...)
+		return res, err
+	}
 }
 
 // WrapArg returns fn governed as Call governs it, with the scope computed
-// from the argument of each call. When fn or scopeOf is nil every call
-// returns ErrNilFunc, as Call does for a nil function.
+// from the argument of each call. A scope that two calls in a row share is
+// bound (Governor.Bind), and stays bound while the calls keep to it. When
+// fn or scopeOf is nil every call returns ErrNilFunc, as Call does for a
+// nil function.
 func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, error), opts ...Option) func(context.Context, A) (T, error) {
+	var bound atomic.Pointer[Bound] // the scope of the last call, bound once repeated
 	return func(ctx context.Context, a A) (T, error) {
+		var res T
 		if fn == nil || scopeOf == nil {
-			var zero T
-			return zero, ErrNilFunc
+			return res, ErrNilFunc
 		}
-		return Call(ctx, scopeOf(a), func(ctx context.Context) (T, error) { return fn(ctx, a) }, opts...)
+		sc := scopeOf(a)
+		g, _ := callOptions(opts)
+		call := func(ctx context.Context) error {
+			var err error
+			res, err = fn(ctx, a)
+			return err
+		}
+		b := bound.Load()
+		if b != nil && b.g == g && b.scope == sc {
+			return res, b.Do(ctx, call, opts...)
+		}
+		if nb, err := g.Bind(sc); err == nil && b != nil && b.scope == sc {
+			bound.Store(nb) // the same scope again, with another governor
+		} else if err == nil {
+			bound.Store(&Bound{g: g, scope: sc}) // bound on its next call, unresolved until then
+		}
+		return res, do(ctx, sc, call, opts)
 	}
 }
 
@@ -72,6 +117,11 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 	if !gd.begin(ctx, g, scope, rp) {
 		return fn(ctx)
 	}
+	return gd.loop(ctx, fn)
+}
+
+// loop runs fn's attempts on gd, which begin set up.
+func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error {
 	for {
 		if err := gd.Enter(ctx); err != nil {
 			return err
@@ -85,7 +135,7 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 		if rerr != nil {
 			return err
 		}
-		if serr := g.sleep(ctx, delay); serr != nil {
+		if serr := gd.g.sleep(ctx, delay); serr != nil {
 			return ctxError(serr, err)
 		}
 	}

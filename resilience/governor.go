@@ -36,7 +36,9 @@ type Governor struct {
 	others     readmap.Map[string, *provider] // providers other than aws, azure and gcp
 	leakLogged atomic.Bool                    // a dropped guard's slot was released and logged
 	life       statsTable
-	folded     atomic.Int64 // calls of lifetime scopes folded into the totals
+	folded     atomic.Int64 // calls of dropped scopes that had no lifetime counters
+	reclaim    reclaimer
+	gen        atomic.Uint64 // counts the changes of providers' state, for Bound
 }
 
 // configured is the configuration in force, immutable once published.
@@ -260,6 +262,7 @@ func (g *Governor) Configure(cfg Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cur.Store(g.build(cfg, g.cur.Load(), false))
+	g.gen.Add(1)
 	return nil
 }
 
@@ -275,6 +278,7 @@ func (g *Governor) Reset() {
 	defer g.mu.Unlock()
 	c := g.cur.Load()
 	g.cur.Store(g.build(c.cfg, c, true))
+	g.gen.Add(1)
 	g.life.m.Reset()
 	g.folded.Store(0)
 }

@@ -183,10 +183,7 @@ func TestReclaimedScopeBehavesAsBefore(t *testing.T) {
 		ok := func(context.Context) error { return nil }
 		Do(context.Background(), iamUsers, ok, WithGovernor(g))
 		time.Sleep(2 * time.Second)
-		l := g.provider("aws").scopes
-		l.entries.Lock()
-		l.sweep(g.now())
-		l.entries.Unlock()
+		g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
 		if g.liveScopes() != 0 {
 			t.Fatal("idle scope not reclaimed")
 		}
@@ -253,10 +250,10 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		stale := tr.e
 		time.Sleep(time.Minute)
 		l := ps.scopes
-		l.entries.Lock()
-		l.sweep(g.now())
+		l.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
+		l.mu.Lock()
 		nAccounts := len(l.accounts)
-		l.entries.Unlock()
+		l.mu.Unlock()
 		if !stale.dead.Load() || nAccounts != 0 {
 			t.Fatalf("sweep: dead %v, %d accounts left", stale.dead.Load(), nAccounts)
 		}
@@ -363,7 +360,10 @@ func TestOperationOverrideStartsFromItsService(t *testing.T) {
 	}
 }
 
-func TestIdleScopesAreSweptWithoutGrowth(t *testing.T) {
+// Idle scopes are reclaimed by the calls that follow, a bounded step each,
+// without any new scope: 6,000 scopes, two idle minutes, then 100 calls to
+// one of them.
+func TestIdleScopesAreReclaimedWithoutNewScopes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
 		ok := func(context.Context) error { return nil }
@@ -371,11 +371,14 @@ func TestIdleScopesAreSweptWithoutGrowth(t *testing.T) {
 			Do(context.Background(), Scope{Provider: "aws", Account: fmt.Sprint(i), Service: "iam"}, ok, WithGovernor(g))
 		}
 		time.Sleep(2 * time.Minute)
-		for i := range 10 { // a few new scopes, far from doubling the table
-			Do(context.Background(), Scope{Provider: "aws", Account: fmt.Sprint("new", i), Service: "iam"}, ok, WithGovernor(g))
+		for range 100 {
+			Do(context.Background(), Scope{Provider: "aws", Account: "0", Service: "iam"}, ok, WithGovernor(g))
 		}
-		if n := g.liveScopes(); n > 100 {
-			t.Fatalf("%d live scopes two idle minutes later, want only the new ones", n)
+		if n := g.liveScopes(); n != 1 {
+			t.Fatalf("%d live scopes two idle minutes later, want only the one in use", n)
+		}
+		if c := g.Summary(nil).Totals.Calls; c != 6100 {
+			t.Fatalf("lifetime calls %d, want 6,100", c)
 		}
 	})
 }

@@ -107,18 +107,24 @@ func (g *Governor) Begin(ctx context.Context, scope Scope, opts ...Option) (*Gua
 // whether the call is governed.
 func (gd *Guard) begin(ctx context.Context, g *Governor, scope Scope, rp *RetryPolicy) bool {
 	p := g.provider(scope.Provider)
-	gd.g, gd.p, gd.scope, gd.ctx, gd.rp = g, p, scope, ctx, rp
 	if !p.set.enabled {
+		gd.g, gd.p, gd.scope, gd.ctx, gd.rp = g, p, scope, ctx, rp
 		return false
 	}
-	gd.e = p.scopes.lookup(scope)
+	gd.beginAt(ctx, g, scope, p, p.scopes.lookup(scope), rp)
+	return true
+}
+
+// beginAt sets a Guard up on a scope already resolved to its provider and
+// entry (a Bound's).
+func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provider, e *scopeEntry, rp *RetryPolicy) {
+	gd.g, gd.p, gd.e, gd.scope, gd.ctx, gd.rp = g, p, e, scope, ctx, rp
 	b := bindingOf(ctx)
 	if b.stats != nil {
 		gd.stats = b.stats
 		gd.run = gd.e.runCounters(b.stats)
 	}
 	gd.ledger = b.ledger
-	return true
 }
 
 // Scope returns the call's scope.
@@ -206,6 +212,8 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 	gd.sendingRetry()
 	gd.phase = sent
 	gd.admitted = true
+	// Last, so that the step never reclaims this call's own scope.
+	gd.g.maybeReclaim(now)
 	return nil
 }
 

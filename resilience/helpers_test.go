@@ -106,7 +106,7 @@ func (b *logBuffer) contains(s string) bool { return strings.Contains(b.String()
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 func (t *scopeTable) accountBulkhead(name string) *bulkhead.Bulkhead {
-	t.entries.Lock()
-	defer t.entries.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.accounts[name].bulkhead
 }

@@ -47,7 +47,7 @@ func (gd *Guard) close(err error) {
 
 // count adds one to the scope's tally t, for its lifetime and the run.
 func (gd *Guard) count(t tally) {
-	gd.e.life.n[t].Add(1)
+	gd.e.lifeCounters(gd.g).n[t].Add(1)
 	if gd.run != nil {
 		gd.run.n[t].Add(1)
 	}
@@ -55,12 +55,17 @@ func (gd *Guard) count(t tally) {
 
 // recordCall counts one call (an attempt, or a page of a listing).
 func (gd *Guard) recordCall() {
-	gd.count(callsTally)
+	if gd.e.calls.Add(1) < 0 {
+		gd.g.folded.Add(1) // the entry was dropped meanwhile: the totals count it
+	}
+	if gd.run != nil {
+		gd.run.n[callsTally].Add(1)
+	}
 }
 
 // recordWait counts a wait of w for a rate token.
 func (gd *Guard) recordWait(w time.Duration) {
-	gd.e.life.recordWait(w)
+	gd.e.lifeCounters(gd.g).recordWait(w)
 	if gd.run != nil {
 		gd.run.recordWait(w)
 	}
@@ -96,7 +101,7 @@ func (gd *Guard) recordTransient() {
 
 // recordRate records the leaf's new adaptive rate.
 func (gd *Guard) recordRate(rate float64, decreased bool) {
-	gd.e.life.recordRate(rate, decreased)
+	gd.e.lifeCounters(gd.g).recordRate(rate, decreased)
 	if gd.run != nil {
 		gd.run.recordRate(rate, decreased)
 	}
@@ -111,7 +116,7 @@ func (gd *Guard) recordPause(b state.Bucket, d time.Duration) {
 // error.
 func (gd *Guard) recordError() {
 	desc := gd.desc
-	gd.e.life.lastErr.Store(&desc)
+	gd.e.lifeCounters(gd.g).lastErr.Store(&desc)
 	if gd.run != nil {
 		gd.run.lastErr.Store(&desc)
 	}

@@ -1,11 +1,13 @@
 package resilience
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/breaker"
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
-	"github.com/cloudg/cloudg/internal/readmap"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -13,51 +15,64 @@ import (
 // leaf scope, bulkheads and account buckets per account, the provider
 // bucket.
 type scopeTable struct {
-	g      *Governor
-	set    *providerSettings
-	global state.Bucket
+	g   *Governor
+	set *providerSettings
 
-	// entries maps both leaf scopes and the full scopes of calls (with an
-	// operation that shares its service's leaf) to their entry, so that a
-	// call finds its entry with one lookup. Its lock also guards accounts
-	// and the sweep's schedule.
-	entries   readmap.Map[Scope, *scopeEntry]
-	accounts  map[string]*accountEntry
-	sweepAt   int           // sweep when the table reaches this size...
-	lastSweep time.Duration // ...or when it is large and this is a while ago
-	retired   bool          // a newer table adopted this one's state
+	// index finds a leaf scope's entry without a lock; mu guards its
+	// writes, accounts, and retired.
+	index        scopeIndex
+	mu           sync.Mutex
+	accounts     map[string]*accountEntry
+	global       state.Bucket  // the provider bucket, or nil
+	retired      bool          // a newer table adopted this one's state
+	unused       []string      // accounts no entry uses that the reclaimer could not drop yet
+	accountsPeak int           // the most accounts since the map was last rebuilt
+	kept         []*scopeEntry // the entries the reclaimer's pass keeps, while keeping
+	keeping      bool
+	pass         uint32 // counts the reclaimer's passes over the table
 }
 
 // accountEntry is the state shared by an account's scopes.
 type accountEntry struct {
 	bulkhead *bulkhead.Bulkhead
 	bucket   state.Bucket // nil when the provider has no account bucket
-	refs     int          // live entries using it; guarded by the entries lock
+	global   state.Bucket // the provider bucket, or nil
+	refs     int          // live entries using it; guarded by the table's mu
 }
 
 // scopeEntry is one leaf scope's state, resolved once per call.
 //
-// A sweep that reclaims an entry marks it dead before it drops it from the
-// table. A call that still holds a dead entry needs no reference count to
-// stay correct: it was idle and pristine, so what the call took from it
-// (one token of a full bucket) is immaterial; what the call learns (a
-// throttle, a failure) goes to the live entry (Guard.live); and a slot
-// taken from a reclaimed account is given back and taken again
+// The reclaimer that drops an idle entry marks it dead before it removes
+// it from the index. A call that still holds a dead entry needs no
+// reference count to stay correct: it was idle and pristine, so what the
+// call took from it (one token of a full bucket) is immaterial; what the
+// call learns (a throttle, a failure) goes to the live entry (Guard.live);
+// and a slot taken from a reclaimed account is given back and taken again
 // (Guard.acquire), so that the account's cap holds.
 type scopeEntry struct {
 	dead    atomic.Bool
-	key     Scope // the leaf scope
-	svc     Scope // its service scope, the telemetry key
+	born    uint32 // the table's reclaimer pass when it was made
+	hash    uint64 // of key
+	key     Scope  // the leaf scope
 	leaf    state.Bucket
 	breaker state.Breaker
 	acct    *accountEntry
-	global  state.Bucket
-	life    *counters
 
+	// calls counts the entry's calls until it is reclaimed, when they are
+	// folded into its service's lifetime counters (or the totals); a scope
+	// that only counted calls needs no lifetime counters of its own.
+	calls atomic.Int64
+	// life is its service scope's lifetime counters, made on the first
+	// event other than a call.
+	life atomic.Pointer[counters]
 	// run caches the counters of the Stats last bound to a call of this
 	// entry, so that a run's calls find theirs without a lookup.
 	run atomic.Pointer[runCounters]
 }
+
+// foldedCalls marks an entry whose calls were folded: a call counted after
+// that leaves the count negative, and goes to the totals instead.
+const foldedCalls = -1 << 62
 
 type runCounters struct {
 	stats *Stats
@@ -69,8 +84,19 @@ func (e *scopeEntry) runCounters(s *Stats) *counters {
 	if rc := e.run.Load(); rc != nil && rc.stats == s {
 		return rc.c
 	}
-	c := s.table.get(e.svc)
+	c := s.table.get(e.key.serviceScope())
 	e.run.Store(&runCounters{stats: s, c: c})
+	return c
+}
+
+// lifeCounters returns the lifetime counters of the entry's service scope,
+// making them on first use.
+func (e *scopeEntry) lifeCounters(g *Governor) *counters {
+	if c := e.life.Load(); c != nil {
+		return c
+	}
+	c := g.life.get(e.key.serviceScope())
+	e.life.Store(c)
 	return c
 }
 
@@ -89,11 +115,8 @@ func (e *scopeEntry) snapshot(now time.Duration, budget state.Budget) state.Scop
 	return s
 }
 
-// minSweep is the table size under which no sweep runs.
-const minSweep = 4096
-
 func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {
-	t := &scopeTable{g: g, set: set, accounts: map[string]*accountEntry{}, sweepAt: minSweep}
+	t := &scopeTable{g: g, set: set, accounts: map[string]*accountEntry{}}
 	if set.global != nil {
 		t.global = g.store.Bucket(Scope{Provider: set.name}.Key(), *set.global, g.now())
 	}
@@ -103,58 +126,99 @@ func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {
 // lookup returns the live entry of sc's leaf. It reads the clock only
 // when it creates one.
 func (t *scopeTable) lookup(sc Scope) *scopeEntry {
-	if e, ok := t.entries.Load(sc); ok && !e.dead.Load() {
+	key := t.set.leafKey(sc)
+	h := hashScope(key)
+	if e := t.index.load(key, h); e != nil && !e.dead.Load() {
 		return e
 	}
-	return t.create(sc, t.g.now())
+	return t.create(key, h)
 }
 
-// create finds or makes the entry of sc's leaf and maps sc to it. A call
-// that still holds a retired table is sent to the table in force, once the
-// reconfiguration that retired it is published.
-func (t *scopeTable) create(sc Scope, now time.Duration) *scopeEntry {
-	t.entries.Lock()
+// create finds or makes the entry of the leaf scope key, whose hash is h.
+// A call that still holds a retired table is sent to the table in force,
+// once the reconfiguration that retired it is published.
+func (t *scopeTable) create(key Scope, h uint64) *scopeEntry {
+	t.mu.Lock()
 	if t.retired {
-		t.entries.Unlock()
+		t.mu.Unlock()
 		t.g.mu.Lock() // Configure or Reset holds it until the new table is in force
 		t.g.mu.Unlock()
-		return t.g.provider(t.set.name).scopes.lookup(sc)
+		return t.g.provider(t.set.name).scopes.lookup(key)
 	}
-	defer t.entries.Unlock()
-	if e, ok := t.entries.LoadLocked(sc); ok && !e.dead.Load() {
+	defer t.mu.Unlock()
+	if e := t.index.load(key, h); e != nil && !e.dead.Load() {
 		return e
 	}
-	key := t.set.leafKey(sc)
-	if e, ok := t.entries.LoadLocked(key); ok && !e.dead.Load() {
-		t.entries.StoreLocked(sc, e)
-		return e
+	e := t.newEntry(key, h)
+	if t.keeping {
+		if t.index.grows() {
+			t.kept, t.keeping = nil, false // the pass's slots move: nothing to rebuild from
+		} else {
+			t.keep(e, len(t.index.tab.Load().slots))
+		}
 	}
-	if n := t.entries.LenLocked(); n >= t.sweepAt || (n >= minSweep && now-t.lastSweep >= t.g.idle) {
-		t.sweep(now)
-	}
+	t.index.store(e)
+	return e
+}
+
+// newEntry makes the entry of the leaf scope key, and its account's if it
+// is the account's first. In-process state is made in one allocation with
+// the entry (and the account), so that a call to a scope touches one piece
+// of memory, not five. The table's mu is held.
+func (t *scopeTable) newEntry(key Scope, h uint64) *scopeEntry {
 	g := t.g
+	now := g.now()
 	acct := t.accounts[key.Account]
-	if acct == nil {
-		acct = &accountEntry{bulkhead: bulkhead.New(t.set.bulkhead)}
+	_, inProcess := g.store.(memoryStore)
+	var e *scopeEntry
+	switch {
+	case inProcess && acct == nil:
+		blk := &entryWithAccount{}
+		blk.bulk.Init(t.set.bulkhead)
+		blk.acct.bulkhead = &blk.bulk
+		acct = &blk.acct
+		e = blk.entryBlock.init(t.set, key, now)
+	case inProcess:
+		e = (&entryBlock{}).init(t.set, key, now)
+	default:
+		if acct == nil {
+			acct = &accountEntry{bulkhead: bulkhead.New(t.set.bulkhead)}
+		}
+		sk := key.Key()
+		e = &scopeEntry{leaf: g.store.Bucket(sk, t.set.leafSpec(key), now), breaker: g.store.Breaker(sk, t.set.breaker)}
+	}
+	if t.accounts[key.Account] == nil {
+		acct.global = t.global
 		if t.set.account != nil {
 			acct.bucket = g.store.Bucket(key.accountScope().Key(), *t.set.account, now)
 		}
 		t.accounts[key.Account] = acct
+		t.accountsPeak = max(t.accountsPeak, len(t.accounts))
 	}
 	acct.refs++
-	sk := key.Key()
-	e := &scopeEntry{
-		key:     key,
-		svc:     key.serviceScope(),
-		leaf:    g.store.Bucket(sk, t.set.leafSpec(key), now),
-		breaker: g.store.Breaker(sk, t.set.breaker),
-		acct:    acct,
-		global:  t.global,
-	}
-	e.life = g.lifeCounters(e.svc)
-	t.entries.StoreLocked(key, e)
-	t.entries.StoreLocked(sc, e)
+	e.born, e.hash, e.key, e.acct = t.pass, h, key, acct
 	return e
+}
+
+// entryBlock is an entry with its in-process bucket and breaker, made in
+// one allocation; entryWithAccount adds the account and its bulkhead.
+type entryBlock struct {
+	entry   scopeEntry
+	bucket  bucket.Bucket
+	breaker breaker.Breaker
+}
+
+type entryWithAccount struct {
+	entryBlock
+	acct accountEntry
+	bulk bulkhead.Bulkhead
+}
+
+func (b *entryBlock) init(set *providerSettings, key Scope, now time.Duration) *scopeEntry {
+	b.bucket.Init(set.leafSpec(key), now)
+	b.breaker.Init(set.breaker)
+	b.entry.leaf, b.entry.breaker = &b.bucket, &b.breaker
+	return &b.entry
 }
 
 // adopt takes over the state of old, the table of the provider's previous
@@ -164,17 +228,17 @@ func (t *scopeTable) create(sc Scope, now time.Duration) *scopeEntry {
 // old is marked dead, so that calls holding one move here when they next
 // record something. t must not be published yet.
 func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
-	old.entries.Lock()
-	defer old.entries.Unlock()
-	t.entries.Lock()
-	defer t.entries.Unlock()
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	old.retired = true
 	if keepBuckets {
 		t.global = old.global
 	}
 	for name, a := range old.accounts {
 		a.bulkhead.SetLimit(t.set.bulkhead)
-		na := &accountEntry{bulkhead: a.bulkhead}
+		na := &accountEntry{bulkhead: a.bulkhead, global: t.global}
 		switch {
 		case t.set.account == nil:
 		case keepBuckets && a.bucket != nil:
@@ -184,16 +248,19 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		}
 		t.accounts[name] = na
 	}
-	old.entries.RangeLocked(func(k Scope, e *scopeEntry) {
-		if k != e.key || e.dead.Load() {
+	old.index.rangeLocked(func(e *scopeEntry) {
+		if e.dead.Load() {
 			return
 		}
 		e.dead.Store(true)
+		calls := e.calls.Swap(foldedCalls)
 		if !keepBuckets && !keepBreakers || t.set.leafKey(e.key) != e.key {
-			e.life.refs.Add(-1) // made afresh on its next call
+			t.g.foldCalls(e, calls) // made afresh on its next call
 			return
 		}
-		ne := &scopeEntry{key: e.key, svc: e.svc, leaf: e.leaf, breaker: e.breaker, acct: t.accounts[e.key.Account], global: t.global, life: e.life}
+		ne := &scopeEntry{hash: e.hash, key: e.key, leaf: e.leaf, breaker: e.breaker, acct: t.accounts[e.key.Account]}
+		ne.calls.Store(calls)
+		ne.life.Store(e.life.Load())
 		if !keepBuckets {
 			ne.leaf = t.g.store.Bucket(e.key.Key(), t.set.leafSpec(e.key), t.g.now())
 		}
@@ -201,63 +268,36 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 			ne.breaker = t.g.store.Breaker(e.key.Key(), t.set.breaker)
 		}
 		ne.acct.refs++
-		t.entries.StoreLocked(e.key, ne)
+		t.index.store(ne)
 	})
-}
-
-// sweep drops the entries that hold nothing learned and have been idle,
-// then the accounts no entry uses. The entries lock must be held.
-func (t *scopeTable) sweep(now time.Duration) {
-	t.entries.RangeLocked(func(k Scope, e *scopeEntry) {
-		if k == e.key && e.breaker.Pristine() && e.leaf.Idle(now, t.g.idle) {
-			e.dead.Store(true)
-			e.acct.refs--
-			e.life.refs.Add(-1)
-		}
-	})
-	t.entries.RangeLocked(func(k Scope, e *scopeEntry) {
-		if e.dead.Load() {
-			t.entries.DeleteLocked(k)
-		}
-	})
-	for name, a := range t.accounts {
-		if a.refs > 0 {
-			continue
-		}
-		if used, waiting := a.bulkhead.InUse(); used > 0 || waiting > 0 {
-			continue
-		}
-		if a.bucket != nil && !a.bucket.Idle(now, t.g.idle) {
-			continue
-		}
-		delete(t.accounts, name)
-	}
-	t.sweepAt = max(minSweep, 2*t.entries.LenLocked())
-	t.lastSweep = now
-	t.g.foldLifetime()
 }
 
 // eachEntry calls f for every live leaf entry of every provider, with the
 // provider's state.
 func (g *Governor) eachEntry(f func(*scopeEntry, *provider)) {
+	for _, p := range g.providers() {
+		var es []*scopeEntry
+		p.scopes.mu.Lock()
+		p.scopes.index.rangeLocked(func(e *scopeEntry) {
+			if !e.dead.Load() {
+				es = append(es, e)
+			}
+		})
+		p.scopes.mu.Unlock()
+		for _, e := range es {
+			f(e, p)
+		}
+	}
+}
+
+// providers returns every provider's state.
+func (g *Governor) providers() []*provider {
 	c := g.configured()
 	ps := []*provider{c.aws, c.azure, c.gcp}
 	for _, p := range g.others.Snapshot() {
 		ps = append(ps, p)
 	}
-	for _, p := range ps {
-		var es []*scopeEntry
-		p.scopes.entries.Lock()
-		p.scopes.entries.RangeLocked(func(k Scope, e *scopeEntry) {
-			if k == e.key && !e.dead.Load() {
-				es = append(es, e)
-			}
-		})
-		p.scopes.entries.Unlock()
-		for _, e := range es {
-			f(e, p)
-		}
-	}
+	return ps
 }
 
 // liveScopes returns the number of leaf entries held, for tests and the

@@ -88,6 +88,8 @@ type providerSettings struct {
 	leaf     state.BucketSpec
 	services map[string]leafSpec
 	ops      map[opKey]state.BucketSpec
+	perOp    []string // the per-operation services, for leafKey
+	opList   []opKey  // the keys of ops when they are few, for leafKey
 	global   *state.BucketSpec
 	account  *state.BucketSpec
 	bulkhead int
@@ -197,6 +199,7 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		}
 		s.ops[opKey{svc, op}] = s.serviceSpec(base, adaptive, goodput)
 	}
+	s.indexLeafKeys()
 	return s
 }
 
@@ -219,20 +222,50 @@ func (s *providerSettings) serviceSpec(v ServiceConfig, adaptive, goodput bool) 
 // leafKey returns the scope of the leaf bucket (and breaker) for a call:
 // the operation is kept where the service is per operation or has an
 // override for it.
+//
+// It runs on every call, so it compares strings rather than hashing them:
+// a provider has a handful of per-operation services and overrides.
 func (s *providerSettings) leafKey(sc Scope) Scope {
 	if sc.Operation == "" {
 		return sc
 	}
-	if ls, ok := s.services[sc.Service]; ok && ls.perOp {
-		return sc
+	for _, svc := range s.perOp {
+		if svc == sc.Service {
+			return sc
+		}
 	}
-	if len(s.ops) > 0 {
+	if s.opList != nil {
+		for _, k := range s.opList {
+			if k.service == sc.Service && k.operation == sc.Operation {
+				return sc
+			}
+		}
+	} else if len(s.ops) > 0 {
 		if _, ok := s.ops[opKey{sc.Service, sc.Operation}]; ok {
 			return sc
 		}
 	}
 	sc.Operation = ""
 	return sc
+}
+
+// maxOpList is the number of operation overrides leafKey scans in a
+// slice; past it, it looks them up in the map.
+const maxOpList = 16
+
+// indexLeafKeys fills perOp and opList from services and ops.
+func (s *providerSettings) indexLeafKeys() {
+	for name, ls := range s.services {
+		if ls.perOp {
+			s.perOp = append(s.perOp, name)
+		}
+	}
+	if len(s.ops) <= maxOpList {
+		s.opList = make([]opKey, 0, len(s.ops))
+		for k := range s.ops {
+			s.opList = append(s.opList, k)
+		}
+	}
 }
 
 // leafSpec returns the bucket settings of a leaf key.

@@ -38,10 +38,6 @@ type counters struct {
 	rate      atomic.Uint64 // float64 bits of the last adaptive rate seen; 0: never changed
 	minRate   atomic.Uint64 // float64 bits of the lowest; 0: never slowed
 	lastErr   atomic.Pointer[string]
-
-	// refs counts the live leaf entries that write here (lifetime table
-	// only); a negative value marks counters folded into the totals.
-	refs atomic.Int64
 }
 
 func (c *counters) recordWait(d time.Duration) {
@@ -115,7 +111,7 @@ func (s *Stats) Messages() []string {
 	if s == nil {
 		return nil
 	}
-	return messages(s.table.m.Snapshot())
+	return messages(snapshots(s.table.m.Snapshot()))
 }
 
 // binding is what a context carries: the run's stats and the task's ledger,
@@ -263,10 +259,19 @@ func plural(n int64, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-func messages(m map[Scope]*counters) []string {
+// snapshots returns the counters of a table of counters.
+func snapshots(m map[Scope]*counters) map[Scope]Counters {
+	out := make(map[Scope]Counters, len(m))
+	for k, c := range m {
+		out[k] = c.snapshot()
+	}
+	return out
+}
+
+func messages(m map[Scope]Counters) []string {
 	type row struct {
 		name, key string
-		c         *counters
+		c         Counters
 	}
 	rows := make([]row, 0, len(m))
 	for k, c := range m {
@@ -277,49 +282,9 @@ func messages(m map[Scope]*counters) []string {
 	})
 	var out []string
 	for _, r := range rows {
-		if line := r.c.snapshot().message(r.name); line != "" {
+		if line := r.c.message(r.name); line != "" {
 			out = append(out, line)
 		}
 	}
 	return out
-}
-
-// folded marks lifetime counters folded into the totals: adding a
-// reference to them leaves the count negative.
-const folded = math.MinInt64 / 2
-
-// maxLifetimeScopes is the number of lifetime scopes kept before the idle,
-// uneventful ones are folded into the totals.
-const maxLifetimeScopes = 1 << 16
-
-// lifeCounters returns the lifetime counters of a service scope with a
-// reference held by a leaf entry.
-func (g *Governor) lifeCounters(svc Scope) *counters {
-	for {
-		c := g.life.get(svc)
-		if c.refs.Add(1) > 0 {
-			return c
-		}
-		g.life.m.Lock()
-		if cur, ok := g.life.m.LoadLocked(svc); ok && cur == c {
-			g.life.m.DeleteLocked(svc)
-		}
-		g.life.m.Unlock()
-	}
-}
-
-// foldLifetime folds the lifetime scopes that only counted calls and that
-// no live entry uses into the totals, once there are many of them.
-func (g *Governor) foldLifetime() {
-	g.life.m.Lock()
-	defer g.life.m.Unlock()
-	if g.life.m.LenLocked() < maxLifetimeScopes {
-		return
-	}
-	g.life.m.RangeLocked(func(k Scope, c *counters) {
-		if !c.eventful() && c.refs.CompareAndSwap(0, folded) {
-			g.folded.Add(c.n[callsTally].Load())
-			g.life.m.DeleteLocked(k)
-		}
-	})
 }

@@ -27,12 +27,12 @@ type Summary struct {
 // messages, skipped and scopes come from the stats; slowed buckets and
 // breakers are the governor's, which outlast any run.
 func (g *Governor) Summary(s *Stats) Summary {
-	var table map[Scope]*counters
+	var table map[Scope]Counters
 	var sum Summary
 	if s != nil {
-		table = s.table.m.Snapshot()
+		table = snapshots(s.table.m.Snapshot())
 	} else {
-		table = g.life.m.Snapshot()
+		table = g.lifetime()
 		sum.Totals.Calls = g.folded.Load()
 	}
 	sum.Messages = messages(table)
@@ -43,8 +43,7 @@ func (g *Governor) Summary(s *Stats) Summary {
 	if sum.Messages == nil {
 		sum.Messages = []string{}
 	}
-	for sc, c := range table {
-		st := c.snapshot()
+	for sc, st := range table {
 		st.Scope = sc
 		key := sc.Key()
 		sum.Scopes[key] = st
@@ -94,4 +93,20 @@ func (t totalsJSON) MarshalJSON() ([]byte, error) {
 		BreakerTrips    int64 `json:"breaker_trips"`
 	}
 	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.BreakerTrips}, "wait_seconds", t.Wait)
+}
+
+// lifetime returns the lifetime counters of every service scope: those of
+// the scopes that had an event beyond calls, and the calls the live
+// entries counted.
+func (g *Governor) lifetime() map[Scope]Counters {
+	table := snapshots(g.life.m.Snapshot())
+	g.eachEntry(func(e *scopeEntry, _ *provider) {
+		if n := e.calls.Load(); n > 0 {
+			svc := e.key.serviceScope()
+			c := table[svc]
+			c.Calls += n
+			table[svc] = c
+		}
+	})
+	return table
 }

@@ -13,26 +13,47 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
-// Breaker is safe for concurrent use. The zero value is not usable; call New.
+// Breaker is safe for concurrent use. The zero value is not usable; call
+// New or Init.
 type Breaker struct {
 	state    atomic.Int32 // a state.BreakerState; read without the lock on the hot path
 	failures atomic.Int32 // consecutive failures while closed
 
 	mu       sync.Mutex
-	spec     state.BreakerSpec
-	cooldown time.Duration // current cooldown
-	until    time.Duration // Open: end of the cooldown; HalfOpen: end of the probe's lease
+	spec     *state.BreakerSpec // shared by every breaker of the same spec
+	cooldown time.Duration      // current cooldown
+	until    time.Duration      // Open: end of the cooldown; HalfOpen: end of the probe's lease
 }
 
 // New returns a closed breaker.
 func New(s state.BreakerSpec) *Breaker {
+	b := new(Breaker)
+	b.Init(s)
+	return b
+}
+
+// Init makes b, a zero Breaker (one embedded in a larger allocation, say),
+// a closed breaker. It must not be called on a breaker in use.
+func (b *Breaker) Init(s state.BreakerSpec) {
 	if s.Threshold < 1 {
 		s.Threshold = 1
 	}
 	if s.MaxCooldown < s.Cooldown {
 		s.MaxCooldown = s.Cooldown
 	}
-	return &Breaker{spec: s, cooldown: s.Cooldown}
+	b.spec, b.cooldown = specOf(s), s.Cooldown
+}
+
+// specs holds one copy of each spec seen, so that a million breakers do
+// not hold a million copies.
+var specs sync.Map // state.BreakerSpec -> *state.BreakerSpec
+
+func specOf(s state.BreakerSpec) *state.BreakerSpec {
+	if p, ok := specs.Load(s); ok {
+		return p.(*state.BreakerSpec)
+	}
+	p, _ := specs.LoadOrStore(s, &s)
+	return p.(*state.BreakerSpec)
 }
 
 // Allow reports whether a call may be sent now. When it may not, wait is

@@ -58,7 +58,7 @@ const DefaultFloor = 1e-3
 const never = time.Duration(math.MinInt64 / 4)
 
 // Bucket is a token bucket. It is safe for concurrent use. The zero value
-// is not usable; call New.
+// is not usable; call New or Init.
 //
 // The balance lives in one atomic word, t0: the time at which the balance
 // is zero, so that the balance at time t is (t - t0) / interval, capped at
@@ -74,10 +74,7 @@ type Bucket struct {
 	p      atomic.Pointer[params] // the current rate
 
 	mu           sync.Mutex
-	ceiling      float64
-	floor        float64
-	ratio        float64 // capacity at the ceiling / ceiling
-	adaptive     bool
+	cfg          *config // shared by every bucket of the same spec
 	lastDecrease time.Duration
 	lastThrottle time.Duration
 	lastIncrease time.Duration
@@ -116,31 +113,59 @@ func newParams(rate, capacity float64) *params {
 	}
 }
 
-// New returns a full bucket at its ceiling.
-func New(s state.BucketSpec, now time.Duration) *Bucket {
+// config is what a spec fixes: shared by every bucket of the spec, so that
+// a million buckets do not hold a million copies.
+type config struct {
+	ceiling  float64
+	floor    float64
+	ratio    float64 // capacity at the ceiling / ceiling
+	adaptive bool
+	initial  *params // the rate at the ceiling
+}
+
+// configs caches the config of each spec seen.
+var configs sync.Map // state.BucketSpec -> *config
+
+func configOf(s state.BucketSpec) *config {
+	if c, ok := configs.Load(s); ok {
+		return c.(*config)
+	}
 	floor := s.Floor
 	if floor <= 0 {
 		floor = DefaultFloor
 	}
-	floor = math.Min(floor, s.Rate)
 	capacity := s.Capacity()
-	b := &Bucket{
-		ceiling:      s.Rate,
-		floor:        floor,
-		ratio:        capacity / s.Rate,
-		adaptive:     s.Adaptive || s.Goodput,
-		lastDecrease: never,
-		lastThrottle: never,
-		lastIncrease: never,
+	c := &config{
+		ceiling:  s.Rate,
+		floor:    math.Min(floor, s.Rate),
+		ratio:    capacity / s.Rate,
+		adaptive: s.Adaptive || s.Goodput,
+		initial:  newParams(s.Rate, capacity),
 	}
+	actual, _ := configs.LoadOrStore(s, c)
+	return actual.(*config)
+}
+
+// New returns a full bucket at its ceiling.
+func New(s state.BucketSpec, now time.Duration) *Bucket {
+	b := new(Bucket)
+	b.Init(s, now)
+	return b
+}
+
+// Init makes b, a zero Bucket (one embedded in a larger allocation, say),
+// a full bucket at its ceiling. It must not be called on a bucket in use.
+func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
+	cfg := configOf(s)
+	b.cfg = cfg
+	b.lastDecrease, b.lastThrottle, b.lastIncrease = never, never, never
 	if s.Goodput {
 		b.goodput = &servedWindow{created: now}
 	}
-	p := newParams(s.Rate, capacity)
+	p := cfg.initial
 	b.p.Store(p)
 	b.t0.Store(now - p.capNS)
 	b.paused.Store(never)
-	return b
 }
 
 // Reserve takes one token and returns how long the caller must wait before
@@ -198,14 +223,14 @@ func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased boo
 	defer b.mu.Unlock()
 	b.lastThrottle = now
 	rate = b.p.Load().rate
-	if b.adaptive && now-b.lastDecrease >= DecreaseInterval {
+	if b.cfg.adaptive && now-b.lastDecrease >= DecreaseInterval {
 		prev := b.lastDecrease
 		b.lastDecrease = now
 		r := rate * DecreaseFactor
 		if b.goodput != nil {
 			r = b.goodput.rate(now, rate, prev)
 		}
-		if r = math.Max(b.floor, r); r < rate {
+		if r = math.Max(b.cfg.floor, r); r < rate {
 			rate, decreased = r, true
 		}
 		b.setRate(now, rate, true)
@@ -252,7 +277,7 @@ func (b *Bucket) pause(now, pause time.Duration) {
 // returns the rate and whether this call increased it.
 func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	if b.goodput == nil && !b.slowed.Load() {
-		return b.ceiling, false
+		return b.cfg.ceiling, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -262,8 +287,8 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 		step = GoodputStep
 	}
 	rate = b.p.Load().rate
-	if rate < b.ceiling && now-b.lastThrottle >= IncreaseInterval && now-b.lastIncrease >= IncreaseInterval {
-		rate = math.Min(b.ceiling, rate+math.Max(step*b.ceiling, MinIncrease))
+	if rate < b.cfg.ceiling && now-b.lastThrottle >= IncreaseInterval && now-b.lastIncrease >= IncreaseInterval {
+		rate = math.Min(b.cfg.ceiling, rate+math.Max(step*b.cfg.ceiling, MinIncrease))
 		b.setRate(now, rate, false)
 		b.lastIncrease = now
 		increased = true
@@ -278,7 +303,10 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 // caller after them at the new rate. mu must be held.
 func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
 	old := b.p.Load()
-	np := newParams(r, math.Max(1, b.ratio*r))
+	np := b.cfg.initial
+	if r != b.cfg.ceiling {
+		np = newParams(r, math.Max(1, b.cfg.ratio*r))
+	}
 	b.p.Store(np)
 	for {
 		t := b.t0.Load()
@@ -295,7 +323,7 @@ func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
 			break
 		}
 	}
-	b.slowed.Store(r < b.ceiling)
+	b.slowed.Store(r < b.cfg.ceiling)
 }
 
 // count counts one success in the current slot. The bucket's mu must be
@@ -350,7 +378,7 @@ func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	t := max(b.t0.Load(), at-p.capNS)
 	return state.BucketSnapshot{
 		Rate:    p.rate,
-		Ceiling: b.ceiling,
+		Ceiling: b.cfg.ceiling,
 		Tokens:  float64(at-t) / float64(p.interval),
 		Paused:  max(0, pu-now),
 	}
@@ -362,7 +390,7 @@ func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
 // noticing.
 func (b *Bucket) Idle(now, minIdle time.Duration) bool {
 	p := b.p.Load()
-	return p.rate >= b.ceiling && b.paused.Load() <= now && b.t0.Load()+p.capNS <= now-minIdle
+	return p.rate >= b.cfg.ceiling && b.paused.Load() <= now && b.t0.Load()+p.capNS <= now-minIdle
 }
 
 // atomicDuration is an atomic time.Duration.

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 )
 
-// Bulkhead is safe for concurrent use. The zero value is not usable; call New.
+// Bulkhead is safe for concurrent use. The zero value is not usable; call
+// New or Init.
 //
 // Free slots are an atomic count, so a call that finds one takes it with a
 // compare-and-swap and no lock. Only when slots run out do callers queue
@@ -31,9 +32,15 @@ type waiter struct {
 // New returns a bulkhead with limit slots (at least one).
 func New(limit int) *Bulkhead {
 	b := new(Bulkhead)
+	b.Init(limit)
+	return b
+}
+
+// Init makes b, a zero Bulkhead (one embedded in a larger allocation, say),
+// a bulkhead with limit slots. It must not be called on a bulkhead in use.
+func (b *Bulkhead) Init(limit int) {
 	b.limit.Store(int64(max(1, limit)))
 	b.avail.Store(b.limit.Load())
-	return b
 }
 
 // TryAcquire takes a slot if one is free and nobody is queued.
@@ -135,6 +142,12 @@ func (b *Bulkhead) InUse() (used, waiting int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return int(b.limit.Load() - b.avail.Load()), len(b.waiters)
+}
+
+// Idle reports whether no slot is held and nobody waits for one, without
+// taking the lock: the reclaimer asks it of a million bulkheads.
+func (b *Bulkhead) Idle() bool {
+	return b.waiting.Load() == 0 && b.avail.Load() == b.limit.Load()
 }
 
 // Limit returns the number of slots.

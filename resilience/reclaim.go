@@ -1,0 +1,213 @@
+package resilience
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The reclaimer drops the scopes that hold nothing learned (rate at its
+// ceiling, bucket full, breaker closed) and went unused for the reclaim
+// interval, so that a sweep over millions of scopes keeps only the ones
+// in use or slowed. No goroutine of its own does it, and no call pays for
+// a whole table: once per interval a pass visits every slot of every
+// provider's index, a small step at a time, each step taken by a call
+// that finds the pass due (Guard.Enter). A provider other than aws, azure
+// and gcp whose scopes are all gone, and whose retry budget is full, is
+// dropped too.
+type reclaimer struct {
+	due atomic.Int64 // the time the next step may run; 0 during a pass
+
+	mu    sync.Mutex
+	start time.Duration // when the pass began
+	queue []*provider   // the providers the pass has still to visit
+	slot  int           // the next slot of queue[0]'s index
+}
+
+// A call that finds a pass due takes one step of it: up to reclaimStep
+// entries (an empty slot counts a sixteenth), and no more than
+// reclaimStepTime of wall time, read every reclaimClockEvery entries. The
+// work is memory-bound (each entry is a few cache misses), so time, not
+// entries, bounds what a call pays on a loaded machine.
+const (
+	reclaimStep       = 2048
+	reclaimStepTime   = 250 * time.Microsecond
+	reclaimClockEvery = 32
+)
+
+// maybeReclaim runs a step of the reclaimer when one is due. The check is
+// one atomic load.
+func (g *Governor) maybeReclaim(now time.Duration) {
+	if now >= time.Duration(g.reclaim.due.Load()) {
+		g.reclaimStep(now)
+	}
+}
+
+func (g *Governor) reclaimStep(now time.Duration) {
+	r := &g.reclaim
+	if !r.mu.TryLock() {
+		return // another call is taking this step
+	}
+	defer r.mu.Unlock()
+	if len(r.queue) == 0 {
+		if now < time.Duration(r.due.Load()) {
+			return
+		}
+		r.start, r.queue, r.slot = now, g.providers(), 0
+		r.due.Store(0)
+	}
+	deadline := time.Now().Add(reclaimStepTime) // wall time, whatever the governor's clock
+	for budget := reclaimStep; budget > 0 && len(r.queue) > 0 && time.Now().Before(deadline); {
+		p := r.queue[0]
+		visited, spent, done := p.scopes.sweep(now, r.slot, budget, deadline)
+		budget -= max(spent, 1)
+		r.slot += visited
+		if done {
+			g.forgetIfIdle(p)
+			r.queue[0] = nil
+			r.queue, r.slot = r.queue[1:], 0
+		}
+	}
+	if len(r.queue) == 0 {
+		r.queue = nil
+		// Passes start twice per interval, so that a scope idle for the
+		// interval is caught by a pass that starts within half of one.
+		r.due.Store(int64(r.start + g.idle/2))
+	}
+}
+
+// sweep visits the slots of the index from slot from, dropping the idle
+// entries, until it has spent budget (an entry costs one, an empty slot a
+// sixteenth) or the wall clock passes deadline. It reports the slots visited, the budget spent and whether it
+// reached the end, where it drops the accounts no entry uses and shrinks
+// the index if it is mostly empty.
+func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Time) (visited, spent int, done bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tab := t.index.tab.Load()
+	if tab == nil || t.retired {
+		return 0, 0, true
+	}
+	if from == 0 {
+		// The entries the pass keeps, to rebuild a mostly empty index from
+		// them at its end without scanning its slots again.
+		t.kept, t.keeping = t.kept[:0], true
+		t.pass++
+	}
+	units, end, entries := 0, from, 0 // units: sixteenths of the budget
+	for ; end < len(tab.slots) && units < budget*16; end++ {
+		e := tab.slots[end].e.Load()
+		if e == nil {
+			units++
+			continue
+		}
+		units += 16
+		if entries++; entries%reclaimClockEvery == 0 && time.Now().After(deadline) {
+			break
+		}
+		if e.dead.Load() || !e.breaker.Pristine() || !e.leaf.Idle(now, t.g.idle) {
+			if !e.dead.Load() && e.born != t.pass { // made during the pass: kept when made
+				t.keep(e, len(tab.slots))
+			}
+			continue
+		}
+		e.dead.Store(true)
+		t.index.deleteAt(tab, end)
+		t.g.foldCalls(e, e.calls.Swap(foldedCalls))
+		if e.acct.refs--; e.acct.refs == 0 && !t.dropAccount(e.key.Account, e.acct, now) {
+			t.unused = append(t.unused, e.key.Account) // busy now: tried again at the end of the pass
+		}
+	}
+	spent = units / 16
+	if end < len(tab.slots) {
+		return end - from, spent, false
+	}
+	kept := t.unused[:0]
+	for _, name := range t.unused {
+		if a, ok := t.accounts[name]; ok && a.refs == 0 && !t.dropAccount(name, a, now) {
+			kept = append(kept, name)
+		}
+	}
+	t.unused = kept
+	if len(t.accounts)*4 < t.accountsPeak {
+		// Go maps keep their buckets: copy the few accounts left.
+		m := make(map[string]*accountEntry, len(t.accounts))
+		for k, v := range t.accounts {
+			m[k] = v
+		}
+		t.accounts, t.accountsPeak = m, len(m)
+	}
+	if t.keeping && t.index.sparse() {
+		t.index.rebuild(t.kept)
+	}
+	t.kept, t.keeping = nil, false
+	return max(end-from, 0), spent, true
+}
+
+// keep notes an entry the pass keeps, while they are few enough for the
+// index to be rebuilt smaller from them. The table's mu is held.
+func (t *scopeTable) keep(e *scopeEntry, slots int) {
+	if !t.keeping {
+		return
+	}
+	if len(t.kept)*shrinkUnit >= slots {
+		t.kept, t.keeping = nil, false // too many: the index is not sparse
+		return
+	}
+	t.kept = append(t.kept, e)
+}
+
+// dropAccount removes the account name, which no entry uses, unless a call
+// holds or awaits one of its slots or its bucket holds something learned.
+// The table's mu is held.
+func (t *scopeTable) dropAccount(name string, a *accountEntry, now time.Duration) bool {
+	if !a.bulkhead.Idle() {
+		return false
+	}
+	if a.bucket != nil && !a.bucket.Idle(now, t.g.idle) {
+		return false
+	}
+	delete(t.accounts, name)
+	return true
+}
+
+// foldCalls adds the calls of a dropped entry to its service's lifetime
+// counters, or to the totals when it had none.
+func (g *Governor) foldCalls(e *scopeEntry, calls int64) {
+	if calls <= 0 {
+		return
+	}
+	if c := e.life.Load(); c != nil {
+		c.n[callsTally].Add(calls)
+		return
+	}
+	g.folded.Add(calls)
+}
+
+// forgetIfIdle drops a provider other than aws, azure and gcp once its
+// scopes are all gone and its retry budget is full: a program that calls
+// many provider names does not keep each one.
+func (g *Governor) forgetIfIdle(p *provider) {
+	switch p.set.name {
+	case "aws", "azure", "gcp":
+		return
+	}
+	t := p.scopes
+	t.mu.Lock()
+	empty := t.index.len() == 0 && len(t.accounts) == 0
+	t.mu.Unlock()
+	if !empty || p.budget.Remaining() < float64(p.set.budget) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.others.Lock()
+	defer g.others.Unlock()
+	if cur, ok := g.others.LoadLocked(p.set.name); ok && cur == p {
+		t.mu.Lock()
+		t.retired = true // a call still holding it goes to a new one
+		t.mu.Unlock()
+		g.others.DeleteLocked(p.set.name)
+		g.gen.Add(1)
+	}
+}
