@@ -56,6 +56,27 @@ func TestRetryWaitsForTheHint(t *testing.T) {
 	}
 }
 
+// A throttle without a hint halves the rate and backs off as a transient
+// answer does: within the policy's base and cap.
+func TestThrottleWithoutHintBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(503), status(429))
+		pol := cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: 2 * time.Second, MaxBackoff: 3 * time.Second})
+		c := client(newMem(f), newGov(t, resilience.Config{}), pol)
+		readAll(t, do(t, c, http.MethodGet, "http://api.test/items", nil))
+		hits := f.recorded()
+		if len(hits) != 3 {
+			t.Fatalf("%d attempts, want 3", len(hits))
+		}
+		for i := 1; i < len(hits); i++ {
+			if gap := hits[i].at.Sub(hits[i-1].at); gap < 2*time.Second || gap > 4*time.Second {
+				t.Errorf("retry %d after %v, want the backoff, within [2s, 3s], and a token", i, gap)
+			}
+		}
+	})
+}
+
 // A hint past MaxPause is capped: the retry goes after 300 s.
 func TestHintIsCappedAtMaxPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
