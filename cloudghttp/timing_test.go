@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -250,3 +251,66 @@ type closeCounter struct{ closed int }
 
 func (b *closeCounter) Read([]byte) (int, error) { return 0, errors.New("not to be read") }
 func (b *closeCounter) Close() error             { b.closed++; return nil }
+
+// When the deadline would pass while the next token is awaited (another
+// call paused the scope), the caller gets the last response, from memory.
+func TestDeadlineDuringTheWaitReturnsTheLastResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(reply{status: 500, body: "first"}, status(429, "Retry-After", "100"))
+		gov := newGov(t, resilience.Config{})
+		mem := newMem(f)
+		slow := client(mem, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: 2 * time.Second, MaxBackoff: 2 * time.Second}))
+		once := client(mem, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(time.Second)
+			readAll(t, do(t, once, http.MethodGet, "http://api.test/b", nil))
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+		resp, err := slow.Do(req)
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); resp.StatusCode != 500 || got != "first" {
+			t.Fatalf("status %d body %q, want the first 500 with its body", resp.StatusCode, got)
+		}
+		if took := time.Since(start); took != 2*time.Second || len(f.recorded()) != 2 {
+			t.Fatalf("took %v with %d attempts, want 2s and 2 (no retry into the pause)", took, len(f.recorded()))
+		}
+	})
+}
+
+// A response too large to keep in memory cannot be given back: when the
+// breaker refuses its retry, the caller gets the breaker's error, which
+// wraps the answer.
+func TestLargeBodyIsNotKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(reply{status: 500, body: strings.Repeat("x", 100<<10)}, status(500))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}})
+		mem := newMem(f)
+		slow := client(mem, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: 10 * time.Second, MaxBackoff: 10 * time.Second}))
+		once := client(mem, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(time.Second)
+			readAll(t, do(t, once, http.MethodGet, "http://api.test/b", nil))
+		})
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/a", nil)
+		_, err := slow.Do(req)
+		wg.Wait()
+		var coe *resilience.CircuitOpenError
+		var se *cloudghttp.StatusError
+		if !errors.As(err, &coe) || !errors.As(err, &se) || se.HTTPStatusCode() != 500 {
+			t.Fatalf("err %v, want a CircuitOpenError wrapping the 500", err)
+		}
+		if n := mem.closed.Load(); n != 2 {
+			t.Fatalf("%d bodies closed, want both", n)
+		}
+	})
+}
