@@ -1,6 +1,6 @@
 // Package cloudggcp governs Google Cloud Asset Inventory calls and other
-// gRPC-based Google clients with the process-wide governor of package
-// resilience.
+// Google clients, gRPC-based and REST-based, with the process-wide
+// governor of package resilience.
 //
 //   - ListAssets, SearchAllResources and SearchAllIamPolicies return a paced
 //     Listing: one breaker check, token and counted call before the first
@@ -18,6 +18,10 @@
 //   - Do governs one unary call the way a listing governs its first page.
 //   - UnaryClientInterceptor (ClientOption) governs every attempt of any
 //     gRPC-based Google client.
+//   - RESTClientOption governs every request of a REST-based Google client
+//     (compute's NewInstancesRESTClient) with a cloudghttp.Transport, in
+//     scopes read from the URL (RESTScope:
+//     gcp/projects/<id>/*/compute/instances_get).
 //
 // Each of them drives one resilience.Guard per call (per listing, for a
 // listing): Enter before an attempt, After with its answer, Retry before

@@ -14,7 +14,10 @@ import (
 // ClientOption returns the client option that installs UnaryClientInterceptor
 // on a gRPC-based Google client:
 //
-//	client, err := compute.NewInstancesClient(ctx, cloudggcp.ClientOption())
+//	client, err := secretmanager.NewClient(ctx, cloudggcp.ClientOption())
+//
+// A client without a gRPC transport (compute's NewInstancesRESTClient, and
+// the REST constructors of the others) takes RESTClientOption instead.
 func ClientOption(opts ...Option) option.ClientOption {
 	return option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(opts...)))
 }

@@ -1,0 +1,207 @@
+package cloudggcp
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"google.golang.org/api/option"
+	"google.golang.org/api/option/internaloption"
+	htransport "google.golang.org/api/transport/http"
+
+	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// cloudPlatform is the OAuth scope RESTClientOption authenticates with
+// unless the client options name others: it covers every Google Cloud API.
+const cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
+
+// RESTClientOption returns the client option that governs a REST-based
+// Google client (one that has no gRPC transport, such as compute's):
+//
+//	rest, err := cloudggcp.RESTClientOption(ctx, nil)
+//	if err != nil { ... }
+//	client, err := compute.NewInstancesRESTClient(ctx, rest)
+//
+// It is option.WithHTTPClient with an HTTP client whose transport is a
+// cloudghttp.Transport (see RESTTransport) around an authenticated one.
+// option.WithHTTPClient makes a client ignore its other options for
+// authentication, so RESTClientOption authenticates itself, as the client
+// would: clientOpts say how (credentials, quota project,
+// option.WithoutAuthentication); none means Application Default
+// Credentials with the cloud-platform scope. The client's endpoint
+// options still go to the client. opts are WithGovernor and WithService.
+//
+// Each HTTP request is one governed call in the scope RESTScope gives it,
+// retried by the Transport as cloudghttp retries (429 and 503 throttle,
+// paced and retried no sooner than Retry-After; 408, 500, 502 and 504 and
+// connection errors retried when the request is idempotent). A client
+// whose own retry settings retry 503 and 504 (compute's gets and lists)
+// retries the Transport's last answer again, each time as a new call.
+func RESTClientOption(ctx context.Context, clientOpts []option.ClientOption, opts ...Option) (option.ClientOption, error) {
+	all := make([]option.ClientOption, 0, len(clientOpts)+2)
+	all = append(all, internaloption.WithDefaultScopes(cloudPlatform), internaloption.EnableNewAuthLibrary())
+	all = append(all, clientOpts...)
+	auth, err := htransport.NewTransport(ctx, http.DefaultTransport, all...)
+	if err != nil {
+		return nil, err
+	}
+	return option.WithHTTPClient(&http.Client{Transport: RESTTransport(auth, opts...)}), nil
+}
+
+// RESTTransport returns a cloudghttp.Transport that sends with base
+// (authenticated: it adds nothing) and governs each request in the scope
+// RESTScope gives it, with the governor of WithGovernor. For a client
+// option of one's own:
+//
+//	option.WithHTTPClient(&http.Client{Transport: cloudggcp.RESTTransport(authenticated)})
+func RESTTransport(base http.RoundTripper, opts ...Option) *cloudghttp.Transport {
+	cfg := newConfig(opts)
+	var topts []cloudghttp.Option
+	if cfg.gov != nil {
+		topts = append(topts, cloudghttp.WithGovernor(cfg.gov))
+	}
+	return cloudghttp.NewTransport(base, RESTScope(opts...), topts...)
+}
+
+// RESTScope returns the scope function of Google's REST APIs: the scope
+// of a request is gcp/<account>/*/<service>/<collection>_<method>, read
+// from its URL:
+//
+//   - the account is the path's first projects/<id>, organizations/<id>
+//     or folders/<id>, or projects/<project> from a project query
+//     parameter;
+//   - the service is WithService's, or the host's first label
+//     (compute.googleapis.com), or the segment before the version in the
+//     path (/compute/v1/...);
+//   - the operation is the method as the REST reference names it
+//     (instances.get), with an underscore for the dot, which the
+//     configuration's service keys keep for "<service>.<operation>"
+//     (compute.instances_get): a custom method after a colon
+//     (secrets_addVersion from .../secrets/s:addVersion), or a verb
+//     segment after a resource in an API whose paths name the API before
+//     the version (compute: instances_start from .../instances/i/start),
+//     or aggregatedList; otherwise the HTTP method on the last collection:
+//     get, update (PUT), patch and delete on a resource, list and insert
+//     (create, in an API whose paths start with the version) on a
+//     collection.
+//
+// So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
+// and List gcp/projects/p1/*/compute/instances_list. The operation is a
+// reading of the path, not the API's schema: an API with nested
+// collections and verbs in path segments alike may name a collection as a
+// verb; govern such an API with a scope function of your own.
+func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
+	cfg := newConfig(opts)
+	return func(r *http.Request) resilience.Scope {
+		return restScope(r, cfg.service)
+	}
+}
+
+func restScope(r *http.Request, service string) resilience.Scope {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// The API's own prefix (/compute/v1/...) and the version.
+	ver := -1
+	for i, s := range segs {
+		if isVersion(s) {
+			ver = i
+			break
+		}
+	}
+	pathVerbs := ver > 0
+	if service == "" {
+		if s, ok := targetService(r.URL.Host); ok {
+			service = s
+		} else if pathVerbs {
+			service = segs[ver-1]
+		}
+	}
+	toks := segs[ver+1:]
+	return resilience.Scope{Provider: "gcp", Account: restAccount(r, toks), Service: service,
+		Operation: restOperation(r.Method, toks, pathVerbs)}
+}
+
+// restAccount finds the account of a REST request.
+func restAccount(r *http.Request, toks []string) string {
+	for i := 0; i+1 < len(toks); i++ {
+		switch toks[i] {
+		case "projects", "organizations", "folders":
+			id, _, _ := strings.Cut(toks[i+1], ":")
+			if id != "" {
+				return toks[i] + "/" + id
+			}
+		}
+	}
+	if p := r.URL.Query().Get("project"); p != "" {
+		return "projects/" + p
+	}
+	return ""
+}
+
+// opSep joins a REST method's collection and verb in an operation name
+// (instances_get): not a dot, which separates a service from its
+// operation in the configuration's service keys (compute.instances_get).
+const opSep = "_"
+
+// parents are the collections whose resources hold other collections
+// (a segment after one of their ids is a collection, never a verb).
+var parents = map[string]bool{
+	"projects": true, "organizations": true, "folders": true, "billingAccounts": true,
+	"locations": true, "zones": true, "regions": true,
+}
+
+// restOperation names the method of a REST path (see RESTScope); toks
+// is the path after the version.
+func restOperation(method string, toks []string, pathVerbs bool) string {
+	var t []string
+	for _, s := range toks {
+		if s != "" && s != "global" { // compute's /global/networks
+			t = append(t, s)
+		}
+	}
+	n := len(t)
+	if n == 0 {
+		return ""
+	}
+	if n >= 2 && t[n-2] == "aggregated" {
+		return t[n-1] + opSep + "aggregatedList"
+	}
+	if head, verb, ok := strings.Cut(t[n-1], ":"); ok {
+		t[n-1] = head
+		if n%2 == 1 && head != "" { // a collection's custom method (instances:batchGet)
+			return head + opSep + verb
+		}
+		return t[n-2+n%2] + opSep + verb // nothing but the verb, or a resource's
+	}
+	if n%2 == 0 { // ends on a resource id
+		return t[n-2] + opSep + resourceVerb(method)
+	}
+	if pathVerbs && n >= 3 && !parents[t[n-3]] {
+		return t[n-3] + opSep + t[n-1] // instances/i/start
+	}
+	return t[n-1] + opSep + collectionVerb(method, pathVerbs)
+}
+
+func resourceVerb(method string) string {
+	switch method {
+	case "", http.MethodGet:
+		return "get"
+	case http.MethodPut:
+		return "update"
+	}
+	return strings.ToLower(method)
+}
+
+func collectionVerb(method string, pathVerbs bool) string {
+	switch method {
+	case "", http.MethodGet:
+		return "list"
+	case http.MethodPost:
+		if pathVerbs {
+			return "insert"
+		}
+		return "create"
+	}
+	return strings.ToLower(method)
+}

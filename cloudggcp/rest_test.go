@@ -1,0 +1,58 @@
+package cloudggcp
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The scopes RESTScope reads from REST URLs, compute's and AIP-style
+// APIs'.
+func TestRESTScope(t *testing.T) {
+	gcp := func(account, service, op string) resilience.Scope {
+		return resilience.Scope{Provider: "gcp", Account: account, Service: service, Operation: op}
+	}
+	const ce = "https://compute.googleapis.com/compute/v1/projects/p1"
+	cases := []struct {
+		method, url string
+		want        resilience.Scope
+	}{
+		{"GET", ce + "/zones/z/instances/vm1", gcp("projects/p1", "compute", "instances_get")},
+		{"GET", ce + "/zones/z/instances", gcp("projects/p1", "compute", "instances_list")},
+		{"POST", ce + "/zones/z/instances", gcp("projects/p1", "compute", "instances_insert")},
+		{"DELETE", ce + "/zones/z/instances/vm1", gcp("projects/p1", "compute", "instances_delete")},
+		{"POST", ce + "/zones/z/instances/vm1/start", gcp("projects/p1", "compute", "instances_start")},
+		{"GET", ce + "/zones/z/instances/vm1/getSerialPortOutput", gcp("projects/p1", "compute", "instances_getSerialPortOutput")},
+		{"GET", ce + "/aggregated/instances", gcp("projects/p1", "compute", "instances_aggregatedList")},
+		{"GET", ce + "/global/networks", gcp("projects/p1", "compute", "networks_list")},
+		{"POST", ce + "/global/networks/n1/addPeering", gcp("projects/p1", "compute", "networks_addPeering")},
+		{"GET", ce + "/regions/r/subnetworks/s1", gcp("projects/p1", "compute", "subnetworks_get")},
+		{"GET", ce, gcp("projects/p1", "compute", "projects_get")},
+		// A fake endpoint: the service from the path.
+		{"GET", "http://127.0.0.1:8080/compute/v1/projects/p2/zones/z/instances", gcp("projects/p2", "compute", "instances_list")},
+		// AIP-style APIs: colon verbs, nested collections, create.
+		{"POST", "https://secretmanager.googleapis.com/v1/projects/p1/secrets/s:addVersion", gcp("projects/p1", "secretmanager", "secrets_addVersion")},
+		{"GET", "https://secretmanager.googleapis.com/v1/projects/p1/secrets/s/versions/latest:access", gcp("projects/p1", "secretmanager", "versions_access")},
+		{"GET", "https://cloudkms.googleapis.com/v1/projects/p1/locations/l/keyRings/k/cryptoKeys", gcp("projects/p1", "cloudkms", "cryptoKeys_list")},
+		{"POST", "https://cloudkms.googleapis.com/v1/projects/p1/locations/l/keyRings/k/cryptoKeys", gcp("projects/p1", "cloudkms", "cryptoKeys_create")},
+		{"PATCH", "https://run.googleapis.com/v2/projects/p1/locations/l/services/s", gcp("projects/p1", "run", "services_patch")},
+		{"POST", "https://compute.googleapis.com/compute/v1/projects/p1/zones/z/instances:bulkInsert", gcp("projects/p1", "compute", "instances_bulkInsert")},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3/folders/42", gcp("folders/42", "cloudresourcemanager", "folders_get")},
+		// The account from the project query parameter.
+		{"GET", "https://storage.googleapis.com/storage/v1/b?project=p3", gcp("projects/p3", "storage", "b_list")},
+	}
+	for _, tc := range cases {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := restScope(req, ""); got != tc.want {
+			t.Errorf("%s %s: scope %v, want %v", tc.method, tc.url, got, tc.want)
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://127.0.0.1/v1/projects/p1/things/t", nil)
+	if got := RESTScope(WithService("things"))(req); got != gcp("projects/p1", "things", "things_get") {
+		t.Errorf("WithService: scope %v", got)
+	}
+}

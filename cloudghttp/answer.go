@@ -1,0 +1,118 @@
+package cloudghttp
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/errread"
+)
+
+// StatusError is an error answer (a status of 400 or more) as the
+// Transport reports it to the governor: its status and headers, which the
+// core classifier reads through HTTPStatusCode and Header, and, for a
+// provider with rules of its own (GitHub), the verdict and delay those
+// rules read from the headers. The caller meets it only inside an error of
+// the governor (a *resilience.CircuitOpenError, a deadline's error, a
+// context's end while a retry waited) after the response it stands for was
+// retried; errors.As finds it. It is safe for concurrent use once made.
+type StatusError struct {
+	method string
+	url    *url.URL
+	status string // "429 Too Many Requests"
+	code   int
+	header http.Header
+
+	// What a provider's rules say beyond the status; None: the status
+	// decides.
+	kind    errread.Kind
+	hint    time.Duration
+	hasHint bool
+}
+
+// Error returns "<method> <url without query>: <status>".
+func (e *StatusError) Error() string {
+	u := ""
+	if e.url != nil {
+		u = e.url.Scheme + "://" + e.url.Host + e.url.Path
+	}
+	return e.method + " " + u + ": " + e.status
+}
+
+// HTTPStatusCode returns the response's status code.
+func (e *StatusError) HTTPStatusCode() int { return e.code }
+
+// Header returns the response's headers.
+func (e *StatusError) Header() http.Header { return e.header }
+
+// answerOf returns the answer After is given for resp: nil for a status
+// under 400, a *StatusError otherwise, with GitHub's verdict for a GitHub
+// scope.
+func (x *exchange) answerOf(resp *http.Response) *StatusError {
+	if resp.StatusCode < http.StatusBadRequest {
+		return nil
+	}
+	e := &StatusError{method: x.orig.Method, url: x.orig.URL, status: resp.Status, code: resp.StatusCode, header: resp.Header}
+	if e.status == "" {
+		e.status = http.StatusText(resp.StatusCode)
+	}
+	if x.github {
+		githubAnswer(e, x.gov.Clock().Now())
+	}
+	return e
+}
+
+// The reader tells the core classifier what a provider's rules decided
+// about a StatusError (its status and headers it reads by method).
+func init() {
+	errread.Register(func(err error) (errread.Details, bool) {
+		e, ok := err.(*StatusError)
+		if !ok || (e.kind == errread.None && !e.hasHint) {
+			return errread.Details{}, false
+		}
+		return errread.Details{Kind: e.kind, RetryAfter: e.hint, HasRetryAfter: e.hasHint}, true
+	})
+}
+
+// rewind returns the request to send again: r itself when it has no body,
+// a copy with a fresh body from GetBody otherwise, or false when the body
+// cannot be had again.
+func rewind(r *http.Request) (*http.Request, bool) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r, true
+	}
+	if r.GetBody == nil {
+		return nil, false
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	c := *r
+	c.Body = body
+	return &c, true
+}
+
+// maxHeld bounds the body of a response kept in memory while its retry
+// waits.
+const maxHeld = 64 << 10
+
+// hold drains and closes the body of a response about to be retried, so
+// that its connection goes back to the pool before the wait. A body of at
+// most maxHeld bytes is kept in memory, and the response with it is
+// returned, to give back if the retry cannot be sent after all; a longer
+// one is dropped (nil).
+func hold(resp *http.Response) *http.Response {
+	if resp == nil || resp.Body == nil {
+		return resp
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHeld+1))
+	_ = resp.Body.Close()
+	if err != nil || len(b) > maxHeld {
+		return nil
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp
+}

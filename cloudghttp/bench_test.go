@@ -1,0 +1,89 @@
+package cloudghttp_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// fast is a configuration whose buckets and bulkhead never hold a request
+// back (for the provider of apiScope: the generic defaults of an unnamed
+// provider are not tunable), so that a benchmark measures the Transport's
+// own cost.
+func fast() resilience.Config {
+	huge := 1e9
+	return resilience.Config{GCP: resilience.ProviderConfig{MaxRPS: huge, Burst: huge, MaxConcurrency: 1 << 20}}
+}
+
+// staticTransport answers every request with 200 and an empty body, in
+// memory.
+type staticTransport struct{}
+
+func (staticTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+}
+
+// BenchmarkRoundTrip is one GET through net/http's client, bare (the base
+// transport alone) and governed (a Transport around the same base), over
+// loopback TCP to an httptest server and in memory (the Transport's cost
+// alone).
+func BenchmarkRoundTrip(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	b.Cleanup(srv.Close)
+	tcp := &http.Transport{}
+	b.Cleanup(tcp.CloseIdleConnections)
+	gov := newGov(b, fast())
+	for _, base := range []struct {
+		name string
+		rt   http.RoundTripper
+		url  string
+	}{{"loopback", tcp, srv.URL + "/items"}, {"memory", staticTransport{}, "http://api.test/items"}} {
+		for _, c := range []struct {
+			name string
+			rt   http.RoundTripper
+		}{{"bare", base.rt}, {"governed", cloudghttp.NewTransport(base.rt, scopeOf, cloudghttp.WithGovernor(gov))}} {
+			b.Run(base.name+"/"+c.name, func(b *testing.B) {
+				hc := &http.Client{Transport: c.rt}
+				b.ReportAllocs()
+				for b.Loop() {
+					resp, err := hc.Get(base.url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			})
+		}
+	}
+}
+
+// A governed request that succeeds allocates four objects more than a
+// bare one: the Guard of its call, and the three of the watch that gives
+// its slot back should it be dropped without End.
+func TestGovernedAllocations(t *testing.T) {
+	gov := newGov(t, fast())
+	bare := &http.Client{Transport: staticTransport{}}
+	governed := &http.Client{Transport: cloudghttp.NewTransport(staticTransport{}, scopeOf, cloudghttp.WithGovernor(gov))}
+	get := func(c *http.Client) func() {
+		return func() {
+			resp, err := c.Get("http://api.test/items")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+		}
+	}
+	base := testing.AllocsPerRun(200, get(bare))
+	gv := testing.AllocsPerRun(200, get(governed))
+	t.Logf("allocations per request: bare %.0f, governed %.0f", base, gv)
+	if gv-base > 4 {
+		t.Fatalf("the Transport adds %.0f allocations per request, want at most 4", gv-base)
+	}
+}

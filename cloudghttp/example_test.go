@@ -1,0 +1,74 @@
+package cloudghttp_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A generic API governed by a Transport: the first request is throttled,
+// the Transport waits for the hint and sends it again, and the run's
+// stats say so.
+func ExampleTransport() {
+	var n atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprint(w, `{"items":[]}`)
+	}))
+	defer api.Close()
+
+	gov, _ := resilience.NewGovernor(resilience.Config{}) // or the process governor
+	scope := func(r *http.Request) resilience.Scope {
+		return resilience.Scope{Provider: "acme", Account: "tenant-1", Service: "items"}
+	}
+	client := &http.Client{Transport: cloudghttp.NewTransport(nil, scope,
+		cloudghttp.WithGovernor(gov),
+		cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: time.Millisecond, MaxBackoff: 10 * time.Millisecond}))}
+
+	ctx, stats := resilience.WithStats(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api.URL+"/items", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(body))
+	for _, line := range stats.Messages() {
+		fmt.Println(line)
+	}
+	// Output:
+	// 200 {"items":[]}
+	// acme/tenant-1/*/items: throttled 1x, slowed to 10.0 rps, 1 retry
+}
+
+// GitHub's scopes: search and GraphQL have limits of their own.
+func ExampleGitHub() {
+	scope := cloudghttp.GitHub("my-org")
+	for _, u := range []string{
+		"https://api.github.com/repos/my-org/app/issues",
+		"https://api.github.com/search/code?q=foo",
+		"https://api.github.com/graphql",
+		"https://ghe.example.com/api/v3/search/issues?q=bar",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		fmt.Println(scope(req))
+	}
+	// Output:
+	// github/my-org/*/rest
+	// github/my-org/*/search
+	// github/my-org/*/graphql
+	// github/my-org/*/search
+}

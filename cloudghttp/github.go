@@ -1,0 +1,147 @@
+package cloudghttp
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/errread"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// ProviderGitHub is the provider of GitHub's scopes. A Transport reads
+// GitHub's rate-limit headers on the answers of every scope of this
+// provider, whatever function made the scope.
+const ProviderGitHub = "github"
+
+// The services of GitHub's scopes: each has a rate limit of its own.
+const (
+	GitHubREST    = "rest"
+	GitHubSearch  = "search"
+	GitHubGraphQL = "graphql"
+)
+
+// GitHub's rate-limit headers, in canonical form (net/http canonicalises
+// what it reads), so that they are read with one map lookup.
+const (
+	hdrLimit      = "X-Ratelimit-Limit"
+	hdrRemaining  = "X-Ratelimit-Remaining"
+	hdrReset      = "X-Ratelimit-Reset"
+	hdrRetryAfter = "Retry-After"
+)
+
+// lowShare: a quota is low when fewer than 1/lowShare of its requests
+// are left.
+const lowShare = 10
+
+// GitHub returns the scope function of GitHub's API for account (the
+// user, organisation or app installation whose token the client uses:
+// GitHub's limits are per token owner):
+//
+//	github/<account>/*/search   paths under /search/ (30 requests a minute)
+//	github/<account>/*/graphql  /graphql (points per hour)
+//	github/<account>/*/rest     every other path (5,000 requests an hour)
+//
+// A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
+// understood. They run at the generic defaults of a provider the
+// configuration does not name (20 rps, burst 40, 64 in flight); what
+// keeps them under GitHub's limits is what the answers say, which the
+// Transport reads for every scope of ProviderGitHub:
+//
+//   - a 403 or 429 with x-ratelimit-remaining: 0 is a throttle: the scope's
+//     rate is halved and the scope paused until x-ratelimit-reset (epoch
+//     seconds), capped at resilience.MaxPause, or for Retry-After when the
+//     answer has one;
+//   - a 403 or 429 with retry-after (a secondary limit) is a throttle with
+//     that delay;
+//   - any other 403 (a permission) is a fatal answer, and a 429 a throttle
+//     as for any API;
+//   - any other answer, a success above all, whose x-ratelimit-remaining is
+//     under a tenth of x-ratelimit-limit slows the scope before the limit
+//     is hit: the scope is paused for the time left until the reset divided
+//     by the requests left plus one, so that what is left lasts until the
+//     reset; at 0 it is paused until the reset.
+func GitHub(account string) func(*http.Request) resilience.Scope {
+	rest := resilience.Scope{Provider: ProviderGitHub, Account: account, Service: GitHubREST}
+	search, graphql := rest, rest
+	search.Service, graphql.Service = GitHubSearch, GitHubGraphQL
+	return func(r *http.Request) resilience.Scope {
+		switch githubService(r.URL.Path) {
+		case GitHubSearch:
+			return search
+		case GitHubGraphQL:
+			return graphql
+		}
+		return rest
+	}
+}
+
+// githubService returns the service of a GitHub API path.
+func githubService(path string) string {
+	switch path {
+	case "/graphql", "/api/graphql":
+		return GitHubGraphQL
+	}
+	path = strings.TrimPrefix(path, "/api/v3")
+	if strings.HasPrefix(path, "/search/") {
+		return GitHubSearch
+	}
+	return GitHubREST
+}
+
+// githubAnswer applies GitHub's rules to an error answer (see GitHub).
+func githubAnswer(e *StatusError, now time.Time) {
+	if e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests {
+		return
+	}
+	h := e.header
+	if n, ok := headerInt(h, hdrRemaining); ok && n == 0 {
+		e.kind = errread.Throttled
+		e.hint, e.hasHint = resetIn(h, now)
+		return
+	}
+	if len(h[hdrRetryAfter]) > 0 {
+		e.kind = errread.Throttled // the core reads the delay from the header
+	}
+}
+
+// githubQuota slows a scope whose quota runs low (see GitHub); h are the
+// headers of an answer that was not a throttle.
+func githubQuota(gd *resilience.Guard, h http.Header, now time.Time) {
+	left, ok := headerInt(h, hdrRemaining)
+	if !ok {
+		return
+	}
+	if limit, ok := headerInt(h, hdrLimit); left > 0 && (!ok || left*lowShare >= limit) {
+		return
+	}
+	reset, ok := resetIn(h, now)
+	if !ok {
+		return
+	}
+	gd.Pause(reset / time.Duration(left+1))
+}
+
+// resetIn returns the time from now until x-ratelimit-reset (0 when it
+// has passed).
+func resetIn(h http.Header, now time.Time) (time.Duration, bool) {
+	epoch, ok := headerInt(h, hdrReset)
+	if !ok {
+		return 0, false
+	}
+	return max(0, time.Unix(epoch, 0).Sub(now)), true
+}
+
+// headerInt reads a non-negative integer header.
+func headerInt(h http.Header, key string) (int64, bool) {
+	v := h[key]
+	if len(v) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,157 @@
+package cloudghttp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"syscall"
+	"testing"
+	"testing/synctest"
+
+	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// What the caller gets when the retries end, and what is recorded.
+
+// A throttle answered to the last attempt goes back as the response it
+// is, recorded as given up; the bodies of the responses retried were read
+// to their end and closed, the last one is left to the caller.
+func TestLastThrottleIsReturnedAndGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.forever(reply{status: 429, header: http.Header{"Retry-After": {"1"}}, body: `{"message":"slow down"}`})
+		gov := newGov(t, resilience.Config{})
+		mem := newMem(f)
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "items")
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+		resp, err := client(mem, gov, withAttempts(3)).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := mem.closed.Load(); n != 2 {
+			t.Fatalf("%d bodies closed before the caller's turn, want the 2 retried", n)
+		}
+		if n := mem.ateEOF.Load(); n != 2 {
+			t.Fatalf("%d bodies drained, want the 2 retried", n)
+		}
+		if got := readAll(t, resp); resp.StatusCode != 429 || got != `{"message":"slow down"}` {
+			t.Fatalf("status %d body %q, want the last 429 with its body", resp.StatusCode, got)
+		}
+		if len(f.recorded()) != 3 {
+			t.Fatalf("%d attempts, want 3", len(f.recorded()))
+		}
+		tot := gov.Summary(stats).Totals
+		if tot.Calls != 3 || tot.Throttled != 3 || tot.Retries != 2 || tot.GaveUp != 1 {
+			t.Fatalf("totals %v, want 3 calls, 3 throttles, 2 retries, 1 give-up", tot)
+		}
+		if !ledger.Degraded() {
+			t.Fatal("the ledger does not show the call lost to throttling")
+		}
+		if br := gov.Inspect(apiScope).Breaker; br.Failures != 1 {
+			t.Fatalf("breaker %+v, want one failure", br)
+		}
+	})
+}
+
+// A transient error status goes back as a response too, once the retries
+// are spent: a failure, not a give-up.
+func TestLastTransientAnswerIsReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.forever(status(502))
+		gov := newGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+		resp, err := client(newMem(f), gov, quick).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		// The provider's max_retries (8): nine attempts.
+		if resp.StatusCode != 502 || len(f.recorded()) != 9 {
+			t.Fatalf("status %d after %d attempts, want the 502 after 9", resp.StatusCode, len(f.recorded()))
+		}
+		if tot := gov.Summary(stats).Totals; tot.TransientErrors != 9 || tot.GaveUp != 0 || tot.Retries != 8 {
+			t.Fatalf("totals %v, want 9 transient errors, 8 retries, no give-up", tot)
+		}
+	})
+}
+
+// An empty retry budget stops a failing connection's retries with the
+// budget's error, which wraps the connection's.
+func TestEmptyBudgetStopsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		for range 5 {
+			f.script(reply{fail: syscall.ECONNRESET})
+		}
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{RetryBudget: intp(0)}})
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+		_, err := client(newMem(f), gov, quick).Do(req)
+		var be *resilience.RetryBudgetExhaustedError
+		if !errors.As(err, &be) || !errors.Is(err, syscall.ECONNRESET) || !errors.Is(err, state.ErrBudgetExhausted) {
+			t.Fatalf("err %v, want the budget's error wrapping ECONNRESET", err)
+		}
+		// Two free retries, then the budget.
+		if n := len(f.recorded()); n != 3 {
+			t.Fatalf("%d attempts, want 3", n)
+		}
+	})
+}
+
+// A request whose scope has no provider, or whose provider is disabled,
+// goes straight through: one attempt, nothing counted.
+func TestUngovernedRequests(t *testing.T) {
+	off := false
+	cases := []struct {
+		name  string
+		scope func(*http.Request) resilience.Scope
+		cfg   resilience.Config
+	}{
+		{"no provider", func(*http.Request) resilience.Scope { return resilience.Scope{} }, resilience.Config{}},
+		{"nil scope function", nil, resilience.Config{}},
+		{"provider disabled", scopeOf, resilience.Config{GCP: resilience.ProviderConfig{Enabled: &off}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(status(429, "Retry-After", "1"))
+				gov := newGov(t, tc.cfg)
+				c := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), tc.scope, cloudghttp.WithGovernor(gov))}
+				ctx, stats := resilience.WithStats(context.Background())
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if resp.StatusCode != 429 || len(f.recorded()) != 1 {
+					t.Fatalf("status %d after %d attempts, want the 429 after 1", resp.StatusCode, len(f.recorded()))
+				}
+				if tot := gov.Summary(stats).Totals; tot.Calls != 0 {
+					t.Fatalf("totals %v, want nothing counted", tot)
+				}
+			})
+		})
+	}
+}
+
+// The zero Transport and a nil base send with http.DefaultTransport.
+func TestZeroTransportUsesDefaultTransport(t *testing.T) {
+	f := &fakeAPI{}
+	srv := loopback(t, f)
+	for _, tr := range []http.RoundTripper{&cloudghttp.Transport{}, cloudghttp.NewTransport(nil, scopeOf, cloudghttp.WithGovernor(newGov(t, resilience.Config{})))} {
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "ok" {
+			t.Fatalf("body %q", got)
+		}
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}

@@ -1,0 +1,234 @@
+package cloudghttp
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// Transport is an http.RoundTripper that governs every request it sends
+// (see RoundTrip). It is safe for concurrent use, as its base must be.
+// The zero Transport sends every request ungoverned with
+// http.DefaultTransport; make one with NewTransport.
+type Transport struct {
+	base  http.RoundTripper
+	scope func(*http.Request) resilience.Scope
+	cfg   config
+}
+
+// NewTransport returns a Transport that sends requests with base
+// (http.DefaultTransport when nil) and governs each one in the scope that
+// scope returns for it. A request whose scope has no provider (and every
+// request, when scope is nil) is sent as it is, ungoverned; so is every
+// request to a provider the governor has disabled.
+func NewTransport(base http.RoundTripper, scope func(*http.Request) resilience.Scope, opts ...Option) *Transport {
+	return &Transport{base: base, scope: scope, cfg: newConfig(opts)}
+}
+
+func (t *Transport) baseTransport() http.RoundTripper {
+	if t.base != nil {
+		return t.base
+	}
+	return http.DefaultTransport
+}
+
+// RoundTrip sends req, governed as one call of its scope:
+//
+//  1. before each attempt (resilience.Guard.Enter): the breaker, the
+//     deadline, one counted call, a token of the provider, account and leaf
+//     buckets, a slot of the account's bulkhead, held until the attempt's
+//     answer (its headers) is in;
+//  2. the answer (Guard.After): a response under 400 is a success; an
+//     error status is classified by its status (429 and 503 throttle, 408,
+//     500, 502 and 504 are transient, others fatal) and, for a GitHub
+//     scope, GitHub's rate-limit headers (see GitHub); an error of the
+//     base transport is classified as the core classifies it (connection
+//     resets, refusals and timeouts are transient);
+//  3. a throttled or transient answer is sent again when that is safe: the
+//     request's body can be rewound (none, or GetBody) and either the
+//     answer is a throttle (the server did not act on the request), or the
+//     method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an
+//     Idempotency-Key header), or WithRetryNonIdempotent is set. The retry
+//     goes when the Guard allows it (Guard.Retry: attempts, deadline, retry
+//     budget), after a decorrelated-jitter backoff or the provider's hint
+//     (Retry-After, capped at resilience.MaxPause), whichever is longer.
+//     The body of the response it retries is read (up to 64 KiB) and
+//     closed before the wait.
+//
+// The caller gets the last response as a response, not as an error, so
+// that the client's handling of error statuses keeps working; a throttled
+// or transient answer not retried is recorded as a failure (a throttle as
+// a give-up). When the breaker opens, or the deadline passes, while a
+// retry waits, the last response comes back as it was (its body from
+// memory); a response whose body was too large to keep cannot, and the
+// governor's error (a *resilience.CircuitOpenError, or the deadline's
+// error, wrapping a *StatusError) comes back instead. Before the first
+// attempt those errors come back alone, nothing sent.
+//
+// The request's context bounds every wait, and its deadline the whole
+// call; when it ends during a wait the call ends with its error (wrapping
+// the last answer), and nothing more is learned from the call. It also
+// carries the run's resilience.Stats and resilience.Ledger. As an
+// http.RoundTripper must, RoundTrip closes the request's body in every
+// case and never modifies req.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var scope resilience.Scope
+	if t.scope != nil {
+		scope = t.scope(req)
+	}
+	gov := t.cfg.governor()
+	if scope.Provider == "" || !gov.Enabled(scope.Provider) {
+		return t.baseTransport().RoundTrip(req)
+	}
+	gd, err := gov.Begin(req.Context(), scope, t.cfg.begin...)
+	if err != nil {
+		return t.baseTransport().RoundTrip(req)
+	}
+	x := exchange{t: t, gov: gov, gd: gd, orig: req, github: scope.Provider == ProviderGitHub}
+	return x.run()
+}
+
+// exchange is one request's call: its attempts, one after another.
+type exchange struct {
+	t      *Transport
+	gov    *resilience.Governor
+	gd     *resilience.Guard
+	orig   *http.Request
+	github bool // read GitHub's rate-limit headers
+
+	backoff backoff
+}
+
+func (x *exchange) run() (*http.Response, error) {
+	ctx := x.orig.Context()
+	req := x.orig
+	var held *http.Response // the last answer, read into memory, while its retry waits
+	for {
+		if err := x.gd.Enter(ctx); err != nil {
+			closeBody(req)
+			x.gd.End(err)
+			if held != nil && ctx.Err() == nil {
+				return held, nil
+			}
+			return nil, err
+		}
+		held = nil
+		resp, err := x.send(req)
+		var answer error
+		if err != nil {
+			answer = err
+		} else if se := x.answerOf(resp); se != nil {
+			answer = se
+		}
+		x.gd.After(answer)
+		kind := resilience.Fatal
+		if answer != nil {
+			kind = resilience.Classify(answer)
+		}
+		if resp != nil && x.github && kind != resilience.Throttled {
+			githubQuota(x.gd, resp.Header, x.gov.Clock().Now())
+		}
+		if answer == nil || kind == resilience.Fatal || ctx.Err() != nil || !x.mayResend(kind) {
+			x.gd.End(answer)
+			return resp, err
+		}
+		next, ok := rewind(x.orig)
+		if !ok {
+			x.gd.End(answer)
+			return resp, err
+		}
+		delay, rerr := x.gd.Retry(x.backoff.next(x))
+		x.backoff.prev = max(delay, x.backoff.base)
+		if rerr != nil {
+			closeBody(next)
+			x.gd.End(answer)
+			if resp != nil {
+				return resp, nil
+			}
+			return nil, retryStop(err, rerr)
+		}
+		held = hold(resp)
+		if serr := x.gov.Clock().Sleep(ctx, delay); serr != nil {
+			closeBody(next)
+			x.gd.End(serr)
+			return nil, fmt.Errorf("cloudghttp: %w while waiting to retry after: %w", serr, answer)
+		}
+		req = next
+	}
+}
+
+// send sends one attempt and gives the slot back, even if base panics.
+func (x *exchange) send(req *http.Request) (*http.Response, error) {
+	defer x.gd.Release()
+	return x.t.baseTransport().RoundTrip(req)
+}
+
+// mayResend reports whether the request may be sent again after an answer
+// of kind: see RoundTrip.
+func (x *exchange) mayResend(kind resilience.Kind) bool {
+	r := x.orig
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		return false
+	}
+	return kind == resilience.Throttled || idempotent(r) || x.t.cfg.unsafeToo
+}
+
+// idempotent reports whether sending r twice has the effect of sending it
+// once: its method says so, or it carries an idempotency key.
+func idempotent(r *http.Request) bool {
+	switch r.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	_, key := r.Header["Idempotency-Key"]
+	_, xkey := r.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// retryStop is what the caller gets when the Guard stops the retries of
+// a transport error: the budget's error, which wraps it, or the error
+// itself.
+func retryStop(err, rerr error) error {
+	if be, ok := rerr.(*resilience.RetryBudgetExhaustedError); ok {
+		return be
+	}
+	return err
+}
+
+// backoff is the decorrelated jitter of one request's retries:
+// min(cap, uniform(base, 3 x previous)), from the policy's base delay and
+// max backoff (the WithPolicy option's, or the provider's); previous is
+// the delay the Guard gave the last retry, the hint included.
+type backoff struct {
+	base, cap, prev time.Duration
+}
+
+func (b *backoff) next(x *exchange) time.Duration {
+	if b.base == 0 {
+		p := x.gov.Policy(x.gd.Scope().Provider)
+		b.base, b.cap = p.BaseDelay, p.MaxBackoff
+		if c := x.t.cfg.policy; c.BaseDelay > 0 {
+			b.base = c.BaseDelay
+		}
+		if c := x.t.cfg.policy; c.MaxBackoff > 0 {
+			b.cap = c.MaxBackoff
+		}
+		b.base = max(b.base, time.Nanosecond)
+		b.prev = b.base
+	}
+	hi := max(3*b.prev, b.base)
+	d := b.base + time.Duration(rand.Int64N(int64(hi-b.base)+1))
+	return min(d, b.cap)
+}
+
+// closeBody closes a request body that will not be sent.
+func closeBody(r *http.Request) {
+	if r != nil && r.Body != nil {
+		_ = r.Body.Close()
+	}
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
