@@ -36,19 +36,25 @@ func work(context.Context) error { return nil }
 
 // governor returns a governor with every layer on: provider, account and
 // leaf buckets, breaker, bulkhead, retry budget.
-func governor(b *testing.B) *resilience.Governor {
+func governor(b *testing.B, opts ...resilience.Option) *resilience.Governor {
 	g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{
 		GlobalMaxRPS:  new(float64(fast)),
 		GlobalBurst:   fast,
 		AccountMaxRPS: new(float64(fast)),
 		AccountBurst:  fast,
 		Services:      map[string]resilience.ServiceConfig{"ec2": {MaxRPS: fast, Burst: fast}},
-	}})
+	}}, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return g
 }
+
+// nopObserver receives every event and does nothing with it: the cost of
+// making the events.
+type nopObserver struct{}
+
+func (nopObserver) Observe(resilience.Event) {}
 
 // trio is the hand-rolled composition: x/time/rate, gobreaker, a channel.
 type trio struct {
@@ -102,6 +108,16 @@ func BenchmarkCall(b *testing.B) {
 	})
 	b.Run("governed", func(b *testing.B) {
 		g := governor(b)
+		opt := resilience.WithGovernor(g)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := resilience.Do(ctx, scope, work, opt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("governed-with-observer", func(b *testing.B) {
+		g := governor(b, resilience.WithObserver(nopObserver{}))
 		opt := resilience.WithGovernor(g)
 		b.ReportAllocs()
 		for b.Loop() {

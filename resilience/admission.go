@@ -71,7 +71,7 @@ func (gd *Guard) admit(now time.Duration, retry bool) error {
 	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
 	if retry {
 		coe.Err = gd.last
-		gd.recordFailed(now)
+		gd.recordFailed(now, "breaker")
 	} else {
 		gd.recordRejected(coe)
 	}
@@ -101,7 +101,7 @@ func (gd *Guard) stopByContext(err error, retry bool) error {
 // be used, unless that would pass the deadline: then it gives the token
 // back and ends the call (see Enter).
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block bool) error {
-	w := gd.reserve(now)
+	w, level := gd.reserve(now)
 	if w <= 0 {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 	if now+w > gd.limit {
 		gd.cancel(now)
 		if retry {
-			gd.recordFailed(now)
+			gd.recordFailed(now, "deadline")
 			return gd.last
 		}
 		gd.phase = closed
@@ -123,7 +123,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 		}
 		return de
 	}
-	gd.recordWait(w)
+	gd.recordWait(w, level)
 	if err := gd.g.sleep(ctx, w); err != nil {
 		gd.cancel(gd.g.now())
 		return gd.stopByContext(err, retry)
@@ -140,17 +140,27 @@ func (gd *Guard) sendingRetry() {
 }
 
 // reserve takes a token from every bucket level, most general first, and
-// returns the longest wait.
-func (gd *Guard) reserve(now time.Duration) time.Duration {
+// returns the longest wait and the level that imposes it.
+func (gd *Guard) reserve(now time.Duration) (time.Duration, string) {
 	e := gd.e
-	var w time.Duration
+	var pw, aw time.Duration
 	if b := e.acct.global; b != nil {
-		w = b.Reserve(now)
+		pw = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
-		w = max(w, b.Reserve(now))
+		aw = b.Reserve(now)
 	}
-	return max(w, e.leaf.Reserve(now))
+	w := max(pw, aw, e.leaf.Reserve(now))
+	if w <= 0 {
+		return 0, ""
+	}
+	switch w {
+	case pw:
+		return w, "provider"
+	case aw:
+		return w, "account"
+	}
+	return w, "leaf"
 }
 
 // cancel gives back the tokens of a reservation that will not be used.

@@ -31,14 +31,17 @@ type Governor struct {
 	store    state.Store
 	epoch    time.Time
 
-	mu         sync.Mutex // serialises Configure, Reset and provider creation
-	cur        atomic.Pointer[configured]
-	others     readmap.Map[string, *provider] // providers other than aws, azure and gcp
-	leakLogged atomic.Bool                    // a dropped guard's slot was released and logged
-	life       statsTable
-	folded     atomic.Int64 // calls of dropped scopes that had no lifetime counters
-	reclaim    reclaimer
-	gen        atomic.Uint64 // counts the changes of providers' state, for Bound
+	mu               sync.Mutex // serialises Configure, Reset and provider creation
+	cur              atomic.Pointer[configured]
+	others           readmap.Map[string, *provider] // providers other than aws, azure and gcp
+	leakLogged       atomic.Bool                    // a dropped guard's slot was released and logged
+	life             statsTable
+	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
+	reclaim          reclaimer
+	gen              atomic.Uint64 // counts the changes of providers' state, for Bound
+	observer         Observer
+	observed         bool        // an observer or a logger takes events
+	observerPanicked atomic.Bool // logged once
 }
 
 // configured is the configuration in force, immutable once published.
@@ -91,12 +94,15 @@ func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
 			if o.d > 0 {
 				g.idle = o.d
 			}
+		case observerOption:
+			g.observer = o.o
 		case storeOption:
 			if o.s != nil {
 				g.store = o.s
 			}
 		}
 	}
+	g.observed = g.observer != nil || g.logger != nil
 	g.init()
 	if err := g.Configure(cfg); err != nil {
 		return nil, err

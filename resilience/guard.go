@@ -183,7 +183,7 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 	if retry {
 		gd.limits()
 		if now >= gd.limit {
-			gd.recordFailed(now)
+			gd.recordFailed(now, "deadline")
 			return gd.last
 		}
 		if d := gd.notBefore - now; d > 0 {
@@ -208,8 +208,8 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 			return gd.stopByContext(err, retry)
 		}
 	}
-	gd.recordCall()
 	gd.sendingRetry()
+	gd.recordCall()
 	gd.phase = sent
 	gd.admitted = true
 	// Last, so that the step never reclaims this call's own scope.

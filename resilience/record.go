@@ -1,10 +1,9 @@
 package resilience
 
 import (
-	"context"
-	"log/slog"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/state"
 )
@@ -23,7 +22,7 @@ func (gd *Guard) close(err error) {
 			gd.recordSuccess()
 			return
 		}
-		gd.recordFailed(gd.g.now())
+		gd.recordFailed(gd.g.now(), "sdk")
 		return
 	}
 	if err == nil {
@@ -42,7 +41,7 @@ func (gd *Guard) close(err error) {
 		return
 	}
 	gd.last, gd.lastKind, gd.desc = err, kind, describe(kind, err)
-	gd.recordFailed(gd.g.now())
+	gd.recordFailed(gd.g.now(), "sdk")
 }
 
 // count adds one to the scope's tally t, for its lifetime and the run.
@@ -53,6 +52,9 @@ func (gd *Guard) count(t tally) {
 	}
 }
 
+// observed reports whether events go anywhere: an observer or a logger.
+func (gd *Guard) observed() bool { return gd.g.observed }
+
 // recordCall counts one call (an attempt, or a page of a listing).
 func (gd *Guard) recordCall() {
 	if gd.e.calls.Add(1) < 0 {
@@ -61,19 +63,28 @@ func (gd *Guard) recordCall() {
 	if gd.run != nil {
 		gd.run.n[callsTally].Add(1)
 	}
+	if gd.observed() {
+		gd.emit(Event{Kind: EventCall})
+	}
 }
 
-// recordWait counts a wait of w for a rate token.
-func (gd *Guard) recordWait(w time.Duration) {
+// recordWait counts a wait of w for a rate token of the bucket level.
+func (gd *Guard) recordWait(w time.Duration, level string) {
 	gd.e.lifeCounters(gd.g).recordWait(w)
 	if gd.run != nil {
 		gd.run.recordWait(w)
+	}
+	if gd.observed() {
+		gd.emit(Event{Kind: EventWait, Wait: w, Level: level})
 	}
 }
 
 // recordRetry counts a retry, when it is sent.
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)
+	if gd.observed() {
+		gd.emit(Event{Kind: EventRetry, Retry: gd.retries, Wait: gd.prevSleep})
+	}
 }
 
 // recordThrottle records a throttled attempt: the leaf halves (once per
@@ -86,10 +97,25 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	if gd.hasHint {
 		pause = hint.Cap(gd.hint)
 	}
-	if rate, decreased := gd.e.leaf.Throttle(now, pause); decreased {
+	observed := gd.observed()
+	var before state.BucketSnapshot
+	if observed {
+		before = gd.e.leaf.Snapshot(now)
+		gd.emit(Event{Kind: EventThrottle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
+	}
+	rate, decreased := gd.e.leaf.Throttle(now, pause)
+	if decreased {
 		gd.recordRate(rate, true)
 	}
 	gd.recordError()
+	if observed {
+		if decreased {
+			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
+		}
+		if pause > 0 {
+			gd.emit(Event{Kind: EventPause, Until: gd.g.epoch.Add(now + pause)})
+		}
+	}
 }
 
 // recordTransient records an attempt that failed with a transient error.
@@ -109,7 +135,11 @@ func (gd *Guard) recordRate(rate float64, decreased bool) {
 
 // recordPause holds every caller of b for d, capped at MaxPause.
 func (gd *Guard) recordPause(b state.Bucket, d time.Duration) {
-	b.Pause(gd.g.now(), hint.Cap(d))
+	now, pause := gd.g.now(), hint.Cap(d)
+	b.Pause(now, pause)
+	if gd.observed() && pause > 0 {
+		gd.emit(Event{Kind: EventPause, Until: gd.g.epoch.Add(now + pause)})
+	}
 }
 
 // recordError keeps the last attempt's description as the scope's last
@@ -126,14 +156,20 @@ func (gd *Guard) recordError() {
 // refund, the leaf recovers.
 func (gd *Guard) recordSuccess() {
 	if gd.e.breaker.Success() {
-		gd.recordBreaker(state.Closed)
+		gd.recordBreaker(state.HalfOpen, state.Closed)
 	}
 	gd.p.budget.Succeed()
 	if !gd.e.leaf.Recovering() {
 		return
 	}
-	if rate, increased := gd.e.leaf.Success(gd.g.now()); increased {
+	now := gd.g.now()
+	if rate, increased := gd.e.leaf.Success(now); increased {
 		gd.recordRate(rate, false)
+		if gd.observed() {
+			s := gd.e.leaf.Snapshot(now)
+			old := rate - max(bucket.IncreaseStep*s.Ceiling, bucket.MinIncrease)
+			gd.emit(Event{Kind: EventRateChange, OldRate: max(old, 0), Rate: rate, Ceiling: s.Ceiling})
+		}
 	}
 }
 
@@ -142,14 +178,15 @@ func (gd *Guard) recordSuccess() {
 func (gd *Guard) recordProof() {
 	gd.live()
 	if gd.e.breaker.Success() {
-		gd.recordBreaker(state.Closed)
+		gd.recordBreaker(state.HalfOpen, state.Closed)
 	}
 }
 
 // recordFailed closes a call that failed after its retries with the last
 // attempt's throttling or transient error: the breaker counts a failure,
-// and throttling is a give-up.
-func (gd *Guard) recordFailed(now time.Duration) {
+// and throttling is a give-up. reason says what stopped it: "retries",
+// "deadline", "breaker" (it refused the retry) or "sdk" (the SDK's loop).
+func (gd *Guard) recordFailed(now time.Duration, reason string) {
 	gd.phase = closed
 	if gd.lastKind == Fatal {
 		return // an SDK's retry of a final answer: the service is not to blame
@@ -157,10 +194,14 @@ func (gd *Guard) recordFailed(now time.Duration) {
 	gd.live()
 	if gd.e.breaker.Failure(now) {
 		gd.count(tripsTally)
-		gd.recordBreaker(state.Open)
+		from := state.Closed
+		if gd.probe {
+			from = state.HalfOpen
+		}
+		gd.recordBreaker(from, state.Open)
 	}
 	if gd.lastKind == Throttled {
-		gd.recordGaveUp()
+		gd.recordGaveUp(reason)
 	}
 }
 
@@ -169,17 +210,23 @@ func (gd *Guard) recordFailed(now time.Duration) {
 // give-up when the last attempt was throttled.
 func (gd *Guard) recordBudgetExhausted() {
 	gd.phase = closed
+	if gd.observed() {
+		gd.emit(Event{Kind: EventBudgetExhausted, Err: gd.last})
+	}
 	if gd.lastKind == Throttled {
-		gd.recordGaveUp()
+		gd.recordGaveUp("budget")
 	}
 }
 
 // recordGaveUp records a call lost to throttling: stats and ledger.
-func (gd *Guard) recordGaveUp() {
+func (gd *Guard) recordGaveUp(reason string) {
 	gd.live()
 	gd.count(gaveUpTally)
 	gd.recordError()
 	gd.ledger.recordGaveUp(gd.scope, gd.desc)
+	if gd.observed() {
+		gd.emit(Event{Kind: EventGaveUp, Err: gd.last, Reason: reason})
+	}
 }
 
 // recordRejected closes a call an open breaker refused before it was
@@ -188,12 +235,14 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	gd.phase = closed
 	gd.count(rejectedTally)
 	gd.ledger.recordSkipped(coe.Error())
+	if gd.observed() {
+		gd.emit(Event{Kind: EventRejected, Err: coe})
+	}
 }
 
-// recordBreaker logs a breaker opening or closing.
-func (gd *Guard) recordBreaker(to state.BreakerState) {
-	if gd.g.logger != nil {
-		gd.g.logger.LogAttrs(context.Background(), slog.LevelInfo, "cloudg: circuit breaker "+to.String(),
-			slog.String("scope", gd.e.key.String()))
+// recordBreaker reports a breaker opening or closing.
+func (gd *Guard) recordBreaker(from, to state.BreakerState) {
+	if gd.observed() {
+		gd.emit(Event{Kind: EventBreakerChange, From: from, To: to})
 	}
 }

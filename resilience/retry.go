@@ -22,7 +22,7 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 	l := gd.limits()
 	now := gd.g.now()
 	if (gd.lastKind == Transient && !l.transient) || gd.retries+1 >= l.attempts {
-		gd.recordFailed(now)
+		gd.recordFailed(now, "retries")
 		return 0, gd.last
 	}
 	delay := wait
@@ -34,7 +34,7 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 	}
 	if gd.e != nil {
 		if now+delay > gd.limit {
-			gd.recordFailed(now)
+			gd.recordFailed(now, "deadline")
 			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last}
 		}
 		if l.useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"encoding/json"
+	"iter"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
 	"github.com/cloudg/cloudg/state"
@@ -109,4 +110,25 @@ func (g *Governor) lifetime() map[Scope]Counters {
 		}
 	})
 	return table
+}
+
+// Scopes returns the live scopes of every provider with where each stands,
+// as Inspect would report it: an iteration for dashboards and status
+// pages, with each scope's parts as fields. The scopes are those the
+// governor holds at the time of the call, in no particular order.
+func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
+	return func(yield func(Scope, state.ScopeSnapshot) bool) {
+		type live struct {
+			e *scopeEntry
+			p *provider
+		}
+		var all []live
+		g.eachEntry(func(e *scopeEntry, p *provider) { all = append(all, live{e, p}) })
+		now := g.now()
+		for _, l := range all {
+			if !yield(l.e.key, l.e.snapshot(now, l.p.budget)) {
+				return
+			}
+		}
+	}
 }
