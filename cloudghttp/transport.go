@@ -123,11 +123,7 @@ func (x *exchange) run() (*http.Response, error) {
 		} else if se := x.answerOf(resp); se != nil {
 			answer = se
 		}
-		x.gd.After(answer)
-		kind := resilience.Fatal
-		if answer != nil {
-			kind = resilience.Classify(answer)
-		}
+		kind := x.gd.After(answer)
 		if resp != nil && x.github && kind != resilience.Throttled {
 			githubQuota(x.gd, resp.Header, x.gov.Clock().Now())
 		}

@@ -254,8 +254,10 @@ func (gd *Guard) Pace(ctx context.Context) error {
 //     about the scope: nothing is recorded, and the call ends.
 //
 // The outcome of a throttled or transient attempt stays open until Retry
-// or End closes it.
-func (gd *Guard) After(err error) {
+// or End closes it. After returns the kind it gave err (Fatal for nil, as
+// Classify does), so that an integration that decides on its own whether
+// to send the attempt again does not classify it a second time.
+func (gd *Guard) After(err error) Kind {
 	if gd.e != nil {
 		gd.sendingRetry() // sent without Enter or Pace
 	}
@@ -269,39 +271,40 @@ func (gd *Guard) After(err error) {
 			}
 		}
 		gd.phase, gd.last, gd.retries = closed, nil, 0
-		return
+		return Fatal
 	}
 	gd.succeeded = false
 	gd.last = err
 	if gd.ctx.Err() != nil {
 		gd.phase = closed
-		return
+		return Classify(err)
 	}
 	f := inspect(err)
 	kind := f.kind(err)
 	gd.lastKind = kind
 	if f.hasOwn {
 		gd.phase = closed // another call's stop: never retried
-		return
+		return kind
 	}
 	if kind == Fatal {
 		if gd.e != nil && f.answer {
 			gd.recordProof()
 		}
 		gd.phase = final
-		return
+		return kind
 	}
 	gd.hint, gd.hasHint = f.hint(gd.g.Clock().Now())
 	gd.desc = describe(kind, err)
 	gd.phase = failed
 	if gd.e == nil {
-		return
+		return kind
 	}
 	if kind == Throttled {
 		gd.recordThrottle(gd.g.now())
 	} else {
 		gd.recordTransient()
 	}
+	return kind
 }
 
 // Retry decides whether the attempt After recorded as throttled or

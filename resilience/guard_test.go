@@ -27,8 +27,8 @@ func sdkLoop(ctx context.Context, g *Governor, sc Scope, maxAttempts int, send f
 	for {
 		attempts++
 		err = send()
-		gd.After(err)
-		if err == nil || Classify(err) == Fatal || attempts >= maxAttempts {
+		kind := gd.After(err)
+		if err == nil || kind == Fatal || attempts >= maxAttempts {
 			gd.End(err)
 			return attempts, err
 		}
@@ -356,4 +356,30 @@ func TestPolicyAndInspect(t *testing.T) {
 	if s := g.Inspect(iamUsers); s.InFlight != 0 {
 		t.Fatal("slot not released")
 	}
+}
+
+func TestGuardAfterReturnsTheKindItRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		gd, err := g.Begin(context.Background(), ec2Vpcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gd.End(nil)
+		for _, c := range []struct {
+			err  error
+			want Kind
+		}{{throttle(), Throttled}, {transientErr(), Transient}, {accessDenied(), Fatal}, {nil, Fatal}} {
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := gd.After(c.err); got != c.want {
+				t.Errorf("After(%v) = %v, want %v", c.err, got, c.want)
+			}
+			gd.End(c.err)
+		}
+		if st := g.Summary(nil).Totals; st.Throttled != 1 || st.TransientErrors != 1 {
+			t.Errorf("totals %+v, want one throttle and one transient error recorded", st)
+		}
+	})
 }
