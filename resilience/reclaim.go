@@ -129,11 +129,21 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		}
 	}
 	t.unused = kept
-	if len(t.accounts)*4 < t.accountsPeak {
-		// Go maps keep their buckets: copy the few accounts left.
-		m := make(map[string]*accountEntry, len(t.accounts))
-		for k, v := range t.accounts {
-			m[k] = v
+	if t.keeping && len(t.accounts)*4 < t.accountsPeak {
+		// Go maps keep their capacity, and ranging over one costs its
+		// capacity (milliseconds for a million accounts gone), so the few
+		// accounts left are copied by name: those of the entries the pass
+		// kept, which are every live entry, and those still to be dropped.
+		m := make(map[string]*accountEntry, len(t.kept)+len(t.unused))
+		for _, e := range t.kept {
+			if a, ok := t.accounts[e.key.Account]; ok {
+				m[e.key.Account] = a
+			}
+		}
+		for _, name := range t.unused {
+			if a, ok := t.accounts[name]; ok {
+				m[name] = a
+			}
 		}
 		t.accounts, t.accountsPeak = m, len(m)
 	}

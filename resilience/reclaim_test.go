@@ -95,3 +95,50 @@ func TestIdleProvidersAreForgotten(t *testing.T) {
 		}
 	})
 }
+
+// When most accounts are gone the pass rebuilds the accounts map from the
+// few left (ranging over the old map would cost its whole capacity): the
+// account in use, and an account whose only scope was dropped while a
+// call still holds its slot, which keeps counting against the cap.
+func TestAPassKeepsTheAccountsStillInUse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		ok := func(context.Context) error { return nil }
+		for i := range 10000 {
+			Do(context.Background(), Scope{Provider: "aws", Account: fmt.Sprint(i), Service: "iam"}, ok, WithGovernor(g))
+		}
+		busy := Scope{Provider: "aws", Account: "busy", Service: "iam"}
+		held, err := g.Begin(context.Background(), busy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := held.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		hot := Scope{Provider: "aws", Account: "hot", Service: "iam"}
+		for range 120 {
+			time.Sleep(time.Second)
+			Do(context.Background(), hot, ok, WithGovernor(g))
+		}
+		tab := g.provider("aws").scopes
+		tab.mu.Lock()
+		names := make([]string, 0, len(tab.accounts))
+		for name := range tab.accounts {
+			names = append(names, name)
+		}
+		peak := tab.accountsPeak
+		tab.mu.Unlock()
+		if len(names) != 2 || peak > 2 {
+			t.Fatalf("accounts %v (peak %d) after the pass, want hot and busy", names, peak)
+		}
+		other, err := g.Begin(context.Background(), busy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.TryEnter(); err == nil {
+			t.Fatal("a second call of the busy account got a slot past its cap of 1")
+		}
+		other.End(nil)
+		held.End(nil)
+	})
+}
