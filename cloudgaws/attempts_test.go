@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -109,6 +110,36 @@ func TestSDKRetriesLocalErrors(t *testing.T) {
 		}
 		if b, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; ok {
 			t.Fatalf("breaker %+v: a local error was charged to the scope", b)
+		}
+	})
+}
+
+// A request the SDK could not send (its *smithyhttp.RequestSendError, whose
+// ConnectionError() is true) is a transient error whatever the transport's
+// own error, here one the classifier knows nothing of: the SDK retries it,
+// and the governor counts the transient error and the retry.
+func TestSDKSendErrorsAreTransient(t *testing.T) {
+	proxy := errors.New("proxy: connection closed")
+	sendErr := &smithyhttp.RequestSendError{Err: &url.Error{Op: "POST", URL: "https://ec2.us-east-1.amazonaws.com/", Err: proxy}}
+	if k := resilience.Classify(sendErr); k != resilience.Transient {
+		t.Fatalf("%v: %v, want TRANSIENT", sendErr, k)
+	}
+	if k := resilience.Classify(sendErr.Err); k != resilience.Fatal {
+		t.Fatalf("the transport's error alone: %v, want FATAL", k)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{})
+		cfg.HTTPClient = &failFirst{next: cfg.HTTPClient, err: proxy}
+		ctx, stats := resilience.WithStats(context.Background())
+		if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil {
+			t.Fatalf("err = %v, want the SDK's retry to succeed", err)
+		}
+		if got := f.count("DescribeVpcs"); got != 1 {
+			t.Fatalf("the endpoint saw %d requests, want the retry", got)
+		}
+		if st := scopeStats(g, stats, ec2Key); st.Calls != 1 || st.TransientErrors != 1 || st.Retries != 1 || st.GaveUp != 0 {
+			t.Fatalf("stats = %+v", st)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -78,6 +79,41 @@ func TestResourceGraphQuotaHeaders(t *testing.T) {
 		}
 		if d := time.Since(start); d < 3*time.Second || d > 4*time.Second {
 			t.Fatalf("retried after %v, want 3 s", d)
+		}
+	})
+}
+
+// The queries waiting out a Resource Graph quota pause leave at the
+// scope's 3 rps from its end, not all at once with the burst of 15 the
+// bucket held before it: 5 s and a third, two thirds, 6 s, 6 s and a third.
+func TestQueriesQueuedBehindTheQuotaPauseStagger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.graphPages = 1
+		graph := e.graph()
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:05")
+		if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+			t.Fatal(err)
+		}
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "10")
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		hs := e.srv.hitsOf(routeGraph)[1:]
+		if len(hs) != 4 {
+			t.Fatalf("%d queries after the pause, want 4", len(hs))
+		}
+		for i, h := range hs {
+			if want := 5*time.Second + time.Duration(i+1)*time.Second/3; !near(h.at.Sub(start), want, time.Millisecond) {
+				t.Errorf("query %d sent %v after the pause began, want %v", i+1, h.at.Sub(start), want)
+			}
 		}
 	})
 }

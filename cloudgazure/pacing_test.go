@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -177,6 +178,39 @@ func TestTryTimeoutDoesNotCutTheGovernorsWaits(t *testing.T) {
 		hs := e.srv.hitsOf(routeVnetGet)
 		if len(hs) != 2 || gap(hs, 0, 1) < 20*time.Second {
 			t.Fatalf("attempts %v, want 2, at least 20 s apart", hs)
+		}
+	})
+}
+
+// The calls waiting out a subscription pause leave at the subscription's
+// 20 rps from its end, not all at once with the burst of 200 the bucket
+// held before it: 1.05, 1.10, 1.15 and 1.20 s.
+func TestCallsQueuedBehindTheSubscriptionPauseStagger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.okHeaders(routeGroupGet, "x-ms-ratelimit-remaining-subscription-reads", "24")
+		start := time.Now()
+		if _, err := e.groups(subA).Get(context.Background(), "rg", nil); err != nil {
+			t.Fatal(err)
+		}
+		vnets := e.vnets(subA)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := vnets.Get(context.Background(), "rg", "vnet", nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		hs := e.srv.hitsOf(routeVnetGet)
+		if len(hs) != 4 {
+			t.Fatalf("%d calls after the pause, want 4", len(hs))
+		}
+		for i, h := range hs {
+			if want := time.Second + time.Duration(i+1)*time.Second/20; !near(h.at.Sub(start), want, time.Millisecond) {
+				t.Errorf("call %d sent %v after the pause began, want %v", i+1, h.at.Sub(start), want)
+			}
 		}
 	})
 }

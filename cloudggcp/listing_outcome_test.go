@@ -3,9 +3,11 @@ package cloudggcp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -203,9 +205,13 @@ func TestProbeListingNotRejectedOnPage2(t *testing.T) {
 func TestAbandonedListingsReleaseTheirSlots(t *testing.T) {
 	srv := newFake(25)
 	client := startBuf(t, srv)
-	gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+	var log syncLog // the collector's cleanups log on their own goroutine
+	gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
 		"cloudasset.ListAssets": {MaxRPS: 1e6, Burst: 1e6}, // no token waits in real time
-	}}})
+	}}}, resilience.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := &assetpb.ListAssetsRequest{Parent: "projects/p1"}
 	scope := Scope("projects/p1", RPCListAssets)
 	abandon := func() {
@@ -230,4 +236,26 @@ func TestAbandonedListingsReleaseTheirSlots(t *testing.T) {
 	if err != nil || len(items) != 25 {
 		t.Fatalf("the 17th listing: %d items, %v", len(items), err)
 	}
+	if got := log.String(); strings.Count(got, "dropped without End") != 1 || !strings.Contains(got, "level=WARN") ||
+		!strings.Contains(got, "scope=gcp/projects/p1/*/cloudasset/ListAssets") {
+		t.Fatalf("the leak was not logged once at Warn with its scope: %s", got)
+	}
+}
+
+// syncLog is a log safe for concurrent writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

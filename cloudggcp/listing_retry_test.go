@@ -189,3 +189,33 @@ func TestConsecutiveRetryLimitResetsPerPage(t *testing.T) {
 		}
 	})
 }
+
+// At the default max_retries, a page that keeps failing ends the listing
+// after 8 consecutive retries, with an error that says so and wraps the
+// provider's: "ListAssets: 8 consecutive retries exhausted: <error>".
+func TestConsecutiveRetryLimitMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(25)
+		failures := make([]error, 9)
+		for i := range failures {
+			failures[i] = unavailable()
+		}
+		srv.fail(RPCListAssets, "", failures...)
+		client := startBuf(t, srv)
+		gov := newGov(t, resilience.Config{})
+		_, err := ListAssets(context.Background(), client, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
+		var ree *RetriesExhaustedError
+		if !errors.As(err, &ree) || ree.Retries != 8 || errors.Is(err, state.ErrBudgetExhausted) {
+			t.Fatalf("error %q (%T), want a RetriesExhaustedError after 8 retries", err, err)
+		}
+		if want := "ListAssets: 8 consecutive retries exhausted: " + ree.Err.Error(); err.Error() != want {
+			t.Fatalf("message %q, want %q", err, want)
+		}
+		if status.Code(ree.Err) != codes.Unavailable || !strings.Contains(err.Error(), "The service is currently unavailable.") {
+			t.Fatalf("the provider's error %v", ree.Err)
+		}
+		if n := len(srv.reqs(RPCListAssets)); n != 9 {
+			t.Errorf("%d requests, want 1 + 8 retries", n)
+		}
+	})
+}

@@ -26,7 +26,9 @@ type sharedBudget struct {
 }
 
 func newSharedBudget(s *Store, key string, size int) *sharedBudget {
-	b := &sharedBudget{s: s, keys: []string{key}, units: int64(max(0, size)) * budget.Unit}
+	// A size past budget.MaxSize saturates, as the in-process budget does,
+	// so that the count of units cannot overflow.
+	b := &sharedBudget{s: s, keys: []string{key}, units: min(int64(max(0, size)), budget.MaxSize) * budget.Unit}
 	b.known.Store(b.units)
 	return b
 }

@@ -65,12 +65,16 @@ local function set_rate(b, now, r, drain)
     b.t0 = eff - bal * b.interval
   end
 end
+-- pause holds every caller until now + d and leaves no stored burst: the
+-- balance is empty at its end, so that the callers who waited it out leave
+-- at the rate, not all at once; a queue of reserved tokens moves later by
+-- the new part of the pause.
 local function pause(b, now, d)
   if d <= 0 then return end
   local untilp = now + d
   if untilp <= b.paused then return end
   local start = math.max(now, b.paused)
-  b.t0 = math.max(b.t0, start - b.capus) + (untilp - start)
+  b.t0 = math.max(b.t0 + (untilp - start), untilp)
   b.paused = untilp
 end
 local function save_bucket(key, b)

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -174,6 +175,54 @@ func TestRefundsFromAProcessThatNeverRetried(t *testing.T) {
 		failAndRetry(gc)
 		if err := failAndRetry(gc); err != nil {
 			t.Fatalf("B's paid retry after 30 successes in A: %v", err)
+		}
+	})
+}
+
+// A pause leaves no stored burst in the fleet's bucket either: at 2 rps
+// with a burst of 2, not adaptive, after a throttle with a 3 s hint, the
+// next three tokens (taken by two processes in turn) wait 3.5, 4.0 and
+// 4.5 s, not 3, 3 and 3.5.
+func TestSharedPauseLeavesNoStoredBurst(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		a := newProcess(t, be.addr, prefix, resilience.Config{})
+		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		spec := state.BucketSpec{Rate: 2, Burst: 2}
+		ba, bb := a.store.Bucket(vpcsKey, spec, 0), b.store.Bucket(vpcsKey, spec, 0)
+		start := time.Now()
+		ba.Throttle(0, 3*time.Second)
+		for i, c := range []struct {
+			b    state.Bucket
+			want time.Duration
+		}{{ba, 3500 * time.Millisecond}, {bb, 4 * time.Second}, {ba, 4500 * time.Millisecond}} {
+			// Redis's clock runs on while the test talks to it.
+			w := c.b.Reserve(0) + time.Since(start)
+			if w < c.want || w > c.want+100*time.Millisecond {
+				t.Errorf("token %d usable %v after the throttle, want %v", i+1, w, c.want)
+			}
+		}
+	})
+}
+
+// A retry budget too large to count in tenths of a token saturates: the
+// fleet's budget reads positive and a call still gets its 8 retries.
+func TestHugeSharedRetryBudgetSaturates(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(math.MaxInt64), BaseDelaySeconds: 0.001, MaxBackoffSeconds: 0.001}}
+		p := newProcess(t, be.addr, uniquePrefix(t), cfg)
+		if r := p.gov.Inspect(vpcs).RetryBudget; r <= 0 {
+			t.Fatalf("a new budget of MaxInt64 tokens reads %v", r)
+		}
+		gd := p.begin(t)
+		defer gd.End(transient)
+		for i := range 8 {
+			if err := failAndRetry(gd); err != nil {
+				t.Fatalf("retry %d refused: %v", i+1, err)
+			}
+		}
+		if r := p.gov.Inspect(vpcs).RetryBudget; r <= 0 {
+			t.Fatalf("after 6 paid retries the budget reads %v", r)
 		}
 	})
 }

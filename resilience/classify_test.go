@@ -144,6 +144,40 @@ func TestClassifyTable(t *testing.T) {
 	}
 }
 
+// A server that closes the connection before any answer: net/http's client
+// returns io.EOF inside a *url.Error, a transient error, which a bare
+// io.EOF (the end of a decoder's input) is not.
+func TestConnectionClosedBeforeAnyAnswerIsTransient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 4096)) // the request, then no answer
+			c.Close()
+		}
+	}()
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	_, err = client.Get("http://" + ln.Addr().String())
+	var ue *url.Error
+	if !errors.As(err, &ue) || !errors.Is(err, io.EOF) {
+		t.Fatalf("the client returned %#v, want io.EOF inside a *url.Error", err)
+	}
+	if k := Classify(err); k != Transient {
+		t.Fatalf("%v: %v, want TRANSIENT", err, k)
+	}
+	if k := Classify(fmt.Errorf("decode: %w", io.EOF)); k != Fatal {
+		t.Fatalf("a bare EOF: %v, want FATAL", k)
+	}
+}
+
 func TestChainDepthIsLimited(t *testing.T) {
 	var err error = codeErr{"Throttling", ""}
 	for range 9 {

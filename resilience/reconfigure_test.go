@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // inFn counts the calls inside fn and keeps the peak.
@@ -102,7 +104,8 @@ func TestLoweringTheCapCountsHeldSlots(t *testing.T) {
 }
 
 // Reset and a disable/enable keep the slots held: with cap 2, two calls in
-// fn and two waiting, neither lets a third in.
+// fn and two waiting, neither lets a third in, neither one that waited
+// before nor one that starts after.
 func TestResetAndDisableKeepTheCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := Config{AWS: ProviderConfig{MaxConcurrency: 2}}
@@ -112,25 +115,96 @@ func TestResetAndDisableKeepTheCap(t *testing.T) {
 		wg := held(g, iamUsers, 4, &c, release)
 		synctest.Wait()
 		g.Reset()
+		if s := g.Inspect(iamUsers); s.InFlight != 2 || s.Waiting != 2 {
+			t.Fatalf("after Reset: %d in flight, %d waiting, want the 2 and 2 of before", s.InFlight, s.Waiting)
+		}
+		afterReset := held(g, iamUsers, 2, &c, release)
 		synctest.Wait()
+		if n := c.now.Load(); n != 2 {
+			t.Fatalf("%d calls inside fn after Reset, with a cap of 2", n)
+		}
 		off := cfg
 		off.AWS.Enabled = new(false)
 		g.Configure(off)
 		g.Configure(cfg)
+		afterEnable := held(g, iamUsers, 2, &c, release)
 		synctest.Wait()
 		if n := c.now.Load(); n != 2 {
-			t.Fatalf("%d calls inside fn with a cap of 2", n)
+			t.Fatalf("%d calls inside fn after a disable and enable, with a cap of 2", n)
 		}
 		close(release)
 		wg.Wait()
+		afterReset.Wait()
+		afterEnable.Wait()
+		if p := c.peak.Load(); p != 2 {
+			t.Fatalf("peak %d inside fn, cap 2", p)
+		}
 		if s := g.Inspect(iamUsers); s.InFlight != 0 || s.Waiting != 0 {
 			t.Fatalf("%d in flight, %d waiting after the calls", s.InFlight, s.Waiting)
 		}
 	})
 }
 
-// Breakers are dropped only when the breaker settings change; buckets only
-// when the bucket settings do.
+// Reset forgets what was learned (the rate, the pause, the breaker, the
+// budget) but not the slots of the calls in flight.
+func TestResetForgetsLearnedStateButNotHeldSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		other := Scope{Provider: "aws", Account: "210987654321", Service: "iam"}
+		inFlight, _ := g.Begin(context.Background(), other)
+		if err := inFlight.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		for range 5 { // five throttles open the breaker
+			Do(context.Background(), ec2Vpcs, always(&n, throttleAfter(30*time.Second)), WithGovernor(g), once)
+		}
+		g.provider("aws").budget.Take()
+		s := g.Inspect(ec2Vpcs)
+		if s.Leaf.Rate >= 20 || s.Leaf.Paused == 0 || s.Breaker.State != state.Open || s.RetryBudget != 499 {
+			t.Fatalf("setup: %+v", s)
+		}
+		g.Reset()
+		s = g.Inspect(ec2Vpcs)
+		if s.Leaf.Rate != 20 || s.Leaf.Paused != 0 || s.Breaker.State != state.Closed || s.Breaker.Failures != 0 || s.RetryBudget != 500 {
+			t.Fatalf("after Reset: %+v", s)
+		}
+		if s := g.Inspect(other); s.InFlight != 1 {
+			t.Fatalf("after Reset: %d in flight, want the call that holds its slot", s.InFlight)
+		}
+		next, _ := g.Begin(context.Background(), other)
+		if err := next.TryEnter(); err == nil {
+			t.Fatal("a second slot with a cap of 1 after Reset")
+		}
+		inFlight.End(nil)
+		if err := next.TryEnter(); err != nil {
+			t.Fatalf("after the release: %v", err)
+		}
+		next.End(nil)
+	})
+}
+
+// A call that resolved its provider before a reconfiguration and looks its
+// scope up after it lands in the table in force: an account made in the
+// retired table would have a bulkhead of its own, outside the cap.
+func TestLookupThroughARetiredTable(t *testing.T) {
+	g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}})
+	retired := g.provider("aws").scopes
+	if err := g.Configure(Config{AWS: ProviderConfig{MaxConcurrency: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scope{Provider: "aws", Account: "210987654321", Service: "iam"}
+	e := retired.lookup(sc)
+	cur := g.provider("aws").scopes
+	if e != cur.lookup(sc) || e.acct.bulkhead != cur.accountBulkhead(sc.Account) || e.acct.bulkhead.Limit() != 3 {
+		t.Fatal("a lookup through the retired table made state outside the table in force")
+	}
+}
+
+// Breakers are dropped only when the breaker settings change, buckets only
+// when the bucket settings do, the retry budget only when the retry
+// settings do.
 func TestReconfigureKeepsWhatItDoesNotChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := Config{}
@@ -140,6 +214,8 @@ func TestReconfigureKeepsWhatItDoesNotChange(t *testing.T) {
 		for range 5 {
 			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), once)
 		}
+		budget := g.provider("aws").budget
+		budget.Take()
 		cfg.AWS.MaxConcurrency = 7
 		g.Configure(cfg)
 		var coe *CircuitOpenError
@@ -149,16 +225,38 @@ func TestReconfigureKeepsWhatItDoesNotChange(t *testing.T) {
 		if rate(g, iamUsers) != 5 {
 			t.Fatalf("a new cap dropped the learned rate: %v", rate(g, iamUsers))
 		}
+		if b := g.provider("aws").budget; b != budget || b.Remaining() != 499 {
+			t.Fatal("a new cap renewed the retry budget")
+		}
+		cfg.AWS.Services = map[string]ServiceConfig{"iam": {MaxRPS: 8}}
+		g.Configure(cfg)
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) {
+			t.Fatalf("new bucket settings dropped the open breaker: %v", err)
+		}
+		if rate(g, iamUsers) != 8 || g.provider("aws").budget != budget {
+			t.Fatalf("new bucket settings: rate %v (want the new 8), or the budget renewed", rate(g, iamUsers))
+		}
+		// The breaker is open, so the bucket learns a rate from a throttle
+		// recorded on it directly.
+		g.provider("aws").scopes.lookup(iamUsers).leaf.Throttle(g.now(), 0)
+		cfg.AWS.MaxRetries = new(4)
+		g.Configure(cfg)
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) {
+			t.Fatalf("new retry settings dropped the open breaker: %v", err)
+		}
+		if rate(g, iamUsers) != 4 || g.provider("aws").budget == budget {
+			t.Fatalf("new retry settings: rate %v (want the learned 4), or the budget kept", rate(g, iamUsers))
+		}
 		cfg.AWS.BreakerThreshold = 9
 		g.Configure(cfg)
 		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); err != nil {
 			t.Fatalf("new breaker settings kept the old breaker: %v", err)
 		}
-		if rate(g, iamUsers) != 5 {
+		if rate(g, iamUsers) != 4 {
 			t.Fatalf("new breaker settings dropped the learned rate: %v", rate(g, iamUsers))
 		}
 		g.Reset()
-		if rate(g, iamUsers) != 10 {
+		if rate(g, iamUsers) != 8 {
 			t.Fatal("Reset kept the learned rate")
 		}
 	})

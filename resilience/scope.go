@@ -17,10 +17,11 @@ import "strings"
 // buckets and protect nothing. Scope is a comparable value; the zero Scope
 // is invalid (a call needs a provider).
 //
-// A part may hold any text: GCP accounts are "projects/<id>". String is
-// for reading and may print two scopes alike (account "a/b" in region "c",
-// and account "a" in region "b/c"); Key is unambiguous, and the governor
-// keys its state and the Summary's maps by it.
+// A part may hold any text, '/' included (GCP accounts are
+// "projects/<id>"), and no call is refused for it. String is for reading
+// and may print two scopes alike (account "a/b" in region "c", and account
+// "a" in region "b/c"); Key is unambiguous, and the governor keys its state
+// and the Summary's maps by it.
 type Scope struct {
 	Provider  string `json:"provider"`
 	Account   string `json:"account,omitempty"`

@@ -3,6 +3,8 @@ package resilience
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +83,11 @@ func TestMessagesFormat(t *testing.T) {
 		want string
 	}{
 		{Counters{Calls: 10, Wait: 999 * time.Millisecond}, ""},
+		{Counters{Calls: 1, Wait: 100 * time.Millisecond}, ""},
 		{Counters{Calls: 10, Retries: 2}, ""},
+		{Counters{TransientErrors: 1, MinRateRPS: 5}, "x: 1 transient error"}, // slowed only when throttled
+		{Counters{BreakerTrips: 2}, "x: circuit opened 2x"},
+		{Counters{GaveUp: 3, Retries: 1, Wait: 2 * time.Second}, "x: waited 2.0s for rate limit, 1 retry, 3 calls gave up"},
 		{Counters{Wait: time.Second}, "x: waited 1.0s for rate limit"},
 		{Counters{TransientErrors: 2, Retries: 2}, "x: 2 retries, 2 transient errors"},
 		{Counters{Throttled: 1, TransientErrors: 2, MinRateRPS: 10}, "x: throttled 1x, slowed to 10.0 rps"},
@@ -90,6 +96,32 @@ func TestMessagesFormat(t *testing.T) {
 	} {
 		if got := c.c.message("x"); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.c, got, c.want)
+		}
+	}
+}
+
+// The run's messages are one line per eventful scope, sorted by scope; a
+// scope with only calls, retries or waits under a second has none.
+func TestMessagesOnePerEventfulScopeSorted(t *testing.T) {
+	sc := func(provider, account, service string) Scope {
+		return Scope{Provider: provider, Account: account, Service: service}
+	}
+	table := map[Scope]Counters{
+		sc("gcp", "projects/p1", "cloudasset"): {Calls: 3, TransientErrors: 3, Retries: 3},
+		sc("aws", "123456789012", "iam"):       {Calls: 5, Retries: 1, Wait: 100 * time.Millisecond},
+		sc("azure", "sub", "network"):          {Calls: 2, Throttled: 1, MinRateRPS: 15, Retries: 1},
+		sc("aws", "123456789012", "sts"):       {Calls: 1, Rejected: 1},
+		sc("aws", "123456789012", "ec2"):       {Calls: 9, Wait: 1500 * time.Millisecond},
+	}
+	want := []string{
+		"aws/123456789012/*/ec2: waited 1.5s for rate limit",
+		"aws/123456789012/*/sts: 1 call skipped",
+		"azure/sub/*/network: throttled 1x, slowed to 15.0 rps, 1 retry",
+		"gcp/projects/p1/*/cloudasset: 3 retries, 3 transient errors",
+	}
+	for range 20 { // a map's order varies from one range to the next
+		if got := messages(table); !slices.Equal(got, want) {
+			t.Fatalf("messages\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }
@@ -214,6 +246,23 @@ func TestSummaryKeepsScopesWithTheSameStringApart(t *testing.T) {
 		}
 		if c := sum.Scopes["gcp/a%2Fb/c/s"]; c.Scope.Account != "a/b" || c.Calls != 1 {
 			t.Fatalf("%+v", c)
+		}
+		// In JSON, each entry carries the scope's parts as fields.
+		b, err := json.Marshal(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Scopes map[string]struct {
+				Scope map[string]string `json:"scope"`
+			} `json:"scopes"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"provider": "gcp", "account": "a", "region": "b/c", "service": "s"}
+		if got := out.Scopes["gcp/a/b%2Fc/s"].Scope; !maps.Equal(got, want) {
+			t.Fatalf("JSON scope %v, want %v", got, want)
 		}
 	})
 }

@@ -114,8 +114,7 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 // releasing a slot nobody holds panics, as x/sync/semaphore does, since it
 // would silently raise the cap.
 func (b *Bulkhead) Release() {
-	if b.avail.Add(1) > b.limit.Load() {
-		b.avail.Add(-1)
+	if b.avail.Add(1) > b.limit.Load() && b.overReleased() {
 		panic("bulkhead: released more slots than held")
 	}
 	if b.waiting.Load() > 0 {
@@ -123,6 +122,21 @@ func (b *Bulkhead) Release() {
 		b.dispatch()
 		b.mu.Unlock()
 	}
+}
+
+// overReleased reports whether a release left more free slots than the
+// limit, and if so takes the extra slot back. It looks again under mu,
+// where SetLimit moves the limit and the free count together: the limit a
+// release first compares with may have been lowered since its free count
+// was read, and a release that raced a lowered limit is not one too many.
+func (b *Bulkhead) overReleased() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.avail.Load() <= b.limit.Load() {
+		return false
+	}
+	b.avail.Add(-1)
+	return true
 }
 
 // dispatch hands free slots to waiters in order. mu must be held.

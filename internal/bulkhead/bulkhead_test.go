@@ -239,3 +239,44 @@ func TestSetLimitKeepsHeldSlots(t *testing.T) {
 		t.Fatalf("%d used after raising the limit", used)
 	}
 }
+
+// Releases racing a limit that moves up and down are never taken for
+// releases of slots nobody holds, and the calls holding slots never
+// exceed the largest limit set.
+func TestSetLimitRacingReleases(t *testing.T) {
+	b := New(8)
+	var held, peak atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if b.Acquire(context.Background()) != nil {
+					continue
+				}
+				n := held.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				held.Add(-1)
+				b.Release()
+			}
+		})
+	}
+	for i := range 100000 {
+		b.SetLimit(1 + i%8)
+	}
+	b.SetLimit(8)
+	close(stop)
+	wg.Wait()
+	if p := peak.Load(); p > 8 {
+		t.Fatalf("peak %d slots held, limit at most 8", p)
+	}
+	if used, waiting := b.InUse(); used != 0 || waiting != 0 || !b.Idle() {
+		t.Fatalf("%d used, %d waiting at the end", used, waiting)
+	}
+}
