@@ -254,9 +254,8 @@ func (gd *Guard) Pace(ctx context.Context) error {
 //     about the scope: nothing is recorded, and the call ends.
 //
 // The outcome of a throttled or transient attempt stays open until Retry
-// or End closes it. After returns the kind it gave err (Fatal for nil, as
-// Classify does), so that an integration that decides on its own whether
-// to send the attempt again does not classify it a second time.
+// or End closes it. After returns err's kind (Fatal for nil, as Classify
+// does), so that an integration need not classify the answer again.
 func (gd *Guard) After(err error) Kind {
 	if gd.e != nil {
 		gd.sendingRetry() // sent without Enter or Pace
@@ -273,8 +272,7 @@ func (gd *Guard) After(err error) Kind {
 		gd.phase, gd.last, gd.retries = closed, nil, 0
 		return Fatal
 	}
-	gd.succeeded = false
-	gd.last = err
+	gd.succeeded, gd.last = false, err
 	if gd.ctx.Err() != nil {
 		gd.phase = closed
 		return Classify(err)
