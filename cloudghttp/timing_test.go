@@ -57,6 +57,27 @@ func TestRetryWaitsForTheHint(t *testing.T) {
 	}
 }
 
+// A transient answer's hint holds its retry back too, though it slows
+// nothing: never sooner than the hint.
+func TestTransientRetryWaitsForTheHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(500, "Retry-After", "4"))
+		gov := newGov(t, resilience.Config{})
+		readAll(t, do(t, client(newMem(f), gov, quick), http.MethodGet, "http://api.test/items", nil))
+		hits := f.recorded()
+		if len(hits) != 2 {
+			t.Fatalf("%d attempts, want 2", len(hits))
+		}
+		if gap := hits[1].at.Sub(hits[0].at); gap != 4*time.Second {
+			t.Fatalf("retry sent %v after the 500, want 4s, the hint", gap)
+		}
+		if leaf := gov.Inspect(apiScope).Leaf; leaf.Rate != leaf.Ceiling || leaf.Paused != 0 {
+			t.Fatalf("leaf %+v, want a transient answer to slow nothing", leaf)
+		}
+	})
+}
+
 // A throttle without a hint halves the rate and backs off as a transient
 // answer does: within the policy's base and cap.
 func TestThrottleWithoutHintBacksOff(t *testing.T) {
