@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
@@ -208,6 +210,34 @@ func TestEmptyBudgetReturnsTheLastResponse(t *testing.T) {
 		// The budget, not the service, stopped the call: no breaker failure.
 		if br := gov.Inspect(apiScope).Breaker; br.Failures != 0 {
 			t.Fatalf("breaker %+v, want no failure", br)
+		}
+	})
+}
+
+// A throttle whose retry the breaker refuses (another call opened it
+// while the retry waited) goes back as its response, given up.
+func TestThrottleRefusedByTheBreakerIsGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(429, "Retry-After", "10"), status(500))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}})
+		mem := slowTransport{base: newMem(f), delay: map[string]time.Duration{"/b": time.Second}}
+		once := client(mem, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		var wg sync.WaitGroup
+		wg.Go(func() { readAll(t, do(t, once, http.MethodGet, "http://api.test/b", nil)) }) // its 500 opens the breaker at t=1s
+		synctest.Wait()
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+		resp, err := client(mem, gov, quick).Do(req)
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); resp.StatusCode != 429 || got != "Too Many Requests" || len(f.recorded()) != 2 {
+			t.Fatalf("status %d body %q after %d requests, want the 429 and no retry", resp.StatusCode, got, len(f.recorded()))
+		}
+		if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Throttled != 1 || tot.GaveUp != 1 || tot.Retries != 0 {
+			t.Fatalf("totals %v, want the throttle given up", tot)
 		}
 	})
 }

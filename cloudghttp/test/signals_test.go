@@ -307,3 +307,18 @@ func TestGraphQLThrottleIsRetriedWithItsQuery(t *testing.T) {
 		}
 	})
 }
+
+// GitHub's scopes run at the generic defaults of a provider the
+// configuration does not name: 20 rps with a burst of 40, 64 in flight,
+// the budget of 500; what slows them is what GitHub's answers say.
+func TestGitHubRunsAtTheGenericDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t)
+		for _, svc := range []string{svcREST, svcSearch, svcGraphQL} {
+			s := gov.Inspect(scopeOf(svc))
+			if s.Leaf.Ceiling != 20 || s.Leaf.Tokens != 40 || s.MaxInFlight != 64 || s.RetryBudget != 500 {
+				t.Errorf("%s: %+v, want 20 rps, 40 tokens, 64 in flight, a budget of 500", svc, s)
+			}
+		}
+	})
+}
