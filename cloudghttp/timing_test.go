@@ -138,6 +138,26 @@ func TestBackoffWithinPolicy(t *testing.T) {
 	})
 }
 
+// Without WithPolicy the backoff takes the provider's base delay and cap
+// from the configuration.
+func TestBackoffFromTheProvidersSettings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(500), status(500))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BaseDelaySeconds: 2, MaxBackoffSeconds: 3}})
+		readAll(t, do(t, client(newMem(f), gov), http.MethodGet, "http://api.test/items", nil))
+		hits := f.recorded()
+		if len(hits) != 3 {
+			t.Fatalf("%d attempts, want 3", len(hits))
+		}
+		for i := 1; i < len(hits); i++ {
+			if gap := hits[i].at.Sub(hits[i-1].at); gap < 2*time.Second || gap > 3*time.Second {
+				t.Errorf("retry %d after %v, want within [2s, 3s], the provider's base and cap", i, gap)
+			}
+		}
+	})
+}
+
 // The context's deadline bounds the call: a hint that would pass it is not
 // waited for, and the caller gets the throttle's response at once.
 func TestDeadlineStopsARetryItWouldPass(t *testing.T) {
