@@ -102,15 +102,7 @@ func TestEachAttemptTakesAToken(t *testing.T) {
 		f.script(status(500), status(502))
 		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{MaxRPS: 1, Burst: 1}})
 		readAll(t, do(t, client(newMem(f), gov, quick), http.MethodGet, "http://api.test/items", nil))
-		hits := f.recorded()
-		if len(hits) != 3 {
-			t.Fatalf("%d attempts, want 3", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if gap := hits[i].at.Sub(hits[i-1].at); gap < time.Second || gap > 1100*time.Millisecond {
-				t.Errorf("attempt %d went %v after the one before, want 1s, a token", i+1, gap)
-			}
-		}
+		gapsWithin(t, f.recorded(), 3, time.Second, 1100*time.Millisecond)
 	})
 }
 

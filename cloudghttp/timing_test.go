@@ -87,15 +87,7 @@ func TestThrottleWithoutHintBacksOff(t *testing.T) {
 		pol := cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: 2 * time.Second, MaxBackoff: 3 * time.Second})
 		c := client(newMem(f), newGov(t, resilience.Config{}), pol)
 		readAll(t, do(t, c, http.MethodGet, "http://api.test/items", nil))
-		hits := f.recorded()
-		if len(hits) != 3 {
-			t.Fatalf("%d attempts, want 3", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if gap := hits[i].at.Sub(hits[i-1].at); gap < 2*time.Second || gap > 4*time.Second {
-				t.Errorf("retry %d after %v, want the backoff, within [2s, 3s], and a token", i, gap)
-			}
-		}
+		gapsWithin(t, f.recorded(), 3, 2*time.Second, 4*time.Second)
 	})
 }
 
@@ -126,15 +118,7 @@ func TestBackoffWithinPolicy(t *testing.T) {
 		pol := cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: time.Second, MaxBackoff: 2 * time.Second})
 		c := client(newMem(f), newGov(t, resilience.Config{}), pol)
 		readAll(t, do(t, c, http.MethodGet, "http://api.test/items", nil))
-		hits := f.recorded()
-		if len(hits) != 5 {
-			t.Fatalf("%d attempts, want 5", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if gap := hits[i].at.Sub(hits[i-1].at); gap < time.Second || gap > 2*time.Second {
-				t.Errorf("retry %d after %v, want within [1s, 2s]", i, gap)
-			}
-		}
+		gapsWithin(t, f.recorded(), 5, time.Second, 2*time.Second)
 	})
 }
 
@@ -146,15 +130,7 @@ func TestBackoffFromTheProvidersSettings(t *testing.T) {
 		f.script(status(500), status(500))
 		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BaseDelaySeconds: 2, MaxBackoffSeconds: 3}})
 		readAll(t, do(t, client(newMem(f), gov), http.MethodGet, "http://api.test/items", nil))
-		hits := f.recorded()
-		if len(hits) != 3 {
-			t.Fatalf("%d attempts, want 3", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if gap := hits[i].at.Sub(hits[i-1].at); gap < 2*time.Second || gap > 3*time.Second {
-				t.Errorf("retry %d after %v, want within [2s, 3s], the provider's base and cap", i, gap)
-			}
-		}
+		gapsWithin(t, f.recorded(), 3, 2*time.Second, 3*time.Second)
 	})
 }
 
