@@ -18,6 +18,9 @@ import (
 // the governor (a *resilience.CircuitOpenError, a deadline's error, a
 // context's end while a retry waited) after the response it stands for was
 // retried; errors.As finds it. It is safe for concurrent use once made.
+// The zero StatusError reports status 0 and no headers, which the core
+// classifier reads as no answer at all; only the Transport makes real
+// ones.
 type StatusError struct {
 	method string
 	url    *url.URL

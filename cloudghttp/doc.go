@@ -21,6 +21,7 @@
 // gets the last response as a response, so the client's own handling of
 // error statuses keeps working.
 //
-// The package is part of the core module: it needs only the standard
-// library. cloudggcp uses it to govern Google's REST clients.
+// The package is part of the core module and adds no dependency to it:
+// it imports the standard library and package resilience. cloudggcp uses
+// it to govern Google's REST clients.
 package cloudghttp

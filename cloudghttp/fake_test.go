@@ -204,3 +204,17 @@ func intp(n int) *int { return &n }
 func withAttempts(n int) cloudghttp.Option {
 	return cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: n, BaseDelay: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 }
+
+// gapsWithin checks that the fake received n requests, each within
+// [lo, hi] after the one before.
+func gapsWithin(t *testing.T, hits []hit, n int, lo, hi time.Duration) {
+	t.Helper()
+	if len(hits) != n {
+		t.Fatalf("%d attempts, want %d", len(hits), n)
+	}
+	for i := 1; i < len(hits); i++ {
+		if gap := hits[i].at.Sub(hits[i-1].at); gap < lo || gap > hi {
+			t.Errorf("attempt %d went %v after the one before, want within [%v, %v]", i+1, gap, lo, hi)
+		}
+	}
+}

@@ -3,10 +3,13 @@ package cloudghttp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
@@ -154,4 +157,87 @@ func TestZeroTransportUsesDefaultTransport(t *testing.T) {
 		}
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}
+
+// A body whose GetBody fails cannot be sent again: the throttle goes back
+// to the caller as the response it is, recorded as given up.
+func TestBodyThatCannotBeRewoundEndsTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(429))
+		gov := newGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://api.test/items/1", body("x"))
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("the body is gone") }
+		resp, err := client(newMem(f), gov, quick).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); resp.StatusCode != 429 || got != "Too Many Requests" || len(f.recorded()) != 1 {
+			t.Fatalf("status %d body %q after %d attempts, want the 429 after 1", resp.StatusCode, got, len(f.recorded()))
+		}
+		if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.GaveUp != 1 || tot.Retries != 0 {
+			t.Fatalf("totals %v, want the throttle given up, no retry", tot)
+		}
+		if br := gov.Inspect(apiScope).Breaker; br.Failures != 1 {
+			t.Fatalf("breaker %+v, want one failure", br)
+		}
+	})
+}
+
+// An empty retry budget stops the retries of error answers too: the
+// caller gets the last response, not the budget's error, and a throttle
+// is given up.
+func TestEmptyBudgetReturnsTheLastResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.forever(reply{status: 429, header: http.Header{"Retry-After": {"1"}}, body: "the last"})
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{RetryBudget: intp(0)}})
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+		resp, err := client(newMem(f), gov, quick).Do(req)
+		if err != nil {
+			t.Fatalf("err %v, want the last response", err)
+		}
+		if got := readAll(t, resp); resp.StatusCode != 429 || got != "the last" {
+			t.Fatalf("status %d body %q, want the last 429", resp.StatusCode, got)
+		}
+		// Two free retries, then the budget.
+		tot := gov.Summary(stats).Totals
+		if len(f.recorded()) != 3 || tot.Retries != 2 || tot.GaveUp != 1 {
+			t.Fatalf("%d attempts, totals %v; want 3, 2 retries, the throttle given up", len(f.recorded()), tot)
+		}
+		// The budget, not the service, stopped the call: no breaker failure.
+		if br := gov.Inspect(apiScope).Breaker; br.Failures != 0 {
+			t.Fatalf("breaker %+v, want no failure", br)
+		}
+	})
+}
+
+// A throttle whose retry the breaker refuses (another call opened it
+// while the retry waited) goes back as its response, given up.
+func TestThrottleRefusedByTheBreakerIsGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(429, "Retry-After", "10"), status(500))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}})
+		mem := slowTransport{base: newMem(f), delay: map[string]time.Duration{"/b": time.Second}}
+		once := client(mem, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		var wg sync.WaitGroup
+		wg.Go(func() { readAll(t, do(t, once, http.MethodGet, "http://api.test/b", nil)) }) // its 500 opens the breaker at t=1s
+		synctest.Wait()
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+		resp, err := client(mem, gov, quick).Do(req)
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); resp.StatusCode != 429 || got != "Too Many Requests" || len(f.recorded()) != 2 {
+			t.Fatalf("status %d body %q after %d requests, want the 429 and no retry", resp.StatusCode, got, len(f.recorded()))
+		}
+		if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Throttled != 1 || tot.GaveUp != 1 || tot.Retries != 0 {
+			t.Fatalf("totals %v, want the throttle given up", tot)
+		}
+	})
 }

@@ -57,6 +57,27 @@ func TestRetryWaitsForTheHint(t *testing.T) {
 	}
 }
 
+// A transient answer's hint holds its retry back too, though it slows
+// nothing: never sooner than the hint.
+func TestTransientRetryWaitsForTheHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(500, "Retry-After", "4"))
+		gov := newGov(t, resilience.Config{})
+		readAll(t, do(t, client(newMem(f), gov, quick), http.MethodGet, "http://api.test/items", nil))
+		hits := f.recorded()
+		if len(hits) != 2 {
+			t.Fatalf("%d attempts, want 2", len(hits))
+		}
+		if gap := hits[1].at.Sub(hits[0].at); gap != 4*time.Second {
+			t.Fatalf("retry sent %v after the 500, want 4s, the hint", gap)
+		}
+		if leaf := gov.Inspect(apiScope).Leaf; leaf.Rate != leaf.Ceiling || leaf.Paused != 0 {
+			t.Fatalf("leaf %+v, want a transient answer to slow nothing", leaf)
+		}
+	})
+}
+
 // A throttle without a hint halves the rate and backs off as a transient
 // answer does: within the policy's base and cap.
 func TestThrottleWithoutHintBacksOff(t *testing.T) {
@@ -66,15 +87,7 @@ func TestThrottleWithoutHintBacksOff(t *testing.T) {
 		pol := cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: 2 * time.Second, MaxBackoff: 3 * time.Second})
 		c := client(newMem(f), newGov(t, resilience.Config{}), pol)
 		readAll(t, do(t, c, http.MethodGet, "http://api.test/items", nil))
-		hits := f.recorded()
-		if len(hits) != 3 {
-			t.Fatalf("%d attempts, want 3", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if gap := hits[i].at.Sub(hits[i-1].at); gap < 2*time.Second || gap > 4*time.Second {
-				t.Errorf("retry %d after %v, want the backoff, within [2s, 3s], and a token", i, gap)
-			}
-		}
+		gapsWithin(t, f.recorded(), 3, 2*time.Second, 4*time.Second)
 	})
 }
 
@@ -105,15 +118,19 @@ func TestBackoffWithinPolicy(t *testing.T) {
 		pol := cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: time.Second, MaxBackoff: 2 * time.Second})
 		c := client(newMem(f), newGov(t, resilience.Config{}), pol)
 		readAll(t, do(t, c, http.MethodGet, "http://api.test/items", nil))
-		hits := f.recorded()
-		if len(hits) != 5 {
-			t.Fatalf("%d attempts, want 5", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if gap := hits[i].at.Sub(hits[i-1].at); gap < time.Second || gap > 2*time.Second {
-				t.Errorf("retry %d after %v, want within [1s, 2s]", i, gap)
-			}
-		}
+		gapsWithin(t, f.recorded(), 5, time.Second, 2*time.Second)
+	})
+}
+
+// Without WithPolicy the backoff takes the provider's base delay and cap
+// from the configuration.
+func TestBackoffFromTheProvidersSettings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(500), status(500))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BaseDelaySeconds: 2, MaxBackoffSeconds: 3}})
+		readAll(t, do(t, client(newMem(f), gov), http.MethodGet, "http://api.test/items", nil))
+		gapsWithin(t, f.recorded(), 3, 2*time.Second, 3*time.Second)
 	})
 }
 

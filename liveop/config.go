@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,8 +112,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // duration ("90s"). The other keys of the section are
 // resilience.ParseConfig's and are not read here.
 //
-// Malformed values, negative ones, and an explicit zero
-// live_max_concurrent, live_max_concurrent_total,
+// Unknown live_* keys (live_cooldown_secs, or a provider's
+// live_max_concurrent), malformed values, negative ones, and an explicit
+// zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0). The
 // operation timeout is 3600 s when the key is absent.
@@ -126,13 +128,24 @@ func ParseConfig(data []byte) (Config, error) {
 		n = sec
 	}
 	// Lenient: the section's other keys belong to resilience.ParseConfig.
+	// The live_* ones are this reader's, so a misspelt one is an error
+	// here too, not only where resilience.ParseConfig reads the file.
+	if err := unknownLiveKey(n, "ratelimit", topLevelKeys); err != nil {
+		return Config{}, err
+	}
 	if err := configDecoder.Decode(&cfg, n, "ratelimit", true); err != nil {
 		return Config{}, err
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name := n.Content[i].Value
 		value := yamlconf.Section(n, name) // the value, aliases followed
-		if value.Kind != yaml.MappingNode || yamlconf.Section(value, "live_cooldown_seconds") == nil {
+		if value.Kind != yaml.MappingNode {
+			continue
+		}
+		if err := unknownLiveKey(value, "ratelimit."+name, providerKeys); err != nil {
+			return Config{}, err
+		}
+		if yamlconf.Section(value, "live_cooldown_seconds") == nil {
 			continue
 		}
 		var p struct {
@@ -155,6 +168,34 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// The live_* keys of the section's top level (Config's yaml names) and
+// of a provider's mapping.
+var (
+	topLevelKeys = yamlKeys(reflect.TypeFor[Config]())
+	providerKeys = map[string]bool{"live_cooldown_seconds": true}
+)
+
+func yamlKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}
+
+// unknownLiveKey reports the first key of the mapping n that starts with
+// live_ and is not one of known.
+func unknownLiveKey(n *yaml.Node, path string, known map[string]bool) error {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; strings.HasPrefix(k, "live_") && !known[k] {
+			return fieldErr(path+"."+k, "unknown key")
+		}
+	}
+	return nil
 }
 
 // configDecoder decodes the live keys; those it lists must be > 0 when

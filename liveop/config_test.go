@@ -54,9 +54,16 @@ func TestResilienceReadsTheSameSection(t *testing.T) {
 	if err != nil || rc.AWS.MaxRPS != 10 {
 		t.Fatalf("resilience.ParseConfig: %+v, %v", rc.AWS, err)
 	}
-	_, err = resilience.ParseConfig([]byte("live_cooldown_secs: 1\n"))
-	if err == nil || err.Error() != "ratelimit.live_cooldown_secs: unknown key" {
-		t.Fatalf("got %v", err)
+	// A misspelt live key is an error for both readers, in the same words.
+	for _, c := range []struct{ doc, want string }{
+		{"live_cooldown_secs: 1\n", "ratelimit.live_cooldown_secs: unknown key"},
+		{"aws: {live_max_concurrent: 1}\n", "ratelimit.aws.live_max_concurrent: unknown key"},
+	} {
+		_, rerr := resilience.ParseConfig([]byte(c.doc))
+		_, lerr := ParseConfig([]byte(c.doc))
+		if rerr == nil || lerr == nil || rerr.Error() != c.want || lerr.Error() != c.want {
+			t.Errorf("%q: resilience %v, liveop %v; want %s", c.doc, rerr, lerr, c.want)
+		}
 	}
 }
 
@@ -92,6 +99,8 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"aws: {live_cooldown_seconds: -1}\n", "ratelimit.aws.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
 		{"ratelimit:\n  azure:\n    live_cooldown_seconds: [1]\n", "ratelimit.azure.live_cooldown_seconds: must be a single value"},
 		{"[1]\n", "ratelimit: must be a mapping"},
+		{"live_cooldown_secs: 1\n", "ratelimit.live_cooldown_secs: unknown key"},
+		{"ratelimit:\n  aws:\n    max_rps: 5\n    live_max_concurrent: 1\n", "ratelimit.aws.live_max_concurrent: unknown key"},
 	} {
 		_, err := ParseConfig([]byte(c.doc))
 		var ye *yamlconf.Error

@@ -42,7 +42,10 @@ var ErrPanicked = errors.New("liveop: the operation panicked")
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut
 // off (timeout). Its message is the one to show a person or an agent; it
 // ends by pointing at the cached dataset. MarshalJSON gives the form for a
-// tool's output.
+// tool's output. The Guard never changes a RefusedError it returned, so it
+// is safe for concurrent use as long as its receiver does not change its
+// fields; the zero RefusedError has no reason, matches no sentinel and has
+// an empty message.
 type RefusedError struct {
 	Reason Reason
 	// RetryAfter is when retrying may succeed: the longest cooldown left,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -51,4 +52,20 @@ func TestRefusalSentinels(t *testing.T) {
 	if errors.Is(&RefusedError{Reason: "other"}, ErrBusy) {
 		t.Fatal("an unknown reason matched")
 	}
+}
+
+// A refusal Run returns marshals with its retry-after rounded to 0.1 s
+// (the message rounds up to whole seconds) and its caller.
+func TestRefusalJSONFromRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		g.MarkCompleted("aws/1")
+		time.Sleep(30270 * time.Millisecond) // 89.73 s left
+		_, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run)
+		b, merr := json.Marshal(err)
+		want := `{"reason":"cooldown","message":"live collection of aws/1 ran recently; cooling down, retry in 90s or use the cached dataset","retry_after_seconds":89.7,"scopes":["aws/1"],"caller":"agent"}`
+		if merr != nil || string(b) != want {
+			t.Fatalf("got  %s %v\nwant %s", b, merr, want)
+		}
+	})
 }

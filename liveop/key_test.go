@@ -59,3 +59,14 @@ func TestKeyOfValuesJSONCannotEncode(t *testing.T) {
 		t.Fatal(k)
 	}
 }
+
+// Numbers keep their digits: integers past float64's precision are
+// different operations.
+func TestKeyKeepsLargeIntegers(t *testing.T) {
+	if Key("scan", int64(1<<62)) == Key("scan", int64(1<<62+1)) {
+		t.Fatal("two large integers have the same key")
+	}
+	if Key(map[string]any{"n": uint64(18446744073709551615)}) == Key(map[string]any{"n": uint64(18446744073709551614)}) {
+		t.Fatal("two large unsigned integers have the same key")
+	}
+}

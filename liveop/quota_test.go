@@ -70,6 +70,12 @@ func TestAdmissionOrder(t *testing.T) {
 		if err := g.Check(r); !errors.Is(err, ErrQuota) {
 			t.Fatalf("got %v, want quota", err)
 		}
+		// Bypass skips the cooldown only: the quota still comes first.
+		r.Bypass = true
+		if err := g.Check(r); !errors.Is(err, ErrQuota) {
+			t.Fatalf("bypassing: got %v, want quota", err)
+		}
+		r.Bypass = false
 		r.Caller = "operator"
 		if err := g.Check(r); !errors.Is(err, ErrCooldown) {
 			t.Fatalf("got %v, want cooldown", err)
@@ -103,5 +109,32 @@ func TestSlotsAndQuotaTakenBeforeTheStart(t *testing.T) {
 			!errors.Is(seen[0], ErrQuota) || !errors.Is(seen[1], ErrBusy) {
 			t.Fatalf("status %+v, checks %v", st, seen)
 		}
+	})
+}
+
+// Check is what Run would get, and changes nothing: no quota entry, no
+// start, no join, no slot.
+func TestCheckChangesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CallerMaxOperations: 1})
+		a := goRun(context.Background(), g, req("a", "aws/1"), (&counted{d: time.Minute}).run)
+		synctest.Wait()
+		other := Request{Key: "b", Scopes: []string{"aws/2"}, Caller: "operator"}
+		for range 3 {
+			if err := g.Check(req("a", "aws/1")); err != nil { // a join
+				t.Fatal(err)
+			}
+			if err := g.Check(other); err != nil { // a start
+				t.Fatal(err)
+			}
+		}
+		if st := g.Status(); st.Started != 1 || st.Joined != 0 || st.Active != 1 || st.InFlight[0].Callers != 1 {
+			t.Fatalf("status %+v after checks", st)
+		}
+		// The operator's quota of one is still unused.
+		if _, err := Run(context.Background(), g, other, (&counted{}).run); err != nil {
+			t.Fatal(err)
+		}
+		<-a
 	})
 }

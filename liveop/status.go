@@ -59,8 +59,10 @@ func (g *Guard) ResetAll() {
 	clear(g.starts)
 }
 
-// Status is where a Guard stands. It marshals to JSON with snake_case
-// names, times in seconds rounded to 0.1.
+// Status is where a Guard stands: a copy, which the Guard does not change
+// after Status returned it. It marshals to JSON with snake_case names,
+// times in seconds rounded to 0.1. The zero Status is an idle Guard's that
+// never ran an operation.
 type Status struct {
 	// InFlight are the operations whose function has not returned,
 	// oldest first.
@@ -76,7 +78,7 @@ type Status struct {
 	Joined  int64 `json:"joined"`
 }
 
-// Operation is a running operation in a Status.
+// Operation is a running operation in a Status, a copy like the Status.
 type Operation struct {
 	Key    string   `json:"key,omitempty"`
 	Scopes []string `json:"scopes"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-github/v84/github"
 
+	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -20,14 +21,14 @@ import (
 
 // loopbackClient serves f on 127.0.0.1 and returns a go-github client for
 // it, as for a GitHub Enterprise Server when enterprise is set (base URL
-// /api/v3/).
-func loopbackClient(t *testing.T, f *fakeGitHub, gov *resilience.Governor, enterprise bool) *github.Client {
+// /api/v3/). opts come after quick, whose policy they may replace.
+func loopbackClient(t *testing.T, f *fakeGitHub, gov *resilience.Governor, enterprise bool, opts ...cloudghttp.Option) *github.Client {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	c := ghClient(t, tr, srv.URL+"/", gov, quick)
+	c := ghClient(t, tr, srv.URL+"/", gov, append([]cloudghttp.Option{quick}, opts...)...)
 	if enterprise {
 		ec, err := c.WithEnterpriseURLs(srv.URL, srv.URL)
 		if err != nil {
@@ -50,7 +51,7 @@ func TestSignalsOverLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A secondary limit with retry-after 0: throttled, retried.
-	f.script(svcREST, secondaryLimit(http.StatusTooManyRequests, "0"))
+	f.script(svcREST, secondaryLimit(http.StatusForbidden, "0"))
 	if _, _, err := c.Repositories.Get(ctx, account, "app"); err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +96,39 @@ func TestEnterpriseSearchScopeOverLoopback(t *testing.T) {
 	}
 	if p := gov.Inspect(scopeOf(svcREST)).Leaf.Paused; p != 0 {
 		t.Fatalf("rest paused %v, want untouched", p)
+	}
+}
+
+// The pauses GitHub's headers ask for, over 127.0.0.1, read without
+// waiting them out: a primary limit whose reset is an hour away pauses the
+// scope for MaxPause and reaches go-github as its *RateLimitError; a
+// success with under a tenth of the quota left spreads what is left until
+// the reset.
+func TestPausesOverLoopback(t *testing.T) {
+	f := newFake()
+	gov := newGov(t)
+	c := loopbackClient(t, f, gov, false, once)
+	f.script(svcREST, primaryLimit(http.StatusForbidden, time.Hour))
+	_, _, err := c.Repositories.Get(context.Background(), account, "app")
+	var rle *github.RateLimitError
+	if !errors.As(err, &rle) || rle.Rate.Remaining != 0 {
+		t.Fatalf("err %v, want go-github's *RateLimitError", err)
+	}
+	if n := len(f.hitsOf(svcREST)); n != 1 {
+		t.Fatalf("%d requests, want 1 (no retry into a pause past the reset)", n)
+	}
+	// The wall clock runs: a second of the pause may have passed.
+	if p := gov.Inspect(scopeOf(svcREST)).Leaf.Paused; p > resilience.MaxPause || p < resilience.MaxPause-time.Second {
+		t.Fatalf("rest paused %v, want MaxPause", p)
+	}
+
+	// 99 of 5,000 left, the reset 100 s away in whole seconds: a pause of
+	// 0.99 to 1 s on the search scope, whose own quota it is.
+	f.quotaOnSuccess(svcSearch, quota(5000, 99, 100*time.Second))
+	if _, _, err := c.Search.Repositories(context.Background(), "app", nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := gov.Inspect(scopeOf(svcSearch)).Leaf.Paused; p > time.Second || p < 900*time.Millisecond {
+		t.Fatalf("search paused %v, want about 1s (100s / 100 requests)", p)
 	}
 }

@@ -171,8 +171,9 @@ func TestLowRemainingSlowsTheScope(t *testing.T) {
 // back.
 func TestAmpleRemainingHoldsNothingBack(t *testing.T) {
 	for name, h := range map[string]map[string]func() string{
-		"ample":      quota(5000, 4000, time.Hour),
-		"no headers": nil,
+		"ample":        quota(5000, 4000, time.Hour),
+		"a tenth left": quota(5000, 500, time.Hour),
+		"no headers":   nil,
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -192,6 +193,41 @@ func TestAmpleRemainingHoldsNothingBack(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Just under a tenth of the quota left is low: the scope is paused for
+// the time to the reset spread over what is left.
+func TestJustUnderATenthLeftSlowsTheScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.quotaOnSuccess(svcREST, quota(5000, 499, 500*time.Second))
+		gov := newGov(t)
+		if _, _, err := memClient(t, f, gov).Repositories.Get(context.Background(), account, "app"); err != nil {
+			t.Fatal(err)
+		}
+		if p := gov.Inspect(scopeOf(svcREST)).Leaf.Paused; p != time.Second {
+			t.Fatalf("rest paused %v, want 1s (500s / 500 requests)", p)
+		}
+	})
+}
+
+// A primary limit's answer that also has retry-after is paused for the
+// retry-after, which GitHub asks to be honoured first.
+func TestRetryAfterWinsOverTheReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		r := primaryLimit(http.StatusForbidden, 200*time.Second)
+		r.header["Retry-After"] = func() string { return "10" }
+		f.script(svcREST, r)
+		gov := newGov(t)
+		_, _, err := memClient(t, f, gov, once).Repositories.Get(context.Background(), account, "app")
+		if err == nil {
+			t.Fatal("the throttled request succeeded")
+		}
+		if p := gov.Inspect(scopeOf(svcREST)).Leaf.Paused; p != 10*time.Second {
+			t.Fatalf("rest paused %v, want 10s, the retry-after", p)
+		}
+	})
 }
 
 // The last request of the quota succeeds with remaining 0: the scope is
@@ -268,6 +304,21 @@ func TestGraphQLThrottleIsRetriedWithItsQuery(t *testing.T) {
 		}
 		if m := stats.Messages(); len(m) != 1 || m[0][:len("github/my-org/*/graphql: throttled 1x")] != "github/my-org/*/graphql: throttled 1x" {
 			t.Fatalf("messages %q, want the graphql scope throttled once", m)
+		}
+	})
+}
+
+// GitHub's scopes run at the generic defaults of a provider the
+// configuration does not name: 20 rps with a burst of 40, 64 in flight,
+// the budget of 500; what slows them is what GitHub's answers say.
+func TestGitHubRunsAtTheGenericDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t)
+		for _, svc := range []string{svcREST, svcSearch, svcGraphQL} {
+			s := gov.Inspect(scopeOf(svc))
+			if s.Leaf.Ceiling != 20 || s.Leaf.Tokens != 40 || s.MaxInFlight != 64 || s.RetryBudget != 500 {
+				t.Errorf("%s: %+v, want 20 rps, 40 tokens, 64 in flight, a budget of 500", svc, s)
+			}
 		}
 	})
 }
