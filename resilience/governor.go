@@ -313,8 +313,9 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	if scope.Provider == "" {
 		return state.ScopeSnapshot{}
 	}
-	now := g.now()
 	p := g.provider(scope.Provider)
 	e := p.scopes.lookup(scope)
-	return e.snapshot(now, p.budget)
+	// After the lookup, which may make the scope: a bucket made after now
+	// would show the tokens it had not yet earned.
+	return e.snapshot(g.now(), p.budget)
 }
