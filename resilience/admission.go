@@ -64,6 +64,9 @@ func (gd *Guard) admit(now time.Duration, retry bool) error {
 		wait, ok = gd.e.breaker.AllowProbe(now)
 	} else {
 		wait, ok, gd.probe = gd.e.breaker.Allow(now)
+		if gd.probe {
+			gd.recordProbe()
+		}
 	}
 	if ok {
 		return nil

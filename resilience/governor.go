@@ -316,5 +316,5 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	now := g.now()
 	p := g.provider(scope.Provider)
 	e := p.scopes.lookup(scope)
-	return e.snapshot(now, p.budget)
+	return e.snapshot(g.epoch, now, p.budget)
 }

@@ -3,7 +3,6 @@ package resilience
 import (
 	"time"
 
-	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/state"
 )
@@ -113,7 +112,7 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 		if pause > 0 {
-			gd.emit(Event{Kind: EventPause, Until: gd.g.epoch.Add(now + pause)})
+			gd.emit(Event{Kind: EventPause, Level: "leaf", Until: gd.g.epoch.Add(now + pause)})
 		}
 	}
 }
@@ -133,12 +132,13 @@ func (gd *Guard) recordRate(rate float64, decreased bool) {
 	}
 }
 
-// recordPause holds every caller of b for d, capped at MaxPause.
-func (gd *Guard) recordPause(b state.Bucket, d time.Duration) {
+// recordPause holds every caller of b, the bucket of level ("leaf" or
+// "account"), for d, capped at MaxPause.
+func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
 	b.Pause(now, pause)
 	if gd.observed() && pause > 0 {
-		gd.emit(Event{Kind: EventPause, Until: gd.g.epoch.Add(now + pause)})
+		gd.emit(Event{Kind: EventPause, Level: level, Until: gd.g.epoch.Add(now + pause)})
 	}
 }
 
@@ -163,12 +163,15 @@ func (gd *Guard) recordSuccess() {
 		return
 	}
 	now := gd.g.now()
+	observed := gd.observed()
+	var before state.BucketSnapshot
+	if observed {
+		before = gd.e.leaf.Snapshot(now) // the controller's step is its own
+	}
 	if rate, increased := gd.e.leaf.Success(now); increased {
 		gd.recordRate(rate, false)
-		if gd.observed() {
-			s := gd.e.leaf.Snapshot(now)
-			old := rate - max(bucket.IncreaseStep*s.Ceiling, bucket.MinIncrease)
-			gd.emit(Event{Kind: EventRateChange, OldRate: max(old, 0), Rate: rate, Ceiling: s.Ceiling})
+		if observed {
+			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 	}
 }
@@ -240,7 +243,12 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	}
 }
 
-// recordBreaker reports a breaker opening or closing.
+// recordProbe reports the breaker letting this call through as its
+// half-open probe.
+func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen) }
+
+// recordBreaker reports a breaker opening, letting a probe through, or
+// closing.
 func (gd *Guard) recordBreaker(from, to state.BreakerState) {
 	if gd.observed() {
 		gd.emit(Event{Kind: EventBreakerChange, From: from, To: to})
