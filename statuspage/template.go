@@ -41,25 +41,29 @@ h1 .sub{font-weight:400;color:#aab4c0;margin-left:6px}
 .totals{display:flex;gap:22px;padding:10px 24px 12px;color:var(--dim);flex-wrap:wrap}
 .totals b{color:var(--ink);font-variant-numeric:tabular-nums}
 .totals .bad b{color:var(--open)}
-table{border-collapse:separate;border-spacing:0;margin:0 24px 16px;width:calc(100% - 48px);background:#fff;border:1px solid var(--line);border-radius:8px;overflow:hidden}
-th{font-size:11px;text-transform:uppercase;letter-spacing:.5px;color:var(--dim);text-align:left;font-weight:600;padding:8px 10px;border-bottom:1px solid var(--line);background:#fafbfc;white-space:nowrap}
-td{padding:7px 10px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
+table{border-collapse:separate;border-spacing:0;width:100%;background:#fff;border:1px solid var(--line);border-radius:8px;overflow:hidden}
+th{font-size:10.5px;text-transform:uppercase;letter-spacing:.4px;color:var(--dim);text-align:left;font-weight:600;padding:8px 8px;border-bottom:1px solid var(--line);background:#fafbfc;vertical-align:bottom;line-height:1.25}
+td{padding:6px 8px;font-size:13px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
 tbody tr:last-child td{border-bottom:0}
 tbody tr{box-shadow:inset 4px 0 0 var(--c)}
 tr.ok td{color:#3b4550}
-.part{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:13px;max-width:260px;overflow:hidden;text-overflow:ellipsis}
+.part{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:12px;max-width:190px;overflow:hidden;text-overflow:ellipsis}
 .num{font-variant-numeric:tabular-nums;text-align:right}
-.chip{display:inline-block;min-width:74px;text-align:center;padding:2px 8px;border-radius:10px;font-size:11px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
+.chip{display:inline-block;min-width:70px;text-align:center;padding:2px 7px;border-radius:10px;font-size:10px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
 .chip.slowed{color:#3a2c00}
 .breaker{font-weight:650}
 .breaker.closed{color:var(--ok)}.breaker.half_open{color:var(--half_open)}.breaker.open{color:var(--open)}
-.ratecol{min-width:210px}
-.bar{display:inline-block;vertical-align:middle;width:96px;height:10px;border-radius:5px;background:#e9edf1;overflow:hidden;margin-right:8px}
+.ratecol{min-width:176px}
+.bar{display:inline-block;vertical-align:middle;width:72px;height:10px;border-radius:5px;background:#e9edf1;overflow:hidden;margin-right:8px}
 .fill{height:100%;border-radius:5px}
 .fill.full{background:var(--ok)}.fill.mid{background:var(--slowed)}.fill.low{background:var(--open)}.fill.stop{background:var(--paused)}
 td.num.hot{color:var(--paused);font-weight:650}
 td.num.bad{color:var(--open);font-weight:650}
 .dim{color:var(--dim)}
+th.r{text-align:right}
+th.slots{min-width:84px}
+.wrap{overflow-x:auto;margin:0 24px 16px}
+
 .empty{margin:24px;color:var(--dim)}
 footer{margin:0 24px 24px;color:var(--dim);font-size:12px}
 `
