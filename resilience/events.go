@@ -87,8 +87,9 @@ func (observerOption) option() {}
 func WithObserver(o Observer) Option { return observerOption{o} }
 
 // emit sends ev to the observer and the logger, if any. It runs outside
-// every lock of the governor.
-func (gd *Guard) emit(ev Event) {
+// every lock of the governor. ev is a pointer so that the event, a few
+// hundred bytes, is copied once, into the observer's argument.
+func (gd *Guard) emit(ev *Event) {
 	g := gd.g
 	if g.observer == nil && !logged(ev.Kind) {
 		return // only a logger, which keeps none of these: not even the clock is read
@@ -105,7 +106,7 @@ func (gd *Guard) emit(ev Event) {
 }
 
 // observe calls the observer, recovering a panic.
-func (g *Governor) observe(ev Event) {
+func (g *Governor) observe(ev *Event) {
 	defer func() {
 		if r := recover(); r != nil && g.observerPanicked.CompareAndSwap(false, true) {
 			l := g.logger
@@ -117,7 +118,7 @@ func (g *Governor) observe(ev Event) {
 				slog.String("event", ev.Kind.String()), slog.Any("panic", r))
 		}
 	}()
-	g.observer.Observe(ev)
+	g.observer.Observe(*ev)
 }
 
 // logged reports whether the log may show events of kind k.
@@ -134,7 +135,7 @@ func logged(k EventKind) bool {
 // budget exhaustion at Info; give-ups and a breaker opening at Warn. Each part of the scope is its own
 // attribute, so that a log query selects an account or a service without
 // parsing the scope's string form.
-func (g *Governor) log(ev Event) {
+func (g *Governor) log(ev *Event) {
 	level, msg := slog.LevelInfo, ""
 	switch ev.Kind {
 	case EventThrottle:

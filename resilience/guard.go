@@ -210,6 +210,9 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 	}
 	gd.sendingRetry()
 	gd.recordCall()
+	if gd.observed() {
+		gd.recordCallEvent()
+	}
 	gd.phase = sent
 	gd.admitted = true
 	// Last, so that the step never reclaims this call's own scope.

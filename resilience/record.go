@@ -62,10 +62,12 @@ func (gd *Guard) recordCall() {
 	if gd.run != nil {
 		gd.run.n[callsTally].Add(1)
 	}
-	if gd.observed() {
-		gd.emit(Event{Kind: EventCall})
-	}
 }
+
+// recordCallEvent sends the EventCall of the call recordCall counted. It
+// is apart from recordCall so that the counting stays small enough to be
+// inlined into Enter, which calls this only when events are observed.
+func (gd *Guard) recordCallEvent() { gd.emit(&Event{Kind: EventCall}) }
 
 // recordWait counts a wait of w for a rate token of the bucket level.
 func (gd *Guard) recordWait(w time.Duration, level string) {
@@ -74,7 +76,7 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 		gd.run.recordWait(w)
 	}
 	if gd.observed() {
-		gd.emit(Event{Kind: EventWait, Wait: w, Level: level})
+		gd.emit(&Event{Kind: EventWait, Wait: w, Level: level})
 	}
 }
 
@@ -82,7 +84,7 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)
 	if gd.observed() {
-		gd.emit(Event{Kind: EventRetry, Retry: gd.retries, Wait: gd.prevSleep})
+		gd.emit(&Event{Kind: EventRetry, Retry: gd.retries, Wait: gd.prevSleep})
 	}
 }
 
@@ -100,7 +102,7 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	var before state.BucketSnapshot
 	if observed {
 		before = gd.e.leaf.Snapshot(now)
-		gd.emit(Event{Kind: EventThrottle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
+		gd.emit(&Event{Kind: EventThrottle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
 	}
 	rate, decreased := gd.e.leaf.Throttle(now, pause)
 	if decreased {
@@ -109,10 +111,10 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	gd.recordError()
 	if observed {
 		if decreased {
-			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
+			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 		if pause > 0 {
-			gd.emit(Event{Kind: EventPause, Level: "leaf", Until: gd.g.epoch.Add(now + pause)})
+			gd.emit(&Event{Kind: EventPause, Level: "leaf", Until: gd.g.epoch.Add(now + pause)})
 		}
 	}
 }
@@ -138,7 +140,7 @@ func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
 	b.Pause(now, pause)
 	if gd.observed() && pause > 0 {
-		gd.emit(Event{Kind: EventPause, Level: level, Until: gd.g.epoch.Add(now + pause)})
+		gd.emit(&Event{Kind: EventPause, Level: level, Until: gd.g.epoch.Add(now + pause)})
 	}
 }
 
@@ -171,7 +173,7 @@ func (gd *Guard) recordSuccess() {
 	if rate, increased := gd.e.leaf.Success(now); increased {
 		gd.recordRate(rate, false)
 		if observed {
-			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
+			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 	}
 }
@@ -214,7 +216,7 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 func (gd *Guard) recordBudgetExhausted() {
 	gd.phase = closed
 	if gd.observed() {
-		gd.emit(Event{Kind: EventBudgetExhausted, Err: gd.last})
+		gd.emit(&Event{Kind: EventBudgetExhausted, Err: gd.last})
 	}
 	if gd.lastKind == Throttled {
 		gd.recordGaveUp("budget")
@@ -228,7 +230,7 @@ func (gd *Guard) recordGaveUp(reason string) {
 	gd.recordError()
 	gd.ledger.recordGaveUp(gd.scope, gd.desc)
 	if gd.observed() {
-		gd.emit(Event{Kind: EventGaveUp, Err: gd.last, Reason: reason})
+		gd.emit(&Event{Kind: EventGaveUp, Err: gd.last, Reason: reason})
 	}
 }
 
@@ -239,7 +241,7 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	gd.count(rejectedTally)
 	gd.ledger.recordSkipped(coe.Error())
 	if gd.observed() {
-		gd.emit(Event{Kind: EventRejected, Err: coe})
+		gd.emit(&Event{Kind: EventRejected, Err: coe})
 	}
 }
 
@@ -251,6 +253,6 @@ func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen) }
 // closing.
 func (gd *Guard) recordBreaker(from, to state.BreakerState) {
 	if gd.observed() {
-		gd.emit(Event{Kind: EventBreakerChange, From: from, To: to})
+		gd.emit(&Event{Kind: EventBreakerChange, From: from, To: to})
 	}
 }
