@@ -96,7 +96,11 @@ func (gd *Guard) emit(ev *Event) {
 	}
 	ev.Scope = gd.scope
 	ev.Context = gd.ctx
-	ev.Time = g.epoch.Add(g.now())
+	if ev.Time.IsZero() {
+		// A pause comes with the time it was computed from, so that
+		// Until - Time is the pause itself.
+		ev.Time = g.epoch.Add(g.now())
+	}
 	if g.logger != nil && logged(ev.Kind) {
 		g.log(ev)
 	}

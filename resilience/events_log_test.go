@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -73,4 +74,36 @@ func TestLogScopePartsAreAttributes(t *testing.T) {
 			t.Fatalf("log lacks %q:\n%s", want, buf.String())
 		}
 	})
+}
+
+// tickingClock advances a millisecond at every reading, as a busy real
+// clock would between two readings of one step.
+type tickingClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+func (c *tickingClock) Sleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
+
+// A pause of exactly a second is logged, for exactly a second, however
+// the clock moved while it was recorded.
+func TestLogAPauseOfOneSecond(t *testing.T) {
+	var buf logBuffer
+	rec := &recorder{}
+	g := newGov(t, Config{}, WithLogger(buf.logger()), WithObserver(rec), WithClock(&tickingClock{t: time.Unix(1e9, 0)}))
+	gd, _ := g.Begin(context.Background(), iamUsers)
+	gd.Pause(time.Second)
+	if !buf.contains(`msg="cloudg: scope paused" for=1s level=leaf`) {
+		t.Fatalf("log:\n%s", buf.String())
+	}
+	if p := rec.first(EventPause); p.Until.Sub(p.Time) != time.Second {
+		t.Fatalf("pause %+v", p)
+	}
 }

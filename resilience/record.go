@@ -114,7 +114,7 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 		if pause > 0 {
-			gd.emit(&Event{Kind: EventPause, Level: "leaf", Until: gd.g.epoch.Add(now + pause)})
+			gd.emit(&Event{Kind: EventPause, Level: "leaf", Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 		}
 	}
 }
@@ -140,7 +140,7 @@ func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
 	b.Pause(now, pause)
 	if gd.observed() && pause > 0 {
-		gd.emit(&Event{Kind: EventPause, Level: level, Until: gd.g.epoch.Add(now + pause)})
+		gd.emit(&Event{Kind: EventPause, Level: level, Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 	}
 }
 
