@@ -40,6 +40,7 @@ type limit struct {
 // the call is throttled in the provider's own words; a service that is
 // down answers 503. It is safe for concurrent use.
 type fakeCloud struct {
+	clock  resilience.Clock // the governor's: the fake's time is its time
 	start  time.Time
 	limits map[resilience.Scope]limit
 
@@ -54,14 +55,14 @@ type fakeBucket struct {
 	last   time.Time
 }
 
-func newFakeCloud(limits map[resilience.Scope]limit) *fakeCloud {
-	return &fakeCloud{start: time.Now(), limits: limits, buckets: map[resilience.Scope]*fakeBucket{}}
+func newFakeCloud(limits map[resilience.Scope]limit, clock resilience.Clock) *fakeCloud {
+	return &fakeCloud{clock: clock, start: clock.Now(), limits: limits, buckets: map[resilience.Scope]*fakeBucket{}}
 }
 
 // call is one API call to sc.
 func (f *fakeCloud) call(ctx context.Context, sc resilience.Scope) error {
 	l := f.limits[sc]
-	now := time.Now()
+	now := f.clock.Now()
 	if l.downFor > 0 && now.Sub(f.start) < l.downFor {
 		return &apiError{code: "ServiceUnavailable", status: 503}
 	}
@@ -69,19 +70,7 @@ func (f *fakeCloud) call(ctx context.Context, sc resilience.Scope) error {
 		return throttled(sc.Provider, l.retryAfter)
 	}
 	// The provider's latency, so that calls are seen in flight.
-	return wait(ctx, cmp.Or(l.latency, 15*time.Millisecond))
-}
-
-// wait sleeps for d, or until ctx is done.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return f.clock.Sleep(ctx, cmp.Or(l.latency, 15*time.Millisecond))
 }
 
 // take takes one of the scope's tokens, if the provider has one.

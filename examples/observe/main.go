@@ -109,7 +109,7 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	defer cancel()
 	ctx, stats := resilience.WithStats(ctx)
 	start := time.Now()
-	work(ctx, gov, newFakeCloud(estate), max(1, o.perScope))
+	work(ctx, gov, newFakeCloud(estate, gov.Clock()), max(1, o.perScope))
 
 	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()

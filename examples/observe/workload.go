@@ -71,7 +71,7 @@ func work(ctx context.Context, gov *resilience.Governor, fake *fakeCloud, perSco
 					// back when the breaker lets a probe through.
 					var open *resilience.CircuitOpenError
 					if err := resilience.Do(ctx, sc, call, opts...); errors.As(err, &open) {
-						wait(ctx, open.RetryAfter())
+						gov.Clock().Sleep(ctx, open.RetryAfter())
 					}
 				}
 			})
