@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// The log: throttles at Debug, give-ups at Warn, breaker changes at Info,
-// each part of the scope an attribute of its own.
+// The log: throttles at Debug, give-ups and a breaker opening at Warn,
+// its probe and close at Info, each part of the scope an attribute of its
+// own.
 func TestLogLevelsAndScopeAttributes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf logBuffer
@@ -20,11 +21,15 @@ func TestLogLevelsAndScopeAttributes(t *testing.T) {
 		for range 5 {
 			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
 		}
+		time.Sleep(time.Minute) // the breaker's cooldown
+		Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g))
 		out := buf.String()
 		for _, want := range []string{
 			`level=DEBUG msg="cloudg: throttled"`,
 			`level=WARN msg="cloudg: call gave up"`,
 			`level=WARN msg="cloudg: circuit breaker open" from=closed`,
+			`level=INFO msg="cloudg: circuit breaker half_open" from=open`,
+			`level=INFO msg="cloudg: circuit breaker closed" from=half_open`,
 			`provider=aws account=123456789012 service=iam operation=ListUsers`,
 		} {
 			if !strings.Contains(out, want) {
