@@ -10,6 +10,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -339,5 +341,28 @@ func TestGovernedCallDoesNotAllocate(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations per Call", n)
+	}
+}
+
+// TestObservedCallDoesNotAllocate pins the success path of a governor whose
+// events go to a logger (none of a success is logged) or to an observer
+// (each event passed by value).
+func TestObservedCallDoesNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	for name, opt := range map[string]resilience.Option{
+		"logger":   resilience.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		"observer": resilience.WithObserver(nopObserver{}),
+	} {
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{
+			Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: fast, Burst: fast}},
+		}}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gov := resilience.WithGovernor(g)
+		resilience.Do(ctx, scope, work, gov)
+		if n := testing.AllocsPerRun(1000, func() { resilience.Do(ctx, scope, work, gov) }); n != 0 {
+			t.Errorf("with a %s: %v allocations per governed call", name, n)
+		}
 	}
 }

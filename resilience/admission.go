@@ -64,6 +64,9 @@ func (gd *Guard) admit(now time.Duration, retry bool) error {
 		wait, ok = gd.e.breaker.AllowProbe(now)
 	} else {
 		wait, ok, gd.probe = gd.e.breaker.Allow(now)
+		if gd.probe {
+			gd.recordProbe()
+		}
 	}
 	if ok {
 		return nil
@@ -123,7 +126,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 		}
 		return de
 	}
-	gd.recordWait(w, level)
+	gd.recordWait(w, levelNames[level])
 	if err := gd.g.sleep(ctx, w); err != nil {
 		gd.cancel(gd.g.now())
 		return gd.stopByContext(err, retry)
@@ -140,28 +143,25 @@ func (gd *Guard) sendingRetry() {
 }
 
 // reserve takes a token from every bucket level, most general first, and
-// returns the longest wait and the level that imposes it.
-func (gd *Guard) reserve(now time.Duration) (time.Duration, string) {
+// returns the longest wait and the level that imposes it (levelNames).
+func (gd *Guard) reserve(now time.Duration) (w time.Duration, level uint8) {
 	e := gd.e
-	var pw, aw time.Duration
 	if b := e.acct.global; b != nil {
-		pw = b.Reserve(now)
+		w = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
-		aw = b.Reserve(now)
+		if aw := b.Reserve(now); aw > w {
+			w, level = aw, 1
+		}
 	}
-	w := max(pw, aw, e.leaf.Reserve(now))
-	if w <= 0 {
-		return 0, ""
+	if lw := e.leaf.Reserve(now); lw > w {
+		w, level = lw, 2
 	}
-	switch w {
-	case pw:
-		return w, "provider"
-	case aw:
-		return w, "account"
-	}
-	return w, "leaf"
+	return w, level
 }
+
+// levelNames names the bucket levels of reserve, as Event.Level does.
+var levelNames = [...]string{"provider", "account", "leaf"}
 
 // cancel gives back the tokens of a reservation that will not be used.
 func (gd *Guard) cancel(now time.Duration) {

@@ -2,7 +2,7 @@ package resilience
 
 import (
 	"context"
-	"log/slog"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +24,8 @@ func (r *recorder) Observe(ev Event) {
 	if r.g != nil {
 		r.g.Inspect(ev.Scope)
 		r.g.Summary(nil)
+		for range r.g.Scopes() {
+		}
 	}
 	r.mu.Lock()
 	r.evs = append(r.evs, ev)
@@ -107,12 +109,21 @@ func TestObserverSeesTheBreaker(t *testing.T) {
 			t.Fatalf("rejected %+v", r)
 		}
 		time.Sleep(time.Minute)
-		Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g))
 		rec.mu.Lock()
-		last := rec.evs[len(rec.evs)-1]
+		rec.evs = nil
 		rec.mu.Unlock()
-		if last.Kind != EventBreakerChange || last.From != state.HalfOpen || last.To != state.Closed {
-			t.Fatalf("after the probe: %+v", last)
+		Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g))
+		if got := strings.Join(rec.kinds(), " "); got != "breaker_change call breaker_change" {
+			t.Fatalf("the probe's events: %s", got)
+		}
+		rec.mu.Lock()
+		probe, closed := rec.evs[0], rec.evs[2]
+		rec.mu.Unlock()
+		if probe.From != state.Open || probe.To != state.HalfOpen {
+			t.Fatalf("the probe let through: %+v", probe)
+		}
+		if closed.From != state.HalfOpen || closed.To != state.Closed {
+			t.Fatalf("after the probe: %+v", closed)
 		}
 	})
 }
@@ -136,50 +147,96 @@ func TestPanickingObserverIsRecoveredAndLoggedOnce(t *testing.T) {
 	}
 }
 
-// The log: throttles at Debug, give-ups at Warn, breaker changes at Info,
-// each part of the scope an attribute of its own.
-func TestLogLevelsAndScopeAttributes(t *testing.T) {
+// A retry the empty budget refuses is an event; a throttled call it stops
+// is also a give-up, with the budget as its reason.
+func TestObserverSeesTheBudgetRunOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf logBuffer
-		g := newGov(t, Config{}, WithLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		rec := &recorder{}
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}}, WithObserver(rec))
 		n := 0
-		for range 5 {
-			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g))
+		if b := rec.first(EventBudgetExhausted); b.Err == nil || b.Scope != iamUsers {
+			t.Fatalf("budget exhausted %+v", b)
 		}
-		out := buf.String()
-		for _, want := range []string{
-			`level=DEBUG msg="cloudg: throttled"`,
-			`level=WARN msg="cloudg: call gave up"`,
-			`level=INFO msg="cloudg: circuit breaker open"`,
-			`provider=aws account=123456789012 service=iam operation=ListUsers`,
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("log lacks %q:\n%s", want, out)
-			}
+		if gu := rec.first(EventGaveUp); gu.Reason != "budget" {
+			t.Fatalf("gave up %+v", gu)
 		}
 	})
 }
 
-// Scopes lists the live scopes with their parts and where each stands.
-func TestScopesIteration(t *testing.T) {
+// An SDK's retry of a final answer that the empty budget refuses is an
+// event too, and no give-up: the answer was not a throttle.
+func TestObserverSeesTheBudgetRefuseAFinalRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{})
-		gcp := Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset", Operation: "ListAssets"}
-		n := 0
-		Do(context.Background(), gcp, always(&n, &apiErr{code: "ResourceExhausted", status: 429}), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
-		Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g))
-		seen := map[Scope]state.ScopeSnapshot{}
-		for sc, snap := range g.Scopes() {
-			seen[sc] = snap
+		rec := &recorder{}
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}}, WithObserver(rec))
+		ctx := context.Background()
+		gd, _ := g.Begin(ctx, iamUsers, WithPolicy(RetryPolicy{MaxAttempts: 10}))
+		gd.Enter(ctx)
+		for range 3 {
+			gd.After(errors.New("connection closed"))
+			gd.Retry(0)
 		}
-		if len(seen) != 2 {
-			t.Fatalf("scopes %v", seen)
+		gd.End(nil)
+		if b := rec.first(EventBudgetExhausted); b.Kind != EventBudgetExhausted {
+			t.Fatalf("events %v", rec.kinds())
 		}
-		if s := seen[gcp]; s.Leaf.Rate != 0.75 || s.Leaf.Ceiling != 1.5 || s.MaxInFlight != 16 || s.RetryBudget != 500 {
-			t.Fatalf("gcp %+v", s)
-		}
-		if _, ok := seen[Scope{Provider: "aws", Account: "123456789012", Service: "iam"}]; !ok {
-			t.Fatal("the IAM leaf is missing")
+		if gu := rec.first(EventGaveUp); gu.Kind != 0 {
+			t.Fatalf("a final answer gave up: %+v", gu)
 		}
 	})
+}
+
+// A pause says which bucket it holds: the leaf, or the account's bucket
+// where the provider has one.
+func TestObserverSeesWhichBucketIsPaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		g := newGov(t, Config{}, WithObserver(rec))
+		ctx := context.Background()
+		gd, _ := g.Begin(ctx, iamUsers)
+		gd.Pause(2 * time.Second)
+		arm := Scope{Provider: "azure", Account: "sub", Service: "network"}
+		ad, _ := g.Begin(ctx, arm)
+		ad.PauseAccount(3 * time.Second)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.evs) != 2 {
+			t.Fatalf("events %+v", rec.evs)
+		}
+		leaf, acct := rec.evs[0], rec.evs[1]
+		if leaf.Kind != EventPause || leaf.Level != "leaf" || leaf.Until.Sub(leaf.Time) != 2*time.Second || leaf.Scope != iamUsers {
+			t.Fatalf("leaf pause %+v", leaf)
+		}
+		if acct.Kind != EventPause || acct.Level != "account" || acct.Until.Sub(acct.Time) != 3*time.Second || acct.Scope != arm {
+			t.Fatalf("account pause %+v", acct)
+		}
+	})
+}
+
+// A rate given back after a quiet interval is an event whose old rate is
+// the one the controller started from, whatever its step: AIMD's 5 % of
+// the ceiling or the goodput controller's own.
+func TestObserverSeesTheRateRecover(t *testing.T) {
+	for _, controller := range []string{"aimd", "goodput"} {
+		t.Run(controller, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{}
+				g := newGov(t, Config{AWS: ProviderConfig{Controller: controller, Services: map[string]ServiceConfig{"iam": {MaxRPS: 10, Burst: 10}}}}, WithObserver(rec))
+				n := 0
+				once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+				Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), once)
+				slowed := rate(g, iamUsers)
+				time.Sleep(6 * time.Second)
+				rec.mu.Lock()
+				rec.evs = nil
+				rec.mu.Unlock()
+				Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g), once)
+				rc := rec.first(EventRateChange)
+				if rc.Kind != EventRateChange || rc.OldRate != slowed || rc.Rate != rate(g, iamUsers) || rc.Rate <= slowed || rc.Ceiling != 10 {
+					t.Fatalf("slowed to %v, now %v; event %+v", slowed, rate(g, iamUsers), rc)
+				}
+			})
+		})
+	}
 }

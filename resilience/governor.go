@@ -317,5 +317,5 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	e := p.scopes.lookup(scope)
 	// After the lookup, which may make the scope: a bucket made after now
 	// would show the tokens it had not yet earned.
-	return e.snapshot(g.now(), p.budget)
+	return e.snapshot(g.epoch, g.now(), p.budget)
 }

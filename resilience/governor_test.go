@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -424,27 +423,11 @@ func TestManyProviderNamesDoNotCopyPerName(t *testing.T) {
 	}
 }
 
-// tickingClock moves a millisecond at every reading, so that the order of
-// two readings shows in their values.
-type tickingClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *tickingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Millisecond)
-	return c.now
-}
-
-func (c *tickingClock) Sleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
-
 // Inspect reads its time after it finds (or makes) the scope: a new
 // scope shows its whole burst, not a burst minus what it earns before
 // it was made.
 func TestInspectOfANewScopeShowsItsWholeBurst(t *testing.T) {
-	g := newGov(t, Config{}, WithClock(&tickingClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}))
+	g := newGov(t, Config{}, WithClock(&tickingClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}))
 	s := g.Inspect(Scope{Provider: "github", Account: "a", Service: "rest"})
 	if s.Leaf.Tokens != s.Leaf.Ceiling*2 {
 		t.Fatalf("a new scope shows %v tokens, want its burst of %v", s.Leaf.Tokens, s.Leaf.Ceiling*2)

@@ -3,7 +3,6 @@ package resilience
 import (
 	"time"
 
-	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/state"
 )
@@ -63,10 +62,12 @@ func (gd *Guard) recordCall() {
 	if gd.run != nil {
 		gd.run.n[callsTally].Add(1)
 	}
-	if gd.observed() {
-		gd.emit(Event{Kind: EventCall})
-	}
 }
+
+// recordCallEvent sends the EventCall of the call recordCall counted. It
+// is apart from recordCall so that the counting stays small enough to be
+// inlined into Enter, which calls this only when events are observed.
+func (gd *Guard) recordCallEvent() { gd.emit(&Event{Kind: EventCall}) }
 
 // recordWait counts a wait of w for a rate token of the bucket level.
 func (gd *Guard) recordWait(w time.Duration, level string) {
@@ -75,7 +76,7 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 		gd.run.recordWait(w)
 	}
 	if gd.observed() {
-		gd.emit(Event{Kind: EventWait, Wait: w, Level: level})
+		gd.emit(&Event{Kind: EventWait, Wait: w, Level: level})
 	}
 }
 
@@ -83,7 +84,7 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)
 	if gd.observed() {
-		gd.emit(Event{Kind: EventRetry, Retry: gd.retries, Wait: gd.prevSleep})
+		gd.emit(&Event{Kind: EventRetry, Retry: gd.retries, Wait: gd.prevSleep})
 	}
 }
 
@@ -101,7 +102,7 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	var before state.BucketSnapshot
 	if observed {
 		before = gd.e.leaf.Snapshot(now)
-		gd.emit(Event{Kind: EventThrottle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
+		gd.emit(&Event{Kind: EventThrottle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
 	}
 	rate, decreased := gd.e.leaf.Throttle(now, pause)
 	if decreased {
@@ -110,10 +111,10 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	gd.recordError()
 	if observed {
 		if decreased {
-			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
+			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 		if pause > 0 {
-			gd.emit(Event{Kind: EventPause, Until: gd.g.epoch.Add(now + pause)})
+			gd.emit(&Event{Kind: EventPause, Level: "leaf", Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 		}
 	}
 }
@@ -133,12 +134,13 @@ func (gd *Guard) recordRate(rate float64, decreased bool) {
 	}
 }
 
-// recordPause holds every caller of b for d, capped at MaxPause.
-func (gd *Guard) recordPause(b state.Bucket, d time.Duration) {
+// recordPause holds every caller of b, the bucket of level ("leaf" or
+// "account"), for d, capped at MaxPause.
+func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
 	b.Pause(now, pause)
 	if gd.observed() && pause > 0 {
-		gd.emit(Event{Kind: EventPause, Until: gd.g.epoch.Add(now + pause)})
+		gd.emit(&Event{Kind: EventPause, Level: level, Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 	}
 }
 
@@ -163,12 +165,15 @@ func (gd *Guard) recordSuccess() {
 		return
 	}
 	now := gd.g.now()
+	observed := gd.observed()
+	var before state.BucketSnapshot
+	if observed {
+		before = gd.e.leaf.Snapshot(now) // the controller's step is its own
+	}
 	if rate, increased := gd.e.leaf.Success(now); increased {
 		gd.recordRate(rate, false)
-		if gd.observed() {
-			s := gd.e.leaf.Snapshot(now)
-			old := rate - max(bucket.IncreaseStep*s.Ceiling, bucket.MinIncrease)
-			gd.emit(Event{Kind: EventRateChange, OldRate: max(old, 0), Rate: rate, Ceiling: s.Ceiling})
+		if observed {
+			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 	}
 }
@@ -211,7 +216,7 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 func (gd *Guard) recordBudgetExhausted() {
 	gd.phase = closed
 	if gd.observed() {
-		gd.emit(Event{Kind: EventBudgetExhausted, Err: gd.last})
+		gd.emit(&Event{Kind: EventBudgetExhausted, Err: gd.last})
 	}
 	if gd.lastKind == Throttled {
 		gd.recordGaveUp("budget")
@@ -225,7 +230,7 @@ func (gd *Guard) recordGaveUp(reason string) {
 	gd.recordError()
 	gd.ledger.recordGaveUp(gd.scope, gd.desc)
 	if gd.observed() {
-		gd.emit(Event{Kind: EventGaveUp, Err: gd.last, Reason: reason})
+		gd.emit(&Event{Kind: EventGaveUp, Err: gd.last, Reason: reason})
 	}
 }
 
@@ -236,13 +241,18 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	gd.count(rejectedTally)
 	gd.ledger.recordSkipped(coe.Error())
 	if gd.observed() {
-		gd.emit(Event{Kind: EventRejected, Err: coe})
+		gd.emit(&Event{Kind: EventRejected, Err: coe})
 	}
 }
 
-// recordBreaker reports a breaker opening or closing.
+// recordProbe reports the breaker letting this call through as its
+// half-open probe.
+func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen) }
+
+// recordBreaker reports a breaker opening, letting a probe through, or
+// closing.
 func (gd *Guard) recordBreaker(from, to state.BreakerState) {
 	if gd.observed() {
-		gd.emit(Event{Kind: EventBreakerChange, From: from, To: to})
+		gd.emit(&Event{Kind: EventBreakerChange, From: from, To: to})
 	}
 }

@@ -60,7 +60,7 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 // and paid from the budget like any other.
 func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
-		gd.phase = closed
+		gd.recordBudgetExhausted() // the answer was final: no give-up
 		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
 	}
 	gd.retries++

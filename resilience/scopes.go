@@ -100,8 +100,9 @@ func (e *scopeEntry) lifeCounters(g *Governor) *counters {
 	return c
 }
 
-// snapshot returns where the entry stands at now.
-func (e *scopeEntry) snapshot(now time.Duration, budget state.Budget) state.ScopeSnapshot {
+// snapshot returns where the entry stands at now, epoch being the
+// governor's.
+func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, budget state.Budget) state.ScopeSnapshot {
 	s := state.ScopeSnapshot{
 		Leaf:        e.leaf.Snapshot(now),
 		Breaker:     e.breaker.Snapshot(now),
@@ -110,6 +111,9 @@ func (e *scopeEntry) snapshot(now time.Duration, budget state.Budget) state.Scop
 	}
 	if e.acct.bucket != nil {
 		s.Account = e.acct.bucket.Snapshot(now)
+	}
+	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
+		s.PausedUntil = epoch.Add(now + p)
 	}
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
 	return s
@@ -273,21 +277,26 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 }
 
 // eachEntry calls f for every live leaf entry of every provider, with the
-// provider's state.
+// provider's state, outside the table's lock.
 func (g *Governor) eachEntry(f func(*scopeEntry, *provider)) {
 	for _, p := range g.providers() {
-		var es []*scopeEntry
-		p.scopes.mu.Lock()
-		p.scopes.index.rangeLocked(func(e *scopeEntry) {
-			if !e.dead.Load() {
-				es = append(es, e)
-			}
-		})
-		p.scopes.mu.Unlock()
-		for _, e := range es {
+		for _, e := range p.scopes.live() {
 			f(e, p)
 		}
 	}
+}
+
+// live returns the table's live leaf entries.
+func (t *scopeTable) live() []*scopeEntry {
+	var es []*scopeEntry
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.index.rangeLocked(func(e *scopeEntry) {
+		if !e.dead.Load() {
+			es = append(es, e)
+		}
+	})
+	return es
 }
 
 // providers returns every provider's state.

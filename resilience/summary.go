@@ -114,20 +114,18 @@ func (g *Governor) lifetime() map[Scope]Counters {
 
 // Scopes returns the live scopes of every provider with where each stands,
 // as Inspect would report it: an iteration for dashboards and status
-// pages, with each scope's parts as fields. The scopes are those the
-// governor holds at the time of the call, in no particular order.
+// pages, with each scope's parts as fields. A scope is a leaf of the
+// governor's state: its operation is set where the service is paced per
+// operation. The scopes of each provider are those it holds when the
+// iteration reaches it, in no particular order; the snapshots are taken
+// as they are yielded, outside every lock.
 func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
 	return func(yield func(Scope, state.ScopeSnapshot) bool) {
-		type live struct {
-			e *scopeEntry
-			p *provider
-		}
-		var all []live
-		g.eachEntry(func(e *scopeEntry, p *provider) { all = append(all, live{e, p}) })
-		now := g.now()
-		for _, l := range all {
-			if !yield(l.e.key, l.e.snapshot(now, l.p.budget)) {
-				return
+		for _, p := range g.providers() {
+			for _, e := range p.scopes.live() {
+				if !yield(e.key, e.snapshot(g.epoch, g.now(), p.budget)) {
+					return
+				}
 			}
 		}
 	}

@@ -189,11 +189,14 @@ type Store interface {
 // bucket (zero when the provider has none), its breaker, its account's
 // bulkhead and its provider's retry budget.
 type ScopeSnapshot struct {
-	Leaf        BucketSnapshot  `json:"leaf"`
-	Account     BucketSnapshot  `json:"account,omitzero"`
-	Breaker     BreakerSnapshot `json:"breaker"`
-	InFlight    int             `json:"in_flight"`     // calls holding a slot of the account's bulkhead
-	Waiting     int             `json:"waiting"`       // calls waiting for one
-	MaxInFlight int             `json:"max_in_flight"` // the bulkhead's cap
-	RetryBudget float64         `json:"retry_budget"`  // tokens left in the provider's budget
+	Leaf    BucketSnapshot  `json:"leaf"`
+	Account BucketSnapshot  `json:"account,omitzero"`
+	Breaker BreakerSnapshot `json:"breaker"`
+	// PausedUntil is the end of the longest pause holding the scope (its
+	// leaf's or its account's), on the governor's clock; zero when none.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	InFlight    int       `json:"in_flight"`     // calls holding a slot of the account's bulkhead
+	Waiting     int       `json:"waiting"`       // calls waiting for one
+	MaxInFlight int       `json:"max_in_flight"` // the bulkhead's cap
+	RetryBudget float64   `json:"retry_budget"`  // tokens left in the provider's budget
 }

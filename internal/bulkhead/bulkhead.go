@@ -151,11 +151,19 @@ func (b *Bulkhead) dispatch() {
 	}
 }
 
-// InUse returns the number of slots held and the number of waiters.
+// InUse returns the number of slots held and the number of waiters. A
+// slot released while callers wait is theirs, handed over as soon as the
+// releaser takes mu: it counts as held, and its waiter no longer waits, so
+// that a reading never shows free slots and callers waiting at once.
 func (b *Bulkhead) InUse() (used, waiting int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return int(b.limit.Load() - b.avail.Load()), len(b.waiters)
+	used, waiting = int(b.limit.Load()-b.avail.Load()), len(b.waiters)
+	if free := int(b.avail.Load()); free > 0 && waiting > 0 {
+		handed := min(free, waiting)
+		used, waiting = used+handed, waiting-handed
+	}
+	return used, waiting
 }
 
 // Idle reports whether no slot is held and nobody waits for one, without

@@ -280,3 +280,33 @@ func TestSetLimitRacingReleases(t *testing.T) {
 		t.Fatalf("%d used, %d waiting at the end", used, waiting)
 	}
 }
+
+// TestInUseCountsASlotBeingHandedOver reads the bulkhead between the two
+// halves of a release (the slot freed, the waiter not yet woken): the slot
+// is its waiter's, so the reading shows it held and nobody waiting, never
+// a free slot beside a queue.
+func TestInUseCountsASlotBeingHandedOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(1)
+		b.TryAcquire()
+		done := make(chan error)
+		go func() { done <- b.Acquire(context.Background()) }()
+		synctest.Wait()
+		if used, waiting := b.InUse(); used != 1 || waiting != 1 {
+			t.Fatalf("queued: %d used, %d waiting", used, waiting)
+		}
+		b.avail.Add(1) // Release's first half
+		if used, waiting := b.InUse(); used != 1 || waiting != 0 {
+			t.Fatalf("handing over: %d used, %d waiting", used, waiting)
+		}
+		b.mu.Lock()
+		b.dispatch() // and its second
+		b.mu.Unlock()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if used, waiting := b.InUse(); used != 1 || waiting != 0 {
+			t.Fatalf("handed over: %d used, %d waiting", used, waiting)
+		}
+	})
+}

@@ -1,0 +1,92 @@
+package cloudgotel
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.38.0"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The attributes of cloudg's own, where the semantic conventions have none.
+const (
+	levelKey      = attribute.Key("cloudg.level")       // the bucket a wait was for: provider, account or leaf
+	reasonKey     = attribute.Key("cloudg.reason")      // what stopped a call that gave up
+	retryAfterKey = attribute.Key("cloudg.retry_after") // a throttle's hint, in seconds
+	errorKey      = attribute.Key("cloudg.error")       // a throttle's answer, as its error reads
+	retryKey      = attribute.Key("cloudg.retry")       // a retry's number, 1 for the first
+	delayKey      = attribute.Key("cloudg.delay")       // a retry's delay, in seconds
+	waitKey       = attribute.Key("cloudg.wait")        // a wait, in seconds
+)
+
+// scopeAttrs returns the attributes of sc, less those the configuration
+// drops.
+func (c *config) scopeAttrs(sc resilience.Scope) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 6)
+	kv = append(kv, semconv.CloudProviderKey.String(sc.Provider))
+	if sc.Account != "" && !c.noAccount {
+		kv = append(kv, semconv.CloudAccountID(sc.Account))
+	}
+	if sc.Region != "" {
+		kv = append(kv, semconv.CloudRegion(sc.Region))
+	}
+	if sc.Service != "" {
+		kv = append(kv, semconv.RPCService(sc.Service))
+	}
+	if sc.Operation != "" && !c.noOperation {
+		kv = append(kv, semconv.RPCMethod(sc.Operation))
+	}
+	return kv
+}
+
+// maxCached bounds the attribute sets an Observer keeps: a sweep over a
+// million scopes makes its sets anew rather than holding a million.
+const maxCached = 1 << 14
+
+// attrCache keeps the attribute set of each scope (with one more
+// attribute for some instruments) so that recording an event makes none.
+// It is safe for concurrent use.
+type attrCache struct {
+	c *config
+	m sync.Map // cacheKey -> *cached
+	n atomic.Int64
+}
+
+type cacheKey struct {
+	scope resilience.Scope
+	key   attribute.Key // "" for the scope's own
+	val   string
+}
+
+// cached is a scope's attribute set, and the options that pass it: kept as
+// slices, since a variadic argument made at each call would be allocated.
+type cached struct {
+	set    attribute.Set
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// of returns the measurement options of sc's attributes, with key=val added
+// when key is set.
+func (a *attrCache) of(sc resilience.Scope, key attribute.Key, val string) *cached {
+	k := cacheKey{sc, key, val}
+	if v, ok := a.m.Load(k); ok {
+		return v.(*cached)
+	}
+	kv := a.c.scopeAttrs(sc)
+	if key != "" {
+		kv = append(kv, key.String(val))
+	}
+	set := attribute.NewSet(kv...)
+	opt := metric.WithAttributeSet(set)
+	v := &cached{set: set, add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}}
+	if a.n.Add(1) > maxCached {
+		a.m.Clear()
+		a.n.Store(1)
+	}
+	a.m.Store(k, v)
+	return v
+}

@@ -1,0 +1,76 @@
+package cloudgotel
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+var ec2 = resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
+
+func attrsOf(kv []attribute.KeyValue) map[attribute.Key]string {
+	m := map[attribute.Key]string{}
+	for _, a := range kv {
+		m[a.Key] = a.Value.Emit()
+	}
+	return m
+}
+
+// A scope's parts are the semantic conventions' attributes, each only when
+// set; the options drop the account or the operation.
+func TestScopeAttributes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  config
+		sc   resilience.Scope
+		want map[attribute.Key]string
+	}{
+		{"all", config{}, ec2, map[attribute.Key]string{"cloud.provider": "aws", "cloud.account.id": "123456789012", "cloud.region": "eu-west-1", "rpc.service": "ec2", "rpc.method": "DescribeVpcs"}},
+		{"gcp", config{}, resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}, map[attribute.Key]string{"cloud.provider": "gcp", "cloud.account.id": "projects/p1", "rpc.service": "cloudasset"}},
+		{"without account", config{noAccount: true}, ec2, map[attribute.Key]string{"cloud.provider": "aws", "cloud.region": "eu-west-1", "rpc.service": "ec2", "rpc.method": "DescribeVpcs"}},
+		{"without operation", config{noOperation: true}, ec2, map[attribute.Key]string{"cloud.provider": "aws", "cloud.account.id": "123456789012", "cloud.region": "eu-west-1", "rpc.service": "ec2"}},
+	} {
+		got := attrsOf(c.cfg.scopeAttrs(c.sc))
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			}
+		}
+	}
+}
+
+// The cache gives one scope the same set each time, and forgets
+// everything rather than grow past its bound.
+func TestAttributeCacheIsBounded(t *testing.T) {
+	a := attrCache{c: &config{}}
+	first := a.of(ec2, "", "")
+	if a.of(ec2, "", "") != first {
+		t.Fatal("the cached set was made again")
+	}
+	if w := a.of(ec2, levelKey, "leaf"); w == first || !w.set.HasValue(levelKey) {
+		t.Fatalf("the wait's set %v", w.set)
+	}
+	for i := range 2 * maxCached {
+		sc := ec2
+		sc.Account = string(rune('a'+i%26)) + string(rune(i))
+		a.of(sc, "", "")
+	}
+	if n := a.n.Load(); n > maxCached {
+		t.Fatalf("%d sets cached", n)
+	}
+}
+
+// The breaker gauge's numbers are the contract's, whatever the state
+// package's constants are.
+func TestBreakerValues(t *testing.T) {
+	if breakerValue(state.Closed) != 0 || breakerValue(state.HalfOpen) != 1 || breakerValue(state.Open) != 2 {
+		t.Fatal("breaker values")
+	}
+}

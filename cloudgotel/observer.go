@@ -1,0 +1,108 @@
+package cloudgotel
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// Observer records a governor's events as metrics, and as events of the
+// calls' spans. Give it to the governor with resilience.WithObserver. It
+// is safe for concurrent use; the zero Observer is not usable, make one
+// with NewObserver.
+type Observer struct {
+	attrs                                              attrCache
+	calls, throttles, retries, gaveUp, rejected, trips metric.Int64Counter
+	wait                                               metric.Float64Histogram
+}
+
+// waitBounds are the wait histogram's buckets, in seconds: from the
+// milliseconds of a busy scope's pacing to a provider's longest pause.
+var waitBounds = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// NewObserver makes the instruments of the Observer on the meter provider
+// of WithMeterProvider, or the global one. It fails when the meter
+// provider refuses an instrument.
+func NewObserver(opts ...Option) (*Observer, error) {
+	c := newConfig(opts)
+	o := &Observer{attrs: attrCache{c: &c}}
+	m := c.meter()
+	for _, in := range []struct {
+		p          *metric.Int64Counter
+		name, unit string
+		desc       string
+	}{
+		{&o.calls, "cloudg.calls", "{call}", "Attempts sent to a provider, a listing's pages each counted."},
+		{&o.throttles, "cloudg.throttles", "{throttle}", "Attempts the provider answered with throttling."},
+		{&o.retries, "cloudg.retries", "{retry}", "Retries sent."},
+		{&o.gaveUp, "cloudg.gave_up", "{call}", "Calls that failed after their retries with the last attempt throttled."},
+		{&o.rejected, "cloudg.rejected", "{call}", "Calls an open circuit breaker refused before sending."},
+		{&o.trips, "cloudg.breaker.trips", "{trip}", "Circuit breakers opened."},
+	} {
+		var err error
+		if *in.p, err = m.Int64Counter(in.name, metric.WithUnit(in.unit), metric.WithDescription(in.desc)); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	o.wait, err = m.Float64Histogram("cloudg.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Waits for a rate token, by the bucket level that imposed them."),
+		metric.WithExplicitBucketBoundaries(waitBounds...))
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Observe records ev: it counts calls, throttles, retries, give-ups,
+// rejections and breaker trips, records waits, and adds waits, throttles
+// and retries to the call's span when it is recording.
+func (o *Observer) Observe(ev resilience.Event) {
+	ctx := ev.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	switch ev.Kind {
+	case resilience.EventCall:
+		o.calls.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
+	case resilience.EventThrottle:
+		a := o.attrs.of(ev.Scope, "", "")
+		o.throttles.Add(ctx, 1, a.add...)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			kv := a.set.ToSlice()
+			if ev.HasHint {
+				kv = append(kv, retryAfterKey.Float64(ev.Hint.Seconds()))
+			}
+			if ev.Err != nil {
+				kv = append(kv, errorKey.String(ev.Err.Error()))
+			}
+			span.AddEvent("cloudg.throttle", trace.WithAttributes(kv...))
+		}
+	case resilience.EventRetry:
+		a := o.attrs.of(ev.Scope, "", "")
+		o.retries.Add(ctx, 1, a.add...)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent("cloudg.retry", trace.WithAttributes(append(a.set.ToSlice(),
+				retryKey.Int(ev.Retry), delayKey.Float64(ev.Wait.Seconds()))...))
+		}
+	case resilience.EventWait:
+		a := o.attrs.of(ev.Scope, levelKey, ev.Level)
+		o.wait.Record(ctx, ev.Wait.Seconds(), a.record...)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent("cloudg.wait", trace.WithAttributes(append(a.set.ToSlice(),
+				waitKey.Float64(ev.Wait.Seconds()))...))
+		}
+	case resilience.EventGaveUp:
+		o.gaveUp.Add(ctx, 1, o.attrs.of(ev.Scope, reasonKey, ev.Reason).add...)
+	case resilience.EventRejected:
+		o.rejected.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
+	case resilience.EventBreakerChange:
+		if ev.To == state.Open {
+			o.trips.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
+		}
+	}
+}

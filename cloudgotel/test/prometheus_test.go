@@ -1,0 +1,142 @@
+package test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/cloudg/cloudg/cloudgotel"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// scrape GETs url and parses Prometheus's text format.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// labels returns a metric's labels as a map.
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// Through the OpenTelemetry Prometheus exporter, scraped over HTTP on
+// 127.0.0.1, the instruments read as Prometheus names with the scope's
+// attributes as labels.
+func TestPrometheusScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	defer mp.Shutdown(context.Background())
+	obs, err := cloudgotel.NewObserver(cloudgotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}}, resilience.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauges, err := cloudgotel.RegisterGauges(g, cloudgotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gauges.Unregister()
+
+	ctx := context.Background()
+	gov := resilience.WithGovernor(g)
+	quick := resilience.WithPolicy(resilience.RetryPolicy{BaseDelay: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	if err := resilience.Do(ctx, vpcs, failing(throttled), gov, quick); err != nil { // throttled, halved, waits, retried
+		t.Fatal(err)
+	}
+	resilience.Do(ctx, iam, fail(throttled), gov, once)    // gave up
+	resilience.Do(ctx, assets, fail(transient), gov, once) // the breaker trips
+	resilience.Do(ctx, assets, ok, gov)                    // rejected
+
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	fams := scrape(t, srv.URL+"/metrics")
+	var names []string
+	for name := range fams {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	t.Logf("scraped %v", names)
+
+	for name, typ := range map[string]dto.MetricType{
+		"cloudg_calls_total":             dto.MetricType_COUNTER,
+		"cloudg_throttles_total":         dto.MetricType_COUNTER,
+		"cloudg_retries_total":           dto.MetricType_COUNTER,
+		"cloudg_gave_up_total":           dto.MetricType_COUNTER,
+		"cloudg_rejected_total":          dto.MetricType_COUNTER,
+		"cloudg_breaker_trips_total":     dto.MetricType_COUNTER,
+		"cloudg_wait_duration_seconds":   dto.MetricType_HISTOGRAM,
+		"cloudg_rate_per_second":         dto.MetricType_GAUGE,
+		"cloudg_rate_ceiling_per_second": dto.MetricType_GAUGE,
+		"cloudg_breaker_state":           dto.MetricType_GAUGE,
+		"cloudg_inflight":                dto.MetricType_GAUGE,
+		"cloudg_retry_budget":            dto.MetricType_GAUGE,
+	} {
+		f, has := fams[name]
+		if !has {
+			t.Errorf("no %s in %v", name, names)
+			continue
+		}
+		if f.GetType() != typ {
+			t.Errorf("%s is a %v, want %v", name, f.GetType(), typ)
+		}
+	}
+
+	// The DescribeVpcs calls, with the semantic conventions' labels.
+	var vpcCalls float64
+	for _, m := range fams["cloudg_calls_total"].GetMetric() {
+		l := labels(m)
+		if l["rpc_method"] == "DescribeVpcs" {
+			if l["cloud_provider"] != "aws" || l["cloud_account_id"] != vpcs.Account || l["cloud_region"] != "eu-west-1" || l["rpc_service"] != "ec2" {
+				t.Errorf("labels %v", l)
+			}
+			vpcCalls = m.GetCounter().GetValue()
+		}
+	}
+	if vpcCalls != 2 {
+		t.Errorf("cloudg_calls_total{rpc_method=DescribeVpcs} = %v, want 2", vpcCalls)
+	}
+	for _, m := range fams["cloudg_breaker_state"].GetMetric() {
+		if l := labels(m); l["cloud_provider"] == "gcp" && m.GetGauge().GetValue() != 2 {
+			t.Errorf("the GCP breaker reads %v, want 2 (open)", m.GetGauge().GetValue())
+		}
+	}
+	if gu := fams["cloudg_gave_up_total"].GetMetric(); len(gu) != 1 || labels(gu[0])["cloudg_reason"] != "retries" {
+		t.Errorf("gave up %v", gu)
+	}
+}

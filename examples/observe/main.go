@@ -1,0 +1,128 @@
+// Command observe runs a workload through the governor against an
+// in-process fake cloud that throttles, and serves what the governor does:
+// Prometheus metrics at /metrics (cloudgotel's instruments through the
+// OpenTelemetry Prometheus exporter) and the live status page at
+// /debug/cloudg (package statuspage). It prints both URLs, and after the
+// duration the run's report, and exits.
+//
+//	go run ./examples/observe -addr 127.0.0.1:8089 -duration 30s
+//
+// It needs no credentials and sends nothing anywhere.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/cloudg/cloudg/cloudgotel"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/statuspage"
+)
+
+// options are the command's flags.
+type options struct {
+	addr     string
+	duration time.Duration
+	perScope int
+	verbose  bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:8089", "where to serve /metrics and /debug/cloudg")
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long to run the workload")
+	flag.IntVar(&o.perScope, "workers", 2, "calls at once per scope")
+	flag.BoolVar(&o.verbose, "v", false, "log the governor's events (Info and above) to stderr")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, o); err != nil {
+		fmt.Fprintln(os.Stderr, "observe:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves the endpoints on o.addr and runs the workload for
+// o.duration, or until ctx is done, then prints the run's report to w.
+func run(ctx context.Context, w io.Writer, o options) error {
+	// The OpenTelemetry pipeline: a meter provider whose reader is the
+	// Prometheus exporter, registered in a registry of its own.
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+	if err != nil {
+		return err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	defer mp.Shutdown(context.Background())
+
+	// The governor, its events recorded by cloudgotel's Observer.
+	obs, err := cloudgotel.NewObserver(cloudgotel.WithMeterProvider(mp))
+	if err != nil {
+		return err
+	}
+	govOpts := []resilience.Option{resilience.WithObserver(obs)}
+	if o.verbose {
+		govOpts = append(govOpts, resilience.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	}
+	cfg, err := resilience.ParseConfig([]byte(config))
+	if err != nil {
+		return err
+	}
+	gov, err := resilience.NewGovernor(cfg, govOpts...)
+	if err != nil {
+		return err
+	}
+	gauges, err := cloudgotel.RegisterGauges(gov, cloudgotel.WithMeterProvider(mp))
+	if err != nil {
+		return err
+	}
+	defer gauges.Unregister()
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /debug/cloudg", statuspage.New(statuspage.WithGovernor(gov)))
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(w, "metrics: %s/metrics\nstatus:  %s/debug/cloudg\n", base, base)
+
+	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	ctx, stats := resilience.WithStats(ctx)
+	start := time.Now()
+	work(ctx, gov, newFakeCloud(estate, gov.Clock()), max(1, o.perScope))
+
+	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	if err := srv.Shutdown(shut); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintf(w, "after %s:\n", time.Since(start).Round(time.Second))
+	for _, line := range stats.Messages() {
+		fmt.Fprintln(w, " ", line)
+	}
+	fmt.Fprintln(w, "totals:", gov.Summary(stats).Totals)
+	return nil
+}

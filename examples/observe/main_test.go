@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// The example serves cloudgotel's instruments at /metrics and the status
+// page at /debug/cloudg while its workload runs, prints both URLs, and
+// exits after its duration with the run's report.
+func TestServesMetricsAndTheStatusPage(t *testing.T) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(context.Background(), pw, options{addr: "127.0.0.1:0", duration: 5 * time.Second, perScope: 2})
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	out := bufio.NewScanner(pr)
+	urls := map[string]string{}
+	for len(urls) < 2 && out.Scan() {
+		name, url, _ := strings.Cut(out.Text(), ":")
+		urls[name] = strings.TrimSpace(url)
+	}
+	metrics, status := urls["metrics"], urls["status"]
+	if !strings.HasSuffix(metrics, "/metrics") || !strings.HasSuffix(status, "/debug/cloudg") {
+		t.Fatalf("printed %v", urls)
+	}
+
+	// The workload is throttled within its first second; the scrape shows
+	// counters, the wait histogram and the gauges.
+	want := []string{"cloudg_calls_total", "cloudg_throttles_total", "cloudg_retries_total",
+		"cloudg_wait_duration_seconds", "cloudg_rate_per_second", "cloudg_rate_ceiling_per_second",
+		"cloudg_breaker_state", "cloudg_inflight", "cloudg_retry_budget"}
+	var missing []string
+	for deadline := time.Now().Add(4 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		fams := scrape(t, metrics)
+		missing = missing[:0]
+		for _, name := range want {
+			if _, ok := fams[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("/metrics lacks %v", missing)
+	}
+
+	body := get(t, status)
+	if !strings.Contains(body, "governor status") || strings.Count(body, `<span class="chip `) != len(estate) {
+		t.Errorf("the status page shows %d scopes, want %d", strings.Count(body, `<span class="chip `), len(estate))
+	}
+	var page struct {
+		Live   int `json:"live_scopes"`
+		Scopes []struct {
+			Status string `json:"status"`
+		} `json:"scopes"`
+	}
+	if err := json.Unmarshal([]byte(get(t, status+"?format=json")), &page); err != nil {
+		t.Fatal(err)
+	}
+	if page.Live != len(estate) || len(page.Scopes) != len(estate) || page.Scopes[0].Status == "ok" {
+		t.Errorf("the JSON: %d live scopes, the first %+v", page.Live, page.Scopes[:min(1, len(page.Scopes))])
+	}
+
+	rest, _ := io.ReadAll(pr)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rest), "totals: {calls: ") || !strings.Contains(string(rest), "throttled") {
+		t.Errorf("the report:\n%s", rest)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %v %s", url, err, resp.Status)
+	}
+	return string(b)
+}
+
+func scrape(t *testing.T, url string) map[string]any {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(get(t, url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for name, f := range fams {
+		out[name] = f
+	}
+	return out
+}

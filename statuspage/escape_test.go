@@ -1,0 +1,61 @@
+package statuspage
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A scope is caller data: markup in any of its parts (the generic
+// provider's leaf has no operation; the service holds that attempt) is shown as text on
+// the page and as a string in the JSON, never as markup.
+func TestScopeStringsAreEscaped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evil := resilience.Scope{
+			Provider: `x"><script>alert(1)</script>`,
+			Account:  `"><img src=x onerror=alert(2)>`,
+			Region:   `</td></tr></tbody></table><h1>owned</h1>`,
+			Service:  `' onmouseover='alert(3) {{.Totals}}&amp;`,
+		}
+		if err := resilience.Do(context.Background(), evil, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		h := New(WithGovernor(g))
+		body := get(t, h, http.MethodGet, "/").Body.String()
+		for _, raw := range []string{"<script>", "<img", "<h1>owned", "</table><h1>", "' onmouseover='"} {
+			if strings.Contains(body, raw) {
+				t.Errorf("the page holds %q raw", raw)
+			}
+		}
+		for _, shown := range []string{
+			`x&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;`,
+			`&#34;&gt;&lt;img src=x onerror=alert(2)&gt;`,
+			`&lt;/td&gt;&lt;/tr&gt;&lt;/tbody&gt;&lt;/table&gt;&lt;h1&gt;owned&lt;/h1&gt;`,
+			`&#39; onmouseover=&#39;alert(3) {{.Totals}}&amp;amp;`,
+		} {
+			if !strings.Contains(body, shown) {
+				t.Errorf("the page does not show %s as text", shown)
+			}
+		}
+		if n := strings.Count(body, "<tr"); n != 2 { // the head's and the scope's
+			t.Errorf("%d rows", n)
+		}
+
+		w := get(t, h, http.MethodGet, "/?format=json")
+		if strings.ContainsAny(w.Body.String(), "<>") {
+			t.Errorf("the JSON holds < or > raw:\n%s", w.Body)
+		}
+		s := decode(t, w)
+		if len(s.Scopes) != 1 || s.Scopes[0].Scope != evil || s.Scopes[0].Key != evil.Key() {
+			t.Fatalf("the JSON did not keep the scope's parts: %+v", s.Scopes)
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package statuspage
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// An Option configures the page's handler.
+type Option interface{ apply(*config) }
+
+type config struct {
+	gov     *resilience.Governor // nil: resilience.Default() at each request
+	refresh time.Duration
+	limit   int
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithGovernor shows g instead of the process governor
+// (resilience.Default, looked up at each request).
+func WithGovernor(g *resilience.Governor) Option {
+	return optionFunc(func(c *config) { c.gov = g })
+}
+
+// WithRefresh sets how often the page reloads itself; the default is 2 s,
+// and d <= 0 keeps it.
+func WithRefresh(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.refresh = d
+		}
+	})
+}
+
+// WithLimit shows at most n scopes, the most troubled first, so that a
+// governor with a million live scopes still serves a page a browser
+// renders; the default is 500, and n <= 0 keeps it. The counts of every
+// status cover all the live scopes.
+func WithLimit(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.limit = n
+		}
+	})
+}
+
+// New returns the handler of the status page. It serves GET and HEAD
+// only: the page as HTML, or as JSON with ?format=json. It is safe for
+// concurrent use; each request reads the governor afresh.
+func New(opts ...Option) http.Handler {
+	c := config{refresh: 2 * time.Second, limit: 500}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return &handler{c}
+}
+
+type handler struct{ c config }
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "the status page is read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	g := h.c.gov
+	if g == nil {
+		g = resilience.Default()
+	}
+	p := collect(g, h.c.limit)
+	p.RefreshSeconds = h.c.refresh.Seconds()
+	hd := w.Header()
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	var buf bytes.Buffer
+	if r.URL.Query().Get("format") == "json" {
+		enc := json.NewEncoder(&buf) // escapes <, > and & in strings
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		hd.Set("Content-Type", "application/json")
+	} else {
+		if err := pageTemplate.Execute(&buf, p); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		hd.Set("Content-Type", "text/html; charset=utf-8")
+		hd.Set("Content-Security-Policy", contentPolicy)
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(buf.Bytes())
+}
