@@ -22,12 +22,12 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{"empty", "", nil, ""},
 		{"no aws section", "ratelimit:\n  aws:\n    max_retries: 4\n", nil, ""},
-		{"yaml", "aws:\n  max_retries: 3\n  retry_mode: standard\n  profile: prod\nratelimit:\n  aws:\n    max_retries: 8\n", ptr(3), aws.RetryModeStandard},
-		{"json", `{"aws": {"max_retries": 0, "retry_mode": "adaptive"}, "ratelimit": {"aws": {"max_rps": 5}}}`, ptr(0), aws.RetryModeAdaptive},
+		{"yaml", "aws:\n  max_retries: 3\n  retry_mode: standard\n  profile: prod\nratelimit:\n  aws:\n    max_retries: 8\n", new(3), aws.RetryModeStandard},
+		{"json", `{"aws": {"max_retries": 0, "retry_mode": "adaptive"}, "ratelimit": {"aws": {"max_rps": 5}}}`, new(0), aws.RetryModeAdaptive},
 		{"mode case and spaces", "aws:\n  retry_mode: ' Standard '\n", nil, aws.RetryModeStandard},
 		{"null values", "aws:\n  max_retries: null\n  retry_mode: ~\n", nil, ""},
 		{"null section", "aws:\n", nil, ""},
-		{"whole float", "aws: {max_retries: 2.0}", ptr(2), ""},
+		{"whole float", "aws: {max_retries: 2.0}", new(2), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := cloudgaws.ParseConfig([]byte(tc.doc))

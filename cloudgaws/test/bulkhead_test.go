@@ -1,4 +1,4 @@
-package cloudgaws_test
+package test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cloudgaws_test
+package test
 
 import (
 	"bytes"
@@ -85,10 +85,11 @@ func TestDuplicateAPIOptionsRunOnce(t *testing.T) {
 }
 
 // A failure to install leaves the config as it was and usable, logs the
-// reason at debug level and returns it.
+// reason at warn level, so that a logger showing warnings shows it, and
+// returns it.
 func TestInstallFailureLeavesConfigUsable(t *testing.T) {
 	var logged bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	if err := cloudgaws.Install(nil, "*", cloudgaws.WithLogger(logger)); err == nil {
 		t.Fatal("nil config: no error")
@@ -115,7 +116,7 @@ func TestInstallFailureLeavesConfigUsable(t *testing.T) {
 				if cfg.APIOptions != nil || cfg.Retryer != nil || cfg.RetryMode != "" {
 					t.Fatal("a failed install changed the config")
 				}
-				if !strings.Contains(logged.String(), "level=DEBUG") || !strings.Contains(logged.String(), tc.path) {
+				if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), tc.path) {
 					t.Fatalf("logged %q", logged.String())
 				}
 				if err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg)); err != nil || f.count("DescribeVpcs") != 1 {
