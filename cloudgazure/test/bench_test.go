@@ -1,4 +1,4 @@
-package cloudgazure_test
+package test
 
 import (
 	"context"

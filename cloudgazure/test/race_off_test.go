@@ -1,5 +1,5 @@
 //go:build !race
 
-package cloudgazure_test
+package test
 
 const raceSlack = 0

@@ -1,6 +1,6 @@
 //go:build race
 
-package cloudgazure_test
+package test
 
 // The race detector makes sync.Pool drop items at random, so a pooled
 // object is sometimes allocated again.
