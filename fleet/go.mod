@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/cloudg/cloudg v0.0.0
+	github.com/cloudg/cloudg v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 )
 
