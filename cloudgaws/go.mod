@@ -1,6 +1,6 @@
 module github.com/cloudg/cloudg/cloudgaws
 
-go 1.26.0
+go 1.24.0
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0

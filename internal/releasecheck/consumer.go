@@ -27,10 +27,12 @@ type consumer struct {
 // the proxy at proxyDir first, then the machine's module cache as a
 // read-only proxy (third-party modules already downloaded), then the
 // configured GOPROXY; no checksum database for cloudg's modules, which it
-// has never seen; and the module cache modcache. That cache is kept from
-// run to run so that third-party modules are extracted, and with
-// -trimpath compiled, once; the caller empties its cloudg modules first,
-// which must come from this run's proxy.
+// has never seen; and the module cache modcache, new for each run: the go
+// command takes whatever is in a module cache to be the module at that
+// version for good (its package index and file hashes included), and this
+// run's cloudg modules differ from the last run's at the same version.
+// -trimpath keeps the compiled third-party packages in the build cache
+// independent of that directory, so that a run compiles only what changed.
 func consumerEnv(proxyDir, modcache string) []string {
 	goenv := func(key string) string {
 		out, _ := exec.Command("go", "env", key).Output()
@@ -51,26 +53,6 @@ func consumerEnv(proxyDir, modcache string) []string {
 	return append(os.Environ(),
 		"GOWORK=off", "GOFLAGS="+flags, "GOPROXY="+strings.Join(proxies, ","),
 		"GONOSUMDB="+nosum, "GOMODCACHE="+modcache, "GOTOOLCHAIN=local")
-}
-
-// consumerModcache returns the consumers' module cache, emptied of every
-// github.com/cloudg module: $CLOUDG_RELEASE_MODCACHE, or a directory of the
-// user's cache.
-func consumerModcache() (string, error) {
-	dir := os.Getenv("CLOUDG_RELEASE_MODCACHE")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(cache, "cloudg-release-check", "modcache")
-	}
-	for _, sub := range []string{"github.com/cloudg", "cache/download/github.com/cloudg"} {
-		if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(sub))); err != nil {
-			return "", err
-		}
-	}
-	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // writeConsumer writes a consumer module in dir that requires mods at

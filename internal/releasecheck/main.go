@@ -93,14 +93,10 @@ func run(w io.Writer, root, version string, keep bool) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	modcache, err := consumerModcache()
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	env := consumerEnv(proxyDir, modcache)
+	env := consumerEnv(proxyDir, filepath.Join(work, "modcache"))
 
 	check := func(name string, of []*repoModule) {
-		dir := filepath.Join(work, "consumer-"+name)
+		dir := filepath.Join(work, "consumer-"+strings.NewReplacer("/", "_", " ", "_").Replace(name))
 		var commands []string
 		for _, m := range of {
 			commands = append(commands, m.Commands...)
