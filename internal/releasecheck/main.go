@@ -75,6 +75,11 @@ func run(w io.Writer, root, version string, keep bool) error {
 	if err := checkWiring(root, mods, version); err != nil {
 		errs = append(errs, err)
 	}
+	if tags, err := tagOrder(mods, version); err != nil {
+		errs = append(errs, err)
+	} else {
+		fmt.Fprintf(w, "tags, in this order (RELEASING.md): %s\n", strings.Join(tags, " "))
+	}
 
 	work, err := os.MkdirTemp("", "cloudg-release-check-")
 	if err != nil {

@@ -181,3 +181,45 @@ func moduleOf(mods []*repoModule, modPath string) *repoModule {
 	}
 	return nil
 }
+
+// tagOrder returns the tags of a release of the library modules at
+// version, dependencies first (a module's tag is its directory and the
+// version: cloudgaws/v0.1.0; the root module's is the version alone), so
+// that every tag pushed finds the versions it requires already tagged.
+// Modules that do not depend on each other keep go.work's order.
+func tagOrder(mods []*repoModule, version string) ([]string, error) {
+	var tags []string
+	state := map[*repoModule]int{} // 1: visiting, 2: done
+	var visit func(m *repoModule) error
+	visit = func(m *repoModule) error {
+		switch state[m] {
+		case 1:
+			return fmt.Errorf("%s: the repository's modules require each other in a cycle", m.Path)
+		case 2:
+			return nil
+		}
+		state[m] = 1
+		for _, r := range m.File.Require {
+			if dep := moduleOf(mods, r.Mod.Path); dep != nil && dep.Library {
+				if err := visit(dep); err != nil {
+					return err
+				}
+			}
+		}
+		state[m] = 2
+		tag := version
+		if m.Dir != "." {
+			tag = m.Dir + "/" + version
+		}
+		tags = append(tags, tag)
+		return nil
+	}
+	for _, m := range mods {
+		if m.Library {
+			if err := visit(m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return tags, nil
+}

@@ -164,3 +164,23 @@ func gitInit(t *testing.T, root string) {
 		}
 	}
 }
+
+func TestTagOrderPutsDependenciesFirst(t *testing.T) {
+	files := repoTree(t)
+	files["go.work"] = "go 1.26.0\n\nuse (\n\t./app\n\t./lib\n\t.\n)\n"
+	files["app/go.mod"] = "module example.com/r/app\n\ngo 1.24.0\n\nrequire (\n\texample.com/r v0.1.0\n\texample.com/r/lib v0.1.0\n)\n"
+	files["app/app.go"] = "package app\n"
+	for name := range files {
+		if strings.HasPrefix(name, "lib/test/") || strings.HasPrefix(name, "examples/") || strings.HasPrefix(name, "bench/") || strings.HasPrefix(name, "internal/tool/") {
+			delete(files, name)
+		}
+	}
+	mods, err := discover(writeTree(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := tagOrder(mods, "v0.2.0")
+	if want := []string{"v0.2.0", "lib/v0.2.0", "app/v0.2.0"}; err != nil || !slices.Equal(tags, want) {
+		t.Fatalf("tags %v, %v; want %v", tags, err, want)
+	}
+}
