@@ -30,9 +30,9 @@ func writeTree(t *testing.T, files map[string]string) string {
 // and a tool.
 func repoTree(t *testing.T) map[string]string {
 	return map[string]string{
-		"go.work": "go 1.26.0\n\nuse (\n\t.\n\t./lib\n\t./lib/test\n\t./examples/x\n\t./bench\n\t./internal/tool\n)\n",
-		"LICENSE": "licence\n",
-		"go.mod":  "module example.com/r\n\ngo 1.24.0\n",
+		"go.work":               "go 1.26.0\n\nuse (\n\t.\n\t./lib\n\t./lib/test\n\t./examples/x\n\t./bench\n\t./internal/tool\n)\n",
+		"LICENSE":               "licence\n",
+		"go.mod":                "module example.com/r\n\ngo 1.24.0\n",
 		"core/core.go":          "package core\n",
 		"core/core_test.go":     "package core\n",
 		"internal/priv/priv.go": "package priv\n",
