@@ -1,7 +1,7 @@
 // Command releasecheck simulates a release of the repository's modules and
 // builds what a user would build from it. scripts/release-check runs it:
 //
-//	go run ./internal/releasecheck [-version v0.1.0] [-root dir] [-keep]
+//	go run ./internal/releasecheck [-version v0.1.0] [-root dir] [-keep] [-toolchain go1.24.0]
 //
 // It reads the modules from go.work (every go.mod of the tree must be
 // there) and classifies them: a library module is released and tagged, a
@@ -13,7 +13,9 @@
 // then, outside the tree, with GOWORK=off and no replace, resolves and
 // builds a consumer module that imports every package of every library
 // module, and one consumer per library module, whose module graph size it
-// prints: what a user of that one module downloads.
+// prints: what a user of that one module downloads. With -toolchain, each
+// consumer whose go line allows that Go release is built with it as well,
+// which shows that a library module's go line is true of a user's build.
 //
 // It reports every problem it finds, not only the first, and exits 1 if
 // there was any.
@@ -36,14 +38,15 @@ func main() {
 	root := flag.String("root", "", "the repository (default: the git top level of the working directory)")
 	version := flag.String("version", "v0.1.0", "the version of the simulated release")
 	keep := flag.Bool("keep", false, "keep the proxy and the consumers, and print where")
+	toolchain := flag.String("toolchain", "", "also build each consumer whose go line allows it with this Go toolchain, such as go1.24.0 (the go command fetches it from the module proxy)")
 	flag.Parse()
-	if err := run(os.Stdout, *root, *version, *keep); err != nil {
+	if err := run(os.Stdout, *root, *version, *toolchain, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "release-check:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, root, version string, keep bool) error {
+func run(w io.Writer, root, version, toolchain string, keep bool) error {
 	if !semver.IsValid(version) || semver.Build(version) != "" {
 		return fmt.Errorf("version %q is not a semantic version such as v0.1.0", version)
 	}
@@ -106,17 +109,28 @@ func run(w io.Writer, root, version string, keep bool) error {
 		for _, m := range of {
 			commands = append(commands, m.Commands...)
 		}
-		if err := writeConsumer(dir, maxGoVersion(of), of, version, sums); err != nil {
+		goLine := maxGoVersion(of)
+		if err := writeConsumer(dir, goLine, of, version, sums); err != nil {
 			errs = append(errs, err)
 			return
 		}
-		graph, err := consumer{dir: dir, env: env}.build(commands)
+		c := consumer{dir: dir, env: env}
+		graph, err := c.build(commands)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("consumer of %s: %w", name, err))
 			return
 		}
 		// go list -m all lists the consumer itself first.
-		fmt.Fprintf(w, "  %-40s %3d modules besides the consumer (go list -m all)\n", name, len(graph)-1)
+		also := ""
+		if toolchain != "" && semver.Compare("v"+goLine, "v"+strings.TrimPrefix(toolchain, "go")) <= 0 {
+			old := consumer{dir: dir, env: append(env[:len(env):len(env)], "GOTOOLCHAIN="+toolchain)}
+			if _, err := old.run("build", "-o", os.DevNull, "."); err != nil {
+				errs = append(errs, fmt.Errorf("consumer of %s with %s: %w", name, toolchain, err))
+				return
+			}
+			also = ", built with " + toolchain + " too"
+		}
+		fmt.Fprintf(w, "  %-40s %3d modules besides the consumer (go list -m all), go %s%s\n", name, len(graph)-1, goLine, also)
 	}
 	fmt.Fprintf(w, "consumers of %s from a file-system proxy, outside the tree, GOWORK=off, no replace:\n", version)
 	check("every library module", libs)
