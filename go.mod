@@ -1,5 +1,5 @@
 module github.com/cloudg/cloudg
 
-go 1.26.0
+go 1.24.0
 
 require go.yaml.in/yaml/v3 v3.0.6

@@ -8,7 +8,7 @@ require (
 )
 
 require (
-	github.com/cloudg/cloudg v0.0.0
+	github.com/cloudg/cloudg v0.1.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/time v0.16.0

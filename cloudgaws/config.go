@@ -1,6 +1,7 @@
 package cloudgaws
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -21,8 +22,8 @@ const (
 
 // Config is the top-level aws section of the configuration document as
 // far as the SDK's own retry loop goes: how many retries the SDK makes
-// after the first attempt and in which mode. These are not ratelimit.aws.max_retries, which bounds the
-// retries of resilience.Call. Zero fields take the defaults (10 retries,
+// after the first attempt and in which mode. These are not
+// ratelimit.aws.max_retries, which bounds the retries of resilience.Call. Zero fields take the defaults (10 retries,
 // adaptive), unless the aws.Config being instrumented already says
 // otherwise (see Install).
 type Config struct {
@@ -32,36 +33,37 @@ type Config struct {
 	RetryMode aws.RetryMode `yaml:"retry_mode,omitempty" json:"retry_mode,omitempty"`
 }
 
-// Validate reports the first setting that cannot work, naming its key path
-// (aws.retry_mode: ...).
+// Validate reports every setting that cannot work, each naming its key
+// path (aws.retry_mode: ...), joined with errors.Join.
 func (c Config) Validate() error {
+	var errs []error
 	if c.MaxRetries != nil && *c.MaxRetries < 0 {
-		return &yamlconf.Error{Path: "aws.max_retries", Msg: "must be >= 0"}
+		errs = append(errs, &yamlconf.Error{Path: "aws.max_retries", Msg: "must be >= 0"})
 	}
 	switch c.RetryMode {
 	case "", aws.RetryModeStandard, aws.RetryModeAdaptive:
 	default:
-		return &yamlconf.Error{Path: "aws.retry_mode",
-			Msg: fmt.Sprintf("unknown retry mode %q (standard or adaptive)", c.RetryMode)}
+		errs = append(errs, &yamlconf.Error{Path: "aws.retry_mode",
+			Msg: fmt.Sprintf("unknown retry mode %q (standard or adaptive)", c.RetryMode)})
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ParseConfig reads max_retries and retry_mode from the top-level aws
-// section of a YAML or JSON configuration document (the whole document, as
-// the core's resilience.ParseConfig reads its ratelimit section from it).
-// The section's other keys belong to other parts of the program and are
-// ignored; a document without an aws section is the zero Config. Malformed
-// values are errors naming the key path:
+// section of a YAML or JSON configuration document (the whole document:
+// the core's resilience.ParseConfig reads its ratelimit section from the
+// same one). The section is strict: a key other than those two is an
+// error, not ignored. A document without an aws section is the zero
+// Config. Malformed values are errors naming the key path, all of them at
+// once (errors.Join):
 //
 //	aws.max_retries: "three" is not a number
+//	aws.max_retires: unknown key (did you mean max_retries?)
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
-	if err := (yamlconf.Decoder{}).ParseSection(data, "aws", &cfg); err != nil {
-		return Config{}, err
-	}
+	err := (yamlconf.Decoder{}).ParseSection(data, "aws", &cfg)
 	cfg.RetryMode = aws.RetryMode(strings.ToLower(strings.TrimSpace(string(cfg.RetryMode))))
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(err, cfg.Validate()); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

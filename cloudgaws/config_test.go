@@ -1,3 +1,5 @@
+//go:build go1.26
+
 package cloudgaws_test
 
 import (
@@ -22,12 +24,13 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{"empty", "", nil, ""},
 		{"no aws section", "ratelimit:\n  aws:\n    max_retries: 4\n", nil, ""},
-		{"yaml", "aws:\n  max_retries: 3\n  retry_mode: standard\n  profile: prod\nratelimit:\n  aws:\n    max_retries: 8\n", ptr(3), aws.RetryModeStandard},
-		{"json", `{"aws": {"max_retries": 0, "retry_mode": "adaptive"}, "ratelimit": {"aws": {"max_rps": 5}}}`, ptr(0), aws.RetryModeAdaptive},
+		{"yaml", "aws:\n  max_retries: 3\n  retry_mode: standard\nratelimit:\n  aws:\n    max_retries: 8\napp: {profile: prod}\n", new(3), aws.RetryModeStandard},
+		{"sdk section alone", "aws:\n  retry_mode: standard\n", nil, aws.RetryModeStandard},
+		{"json", `{"aws": {"max_retries": 0, "retry_mode": "adaptive"}, "ratelimit": {"aws": {"max_rps": 5}}}`, new(0), aws.RetryModeAdaptive},
 		{"mode case and spaces", "aws:\n  retry_mode: ' Standard '\n", nil, aws.RetryModeStandard},
 		{"null values", "aws:\n  max_retries: null\n  retry_mode: ~\n", nil, ""},
 		{"null section", "aws:\n", nil, ""},
-		{"whole float", "aws: {max_retries: 2.0}", ptr(2), ""},
+		{"whole float", "aws: {max_retries: 2.0}", new(2), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := cloudgaws.ParseConfig([]byte(tc.doc))
@@ -38,8 +41,8 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("got %+v (max %v), want max %v mode %q", c, c.MaxRetries, tc.max, tc.mode)
 			}
 			// The core reads the same document's ratelimit section, not
-			// the aws one.
-			if _, err := resilience.ParseConfig([]byte(tc.doc)); err != nil && strings.Contains(tc.doc, "ratelimit") {
+			// the aws one, and refuses none of it.
+			if _, err := resilience.ParseConfig([]byte(tc.doc)); err != nil {
 				t.Fatalf("the core rejects the document: %v", err)
 			}
 		})
@@ -60,6 +63,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"aws: [1, 2]\n", "aws: must be a mapping"},
 		{"- 1\n", "aws: must be a mapping"},
 		{"aws: {max_retries: 1\n", "aws: "},
+		// The section is strict: a misspelt key is not silently ignored.
+		{"aws: {max_retires: 3}\n", "aws.max_retires: unknown key (did you mean max_retries?)"},
+		{"aws: {retry_mode: standard, profile: prod}\nratelimit: {}\n", "aws.profile: unknown key"},
+		// Every mistake at once.
+		{"aws: {max_retries: -1, retry_mode: legacy}\n", "aws.max_retries: must be >= 0\naws.retry_mode: unknown retry mode \"legacy\" (standard or adaptive)"},
 	} {
 		_, err := cloudgaws.ParseConfig([]byte(tc.doc))
 		var ce *yamlconf.Error

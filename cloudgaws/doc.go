@@ -6,8 +6,14 @@
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
-//	cloudgaws.Install(&cfg, "123456789012") // "*" before an AssumeRole
+//	if err := cloudgaws.Install(&cfg, "123456789012"); err != nil {
+//		return err // also logged at warn level; cfg's clients would be ungoverned
+//	}
 //	client := ec2.NewFromConfig(cfg)
+//
+// A program that does not know the account its credentials act in asks
+// STS once with AccountID, rather than installing with "*", which merges
+// every account the config reaches into one scope.
 //
 // Each call is attributed to the scope aws/<account>/<region>/<service>/
 // <Operation>, with the botocore-style service name (ec2, secretsmanager,

@@ -7,39 +7,73 @@ import (
 	"net/http/httptest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// One line puts every client made from a config under the process
-// governor. (The endpoint here is a stand-in for EC2.)
-func ExampleInstall() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `<DescribeVpcsResponse><vpcSet><item><vpcId>vpc-0123</vpcId></item></vpcSet></DescribeVpcsResponse>`)
+// stsEndpoint stands in for STS: every request is GetCallerIdentity, made
+// with the credentials of account 123456789012.
+func stsEndpoint() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		fmt.Fprint(w, `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>`+
+			`<Arn>arn:aws:iam::123456789012:user/scanner</Arn><UserId>AIDAEXAMPLE</UserId><Account>123456789012</Account>`+
+			`</GetCallerIdentityResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></GetCallerIdentityResponse>`)
 	}))
-	defer srv.Close()
-	cfg := aws.Config{
+}
+
+func exampleConfig(endpoint string) aws.Config {
+	return aws.Config{
 		Region:       "us-east-1",
-		BaseEndpoint: aws.String(srv.URL),
+		BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret"}, nil
 		}),
 	}
+}
 
-	cloudgaws.Install(&cfg, "123456789012")
+// One line puts every client made from a config under the process
+// governor: here an STS client, against a stand-in endpoint.
+func ExampleInstall() {
+	srv := stsEndpoint()
+	defer srv.Close()
+	cfg := exampleConfig(srv.URL)
+
+	if err := cloudgaws.Install(&cfg, "123456789012"); err != nil {
+		fmt.Println(err) // also logged at warn level; cfg's clients are then not governed
+		return
+	}
 
 	ctx, stats := resilience.WithStats(context.Background())
-	out, err := ec2.NewFromConfig(cfg).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
+	if _, err := sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(resilience.Default().Summary(stats).Scopes["aws/123456789012/us-east-1/sts"].Calls, "call")
+	// Output:
+	// 1 call
+}
+
+// A program that does not know the account its credentials act in asks
+// STS once, before Install, rather than installing with "*".
+func ExampleAccountID() {
+	srv := stsEndpoint()
+	defer srv.Close()
+	cfg := exampleConfig(srv.URL)
+
+	account, err := cloudgaws.AccountID(context.Background(), cfg)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(aws.ToString(out.Vpcs[0].VpcId))
-	fmt.Println(resilience.Default().Summary(stats).Scopes["aws/123456789012/us-east-1/ec2"].Calls, "call")
+	if err := cloudgaws.Install(&cfg, account); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(account)
 	// Output:
-	// vpc-0123
-	// 1 call
+	// 123456789012
 }
 
 // The SDK's retry settings come from the top-level aws section of the

@@ -81,7 +81,7 @@ func WithConfig(cfg Config) Option {
 	})
 }
 
-// WithLogger makes Install log a failure to install (at debug level) to l
+// WithLogger makes Install log a failure to install (at warn level) to l
 // instead of slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l })
@@ -163,8 +163,9 @@ const (
 // Installing again, on cfg or on a copy of it (say with the account id
 // after an AssumeRole), replaces the earlier installation: every client
 // made afterwards is governed once, with the latest settings. Install never
-// breaks cfg: on failure (a nil cfg, an invalid option) it logs the error
-// at debug level, leaves cfg as it was, and returns the error.
+// breaks cfg: on failure (a nil cfg, an invalid option) it leaves cfg as it
+// was, so that its clients work ungoverned, logs the error at warn level
+// (a program that drops the error still hears of it) and returns it.
 func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	var c config
 	for _, o := range opts {
@@ -181,7 +182,7 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 			if logger == nil {
 				logger = slog.Default()
 			}
-			logger.LogAttrs(context.Background(), slog.LevelDebug, "cloudgaws: not installed; the config is used as is",
+			logger.LogAttrs(context.Background(), slog.LevelWarn, "cloudgaws: not installed; the config's clients are not governed",
 				slog.String("error", err.Error()))
 		}
 	}()

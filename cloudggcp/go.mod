@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	cloud.google.com/go/asset v1.30.1
-	github.com/cloudg/cloudg v0.0.0
+	github.com/cloudg/cloudg v0.1.0
 	github.com/googleapis/gax-go/v2 v2.27.0
 	google.golang.org/api v0.304.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941

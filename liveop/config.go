@@ -108,8 +108,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // live_operation_timeout_seconds at the top level of the section, and
 // live_cooldown_seconds under a provider's key (ratelimit.aws). As with
 // resilience.ParseConfig, a document with a top-level ratelimit key is read
-// as that section, and keys ending in _seconds take seconds or a Go
-// duration ("90s"). The other keys of the section are
+// as that section (and one whose top-level aws is the AWS SDK's section,
+// holding retry_mode, has none), and keys ending in _seconds take seconds
+// or a Go duration ("90s"). The other keys of the section are
 // resilience.ParseConfig's and are not read here.
 //
 // Unknown live_* keys (live_cooldown_secs, or a provider's
@@ -124,8 +125,8 @@ func ParseConfig(data []byte) (Config, error) {
 	if err != nil || n == nil {
 		return Config{OperationTimeoutSeconds: defaultOperationTimeout.Seconds()}, err
 	}
-	if sec := yamlconf.Section(n, "ratelimit"); sec != nil {
-		n = sec
+	if n, err = yamlconf.RatelimitSection(n); err != nil || n == nil {
+		return Config{OperationTimeoutSeconds: defaultOperationTimeout.Seconds()}, err
 	}
 	// Lenient: the section's other keys belong to resilience.ParseConfig.
 	// The live_* ones are this reader's, so a misspelt one is an error

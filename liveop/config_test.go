@@ -146,3 +146,16 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A document whose top-level aws is the AWS SDK's section (it holds
+// retry_mode) and that has no ratelimit key leaves every default, as
+// resilience.ParseConfig does.
+func TestParseConfigPassesOverTheSDKSection(t *testing.T) {
+	cfg, err := ParseConfig([]byte("aws: {retry_mode: standard, max_retries: 3}\n"))
+	if err != nil || cfg.MaxConcurrent != 0 || cfg.OperationTimeoutSeconds != 3600 {
+		t.Fatalf("%+v, %v", cfg, err)
+	}
+	if _, err := ParseConfig([]byte("aws: {retry_mode: standard, live_cooldown_seconds: 5}\n")); err == nil || !strings.HasPrefix(err.Error(), "aws.live_cooldown_seconds: not a setting of the AWS SDK's section") {
+		t.Fatalf("a live setting beside retry_mode: %v", err)
+	}
+}

@@ -2,12 +2,9 @@ package resilience
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/cloudg/cloudg/internal/yamlconf"
-	"math"
-	"os"
-	"sort"
-	"strings"
 )
 
 // Config is the ratelimit section of a configuration: the settings of the
@@ -90,88 +87,6 @@ const (
 	controllerAIMD    = "aimd"
 	controllerGoodput = "goodput"
 )
-
-// Validate reports the first setting that cannot work, naming its key path
-// (ratelimit.aws.max_rps: must be > 0).
-func (c Config) Validate() error {
-	for _, p := range []struct {
-		name string
-		pc   *ProviderConfig
-	}{{"aws", &c.AWS}, {"azure", &c.Azure}, {"gcp", &c.GCP}} {
-		if err := p.pc.validate("ratelimit." + p.name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *ProviderConfig) validate(path string) error {
-	pos := func(key string, v float64) error {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fieldErr(path+"."+key, "must be > 0")
-		}
-		return nil
-	}
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{
-		{"max_rps", p.MaxRPS}, {"burst", p.Burst}, {"min_rps", p.MinRPS},
-		{"global_burst", p.GlobalBurst}, {"account_burst", p.AccountBurst},
-		{"max_concurrency", float64(p.MaxConcurrency)}, {"breaker_threshold", float64(p.BreakerThreshold)},
-		{"breaker_cooldown_seconds", p.BreakerCooldownSeconds},
-		{"breaker_max_cooldown_seconds", p.BreakerMaxCooldownSeconds},
-		{"base_delay_seconds", p.BaseDelaySeconds}, {"max_backoff_seconds", p.MaxBackoffSeconds},
-		{"deadline_seconds", p.DeadlineSeconds},
-	} {
-		if err := pos(f.key, f.v); err != nil {
-			return err
-		}
-	}
-	for _, f := range []struct {
-		key string
-		v   *float64
-	}{{"global_max_rps", p.GlobalMaxRPS}, {"account_max_rps", p.AccountMaxRPS}} {
-		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
-			return fieldErr(path+"."+f.key, "must be >= 0 (0 turns the bucket off)")
-		}
-	}
-	if p.MaxRetries != nil && *p.MaxRetries < 0 {
-		return fieldErr(path+".max_retries", "must be >= 0")
-	}
-	if p.RetryBudget != nil && *p.RetryBudget < 0 {
-		return fieldErr(path+".retry_budget", "must be >= 0")
-	}
-	switch p.Controller {
-	case "", controllerAIMD, controllerGoodput:
-	default:
-		return fieldErr(path+".controller", fmt.Sprintf("unknown controller %q (aimd or goodput)", p.Controller))
-	}
-	names := make([]string, 0, len(p.Services))
-	for name := range p.Services {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		s := p.Services[name]
-		sp := path + ".services." + name
-		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Count(name, ".") > 1 {
-			return fieldErr(sp, `a service key is "<service>" or "<service>.<Operation>"`)
-		}
-		for _, f := range []struct {
-			key string
-			v   float64
-		}{{"max_rps", s.MaxRPS}, {"burst", s.Burst}, {"min_rps", s.MinRPS}} {
-			if err := pos(f.key, f.v); err != nil {
-				return fieldErr(sp+"."+f.key, "must be > 0")
-			}
-		}
-		if s.PerOperation != nil && strings.Contains(name, ".") {
-			return fieldErr(sp+".per_operation", "only a service key can set per_operation")
-		}
-	}
-	return nil
-}
 
 func fieldErr(path, msg string) error { return &yamlconf.Error{Path: path, Msg: msg} }
 

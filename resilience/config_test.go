@@ -1,3 +1,5 @@
+//go:build go1.26
+
 package resilience
 
 import (
@@ -62,8 +64,8 @@ func TestParseConfigForms(t *testing.T) {
 
 func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
-		{"aws:\n  services:\n    ec2:\n      brust: 10\n", "ratelimit.aws.services.ec2.brust: unknown key"},
-		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key"},
+		{"aws:\n  services:\n    ec2:\n      brust: 10\n", "ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)"},
+		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)"},
 		{"oracle: {}\n", "ratelimit.oracle: unknown key"},
 		{"aws:\n  max_rps: 0\n", "ratelimit.aws.max_rps: must be > 0"},
 		{"aws:\n  max_rps: -3\n", "ratelimit.aws.max_rps: must be > 0"},
@@ -109,7 +111,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatalf("%+v %v", cfg.GCP, err)
 	}
 	os.WriteFile(p, []byte("ratelimit:\n  gcp:\n    max_concurency: 4\n"), 0o600)
-	if _, err := LoadConfig(p); err == nil || !strings.HasSuffix(err.Error(), "ratelimit.gcp.max_concurency: unknown key") {
+	if _, err := LoadConfig(p); err == nil || !strings.HasSuffix(err.Error(), "ratelimit.gcp.max_concurency: unknown key (did you mean max_concurrency?)") {
 		t.Fatalf("%v", err)
 	}
 	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); err == nil {

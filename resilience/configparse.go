@@ -1,15 +1,24 @@
 package resilience
 
-import "github.com/cloudg/cloudg/internal/yamlconf"
+import (
+	"errors"
+
+	"github.com/cloudg/cloudg/internal/yamlconf"
+)
 
 // ParseConfig reads the ratelimit section from YAML or JSON. The top-level
 // keys are enabled, aws, azure and gcp; a document with a top-level
 // ratelimit key is read as that section (its other top-level keys belong to
-// other sections and are ignored). Unknown keys, explicit zero or negative
-// rates, bursts, thresholds and times, and malformed values are errors that
-// name the key path, such as
+// other sections and are ignored), and so is a document whose top-level aws
+// holds retry_mode, the AWS SDK's section (package cloudgaws reads it):
+// one without a ratelimit key leaves every default. Unknown keys, explicit
+// zero or negative rates, bursts, thresholds and times, malformed values
+// and settings that contradict each other (see Config.Validate) are
+// errors that name the key path, all of a document's at once (joined with
+// errors.Join; errors.As finds the first *yamlconf.Error), such as
 //
-//	ratelimit.aws.services.ec2.brust: unknown key
+//	ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)
+//	ratelimit.aws.min_rps: 50 rps is above max_rps (5 rps)
 //
 // Keys ending in _seconds take a number of seconds or a Go duration string
 // ("90s", "1m30s"). An empty document is the zero Config.
@@ -24,13 +33,14 @@ func ParseConfig(data []byte) (Config, error) {
 	if err != nil || n == nil {
 		return Config{}, err
 	}
-	if sec := yamlconf.Section(n, "ratelimit"); sec != nil {
-		n = sec
-	}
-	if err := configDecoder.Decode(&cfg, n, "ratelimit", false); err != nil {
+	if n, err = yamlconf.RatelimitSection(n); err != nil || n == nil {
 		return Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	// The decoder's mistakes and the settings' contradictions are all
+	// reported: what failed to decode is left at its default, so it adds
+	// none of the latter.
+	err = errors.Join(configDecoder.Decode(&cfg, n, "ratelimit", false), cfg.Validate())
+	if err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

@@ -172,6 +172,6 @@ ratelimit:
 	fmt.Println(gov.Policy("aws").MaxAttempts)
 	// Output:
 	// 64 5 <nil>
-	// ratelimit.aws.services.ec2.brust: unknown key
+	// ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)
 	// 9
 }

@@ -1,3 +1,5 @@
+//go:build go1.26
+
 package resilience
 
 import (
@@ -302,7 +304,7 @@ func TestClockAccessor(t *testing.T) {
 
 func TestLongTimesDoNotOverflow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := ParseConfig([]byte("aws: {max_backoff_seconds: 1e10, breaker_cooldown_seconds: 1e10, deadline_seconds: 1e10, base_delay_seconds: 1e10}\n"))
+		cfg, err := ParseConfig([]byte("aws: {max_backoff_seconds: 1e10, breaker_cooldown_seconds: 600, breaker_max_cooldown_seconds: 1e10, deadline_seconds: 1e10, base_delay_seconds: 1e10}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,13 +322,26 @@ func TestLongTimesDoNotOverflow(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%d attempts within an hour, want 1 (the next backoff is years away)", n)
 		}
-		// The breaker opens for a very long time, not for none.
+		// A breaker's cooldown is at most 600 s, but failed probes double it
+		// up to its maximum, here very long: it grows, and never wraps to
+		// none.
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
 		for range 5 {
-			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), once)
 		}
 		var coe *CircuitOpenError
-		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) || coe.Wait < 24*time.Hour {
-			t.Fatalf("after 5 give-ups: %v", err)
+		for probe := 0; ; probe++ {
+			if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &coe) || coe.Wait <= 0 {
+				t.Fatalf("after %d failed probes: %v", probe, err)
+			}
+			if coe.Wait >= 24*time.Hour {
+				break
+			}
+			if probe == 20 {
+				t.Fatalf("after %d failed probes the breaker opens for %v", probe, coe.Wait)
+			}
+			time.Sleep(coe.Wait + time.Second)
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), once) // the probe fails
 		}
 		// An explicit endless deadline keeps its retries.
 		g2 := newGov(t, Config{})

@@ -77,6 +77,8 @@ type Guard struct {
 	hasHint   bool
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
 	notBefore time.Duration // a retry of a transient answer waits until then
+	retryAt   time.Duration // when Retry allowed the retry whose backoff is open
+	backoff   bool          // a backoff since retryAt is still to be counted
 }
 
 // Begin starts a logical call to scope. WithPolicy among opts sets the
@@ -195,6 +197,7 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 			}
 			now = gd.g.now()
 		}
+		gd.recordBackoff(now)
 	}
 	if err := gd.takeToken(ctx, now, retry, block); err != nil {
 		return err
@@ -224,10 +227,16 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 // SDK sends without Enter (the AWS SDK's retries, which are not calls of
 // their own): the retry waits for the scope's rate and pause on top of the
 // SDK's backoff. A wait that would pass the deadline ends the call with the
-// throttled answer, recorded as failed. After any other attempt Pace does
-// nothing.
+// throttled answer, recorded as failed. After any other attempt Pace only
+// counts the SDK's backoff: an SDK that calls Pace before each of its
+// retries (cloudgaws does) has the time it slept since Retry counted as
+// the call's backoff.
 func (gd *Guard) Pace(ctx context.Context) error {
-	if gd.e == nil || gd.lastKind != Throttled || (gd.phase != failed && gd.phase != retrying) {
+	if gd.e == nil {
+		return nil
+	}
+	gd.recordBackoff(gd.g.now())
+	if gd.lastKind != Throttled || (gd.phase != failed && gd.phase != retrying) {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {

@@ -1,3 +1,5 @@
+//go:build go1.26
+
 package resilience
 
 import (

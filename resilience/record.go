@@ -80,6 +80,25 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 	}
 }
 
+// recordBackoff counts the time from Retry allowing a retry to now, when
+// the retry is about to be sent, as the call's backoff: the sleep of Call
+// and Do's loop, or of an SDK's own retry loop, before the token waits
+// (counted as waits). It counts each retry once.
+func (gd *Guard) recordBackoff(now time.Duration) {
+	if !gd.backoff {
+		return
+	}
+	gd.backoff = false
+	d := now - gd.retryAt
+	if d <= 0 {
+		return
+	}
+	gd.e.lifeCounters(gd.g).backoffNS.Add(int64(d))
+	if gd.run != nil {
+		gd.run.backoffNS.Add(int64(d))
+	}
+}
+
 // recordRetry counts a retry, when it is sent.
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)

@@ -44,6 +44,7 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 	}
 	gd.retries++
 	gd.prevSleep = delay
+	gd.retryAt, gd.backoff = now, true
 	gd.phase, gd.pending = retrying, true
 	gd.notBefore = 0
 	if gd.lastKind == Transient {

@@ -145,7 +145,8 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 	}
 	merged := map[string]ServiceConfig{}
 	for k, v := range d.services {
-		merged[k] = ServiceConfig{MaxRPS: v.rate, Burst: v.burst, PerOperation: new(v.perOp)}
+		perOp := v.perOp
+		merged[k] = ServiceConfig{MaxRPS: v.rate, Burst: v.burst, PerOperation: &perOp}
 	}
 	for k, v := range pc.Services {
 		cur, found := merged[k]

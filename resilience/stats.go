@@ -35,6 +35,7 @@ type counters struct {
 	n         [numTallies]atomic.Int64 // indexed by tally
 	waitNS    atomic.Int64
 	maxWaitNS atomic.Int64
+	backoffNS atomic.Int64
 	rate      atomic.Uint64 // float64 bits of the last adaptive rate seen; 0: never changed
 	minRate   atomic.Uint64 // float64 bits of the lowest; 0: never slowed
 	lastErr   atomic.Pointer[string]
@@ -148,18 +149,24 @@ type Counters struct {
 	Rejected        int64         `json:"rejected"`
 	BreakerTrips    int64         `json:"breaker_trips"`
 	Waits           int64         `json:"waits"`
-	Wait            time.Duration `json:"-"`                      // wait_seconds: the waits added up
-	MaxWait         time.Duration `json:"-"`                      // max_wait_seconds
-	RateRPS         float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen; 0: never changed
-	MinRateRPS      float64       `json:"min_rate_rps,omitempty"` // the lowest; 0: never slowed
-	LastError       string        `json:"last_error,omitempty"`
+	Wait            time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
+	MaxWait         time.Duration `json:"-"` // max_wait_seconds
+	// Backoff (backoff_seconds) is the retries' backoff sleeps added up:
+	// Call and Do's, and those of an SDK's own retry loop (cloudgaws),
+	// from the moment the governor allowed a retry to its sending, before
+	// its token wait. It is not part of Wait, which is the time calls
+	// waited for the rate limit.
+	Backoff    time.Duration `json:"-"`
+	RateRPS    float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen; 0: never changed
+	MinRateRPS float64       `json:"min_rate_rps,omitempty"` // the lowest; 0: never slowed
+	LastError  string        `json:"last_error,omitempty"`
 }
 
-// MarshalJSON writes Wait and MaxWait as wait_seconds and
-// max_wait_seconds.
+// MarshalJSON writes Wait, MaxWait and Backoff as wait_seconds,
+// max_wait_seconds and backoff_seconds.
 func (c Counters) MarshalJSON() ([]byte, error) {
 	type plain Counters
-	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait)
+	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait, "backoff_seconds", c.Backoff)
 }
 
 // String renders the totals the way the worked example prints them:
@@ -181,6 +188,7 @@ func (c *counters) snapshot() Counters {
 		Waits:           c.n[waitsTally].Load(),
 		Wait:            time.Duration(c.waitNS.Load()),
 		MaxWait:         time.Duration(c.maxWaitNS.Load()),
+		Backoff:         time.Duration(c.backoffNS.Load()),
 		RateRPS:         math.Float64frombits(c.rate.Load()),
 		MinRateRPS:      math.Float64frombits(c.minRate.Load()),
 	}
@@ -202,6 +210,7 @@ func (c *Counters) add(s Counters) {
 	c.Waits += s.Waits
 	c.Wait += s.Wait
 	c.MaxWait = max(c.MaxWait, s.MaxWait)
+	c.Backoff += s.Backoff
 }
 
 // minReportedWait is the total wait that makes a scope worth a line of its

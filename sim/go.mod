@@ -1,13 +1,13 @@
 module github.com/cloudg/cloudg/sim
 
-go 1.26.0
+go 1.24.0
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
-	github.com/cloudg/cloudg v0.0.0-00010101000000-000000000000
+	github.com/cloudg/cloudg v0.1.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/time v0.16.0
+	golang.org/x/time v0.14.0
 	gonum.org/v1/plot v0.17.0
 )
 

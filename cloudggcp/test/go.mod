@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	cloud.google.com/go/compute v1.75.0
-	github.com/cloudg/cloudg v0.0.0
-	github.com/cloudg/cloudg/cloudggcp v0.0.0
+	github.com/cloudg/cloudg v0.1.0
+	github.com/cloudg/cloudg/cloudggcp v0.1.0
 	google.golang.org/api v0.304.0
 	google.golang.org/protobuf v1.36.12
 )

@@ -3,7 +3,7 @@ module github.com/cloudg/cloudg/cloudghttp/test
 go 1.26.0
 
 require (
-	github.com/cloudg/cloudg v0.0.0
+	github.com/cloudg/cloudg v0.1.0
 	github.com/google/go-github/v84 v84.0.0
 )
 

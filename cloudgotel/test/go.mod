@@ -3,8 +3,8 @@ module github.com/cloudg/cloudg/cloudgotel/test
 go 1.26.0
 
 require (
-	github.com/cloudg/cloudg v0.0.0
-	github.com/cloudg/cloudg/cloudgotel v0.0.0
+	github.com/cloudg/cloudg v0.1.0
+	github.com/cloudg/cloudg/cloudgotel v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1

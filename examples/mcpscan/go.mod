@@ -3,7 +3,7 @@ module github.com/cloudg/cloudg/examples/mcpscan
 go 1.26.0
 
 require (
-	github.com/cloudg/cloudg v0.0.0
+	github.com/cloudg/cloudg v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
 

@@ -3,8 +3,8 @@ module github.com/cloudg/cloudg/examples/observe
 go 1.26.0
 
 require (
-	github.com/cloudg/cloudg v0.0.0
-	github.com/cloudg/cloudg/cloudgotel v0.0.0
+	github.com/cloudg/cloudg v0.1.0
+	github.com/cloudg/cloudg/cloudgotel v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.73.1
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0

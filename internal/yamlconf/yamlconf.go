@@ -1,7 +1,8 @@
 // Package yamlconf decodes configuration sections from YAML or JSON
 // strictly: unknown keys, duplicate keys, malformed values and values of
 // the wrong type are errors that name the key path
-// (ratelimit.aws.services.ec2.brust: unknown key). Keys ending in _seconds
+// (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
+// every mistake of a document at once (errors.Join). Keys ending in _seconds
 // take a number of seconds or a Go duration string ("90s"). The core's
 // ParseConfig and the SDK integrations' configuration readers use it.
 package yamlconf
@@ -53,8 +54,8 @@ func (d Decoder) Decode(dst any, n *yaml.Node, path string, lenient bool) error 
 }
 
 // ParseSection reads the top-level section key of a document into dst, a
-// pointer to a struct, leniently (see Decode). A document without the
-// section leaves dst as it is.
+// pointer to a struct, strictly: the section's keys are all dst's. A
+// document without the section leaves dst as it is.
 func (d Decoder) ParseSection(data []byte, key string, dst any) error {
 	n, err := Document(data, key)
 	if err != nil || n == nil {
@@ -64,7 +65,7 @@ func (d Decoder) ParseSection(data []byte, key string, dst any) error {
 	if sec == nil {
 		return nil
 	}
-	return d.Decode(dst, sec, key, true)
+	return d.Decode(dst, sec, key, false)
 }
 
 // Document parses one YAML document and returns its top node, nil for an
@@ -143,6 +144,8 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 		if n.Kind != yaml.MappingNode {
 			return errorf(path, "must be a mapping")
 		}
+		// Every mistake of a mapping is reported, not only the first.
+		var errs []error
 		fields := structFields(v.Type())
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -150,49 +153,55 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 			name := k.Value
 			p := path + "." + name
 			if k.Kind != yaml.ScalarNode {
-				return errorf(path, "keys must be strings")
+				errs = append(errs, errorf(path, "keys must be strings"))
+				continue
 			}
 			if d.Skip[p] {
 				continue
 			}
 			idx, ok := fields[name]
 			if !ok {
-				if lenient {
-					continue
+				if !lenient {
+					errs = append(errs, errorf(p, "unknown key"+suggest(name, fields)))
 				}
-				return errorf(p, "unknown key")
+				continue
 			}
 			if seen[name] {
-				return errorf(p, "duplicate key")
+				errs = append(errs, errorf(p, "duplicate key"))
+				continue
 			}
 			seen[name] = true
 			if err := d.decode(v.Field(idx), n.Content[i+1], p, name, false); err != nil {
-				return err
+				errs = append(errs, err)
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return errorf(path, "must be a mapping")
 		}
+		var errs []error
 		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := deref(n.Content[i])
 			if k.Kind != yaml.ScalarNode || k.Value == "" {
-				return errorf(path, "keys must be non-empty strings")
+				errs = append(errs, errorf(path, "keys must be non-empty strings"))
+				continue
 			}
 			p := path + "." + k.Value
 			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
-				return errorf(p, "duplicate key")
+				errs = append(errs, errorf(p, "duplicate key"))
+				continue
 			}
 			e := reflect.New(v.Type().Elem()).Elem()
 			if err := d.decode(e, n.Content[i+1], p, "", false); err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			m.SetMapIndex(reflect.ValueOf(k.Value), e)
 		}
 		v.Set(m)
-		return nil
+		return errors.Join(errs...)
 	}
 	if n.Kind != yaml.ScalarNode {
 		return errorf(path, "must be a single value")

@@ -1,6 +1,10 @@
 package yamlconf
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 func TestParseSection(t *testing.T) {
 	var dec Decoder
@@ -8,10 +12,15 @@ func TestParseSection(t *testing.T) {
 		MaxRetries *int   `yaml:"max_retries"`
 		RetryMode  string `yaml:"retry_mode"`
 	}
-	doc := []byte("ratelimit: {aws: {max_rps: 5}}\naws:\n  max_retries: 3\n  retry_mode: standard\n  regions: [eu-west-1]\n")
+	doc := []byte("ratelimit: {aws: {max_rps: 5}}\naws:\n  max_retries: 3\n  retry_mode: standard\n")
 	var s sdk
 	if err := dec.ParseSection(doc, "aws", &s); err != nil || *s.MaxRetries != 3 || s.RetryMode != "standard" {
 		t.Fatalf("%+v %v", s, err)
+	}
+	// The section is strict: each of its keys is dst's.
+	if err := dec.ParseSection([]byte("aws: {max_retires: 3, regions: [eu-west-1]}\n"), "aws", &sdk{}); err == nil ||
+		err.Error() != "aws.max_retires: unknown key (did you mean max_retries?)\naws.regions: unknown key" {
+		t.Fatalf("got %v", err)
 	}
 	var none sdk
 	if err := dec.ParseSection([]byte("ratelimit: {}\n"), "aws", &none); err != nil || none.MaxRetries != nil {
@@ -61,5 +70,97 @@ func TestSkipPassesOverAnotherReadersKeys(t *testing.T) {
 	}
 	if err := dec.Decode(&s, n, "ratelimit", false); err == nil || err.Error() != "ratelimit.aws.live_x: unknown key" {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A mapping's mistakes are all reported, each with its key path, nested
+// ones included, in document order.
+func TestDecodeReportsEveryMistake(t *testing.T) {
+	type inner struct {
+		Burst float64 `yaml:"burst"`
+	}
+	type section struct {
+		MaxRPS   float64          `yaml:"max_rps"`
+		Enabled  bool             `yaml:"enabled"`
+		Services map[string]inner `yaml:"services"`
+	}
+	n, err := Document([]byte("max_rps: fast\nbrust: 1\nenabled: maybe\nmax_rps: 2\nservices: {a: {brust: 1}, b: {burst: x}}\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = Decoder{}.Decode(&s, n, "s", false)
+	want := `s.max_rps: "fast" is not a number` + "\n" +
+		"s.brust: unknown key\n" + // two edits from burst, but burst is not a key of this level
+		`s.enabled: "maybe" is not true or false` + "\n" +
+		"s.max_rps: duplicate key\n" +
+		"s.services.a.brust: unknown key (did you mean burst?)\n" +
+		`s.services.b.burst: "x" is not a number`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Path != "s.max_rps" {
+		t.Fatalf("errors.As: %v", ce)
+	}
+}
+
+func TestSuggestNamesOnlyNearKeys(t *testing.T) {
+	fields := map[string]int{"burst": 0, "max_rps": 1, "min_rps": 2, "max_retries": 3, "aws": 4}
+	for name, want := range map[string]string{
+		"brust":       " (did you mean burst?)",       // a swap
+		"bursts":      " (did you mean burst?)",       // an insertion
+		"max_rsp":     " (did you mean max_rps?)",     // a swap
+		"mxa_rps":     " (did you mean max_rps?)",     // a swap
+		"max_retires": " (did you mean max_retries?)", // a swap
+		"mix_rps":     " (did you mean max_rps?)",     // one from max_rps and min_rps: the first in order
+		"aw":          " (did you mean aws?)",
+		"ab":          "", // as many edits as letters
+		"deadline":    "",
+		"maxrps_x":    "",
+	} {
+		if got := suggest(name, fields); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "abc", 0}, {"ab", "ba", 1}, {"abc", "acb", 1}, {"ca", "abc", 3}, {"kitten", "sitting", 3}, {"a", "abcd", 3}} {
+		if d := distance(c.a, c.b); d != c.d {
+			t.Errorf("distance(%q, %q) = %d, want %d", c.a, c.b, d, c.d)
+		}
+	}
+}
+
+func TestRatelimitSectionFollowsTheDocumentsLayout(t *testing.T) {
+	for _, c := range []struct {
+		doc, want string // want: the first key of the section found, "" for none
+		err       string
+	}{
+		{"ratelimit: {enabled: false}\naws: {retry_mode: standard}\n", "enabled", ""},
+		{"aws: {max_rps: 5}\n", "aws", ""},                  // the section alone
+		{"aws: {max_retries: 3}\n", "aws", ""},              // the section alone: retry_mode is the sign of the SDK's
+		{"aws: {retry_mode: standard}\nother: 1\n", "", ""}, // a whole configuration without ratelimit
+		{"aws: {retry_mode: x, burst: 1, max_retries: 2}\n", "", "aws.burst: not a setting of the AWS SDK's section"},
+	} {
+		n, err := Document([]byte(c.doc), "ratelimit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, err := RatelimitSection(n)
+		if c.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.err) {
+				t.Errorf("%q: %v, want %s", c.doc, err, c.err)
+			}
+			continue
+		}
+		got := ""
+		if sec != nil {
+			got = sec.Content[0].Value
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: section starting %q, %v; want %q", c.doc, got, err, c.want)
+		}
 	}
 }

@@ -6,8 +6,9 @@
 //
 //	go run ./cloudgaws/examples/install
 //
-// With -real it uses your AWS configuration (credentials, region) instead;
-// -account names the account those credentials act in ("*" if unknown).
+// With -real it uses your AWS configuration (credentials, region) instead.
+// The account the credentials act in is asked of STS once
+// (cloudgaws.AccountID) unless -account names it.
 package main
 
 import (
@@ -32,7 +33,7 @@ import (
 
 func main() {
 	useAWS := flag.Bool("real", false, "call AWS with your configuration instead of a local fake endpoint")
-	account := flag.String("account", "123456789012", "the account the credentials act in, * if unknown")
+	account := flag.String("account", "", "the account the credentials act in (default: ask STS GetCallerIdentity)")
 	flag.Parse()
 	if err := run(context.Background(), os.Stdout, *useAWS, *account); err != nil {
 		fmt.Fprintln(os.Stderr, "install:", err)
@@ -55,7 +56,15 @@ func run(ctx context.Context, w io.Writer, useAWS bool, account string) error {
 		return err
 	}
 
-	cloudgaws.Install(&cfg, account) // every client made from cfg is governed
+	if account == "" {
+		if account, err = cloudgaws.AccountID(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	if err := cloudgaws.Install(&cfg, account); err != nil {
+		return err // every client made from cfg would work, ungoverned
+	}
+	fmt.Fprintln(w, "account", account)
 
 	ctx, stats := resilience.WithStats(ctx)
 	pages := ec2.NewDescribeVpcsPaginator(ec2.NewFromConfig(cfg), &ec2.DescribeVpcsInput{})
@@ -74,12 +83,18 @@ func run(ctx context.Context, w io.Writer, useAWS bool, account string) error {
 }
 
 // fakeEC2 answers DescribeVpcs with three pages of one VPC each, and
-// throttles the first request for page 2 (RequestLimitExceeded, 503).
+// throttles the first request for page 2 (RequestLimitExceeded, 503); it
+// also answers STS's GetCallerIdentity, for account 123456789012.
 func fakeEC2() http.Handler {
 	var throttled atomic.Bool
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		form, _ := url.ParseQuery(string(body))
+		if form.Get("Action") == "GetCallerIdentity" {
+			w.Header().Set("Content-Type", "text/xml")
+			fmt.Fprint(w, `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`)
+			return
+		}
 		page := strings.TrimPrefix(form.Get("NextToken"), "page-")
 		if page == "" {
 			page = "1"

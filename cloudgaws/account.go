@@ -1,0 +1,36 @@
+package cloudgaws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+)
+
+// AccountID returns the id of the account cfg's credentials act in, asked
+// once of STS (GetCallerIdentity) through cfg itself: its credentials,
+// region, endpoint and HTTP client. It is for a program that does not know
+// its account when it calls Install, so that its scopes carry the account
+// instead of *, where every account the program reaches would share one
+// set of buckets, breakers and bulkhead:
+//
+//	account, err := cloudgaws.AccountID(ctx, cfg)
+//	if err != nil { ... }
+//	if err := cloudgaws.Install(&cfg, account); err != nil { ... }
+//
+// GetCallerIdentity needs no permission. Called on a config Install has
+// already instrumented, the call is governed like any other (in the scope
+// aws/*/<region>/sts/GetCallerIdentity of that installation). The error
+// wraps the SDK's.
+func AccountID(ctx context.Context, cfg aws.Config) (string, error) {
+	out, err := sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return "", fmt.Errorf("cloudgaws: account id: %w", err)
+	}
+	if id := aws.ToString(out.Account); id != "" {
+		return id, nil
+	}
+	return "", errors.New("cloudgaws: account id: GetCallerIdentity answered no account")
+}

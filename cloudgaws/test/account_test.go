@@ -1,0 +1,110 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// AccountID asks STS once, with the config's own credentials, region and
+// endpoint (the real STS client over 127.0.0.1), and the account it
+// returns is what Install puts in the scopes: the calls are counted under
+// the account, not under *.
+func TestAccountIDAsksSTSOnceThroughTheConfig(t *testing.T) {
+	f := newFake(t)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cfg := awsConfig(f, srv)
+
+	account, err := cloudgaws.AccountID(context.Background(), cfg)
+	if err != nil || account != testAccount {
+		t.Fatalf("AccountID = %q, %v; want %s", account, err, testAccount)
+	}
+	if n := f.count("GetCallerIdentity"); n != 1 {
+		t.Fatalf("GetCallerIdentity sent %d times, want 1", n)
+	}
+
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cloudgaws.Install(&cfg, account, cloudgaws.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stats := resilience.WithStats(context.Background())
+	if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	sum := g.Summary(stats)
+	if st := sum.Scopes[ec2Key]; st.Calls != 1 {
+		t.Fatalf("scopes %v: want one call in %s", sum.Scopes, ec2Key)
+	}
+	if n := f.count("GetCallerIdentity"); n != 1 {
+		t.Fatalf("GetCallerIdentity sent %d times after Install, want still 1", n)
+	}
+}
+
+// On a config already installed (with the account unknown), the STS call
+// is governed like any other.
+func TestAccountIDOnAnInstalledConfigIsGoverned(t *testing.T) {
+	f := newFake(t)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cfg := awsConfig(f, srv)
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cloudgaws.Install(&cfg, "*", cloudgaws.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stats := resilience.WithStats(context.Background())
+	if account, err := cloudgaws.AccountID(ctx, cfg); err != nil || account != testAccount {
+		t.Fatalf("AccountID = %q, %v", account, err)
+	}
+	sc := resilience.Scope{Provider: "aws", Region: testRegion, Service: "sts"}
+	if st := g.Summary(stats).Scopes[sc.Key()]; st.Calls != 1 {
+		t.Fatalf("scopes %v: want one call in %s", g.Summary(stats).Scopes, sc.Key())
+	}
+}
+
+// A refusal is returned, wrapping the SDK's error, and no account is made
+// up.
+func TestAccountIDReturnsTheSDKError(t *testing.T) {
+	f := newFake(t)
+	f.always("GetCallerIdentity", reply{status: 403, code: "InvalidClientTokenId", msg: "The security token included in the request is invalid."})
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+
+	account, err := cloudgaws.AccountID(context.Background(), awsConfig(f, srv))
+	var api smithy.APIError
+	if account != "" || !errors.As(err, &api) || api.ErrorCode() != "InvalidClientTokenId" {
+		t.Fatalf("AccountID = %q, %v; want the SDK's InvalidClientTokenId", account, err)
+	}
+	if !strings.HasPrefix(err.Error(), "cloudgaws: account id: ") {
+		t.Fatalf("error %q does not say where it comes from", err)
+	}
+}
+
+// An answer without an account is an error, not an empty account (which
+// Install would read as *).
+func TestAccountIDRefusesAnAnswerWithoutAccount(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		fmt.Fprint(w, `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/alice</Arn></GetCallerIdentityResult></GetCallerIdentityResponse>`)
+	}))
+	defer srv.Close()
+	account, err := cloudgaws.AccountID(context.Background(), awsConfig(newFake(t), srv))
+	if account != "" || err == nil || !strings.Contains(err.Error(), "no account") {
+		t.Fatalf("AccountID = %q, %v; want an error", account, err)
+	}
+}

@@ -1,0 +1,65 @@
+package test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// BenchmarkDescribeVpcs is one DescribeVpcs round trip to the fake
+// endpoint, ungoverned and governed, over loopback TCP (what a program
+// sees) and in memory (the SDK's and the governor's own cost, without the
+// network stack). The governed leaf is set far above the benchmark's rate
+// so that the numbers are the governor's overhead, not its pacing.
+//
+//	go test -run '^$' -bench DescribeVpcs -benchmem ./cloudgaws/
+func BenchmarkDescribeVpcs(b *testing.B) {
+	rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+		"ec2": {MaxRPS: 1e6, Burst: 1e6},
+	}}}
+	for _, transport := range []string{"tcp", "memory"} {
+		for _, governed := range []bool{false, true} {
+			name := transport + "/ungoverned"
+			if governed {
+				name = transport + "/governed"
+			}
+			b.Run(name, func(b *testing.B) {
+				f := newFake(nil)
+				f.noTimes = true
+				var srv *httptest.Server
+				if transport == "tcp" {
+					srv = httptest.NewServer(f)
+					defer srv.Close()
+				}
+				cfg := awsConfig(f, srv)
+				cfg.RetryMode = aws.RetryModeStandard
+				if governed {
+					g, err := resilience.NewGovernor(rc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				client := ec2.NewFromConfig(cfg)
+				ctx := context.Background()
+				if err := describeVpcs(ctx, client); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if err := describeVpcs(ctx, client); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

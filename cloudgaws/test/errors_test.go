@@ -1,0 +1,78 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The error reader the package registers lets the core read Retry-After
+// and x-amz-retry-after from any error an SDK client returns.
+func TestRetryAfterFromSDKErrors(t *testing.T) {
+	for _, tc := range []struct {
+		reply reply
+		want  time.Duration
+	}{
+		{tooManyRequests("7"), 7 * time.Second},
+		{amzRetryAfterThrott("1500"), 1500 * time.Millisecond},
+		{jsonThrottle, -1},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake(t)
+			f.always("GetSecretValue", tc.reply)
+			cfg, _ := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(0))
+			err := getSecret(context.Background(), secretsmanager.NewFromConfig(cfg))
+			if resilience.Classify(err) != resilience.Throttled {
+				t.Fatalf("%v classified %v", err, resilience.Classify(err))
+			}
+			d, ok := resilience.RetryAfter(err)
+			if tc.want < 0 {
+				if ok {
+					t.Fatalf("hint %v from a response without one", d)
+				}
+				return
+			}
+			if !ok || d != tc.want {
+				t.Fatalf("RetryAfter = %v, %v; want %v", d, ok, tc.want)
+			}
+		})
+	}
+}
+
+// The errors the governor returns are smithy API errors coded Throttling
+// that the SDK's retryers never retry, and wrap the core's errors.
+func TestThrottlingErrorShape(t *testing.T) {
+	core := &resilience.CircuitOpenError{Scope: resilience.Scope{Provider: "aws", Account: testAccount, Service: "ec2"}, Wait: 42 * time.Second}
+	var err error = &cloudgaws.ThrottlingError{Err: core}
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "Throttling" || apiErr.ErrorMessage() != core.Error() || apiErr.ErrorFault() != smithy.FaultClient {
+		t.Fatalf("%v is not a Throttling API error", err)
+	}
+	var coe *resilience.CircuitOpenError
+	if !errors.As(err, &coe) || coe != core {
+		t.Fatal("the core error is not in the chain")
+	}
+	if r, ok := err.(interface{ RetryableError() bool }); !ok || r.RetryableError() {
+		t.Fatal("retryable")
+	}
+	if d, ok := resilience.RetryAfter(err); !ok || d != 42*time.Second {
+		t.Fatalf("RetryAfter = %v, %v", d, ok)
+	}
+	if resilience.Classify(err) != resilience.Throttled || resilience.DescribeError(err) != "throttled: "+core.Error() {
+		t.Fatalf("classified %v, described %q", resilience.Classify(err), resilience.DescribeError(err))
+	}
+	if resilience.IsProviderAnswer(err) {
+		t.Fatal("the governor's own error is taken for the provider's answer")
+	}
+	be := &cloudgaws.ThrottlingError{Err: &resilience.RetryBudgetExhaustedError{Err: errors.New("x")}}
+	if be.RetryAfter() != 0 {
+		t.Fatal("budget error without a provider hint has a RetryAfter")
+	}
+}

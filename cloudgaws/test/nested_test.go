@@ -1,0 +1,85 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A call made while another governed call holds its slot (credentials
+// fetched through an instrumented STS client while signing) does not wait
+// for a slot its own caller holds: with a cap of 1 it goes ahead without
+// one instead of deadlocking.
+func TestNestedCallDoesNotDeadlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		stsClient := sts.NewFromConfig(cfg)
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if err := getCallerIdentity(ctx, stsClient); err != nil {
+				return aws.Credentials{}, err
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+		})
+		ctx, stats := resilience.WithStats(context.Background())
+		if err := describeVpcs(ctx, ec2.NewFromConfig(outer)); err != nil {
+			t.Fatal(err)
+		}
+		if f.count("GetCallerIdentity") != 1 || f.count("DescribeVpcs") != 1 {
+			t.Fatalf("sent %d GetCallerIdentity, %d DescribeVpcs", f.count("GetCallerIdentity"), f.count("DescribeVpcs"))
+		}
+		if tot := g.Summary(stats).Totals; tot.Calls != 2 {
+			t.Fatalf("totals %+v: both calls are governed", tot)
+		}
+		if got := freeSlots(g); got != 1 {
+			t.Fatalf("%d slots free", got)
+		}
+	})
+}
+
+// A call made inside another one's attempt (credentials from STS while
+// signing) that the governor stops is charged to its own scope only: the
+// outer scope is neither slowed nor paused, since nothing was sent to it.
+func TestNestedGovernorErrorNotChargedToTheOuterScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("GetCallerIdentity", stsThrottle, stsThrottle, stsThrottle, stsThrottle, stsThrottle)
+		cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(0))
+		stsClient := sts.NewFromConfig(cfg)
+		for range 5 { // five give-ups open the STS breaker
+			getCallerIdentity(context.Background(), stsClient)
+		}
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if err := getCallerIdentity(ctx, stsClient); err != nil {
+				return aws.Credentials{}, err
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+		})
+		vpcsScope := resilience.Scope{Provider: "aws", Account: testAccount, Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+		before := g.Inspect(vpcsScope).Leaf
+		err := describeVpcs(context.Background(), ec2.NewFromConfig(outer))
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || coe.Scope.Service != "sts" {
+			t.Fatalf("err %v, want the STS breaker's error", err)
+		}
+		if f.count("DescribeVpcs") != 0 {
+			t.Fatal("DescribeVpcs was sent without credentials")
+		}
+		// The outer call took its token; its rate and pause are untouched.
+		if after := g.Inspect(vpcsScope).Leaf; after.Rate != before.Rate || after.Ceiling != before.Ceiling || after.Paused != before.Paused {
+			t.Fatalf("DescribeVpcs leaf %+v -> %+v: charged for the STS breaker", before, after)
+		}
+		if s := g.Summary(nil).Scopes["aws/"+testAccount+"/us-east-1/ec2"]; s.Throttled != 0 || s.TransientErrors != 0 {
+			t.Fatalf("ec2 stats %+v", s)
+		}
+	})
+}

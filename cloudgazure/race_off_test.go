@@ -1,5 +1,0 @@
-//go:build !race
-
-package cloudgazure_test
-
-const raceSlack = 0

@@ -1,0 +1,418 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+var query = armresourcegraph.QueryRequest{Query: ptr("Resources | project id")}
+
+// slowGraph configures Resource Graph at its 3 rps with a burst of 1, so
+// that the pacing of pages shows.
+func slowGraph(cfg resilience.Config) resilience.Config {
+	cfg.Azure.Services = map[string]resilience.ServiceConfig{"resourcegraph": {MaxRPS: 3, Burst: 1}}
+	return cfg
+}
+
+func rowIDs(rows []any) []string {
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, fmt.Sprint(r.(map[string]any)["id"]))
+	}
+	return ids
+}
+
+// A success saying the quota is spent (x-ms-user-quota-remaining: 0)
+// pauses azure/*/*/resourcegraph until x-ms-user-quota-resets-after; a 429
+// whose only hint is x-ms-user-quota-resets-after halves the scope (3 rps
+// to 1.5) and pauses it for that long.
+func TestResourceGraphQuotaHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.graphPages = 1
+		graph := e.graph()
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:05")
+		if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.gov.Inspect(graphScope).Leaf; st.Paused != 5*time.Second || st.Rate != 3 {
+			t.Fatalf("resourcegraph bucket %+v, want paused 5 s at 3 rps", st)
+		}
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "10", "x-ms-user-quota-resets-after", "00:00:05")
+		start := time.Now()
+		if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 5*time.Second+time.Second/3 {
+			t.Fatalf("next query waited %v, want the 5 s quota pause and a token at 3 rps", d)
+		}
+		if st := e.gov.Inspect(graphScope).Leaf; st.Paused != 0 {
+			t.Fatalf("quota left, yet paused: %+v", st)
+		}
+
+		time.Sleep(time.Second) // the bucket refills after the quota pause
+		e.srv.script(routeGraph, withHeader(reply{status: http.StatusTooManyRequests, code: "RateLimiting"},
+			"x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:03"))
+		start = time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := graph.Resources(context.Background(), query, nil); done <- err }()
+		synctest.Wait()
+		if st := e.gov.Inspect(graphScope).Leaf; st.Rate != 1.5 || st.Paused != 3*time.Second {
+			t.Fatalf("after the 429: %+v, want 1.5 rps paused 3 s", st)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 3*time.Second || d > 4*time.Second {
+			t.Fatalf("retried after %v, want 3 s", d)
+		}
+	})
+}
+
+// The queries waiting out a Resource Graph quota pause leave at the
+// scope's 3 rps from its end, not all at once with the burst of 15 the
+// bucket held before it: 5 s and a third, two thirds, 6 s, 6 s and a third.
+func TestQueriesQueuedBehindTheQuotaPauseStagger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.graphPages = 1
+		graph := e.graph()
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:05")
+		if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+			t.Fatal(err)
+		}
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "10")
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		hs := e.srv.hitsOf(routeGraph)[1:]
+		if len(hs) != 4 {
+			t.Fatalf("%d queries after the pause, want 4", len(hs))
+		}
+		for i, h := range hs {
+			if want := 5*time.Second + time.Duration(i+1)*time.Second/3; !near(h.at.Sub(start), want, time.Millisecond) {
+				t.Errorf("query %d sent %v after the pause began, want %v", i+1, h.at.Sub(start), want)
+			}
+		}
+	})
+}
+
+// Resource Graph has its own scope, with no subscription, at 3 rps with a
+// burst of 15 (15 queries per 5-second window): the first 15 queries go at
+// once, the 16th a third of a second later.
+func TestResourceGraphScopeRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.graphPages = 1
+		graph := e.graph()
+		start := time.Now()
+		for range 16 {
+			if _, err := graph.Resources(context.Background(), query, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		if hs[14].at != start || !near(hs[15].at.Sub(start), time.Second/3, time.Millisecond) {
+			t.Fatalf("15th query at %v, 16th at %v; want 0 and 1/3 s", hs[14].at.Sub(start), hs[15].at.Sub(start))
+		}
+		if st := e.gov.Inspect(graphScope).Leaf; st.Ceiling != 3 {
+			t.Fatalf("resourcegraph bucket %+v, want 3 rps", st)
+		}
+	})
+}
+
+// QueryResources follows the skip tokens page by page, one token per
+// page: with a burst of 1 at 3 rps the pages go 1/3 s apart.
+func TestQueryResourcesPagesWithSkipTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, slowGraph(resilience.Config{}))
+		q := query
+		rows, err := cloudgazure.QueryResources(context.Background(), e.graph(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(rowIDs(rows)); got != "[/r/0-0 /r/0-1 /r/1-0 /r/1-1 /r/2-0 /r/2-1]" {
+			t.Fatalf("rows %s", got)
+		}
+		if q.Options != nil {
+			t.Fatal("the caller's query was modified")
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		if len(hs) != 3 || hs[0].skip != "" || hs[1].skip != "p1" || hs[2].skip != "p2" {
+			t.Fatalf("pages asked %v", hs)
+		}
+		for i := 1; i < 3; i++ {
+			if d := gap(hs, i-1, i); !near(d, time.Second/3, time.Millisecond) {
+				t.Fatalf("page %d came %v after the previous one, want 1/3 s", i, d)
+			}
+		}
+	})
+}
+
+// A governed client retries a throttled page inside its pipeline; when the
+// page still fails, QueryResources returns the rows it has and the error,
+// without retrying the page again.
+func TestQueryResourcesReturnsRowsAndError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(2)}})
+		e.srv.script(routeGraph, reply{}) // page 1
+		e.srv.forever(routeGraph, throttled("1"))
+		ctx, ledger := resilience.WithLedger(context.Background(), "azure_graph")
+		rows, err := cloudgazure.QueryResources(ctx, e.graph(), query)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("got %v, want the 429", err)
+		}
+		if len(rows) != 2 {
+			t.Fatalf("%d rows, want page 1's 2", len(rows))
+		}
+		if n := e.srv.count(routeGraph); n != 1+3 {
+			t.Fatalf("%d requests, want page 1 and 3 attempts at page 2", n)
+		}
+		if g, _ := ledger.Counts(); g != 1 {
+			t.Fatalf("ledger gave up %d, want 1 (recorded once, by the policy)", g)
+		}
+	})
+}
+
+// A client without the policies is paced by QueryResources itself: a
+// breaker check and a token per page; a throttled page is retried 5 times
+// with a backoff of 2, 4, 8, 16 and 30 s (longer where the scope is
+// paused), then recorded as given up, and the rows come back with the
+// error.
+func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, slowGraph(resilience.Config{}))
+		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+		rows, err := cloudgazure.QueryResources(context.Background(), plain, query, e.opts()...)
+		if err != nil || len(rows) != 6 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		for i := 1; i < len(hs); i++ {
+			if d := gap(hs, i-1, i); !near(d, time.Second/3, time.Millisecond) {
+				t.Fatalf("page %d came %v after the previous one, want 1/3 s", i, d)
+			}
+		}
+
+		// A spent quota pauses the scope here too.
+		e.srv.okHeaders(routeGraph, "x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:04")
+		e.srv.graphPages = 1
+		if _, err := cloudgazure.QueryResources(context.Background(), plain, query, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.gov.Inspect(graphScope).Leaf; st.Paused != 4*time.Second {
+			t.Fatalf("resourcegraph bucket %+v, want paused 4 s", st)
+		}
+		e.srv.okHeaders(routeGraph)
+		e.srv.graphPages = 3
+
+		e.srv.script(routeGraph, reply{}) // page 1
+		e.srv.forever(routeGraph, throttled("3"))
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "azure_graph")
+		time.Sleep(time.Minute)
+		rows, err = cloudgazure.QueryResources(ctx, plain, query, e.opts()...)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests || len(rows) != 2 {
+			t.Fatalf("%d rows, %v; want page 1's rows and the 429", len(rows), err)
+		}
+		hs = e.srv.hitsOf(routeGraph)[5:] // page 2's attempts
+		if len(hs) != 6 {
+			t.Fatalf("%d attempts at page 2, want 1 + 5 retries", len(hs))
+		}
+		for i, want := range []time.Duration{3, 4, 8, 16, 30} {
+			if d := gap(hs, i, i+1); d < want*time.Second || d > want*time.Second+time.Second {
+				t.Fatalf("retry %d after %v, want %v", i+1, d, want*time.Second)
+			}
+		}
+		if g, _ := ledger.Counts(); g != 1 {
+			t.Fatalf("ledger gave up %d, want 1", g)
+		}
+		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 7 || sc.Throttled != 6 || sc.Retries != 5 || sc.GaveUp != 1 {
+			t.Fatalf("stats %+v", sc)
+		}
+	})
+}
+
+// With the governor disabled, the backoff of an ungoverned client's
+// throttled page is stretched to the server's hint.
+func TestQueryResourcesBackoffStretchedWhenDisabled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Enabled: ptr(false)})
+		e.srv.graphPages = 1
+		e.srv.script(routeGraph, throttled("7"))
+		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+		if _, err := cloudgazure.QueryResources(context.Background(), plain, query, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		if hs := e.srv.hitsOf(routeGraph); len(hs) != 2 || gap(hs, 0, 1) != 7*time.Second {
+			t.Fatalf("attempts %v, want 2, 7 s apart", hs)
+		}
+	})
+}
+
+// A client built with ClientOptions but not through NewGraphClient is
+// recognised on its first page: later pages are paced by its pipeline
+// only (the first page costs one token more).
+func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stats := resilience.WithStats(context.Background())
+		rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+		if err != nil || len(rows) != 6 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 4 {
+			t.Fatalf("%d calls counted for 3 pages, want 4", sc.Calls)
+		}
+	})
+}
+
+// A plain-typed client built with ClientOptions whose first page fails
+// after its pipeline's retries: the pipeline records the give-up, and
+// QueryResources, which paced that page too, records nothing more.
+func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(1)}})
+		c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.srv.forever(routeGraph, throttled("1"))
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "azure_graph")
+		_, err = cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("got %v, want the 429", err)
+		}
+		if n := e.srv.count(routeGraph); n != 2 {
+			t.Fatalf("%d attempts, want 2 (the pipeline's), not retried again", n)
+		}
+		if g, _ := ledger.Counts(); g != 1 {
+			t.Fatalf("ledger gave up %d, want 1", g)
+		}
+		sc := e.gov.Summary(stats).Scopes[graphScope.String()]
+		if sc.Calls != 3 || sc.GaveUp != 1 || sc.Throttled != 2 {
+			t.Fatalf("stats %+v, want 3 calls (one by the helper), 2 throttled, 1 gave up", sc)
+		}
+		if b := e.gov.Summary(nil).Breakers[graphScope.String()]; b.Failures != 1 {
+			t.Fatalf("breaker %+v, want 1 failure", b)
+		}
+	})
+}
+
+// The helper holds a slot while it sends a page; a governed pipeline found
+// out on that page is a call inside the helper's, and goes ahead without a
+// slot of its own when the helper holds the last one.
+func TestQueryResourcesDetectedPipelineSharesSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}})
+		c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+		if err != nil || len(rows) != 6 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		if in := e.gov.Inspect(graphScope); in.InFlight != 0 || in.Waiting != 0 {
+			t.Fatalf("bulkhead %+v after the query, want nothing held", in)
+		}
+	})
+}
+
+// A server that hands back the skip token it was given ends the query
+// with an error instead of a loop.
+func TestQueryResourcesStopsOnRepeatedSkipToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		q := query
+		q.Options = &armresourcegraph.QueryRequestOptions{SkipToken: ptr("p1")}
+		e.srv.graphPages = 3
+		e.srv.okHeaders(routeGraph)
+		stuck := &stuckGraph{GraphQuerier: e.graph()}
+		rows, err := cloudgazure.QueryResources(context.Background(), stuck, q)
+		if err == nil || !strings.Contains(err.Error(), "skip token") || len(rows) != 2 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		if *q.Options.SkipToken != "p1" {
+			t.Fatal("the caller's options were modified")
+		}
+	})
+}
+
+// stuckGraph answers every page with the skip token it was asked for.
+type stuckGraph struct{ cloudgazure.GraphQuerier }
+
+func (s *stuckGraph) Resources(ctx context.Context, q armresourcegraph.QueryRequest,
+	o *armresourcegraph.ClientResourcesOptions) (armresourcegraph.ClientResourcesResponse, error) {
+	r, err := s.GraphQuerier.Resources(ctx, q, o)
+	if err == nil && q.Options != nil {
+		r.SkipToken = q.Options.SkipToken
+	}
+	return r, err
+}
+
+// WithQueryLimits bounds the retries of a client this package does not
+// govern; NewTenantClient builds a governed client without a subscription.
+func TestQueryLimitsAndTenantClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+		e.srv.forever(routeGraph, throttled("0"))
+		limits := cloudgazure.QueryLimits{MaxRetries: 1, Backoff: []time.Duration{3 * time.Second}}
+		_, err := cloudgazure.QueryResources(context.Background(), plain, query, append(e.opts(), cloudgazure.WithQueryLimits(limits))...)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("err %v, want the 429", err)
+		}
+		hs := e.srv.hitsOf(routeGraph)
+		if len(hs) != 2 || gap(hs, 0, 1) < 3*time.Second {
+			t.Fatalf("attempts %v, want 2, 3 s apart", hs)
+		}
+
+		e.srv.okHeaders(routeGraph)
+		e.srv.script(routeGraph, reply{})
+		tenant, err := cloudgazure.NewTenantClient(armresourcegraph.NewClient, fakeCred{}, e.base, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stats := resilience.WithStats(context.Background())
+		time.Sleep(time.Minute)
+		if _, err := tenant.Resources(ctx, query, nil); err != nil {
+			t.Fatal(err)
+		}
+		if s := e.gov.Summary(stats).Scopes[graphScope.String()]; s.Calls != 1 {
+			t.Fatalf("tenant client: stats %+v, want one governed call", s)
+		}
+	})
+}

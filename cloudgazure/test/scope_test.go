@@ -1,0 +1,74 @@
+package test
+
+import (
+	"testing"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+func TestScopeOf(t *testing.T) {
+	az := func(sub, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: sub, Service: svc}
+	}
+	cases := []struct {
+		path string
+		want resilience.Scope
+	}{
+		{"/subscriptions/" + subA + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v", az(subALower, "network")},
+		{"/subscriptions/" + subB + "/providers/Microsoft.Compute/virtualMachines", az(subB, "compute")},
+		{"/subscriptions/" + subB + "/resourcegroups", az(subB, "resources")},
+		{"/subscriptions/" + subB, az(subB, "resources")},
+		{"/SUBSCRIPTIONS/" + subA + "/RESOURCEGROUPS/rg/PROVIDERS/MICROSOFT.STORAGE/storageAccounts/s", az(subALower, "storage")},
+		// The last namespace wins: an extension resource under another.
+		{"/subscriptions/" + subB + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n/providers/Microsoft.Insights/diagnosticSettings/d", az(subB, "insights")},
+		{"/subscriptions/" + subB + "/providers/Microsoft.Network/", az(subB, "network")},
+		{"//subscriptions//" + subB + "//providers/Microsoft.Web/sites", az(subB, "web")},
+		{"/providers/Microsoft.ResourceGraph/resources", az("", "resourcegraph")},
+		// Resource Graph has no subscription, even where a path names one.
+		{"/subscriptions/" + subB + "/providers/Microsoft.ResourceGraph/resources", az("", "resourcegraph")},
+		{"/providers/Microsoft.Management/managementGroups/mg", az("", "management")},
+		{"/subscriptions", az("", "resources")},
+		{"/tenants", az("", "resources")},
+		{"", az("", "resources")},
+		{"/subscriptions/" + subB + "/resourceGroups/Microsoft.", az(subB, "resources")},
+		{"/subscriptions/" + subB + "/providers/Dynatrace.Observability/monitors", az(subB, "resources")},
+	}
+	for _, c := range cases {
+		if got := cloudgazure.ScopeOf(c.path); got != c.want {
+			t.Errorf("ScopeOf(%q) = %v, want %v", c.path, got, c.want)
+		}
+	}
+	if got := cloudgazure.GraphScope().String(); got != "azure/*/*/resourcegraph" {
+		t.Errorf("GraphScope() = %s", got)
+	}
+	if got := cloudgazure.ScopeOf(cases[0].path).String(); got != "azure/"+subALower+"/*/network" {
+		t.Errorf("scope string %s", got)
+	}
+}
+
+// After the first time, resolving a scope allocates nothing, also for an
+// upper-case subscription and namespace.
+func TestScopeOfDoesNotAllocate(t *testing.T) {
+	p := "/subscriptions/" + subA + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
+	cloudgazure.ScopeOf(p)
+	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOf(p) }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func FuzzScopeOf(f *testing.F) {
+	f.Add("/subscriptions/" + subA + "/providers/Microsoft.Network/x")
+	f.Add("/providers/Microsoft.ResourceGraph/resources")
+	f.Fuzz(func(t *testing.T, path string) {
+		s := cloudgazure.ScopeOf(path)
+		if s.Provider != "azure" || s.Service == "" || s.Region != "" || s.Operation != "" {
+			t.Fatalf("ScopeOf(%q) = %#v", path, s)
+		}
+		for _, c := range s.Account + s.Service {
+			if c >= 'A' && c <= 'Z' {
+				t.Fatalf("ScopeOf(%q) = %#v: not lower-case", path, s)
+			}
+		}
+	})
+}

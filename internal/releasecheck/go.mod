@@ -1,0 +1,5 @@
+module github.com/cloudg/cloudg/internal/releasecheck
+
+go 1.26.0
+
+require golang.org/x/mod v0.43.0

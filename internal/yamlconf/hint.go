@@ -1,0 +1,56 @@
+package yamlconf
+
+// suggest names the known key closest to an unknown one when the unknown
+// one is a likely misspelling of it, " (did you mean burst?)", and is ""
+// otherwise. A likely misspelling is at most two edits away (a swap of two
+// neighbouring letters is one edit) and shares more letters with the key
+// than it changes; of two equally close keys the first in order is named,
+// so that the message does not depend on map order.
+func suggest(name string, fields map[string]int) string {
+	best, bestDist := "", maxEdits+1
+	for k := range fields {
+		if d := distance(name, k); d < bestDist || d == bestDist && k < best {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" || bestDist > maxEdits || bestDist >= len(name) {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// maxEdits is the farthest a key may be from the unknown one to be named.
+const maxEdits = 2
+
+// distance is the optimal string alignment distance of a and b (the
+// Damerau-Levenshtein distance where no substring is edited twice), capped
+// at maxEdits+1: enough to rank near keys, cheap for far ones.
+func distance(a, b string) int {
+	if a == b {
+		return 0
+	}
+	if d := len(a) - len(b); d > maxEdits || -d > maxEdits {
+		return maxEdits + 1
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], maxEdits+1)
+}

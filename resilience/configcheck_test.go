@@ -1,0 +1,184 @@
+package resilience
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cloudg/cloudg/internal/yamlconf"
+)
+
+// mistakes parses doc and returns the lines of its error, one per mistake.
+func mistakes(t *testing.T, doc string) []string {
+	t.Helper()
+	_, err := ParseConfig([]byte(doc))
+	if err == nil {
+		t.Fatalf("%q: accepted", doc)
+	}
+	var ce *yamlconf.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("%q: %T is not a *yamlconf.Error", doc, err)
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+// wantMistakes checks that doc is refused with exactly the messages want,
+// in this order.
+func wantMistakes(t *testing.T, doc string, want ...string) {
+	t.Helper()
+	got := mistakes(t, doc)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%q:\n got %s\nwant %s", doc, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+func accepted(t *testing.T, doc string) Config {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Errorf("%q: %v", doc, err)
+	}
+	return cfg
+}
+
+func TestParseConfigReportsEveryMistakeAtOnce(t *testing.T) {
+	wantMistakes(t, `
+ratelimit:
+  aws:
+    brust: 10
+    max_rps: fast
+    min_rps: 50
+    services:
+      ec2: {max_rps: 0}
+      ec2.describeinstances: {max_rps: 1}
+  gcp:
+    max_retires: 3
+    base_delay_seconds: 100s
+    max_backoff_seconds: 1s
+`,
+		// The decoder's, in document order, then the settings' checks.
+		"ratelimit.aws.brust: unknown key (did you mean burst?)",
+		`ratelimit.aws.max_rps: "fast" is not a number`,
+		"ratelimit.aws.services.ec2.max_rps: must be > 0",
+		"ratelimit.gcp.max_retires: unknown key (did you mean max_retries?)",
+		"ratelimit.aws.min_rps: 50 rps is above max_rps (20 rps, the default)",
+		"ratelimit.aws.services.ec2.describeinstances: never matches: AWS operation names are PascalCase, as the SDK spells them (ec2.DescribeInstances)",
+		"ratelimit.gcp.base_delay_seconds: 100 s is above max_backoff_seconds (1 s)",
+	)
+	// Configs built in code are validated the same way, every mistake at
+	// once.
+	err := Config{AWS: ProviderConfig{MaxRPS: -1}, Azure: ProviderConfig{MaxConcurrency: -2}}.Validate()
+	if err == nil || err.Error() != "ratelimit.aws.max_rps: must be > 0\nratelimit.azure.max_concurrency: must be > 0" {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestUnknownKeyHints(t *testing.T) {
+	for doc, want := range map[string]string{
+		"aws: {max_retires: 3}\n":           "ratelimit.aws.max_retires: unknown key (did you mean max_retries?)",
+		"aws: {maxrps: 3}\n":                "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)",
+		"aws: {breaker_cooldown: 3}\n":      "ratelimit.aws.breaker_cooldown: unknown key",
+		"awz: {max_rps: 3}\n":               "ratelimit.awz: unknown key (did you mean aws?)",
+		"oracle: {}\n":                      "ratelimit.oracle: unknown key",
+		"aws: {ab: 1}\n":                    "ratelimit.aws.ab: unknown key",
+		"gcp: {services: {x: {bursts: 1}}}": "ratelimit.gcp.services.x.bursts: unknown key (did you mean burst?)",
+	} {
+		wantMistakes(t, doc, want)
+	}
+}
+
+func TestMinRPSNotAboveMaxRPS(t *testing.T) {
+	wantMistakes(t, "aws: {min_rps: 50, max_rps: 5}\n", "ratelimit.aws.min_rps: 50 rps is above max_rps (5 rps)")
+	wantMistakes(t, "azure: {min_rps: 16}\n", "ratelimit.azure.min_rps: 16 rps is above max_rps (15 rps, the default)")
+	// A service's floor is compared with the ceiling in force there: its
+	// own, else its built-in one, else the provider's; an operation starts
+	// from its service.
+	wantMistakes(t, "aws: {services: {iam: {min_rps: 11}}}\n", "ratelimit.aws.services.iam.min_rps: 11 rps is above the max_rps in force here (10 rps)")
+	wantMistakes(t, "aws: {services: {iam: {max_rps: 3}, iam.ListRoles: {min_rps: 4}}}\n",
+		"ratelimit.aws.services.iam.ListRoles.min_rps: 4 rps is above the max_rps in force here (3 rps)")
+	wantMistakes(t, "gcp: {max_rps: 2, services: {compute: {min_rps: 3}}}\n",
+		"ratelimit.gcp.services.compute.min_rps: 3 rps is above the max_rps in force here (2 rps)")
+	accepted(t, "aws: {min_rps: 5, max_rps: 5}\n")
+	accepted(t, "aws: {services: {iam: {max_rps: 30, min_rps: 20}}}\n")
+	// A ceiling below the default floor is no mistake: the floor follows.
+	if cfg := accepted(t, "aws: {max_rps: 0.1}\n"); cfg.AWS.MaxRPS != 0.1 {
+		t.Errorf("max_rps %v", cfg.AWS.MaxRPS)
+	}
+}
+
+func TestBaseDelayNotAboveMaxBackoff(t *testing.T) {
+	wantMistakes(t, "aws: {base_delay_seconds: 100s, max_backoff_seconds: 1s}\n",
+		"ratelimit.aws.base_delay_seconds: 100 s is above max_backoff_seconds (1 s)")
+	wantMistakes(t, "gcp: {base_delay_seconds: 61}\n",
+		"ratelimit.gcp.base_delay_seconds: 61 s is above max_backoff_seconds (60 s, the default)")
+	accepted(t, "aws: {base_delay_seconds: 2, max_backoff_seconds: 2}\n")
+	accepted(t, "aws: {max_backoff_seconds: 0.1}\n")
+}
+
+func TestBreakerCooldownWithinBounds(t *testing.T) {
+	for _, v := range []string{"0.5", "601", "1h"} {
+		got := mistakes(t, "aws: {breaker_cooldown_seconds: "+v+"}\n")
+		if len(got) != 1 || !strings.HasPrefix(got[0], "ratelimit.aws.breaker_cooldown_seconds: ") || !strings.HasSuffix(got[0], " s is outside [1 s, 600 s]") {
+			t.Errorf("cooldown %s: %v", v, got)
+		}
+	}
+	wantMistakes(t, "azure: {breaker_cooldown_seconds: 120, breaker_max_cooldown_seconds: 100}\n",
+		"ratelimit.azure.breaker_cooldown_seconds: 120 s is above breaker_max_cooldown_seconds (100 s)")
+	accepted(t, "aws: {breaker_cooldown_seconds: 1}\n")
+	accepted(t, "aws: {breaker_cooldown_seconds: 10m}\n")
+	accepted(t, "aws: {breaker_cooldown_seconds: 30, breaker_max_cooldown_seconds: 3600}\n")
+}
+
+func TestBurstsHoldAWholeTokenAndNeedARate(t *testing.T) {
+	wantMistakes(t, "aws: {global_max_rps: 100, global_burst: 0.5}\n",
+		"ratelimit.aws.global_burst: must be >= 1 when global_max_rps is set (a bucket holds at least one token)")
+	wantMistakes(t, "aws: {account_max_rps: 10, account_burst: 0.5}\n",
+		"ratelimit.aws.account_burst: must be >= 1 when account_max_rps is set (a bucket holds at least one token)")
+	// Azure's account bucket is on by default (20 rps).
+	wantMistakes(t, "azure: {account_burst: 0.25}\n",
+		"ratelimit.azure.account_burst: must be >= 1 when account_max_rps is set (a bucket holds at least one token)")
+	wantMistakes(t, "aws: {global_burst: 50}\n", "ratelimit.aws.global_burst: has no effect: global_max_rps is 0 (the bucket is off)")
+	wantMistakes(t, "aws: {account_burst: 50}\n", "ratelimit.aws.account_burst: has no effect: account_max_rps is 0 (the bucket is off)")
+	wantMistakes(t, "azure: {account_max_rps: 0, account_burst: 50}\n", "ratelimit.azure.account_burst: has no effect: account_max_rps is 0 (the bucket is off)")
+	wantMistakes(t, "aws: {burst: 0.5}\n", "ratelimit.aws.burst: must be >= 1 (a bucket holds at least one token)")
+	wantMistakes(t, "aws: {services: {ec2: {burst: 0.5}}}\n", "ratelimit.aws.services.ec2.burst: must be >= 1 (a bucket holds at least one token)")
+	accepted(t, "aws: {global_max_rps: 100, global_burst: 1, account_max_rps: 10}\n")
+	accepted(t, "azure: {account_burst: 300}\n")
+}
+
+func TestAWSOverrideKeysThatNeverMatch(t *testing.T) {
+	wantMistakes(t, "aws: {services: {ec2.describeinstances: {max_rps: 5}}}\n",
+		"ratelimit.aws.services.ec2.describeinstances: never matches: AWS operation names are PascalCase, as the SDK spells them (ec2.DescribeInstances)")
+	wantMistakes(t, "aws: {services: {EC2.DescribeInstances: {max_rps: 5}}}\n",
+		"ratelimit.aws.services.EC2.DescribeInstances: never matches: AWS service names are lower case, as botocore spells them (ec2.DescribeInstances)")
+	wantMistakes(t, "aws: {services: {SecretsManager: {max_rps: 5}}}\n",
+		"ratelimit.aws.services.SecretsManager: never matches: AWS service names are lower case, as botocore spells them (secretsmanager)")
+	accepted(t, "aws: {services: {ec2.DescribeInstances: {max_rps: 5}, cognito-idp: {max_rps: 2}}}\n")
+	// Other providers' operations are spelt otherwise (Google's REST
+	// operations are instances_get), so only AWS keys are checked.
+	accepted(t, "gcp: {services: {compute.instances_get: {max_rps: 5}}}\nazure: {services: {network.x: {max_rps: 5}}}\n")
+}
+
+// One document holds the governor's section and the AWS SDK's: each
+// reader reads its own and passes over the other's.
+func TestOneDocumentHoldsBothSections(t *testing.T) {
+	cfg := accepted(t, "aws:\n  max_retries: 3\n  retry_mode: standard\nratelimit:\n  aws:\n    max_retries: 5\napp: {anything: 1}\n")
+	if *cfg.AWS.MaxRetries != 5 {
+		t.Errorf("ratelimit.aws.max_retries %d, want 5", *cfg.AWS.MaxRetries)
+	}
+	// Without a ratelimit key, an aws section holding retry_mode is the
+	// SDK's: the governor keeps every default.
+	for _, doc := range []string{"aws: {retry_mode: standard}\n", "aws: {retry_mode: adaptive, max_retries: 3}\napp: {x: 1}\n", `{"aws": {"retry_mode": "standard"}}`} {
+		if cfg := accepted(t, doc); cfg.AWS.MaxRetries != nil || cfg.AWS.MaxRPS != 0 {
+			t.Errorf("%q: %+v, want the defaults", doc, cfg.AWS)
+		}
+	}
+	// A governor setting beside retry_mode would be read by neither.
+	wantMistakes(t, "aws: {retry_mode: standard, max_rps: 5}\n",
+		"aws.max_rps: not a setting of the AWS SDK's section, which retry_mode makes this top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws")
+	// Without retry_mode, a document without a ratelimit key is the
+	// section itself, as before.
+	if cfg := accepted(t, "aws: {max_retries: 3}\n"); *cfg.AWS.MaxRetries != 3 {
+		t.Errorf("the section alone: %+v", cfg.AWS)
+	}
+}
