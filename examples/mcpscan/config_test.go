@@ -56,7 +56,7 @@ func TestNewScannerDefaultsAndErrors(t *testing.T) {
 	dir := t.TempDir()
 	for doc, want := range map[string]string{
 		"ratelimit: {live_max_concurrent: 0}\n": "ratelimit.live_max_concurrent: must be > 0",
-		"ratelimit: {aws: {max_rsp: 1}}\n":      "ratelimit.aws.max_rsp: unknown key",
+		"ratelimit: {aws: {max_rsp: 1}}\n":      "ratelimit.aws.max_rsp: unknown key (did you mean max_rps?)",
 	} {
 		path := filepath.Join(dir, "bad.yaml")
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
