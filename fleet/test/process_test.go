@@ -1,4 +1,4 @@
-package fleet
+package test
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -126,11 +127,11 @@ func runWorker() int {
 		"ec2": {MaxRPS: trueRPS, Burst: trueBurst},
 	}}}
 	var opts []resilience.Option
-	var store *Store
+	var store *fleet.Store
 	if addr := env("REDIS"); addr != "" {
 		// A loaded CI machine (8 race-instrumented processes on 2 cores) can
 		// take longer than the default 250 ms: the comparison wants no fallback.
-		store = New(redis.NewClient(&redis.Options{Addr: addr}), WithPrefix(env("PREFIX")), WithTimeout(2*time.Second))
+		store = fleet.New(redis.NewClient(&redis.Options{Addr: addr}), fleet.WithPrefix(env("PREFIX")), fleet.WithTimeout(2*time.Second))
 		defer store.Close()
 		opts = append(opts, resilience.WithStateStore(store))
 	}
@@ -325,22 +326,22 @@ func TestFleetOfEightProcesses(t *testing.T) {
 	const dur = 10 * time.Second
 	single := runFleet(t, "1 process", 1, "", dur)
 	apart := runFleet(t, "8 processes, no fleet", 8, "", dur)
-	fleet := runFleet(t, "8 processes, fleet mode", 8, redisAddr, dur)
-	for _, r := range []fleetRun{single, apart, fleet} {
+	shared := runFleet(t, "8 processes, fleet mode", 8, redisAddr, dur)
+	for _, r := range []fleetRun{single, apart, shared} {
 		t.Log(r)
 	}
-	if fleet.lost != 0 {
-		t.Errorf("fleet mode lost %d calls", fleet.lost)
+	if shared.lost != 0 {
+		t.Errorf("fleet mode lost %d calls", shared.lost)
 	}
-	if fleet.goodput < 0.95*single.goodput {
-		t.Errorf("fleet goodput %.1f%% is not within 5%% of one process's %.1f%%", 100*fleet.goodput, 100*single.goodput)
+	if shared.goodput < 0.95*single.goodput {
+		t.Errorf("fleet goodput %.1f%% is not within 5%% of one process's %.1f%%", 100*shared.goodput, 100*single.goodput)
 	}
 	// Rejected no more often than one process alone (allowing the
 	// provider's and the governor's clocks a request of slack).
-	if fleet.rejectedShare() > single.rejectedShare()+1.0/float64(fleet.requests) {
-		t.Errorf("fleet rejected %.2f%% of its requests, one process %.2f%%", 100*fleet.rejectedShare(), 100*single.rejectedShare())
+	if shared.rejectedShare() > single.rejectedShare()+1.0/float64(shared.requests) {
+		t.Errorf("fleet rejected %.2f%% of its requests, one process %.2f%%", 100*shared.rejectedShare(), 100*single.rejectedShare())
 	}
-	if apart.rejected <= fleet.rejected {
-		t.Errorf("8 processes without fleet mode were rejected %d times, with it %d: the comparison shows nothing", apart.rejected, fleet.rejected)
+	if apart.rejected <= shared.rejected {
+		t.Errorf("8 processes without fleet mode were rejected %d times, with it %d: the comparison shows nothing", apart.rejected, shared.rejected)
 	}
 }

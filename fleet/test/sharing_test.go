@@ -1,4 +1,4 @@
-package fleet
+package test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -16,8 +17,8 @@ import (
 func TestThrottleInOneProcessSlowsTheFleet(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		a := newProcess(t, be.addr, prefix, resilience.Config{})
-		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a := newProcess(t, be, prefix, resilience.Config{})
+		b := newProcess(t, be, prefix, resilience.Config{})
 		a.do(t, vpcs, throttl, once)
 		if r := b.gov.Inspect(vpcs).Leaf.Rate; r != 10 {
 			t.Fatalf("process B sees %v rps after A was throttled, want 10", r)
@@ -44,8 +45,8 @@ func TestThrottleInOneProcessSlowsTheFleet(t *testing.T) {
 func TestRetryAfterPausesTheFleet(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		a := newProcess(t, be.addr, prefix, resilience.Config{})
-		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a := newProcess(t, be, prefix, resilience.Config{})
+		b := newProcess(t, be, prefix, resilience.Config{})
 		a.do(t, vpcs, func(context.Context) error { return &apiErr{code: "Throttling", status: 400, retry: "3"} }, once)
 		p := b.gov.Inspect(vpcs).Leaf.Paused
 		if p < 2500*time.Millisecond || p > 3*time.Second {
@@ -65,8 +66,8 @@ func TestBreakerOpenedByOneProcessRejectsInAnother(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerCooldownSeconds: 1}}
-		a := newProcess(t, be.addr, prefix, cfg, WithBreakerStaleness(200*time.Millisecond))
-		b := newProcess(t, be.addr, prefix, cfg, WithBreakerStaleness(200*time.Millisecond))
+		a := newProcess(t, be, prefix, cfg, fleet.WithBreakerStaleness(200*time.Millisecond))
+		b := newProcess(t, be, prefix, cfg, fleet.WithBreakerStaleness(200*time.Millisecond))
 		// B has seen the breaker closed (its cache is warm).
 		if err := b.do(t, vpcs, ok); err != nil {
 			t.Fatal(err)
@@ -113,8 +114,8 @@ func TestRetryBudgetIsShared(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
-		a := newProcess(t, be.addr, prefix, cfg)
-		b := newProcess(t, be.addr, prefix, cfg)
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
 		gd := a.begin(t)
 		for i := range 5 { // 2 free, 3 paid
 			if err := failAndRetry(gd); err != nil {
@@ -156,8 +157,8 @@ func TestRefundsFromAProcessThatNeverRetried(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
-		a := newProcess(t, be.addr, prefix, cfg)
-		b := newProcess(t, be.addr, prefix, cfg)
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
 		gb := b.begin(t)
 		for range 5 { // 2 free, 3 paid: the budget is empty
 			failAndRetry(gb)
