@@ -154,3 +154,37 @@ func TestSharedRateRecoversAdditively(t *testing.T) {
 		}
 	})
 }
+
+// Reconfiguring or resetting the governor makes its budgets anew: the
+// store keeps one per provider, so that a heartbeat's Redis calls do not
+// grow with every Reset and Configure.
+func TestResetsAndReconfigurationsDoNotPileUpBudgets(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
+		p := newProcess(t, be, uniquePrefix(t), cfg)
+		p.do(t, vpcs, ok)
+		perBeat := func() float64 {
+			before, start := p.store.Stats().RedisCalls, time.Now()
+			time.Sleep(time.Second)
+			return float64(p.store.Stats().RedisCalls-before) / (float64(time.Since(start)) / float64(100*time.Millisecond))
+		}
+		base := perBeat()
+		other := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(4)}}
+		for i := range 1000 {
+			p.gov.Reset()
+			c := cfg
+			if i%2 == 0 {
+				c = other
+			}
+			if err := p.gov.Configure(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.do(t, vpcs, ok)
+		after := perBeat()
+		if after > base+1 {
+			t.Fatalf("%.1f Redis calls per heartbeat after 1,000 Resets and Configures, %.1f before", after, base)
+		}
+		t.Logf("%s: %.1f Redis calls per heartbeat before, %.1f after", be.name, base, after)
+	})
+}
