@@ -22,13 +22,13 @@ func unreachable() *redis.Client {
 }
 
 func TestOpenReadsCredentialsTLSAndDatabaseFromTheURL(t *testing.T) {
-	s, err := Open("rediss://alice:s3cret@redis.example:6380/3", WithLogger(quiet), WithTimeout(50*time.Millisecond))
+	s, err := Open("rediss://alice:s3cret@127.0.0.1:1/3", WithLogger(quiet), WithTimeout(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	o := s.rdb.(*redis.Client).Options()
-	if o.Username != "alice" || o.Password != "s3cret" || o.DB != 3 || o.TLSConfig == nil || o.Addr != "redis.example:6380" {
+	if o.Username != "alice" || o.Password != "s3cret" || o.DB != 3 || o.TLSConfig == nil || o.Addr != "127.0.0.1:1" {
 		t.Fatalf("options %+v", o)
 	}
 	if _, err := Open("http://nope"); err == nil {
