@@ -36,10 +36,14 @@ type backend struct {
 func (be backend) addr() string { return be.addrs[0] }
 
 // client returns a new client of the backend that fails fast, so that a
-// Redis that does not answer shows at once.
+// Redis that does not answer shows at once. A cluster's client has loaded
+// the slots and connected to every master, so that a store's first
+// operation does not pay for it within its timeout.
 func (be backend) client() redis.UniversalClient {
 	if be.cluster {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: be.addrs, DialTimeout: 200 * time.Millisecond})
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: be.addrs, DialTimeout: 200 * time.Millisecond})
+		cc.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
+		return cc
 	}
 	return redis.NewClient(&redis.Options{Addr: be.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 }
