@@ -19,7 +19,8 @@ import (
 // type is deleted; a hash holding a value the local settings could not
 // have written (not a number, infinite, a rate below the floor, a time
 // past the horizon) counts as absent, and is deleted too; every script
-// gives the keys it touches their TTL again.
+// gives the keys it touches their TTL again (one it only reads, when it
+// has none).
 
 // common are the helpers of every script.
 const common = `
@@ -30,10 +31,19 @@ end
 local function num(s) return string.format('%.0f', s) end
 -- finite is true for a number that is neither NaN nor infinite.
 local function finite(x) return x ~= nil and x == x and x > -math.huge and x < math.huge end
--- claim deletes key when it holds a value of another type than kind.
-local function claim(key, kind)
-  local t = redis.call('TYPE', key).ok
-  if t ~= 'none' and t ~= kind then redis.call('DEL', key) end
+-- call runs a command on key; when key holds a value of another type, it
+-- deletes it and runs the command again on nothing.
+local function call(cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r.err then
+    redis.call('DEL', key)
+    r = redis.call(cmd, key, ...)
+  end
+  return r
+end
+-- touch gives key its TTL again when someone made it persistent.
+local function touch(key, ttl)
+  if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ttl) end
 end
 `
 
@@ -67,15 +77,14 @@ end
 -- bucket starts afresh, full at its ceiling. A rate above the ceiling (one
 -- lowered by configuration) is brought down to it.
 local function load_bucket(key, now)
-  claim(key, 'hash')
-  local h = redis.call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', 'born')
+  local h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', 'born')
   local t0, paused, rate = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
   local ldec, lthr, linc, born = tonumber(h[4]), tonumber(h[5]), tonumber(h[6]), tonumber(h[7] or now)
-  local function soon(x) return finite(x) and x <= now + HORIZON_US end
-  local function past(x) return finite(x) and x <= now + SKEW_US end
+  local soon, past = now + HORIZON_US, now + SKEW_US
   local b = {}
-  if soon(t0) and soon(paused) and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
-      past(ldec) and past(lthr) and past(linc) and past(born) then
+  if finite(t0) and t0 <= soon and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
+      finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
+      finite(born) and born <= past then
     b.rate = math.min(rate, CEILING)
     b.interval = 1000000 / b.rate
     b.capus = math.max(1, RATIO * b.rate) * b.interval
@@ -236,12 +245,11 @@ else
   b.t0 = b.t0 + k * b.interval
 end
 save_bucket(KEYS[1], b)
-claim(KEYS[2], 'hash')
-local br = redis.call('HMGET', KEYS[2], 'state', 'until', 'failures')
+local br = call('HMGET', KEYS[2], 'state', 'until', 'failures')
 local bwait = tonumber(br[2]) or 0
 local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + HORIZON_US then bstate = 'invalid' end
-redis.call('PEXPIRE', KEYS[2], TTL_MS)
+if br[1] then touch(KEYS[2], TTL_MS) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0)}
 `)
 
@@ -304,7 +312,7 @@ return {1}
 var bucketSnapshotScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS)
 local eff = math.max(now, b.paused)
 local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
@@ -322,8 +330,7 @@ local SKEW_US = tonumber(ARGV[5])
 -- a cooldown longer than the longest, a wait past it) is deleted and the
 -- breaker is closed.
 local function load_breaker(key, now)
-  claim(key, 'hash')
-  local h = redis.call('HMGET', key, 'state', 'failures', 'cooldown', 'until')
+  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until')
   local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US), untilv = tonumber(h[4] or 0)}
   if (br.state == 'closed' or br.state == 'open' or br.state == 'half_open') and
       finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= MAX_US and
@@ -342,7 +349,7 @@ end
 var allowScript = redis.NewScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS)
 if br.state == 'closed' then return {1, '0', 'closed', br.failures} end
 if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures} end
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', num(br.cooldown),
@@ -356,7 +363,7 @@ return {1, '0', 'half_open', br.failures}
 var breakerSuccessScript = redis.NewScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS)
 if br.state == 'closed' and br.failures == 0 then return {0, br.state} end
 if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0)
@@ -386,7 +393,7 @@ if br.state == 'closed' then
 elseif br.state == 'half_open' then
   cooldown = math.min(2 * cooldown, MAX_US)
 else
-  redis.call('PEXPIRE', KEYS[1], TTL_MS)
+  touch(KEYS[1], TTL_MS)
   return {0, br.state, br.failures, num(math.max(0, br.untilv - now))}
 end
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown))
@@ -398,7 +405,7 @@ return {1, 'open', 0, num(cooldown)}
 var breakerSnapshotScript = redis.NewScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS)
 return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now))}
 `)
 
@@ -409,8 +416,7 @@ return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now
 var budgetScript = redis.NewScript(common + fmt.Sprintf(`
 local cost = %d
 local max = tonumber(ARGV[1])
-claim(KEYS[1], 'string')
-local v = tonumber(redis.call('GET', KEYS[1]))
+local v = tonumber(call('GET', KEYS[1]))
 if not finite(v) or v < 0 then v = max end
 v = math.floor(math.min(max, v + math.max(0, tonumber(ARGV[3]) or 0)))
 local taken = 0
@@ -428,8 +434,7 @@ return {taken, v}
 var heartbeatScript = redis.NewScript(common + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-claim(KEYS[1], 'zset')
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + math.max(tonumber(ARGV[2]), tonumber(ARGV[3]))), '+inf')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])

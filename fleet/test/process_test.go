@@ -225,7 +225,7 @@ func (r fleetRun) rejectedShare() float64 {
 }
 
 func (r fleetRun) String() string {
-	return fmt.Sprintf("%-7s  %-34s requests %5d  rejected %5d (%5.1f%%)  goodput %5.1f%%  lost %d  unfinished %d",
+	return fmt.Sprintf("%-7s  %-39s requests %5d  rejected %5d (%5.1f%%)  goodput %5.1f%%  lost %d  unfinished %d",
 		r.controller, r.name, r.requests, r.rejected, 100*r.rejectedShare(), 100*r.goodput, r.lost, r.unfinished)
 }
 

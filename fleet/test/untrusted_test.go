@@ -58,7 +58,7 @@ func TestInvalidBucketStateCountsAsAbsent(t *testing.T) {
 					t.Fatal(err)
 				}
 				// A fresh bucket: its burst of 1 and 0.5 s at 10 rps.
-				if n := callsIn(p, vpcs, 500*time.Millisecond); n > 7 || n < 3 {
+				if n := callsIn(p, vpcs, 500*time.Millisecond); n > 8 || n < 2 {
 					t.Fatalf("%d calls in 0.5 s at 10 rps with a burst of 1 (a fresh bucket lets about 6 through)", n)
 				}
 				r := p.gov.Inspect(vpcs).Leaf.Rate
