@@ -82,14 +82,13 @@ func endsAtDeadline(rdb redis.UniversalClient) bool {
 // (no answer, a timeout, a closed connection, or a refusal of every
 // command: loading, a replica, a cluster down or redirecting, an
 // authentication failure, out of memory, a script running too long),
-// rather than a refusal of one operation on its keys. Redis's error
-// replies start with an error code, which is what this reads.
+// rather than a refusal of one operation on its keys.
 func unavailable(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
+	code, reply := errorCode(err)
+	if !reply {
 		return true
 	}
-	switch code, _, _ := strings.Cut(re.Error(), " "); code {
+	switch code {
 	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK",
 		"NOAUTH", "WRONGPASS", "OOM", "BUSY", "MISCONF", "NOREPLICAS":
 		return true
@@ -100,10 +99,18 @@ func unavailable(err error) bool {
 // redirected reports whether err is a cluster node's redirection: a
 // client of one server pointed at a Redis Cluster.
 func redirected(err error) bool {
+	code, _ := errorCode(err)
+	return code == "MOVED" || code == "ASK"
+}
+
+// errorCode returns the error code of Redis's error reply err (its first
+// word, which is what the protocol gives to tell errors apart); reply is
+// false when err is not an error reply.
+func errorCode(err error) (code string, reply bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return false
+		return "", false
 	}
-	code, _, _ := strings.Cut(re.Error(), " ")
-	return code == "MOVED" || code == "ASK"
+	code, _, _ = strings.Cut(re.Error(), " ")
+	return code, true
 }
