@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"math"
 	"sync"
 	"time"
 	"weak"
@@ -19,7 +18,7 @@ type sharedBreaker struct {
 	s    *Store
 	keys []string
 	spec state.BreakerSpec
-	args []any // base cooldown (µs), key TTL (ms), threshold, max cooldown (µs)
+	args []any // base cooldown (µs), key TTL (ms), threshold, max cooldown (µs), clock skew (µs)
 
 	mu       sync.Mutex
 	state    state.BreakerState
@@ -35,22 +34,25 @@ type sharedBreaker struct {
 func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreaker {
 	return &sharedBreaker{
 		s: s, keys: []string{key}, spec: spec,
-		args:    []any{spec.Cooldown.Microseconds(), s.ttlMS(), spec.Threshold, spec.MaxCooldown.Microseconds()},
+		args: []any{spec.Cooldown.Microseconds(), s.ttlMS(), spec.Threshold, spec.MaxCooldown.Microseconds(),
+			maxClockSkew.Microseconds()},
 		state:   state.Closed,
-		fetched: math.MinInt64 / 4,
+		fetched: never,
 	}
 }
 
 // breakerState reads a breaker's state as the scripts write it (the names
-// of state.BreakerState's String); a missing state is closed.
-func breakerState(v any) state.BreakerState {
+// of state.BreakerState's String); ok is false for any other.
+func breakerState(v any) (st state.BreakerState, ok bool) {
 	switch toString(v) {
+	case state.Closed.String():
+		return state.Closed, true
 	case state.Open.String():
-		return state.Open
+		return state.Open, true
 	case state.HalfOpen.String():
-		return state.HalfOpen
+		return state.HalfOpen, true
 	}
-	return state.Closed
+	return state.Closed, false
 }
 
 // refreshBreaker updates the cached view of the breaker at key from the
@@ -61,15 +63,33 @@ func (s *Store) refreshBreaker(key string, now time.Duration, st, waitUS, failur
 		return
 	}
 	if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
-		b.update(now, breakerState(st), micros(waitUS), toInt(failures))
+		b.update(now, st, waitUS, failures)
 	}
 }
 
-func (b *sharedBreaker) update(now time.Duration, st state.BreakerState, wait time.Duration, failures int64) {
+// maxWait is the longest wait a valid breaker can give: its longest
+// cooldown, and the clock skew between Redis's servers.
+func (b *sharedBreaker) maxWait() time.Duration {
+	return max(b.spec.Cooldown, b.spec.MaxCooldown) + maxClockSkew
+}
+
+// update sets the cached view from a reply. A view the breaker's settings
+// could not produce (an unknown state, a wait past the longest cooldown)
+// is not kept: the view goes stale, and the next call asks Redis, whose
+// scripts treat such a breaker as absent. It returns the state and the
+// wait it kept.
+func (b *sharedBreaker) update(now time.Duration, stv, waitUS, failures any) (state.BreakerState, time.Duration) {
+	st, ok := breakerState(stv)
+	wait := b.s.micros(waitUS)
 	b.mu.Lock()
-	b.state, b.failures, b.fetched = st, int(failures), now
+	defer b.mu.Unlock()
+	if !ok || wait > b.maxWait() {
+		b.state, b.failures, b.fetched, b.until = state.Closed, 0, never, now
+		return state.Closed, 0
+	}
+	b.state, b.failures, b.fetched = st, int(max(0, toInt(failures))), now
 	b.until = now + wait
-	b.mu.Unlock()
+	return st, wait
 }
 
 func (b *sharedBreaker) fallback() state.Breaker {
@@ -99,13 +119,11 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	}
 	// Half-open (the probe may close it any moment), stale, or due for a
 	// probe: ask Redis.
-	res, ok := b.s.run(allowScript, b.keys, b.args[0], b.args[1])
+	res, ok := b.s.run(allowScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
 		return b.fallback().Allow(now)
 	}
-	st = breakerState(res[2])
-	wait := micros(res[1])
-	b.update(now, st, wait, toInt(res[3]))
+	st, wait := b.update(now, res[2], res[1], res[3])
 	if toInt(res[0]) == 1 {
 		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a
@@ -126,12 +144,12 @@ func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback().AllowProbe(now)
 	}
-	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args[0], b.args[1])
+	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
 		return b.fallback().AllowProbe(now)
 	}
-	if breakerState(res[0]) == state.Open {
-		return micros(res[3]), false
+	if st, wait := b.update(now, res[0], res[3], res[1]); st == state.Open {
+		return wait, false
 	}
 	return 0, true
 }
@@ -143,13 +161,17 @@ func (b *sharedBreaker) Success() bool {
 	if b.Pristine() {
 		return false
 	}
-	res, ok := b.s.run(breakerSuccessScript, b.keys, b.args[0], b.args[1])
+	res, ok := b.s.run(breakerSuccessScript, b.keys, b.args...)
 	if !ok || len(res) < 2 {
 		return b.fallback().Success()
 	}
+	st, known := breakerState(res[1])
 	b.mu.Lock()
 	b.failures = 0
-	b.state = breakerState(res[1])
+	b.state = st
+	if !known {
+		b.fetched = never
+	}
 	b.mu.Unlock()
 	return toInt(res[0]) == 1
 }
@@ -159,21 +181,20 @@ func (b *sharedBreaker) Failure(now time.Duration) bool {
 	if !ok || len(res) < 4 {
 		return b.fallback().Failure(now)
 	}
-	b.update(now, breakerState(res[1]), micros(res[3]), toInt(res[2]))
+	b.update(now, res[1], res[3], res[2])
 	return toInt(res[0]) == 1
 }
 
 func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
-	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args[0], b.args[1])
+	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
 		return b.fallback().Snapshot(now)
 	}
-	return state.BreakerSnapshot{
-		State:    breakerState(res[0]),
-		Failures: int(toInt(res[1])),
-		Cooldown: micros(res[2]),
-		Wait:     micros(res[3]),
-	}
+	st, wait := b.update(now, res[0], res[3], res[1])
+	b.mu.Lock()
+	failures := b.failures
+	b.mu.Unlock()
+	return state.BreakerSnapshot{State: st, Failures: failures, Cooldown: min(b.s.micros(res[2]), b.maxWait()), Wait: wait}
 }
 
 func (b *sharedBreaker) Pristine() bool {

@@ -16,15 +16,14 @@ import (
 // a token without a round trip; a throttle drops the lease, so that this
 // process slows at once.
 type sharedBucket struct {
-	s      *Store
-	keys   []string // bucket, breaker
-	spec   state.BucketSpec
-	ratio  string // capacity / rate, as an argument
-	ceil   string
-	floor  string
-	adapt  string
-	ttl    int64
-	rateFB atomic.Uint64 // float64 bits of the last rate Redis reported
+	s        *Store
+	keys     []string // bucket, breaker
+	spec     state.BucketSpec
+	floor    float64
+	args     []any // bucketArgs: the arguments every bucket script starts with
+	adaptive bool
+	goodput  bool
+	rateFB   atomic.Uint64 // float64 bits of the last rate Redis reported
 
 	mu          sync.Mutex
 	lease       int           // tokens borrowed and not yet used
@@ -34,15 +33,39 @@ type sharedBucket struct {
 	refill      chan struct{} // closed when the lease request in flight ends
 	lastUse     time.Duration
 	lastSuccess time.Duration // the last Success sent to Redis
+	served      []served      // success counts not yet sent (goodput)
+	flush       *time.Timer   // sends them a slot after the first of them
 
 	localMu sync.Mutex
 	local   state.Bucket // fallback while Redis does not answer
 	localEp int64        // the episode the fallback was made for
 }
 
+// served counts the successes of one slot of bucket.GoodputSlot, the last
+// of them at at. The counts are timed by the wall clock, as Redis's TIME
+// is, whatever the governor's clock.
+type served struct {
+	at time.Time
+	n  int64
+}
+
 // never is a time far enough in the past that "now - never" exceeds every
 // interval without overflowing.
 const never = time.Duration(math.MinInt64 / 4)
+
+// goodputSlots is the length of the ring of success counts in Redis: the
+// slots of one window, and the one filling now.
+const goodputSlots = int(bucket.GoodputWindow*time.Second/bucket.GoodputSlot) + 1
+
+// controllerArgs are the adaptive controllers' constants, package bucket's,
+// as the bucket scripts read them (ARGV[8] to ARGV[18]): the shared
+// controllers run with the in-process bucket's numbers, whatever they are.
+var controllerArgs = []any{
+	ftoa(bucket.DecreaseFactor), bucket.DecreaseInterval.Microseconds(),
+	bucket.IncreaseInterval.Microseconds(), ftoa(bucket.IncreaseStep), ftoa(bucket.MinIncrease),
+	ftoa(bucket.GoodputShare), ftoa(bucket.GoodputCap), ftoa(bucket.GoodputStep),
+	(bucket.GoodputWindow * time.Second).Microseconds(), bucket.GoodputSlot.Microseconds(), goodputSlots,
+}
 
 // floor returns spec's lowest adaptive rate as the in-process bucket
 // reads it: the spec's floor, or bucket.DefaultFloor, never above the
@@ -56,22 +79,29 @@ func floor(spec state.BucketSpec) float64 {
 }
 
 // newSharedBucket returns the bucket stored at bk, whose scope's breaker
-// is stored at brk. A goodput spec runs AIMD in Redis: the goodput
-// controller's success counts stay per process (see the package
-// documentation).
+// is stored at brk.
 func newSharedBucket(s *Store, bk, brk string, spec state.BucketSpec) *sharedBucket {
-	adapt := "0"
-	if spec.Adaptive || spec.Goodput {
-		adapt = "1"
+	mode := "0"
+	switch {
+	case spec.Goodput:
+		mode = "2"
+	case spec.Adaptive:
+		mode = "1"
 	}
 	b := &sharedBucket{
-		s: s, keys: []string{bk, brk}, spec: spec,
-		ratio: ftoa(spec.Capacity() / spec.Rate), ceil: ftoa(spec.Rate), floor: ftoa(floor(spec)),
-		adapt: adapt, ttl: s.ttlMS(),
+		s: s, keys: []string{bk, brk}, spec: spec, floor: floor(spec),
+		adaptive: spec.Adaptive || spec.Goodput, goodput: spec.Goodput,
 		lastUse: never, lastSuccess: never,
 	}
+	b.args = append([]any{ftoa(spec.Rate), ftoa(spec.Capacity() / spec.Rate), ftoa(b.floor), mode,
+		s.ttlMS(), s.horizon.Microseconds(), maxClockSkew.Microseconds()}, controllerArgs...)
 	b.rateFB.Store(math.Float64bits(spec.Rate))
 	return b
+}
+
+// argsWith returns the bucket's arguments followed by a script's own.
+func (b *sharedBucket) argsWith(own ...any) []any {
+	return append(b.args[:len(b.args):len(b.args)], own...)
 }
 
 // ftoa writes a number without an exponent: gopher-lua (miniredis) does not
@@ -80,12 +110,13 @@ func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func (b *sharedBucket) rate() float64 { return math.Float64frombits(b.rateFB.Load()) }
 
+// setRate records the rate in a reply, if it is one this bucket's settings
+// allow (the scripts validate what they read; this checks what they
+// answer), and returns the rate in force.
 func (b *sharedBucket) setRate(v any) float64 {
-	if s, ok := v.(string); ok {
-		if r, err := strconv.ParseFloat(s, 64); err == nil && r > 0 {
-			b.rateFB.Store(math.Float64bits(r))
-			return r
-		}
+	if r, ok := number(v); ok && r >= b.floor*(1-1e-9) && r <= b.spec.Rate*(1+1e-9) {
+		b.rateFB.Store(math.Float64bits(r))
+		return r
 	}
 	return b.rate()
 }
@@ -93,8 +124,54 @@ func (b *sharedBucket) setRate(v any) float64 {
 // leaseSize is how many tokens to borrow: the tokens the current rate
 // gives in one lease window, shared among the live processes.
 func (b *sharedBucket) leaseSize() int {
-	n := int(b.rate() * b.s.cfg.leaseWindow.Seconds() / float64(max(1, b.s.procs.Load())))
-	return min(max(1, n), b.s.cfg.maxLease)
+	n := b.rate() * b.s.cfg.leaseWindow.Seconds() / float64(max(1, b.s.procs.Load()))
+	return int(min(max(1, n), float64(b.s.cfg.maxLease)))
+}
+
+// count counts a success for the goodput controller, and makes sure the
+// count reaches Redis within a slot, with a lease request, a throttle, or
+// flushServed. mu must be held.
+func (b *sharedBucket) count() {
+	at := time.Now()
+	slot := at.UnixNano() / int64(bucket.GoodputSlot)
+	if n := len(b.served); n > 0 && b.served[n-1].at.UnixNano()/int64(bucket.GoodputSlot) == slot {
+		b.served[n-1].at = at
+		b.served[n-1].n++
+	} else {
+		if len(b.served) >= goodputSlots { // older than the window: no longer counted
+			b.served = append(b.served[:0], b.served[1:]...)
+		}
+		b.served = append(b.served, served{at: at, n: 1})
+	}
+	if b.flush == nil {
+		b.flush = time.AfterFunc(bucket.GoodputSlot, b.flushServed)
+	}
+}
+
+// flushServed sends the success counts no other script took along.
+func (b *sharedBucket) flushServed() {
+	b.mu.Lock()
+	b.flush = nil
+	pairs := b.takeServed()
+	b.mu.Unlock()
+	if pairs != nil && !b.s.closed() {
+		b.s.run(servedScript, b.keys[:1], b.argsWith(pairs...)...)
+	}
+}
+
+// takeServed returns the success counts not yet sent, as the scripts read
+// them (pairs of an age in microseconds and a count), and forgets them.
+// mu must be held.
+func (b *sharedBucket) takeServed() []any {
+	if len(b.served) == 0 {
+		return nil
+	}
+	pairs := make([]any, 0, 2*len(b.served))
+	for _, c := range b.served {
+		pairs = append(pairs, time.Since(c.at).Microseconds(), c.n)
+	}
+	b.served = b.served[:0]
+	return pairs
 }
 
 // fallback returns the local bucket used while Redis does not answer: the
@@ -141,6 +218,7 @@ func (b *sharedBucket) take(now time.Duration, try bool) (granted bool, wait tim
 	}
 	give := b.lease // expired or unusable now: give the unused tokens back
 	b.lease = 0
+	pairs := b.takeServed()
 	done := make(chan struct{})
 	if !try {
 		b.refill = done
@@ -158,9 +236,10 @@ func (b *sharedBucket) take(now time.Duration, try bool) (granted bool, wait tim
 	if try {
 		tryArg = "1"
 	}
+	want := b.leaseSize()
 	window := b.s.cfg.leaseWindow.Microseconds()
 	sent := time.Now()
-	res, ok := b.s.run(takeScript, b.keys, b.ceil, b.ratio, b.floor, b.adapt, b.ttl, b.leaseSize(), give, tryArg, window)
+	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, tryArg, window}, pairs...)...)...)
 	if !ok || len(res) < 7 {
 		return false, 0, false
 	}
@@ -168,9 +247,9 @@ func (b *sharedBucket) take(now time.Duration, try bool) (granted bool, wait tim
 	// from its answer, not from before the request.
 	rtt := time.Since(sent)
 	b.s.misses.Add(1)
-	k := toInt(res[0])
-	wait = micros(res[1])
-	step := micros(res[2])
+	k := min(max(0, toInt(res[0])), int64(want))
+	wait = b.s.micros(res[1])
+	step := b.s.micros(res[2])
 	b.setRate(res[3])
 	if k > 1 {
 		b.mu.Lock()
@@ -203,20 +282,26 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 // deadline): the balance goes up by one, as in a local bucket, and no
 // process may use it before its turn.
 func (b *sharedBucket) Cancel(now time.Duration) {
-	if _, ok := b.s.run(giveScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, 1); !ok {
+	if _, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(1)...); !ok {
 		b.fallback(now).Cancel(now)
 	}
 }
 
+// dropLease drops the borrowed tokens, so that this process slows at once.
 func (b *sharedBucket) dropLease() {
 	b.mu.Lock()
 	b.lease = 0
 	b.mu.Unlock()
 }
 
+// Throttle sends the success counts not yet sent with the throttle: the
+// goodput controller measures what the fleet was served up to now.
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
-	b.dropLease()
-	res, ok := b.s.run(throttleScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause.Microseconds())
+	b.mu.Lock()
+	b.lease = 0
+	pairs := b.takeServed()
+	b.mu.Unlock()
+	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds()}, pairs...)...)...)
 	if !ok || len(res) < 2 {
 		return b.fallback(now).Throttle(now, pause)
 	}
@@ -228,56 +313,64 @@ func (b *sharedBucket) Pause(now, pause time.Duration) {
 		return
 	}
 	b.dropLease()
-	if _, ok := b.s.run(pauseScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl, pause.Microseconds()); !ok {
+	if _, ok := b.s.run(pauseScript, b.keys[:1], b.argsWith(pause.Microseconds())...); !ok {
 		b.fallback(now).Pause(now, pause)
 	}
 }
 
-// Success asks Redis for an increase at most once per second per process:
-// the fleet-wide rule (one increase per bucket.IncreaseInterval, after as
-// long without a throttle) is Redis's to apply, and most successes have
-// nothing to ask.
+// Success counts a success for the goodput controller (see count), and
+// asks Redis for an increase at most once per second per process: the
+// fleet-wide rule (one increase per bucket.IncreaseInterval, after as long
+// without a throttle) is Redis's to apply, and most successes have nothing
+// to ask.
 func (b *sharedBucket) Success(now time.Duration) (float64, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback(now).Success(now)
 	}
 	r := b.rate()
-	if r >= b.spec.Rate || b.adapt != "1" {
-		return r, false
-	}
+	var pairs []any
 	b.mu.Lock()
-	due := now-b.lastSuccess >= b.s.cfg.successPeriod
+	if b.goodput {
+		b.count()
+	}
+	due := b.adaptive && r < b.spec.Rate && now-b.lastSuccess >= b.s.cfg.successPeriod
 	if due {
 		b.lastSuccess = now
+		pairs = b.takeServed()
 	}
 	b.mu.Unlock()
 	if !due {
 		return r, false
 	}
-	res, ok := b.s.run(successScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl)
+	res, ok := b.s.run(successScript, b.keys[:1], b.argsWith(pairs...)...)
 	if !ok || len(res) < 2 {
 		return b.fallback(now).Success(now)
 	}
 	return b.setRate(res[1]), toInt(res[0]) == 1
 }
 
+// Recovering reports whether Success has anything to do: count for the
+// goodput controller, recover for AIMD below the ceiling.
 func (b *sharedBucket) Recovering() bool {
 	if b.s.degraded.Load() {
 		return true // let the fallback count; cheap compared to an outage
 	}
-	return b.adapt == "1" && b.rate() < b.spec.Rate
+	return b.goodput || b.adaptive && b.rate() < b.spec.Rate
 }
 
 func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
-	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.ceil, b.ratio, b.floor, b.adapt, b.ttl)
+	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
 	if !ok || len(res) < 3 {
 		s := b.fallback(now).Snapshot(now)
 		s.Ceiling = b.spec.Rate
 		return s
 	}
 	r := b.setRate(res[0])
-	tokens, _ := strconv.ParseFloat(toString(res[1]), 64)
-	return state.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: micros(res[2])}
+	tokens, ok := number(res[1])
+	if !ok {
+		tokens = 0
+	}
+	return state.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: b.s.micros(res[2])}
 }
 
 // Idle: the local object can be dropped when it holds no lease, the fleet's
@@ -288,30 +381,6 @@ func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 	defer b.mu.Unlock()
 	noLease := b.lease == 0 || now >= b.leaseEnd // an expired lease's tokens are the fleet's again
 	return noLease && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
-}
-
-func toInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseFloat(x, 64)
-		return int64(n)
-	}
-	return 0
-}
-
-// micros reads a number of microseconds from a script's reply.
-func micros(v any) time.Duration { return time.Duration(toInt(v)) * time.Microsecond }
-
-func toString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return ""
 }
 
 var _ state.Bucket = (*sharedBucket)(nil)

@@ -16,7 +16,7 @@ import (
 type sharedBudget struct {
 	s       *Store
 	keys    []string
-	units   int64        // size in tenths
+	units   atomic.Int64 // size in tenths
 	pending atomic.Int64 // refunds not yet sent
 	known   atomic.Int64 // units at Redis's last answer
 
@@ -26,11 +26,18 @@ type sharedBudget struct {
 }
 
 func newSharedBudget(s *Store, key string, size int) *sharedBudget {
-	// A size past budget.MaxSize saturates, as the in-process budget does,
-	// so that the count of units cannot overflow.
-	b := &sharedBudget{s: s, keys: []string{key}, units: min(int64(max(0, size)), budget.MaxSize) * budget.Unit}
-	b.known.Store(b.units)
+	b := &sharedBudget{s: s, keys: []string{key}}
+	b.resize(size)
+	b.known.Store(b.units.Load())
 	return b
+}
+
+// resize sets the budget's size: the governor asks for the budget again
+// when it is reconfigured or reset.
+// resize sets the budget's size. A size past budget.MaxSize saturates, as
+// the in-process budget does, so that the count of units cannot overflow.
+func (b *sharedBudget) resize(size int) {
+	b.units.Store(min(int64(max(0, size)), budget.MaxSize) * budget.Unit)
 }
 
 func (b *sharedBudget) fallback() state.Budget {
@@ -51,12 +58,12 @@ func (b *sharedBudget) exchange(take bool) (taken, ok bool) {
 	if take {
 		takeArg = "1"
 	}
-	res, ok := b.s.run(budgetScript, b.keys, b.units, b.s.ttlMS(), refund, takeArg)
+	res, ok := b.s.run(budgetScript, b.keys, b.units.Load(), b.s.ttlMS(), refund, takeArg)
 	if !ok || len(res) < 2 {
 		b.pending.Add(refund)
 		return false, false
 	}
-	b.known.Store(toInt(res[1]))
+	b.known.Store(min(max(0, toInt(res[1])), b.units.Load()))
 	return toInt(res[0]) == 1, true
 }
 
@@ -72,7 +79,7 @@ func (b *sharedBudget) Succeed() {
 		b.fallback().Succeed()
 		return
 	}
-	if b.known.Load()+b.pending.Load() >= b.units {
+	if b.known.Load()+b.pending.Load() >= b.units.Load() {
 		return // full as far as we know: nothing to refund
 	}
 	if b.pending.Add(1) >= budget.Unit {
@@ -84,7 +91,7 @@ func (b *sharedBudget) Remaining() float64 {
 	if b.s.degraded.Load() {
 		return b.fallback().Remaining()
 	}
-	return float64(min(b.units, b.known.Load()+b.pending.Load())) / budget.Unit
+	return float64(min(b.units.Load(), b.known.Load()+b.pending.Load())) / budget.Unit
 }
 
 // flush sends the pending refunds, and refreshes what this process knows

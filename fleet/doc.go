@@ -19,6 +19,10 @@
 //	gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(store))
 //	resilience.SetDefault(gov)
 //
+// Open reads go-redis's URL forms: one server, a Redis Cluster (its nodes
+// as addr= parameters) or Sentinel (master_name=); New takes any
+// redis.UniversalClient the caller made (a custom TLS configuration, say).
+//
 // Every update is a Lua script that runs atomically in Redis with Redis's
 // clock (TIME); no lock is held across a call.
 //
@@ -43,22 +47,51 @@
 //
 // # When Redis fails
 //
-// A Redis operation that fails or takes longer than the timeout (250 ms)
-// switches the process to local limits: the fleet's last known rates, and
-// the retry budget, divided by the number of live processes at the last
-// heartbeat (each process announces itself every second). The switch is
-// logged once and counted (StoreStats.Fallbacks). The heartbeat keeps probing,
-// and the first answer switches back to the shared state (rebuilt from the
-// defaults if Redis lost it). No call fails because Redis failed.
+// No Redis wait outlasts the timeout (WithTimeout, 250 ms), whichever
+// client the store has: Open's clients end a call at its deadline, and a
+// call of any other client is left to finish alone. A Redis that does not
+// answer in time, or refuses every command (loading, a replica, a cluster
+// down, an authentication failure, out of memory), switches the process to
+// local limits: the fleet's last known rates, and the retry budget, divided
+// by the number of live processes at the last heartbeat (each process
+// announces itself every second). The switch is logged once and counted
+// (StoreStats.Fallbacks). The heartbeat keeps probing, and the first
+// answer switches back to the shared state (rebuilt from the defaults if
+// Redis lost it). A failover is such an outage: local limits until the
+// client reaches the new master, then the state the new master holds. No
+// call fails because Redis failed.
+//
+// Redis refusing one operation on its keys (a key of another type, an
+// ACL that does not cover it) is that operation's: it goes on with local
+// limits, the rest of the process stays on the shared state, and the
+// refusal is logged at most once a minute.
+//
+// # What Redis holds is not trusted
+//
+// The scripts validate what they read. A key of another type is deleted; a
+// bucket or breaker holding a value the local settings could not have
+// written (not a finite number, a rate below the floor, a time past the
+// key's TTL and the longest pause ahead, a breaker state, cooldown or wait
+// no settings give) counts as absent and is rebuilt from the local
+// settings; a rate above the ceiling (one lowered by configuration) is
+// brought down to it; a budget below zero is full. Every script gives the
+// keys it touches their TTL again, so that no key lives forever.
+//
+// # Keys
 //
 // Keys are namespaced by a prefix (WithPrefix, default "cloudg") and
 // expire when idle (WithKeyTTL, default 15 minutes). A scope's keys are
 // built from the governor's state key, in which each part of the scope is
-// escaped, so that no two scopes share a key; that key, in braces, is the
-// Redis Cluster hash tag that keeps a scope's bucket and breaker in one slot.
+// escaped, so that no two scopes share a key, and no account's or
+// provider's bucket a leaf's; that key, in braces, is the Redis Cluster
+// hash tag that keeps a scope's bucket and breaker in one slot.
 //
-// The shared leaf runs AIMD with the in-process bucket's constants. A
-// provider configured with the goodput controller runs AIMD in fleet mode
-// too: the controller measures the successes of one process, which the
-// fleet does not send to Redis one by one.
+// # Controllers
+//
+// The shared leaf runs the in-process bucket's controllers with its
+// constants: AIMD, or the measured-goodput controller, whose success
+// counts are the fleet's: each process counts its successes per 100 ms
+// slot and sends them with its next lease request or throttle, or within
+// a slot, into the bucket's Redis state, where a throttle measures what
+// the whole fleet was served.
 package fleet

@@ -5,7 +5,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/budget"
 )
 
@@ -15,38 +14,86 @@ import (
 // that must survive Lua's conversion of replies to integers are returned as
 // strings.
 //
-// A bucket is a hash {t0, paused, rate, ldec, lthr, linc}: the balance at
-// time t is (t - t0) / interval tokens, capped at the capacity, the same
-// representation as the in-process bucket, and the same AIMD rule, whose
-// constants are written into the scripts from package bucket's. Bucket
-// arguments: ARGV[1] ceiling (tokens/s), ARGV[2] capacity/rate ratio,
-// ARGV[3] floor, ARGV[4] adaptive (0/1), ARGV[5] key TTL in ms.
+// Nothing read from Redis is trusted: anyone with access to the keys, an
+// older version or a bug may have written anything there. A key of another
+// type is deleted; a hash holding a value the local settings could not
+// have written (not a number, infinite, a rate below the floor, a time
+// past the horizon) counts as absent, and is deleted too; every script
+// gives the keys it touches their TTL again (one it only reads, when it
+// has none).
 
-var luaPrelude = fmt.Sprintf(`
-local DECREASE_FACTOR = %s
-local DECREASE_INTERVAL_US = %d
-local INCREASE_INTERVAL_US = %d
-local INCREASE_STEP = %s
-local MIN_INCREASE = %s
-`, ftoa(bucket.DecreaseFactor), bucket.DecreaseInterval.Microseconds(),
-	bucket.IncreaseInterval.Microseconds(), ftoa(bucket.IncreaseStep), ftoa(bucket.MinIncrease)) + `
+// common are the helpers of every script.
+const common = `
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local function num(s) return string.format('%.0f', s) end
-local function load_bucket(key, now)
-  local h = redis.call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc')
-  local b = {}
-  b.rate = tonumber(h[3]) or tonumber(ARGV[1])
-  b.ratio = tonumber(ARGV[2])
+-- finite is true for a number that is neither NaN nor infinite.
+local function finite(x) return x ~= nil and x == x and x > -math.huge and x < math.huge end
+-- call runs a command on key; when key holds a value of another type, it
+-- deletes it and runs the command again on nothing.
+local function call(cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r.err then
+    redis.call('DEL', key)
+    r = redis.call(cmd, key, ...)
+  end
+  return r
+end
+-- touch gives key its TTL again when someone made it persistent.
+local function touch(key, ttl)
+  if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ttl) end
+end
+`
+
+// A bucket is a hash {t0, paused, rate, ldec, lthr, linc, born} and, for
+// the goodput controller, its ring of success counts {gs<i>, gn<i>}: the
+// balance at time t is (t - t0) / interval tokens, capped at the capacity,
+// the same representation as the in-process bucket, with the same
+// controllers. Every bucket script takes the arguments of bucketArgs
+// (ceiling, capacity/rate ratio, floor, mode, key TTL, horizon, clock
+// skew, then the controllers' constants from package bucket), and its own
+// from ARGV[ARG0] on.
+const bucketPrelude = common + `
+local CEILING, RATIO, FLOOR, MODE = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local TTL_MS, HORIZON_US, SKEW_US = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local DECREASE_FACTOR, DECREASE_INTERVAL_US = tonumber(ARGV[8]), tonumber(ARGV[9])
+local INCREASE_INTERVAL_US, INCREASE_STEP, MIN_INCREASE = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+local GOODPUT_SHARE, GOODPUT_CAP, GOODPUT_STEP = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local GOODPUT_WINDOW_US, SLOT_US, NSLOTS = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+local ARG0 = 19
+local NEVER = -1e18
+
+local function fresh(b, now)
+  b.rate = CEILING
   b.interval = 1000000 / b.rate
-  b.capus = math.max(1, b.ratio * b.rate) * b.interval
-  b.paused = tonumber(h[2]) or 0
-  b.t0 = tonumber(h[1]) or (now - b.capus)
-  b.ldec = tonumber(h[4]) or -1e18
-  b.lthr = tonumber(h[5]) or -1e18
-  b.linc = tonumber(h[6]) or -1e18
+  b.capus = math.max(1, RATIO * b.rate) * b.interval
+  b.t0, b.paused = now - b.capus, 0
+  b.ldec, b.lthr, b.linc, b.born = NEVER, NEVER, NEVER, now
+end
+
+-- load_bucket reads the bucket at key; invalid state is deleted and the
+-- bucket starts afresh, full at its ceiling. A rate above the ceiling (one
+-- lowered by configuration) is brought down to it.
+local function load_bucket(key, now)
+  local h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', 'born')
+  local t0, paused, rate = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+  local ldec, lthr, linc, born = tonumber(h[4]), tonumber(h[5]), tonumber(h[6]), tonumber(h[7] or now)
+  local soon, past = now + HORIZON_US, now + SKEW_US
+  local b = {}
+  if finite(t0) and t0 <= soon and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
+      finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
+      finite(born) and born <= past then
+    b.rate = math.min(rate, CEILING)
+    b.interval = 1000000 / b.rate
+    b.capus = math.max(1, RATIO * b.rate) * b.interval
+    b.t0, b.paused = t0, paused
+    b.ldec, b.lthr, b.linc, b.born = ldec, lthr, linc, born
+    return b
+  end
+  if redis.call('EXISTS', key) == 1 then redis.call('DEL', key) end
+  fresh(b, now)
   return b
 end
 -- set_rate keeps stored tokens (capped; dropped when draining) and keeps a
@@ -57,7 +104,7 @@ local function set_rate(b, now, r, drain)
   local bal = (eff - b.t0) / b.interval
   b.rate = r
   b.interval = 1000000 / r
-  local cap = math.max(1, b.ratio * r)
+  local cap = math.max(1, RATIO * r)
   b.capus = cap * b.interval
   if bal > 0 then
     if drain then bal = 0 end
@@ -70,8 +117,8 @@ end
 -- at the rate, not all at once; a queue of reserved tokens moves later by
 -- the new part of the pause.
 local function pause(b, now, d)
-  if d <= 0 then return end
-  local untilp = now + d
+  if not finite(d) or d <= 0 then return end
+  local untilp = now + math.min(d, HORIZON_US)
   if untilp <= b.paused then return end
   local start = math.max(now, b.paused)
   b.t0 = math.max(b.t0 + (untilp - start), untilp)
@@ -79,122 +126,224 @@ local function pause(b, now, d)
 end
 local function save_bucket(key, b)
   redis.call('HSET', key, 't0', num(b.t0), 'paused', num(b.paused), 'rate', tostring(b.rate),
-    'ldec', num(b.ldec), 'lthr', num(b.lthr), 'linc', num(b.linc))
-  redis.call('PEXPIRE', key, ARGV[5])
+    'ldec', num(b.ldec), 'lthr', num(b.lthr), 'linc', num(b.linc), 'born', num(b.born))
+  redis.call('PEXPIRE', key, TTL_MS)
 end
+
+-- ===== The adaptive controllers =====================================
+-- AIMD (MODE 1) and the measured-goodput controller (MODE 2), shared by
+-- the fleet. They are internal/bucket's (Bucket.Throttle, Bucket.Success
+-- and servedWindow), with its constants passed as arguments; what differs
+-- is only where the success counts live: per slot of SLOT_US, in the
+-- bucket's hash, sent by every process of the fleet. Keep these functions
+-- in step with internal/bucket.
+
+-- record_served adds the success counts of ARGV[first], ARGV[first+1], ...:
+-- pairs of an age (microseconds before now) and a count.
+local function record_served(key, now, first)
+  if MODE ~= '2' then return end
+  local cur = math.floor(now / SLOT_US)
+  for i = first, #ARGV - 1, 2 do
+    local age, n = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+    if finite(age) and age >= 0 and finite(n) and n > 0 then
+      local slot = math.floor((now - age) / SLOT_US)
+      if slot > cur - NSLOTS then
+        local j = slot % NSLOTS
+        local f = redis.call('HMGET', key, 'gs' .. j, 'gn' .. j)
+        local c = tonumber(f[2])
+        if tonumber(f[1]) ~= slot or not finite(c) or c < 0 then c = 0 end
+        redis.call('HSET', key, 'gs' .. j, num(slot), 'gn' .. j, num(c + n))
+      end
+    end
+  end
+end
+
+-- goodput_rate is the rate the goodput controller moves to on a congestion
+-- event: GOODPUT_SHARE of the successes per second the fleet was served,
+-- counted from the latest of GOODPUT_WINDOW ago, the bucket's birth and
+-- the slot after the previous decrease; never above GOODPUT_CAP of the
+-- current rate. With nothing served it multiplies by DECREASE_FACTOR.
+local function goodput_rate(key, b, now, prev)
+  local from = math.max(now - GOODPUT_WINDOW_US, b.born)
+  if prev > NEVER then from = math.max(from, (math.floor(prev / SLOT_US) + 1) * SLOT_US) end
+  local lo, hi = math.floor(from / SLOT_US), math.floor(now / SLOT_US)
+  local fields = {}
+  for j = 0, NSLOTS - 1 do
+    fields[#fields + 1] = 'gs' .. j
+    fields[#fields + 1] = 'gn' .. j
+  end
+  local v = redis.call('HMGET', key, unpack(fields))
+  local n = 0
+  for j = 0, NSLOTS - 1 do
+    local s, c = tonumber(v[2 * j + 1]), tonumber(v[2 * j + 2])
+    if finite(s) and finite(c) and c > 0 and s >= lo and s <= hi then n = n + c end
+  end
+  local window = (now - from) / 1000000
+  if n == 0 or window <= 0 then return b.rate * DECREASE_FACTOR end
+  return math.min(GOODPUT_CAP * b.rate, GOODPUT_SHARE * n / math.max(window, 1))
+end
+
+-- throttle records a throttling answer: an adaptive bucket decreases its
+-- rate (not below the floor) and drains its burst, at most once per
+-- DECREASE_INTERVAL across the fleet. It returns 1 when it decreased.
+local function throttle(key, b, now)
+  b.lthr = now
+  if MODE == '0' or now - b.ldec < DECREASE_INTERVAL_US then return 0 end
+  local prev = b.ldec
+  b.ldec = now
+  local r = b.rate * DECREASE_FACTOR
+  if MODE == '2' then r = goodput_rate(key, b, now, prev) end
+  r = math.max(FLOOR, r)
+  local dec = 0
+  if r < b.rate then dec = 1 else r = b.rate end
+  set_rate(b, now, r, true)
+  return dec
+end
+
+-- increase gives an adaptive bucket below its ceiling a step of the
+-- ceiling back (INCREASE_STEP for AIMD, GOODPUT_STEP for goodput; at least
+-- MIN_INCREASE), after INCREASE_INTERVAL without a throttle, at most once
+-- per INCREASE_INTERVAL across the fleet. It returns 1 when it increased.
+local function increase(b, now)
+  if MODE == '0' or b.rate >= CEILING or now - b.lthr < INCREASE_INTERVAL_US or now - b.linc < INCREASE_INTERVAL_US then
+    return 0
+  end
+  local step = INCREASE_STEP
+  if MODE == '2' then step = GOODPUT_STEP end
+  set_rate(b, now, math.min(CEILING, b.rate + math.max(step * CEILING, MIN_INCREASE)), false)
+  b.linc = now
+  return 1
+end
+-- ===== end of the adaptive controllers ===============================
 `
 
-// takeScript reserves a lease of up to ARGV[6] tokens, after giving back
-// ARGV[7] unused ones: the tokens usable now and, in order, the next ones,
-// as far as ARGV[9] microseconds ahead (at least one token). With ARGV[8]
-// (try only) set to 1 it takes one token, and only if it is usable now.
+// takeScript reserves a lease of up to ARGV[ARG0] tokens, after giving
+// back ARGV[ARG0+1] unused ones: the tokens usable now and, in order, the
+// next ones, as far as ARGV[ARG0+3] microseconds ahead (at least one
+// token). With ARGV[ARG0+2] (try only) set to 1 it takes one token, and
+// only if it is usable now. The success counts follow from ARGV[ARG0+4].
 // KEYS[2] is the scope's breaker, whose state comes back with the answer,
 // so that lease misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
 // breaker_wait_us, breaker_failures}: token i (from 0) of the lease is
 // usable first_wait + i*interval after now.
-var takeScript = redis.NewScript(luaPrelude + `
+var takeScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-local want = tonumber(ARGV[6])
-local give = tonumber(ARGV[7])
+local want = math.max(1, tonumber(ARGV[ARG0]) or 1)
+local give = math.max(0, tonumber(ARGV[ARG0 + 1]) or 0)
+record_served(KEYS[1], now, ARG0 + 4)
 local eff = math.max(now, b.paused)
 if give > 0 then b.t0 = b.t0 - give * b.interval end
 b.t0 = math.max(b.t0, eff - b.capus)
 local k, wait = 0, 0
-if ARGV[8] == '1' then
+if ARGV[ARG0 + 2] == '1' then
   if now >= b.paused and now - b.t0 >= b.interval then
     k = 1
     b.t0 = b.t0 + b.interval
   end
 else
-  local ahead = math.floor((now + tonumber(ARGV[9]) - b.t0) / b.interval)
+  local ahead = math.floor((now + tonumber(ARGV[ARG0 + 3]) - b.t0) / b.interval)
   k = math.max(1, math.min(want, ahead))
   wait = math.max(0, b.t0 + b.interval - now, b.paused - now)
   b.t0 = b.t0 + k * b.interval
 end
 save_bucket(KEYS[1], b)
-local br = redis.call('HMGET', KEYS[2], 'state', 'until', 'failures')
-local bwait = 0
-if br[2] then bwait = math.max(0, tonumber(br[2]) - now) end
-return {k, num(wait), num(b.interval), tostring(b.rate), br[1] or 'closed', num(bwait), tonumber(br[3]) or 0}
+local br = call('HMGET', KEYS[2], 'state', 'until', 'failures')
+local bwait = tonumber(br[2]) or 0
+local bstate = br[1] or 'closed'
+if not finite(bwait) or bwait > now + HORIZON_US then bstate = 'invalid' end
+if br[1] then touch(KEYS[2], TTL_MS) end
+return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0)}
 `)
 
-// giveScript gives back ARGV[6] tokens reserved and not used (a caller
+// giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
 // whose wait would have passed its deadline): the balance goes up by that
 // many, never above the capacity.
-var giveScript = redis.NewScript(luaPrelude + `
+var giveScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local eff = math.max(now, b.paused)
-b.t0 = math.max(b.t0 - tonumber(ARGV[6]) * b.interval, eff - b.capus)
+b.t0 = math.max(b.t0 - math.max(0, tonumber(ARGV[ARG0]) or 0) * b.interval, eff - b.capus)
 save_bucket(KEYS[1], b)
 return {1}
 `)
 
-// throttleScript records a throttling answer: an adaptive bucket
-// multiplies its rate by DECREASE_FACTOR (not below ARGV[3]) and drains
-// its burst, at most once per DECREASE_INTERVAL across the fleet; ARGV[6]
-// > 0 pauses it that many microseconds. Reply: {decreased, rate}.
-var throttleScript = redis.NewScript(luaPrelude + `
+// throttleScript records a throttling answer with the controller of the
+// bucket's mode; ARGV[ARG0] > 0 pauses it that many microseconds. The
+// throttled process's success counts follow from ARGV[ARG0+1].
+// Reply: {decreased, rate}.
+var throttleScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-local dec = 0
-b.lthr = now
-if ARGV[4] == '1' and now - b.ldec >= DECREASE_INTERVAL_US then
-  b.ldec = now
-  local r = math.max(tonumber(ARGV[3]), b.rate * DECREASE_FACTOR)
-  if r < b.rate then dec = 1 end
-  set_rate(b, now, r, true)
-end
-pause(b, now, tonumber(ARGV[6]))
+record_served(KEYS[1], now, ARG0 + 1)
+local dec = throttle(KEYS[1], b, now)
+pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b)
 return {dec, tostring(b.rate)}
 `)
 
-// successScript gives an adaptive bucket below its ceiling INCREASE_STEP
-// of the ceiling back (at least MIN_INCREASE), after INCREASE_INTERVAL
-// without a throttle, at most once per INCREASE_INTERVAL across the fleet.
-// Reply: {increased, rate}.
-var successScript = redis.NewScript(luaPrelude + `
+// successScript records the success counts from ARGV[ARG0] on, and gives
+// the rate its increase when one is due. Reply: {increased, rate}.
+var successScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-local ceiling = tonumber(ARGV[1])
-if ARGV[4] ~= '1' or b.rate >= ceiling or now - b.lthr < INCREASE_INTERVAL_US or now - b.linc < INCREASE_INTERVAL_US then
-  return {0, tostring(b.rate)}
-end
-set_rate(b, now, math.min(ceiling, b.rate + math.max(INCREASE_STEP * ceiling, MIN_INCREASE)), false)
-b.linc = now
+record_served(KEYS[1], now, ARG0)
+local inc = increase(b, now)
 save_bucket(KEYS[1], b)
-return {1, tostring(b.rate)}
+return {inc, tostring(b.rate)}
 `)
 
-// pauseScript holds every caller of the bucket for ARGV[6] microseconds.
-var pauseScript = redis.NewScript(luaPrelude + `
+// servedScript records the success counts from ARGV[ARG0] on.
+var servedScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-pause(b, now, tonumber(ARGV[6]))
+record_served(KEYS[1], now, ARG0)
+save_bucket(KEYS[1], b)
+return {1}
+`)
+
+// pauseScript holds every caller of the bucket for ARGV[ARG0] microseconds.
+var pauseScript = redis.NewScript(bucketPrelude + `
+local now = now_us()
+local b = load_bucket(KEYS[1], now)
+pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b)
 return {1}
 `)
 
 // bucketSnapshotScript reads a bucket. Reply: {rate, tokens, paused_us}.
-var bucketSnapshotScript = redis.NewScript(luaPrelude + `
+var bucketSnapshotScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
+touch(KEYS[1], TTL_MS)
 local eff = math.max(now, b.paused)
 local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
 `)
 
-// A breaker is a hash {state, failures, cooldown, until}; ARGV[1] is the
-// base cooldown in microseconds, ARGV[2] the key TTL in ms.
-const breakerPrelude = `
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+// A breaker is a hash {state, failures, cooldown, until}. Every breaker
+// script takes ARGV[1] the base cooldown in microseconds, ARGV[2] the key
+// TTL in ms, ARGV[3] the threshold, ARGV[4] the longest cooldown in
+// microseconds and ARGV[5] the clock skew allowed, in microseconds.
+const breakerPrelude = common + `
+local BASE_US, TTL_MS, THRESHOLD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
+local SKEW_US = tonumber(ARGV[5])
+-- load_breaker reads the breaker at key; invalid state (an unknown state,
+-- a cooldown longer than the longest, a wait past it) is deleted and the
+-- breaker is closed.
+local function load_breaker(key, now)
+  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until')
+  local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US), untilv = tonumber(h[4] or 0)}
+  if (br.state == 'closed' or br.state == 'open' or br.state == 'half_open') and
+      finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= MAX_US and
+      finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US then
+    return br
+  end
+  redis.call('DEL', key)
+  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0}
 end
-local function num(s) return string.format('%.0f', s) end
 `
 
 // allowScript lets a call through a closed breaker; an open breaker whose
@@ -203,93 +352,95 @@ local function num(s) return string.format('%.0f', s) end
 // Reply: {ok, wait_us, state, failures}.
 var allowScript = redis.NewScript(breakerPrelude + `
 local now = now_us()
-local h = redis.call('HMGET', KEYS[1], 'state', 'until', 'cooldown', 'failures')
-local state = h[1] or 'closed'
-local failures = tonumber(h[4]) or 0
-if state == 'closed' then return {1, '0', 'closed', failures} end
-local untilv = tonumber(h[2]) or 0
-local cooldown = tonumber(h[3]) or tonumber(ARGV[1])
-if now < untilv then return {0, num(untilv - now), state, failures} end
-redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + cooldown), 'cooldown', num(cooldown))
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, '0', 'half_open', failures}
+local br = load_breaker(KEYS[1], now)
+touch(KEYS[1], TTL_MS)
+if br.state == 'closed' then return {1, '0', 'closed', br.failures} end
+if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures} end
+redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', num(br.cooldown),
+  'failures', num(br.failures))
+redis.call('PEXPIRE', KEYS[1], TTL_MS)
+return {1, '0', 'half_open', br.failures}
 `)
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
 // with the base cooldown. Reply: {closed, state}.
 var breakerSuccessScript = redis.NewScript(breakerPrelude + `
-local h = redis.call('HMGET', KEYS[1], 'state', 'failures')
-local state = h[1] or 'closed'
-if state == 'closed' and (tonumber(h[2]) or 0) == 0 then return {0, state} end
-if state == 'half_open' then
+local now = now_us()
+local br = load_breaker(KEYS[1], now)
+touch(KEYS[1], TTL_MS)
+if br.state == 'closed' and br.failures == 0 then return {0, br.state} end
+if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], TTL_MS)
   return {1, 'closed'}
 end
-redis.call('HSET', KEYS[1], 'failures', 0)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {0, state}
+redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br.cooldown), 'until', num(br.untilv))
+redis.call('PEXPIRE', KEYS[1], TTL_MS)
+return {0, br.state}
 `)
 
-// breakerFailureScript counts a failed call: ARGV[3] consecutive failures
-// open a closed breaker; a failed probe reopens a half-open one with the
-// cooldown doubled up to ARGV[4]. Reply: {opened, state, failures, wait_us}.
+// breakerFailureScript counts a failed call: THRESHOLD consecutive
+// failures open a closed breaker; a failed probe reopens a half-open one
+// with the cooldown doubled up to the longest.
+// Reply: {opened, state, failures, wait_us}.
 var breakerFailureScript = redis.NewScript(breakerPrelude + `
 local now = now_us()
-local h = redis.call('HMGET', KEYS[1], 'state', 'failures', 'cooldown', 'until')
-local state = h[1] or 'closed'
-local failures = tonumber(h[2]) or 0
-local cooldown = tonumber(h[3]) or tonumber(ARGV[1])
-if state == 'closed' then
-  failures = failures + 1
-  if failures < tonumber(ARGV[3]) then
-    redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', failures)
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local br = load_breaker(KEYS[1], now)
+local cooldown = br.cooldown
+if br.state == 'closed' then
+  local failures = br.failures + 1
+  if failures < THRESHOLD then
+    redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0)
+    redis.call('PEXPIRE', KEYS[1], TTL_MS)
     return {0, 'closed', failures, '0'}
   end
-elseif state == 'half_open' then
-  cooldown = math.min(2 * cooldown, tonumber(ARGV[4]))
+elseif br.state == 'half_open' then
+  cooldown = math.min(2 * cooldown, MAX_US)
 else
-  return {0, state, failures, num(math.max(0, (tonumber(h[4]) or 0) - now))}
+  touch(KEYS[1], TTL_MS)
+  return {0, br.state, br.failures, num(math.max(0, br.untilv - now))}
 end
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown))
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], TTL_MS)
 return {1, 'open', 0, num(cooldown)}
 `)
 
 // breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us}.
 var breakerSnapshotScript = redis.NewScript(breakerPrelude + `
 local now = now_us()
-local h = redis.call('HMGET', KEYS[1], 'state', 'failures', 'cooldown', 'until')
-local wait = 0
-if h[4] then wait = math.max(0, tonumber(h[4]) - now) end
-return {h[1] or 'closed', tonumber(h[2]) or 0, h[3] or ARGV[1], num(wait)}
+local br = load_breaker(KEYS[1], now)
+touch(KEYS[1], TTL_MS)
+return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now))}
 `)
 
 // budgetScript refunds ARGV[3] units (budget.Unit per token) and, when
 // ARGV[4] is 1, takes one retry's cost if the budget can pay; the budget
-// holds ARGV[1] units when new. Reply: {taken, units}.
-var budgetScript = redis.NewScript(fmt.Sprintf(`
+// holds ARGV[1] units when new, or when what it holds is not a number of
+// units from 0 up. Reply: {taken, units}.
+var budgetScript = redis.NewScript(common + fmt.Sprintf(`
 local cost = %d
 local max = tonumber(ARGV[1])
-local v = tonumber(redis.call('GET', KEYS[1])) or max
-v = math.min(max, v + tonumber(ARGV[3]))
+local v = tonumber(call('GET', KEYS[1]))
+if not finite(v) or v < 0 then v = max end
+v = math.floor(math.min(max, v + math.max(0, tonumber(ARGV[3]) or 0)))
 local taken = 0
 if ARGV[4] == '1' and v >= cost then
   v = v - cost
   taken = 1
 end
-redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+redis.call('SET', KEYS[1], num(v), 'PX', ARGV[2])
 return {taken, v}
 `, budget.RetryCost*budget.Unit))
 
 // heartbeatScript records this process as live for ARGV[2] ms, forgets the
-// processes whose heartbeat ran out, and counts the live ones.
-var heartbeatScript = redis.NewScript(`
+// processes whose heartbeat ran out (or that claim to live past the key's
+// TTL, ARGV[3] ms), and counts the live ones.
+var heartbeatScript = redis.NewScript(common + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + math.max(tonumber(ARGV[2]), tonumber(ARGV[3]))), '+inf')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {redis.call('ZCARD', KEYS[1])}
 `)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -26,17 +26,20 @@ import (
 type Store struct {
 	rdb     redis.UniversalClient
 	ownsRDB bool
+	bounded bool // rdb ends a call at its context's deadline itself
 	cfg     config
-	local   state.Store // the fallback while Redis does not answer
+	local   state.Store   // the fallback while Redis does not answer
+	horizon time.Duration // no valid wait, pause or queue reaches further
 
 	degraded atomic.Bool  // Redis is not answering: local limits
 	episode  atomic.Int64 // counts the switches to local limits
 	procs    atomic.Int64 // live processes at the last heartbeat, at least 1
 
 	calls, errors, hits, misses, fallbacks atomic.Int64
+	refusedLogged                          atomic.Int64 // when a refusal was last logged (Unix ns)
 
 	mu      sync.Mutex
-	budgets []*sharedBudget
+	budgets map[string]*sharedBudget // by key: one per provider
 	// breakers maps a scope's breaker key to a weak pointer to its
 	// breaker, so that the answers to token requests refresh it without
 	// keeping alive a breaker the governor dropped; the heartbeat removes
@@ -110,16 +113,28 @@ func WithBreakerStaleness(d time.Duration) Option {
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
 
-// Open connects to the Redis named by url (redis://user:pass@host:6379/0,
-// or rediss:// for TLS) and returns a Store on it. It fails only for a
-// malformed URL: a Redis that does not answer yet means local limits until
-// it does.
+// Open connects to the Redis named by url and returns a Store on it. The
+// URL takes go-redis's forms (credentials, TLS with rediss://, the
+// database, and options such as dial_timeout as query parameters):
+//
+//	redis://user:pass@host:6379/0                          one server
+//	redis://user:pass@node1:6379?addr=node2:6379&addr=...   a Redis Cluster: its nodes (no database)
+//	redis://user:pass@sentinel1:26379/0?master_name=m&addr=sentinel2:26379
+//	                                                       Sentinel: the sentinels, and the master's name
+//
+// With Sentinel the URL's credentials are the sentinels'; the master's
+// come as the username and password query parameters. Every client Open
+// makes ends a call at its context's deadline (go-redis's
+// ContextTimeoutEnabled), so that no Redis wait outlasts WithTimeout. Open
+// fails only for a malformed URL, and its error never shows the URL's
+// password: a Redis that does not answer yet means local limits until it
+// does.
 func Open(url string, opts ...Option) (*Store, error) {
-	o, err := redis.ParseURL(url)
+	rdb, err := openClient(url)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+		return nil, err
 	}
-	s := New(redis.NewClient(o), opts...)
+	s := New(rdb, opts...)
 	s.ownsRDB = true
 	return s, nil
 }
@@ -148,7 +163,11 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
 	}
-	s := &Store{rdb: rdb, cfg: cfg, local: resilience.MemoryStore(), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{
+		rdb: rdb, bounded: endsAtDeadline(rdb), cfg: cfg, local: resilience.MemoryStore(),
+		horizon: cfg.keyTTL + hint.MaxPause, budgets: map[string]*sharedBudget{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
 	s.procs.Store(1)
 	s.heartbeat()
 	go s.loop()
@@ -168,6 +187,16 @@ func (s *Store) Close() error {
 		}
 	})
 	return err
+}
+
+// closed reports whether Close was called.
+func (s *Store) closed() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // StoreStats are a process's counters of its use of the shared state: its
@@ -221,47 +250,95 @@ func (s *Store) forgetDroppedBreakers() {
 }
 
 // heartbeat announces the process and counts the live ones. It is also the
-// probe that ends local limits when Redis answers again.
+// probe that ends local limits when Redis answers again: an answer, even a
+// refusal (an error of the heartbeat's own key), means Redis is there.
 func (s *Store) heartbeat() {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
-	defer cancel()
 	s.calls.Add(1)
-	res, err := heartbeatScript.Run(ctx, s.rdb, []string{s.key("procs")},
-		s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.cfg.keyTTL.Milliseconds()).Slice()
-	if err != nil || len(res) != 1 {
+	res, err := s.call(heartbeatScript, []string{s.key("procs")},
+		[]any{s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.cfg.keyTTL.Milliseconds()})
+	switch {
+	case err != nil && unavailable(err):
 		s.fail(err)
 		return
+	case err != nil:
+		s.refused(s.key("procs"), err)
+	case len(res) == 1:
+		s.procs.Store(max(1, toInt(res[0])))
 	}
-	n := toInt(res[0])
-	s.procs.Store(max(1, n))
 	if s.degraded.CompareAndSwap(true, false) {
-		s.cfg.logger.Info("cloudg fleet: Redis answers again; back to shared limits", "processes", n)
+		s.cfg.logger.Info("cloudg fleet: Redis answers again; back to shared limits", "processes", s.procs.Load())
 	}
 }
 
-// fail records a Redis error and switches to local limits, logging once.
+// fail records that Redis does not answer and switches to local limits,
+// logging once.
 func (s *Store) fail(err error) {
 	s.errors.Add(1)
 	if s.degraded.CompareAndSwap(false, true) {
 		s.episode.Add(1)
 		s.fallbacks.Add(1)
-		s.cfg.logger.Warn("cloudg fleet: Redis does not answer; local limits divided among the live processes",
-			"processes", s.procs.Load(), "error", err.Error())
+		msg := "cloudg fleet: Redis does not answer; local limits divided among the live processes"
+		if redirected(err) {
+			msg = "cloudg fleet: Redis answers as a cluster node; local limits divided among the live processes (give Open the cluster's nodes as addr= parameters, or New a *redis.ClusterClient)"
+		}
+		s.cfg.logger.Warn(msg, "processes", s.procs.Load(), "error", err.Error())
 	}
 }
 
-// run runs a script with the operation timeout. It reports false, having
-// switched to local limits, when Redis does not answer.
+// refused records Redis refusing an operation on key (a key of the wrong
+// type, an ACL that does not cover it): the operation goes on with local
+// limits, and the rest of the process stays on the shared state. It logs
+// at most once a minute.
+func (s *Store) refused(key string, err error) {
+	s.errors.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.refusedLogged.Load(); now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
+		s.cfg.logger.Warn("cloudg fleet: Redis refused an operation; it went on with local limits",
+			"key", key, "error", err.Error())
+	}
+}
+
+// call runs script within the operation timeout, whichever client the
+// store has: one that ignores its context's deadline is left to finish
+// alone when the timeout passes.
+func (s *Store) call(script *redis.Script, keys []string, args []any) ([]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	defer cancel()
+	if s.bounded {
+		return script.Run(ctx, s.rdb, keys, args...).Slice()
+	}
+	type answer struct {
+		res []any
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
+		ch <- answer{res, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run runs a script with the operation timeout. It reports false when
+// Redis does not answer, having switched to local limits, or when it
+// refused this operation.
 func (s *Store) run(script *redis.Script, keys []string, args ...any) ([]any, bool) {
 	if s.degraded.Load() {
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
-	defer cancel()
 	s.calls.Add(1)
-	res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
+	res, err := s.call(script, keys, args)
 	if err != nil {
-		s.fail(err)
+		if unavailable(err) {
+			s.fail(err)
+		} else {
+			s.refused(keys[0], err)
+		}
 		return nil, false
 	}
 	return res, true
@@ -298,18 +375,28 @@ func (s *Store) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 	return b
 }
 
-// Budget returns the shared retry budget of provider.
+// Budget returns the shared retry budget of provider: one per provider,
+// of the size asked last, however often the governor asks (it does on
+// every Reset and Configure).
 func (s *Store) Budget(provider string, size int) state.Budget {
-	b := newSharedBudget(s, s.key("{budget:"+provider+"}"), size)
+	key := s.key("{budget:" + provider + "}")
 	s.mu.Lock()
-	s.budgets = append(s.budgets, b)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if b, ok := s.budgets[key]; ok {
+		b.resize(size)
+		return b
+	}
+	b := newSharedBudget(s, key, size)
+	s.budgets[key] = b
 	return b
 }
 
 func (s *Store) flushBudgets() {
 	s.mu.Lock()
-	bs := append([]*sharedBudget(nil), s.budgets...)
+	bs := make([]*sharedBudget, 0, len(s.budgets))
+	for _, b := range s.budgets {
+		bs = append(bs, b)
+	}
 	s.mu.Unlock()
 	for _, b := range bs {
 		b.flush()

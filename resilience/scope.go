@@ -32,7 +32,7 @@ type Scope struct {
 
 // String returns provider/account/region/service[/operation], with * for
 // each empty part but the operation.
-func (s Scope) String() string { return s.format(false) }
+func (s Scope) String() string { return s.format(false, 4) }
 
 // Key returns the scope in a form no other scope shares: String's form
 // with each part's '%', '/' and '*' escaped as %25, %2F and %2A, so that no
@@ -40,9 +40,20 @@ func (s Scope) String() string { return s.format(false) }
 // can be. Scopes whose parts hold none of those characters have the same
 // Key and String: aws/123456789012/us-east-1/ec2/DescribeVpcs; a GCP
 // project's is gcp/projects%2Fp1/*/cloudasset.
-func (s Scope) Key() string { return s.format(true) }
+func (s Scope) Key() string { return s.format(true, 4) }
 
-func (s Scope) format(escape bool) string {
+// accountKey and providerKey are the state keys of an account's bucket and
+// of a provider's: Key's form of their own parts only. A leaf's Key has
+// four or five parts, so neither can be a leaf's, not even the leaf of a
+// call scoped to a provider and an account alone (azure/sub/*/*), whose
+// bucket is not its account's.
+func (s Scope) accountKey() string { return s.format(true, 2) }
+
+func (s Scope) providerKey() string { return s.format(true, 1) }
+
+// format writes the scope's first n parts (1, 2 or 4; with 4, the
+// operation too when it is set).
+func (s Scope) format(escape bool, n int) string {
 	var b strings.Builder
 	b.Grow(len(s.Provider) + len(s.Account) + len(s.Region) + len(s.Service) + len(s.Operation) + 8)
 	part := func(p string) {
@@ -68,8 +79,14 @@ func (s Scope) format(escape bool) string {
 		}
 	}
 	part(s.Provider)
+	if n == 1 {
+		return b.String()
+	}
 	b.WriteByte('/')
 	part(s.Account)
+	if n == 2 {
+		return b.String()
+	}
 	b.WriteByte('/')
 	part(s.Region)
 	b.WriteByte('/')

@@ -53,10 +53,10 @@ func TestStateStoreReceivesKeysAndSpecs(t *testing.T) {
 		if sp := st.buckets[sc.Key()]; sp.Rate != 30 || sp.Burst != 200 || sp.Floor != 0.1 || !sp.Adaptive {
 			t.Fatalf("leaf spec %+v", sp)
 		}
-		if sp := st.buckets["azure/sub/*/*"]; sp.Rate != 20 || sp.Burst != 200 || sp.Adaptive {
+		if sp := st.buckets["azure/sub"]; sp.Rate != 20 || sp.Burst != 200 || sp.Adaptive {
 			t.Fatalf("account spec %+v", sp)
 		}
-		if sp := st.buckets["azure/*/*/*"]; sp.Rate != 100 {
+		if sp := st.buckets["azure"]; sp.Rate != 100 {
 			t.Fatalf("provider spec %+v", sp)
 		}
 		if sp := st.breakers[sc.Key()]; sp.Threshold != 5 || sp.Cooldown.Seconds() != 60 || sp.MaxCooldown.Seconds() != 600 {
@@ -91,4 +91,34 @@ func TestStateKeysAreUnambiguous(t *testing.T) {
 	if k := (Scope{Provider: "azure", Account: "sub", Service: "network"}).Key(); k != "azure/sub/*/network" {
 		t.Fatalf("key %q", k)
 	}
+}
+
+// The buckets of an account and of a provider never share a leaf's key,
+// not even the leaf of a call scoped to a provider and an account alone,
+// or to a provider alone.
+func TestAccountAndProviderKeysAreNotLeafKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &recordingStore{buckets: map[string]state.BucketSpec{}, breakers: map[string]state.BreakerSpec{}, budgets: map[string]int{}}
+		g := newGov(t, Config{Azure: ProviderConfig{GlobalMaxRPS: new(100.0)}}, WithStateStore(st))
+		for _, sc := range []Scope{{Provider: "azure", Account: "sub"}, {Provider: "azure"}} {
+			if err := Do(context.Background(), sc, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := map[string]float64{
+			"azure/sub/*/*": 15,  // the leaf of {azure, sub}
+			"azure/*/*/*":   15,  // the leaf of {azure}
+			"azure/sub":     20,  // sub's account bucket
+			"azure/*":       20,  // the account bucket of {azure}'s empty account
+			"azure":         100, // the provider's bucket
+		}
+		for k, r := range want {
+			if sp, ok := st.buckets[k]; !ok || sp.Rate != r {
+				t.Errorf("bucket %q: %+v (made: %v), want rate %v", k, sp, ok, r)
+			}
+		}
+		if len(st.buckets) != len(want) {
+			t.Errorf("buckets %v", st.buckets)
+		}
+	})
 }

@@ -176,9 +176,9 @@ type Budget interface {
 // A Store makes the state of a governor's scopes. key names the scope the
 // state belongs to (a leaf scope for leaf buckets and breakers, an account
 // for account buckets, a provider for provider buckets): distinct scopes
-// have distinct keys, and a key is the same in every process, so that a
-// shared store shares state by it. A Store must be safe for concurrent
-// use.
+// have distinct keys, the buckets of an account or a provider never share
+// a leaf's key, and a key is the same in every process, so that a shared
+// store shares state by it. A Store must be safe for concurrent use.
 type Store interface {
 	Bucket(key string, spec BucketSpec, now time.Duration) Bucket
 	Breaker(key string, spec BreakerSpec) Breaker

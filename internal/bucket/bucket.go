@@ -49,6 +49,10 @@ const (
 	goodputSlots = GoodputWindow*int(time.Second/goodputSlot) + 1
 )
 
+// GoodputSlot is the resolution of the goodput controller's success
+// counts, for fleet mode's shared counts.
+const GoodputSlot = goodputSlot
+
 // DefaultFloor is the lowest adaptive rate of a spec without a floor: a
 // tiny positive rate, so that halving never reaches zero.
 const DefaultFloor = 1e-3

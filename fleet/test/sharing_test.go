@@ -1,6 +1,4 @@
-//go:build go1.26
-
-package fleet
+package test
 
 import (
 	"context"
@@ -9,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -19,8 +18,8 @@ import (
 func TestThrottleInOneProcessSlowsTheFleet(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		a := newProcess(t, be.addr, prefix, resilience.Config{})
-		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a := newProcess(t, be, prefix, resilience.Config{})
+		b := newProcess(t, be, prefix, resilience.Config{})
 		a.do(t, vpcs, throttl, once)
 		if r := b.gov.Inspect(vpcs).Leaf.Rate; r != 10 {
 			t.Fatalf("process B sees %v rps after A was throttled, want 10", r)
@@ -47,8 +46,8 @@ func TestThrottleInOneProcessSlowsTheFleet(t *testing.T) {
 func TestRetryAfterPausesTheFleet(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		a := newProcess(t, be.addr, prefix, resilience.Config{})
-		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a := newProcess(t, be, prefix, resilience.Config{})
+		b := newProcess(t, be, prefix, resilience.Config{})
 		a.do(t, vpcs, func(context.Context) error { return &apiErr{code: "Throttling", status: 400, retry: "3"} }, once)
 		p := b.gov.Inspect(vpcs).Leaf.Paused
 		if p < 2500*time.Millisecond || p > 3*time.Second {
@@ -68,8 +67,8 @@ func TestBreakerOpenedByOneProcessRejectsInAnother(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerCooldownSeconds: 1}}
-		a := newProcess(t, be.addr, prefix, cfg, WithBreakerStaleness(200*time.Millisecond))
-		b := newProcess(t, be.addr, prefix, cfg, WithBreakerStaleness(200*time.Millisecond))
+		a := newProcess(t, be, prefix, cfg, fleet.WithBreakerStaleness(200*time.Millisecond))
+		b := newProcess(t, be, prefix, cfg, fleet.WithBreakerStaleness(200*time.Millisecond))
 		// B has seen the breaker closed (its cache is warm).
 		if err := b.do(t, vpcs, ok); err != nil {
 			t.Fatal(err)
@@ -116,8 +115,8 @@ func TestRetryBudgetIsShared(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
-		a := newProcess(t, be.addr, prefix, cfg)
-		b := newProcess(t, be.addr, prefix, cfg)
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
 		gd := a.begin(t)
 		for i := range 5 { // 2 free, 3 paid
 			if err := failAndRetry(gd); err != nil {
@@ -159,8 +158,8 @@ func TestRefundsFromAProcessThatNeverRetried(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(3)}}
-		a := newProcess(t, be.addr, prefix, cfg)
-		b := newProcess(t, be.addr, prefix, cfg)
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
 		gb := b.begin(t)
 		for range 5 { // 2 free, 3 paid: the budget is empty
 			failAndRetry(gb)
@@ -188,8 +187,8 @@ func TestRefundsFromAProcessThatNeverRetried(t *testing.T) {
 func TestSharedPauseLeavesNoStoredBurst(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		a := newProcess(t, be.addr, prefix, resilience.Config{})
-		b := newProcess(t, be.addr, prefix, resilience.Config{})
+		a := newProcess(t, be, prefix, resilience.Config{})
+		b := newProcess(t, be, prefix, resilience.Config{})
 		spec := state.BucketSpec{Rate: 2, Burst: 2}
 		ba, bb := a.store.Bucket(vpcsKey, spec, 0), b.store.Bucket(vpcsKey, spec, 0)
 		start := time.Now()
@@ -212,7 +211,7 @@ func TestSharedPauseLeavesNoStoredBurst(t *testing.T) {
 func TestHugeSharedRetryBudgetSaturates(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(math.MaxInt64), BaseDelaySeconds: 0.001, MaxBackoffSeconds: 0.001}}
-		p := newProcess(t, be.addr, uniquePrefix(t), cfg)
+		p := newProcess(t, be, uniquePrefix(t), cfg)
 		if r := p.gov.Inspect(vpcs).RetryBudget; r <= 0 {
 			t.Fatalf("a new budget of MaxInt64 tokens reads %v", r)
 		}

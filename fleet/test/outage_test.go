@@ -1,6 +1,4 @@
-//go:build go1.25
-
-package fleet
+package test
 
 import (
 	"context"
@@ -12,7 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/cloudg/cloudg/fleet/internal/redisproxy"
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -24,16 +23,16 @@ import (
 // run: calls go on at local limits and none is lost; when it comes back
 // with its state gone, the fleet's state is rebuilt from the defaults.
 func TestRedisDownThenRestarted(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr)
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer px.Close()
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
-		a := newProcess(t, px.Addr(), prefix, cfg)
-		b := newProcess(t, px.Addr(), prefix, cfg)
+		a := newProcess(t, at(px.Addr()), prefix, cfg)
+		b := newProcess(t, at(px.Addr()), prefix, cfg)
 		time.Sleep(250 * time.Millisecond) // two heartbeats: both count two live processes
 		a.do(t, vpcs, throttl, once)       // the fleet learns 50 rps
 
@@ -71,7 +70,7 @@ func TestRedisDownThenRestarted(t *testing.T) {
 			t.Fatalf("%d calls in the second Redis was down, want about 50 (local limits)", during)
 		}
 		// Redis restarts empty.
-		direct := redis.NewClient(&redis.Options{Addr: be.addr})
+		direct := redis.NewClient(&redis.Options{Addr: be.addr()})
 		defer direct.Close()
 		if del, _ := direct.Keys(context.Background(), prefix+"*").Result(); len(del) > 0 {
 			direct.Del(context.Background(), del...)
@@ -97,16 +96,16 @@ func TestRedisDownThenRestarted(t *testing.T) {
 // TestSlowRedisStillPaces adds 50 ms to every round trip to Redis: calls
 // stay paced at the shared rate, and the overhead per call is measured.
 func TestSlowRedisStillPaces(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr)
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer px.Close()
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 200, Burst: 1}}}}
-		a := newProcess(t, px.Addr(), prefix, cfg)
-		b := newProcess(t, px.Addr(), prefix, cfg)
+		a := newProcess(t, at(px.Addr()), prefix, cfg)
+		b := newProcess(t, at(px.Addr()), prefix, cfg)
 		time.Sleep(250 * time.Millisecond)
 		px.SetDelay(25 * time.Millisecond) // each way: 50 ms per round trip
 		var wg sync.WaitGroup
@@ -140,7 +139,7 @@ func TestSlowRedisStillPaces(t *testing.T) {
 }
 
 func TestNoCallFailsWhenRedisNeverAnswered(t *testing.T) {
-	s := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), WithLogger(quiet))
+	s := fleet.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), fleet.WithLogger(quiet))
 	defer s.Close()
 	g, _ := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(s))
 	for range 20 {
@@ -164,7 +163,7 @@ func TestNoCallFailsWhenRedisNeverAnswered(t *testing.T) {
 // While Redis does not answer, the local limits still recover after a
 // throttle.
 func TestLocalLimitsRecoverWhileRedisIsDown(t *testing.T) {
-	s := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), WithLogger(quiet))
+	s := fleet.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond}), fleet.WithLogger(quiet))
 	defer s.Close()
 	b := s.Bucket(vpcsKey, state.BucketSpec{Rate: 20, Burst: 20, Floor: 0.2, Adaptive: true}, 0)
 	b.Throttle(0, 0)

@@ -1,6 +1,8 @@
 // Package redisproxy is a TCP proxy for tests: it forwards to a Redis
 // server and can go down, come back on the same address, and delay
-// traffic, to show what fleet mode does when Redis fails or is slow.
+// traffic, or hold it (a Redis frozen, as by SIGSTOP, whose kernel still
+// accepts connections), to show what fleet mode does when Redis fails, is
+// slow or does not answer.
 package redisproxy
 
 import (
@@ -19,6 +21,7 @@ type Proxy struct {
 	ln    net.Listener
 	conns map[net.Conn]struct{}
 	delay time.Duration
+	gate  chan struct{} // open while frozen; closed (or nil) lets data through
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to target.
@@ -40,6 +43,26 @@ func (p *Proxy) Addr() string { return p.addr }
 func (p *Proxy) SetDelay(d time.Duration) {
 	p.mu.Lock()
 	p.delay = d
+	p.mu.Unlock()
+}
+
+// Freeze holds every byte, each way, until Thaw: connections stay open and
+// new ones are accepted, but nothing is answered.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	if p.gate == nil {
+		p.gate = make(chan struct{})
+	}
+	p.mu.Unlock()
+}
+
+// Thaw lets the held data and all later data through.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	if p.gate != nil {
+		close(p.gate)
+		p.gate = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -75,7 +98,10 @@ func (p *Proxy) Up() error {
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() { p.Down() }
+func (p *Proxy) Close() {
+	p.Thaw()
+	p.Down()
+}
 
 func (p *Proxy) serve(ln net.Listener) {
 	p.mu.Lock()
@@ -125,8 +151,11 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			d := p.delay
+			d, gate := p.delay, p.gate
 			p.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
 			if d > 0 {
 				time.Sleep(d)
 			}

@@ -1,10 +1,11 @@
-package fleet
+package test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -17,8 +18,7 @@ func TestLeasesSaveRoundTripsAndKeepPacing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 500, Burst: 1}}}}
-		p := newProcess(t, be.addr, prefix, cfg)
-		p.store.procs.Store(1) // the lease is the process's share of the rate
+		p := newProcess(t, be, prefix, cfg)
 		start := time.Now()
 		for range 500 {
 			if err := p.do(t, vpcs, ok); err != nil {
@@ -47,9 +47,10 @@ func TestWhatALeaseTrades(t *testing.T) {
 		for _, maxLease := range []int{64, 8, 1} {
 			prefix := uniquePrefix(t)
 			spec := state.BucketSpec{Rate: 1000, Burst: 1000, Floor: 1, Adaptive: true}
-			a := newProcess(t, be.addr, prefix, resilience.Config{}, WithMaxLease(maxLease))
-			b := newProcess(t, be.addr, prefix, resilience.Config{}, WithMaxLease(maxLease))
-			a.store.procs.Store(1)
+			// A counted the live processes before B started, and does not
+			// count them again: its lease is the whole of maxLease.
+			a := newProcess(t, be, prefix, resilience.Config{}, fleet.WithMaxLease(maxLease), fleet.WithHeartbeat(time.Hour))
+			b := newProcess(t, be, prefix, resilience.Config{}, fleet.WithMaxLease(maxLease))
 			ba := a.store.Bucket(vpcsKey, spec, 0)
 			bb := b.store.Bucket(vpcsKey, spec, 0)
 			ba.Reserve(0) // A borrows a lease
@@ -70,17 +71,16 @@ func TestWhatALeaseTrades(t *testing.T) {
 	})
 }
 
-// WithProcessID names the process in the heartbeat set; WithLeaseWindow
+// fleet.WithProcessID names the process in the heartbeat set; fleet.WithLeaseWindow
 // sizes the lease: 500 rps over a 20 ms window is 10 tokens a lease.
 func TestProcessIDAndLeaseWindow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		p := newProcess(t, be.addr, prefix, resilience.Config{}, WithProcessID("collector-7"), WithLeaseWindow(20*time.Millisecond))
+		p := newProcess(t, be, prefix, resilience.Config{}, fleet.WithProcessID("collector-7"), fleet.WithLeaseWindow(20*time.Millisecond))
 		members, err := p.rdb.ZRange(context.Background(), prefix+":procs", 0, -1).Result()
 		if err != nil || len(members) != 1 || members[0] != "collector-7" {
 			t.Fatalf("heartbeat set %v, %v", members, err)
 		}
-		p.store.procs.Store(1)
 		b := p.store.Bucket(vpcsKey, state.BucketSpec{Rate: 500, Burst: 500, Floor: 1, Adaptive: true}, 0)
 		before := p.store.Stats()
 		for range 30 {

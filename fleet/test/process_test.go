@@ -1,6 +1,4 @@
-//go:build go1.25
-
-package fleet
+package test
 
 import (
 	"bufio"
@@ -21,8 +19,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -124,15 +122,20 @@ func runWorker() int {
 	start, _ := strconv.ParseInt(env("START"), 10, 64)
 	dur, _ := time.ParseDuration(env("DURATION"))
 	providerURL := env("PROVIDER")
-	cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-		"ec2": {MaxRPS: trueRPS, Burst: trueBurst},
-	}}}
+	cfg := resilience.Config{AWS: resilience.ProviderConfig{
+		Controller: env("CONTROLLER"),
+		Services:   map[string]resilience.ServiceConfig{"ec2": {MaxRPS: trueRPS, Burst: trueBurst}},
+	}}
 	var opts []resilience.Option
-	var store *Store
-	if addr := env("REDIS"); addr != "" {
+	var store *fleet.Store
+	if u := env("REDIS_URL"); u != "" {
 		// A loaded CI machine (8 race-instrumented processes on 2 cores) can
 		// take longer than the default 250 ms: the comparison wants no fallback.
-		store = New(redis.NewClient(&redis.Options{Addr: addr}), WithPrefix(env("PREFIX")), WithTimeout(2*time.Second))
+		var err error
+		if store, err = fleet.Open(u, fleet.WithPrefix(env("PREFIX")), fleet.WithTimeout(2*time.Second)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		defer store.Close()
 		opts = append(opts, resilience.WithStateStore(store))
 	}
@@ -206,6 +209,7 @@ func runWorker() int {
 
 type fleetRun struct {
 	name       string
+	controller string
 	processes  int
 	fleet      bool
 	requests   int // sent to the provider
@@ -221,11 +225,13 @@ func (r fleetRun) rejectedShare() float64 {
 }
 
 func (r fleetRun) String() string {
-	return fmt.Sprintf("%-24s requests %5d  rejected %5d (%5.1f%%)  goodput %5.1f%%  lost %d  unfinished %d",
-		r.name, r.requests, r.rejected, 100*r.rejectedShare(), 100*r.goodput, r.lost, r.unfinished)
+	return fmt.Sprintf("%-7s  %-39s requests %5d  rejected %5d (%5.1f%%)  goodput %5.1f%%  lost %d  unfinished %d",
+		r.controller, r.name, r.requests, r.rejected, 100*r.rejectedShare(), 100*r.goodput, r.lost, r.unfinished)
 }
 
-func runFleet(t *testing.T, name string, processes int, redisAddr string, dur time.Duration) fleetRun {
+// runFleet runs processes workers with the controller; with a Redis URL
+// (fleet.Open's forms) in fleet mode.
+func runFleet(t *testing.T, controller, name string, processes int, redisURL string, dur time.Duration) fleetRun {
 	t.Helper()
 	p := &provider{tokens: map[string]float64{}, last: map[string]time.Time{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -247,7 +253,8 @@ func runFleet(t *testing.T, name string, processes int, redisAddr string, dur ti
 			"CLOUDG_FLEET_START="+strconv.FormatInt(start.UnixNano(), 10),
 			"CLOUDG_FLEET_DURATION="+dur.String(),
 			"CLOUDG_FLEET_PROVIDER=http://"+ln.Addr().String(),
-			"CLOUDG_FLEET_REDIS="+redisAddr,
+			"CLOUDG_FLEET_REDIS_URL="+redisURL,
+			"CLOUDG_FLEET_CONTROLLER="+controller,
 			"CLOUDG_FLEET_PREFIX="+prefix,
 			"CLOUDG_FLEET_INDEX="+strconv.Itoa(i),
 		)
@@ -262,7 +269,10 @@ func runFleet(t *testing.T, name string, processes int, redisAddr string, dur ti
 		cmds = append(cmds, cmd)
 		outs = append(outs, bufio.NewScanner(out))
 	}
-	run := fleetRun{name: name, processes: processes, fleet: redisAddr != ""}
+	if controller == "" {
+		controller = "aimd"
+	}
+	run := fleetRun{name: name, controller: controller, processes: processes, fleet: redisURL != ""}
 	for i, cmd := range cmds {
 		var res workerResult
 		found := false
@@ -310,39 +320,60 @@ func runFleet(t *testing.T, name string, processes int, redisAddr string, dur ti
 }
 
 // TestFleetOfEightProcesses compares one process alone, eight processes
-// with per-process limits, and eight processes in fleet mode, against the
-// same true limit.
+// with per-process limits, and eight processes in fleet mode (on one
+// Redis, and on a Redis Cluster when there is one), against the same true
+// limit, with each controller: AIMD and the measured-goodput controller.
 func TestFleetOfEightProcesses(t *testing.T) {
-	redisAddr := ""
-	if u := os.Getenv("CLOUDG_REDIS_URL"); u != "" {
-		o, err := redis.ParseURL(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		redisAddr = o.Addr
+	var fleets []backend
+	if be, ok := redisServer(t); ok {
+		fleets = append(fleets, be)
 	} else {
 		mr := miniredis.RunT(t)
-		redisAddr = mr.Addr()
+		fleets = append(fleets, backend{name: "miniredis", addrs: []string{mr.Addr()}})
+	}
+	if be, ok := redisCluster(); ok {
+		fleets = append(fleets, be)
 	}
 	const dur = 10 * time.Second
-	single := runFleet(t, "1 process", 1, "", dur)
-	apart := runFleet(t, "8 processes, no fleet", 8, "", dur)
-	fleet := runFleet(t, "8 processes, fleet mode", 8, redisAddr, dur)
-	for _, r := range []fleetRun{single, apart, fleet} {
+	var table []fleetRun
+	aimdFleet := map[string]fleetRun{}
+	for _, controller := range []string{"aimd", "goodput"} {
+		single := runFleet(t, controller, "1 process", 1, "", dur)
+		apart := runFleet(t, controller, "8 processes, no fleet", 8, "", dur)
+		table = append(table, single, apart)
+		for _, be := range fleets {
+			shared := runFleet(t, controller, "8 processes, fleet mode ("+be.name+")", 8, be.url(), dur)
+			table = append(table, shared)
+			if shared.lost != 0 {
+				t.Errorf("%s %s: lost %d calls", controller, shared.name, shared.lost)
+			}
+			if apart.rejected <= shared.rejected {
+				t.Errorf("%s: 8 processes without fleet mode were rejected %d times, with it %d: the comparison shows nothing", controller, apart.rejected, shared.rejected)
+			}
+			if shared.goodput < 0.95*single.goodput {
+				t.Errorf("%s %s: goodput %.1f%% is not within 5%% of one process's %.1f%%", controller, shared.name, 100*shared.goodput, 100*single.goodput)
+			}
+			switch controller {
+			case "aimd":
+				aimdFleet[be.name] = shared
+				// Rejected no more often than one process alone (allowing the
+				// provider's and the governor's clocks a request of slack).
+				if shared.rejectedShare() > single.rejectedShare()+1.0/float64(shared.requests) {
+					t.Errorf("%s: rejected %.2f%% of its requests, one process %.2f%%", shared.name, 100*shared.rejectedShare(), 100*single.rejectedShare())
+				}
+			case "goodput":
+				// The controller measures the fleet's successes: it keeps more
+				// of the limit than AIMD, and stays under 1% rejected.
+				if shared.rejectedShare() > 0.01 {
+					t.Errorf("goodput %s: rejected %.2f%% of its requests", shared.name, 100*shared.rejectedShare())
+				}
+				if a := aimdFleet[be.name]; shared.goodput <= a.goodput {
+					t.Errorf("%s: goodput %.1f%% with the goodput controller, %.1f%% with AIMD", shared.name, 100*shared.goodput, 100*a.goodput)
+				}
+			}
+		}
+	}
+	for _, r := range table {
 		t.Log(r)
-	}
-	if fleet.lost != 0 {
-		t.Errorf("fleet mode lost %d calls", fleet.lost)
-	}
-	if fleet.goodput < 0.95*single.goodput {
-		t.Errorf("fleet goodput %.1f%% is not within 5%% of one process's %.1f%%", 100*fleet.goodput, 100*single.goodput)
-	}
-	// Rejected no more often than one process alone (allowing the
-	// provider's and the governor's clocks a request of slack).
-	if fleet.rejectedShare() > single.rejectedShare()+1.0/float64(fleet.requests) {
-		t.Errorf("fleet rejected %.2f%% of its requests, one process %.2f%%", 100*fleet.rejectedShare(), 100*single.rejectedShare())
-	}
-	if apart.rejected <= fleet.rejected {
-		t.Errorf("8 processes without fleet mode were rejected %d times, with it %d: the comparison shows nothing", apart.rejected, fleet.rejected)
 	}
 }

@@ -1,0 +1,116 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxClockSkew is how far ahead of Redis's clock a time in the shared
+// state may be and still be valid: after a failover, the new master's
+// clock may be behind the old one's.
+const maxClockSkew = time.Minute
+
+// openClient makes the go-redis client for rawURL: a Sentinel client when
+// it names a master_name, a cluster client when it lists further nodes
+// with addr=, a client of one server otherwise. Every one ends its calls
+// at their context's deadline.
+func openClient(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error holds the whole URL, and its details may hold
+		// a piece of the password.
+		return nil, fmt.Errorf("fleet: malformed Redis URL %s", redact(rawURL))
+	}
+	q := u.Query()
+	switch {
+	case q.Has("master_name"):
+		o, err := redis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(o), nil
+	case q.Has("addr"):
+		o, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	o.ContextTimeoutEnabled = true
+	return redis.NewClient(o), nil
+}
+
+// redact returns rawURL without the userinfo of its authority (whatever
+// precedes the last @ before the path), so that an error can show where
+// it points without showing the credentials.
+func redact(rawURL string) string {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return "(not a URL)"
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		rest = "xxxxx" + rest[at:]
+	}
+	return scheme + "://" + rest
+}
+
+// endsAtDeadline reports whether rdb ends a call at its context's
+// deadline by itself: a single-server or Sentinel client with go-redis's
+// ContextTimeoutEnabled. Any other client's calls are bounded by the store
+// (see Store.call).
+func endsAtDeadline(rdb redis.UniversalClient) bool {
+	c, ok := rdb.(*redis.Client)
+	return ok && c.Options().ContextTimeoutEnabled
+}
+
+// unavailable reports whether err means Redis cannot serve the fleet now
+// (no answer, a timeout, a closed connection, or a refusal of every
+// command: loading, a replica, a cluster down or redirecting, an
+// authentication failure, out of memory, a script running too long),
+// rather than a refusal of one operation on its keys.
+func unavailable(err error) bool {
+	code, reply := errorCode(err)
+	if !reply {
+		return true
+	}
+	switch code {
+	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK",
+		"NOAUTH", "WRONGPASS", "OOM", "BUSY", "MISCONF", "NOREPLICAS":
+		return true
+	}
+	return false
+}
+
+// redirected reports whether err is a cluster node's redirection: a
+// client of one server pointed at a Redis Cluster.
+func redirected(err error) bool {
+	code, _ := errorCode(err)
+	return code == "MOVED" || code == "ASK"
+}
+
+// errorCode returns the error code of Redis's error reply err (its first
+// word, which is what the protocol gives to tell errors apart); reply is
+// false when err is not an error reply.
+func errorCode(err error) (code string, reply bool) {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return "", false
+	}
+	code, _, _ = strings.Cut(re.Error(), " ")
+	return code, true
+}

@@ -1,0 +1,171 @@
+package fleet
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Open makes the client of each of go-redis's URL forms, every one ending
+// its calls at their context's deadline.
+func TestOpenMakesTheClientOfEachURLForm(t *testing.T) {
+	single, err := openClient("redis://u:p@127.0.0.1:6390/2?dial_timeout=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	if o := single.(*redis.Client).Options(); o.Addr != "127.0.0.1:6390" || o.DB != 2 || !o.ContextTimeoutEnabled || o.DialTimeout != time.Second {
+		t.Fatalf("single server: %+v", o)
+	}
+	if !endsAtDeadline(single) {
+		t.Fatal("Open's single-server client does not end calls at their deadline")
+	}
+
+	cluster, err := openClient("redis://u:p@127.0.0.1:7301?addr=127.0.0.1:7302&addr=127.0.0.1:7303")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cc, ok := cluster.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("a URL with addr= made a %T, want a *redis.ClusterClient", cluster)
+	}
+	if o := cc.Options(); fmt.Sprint(o.Addrs) != "[127.0.0.1:7301 127.0.0.1:7302 127.0.0.1:7303]" || o.Username != "u" || o.Password != "p" || !o.ContextTimeoutEnabled {
+		t.Fatalf("cluster: %+v", o)
+	}
+
+	sentinel, err := openClient("redis://su:sp@127.0.0.1:26379/1?master_name=mymaster&addr=127.0.0.1:26380&password=mp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sentinel.Close()
+	if o := sentinel.(*redis.Client).Options(); o.Addr != "FailoverClient" || o.DB != 1 || o.Password != "mp" || !o.ContextTimeoutEnabled {
+		t.Fatalf("sentinel: %+v", o)
+	}
+
+	// A client the caller made without ContextTimeoutEnabled, or a
+	// cluster's, is bounded by the store.
+	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer plain.Close()
+	if endsAtDeadline(plain) || endsAtDeadline(cluster) {
+		t.Fatal("a client that may outlast its deadline was trusted to end at it")
+	}
+}
+
+// No error Open returns shows the URL's password.
+func TestOpenNeverShowsThePassword(t *testing.T) {
+	for _, u := range []string{
+		"redis://alice:s3cr%zzet@127.0.0.1:6379/0",        // a bad escape in the password
+		"redis://alice:s3cret@127.0.0.1:notaport/0",       // a bad port
+		"redis://alice:s3cret@127.0.0.1:6379/x",           // a bad database
+		"rediss://alice:s3cret@127.0.0.1:6379/0?nope=1",   // an unknown option
+		"redis://alice:s3cret@127.0.0.1:7301?addr=nohost", // a bad cluster node
+		"redis://alice:s3cret@127.0.0.1:7301?addr=a:1&bogus=2",
+		"redis://alice:s3cret@127.0.0.1:26379?master_name=m&pool_size=x",
+		"http://alice:s3cret@127.0.0.1:6379/0",
+		"alice:s3cret@127.0.0.1:6379",
+		"redis://alice:s3cret@[::1/0",
+	} {
+		_, err := Open(u)
+		if err == nil {
+			t.Errorf("%s: accepted", u)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3cr") || strings.Contains(msg, "cret") {
+			t.Errorf("the error for %s shows the password: %v", u, err)
+		}
+	}
+	if got := redact("rediss://alice:s3cret@redis:6379/0?x=1"); got != "rediss://xxxxx@redis:6379/0?x=1" {
+		t.Errorf("redact: %s", got)
+	}
+}
+
+// errorReplies are Redis's error replies: first those that refuse every
+// command, then refusals of one operation.
+var errorReplies = []string{
+	"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.",
+	"MASTERDOWN Link with MASTER is down", "CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys request during rehashing of slot",
+	"MOVED 16097 127.0.0.1:7303", "ASK 16097 127.0.0.1:7303", "NOAUTH Authentication required.",
+	"WRONGPASS invalid username-password pair or user is disabled.", "OOM command not allowed when used memory > 'maxmemory'.",
+	"BUSY Redis is busy running a script.", "MISCONF Redis is configured to save RDB snapshots", "NOREPLICAS Not enough good replicas to write.",
+	// one operation's
+	"WRONGTYPE Operation against a key holding the wrong kind of value",
+	"NOPERM this user has no permissions to access one of the keys used as arguments",
+	"ERR user_script:12: Script attempted to access nonexistent global variable",
+}
+
+const unavailableReplies = 13
+
+// A refusal of every command, or no answer, is Redis unavailable; a
+// refusal of one operation on its keys is not.
+func TestUnavailableReadsTheErrorCode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go serveErrors(ln, errorReplies)
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, PoolSize: 1})
+	defer rdb.Close()
+	for i, reply := range errorReplies {
+		err := rdb.Get(context.Background(), "k").Err()
+		var re redis.Error
+		if !errors.As(err, &re) || err.Error() != reply {
+			t.Fatalf("%s: got %v", reply, err)
+		}
+		if got, want := unavailable(err), i < unavailableReplies; got != want {
+			t.Errorf("%s: unavailable %v, want %v", reply, got, want)
+		}
+		if got, want := redirected(err), strings.HasPrefix(reply, "MOVED") || strings.HasPrefix(reply, "ASK"); got != want {
+			t.Errorf("%s: redirected %v, want %v", reply, got, want)
+		}
+	}
+	if !unavailable(context.DeadlineExceeded) || !unavailable(io.EOF) || !unavailable(redis.ErrClosed) {
+		t.Error("a timeout, a closed connection or a closed client is not Redis unavailable")
+	}
+}
+
+// serveErrors answers each GET with the next of replies, as an error, and
+// the client's handshake as a RESP2 server does.
+func serveErrors(ln net.Listener, replies []string) {
+	next := 0
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				break
+			}
+			n, _ := strconv.Atoi(strings.TrimSpace(line[1:])) // *<arguments>
+			var args []string
+			for range n { // $<length>, then the argument
+				r.ReadString('\n')
+				a, _ := r.ReadString('\n')
+				args = append(args, strings.TrimSpace(a))
+			}
+			switch {
+			case len(args) > 0 && strings.EqualFold(args[0], "GET"):
+				fmt.Fprintf(c, "-%s\r\n", replies[next%len(replies)])
+				next++
+			case len(args) > 0 && strings.EqualFold(args[0], "HELLO"):
+				io.WriteString(c, "-ERR unknown command 'HELLO'\r\n") // a RESP2 server
+			default:
+				io.WriteString(c, "+OK\r\n")
+			}
+		}
+		c.Close()
+	}
+}

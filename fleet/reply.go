@@ -1,0 +1,59 @@
+package fleet
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+// Reading the scripts' replies. The scripts validate what they read from
+// Redis; these check what they answer, so that nothing a reply holds can
+// overflow a duration or turn into a rate the settings do not allow.
+
+// number reads a finite number from a reply (an integer, or a string).
+func number(v any) (float64, bool) {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(x, 64); err != nil {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// toInt reads an integer from a reply; 0 when it holds none, and within
+// ±2^53 (the integers a Lua number holds exactly).
+func toInt(v any) int64 {
+	f, ok := number(v)
+	if !ok {
+		return 0
+	}
+	const limit = 1 << 53
+	return int64(math.Max(-limit, math.Min(limit, f)))
+}
+
+// micros reads a number of microseconds from a reply, as a duration from 0
+// to the store's horizon.
+func (s *Store) micros(v any) time.Duration {
+	f, ok := number(v)
+	if !ok || f <= 0 {
+		return 0
+	}
+	return time.Duration(math.Min(f, float64(s.horizon.Microseconds()))) * time.Microsecond
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}

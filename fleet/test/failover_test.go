@@ -1,0 +1,124 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// waitFor polls cond every 50 ms for up to d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("after %v: %s", d, what)
+}
+
+// TestSentinelFailover runs a fleet through Sentinel (a master, its
+// replica and a sentinel, processes of the test's own) and kills the
+// master in the middle of a run: calls go on, at local limits while the
+// fleet has no master, and none fails; once Sentinel has promoted the
+// replica, the store is back on the shared state on the new master, and
+// what the fleet learned before (replicated) is still there.
+func TestSentinelFailover(t *testing.T) {
+	ctx := context.Background()
+	mp, rp, sp := freePort(t), freePort(t), freePort(t)
+	master := startServer(t, mp)
+	replica := startServer(t, rp, "--replicaof", "127.0.0.1", strconv.Itoa(mp))
+	sentinel := startSentinel(t, sp, fmt.Sprintf("sentinel monitor fleet 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds fleet 1000\nsentinel failover-timeout fleet 10000\n", mp))
+	mc := redis.NewClient(&redis.Options{Addr: master.addr})
+	defer mc.Close()
+	sc := redis.NewClient(&redis.Options{Addr: sentinel.addr})
+	defer sc.Close()
+	waitFor(t, 10*time.Second, "the replica is in sync", func() bool {
+		return strings.Contains(mc.Info(ctx, "replication").Val(), "state=online")
+	})
+	waitFor(t, 15*time.Second, "the sentinel knows the replica", func() bool {
+		rs, err := sc.Do(ctx, "SENTINEL", "REPLICAS", "fleet").Slice()
+		return err == nil && len(rs) == 1
+	})
+
+	prefix := uniquePrefix(t)
+	store, err := fleet.Open("redis://"+sentinel.addr+"/0?master_name=fleet", fleet.WithPrefix(prefix),
+		fleet.WithLogger(quiet), fleet.WithHeartbeat(100*time.Millisecond), fleet.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resilience.Do(ctx, vpcs, throttl, resilience.WithGovernor(gov), once)
+	if r := gov.Inspect(vpcs).Leaf.Rate; r != 10 {
+		t.Fatalf("rate %v after a throttle, want 10", r)
+	}
+	if n, err := mc.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT: %d replicas, %v", n, err)
+	}
+
+	var calls, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+					failed.Add(1)
+				}
+				calls.Add(1)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	killed := time.Now()
+	master.cmd.Process.Kill()
+	waitFor(t, 5*time.Second, "local limits after the master died", func() bool { return store.Stats().Degraded })
+	waitFor(t, 30*time.Second, "the replica is the master", func() bool {
+		a, err := sc.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "fleet").StringSlice()
+		return err == nil && len(a) == 2 && a[1] == strconv.Itoa(rp)
+	})
+	rc := redis.NewClient(&redis.Options{Addr: replica.addr})
+	defer rc.Close()
+	waitFor(t, 20*time.Second, "the fleet's state is written on the new master", func() bool {
+		ttl := rc.PTTL(ctx, prefix+":procs").Val()
+		return strings.HasPrefix(rc.Do(ctx, "ROLE").String(), "ROLE: [master") && ttl > 0 && !store.Stats().Degraded
+	})
+	before := store.Stats().RedisCalls
+	waitFor(t, 5*time.Second, "calls on the shared state again", func() bool {
+		return store.Stats().RedisCalls > before+20 && !store.Stats().Degraded
+	})
+	close(stop)
+	wg.Wait()
+	back := time.Since(killed)
+	if st := store.Stats(); st.Fallbacks != 1 {
+		t.Fatalf("the store through the failover: %+v, want one switch to local limits", st)
+	}
+	if failed.Load() != 0 {
+		t.Fatalf("%d of %d calls failed during the failover", failed.Load(), calls.Load())
+	}
+	if r := gov.Inspect(vpcs).Leaf.Rate; r != 10 {
+		t.Fatalf("rate %v after the failover, want the 10 the fleet learned before it", r)
+	}
+	t.Logf("%d calls through the failover, none failed; shared state again %v after the master died; the store: %+v",
+		calls.Load(), back.Round(100*time.Millisecond), store.Stats())
+}

@@ -1,0 +1,235 @@
+package test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// Every test runs against an in-process Redis (miniredis, which runs the
+// Lua scripts); again against a real redis-server when CLOUDG_REDIS_URL
+// names one; and again against a real Redis Cluster when
+// CLOUDG_REDIS_CLUSTER_ADDRS lists its nodes (./scripts/test starts both
+// on 127.0.0.1). Redis keeps its own time (TIME), so these tests wait in
+// real time.
+
+type backend struct {
+	name    string
+	addrs   []string // host:port of the server, or of the cluster's nodes
+	cluster bool
+}
+
+// addr is the server's address (a single node's; a cluster's first node).
+func (be backend) addr() string { return be.addrs[0] }
+
+// client returns a new client of the backend that fails fast, so that a
+// Redis that does not answer shows at once. A cluster's client has loaded
+// the slots and connected to every master, so that a store's first
+// operation does not pay for it within its timeout.
+func (be backend) client() redis.UniversalClient {
+	if be.cluster {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: be.addrs, DialTimeout: 200 * time.Millisecond})
+		cc.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
+		return cc
+	}
+	return redis.NewClient(&redis.Options{Addr: be.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+}
+
+// url is the URL fleet.Open reads for the backend: go-redis's cluster form
+// (one addr= per further node) for a cluster.
+func (be backend) url() string {
+	if !be.cluster {
+		return "redis://" + be.addr() + "/0"
+	}
+	u := "redis://" + be.addrs[0]
+	for i, a := range be.addrs[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + a
+	}
+	return u
+}
+
+// redisServer is the real redis-server that ./scripts/test starts, or
+// false when CLOUDG_REDIS_URL names none.
+func redisServer(t testing.TB) (backend, bool) {
+	u := os.Getenv("CLOUDG_REDIS_URL")
+	if u == "" {
+		return backend{}, false
+	}
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatalf("CLOUDG_REDIS_URL: %v", err)
+	}
+	return backend{name: "redis-server", addrs: []string{o.Addr}}, true
+}
+
+// redisCluster is the real three-node Redis Cluster that ./scripts/test
+// starts, or false when CLOUDG_REDIS_CLUSTER_ADDRS names none.
+func redisCluster() (backend, bool) {
+	v := os.Getenv("CLOUDG_REDIS_CLUSTER_ADDRS")
+	if v == "" {
+		return backend{}, false
+	}
+	return backend{name: "redis-cluster", addrs: strings.Split(v, ","), cluster: true}, true
+}
+
+// singleNodes are the backends a test can put a proxy in front of: a
+// cluster's clients follow its nodes' own addresses, not a proxy's.
+func singleNodes(t testing.TB) []backend {
+	mr := miniredis.RunT(t)
+	bs := []backend{{name: "miniredis", addrs: []string{mr.Addr()}}}
+	if be, ok := redisServer(t); ok {
+		bs = append(bs, be)
+	}
+	return bs
+}
+
+func backends(t testing.TB) []backend {
+	bs := singleNodes(t)
+	if be, ok := redisCluster(); ok {
+		bs = append(bs, be)
+	}
+	return bs
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, be backend)) {
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) { f(t, be) })
+	}
+}
+
+func forEachSingleNode(t *testing.T, f func(t *testing.T, be backend)) {
+	for _, be := range singleNodes(t) {
+		t.Run(be.name, func(t *testing.T) { f(t, be) })
+	}
+}
+
+// keys returns the keys matching pattern, on every master of a cluster.
+func keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx := context.Background()
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var all []string
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			ks, err := c.Keys(ctx, pattern).Result()
+			mu.Lock()
+			all = append(all, ks...)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	ks, err := rdb.Keys(ctx, pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// uniquePrefix isolates a test's keys on a shared Redis.
+func uniquePrefix(t testing.TB) string {
+	var r [6]byte
+	rand.Read(r[:])
+	return "test-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + hex.EncodeToString(r[:])
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// process is one member of a test fleet: a store and a governor.
+type process struct {
+	store *fleet.Store
+	gov   *resilience.Governor
+	rdb   redis.UniversalClient
+}
+
+func newProcess(t testing.TB, be backend, prefix string, cfg resilience.Config, opts ...fleet.Option) *process {
+	t.Helper()
+	rdb := be.client()
+	opts = append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(100 * time.Millisecond)}, opts...)
+	st := fleet.New(rdb, opts...)
+	g, err := resilience.NewGovernor(cfg, resilience.WithStateStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		rdb.Close()
+	})
+	return &process{store: st, gov: g, rdb: rdb}
+}
+
+// at is a single-node backend at addr (a proxy's).
+func at(addr string) backend { return backend{name: addr, addrs: []string{addr}} }
+
+type apiErr struct {
+	code   string
+	status int
+	retry  string
+}
+
+func (e *apiErr) Error() string       { return e.code }
+func (e *apiErr) ErrorCode() string   { return e.code }
+func (e *apiErr) HTTPStatusCode() int { return e.status }
+func (e *apiErr) RetryAfter() time.Duration {
+	d, _ := resilience.ParseRetryAfter(e.retry, time.Now())
+	return d
+}
+
+// vpcsKey is the state key the governor gives vpcs's leaf (ec2 has a leaf
+// per operation).
+const vpcsKey = "aws/123456789012/us-east-1/ec2/DescribeVpcs"
+
+var (
+	vpcs      = resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+	once      = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1})
+	ok        = func(context.Context) error { return nil }
+	throttl   = func(context.Context) error { return &apiErr{code: "Throttling", status: 400} }
+	transient = &apiErr{code: "InternalError", status: 500}
+)
+
+func (p *process) do(t testing.TB, sc resilience.Scope, fn func(context.Context) error, opts ...resilience.Option) error {
+	return resilience.Do(context.Background(), sc, fn, append([]resilience.Option{resilience.WithGovernor(p.gov)}, opts...)...)
+}
+
+// begin starts a logical call to vpcs, driven attempt by attempt.
+func (p *process) begin(t testing.TB) *resilience.Guard {
+	t.Helper()
+	gd, err := p.gov.Begin(context.Background(), vpcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
+// failAndRetry sends one attempt of gd's call, which fails with a
+// transient error, and asks for a retry: the n-th use on a call asks for
+// its n-th retry. Every retry after the first two of a call costs a token
+// of the provider's retry budget. It returns Retry's refusal, or nil.
+func failAndRetry(gd *resilience.Guard) error {
+	if err := gd.Enter(context.Background()); err != nil {
+		return err
+	}
+	gd.After(transient)
+	_, err := gd.Retry(0)
+	return err
+}
