@@ -214,18 +214,20 @@ func TestAbandonedListingsReleaseTheirSlots(t *testing.T) {
 	}
 	req := &assetpb.ListAssetsRequest{Parent: "projects/p1"}
 	scope := Scope("projects/p1", RPCListAssets)
-	abandon := func() {
+	// The listings are kept reachable until all 16 hold their slot, so that
+	// a collection during the loop cannot release some early.
+	var abandoned []any
+	for range 16 {
 		l := ListAssets(context.Background(), client, req, WithGovernor(gov))
 		if _, err := l.Next(); err != nil { // page 1 of 3: the slot is held
 			t.Fatal(err)
 		}
-	}
-	for range 16 {
-		abandon()
+		abandoned = append(abandoned, l)
 	}
 	if s := gov.Inspect(scope); s.InFlight != 16 || s.MaxInFlight != 16 {
 		t.Fatalf("%d of %d slots held by the abandoned listings", s.InFlight, s.MaxInFlight)
 	}
+	runtime.KeepAlive(abandoned)
 	for i := 0; gov.Inspect(scope).InFlight != 0; i++ {
 		if i == 1000 {
 			t.Fatalf("%d slots still held after %d collections", gov.Inspect(scope).InFlight, i)

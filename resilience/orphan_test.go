@@ -15,18 +15,21 @@ func TestDroppedGuardReleasesItsSlotWhenCollected(t *testing.T) {
 	var buf logBuffer
 	g := newGov(t, Config{GCP: ProviderConfig{MaxConcurrency: 2}}, WithLogger(buf.logger()))
 	sc := Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset", Operation: "ListAssets"}
-	abandon := func() {
+	// The two guards stay reachable until the third call has been refused,
+	// so that a collection meanwhile cannot free their slots early.
+	var abandoned []*Guard
+	for range 2 {
 		gd, _ := g.Begin(context.Background(), sc)
 		if err := gd.Enter(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		abandoned = append(abandoned, gd)
 	}
-	abandon()
-	abandon()
 	other, _ := g.Begin(context.Background(), sc)
 	if err := other.TryEnter(); err == nil {
 		t.Fatal("a third slot with a cap of 2")
 	}
+	runtime.KeepAlive(abandoned)
 	for i := 0; g.Inspect(sc).InFlight != 0; i++ {
 		if i == 1000 {
 			t.Fatalf("%d slots still held after %d collections", g.Inspect(sc).InFlight, i)
