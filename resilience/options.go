@@ -50,8 +50,11 @@ func WithClock(c Clock) Option { return clockOption{c} }
 // use; the governor serialises it.
 func WithRandom(src rand.Source) Option { return randomOption{src} }
 
-// WithLogger makes the governor log circuit breakers opening and closing.
-// By default it logs nothing.
+// WithLogger makes the governor log what a person reading the log wants to
+// know: throttles at Debug; pauses of a second or more, breakers letting a
+// probe through or closing, and an empty retry budget at Info; breakers
+// opening and calls given up at Warn; each part of the scope as its own
+// attribute. By default it logs nothing.
 func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
 
 // WithReclaimAfter sets how long a scope must go unused, with nothing
