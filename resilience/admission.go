@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
@@ -99,9 +100,11 @@ func (gd *Guard) stopByContext(err error, retry bool) error {
 
 // takeToken takes a token from every bucket level and waits until it may
 // be used, unless that would pass the deadline: then it gives the token
-// back and ends the call (see Enter).
+// back and ends the call (see Enter). A leaf whose queue moves with its
+// rate (a rise lets the callers already queued leave sooner) wakes the
+// wait, which then goes at the reservation's new time.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block bool) error {
-	w, level := gd.reserve(now)
+	w, other, level := gd.reserve(now)
 	if w <= 0 {
 		return nil
 	}
@@ -111,24 +114,55 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 	}
 	gd.limits()
 	if now+w > gd.limit {
-		gd.cancel(now)
-		if retry {
-			gd.recordFailed(now, "deadline")
-			return gd.last
-		}
-		gd.phase = closed
-		de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
-		if gd.ctxBound {
-			de.Err = context.DeadlineExceeded
-		}
-		return de
+		return gd.passDeadline(now, w, retry)
 	}
-	gd.recordWait(w, level)
-	if err := gd.g.sleep(ctx, w); err != nil {
-		gd.cancel(gd.g.now())
-		return gd.stopByContext(err, retry)
+	q, ok := gd.e.leaf.(queueBucket)
+	if !ok || gd.ticket == (bucket.Ticket{}) {
+		gd.recordWait(w, level)
+		if err := gd.g.sleep(ctx, w); err != nil {
+			gd.cancel(gd.g.now())
+			return gd.stopByContext(err, retry)
+		}
+		return nil
 	}
-	return nil
+	// The provider's and account's waits are fixed; the leaf's follows its
+	// queue. The wait is recorded once it is over, as long as it was.
+	start, fixed := now, now+other
+	for {
+		var moved <-chan struct{}
+		gd.ticket, moved = q.Follow(gd.ticket)
+		until := max(fixed, gd.ticket.At())
+		if until > gd.limit {
+			return gd.passDeadline(now, until-now, retry)
+		}
+		woken, err := gd.g.sleepOr(ctx, until-now, moved)
+		now = gd.g.now()
+		if err != nil {
+			gd.recordWait(now-start, level)
+			gd.cancel(now)
+			return gd.stopByContext(err, retry)
+		}
+		if !woken {
+			gd.recordWait(now-start, level)
+			return nil
+		}
+	}
+}
+
+// passDeadline ends a call whose token wait w would pass its deadline,
+// giving the tokens back (see Enter).
+func (gd *Guard) passDeadline(now, w time.Duration, retry bool) error {
+	gd.cancel(now)
+	if retry {
+		gd.recordFailed(now, "deadline")
+		return gd.last
+	}
+	gd.phase = closed
+	de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
+	if gd.ctxBound {
+		de.Err = context.DeadlineExceeded
+	}
+	return de
 }
 
 // sendingRetry counts the retry Retry allowed, now that it is sent.
@@ -140,27 +174,47 @@ func (gd *Guard) sendingRetry() {
 }
 
 // reserve takes a token from every bucket level, most general first, and
-// returns the longest wait and the level that imposes it.
-func (gd *Guard) reserve(now time.Duration) (time.Duration, string) {
+// returns the longest wait, the longest of the provider's and account's,
+// and the level that imposes the longest. When the leaf's queue moves with
+// its rate and the leaf's token must be waited for, its reservation is
+// kept (gd.ticket) for the wait to follow.
+func (gd *Guard) reserve(now time.Duration) (w, other time.Duration, level string) {
 	e := gd.e
-	var pw, aw time.Duration
+	var pw, aw, lw time.Duration
 	if b := e.acct.global; b != nil {
 		pw = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
 		aw = b.Reserve(now)
 	}
-	w := max(pw, aw, e.leaf.Reserve(now))
+	gd.ticket = bucket.Ticket{}
+	if q, ok := e.leaf.(queueBucket); ok {
+		if lw, gd.ticket = q.ReserveTicket(now); lw <= 0 {
+			gd.ticket = bucket.Ticket{} // nothing to follow
+		}
+	} else {
+		lw = e.leaf.Reserve(now)
+	}
+	other = max(pw, aw)
+	w = max(other, lw)
 	if w <= 0 {
-		return 0, ""
+		return 0, 0, ""
 	}
 	switch w {
 	case pw:
-		return w, "provider"
+		return w, other, "provider"
 	case aw:
-		return w, "account"
+		return w, other, "account"
 	}
-	return w, "leaf"
+	return w, other, "leaf"
+}
+
+// queueBucket is a leaf bucket whose queued reservations move with its
+// rate and pauses (the in-process bucket): a waiting caller follows its
+// reservation.
+type queueBucket interface {
+	ReserveTicket(now time.Duration) (time.Duration, bucket.Ticket)
+	Follow(tk bucket.Ticket) (_ bucket.Ticket, moved <-chan struct{})
 }
 
 // cancel gives back the tokens of a reservation that will not be used.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
@@ -77,6 +78,8 @@ type Guard struct {
 	hasHint   bool
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
 	notBefore time.Duration // a retry of a transient answer waits until then
+
+	ticket bucket.Ticket // the leaf's reservation the current token wait follows, if any
 }
 
 // Begin starts a logical call to scope. WithPolicy among opts sets the

@@ -3,7 +3,6 @@ package resilience
 import (
 	"time"
 
-	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/state"
 )
@@ -163,12 +162,15 @@ func (gd *Guard) recordSuccess() {
 		return
 	}
 	now := gd.g.now()
+	var before state.BucketSnapshot
+	observed := gd.observed()
+	if observed {
+		before = gd.e.leaf.Snapshot(now) // the rate an increase starts from, whatever the controller's step
+	}
 	if rate, increased := gd.e.leaf.Success(now); increased {
 		gd.recordRate(rate, false)
-		if gd.observed() {
-			s := gd.e.leaf.Snapshot(now)
-			old := rate - max(bucket.IncreaseStep*s.Ceiling, bucket.MinIncrease)
-			gd.emit(Event{Kind: EventRateChange, OldRate: max(old, 0), Rate: rate, Ceiling: s.Ceiling})
+		if observed {
+			gd.emit(Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 	}
 }

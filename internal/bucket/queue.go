@@ -1,0 +1,129 @@
+package bucket
+
+import (
+	"math"
+	"runtime"
+	"time"
+)
+
+// An epoch is the bucket's state between two changes of its rate or pause:
+// the rate and the pause are fixed for the epoch's life, and the balance,
+// t0, moves with every reservation. A change supersedes the epoch: its t0
+// is frozen (no reservation can land in it any more), the new epoch starts
+// from it in the new units, and the callers queued in the old epoch follow
+// their reservations into the new one (Follow). A reservation is thereby
+// always made, and later moved, in the units of the epoch it was made in.
+type epoch struct {
+	t0     atomicDuration // the time at which the balance is zero; frozen once superseded
+	p      *params        // the rate
+	paused time.Duration  // no token is usable before this time
+	next   *epoch         // the epoch that superseded this one; set under the bucket's mu
+	move   *move          // how a reservation of the previous epoch maps into this one; nil for the first
+}
+
+// frozen marks the t0 of a superseded epoch. No real balance time is this
+// far in the past.
+const frozen = time.Duration(math.MinInt64)
+
+// move maps the time of a reservation made in one epoch into the next;
+// reservations due by the time of the change (from) stay as they were. A
+// rate change keeps the queue as a number of tokens: a reservation k
+// tokens behind the head of the queue (from) is still k tokens behind it,
+// at the new rate, so that a queue made at a low rate leaves sooner when
+// the rate rises and the callers keep their order. A pause shifts the
+// queue by its new part.
+type move struct {
+	from  time.Duration
+	scale float64 // new interval / old interval
+	shift time.Duration
+}
+
+func (m *move) apply(t time.Duration) time.Duration {
+	if m == nil || t <= m.from {
+		return t
+	}
+	return m.from + m.shift + time.Duration(math.Min(float64(t-m.from)*m.scale, maxSpan))
+}
+
+// rescale is the move of a rate change from interval old to interval new,
+// with the queue's head at from.
+func rescale(from, old, new time.Duration) *move {
+	return &move{from: from, scale: float64(new) / float64(old)}
+}
+
+// shiftBy is the move of a pause from start to until.
+func shiftBy(start, until time.Duration) *move {
+	return &move{from: start, scale: 1, shift: until - start}
+}
+
+// current returns the bucket's epoch and its balance time, waiting out the
+// instant in which a change is being published.
+func (b *Bucket) current() (*epoch, time.Duration) {
+	for spins := 0; ; spins++ {
+		e := b.ep.Load()
+		if t := e.t0.Load(); t != frozen {
+			return e, t
+		}
+		if spins > 8 {
+			runtime.Gosched() // the change's writer was preempted between its two steps
+		}
+	}
+}
+
+// supersede publishes a new epoch with rate np and pause paused, its
+// balance time and the queue's reservations mapped by m (nil: kept). It
+// wakes the callers waiting in the old epoch so that they follow their
+// reservations. mu must be held.
+func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time.Duration) time.Duration, m *move) {
+	old := b.ep.Load()
+	var t time.Duration
+	for {
+		t = old.t0.Load()
+		if old.t0.CompareAndSwap(t, frozen) {
+			break
+		}
+	}
+	ne := &epoch{p: np, paused: paused, move: m}
+	ne.t0.Store(balance(t))
+	old.next = ne
+	b.ep.Store(ne)
+	if b.wake != nil {
+		close(b.wake)
+		b.wake = nil
+	}
+}
+
+// Ticket is a reservation a caller waits for: the time its token may be
+// used, and the epoch it was made in. The zero Ticket is no reservation.
+type Ticket struct {
+	e  *epoch
+	at time.Duration
+}
+
+// ReserveTicket is Reserve for a caller that will wait: it also returns the
+// reservation, which Follow moves when the bucket's rate or pause changes.
+func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
+	w, at, e := b.reserve(now)
+	return w, Ticket{e: e, at: at}
+}
+
+// At returns the time the ticket's token may be used, as of its last
+// Follow.
+func (tk Ticket) At() time.Duration { return tk.at }
+
+// Follow brings tk up to date with the bucket's changes since it was
+// taken: the ticket it returns has the time its token may now be used
+// (At), and moved is closed at the bucket's next change, when the time may
+// move again. Follow takes the bucket's lock: it is for callers that wait.
+func (b *Bucket) Follow(tk Ticket) (_ Ticket, moved <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for tk.e != nil && tk.e.next != nil {
+		tk.e = tk.e.next
+		tk.at = tk.e.move.apply(tk.at)
+	}
+	if b.wake == nil {
+		b.wake = make(chan struct{})
+	}
+	return tk, b.wake
+}
