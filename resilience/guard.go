@@ -378,28 +378,3 @@ func (gd *Guard) End(err error) {
 	gd.phase, gd.admitted, gd.probe, gd.pending, gd.succeeded, gd.retries = fresh, false, false, false, false, 0
 	gd.last, gd.resolved = nil, false
 }
-
-// Pause holds every call of the scope's leaf for d (capped at MaxPause),
-// without touching its rate: a proactive pause, such as Resource Graph's
-// quota reaching zero.
-func (gd *Guard) Pause(d time.Duration) {
-	if gd.e != nil {
-		gd.live()
-		gd.recordPause(gd.e.leaf, d)
-	}
-}
-
-// PauseAccount holds every call of the scope's account for d (capped at
-// MaxPause), whatever the service; without an account bucket it pauses the
-// leaf. ARM's low remaining-reads header uses it.
-func (gd *Guard) PauseAccount(d time.Duration) {
-	if gd.e == nil {
-		return
-	}
-	gd.live()
-	b := gd.e.acct.bucket
-	if b == nil {
-		b = gd.e.leaf
-	}
-	gd.recordPause(b, d)
-}

@@ -132,6 +132,31 @@ func (gd *Guard) recordRate(rate float64, decreased bool) {
 	}
 }
 
+// Pause holds every call of the scope's leaf for d (capped at MaxPause),
+// without touching its rate: a proactive pause, such as Resource Graph's
+// quota reaching zero.
+func (gd *Guard) Pause(d time.Duration) {
+	if gd.e != nil {
+		gd.live()
+		gd.recordPause(gd.e.leaf, d)
+	}
+}
+
+// PauseAccount holds every call of the scope's account for d (capped at
+// MaxPause), whatever the service; without an account bucket it pauses the
+// leaf. ARM's low remaining-reads header uses it.
+func (gd *Guard) PauseAccount(d time.Duration) {
+	if gd.e == nil {
+		return
+	}
+	gd.live()
+	b := gd.e.acct.bucket
+	if b == nil {
+		b = gd.e.leaf
+	}
+	gd.recordPause(b, d)
+}
+
 // recordPause holds every caller of b for d, capped at MaxPause.
 func (gd *Guard) recordPause(b state.Bucket, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
