@@ -26,7 +26,7 @@ const (
 // newCall starts the next request of the same operation after a success:
 // its own deadline and free retries; the breaker already let it through.
 func (gd *Guard) newCall(now time.Duration) {
-	gd.phase, gd.retries, gd.last = fresh, 0, nil
+	gd.phase, gd.retries, gd.renewed, gd.last = fresh, 0, 0, nil
 	gd.start = now
 	if gd.resolved {
 		gd.setDeadline()
@@ -53,23 +53,35 @@ func (gd *Guard) setDeadline() {
 	}
 }
 
-// admit checks the breaker; see Enter.
-func (gd *Guard) admit(now time.Duration, retry bool) error {
+// admit checks the breaker; see Enter. A provider that waits for verdicts
+// (verdict.go) has a refused call wait, when block is set.
+func (gd *Guard) admit(ctx context.Context, now time.Duration, retry, block bool) error {
 	if retry {
 		gd.live() // a retry: the call may have lasted past a sweep
 	}
-	var wait time.Duration
-	var ok bool
-	if gd.probe {
-		// The probe's own retries go while the breaker waits for it.
-		wait, ok = gd.e.breaker.AllowProbe(now)
-	} else {
-		wait, ok, gd.probe = gd.e.breaker.Allow(now)
+	if gd.awaiting {
+		gd.awaiting = false
+		ok, err := gd.awaitRecovery(ctx, &now)
+		if err != nil {
+			return gd.stopByContext(err, retry)
+		}
+		if !ok {
+			gd.phase = closed // its failure is counted already
+			return gd.last
+		}
+		gd.renewed = gd.retries
+	}
+	wait, ok := gd.allow(now)
+	if !ok && block && gd.p.set.breakerWait {
+		var err error
+		if ok, err = gd.waitAdmitted(ctx, &now, wait); err != nil {
+			return gd.stopByContext(err, retry)
+		}
 	}
 	if ok {
 		return nil
 	}
-	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
+	coe := &CircuitOpenError{Scope: gd.scope, Wait: gd.e.breaker.Snapshot(now).Wait}
 	if retry {
 		coe.Err = gd.last
 		gd.recordFailed(now, "breaker")

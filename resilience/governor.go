@@ -265,7 +265,7 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *
 		return &provider{set: set, scopes: g.newScopeTable(set), budget: g.store.Budget(set.name, set.budget)}
 	}
 	sameRetry := !reset && old.set.retry == set.retry && old.set.budget == set.budget
-	if !reset && sameRetry && old.set.limitsEqual(set) {
+	if !reset && sameRetry && old.set.limitsEqual(set) && old.set.breakerWait == set.breakerWait {
 		return old
 	}
 	p := &provider{set: set, scopes: old.scopes, budget: old.budget}

@@ -69,7 +69,9 @@ type Guard struct {
 	// success is recorded when it ends, so that a probe holds its lease
 	// until then and a listing is one success.
 	succeeded bool
-	retries   int // retries of the current call; the first freeRetries are free
+	retries   int  // retries of the current call; the first freeRetries are free
+	renewed   int  // retries made before the call's attempts were renewed (verdict.go)
+	awaiting  bool // the call's retries ran out; it waits for a verdict before the next attempt
 
 	last      error // the last failed attempt's error
 	lastKind  Kind
@@ -176,7 +178,7 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 		gd.start = now // the call starts with its first attempt
 	}
 	if retry || !gd.admitted {
-		if err := gd.admit(now, retry); err != nil {
+		if err := gd.admit(ctx, now, retry, block); err != nil {
 			return err
 		}
 	}
@@ -376,5 +378,6 @@ func (gd *Guard) End(err error) {
 		}
 	}
 	gd.phase, gd.admitted, gd.probe, gd.pending, gd.succeeded, gd.retries = fresh, false, false, false, false, 0
+	gd.renewed, gd.awaiting = 0, false
 	gd.last, gd.resolved = nil, false
 }

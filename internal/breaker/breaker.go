@@ -23,6 +23,7 @@ type Breaker struct {
 	spec     *state.BreakerSpec // shared by every breaker of the same spec
 	cooldown time.Duration      // current cooldown
 	until    time.Duration      // Open: end of the cooldown; HalfOpen: end of the probe's lease
+	wake     chan struct{}      // closed at the next verdict; made by the first caller to wait for one
 }
 
 // New returns a closed breaker.
@@ -109,6 +110,7 @@ func (b *Breaker) Success() (closed bool) {
 		b.cooldown = b.spec.Cooldown
 		closed = true
 	}
+	b.verdict()
 	b.mu.Unlock()
 	return closed
 }
@@ -133,7 +135,30 @@ func (b *Breaker) Failure(now time.Duration) (opened bool) {
 	b.failures.Store(0)
 	b.state.Store(int32(state.Open))
 	b.until = now + b.cooldown
+	b.verdict()
 	return true
+}
+
+// Verdict returns a channel closed at the breaker's next verdict on its
+// scope: a success that resets its failures or closes it, or a failure
+// that opens it. A caller waiting for the scope to work again waits on it
+// (with a timer for the end of a cooldown or of a probe's lease, which
+// need no verdict).
+func (b *Breaker) Verdict() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wake == nil {
+		b.wake = make(chan struct{})
+	}
+	return b.wake
+}
+
+// verdict wakes the callers waiting for one. mu must be held.
+func (b *Breaker) verdict() {
+	if b.wake != nil {
+		close(b.wake)
+		b.wake = nil
+	}
 }
 
 // Snapshot returns the breaker's state at now.
