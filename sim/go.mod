@@ -4,7 +4,8 @@ go 1.26.0
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
-	github.com/cloudg/cloudg v0.0.0-00010101000000-000000000000
+	github.com/cloudg/cloudg v0.0.0
+	github.com/cloudg/cloudg/cloudgaws v0.0.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/time v0.16.0
@@ -28,3 +29,5 @@ require (
 )
 
 replace github.com/cloudg/cloudg => ../
+
+replace github.com/cloudg/cloudg/cloudgaws => ../cloudgaws
