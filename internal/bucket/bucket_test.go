@@ -495,3 +495,21 @@ func TestGoodputFirstEventMeasuresTheLastWindows(t *testing.T) {
 		t.Fatalf("first decrease to %v, want %v", r, want)
 	}
 }
+
+// After more than GoodputWindow without a success (an outage, an open
+// breaker) the client was not drawing on the provider's bucket, so the
+// next event measures the time since the gap, not since the previous
+// event: 10 a second over the last 3 s, not 130 successes over 43 s.
+func TestGoodputMeasuresAgainAfterAGap(t *testing.T) {
+	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
+	b.Throttle(0, 0) // nothing served yet: halves to 20
+	for i := range time.Duration(100) {
+		b.Success(sec/5 + i*sec/10) // 10 a second until 10.1 s
+	}
+	for i := range time.Duration(30) {
+		b.Success(40*sec + i*sec/10) // then nothing until 40 s, and 10 a second again
+	}
+	if r, _ := b.Throttle(43*sec, 0); math.Abs(r-GoodputShare*10) > 0.05 {
+		t.Fatalf("decrease to %v after a gap, want about %v", r, GoodputShare*10)
+	}
+}

@@ -16,7 +16,11 @@ import (
 // between two events are what it refilled in between, whatever the client
 // sent. The first event has no earlier one to measure from: it counts the
 // successes of the last GoodputWindow to 2 x GoodputWindow seconds, which
-// bounds it by what the client sent (usually the cap then decides).
+// bounds it by what the client sent (usually the cap then decides). So
+// does an event after more than GoodputWindow without a success (an
+// outage, an open breaker, no demand): the client was not drawing on the
+// provider's bucket then, and the time since the previous event would
+// count it as a refill the provider never gave.
 const (
 	GoodputShare  = 0.99
 	GoodputCap    = 0.97
@@ -41,11 +45,13 @@ type served struct {
 	fromN   int64
 	fromSet bool
 
-	// Before the first event: the successes of the current GoodputWindow
-	// (number k since the bucket was made) and of the one before.
+	// Before the first event, or since a gap: the successes of the
+	// current GoodputWindow (number k since created) and of the one
+	// before.
 	created   time.Duration
 	k         int64
 	cur, prev int64
+	last      time.Duration // the last success; 0: none yet
 }
 
 func newServed(now time.Duration) *served { return &served{created: now} }
@@ -54,6 +60,11 @@ const goodputWindow = GoodputWindow * time.Second
 
 // count counts one success.
 func (s *served) count(now time.Duration) {
+	if s.last > 0 && now-s.last > goodputWindow {
+		// A gap: measure again as if no event had happened.
+		s.from, s.fromSet, s.created, s.k, s.cur, s.prev = 0, false, now, 0, 0, 0
+	}
+	s.last = now
 	if s.from > 0 && !s.fromSet && now >= s.from {
 		s.fromN, s.fromSet = s.total, true
 	}
