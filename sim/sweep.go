@@ -106,11 +106,16 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 		head += "wins vs " + baseline + "\t"
 	}
 	fmt.Fprintln(tw, head)
+	lostAny := false
 	for _, name := range s.Strategies {
 		g, r, l, m := s.Figures(name)
-		line := fmt.Sprintf("%s\t%s (%s-%s)\t%.1f%% (%.1f-%.1f)\t%.2f%% (%.2f-%.2f)\t%s (%s-%s)\t",
+		mark := ""
+		if l.Max > 0 {
+			mark, lostAny = "*", true
+		}
+		line := fmt.Sprintf("%s\t%s (%s-%s)\t%.1f%%%s (%.1f-%.1f)\t%.2f%% (%.2f-%.2f)\t%s (%s-%s)\t",
 			name, secs(seconds(m.Mean)), secs(seconds(m.Min)), secs(seconds(m.Max)),
-			100*g.Mean, 100*g.Min, 100*g.Max, 100*r.Mean, 100*r.Min, 100*r.Max,
+			100*g.Mean, mark, 100*g.Min, 100*g.Max, 100*r.Mean, 100*r.Min, 100*r.Max,
 			count(l.Mean), count(l.Min), count(l.Max))
 		if wins {
 			if name == baseline {
@@ -127,6 +132,9 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "goodput: successful calls / calls the provider could have served over the makespan; lost: failed after all retries")
+	if lostAny {
+		fmt.Fprintln(w, "*: calls were lost on some seeds, whose makespan then ended early and whose goodput covers that shorter span")
+	}
 	if wins {
 		fmt.Fprintf(w, "wins: seeds on which goodput >= %s's and rejected %% < %s's (both), and each on its own\n", baseline, baseline)
 	}
