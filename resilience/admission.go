@@ -74,14 +74,14 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration, retry, block bool
 	wait, ok := gd.allow(now)
 	if !ok && block && gd.p.set.breakerWait {
 		var err error
-		if ok, err = gd.waitAdmitted(ctx, &now, wait); err != nil {
+		if ok, err = gd.waitAdmitted(ctx, &now, &wait); err != nil {
 			return gd.stopByContext(err, retry)
 		}
 	}
 	if ok {
 		return nil
 	}
-	coe := &CircuitOpenError{Scope: gd.scope, Wait: gd.e.breaker.Snapshot(now).Wait}
+	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
 	if retry {
 		coe.Err = gd.last
 		gd.recordFailed(now, "breaker")

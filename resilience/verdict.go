@@ -52,8 +52,9 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 // breaker lets the call through. It returns false when the call's
 // deadline does not allow the wait (the breaker would open after it, or a
 // probe's verdict has not come by then): the call is then refused as
-// without waiting. A context that ends during the wait returns its error.
-func (gd *Guard) waitAdmitted(ctx context.Context, now *time.Duration, wait time.Duration) (bool, error) {
+// without waiting, and *wait is the breaker's last answer. A context that
+// ends during the wait returns its error.
+func (gd *Guard) waitAdmitted(ctx context.Context, now, wait *time.Duration) (bool, error) {
 	gd.limits()
 	for {
 		verdict := gd.verdictChan()
@@ -61,12 +62,12 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now *time.Duration, wait time
 		if ok {
 			return true, nil
 		}
-		wait = w
+		*wait = w
 		open := gd.e.breaker.Snapshot(*now).State == state.Open
-		if *now >= gd.limit || open && *now+wait > gd.limit {
+		if *now >= gd.limit || open && *now+w > gd.limit {
 			return false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(wait, gd.limit-*now), verdict); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(w, gd.limit-*now), verdict); err != nil {
 			return false, err
 		}
 		*now = gd.g.now()
@@ -86,7 +87,8 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now *time.Duration) (bool, e
 		s := gd.e.breaker.Snapshot(*now)
 		switch {
 		case s.State != state.Closed:
-			return gd.waitAdmitted(ctx, now, s.Wait)
+			wait := s.Wait
+			return gd.waitAdmitted(ctx, now, &wait)
 		case s.Failures == 0:
 			return true, nil // a success since: the scope works
 		case *now >= from+s.Cooldown:
