@@ -68,25 +68,11 @@ func TestQueuedCallersLeaveSoonerWhenTheRateRises(t *testing.T) {
 func TestQueuedCallersSlowDownWhenTheRateHalves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 10, Burst: 1}}}})
-		start := time.Now()
-		var mu sync.Mutex
-		var done []time.Duration
-		var wg sync.WaitGroup
-		for i := range 11 {
-			wg.Go(func() {
-				time.Sleep(time.Duration(i) * time.Microsecond)
-				Do(context.Background(), ec2Vpcs, func(context.Context) error {
-					mu.Lock()
-					done = append(done, time.Since(start))
-					mu.Unlock()
-					return nil
-				}, WithGovernor(g))
-			})
-		}
+		done, wait := queueCallers(g, 11)
 		synctest.Wait() // ten callers queued at 10 rps, the last due at 1 s
 		answer(t, g, throttle())
-		wg.Wait()
-		if last := done[len(done)-1]; last < 2*time.Second-time.Millisecond {
+		wait()
+		if last := (*done)[len(*done)-1]; last < 2*time.Second-time.Millisecond {
 			t.Fatalf("last queued caller left at %v after the halving, want about 2s (ten tokens at 5 rps)", last)
 		}
 	})
@@ -97,26 +83,12 @@ func TestQueuedCallersSlowDownWhenTheRateHalves(t *testing.T) {
 func TestRetryAfterHoldsTheCallersAlreadyQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{Adaptive: new(false), Services: map[string]ServiceConfig{"ec2": {MaxRPS: 2, Burst: 1}}}})
-		start := time.Now()
-		var mu sync.Mutex
-		var done []time.Duration
-		var wg sync.WaitGroup
-		for i := range 3 {
-			wg.Go(func() {
-				time.Sleep(time.Duration(i) * time.Microsecond)
-				Do(context.Background(), ec2Vpcs, func(context.Context) error {
-					mu.Lock()
-					done = append(done, time.Since(start))
-					mu.Unlock()
-					return nil
-				}, WithGovernor(g))
-			})
-		}
+		done, wait := queueCallers(g, 3)
 		synctest.Wait() // queued at 0.5 and 1.0 s
 		answer(t, g, throttleAfter(3*time.Second))
-		wg.Wait()
+		wait()
 		for i, want := range []time.Duration{0, 3500 * time.Millisecond, 4 * time.Second} {
-			if d := done[i]; d < want-time.Millisecond || d > want+time.Millisecond {
+			if d := (*done)[i]; d < want-time.Millisecond || d > want+time.Millisecond {
 				t.Fatalf("caller %d left at %v, want %v (a 3 s pause from 0, then the queue at 2 rps)", i, d, want)
 			}
 		}
@@ -133,4 +105,26 @@ func answer(t *testing.T, g *Governor, err error) {
 	}
 	gd.After(err)
 	gd.End(err)
+}
+
+// queueCallers starts n successful calls of ec2Vpcs a microsecond apart
+// (so that they arrive in order) and returns the times they were sent at,
+// since now, filled in by the time wait returns.
+func queueCallers(g *Governor, n int) (done *[]time.Duration, wait func()) {
+	start := time.Now()
+	var mu sync.Mutex
+	var times []time.Duration
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * time.Microsecond)
+			Do(context.Background(), ec2Vpcs, func(context.Context) error {
+				mu.Lock()
+				times = append(times, time.Since(start))
+				mu.Unlock()
+				return nil
+			}, WithGovernor(g))
+		})
+	}
+	return &times, wg.Wait
 }
