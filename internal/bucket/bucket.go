@@ -64,8 +64,6 @@ type Bucket struct {
 	lastIncrease time.Duration
 
 	goodput *served // the measured-goodput controller's counts; nil for AIMD
-
-	slowed atomic.Bool // rate < ceiling: lets Success skip the lock
 }
 
 // params is a rate, immutable once published.
@@ -252,7 +250,7 @@ func (b *Bucket) pause(now, pause time.Duration) {
 // ceiling (at least MinIncrease), at most once per IncreaseInterval. It
 // returns the rate and whether this call increased it.
 func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
-	if b.goodput == nil && !b.slowed.Load() {
+	if b.goodput == nil && !b.ep.Load().slowed {
 		return b.cfg.ceiling, false
 	}
 	b.mu.Lock()
@@ -305,12 +303,11 @@ func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
 		}
 		return at - time.Duration(bal*float64(np.interval))
 	}, m)
-	b.slowed.Store(r < b.cfg.ceiling)
 }
 
 // Recovering reports whether Success has anything to do: an adaptive
 // bucket below its ceiling, or one whose controller counts successes.
-func (b *Bucket) Recovering() bool { return b.goodput != nil || b.slowed.Load() }
+func (b *Bucket) Recovering() bool { return b.goodput != nil || b.ep.Load().slowed }
 
 // Snapshot returns the bucket's state at now. While paused, Tokens is the
 // balance the pause will end with.

@@ -17,8 +17,16 @@ type epoch struct {
 	t0     atomicDuration // the time at which the balance is zero; frozen once superseded
 	p      *params        // the rate
 	paused time.Duration  // no token is usable before this time
-	next   *epoch         // the epoch that superseded this one; set under the bucket's mu
-	move   *move          // how a reservation of the previous epoch maps into this one; nil for the first
+	next   *successor     // the epoch that superseded this one; set under the bucket's mu
+	slowed bool           // the rate is below the ceiling: lets Success skip the lock
+}
+
+// successor is an epoch that superseded another, with the move of the
+// reservations made in the one before it. The first epoch of a bucket,
+// embedded in it, needs no move.
+type successor struct {
+	epoch
+	move *move // nil: reservations keep their times
 }
 
 // frozen marks the t0 of a superseded epoch. No real balance time is this
@@ -83,10 +91,10 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 			break
 		}
 	}
-	ne := &epoch{p: np, paused: paused, move: m}
+	ne := &successor{epoch: epoch{p: np, paused: paused, slowed: np.rate < b.cfg.ceiling}, move: m}
 	ne.t0.Store(balance(t))
 	old.next = ne
-	b.ep.Store(ne)
+	b.ep.Store(&ne.epoch)
 	if b.wake != nil {
 		close(b.wake)
 		b.wake = nil
@@ -119,8 +127,8 @@ func (b *Bucket) Follow(tk Ticket) (_ Ticket, moved <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for tk.e != nil && tk.e.next != nil {
-		tk.e = tk.e.next
-		tk.at = tk.e.move.apply(tk.at)
+		n := tk.e.next
+		tk.e, tk.at = &n.epoch, n.move.apply(tk.at)
 	}
 	if b.wake == nil {
 		b.wake = make(chan struct{})
