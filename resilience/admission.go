@@ -116,7 +116,7 @@ func (gd *Guard) stopByContext(err error, retry bool) error {
 // rate (a rise lets the callers already queued leave sooner) wakes the
 // wait, which then goes at the reservation's new time.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block bool) error {
-	w, other, level := gd.reserve(now)
+	w, other, leaf, level := gd.reserve(now)
 	if w <= 0 {
 		return nil
 	}
@@ -129,7 +129,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 		return gd.passDeadline(now, w, retry)
 	}
 	q, ok := gd.e.leaf.(queueBucket)
-	if !ok || gd.ticket == (bucket.Ticket{}) {
+	if !ok || leaf <= 0 {
 		gd.recordWait(w, level)
 		if err := gd.g.sleep(ctx, w); err != nil {
 			gd.cancel(gd.g.now())
@@ -140,10 +140,11 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 	// The provider's and account's waits are fixed; the leaf's follows its
 	// queue. The wait is recorded once it is over, as long as it was.
 	start, fixed := now, now+other
+	tk := q.Ticket(now + leaf)
 	for {
 		var moved <-chan struct{}
-		gd.ticket, moved = q.Follow(gd.ticket)
-		until := max(fixed, gd.ticket.At())
+		tk, moved = q.Follow(tk)
+		until := max(fixed, tk.At())
 		if until > gd.limit {
 			return gd.passDeadline(now, until-now, retry)
 		}
@@ -187,45 +188,36 @@ func (gd *Guard) sendingRetry() {
 
 // reserve takes a token from every bucket level, most general first, and
 // returns the longest wait, the longest of the provider's and account's,
-// and the level that imposes the longest. When the leaf's queue moves with
-// its rate and the leaf's token must be waited for, its reservation is
-// kept (gd.ticket) for the wait to follow.
-func (gd *Guard) reserve(now time.Duration) (w, other time.Duration, level string) {
+// the leaf's, and the level that imposes the longest.
+func (gd *Guard) reserve(now time.Duration) (w, other, leaf time.Duration, level string) {
 	e := gd.e
-	var pw, aw, lw time.Duration
+	var pw, aw time.Duration
 	if b := e.acct.global; b != nil {
 		pw = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
 		aw = b.Reserve(now)
 	}
-	gd.ticket = bucket.Ticket{}
-	if q, ok := e.leaf.(queueBucket); ok {
-		if lw, gd.ticket = q.ReserveTicket(now); lw <= 0 {
-			gd.ticket = bucket.Ticket{} // nothing to follow
-		}
-	} else {
-		lw = e.leaf.Reserve(now)
-	}
+	leaf = e.leaf.Reserve(now)
 	other = max(pw, aw)
-	w = max(other, lw)
+	w = max(other, leaf)
 	if w <= 0 {
-		return 0, 0, ""
+		return 0, 0, 0, ""
 	}
 	switch w {
 	case pw:
-		return w, other, "provider"
+		return w, other, leaf, "provider"
 	case aw:
-		return w, other, "account"
+		return w, other, leaf, "account"
 	}
-	return w, other, "leaf"
+	return w, other, leaf, "leaf"
 }
 
 // queueBucket is a leaf bucket whose queued reservations move with its
-// rate and pauses (the in-process bucket): a waiting caller follows its
-// reservation.
+// rate and pauses (the in-process bucket): a caller that waits for its
+// token takes the reservation's ticket and follows it.
 type queueBucket interface {
-	ReserveTicket(now time.Duration) (time.Duration, bucket.Ticket)
+	Ticket(at time.Duration) bucket.Ticket
 	Follow(tk bucket.Ticket) (_ bucket.Ticket, moved <-chan struct{})
 }
 

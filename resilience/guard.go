@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
@@ -69,19 +68,17 @@ type Guard struct {
 	// success is recorded when it ends, so that a probe holds its lease
 	// until then and a listing is one success.
 	succeeded bool
+	awaiting  bool // the call's retries ran out; it waits for a verdict before the next attempt (verdict.go)
+	lastKind  Kind // of last
 	retries   int  // retries of the current call; the first freeRetries are free
 	renewed   int  // retries made before the call's attempts were renewed (verdict.go)
-	awaiting  bool // the call's retries ran out; it waits for a verdict before the next attempt
 
-	last      error // the last failed attempt's error
-	lastKind  Kind
+	last      error  // the last failed attempt's error
 	desc      string // last as DescribeError words it
 	hint      time.Duration
 	hasHint   bool
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
 	notBefore time.Duration // a retry of a transient answer waits until then
-
-	ticket bucket.Ticket // the leaf's reservation the current token wait follows, if any
 }
 
 // Begin starts a logical call to scope. WithPolicy among opts sets the

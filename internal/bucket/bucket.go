@@ -56,14 +56,34 @@ type Bucket struct {
 	ep    atomic.Pointer[epoch] // the current rate, pause and balance
 	first epoch                 // the first epoch, in place: a new bucket is no allocation of its own
 
-	mu           sync.Mutex
-	cfg          *config       // shared by every bucket of the same spec
-	wake         chan struct{} // closed at the next change; made by the first caller to wait
+	mu  sync.Mutex
+	cfg *config  // shared by every bucket of the same spec
+	l   *learned // made at the first throttle or wait; mu guards it
+
+	goodput *served // the measured-goodput controller's counts; nil for AIMD
+
+	// slowed is the current epoch's: rate < ceiling. A copy of its own,
+	// away from the balance that every reservation writes, lets Success
+	// skip the lock without reading that cache line.
+	slowed atomic.Bool
+}
+
+// learned is what a bucket keeps once it was throttled or waited on: a
+// bucket that never was (most of a large estate's) holds a nil pointer
+// instead. The bucket's mu guards it.
+type learned struct {
 	lastDecrease time.Duration
 	lastThrottle time.Duration
 	lastIncrease time.Duration
+	wake         chan struct{} // closed at the next change; made by the first caller to wait
+}
 
-	goodput *served // the measured-goodput controller's counts; nil for AIMD
+// learn returns b's learned state, making it. mu must be held.
+func (b *Bucket) learn() *learned {
+	if b.l == nil {
+		b.l = &learned{lastDecrease: never, lastThrottle: never, lastIncrease: never}
+	}
+	return b.l
 }
 
 // params is a rate, immutable once published.
@@ -132,8 +152,7 @@ func New(s state.BucketSpec, now time.Duration) *Bucket {
 // and b must not be copied afterwards.
 func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 	cfg := configOf(s)
-	b.cfg = cfg
-	b.lastDecrease, b.lastThrottle, b.lastIncrease = never, never, never
+	b.cfg, b.l = cfg, nil
 	if s.Goodput {
 		b.goodput = newServed(now)
 	}
@@ -201,10 +220,11 @@ func (b *Bucket) Cancel(now time.Duration) {
 func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.lastThrottle = now
+	l := b.learn()
+	l.lastThrottle = now
 	rate = b.ep.Load().p.rate
-	if b.cfg.adaptive && now-b.lastDecrease >= DecreaseInterval {
-		b.lastDecrease = now
+	if b.cfg.adaptive && now-l.lastDecrease >= DecreaseInterval {
+		l.lastDecrease = now
 		r := rate * DecreaseFactor
 		if b.goodput != nil {
 			r = b.goodput.rate(now, rate)
@@ -250,7 +270,7 @@ func (b *Bucket) pause(now, pause time.Duration) {
 // ceiling (at least MinIncrease), at most once per IncreaseInterval. It
 // returns the rate and whether this call increased it.
 func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
-	if b.goodput == nil && !b.ep.Load().slowed {
+	if b.goodput == nil && !b.slowed.Load() {
 		return b.cfg.ceiling, false
 	}
 	b.mu.Lock()
@@ -259,14 +279,18 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 		b.goodput.count(now)
 	}
 	rate = b.ep.Load().p.rate
-	if rate < b.cfg.ceiling && now-b.lastThrottle >= IncreaseInterval && now-b.lastIncrease >= IncreaseInterval {
+	lastThrottle, lastIncrease := never, never
+	if b.l != nil {
+		lastThrottle, lastIncrease = b.l.lastThrottle, b.l.lastIncrease
+	}
+	if rate < b.cfg.ceiling && now-lastThrottle >= IncreaseInterval && now-lastIncrease >= IncreaseInterval {
 		step := IncreaseStep
 		if b.goodput != nil {
 			step = GoodputStep
 		}
 		rate = math.Min(b.cfg.ceiling, rate+math.Max(step*b.cfg.ceiling, MinIncrease))
 		b.setRate(now, rate, false)
-		b.lastIncrease = now
+		b.learn().lastIncrease = now
 		increased = true
 	}
 	return rate, increased
@@ -307,7 +331,7 @@ func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
 
 // Recovering reports whether Success has anything to do: an adaptive
 // bucket below its ceiling, or one whose controller counts successes.
-func (b *Bucket) Recovering() bool { return b.goodput != nil || b.ep.Load().slowed }
+func (b *Bucket) Recovering() bool { return b.goodput != nil || b.slowed.Load() }
 
 // Snapshot returns the bucket's state at now. While paused, Tokens is the
 // balance the pause will end with.

@@ -18,7 +18,6 @@ type epoch struct {
 	p      *params        // the rate
 	paused time.Duration  // no token is usable before this time
 	next   *successor     // the epoch that superseded this one; set under the bucket's mu
-	slowed bool           // the rate is below the ceiling: lets Success skip the lock
 }
 
 // successor is an epoch that superseded another, with the move of the
@@ -91,13 +90,14 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 			break
 		}
 	}
-	ne := &successor{epoch: epoch{p: np, paused: paused, slowed: np.rate < b.cfg.ceiling}, move: m}
+	ne := &successor{epoch: epoch{p: np, paused: paused}, move: m}
 	ne.t0.Store(balance(t))
 	old.next = ne
 	b.ep.Store(&ne.epoch)
-	if b.wake != nil {
-		close(b.wake)
-		b.wake = nil
+	b.slowed.Store(np.rate < b.cfg.ceiling)
+	if b.l != nil && b.l.wake != nil {
+		close(b.l.wake)
+		b.l.wake = nil
 	}
 }
 
@@ -115,6 +115,17 @@ func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
 	return w, Ticket{e: e, at: at}
 }
 
+// Ticket returns the ticket of a reservation Reserve just made, whose token
+// may be used at at: a caller that learns only then that it waits (the
+// common call does not) takes its ticket without making every reservation
+// pay for one. A change of rate or pause between the two calls leaves the
+// reservation unmoved by it: an error of at most one token, as for a
+// reservation racing a change.
+func (b *Bucket) Ticket(at time.Duration) Ticket {
+	e, _ := b.current()
+	return Ticket{e: e, at: at}
+}
+
 // At returns the time the ticket's token may be used, as of its last
 // Follow.
 func (tk Ticket) At() time.Duration { return tk.at }
@@ -130,8 +141,9 @@ func (b *Bucket) Follow(tk Ticket) (_ Ticket, moved <-chan struct{}) {
 		n := tk.e.next
 		tk.e, tk.at = &n.epoch, n.move.apply(tk.at)
 	}
-	if b.wake == nil {
-		b.wake = make(chan struct{})
+	l := b.learn()
+	if l.wake == nil {
+		l.wake = make(chan struct{})
 	}
-	return tk, b.wake
+	return tk, l.wake
 }
