@@ -71,7 +71,13 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration, retry, block bool
 		}
 		gd.renewed = gd.retries
 	}
-	wait, ok := gd.allow(now)
+	var wait time.Duration
+	var ok bool
+	if gd.probe { // as allow does, in line: the common call takes this path
+		wait, ok = gd.e.breaker.AllowProbe(now)
+	} else {
+		wait, ok, gd.probe = gd.e.breaker.Allow(now)
+	}
 	if !ok && block && gd.p.set.breakerWait {
 		var err error
 		if ok, err = gd.waitAdmitted(ctx, &now, &wait); err != nil {

@@ -43,9 +43,9 @@ const never = time.Duration(math.MinInt64 / 4)
 // Bucket is a token bucket. It is safe for concurrent use. The zero value
 // is not usable; call New or Init.
 //
-// The balance lives in one atomic word, the epoch's t0: the time at which
-// the balance is zero, so that the balance at time t is (t - t0) /
-// interval, capped at the capacity. Taking a token moves t0 one interval
+// The balance lives in one atomic word, t0: the time at which the balance
+// is zero, so that the balance at time t is (t - t0) / interval, capped at
+// the capacity. Taking a token moves t0 one interval
 // later with a compare-and-swap, so the call path takes no lock; a
 // negative balance (t0 in the future) is the queue of callers waiting, in
 // arrival order. Rate changes, pauses and the AIMD state take the mutex
@@ -53,7 +53,8 @@ const never = time.Duration(math.MinInt64 / 4)
 // reservation is made in the units of one epoch, and the callers already
 // queued follow theirs into the next.
 type Bucket struct {
-	ep    atomic.Pointer[epoch] // the current rate, pause and balance
+	t0    atomicDuration        // the time at which the balance is zero; frozen during a change
+	ep    atomic.Pointer[epoch] // the current rate and pause
 	first epoch                 // the first epoch, in place: a new bucket is no allocation of its own
 
 	mu  sync.Mutex
@@ -158,30 +159,33 @@ func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 	}
 	p := cfg.initial
 	b.first = epoch{p: p, paused: never}
-	b.first.t0.Store(now - p.capNS)
 	b.ep.Store(&b.first)
+	b.t0.Store(now - p.capNS)
 }
 
 // Reserve takes one token and returns how long the caller must wait before
 // using it (0: at once). Reservations queue in arrival order: the balance
 // goes negative and each later caller waits longer.
 func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
-	w, _, _ := b.reserve(now)
-	return w
-}
-
-// reserve takes one token and returns the wait, the time the token may be
-// used, and the epoch the reservation was made in.
-func (b *Bucket) reserve(now time.Duration) (wait, at time.Duration, e *epoch) {
 	for {
-		e, t := b.current()
-		p, pu := e.p, e.paused
-		nt := max(t, max(now, pu)-p.capNS) + p.interval
-		if e.t0.CompareAndSwap(t, nt) {
-			at = max(nt, pu)
-			return max(0, at-now), at, e
+		t := b.t0.Load() // before the epoch: see epoch
+		if t == frozen {
+			b.currentSlow() // a change is being published
+			continue
+		}
+		e := b.ep.Load()
+		nt, at := e.take(t, now)
+		if b.t0.CompareAndSwap(t, nt) {
+			return max(0, at-now)
 		}
 	}
+}
+
+// take returns the balance time after one token is taken from e at now,
+// from t, and the time the token may be used.
+func (e *epoch) take(t, now time.Duration) (nt, at time.Duration) {
+	nt = max(t, max(now, e.paused)-e.p.capNS) + e.p.interval
+	return nt, max(nt, e.paused)
 }
 
 // TryReserve takes one token only if it can be used at once.
@@ -195,7 +199,7 @@ func (b *Bucket) TryReserve(now time.Duration) bool {
 		if nt > now {
 			return false
 		}
-		if e.t0.CompareAndSwap(t, nt) {
+		if b.t0.CompareAndSwap(t, nt) {
 			return true
 		}
 	}
@@ -206,7 +210,7 @@ func (b *Bucket) Cancel(now time.Duration) {
 	for {
 		e, t := b.current()
 		nt := max(t-e.p.interval, max(now, e.paused)-e.p.capNS)
-		if nt == t || e.t0.CompareAndSwap(t, nt) {
+		if nt == t || b.t0.CompareAndSwap(t, nt) {
 			return
 		}
 	}

@@ -6,18 +6,19 @@ import (
 	"time"
 )
 
-// An epoch is the bucket's state between two changes of its rate or pause:
-// the rate and the pause are fixed for the epoch's life, and the balance,
-// t0, moves with every reservation. A change supersedes the epoch: its t0
-// is frozen (no reservation can land in it any more), the new epoch starts
-// from it in the new units, and the callers queued in the old epoch follow
-// their reservations into the new one (Follow). A reservation is thereby
-// always made, and later moved, in the units of the epoch it was made in.
+// An epoch is the bucket's rate and pause between two changes of either:
+// both are fixed for the epoch's life, while the balance (the bucket's t0)
+// moves with every reservation. A change supersedes the epoch: it freezes
+// t0 (no reservation can land while it is frozen), publishes the new epoch,
+// and gives t0 its value in the new units; the callers queued in the old
+// epoch follow their reservations into the new one (Follow). A
+// reservation reads t0 before the epoch, so that one made in an epoch is in
+// that epoch's units: it could not have been made once the change had
+// frozen t0, which the change does before it publishes the new epoch.
 type epoch struct {
-	t0     atomicDuration // the time at which the balance is zero; frozen once superseded
-	p      *params        // the rate
-	paused time.Duration  // no token is usable before this time
-	next   *successor     // the epoch that superseded this one; set under the bucket's mu
+	p      *params       // the rate
+	paused time.Duration // no token is usable before this time
+	next   *successor    // the epoch that superseded this one; set under the bucket's mu
 }
 
 // successor is an epoch that superseded another, with the move of the
@@ -28,8 +29,8 @@ type successor struct {
 	move *move // nil: reservations keep their times
 }
 
-// frozen marks the t0 of a superseded epoch. No real balance time is this
-// far in the past.
+// frozen marks t0 while a change is being published. No real balance time
+// is this far in the past.
 const frozen = time.Duration(math.MinInt64)
 
 // move maps the time of a reservation made in one epoch into the next;
@@ -64,12 +65,19 @@ func shiftBy(start, until time.Duration) *move {
 }
 
 // current returns the bucket's epoch and its balance time, waiting out the
-// instant in which a change is being published.
+// instant in which a change is being published. It is small enough to be
+// inlined on the call path; the wait is in currentSlow.
 func (b *Bucket) current() (*epoch, time.Duration) {
+	if t := b.t0.Load(); t != frozen {
+		return b.ep.Load(), t
+	}
+	return b.currentSlow()
+}
+
+func (b *Bucket) currentSlow() (*epoch, time.Duration) {
 	for spins := 0; ; spins++ {
-		e := b.ep.Load()
-		if t := e.t0.Load(); t != frozen {
-			return e, t
+		if t := b.t0.Load(); t != frozen {
+			return b.ep.Load(), t
 		}
 		if spins > 8 {
 			runtime.Gosched() // the change's writer was preempted between its two steps
@@ -85,15 +93,15 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 	old := b.ep.Load()
 	var t time.Duration
 	for {
-		t = old.t0.Load()
-		if old.t0.CompareAndSwap(t, frozen) {
+		t = b.t0.Load()
+		if b.t0.CompareAndSwap(t, frozen) {
 			break
 		}
 	}
 	ne := &successor{epoch: epoch{p: np, paused: paused}, move: m}
-	ne.t0.Store(balance(t))
 	old.next = ne
 	b.ep.Store(&ne.epoch)
+	b.t0.Store(balance(t))
 	b.slowed.Store(np.rate < b.cfg.ceiling)
 	if b.l != nil && b.l.wake != nil {
 		close(b.l.wake)
@@ -108,11 +116,18 @@ type Ticket struct {
 	at time.Duration
 }
 
-// ReserveTicket is Reserve for a caller that will wait: it also returns the
-// reservation, which Follow moves when the bucket's rate or pause changes.
+// ReserveTicket is Reserve that also returns the reservation, which Follow
+// moves when the bucket's rate or pause changes: exact even when a change
+// races it, for a caller that knows it will wait (Ticket is the form for
+// one that learns it only from Reserve's answer).
 func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
-	w, at, e := b.reserve(now)
-	return w, Ticket{e: e, at: at}
+	for {
+		e, t := b.current()
+		nt, at := e.take(t, now)
+		if b.t0.CompareAndSwap(t, nt) {
+			return max(0, at-now), Ticket{e: e, at: at}
+		}
+	}
 }
 
 // Ticket returns the ticket of a reservation Reserve just made, whose token
