@@ -140,6 +140,8 @@ func (gd *Guard) Scope() Scope { return gd.scope }
 //     is recorded as failed with its last error, which the error wraps. A
 //     request that follows a success (a listing's next page) is not checked
 //     again. A half-open breaker's probe has its own retries let through.
+//     A provider with breaker_wait has the call wait for the breaker's
+//     verdict instead, when its deadline allows (verdict.go);
 //  2. the deadline (the policy's, or the context's if sooner): spent, and
 //     the call ends with its last error (or a *DeadlineExceededError before
 //     the first attempt);

@@ -1,5 +1,7 @@
 // Package bucket implements the governor's token buckets: reservation-based,
-// FIFO, with an optional adaptive rate (AIMD) and pauses for Retry-After.
+// FIFO, with an optional adaptive rate (AIMD, or the measured-goodput
+// controller of goodput.go) and pauses for Retry-After. A queue of
+// reservations follows the bucket's rate and pauses (queue.go).
 //
 // Times are durations since an origin of the caller's clock; the bucket
 // never reads a clock itself, so it runs in virtual time, scaled time or
