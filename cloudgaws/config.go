@@ -16,15 +16,21 @@ const (
 	// DefaultMaxRetries is the retries the SDK makes after the first
 	// attempt: 10, so up to 11 attempts per call.
 	DefaultMaxRetries = 10
-	// DefaultRetryMode is the SDK's adaptive retry mode.
-	DefaultRetryMode = aws.RetryModeAdaptive
+	// DefaultRetryMode is the SDK's standard retry mode. Its adaptive
+	// mode adds a client-side rate limiter of its own under the
+	// governor's buckets; in the simulator (sim/README.md, "cloudgaws:
+	// standard or adaptive") that second limiter cost goodput in every
+	// scenario, so the governor paces alone unless aws.retry_mode asks
+	// for adaptive.
+	DefaultRetryMode = aws.RetryModeStandard
 )
 
 // Config is the top-level aws section of the configuration document as
 // far as the SDK's own retry loop goes: how many retries the SDK makes
 // after the first attempt and in which mode. These are not
-// ratelimit.aws.max_retries, which bounds the retries of resilience.Call. Zero fields take the defaults (10 retries,
-// adaptive), unless the aws.Config being instrumented already says
+// ratelimit.aws.max_retries, which bounds the retries of resilience.Call.
+// Zero fields take the defaults (10 retries, standard), unless the
+// aws.Config being instrumented already says
 // otherwise (see Install).
 type Config struct {
 	// MaxRetries is the retries after the first attempt; nil: the default.

@@ -34,7 +34,7 @@
 //     Retry-After or x-amz-retry-after; a transient error is counted), and
 //     before a throttled retry Guard.Pace waits for a fresh rate token on
 //     top of the SDK's backoff.
-//   - The Retryer (the SDK's standard or adaptive one, 10 retries by
+//   - The Retryer (the SDK's standard one by default, or its adaptive one, 10 retries by
 //     default): at GetRetryToken, where the SDK has decided to retry,
 //     Guard.Retry lets the retry go or ends the SDK's loop. After the
 //     first two retries of the call each costs a token of the provider's

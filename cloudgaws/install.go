@@ -52,7 +52,8 @@ func WithMaxRetries(n int) Option {
 
 // WithRetryMode sets the SDK's retry mode, aws.RetryModeStandard or
 // aws.RetryModeAdaptive (aws.retry_mode in the configuration document;
-// default adaptive).
+// default standard: the governor paces the calls, and the adaptive mode's
+// client-side limiter would add a second one under it).
 func WithRetryMode(m aws.RetryMode) Option {
 	return optionFunc(func(c *config) {
 		if err := (Config{RetryMode: m}).Validate(); err != nil {
@@ -156,7 +157,7 @@ const (
 // The SDK's retry settings come from WithMaxRetries and WithRetryMode (or
 // WithConfig); without them, from cfg.RetryMaxAttempts and cfg.RetryMode
 // when set (config.LoadDefaultConfig fills them from AWS_MAX_ATTEMPTS and
-// AWS_RETRY_MODE), else 10 retries in adaptive mode. The SDK's per-client
+// AWS_RETRY_MODE), else 10 retries in standard mode. The SDK's per-client
 // retry quota is turned off: the governor's retry budget, shared by every
 // client of the process, takes its place.
 //

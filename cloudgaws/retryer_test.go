@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 )
 
-// The retryer Install sets is the SDK's adaptive one by default, the
-// standard one in standard mode, with max retries + 1 attempts, wrapped
+// The retryer Install sets is the SDK's standard one by default, the
+// adaptive one in adaptive mode, with max retries + 1 attempts, wrapped
 // with the governor's veto.
 func TestRetryerKinds(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,10 +18,11 @@ func TestRetryerKinds(t *testing.T) {
 		adaptive bool
 		attempts int
 	}{
-		{nil, nil, true, 11},
+		{nil, nil, false, 11},
+		{[]Option{WithRetryMode(aws.RetryModeAdaptive)}, nil, true, 11},
 		{[]Option{WithRetryMode(aws.RetryModeStandard)}, nil, false, 11},
-		{nil, func(c *aws.Config) { c.RetryMode = aws.RetryModeStandard }, false, 11},
-		{[]Option{WithMaxRetries(3)}, nil, true, 4},
+		{nil, func(c *aws.Config) { c.RetryMode = aws.RetryModeAdaptive }, true, 11},
+		{[]Option{WithMaxRetries(3)}, nil, false, 4},
 		{[]Option{WithConfig(Config{RetryMode: aws.RetryModeStandard, MaxRetries: new(int)})}, nil, false, 1},
 	} {
 		cfg := aws.Config{}
@@ -43,8 +44,8 @@ func TestRetryerKinds(t *testing.T) {
 		if r.MaxAttempts() != tc.attempts {
 			t.Fatalf("%+v: %d attempts", tc, r.MaxAttempts())
 		}
-		if cfg.RetryMode != aws.RetryModeAdaptive && tc.adaptive {
-			t.Fatalf("cfg.RetryMode %q", cfg.RetryMode)
+		if want := map[bool]aws.RetryMode{true: aws.RetryModeAdaptive, false: aws.RetryModeStandard}[tc.adaptive]; cfg.RetryMode != want {
+			t.Fatalf("%+v: cfg.RetryMode %q, want %q", tc, cfg.RetryMode, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
@@ -25,7 +26,7 @@ const (
 // newCall starts the next request of the same operation after a success:
 // its own deadline and free retries; the breaker already let it through.
 func (gd *Guard) newCall(now time.Duration) {
-	gd.phase, gd.retries, gd.last = fresh, 0, nil
+	gd.phase, gd.retries, gd.renewed, gd.last = fresh, 0, 0, nil
 	gd.start = now
 	if gd.resolved {
 		gd.setDeadline()
@@ -52,20 +53,38 @@ func (gd *Guard) setDeadline() {
 	}
 }
 
-// admit checks the breaker; see Enter.
-func (gd *Guard) admit(now time.Duration, retry bool) error {
+// admit checks the breaker; see Enter. A provider that waits for verdicts
+// (verdict.go) has a refused call wait, when block is set.
+func (gd *Guard) admit(ctx context.Context, now time.Duration, retry, block bool) error {
 	if retry {
 		gd.live() // a retry: the call may have lasted past a sweep
 	}
+	if gd.awaiting {
+		gd.awaiting = false
+		ok, err := gd.awaitRecovery(ctx, &now)
+		if err != nil {
+			return gd.stopByContext(err, retry)
+		}
+		if !ok {
+			gd.phase = closed // its failure is counted already
+			return gd.last
+		}
+		gd.renewed = gd.retries
+	}
 	var wait time.Duration
 	var ok bool
-	if gd.probe {
-		// The probe's own retries go while the breaker waits for it.
+	if gd.probe { // as allow does, in line: the common call takes this path
 		wait, ok = gd.e.breaker.AllowProbe(now)
 	} else {
 		wait, ok, gd.probe = gd.e.breaker.Allow(now)
 		if gd.probe {
 			gd.recordProbe()
+		}
+	}
+	if !ok && block && gd.p.set.breakerWait {
+		var err error
+		if ok, err = gd.waitAdmitted(ctx, &now, &wait); err != nil {
+			return gd.stopByContext(err, retry)
 		}
 	}
 	if ok {
@@ -102,9 +121,11 @@ func (gd *Guard) stopByContext(err error, retry bool) error {
 
 // takeToken takes a token from every bucket level and waits until it may
 // be used, unless that would pass the deadline: then it gives the token
-// back and ends the call (see Enter).
+// back and ends the call (see Enter). A leaf whose queue moves with its
+// rate (a rise lets the callers already queued leave sooner) wakes the
+// wait, which then goes at the reservation's new time.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block bool) error {
-	w, level := gd.reserve(now)
+	w, other, leaf, level := gd.reserve(now)
 	if w <= 0 {
 		return nil
 	}
@@ -114,24 +135,56 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 	}
 	gd.limits()
 	if now+w > gd.limit {
-		gd.cancel(now)
-		if retry {
-			gd.recordFailed(now, "deadline")
-			return gd.last
-		}
-		gd.phase = closed
-		de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
-		if gd.ctxBound {
-			de.Err = context.DeadlineExceeded
-		}
-		return de
+		return gd.passDeadline(now, w, retry)
 	}
-	gd.recordWait(w, levelNames[level])
-	if err := gd.g.sleep(ctx, w); err != nil {
-		gd.cancel(gd.g.now())
-		return gd.stopByContext(err, retry)
+	q, ok := gd.e.leaf.(queueBucket)
+	if !ok || leaf <= 0 {
+		gd.recordWait(w, levelNames[level])
+		if err := gd.g.sleep(ctx, w); err != nil {
+			gd.cancel(gd.g.now())
+			return gd.stopByContext(err, retry)
+		}
+		return nil
 	}
-	return nil
+	// The provider's and account's waits are fixed; the leaf's follows its
+	// queue. The wait is recorded once it is over, as long as it was.
+	start, fixed := now, now+other
+	tk := q.Ticket(now + leaf)
+	for {
+		var moved <-chan struct{}
+		tk, moved = q.Follow(tk)
+		until := max(fixed, tk.At())
+		if until > gd.limit {
+			return gd.passDeadline(now, until-now, retry)
+		}
+		woken, err := gd.g.sleepOr(ctx, until-now, moved)
+		now = gd.g.now()
+		if err != nil {
+			gd.recordWait(now-start, levelNames[level])
+			gd.cancel(now)
+			return gd.stopByContext(err, retry)
+		}
+		if !woken {
+			gd.recordWait(now-start, levelNames[level])
+			return nil
+		}
+	}
+}
+
+// passDeadline ends a call whose token wait w would pass its deadline,
+// giving the tokens back (see Enter).
+func (gd *Guard) passDeadline(now, w time.Duration, retry bool) error {
+	gd.cancel(now)
+	if retry {
+		gd.recordFailed(now, "deadline")
+		return gd.last
+	}
+	gd.phase = closed
+	de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
+	if gd.ctxBound {
+		de.Err = context.DeadlineExceeded
+	}
+	return de
 }
 
 // sendingRetry counts the retry Retry allowed, now that it is sent.
@@ -143,21 +196,31 @@ func (gd *Guard) sendingRetry() {
 }
 
 // reserve takes a token from every bucket level, most general first, and
-// returns the longest wait and the level that imposes it (levelNames).
-func (gd *Guard) reserve(now time.Duration) (w time.Duration, level uint8) {
+// returns the longest wait, the longest of the provider's and account's,
+// the leaf's, and the level that imposes the longest (levelNames).
+func (gd *Guard) reserve(now time.Duration) (w, other, leaf time.Duration, level uint8) {
 	e := gd.e
 	if b := e.acct.global; b != nil {
-		w = b.Reserve(now)
+		other = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
-		if aw := b.Reserve(now); aw > w {
-			w, level = aw, 1
+		if aw := b.Reserve(now); aw > other {
+			other, level = aw, 1
 		}
 	}
-	if lw := e.leaf.Reserve(now); lw > w {
-		w, level = lw, 2
+	leaf = e.leaf.Reserve(now)
+	if w = other; leaf > w {
+		w, level = leaf, 2
 	}
-	return w, level
+	return w, other, leaf, level
+}
+
+// queueBucket is a leaf bucket whose queued reservations move with its
+// rate and pauses (the in-process bucket): a caller that waits for its
+// token takes the reservation's ticket and follows it.
+type queueBucket interface {
+	Ticket(at time.Duration) bucket.Ticket
+	Follow(tk bucket.Ticket) (_ bucket.Ticket, moved <-chan struct{})
 }
 
 // levelNames names the bucket levels of reserve, as Event.Level does.

@@ -8,7 +8,9 @@ import (
 // Call calls fn under scope's circuit breaker, rate limits, bulkhead and
 // retry policy, and returns fn's result:
 //
-//  1. the breaker: open, and a *CircuitOpenError returns at once;
+//  1. the breaker: open, and a *CircuitOpenError returns at once (with
+//     breaker_wait, once the call's deadline would not cover waiting for
+//     the breaker's verdict);
 //  2. the deadline: spent, and a *DeadlineExceededError (or the last error);
 //  3. a token from the provider, account and leaf buckets, waiting for the
 //     slowest (a wait that would overrun the deadline ends the call);

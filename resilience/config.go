@@ -56,6 +56,13 @@ type ProviderConfig struct {
 	BreakerThreshold          int     `yaml:"breaker_threshold,omitempty" json:"breaker_threshold,omitempty"`
 	BreakerCooldownSeconds    float64 `yaml:"breaker_cooldown_seconds,omitempty" json:"breaker_cooldown_seconds,omitempty"`
 	BreakerMaxCooldownSeconds float64 `yaml:"breaker_max_cooldown_seconds,omitempty" json:"breaker_max_cooldown_seconds,omitempty"`
+	// BreakerWait (opt-in) makes a call that an open breaker would refuse
+	// wait, within its deadline, for the breaker's verdict: the end of its
+	// cooldown, then its single probe's answer. A call whose retries run
+	// out on a transient error counts its failure and waits likewise
+	// before it tries again. By default an open breaker fails a call at
+	// once with a *CircuitOpenError.
+	BreakerWait bool `yaml:"breaker_wait,omitempty" json:"breaker_wait,omitempty"`
 
 	// Retries of Call and Do (the SDK integrations let the SDK retry, within
 	// the same budget).

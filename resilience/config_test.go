@@ -21,6 +21,7 @@ aws:
   account_max_rps: 0
   max_retries: 0
   breaker_cooldown_seconds: 90s
+  breaker_wait: true
   deadline_seconds: 300
   services:
     ec2: {max_rps: 10}
@@ -35,7 +36,7 @@ gcp:
 		t.Fatal(err)
 	}
 	if cfg.AWS.MaxRPS != 15 || *cfg.AWS.AccountMaxRPS != 0 || *cfg.AWS.MaxRetries != 0 ||
-		cfg.AWS.BreakerCooldownSeconds != 90 || cfg.AWS.DeadlineSeconds != 300 ||
+		cfg.AWS.BreakerCooldownSeconds != 90 || !cfg.AWS.BreakerWait || cfg.AWS.DeadlineSeconds != 300 ||
 		cfg.AWS.Services["ec2.DescribeInstances"].Burst != 4 || !*cfg.AWS.Services["sts"].PerOperation ||
 		*cfg.Azure.Enabled || cfg.GCP.Controller != "goodput" {
 		t.Fatalf("parsed %+v", cfg)

@@ -25,10 +25,12 @@
 //     operation where the service is per operation) and the context's
 //     Stats and Ledger (stats.go, ledger.go).
 //  2. Enter (guard.go, admission.go): the breaker (internal/breaker; open:
-//     *CircuitOpenError); the deadline, the policy's (policy.go) or the
-//     context's; a token from the provider, account and leaf buckets
-//     (internal/bucket), waiting for the slowest; a slot of the account's
-//     bulkhead (internal/bulkhead); one call counted.
+//     *CircuitOpenError, or with breaker_wait a wait for its verdict within
+//     the deadline, verdict.go); the deadline, the policy's (policy.go) or
+//     the context's; a token from the provider, account and leaf buckets
+//     (internal/bucket), waiting for the slowest, the leaf's wait
+//     following its queue when the leaf's rate or pause changes; a slot of
+//     the account's bulkhead (internal/bulkhead); one call counted.
 //  3. fn, or the SDK, sends the attempt.
 //  4. After (guard.go) classifies the answer once (classify.go, with the
 //     hint of retryafter.go): a throttle halves the leaf's rate and pauses

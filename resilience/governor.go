@@ -161,6 +161,33 @@ func (g *Governor) sleep(ctx context.Context, d time.Duration) error {
 	return g.clock.Sleep(ctx, d)
 }
 
+// sleepOr waits d, until ctx is done, or until wake is closed, and
+// reports whether wake ended it. A custom clock sleeps on a context that
+// wake also ends.
+func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken bool, err error) {
+	if g.clock == nil {
+		return sleep.Or(ctx, d, wake)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-wake:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err = g.clock.Sleep(wctx, d)
+	cancel()
+	<-done
+	if err != nil && ctx.Err() == nil {
+		return true, nil // wake ended it
+	}
+	return false, err
+}
+
 // ctxLimit returns the context's deadline in governor time.
 func (g *Governor) ctxLimit(ctx context.Context, now time.Duration) (time.Duration, bool) {
 	dl, ok := ctx.Deadline()
@@ -238,7 +265,7 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *
 		return &provider{set: set, scopes: g.newScopeTable(set), budget: g.store.Budget(set.name, set.budget)}
 	}
 	sameRetry := !reset && old.set.retry == set.retry && old.set.budget == set.budget
-	if !reset && sameRetry && old.set.limitsEqual(set) {
+	if !reset && sameRetry && old.set.limitsEqual(set) && old.set.breakerWait == set.breakerWait {
 		return old
 	}
 	p := &provider{set: set, scopes: old.scopes, budget: old.budget}

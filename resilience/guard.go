@@ -68,10 +68,12 @@ type Guard struct {
 	// success is recorded when it ends, so that a probe holds its lease
 	// until then and a listing is one success.
 	succeeded bool
-	retries   int // retries of the current call; the first freeRetries are free
+	awaiting  bool // the call's retries ran out; it waits for a verdict before the next attempt (verdict.go)
+	lastKind  Kind // of last
+	retries   int  // retries of the current call; the first freeRetries are free
+	renewed   int  // retries made before the call's attempts were renewed (verdict.go)
 
-	last      error // the last failed attempt's error
-	lastKind  Kind
+	last      error  // the last failed attempt's error
 	desc      string // last as DescribeError words it
 	hint      time.Duration
 	hasHint   bool
@@ -140,6 +142,8 @@ func (gd *Guard) Scope() Scope { return gd.scope }
 //     is recorded as failed with its last error, which the error wraps. A
 //     request that follows a success (a listing's next page) is not checked
 //     again. A half-open breaker's probe has its own retries let through.
+//     A provider with breaker_wait has the call wait for the breaker's
+//     verdict instead, when its deadline allows (verdict.go);
 //  2. the deadline (the policy's, or the context's if sooner): spent, and
 //     the call ends with its last error (or a *DeadlineExceededError before
 //     the first attempt);
@@ -175,7 +179,7 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 		gd.start = now // the call starts with its first attempt
 	}
 	if retry || !gd.admitted {
-		if err := gd.admit(now, retry); err != nil {
+		if err := gd.admit(ctx, now, retry, block); err != nil {
 			return err
 		}
 	}
@@ -383,5 +387,6 @@ func (gd *Guard) End(err error) {
 		}
 	}
 	gd.phase, gd.admitted, gd.probe, gd.pending, gd.succeeded, gd.retries = fresh, false, false, false, false, 0
+	gd.renewed, gd.awaiting = 0, false
 	gd.last, gd.resolved = nil, false
 }

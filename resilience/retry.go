@@ -21,15 +21,21 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 	}
 	l := gd.limits()
 	now := gd.g.now()
-	if (gd.lastKind == Transient && !l.transient) || gd.retries+1 >= l.attempts {
+	if (gd.lastKind == Transient && !l.transient) || gd.retries-gd.renewed+1 >= l.attempts {
 		gd.recordFailed(now, "retries")
-		return 0, gd.last
+		if gd.e == nil || !gd.p.set.breakerWait || gd.lastKind != Transient || !l.transient || now >= gd.limit {
+			return 0, gd.last
+		}
+		// A scope that went down under the call: its failure counts
+		// towards the breaker, and the next Enter waits for a verdict
+		// (verdict.go).
+		gd.awaiting = true
 	}
 	delay := wait
-	if jitter {
+	if jitter && !gd.awaiting {
 		delay = gd.g.backoff(gd.prevSleep, l)
 	}
-	if gd.hasHint {
+	if gd.hasHint && !gd.awaiting {
 		delay = max(delay, hint.Cap(gd.hint))
 	}
 	if gd.e != nil {
@@ -47,7 +53,7 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 	gd.retryAt, gd.backoff = now, true
 	gd.phase, gd.pending = retrying, true
 	gd.notBefore = 0
-	if gd.lastKind == Transient {
+	if gd.lastKind == Transient && !gd.awaiting {
 		// A throttled scope is paused for the hint already, and the next
 		// token waits it out; a transient answer's hint holds this call.
 		gd.notBefore = now + delay

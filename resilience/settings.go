@@ -96,6 +96,9 @@ type providerSettings struct {
 	breaker  state.BreakerSpec
 	retry    retryLimits
 	budget   int // the retry budget's size, in tokens
+	// breakerWait makes a call wait for the breaker's verdict, within its
+	// deadline, instead of failing at once (verdict.go).
+	breakerWait bool
 }
 
 func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *providerSettings {
@@ -131,7 +134,8 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 			useBudget:  true,
 			transient:  true,
 		},
-		budget: derefOr(pc.RetryBudget, defaultRetryBudget),
+		budget:      derefOr(pc.RetryBudget, defaultRetryBudget),
+		breakerWait: pc.BreakerWait,
 	}
 	if r := derefOr(pc.GlobalMaxRPS, 0); r > 0 {
 		s.global = &state.BucketSpec{Rate: r, Burst: pc.GlobalBurst}

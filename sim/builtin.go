@@ -10,9 +10,9 @@ const (
 	ScenarioDefault   = "default"    // 64 workers, 2,400 calls over two EC2 actions, true 10 rps per action vs a configured 20
 	ScenarioDrop      = "drop"       // the limit drops from 20 to 8 per action at t = 60 s
 	ScenarioTenant    = "tenant"     // 20 rps per action, half of it taken by an invisible second tenant
-	ScenarioOutage    = "outage"     // the default plus 2% transient 5xx, a 30 s outage and Retry-After hints
-	ScenarioModel10   = "model-10"   // the design note's model, true 10 rps, one action
-	ScenarioModelDrop = "model-drop" // the design note's model, 20 -> 8 rps at 60 s, one action
+	ScenarioOutage    = "outage"     // the default plus 2% transient 5xx, a 30 s outage and Retry-After hints; breaker_wait on
+	ScenarioModel10   = "model-10"   // the discrete-event model's setup, true 10 rps, one action
+	ScenarioModelDrop = "model-drop" // the discrete-event model's setup, 20 -> 8 rps at 60 s, one action
 )
 
 var builtins = map[string]func() *Scenario{
@@ -82,7 +82,8 @@ func defaultScenario() *Scenario {
 	s.Name = ScenarioDefault
 	s.Description = "64 workers, 2,400 describe calls over two EC2 actions; true limit 10 rps per action (burst 100) against a configured 20"
 	s.Provider.Rate = 10
-	// The model's column "true 10" (one bucket, 2,400 calls, fixed 50 ms).
+	// The discrete-event model's figures for true 10 (one bucket, 2,400
+	// calls, fixed 50 ms).
 	s.Model = map[string]ModelFigures{
 		AWSAdaptive:   {Efficiency: 0.91, Rejected: 0.29},
 		CloudgAIMD:    {Efficiency: 0.62, Rejected: 0.035},
@@ -117,18 +118,22 @@ func tenantScenario() *Scenario {
 func outageScenario() *Scenario {
 	s := defaultScenario()
 	s.Name = ScenarioOutage
-	s.Description = "the default scenario plus 2% transient 500s, a full outage from 30 s to 60 s, and Retry-After hints"
+	s.Description = "the default scenario plus 2% transient 500s, a full outage from 30 s to 60 s, and Retry-After hints; the governor waits for its breakers' verdicts (breaker_wait)"
 	s.Model = nil
 	s.Provider.TransientRate = 0.02
 	s.Provider.Outages = []Window{{From: 30 * time.Second, To: 60 * time.Second}}
 	s.Provider.RetryAfter = true
+	// The calls wait out the outage within their deadline rather than
+	// fail on an open breaker (scenarios/outage-failfast.yaml turns it
+	// off: the governor's default).
+	s.Governor.AWS.BreakerWait = true
 	return s
 }
 
 func model10Scenario() *Scenario {
 	s := base()
 	s.Name = ScenarioModel10
-	s.Description = "the design note's model: one bucket (burst 100, 10 rps), 64 workers, 2,400 calls, fixed 50 ms latency"
+	s.Description = "the discrete-event model's setup: one bucket (burst 100, 10 rps), 64 workers, 2,400 calls, fixed 50 ms latency"
 	s.Workload.Actions = []string{"DescribeInstances"}
 	s.Provider.Rate = 10
 	s.Provider.LatencyP99 = s.Provider.LatencyMedian
@@ -139,7 +144,7 @@ func model10Scenario() *Scenario {
 func modelDropScenario() *Scenario {
 	s := model10Scenario()
 	s.Name = ScenarioModelDrop
-	s.Description = "the design note's model: one bucket (burst 100) at 20 rps dropping to 8 at t = 60 s, 64 workers, 2,400 calls"
+	s.Description = "the discrete-event model's setup: one bucket (burst 100) at 20 rps dropping to 8 at t = 60 s, 64 workers, 2,400 calls"
 	s.Provider.Rate = 20
 	s.Provider.Changes = []Change{{At: 60 * time.Second, Rate: 8}}
 	s.Model = dropScenario().Model

@@ -14,95 +14,128 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// strategyColors gives every strategy the same color in every chart.
+// strategyColors gives every strategy the same color in every chart, from
+// a qualitative palette whose hues are told apart at a glance.
 var strategyColors = map[string]color.RGBA{
-	AWSStandard:   {R: 0x99, G: 0x99, B: 0x99, A: 0xff},
-	AWSAdaptive:   {R: 0xe6, G: 0x9f, B: 0x00, A: 0xff},
-	Static:        {R: 0x56, G: 0xb4, B: 0xe9, A: 0xff},
-	Failsafe:      {R: 0xcc, G: 0x79, B: 0xa7, A: 0xff},
-	CloudgAIMD:    {R: 0xd5, G: 0x5e, B: 0x00, A: 0xff},
-	CloudgGoodput: {R: 0x00, G: 0x9e, B: 0x73, A: 0xff},
+	AWSStandard:      {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+	AWSAdaptive:      {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	Static:           {R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive
+	Failsafe:         {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
+	CloudgAIMD:       {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
+	CloudgGoodput:    {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	CloudgAWS:        {R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	CloudgAWSGoodput: {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
 }
 
-// WriteChart writes a PNG with three panels over the run's time, one line
-// per strategy: the requests sent per second, the requests the provider
-// rejected per second (both as 5-second moving averages), and the client's
-// rate limit where the strategy exposes one; the true capacity is the
-// dashed black line.
+var black = color.RGBA{A: 0xff}
+
+// WriteChart writes a PNG with four panels over the run's time, one line
+// per strategy, each axis fitted to its data:
+//
+//   - calls completed (solid) and lost (dashed), cumulative, beside the
+//     ideal (dashed black: every token the provider has, used at once);
+//   - requests sent per second (5-second moving average, log scale, so
+//     that a strategy that floods the provider does not flatten the
+//     others);
+//   - requests rejected, cumulative (log scale);
+//   - the client's rate limit where the strategy exposes one, beside the
+//     true capacity (dashed black).
 func WriteChart(w io.Writer, sc *Scenario, results []*Result) error {
 	n := 0
 	for _, r := range results {
 		n = max(n, len(r.Series))
 	}
 	truth := make(plotter.XYs, 0, n)
+	ideal := make(plotter.XYs, 0, n+1)
+	ideal = append(ideal, plotter.XY{X: 0, Y: 0})
 	for i := 0; i < n; i++ {
 		truth = append(truth, plotter.XY{X: float64(i), Y: sc.TrueRate(time.Duration(i) * time.Second)})
+		capacity := math.Min(float64(sc.Workload.Calls), sc.Capacity(time.Duration(i+1)*time.Second))
+		ideal = append(ideal, plotter.XY{X: float64(i + 1), Y: capacity})
 	}
 
-	sent := newPanel("requests sent per second (5 s average)", "requests/s")
-	rejected := newPanel("requests rejected (throttled) per second (5 s average)", "rejected/s")
-	limit := newPanel("client rate limit (adaptive rate; sum over actions)", "rps")
-	for _, p := range []*plot.Plot{sent, limit} {
-		if err := addLine(p, "true capacity", truth, color.RGBA{A: 0xff}, true); err != nil {
-			return err
-		}
+	calls := newPanel("calls completed (solid) and lost (dashed), cumulative; ideal dashed black", "calls")
+	sent := newPanel("requests sent per second (5 s average, log scale)", "requests/s")
+	rejected := newPanel("requests rejected (throttled), cumulative (log scale)", "rejected")
+	limit := newPanel("client rate limit (adaptive rate; sum over actions); true capacity dashed black", "rps")
+	for _, p := range []*plot.Plot{sent, rejected} {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	calls.Title.Text = "cloudg-sim " + sc.Name + " (seed " + strconv.FormatUint(sc.Seed, 10) + "): " + calls.Title.Text
+	calls.Legend.Top, calls.Legend.Left = false, false
+	calls.Legend.YOffs = vg.Points(24)
+	if err := addLine(calls, "ideal", ideal, black, true); err != nil {
+		return err
+	}
+	if err := addLine(limit, "", truth, black, true); err != nil {
+		return err
+	}
+	if err := addLine(sent, "", truth, black, true); err != nil {
+		return err
+	}
+
+	const floorSent, floorRejected = 0.1, 0.5 // where a zero sits on a log axis
+	topCalls, topSent, topRejected, topRate := float64(sc.Workload.Calls), 1.0, 1.0, 0.0
+	for _, xy := range truth {
+		topRate, topSent = max(topRate, xy.Y), max(topSent, xy.Y)
 	}
 	for _, r := range results {
 		c := strategyColors[r.Strategy]
-		var s, rj, lim plotter.XYs
-		for i := range r.Series {
-			var a, b float64
+		var done, lost, s, rj, lim plotter.XYs
+		var cd, cl, cr float64
+		done, lost = append(done, plotter.XY{}), append(lost, plotter.XY{})
+		for i, smp := range r.Series {
+			var a float64
 			k := 0
 			for j := max(0, i-4); j <= i; j++ {
 				a += float64(r.Series[j].Sent)
-				b += float64(r.Series[j].Throttled)
 				k++
 			}
 			x := float64(i)
-			s = append(s, plotter.XY{X: x, Y: a / float64(k)})
-			rj = append(rj, plotter.XY{X: x, Y: b / float64(k)})
-			if v := r.Series[i].Rate; !math.IsNaN(v) {
+			cd, cl, cr = cd+float64(smp.Done), cl+float64(smp.Lost), cr+float64(smp.Throttled)
+			done = append(done, plotter.XY{X: x + 1, Y: cd})
+			lost = append(lost, plotter.XY{X: x + 1, Y: cl})
+			avg := a / float64(k)
+			s = append(s, plotter.XY{X: x, Y: math.Max(avg, floorSent)})
+			rj = append(rj, plotter.XY{X: x + 1, Y: math.Max(cr, floorRejected)})
+			topSent, topRejected = max(topSent, avg), max(topRejected, cr)
+			if v := smp.Rate; !math.IsNaN(v) {
 				lim = append(lim, plotter.XY{X: x, Y: v})
+				topRate = max(topRate, v)
 			}
 		}
-		if err := addLine(sent, r.Strategy, s, c, false); err != nil {
+		if err := addLine(calls, r.Strategy, done, c, false); err != nil {
 			return err
 		}
-		if err := addLine(rejected, r.Strategy, rj, c, false); err != nil {
+		if err := addLine(calls, "", lost, c, true); err != nil {
+			return err
+		}
+		if err := addLine(sent, "", s, c, false); err != nil {
+			return err
+		}
+		if err := addLine(rejected, "", rj, c, false); err != nil {
 			return err
 		}
 		if len(lim) > 0 {
-			if err := addLine(limit, r.Strategy, lim, c, false); err != nil {
+			if err := addLine(limit, "", lim, c, false); err != nil {
 				return err
 			}
 		}
 	}
-	// The y axes stop at three times the highest true capacity (and the
-	// highest rate limit): a strategy that floods the provider runs off the
-	// top rather than flattening every other line.
-	top := 0.0
-	for _, xy := range truth {
-		top = max(top, xy.Y)
-	}
-	lim := top
-	for _, r := range results {
-		for _, s := range r.Series {
-			if !math.IsNaN(s.Rate) {
-				lim = max(lim, s.Rate)
-			}
-		}
-	}
-	sent.Y.Max, rejected.Y.Max, limit.Y.Max = 3*top, 3*top, 1.15*lim
-	for _, p := range []*plot.Plot{sent, rejected, limit} {
+	calls.Y.Max = 1.04 * topCalls
+	sent.Y.Min, sent.Y.Max = floorSent, 1.3*topSent
+	rejected.Y.Min, rejected.Y.Max = floorRejected, 1.3*topRejected
+	limit.Y.Max = 1.08 * topRate
+	for _, p := range []*plot.Plot{calls, sent, rejected, limit} {
 		p.X.Max = float64(n)
 	}
-	sent.Title.Text = "cloudg-sim " + sc.Name + ": " + sent.Title.Text
 
-	const width, height = 12 * vg.Inch, 13 * vg.Inch
+	const width, height = 12 * vg.Inch, 16 * vg.Inch
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
-	plots := [][]*plot.Plot{{sent}, {rejected}, {limit}}
-	tiles := draw.Tiles{Rows: 3, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10), PadY: vg.Points(12)}
+	plots := [][]*plot.Plot{{calls}, {sent}, {rejected}, {limit}}
+	tiles := draw.Tiles{Rows: 4, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10), PadY: vg.Points(12)}
 	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
@@ -154,6 +187,7 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// addLine draws xys on p, in the legend under name unless it is empty.
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.RGBA, dashed bool) error {
 	if len(xys) == 0 {
 		return nil
@@ -163,11 +197,13 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.RGBA, dashed bo
 		return err
 	}
 	l.Color = c
-	l.Width = vg.Points(1.5)
+	l.Width = vg.Points(1.6)
 	if dashed {
 		l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 	}
 	p.Add(l)
-	p.Legend.Add(name, l)
+	if name != "" {
+		p.Legend.Add(name, l)
+	}
 	return nil
 }

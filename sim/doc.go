@@ -12,13 +12,15 @@
 // The strategies (StrategyNames) are the clients compared: the AWS SDK's
 // standard and adaptive retryers, run through the SDK's own retry
 // middleware; an x/time/rate limiter with a hand-written retry loop;
-// failsafe-go's retry policy, circuit breaker and rate limiter; and this
+// failsafe-go's retry policy, circuit breaker and rate limiter; this
 // repository's governor (resilience.Do) with its AIMD controller
-// (CloudgAIMD) and its goodput controller (CloudgGoodput).
+// (CloudgAIMD) and its goodput controller (CloudgGoodput); and what a user
+// of the AWS SDK installs, cloudgaws.Install at its defaults under the
+// SDK's retry middleware (CloudgAWS, CloudgAWSGoodput).
 //
 // A Scenario describes one run: the workload (workers, calls, actions), the
-// provider, the settings of the clients that are not the governor, and the
-// governor's ratelimit configuration. Builtin returns a built-in scenario by
+// provider, the settings of the clients that are not the governor, the
+// governor's ratelimit configuration and cloudgaws's aws section. Builtin returns a built-in scenario by
 // name (BuiltinNames lists them); Parse and LoadFile read one from YAML,
 // starting from a built-in one, with errors (*Error) naming the key path.
 //
@@ -26,13 +28,20 @@
 // Result: makespan, goodput (successful calls over what the provider could
 // have served), requests rejected, calls lost, latency quantiles, and a
 // sample per second of the run. WriteTable, WriteRates and WriteChart report
-// results side by side.
+// results side by side; a Sweep holds the runs of several seeds, and
+// WriteSweep and WriteCSV report each figure's spread over them and the
+// seeds on which a strategy beat a baseline.
 //
 // Everything in a run (the provider, the workers, the strategies and the
 // governor) reads and sleeps on one Clock. Inside a testing/synctest bubble,
 // SystemClock is the bubble's virtual time: a run is reproducible and costs
-// only its CPU time. The command cloudg-sim (sim/cmd/cloudg-sim) runs every
-// strategy at once on a ScaledClock, in real time made faster, and prints the
-// table and a PNG chart. The AWS SDK reads the time through package variables
-// of its own: UseSDKClock points them at the run's clock.
+// only its CPU time, and its figures do not depend on the scheduler (the
+// AWS SDK's sleeps end on a 10 microsecond grid, a nanosecond apart per
+// call; runs that wait for a breaker's verdict are the exception, since
+// the waiters wake at one instant). The command cloudg-sim
+// (sim/cmd/cloudg-sim) runs every strategy at once on a ScaledClock, in
+// real time made faster, and prints the table, or over several seeds the
+// sweep, and a PNG chart when asked. The AWS SDK reads the time through
+// package variables of its own: UseSDKClock points them at the run's
+// clock.
 package sim

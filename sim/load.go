@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -29,7 +30,8 @@ func LoadFile(path string) (*Scenario, error) {
 // Parse reads a scenario from YAML. The scenario starts as the built-in one
 // named by the key base (default "default") and the file's keys replace its
 // settings; the ratelimit section is the governor's configuration, read by
-// resilience.ParseConfig. The data must be one YAML document holding a
+// resilience.ParseConfig, and the aws section cloudgaws's, read by
+// cloudgaws.ParseConfig. The data must be one YAML document holding a
 // mapping. Unknown keys, duplicate keys and bad values are errors (*Error,
 // the ratelimit section's included) naming the key path, such as
 // "provider.changes[0].at_seconds: must be a number of seconds or a
@@ -39,7 +41,7 @@ func LoadFile(path string) (*Scenario, error) {
 //	base: default
 //	seed: 1
 //	time_limit_seconds: 3600
-//	strategies: [aws-standard, cloudg-aimd, cloudg-goodput]
+//	strategies: [aws-standard, cloudg-aimd, cloudg-goodput, cloudg-aws]
 //	workload:
 //	  workers: 64
 //	  calls: 2400
@@ -64,7 +66,10 @@ func LoadFile(path string) (*Scenario, error) {
 //	  breaker_threshold: 5
 //	  breaker_delay_seconds: 60
 //	ratelimit:              # the governor (cloudg strategies)
-//	  aws: {max_rps: 20}
+//	  aws: {max_rps: 20, breaker_wait: true}
+//	aws:                    # cloudgaws (cloudg-aws strategies)
+//	  retry_mode: standard
+//	  max_retries: 10
 func Parse(data []byte) (*Scenario, error) {
 	root, err := yamlconf.Document(data, "(document)")
 	if err != nil {
@@ -113,6 +118,16 @@ func Parse(data []byte) (*Scenario, error) {
 				"breaker_threshold":     p.int(&c.BreakerThreshold),
 				"breaker_delay_seconds": p.seconds(&c.BreakerDelay),
 			})
+		},
+		"aws": func(*yaml.Node, string) error {
+			// cloudgaws.ParseConfig reads the aws key of the whole document;
+			// its errors name aws.<key>.
+			cfg, err := cloudgaws.ParseConfig(data)
+			if err != nil {
+				return err
+			}
+			sc.SDK = cfg
+			return nil
 		},
 		"ratelimit": func(*yaml.Node, string) error {
 			// resilience.ParseConfig reads the ratelimit key of the whole

@@ -45,6 +45,21 @@ func TestParseDefaultsAndBase(t *testing.T) {
 	if _, err := Parse([]byte("time_limit_seconds: 10m\n")); err != nil {
 		t.Fatalf("a duration string: %v", err)
 	}
+	// The aws section is cloudgaws's, read by cloudgaws.ParseConfig; a
+	// ratelimit section replaces the base's governor configuration.
+	sc, err = Parse([]byte("base: outage\naws: {retry_mode: adaptive, max_retries: 3}\nratelimit: {aws: {max_rps: 10}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.SDK.RetryMode != "adaptive" || sc.SDK.MaxRetries == nil || *sc.SDK.MaxRetries != 3 || sc.Governor.AWS.MaxRPS != 10 || sc.Governor.AWS.BreakerWait {
+		t.Fatalf("sdk %+v, governor %+v", sc.SDK, sc.Governor.AWS)
+	}
+	if !strings.Contains(sc.Summary(), "cloudgaws in the SDK's adaptive retry mode") {
+		t.Fatalf("summary %q", sc.Summary())
+	}
+	if sc, _ := Builtin(ScenarioOutage); !sc.Governor.AWS.BreakerWait || !strings.Contains(sc.Summary(), "breaker_wait") {
+		t.Fatal("the outage scenario's governor does not wait for its breakers' verdicts")
+	}
 }
 
 func TestParseErrorsNameTheKey(t *testing.T) {
@@ -75,6 +90,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"ratelimit: {aws: {max_rps: 0}}", "ratelimit.aws.max_rps"},
 		{"ratelimit: {aws: {controller: cubic}}", "ratelimit.aws.controller"},
 		{"ratelimit: {aws: {services: {ec2: {brust: 3}}}}", "ratelimit.aws.services.ec2.brust: unknown key"},
+		{"aws: {retry_mode: legacy}", `aws.retry_mode: unknown retry mode "legacy"`},
 	} {
 		_, err := Parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

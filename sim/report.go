@@ -12,17 +12,10 @@ import (
 )
 
 // WriteTable writes the figures of every strategy side by side, with the
-// design note's model beside them where the scenario has its figures.
+// discrete-event model's beside them where the scenario has its figures.
 func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
-	ideal := sc.IdealMakespan()
-	if sc.Description != "" {
-		fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
-	} else {
-		fmt.Fprintf(w, "scenario %s:\n", sc.Name)
-	}
-	fmt.Fprintf(w, "  %s\n", sc.Summary())
-	fmt.Fprintf(w, "ideal makespan %s (work %d calls, true capacity %.1f rps at t=0 plus bursts)\n\n",
-		secs(ideal), sc.Workload.Calls, sc.TrueRate(0))
+	ideal := writeHeader(w, sc)
+	fmt.Fprintf(w, "seed %d\n\n", sc.Seed)
 	hasModel := len(sc.Model) > 0
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "strategy\tmakespan\tideal/makespan\tgoodput\trequests\trejected\trejected %\t5xx\tlost\tp50\tp99\t"
@@ -69,9 +62,24 @@ func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
 		fmt.Fprintln(w, "*: calls were lost, so the makespan is not the time to do the work")
 	}
 	if hasModel {
-		fmt.Fprintln(w, "model: the discrete-event model of shared/design/adaptive-controller.md (its CUBIC row is aws-adaptive's; makespans given by the model are shown against this scenario's ideal)")
+		fmt.Fprintln(w, "model: what a discrete-event model of the setup predicted (sim/README.md; its CUBIC row is aws-adaptive's; makespans given by the model are shown against this scenario's ideal)")
 	}
 	return nil
+}
+
+// writeHeader writes what a scenario is and its ideal makespan, which it
+// returns.
+func writeHeader(w io.Writer, sc *Scenario) time.Duration {
+	ideal := sc.IdealMakespan()
+	if sc.Description != "" {
+		fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
+	} else {
+		fmt.Fprintf(w, "scenario %s:\n", sc.Name)
+	}
+	fmt.Fprintf(w, "  %s\n", sc.Summary())
+	fmt.Fprintf(w, "ideal makespan %s (work %d calls, true capacity %.1f rps at t=0 plus bursts)\n",
+		secs(ideal), sc.Workload.Calls, sc.TrueRate(0))
+	return ideal
 }
 
 // Summary describes the scenario's settings in one line.
@@ -103,6 +111,12 @@ func (s *Scenario) Summary() string {
 	}
 	fmt.Fprintf(&b, "; latency %s median, %s p99; clients configured at %g rps, burst %g per action",
 		secs(p.LatencyMedian), secs(p.LatencyP99), s.Client.Rate, s.Client.Burst)
+	if s.Governor.AWS.BreakerWait {
+		b.WriteString("; the governor's calls wait for their breakers' verdicts (breaker_wait)")
+	}
+	if m := s.SDK.RetryMode; m != "" {
+		fmt.Fprintf(&b, "; cloudgaws in the SDK's %s retry mode", m)
+	}
 	return b.String()
 }
 

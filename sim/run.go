@@ -38,6 +38,8 @@ type Sample struct {
 	OK        int     // of which succeeded
 	Throttled int     // of which were rejected
 	Failed    int     // of which failed with a 5xx
+	Done      int     // calls that ended in the second with a success
+	Lost      int     // calls that ended in the second with an error
 	Rate      float64 // the client's rate limit at the start of the second, summed over the actions; NaN when the strategy has none it exposes
 }
 
@@ -49,8 +51,7 @@ func (r *Result) RejectedShare() float64 {
 	return float64(r.Throttled) / float64(r.Attempts)
 }
 
-// Efficiency is the ideal makespan over the makespan (the design note's
-// measure).
+// Efficiency is the ideal makespan over the makespan.
 func (r *Result) Efficiency() float64 {
 	if r.Makespan <= 0 {
 		return 0
@@ -94,6 +95,17 @@ func (r *recorder) attempt(t time.Duration, o Outcome) {
 		s.Throttled++
 	case Failed:
 		s.Failed++
+	}
+	r.mu.Unlock()
+}
+
+// call records a logical call that ended at t.
+func (r *recorder) call(t time.Duration, ok bool) {
+	r.mu.Lock()
+	if s := r.bin(t); ok {
+		s.Done++
+	} else {
+		s.Lost++
 	}
 	r.mu.Unlock()
 }
@@ -169,7 +181,9 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 				started[i] = true
 				t0 := clock.Now()
 				attempt := 0
-				err := strat.Call(ctx, action, func(ctx context.Context) error {
+				// The call's index rides in its context for the SDK's sleeps
+				// (sdkWake).
+				err := strat.Call(context.WithValue(ctx, callKey{}, i), action, func(ctx context.Context) error {
 					a := attempt
 					attempt++
 					return prov.Request(ctx, action, i, a)
@@ -177,6 +191,9 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 				end := clock.Now()
 				lat[i] = end.Sub(t0)
 				ok[i] = err == nil && ctx.Err() == nil
+				if ctx.Err() == nil {
+					rec.call(end.Sub(start), ok[i])
+				}
 				for {
 					l := last.Load()
 					e := int64(end.Sub(start))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -24,17 +25,24 @@ type Scenario struct {
 	Workload Workload
 	Provider ProviderSpec
 	Client   ClientSpec
-	// Governor is the ratelimit configuration of the two cloudg strategies
+	// Governor is the ratelimit configuration of the cloudg strategies
 	// (their controller is set per strategy).
 	Governor resilience.Config
+	// SDK is the aws section that cloudgaws reads (retry_mode,
+	// max_retries), for the strategies that install it; the zero value is
+	// cloudgaws's defaults.
+	SDK cloudgaws.Config
 	// Strategies to run, in table order; empty means every strategy.
 	Strategies []string
-	// Model holds the figures of the design note's discrete-event model for
-	// this scenario, by strategy, to print beside the measured ones.
+	// Model holds the figures a discrete-event model of the scenario
+	// predicted (sim/README.md, "The model's figures beside ours"), by
+	// strategy, to print beside the measured ones.
 	Model map[string]ModelFigures
+
+	observer resilience.Observer // the cloudg strategies' governors report to it; tests set it
 }
 
-// ModelFigures are what the design note's model predicted for a strategy.
+// ModelFigures are what the discrete-event model predicted for a strategy.
 type ModelFigures struct {
 	Efficiency float64       // ideal makespan / makespan; 0: not given
 	Rejected   float64       // share of requests rejected, 0..1; <0: not given

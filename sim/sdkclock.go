@@ -57,6 +57,32 @@ func (s *seededReader) Read(p []byte) (int, error) {
 // few nanotokens.
 const minSDKSleep = time.Microsecond
 
+// callKey is the context key of a logical call's index in the workload.
+type callKey struct{}
+
+// sdkGrid is the grid the SDK's sleeps end on in a simulation.
+const sdkGrid = 10 * time.Microsecond
+
+// sdkWake returns how long a sleep of d started at now lasts: d, rounded
+// up to the next point of a 10 microsecond grid, plus a few nanoseconds
+// that differ from call to call. The SDK's adaptive mode computes when its
+// client-side bucket will next have a token, and the callers waiting for
+// it compute the same instant up to rounding; waking them on the grid, a
+// nanosecond apart in the order of their calls, makes a run in virtual
+// time independent of the scheduler.
+func sdkWake(ctx context.Context, now time.Time, d time.Duration) time.Duration {
+	i, ok := ctx.Value(callKey{}).(int)
+	if !ok {
+		return d
+	}
+	end := now.Add(d)
+	grid := end.Truncate(sdkGrid)
+	if grid.Before(end) {
+		grid = grid.Add(sdkGrid)
+	}
+	return grid.Sub(now) + time.Duration(i%10_000)*time.Nanosecond
+}
+
 // UseSDKClock makes the AWS SDK read the time from c and sleep on it (at
 // least a microsecond), and draw its jitter from a stream seeded with seed,
 // for the whole process, until restore is called.
@@ -71,7 +97,7 @@ func UseSDKClock(c Clock, seed uint64) (restore func()) {
 	sdkRandReader = &seededReader{r: rand.NewPCG(seed, 0x5eed)}
 	sdkNowTime = c.Now
 	sdkSleepWithContext = func(ctx context.Context, d time.Duration) error {
-		return c.Sleep(ctx, max(d, minSDKSleep))
+		return c.Sleep(ctx, sdkWake(ctx, c.Now(), max(d, minSDKSleep)))
 	}
 	return func() {
 		sdkClockMu.Lock()

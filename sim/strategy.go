@@ -31,10 +31,14 @@ const (
 	Failsafe      = "failsafe"       // failsafe-go retry + circuit breaker + rate limiter
 	CloudgAIMD    = "cloudg-aimd"    // this governor, default settings (AIMD)
 	CloudgGoodput = "cloudg-goodput" // this governor with controller: goodput
+	// What a user of the AWS SDK installs: cloudgaws.Install at its
+	// defaults, the SDK's retry middleware running the calls.
+	CloudgAWS        = "cloudg-aws"         // cloudgaws.Install, the governor's defaults (AIMD)
+	CloudgAWSGoodput = "cloudg-aws-goodput" // cloudgaws.Install with controller: goodput
 )
 
 // StrategyNames lists every strategy, in table order.
-var StrategyNames = []string{AWSStandard, AWSAdaptive, Static, Failsafe, CloudgAIMD, CloudgGoodput}
+var StrategyNames = []string{AWSStandard, AWSAdaptive, Static, Failsafe, CloudgAIMD, CloudgGoodput, CloudgAWS, CloudgAWSGoodput}
 
 func knownStrategy(name string) bool { return slices.Contains(StrategyNames, name) }
 
@@ -70,6 +74,10 @@ func newStrategy(name string, sc *Scenario, clock Clock) (strategy, error) {
 		return newGovernorStrategy(sc, clock, controllerAIMD)
 	case CloudgGoodput:
 		return newGovernorStrategy(sc, clock, controllerGoodput)
+	case CloudgAWS:
+		return newInstalledStrategy(sc, clock, controllerAIMD)
+	case CloudgAWSGoodput:
+		return newInstalledStrategy(sc, clock, controllerGoodput)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
@@ -230,7 +238,8 @@ func (s *failsafeStrategy) Rate() float64 { return s.sum }
 func (s *failsafeStrategy) Close()        {}
 
 // governorStrategy is this project's governor: every call goes through
-// resilience.Do with a governor on the simulation's clock.
+// resilience.Do with a governor on the simulation's clock. Its governor
+// reports to observer, when set (the tests use it).
 type governorStrategy struct {
 	g      *resilience.Governor
 	scopes []resilience.Scope
@@ -239,9 +248,11 @@ type governorStrategy struct {
 func newGovernorStrategy(sc *Scenario, clock Clock, controller string) (*governorStrategy, error) {
 	cfg := sc.Governor
 	cfg.AWS.Controller = controller
-	g, err := resilience.NewGovernor(cfg,
-		resilience.WithClock(clock),
-		resilience.WithRandom(rand.NewPCG(sc.Seed, 5)))
+	opts := []resilience.Option{resilience.WithClock(clock), resilience.WithRandom(rand.NewPCG(sc.Seed, 5))}
+	if sc.observer != nil {
+		opts = append(opts, resilience.WithObserver(sc.observer))
+	}
+	g, err := resilience.NewGovernor(cfg, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ type BreakerState int32
 // The positions of a breaker.
 const (
 	Closed   BreakerState = iota // calls flow
-	HalfOpen                     // one probe call is out; the others are rejected
+	HalfOpen                     // one probe call is out; the others are rejected (or wait for its verdict)
 	Open                         // calls are rejected until the cooldown ends
 )
 

@@ -53,14 +53,15 @@ var fastEC2 = resilience.Config{AWS: resilience.ProviderConfig{Services: map[str
 	"ec2": {MaxRPS: 1000, Burst: 1000},
 }}}
 
-// The default retry mode, adaptive, with max_retries 3: a permanently
-// throttled operation is sent exactly four times over the wire.
+// The adaptive retry mode (aws.retry_mode: adaptive) with max_retries 3:
+// a permanently throttled operation is sent exactly four times over the
+// wire.
 func TestAdaptiveModeOverTCP(t *testing.T) {
 	f := newFake(t)
 	f.always("DescribeVpcs", ec2Throttle)
-	cfg, g := tcpGoverned(t, f, fastEC2, cloudgaws.WithMaxRetries(3))
+	cfg, g := tcpGoverned(t, f, fastEC2, cloudgaws.WithMaxRetries(3), cloudgaws.WithRetryMode(aws.RetryModeAdaptive))
 	if cfg.RetryMode != aws.RetryModeAdaptive {
-		t.Fatalf("retry mode %q, want the default adaptive", cfg.RetryMode)
+		t.Fatalf("retry mode %q, want adaptive", cfg.RetryMode)
 	}
 	ctx, stats := resilience.WithStats(context.Background())
 	err := describeVpcs(ctx, ec2.NewFromConfig(cfg))

@@ -16,13 +16,43 @@ import (
 // Breaker is safe for concurrent use. The zero value is not usable; call
 // New or Init.
 type Breaker struct {
-	state    atomic.Int32 // a state.BreakerState; read without the lock on the hot path
-	failures atomic.Int32 // consecutive failures while closed
+	// sf is the state.BreakerState and the consecutive failures while
+	// closed, in one word (state<<stateShift | failures) that the hot path
+	// reads without the lock; it is written under mu.
+	sf        atomic.Int32
+	doublings int32 // failed probes since the breaker last closed; the cooldown is doubled this many times, up to MaxCooldown
 
-	mu       sync.Mutex
-	spec     *state.BreakerSpec // shared by every breaker of the same spec
-	cooldown time.Duration      // current cooldown
-	until    time.Duration      // Open: end of the cooldown; HalfOpen: end of the probe's lease
+	mu    sync.Mutex
+	spec  *state.BreakerSpec // shared by every breaker of the same spec
+	until time.Duration      // Open: end of the cooldown; HalfOpen: end of the probe's lease
+	wake  chan struct{}      // closed at the next verdict; made by the first caller to wait for one
+}
+
+// stateShift places the state above the failures in sf: thresholds are
+// far below 1<<28.
+const stateShift = 28
+
+func (b *Breaker) load() (state.BreakerState, int) {
+	v := b.sf.Load()
+	return state.BreakerState(v >> stateShift), int(v & (1<<stateShift - 1))
+}
+
+// set writes the state and the failures. mu must be held.
+func (b *Breaker) set(st state.BreakerState, failures int) {
+	b.sf.Store(int32(st)<<stateShift | int32(min(failures, 1<<stateShift-1)))
+}
+
+// cooldown is the current cooldown: the spec's, doubled once per failed
+// probe since the breaker last closed, up to MaxCooldown. mu must be held.
+func (b *Breaker) cooldown() time.Duration {
+	c := b.spec.Cooldown
+	for range b.doublings {
+		if c >= b.spec.MaxCooldown {
+			break
+		}
+		c *= 2
+	}
+	return min(c, b.spec.MaxCooldown)
 }
 
 // New returns a closed breaker.
@@ -41,7 +71,7 @@ func (b *Breaker) Init(s state.BreakerSpec) {
 	if s.MaxCooldown < s.Cooldown {
 		s.MaxCooldown = s.Cooldown
 	}
-	b.spec, b.cooldown = specOf(s), s.Cooldown
+	b.spec = specOf(s)
 }
 
 // specs holds one copy of each spec seen, so that a million breakers do
@@ -62,25 +92,25 @@ func specOf(s state.BreakerSpec) *state.BreakerSpec {
 // probe (probe is true), with a lease of one cooldown; if the probe never
 // reports back, the next caller after the lease becomes the probe.
 func (b *Breaker) Allow(now time.Duration) (wait time.Duration, ok, probe bool) {
-	if state.BreakerState(b.state.Load()) == state.Closed {
+	if st, _ := b.load(); st == state.Closed {
 		return 0, true, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch state.BreakerState(b.state.Load()) {
+	switch st, _ := b.load(); st {
 	case state.Closed:
 		return 0, true, false
 	case state.Open:
 		if now < b.until {
 			return b.until - now, false, false
 		}
-		b.state.Store(int32(state.HalfOpen))
+		b.set(state.HalfOpen, 0)
 	default: // HalfOpen
 		if now < b.until {
 			return b.until - now, false, false
 		}
 	}
-	b.until = now + b.cooldown // the probe's lease
+	b.until = now + b.cooldown() // the probe's lease
 	return 0, true, true
 }
 
@@ -89,7 +119,7 @@ func (b *Breaker) Allow(now time.Duration) (wait time.Duration, ok, probe bool) 
 func (b *Breaker) AllowProbe(now time.Duration) (wait time.Duration, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if state.BreakerState(b.state.Load()) == state.Open {
+	if st, _ := b.load(); st == state.Open {
 		return max(0, b.until-now), false
 	}
 	return 0, true
@@ -99,16 +129,20 @@ func (b *Breaker) AllowProbe(now time.Duration) (wait time.Duration, ok bool) {
 // resets, and a half-open breaker closes with its base cooldown restored.
 // It reports whether it closed the breaker.
 func (b *Breaker) Success() (closed bool) {
-	if state.BreakerState(b.state.Load()) == state.Closed && b.failures.Load() == 0 {
+	if b.sf.Load() == 0 { // closed, no failures
 		return false
 	}
 	b.mu.Lock()
-	b.failures.Store(0)
-	if state.BreakerState(b.state.Load()) == state.HalfOpen {
-		b.state.Store(int32(state.Closed))
-		b.cooldown = b.spec.Cooldown
+	st, _ := b.load()
+	switch st {
+	case state.HalfOpen:
+		b.set(state.Closed, 0)
+		b.doublings = 0
 		closed = true
+	default:
+		b.set(st, 0)
 	}
+	b.verdict()
 	b.mu.Unlock()
 	return closed
 }
@@ -120,27 +154,53 @@ func (b *Breaker) Success() (closed bool) {
 func (b *Breaker) Failure(now time.Duration) (opened bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch state.BreakerState(b.state.Load()) {
+	switch st, failures := b.load(); st {
 	case state.Closed:
-		if int(b.failures.Add(1)) < b.spec.Threshold {
+		if failures+1 < b.spec.Threshold {
+			b.set(state.Closed, failures+1)
 			return false
 		}
 	case state.HalfOpen:
-		b.cooldown = min(2*b.cooldown, b.spec.MaxCooldown)
+		if b.cooldown() < b.spec.MaxCooldown {
+			b.doublings++
+		}
 	default: // already open: a late report changes nothing
 		return false
 	}
-	b.failures.Store(0)
-	b.state.Store(int32(state.Open))
-	b.until = now + b.cooldown
+	b.set(state.Open, 0)
+	b.until = now + b.cooldown()
+	b.verdict()
 	return true
+}
+
+// Verdict returns a channel closed at the breaker's next verdict on its
+// scope: a success that resets its failures or closes it, or a failure
+// that opens it. A caller waiting for the scope to work again waits on it
+// (with a timer for the end of a cooldown or of a probe's lease, which
+// need no verdict).
+func (b *Breaker) Verdict() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wake == nil {
+		b.wake = make(chan struct{})
+	}
+	return b.wake
+}
+
+// verdict wakes the callers waiting for one. mu must be held.
+func (b *Breaker) verdict() {
+	if b.wake != nil {
+		close(b.wake)
+		b.wake = nil
+	}
 }
 
 // Snapshot returns the breaker's state at now.
 func (b *Breaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := state.BreakerSnapshot{State: state.BreakerState(b.state.Load()), Failures: int(b.failures.Load()), Cooldown: b.cooldown}
+	st, failures := b.load()
+	s := state.BreakerSnapshot{State: st, Failures: failures, Cooldown: b.cooldown()}
 	if s.State != state.Closed && b.until > now {
 		s.Wait = b.until - now
 	}
@@ -148,8 +208,6 @@ func (b *Breaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 }
 
 // Pristine reports whether the breaker is indistinguishable from a new one.
-func (b *Breaker) Pristine() bool {
-	return state.BreakerState(b.state.Load()) == state.Closed && b.failures.Load() == 0
-}
+func (b *Breaker) Pristine() bool { return b.sf.Load() == 0 }
 
 var _ state.Breaker = (*Breaker)(nil)

@@ -185,3 +185,44 @@ func TestProbeIsToldAndMayRetry(t *testing.T) {
 		t.Fatal("a closed breaker's caller is not a probe")
 	}
 }
+
+// Verdict's channel is closed at the breaker's next verdict on its scope:
+// the failure that opens it, the success that closes it or resets its
+// failures; a failure below the threshold is no verdict.
+func TestVerdictIsClosedByTheNextVerdict(t *testing.T) {
+	b := New(state.BreakerSpec{Threshold: 2, Cooldown: time.Second})
+	closedNow := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ch := b.Verdict()
+	b.Failure(0)
+	if closedNow(ch) {
+		t.Fatal("a failure below the threshold is a verdict")
+	}
+	b.Success() // resets the failure
+	if !closedNow(ch) {
+		t.Fatal("a success that reset the failures is no verdict")
+	}
+	ch = b.Verdict()
+	b.Failure(0)
+	b.Failure(0) // opens
+	if !closedNow(ch) {
+		t.Fatal("opening is no verdict")
+	}
+	ch = b.Verdict()
+	if _, ok, probe := b.Allow(time.Second); !ok || !probe {
+		t.Fatal("no probe after the cooldown")
+	}
+	if closedNow(ch) {
+		t.Fatal("letting the probe through is a verdict")
+	}
+	b.Success()
+	if !closedNow(ch) {
+		t.Fatal("the probe's success is no verdict")
+	}
+}

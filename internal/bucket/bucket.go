@@ -1,5 +1,7 @@
 // Package bucket implements the governor's token buckets: reservation-based,
-// FIFO, with an optional adaptive rate (AIMD) and pauses for Retry-After.
+// FIFO, with an optional adaptive rate (AIMD, or the measured-goodput
+// controller of goodput.go) and pauses for Retry-After. A queue of
+// reservations follows the bucket's rate and pauses (queue.go).
 //
 // Times are durations since an origin of the caller's clock; the bucket
 // never reads a clock itself, so it runs in virtual time, scaled time or
@@ -30,23 +32,6 @@ const (
 	IncreaseStep = 0.05
 	// MinIncrease is the smallest increase in tokens per second.
 	MinIncrease = 0.01
-
-	// The opt-in "measured goodput" controller: on a congestion event the
-	// rate drops to GoodputShare of what the provider served (successes per
-	// second over the last GoodputWindow, or since the previous decrease),
-	// never above GoodputCap of the current rate; it then climbs by
-	// GoodputStep of the ceiling per IncreaseInterval. The design note's
-	// model climbs by 2%; 1.5% keeps the simulator's default scenario at or
-	// under 3% rejected on every one of 30 seeds (2% reaches 3.26%), with a
-	// mean goodput of 98% (sim/README.md).
-	GoodputShare  = 0.95
-	GoodputCap    = 0.9
-	GoodputStep   = 0.015
-	GoodputWindow = 5 // seconds
-
-	// goodputSlot is the resolution of the success counts.
-	goodputSlot  = 100 * time.Millisecond
-	goodputSlots = GoodputWindow*int(time.Second/goodputSlot) + 1
 )
 
 // GoodputSlot is the resolution of the goodput controller's success
@@ -66,34 +51,46 @@ const never = time.Duration(math.MinInt64 / 4)
 //
 // The balance lives in one atomic word, t0: the time at which the balance
 // is zero, so that the balance at time t is (t - t0) / interval, capped at
-// the capacity. Taking a token moves t0 one interval later with a
-// compare-and-swap, so the call path takes no lock; a negative balance
-// (t0 in the future) is the queue of callers waiting, in arrival order.
-// Rate changes, pauses and the AIMD state take the mutex and rewrite t0 in
-// the new units. A reservation racing a rate change may be counted in the
-// old units: an error of at most one token, at the instant of the change.
+// the capacity. Taking a token moves t0 one interval
+// later with a compare-and-swap, so the call path takes no lock; a
+// negative balance (t0 in the future) is the queue of callers waiting, in
+// arrival order. Rate changes, pauses and the AIMD state take the mutex
+// and start a new epoch (queue.go), whose rate and pause are fixed: a
+// reservation is made in the units of one epoch, and the callers already
+// queued follow theirs into the next.
 type Bucket struct {
-	t0     atomicDuration         // the time at which the balance is zero
-	paused atomicDuration         // no token is usable before this time
-	p      atomic.Pointer[params] // the current rate
+	t0    atomicDuration        // the time at which the balance is zero; frozen during a change
+	ep    atomic.Pointer[epoch] // the current rate and pause
+	first epoch                 // the first epoch, in place: a new bucket is no allocation of its own
 
-	mu           sync.Mutex
-	cfg          *config // shared by every bucket of the same spec
+	mu  sync.Mutex
+	cfg *config  // shared by every bucket of the same spec
+	l   *learned // made at the first throttle or wait; mu guards it
+
+	goodput *served // the measured-goodput controller's counts; nil for AIMD
+
+	// slowed is the current epoch's: rate < ceiling. A copy of its own,
+	// away from the balance that every reservation writes, lets Success
+	// skip the lock without reading that cache line.
+	slowed atomic.Bool
+}
+
+// learned is what a bucket keeps once it was throttled or waited on: a
+// bucket that never was (most of a large estate's) holds a nil pointer
+// instead. The bucket's mu guards it.
+type learned struct {
 	lastDecrease time.Duration
 	lastThrottle time.Duration
 	lastIncrease time.Duration
-
-	goodput *servedWindow // the measured-goodput controller's counts; nil for AIMD
-
-	slowed atomic.Bool // rate < ceiling: lets Success skip the lock
+	wake         chan struct{} // closed at the next change; made by the first caller to wait
 }
 
-// servedWindow counts successes in slots of 100 ms for the last
-// GoodputWindow seconds (a ring indexed by slot).
-type servedWindow struct {
-	created  time.Duration
-	served   [goodputSlots]int64
-	servedAt [goodputSlots]int64 // the slot each entry counts
+// learn returns b's learned state, making it. mu must be held.
+func (b *Bucket) learn() *learned {
+	if b.l == nil {
+		b.l = &learned{lastDecrease: never, lastThrottle: never, lastIncrease: never}
+	}
+	return b.l
 }
 
 // params is a rate, immutable once published.
@@ -158,18 +155,18 @@ func New(s state.BucketSpec, now time.Duration) *Bucket {
 }
 
 // Init makes b, a zero Bucket (one embedded in a larger allocation, say),
-// a full bucket at its ceiling. It must not be called on a bucket in use.
+// a full bucket at its ceiling. It must not be called on a bucket in use,
+// and b must not be copied afterwards.
 func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 	cfg := configOf(s)
-	b.cfg = cfg
-	b.lastDecrease, b.lastThrottle, b.lastIncrease = never, never, never
+	b.cfg, b.l = cfg, nil
 	if s.Goodput {
-		b.goodput = &servedWindow{created: now}
+		b.goodput = newServed(now)
 	}
 	p := cfg.initial
-	b.p.Store(p)
+	b.first = epoch{p: p, paused: never}
+	b.ep.Store(&b.first)
 	b.t0.Store(now - p.capNS)
-	b.paused.Store(never)
 }
 
 // Reserve takes one token and returns how long the caller must wait before
@@ -177,25 +174,34 @@ func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 // goes negative and each later caller waits longer.
 func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
 	for {
-		p := b.p.Load()
-		pu := b.paused.Load()
-		t := b.t0.Load()
-		nt := max(t, max(now, pu)-p.capNS) + p.interval
+		t := b.t0.Load() // before the epoch: see epoch
+		if t == frozen {
+			b.currentSlow() // a change is being published
+			continue
+		}
+		e := b.ep.Load()
+		nt, at := e.take(t, now)
 		if b.t0.CompareAndSwap(t, nt) {
-			return max(0, nt-now, pu-now)
+			return max(0, at-now)
 		}
 	}
+}
+
+// take returns the balance time after one token is taken from e at now,
+// from t, and the time the token may be used.
+func (e *epoch) take(t, now time.Duration) (nt, at time.Duration) {
+	nt = max(t, max(now, e.paused)-e.p.capNS) + e.p.interval
+	return nt, max(nt, e.paused)
 }
 
 // TryReserve takes one token only if it can be used at once.
 func (b *Bucket) TryReserve(now time.Duration) bool {
 	for {
-		p := b.p.Load()
-		if b.paused.Load() > now {
+		e, t := b.current()
+		if e.paused > now {
 			return false
 		}
-		t := b.t0.Load()
-		nt := max(t, now-p.capNS) + p.interval
+		nt := max(t, now-e.p.capNS) + e.p.interval
 		if nt > now {
 			return false
 		}
@@ -208,9 +214,8 @@ func (b *Bucket) TryReserve(now time.Duration) bool {
 // Cancel gives back a token reserved by a caller that will not use it.
 func (b *Bucket) Cancel(now time.Duration) {
 	for {
-		p := b.p.Load()
-		t := b.t0.Load()
-		nt := max(t-p.interval, max(now, b.paused.Load())-p.capNS)
+		e, t := b.current()
+		nt := max(t-e.p.interval, max(now, e.paused)-e.p.capNS)
 		if nt == t || b.t0.CompareAndSwap(t, nt) {
 			return
 		}
@@ -225,14 +230,14 @@ func (b *Bucket) Cancel(now time.Duration) {
 func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.lastThrottle = now
-	rate = b.p.Load().rate
-	if b.cfg.adaptive && now-b.lastDecrease >= DecreaseInterval {
-		prev := b.lastDecrease
-		b.lastDecrease = now
+	l := b.learn()
+	l.lastThrottle = now
+	rate = b.ep.Load().p.rate
+	if b.cfg.adaptive && now-l.lastDecrease >= DecreaseInterval {
+		l.lastDecrease = now
 		r := rate * DecreaseFactor
 		if b.goodput != nil {
-			r = b.goodput.rate(now, rate, prev)
+			r = b.goodput.rate(now, rate)
 		}
 		if r = math.Max(b.cfg.floor, r); r < rate {
 			rate, decreased = r, true
@@ -253,26 +258,21 @@ func (b *Bucket) Pause(now, pause time.Duration) {
 // pause holds every caller until now+pause: no token is usable before it
 // ends, and the pause leaves no stored burst behind, so that callers
 // waiting it out leave at the bucket's rate from its end, not all at once.
-// A queue of reserved tokens moves later by the new part of the pause.
-// mu must be held.
+// The queue of reserved tokens, and the callers waiting in it, move later
+// by the new part of the pause. mu must be held.
 func (b *Bucket) pause(now, pause time.Duration) {
 	if pause <= 0 {
 		return
 	}
 	until := now + pause
-	pu := b.paused.Load()
-	if until <= pu {
+	e := b.ep.Load()
+	if until <= e.paused {
 		return // within the pause in force
 	}
-	start := max(now, pu)
-	b.paused.Store(until)
-	for {
-		t := b.t0.Load()
-		nt := max(t+(until-start), until)
-		if b.t0.CompareAndSwap(t, nt) {
-			return
-		}
-	}
+	start := max(now, e.paused)
+	b.supersede(e.p, until, func(t time.Duration) time.Duration {
+		return max(t+(until-start), until) // a queue moves; stored tokens are gone
+	}, shiftBy(start, until))
 }
 
 // Success records a successful call. After IncreaseInterval without a
@@ -285,16 +285,22 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	step := IncreaseStep
 	if b.goodput != nil {
 		b.goodput.count(now)
-		step = GoodputStep
 	}
-	rate = b.p.Load().rate
-	if rate < b.cfg.ceiling && now-b.lastThrottle >= IncreaseInterval && now-b.lastIncrease >= IncreaseInterval {
+	rate = b.ep.Load().p.rate
+	lastThrottle, lastIncrease := never, never
+	if b.l != nil {
+		lastThrottle, lastIncrease = b.l.lastThrottle, b.l.lastIncrease
+	}
+	if rate < b.cfg.ceiling && now-lastThrottle >= IncreaseInterval && now-lastIncrease >= IncreaseInterval {
+		step := IncreaseStep
+		if b.goodput != nil {
+			step = GoodputStep
+		}
 		rate = math.Min(b.cfg.ceiling, rate+math.Max(step*b.cfg.ceiling, MinIncrease))
 		b.setRate(now, rate, false)
-		b.lastIncrease = now
+		b.learn().lastIncrease = now
 		increased = true
 	}
 	return rate, increased
@@ -302,71 +308,35 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 
 // setRate moves the bucket to rate r, its capacity scaling with it. Stored
 // tokens are kept (capped at the new capacity; dropped when drain is set).
-// A queue of callers is kept as a time, not as a number of tokens: the
-// callers already waiting go at the times they were given, and the next
-// caller after them at the new rate. mu must be held.
+// A queue of callers is kept as a number of tokens: when the rate rises
+// the callers already waiting leave sooner, when it falls later, in their
+// order either way, and the next caller queues behind them at the new
+// rate. A halved rate thus holds the whole queue to it, instead of
+// letting the callers already waiting go at the rate that was throttled.
+// mu must be held.
 func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
-	old := b.p.Load()
+	e := b.ep.Load()
+	old := e.p
 	np := b.cfg.initial
 	if r != b.cfg.ceiling {
 		np = newParams(r, math.Max(1, b.cfg.ratio*r))
 	}
-	b.p.Store(np)
-	for {
-		t := b.t0.Load()
-		at := max(now, b.paused.Load())
-		nt := t
-		if t < at { // stored tokens
-			bal := math.Min(math.Min(old.capacity, float64(at-t)/float64(old.interval)), np.capacity)
-			if drain {
-				bal = 0
-			}
-			nt = at - time.Duration(bal*float64(np.interval))
+	at := max(now, e.paused)
+	var m *move
+	if np.interval != old.interval {
+		m = rescale(at, old.interval, np.interval)
+	}
+	b.supersede(np, e.paused, func(t time.Duration) time.Duration {
+		if t >= at { // a queue
+			return m.apply(t)
 		}
-		if nt == t || b.t0.CompareAndSwap(t, nt) {
-			break
+		// Stored tokens.
+		bal := math.Min(math.Min(old.capacity, float64(at-t)/float64(old.interval)), np.capacity)
+		if drain {
+			bal = 0
 		}
-	}
-	b.slowed.Store(r < b.cfg.ceiling)
-}
-
-// count counts one success in the current slot. The bucket's mu must be
-// held.
-func (b *servedWindow) count(now time.Duration) {
-	slot := int64(now / goodputSlot)
-	i := int(slot % int64(goodputSlots))
-	if i < 0 {
-		i += goodputSlots
-	}
-	if b.servedAt[i] != slot {
-		b.servedAt[i], b.served[i] = slot, 0
-	}
-	b.served[i]++
-}
-
-// rate is the rate the goodput controller moves to on a congestion event:
-// GoodputShare of the successes per second the provider served, never
-// above GoodputCap of the current rate. The successes are counted from the
-// latest of: GoodputWindow ago, the bucket's creation, and the slot after
-// the previous decrease (what was served before that was served at a rate
-// already given up). With nothing served it halves. The bucket's mu must
-// be held.
-func (b *servedWindow) rate(now time.Duration, rate float64, prevDecrease time.Duration) float64 {
-	from := max(now-GoodputWindow*time.Second, b.created)
-	if prevDecrease > never {
-		from = max(from, (prevDecrease/goodputSlot+1)*goodputSlot)
-	}
-	var n int64
-	for i, at := range b.servedAt {
-		if at >= int64(from/goodputSlot) && at <= int64(now/goodputSlot) && b.served[i] > 0 {
-			n += b.served[i]
-		}
-	}
-	window := float64(now-from) / 1e9
-	if n == 0 || window <= 0 {
-		return rate * DecreaseFactor
-	}
-	return math.Min(GoodputCap*rate, GoodputShare*float64(n)/math.Max(window, 1))
+		return at - time.Duration(bal*float64(np.interval))
+	}, m)
 }
 
 // Recovering reports whether Success has anything to do: an adaptive
@@ -376,15 +346,15 @@ func (b *Bucket) Recovering() bool { return b.goodput != nil || b.slowed.Load() 
 // Snapshot returns the bucket's state at now. While paused, Tokens is the
 // balance the pause will end with.
 func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
-	p := b.p.Load()
-	pu := b.paused.Load()
-	at := max(now, pu)
-	t := max(b.t0.Load(), at-p.capNS)
+	e, t := b.current()
+	p := e.p
+	at := max(now, e.paused)
+	t = max(t, at-p.capNS)
 	return state.BucketSnapshot{
 		Rate:    p.rate,
 		Ceiling: b.cfg.ceiling,
 		Tokens:  float64(at-t) / float64(p.interval),
-		Paused:  max(0, pu-now),
+		Paused:  max(0, e.paused-now),
 	}
 }
 
@@ -393,8 +363,8 @@ func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
 // An idle bucket can be dropped and recreated later without any caller
 // noticing.
 func (b *Bucket) Idle(now, minIdle time.Duration) bool {
-	p := b.p.Load()
-	return p.rate >= b.cfg.ceiling && b.paused.Load() <= now && b.t0.Load()+p.capNS <= now-minIdle
+	e, t := b.current()
+	return e.p.rate >= b.cfg.ceiling && e.paused <= now && t+e.p.capNS <= now-minIdle
 }
 
 // atomicDuration is an atomic time.Duration.

@@ -6,6 +6,7 @@ import (
 	"github.com/cloudg/cloudg/state"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -256,13 +257,13 @@ func TestGoodputMovesToWhatWasServed(t *testing.T) {
 	}
 }
 
-func TestGoodputNeverAboveNinetyPercentOfCurrent(t *testing.T) {
+func TestGoodputNeverAboveTheCapOfCurrent(t *testing.T) {
 	b := New(Spec{Rate: 10, Burst: 10, Goodput: true}, 0)
 	for i := range time.Duration(200) {
 		b.Success(i * sec / 40) // 40 successes per second, above the rate
 	}
 	r, _ := b.Throttle(5*sec, 0)
-	approx(t, "rate", r, 9)
+	approx(t, "rate", r, GoodputCap*10)
 }
 
 func TestGoodputWithNothingServedHalves(t *testing.T) {
@@ -315,55 +316,202 @@ func TestAbsurdRatesDoNotOverflow(t *testing.T) {
 	}
 }
 
-func TestRateChangeKeepsTheQueueAsATime(t *testing.T) {
+func TestRateChangeKeepsTheQueueAsTokens(t *testing.T) {
 	// Ten callers queue behind an empty bucket at 10 rps: the last goes at
-	// 1.0 s. A throttle halves the rate: the callers already waiting keep
-	// their times, and the next caller goes 0.2 s after the last of them,
-	// not after a queue counted again at the new rate (2.0 s).
+	// 1.0 s. A throttle halves the rate: the queue is ten tokens at 5 rps,
+	// so the callers already waiting go at 0.2 s intervals, the last at
+	// 2.0 s, and the next caller at 2.2 s.
 	b := New(Spec{Rate: 10, Burst: 1, Adaptive: true}, 0)
 	b.Reserve(0) // the stored token
-	var last time.Duration
+	var tks []Ticket
 	for range 10 {
-		last = b.Reserve(0)
+		_, tk := b.ReserveTicket(0)
+		tks = append(tks, tk)
 	}
-	if last != sec {
-		t.Fatalf("tenth queued caller waits %v, want 1s", last)
+	if last := tks[9].At(); last != sec {
+		t.Fatalf("tenth queued caller goes at %v, want 1s", last)
 	}
 	b.Throttle(0, 0)
-	if w := b.Reserve(0); w != sec+sec/5 {
-		t.Fatalf("next caller after the halving waits %v, want 1.2s", w)
+	for i := range tks {
+		if tk, _ := b.Follow(tks[i]); tk.At() != time.Duration(i+1)*sec/5 {
+			t.Fatalf("queued caller %d goes at %v after the halving, want %v", i+1, tk.At(), time.Duration(i+1)*sec/5)
+		}
 	}
-	// Recovery keeps it too.
+	if w := b.Reserve(0); w != 2*sec+sec/5 {
+		t.Fatalf("next caller after the halving waits %v, want 2.2s", w)
+	}
+	// A rise lets the queue leave sooner: at 5 rps two callers queue
+	// behind the stored token (6.2 s and 6.4 s); at 5.5 rps they go one
+	// and two intervals of the new rate after 6 s, and the next caller
+	// after them.
 	b2 := New(Spec{Rate: 10, Burst: 1, Adaptive: true}, 0)
 	b2.Throttle(0, 0) // 5 rps
 	b2.Reserve(6 * sec)
-	b2.Reserve(6 * sec) // queued: goes at 6.2 s
+	_, tk1 := b2.ReserveTicket(6 * sec)
+	_, tk2 := b2.ReserveTicket(6 * sec)
 	b2.Success(6 * sec) // 5.5 rps
-	step := 1e9 / 5.5
-	if w := b2.Reserve(6 * sec); w != sec/5+time.Duration(step) {
-		t.Fatalf("after an increase, next caller waits %v", w)
+	interval := float64(sec / 5)
+	step := time.Duration(interval * 5 / 5.5)
+	if tk, _ := b2.Follow(tk1); tk.At() != 6*sec+step {
+		t.Fatalf("first queued caller goes at %v after the rise, want %v", tk.At(), 6*sec+step)
+	}
+	if tk, _ := b2.Follow(tk2); tk.At() != 6*sec+2*step {
+		t.Fatalf("second queued caller goes at %v after the rise, want %v", tk.At(), 6*sec+2*step)
+	}
+	if w := b2.Reserve(6 * sec); w < 3*step-2 || w > 3*step+2 {
+		t.Fatalf("after a rise, next caller waits %v, want %v", w, 3*step)
+	}
+}
+
+// A caller waiting for its token is told when the queue moves: Follow's
+// channel is closed at the next change of rate or pause, and a reservation
+// that no change touched stays where it was.
+func TestFollowWakesAtTheNextChange(t *testing.T) {
+	b := New(Spec{Rate: 2, Burst: 1, Adaptive: true}, 0)
+	b.Reserve(0)
+	_, tk := b.ReserveTicket(0)
+	tk, moved := b.Follow(tk)
+	if tk.At() != sec/2 {
+		t.Fatalf("queued at %v, want 0.5s", tk.At())
+	}
+	select {
+	case <-moved:
+		t.Fatal("woken before any change")
+	default:
+	}
+	b.Pause(0, 3*sec) // a pause moves the queue by its length
+	select {
+	case <-moved:
+	default:
+		t.Fatal("not woken by a pause")
+	}
+	if tk, _ := b.Follow(tk); tk.At() != 3*sec+sec/2 {
+		t.Fatalf("after a 3 s pause the queued caller goes at %v, want 3.5s", tk.At())
+	}
+}
+
+// Reservations racing rate changes and pauses never share a slot, and
+// every queued caller keeps its place: the slots, followed to the end, are
+// distinct and in the order of each goroutine's reservations.
+func TestReservationsRacingChangesKeepTheirOrder(t *testing.T) {
+	b := New(Spec{Rate: 100, Burst: 1, Goodput: true}, 0)
+	var clock atomic.Int64 // the time, moving on as the changes happen
+	var wg sync.WaitGroup
+	tickets := make([][]Ticket, 4)
+	for g := range tickets {
+		wg.Go(func() {
+			for range 200 {
+				_, tk := b.ReserveTicket(time.Duration(clock.Load()))
+				tickets[g] = append(tickets[g], tk)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			now := time.Duration(clock.Add(int64(sec / 100)))
+			b.Throttle(now, 0)
+			b.Pause(now, sec/50)
+			b.Success(now)
+		}
+	})
+	wg.Wait()
+	seen := map[time.Duration]bool{}
+	for g := range tickets {
+		prev := time.Duration(math.MinInt64)
+		for i := range tickets[g] {
+			tk, _ := b.Follow(tickets[g][i])
+			at := tk.At()
+			if seen[at] {
+				t.Fatalf("two callers got the slot %v", at)
+			}
+			seen[at] = true
+			if at <= prev {
+				t.Fatalf("goroutine %d: reservation %d goes at %v, not after the one before it (%v)", g, i, at, prev)
+			}
+			prev = at
+		}
 	}
 }
 
 func TestGoodputMeasuresSinceThePreviousDecrease(t *testing.T) {
 	// A burst of 90 successes in the first 0.2 s, then 10 a second. The
-	// first throttle only caps the rate (0.9 x 40); the second measures
+	// first throttle only caps the rate (0.97 x 40); the second measures
 	// what was served since the first, not the burst before it.
 	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
 	for i := range time.Duration(90) {
 		b.Success(i * sec / 450)
 	}
-	if r, _ := b.Throttle(sec/5, 0); r != 36 {
-		t.Fatalf("first decrease to %v, want 36 (capped at 0.9 x 40)", r)
+	if r, _ := b.Throttle(sec/5, 0); math.Abs(r-GoodputCap*40) > 1e-9 {
+		t.Fatalf("first decrease to %v, want %v (capped at %v x 40)", r, GoodputCap*40, GoodputCap)
 	}
 	for i := range time.Duration(15) {
 		b.Success(sec/5 + sec/20 + i*sec/10) // 10 a second from 0.25 s
 	}
 	r, dec := b.Throttle(1700*time.Millisecond, 0)
 	// 14 served over the 1.4 s since the slot after the first decrease
-	// (0.3 s; the success at 0.25 s is before it): 0.95 x 14 / 1.4 = 9.5.
-	// Counting the burst too would have given the 32.4 cap.
-	if !dec || math.Abs(r-9.5) > 1e-9 {
-		t.Fatalf("second decrease to %v, want 9.5", r)
+	// (0.3 s; the success at 0.25 s is before it): 0.99 x 14 / 1.4 = 9.9.
+	// Counting the burst too would have given the cap.
+	if !dec || math.Abs(r-GoodputShare*10) > 1e-9 {
+		t.Fatalf("second decrease to %v, want %v", r, GoodputShare*10)
+	}
+}
+
+// Between two congestion events the provider's bucket was empty at both
+// ends, so what it served in between is its refill, however long ago the
+// previous event was: here about 5 a second over 40 s, not the 12 a second
+// of the last five.
+func TestGoodputMeasuresTheWholeSpanBetweenEvents(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 100, Floor: 0.2, Goodput: true}, 0)
+	b.Throttle(0, 0)
+	var now time.Duration
+	n := 0
+	for now = sec; now <= 35*sec; now += sec / 4 {
+		b.Success(now) // 4 a second for 35 s...
+		n++
+	}
+	for ; now <= 40*sec; now += sec / 12 {
+		b.Success(now) // ...then 12 a second
+		n++
+	}
+	served := float64(n) / 39.9 // since the slot after the first event
+	if r, _ := b.Throttle(40*sec, 0); math.Abs(r-GoodputShare*served) > 0.01 {
+		t.Fatalf("decrease to %v, want %v", r, GoodputShare*served)
+	}
+}
+
+// The first event measures the current and the previous window of
+// GoodputWindow seconds: a bucket that served 2 a second for a minute and
+// 10 a second for the last 7 s moves to 0.99 x what the last windows saw.
+func TestGoodputFirstEventMeasuresTheLastWindows(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 100, Floor: 0.2, Goodput: true}, 0)
+	var now time.Duration
+	for now = 0; now < 60*sec; now += sec / 2 {
+		b.Success(now)
+	}
+	for ; now < 67*sec; now += sec / 10 {
+		b.Success(now)
+	}
+	// Windows [55, 60) and [60, 65), and [65, 67): the count covers [60, 67).
+	want := GoodputShare * 70 / 7
+	if r, _ := b.Throttle(67*sec, 0); math.Abs(r-want) > 0.02 {
+		t.Fatalf("first decrease to %v, want %v", r, want)
+	}
+}
+
+// After more than GoodputWindow without a success (an outage, an open
+// breaker) the client was not drawing on the provider's bucket, so the
+// next event measures the time since the gap, not since the previous
+// event: 10 a second over the last 3 s, not 130 successes over 43 s.
+func TestGoodputMeasuresAgainAfterAGap(t *testing.T) {
+	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
+	b.Throttle(0, 0) // nothing served yet: halves to 20
+	for i := range time.Duration(100) {
+		b.Success(sec/5 + i*sec/10) // 10 a second until 10.1 s
+	}
+	for i := range time.Duration(30) {
+		b.Success(40*sec + i*sec/10) // then nothing until 40 s, and 10 a second again
+	}
+	if r, _ := b.Throttle(43*sec, 0); math.Abs(r-GoodputShare*10) > 0.05 {
+		t.Fatalf("decrease to %v after a gap, want about %v", r, GoodputShare*10)
 	}
 }

@@ -23,3 +23,21 @@ func For(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Or waits d, until ctx is done, or until wake is closed, and reports
+// whether wake ended the wait; it returns ctx.Err() when ctx did.
+func Or(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken bool, err error) {
+	if d <= 0 {
+		return false, ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, nil
+	case <-wake:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}

@@ -1,16 +1,20 @@
 // Command cloudg-sim runs a throttling scenario against every client
 // strategy side by side (the AWS SDK's standard and adaptive retryers, a
-// static x/time/rate limiter, failsafe-go, and this governor with its AIMD
-// and goodput controllers) and prints their makespan, goodput, rejected
-// requests, lost calls and latency, and writes a PNG chart.
+// static x/time/rate limiter, failsafe-go, this governor with its AIMD and
+// goodput controllers, and cloudgaws.Install under the SDK's own retry
+// loop) and prints their makespan, goodput, rejected requests, lost calls
+// and latency; over several seeds it prints each figure's spread and the
+// seeds on which each strategy beat a baseline.
 //
 // Usage:
 //
 //	cloudg-sim [-scenario default|drop|tenant|outage|model-10|model-drop] [-file scenario.yaml]
-//	           [-scale 20] [-chart out.png] [-rates] [-seed N] [-strategies a,b]
+//	           [-seed N | -seeds N [-baseline aws-adaptive]] [-csv] [-strategies a,b]
+//	           [-scale 20] [-chart out.png] [-rates] [-quiet]
 //
 // Time is scaled: every strategy, the governor and the simulated provider run
-// on one sim.ScaledClock, -scale times faster than the wall clock.
+// on one sim.ScaledClock, -scale times faster than the wall clock. The
+// progress line is written to a terminal only.
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,23 +33,41 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "cloudg-sim:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// run runs the command; progress says whether stderr takes the progress
+// line. -h returns flag.ErrHelp after printing the usage.
+func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	fs := flag.NewFlagSet("cloudg-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("scenario", sim.ScenarioDefault, "built-in scenario: "+strings.Join(sim.BuiltinNames(), ", "))
 	file := fs.String("file", "", "read the scenario from this YAML file instead")
 	scale := fs.Float64("scale", 20, "simulated seconds per wall-clock second")
-	chart := fs.String("chart", "", `write the PNG chart here (default "cloudg-sim-<scenario>.png"; "-" for none)`)
-	rates := fs.Bool("rates", false, "also print the adaptive rate over time (every 10 s)")
+	chart := fs.String("chart", "", "write a PNG chart of the run (with -seeds, of the first seed) to this file")
+	rates := fs.Bool("rates", false, "also print the adaptive rate over time (every 10 s; with -seeds, of the first seed)")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
+	seeds := fs.Int("seeds", 0, "run every strategy over seeds 1..N and print each figure's mean, min and max")
+	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against")
+	csvOut := fs.Bool("csv", false, "print one CSV row per seed and strategy (seed, strategy, goodput, rejected, lost, makespan) instead of the tables")
 	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", "))
-	quiet := fs.Bool("quiet", false, "no progress line")
+	quiet := fs.Bool("quiet", false, "no progress line, even on a terminal")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: cloudg-sim [flags]\n\nRuns a throttling scenario against every client strategy side by side.\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,6 +76,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if !(*scale > 0) {
 		return errors.New("-scale must be > 0")
+	}
+	if *seeds < 0 {
+		return errors.New("-seeds must be >= 1")
+	}
+	if *seeds > 0 && *seed != 0 {
+		return errors.New("-seed and -seeds: give one")
 	}
 
 	var sc *sim.Scenario
@@ -76,11 +105,88 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := sc.Validate(); err != nil {
 		return err
 	}
+	list := []uint64{sc.Seed}
+	if *seeds > 0 {
+		list = list[:0]
+		for s := uint64(1); s <= uint64(*seeds); s++ {
+			list = append(list, s)
+		}
+		if *baseline != "" && !slices.Contains(sim.StrategyNames, *baseline) {
+			return fmt.Errorf("unknown baseline %q (%s)", *baseline, strings.Join(sim.StrategyNames, ", "))
+		}
+	}
 
-	clock := sim.NewScaledClock(*scale)
+	start := time.Now()
+	sweep := sim.NewSweep(sc)
+	var first *sim.Scenario // the first seed's scenario, for the chart and the rates
+	for k, s := range list {
+		run := *sc
+		run.Seed = s
+		var line func(string)
+		if progress && !*quiet {
+			line = func(l string) {
+				if len(list) > 1 {
+					l = fmt.Sprintf("seed %d/%d ", k+1, len(list)) + l
+				}
+				fmt.Fprint(stderr, "\r"+l)
+			}
+		}
+		results, err := runSeed(&run, *scale, line)
+		if err != nil {
+			return err
+		}
+		sweep.Add(s, results)
+		if first == nil {
+			first = &run
+		}
+	}
+	if progress && !*quiet {
+		fmt.Fprintln(stderr)
+	}
+
+	if *csvOut {
+		if err := sim.WriteCSV(stdout, sweep); err != nil {
+			return err
+		}
+	} else {
+		n := len(sweep.Strategies)
+		runs := plural(n, "strategy", "strategies")
+		if len(list) > 1 {
+			runs += " x " + plural(len(list), "seed", "seeds")
+		}
+		fmt.Fprintf(stdout, "cloudg-sim: %s in %.1fs of wall time (time scaled x%g)\n", runs, time.Since(start).Seconds(), *scale)
+		if len(list) > 1 {
+			if err := sim.WriteSweep(stdout, sweep, *baseline); err != nil {
+				return err
+			}
+		} else if err := sim.WriteTable(stdout, first, sweep.Results[0]); err != nil {
+			return err
+		}
+		if *rates {
+			fmt.Fprintln(stdout)
+			if err := sim.WriteRates(stdout, first, sweep.Results[0], 10*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	if *chart != "" {
+		if err := writeChart(*chart, first, sweep.Results[0]); err != nil {
+			return err
+		}
+		if !*csvOut {
+			fmt.Fprintln(stdout, "chart:", *chart)
+		}
+	}
+	return nil
+}
+
+// runSeed runs every strategy of sc at once on a clock scale times faster
+// than the wall clock, calling line with the progress every 250 ms when it
+// is set.
+func runSeed(sc *sim.Scenario, scale float64, line func(string)) ([]*sim.Result, error) {
+	clock := sim.NewScaledClock(scale)
 	restore := sim.UseSDKClock(clock, sc.Seed)
 	defer restore()
-
 	names := sc.StrategyList()
 	runs := make([]*sim.Run, len(names))
 	for i, n := range names {
@@ -107,57 +213,41 @@ func run(args []string, stdout, stderr io.Writer) error {
 			loop = false
 		case <-tick.C:
 		}
-		if !*quiet {
-			fmt.Fprint(stderr, "\r"+progress(sc, runs, time.Since(start)))
+		if line != nil {
+			line(progressLine(sc, runs, time.Since(start)))
 		}
 	}
-	if !*quiet {
-		fmt.Fprintln(stderr)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-
-	fmt.Fprintf(stdout, "cloudg-sim: %d strategies in %.1fs of wall time (time scaled x%g)\n", len(runs), time.Since(start).Seconds(), *scale)
-	if err := sim.WriteTable(stdout, sc, results); err != nil {
-		return err
-	}
-	if *rates {
-		fmt.Fprintln(stdout)
-		if err := sim.WriteRates(stdout, sc, results, 10*time.Second); err != nil {
-			return err
-		}
-	}
-	path := *chart
-	if path == "" {
-		path = "cloudg-sim-" + sc.Name + ".png"
-	}
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := sim.WriteChart(f, sc, results); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "chart:", path)
-	}
-	return nil
+	return results, errors.Join(errs...)
 }
 
-// progress is the one-line state of the runs.
-func progress(sc *sim.Scenario, runs []*sim.Run, wall time.Duration) string {
+func writeChart(path string, sc *sim.Scenario, results []*sim.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteChart(f, sc, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// progressLine is the one-line state of the runs.
+func progressLine(sc *sim.Scenario, runs []*sim.Run, wall time.Duration) string {
 	var b strings.Builder
-	var sim time.Duration
+	var simt time.Duration
 	for _, r := range runs {
 		_, t := r.Progress()
-		sim = max(sim, t)
+		simt = max(simt, t)
 	}
-	fmt.Fprintf(&b, "%5.1fs wall, t=%4.0fs:", wall.Seconds(), sim.Seconds())
+	fmt.Fprintf(&b, "%5.1fs wall, t=%4.0fs:", wall.Seconds(), simt.Seconds())
 	for _, r := range runs {
 		d, _ := r.Progress()
 		fmt.Fprintf(&b, " %s %3d%%", r.Strategy(), 100*d/sc.Workload.Calls)

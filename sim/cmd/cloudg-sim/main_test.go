@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
+	"errors"
+	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,23 +14,31 @@ import (
 	"github.com/cloudg/cloudg/sim"
 )
 
-// A small scenario from a file, every strategy, scaled 50 times: the table,
-// the rate table, the progress line and the chart.
-func TestRunFile(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "small.yaml")
-	chart := filepath.Join(dir, "chart.png")
-	doc := "name: small\nworkload: {workers: 16, calls: 240, actions: [DescribeInstances, DescribeVolumes]}\nprovider: {rate: 10, burst: 20}\nclient: {burst: 20}\n"
-	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+// small is a scenario every strategy finishes in a few simulated seconds.
+const small = "name: small\nworkload: {workers: 16, calls: 240, actions: [DescribeInstances, DescribeVolumes]}\nprovider: {rate: 10, burst: 20}\nclient: {burst: 20}\n"
+
+func smallFile(t *testing.T) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "small.yaml")
+	if err := os.WriteFile(file, []byte(small), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return file
+}
+
+// A small scenario from a file, every strategy, scaled 50 times: the table,
+// the rate table, the progress line (stderr is taken for a terminal) and
+// the chart asked for.
+func TestRunFile(t *testing.T) {
+	file := smallFile(t)
+	chart := filepath.Join(t.TempDir(), "chart.png")
 	var out, errOut bytes.Buffer
-	if err := run([]string{"-file", file, "-scale", "50", "-chart", chart, "-rates"}, &out, &errOut); err != nil {
+	if err := run([]string{"-file", file, "-scale", "50", "-chart", chart, "-rates"}, &out, &errOut, true); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
 	text := out.String()
 	t.Log("\n" + text)
-	for _, want := range append([]string{"scenario small:", "16 workers, 240 calls over DescribeInstances, DescribeVolumes; provider 10 rps, burst 20 per action", "ideal makespan", "rejected %", "each cell:", "chart: " + chart}, sim.StrategyNames...) {
+	for _, want := range append([]string{"cloudg-sim: 8 strategies in", "scenario small:", "16 workers, 240 calls over DescribeInstances, DescribeVolumes; provider 10 rps, burst 20 per action", "ideal makespan", "rejected %", "each cell:", "chart: " + chart}, sim.StrategyNames...) {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -46,6 +58,66 @@ func TestRunFile(t *testing.T) {
 	}
 }
 
+// Without a terminal there is no progress line, without -chart no chart
+// is written (in the current directory or anywhere), and one strategy is
+// "1 strategy".
+func TestRunQuietByDefault(t *testing.T) {
+	file := smallFile(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-file", file, "-scale", "50", "-strategies", sim.CloudgGoodput}, &out, &errOut, false); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr not a terminal, but written to: %q", errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "cloudg-sim: 1 strategy in ") {
+		t.Errorf("first line %q", strings.SplitN(out.String(), "\n", 2)[0])
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files written without -chart: %v", entries)
+	}
+	// -quiet silences a terminal too.
+	errOut.Reset()
+	if err := run([]string{"-file", file, "-scale", "50", "-strategies", sim.CloudgGoodput, "-quiet"}, &out, &errOut, true); err != nil || errOut.Len() != 0 {
+		t.Errorf("-quiet on a terminal: %v, stderr %q", err, errOut.String())
+	}
+}
+
+// -seeds N runs every strategy over seeds 1..N: the spread of each figure
+// and the wins against the baseline; with -csv one row per seed and
+// strategy instead.
+func TestRunSeeds(t *testing.T) {
+	file := smallFile(t)
+	strategies := sim.AWSAdaptive + "," + sim.CloudgGoodput
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-file", file, "-scale", "50", "-seeds", "2", "-strategies", strategies}, &out, &errOut, false); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	text := out.String()
+	t.Log("\n" + text)
+	for _, want := range []string{"cloudg-sim: 2 strategies x 2 seeds in", "seeds 1-2: mean (min-max) over 2 runs", "wins vs aws-adaptive", "/2 (goodput "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	out.Reset()
+	if err := run([]string{"-file", file, "-scale", "50", "-seeds", "2", "-strategies", strategies, "-csv"}, &out, &errOut, false); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5 || strings.Join(rows[0], ",") != "seed,strategy,goodput,rejected,lost,makespan" {
+		t.Fatalf("csv rows %q", rows)
+	}
+	if rows[1][0] != "1" || rows[1][1] != sim.AWSAdaptive || rows[4][0] != "2" || rows[4][1] != sim.CloudgGoodput {
+		t.Fatalf("csv rows %q", rows)
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -60,12 +132,48 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-scenario", "nope"}, `unknown scenario "nope"`},
 		{[]string{"-strategies", "aws-standard,nope"}, `strategies[1]: unknown strategy "nope"`},
 		{[]string{"-scale", "0"}, "-scale must be > 0"},
+		{[]string{"-seeds", "3", "-seed", "2"}, "-seed and -seeds: give one"},
+		{[]string{"-seeds", "3", "-baseline", "nope"}, `unknown baseline "nope"`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		var out, errOut bytes.Buffer
-		err := run(c.args, &out, &errOut)
+		err := run(c.args, &out, &errOut, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-h"}, &out, &errOut, false); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "usage: cloudg-sim") {
+		t.Errorf("-h: %v, usage %q", err, errOut.String())
+	}
+}
+
+// The command's exit status: -h prints the usage and exits 0, a bad flag
+// exits 1. The test binary runs main when CLOUDG_SIM_MAIN is set.
+func TestExitStatus(t *testing.T) {
+	if os.Getenv("CLOUDG_SIM_MAIN") != "" {
+		os.Args = append([]string{"cloudg-sim"}, strings.Fields(os.Getenv("CLOUDG_SIM_MAIN"))...)
+		main()
+		os.Exit(0)
+	}
+	for _, c := range []struct {
+		args string
+		code int
+	}{{"-h", 0}, {"-nope", 1}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestExitStatus$")
+		cmd.Env = append(os.Environ(), "CLOUDG_SIM_MAIN="+c.args)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || !strings.Contains(stderr.String(), "usage: cloudg-sim") {
+			t.Errorf("cloudg-sim %s: exit %d, want %d; stderr %q", c.args, code, c.code, stderr.String())
 		}
 	}
 }

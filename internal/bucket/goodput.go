@@ -1,0 +1,111 @@
+package bucket
+
+import (
+	"math"
+	"time"
+)
+
+// The opt-in "measured goodput" controller: on a congestion event the rate
+// moves to GoodputShare of the rate at which the provider served
+// successes, never above GoodputCap of the current rate; after
+// IncreaseInterval without a throttle it climbs by GoodputStep of the
+// ceiling per IncreaseInterval.
+//
+// What the provider served is measured since the previous congestion
+// event: a throttle says the provider's bucket was empty, so the successes
+// between two events are what it refilled in between, whatever the client
+// sent. The first event has no earlier one to measure from: it counts the
+// successes of the last GoodputWindow to 2 x GoodputWindow seconds, which
+// bounds it by what the client sent (usually the cap then decides). So
+// does an event after more than GoodputWindow without a success (an
+// outage, an open breaker, no demand): the client was not drawing on the
+// provider's bucket then, and the time since the previous event would
+// count it as a refill the provider never gave.
+const (
+	GoodputShare  = 0.99
+	GoodputCap    = 0.97
+	GoodputStep   = 0.015
+	GoodputWindow = 5 // seconds
+
+	// goodputSlot is the resolution of the measurement: it starts at the
+	// slot after the one of the previous event, so that the answers to
+	// requests sent before the event are left out.
+	goodputSlot = 100 * time.Millisecond
+)
+
+// served counts the successes of a goodput bucket. The bucket's mu guards
+// it.
+type served struct {
+	total int64 // every success
+
+	// Since the previous congestion event: the start of the slot after it
+	// (0: no event yet), and total at that time, taken by the first success
+	// counted from then on.
+	from    time.Duration
+	fromN   int64
+	fromSet bool
+
+	// Before the first event, or since a gap: the successes of the
+	// current GoodputWindow (number k since created) and of the one
+	// before.
+	created   time.Duration
+	k         int64
+	cur, prev int64
+	last      time.Duration // the last success; 0: none yet
+}
+
+func newServed(now time.Duration) *served { return &served{created: now} }
+
+const goodputWindow = GoodputWindow * time.Second
+
+// count counts one success.
+func (s *served) count(now time.Duration) {
+	if s.last > 0 && now-s.last > goodputWindow {
+		// A gap: measure again as if no event had happened.
+		s.from, s.fromSet, s.created, s.k, s.cur, s.prev = 0, false, now, 0, 0, 0
+	}
+	s.last = now
+	if s.from > 0 && !s.fromSet && now >= s.from {
+		s.fromN, s.fromSet = s.total, true
+	}
+	s.total++
+	if s.from == 0 {
+		switch k := int64((now - s.created) / goodputWindow); {
+		case k == s.k+1:
+			s.prev, s.cur, s.k = s.cur, 0, k
+		case k > s.k:
+			s.prev, s.cur, s.k = 0, 0, k
+		}
+		s.cur++
+	}
+}
+
+// rate is the rate the goodput controller moves to on a congestion event
+// at now, from rate: GoodputShare of the successes per second since the
+// previous event (or, for the first, over the current and the previous
+// window), never above GoodputCap of rate, and half of rate when nothing
+// was served.
+func (s *served) rate(now time.Duration, rate float64) float64 {
+	var n int64
+	since := s.from
+	if s.from > 0 {
+		if s.fromSet {
+			n = s.total - s.fromN
+		}
+	} else {
+		k := int64((now - s.created) / goodputWindow)
+		switch k {
+		case s.k:
+			n = s.cur + s.prev
+		case s.k + 1:
+			n = s.cur
+		}
+		since = max(s.created, s.created+time.Duration(k-1)*goodputWindow)
+	}
+	s.from, s.fromSet = (now/goodputSlot+1)*goodputSlot, false
+	secs := (now - since).Seconds()
+	if n == 0 || secs <= 0 {
+		return rate * DecreaseFactor
+	}
+	return math.Min(GoodputCap*rate, GoodputShare*float64(n)/math.Max(secs, 1))
+}

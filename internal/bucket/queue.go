@@ -1,0 +1,164 @@
+package bucket
+
+import (
+	"math"
+	"runtime"
+	"time"
+)
+
+// An epoch is the bucket's rate and pause between two changes of either:
+// both are fixed for the epoch's life, while the balance (the bucket's t0)
+// moves with every reservation. A change supersedes the epoch: it freezes
+// t0 (no reservation can land while it is frozen), publishes the new epoch,
+// and gives t0 its value in the new units; the callers queued in the old
+// epoch follow their reservations into the new one (Follow). A
+// reservation reads t0 before the epoch, so that one made in an epoch is in
+// that epoch's units: it could not have been made once the change had
+// frozen t0, which the change does before it publishes the new epoch.
+type epoch struct {
+	p      *params       // the rate
+	paused time.Duration // no token is usable before this time
+	next   *successor    // the epoch that superseded this one; set under the bucket's mu
+}
+
+// successor is an epoch that superseded another, with the move of the
+// reservations made in the one before it. The first epoch of a bucket,
+// embedded in it, needs no move.
+type successor struct {
+	epoch
+	move *move // nil: reservations keep their times
+}
+
+// frozen marks t0 while a change is being published. No real balance time
+// is this far in the past.
+const frozen = time.Duration(math.MinInt64)
+
+// move maps the time of a reservation made in one epoch into the next;
+// reservations due by the time of the change (from) stay as they were. A
+// rate change keeps the queue as a number of tokens: a reservation k
+// tokens behind the head of the queue (from) is still k tokens behind it,
+// at the new rate, so that a queue made at a low rate leaves sooner when
+// the rate rises and the callers keep their order. A pause shifts the
+// queue by its new part.
+type move struct {
+	from  time.Duration
+	scale float64 // new interval / old interval
+	shift time.Duration
+}
+
+func (m *move) apply(t time.Duration) time.Duration {
+	if m == nil || t <= m.from {
+		return t
+	}
+	return m.from + m.shift + time.Duration(math.Min(float64(t-m.from)*m.scale, maxSpan))
+}
+
+// rescale is the move of a rate change from interval old to interval new,
+// with the queue's head at from.
+func rescale(from, old, new time.Duration) *move {
+	return &move{from: from, scale: float64(new) / float64(old)}
+}
+
+// shiftBy is the move of a pause from start to until.
+func shiftBy(start, until time.Duration) *move {
+	return &move{from: start, scale: 1, shift: until - start}
+}
+
+// current returns the bucket's epoch and its balance time, waiting out the
+// instant in which a change is being published. It is small enough to be
+// inlined on the call path; the wait is in currentSlow.
+func (b *Bucket) current() (*epoch, time.Duration) {
+	if t := b.t0.Load(); t != frozen {
+		return b.ep.Load(), t
+	}
+	return b.currentSlow()
+}
+
+func (b *Bucket) currentSlow() (*epoch, time.Duration) {
+	for spins := 0; ; spins++ {
+		if t := b.t0.Load(); t != frozen {
+			return b.ep.Load(), t
+		}
+		if spins > 8 {
+			runtime.Gosched() // the change's writer was preempted between its two steps
+		}
+	}
+}
+
+// supersede publishes a new epoch with rate np and pause paused, its
+// balance time and the queue's reservations mapped by m (nil: kept). It
+// wakes the callers waiting in the old epoch so that they follow their
+// reservations. mu must be held.
+func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time.Duration) time.Duration, m *move) {
+	old := b.ep.Load()
+	var t time.Duration
+	for {
+		t = b.t0.Load()
+		if b.t0.CompareAndSwap(t, frozen) {
+			break
+		}
+	}
+	ne := &successor{epoch: epoch{p: np, paused: paused}, move: m}
+	old.next = ne
+	b.ep.Store(&ne.epoch)
+	b.t0.Store(balance(t))
+	b.slowed.Store(np.rate < b.cfg.ceiling)
+	if b.l != nil && b.l.wake != nil {
+		close(b.l.wake)
+		b.l.wake = nil
+	}
+}
+
+// Ticket is a reservation a caller waits for: the time its token may be
+// used, and the epoch it was made in. The zero Ticket is no reservation.
+type Ticket struct {
+	e  *epoch
+	at time.Duration
+}
+
+// ReserveTicket is Reserve that also returns the reservation, which Follow
+// moves when the bucket's rate or pause changes: exact even when a change
+// races it, for a caller that knows it will wait (Ticket is the form for
+// one that learns it only from Reserve's answer).
+func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
+	for {
+		e, t := b.current()
+		nt, at := e.take(t, now)
+		if b.t0.CompareAndSwap(t, nt) {
+			return max(0, at-now), Ticket{e: e, at: at}
+		}
+	}
+}
+
+// Ticket returns the ticket of a reservation Reserve just made, whose token
+// may be used at at: a caller that learns only then that it waits (the
+// common call does not) takes its ticket without making every reservation
+// pay for one. A change of rate or pause between the two calls leaves the
+// reservation unmoved by it: an error of at most one token, as for a
+// reservation racing a change.
+func (b *Bucket) Ticket(at time.Duration) Ticket {
+	e, _ := b.current()
+	return Ticket{e: e, at: at}
+}
+
+// At returns the time the ticket's token may be used, as of its last
+// Follow.
+func (tk Ticket) At() time.Duration { return tk.at }
+
+// Follow brings tk up to date with the bucket's changes since it was
+// taken: the ticket it returns has the time its token may now be used
+// (At), and moved is closed at the bucket's next change, when the time may
+// move again. Follow takes the bucket's lock: it is for callers that wait.
+func (b *Bucket) Follow(tk Ticket) (_ Ticket, moved <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for tk.e != nil && tk.e.next != nil {
+		n := tk.e.next
+		tk.e, tk.at = &n.epoch, n.move.apply(tk.at)
+	}
+	l := b.learn()
+	if l.wake == nil {
+		l.wake = make(chan struct{})
+	}
+	return tk, l.wake
+}

@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// Sweep holds the runs of a scenario's strategies over several seeds:
+// Results[i][j] is seed Seeds[i]'s run of Strategies[j]. Its zero value is
+// empty; fill it with Add. It is not safe for concurrent use.
+type Sweep struct {
+	Scenario   *Scenario
+	Seeds      []uint64
+	Strategies []string
+	Results    [][]*Result
+}
+
+// NewSweep returns an empty sweep of sc's strategies.
+func NewSweep(sc *Scenario) *Sweep {
+	return &Sweep{Scenario: sc, Strategies: slices.Clone(sc.StrategyList())}
+}
+
+// Add records the runs of one seed, in the order of Strategies.
+func (s *Sweep) Add(seed uint64, results []*Result) {
+	s.Seeds = append(s.Seeds, seed)
+	s.Results = append(s.Results, results)
+}
+
+// Spread is a figure's mean, minimum and maximum over the seeds.
+type Spread struct{ Mean, Min, Max float64 }
+
+func spreadOf(vs []float64) Spread {
+	if len(vs) == 0 {
+		return Spread{}
+	}
+	sp := Spread{Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, v := range vs {
+		sp.Mean += v
+		sp.Min, sp.Max = min(sp.Min, v), max(sp.Max, v)
+	}
+	sp.Mean /= float64(len(vs))
+	return sp
+}
+
+// Figures returns a strategy's figures over the seeds: goodput and
+// rejected share (0..1), calls lost, and makespan in seconds.
+func (s *Sweep) Figures(strategy string) (goodput, rejected, lost, makespan Spread) {
+	var g, r, l, m []float64
+	for _, res := range s.runs(strategy) {
+		g, r = append(g, res.Goodput()), append(r, res.RejectedShare())
+		l, m = append(l, float64(res.Lost)), append(m, res.Makespan.Seconds())
+	}
+	return spreadOf(g), spreadOf(r), spreadOf(l), spreadOf(m)
+}
+
+// Wins counts the seeds on which strategy did better than baseline: its
+// goodput at least baseline's and its rejected share below it (both), and
+// each on its own.
+func (s *Sweep) Wins(strategy, baseline string) (both, goodput, rejected int) {
+	a, b := s.runs(strategy), s.runs(baseline)
+	for i := range min(len(a), len(b)) {
+		g := a[i].Goodput() >= b[i].Goodput()
+		r := a[i].RejectedShare() < b[i].RejectedShare()
+		if g {
+			goodput++
+		}
+		if r {
+			rejected++
+		}
+		if g && r {
+			both++
+		}
+	}
+	return both, goodput, rejected
+}
+
+// runs returns strategy's result for each seed (nil when not run).
+func (s *Sweep) runs(strategy string) []*Result {
+	j := slices.Index(s.Strategies, strategy)
+	if j < 0 {
+		return nil
+	}
+	out := make([]*Result, len(s.Results))
+	for i, rs := range s.Results {
+		out[i] = rs[j]
+	}
+	return out
+}
+
+// WriteSweep writes each strategy's figures over the seeds, mean (min-max),
+// and the seeds on which it did better than baseline (Wins); an empty
+// baseline, or one the sweep did not run, leaves the wins out.
+func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
+	writeHeader(w, s.Scenario)
+	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
+	wins := baseline != "" && slices.Contains(s.Strategies, baseline)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "strategy\tmakespan\tgoodput\trejected %\tlost\t"
+	if wins {
+		head += "wins vs " + baseline + "\t"
+	}
+	fmt.Fprintln(tw, head)
+	lostAny := false
+	for _, name := range s.Strategies {
+		g, r, l, m := s.Figures(name)
+		mark := ""
+		if l.Max > 0 {
+			mark, lostAny = "*", true
+		}
+		line := fmt.Sprintf("%s\t%s (%s-%s)\t%.1f%%%s (%.1f-%.1f)\t%.2f%% (%.2f-%.2f)\t%s (%s-%s)\t",
+			name, secs(seconds(m.Mean)), secs(seconds(m.Min)), secs(seconds(m.Max)),
+			100*g.Mean, mark, 100*g.Min, 100*g.Max, 100*r.Mean, 100*r.Min, 100*r.Max,
+			count(l.Mean), count(l.Min), count(l.Max))
+		if wins {
+			if name == baseline {
+				line += "-\t"
+			} else {
+				both, gw, rw := s.Wins(name, baseline)
+				line += fmt.Sprintf("%d/%d (goodput %d, rejected %d)\t", both, len(s.Seeds), gw, rw)
+			}
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "goodput: successful calls / calls the provider could have served over the makespan; lost: failed after all retries")
+	if lostAny {
+		fmt.Fprintln(w, "*: calls were lost on some seeds, whose makespan then ended early and whose goodput covers that shorter span")
+	}
+	if wins {
+		fmt.Fprintf(w, "wins: seeds on which goodput >= %s's and rejected %% < %s's (both), and each on its own\n", baseline, baseline)
+	}
+	return nil
+}
+
+// WriteCSV writes one row per seed and strategy: seed, strategy, goodput
+// and rejected share (0..1), calls lost, makespan in seconds.
+func WriteCSV(w io.Writer, s *Sweep) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"seed", "strategy", "goodput", "rejected", "lost", "makespan"}); err != nil {
+		return err
+	}
+	for i, rs := range s.Results {
+		for _, r := range rs {
+			if err := cw.Write([]string{
+				strconv.FormatUint(s.Seeds[i], 10), r.Strategy,
+				strconv.FormatFloat(r.Goodput(), 'f', 6, 64), strconv.FormatFloat(r.RejectedShare(), 'f', 6, 64),
+				strconv.Itoa(r.Lost), strconv.FormatFloat(r.Makespan.Seconds(), 'f', 3, 64),
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// count prints a mean number of calls: whole when it is, else to a tenth
+// (a hundredth under one, so that one call in 30 runs does not print as 0).
+func count(v float64) string {
+	switch {
+	case v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v < 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// seedRange prints the seeds as "1-30" when they are consecutive.
+func seedRange(seeds []uint64) string {
+	if len(seeds) == 0 {
+		return "none"
+	}
+	for i := 1; i < len(seeds); i++ {
+		if seeds[i] != seeds[0]+uint64(i) {
+			return fmt.Sprint(seeds)
+		}
+	}
+	if len(seeds) == 1 {
+		return strconv.FormatUint(seeds[0], 10)
+	}
+	return fmt.Sprintf("%d-%d", seeds[0], seeds[len(seeds)-1])
+}

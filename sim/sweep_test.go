@@ -1,0 +1,107 @@
+//go:build go1.25
+
+package sim
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// fakeResult is a run whose goodput is succeeded/1000 of a capacity of
+// 1000 calls and whose rejected share is throttled/1000 requests.
+func fakeResult(strategy string, succeeded, throttled, lost int, makespan time.Duration) *Result {
+	return &Result{Strategy: strategy, Succeeded: succeeded, Capacity: 1000, Attempts: 1000, Throttled: throttled, Lost: lost, Makespan: makespan}
+}
+
+// A sweep's figures are each strategy's mean, min and max over the seeds,
+// and its wins count the seeds on which a strategy's goodput is at least
+// the baseline's and its rejected share below it.
+func TestSweepFiguresAndWins(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Strategies = []string{AWSAdaptive, CloudgGoodput}
+	sw := NewSweep(sc)
+	sw.Add(1, []*Result{fakeResult(AWSAdaptive, 990, 30, 0, 111*time.Second), fakeResult(CloudgGoodput, 995, 20, 0, 110*time.Second)}) // both
+	sw.Add(2, []*Result{fakeResult(AWSAdaptive, 990, 30, 1, 112*time.Second), fakeResult(CloudgGoodput, 990, 30, 0, 112*time.Second)}) // goodput only (a tie)
+	sw.Add(3, []*Result{fakeResult(AWSAdaptive, 999, 30, 2, 110*time.Second), fakeResult(CloudgGoodput, 995, 10, 0, 111*time.Second)}) // rejected only
+	both, g, r := sw.Wins(CloudgGoodput, AWSAdaptive)
+	if both != 1 || g != 2 || r != 2 {
+		t.Fatalf("wins %d (goodput %d, rejected %d), want 1 (2, 2)", both, g, r)
+	}
+	gp, rej, lost, mk := sw.Figures(AWSAdaptive)
+	if gp != (Spread{Mean: 0.993, Min: 0.99, Max: 0.999}) || rej.Mean != 0.03 || lost != (Spread{Mean: 1, Min: 0, Max: 2}) || mk != (Spread{Mean: 111, Min: 110, Max: 112}) {
+		t.Fatalf("figures %+v %+v %+v %+v", gp, rej, lost, mk)
+	}
+	var b bytes.Buffer
+	if err := WriteSweep(&b, sw, AWSAdaptive); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"seeds 1-3: mean (min-max) over 3 runs", "wins vs aws-adaptive", "1/3 (goodput 2, rejected 2)", "99.3%* (99.0-99.9)", "1 (0-2)", "*: calls were lost on some seeds"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteCSV(&b, sw); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 7 || lines[0] != "seed,strategy,goodput,rejected,lost,makespan" || lines[6] != "3,cloudg-goodput,0.995000,0.010000,0,111.000" {
+		t.Fatalf("csv:\n%s", b.String())
+	}
+}
+
+type callCounter struct{ calls, retries, throttles atomic.Int32 }
+
+func (c *callCounter) Observe(ev resilience.Event) {
+	switch ev.Kind {
+	case resilience.EventCall:
+		c.calls.Add(1)
+	case resilience.EventRetry:
+		c.retries.Add(1)
+	case resilience.EventThrottle:
+		c.throttles.Add(1)
+	}
+}
+
+// The cloudg-aws strategies run what a user installs: cloudgaws.Install at
+// its defaults, the SDK's retry middleware making the retries. The
+// governor counts one call per logical call (the SDK's retries are
+// retries of it), sees the throttles, and the SDK retries in its standard
+// mode unless the scenario's aws section says otherwise.
+func TestInstalledStrategyRunsTheSDKRetryLoop(t *testing.T) {
+	sc, err := Parse([]byte("workload: {workers: 16, calls: 240}\nprovider: {rate: 5, burst: 10}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &callCounter{}
+	sc.observer = obs
+	r := runVirtualOne(t, sc, CloudgAWS)
+	if r.Lost != 0 || obs.calls.Load() != 240 || obs.retries.Load() == 0 || int(obs.throttles.Load()) != r.Throttled {
+		t.Fatalf("lost %d; the governor counted %d calls, %d retries, %d throttles (the provider rejected %d)",
+			r.Lost, obs.calls.Load(), obs.retries.Load(), obs.throttles.Load(), r.Throttled)
+	}
+	for mode, want := range map[aws.RetryMode]aws.RetryMode{"": aws.RetryModeStandard, aws.RetryModeAdaptive: aws.RetryModeAdaptive} {
+		sc.SDK.RetryMode = mode
+		synctest.Test(t, func(t *testing.T) {
+			s, err := newInstalledStrategy(sc, SystemClock{}, controllerAIMD)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.cfg.RetryMode != want {
+				t.Errorf("aws.retry_mode %q: the SDK retries in %q mode, want %q", mode, s.cfg.RetryMode, want)
+			}
+			if err := s.Call(context.Background(), "DescribeInstances", func(context.Context) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
