@@ -33,7 +33,7 @@ type sharedBucket struct {
 	refill      chan struct{} // closed when the lease request in flight ends
 	lastUse     time.Duration
 	lastSuccess time.Duration // the last Success sent to Redis
-	served      []served      // success counts not yet sent (goodput)
+	served      []served      // success counts not yet sent (goodput), one per slot, oldest first; flush sends them within a slot
 	flush       *time.Timer   // sends them a slot after the first of them
 
 	localMu sync.Mutex
@@ -53,18 +53,14 @@ type served struct {
 // interval without overflowing.
 const never = time.Duration(math.MinInt64 / 4)
 
-// goodputSlots is the length of the ring of success counts in Redis: the
-// slots of one window, and the one filling now.
-const goodputSlots = int(bucket.GoodputWindow*time.Second/bucket.GoodputSlot) + 1
-
 // controllerArgs are the adaptive controllers' constants, package bucket's,
-// as the bucket scripts read them (ARGV[8] to ARGV[18]): the shared
+// as the bucket scripts read them (ARGV[8] to ARGV[17]): the shared
 // controllers run with the in-process bucket's numbers, whatever they are.
 var controllerArgs = []any{
 	ftoa(bucket.DecreaseFactor), bucket.DecreaseInterval.Microseconds(),
 	bucket.IncreaseInterval.Microseconds(), ftoa(bucket.IncreaseStep), ftoa(bucket.MinIncrease),
 	ftoa(bucket.GoodputShare), ftoa(bucket.GoodputCap), ftoa(bucket.GoodputStep),
-	(bucket.GoodputWindow * time.Second).Microseconds(), bucket.GoodputSlot.Microseconds(), goodputSlots,
+	(bucket.GoodputWindow * time.Second).Microseconds(), bucket.GoodputSlot.Microseconds(),
 }
 
 // floor returns spec's lowest adaptive rate as the in-process bucket
@@ -138,9 +134,6 @@ func (b *sharedBucket) count() {
 		b.served[n-1].at = at
 		b.served[n-1].n++
 	} else {
-		if len(b.served) >= goodputSlots { // older than the window: no longer counted
-			b.served = append(b.served[:0], b.served[1:]...)
-		}
 		b.served = append(b.served, served{at: at, n: 1})
 	}
 	if b.flush == nil {

@@ -47,49 +47,81 @@ local function touch(key, ttl)
 end
 `
 
-// A bucket is a hash {t0, paused, rate, ldec, lthr, linc, born} and, for
-// the goodput controller, its ring of success counts {gs<i>, gn<i>}: the
-// balance at time t is (t - t0) / interval tokens, capped at the capacity,
-// the same representation as the in-process bucket, with the same
-// controllers. Every bucket script takes the arguments of bucketArgs
-// (ceiling, capacity/rate ratio, floor, mode, key TTL, horizon, clock
-// skew, then the controllers' constants from package bucket), and its own
-// from ARGV[ARG0] on.
+// A bucket is a hash {t0, paused, rate, ldec, lthr, linc} and, for the
+// goodput controller, its success counts {born, gfrom, gn, gk, gcur,
+// gprev, glast} (see the controllers below): the balance at time t is
+// (t - t0) / interval tokens, capped at the capacity, the same
+// representation as the in-process bucket, with the same controllers.
+// Every bucket script takes the arguments of bucketArgs (ceiling,
+// capacity/rate ratio, floor, mode, key TTL, horizon, clock skew, then the
+// controllers' constants from package bucket), and its own from ARGV[ARG0]
+// on.
 const bucketPrelude = common + `
 local CEILING, RATIO, FLOOR, MODE = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local TTL_MS, HORIZON_US, SKEW_US = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local DECREASE_FACTOR, DECREASE_INTERVAL_US = tonumber(ARGV[8]), tonumber(ARGV[9])
 local INCREASE_INTERVAL_US, INCREASE_STEP, MIN_INCREASE = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 local GOODPUT_SHARE, GOODPUT_CAP, GOODPUT_STEP = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
-local GOODPUT_WINDOW_US, SLOT_US, NSLOTS = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
-local ARG0 = 19
+local GOODPUT_WINDOW_US, SLOT_US = tonumber(ARGV[16]), tonumber(ARGV[17])
+local ARG0 = 18
 local NEVER = -1e18
+
+-- The goodput controller's counts (MODE 2 only): born, gfrom, gn, gk,
+-- gcur, gprev, glast, in this order; see served below.
+local SERVED_FIELDS = {'born', 'gfrom', 'gn', 'gk', 'gcur', 'gprev', 'glast'}
+local function fresh_served(now)
+  return {born = now, from = 0, n = 0, k = 0, cur = 0, prev = 0, last = 0, dirty = true}
+end
+-- load_served reads the counts from h[i], h[i+1], ...: absent ones are
+-- those of counting that starts now; nil when one is invalid (a time past
+-- now, a negative count, a window that has not begun).
+local function load_served(h, i, now)
+  local past = now + SKEW_US
+  local g = {born = tonumber(h[i] or now), from = tonumber(h[i + 1] or 0), n = tonumber(h[i + 2] or 0),
+    k = tonumber(h[i + 3] or 0), cur = tonumber(h[i + 4] or 0), prev = tonumber(h[i + 5] or 0),
+    last = tonumber(h[i + 6] or 0), dirty = not h[i]}
+  if finite(g.born) and g.born <= past and finite(g.from) and g.from >= 0 and g.from <= past + SLOT_US and
+      finite(g.n) and g.n >= 0 and finite(g.k) and g.k >= 0 and g.k == math.floor(g.k) and
+      g.born + g.k * GOODPUT_WINDOW_US <= past and finite(g.cur) and g.cur >= 0 and
+      finite(g.prev) and g.prev >= 0 and finite(g.last) and g.last >= 0 and g.last <= past then
+    return g
+  end
+  return nil
+end
 
 local function fresh(b, now)
   b.rate = CEILING
   b.interval = 1000000 / b.rate
   b.capus = math.max(1, RATIO * b.rate) * b.interval
   b.t0, b.paused = now - b.capus, 0
-  b.ldec, b.lthr, b.linc, b.born = NEVER, NEVER, NEVER, now
+  b.ldec, b.lthr, b.linc = NEVER, NEVER, NEVER
+  if MODE == '2' then b.g = fresh_served(now) end
 end
 
 -- load_bucket reads the bucket at key; invalid state is deleted and the
 -- bucket starts afresh, full at its ceiling. A rate above the ceiling (one
--- lowered by configuration) is brought down to it.
+-- lowered by configuration) is brought down to it. The goodput
+-- controller's counts are read only by a bucket of MODE 2.
 local function load_bucket(key, now)
-  local h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', 'born')
+  local h
+  if MODE == '2' then
+    h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', unpack(SERVED_FIELDS))
+  else
+    h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc')
+  end
   local t0, paused, rate = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
-  local ldec, lthr, linc, born = tonumber(h[4]), tonumber(h[5]), tonumber(h[6]), tonumber(h[7] or now)
+  local ldec, lthr, linc = tonumber(h[4]), tonumber(h[5]), tonumber(h[6])
   local soon, past = now + HORIZON_US, now + SKEW_US
   local b = {}
+  if MODE == '2' then b.g = load_served(h, 7, now) end
   if finite(t0) and t0 <= soon and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
       finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
-      finite(born) and born <= past then
+      (MODE ~= '2' or b.g) then
     b.rate = math.min(rate, CEILING)
     b.interval = 1000000 / b.rate
     b.capus = math.max(1, RATIO * b.rate) * b.interval
     b.t0, b.paused = t0, paused
-    b.ldec, b.lthr, b.linc, b.born = ldec, lthr, linc, born
+    b.ldec, b.lthr, b.linc = ldec, lthr, linc
     return b
   end
   if redis.call('EXISTS', key) == 1 then redis.call('DEL', key) end
@@ -124,75 +156,105 @@ local function pause(b, now, d)
   b.t0 = math.max(b.t0 + (untilp - start), untilp)
   b.paused = untilp
 end
+-- save_bucket writes the bucket, and the goodput controller's counts when
+-- they changed.
 local function save_bucket(key, b)
-  redis.call('HSET', key, 't0', num(b.t0), 'paused', num(b.paused), 'rate', tostring(b.rate),
-    'ldec', num(b.ldec), 'lthr', num(b.lthr), 'linc', num(b.linc), 'born', num(b.born))
+  local f = {'t0', num(b.t0), 'paused', num(b.paused), 'rate', tostring(b.rate),
+    'ldec', num(b.ldec), 'lthr', num(b.lthr), 'linc', num(b.linc)}
+  local g = b.g
+  if g and g.dirty then
+    local v = {g.born, g.from, g.n, g.k, g.cur, g.prev, g.last}
+    for i, name in ipairs(SERVED_FIELDS) do
+      f[#f + 1] = name
+      f[#f + 1] = num(v[i])
+    end
+  end
+  redis.call('HSET', key, unpack(f))
   redis.call('PEXPIRE', key, TTL_MS)
 end
 
 -- ===== The adaptive controllers =====================================
 -- AIMD (MODE 1) and the measured-goodput controller (MODE 2), shared by
--- the fleet. They are internal/bucket's (Bucket.Throttle, Bucket.Success
--- and servedWindow), with its constants passed as arguments; what differs
--- is only where the success counts live: per slot of SLOT_US, in the
--- bucket's hash, sent by every process of the fleet. Keep these functions
--- in step with internal/bucket.
+-- the fleet. They are internal/bucket's (Bucket.Throttle, Bucket.Success,
+-- and served's count and rate), with its constants passed as arguments;
+-- what differs is only where the success counts live: in the bucket's
+-- hash, sent by every process of the fleet with the time of each slot of
+-- SLOT_US, so that a count that arrives late is counted at its own time.
+-- Keep these functions in step with internal/bucket.
+--
+-- The goodput counts (b.g): from (gfrom) is the start of the slot after
+-- the previous congestion event (0: none since counting started) and n
+-- (gn) the successes since then; born is when counting (re)started, k (gk)
+-- the number of the current window of GOODPUT_WINDOW_US since born, cur
+-- and prev (gcur, gprev) the successes of that window and of the one
+-- before, counted until the first event; last (glast) the last success (0:
+-- none yet).
 
--- record_served adds the success counts of ARGV[first], ARGV[first+1], ...:
--- pairs of an age (microseconds before now) and a count.
-local function record_served(key, now, first)
-  if MODE ~= '2' then return end
-  local cur = math.floor(now / SLOT_US)
+-- count counts c successes at t. After more than GOODPUT_WINDOW_US
+-- without a success, counting starts again at t, as if no event had
+-- happened. A count older than what it would be counted in (before the
+-- slot after the latest event, or before the windows) is left out: those
+-- successes answered requests sent before that event.
+local function count(g, t, c)
+  if g.last > 0 and t - g.last > GOODPUT_WINDOW_US then
+    g.from, g.n, g.born, g.k, g.cur, g.prev = 0, 0, t, 0, 0, 0
+  end
+  g.last = math.max(g.last, t)
+  g.dirty = true
+  if g.from > 0 then
+    if t >= g.from then g.n = g.n + c end
+  elseif t >= g.born then
+    local k = math.floor((t - g.born) / GOODPUT_WINDOW_US)
+    if k == g.k + 1 then
+      g.prev, g.cur, g.k = g.cur, 0, k
+    elseif k > g.k then
+      g.prev, g.cur, g.k = 0, 0, k
+    end
+    if k == g.k then g.cur = g.cur + c elseif k == g.k - 1 then g.prev = g.prev + c end
+  end
+end
+
+-- record_served counts the successes of ARGV[first], ARGV[first+1], ...:
+-- pairs of an age (microseconds before now) and a count, oldest first.
+local function record_served(b, now, first)
+  if not b.g then return end
   for i = first, #ARGV - 1, 2 do
     local age, n = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-    if finite(age) and age >= 0 and finite(n) and n > 0 then
-      local slot = math.floor((now - age) / SLOT_US)
-      if slot > cur - NSLOTS then
-        local j = slot % NSLOTS
-        local f = redis.call('HMGET', key, 'gs' .. j, 'gn' .. j)
-        local c = tonumber(f[2])
-        if tonumber(f[1]) ~= slot or not finite(c) or c < 0 then c = 0 end
-        redis.call('HSET', key, 'gs' .. j, num(slot), 'gn' .. j, num(c + n))
-      end
-    end
+    if finite(age) and age >= 0 and finite(n) and n > 0 then count(b.g, now - age, n) end
   end
 end
 
 -- goodput_rate is the rate the goodput controller moves to on a congestion
--- event: GOODPUT_SHARE of the successes per second the fleet was served,
--- counted from the latest of GOODPUT_WINDOW ago, the bucket's birth and
--- the slot after the previous decrease; never above GOODPUT_CAP of the
--- current rate. With nothing served it multiplies by DECREASE_FACTOR.
-local function goodput_rate(key, b, now, prev)
-  local from = math.max(now - GOODPUT_WINDOW_US, b.born)
-  if prev > NEVER then from = math.max(from, (math.floor(prev / SLOT_US) + 1) * SLOT_US) end
-  local lo, hi = math.floor(from / SLOT_US), math.floor(now / SLOT_US)
-  local fields = {}
-  for j = 0, NSLOTS - 1 do
-    fields[#fields + 1] = 'gs' .. j
-    fields[#fields + 1] = 'gn' .. j
+-- event at now: GOODPUT_SHARE of the successes per second since the slot
+-- after the previous event (for the first, over the current and the
+-- previous window), never above GOODPUT_CAP of the current rate; with
+-- nothing served it multiplies by DECREASE_FACTOR. The next measurement
+-- starts at the slot after this event.
+local function goodput_rate(b, now)
+  local g = b.g
+  local n, since = 0, g.from
+  if g.from > 0 then
+    n = g.n
+  else
+    local k = math.max(0, math.floor((now - g.born) / GOODPUT_WINDOW_US))
+    if k == g.k then n = g.cur + g.prev elseif k == g.k + 1 then n = g.cur end
+    since = math.max(g.born, g.born + (k - 1) * GOODPUT_WINDOW_US)
   end
-  local v = redis.call('HMGET', key, unpack(fields))
-  local n = 0
-  for j = 0, NSLOTS - 1 do
-    local s, c = tonumber(v[2 * j + 1]), tonumber(v[2 * j + 2])
-    if finite(s) and finite(c) and c > 0 and s >= lo and s <= hi then n = n + c end
-  end
-  local window = (now - from) / 1000000
-  if n == 0 or window <= 0 then return b.rate * DECREASE_FACTOR end
-  return math.min(GOODPUT_CAP * b.rate, GOODPUT_SHARE * n / math.max(window, 1))
+  g.from, g.n, g.dirty = (math.floor(now / SLOT_US) + 1) * SLOT_US, 0, true
+  local secs = (now - since) / 1000000
+  if n == 0 or secs <= 0 then return b.rate * DECREASE_FACTOR end
+  return math.min(GOODPUT_CAP * b.rate, GOODPUT_SHARE * n / math.max(secs, 1))
 end
 
 -- throttle records a throttling answer: an adaptive bucket decreases its
 -- rate (not below the floor) and drains its burst, at most once per
 -- DECREASE_INTERVAL across the fleet. It returns 1 when it decreased.
-local function throttle(key, b, now)
+local function throttle(b, now)
   b.lthr = now
   if MODE == '0' or now - b.ldec < DECREASE_INTERVAL_US then return 0 end
-  local prev = b.ldec
   b.ldec = now
   local r = b.rate * DECREASE_FACTOR
-  if MODE == '2' then r = goodput_rate(key, b, now, prev) end
+  if b.g then r = goodput_rate(b, now) end
   r = math.max(FLOOR, r)
   local dec = 0
   if r < b.rate then dec = 1 else r = b.rate end
@@ -232,7 +294,7 @@ local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local want = math.max(1, tonumber(ARGV[ARG0]) or 1)
 local give = math.max(0, tonumber(ARGV[ARG0 + 1]) or 0)
-record_served(KEYS[1], now, ARG0 + 4)
+record_served(b, now, ARG0 + 4)
 local eff = math.max(now, b.paused)
 if give > 0 then b.t0 = b.t0 - give * b.interval end
 b.t0 = math.max(b.t0, eff - b.capus)
@@ -276,8 +338,8 @@ return {1}
 var throttleScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-record_served(KEYS[1], now, ARG0 + 1)
-local dec = throttle(KEYS[1], b, now)
+record_served(b, now, ARG0 + 1)
+local dec = throttle(b, now)
 pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b)
 return {dec, tostring(b.rate)}
@@ -288,7 +350,7 @@ return {dec, tostring(b.rate)}
 var successScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-record_served(KEYS[1], now, ARG0)
+record_served(b, now, ARG0)
 local inc = increase(b, now)
 save_bucket(KEYS[1], b)
 return {inc, tostring(b.rate)}
@@ -298,7 +360,7 @@ return {inc, tostring(b.rate)}
 var servedScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-record_served(KEYS[1], now, ARG0)
+record_served(b, now, ARG0)
 save_bucket(KEYS[1], b)
 return {1}
 `)

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,15 +13,94 @@ import (
 )
 
 // The goodput controller in fleet mode counts the successes of the whole
-// fleet, per slot, in the bucket's Redis state: a throttle moves the shared
-// rate to bucket.GoodputShare of what the fleet was served (never above
-// bucket.GoodputCap of the rate), and it climbs by bucket.GoodputStep of
-// the ceiling.
+// fleet in the bucket's Redis state, each process's per slot with its
+// time: a throttle moves the shared rate to bucket.GoodputShare of what
+// the fleet was served since the slot after the previous congestion event
+// (for the first event, over the current and the previous window of
+// bucket.GoodputWindow; after a gap of more than a window without a
+// success, from the gap), never above bucket.GoodputCap of the rate, and
+// it climbs by bucket.GoodputStep of the ceiling.
+//
+// Some of these tests write the counts into the hash (born, gfrom, gn, gk,
+// gcur, gprev, glast, times in Redis's microseconds), so that a span of
+// tens of seconds is measured without waiting for it.
 
 var goodputCfg = resilience.Config{AWS: resilience.ProviderConfig{
 	Controller: "goodput",
 	Services:   map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 100}},
 }}
+
+// goodputSpec is a shared goodput bucket of 100 rps, used through the
+// store, so that each test decides when a success or a throttle happens.
+var goodputSpec = state.BucketSpec{Rate: 100, Burst: 100, Floor: 1, Adaptive: true, Goodput: true}
+
+const windowUS = bucket.GoodputWindow * 1e6
+
+// sharedGoodput is one goodput bucket seen from two processes of a fleet.
+type sharedGoodput struct {
+	a, b   state.Bucket
+	rdb    *process // reads and writes the hash
+	key    string
+	slotUS int64
+}
+
+func newSharedGoodput(t *testing.T, be backend) *sharedGoodput {
+	prefix := uniquePrefix(t)
+	pa := newProcess(t, be, prefix, resilience.Config{})
+	pb := newProcess(t, be, prefix, resilience.Config{})
+	return &sharedGoodput{
+		a: pa.store.Bucket(vpcsKey, goodputSpec, 0), b: pb.store.Bucket(vpcsKey, goodputSpec, 0),
+		rdb: pa, key: prefix + ":{" + vpcsKey + "}:bucket", slotUS: bucket.GoodputSlot.Microseconds(),
+	}
+}
+
+// now is Redis's time in microseconds.
+func (g *sharedGoodput) now(t *testing.T) int64 {
+	t.Helper()
+	tm, err := g.rdb.rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.UnixMicro()
+}
+
+// set writes fields of the bucket's hash.
+func (g *sharedGoodput) set(t *testing.T, fields ...any) {
+	t.Helper()
+	if err := g.rdb.rdb.HSet(context.Background(), g.key, fields...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// field reads a number of the bucket's hash.
+func (g *sharedGoodput) field(t *testing.T, name string) float64 {
+	t.Helper()
+	v, err := g.rdb.rdb.HGet(context.Background(), g.key, name).Result()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return f
+}
+
+// succeed counts n successes in each process and waits until their counts
+// are in Redis (each process sends its own within a slot).
+func (g *sharedGoodput) succeed(n int) {
+	for range n {
+		g.a.Success(0)
+		g.b.Success(0)
+	}
+	time.Sleep(3 * bucket.GoodputSlot)
+}
+
+// decreaseAllowed makes the next throttle a congestion event without
+// waiting out bucket.DecreaseInterval since the previous one.
+func (g *sharedGoodput) decreaseAllowed(t *testing.T, now int64) {
+	g.set(t, "ldec", now-2*bucket.DecreaseInterval.Microseconds())
+}
 
 func TestGoodputIsMeasuredAcrossTheFleet(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
@@ -36,12 +116,127 @@ func TestGoodputIsMeasuredAcrossTheFleet(t *testing.T) {
 		}
 		time.Sleep(3 * bucket.GoodputSlot) // B's counts reach Redis within a slot
 		a.do(t, vpcs, throttl, once)
-		// 40 successes within the first second (the controller divides by
-		// at least a second).
+		// The first event: 40 successes within the first window, and within
+		// the first second (the controller divides by at least a second).
 		want := math.Min(bucket.GoodputCap*100, bucket.GoodputShare*40)
 		if r := b.gov.Inspect(vpcs).Leaf.Rate; math.Abs(r-want) > 1e-9 {
 			t.Fatalf("the fleet's rate %v after the throttle, want %v (%v of the fleet's 40 successes; one process's 20 give %v)",
 				r, want, bucket.GoodputShare, bucket.GoodputShare*20)
+		}
+	})
+}
+
+// A congestion event starts the next measurement at the slot after it: the
+// successes before it (here another process's, whose counts reach Redis
+// after the event) are left out, those from that slot on are counted, and
+// the next event moves the rate to GoodputShare of them per second (at
+// least a second).
+func TestSharedGoodputMeasuresFromTheSlotAfterTheEvent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		for range 10 {
+			g.b.Success(0) // sent a slot later, after the event
+		}
+		before := g.now(t)
+		if r, _ := g.a.Throttle(0, 0); r != goodputSpec.Rate*bucket.DecreaseFactor {
+			t.Fatalf("rate %v after the first event with nothing served yet, want %v", r, goodputSpec.Rate*bucket.DecreaseFactor)
+		}
+		after := g.now(t)
+		from := int64(g.field(t, "gfrom"))
+		if from%g.slotUS != 0 || from <= before || from > after+g.slotUS {
+			t.Fatalf("the measurement starts at %d, want the slot after the event (between %d and %d)", from, before, after)
+		}
+		time.Sleep(3 * bucket.GoodputSlot)
+		if n := g.field(t, "gn"); n != 0 {
+			t.Fatalf("%v successes counted since the event, want none: all were before it", n)
+		}
+		// From the slot after the event on, both processes' successes count.
+		time.Sleep(time.Duration(max(0, from-g.now(t)))*time.Microsecond + bucket.GoodputSlot)
+		g.succeed(6)
+		if n := g.field(t, "gn"); n != 12 {
+			t.Fatalf("%v successes counted since the event, want the fleet's 12", n)
+		}
+		now := g.now(t)
+		g.decreaseAllowed(t, now)
+		r, dec := g.b.Throttle(0, 0)
+		lo := bucket.GoodputShare * 12 / math.Max(1, float64(g.now(t)-from)/1e6)
+		hi := bucket.GoodputShare * 12 / math.Max(1, float64(now-from)/1e6)
+		if !dec || r < lo-1e-9 || r > hi+1e-9 {
+			t.Fatalf("rate %v after the second event, want %v to %v (%v x 12 successes per second)", r, lo, hi, bucket.GoodputShare)
+		}
+	})
+}
+
+// The measurement has no upper bound: the provider's bucket was empty at
+// both events, so what the fleet was served in between is its refill,
+// however long ago the previous event was. Here 200 successes over 40 s,
+// 170 of them written into the hash, 30 from the two processes in the
+// last second: 0.99 x 5 rps, not 0.99 x the 6 rps of the last window.
+func TestSharedGoodputMeasuresTheWholeSpanBetweenEvents(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		g.a.Throttle(0, 0) // the first event
+		now := g.now(t)
+		from := (now/g.slotUS - 400) * g.slotUS // 40 s ago
+		g.set(t, "gfrom", from, "gn", 170, "glast", now)
+		g.succeed(15)
+		now = g.now(t)
+		g.decreaseAllowed(t, now)
+		r, dec := g.b.Throttle(0, 0)
+		lo := bucket.GoodputShare * 200 / (float64(g.now(t)-from) / 1e6)
+		hi := bucket.GoodputShare * 200 / (float64(now-from) / 1e6)
+		if !dec || r < lo-1e-9 || r > hi+1e-9 {
+			t.Fatalf("rate %v after 200 successes in 40 s since the previous event, want %v to %v", r, lo, hi)
+		}
+	})
+}
+
+// The first event has no earlier one to measure from: it counts the
+// current and the previous window of GoodputWindow, aligned to when
+// counting started. Counting started 12 s ago: 1,000 successes in the
+// first window, 35 in the second, 20 in the current one (the processes'):
+// the event moves the rate to 0.99 x 55 over the 7 s since the second
+// window began.
+func TestSharedGoodputFirstEventCountsTheLastTwoWindows(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		g.a.TryReserve(0) // the bucket's hash: counting starts
+		now := g.now(t)
+		born := now - 12*1e6
+		g.set(t, "born", born, "gk", 1, "gcur", 35, "gprev", 1000, "glast", now)
+		g.succeed(10)
+		if k := g.field(t, "gk"); k != 2 {
+			t.Fatalf("window %v after successes 12 s after counting started, want 2", k)
+		}
+		r, dec := g.b.Throttle(0, 0)
+		since := float64(born+windowUS) / 1e6
+		lo := bucket.GoodputShare * 55 / (float64(g.now(t))/1e6 - since)
+		hi := bucket.GoodputShare * 55 / (float64(now)/1e6 - since)
+		if !dec || r < lo-1e-9 || r > hi+1e-9 {
+			t.Fatalf("rate %v after the first event, want %v to %v (%v x 55 successes over about 7 s)", r, lo, hi, bucket.GoodputShare)
+		}
+	})
+}
+
+// After more than GoodputWindow without a success (an outage, an open
+// breaker, no demand) the fleet was not drawing on the provider's bucket:
+// the next success starts counting again, as if no event had happened, so
+// that the next event measures from it (20 successes within a second),
+// not the 1,020 since the previous event 20 s ago.
+func TestSharedGoodputMeasuresAgainAfterAGap(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		g.a.Throttle(0, 0) // the first event: 50 rps
+		now := g.now(t)
+		g.set(t, "gfrom", (now/g.slotUS-200)*g.slotUS, "gn", 1000, "glast", now-windowUS-1e6)
+		g.succeed(10)
+		if from := g.field(t, "gfrom"); from != 0 {
+			t.Fatalf("the measurement still starts at %v after the gap, want 0 (counting again)", from)
+		}
+		g.decreaseAllowed(t, g.now(t))
+		r, dec := g.b.Throttle(0, 0)
+		if want := bucket.GoodputShare * 20; !dec || math.Abs(r-want) > 1e-9 {
+			t.Fatalf("rate %v after the gap, want %v (%v x 20 successes within a second)", r, want, bucket.GoodputShare)
 		}
 	})
 }
@@ -53,7 +248,7 @@ func TestSharedGoodputRateClimbsByItsStep(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
 		p := newProcess(t, be, prefix, resilience.Config{})
-		b := p.store.Bucket(vpcsKey, state.BucketSpec{Rate: 100, Burst: 100, Floor: 1, Adaptive: true, Goodput: true}, 0)
+		b := p.store.Bucket(vpcsKey, goodputSpec, 0)
 		if r, _ := b.Throttle(0, 0); r != 100*bucket.DecreaseFactor {
 			t.Fatalf("rate %v after a throttle with nothing served, want %v", r, 100*bucket.DecreaseFactor)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -78,6 +79,54 @@ func TestInvalidBucketStateCountsAsAbsent(t *testing.T) {
 			p.do(t, vpcs, throttl, once)
 			if r := p.gov.Inspect(vpcs).Leaf.Rate; r != 10 {
 				t.Fatalf("rate %v after a throttle, want 10", r)
+			}
+		})
+	})
+}
+
+// The goodput controller's counts are validated too: a count below zero
+// or not a number, a time past now, a window that has not begun. Invalid
+// counts make the bucket count as absent: it starts afresh at its ceiling
+// (this one was halved), and adapts again.
+func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		for _, c := range []struct{ field, value string }{
+			{"born", "1e300"}, {"born", "junk"}, {"gfrom", "-1"}, {"gfrom", "1e300"},
+			{"gn", "-1"}, {"gn", "nan"}, {"gk", "-1"}, {"gk", "0.5"}, {"gk", "1e12"},
+			{"gcur", "-1"}, {"gprev", "inf"}, {"glast", "1e300"},
+		} {
+			t.Run(c.field+"="+c.value, func(t *testing.T) {
+				prefix := uniquePrefix(t)
+				p := newProcess(t, be, prefix, resilience.Config{})
+				b := p.store.Bucket(vpcsKey, goodputSpec, 0)
+				if r, _ := b.Throttle(0, 0); r != goodputSpec.Rate*bucket.DecreaseFactor {
+					t.Fatalf("rate %v after a throttle with nothing served", r)
+				}
+				key := prefix + ":{" + vpcsKey + "}:bucket"
+				if err := p.rdb.HSet(context.Background(), key, c.field, c.value).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if r := b.Snapshot(0).Rate; r != goodputSpec.Rate {
+					t.Fatalf("rate %v after the invalid count, want the ceiling %v", r, goodputSpec.Rate)
+				}
+				if r, dec := b.Throttle(0, 0); !dec || r != goodputSpec.Rate*bucket.DecreaseFactor {
+					t.Fatalf("rate %v (decreased %v) after a throttle of the rebuilt bucket", r, dec)
+				}
+			})
+		}
+		// Counts that are absent (a bucket an AIMD process wrote) are those
+		// of counting that starts now: the bucket keeps its learned rate.
+		t.Run("absent", func(t *testing.T) {
+			prefix := uniquePrefix(t)
+			p := newProcess(t, be, prefix, resilience.Config{})
+			b := p.store.Bucket(vpcsKey, goodputSpec, 0)
+			b.Throttle(0, 0)
+			key := prefix + ":{" + vpcsKey + "}:bucket"
+			if err := p.rdb.HDel(context.Background(), key, "born", "gfrom", "gn", "gk", "gcur", "gprev", "glast").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if r := b.Snapshot(0).Rate; r != goodputSpec.Rate*bucket.DecreaseFactor {
+				t.Fatalf("rate %v with the counts absent, want the learned %v", r, goodputSpec.Rate*bucket.DecreaseFactor)
 			}
 		})
 	})
