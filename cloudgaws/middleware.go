@@ -2,12 +2,15 @@ package cloudgaws
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -33,9 +36,10 @@ type callState struct {
 	gov *resilience.Governor
 	gd  *resilience.Guard // nil: the call is not governed (provider disabled)
 
-	sent           bool  // an attempt was sent: the next one is a retry
-	retryAccounted bool  // the retryer accounted for the retry about to be sent
-	stopErr        error // the error with which the governor ended the SDK's loop
+	sent           bool                // an attempt was sent: the next one is a retry
+	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
+	retryAccounted bool                // the retryer accounted for the retry about to be sent
+	stopErr        error               // the error with which the governor ended the SDK's loop
 }
 
 type stateKey struct{}
@@ -128,6 +132,19 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 
 	st := &callState{Context: ctx, gov: gov, gd: gd}
 	out, md, err = next.HandleInitialize(st, in)
+	for st.stopErr == nil && attemptsRanOut(err) {
+		// A provider that waits for its breakers' verdicts (breaker_wait)
+		// loses no call to an outage its deadline could wait out: the
+		// failure counts towards the breaker, and the call is sent again
+		// with the SDK's attempts renewed once the verdict has come (the
+		// attempt middleware's Pace waits for it). A body the caller gave
+		// is sent again whole, or the call is not.
+		if st.first != nil && st.first.RewindStream() != nil || !gd.Resend() {
+			break
+		}
+		st.retryAccounted = true
+		out, md, err = next.HandleInitialize(st, in)
+	}
 	if st.stopErr != nil {
 		// The SDK joins its last error with the retryer's; the caller
 		// gets one error, the governor's, which wraps the provider's.
@@ -136,6 +153,13 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	// After the call: the slot, and the outcome the SDK's loop left open.
 	gd.End(err)
 	return out, md, err
+}
+
+// attemptsRanOut reports whether the SDK's loop ended because its
+// attempts ran out.
+func attemptsRanOut(err error) bool {
+	var mae *retry.MaxAttemptsError
+	return err != nil && errors.As(err, &mae)
 }
 
 // attemptMiddleware runs once per attempt, inside the SDK's retry loop
@@ -165,6 +189,9 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		if perr := st.gd.Pace(ctx); perr != nil {
 			return out, md, paceError(ctx, perr)
 		}
+	}
+	if !st.sent {
+		st.first, _ = in.Request.(*smithyhttp.Request)
 	}
 	st.sent = true
 	out, md, err = next.HandleFinalize(ctx, in)

@@ -322,3 +322,46 @@ type abortedError struct{ ctx, last error }
 
 func (e *abortedError) Error() string   { return e.ctx.Error() + " (last error: " + e.last.Error() + ")" }
 func (e *abortedError) Unwrap() []error { return []error{e.ctx, e.last} }
+
+// Pace takes a fresh token before the retry of a throttled attempt that an
+// SDK sends without Enter (the AWS SDK's retries, which are not calls of
+// their own): the retry waits for the scope's rate and pause on top of the
+// SDK's backoff. A wait that would pass the deadline ends the call with the
+// throttled answer, recorded as failed. After any other attempt Pace only
+// counts the SDK's backoff: an SDK that calls Pace before each of its
+// retries (cloudgaws does) has the time it slept since Retry counted as
+// the call's backoff. For a provider that waits for its breakers' verdicts
+// (breaker_wait), every retry first asks the breaker as Enter does: an
+// open breaker or a probe out holds it until the verdict, within the
+// deadline, and a retry that waited takes a fresh token; a refused one
+// ends the call with a *CircuitOpenError wrapping the last answer.
+func (gd *Guard) Pace(ctx context.Context) error {
+	if gd.e == nil {
+		return nil
+	}
+	now := gd.g.now()
+	gd.recordBackoff(now)
+	if gd.phase != failed && gd.phase != retrying {
+		return nil
+	}
+	if gd.p.set.breakerWait {
+		// The retry asks the breaker first, and waits for its verdict.
+		if err := gd.admit(ctx, now, true, true); err != nil {
+			return err
+		}
+		if gd.lastKind != Throttled && gd.g.now() == now {
+			return nil
+		}
+		// A retry that waited goes at the scope's rate, like a new call.
+	} else if gd.lastKind != Throttled {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return gd.stopByContext(err, true)
+	}
+	if err := gd.takeToken(ctx, gd.g.now(), true, true); err != nil {
+		return err
+	}
+	gd.sendingRetry()
+	return nil
+}

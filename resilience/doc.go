@@ -36,12 +36,16 @@
 //     hint of retryafter.go): a throttle halves the leaf's rate and pauses
 //     it for the provider's Retry-After; a success resets the breaker,
 //     refunds the budget and lets the rate recover.
-//  5. Retry (guard.go) decides whether to go again: attempts left, a delay
-//     (decorrelated jitter, never shorter than the hint) within the
-//     deadline, and a token of the provider's retry budget
+//  5. Retry (guard.go, retry.go) decides whether to go again: attempts
+//     left, a delay (decorrelated jitter, never shorter than the hint)
+//     within the deadline, and a token of the provider's retry budget
 //     (internal/budget) past the first two retries. When retrying stops
 //     the breaker counts a failure, throttling is a give-up, and the caller
-//     gets the original error.
+//     gets the original error. With breaker_wait, a call whose attempts or
+//     budget ran out on a transient error waits for the breaker's verdict
+//     instead and goes again (verdict.go). An SDK that retries on its own
+//     sends its retries through Pace (admission.go) rather than Enter, and
+//     asks Resend (retry.go) when its own attempts ran out.
 //
 // Every event (a call counted, a wait, a throttle and the rate it leaves,
 // a pause, a retry, a breaker change, a give-up, a rejection, an empty

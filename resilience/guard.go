@@ -227,32 +227,6 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 	return nil
 }
 
-// Pace takes a fresh token before the retry of a throttled attempt that an
-// SDK sends without Enter (the AWS SDK's retries, which are not calls of
-// their own): the retry waits for the scope's rate and pause on top of the
-// SDK's backoff. A wait that would pass the deadline ends the call with the
-// throttled answer, recorded as failed. After any other attempt Pace only
-// counts the SDK's backoff: an SDK that calls Pace before each of its
-// retries (cloudgaws does) has the time it slept since Retry counted as
-// the call's backoff.
-func (gd *Guard) Pace(ctx context.Context) error {
-	if gd.e == nil {
-		return nil
-	}
-	gd.recordBackoff(gd.g.now())
-	if gd.lastKind != Throttled || (gd.phase != failed && gd.phase != retrying) {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return gd.stopByContext(err, true)
-	}
-	if err := gd.takeToken(ctx, gd.g.now(), true, true); err != nil {
-		return err
-	}
-	gd.sendingRetry()
-	return nil
-}
-
 // After records the answer to the attempt sent last, classified once:
 //   - nil is a success: the breaker resets, the leaf recovers additively,
 //     the budget gets its refund, and the next request of the same
@@ -347,7 +321,7 @@ func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 	if gd.phase == final {
 		return gd.retryFinal()
 	}
-	return gd.retry(wait, false)
+	return gd.retry(wait, false, false)
 }
 
 // Release gives the slot back, if one is held. It is safe to call more

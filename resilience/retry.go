@@ -11,7 +11,8 @@ import (
 
 // retry is Retry; with jitter set the wait is the next decorrelated-jitter
 // backoff of the call's policy, drawn only when the retry gets that far.
-func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
+// With spent set the caller's attempts ran out (Resend).
+func (gd *Guard) retry(wait time.Duration, jitter, spent bool) (time.Duration, error) {
 	switch gd.phase {
 	case failed:
 	case retrying:
@@ -21,7 +22,7 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 	}
 	l := gd.limits()
 	now := gd.g.now()
-	if (gd.lastKind == Transient && !l.transient) || gd.retries-gd.renewed+1 >= l.attempts {
+	if spent || (gd.lastKind == Transient && !l.transient) || gd.retries-gd.renewed+1 >= l.attempts {
 		gd.recordFailed(now, "retries")
 		if gd.e == nil || !gd.p.set.breakerWait || gd.lastKind != Transient || !l.transient || now >= gd.limit {
 			return 0, gd.last
@@ -43,9 +44,18 @@ func (gd *Guard) retry(wait time.Duration, jitter bool) (time.Duration, error) {
 			gd.recordFailed(now, "deadline")
 			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last}
 		}
-		if l.useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
+		if l.useBudget && gd.retries >= freeRetries && !gd.awaiting && !gd.p.budget.Take() {
 			gd.recordBudgetExhausted()
-			return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
+			if !gd.p.set.breakerWait || gd.lastKind != Transient || !l.transient {
+				return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
+			}
+			// A provider that waits for verdicts: the budget ran dry on a
+			// scope that is failing (an outage spends it on every call in
+			// flight). The call counts its failure towards the breaker and
+			// sends nothing more until a verdict, as when its attempts run
+			// out; the wait sends no load, so it needs no token.
+			gd.recordFailed(now, "budget")
+			gd.awaiting = true
 		}
 	}
 	gd.retries++
@@ -73,4 +83,21 @@ func (gd *Guard) retryFinal() (time.Duration, error) {
 	gd.retries++
 	gd.phase, gd.pending, gd.notBefore = retrying, true, 0
 	return 0, nil
+}
+
+// Resend reports whether a call whose SDK gave up after its own attempts
+// may be sent again with them renewed: only for a provider that waits for
+// its breakers' verdicts (breaker_wait), after a transient answer, within
+// the deadline. The call's failure then counts towards the breaker, and
+// the next Pace waits for a verdict, as a call of Call whose attempts run
+// out does; the resend is counted as a retry when sent, and costs no
+// budget, since it waits for the verdict rather than adding load. When
+// Resend reports false nothing is recorded, unless the deadline passed
+// (then the failure is), and End closes the call.
+func (gd *Guard) Resend() bool {
+	if gd.phase != failed || gd.e == nil || !gd.p.set.breakerWait || gd.lastKind != Transient {
+		return false
+	}
+	_, err := gd.retry(0, false, true)
+	return err == nil
 }

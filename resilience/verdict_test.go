@@ -136,3 +136,98 @@ func TestBreakerWaitRetriesAfterACooldownBelowTheThreshold(t *testing.T) {
 		}
 	})
 }
+
+// With breaker_wait, a retry budget that runs dry on a failing scope does
+// not lose the call: its failure counts towards the breaker (here opening
+// it), and it sends nothing more until the breaker's verdict, as when its
+// attempts run out. Without breaker_wait the empty budget ends the call.
+func TestBreakerWaitOutlastsAnEmptyRetryBudget(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := waitCfg()
+			cfg.AWS.BreakerWait = wait
+			cfg.AWS.RetryBudget = new(int) // every retry after the first two finds it empty
+			g := newGov(t, cfg)
+			o := &outage{start: time.Now(), down: 8 * time.Second}
+			err := Do(context.Background(), ec2Vpcs, o.fn, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 10}))
+			if !wait {
+				// Do returns the provider's error; with 10 attempts allowed,
+				// only the empty budget stops the call after the third.
+				if err == nil || o.during.Load() != 3 || o.after.Load() != 0 {
+					t.Fatalf("without breaker_wait: error %v after %d attempts, want the provider's after 3", err, o.during.Load())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("with breaker_wait the call was lost: %v", err)
+			}
+			// The first attempt and the two free retries, then the probe at
+			// the end of the breaker's 10 s cooldown.
+			if d, a := o.during.Load(), o.after.Load(); d != 3 || a != 1 {
+				t.Fatalf("%d attempts during the outage and %d after, want 3 and 1", d, a)
+			}
+			// The budget ran dry within the outage's 8 s, which opened the
+			// breaker for 10 s.
+			if f := time.Duration(o.firstAfter.Load()); f < 10*time.Second || f > 18*time.Second {
+				t.Fatalf("the attempt after the outage went at %v, want the probe at the cooldown's end (10 s after the breaker opened)", f)
+			}
+			if s := g.Inspect(ec2Vpcs).Breaker; s.State.String() != "closed" {
+				t.Fatalf("breaker %v after the probe's success", s.State)
+			}
+		})
+	}
+}
+
+// An SDK's retry goes through Pace, not Enter (cloudgaws sends the AWS
+// SDK's retries so). With breaker_wait, Pace asks the breaker as Enter
+// does: a retry that finds it open waits for the cooldown's end and goes
+// as its probe. Without breaker_wait the retry of a transient error goes
+// at once.
+func TestBreakerWaitHoldsAnSDKRetryAtAnOpenBreaker(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := waitCfg()
+			cfg.AWS.BreakerWait = wait
+			g := newGov(t, cfg)
+			ctx := context.Background()
+			unavailable := &apiErr{code: "ServiceUnavailable", status: 503}
+			// Two SDK calls in flight; the first gives up and opens the
+			// breaker (threshold 1) while the second is about to retry.
+			first, _ := g.Begin(ctx, ec2Vpcs)
+			second, _ := g.Begin(ctx, ec2Vpcs)
+			for _, gd := range []*Guard{first, second} {
+				if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gd.After(unavailable)
+			}
+			first.End(unavailable)
+			if s := g.Inspect(ec2Vpcs).Breaker; s.State.String() != "open" {
+				t.Fatalf("breaker %v after a failed call, want open", s.State)
+			}
+			if _, err := second.Retry(0); err != nil {
+				t.Fatalf("Retry: %v", err)
+			}
+			start := time.Now()
+			if err := second.Pace(ctx); err != nil {
+				t.Fatalf("Pace: %v", err)
+			}
+			waited := time.Since(start)
+			state := g.Inspect(ec2Vpcs).Breaker.State.String()
+			second.After(nil)
+			second.End(nil)
+			if !wait {
+				if waited != 0 || state != "open" {
+					t.Fatalf("without breaker_wait the retry waited %v (breaker %s), want none (open)", waited, state)
+				}
+				return
+			}
+			if waited != 10*time.Second || state != "half_open" {
+				t.Fatalf("the retry went after %v with the breaker %s, want after the 10 s cooldown, as the probe (half-open)", waited, state)
+			}
+			if s := g.Inspect(ec2Vpcs).Breaker; s.State.String() != "closed" {
+				t.Fatalf("breaker %v after the probe's success", s.State)
+			}
+		})
+	}
+}

@@ -108,17 +108,19 @@ func TestGoodputControllerBeatsAdaptiveMode(t *testing.T) {
 }
 
 // The second goal: in the outage scenario, whose governor waits for its
-// breakers' verdicts (breaker_wait), the cloudg strategies that run their
-// calls through the governor's loop lose no call over seeds 1-30: each
-// call's deadline (900 s) allows it to wait out the 30 s outage and the
-// breaker's 60 s cooldown. With the governor's default breaker, which
-// fails calls at once, they lose most of the calls left at the outage.
+// breakers' verdicts (breaker_wait), every cloudg strategy loses no call
+// over seeds 1-30, those that run their calls through the governor's loop
+// and those that run them through the SDK's retry middleware under
+// cloudgaws.Install: each call's deadline allows it to wait out the 30 s
+// outage and the breaker's 60 s cooldown. With the governor's default
+// breaker, which fails calls at once, they lose most of the calls left at
+// the outage.
 func TestNoCallLostToTheOutage(t *testing.T) {
 	sc, _ := Builtin(ScenarioOutage)
 	if !sc.Governor.AWS.BreakerWait {
 		t.Fatal("the outage scenario's governor does not wait for verdicts")
 	}
-	sw := sweepVirtual(t, sc, 30, CloudgAIMD, CloudgGoodput)
+	sw := sweepVirtual(t, sc, 30, CloudgAIMD, CloudgGoodput, CloudgAWS, CloudgAWSGoodput)
 	for _, name := range sw.Strategies {
 		if _, _, lost, _ := sw.Figures(name); lost.Max != 0 {
 			t.Errorf("%s lost up to %v calls in the outage, want none", name, lost.Max)
@@ -128,7 +130,7 @@ func TestNoCallLostToTheOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast := sweepVirtual(t, ff, 3, CloudgAIMD, CloudgGoodput)
+	fast := sweepVirtual(t, ff, 3, CloudgAIMD, CloudgGoodput, CloudgAWS, CloudgAWSGoodput)
 	for _, name := range fast.Strategies {
 		if _, _, lost, _ := fast.Figures(name); lost.Min < 100 {
 			t.Errorf("%s with the default breaker lost only %v calls on its best seed: the outage scenario no longer tests the wait", name, lost.Min)

@@ -1,0 +1,171 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// waitConfig is an AWS provider that waits for its breakers' verdicts
+// (breaker_wait): one failed call opens a breaker for 10 s.
+func waitConfig(wait bool) resilience.Config {
+	return resilience.Config{AWS: resilience.ProviderConfig{BreakerWait: wait, BreakerThreshold: 1, BreakerCooldownSeconds: 10}}
+}
+
+// With breaker_wait, a call whose SDK attempts all fail on a transient
+// error is not lost: its failure opens the breaker, and the call is sent
+// again, with the SDK's attempts renewed, as the breaker's probe when the
+// cooldown ends. Without breaker_wait the SDK's loop ends the call.
+func TestBreakerWaitResendsACallWhoseSDKAttemptsRanOut(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake(t)
+			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Internal, ok)
+			cfg, g := governed(t, f, waitConfig(wait), cloudgaws.WithMaxRetries(2))
+			ctx, stats := resilience.WithStats(context.Background())
+			err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+			sent := f.sentAt("DescribeVpcs")
+			var mae *retry.MaxAttemptsError
+			if !wait {
+				if !errors.As(err, &mae) || len(sent) != 3 {
+					t.Fatalf("without breaker_wait: error %v after %d attempts, want the SDK's MaxAttemptsError after 3", err, len(sent))
+				}
+				return
+			}
+			if err != nil || len(sent) != 4 {
+				t.Fatalf("error %v after %d attempts, want success on the 4th", err, len(sent))
+			}
+			if gap := sent[3].Sub(sent[2]); gap < 10*time.Second || gap > 11*time.Second {
+				t.Fatalf("sent again %v after the SDK's last attempt, want when the breaker's 10 s cooldown ended", gap)
+			}
+			st := scopeStats(g, stats, ec2Key)
+			if st.Calls != 1 || st.BreakerTrips != 1 || st.Retries != 3 || st.TransientErrors != 3 || st.GaveUp != 0 {
+				t.Fatalf("stats %+v: want 1 call, 1 breaker trip, 3 retries (the SDK's 2 and the resend), 3 transient errors, no give-up", st)
+			}
+			if s := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}).Breaker; s.State.String() != "closed" {
+				t.Fatalf("breaker %v after the probe's success", s.State)
+			}
+		})
+	}
+}
+
+// A retryer of the user's (WithBaseRetryer) counts its own attempts: when
+// they run out, the call is sent again as with the SDK's own retryer.
+func TestBreakerWaitResendsTheCallsOfAUserRetryer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Internal, ok)
+		base := func() aws.Retryer { return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3 }) }
+		cfg, _ := governed(t, f, waitConfig(true), cloudgaws.WithBaseRetryer(base))
+		if err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg)); err != nil || f.count("DescribeVpcs") != 4 {
+			t.Fatalf("error %v after %d attempts, want success on the 4th", err, f.count("DescribeVpcs"))
+		}
+	})
+}
+
+// A per-operation attempt count (the client option RetryMaxAttempts) is
+// the SDK's to keep: the call is sent again only once its loop has made
+// them all.
+func TestBreakerWaitResendsAfterAPerOperationAttemptCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Internal, ec2Internal, ec2Internal, ok)
+		cfg, _ := governed(t, f, waitConfig(true), cloudgaws.WithMaxRetries(1))
+		_, err := ec2.NewFromConfig(cfg).DescribeVpcs(context.Background(), &ec2.DescribeVpcsInput{}, func(o *ec2.Options) { o.RetryMaxAttempts = 5 })
+		sent := f.sentAt("DescribeVpcs")
+		if err != nil || len(sent) != 6 {
+			t.Fatalf("error %v after %d attempts, want success on the 6th", err, len(sent))
+		}
+		if gap := sent[5].Sub(sent[4]); gap < 10*time.Second {
+			t.Fatalf("sent again %v after the 5th attempt, want after the breaker's cooldown", gap)
+		}
+		for i := 1; i < 5; i++ {
+			if gap := sent[i].Sub(sent[i-1]); gap >= 10*time.Second {
+				t.Fatalf("attempt %d went %v after the one before: the SDK's five attempts should not wait for the breaker", i+1, gap)
+			}
+		}
+	})
+}
+
+// fakeS3 answers PutObject with InternalError (500, transient) fail times,
+// then succeeds; it records every body it was sent.
+type fakeS3 struct {
+	fail   int
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b []byte
+	if r.Body != nil {
+		b, _ = io.ReadAll(r.Body)
+	}
+	f.mu.Lock()
+	f.bodies = append(f.bodies, string(b))
+	n := len(f.bodies)
+	f.mu.Unlock()
+	if n <= f.fail {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message><RequestId>req-err</RequestId></Error>`)
+		return
+	}
+	w.Header().Set("ETag", `"etag"`)
+}
+
+// A call sent again after its SDK attempts ran out sends its whole body
+// again: the stream the caller gave (an upload's) is rewound to where the
+// call's first attempt began, as the SDK rewinds it before each retry.
+func TestBreakerWaitResendsTheWholeBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeS3{fail: 3}
+		g, err := resilience.NewGovernor(waitConfig(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := aws.Config{
+			Region:       testRegion,
+			HTTPClient:   memClient{f},
+			BaseEndpoint: aws.String("http://s3.fake"),
+			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Source: "test"}, nil
+			}),
+			RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		}
+		if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithMaxRetries(2)); err != nil {
+			t.Fatal(err)
+		}
+		client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+		const content = "the object's bytes, all of them"
+		body := strings.NewReader("skipped: " + content)
+		body.Seek(int64(len("skipped: ")), io.SeekStart) // the upload starts mid-stream
+		_, err = client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bucket"), Key: aws.String("key"), Body: body})
+		if err != nil {
+			t.Fatalf("PutObject: %v", err)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.bodies) != 4 {
+			t.Fatalf("%d attempts, want 4 (3 failed, then the resend)", len(f.bodies))
+		}
+		for i, b := range f.bodies {
+			if b != content {
+				t.Fatalf("attempt %d sent %q, want %q", i+1, b, content)
+			}
+		}
+	})
+}
