@@ -231,3 +231,54 @@ func TestBreakerWaitHoldsAnSDKRetryAtAnOpenBreaker(t *testing.T) {
 		})
 	}
 }
+
+// Resend lets an SDK whose own attempts ran out send the call again only
+// for a provider that waits for verdicts, after a transient answer: the
+// failure opens the breaker (threshold 1) and the next Pace waits for the
+// cooldown's end. A throttled call, or any call without breaker_wait, is
+// left to End.
+func TestResendOnlyAfterATransientAnswerUnderBreakerWait(t *testing.T) {
+	unavailable := &apiErr{code: "ServiceUnavailable", status: 503}
+	for _, c := range []struct {
+		wait bool
+		last error
+		want bool
+	}{{true, unavailable, true}, {true, throttle(), false}, {false, unavailable, false}} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := waitCfg()
+			cfg.AWS.BreakerWait = c.wait
+			g := newGov(t, cfg)
+			ctx := context.Background()
+			gd, _ := g.Begin(ctx, ec2Vpcs)
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(c.last)
+			if got := gd.Resend(); got != c.want {
+				t.Fatalf("breaker_wait %v, last %v: Resend %v, want %v", c.wait, c.last, got, c.want)
+			}
+			if !c.want {
+				if s := g.Inspect(ec2Vpcs).Breaker.State.String(); s != "closed" {
+					t.Fatalf("breaker %s after a refused Resend, want closed: End records the outcome", s)
+				}
+				gd.End(c.last)
+				if s := g.Inspect(ec2Vpcs).Breaker.State.String(); s != "open" {
+					t.Fatalf("breaker %s after End, want open (threshold 1)", s)
+				}
+				return
+			}
+			start := time.Now()
+			if err := gd.Pace(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if w := time.Since(start); w != 10*time.Second {
+				t.Fatalf("the resend went after %v, want the breaker's 10 s cooldown", w)
+			}
+			gd.After(nil)
+			gd.End(nil)
+			if s := g.Inspect(ec2Vpcs).Breaker.State.String(); s != "closed" {
+				t.Fatalf("breaker %s after the resend's success", s)
+			}
+		})
+	}
+}
