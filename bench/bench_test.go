@@ -24,6 +24,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/time/rate"
 
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -56,7 +57,7 @@ func governor(b *testing.B, opts ...resilience.Option) *resilience.Governor {
 // making the events.
 type nopObserver struct{}
 
-func (nopObserver) Observe(resilience.Event) {}
+func (nopObserver) Observe(observe.Event) {}
 
 // trio is the hand-rolled composition: x/time/rate, gobreaker, a channel.
 type trio struct {

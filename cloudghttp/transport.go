@@ -87,17 +87,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return t.baseTransport().RoundTrip(req)
 	}
-	x := exchange{t: t, gov: gov, gd: gd, orig: req, github: scope.Provider == ProviderGitHub}
+	x := exchange{t: t, gov: gov, gd: gd, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
 	return x.run()
 }
 
 // exchange is one request's call: its attempts, one after another.
 type exchange struct {
-	t      *Transport
-	gov    *resilience.Governor
-	gd     *resilience.Guard
-	orig   *http.Request
-	github bool // read GitHub's rate-limit headers
+	t        *Transport
+	gov      *resilience.Governor
+	gd       *resilience.Guard
+	orig     *http.Request
+	provider string // the scope's, whose retry policy the backoff follows
+	github   bool   // read GitHub's rate-limit headers
 
 	backoff backoff
 }
@@ -204,7 +205,7 @@ type backoff struct {
 
 func (b *backoff) next(x *exchange) time.Duration {
 	if b.base == 0 {
-		p := x.gov.Policy(x.gd.Scope().Provider)
+		p := x.gov.Policy(x.provider)
 		b.base, b.cap = p.BaseDelay, p.MaxBackoff
 		if c := x.t.cfg.policy; c.BaseDelay > 0 {
 			b.base = c.BaseDelay

@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -61,15 +61,15 @@ func NewObserver(opts ...Option) (*Observer, error) {
 // Observe records ev: it counts calls, throttles, retries, give-ups,
 // rejections and breaker trips, records waits, and adds waits, throttles
 // and retries to the call's span when it is recording.
-func (o *Observer) Observe(ev resilience.Event) {
+func (o *Observer) Observe(ev observe.Event) {
 	ctx := ev.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	switch ev.Kind {
-	case resilience.EventCall:
+	case observe.Call:
 		o.calls.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
-	case resilience.EventThrottle:
+	case observe.Throttle:
 		a := o.attrs.of(ev.Scope, "", "")
 		o.throttles.Add(ctx, 1, a.add...)
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
@@ -82,25 +82,25 @@ func (o *Observer) Observe(ev resilience.Event) {
 			}
 			span.AddEvent("cloudg.throttle", trace.WithAttributes(kv...))
 		}
-	case resilience.EventRetry:
+	case observe.Retry:
 		a := o.attrs.of(ev.Scope, "", "")
 		o.retries.Add(ctx, 1, a.add...)
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			span.AddEvent("cloudg.retry", trace.WithAttributes(append(a.set.ToSlice(),
 				retryKey.Int(ev.Retry), delayKey.Float64(ev.Wait.Seconds()))...))
 		}
-	case resilience.EventWait:
+	case observe.Wait:
 		a := o.attrs.of(ev.Scope, levelKey, ev.Level)
 		o.wait.Record(ctx, ev.Wait.Seconds(), a.record...)
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			span.AddEvent("cloudg.wait", trace.WithAttributes(append(a.set.ToSlice(),
 				waitKey.Float64(ev.Wait.Seconds()))...))
 		}
-	case resilience.EventGaveUp:
+	case observe.GaveUp:
 		o.gaveUp.Add(ctx, 1, o.attrs.of(ev.Scope, reasonKey, ev.Reason).add...)
-	case resilience.EventRejected:
+	case observe.Rejected:
 		o.rejected.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
-	case resilience.EventBreakerChange:
+	case observe.BreakerChange:
 		if ev.To == state.Open {
 			o.trips.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
 		}

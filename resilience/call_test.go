@@ -192,8 +192,8 @@ func TestCallerCancellationIsNotRetriedNorCounted(t *testing.T) {
 
 func TestDefaultGovernorAndConfigure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ResetDefault()
-		defer ResetDefault()
+		SetDefault(nil)
+		defer SetDefault(nil)
 		if err := Configure(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -19,22 +19,16 @@ func Default() *Governor {
 }
 
 // SetDefault makes g the process governor, for a program that wants its own
-// options (a state store, a logger, a clock) on every call. A nil g is
-// ignored.
+// options (a state store, a logger, a clock) on every call. A nil g puts a
+// fresh governor at the built-in defaults in its place, forgetting
+// everything learned (the original's reset_governor, for tests).
 func SetDefault(g *Governor) {
-	if g != nil {
-		g.init()
-		defaultGovernor.Store(g)
+	if g == nil {
+		g = new(Governor)
 	}
+	g.init()
+	defaultGovernor.Store(g)
 }
 
 // Configure applies cfg to the process governor (see Governor.Configure).
 func Configure(cfg Config) error { return Default().Configure(cfg) }
-
-// ResetDefault replaces the process governor with a fresh one at the
-// built-in defaults, forgetting everything learned. It exists for tests.
-func ResetDefault() {
-	g := new(Governor)
-	g.init()
-	defaultGovernor.Store(g)
-}

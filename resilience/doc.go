@@ -51,8 +51,8 @@
 // a pause, a retry, a breaker change, a give-up, a rejection, an empty
 // budget) is recorded by one function of record.go, in the governor's
 // lifetime counters and the run's Stats; give-ups and skips also go to the
-// task's Ledger. The same functions send each as an Event to the
-// governor's Observer (WithObserver, events.go), outside every lock, and
+// task's Ledger. The same functions send each as an observe.Event to the
+// governor's observer (WithObserver, events.go), outside every lock, and
 // log the ones a person reads (throttles at Debug; long pauses, breaker
 // changes, an empty budget and give-ups at Info and Warn) with each scope
 // part an attribute. Governor.Summary (summary.go) reports a run;

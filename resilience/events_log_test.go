@@ -4,6 +4,7 @@ package resilience
 
 import (
 	"context"
+	"github.com/cloudg/cloudg/observe"
 	"log/slog"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func TestLogAPauseOfOneSecond(t *testing.T) {
 	if !buf.contains(`msg="cloudg: scope paused" for=1s level=leaf`) {
 		t.Fatalf("log:\n%s", buf.String())
 	}
-	if p := rec.first(EventPause); p.Until.Sub(p.Time) != time.Second {
+	if p := rec.first(observe.Pause); p.Until.Sub(p.Time) != time.Second {
 		t.Fatalf("pause %+v", p)
 	}
 }

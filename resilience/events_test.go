@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -19,10 +20,10 @@ import (
 type recorder struct {
 	mu  sync.Mutex
 	g   *Governor
-	evs []Event
+	evs []observe.Event
 }
 
-func (r *recorder) Observe(ev Event) {
+func (r *recorder) Observe(ev observe.Event) {
 	if r.g != nil {
 		r.g.Inspect(ev.Scope)
 		r.g.Summary(nil)
@@ -44,7 +45,7 @@ func (r *recorder) kinds() []string {
 	return out
 }
 
-func (r *recorder) first(k EventKind) Event {
+func (r *recorder) first(k observe.Kind) observe.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ev := range r.evs {
@@ -52,7 +53,7 @@ func (r *recorder) first(k EventKind) Event {
 			return ev
 		}
 	}
-	return Event{}
+	return observe.Event{}
 }
 
 // A throttled call that retries and gives up tells the observer each step,
@@ -70,25 +71,25 @@ func TestObserverSeesEveryStep(t *testing.T) {
 		if got != want {
 			t.Fatalf("events %q\nwant   %q", got, want)
 		}
-		th := rec.first(EventThrottle)
+		th := rec.first(observe.Throttle)
 		if th.Scope != iamUsers || !th.HasHint || th.Hint != 3*time.Second || th.Err == nil || th.Context != ctx {
 			t.Fatalf("throttle %+v", th)
 		}
-		if rc := rec.first(EventRateChange); rc.OldRate != 2 || rc.Rate != 1 || rc.Ceiling != 2 {
+		if rc := rec.first(observe.RateChange); rc.OldRate != 2 || rc.Rate != 1 || rc.Ceiling != 2 {
 			t.Fatalf("rate change %+v", rc)
 		}
-		if p := rec.first(EventPause); p.Until.Sub(p.Time) != 3*time.Second {
+		if p := rec.first(observe.Pause); p.Until.Sub(p.Time) != 3*time.Second {
 			t.Fatalf("pause %+v", p)
 		}
 		// The retry backs off for the 3 s hint, then waits a second for a
 		// token of the drained leaf, now at 1 rps.
-		if w := rec.first(EventWait); w.Level != "leaf" || w.Wait != time.Second {
+		if w := rec.first(observe.Wait); w.Level != "leaf" || w.Wait != time.Second {
 			t.Fatalf("wait %+v", w)
 		}
-		if r := rec.first(EventRetry); r.Retry != 1 || r.Wait < 3*time.Second {
+		if r := rec.first(observe.Retry); r.Retry != 1 || r.Wait < 3*time.Second {
 			t.Fatalf("retry %+v", r)
 		}
-		if gu := rec.first(EventGaveUp); gu.Reason != "retries" {
+		if gu := rec.first(observe.GaveUp); gu.Reason != "retries" {
 			t.Fatalf("gave up %+v", gu)
 		}
 	})
@@ -104,10 +105,10 @@ func TestObserverSeesTheBreaker(t *testing.T) {
 		for range 6 {
 			Do(context.Background(), iamUsers, always(&n, transientErr()), WithGovernor(g), once)
 		}
-		if b := rec.first(EventBreakerChange); b.From != state.Closed || b.To != state.Open {
+		if b := rec.first(observe.BreakerChange); b.From != state.Closed || b.To != state.Open {
 			t.Fatalf("breaker %+v", b)
 		}
-		if r := rec.first(EventRejected); r.Err == nil {
+		if r := rec.first(observe.Rejected); r.Err == nil {
 			t.Fatalf("rejected %+v", r)
 		}
 		time.Sleep(time.Minute)
@@ -132,7 +133,7 @@ func TestObserverSeesTheBreaker(t *testing.T) {
 
 type panicker struct{}
 
-func (panicker) Observe(Event) { panic("observer bug") }
+func (panicker) Observe(observe.Event) { panic("observer bug") }
 
 // An observer that panics does not break the call; the panic is logged
 // once.
@@ -157,10 +158,10 @@ func TestObserverSeesTheBudgetRunOut(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}}, WithObserver(rec))
 		n := 0
 		Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g))
-		if b := rec.first(EventBudgetExhausted); b.Err == nil || b.Scope != iamUsers {
+		if b := rec.first(observe.BudgetExhausted); b.Err == nil || b.Scope != iamUsers {
 			t.Fatalf("budget exhausted %+v", b)
 		}
-		if gu := rec.first(EventGaveUp); gu.Reason != "budget" {
+		if gu := rec.first(observe.GaveUp); gu.Reason != "budget" {
 			t.Fatalf("gave up %+v", gu)
 		}
 	})
@@ -180,10 +181,10 @@ func TestObserverSeesTheBudgetRefuseAFinalRetry(t *testing.T) {
 			gd.Retry(0)
 		}
 		gd.End(nil)
-		if b := rec.first(EventBudgetExhausted); b.Kind != EventBudgetExhausted {
+		if b := rec.first(observe.BudgetExhausted); b.Kind != observe.BudgetExhausted {
 			t.Fatalf("events %v", rec.kinds())
 		}
-		if gu := rec.first(EventGaveUp); gu.Kind != 0 {
+		if gu := rec.first(observe.GaveUp); gu.Kind != 0 {
 			t.Fatalf("a final answer gave up: %+v", gu)
 		}
 	})
@@ -207,10 +208,10 @@ func TestObserverSeesWhichBucketIsPaused(t *testing.T) {
 			t.Fatalf("events %+v", rec.evs)
 		}
 		leaf, acct := rec.evs[0], rec.evs[1]
-		if leaf.Kind != EventPause || leaf.Level != "leaf" || leaf.Until.Sub(leaf.Time) != 2*time.Second || leaf.Scope != iamUsers {
+		if leaf.Kind != observe.Pause || leaf.Level != "leaf" || leaf.Until.Sub(leaf.Time) != 2*time.Second || leaf.Scope != iamUsers {
 			t.Fatalf("leaf pause %+v", leaf)
 		}
-		if acct.Kind != EventPause || acct.Level != "account" || acct.Until.Sub(acct.Time) != 3*time.Second || acct.Scope != arm {
+		if acct.Kind != observe.Pause || acct.Level != "account" || acct.Until.Sub(acct.Time) != 3*time.Second || acct.Scope != arm {
 			t.Fatalf("account pause %+v", acct)
 		}
 	})
@@ -234,8 +235,8 @@ func TestObserverSeesTheRateRecover(t *testing.T) {
 				rec.evs = nil
 				rec.mu.Unlock()
 				Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g), once)
-				rc := rec.first(EventRateChange)
-				if rc.Kind != EventRateChange || rc.OldRate != slowed || rc.Rate != rate(g, iamUsers) || rc.Rate <= slowed || rc.Ceiling != 10 {
+				rc := rec.first(observe.RateChange)
+				if rc.Kind != observe.RateChange || rc.OldRate != slowed || rc.Rate != rate(g, iamUsers) || rc.Rate <= slowed || rc.Ceiling != 10 {
 					t.Fatalf("slowed to %v, now %v; event %+v", slowed, rate(g, iamUsers), rc)
 				}
 			})

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
-
-	"github.com/cloudg/cloudg/internal/hint"
 )
 
 func FuzzClassify(f *testing.F) {
@@ -35,21 +32,6 @@ func FuzzClassify(f *testing.F) {
 		}
 		_ = IsProviderAnswer(err)
 		_ = DescribeError(err)
-	})
-}
-
-func FuzzParseRetryAfter(f *testing.F) {
-	for _, s := range []string{"5", "-5", "1e12", "abc", "Fri, 01 Jan 2999 00:00:00 GMT", "NaN", "Inf", "0x1p4", "00:00:03", "1.02:03:04"} {
-		f.Add(s)
-	}
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, v string) {
-		if d, ok := ParseRetryAfter(v, now); ok && d < 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %v", v, d)
-		}
-		if d, ok := hint.ParseQuotaResetsAfter(v); ok && d < 0 {
-			t.Fatalf("ParseQuotaResetsAfter(%q) = %v", v, d)
-		}
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cloudg/cloudg/internal/readmap"
 
 	"github.com/cloudg/cloudg/internal/sleep"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -39,7 +40,7 @@ type Governor struct {
 	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
 	reclaim          reclaimer
 	gen              atomic.Uint64 // counts the changes of providers' state, for Bound
-	observer         Observer
+	observer         observe.Observer
 	observed         bool        // an observer or a logger takes events
 	observerPanicked atomic.Bool // logged once
 }

@@ -116,17 +116,21 @@ func TestResetForgetsLearnedStateKeepsConfig(t *testing.T) {
 	})
 }
 
-func TestResetDefaultReplacesTheProcessGovernor(t *testing.T) {
+// SetDefault(nil) replaces the process governor with a fresh one at the
+// built-in defaults (the original's reset_governor).
+func TestSetDefaultNilReplacesTheProcessGovernor(t *testing.T) {
 	before := Default()
 	Configure(Config{AWS: ProviderConfig{MaxRPS: 3}})
-	ResetDefault()
+	SetDefault(nil)
 	if Default() == before || Default().Config().AWS.MaxRPS != 0 {
-		t.Fatal("ResetDefault kept the old governor")
+		t.Fatal("SetDefault(nil) kept the old governor")
+	}
+	g := newGov(t, Config{})
+	SetDefault(g)
+	if Default() != g {
+		t.Fatal("SetDefault(g) did not install g")
 	}
 	SetDefault(nil)
-	if Default() == nil {
-		t.Fatal("SetDefault(nil)")
-	}
 }
 
 func TestZeroGovernorWorks(t *testing.T) {

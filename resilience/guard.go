@@ -131,9 +131,6 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 	gd.ledger = b.ledger
 }
 
-// Scope returns the call's scope.
-func (gd *Guard) Scope() Scope { return gd.scope }
-
 // Enter readies an attempt and blocks until it may be sent:
 //
 //  1. the breaker: open, and a *CircuitOpenError. Before the first attempt

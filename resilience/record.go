@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/hint"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -64,10 +65,10 @@ func (gd *Guard) recordCall() {
 	}
 }
 
-// recordCallEvent sends the EventCall of the call recordCall counted. It
+// recordCallEvent sends the observe.Call of the call recordCall counted. It
 // is apart from recordCall so that the counting stays small enough to be
 // inlined into Enter, which calls this only when events are observed.
-func (gd *Guard) recordCallEvent() { gd.emit(&Event{Kind: EventCall}) }
+func (gd *Guard) recordCallEvent() { gd.emit(&observe.Event{Kind: observe.Call}) }
 
 // recordWait counts a wait of w for a rate token of the bucket level.
 func (gd *Guard) recordWait(w time.Duration, level string) {
@@ -76,7 +77,7 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 		gd.run.recordWait(w)
 	}
 	if gd.observed() {
-		gd.emit(&Event{Kind: EventWait, Wait: w, Level: level})
+		gd.emit(&observe.Event{Kind: observe.Wait, Wait: w, Level: level})
 	}
 }
 
@@ -103,7 +104,7 @@ func (gd *Guard) recordBackoff(now time.Duration) {
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)
 	if gd.observed() {
-		gd.emit(&Event{Kind: EventRetry, Retry: gd.retries, Wait: gd.prevSleep})
+		gd.emit(&observe.Event{Kind: observe.Retry, Retry: gd.retries, Wait: gd.prevSleep})
 	}
 }
 
@@ -121,7 +122,7 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	var before state.BucketSnapshot
 	if observed {
 		before = gd.e.leaf.Snapshot(now)
-		gd.emit(&Event{Kind: EventThrottle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
+		gd.emit(&observe.Event{Kind: observe.Throttle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
 	}
 	rate, decreased := gd.e.leaf.Throttle(now, pause)
 	if decreased {
@@ -130,10 +131,10 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	gd.recordError()
 	if observed {
 		if decreased {
-			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
+			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 		if pause > 0 {
-			gd.emit(&Event{Kind: EventPause, Level: "leaf", Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
+			gd.emit(&observe.Event{Kind: observe.Pause, Level: "leaf", Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 		}
 	}
 }
@@ -159,7 +160,7 @@ func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
 	b.Pause(now, pause)
 	if gd.observed() && pause > 0 {
-		gd.emit(&Event{Kind: EventPause, Level: level, Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
+		gd.emit(&observe.Event{Kind: observe.Pause, Level: level, Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 	}
 }
 
@@ -192,7 +193,7 @@ func (gd *Guard) recordSuccess() {
 	if rate, increased := gd.e.leaf.Success(now); increased {
 		gd.recordRate(rate, false)
 		if observed {
-			gd.emit(&Event{Kind: EventRateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
+			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
 	}
 }
@@ -235,7 +236,7 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 func (gd *Guard) recordBudgetExhausted() {
 	gd.phase = closed
 	if gd.observed() {
-		gd.emit(&Event{Kind: EventBudgetExhausted, Err: gd.last})
+		gd.emit(&observe.Event{Kind: observe.BudgetExhausted, Err: gd.last})
 	}
 	if gd.lastKind == Throttled {
 		gd.recordGaveUp("budget")
@@ -249,7 +250,7 @@ func (gd *Guard) recordGaveUp(reason string) {
 	gd.recordError()
 	gd.ledger.recordGaveUp(gd.scope, gd.desc)
 	if gd.observed() {
-		gd.emit(&Event{Kind: EventGaveUp, Err: gd.last, Reason: reason})
+		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last, Reason: reason})
 	}
 }
 
@@ -260,7 +261,7 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	gd.count(rejectedTally)
 	gd.ledger.recordSkipped(coe.Error())
 	if gd.observed() {
-		gd.emit(&Event{Kind: EventRejected, Err: coe})
+		gd.emit(&observe.Event{Kind: observe.Rejected, Err: coe})
 	}
 }
 
@@ -272,6 +273,6 @@ func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen) }
 // closing.
 func (gd *Guard) recordBreaker(from, to state.BreakerState) {
 	if gd.observed() {
-		gd.emit(&Event{Kind: EventBreakerChange, From: from, To: to})
+		gd.emit(&observe.Event{Kind: observe.BreakerChange, From: from, To: to})
 	}
 }

@@ -28,14 +28,6 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return f.hint(time.Now())
 }
 
-// ParseRetryAfter parses a Retry-After value: delta-seconds (decimals and
-// exponents accepted) or an HTTP-date, relative to now. Negative delays and
-// dates in the past are 0; delays too long for a time.Duration saturate;
-// anything else is no hint (false).
-func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
-	return hint.ParseRetryAfter(value, now)
-}
-
 // hint returns the provider's hint for the error the facts describe; now
 // is the time an HTTP-date is relative to.
 func (f *facts) hint(now time.Time) (time.Duration, bool) {

@@ -84,7 +84,7 @@ func (e *scopeEntry) runCounters(s *Stats) *counters {
 	if rc := e.run.Load(); rc != nil && rc.stats == s {
 		return rc.c
 	}
-	c := s.table.get(e.key.serviceScope())
+	c := s.table.get(serviceScope(e.key))
 	e.run.Store(&runCounters{stats: s, c: c})
 	return c
 }
@@ -95,7 +95,7 @@ func (e *scopeEntry) lifeCounters(g *Governor) *counters {
 	if c := e.life.Load(); c != nil {
 		return c
 	}
-	c := g.life.get(e.key.serviceScope())
+	c := g.life.get(serviceScope(e.key))
 	e.life.Store(c)
 	return c
 }
@@ -122,7 +122,7 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, budget state.B
 func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {
 	t := &scopeTable{g: g, set: set, accounts: map[string]*accountEntry{}}
 	if set.global != nil {
-		t.global = g.store.Bucket(Scope{Provider: set.name}.providerKey(), *set.global, g.now())
+		t.global = g.store.Bucket(providerKey(set.name), *set.global, g.now())
 	}
 	return t
 }
@@ -194,7 +194,7 @@ func (t *scopeTable) newEntry(key Scope, h uint64) *scopeEntry {
 	if t.accounts[key.Account] == nil {
 		acct.global = t.global
 		if t.set.account != nil {
-			acct.bucket = g.store.Bucket(key.accountKey(), *t.set.account, now)
+			acct.bucket = g.store.Bucket(accountKey(key), *t.set.account, now)
 		}
 		t.accounts[key.Account] = acct
 		t.accountsPeak = max(t.accountsPeak, len(t.accounts))
@@ -248,7 +248,7 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		case keepBuckets && a.bucket != nil:
 			na.bucket = a.bucket
 		default:
-			na.bucket = t.g.store.Bucket(Scope{Provider: t.set.name, Account: name}.accountKey(), *t.set.account, t.g.now())
+			na.bucket = t.g.store.Bucket(accountKey(Scope{Provider: t.set.name, Account: name}), *t.set.account, t.g.now())
 		}
 		t.accounts[name] = na
 	}

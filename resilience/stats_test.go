@@ -205,11 +205,8 @@ func TestScopeString(t *testing.T) {
 			t.Errorf("%#v: %q, want %q", c.s, got, c.want)
 		}
 	}
-	if ec2Subnets.serviceScope() != (Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}) {
+	if serviceScope(ec2Subnets) != (Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}) {
 		t.Fatal("ServiceScope")
-	}
-	if ec2Subnets.accountScope() != (Scope{Provider: "aws", Account: "123456789012"}) {
-		t.Fatal("AccountScope")
 	}
 }
 

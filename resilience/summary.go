@@ -103,7 +103,7 @@ func (g *Governor) lifetime() map[Scope]Counters {
 	table := snapshots(g.life.m.Snapshot())
 	g.eachEntry(func(e *scopeEntry, _ *provider) {
 		if n := e.calls.Load(); n > 0 {
-			svc := e.key.serviceScope()
+			svc := serviceScope(e.key)
 			c := table[svc]
 			c.Calls += n
 			table[svc] = c

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/internal/yamlconf"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -39,7 +40,7 @@ type Scenario struct {
 	// strategy, to print beside the measured ones.
 	Model map[string]ModelFigures
 
-	observer resilience.Observer // the cloudg strategies' governors report to it; tests set it
+	observer observe.Observer // the cloudg strategies' governors report to it; tests set it
 }
 
 // ModelFigures are what the discrete-event model predicted for a strategy.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/observe"
 )
 
 // fakeResult is a run whose goodput is succeeded/1000 of a capacity of
@@ -61,13 +61,13 @@ func TestSweepFiguresAndWins(t *testing.T) {
 
 type callCounter struct{ calls, retries, throttles atomic.Int32 }
 
-func (c *callCounter) Observe(ev resilience.Event) {
+func (c *callCounter) Observe(ev observe.Event) {
 	switch ev.Kind {
-	case resilience.EventCall:
+	case observe.Call:
 		c.calls.Add(1)
-	case resilience.EventRetry:
+	case observe.Retry:
 		c.retries.Add(1)
-	case resilience.EventThrottle:
+	case observe.Throttle:
 		c.throttles.Add(1)
 	}
 }

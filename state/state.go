@@ -3,7 +3,9 @@
 // budgets) as small interfaces, and the Store that makes them. The
 // governor of package resilience keeps its state in the process by
 // default; fleet mode (module github.com/cloudg/cloudg/fleet) implements
-// Store on Redis so that many processes share one state.
+// Store on Redis so that many processes share one state. Scope, which names
+// where a call goes, is defined here too (resilience.Scope is the same
+// type), so that every package below the governor shares it.
 //
 // Times are durations since the governor's epoch (its clock's reading when
 // it was made), so that every implementation runs in real, virtual or

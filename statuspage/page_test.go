@@ -143,8 +143,8 @@ func TestPageOfAnEmptyGovernor(t *testing.T) {
 // Over a real listener, with no governor given, the handler shows the
 // process governor.
 func TestPageOverHTTPShowsTheDefaultGovernor(t *testing.T) {
-	resilience.ResetDefault()
-	t.Cleanup(resilience.ResetDefault)
+	resilience.SetDefault(nil)
+	t.Cleanup(func() { resilience.SetDefault(nil) })
 	sc := resilience.Scope{Provider: "acme", Account: "tenant-7", Service: "orders"}
 	if err := resilience.Do(t.Context(), sc, func(ctx context.Context) error { return nil }); err != nil {
 		t.Fatal(err)

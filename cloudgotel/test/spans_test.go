@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cloudg/cloudg/cloudgotel"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -70,7 +71,7 @@ func TestNoEventsOnASpanNotRecording(t *testing.T) {
 	if span.IsRecording() {
 		t.Fatal("the span records")
 	}
-	ev := resilience.Event{Kind: resilience.EventThrottle, Scope: vpcs, Err: throttled, HasHint: true}
+	ev := observe.Event{Kind: observe.Throttle, Scope: vpcs, Err: throttled, HasHint: true}
 	obs.Observe(ev) // the scope's attributes are cached from here on
 	for _, c := range []context.Context{nil, ctx} {
 		ev.Context = c

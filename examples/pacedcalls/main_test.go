@@ -13,7 +13,7 @@ import (
 // notation for the result and the totals).
 func TestOutputMatchesTheSpec(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		defer resilience.ResetDefault()
+		defer resilience.SetDefault(nil)
 		var out bytes.Buffer
 		if err := run(&out); err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -191,7 +192,7 @@ func (e *apiErr) Error() string       { return e.code }
 func (e *apiErr) ErrorCode() string   { return e.code }
 func (e *apiErr) HTTPStatusCode() int { return e.status }
 func (e *apiErr) RetryAfter() time.Duration {
-	d, _ := resilience.ParseRetryAfter(e.retry, time.Now())
+	d, _ := hint.ParseRetryAfter(e.retry, time.Now())
 	return d
 }
 

@@ -1,0 +1,56 @@
+// Package scopekey writes a scope's parts as text: the form people read,
+// and the escaped form no two scopes share. Package state's Scope and the
+// governor's state keys (an account's bucket, a provider's) both use it.
+package scopekey
+
+import "strings"
+
+// Format writes the first n of parts (provider, account, region, service,
+// operation): n is 1, 2 or 4, and with 4 the operation follows when it is
+// set. An empty part is written *; with escape set each part's '%', '/'
+// and '*' are written %25, %2F and %2A, so that no part can pass for two
+// and no part for an empty one.
+func Format(parts *[5]string, escape bool, n int) string {
+	var b strings.Builder
+	b.Grow(len(parts[0]) + len(parts[1]) + len(parts[2]) + len(parts[3]) + len(parts[4]) + 8)
+	part := func(p string) {
+		if p == "" {
+			b.WriteByte('*')
+			return
+		}
+		if !escape {
+			b.WriteString(p)
+			return
+		}
+		for i := 0; i < len(p); i++ {
+			switch c := p[i]; c {
+			case '%':
+				b.WriteString("%25")
+			case '/':
+				b.WriteString("%2F")
+			case '*':
+				b.WriteString("%2A")
+			default:
+				b.WriteByte(c)
+			}
+		}
+	}
+	part(parts[0])
+	if n == 1 {
+		return b.String()
+	}
+	b.WriteByte('/')
+	part(parts[1])
+	if n == 2 {
+		return b.String()
+	}
+	b.WriteByte('/')
+	part(parts[2])
+	b.WriteByte('/')
+	part(parts[3])
+	if parts[4] != "" {
+		b.WriteByte('/')
+		part(parts[4])
+	}
+	return b.String()
+}

@@ -1,0 +1,92 @@
+// Package observe is what a governor of package resilience reports as its
+// calls go: one Event for each step a call takes (sent, waited, throttled,
+// retried, given up, refused) and for each thing the governor learned from
+// it (a rate change, a pause, a breaker change). An Observer given to
+// resilience.WithObserver receives them; module cloudgotel turns them into
+// OpenTelemetry metrics and span events, and package statuspage into a
+// live page.
+//
+// The package has no state and no dependencies beyond package state: it is
+// the vocabulary shared by the governor and whatever watches it.
+package observe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// An Observer receives a governor's events, by value, as the calls record
+// them. Observe is called from the goroutine of the call, never under one
+// of the governor's locks; it must be safe for concurrent use and quick,
+// since the call waits for it. A panic in Observe is recovered (and logged
+// once); the call goes on.
+type Observer interface {
+	Observe(Event)
+}
+
+// Func is an Observer that is a function.
+type Func func(Event)
+
+// Observe calls f(e).
+func (f Func) Observe(e Event) { f(e) }
+
+// Kind says what an Event reports.
+type Kind uint8
+
+// The events of a call, in the order a call may meet them.
+const (
+	Call            Kind = iota + 1 // an attempt (or a listing's page) is sent
+	Wait                            // it waited Wait for a rate token of Level
+	Throttle                        // the provider throttled it (Err, Hint)
+	RateChange                      // the scope's rate moved from OldRate to Rate (of Ceiling)
+	Pause                           // the scope is paused until Until
+	BreakerChange                   // the scope's breaker went from From to To
+	Retry                           // retry number Retry goes after Wait
+	GaveUp                          // the call failed after its retries (Err, Reason)
+	Rejected                        // an open breaker refused the call before it was sent
+	BudgetExhausted                 // the provider's retry budget refused a retry
+)
+
+var kindNames = [...]string{"", "call", "wait", "throttle", "rate_change", "pause", "breaker_change", "retry", "gave_up", "rejected", "budget_exhausted"}
+
+// String returns the kind's snake_case name: call, wait, throttle, ...
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("observe.Kind(%d)", k)
+}
+
+// Event is one thing that happened to a call, and what it taught the
+// governor. The fields that do not apply to its Kind are zero.
+type Event struct {
+	Kind Kind
+	// Scope is the call's scope, as given to Begin; an event about the
+	// scope's state (a rate change, a pause, a breaker change) is about the
+	// leaf or account the call's scope belongs to.
+	Scope state.Scope
+	Time  time.Time // on the governor's clock
+	// Context is the call's context, for a span to add the event to.
+	Context context.Context
+
+	Wait time.Duration // Wait: the wait; Retry: the delay before the retry
+	// Level is the bucket concerned: for Wait the slowest one, "provider",
+	// "account" or "leaf"; for Pause the one paused, "account" or "leaf".
+	Level string
+	Retry int // Retry: 1 for the first retry of the call
+
+	Err     error         // Throttle, GaveUp, Rejected, BudgetExhausted: the answer or refusal
+	Hint    time.Duration // Throttle: the provider's hint (HasHint)
+	HasHint bool
+	// Reason says what stopped a GaveUp call: "retries" (no attempts
+	// left), "deadline", "breaker" (it refused the retry), "budget" (the
+	// retry budget did) or "sdk" (the SDK's own loop gave up).
+	Reason string
+
+	Rate, OldRate, Ceiling float64   // RateChange, in requests per second
+	Until                  time.Time // Pause: the end of the pause, on the governor's clock
+	From, To               state.BreakerState
+}
