@@ -43,6 +43,13 @@
 //     that would pass the context's deadline ends it with the provider's
 //     error. The retry is counted when it is sent.
 //
+// For a provider that waits for its breakers' verdicts (breaker_wait),
+// Guard.Pace also holds each SDK retry at an open breaker until its
+// verdict, and a call whose SDK attempts all failed on a transient error
+// is sent again once the verdict has come (Guard.Resend), its body
+// rewound: no call is lost to an outage its context's deadline could wait
+// out.
+//
 // A call made inside another's attempt (credentials fetched through an
 // instrumented STS client while signing) finds the enclosing call's guard
 // in its context and never waits for the slot that call holds.

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// TestWorkedExample is the spec's paced_calls.py: a throttled-twice EC2
-// call and six concurrent calls at 2 rps burst 2.
+// TestWorkedExample is the original system's worked example: a
+// throttled-twice EC2 call and six concurrent calls at 2 rps burst 2.
 func TestWorkedExample(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{

@@ -1,5 +1,6 @@
 // Command pacedcalls sends its own cloud calls through the governor's
-// shared limiter, breakers and retries: the spec's paced_calls.py in Go.
+// shared limiter, breakers and retries: the original system's worked
+// example, in Go.
 //
 // describeVPCs fails twice with a throttling error shaped like an SDK's
 // (an error code and an HTTP status), then answers; describeSecret stands

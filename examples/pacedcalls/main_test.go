@@ -9,8 +9,8 @@ import (
 )
 
 // TestOutputMatchesTheSpec runs the example in virtual time and compares
-// its output with paced_calls.py's (its figures; Go prints its own
-// notation for the result and the totals).
+// its output with the original worked example's (its figures; Go prints
+// its own notation for the result and the totals).
 func TestOutputMatchesTheSpec(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		defer resilience.SetDefault(nil)
