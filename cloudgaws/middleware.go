@@ -158,8 +158,11 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 // attemptsRanOut reports whether the SDK's loop ended because its
 // attempts ran out.
 func attemptsRanOut(err error) bool {
+	if err == nil {
+		return false // before the target below, which escapes: no allocation on success
+	}
 	var mae *retry.MaxAttemptsError
-	return err != nil && errors.As(err, &mae)
+	return errors.As(err, &mae)
 }
 
 // attemptMiddleware runs once per attempt, inside the SDK's retry loop

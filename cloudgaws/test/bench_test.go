@@ -63,3 +63,40 @@ func BenchmarkDescribeVpcs(b *testing.B) {
 		}
 	}
 }
+
+// A governed call allocates three objects more than the same call
+// ungoverned: the call's Guard, the watch that gives its slot back should
+// it be dropped, and the call state that is the context of the rest of
+// its stack. Nothing more on success: what runs only after an error (the
+// resend's check of the SDK's attempts) must not allocate before it.
+func TestGovernedCallAllocations(t *testing.T) {
+	rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+		"ec2": {MaxRPS: 1e6, Burst: 1e6},
+	}}}
+	allocs := func(governed bool) float64 {
+		f := newFake(nil)
+		f.noTimes = true
+		cfg := awsConfig(f, nil)
+		cfg.RetryMode = aws.RetryModeStandard
+		if governed {
+			g, err := resilience.NewGovernor(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		client := ec2.NewFromConfig(cfg)
+		ctx := context.Background()
+		return testing.AllocsPerRun(200, func() {
+			if err := describeVpcs(ctx, client); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	bare, governed := allocs(false), allocs(true)
+	if governed > bare+3 {
+		t.Fatalf("a governed DescribeVpcs allocates %v objects, the ungoverned one %v: want at most 3 more", governed, bare)
+	}
+}
