@@ -19,9 +19,6 @@ import (
 //
 //	go test -run '^$' -bench DescribeVpcs -benchmem ./cloudgaws/
 func BenchmarkDescribeVpcs(b *testing.B) {
-	rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-		"ec2": {MaxRPS: 1e6, Burst: 1e6},
-	}}}
 	for _, transport := range []string{"tcp", "memory"} {
 		for _, governed := range []bool{false, true} {
 			name := transport + "/ungoverned"
@@ -36,18 +33,7 @@ func BenchmarkDescribeVpcs(b *testing.B) {
 					srv = httptest.NewServer(f)
 					defer srv.Close()
 				}
-				cfg := awsConfig(f, srv)
-				cfg.RetryMode = aws.RetryModeStandard
-				if governed {
-					g, err := resilience.NewGovernor(rc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				client := ec2.NewFromConfig(cfg)
+				client := overheadClient(b, f, srv, governed)
 				ctx := context.Background()
 				if err := describeVpcs(ctx, client); err != nil {
 					b.Fatal(err)
@@ -70,24 +56,10 @@ func BenchmarkDescribeVpcs(b *testing.B) {
 // its stack. Nothing more on success: what runs only after an error (the
 // resend's check of the SDK's attempts) must not allocate before it.
 func TestGovernedCallAllocations(t *testing.T) {
-	rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-		"ec2": {MaxRPS: 1e6, Burst: 1e6},
-	}}}
 	allocs := func(governed bool) float64 {
 		f := newFake(nil)
 		f.noTimes = true
-		cfg := awsConfig(f, nil)
-		cfg.RetryMode = aws.RetryModeStandard
-		if governed {
-			g, err := resilience.NewGovernor(rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		client := ec2.NewFromConfig(cfg)
+		client := overheadClient(t, f, nil, governed)
 		ctx := context.Background()
 		return testing.AllocsPerRun(200, func() {
 			if err := describeVpcs(ctx, client); err != nil {
@@ -99,4 +71,26 @@ func TestGovernedCallAllocations(t *testing.T) {
 	if governed > bare+3 {
 		t.Fatalf("a governed DescribeVpcs allocates %v objects, the ungoverned one %v: want at most 3 more", governed, bare)
 	}
+}
+
+// overheadClient is an EC2 client of the fake endpoint (in memory when srv
+// is nil), in the SDK's standard retry mode, governed or not; the governed
+// leaf is far above any test's rate, so that what is measured is the
+// governor's overhead, not its pacing.
+func overheadClient(tb testing.TB, f *fakeAWS, srv *httptest.Server, governed bool) *ec2.Client {
+	tb.Helper()
+	cfg := awsConfig(f, srv)
+	cfg.RetryMode = aws.RetryModeStandard
+	if governed {
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"ec2": {MaxRPS: 1e6, Burst: 1e6},
+		}}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return ec2.NewFromConfig(cfg)
 }
