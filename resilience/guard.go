@@ -309,6 +309,12 @@ func (gd *Guard) After(err error) Kind {
 //     give-up when throttled; err is a *RetryBudgetExhaustedError wrapping
 //     the attempt's error.
 //
+// For a provider that waits for its breakers' verdicts (breaker_wait), a
+// transient error whose attempts or budget ran out does not stop the call:
+// its failure counts towards the breaker (the service, not the budget,
+// failed it) and Retry allows one more attempt, which the next Enter or
+// Pace holds until a verdict (verdict.go); that attempt costs no budget.
+//
 // The retry is counted when it is sent. An SDK may retry an answer the
 // governor reads as final (a connection closed before any answer): Retry
 // lets it, counted and paid from the budget like any retry, learning
