@@ -27,13 +27,16 @@ type Observer interface {
 	Observe(Event)
 }
 
-// Func is an Observer that is a function.
+// Func is an Observer that is a function: observe.Func(f) observes with f.
+// It is as safe for concurrent use as f is; a nil Func panics when called,
+// which the governor recovers (and logs once).
 type Func func(Event)
 
 // Observe calls f(e).
 func (f Func) Observe(e Event) { f(e) }
 
-// Kind says what an Event reports.
+// Kind says what an Event reports. The zero Kind is no kind; String names
+// it observe.Kind(0).
 type Kind uint8
 
 // The events of a call, in the order a call may meet them.
@@ -61,7 +64,9 @@ func (k Kind) String() string {
 }
 
 // Event is one thing that happened to a call, and what it taught the
-// governor. The fields that do not apply to its Kind are zero.
+// governor. The fields that do not apply to its Kind are zero. An Event is
+// a value, copied to each Observe: an observer may keep it, and read it
+// from any goroutine.
 type Event struct {
 	Kind Kind
 	// Scope is the call's scope, as given to Begin; an event about the
