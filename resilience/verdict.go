@@ -37,6 +37,9 @@ func (gd *Guard) allow(now time.Duration) (time.Duration, bool) {
 	var wait time.Duration
 	var ok bool
 	wait, ok, gd.probe = gd.e.breaker.Allow(now)
+	if gd.probe {
+		gd.recordProbe() // as admit does: the breaker let this waiting call through as its probe
+	}
 	return wait, ok
 }
 

@@ -5,6 +5,8 @@ package resilience
 import (
 	"context"
 	"errors"
+	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/state"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,7 +190,12 @@ func TestBreakerWaitHoldsAnSDKRetryAtAnOpenBreaker(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			cfg := waitCfg()
 			cfg.AWS.BreakerWait = wait
-			g := newGov(t, cfg)
+			var probes atomic.Int32
+			g := newGov(t, cfg, WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.BreakerChange && e.To == state.HalfOpen {
+					probes.Add(1)
+				}
+			})))
 			ctx := context.Background()
 			unavailable := &apiErr{code: "ServiceUnavailable", status: 503}
 			// Two SDK calls in flight; the first gives up and opens the
@@ -213,17 +220,17 @@ func TestBreakerWaitHoldsAnSDKRetryAtAnOpenBreaker(t *testing.T) {
 				t.Fatalf("Pace: %v", err)
 			}
 			waited := time.Since(start)
-			state := g.Inspect(ec2Vpcs).Breaker.State.String()
+			breakerState := g.Inspect(ec2Vpcs).Breaker.State.String()
 			second.After(nil)
 			second.End(nil)
 			if !wait {
-				if waited != 0 || state != "open" {
-					t.Fatalf("without breaker_wait the retry waited %v (breaker %s), want none (open)", waited, state)
+				if waited != 0 || breakerState != "open" {
+					t.Fatalf("without breaker_wait the retry waited %v (breaker %s), want none (open)", waited, breakerState)
 				}
 				return
 			}
-			if waited != 10*time.Second || state != "half_open" {
-				t.Fatalf("the retry went after %v with the breaker %s, want after the 10 s cooldown, as the probe (half-open)", waited, state)
+			if waited != 10*time.Second || breakerState != "half_open" || probes.Load() != 1 {
+				t.Fatalf("the retry went after %v with the breaker %s (%d probe events), want after the 10 s cooldown, as the probe (half-open, one event)", waited, breakerState, probes.Load())
 			}
 			if s := g.Inspect(ec2Vpcs).Breaker; s.State.String() != "closed" {
 				t.Fatalf("breaker %v after the probe's success", s.State)

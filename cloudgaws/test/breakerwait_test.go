@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -166,6 +167,95 @@ func TestBreakerWaitResendsTheWholeBody(t *testing.T) {
 			if b != content {
 				t.Fatalf("attempt %d sent %q, want %q", i+1, b, content)
 			}
+		}
+	})
+}
+
+// breakerLog records a governor's breaker changes with their times.
+type breakerLog struct {
+	mu      sync.Mutex
+	changes []observe.Event
+}
+
+func (l *breakerLog) Observe(e observe.Event) {
+	if e.Kind == observe.BreakerChange {
+		l.mu.Lock()
+		l.changes = append(l.changes, e)
+		l.mu.Unlock()
+	}
+}
+
+// During an outage the breaker still sends a single call while the others
+// wait for its verdict: eight SDK calls in flight when the scope goes
+// down for 15 s send nothing while the breaker is open, only the probe
+// (and its own SDK retries) while it is half-open, and all succeed once
+// the scope is back.
+func TestBreakerWaitSendsOneProbeAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		start := time.Now()
+		f.scripts["DescribeVpcs"] = func(int) reply {
+			if time.Since(start) < 15*time.Second {
+				return ec2Internal
+			}
+			return ok
+		}
+		log := &breakerLog{}
+		g, err := resilience.NewGovernor(waitConfig(true), resilience.WithObserver(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := awsConfig(f, nil)
+		if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithRetryMode(aws.RetryModeStandard), cloudgaws.WithMaxRetries(2)); err != nil {
+			t.Fatal(err)
+		}
+		client := ec2.NewFromConfig(cfg)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				if err := describeVpcs(context.Background(), client); err != nil {
+					t.Errorf("call %d lost: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		sent := f.sentAt("DescribeVpcs")
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		if len(log.changes) < 3 || log.changes[0].To.String() != "open" {
+			t.Fatalf("breaker changes %v: want it to open, let a probe through and close", log.changes)
+		}
+		// Between the breaker's opening and its closing, attempts go only
+		// as a probe: the one the breaker let through, at the instant it
+		// did, and that probe's own SDK retries while it is half-open.
+		opened, closed := log.changes[0].Time, log.changes[len(log.changes)-1].Time
+		probeSent := 0
+		for _, at := range sent {
+			if !at.After(opened) || !at.Before(closed) {
+				continue
+			}
+			halfOpen := false
+			for i, c := range log.changes {
+				if c.To.String() == "half_open" && !at.Before(c.Time) && i+1 < len(log.changes) && !at.After(log.changes[i+1].Time) {
+					halfOpen = true
+				}
+			}
+			if !halfOpen {
+				t.Errorf("an attempt went at %v while the breaker was open", at.Sub(start))
+			}
+			probeSent++
+		}
+		probes := 0
+		for _, c := range log.changes {
+			if c.To.String() == "half_open" {
+				probes++
+			}
+		}
+		if probeSent > 3*probes {
+			t.Errorf("%d attempts during %d probes, want at most the probe and its 2 SDK retries each", probeSent, probes)
+		}
+		if last := log.changes[len(log.changes)-1]; last.To.String() != "closed" {
+			t.Fatalf("the breaker ended %v, want closed", last.To)
 		}
 	})
 }
