@@ -166,7 +166,16 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	// is done records nothing more.
 	gctx, abandon := context.WithCancel(ctx)
 	defer abandon()
-	gd, err := gov.Begin(gctx, GraphScope(), resilience.WithPolicy(resilience.RetryPolicy{
+	if cfg.graph == nil || cfg.graphGov != gov {
+		// Every page of the query is a call of the same scope: resolved
+		// once, so that the later pages skip hashing it.
+		b, err := gov.Bind(GraphScope())
+		if err != nil {
+			return zero, err
+		}
+		cfg.graph, cfg.graphGov = b, gov
+	}
+	gd, err := cfg.graph.Begin(gctx, resilience.WithPolicy(resilience.RetryPolicy{
 		MaxAttempts: limits.MaxRetries + 1, ThrottlingOnly: true,
 	}))
 	if err != nil {

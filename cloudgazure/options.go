@@ -21,6 +21,11 @@ type config struct {
 	gov    *resilience.Governor // nil: resilience.Default() at each call
 	logger *slog.Logger         // nil: slog.Default()
 	limits QueryLimits
+
+	// graph is GraphScope bound on graphGov, for the pages of one
+	// QueryResources call (its config is the call's own).
+	graph    *resilience.Bound
+	graphGov *resilience.Governor
 }
 
 type optionFunc func(*config)
