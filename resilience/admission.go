@@ -53,9 +53,11 @@ func (gd *Guard) setDeadline() {
 	}
 }
 
-// admit checks the breaker; see Enter. A provider that waits for verdicts
-// (verdict.go) has a refused call wait, when block is set.
-func (gd *Guard) admit(ctx context.Context, now time.Duration, retry, block bool) error {
+// admit checks the breaker at *at; see Enter. A provider that waits for
+// verdicts (verdict.go) has a refused call wait, when block is set; *at is
+// then the time the call was let through, at which it takes its token.
+func (gd *Guard) admit(ctx context.Context, at *time.Duration, retry, block bool) error {
+	now := *at
 	if retry {
 		gd.live() // a retry: the call may have lasted past a sweep
 	}
@@ -88,6 +90,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration, retry, block bool
 		}
 	}
 	if ok {
+		*at = now
 		return nil
 	}
 	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
@@ -346,20 +349,22 @@ func (gd *Guard) Pace(ctx context.Context) error {
 	}
 	if gd.p.set.breakerWait {
 		// The retry asks the breaker first, and waits for its verdict.
-		if err := gd.admit(ctx, now, true, true); err != nil {
+		at := now
+		if err := gd.admit(ctx, &at, true, true); err != nil {
 			return err
 		}
-		if gd.lastKind != Throttled && gd.g.now() == now {
+		if gd.lastKind != Throttled && at == now {
 			return nil
 		}
 		// A retry that waited goes at the scope's rate, like a new call.
+		now = at
 	} else if gd.lastKind != Throttled {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return gd.stopByContext(err, true)
 	}
-	if err := gd.takeToken(ctx, gd.g.now(), true, true); err != nil {
+	if err := gd.takeToken(ctx, now, true, true); err != nil {
 		return err
 	}
 	gd.sendingRetry()

@@ -176,7 +176,7 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 		gd.start = now // the call starts with its first attempt
 	}
 	if retry || !gd.admitted {
-		if err := gd.admit(ctx, now, retry, block); err != nil {
+		if err := gd.admit(ctx, &now, retry, block); err != nil {
 			return err
 		}
 	}

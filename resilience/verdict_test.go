@@ -289,3 +289,29 @@ func TestResendOnlyAfterATransientAnswerUnderBreakerWait(t *testing.T) {
 		})
 	}
 }
+
+// A call that waited for the breaker's verdict takes its rate token at the
+// time it was let through, not at the time it began to wait: at 1 rps the
+// bucket has long refilled after a 10 s cooldown, so the probe goes at the
+// cooldown's end, not a token interval later.
+func TestBreakerWaitTakesItsTokenWhenLetThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := waitCfg()
+		cfg.AWS.Services = map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}
+		g := newGov(t, cfg)
+		o := &outage{start: time.Now(), down: time.Second}
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		// The first call's failure opens the breaker (threshold 1) at 0 s,
+		// with the bucket's one token spent; the second call waits for the
+		// cooldown's end and goes as the probe.
+		if err := Do(context.Background(), ec2Vpcs, o.fn, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1, Deadline: time.Millisecond})); err == nil {
+			t.Fatal("the call in the outage succeeded")
+		}
+		if err := Do(context.Background(), ec2Vpcs, o.fn, WithGovernor(g), once); err != nil {
+			t.Fatalf("the probe failed: %v", err)
+		}
+		if f := time.Duration(o.firstAfter.Load()); f != 10*time.Second {
+			t.Fatalf("the probe went at %v, want at the cooldown's end (10s)", f)
+		}
+	})
+}
