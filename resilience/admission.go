@@ -6,117 +6,174 @@ import (
 
 	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
+	"github.com/cloudg/cloudg/state"
 )
 
 // The steps Enter and Pace take before an attempt goes: the call's limits
 // and deadline, the breaker, the rate tokens and the bulkhead slot.
 
-// phase is where a Guard's current call stands.
-type phase uint8
-
-const (
-	fresh    phase = iota // no attempt of the current call yet
-	sent                  // an attempt is out: Enter passed
-	failed                // the last attempt was throttled or transient; the outcome is open
-	retrying              // Retry allowed a retry
-	final                 // the last answer ends the call by the governor's reading (fatal, local, another call's stop); an SDK may still retry it
-	closed                // the outcome is recorded (a success, a stop) or nothing is to be
-)
-
-// newCall starts the next request of the same operation after a success:
-// its own deadline and free retries; the breaker already let it through.
-func (gd *Guard) newCall(now time.Duration) {
-	gd.phase, gd.retries, gd.renewed, gd.last = fresh, 0, 0, nil
-	gd.start = now
-	if gd.resolved {
-		gd.setDeadline()
-	}
-}
-
 // limits returns the call's retry limits, resolving them and the deadline
 // on first use: the common call neither waits nor fails.
 func (gd *Guard) limits() *retryLimits {
-	if !gd.resolved {
-		gd.resolved = true
+	if gd.lim.attempts == 0 {
 		gd.lim = gd.rp.resolve(gd.p.set.retry)
 		gd.setDeadline()
 	}
 	return &gd.lim
 }
 
+// deadlineAt returns the current call's deadline.
+func (gd *Guard) deadlineAt() time.Duration {
+	gd.limits()
+	return gd.dl.at
+}
+
 // setDeadline computes the current call's deadline: its start plus the
 // policy's deadline, or the context's deadline if sooner.
 func (gd *Guard) setDeadline() {
-	gd.limit, gd.ctxBound = gd.start+gd.lim.deadline, false
-	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.start); ok && cl < gd.limit {
-		gd.limit, gd.ctxBound = cl, true
+	gd.dl = deadline{at: gd.start + gd.lim.deadline}
+	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.start); ok && cl < gd.dl.at {
+		gd.dl = deadline{at: cl, fromCtx: true}
 	}
 }
 
-// admit checks the breaker at *at; see Enter. A provider that waits for
-// verdicts (verdict.go) has a refused call wait, when block is set; *at is
-// then the time the call was let through, at which it takes its token.
-func (gd *Guard) admit(ctx context.Context, at *time.Duration, retry, block bool) error {
-	now := *at
-	if retry {
-		gd.live() // a retry: the call may have lasted past a sweep
+// admit asks the breaker whether the attempt may go at now (see Enter): a
+// retry always, a new request unless the call holds a lease. A call
+// awaiting a verdict waits for one first, and a provider with
+// breaker_wait has a refused call wait for the verdict. It returns the
+// time the call was let through, at which it takes its token.
+func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, error) {
+	retry := gd.retrying()
+	if !retry && gd.lease != leaseNone {
+		return now, nil
 	}
-	if gd.awaiting {
-		gd.awaiting = false
-		ok, err := gd.awaitRecovery(ctx, &now)
+	if retry {
+		gd.live() // the call may have lasted past a sweep
+	}
+	if gd.phase == phaseAwaiting {
+		at, ok, err := gd.awaitRecovery(ctx, now)
 		if err != nil {
-			return gd.stopByContext(err, retry)
+			return at, gd.stopByContext(err)
 		}
 		if !ok {
-			gd.phase = closed // its failure is counted already
-			return gd.last
+			gd.stop() // its failure is counted already
+			return at, gd.last.err
 		}
+		now = at
 		gd.renewed = gd.retries
+		gd.to(phaseRetryable)
 	}
+	// ask, in line: the common call pays no call for it.
 	var wait time.Duration
 	var ok bool
-	if gd.probe { // as allow does, in line: the common call takes this path
+	if gd.lease == leaseProbe {
 		wait, ok = gd.e.breaker.AllowProbe(now)
 	} else {
-		wait, ok, gd.probe = gd.e.breaker.Allow(now)
-		if gd.probe {
-			gd.recordProbe()
+		var probe bool
+		if wait, ok, probe = gd.e.breaker.Allow(now); probe {
+			gd.probing()
+		} else if ok {
+			gd.lease = leasePass
 		}
 	}
-	if !ok && block && gd.p.set.breakerWait {
+	if !ok && gd.p.set.breakerWait {
 		var err error
-		if ok, err = gd.waitAdmitted(ctx, &now, &wait); err != nil {
-			return gd.stopByContext(err, retry)
+		if now, wait, ok, err = gd.waitAdmitted(ctx, now); err != nil {
+			return now, gd.stopByContext(err)
 		}
 	}
 	if ok {
-		*at = now
-		return nil
+		return now, nil
 	}
 	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
 	if retry {
-		coe.Err = gd.last
-		gd.recordFailed(now, "breaker")
-	} else {
-		gd.recordRejected(coe)
+		coe.Err = gd.last.err
+		return now, gd.failAt(now, "breaker", coe)
 	}
-	return coe
+	gd.recordRejected(coe)
+	gd.stop()
+	return now, coe
+}
+
+// tryAdmit is admit without waiting, for TryEnter: the breaker's answer
+// now.
+func (gd *Guard) tryAdmit(now time.Duration) (time.Duration, bool) {
+	if !gd.retrying() && gd.lease != leaseNone {
+		return 0, true
+	}
+	return gd.ask(now)
+}
+
+// closedTo reports, without asking the breaker for anything, whether it
+// would refuse the attempt at now, and for how long: it is open, or
+// half-open with another call's probe out. A breaker that never counted a
+// failure is not looked at further.
+func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
+	if (!gd.retrying() && gd.lease != leaseNone) || gd.lease == leaseProbe || gd.e.breaker.Pristine() {
+		return 0, false
+	}
+	s := gd.e.breaker.Snapshot(now)
+	return s.Wait, s.State != state.Closed && s.Wait > 0
+}
+
+// ask asks the breaker whether the call may be sent at now, and keeps what
+// it grants: a pass, or the probe's lease (reported as the breaker's move
+// to half-open). A probe's own retries ask AllowProbe.
+func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
+	if gd.lease == leaseProbe {
+		return gd.e.breaker.AllowProbe(now)
+	}
+	wait, ok, probe := gd.e.breaker.Allow(now)
+	if probe {
+		gd.probing()
+	} else if ok {
+		gd.lease = leasePass
+	}
+	return wait, ok
+}
+
+// probing keeps the probe's lease the breaker granted, and reports the
+// breaker's move to half-open.
+func (gd *Guard) probing() {
+	gd.lease = leaseProbe
+	gd.recordProbe()
+}
+
+// stop ends the current call's attempts: the Guard is done, and a further
+// Enter asks the breaker again. A request that follows a success held
+// with the slot (a listing's next page) and is stopped before it was sent
+// leaves that success to be recorded at End.
+func (gd *Guard) stop() {
+	gd.lease = leaseNone
+	if gd.phase != phaseSucceeded {
+		gd.to(phaseDone)
+	}
+}
+
+// failAt ends a call that was sent and failed, whose retry reason (the
+// deadline, the breaker) stopped at now: the failure is recorded, and err
+// returned.
+func (gd *Guard) failAt(now time.Duration, reason string, err error) error {
+	gd.recordFailed(now, reason)
+	gd.stop()
+	return err
 }
 
 // stopByContext ends the call on the context's error: nothing is learned.
 // Before the first attempt a passed deadline is a *DeadlineExceededError
 // (that is also context.DeadlineExceeded); before a retry the error is
 // the context's, joined to the last answer.
-func (gd *Guard) stopByContext(err error, retry bool) error {
-	gd.phase = closed
+func (gd *Guard) stopByContext(err error) error {
+	retry := gd.retrying()
+	gd.stop()
 	if retry {
-		return ctxError(err, gd.last)
+		return ctxError(err, gd.last.err)
 	}
 	if err != context.DeadlineExceeded {
 		return err
 	}
 	gd.limits()
-	if !gd.ctxBound {
+	if !gd.dl.fromCtx {
 		return err
 	}
 	return &DeadlineExceededError{Scope: gd.scope, Err: context.DeadlineExceeded}
@@ -127,25 +184,21 @@ func (gd *Guard) stopByContext(err error, retry bool) error {
 // back and ends the call (see Enter). A leaf whose queue moves with its
 // rate (a rise lets the callers already queued leave sooner) wakes the
 // wait, which then goes at the reservation's new time.
-func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block bool) error {
+func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	w, other, leaf, level := gd.reserve(now)
 	if w <= 0 {
 		return nil
 	}
-	if !block {
-		gd.cancel(now)
-		return &DeadlineExceededError{Scope: gd.scope, Wait: w}
-	}
-	gd.limits()
-	if now+w > gd.limit {
-		return gd.passDeadline(now, w, retry)
+	limit := gd.deadlineAt()
+	if now+w > limit {
+		return gd.passDeadline(now, w)
 	}
 	q, ok := gd.e.leaf.(queueBucket)
 	if !ok || leaf <= 0 {
 		gd.recordWait(w, levelNames[level])
 		if err := gd.g.sleep(ctx, w); err != nil {
 			gd.cancel(gd.g.now())
-			return gd.stopByContext(err, retry)
+			return gd.stopByContext(err)
 		}
 		return nil
 	}
@@ -157,15 +210,15 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 		var moved <-chan struct{}
 		tk, moved = q.Follow(tk)
 		until := max(fixed, tk.At())
-		if until > gd.limit {
-			return gd.passDeadline(now, until-now, retry)
+		if until > limit {
+			return gd.passDeadline(now, until-now)
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, moved)
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
 			gd.cancel(now)
-			return gd.stopByContext(err, retry)
+			return gd.stopByContext(err)
 		}
 		if !woken {
 			gd.recordWait(now-start, levelNames[level])
@@ -176,26 +229,17 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration, retry, block 
 
 // passDeadline ends a call whose token wait w would pass its deadline,
 // giving the tokens back (see Enter).
-func (gd *Guard) passDeadline(now, w time.Duration, retry bool) error {
+func (gd *Guard) passDeadline(now, w time.Duration) error {
 	gd.cancel(now)
-	if retry {
-		gd.recordFailed(now, "deadline")
-		return gd.last
+	if gd.retrying() {
+		return gd.failAt(now, "deadline", gd.last.err)
 	}
-	gd.phase = closed
 	de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
-	if gd.ctxBound {
+	if gd.dl.fromCtx {
 		de.Err = context.DeadlineExceeded
 	}
+	gd.stop()
 	return de
-}
-
-// sendingRetry counts the retry Retry allowed, now that it is sent.
-func (gd *Guard) sendingRetry() {
-	if gd.pending {
-		gd.pending = false
-		gd.recordRetry()
-	}
 }
 
 // reserve takes a token from every bucket level, most general first, and
@@ -241,18 +285,15 @@ func (gd *Guard) cancel(now time.Duration) {
 	e.leaf.Cancel(now)
 }
 
-// acquire takes a slot of the account's bulkhead. The entry is checked
-// after the slot is taken: a sweep marks an entry dead before it looks at
-// its account's slots, so either the sweep saw this slot and kept the
-// account, or this call sees the entry dead and takes a slot of the live
-// account instead.
-func (gd *Guard) acquire(ctx context.Context, block bool) error {
+// acquire takes a slot of the account's bulkhead, waiting with ctx. The
+// entry is checked after the slot is taken: a sweep marks an entry dead
+// before it looks at its account's slots, so either the sweep saw this
+// slot and kept the account, or this call sees the entry dead and takes a
+// slot of the live account instead.
+func (gd *Guard) acquire(ctx context.Context) error {
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
-			if !block {
-				return context.DeadlineExceeded
-			}
 			if gd.nested(ctx, b) {
 				return nil
 			}
@@ -260,7 +301,7 @@ func (gd *Guard) acquire(ctx context.Context, block bool) error {
 				return err
 			}
 		}
-		if !gd.e.dead.Load() {
+		if !gd.e.dead.Load() { // hold, in line
 			gd.slot = b
 			if gd.orphan != nil {
 				gd.orphan.hold(b)
@@ -271,6 +312,37 @@ func (gd *Guard) acquire(ctx context.Context, block bool) error {
 		gd.live()
 	}
 	return nil
+}
+
+// tryAcquire is acquire without waiting, for TryEnter: it reports whether
+// the call may go (with a slot, or nested in a call that holds one).
+func (gd *Guard) tryAcquire() bool {
+	for gd.slot == nil {
+		b := gd.e.acct.bulkhead
+		if !b.TryAcquire() {
+			return gd.nested(gd.ctx, b)
+		}
+		if gd.hold(b) {
+			return true
+		}
+	}
+	return true
+}
+
+// hold keeps the slot just taken of b, unless the entry was reclaimed
+// meanwhile: then the slot goes back, the Guard moves to the live entry,
+// and hold reports false.
+func (gd *Guard) hold(b *bulkhead.Bulkhead) bool {
+	if gd.e.dead.Load() {
+		b.Release()
+		gd.live()
+		return false
+	}
+	gd.slot = b
+	if gd.orphan != nil {
+		gd.orphan.hold(b)
+	}
+	return true
 }
 
 // nested reports whether ctx belongs to an attempt of an enclosing call
@@ -325,48 +397,3 @@ type abortedError struct{ ctx, last error }
 
 func (e *abortedError) Error() string   { return e.ctx.Error() + " (last error: " + e.last.Error() + ")" }
 func (e *abortedError) Unwrap() []error { return []error{e.ctx, e.last} }
-
-// Pace takes a fresh token before the retry of a throttled attempt that an
-// SDK sends without Enter (the AWS SDK's retries, which are not calls of
-// their own): the retry waits for the scope's rate and pause on top of the
-// SDK's backoff. A wait that would pass the deadline ends the call with the
-// throttled answer, recorded as failed. After any other attempt Pace only
-// counts the SDK's backoff: an SDK that calls Pace before each of its
-// retries (cloudgaws does) has the time it slept since Retry counted as
-// the call's backoff. For a provider that waits for its breakers' verdicts
-// (breaker_wait), every retry first asks the breaker as Enter does: an
-// open breaker or a probe out holds it until the verdict, within the
-// deadline, and a retry that waited takes a fresh token; a refused one
-// ends the call with a *CircuitOpenError wrapping the last answer.
-func (gd *Guard) Pace(ctx context.Context) error {
-	if gd.e == nil {
-		return nil
-	}
-	now := gd.g.now()
-	gd.recordBackoff(now)
-	if gd.phase != failed && gd.phase != retrying {
-		return nil
-	}
-	if gd.p.set.breakerWait {
-		// The retry asks the breaker first, and waits for its verdict.
-		at := now
-		if err := gd.admit(ctx, &at, true, true); err != nil {
-			return err
-		}
-		if gd.lastKind != Throttled && at == now {
-			return nil
-		}
-		// A retry that waited goes at the scope's rate, like a new call.
-		now = at
-	} else if gd.lastKind != Throttled {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return gd.stopByContext(err, true)
-	}
-	if err := gd.takeToken(ctx, now, true, true); err != nil {
-		return err
-	}
-	gd.sendingRetry()
-	return nil
-}

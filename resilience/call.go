@@ -133,7 +133,7 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 		if err == nil {
 			return nil
 		}
-		delay, rerr := gd.retry(0, true, false)
+		delay, rerr := gd.retryWithJitter()
 		if rerr != nil {
 			return err
 		}

@@ -124,11 +124,55 @@ func (e *DeadlineExceededError) Unwrap() error { return e.Err }
 // Is reports whether target is context.DeadlineExceeded.
 func (e *DeadlineExceededError) Is(target error) bool { return target == context.DeadlineExceeded }
 
+// WouldWaitError is returned, before anything is sent, for a call that
+// could go only after a wait it may not make: Guard.TryEnter, which makes
+// none. Err says which check refused it, ErrNoToken or ErrNoSlot, and
+// errors.Is(err, ErrNoToken) or errors.Is(err, ErrNoSlot) holds. Nothing
+// is recorded for it: the call was not attempted, and the caller may try
+// again (RetryAfter says when a token will be usable) or end it. It
+// classifies as Throttled and reports the code Throttling, so that a
+// scheduler requeues the work rather than failing it.
+type WouldWaitError struct {
+	Scope Scope
+	Wait  time.Duration // until a token may be used; 0 when unknown (a slot)
+	Err   error         // ErrNoToken or ErrNoSlot
+}
+
+// Error returns "no rate token now for <scope>; retry in <n>s" or "no
+// concurrency slot now for <scope>".
+func (e *WouldWaitError) Error() string {
+	if e.Err == ErrNoSlot {
+		return fmt.Sprintf("no concurrency slot now for %s", e.Scope)
+	}
+	return fmt.Sprintf("no rate token now for %s; retry in %ds", e.Scope, ceilSeconds(e.Wait))
+}
+
+// RetryAfter returns the time until a token may be used, or 0.
+func (e *WouldWaitError) RetryAfter() time.Duration { return e.Wait }
+
+// ErrorCode returns "Throttling".
+func (e *WouldWaitError) ErrorCode() string { return "Throttling" }
+
+// ErrorMessage returns the message without the code.
+func (e *WouldWaitError) ErrorMessage() string { return e.Error() }
+
+// Unwrap returns ErrNoToken or ErrNoSlot.
+func (e *WouldWaitError) Unwrap() error { return e.Err }
+
+// Sentinels of the checks that refuse a call which may not wait
+// (WouldWaitError): no rate token is usable now (the scope's rate, its
+// pause, or the provider's Retry-After for a retry), or no slot of the
+// account's concurrency cap is free.
+var (
+	ErrNoToken = errors.New("resilience: no rate token now")
+	ErrNoSlot  = errors.New("resilience: no concurrency slot now")
+)
+
 // ownKind recognises cloudg's own errors by exact type, so that a wrapped
 // provider error under them does not decide the classification.
 func ownKind(e error) (Kind, bool) {
 	switch e.(type) {
-	case *CircuitOpenError, *RetryBudgetExhaustedError:
+	case *CircuitOpenError, *RetryBudgetExhaustedError, *WouldWaitError:
 		return Throttled, true
 	case *DeadlineExceededError:
 		return Transient, true

@@ -269,7 +269,7 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		synctest.Wait()
 		acquired := false
 		go func() {
-			tr.acquire(context.Background(), true)
+			tr.acquire(context.Background())
 			acquired = true
 		}()
 		synctest.Wait()

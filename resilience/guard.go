@@ -52,35 +52,36 @@ type Guard struct {
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 
-	rp       *RetryPolicy // the call's policy option, resolved on first need
-	lim      retryLimits
-	resolved bool
-	start    time.Duration // when the current call started
-	limit    time.Duration // its deadline (resolved with lim)
-	ctxBound bool          // the context's deadline is the binding one
+	rp    *RetryPolicy // the call's policy option
+	lim   retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
+	start time.Duration
+	dl    deadline // the current call's, resolved with lim
 
-	phase    phase
-	admitted bool // the breaker let the operation through; further requests are not checked again
-	probe    bool // the call is a half-open breaker's probe
-	pending  bool // a retry Retry allowed is counted when it is sent
-	// succeeded: a request of a call that holds its slot across requests
-	// (an SDK call with its retries, a listing) succeeded; the call's
-	// success is recorded when it ends, so that a probe holds its lease
-	// until then and a listing is one success.
-	succeeded bool
-	awaiting  bool // the call's retries ran out; it waits for a verdict before the next attempt (verdict.go)
-	lastKind  Kind // of last
-	retries   int  // retries of the current call; the first freeRetries are free
-	renewed   int  // retries made before the call's attempts were renewed (verdict.go)
+	phase   phase
+	lease   lease
+	retries int // retries of the current call; the first freeRetries are free
+	renewed int // retries made before the call's attempts were renewed (breaker_wait)
 
-	last      error  // the last failed attempt's error
-	desc      string // last as DescribeError words it
-	hint      time.Duration
-	hasHint   bool
+	last      answer        // the last failed attempt's
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
 	notBefore time.Duration // a retry of a transient answer waits until then
-	retryAt   time.Duration // when Retry allowed the retry whose backoff is open
-	backoff   bool          // a backoff since retryAt is still to be counted
+	retryAt   time.Duration // when Retry allowed the retry that is still to be sent
+}
+
+// answer is what the Guard keeps of the last attempt that failed.
+type answer struct {
+	err     error
+	kind    Kind
+	desc    string // err as DescribeError words it
+	hint    time.Duration
+	hasHint bool
+}
+
+// deadline is the current call's deadline, and whether the context's
+// deadline, sooner than the policy's, is the one that binds.
+type deadline struct {
+	at      time.Duration
+	fromCtx bool
 }
 
 // Begin starts a logical call to scope. WithPolicy among opts sets the
@@ -133,22 +134,24 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 
 // Enter readies an attempt and blocks until it may be sent:
 //
-//  1. the breaker: open, and a *CircuitOpenError. Before the first attempt
+//  1. before a retry that Retry was not asked for (an integration that
+//     goes on after After reported a failure), Retry(0) decides it;
+//  2. the breaker: open, and a *CircuitOpenError. Before the first attempt
 //     the call is counted as rejected and goes to the ledger as skipped
 //     (nothing was sent); before a retry the call was sent and failed, and
 //     is recorded as failed with its last error, which the error wraps. A
 //     request that follows a success (a listing's next page) is not checked
 //     again. A half-open breaker's probe has its own retries let through.
 //     A provider with breaker_wait has the call wait for the breaker's
-//     verdict instead, when its deadline allows (verdict.go);
-//  2. the deadline (the policy's, or the context's if sooner): spent, and
+//     verdict instead, when its deadline allows;
+//  3. the deadline (the policy's, or the context's if sooner): spent, and
 //     the call ends with its last error (or a *DeadlineExceededError before
 //     the first attempt);
-//  3. a retry of a transient answer waits out the delay Retry gave;
-//  4. a token from the provider, account and leaf buckets, waiting for the
+//  4. a retry of a transient answer waits out the delay Retry gave;
+//  5. a token from the provider, account and leaf buckets, waiting for the
 //     slowest; a wait that would pass the deadline is not made;
-//  5. a slot of the provider x account bulkhead, unless one is held;
-//  6. one call, and the retry it is, counted.
+//  6. a slot of the provider x account bulkhead, unless one is held;
+//  7. one call, and the retry it is, counted.
 //
 // A context that ends during a wait returns its error, joined to the last
 // error; the slot wait is made with ctx. A call made inside another's
@@ -156,72 +159,173 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // holding a slot of the same bulkhead, takes a slot only if one is free and
 // otherwise goes ahead without one: it never waits for a slot its own
 // caller holds.
-func (gd *Guard) Enter(ctx context.Context) error { return gd.enter(ctx, true) }
-
-// TryEnter is Enter without waiting: when a token cannot be used at once
-// or no slot is free it takes nothing and returns a *DeadlineExceededError
-// whose Wait is the time a token would have taken.
-func (gd *Guard) TryEnter() error { return gd.enter(gd.ctx, false) }
-
-func (gd *Guard) enter(ctx context.Context, block bool) error {
+func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
 	now := gd.g.now()
-	retry := gd.phase == failed || gd.phase == retrying || gd.phase == final
-	switch {
-	case gd.phase == closed:
-		gd.newCall(now)
-	case gd.phase == fresh:
-		gd.start = now // the call starts with its first attempt
+	if gd.phase == phaseIdle {
+		gd.start = now // the common call: its first attempt
+	} else if err := gd.request(now); err != nil {
+		return err
 	}
-	if retry || !gd.admitted {
-		if err := gd.admit(ctx, &now, retry, block); err != nil {
+	if gd.lease == leaseNone || gd.retrying() {
+		var err error
+		if now, err = gd.admit(ctx, now); err != nil {
 			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return gd.stopByContext(err, retry)
+		return gd.stopByContext(err)
 	}
-	if retry {
-		gd.limits()
-		if now >= gd.limit {
-			gd.recordFailed(now, "deadline")
-			return gd.last
+	if gd.retrying() {
+		if now >= gd.deadlineAt() {
+			return gd.failAt(now, "deadline", gd.last.err)
 		}
 		if d := gd.notBefore - now; d > 0 {
-			if !block {
-				return &DeadlineExceededError{Scope: gd.scope, Wait: d}
-			}
 			if err := gd.g.sleep(ctx, d); err != nil {
-				return gd.stopByContext(err, retry)
+				return gd.stopByContext(err)
 			}
 			now = gd.g.now()
 		}
 		gd.recordBackoff(now)
 	}
-	if err := gd.takeToken(ctx, now, retry, block); err != nil {
+	if err := gd.takeToken(ctx, now); err != nil {
 		return err
 	}
 	if gd.slot == nil {
-		if err := gd.acquire(ctx, block); err != nil {
-			if !block {
-				gd.cancel(gd.g.now())
-				return &DeadlineExceededError{Scope: gd.scope}
-			}
-			return gd.stopByContext(err, retry)
+		if err := gd.acquire(ctx); err != nil {
+			return gd.stopByContext(err)
 		}
 	}
-	gd.sendingRetry()
+	// send, in line: the common call pays no call for it.
+	if gd.retrying() {
+		gd.recordRetry()
+	}
 	gd.recordCall()
 	if gd.observed() {
 		gd.recordCallEvent()
 	}
-	gd.phase = sent
-	gd.admitted = true
+	gd.to(phaseSent)
+	gd.g.maybeReclaim(now) // last, so that the step never reclaims this call's own scope
+	return nil
+}
+
+// TryEnter is Enter without waiting: the attempt goes now, with what Enter
+// would take, or nothing is taken and TryEnter says which check refused
+// it. Tokens and the slot are taken before the breaker is asked, so that a
+// refusal gives back what it took and never holds a half-open breaker's
+// probe; a refusal is not recorded (a call that was never attempted is no
+// rejection and no skip), and the Guard stays as it was, ready for Enter
+// or End. Its errors:
+//   - *CircuitOpenError: the breaker is open, or half-open with its probe
+//     out (wrapping the last answer on a retry);
+//   - *WouldWaitError matching ErrNoToken: no token is usable now (the
+//     scope's rate, its pause, or a retry's Retry-After), with the wait;
+//   - *WouldWaitError matching ErrNoSlot: the account's bulkhead is full.
+//
+// A deadline already spent on a retry, or a done context, ends the call as
+// Enter would.
+func (gd *Guard) TryEnter() error {
+	if gd.e == nil {
+		return nil
+	}
+	now := gd.g.now()
+	if err := gd.request(now); err != nil {
+		return err
+	}
+	if err := gd.ctx.Err(); err != nil {
+		return gd.stopByContext(err)
+	}
+	if gd.retrying() {
+		gd.live() // the call may have lasted past a sweep
+		if now >= gd.deadlineAt() {
+			return gd.failAt(now, "deadline", gd.last.err)
+		}
+		if d := gd.notBefore - now; d > 0 {
+			return &WouldWaitError{Scope: gd.scope, Wait: d, Err: ErrNoToken}
+		}
+		if gd.phase == phaseAwaiting {
+			wait, ok := gd.recovered(now)
+			if !ok {
+				return &CircuitOpenError{Scope: gd.scope, Wait: wait, Err: gd.last.err}
+			}
+			gd.renewed = gd.retries
+			gd.to(phaseRetryable)
+		}
+	}
+	if wait, open := gd.closedTo(now); open {
+		// The breaker binds first: its wait is the one to report.
+		return gd.refusedOpen(wait)
+	}
+	if w, _, _, _ := gd.reserve(now); w > 0 {
+		gd.cancel(now)
+		return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+	}
+	held := gd.slot != nil
+	if !held && !gd.tryAcquire() {
+		gd.cancel(now)
+		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
+	}
+	if wait, ok := gd.tryAdmit(now); !ok {
+		if !held {
+			gd.Release()
+		}
+		gd.cancel(now)
+		return gd.refusedOpen(wait)
+	}
+	if gd.retrying() {
+		gd.recordBackoff(now)
+	}
+	gd.send(now)
+	return nil
+}
+
+// refusedOpen is TryEnter's refusal by the breaker, which records
+// nothing: a *CircuitOpenError, wrapping the last answer on a retry.
+func (gd *Guard) refusedOpen(wait time.Duration) error {
+	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
+	if gd.retrying() {
+		coe.Err = gd.last.err
+	}
+	return coe
+}
+
+// request readies the Guard for Enter or TryEnter: a retry Retry was not
+// asked for is asked now; any phase but a retry's starts the next request
+// of the call (a listing's next page: its own deadline and free retries,
+// the breaker's lease kept).
+func (gd *Guard) request(now time.Duration) error {
+	switch gd.phase {
+	case phaseRetryable, phaseAwaiting:
+		return nil
+	case phaseFailed, phaseFinal:
+		_, err := gd.Retry(0)
+		return err
+	}
+	gd.start, gd.retries, gd.renewed = now, 0, 0
+	if gd.last.err != nil {
+		gd.last = answer{}
+	}
+	if gd.lim.attempts != 0 {
+		gd.setDeadline()
+	}
+	return nil
+}
+
+// send counts the attempt Enter or TryEnter let through, and the retry it
+// is, and marks it sent.
+func (gd *Guard) send(now time.Duration) {
+	if gd.retrying() {
+		gd.recordRetry()
+	}
+	gd.recordCall()
+	if gd.observed() {
+		gd.recordCallEvent()
+	}
+	gd.to(phaseSent)
 	// Last, so that the step never reclaims this call's own scope.
 	gd.g.maybeReclaim(now)
-	return nil
 }
 
 // After records the answer to the attempt sent last, classified once:
@@ -240,47 +344,53 @@ func (gd *Guard) enter(ctx context.Context, block bool) error {
 //     the attempt, or any error once Begin's context is done, says nothing
 //     about the scope: nothing is recorded, and the call ends.
 //
-// The outcome of a throttled or transient attempt stays open until Retry
-// or End closes it. After returns err's kind (Fatal for nil, as Classify
-// does), so that an integration need not classify the answer again.
+// A retry Retry allowed that the SDK sent without Enter or Pace is counted
+// here. The outcome of a throttled or transient attempt stays open until
+// Retry or End closes it. After returns err's kind (Fatal for nil, as
+// Classify does), so that an integration need not classify the answer
+// again.
 func (gd *Guard) After(err error) Kind {
-	if gd.e != nil {
-		gd.sendingRetry() // sent without Enter or Pace
+	if gd.e != nil && gd.retrying() {
+		gd.recordRetry() // sent without Enter or Pace
 	}
-	gd.pending = false
 	if err == nil {
-		if gd.e != nil {
-			if gd.slot != nil {
-				gd.succeeded = true // the call goes on: recorded at End
-			} else {
-				gd.recordSuccess()
-			}
+		gd.retries = 0
+		if gd.last.err != nil {
+			gd.last = answer{}
 		}
-		gd.phase, gd.last, gd.retries = closed, nil, 0
+		switch {
+		case gd.e == nil:
+			gd.to(phaseDone)
+		case gd.slot != nil:
+			gd.to(phaseSucceeded) // the call goes on: recorded at End
+		default:
+			gd.recordSuccess()
+			gd.to(phaseDone)
+		}
 		return Fatal
 	}
-	gd.succeeded, gd.last = false, err
+	gd.last = answer{err: err}
 	if gd.ctx.Err() != nil {
-		gd.phase = closed
+		gd.to(phaseDone)
 		return Classify(err)
 	}
 	f := inspect(err)
 	kind := f.kind(err)
-	gd.lastKind = kind
+	gd.last.kind = kind
 	if f.hasOwn {
-		gd.phase = closed // another call's stop: never retried
+		gd.to(phaseDone) // another call's stop: never retried
 		return kind
 	}
 	if kind == Fatal {
 		if gd.e != nil && f.answer {
 			gd.recordProof()
 		}
-		gd.phase = final
+		gd.to(phaseFinal)
 		return kind
 	}
-	gd.hint, gd.hasHint = f.hint(gd.g.Clock().Now())
-	gd.desc = describe(kind, err)
-	gd.phase = failed
+	gd.last.hint, gd.last.hasHint = f.hint(gd.g.Clock().Now())
+	gd.last.desc = describe(kind, err)
+	gd.to(phaseFailed)
 	if gd.e == nil {
 		return kind
 	}
@@ -313,18 +423,104 @@ func (gd *Guard) After(err error) Kind {
 // transient error whose attempts or budget ran out does not stop the call:
 // its failure counts towards the breaker (the service, not the budget,
 // failed it) and Retry allows one more attempt, which the next Enter or
-// Pace holds until a verdict (verdict.go); that attempt costs no budget.
+// Pace holds until a verdict; that attempt costs no budget.
 //
 // The retry is counted when it is sent. An SDK may retry an answer the
 // governor reads as final (a connection closed before any answer): Retry
 // lets it, counted and paid from the budget like any retry, learning
-// nothing from it. After a success or a stop Retry returns the error the
-// call ended with.
+// nothing from it. A retry already allowed and not yet sent is allowed
+// again with no delay. After a success or a stop Retry returns the error
+// the call ended with.
 func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
-	if gd.phase == final {
+	switch gd.phase {
+	case phaseFailed:
+	case phaseFinal:
 		return gd.retryFinal()
+	case phaseRetryable, phaseAwaiting:
+		return 0, nil
+	default:
+		return 0, gd.last.err
 	}
-	return gd.retry(wait, false, false)
+	now := gd.g.now()
+	if gd.outOfAttempts() {
+		if err := gd.exhausted(now); err != nil {
+			return 0, err
+		}
+	}
+	return gd.allowRetry(now, wait)
+}
+
+// Resend reports whether a call whose SDK gave up after its own attempts
+// may be sent again with them renewed: only for a provider that waits for
+// its breakers' verdicts (breaker_wait), after a transient answer, within
+// the deadline. The call's failure then counts towards the breaker, and
+// the next Pace waits for a verdict, as a call of Call whose attempts run
+// out does; the resend is counted as a retry when sent, and costs no
+// budget, since it waits for the verdict rather than adding load. When
+// Resend reports false nothing is recorded, unless the deadline passed
+// (then the failure is), and End closes the call.
+func (gd *Guard) Resend() bool {
+	if gd.phase != phaseFailed || gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient {
+		return false
+	}
+	now := gd.g.now()
+	if gd.exhausted(now) != nil {
+		return false
+	}
+	_, err := gd.allowRetry(now, 0)
+	return err == nil
+}
+
+// Pace readies the retry of an attempt that an SDK sends without Enter
+// (the AWS SDK's retries, which are not calls of their own), once Retry
+// allowed it, and counts it as sent. A retry after a throttled answer
+// takes a fresh token: it waits for the scope's rate and pause on top of
+// the SDK's backoff, and a wait that would pass the deadline ends the
+// call with the throttled answer, recorded as failed. The time the SDK
+// slept since Retry allowed the retry is counted as the call's backoff.
+// For a provider that waits for its breakers' verdicts (breaker_wait),
+// every retry first asks the breaker as Enter does: an open breaker or a
+// probe out holds it until the verdict, within the deadline, and a retry
+// that waited takes a fresh token; a refused one ends the call with a
+// *CircuitOpenError wrapping the last answer. A retry Retry was not asked
+// for is asked now, as Enter does; in any other phase Pace does nothing.
+func (gd *Guard) Pace(ctx context.Context) error {
+	if gd.e == nil {
+		return nil
+	}
+	switch gd.phase {
+	case phaseRetryable, phaseAwaiting:
+	case phaseFailed, phaseFinal:
+		if _, err := gd.Retry(0); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	now := gd.g.now()
+	gd.recordBackoff(now)
+	token := gd.last.kind == Throttled
+	if gd.p.set.breakerWait || gd.phase == phaseAwaiting {
+		// The retry asks the breaker first, and waits for its verdict; one
+		// that waited goes at the scope's rate, like a new call.
+		at, err := gd.admit(ctx, now)
+		if err != nil {
+			return err
+		}
+		token = token || at != now
+		now = at
+	}
+	if token {
+		if err := ctx.Err(); err != nil {
+			return gd.stopByContext(err)
+		}
+		if err := gd.takeToken(ctx, now); err != nil {
+			return err
+		}
+	}
+	gd.recordRetry()
+	gd.to(phaseSent)
+	return nil
 }
 
 // Release gives the slot back, if one is held. It is safe to call more
@@ -352,18 +548,66 @@ func (gd *Guard) Release() {
 // SDK will retry leaves the outcome to whoever can.
 func (gd *Guard) End(err error) {
 	gd.Release()
-	if gd.e != nil {
-		if gd.phase == retrying && gd.ctx.Err() == nil {
-			gd.sendingRetry() // the SDK sent it without telling After
-		}
-		switch {
-		case gd.phase == sent || gd.phase == failed || gd.phase == retrying || gd.phase == fresh && err != nil:
-			gd.close(err) // an attempt after the last success is open
-		case gd.succeeded:
-			gd.recordSuccess()
+	switch {
+	case gd.e == nil:
+	case gd.phase == phaseSucceeded: // the common SDK call, in line
+		gd.recordSuccess()
+	default:
+		gd.settle(err)
+	}
+	gd.to(phaseIdle)
+	gd.lease, gd.retries, gd.renewed, gd.last = leaseNone, 0, 0, answer{}
+	gd.lim.attempts = 0 // resolved again for the next call
+}
+
+// settle records the outcome End closes, if it is still open, unless
+// Begin's context is done: an attempt's answer, or a failure the SDK gave
+// up on. (A success seen while the call held its slot End records itself.)
+func (gd *Guard) settle(err error) {
+	switch gd.phase {
+	case phaseSucceeded, phaseFinal, phaseDone:
+		return
+	case phaseIdle:
+		if err == nil {
+			return
 		}
 	}
-	gd.phase, gd.admitted, gd.probe, gd.pending, gd.succeeded, gd.retries = fresh, false, false, false, false, 0
-	gd.renewed, gd.awaiting = 0, false
-	gd.last, gd.resolved = nil, false
+	if gd.ctx.Err() != nil {
+		return
+	}
+	switch gd.phase {
+	case phaseRetryable, phaseAwaiting:
+		gd.recordRetry() // the SDK sent it without telling After
+		fallthrough
+	case phaseFailed:
+		if err == nil {
+			gd.recordSuccess()
+		} else {
+			gd.recordFailed(gd.g.now(), "sdk")
+		}
+	default: // phaseSent, or phaseIdle with an error: an attempt After did not see
+		gd.settleAnswer(err)
+	}
+}
+
+// settleAnswer records err, the final answer of a call whose last attempt
+// After did not see, as After and a stop would.
+func (gd *Guard) settleAnswer(err error) {
+	if err == nil {
+		gd.recordSuccess()
+		return
+	}
+	f := inspect(err)
+	if f.hasOwn {
+		return
+	}
+	kind := f.kind(err)
+	if kind == Fatal {
+		if f.answer {
+			gd.recordProof()
+		}
+		return
+	}
+	gd.last = answer{err: err, kind: kind, desc: describe(kind, err)}
+	gd.recordFailed(gd.g.now(), "sdk")
 }

@@ -233,10 +233,12 @@ func TestGuardTryEnterAndDeadline(t *testing.T) {
 			t.Fatalf("TryEnter refused the burst token: %v", err)
 		}
 		gd.After(nil)
-		var de *DeadlineExceededError
-		if err := gd.TryEnter(); !errors.As(err, &de) || de.Wait != time.Second {
+		var ww *WouldWaitError
+		if err := gd.TryEnter(); !errors.As(err, &ww) || ww.Wait != time.Second || !errors.Is(err, ErrNoToken) ||
+			errors.Is(err, context.DeadlineExceeded) || Classify(err) != Throttled {
 			t.Fatalf("TryEnter gave a token that needs a wait: %v", err)
 		}
+		var de *DeadlineExceededError
 		gd.End(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()

@@ -72,7 +72,7 @@ func TestQueuedCallersSlowDownWhenTheRateHalves(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 10, Burst: 1}}}})
 		done, wait := queueCallers(g, 11)
 		synctest.Wait() // ten callers queued at 10 rps, the last due at 1 s
-		answer(t, g, throttle())
+		answerOf(t, g, throttle())
 		wait()
 		if last := (*done)[len(*done)-1]; last < 2*time.Second-time.Millisecond {
 			t.Fatalf("last queued caller left at %v after the halving, want about 2s (ten tokens at 5 rps)", last)
@@ -87,7 +87,7 @@ func TestRetryAfterHoldsTheCallersAlreadyQueued(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{Adaptive: new(false), Services: map[string]ServiceConfig{"ec2": {MaxRPS: 2, Burst: 1}}}})
 		done, wait := queueCallers(g, 3)
 		synctest.Wait() // queued at 0.5 and 1.0 s
-		answer(t, g, throttleAfter(3*time.Second))
+		answerOf(t, g, throttleAfter(3*time.Second))
 		wait()
 		for i, want := range []time.Duration{0, 3500 * time.Millisecond, 4 * time.Second} {
 			if d := (*done)[i]; d < want-time.Millisecond || d > want+time.Millisecond {
@@ -97,9 +97,9 @@ func TestRetryAfterHoldsTheCallersAlreadyQueued(t *testing.T) {
 	})
 }
 
-// answer records err as the answer of an attempt of ec2Vpcs that took no
+// answerOf records err as the answer of an attempt of ec2Vpcs that took no
 // token (an SDK's own retry, say), now.
-func answer(t *testing.T, g *Governor, err error) {
+func answerOf(t *testing.T, g *Governor, err error) {
 	t.Helper()
 	gd, berr := g.Begin(context.Background(), ec2Vpcs)
 	if berr != nil {

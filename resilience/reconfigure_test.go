@@ -93,8 +93,8 @@ func TestLoweringTheCapCountsHeldSlots(t *testing.T) {
 		cfg.AWS.MaxConcurrency = 1
 		g.Configure(cfg)
 		other, _ := g.Begin(context.Background(), iamUsers)
-		var de *DeadlineExceededError
-		if err := other.TryEnter(); !errors.As(err, &de) {
+		var ww *WouldWaitError
+		if err := other.TryEnter(); !errors.As(err, &ww) || !errors.Is(err, ErrNoSlot) {
 			t.Fatalf("1 held, cap 1: TryEnter %v", err)
 		}
 		gd.End(nil)

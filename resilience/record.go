@@ -10,39 +10,8 @@ import (
 
 // The functions of this file are the only places where a Guard records an
 // event. Each writes the scope's lifetime counters and, when the context
-// carries a Stats, the run's counters, and touches the scope's state.
-
-// close records the open outcome of a call ending with err.
-func (gd *Guard) close(err error) {
-	if gd.ctx.Err() != nil {
-		return
-	}
-	if gd.phase == failed || gd.phase == retrying {
-		if err == nil {
-			gd.recordSuccess()
-			return
-		}
-		gd.recordFailed(gd.g.now(), "sdk")
-		return
-	}
-	if err == nil {
-		gd.recordSuccess()
-		return
-	}
-	f := inspect(err)
-	if f.hasOwn {
-		return
-	}
-	kind := f.kind(err)
-	if kind == Fatal {
-		if f.answer {
-			gd.recordProof()
-		}
-		return
-	}
-	gd.last, gd.lastKind, gd.desc = err, kind, describe(kind, err)
-	gd.recordFailed(gd.g.now(), "sdk")
-}
+// carries a Stats, the run's counters, and touches the scope's state; none
+// changes the Guard's phase, which the verbs decide.
 
 // count adds one to the scope's tally t, for its lifetime and the run.
 func (gd *Guard) count(t tally) {
@@ -81,15 +50,15 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 	}
 }
 
-// recordBackoff counts the time from Retry allowing a retry to now, when
-// the retry is about to be sent, as the call's backoff: the sleep of Call
-// and Do's loop, or of an SDK's own retry loop, before the token waits
-// (counted as waits). It counts each retry once.
+// recordBackoff counts the time from Retry allowing the retry about to be
+// sent to now as the call's backoff: the sleep of Call and Do's loop, or
+// of an SDK's own retry loop, before the token waits (counted as waits).
+// It is called once per retry, as the retry leaves phaseRetryable or
+// phaseAwaiting for phaseSent.
 func (gd *Guard) recordBackoff(now time.Duration) {
-	if !gd.backoff {
+	if !gd.retrying() {
 		return
 	}
-	gd.backoff = false
 	d := now - gd.retryAt
 	if d <= 0 {
 		return
@@ -115,14 +84,14 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	gd.live()
 	gd.count(throttledTally)
 	var pause time.Duration
-	if gd.hasHint {
-		pause = hint.Cap(gd.hint)
+	if gd.last.hasHint {
+		pause = hint.Cap(gd.last.hint)
 	}
 	observed := gd.observed()
 	var before state.BucketSnapshot
 	if observed {
 		before = gd.e.leaf.Snapshot(now)
-		gd.emit(&observe.Event{Kind: observe.Throttle, Err: gd.last, Hint: gd.hint, HasHint: gd.hasHint})
+		gd.emit(&observe.Event{Kind: observe.Throttle, Err: gd.last.err, Hint: gd.last.hint, HasHint: gd.last.hasHint})
 	}
 	rate, decreased := gd.e.leaf.Throttle(now, pause)
 	if decreased {
@@ -167,7 +136,7 @@ func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 // recordError keeps the last attempt's description as the scope's last
 // error.
 func (gd *Guard) recordError() {
-	desc := gd.desc
+	desc := gd.last.desc
 	gd.e.lifeCounters(gd.g).lastErr.Store(&desc)
 	if gd.run != nil {
 		gd.run.lastErr.Store(&desc)
@@ -207,38 +176,37 @@ func (gd *Guard) recordProof() {
 	}
 }
 
-// recordFailed closes a call that failed after its retries with the last
+// recordFailed records a call that failed after its retries with the last
 // attempt's throttling or transient error: the breaker counts a failure,
 // and throttling is a give-up. reason says what stopped it: "retries",
-// "deadline", "breaker" (it refused the retry) or "sdk" (the SDK's loop).
+// "deadline", "breaker" (it refused the retry), "budget" (breaker_wait's
+// wait after an empty budget) or "sdk" (the SDK's loop).
 func (gd *Guard) recordFailed(now time.Duration, reason string) {
-	gd.phase = closed
-	if gd.lastKind == Fatal {
-		return // an SDK's retry of a final answer: the service is not to blame
+	if gd.e == nil || gd.last.kind == Fatal {
+		return // ungoverned, or an SDK's retry of a final answer: the service is not to blame
 	}
 	gd.live()
 	if gd.e.breaker.Failure(now) {
 		gd.count(tripsTally)
 		from := state.Closed
-		if gd.probe {
+		if gd.lease == leaseProbe {
 			from = state.HalfOpen
 		}
 		gd.recordBreaker(from, state.Open)
 	}
-	if gd.lastKind == Throttled {
+	if gd.last.kind == Throttled {
 		gd.recordGaveUp(reason)
 	}
 }
 
-// recordBudgetExhausted closes a call the empty retry budget stopped: no
+// recordBudgetExhausted records a call the empty retry budget stopped: no
 // breaker failure, since the budget and not the service stopped it; a
 // give-up when the last attempt was throttled.
 func (gd *Guard) recordBudgetExhausted() {
-	gd.phase = closed
 	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.BudgetExhausted, Err: gd.last})
+		gd.emit(&observe.Event{Kind: observe.BudgetExhausted, Err: gd.last.err})
 	}
-	if gd.lastKind == Throttled {
+	if gd.last.kind == Throttled {
 		gd.recordGaveUp("budget")
 	}
 }
@@ -248,16 +216,15 @@ func (gd *Guard) recordGaveUp(reason string) {
 	gd.live()
 	gd.count(gaveUpTally)
 	gd.recordError()
-	gd.ledger.recordGaveUp(gd.scope, gd.desc)
+	gd.ledger.recordGaveUp(gd.scope, gd.last.desc)
 	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last, Reason: reason})
+		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last.err, Reason: reason})
 	}
 }
 
-// recordRejected closes a call an open breaker refused before it was
+// recordRejected records a call an open breaker refused before it was
 // sent: counted as rejected, and skipped in the ledger.
 func (gd *Guard) recordRejected(coe *CircuitOpenError) {
-	gd.phase = closed
 	gd.count(rejectedTally)
 	gd.ledger.recordSkipped(coe.Error())
 	if gd.observed() {

@@ -9,45 +9,51 @@ import (
 // The decision Retry makes: attempts left, a delay within the deadline,
 // and the retry budget.
 
-// retry is Retry; with jitter set the wait is the next decorrelated-jitter
-// backoff of the call's policy, drawn only when the retry gets that far.
-// With spent set the caller's attempts ran out (Resend).
-func (gd *Guard) retry(wait time.Duration, jitter, spent bool) (time.Duration, error) {
-	switch gd.phase {
-	case failed:
-	case retrying:
-		return 0, nil
-	default:
-		return 0, gd.last
-	}
+// outOfAttempts reports whether the call's policy forbids retrying the
+// failed attempt: no attempts left, or a transient error under a
+// ThrottlingOnly policy.
+func (gd *Guard) outOfAttempts() bool {
 	l := gd.limits()
-	now := gd.g.now()
-	if spent || (gd.lastKind == Transient && !l.transient) || gd.retries-gd.renewed+1 >= l.attempts {
-		gd.recordFailed(now, "retries")
-		if gd.e == nil || !gd.p.set.breakerWait || gd.lastKind != Transient || !l.transient || now >= gd.limit {
-			return 0, gd.last
-		}
-		// A scope that went down under the call: its failure counts
-		// towards the breaker, and the next Enter waits for a verdict
-		// (verdict.go).
-		gd.awaiting = true
+	return gd.last.kind == Transient && !l.transient || gd.retries-gd.renewed+1 >= l.attempts
+}
+
+// exhausted records the failure of a call whose attempts ran out (the
+// breaker counts it, throttling is a give-up) and ends it, returning the
+// error it ends with; or, for a provider that waits for its breakers'
+// verdicts (breaker_wait), after a transient answer within the deadline,
+// moves it to wait for a verdict before one more attempt and returns nil.
+func (gd *Guard) exhausted(now time.Duration) error {
+	l := gd.limits()
+	gd.recordFailed(now, "retries")
+	if gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient || now >= gd.dl.at {
+		gd.stop()
+		return gd.last.err
 	}
+	gd.to(phaseAwaiting)
+	return nil
+}
+
+// allowRetry allows the retry of the failed attempt after wait, within
+// the deadline and the retry budget (see Retry), and returns its delay: a
+// call awaiting a verdict neither waits for the hint nor pays the budget.
+func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
+	awaiting := gd.phase == phaseAwaiting
 	delay := wait
-	if jitter && !gd.awaiting {
-		delay = gd.g.backoff(gd.prevSleep, l)
-	}
-	if gd.hasHint && !gd.awaiting {
-		delay = max(delay, hint.Cap(gd.hint))
+	if gd.last.hasHint && !awaiting {
+		delay = max(delay, hint.Cap(gd.last.hint))
 	}
 	if gd.e != nil {
-		if now+delay > gd.limit {
+		l := gd.limits()
+		if now+delay > gd.dl.at {
 			gd.recordFailed(now, "deadline")
-			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last}
+			gd.stop()
+			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err}
 		}
-		if l.useBudget && gd.retries >= freeRetries && !gd.awaiting && !gd.p.budget.Take() {
+		if l.useBudget && gd.retries >= freeRetries && !awaiting && !gd.p.budget.Take() {
 			gd.recordBudgetExhausted()
-			if !gd.p.set.breakerWait || gd.lastKind != Transient || !l.transient {
-				return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
+			if !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient {
+				gd.stop()
+				return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 			}
 			// A provider that waits for verdicts: the budget ran dry on a
 			// scope that is failing (an outage spends it on every call in
@@ -55,20 +61,43 @@ func (gd *Guard) retry(wait time.Duration, jitter, spent bool) (time.Duration, e
 			// sends nothing more until a verdict, as when its attempts run
 			// out; the wait sends no load, so it needs no token.
 			gd.recordFailed(now, "budget")
-			gd.awaiting = true
+			gd.to(phaseAwaiting)
+			awaiting = true
 		}
 	}
 	gd.retries++
-	gd.prevSleep = delay
-	gd.retryAt, gd.backoff = now, true
-	gd.phase, gd.pending = retrying, true
-	gd.notBefore = 0
-	if gd.lastKind == Transient && !gd.awaiting {
-		// A throttled scope is paused for the hint already, and the next
-		// token waits it out; a transient answer's hint holds this call.
-		gd.notBefore = now + delay
+	gd.prevSleep, gd.retryAt, gd.notBefore = delay, now, 0
+	if !awaiting {
+		gd.to(phaseRetryable)
+		if gd.last.kind == Transient {
+			// A throttled scope is paused for the hint already, and the
+			// next token waits it out; a transient answer's hint holds
+			// this call.
+			gd.notBefore = now + delay
+		}
 	}
 	return delay, nil
+}
+
+// retryWithJitter is Retry for the loop of Call and Do: the wait is the
+// next decorrelated-jitter backoff of the call's policy, drawn only when
+// the retry gets that far. An answer After did not leave open (a fatal
+// one, a stop) is not retried: the error is the answer.
+func (gd *Guard) retryWithJitter() (time.Duration, error) {
+	if gd.phase != phaseFailed {
+		return 0, gd.last.err
+	}
+	now := gd.g.now()
+	if gd.outOfAttempts() {
+		if err := gd.exhausted(now); err != nil {
+			return 0, err
+		}
+	}
+	var wait time.Duration
+	if gd.phase != phaseAwaiting {
+		wait = gd.g.backoff(gd.prevSleep, gd.limits())
+	}
+	return gd.allowRetry(now, wait)
 }
 
 // retryFinal lets an SDK retry an answer the governor reads as final (a
@@ -78,26 +107,11 @@ func (gd *Guard) retry(wait time.Duration, jitter, spent bool) (time.Duration, e
 func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
 		gd.recordBudgetExhausted() // the answer was final: no give-up
-		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last}
+		gd.stop()
+		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 	}
 	gd.retries++
-	gd.phase, gd.pending, gd.notBefore = retrying, true, 0
+	gd.notBefore, gd.retryAt = 0, gd.g.now()
+	gd.to(phaseRetryable)
 	return 0, nil
-}
-
-// Resend reports whether a call whose SDK gave up after its own attempts
-// may be sent again with them renewed: only for a provider that waits for
-// its breakers' verdicts (breaker_wait), after a transient answer, within
-// the deadline. The call's failure then counts towards the breaker, and
-// the next Pace waits for a verdict, as a call of Call whose attempts run
-// out does; the resend is counted as a retry when sent, and costs no
-// budget, since it waits for the verdict rather than adding load. When
-// Resend reports false nothing is recorded, unless the deadline passed
-// (then the failure is), and End closes the call.
-func (gd *Guard) Resend() bool {
-	if gd.phase != failed || gd.e == nil || !gd.p.set.breakerWait || gd.lastKind != Transient {
-		return false
-	}
-	_, err := gd.retry(0, false, true)
-	return err == nil
 }

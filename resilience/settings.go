@@ -97,7 +97,7 @@ type providerSettings struct {
 	retry    retryLimits
 	budget   int // the retry budget's size, in tokens
 	// breakerWait makes a call wait for the breaker's verdict, within its
-	// deadline, instead of failing at once (verdict.go).
+	// deadline, instead of failing at once.
 	breakerWait bool
 }
 

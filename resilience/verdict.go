@@ -28,21 +28,6 @@ type verdicts interface {
 	Verdict() <-chan struct{}
 }
 
-// allow asks the breaker whether the call may be sent now; see admit.
-func (gd *Guard) allow(now time.Duration) (time.Duration, bool) {
-	if gd.probe {
-		// The probe's own retries go while the breaker waits for it.
-		return gd.e.breaker.AllowProbe(now)
-	}
-	var wait time.Duration
-	var ok bool
-	wait, ok, gd.probe = gd.e.breaker.Allow(now)
-	if gd.probe {
-		gd.recordProbe() // as admit does: the breaker let this waiting call through as its probe
-	}
-	return wait, ok
-}
-
 // verdictChan returns the channel of the breaker's next verdict, or nil.
 func (gd *Guard) verdictChan() <-chan struct{} {
 	if v, ok := gd.e.breaker.(verdicts); ok {
@@ -52,56 +37,67 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 }
 
 // waitAdmitted waits, for a provider that waits for verdicts, until the
-// breaker lets the call through. It returns false when the call's
-// deadline does not allow the wait (the breaker would open after it, or a
-// probe's verdict has not come by then): the call is then refused as
-// without waiting, and *wait is the breaker's last answer. A context that
-// ends during the wait returns its error.
-func (gd *Guard) waitAdmitted(ctx context.Context, now, wait *time.Duration) (bool, error) {
-	gd.limits()
+// breaker lets the call through, and returns the time it did. It reports
+// false when the call's deadline does not allow the wait (the breaker
+// would open after it, or a probe's verdict has not come by then): the
+// call is then refused as without waiting, and wait is the breaker's last
+// answer. A context that ends during the wait returns its error.
+func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait time.Duration, ok bool, err error) {
+	limit := gd.deadlineAt()
 	for {
 		verdict := gd.verdictChan()
-		w, ok := gd.allow(*now)
+		w, ok := gd.ask(now)
 		if ok {
-			return true, nil
+			return now, 0, true, nil
 		}
-		*wait = w
-		open := gd.e.breaker.Snapshot(*now).State == state.Open
-		if *now >= gd.limit || open && *now+w > gd.limit {
-			return false, nil
+		open := gd.e.breaker.Snapshot(now).State == state.Open
+		if now >= limit || open && now+w > limit {
+			return now, w, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(w, gd.limit-*now), verdict); err != nil {
-			return false, err
+		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict); err != nil {
+			return now, w, false, err
 		}
-		*now = gd.g.now()
+		now = gd.g.now()
 	}
 }
 
 // awaitRecovery is the wait of a call whose retries ran out on a transient
 // error, which it recorded as a breaker failure: until a verdict (a
 // success reset the failures, or the breaker opened: then as
-// waitAdmitted), or one cooldown, within the deadline. It reports whether
-// the call may try again.
-func (gd *Guard) awaitRecovery(ctx context.Context, now *time.Duration) (bool, error) {
-	gd.limits()
-	from := *now
+// waitAdmitted), or one cooldown, within the deadline. It returns the time
+// it ended and whether the call may try again.
+func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.Duration, ok bool, err error) {
+	limit := gd.deadlineAt()
+	from := now
 	for {
 		verdict := gd.verdictChan()
-		s := gd.e.breaker.Snapshot(*now)
+		s := gd.e.breaker.Snapshot(now)
 		switch {
 		case s.State != state.Closed:
-			wait := s.Wait
-			return gd.waitAdmitted(ctx, now, &wait)
+			at, _, ok, err := gd.waitAdmitted(ctx, now)
+			return at, ok, err
 		case s.Failures == 0:
-			return true, nil // a success since: the scope works
-		case *now >= from+s.Cooldown:
-			return true, nil // no verdict for a cooldown: try again
-		case *now >= gd.limit:
-			return false, nil
+			return now, true, nil // a success since: the scope works
+		case now >= from+s.Cooldown:
+			return now, true, nil // no verdict for a cooldown: try again
+		case now >= limit:
+			return now, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, gd.limit)-*now, verdict); err != nil {
-			return false, err
+		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict); err != nil {
+			return now, false, err
 		}
-		*now = gd.g.now()
+		now = gd.g.now()
 	}
+}
+
+// recovered is awaitRecovery without waiting, for TryEnter: whether the
+// call awaiting a verdict may try again now (a breaker no longer closed
+// answers for itself when asked next), and if not, how long until one
+// cooldown has passed since Retry allowed the attempt.
+func (gd *Guard) recovered(now time.Duration) (time.Duration, bool) {
+	s := gd.e.breaker.Snapshot(now)
+	if s.State != state.Closed || s.Failures == 0 || now >= gd.retryAt+s.Cooldown {
+		return 0, true
+	}
+	return gd.retryAt + s.Cooldown - now, false
 }

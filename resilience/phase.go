@@ -1,0 +1,93 @@
+package resilience
+
+import "fmt"
+
+// phase is where a Guard's current call stands. It is the Guard's only
+// state that says what the next verb may do; lease says what the breaker
+// granted. Every change goes through Guard.to, which checks it against
+// legal.
+type phase uint8
+
+const (
+	phaseIdle      phase = iota // no attempt of the current call yet (Begin, End)
+	phaseSent                   // an attempt is out and its answer not reported
+	phaseFailed                 // the last attempt was throttled or transient; the outcome is open
+	phaseRetryable              // Retry allowed a retry, not yet sent: counted, and its backoff, when it is
+	phaseAwaiting               // as phaseRetryable, for a call whose failure counted towards the breaker: the retry first waits for the breaker's verdict (breaker_wait)
+	phaseFinal                  // the last answer ends the call by the governor's reading (fatal, local, another call's stop); an SDK may still retry it
+	phaseSucceeded              // the last request succeeded while the call holds its slot; the success is recorded at End
+	phaseDone                   // the outcome is recorded (a success, a stop) or there is none to record; Enter starts the next request
+	numPhases
+)
+
+var phaseNames = [numPhases]string{"idle", "sent", "failed", "retryable", "awaiting", "final", "succeeded", "done"}
+
+func (p phase) String() string {
+	if p < numPhases {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
+// lease is what the breaker granted the current call.
+type lease uint8
+
+const (
+	leaseNone  lease = iota // not asked yet, or asked again at the next Enter (after End or a stop)
+	leasePass               // let through a closed breaker; later requests are not checked again
+	leaseProbe              // let through as a half-open breaker's probe; its retries ask AllowProbe
+)
+
+func (l lease) String() string {
+	switch l {
+	case leasePass:
+		return "pass"
+	case leaseProbe:
+		return "probe"
+	}
+	return "none"
+}
+
+// phases is a set of phases.
+type phases uint16
+
+func setOf(ps ...phase) phases {
+	var s phases
+	for _, p := range ps {
+		s |= 1 << p
+	}
+	return s
+}
+
+func (s phases) has(p phase) bool { return s&(1<<p) != 0 }
+
+// answered is where After may leave any phase: an answer is reported
+// whatever came before it (an SDK that sent an attempt without Enter).
+// End's phaseIdle is legal from every phase, and staying put always is.
+var answered = setOf(phaseFailed, phaseFinal, phaseSucceeded, phaseDone, phaseIdle)
+
+// legal lists, for each phase, the phases a Guard may move to from it.
+var legal = [numPhases]phases{
+	phaseIdle:      answered | setOf(phaseSent),
+	phaseSent:      answered | setOf(phaseSent),
+	phaseFailed:    answered | setOf(phaseRetryable, phaseAwaiting),
+	phaseRetryable: answered | setOf(phaseSent),
+	phaseAwaiting:  answered | setOf(phaseRetryable),
+	phaseFinal:     answered | setOf(phaseRetryable),
+	phaseSucceeded: answered | setOf(phaseSent),
+	phaseDone:      answered | setOf(phaseSent),
+}
+
+// to moves the Guard to phase p. It is the only writer of the phase. A
+// build with the cloudgdebug tag (the project's tests) panics on a move
+// the table does not allow.
+func (gd *Guard) to(p phase) {
+	if checkPhases && p != gd.phase && !legal[gd.phase].has(p) {
+		panic(fmt.Sprintf("resilience: illegal Guard transition %v -> %v", gd.phase, p))
+	}
+	gd.phase = p
+}
+
+// retrying reports whether the next attempt is a retry of the current
+// call, which was sent and failed.
+func (gd *Guard) retrying() bool { return gd.phase == phaseRetryable || gd.phase == phaseAwaiting }

@@ -1,0 +1,322 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The Guard's transition table, driven: every verb from every phase, with
+// the phase it leaves the Guard in and what it records. Each phase is
+// reached through the verbs themselves, as an integration reaches it. The
+// tests build with the cloudgdebug tag, under which a move the table of
+// legal transitions does not list panics.
+
+// guardAt returns a Guard of ec2Vpcs in phase p, with the governor and the
+// run's stats it records in. With wait set the provider waits for its
+// breakers' verdicts (breaker_wait) and a call has one attempt, so that a
+// failed transient attempt awaits a verdict.
+func guardAt(t *testing.T, p phase, wait bool) (*Guard, *Governor, *Stats) {
+	t.Helper()
+	cfg := Config{}
+	var opts []Option
+	if wait {
+		cfg.AWS.BreakerWait = true
+		opts = append(opts, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+	}
+	g := newGov(t, cfg)
+	ctx, stats := WithStats(context.Background())
+	gd, err := g.Begin(ctx, ec2Vpcs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("reaching %v: %v", p, err)
+		}
+	}
+	enter := func() { must(gd.Enter(ctx)) }
+	switch p {
+	case phaseIdle:
+	case phaseSent:
+		enter()
+	case phaseFailed:
+		enter()
+		gd.Release()
+		gd.After(transientErr())
+	case phaseRetryable:
+		enter()
+		gd.Release()
+		gd.After(transientErr())
+		_, err := gd.Retry(0)
+		must(err)
+	case phaseAwaiting:
+		if !wait {
+			t.Fatal("phaseAwaiting needs breaker_wait")
+		}
+		enter()
+		gd.Release()
+		gd.After(transientErr())
+		_, err := gd.Retry(0)
+		must(err)
+	case phaseFinal:
+		enter()
+		gd.Release()
+		gd.After(accessDenied())
+	case phaseSucceeded:
+		enter()
+		gd.After(nil)
+	case phaseDone:
+		enter()
+		gd.Release()
+		gd.After(nil)
+	}
+	if gd.phase != p {
+		t.Fatalf("setup reached %v, want %v", gd.phase, p)
+	}
+	return gd, g, stats
+}
+
+// effects is what a verb recorded and left: counter increments in the
+// run's totals, and the state after.
+type effects struct {
+	calls, retries, throttled, transient, gaveUp, rejected int64
+	failures                                               int // the breaker's consecutive failures after
+	slot                                                   bool
+	lease                                                  lease
+	err                                                    string // "" for nil, else the error's type
+}
+
+func (e effects) String() string {
+	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d failures=%d slot=%v lease=%v err=%q",
+		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.failures, e.slot, e.lease, e.err)
+}
+
+func errType(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// verbs are the Guard's verbs, as the table calls them.
+var verbs = map[string]func(gd *Guard) error{
+	"Enter":        func(gd *Guard) error { return gd.Enter(gd.ctx) },
+	"TryEnter":     func(gd *Guard) error { return gd.TryEnter() },
+	"Pace":         func(gd *Guard) error { return gd.Pace(gd.ctx) },
+	"After(nil)":   func(gd *Guard) error { gd.After(nil); return nil },
+	"After(thr)":   func(gd *Guard) error { gd.After(throttle()); return nil },
+	"After(tra)":   func(gd *Guard) error { gd.After(transientErr()); return nil },
+	"After(fatal)": func(gd *Guard) error { gd.After(accessDenied()); return nil },
+	"Retry":        func(gd *Guard) error { _, err := gd.Retry(0); return err },
+	"Resend": func(gd *Guard) error {
+		if !gd.Resend() {
+			return errors.New("no resend")
+		}
+		return nil
+	},
+	"Release":      func(gd *Guard) error { gd.Release(); return nil },
+	"End(nil)":     func(gd *Guard) error { gd.End(nil); return nil },
+	"End(thr)":     func(gd *Guard) error { gd.End(throttle()); return nil },
+	"Pause":        func(gd *Guard) error { gd.Pause(time.Second); return nil },
+	"PauseAccount": func(gd *Guard) error { gd.PauseAccount(time.Second); return nil },
+}
+
+type row struct {
+	from phase
+	wait bool // breaker_wait, one attempt per call
+	verb string
+	to   phase
+	fx   effects
+}
+
+const (
+	noResend = "*errors.errorString" // Resend reported false
+)
+
+// table states, for each phase and verb, the phase after and the effects.
+// A phase's setup holds the slot only in phaseSent and phaseSucceeded.
+var table = []row{
+	// Enter starts the next request, or sends the retry (asking Retry
+	// first where the integration did not), counting a call.
+	{phaseIdle, false, "Enter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+	{phaseSent, false, "Enter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+	{phaseFailed, false, "Enter", phaseSent, effects{calls: 1, retries: 1, slot: true, lease: leasePass}},
+	{phaseRetryable, false, "Enter", phaseSent, effects{calls: 1, retries: 1, slot: true, lease: leasePass}},
+	{phaseAwaiting, true, "Enter", phaseSent, effects{calls: 1, retries: 1, failures: 1, slot: true, lease: leasePass}},
+	{phaseFinal, false, "Enter", phaseSent, effects{calls: 1, retries: 1, slot: true, lease: leasePass}},
+	{phaseSucceeded, false, "Enter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+	{phaseDone, false, "Enter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+
+	// TryEnter is Enter without waiting: a call awaiting a verdict is
+	// refused, and nothing changes.
+	{phaseIdle, false, "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+	{phaseSent, false, "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+	{phaseFailed, false, "TryEnter", phaseSent, effects{calls: 1, retries: 1, slot: true, lease: leasePass}},
+	{phaseRetryable, false, "TryEnter", phaseSent, effects{calls: 1, retries: 1, slot: true, lease: leasePass}},
+	{phaseAwaiting, true, "TryEnter", phaseAwaiting, effects{failures: 1, lease: leasePass, err: "*resilience.CircuitOpenError"}},
+	{phaseFinal, false, "TryEnter", phaseSent, effects{calls: 1, retries: 1, slot: true, lease: leasePass}},
+	{phaseSucceeded, false, "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+	{phaseDone, false, "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
+
+	// Pace sends an allowed retry (asking Retry first where needed) and
+	// does nothing elsewhere; with breaker_wait it waits for the verdict.
+	{phaseIdle, false, "Pace", phaseIdle, effects{}},
+	{phaseSent, false, "Pace", phaseSent, effects{slot: true, lease: leasePass}},
+	{phaseFailed, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
+	{phaseRetryable, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
+	{phaseAwaiting, true, "Pace", phaseSent, effects{retries: 1, failures: 1, lease: leasePass}},
+	{phaseFinal, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
+	{phaseSucceeded, false, "Pace", phaseSucceeded, effects{slot: true, lease: leasePass}},
+	{phaseDone, false, "Pace", phaseDone, effects{lease: leasePass}},
+
+	// After(nil): a success, held while the slot is.
+	{phaseIdle, false, "After(nil)", phaseDone, effects{}},
+	{phaseSent, false, "After(nil)", phaseSucceeded, effects{slot: true, lease: leasePass}},
+	{phaseFailed, false, "After(nil)", phaseDone, effects{lease: leasePass}},
+	{phaseRetryable, false, "After(nil)", phaseDone, effects{retries: 1, lease: leasePass}},
+	{phaseAwaiting, true, "After(nil)", phaseDone, effects{retries: 1, lease: leasePass}}, // the success resets the failure
+	{phaseFinal, false, "After(nil)", phaseDone, effects{lease: leasePass}},
+	{phaseSucceeded, false, "After(nil)", phaseSucceeded, effects{slot: true, lease: leasePass}},
+	{phaseDone, false, "After(nil)", phaseDone, effects{lease: leasePass}},
+
+	// After a throttle or a transient error the outcome is open.
+	{phaseIdle, false, "After(thr)", phaseFailed, effects{throttled: 1}},
+	{phaseSent, false, "After(thr)", phaseFailed, effects{throttled: 1, slot: true, lease: leasePass}},
+	{phaseFailed, false, "After(thr)", phaseFailed, effects{throttled: 1, lease: leasePass}},
+	{phaseRetryable, false, "After(thr)", phaseFailed, effects{throttled: 1, retries: 1, lease: leasePass}},
+	{phaseAwaiting, true, "After(thr)", phaseFailed, effects{throttled: 1, retries: 1, failures: 1, lease: leasePass}},
+	{phaseFinal, false, "After(thr)", phaseFailed, effects{throttled: 1, lease: leasePass}},
+	{phaseSucceeded, false, "After(thr)", phaseFailed, effects{throttled: 1, slot: true, lease: leasePass}},
+	{phaseDone, false, "After(thr)", phaseFailed, effects{throttled: 1, lease: leasePass}},
+	{phaseSent, false, "After(tra)", phaseFailed, effects{transient: 1, slot: true, lease: leasePass}},
+	{phaseRetryable, false, "After(tra)", phaseFailed, effects{transient: 1, retries: 1, lease: leasePass}},
+
+	// A fatal answer from the provider ends the call and proves the scope
+	// reachable: the breaker's failures reset.
+	{phaseSent, false, "After(fatal)", phaseFinal, effects{slot: true, lease: leasePass}},
+	{phaseAwaiting, true, "After(fatal)", phaseFinal, effects{retries: 1, lease: leasePass}},
+	{phaseSucceeded, false, "After(fatal)", phaseFinal, effects{slot: true, lease: leasePass}},
+
+	// Retry allows the retry of an open outcome (a final answer's too,
+	// which an SDK may retry), and is a no-op elsewhere.
+	{phaseIdle, false, "Retry", phaseIdle, effects{}},
+	{phaseSent, false, "Retry", phaseSent, effects{slot: true, lease: leasePass}},
+	{phaseFailed, false, "Retry", phaseRetryable, effects{lease: leasePass}},
+	{phaseRetryable, false, "Retry", phaseRetryable, effects{lease: leasePass}},
+	{phaseAwaiting, true, "Retry", phaseAwaiting, effects{failures: 1, lease: leasePass}},
+	{phaseFinal, false, "Retry", phaseRetryable, effects{lease: leasePass}},
+	{phaseSucceeded, false, "Retry", phaseSucceeded, effects{slot: true, lease: leasePass}},
+	{phaseDone, false, "Retry", phaseDone, effects{lease: leasePass}},
+	// One attempt per call: the transient failure counts towards the
+	// breaker, and with breaker_wait the call awaits its verdict.
+	{phaseFailed, true, "Retry", phaseAwaiting, effects{failures: 1, lease: leasePass}},
+
+	// Resend renews the attempts of a transient failure under
+	// breaker_wait only.
+	{phaseFailed, false, "Resend", phaseFailed, effects{lease: leasePass, err: noResend}},
+	{phaseFailed, true, "Resend", phaseAwaiting, effects{failures: 1, lease: leasePass}},
+	{phaseRetryable, false, "Resend", phaseRetryable, effects{lease: leasePass, err: noResend}},
+	{phaseAwaiting, true, "Resend", phaseAwaiting, effects{failures: 1, lease: leasePass, err: noResend}},
+	{phaseSent, false, "Resend", phaseSent, effects{slot: true, lease: leasePass, err: noResend}},
+	{phaseDone, false, "Resend", phaseDone, effects{lease: leasePass, err: noResend}},
+
+	// Release gives the slot back and changes nothing else.
+	{phaseSent, false, "Release", phaseSent, effects{lease: leasePass}},
+	{phaseSucceeded, false, "Release", phaseSucceeded, effects{lease: leasePass}},
+	{phaseDone, false, "Release", phaseDone, effects{lease: leasePass}},
+
+	// End closes what is open: a success, or a failure the SDK gave up on.
+	{phaseIdle, false, "End(nil)", phaseIdle, effects{}},
+	{phaseSent, false, "End(nil)", phaseIdle, effects{}},
+	{phaseFailed, false, "End(nil)", phaseIdle, effects{}},
+	{phaseRetryable, false, "End(nil)", phaseIdle, effects{retries: 1}},
+	{phaseAwaiting, true, "End(nil)", phaseIdle, effects{retries: 1}},
+	{phaseFinal, false, "End(nil)", phaseIdle, effects{}},
+	{phaseSucceeded, false, "End(nil)", phaseIdle, effects{}},
+	{phaseDone, false, "End(nil)", phaseIdle, effects{}},
+	{phaseIdle, false, "End(thr)", phaseIdle, effects{gaveUp: 1, failures: 1}},
+	{phaseSent, false, "End(thr)", phaseIdle, effects{gaveUp: 1, failures: 1}},
+	{phaseFailed, false, "End(thr)", phaseIdle, effects{failures: 1}}, // the open outcome is the transient one
+	{phaseRetryable, false, "End(thr)", phaseIdle, effects{retries: 1, failures: 1}},
+	{phaseAwaiting, true, "End(thr)", phaseIdle, effects{retries: 1, failures: 2}},
+	{phaseFinal, false, "End(thr)", phaseIdle, effects{}},
+	{phaseSucceeded, false, "End(thr)", phaseIdle, effects{}}, // the request succeeded; End's error is the caller's
+	{phaseDone, false, "End(thr)", phaseIdle, effects{}},
+
+	// Pauses hold the scope and leave the call as it was.
+	{phaseSent, false, "Pause", phaseSent, effects{slot: true, lease: leasePass}},
+	{phaseFailed, false, "Pause", phaseFailed, effects{lease: leasePass}},
+	{phaseRetryable, false, "PauseAccount", phaseRetryable, effects{lease: leasePass}},
+	{phaseDone, false, "PauseAccount", phaseDone, effects{lease: leasePass}},
+}
+
+func TestGuardTransitionTable(t *testing.T) {
+	covered := map[string]bool{}
+	for _, r := range table {
+		name := fmt.Sprintf("%v/%s", r.from, r.verb)
+		if r.wait {
+			name += "/breaker_wait"
+		}
+		covered[fmt.Sprintf("%v/%s", r.from, r.verb)] = true
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gd, g, stats := guardAt(t, r.from, r.wait)
+				before := g.Summary(stats).Totals
+				err := verbs[r.verb](gd)
+				after := g.Summary(stats).Totals
+				got := effects{
+					calls:     after.Calls - before.Calls,
+					retries:   after.Retries - before.Retries,
+					throttled: after.Throttled - before.Throttled,
+					transient: after.TransientErrors - before.TransientErrors,
+					gaveUp:    after.GaveUp - before.GaveUp,
+					rejected:  after.Rejected - before.Rejected,
+					failures:  g.Inspect(ec2Vpcs).Breaker.Failures,
+					slot:      gd.slot != nil,
+					lease:     gd.lease,
+					err:       errType(err),
+				}
+				if gd.phase != r.to || got != r.fx {
+					t.Errorf("%v --%s--> %v, %v\nwant           %v, %v", r.from, r.verb, gd.phase, got, r.to, r.fx)
+				}
+				gd.Release()
+			})
+		})
+	}
+	// Every phase meets the verbs that matter to it: each of these verbs
+	// is driven from every phase.
+	for _, v := range []string{"Enter", "TryEnter", "Pace", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)"} {
+		for p := range numPhases {
+			if !covered[fmt.Sprintf("%v/%s", p, v)] {
+				t.Errorf("the table does not drive %s from %v", v, p)
+			}
+		}
+	}
+}
+
+// TestGuardIllegalTransitionPanics: the one writer of the phase refuses a
+// move its table does not list; under the cloudgdebug build the tests use,
+// it panics.
+func TestGuardIllegalTransitionPanics(t *testing.T) {
+	for _, m := range [][2]phase{{phaseIdle, phaseRetryable}, {phaseFailed, phaseSent}, {phaseAwaiting, phaseSent}, {phaseDone, phaseAwaiting}} {
+		if legal[m[0]].has(m[1]) {
+			t.Errorf("%v -> %v is listed as legal", m[0], m[1])
+		}
+	}
+	panicked := func() (p bool) {
+		defer func() { p = recover() != nil }()
+		gd := &Guard{}
+		gd.to(phaseRetryable)
+		return false
+	}()
+	if panicked != checkPhases {
+		t.Fatalf("idle -> retryable panicked: %v; the check is on: %v", panicked, checkPhases)
+	}
+}
