@@ -387,3 +387,24 @@ func TestGuardAfterReturnsTheKindItRecorded(t *testing.T) {
 		}
 	})
 }
+
+// A disabled provider's Guard still applies the policy's attempts: a
+// retry past them ends the call with its answer, recording nothing. (It
+// used to dereference the missing scope entry to count a breaker failure,
+// and panic.)
+func TestGuardDisabledProviderOutOfAttempts(t *testing.T) {
+	g := newGov(t, Config{Azure: ProviderConfig{Enabled: new(false)}})
+	gd, _ := g.Begin(context.Background(), Scope{Provider: "azure", Account: "s", Service: "network"}, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+	if err := gd.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	answer := throttle()
+	gd.After(answer)
+	if _, err := gd.Retry(0); err != answer {
+		t.Fatalf("Retry past the attempts: %v, want the answer", err)
+	}
+	gd.End(answer)
+	if s := g.Summary(nil); s.Totals.Calls != 0 || s.Totals.GaveUp != 0 {
+		t.Fatalf("a disabled provider recorded %+v", s.Totals)
+	}
+}
