@@ -79,10 +79,12 @@ func (st *callState) send(req *policy.Request) (*http.Response, error) {
 	return req.Next()
 }
 
-// answered learns from a response. Only its status and headers reach the
-// Guard (a statusError): 429 and 503 are throttling whatever their error
-// code, 408, 500, 502 and 504 transient, other error statuses a fatal
-// answer that proves the service reachable.
+// answered learns from a response. The Guard gets it as a statusError:
+// 429 and 503 are throttling whatever their error code, 408, 500, 502 and
+// 504 transient; any other error status is classified by the answer's
+// error code (a fatal answer, which proves the service reachable, unless
+// the code is a throttling or transient one), or, without a code, by its
+// message (a 400 "Rate exceeded" is throttling).
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
 		st.gd.After(nil)
@@ -224,9 +226,11 @@ func (st *callState) restore() {
 
 // statusError is an error answer as the Guard sees it: its status and
 // headers, and the *azcore.ResponseError's message. It does not unwrap to
-// the ResponseError, so that the answer's error code cannot override its
-// status (a 429 RetryableErrorDueToAnotherOperation is throttling here).
-// The ResponseError is made when its message is first needed.
+// the ResponseError, so that the answer's error code cannot override a
+// status the core's table lists (a 429 RetryableErrorDueToAnotherOperation
+// is throttling here); for any other status the package's error reader
+// gives the core the code. The ResponseError is made when its message or
+// code is first needed.
 type statusError struct {
 	resp *http.Response
 	re   error

@@ -1,6 +1,8 @@
 package cloudgazure
 
 import (
+	"net/http"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/cloudg/cloudg/internal/errread"
@@ -15,14 +17,41 @@ import (
 // Retry-After or x-ms-user-quota-resets-after the provider's hint.
 func init() { errread.Register(readResponseError) }
 
+// readResponseError reads an *azcore.ResponseError, and the per-retry
+// policy's view of an answer (a statusError), whose status and headers the
+// core reads by method. A status the core's table lists (429 and 503
+// throttling, 408, 500, 502 and 504 transient) decides the policy's view
+// alone, whatever the answer's error code; for any other status the reader
+// gives the answer's error code, so that the policy classifies the answer
+// as resilience.Classify does the *azcore.ResponseError the caller gets:
+// by its code, or, without one, by its message.
 func readResponseError(err error) (errread.Details, bool) {
-	re, ok := err.(*azcore.ResponseError)
-	if !ok {
-		return errread.Details{}, false
+	switch e := err.(type) {
+	case *azcore.ResponseError:
+		d := errread.Details{Code: e.ErrorCode, Status: e.StatusCode}
+		if e.RawResponse != nil {
+			d.Header = e.RawResponse.Header
+		}
+		return d, true
+	case *statusError:
+		if byStatus(e.resp.StatusCode) {
+			return errread.Details{}, false
+		}
+		if re, ok := e.response().(*azcore.ResponseError); ok && re.ErrorCode != "" {
+			return errread.Details{Code: re.ErrorCode}, true
+		}
 	}
-	d := errread.Details{Code: re.ErrorCode, Status: re.StatusCode}
-	if re.RawResponse != nil {
-		d.Header = re.RawResponse.Header
+	return errread.Details{}, false
+}
+
+// byStatus reports whether the per-retry policy reads an answer of status
+// by its status alone, the error code aside: the statuses of the core's
+// table, 429 and 503 (throttling) and 408, 500, 502 and 504 (transient).
+func byStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable,
+		http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
 	}
-	return d, true
+	return false
 }

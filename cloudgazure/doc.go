@@ -41,8 +41,11 @@
 //     x-ms-user-quota-remaining: 0 pauses its scope until the quota
 //     resets; x-ms-ratelimit-remaining-subscription-reads under 25 pauses
 //     the whole subscription for a second;
-//   - other error statuses: a fatal answer, which proves the service
-//     reachable and resets the breaker.
+//   - other error statuses: classified as resilience.Classify classifies
+//     the *azcore.ResponseError, by its error code or, without one, by its
+//     message; usually a fatal answer, which proves the service reachable
+//     and resets the breaker, but a 400 without a code whose message reads
+//     "Rate exceeded" is throttling.
 //
 // Before azcore retries an answer the Guard's Retry decides: the first two
 // retries of a request are free, each further one costs a token of the

@@ -198,7 +198,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			gd.End(err)
 			return page, err
 		}
-		gd.After(err)
+		kind := gd.After(err)
 		if err == nil {
 			if raw != nil {
 				if d, ok := quotaReset(raw.Header); ok {
@@ -207,6 +207,12 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			}
 			gd.End(nil)
 			return page, nil
+		}
+		if kind == resilience.Fatal {
+			// A fatal answer, or a local error: the Guard's Retry would let
+			// an SDK retry it, but nothing here would change its answer.
+			gd.End(err)
+			return zero, err
 		}
 		delay, rerr := gd.Retry(limits.Backoff[min(i, len(limits.Backoff)-1)])
 		if rerr == nil {

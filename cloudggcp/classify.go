@@ -29,10 +29,21 @@ func init() { errread.Register(readError) }
 // RetryInfo's retry_delay is the error's Retry-After. A status made locally
 // from the caller's own context (Canceled, or DeadlineExceeded with the
 // context's message) is not a provider answer. A *googleapi.Error (a REST
-// client's) is read by its HTTP status and headers alone.
+// client's) is read by its HTTP status and headers, and so is an
+// *apierror.APIError made from one: its gRPC code is gax's mapping of the
+// HTTP status, not a code the service sent. A REST answer whose status is
+// on no list (a 403 "User Rate Limit Exceeded") is then classified by its
+// message.
 func readError(err error) (errread.Details, bool) {
 	if e, ok := err.(*googleapi.Error); ok {
 		return errread.Details{Status: e.Code, Header: e.Header, Answer: true}, true
+	}
+	if ae, ok := err.(*apierror.APIError); ok && ae.HTTPCode() > 0 {
+		d := errread.Details{Status: ae.HTTPCode(), Answer: true}
+		if ri := ae.Details().RetryInfo; ri != nil && ri.GetRetryDelay() != nil {
+			d.RetryAfter, d.HasRetryAfter = ri.GetRetryDelay().AsDuration(), true
+		}
+		return d, true
 	}
 	// *apierror.APIError is a gRPC status error too, with its HTTP code
 	// and decoded details.
@@ -49,9 +60,6 @@ func readError(err error) (errread.Details, bool) {
 		return d, false
 	}
 	if ae, isAPI := err.(*apierror.APIError); isAPI {
-		if hc := ae.HTTPCode(); hc > 0 {
-			d.Status = hc
-		}
 		if ri := ae.Details().RetryInfo; ri != nil && ri.GetRetryDelay() != nil {
 			d.RetryAfter, d.HasRetryAfter = ri.GetRetryDelay().AsDuration(), true
 		}

@@ -118,6 +118,37 @@ func TestClassifyHTTP(t *testing.T) {
 	}
 }
 
+// A REST answer carries no error code the classifier reads, only its HTTP
+// status; one on no list (400, 403) decides nothing, so its message does:
+// Google's classic 403 userRateLimitExceeded is throttling, as is a 400
+// that reads "Throttling: Rate exceeded"; a 403 about a permission is
+// fatal.
+func TestClassifyHTTPWithoutListedStatusByMessage(t *testing.T) {
+	rateLimit := &googleapi.Error{Code: http.StatusForbidden, Message: "User Rate Limit Exceeded",
+		Errors: []googleapi.ErrorItem{{Reason: "userRateLimitExceeded", Message: "User Rate Limit Exceeded"}}}
+	for _, tc := range []struct {
+		ge   *googleapi.Error
+		kind resilience.Kind
+	}{
+		{rateLimit, resilience.Throttled},
+		{&googleapi.Error{Code: http.StatusBadRequest, Message: "Throttling: Rate exceeded"}, resilience.Throttled},
+		{&googleapi.Error{Code: http.StatusForbidden, Message: "The caller does not have permission"}, resilience.Fatal},
+		{&googleapi.Error{Code: http.StatusNotFound, Body: "Not Found"}, resilience.Fatal},
+	} {
+		for name, err := range map[string]error{"googleapi": tc.ge, "api": apiErr(t, tc.ge), "wrapped": fmt.Errorf("list: %w", apiErr(t, tc.ge))} {
+			if k := resilience.Classify(err); k != tc.kind {
+				t.Errorf("%s %q: %v, want %v", name, err, k, tc.kind)
+			}
+			if !resilience.IsProviderAnswer(err) {
+				t.Errorf("%s %q: not an answer", name, err)
+			}
+		}
+	}
+	if got := resilience.DescribeError(rateLimit); got != "throttled: googleapi: Error 403: User Rate Limit Exceeded, userRateLimitExceeded" {
+		t.Errorf("described %q", got)
+	}
+}
+
 // The GCP retry retries ResourceExhausted, Unavailable, DeadlineExceeded
 // and Internal, and nothing else.
 func TestRetryableCodes(t *testing.T) {

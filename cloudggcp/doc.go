@@ -13,8 +13,9 @@
 //     ResourceExhausted, Unavailable, DeadlineExceeded and Internal retried
 //     after 1 s, doubling up to the provider's max backoff, never sooner
 //     than RetryInfo; each attempt's answer reported; the retry budget after
-//     each page's first two retries; at most max_retries in a row; the
-//     deadline respected.
+//     each page's first two retries; at most max_retries in a row (past
+//     either limit the call ends with a *resilience.RetryBudgetExhaustedError
+//     chained to the provider's error); the deadline respected.
 //   - Do governs one unary call the way a listing governs its first page.
 //   - UnaryClientInterceptor (ClientOption) governs every attempt of any
 //     gRPC-based Google client.
@@ -31,5 +32,7 @@
 // *apierror.APIError, gRPC status errors and *googleapi.Error classify as
 // google-api-core classifies them (ResourceExhausted and Unavailable are
 // throttling, DeadlineExceeded and Internal transient, other codes fatal
-// provider answers), with RetryInfo's delay as the Retry-After.
+// provider answers; a REST answer by its HTTP status, and, when the status
+// is on no list, by its message), with RetryInfo's delay as the
+// Retry-After.
 package cloudggcp

@@ -160,10 +160,10 @@ func (l *Listing[T]) fail(err error) error {
 // Next returns the next item, iterator.Done after the last one, or the
 // error the listing ended with (a *resilience.CircuitOpenError before
 // anything was sent, a *resilience.RetryBudgetExhaustedError when the retry
-// budget ran out, a *RetriesExhaustedError when max_retries consecutive
-// retries failed, a *RetryStoppedError when the deadline stopped it, or the
-// provider's error). Items of the pages that arrived before an error are
-// all returned first.
+// budget ran out or max_retries consecutive retries failed, wrapping then
+// a *RetriesExhaustedError, a *RetryStoppedError when the deadline stopped
+// it, or the provider's error). Items of the pages that arrived before an
+// error are all returned first.
 func (l *Listing[T]) Next() (T, error) {
 	v, err := l.it.Next()
 	if err == nil {

@@ -109,14 +109,20 @@ func (s *callState) stopped(err, rerr error) error {
 		return &RetryStoppedError{Scope: s.scope, Err: err, Reason: context.DeadlineExceeded, Pause: e.Wait}
 	}
 	// No attempts left: max_retries consecutive retries of the page or
-	// call were made.
-	return &RetriesExhaustedError{Scope: s.scope, Retries: s.n, Err: err}
+	// call were made. Past either limit the GCP retry ends with the
+	// budget's error, chained to the provider's.
+	return &resilience.RetryBudgetExhaustedError{Scope: s.scope, Err: &RetriesExhaustedError{Scope: s.scope, Retries: s.n, Err: err}}
 }
 
-// RetriesExhaustedError ends a page fetch or a call after max_retries
-// consecutive retries (ratelimit.gcp.max_retries) failed: the service kept
-// failing. It wraps the last provider error, as which it classifies, and
-// reads "ListAssets: 8 consecutive retries exhausted: <error>".
+// RetriesExhaustedError says that a page fetch or a call stopped after
+// max_retries consecutive retries (ratelimit.gcp.max_retries) failed. The
+// GCP retry stops a page past that limit as it does past an empty retry
+// budget: a listing or Do ends with a *resilience.RetryBudgetExhaustedError
+// whose Err is the RetriesExhaustedError, which wraps the last provider
+// error. errors.As finds all three, so code written for a
+// RetriesExhaustedError keeps finding it, and the limit that stopped the
+// page stays known. It reads "ListAssets: 8 consecutive retries exhausted:
+// <error>", and classifies, alone, as the provider error does.
 type RetriesExhaustedError struct {
 	Scope   resilience.Scope
 	Retries int   // the consecutive retries made
@@ -205,8 +211,8 @@ type governed struct {
 //
 // gax's Retryer cannot replace the error gax returns, so a call made with
 // this option alone returns the provider error when a limit stops it; Do
-// and the listings return the *resilience.RetryBudgetExhaustedError,
-// *RetriesExhaustedError or
+// and the listings return the *resilience.RetryBudgetExhaustedError (past
+// the budget or max_retries; see RetriesExhaustedError) or
 // *RetryStoppedError instead. The option sees a gRPC call's success through
 // grpc.OnFinish; it counts no calls and takes no tokens: the interceptor
 // (ClientOption) or Do does that.
@@ -274,7 +280,7 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // and the GCP retry (see Retry) for gax's retries of it (pass opts on to
 // the client's method). It records the outcome and returns the call's
 // result, with the error a limit stopped it on
-// (*resilience.RetryBudgetExhaustedError, *RetriesExhaustedError,
+// (*resilience.RetryBudgetExhaustedError past the budget or max_retries,
 // *RetryStoppedError) rather than
 // gax's.
 //

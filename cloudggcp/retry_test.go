@@ -124,3 +124,31 @@ func TestRetryNeverRetriesOwnErrors(t *testing.T) {
 		t.Errorf("breaker %+v", br)
 	}
 }
+
+// Do stopped by max_retries ends as a listing's page does: with a
+// *resilience.RetryBudgetExhaustedError wrapping a *RetriesExhaustedError
+// and the provider's error.
+func TestDoPastMaxRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		for range 5 {
+			srv.fail("BatchGetAssetsHistory", "", unavailable())
+		}
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{MaxRetries: intp(3)}})
+		client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
+		call := func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
+			return client.BatchGetAssetsHistory(ctx, &assetpb.BatchGetAssetsHistoryRequest{Parent: "projects/p1"}, opts...)
+		}
+		_, err := Do(context.Background(), Scope("projects/p1", "BatchGetAssetsHistory"), call, WithGovernor(gov))
+		rbe, ok := err.(*resilience.RetryBudgetExhaustedError)
+		if !ok {
+			t.Fatalf("%T %v, want a *resilience.RetryBudgetExhaustedError", err, err)
+		}
+		if ree, ok := rbe.Err.(*RetriesExhaustedError); !ok || ree.Retries != 3 || status.Code(ree.Err) != codes.Unavailable {
+			t.Fatalf("under the budget's error: %T %v", rbe.Err, rbe.Err)
+		}
+		if n := len(srv.reqs("BatchGetAssetsHistory")); n != 4 {
+			t.Errorf("%d attempts, want 1 + 3 retries", n)
+		}
+	})
+}

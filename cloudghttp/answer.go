@@ -8,13 +8,17 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
+	"github.com/cloudg/cloudg/resilience"
 )
 
 // StatusError is an error answer (a status of 400 or more) as the
 // Transport reports it to the governor: its status and headers, which the
 // core classifier reads through HTTPStatusCode and Header, and, for a
 // provider with rules of its own (GitHub), the verdict and delay those
-// rules read from the headers. The caller meets it only inside an error of
+// rules read from the headers. A status the core's table does not list
+// (400, 403, 404) decides nothing by itself; the verdict is then read from
+// the status line, the server's only words the Transport reads: a throttle
+// when it mentions throttling ("400 Rate Exceeded"), else a fatal answer. The caller meets it only inside an error of
 // the governor (a *resilience.CircuitOpenError, a deadline's error, a
 // context's end while a retry waited) after the response it stands for was
 // retried; errors.As finds it. It is safe for concurrent use once made.
@@ -64,8 +68,42 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	if x.github {
 		githubAnswer(e, x.gov.Clock().Now())
 	}
+	if e.kind == errread.None && !listedStatus(e.code) {
+		e.kind = reasonKind(e.status)
+	}
 	return e
 }
+
+// listedStatus reports whether the core's status table decides an answer
+// of status by itself: 429 and 503 (throttling), 408, 500, 502 and 504
+// (transient).
+func listedStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable,
+		http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// reasonKind is the verdict on an answer whose status is on no list (400,
+// 403, 404): the core searches the message of an answer nothing else
+// decides for throttling phrases, and the server's own words here are its
+// status line ("400 Rate Exceeded"), not the request's URL, which the
+// error's message also carries. A status line that mentions throttling is
+// a throttle; any other is a fatal answer.
+func reasonKind(statusLine string) errread.Kind {
+	if resilience.Classify(statusLineError(statusLine)) == resilience.Throttled {
+		return errread.Throttled
+	}
+	return errread.Fatal
+}
+
+// statusLineError is a status line as an error with nothing but its
+// message, which the core classifies by the message alone.
+type statusLineError string
+
+func (e statusLineError) Error() string { return string(e) }
 
 // The reader tells the core classifier what a provider's rules decided
 // about a StatusError (its status and headers it reads by method).

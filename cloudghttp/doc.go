@@ -9,11 +9,12 @@
 // and each attempt of it is governed as cloudgazure governs an ARM
 // attempt: the breaker, the deadline, one counted call, a token of the
 // provider, account and leaf buckets, and a bulkhead slot held while the
-// attempt is on the wire. The answer is classified by its status alone
-// (429 and 503 throttle: the leaf's rate is halved and paused for
-// Retry-After; 408, 500, 502 and 504 and connection errors are
-// transient; other error statuses are fatal answers), except for GitHub's
-// scopes, whose rate-limit headers are read too (see GitHub).
+// attempt is on the wire. The answer is classified by its status (429 and
+// 503 throttle: the leaf's rate is halved and paused for Retry-After; 408,
+// 500, 502 and 504 and connection errors are transient; other error
+// statuses are fatal answers, unless the status line mentions throttling,
+// as in "400 Rate Exceeded"), except for GitHub's scopes, whose rate-limit
+// headers are read too (see GitHub).
 //
 // The Transport retries by itself what is safe to send again (see
 // Transport.RoundTrip), never sooner than the provider's hint, within the

@@ -132,9 +132,7 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		return // its ErrorCode is ours, not the provider's
 	}
 	if c, ok := e.(errorCoder); ok && f.code == "" {
-		if code := c.ErrorCode(); code != "" {
-			f.code, f.codeErr, f.answer = code, e, true
-		}
+		f.readCode(c.ErrorCode(), e)
 	}
 	if s, ok := e.(statusCoder); ok && f.status == 0 {
 		if st := s.HTTPStatusCode(); st > 0 {
@@ -152,8 +150,8 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		if !ok {
 			continue
 		}
-		if d.Code != "" && f.code == "" {
-			f.code, f.codeErr, f.answer = d.Code, e, true
+		if f.code == "" {
+			f.readCode(d.Code, e)
 		}
 		if d.Status > 0 && f.status == 0 {
 			f.status, f.answer = d.Status, true
@@ -176,6 +174,20 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 	}
 	if !f.network && (isNetworkError(e) || f.inURL && e == io.EOF) {
 		f.network = true
+	}
+}
+
+// readCode records code, carried by e, as the provider's error code. A
+// placeholder code (the AWS SDK's UnknownError, for an error answer whose
+// body named no code) marks an answer but says nothing about it, so a
+// code further down the chain, the status or the message decides.
+func (f *facts) readCode(code string, e error) {
+	switch {
+	case code == "":
+	case placeholderCode(code):
+		f.answer = true
+	default:
+		f.code, f.codeErr, f.answer = code, e, true
 	}
 }
 
@@ -212,10 +224,14 @@ func isNetworkError(e error) bool {
 // their SDKs' error shapes (importing one is enough); network
 // errors (resets, refusals, timeouts). The error code wins over the status
 // (AWS ServiceUnavailable with 503 is Transient); a 429 or 503 whose code
-// is on no list is Throttled; any other code is Fatal. Only when nothing of
-// that says anything does it search the message for throttling phrases
-// ("rate exceeded", "throttl", "too many requests"), on word boundaries.
-// A nil error is Fatal.
+// is on no list is Throttled; any other code is Fatal. A status on no list
+// (400, 403, 404) without a code says nothing, and neither does the AWS
+// SDK's placeholder code UnknownError. Only when nothing of that says
+// anything does it search the message for throttling phrases ("rate
+// exceeded", "throttl", "too many requests"), on word boundaries: a 400
+// without a code whose message is "Throttling: Rate exceeded" is
+// Throttled, a 404 without one that mentions no throttling is Fatal. A nil
+// error is Fatal.
 func Classify(err error) Kind {
 	if err == nil {
 		return Fatal
@@ -238,7 +254,9 @@ func (f *facts) kind(err error) Kind {
 
 // ClassifyStrict is Classify without the message search: ok is false when
 // no cloudg error, error code, status, reader or network error says
-// anything.
+// anything. A status on no list without a code (a bare 400 or 404) says
+// nothing: ok is false, and Classify reads it as Fatal unless its message
+// mentions throttling.
 func ClassifyStrict(err error) (kind Kind, ok bool) {
 	if err == nil {
 		return Fatal, false
@@ -283,12 +301,10 @@ func (f *facts) decide() (Kind, bool) {
 		}
 		return Fatal, true
 	}
-	if f.status != 0 {
-		if k, ok := statusKind(f.status); ok {
-			return k, true
-		}
-		return Fatal, true
+	if k, ok := statusKind(f.status); ok {
+		return k, true
 	}
+	// A status on no list, without a code, says nothing.
 	if f.network {
 		return Transient, true
 	}

@@ -40,6 +40,32 @@ func (e wrapStatus) Error() string       { return fmt.Sprintf("status %d: %v", e
 func (e wrapStatus) HTTPStatusCode() int { return e.status }
 func (e wrapStatus) Unwrap() error       { return e.err }
 
+// statusMsgErr has a status and a message, and no code: an HTTP client's
+// error for an answer whose body named no code.
+type statusMsgErr struct {
+	status int
+	msg    string
+}
+
+func (e statusMsgErr) Error() string       { return e.msg }
+func (e statusMsgErr) HTTPStatusCode() int { return e.status }
+
+// codeErrWrap has a code and wraps another error.
+type codeErrWrap struct {
+	code string
+	err  error
+}
+
+func (e codeErrWrap) Error() string     { return e.code + ": " + e.err.Error() }
+func (e codeErrWrap) ErrorCode() string { return e.code }
+func (e codeErrWrap) Unwrap() error     { return e.err }
+
+// sdkChainMsg is an AWS SDK v2 error chain: an operation error around a
+// response error with status around an API error with code and msg.
+func sdkChainMsg(code string, status int, msg string) error {
+	return opErr{wrapStatus{status, codeErr{code, msg}}}
+}
+
 // opErr wraps like smithy's OperationError.
 type opErr struct{ err error }
 
@@ -114,6 +140,24 @@ func TestClassifyTable(t *testing.T) {
 		{"connection closed before any answer", &url.Error{Op: "Post", URL: "https://ec2", Err: io.EOF}, Transient},
 		{"SDK send error on a connection", fmt.Errorf("send: %w", connErr{}), Transient},
 		{"a bare EOF is local", fmt.Errorf("decode: %w", io.EOF), Fatal},
+
+		// A status on no list without a code, or with the AWS SDK's
+		// placeholder code, decides nothing: the message does.
+		{"400 without a code: Throttling: Rate exceeded", statusMsgErr{400, "Throttling: Rate exceeded"}, Throttled},
+		{"400 without a code: too many requests", statusMsgErr{400, "too many requests for this key"}, Throttled},
+		{"403 without a code: slow down", statusMsgErr{403, "Please slow down"}, Throttled},
+		{"400 without a code, no phrase", statusMsgErr{400, "Bad Request"}, Fatal},
+		{"404 without a code, no phrase", statusMsgErr{404, "Not Found"}, Fatal},
+		{"UnknownError 400: Rate exceeded (AWS SDK chain)", sdkChainMsg("UnknownError", 400, "Rate exceeded"), Throttled},
+		{"UnknownError 400: Throttling: Rate exceeded", sdkChainMsg("UnknownError", 400, "Throttling: Rate exceeded"), Throttled},
+		{"UnknownError 400 with its own name for a message", sdkChainMsg("UnknownError", 400, "UnknownError"), Fatal},
+		{"UnknownError 503: the status decides", sdkChainMsg("UnknownError", 503, "UnknownError"), Throttled},
+		{"UnknownError 500: the status decides", sdkChainMsg("UnknownError", 500, "UnknownError"), Transient},
+		{"UnknownError 500 about throttling: the status decides", sdkChainMsg("UnknownError", 500, "throttled"), Transient},
+		{"UnknownError alone: Rate exceeded", codeErr{"UnknownError", "Rate exceeded"}, Throttled},
+		{"UnknownError above a real code: the code decides", wrapStatus{400, codeErrWrap{"UnknownError", codeErr{"AccessDenied", "rate exceeded"}}}, Fatal},
+		{"a 400 whose body was cut off: a transport failure", wrapStatus{400, fmt.Errorf("deserialize: %w", io.ErrUnexpectedEOF)}, Transient},
+		{"a code on no list with a throttling message: the code decides", sdkChainMsg("InvalidParameterValue", 400, "Rate exceeded"), Fatal},
 
 		{"AccessDenied", sdkChain("AccessDenied", 403), Fatal},
 		{"ValidationException", codeErr{"ValidationException", "bad"}, Fatal},
@@ -210,6 +254,21 @@ func TestClassifyStrict(t *testing.T) {
 	if _, ok := ClassifyStrict(nil); ok {
 		t.Fatal("strict: nil")
 	}
+	// A status on no list without a code, or with UnknownError, says
+	// nothing; the message search is left to Classify.
+	for _, err := range []error{
+		statusMsgErr{400, "Throttling: Rate exceeded"},
+		statusErr(404),
+		sdkChainMsg("UnknownError", 400, "Rate exceeded"),
+		codeErr{"UnknownError", "UnknownError"},
+	} {
+		if k, ok := ClassifyStrict(err); ok {
+			t.Errorf("strict: %v says %v, want nothing", err, k)
+		}
+	}
+	if k, ok := ClassifyStrict(sdkChainMsg("UnknownError", 429, "UnknownError")); !ok || k != Throttled {
+		t.Error("strict: UnknownError 429 says nothing; the status should")
+	}
 }
 
 func TestIsProviderAnswer(t *testing.T) {
@@ -225,6 +284,8 @@ func TestIsProviderAnswer(t *testing.T) {
 		{context.Canceled, false},
 		{&CircuitOpenError{Err: statusErr(503)}, false},
 		{&RetryBudgetExhaustedError{Err: codeErr{"Throttling", ""}}, false},
+		{codeErr{"UnknownError", "UnknownError"}, true}, // the SDK read an error answer
+		{statusMsgErr{400, "Throttling: Rate exceeded"}, true},
 		{nil, false},
 	} {
 		if got := IsProviderAnswer(c.err); got != c.want {
@@ -238,6 +299,9 @@ func TestDescribeError(t *testing.T) {
 		t.Fatal(got)
 	}
 	if got := DescribeError(codeErr{"AccessDenied", "no"}); got != "AccessDenied: no" {
+		t.Fatal(got)
+	}
+	if got := DescribeError(sdkChainMsg("UnknownError", 400, "Rate exceeded")); got != "throttled: operation error EC2: DescribeVpcs, status 400: UnknownError: Rate exceeded" {
 		t.Fatal(got)
 	}
 	if DescribeError(nil) != "" {

@@ -45,6 +45,11 @@ var codeKinds = map[string]Kind{
 	"RetryableErrorDueToAnotherOperation": Transient,
 }
 
+// placeholderCode reports whether code is an SDK's stand-in for a code the
+// answer did not carry: the AWS SDK's deserializers set UnknownError when
+// an error body names no code. Such a code says nothing about the answer.
+func placeholderCode(code string) bool { return code == "UnknownError" }
+
 // Message phrases, the last resort. A phrase matches only where it starts
 // and ends on a word boundary; a stem (throttl) only needs the start.
 var (

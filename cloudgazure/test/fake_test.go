@@ -43,6 +43,8 @@ type reply struct {
 	status int         // 0: 200 with the route's body
 	header http.Header // added to the answer
 	code   string      // error code in the body of an error answer
+	msg    string      // its message; "scripted answer" when empty
+	noCode bool        // the error body names no code
 	block  bool        // hold the request until its context ends
 	fail   error       // in-memory transport only: fail the attempt with this error
 	// in-memory transport only: answer 200 with a body that breaks off,
@@ -219,11 +221,14 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	if scripted && rp.status >= 300 {
-		code := rp.code
-		if code == "" {
+		code, msg := rp.code, rp.msg
+		if code == "" && !rp.noCode {
 			code = http.StatusText(rp.status)
 		}
-		writeError(w, rp.status, code, "scripted answer")
+		if msg == "" {
+			msg = "scripted answer"
+		}
+		writeError(w, rp.status, code, msg)
 		return
 	}
 	f.mu.Lock()
@@ -291,8 +296,13 @@ func vnet(sub, name string) map[string]any {
 	}
 }
 
+// writeError writes ARM's error body; one without code when code is "".
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	body := map[string]any{"message": msg}
+	if code != "" {
+		body["code"] = code
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
 }

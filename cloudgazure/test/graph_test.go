@@ -416,3 +416,30 @@ func TestQueryLimitsAndTenantClient(t *testing.T) {
 		}
 	})
 }
+
+// A fatal answer (a 404) to a page of a custom factory's client ends the
+// query at once: it is sent once, not retried until the provider's retry
+// budget runs dry.
+func TestQueryResourcesDoesNotRetryAFatalAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, slowGraph(resilience.Config{}))
+		e.srv.graphPages = 1
+		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+		e.srv.forever(routeGraph, reply{status: http.StatusNotFound, code: "NotFound"})
+		ctx, stats := resilience.WithStats(context.Background())
+		_, err := cloudgazure.QueryResources(ctx, plain, query, e.opts()...)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound {
+			t.Fatalf("got %v, want the 404", err)
+		}
+		if n := e.srv.count(routeGraph); n != 1 {
+			t.Fatalf("%d attempts, want 1", n)
+		}
+		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 1 || sc.Retries != 0 {
+			t.Fatalf("stats %+v", sc)
+		}
+		if b := e.gov.Inspect(graphScope).RetryBudget; b != 500 {
+			t.Fatalf("retry budget %v, want 500 untouched", b)
+		}
+	})
+}
