@@ -3,7 +3,7 @@ package cloudgaws
 import (
 	"strings"
 
-	"github.com/cloudg/cloudg/internal/readmap"
+	"github.com/cloudg/cloudg/internal/cowmap"
 )
 
 // serviceNames maps the SDK service IDs whose botocore name is not the ID
@@ -83,15 +83,13 @@ func generalName(id string) string {
 
 // nameCache holds every service name resolved so far, so that a call finds
 // its service's name with one map read and no allocation. The SDK has a
-// few hundred service IDs, so it stays small.
-type nameCache struct{ m readmap.Map[string, string] }
+// few hundred service IDs, so it stays small, and a copy-on-write map
+// suits it.
+type nameCache struct{ m cowmap.Map[string, string] }
 
 // lookup returns the name of id under the installation's overrides.
 func (c *nameCache) lookup(id string, overrides map[string]string) string {
-	if n, ok := c.m.Load(id); ok {
-		return n
-	}
-	return c.m.LoadOrCreate(id, func() string {
+	return c.m.LoadOrStore(id, func() string {
 		if n, ok := overrides[id]; ok {
 			return n
 		}

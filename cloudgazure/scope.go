@@ -3,7 +3,7 @@ package cloudgazure
 import (
 	"strings"
 
-	"github.com/cloudg/cloudg/internal/readmap"
+	"github.com/cloudg/cloudg/internal/cowmap"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -94,16 +94,16 @@ func hasUpper(s string) bool {
 // maxLowerCache bounds the cache: past it, lower-casing allocates.
 const maxLowerCache = 1024
 
-// lowerCache maps strings to their lower-case form.
-var lowerCache readmap.Map[string, string]
+// lowerCache maps strings to their lower-case form. It is a copy-on-write
+// map: written at most maxLowerCache times, read on every call.
+var lowerCache cowmap.Map[string, string]
 
-// addLower lower-cases s and caches it while the cache has room.
+// addLower lower-cases s and caches it while the cache has room (callers
+// racing past the check may add a few more).
 func addLower(s string) string {
 	v := strings.ToLower(s)
-	lowerCache.Lock()
-	defer lowerCache.Unlock()
-	if _, ok := lowerCache.LoadLocked(s); !ok && lowerCache.LenLocked() < maxLowerCache {
-		lowerCache.StoreLocked(strings.Clone(s), v)
+	if lowerCache.Len() < maxLowerCache {
+		lowerCache.LoadOrStore(strings.Clone(s), func() string { return v })
 	}
 	return v
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudg/cloudg/internal/readmap"
-
 	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
@@ -32,10 +30,10 @@ type Governor struct {
 	store    state.Store
 	epoch    time.Time
 
-	mu               sync.Mutex // serialises Configure, Reset and provider creation
+	mu               sync.Mutex // serialises Configure, Reset, and the making and dropping of providers
 	cur              atomic.Pointer[configured]
-	others           readmap.Map[string, *provider] // providers other than aws, azure and gcp
-	leakLogged       atomic.Bool                    // a dropped guard's slot was released and logged
+	others           sync.Map    // provider name -> *provider: those other than aws, azure and gcp; written under mu
+	leakLogged       atomic.Bool // a dropped guard's slot was released and logged
 	life             statsTable
 	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
 	reclaim          reclaimer
@@ -224,15 +222,18 @@ func (g *Governor) provider(name string) *provider {
 		return c.gcp
 	}
 	if p, ok := g.others.Load(name); ok {
-		return p
+		return p.(*provider)
 	}
 	// A new name: made under mu, so that a concurrent Configure or Reset
 	// either sees it or makes it with its own settings.
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.others.LoadOrCreate(name, func() *provider {
-		return g.reconcile(nil, resolveProvider(name, ProviderConfig{}, g.cur.Load().enabled), false)
-	})
+	if p, ok := g.others.Load(name); ok {
+		return p.(*provider)
+	}
+	p := g.reconcile(nil, resolveProvider(name, ProviderConfig{}, g.cur.Load().enabled), false)
+	g.others.Store(name, p)
+	return p
 }
 
 // build makes the configuration for cfg, keeping what it can of old (the
@@ -247,11 +248,14 @@ func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
 	nc.aws = g.reconcile(prev.aws, resolveProvider("aws", cfg.AWS, enabled), reset)
 	nc.azure = g.reconcile(prev.azure, resolveProvider("azure", cfg.Azure, enabled), reset)
 	nc.gcp = g.reconcile(prev.gcp, resolveProvider("gcp", cfg.GCP, enabled), reset)
-	g.others.Lock()
-	g.others.RangeLocked(func(name string, p *provider) {
-		g.others.StoreLocked(name, g.reconcile(p, resolveProvider(name, ProviderConfig{}, enabled), reset))
+	// The other providers change in place, one by one: mu is held, so
+	// that a call holding a table this retires waits for the change to be
+	// in force (scopeTable.create), and finds the new provider after it.
+	g.others.Range(func(k, v any) bool {
+		name := k.(string)
+		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, ProviderConfig{}, enabled), reset))
+		return true
 	})
-	g.others.Unlock()
 	return nc
 }
 
@@ -313,7 +317,7 @@ func (g *Governor) Reset() {
 	c := g.cur.Load()
 	g.cur.Store(g.build(c.cfg, c, true))
 	g.gen.Add(1)
-	g.life.m.Reset()
+	g.life.clear()
 	g.folded.Store(0)
 }
 

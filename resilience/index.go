@@ -13,6 +13,15 @@ import (
 // when it grows or shrinks, publishing it atomically. A slot costs 16
 // bytes, and the table is kept between a quarter and three quarters full.
 //
+// A lookup reads the table writers write to, never a copy of it: a store
+// or delete made in place is seen by every lookup that begins after it,
+// and a table replaced whole is left intact, so that a lookup still
+// reading it finds what it held. The reclaimer sweeps the slots a bounded
+// step at a time, resuming at a slot number, which a general concurrent
+// map (sync.Map, xsync's Map) does not offer; with xsync's Map a pass
+// would be one step over every scope, and each scope would hold a second
+// copy of its key.
+//
 // The zero value is an empty index.
 type scopeIndex struct {
 	tab atomic.Pointer[indexTable]

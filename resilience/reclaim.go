@@ -211,13 +211,11 @@ func (g *Governor) forgetIfIdle(p *provider) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.others.Lock()
-	defer g.others.Unlock()
-	if cur, ok := g.others.LoadLocked(p.set.name); ok && cur == p {
+	if cur, ok := g.others.Load(p.set.name); ok && cur == p {
 		t.mu.Lock()
 		t.retired = true // a call still holding it goes to a new one
 		t.mu.Unlock()
-		g.others.DeleteLocked(p.set.name)
+		g.others.Delete(p.set.name)
 		g.gen.Add(1)
 	}
 }

@@ -147,7 +147,13 @@ func (t *scopeTable) create(key Scope, h uint64) *scopeEntry {
 		t.mu.Unlock()
 		t.g.mu.Lock() // Configure or Reset holds it until the new table is in force
 		t.g.mu.Unlock()
-		return t.g.provider(t.set.name).scopes.lookup(key)
+		nt := t.g.provider(t.set.name).scopes
+		if nt == t {
+			// Sending the call back here would recurse until the stack
+			// overflows, which no recover catches.
+			panic("resilience: the provider in force holds a retired scope table")
+		}
+		return nt.lookup(key)
 	}
 	defer t.mu.Unlock()
 	if e := t.index.load(key, h); e != nil && !e.dead.Load() {
@@ -303,9 +309,10 @@ func (t *scopeTable) live() []*scopeEntry {
 func (g *Governor) providers() []*provider {
 	c := g.configured()
 	ps := []*provider{c.aws, c.azure, c.gcp}
-	for _, p := range g.others.Snapshot() {
-		ps = append(ps, p)
-	}
+	g.others.Range(func(_, p any) bool {
+		ps = append(ps, p.(*provider))
+		return true
+	})
 	return ps
 }
 

@@ -7,11 +7,11 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
-	"github.com/cloudg/cloudg/internal/readmap"
 )
 
 // A tally is one of the events counters count.
@@ -78,14 +78,36 @@ func (c *counters) eventful() bool {
 	return false
 }
 
-// statsTable maps service scopes to counters.
+// statsTable maps service scopes to counters. Keys are only added (or all
+// cleared at once), and a scope's counters are looked up when a leaf entry
+// first needs them, not on every call (the entry keeps them), so a
+// sync.Map does: lookups take no lock, and a run of a million scopes adds
+// its keys without copying the table.
 type statsTable struct {
-	m readmap.Map[Scope, *counters]
+	m sync.Map // Scope -> *counters
 }
 
+// get returns the counters of svc, making them on first use.
 func (t *statsTable) get(svc Scope) *counters {
-	return t.m.LoadOrCreate(svc, func() *counters { return new(counters) })
+	if c, ok := t.m.Load(svc); ok {
+		return c.(*counters)
+	}
+	c, _ := t.m.LoadOrStore(svc, new(counters))
+	return c.(*counters)
 }
+
+// snapshot returns the counts of every scope.
+func (t *statsTable) snapshot() map[Scope]Counters {
+	out := map[Scope]Counters{}
+	t.m.Range(func(k, c any) bool {
+		out[k.(Scope)] = c.(*counters).snapshot()
+		return true
+	})
+	return out
+}
+
+// clear forgets every scope.
+func (t *statsTable) clear() { t.m.Clear() }
 
 // Stats collects the telemetry of one run: every governed call made with a
 // context from WithStats records into it, as well as into the governor's
@@ -112,7 +134,7 @@ func (s *Stats) Messages() []string {
 	if s == nil {
 		return nil
 	}
-	return messages(snapshots(s.table.m.Snapshot()))
+	return messages(s.table.snapshot())
 }
 
 // binding is what a context carries: the run's stats and the task's ledger,
@@ -266,15 +288,6 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// snapshots returns the counters of a table of counters.
-func snapshots(m map[Scope]*counters) map[Scope]Counters {
-	out := make(map[Scope]Counters, len(m))
-	for k, c := range m {
-		out[k] = c.snapshot()
-	}
-	return out
 }
 
 func messages(m map[Scope]Counters) []string {

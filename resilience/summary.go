@@ -31,7 +31,7 @@ func (g *Governor) Summary(s *Stats) Summary {
 	var table map[Scope]Counters
 	var sum Summary
 	if s != nil {
-		table = snapshots(s.table.m.Snapshot())
+		table = s.table.snapshot()
 	} else {
 		table = g.lifetime()
 		sum.Totals.Calls = g.folded.Load()
@@ -100,7 +100,7 @@ func (t totalsJSON) MarshalJSON() ([]byte, error) {
 // the scopes that had an event beyond calls, and the calls the live
 // entries counted.
 func (g *Governor) lifetime() map[Scope]Counters {
-	table := snapshots(g.life.m.Snapshot())
+	table := g.life.snapshot()
 	g.eachEntry(func(e *scopeEntry, _ *provider) {
 		if n := e.calls.Load(); n > 0 {
 			svc := serviceScope(e.key)
