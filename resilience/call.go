@@ -3,6 +3,8 @@ package resilience
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/cloudg/cloudg/internal/hint"
 )
 
 // Call calls fn under scope's circuit breaker, rate limits, bulkhead and
@@ -137,8 +139,12 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 		if rerr != nil {
 			return err
 		}
+		if gd.bind.bounded && gd.last.hasHint && hint.Cap(gd.last.hint) > gd.bind.maxWait {
+			// The provider asks for a longer wait than the call may make.
+			return gd.refuseWait(hint.Cap(gd.last.hint), ErrNoToken)
+		}
 		if serr := gd.g.sleep(ctx, delay); serr != nil {
-			return ctxError(serr, err)
+			return gd.stopByContext(serr)
 		}
 	}
 }

@@ -24,11 +24,12 @@ func (gd *Guard) outOfAttempts() bool {
 // moves it to wait for a verdict before one more attempt and returns nil.
 func (gd *Guard) exhausted(now time.Duration) error {
 	l := gd.limits()
-	gd.recordFailed(now, "retries")
 	if gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient || now >= gd.dl.at {
+		gd.recordFailed(now, "retries")
 		gd.stop()
 		return gd.last.err
 	}
+	gd.recordBreakerFailure(now) // the call goes on: not lost
 	gd.to(phaseAwaiting)
 	return nil
 }
@@ -50,8 +51,8 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err}
 		}
 		if l.useBudget && gd.retries >= freeRetries && !awaiting && !gd.p.budget.Take() {
-			gd.recordBudgetExhausted()
 			if !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient {
+				gd.recordBudgetExhausted()
 				gd.stop()
 				return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 			}
@@ -60,7 +61,8 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			// flight). The call counts its failure towards the breaker and
 			// sends nothing more until a verdict, as when its attempts run
 			// out; the wait sends no load, so it needs no token.
-			gd.recordFailed(now, "budget")
+			gd.recordBudgetEvent()
+			gd.recordBreakerFailure(now)
 			gd.to(phaseAwaiting)
 			awaiting = true
 		}
@@ -106,7 +108,7 @@ func (gd *Guard) retryWithJitter() (time.Duration, error) {
 // and paid from the budget like any other.
 func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
-		gd.recordBudgetExhausted() // the answer was final: no give-up
+		gd.recordBudgetEvent() // the answer was final: nothing lost
 		gd.stop()
 		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 	}
