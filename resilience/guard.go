@@ -46,14 +46,14 @@ type Guard struct {
 	p      *provider
 	e      *scopeEntry // nil when the provider is disabled
 	scope  Scope
-	ctx    context.Context // Begin's: its deadline bounds the call, its end ends learning
-	bind   *binding        // what ctx carries: the run's stats, the task's ledger, the most a call may wait
-	run    *counters       // the run's counters for the service scope, or nil
+	ctx    context.Context    // Begin's: its deadline bounds the call, its end ends learning
+	bind   *binding           // what ctx carries: the run's stats, the task's ledger, the most a call may wait
+	run    *counters          // the run's counters for the service scope, or nil
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 
-	rp    *RetryPolicy // the call's policy option
-	lim   retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
+	rp      *RetryPolicy // the call's policy option
+	lim     retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
 	start   time.Duration
 	dl      deadline      // the current call's, resolved with lim
 	admitBy time.Duration // the attempt being admitted waits no later, when its context bounds the wait (WithMaxWait)
@@ -61,8 +61,8 @@ type Guard struct {
 	phase   phase
 	lease   lease
 	noted   uint32 // the scope's streak of failures this call counted in (health)
-	retries int // retries of the current call; the first freeRetries are free
-	renewed int // retries made before the call's attempts were renewed (breaker_wait)
+	retries int    // retries of the current call; the first freeRetries are free
+	renewed int    // retries made before the call's attempts were renewed (breaker_wait)
 
 	last      answer        // the last failed attempt's
 	prevSleep time.Duration // the last delay Retry gave, for the jitter

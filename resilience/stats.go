@@ -169,26 +169,26 @@ func bindingOf(ctx context.Context) *binding {
 // snake_case names of the report, times in seconds.
 type Counters struct {
 	// Scope is the service scope counted; zero for totals.
-	Scope           Scope         `json:"scope,omitzero"`
-	Calls           int64         `json:"calls"`
-	Throttled       int64         `json:"throttled"`
-	TransientErrors int64         `json:"transient_errors"`
-	Retries         int64         `json:"retries"`
-	GaveUp          int64         `json:"gave_up"`
-	Rejected        int64         `json:"rejected"`
+	Scope           Scope `json:"scope,omitzero"`
+	Calls           int64 `json:"calls"`
+	Throttled       int64 `json:"throttled"`
+	TransientErrors int64 `json:"transient_errors"`
+	Retries         int64 `json:"retries"`
+	GaveUp          int64 `json:"gave_up"`
+	Rejected        int64 `json:"rejected"`
 	// Failed, Refused and Cancelled are the calls lost otherwise (see
 	// Loss): failing with transient errors after their retries, refused
 	// before they were sent because their wait would have passed their
 	// deadline, and ended by their context. With GaveUp (throttled after
 	// retries) and Rejected (an open breaker's skips) they are every call
 	// the scope lost.
-	Failed       int64 `json:"failed"`
-	Refused      int64 `json:"refused"`
-	Cancelled    int64 `json:"cancelled"`
-	BreakerTrips int64 `json:"breaker_trips"`
-	Waits           int64         `json:"waits"`
-	Wait            time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
-	MaxWait         time.Duration `json:"-"` // max_wait_seconds
+	Failed       int64         `json:"failed"`
+	Refused      int64         `json:"refused"`
+	Cancelled    int64         `json:"cancelled"`
+	BreakerTrips int64         `json:"breaker_trips"`
+	Waits        int64         `json:"waits"`
+	Wait         time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
+	MaxWait      time.Duration `json:"-"` // max_wait_seconds
 	// Backoff (backoff_seconds) is the retries' backoff sleeps added up:
 	// Call and Do's, and those of an SDK's own retry loop (cloudgaws),
 	// from the moment the governor allowed a retry to its sending, before
