@@ -88,6 +88,11 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		if now, wait, ok, err = gd.waitAdmitted(ctx, now); err != nil {
 			return now, gd.stopByContext(err)
 		}
+		if !ok && gd.adm != nil {
+			// A scheduler's first call that may not wait for the verdict:
+			// the task runs again when the breaker may let it through.
+			return now, gd.refuseWait(wait, ErrCircuitOpen)
+		}
 	}
 	if ok {
 		return now, nil
@@ -148,6 +153,9 @@ func (gd *Guard) stop() {
 	if gd.phase != phaseSucceeded {
 		gd.to(phaseDone)
 	}
+	if gd.adm != nil {
+		gd.decided() // ended before sending, and recorded
+	}
 }
 
 // failAt ends a call that was sent and failed, whose retry reason (the
@@ -194,7 +202,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	if now+w > limit {
 		return gd.passDeadline(now, w)
 	}
-	if gd.bind.bounded && now+w > gd.admitBy {
+	if gd.bounded && now+w > gd.admitBy {
 		gd.cancel(now)
 		return gd.refuseWait(w, ErrNoToken)
 	}
@@ -216,7 +224,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			if until > limit {
 				return gd.passDeadline(now, until-now)
 			}
-			if gd.bind.bounded && until > gd.admitBy {
+			if gd.bounded && until > gd.admitBy {
 				gd.cancel(now)
 				return gd.refuseWait(until-now, ErrNoToken)
 			}
@@ -270,6 +278,13 @@ func (gd *Guard) refuseWait(w time.Duration, check error) error {
 	ww := &WouldWaitError{Scope: gd.scope, Wait: w, Err: check}
 	if gd.retrying() {
 		ww.Last = gd.last.err
+	}
+	if a := gd.adm; a != nil {
+		// A scheduler's first call: not lost, the task runs again.
+		gd.adm = nil
+		gd.stop()
+		a.a.Deferred(w, ww)
+		return ww
 	}
 	gd.recordRefused(ww)
 	gd.stop()
@@ -370,7 +385,7 @@ var errSlotWait = errors.New("resilience: no slot within the max wait")
 // waitSlot waits for a slot of b, within the call's max wait
 // (WithMaxWait): past it, errSlotWait.
 func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead) error {
-	if !gd.bind.bounded {
+	if !gd.bounded {
 		return b.Acquire(ctx)
 	}
 	left := gd.admitBy - gd.g.now()

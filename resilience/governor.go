@@ -376,17 +376,54 @@ func (g *Governor) Policy(provider string) RetryPolicy {
 	return g.provider(provider).set.retry.policy()
 }
 
-// Inspect returns where scope stands now: its leaf bucket's rate, ceiling,
-// pause and tokens, its account bucket's, its breaker, the calls in flight
-// and waiting in its account's bulkhead, and its provider's retry budget.
-// A scope without a provider has the zero snapshot.
+// Inspect returns where scope stands now: its leaf bucket's rate,
+// ceiling, pause and tokens, its account bucket's, its breaker, the calls
+// in flight and waiting in its account's bulkhead, and its provider's
+// retry budget. It is a read: a scope (or provider) no call has used
+// makes no state, and shows what its first call would find, a full bucket
+// at its ceiling and a closed breaker. A scope without a provider has the
+// zero snapshot.
 func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	if scope.Provider == "" {
 		return state.ScopeSnapshot{}
 	}
-	p := g.provider(scope.Provider)
-	e := p.scopes.lookup(scope)
-	// After the lookup, which may make the scope: a bucket made after now
-	// would show the tokens it had not yet earned.
-	return e.snapshot(g.epoch, g.now(), p.budget)
+	now := g.now()
+	p := g.existing(scope.Provider)
+	if p == nil {
+		set := resolveProvider(scope.Provider, ProviderConfig{}, g.configured().enabled)
+		return fresh(set, nil, float64(set.budget))
+	}
+	e, acct := p.scopes.peek(scope)
+	if e != nil {
+		return e.snapshot(g.epoch, now, p.budget)
+	}
+	s := fresh(p.set, acct, p.budget.Remaining())
+	spec := p.set.leafSpec(p.set.leafKey(scope))
+	s.Leaf = state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()}
+	if acct != nil && acct.bucket != nil {
+		s.Account = acct.bucket.Snapshot(now)
+		if s.Account.Paused > 0 {
+			s.PausedUntil = g.epoch.Add(now + s.Account.Paused)
+		}
+	}
+	return s
+}
+
+// fresh is the snapshot of a scope no call has used, of a provider with
+// settings set, in account acct (nil: none yet), with budget left.
+func fresh(set *providerSettings, acct *accountEntry, budget float64) state.ScopeSnapshot {
+	s := state.ScopeSnapshot{
+		Leaf:        state.BucketSnapshot{Rate: set.leaf.Rate, Ceiling: set.leaf.Rate, Tokens: set.leaf.Capacity()},
+		Breaker:     state.BreakerSnapshot{State: state.Closed, Cooldown: set.breaker.Cooldown},
+		MaxInFlight: set.bulkhead,
+		RetryBudget: budget,
+	}
+	if set.account != nil {
+		s.Account = state.BucketSnapshot{Rate: set.account.Rate, Ceiling: set.account.Rate, Tokens: set.account.Capacity()}
+	}
+	if acct != nil {
+		s.InFlight, s.Waiting = acct.bulkhead.InUse()
+		s.MaxInFlight = acct.bulkhead.Limit()
+	}
+	return s
 }

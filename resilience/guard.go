@@ -60,9 +60,11 @@ type Guard struct {
 
 	phase   phase
 	lease   lease
-	noted   uint32 // the scope's streak of failures this call counted in (health)
-	retries int    // retries of the current call; the first freeRetries are free
-	renewed int    // retries made before the call's attempts were renewed (breaker_wait)
+	noted   uint32     // the scope's streak of failures this call counted in (health)
+	bounded bool       // admitBy bounds the attempt being admitted
+	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
+	retries int        // retries of the current call; the first freeRetries are free
+	renewed int        // retries made before the call's attempts were renewed (breaker_wait)
 
 	last      answer        // the last failed attempt's
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
@@ -164,8 +166,8 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		return nil
 	}
 	now := gd.g.now()
-	if gd.bind.bounded {
-		gd.admitBy = now + gd.bind.maxWait
+	if gd.bounded = false; gd.bind.held {
+		gd.bound(now)
 	}
 	if gd.phase == phaseIdle {
 		gd.start = now // the common call: its first attempt
@@ -186,7 +188,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.failAt(now, "deadline", gd.last.err)
 		}
 		if d := gd.notBefore - now; d > 0 {
-			if gd.bind.bounded && now+d > gd.admitBy {
+			if gd.bounded && now+d > gd.admitBy {
 				return gd.refuseWait(d, ErrNoToken)
 			}
 			if err := gd.g.sleep(ctx, d); err != nil {
@@ -217,8 +219,35 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		gd.recordCallEvent()
 	}
 	gd.to(phaseSent)
+	if gd.adm != nil {
+		gd.decided()
+	}
 	gd.g.maybeReclaim(now) // last, so that the step never reclaims this call's own scope
 	return nil
+}
+
+// bound bounds the admission of the attempt starting at now by what the
+// context says: the most a call may wait (WithMaxWait), and for a task's
+// first call, a scheduler's admission (WithAdmission), which this attempt
+// claims.
+func (gd *Guard) bound(now time.Duration) {
+	if gd.bind.bounded {
+		gd.bounded, gd.admitBy = true, now+gd.bind.maxWait
+	}
+	if a := gd.bind.adm; a != nil && gd.phase == phaseIdle && a.claim() {
+		gd.adm = a
+		if by := now + a.maxWait; !gd.bounded || by < gd.admitBy {
+			gd.bounded, gd.admitBy = true, by
+		}
+	}
+}
+
+// decided tells the scheduler whose admission this attempt claimed that it
+// was decided (sent, or ended and recorded).
+func (gd *Guard) decided() {
+	a := gd.adm
+	gd.adm = nil
+	a.a.Decided()
 }
 
 // TryEnter is Enter without waiting: the attempt goes now, with what Enter
@@ -515,8 +544,8 @@ func (gd *Guard) Pace(ctx context.Context) error {
 		return nil
 	}
 	now := gd.g.now()
-	if gd.bind.bounded {
-		gd.admitBy = now + gd.bind.maxWait
+	if gd.bounded = false; gd.bind.held {
+		gd.bound(now)
 	}
 	gd.recordBackoff(now)
 	// The retry asks the breaker first, so that a breaker that opened

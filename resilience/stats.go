@@ -149,6 +149,8 @@ type binding struct {
 	ledger  *Ledger
 	maxWait time.Duration // when bounded
 	bounded bool
+	adm     *admission // a scheduler's hold on the first call, or nil
+	held    bool       // bounded or adm: a call's admission has a bound to compute
 }
 
 type bindingKey struct{}

@@ -93,7 +93,7 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 // waitLimit is the latest a wait for admission may end: the deadline, or
 // the call's max wait if sooner.
 func (gd *Guard) waitLimit() time.Duration {
-	if gd.bind.bounded {
+	if gd.bounded {
 		return min(gd.deadlineAt(), gd.admitBy)
 	}
 	return gd.deadlineAt()

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudg/cloudg/state"
@@ -21,7 +22,7 @@ import (
 // call.
 func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 	b := *bindingOf(ctx)
-	b.maxWait, b.bounded = max(d, 0), true
+	b.maxWait, b.bounded, b.held = max(d, 0), true, true
 	return context.WithValue(ctx, bindingKey{}, &b)
 }
 
@@ -48,7 +49,7 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 	}
 	e, acct := p.scopes.peek(scope)
 	now := g.now()
-	if e != nil {
+	if e != nil && !e.breaker.Pristine() {
 		if s := e.breaker.Snapshot(now); s.State != state.Closed && s.Wait > 0 {
 			return s.Wait, ErrCircuitOpen
 		}
@@ -65,13 +66,15 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 	if w > 0 {
 		return w, ErrNoToken
 	}
-	if acct != nil {
-		if inUse, _ := acct.bulkhead.InUse(); inUse >= acct.bulkhead.Limit() {
-			return 0, ErrNoSlot
-		}
+	if acct != nil && !acct.bulkhead.Free() {
+		return 0, ErrNoSlot
 	}
 	return 0, nil
 }
+
+// LedgerOf returns the Ledger ctx carries (WithLedger), or nil: for a
+// scheduler that drops a task and records its loss, say.
+func LedgerOf(ctx context.Context) *Ledger { return bindingOf(ctx).ledger }
 
 // tokenWait is how long a caller arriving at now would wait for a token of
 // b (nil: none), read from its snapshot.
@@ -85,4 +88,57 @@ func tokenWait(b state.Bucket, now time.Duration) time.Duration {
 		w += time.Duration((1 - s.Tokens) / s.Rate * float64(time.Second))
 	}
 	return w
+}
+
+// An Admission is a scheduler's hold on the first governed call a task
+// makes (see WithAdmission). The governor calls it from the call's
+// goroutine, outside its locks, exactly once per context.
+type Admission interface {
+	// Decided reports that the first call's admission was decided: it is
+	// being sent, or it ended before sending and was recorded as any call
+	// is (an open breaker's skip, a deadline, a cancelled context). The
+	// scheduler may give a worker the next task of the call's scope.
+	Decided()
+	// Deferred reports that the first call would have had to wait longer
+	// than the admission allows: nothing was sent, nothing was recorded as
+	// lost, and the call ends with err (a *WouldWaitError). The scheduler
+	// runs the task again once its scope can go, after wait (0: unknown,
+	// a concurrency slot).
+	Deferred(wait time.Duration, err error)
+}
+
+// admission is WithAdmission's hold, claimed by the first call.
+type admission struct {
+	a       Admission
+	maxWait time.Duration
+	claimed atomic.Bool
+}
+
+// claim reports whether the caller is the first call of the context, and
+// marks the admission taken.
+func (a *admission) claim() bool { return !a.claimed.Load() && a.claimed.CompareAndSwap(false, true) }
+
+// WithAdmission returns a context under which the first governed call
+// waits at most maxWait to be admitted (for a rate token, a pause, a
+// slot, or with breaker_wait the breaker's verdict), as WithMaxWait would
+// bound it, except that a call refused for it is not lost: a tells the
+// scheduler to run the task again (Deferred), and nothing is recorded. A
+// tells it too when the first call's admission was decided (Decided), so
+// that it may dispatch the next task of the scope. Later calls under the
+// context wait as any call does: a task runs again only if nothing of it
+// was sent. An open breaker still refuses the first call at once (unless
+// the provider waits for its breakers' verdicts), which is recorded as a
+// skip: a dead scope's queue fails fast. Package pool is the scheduler of
+// this module; any scheduler can be built on it.
+func WithAdmission(ctx context.Context, a Admission, maxWait time.Duration) context.Context {
+	ab := &admitted{binding: *bindingOf(ctx)}
+	ab.adm = admission{a: a, maxWait: max(maxWait, 0)}
+	ab.binding.adm, ab.binding.held = &ab.adm, true
+	return context.WithValue(ctx, bindingKey{}, &ab.binding)
+}
+
+// admitted is a binding and its admission, in one allocation.
+type admitted struct {
+	binding
+	adm admission
 }

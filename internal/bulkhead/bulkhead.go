@@ -172,6 +172,10 @@ func (b *Bulkhead) Idle() bool {
 	return b.waiting.Load() == 0 && b.avail.Load() == b.limit.Load()
 }
 
+// Free reports whether a slot could be taken now without waiting (one is
+// free and nobody is queued), without taking the lock.
+func (b *Bulkhead) Free() bool { return b.waiting.Load() == 0 && b.avail.Load() > 0 }
+
 // Limit returns the number of slots.
 func (b *Bulkhead) Limit() int { return int(b.limit.Load()) }
 

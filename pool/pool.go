@@ -1,0 +1,493 @@
+// Package pool runs a scan's tasks on a bounded set of workers, giving a
+// worker only a task whose scope can go now.
+//
+// A plain worker pool over governed calls blocks its workers inside the
+// scopes that cannot go (a paused operation, a throttled account, an open
+// breaker with breaker_wait) while the work of every other scope waits in
+// its queue: the head-of-line blocking that makes a throttled scan take
+// several times what the providers allow. A Pool keeps a FIFO queue per
+// scope instead, asks the governor (resilience.Governor.Delay) which
+// scopes can go, and hands its workers the tasks of those, in turn: a task
+// whose scope cannot go waits in its queue, and costs a few dozen bytes,
+// not a goroutine. Its first governed call is made under a
+// resilience.WithAdmission hold: should the scope turn out busy after all
+// (another process took the token), the call is refused before anything
+// is sent, nothing is recorded as lost, and the task goes back to the head
+// of its queue until the scope can go. Later calls of the task (the pages
+// of a paginator, an SDK's own retries) wait as any call does.
+//
+// The ergonomics are errgroup's: New with a context, Go to submit (tasks
+// may submit tasks: pages, accounts to regions to resources), Wait for the
+// errors. A task declares the scope of its first call: resilience.Scope
+// for Call and Do, and for an SDK call the scope its integration computes
+// (cloudgaws.Scope, cloudgazure.ScopeOf, cloudggcp.Scope). A task of the
+// zero scope (a fan-out that calls nothing) is always ready.
+//
+//	p, ctx := pool.New(ctx, pool.Workers(16))
+//	for _, region := range regions {
+//		p.Go(ctx, scopeOf(region, "DescribeInstances"), func(ctx context.Context) error {
+//			return describeInstances(ctx, region, p) // may p.Go the detail calls
+//		})
+//	}
+//	err := p.Wait() // every task's error, joined
+//
+// A dead scope's queue fails fast: once its breaker is open, its tasks are
+// run at once and their calls refused without waiting, each one recorded
+// in its task's resilience.Ledger as skipped. Cancelling the context given
+// to New stops the pool: no further task starts, the queued ones are
+// dropped (each recorded as cancelled in the ledger its context carries),
+// and Wait returns once the running ones have returned; no goroutine of
+// the pool outlives it.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// An Option configures a Pool.
+type Option interface{ apply(*Pool) }
+
+type optionFunc func(*Pool)
+
+func (f optionFunc) apply(p *Pool) { f(p) }
+
+// Workers bounds the tasks running at once (default 16; at least 1).
+func Workers(n int) Option { return optionFunc(func(p *Pool) { p.limit = max(1, n) }) }
+
+// WithGovernor makes the pool ask g whether a scope can go, instead of the
+// process governor (resilience.Default). The tasks' calls must be governed
+// by the same governor.
+func WithGovernor(g *resilience.Governor) Option {
+	return optionFunc(func(p *Pool) { p.gov = g })
+}
+
+// MaxWait is how long a task's first call may wait to be admitted before it
+// is handed back to its queue (default 0: it goes at once or waits in the
+// queue, not in a worker).
+func MaxWait(d time.Duration) Option {
+	return optionFunc(func(p *Pool) { p.maxWait = max(0, d) })
+}
+
+// Pool runs tasks by scope. It is safe for concurrent use: tasks may call Go.
+// Make one with New; the zero Pool is not usable.
+type Pool struct {
+	gov     *resilience.Governor
+	clock   resilience.Clock
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	limit   int
+	maxWait time.Duration
+	epoch   time.Time
+
+	mu        sync.Mutex
+	scopes    map[resilience.Scope]*queue
+	ring      ring          // queues whose head may be ready, in turn
+	parked    parkedHeap    // queues waiting for their scope, by time
+	slots     []*queue      // queues waiting for a concurrency slot
+	changed   chan struct{} // closed at every change, then replaced
+	armedAt   time.Duration // the wake-up armed for the parked queues; 0: none
+	workers   int           // worker goroutines alive
+	idle      int           // of which waiting for work
+	queued    int
+	running   int
+	done      int
+	failed    int
+	deferred  int
+	dropped   int
+	errs      []error
+	waited    bool // Wait returned: the pool is over
+	wg        sync.WaitGroup
+	stopCause error
+}
+
+// New returns a pool, and a context derived from ctx that the pool cancels
+// when Wait returns; give the tasks contexts derived from it (the pool runs
+// a task with the context given to Go, and stops starting tasks when ctx is
+// done).
+func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
+	p := &Pool{limit: 16, scopes: map[resilience.Scope]*queue{}, changed: make(chan struct{})}
+	for _, o := range opts {
+		o.apply(p)
+	}
+	if p.gov == nil {
+		p.gov = resilience.Default()
+	}
+	p.clock = p.gov.Clock()
+	p.epoch = p.clock.Now()
+	p.ctx, p.cancel = context.WithCancelCause(ctx)
+	context.AfterFunc(p.ctx, func() {
+		p.mu.Lock()
+		p.signal()
+		p.mu.Unlock()
+	})
+	return p, p.ctx
+}
+
+// now is the pool's time, on the governor's clock.
+func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
+
+// Go queues fn as a task of scope, to run with ctx (which should derive
+// from the pool's context). fn's first governed call should be to scope.
+// A task whose first call is refused for want of a token, a slot or a
+// verdict runs again once its scope can go, from the start: it should do
+// nothing before that call that must not be done twice. Go does not block.
+// It panics once Wait has returned.
+func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
+	t := &task{ctx: ctx, fn: fn, p: p}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waited {
+		panic("pool: Go after Wait returned")
+	}
+	q := p.scopes[scope]
+	if q == nil {
+		q = &queue{scope: scope, heap: -1}
+		p.scopes[scope] = q
+	}
+	t.q = q
+	q.push(t)
+	p.queued++
+	if q.where == nowhere {
+		p.ring.push(q)
+	}
+	p.wake()
+}
+
+// wake gets a worker to look for work: an idle one, or a new one within the
+// limit. p.mu is held.
+func (p *Pool) wake() {
+	switch {
+	case p.idle > 0:
+		p.signal()
+	case p.workers < p.limit:
+		p.workers++
+		p.wg.Add(1)
+		go p.work()
+	}
+}
+
+// signal tells every waiter that something changed. p.mu is held.
+func (p *Pool) signal() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// work is a worker: it runs ready tasks until there is nothing more to
+// wait for.
+func (p *Pool) work() {
+	defer p.wg.Done()
+	for {
+		t := p.next()
+		if t == nil {
+			return
+		}
+		err := t.run()
+		p.finish(t, err)
+	}
+}
+
+// next returns the next task to run, waiting while every queued task's
+// scope is busy; nil when no task is queued (the worker ends: Go starts one
+// again), or the pool is stopped.
+func (p *Pool) next() *task {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if p.ctx.Err() != nil {
+			p.drop()
+			p.workers--
+			p.signal()
+			return nil
+		}
+		if t := p.pick(); t != nil {
+			return t
+		}
+		if p.queued == 0 || p.idle >= p.queued {
+			// Nothing left, or enough workers wait for what is queued.
+			p.workers--
+			return nil
+		}
+		p.arm()
+		changed := p.changed
+		p.idle++
+		p.mu.Unlock()
+		<-changed
+		p.mu.Lock()
+		p.idle--
+	}
+}
+
+// pick returns a task whose scope can go now, taking the queues in turn,
+// or nil. p.mu is held.
+func (p *Pool) pick() *task {
+	now := p.now()
+	for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
+		p.ring.push(p.parked.popMin())
+	}
+	for n := p.ring.len(); n > 0; n-- {
+		q := p.ring.pop()
+		if q.n == 0 {
+			q.where = nowhere
+			continue
+		}
+		if q.scope.Provider == "" {
+			t := q.pop()
+			p.ring.push(q) // the next one is ready too, after the others' turn
+			p.start(t)
+			return t
+		}
+		d, why := p.gov.Delay(q.scope)
+		switch {
+		case why == nil, errors.Is(why, resilience.ErrCircuitOpen):
+			// Ready; or its breaker is open, and the governor decides at
+			// once (a refusal, recorded: a dead scope's queue fails fast).
+			t := q.pop()
+			q.where = admitting // until its first call is decided
+			p.start(t)
+			return t
+		case errors.Is(why, resilience.ErrNoSlot):
+			q.where = slotted
+			p.slots = append(p.slots, q)
+		default:
+			p.park(q, now+d)
+		}
+	}
+	return nil
+}
+
+// start marks t running. p.mu is held.
+func (p *Pool) start(t *task) {
+	p.queued--
+	p.running++
+	t.q.running++
+}
+
+// park makes q wait until at. p.mu is held.
+func (p *Pool) park(q *queue, at time.Duration) {
+	q.where, q.wakeAt = parked, at
+	p.parked.push(q)
+}
+
+// slotRecheck is how often queues waiting for a concurrency slot are looked
+// at again when no task of the pool ends (the slots may be held by calls
+// outside the pool).
+const slotRecheck = 50 * time.Millisecond
+
+// arm makes sure a waiter wakes when the first parked queue (or a queue
+// waiting for a slot) may go. p.mu is held.
+func (p *Pool) arm() {
+	at := time.Duration(0)
+	if p.parked.Len() > 0 {
+		at = p.parked.min().wakeAt
+	}
+	if len(p.slots) > 0 {
+		if s := p.now() + slotRecheck; at == 0 || s < at {
+			at = s
+		}
+	}
+	if at == 0 || (p.armedAt != 0 && p.armedAt <= at) {
+		return
+	}
+	p.armedAt = at
+	d := max(0, at-p.now())
+	go func() {
+		if p.clock.Sleep(p.ctx, d) != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.armedAt == at {
+			p.armedAt = 0
+		}
+		for _, q := range p.slots {
+			p.ring.push(q)
+		}
+		p.slots = p.slots[:0]
+		p.signal()
+		p.mu.Unlock()
+	}()
+}
+
+// finish records the end of t, which returned err. p.mu is not held.
+func (p *Pool) finish(t *task, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := t.q
+	q.running--
+	p.running--
+	if q.where == admitting && !t.decided {
+		p.decide(q) // it made no governed call, or not to its scope
+	}
+	if t.deferredErr != nil {
+		// Nothing of it was sent: back to the head of its queue.
+		t.deferredErr, t.decided = nil, false
+		q.pushFront(t)
+		p.queued++
+		q.deferred++
+		p.deferred++
+		switch {
+		case q.where != nowhere && q.where != admitting:
+		case t.deferredWait > 0:
+			if q.where == nowhere {
+				p.park(q, p.now()+t.deferredWait)
+			}
+		default:
+			q.where = slotted
+			p.slots = append(p.slots, q)
+		}
+	} else if err != nil {
+		q.failed++
+		p.failed++
+		p.errs = append(p.errs, err)
+	} else {
+		q.done++
+		p.done++
+	}
+	// A task ended: a slot may be free again.
+	for _, s := range p.slots {
+		p.ring.push(s)
+	}
+	p.slots = p.slots[:0]
+	if p.queued > 0 && p.idle == 0 && p.workers < p.limit {
+		p.workers++
+		p.wg.Add(1)
+		go p.work()
+	}
+	p.signal()
+}
+
+// decide ends q's admission of its task in flight: q is ready again if it
+// has tasks. p.mu is held.
+func (p *Pool) decide(q *queue) {
+	if q.where != admitting {
+		return
+	}
+	q.where = nowhere
+	if q.n > 0 {
+		p.ring.push(q)
+	}
+}
+
+// drop drops every queued task of a stopped pool: each is a loss of the
+// task's ledger, if its context carries one. p.mu is held.
+func (p *Pool) drop() {
+	if p.queued == 0 {
+		return
+	}
+	cause := context.Cause(p.ctx)
+	for _, q := range p.scopes {
+		for t := q.pop(); t != nil; t = q.pop() {
+			resilience.LedgerOf(t.ctx).Record(resilience.LossCancelled, fmt.Sprintf("%s: task not run: %v", q.scope, cause))
+			p.queued--
+			p.dropped++
+		}
+	}
+	if p.stopCause == nil {
+		p.stopCause = cause
+	}
+}
+
+// Wait waits until every task submitted (by Go, from anywhere, tasks
+// included) has returned or been dropped, cancels the pool's context, and
+// returns the tasks' errors joined (errors.Join), with the context's cause
+// when the pool was stopped with tasks still queued. A task refused before
+// it sent anything and run again counts once, by its last run.
+func (p *Pool) Wait() error {
+	p.mu.Lock()
+	for p.queued > 0 || p.running > 0 {
+		if p.ctx.Err() != nil && p.queued > 0 {
+			p.drop()
+			continue
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		<-changed
+		p.mu.Lock()
+	}
+	p.waited = true
+	errs := p.errs
+	if p.stopCause != nil {
+		errs = append(errs, p.stopCause)
+	}
+	p.mu.Unlock()
+	p.cancel(context.Canceled)
+	p.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// task is one queued function.
+type task struct {
+	ctx  context.Context
+	fn   func(context.Context) error
+	p    *Pool
+	q    *queue
+	next *task
+
+	// What its first call's admission said (under p.mu).
+	decided      bool
+	deferredWait time.Duration
+	deferredErr  error
+}
+
+// run calls the task's function with its first call held by the governor
+// (resilience.WithAdmission), turning a panic into an error.
+func (t *task) run() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	ctx := t.ctx
+	if t.q.scope.Provider != "" {
+		ctx = resilience.WithAdmission(ctx, t, t.p.maxWait)
+	}
+	return t.fn(ctx)
+}
+
+// Decided implements resilience.Admission: the task's first call went (or
+// ended, recorded): the next task of its scope may be given a worker.
+func (t *task) Decided() {
+	p := t.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.decided = true
+	p.decide(t.q)
+	p.wake()
+}
+
+// Deferred implements resilience.Admission: the task's first call would
+// have waited; the task goes back to its queue when it returns, and its
+// scope waits until it may go.
+func (t *task) Deferred(wait time.Duration, err error) {
+	p := t.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.decided, t.deferredWait, t.deferredErr = true, wait, err
+	q := t.q
+	if q.where == admitting {
+		q.where = nowhere
+		switch {
+		case wait > 0:
+			p.park(q, p.now()+wait)
+		default:
+			q.where = slotted
+			p.slots = append(p.slots, q)
+		}
+	}
+	p.wake()
+}
+
+// PanicError is the error of a task that panicked: the pool recovers it,
+// so that one task does not end the scan, and reports it with the others.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("pool: task panicked: %v", e.Value) }

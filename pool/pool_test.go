@@ -1,0 +1,330 @@
+//go:build go1.25
+
+package pool
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// apiErr is an SDK-shaped error answer.
+type apiErr struct {
+	code   string
+	status int
+	header http.Header
+}
+
+func (e *apiErr) Error() string       { return e.code }
+func (e *apiErr) ErrorCode() string   { return e.code }
+func (e *apiErr) HTTPStatusCode() int { return e.status }
+func (e *apiErr) Header() http.Header { return e.header }
+
+func throttleAfter(d time.Duration) error {
+	return &apiErr{code: "Throttling", status: 400, header: http.Header{"Retry-After": {strconv.Itoa(int(d.Seconds()))}}}
+}
+
+func scope(op string) resilience.Scope {
+	return resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "svc", Operation: op}
+}
+
+// newGov is a governor with every operation its own leaf at rate rps
+// (burst 1), and a fixed random source.
+func newGov(t *testing.T, rps float64, cfg resilience.Config) *resilience.Governor {
+	t.Helper()
+	if cfg.AWS.Services == nil {
+		cfg.AWS.Services = map[string]resilience.ServiceConfig{}
+	}
+	perOp := true
+	cfg.AWS.Services["svc"] = resilience.ServiceConfig{MaxRPS: rps, Burst: 1, PerOperation: &perOp}
+	g, err := resilience.NewGovernor(cfg, resilience.WithRandom(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// call is a task's governed call of scope s, answered after latency.
+func call(g *resilience.Governor, s resilience.Scope, latency time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return resilience.Do(ctx, s, func(ctx context.Context) error {
+			time.Sleep(latency)
+			return nil
+		}, resilience.WithGovernor(g))
+	}
+}
+
+// pause makes the provider pause s for d (a Retry-After).
+func pause(t *testing.T, g *resilience.Governor, s resilience.Scope, d time.Duration) {
+	t.Helper()
+	resilience.Do(context.Background(), s, func(context.Context) error { return throttleAfter(d) },
+		resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+}
+
+// plainPool is the pool a user writes: W goroutines fed by a channel.
+func plainPool(w int, tasks []func()) {
+	ch := make(chan func())
+	var wg sync.WaitGroup
+	for range w {
+		wg.Go(func() {
+			for f := range ch {
+				f()
+			}
+		})
+	}
+	for _, f := range tasks {
+		ch <- f
+	}
+	close(ch)
+	wg.Wait()
+}
+
+// With one scope paused for a minute, the pool keeps its workers on the
+// other scopes, whose work ends as if nothing were paused; a plain pool
+// leaves its workers waiting in the paused scope. The paused scope's
+// tasks run once the pause ends, and none is lost.
+func TestAPausedScopeHoldsNoWorker(t *testing.T) {
+	const scopes, perScope, workers = 31, 20, 8
+	for _, plain := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, 10, resilience.Config{})
+			pause(t, g, scope("op0"), 60*time.Second)
+			ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+			start := time.Now()
+			var mu sync.Mutex
+			lastOther, lastPaused := time.Duration(0), time.Duration(0)
+			record := func(paused bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if d := time.Since(start); paused {
+					lastPaused = max(lastPaused, d)
+				} else {
+					lastOther = max(lastOther, d)
+				}
+			}
+			var fns []func()
+			p, pctx := New(ctx, Workers(workers), WithGovernor(g))
+			// Interleaved, as a scan's listing would submit them.
+			for i := range perScope {
+				for s := range scopes {
+					sc := scope("op" + strconv.Itoa(s))
+					f := call(g, sc, 10*time.Millisecond)
+					run := func(ctx context.Context) error {
+						err := f(ctx)
+						record(s == 0)
+						return err
+					}
+					if plain {
+						fns = append(fns, func() { run(ctx) })
+					} else {
+						p.Go(pctx, sc, run)
+					}
+					_ = i
+				}
+			}
+			if plain {
+				plainPool(workers, fns)
+			}
+			if err := p.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if ledger.Degraded() {
+				t.Fatalf("lost calls: %s", ledger.Describe())
+			}
+			// Each other scope's 20 calls at 10 rps (burst 1): about 2 s. The
+			// paused scope's run at 5 rps from the pause's end: its throttle
+			// halved it.
+			if plain {
+				if lastOther < 55*time.Second {
+					t.Fatalf("the plain pool finished the other scopes by %v; the test no longer shows head-of-line blocking", lastOther)
+				}
+				t.Logf("plain pool: other scopes done at %v, paused scope at %v", lastOther, lastPaused)
+				return
+			}
+			if lastOther > 2500*time.Millisecond || lastPaused < 60*time.Second || lastPaused > 65*time.Second {
+				t.Fatalf("other scopes done at %v (want about 2 s), the paused one at %v (want about 64 s)", lastOther, lastPaused)
+			}
+			if pr := p.Progress(); pr.Done != scopes*perScope || pr.Queued != 0 || pr.Running != 0 {
+				t.Fatalf("progress %+v", pr)
+			}
+		})
+	}
+}
+
+// Tasks may submit tasks; Wait waits for all of them and joins their
+// errors; a panic is an error, and the other tasks go on.
+func TestNestedTasksErrorsAndPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var ran atomic.Int64
+		boom := errors.New("boom")
+		for a := range 3 {
+			p.Go(ctx, resilience.Scope{}, func(ctx context.Context) error { // a fan-out with no call of its own
+				for r := range 4 {
+					sc := scope("op" + strconv.Itoa(a*4+r))
+					p.Go(ctx, sc, func(ctx context.Context) error {
+						ran.Add(1)
+						if err := call(g, sc, time.Millisecond)(ctx); err != nil {
+							return err
+						}
+						if a == 1 && r == 2 {
+							return boom
+						}
+						if a == 2 && r == 3 {
+							panic("bad item")
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+		}
+		err := p.Wait()
+		var pe *PanicError
+		if ran.Load() != 12 || !errors.Is(err, boom) || !errors.As(err, &pe) || pe.Value != "bad item" {
+			t.Fatalf("ran %d, err %v", ran.Load(), err)
+		}
+		if pr := p.Progress(); pr.Done != 13 || pr.Failed != 2 {
+			t.Fatalf("progress %+v", pr)
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("Go after Wait did not panic")
+				}
+			}()
+			p.Go(ctx, resilience.Scope{}, func(context.Context) error { return nil })
+		}()
+	})
+}
+
+// A first call refused because its scope was busy after all (another
+// caller took the token) is not lost: its task runs again when the scope
+// can go, and nothing is recorded.
+func TestARefusedFirstCallRunsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		sc := scope("op")
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(2), WithGovernor(g))
+		var runs atomic.Int64
+		p.Go(pctx, sc, func(ctx context.Context) error {
+			if runs.Add(1) == 1 {
+				// Someone outside the pool takes the token first.
+				if err := call(g, sc, 0)(context.Background()); err != nil {
+					return err
+				}
+			}
+			return call(g, sc, 0)(ctx)
+		})
+		start := time.Now()
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if runs.Load() != 2 || time.Since(start) != time.Second || ledger.Degraded() {
+			t.Fatalf("%d runs in %v, ledger %q", runs.Load(), time.Since(start), ledger.Describe())
+		}
+		if pr := p.Progress(); pr.Deferred != 1 || pr.Done != 1 {
+			t.Fatalf("progress %+v", pr)
+		}
+	})
+}
+
+// A dead scope's queue fails fast: once its breaker is open, its queued
+// tasks end at once, each call recorded as skipped, while other scopes go
+// on.
+func TestADeadScopeFailsFast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		dead := scope("dead")
+		for range 5 {
+			resilience.Do(context.Background(), dead, func(context.Context) error { return &apiErr{code: "Throttling", status: 400} },
+				resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		}
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(4), WithGovernor(g))
+		for range 50 {
+			p.Go(pctx, dead, call(g, dead, time.Second))
+			p.Go(pctx, scope("live"), call(g, scope("live"), 10*time.Millisecond))
+		}
+		start := time.Now()
+		err := p.Wait()
+		if !errors.Is(err, resilience.ErrCircuitOpen) || ledger.Count(resilience.LossSkipped) != 50 {
+			t.Fatalf("err %v, ledger %q", err, ledger.Describe())
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("the scan took %v: the dead scope's queue did not fail fast", d)
+		}
+	})
+}
+
+// Cancelling the pool's context stops it promptly: no task starts, the
+// queued ones are dropped and recorded in their ledgers, Wait returns
+// once the running ones return, and no goroutine is left (the bubble
+// would report it).
+func TestCancelStopsEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		parent, cancel := context.WithCancel(context.Background())
+		ctx, ledger := resilience.WithLedger(parent, "scan")
+		p, pctx := New(ctx, Workers(4), WithGovernor(g))
+		for i := range 100 {
+			sc := scope("op" + strconv.Itoa(i%3))
+			p.Go(pctx, sc, call(g, sc, 10*time.Millisecond))
+		}
+		time.Sleep(2500 * time.Millisecond)
+		cancel()
+		start := time.Now()
+		err := p.Wait()
+		if !errors.Is(err, context.Canceled) || time.Since(start) > 20*time.Millisecond {
+			t.Fatalf("Wait returned %v after %v", err, time.Since(start))
+		}
+		pr := p.Progress()
+		if pr.Dropped == 0 || pr.Done+pr.Failed+pr.Dropped != 100 || ledger.Count(resilience.LossCancelled) < pr.Dropped {
+			t.Fatalf("progress %+v, ledger %q", pr, ledger.Describe())
+		}
+	})
+}
+
+// Progress shows each scope's state and an ETA from its rate.
+func TestProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 2, resilience.Config{})
+		pause(t, g, scope("paused"), 30*time.Second)
+		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		hold := make(chan struct{})
+		p.Go(ctx, scope("busy"), func(ctx context.Context) error {
+			return resilience.Do(ctx, scope("busy"), func(context.Context) error { <-hold; return nil }, resilience.WithGovernor(g))
+		})
+		for range 10 {
+			p.Go(ctx, scope("paused"), call(g, scope("paused"), 0))
+			p.Go(ctx, scope("busy"), call(g, scope("busy"), 0))
+		}
+		synctest.Wait()
+		pr := p.Progress()
+		if pr.Running != 1 || pr.Queued != 20 || len(pr.Scopes) != 2 {
+			t.Fatalf("progress %+v", pr)
+		}
+		busy, paused := pr.Scopes[0], pr.Scopes[1]
+		if paused.State != "waiting" || paused.Wait < 29*time.Second || paused.ETA < 33*time.Second || busy.Rate != 2 {
+			t.Fatalf("scopes %+v", pr.Scopes)
+		}
+		if pr.ETA != paused.ETA || pr.String() == "" {
+			t.Fatalf("ETA %v, %q", pr.ETA, pr)
+		}
+		close(hold)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

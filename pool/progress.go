@@ -1,0 +1,113 @@
+package pool
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// Progress is where a pool's work stands: its tasks by state, per scope
+// and in all, and how long the queued work needs at the scopes' current
+// rates.
+type Progress struct {
+	Queued, Running, Done, Failed int
+	// Deferred counts the first calls the governor refused before sending
+	// (the scope was busy after all) and whose tasks ran again later.
+	Deferred int
+	// Dropped counts the tasks a stopped pool never ran.
+	Dropped int
+	// ETA is the longest of the scopes' ETAs: when the queued work should
+	// be done if every scope keeps its current rate.
+	ETA    time.Duration
+	Scopes []ScopeProgress // sorted by scope
+}
+
+// ScopeProgress is one scope's share of a Progress.
+type ScopeProgress struct {
+	Scope                                   resilience.Scope
+	Queued, Running, Done, Failed, Deferred int
+	// State is "idle" (nothing queued), "ready" (its next task can go),
+	// "waiting" (for a rate token or a pause), "open" (its breaker is
+	// open) or "slot" (its account's concurrency cap is full).
+	State string
+	Wait  time.Duration // until the scope may go, when it is waiting or open
+	Rate  float64       // the scope's rate now, in calls per second
+	// ETA is Wait plus the queued tasks over Rate: when the scope's queued
+	// work should be done, one call per task.
+	ETA time.Duration
+}
+
+// Progress returns where the pool's work stands now. It reads the
+// governor, changing nothing.
+func (p *Pool) Progress() Progress {
+	p.mu.Lock()
+	pr := Progress{Queued: p.queued, Running: p.running, Done: p.done, Failed: p.failed, Deferred: p.deferred, Dropped: p.dropped}
+	pr.Scopes = make([]ScopeProgress, 0, len(p.scopes))
+	for _, q := range p.scopes {
+		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred})
+	}
+	p.mu.Unlock()
+	for i := range pr.Scopes {
+		s := &pr.Scopes[i]
+		s.State = "idle"
+		if s.Scope.Provider == "" {
+			if s.Queued > 0 {
+				s.State = "ready"
+			}
+			continue
+		}
+		s.Rate = p.gov.Inspect(s.Scope).Leaf.Rate
+		if s.Queued == 0 {
+			continue
+		}
+		d, why := p.gov.Delay(s.Scope)
+		switch {
+		case why == nil:
+			s.State = "ready"
+		case errors.Is(why, resilience.ErrCircuitOpen):
+			s.State, s.Wait = "open", d
+		case errors.Is(why, resilience.ErrNoSlot):
+			s.State = "slot"
+		default:
+			s.State, s.Wait = "waiting", d
+		}
+		s.ETA = s.Wait
+		if s.Rate > 0 {
+			s.ETA += time.Duration(float64(s.Queued) / s.Rate * float64(time.Second))
+		}
+		pr.ETA = max(pr.ETA, s.ETA)
+	}
+	slices.SortFunc(pr.Scopes, func(a, b ScopeProgress) int {
+		return cmp.Compare(a.Scope.Key(), b.Scope.Key())
+	})
+	return pr
+}
+
+// String renders the progress as one line:
+//
+//	done 310/726 (2 failed), running 16, queued 400 (3 scopes waiting, 1 open), ETA 12s
+func (pr Progress) String() string {
+	waiting, open := 0, 0
+	for _, s := range pr.Scopes {
+		switch s.State {
+		case "waiting", "slot":
+			waiting++
+		case "open":
+			open++
+		}
+	}
+	total := pr.Done + pr.Failed + pr.Running + pr.Queued
+	line := fmt.Sprintf("done %d/%d", pr.Done+pr.Failed, total)
+	if pr.Failed > 0 {
+		line += fmt.Sprintf(" (%d failed)", pr.Failed)
+	}
+	line += fmt.Sprintf(", running %d, queued %d", pr.Running, pr.Queued)
+	if waiting+open > 0 {
+		line += fmt.Sprintf(" (%d scopes waiting, %d open)", waiting, open)
+	}
+	return line + fmt.Sprintf(", ETA %s", pr.ETA.Round(time.Second))
+}
