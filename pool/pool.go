@@ -87,14 +87,14 @@ type Pool struct {
 	epoch   time.Time
 
 	mu        sync.Mutex
+	quiet     sync.Cond // broadcast when nothing is queued or running, for Wait
 	scopes    map[resilience.Scope]*queue
-	ring      ring          // queues whose head may be ready, in turn
-	parked    parkedHeap    // queues waiting for their scope, by time
-	slots     []*queue      // queues waiting for a concurrency slot
-	changed   chan struct{} // closed at every change, then replaced
-	armedAt   time.Duration // the wake-up armed for the parked queues; 0: none
-	workers   int           // worker goroutines alive
-	idle      int           // of which waiting for work
+	ring      ring       // queues whose head may be ready, in turn
+	parked    parkedHeap // queues waiting for their scope, by time
+	slots     []*queue   // queues waiting for a concurrency slot
+	armedAt   time.Duration
+	armStop   context.CancelFunc // stops the wake-up armed for armedAt
+	workers   int                // worker goroutines alive: each runs a task or looks for one
 	queued    int
 	running   int
 	done      int
@@ -112,7 +112,8 @@ type Pool struct {
 // a task with the context given to Go, and stops starting tasks when ctx is
 // done).
 func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
-	p := &Pool{limit: 16, scopes: map[resilience.Scope]*queue{}, changed: make(chan struct{})}
+	p := &Pool{limit: 16, scopes: map[resilience.Scope]*queue{}}
+	p.quiet.L = &p.mu
 	for _, o := range opts {
 		o.apply(p)
 	}
@@ -124,8 +125,9 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
 	context.AfterFunc(p.ctx, func() {
 		p.mu.Lock()
-		p.signal()
-		p.mu.Unlock()
+		defer p.mu.Unlock()
+		p.drop()
+		p.settle()
 	})
 	return p, p.ctx
 }
@@ -137,14 +139,19 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // from the pool's context). fn's first governed call should be to scope.
 // A task whose first call is refused for want of a token, a slot or a
 // verdict runs again once its scope can go, from the start: it should do
-// nothing before that call that must not be done twice. Go does not block.
-// It panics once Wait has returned.
+// nothing before that call that must not be done twice, and return the
+// call's error. Go does not block. It panics once Wait has returned.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	t := &task{ctx: ctx, fn: fn, p: p}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.waited {
 		panic("pool: Go after Wait returned")
+	}
+	if p.ctx.Err() != nil {
+		t.q = &queue{scope: scope}
+		p.dropTask(t, p.dropReason(t.q))
+		return
 	}
 	q := p.scopes[scope]
 	if q == nil {
@@ -156,31 +163,22 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	p.queued++
 	if q.where == nowhere {
 		p.ring.push(q)
+		p.wake()
 	}
-	p.wake()
 }
 
-// wake gets a worker to look for work: an idle one, or a new one within the
-// limit. p.mu is held.
+// wake starts a worker to look for work, within the limit; a worker that
+// finds none ends, so that no goroutine waits on an idle pool. p.mu is
+// held.
 func (p *Pool) wake() {
-	switch {
-	case p.idle > 0:
-		p.signal()
-	case p.workers < p.limit:
+	if p.workers < p.limit && p.ctx.Err() == nil {
 		p.workers++
 		p.wg.Add(1)
 		go p.work()
 	}
 }
 
-// signal tells every waiter that something changed. p.mu is held.
-func (p *Pool) signal() {
-	close(p.changed)
-	p.changed = make(chan struct{})
-}
-
-// work is a worker: it runs ready tasks until there is nothing more to
-// wait for.
+// work is a worker: it runs ready tasks until none is ready.
 func (p *Pool) work() {
 	defer p.wg.Done()
 	for {
@@ -193,35 +191,18 @@ func (p *Pool) work() {
 	}
 }
 
-// next returns the next task to run, waiting while every queued task's
-// scope is busy; nil when no task is queued (the worker ends: Go starts one
-// again), or the pool is stopped.
+// next returns the next task to run, or nil when none is ready now (the
+// worker ends; a queue that becomes ready starts one again).
 func (p *Pool) next() *task {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for {
-		if p.ctx.Err() != nil {
-			p.drop()
-			p.workers--
-			p.signal()
-			return nil
-		}
+	if p.ctx.Err() == nil {
 		if t := p.pick(); t != nil {
 			return t
 		}
-		if p.queued == 0 || p.idle >= p.queued {
-			// Nothing left, or enough workers wait for what is queued.
-			p.workers--
-			return nil
-		}
-		p.arm()
-		changed := p.changed
-		p.idle++
-		p.mu.Unlock()
-		<-changed
-		p.mu.Lock()
-		p.idle--
 	}
+	p.workers--
+	return nil
 }
 
 // pick returns a task whose scope can go now, taking the queues in turn,
@@ -253,8 +234,7 @@ func (p *Pool) pick() *task {
 			p.start(t)
 			return t
 		case errors.Is(why, resilience.ErrNoSlot):
-			q.where = slotted
-			p.slots = append(p.slots, q)
+			p.slot(q, now)
 		default:
 			p.park(q, now+d)
 		}
@@ -273,6 +253,7 @@ func (p *Pool) start(t *task) {
 func (p *Pool) park(q *queue, at time.Duration) {
 	q.where, q.wakeAt = parked, at
 	p.parked.push(q)
+	p.arm(at)
 }
 
 // slotRecheck is how often queues waiting for a concurrency slot are looked
@@ -280,37 +261,58 @@ func (p *Pool) park(q *queue, at time.Duration) {
 // outside the pool).
 const slotRecheck = 50 * time.Millisecond
 
-// arm makes sure a waiter wakes when the first parked queue (or a queue
-// waiting for a slot) may go. p.mu is held.
-func (p *Pool) arm() {
-	at := time.Duration(0)
-	if p.parked.Len() > 0 {
-		at = p.parked.min().wakeAt
-	}
-	if len(p.slots) > 0 {
-		if s := p.now() + slotRecheck; at == 0 || s < at {
-			at = s
+// slot makes q wait for a concurrency slot: until a task of the pool ends,
+// or slotRecheck. p.mu is held.
+func (p *Pool) slot(q *queue, now time.Duration) {
+	q.where = slotted
+	p.slots = append(p.slots, q)
+	p.arm(now + slotRecheck)
+}
+
+// unslot puts the queues waiting for a slot back in turn. p.mu is held.
+func (p *Pool) unslot() {
+	for _, q := range p.slots {
+		if q.where == slotted {
+			p.ring.push(q)
 		}
 	}
-	if at == 0 || (p.armedAt != 0 && p.armedAt <= at) {
+	p.slots = p.slots[:0]
+}
+
+// arm makes sure a worker is started at at, when a parked queue may go. p.mu
+// is held.
+func (p *Pool) arm(at time.Duration) {
+	if p.armedAt != 0 && p.armedAt <= at {
 		return
 	}
+	if p.armStop != nil {
+		p.armStop()
+	}
 	p.armedAt = at
+	ctx, stop := context.WithCancel(p.ctx)
+	p.armStop = stop
 	d := max(0, at-p.now())
+	p.wg.Add(1)
 	go func() {
-		if p.clock.Sleep(p.ctx, d) != nil {
+		defer p.wg.Done()
+		defer stop()
+		if p.clock.Sleep(ctx, d) != nil {
 			return
 		}
 		p.mu.Lock()
-		if p.armedAt == at {
-			p.armedAt = 0
+		defer p.mu.Unlock()
+		if p.armedAt != at {
+			return
 		}
-		for _, q := range p.slots {
-			p.ring.push(q)
+		p.armedAt, p.armStop = 0, nil
+		p.unslot()
+		if p.parked.Len() > 0 {
+			p.arm(p.parked.min().wakeAt)
 		}
-		p.slots = p.slots[:0]
-		p.signal()
-		p.mu.Unlock()
+		if len(p.slots) > 0 {
+			p.arm(p.now() + slotRecheck)
+		}
+		p.wake()
 	}()
 }
 
@@ -324,23 +326,18 @@ func (p *Pool) finish(t *task, err error) {
 	if q.where == admitting && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
-	if t.deferredErr != nil {
+	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
 		t.deferredErr, t.decided = nil, false
 		q.pushFront(t)
 		p.queued++
 		q.deferred++
 		p.deferred++
-		switch {
-		case q.where != nowhere && q.where != admitting:
-		case t.deferredWait > 0:
-			if q.where == nowhere {
-				p.park(q, p.now()+t.deferredWait)
-			}
-		default:
-			q.where = slotted
-			p.slots = append(p.slots, q)
+		if q.where == nowhere { // Deferred placed it already, unless decided since
+			p.ring.push(q)
 		}
+	} else if t.deferredErr != nil {
+		p.dropTask(t, p.dropReason(q))
 	} else if err != nil {
 		q.failed++
 		p.failed++
@@ -349,17 +346,15 @@ func (p *Pool) finish(t *task, err error) {
 		q.done++
 		p.done++
 	}
-	// A task ended: a slot may be free again.
-	for _, s := range p.slots {
-		p.ring.push(s)
+	p.unslot() // a task ended: a slot may be free again
+	p.settle()
+}
+
+// settle wakes Wait when nothing is queued or running. p.mu is held.
+func (p *Pool) settle() {
+	if p.queued == 0 && p.running == 0 {
+		p.quiet.Broadcast()
 	}
-	p.slots = p.slots[:0]
-	if p.queued > 0 && p.idle == 0 && p.workers < p.limit {
-		p.workers++
-		p.wg.Add(1)
-		go p.work()
-	}
-	p.signal()
 }
 
 // decide ends q's admission of its task in flight: q is ready again if it
@@ -371,25 +366,38 @@ func (p *Pool) decide(q *queue) {
 	q.where = nowhere
 	if q.n > 0 {
 		p.ring.push(q)
+		p.wake()
 	}
 }
 
-// drop drops every queued task of a stopped pool: each is a loss of the
-// task's ledger, if its context carries one. p.mu is held.
+// drop drops every queued task of a stopped pool. p.mu is held.
 func (p *Pool) drop() {
-	if p.queued == 0 {
-		return
-	}
-	cause := context.Cause(p.ctx)
 	for _, q := range p.scopes {
+		if q.n == 0 {
+			continue
+		}
+		reason := p.dropReason(q)
 		for t := q.pop(); t != nil; t = q.pop() {
-			resilience.LedgerOf(t.ctx).Record(resilience.LossCancelled, fmt.Sprintf("%s: task not run: %v", q.scope, cause))
 			p.queued--
-			p.dropped++
+			p.dropTask(t, reason)
 		}
 	}
+}
+
+// dropReason is what the ledger lists for a task of q the stopped pool did
+// not run.
+func (p *Pool) dropReason(q *queue) string {
+	return fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(p.ctx))
+}
+
+// dropTask drops t, a task the stopped pool will not run: a loss of the
+// ledger its context carries, if any. p.mu is held.
+func (p *Pool) dropTask(t *task, reason string) {
+	resilience.LedgerOf(t.ctx).Record(resilience.LossCancelled, reason)
+	t.q.dropped++
+	p.dropped++
 	if p.stopCause == nil {
-		p.stopCause = cause
+		p.stopCause = context.Cause(p.ctx)
 	}
 }
 
@@ -401,14 +409,7 @@ func (p *Pool) drop() {
 func (p *Pool) Wait() error {
 	p.mu.Lock()
 	for p.queued > 0 || p.running > 0 {
-		if p.ctx.Err() != nil && p.queued > 0 {
-			p.drop()
-			continue
-		}
-		changed := p.changed
-		p.mu.Unlock()
-		<-changed
-		p.mu.Lock()
+		p.quiet.Wait()
 	}
 	p.waited = true
 	errs := p.errs
@@ -458,7 +459,6 @@ func (t *task) Decided() {
 	defer p.mu.Unlock()
 	t.decided = true
 	p.decide(t.q)
-	p.wake()
 }
 
 // Deferred implements resilience.Admission: the task's first call would
@@ -471,16 +471,12 @@ func (t *task) Deferred(wait time.Duration, err error) {
 	t.decided, t.deferredWait, t.deferredErr = true, wait, err
 	q := t.q
 	if q.where == admitting {
-		q.where = nowhere
-		switch {
-		case wait > 0:
+		if wait > 0 {
 			p.park(q, p.now()+wait)
-		default:
-			q.where = slotted
-			p.slots = append(p.slots, q)
+		} else {
+			p.slot(q, p.now())
 		}
 	}
-	p.wake()
 }
 
 // PanicError is the error of a task that panicked: the pool recovers it,

@@ -27,7 +27,7 @@ type queue struct {
 	wakeAt     time.Duration // parked: when its scope may go
 	heap       int           // its index in the parked heap; -1: not in it
 
-	running, done, failed, deferred int
+	running, done, failed, deferred, dropped int
 }
 
 func (q *queue) push(t *task) {

@@ -131,14 +131,25 @@ func (a *admission) claim() bool { return !a.claimed.Load() && a.claimed.Compare
 // skip: a dead scope's queue fails fast. Package pool is the scheduler of
 // this module; any scheduler can be built on it.
 func WithAdmission(ctx context.Context, a Admission, maxWait time.Duration) context.Context {
-	ab := &admitted{binding: *bindingOf(ctx)}
-	ab.adm = admission{a: a, maxWait: max(maxWait, 0)}
-	ab.binding.adm, ab.binding.held = &ab.adm, true
-	return context.WithValue(ctx, bindingKey{}, &ab.binding)
+	ac := &admittedCtx{Context: ctx, b: *bindingOf(ctx)}
+	ac.adm = admission{a: a, maxWait: max(maxWait, 0)}
+	ac.b.adm, ac.b.held = &ac.adm, true
+	return ac
 }
 
-// admitted is a binding and its admission, in one allocation.
-type admitted struct {
-	binding
+// admittedCtx is a context carrying a binding with an admission: the
+// context, the binding and the admission in one allocation (a scheduler
+// makes one per task).
+type admittedCtx struct {
+	context.Context
+	b   binding
 	adm admission
+}
+
+// Value returns the binding for bindingKey, and asks the parent otherwise.
+func (c *admittedCtx) Value(key any) any {
+	if key == (bindingKey{}) {
+		return &c.b
+	}
+	return c.Context.Value(key)
 }

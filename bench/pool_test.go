@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/cloudg/cloudg/pool"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// BenchmarkPool is the cost of submitting one task and dispatching it to a
+// worker, which runs a governed call: the pool of package pool (its
+// governor asked whether the task's scope can go, the task's first call
+// held by the governor) beside a plain pool of goroutines fed by a
+// channel, over the same governed call. Tasks spread over 64 scopes; 16
+// workers.
+func BenchmarkPool(b *testing.B) {
+	const workers, scopes = 16, 64
+	ctx := context.Background()
+	g := governor(b)
+	sc := make([]resilience.Scope, scopes)
+	for i := range sc {
+		sc[i] = scope
+		sc[i].Operation = "Describe" + strconv.Itoa(i)
+	}
+	opt := resilience.WithGovernor(g)
+	b.Run("channel-pool", func(b *testing.B) {
+		b.ReportAllocs()
+		ch := make(chan resilience.Scope, workers)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for s := range ch {
+					resilience.Do(ctx, s, work, opt)
+				}
+			})
+		}
+		i := 0
+		for b.Loop() {
+			ch <- sc[i%scopes]
+			i++
+		}
+		close(ch)
+		wg.Wait()
+	})
+	b.Run("scope-pool", func(b *testing.B) {
+		b.ReportAllocs()
+		p, pctx := pool.New(ctx, pool.Workers(workers), pool.WithGovernor(g))
+		i := 0
+		for b.Loop() {
+			s := sc[i%scopes]
+			p.Go(pctx, s, func(ctx context.Context) error { return resilience.Do(ctx, s, work, opt) })
+			i++
+		}
+		if err := p.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkPoolQueued is the memory a queued task costs: a million tasks
+// queued behind a scope that cannot go, in bytes per task (the task's
+// closure included, as a scanner's would be).
+func BenchmarkPoolQueued(b *testing.B) {
+	const n = 1_000_000
+	for b.Loop() {
+		g := governor(b)
+		ctx, cancel := context.WithCancel(context.Background())
+		p, pctx := pool.New(ctx, pool.Workers(16), pool.WithGovernor(g))
+		hold := make(chan struct{})
+		blocker := scope
+		blocker.Operation = "Blocked"
+		// One task holds the only worker... of the queue: the scope's first
+		// task runs and blocks, so that the others stay queued.
+		p.Go(pctx, blocker, func(ctx context.Context) error {
+			<-hold
+			return nil
+		})
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			id := i
+			p.Go(pctx, blocker, func(ctx context.Context) error { _ = id; return nil })
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/queued-task")
+		cancel()
+		close(hold)
+		p.Wait()
+	}
+}
