@@ -49,6 +49,14 @@ type ProviderConfig struct {
 	AccountMaxRPS *float64 `yaml:"account_max_rps,omitempty" json:"account_max_rps,omitempty"`
 	AccountBurst  float64  `yaml:"account_burst,omitempty" json:"account_burst,omitempty"`
 
+	// PerOperation: true gives every operation of every service its own
+	// leaf bucket and breaker, as EC2's have by default: most AWS APIs are
+	// limited per action, so that a throttled DescribeSecret neither slows
+	// nor pauses ListSecrets. A service's own per_operation (false) keeps
+	// it whole. nil or false: per service (except the built-in per
+	// operation services).
+	PerOperation *bool `yaml:"per_operation,omitempty" json:"per_operation,omitempty"`
+
 	// MaxConcurrency caps the calls in flight per provider x account.
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
 

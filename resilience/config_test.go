@@ -212,3 +212,32 @@ func TestLeafGranularity(t *testing.T) {
 		t.Errorf("ec2 %+v", sp)
 	}
 }
+
+// per_operation at the provider gives every service's operations their own
+// leaf (and breaker), but for a service the user keeps whole.
+func TestProviderPerOperation(t *testing.T) {
+	cfg, err := ParseConfig([]byte("aws: {per_operation: true, services: {iam: {per_operation: false}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := resolveProvider("aws", cfg.AWS, true)
+	for _, c := range []struct {
+		sc    Scope
+		perOp bool
+	}{
+		{Scope{Provider: "aws", Service: "secretsmanager", Operation: "DescribeSecret"}, true},
+		{Scope{Provider: "aws", Service: "lambda", Operation: "ListFunctions"}, true},
+		{Scope{Provider: "aws", Service: "iam", Operation: "ListRoles"}, false},
+		{Scope{Provider: "aws", Service: "ec2", Operation: "DescribeVpcs"}, true},
+	} {
+		if got := set.leafKey(c.sc).Operation != ""; got != c.perOp {
+			t.Errorf("%v: per operation %v, want %v", c.sc, got, c.perOp)
+		}
+	}
+	if plain := resolveProvider("aws", ProviderConfig{}, true); plain.leafKey(Scope{Provider: "aws", Service: "secretsmanager", Operation: "DescribeSecret"}).Operation != "" {
+		t.Error("secretsmanager is per operation by default")
+	}
+	if set.bucketsEqual(resolveProvider("aws", ProviderConfig{}, true)) {
+		t.Error("per_operation does not change the buckets")
+	}
+}

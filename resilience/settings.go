@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,8 @@ type providerSettings struct {
 	services map[string]leafSpec
 	ops      map[opKey]state.BucketSpec
 	perOp    []string // the per-operation services, for leafKey
+	allOps   bool     // every service is per operation but those of wholeSvc
+	wholeSvc []string // with allOps: the services the user keeps whole
 	opList   []opKey  // the keys of ops when they are few, for leafKey
 	global   *state.BucketSpec
 	account  *state.BucketSpec
@@ -188,6 +191,21 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		}
 		merged[k] = cur
 	}
+	if pc.PerOperation != nil && *pc.PerOperation {
+		s.allOps = true
+		for k, v := range merged {
+			if _, _, isOp := strings.Cut(k, "."); isOp {
+				continue
+			}
+			if user, ok := pc.Services[k]; ok && user.PerOperation != nil && !*user.PerOperation {
+				s.wholeSvc = append(s.wholeSvc, k)
+				continue
+			}
+			on := true
+			v.PerOperation = &on
+			merged[k] = v
+		}
+	}
 	for k, v := range merged {
 		if _, _, isOp := strings.Cut(k, "."); isOp {
 			continue
@@ -252,6 +270,9 @@ func (s *providerSettings) leafKey(sc Scope) Scope {
 			return sc
 		}
 	}
+	if s.allOps && !slices.Contains(s.wholeSvc, sc.Service) {
+		return sc
+	}
 	if s.opList != nil {
 		for _, k := range s.opList {
 			if k.service == sc.Service && k.operation == sc.Operation {
@@ -308,7 +329,8 @@ func (s *providerSettings) limitsEqual(o *providerSettings) bool {
 // bucketsEqual reports whether two settings make the same buckets.
 func (s *providerSettings) bucketsEqual(o *providerSettings) bool {
 	if s.leaf != o.leaf || !specPtrEqual(s.global, o.global) || !specPtrEqual(s.account, o.account) ||
-		len(s.services) != len(o.services) || len(s.ops) != len(o.ops) {
+		len(s.services) != len(o.services) || len(s.ops) != len(o.ops) ||
+		s.allOps != o.allOps || !slices.Equal(s.wholeSvc, o.wholeSvc) {
 		return false
 	}
 	for k, v := range s.services {
