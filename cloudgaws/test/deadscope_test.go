@@ -101,6 +101,9 @@ func TestDeadOperationEndsInSeconds(t *testing.T) {
 			t.Errorf("lost: stats gave up %d + skipped %d, ledger %d + %d; want %d in all (ledger %q)",
 				tot.GaveUp, tot.Rejected, gaveUp, skipped, calls, ledger.Describe())
 		}
+		if tot.Lost() != calls || ledger.Lost() != calls {
+			t.Errorf("lost %d in the stats, %d in the ledger; want %d, each once (ledger %q)", tot.Lost(), ledger.Lost(), calls, ledger.Describe())
+		}
 		if tot.Calls+tot.Rejected != calls {
 			t.Errorf("stats count %d calls and %d rejected for %d calls", tot.Calls, tot.Rejected, calls)
 		}
