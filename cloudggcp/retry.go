@@ -260,6 +260,12 @@ type governed struct {
 //   - the call's timeout is the provider's deadline (900 s) when ctx has
 //     none; a retry whose pause would pass the deadline is not made.
 //
+// A call whose context ends while gax sleeps before a retry is recorded as
+// cancelled by a watch of ctx, since gax returns without telling its
+// Retryer: the record is made as ctx ends, on a goroutine of its own, and
+// may come a moment after the call returned (Do and the listings record it
+// before they return).
+//
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
 // and ctx's ledger); an empty budget is a give-up without a breaker
