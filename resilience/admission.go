@@ -184,7 +184,10 @@ func (gd *Guard) stopByContext(err error) error {
 // sooner) wakes the wait, which then goes at the reservation's new time. A
 // verdict of the scope's breaker wakes the wait too: a call that has not
 // been sent yet, or a retry, asks the breaker again, and a breaker that
-// opened meanwhile (a dead scope) ends it as it would have refused it.
+// opened meanwhile (a dead scope) ends it as it would have refused it; for
+// a provider that waits for its breakers' verdicts (breaker_wait), the
+// call gives its tokens back, waits for the verdict as admit has it wait,
+// and then takes fresh ones.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	w, other, leaf, level := gd.reserve(now)
 	if w <= 0 {
@@ -241,6 +244,19 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if wait, ok := gd.ask(now); !ok {
 			gd.recordWait(now-start, levelNames[level])
 			gd.cancel(now)
+			if gd.p.set.breakerWait {
+				// A provider that waits for its breakers' verdicts: the
+				// call waits for this one, within its deadline (and max
+				// wait), as admit has it wait, then takes a fresh token.
+				at, w, admitted, err := gd.waitAdmitted(ctx, now)
+				if err != nil {
+					return gd.stopByContext(err)
+				}
+				if admitted {
+					return gd.takeToken(ctx, at)
+				}
+				now, wait = at, w
+			}
 			return gd.refuseOpen(now, wait)
 		}
 	}

@@ -430,6 +430,9 @@ func (gd *Guard) After(err error) Kind {
 //     attempt's error;
 //   - a delay that would pass the deadline: recorded the same way; err is
 //     a *DeadlineExceededError wrapping the attempt's error;
+//   - a provider's hint longer than the call may wait (WithMaxWait): no
+//     breaker failure, the call is lost as refused; err is a
+//     *WouldWaitError matching ErrNoToken and wrapping the attempt's error;
 //   - an empty retry budget (every retry after the first two of a call
 //     costs a token, unless the policy skips the budget): no breaker
 //     failure, since the budget and not the service stopped the call; a
