@@ -11,10 +11,11 @@ package resilience_test
 // invariants of model_invariants_test.go hold against a small reference
 // model. Only the package's exported names are used.
 //
-// CI runs rapid's default budget (100 sequences of about 30 steps each).
-// A long soak:
+// CI runs modelChecks sequences of about modelSteps steps each. A long
+// soak (about an hour with -race on two cores; a seed to replay is
+// printed on failure):
 //
-//	go test -race -count=1 -run '^TestModel$' ./resilience/ -rapid.checks=20000 -rapid.steps=100
+//	go test -race -count=1 -timeout 0 -run '^TestModel$' ./resilience/ -rapid.checks=20000 -rapid.steps=150
 //
 // CLOUDG_MODEL_WALK=all (or a comma-separated list of names) also walks
 // the paths of the defects listed in knownOpen (model_invariants_test.go). A failure prints the shrunk
@@ -24,6 +25,7 @@ package resilience_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -42,9 +44,30 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
+// The budget of a run unless -rapid.checks and -rapid.steps say
+// otherwise: 200 sequences of about 100 steps (rapid's default of 30 is
+// short for a breaker to open, cool down and close again). About 20s with
+// -race on two cores.
+const (
+	modelChecks = "200"
+	modelSteps  = "100"
+)
+
 func TestModel(t *testing.T) {
+	for name, v := range map[string]string{"rapid.checks": modelChecks, "rapid.steps": modelSteps} {
+		if !flagSet(name) {
+			f := flag.Lookup(name)
+			old := f.Value.String()
+			f.Value.Set(v)
+			defer f.Value.Set(old)
+		}
+	}
 	prev := resilience.Default() // outside the bubbles: restored at the end
 	t.Cleanup(func() { resilience.SetDefault(prev) })
+	reached.Lock()
+	reached.m = map[string]int{}
+	reached.Unlock()
+	defer logReached(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			m := newMachine(rt)
@@ -53,6 +76,44 @@ func TestModel(t *testing.T) {
 			m.drain(rt)
 		})
 	})
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// reached tallies what the sequences of a run reached (events, breaker
+// changes, ends of calls, outcomes of guard verbs); go test -v logs it.
+var reached struct {
+	sync.Mutex
+	m map[string]int
+}
+
+func reach(what string) {
+	reached.Lock()
+	reached.m[what]++
+	reached.Unlock()
+}
+
+func logReached(t *testing.T) {
+	if !testing.Verbose() {
+		return
+	}
+	reached.Lock()
+	defer reached.Unlock()
+	keys := make([]string, 0, len(reached.m))
+	for k := range reached.m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %-70s %d", k, reached.m[k])
+	}
+	t.Logf("reached:%s", b.String())
 }
 
 // ---- the answers a function gives ----
@@ -320,7 +381,7 @@ func genProvider(t *rapid.T, name string, services []string, steer map[string]bo
 	if rapid.IntRange(0, 2).Draw(t, name+" fixed rates") == 0 {
 		pc.Adaptive = ptr(false)
 	}
-	if rapid.IntRange(0, 5).Draw(t, name+" disabled") == 0 {
+	if rapid.IntRange(0, 11).Draw(t, name+" disabled") == 0 {
 		pc.Enabled = ptr(false)
 	}
 	if rapid.IntRange(0, 3).Draw(t, name+" provider bucket") == 0 {
@@ -356,7 +417,7 @@ func genConfig(t *rapid.T, prev resilience.Config, keepEnabled bool, steer map[s
 	}
 	if keepEnabled {
 		cfg.Enabled = prev.Enabled
-	} else if rapid.IntRange(0, 6).Draw(t, "all disabled") == 0 {
+	} else if rapid.IntRange(0, 14).Draw(t, "all disabled") == 0 {
 		cfg.Enabled = ptr(false)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -397,8 +458,12 @@ type sendRec struct {
 // window is a time from which every send took its token afresh: no call
 // was between its token and its send (see checkTokens).
 type window struct {
-	at  time.Time
-	seq int // the first send after it
+	at        time.Time
+	seq       int            // the first send after it
+	epochOnly bool           // only the sends of calls begun in the current epoch count
+	counted   int            // the sends counted so far
+	counts    map[string]int // by bucket
+	what      string
 }
 
 // edge is a breaker change an observer saw.
@@ -410,6 +475,7 @@ type govM struct {
 	g        *resilience.Governor
 	cfg      resilience.Config
 	next     *resilience.Config // the configuration a Configure in progress applies
+	changing bool               // a Configure or Reset is in progress: its events belong to neither side
 	observed bool
 	ctx      context.Context // the run's: carries stats
 	stats    *resilience.Stats
@@ -429,11 +495,12 @@ type govM struct {
 	unknown  map[resilience.Scope]bool               // breakers a Configure or Reset may have renewed
 	stepEdge map[resilience.Scope][]edge
 
-	epoch      int // counts Configure and Reset
-	epochStart time.Time
-	sends      []sendRec
-	windows    []window
-	held       map[string]int // slots held, by provider/account
+	epoch    int // counts Configure and Reset
+	epochWin *window
+	sends    []sendRec
+	windows  []*window
+	specs    map[string]spec // of the buckets in the current epoch
+	held     map[string]int  // slots held, by provider/account
 }
 
 type callM struct {
@@ -556,7 +623,8 @@ func (m *machine) newGov(cfg resilience.Config, observed bool) *govM {
 	gv.breaker = map[resilience.Scope]state.BreakerState{}
 	gv.unknown = map[resilience.Scope]bool{}
 	gv.stepEdge = map[resilience.Scope][]edge{}
-	gv.epochStart = time.Now()
+	gv.epochWin = &window{at: time.Now(), epochOnly: true, counts: map[string]int{}, what: "start of the epoch"}
+	gv.specs = map[string]spec{}
 	if observed {
 		opts := []resilience.Option{
 			resilience.WithObserver(observe.Func(func(e observe.Event) { m.onEvent(gv, e) })),
@@ -606,10 +674,17 @@ func (m *machine) onEvent(gv *govM, e observe.Event) {
 		gv.run[svc] = c
 	}
 	tally(c, e)
+	if e.Kind == observe.BreakerChange {
+		reach(fmt.Sprintf("event breaker_change %v -> %v", e.From, e.To))
+	} else if e.Kind == observe.GaveUp {
+		reach("event gave_up " + e.Reason)
+	} else {
+		reach("event " + e.Kind.String())
+	}
 	id := idOf(e.Context)
 	b := gv.began[id]
 	stale := m.steer[knownRetiredWait] && b[1] < gv.resets
-	if stale {
+	if stale || gv.changing {
 		tally(&gv.lifeMaybe, e)
 	} else {
 		tally(&gv.life, e)
@@ -630,7 +705,7 @@ func (m *machine) onEvent(gv *govM, e observe.Event) {
 			m.violate("illegal breaker change %v -> %v on %v", e.From, e.To, e.Scope)
 		}
 		k := modelScopes[sd].leafKey()
-		if m.steer[knownRetiredWait] && b[0] < gv.epoch {
+		if gv.changing || m.steer[knownRetiredWait] && b[0] < gv.epoch {
 			gv.unknown[k] = true // perhaps a change of the retired breaker
 			return
 		}
@@ -683,6 +758,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"release":    m.actRelease,
 		"release ":   m.actRelease,
 		"cancel":     m.actCancel,
+		"throttled":  m.actThrottled,
 		"advance":    m.actAdvance,
 		"advance ":   m.actAdvance,
 		"Begin":      m.actBegin,
@@ -713,10 +789,12 @@ func (m *machine) pickGov(t *rapid.T) (*govM, bool) {
 	return m.govs[i], false
 }
 
-var callAnswers = []answer{aOK, aOK, aThrottle, aThrottle, aThrottleHint, aTransient, aTransient, aFatal, aLocal, aPanic}
+var callAnswers = []answer{aOK, aOK, aOK, aThrottle, aThrottle, aThrottleHint, aTransient, aTransient, aFatal, aLocal, aPanic}
 
 // actDo launches a Do or Call.
-func (m *machine) actDo(t *rapid.T) {
+func (m *machine) actDo(t *rapid.T) { m.actDoWith(t, callAnswers, 0, 4) }
+
+func (m *machine) actDoWith(t *rapid.T, answers []answer, minN, maxN int) {
 	m.mu.Lock()
 	live := 0
 	for _, c := range m.calls {
@@ -730,15 +808,15 @@ func (m *machine) actDo(t *rapid.T) {
 	}
 	gv, viaDefault := m.pickGov(t)
 	sd := rapid.SampledFrom(m.scopes).Draw(t, "scope")
-	n := rapid.IntRange(0, 4).Draw(t, "scripted attempts")
+	n := rapid.IntRange(minN, maxN).Draw(t, "scripted attempts")
 	script := make([]answerStep, n)
 	for i := range script {
 		script[i] = answerStep{
-			a:     rapid.SampledFrom(callAnswers).Draw(t, "answer"),
+			a:     rapid.SampledFrom(answers).Draw(t, "answer"),
 			block: rapid.IntRange(0, 2).Draw(t, "blocks") == 0,
 		}
 	}
-	ctxKind := rapid.SampledFrom([]string{"plain", "plain", "plain", "cancelled", "timeout"}).Draw(t, "context")
+	ctxKind := rapid.SampledFrom([]string{"plain", "plain", "plain", "plain", "plain", "plain", "cancelled", "timeout"}).Draw(t, "context")
 	var timeout time.Duration
 	if ctxKind == "timeout" {
 		timeout = rapid.SampledFrom([]time.Duration{time.Second, 10 * time.Second, time.Minute}).Draw(t, "timeout")
@@ -794,6 +872,12 @@ func (m *machine) actDo(t *rapid.T) {
 	m.wg.Add(1)
 	go m.runCall(c, opts)
 	m.settle()
+}
+
+// actThrottled launches a call that fails on every attempt it scripts,
+// so that breakers open often enough for their cycle to be walked.
+func (m *machine) actThrottled(t *rapid.T) {
+	m.actDoWith(t, []answer{aThrottle, aTransient, aThrottleHint}, 2, 4)
 }
 
 func (m *machine) runCall(c *callM, opts []resilience.Option) {
@@ -878,7 +962,7 @@ func (m *machine) heardTransient(gv *govM, sd int, ctx context.Context) {
 		s = new(span)
 		gv.transRun[svc] = s
 	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) || gv.changing {
 		s.unsure++
 		gv.transLife.unsure++
 		return
@@ -979,9 +1063,12 @@ func (m *machine) actCancel(t *rapid.T) {
 	m.settle()
 }
 
+// advances are the time jumps: within a backoff, past a cooldown (5s,
+// 20s, 60s), past the reclaim interval, and far beyond.
 var advances = []time.Duration{
 	10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
-	5 * time.Second, 30 * time.Second, 61 * time.Second, 5 * time.Minute, 20 * time.Minute,
+	5 * time.Second, 5 * time.Second, 21 * time.Second, 30 * time.Second, 61 * time.Second, 61 * time.Second,
+	5 * time.Minute, 20 * time.Minute,
 }
 
 // actAdvance lets virtual time pass.
@@ -1238,6 +1325,8 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 		return
 	}
 	t.Logf("  -> %s", res)
+	outcome, _, _ := strings.Cut(res, ":")
+	reach(fmt.Sprintf("guard %s -> %s", verb, outcome))
 	if verb == "TryEnter" && (strings.HasPrefix(res, "*resilience.DeadlineExceededError") || strings.HasPrefix(res, "*resilience.CircuitOpenError")) {
 		m.checkNoSideEffects(t, gm, before, res)
 	}
@@ -1299,7 +1388,7 @@ func (m *machine) actConfigure(t *rapid.T) {
 	cfg := genConfig(t, gv.cfg, m.steerGeneric(), m.steer)
 	m.logf(t, "gov%d.Configure(%s) (via package Configure: %v)", gv.idx, describeConfig(cfg), viaDefault)
 	m.mu.Lock()
-	gv.next = &cfg
+	gv.next, gv.changing = &cfg, true
 	m.mu.Unlock()
 	var err error
 	if viaDefault {
@@ -1311,7 +1400,7 @@ func (m *machine) actConfigure(t *rapid.T) {
 		t.Fatalf("Configure: %v", err)
 	}
 	m.mu.Lock()
-	gv.cfg, gv.next = cfg, nil
+	gv.cfg, gv.next, gv.changing = cfg, nil, false
 	m.newEpoch(gv)
 	m.mu.Unlock()
 	m.settle()
@@ -1321,8 +1410,9 @@ func (m *machine) actConfigure(t *rapid.T) {
 // Configure or Reset may have made them afresh. m.mu is held.
 func (m *machine) newEpoch(gv *govM) {
 	gv.epoch++
-	gv.epochStart = time.Now()
+	gv.epochWin = &window{at: time.Now(), seq: len(gv.sends), epochOnly: true, counts: map[string]int{}, what: "start of the epoch"}
 	gv.windows = nil
+	gv.specs = map[string]spec{}
 	for k := range gv.breaker {
 		gv.unknown[k] = true
 	}
@@ -1336,9 +1426,13 @@ func (m *machine) actReset(t *rapid.T) {
 	m.steerGuards(t)
 	gv, _ := m.pickGov(t)
 	m.logf(t, "gov%d.Reset()", gv.idx)
+	m.mu.Lock()
+	gv.reset() // first: what the Reset's own moment records may land on either side
+	gv.changing = true
+	m.mu.Unlock()
 	gv.g.Reset()
 	m.mu.Lock()
-	gv.reset()
+	gv.changing = false
 	m.newEpoch(gv)
 	m.mu.Unlock()
 	m.settle()
