@@ -2,7 +2,8 @@
 
 package resilience_test
 
-// The invariants the model test (model_test.go) checks after every step.
+// The invariants TestModel checks after every step (machine.check), and
+// the known defects whose paths it steers around (knownOpen).
 
 import (
 	"errors"
@@ -335,6 +336,28 @@ func (m *machine) checkNoSideEffects(t *rapid.T, gm *guardM, before sideEffects,
 
 // ---- after every step ----
 
+// check runs after every step, once every goroutine of the bubble is
+// blocked, and checks:
+//   - no panic but the functions' own, and no call of the model's function
+//     beyond the cap in force (recorded by the goroutines as violations);
+//   - each call that ended: its end accounted for in its ledger by
+//     lossRules, the ledger equal to the call's gave_up and rejected
+//     events, one call event per attempt and one retry per attempt after
+//     the first, nothing at all for a disabled provider (checkCall);
+//   - Enabled equal to the configuration in force (checkEnabled);
+//   - no bucket giving more than rate x elapsed + burst (checkTokens);
+//   - Inspect's in-flight count equal to the slots the model's calls and
+//     guards hold: each taken slot released once (checkInFlight);
+//   - the run's Stats and the lifetime stats equal to the events an
+//     observer saw (checkStats);
+//   - breakers moving only along closed -> open -> half_open -> closed or
+//     open, to where Inspect finds them (checkBreakers);
+//   - each guard's ledger equal to its events, one call per Enter or
+//     TryEnter that let it send (checkGuards).
+//
+// A refused TryEnter is checked for side effects where it runs
+// (checkNoSideEffects), and drain checks that every call ends and every
+// slot is given back.
 func (m *machine) check(t *rapid.T) {
 	m.settle()
 	m.mu.Lock()

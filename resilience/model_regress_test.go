@@ -2,11 +2,10 @@
 
 package resilience_test
 
-// Regression tests: the failing sequences the model test (model_test.go)
-// found and shrank, written out. Each states the rule the sequence broke.
-// Those whose defect is listed in knownOpen (model_invariants_test.go)
-// fail on today's code; a test that crashes or hangs the process runs in
-// a child process, so that it fails instead.
+// Regression tests: the failing sequences TestModel found and shrank,
+// written out. Each states the rule the sequence broke. Those whose defect
+// knownOpen lists fail on today's code; a test that crashes or hangs the
+// process runs in a child process (inChild), so that it fails instead.
 
 import (
 	"context"

@@ -8,19 +8,19 @@ package resilience_test
 // cancelled contexts, panicking functions and time jumps, over the built-in
 // providers and a generic one, each run in a testing/synctest bubble so
 // that hours of virtual time pass in milliseconds. After every step the
-// invariants of model_invariants_test.go hold against a small reference
-// model. Only the package's exported names are used.
+// invariants machine.check names hold against a small reference model.
+// Only the package's exported names are used.
 //
 // CI runs modelChecks sequences of about modelSteps steps each. A long
-// soak (about an hour with -race on two cores; a seed to replay is
-// printed on failure):
+// soak (a seed to replay is printed on failure):
 //
 //	go test -race -count=1 -timeout 0 -run '^TestModel$' ./resilience/ -rapid.checks=20000 -rapid.steps=150
 //
-// CLOUDG_MODEL_WALK=all (or a comma-separated list of names) also walks
-// the paths of the defects listed in knownOpen (model_invariants_test.go). A failure prints the shrunk
-// sequence of steps; rapid keeps it in testdata/rapid/ and replays it with
-// -rapid.failfile; model_regress_test.go holds the ones found so far.
+// CLOUDG_MODEL_WALK=all (or a comma-separated list of their names) also
+// walks the paths of the defects knownOpen lists, which the model steers
+// around until their fixes merge. A failure prints the shrunk sequence of
+// steps; rapid keeps it under testdata/rapid and replays it with
+// -rapid.failfile. The TestRegress tests are the sequences found so far.
 
 import (
 	"context"
