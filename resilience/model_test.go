@@ -493,6 +493,7 @@ type govM struct {
 
 	breaker  map[resilience.Scope]state.BreakerState // as last checked, by leaf
 	unknown  map[resilience.Scope]bool               // breakers a Configure or Reset may have renewed
+	unsure   map[resilience.Scope]bool               // breakers whose changes in this step are not all known
 	stepEdge map[resilience.Scope][]edge
 
 	epoch    int // counts Configure and Reset
@@ -622,6 +623,7 @@ func (m *machine) newGov(cfg resilience.Config, observed bool) *govM {
 	gv.held = map[string]int{}
 	gv.breaker = map[resilience.Scope]state.BreakerState{}
 	gv.unknown = map[resilience.Scope]bool{}
+	gv.unsure = map[resilience.Scope]bool{}
 	gv.stepEdge = map[resilience.Scope][]edge{}
 	gv.epochWin = &window{at: time.Now(), epochOnly: true, counts: map[string]int{}, what: "start of the epoch"}
 	gv.specs = map[string]spec{}
@@ -706,7 +708,10 @@ func (m *machine) onEvent(gv *govM, e observe.Event) {
 		}
 		k := modelScopes[sd].leafKey()
 		if gv.changing || m.steer[knownRetiredWait] && b[0] < gv.epoch {
-			gv.unknown[k] = true // perhaps a change of the retired breaker
+			// Perhaps a change of the retired breaker, perhaps of the live
+			// one: this step's changes of k are not checked.
+			gv.unknown[k] = true
+			gv.unsure[k] = true
 			return
 		}
 		gv.stepEdge[k] = append(gv.stepEdge[k], edge{e.From, e.To})
