@@ -25,22 +25,6 @@ import (
 // entry once its fix is in. CLOUDG_MODEL_WALK=name,name (or all) walks
 // the paths of the ones named.
 const (
-	// A generic provider's state is served from a stale read copy after
-	// Governor.Reset, a Configure that turns providers off or on, or the
-	// reclamation of the provider (idle, or looked up without a scope, as
-	// Enabled does); the next call overflows its stack
-	// (TestRegressGenericProviderAfterReset and its neighbours). Steered:
-	// a sequence that calls a generic provider makes no Reset, keeps
-	// every provider's switch, never makes a fresh default governor,
-	// reclaims no idle scope, and does not ask Enabled about it.
-	knownGenericStale = "generic-provider-stale-read"
-	// A TryEnter that takes nothing is not free of effects: it takes a
-	// half-open breaker's probe lease, and against an open breaker it
-	// counts a rejection and a skipped call
-	// (TestRegressTryEnterKeepsTheProbeLease and its neighbour). Steered:
-	// the no-side-effect check of a refused TryEnter is not made.
-	knownTryEnter = "tryenter-side-effects"
-
 	// A Guard keeps the scope state it resolved at Begin (or last
 	// recorded into) after Configure, Reset or the idle reclamation
 	// retires it: its next call's Enter takes a token from the retired
@@ -77,14 +61,9 @@ const (
 	// (TestRegressBreakerWaitProbeSpins). It hangs the run rather than
 	// failing it. Steered: no provider waits for its breakers' verdicts.
 	knownBreakerWaitSpin = "breaker-wait-probe-spins"
-	// Retry on a guard of a disabled provider whose attempts are spent
-	// dereferences its missing scope state and panics
-	// (TestRegressRetryOnADisabledProvider). Steered: no Retry or Resend
-	// on such a guard.
-	knownRetryDisabled = "retry-disabled-provider-panics"
 )
 
-var knownOpen = []string{knownGenericStale, knownTryEnter, knownGuardStale, knownRetiredWait, knownMislabelledReopen, knownBreakerWaitSpin, knownRetryDisabled}
+var knownOpen = []string{knownGuardStale, knownRetiredWait, knownMislabelledReopen, knownBreakerWaitSpin}
 
 // steering returns the known defects to steer around.
 func steering() map[string]bool {
@@ -300,12 +279,18 @@ func eventsIn(c resilience.Counters) int64 {
 	return c.Calls + c.Throttled + c.Retries + c.GaveUp + c.Rejected + c.BreakerTrips + c.Waits
 }
 
+// refused reports whether TryEnter's err is a refusal to let the attempt
+// go now, rather than the end of the call.
+func refused(err error) bool {
+	var coe *resilience.CircuitOpenError
+	var wwe *resilience.WouldWaitError
+	var dee *resilience.DeadlineExceededError
+	return errors.As(err, &coe) || errors.As(err, &wwe) || errors.As(err, &dee) && dee.Wait > 0
+}
+
 // checkNoSideEffects checks that a TryEnter that let nothing go recorded
 // nothing, took no probe lease and gave back its tokens and slot.
 func (m *machine) checkNoSideEffects(t *rapid.T, gm *guardM, before sideEffects, res string) {
-	if m.steer[knownTryEnter] {
-		return
-	}
 	after := m.sideEffects(gm)
 	var diffs []string
 	m.mu.Lock()
@@ -396,8 +381,8 @@ func (m *machine) checkEnabled(t *rapid.T, gv *govM) {
 	seen := map[string]bool{}
 	for _, i := range m.scopes {
 		p := modelScopes[i].sc.Provider
-		if seen[p] || i >= firstGeneric && m.steerGeneric() {
-			continue // a lookup of a provider without scopes is a path of knownGenericStale
+		if seen[p] {
+			continue
 		}
 		seen[p] = true
 		if got, want := gv.g.Enabled(p), enabledIn(gv.cfg, p); got != want {

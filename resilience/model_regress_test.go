@@ -4,8 +4,9 @@ package resilience_test
 
 // Regression tests: the failing sequences TestModel found and shrank,
 // written out. Each states the rule the sequence broke. Those whose defect
-// knownOpen lists fail on today's code; a test that crashes or hangs the
-// process runs in a child process (inChild), so that it fails instead.
+// knownOpen lists fail until its fix merges; a test that crashed or hung
+// the process runs in a child process (inChild), so that it fails
+// instead.
 
 import (
 	"context"
@@ -94,10 +95,10 @@ func newRegGov(t *testing.T, cfg resilience.Config, opts ...resilience.Option) *
 	return g
 }
 
-// ---- knownGenericStale ----
+// ---- generic providers served from a stale read copy (fixed) ----
 
 // A generic provider looked up twice, then Reset, then called again: the
-// call must go through (today: fatal error: stack overflow).
+// call must go through (before the fix: fatal error: stack overflow).
 func TestRegressGenericProviderAfterReset(t *testing.T) {
 	if !inChild(t, time.Minute) {
 		return
@@ -117,8 +118,8 @@ func TestRegressGenericProviderAfterReset(t *testing.T) {
 }
 
 // Configure(enabled: false) turns a generic provider off like the others
-// (today Enabled("github") stays true), and turning it on again leaves it
-// callable (today: fatal error: stack overflow).
+// (before the fix Enabled("github") stayed true), and turning it on again
+// leaves it callable (before the fix: fatal error: stack overflow).
 func TestRegressGenericProviderAfterDisable(t *testing.T) {
 	if !inChild(t, time.Minute) {
 		return
@@ -151,7 +152,8 @@ func TestRegressGenericProviderAfterDisable(t *testing.T) {
 
 // A generic provider looked up without a scope (Enabled) is forgotten by
 // the next reclamation pass, which any call runs; the next call to it must
-// go through (today: fatal error: stack overflow). No time passes.
+// go through (before the fix: fatal error: stack overflow). No time
+// passes.
 func TestRegressGenericProviderForgottenWhileEmpty(t *testing.T) {
 	if !inChild(t, time.Minute) {
 		return
@@ -170,7 +172,7 @@ func TestRegressGenericProviderForgottenWhileEmpty(t *testing.T) {
 }
 
 // A generic provider whose scopes went idle and were reclaimed must be
-// callable again (today: fatal error: stack overflow).
+// callable again (before the fix: fatal error: stack overflow).
 func TestRegressGenericProviderAfterIdleReclaim(t *testing.T) {
 	if !inChild(t, time.Minute) {
 		return
@@ -194,7 +196,7 @@ func TestRegressGenericProviderAfterIdleReclaim(t *testing.T) {
 	})
 }
 
-// ---- knownTryEnter ----
+// ---- TryEnter's side effects (fixed) ----
 
 // openOnce opens scope's breaker (threshold 1, no retries) with one
 // throttled call.
@@ -211,8 +213,9 @@ func openOnce(t *testing.T, g *resilience.Governor, scope resilience.Scope) {
 
 // A TryEnter that cannot go (no token) takes nothing: not the probe's
 // lease of a breaker whose cooldown is over, so that the next caller is
-// let through as the probe (today the lease is kept, the breaker is
-// reported half-open, and the next caller is refused for a cooldown).
+// let through as the probe (before the fix the lease was kept, the
+// breaker reported half-open, and the next caller refused for a
+// cooldown).
 func TestRegressTryEnterKeepsTheProbeLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := new(events)
@@ -225,10 +228,8 @@ func TestRegressTryEnterKeepsTheProbeLease(t *testing.T) {
 		time.Sleep(5 * time.Second)
 
 		gd, _ := g.Begin(context.Background(), regAWS)
-		err := gd.TryEnter()
-		var dee *resilience.DeadlineExceededError
-		if !errors.As(err, &dee) {
-			t.Fatalf("TryEnter = %v, want a *DeadlineExceededError (no token for 5s)", err)
+		if err := gd.TryEnter(); !errors.Is(err, resilience.ErrNoToken) {
+			t.Fatalf("TryEnter = %v, want a refusal for want of a token (none for 5s)", err)
 		}
 		gd.End(nil)
 		if n := len(obs.of(observe.BreakerChange)); n != 1 { // closed -> open only
@@ -246,7 +247,7 @@ func TestRegressTryEnterKeepsTheProbeLease(t *testing.T) {
 
 // A TryEnter refused by an open breaker records nothing: no rejection in
 // the stats, no skipped call in the ledger, whatever the number of tries
-// (today each counts one).
+// (before the fix each counted one).
 func TestRegressTryEnterAgainstAnOpenBreakerRecordsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		zero := 0
@@ -526,10 +527,11 @@ func TestRegressBreakerWaitProbeSpins(t *testing.T) {
 	})
 }
 
-// ---- knownRetryDisabled ----
+// ---- Retry on a disabled provider (fixed) ----
 
 // Retry on a guard of a disabled provider applies the policy's attempts
-// and returns the answer once they are spent (today: nil pointer panic).
+// and returns the answer once they are spent (before the fix: nil
+// pointer panic).
 func TestRegressRetryOnADisabledProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		off, zero := false, 0
