@@ -368,15 +368,18 @@ func (gd *Guard) nested(ctx context.Context, b *bulkhead.Bulkhead) bool {
 const maxNesting = 16
 
 // live moves the guard to the live entry of its scope if a sweep reclaimed
-// the one it holds, or a reconfiguration moved the scope's state to a new
-// table, so that what the call learns is not lost. The steps
-// that record an outcome call it; the others do not need to.
+// the one it holds, or a reconfiguration or a Reset moved the scope's state
+// to a new table, so that the call asks the live breaker, takes the live
+// bucket's tokens and records into the live counters. The verbs call it
+// as they start, and the steps that end a wait or record an outcome call
+// it again.
 func (gd *Guard) live() {
 	if !gd.e.dead.Load() {
 		return
 	}
 	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
 	gd.e = gd.p.scopes.lookup(gd.scope)
+	gd.lease = leaseNone // what the retired breaker granted: the live one is asked
 	if gd.stats != nil {
 		gd.run = gd.e.runCounters(gd.stats)
 	}

@@ -163,6 +163,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	now := gd.g.now()
 	if gd.phase == phaseIdle {
 		gd.start = now // the common call: its first attempt
@@ -198,6 +199,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.stopByContext(err)
 		}
 	}
+	gd.live() // a Reset or Configure during the waits: count it where they start
 	// send, in line: the common call pays no call for it.
 	if gd.retrying() {
 		gd.recordRetry()
@@ -230,6 +232,7 @@ func (gd *Guard) TryEnter() error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	now := gd.g.now()
 	if err := gd.request(now); err != nil {
 		return err
@@ -238,7 +241,6 @@ func (gd *Guard) TryEnter() error {
 		return gd.stopByContext(err)
 	}
 	if gd.retrying() {
-		gd.live() // the call may have lasted past a sweep
 		if now >= gd.deadlineAt() {
 			return gd.failAt(now, "deadline", gd.last.err)
 		}
@@ -488,6 +490,7 @@ func (gd *Guard) Pace(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	switch gd.phase {
 	case phaseRetryable, phaseAwaiting:
 	case phaseFailed, phaseFinal:

@@ -63,7 +63,7 @@ const (
 	knownBreakerWaitSpin = "breaker-wait-probe-spins"
 )
 
-var knownOpen = []string{knownGuardStale, knownRetiredWait, knownMislabelledReopen, knownBreakerWaitSpin}
+var knownOpen = []string{}
 
 // steering returns the known defects to steer around.
 func steering() map[string]bool {
