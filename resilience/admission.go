@@ -374,9 +374,13 @@ const maxNesting = 16
 // as they start, and the steps that end a wait or record an outcome call
 // it again.
 func (gd *Guard) live() {
-	if !gd.e.dead.Load() {
-		return
+	if gd.e.dead.Load() { // in line: the common call pays an atomic load
+		gd.relive()
 	}
+}
+
+// relive moves the guard to the live entry of its scope.
+func (gd *Guard) relive() {
 	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
 	gd.e = gd.p.scopes.lookup(gd.scope)
 	gd.lease = leaseNone // what the retired breaker granted: the live one is asked
