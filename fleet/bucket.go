@@ -38,7 +38,7 @@ type sharedBucket struct {
 	spaced      time.Duration
 	queue       []*waiter // callers waiting for a lease request's answer, in arrival order
 	sending     bool      // a dispatcher sends the queue's lease requests
-	due         dueTimes  // the tokens handed out and not yet usable: the callers queued
+	log         tokenLog  // the tokens handed out lately and to come
 	onLocal     bool      // reservations went to the local fallback since Redis last granted one
 	giveBack    int       // tokens Cancel gives back, not yet sent
 	giving      bool      // a goroutine sends them
@@ -101,6 +101,8 @@ func newSharedBucket(s *Store, bk, brk string, spec state.BucketSpec) *sharedBuc
 		adaptive: spec.Adaptive || spec.Goodput, goodput: spec.Goodput,
 		lastUse: never, lastSuccess: never,
 	}
+	// The tokens of a burst's worth of time are logged (tokenLog).
+	b.log.window = time.Duration(min(spec.Capacity()/spec.Rate, float64(time.Hour/time.Second)) * float64(time.Second))
 	b.args = append([]any{ftoa(spec.Rate), ftoa(spec.Capacity() / spec.Rate), ftoa(b.floor), mode,
 		s.ttlMS(), s.horizon.Microseconds(), maxClockSkew.Microseconds()}, controllerArgs...)
 	b.rateFB.Store(math.Float64bits(spec.Rate))
@@ -127,6 +129,11 @@ func (b *sharedBucket) setRate(v any) float64 {
 		return r
 	}
 	return b.rate()
+}
+
+// capacity is the shared bucket's capacity at its current rate.
+func (b *sharedBucket) capacity() float64 {
+	return math.Max(1, b.spec.Capacity()*b.rate()/b.spec.Rate)
 }
 
 // leaseSize is how many tokens to borrow: the tokens the current rate
@@ -182,9 +189,9 @@ func (b *sharedBucket) takeServed() []any {
 // fallback returns the local bucket used while Redis does not answer: the
 // fleet's last known rate divided among the live processes (it stays
 // adaptive, so it slows further if this process is throttled). A new one
-// is charged for the callers already queued with tokens of the shared
-// bucket: they go at their times, at the head of its queue, instead of on
-// top of its balance.
+// is charged for the tokens the process took lately and has yet to use
+// (tokenLog): the callers already queued go at their times, at the head of
+// its queue, instead of on top of its balance.
 func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
@@ -197,9 +204,9 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 		b.local = b.s.local.Bucket("", spec, now)
 		b.localEp = ep
 		b.mu.Lock()
-		queued := b.due.count(mono())
+		owed := b.log.charge(mono(), false, spec.Capacity())
 		b.mu.Unlock()
-		for range queued {
+		for range owed {
 			b.local.Reserve(now)
 		}
 	}
@@ -219,7 +226,7 @@ func (b *sharedBucket) Cancel(now time.Duration) {
 		return
 	}
 	b.mu.Lock()
-	b.due.dropLast(mono())
+	b.log.dropLast()
 	b.spaced -= b.leaseStep // as Redis's balance, the queue's end moves back a token
 	b.giveBack++
 	start := !b.giving && !b.sending

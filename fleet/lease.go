@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -45,47 +46,93 @@ type waiter struct {
 	gone   bool          // the caller's context ended first: it takes nothing
 }
 
-// dueTimes are the times (mono) at which the tokens handed out become
-// usable, kept while they are in the future: each is a caller queued for
-// its token. They are added nearly in order; the passed ones are dropped
-// from the front.
-type dueTimes struct {
-	t    []time.Duration
-	head int
+// tokenLog records the times (mono) of the tokens the process handed out
+// from a bucket, those of its last capacity window (a burst's worth of
+// time) and those still to come, and whether Redis knows of each (it
+// handed it out, or was charged for it). A switch between the shared and
+// the local limits charges the new bucket, so that it starts with what the
+// process has left, not full, however often the switches come: always
+// with the tokens to come (the callers queued, who keep their tokens and
+// their times); a new local bucket, when the process took tokens in the
+// last window, with its whole burst (the shared bucket's balance is not
+// known, and a busy process has drained its share of it); the shared
+// bucket, back, with the tokens the local limits gave in the last window
+// (up to a burst), which it refilled while it did not answer.
+type tokenLog struct {
+	t      []token
+	head   int
+	window time.Duration
 }
 
-func (d *dueTimes) add(at, now time.Duration) {
-	d.prune(now)
-	d.t = append(d.t, at)
+type token struct {
+	at    time.Duration
+	redis bool // Redis knows of it
 }
 
-func (d *dueTimes) prune(now time.Duration) {
-	for d.head < len(d.t) && d.t[d.head] <= now {
-		d.head++
+// maxLogged bounds the log: a burst larger than this is charged in part.
+const maxLogged = 4096
+
+func (l *tokenLog) add(at, now time.Duration, redis bool) {
+	l.prune(now)
+	if len(l.t)-l.head >= maxLogged {
+		l.head++
+	}
+	l.t = append(l.t, token{at, redis})
+}
+
+func (l *tokenLog) prune(now time.Duration) {
+	for l.head < len(l.t) && l.t[l.head].at <= now-l.window {
+		l.head++
 	}
 	switch {
-	case d.head == len(d.t):
-		d.t, d.head = d.t[:0], 0
-	case d.head >= 64 && 2*d.head >= len(d.t):
-		d.t, d.head = d.t[:copy(d.t, d.t[d.head:])], 0
+	case l.head == len(l.t):
+		l.t, l.head = l.t[:0], 0
+	case l.head >= 64 && 2*l.head >= len(l.t):
+		l.t, l.head = l.t[:copy(l.t, l.t[l.head:])], 0
 	}
 }
 
-// count returns the number of tokens not yet usable at now.
-func (d *dueTimes) count(now time.Duration) int {
-	n := 0
-	for _, t := range d.t[d.head:] {
-		if t > now {
-			n++
+// charge returns the tokens to charge a new bucket of capacity burst with
+// at now: the local limits (toRedis false), which know of none, or the
+// shared bucket, which knows of those Redis handed out or was charged for.
+func (l *tokenLog) charge(now time.Duration, toRedis bool, burst float64) int {
+	l.prune(now)
+	past, future := 0, 0
+	for _, tk := range l.t[l.head:] {
+		switch {
+		case toRedis && tk.redis:
+		case tk.at > now:
+			future++
+		default:
+			past++
 		}
 	}
-	return n
+	if !toRedis && past > 0 {
+		past = int(math.Ceil(burst))
+	}
+	return min(past, int(math.Ceil(burst))) + future
 }
 
-// dropLast forgets the latest token, given back by its caller.
-func (d *dueTimes) dropLast(now time.Duration) {
-	if n := len(d.t); n > d.head && d.t[n-1] > now {
-		d.t = d.t[:n-1]
+// known marks every token logged as known to Redis, which was charged for
+// them.
+func (l *tokenLog) known() {
+	for i := l.head; i < len(l.t); i++ {
+		l.t[i].redis = true
+	}
+}
+
+// dropLast forgets the latest token: the one a caller whose deadline it
+// would pass gives back is at the end of the queue.
+func (l *tokenLog) dropLast() {
+	last := -1
+	for i := l.head; i < len(l.t); i++ {
+		if last < 0 || l.t[i].at > l.t[last].at {
+			last = i
+		}
+	}
+	if last >= 0 {
+		copy(l.t[last:], l.t[last+1:])
+		l.t = l.t[:len(l.t)-1]
 	}
 }
 
@@ -100,9 +147,7 @@ func (b *sharedBucket) hit(t time.Duration) time.Duration {
 	wait := max(0, b.leaseNext-t)
 	b.leaseNext = max(b.leaseNext, t) + b.leaseStep
 	b.spaced = max(b.spaced, b.leaseNext)
-	if wait > 0 {
-		b.due.add(t+wait, t)
-	}
+	b.log.add(t+wait, t, true)
 	return wait
 }
 
@@ -181,9 +226,7 @@ func (b *sharedBucket) reserveLocal(now time.Duration) time.Duration {
 	t := mono()
 	b.mu.Lock()
 	b.onLocal = true
-	if wait > 0 {
-		b.due.add(t+wait, t)
-	}
+	b.log.add(t+wait, t, false)
 	b.mu.Unlock()
 	return wait
 }
@@ -259,7 +302,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		}
 		charge := 0
 		if b.onLocal {
-			charge, b.onLocal = b.due.count(mono()), false
+			charge, b.onLocal = b.log.charge(mono(), true, b.capacity()), false
 		}
 		pairs := b.takeServed()
 		want := max(b.leaseSize(), len(batch))
@@ -286,6 +329,9 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			}
 			continue
 		}
+		if charge > 0 {
+			b.log.known()
+		}
 		// Redis's "now" was during the round trip: the tokens' times count
 		// from its answer, not from before the request, and never before
 		// the last token's and the interval.
@@ -299,9 +345,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 				continue
 			}
 			w.usable = first + time.Duration(i)*step
-			if w.usable > answered {
-				b.due.add(w.usable, answered)
-			}
+			b.log.add(w.usable, answered, true)
 			w.serve()
 			i++
 		}
@@ -342,7 +386,7 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	}
 	charge := 0
 	if b.onLocal {
-		charge, b.onLocal = b.due.count(t), false
+		charge, b.onLocal = b.log.charge(t, true, b.capacity()), false
 	}
 	pairs := b.takeServed()
 	b.mu.Unlock()
@@ -354,11 +398,16 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	b.setRate(res[3])
 	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
 	granted := toInt(res[0]) >= 1
-	if granted {
-		b.mu.Lock()
-		b.spaced = max(b.spaced, mono()+b.s.micros(res[2]))
-		b.mu.Unlock()
+	t = mono()
+	b.mu.Lock()
+	if charge > 0 {
+		b.log.known()
 	}
+	if granted {
+		b.spaced = max(b.spaced, t+b.s.micros(res[2]))
+		b.log.add(t, t, true)
+	}
+	b.mu.Unlock()
 	return granted
 }
 
@@ -367,6 +416,10 @@ func (b *sharedBucket) tryLocal(now time.Duration) bool {
 	ok := b.fallback(now).TryReserve(now)
 	b.mu.Lock()
 	b.onLocal = true
+	if ok {
+		t := mono()
+		b.log.add(t, t, false)
+	}
 	b.mu.Unlock()
 	return ok
 }

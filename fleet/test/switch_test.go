@@ -116,6 +116,75 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 	})
 }
 
+// TestFlappingRedisKeepsTheRate: the same 32 callers while Redis goes
+// away and comes back every 200 ms for three seconds (a switch to local
+// limits and back about every 300 ms, the heartbeat probing every 100 ms).
+// A new bucket starts with what the process has left of its burst, not
+// full: no one-second window holds more tokens than the rate plus one
+// burst and a token of phase (111), however many switches it spans.
+// Charging the new bucket only for the callers queued let each switch add
+// a burst: 120 to 130.
+func TestFlappingRedisKeepsTheRate(t *testing.T) {
+	const (
+		rate    = 100
+		burst   = 10
+		callers = 32
+	)
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
+		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg)
+		rec := &recordingStore{Store: p.store, key: vpcsKey}
+		gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(1500 * time.Millisecond)
+		from := time.Now()
+		for range 8 {
+			px.Down()
+			time.Sleep(200 * time.Millisecond)
+			if err := px.Up(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		to := time.Now()
+		time.Sleep(time.Second)
+		close(stop)
+		wg.Wait()
+		tokens := rec.times()
+		worst := maxInWindow(tokens, from.Add(-time.Second), to)
+		steady := maxInWindow(tokens, tokens[0].Add(200*time.Millisecond), from.Add(-1050*time.Millisecond))
+		t.Logf("%s: %d switches to local limits in %v; the most tokens in one second %d, in the steady state before %d (rate + burst = %d)",
+			be.name, p.store.Stats().Fallbacks, to.Sub(from).Round(100*time.Millisecond), worst, steady, rate+burst)
+		if worst > rate+burst+1 {
+			t.Errorf("%d tokens in one second while Redis flapped, more than the rate plus one burst (%d) and a token of phase", worst, rate+burst)
+		}
+	})
+}
+
 // maxInWindow returns the most times of ts (sorted) in a one-second
 // window [s, s+1s) that starts at one of them between from and to.
 func maxInWindow(ts []time.Time, from, to time.Time) int {
@@ -139,9 +208,10 @@ func maxInWindow(ts []time.Time, from, to time.Time) int {
 // forgotten).
 type recordingStore struct {
 	state.Store
-	key string
-	mu  sync.Mutex
-	at  []time.Time
+	key     string
+	mu      sync.Mutex
+	at      []time.Time
+	cancels []time.Time // when tokens were given back
 }
 
 func (s *recordingStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
@@ -150,6 +220,13 @@ func (s *recordingStore) Bucket(key string, spec state.BucketSpec, now time.Dura
 		return b
 	}
 	return &recordingBucket{Bucket: b, s: s}
+}
+
+// cancelTimes returns when tokens were given back.
+func (s *recordingStore) cancelTimes() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.cancels...)
 }
 
 // times returns the times recorded, sorted.
@@ -187,11 +264,21 @@ func (b *recordingBucket) TryReserve(now time.Duration) bool {
 	return ok
 }
 
+// Cancel forgets the latest token: the one a caller whose deadline it
+// would pass gives back is at the end of the queue.
 func (b *recordingBucket) Cancel(now time.Duration) {
 	b.s.mu.Lock()
 	if n := len(b.s.at); n > 0 {
+		last := 0
+		for i, at := range b.s.at {
+			if at.After(b.s.at[last]) {
+				last = i
+			}
+		}
+		b.s.at[last] = b.s.at[n-1]
 		b.s.at = b.s.at[:n-1]
 	}
+	b.s.cancels = append(b.s.cancels, time.Now())
 	b.s.mu.Unlock()
 	b.Bucket.Cancel(now)
 }
