@@ -58,10 +58,15 @@ type waiter struct {
 // known, and a busy process has drained its share of it); the shared
 // bucket, back, with the tokens the local limits gave in the last window
 // (up to a burst), which it refilled while it did not answer.
+//
+// A token Redis knows of and that is usable at once (a lease hit's, the
+// common case) is not logged: only the time of the latest is kept, which
+// is all the charges read of such tokens.
 type tokenLog struct {
 	t      []token
 	head   int
 	window time.Duration
+	last   time.Duration // the latest token known to Redis and not logged
 }
 
 type token struct {
@@ -70,9 +75,13 @@ type token struct {
 }
 
 // maxLogged bounds the log: a burst larger than this is charged in part.
-const maxLogged = 4096
+const maxLogged = 1024
 
 func (l *tokenLog) add(at, now time.Duration, redis bool) {
+	if redis && at <= now {
+		l.last = max(l.last, at)
+		return
+	}
 	l.prune(now)
 	if len(l.t)-l.head >= maxLogged {
 		l.head++
@@ -107,7 +116,7 @@ func (l *tokenLog) charge(now time.Duration, toRedis bool, burst float64) int {
 			past++
 		}
 	}
-	if !toRedis && past > 0 {
+	if !toRedis && (past > 0 || l.last > now-l.window) {
 		past = int(math.Ceil(burst))
 	}
 	return min(past, int(math.Ceil(burst))) + future
