@@ -58,7 +58,10 @@ import (
 // until it has passed. It needs redis-server; rapid's flags
 // (-rapid.checks, -rapid.steps, -rapid.seed) work as usual, and a failure
 // is shrunk and saved under testdata/rapid, which every later run replays
-// first: commit the file to keep the case as a regression test.
+// first. The replay depends on the machine's timing, so a shrunk case
+// becomes a test of its own too (TestRedisNearItsTimeoutKeepsTheRate is
+// the one this model found on the code before the switches charged the
+// new bucket).
 func TestFleetModel(t *testing.T) {
 	bin := redisServerBinary(t)
 	rs := &ownRedis{t: t, bin: bin, port: freePort(t)}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -181,6 +182,63 @@ func TestFlappingRedisKeepsTheRate(t *testing.T) {
 			be.name, p.store.Stats().Fallbacks, to.Sub(from).Round(100*time.Millisecond), worst, steady, rate+burst)
 		if worst > rate+burst+1 {
 			t.Errorf("%d tokens in one second while Redis flapped, more than the rate plus one burst (%d) and a token of phase", worst, rate+burst)
+		}
+	})
+}
+
+// TestRedisNearItsTimeoutKeepsTheRate is the shrunk case TestFleetModel
+// found on the code before the switches charged the new bucket (a slow
+// Redis, calls, a pause, a join): Redis answers in about 20 ms, against a
+// WithTimeout of 30 ms, so that some requests time out and the process
+// switches to local limits and back, again and again, while 32 callers
+// keep a scope of 100 rps with a burst of 10 busy for 3 s. No one-second
+// window holds more tokens than the rate, one burst and a token of phase.
+func TestRedisNearItsTimeoutKeepsTheRate(t *testing.T) {
+	const (
+		rate    = 100
+		burst   = 10
+		callers = 32
+	)
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
+		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(30*time.Millisecond), fleet.WithHeartbeat(50*time.Millisecond))
+		rec := &recordingStore{Store: p.store, key: vpcsKey}
+		gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		px.SetDelay(10 * time.Millisecond)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(3 * time.Second)
+		close(stop)
+		wg.Wait()
+		tokens := rec.times()
+		worst := maxInWindow(tokens, tokens[0], tokens[len(tokens)-1])
+		t.Logf("%s: %d tokens, %d switches to local limits in 3 s; the most in one second %d (rate + burst = %d)",
+			be.name, len(tokens), p.store.Stats().Fallbacks, worst, rate+burst)
+		if worst > rate+burst+1 {
+			t.Errorf("%d tokens in one second with Redis near its timeout, more than the rate plus one burst (%d) and a token of phase", worst, rate+burst)
 		}
 	})
 }
