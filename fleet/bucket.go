@@ -221,12 +221,14 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 // with the next lease request, or, when none is being sent, in an
 // operation of their own, several at a time.
 func (b *sharedBucket) Cancel(now time.Duration) {
+	b.mu.Lock()
+	b.log.dropLast()
+	b.mu.Unlock()
 	if b.s.degraded.Load() {
 		b.fallback(now).Cancel(now)
 		return
 	}
 	b.mu.Lock()
-	b.log.dropLast()
 	b.spaced -= b.leaseStep // as Redis's balance, the queue's end moves back a token
 	b.giveBack++
 	start := !b.giving && !b.sending
