@@ -260,7 +260,16 @@ func (gd *Guard) TryEnter() error {
 		// The breaker binds first: its wait is the one to report.
 		return gd.refusedOpen(wait)
 	}
-	if w, _, _, _ := gd.reserve(now); w > 0 {
+	var w time.Duration
+	if gd.g.sharedBuckets {
+		var err error
+		if w, _, _, _, err = gd.reserveShared(gd.ctx, now); err != nil {
+			return gd.stopByContext(err)
+		}
+	} else {
+		w, _, _, _ = gd.reserve(now)
+	}
+	if w > 0 {
 		gd.cancel(now)
 		return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 	}
