@@ -163,6 +163,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	now := gd.g.now()
 	if gd.bind.bounded {
 		gd.admitBy = now + gd.bind.maxWait
@@ -208,6 +209,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.stopByContext(err)
 		}
 	}
+	gd.live() // a Reset or Configure during the waits: count it where they start
 	// send, in line: the common call pays no call for it.
 	if gd.retrying() {
 		gd.recordRetry()
@@ -240,6 +242,7 @@ func (gd *Guard) TryEnter() error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	now := gd.g.now()
 	if err := gd.request(now); err != nil {
 		return err
@@ -248,7 +251,6 @@ func (gd *Guard) TryEnter() error {
 		return gd.stopByContext(err)
 	}
 	if gd.retrying() {
-		gd.live() // the call may have lasted past a sweep
 		if now >= gd.deadlineAt() {
 			return gd.failAt(now, "deadline", gd.last.err)
 		}
@@ -268,7 +270,16 @@ func (gd *Guard) TryEnter() error {
 		// The breaker binds first: its wait is the one to report.
 		return gd.refusedOpen(wait)
 	}
-	if w, _, _, _ := gd.reserve(now); w > 0 {
+	var w time.Duration
+	if gd.g.sharedBuckets {
+		var err error
+		if w, _, _, _, err = gd.reserveShared(gd.ctx, now); err != nil {
+			return gd.stopByContext(err)
+		}
+	} else {
+		w, _, _, _ = gd.reserve(now)
+	}
+	if w > 0 {
 		gd.cancel(now)
 		return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 	}
@@ -508,6 +519,7 @@ func (gd *Guard) Pace(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	switch gd.phase {
 	case phaseRetryable, phaseAwaiting:
 	case phaseFailed, phaseFinal:
