@@ -200,7 +200,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.stopByContext(err)
 		}
 	}
-	gd.live() // a Reset or Configure during the waits: count it where they start
+	gd.live()     // a Reset or Configure during the waits: count it where they start
 	gd.held = nil // the tokens are used
 	// send, in line: the common call pays no call for it.
 	if gd.retrying() {
