@@ -327,6 +327,7 @@ func (gd *Guard) refuseOpen(now, wait time.Duration) error {
 // the leaf's, and the level that imposes the longest (levelNames).
 func (gd *Guard) reserve(now time.Duration) (w, other, leaf time.Duration, level uint8) {
 	e := gd.e
+	gd.held = e
 	if b := e.acct.global; b != nil {
 		other = b.Reserve(now)
 	}
@@ -374,6 +375,7 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, other
 			return 0, 0, 0, 0, err
 		}
 	}
+	gd.held = e
 	other, leaf = waits[0], waits[2]
 	if waits[1] > other {
 		other, level = waits[1], 1
@@ -395,9 +397,15 @@ type queueBucket interface {
 // levelNames names the bucket levels of reserve, as Event.Level does.
 var levelNames = [...]string{"provider", "account", "leaf"}
 
-// cancel gives back the tokens of a reservation that will not be used.
+// cancel gives back the tokens of a reservation that will not be used, to
+// the buckets it was made on: the guard may have moved to the live entry
+// of its scope since (Guard.live), whose buckets gave it nothing.
 func (gd *Guard) cancel(now time.Duration) {
-	e := gd.e
+	e := gd.held
+	if e == nil {
+		return
+	}
+	gd.held = nil
 	if b := e.acct.global; b != nil {
 		b.Cancel(now)
 	}

@@ -64,6 +64,7 @@ type Guard struct {
 	retries int    // retries of the current call; the first freeRetries are free
 	renewed int    // retries made before the call's attempts were renewed (breaker_wait)
 
+	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
 	notBefore time.Duration // a retry of a transient answer waits until then
@@ -209,7 +210,8 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.stopByContext(err)
 		}
 	}
-	gd.live() // a Reset or Configure during the waits: count it where they start
+	gd.live()     // a Reset or Configure during the waits: count it where they start
+	gd.held = nil // the tokens are used
 	// send, in line: the common call pays no call for it.
 	if gd.retrying() {
 		gd.recordRetry()
@@ -337,6 +339,7 @@ func (gd *Guard) request(now time.Duration) error {
 // send counts the attempt Enter or TryEnter let through, and the retry it
 // is, and marks it sent.
 func (gd *Guard) send(now time.Duration) {
+	gd.held = nil // the tokens are used
 	if gd.retrying() {
 		gd.recordRetry()
 	}
@@ -551,6 +554,7 @@ func (gd *Guard) Pace(ctx context.Context) error {
 		if err := gd.takeToken(ctx, now); err != nil {
 			return err
 		}
+		gd.held = nil // the tokens are used
 	}
 	gd.recordRetry()
 	gd.to(phaseSent)
