@@ -25,13 +25,25 @@ type sharedBucket struct {
 	goodput  bool
 	rateFB   atomic.Uint64 // float64 bits of the last rate Redis reported
 
-	mu          sync.Mutex
-	lease       int           // tokens borrowed and not yet used
-	leaseNext   time.Duration // when the next borrowed token is usable (local time)
-	leaseStep   time.Duration // the time between two borrowed tokens
-	leaseEnd    time.Duration // unused borrowed tokens are given back after this
-	refill      chan struct{} // closed when the lease request in flight ends
+	mu        sync.Mutex
+	lease     int           // tokens borrowed and not yet used
+	leaseNext time.Duration // when the next borrowed token is usable (mono)
+	leaseStep time.Duration // the time between two borrowed tokens
+	leaseEnd  time.Duration // unused borrowed tokens are given back after this (mono)
+	// spaced is the earliest time (mono) the next token of the shared
+	// bucket may be usable: the last one's and the interval. Redis's
+	// answers come back after varying delays, from which their tokens'
+	// times are counted; this keeps one answer's tokens from bunching
+	// against the last ones of an answer that came back late.
+	spaced      time.Duration
+	queue       []*waiter // callers waiting for a lease request's answer, in arrival order
+	sending     bool      // a dispatcher sends the queue's lease requests
+	log         tokenLog  // the tokens handed out lately and to come
+	onLocal     bool      // reservations went to the local fallback since Redis last granted one
+	giveBack    int       // tokens Cancel gives back, not yet sent
+	giving      bool      // a goroutine sends them
 	lastUse     time.Duration
+	lastUseMono time.Duration // mono at lastUse
 	lastSuccess time.Duration // the last Success sent to Redis
 	served      []served      // success counts not yet sent (goodput), one per slot, oldest first; flush sends them within a slot
 	flush       *time.Timer   // sends them a slot after the first of them
@@ -89,6 +101,8 @@ func newSharedBucket(s *Store, bk, brk string, spec state.BucketSpec) *sharedBuc
 		adaptive: spec.Adaptive || spec.Goodput, goodput: spec.Goodput,
 		lastUse: never, lastSuccess: never,
 	}
+	// The tokens of a burst's worth of time are logged (tokenLog).
+	b.log.window = time.Duration(min(spec.Capacity()/spec.Rate, float64(time.Hour/time.Second)) * float64(time.Second))
 	b.args = append([]any{ftoa(spec.Rate), ftoa(spec.Capacity() / spec.Rate), ftoa(b.floor), mode,
 		s.ttlMS(), s.horizon.Microseconds(), maxClockSkew.Microseconds()}, controllerArgs...)
 	b.rateFB.Store(math.Float64bits(spec.Rate))
@@ -115,6 +129,11 @@ func (b *sharedBucket) setRate(v any) float64 {
 		return r
 	}
 	return b.rate()
+}
+
+// capacity is the shared bucket's capacity at its current rate.
+func (b *sharedBucket) capacity() float64 {
+	return math.Max(1, b.spec.Capacity()*b.rate()/b.spec.Rate)
 }
 
 // leaseSize is how many tokens to borrow: the tokens the current rate
@@ -169,7 +188,10 @@ func (b *sharedBucket) takeServed() []any {
 
 // fallback returns the local bucket used while Redis does not answer: the
 // fleet's last known rate divided among the live processes (it stays
-// adaptive, so it slows further if this process is throttled).
+// adaptive, so it slows further if this process is throttled). A new one
+// is charged for the tokens the process took lately and has yet to use
+// (tokenLog): the callers already queued go at their times, at the head of
+// its queue, instead of on top of its balance.
 func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
@@ -181,102 +203,60 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 		spec.Floor = math.Min(spec.Floor, spec.Rate)
 		b.local = b.s.local.Bucket("", spec, now)
 		b.localEp = ep
+		b.mu.Lock()
+		owed := b.log.charge(mono(), false, spec.Capacity())
+		b.mu.Unlock()
+		for range owed {
+			b.local.Reserve(now)
+		}
 	}
 	return b.local
-}
-
-// take takes a token from the lease, or borrows a new lease from Redis.
-// ok is false when Redis does not answer.
-func (b *sharedBucket) take(now time.Duration, try bool) (granted bool, wait time.Duration, ok bool) {
-	b.mu.Lock()
-	b.lastUse = now
-	for {
-		if b.lease > 0 && now < b.leaseEnd && (!try || b.leaseNext <= now) {
-			b.lease--
-			wait = max(0, b.leaseNext-now)
-			b.leaseNext = max(b.leaseNext, now) + b.leaseStep
-			b.mu.Unlock()
-			b.s.hits.Add(1)
-			return true, wait, true
-		}
-		if b.refill == nil || try {
-			break
-		}
-		// One lease request at a time per bucket: wait for the one in
-		// flight (bounded by the Redis timeout), then take from its lease.
-		ch := b.refill
-		b.mu.Unlock()
-		<-ch
-		b.mu.Lock()
-	}
-	give := b.lease // expired or unusable now: give the unused tokens back
-	b.lease = 0
-	pairs := b.takeServed()
-	done := make(chan struct{})
-	if !try {
-		b.refill = done
-	}
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		if b.refill == done {
-			b.refill = nil
-		}
-		b.mu.Unlock()
-		close(done)
-	}()
-	tryArg := "0"
-	if try {
-		tryArg = "1"
-	}
-	want := b.leaseSize()
-	window := b.s.cfg.leaseWindow.Microseconds()
-	sent := time.Now()
-	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, tryArg, window}, pairs...)...)...)
-	if !ok || len(res) < 7 {
-		return false, 0, false
-	}
-	// Redis's "now" was during the round trip: the lease's times count
-	// from its answer, not from before the request.
-	rtt := time.Since(sent)
-	b.s.misses.Add(1)
-	k := min(max(0, toInt(res[0])), int64(want))
-	wait = b.s.micros(res[1])
-	step := b.s.micros(res[2])
-	b.setRate(res[3])
-	if k > 1 {
-		b.mu.Lock()
-		b.lease = int(k - 1)
-		b.leaseNext = now + rtt + wait + step
-		b.leaseStep = step
-		b.leaseEnd = now + rtt + wait + time.Duration(k)*step + b.s.cfg.leaseWindow
-		b.mu.Unlock()
-	}
-	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
-	return k >= 1, wait, true
-}
-
-func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
-	if _, wait, ok := b.take(now, false); ok {
-		return wait
-	}
-	return b.fallback(now).Reserve(now)
-}
-
-func (b *sharedBucket) TryReserve(now time.Duration) bool {
-	if granted, _, ok := b.take(now, true); ok {
-		return granted
-	}
-	return b.fallback(now).TryReserve(now)
 }
 
 // Cancel gives a reserved token back to the fleet's bucket. The token may
 // be one far in the future (its wait would have passed the caller's
 // deadline): the balance goes up by one, as in a local bucket, and no
-// process may use it before its turn.
+// process may use it before its turn. The caller does not wait for Redis
+// (it is often one whose deadline has come): the tokens given back go
+// with the next lease request, or, when none is being sent, in an
+// operation of their own, several at a time.
 func (b *sharedBucket) Cancel(now time.Duration) {
-	if _, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(1)...); !ok {
+	b.mu.Lock()
+	b.log.dropLast()
+	b.mu.Unlock()
+	if b.s.degraded.Load() {
 		b.fallback(now).Cancel(now)
+		return
+	}
+	b.mu.Lock()
+	b.spaced -= b.leaseStep // as Redis's balance, the queue's end moves back a token
+	b.giveBack++
+	start := !b.giving && !b.sending
+	b.giving = b.giving || start
+	b.mu.Unlock()
+	if start {
+		go b.sendGiveBack(now)
+	}
+}
+
+// sendGiveBack gives the tokens of Cancel back to Redis, until none is
+// left; to the local limits when Redis does not answer.
+func (b *sharedBucket) sendGiveBack(now time.Duration) {
+	for {
+		b.mu.Lock()
+		n := b.giveBack
+		b.giveBack = 0
+		b.giving = n > 0
+		b.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if _, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(n)...); !ok {
+			local := b.fallback(now)
+			for range n {
+				local.Cancel(now)
+			}
+		}
 	}
 }
 
@@ -372,8 +352,10 @@ func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	noLease := b.lease == 0 || now >= b.leaseEnd // an expired lease's tokens are the fleet's again
-	return noLease && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
+	// An expired lease's tokens are the fleet's again; its end is read on
+	// the caller's clock, from the last use.
+	noLease := b.lease == 0 || now-b.lastUse >= b.leaseEnd-b.lastUseMono
+	return noLease && len(b.queue) == 0 && !b.sending && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
 }
 
 var _ state.Bucket = (*sharedBucket)(nil)

@@ -41,6 +41,14 @@
 // trip and pacing is exact; at 1,000 rps in one process it is 64 tokens,
 // one round trip per 64 calls. WithLeaseWindow and WithMaxLease tune it.
 //
+// The callers that find the lease empty queue for the lease request in
+// flight; the next request asks for a token for each of them, so that no
+// caller waits for more than two Redis answers, each bounded by
+// WithTimeout. The store's buckets also have a method that state.Bucket
+// lacks, ReserveContext(ctx, now) (wait, err): Reserve that stops waiting
+// for Redis when ctx ends, taking nothing. The wait a caller is given
+// counts from the time it has its token.
+//
 // Breakers are read from a cache that every token request refreshes and
 // that a process trusts for at most a second (WithBreakerStaleness); the
 // refunds of successes to the retry budget are sent a token at a time.
@@ -57,7 +65,9 @@
 // announces itself every second). The switch is logged once and counted
 // (StoreStats.Fallbacks). The heartbeat keeps probing, and the first
 // answer switches back to the shared state (rebuilt from the defaults if
-// Redis lost it). A failover is such an outage: local limits until the
+// Redis lost it). At either switch, the callers already queued keep their
+// tokens and their times, and the new bucket is charged for them: they
+// take the head of its queue instead of going on top of its balance. A failover is such an outage: local limits until the
 // client reaches the new master, then the state the new master holds. No
 // call fails because Redis failed.
 //

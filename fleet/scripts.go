@@ -281,11 +281,16 @@ end
 
 // takeScript reserves a lease of up to ARGV[ARG0] tokens, after giving
 // back ARGV[ARG0+1] unused ones: the tokens usable now and, in order, the
-// next ones, as far as ARGV[ARG0+3] microseconds ahead (at least one
-// token). With ARGV[ARG0+2] (try only) set to 1 it takes one token, and
-// only if it is usable now. The success counts follow from ARGV[ARG0+4].
-// KEYS[2] is the scope's breaker, whose state comes back with the answer,
-// so that lease misses refresh every process's view of it.
+// next ones, as far as ARGV[ARG0+3] microseconds ahead, and at least
+// ARGV[ARG0+4] (the callers waiting for this answer, each of whom takes one
+// however far ahead it is). Before it, ARGV[ARG0+5] tokens are charged:
+// those of callers already queued in this process's local limits, while
+// Redis did not answer, who go at their own times; the bucket's queue
+// moves behind them instead of its balance going on top of them. With
+// ARGV[ARG0+2] (try only) set to 1 it takes one token, and only if it is
+// usable now. The success counts follow from ARGV[ARG0+6]. KEYS[2] is the
+// scope's breaker, whose state comes back with the answer, so that lease
+// misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
 // breaker_wait_us, breaker_failures}: token i (from 0) of the lease is
 // usable first_wait + i*interval after now.
@@ -294,10 +299,13 @@ local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local want = math.max(1, tonumber(ARGV[ARG0]) or 1)
 local give = math.max(0, tonumber(ARGV[ARG0 + 1]) or 0)
-record_served(b, now, ARG0 + 4)
+local need = math.max(1, math.min(want, tonumber(ARGV[ARG0 + 4]) or 1))
+local charge = math.max(0, tonumber(ARGV[ARG0 + 5]) or 0)
+record_served(b, now, ARG0 + 6)
 local eff = math.max(now, b.paused)
 if give > 0 then b.t0 = b.t0 - give * b.interval end
 b.t0 = math.max(b.t0, eff - b.capus)
+if charge > 0 then b.t0 = b.t0 + math.min(charge * b.interval, HORIZON_US) end
 local k, wait = 0, 0
 if ARGV[ARG0 + 2] == '1' then
   if now >= b.paused and now - b.t0 >= b.interval then
@@ -306,7 +314,7 @@ if ARGV[ARG0 + 2] == '1' then
   end
 else
   local ahead = math.floor((now + tonumber(ARGV[ARG0 + 3]) - b.t0) / b.interval)
-  k = math.max(1, math.min(want, ahead))
+  k = math.max(need, math.min(want, ahead))
   wait = math.max(0, b.t0 + b.interval - now, b.paused - now)
   b.t0 = b.t0 + k * b.interval
 end

@@ -205,7 +205,7 @@ type StoreStats struct {
 	RedisCalls  int64 // operations sent to Redis
 	RedisErrors int64 // operations that failed or timed out
 	LeaseHits   int64 // tokens taken from a local lease, without Redis
-	LeaseMisses int64 // token requests that went to Redis
+	LeaseMisses int64 // tokens that waited for Redis's answer to a lease request
 	Fallbacks   int64 // switches from shared to local limits
 	Degraded    bool  // on local limits now
 	Processes   int64 // live processes at the last heartbeat

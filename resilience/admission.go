@@ -192,9 +192,27 @@ func (gd *Guard) stopByContext(err error) error {
 // sooner) wakes the wait, which then goes at the reservation's new time. A
 // verdict of the scope's breaker wakes the wait too: a call that has not
 // been sent yet, or a retry, asks the breaker again, and a breaker that
-// opened meanwhile (a dead scope) ends it as it would have refused it.
+// opened meanwhile (a dead scope) ends it as it would have refused it; for
+// a provider that waits for its breakers' verdicts (breaker_wait), the
+// call gives its tokens back, waits for the verdict as admit has it wait,
+// and then takes fresh ones.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
-	w, other, leaf, level := gd.reserve(now)
+	var w, other, leaf time.Duration
+	var level uint8
+	if gd.g.sharedBuckets {
+		var err error
+		if w, other, leaf, level, err = gd.reserveShared(ctx, now); err != nil {
+			return gd.stopByContext(err)
+		}
+		// The reservation may have waited for the store: the wait it gave
+		// counts from its return, and the deadline is checked then too.
+		if now = gd.g.now(); ctx.Err() != nil {
+			gd.cancel(now)
+			return gd.stopByContext(ctx.Err())
+		}
+	} else {
+		w, other, leaf, level = gd.reserve(now)
+	}
 	if w <= 0 {
 		return nil
 	}
@@ -249,6 +267,19 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if wait, ok := gd.ask(now); !ok {
 			gd.recordWait(now-start, levelNames[level])
 			gd.cancel(now)
+			if gd.p.set.breakerWait {
+				// A provider that waits for its breakers' verdicts: the
+				// call waits for this one, within its deadline (and max
+				// wait), as admit has it wait, then takes a fresh token.
+				at, w, admitted, err := gd.waitAdmitted(ctx, now)
+				if err != nil {
+					return gd.stopByContext(err)
+				}
+				if admitted {
+					return gd.takeToken(ctx, at)
+				}
+				now, wait = at, w
+			}
 			return gd.refuseOpen(now, wait)
 		}
 	}
@@ -311,6 +342,7 @@ func (gd *Guard) refuseOpen(now, wait time.Duration) error {
 // the leaf's, and the level that imposes the longest (levelNames).
 func (gd *Guard) reserve(now time.Duration) (w, other, leaf time.Duration, level uint8) {
 	e := gd.e
+	gd.held = e
 	if b := e.acct.global; b != nil {
 		other = b.Reserve(now)
 	}
@@ -326,6 +358,49 @@ func (gd *Guard) reserve(now time.Duration) (w, other, leaf time.Duration, level
 	return w, other, leaf, level
 }
 
+// contextBucket is the optional interface of buckets whose Reserve may
+// wait for a shared store (fleet mode's): ReserveContext stops waiting
+// when ctx ends, taking nothing.
+type contextBucket interface {
+	ReserveContext(ctx context.Context, now time.Duration) (time.Duration, error)
+}
+
+// reserveShared is reserve for a store whose buckets may wait (fleet
+// mode): each level's wait for the store is bounded by ctx, and a level
+// that ctx ends gives back the levels already reserved.
+func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, other, leaf time.Duration, level uint8, err error) {
+	e := gd.e
+	levels := [...]state.Bucket{e.acct.global, e.acct.bucket, e.leaf}
+	var waits [len(levels)]time.Duration
+	for i, b := range levels {
+		if b == nil {
+			continue
+		}
+		if cb, ok := b.(contextBucket); ok {
+			waits[i], err = cb.ReserveContext(ctx, now)
+		} else {
+			waits[i] = b.Reserve(now)
+		}
+		if err != nil {
+			for _, r := range levels[:i] {
+				if r != nil {
+					r.Cancel(now)
+				}
+			}
+			return 0, 0, 0, 0, err
+		}
+	}
+	gd.held = e
+	other, leaf = waits[0], waits[2]
+	if waits[1] > other {
+		other, level = waits[1], 1
+	}
+	if w = other; leaf > w {
+		w, level = leaf, 2
+	}
+	return w, other, leaf, level, nil
+}
+
 // queueBucket is a leaf bucket whose queued reservations move with its
 // rate and pauses (the in-process bucket): a caller that waits for its
 // token takes the reservation's ticket and follows it.
@@ -337,9 +412,15 @@ type queueBucket interface {
 // levelNames names the bucket levels of reserve, as Event.Level does.
 var levelNames = [...]string{"provider", "account", "leaf"}
 
-// cancel gives back the tokens of a reservation that will not be used.
+// cancel gives back the tokens of a reservation that will not be used, to
+// the buckets it was made on: the guard may have moved to the live entry
+// of its scope since (Guard.live), whose buckets gave it nothing.
 func (gd *Guard) cancel(now time.Duration) {
-	e := gd.e
+	e := gd.held
+	if e == nil {
+		return
+	}
+	gd.held = nil
 	if b := e.acct.global; b != nil {
 		b.Cancel(now)
 	}
@@ -455,15 +536,22 @@ func (gd *Guard) nested(ctx context.Context, b *bulkhead.Bulkhead) bool {
 const maxNesting = 16
 
 // live moves the guard to the live entry of its scope if a sweep reclaimed
-// the one it holds, or a reconfiguration moved the scope's state to a new
-// table, so that what the call learns is not lost. The steps
-// that record an outcome call it; the others do not need to.
+// the one it holds, or a reconfiguration or a Reset moved the scope's state
+// to a new table, so that the call asks the live breaker, takes the live
+// bucket's tokens and records into the live counters. The verbs call it
+// as they start, and the steps that end a wait or record an outcome call
+// it again.
 func (gd *Guard) live() {
-	if !gd.e.dead.Load() {
-		return
+	if gd.e.dead.Load() { // in line: the common call pays an atomic load
+		gd.relive()
 	}
+}
+
+// relive moves the guard to the live entry of its scope.
+func (gd *Guard) relive() {
 	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
 	gd.e = gd.p.scopes.lookup(gd.scope)
+	gd.lease = leaseNone // what the retired breaker granted: the live one is asked
 	if s := gd.bind.stats; s != nil {
 		gd.run = gd.e.runCounters(s)
 	}

@@ -3,8 +3,6 @@ package resilience
 import (
 	"context"
 	"sync/atomic"
-
-	"github.com/cloudg/cloudg/internal/hint"
 )
 
 // Call calls fn under scope's circuit breaker, rate limits, bulkhead and
@@ -137,11 +135,10 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 		}
 		delay, rerr := gd.retryWithJitter()
 		if rerr != nil {
+			if ww, ok := rerr.(*WouldWaitError); ok {
+				return ww // the hint is longer than the call may wait (WithMaxWait)
+			}
 			return err
-		}
-		if gd.bind.bounded && gd.last.hasHint && hint.Cap(gd.last.hint) > gd.bind.maxWait {
-			// The provider asks for a longer wait than the call may make.
-			return gd.refuseWait(hint.Cap(gd.last.hint), ErrNoToken)
 		}
 		if serr := gd.g.sleep(ctx, delay); serr != nil {
 			return gd.stopByContext(serr)

@@ -38,6 +38,7 @@ type Governor struct {
 	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
 	reclaim          reclaimer
 	gen              atomic.Uint64 // counts the changes of providers' state, for Bound
+	sharedBuckets    bool          // the store's buckets may wait for it (fleet mode)
 	observer         observe.Observer
 	observed         bool        // an observer or a logger takes events
 	observerPanicked atomic.Bool // logged once
@@ -114,6 +115,8 @@ func (g *Governor) init() {
 		if g.store == nil {
 			g.store = memoryStore{}
 		}
+		_, inProcess := g.store.(memoryStore)
+		g.sharedBuckets = !inProcess
 		if g.idle == 0 {
 			g.idle = time.Minute
 		}

@@ -66,6 +66,7 @@ type Guard struct {
 	retries int        // retries of the current call; the first freeRetries are free
 	renewed int        // retries made before the call's attempts were renewed (breaker_wait)
 
+	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
 	prevSleep time.Duration // the last delay Retry gave, for the jitter
 	notBefore time.Duration // a retry of a transient answer waits until then
@@ -165,6 +166,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	now := gd.g.now()
 	if gd.bounded = false; gd.bind.held {
 		gd.bound(now)
@@ -210,6 +212,8 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.stopByContext(err)
 		}
 	}
+	gd.live()     // a Reset or Configure during the waits: count it where they start
+	gd.held = nil // the tokens are used
 	// send, in line: the common call pays no call for it.
 	if gd.retrying() {
 		gd.recordRetry()
@@ -269,6 +273,7 @@ func (gd *Guard) TryEnter() error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	now := gd.g.now()
 	if err := gd.request(now); err != nil {
 		return err
@@ -277,7 +282,6 @@ func (gd *Guard) TryEnter() error {
 		return gd.stopByContext(err)
 	}
 	if gd.retrying() {
-		gd.live() // the call may have lasted past a sweep
 		if now >= gd.deadlineAt() {
 			return gd.failAt(now, "deadline", gd.last.err)
 		}
@@ -297,7 +301,16 @@ func (gd *Guard) TryEnter() error {
 		// The breaker binds first: its wait is the one to report.
 		return gd.refusedOpen(wait)
 	}
-	if w, _, _, _ := gd.reserve(now); w > 0 {
+	var w time.Duration
+	if gd.g.sharedBuckets {
+		var err error
+		if w, _, _, _, err = gd.reserveShared(gd.ctx, now); err != nil {
+			return gd.stopByContext(err)
+		}
+	} else {
+		w, _, _, _ = gd.reserve(now)
+	}
+	if w > 0 {
 		gd.cancel(now)
 		return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 	}
@@ -355,6 +368,7 @@ func (gd *Guard) request(now time.Duration) error {
 // send counts the attempt Enter or TryEnter let through, and the retry it
 // is, and marks it sent.
 func (gd *Guard) send(now time.Duration) {
+	gd.held = nil // the tokens are used
 	if gd.retrying() {
 		gd.recordRetry()
 	}
@@ -459,6 +473,9 @@ func (gd *Guard) After(err error) Kind {
 //     attempt's error;
 //   - a delay that would pass the deadline: recorded the same way; err is
 //     a *DeadlineExceededError wrapping the attempt's error;
+//   - a provider's hint longer than the call may wait (WithMaxWait): no
+//     breaker failure, the call is lost as refused; err is a
+//     *WouldWaitError matching ErrNoToken and wrapping the attempt's error;
 //   - an empty retry budget (every retry after the first two of a call
 //     costs a token, unless the policy skips the budget): no breaker
 //     failure, since the budget and not the service stopped the call; a
@@ -534,6 +551,7 @@ func (gd *Guard) Pace(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.live()
 	switch gd.phase {
 	case phaseRetryable, phaseAwaiting:
 	case phaseFailed, phaseFinal:
@@ -565,6 +583,7 @@ func (gd *Guard) Pace(ctx context.Context) error {
 		if err := gd.takeToken(ctx, now); err != nil {
 			return err
 		}
+		gd.held = nil // the tokens are used
 	}
 	gd.recordRetry()
 	gd.to(phaseSent)

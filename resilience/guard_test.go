@@ -408,3 +408,34 @@ func TestGuardDisabledProviderOutOfAttempts(t *testing.T) {
 		t.Fatalf("a disabled provider recorded %+v", s.Totals)
 	}
 }
+
+// A call whose token wait outlived a Reset, and which then ends without
+// sending, gives its token back to the bucket it came from: the bucket in
+// force gave it nothing, and gains nothing (it gained a token, and let two
+// requests through a bucket of 1 rps, burst 1, at once).
+func TestCancelGivesBackToTheBucketReservedFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}})
+		n := 0
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		waiting := make(chan error)
+		go func() { waiting <- Do(ctx, iamUsers, always(&n, nil), WithGovernor(g)) }()
+		synctest.Wait() // it waits a second for the next token
+		g.Reset()
+		if err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g)); err != nil {
+			t.Fatal(err) // the new bucket's one token
+		}
+		cancel()
+		if err := <-waiting; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the waiting call: %v", err)
+		}
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		if err := gd.TryEnter(); err == nil {
+			t.Fatal("a second request went at once through the new bucket of 1 rps, burst 1")
+		}
+		gd.End(nil)
+	})
+}

@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,5 +399,45 @@ func TestDelayIsAPureRead(t *testing.T) {
 			t.Fatalf("cap full: %v %v", d, err)
 		}
 		close(hold)
+	})
+}
+
+// The bound holds for a retry an SDK makes on its own (Guard.Retry): a
+// throttled answer whose Retry-After is longer than the call may wait
+// ends the call at once, with a refusal wrapping the answer. Otherwise the
+// SDK (gax, cloudghttp's Transport) sleeps the hint before its next
+// attempt, whose Enter then finds the pause over: the call waits the whole
+// hint and the bound does not hold.
+func TestMaxWaitRefusesAnSDKRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		for i, answer := range []error{throttleAfter(30 * time.Second), &apiErr{code: "InternalError", status: 500, msg: "busy", header: http.Header{"Retry-After": {"30"}}}} {
+			r := newRun(context.Background())
+			ctx := WithMaxWait(r.ctx, time.Second)
+			gd, _ := g.Begin(ctx, []Scope{iamUsers, ec2Vpcs}[i])
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(answer)
+			delay, err := gd.Retry(0)
+			var ww *WouldWaitError
+			if !errors.As(err, &ww) || !errors.Is(err, answer) || !errors.Is(err, ErrNoToken) || ww.Wait < 29*time.Second || Classify(err) != Throttled {
+				t.Fatalf("%v: Retry = %v, %v; want a refusal wrapping the answer", answer, delay, err)
+			}
+			gd.End(err)
+			r.lost(t, g, LossRefused, 1)
+		}
+		// A hint within the bound is waited out.
+		r := newRun(context.Background())
+		ctx := WithMaxWait(r.ctx, time.Minute)
+		gd, _ := g.Begin(ctx, ec2Subnets)
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.After(throttleAfter(30 * time.Second))
+		if d, err := gd.Retry(0); err != nil || d != 30*time.Second {
+			t.Fatalf("within the bound: %v, %v", d, err)
+		}
+		gd.End(nil)
 	})
 }

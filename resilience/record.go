@@ -15,6 +15,7 @@ import (
 
 // count adds one to the scope's tally t, for its lifetime and the run.
 func (gd *Guard) count(t tally) {
+	gd.live() // into the counters in force, after a Reset too
 	gd.e.lifeCounters(gd.g).n[t].Add(1)
 	if gd.run != nil {
 		gd.run.n[t].Add(1)
@@ -41,6 +42,7 @@ func (gd *Guard) recordCallEvent() { gd.emit(&observe.Event{Kind: observe.Call})
 
 // recordWait counts a wait of w for a rate token of the bucket level.
 func (gd *Guard) recordWait(w time.Duration, level string) {
+	gd.live()
 	gd.e.lifeCounters(gd.g).recordWait(w)
 	if gd.run != nil {
 		gd.run.recordWait(w)
@@ -63,6 +65,7 @@ func (gd *Guard) recordBackoff(now time.Duration) {
 	if d <= 0 {
 		return
 	}
+	gd.live()
 	gd.e.lifeCounters(gd.g).backoffNS.Add(int64(d))
 	if gd.run != nil {
 		gd.run.backoffNS.Add(int64(d))
@@ -169,6 +172,7 @@ func (gd *Guard) recordError() {
 // recordSuccess records a success: the breaker resets, the budget gets its
 // refund, the leaf recovers.
 func (gd *Guard) recordSuccess() {
+	gd.live()
 	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
 		gd.recordBreaker(state.HalfOpen, state.Closed)
@@ -218,19 +222,13 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 // or transient error towards the breaker.
 func (gd *Guard) recordBreakerFailure(now time.Duration) {
 	gd.live()
-	if gd.e.breaker.Failure(now) {
-		gd.recordOpened()
+	if opened, from := gd.breakerFailure(now); opened {
+		gd.count(tripsTally)
+		gd.recordBreaker(from, state.Open)
 	}
-}
-
-// recordOpened records the breaker opening because of this call.
-func (gd *Guard) recordOpened() {
-	gd.count(tripsTally)
-	from := state.Closed
 	if gd.lease == leaseProbe {
-		from = state.HalfOpen
+		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
 	}
-	gd.recordBreaker(from, state.Open)
 }
 
 // recordSpent records the loss of a call that was sent and still failed
@@ -243,6 +241,25 @@ func (gd *Guard) recordSpent(reason string) {
 	case Transient:
 		gd.recordLost(LossFailed, reason, gd.last.desc, gd.last.err)
 	}
+}
+
+// failureReporter is the optional interface of breakers that say where
+// a failure found them (the in-process breaker).
+type failureReporter interface {
+	FailureFrom(now time.Duration) (opened bool, from state.BreakerState)
+}
+
+// breakerFailure counts a failure towards the breaker, and reports whether
+// it opened it and from where: as the breaker says, or, for one that does
+// not, as the call's lease suggests.
+func (gd *Guard) breakerFailure(now time.Duration) (opened bool, from state.BreakerState) {
+	if fr, ok := gd.e.breaker.(failureReporter); ok {
+		return fr.FailureFrom(now)
+	}
+	if gd.lease == leaseProbe {
+		from = state.HalfOpen
+	}
+	return gd.e.breaker.Failure(now), from
 }
 
 // recordBudgetExhausted records a call the empty retry budget stopped: no

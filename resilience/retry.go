@@ -50,6 +50,13 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			gd.stop()
 			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err}
 		}
+		if gd.bind.bounded && gd.last.hasHint && !awaiting {
+			if h := hint.Cap(gd.last.hint); h > gd.bind.maxWait {
+				// The provider asks for a longer wait than the call may
+				// make (WithMaxWait): refused now, before anyone sleeps.
+				return 0, gd.refuseRetry(h)
+			}
+		}
 		if l.useBudget && gd.retries >= freeRetries && !awaiting && !gd.p.budget.Take() {
 			if !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient {
 				gd.recordBudgetExhausted()
@@ -79,6 +86,17 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 		}
 	}
 	return delay, nil
+}
+
+// refuseRetry ends a call whose retry would wait h, the provider's hint,
+// longer than its max wait allows: a refusal wrapping the answer, recorded
+// as such, with no breaker failure (the caller, not the service, stopped
+// it).
+func (gd *Guard) refuseRetry(h time.Duration) error {
+	ww := &WouldWaitError{Scope: gd.scope, Wait: h, Err: ErrNoToken, Last: gd.last.err}
+	gd.recordRefused(ww)
+	gd.stop()
+	return ww
 }
 
 // retryWithJitter is Retry for the loop of Call and Do: the wait is the

@@ -58,6 +58,7 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 			return now, w, false, err
 		}
 		now = gd.g.now()
+		gd.live() // a Reset or Configure during the wait: the live breaker decides
 	}
 }
 
@@ -87,6 +88,7 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 			return now, false, err
 		}
 		now = gd.g.now()
+		gd.live()
 	}
 }
 

@@ -7,6 +7,7 @@ require (
 	github.com/cloudg/cloudg v0.1.0
 	github.com/cloudg/cloudg/fleet v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -152,9 +152,24 @@ func (b *Breaker) Success() (closed bool) {
 // or the half-open probe failed (the cooldown then doubles, up to
 // MaxCooldown).
 func (b *Breaker) Failure(now time.Duration) (opened bool) {
+	opened, _ = b.FailureFrom(now)
+	return opened
+}
+
+// FailureFrom is Failure, and also reports the state the failure found, so
+// that a caller that reports the breaker's change says where it was (a
+// call let through while closed may fail once it is half-open).
+func (b *Breaker) FailureFrom(now time.Duration) (opened bool, from state.BreakerState) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch st, failures := b.load(); st {
+	st, failures := b.load()
+	return b.failure(now, st, failures), st
+}
+
+// failure records a failure found in state st with failures counted. mu
+// must be held.
+func (b *Breaker) failure(now time.Duration, st state.BreakerState, failures int) (opened bool) {
+	switch st {
 	case state.Closed:
 		if failures+1 < b.spec.Threshold {
 			b.set(state.Closed, failures+1)

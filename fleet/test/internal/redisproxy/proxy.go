@@ -1,8 +1,8 @@
 // Package redisproxy is a TCP proxy for tests: it forwards to a Redis
-// server and can go down, come back on the same address, and delay
-// traffic, or hold it (a Redis frozen, as by SIGSTOP, whose kernel still
-// accepts connections), to show what fleet mode does when Redis fails, is
-// slow or does not answer.
+// server and can go down, come back on the same address, delay traffic,
+// hold it (a Redis frozen, as by SIGSTOP, whose kernel still accepts
+// connections), or garble an answer, to show what fleet mode does when
+// Redis fails, is slow, does not answer or answers nonsense.
 package redisproxy
 
 import (
@@ -17,11 +17,13 @@ type Proxy struct {
 	target string
 	addr   string
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	delay time.Duration
-	gate  chan struct{} // open while frozen; closed (or nil) lets data through
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	delay  time.Duration
+	gate   chan struct{} // open while frozen; closed (or nil) lets data through
+	garble int           // answers still to garble
+	junk   uint64        // the state of the garbage's generator
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to target.
@@ -43,6 +45,14 @@ func (p *Proxy) Addr() string { return p.addr }
 func (p *Proxy) SetDelay(d time.Duration) {
 	p.mu.Lock()
 	p.delay = d
+	p.mu.Unlock()
+}
+
+// Garble replaces the next n chunks of data Redis sends (answers, as they
+// arrive) with as many bytes of garbage each; 0 garbles none.
+func (p *Proxy) Garble(n int) {
+	p.mu.Lock()
+	p.garble = n
 	p.mu.Unlock()
 }
 
@@ -139,11 +149,13 @@ func (p *Proxy) handle(c net.Conn) {
 		up.Close()
 		return
 	}
-	go p.pipe(up, c)
-	p.pipe(c, up)
+	go p.pipe(up, c, false)
+	p.pipe(c, up, true)
 }
 
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies from src to dst; answers is set for the copy of Redis's
+// answers to the client.
+func (p *Proxy) pipe(dst, src net.Conn, answers bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
@@ -152,6 +164,13 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		if n > 0 {
 			p.mu.Lock()
 			d, gate := p.delay, p.gate
+			if answers && p.garble > 0 {
+				p.garble--
+				for i := range buf[:n] {
+					p.junk = p.junk*6364136223846793005 + 1442695040888963407
+					buf[i] = byte(p.junk >> 56)
+				}
+			}
 			p.mu.Unlock()
 			if gate != nil {
 				<-gate

@@ -1,0 +1,434 @@
+package fleet
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// How a process takes the tokens of a shared bucket. A caller takes a
+// token of the lease the process borrowed, without a round trip, when the
+// lease has one and no caller is queued before it. Otherwise it queues for
+// a lease request: a dispatcher sends them one at a time, each asking for
+// a token for every caller queued when it is sent (Redis grants them all,
+// however far ahead) and for the lease beyond them, so that a caller waits
+// for at most two answers: the request in flight when it came, whose
+// spare tokens it may take, and the one sent after it. A caller waits on
+// its own context (ReserveContext). The wait a caller is given counts from
+// the time Reserve returns, so that sleeping it goes at the token's time
+// however long the caller waited for Redis.
+//
+// The lease's times are read on the process's monotonic clock (mono), not
+// on the callers' clock readings: a caller may pass a reading taken a
+// while before (the governor's, before it asked the breaker), and the
+// tokens of one answer must keep their spacing from those of the last.
+//
+// At a switch between the shared and the local limits, the callers
+// already queued (holding tokens not yet usable) keep their tokens and
+// their times, and the new bucket is charged for them: they take the head
+// of its queue instead of going on top of its balance.
+
+// epoch is the origin of mono.
+var epoch = time.Now()
+
+// mono reads the process's monotonic clock.
+func mono() time.Duration { return time.Since(epoch) }
+
+// waiter is a caller queued for a lease request's answer.
+type waiter struct {
+	now   time.Duration // the caller's clock reading when it asked
+	at    time.Duration // mono at that reading
+	ready chan struct{} // closed when the caller is served
+	// Set under the bucket's mu, before ready is closed:
+	usable time.Duration // mono when the token is usable
+	local  bool          // Redis did not answer: the caller takes a token of the local limits
+	done   bool          // served
+	gone   bool          // the caller's context ended first: it takes nothing
+}
+
+// tokenLog records the times (mono) of the tokens the process handed out
+// from a bucket, those of its last capacity window (a burst's worth of
+// time) and those still to come, and whether Redis knows of each (it
+// handed it out, or was charged for it). A switch between the shared and
+// the local limits charges the new bucket, so that it starts with what the
+// process has left, not full, however often the switches come: always
+// with the tokens to come (the callers queued, who keep their tokens and
+// their times); a new local bucket, when the process took tokens in the
+// last window, with its whole burst (the shared bucket's balance is not
+// known, and a busy process has drained its share of it); the shared
+// bucket, back, with the tokens the local limits gave in the last window
+// (up to a burst), which it refilled while it did not answer.
+//
+// A token Redis knows of and that is usable at once (a lease hit's, the
+// common case) is not logged: only the time of the latest is kept, which
+// is all the charges read of such tokens.
+type tokenLog struct {
+	t      []token
+	head   int
+	window time.Duration
+	last   time.Duration // the latest token known to Redis and not logged
+}
+
+type token struct {
+	at    time.Duration
+	redis bool // Redis knows of it
+}
+
+// maxLogged bounds the log: a burst larger than this is charged in part.
+const maxLogged = 1024
+
+func (l *tokenLog) add(at, now time.Duration, redis bool) {
+	if redis && at <= now {
+		l.last = max(l.last, at)
+		return
+	}
+	l.prune(now)
+	if len(l.t)-l.head >= maxLogged {
+		l.head++
+	}
+	l.t = append(l.t, token{at, redis})
+}
+
+func (l *tokenLog) prune(now time.Duration) {
+	for l.head < len(l.t) && l.t[l.head].at <= now-l.window {
+		l.head++
+	}
+	switch {
+	case l.head == len(l.t):
+		l.t, l.head = l.t[:0], 0
+	case l.head >= 64 && 2*l.head >= len(l.t):
+		l.t, l.head = l.t[:copy(l.t, l.t[l.head:])], 0
+	}
+}
+
+// charge returns the tokens to charge a new bucket of capacity burst with
+// at now: the local limits (toRedis false), which know of none, or the
+// shared bucket, which knows of those Redis handed out or was charged for.
+func (l *tokenLog) charge(now time.Duration, toRedis bool, burst float64) int {
+	l.prune(now)
+	past, future := 0, 0
+	for _, tk := range l.t[l.head:] {
+		switch {
+		case toRedis && tk.redis:
+		case tk.at > now:
+			future++
+		default:
+			past++
+		}
+	}
+	if !toRedis && (past > 0 || l.last > now-l.window) {
+		past = int(math.Ceil(burst))
+	}
+	return min(past, int(math.Ceil(burst))) + future
+}
+
+// known marks every token logged as known to Redis, which was charged for
+// them.
+func (l *tokenLog) known() {
+	for i := l.head; i < len(l.t); i++ {
+		l.t[i].redis = true
+	}
+}
+
+// dropLast forgets the latest token: the one a caller whose deadline it
+// would pass gives back is at the end of the queue.
+func (l *tokenLog) dropLast() {
+	last := -1
+	for i := l.head; i < len(l.t); i++ {
+		if last < 0 || l.t[i].at > l.t[last].at {
+			last = i
+		}
+	}
+	if last >= 0 {
+		copy(l.t[last:], l.t[last+1:])
+		l.t = l.t[:len(l.t)-1]
+	}
+}
+
+// leaseOpen reports whether the lease has a token to hand out at t (mono).
+// mu must be held.
+func (b *sharedBucket) leaseOpen(t time.Duration) bool { return b.lease > 0 && t < b.leaseEnd }
+
+// hit takes a token of the lease at t (mono) and returns its wait. mu must
+// be held, and leaseOpen(t) true.
+func (b *sharedBucket) hit(t time.Duration) time.Duration {
+	b.lease--
+	wait := max(0, b.leaseNext-t)
+	b.leaseNext = max(b.leaseNext, t) + b.leaseStep
+	b.spaced = max(b.spaced, b.leaseNext)
+	b.log.add(t+wait, t, true)
+	return wait
+}
+
+// use records a use at now (the caller's clock) and t (mono). mu must be
+// held.
+func (b *sharedBucket) use(now, t time.Duration) {
+	b.lastUse, b.lastUseMono = now, t
+}
+
+// Reserve takes a token: from the lease, from a lease request's answer,
+// or, when Redis does not answer, from the local limits, and returns the
+// wait from its return until the token is usable. It waits for Redis at
+// most the operation timeout twice (see ReserveContext).
+func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
+	w, _ := b.reserve(context.Background(), now)
+	return w
+}
+
+// ReserveContext is Reserve bounded by ctx: a caller queued for a lease
+// request's answer stops waiting when ctx ends, takes nothing and returns
+// ctx's error.
+func (b *sharedBucket) ReserveContext(ctx context.Context, now time.Duration) (time.Duration, error) {
+	return b.reserve(ctx, now)
+}
+
+func (b *sharedBucket) reserve(ctx context.Context, now time.Duration) (time.Duration, error) {
+	t := mono()
+	b.mu.Lock()
+	b.use(now, t)
+	if b.s.degraded.Load() {
+		// Local limits: the lease's tokens are the shared bucket's, whose
+		// queued callers the local bucket was charged for; the lease goes.
+		b.lease = 0
+		b.mu.Unlock()
+		return b.reserveLocal(now), nil
+	}
+	if len(b.queue) == 0 && b.leaseOpen(t) {
+		wait := b.hit(t)
+		b.mu.Unlock()
+		b.s.hits.Add(1)
+		return wait, nil
+	}
+	w := &waiter{now: now, at: t, ready: make(chan struct{})}
+	b.queue = append(b.queue, w)
+	start := !b.sending
+	b.sending = true
+	b.mu.Unlock()
+	if start {
+		if ctx.Done() == nil {
+			b.dispatch(w) // nothing to stop it: this caller sends its own request
+		} else {
+			go b.dispatch(nil)
+		}
+	}
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		b.mu.Lock()
+		gone := !w.done
+		w.gone = gone
+		b.mu.Unlock()
+		if gone {
+			return 0, ctx.Err()
+		}
+	}
+	if w.local {
+		// The caller's clock has run on while it waited.
+		return b.reserveLocal(w.now + mono() - w.at), nil
+	}
+	return max(0, w.usable-mono()), nil
+}
+
+// reserveLocal takes a token of the local limits at now.
+func (b *sharedBucket) reserveLocal(now time.Duration) time.Duration {
+	wait := b.fallback(now).Reserve(now)
+	t := mono()
+	b.mu.Lock()
+	b.onLocal = true
+	b.log.add(t+wait, t, false)
+	b.mu.Unlock()
+	return wait
+}
+
+// serve ends w's wait. mu must be held.
+func (w *waiter) serve() {
+	w.done = true
+	close(w.ready)
+}
+
+// compact removes the callers served or gone from the queue. mu must be
+// held.
+func (b *sharedBucket) compact() {
+	q := b.queue[:0]
+	for _, w := range b.queue {
+		if !w.done && !w.gone {
+			q = append(q, w)
+		}
+	}
+	clear(b.queue[len(q):])
+	b.queue = q
+}
+
+// serveFromLease gives the queued callers, in order, the lease's tokens
+// while it has some. mu must be held.
+func (b *sharedBucket) serveFromLease() {
+	b.compact()
+	n := 0
+	for _, w := range b.queue {
+		t := mono()
+		if !b.leaseOpen(t) {
+			break
+		}
+		w.usable = t + b.hit(t)
+		w.serve()
+		n++
+	}
+	if n > 0 {
+		b.s.misses.Add(int64(n))
+		b.compact()
+	}
+}
+
+// dispatch sends the queue's lease requests until no caller is queued.
+// With self, the caller that started it sends the first request itself,
+// and leaves the rest to a goroutine once it is served.
+func (b *sharedBucket) dispatch(self *waiter) {
+	for {
+		b.mu.Lock()
+		b.serveFromLease()
+		if len(b.queue) == 0 || self != nil && self.done {
+			more := len(b.queue) > 0
+			b.sending = more
+			give := !more && b.giveBack > 0 && !b.giving // Cancel's, that came after the last request
+			b.giving = b.giving || give
+			now := b.lastUse
+			b.mu.Unlock()
+			if more {
+				go b.dispatch(nil)
+			}
+			if give {
+				go b.sendGiveBack(now)
+			}
+			return
+		}
+		batch := append([]*waiter(nil), b.queue...)
+		cancels := b.giveBack
+		give := cancels
+		b.giveBack = 0
+		if b.lease > 0 { // expired: its tokens are the fleet's again
+			give += b.lease
+			b.lease = 0
+		}
+		charge := 0
+		if b.onLocal {
+			charge, b.onLocal = b.log.charge(mono(), true, b.capacity()), false
+		}
+		pairs := b.takeServed()
+		want := max(b.leaseSize(), len(batch))
+		b.mu.Unlock()
+
+		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge}, pairs...)...)...)
+		answered := mono()
+		b.mu.Lock()
+		if !ok || len(res) < 7 {
+			b.onLocal = b.onLocal || charge > 0 // still owed to the shared bucket
+			for _, w := range batch {
+				if !w.done && !w.gone {
+					w.local = true
+					w.serve()
+				}
+			}
+			b.mu.Unlock()
+			if cancels > 0 { // Cancel's tokens go back to the local limits
+				now := batch[0].now + answered - batch[0].at
+				local := b.fallback(now)
+				for range cancels {
+					local.Cancel(now)
+				}
+			}
+			continue
+		}
+		if charge > 0 {
+			b.log.known()
+		}
+		// Redis's "now" was during the round trip: the tokens' times count
+		// from its answer, not from before the request, and never before
+		// the last token's and the interval.
+		k := int(min(max(0, toInt(res[0])), int64(want)))
+		step := b.s.micros(res[2])
+		b.setRate(res[3])
+		first := max(answered+b.s.micros(res[1]), b.spaced)
+		i := 0
+		for _, w := range batch {
+			if w.done || w.gone || i == k {
+				continue
+			}
+			w.usable = first + time.Duration(i)*step
+			b.log.add(w.usable, answered, true)
+			w.serve()
+			i++
+		}
+		b.s.misses.Add(int64(i))
+		b.spaced = max(b.spaced, first+time.Duration(i)*step)
+		b.leaseStep = step
+		if spare := k - i; spare > 0 {
+			b.lease = spare
+			b.leaseNext = first + time.Duration(i)*step
+			b.leaseEnd = first + time.Duration(k)*step + b.s.cfg.leaseWindow
+		}
+		now := batch[0].now + answered - batch[0].at // the breaker's cache is on the callers' clock
+		b.mu.Unlock()
+		b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
+	}
+}
+
+// TryReserve takes a token only if it is usable at once: from the lease,
+// or with a request of its own, which queues behind no other.
+func (b *sharedBucket) TryReserve(now time.Duration) bool {
+	t := mono()
+	b.mu.Lock()
+	b.use(now, t)
+	if b.s.degraded.Load() {
+		b.lease = 0 // see reserve
+		b.mu.Unlock()
+		return b.tryLocal(now)
+	}
+	if len(b.queue) == 0 && b.leaseOpen(t) && b.leaseNext <= t {
+		b.hit(t)
+		b.mu.Unlock()
+		b.s.hits.Add(1)
+		return true
+	}
+	give := 0
+	if !b.sending && b.lease > 0 { // not usable now: the fleet's again
+		give, b.lease = b.lease, 0
+	}
+	charge := 0
+	if b.onLocal {
+		charge, b.onLocal = b.log.charge(t, true, b.capacity()), false
+	}
+	pairs := b.takeServed()
+	b.mu.Unlock()
+	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge}, pairs...)...)...)
+	if !ok || len(res) < 7 {
+		return b.tryLocal(now) // which owes the charge again
+	}
+	b.s.misses.Add(1)
+	b.setRate(res[3])
+	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
+	granted := toInt(res[0]) >= 1
+	t = mono()
+	b.mu.Lock()
+	if charge > 0 {
+		b.log.known()
+	}
+	if granted {
+		b.spaced = max(b.spaced, t+b.s.micros(res[2]))
+		b.log.add(t, t, true)
+	}
+	b.mu.Unlock()
+	return granted
+}
+
+// tryLocal is TryReserve on the local limits.
+func (b *sharedBucket) tryLocal(now time.Duration) bool {
+	ok := b.fallback(now).TryReserve(now)
+	b.mu.Lock()
+	b.onLocal = true
+	if ok {
+		t := mono()
+		b.log.add(t, t, false)
+	}
+	b.mu.Unlock()
+	return ok
+}
