@@ -25,6 +25,7 @@ type health struct {
 	since     time.Duration // the streak's first failed answer
 	calls     int           // the calls with a failed answer in the streak
 	throttled bool          // every failed answer of the streak was throttling
+	opened    string        // why the breaker last opened (ScopeSnapshot.OpenReason)
 }
 
 // noteFailure records a failed answer at now, throttling or not, of the
@@ -97,4 +98,35 @@ func trip(b state.Breaker, now time.Duration, threshold int) bool {
 		}
 	}
 	return false
+}
+
+// report returns whether the scope is dead at now by the settings of p,
+// and why its breaker last opened.
+func (h *health) report(p *providerSettings, now time.Duration) (dead bool, opened string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dead = h.failing.Load() && p.dead > 0 && h.calls >= p.breaker.Threshold && now-h.since >= p.dead
+	return dead, h.opened
+}
+
+// noteOpened records why the scope's breaker opened.
+func (e *scopeEntry) noteOpened(reason string) {
+	h := e.health.Load()
+	if h == nil {
+		h = new(health)
+		if !e.health.CompareAndSwap(nil, h) {
+			h = e.health.Load()
+		}
+	}
+	h.mu.Lock()
+	h.opened = reason
+	h.mu.Unlock()
+}
+
+// onlyThrottled reports whether every failed answer of the streak was
+// throttling.
+func (h *health) onlyThrottled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.throttled
 }

@@ -441,3 +441,34 @@ func TestMaxWaitRefusesAnSDKRetry(t *testing.T) {
 		gd.End(nil)
 	})
 }
+
+// A snapshot says what a person needs of a scope in trouble: the callers
+// queued for its tokens, whether it is dead, and why its breaker opened.
+func TestSnapshotTellsWhyAScopeIsInTrouble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		for range 3 {
+			go Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g))
+		}
+		synctest.Wait()
+		if s := g.Inspect(ec2Vpcs); s.Queued != 3 || s.Dead || s.OpenReason != "" {
+			t.Fatalf("paused with 3 callers: %+v", s)
+		}
+		time.Sleep(2 * time.Minute)
+		openBreaker(t, g)
+		if s := g.Inspect(ec2Subnets); s.OpenReason != "throttling" || s.Dead {
+			t.Fatalf("five calls gave up: %+v", s)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g))
+			})
+		}
+		wg.Wait()
+		if s := g.Inspect(iamUsers); s.OpenReason != "throttled for good" || !s.Dead {
+			t.Fatalf("a dead scope: %+v", s)
+		}
+	})
+}

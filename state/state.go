@@ -199,6 +199,19 @@ type ScopeSnapshot struct {
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 	InFlight    int       `json:"in_flight"`     // calls holding a slot of the account's bulkhead
 	Waiting     int       `json:"waiting"`       // calls waiting for one
+	// Queued is the calls waiting for a token of the scope's leaf or
+	// account bucket (a pause holds them there), as the bucket's balance
+	// below zero counts them.
+	Queued int `json:"queued"`
+	// Dead reports a scope every answer of which failed for the provider's
+	// breaker_dead_seconds, from at least breaker_threshold calls (as this
+	// process saw it): throttled for good, or down.
+	Dead bool `json:"dead,omitempty"`
+	// OpenReason says why the breaker last opened: "throttling" or
+	// "errors" (calls failed after their retries, the last with that kind
+	// of answer), "throttled for good" or "down" (the scope was dead);
+	// empty when it never opened in this process.
+	OpenReason string `json:"open_reason,omitempty"`
 	MaxInFlight int       `json:"max_in_flight"` // the bulkhead's cap
 	RetryBudget float64   `json:"retry_budget"`  // tokens left in the provider's budget
 }
