@@ -39,7 +39,7 @@ func work(context.Context) error { return nil }
 
 // governor returns a governor with every layer on: provider, account and
 // leaf buckets, breaker, bulkhead, retry budget.
-func governor(b *testing.B, opts ...resilience.Option) *resilience.Governor {
+func governor(b *testing.B, opts ...resilience.GovernorOption) *resilience.Governor {
 	g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{
 		GlobalMaxRPS:  new(float64(fast)),
 		GlobalBurst:   fast,
@@ -350,7 +350,7 @@ func TestGovernedCallDoesNotAllocate(t *testing.T) {
 // (each event passed by value).
 func TestObservedCallDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
-	for name, opt := range map[string]resilience.Option{
+	for name, opt := range map[string]resilience.GovernorOption{
 		"logger":   resilience.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		"observer": resilience.WithObserver(nopObserver{}),
 	} {

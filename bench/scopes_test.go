@@ -59,7 +59,7 @@ func (c *manualClock) Advance(d time.Duration) {
 
 // fill makes a governor holding scopes, each called once. Its IAM leaves
 // are fast, so that no call waits for a token.
-func fill(b *testing.B, scopes []resilience.Scope, opts ...resilience.Option) *resilience.Governor {
+func fill(b *testing.B, scopes []resilience.Scope, opts ...resilience.GovernorOption) *resilience.Governor {
 	g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{
 		Services: map[string]resilience.ServiceConfig{"iam": {MaxRPS: fast, Burst: fast}},
 	}}, opts...)

@@ -8,7 +8,7 @@ type Option interface{ apply(*config) }
 type config struct {
 	gov       *resilience.Governor // nil: resilience.Default() at each request
 	policy    resilience.RetryPolicy
-	begin     []resilience.Option // WithPolicy(policy), when set
+	begin     []resilience.CallOption // WithPolicy(policy), when set
 	unsafeToo bool                // retry transient answers of non-idempotent requests
 }
 
@@ -49,7 +49,7 @@ func WithGovernor(g *resilience.Governor) Option {
 func WithPolicy(p resilience.RetryPolicy) Option {
 	return optionFunc(func(c *config) {
 		c.policy = p
-		c.begin = []resilience.Option{resilience.WithPolicy(p)}
+		c.begin = []resilience.CallOption{resilience.WithPolicy(p)}
 	})
 }
 

@@ -56,7 +56,7 @@ func (b *Bound) resolved() *boundAt {
 // rate limits, bulkhead and retry policy. WithPolicy among opts bounds the
 // retries; other options are ignored. It is safe for concurrent use and
 // does not allocate on the success path.
-func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...Option) error {
+func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...CallOption) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
@@ -76,7 +76,7 @@ func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...
 }
 
 // Begin is Governor.Begin for the bound scope.
-func (b *Bound) Begin(ctx context.Context, opts ...Option) (*Guard, error) {
+func (b *Bound) Begin(ctx context.Context, opts ...CallOption) (*Guard, error) {
 	var rp *RetryPolicy
 	for _, o := range opts {
 		if po, ok := o.(policyOption); ok {

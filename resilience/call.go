@@ -27,7 +27,7 @@ import (
 // ctx; give-ups go to the ledger bound to ctx. When the provider is
 // disabled, fn is called once, directly. Call is safe for concurrent use
 // and does not allocate on the success path.
-func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, error), opts ...Option) (T, error) {
+func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
 	var res T
 	if fn == nil {
 		return res, ErrNilFunc
@@ -41,7 +41,7 @@ func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, 
 }
 
 // Do is Call for a function without a result.
-func Do(ctx context.Context, scope Scope, fn func(context.Context) error, opts ...Option) error {
+func Do(ctx context.Context, scope Scope, fn func(context.Context) error, opts ...CallOption) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
@@ -51,7 +51,7 @@ func Do(ctx context.Context, scope Scope, fn func(context.Context) error, opts .
 // Wrap returns fn governed as Call governs it, for a fixed scope: the
 // decorator form. The scope is bound (Governor.Bind) to the governor of
 // the first call, and again whenever the governor changes.
-func Wrap[T any](scope Scope, fn func(context.Context) (T, error), opts ...Option) func(context.Context) (T, error) {
+func Wrap[T any](scope Scope, fn func(context.Context) (T, error), opts ...CallOption) func(context.Context) (T, error) {
 	var bound atomic.Pointer[Bound]
 	return func(ctx context.Context) (T, error) {
 		var res T
@@ -82,7 +82,7 @@ func Wrap[T any](scope Scope, fn func(context.Context) (T, error), opts ...Optio
 // bound (Governor.Bind), and stays bound while the calls keep to it. When
 // fn or scopeOf is nil every call returns ErrNilFunc, as Call does for a
 // nil function.
-func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, error), opts ...Option) func(context.Context, A) (T, error) {
+func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, error), opts ...CallOption) func(context.Context, A) (T, error) {
 	var bound atomic.Pointer[Bound] // the scope of the last call, bound once repeated
 	return func(ctx context.Context, a A) (T, error) {
 		var res T
@@ -110,7 +110,7 @@ func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, er
 }
 
 // do is the retry loop of Call and Do, on a Guard kept on the stack.
-func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts []Option) error {
+func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts []CallOption) error {
 	g, rp := callOptions(opts)
 	if scope.Provider == "" {
 		return ErrNoProvider

@@ -11,14 +11,14 @@ import (
 
 type observerOption struct{ o observe.Observer }
 
-func (observerOption) option() {}
+func (observerOption) governorOption() {}
 
 // WithObserver makes the governor send every event of a call (package
 // observe: an attempt sent, a wait, a throttle, a rate change, a pause, a
 // breaker change, a retry, a give-up, a rejection, an empty budget) to o,
 // from the call's goroutine and outside every lock. Without an
 // observer the events cost nothing.
-func WithObserver(o observe.Observer) Option { return observerOption{o} }
+func WithObserver(o observe.Observer) GovernorOption { return observerOption{o} }
 
 // emit sends ev to the observer and the logger, if any. It runs outside
 // every lock of the governor. ev is a pointer so that the event, a few

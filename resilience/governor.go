@@ -73,7 +73,7 @@ func (s *lockedSource) float64() float64 {
 // among opts (WithClock, WithRandom, WithLogger, WithReclaimAfter,
 // WithStateStore). It returns an error, and no governor, when cfg is
 // invalid.
-func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
+func NewGovernor(cfg Config, opts ...GovernorOption) (*Governor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

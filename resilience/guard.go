@@ -94,7 +94,7 @@ type deadline struct {
 // options are ignored. ctx carries the run's Stats and Ledger, its
 // deadline bounds the call, and once it is done nothing more is learned
 // from the call's answers. Begin fails only for a scope without a provider.
-func (g *Governor) Begin(ctx context.Context, scope Scope, opts ...Option) (*Guard, error) {
+func (g *Governor) Begin(ctx context.Context, scope Scope, opts ...CallOption) (*Guard, error) {
 	if scope.Provider == "" {
 		return nil, ErrNoProvider
 	}

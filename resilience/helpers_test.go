@@ -52,9 +52,9 @@ var (
 
 // newGov makes a governor with a fixed random source; inside a synctest
 // bubble it runs in virtual time.
-func newGov(t *testing.T, cfg Config, opts ...Option) *Governor {
+func newGov(t *testing.T, cfg Config, opts ...GovernorOption) *Governor {
 	t.Helper()
-	opts = append([]Option{WithRandom(rand.NewPCG(1, 2))}, opts...)
+	opts = append([]GovernorOption{WithRandom(rand.NewPCG(1, 2))}, opts...)
 	g, err := NewGovernor(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func (o *events) of(k observe.Kind) []observe.Event {
 	return out
 }
 
-func newRegGov(t *testing.T, cfg resilience.Config, opts ...resilience.Option) *resilience.Governor {
+func newRegGov(t *testing.T, cfg resilience.Config, opts ...resilience.GovernorOption) *resilience.Governor {
 	t.Helper()
 	g, err := resilience.NewGovernor(cfg, opts...)
 	if err != nil {

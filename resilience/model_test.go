@@ -621,7 +621,7 @@ func (m *machine) newGov(cfg resilience.Config, observed bool) *govM {
 	gv.epochWin = &window{at: time.Now(), epochOnly: true, counts: map[string]int{}, what: "start of the epoch"}
 	gv.specs = map[string]spec{}
 	if observed {
-		opts := []resilience.Option{
+		opts := []resilience.GovernorOption{
 			resilience.WithObserver(observe.Func(func(e observe.Event) { m.onEvent(gv, e) })),
 			resilience.WithRandom(rand.NewPCG(uint64(len(m.govs)), 7)),
 		}
@@ -859,9 +859,9 @@ func (m *machine) actDoWith(t *rapid.T, answers []answer, minN, maxN int) {
 	c.desc = fmt.Sprintf("%s #%d on %s %v ctx=%s answers=%v", verb, c.id, where, modelScopes[sd].sc, ctxKind, steps)
 	m.logf(t, "%s", c.desc)
 
-	var opts []resilience.Option
+	var opts []resilience.CallOption
 	if !viaDefault {
-		opts = []resilience.Option{resilience.WithGovernor(gv.g)}
+		opts = []resilience.CallOption{resilience.WithGovernor(gv.g)}
 	}
 	m.mu.Lock()
 	m.calls = append(m.calls, c)
@@ -878,7 +878,7 @@ func (m *machine) actThrottled(t *rapid.T) {
 	m.actDoWith(t, []answer{aThrottle, aTransient, aThrottleHint}, 2, 4)
 }
 
-func (m *machine) runCall(c *callM, opts []resilience.Option) {
+func (m *machine) runCall(c *callM, opts []resilience.CallOption) {
 	defer m.wg.Done()
 	sc := modelScopes[c.sd].sc
 	fn := func(ctx context.Context) (int, error) {

@@ -8,16 +8,28 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
-// An Option configures a governor (NewGovernor) or one call (Call, Do,
-// Wrap, WrapArg, Governor.Begin). WithGovernor and WithPolicy configure a
-// call; the others configure a governor. An option of the other kind is
-// ignored.
+// A GovernorOption configures a governor: NewGovernor takes them. WithClock,
+// WithRandom, WithLogger, WithReclaimAfter, WithObserver and
+// WithStateStore make them. A CallOption is a different type: one given
+// to NewGovernor does not compile.
+type GovernorOption interface{ governorOption() }
+
+// A CallOption configures one call: Call, Do, Wrap, WrapArg,
+// Governor.Begin and a Bound's Do and Begin take them. WithGovernor and
+// WithPolicy make them.
 //
 // Options are values: make one once and reuse it. Passing options to a
 // call does not allocate.
-type Option interface{ option() }
+type CallOption interface{ callOption() }
 
-type governorOption struct{ g *Governor }
+// Option is CallOption, the options of a call.
+//
+// Deprecated: Option was the options of both a call and a governor, and an
+// option of the wrong kind was ignored; use CallOption, and GovernorOption
+// for NewGovernor's, so that the wrong kind does not compile.
+type Option = CallOption
+
+type governorChoice struct{ g *Governor }
 type policyOption struct{ p *RetryPolicy }
 type clockOption struct{ c Clock }
 type randomOption struct{ src rand.Source }
@@ -25,57 +37,57 @@ type loggerOption struct{ l *slog.Logger }
 type reclaimOption struct{ d time.Duration }
 type storeOption struct{ s state.Store }
 
-func (governorOption) option() {}
-func (policyOption) option()   {}
-func (clockOption) option()    {}
-func (randomOption) option()   {}
-func (loggerOption) option()   {}
-func (reclaimOption) option()  {}
-func (storeOption) option()    {}
+func (governorChoice) callOption()    {}
+func (policyOption) callOption()      {}
+func (clockOption) governorOption()   {}
+func (randomOption) governorOption()  {}
+func (loggerOption) governorOption()  {}
+func (reclaimOption) governorOption() {}
+func (storeOption) governorOption()   {}
 
 // WithGovernor governs the call with g instead of the process governor
 // (Default).
-func WithGovernor(g *Governor) Option { return governorOption{g} }
+func WithGovernor(g *Governor) CallOption { return governorChoice{g} }
 
 // WithPolicy bounds the call's retries with p; zero fields take the
 // provider's settings.
-func WithPolicy(p RetryPolicy) Option { return policyOption{&p} }
+func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 
 // WithClock makes the governor read time from c and sleep on it. A nil c
 // is the time package.
-func WithClock(c Clock) Option { return clockOption{c} }
+func WithClock(c Clock) GovernorOption { return clockOption{c} }
 
 // WithRandom makes the governor draw its backoff jitter from src, so that
 // retries are reproducible in tests. src need not be safe for concurrent
 // use; the governor serialises it.
-func WithRandom(src rand.Source) Option { return randomOption{src} }
+func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 
 // WithLogger makes the governor log what a person reading the log wants to
 // know: throttles at Debug; pauses of a second or more, breakers letting a
 // probe through or closing, and an empty retry budget at Info; breakers
 // opening and calls given up at Warn; each part of the scope as its own
 // attribute. By default it logs nothing.
-func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
+func WithLogger(l *slog.Logger) GovernorOption { return loggerOption{l} }
 
 // WithReclaimAfter sets how long a scope must go unused, with nothing
 // learned (rate at its ceiling, bucket full, breaker closed), before its
 // state is dropped (default one minute). Dropping such a scope changes no
 // behaviour; it keeps a sweep over millions of scopes from keeping millions
 // of buckets.
-func WithReclaimAfter(d time.Duration) Option { return reclaimOption{d} }
+func WithReclaimAfter(d time.Duration) GovernorOption { return reclaimOption{d} }
 
 // WithStateStore makes the governor keep its learned state in s (fleet
 // mode's Redis store, for one). The default, MemoryStore, keeps it in the
 // process.
-func WithStateStore(s state.Store) Option { return storeOption{s} }
+func WithStateStore(s state.Store) GovernorOption { return storeOption{s} }
 
 // callOptions picks the call options out of opts. A type switch rather
 // than a method call: calling through the interface would move the
 // options to the heap on every call.
-func callOptions(opts []Option) (g *Governor, p *RetryPolicy) {
+func callOptions(opts []CallOption) (g *Governor, p *RetryPolicy) {
 	for _, o := range opts {
 		switch o := o.(type) {
-		case governorOption:
+		case governorChoice:
 			g = o.g
 		case policyOption:
 			p = o.p

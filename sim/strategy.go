@@ -248,7 +248,7 @@ type governorStrategy struct {
 func newGovernorStrategy(sc *Scenario, clock Clock, controller string) (*governorStrategy, error) {
 	cfg := sc.Governor
 	cfg.AWS.Controller = controller
-	opts := []resilience.Option{resilience.WithClock(clock), resilience.WithRandom(rand.NewPCG(sc.Seed, 5))}
+	opts := []resilience.GovernorOption{resilience.WithClock(clock), resilience.WithRandom(rand.NewPCG(sc.Seed, 5))}
 	if sc.observer != nil {
 		opts = append(opts, resilience.WithObserver(sc.observer))
 	}

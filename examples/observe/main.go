@@ -74,7 +74,7 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	govOpts := []resilience.Option{resilience.WithObserver(obs)}
+	govOpts := []resilience.GovernorOption{resilience.WithObserver(obs)}
 	if o.verbose {
 		govOpts = append(govOpts, resilience.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	}

@@ -61,7 +61,7 @@ var policy = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 4, Deadli
 // collectors of an inventory scan do.
 func work(ctx context.Context, gov *resilience.Governor, fake *fakeCloud, perScope int) {
 	var wg sync.WaitGroup
-	opts := []resilience.Option{resilience.WithGovernor(gov), policy}
+	opts := []resilience.CallOption{resilience.WithGovernor(gov), policy}
 	for sc := range estate {
 		call := func(ctx context.Context) error { return fake.call(ctx, sc) }
 		for range perScope {

@@ -208,8 +208,8 @@ var (
 	transient = &apiErr{code: "InternalError", status: 500}
 )
 
-func (p *process) do(t testing.TB, sc resilience.Scope, fn func(context.Context) error, opts ...resilience.Option) error {
-	return resilience.Do(context.Background(), sc, fn, append([]resilience.Option{resilience.WithGovernor(p.gov)}, opts...)...)
+func (p *process) do(t testing.TB, sc resilience.Scope, fn func(context.Context) error, opts ...resilience.CallOption) error {
+	return resilience.Do(context.Background(), sc, fn, append([]resilience.CallOption{resilience.WithGovernor(p.gov)}, opts...)...)
 }
 
 // begin starts a logical call to vpcs, driven attempt by attempt.

@@ -126,7 +126,7 @@ func runWorker() int {
 		Controller: env("CONTROLLER"),
 		Services:   map[string]resilience.ServiceConfig{"ec2": {MaxRPS: trueRPS, Burst: trueBurst}},
 	}}
-	var opts []resilience.Option
+	var opts []resilience.GovernorOption
 	var store *fleet.Store
 	if u := env("REDIS_URL"); u != "" {
 		// A loaded CI machine (8 race-instrumented processes on 2 cores) can
