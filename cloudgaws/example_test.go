@@ -52,7 +52,7 @@ func ExampleInstall() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(resilience.Default().Summary(stats).Scopes["aws/123456789012/us-east-1/sts"].Calls, "call")
+	fmt.Println(resilience.Default().Summary(stats).Scopes[resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "sts"}].Calls, "call")
 	// Output:
 	// 1 call
 }

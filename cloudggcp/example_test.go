@@ -95,7 +95,7 @@ func Example() {
 	assets, err := l.Collect()
 	fmt.Println(len(assets), "assets in", l.Pages(), "pages:", err)
 	fmt.Printf("%+v\n", l.Coverage())
-	fmt.Println("calls:", gov.Summary(stats).Scopes["gcp/projects%2Fp1/*/cloudasset"].Calls)
+	fmt.Println("calls:", gov.Summary(stats).Scopes[cloudggcp.Scope("projects/p1", cloudggcp.RPCListAssets).ServiceScope()].Calls)
 	// Output:
 	// 25 assets in 3 pages: <nil>
 	// {Name:gcp/projects/p1/*/cloudasset/ListAssets Status:SUCCESS Message: Items:25}

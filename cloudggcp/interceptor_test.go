@@ -169,7 +169,7 @@ func TestInterceptorScopeOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum := gov.Summary(stats)
-		if sum.Scopes["gcp/projects%2Fp1/*/inventory"].Calls != 1 || sum.Scopes["gcp/projects%2Ffixed/*/x"].Calls != 1 {
+		if sum.Scopes[mustScope("gcp/projects%2Fp1/*/inventory")].Calls != 1 || sum.Scopes[mustScope("gcp/projects%2Ffixed/*/x")].Calls != 1 {
 			t.Errorf("scopes %v", sum.Scopes)
 		}
 	})

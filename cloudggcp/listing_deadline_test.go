@@ -92,7 +92,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.GaveUp != 0 {
 			t.Errorf("stats %+v", sc)
 		}
-		if _, ok := gov.Summary(nil).Breakers["gcp/projects%2Fp1/*/cloudasset/ListAssets"]; ok {
+		if _, ok := gov.Summary(nil).Breakers[mustScope("gcp/projects%2Fp1/*/cloudasset/ListAssets")]; ok {
 			t.Error("a cancelled listing counted as a breaker failure")
 		}
 	})

@@ -182,7 +182,7 @@ func TestProbeListingNotRejectedOnPage2(t *testing.T) {
 		if err != nil || len(rest) != 15 {
 			t.Fatalf("probe: %d more items, %v", len(rest), err)
 		}
-		if _, open := gov.Summary(nil).Breakers["gcp/projects%2Fp1/*/cloudasset/ListAssets"]; open {
+		if _, open := gov.Summary(nil).Breakers[mustScope("gcp/projects%2Fp1/*/cloudasset/ListAssets")]; open {
 			t.Error("breaker not closed by the probe")
 		}
 		if _, err := list().Collect(); err != nil {

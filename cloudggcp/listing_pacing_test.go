@@ -138,7 +138,7 @@ func TestListingsOverTCPKeyedByProject(t *testing.T) {
 	if len(sum.Scopes) != 1 {
 		t.Errorf("scopes %v, want only gcp/projects/p1/*/cloudasset", sum.Scopes)
 	}
-	if sc := sum.Scopes["gcp/projects%2Fp1/*/cloudasset"]; sc.Calls != 9 {
+	if sc := sum.Scopes[mustScope("gcp/projects%2Fp1/*/cloudasset")]; sc.Calls != 9 {
 		t.Errorf("calls %d, want 3 per listing", sc.Calls)
 	}
 	for rpc, ceiling := range map[string]float64{RPCListAssets: 1.5, RPCSearchAllResources: 6, RPCSearchAllIamPolicies: 6} {

@@ -124,7 +124,7 @@ func TestRetryBudgetOneAllowsThreeRetries(t *testing.T) {
 		if gaveUp, skipped := ledger.Counts(); gaveUp != 1 || skipped != 0 {
 			t.Errorf("ledger %d %d", gaveUp, skipped)
 		}
-		if _, ok := gov.Summary(nil).Breakers["gcp/projects%2Fp1/*/cloudasset/ListAssets"]; ok {
+		if _, ok := gov.Summary(nil).Breakers[mustScope("gcp/projects%2Fp1/*/cloudasset/ListAssets")]; ok {
 			t.Error("the budget's stop counted as a breaker failure")
 		}
 		c := l.Coverage()
@@ -262,12 +262,12 @@ func TestConsecutiveRetryLimitCountsABreakerFailure(t *testing.T) {
 				if n, _ := ledger.Counts(); int64(n) != tc.gaveUp {
 					t.Errorf("%s %d: ledger %d give-ups", tc.name, i, n)
 				}
-				br := gov.Summary(nil).Breakers[breakerKey]
+				br := gov.Summary(nil).Breakers[mustScope(breakerKey)]
 				if want := min(i+1, 4); i < 4 && (br.Failures != want || br.State != state.Closed) {
 					t.Fatalf("%s %d: breaker %+v, want %d failures counted", tc.name, i, br, want)
 				}
 			}
-			if br := gov.Summary(nil).Breakers[breakerKey]; br.State != state.Open {
+			if br := gov.Summary(nil).Breakers[mustScope(breakerKey)]; br.State != state.Open {
 				t.Fatalf("%s: breaker %+v after five listings failed after their retries", tc.name, br)
 			}
 			before := len(srv.reqs(RPCListAssets))

@@ -9,7 +9,7 @@ type config struct {
 	gov       *resilience.Governor // nil: resilience.Default() at each request
 	policy    resilience.RetryPolicy
 	begin     []resilience.CallOption // WithPolicy(policy), when set
-	unsafeToo bool                // retry transient answers of non-idempotent requests
+	unsafeToo bool                    // retry transient answers of non-idempotent requests
 }
 
 type optionFunc func(*config)

@@ -46,7 +46,7 @@ func TestBackoffIsCountedApartFromWaits(t *testing.T) {
 		gd.End(nil)
 
 		sum := g.Summary(stats)
-		iam, ec2 := sum.Scopes[serviceScope(iamUsers).Key()], sum.Scopes[serviceScope(ec2Vpcs).Key()]
+		iam, ec2 := sum.Scopes[serviceScope(iamUsers)], sum.Scopes[serviceScope(ec2Vpcs)]
 		if iam.Backoff != 4*time.Second || iam.Wait != 0 || iam.Retries != 2 {
 			t.Errorf("Do's scope: backoff %v, wait %v, %d retries; want 4s, 0, 2", iam.Backoff, iam.Wait, iam.Retries)
 		}
@@ -101,7 +101,7 @@ func TestBackoffEndsWhereTheTokenWaitBegins(t *testing.T) {
 		waited := time.Since(start)
 		gd.After(nil)
 		gd.End(nil)
-		c := g.Summary(stats).Scopes[serviceScope(iamUsers).Key()]
+		c := g.Summary(stats).Scopes[serviceScope(iamUsers)]
 		if c.Backoff != time.Second || c.Wait != waited || waited < 4*time.Second {
 			t.Errorf("backoff %v, wait %v (Pace waited %v); want 1s and the rest as a wait", c.Backoff, c.Wait, waited)
 		}

@@ -46,14 +46,14 @@ func TestBreakerOpensAfterFiveGiveUpsAndRejects(t *testing.T) {
 			t.Fatalf("DescribeVpcs blocked by DescribeSubnets' breaker: %v", err)
 		}
 		s := g.Summary(stats)
-		sc := s.Scopes["aws/123456789012/us-east-1/ec2"]
+		sc := s.Scopes[sk("aws/123456789012/us-east-1/ec2")]
 		if sc.Rejected != 1 || sc.BreakerTrips != 1 || sc.GaveUp != 5 {
 			t.Fatalf("stats %+v", sc)
 		}
-		if s.Breakers["aws/123456789012/us-east-1/ec2/DescribeSubnets"].State != state.Open {
+		if s.Breakers[sk("aws/123456789012/us-east-1/ec2/DescribeSubnets")].State != state.Open {
 			t.Fatalf("breakers %+v", s.Breakers)
 		}
-		if s.Skipped["aws/123456789012/us-east-1/ec2"] == "" {
+		if s.Skipped[sk("aws/123456789012/us-east-1/ec2")] == "" {
 			t.Fatal("no skipped entry")
 		}
 		if gu, sk := ledger.Counts(); gu != 5 || sk != 1 {
@@ -126,12 +126,12 @@ func TestFatalAnswerResetsBreakerLocalErrorDoesNot(t *testing.T) {
 		}
 		// A local error (no code, no status) leaves the count at 4.
 		Do(context.Background(), iamUsers, always(&n, errors.New("bad input")), WithGovernor(g), pol)
-		if f := g.Summary(nil).Breakers["aws/123456789012/*/iam"].Failures; f != 4 {
+		if f := g.Summary(nil).Breakers[sk("aws/123456789012/*/iam")].Failures; f != 4 {
 			t.Fatalf("failures %d after a local error, want 4", f)
 		}
 		// AccessDenied proves the service is reachable.
 		Do(context.Background(), iamUsers, always(&n, accessDenied()), WithGovernor(g), pol)
-		if _, ok := g.Summary(nil).Breakers["aws/123456789012/*/iam"]; ok {
+		if _, ok := g.Summary(nil).Breakers[sk("aws/123456789012/*/iam")]; ok {
 			t.Fatal("AccessDenied did not reset the breaker")
 		}
 		// An AccessDenied storm never opens it.
@@ -205,11 +205,11 @@ func TestProbeWithRetries(t *testing.T) {
 		if errors.As(err, &coe) || n != 3 {
 			t.Fatalf("probe: %v after %d attempts; want the provider's error after 3 (its retries were let through)", err, n)
 		}
-		br := g.Summary(nil).Breakers["aws/123456789012/us-east-1/ec2/DescribeSubnets"]
+		br := g.Summary(nil).Breakers[sk("aws/123456789012/us-east-1/ec2/DescribeSubnets")]
 		if br.State != state.Open || br.Cooldown != 120*time.Second {
 			t.Fatalf("after a failed probe: %+v, want open with a 120s cooldown", br)
 		}
-		if s := g.Summary(stats).Scopes["aws/123456789012/us-east-1/ec2"]; s.Rejected != 0 || s.GaveUp != 6 || s.Retries != 2 {
+		if s := g.Summary(stats).Scopes[sk("aws/123456789012/us-east-1/ec2")]; s.Rejected != 0 || s.GaveUp != 6 || s.Retries != 2 {
 			t.Fatalf("stats %+v: a probe's retries are not rejections", s)
 		}
 		time.Sleep(120 * time.Second)

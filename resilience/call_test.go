@@ -51,7 +51,7 @@ func TestWorkedExample(t *testing.T) {
 		}
 		// The throttles were a second or more apart (10 rps, then 5) or
 		// closer (one congestion event: 10 rps), as the spec explains.
-		r := sum.SlowedBuckets["aws/123456789012/us-east-1/ec2/DescribeVpcs"].Rate
+		r := sum.SlowedBuckets[sk("aws/123456789012/us-east-1/ec2/DescribeVpcs")].Rate
 		if r != 5 && r != 10 {
 			t.Fatalf("DescribeVpcs at %v rps, want 5 or 10", r)
 		}

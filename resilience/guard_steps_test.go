@@ -154,7 +154,7 @@ func TestEachAttemptIsClassifiedOnce(t *testing.T) {
 		if n := reads.Load(); n != 3 {
 			t.Fatalf("3 attempts read the error chain %d times, want 3", n)
 		}
-		if s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]; s.Throttled != 3 || s.GaveUp != 1 || s.LastError != "throttled: Throttling: Rate exceeded" {
+		if s := g.Summary(stats).Scopes[sk("aws/123456789012/*/iam")]; s.Throttled != 3 || s.GaveUp != 1 || s.LastError != "throttled: Throttling: Rate exceeded" {
 			t.Fatalf("stats %+v", s)
 		}
 		if gu, _ := ledger.Counts(); gu != 1 || ledger.Reasons()[0] != "aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded" {
@@ -246,7 +246,7 @@ func TestGuardSDKRetryOfAFinalAnswer(t *testing.T) {
 			t.Fatalf("third retry with an empty budget: %v", err)
 		}
 		gd.End(rbe)
-		s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]
+		s := g.Summary(stats).Scopes[sk("aws/123456789012/*/iam")]
 		if s.Retries != 2 || s.Throttled != 0 || s.TransientErrors != 0 || s.GaveUp != 0 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -273,7 +273,7 @@ func TestGuardEndCountsARetrySent(t *testing.T) {
 		gd.After(throttle())
 		gd.Retry(0)
 		gd.End(nil)
-		if s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]; s.Retries != 1 || s.Throttled != 1 || s.GaveUp != 0 {
+		if s := g.Summary(stats).Scopes[sk("aws/123456789012/*/iam")]; s.Retries != 1 || s.Throttled != 1 || s.GaveUp != 0 {
 			t.Fatalf("stats %+v", s)
 		}
 	})

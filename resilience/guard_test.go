@@ -91,7 +91,7 @@ func TestGuardFinalErrorsAndBreaker(t *testing.T) {
 		if !errors.As(err, &coe) || sent != 0 || !errors.Is(err, state.ErrCircuitOpen) {
 			t.Fatalf("err %v, %d sent; want rejected, nothing sent", err, sent)
 		}
-		s := g.Summary(stats).Scopes["aws/123456789012/us-east-1/ec2"]
+		s := g.Summary(stats).Scopes[sk("aws/123456789012/us-east-1/ec2")]
 		if s.Calls != 5 || s.GaveUp != 5 || s.Rejected != 1 || s.BreakerTrips != 1 || s.Throttled != 5 {
 			t.Fatalf("stats %+v (a rejected call must not be recorded twice)", s)
 		}
@@ -107,7 +107,7 @@ func TestGuardFatalAnswerAndLocalErrors(t *testing.T) {
 		gd, _ := g.Begin(context.Background(), iamUsers)
 		gd.End(errors.New("local"))
 		gd.End(&DeadlineExceededError{Scope: iamUsers})
-		if f := g.Summary(nil).Breakers["aws/123456789012/*/iam"].Failures; f != 4 {
+		if f := g.Summary(nil).Breakers[sk("aws/123456789012/*/iam")].Failures; f != 4 {
 			t.Fatalf("failures %d, want 4", f)
 		}
 		sdkLoop(context.Background(), g, iamUsers, 1, func() error { return accessDenied() })
@@ -190,7 +190,7 @@ func TestGuardThrottlePausesAndPauseAccount(t *testing.T) {
 		gd, _ := g.Begin(context.Background(), net1)
 		gd.After(&apiErr{status: 429, header: http.Header{"Retry-After": {"4"}}})
 		gd.End(nil)
-		s := g.Summary(nil).SlowedBuckets["azure/sub-1/*/network"]
+		s := g.Summary(nil).SlowedBuckets[sk("azure/sub-1/*/network")]
 		if s.Rate != 15 || s.Ceiling != 30 || s.Paused != 4*time.Second {
 			t.Fatalf("network bucket %+v, want 15 of 30 rps paused 4s", s)
 		}
@@ -289,7 +289,7 @@ func TestGuardAfterReadsHeaders(t *testing.T) {
 		gd, _ := g.Begin(context.Background(), iamUsers)
 		gd.After(&apiErr{code: "Throttling", header: http.Header{"Retry-After": {"6"}}})
 		gd.End(nil)
-		if p := g.Summary(nil).SlowedBuckets["aws/123456789012/*/iam"].Paused; p != 6*time.Second {
+		if p := g.Summary(nil).SlowedBuckets[sk("aws/123456789012/*/iam")].Paused; p != 6*time.Second {
 			t.Fatalf("paused %v, want 6s", p)
 		}
 	})

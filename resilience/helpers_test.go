@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/bulkhead"
+	"github.com/cloudg/cloudg/state"
 )
 
 // apiErr is an SDK-shaped error: code, status, headers by method sets.
@@ -109,4 +110,13 @@ func (t *scopeTable) accountBulkhead(name string) *bulkhead.Bulkhead {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.accounts[name].bulkhead
+}
+
+// sk is the scope of key, for the Summary's maps.
+func sk(key string) Scope {
+	s, err := state.ParseScope(key)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

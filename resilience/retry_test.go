@@ -25,7 +25,7 @@ func TestMaxRetriesThenOriginalError(t *testing.T) {
 		if n != 9 {
 			t.Fatalf("%d attempts, want 9 (8 retries)", n)
 		}
-		s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]
+		s := g.Summary(stats).Scopes[sk("aws/123456789012/*/iam")]
 		if s.Calls != 9 || s.Throttled != 9 || s.Retries != 8 || s.GaveUp != 1 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -290,14 +290,14 @@ func TestDeadlineDuringATokenWaitIsAGiveUp(t *testing.T) {
 		if err != orig || n != 1 {
 			t.Fatalf("err %v after %d attempts", err, n)
 		}
-		s := g.Summary(stats).Scopes["aws/123456789012/*/iam"]
+		s := g.Summary(stats).Scopes[sk("aws/123456789012/*/iam")]
 		if s.GaveUp != 1 || s.Retries != 0 {
 			t.Fatalf("stats %+v: want a give-up and no retry", s)
 		}
 		if !ledger.Degraded() {
 			t.Fatal("the lost call is not in the ledger")
 		}
-		if f := g.Summary(nil).Breakers["aws/123456789012/*/iam"].Failures; f != 1 {
+		if f := g.Summary(nil).Breakers[sk("aws/123456789012/*/iam")].Failures; f != 1 {
 			t.Fatalf("breaker failures %d, want 1", f)
 		}
 	})

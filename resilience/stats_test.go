@@ -236,14 +236,14 @@ func TestSummaryKeepsScopesWithTheSameStringApart(t *testing.T) {
 		var calls int64
 		for key, c := range sum.Scopes {
 			calls += c.Calls
-			if c.Scope.Key() != key {
+			if c.Scope != key {
 				t.Errorf("entry %q carries the scope %+v", key, c.Scope)
 			}
 		}
 		if calls != 8 {
 			t.Fatalf("the entries hold %d of 8 calls", calls)
 		}
-		if c := sum.Scopes["gcp/a%2Fb/c/s"]; c.Scope.Account != "a/b" || c.Calls != 1 {
+		if c := sum.Scopes[sk("gcp/a%2Fb/c/s")]; c.Scope.Account != "a/b" || c.Calls != 1 {
 			t.Fatalf("%+v", c)
 		}
 		// In JSON, each entry carries the scope's parts as fields.

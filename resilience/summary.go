@@ -11,17 +11,20 @@ import (
 // Summary is a report of a run (or of the governor's lifetime): totals, one
 // line per eventful scope, the scopes given up on with their reason, every
 // scope's counters, and the governor's slowed buckets and unhealthy
-// breakers at the time of the report. Its maps are keyed by Scope.Key, so
-// that no two scopes share an entry; each entry of Scopes carries its
-// scope's parts. It marshals to JSON with snake_case names, times in
-// seconds.
+// breakers at the time of the report. Its maps are keyed by Scope: Scopes
+// and Skipped by service scope (Scope.ServiceScope, where a run's counters
+// are kept), SlowedBuckets and Breakers by the leaf scope of the state
+// (with its operation where the service is paced per operation). In JSON
+// a map's keys are the scopes' Key form, which no two scopes share, and
+// each entry of Scopes carries its scope's parts. It marshals to JSON with
+// snake_case names, times in seconds.
 type Summary struct {
-	Totals        Counters                         `json:"totals"`
-	Messages      []string                         `json:"messages"`
-	Skipped       map[string]string                `json:"skipped"`
-	Scopes        map[string]Counters              `json:"scopes"`
-	SlowedBuckets map[string]state.BucketSnapshot  `json:"slowed_buckets"` // leaf buckets below their ceiling or paused
-	Breakers      map[string]state.BreakerSnapshot `json:"breakers"`       // breakers open, half-open or counting failures
+	Totals        Counters                        `json:"totals"`
+	Messages      []string                        `json:"messages"`
+	Skipped       map[Scope]string                `json:"skipped"`
+	Scopes        map[Scope]Counters              `json:"scopes"`
+	SlowedBuckets map[Scope]state.BucketSnapshot  `json:"slowed_buckets"` // leaf buckets below their ceiling or paused
+	Breakers      map[Scope]state.BreakerSnapshot `json:"breakers"`       // breakers open, half-open or counting failures
 }
 
 // Summary reports on s, or on the governor's lifetime when s is nil. Totals,
@@ -37,41 +40,40 @@ func (g *Governor) Summary(s *Stats) Summary {
 		sum.Totals.Calls = g.folded.Load()
 	}
 	sum.Messages = messages(table)
-	sum.Skipped = map[string]string{}
-	sum.Scopes = make(map[string]Counters, len(table))
-	sum.SlowedBuckets = map[string]state.BucketSnapshot{}
-	sum.Breakers = map[string]state.BreakerSnapshot{}
+	sum.Skipped = map[Scope]string{}
+	sum.Scopes = make(map[Scope]Counters, len(table))
+	sum.SlowedBuckets = map[Scope]state.BucketSnapshot{}
+	sum.Breakers = map[Scope]state.BreakerSnapshot{}
 	if sum.Messages == nil {
 		sum.Messages = []string{}
 	}
 	for sc, st := range table {
 		st.Scope = sc
-		key := sc.Key()
-		sum.Scopes[key] = st
+		sum.Scopes[sc] = st
 		sum.Totals.add(st)
 		switch {
 		case st.Rejected > 0:
-			sum.Skipped[key] = "circuit open: " + plural(st.Rejected, "call", "calls") + " not sent"
+			sum.Skipped[sc] = "circuit open: " + plural(st.Rejected, "call", "calls") + " not sent"
 		case st.GaveUp > 0:
-			sum.Skipped[key] = "gave up after retries: " + st.LastError
+			sum.Skipped[sc] = "gave up after retries: " + st.LastError
 		}
 	}
 	now := g.now()
 	g.eachEntry(func(e *scopeEntry, _ *provider) {
-		key := e.key.Key()
 		if b := e.leaf.Snapshot(now); b.Rate < b.Ceiling || b.Paused > 0 {
-			sum.SlowedBuckets[key] = b
+			sum.SlowedBuckets[e.key] = b
 		}
 		if br := e.breaker.Snapshot(now); br.State != state.Closed || br.Failures > 0 {
-			sum.Breakers[key] = br
+			sum.Breakers[e.key] = br
 		}
 	})
 	return sum
 }
 
 // MarshalJSON writes the summary with its totals in the report's form:
-// calls, throttled, transient_errors, retries, gave_up, rejected,
-// breaker_trips and wait_seconds.
+// calls, throttled, transient_errors, retries, gave_up, rejected (and
+// failed, refused and cancelled when there are any), breaker_trips and
+// wait_seconds.
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
 	return json.Marshal(struct {
@@ -91,9 +93,12 @@ func (t totalsJSON) MarshalJSON() ([]byte, error) {
 		Retries         int64 `json:"retries"`
 		GaveUp          int64 `json:"gave_up"`
 		Rejected        int64 `json:"rejected"`
+		Failed          int64 `json:"failed,omitempty"`
+		Refused         int64 `json:"refused,omitempty"`
+		Cancelled       int64 `json:"cancelled,omitempty"`
 		BreakerTrips    int64 `json:"breaker_trips"`
 	}
-	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.BreakerTrips}, "wait_seconds", t.Wait)
+	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.BreakerTrips}, "wait_seconds", t.Wait)
 }
 
 // lifetime returns the lifetime counters of every service scope: those of

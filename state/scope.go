@@ -1,6 +1,12 @@
 package state
 
-import "github.com/cloudg/cloudg/internal/scopekey"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cloudg/cloudg/internal/scopekey"
+)
 
 // Scope says where a call goes. Its string form is what telemetry shows:
 // aws/123456789012/us-east-1/ec2/DescribeVpcs, with * for an empty part and
@@ -46,4 +52,83 @@ func (s Scope) Key() string { return scopekey.Format(s.parts(), true, 4) }
 
 func (s Scope) parts() *[5]string {
 	return &[5]string{s.Provider, s.Account, s.Region, s.Service, s.Operation}
+}
+
+// ServiceScope returns the scope without its operation: the service scope
+// whose counters a call's are (a run's Stats count per service).
+func (s Scope) ServiceScope() Scope {
+	s.Operation = ""
+	return s
+}
+
+// MarshalText returns Key, so that a map keyed by Scope encodes its keys
+// (in JSON, say) in the form no two scopes share.
+func (s Scope) MarshalText() ([]byte, error) { return []byte(s.Key()), nil }
+
+// UnmarshalText reads Key's form (ParseScope).
+func (s *Scope) UnmarshalText(b []byte) error {
+	sc, err := ParseScope(string(b))
+	if err != nil {
+		return err
+	}
+	*s = sc
+	return nil
+}
+
+// scopeFields is Scope's JSON object: a Scope as a value encodes as its
+// parts, not as the text of a map key.
+type scopeFields struct {
+	Provider  string `json:"provider"`
+	Account   string `json:"account,omitempty"`
+	Region    string `json:"region,omitempty"`
+	Service   string `json:"service,omitempty"`
+	Operation string `json:"operation,omitempty"`
+}
+
+// MarshalJSON encodes a Scope as an object of its parts
+// ({"provider": "aws", "account": ...}), its text form being for map keys.
+func (s Scope) MarshalJSON() ([]byte, error) { return json.Marshal(scopeFields(s)) }
+
+// UnmarshalJSON reads the object MarshalJSON writes, or a string in Key's
+// form (a map key's, which encoding/json hands to UnmarshalJSON).
+func (s *Scope) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var key string
+		if err := json.Unmarshal(b, &key); err != nil {
+			return err
+		}
+		return s.UnmarshalText([]byte(key))
+	}
+	var f scopeFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*s = Scope(f)
+	return nil
+}
+
+// ParseScope reads a scope in Key's form:
+// provider/account/region/service[/operation], each part escaped as Key
+// escapes it and * for an empty one. It is Key's inverse: ParseScope(s.Key())
+// is s, for every scope with a provider.
+func ParseScope(key string) (Scope, error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 && len(parts) != 5 {
+		return Scope{}, fmt.Errorf("state: scope key %q: want provider/account/region/service[/operation]", key)
+	}
+	var out [5]string
+	for i, p := range parts {
+		if p == "*" {
+			continue
+		}
+		v, err := scopekey.Unescape(p)
+		if err != nil || v == "" {
+			return Scope{}, fmt.Errorf("state: scope key %q: part %d %q is not escaped as Key escapes it", key, i+1, p)
+		}
+		out[i] = v
+	}
+	if out[0] == "" {
+		return Scope{}, fmt.Errorf("state: scope key %q has no provider", key)
+	}
+	return Scope{Provider: out[0], Account: out[1], Region: out[2], Service: out[3], Operation: out[4]}, nil
 }

@@ -30,3 +30,46 @@ func TestCapacity(t *testing.T) {
 		}
 	}
 }
+
+// ParseScope reads back every scope's Key, odd parts included; a Scope
+// keys a JSON map by its Key and encodes as a value by its parts.
+func TestScopeKeyRoundTrip(t *testing.T) {
+	for _, s := range []Scope{
+		{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"},
+		{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"},
+		{Provider: "gcp", Account: "a/b", Region: "c"},
+		{Provider: "gcp", Account: "a", Region: "b/c"},
+		{Provider: "x", Account: "100%*/", Operation: "op"},
+		{Provider: "github"},
+	} {
+		got, err := ParseScope(s.Key())
+		if err != nil || got != s {
+			t.Errorf("ParseScope(%q) = %+v, %v; want %+v", s.Key(), got, err, s)
+		}
+		if s.ServiceScope().Operation != "" || s.ServiceScope().Service != s.Service {
+			t.Errorf("ServiceScope of %v", s)
+		}
+	}
+	for _, bad := range []string{"", "aws", "aws/a/b", "*/a/b/c", "aws/a%2/b/c", "aws/a%41/b/c", "aws/a/b/c/d/e"} {
+		if _, err := ParseScope(bad); err == nil {
+			t.Errorf("ParseScope(%q) accepted", bad)
+		}
+	}
+	gcp := Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}
+	b, err := json.Marshal(map[Scope]int{gcp: 1})
+	if err != nil || string(b) != `{"gcp/projects%2Fp1/*/cloudasset":1}` {
+		t.Fatalf("map key: %s, %v", b, err)
+	}
+	var back map[Scope]int
+	if err := json.Unmarshal(b, &back); err != nil || back[gcp] != 1 {
+		t.Fatalf("map back: %v, %v", back, err)
+	}
+	v, _ := json.Marshal(gcp)
+	if string(v) != `{"provider":"gcp","account":"projects/p1","service":"cloudasset"}` {
+		t.Fatalf("value: %s", v)
+	}
+	var sv Scope
+	if err := json.Unmarshal(v, &sv); err != nil || sv != gcp {
+		t.Fatalf("value back: %v, %v", sv, err)
+	}
+}

@@ -45,7 +45,7 @@ func TestAccountIDAsksSTSOnceThroughTheConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := g.Summary(stats)
-	if st := sum.Scopes[ec2Key]; st.Calls != 1 {
+	if st := sum.Scopes[mustScope(ec2Key)]; st.Calls != 1 {
 		t.Fatalf("scopes %v: want one call in %s", sum.Scopes, ec2Key)
 	}
 	if n := f.count("GetCallerIdentity"); n != 1 {
@@ -72,7 +72,7 @@ func TestAccountIDOnAnInstalledConfigIsGoverned(t *testing.T) {
 		t.Fatalf("AccountID = %q, %v", account, err)
 	}
 	sc := resilience.Scope{Provider: "aws", Region: testRegion, Service: "sts"}
-	if st := g.Summary(stats).Scopes[sc.Key()]; st.Calls != 1 {
+	if st := g.Summary(stats).Scopes[sc]; st.Calls != 1 {
 		t.Fatalf("scopes %v: want one call in %s", g.Summary(stats).Scopes, sc.Key())
 	}
 }

@@ -108,7 +108,7 @@ func TestSDKRetriesLocalErrors(t *testing.T) {
 		if st.Calls != 1 || st.Throttled != 0 || st.TransientErrors != 1 || st.Retries != 1 || st.GaveUp != 0 {
 			t.Fatalf("stats = %+v", st)
 		}
-		if b, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; ok {
+		if b, ok := g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")]; ok {
 			t.Fatalf("breaker %+v: a local error was charged to the scope", b)
 		}
 	})

@@ -48,7 +48,7 @@ func TestSDKBackoffIsCounted(t *testing.T) {
 				if !tc.throttled && c.Wait != 0 {
 					t.Fatalf("a transient retry waited %v for a token", c.Wait)
 				}
-				if life := g.Summary(nil).Scopes[ec2Key].Backoff; life != c.Backoff {
+				if life := g.Summary(nil).Scopes[mustScope(ec2Key)].Backoff; life != c.Backoff {
 					t.Fatalf("lifetime backoff %v, the run's %v", life, c.Backoff)
 				}
 			})

@@ -80,7 +80,7 @@ func TestBreakerOpensAfterGiveUps(t *testing.T) {
 		if d := ledger.Describe(); !strings.HasPrefix(d, "throttled: 5 call(s) gave up after retries, 1 call(s) skipped (circuit open)") {
 			t.Fatalf("ledger message %q", d)
 		}
-		if bs, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; !ok || bs.State != state.Open {
+		if bs, ok := g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")]; !ok || bs.State != state.Open {
 			t.Fatalf("breakers = %+v", g.Summary(nil).Breakers)
 		}
 	})
@@ -156,7 +156,7 @@ func TestRetryBudgetCutsTheSDKLoop(t *testing.T) {
 		if st.Calls != 1 || st.Throttled != 4 || st.Retries != 3 || st.GaveUp != 1 || st.BreakerTrips != 0 {
 			t.Fatalf("stats = %+v", st)
 		}
-		if _, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; ok {
+		if _, ok := g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")]; ok {
 			t.Fatalf("a budget give-up counted toward the breaker: %+v", g.Summary(nil).Breakers)
 		}
 		if g, _ := ledger.Counts(); g != 1 {
@@ -182,7 +182,7 @@ func TestFinalOutcomes(t *testing.T) {
 		cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(2))
 		ctx, stats := resilience.WithStats(context.Background())
 		client := ec2.NewFromConfig(cfg)
-		breaker := func() state.BreakerSnapshot { return g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"] }
+		breaker := func() state.BreakerSnapshot { return g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")] }
 
 		f.always("DescribeVpcs", ec2Internal)
 		for range 4 {
@@ -202,7 +202,7 @@ func TestFinalOutcomes(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "UnauthorizedOperation" {
 			t.Fatalf("err = %v", err)
 		}
-		if b, ok := g.Summary(nil).Breakers[ec2Key+"/DescribeVpcs"]; ok {
+		if b, ok := g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")]; ok {
 			t.Fatalf("a FATAL answer left the breaker at %+v", b)
 		}
 

@@ -268,7 +268,7 @@ func ptr[T any](v T) *T { return &v }
 
 // scopeStats returns the counters of a service scope in s.
 func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilience.Counters {
-	return g.Summary(s).Scopes[key]
+	return g.Summary(s).Scopes[mustScope(key)]
 }
 
 const ec2Key = "aws/" + testAccount + "/" + testRegion + "/ec2"

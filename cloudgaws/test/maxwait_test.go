@@ -176,7 +176,7 @@ func TestMaxWaitRefusesTheSDKRetry(t *testing.T) {
 			t.Fatalf("the refusal wraps %v, want the provider's answer", ww.Last)
 		}
 		lostOnly(t, g, stats, ledger, resilience.LossRefused, 1)
-		if b, ok := g.Summary(nil).Breakers["aws/"+testAccount+"/"+testRegion+"/secretsmanager/GetSecretValue"]; ok && b.Failures != 0 {
+		if b, ok := g.Summary(nil).Breakers[mustScope("aws/"+testAccount+"/"+testRegion+"/secretsmanager/GetSecretValue")]; ok && b.Failures != 0 {
 			t.Fatalf("the refusal counted a breaker failure: %+v", b)
 		}
 	})

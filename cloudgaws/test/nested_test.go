@@ -78,7 +78,7 @@ func TestNestedGovernorErrorNotChargedToTheOuterScope(t *testing.T) {
 		if after := g.Inspect(vpcsScope).Leaf; after.Rate != before.Rate || after.Ceiling != before.Ceiling || after.Paused != before.Paused {
 			t.Fatalf("DescribeVpcs leaf %+v -> %+v: charged for the STS breaker", before, after)
 		}
-		if s := g.Summary(nil).Scopes["aws/"+testAccount+"/us-east-1/ec2"]; s.Throttled != 0 || s.TransientErrors != 0 {
+		if s := g.Summary(nil).Scopes[mustScope("aws/"+testAccount+"/us-east-1/ec2")]; s.Throttled != 0 || s.TransientErrors != 0 {
 			t.Fatalf("ec2 stats %+v", s)
 		}
 	})

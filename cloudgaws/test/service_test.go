@@ -67,7 +67,7 @@ func TestWithServiceName(t *testing.T) {
 		if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil {
 			t.Fatal(err)
 		}
-		if s := g.Summary(stats).Scopes["aws/"+testAccount+"/"+testRegion+"/compute"]; s.Calls != 1 {
+		if s := g.Summary(stats).Scopes[mustScope("aws/"+testAccount+"/"+testRegion+"/compute")]; s.Calls != 1 {
 			t.Fatalf("scopes %v: the call is not under the configured name", g.Summary(stats).Scopes)
 		}
 	})

@@ -77,7 +77,7 @@ func TestUnknownErrorCodeIsClassifiedByItsMessage(t *testing.T) {
 				if leaf := g.Inspect(scope).Leaf; leaf.Rate != leaf.Ceiling/2 {
 					t.Fatalf("leaf %+v: the throttle did not halve the rate", leaf)
 				}
-				if b := g.Summary(nil).Breakers[scope.String()]; b.Failures != 1 {
+				if b := g.Summary(nil).Breakers[scope]; b.Failures != 1 {
 					t.Fatalf("breaker %+v, want one failure", b)
 				}
 
@@ -90,7 +90,7 @@ func TestUnknownErrorCodeIsClassifiedByItsMessage(t *testing.T) {
 				if st := scopeStats(g, stats, key); st.Throttled != 0 || st.GaveUp != 0 || st.TransientErrors != 0 {
 					t.Fatalf("a fatal answer counted: %+v", st)
 				}
-				if b := g.Summary(nil).Breakers[scope.String()]; b.Failures != 0 || b.State != state.Closed {
+				if b := g.Summary(nil).Breakers[scope]; b.Failures != 0 || b.State != state.Closed {
 					t.Fatalf("breaker %+v: the fatal answer did not reset it", b)
 				}
 			})

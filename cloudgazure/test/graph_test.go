@@ -250,7 +250,7 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 		if g, _ := ledger.Counts(); g != 1 {
 			t.Fatalf("ledger gave up %d, want 1", g)
 		}
-		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 7 || sc.Throttled != 6 || sc.Retries != 5 || sc.GaveUp != 1 {
+		if sc := e.gov.Summary(stats).Scopes[graphScope]; sc.Calls != 7 || sc.Throttled != 6 || sc.Retries != 5 || sc.GaveUp != 1 {
 			t.Fatalf("stats %+v", sc)
 		}
 	})
@@ -288,7 +288,7 @@ func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
 		if err != nil || len(rows) != 6 {
 			t.Fatalf("%d rows, %v", len(rows), err)
 		}
-		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 4 {
+		if sc := e.gov.Summary(stats).Scopes[graphScope]; sc.Calls != 4 {
 			t.Fatalf("%d calls counted for 3 pages, want 4", sc.Calls)
 		}
 	})
@@ -318,11 +318,11 @@ func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 		if g, _ := ledger.Counts(); g != 1 {
 			t.Fatalf("ledger gave up %d, want 1", g)
 		}
-		sc := e.gov.Summary(stats).Scopes[graphScope.String()]
+		sc := e.gov.Summary(stats).Scopes[graphScope]
 		if sc.Calls != 3 || sc.GaveUp != 1 || sc.Throttled != 2 {
 			t.Fatalf("stats %+v, want 3 calls (one by the helper), 2 throttled, 1 gave up", sc)
 		}
-		if b := e.gov.Summary(nil).Breakers[graphScope.String()]; b.Failures != 1 {
+		if b := e.gov.Summary(nil).Breakers[graphScope]; b.Failures != 1 {
 			t.Fatalf("breaker %+v, want 1 failure", b)
 		}
 	})
@@ -411,7 +411,7 @@ func TestQueryLimitsAndTenantClient(t *testing.T) {
 		if _, err := tenant.Resources(ctx, query, nil); err != nil {
 			t.Fatal(err)
 		}
-		if s := e.gov.Summary(stats).Scopes[graphScope.String()]; s.Calls != 1 {
+		if s := e.gov.Summary(stats).Scopes[graphScope]; s.Calls != 1 {
 			t.Fatalf("tenant client: stats %+v, want one governed call", s)
 		}
 	})
@@ -435,7 +435,7 @@ func TestQueryResourcesDoesNotRetryAFatalAnswer(t *testing.T) {
 		if n := e.srv.count(routeGraph); n != 1 {
 			t.Fatalf("%d attempts, want 1", n)
 		}
-		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Calls != 1 || sc.Retries != 0 {
+		if sc := e.gov.Summary(stats).Scopes[graphScope]; sc.Calls != 1 || sc.Retries != 0 {
 			t.Fatalf("stats %+v", sc)
 		}
 		if b := e.gov.Inspect(graphScope).RetryBudget; b != 500 {

@@ -54,14 +54,14 @@ func TestAnswerWithoutCodeIsClassifiedByItsMessage(t *testing.T) {
 		if st := e.gov.Inspect(resourcesA).Leaf; st.Rate != 7.5 {
 			t.Fatalf("resources bucket %+v, want halved to 7.5", st)
 		}
-		sc := e.gov.Summary(stats).Scopes[resourcesA.String()]
+		sc := e.gov.Summary(stats).Scopes[resourcesA]
 		if sc.Throttled != 1 || sc.GaveUp != 1 {
 			t.Fatalf("stats %+v, want one throttle given up", sc)
 		}
 		if n, _ := ledger.Counts(); n != 1 {
 			t.Fatalf("ledger: %d give-ups", n)
 		}
-		if b := e.gov.Summary(nil).Breakers[resourcesA.String()]; b.Failures != 1 {
+		if b := e.gov.Summary(nil).Breakers[resourcesA]; b.Failures != 1 {
 			t.Fatalf("breaker %+v, want one failure", b)
 		}
 
@@ -73,10 +73,10 @@ func TestAnswerWithoutCodeIsClassifiedByItsMessage(t *testing.T) {
 		if !errors.As(err, &re) || re.ErrorCode != "InvalidThrottlingPolicy" || resilience.Classify(err) != resilience.Fatal {
 			t.Fatalf("got %v, want a fatal answer with its code", err)
 		}
-		if sc := e.gov.Summary(stats).Scopes[resourcesA.String()]; sc.Throttled != 0 || sc.GaveUp != 0 {
+		if sc := e.gov.Summary(stats).Scopes[resourcesA]; sc.Throttled != 0 || sc.GaveUp != 0 {
 			t.Fatalf("the policy took a coded 400 for throttling: %+v", sc)
 		}
-		if b := e.gov.Summary(nil).Breakers[resourcesA.String()]; b.Failures != 0 || b.State != state.Closed {
+		if b := e.gov.Summary(nil).Breakers[resourcesA]; b.Failures != 0 || b.State != state.Closed {
 			t.Fatalf("breaker %+v: the fatal answer did not reset it", b)
 		}
 	})
@@ -100,7 +100,7 @@ func TestQueryResourcesRetriesAnAnswerWithoutCodeThatSaysThrottled(t *testing.T)
 		if n := e.srv.count(routeGraph); n != 2 {
 			t.Fatalf("%d attempts, want 2", n)
 		}
-		if sc := e.gov.Summary(stats).Scopes[graphScope.String()]; sc.Throttled != 1 || sc.Retries != 1 || sc.GaveUp != 0 {
+		if sc := e.gov.Summary(stats).Scopes[graphScope]; sc.Throttled != 1 || sc.Retries != 1 || sc.GaveUp != 0 {
 			t.Fatalf("stats %+v", sc)
 		}
 	})

@@ -151,7 +151,7 @@ func TestPoliciesInOwnPipeline(t *testing.T) {
 			if err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("per call %v: %v %v", withPerCall, resp, err)
 			}
-			sc := e.gov.Summary(stats).Scopes[networkA.String()]
+			sc := e.gov.Summary(stats).Scopes[networkA]
 			if sc.Calls != 4 || sc.Throttled != 3 || sc.Retries != 3 {
 				t.Fatalf("per call %v: stats %+v, want 4 calls, 3 throttled, 3 retries", withPerCall, sc)
 			}

@@ -43,14 +43,14 @@ func TestStatsKeys(t *testing.T) {
 			"azure/*/*/resourcegraph":           3, // three pages
 		}
 		for k, calls := range want {
-			if got := sum.Scopes[k].Calls; got != calls {
+			if got := sum.Scopes[mustScope(k)].Calls; got != calls {
 				t.Errorf("%s: %d calls, want %d", k, got, calls)
 			}
 		}
 		if len(sum.Scopes) != len(want) {
 			t.Errorf("scopes %v", sum.Scopes)
 		}
-		if sc := sum.Scopes["azure/"+subALower+"/*/network"]; sc.Throttled != 1 || sc.Retries != 1 || sc.MinRateRPS != 15 {
+		if sc := sum.Scopes[mustScope("azure/"+subALower+"/*/network")]; sc.Throttled != 1 || sc.Retries != 1 || sc.MinRateRPS != 15 {
 			t.Errorf("network stats %+v", sc)
 		}
 		msgs := strings.Join(stats.Messages(), "\n")
@@ -92,7 +92,7 @@ func TestFailedServiceMarksLedgerPartial(t *testing.T) {
 		if r := ledger.Reasons(); len(r) != 1 || !strings.HasPrefix(r[0], "azure/"+subALower+"/*/network: throttled: ") {
 			t.Fatalf("reasons %q", r)
 		}
-		if b := e.gov.Summary(nil).Breakers[networkA.String()]; b.Failures != 1 {
+		if b := e.gov.Summary(nil).Breakers[networkA]; b.Failures != 1 {
 			t.Fatalf("breaker %+v, want 1 failure", b)
 		}
 	})
@@ -124,7 +124,7 @@ func TestBreakerOpensAndFatalAnswerCloses(t *testing.T) {
 		if _, skipped := ledger.Counts(); skipped != 1 {
 			t.Fatalf("%d skipped, want 1", skipped)
 		}
-		if b := e.gov.Summary(nil).Breakers[resourcesA.String()]; b.State != state.Open {
+		if b := e.gov.Summary(nil).Breakers[resourcesA]; b.State != state.Open {
 			t.Fatalf("breaker %+v", b)
 		}
 
@@ -133,7 +133,7 @@ func TestBreakerOpensAndFatalAnswerCloses(t *testing.T) {
 		if _, err := groups.Get(ctx, "rg", nil); err == nil {
 			t.Fatal("want the 404")
 		}
-		if b, ok := e.gov.Summary(nil).Breakers[resourcesA.String()]; ok {
+		if b, ok := e.gov.Summary(nil).Breakers[resourcesA]; ok {
 			t.Fatalf("breaker still %+v after a FATAL answer to the probe", b)
 		}
 		if _, err := groups.Get(ctx, "rg", nil); errors.As(err, &coe) {

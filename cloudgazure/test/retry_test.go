@@ -52,7 +52,7 @@ func TestRetryBudgetEndsAzcoreLoop(t *testing.T) {
 		if n := e.srv.count(routeGroupGet) - 4; n != 3 {
 			t.Fatalf("fresh request: %d attempts, want 1 + 2 free = 3", n)
 		}
-		sc := e.gov.Summary(stats).Scopes[resourcesA.String()]
+		sc := e.gov.Summary(stats).Scopes[resourcesA]
 		if sc.Calls != 7 || sc.Retries != 5 || sc.GaveUp != 2 || sc.Throttled != 7 {
 			t.Fatalf("stats %+v, want 7 calls, 5 retries, 2 gave up, 7 throttled", sc)
 		}
@@ -60,7 +60,7 @@ func TestRetryBudgetEndsAzcoreLoop(t *testing.T) {
 			t.Fatalf("ledger gave up %d, want 2", g)
 		}
 		// The budget stopped the requests, not the service: no breaker failure.
-		if b, ok := e.gov.Summary(nil).Breakers[resourcesA.String()]; ok {
+		if b, ok := e.gov.Summary(nil).Breakers[resourcesA]; ok {
 			t.Fatalf("breaker counted the budget's give-ups: %+v", b)
 		}
 	})
@@ -116,7 +116,7 @@ func TestTransportErrorRetried(t *testing.T) {
 		if _, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil); err != nil {
 			t.Fatal(err)
 		}
-		sc := e.gov.Summary(stats).Scopes[networkA.String()]
+		sc := e.gov.Summary(stats).Scopes[networkA]
 		if sc.Calls != 3 || sc.TransientErrors != 2 || sc.Retries != 2 || sc.Throttled != 0 {
 			t.Fatalf("stats %+v, want 3 calls, 2 transient, 2 retries", sc)
 		}

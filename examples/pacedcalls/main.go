@@ -15,7 +15,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,14 +118,14 @@ aws:
 	}
 	summary := resilience.Default().Summary(stats)
 	fmt.Fprintln(w, "totals:", summary.Totals)
-	keys := make([]string, 0, len(summary.SlowedBuckets))
-	for k := range summary.SlowedBuckets {
-		keys = append(keys, k)
+	scopes := make([]resilience.Scope, 0, len(summary.SlowedBuckets))
+	for sc := range summary.SlowedBuckets {
+		scopes = append(scopes, sc)
 	}
-	sort.Strings(keys)
+	slices.SortFunc(scopes, func(a, b resilience.Scope) int { return strings.Compare(a.Key(), b.Key()) })
 	fmt.Fprint(w, "slowed:")
-	for _, k := range keys {
-		fmt.Fprintf(w, " %s: %.1f rps", k, summary.SlowedBuckets[k].Rate)
+	for _, sc := range scopes {
+		fmt.Fprintf(w, " %s: %.1f rps", sc, summary.SlowedBuckets[sc].Rate)
 	}
 	fmt.Fprintln(w)
 	return nil

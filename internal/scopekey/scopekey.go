@@ -3,7 +3,10 @@
 // governor's state keys (an account's bucket, a provider's) both use it.
 package scopekey
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // Format writes the first n of parts (provider, account, region, service,
 // operation): n is 1, 2 or 4, and with 4 the operation follows when it is
@@ -54,3 +57,39 @@ func Format(parts *[5]string, escape bool, n int) string {
 	}
 	return b.String()
 }
+
+// Unescape reverses Format's escaping of one part: %25, %2F and %2A are
+// '%', '/' and '*'. Any other '%', and an unescaped '*' or '/', is an
+// error: Format never writes them.
+func Unescape(p string) (string, error) {
+	if !strings.ContainsAny(p, "%*/") {
+		return p, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '%':
+			if i+2 >= len(p) {
+				return "", errBadEscape
+			}
+			switch p[i+1 : i+3] {
+			case "25":
+				b.WriteByte('%')
+			case "2F":
+				b.WriteByte('/')
+			case "2A":
+				b.WriteByte('*')
+			default:
+				return "", errBadEscape
+			}
+			i += 2
+		case '*', '/':
+			return "", errBadEscape
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+var errBadEscape = errors.New("scopekey: not an escaped part")
