@@ -32,3 +32,9 @@ func SetDefault(g *Governor) {
 
 // Configure applies cfg to the process governor (see Governor.Configure).
 func Configure(cfg Config) error { return Default().Configure(cfg) }
+
+// ResetDefault puts a fresh governor at the built-in defaults in the
+// process governor's place, forgetting everything learned.
+//
+// Deprecated: use SetDefault(nil), which does the same.
+func ResetDefault() { SetDefault(nil) }

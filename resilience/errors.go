@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -202,6 +203,14 @@ var (
 	ErrCircuitOpen     = state.ErrCircuitOpen
 	ErrBudgetExhausted = state.ErrBudgetExhausted
 )
+
+// ConfigError is the error of a configuration that does not validate
+// (ParseConfig, LoadConfig, Config.Validate, Configure, NewGovernor): Path
+// is the key path (ratelimit.aws.services.ec2.burst), Msg what is wrong
+// with it. Validation reports every mistake at once, joined
+// (errors.Join): errors.As finds the first, and the joined error's
+// Unwrap() []error lists them all.
+type ConfigError = yamlconf.Error
 
 // Errors for calls that cannot be governed.
 var (

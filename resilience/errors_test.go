@@ -38,3 +38,13 @@ func TestGovernorAndCallOptionsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// A configuration's mistake is a *ConfigError with its key path, found by
+// errors.As through the join of every mistake.
+func TestConfigErrorIsExported(t *testing.T) {
+	_, err := ParseConfig([]byte("aws: {max_rps: -1, burst: fast}"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Path != "ratelimit.aws.max_rps" && ce.Path != "ratelimit.aws.burst" {
+		t.Fatalf("%v: %+v", err, ce)
+	}
+}

@@ -379,6 +379,16 @@ func (g *Governor) Policy(provider string) RetryPolicy {
 	return g.provider(provider).set.retry.policy()
 }
 
+// Budget returns what is left of provider's retry budget, in tokens: a
+// read that makes nothing (a provider no call has used has its full
+// budget).
+func (g *Governor) Budget(provider string) float64 {
+	if p := g.existing(provider); p != nil {
+		return p.budget.Remaining()
+	}
+	return float64(resolveProvider(provider, ProviderConfig{}, g.configured().enabled).budget)
+}
+
 // Inspect returns where scope stands now: its leaf bucket's rate,
 // ceiling, pause and tokens, its account bucket's, its breaker, the calls
 // in flight and waiting in its account's bulkhead, and its provider's

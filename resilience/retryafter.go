@@ -19,13 +19,29 @@ const MaxPause = hint.MaxPause
 // delay the SDK's error carries outside headers (gRPC RetryInfo) or a
 // RetryAfter() time.Duration method (cloudg's own errors). Negative values
 // are 0; unparsable values are no hint. The result is not capped; the
-// governor caps pauses at MaxPause.
-func RetryAfter(err error) (time.Duration, bool) {
+// governor caps pauses at MaxPause. An HTTP-date is read against the wall
+// clock (time.Now); RetryAfterAt reads it against another clock's time.
+func RetryAfter(err error) (time.Duration, bool) { return RetryAfterAt(err, time.Now()) }
+
+// RetryAfterAt is RetryAfter with an HTTP-date read against now: a test,
+// a simulator or a governor with its own clock (Governor.Clock) gives its
+// own time. A governed call reads its answers' hints on its governor's
+// clock.
+func RetryAfterAt(err error, now time.Time) (time.Duration, bool) {
 	if err == nil {
 		return 0, false
 	}
 	f := inspect(err)
-	return f.hint(time.Now())
+	return f.hint(now)
+}
+
+// ParseRetryAfter reads a Retry-After header's value: delta-seconds
+// ("120", fractions too) or an HTTP-date, which is measured from now.
+// Negative delays are 0; a value that is neither is no hint. A program
+// that reads headers the error shapes do not carry uses it with its own
+// clock's time.
+func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+	return hint.ParseRetryAfter(value, now)
 }
 
 // hint returns the provider's hint for the error the facts describe; now

@@ -65,3 +65,34 @@ func TestHintCap(t *testing.T) {
 		t.Fatal("capPause")
 	}
 }
+
+// The parser is public and measures an HTTP-date from the time it is
+// given, and RetryAfterAt reads an error's hint against another clock.
+func TestParseRetryAfterTakesItsClock(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	if d, ok := ParseRetryAfter("Wed, 02 Dec 2026 10:00:30 GMT", now); !ok || d != 30*time.Second {
+		t.Fatalf("HTTP-date: %v %v", d, ok)
+	}
+	if d, ok := ParseRetryAfter("1.5", now); !ok || d != 1500*time.Millisecond {
+		t.Fatalf("seconds: %v %v", d, ok)
+	}
+	if _, ok := ParseRetryAfter("soon", now); ok {
+		t.Fatal("a word is a hint")
+	}
+	err := &apiErr{code: "Throttling", status: 429, header: http.Header{"Retry-After": {"Wed, 02 Dec 2026 10:01:00 GMT"}}}
+	if d, ok := RetryAfterAt(err, now); !ok || d != time.Minute {
+		t.Fatalf("RetryAfterAt: %v %v", d, ok)
+	}
+}
+
+// Budget reads a provider's budget, making nothing.
+func TestBudgetIsARead(t *testing.T) {
+	seven := 7
+	g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: &seven}})
+	if b := g.Budget("aws"); b != 7 {
+		t.Fatalf("aws budget %v", b)
+	}
+	if b := g.Budget("github"); b != 500 || g.existing("github") != nil {
+		t.Fatalf("github budget %v, made: %v", b, g.existing("github") != nil)
+	}
+}
