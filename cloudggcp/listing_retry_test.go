@@ -52,8 +52,8 @@ func TestRetriedThrottleHalvesListAssets(t *testing.T) {
 		if sc.Throttled != 1 || sc.Retries != 1 || sc.GaveUp != 0 || sc.Calls != 3 {
 			t.Errorf("stats %+v", sc)
 		}
-		if sc.MinRateRPS != 0.75 {
-			t.Errorf("lowest rate %v", sc.MinRateRPS)
+		if sc.MinRate != 0.75 {
+			t.Errorf("lowest rate %v", sc.MinRate)
 		}
 	})
 }

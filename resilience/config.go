@@ -82,7 +82,11 @@ type ProviderConfig struct {
 
 	// Retries of Call and Do (the SDK integrations let the SDK retry, within
 	// the same budget).
-	MaxRetries        *int    `yaml:"max_retries,omitempty" json:"max_retries,omitempty"`
+	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty"`
+	// MaxAttempts is MaxRetries counted as RetryPolicy.MaxAttempts counts:
+	// attempts, the first included (max_attempts: 9 is max_retries: 8).
+	// Set one or the other.
+	MaxAttempts       *int    `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
 	BaseDelaySeconds  float64 `yaml:"base_delay_seconds,omitempty" json:"base_delay_seconds,omitempty"`
 	MaxBackoffSeconds float64 `yaml:"max_backoff_seconds,omitempty" json:"max_backoff_seconds,omitempty"`
 	DeadlineSeconds   float64 `yaml:"deadline_seconds,omitempty" json:"deadline_seconds,omitempty"`

@@ -241,3 +241,26 @@ func TestProviderPerOperation(t *testing.T) {
 		t.Error("per_operation does not change the buckets")
 	}
 }
+
+// max_attempts counts attempts, as RetryPolicy.MaxAttempts does, beside
+// the spec's max_retries; one or the other.
+func TestMaxAttemptsBesideMaxRetries(t *testing.T) {
+	cfg, err := ParseConfig([]byte("aws: {max_attempts: 3}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGov(t, cfg)
+	if p := g.Policy("aws"); p.MaxAttempts != 3 {
+		t.Fatalf("max_attempts 3: %+v", p)
+	}
+	cfg, _ = ParseConfig([]byte("aws: {max_retries: 2}"))
+	if p := newGov(t, cfg).Policy("aws"); p.MaxAttempts != 3 {
+		t.Fatalf("max_retries 2: %+v", p)
+	}
+	if _, err := ParseConfig([]byte("aws: {max_attempts: 3, max_retries: 2}")); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("both: %v", err)
+	}
+	if _, err := ParseConfig([]byte("aws: {max_attempts: 0}")); err == nil {
+		t.Fatal("max_attempts 0 accepted")
+	}
+}

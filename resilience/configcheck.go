@@ -76,6 +76,12 @@ func (p *ProviderConfig) validate(name string) []error {
 	if p.MaxRetries != nil && *p.MaxRetries < 0 {
 		bad("max_retries", "must be >= 0")
 	}
+	if p.MaxAttempts != nil && *p.MaxAttempts < 1 {
+		bad("max_attempts", "must be >= 1 (the first attempt counts)")
+	}
+	if p.MaxAttempts != nil && p.MaxRetries != nil {
+		bad("max_attempts", "set max_attempts or max_retries, not both")
+	}
 	if p.RetryBudget != nil && *p.RetryBudget < 0 {
 		bad("retry_budget", "must be >= 0")
 	}

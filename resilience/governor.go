@@ -404,14 +404,17 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	p := g.existing(scope.Provider)
 	if p == nil {
 		set := resolveProvider(scope.Provider, ProviderConfig{}, g.configured().enabled)
-		return fresh(set, nil, float64(set.budget))
+		s := fresh(set, nil, float64(set.budget))
+		s.Scope = set.leafKey(scope)
+		return s
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
 		return e.snapshot(g.epoch, now, p)
 	}
 	s := fresh(p.set, acct, p.budget.Remaining())
-	spec := p.set.leafSpec(p.set.leafKey(scope))
+	s.Scope = p.set.leafKey(scope)
+	spec := p.set.leafSpec(s.Scope)
 	s.Leaf = state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()}
 	if acct != nil && acct.bucket != nil {
 		s.Account = acct.bucket.Snapshot(now)

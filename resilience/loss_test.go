@@ -472,3 +472,18 @@ func TestSnapshotTellsWhyAScopeIsInTrouble(t *testing.T) {
 		}
 	})
 }
+
+// A snapshot names the leaf a scope's state is kept under.
+func TestSnapshotNamesItsLeaf(t *testing.T) {
+	g := newGov(t, Config{})
+	if s := g.Inspect(iamUsers); s.Scope != iamUsers.ServiceScope() {
+		t.Fatalf("iam is one leaf: %v", s.Scope)
+	}
+	if s := g.Inspect(ec2Vpcs); s.Scope != ec2Vpcs {
+		t.Fatalf("ec2 is paced per operation: %v", s.Scope)
+	}
+	Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(g))
+	if s := g.Inspect(iamUsers); s.Scope != iamUsers.ServiceScope() {
+		t.Fatalf("a live iam scope: %v", s.Scope)
+	}
+}

@@ -108,6 +108,7 @@ func (e *scopeEntry) lifeCounters(g *Governor) *counters {
 // governor's.
 func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider) state.ScopeSnapshot {
 	s := state.ScopeSnapshot{
+		Scope:       e.key,
 		Leaf:        e.leaf.Snapshot(now),
 		Breaker:     e.breaker.Snapshot(now),
 		MaxInFlight: e.acct.bulkhead.Limit(),

@@ -139,7 +139,7 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 			MaxCooldown: orSeconds(pc.BreakerMaxCooldownSeconds, defaultBreakerMaxCooldown),
 		},
 		retry: retryLimits{
-			attempts:   derefOr(pc.MaxRetries, defaultMaxRetries) + 1,
+			attempts:   derefOr(pc.MaxAttempts, derefOr(pc.MaxRetries, defaultMaxRetries)+1),
 			base:       orSeconds(pc.BaseDelaySeconds, defaultBaseDelay),
 			maxBackoff: orSeconds(pc.MaxBackoffSeconds, defaultMaxBackoff),
 			deadline:   orSeconds(pc.DeadlineSeconds, defaultDeadline),

@@ -196,10 +196,10 @@ type Counters struct {
 	// from the moment the governor allowed a retry to its sending, before
 	// its token wait. It is not part of Wait, which is the time calls
 	// waited for the rate limit.
-	Backoff    time.Duration `json:"-"`
-	RateRPS    float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen; 0: never changed
-	MinRateRPS float64       `json:"min_rate_rps,omitempty"` // the lowest; 0: never slowed
-	LastError  string        `json:"last_error,omitempty"`
+	Backoff   time.Duration `json:"-"`
+	Rate      float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen, in requests per second; 0: never changed
+	MinRate   float64       `json:"min_rate_rps,omitempty"` // the lowest, in requests per second; 0: never slowed
+	LastError string        `json:"last_error,omitempty"`
 }
 
 // MarshalJSON writes Wait, MaxWait and Backoff as wait_seconds,
@@ -246,8 +246,8 @@ func (c *counters) snapshot() Counters {
 		Wait:            time.Duration(c.waitNS.Load()),
 		MaxWait:         time.Duration(c.maxWaitNS.Load()),
 		Backoff:         time.Duration(c.backoffNS.Load()),
-		RateRPS:         math.Float64frombits(c.rate.Load()),
-		MinRateRPS:      math.Float64frombits(c.minRate.Load()),
+		Rate:            math.Float64frombits(c.rate.Load()),
+		MinRate:         math.Float64frombits(c.minRate.Load()),
 	}
 	if p := c.lastErr.Load(); p != nil {
 		s.LastError = *p
@@ -293,8 +293,8 @@ func (c Counters) message(scope string) string {
 	var parts []string
 	if c.Throttled > 0 {
 		parts = append(parts, fmt.Sprintf("throttled %dx", c.Throttled))
-		if c.MinRateRPS > 0 {
-			parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRateRPS))
+		if c.MinRate > 0 {
+			parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRate))
 		}
 	}
 	waited := c.Wait >= minReportedWait

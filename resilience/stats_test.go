@@ -87,12 +87,12 @@ func TestMessagesFormat(t *testing.T) {
 		{Counters{Calls: 10, Wait: 999 * time.Millisecond}, ""},
 		{Counters{Calls: 1, Wait: 100 * time.Millisecond}, ""},
 		{Counters{Calls: 10, Retries: 2}, ""},
-		{Counters{TransientErrors: 1, MinRateRPS: 5}, "x: 1 transient error"}, // slowed only when throttled
+		{Counters{TransientErrors: 1, MinRate: 5}, "x: 1 transient error"}, // slowed only when throttled
 		{Counters{BreakerTrips: 2}, "x: circuit opened 2x"},
 		{Counters{GaveUp: 3, Retries: 1, Wait: 2 * time.Second}, "x: waited 2.0s for rate limit, 1 retry, 3 calls gave up"},
 		{Counters{Wait: time.Second}, "x: waited 1.0s for rate limit"},
 		{Counters{TransientErrors: 2, Retries: 2}, "x: 2 retries, 2 transient errors"},
-		{Counters{Throttled: 1, TransientErrors: 2, MinRateRPS: 10}, "x: throttled 1x, slowed to 10.0 rps"},
+		{Counters{Throttled: 1, TransientErrors: 2, MinRate: 10}, "x: throttled 1x, slowed to 10.0 rps"},
 		{Counters{Throttled: 1}, "x: throttled 1x"},
 		{Counters{Rejected: 1, GaveUp: 1}, "x: 1 call skipped, 1 call gave up"},
 	} {
@@ -111,7 +111,7 @@ func TestMessagesOnePerEventfulScopeSorted(t *testing.T) {
 	table := map[Scope]Counters{
 		sc("gcp", "projects/p1", "cloudasset"): {Calls: 3, TransientErrors: 3, Retries: 3},
 		sc("aws", "123456789012", "iam"):       {Calls: 5, Retries: 1, Wait: 100 * time.Millisecond},
-		sc("azure", "sub", "network"):          {Calls: 2, Throttled: 1, MinRateRPS: 15, Retries: 1},
+		sc("azure", "sub", "network"):          {Calls: 2, Throttled: 1, MinRate: 15, Retries: 1},
 		sc("aws", "123456789012", "sts"):       {Calls: 1, Rejected: 1},
 		sc("aws", "123456789012", "ec2"):       {Calls: 9, Wait: 1500 * time.Millisecond},
 	}

@@ -191,6 +191,10 @@ type Store interface {
 // bucket (zero when the provider has none), its breaker, its account's
 // bulkhead and its provider's retry budget.
 type ScopeSnapshot struct {
+	// Scope is the leaf the scope's state is kept under: the scope with
+	// its operation where the service is paced per operation, without it
+	// where the service is one leaf.
+	Scope   Scope           `json:"scope"`
 	Leaf    BucketSnapshot  `json:"leaf"`
 	Account BucketSnapshot  `json:"account,omitzero"`
 	Breaker BreakerSnapshot `json:"breaker"`

@@ -50,7 +50,7 @@ func TestStatsKeys(t *testing.T) {
 		if len(sum.Scopes) != len(want) {
 			t.Errorf("scopes %v", sum.Scopes)
 		}
-		if sc := sum.Scopes[mustScope("azure/"+subALower+"/*/network")]; sc.Throttled != 1 || sc.Retries != 1 || sc.MinRateRPS != 15 {
+		if sc := sum.Scopes[mustScope("azure/"+subALower+"/*/network")]; sc.Throttled != 1 || sc.Retries != 1 || sc.MinRate != 15 {
 			t.Errorf("network stats %+v", sc)
 		}
 		msgs := strings.Join(stats.Messages(), "\n")
