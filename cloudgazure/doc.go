@@ -21,11 +21,11 @@
 //
 // azcore's pipeline runs the per-call policies once per request, then its
 // retry policy, which clones the request for every attempt and runs the
-// per-retry policies on each clone. The per-call policy (policy.go)
-// resolves the scope from the URL (ScopeOf, scope.go), begins a
+// per-retry policies on each clone. The per-call policy
+// resolves the scope from the URL (ScopeOf), begins a
 // resilience.Guard and stores the request's state with SetOperationValue;
 // azcore's clones share the operation values, so the per-retry policy
-// finds the same state on every attempt. Per attempt (attempt.go) the
+// finds the same state on every attempt. Per attempt the
 // Guard's Enter checks the breaker and the deadline, counts the call,
 // takes a token (subscription bucket, then the resource provider's leaf)
 // and a slot of the subscription's bulkhead; the attempt is sent, the slot
@@ -74,6 +74,6 @@
 // request with the last answer instead.
 //
 // Importing the package also teaches the core's classifier the shape of
-// *azcore.ResponseError (classify.go), so resilience.Classify, RetryAfter
+// *azcore.ResponseError, so resilience.Classify, RetryAfter
 // and DescribeError read the errors of Azure clients.
 package cloudgazure

@@ -1,7 +1,7 @@
 // Package bucket implements the governor's token buckets: reservation-based,
 // FIFO, with an optional adaptive rate (AIMD, or the measured-goodput
-// controller of goodput.go) and pauses for Retry-After. A queue of
-// reservations follows the bucket's rate and pauses (queue.go).
+// controller) and pauses for Retry-After. A queue of
+// reservations follows the bucket's rate and pauses.
 //
 // Times are durations since an origin of the caller's clock; the bucket
 // never reads a clock itself, so it runs in virtual time, scaled time or
@@ -55,7 +55,7 @@ const never = time.Duration(math.MinInt64 / 4)
 // later with a compare-and-swap, so the call path takes no lock; a
 // negative balance (t0 in the future) is the queue of callers waiting, in
 // arrival order. Rate changes, pauses and the AIMD state take the mutex
-// and start a new epoch (queue.go), whose rate and pause are fixed: a
+// and start a new epoch, whose rate and pause are fixed: a
 // reservation is made in the units of one epoch, and the callers already
 // queued follow theirs into the next.
 type Bucket struct {
