@@ -1,0 +1,107 @@
+//go:build go1.25
+
+package readmap
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestLoadStoreDelete(t *testing.T) {
+	var m Map[string, int]
+	if _, ok := m.Load("a"); ok {
+		t.Fatal("empty map has a")
+	}
+	m.Lock()
+	m.StoreLocked("a", 1)
+	m.StoreLocked("b", 2)
+	m.Unlock()
+	if v, ok := m.Load("a"); !ok || v != 1 {
+		t.Fatalf("a = %v %v", v, ok)
+	}
+	m.Lock()
+	m.DeleteLocked("a")
+	n := m.LenLocked()
+	m.Unlock()
+	if _, ok := m.Load("a"); ok || n != 1 {
+		t.Fatalf("a after delete; %d keys", n)
+	}
+	if s := m.Snapshot(); len(s) != 1 || s["b"] != 2 {
+		t.Fatalf("snapshot %v", s)
+	}
+	m.Reset()
+	if _, ok := m.Load("b"); ok {
+		t.Fatal("b after reset")
+	}
+}
+
+// Lookups that miss the lock-free read copy promote the write copy, so
+// that present keys are soon read without the lock.
+func TestMissesPromoteTheWriteCopy(t *testing.T) {
+	var m Map[int, int]
+	m.Lock()
+	for i := range 4 {
+		m.StoreLocked(i, i)
+	}
+	m.Unlock()
+	if m.read.Load() != nil {
+		t.Fatal("read copy before any miss")
+	}
+	for i := range 4 {
+		m.Load(i)
+	}
+	r := m.read.Load()
+	if r == nil || len(*r) != 4 {
+		t.Fatal("four misses on four keys did not promote the write copy")
+	}
+	// A write after a promotion copies; the read copy is left untouched.
+	m.Lock()
+	m.StoreLocked(9, 9)
+	m.Unlock()
+	if len(*r) != 4 {
+		t.Fatal("a write changed the published read copy")
+	}
+	if v, ok := m.Load(9); !ok || v != 9 {
+		t.Fatal("new key not found")
+	}
+}
+
+func TestLoadOrCreateMakesOnce(t *testing.T) {
+	var m Map[string, *int]
+	var made atomic.Int64
+	var wg sync.WaitGroup
+	got := make([]*int, 16)
+	for i := range got {
+		wg.Go(func() {
+			got[i] = m.LoadOrCreate("k", func() *int { made.Add(1); return new(int) })
+		})
+	}
+	wg.Wait()
+	if made.Load() != 1 {
+		t.Fatalf("made %d values for one key", made.Load())
+	}
+	for _, p := range got {
+		if p != got[0] {
+			t.Fatal("callers got different values")
+		}
+	}
+}
+
+func TestRangeLockedMayDelete(t *testing.T) {
+	var m Map[int, int]
+	m.Lock()
+	for i := range 10 {
+		m.StoreLocked(i, i)
+	}
+	m.RangeLocked(func(k, v int) {
+		if k%2 == 0 {
+			m.DeleteLocked(k)
+		}
+	})
+	n := m.LenLocked()
+	m.Unlock()
+	if n != 5 {
+		t.Fatalf("%d keys left, want 5", n)
+	}
+}
