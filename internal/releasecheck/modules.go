@@ -27,6 +27,11 @@ type repoModule struct {
 	Packages []string
 	// Commands are the import paths of the module's main packages.
 	Commands []string
+	// Internal are the import paths of the module's internal packages
+	// (non-main, with non-test Go files): another module of the
+	// repository may import them, which makes them an API across module
+	// versions (see apiPackages).
+	Internal []string
 }
 
 // devElements are the directory names that make a module a development
@@ -161,7 +166,9 @@ func (m *repoModule) findPackages(root string, moduleDirs []string) error {
 		switch {
 		case pkg.Name == "main":
 			m.Commands = append(m.Commands, importPath)
-		case !isInternal(importPath):
+		case isInternal(importPath):
+			m.Internal = append(m.Internal, importPath)
+		default:
 			m.Packages = append(m.Packages, importPath)
 		}
 		return nil
