@@ -1,17 +1,20 @@
 // Package readmap is a map for the call path: lookups of present keys are
-// one atomic load and a map read, without a lock, so that goroutines
-// calling the same scopes do not contend on a lock's cache line. Writes
-// take a mutex. It is sync.Map's read/dirty design with typed keys (a
-// struct key put in an interface would allocate on every lookup).
+// one atomic load and a map read, without a lock. Every write, under the
+// mutex, publishes a new read copy, so that a lookup made after a write
+// returns sees it: the read copy never lags (an earlier version promoted
+// its write copy only after enough misses, and served stale values of keys
+// stored or deleted after a promotion).
 //
 // Nothing in this module uses it any more. It stays because modules
 // cloudgaws and cloudgazure v0.1.0 import it: a user's build may pair them
-// with a later release of this module, and they must still compile.
+// with a later release of this module, and they must still compile, and
+// be correct.
 //
 // Deprecated: use package cowmap.
 package readmap
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -19,23 +22,20 @@ import (
 // Map is a read-mostly map. It is safe for concurrent use; the zero value
 // is an empty map.
 type Map[K comparable, V any] struct {
-	read atomic.Pointer[map[K]V] // immutable snapshot; may lag dirty
+	read atomic.Pointer[map[K]V] // the whole map, never written once published
 
-	mu     sync.Mutex
-	dirty  map[K]V // every key, when not nil; else read is complete
-	misses int     // lookups that fell through to dirty since the last promotion
+	mu    sync.Mutex
+	dirty map[K]V // under mu: the writes of the current lock, published at Unlock; nil when none
 }
 
 // Load returns the value of k.
 func (m *Map[K, V]) Load(k K) (V, bool) {
 	if r := m.read.Load(); r != nil {
-		if v, ok := (*r)[k]; ok {
-			return v, true
-		}
+		v, ok := (*r)[k]
+		return v, ok
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.LoadLocked(k)
+	var zero V
+	return zero, false
 }
 
 // LoadOrCreate returns the value of k, storing make() first when k is
@@ -44,8 +44,8 @@ func (m *Map[K, V]) LoadOrCreate(k K, make func() V) V {
 	if v, ok := m.Load(k); ok {
 		return v
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.Lock()
+	defer m.Unlock()
 	if v, ok := m.LoadLocked(k); ok {
 		return v
 	}
@@ -54,59 +54,50 @@ func (m *Map[K, V]) LoadOrCreate(k K, make func() V) V {
 	return v
 }
 
-// LoadLocked looks k up with the lock held, promoting the write copy to
-// the read copy once enough lookups have missed the read copy.
+// LoadLocked looks k up with the lock held, seeing the writes made under
+// it.
 func (m *Map[K, V]) LoadLocked(k K) (V, bool) {
-	if m.dirty == nil {
-		if r := m.read.Load(); r != nil {
-			v, ok := (*r)[k]
-			return v, ok
-		}
-		var zero V
-		return zero, false
+	if m.dirty != nil {
+		v, ok := m.dirty[k]
+		return v, ok
 	}
-	v, ok := m.dirty[k]
-	if m.misses++; m.misses >= len(m.dirty) {
-		d := m.dirty
-		m.read.Store(&d)
-		m.dirty, m.misses = nil, 0
-	}
-	return v, ok
+	return m.Load(k)
 }
 
 // Lock takes the write lock, which the *Locked methods need.
 func (m *Map[K, V]) Lock() { m.mu.Lock() }
 
-// Unlock releases the write lock.
-func (m *Map[K, V]) Unlock() { m.mu.Unlock() }
+// Unlock publishes the writes made under the lock, and releases it.
+func (m *Map[K, V]) Unlock() {
+	if m.dirty != nil {
+		d := m.dirty
+		m.read.Store(&d)
+		m.dirty = nil
+	}
+	m.mu.Unlock()
+}
 
-// ensureDirty makes dirty a complete, writable copy. mu must be held.
-func (m *Map[K, V]) ensureDirty() {
+// writable makes dirty a copy of the map to write. mu must be held.
+func (m *Map[K, V]) writable() {
 	if m.dirty != nil {
 		return
 	}
-	var n int
-	r := m.read.Load()
-	if r != nil {
-		n = len(*r)
-	}
-	m.dirty = make(map[K]V, n+1)
-	if r != nil {
-		for k, v := range *r {
-			m.dirty[k] = v
-		}
+	if r := m.read.Load(); r != nil {
+		m.dirty = maps.Clone(*r)
+	} else {
+		m.dirty = map[K]V{}
 	}
 }
 
-// StoreLocked sets k. The lock must be held.
+// StoreLocked sets k; readers see it once the lock is released.
 func (m *Map[K, V]) StoreLocked(k K, v V) {
-	m.ensureDirty()
+	m.writable()
 	m.dirty[k] = v
 }
 
-// DeleteLocked removes k. The lock must be held.
+// DeleteLocked removes k; readers see it once the lock is released.
 func (m *Map[K, V]) DeleteLocked(k K) {
-	m.ensureDirty()
+	m.writable()
 	delete(m.dirty, k)
 }
 
@@ -122,9 +113,7 @@ func (m *Map[K, V]) LenLocked() int {
 }
 
 // RangeLocked calls f for every key and value. The lock must be held; f
-// may call DeleteLocked (deleting from a map being ranged over is safe in
-// Go, and a first delete swaps in a write copy, leaving the ranged map
-// untouched).
+// may call DeleteLocked.
 func (m *Map[K, V]) RangeLocked(f func(K, V)) {
 	src := m.dirty
 	if src == nil {
@@ -132,18 +121,17 @@ func (m *Map[K, V]) RangeLocked(f func(K, V)) {
 			src = *r
 		}
 	}
-	for k, v := range src {
+	for k, v := range maps.Clone(src) {
 		f(k, v)
 	}
 }
 
 // Snapshot copies the map.
 func (m *Map[K, V]) Snapshot() map[K]V {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[K]V, m.LenLocked())
-	m.RangeLocked(func(k K, v V) { out[k] = v })
-	return out
+	if r := m.read.Load(); r != nil {
+		return maps.Clone(*r)
+	}
+	return map[K]V{}
 }
 
 // Reset empties the map.
@@ -151,5 +139,5 @@ func (m *Map[K, V]) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.read.Store(nil)
-	m.dirty, m.misses = nil, 0
+	m.dirty = nil
 }

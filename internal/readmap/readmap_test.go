@@ -36,26 +36,22 @@ func TestLoadStoreDelete(t *testing.T) {
 	}
 }
 
-// Lookups that miss the lock-free read copy promote the write copy, so
-// that present keys are soon read without the lock.
-func TestMissesPromoteTheWriteCopy(t *testing.T) {
+// Writes are published when the lock is released: readers see every key
+// without the lock, and a published read copy is never written again.
+func TestWritesArePublishedAtUnlock(t *testing.T) {
 	var m Map[int, int]
 	m.Lock()
 	for i := range 4 {
 		m.StoreLocked(i, i)
 	}
-	m.Unlock()
 	if m.read.Load() != nil {
-		t.Fatal("read copy before any miss")
+		t.Fatal("read copy published while the lock is held")
 	}
-	for i := range 4 {
-		m.Load(i)
-	}
+	m.Unlock()
 	r := m.read.Load()
 	if r == nil || len(*r) != 4 {
-		t.Fatal("four misses on four keys did not promote the write copy")
+		t.Fatal("four stores were not published at Unlock")
 	}
-	// A write after a promotion copies; the read copy is left untouched.
 	m.Lock()
 	m.StoreLocked(9, 9)
 	m.Unlock()
@@ -103,5 +99,30 @@ func TestRangeLockedMayDelete(t *testing.T) {
 	m.Unlock()
 	if n != 5 {
 		t.Fatalf("%d keys left, want 5", n)
+	}
+}
+
+// A store or a delete after the read copy was published is seen by the
+// next lookup (the earlier design served the stale read copy).
+func TestWritesAfterPublishingAreSeen(t *testing.T) {
+	var m Map[string, int]
+	m.Lock()
+	m.StoreLocked("a", 1)
+	m.Unlock()
+	for range 100 {
+		m.Load("a")
+	}
+	m.Lock()
+	m.StoreLocked("a", 2)
+	m.StoreLocked("b", 3)
+	m.Unlock()
+	if v, _ := m.Load("a"); v != 2 {
+		t.Fatalf("a = %d after storing 2", v)
+	}
+	m.Lock()
+	m.DeleteLocked("b")
+	m.Unlock()
+	if _, ok := m.Load("b"); ok {
+		t.Fatal("b still there after its delete")
 	}
 }
