@@ -30,7 +30,11 @@ func TestParseConfig(t *testing.T) {
 		{"mode case and spaces", "aws:\n  retry_mode: ' Standard '\n", nil, aws.RetryModeStandard},
 		{"null values", "aws:\n  max_retries: null\n  retry_mode: ~\n", nil, ""},
 		{"null section", "aws:\n", nil, ""},
-		{"whole float", "aws: {max_retries: 2.0}", new(2), ""},
+		{"whole float", "aws: {max_retries: 2.0, retry_mode: standard}", new(2), aws.RetryModeStandard},
+		// The short form: the governor's section alone, no SDK section.
+		{"short form", "aws: {max_rps: 5}\n", nil, ""},
+		{"short form with max_retries", "aws: {max_rps: 5, max_retries: 3}\ngcp: {max_rps: 2}\n", nil, ""},
+		{"short form, another provider", "aws: {max_retries: 3}\nproviders: {github: {max_rps: 1.4}}\n", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := cloudgaws.ParseConfig([]byte(tc.doc))
@@ -53,18 +57,21 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		doc, want string
 	}{
-		{"aws:\n  max_retries: three\n", `aws.max_retries: "three" is not a number`},
-		{"aws:\n  max_retries: 2.5\n", `aws.max_retries: "2.5" is not a whole number`},
-		{"aws:\n  max_retries: -1\n", "aws.max_retries: must be >= 0"},
-		{"aws:\n  max_retries: [1]\n", "aws.max_retries: must be a single value"},
+		{"aws:\n  max_retries: three\nratelimit: {}\n", `aws.max_retries: "three" is not a number`},
+		{"aws:\n  max_retries: 2.5\n  retry_mode: standard\n", `aws.max_retries: "2.5" is not a whole number`},
+		{"aws:\n  max_retries: -1\nratelimit: {}\n", "aws.max_retries: must be >= 0"},
+		{"aws:\n  max_retries: [1]\nratelimit: {}\n", "aws.max_retries: must be a single value"},
 		{"aws:\n  retry_mode: legacy\n", `aws.retry_mode: unknown retry mode "legacy" (standard or adaptive)`},
 		{"aws:\n  retry_mode: 3\n", `aws.retry_mode: "3" is not a string`},
-		{"aws:\n  max_retries: 1\n  max_retries: 2\n", "aws.max_retries: duplicate key"},
-		{"aws: [1, 2]\n", "aws: must be a mapping"},
+		{"aws:\n  max_retries: 1\n  max_retries: 2\n  retry_mode: standard\n", "aws.max_retries: duplicate key"},
+		{"aws: [1, 2]\nratelimit: {}\n", "aws: must be a mapping"},
 		{"- 1\n", "aws: must be a mapping"},
 		{"aws: {max_retries: 1\n", "aws: "},
 		// The section is strict: a misspelt key is not silently ignored.
-		{"aws: {max_retires: 3}\n", "aws.max_retires: unknown key (did you mean max_retries?)"},
+		{"aws: {max_retires: 3}\nratelimit: {}\n", "aws.max_retires: unknown key (did you mean max_retries?)"},
+		// max_retries alone, without a ratelimit key: either section's.
+		{"aws: {max_retries: 3}\n", "aws.max_retries: ambiguous in a document without a ratelimit key"},
+		{"aws: {max_retries: 3}\napp: {x: 1}\n", "aws.max_retries: ambiguous in a document without a ratelimit key"},
 		{"aws: {retry_mode: standard, profile: prod}\nratelimit: {}\n", "aws.profile: unknown key"},
 		// Every mistake at once.
 		{"aws: {max_retries: -1, retry_mode: legacy}\n", "aws.max_retries: must be >= 0\naws.retry_mode: unknown retry mode \"legacy\" (standard or adaptive)"},
@@ -80,7 +87,7 @@ func TestParseConfigErrors(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cloudg.yaml")
-	if err := os.WriteFile(path, []byte("aws:\n  max_retries: 3\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("aws:\n  max_retries: 3\n  retry_mode: standard\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := cloudgaws.LoadConfig(path)

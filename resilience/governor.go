@@ -233,8 +233,9 @@ func (g *Governor) random() float64 {
 	return rand.Float64()
 }
 
-// provider returns the state of a provider, creating a generic one for a
-// name the configuration does not know.
+// provider returns the state of a provider, creating one for a name other
+// than aws, azure and gcp at its first use, from its settings under
+// Config.Providers (the generic defaults where it has none).
 func (g *Governor) provider(name string) *provider {
 	c := g.configured()
 	switch name {
@@ -255,7 +256,8 @@ func (g *Governor) provider(name string) *provider {
 	if p, ok := g.others.Load(name); ok {
 		return p.(*provider)
 	}
-	p := g.reconcile(nil, resolveProvider(name, ProviderConfig{}, g.cur.Load().enabled), false)
+	c = g.cur.Load()
+	p := g.reconcile(nil, resolveProvider(name, c.cfg.provider(name), c.enabled), false)
 	g.others.Store(name, p)
 	return p
 }
@@ -295,7 +297,7 @@ func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
 	// in force (scopeTable.create), and finds the new provider after it.
 	g.others.Range(func(k, v any) bool {
 		name := k.(string)
-		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, ProviderConfig{}, enabled), reset))
+		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, cfg.provider(name), enabled), reset))
 		return true
 	})
 	return nc
@@ -386,7 +388,8 @@ func (g *Governor) Budget(provider string) float64 {
 	if p := g.existing(provider); p != nil {
 		return p.budget.Remaining()
 	}
-	return float64(resolveProvider(provider, ProviderConfig{}, g.configured().enabled).budget)
+	c := g.configured()
+	return float64(resolveProvider(provider, c.cfg.provider(provider), c.enabled).budget)
 }
 
 // Inspect returns where scope stands now: its leaf bucket's rate,
@@ -403,7 +406,8 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	now := g.now()
 	p := g.existing(scope.Provider)
 	if p == nil {
-		set := resolveProvider(scope.Provider, ProviderConfig{}, g.configured().enabled)
+		c := g.configured()
+		set := resolveProvider(scope.Provider, c.cfg.provider(scope.Provider), c.enabled)
 		s := fresh(set, nil, float64(set.budget))
 		s.Scope = set.leafKey(scope)
 		return s
