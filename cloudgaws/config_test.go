@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/internal/yamlconf"
+	"github.com/cloudg/cloudg/liveop"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -103,5 +104,90 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if _, err := cloudgaws.LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// One configuration file serves every reader, in the long form (a whole
+// configuration) and in the short form (the ratelimit section alone):
+// resilience.LoadConfig, liveop.LoadConfig and cloudgaws.LoadConfig each
+// read their own section and pass over the others'.
+func TestOneFileServesEveryReader(t *testing.T) {
+	type want struct {
+		maxRPS, githubRPS float64
+		govRetries        int // -1: unset
+		sdkRetries        int // -1: unset
+		mode              aws.RetryMode
+		liveMax           int
+		githubCooldown    float64
+	}
+	for _, c := range []struct {
+		name, doc string
+		want      want
+	}{
+		{"long form", `
+aws:
+  max_retries: 3
+  retry_mode: standard
+ratelimit:
+  aws: {max_rps: 5, max_retries: 4}
+  providers:
+    github: {max_rps: 1.4, max_concurrency: 8, live_cooldown_seconds: 30}
+  live_max_concurrent: 2
+app: {profile: prod}
+`, want{5, 1.4, 4, 3, aws.RetryModeStandard, 2, 30}},
+		{"long form, JSON", `{"aws": {"max_retries": 3, "retry_mode": "standard"},
+"ratelimit": {"aws": {"max_rps": 5, "max_retries": 4}, "providers": {"github": {"max_rps": 1.4, "live_cooldown_seconds": 30}}, "live_max_concurrent": 2}}`,
+			want{5, 1.4, 4, 3, aws.RetryModeStandard, 2, 30}},
+		{"short form", `
+aws: {max_rps: 5, max_retries: 4}
+providers:
+  github: {max_rps: 1.4, live_cooldown_seconds: 30}
+live_max_concurrent: 2
+`, want{5, 1.4, 4, -1, "", 2, 30}},
+		{"the README's short form", "aws: {max_rps: 5}\n", want{5, 0, -1, -1, "", 0, 0}},
+		{"the SDK's section alone", "aws: {max_retries: 3, retry_mode: adaptive}\n", want{0, 0, -1, 3, aws.RetryModeAdaptive, 0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cloudg.yaml")
+			if err := os.WriteFile(path, []byte(c.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			gov, err := resilience.LoadConfig(path)
+			if err != nil {
+				t.Fatalf("resilience.LoadConfig: %v", err)
+			}
+			sdk, err := cloudgaws.LoadConfig(path)
+			if err != nil {
+				t.Fatalf("cloudgaws.LoadConfig: %v", err)
+			}
+			live, err := liveop.LoadConfig(path)
+			if err != nil {
+				t.Fatalf("liveop.LoadConfig: %v", err)
+			}
+			deref := func(p *int) int {
+				if p == nil {
+					return -1
+				}
+				return *p
+			}
+			got := want{gov.AWS.MaxRPS, gov.Providers["github"].MaxRPS, deref(gov.AWS.MaxRetries), deref(sdk.MaxRetries),
+				sdk.RetryMode, live.MaxConcurrent, live.ProviderCooldownSeconds["github"]}
+			if got != c.want {
+				t.Fatalf("got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+	// A document whose top-level aws holds max_retries alone could be
+	// either section's: every reader refuses it, with the same words.
+	path := filepath.Join(t.TempDir(), "cloudg.yaml")
+	if err := os.WriteFile(path, []byte("aws: {max_retries: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, gerr := resilience.LoadConfig(path)
+	_, serr := cloudgaws.LoadConfig(path)
+	_, lerr := liveop.LoadConfig(path)
+	if gerr == nil || serr == nil || lerr == nil || gerr.Error() != serr.Error() || serr.Error() != lerr.Error() ||
+		!strings.Contains(gerr.Error(), "aws.max_retries: ambiguous") {
+		t.Fatalf("resilience %v\ncloudgaws %v\nliveop %v", gerr, serr, lerr)
 	}
 }

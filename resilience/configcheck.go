@@ -155,7 +155,7 @@ func tooSlow(rate, deadline float64, isDefault bool) string {
 		ref += ", the default"
 	}
 	return fmt.Sprintf("%s is a token every %s, longer than deadline_seconds (%s): a call that waits for one would be refused",
-		rps(rate), seconds(1/rate), ref)
+		rps(rate), seconds(round3(1/rate)), ref)
 }
 
 // validateServices checks the service and operation overrides, in key
@@ -297,6 +297,12 @@ func order(path, lowKey string, low float64, highKey string, high, highDefault f
 		ref += ", the default"
 	}
 	return []error{fieldErr(path+"."+lowKey, fmt.Sprintf("%s is above %s (%s)", unit(low), highKey, ref))}
+}
+
+// round3 rounds v to three significant digits.
+func round3(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return r
 }
 
 func seconds(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) + " s" }

@@ -18,13 +18,15 @@ import (
 // top-level keys other sections, which this reader passes over. The short
 // form is the section alone, as the whole document (aws: {max_rps: 5}).
 // A document without a ratelimit key is the short form unless its
-// top-level aws is the SDK's: it holds retry_mode, or it holds
-// max_retries alone and the document has no other key of the section
-// (enabled, azure, gcp, providers, live_*). Such a document sets no
-// governor setting: aws: {max_retries: 3} alone is the SDK's (the
-// governor's is ratelimit: {aws: {max_retries: 3}}, or aws: {max_attempts:
-// 4}). A governor setting beside retry_mode in a top-level aws is an
-// error, since neither reader would read it.
+// top-level aws holds retry_mode, which only the SDK's section has: then
+// it sets no governor setting (aws: {max_retries: 3, retry_mode:
+// standard} alone is the SDK's), and a governor setting beside retry_mode
+// is an error, since neither reader would read it. A top-level aws
+// holding max_retries alone, a key of both sections, is the governor's
+// when the document has another key of the section (enabled, azure, gcp,
+// providers, live_*), and otherwise an error that says how to write
+// either (ratelimit: {aws: {max_retries: 3}}, or aws: {max_attempts: 4},
+// for the governor's).
 //
 // Unknown keys, explicit zero or negative rates, bursts, thresholds and
 // times, malformed values and settings that contradict each other or

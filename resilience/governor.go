@@ -408,18 +408,13 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	if p == nil {
 		c := g.configured()
 		set := resolveProvider(scope.Provider, c.cfg.provider(scope.Provider), c.enabled)
-		s := fresh(set, nil, float64(set.budget))
-		s.Scope = set.leafKey(scope)
-		return s
+		return fresh(set, scope, nil, float64(set.budget))
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
 		return e.snapshot(g.epoch, now, p)
 	}
-	s := fresh(p.set, acct, p.budget.Remaining())
-	s.Scope = p.set.leafKey(scope)
-	spec := p.set.leafSpec(s.Scope)
-	s.Leaf = state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()}
+	s := fresh(p.set, scope, acct, p.budget.Remaining())
 	if acct != nil && acct.bucket != nil {
 		s.Account = acct.bucket.Snapshot(now)
 		if s.Account.Paused > 0 {
@@ -429,11 +424,15 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	return s
 }
 
-// fresh is the snapshot of a scope no call has used, of a provider with
-// settings set, in account acct (nil: none yet), with budget left.
-func fresh(set *providerSettings, acct *accountEntry, budget float64) state.ScopeSnapshot {
+// fresh is the snapshot of scope when no call has used it, of a provider
+// with settings set, in account acct (nil: none yet), with budget left:
+// its leaf full at the ceiling its service or operation has.
+func fresh(set *providerSettings, scope Scope, acct *accountEntry, budget float64) state.ScopeSnapshot {
+	key := set.leafKey(scope)
+	spec := set.leafSpec(key)
 	s := state.ScopeSnapshot{
-		Leaf:        state.BucketSnapshot{Rate: set.leaf.Rate, Ceiling: set.leaf.Rate, Tokens: set.leaf.Capacity()},
+		Scope:       key,
+		Leaf:        state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()},
 		Breaker:     state.BreakerSnapshot{State: state.Closed, Cooldown: set.breaker.Cooldown},
 		MaxInFlight: set.bulkhead,
 		RetryBudget: budget,
