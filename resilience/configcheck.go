@@ -21,11 +21,12 @@ import (
 // two settings that contradict each other (min_rps above max_rps,
 // base_delay_seconds above max_backoff_seconds, a breaker cooldown
 // outside [1 s, 600 s] or above its maximum, a burst below one token or
-// set for a bucket that is off), a provider under Providers that has a
-// field of its own, and a service key that no call can match: one spelt
-// as no scope of the provider is (an AWS service in upper case), or,
-// where an SDK integration is imported that knows its provider's names
-// (cloudgaws does for aws), a name it does not know. A setting compared
+// set for a bucket that is off), a name under Providers that has a field
+// of its own (aws, azure, gcp), and a service key that no call can match:
+// one spelt as no scope of the provider is (an AWS service in upper
+// case), or, where an SDK integration is imported that knows its
+// provider's names (cloudgaws does for aws, cloudghttp for github), a
+// name it does not know. A setting compared
 // with one left unset is compared with that one's built-in default.
 func (c Config) Validate() error {
 	var errs []error
@@ -281,8 +282,8 @@ func neverMatches(provider, key string) string {
 
 // order reports low above high, two settings of which the first must not
 // exceed the second, when low is set: an unset high (0) stands at its
-// default. An unset low is no mistake, since a default yields to what is
-// set (a max_rps below the default floor lowers the floor with it).
+// default. An unset low is checked by the caller where its default
+// matters (a max_rps under the default floor is refused by validate).
 func order(path, lowKey string, low float64, highKey string, high, highDefault float64) []error {
 	h := positiveOr(high, highDefault)
 	if low == 0 || low <= h {

@@ -40,7 +40,8 @@ type Decoder struct {
 	// Skip lists key paths (ratelimit.live_cooldown_seconds) that another
 	// reader of the same section decodes and validates; they are passed
 	// over, not reported as unknown. A "*" segment matches any one key
-	// (ratelimit.providers.*.live_cooldown_seconds).
+	// (ratelimit.providers.*.live_cooldown_seconds); a pattern has at most
+	// one.
 	Skip map[string]bool
 	// Hint, when set, explains an unknown key that is no misspelling of a
 	// known one: it is given the key's path and whether its value is a
@@ -61,20 +62,15 @@ func (d Decoder) skip(p string) bool {
 	return false
 }
 
-// matchPath matches a key path against a pattern whose "*" segments
-// match any one key. Keys that hold dots (ec2.DescribeInstances) count as
-// several segments, which no pattern here needs.
+// matchPath matches a key path against a pattern with one "*" segment,
+// which matches any key, one that holds dots included (a provider named
+// my.api).
 func matchPath(pat, p string) bool {
-	ps, ks := strings.Split(pat, "."), strings.Split(p, ".")
-	if len(ps) != len(ks) {
-		return false
+	before, after, ok := strings.Cut(pat, "*")
+	if !ok {
+		return pat == p
 	}
-	for i := range ps {
-		if ps[i] != "*" && ps[i] != ks[i] {
-			return false
-		}
-	}
-	return true
+	return len(p) > len(before)+len(after) && strings.HasPrefix(p, before) && strings.HasSuffix(p, after)
 }
 
 // Decode decodes n, the node at path, into dst (a pointer). With lenient

@@ -257,7 +257,7 @@ func TestSkipPatternsAndHints(t *testing.T) {
 	if err == nil || err.Error() != want || s.Providers["a"].Rate != 1 {
 		t.Fatalf("got %v (%+v)\nwant %s", err, s, want)
 	}
-	if !matchPath("a.*.c", "a.b.c") || matchPath("a.*.c", "a.b.d") || matchPath("a.*.c", "a.b.c.d") {
+	if !matchPath("a.*.c", "a.b.c") || !matchPath("a.*.c", "a.b.x.c") || matchPath("a.*.c", "a.b.d") || matchPath("a.*.c", "a..c") || matchPath("a.*.c", "a.c") {
 		t.Fatal("matchPath")
 	}
 }
