@@ -34,7 +34,7 @@ const (
 // otherwise (see Install).
 type Config struct {
 	// MaxRetries is the retries after the first attempt; nil: the default.
-	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty"`
+	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty" range:">=0"`
 	// RetryMode is standard or adaptive; "": the default.
 	RetryMode aws.RetryMode `yaml:"retry_mode,omitempty" json:"retry_mode,omitempty"`
 }
@@ -42,10 +42,7 @@ type Config struct {
 // Validate reports every setting that cannot work, each naming its key
 // path (aws.retry_mode: ...), joined with errors.Join.
 func (c Config) Validate() error {
-	var errs []error
-	if c.MaxRetries != nil && *c.MaxRetries < 0 {
-		errs = append(errs, &yamlconf.Error{Path: "aws.max_retries", Msg: "must be >= 0"})
-	}
+	errs := yamlconf.CheckRanges(&c, "aws")
 	switch c.RetryMode {
 	case "", aws.RetryModeStandard, aws.RetryModeAdaptive:
 	default:
@@ -55,19 +52,36 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ParseConfig reads max_retries and retry_mode from the top-level aws
-// section of a YAML or JSON configuration document (the whole document:
-// the core's resilience.ParseConfig reads its ratelimit section from the
-// same one). The section is strict: a key other than those two is an
-// error, not ignored. A document without an aws section is the zero
-// Config. Malformed values are errors naming the key path, all of them at
-// once (errors.Join):
+// ParseConfig reads max_retries and retry_mode from the AWS SDK's section
+// of a YAML or JSON configuration document, the same document the core's
+// resilience.ParseConfig and liveop.ParseConfig read, in either of its
+// forms. In the long form (a whole configuration, with a ratelimit key)
+// the SDK's section is the top-level aws. In the short form (the
+// governor's ratelimit section alone: aws: {max_rps: 5}) there is none,
+// and ParseConfig returns the zero Config. A document without a ratelimit
+// key is the short form unless its top-level aws holds retry_mode, which
+// only the SDK's section has: aws: {max_retries: 3, retry_mode: standard}
+// alone is the SDK's. A top-level aws holding max_retries alone, which
+// either section has, is an error that says how to write each.
+//
+// The section is strict: a key other than those two is an error, not
+// ignored. A document without an aws section is the zero Config.
+// Malformed values are errors naming the key path, all of them at once
+// (errors.Join):
 //
 //	aws.max_retries: "three" is not a number
 //	aws.max_retires: unknown key (did you mean max_retries?)
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
-	err := (yamlconf.Decoder{}).ParseSection(data, "aws", &cfg)
+	top, err := yamlconf.Document(data, "aws")
+	if err != nil || top == nil {
+		return Config{}, err
+	}
+	_, sec, err := yamlconf.Layout(top)
+	if err != nil || sec == nil {
+		return Config{}, err
+	}
+	err = (yamlconf.Decoder{}).Decode(&cfg, sec, "aws", false)
 	cfg.RetryMode = aws.RetryMode(strings.ToLower(strings.TrimSpace(string(cfg.RetryMode))))
 	if err := errors.Join(err, cfg.Validate()); err != nil {
 		return Config{}, err

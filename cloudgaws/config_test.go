@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/internal/yamlconf"
+	"github.com/cloudg/cloudg/liveop"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -30,7 +31,11 @@ func TestParseConfig(t *testing.T) {
 		{"mode case and spaces", "aws:\n  retry_mode: ' Standard '\n", nil, aws.RetryModeStandard},
 		{"null values", "aws:\n  max_retries: null\n  retry_mode: ~\n", nil, ""},
 		{"null section", "aws:\n", nil, ""},
-		{"whole float", "aws: {max_retries: 2.0}", new(2), ""},
+		{"whole float", "aws: {max_retries: 2.0, retry_mode: standard}", new(2), aws.RetryModeStandard},
+		// The short form: the governor's section alone, no SDK section.
+		{"short form", "aws: {max_rps: 5}\n", nil, ""},
+		{"short form with max_retries", "aws: {max_rps: 5, max_retries: 3}\ngcp: {max_rps: 2}\n", nil, ""},
+		{"short form, another provider", "aws: {max_retries: 3}\nproviders: {github: {max_rps: 1.4}}\n", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := cloudgaws.ParseConfig([]byte(tc.doc))
@@ -53,18 +58,21 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		doc, want string
 	}{
-		{"aws:\n  max_retries: three\n", `aws.max_retries: "three" is not a number`},
-		{"aws:\n  max_retries: 2.5\n", `aws.max_retries: "2.5" is not a whole number`},
-		{"aws:\n  max_retries: -1\n", "aws.max_retries: must be >= 0"},
-		{"aws:\n  max_retries: [1]\n", "aws.max_retries: must be a single value"},
+		{"aws:\n  max_retries: three\nratelimit: {}\n", `aws.max_retries: "three" is not a number`},
+		{"aws:\n  max_retries: 2.5\n  retry_mode: standard\n", `aws.max_retries: "2.5" is not a whole number`},
+		{"aws:\n  max_retries: -1\nratelimit: {}\n", "aws.max_retries: must be >= 0"},
+		{"aws:\n  max_retries: [1]\nratelimit: {}\n", "aws.max_retries: must be a single value"},
 		{"aws:\n  retry_mode: legacy\n", `aws.retry_mode: unknown retry mode "legacy" (standard or adaptive)`},
 		{"aws:\n  retry_mode: 3\n", `aws.retry_mode: "3" is not a string`},
-		{"aws:\n  max_retries: 1\n  max_retries: 2\n", "aws.max_retries: duplicate key"},
-		{"aws: [1, 2]\n", "aws: must be a mapping"},
+		{"aws:\n  max_retries: 1\n  max_retries: 2\n  retry_mode: standard\n", "aws.max_retries: duplicate key"},
+		{"aws: [1, 2]\nratelimit: {}\n", "aws: must be a mapping"},
 		{"- 1\n", "aws: must be a mapping"},
 		{"aws: {max_retries: 1\n", "aws: "},
 		// The section is strict: a misspelt key is not silently ignored.
-		{"aws: {max_retires: 3}\n", "aws.max_retires: unknown key (did you mean max_retries?)"},
+		{"aws: {max_retires: 3}\nratelimit: {}\n", "aws.max_retires: unknown key (did you mean max_retries?)"},
+		// max_retries alone, without a ratelimit key: either section's.
+		{"aws: {max_retries: 3}\n", "aws.max_retries: ambiguous in a document without a ratelimit key"},
+		{"aws: {max_retries: 3}\napp: {x: 1}\n", "aws.max_retries: ambiguous in a document without a ratelimit key"},
 		{"aws: {retry_mode: standard, profile: prod}\nratelimit: {}\n", "aws.profile: unknown key"},
 		// Every mistake at once.
 		{"aws: {max_retries: -1, retry_mode: legacy}\n", "aws.max_retries: must be >= 0\naws.retry_mode: unknown retry mode \"legacy\" (standard or adaptive)"},
@@ -80,7 +88,7 @@ func TestParseConfigErrors(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cloudg.yaml")
-	if err := os.WriteFile(path, []byte("aws:\n  max_retries: 3\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("aws:\n  max_retries: 3\n  retry_mode: standard\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := cloudgaws.LoadConfig(path)
@@ -96,5 +104,90 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if _, err := cloudgaws.LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// One configuration file serves every reader, in the long form (a whole
+// configuration) and in the short form (the ratelimit section alone):
+// resilience.LoadConfig, liveop.LoadConfig and cloudgaws.LoadConfig each
+// read their own section and pass over the others'.
+func TestOneFileServesEveryReader(t *testing.T) {
+	type want struct {
+		maxRPS, githubRPS float64
+		govRetries        int // -1: unset
+		sdkRetries        int // -1: unset
+		mode              aws.RetryMode
+		liveMax           int
+		githubCooldown    float64
+	}
+	for _, c := range []struct {
+		name, doc string
+		want      want
+	}{
+		{"long form", `
+aws:
+  max_retries: 3
+  retry_mode: standard
+ratelimit:
+  aws: {max_rps: 5, max_retries: 4}
+  providers:
+    github: {max_rps: 1.4, max_concurrency: 8, live_cooldown_seconds: 30}
+  live_max_concurrent: 2
+app: {profile: prod}
+`, want{5, 1.4, 4, 3, aws.RetryModeStandard, 2, 30}},
+		{"long form, JSON", `{"aws": {"max_retries": 3, "retry_mode": "standard"},
+"ratelimit": {"aws": {"max_rps": 5, "max_retries": 4}, "providers": {"github": {"max_rps": 1.4, "live_cooldown_seconds": 30}}, "live_max_concurrent": 2}}`,
+			want{5, 1.4, 4, 3, aws.RetryModeStandard, 2, 30}},
+		{"short form", `
+aws: {max_rps: 5, max_retries: 4}
+providers:
+  github: {max_rps: 1.4, live_cooldown_seconds: 30}
+live_max_concurrent: 2
+`, want{5, 1.4, 4, -1, "", 2, 30}},
+		{"the README's short form", "aws: {max_rps: 5}\n", want{5, 0, -1, -1, "", 0, 0}},
+		{"the SDK's section alone", "aws: {max_retries: 3, retry_mode: adaptive}\n", want{0, 0, -1, 3, aws.RetryModeAdaptive, 0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cloudg.yaml")
+			if err := os.WriteFile(path, []byte(c.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			gov, err := resilience.LoadConfig(path)
+			if err != nil {
+				t.Fatalf("resilience.LoadConfig: %v", err)
+			}
+			sdk, err := cloudgaws.LoadConfig(path)
+			if err != nil {
+				t.Fatalf("cloudgaws.LoadConfig: %v", err)
+			}
+			live, err := liveop.LoadConfig(path)
+			if err != nil {
+				t.Fatalf("liveop.LoadConfig: %v", err)
+			}
+			deref := func(p *int) int {
+				if p == nil {
+					return -1
+				}
+				return *p
+			}
+			got := want{gov.AWS.MaxRPS, gov.Providers["github"].MaxRPS, deref(gov.AWS.MaxRetries), deref(sdk.MaxRetries),
+				sdk.RetryMode, live.MaxConcurrent, live.ProviderCooldownSeconds["github"]}
+			if got != c.want {
+				t.Fatalf("got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+	// A document whose top-level aws holds max_retries alone could be
+	// either section's: every reader refuses it, with the same words.
+	path := filepath.Join(t.TempDir(), "cloudg.yaml")
+	if err := os.WriteFile(path, []byte("aws: {max_retries: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, gerr := resilience.LoadConfig(path)
+	_, serr := cloudgaws.LoadConfig(path)
+	_, lerr := liveop.LoadConfig(path)
+	if gerr == nil || serr == nil || lerr == nil || gerr.Error() != serr.Error() || serr.Error() != lerr.Error() ||
+		!strings.Contains(gerr.Error(), "aws.max_retries: ambiguous") {
+		t.Fatalf("resilience %v\ncloudgaws %v\nliveop %v", gerr, serr, lerr)
 	}
 }

@@ -63,5 +63,12 @@
 // Importing the package also teaches the core classifier the status and
 // headers of the SDK's HTTP response errors, so the guard and
 // resilience.RetryAfter read Retry-After and x-amz-retry-after from any
-// error a client returns.
+// error a client returns; and it teaches the core's configuration check
+// (resilience.Config's Validate, so ParseConfig, LoadConfig and
+// Configure) the SDK's services and operations, so that an override key
+// no call can match is an error with the name meant when it is near:
+// "ratelimit.aws.services.secretmanager: unknown AWS service (did you
+// mean secretsmanager?)". The names are those of a list generated from
+// the SDK's modules (go generate), and those of the service modules the
+// program links.
 package cloudgaws

@@ -99,6 +99,32 @@ ratelimit:
 	// aws.retry_mode: unknown retry mode "fast" (standard or adaptive)
 }
 
+// One file serves the core's reader and this one, in either form: a whole
+// configuration (the ratelimit section beside the SDK's aws) or the
+// ratelimit section alone, which has no SDK section. Importing cloudgaws
+// also makes the core check AWS override keys against the SDK's services
+// and operations.
+func ExampleParseConfig_forms() {
+	long := []byte(`
+aws: {max_retries: 3, retry_mode: standard}
+ratelimit:
+  aws: {max_rps: 5}
+`)
+	short := []byte("aws: {max_rps: 5}\n")
+	for _, doc := range [][]byte{long, short} {
+		sdk, err := cloudgaws.ParseConfig(doc)
+		gov, gerr := resilience.ParseConfig(doc)
+		fmt.Println(sdk.MaxRetries != nil, sdk.RetryMode, err, gov.AWS.MaxRPS, gerr)
+	}
+	_, err := resilience.ParseConfig([]byte("aws: {services: {secretmanager: {max_rps: 2}, ec2.DescribeInstance: {max_rps: 1}}}\n"))
+	fmt.Println(err)
+	// Output:
+	// true standard <nil> 5 <nil>
+	// false  <nil> 5 <nil>
+	// ratelimit.aws.services.ec2.DescribeInstance: unknown operation of ec2 (did you mean DescribeInstances?)
+	// ratelimit.aws.services.secretmanager: unknown AWS service (did you mean secretsmanager?)
+}
+
 // A scheduler asks, before it gives a worker a task, how long the task's
 // call would wait now (Governor.Delay on the scope Scope computes), and
 // lets the call refuse to wait past a bound (resilience.WithMaxWait), so

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -65,7 +66,7 @@ func TestScope(t *testing.T) {
 // Every botocore name of the table names itself, so that Scope takes a
 // scope's service name as well as the SDK's service ID.
 func TestServiceNameOfANameIsTheName(t *testing.T) {
-	for id, name := range serviceNames {
+	for id, name := range awsname.Exceptions() {
 		if got := ServiceName(name); got != name {
 			t.Errorf("ServiceName(%q) = %q; %q's name is %q", name, got, id, name)
 		}

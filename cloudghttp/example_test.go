@@ -106,3 +106,27 @@ func ExampleTransport_maxWait() {
 	// THROTTLED 30s true
 	// 30s resilience: no rate token now
 }
+
+// GitHub's limits are tuned under ratelimit.providers.github, per service
+// (rest, search, graphql); importing cloudghttp makes the configuration
+// check refuse any other service.
+func ExampleGitHub_configuration() {
+	cfg, err := resilience.ParseConfig([]byte(`
+ratelimit:
+  providers:
+    github:
+      max_rps: 1.4
+      services:
+        search: {max_rps: 0.5, min_rps: 0.05}
+`))
+	gov, _ := resilience.NewGovernor(cfg)
+	scope := cloudghttp.GitHub("octo")
+	req, _ := http.NewRequest("GET", "https://api.github.com/search/code?q=x", nil)
+	fmt.Println(gov.Inspect(scope(req)).Leaf.Rate, err)
+
+	_, err = resilience.ParseConfig([]byte("providers: {github: {services: {serach: {max_rps: 0.5}}}}\n"))
+	fmt.Println(err)
+	// Output:
+	// 0.5 <nil>
+	// ratelimit.providers.github.services.serach: unknown GitHub service (did you mean search?)
+}

@@ -2,11 +2,14 @@ package cloudghttp
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
+	"github.com/cloudg/cloudg/internal/scopenames"
+	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -21,6 +24,24 @@ const (
 	GitHubSearch  = "search"
 	GitHubGraphQL = "graphql"
 )
+
+// Importing the package makes the core's configuration check refuse a
+// service key of provider github that is none of GitHub's services
+// (ratelimit.providers.github.services.serach: unknown GitHub service
+// (did you mean search?)): GitHub's limits are per service, and a scope
+// of another service would take the provider's leaf settings.
+func init() {
+	scopenames.Register(ProviderGitHub, func(service, _ string) string {
+		switch service {
+		case GitHubREST, GitHubSearch, GitHubGraphQL:
+			return ""
+		}
+		if s := yamlconf.Nearest(service, slices.Values([]string{GitHubGraphQL, GitHubREST, GitHubSearch})); s != "" {
+			return "unknown GitHub service (did you mean " + s + "?)"
+		}
+		return "unknown GitHub service (rest, search or graphql)"
+	})
+}
 
 // GitHub's rate-limit headers, in canonical form (net/http canonicalises
 // what it reads), so that they are read with one map lookup.
@@ -44,10 +65,11 @@ const lowShare = 10
 //	github/<account>/*/rest     every other path (5,000 requests an hour)
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
-// understood. They run at the generic defaults of a provider the
-// configuration does not name (20 rps, burst 40, 64 in flight); what
-// keeps them under GitHub's limits is what the answers say, which the
-// Transport reads for every scope of ProviderGitHub:
+// understood. They run at the settings of ratelimit.providers.github
+// (resilience.Config's Providers["github"]), the generic defaults where it
+// sets none (20 rps, burst 40, 64 in flight), which are far above
+// GitHub's limits; what keeps them under those limits is what the answers
+// say, which the Transport reads for every scope of ProviderGitHub:
 //
 //   - a 403 or 429 with x-ratelimit-remaining: 0 is a throttle: the scope's
 //     rate is halved and the scope paused until x-ratelimit-reset (epoch

@@ -53,7 +53,9 @@ type Config struct {
 	OperationTimeoutSeconds float64 `yaml:"live_operation_timeout_seconds" json:"live_operation_timeout_seconds,omitempty"`
 	// ProviderCooldownSeconds overrides CooldownSeconds per provider
 	// ("aws": 300; 0 turns the provider's cooldown off). In a file it is
-	// ratelimit.<provider>.live_cooldown_seconds.
+	// ratelimit.<provider>.live_cooldown_seconds, and for a provider other
+	// than aws, azure and gcp
+	// ratelimit.providers.<provider>.live_cooldown_seconds.
 	ProviderCooldownSeconds map[string]float64 `yaml:"-" json:"provider_cooldown_seconds,omitempty"`
 }
 
@@ -82,10 +84,21 @@ func (c Config) Validate() error {
 			return fieldErr("ratelimit."+p, `a provider is a scope's text before its first "/" or ":"`)
 		}
 		if !nonNegative(c.ProviderCooldownSeconds[p]) {
-			return fieldErr("ratelimit."+p+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)")
+			return fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)")
 		}
 	}
 	return nil
+}
+
+// providerPath is the key path of a provider's settings in the section:
+// ratelimit.aws, or ratelimit.providers.github for a provider other than
+// aws, azure and gcp.
+func providerPath(p string) string {
+	switch p {
+	case "aws", "azure", "gcp":
+		return "ratelimit." + p
+	}
+	return "ratelimit.providers." + p
 }
 
 func nonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
@@ -106,7 +119,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // live_max_concurrent, live_max_concurrent_total,
 // live_caller_max_operations, live_caller_window_seconds and
 // live_operation_timeout_seconds at the top level of the section, and
-// live_cooldown_seconds under a provider's key (ratelimit.aws). As with
+// live_cooldown_seconds under a provider's key (ratelimit.aws,
+// ratelimit.providers.github). As with
 // resilience.ParseConfig, a document with a top-level ratelimit key is read
 // as that section (and one whose top-level aws is the AWS SDK's section,
 // holding retry_mode, has none), and keys ending in _seconds take seconds
@@ -137,23 +151,36 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := configDecoder.Decode(&cfg, n, "ratelimit", true); err != nil {
 		return Config{}, err
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		name := n.Content[i].Value
-		value := yamlconf.Section(n, name) // the value, aliases followed
-		if value.Kind != yaml.MappingNode {
-			continue
+	// A provider's cooldown: under its key (ratelimit.aws), or, for a
+	// provider other than aws, azure and gcp, under providers
+	// (ratelimit.providers.github).
+	providers := func(n *yaml.Node, path string, yield func(name, path string, value *yaml.Node) error) error {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			name := n.Content[i].Value
+			if value := yamlconf.Section(n, name); value.Kind == yaml.MappingNode { // the value, aliases followed
+				if err := yield(name, path+"."+name, value); err != nil {
+					return err
+				}
+			}
 		}
-		if err := unknownLiveKey(value, "ratelimit."+name, providerKeys); err != nil {
-			return Config{}, err
+		return nil
+	}
+	var provider func(name, path string, value *yaml.Node) error
+	provider = func(name, path string, value *yaml.Node) error {
+		if path == "ratelimit.providers" {
+			return providers(value, path, provider)
+		}
+		if err := unknownLiveKey(value, path, providerKeys); err != nil {
+			return err
 		}
 		if yamlconf.Section(value, "live_cooldown_seconds") == nil {
-			continue
+			return nil
 		}
 		var p struct {
 			CooldownSeconds *float64 `yaml:"live_cooldown_seconds"`
 		}
-		if err := configDecoder.Decode(&p, value, "ratelimit."+name, true); err != nil {
-			return Config{}, err
+		if err := configDecoder.Decode(&p, value, path, true); err != nil {
+			return err
 		}
 		if p.CooldownSeconds != nil {
 			if cfg.ProviderCooldownSeconds == nil {
@@ -161,6 +188,10 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 			cfg.ProviderCooldownSeconds[name] = *p.CooldownSeconds
 		}
+		return nil
+	}
+	if err := providers(n, "ratelimit", provider); err != nil {
+		return Config{}, err
 	}
 	if cfg.OperationTimeoutSeconds == 0 { // absent or null; an explicit 0 is an error
 		cfg.OperationTimeoutSeconds = defaultOperationTimeout.Seconds()

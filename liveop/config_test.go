@@ -159,3 +159,21 @@ func TestParseConfigPassesOverTheSDKSection(t *testing.T) {
 		t.Fatalf("a live setting beside retry_mode: %v", err)
 	}
 }
+
+// A provider other than aws, azure and gcp has its cooldown under
+// providers, where resilience.ParseConfig reads its other settings and
+// passes over this one.
+func TestProviderCooldownUnderProviders(t *testing.T) {
+	cfg, err := ParseConfig([]byte("providers: {github: {max_rps: 1.4, live_cooldown_seconds: 30}, acme: {max_rps: 2}}\naws: {live_cooldown_seconds: 60}\n"))
+	if err != nil || len(cfg.ProviderCooldownSeconds) != 2 || cfg.ProviderCooldownSeconds["github"] != 30 || cfg.ProviderCooldownSeconds["aws"] != 60 {
+		t.Fatalf("%+v, %v", cfg.ProviderCooldownSeconds, err)
+	}
+	for doc, want := range map[string]string{
+		"providers: {github: {live_cooldown_seconds: -1}}\n": "ratelimit.providers.github.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)",
+		"providers: {github: {live_cooldown_secs: 1}}\n":     "ratelimit.providers.github.live_cooldown_secs: unknown key",
+	} {
+		if _, err := ParseConfig([]byte(doc)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", doc, err, want)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 func TestBreakerWaitCallWokenByTheBreakerWaitsForTheVerdict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1,
-			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.1, Burst: 1}}}})
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.1, MinRPS: 0.1, Burst: 1}}}})
 		n := 0
 		if err := Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g)); err != nil {
 			t.Fatal(err) // takes the burst: the next token is 10 s away

@@ -13,14 +13,35 @@ import (
 // (or nil, for pointers) take the built-in default; pointer fields are the
 // ones where zero is a meaningful setting (0 retries, a bucket turned off).
 //
-// Only aws, azure and gcp are tunable; any other provider name works at the
-// generic defaults (20 rps, burst 40, floor 0.2, 64 in flight, 8 retries).
+// AWS, Azure and GCP have built-in defaults of their own; any other
+// provider name (github, or your own API's) starts from the generic
+// defaults (20 rps, burst 40, floor 0.2, 64 in flight, 8 retries) and is
+// tuned under Providers.
 type Config struct {
 	// Enabled: false turns every provider off; calls go straight through.
 	Enabled *bool          `yaml:"enabled,omitempty" json:"enabled,omitempty"`
 	AWS     ProviderConfig `yaml:"aws,omitempty" json:"aws,omitzero"`
 	Azure   ProviderConfig `yaml:"azure,omitempty" json:"azure,omitzero"`
 	GCP     ProviderConfig `yaml:"gcp,omitempty" json:"gcp,omitzero"`
+	// Providers tunes the providers other than aws, azure and gcp, by the
+	// provider name of their scopes (ratelimit.providers.github.max_rps):
+	// each takes the same settings as the three, from the generic
+	// defaults, and is reconfigured by Configure as they are. aws, azure
+	// and gcp are not keys here: they have their own fields.
+	Providers map[string]ProviderConfig `yaml:"providers,omitempty" json:"providers,omitempty"`
+}
+
+// provider returns the settings of the provider name.
+func (c *Config) provider(name string) ProviderConfig {
+	switch name {
+	case "aws":
+		return c.AWS
+	case "azure":
+		return c.Azure
+	case "gcp":
+		return c.GCP
+	}
+	return c.Providers[name]
 }
 
 // ProviderConfig tunes one provider. See the package README for the
@@ -37,17 +58,17 @@ type ProviderConfig struct {
 	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
 
 	// The leaf bucket (per account x region x service, or operation).
-	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty"`
-	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty"`
-	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty"`
+	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty" range:">0"`
+	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty" range:">0"`
+	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty" range:">0"`
 
 	// The provider-wide bucket; nil: built-in (off), 0: off.
-	GlobalMaxRPS *float64 `yaml:"global_max_rps,omitempty" json:"global_max_rps,omitempty"`
-	GlobalBurst  float64  `yaml:"global_burst,omitempty" json:"global_burst,omitempty"`
+	GlobalMaxRPS *float64 `yaml:"global_max_rps,omitempty" json:"global_max_rps,omitempty" range:">=0;0 turns the bucket off"`
+	GlobalBurst  float64  `yaml:"global_burst,omitempty" json:"global_burst,omitempty" range:">0"`
 	// The per-account bucket; nil: built-in (Azure 20 rps burst 200, others
 	// off), 0: off.
-	AccountMaxRPS *float64 `yaml:"account_max_rps,omitempty" json:"account_max_rps,omitempty"`
-	AccountBurst  float64  `yaml:"account_burst,omitempty" json:"account_burst,omitempty"`
+	AccountMaxRPS *float64 `yaml:"account_max_rps,omitempty" json:"account_max_rps,omitempty" range:">=0;0 turns the bucket off"`
+	AccountBurst  float64  `yaml:"account_burst,omitempty" json:"account_burst,omitempty" range:">0"`
 
 	// PerOperation: true gives every operation of every service its own
 	// leaf bucket and breaker, as EC2's have by default: most AWS APIs are
@@ -58,12 +79,12 @@ type ProviderConfig struct {
 	PerOperation *bool `yaml:"per_operation,omitempty" json:"per_operation,omitempty"`
 
 	// MaxConcurrency caps the calls in flight per provider x account.
-	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty" range:">0"`
 
 	// Circuit breaker.
-	BreakerThreshold          int     `yaml:"breaker_threshold,omitempty" json:"breaker_threshold,omitempty"`
-	BreakerCooldownSeconds    float64 `yaml:"breaker_cooldown_seconds,omitempty" json:"breaker_cooldown_seconds,omitempty"`
-	BreakerMaxCooldownSeconds float64 `yaml:"breaker_max_cooldown_seconds,omitempty" json:"breaker_max_cooldown_seconds,omitempty"`
+	BreakerThreshold          int     `yaml:"breaker_threshold,omitempty" json:"breaker_threshold,omitempty" range:">0"`
+	BreakerCooldownSeconds    float64 `yaml:"breaker_cooldown_seconds,omitempty" json:"breaker_cooldown_seconds,omitempty" range:">0"`
+	BreakerMaxCooldownSeconds float64 `yaml:"breaker_max_cooldown_seconds,omitempty" json:"breaker_max_cooldown_seconds,omitempty" range:">0"`
 	// BreakerWait (opt-in) makes a call that an open breaker would refuse
 	// wait, within its deadline, for the breaker's verdict: the end of its
 	// cooldown, then its single probe's answer. A call whose retries run
@@ -78,19 +99,19 @@ type ProviderConfig struct {
 	// seconds instead of each spending its retries. nil: 10 seconds; 0
 	// turns it off, so that only calls that failed after their retries
 	// count towards the breaker.
-	BreakerDeadSeconds *float64 `yaml:"breaker_dead_seconds,omitempty" json:"breaker_dead_seconds,omitempty"`
+	BreakerDeadSeconds *float64 `yaml:"breaker_dead_seconds,omitempty" json:"breaker_dead_seconds,omitempty" range:">=0;0 turns it off"`
 
 	// Retries of Call and Do (the SDK integrations let the SDK retry, within
 	// the same budget).
-	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty"`
+	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty" range:">=0"`
 	// MaxAttempts is MaxRetries counted as RetryPolicy.MaxAttempts counts:
 	// attempts, the first included (max_attempts: 9 is max_retries: 8).
 	// Set one or the other.
-	MaxAttempts       *int    `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
-	BaseDelaySeconds  float64 `yaml:"base_delay_seconds,omitempty" json:"base_delay_seconds,omitempty"`
-	MaxBackoffSeconds float64 `yaml:"max_backoff_seconds,omitempty" json:"max_backoff_seconds,omitempty"`
-	DeadlineSeconds   float64 `yaml:"deadline_seconds,omitempty" json:"deadline_seconds,omitempty"`
-	RetryBudget       *int    `yaml:"retry_budget,omitempty" json:"retry_budget,omitempty"`
+	MaxAttempts       *int    `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty" range:">=1;the first attempt counts"`
+	BaseDelaySeconds  float64 `yaml:"base_delay_seconds,omitempty" json:"base_delay_seconds,omitempty" range:">0"`
+	MaxBackoffSeconds float64 `yaml:"max_backoff_seconds,omitempty" json:"max_backoff_seconds,omitempty" range:">0"`
+	DeadlineSeconds   float64 `yaml:"deadline_seconds,omitempty" json:"deadline_seconds,omitempty" range:">0"`
+	RetryBudget       *int    `yaml:"retry_budget,omitempty" json:"retry_budget,omitempty" range:">=0"`
 
 	// Services overrides the leaf per service ("ec2") or per operation
 	// ("ec2.DescribeInstances"); an operation key gives that operation its
@@ -101,9 +122,9 @@ type ProviderConfig struct {
 // ServiceConfig overrides the leaf bucket of a service or an operation.
 // Zero fields inherit the built-in service entry, then the provider's leaf.
 type ServiceConfig struct {
-	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty"`
-	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty"`
-	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty"`
+	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty" range:">0"`
+	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty" range:">0"`
+	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty" range:">0"`
 	// PerOperation gives every operation of the service its own leaf and
 	// breaker (built in for AWS ec2).
 	PerOperation *bool `yaml:"per_operation,omitempty" json:"per_operation,omitempty"`

@@ -67,7 +67,8 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
 		{"aws:\n  services:\n    ec2:\n      brust: 10\n", "ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)"},
 		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)"},
-		{"oracle: {}\n", "ratelimit.oracle: unknown key"},
+		{"oracle: {}\n", "ratelimit.oracle: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.oracle)"},
+		{"oracle: 1\n", "ratelimit.oracle: unknown key"},
 		{"aws:\n  max_rps: 0\n", "ratelimit.aws.max_rps: must be > 0"},
 		{"aws:\n  max_rps: -3\n", "ratelimit.aws.max_rps: must be > 0"},
 		{"azure:\n  services:\n    network: {max_rps: 0}\n", "ratelimit.azure.services.network.max_rps: must be > 0"},
@@ -78,7 +79,7 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"aws:\n  max_rps: fast\n", `ratelimit.aws.max_rps: "fast" is not a number`},
 		{"aws:\n  max_rps: .nan\n", `ratelimit.aws.max_rps: ".nan" is not a finite number`},
 		{"aws:\n  enabled: maybe\n", `ratelimit.aws.enabled: "maybe" is not true or false`},
-		{"aws:\n  max_retries: -1\n", "ratelimit.aws.max_retries: must be >= 0"},
+		{"aws:\n  max_retries: -1\n  max_rps: 5\n", "ratelimit.aws.max_retries: must be >= 0"},
 		{"aws:\n  account_max_rps: -1\n", "ratelimit.aws.account_max_rps: must be >= 0 (0 turns the bucket off)"},
 		{"aws:\n  controller: pid\n", `ratelimit.aws.controller: unknown controller "pid" (aimd or goodput)`},
 		{"aws:\n  services:\n    ec2.A.B: {max_rps: 1}\n", `ratelimit.aws.services.ec2.A.B: a service key is "<service>" or "<service>.<Operation>"`},
@@ -253,7 +254,7 @@ func TestMaxAttemptsBesideMaxRetries(t *testing.T) {
 	if p := g.Policy("aws"); p.MaxAttempts != 3 {
 		t.Fatalf("max_attempts 3: %+v", p)
 	}
-	cfg, _ = ParseConfig([]byte("aws: {max_retries: 2}"))
+	cfg, _ = ParseConfig([]byte("ratelimit: {aws: {max_retries: 2}}"))
 	if p := newGov(t, cfg).Policy("aws"); p.MaxAttempts != 3 {
 		t.Fatalf("max_retries 2: %+v", p)
 	}

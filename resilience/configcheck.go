@@ -3,29 +3,56 @@ package resilience
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/cloudg/cloudg/internal/scopenames"
+	"github.com/cloudg/cloudg/internal/yamlconf"
 )
 
 // Validate reports every setting that cannot work, each naming its key
 // path (ratelimit.aws.max_rps: must be > 0), joined with errors.Join: a
-// value out of its range, two settings that contradict each other
-// (min_rps above max_rps, base_delay_seconds above max_backoff_seconds, a
-// breaker cooldown outside [1 s, 600 s] or above its maximum, a burst
-// below one token or set for a bucket that is off), and a service key that
-// no call can match. A setting compared with one left unset is compared
-// with that one's built-in default.
+// value out of its range (the ranges the YAML reader applies too), a rate
+// too low to serve a call (a token less often than once per
+// deadline_seconds, or a max_rps below the floor of the adaptive rate),
+// two settings that contradict each other (min_rps above max_rps,
+// base_delay_seconds above max_backoff_seconds, a breaker cooldown
+// outside [1 s, 600 s] or above its maximum, a burst below one token or
+// set for a bucket that is off), a name under Providers that has a field
+// of its own (aws, azure, gcp), and a service key that no call can match:
+// one spelt as no scope of the provider is (an AWS service in upper
+// case), or, where an SDK integration is imported that knows its
+// provider's names (cloudgaws does for aws, cloudghttp for github), a
+// name it does not know. A setting compared
+// with one left unset is compared with that one's built-in default.
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {
 		name string
 		pc   *ProviderConfig
 	}{{"aws", &c.AWS}, {"azure", &c.Azure}, {"gcp", &c.GCP}} {
-		errs = append(errs, p.pc.validate(p.name)...)
+		errs = append(errs, p.pc.validate(p.name, "ratelimit."+p.name)...)
+	}
+	names := make([]string, 0, len(c.Providers))
+	for name := range c.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := "ratelimit.providers." + name
+		switch name {
+		case "":
+			errs = append(errs, fieldErr("ratelimit.providers", "a provider name is not empty"))
+			continue
+		case "aws", "azure", "gcp":
+			errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
+			continue
+		}
+		pc := c.Providers[name]
+		errs = append(errs, pc.validate(name, path)...)
 	}
 	return errors.Join(errs...)
 }
@@ -38,52 +65,17 @@ const (
 	maxCooldown = 600 * time.Second
 )
 
-func (p *ProviderConfig) validate(name string) []error {
-	path := "ratelimit." + name
+// validate checks the settings of provider name, found at path.
+func (p *ProviderConfig) validate(name, path string) []error {
 	d, ok := providerDefaults[name]
 	if !ok {
 		d = genericDefault
 	}
-	var errs []error
+	// The ranges, from the fields' range tags.
+	errs := yamlconf.CheckRanges(p, path)
 	bad := func(key, msg string) { errs = append(errs, fieldErr(path+"."+key, msg)) }
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{
-		{"max_rps", p.MaxRPS}, {"burst", p.Burst}, {"min_rps", p.MinRPS},
-		{"global_burst", p.GlobalBurst}, {"account_burst", p.AccountBurst},
-		{"max_concurrency", float64(p.MaxConcurrency)}, {"breaker_threshold", float64(p.BreakerThreshold)},
-		{"breaker_cooldown_seconds", p.BreakerCooldownSeconds},
-		{"breaker_max_cooldown_seconds", p.BreakerMaxCooldownSeconds},
-		{"base_delay_seconds", p.BaseDelaySeconds}, {"max_backoff_seconds", p.MaxBackoffSeconds},
-		{"deadline_seconds", p.DeadlineSeconds},
-	} {
-		if !validNonNegative(f.v) {
-			bad(f.key, "must be > 0")
-		}
-	}
-	for _, f := range []struct {
-		key string
-		v   *float64
-	}{{"global_max_rps", p.GlobalMaxRPS}, {"account_max_rps", p.AccountMaxRPS}} {
-		if f.v != nil && !validNonNegative(*f.v) {
-			bad(f.key, "must be >= 0 (0 turns the bucket off)")
-		}
-	}
-	if p.BreakerDeadSeconds != nil && !validNonNegative(*p.BreakerDeadSeconds) {
-		bad("breaker_dead_seconds", "must be >= 0 (0 turns it off)")
-	}
-	if p.MaxRetries != nil && *p.MaxRetries < 0 {
-		bad("max_retries", "must be >= 0")
-	}
-	if p.MaxAttempts != nil && *p.MaxAttempts < 1 {
-		bad("max_attempts", "must be >= 1 (the first attempt counts)")
-	}
 	if p.MaxAttempts != nil && p.MaxRetries != nil {
 		bad("max_attempts", "set max_attempts or max_retries, not both")
-	}
-	if p.RetryBudget != nil && *p.RetryBudget < 0 {
-		bad("retry_budget", "must be >= 0")
 	}
 	switch p.Controller {
 	case "", controllerAIMD, controllerGoodput:
@@ -94,8 +86,26 @@ func (p *ProviderConfig) validate(name string) []error {
 		return errs // the comparisons below need valid numbers
 	}
 
+	// Rates that can serve a call: each token within the deadline, a
+	// ceiling at or above the floor of the adaptive rate.
+	deadline := positiveOr(p.DeadlineSeconds, defaultDeadline.Seconds())
+	slow := map[string]bool{}
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"max_rps", p.MaxRPS}, {"min_rps", p.MinRPS}, {"global_max_rps", derefOr(p.GlobalMaxRPS, 0)}, {"account_max_rps", derefOr(p.AccountMaxRPS, 0)}} {
+		if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0); msg != "" {
+			bad(r.key, msg)
+			slow[r.key] = true
+		}
+	}
+	if !slow["max_rps"] && p.MinRPS == 0 && p.MaxRPS > 0 && p.MaxRPS < d.floor {
+		bad("max_rps", fmt.Sprintf("%s is below min_rps (%s, the default), the floor of the adaptive rate: set min_rps at or below it to go this low",
+			rps(p.MaxRPS), rps(d.floor)))
+	}
 	// The leaf: its floor within its ceiling, a burst of a whole token.
-	errs = append(errs, order(path, "min_rps", p.MinRPS, "max_rps", p.MaxRPS, d.rate)...)
+	floorErrs := order(path, "min_rps", p.MinRPS, "max_rps", p.MaxRPS, d.rate)
+	errs = append(errs, floorErrs...)
 	if p.Burst > 0 && p.Burst < 1 {
 		bad("burst", "must be >= 1 (a bucket holds at least one token)")
 	}
@@ -127,13 +137,31 @@ func (p *ProviderConfig) validate(name string) []error {
 			bad(b.burst, "must be >= 1 when "+b.rate+" is set (a bucket holds at least one token)")
 		}
 	}
-	errs = append(errs, p.validateServices(name, d)...)
+	// A service's ceiling is compared with the provider's floor only when
+	// that floor is itself valid.
+	errs = append(errs, p.validateServices(name, path, d, deadline, len(floorErrs) == 0 && !slow["min_rps"])...)
 	return errs
+}
+
+// tooSlow explains why a rate (0: unset) is too low to serve a call, or
+// is "": a token comes less often than once per deadline (the deadline in
+// force, the default when isDefault), so that every call that has to wait
+// for one would be refused at once.
+func tooSlow(rate, deadline float64, isDefault bool) string {
+	if rate == 0 || 1/rate <= deadline {
+		return ""
+	}
+	ref := seconds(deadline)
+	if isDefault {
+		ref += ", the default"
+	}
+	return fmt.Sprintf("%s is a token every %s, longer than deadline_seconds (%s): a call that waits for one would be refused",
+		rps(rate), seconds(round3(1/rate)), ref)
 }
 
 // validateServices checks the service and operation overrides, in key
 // order.
-func (p *ProviderConfig) validateServices(provider string, d providerDefault) []error {
+func (p *ProviderConfig) validateServices(provider, path string, d providerDefault, deadline float64, floorOK bool) []error {
 	names := make([]string, 0, len(p.Services))
 	for name := range p.Services {
 		names = append(names, name)
@@ -142,38 +170,61 @@ func (p *ProviderConfig) validateServices(provider string, d providerDefault) []
 	var errs []error
 	for _, name := range names {
 		s := p.Services[name]
-		sp := "ratelimit." + provider + ".services." + name
+		sp := path + ".services." + name
 		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Count(name, ".") > 1 {
 			errs = append(errs, fieldErr(sp, `a service key is "<service>" or "<service>.<Operation>"`))
 			continue
 		}
 		if msg := neverMatches(provider, name); msg != "" {
 			errs = append(errs, fieldErr(sp, msg))
-		}
-		valid := true
-		for _, f := range []struct {
-			key string
-			v   float64
-		}{{"max_rps", s.MaxRPS}, {"burst", s.Burst}, {"min_rps", s.MinRPS}} {
-			if !validNonNegative(f.v) {
-				errs = append(errs, fieldErr(sp+"."+f.key, "must be > 0"))
-				valid = false
+		} else if check := scopenames.Lookup(provider); check != nil {
+			svc, op, _ := strings.Cut(name, ".")
+			if msg := check(svc, op); msg != "" {
+				errs = append(errs, fieldErr(sp, msg))
 			}
 		}
+		ranges := yamlconf.CheckRanges(&s, sp)
 		if s.PerOperation != nil && strings.Contains(name, ".") {
 			errs = append(errs, fieldErr(sp+".per_operation", "only a service key can set per_operation"))
 		}
-		if !valid {
+		if len(ranges) > 0 {
+			errs = append(errs, ranges...)
 			continue
 		}
 		if s.Burst > 0 && s.Burst < 1 {
 			errs = append(errs, fieldErr(sp+".burst", "must be >= 1 (a bucket holds at least one token)"))
 		}
+		slowMax := false
+		for _, r := range []struct {
+			key string
+			v   float64
+		}{{"max_rps", s.MaxRPS}, {"min_rps", s.MinRPS}} {
+			if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0); msg != "" {
+				errs = append(errs, fieldErr(sp+"."+r.key, msg))
+				slowMax = slowMax || r.key == "max_rps"
+			}
+		}
+		svc, _, isOp := strings.Cut(name, ".")
+		if s.MaxRPS > 0 && s.MinRPS == 0 && !slowMax && floorOK {
+			// The floor in force: the operation's service entry's, the
+			// provider's, its default.
+			floor, from := d.floor, "the default min_rps"
+			if p.MinRPS > 0 {
+				floor, from = p.MinRPS, path+".min_rps"
+			}
+			if u, ok := p.Services[svc]; isOp && ok && u.MinRPS > 0 {
+				floor, from = u.MinRPS, path+".services."+svc+".min_rps"
+			}
+			if s.MaxRPS < floor {
+				errs = append(errs, fieldErr(sp+".max_rps", fmt.Sprintf(
+					"%s is below the floor of the adaptive rate in force here (%s, %s): set min_rps here at or below it to go this low",
+					rps(s.MaxRPS), rps(floor), from)))
+			}
+		}
 		if s.MinRPS > 0 {
 			// The ceiling in force: the entry's, its service's (an
 			// operation starts from its service), built in, the leaf's.
 			rate := positiveOr(p.MaxRPS, d.rate)
-			svc, _, _ := strings.Cut(name, ".")
 			for _, k := range []string{svc, name} {
 				if bd, ok := d.services[k]; ok {
 					rate = bd.rate
@@ -190,16 +241,32 @@ func (p *ProviderConfig) validateServices(provider string, d providerDefault) []
 	return errs
 }
 
-// neverMatches explains why an override key of provider matches no call,
-// or is "". The AWS integration names scopes' services with botocore's
-// lower-case names (ec2, secretsmanager) and operations as the SDK does
-// (DescribeInstances), so a key spelt otherwise is a mistake the governor
-// would otherwise ignore in silence.
+// neverMatches explains why an override key of provider matches no call
+// by its form alone, or is "". The AWS integration names scopes' services
+// with botocore's lower-case names (ec2, secretsmanager) and operations as
+// the SDK does (DescribeInstances), and the Azure integration its services
+// with lower-case namespaces (network), so a key spelt otherwise is a
+// mistake the governor would otherwise ignore in silence.
 func neverMatches(provider, key string) string {
+	svc, op, isOp := strings.Cut(key, ".")
+	if provider == "azure" {
+		// Package cloudgazure names a scope's service after the resource
+		// provider's namespace, lower-cased and without "Microsoft.".
+		if isOp && strings.EqualFold(svc, "microsoft") {
+			return fmt.Sprintf("never matches: Azure service names are resource provider namespaces without Microsoft., in lower case (%s)", strings.ToLower(op))
+		}
+		if lower := strings.ToLower(svc); lower != svc {
+			want := lower
+			if isOp {
+				want += "." + op
+			}
+			return fmt.Sprintf("never matches: Azure service names are resource provider namespaces in lower case (%s)", want)
+		}
+		return ""
+	}
 	if provider != "aws" {
 		return ""
 	}
-	svc, op, isOp := strings.Cut(key, ".")
 	if lower := strings.ToLower(svc); lower != svc {
 		want := lower
 		if isOp {
@@ -215,8 +282,8 @@ func neverMatches(provider, key string) string {
 
 // order reports low above high, two settings of which the first must not
 // exceed the second, when low is set: an unset high (0) stands at its
-// default. An unset low is no mistake, since a default yields to what is
-// set (a max_rps below the default floor lowers the floor with it).
+// default. An unset low is checked by the caller where its default
+// matters (a max_rps under the default floor is refused by validate).
 func order(path, lowKey string, low float64, highKey string, high, highDefault float64) []error {
 	h := positiveOr(high, highDefault)
 	if low == 0 || low <= h {
@@ -233,7 +300,11 @@ func order(path, lowKey string, low float64, highKey string, high, highDefault f
 	return []error{fieldErr(path+"."+lowKey, fmt.Sprintf("%s is above %s (%s)", unit(low), highKey, ref))}
 }
 
-func validNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+// round3 rounds v to three significant digits.
+func round3(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return r
+}
 
 func seconds(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) + " s" }
 

@@ -79,7 +79,8 @@ func TestUnknownKeyHints(t *testing.T) {
 		"aws: {maxrps: 3}\n":                "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)",
 		"aws: {breaker_cooldown: 3}\n":      "ratelimit.aws.breaker_cooldown: unknown key",
 		"awz: {max_rps: 3}\n":               "ratelimit.awz: unknown key (did you mean aws?)",
-		"oracle: {}\n":                      "ratelimit.oracle: unknown key",
+		"oracle: {}\n":                      "ratelimit.oracle: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.oracle)",
+		"max_rps: 5\n":                      "ratelimit.max_rps: unknown key",
 		"aws: {ab: 1}\n":                    "ratelimit.aws.ab: unknown key",
 		"gcp: {services: {x: {bursts: 1}}}": "ratelimit.gcp.services.x.bursts: unknown key (did you mean burst?)",
 	} {
@@ -100,10 +101,6 @@ func TestMinRPSNotAboveMaxRPS(t *testing.T) {
 		"ratelimit.gcp.services.compute.min_rps: 3 rps is above the max_rps in force here (2 rps)")
 	accepted(t, "aws: {min_rps: 5, max_rps: 5}\n")
 	accepted(t, "aws: {services: {iam: {max_rps: 30, min_rps: 20}}}\n")
-	// A ceiling below the default floor is no mistake: the floor follows.
-	if cfg := accepted(t, "aws: {max_rps: 0.1}\n"); cfg.AWS.MaxRPS != 0.1 {
-		t.Errorf("max_rps %v", cfg.AWS.MaxRPS)
-	}
 }
 
 func TestBaseDelayNotAboveMaxBackoff(t *testing.T) {
@@ -176,9 +173,11 @@ func TestOneDocumentHoldsBothSections(t *testing.T) {
 	// A governor setting beside retry_mode would be read by neither.
 	wantMistakes(t, "aws: {retry_mode: standard, max_rps: 5}\n",
 		"aws.max_rps: not a setting of the AWS SDK's section, which retry_mode makes this top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws")
-	// Without retry_mode, a document without a ratelimit key is the
-	// section itself, as before.
-	if cfg := accepted(t, "aws: {max_retries: 3}\n"); *cfg.AWS.MaxRetries != 3 {
+	// Without retry_mode, a governor key makes it the section itself.
+	if cfg := accepted(t, "aws: {max_retries: 3, max_rps: 5}\n"); *cfg.AWS.MaxRetries != 3 {
 		t.Errorf("the section alone: %+v", cfg.AWS)
+	}
+	if cfg := accepted(t, "aws: {max_retries: 3}\ngcp: {max_rps: 5}\n"); *cfg.AWS.MaxRetries != 3 || cfg.GCP.MaxRPS != 5 {
+		t.Errorf("the section alone: %+v", cfg)
 	}
 }

@@ -2,20 +2,37 @@ package resilience
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/cloudg/cloudg/internal/yamlconf"
 )
 
-// ParseConfig reads the ratelimit section from YAML or JSON. The top-level
-// keys are enabled, aws, azure and gcp; a document with a top-level
-// ratelimit key is read as that section (its other top-level keys belong to
-// other sections and are ignored), and so is a document whose top-level aws
-// holds retry_mode, the AWS SDK's section (package cloudgaws reads it):
-// one without a ratelimit key leaves every default. Unknown keys, explicit
-// zero or negative rates, bursts, thresholds and times, malformed values
-// and settings that contradict each other (see Config.Validate) are
-// errors that name the key path, all of a document's at once (joined with
-// errors.Join; errors.As finds the first *yamlconf.Error), such as
+// ParseConfig reads the ratelimit section from YAML or JSON. The section's
+// keys are enabled, aws, azure, gcp and providers (every other provider,
+// by name: providers: {github: {max_rps: 1.4}}).
+//
+// One document serves every reader of a configuration, in one of two
+// forms. The long form is a whole configuration: its ratelimit key holds
+// the section, its top-level aws the AWS SDK's own retry settings
+// (max_retries, retry_mode, read by package cloudgaws), and its other
+// top-level keys other sections, which this reader passes over. The short
+// form is the section alone, as the whole document (aws: {max_rps: 5}).
+// A document without a ratelimit key is the short form unless its
+// top-level aws holds retry_mode, which only the SDK's section has: then
+// it sets no governor setting (aws: {max_retries: 3, retry_mode:
+// standard} alone is the SDK's), and a governor setting beside retry_mode
+// is an error, since neither reader would read it. A top-level aws
+// holding max_retries alone, a key of both sections, is the governor's
+// when the document has another key of the section (enabled, azure, gcp,
+// providers, live_*), and otherwise an error that says how to write
+// either (ratelimit: {aws: {max_retries: 3}}, or aws: {max_attempts: 4},
+// for the governor's).
+//
+// Unknown keys, explicit zero or negative rates, bursts, thresholds and
+// times, malformed values and settings that contradict each other or
+// cannot work (see Config.Validate) are errors that name the key path,
+// all of a document's at once (joined with errors.Join; errors.As finds
+// the first *ConfigError), such as
 //
 //	ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)
 //	ratelimit.aws.min_rps: 50 rps is above max_rps (5 rps)
@@ -24,7 +41,7 @@ import (
 // ("90s", "1m30s"). An empty document is the zero Config.
 //
 // The live_* keys of the section (live_cooldown_seconds and the others at
-// the top level, live_cooldown_seconds under aws, azure and gcp) configure
+// the top level, live_cooldown_seconds under a provider's key) configure
 // the live-operation guard of package liveop, whose ParseConfig reads and
 // validates them; this reader passes over them.
 func ParseConfig(data []byte) (Config, error) {
@@ -46,15 +63,20 @@ func ParseConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// configDecoder decodes the ratelimit section; the keys it lists as
-// Positive must be positive when they are given at all, and the paths it
-// skips are package liveop's.
-var configDecoder = yamlconf.Decoder{Positive: map[string]bool{
-	"max_rps": true, "burst": true, "min_rps": true, "global_burst": true, "account_burst": true,
-	"max_concurrency": true, "breaker_threshold": true, "breaker_cooldown_seconds": true,
-	"breaker_max_cooldown_seconds": true, "base_delay_seconds": true, "max_backoff_seconds": true,
-	"deadline_seconds": true,
-}, Skip: liveKeys}
+// configDecoder decodes the ratelimit section; the ranges of its numbers
+// are their fields' range tags, and the paths it skips are package
+// liveop's.
+var configDecoder = yamlconf.Decoder{Skip: liveKeys, Hint: providerHint}
+
+// providerHint explains an unknown key at the top of the section that
+// holds a mapping: another provider's settings, which go under providers.
+func providerHint(path string, mapping bool) string {
+	name, ok := strings.CutPrefix(path, "ratelimit.")
+	if !ok || !mapping || strings.Contains(name, ".") {
+		return ""
+	}
+	return " (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers." + name + ")"
+}
 
 // liveKeys are the key paths of the section that package liveop owns.
 var liveKeys = map[string]bool{
@@ -63,4 +85,5 @@ var liveKeys = map[string]bool{
 	"ratelimit.live_caller_max_operations": true, "ratelimit.live_caller_window_seconds": true,
 	"ratelimit.live_operation_timeout_seconds": true, "ratelimit.aws.live_cooldown_seconds": true,
 	"ratelimit.azure.live_cooldown_seconds": true, "ratelimit.gcp.live_cooldown_seconds": true,
+	"ratelimit.providers.*.live_cooldown_seconds": true,
 }

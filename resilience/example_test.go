@@ -172,3 +172,26 @@ ratelimit:
 	// ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)
 	// 9
 }
+
+// A provider other than aws, azure and gcp, here github (which package
+// cloudghttp governs), is tuned under providers; a rate that cannot serve
+// a call is refused with the reason.
+func ExampleParseConfig_providers() {
+	cfg, err := resilience.ParseConfig([]byte(`
+ratelimit:
+  providers:
+    github: {max_rps: 1.4, burst: 10, max_concurrency: 8, max_attempts: 4}
+`))
+	gov, _ := resilience.NewGovernor(cfg)
+	leaf := gov.Inspect(resilience.Scope{Provider: "github", Account: "octo", Service: "rest"}).Leaf
+	fmt.Println(leaf.Rate, leaf.Tokens, gov.Policy("github").MaxAttempts, err)
+
+	_, err = resilience.ParseConfig([]byte("aws: {max_rps: 1e-9}\n"))
+	fmt.Println(err)
+	_, err = resilience.ParseConfig([]byte("aws: {services: {iam: {max_rps: 0.1}}}\n"))
+	fmt.Println(err)
+	// Output:
+	// 1.4 10 4 <nil>
+	// ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused
+	// ratelimit.aws.services.iam.max_rps: 0.1 rps is below the floor of the adaptive rate in force here (0.2 rps, the default min_rps): set min_rps here at or below it to go this low
+}

@@ -60,6 +60,10 @@ func FuzzParseConfig(f *testing.F) {
 		`{"gcp": {"breaker_cooldown_seconds": "90s", "max_retries": 0}}`,
 		"a: &x {b: *x}\n",
 		"aws: {max_rps: 1e400}\n",
+		"providers: {github: {max_rps: 1.4, services: {search: {max_rps: 0.5, min_rps: 0.05}}, live_cooldown_seconds: 3}}\n",
+		"aws: {max_rps: 1e-9, min_rps: 1e-9}\n",
+		"aws: {max_retries: 3}\n",
+		"azure: {services: {Microsoft.Network: {max_rps: 2}}}\n",
 	} {
 		f.Add([]byte(s))
 	}

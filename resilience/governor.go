@@ -233,8 +233,9 @@ func (g *Governor) random() float64 {
 	return rand.Float64()
 }
 
-// provider returns the state of a provider, creating a generic one for a
-// name the configuration does not know.
+// provider returns the state of a provider, creating one for a name other
+// than aws, azure and gcp at its first use, from its settings under
+// Config.Providers (the generic defaults where it has none).
 func (g *Governor) provider(name string) *provider {
 	c := g.configured()
 	switch name {
@@ -255,7 +256,8 @@ func (g *Governor) provider(name string) *provider {
 	if p, ok := g.others.Load(name); ok {
 		return p.(*provider)
 	}
-	p := g.reconcile(nil, resolveProvider(name, ProviderConfig{}, g.cur.Load().enabled), false)
+	c = g.cur.Load()
+	p := g.reconcile(nil, resolveProvider(name, c.cfg.provider(name), c.enabled), false)
 	g.others.Store(name, p)
 	return p
 }
@@ -295,7 +297,7 @@ func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
 	// in force (scopeTable.create), and finds the new provider after it.
 	g.others.Range(func(k, v any) bool {
 		name := k.(string)
-		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, ProviderConfig{}, enabled), reset))
+		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, cfg.provider(name), enabled), reset))
 		return true
 	})
 	return nc
@@ -386,7 +388,8 @@ func (g *Governor) Budget(provider string) float64 {
 	if p := g.existing(provider); p != nil {
 		return p.budget.Remaining()
 	}
-	return float64(resolveProvider(provider, ProviderConfig{}, g.configured().enabled).budget)
+	c := g.configured()
+	return float64(resolveProvider(provider, c.cfg.provider(provider), c.enabled).budget)
 }
 
 // Inspect returns where scope stands now: its leaf bucket's rate,
@@ -403,19 +406,15 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	now := g.now()
 	p := g.existing(scope.Provider)
 	if p == nil {
-		set := resolveProvider(scope.Provider, ProviderConfig{}, g.configured().enabled)
-		s := fresh(set, nil, float64(set.budget))
-		s.Scope = set.leafKey(scope)
-		return s
+		c := g.configured()
+		set := resolveProvider(scope.Provider, c.cfg.provider(scope.Provider), c.enabled)
+		return fresh(set, scope, nil, float64(set.budget))
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
 		return e.snapshot(g.epoch, now, p)
 	}
-	s := fresh(p.set, acct, p.budget.Remaining())
-	s.Scope = p.set.leafKey(scope)
-	spec := p.set.leafSpec(s.Scope)
-	s.Leaf = state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()}
+	s := fresh(p.set, scope, acct, p.budget.Remaining())
 	if acct != nil && acct.bucket != nil {
 		s.Account = acct.bucket.Snapshot(now)
 		if s.Account.Paused > 0 {
@@ -425,11 +424,15 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	return s
 }
 
-// fresh is the snapshot of a scope no call has used, of a provider with
-// settings set, in account acct (nil: none yet), with budget left.
-func fresh(set *providerSettings, acct *accountEntry, budget float64) state.ScopeSnapshot {
+// fresh is the snapshot of scope when no call has used it, of a provider
+// with settings set, in account acct (nil: none yet), with budget left:
+// its leaf full at the ceiling its service or operation has.
+func fresh(set *providerSettings, scope Scope, acct *accountEntry, budget float64) state.ScopeSnapshot {
+	key := set.leafKey(scope)
+	spec := set.leafSpec(key)
 	s := state.ScopeSnapshot{
-		Leaf:        state.BucketSnapshot{Rate: set.leaf.Rate, Ceiling: set.leaf.Rate, Tokens: set.leaf.Capacity()},
+		Scope:       key,
+		Leaf:        state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()},
 		Breaker:     state.BreakerSnapshot{State: state.Closed, Cooldown: set.breaker.Cooldown},
 		MaxInFlight: set.bulkhead,
 		RetryBudget: budget,

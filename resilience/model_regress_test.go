@@ -222,7 +222,7 @@ func TestRegressTryEnterKeepsTheProbeLease(t *testing.T) {
 		zero := 0
 		g := newRegGov(t, resilience.Config{AWS: resilience.ProviderConfig{
 			BreakerThreshold: 1, BreakerCooldownSeconds: 5, MaxRetries: &zero,
-			Services: map[string]resilience.ServiceConfig{"iam": {MaxRPS: 0.1, Burst: 1}},
+			Services: map[string]resilience.ServiceConfig{"iam": {MaxRPS: 0.1, MinRPS: 0.1, Burst: 1}},
 		}}, resilience.WithObserver(obs))
 		openOnce(t, g, regAWS) // takes the one token
 		time.Sleep(5 * time.Second)

@@ -143,7 +143,7 @@ func TestDeadlineStopsBackoffWithOriginalError(t *testing.T) {
 
 func TestRateWaitOverrunningDeadlineIsDeadlineExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 0.1, Burst: 1}}}})
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 0.1, MinRPS: 0.1, Burst: 1}}}})
 		ok := func(context.Context) error { return nil }
 		if err := Do(context.Background(), iamUsers, ok, WithGovernor(g)); err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestRateWaitOverrunningDeadlineIsDeadlineExceeded(t *testing.T) {
 
 func TestContextDeadlineNeverSleptPast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 0.1, Burst: 1}}}})
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 0.1, MinRPS: 0.1, Burst: 1}}}})
 		ok := func(context.Context) error { return nil }
 		Do(context.Background(), iamUsers, ok, WithGovernor(g))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

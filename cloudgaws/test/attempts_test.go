@@ -30,7 +30,7 @@ func TestAttemptCounts(t *testing.T) {
 	}{
 		{"default max_retries", nil, 11},
 		{"max_retries 3", []cloudgaws.Option{cloudgaws.WithMaxRetries(3)}, 4},
-		{"max_retries 3 from the config document", []cloudgaws.Option{cloudgaws.WithConfig(mustParse(t, "aws:\n  max_retries: 3\n"))}, 4},
+		{"max_retries 3 from the config document", []cloudgaws.Option{cloudgaws.WithConfig(mustParse(t, "aws:\n  max_retries: 3\n  retry_mode: standard\n"))}, 4},
 		{"max_retries 0", []cloudgaws.Option{cloudgaws.WithMaxRetries(0)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

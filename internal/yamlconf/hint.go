@@ -1,5 +1,7 @@
 package yamlconf
 
+import "iter"
+
 // suggest names the known key closest to an unknown one when the unknown
 // one is a likely misspelling of it, " (did you mean burst?)", and is ""
 // otherwise. A likely misspelling is at most two edits away (a swap of two
@@ -7,8 +9,27 @@ package yamlconf
 // than it changes; of two equally close keys the first in order is named,
 // so that the message does not depend on map order.
 func suggest(name string, fields map[string]int) string {
+	best := Nearest(name, func(yield func(string) bool) {
+		for k := range fields {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// Nearest returns the candidate closest to name when name is a likely
+// misspelling of it, and "" otherwise: at most two edits away (a swap of
+// two neighbouring letters is one edit), with more letters kept than
+// changed; of two equally close candidates, the first in byte order. The
+// SDK integrations use it for the "did you mean" of the names they check.
+func Nearest(name string, candidates iter.Seq[string]) string {
 	best, bestDist := "", maxEdits+1
-	for k := range fields {
+	for k := range candidates {
 		if d := distance(name, k); d < bestDist || d == bestDist && k < best {
 			best, bestDist = k, d
 		}
@@ -16,7 +37,7 @@ func suggest(name string, fields map[string]int) string {
 	if best == "" || bestDist > maxEdits || bestDist >= len(name) {
 		return ""
 	}
-	return " (did you mean " + best + "?)"
+	return best
 }
 
 // maxEdits is the farthest a key may be from the unknown one to be named.

@@ -2,6 +2,7 @@ package yamlconf
 
 import (
 	"errors"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -10,45 +11,96 @@ import (
 // sections at its top level: ratelimit (the governor's, read by
 // resilience.ParseConfig and liveop.ParseConfig), aws (the AWS SDK's own
 // retry settings, read by cloudgaws.ParseConfig), and any others a
-// program keeps there. The governor's section may also stand alone, as the
-// whole document (enabled, aws, azure, gcp and live_* at its top level).
+// program keeps there (the long form). The governor's section may also
+// stand alone, as the whole document, with enabled, aws, azure, gcp,
+// providers and the live_* keys at its top level (the short form). Every
+// reader finds its section with Layout, so that each reads the same
+// document the same way.
 //
-// A document with a ratelimit key is a whole configuration. One without
-// it is the governor's section alone, unless its aws key holds retry_mode,
-// which only the SDK's section has: it is then a whole configuration
-// without a ratelimit section (aws: {retry_mode: standard} is the SDK's,
-// and leaves the governor at its defaults). The rule looks for a key that
-// proves the SDK's section rather than for keys the governor lacks, so
-// that a misspelt key of a governor section standing alone is still
-// reported, not taken as the sign of another section.
+// A document with a ratelimit key is a whole configuration. Without it,
+// the top-level aws tells the two forms apart, by the keys it holds:
 //
-// sdkKeys are the settings of the SDK's section; sdkOnlyKey is the one the
-// governor's aws section lacks.
+//   - retry_mode, which only the SDK's section has: the SDK's section, in
+//     a whole configuration without a ratelimit section. A governor
+//     setting beside it would be read by neither reader, so it is an
+//     error.
+//   - max_retries alone, a key of both sections: the governor's section
+//     alone when the document has another key of it (enabled, azure, gcp,
+//     providers, live_*); otherwise nothing tells the SDK's retries from
+//     the governor's, and the document is an error for every reader,
+//     which says how to write either (retry_mode beside it for the SDK's;
+//     ratelimit: {aws: ...}, or max_attempts, for the governor's).
+//   - any other key of the governor's (max_rps, services): the governor's
+//     section alone, which then has no SDK section.
+//
+// The rule looks for keys that prove a section rather than for keys a
+// section lacks, so that a misspelt key of a governor section standing
+// alone is still reported, not taken as the sign of another section.
+//
+// sdkKeys are the settings of the SDK's section; sdkOnlyKey is the one
+// the governor's aws section lacks.
 var sdkKeys = map[string]bool{"max_retries": true, "retry_mode": true}
 
 const sdkOnlyKey = "retry_mode"
 
-// RatelimitSection returns the governor's section of a document's top
-// node (see Document): the value of its ratelimit key, the node itself
-// when it is the section alone, or nil for a whole configuration without a
-// ratelimit section. In that last case every key of the top-level aws
-// section must be an SDK setting: a governor setting beside retry_mode
-// would otherwise be ignored by both readers, so it is an error naming the
-// key path.
-func RatelimitSection(top *yaml.Node) (*yaml.Node, error) {
+// sectionKeys are the keys of the governor's section besides aws and the
+// live_* keys: a document holding one is the governor's section alone
+// unless it has a ratelimit key or its aws holds retry_mode.
+var sectionKeys = map[string]bool{"enabled": true, "azure": true, "gcp": true, "providers": true}
+
+// SectionKeys returns the keys that Layout takes for keys of the
+// governor's section, besides aws and those starting with live_; package
+// resilience checks them against its Config.
+func SectionKeys() []string {
+	keys := make([]string, 0, len(sectionKeys))
+	for k := range sectionKeys {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Layout finds the sections of a document's top node (see Document): the
+// governor's section (the value of the ratelimit key, the node itself in
+// the short form, or nil for a whole configuration without one) and the
+// AWS SDK's (the top-level aws of a whole configuration, or nil). A
+// governor setting in a top-level aws that retry_mode makes the SDK's is
+// an error naming its key path.
+func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
 	if sec := Section(top, "ratelimit"); sec != nil {
-		return sec, nil
+		return sec, Section(top, "aws"), nil
 	}
-	sdk := Section(top, "aws")
-	if sdk == nil || sdk.Kind != yaml.MappingNode || Section(sdk, sdkOnlyKey) == nil {
-		return top, nil
+	aws := Section(top, "aws")
+	if aws == nil || aws.Kind != yaml.MappingNode || len(aws.Content) == 0 {
+		return top, nil, nil
 	}
-	var errs []error
-	for i := 0; i+1 < len(sdk.Content); i += 2 {
-		if k := deref(sdk.Content[i]).Value; !sdkKeys[k] {
-			errs = append(errs, errorf("aws."+k, "not a setting of the AWS SDK's section, which retry_mode makes this "+
-				"top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws"))
+	if Section(aws, sdkOnlyKey) != nil {
+		var errs []error
+		for i := 0; i+1 < len(aws.Content); i += 2 {
+			if k := deref(aws.Content[i]).Value; !sdkKeys[k] {
+				errs = append(errs, errorf("aws."+k, "not a setting of the AWS SDK's section, which retry_mode makes this "+
+					"top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws"))
+			}
+		}
+		return nil, aws, errors.Join(errs...)
+	}
+	for i := 0; i+1 < len(aws.Content); i += 2 {
+		if !sdkKeys[deref(aws.Content[i]).Value] {
+			return top, nil, nil // a governor setting: the short form
 		}
 	}
-	return nil, errors.Join(errs...)
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if k := deref(top.Content[i]).Value; sectionKeys[k] || strings.HasPrefix(k, "live_") {
+			return top, nil, nil
+		}
+	}
+	return nil, nil, errorf("aws.max_retries", "ambiguous in a document without a ratelimit key: the AWS SDK's retries "+
+		"(write retry_mode beside it: aws: {max_retries: N, retry_mode: standard}) or the governor's "+
+		"(write ratelimit: {aws: {max_retries: N}}, or aws: {max_attempts: N+1})")
+}
+
+// RatelimitSection returns the governor's section of a document's top
+// node, as Layout finds it.
+func RatelimitSection(top *yaml.Node) (*yaml.Node, error) {
+	sec, _, err := Layout(top)
+	return sec, err
 }

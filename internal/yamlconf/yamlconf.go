@@ -31,14 +31,46 @@ func (e *Error) Error() string { return e.Path + ": " + e.Msg }
 
 func errorf(path, msg string) error { return &Error{Path: path, Msg: msg} }
 
-// A Decoder decodes into structs whose fields have yaml tags.
+// A Decoder decodes into structs whose fields have yaml tags. A field's
+// range tag (see CheckRanges) bounds the value a document may give it.
 type Decoder struct {
-	// Positive lists the keys whose values must be > 0 when given at all.
+	// Positive lists the keys whose values must be > 0 when given at all,
+	// for structs whose fields have no range tags.
 	Positive map[string]bool
 	// Skip lists key paths (ratelimit.live_cooldown_seconds) that another
 	// reader of the same section decodes and validates; they are passed
-	// over, not reported as unknown.
+	// over, not reported as unknown. A "*" segment matches any one key
+	// (ratelimit.providers.*.live_cooldown_seconds); a pattern has at most
+	// one.
 	Skip map[string]bool
+	// Hint, when set, explains an unknown key that is no misspelling of a
+	// known one: it is given the key's path and whether its value is a
+	// mapping, and returns the text to add after "unknown key", or "".
+	Hint func(path string, mapping bool) string
+}
+
+// skip reports whether the key path p is another reader's.
+func (d Decoder) skip(p string) bool {
+	if d.Skip[p] {
+		return true
+	}
+	for pat := range d.Skip {
+		if strings.Contains(pat, "*") && matchPath(pat, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchPath matches a key path against a pattern with one "*" segment,
+// which matches any key, one that holds dots included (a provider named
+// my.api).
+func matchPath(pat, p string) bool {
+	before, after, ok := strings.Cut(pat, "*")
+	if !ok {
+		return pat == p
+	}
+	return len(p) > len(before)+len(after) && strings.HasPrefix(p, before) && strings.HasSuffix(p, after)
 }
 
 // Decode decodes n, the node at path, into dst (a pointer). With lenient
@@ -50,7 +82,7 @@ func (d Decoder) Decode(dst any, n *yaml.Node, path string, lenient bool) error 
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return fmt.Errorf("yamlconf: Decode needs a pointer, not %T", dst)
 	}
-	return d.decode(v.Elem(), n, path, "", lenient)
+	return d.decode(v.Elem(), n, path, "", nil, lenient)
 }
 
 // ParseSection reads the top-level section key of a document into dst, a
@@ -121,9 +153,10 @@ func isNull(n *yaml.Node) bool {
 }
 
 // decode decodes n into v strictly; key is v's own key name ("" for the
-// root), which decides whether it must be positive or may be a duration.
-// lenient ignores keys a struct at this level has no field for.
-func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient bool) error {
+// root), which decides whether it must be positive or may be a duration,
+// and rule its field's range, if any. lenient ignores keys a struct at
+// this level has no field for.
+func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *rangeRule, lenient bool) error {
 	n = deref(n)
 	if n.Kind == yaml.AliasNode {
 		return errorf(path, "alias nesting too deep")
@@ -135,7 +168,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 	switch v.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
-		if err := d.decode(p.Elem(), n, path, key, lenient); err != nil {
+		if err := d.decode(p.Elem(), n, path, key, rule, lenient); err != nil {
 			return err
 		}
 		v.Set(p)
@@ -156,13 +189,17 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 				errs = append(errs, errorf(path, "keys must be strings"))
 				continue
 			}
-			if d.Skip[p] {
+			if d.skip(p) {
 				continue
 			}
 			idx, ok := fields[name]
 			if !ok {
 				if !lenient {
-					errs = append(errs, errorf(p, "unknown key"+suggest(name, fields)))
+					hint := suggest(name, fields)
+					if hint == "" && d.Hint != nil {
+						hint = d.Hint(p, deref(n.Content[i+1]).Kind == yaml.MappingNode)
+					}
+					errs = append(errs, errorf(p, "unknown key"+hint))
 				}
 				continue
 			}
@@ -171,7 +208,11 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 				continue
 			}
 			seen[name] = true
-			if err := d.decode(v.Field(idx), n.Content[i+1], p, name, false); err != nil {
+			var rule *rangeRule
+			if r, ok := parseRange(v.Type().Field(idx).Tag.Get("range")); ok {
+				rule = &r
+			}
+			if err := d.decode(v.Field(idx), n.Content[i+1], p, name, rule, false); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -194,7 +235,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 				continue
 			}
 			e := reflect.New(v.Type().Elem()).Elem()
-			if err := d.decode(e, n.Content[i+1], p, "", false); err != nil {
+			if err := d.decode(e, n.Content[i+1], p, "", nil, false); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -229,8 +270,8 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 		if f != math.Trunc(f) || math.Abs(f) > 1<<31 {
 			return errorf(path, fmt.Sprintf("%q is not a whole number", n.Value))
 		}
-		if d.Positive[key] && f <= 0 {
-			return errorf(path, "must be > 0")
+		if err := d.inRange(f, path, key, rule); err != nil {
+			return err
 		}
 		v.SetInt(int64(f))
 	case reflect.Float64:
@@ -238,12 +279,23 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, lenient
 		if err != nil {
 			return err
 		}
-		if d.Positive[key] && f <= 0 {
-			return errorf(path, "must be > 0")
+		if err := d.inRange(f, path, key, rule); err != nil {
+			return err
 		}
 		v.SetFloat(f)
 	default:
 		return errorf(path, "unsupported setting")
+	}
+	return nil
+}
+
+// inRange checks a number a document gives key against the key's range.
+func (d Decoder) inRange(f float64, path, key string, rule *rangeRule) error {
+	if d.Positive[key] && f <= 0 {
+		return errorf(path, "must be > 0")
+	}
+	if rule != nil && !rule.holds(f) {
+		return errorf(path, rule.msg())
 	}
 	return nil
 }

@@ -2,8 +2,13 @@ package yamlconf
 
 import (
 	"errors"
+	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestParseSection(t *testing.T) {
@@ -133,34 +138,135 @@ func TestSuggestNamesOnlyNearKeys(t *testing.T) {
 	}
 }
 
-func TestRatelimitSectionFollowsTheDocumentsLayout(t *testing.T) {
+// Every reader finds its section of a document by one rule: a ratelimit
+// key makes a whole configuration (whose top-level aws is the SDK's);
+// without it, retry_mode makes the top-level aws the SDK's, a governor key
+// makes the document the governor's section alone, and max_retries alone
+// is the governor's only beside another key of its section, and otherwise
+// ambiguous.
+func TestLayout(t *testing.T) {
 	for _, c := range []struct {
-		doc, want string // want: the first key of the section found, "" for none
-		err       string
+		doc     string
+		rl, sdk string // the first key of each section found, "-" for none
+		err     string
 	}{
-		{"ratelimit: {enabled: false}\naws: {retry_mode: standard}\n", "enabled", ""},
-		{"aws: {max_rps: 5}\n", "aws", ""},                  // the section alone
-		{"aws: {max_retries: 3}\n", "aws", ""},              // the section alone: retry_mode is the sign of the SDK's
-		{"aws: {retry_mode: standard}\nother: 1\n", "", ""}, // a whole configuration without ratelimit
-		{"aws: {retry_mode: x, burst: 1, max_retries: 2}\n", "", "aws.burst: not a setting of the AWS SDK's section"},
+		{"ratelimit: {enabled: false}\naws: {retry_mode: standard}\n", "enabled", "retry_mode", ""},
+		{"ratelimit: {aws: {max_rps: 5}}\naws: {max_retries: 3}\n", "aws", "max_retries", ""},
+		{"ratelimit: {aws: {max_rps: 5}}\n", "aws", "-", ""},
+		{"aws: {max_rps: 5}\n", "aws", "-", ""}, // the short form
+		{"aws: {max_retries: 3, max_rps: 5}\n", "aws", "-", ""},
+		{"aws: {max_retries: 3}\ngcp: {max_rps: 5}\n", "aws", "-", ""},
+		{"enabled: false\naws: {max_retries: 3}\n", "enabled", "-", ""},
+		{"aws: {max_retries: 3}\nlive_max_concurrent: 2\n", "aws", "-", ""},
+		{"aws: {max_retires: 3}\n", "aws", "-", ""}, // a misspelt governor key: the governor's reader reports it
+		{"aws: {}\n", "aws", "-", ""},
+		{"gcp: {max_rps: 5}\n", "gcp", "-", ""},
+		{"aws: {retry_mode: standard}\nother: 1\n", "-", "retry_mode", ""}, // a whole configuration without ratelimit
+		{"aws: {retry_mode: standard, max_retries: 3}\ngcp: {project: p}\n", "-", "retry_mode", ""},
+		{"aws: {retry_mode: x, burst: 1, max_retries: 2}\n", "", "", "aws.burst: not a setting of the AWS SDK's section"},
+		{"aws: {max_retries: 3}\n", "", "", "aws.max_retries: ambiguous in a document without a ratelimit key"},
+		{"aws: {max_retries: 3}\napp: {x: 1}\n", "", "", "aws.max_retries: ambiguous in a document without a ratelimit key"},
 	} {
 		n, err := Document([]byte(c.doc), "ratelimit")
 		if err != nil {
 			t.Fatal(err)
 		}
-		sec, err := RatelimitSection(n)
+		rl, sdk, err := Layout(n)
 		if c.err != "" {
 			if err == nil || !strings.HasPrefix(err.Error(), c.err) {
 				t.Errorf("%q: %v, want %s", c.doc, err, c.err)
 			}
 			continue
 		}
-		got := ""
-		if sec != nil {
-			got = sec.Content[0].Value
+		first := func(n *yaml.Node) string {
+			if n == nil {
+				return "-"
+			}
+			return n.Content[0].Value
 		}
-		if err != nil || got != c.want {
-			t.Errorf("%q: section starting %q, %v; want %q", c.doc, got, err, c.want)
+		if err != nil || first(rl) != c.rl || first(sdk) != c.sdk {
+			t.Errorf("%q: sections %q and %q, %v; want %q and %q", c.doc, first(rl), first(sdk), err, c.rl, c.sdk)
+		}
+	}
+	// The keys Layout takes for the governor's section's.
+	keys := SectionKeys()
+	sort.Strings(keys)
+	if strings.Join(keys, ",") != "azure,enabled,gcp,providers" {
+		t.Errorf("section keys %v", keys)
+	}
+}
+
+// A range tag bounds a value given in a document and one set in code
+// alike, with one message.
+func TestRangeTags(t *testing.T) {
+	type section struct {
+		Rate     float64  `yaml:"rate" range:">0"`
+		Off      *float64 `yaml:"off" range:">=0;0 turns it off"`
+		Attempts *int     `yaml:"attempts" range:">=1;the first attempt counts"`
+		Plain    float64  `yaml:"plain"`
+	}
+	n, err := Document([]byte("rate: 0\noff: -1\nattempts: 0\nplain: -5\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = Decoder{}.Decode(&s, n, "s", false)
+	want := "s.rate: must be > 0\ns.off: must be >= 0 (0 turns it off)\ns.attempts: must be >= 1 (the first attempt counts)"
+	if err == nil || err.Error() != want || s.Plain != -5 {
+		t.Fatalf("Decode:\n got %v\nwant %s", err, want)
+	}
+	// In code, 0 (nil) is unset; a value set is checked as the document's.
+	off, zero := -1.0, 0
+	errs := CheckRanges(section{Rate: -2, Off: &off, Attempts: &zero}, "s")
+	if got := errors.Join(errs...); got == nil || got.Error() != want {
+		t.Fatalf("CheckRanges:\n got %v\nwant %s", got, want)
+	}
+	if errs := CheckRanges(&section{}, "s"); errs != nil {
+		t.Fatalf("the zero section: %v", errs)
+	}
+	if r := Ranges(reflect.TypeFor[section]()); len(r) != 3 || r["rate"] != "> 0" || r["off"] != ">= 0" || r["attempts"] != ">= 1" {
+		t.Fatalf("Ranges %v", r)
+	}
+}
+
+// A skipped path may have "*" segments; an unknown key no misspelling
+// explains gets the decoder's hint.
+func TestSkipPatternsAndHints(t *testing.T) {
+	type p struct {
+		Rate float64 `yaml:"rate"`
+	}
+	type section struct {
+		Providers map[string]p `yaml:"providers"`
+	}
+	dec := Decoder{
+		Skip: map[string]bool{"s.providers.*.live": true},
+		Hint: func(path string, mapping bool) string {
+			if mapping {
+				return " (" + path + " is a mapping)"
+			}
+			return ""
+		},
+	}
+	n, err := Document([]byte("providers: {a: {rate: 1, live: x}, b: {live: [1]}}\nother: {x: 1}\nscalar: 1\nprovider: {}\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = dec.Decode(&s, n, "s", false)
+	want := "s.other: unknown key (s.other is a mapping)\ns.scalar: unknown key\ns.provider: unknown key (did you mean providers?)"
+	if err == nil || err.Error() != want || s.Providers["a"].Rate != 1 {
+		t.Fatalf("got %v (%+v)\nwant %s", err, s, want)
+	}
+	if !matchPath("a.*.c", "a.b.c") || !matchPath("a.*.c", "a.b.x.c") || matchPath("a.*.c", "a.b.d") || matchPath("a.*.c", "a..c") || matchPath("a.*.c", "a.c") {
+		t.Fatal("matchPath")
+	}
+}
+
+func TestNearest(t *testing.T) {
+	names := slices.Values([]string{"secretsmanager", "sts", "ec2", "logs"})
+	for name, want := range map[string]string{"secretmanager": "secretsmanager", "ec3": "ec2", "sst": "sts", "lgos": "logs", "cloudwatchlogs": "", "e": ""} {
+		if got := Nearest(name, names); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

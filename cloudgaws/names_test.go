@@ -1,0 +1,91 @@
+package cloudgaws
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// An override key that names no service of the SDK, or an operation its
+// service does not have, is refused by the core's configuration check
+// once cloudgaws is imported, with the name meant when it is near.
+func TestOverrideKeysAreCheckedAgainstTheSDK(t *testing.T) {
+	for key, want := range map[string]string{
+		"secretmanager":          "unknown AWS service (did you mean secretsmanager?)",
+		"secrets-manager":        "unknown AWS service (did you mean secretsmanager?)",
+		"cloudwatchlogs":         "unknown AWS service (did you mean logs?)",
+		"elasticloadbalancingv2": "unknown AWS service (did you mean elbv2?)",
+		"cloudwatch-logs":        "unknown AWS service (did you mean logs?)",
+		"ec2.DescribeInstance":   "unknown operation of ec2 (did you mean DescribeInstances?)",
+		"ec2.Describeinstances":  "unknown operation of ec2 (did you mean DescribeInstances?)",
+		"iam.ListRolez":          "unknown operation of iam (did you mean ListRoles?)",
+		"ec2.FlyToTheMoon":       "unknown operation of ec2 (ec2 v1.344.0 has no such operation)",
+		"zzzzzz":                 "unknown AWS service (scopes name a service as botocore does, ec2, logs, elbv2: those of aws-sdk-go-v2 v1.48.0 and of the service modules this program links)",
+	} {
+		_, err := resilience.ParseConfig([]byte("aws: {services: {" + key + ": {max_rps: 2}}}\n"))
+		var ce *resilience.ConfigError
+		if want := "ratelimit.aws.services." + key + ": " + want; err == nil || err.Error() != want || !errors.As(err, &ce) {
+			t.Errorf("%s:\n got %v\nwant %s", key, err, want)
+		}
+	}
+	for _, key := range []string{
+		"secretsmanager", "logs", "elbv2", "elb", "ec2.DescribeInstances", "iam.ListRoles", "sts.GetCallerIdentity",
+		"cognito-idp", "application-autoscaling", "events", "stepfunctions",
+		"s3.ListObjectsV2", "lambda.Invoke", "bedrockruntime", "sqs.SendMessage", // no operation list for sqs: any
+	} {
+		if _, err := resilience.ParseConfig([]byte("aws: {services: {" + key + ": {max_rps: 2}}}\n")); err != nil {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+	// Configure refuses what ParseConfig would.
+	g, _ := resilience.NewGovernor(resilience.Config{})
+	if err := g.Configure(resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"secretmanager": {MaxRPS: 2}}}}); err == nil {
+		t.Error("Configure accepted secretmanager")
+	}
+}
+
+// Every scope name the middleware can make for the SDK's services is a
+// name the check knows: the generated list holds the name of each
+// service the project links, read from its module's ServiceID.
+func TestGeneratedListNamesTheLinkedServices(t *testing.T) {
+	if !knownNames().names[ServiceName(sts.ServiceID)] {
+		t.Fatalf("%s is not known", ServiceName(sts.ServiceID))
+	}
+	for _, name := range []string{"ec2", "iam", "sts", "secretsmanager", "logs", "elbv2", "route53", "resourcegroupstaggingapi"} {
+		if !knownNames().names[name] {
+			t.Errorf("%s is not in the list", name)
+		}
+	}
+	if n := len(sdkServices); n < 400 {
+		t.Errorf("%d services in the list", n)
+	}
+	for name, s := range sdkOperations {
+		if !sort.StringsAreSorted(s.ops) || len(s.ops) == 0 {
+			t.Errorf("%s: %d operations, sorted %v", name, len(s.ops), sort.StringsAreSorted(s.ops))
+		}
+		if sdkServices[s.pkg] != name {
+			t.Errorf("%s: package %s is named %s", name, s.pkg, sdkServices[s.pkg])
+		}
+	}
+}
+
+func TestNewerMinor(t *testing.T) {
+	for _, c := range []struct {
+		v, w string
+		want bool
+	}{
+		{"v1.345.0", "v1.344.3", true}, {"v1.344.9", "v1.344.0", false}, {"v1.344.0", "v1.344.0", false},
+		{"v2.0.0", "v1.344.0", true}, {"v1.0.0-preview.5", "v1.0.0-preview.1", false}, {"v1.300.0", "v1.344.0", false},
+	} {
+		if got := newerMinor(c.v, c.w); got != c.want {
+			t.Errorf("newerMinor(%s, %s) = %v", c.v, c.w, got)
+		}
+	}
+	if !strings.HasPrefix(sdkVersion, "v1.") {
+		t.Errorf("sdkVersion %s", sdkVersion)
+	}
+}
