@@ -35,6 +35,7 @@ type Governor struct {
 	others           sync.Map    // provider name -> *provider: those other than aws, azure and gcp; written under mu
 	leakLogged       atomic.Bool // a dropped guard's slot was released and logged
 	life             statsTable
+	waited           span         // the wall-clock time during which a call waited, for the lifetime's totals
 	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
 	reclaim          reclaimer
 	gen              atomic.Uint64 // counts the changes of providers' state, for Bound
@@ -360,6 +361,7 @@ func (g *Governor) Reset() {
 	g.cur.Store(g.build(c.cfg, c, true))
 	g.gen.Add(1)
 	g.life.clear()
+	g.waited.reset()
 	g.folded.Store(0)
 }
 
