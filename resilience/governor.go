@@ -26,6 +26,8 @@ type Governor struct {
 	clock    Clock // nil: the time package
 	src      *lockedSource
 	logger   *slog.Logger
+	logEvery time.Duration // the log repeats a scope's throttles and losses at most this often
+	logs     logWindows
 	idle     time.Duration // reclaim scopes unused this long
 	store    state.Store
 	epoch    time.Time
@@ -71,9 +73,9 @@ func (s *lockedSource) float64() float64 {
 }
 
 // NewGovernor returns a governor with cfg applied and the governor options
-// among opts (WithClock, WithRandom, WithLogger, WithReclaimAfter,
-// WithStateStore). It returns an error, and no governor, when cfg is
-// invalid.
+// among opts (WithClock, WithRandom, WithLogger, WithLogInterval,
+// WithReclaimAfter, WithStateStore). It returns an error, and no
+// governor, when cfg is invalid.
 func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -91,6 +93,10 @@ func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
 			}
 		case loggerOption:
 			g.logger = o.l
+		case logIntervalOption:
+			if o.d > 0 {
+				g.logEvery = o.d
+			}
 		case reclaimOption:
 			if o.d > 0 {
 				g.idle = o.d
@@ -120,6 +126,9 @@ func (g *Governor) init() {
 		g.sharedBuckets = !inProcess
 		if g.idle == 0 {
 			g.idle = time.Minute
+		}
+		if g.logEvery == 0 {
+			g.logEvery = defaultLogEvery
 		}
 		if g.clock != nil {
 			g.epoch = g.clock.Now()

@@ -22,16 +22,18 @@ type policyOption struct{ p *RetryPolicy }
 type clockOption struct{ c Clock }
 type randomOption struct{ src rand.Source }
 type loggerOption struct{ l *slog.Logger }
+type logIntervalOption struct{ d time.Duration }
 type reclaimOption struct{ d time.Duration }
 type storeOption struct{ s state.Store }
 
-func (governorOption) option() {}
-func (policyOption) option()   {}
-func (clockOption) option()    {}
-func (randomOption) option()   {}
-func (loggerOption) option()   {}
-func (reclaimOption) option()  {}
-func (storeOption) option()    {}
+func (governorOption) option()    {}
+func (policyOption) option()      {}
+func (clockOption) option()       {}
+func (randomOption) option()      {}
+func (loggerOption) option()      {}
+func (logIntervalOption) option() {}
+func (reclaimOption) option()     {}
+func (storeOption) option()       {}
 
 // WithGovernor governs the call with g instead of the process governor
 // (Default).
@@ -51,11 +53,31 @@ func WithClock(c Clock) Option { return clockOption{c} }
 func WithRandom(src rand.Source) Option { return randomOption{src} }
 
 // WithLogger makes the governor log what a person reading the log wants to
-// know: throttles at Debug; pauses of a second or more, breakers letting a
-// probe through or closing, and an empty retry budget at Info; breakers
-// opening and calls given up at Warn; each part of the scope as its own
-// attribute. By default it logs nothing.
+// know, each part of the scope as its own attribute:
+//
+//   - at Debug, each throttled answer ("cloudg: throttled");
+//   - at Info, a scope throttled ("cloudg: scope throttled", with the
+//     throttles counted), a pause of a second or more ("cloudg: scope
+//     paused", for how long and until when), a breaker letting a probe
+//     through or closing, and an empty retry budget;
+//   - at Warn, a breaker opening with its reason (throttling, errors,
+//     throttled for good, down), and the calls lost: given up after
+//     their retries ("cloudg: call gave up"), skipped by an open breaker
+//     ("cloudg: call skipped"), and failed, refused or cancelled
+//     ("cloudg: call lost", with loss and reason).
+//
+// What repeats is rate-limited: a scope's throttles, and each way it loses
+// calls, make a line at their first event and then at most one per
+// interval (ten seconds, WithLogInterval), which counts the events since
+// the scope's last line; a pause makes a line when it holds the scope a
+// second or more longer than the log already said. By default the
+// governor logs nothing.
 func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
+
+// WithLogInterval sets how often, at most, the log of WithLogger says
+// again that one scope is throttled, or losing calls one way (default ten
+// seconds); a d of 0 or less keeps the default.
+func WithLogInterval(d time.Duration) Option { return logIntervalOption{d} }
 
 // WithReclaimAfter sets how long a scope must go unused, with nothing
 // learned (rate at its ceiling, bucket full, breaker closed), before its

@@ -160,7 +160,7 @@ func (gd *Guard) tripDead(now time.Duration, forGood bool) {
 	}
 	gd.e.noteOpened(reason)
 	gd.count(tripsTally)
-	gd.recordBreaker(state.Closed, state.Open)
+	gd.recordBreaker(state.Closed, state.Open, reason)
 }
 
 // recordRate records the leaf's new adaptive rate.
@@ -200,7 +200,7 @@ func (gd *Guard) recordSuccess() {
 	gd.live()
 	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
-		gd.recordBreaker(state.HalfOpen, state.Closed)
+		gd.recordBreaker(state.HalfOpen, state.Closed, "")
 	}
 	gd.p.budget.Succeed()
 	if !gd.e.leaf.Recovering() {
@@ -226,7 +226,7 @@ func (gd *Guard) recordProof() {
 	gd.live()
 	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
-		gd.recordBreaker(state.HalfOpen, state.Closed)
+		gd.recordBreaker(state.HalfOpen, state.Closed, "")
 	}
 }
 
@@ -254,7 +254,7 @@ func (gd *Guard) recordBreakerFailure(now time.Duration) {
 		}
 		gd.e.noteOpened(reason)
 		gd.count(tripsTally)
-		gd.recordBreaker(from, state.Open)
+		gd.recordBreaker(from, state.Open, reason)
 	}
 	if gd.lease == leaseProbe {
 		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
@@ -362,12 +362,12 @@ func (gd *Guard) recordCancelled(err error) {
 
 // recordProbe reports the breaker letting this call through as its
 // half-open probe.
-func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen) }
+func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen, "") }
 
-// recordBreaker reports a breaker opening, letting a probe through, or
-// closing.
-func (gd *Guard) recordBreaker(from, to state.BreakerState) {
+// recordBreaker reports a breaker opening (for reason: throttling, errors,
+// throttled for good or down), letting a probe through, or closing.
+func (gd *Guard) recordBreaker(from, to state.BreakerState, reason string) {
 	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.BreakerChange, From: from, To: to})
+		gd.emit(&observe.Event{Kind: observe.BreakerChange, From: from, To: to, Reason: reason})
 	}
 }
