@@ -110,6 +110,9 @@ func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
 		}
 	}
 	g.observed = g.observer != nil || g.logger != nil
+	if u, ok := g.store.(loggerUser); ok && g.logger != nil {
+		u.UseLogger(g.logger)
+	}
 	g.init()
 	if err := g.Configure(cfg); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/state"
 )
 
 // lines returns the log's lines that contain every one of want.
@@ -229,4 +230,24 @@ func TestLogAtWarnCountsNoThrottles(t *testing.T) {
 			t.Fatalf("a Warn logger counted throttles:\n%s", buf.String())
 		}
 	})
+}
+
+// loggingStore is a state store that logs, as fleet's does.
+type loggingStore struct {
+	state.Store
+	got *slog.Logger
+}
+
+func (s *loggingStore) UseLogger(l *slog.Logger) { s.got = l }
+
+// A state store that logs is given the governor's logger, so that one
+// logger takes the governor's lines and the store's.
+func TestTheStoreGetsTheGovernorsLogger(t *testing.T) {
+	var buf logBuffer
+	l := buf.logger()
+	s := &loggingStore{Store: MemoryStore()}
+	newGov(t, Config{}, WithStateStore(s), WithLogger(l))
+	if s.got != l {
+		t.Fatalf("the store got %v", s.got)
+	}
 }

@@ -88,8 +88,14 @@ func WithReclaimAfter(d time.Duration) Option { return reclaimOption{d} }
 
 // WithStateStore makes the governor keep its learned state in s (fleet
 // mode's Redis store, for one). The default, MemoryStore, keeps it in the
-// process.
+// process. A store with a method UseLogger(*slog.Logger), as fleet's has,
+// is given the governor's logger (WithLogger), so that its lines and its
+// client's go where the governor's go.
 func WithStateStore(s state.Store) Option { return storeOption{s} }
+
+// loggerUser is the optional interface of a state store that logs: it
+// takes the governor's logger unless it was given one of its own.
+type loggerUser interface{ UseLogger(*slog.Logger) }
 
 // callOptions picks the call options out of opts. A type switch rather
 // than a method call: calling through the interface would move the
