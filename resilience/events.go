@@ -15,10 +15,19 @@ func (observerOption) option() {}
 
 // WithObserver makes the governor send every event of a call (package
 // observe: an attempt sent, a wait, a throttle, a rate change, a pause, a
-// breaker change, a retry, a give-up, a rejection, an empty budget) to o,
-// from the call's goroutine and outside every lock. Without an
-// observer the events cost nothing.
+// breaker change, a retry, a give-up, a rejection, an empty budget, a
+// call lost otherwise) to o, from the call's goroutine and outside every
+// lock. Without an observer the events cost nothing.
+//
+// An observer that also reads the governor's state (its live scopes, for
+// gauges) has a method Attach(*Governor): NewGovernor calls it once the
+// governor is made, before returning it, so that one value given once
+// wires both (module cloudgotel's Instrument is such an observer).
 func WithObserver(o observe.Observer) Option { return observerOption{o} }
+
+// attacher is the optional interface of an observer that reads the
+// governor it observes.
+type attacher interface{ Attach(*Governor) }
 
 // emit sends ev to the observer and the logger, if any. It runs outside
 // every lock of the governor. ev is a pointer so that the event, a few

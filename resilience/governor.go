@@ -74,8 +74,8 @@ func (s *lockedSource) float64() float64 {
 
 // NewGovernor returns a governor with cfg applied and the governor options
 // among opts (WithClock, WithRandom, WithLogger, WithLogInterval,
-// WithReclaimAfter, WithStateStore). It returns an error, and no
-// governor, when cfg is invalid.
+// WithReclaimAfter, WithStateStore, WithObserver). It returns an error,
+// and no governor, when cfg is invalid.
 func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -116,6 +116,9 @@ func NewGovernor(cfg Config, opts ...Option) (*Governor, error) {
 	g.init()
 	if err := g.Configure(cfg); err != nil {
 		return nil, err
+	}
+	if a, ok := g.observer.(attacher); ok {
+		a.Attach(g)
 	}
 	return g, nil
 }
