@@ -278,17 +278,24 @@ func (c Counters) String() string {
 		c.Calls, c.Throttled, c.TransientErrors, c.Retries, c.GaveUp, c.Rejected, lost, c.BreakerTrips, c.Wait.Seconds(), wall)
 }
 
-// minOverlap is how much longer than the wall-clock time waited the
-// waits added up must be for a line to say both: the time counted more
-// than once, because callers waited at the same time.
-const minOverlap = 10 * time.Second
+// The waits added up read as more time than passed when they are several
+// times the wall-clock time waited (minOverlapFactor) or far more than it
+// (minOverlap): callers waited at the same time.
+const (
+	minOverlapFactor = 3
+	minOverlap       = 10 * time.Second
+)
 
-// Overlapped reports whether the waits added up (Wait) exceed the
-// wall-clock time waited (WaitElapsed) by ten seconds or more: concurrent
-// callers waited at the same time, so that the sum alone would read as
-// more time than passed. The messages and String then say the wall-clock
-// time and the longest wait beside the sum.
-func (c Counters) Overlapped() bool { return c.Wait-c.WaitElapsed >= minOverlap }
+// Overlapped reports whether the waits added up (Wait) are three times the
+// wall-clock time waited (WaitElapsed) or more, or exceed it by ten
+// seconds or more: concurrent callers waited at the same time, so that
+// the sum alone would read as more time than passed. The messages and
+// String then say the wall-clock time and the longest wait beside the
+// sum. (The worked example's six callers at 2 rps waited 5 s during 2 s:
+// 2.5 times, 3 s more; its lines are the spec's.)
+func (c Counters) Overlapped() bool {
+	return c.WaitElapsed > 0 && (c.Wait >= minOverlapFactor*c.WaitElapsed || c.Wait-c.WaitElapsed >= minOverlap)
+}
 
 // Lost returns the calls lost, whatever the kind (see Loss).
 func (c Counters) Lost() int64 { return c.GaveUp + c.Rejected + c.Failed + c.Refused + c.Cancelled }
@@ -363,9 +370,10 @@ const minReportedWait = time.Second
 // where the slowest rate is shown for a throttled scope, transient
 // errors only for a scope that was not throttled, and the pauses' time
 // in wall-clock time. The waits are added up over the callers, as the
-// totals' wait_seconds; when that sum overlapped the wall-clock time by
-// ten seconds or more (Counters.Overlapped), the wall-clock time waited
-// and the longest wait follow it:
+// totals' wait_seconds; when that sum reads as more time than passed
+// (Counters.Overlapped: three times the wall-clock time waited, or ten
+// seconds more), the wall-clock time waited and the longest wait follow
+// it:
 //
 //	waited 985.7s for rate limit (summed over callers: 61.2s wall-clock, longest 12.0s)
 //

@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -100,15 +101,27 @@ func TestWallClockTimeWaitedIsTheUnionOverScopes(t *testing.T) {
 }
 
 // The worked example's line stays the spec's: its six callers' waits
-// (5 s in all, during 2 s) overlapped by 3 s, under the 10 s from which a
-// line says the wall-clock time too.
+// (5 s in all, during 2 s) are 2.5 times the wall-clock time and 3 s more,
+// under the three times or ten seconds from which a line says the
+// wall-clock time too. Waits three times the wall-clock time, or ten
+// seconds more, say it.
 func TestAShortOverlapKeepsTheSpecsLine(t *testing.T) {
+	const scope = "aws/123456789012/eu-west-1/secretsmanager"
 	c := Counters{Wait: 5 * time.Second, WaitElapsed: 2 * time.Second, MaxWait: 2 * time.Second, Waits: 4}
-	if got, want := c.message("aws/123456789012/eu-west-1/secretsmanager"), "aws/123456789012/eu-west-1/secretsmanager: waited 5.0s for rate limit"; got != want {
+	if got, want := c.message(scope), scope+": waited 5.0s for rate limit"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 	if c.Overlapped() || strings.Contains(c.String(), "elapsed") {
 		t.Errorf("totals %s", c)
+	}
+	for _, c := range []Counters{
+		{Wait: 6 * time.Second, WaitElapsed: 2 * time.Second, MaxWait: 2 * time.Second},   // three times
+		{Wait: 30 * time.Second, WaitElapsed: 20 * time.Second, MaxWait: 2 * time.Second}, // ten seconds more
+	} {
+		want := fmt.Sprintf("%s: waited %.1fs for rate limit (summed over callers: %.1fs wall-clock, longest 2.0s)", scope, c.Wait.Seconds(), c.WaitElapsed.Seconds())
+		if got := c.message(scope); got != want {
+			t.Errorf("%q, want %q", got, want)
+		}
 	}
 }
 
