@@ -139,7 +139,7 @@ func TestLimitScenario(t *testing.T) {
 	}
 }
 
-const pausedScope = "secretsmanager@111111111111/us-east-1"
+const pausedScope = "secretsmanager:DescribeSecret@111111111111/us-east-1"
 
 // A paused scope answers with Retry-After until the pause ends; the
 // report says when the other scopes were done.
@@ -177,7 +177,7 @@ func TestPauseWithDeadlinesScenario(t *testing.T) {
 func TestSecondRunInsidePause(t *testing.T) {
 	report, runs := scan(t, testOptions("-pause", pausedScope+"=3s", "-task-timeout", "300ms", "-runs", "2")(t))
 	sel, _ := estate.ParseScope(pausedScope)
-	sc := estate.Scope{Account: "111111111111", Region: "us-east-1", Service: "secretsmanager", Action: "ListSecrets"}
+	sc := estate.Scope{Account: "111111111111", Region: "us-east-1", Service: "secretsmanager", Action: "DescribeSecret"}
 	if until := runs[0].s.est.PausedUntil(sc); !runs[1].start.Before(until) || !sel.Matches(sc) {
 		t.Errorf("run 2 started at %s, the pause ended at %s", runs[1].start.Format(time.StampMilli), until.Format(time.StampMilli))
 	}
