@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/cloudg/cloudg/pool"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -16,8 +17,13 @@ type Task struct {
 	// (aws/<account>/<region>/<service>/<Operation>): a pool that asks
 	// the governor before it runs a task asks about this scope.
 	Scope resilience.Scope
-	// Run makes the task's calls. It may hand the pool more tasks with
-	// submit (a listing submits a detail task per item), until it returns.
+	// Context is the context the task's calls carry (its run's stats, its
+	// collection's ledger); the pool runs the task with it, or with a
+	// context derived from it.
+	Context context.Context
+	// Run makes the task's calls with ctx. It may hand the pool more tasks
+	// with submit (a listing submits a detail task per item), until it
+	// returns.
 	Run func(ctx context.Context, submit func(Task))
 }
 
@@ -34,7 +40,8 @@ type PoolFunc func(workers int, gov *resilience.Governor) Pool
 
 // pools are the strategies -pool chooses from, by name.
 var pools = map[string]PoolFunc{
-	"fifo": func(workers int, _ *resilience.Governor) Pool { return fifo{workers: workers} },
+	"fifo":  func(workers int, _ *resilience.Governor) Pool { return fifo{workers: workers} },
+	"scope": func(workers int, gov *resilience.Governor) Pool { return byScope{workers: workers, gov: gov} },
 }
 
 // poolNames returns the names of the pools, sorted.
@@ -79,7 +86,7 @@ func (p fifo) Run(ctx context.Context, tasks []Task) {
 	for range max(p.workers, 1) {
 		workers.Go(func() {
 			for t := range work {
-				t.Run(ctx, submit)
+				t.Run(t.Context, submit)
 				pending.Done()
 			}
 		})
@@ -90,4 +97,28 @@ func (p fifo) Run(ctx context.Context, tasks []Task) {
 	pending.Wait()
 	close(in)
 	workers.Wait()
+}
+
+// byScope is package pool's pool: a queue per scope, and a worker given
+// only a task whose scope can go now, so that a scope that waits (a pause,
+// a slow rate, an open breaker) holds its queue, not the workers.
+type byScope struct {
+	workers int
+	gov     *resilience.Governor
+}
+
+// Run submits the tasks to a pool.Pool, and every task they submit.
+func (p byScope) Run(ctx context.Context, tasks []Task) {
+	wp, _ := pool.New(ctx, pool.Workers(p.workers), pool.WithGovernor(p.gov))
+	var submit func(Task)
+	submit = func(t Task) {
+		wp.Go(t.Context, t.Scope, func(ctx context.Context) error {
+			t.Run(ctx, submit) // ctx carries the pool's hold on the task's first call
+			return nil
+		})
+	}
+	for _, t := range tasks {
+		submit(t)
+	}
+	wp.Wait()
 }

@@ -145,8 +145,7 @@ type collection struct {
 // silent is the number of the collection's failed calls its ledger did
 // not count.
 func (c *collection) silent() int64 {
-	gaveUp, skipped := c.ledger.Counts()
-	return max(0, c.failed.Load()-int64(gaveUp+skipped))
+	return max(0, c.failed.Load()-int64(c.ledger.Lost()))
 }
 
 // Outcomes of a call, as the scanner sees its error.
@@ -276,10 +275,7 @@ func (r *scanRun) tasks() []Task {
 // the task timeout from the moment the task starts.
 func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, c *collection, submit func(Task))) Task {
 	c := r.colls[sc.Account+"/"+sc.Service]
-	return Task{Scope: governed(sc), Run: func(poolCtx context.Context, submit func(Task)) {
-		ctx, cancel := context.WithCancel(c.ctx)
-		defer cancel()
-		defer context.AfterFunc(poolCtx, cancel)()
+	return Task{Scope: governed(sc), Context: c.ctx, Run: func(ctx context.Context, submit func(Task)) {
 		if r.s.taskTimeout > 0 {
 			var stop context.CancelFunc
 			ctx, stop = context.WithTimeout(ctx, r.s.taskTimeout)
