@@ -488,7 +488,10 @@ func TestABurstThenQuietIsNotDead(t *testing.T) {
 		for range 5 {
 			ctx, cancel := context.WithCancel(context.Background())
 			wg.Go(func() {
-				Do(ctx, iamUsers, func(context.Context) error { cancel(); return throttle() }, WithGovernor(g))
+				Do(ctx, iamUsers, func(context.Context) error {
+					time.AfterFunc(10*time.Millisecond, cancel) // during the backoff
+					return throttle()
+				}, WithGovernor(g))
 			})
 		}
 		wg.Wait()
