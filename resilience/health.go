@@ -27,6 +27,7 @@ type health struct {
 	calls     int           // the calls with a failed answer in the streak
 	throttled bool          // every failed answer of the streak was throttling
 	opened    string        // why the breaker last opened (ScopeSnapshot.OpenReason)
+	tripped   bool          // the streak opened the breaker: the scope was found dead
 }
 
 // noteFailure records a failed answer at now, throttling or not, of the
@@ -45,7 +46,7 @@ func (e *scopeEntry) noteFailure(p *providerSettings, now time.Duration, throttl
 	defer h.mu.Unlock()
 	if !h.failing.Load() {
 		h.streak++
-		h.since, h.calls, h.throttled = now, 0, true
+		h.since, h.calls, h.throttled, h.tripped = now, 0, true, false
 		h.failing.Store(true)
 	}
 	if noted != h.streak {
@@ -111,14 +112,19 @@ func trip(b state.Breaker, now time.Duration, threshold int) bool {
 	return false
 }
 
-// report returns how the scope is dead at now by the settings of p
-// ("throttled for good", "down", or "" when it is not), and why its
-// breaker last opened.
+// report returns how the scope is dead by the settings of p ("throttled
+// for good", "down", or "" when it is not): its streak of failures, from
+// breaker_threshold calls, spans breaker_dead_seconds or opened its
+// breaker, and no success ended it since. It also returns why its breaker
+// last opened.
 func (h *health) report(p *providerSettings, now time.Duration) (dead string, opened string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case !h.deadAt(p, now):
+	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0:
+	case !h.tripped && h.last-h.since < p.dead:
+		// Its failures do not span the time that makes a scope dead, and
+		// did not open its breaker.
 	case h.throttled:
 		dead = "throttled for good"
 	default:
@@ -128,7 +134,7 @@ func (h *health) report(p *providerSettings, now time.Duration) (dead string, op
 }
 
 // noteOpened records why the scope's breaker opened.
-func (e *scopeEntry) noteOpened(reason string) {
+func (e *scopeEntry) noteOpened(reason string, dead bool) {
 	h := e.health.Load()
 	if h == nil {
 		h = new(health)
@@ -138,6 +144,7 @@ func (e *scopeEntry) noteOpened(reason string) {
 	}
 	h.mu.Lock()
 	h.opened = reason
+	h.tripped = dead && h.failing.Load()
 	h.mu.Unlock()
 }
 

@@ -141,7 +141,7 @@ func (gd *Guard) tripDead(now time.Duration, forGood bool) {
 	if forGood {
 		reason = "throttled for good"
 	}
-	gd.e.noteOpened(reason)
+	gd.e.noteOpened(reason, true)
 	gd.count(tripsTally)
 	gd.recordBreaker(state.Closed, state.Open)
 }
@@ -232,7 +232,7 @@ func (gd *Guard) recordBreakerFailure(now time.Duration) {
 		if gd.last.kind == Throttled {
 			reason = "throttling"
 		}
-		gd.e.noteOpened(reason)
+		gd.e.noteOpened(reason, false)
 		gd.count(tripsTally)
 		gd.recordBreaker(from, state.Open)
 	}

@@ -162,7 +162,7 @@ type served struct {
 			MaxInFlight int       `json:"max_in_flight"`
 			RetryBudget float64   `json:"retry_budget"`
 			Queued      int       `json:"queued"`
-			Dead        bool      `json:"dead"`
+			Dead        string    `json:"dead"`
 			OpenReason  string    `json:"open_reason"`
 		} `json:"state"`
 		Counters struct {

@@ -55,7 +55,7 @@ func TestJSONListsEveryScopeTroubleFirst(t *testing.T) {
 		if pa.State.Leaf.Paused != 90 || !pa.State.PausedUntil.Equal(start.Add(90*time.Second)) || pa.Queued != 3 || pa.State.Queued != 3 {
 			t.Errorf("paused %+v", pa)
 		}
-		if !de.State.Dead || de.State.OpenReason != "throttled for good" || de.Counters.GaveUp != 4 {
+		if de.State.Dead != "throttled for good" || de.State.OpenReason != "throttled for good" || de.Counters.GaveUp != 4 {
 			t.Errorf("dead %+v", de)
 		}
 		if sl.State.Leaf.Rate != 3 || sl.State.Leaf.Ceiling != 6 || sl.Counters.GaveUp != 1 || sl.Counters.Throttled != 1 || sl.State.RetryBudget != 500 {

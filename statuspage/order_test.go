@@ -131,12 +131,12 @@ func TestStatusOf(t *testing.T) {
 		want status
 	}{
 		{state.ScopeSnapshot{Leaf: state.BucketSnapshot{Rate: 1, Ceiling: 10, Paused: 1}, Breaker: state.BreakerSnapshot{State: state.Open}}, statusOpen},
-		{state.ScopeSnapshot{Leaf: full, Breaker: state.BreakerSnapshot{State: state.Open}, Dead: true}, statusDead},
-		{state.ScopeSnapshot{Leaf: full, Breaker: state.BreakerSnapshot{State: state.HalfOpen}, Dead: true}, statusDead},
+		{state.ScopeSnapshot{Leaf: full, Breaker: state.BreakerSnapshot{State: state.Open}, Dead: "down"}, statusDead},
+		{state.ScopeSnapshot{Leaf: full, Breaker: state.BreakerSnapshot{State: state.HalfOpen}, Dead: "down"}, statusDead},
 		{state.ScopeSnapshot{Leaf: full, Breaker: state.BreakerSnapshot{State: state.HalfOpen}}, statusHalfOpen},
 		{state.ScopeSnapshot{Leaf: state.BucketSnapshot{Rate: 1, Ceiling: 10, Paused: 1}}, statusPaused},
 		{state.ScopeSnapshot{Leaf: full, Account: state.BucketSnapshot{Paused: 1}}, statusPaused},
-		{state.ScopeSnapshot{Leaf: full, Dead: true}, statusDead},
+		{state.ScopeSnapshot{Leaf: full, Dead: "down"}, statusDead},
 		{state.ScopeSnapshot{Leaf: state.BucketSnapshot{Rate: 9, Ceiling: 10, Tokens: -3}}, statusSlowed},
 		{state.ScopeSnapshot{Leaf: state.BucketSnapshot{Rate: 10, Ceiling: 10, Tokens: -2.5}}, statusQueued},
 		{state.ScopeSnapshot{Leaf: full, Waiting: 3, InFlight: 5, MaxInFlight: 5}, statusOK},
@@ -162,11 +162,11 @@ func TestReasonOf(t *testing.T) {
 		{state.ScopeSnapshot{Breaker: open, OpenReason: "throttling"}, "throttling"},
 		{state.ScopeSnapshot{Breaker: state.BreakerSnapshot{State: state.HalfOpen}, OpenReason: "errors"}, "errors"},
 		{state.ScopeSnapshot{OpenReason: "errors"}, ""}, // closed again: the reason is history
-		{state.ScopeSnapshot{Breaker: open, Dead: true, OpenReason: "throttled for good"}, "throttled for good"},
-		{state.ScopeSnapshot{Breaker: open, Dead: true, OpenReason: "throttling"}, "throttled for good"},
-		{state.ScopeSnapshot{Breaker: open, Dead: true, OpenReason: "down"}, "down"},
-		{state.ScopeSnapshot{Breaker: open, Dead: true, OpenReason: "errors"}, "down"},
-		{state.ScopeSnapshot{Dead: true}, ""},
+		{state.ScopeSnapshot{Breaker: open, Dead: "throttled for good", OpenReason: "throttled for good"}, "throttled for good"},
+		{state.ScopeSnapshot{Breaker: open, Dead: "throttled for good", OpenReason: "throttling"}, "throttled for good"},
+		{state.ScopeSnapshot{Breaker: open, Dead: "down", OpenReason: "down"}, "down"},
+		{state.ScopeSnapshot{Breaker: open, Dead: "down", OpenReason: "errors"}, "down"},
+		{state.ScopeSnapshot{Dead: "down"}, "down"},
 	} {
 		if got := reasonOf(c.snap); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.snap, got, c.want)

@@ -39,7 +39,7 @@ func (s status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // to wait for.
 func statusOf(s state.ScopeSnapshot) status {
 	switch {
-	case s.Dead:
+	case s.Dead != "":
 		return statusDead
 	case s.Breaker.State == state.Open:
 		return statusOpen
@@ -73,14 +73,8 @@ func tokensQueued(b state.BucketSnapshot) int {
 // (only throttling answered) or down.
 func reasonOf(s state.ScopeSnapshot) string {
 	switch {
-	case s.Dead:
-		switch s.OpenReason {
-		case "throttled for good", "throttling":
-			return "throttled for good"
-		case "down", "errors":
-			return "down"
-		}
-		return "" // dead, its breaker not opened by this process
+	case s.Dead != "":
+		return s.Dead // "throttled for good" or "down", as the governor saw its answers
 	case s.Breaker.State != state.Closed:
 		return s.OpenReason
 	}
