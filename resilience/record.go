@@ -158,7 +158,7 @@ func (gd *Guard) tripDead(now time.Duration, forGood bool) {
 		reason = "throttled for good"
 		gd.count(forGoodTally)
 	}
-	gd.e.noteOpened(reason)
+	gd.e.noteOpened(reason, true)
 	gd.count(tripsTally)
 	gd.recordBreaker(state.Closed, state.Open, reason)
 }
@@ -252,7 +252,7 @@ func (gd *Guard) recordBreakerFailure(now time.Duration) {
 		if gd.last.kind == Throttled {
 			reason = "throttling"
 		}
-		gd.e.noteOpened(reason)
+		gd.e.noteOpened(reason, false)
 		gd.count(tripsTally)
 		gd.recordBreaker(from, state.Open, reason)
 	}
