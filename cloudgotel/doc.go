@@ -2,14 +2,17 @@
 // OpenTelemetry metrics, and its waits, throttles and retries as events
 // of the calls' spans.
 //
-// An Observer (NewObserver) is given to the governor with
-// resilience.WithObserver; RegisterGauges adds observable gauges read from
-// the governor's live scopes at each collection:
+// Instrument makes it all in one call, on one meter provider: the
+// Observer of the governor's events, and observable gauges read from the
+// live scopes of the governor made with it (resilience.WithObserver
+// attaches the governor to the Observer when it is made):
 //
-//	obs, err := cloudgotel.NewObserver()
+//	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
 //	gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
-//	reg, err := cloudgotel.RegisterGauges(gov)
-//	defer reg.Unregister()
+//	defer obs.Unregister()
+//
+// NewObserver and RegisterGauges, the same in two phases (the observer
+// before the governor, the gauges after it), are deprecated.
 //
 // # Instruments
 //
@@ -21,12 +24,16 @@
 //	cloudg.retries          counter    {retry}      retries sent
 //	cloudg.gave_up          counter    {call}       calls lost to throttling after their retries (cloudg.reason)
 //	cloudg.rejected         counter    {call}       calls an open breaker refused before sending
-//	cloudg.breaker.trips    counter    {trip}       breakers opened
+//	cloudg.lost             counter    {call}       calls lost, by cloudg.loss: gave_up, skipped, failed, refused, cancelled
+//	cloudg.breaker.trips    counter    {trip}       breakers opened, by cloudg.reason: throttling, errors, throttled for good, down
 //	cloudg.wait.duration    histogram  s            waits for a rate token (cloudg.level: the slowest bucket)
 //	cloudg.rate             gauge      {request}/s  a scope's adaptive rate
 //	cloudg.rate.ceiling     gauge      {request}/s  its configured ceiling
 //	cloudg.breaker.state    gauge                   0 closed, 1 half-open, 2 open
+//	cloudg.queued           gauge      {call}       calls waiting for a rate token of a scope (or its account), a pause holding them
+//	cloudg.pause.remaining  gauge      s            the time left of the pause holding a scope, 0 when none
 //	cloudg.inflight         gauge      {call}       calls holding a slot of an account's bulkhead
+//	cloudg.waiting          gauge      {call}       calls waiting for a slot of an account's bulkhead
 //	cloudg.retry_budget     gauge      {token}      tokens left in a provider's retry budget
 //
 // Through the OpenTelemetry Prometheus exporter they read cloudg_calls_total,
@@ -37,13 +44,26 @@
 // A scope's parts are the attributes of the semantic conventions (v1.38.0,
 // the last to name the RPC service on its own): cloud.provider,
 // cloud.account.id, cloud.region, rpc.service and rpc.method, each only
-// when the part is set. cloudg.inflight has the provider and account only,
-// and cloudg.retry_budget the provider only, since those are what they
-// belong to. WithoutAccount and WithoutOperation drop cloud.account.id or
-// rpc.method to bound the number of series of an estate of thousands of
-// accounts; the gauges of the scopes that then share their attributes are
-// added up (rates, ceilings, calls in flight) or give their worst
-// (breaker state).
+// when the part is set. cloudg.inflight and cloudg.waiting have the
+// provider and account only, and cloudg.retry_budget the provider only,
+// since those are what they belong to. WithoutAccount and
+// WithoutOperation drop cloud.account.id or rpc.method to bound the
+// number of series of an estate of thousands of accounts, or of
+// operations (WithoutOperation makes each service's operations one
+// series); the gauges of the scopes that then share their attributes are
+// added up (rates, ceilings, callers queued, calls in flight and waiting)
+// or give their worst (breaker state, the longest pause).
+//
+// # Series
+//
+// Each live scope (a leaf of the governor: an operation where the service
+// is paced per operation, a service otherwise) has five gauge series,
+// each account two more and each provider one. The counters have a series
+// per call scope (the scope with its operation) and event: cloudg.calls
+// one per operation called, the others one per operation that had the
+// event (per reason or kind where they have one); the wait histogram has
+// nineteen (16 buckets, +Inf, sum and count) per operation and bucket
+// level that waited. WithoutOperation counts operations as their service.
 //
 // # Spans
 //

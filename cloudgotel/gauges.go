@@ -2,6 +2,7 @@ package cloudgotel
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -10,14 +11,106 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
+// Instrument makes what records a governor in OpenTelemetry, on one meter
+// provider (WithMeterProvider, or the global one): the Observer of its
+// events (counters, the wait histogram, span events) and the observable
+// gauges of its live scopes, read at each collection. Give the Observer
+// to the governor with resilience.WithObserver; the governor attaches
+// itself to it when it is made, so that the events and the gauges are
+// wired together, by one option:
+//
+//	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
+//	gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
+//	defer obs.Unregister()
+//
+// The gauges read every governor made with the Observer (the scopes of
+// two governors that share their attributes are added up as
+// WithoutAccount's are). Instrument fails when the meter provider refuses
+// an instrument or the gauges' callback.
+func Instrument(opts ...Option) (*Observer, error) {
+	c := newConfig(opts)
+	o, err := newObserver(&c)
+	if err != nil {
+		return nil, err
+	}
+	gs := &gauges{}
+	if gs.reg, err = registerGauges(&c, gs.governors); err != nil {
+		return nil, err
+	}
+	o.gauges = gs
+	return o, nil
+}
+
+// Attach makes the Observer's gauges read g's live scopes: NewGovernor
+// calls it when g is made with the Observer (resilience.WithObserver). An
+// Observer of NewObserver has no gauges, and ignores it.
+func (o *Observer) Attach(g *resilience.Governor) {
+	if o.gauges != nil && g != nil {
+		o.gauges.attach(g)
+	}
+}
+
+// Unregister stops the gauges of an Observer from Instrument and lets go
+// of the governors they read; the Observer still records events. It
+// returns the meter provider's error, if any.
+func (o *Observer) Unregister() error {
+	if o.gauges == nil {
+		return nil
+	}
+	return o.gauges.unregister()
+}
+
+// gauges are an Instrument's gauges and the governors they read.
+type gauges struct {
+	reg  metric.Registration
+	mu   sync.Mutex
+	govs []*resilience.Governor // replaced, never changed in place
+}
+
+func (gs *gauges) attach(g *resilience.Governor) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	for _, x := range gs.govs {
+		if x == g {
+			return
+		}
+	}
+	gs.govs = append(gs.govs[:len(gs.govs):len(gs.govs)], g)
+}
+
+func (gs *gauges) governors() []*resilience.Governor {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return gs.govs
+}
+
+func (gs *gauges) unregister() error {
+	gs.mu.Lock()
+	gs.govs = nil
+	gs.mu.Unlock()
+	return gs.reg.Unregister()
+}
+
 // RegisterGauges registers observable gauges over g's live scopes
-// (resilience.Governor.Scopes), read at each collection: cloudg.rate,
-// cloudg.rate.ceiling and cloudg.breaker.state per scope, cloudg.inflight
-// per account and cloudg.retry_budget per provider. Unregister the
-// returned registration to stop reading g. It fails when the meter
-// provider refuses an instrument or the callback.
+// (resilience.Governor.Scopes), read at each collection: those Instrument
+// registers (see the package's documentation). Unregister the returned
+// registration to stop reading g. It fails when the meter provider
+// refuses an instrument or the callback.
+//
+// Deprecated: Instrument makes the gauges with the Observer, in one call
+// on one meter provider, and reads the governor made with it.
 func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration, error) {
 	c := newConfig(opts)
+	govs := []*resilience.Governor{g}
+	return registerGauges(&c, func() []*resilience.Governor { return govs })
+}
+
+// registerGauges registers the gauges on c's meter provider, reading the
+// governors read returns at each collection: cloudg.rate,
+// cloudg.rate.ceiling, cloudg.breaker.state, cloudg.queued and
+// cloudg.pause.remaining per scope, cloudg.inflight and cloudg.waiting
+// per account, cloudg.retry_budget per provider.
+func registerGauges(c *config, read func() []*resilience.Governor) (metric.Registration, error) {
 	m := c.meter()
 	rate, err := m.Float64ObservableGauge("cloudg.rate", metric.WithUnit("{request}/s"),
 		metric.WithDescription("A scope's adaptive rate."))
@@ -34,8 +127,23 @@ func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration
 	if err != nil {
 		return nil, err
 	}
+	queued, err := m.Int64ObservableGauge("cloudg.queued", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls waiting for a rate token of a scope's bucket or its account's, a pause holding them."))
+	if err != nil {
+		return nil, err
+	}
+	paused, err := m.Float64ObservableGauge("cloudg.pause.remaining", metric.WithUnit("s"),
+		metric.WithDescription("The time left of the pause holding a scope (its own or its account's); 0 when none."))
+	if err != nil {
+		return nil, err
+	}
 	inflight, err := m.Int64ObservableGauge("cloudg.inflight", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls holding a slot of an account's bulkhead."))
+	if err != nil {
+		return nil, err
+	}
+	waiting, err := m.Int64ObservableGauge("cloudg.waiting", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls waiting for a slot of an account's bulkhead."))
 	if err != nil {
 		return nil, err
 	}
@@ -45,21 +153,25 @@ func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration
 		return nil, err
 	}
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		r := c.read(g)
+		r := c.read(read())
 		for _, l := range r.leaves {
 			opt := metric.WithAttributeSet(l.set)
 			o.ObserveFloat64(rate, l.rate, opt)
 			o.ObserveFloat64(ceiling, l.ceiling, opt)
 			o.ObserveInt64(breaker, l.breaker, opt)
+			o.ObserveInt64(queued, l.queued, opt)
+			o.ObserveFloat64(paused, l.paused, opt)
 		}
 		for _, a := range r.accounts {
-			o.ObserveInt64(inflight, a.n, metric.WithAttributeSet(a.set))
+			opt := metric.WithAttributeSet(a.set)
+			o.ObserveInt64(inflight, a.inflight, opt)
+			o.ObserveInt64(waiting, a.waiting, opt)
 		}
 		for _, p := range r.providers {
 			o.ObserveFloat64(budget, p.left, metric.WithAttributeSet(p.set))
 		}
 		return nil
-	}, rate, ceiling, breaker, inflight, budget)
+	}, rate, ceiling, breaker, queued, paused, inflight, waiting, budget)
 }
 
 // breakerValue is the gauge's number for a breaker's position.
@@ -75,7 +187,7 @@ func breakerValue(s state.BreakerState) int64 {
 
 // reading is one collection's gauges, each series once: scopes whose
 // attributes are alike once the configuration drops some are added up, or
-// give their worst breaker.
+// give their worst breaker and their longest pause.
 type reading struct {
 	leaves    []*leafGauge
 	accounts  []*accountGauge
@@ -83,14 +195,14 @@ type reading struct {
 }
 
 type leafGauge struct {
-	set           attribute.Set
-	rate, ceiling float64
-	breaker       int64
+	set                   attribute.Set
+	rate, ceiling, paused float64
+	breaker, queued       int64
 }
 
 type accountGauge struct {
-	set attribute.Set
-	n   int64
+	set               attribute.Set
+	inflight, waiting int64
 }
 
 type providerGauge struct {
@@ -98,41 +210,53 @@ type providerGauge struct {
 	left float64
 }
 
-// read takes g's live scopes into one reading.
-func (c *config) read(g *resilience.Governor) reading {
+// read takes the live scopes of govs into one reading.
+func (c *config) read(govs []*resilience.Governor) reading {
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
 	accounts := map[attribute.Distinct]*accountGauge{}
-	providers := map[string]*providerGauge{}
-	seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
-	for sc, snap := range g.Scopes() {
-		set := attribute.NewSet(c.scopeAttrs(sc)...)
-		l, ok := leaves[set.Equivalent()]
-		if !ok {
-			l = &leafGauge{set: set}
-			leaves[set.Equivalent()] = l
-			r.leaves = append(r.leaves, l)
-		}
-		l.rate += snap.Leaf.Rate
-		l.ceiling += snap.Leaf.Ceiling
-		l.breaker = max(l.breaker, breakerValue(snap.Breaker.State))
-
-		acct := resilience.Scope{Provider: sc.Provider, Account: sc.Account}
-		if !seenAccount[acct] {
-			seenAccount[acct] = true
-			set := attribute.NewSet(c.scopeAttrs(acct)...)
-			a, ok := accounts[set.Equivalent()]
+	providers := map[attribute.Distinct]*providerGauge{}
+	for _, g := range govs {
+		seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
+		seenProvider := map[string]bool{}          // each budget counted once
+		for sc, snap := range g.Scopes() {
+			set := attribute.NewSet(c.scopeAttrs(sc)...)
+			l, ok := leaves[set.Equivalent()]
 			if !ok {
-				a = &accountGauge{set: set}
-				accounts[set.Equivalent()] = a
-				r.accounts = append(r.accounts, a)
+				l = &leafGauge{set: set}
+				leaves[set.Equivalent()] = l
+				r.leaves = append(r.leaves, l)
 			}
-			a.n += int64(snap.InFlight)
-		}
-		if _, ok := providers[sc.Provider]; !ok {
-			p := &providerGauge{set: attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: sc.Provider})...), left: snap.RetryBudget}
-			providers[sc.Provider] = p
-			r.providers = append(r.providers, p)
+			l.rate += snap.Leaf.Rate
+			l.ceiling += snap.Leaf.Ceiling
+			l.breaker = max(l.breaker, breakerValue(snap.Breaker.State))
+			l.queued += int64(snap.Queued)
+			l.paused = max(l.paused, max(snap.Leaf.Paused, snap.Account.Paused).Seconds())
+
+			acct := resilience.Scope{Provider: sc.Provider, Account: sc.Account}
+			if !seenAccount[acct] {
+				seenAccount[acct] = true
+				set := attribute.NewSet(c.scopeAttrs(acct)...)
+				a, ok := accounts[set.Equivalent()]
+				if !ok {
+					a = &accountGauge{set: set}
+					accounts[set.Equivalent()] = a
+					r.accounts = append(r.accounts, a)
+				}
+				a.inflight += int64(snap.InFlight)
+				a.waiting += int64(snap.Waiting)
+			}
+			if !seenProvider[sc.Provider] {
+				seenProvider[sc.Provider] = true
+				set := attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: sc.Provider})...)
+				p, ok := providers[set.Equivalent()]
+				if !ok {
+					p = &providerGauge{set: set}
+					providers[set.Equivalent()] = p
+					r.providers = append(r.providers, p)
+				}
+				p.left += snap.RetryBudget
+			}
 		}
 	}
 	return r

@@ -11,25 +11,36 @@ import (
 )
 
 // Observer records a governor's events as metrics, and as events of the
-// calls' spans. Give it to the governor with resilience.WithObserver. It
-// is safe for concurrent use; the zero Observer is not usable, make one
-// with NewObserver.
+// calls' spans; one from Instrument also reads the governor's live scopes
+// as gauges. Give it to the governor with resilience.WithObserver. It is
+// safe for concurrent use; the zero Observer is not usable, make one with
+// Instrument.
 type Observer struct {
-	attrs                                              attrCache
-	calls, throttles, retries, gaveUp, rejected, trips metric.Int64Counter
-	wait                                               metric.Float64Histogram
+	attrs                                                    attrCache
+	calls, throttles, retries, gaveUp, rejected, trips, lost metric.Int64Counter
+	wait                                                     metric.Float64Histogram
+	gauges                                                   *gauges // Instrument's; nil for NewObserver's
 }
 
 // waitBounds are the wait histogram's buckets, in seconds: from the
 // milliseconds of a busy scope's pacing to a provider's longest pause.
 var waitBounds = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
-// NewObserver makes the instruments of the Observer on the meter provider
-// of WithMeterProvider, or the global one. It fails when the meter
-// provider refuses an instrument.
+// NewObserver makes an Observer of the governor's events only, on the
+// meter provider of WithMeterProvider or the global one; its gauges are
+// RegisterGauges's. It fails when the meter provider refuses an
+// instrument.
+//
+// Deprecated: Instrument makes the Observer and its gauges in one call,
+// on one meter provider, and reads the governor it is given to.
 func NewObserver(opts ...Option) (*Observer, error) {
 	c := newConfig(opts)
-	o := &Observer{attrs: attrCache{c: &c}}
+	return newObserver(&c)
+}
+
+// newObserver makes the event instruments of an Observer configured by c.
+func newObserver(c *config) (*Observer, error) {
+	o := &Observer{attrs: attrCache{c: c}}
 	m := c.meter()
 	for _, in := range []struct {
 		p          *metric.Int64Counter
@@ -41,7 +52,8 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		{&o.retries, "cloudg.retries", "{retry}", "Retries sent."},
 		{&o.gaveUp, "cloudg.gave_up", "{call}", "Calls that failed after their retries with the last attempt throttled."},
 		{&o.rejected, "cloudg.rejected", "{call}", "Calls an open circuit breaker refused before sending."},
-		{&o.trips, "cloudg.breaker.trips", "{trip}", "Circuit breakers opened."},
+		{&o.trips, "cloudg.breaker.trips", "{trip}", "Circuit breakers opened, by why: throttling, errors, throttled for good, down."},
+		{&o.lost, "cloudg.lost", "{call}", "Calls lost, by how: gave_up, skipped, failed, refused, cancelled."},
 	} {
 		var err error
 		if *in.p, err = m.Int64Counter(in.name, metric.WithUnit(in.unit), metric.WithDescription(in.desc)); err != nil {
@@ -59,8 +71,8 @@ func NewObserver(opts ...Option) (*Observer, error) {
 }
 
 // Observe records ev: it counts calls, throttles, retries, give-ups,
-// rejections and breaker trips, records waits, and adds waits, throttles
-// and retries to the call's span when it is recording.
+// rejections, calls lost and breaker trips, records waits, and adds
+// waits, throttles and retries to the call's span when it is recording.
 func (o *Observer) Observe(ev observe.Event) {
 	ctx := ev.Context
 	if ctx == nil {
@@ -98,11 +110,19 @@ func (o *Observer) Observe(ev observe.Event) {
 		}
 	case observe.GaveUp:
 		o.gaveUp.Add(ctx, 1, o.attrs.of(ev.Scope, reasonKey, ev.Reason).add...)
+		o.lost.Add(ctx, 1, o.attrs.of(ev.Scope, lossKey, "gave_up").add...)
 	case observe.Rejected:
 		o.rejected.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
+		o.lost.Add(ctx, 1, o.attrs.of(ev.Scope, lossKey, "skipped").add...)
+	case observe.Lost:
+		o.lost.Add(ctx, 1, o.attrs.of(ev.Scope, lossKey, ev.Loss).add...)
 	case observe.BreakerChange:
 		if ev.To == state.Open {
-			o.trips.Add(ctx, 1, o.attrs.of(ev.Scope, "", "").add...)
+			key := reasonKey
+			if ev.Reason == "" {
+				key = "" // a store's breaker that opened on its own
+			}
+			o.trips.Add(ctx, 1, o.attrs.of(ev.Scope, key, ev.Reason).add...)
 		}
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// An Option configures an Observer or the gauges of RegisterGauges.
+// An Option configures what Instrument makes (or NewObserver and
+// RegisterGauges).
 type Option interface{ apply(*config) }
 
 type config struct {

@@ -38,6 +38,9 @@ type Store struct {
 	calls, errors, hits, misses, fallbacks atomic.Int64
 	refusedLogged                          atomic.Int64 // when a refusal was last logged (Unix ns)
 
+	log atomic.Pointer[slog.Logger] // WithLogger's, the governor's (UseLogger), or slog.Default()
+	ctx context.Context             // the parent of its operations' contexts, naming the store to go-redis's log
+
 	mu      sync.Mutex
 	budgets map[string]*sharedBudget // by key: one per provider
 	// breakers maps a scope's breaker key to a weak pointer to its
@@ -109,8 +112,10 @@ func WithBreakerStaleness(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.breakerStale = d })
 }
 
-// WithLogger logs the switches between shared and local limits (default
-// slog.Default()).
+// WithLogger logs the switches between shared and local limits, and
+// go-redis's own lines about the store's client (a failed dial, say),
+// rate-limited. By default the store logs to the logger of the governor
+// it is given to (resilience.WithLogger), or else to slog.Default().
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
 
 // Open connects to the Redis named by url and returns a Store on it. The
@@ -160,14 +165,19 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		rand.Read(r[:])
 		cfg.id = host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
 	s := &Store{
 		rdb: rdb, bounded: endsAtDeadline(rdb), cfg: cfg, local: resilience.MemoryStore(),
 		horizon: cfg.keyTTL + hint.MaxPause, budgets: map[string]*sharedBudget{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	if cfg.logger != nil {
+		s.log.Store(cfg.logger)
+	} else {
+		s.log.Store(slog.Default())
+	}
+	s.ctx = context.WithValue(context.Background(), storeKey{}, s)
+	routeRedisLog()
+	redisLog.add(s)
 	s.procs.Store(1)
 	s.heartbeat()
 	go s.loop()
@@ -182,12 +192,26 @@ func (s *Store) Close() error {
 		close(s.stop)
 		<-s.done
 		s.flushBudgets()
+		redisLog.remove(s)
 		if s.ownsRDB {
 			err = s.rdb.Close()
 		}
 	})
 	return err
 }
+
+// UseLogger makes l the store's logger when it was given none with
+// WithLogger: resilience.NewGovernor calls it with the governor's logger
+// (resilience.WithLogger), so that one logger takes the governor's lines,
+// the store's and its Redis client's. A nil l changes nothing.
+func (s *Store) UseLogger(l *slog.Logger) {
+	if l != nil && s.cfg.logger == nil {
+		s.log.Store(l)
+	}
+}
+
+// logger returns the store's logger.
+func (s *Store) logger() *slog.Logger { return s.log.Load() }
 
 // closed reports whether Close was called.
 func (s *Store) closed() bool {
@@ -231,6 +255,7 @@ func (s *Store) loop() {
 		case <-t.C:
 			s.heartbeat()
 			s.flushBudgets()
+			redisLog.flush()
 			if beat%60 == 0 {
 				s.forgetDroppedBreakers()
 			}
@@ -266,7 +291,7 @@ func (s *Store) heartbeat() {
 		s.procs.Store(max(1, toInt(res[0])))
 	}
 	if s.degraded.CompareAndSwap(true, false) {
-		s.cfg.logger.Info("cloudg fleet: Redis answers again; back to shared limits", "processes", s.procs.Load())
+		s.logger().Info("cloudg fleet: Redis answers again; back to shared limits", "processes", s.procs.Load())
 	}
 }
 
@@ -281,7 +306,7 @@ func (s *Store) fail(err error) {
 		if redirected(err) {
 			msg = "cloudg fleet: Redis answers as a cluster node; local limits divided among the live processes (give Open the cluster's nodes as addr= parameters, or New a *redis.ClusterClient)"
 		}
-		s.cfg.logger.Warn(msg, "processes", s.procs.Load(), "error", err.Error())
+		s.logger().Warn(msg, "processes", s.procs.Load(), "error", err.Error())
 	}
 }
 
@@ -293,7 +318,7 @@ func (s *Store) refused(key string, err error) {
 	s.errors.Add(1)
 	now := time.Now().UnixNano()
 	if last := s.refusedLogged.Load(); now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
-		s.cfg.logger.Warn("cloudg fleet: Redis refused an operation; it went on with local limits",
+		s.logger().Warn("cloudg fleet: Redis refused an operation; it went on with local limits",
 			"key", key, "error", err.Error())
 	}
 }
@@ -302,7 +327,7 @@ func (s *Store) refused(key string, err error) {
 // store has: one that ignores its context's deadline is left to finish
 // alone when the timeout passes.
 func (s *Store) call(script *redis.Script, keys []string, args []any) ([]any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timeout)
 	defer cancel()
 	if s.bounded {
 		return script.Run(ctx, s.rdb, keys, args...).Slice()

@@ -46,7 +46,7 @@ const (
 	Throttle                        // the provider throttled it (Err, Hint)
 	RateChange                      // the scope's rate moved from OldRate to Rate (of Ceiling)
 	Pause                           // the scope is paused until Until
-	BreakerChange                   // the scope's breaker went from From to To
+	BreakerChange                   // the scope's breaker went from From to To (opened for Reason)
 	Retry                           // retry number Retry goes after Wait
 	GaveUp                          // the call failed after its retries (Err, Reason)
 	Rejected                        // an open breaker refused the call before it was sent
@@ -91,7 +91,11 @@ type Event struct {
 	// attempts left), "deadline", "breaker" (it refused the retry),
 	// "budget" (the retry budget did), "sdk" (the SDK's own loop gave up),
 	// "wait" (its wait would have passed its deadline or its max wait) or
-	// "context" (its context ended).
+	// "context" (its context ended). For a BreakerChange to Open it says
+	// why the breaker opened: "throttling" or "errors" (calls failed after
+	// their retries, the last with that kind of answer), "throttled for
+	// good" or "down" (every answer of the scope failed for the provider's
+	// breaker_dead_seconds).
 	Reason string
 	// Loss says how a Lost call was lost: "failed" (transient errors after
 	// its retries), "refused" (not sent: its wait would have passed its

@@ -61,7 +61,7 @@ func TestLogPausesAndTheBudget(t *testing.T) {
 		}
 		n := 0
 		Do(ctx, iamUsers, always(&n, throttle()), WithGovernor(g))
-		if !buf.contains(`level=INFO msg="cloudg: retry budget exhausted" error=`) ||
+		if !buf.contains(`level=INFO msg="cloudg: retry budget exhausted" retries=1 error=`) ||
 			!buf.contains(`msg="cloudg: call gave up" reason=budget`) {
 			t.Fatalf("log:\n%s", buf.String())
 		}

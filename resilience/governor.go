@@ -26,6 +26,8 @@ type Governor struct {
 	clock    Clock // nil: the time package
 	src      *lockedSource
 	logger   *slog.Logger
+	logEvery time.Duration // the log repeats a scope's throttles and losses at most this often
+	logs     logWindows
 	idle     time.Duration // reclaim scopes unused this long
 	store    state.Store
 	epoch    time.Time
@@ -35,6 +37,7 @@ type Governor struct {
 	others           sync.Map    // provider name -> *provider: those other than aws, azure and gcp; written under mu
 	leakLogged       atomic.Bool // a dropped guard's slot was released and logged
 	life             statsTable
+	waited           span         // the wall-clock time during which a call waited, for the lifetime's totals
 	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
 	reclaim          reclaimer
 	gen              atomic.Uint64 // counts the changes of providers' state, for Bound
@@ -70,9 +73,9 @@ func (s *lockedSource) float64() float64 {
 }
 
 // NewGovernor returns a governor with cfg applied and the governor options
-// among opts (WithClock, WithRandom, WithLogger, WithReclaimAfter,
-// WithStateStore). It returns an error, and no governor, when cfg is
-// invalid.
+// among opts (WithClock, WithRandom, WithLogger, WithLogInterval,
+// WithReclaimAfter, WithStateStore, WithObserver). It returns an error,
+// and no governor, when cfg is invalid.
 func NewGovernor(cfg Config, opts ...GovernorOption) (*Governor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -90,6 +93,10 @@ func NewGovernor(cfg Config, opts ...GovernorOption) (*Governor, error) {
 			}
 		case loggerOption:
 			g.logger = o.l
+		case logIntervalOption:
+			if o.d > 0 {
+				g.logEvery = o.d
+			}
 		case reclaimOption:
 			if o.d > 0 {
 				g.idle = o.d
@@ -103,9 +110,15 @@ func NewGovernor(cfg Config, opts ...GovernorOption) (*Governor, error) {
 		}
 	}
 	g.observed = g.observer != nil || g.logger != nil
+	if u, ok := g.store.(loggerUser); ok && g.logger != nil {
+		u.UseLogger(g.logger)
+	}
 	g.init()
 	if err := g.Configure(cfg); err != nil {
 		return nil, err
+	}
+	if a, ok := g.observer.(attacher); ok {
+		a.Attach(g)
 	}
 	return g, nil
 }
@@ -119,6 +132,9 @@ func (g *Governor) init() {
 		g.sharedBuckets = !inProcess
 		if g.idle == 0 {
 			g.idle = time.Minute
+		}
+		if g.logEvery == 0 {
+			g.logEvery = defaultLogEvery
 		}
 		if g.clock != nil {
 			g.epoch = g.clock.Now()
@@ -362,6 +378,7 @@ func (g *Governor) Reset() {
 	g.cur.Store(g.build(c.cfg, c, true))
 	g.gen.Add(1)
 	g.life.clear()
+	g.waited.reset()
 	g.folded.Store(0)
 }
 

@@ -34,16 +34,18 @@ type policyOption struct{ p *RetryPolicy }
 type clockOption struct{ c Clock }
 type randomOption struct{ src rand.Source }
 type loggerOption struct{ l *slog.Logger }
+type logIntervalOption struct{ d time.Duration }
 type reclaimOption struct{ d time.Duration }
 type storeOption struct{ s state.Store }
 
-func (governorChoice) callOption()    {}
-func (policyOption) callOption()      {}
-func (clockOption) governorOption()   {}
-func (randomOption) governorOption()  {}
-func (loggerOption) governorOption()  {}
-func (reclaimOption) governorOption() {}
-func (storeOption) governorOption()   {}
+func (governorChoice) callOption()        {}
+func (policyOption) callOption()          {}
+func (clockOption) governorOption()       {}
+func (randomOption) governorOption()      {}
+func (loggerOption) governorOption()      {}
+func (reclaimOption) governorOption()     {}
+func (storeOption) governorOption()       {}
+func (logIntervalOption) governorOption() {}
 
 // WithGovernor governs the call with g instead of the process governor
 // (Default).
@@ -63,11 +65,31 @@ func WithClock(c Clock) GovernorOption { return clockOption{c} }
 func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 
 // WithLogger makes the governor log what a person reading the log wants to
-// know: throttles at Debug; pauses of a second or more, breakers letting a
-// probe through or closing, and an empty retry budget at Info; breakers
-// opening and calls given up at Warn; each part of the scope as its own
-// attribute. By default it logs nothing.
+// know, each part of the scope as its own attribute:
+//
+//   - at Debug, each throttled answer ("cloudg: throttled");
+//   - at Info, a scope throttled ("cloudg: scope throttled", with the
+//     throttles counted), a pause of a second or more ("cloudg: scope
+//     paused", for how long and until when), a breaker letting a probe
+//     through or closing, and an empty retry budget;
+//   - at Warn, a breaker opening with its reason (throttling, errors,
+//     throttled for good, down), and the calls lost: given up after
+//     their retries ("cloudg: call gave up"), skipped by an open breaker
+//     ("cloudg: call skipped"), and failed, refused or cancelled
+//     ("cloudg: call lost", with loss and reason).
+//
+// What repeats is rate-limited: a scope's throttles, and each way it loses
+// calls, make a line at their first event and then at most one per
+// interval (ten seconds, WithLogInterval), which counts the events since
+// the scope's last line; a pause makes a line when it holds the scope a
+// second or more longer than the log already said. By default the
+// governor logs nothing.
 func WithLogger(l *slog.Logger) GovernorOption { return loggerOption{l} }
+
+// WithLogInterval sets how often, at most, the log of WithLogger says
+// again that one scope is throttled, or losing calls one way (default ten
+// seconds); a d of 0 or less keeps the default.
+func WithLogInterval(d time.Duration) GovernorOption { return logIntervalOption{d} }
 
 // WithReclaimAfter sets how long a scope must go unused, with nothing
 // learned (rate at its ceiling, bucket full, breaker closed), before its
@@ -78,8 +100,14 @@ func WithReclaimAfter(d time.Duration) GovernorOption { return reclaimOption{d} 
 
 // WithStateStore makes the governor keep its learned state in s (fleet
 // mode's Redis store, for one). The default, MemoryStore, keeps it in the
-// process.
+// process. A store with a method UseLogger(*slog.Logger), as fleet's has,
+// is given the governor's logger (WithLogger), so that its lines and its
+// client's go where the governor's go.
 func WithStateStore(s state.Store) GovernorOption { return storeOption{s} }
+
+// loggerUser is the optional interface of a state store that logs: it
+// takes the governor's logger unless it was given one of its own.
+type loggerUser interface{ UseLogger(*slog.Logger) }
 
 // callOptions picks the call options out of opts. A type switch rather
 // than a method call: calling through the interface would move the

@@ -40,12 +40,17 @@ func (gd *Guard) recordCall() {
 // inlined into Enter, which calls this only when events are observed.
 func (gd *Guard) recordCallEvent() { gd.emit(&observe.Event{Kind: observe.Call}) }
 
-// recordWait counts a wait of w for a rate token of the bucket level.
+// recordWait counts a wait of w for a rate token of the bucket level,
+// which ends now: in the waits added up, and in the wall-clock time
+// waited of the scope and of all scopes, for the lifetime and the run.
 func (gd *Guard) recordWait(w time.Duration, level string) {
 	gd.live()
-	gd.e.lifeCounters(gd.g).recordWait(w)
+	end := gd.g.now()
+	gd.e.lifeCounters(gd.g).recordWaitAt(w, end)
+	gd.g.waited.add(end-w, end)
 	if gd.run != nil {
-		gd.run.recordWait(w)
+		gd.run.recordWaitAt(w, end)
+		gd.bind.stats.waited.add(end-w, end)
 	}
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.Wait, Wait: w, Level: level})
@@ -102,6 +107,9 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	}
 	gd.recordError()
 	gd.noteFailure(now, true)
+	if pause > 0 {
+		gd.countPause(now, pause)
+	}
 	if observed {
 		if decreased {
 			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
@@ -109,6 +117,14 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 		if pause > 0 {
 			gd.emit(&observe.Event{Kind: observe.Pause, Level: "leaf", Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 		}
+	}
+}
+
+// countPause counts a pause of d set at now, for the lifetime and the run.
+func (gd *Guard) countPause(now, d time.Duration) {
+	gd.e.lifeCounters(gd.g).recordPause(now, d)
+	if gd.run != nil {
+		gd.run.recordPause(now, d)
 	}
 }
 
@@ -140,10 +156,11 @@ func (gd *Guard) tripDead(now time.Duration, forGood bool) {
 	reason := "down"
 	if forGood {
 		reason = "throttled for good"
+		gd.count(forGoodTally)
 	}
-	gd.e.noteOpened(reason)
+	gd.e.noteOpened(reason, true)
 	gd.count(tripsTally)
-	gd.recordBreaker(state.Closed, state.Open)
+	gd.recordBreaker(state.Closed, state.Open, reason)
 }
 
 // recordRate records the leaf's new adaptive rate.
@@ -159,6 +176,9 @@ func (gd *Guard) recordRate(rate float64, decreased bool) {
 func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 	now, pause := gd.g.now(), hint.Cap(d)
 	b.Pause(now, pause)
+	if pause > 0 {
+		gd.countPause(now, pause)
+	}
 	if gd.observed() && pause > 0 {
 		gd.emit(&observe.Event{Kind: observe.Pause, Level: level, Time: gd.g.epoch.Add(now), Until: gd.g.epoch.Add(now + pause)})
 	}
@@ -180,7 +200,7 @@ func (gd *Guard) recordSuccess() {
 	gd.live()
 	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
-		gd.recordBreaker(state.HalfOpen, state.Closed)
+		gd.recordBreaker(state.HalfOpen, state.Closed, "")
 	}
 	gd.p.budget.Succeed()
 	if !gd.e.leaf.Recovering() {
@@ -206,7 +226,7 @@ func (gd *Guard) recordProof() {
 	gd.live()
 	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
-		gd.recordBreaker(state.HalfOpen, state.Closed)
+		gd.recordBreaker(state.HalfOpen, state.Closed, "")
 	}
 }
 
@@ -232,9 +252,9 @@ func (gd *Guard) recordBreakerFailure(now time.Duration) {
 		if gd.last.kind == Throttled {
 			reason = "throttling"
 		}
-		gd.e.noteOpened(reason)
+		gd.e.noteOpened(reason, false)
 		gd.count(tripsTally)
-		gd.recordBreaker(from, state.Open)
+		gd.recordBreaker(from, state.Open, reason)
 	}
 	if gd.lease == leaseProbe {
 		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
@@ -342,12 +362,12 @@ func (gd *Guard) recordCancelled(err error) {
 
 // recordProbe reports the breaker letting this call through as its
 // half-open probe.
-func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen) }
+func (gd *Guard) recordProbe() { gd.recordBreaker(state.Open, state.HalfOpen, "") }
 
-// recordBreaker reports a breaker opening, letting a probe through, or
-// closing.
-func (gd *Guard) recordBreaker(from, to state.BreakerState) {
+// recordBreaker reports a breaker opening (for reason: throttling, errors,
+// throttled for good or down), letting a probe through, or closing.
+func (gd *Guard) recordBreaker(from, to state.BreakerState, reason string) {
 	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.BreakerChange, From: from, To: to})
+		gd.emit(&observe.Event{Kind: observe.BreakerChange, From: from, To: to, Reason: reason})
 	}
 }

@@ -29,27 +29,51 @@ const (
 	failedTally
 	refusedTally
 	cancelledTally
+	pausesTally  // pauses set on the scope's leaf or account
+	forGoodTally // breaker trips of a scope throttled for good
 	numTallies
 )
 
 // counters are the telemetry of one service scope. Every field is atomic so
 // that calls record without a lock.
 type counters struct {
-	n         [numTallies]atomic.Int64 // indexed by tally
-	waitNS    atomic.Int64
-	maxWaitNS atomic.Int64
-	backoffNS atomic.Int64
-	rate      atomic.Uint64 // float64 bits of the last adaptive rate seen; 0: never changed
-	minRate   atomic.Uint64 // float64 bits of the lowest; 0: never slowed
-	lastErr   atomic.Pointer[string]
+	n          [numTallies]atomic.Int64 // indexed by tally
+	waitNS     atomic.Int64
+	maxWaitNS  atomic.Int64
+	backoffNS  atomic.Int64
+	maxPauseNS atomic.Int64
+	rate       atomic.Uint64 // float64 bits of the last adaptive rate seen; 0: never changed
+	minRate    atomic.Uint64 // float64 bits of the lowest; 0: never slowed
+	lastErr    atomic.Pointer[string]
+	spans      atomic.Pointer[spans] // the waits and pauses in wall-clock time, made at the first
 }
 
+// recordWait counts a wait of d.
 func (c *counters) recordWait(d time.Duration) {
 	c.n[waitsTally].Add(1)
 	c.waitNS.Add(int64(d))
+	storeMax(&c.maxWaitNS, int64(d))
+}
+
+// recordWaitAt counts a wait that ended at end after d: in the sum, and in
+// the wall-clock time waited.
+func (c *counters) recordWaitAt(d, end time.Duration) {
+	c.recordWait(d)
+	spansOf(&c.spans).waited.add(end-d, end)
+}
+
+// recordPause counts a pause of d set at now.
+func (c *counters) recordPause(now, d time.Duration) {
+	c.n[pausesTally].Add(1)
+	storeMax(&c.maxPauseNS, int64(d))
+	spansOf(&c.spans).paused.add(now, now+d)
+}
+
+// storeMax raises m to v.
+func storeMax(m *atomic.Int64, v int64) {
 	for {
-		m := c.maxWaitNS.Load()
-		if int64(d) <= m || c.maxWaitNS.CompareAndSwap(m, int64(d)) {
+		old := m.Load()
+		if v <= old || m.CompareAndSwap(old, v) {
 			return
 		}
 	}
@@ -117,7 +141,8 @@ func (t *statsTable) clear() { t.m.Clear() }
 // lifetime stats. It is safe for concurrent use; the zero value is empty and
 // ready to use.
 type Stats struct {
-	table statsTable
+	table  statsTable
+	waited span // the wall-clock time during which a call of the run waited
 }
 
 // WithStats returns a context carrying a fresh Stats, and that Stats. Every
@@ -191,6 +216,22 @@ type Counters struct {
 	Waits        int64         `json:"waits"`
 	Wait         time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
 	MaxWait      time.Duration `json:"-"` // max_wait_seconds
+	// WaitElapsed (wait_elapsed_seconds) is the wall-clock time during
+	// which at least one call waited for a rate token: the waits of
+	// concurrent callers, which Wait adds up, counted once. In a
+	// Summary's totals it is the run's, across its scopes.
+	WaitElapsed time.Duration `json:"-"`
+	// Pauses are the pauses set on the scope's leaf or account (a
+	// provider's Retry-After, a proactive pause); Paused (paused_seconds)
+	// is the wall-clock time they held it, each counted once, to the end
+	// of the last, and MaxPause (max_pause_seconds) the longest.
+	Pauses   int64         `json:"pauses"`
+	Paused   time.Duration `json:"-"`
+	MaxPause time.Duration `json:"-"`
+	// ThrottledForGood counts the scope's breaker opening because every
+	// answer was throttling for the provider's breaker_dead_seconds: the
+	// scope never answered (see BreakerTrips, which counts these too).
+	ThrottledForGood int64 `json:"throttled_for_good"`
 	// Backoff (backoff_seconds) is the retries' backoff sleeps added up:
 	// Call and Do's, and those of an SDK's own retry loop (cloudgaws),
 	// from the moment the governor allowed a retry to its sending, before
@@ -202,17 +243,23 @@ type Counters struct {
 	LastError string        `json:"last_error,omitempty"`
 }
 
-// MarshalJSON writes Wait, MaxWait and Backoff as wait_seconds,
-// max_wait_seconds and backoff_seconds.
+// MarshalJSON writes Wait, MaxWait, WaitElapsed, Backoff, Paused and
+// MaxPause as wait_seconds, max_wait_seconds, wait_elapsed_seconds,
+// backoff_seconds, paused_seconds and max_pause_seconds.
 func (c Counters) MarshalJSON() ([]byte, error) {
 	type plain Counters
-	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait, "backoff_seconds", c.Backoff)
+	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait, "wait_elapsed_seconds", c.WaitElapsed,
+		"backoff_seconds", c.Backoff, "paused_seconds", c.Paused, "max_pause_seconds", c.MaxPause)
 }
 
 // String renders the totals the way the worked example prints them:
 // {calls: 9, throttled: 2, ..., wait_seconds: 5.000}. The calls lost as
 // failed, refused or cancelled follow rejected, each only when there are
-// any, so that a run that lost none prints the example's line.
+// any, so that a run that lost none prints the example's line. When the
+// waits of concurrent callers overlapped enough that their sum misleads
+// (see Overlapped), the wall-clock time waited and the longest wait
+// follow wait_seconds: ..., wait_seconds: 985.700,
+// wait_elapsed_seconds: 61.200, max_wait_seconds: 12.000}.
 func (c Counters) String() string {
 	var lost string
 	for _, f := range [...]struct {
@@ -223,8 +270,31 @@ func (c Counters) String() string {
 			lost += fmt.Sprintf(", %s: %d", f.name, f.n)
 		}
 	}
-	return fmt.Sprintf("{calls: %d, throttled: %d, transient_errors: %d, retries: %d, gave_up: %d, rejected: %d%s, breaker_trips: %d, wait_seconds: %.3f}",
-		c.Calls, c.Throttled, c.TransientErrors, c.Retries, c.GaveUp, c.Rejected, lost, c.BreakerTrips, c.Wait.Seconds())
+	var wall string
+	if c.Overlapped() {
+		wall = fmt.Sprintf(", wait_elapsed_seconds: %.3f, max_wait_seconds: %.3f", c.WaitElapsed.Seconds(), c.MaxWait.Seconds())
+	}
+	return fmt.Sprintf("{calls: %d, throttled: %d, transient_errors: %d, retries: %d, gave_up: %d, rejected: %d%s, breaker_trips: %d, wait_seconds: %.3f%s}",
+		c.Calls, c.Throttled, c.TransientErrors, c.Retries, c.GaveUp, c.Rejected, lost, c.BreakerTrips, c.Wait.Seconds(), wall)
+}
+
+// The waits added up read as more time than passed when they are several
+// times the wall-clock time waited (minOverlapFactor) or far more than it
+// (minOverlap): callers waited at the same time.
+const (
+	minOverlapFactor = 3
+	minOverlap       = 10 * time.Second
+)
+
+// Overlapped reports whether the waits added up (Wait) are three times the
+// wall-clock time waited (WaitElapsed) or more, or exceed it by ten
+// seconds or more: concurrent callers waited at the same time, so that
+// the sum alone would read as more time than passed. The messages and
+// String then say the wall-clock time and the longest wait beside the
+// sum. (The worked example's six callers at 2 rps waited 5 s during 2 s:
+// 2.5 times, 3 s more; its lines are the spec's.)
+func (c Counters) Overlapped() bool {
+	return c.WaitElapsed > 0 && (c.Wait >= minOverlapFactor*c.WaitElapsed || c.Wait-c.WaitElapsed >= minOverlap)
 }
 
 // Lost returns the calls lost, whatever the kind (see Loss).
@@ -232,30 +302,37 @@ func (c Counters) Lost() int64 { return c.GaveUp + c.Rejected + c.Failed + c.Ref
 
 func (c *counters) snapshot() Counters {
 	s := Counters{
-		Calls:           c.n[callsTally].Load(),
-		Throttled:       c.n[throttledTally].Load(),
-		TransientErrors: c.n[transientTally].Load(),
-		Retries:         c.n[retriesTally].Load(),
-		GaveUp:          c.n[gaveUpTally].Load(),
-		Rejected:        c.n[rejectedTally].Load(),
-		Failed:          c.n[failedTally].Load(),
-		Refused:         c.n[refusedTally].Load(),
-		Cancelled:       c.n[cancelledTally].Load(),
-		BreakerTrips:    c.n[tripsTally].Load(),
-		Waits:           c.n[waitsTally].Load(),
-		Wait:            time.Duration(c.waitNS.Load()),
-		MaxWait:         time.Duration(c.maxWaitNS.Load()),
-		Backoff:         time.Duration(c.backoffNS.Load()),
-		Rate:            math.Float64frombits(c.rate.Load()),
-		MinRate:         math.Float64frombits(c.minRate.Load()),
+		Calls:            c.n[callsTally].Load(),
+		Throttled:        c.n[throttledTally].Load(),
+		TransientErrors:  c.n[transientTally].Load(),
+		Retries:          c.n[retriesTally].Load(),
+		GaveUp:           c.n[gaveUpTally].Load(),
+		Rejected:         c.n[rejectedTally].Load(),
+		Failed:           c.n[failedTally].Load(),
+		Refused:          c.n[refusedTally].Load(),
+		Cancelled:        c.n[cancelledTally].Load(),
+		BreakerTrips:     c.n[tripsTally].Load(),
+		Waits:            c.n[waitsTally].Load(),
+		Wait:             time.Duration(c.waitNS.Load()),
+		MaxWait:          time.Duration(c.maxWaitNS.Load()),
+		Backoff:          time.Duration(c.backoffNS.Load()),
+		Pauses:           c.n[pausesTally].Load(),
+		MaxPause:         time.Duration(c.maxPauseNS.Load()),
+		ThrottledForGood: c.n[forGoodTally].Load(),
+		Rate:             math.Float64frombits(c.rate.Load()),
+		MinRate:          math.Float64frombits(c.minRate.Load()),
 	}
 	if p := c.lastErr.Load(); p != nil {
 		s.LastError = *p
 	}
+	if sp := c.spans.Load(); sp != nil {
+		s.WaitElapsed, s.Paused = sp.waited.covered(), sp.paused.covered()
+	}
 	return s
 }
 
-// add adds s's counts to c (not its rates or last error).
+// add adds s's counts to c (not its rates or last error, nor its
+// wall-clock times, which add up only as a whole run's).
 func (c *Counters) add(s Counters) {
 	c.Calls += s.Calls
 	c.Throttled += s.Throttled
@@ -271,6 +348,9 @@ func (c *Counters) add(s Counters) {
 	c.Wait += s.Wait
 	c.MaxWait = max(c.MaxWait, s.MaxWait)
 	c.Backoff += s.Backoff
+	c.Pauses += s.Pauses
+	c.MaxPause = max(c.MaxPause, s.MaxPause)
+	c.ThrottledForGood += s.ThrottledForGood
 }
 
 // minReportedWait is the total wait that makes a scope worth a line of its
@@ -279,16 +359,27 @@ const minReportedWait = time.Second
 
 // message renders one scope's line, or "" when it has nothing to say. A
 // scope is eventful when it was throttled, had transient errors, lost
-// calls, tripped its breaker, or waited at least a second in all. Its
-// parts come in this order, each only when it applies:
+// calls, tripped its breaker, or waited or was paused at least a second
+// in all. Its parts come in this order, each only when it applies:
 //
-//	throttled {n}x, slowed to {rate} rps, waited {s}s for rate limit,
-//	{n} retries, circuit opened {n}x, {n} calls skipped,
-//	{n} calls gave up, {n} calls failed, {n} calls refused,
-//	{n} calls cancelled, {n} transient errors
+//	throttled {n}x, slowed to {rate} rps, paused for {s}s,
+//	waited {s}s for rate limit, {n} retries, circuit opened {n}x,
+//	{n} calls skipped, {n} calls gave up, {n} calls failed,
+//	{n} calls refused, {n} calls cancelled, {n} transient errors
 //
-// where the slowest rate is shown for a throttled scope, and transient
-// errors only for a scope that was not throttled.
+// where the slowest rate is shown for a throttled scope, transient
+// errors only for a scope that was not throttled, and the pauses' time
+// in wall-clock time. The waits are added up over the callers, as the
+// totals' wait_seconds; when that sum reads as more time than passed
+// (Counters.Overlapped: three times the wall-clock time waited, or ten
+// seconds more), the wall-clock time waited and the longest wait follow
+// it:
+//
+//	waited 985.7s for rate limit (summed over callers: 61.2s wall-clock, longest 12.0s)
+//
+// A breaker that opened because the scope was throttled for good says
+// so: "circuit opened 1x (throttled for good)", or "circuit opened 3x
+// (1x throttled for good)" when it opened for other reasons too.
 func (c Counters) message(scope string) string {
 	var parts []string
 	if c.Throttled > 0 {
@@ -297,18 +388,33 @@ func (c Counters) message(scope string) string {
 			parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRate))
 		}
 	}
+	paused := c.Paused >= minReportedWait
+	if paused {
+		parts = append(parts, fmt.Sprintf("paused for %.1fs", c.Paused.Seconds()))
+	}
 	waited := c.Wait >= minReportedWait
 	if waited {
-		parts = append(parts, fmt.Sprintf("waited %.1fs for rate limit", c.Wait.Seconds()))
+		w := fmt.Sprintf("waited %.1fs for rate limit", c.Wait.Seconds())
+		if c.Overlapped() {
+			w += fmt.Sprintf(" (summed over callers: %.1fs wall-clock, longest %.1fs)", c.WaitElapsed.Seconds(), c.MaxWait.Seconds())
+		}
+		parts = append(parts, w)
 	}
-	if !waited && c.Throttled == 0 && c.TransientErrors == 0 && c.Lost() == 0 && c.BreakerTrips == 0 {
+	if !waited && !paused && c.Throttled == 0 && c.TransientErrors == 0 && c.Lost() == 0 && c.BreakerTrips == 0 {
 		return ""
 	}
 	if c.Retries > 0 {
 		parts = append(parts, plural(c.Retries, "retry", "retries"))
 	}
 	if c.BreakerTrips > 0 {
-		parts = append(parts, fmt.Sprintf("circuit opened %dx", c.BreakerTrips))
+		trips := fmt.Sprintf("circuit opened %dx", c.BreakerTrips)
+		switch {
+		case c.ThrottledForGood >= c.BreakerTrips:
+			trips += " (throttled for good)"
+		case c.ThrottledForGood > 0:
+			trips += fmt.Sprintf(" (%dx throttled for good)", c.ThrottledForGood)
+		}
+		parts = append(parts, trips)
 	}
 	if c.Rejected > 0 {
 		parts = append(parts, plural(c.Rejected, "call", "calls")+" skipped")

@@ -31,7 +31,10 @@ func TestSummaryMarshalsToTheSpecShape(t *testing.T) {
 		var m map[string]any
 		json.Unmarshal(b, &m)
 		totals := m["totals"].(map[string]any)
-		want := map[string]float64{"calls": 5, "throttled": 1, "transient_errors": 0, "retries": 1, "gave_up": 0, "rejected": 0, "breaker_trips": 0, "wait_seconds": 0.5}
+		// The spec's keys, then the longest wait and the wall-clock time
+		// waited.
+		want := map[string]float64{"calls": 5, "throttled": 1, "transient_errors": 0, "retries": 1, "gave_up": 0, "rejected": 0, "breaker_trips": 0, "wait_seconds": 0.5,
+			"max_wait_seconds": 0.5, "wait_elapsed_seconds": 0.5}
 		for k, v := range want {
 			if totals[k] != v {
 				t.Errorf("totals.%s = %v, want %v (%s)", k, totals[k], v, b)

@@ -8,7 +8,8 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
-// Summary is a report of a run (or of the governor's lifetime): totals, one
+// Summary is a report of a run (or of the governor's lifetime): totals (with
+// the wall-clock time the run waited beside the waits added up), one
 // line per eventful scope, the scopes given up on with their reason, every
 // scope's counters, and the governor's slowed buckets and unhealthy
 // breakers at the time of the report. Its maps are keyed by Scope: Scopes
@@ -35,9 +36,11 @@ func (g *Governor) Summary(s *Stats) Summary {
 	var sum Summary
 	if s != nil {
 		table = s.table.snapshot()
+		sum.Totals.WaitElapsed = s.waited.covered()
 	} else {
 		table = g.lifetime()
 		sum.Totals.Calls = g.folded.Load()
+		sum.Totals.WaitElapsed = g.waited.covered()
 	}
 	sum.Messages = messages(table)
 	sum.Skipped = map[Scope]string{}
@@ -52,6 +55,8 @@ func (g *Governor) Summary(s *Stats) Summary {
 		sum.Scopes[sc] = st
 		sum.Totals.add(st)
 		switch {
+		case st.Rejected > 0 && st.ThrottledForGood > 0:
+			sum.Skipped[sc] = "throttled for good, circuit open: " + plural(st.Rejected, "call", "calls") + " not sent"
 		case st.Rejected > 0:
 			sum.Skipped[sc] = "circuit open: " + plural(st.Rejected, "call", "calls") + " not sent"
 		case st.GaveUp > 0:
@@ -73,7 +78,9 @@ func (g *Governor) Summary(s *Stats) Summary {
 // MarshalJSON writes the summary with its totals in the report's form:
 // calls, throttled, transient_errors, retries, gave_up, rejected (and
 // failed, refused and cancelled when there are any), breaker_trips and
-// wait_seconds.
+// wait_seconds (the waits added up over the callers), then
+// max_wait_seconds (the longest wait) and wait_elapsed_seconds (the
+// wall-clock time during which a call of the run waited).
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
 	return json.Marshal(struct {
@@ -98,7 +105,8 @@ func (t totalsJSON) MarshalJSON() ([]byte, error) {
 		Cancelled       int64 `json:"cancelled,omitempty"`
 		BreakerTrips    int64 `json:"breaker_trips"`
 	}
-	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.BreakerTrips}, "wait_seconds", t.Wait)
+	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.BreakerTrips},
+		"wait_seconds", t.Wait, "max_wait_seconds", t.MaxWait, "wait_elapsed_seconds", t.WaitElapsed)
 }
 
 // lifetime returns the lifetime counters of every service scope: those of

@@ -207,10 +207,12 @@ type ScopeSnapshot struct {
 	// account bucket (a pause holds them there), as the bucket's balance
 	// below zero counts them.
 	Queued int `json:"queued"`
-	// Dead reports a scope every answer of which failed for the provider's
-	// breaker_dead_seconds, from at least breaker_threshold calls (as this
-	// process saw it): throttled for good, or down.
-	Dead bool `json:"dead,omitempty"`
+	// Dead says how a scope every answer of which failed for the
+	// provider's breaker_dead_seconds, from at least breaker_threshold
+	// calls and recently, is dead (as this process saw it): "throttled for
+	// good" (every failed answer was throttling) or "down"; empty when it
+	// is not.
+	Dead string `json:"dead,omitempty"`
 	// OpenReason says why the breaker last opened: "throttling" or
 	// "errors" (calls failed after their retries, the last with that kind
 	// of answer), "throttled for good" or "down" (the scope was dead);

@@ -2,8 +2,12 @@ package test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -33,10 +37,11 @@ func gauge[N int64 | float64](t *testing.T, mt metricdata.Metrics) map[string]N 
 // 111 slowed to half its ceiling with its breaker open, DescribeSubnets of
 // the same account at its ceiling with a call holding a slot, DescribeVpcs
 // of account 222 at its ceiling, and a GCP scope. It returns the governor
-// and the guard holding the slot.
-func gaugeEstate(t *testing.T, m meter) (*resilience.Governor, *resilience.Guard) {
+// (instrumented on m with opts), its Observer and the guard holding the
+// slot.
+func gaugeEstate(t *testing.T, m meter, opts ...cloudgotel.Option) (*resilience.Governor, *cloudgotel.Observer, *resilience.Guard) {
 	t.Helper()
-	g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+	g, obs := instrumented(t, m, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}}, opts...)
 	ctx := context.Background()
 	gov := resilience.WithGovernor(g)
 	resilience.Do(ctx, vpcs, fail(throttled), gov, once)
@@ -50,24 +55,21 @@ func gaugeEstate(t *testing.T, m meter) (*resilience.Governor, *resilience.Guard
 	if err := held.Enter(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return g, held
+	return g, obs, held
 }
 
-// The gauges read each live scope's rate, ceiling and breaker, each
-// account's calls in flight and each provider's retry budget, with the
-// attributes of what they belong to.
+// The gauges read each live scope's rate, ceiling, breaker, callers queued
+// and pause, each account's calls in flight and waiting, and each
+// provider's retry budget, with the attributes of what they belong to.
 func TestGauges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMeter()
-		g, held := gaugeEstate(t, m)
+		_, obs, held := gaugeEstate(t, m)
 		defer held.End(nil)
-		reg, err := cloudgotel.RegisterGauges(g, cloudgotel.WithMeterProvider(m))
-		if err != nil {
-			t.Fatal(err)
-		}
 		got := m.collect(t)
 		for name, unit := range map[string]string{"cloudg.rate": "{request}/s", "cloudg.rate.ceiling": "{request}/s",
-			"cloudg.breaker.state": "", "cloudg.inflight": "{call}", "cloudg.retry_budget": "{token}"} {
+			"cloudg.breaker.state": "", "cloudg.queued": "{call}", "cloudg.pause.remaining": "s",
+			"cloudg.inflight": "{call}", "cloudg.waiting": "{call}", "cloudg.retry_budget": "{token}"} {
 			if got[name].Unit != unit {
 				t.Errorf("%s: unit %q, want %q", name, got[name].Unit, unit)
 			}
@@ -80,6 +82,8 @@ func TestGauges(t *testing.T) {
 		rates := gauge[float64](t, got["cloudg.rate"])
 		ceilings := gauge[float64](t, got["cloudg.rate.ceiling"])
 		breakers := gauge[int64](t, got["cloudg.breaker.state"])
+		queued := gauge[int64](t, got["cloudg.queued"])
+		paused := gauge[float64](t, got["cloudg.pause.remaining"])
 		for sc, want := range map[resilience.Scope]struct {
 			rate, ceiling float64
 			breaker       int64
@@ -88,16 +92,26 @@ func TestGauges(t *testing.T) {
 			if rates[k] != want.rate || ceilings[k] != want.ceiling || breakers[k] != want.breaker {
 				t.Errorf("%v: rate %v of %v, breaker %v; want %+v", sc, rates[k], ceilings[k], breakers[k], want)
 			}
+			if q, has := queued[k]; !has || q != 0 {
+				t.Errorf("%v: %v queued (%v)", sc, q, has)
+			}
+			if p, has := paused[k]; !has || p != 0 {
+				t.Errorf("%v: paused %v (%v)", sc, p, has)
+			}
 		}
-		if len(rates) != 4 {
-			t.Errorf("rate series %v", rates)
+		if len(rates) != 4 || len(queued) != 4 || len(paused) != 4 {
+			t.Errorf("rate series %v, queued %v, paused %v", rates, queued, paused)
 		}
 		inflight := gauge[int64](t, got["cloudg.inflight"])
+		waiting := gauge[int64](t, got["cloudg.waiting"])
 		acct := func(p, a string) string {
 			return key(attribute.String("cloud.provider", p), attribute.String("cloud.account.id", a))
 		}
 		if len(inflight) != 3 || inflight[acct("aws", "111111111111")] != 1 || inflight[acct("aws", "222222222222")] != 0 || inflight[acct("gcp", "projects/p1")] != 0 {
 			t.Errorf("in flight %v", inflight)
+		}
+		if len(waiting) != 3 || waiting[acct("aws", "111111111111")] != 0 {
+			t.Errorf("waiting %v", waiting)
 		}
 		budget := gauge[float64](t, got["cloudg.retry_budget"])
 		prov := func(p string) string { return key(attribute.String("cloud.provider", p)) }
@@ -106,7 +120,7 @@ func TestGauges(t *testing.T) {
 		}
 
 		// Unregistered, the gauges read the governor no more.
-		if err := reg.Unregister(); err != nil {
+		if err := obs.Unregister(); err != nil {
 			t.Fatal(err)
 		}
 		if mt, has := m.collect(t)["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
@@ -121,11 +135,8 @@ func TestGauges(t *testing.T) {
 func TestGaugesWithoutAccount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMeter()
-		g, held := gaugeEstate(t, m)
+		_, _, held := gaugeEstate(t, m, cloudgotel.WithoutAccount())
 		defer held.End(nil)
-		if _, err := cloudgotel.RegisterGauges(g, cloudgotel.WithMeterProvider(m), cloudgotel.WithoutAccount()); err != nil {
-			t.Fatal(err)
-		}
 		got := m.collect(t)
 		anyVpcs := vpcs
 		anyVpcs.Account = ""
@@ -136,6 +147,131 @@ func TestGaugesWithoutAccount(t *testing.T) {
 		inflight := gauge[int64](t, got["cloudg.inflight"])
 		if len(inflight) != 2 || inflight[key(attribute.String("cloud.provider", "aws"))] != 1 {
 			t.Errorf("in flight %v", inflight)
+		}
+	})
+}
+
+// A paused scope's gauges say the callers queued for its tokens and the
+// time left of its pause; an account's, the callers waiting for a slot.
+func TestGaugesOfQueuedAndPausedScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		ctx := context.Background()
+		gov := resilience.WithGovernor(g)
+		hinted := &apiErr{code: "Throttling", status: 400, header: http.Header{"Retry-After": {"60"}}}
+		resilience.Do(ctx, vpcs, fail(hinted), gov, once) // paused 60 s
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
+		}
+		iamHeld, _ := g.Begin(ctx, iam) // another account's slot
+		if err := iamHeld.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		other := iam
+		other.Operation = "ListRoles"
+		for range 2 {
+			wg.Go(func() { resilience.Do(ctx, other, ok, gov) }) // waiting for its slot
+		}
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		got := m.collect(t)
+		k := key(scopeKV(vpcs)...)
+		if q := gauge[int64](t, got["cloudg.queued"])[k]; q != 3 {
+			t.Errorf("%d queued for the paused scope, want 3", q)
+		}
+		if p := gauge[float64](t, got["cloudg.pause.remaining"])[k]; p != 45 {
+			t.Errorf("the pause has %v s left, want 45", p)
+		}
+		acct := key(attribute.String("cloud.provider", "aws"), attribute.String("cloud.account.id", iam.Account))
+		if w := gauge[int64](t, got["cloudg.waiting"])[acct]; w != 2 {
+			t.Errorf("%d waiting for a slot of account %s, want 2", w, iam.Account)
+		}
+		iamHeld.End(nil)
+		wg.Wait()
+	})
+}
+
+// Instrument wires the events and the gauges in one call: a governor made
+// with its Observer is read by the gauges with nothing more to call, and
+// so is a second one (their scopes alike added up); Unregister stops the
+// gauges and leaves the counters.
+func TestInstrumentWiresEventsAndGaugesInOneCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.collect(t)
+		if mt, has := got["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
+			t.Fatalf("gauges before any governor: %+v", mt.Data)
+		}
+		var govs []*resilience.Governor
+		for range 2 {
+			g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g))
+			govs = append(govs, g)
+		}
+		got = m.collect(t)
+		k := key(scopeKV(vpcs)...)
+		if r := gauge[float64](t, got["cloudg.rate"])[k]; r != 40 {
+			t.Errorf("rate %v, want the two governors' 20 + 20", r)
+		}
+		if c := sums(t, got["cloudg.calls"])[k]; c != 2 {
+			t.Errorf("calls %v, want 2", c)
+		}
+		if err := obs.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(govs[0]))
+		got = m.collect(t)
+		if mt, has := got["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
+			t.Errorf("gauges after Unregister: %+v", mt.Data)
+		}
+		if c := sums(t, got["cloudg.calls"])[k]; c != 3 {
+			t.Errorf("calls after Unregister %v, want 3", c)
+		}
+	})
+}
+
+// The deprecated wiring in two phases, NewObserver before the governor and
+// RegisterGauges after it, still records what Instrument does.
+func TestTheTwoPhaseWiringStillWorks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		one, two := newMeter(), newMeter()
+		g1, _ := instrumented(t, one, resilience.Config{})
+		obs, err := cloudgotel.NewObserver(cloudgotel.WithMeterProvider(two))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g2, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := cloudgotel.RegisterGauges(g2, cloudgotel.WithMeterProvider(two))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reg.Unregister()
+		for _, g := range []*resilience.Governor{g1, g2} {
+			resilience.Do(context.Background(), vpcs, fail(throttled), resilience.WithGovernor(g), once)
+		}
+		a, b := one.collect(t), two.collect(t)
+		if len(a) != len(b) {
+			t.Errorf("Instrument recorded %d instruments, the two phases %d", len(a), len(b))
+		}
+		for name, mt := range a {
+			if _, has := b[name]; !has {
+				t.Errorf("the two phases lack %s", name)
+			}
+			if g, isGauge := mt.Data.(metricdata.Gauge[float64]); isGauge && fmt.Sprint(gauge[float64](t, b[name])) != fmt.Sprint(gauge[float64](t, mt)) {
+				t.Errorf("%s: %v against %v", name, g.DataPoints, b[name].Data)
+			}
 		}
 	})
 }

@@ -62,11 +62,18 @@ func newMeter() meter {
 	return meter{sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)), r}
 }
 
-// governed returns a governor whose events go to a cloudgotel Observer on
-// m, with opts.
+// governed returns a governor instrumented on m, with opts.
 func governed(t *testing.T, m meter, cfg resilience.Config, opts ...cloudgotel.Option) *resilience.Governor {
 	t.Helper()
-	obs, err := cloudgotel.NewObserver(append([]cloudgotel.Option{cloudgotel.WithMeterProvider(m)}, opts...)...)
+	g, _ := instrumented(t, m, cfg, opts...)
+	return g
+}
+
+// instrumented returns a governor instrumented on m, with opts, in the one
+// call the package documents, and its Observer.
+func instrumented(t *testing.T, m meter, cfg resilience.Config, opts ...cloudgotel.Option) (*resilience.Governor, *cloudgotel.Observer) {
+	t.Helper()
+	obs, err := cloudgotel.Instrument(append([]cloudgotel.Option{cloudgotel.WithMeterProvider(m)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +81,7 @@ func governed(t *testing.T, m meter, cfg resilience.Config, opts ...cloudgotel.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g
+	return g, obs
 }
 
 // collect reads every metric of m by name.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -39,7 +40,7 @@ func TestCountersAndWaits(t *testing.T) {
 		for name, unit := range map[string]string{
 			"cloudg.calls": "{call}", "cloudg.throttles": "{throttle}", "cloudg.retries": "{retry}",
 			"cloudg.gave_up": "{call}", "cloudg.rejected": "{call}", "cloudg.breaker.trips": "{trip}",
-			"cloudg.wait.duration": "s",
+			"cloudg.lost": "{call}", "cloudg.wait.duration": "s",
 		} {
 			if got[name].Unit != unit {
 				t.Errorf("%s: unit %q, want %q", name, got[name].Unit, unit)
@@ -51,7 +52,12 @@ func TestCountersAndWaits(t *testing.T) {
 			"cloudg.retries":       {key(scopeKV(vpcs)...): 2},
 			"cloudg.gave_up":       {key(scopeKV(iam, attribute.String("cloudg.reason", "retries"))...): 1},
 			"cloudg.rejected":      {key(scopeKV(assets)...): 1},
-			"cloudg.breaker.trips": {key(scopeKV(assets)...): 1},
+			"cloudg.breaker.trips": {key(scopeKV(assets, attribute.String("cloudg.reason", "errors"))...): 1},
+			"cloudg.lost": {
+				key(scopeKV(iam, attribute.String("cloudg.loss", "gave_up"))...):    1,
+				key(scopeKV(assets, attribute.String("cloudg.loss", "failed"))...):  1,
+				key(scopeKV(assets, attribute.String("cloudg.loss", "skipped"))...): 1,
+			},
 		}
 		for name, points := range want {
 			have := sums(t, got[name])
@@ -105,6 +111,54 @@ func TestDroppedAttributes(t *testing.T) {
 				if _, has := p.Attributes.Value("rpc.service"); !has {
 					t.Errorf("rpc.service dropped too: %v", attrs(p.Attributes))
 				}
+			}
+		}
+	})
+}
+
+// Every call lost is counted once in cloudg.lost, by the ledger's kind:
+// given up after throttling, skipped by an open breaker, failed after
+// transient errors, refused because its wait would pass its deadline, and
+// cancelled by its context. A breaker's trip says why it opened.
+func TestLostCallsByKindAndTripsByReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+		ctx := context.Background()
+		gov := resilience.WithGovernor(g)
+		resilience.Do(ctx, iam, fail(throttled), gov, once) // gave up; the breaker opens for throttling
+		resilience.Do(ctx, iam, ok, gov)                    // skipped
+		subnets := vpcs
+		subnets.Operation = "DescribeSubnets"
+		resilience.Do(ctx, subnets, fail(transient), gov, once) // failed; the breaker opens for errors
+		paused := &apiErr{code: "RESOURCE_EXHAUSTED", status: 429, header: http.Header{"Retry-After": {"60"}}}
+		resilience.Do(ctx, assets, fail(paused), gov, once) // gave up, and paused 60 s (GCP's breaker counts to 5)
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		resilience.Do(short, assets, ok, gov) // refused
+		cancel()
+		gone, cancel := context.WithCancel(ctx)
+		go func() { time.Sleep(time.Second); cancel() }()
+		resilience.Do(gone, assets, ok, gov, resilience.WithPolicy(resilience.RetryPolicy{Deadline: time.Hour})) // cancelled
+		lost := sums(t, m.collect(t)["cloudg.lost"])
+		loss := func(sc resilience.Scope, kind string) string {
+			return key(scopeKV(sc, attribute.String("cloudg.loss", kind))...)
+		}
+		want := map[string]int64{
+			loss(iam, "gave_up"): 1, loss(iam, "skipped"): 1, loss(subnets, "failed"): 1,
+			loss(assets, "gave_up"): 1, loss(assets, "refused"): 1, loss(assets, "cancelled"): 1,
+		}
+		if len(lost) != len(want) {
+			t.Errorf("cloudg.lost %v, want %v", lost, want)
+		}
+		for k, v := range want {
+			if lost[k] != v {
+				t.Errorf("cloudg.lost{%s} = %d, want %d", k, lost[k], v)
+			}
+		}
+		trips := sums(t, m.collect(t)["cloudg.breaker.trips"])
+		for sc, reason := range map[resilience.Scope]string{iam: "throttling", subnets: "errors"} {
+			if k := key(scopeKV(sc, attribute.String("cloudg.reason", reason))...); trips[k] != 1 {
+				t.Errorf("trips %v: no %s for %v", trips, reason, sc)
 			}
 		}
 	})

@@ -2,9 +2,11 @@ package test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,19 +61,15 @@ func TestPrometheusScrape(t *testing.T) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	defer mp.Shutdown(context.Background())
-	obs, err := cloudgotel.NewObserver(cloudgotel.WithMeterProvider(mp))
+	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer obs.Unregister()
 	g, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}}, resilience.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gauges, err := cloudgotel.RegisterGauges(g, cloudgotel.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gauges.Unregister()
 
 	ctx := context.Background()
 	gov := resilience.WithGovernor(g)
@@ -100,6 +98,10 @@ func TestPrometheusScrape(t *testing.T) {
 		"cloudg_gave_up_total":           dto.MetricType_COUNTER,
 		"cloudg_rejected_total":          dto.MetricType_COUNTER,
 		"cloudg_breaker_trips_total":     dto.MetricType_COUNTER,
+		"cloudg_lost_total":              dto.MetricType_COUNTER,
+		"cloudg_queued":                  dto.MetricType_GAUGE,
+		"cloudg_pause_remaining_seconds": dto.MetricType_GAUGE,
+		"cloudg_waiting":                 dto.MetricType_GAUGE,
 		"cloudg_wait_duration_seconds":   dto.MetricType_HISTOGRAM,
 		"cloudg_rate_per_second":         dto.MetricType_GAUGE,
 		"cloudg_rate_ceiling_per_second": dto.MetricType_GAUGE,
@@ -138,5 +140,101 @@ func TestPrometheusScrape(t *testing.T) {
 	}
 	if gu := fams["cloudg_gave_up_total"].GetMetric(); len(gu) != 1 || labels(gu[0])["cloudg_reason"] != "retries" {
 		t.Errorf("gave up %v", gu)
+	}
+}
+
+// series counts the cloudg_ series of a scrape of url, by family: the
+// sample lines of Prometheus's text format (a histogram's buckets, sum
+// and count each a line).
+func series(t *testing.T, url string) map[string]int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "cloudg_") {
+			out[l[:strings.IndexAny(l, "{ ")]]++
+		}
+	}
+	return out
+}
+
+// The series are what the README says: per live scope (leaf) five gauges,
+// per account two, per provider one, and per operation called one
+// cloudg_calls_total (with a series more per operation for each other
+// event it had, and nineteen per operation and bucket level that
+// waited). WithoutOperation makes the operations of a service one scope:
+// here 3 accounts x 3 regions of EC2 (four operations, each its own
+// leaf), Secrets Manager and DynamoDB (two operations each, one leaf per
+// service).
+func TestSeriesPerLiveScope(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []cloudgotel.Option
+		// leaves, accounts, providers, operations
+		l, a, p, o int
+	}{
+		{"default", nil, 9 * 6, 3, 1, 9 * 8},
+		{"WithoutOperation", []cloudgotel.Option{cloudgotel.WithoutOperation()}, 9 * 3, 3, 1, 9 * 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+			defer mp.Shutdown(context.Background())
+			obs, err := cloudgotel.Instrument(append([]cloudgotel.Option{cloudgotel.WithMeterProvider(mp)}, c.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer obs.Unregister()
+			g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops := map[string][]string{
+				"ec2":            {"DescribeInstances", "DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups"},
+				"secretsmanager": {"ListSecrets", "DescribeSecret"},
+				"dynamodb":       {"ListTables", "DescribeTable"},
+			}
+			for _, acct := range []string{"111111111111", "222222222222", "333333333333"} {
+				for _, region := range []string{"us-east-1", "eu-west-1", "ap-southeast-2"} {
+					for svc, names := range ops {
+						for _, op := range names {
+							sc := resilience.Scope{Provider: "aws", Account: acct, Region: region, Service: svc, Operation: op}
+							if err := resilience.Do(context.Background(), sc, ok, resilience.WithGovernor(g)); err != nil {
+								t.Fatal(err)
+							}
+						}
+					}
+				}
+			}
+			live := 0
+			for range g.Scopes() {
+				live++
+			}
+			if live != 9*6 {
+				t.Fatalf("%d live scopes, want 54", live)
+			}
+			srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			defer srv.Close()
+			got := series(t, srv.URL+"/metrics")
+			total := 0
+			for _, n := range got {
+				total += n
+			}
+			if want := 5*c.l + 2*c.a + c.p + c.o; total != want {
+				t.Errorf("%d series, want 5 x %d leaves + 2 x %d accounts + %d provider + %d operations = %d: %v", total, c.l, c.a, c.p, c.o, want, got)
+			}
+		})
 	}
 }

@@ -69,11 +69,13 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	defer mp.Shutdown(context.Background())
 
-	// The governor, its events recorded by cloudgotel's Observer.
-	obs, err := cloudgotel.NewObserver(cloudgotel.WithMeterProvider(mp))
+	// The governor, instrumented by cloudgotel in one call: the Observer
+	// records its events, and its gauges read the governor made with it.
+	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
 	if err != nil {
 		return err
 	}
+	defer obs.Unregister()
 	govOpts := []resilience.GovernorOption{resilience.WithObserver(obs)}
 	if o.verbose {
 		govOpts = append(govOpts, resilience.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
@@ -86,11 +88,6 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	gauges, err := cloudgotel.RegisterGauges(gov, cloudgotel.WithMeterProvider(mp))
-	if err != nil {
-		return err
-	}
-	defer gauges.Unregister()
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

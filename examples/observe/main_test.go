@@ -40,7 +40,8 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 	// counters, the wait histogram and the gauges.
 	want := []string{"cloudg_calls_total", "cloudg_throttles_total", "cloudg_retries_total",
 		"cloudg_wait_duration_seconds", "cloudg_rate_per_second", "cloudg_rate_ceiling_per_second",
-		"cloudg_breaker_state", "cloudg_inflight", "cloudg_retry_budget"}
+		"cloudg_breaker_state", "cloudg_inflight", "cloudg_retry_budget", "cloudg_queued", "cloudg_pause_remaining_seconds",
+		"cloudg_waiting", "cloudg_lost_total"}
 	var missing []string
 	for deadline := time.Now().Add(4 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		fams := scrape(t, metrics)
@@ -59,8 +60,8 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 	}
 
 	body := get(t, status)
-	if !strings.Contains(body, "governor status") || strings.Count(body, `<span class="chip `) != len(estate) {
-		t.Errorf("the status page shows %d scopes, want %d", strings.Count(body, `<span class="chip `), len(estate))
+	if !strings.Contains(body, "governor status") || strings.Count(body, ` data-scope="`) != len(estate) {
+		t.Errorf("the status page shows %d scopes, want %d", strings.Count(body, ` data-scope="`), len(estate))
 	}
 	var page struct {
 		Live   int `json:"live_scopes"`

@@ -68,10 +68,16 @@ func work(ctx context.Context, gov *resilience.Governor, fake *fakeCloud, perSco
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					// A refused call is skipped, and the collector comes
-					// back when the breaker lets a probe through.
+					// back when the breaker lets a probe through. A call
+					// refused because its wait would outlast the run ends
+					// the worker: so would every next one.
 					var open *resilience.CircuitOpenError
-					if err := resilience.Do(ctx, sc, call, opts...); errors.As(err, &open) {
+					var late *resilience.DeadlineExceededError
+					switch err := resilience.Do(ctx, sc, call, opts...); {
+					case errors.As(err, &open):
 						gov.Clock().Sleep(ctx, open.RetryAfter())
+					case errors.As(err, &late) && late.Err != nil:
+						return
 					}
 				}
 			})
