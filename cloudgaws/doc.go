@@ -50,6 +50,12 @@
 // rewound: no call is lost to an outage its context's deadline could wait
 // out.
 //
+// A call whose context carries resilience.WithMaxWait refuses, at once and
+// before sending, any wait longer than it allows (for its breaker, a rate
+// token, a slot, or a retry's Retry-After): a *ThrottlingError wrapping the
+// core's *resilience.WouldWaitError. Scope returns the scope a call of a
+// config's clients is governed in, for Governor.Delay.
+//
 // A call made inside another's attempt (credentials fetched through an
 // instrumented STS client while signing) finds the enclosing call's guard
 // in its context and never waits for the slot that call holds.

@@ -9,16 +9,21 @@ import (
 )
 
 // ThrottlingError is what a governed client returns when the governor, not
-// the service, stopped a call: the scope's circuit breaker is open (nothing
-// was sent), or the provider's retry budget ran out inside the SDK's retry
-// loop. It is a smithy.APIError with the code Throttling, so code that
-// inspects API error codes treats it as throttling, and it wraps the core's
-// error, so errors.As finds *resilience.CircuitOpenError or
-// *resilience.RetryBudgetExhaustedError (and, under the latter, the
-// provider error that would have been retried). The SDK never retries it.
+// the service, stopped a call: the scope's circuit breaker is open (before
+// the call, nothing was sent; or before a retry), the provider's retry
+// budget ran out inside the SDK's retry loop, or the call would have waited
+// longer than its context allows (resilience.WithMaxWait: for a rate token,
+// a pause, a slot or the provider's Retry-After; nothing more was sent).
+// It is a smithy.APIError with the code Throttling, so code that inspects
+// API error codes treats it as throttling, and it wraps the core's error,
+// so errors.As finds *resilience.CircuitOpenError,
+// *resilience.RetryBudgetExhaustedError or *resilience.WouldWaitError
+// (and, under them, the provider error that would have been retried, if
+// any). resilience.Classify reads it as Throttled and resilience.RetryAfter
+// as the core error's wait. The SDK never retries it.
 type ThrottlingError struct {
-	// Err is a *resilience.CircuitOpenError or a
-	// *resilience.RetryBudgetExhaustedError.
+	// Err is a *resilience.CircuitOpenError, a
+	// *resilience.RetryBudgetExhaustedError or a *resilience.WouldWaitError.
 	Err error
 }
 
@@ -47,8 +52,9 @@ func (e *ThrottlingError) ErrorFault() smithy.ErrorFault { return smithy.FaultCl
 func (e *ThrottlingError) RetryableError() bool { return false }
 
 // RetryAfter returns the core error's hint: the time until the breaker
-// lets a probe through, or the provider's Retry-After under an empty
-// budget.
+// lets a probe through, the provider's Retry-After under an empty budget,
+// or the time until the refused call's scope can go (0 for a full
+// bulkhead, whose wait is not known).
 func (e *ThrottlingError) RetryAfter() time.Duration {
 	if ra, ok := e.Err.(interface{ RetryAfter() time.Duration }); ok {
 		return ra.RetryAfter()

@@ -2,9 +2,11 @@ package cloudgaws_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -95,4 +97,50 @@ ratelimit:
 	// Output:
 	// 3 standard <nil>
 	// aws.retry_mode: unknown retry mode "fast" (standard or adaptive)
+}
+
+// A scheduler asks, before it gives a worker a task, how long the task's
+// call would wait now (Governor.Delay on the scope Scope computes), and
+// lets the call refuse to wait past a bound (resilience.WithMaxWait), so
+// that it can requeue the task instead of holding the worker. Here STS
+// answered one call with Throttling and Retry-After: 30.
+func ExampleScope() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>r</RequestId></ErrorResponse>`)
+	}))
+	defer srv.Close()
+	cfg := exampleConfig(srv.URL)
+	gov, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := cloudgaws.Install(&cfg, "123456789012", cloudgaws.WithGovernor(gov), cloudgaws.WithMaxRetries(0)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	scope, err := cloudgaws.Scope(cfg, sts.ServiceID, "GetCallerIdentity")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	wait, why := gov.Delay(scope)
+	fmt.Println(scope, wait, why)
+
+	client := sts.NewFromConfig(cfg)
+	_, _ = client.GetCallerIdentity(context.Background(), &sts.GetCallerIdentityInput{}) // throttled
+	wait, why = gov.Delay(scope)
+	fmt.Println(wait.Round(time.Second), why)
+
+	ctx := resilience.WithMaxWait(context.Background(), time.Second)
+	_, err = client.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}) // refused at once, nothing sent
+	retryAfter, _ := resilience.RetryAfter(err)
+	fmt.Println(resilience.Classify(err), retryAfter.Round(time.Second), errors.Is(err, resilience.ErrNoToken))
+	// Output:
+	// aws/123456789012/us-east-1/sts/GetCallerIdentity 0s <nil>
+	// 30s resilience: no rate token now
+	// THROTTLED 30s true
 }

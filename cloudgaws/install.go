@@ -135,8 +135,8 @@ const (
 // Install puts every client later made from cfg under the governor:
 // aws-sdk-go-v2 clients (ec2.NewFromConfig(*cfg) and the like), their
 // paginators and waiters, and the SDK's retries inside each call. It adds
-// its middleware to cfg.APIOptions and sets cfg.Retryer, so call it before
-// making clients. accountID is the account the config's credentials act in,
+// its middleware to cfg.APIOptions, sets cfg.Retryer and records itself
+// among cfg.ConfigSources (for Scope), so call it before making clients. accountID is the account the config's credentials act in,
 // "*" (or "") while it is not known, before an AssumeRole: the scopes then
 // have an empty account, which Scope.String shows as *.
 //
@@ -247,7 +247,18 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	}
 	apiOpts = append(apiOpts, inst.addTo)
 
+	// The installation among the config's sources, for Scope; the SDK's
+	// resolvers look there only for their own interfaces.
+	sources := make([]any, 0, len(cfg.ConfigSources)+1)
+	for _, src := range cfg.ConfigSources {
+		if _, ok := src.(*installation); !ok {
+			sources = append(sources, src)
+		}
+	}
+	sources = append(sources, inst)
+
 	cfg.APIOptions = apiOpts
+	cfg.ConfigSources = sources
 	cfg.Retryer = inst.newRetryer
 	cfg.RetryMaxAttempts = 0 // it would override the retryer's attempts
 	cfg.RetryMode = inst.mode

@@ -68,6 +68,9 @@ func stateFrom(ctx context.Context) *callState {
 // error that ends the SDK's loop, which the call then returns:
 //   - an empty retry budget: a *ThrottlingError wrapping the core's
 //     *resilience.RetryBudgetExhaustedError;
+//   - a provider's hint longer than the call may wait
+//     (resilience.WithMaxWait): a *ThrottlingError wrapping the core's
+//     *resilience.WouldWaitError;
 //   - a provider's hint that would pass the context's deadline: the
 //     attempt's error, marked not retryable.
 //
@@ -79,7 +82,7 @@ func (s *callState) retry() error {
 	switch e := err.(type) {
 	case nil:
 		return nil
-	case *resilience.RetryBudgetExhaustedError:
+	case *resilience.RetryBudgetExhaustedError, *resilience.WouldWaitError:
 		s.stopErr = &ThrottlingError{Err: e}
 	case *resilience.DeadlineExceededError:
 		s.stopErr = &notRetryable{err: e.Err}
@@ -124,10 +127,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	// a slot held across the SDK's retries.
 	if err := gd.Enter(ctx); err != nil {
 		gd.End(err)
-		if coe, ok := err.(*resilience.CircuitOpenError); ok {
-			return out, md, &ThrottlingError{Err: coe}
-		}
-		return out, md, err
+		return out, md, refusal(err)
 	}
 
 	st := &callState{Context: ctx, gov: gov, gd: gd}
@@ -202,13 +202,32 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	return out, md, err
 }
 
-// paceError is the error of a retry whose token wait failed: the caller's
-// context ended (the SDK does not retry a canceled request), or the wait
-// would pass the context's deadline, which ends the call with the
-// provider's last error, as resilience.Call does.
+// refusal is the error of a call the guard refused before sending it: an
+// open breaker's *resilience.CircuitOpenError and a wait's
+// *resilience.WouldWaitError (resilience.WithMaxWait) as a
+// *ThrottlingError, which the SDK does not retry; any other error (the
+// deadline's, the context's) as it is.
+func refusal(err error) error {
+	switch err.(type) {
+	case *resilience.CircuitOpenError, *resilience.WouldWaitError:
+		return &ThrottlingError{Err: err}
+	}
+	return err
+}
+
+// paceError is the error of a retry the guard did not let go: the
+// caller's context ended (the SDK does not retry a canceled request); the
+// breaker refused it, or its wait would pass the call's max wait
+// (resilience.WithMaxWait): a *ThrottlingError wrapping the core's error,
+// which wraps the provider's last error; or the wait would pass the
+// context's deadline, which ends the call with the provider's last error,
+// as resilience.Call does.
 func paceError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &aws.RequestCanceledError{Err: err}
+	}
+	if te, ok := refusal(err).(*ThrottlingError); ok {
+		return te
 	}
 	return &notRetryable{err: err}
 }

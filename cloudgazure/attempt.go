@@ -58,9 +58,11 @@ type callState struct {
 // send, give the slot back, then learn from the answer.
 //
 // Enter waits on the request's context (bounded by the request's
-// deadline), not on the attempt's: a caller's TryTimeout bounds an attempt
-// on the wire, not the governor's waits before it. Every error of Enter
-// ends azcore's loop.
+// deadline, and by resilience.WithMaxWait's bound when it carries one),
+// not on the attempt's: a caller's TryTimeout bounds an attempt on the
+// wire, not the governor's waits before it. Every error of Enter ends
+// azcore's loop: a *resilience.CircuitOpenError, a
+// *resilience.WouldWaitError, a deadline's or the context's error.
 func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 	if err := st.gd.Enter(st.ctx); err != nil {
 		return nil, stop(reveal(err))
@@ -122,7 +124,9 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 // retry asks the Guard whether azcore may retry the last attempt, which it
 // is about to do. An empty retry budget ends azcore's loop with the
 // *resilience.RetryBudgetExhaustedError; a hint that cannot be waited out
-// within the deadline ends it with the provider's answer. Otherwise azcore
+// within the deadline ends it with the provider's answer; a hint longer
+// than the request may wait (resilience.WithMaxWait) ends it with the
+// *resilience.WouldWaitError, which wraps the answer. Otherwise azcore
 // goes on as its options say: it also retries a fatal answer whose status
 // the caller listed, and the next attempt is then a new call of the Guard.
 func (st *callState) retry() error {
@@ -132,6 +136,10 @@ func (st *callState) retry() error {
 		return stop(reveal(e))
 	case *resilience.DeadlineExceededError:
 		return stop(reveal(e.Err))
+	case *resilience.WouldWaitError:
+		// The provider's hint is longer than the request may wait
+		// (resilience.WithMaxWait): refused now, recorded by the Guard.
+		return stop(reveal(e))
 	}
 	return nil
 }
@@ -261,6 +269,8 @@ func reveal(err error) error {
 		e.Err = revealed(e.Err)
 	case *resilience.DeadlineExceededError:
 		e.Err = revealed(e.Err)
+	case *resilience.WouldWaitError:
+		e.Last = revealed(e.Last)
 	}
 	return err
 }

@@ -121,8 +121,9 @@ func stateOf(req *policy.Request) *callState {
 // stopError ends azcore's retry loop: azcore does not retry an error with
 // a NonRetriable method, and returns it to the caller as it is. It wraps
 // the error the caller should see (a *resilience.CircuitOpenError,
-// *resilience.RetryBudgetExhaustedError, or the last *azcore.ResponseError)
-// and is transparent to errors.As and errors.Is.
+// *resilience.RetryBudgetExhaustedError, *resilience.WouldWaitError, or the
+// last *azcore.ResponseError) and is transparent to errors.As and
+// errors.Is.
 type stopError struct{ err error }
 
 func stop(err error) error { return &stopError{err: err} }

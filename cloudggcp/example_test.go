@@ -2,9 +2,11 @@ package cloudggcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	asset "cloud.google.com/go/asset/apiv1"
 	"cloud.google.com/go/asset/apiv1/assetpb"
@@ -61,18 +63,19 @@ func (s *inventory) SearchAllResources(_ context.Context, req *assetpb.SearchAll
 
 // serve starts srv in memory and returns a client for it, and a function
 // that stops both.
-func serve(srv assetpb.AssetServiceServer) (*asset.Client, func()) {
+func serve(srv assetpb.AssetServiceServer, opts ...option.ClientOption) (*asset.Client, func()) {
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()
 	assetpb.RegisterAssetServiceServer(gs, srv)
 	go gs.Serve(lis)
-	client, err := asset.NewClient(context.Background(),
+	client, err := asset.NewClient(context.Background(), append([]option.ClientOption{
 		option.WithEndpoint("passthrough:///bufconn"),
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return lis.DialContext(ctx)
 		})),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}, opts...)...)
 	if err != nil {
 		panic(err)
 	}
@@ -112,4 +115,34 @@ func ExampleListInventory() {
 	// Output:
 	// ListAssets: PermissionDenied
 	// 25 resources, SUCCESS from gcp/projects/p1/*/cloudasset/SearchAllResources <nil>
+}
+
+// A scheduler asks how long a call would wait now (Governor.Delay on the
+// scope MethodScope computes for the interceptor, changing nothing), and
+// lets a call refuse to wait past a bound (resilience.WithMaxWait), so that
+// it can requeue the task instead of holding its worker. Here the scope
+// was paused for 30 s, as a throttled answer's RetryInfo would pause it.
+func ExampleMethodScope() {
+	gov, _ := resilience.NewGovernor(resilience.Config{})
+	client, stop := serve(&inventory{}, cloudggcp.ClientOption(cloudggcp.WithGovernor(gov)))
+	defer stop()
+	req := &assetpb.GetFeedRequest{Name: "projects/p1/feeds/f1"}
+	scope := cloudggcp.MethodScope("cloudasset.googleapis.com:443", "/google.cloud.asset.v1.AssetService/GetFeed", req)
+	wait, why := gov.Delay(scope)
+	fmt.Println(scope, wait, why)
+
+	gd, _ := gov.Begin(context.Background(), scope)
+	gd.Pause(30 * time.Second)
+	gd.End(nil)
+	wait, why = gov.Delay(scope)
+	fmt.Println(wait.Round(time.Second), why)
+
+	ctx := resilience.WithMaxWait(context.Background(), time.Second)
+	_, err := client.GetFeed(ctx, req) // refused at once, nothing sent
+	retryAfter, _ := resilience.RetryAfter(err)
+	fmt.Println(resilience.Classify(err), retryAfter.Round(time.Second), errors.Is(err, resilience.ErrNoToken))
+	// Output:
+	// gcp/projects/p1/*/cloudasset/GetFeed 0s <nil>
+	// 30s resilience: no rate token now
+	// THROTTLED 30s true
 }

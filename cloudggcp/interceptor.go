@@ -32,7 +32,10 @@ func ClientOption(opts ...Option) option.ClientOption {
 //   - before the attempt: the breaker (an open circuit returns
 //     *resilience.CircuitOpenError, nothing sent, which gax does not
 //     retry), one counted call, one token, one bulkhead slot, released when
-//     the attempt returns;
+//     the attempt returns; a wait longer than the context allows
+//     (resilience.WithMaxWait) is not made: the attempt returns
+//     *resilience.WouldWaitError, nothing sent, which gax does not retry
+//     either (its code is Unknown);
 //   - after it: a success resets the breaker and feeds additive recovery; a
 //     throttled attempt halves the rate and pauses it for RetryInfo's
 //     delay; a transient one is counted; a fatal provider answer resets the
@@ -53,6 +56,16 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 			if st.paced {
 				return invoker(ctx, method, req, reply, cc, copts...)
 			}
+			if !st.woke() {
+				return st.ctx.Err() // the context ended the call while gax slept
+			}
+			if st.refusal != nil {
+				// The retry the guard refused for the call's max wait: the
+				// call ends with the refusal, nothing sent (see Retry).
+				st.refused, st.refusal = st.refusal, nil
+				return st.refused
+			}
+			st.intercepted = true
 			if err := st.enter(ctx); err != nil {
 				return err
 			}
@@ -60,7 +73,11 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 			st.left(err)
 			return err
 		}
-		gd, err := cfg.governor().Begin(ctx, cfg.scope(ctx, method, req, cc))
+		target := ""
+		if cc != nil && cfg.service == "" {
+			target = cc.Target()
+		}
+		gd, err := cfg.governor().Begin(ctx, cfg.scope(ctx, method, req, target))
 		if err != nil {
 			return err
 		}
@@ -108,8 +125,30 @@ func (s *callState) left(err error) {
 	}
 }
 
-// scope resolves the scope of one attempt.
-func (c *config) scope(ctx context.Context, method string, req any, cc *grpc.ClientConn) resilience.Scope {
+// MethodScope returns the scope in which the interceptor made with opts
+// (ClientOption, UnaryClientInterceptor) governs an attempt of method (the
+// RPC's full name, "/google.cloud.kms.v1.KeyManagementService/ListKeyRings")
+// with request req, on a client connected to target (its endpoint,
+// "cloudkms.googleapis.com:443"; "" when not known): the account from
+// req's parent, scope, project or name, the service from WithService, the
+// *.googleapis.com target, or the RPC's package. A ScopeFunc of opts is
+// asked first, with a background context; so are no request metadata.
+// MethodScope reads and changes nothing, so a scheduler may ask the
+// governor how long such a call would wait now:
+//
+//	scope := cloudggcp.MethodScope("cloudkms.googleapis.com:443",
+//		"/google.cloud.kms.v1.KeyManagementService/ListKeyRings", req)
+//	wait, why := gov.Delay(scope)
+//
+// Cloud Asset's RPCs, which Do and the listings govern, have Scope.
+func MethodScope(target, method string, req any, opts ...Option) resilience.Scope {
+	cfg := newConfig(opts)
+	return cfg.scope(context.Background(), method, req, target)
+}
+
+// scope resolves the scope of one attempt on a connection to target ("":
+// unknown).
+func (c *config) scope(ctx context.Context, method string, req any, target string) resilience.Scope {
 	if c.scopeOf != nil {
 		if s, ok := c.scopeOf(ctx, method, req); ok {
 			return s
@@ -118,8 +157,8 @@ func (c *config) scope(ctx context.Context, method string, req any, cc *grpc.Cli
 	service, rpc := splitMethod(method)
 	if c.service != "" {
 		service = c.service
-	} else if cc != nil {
-		if s, ok := targetService(cc.Target()); ok {
+	} else if target != "" {
+		if s, ok := targetService(target); ok {
 			service = s
 		}
 	}

@@ -162,7 +162,9 @@ func (l *Listing[T]) fail(err error) error {
 // anything was sent, a *resilience.RetryBudgetExhaustedError when the retry
 // budget ran out or max_retries consecutive retries failed, wrapping then
 // a *RetriesExhaustedError, a *RetryStoppedError when the deadline stopped
-// it, or the provider's error). Items of the pages that arrived before an
+// it, a *resilience.WouldWaitError when a page would have waited longer
+// than the listing's context allows (resilience.WithMaxWait), or the
+// provider's error). Items of the pages that arrived before an
 // error are all returned first.
 func (l *Listing[T]) Next() (T, error) {
 	v, err := l.it.Next()

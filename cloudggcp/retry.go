@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -58,11 +59,25 @@ type callState struct {
 	final   error // what to return instead of gax's error, once stopped
 	refused error // the interceptor's Enter refused the attempt, and recorded why
 	settled bool  // the call's success is reported (the Retry option)
+
+	// The Retry option's call on a client with the interceptor: a retry the
+	// guard refused for the call's max wait is let through to the
+	// interceptor, which returns the refusal unsent, so that gax returns it.
+	intercepted bool                       // an attempt of the call went through the interceptor
+	refusal     *resilience.WouldWaitError // the refusal the interceptor returns for the next attempt
+
+	// The Retry option's call while gax sleeps before a retry: gax ends
+	// the call without telling its Retryer when the context ends then, so
+	// a watch of the context ends the guard instead.
+	unwatch func() bool // stops the watch; nil when there is none
+	mu      sync.Mutex  // held by the watch while it ends the call
+	over    bool        // the watch ended the call
 }
 
 // reset starts a new page fetch or call.
 func (s *callState) reset() {
 	s.n, s.last, s.final, s.refused, s.settled = 0, nil, nil, nil, false
+	s.intercepted, s.refusal = false, nil
 }
 
 // Retry implements gax.Retryer; gax calls it after every failed attempt.
@@ -71,13 +86,50 @@ func (s *callState) reset() {
 // (Guard.Retry: max_retries, the deadline, the retry budget), and returns
 // the pause: the backoff, or the provider's hint when longer.
 func (s *callState) Retry(err error) (time.Duration, bool) {
+	if !s.woke() {
+		return 0, false // the context ended the call while gax slept
+	}
 	d, ok := s.retry(err)
-	if !ok && !s.paced {
-		// The Retry option's call ends here (a listing or Do ends its own
-		// call): a throttled or transient answer not retried is a failure.
-		s.gd.End(err)
+	if !s.paced {
+		switch {
+		case !ok:
+			// The Retry option's call ends here (a listing or Do ends its
+			// own call): a throttled or transient answer not retried is a
+			// failure.
+			s.gd.End(err)
+		case s.refusal == nil:
+			s.watchSleep()
+		}
 	}
 	return d, ok
+}
+
+// watchSleep watches the context of the Retry option's call while gax
+// sleeps before the retry just allowed: when it ends, gax returns its
+// error without calling the Retryer or sending, and the watch ends the
+// guard with it, which records the call as cancelled.
+func (s *callState) watchSleep() {
+	s.unwatch = context.AfterFunc(s.ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.over = true
+		s.gd.End(s.ctx.Err())
+	})
+}
+
+// woke stops the watch of gax's sleep, if any, at the call's next step
+// (its next attempt, or gax's report of it), and reports whether the call
+// is still on: false when its context ended it during the sleep.
+func (s *callState) woke() bool {
+	if s.unwatch != nil {
+		if !s.unwatch() {
+			// The watch has run, or runs: wait until it is done.
+			s.mu.Lock()
+			s.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+		}
+		s.unwatch = nil
+	}
+	return !s.over
 }
 
 func (s *callState) retry(err error) (time.Duration, bool) {
@@ -93,6 +145,13 @@ func (s *callState) retry(err error) (time.Duration, bool) {
 	delay, rerr := s.gd.Retry(backoff(s.n+1, s.maxBackoff))
 	if rerr != nil {
 		s.final = s.stopped(err, rerr)
+		if ww, ok := rerr.(*resilience.WouldWaitError); ok && !s.paced && s.intercepted {
+			// gax returns the error of the last attempt, not the Retryer's:
+			// one more turn of its loop, which the interceptor ends with
+			// the refusal, sending nothing.
+			s.refusal = ww
+			return 0, true
+		}
 		return 0, false
 	}
 	s.n++
@@ -103,7 +162,7 @@ func (s *callState) retry(err error) (time.Duration, bool) {
 // retry err with rerr.
 func (s *callState) stopped(err, rerr error) error {
 	switch e := rerr.(type) {
-	case *resilience.RetryBudgetExhaustedError:
+	case *resilience.RetryBudgetExhaustedError, *resilience.WouldWaitError:
 		return e
 	case *resilience.DeadlineExceededError:
 		return &RetryStoppedError{Scope: s.scope, Err: err, Reason: context.DeadlineExceeded, Pause: e.Wait}
@@ -147,7 +206,7 @@ func (s *callState) succeed() {
 // finished is the grpc.OnFinish callback of the Retry option: it sees the
 // success that gax does not show a Retryer. Failures go to Retry.
 func (s *callState) finished(err error) {
-	if err == nil {
+	if err == nil && s.woke() {
 		s.succeed()
 	}
 }
@@ -201,6 +260,12 @@ type governed struct {
 //   - the call's timeout is the provider's deadline (900 s) when ctx has
 //     none; a retry whose pause would pass the deadline is not made.
 //
+// A call whose context ends while gax sleeps before a retry is recorded as
+// cancelled by a watch of ctx, since gax returns without telling its
+// Retryer: the record is made as ctx ends, on a goroutine of its own, and
+// may come a moment after the call returned (Do and the listings record it
+// before they return).
+//
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
 // and ctx's ledger); an empty budget is a give-up without a breaker
@@ -213,7 +278,13 @@ type governed struct {
 // this option alone returns the provider error when a limit stops it; Do
 // and the listings return the *resilience.RetryBudgetExhaustedError (past
 // the budget or max_retries; see RetriesExhaustedError) or
-// *RetryStoppedError instead. The option sees a gRPC call's success through
+// *RetryStoppedError instead. A retry whose wait (the provider's RetryInfo
+// delay) is longer than ctx allows (resilience.WithMaxWait) is refused at
+// once, recorded as refused: Do and the listings return the
+// *resilience.WouldWaitError, which wraps the provider error, and so does
+// a call made with this option on a client with the interceptor (the
+// interceptor returns the refusal for the attempt gax makes next, sending
+// nothing); without the interceptor, the call returns the provider error. The option sees a gRPC call's success through
 // grpc.OnFinish; it counts no calls and takes no tokens: the interceptor
 // (ClientOption) or Do does that.
 func Retry(ctx context.Context, scope resilience.Scope, opts ...Option) gax.CallOption {
@@ -281,8 +352,8 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // the client's method). It records the outcome and returns the call's
 // result, with the error a limit stopped it on
 // (*resilience.RetryBudgetExhaustedError past the budget or max_retries,
-// *RetryStoppedError) rather than
-// gax's.
+// *RetryStoppedError, *resilience.WouldWaitError for a wait longer than
+// ctx allows, resilience.WithMaxWait) rather than gax's.
 //
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),
 //		func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {

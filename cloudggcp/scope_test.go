@@ -72,3 +72,29 @@ func TestInterceptorScopeResolution(t *testing.T) {
 		t.Errorf("from metadata: %q", got)
 	}
 }
+
+type parentReq struct{ parent string }
+
+func (r parentReq) GetParent() string { return r.parent }
+
+// MethodScope is the interceptor's scope: the account from the request,
+// the service from WithService, the target, or the RPC's package.
+func TestMethodScope(t *testing.T) {
+	const method = "/google.cloud.kms.v1.KeyManagementService/ListKeyRings"
+	req := parentReq{"projects/p1/locations/global"}
+	for _, tc := range []struct {
+		target string
+		opts   []Option
+		want   string
+	}{
+		{"cloudkms.googleapis.com:443", nil, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
+		{"dns:///cloudkms.googleapis.com:443", nil, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
+		{"", nil, "gcp/projects/p1/*/kms/ListKeyRings"},
+		{"127.0.0.1:9000", nil, "gcp/projects/p1/*/kms/ListKeyRings"},
+		{"cloudkms.googleapis.com:443", []Option{WithService("keys")}, "gcp/projects/p1/*/keys/ListKeyRings"},
+	} {
+		if got := MethodScope(tc.target, method, req, tc.opts...).String(); got != tc.want {
+			t.Errorf("MethodScope(%q) = %s, want %s", tc.target, got, tc.want)
+		}
+	}
+}

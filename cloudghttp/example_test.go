@@ -2,6 +2,7 @@ package cloudghttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -71,4 +72,37 @@ func ExampleGitHub() {
 	// github/my-org/*/search
 	// github/my-org/*/graphql
 	// github/my-org/*/search
+}
+
+// A scheduler asks how long a request would wait now (Governor.Delay on
+// the scope the Transport's scope function gives it, changing nothing),
+// and lets a request refuse to wait past a bound (resilience.WithMaxWait),
+// so that it can requeue the task instead of holding its worker. Here the
+// API answered 429 with Retry-After: 30.
+func ExampleTransport_maxWait() {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer api.Close()
+	gov, _ := resilience.NewGovernor(resilience.Config{})
+	scope := func(r *http.Request) resilience.Scope {
+		return resilience.Scope{Provider: "acme", Account: "tenant-1", Service: "items"}
+	}
+	client := &http.Client{Transport: cloudghttp.NewTransport(nil, scope, cloudghttp.WithGovernor(gov))}
+
+	req, _ := http.NewRequest(http.MethodGet, api.URL+"/items", nil)
+	wait, why := gov.Delay(scope(req))
+	fmt.Println(scope(req), wait, why)
+
+	ctx := resilience.WithMaxWait(context.Background(), time.Second)
+	_, err := client.Do(req.WithContext(ctx)) // 429, Retry-After: 30: refused at once
+	retryAfter, _ := resilience.RetryAfter(err)
+	fmt.Println(resilience.Classify(err), retryAfter.Round(time.Second), errors.Is(err, resilience.ErrNoToken))
+	wait, why = gov.Delay(scope(req))
+	fmt.Println(wait.Round(time.Second), why)
+	// Output:
+	// acme/tenant-1/*/items 0s <nil>
+	// THROTTLED 30s true
+	// 30s resilience: no rate token now
 }

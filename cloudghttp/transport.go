@@ -68,6 +68,13 @@ func (t *Transport) baseTransport() http.RoundTripper {
 // error, wrapping a *StatusError) comes back instead. Before the first
 // attempt those errors come back alone, nothing sent.
 //
+// A request whose context carries resilience.WithMaxWait waits no longer
+// than it allows for its breaker, a token or a pause, a slot, or the hint
+// of a retry: a longer wait ends it at once, nothing more sent, with the
+// core's *resilience.WouldWaitError (wrapping the last answer's
+// *StatusError on a retry), not with the last response: the caller asked
+// to be refused, which it counts as refused, rather than to wait.
+//
 // The request's context bounds every wait, and its deadline the whole
 // call; when it ends during a wait the call ends with its error (wrapping
 // the last answer), and nothing more is learned from the call. It also
@@ -111,7 +118,7 @@ func (x *exchange) run() (*http.Response, error) {
 		if err := x.gd.Enter(ctx); err != nil {
 			closeBody(req)
 			x.gd.End(err)
-			if held != nil && ctx.Err() == nil {
+			if _, refused := err.(*resilience.WouldWaitError); held != nil && ctx.Err() == nil && !refused {
 				return held, nil
 			}
 			return nil, err
@@ -142,6 +149,14 @@ func (x *exchange) run() (*http.Response, error) {
 		if rerr != nil {
 			closeBody(next)
 			x.gd.End(answer)
+			if ww, ok := rerr.(*resilience.WouldWaitError); ok {
+				// The caller asked to be refused rather than wait
+				// (resilience.WithMaxWait): the refusal, not the answer.
+				if resp != nil {
+					_ = resp.Body.Close()
+				}
+				return nil, ww
+			}
 			if resp != nil {
 				return resp, nil
 			}

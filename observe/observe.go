@@ -51,9 +51,10 @@ const (
 	GaveUp                          // the call failed after its retries (Err, Reason)
 	Rejected                        // an open breaker refused the call before it was sent
 	BudgetExhausted                 // the provider's retry budget refused a retry
+	Lost                            // the call ended lost otherwise (Loss: failed, refused or cancelled; Err, Reason)
 )
 
-var kindNames = [...]string{"", "call", "wait", "throttle", "rate_change", "pause", "breaker_change", "retry", "gave_up", "rejected", "budget_exhausted"}
+var kindNames = [...]string{"", "call", "wait", "throttle", "rate_change", "pause", "breaker_change", "retry", "gave_up", "rejected", "budget_exhausted", "lost"}
 
 // String returns the kind's snake_case name: call, wait, throttle, ...
 func (k Kind) String() string {
@@ -83,13 +84,21 @@ type Event struct {
 	Level string
 	Retry int // Retry: 1 for the first retry of the call
 
-	Err     error         // Throttle, GaveUp, Rejected, BudgetExhausted: the answer or refusal
+	Err     error         // Throttle, GaveUp, Rejected, BudgetExhausted, Lost: the answer or refusal
 	Hint    time.Duration // Throttle: the provider's hint (HasHint)
 	HasHint bool
-	// Reason says what stopped a GaveUp call: "retries" (no attempts
-	// left), "deadline", "breaker" (it refused the retry), "budget" (the
-	// retry budget did) or "sdk" (the SDK's own loop gave up).
+	// Reason says what stopped a GaveUp or Lost call: "retries" (no
+	// attempts left), "deadline", "breaker" (it refused the retry),
+	// "budget" (the retry budget did), "sdk" (the SDK's own loop gave up),
+	// "wait" (its wait would have passed its deadline or its max wait) or
+	// "context" (its context ended).
 	Reason string
+	// Loss says how a Lost call was lost: "failed" (transient errors after
+	// its retries), "refused" (not sent: its wait would have passed its
+	// deadline) or "cancelled" (its context ended). A call given up after
+	// throttling is a GaveUp event, one an open breaker refused a Rejected
+	// event.
+	Loss string
 
 	Rate, OldRate, Ceiling float64   // RateChange, in requests per second
 	Until                  time.Time // Pause: the end of the pause, on the governor's clock

@@ -8,7 +8,7 @@ func TestKindNames(t *testing.T) {
 	want := map[Kind]string{
 		Call: "call", Wait: "wait", Throttle: "throttle", RateChange: "rate_change", Pause: "pause",
 		BreakerChange: "breaker_change", Retry: "retry", GaveUp: "gave_up", Rejected: "rejected",
-		BudgetExhausted: "budget_exhausted", 0: "observe.Kind(0)", BudgetExhausted + 1: "observe.Kind(11)",
+		BudgetExhausted: "budget_exhausted", Lost: "lost", 0: "observe.Kind(0)", Lost + 1: "observe.Kind(12)",
 	}
 	for k, name := range want {
 		if got := k.String(); got != name {

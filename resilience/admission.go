@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/bucket"
@@ -56,12 +57,18 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			return at, gd.stopByContext(err)
 		}
 		if !ok {
-			gd.stop() // its failure is counted already
+			// No verdict within the deadline: the call failed after its
+			// retries, a failure the breaker counted already.
+			gd.recordSpent("deadline")
+			gd.stop()
 			return at, gd.last.err
 		}
 		now = at
 		gd.renewed = gd.retries
 		gd.to(phaseRetryable)
+	}
+	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.deadAt(gd.p.set, now) {
+		gd.tripDead(now) // found dead without a new answer: this call asks an open breaker
 	}
 	// ask, in line: the common call pays no call for it.
 	var wait time.Duration
@@ -85,14 +92,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	if ok {
 		return now, nil
 	}
-	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
-	if retry {
-		coe.Err = gd.last.err
-		return now, gd.failAt(now, "breaker", coe)
-	}
-	gd.recordRejected(coe)
-	gd.stop()
-	return now, coe
+	return now, gd.refuseOpen(now, wait)
 }
 
 // tryAdmit is admit without waiting, for TryEnter: the breaker's answer
@@ -164,26 +164,30 @@ func (gd *Guard) failAt(now time.Duration, reason string, err error) error {
 // (that is also context.DeadlineExceeded); before a retry the error is
 // the context's, joined to the last answer.
 func (gd *Guard) stopByContext(err error) error {
-	retry := gd.retrying()
+	switch {
+	case gd.retrying():
+		err = ctxError(err, gd.last.err)
+	case err == context.DeadlineExceeded:
+		if gd.limits(); gd.dl.fromCtx {
+			err = &DeadlineExceededError{Scope: gd.scope, Err: context.DeadlineExceeded}
+		}
+	}
+	gd.recordCancelled(err)
 	gd.stop()
-	if retry {
-		return ctxError(err, gd.last.err)
-	}
-	if err != context.DeadlineExceeded {
-		return err
-	}
-	gd.limits()
-	if !gd.dl.fromCtx {
-		return err
-	}
-	return &DeadlineExceededError{Scope: gd.scope, Err: context.DeadlineExceeded}
+	return err
 }
 
 // takeToken takes a token from every bucket level and waits until it may
-// be used, unless that would pass the deadline: then it gives the token
-// back and ends the call (see Enter). A leaf whose queue moves with its
-// rate (a rise lets the callers already queued leave sooner) wakes the
-// wait, which then goes at the reservation's new time.
+// be used, unless that would pass the deadline or the call's max wait:
+// then it gives the token back and ends the call (see Enter). A leaf whose
+// queue moves with its rate (a rise lets the callers already queued leave
+// sooner) wakes the wait, which then goes at the reservation's new time. A
+// verdict of the scope's breaker wakes the wait too: a call that has not
+// been sent yet, or a retry, asks the breaker again, and a breaker that
+// opened meanwhile (a dead scope) ends it as it would have refused it; for
+// a provider that waits for its breakers' verdicts (breaker_wait), the
+// call gives its tokens back, waits for the verdict as admit has it wait,
+// and then takes fresh ones.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	var w, other, leaf time.Duration
 	var level uint8
@@ -208,27 +212,37 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	if now+w > limit {
 		return gd.passDeadline(now, w)
 	}
-	q, ok := gd.e.leaf.(queueBucket)
-	if !ok || leaf <= 0 {
-		gd.recordWait(w, levelNames[level])
-		if err := gd.g.sleep(ctx, w); err != nil {
-			gd.cancel(gd.g.now())
-			return gd.stopByContext(err)
-		}
-		return nil
+	if gd.bind.bounded && now+w > gd.admitBy {
+		gd.cancel(now)
+		return gd.refuseWait(w, ErrNoToken)
 	}
 	// The provider's and account's waits are fixed; the leaf's follows its
 	// queue. The wait is recorded once it is over, as long as it was.
-	start, fixed := now, now+other
-	tk := q.Ticket(now + leaf)
+	start, until := now, now+w
+	q, queued := gd.e.leaf.(queueBucket)
+	queued = queued && leaf > 0
+	var tk bucket.Ticket
+	if queued {
+		tk = q.Ticket(now + leaf)
+	}
+	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
-		var moved <-chan struct{}
-		tk, moved = q.Follow(tk)
-		until := max(fixed, tk.At())
-		if until > limit {
-			return gd.passDeadline(now, until-now)
+		var moved, verdict <-chan struct{}
+		if queued {
+			tk, moved = q.Follow(tk)
+			until = max(start+other, tk.At())
+			if until > limit {
+				return gd.passDeadline(now, until-now)
+			}
+			if gd.bind.bounded && until > gd.admitBy {
+				gd.cancel(now)
+				return gd.refuseWait(until-now, ErrNoToken)
+			}
 		}
-		woken, err := gd.g.sleepOr(ctx, until-now, moved)
+		if recheck {
+			verdict = gd.verdictChan()
+		}
+		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict)
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
@@ -238,6 +252,27 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if !woken {
 			gd.recordWait(now-start, levelNames[level])
 			return nil
+		}
+		if !recheck {
+			continue
+		}
+		if wait, ok := gd.ask(now); !ok {
+			gd.recordWait(now-start, levelNames[level])
+			gd.cancel(now)
+			if gd.p.set.breakerWait {
+				// A provider that waits for its breakers' verdicts: the
+				// call waits for this one, within its deadline (and max
+				// wait), as admit has it wait, then takes a fresh token.
+				at, w, admitted, err := gd.waitAdmitted(ctx, now)
+				if err != nil {
+					return gd.stopByContext(err)
+				}
+				if admitted {
+					return gd.takeToken(ctx, at)
+				}
+				now, wait = at, w
+			}
+			return gd.refuseOpen(now, wait)
 		}
 	}
 }
@@ -253,8 +288,38 @@ func (gd *Guard) passDeadline(now, w time.Duration) error {
 	if gd.dl.fromCtx {
 		de.Err = context.DeadlineExceeded
 	}
+	gd.recordRefused(de)
 	gd.stop()
 	return de
+}
+
+// refuseWait ends a call that would wait w for check (ErrNoToken or
+// ErrNoSlot), longer than its max wait allows (WithMaxWait): a refusal,
+// recorded as such, and nothing more sent. The caller gives back what
+// the call took.
+func (gd *Guard) refuseWait(w time.Duration, check error) error {
+	ww := &WouldWaitError{Scope: gd.scope, Wait: w, Err: check}
+	if gd.retrying() {
+		ww.Last = gd.last.err
+	}
+	gd.recordRefused(ww)
+	gd.stop()
+	return ww
+}
+
+// refuseOpen ends a call the breaker refused at now, wait before it lets a
+// probe through: before the first attempt a rejection (nothing was sent,
+// the ledger's skip), before a retry a failure of the call, whose last
+// answer the error wraps.
+func (gd *Guard) refuseOpen(now, wait time.Duration) error {
+	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
+	if gd.retrying() {
+		coe.Err = gd.last.err
+		return gd.failAt(now, "breaker", coe)
+	}
+	gd.recordRejected(coe)
+	gd.stop()
+	return coe
 }
 
 // reserve takes a token from every bucket level, most general first, and
@@ -362,7 +427,7 @@ func (gd *Guard) acquire(ctx context.Context) error {
 			if gd.nested(ctx, b) {
 				return nil
 			}
-			if err := b.Acquire(ctx); err != nil {
+			if err := gd.waitSlot(ctx, b); err != nil {
 				return err
 			}
 		}
@@ -377,6 +442,29 @@ func (gd *Guard) acquire(ctx context.Context) error {
 		gd.live()
 	}
 	return nil
+}
+
+// errSlotWait is waitSlot's refusal: the slot did not come within the
+// call's max wait.
+var errSlotWait = errors.New("resilience: no slot within the max wait")
+
+// waitSlot waits for a slot of b, within the call's max wait
+// (WithMaxWait): past it, errSlotWait.
+func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead) error {
+	if !gd.bind.bounded {
+		return b.Acquire(ctx)
+	}
+	left := gd.admitBy - gd.g.now()
+	if left <= 0 {
+		return errSlotWait
+	}
+	wctx, cancel := gd.g.withTimeout(ctx, left)
+	defer cancel()
+	err := b.Acquire(wctx)
+	if err != nil && ctx.Err() == nil {
+		return errSlotWait
+	}
+	return err
 }
 
 // tryAcquire is acquire without waiting, for TryEnter: it reports whether
@@ -449,8 +537,8 @@ func (gd *Guard) relive() {
 	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
 	gd.e = gd.p.scopes.lookup(gd.scope)
 	gd.lease = leaseNone // what the retired breaker granted: the live one is asked
-	if gd.stats != nil {
-		gd.run = gd.e.runCounters(gd.stats)
+	if s := gd.bind.stats; s != nil {
+		gd.run = gd.e.runCounters(s)
 	}
 }
 

@@ -135,10 +135,13 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 		}
 		delay, rerr := gd.retryWithJitter()
 		if rerr != nil {
+			if ww, ok := rerr.(*WouldWaitError); ok {
+				return ww // the hint is longer than the call may wait (WithMaxWait)
+			}
 			return err
 		}
 		if serr := gd.g.sleep(ctx, delay); serr != nil {
-			return ctxError(serr, err)
+			return gd.stopByContext(serr)
 		}
 	}
 }

@@ -63,6 +63,14 @@ type ProviderConfig struct {
 	// before it tries again. By default an open breaker fails a call at
 	// once with a *CircuitOpenError.
 	BreakerWait bool `yaml:"breaker_wait,omitempty" json:"breaker_wait,omitempty"`
+	// BreakerDeadSeconds opens a scope's breaker at once when every answer
+	// of the scope for this long was throttling or a transient error (at
+	// least breaker_threshold answers, and no success among them): the
+	// scope is dead, throttled for good or down, and its calls are lost in
+	// seconds instead of each spending its retries. nil: 10 seconds; 0
+	// turns it off, so that only calls that failed after their retries
+	// count towards the breaker.
+	BreakerDeadSeconds *float64 `yaml:"breaker_dead_seconds,omitempty" json:"breaker_dead_seconds,omitempty"`
 
 	// Retries of Call and Do (the SDK integrations let the SDK retry, within
 	// the same budget).

@@ -70,6 +70,9 @@ func (p *ProviderConfig) validate(name string) []error {
 			bad(f.key, "must be >= 0 (0 turns the bucket off)")
 		}
 	}
+	if p.BreakerDeadSeconds != nil && !validNonNegative(*p.BreakerDeadSeconds) {
+		bad("breaker_dead_seconds", "must be >= 0 (0 turns it off)")
+	}
 	if p.MaxRetries != nil && *p.MaxRetries < 0 {
 		bad("max_retries", "must be >= 0")
 	}

@@ -125,17 +125,21 @@ func (e *DeadlineExceededError) Unwrap() error { return e.Err }
 func (e *DeadlineExceededError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // WouldWaitError is returned, before anything is sent, for a call that
-// could go only after a wait it may not make: Guard.TryEnter, which makes
-// none. Err says which check refused it, ErrNoToken or ErrNoSlot, and
-// errors.Is(err, ErrNoToken) or errors.Is(err, ErrNoSlot) holds. Nothing
-// is recorded for it: the call was not attempted, and the caller may try
-// again (RetryAfter says when a token will be usable) or end it. It
-// classifies as Throttled and reports the code Throttling, so that a
-// scheduler requeues the work rather than failing it.
+// could go only after a wait it may not make: Guard.TryEnter makes none,
+// and a call whose context carries WithMaxWait makes none longer than it
+// says. Err says which check refused it, ErrNoToken or ErrNoSlot, and
+// errors.Is(err, ErrNoToken) or errors.Is(err, ErrNoSlot) holds; for a
+// retry, Last is the answer it would have retried, which errors.Is and
+// errors.As find too. A call refused so is lost as LossRefused (TryEnter
+// records nothing until the caller gives up with End). It classifies as
+// Throttled and reports the code Throttling, so that a scheduler requeues
+// the work rather than failing it; RetryAfter says when a token will be
+// usable.
 type WouldWaitError struct {
 	Scope Scope
 	Wait  time.Duration // until a token may be used; 0 when unknown (a slot)
 	Err   error         // ErrNoToken or ErrNoSlot
+	Last  error         // for a retry, the provider's answer it would have retried
 }
 
 // Error returns "no rate token now for <scope>; retry in <n>s" or "no
@@ -156,8 +160,14 @@ func (e *WouldWaitError) ErrorCode() string { return "Throttling" }
 // ErrorMessage returns the message without the code.
 func (e *WouldWaitError) ErrorMessage() string { return e.Error() }
 
-// Unwrap returns ErrNoToken or ErrNoSlot.
-func (e *WouldWaitError) Unwrap() error { return e.Err }
+// Unwrap returns ErrNoToken or ErrNoSlot, and the last answer when there
+// is one.
+func (e *WouldWaitError) Unwrap() []error {
+	if e.Last != nil {
+		return []error{e.Err, e.Last}
+	}
+	return []error{e.Err}
+}
 
 // Sentinels of the checks that refuse a call which may not wait
 // (WouldWaitError): no rate token is usable now (the scope's rate, its
@@ -183,6 +193,15 @@ func ownKind(e error) (Kind, bool) {
 func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(max(d, 0).Seconds()))
 }
+
+// Sentinels of the governor's refusals, for errors.Is: ErrCircuitOpen
+// matches a *CircuitOpenError (a call an open breaker refused),
+// ErrBudgetExhausted a *RetryBudgetExhaustedError (a retry the empty retry
+// budget refused). They are package state's, the same values.
+var (
+	ErrCircuitOpen     = state.ErrCircuitOpen
+	ErrBudgetExhausted = state.ErrBudgetExhausted
+)
 
 // Errors for calls that cannot be governed.
 var (

@@ -163,12 +163,12 @@ func (g *Governor) sleep(ctx context.Context, d time.Duration) error {
 	return g.clock.Sleep(ctx, d)
 }
 
-// sleepOr waits d, until ctx is done, or until wake is closed, and
-// reports whether wake ended it. A custom clock sleeps on a context that
-// wake also ends.
-func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken bool, err error) {
+// sleepOr waits d, until ctx is done, or until wake or also is closed (a
+// nil channel never is), and reports whether a wake channel ended it. A
+// custom clock sleeps on a context that the wake channels also end.
+func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (woken bool, err error) {
 	if g.clock == nil {
-		return sleep.Or(ctx, d, wake)
+		return sleep.Or(ctx, d, wake, also)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -178,6 +178,8 @@ func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake <-chan str
 		select {
 		case <-wake:
 			cancel()
+		case <-also:
+			cancel()
 		case <-wctx.Done():
 		}
 	}()
@@ -185,9 +187,28 @@ func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake <-chan str
 	cancel()
 	<-done
 	if err != nil && ctx.Err() == nil {
-		return true, nil // wake ended it
+		return true, nil // a wake channel ended it
 	}
 	return false, err
+}
+
+// withTimeout returns ctx, cancelled after d on the governor's clock.
+func (g *Governor) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if g.clock == nil {
+		return context.WithTimeout(ctx, d)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if g.clock.Sleep(wctx, d) == nil {
+			cancel()
+		}
+	}()
+	return wctx, func() {
+		cancel()
+		<-done
+	}
 }
 
 // ctxLimit returns the context's deadline in governor time.
@@ -239,6 +260,24 @@ func (g *Governor) provider(name string) *provider {
 	return p
 }
 
+// existing returns the state of a provider, or nil for a name no call
+// has used (it is made by the first call, not by a read).
+func (g *Governor) existing(name string) *provider {
+	c := g.configured()
+	switch name {
+	case "aws":
+		return c.aws
+	case "azure":
+		return c.azure
+	case "gcp":
+		return c.gcp
+	}
+	if p, ok := g.others.Load(name); ok {
+		return p.(*provider)
+	}
+	return nil
+}
+
 // build makes the configuration for cfg, keeping what it can of old (the
 // slots calls hold, and with reset unset what the settings did not change).
 func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
@@ -273,7 +312,7 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *
 		return &provider{set: set, scopes: g.newScopeTable(set), budget: g.store.Budget(set.name, set.budget)}
 	}
 	sameRetry := !reset && old.set.retry == set.retry && old.set.budget == set.budget
-	if !reset && sameRetry && old.set.limitsEqual(set) && old.set.breakerWait == set.breakerWait {
+	if !reset && sameRetry && old.set.limitsEqual(set) && old.set.breakerWait == set.breakerWait && old.set.dead == set.dead {
 		return old
 	}
 	p := &provider{set: set, scopes: old.scopes, budget: old.budget}

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/bulkhead"
@@ -45,22 +46,23 @@ type Guard struct {
 	p      *provider
 	e      *scopeEntry // nil when the provider is disabled
 	scope  Scope
-	ctx    context.Context // Begin's: its deadline bounds the call, its end ends learning
-	stats  *Stats          // the run's stats, or nil
-	run    *counters       // the run's counters for the service scope, or nil
-	ledger *Ledger
+	ctx    context.Context    // Begin's: its deadline bounds the call, its end ends learning
+	bind   *binding           // what ctx carries: the run's stats, the task's ledger, the most a call may wait
+	run    *counters          // the run's counters for the service scope, or nil
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 
-	rp    *RetryPolicy // the call's policy option
-	lim   retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
-	start time.Duration
-	dl    deadline // the current call's, resolved with lim
+	rp      *RetryPolicy // the call's policy option
+	lim     retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
+	start   time.Duration
+	dl      deadline      // the current call's, resolved with lim
+	admitBy time.Duration // the attempt being admitted waits no later, when its context bounds the wait (WithMaxWait)
 
 	phase   phase
 	lease   lease
-	retries int // retries of the current call; the first freeRetries are free
-	renewed int // retries made before the call's attempts were renewed (breaker_wait)
+	noted   uint32 // the scope's streak of failures this call counted in (health)
+	retries int    // retries of the current call; the first freeRetries are free
+	renewed int    // retries made before the call's attempts were renewed (breaker_wait)
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
@@ -125,12 +127,10 @@ func (gd *Guard) begin(ctx context.Context, g *Governor, scope Scope, rp *RetryP
 // entry (a Bound's).
 func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provider, e *scopeEntry, rp *RetryPolicy) {
 	gd.g, gd.p, gd.e, gd.scope, gd.ctx, gd.rp = g, p, e, scope, ctx, rp
-	b := bindingOf(ctx)
-	if b.stats != nil {
-		gd.stats = b.stats
-		gd.run = gd.e.runCounters(b.stats)
+	gd.bind = bindingOf(ctx)
+	if s := gd.bind.stats; s != nil {
+		gd.run = gd.e.runCounters(s)
 	}
-	gd.ledger = b.ledger
 }
 
 // Enter readies an attempt and blocks until it may be sent:
@@ -166,6 +166,9 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	}
 	gd.live()
 	now := gd.g.now()
+	if gd.bind.bounded {
+		gd.admitBy = now + gd.bind.maxWait
+	}
 	if gd.phase == phaseIdle {
 		gd.start = now // the common call: its first attempt
 	} else if err := gd.request(now); err != nil {
@@ -185,6 +188,9 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.failAt(now, "deadline", gd.last.err)
 		}
 		if d := gd.notBefore - now; d > 0 {
+			if gd.bind.bounded && now+d > gd.admitBy {
+				return gd.refuseWait(d, ErrNoToken)
+			}
 			if err := gd.g.sleep(ctx, d); err != nil {
 				return gd.stopByContext(err)
 			}
@@ -197,6 +203,10 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	}
 	if gd.slot == nil {
 		if err := gd.acquire(ctx); err != nil {
+			gd.cancel(gd.g.now())
+			if err == errSlotWait {
+				return gd.refuseWait(0, ErrNoSlot)
+			}
 			return gd.stopByContext(err)
 		}
 	}
@@ -385,8 +395,15 @@ func (gd *Guard) After(err error) Kind {
 	}
 	gd.last = answer{err: err}
 	if gd.ctx.Err() != nil {
+		// Nothing is learned from an answer once the call's context is
+		// done, and the call ends with it.
+		kind := Classify(err)
+		gd.last.kind = kind
+		if gd.e != nil && (kind != Fatal || !IsProviderAnswer(err)) {
+			gd.recordLost(LossCancelled, "context", gd.ctx.Err().Error()+" with "+describe(kind, err), err)
+		}
 		gd.to(phaseDone)
-		return Classify(err)
+		return kind
 	}
 	f := inspect(err)
 	kind := f.kind(err)
@@ -427,6 +444,9 @@ func (gd *Guard) After(err error) Kind {
 //     attempt's error;
 //   - a delay that would pass the deadline: recorded the same way; err is
 //     a *DeadlineExceededError wrapping the attempt's error;
+//   - a provider's hint longer than the call may wait (WithMaxWait): no
+//     breaker failure, the call is lost as refused; err is a
+//     *WouldWaitError matching ErrNoToken and wrapping the attempt's error;
 //   - an empty retry budget (every retry after the first two of a call
 //     costs a token, unless the policy skips the budget): no breaker
 //     failure, since the budget and not the service stopped the call; a
@@ -513,18 +533,20 @@ func (gd *Guard) Pace(ctx context.Context) error {
 		return nil
 	}
 	now := gd.g.now()
-	gd.recordBackoff(now)
-	token := gd.last.kind == Throttled
-	if gd.p.set.breakerWait || gd.phase == phaseAwaiting {
-		// The retry asks the breaker first, and waits for its verdict; one
-		// that waited goes at the scope's rate, like a new call.
-		at, err := gd.admit(ctx, now)
-		if err != nil {
-			return err
-		}
-		token = token || at != now
-		now = at
+	if gd.bind.bounded {
+		gd.admitBy = now + gd.bind.maxWait
 	}
+	gd.recordBackoff(now)
+	// The retry asks the breaker first, so that a breaker that opened
+	// while the SDK slept stops its loop (with breaker_wait it waits for
+	// the verdict instead, and a retry that waited goes at the scope's
+	// rate, like a new call).
+	at, err := gd.admit(ctx, now)
+	if err != nil {
+		return err
+	}
+	token := gd.last.kind == Throttled || at != now
+	now = at
 	if token {
 		if err := ctx.Err(); err != nil {
 			return gd.stopByContext(err)
@@ -588,7 +610,12 @@ func (gd *Guard) settle(err error) {
 			return
 		}
 	}
-	if gd.ctx.Err() != nil {
+	if cerr := gd.ctx.Err(); cerr != nil {
+		if err != nil || gd.phase != phaseSent {
+			gd.recordCancelled(cerr) // ended by its context, after an answer or while waiting for one
+		} else {
+			gd.recordSuccess()
+		}
 		return
 	}
 	switch gd.phase {
@@ -615,6 +642,9 @@ func (gd *Guard) settleAnswer(err error) {
 	}
 	f := inspect(err)
 	if f.hasOwn {
+		if gd.phase == phaseIdle {
+			gd.settleRefusal(err) // a call TryEnter refused, which the caller gave up on
+		}
 		return
 	}
 	kind := f.kind(err)
@@ -626,4 +656,21 @@ func (gd *Guard) settleAnswer(err error) {
 	}
 	gd.last = answer{err: err, kind: kind, desc: describe(kind, err)}
 	gd.recordFailed(gd.g.now(), "sdk")
+}
+
+// settleRefusal records a call ended with the refusal TryEnter gave it
+// (TryEnter records none, so that a caller may try again): an open
+// breaker's is a skip, a wait's a refusal.
+func (gd *Guard) settleRefusal(err error) {
+	var coe *CircuitOpenError
+	var ww *WouldWaitError
+	var de *DeadlineExceededError
+	switch {
+	case errors.As(err, &coe):
+		gd.recordRejected(coe)
+	case errors.As(err, &ww):
+		gd.recordRefused(ww)
+	case errors.As(err, &de):
+		gd.recordRefused(de)
+	}
 }

@@ -7,55 +7,100 @@ import (
 	"sync"
 )
 
+// Loss says why a governed call ended without a success, when the reason
+// is not a fatal answer from the provider (an AccessDenied or a 404 is an
+// answer, and the caller has it). Every such call is recorded once, with
+// its Loss, in the governor's lifetime counters, the run's Stats and the
+// task's Ledger.
+type Loss uint8
+
+// The ways a call is lost.
+const (
+	// LossGaveUp: sent, retried, and still throttled when retrying stopped
+	// (no attempts left, the deadline, the breaker, the SDK's own loop, or
+	// the empty retry budget).
+	LossGaveUp Loss = iota
+	// LossSkipped: refused by an open circuit breaker, nothing sent.
+	LossSkipped
+	// LossFailed: sent, retried, and still failing with transient errors
+	// when retrying stopped.
+	LossFailed
+	// LossRefused: not sent (or its retry not sent) because the wait it
+	// needed, for a rate token, a pause, a slot or the breaker's verdict,
+	// would have passed its deadline, its context's, or the most it may
+	// wait (WithMaxWait).
+	LossRefused
+	// LossCancelled: ended by its context: while it waited, between its
+	// retries, or with an answer the governor could no longer act on.
+	LossCancelled
+	numLosses
+)
+
+var lossNames = [numLosses]string{"gave_up", "skipped", "failed", "refused", "cancelled"}
+
+// String returns gave_up, skipped, failed, refused or cancelled.
+func (k Loss) String() string {
+	if k < numLosses {
+		return lossNames[k]
+	}
+	return fmt.Sprintf("resilience.Loss(%d)", uint8(k))
+}
+
+// lossTally is the counter of each Loss.
+var lossTally = [numLosses]tally{gaveUpTally, rejectedTally, failedTally, refusedTally, cancelledTally}
+
+// lossPhrases are Describe's words for each Loss, in Describe's order.
+var lossPhrases = [numLosses]string{
+	"gave up after retries",
+	"skipped (circuit open)",
+	"failed after retries (transient errors)",
+	"refused (would wait past their deadline)",
+	"cancelled (context ended)",
+}
+
 // maxLedgerReasons is how many distinct reasons Describe lists.
 const maxLedgerReasons = 5
 
-// Ledger counts the calls one task lost to throttling: calls that gave up
-// after their retries, and calls skipped because a circuit was open. A
-// collector that catches per-item errors checks Degraded before it reports
-// SUCCESS, so a task whose calls were all throttled reports PARTIAL instead
-// of a clean result with fewer assets. It is safe for concurrent use; the
-// zero value is an empty ledger with no task name.
+// Ledger counts the calls one task lost (see Loss): calls that gave up
+// after their retries, calls skipped because a circuit was open, calls
+// that failed after their retries with transient errors, calls refused
+// because their wait would have passed their deadline, and calls their
+// context ended. A collector that catches per-item errors checks Degraded
+// before it reports SUCCESS, so a task whose calls were lost reports
+// PARTIAL instead of a clean result with fewer assets. It is safe for
+// concurrent use; the zero value is an empty ledger with no task name.
 type Ledger struct {
 	Task string
 
 	mu      sync.Mutex
-	gaveUp  int
-	skipped int
+	n       [numLosses]int
 	reasons []string
 }
 
 // WithLedger returns a context carrying a fresh ledger for task, and the
-// ledger. Governed calls made with the context record their give-ups and
-// skips in it (the run's stats binding, if any, is kept).
+// ledger. Governed calls made with the context record their losses in it
+// (the run's stats binding, if any, is kept).
 func WithLedger(ctx context.Context, task string) (context.Context, *Ledger) {
 	l := &Ledger{Task: task}
-	b := bindingOf(ctx)
-	return context.WithValue(ctx, bindingKey{}, &binding{stats: b.stats, ledger: l}), l
+	b := *bindingOf(ctx)
+	b.ledger = l
+	return context.WithValue(ctx, bindingKey{}, &b), l
 }
 
-// recordGaveUp records a call to scope that was sent, retried, and still
-// failed with throttling (or stopped on an empty retry budget); desc is
-// its error as DescribeError words it.
-func (l *Ledger) recordGaveUp(scope Scope, desc string) {
-	if l == nil {
+// Record records a call the task lost outside a governed call, or for a
+// reason the governor cannot see (a listing that failed, a page the
+// collector skipped): kind is why, reason is what Describe lists for it
+// (up to five distinct reasons are kept). A governed call records its own
+// loss; recording it again counts it twice.
+func (l *Ledger) Record(kind Loss, reason string) {
+	if l == nil || kind >= numLosses {
 		return
 	}
 	l.mu.Lock()
-	l.gaveUp++
-	l.addReason(scope.String() + ": " + desc)
-	l.mu.Unlock()
-}
-
-// recordSkipped records a call that an open circuit rejected before it was
-// sent; reason is the rejection's message.
-func (l *Ledger) recordSkipped(reason string) {
-	if l == nil {
-		return
+	l.n[kind]++
+	if reason != "" {
+		l.addReason(reason)
 	}
-	l.mu.Lock()
-	l.skipped++
-	l.addReason(reason)
 	l.mu.Unlock()
 }
 
@@ -78,7 +123,31 @@ func (l *Ledger) Counts() (gaveUp, skipped int) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.gaveUp, l.skipped
+	return l.n[LossGaveUp], l.n[LossSkipped]
+}
+
+// Count returns the calls lost for kind.
+func (l *Ledger) Count(kind Loss) int {
+	if l == nil || kind >= numLosses {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[kind]
+}
+
+// Lost returns the calls lost, whatever the kind.
+func (l *Ledger) Lost() int {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total := 0
+	for _, n := range l.n {
+		total += n
+	}
+	return total
 }
 
 // Reasons returns up to five distinct reasons, in the order first seen.
@@ -93,14 +162,17 @@ func (l *Ledger) Reasons() []string {
 
 // Degraded reports whether any call was lost: the task's coverage record
 // should be PARTIAL.
-func (l *Ledger) Degraded() bool {
-	g, s := l.Counts()
-	return g > 0 || s > 0
-}
+func (l *Ledger) Degraded() bool { return l.Lost() > 0 }
 
 // Describe returns the coverage message, or "" when nothing was lost:
 //
 //	throttled: 1 call(s) gave up after retries, 2 call(s) skipped (circuit open) (<up to five reasons>)
+//
+// with the other kinds after these two, each only when it applies: "3
+// call(s) failed after retries (transient errors)", "2 call(s) refused
+// (would wait past their deadline)", "1 call(s) cancelled (context
+// ended)". The message starts with "throttled: " when a call gave up,
+// was skipped or was refused, and with "degraded: " otherwise.
 func (l *Ledger) Describe() string {
 	if l == nil {
 		return ""
@@ -108,14 +180,17 @@ func (l *Ledger) Describe() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var parts []string
-	if l.gaveUp > 0 {
-		parts = append(parts, fmt.Sprintf("%d call(s) gave up after retries", l.gaveUp))
-	}
-	if l.skipped > 0 {
-		parts = append(parts, fmt.Sprintf("%d call(s) skipped (circuit open)", l.skipped))
+	for k := range numLosses {
+		if n := l.n[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d call(s) %s", n, lossPhrases[k]))
+		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "throttled: " + strings.Join(parts, ", ") + " (" + strings.Join(l.reasons, "; ") + ")"
+	prefix := "degraded: "
+	if l.n[LossGaveUp]+l.n[LossSkipped]+l.n[LossRefused] > 0 {
+		prefix = "throttled: "
+	}
+	return prefix + strings.Join(parts, ", ") + " (" + strings.Join(l.reasons, "; ") + ")"
 }

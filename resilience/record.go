@@ -101,6 +101,7 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 		gd.recordRate(rate, true)
 	}
 	gd.recordError()
+	gd.noteFailure(now, true)
 	if observed {
 		if decreased {
 			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
@@ -116,6 +117,28 @@ func (gd *Guard) recordTransient() {
 	gd.live()
 	gd.count(transientTally)
 	gd.recordError()
+	gd.noteFailure(gd.g.now(), false)
+}
+
+// noteFailure notes a failed answer in the scope's health, and opens the
+// breaker of a scope found dead (see health).
+func (gd *Guard) noteFailure(now time.Duration, throttled bool) {
+	dead, _, streak := gd.e.noteFailure(gd.p.set, now, throttled, gd.noted)
+	if gd.noted = streak; dead {
+		gd.tripDead(now)
+	}
+}
+
+// tripDead opens the breaker of a scope found dead at now. A closed
+// breaker only: an open one is open already, and a half-open one's probe
+// has its own retries, whose outcome decides.
+func (gd *Guard) tripDead(now time.Duration) {
+	b := gd.e.breaker
+	if b.Snapshot(now).State != state.Closed || !trip(b, now, gd.p.set.breaker.Threshold) {
+		return
+	}
+	gd.count(tripsTally)
+	gd.recordBreaker(state.Closed, state.Open)
 }
 
 // recordRate records the leaf's new adaptive rate.
@@ -150,6 +173,7 @@ func (gd *Guard) recordError() {
 // refund, the leaf recovers.
 func (gd *Guard) recordSuccess() {
 	gd.live()
+	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
 		gd.recordBreaker(state.HalfOpen, state.Closed)
 	}
@@ -175,6 +199,7 @@ func (gd *Guard) recordSuccess() {
 // reachable, so the breaker resets as on a success.
 func (gd *Guard) recordProof() {
 	gd.live()
+	gd.e.noteSuccess()
 	if gd.e.breaker.Success() {
 		gd.recordBreaker(state.HalfOpen, state.Closed)
 	}
@@ -182,13 +207,20 @@ func (gd *Guard) recordProof() {
 
 // recordFailed records a call that failed after its retries with the last
 // attempt's throttling or transient error: the breaker counts a failure,
-// and throttling is a give-up. reason says what stopped it: "retries",
-// "deadline", "breaker" (it refused the retry), "budget" (breaker_wait's
-// wait after an empty budget) or "sdk" (the SDK's loop).
+// and the call is lost (given up when throttled, failed when transient).
+// reason says what stopped it: "retries", "deadline", "breaker" (it
+// refused the retry) or "sdk" (the SDK's loop).
 func (gd *Guard) recordFailed(now time.Duration, reason string) {
 	if gd.e == nil || gd.last.kind == Fatal {
 		return // ungoverned, or an SDK's retry of a final answer: the service is not to blame
 	}
+	gd.recordBreakerFailure(now)
+	gd.recordSpent(reason)
+}
+
+// recordBreakerFailure counts a failure of the last attempt's throttling
+// or transient error towards the breaker.
+func (gd *Guard) recordBreakerFailure(now time.Duration) {
 	gd.live()
 	if opened, from := gd.breakerFailure(now); opened {
 		gd.count(tripsTally)
@@ -197,8 +229,17 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 	if gd.lease == leaseProbe {
 		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
 	}
-	if gd.last.kind == Throttled {
+}
+
+// recordSpent records the loss of a call that was sent and still failed
+// when retrying stopped for reason: a give-up when the last answer was
+// throttling, a failure when it was a transient error.
+func (gd *Guard) recordSpent(reason string) {
+	switch gd.last.kind {
+	case Throttled:
 		gd.recordGaveUp(reason)
+	case Transient:
+		gd.recordLost(LossFailed, reason, gd.last.desc, gd.last.err)
 	}
 }
 
@@ -222,14 +263,17 @@ func (gd *Guard) breakerFailure(now time.Duration) (opened bool, from state.Brea
 }
 
 // recordBudgetExhausted records a call the empty retry budget stopped: no
-// breaker failure, since the budget and not the service stopped it; a
-// give-up when the last attempt was throttled.
+// breaker failure, since the budget and not the service stopped it; the
+// call is lost as recordSpent says.
 func (gd *Guard) recordBudgetExhausted() {
+	gd.recordBudgetEvent()
+	gd.recordSpent("budget")
+}
+
+// recordBudgetEvent reports the retry budget refusing a retry.
+func (gd *Guard) recordBudgetEvent() {
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.BudgetExhausted, Err: gd.last.err})
-	}
-	if gd.last.kind == Throttled {
-		gd.recordGaveUp("budget")
 	}
 }
 
@@ -238,7 +282,7 @@ func (gd *Guard) recordGaveUp(reason string) {
 	gd.live()
 	gd.count(gaveUpTally)
 	gd.recordError()
-	gd.ledger.recordGaveUp(gd.scope, gd.last.desc)
+	gd.bind.ledger.Record(LossGaveUp, gd.scope.String()+": "+gd.last.desc)
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last.err, Reason: reason})
 	}
@@ -248,10 +292,42 @@ func (gd *Guard) recordGaveUp(reason string) {
 // sent: counted as rejected, and skipped in the ledger.
 func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	gd.count(rejectedTally)
-	gd.ledger.recordSkipped(coe.Error())
+	gd.bind.ledger.Record(LossSkipped, coe.Error())
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.Rejected, Err: coe})
 	}
+}
+
+// recordLost records a call lost as kind (LossFailed, LossRefused or
+// LossCancelled; give-ups and skips have their own functions) for reason,
+// what stopped it; desc is what the ledger lists for it, err the error the
+// call ends with.
+func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
+	if gd.e == nil {
+		return
+	}
+	gd.live()
+	gd.count(lossTally[kind])
+	gd.bind.ledger.Record(kind, gd.scope.String()+": "+desc)
+	if gd.observed() {
+		gd.emit(&observe.Event{Kind: observe.Lost, Loss: kind.String(), Err: err, Reason: reason})
+	}
+}
+
+// recordRefused records a call not sent because its wait would have passed
+// its deadline or its max wait: err is the refusal.
+func (gd *Guard) recordRefused(err error) {
+	gd.recordLost(LossRefused, "wait", err.Error(), err)
+}
+
+// recordCancelled records a call its context ended: err is the context's
+// error, with the last answer when there was one.
+func (gd *Guard) recordCancelled(err error) {
+	desc := err.Error()
+	if gd.last.err != nil {
+		desc += " after " + describe(gd.last.kind, gd.last.err)
+	}
+	gd.recordLost(LossCancelled, "context", desc, err)
 }
 
 // recordProbe reports the breaker letting this call through as its

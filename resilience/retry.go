@@ -24,11 +24,12 @@ func (gd *Guard) outOfAttempts() bool {
 // moves it to wait for a verdict before one more attempt and returns nil.
 func (gd *Guard) exhausted(now time.Duration) error {
 	l := gd.limits()
-	gd.recordFailed(now, "retries")
 	if gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient || now >= gd.dl.at {
+		gd.recordFailed(now, "retries")
 		gd.stop()
 		return gd.last.err
 	}
+	gd.recordBreakerFailure(now) // the call goes on: not lost
 	gd.to(phaseAwaiting)
 	return nil
 }
@@ -49,9 +50,16 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			gd.stop()
 			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err}
 		}
+		if gd.bind.bounded && gd.last.hasHint && !awaiting {
+			if h := hint.Cap(gd.last.hint); h > gd.bind.maxWait {
+				// The provider asks for a longer wait than the call may
+				// make (WithMaxWait): refused now, before anyone sleeps.
+				return 0, gd.refuseRetry(h)
+			}
+		}
 		if l.useBudget && gd.retries >= freeRetries && !awaiting && !gd.p.budget.Take() {
-			gd.recordBudgetExhausted()
 			if !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient {
+				gd.recordBudgetExhausted()
 				gd.stop()
 				return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 			}
@@ -60,7 +68,8 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			// flight). The call counts its failure towards the breaker and
 			// sends nothing more until a verdict, as when its attempts run
 			// out; the wait sends no load, so it needs no token.
-			gd.recordFailed(now, "budget")
+			gd.recordBudgetEvent()
+			gd.recordBreakerFailure(now)
 			gd.to(phaseAwaiting)
 			awaiting = true
 		}
@@ -77,6 +86,17 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 		}
 	}
 	return delay, nil
+}
+
+// refuseRetry ends a call whose retry would wait h, the provider's hint,
+// longer than its max wait allows: a refusal wrapping the answer, recorded
+// as such, with no breaker failure (the caller, not the service, stopped
+// it).
+func (gd *Guard) refuseRetry(h time.Duration) error {
+	ww := &WouldWaitError{Scope: gd.scope, Wait: h, Err: ErrNoToken, Last: gd.last.err}
+	gd.recordRefused(ww)
+	gd.stop()
+	return ww
 }
 
 // retryWithJitter is Retry for the loop of Call and Do: the wait is the
@@ -106,7 +126,7 @@ func (gd *Guard) retryWithJitter() (time.Duration, error) {
 // and paid from the budget like any other.
 func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
-		gd.recordBudgetExhausted() // the answer was final: no give-up
+		gd.recordBudgetEvent() // the answer was final: nothing lost
 		gd.stop()
 		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 	}

@@ -303,15 +303,18 @@ func TestDeadlineDuringATokenWaitIsAGiveUp(t *testing.T) {
 	})
 }
 
-// TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp.
+// The empty budget's stop of a transient error is not a throttled
+// give-up, but the call is lost: it failed after its retries.
 func TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}})
 		ctx, ledger := WithLedger(context.Background(), "t")
 		n := 0
 		Do(ctx, iamUsers, always(&n, transientErr()), WithGovernor(g))
-		if n != 3 || ledger.Degraded() || g.Summary(nil).Totals.GaveUp != 0 {
-			t.Fatalf("%d attempts, ledger %q, gave up %d", n, ledger.Describe(), g.Summary(nil).Totals.GaveUp)
+		tot := g.Summary(nil).Totals
+		if n != 3 || tot.GaveUp != 0 || tot.Failed != 1 || ledger.Count(LossFailed) != 1 ||
+			ledger.Describe() != "degraded: 1 call(s) failed after retries (transient errors) (aws/123456789012/*/iam/ListUsers: InternalError)" {
+			t.Fatalf("%d attempts, ledger %q, totals %v", n, ledger.Describe(), tot)
 		}
 	})
 }

@@ -68,6 +68,9 @@ type scopeEntry struct {
 	// run caches the counters of the Stats last bound to a call of this
 	// entry, so that a run's calls find theirs without a lookup.
 	run atomic.Pointer[runCounters]
+	// health is what this process saw of the scope's answers since its
+	// last success, made at its first failed answer.
+	health atomic.Pointer[health]
 }
 
 // foldedCalls marks an entry whose calls were folded: a call counted after
@@ -136,6 +139,18 @@ func (t *scopeTable) lookup(sc Scope) *scopeEntry {
 		return e
 	}
 	return t.create(key, h)
+}
+
+// peek returns the live entry of sc's leaf, or nil when there is none, and
+// the account's state, or nil: a read that makes nothing.
+func (t *scopeTable) peek(sc Scope) (*scopeEntry, *accountEntry) {
+	key := t.set.leafKey(sc)
+	if e := t.index.load(key, hashScope(key)); e != nil && !e.dead.Load() {
+		return e, e.acct
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return nil, t.accounts[key.Account]
 }
 
 // create finds or makes the entry of the leaf scope key, whose hash is h.

@@ -18,6 +18,12 @@ const (
 	defaultMaxBackoff         = 60 * time.Second
 	defaultDeadline           = 900 * time.Second
 	defaultRetryBudget        = 500
+	// defaultBreakerDead is how long a scope may answer nothing but
+	// throttling or transient errors before its breaker opens. It is far
+	// above the second a congestion event lasts and the few seconds AIMD
+	// takes to find a limit, where successes come back, and far below the
+	// minutes a dead scope's calls take to spend their retries.
+	defaultBreakerDead = 10 * time.Second
 )
 
 type serviceDefault struct {
@@ -99,6 +105,9 @@ type providerSettings struct {
 	// breakerWait makes a call wait for the breaker's verdict, within its
 	// deadline, instead of failing at once.
 	breakerWait bool
+	// dead is how long a scope may answer only with failures before its
+	// breaker opens; 0: never for that alone.
+	dead time.Duration
 }
 
 func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *providerSettings {
@@ -136,6 +145,10 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		},
 		budget:      derefOr(pc.RetryBudget, defaultRetryBudget),
 		breakerWait: pc.BreakerWait,
+		dead:        defaultBreakerDead,
+	}
+	if pc.BreakerDeadSeconds != nil {
+		s.dead = time.Duration(min(*pc.BreakerDeadSeconds, maxDuration.Seconds()) * float64(time.Second))
 	}
 	if r := derefOr(pc.GlobalMaxRPS, 0); r > 0 {
 		s.global = &state.BucketSpec{Rate: r, Burst: pc.GlobalBurst}

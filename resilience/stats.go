@@ -26,6 +26,9 @@ const (
 	rejectedTally
 	tripsTally
 	waitsTally
+	failedTally
+	refusedTally
+	cancelledTally
 	numTallies
 )
 
@@ -122,8 +125,9 @@ type Stats struct {
 // so two runs in one process keep separate numbers.
 func WithStats(ctx context.Context) (context.Context, *Stats) {
 	s := new(Stats)
-	b := bindingOf(ctx)
-	return context.WithValue(ctx, bindingKey{}, &binding{stats: s, ledger: b.ledger}), s
+	b := *bindingOf(ctx)
+	b.stats = s
+	return context.WithValue(ctx, bindingKey{}, &b), s
 }
 
 // Messages returns one line per eventful scope, sorted, in the form
@@ -137,11 +141,14 @@ func (s *Stats) Messages() []string {
 	return messages(s.table.snapshot())
 }
 
-// binding is what a context carries: the run's stats and the task's ledger,
-// in one value so that a call looks the context up once.
+// binding is what a context carries: the run's stats, the task's ledger
+// and the most a call may wait, in one value so that a call looks the
+// context up once.
 type binding struct {
-	stats  *Stats
-	ledger *Ledger
+	stats   *Stats
+	ledger  *Ledger
+	maxWait time.Duration // when bounded
+	bounded bool
 }
 
 type bindingKey struct{}
@@ -162,17 +169,26 @@ func bindingOf(ctx context.Context) *binding {
 // snake_case names of the report, times in seconds.
 type Counters struct {
 	// Scope is the service scope counted; zero for totals.
-	Scope           Scope         `json:"scope,omitzero"`
-	Calls           int64         `json:"calls"`
-	Throttled       int64         `json:"throttled"`
-	TransientErrors int64         `json:"transient_errors"`
-	Retries         int64         `json:"retries"`
-	GaveUp          int64         `json:"gave_up"`
-	Rejected        int64         `json:"rejected"`
-	BreakerTrips    int64         `json:"breaker_trips"`
-	Waits           int64         `json:"waits"`
-	Wait            time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
-	MaxWait         time.Duration `json:"-"` // max_wait_seconds
+	Scope           Scope `json:"scope,omitzero"`
+	Calls           int64 `json:"calls"`
+	Throttled       int64 `json:"throttled"`
+	TransientErrors int64 `json:"transient_errors"`
+	Retries         int64 `json:"retries"`
+	GaveUp          int64 `json:"gave_up"`
+	Rejected        int64 `json:"rejected"`
+	// Failed, Refused and Cancelled are the calls lost otherwise (see
+	// Loss): failing with transient errors after their retries, refused
+	// before they were sent because their wait would have passed their
+	// deadline, and ended by their context. With GaveUp (throttled after
+	// retries) and Rejected (an open breaker's skips) they are every call
+	// the scope lost.
+	Failed       int64         `json:"failed"`
+	Refused      int64         `json:"refused"`
+	Cancelled    int64         `json:"cancelled"`
+	BreakerTrips int64         `json:"breaker_trips"`
+	Waits        int64         `json:"waits"`
+	Wait         time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
+	MaxWait      time.Duration `json:"-"` // max_wait_seconds
 	// Backoff (backoff_seconds) is the retries' backoff sleeps added up:
 	// Call and Do's, and those of an SDK's own retry loop (cloudgaws),
 	// from the moment the governor allowed a retry to its sending, before
@@ -192,11 +208,25 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 }
 
 // String renders the totals the way the worked example prints them:
-// {calls: 9, throttled: 2, ..., wait_seconds: 5.000}.
+// {calls: 9, throttled: 2, ..., wait_seconds: 5.000}. The calls lost as
+// failed, refused or cancelled follow rejected, each only when there are
+// any, so that a run that lost none prints the example's line.
 func (c Counters) String() string {
-	return fmt.Sprintf("{calls: %d, throttled: %d, transient_errors: %d, retries: %d, gave_up: %d, rejected: %d, breaker_trips: %d, wait_seconds: %.3f}",
-		c.Calls, c.Throttled, c.TransientErrors, c.Retries, c.GaveUp, c.Rejected, c.BreakerTrips, c.Wait.Seconds())
+	var lost string
+	for _, f := range [...]struct {
+		name string
+		n    int64
+	}{{"failed", c.Failed}, {"refused", c.Refused}, {"cancelled", c.Cancelled}} {
+		if f.n != 0 {
+			lost += fmt.Sprintf(", %s: %d", f.name, f.n)
+		}
+	}
+	return fmt.Sprintf("{calls: %d, throttled: %d, transient_errors: %d, retries: %d, gave_up: %d, rejected: %d%s, breaker_trips: %d, wait_seconds: %.3f}",
+		c.Calls, c.Throttled, c.TransientErrors, c.Retries, c.GaveUp, c.Rejected, lost, c.BreakerTrips, c.Wait.Seconds())
 }
+
+// Lost returns the calls lost, whatever the kind (see Loss).
+func (c Counters) Lost() int64 { return c.GaveUp + c.Rejected + c.Failed + c.Refused + c.Cancelled }
 
 func (c *counters) snapshot() Counters {
 	s := Counters{
@@ -206,6 +236,9 @@ func (c *counters) snapshot() Counters {
 		Retries:         c.n[retriesTally].Load(),
 		GaveUp:          c.n[gaveUpTally].Load(),
 		Rejected:        c.n[rejectedTally].Load(),
+		Failed:          c.n[failedTally].Load(),
+		Refused:         c.n[refusedTally].Load(),
+		Cancelled:       c.n[cancelledTally].Load(),
 		BreakerTrips:    c.n[tripsTally].Load(),
 		Waits:           c.n[waitsTally].Load(),
 		Wait:            time.Duration(c.waitNS.Load()),
@@ -228,6 +261,9 @@ func (c *Counters) add(s Counters) {
 	c.Retries += s.Retries
 	c.GaveUp += s.GaveUp
 	c.Rejected += s.Rejected
+	c.Failed += s.Failed
+	c.Refused += s.Refused
+	c.Cancelled += s.Cancelled
 	c.BreakerTrips += s.BreakerTrips
 	c.Waits += s.Waits
 	c.Wait += s.Wait
@@ -240,13 +276,14 @@ func (c *Counters) add(s Counters) {
 const minReportedWait = time.Second
 
 // message renders one scope's line, or "" when it has nothing to say. A
-// scope is eventful when it was throttled, had transient errors, gave up
-// or skipped calls, tripped its breaker, or waited at least a second in
-// all. Its parts come in this order, each only when it applies:
+// scope is eventful when it was throttled, had transient errors, lost
+// calls, tripped its breaker, or waited at least a second in all. Its
+// parts come in this order, each only when it applies:
 //
 //	throttled {n}x, slowed to {rate} rps, waited {s}s for rate limit,
 //	{n} retries, circuit opened {n}x, {n} calls skipped,
-//	{n} calls gave up, {n} transient errors
+//	{n} calls gave up, {n} calls failed, {n} calls refused,
+//	{n} calls cancelled, {n} transient errors
 //
 // where the slowest rate is shown for a throttled scope, and transient
 // errors only for a scope that was not throttled.
@@ -262,7 +299,7 @@ func (c Counters) message(scope string) string {
 	if waited {
 		parts = append(parts, fmt.Sprintf("waited %.1fs for rate limit", c.Wait.Seconds()))
 	}
-	if !waited && c.Throttled == 0 && c.TransientErrors == 0 && c.GaveUp == 0 && c.Rejected == 0 && c.BreakerTrips == 0 {
+	if !waited && c.Throttled == 0 && c.TransientErrors == 0 && c.Lost() == 0 && c.BreakerTrips == 0 {
 		return ""
 	}
 	if c.Retries > 0 {
@@ -276,6 +313,15 @@ func (c Counters) message(scope string) string {
 	}
 	if c.GaveUp > 0 {
 		parts = append(parts, plural(c.GaveUp, "call", "calls")+" gave up")
+	}
+	if c.Failed > 0 {
+		parts = append(parts, plural(c.Failed, "call", "calls")+" failed")
+	}
+	if c.Refused > 0 {
+		parts = append(parts, plural(c.Refused, "call", "calls")+" refused")
+	}
+	if c.Cancelled > 0 {
+		parts = append(parts, plural(c.Cancelled, "call", "calls")+" cancelled")
 	}
 	if c.TransientErrors > 0 && c.Throttled == 0 {
 		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))

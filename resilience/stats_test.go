@@ -168,9 +168,9 @@ func TestLedgerDescribe(t *testing.T) {
 	if l.Degraded() || l.Describe() != "" {
 		t.Fatal("empty ledger degraded")
 	}
-	l.recordGaveUp(iamUsers, DescribeError(throttle()))
-	l.recordSkipped((&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
-	l.recordSkipped((&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
+	l.Record(LossGaveUp, iamUsers.String()+": "+DescribeError(throttle()))
+	l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
+	l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
 	want := "throttled: 1 call(s) gave up after retries, 2 call(s) skipped (circuit open) (" +
 		"aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded; " +
 		"circuit open for aws/123456789012/us-east-1/ec2/DescribeSubnets after repeated throttling; retry in 42s)"
@@ -178,13 +178,13 @@ func TestLedgerDescribe(t *testing.T) {
 		t.Fatalf("%s\n%s", got, want)
 	}
 	for i := range 10 {
-		l.recordGaveUp(Scope{Provider: "aws", Account: strings.Repeat("1", i+1)}, DescribeError(throttle()))
+		l.Record(LossGaveUp, Scope{Provider: "aws", Account: strings.Repeat("1", i+1)}.String()+": "+DescribeError(throttle()))
 	}
 	if len(l.Reasons()) != 5 {
 		t.Fatalf("%d reasons, want at most 5", len(l.Reasons()))
 	}
 	var nilL *Ledger
-	nilL.recordGaveUp(iamUsers, DescribeError(throttle()))
+	nilL.Record(LossGaveUp, "x")
 	if nilL.Degraded() || nilL.Describe() != "" || nilL.Reasons() != nil {
 		t.Fatal("nil ledger")
 	}

@@ -38,12 +38,12 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 
 // waitAdmitted waits, for a provider that waits for verdicts, until the
 // breaker lets the call through, and returns the time it did. It reports
-// false when the call's deadline does not allow the wait (the breaker
+// false when the call's deadline (or its max wait) does not allow the wait (the breaker
 // would open after it, or a probe's verdict has not come by then): the
 // call is then refused as without waiting, and wait is the breaker's last
 // answer. A context that ends during the wait returns its error.
 func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait time.Duration, ok bool, err error) {
-	limit := gd.deadlineAt()
+	limit := gd.waitLimit()
 	for {
 		verdict := gd.verdictChan()
 		w, ok := gd.ask(now)
@@ -54,7 +54,7 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 		if now >= limit || open && now+w > limit {
 			return now, w, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict, nil); err != nil {
 			return now, w, false, err
 		}
 		now = gd.g.now()
@@ -68,7 +68,7 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 // waitAdmitted), or one cooldown, within the deadline. It returns the time
 // it ended and whether the call may try again.
 func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.Duration, ok bool, err error) {
-	limit := gd.deadlineAt()
+	limit := gd.waitLimit()
 	from := now
 	for {
 		verdict := gd.verdictChan()
@@ -84,12 +84,21 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 		case now >= limit:
 			return now, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict, nil); err != nil {
 			return now, false, err
 		}
 		now = gd.g.now()
 		gd.live()
 	}
+}
+
+// waitLimit is the latest a wait for admission may end: the deadline, or
+// the call's max wait if sooner.
+func (gd *Guard) waitLimit() time.Duration {
+	if gd.bind.bounded {
+		return min(gd.deadlineAt(), gd.admitBy)
+	}
+	return gd.deadlineAt()
 }
 
 // recovered is awaitRecovery without waiting, for TryEnter: whether the

@@ -183,8 +183,7 @@ func TestBreakerWaitOutlastsAnEmptyRetryBudget(t *testing.T) {
 // An SDK's retry goes through Pace, not Enter (cloudgaws sends the AWS
 // SDK's retries so). With breaker_wait, Pace asks the breaker as Enter
 // does: a retry that finds it open waits for the cooldown's end and goes
-// as its probe. Without breaker_wait the retry of a transient error goes
-// at once.
+// as its probe. Without breaker_wait the open breaker refuses the retry.
 func TestBreakerWaitHoldsAnSDKRetryAtAnOpenBreaker(t *testing.T) {
 	for _, wait := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
@@ -216,19 +215,27 @@ func TestBreakerWaitHoldsAnSDKRetryAtAnOpenBreaker(t *testing.T) {
 				t.Fatalf("Retry: %v", err)
 			}
 			start := time.Now()
-			if err := second.Pace(ctx); err != nil {
+			err := second.Pace(ctx)
+			if !wait {
+				// Without breaker_wait the open breaker stops the SDK's
+				// loop at once: the call failed after its retries.
+				var coe *CircuitOpenError
+				if !errors.As(err, &coe) || !errors.Is(err, unavailable) || time.Since(start) != 0 {
+					t.Fatalf("Pace at an open breaker without breaker_wait: %v after %v", err, time.Since(start))
+				}
+				second.End(err)
+				if f := g.Summary(nil).Totals.Failed; f != 2 {
+					t.Fatalf("%d calls failed, want both", f)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatalf("Pace: %v", err)
 			}
 			waited := time.Since(start)
 			breakerState := g.Inspect(ec2Vpcs).Breaker.State.String()
 			second.After(nil)
 			second.End(nil)
-			if !wait {
-				if waited != 0 || breakerState != "open" {
-					t.Fatalf("without breaker_wait the retry waited %v (breaker %s), want none (open)", waited, breakerState)
-				}
-				return
-			}
 			if waited != 10*time.Second || breakerState != "half_open" || probes.Load() != 1 {
 				t.Fatalf("the retry went after %v with the breaker %s (%d probe events), want after the 10 s cooldown, as the probe (half-open, one event)", waited, breakerState, probes.Load())
 			}

@@ -188,6 +188,28 @@ func (b *Breaker) failure(now time.Duration, st state.BreakerState, failures int
 	return true
 }
 
+// Trip opens the breaker at once, whatever its count of failures: the
+// governor found its scope dead (every answer failed for a while). A
+// half-open breaker reopens as when its probe fails, with its cooldown
+// doubled; an open one is left as it is. It reports whether it opened the
+// breaker.
+func (b *Breaker) Trip(now time.Duration) (opened bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch st, _ := b.load(); st {
+	case state.Open:
+		return false
+	case state.HalfOpen:
+		if b.cooldown() < b.spec.MaxCooldown {
+			b.doublings++
+		}
+	}
+	b.set(state.Open, 0)
+	b.until = now + b.cooldown()
+	b.verdict()
+	return true
+}
+
 // Verdict returns a channel closed at the breaker's next verdict on its
 // scope: a success that resets its failures or closes it, or a failure
 // that opens it. A caller waiting for the scope to work again waits on it

@@ -226,3 +226,33 @@ func TestVerdictIsClosedByTheNextVerdict(t *testing.T) {
 		t.Fatal("the probe's success is no verdict")
 	}
 }
+
+// Trip opens a closed breaker at once, reopens a half-open one with its
+// cooldown doubled, and leaves an open one as it is.
+func TestTrip(t *testing.T) {
+	b := New(state.BreakerSpec{Threshold: 5, Cooldown: time.Minute, MaxCooldown: 10 * time.Minute})
+	verdict := b.Verdict()
+	if !b.Trip(0) {
+		t.Fatal("Trip did not open a closed breaker")
+	}
+	select {
+	case <-verdict:
+	default:
+		t.Fatal("Trip gave no verdict")
+	}
+	if s := b.Snapshot(0); s.State != state.Open || s.Wait != time.Minute {
+		t.Fatalf("after Trip: %+v", s)
+	}
+	if b.Trip(time.Second) {
+		t.Fatal("Trip reopened an open breaker")
+	}
+	if _, ok, probe := b.Allow(time.Minute); !ok || !probe {
+		t.Fatal("no probe after the cooldown")
+	}
+	if !b.Trip(time.Minute) {
+		t.Fatal("Trip did not reopen a half-open breaker")
+	}
+	if s := b.Snapshot(time.Minute); s.State != state.Open || s.Wait != 2*time.Minute {
+		t.Fatalf("after tripping the probe: %+v, want open for a doubled cooldown", s)
+	}
+}

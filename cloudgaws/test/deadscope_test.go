@@ -1,0 +1,119 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// An operation the service throttles for good is dead, and costs a scan
+// seconds: sixteen concurrent DescribeVpcs at the defaults (11 attempts
+// each in the SDK's standard mode, the core's breaker, budget and rates)
+// all end within the breaker's dead time and one SDK backoff, well under a
+// minute, each lost call in the ledger once; once the breaker opens, the
+// retries of the calls already in the SDK's loop stop: the fake gets no
+// request after it. (Each call spending its retries instead took minutes,
+// and the SDK's loops went on sending after the breaker opened.)
+func TestDeadOperationEndsInSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("DescribeVpcs", ec2Throttle)
+		var mu sync.Mutex
+		var opened []time.Time
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(observe.Func(func(e observe.Event) {
+			if e.Kind == observe.BreakerChange && e.To == state.Open {
+				mu.Lock()
+				opened = append(opened, e.Time)
+				mu.Unlock()
+			}
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := awsConfig(f, nil)
+		if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithRetryMode(aws.RetryModeStandard)); err != nil {
+			t.Fatal(err)
+		}
+		client := ec2.NewFromConfig(cfg)
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "ec2 vpcs")
+
+		const calls = 16
+		start := time.Now()
+		var wg sync.WaitGroup
+		ended := make([]time.Duration, calls)
+		errs := make([]error, calls)
+		for i := range calls {
+			wg.Go(func() {
+				errs[i] = describeVpcs(ctx, client)
+				ended[i] = time.Since(start)
+			})
+		}
+		wg.Wait()
+
+		last := time.Duration(0)
+		for i, err := range errs {
+			if err == nil {
+				t.Fatalf("call %d succeeded against a dead operation", i)
+			}
+			if resilience.Classify(err) != resilience.Throttled {
+				t.Errorf("call %d: %v classifies as %v", i, err, resilience.Classify(err))
+			}
+			last = max(last, ended[i])
+		}
+		if last > 30*time.Second {
+			t.Errorf("the last call ended after %v, want within the dead time and one SDK backoff", last)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(opened) != 1 {
+			t.Fatalf("the breaker opened %d times, want once", len(opened))
+		}
+		sent := f.sentAt("DescribeVpcs")
+		after := 0
+		for _, at := range sent {
+			if at.After(opened[0]) {
+				after++
+			}
+		}
+		if after != 0 {
+			t.Errorf("%d of %d requests were sent after the breaker opened at %v", after, len(sent), opened[0].Sub(start))
+		}
+		if len(sent) >= calls*11 {
+			t.Errorf("%d requests: the calls spent all their attempts", len(sent))
+		}
+
+		// Every call lost once: gave up (sent, then stopped by the breaker
+		// or its attempts) or skipped (refused before sending).
+		tot := g.Summary(stats).Totals
+		gaveUp, skipped := ledger.Counts()
+		if tot.GaveUp+tot.Rejected != calls || gaveUp+skipped != calls || int64(gaveUp) != tot.GaveUp {
+			t.Errorf("lost: stats gave up %d + skipped %d, ledger %d + %d; want %d in all (ledger %q)",
+				tot.GaveUp, tot.Rejected, gaveUp, skipped, calls, ledger.Describe())
+		}
+		if tot.Lost() != calls || ledger.Lost() != calls {
+			t.Errorf("lost %d in the stats, %d in the ledger; want %d, each once (ledger %q)", tot.Lost(), ledger.Lost(), calls, ledger.Describe())
+		}
+		if tot.Calls+tot.Rejected != calls {
+			t.Errorf("stats count %d calls and %d rejected for %d calls", tot.Calls, tot.Rejected, calls)
+		}
+
+		// The next call sends nothing.
+		err = describeVpcs(context.Background(), client)
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || len(f.sentAt("DescribeVpcs")) != len(sent) {
+			t.Fatalf("after the trip: %v", err)
+		}
+		t.Logf("%d calls ended by %v after %d requests; the breaker opened at %v", calls, last, len(sent), opened[0].Sub(start))
+	})
+}

@@ -1,0 +1,443 @@
+//go:build go1.26
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/observe"
+)
+
+// Every call lost is recorded once, with its kind, in the lifetime
+// counters, the run's Stats and the task's Ledger. Each test here states
+// one way to lose a call.
+
+// pauseScope makes the provider pause scope for d, as a Retry-After on a
+// throttled answer does.
+func pauseScope(t *testing.T, g *Governor, scope Scope, d time.Duration) {
+	t.Helper()
+	n := 0
+	Do(context.Background(), scope, always(&n, throttleAfter(d)), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+	if p := g.Inspect(scope).Leaf.Paused; p < d-time.Second {
+		t.Fatalf("scope paused for %v, want %v", p, d)
+	}
+}
+
+// run is a run's Stats and a task's Ledger, as a scanner binds them.
+type run struct {
+	ctx    context.Context
+	stats  *Stats
+	ledger *Ledger
+}
+
+func newRun(parent context.Context) run {
+	ctx, stats := WithStats(parent)
+	ctx, ledger := WithLedger(ctx, "task")
+	return run{ctx, stats, ledger}
+}
+
+// lost checks that r lost want calls of kind, and no other, in its stats
+// and its ledger, and in g's lifetime counters at least as many.
+func (r run) lost(t *testing.T, g *Governor, kind Loss, want int) {
+	t.Helper()
+	tot := g.Summary(r.stats).Totals
+	counts := map[Loss]int64{LossGaveUp: tot.GaveUp, LossSkipped: tot.Rejected, LossFailed: tot.Failed, LossRefused: tot.Refused, LossCancelled: tot.Cancelled}
+	for k, n := range counts {
+		w := int64(0)
+		if k == kind {
+			w = int64(want)
+		}
+		if n != w || r.ledger.Count(k) != int(w) {
+			t.Errorf("%v: stats %d, ledger %d; want %d (totals %v, ledger %q)", k, n, r.ledger.Count(k), w, tot, r.ledger.Describe())
+		}
+	}
+	if r.ledger.Degraded() != (want > 0) || tot.Lost() != int64(want) {
+		t.Errorf("degraded %v, lost %d; want %d", r.ledger.Degraded(), tot.Lost(), want)
+	}
+	if life := g.Summary(nil).Totals; life.Lost() < int64(want) {
+		t.Errorf("the lifetime counters lost %d, want at least %d", life.Lost(), want)
+	}
+}
+
+// A call whose wait for a paused scope would overrun its deadline is
+// refused before sending, and recorded: in a second run in the same
+// process too (it used to be in no counter and no ledger).
+func TestLostRefusedByItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		for range 2 { // two runs, the second inside the first one's pause
+			r := newRun(context.Background())
+			ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+			sent := 0
+			err := Do(ctx, ec2Vpcs, always(&sent, nil), WithGovernor(g))
+			cancel()
+			var de *DeadlineExceededError
+			if !errors.As(err, &de) || sent != 0 {
+				t.Fatalf("%v, %d sent; want a refusal, nothing sent", err, sent)
+			}
+			r.lost(t, g, LossRefused, 1)
+			if d := r.ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) refused (would wait past their deadline) (aws/123456789012/us-east-1/ec2/DescribeVpcs: deadline exceeded") {
+				t.Errorf("ledger %q", d)
+			}
+			time.Sleep(5 * time.Second)
+		}
+	})
+}
+
+// A call its context ends while it waits for a token is cancelled.
+func TestLostCancelledWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		r := newRun(context.Background())
+		ctx, cancel := context.WithCancel(r.ctx)
+		time.AfterFunc(time.Second, cancel)
+		sent := 0
+		err := Do(ctx, ec2Vpcs, always(&sent, nil), WithGovernor(g))
+		if !errors.Is(err, context.Canceled) || sent != 0 {
+			t.Fatalf("%v, %d sent", err, sent)
+		}
+		r.lost(t, g, LossCancelled, 1)
+	})
+}
+
+// A call its context ends between its retries is cancelled (Do's backoff).
+func TestLostCancelledBetweenRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		r := newRun(context.Background())
+		ctx, cancel := context.WithCancel(r.ctx)
+		sent := 0
+		err := Do(ctx, iamUsers, func(context.Context) error {
+			sent++
+			time.AfterFunc(10*time.Millisecond, cancel) // during the backoff
+			return transientErr()
+		}, WithGovernor(g))
+		if !errors.Is(err, context.Canceled) || sent != 1 {
+			t.Fatalf("%v, %d sent", err, sent)
+		}
+		r.lost(t, g, LossCancelled, 1)
+	})
+}
+
+// A call of an SDK whose context ends after a throttle is cancelled: once
+// when the SDK ends it (the Guard's End), and once when the answer comes
+// after its context ended (After).
+func TestLostCancelledAfterAThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		for _, afterTheEnd := range []bool{false, true} {
+			r := newRun(context.Background())
+			ctx, cancel := context.WithCancel(r.ctx)
+			gd, _ := g.Begin(ctx, ec2Subnets)
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if afterTheEnd {
+				cancel()
+				gd.After(throttle())
+			} else {
+				gd.After(throttle())
+				gd.Retry(0)
+				cancel() // the SDK's backoff ends with the context
+			}
+			gd.End(ctx.Err())
+			r.lost(t, g, LossCancelled, 1)
+		}
+	})
+}
+
+// A call that still fails with transient errors after its retries is
+// lost as failed (it used to be in no ledger).
+func TestLostFailedAfterRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		r := newRun(context.Background())
+		sent := 0
+		if err := Do(r.ctx, iamUsers, always(&sent, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 3})); err == nil || sent != 3 {
+			t.Fatalf("%v after %d", err, sent)
+		}
+		r.lost(t, g, LossFailed, 1)
+		if d := r.ledger.Describe(); d != "degraded: 1 call(s) failed after retries (transient errors) (aws/123456789012/*/iam/ListUsers: InternalError)" {
+			t.Errorf("ledger %q", d)
+		}
+	})
+}
+
+// A call that may not wait (WithMaxWait) is refused at once when its scope
+// is paused: nothing sent, a throttling error that says when the scope can
+// go, recorded as a refusal and not as a give-up.
+func TestMaxWaitRefusesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		r := newRun(context.Background())
+		start := time.Now()
+		sent := 0
+		err := Do(WithMaxWait(r.ctx, time.Second), ec2Vpcs, always(&sent, nil), WithGovernor(g))
+		var ww *WouldWaitError
+		if !errors.As(err, &ww) || !errors.Is(err, ErrNoToken) || sent != 0 || time.Since(start) != 0 {
+			t.Fatalf("%v after %v, %d sent", err, time.Since(start), sent)
+		}
+		if ra, ok := RetryAfter(err); !ok || ra < 59*time.Second || Classify(err) != Throttled {
+			t.Fatalf("RetryAfter %v %v, %v", ra, ok, Classify(err))
+		}
+		r.lost(t, g, LossRefused, 1)
+
+		// A wait within the bound is made.
+		time.Sleep(59 * time.Second)
+		if err := Do(WithMaxWait(context.Background(), 2*time.Second), ec2Vpcs, always(&sent, nil), WithGovernor(g)); err != nil || sent != 1 {
+			t.Fatalf("within the bound: %v, %d sent", err, sent)
+		}
+	})
+}
+
+// The bound holds for a retry too: a throttled answer with a long
+// Retry-After ends the call with a refusal wrapping the answer.
+func TestMaxWaitRefusesARetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		r := newRun(context.Background())
+		answer := throttleAfter(30 * time.Second)
+		sent := 0
+		err := Do(WithMaxWait(r.ctx, time.Second), ec2Vpcs, always(&sent, answer), WithGovernor(g))
+		var ww *WouldWaitError
+		if !errors.As(err, &ww) || !errors.Is(err, answer) || sent != 1 || ww.Wait < 29*time.Second {
+			t.Fatalf("%v (%+v), %d sent", err, ww, sent)
+		}
+		r.lost(t, g, LossRefused, 1)
+		if f := g.Inspect(ec2Vpcs).Breaker.Failures; f != 0 {
+			t.Fatalf("the refusal counted %d breaker failures; the caller, not the service, stopped it", f)
+		}
+	})
+}
+
+// A call that may not wait for a slot is refused once the bound passes.
+func TestMaxWaitRefusesWithoutASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		hold := make(chan struct{})
+		go Do(context.Background(), ec2Vpcs, func(context.Context) error { <-hold; return nil }, WithGovernor(g))
+		synctest.Wait()
+		r := newRun(context.Background())
+		start := time.Now()
+		err := Do(WithMaxWait(r.ctx, 3*time.Second), ec2Subnets, func(context.Context) error { return nil }, WithGovernor(g))
+		if !errors.Is(err, ErrNoSlot) || time.Since(start) != 3*time.Second {
+			t.Fatalf("%v after %v", err, time.Since(start))
+		}
+		r.lost(t, g, LossRefused, 1)
+		if tk := g.Inspect(ec2Subnets).Leaf.Tokens; tk != 100 {
+			t.Fatalf("the refused call kept its token: %v left", tk)
+		}
+		close(hold)
+	})
+}
+
+// TryEnter records nothing; a caller that gives up on the call after it
+// refused ends it with the refusal, which is then recorded once.
+func TestTryEnterRefusalRecordedAtEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		r := newRun(context.Background())
+		gd, _ := g.Begin(r.ctx, ec2Vpcs)
+		var err error
+		for range 3 {
+			err = gd.TryEnter()
+		}
+		r.lost(t, g, LossRefused, 0)
+		gd.End(err)
+		r.lost(t, g, LossRefused, 1)
+	})
+}
+
+// Each lost call is one observe event whose kind matches the counters.
+func TestLostCallsAreEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		g := newGov(t, Config{}, WithObserver(observe.Func(func(e observe.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case observe.GaveUp:
+				seen["gave_up"]++
+			case observe.Rejected:
+				seen["skipped"]++
+			case observe.Lost:
+				seen[e.Loss]++
+			}
+		})))
+		sent := 0
+		Do(context.Background(), iamUsers, always(&sent, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 2}))
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		Do(WithMaxWait(context.Background(), 0), ec2Vpcs, always(&sent, nil), WithGovernor(g))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		Do(ctx, ec2Subnets, always(&sent, nil), WithGovernor(g))
+		tot := g.Summary(nil).Totals
+		mu.Lock()
+		defer mu.Unlock()
+		if seen["failed"] != int(tot.Failed) || seen["refused"] != int(tot.Refused) || seen["cancelled"] != int(tot.Cancelled) ||
+			seen["gave_up"] != int(tot.GaveUp) || tot.Failed != 1 || tot.Refused != 1 || tot.Cancelled != 1 || tot.GaveUp != 1 {
+			t.Fatalf("events %v, totals %v", seen, tot)
+		}
+	})
+}
+
+// Ledger.Record counts a loss outside a governed call, in Describe's
+// counts and lines.
+func TestLedgerRecord(t *testing.T) {
+	var l Ledger
+	l.Record(LossFailed, "listing of buckets failed: AccessDenied on ListBuckets")
+	l.Record(LossCancelled, "")
+	if l.Lost() != 2 || l.Count(LossFailed) != 1 || !l.Degraded() {
+		t.Fatalf("lost %d", l.Lost())
+	}
+	want := "degraded: 1 call(s) failed after retries (transient errors), 1 call(s) cancelled (context ended) (listing of buckets failed: AccessDenied on ListBuckets)"
+	if got := l.Describe(); got != want {
+		t.Fatalf("%q\nwant %q", got, want)
+	}
+}
+
+// A dead scope (every answer throttling, for more than breaker_dead_seconds,
+// from at least breaker_threshold calls) opens its breaker at once: its
+// calls end within seconds, not after each spent its retries, and the
+// calls waiting for its tokens are woken to be refused. Every one of them
+// is in the ledger.
+func TestDeadScopeOpensItsBreakerInSeconds(t *testing.T) {
+	for _, dead := range []*float64{nil, new(0.0)} {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{AWS: ProviderConfig{BreakerDeadSeconds: dead}})
+			r := newRun(context.Background())
+			var sent atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			ended := make([]time.Duration, 16)
+			for i := range ended {
+				wg.Go(func() {
+					Do(r.ctx, ec2Vpcs, func(context.Context) error { sent.Add(1); return throttle() }, WithGovernor(g))
+					ended[i] = time.Since(start)
+				})
+			}
+			wg.Wait()
+			last := time.Duration(0)
+			for _, d := range ended {
+				last = max(last, d)
+			}
+			tot := g.Summary(r.stats).Totals
+			if dead != nil { // the spec's rule alone: each call spends its retries
+				if last < 2*time.Minute || tot.Lost() != 16 {
+					t.Fatalf("breaker_dead_seconds 0: the calls ended by %v, %d lost", last, tot.Lost())
+				}
+				return
+			}
+			if last > 12*time.Second || tot.BreakerTrips != 1 || tot.Lost() != 16 || r.ledger.Lost() != 16 {
+				t.Fatalf("the dead scope's 16 calls ended by %v (%d sent), %d trips, %d lost, ledger %q", last, sent.Load(), tot.BreakerTrips, tot.Lost(), r.ledger.Describe())
+			}
+			// The next call is refused at once.
+			if err := Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g)); !errors.Is(err, ErrCircuitOpen) {
+				t.Fatalf("after the trip: %v", err)
+			}
+		})
+	}
+}
+
+// One call's own retries never make a scope dead: the spec's rule counts
+// that call when its retries end.
+func TestOneCallsRetriesDoNotMakeAScopeDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		sent := 0
+		err := Do(context.Background(), iamUsers, always(&sent, throttle()), WithGovernor(g))
+		if sent != 9 || errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("%d attempts, %v", sent, err)
+		}
+		if f := g.Inspect(iamUsers).Breaker; f.Failures != 1 || f.State.String() != "closed" {
+			t.Fatalf("breaker %+v", f)
+		}
+	})
+}
+
+// Delay says how long a call would wait and why, and makes nothing.
+func TestDelayIsAPureRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		other := Scope{Provider: "github", Account: "org", Service: "rest"}
+		for _, s := range []Scope{ec2Vpcs, other} {
+			if d, err := g.Delay(s); d != 0 || err != nil {
+				t.Fatalf("%v: %v %v for a scope never called", s, d, err)
+			}
+		}
+		if n := g.liveScopes(); n != 0 {
+			t.Fatalf("Delay made %d scopes", n)
+		}
+		if g.existing("github") != nil {
+			t.Fatal("Delay made a provider")
+		}
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		if d, err := g.Delay(ec2Vpcs); !errors.Is(err, ErrNoToken) || d < 59*time.Second {
+			t.Fatalf("paused: %v %v", d, err)
+		}
+		openBreaker(t, g)
+		if d, err := g.Delay(ec2Subnets); !errors.Is(err, ErrCircuitOpen) || d != 60*time.Second {
+			t.Fatalf("open: %v %v", d, err)
+		}
+		hold := make(chan struct{})
+		go Do(context.Background(), iamUsers, func(context.Context) error { <-hold; return nil }, WithGovernor(g))
+		synctest.Wait()
+		if d, err := g.Delay(Scope{Provider: "aws", Account: "123456789012", Service: "sts"}); !errors.Is(err, ErrNoSlot) || d != 0 {
+			t.Fatalf("cap full: %v %v", d, err)
+		}
+		close(hold)
+	})
+}
+
+// The bound holds for a retry an SDK makes on its own (Guard.Retry): a
+// throttled answer whose Retry-After is longer than the call may wait
+// ends the call at once, with a refusal wrapping the answer. Otherwise the
+// SDK (gax, cloudghttp's Transport) sleeps the hint before its next
+// attempt, whose Enter then finds the pause over: the call waits the whole
+// hint and the bound does not hold.
+func TestMaxWaitRefusesAnSDKRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		for i, answer := range []error{throttleAfter(30 * time.Second), &apiErr{code: "InternalError", status: 500, msg: "busy", header: http.Header{"Retry-After": {"30"}}}} {
+			r := newRun(context.Background())
+			ctx := WithMaxWait(r.ctx, time.Second)
+			gd, _ := g.Begin(ctx, []Scope{iamUsers, ec2Vpcs}[i])
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(answer)
+			delay, err := gd.Retry(0)
+			var ww *WouldWaitError
+			if !errors.As(err, &ww) || !errors.Is(err, answer) || !errors.Is(err, ErrNoToken) || ww.Wait < 29*time.Second || Classify(err) != Throttled {
+				t.Fatalf("%v: Retry = %v, %v; want a refusal wrapping the answer", answer, delay, err)
+			}
+			gd.End(err)
+			r.lost(t, g, LossRefused, 1)
+		}
+		// A hint within the bound is waited out.
+		r := newRun(context.Background())
+		ctx := WithMaxWait(r.ctx, time.Minute)
+		gd, _ := g.Begin(ctx, ec2Subnets)
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.After(throttleAfter(30 * time.Second))
+		if d, err := gd.Retry(0); err != nil || d != 30*time.Second {
+			t.Fatalf("within the bound: %v, %v", d, err)
+		}
+		gd.End(nil)
+	})
+}
