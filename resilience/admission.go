@@ -123,10 +123,17 @@ func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
 
 // ask asks the breaker whether the call may be sent at now, and keeps what
 // it grants: a pass, or the probe's lease (reported as the breaker's move
-// to half-open). A probe's own retries ask AllowProbe.
+// to half-open). A probe's own retries ask AllowProbe; one that finds the
+// breaker open again (its lease ran out and another probe failed) holds a
+// lease of nothing and asks as any call, so that it may become the probe
+// once the new cooldown is over (AllowProbe refuses an open breaker even
+// then, with no wait: a breaker_wait call asking it again spun).
 func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 	if gd.lease == leaseProbe {
-		return gd.e.breaker.AllowProbe(now)
+		if wait, ok := gd.e.breaker.AllowProbe(now); ok {
+			return wait, ok
+		}
+		gd.lease = leaseNone
 	}
 	wait, ok, probe := gd.e.breaker.Allow(now)
 	if probe {

@@ -527,6 +527,54 @@ func TestRegressBreakerWaitProbeSpins(t *testing.T) {
 	})
 }
 
+// A breaker_wait call that was its breaker's probe, whose lease ran out
+// and whose breaker another probe reopened meanwhile, waits out the new
+// cooldown and goes as the next probe (before the fix it kept asking
+// AllowProbe, which refuses an open breaker with no wait once the
+// cooldown is over: it spun at one instant of its clock).
+func TestRegressBreakerWaitStaleProbeSpins(t *testing.T) {
+	if !inChild(t, 10*time.Second) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newRegGov(t, resilience.Config{AWS: resilience.ProviderConfig{
+			BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 5, DeadlineSeconds: 60,
+		}})
+		bg := context.Background()
+		fail := func() { // a call that fails once and gives up: a breaker failure
+			gd, _ := g.Begin(bg, regAWS)
+			if err := gd.Enter(bg); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(aThrottle.err())
+			gd.End(aThrottle.err())
+		}
+		fail() // the breaker opens for 5s
+		time.Sleep(5 * time.Second)
+		probe, _ := g.Begin(bg, regAWS)
+		if err := probe.Enter(bg); err != nil { // the probe
+			t.Fatal(err)
+		}
+		probe.After(aTransient.err())
+		time.Sleep(5 * time.Second) // its lease runs out
+		fail()                      // the next probe fails: open again, for 10s
+		if st := g.Inspect(regAWS).Breaker.State; st != state.Open {
+			t.Fatalf("the breaker is %v, want open", st)
+		}
+		if _, err := probe.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := probe.Enter(bg); err != nil {
+			t.Fatalf("the retry of the stale probe: %v", err)
+		}
+		if st := g.Inspect(regAWS).Breaker.State; st != state.HalfOpen {
+			t.Errorf("the retry went with the breaker %v, want half_open (its probe)", st)
+		}
+		probe.After(nil)
+		probe.End(nil)
+	})
+}
+
 // ---- Retry on a disabled provider (fixed) ----
 
 // Retry on a guard of a disabled provider applies the policy's attempts
