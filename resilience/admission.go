@@ -241,7 +241,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		tk = q.Ticket(now + leaf)
 	}
 	recheck := gd.retrying() || gd.phase == phaseIdle
-	for {
+	for first := true; ; first = false {
 		var moved, verdict <-chan struct{}
 		if queued {
 			tk, moved = q.Follow(tk)
@@ -256,6 +256,15 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		}
 		if recheck {
 			verdict = gd.verdictChan()
+			// The breaker answered before this wait began, and a verdict
+			// given in between (another call opening it at this very
+			// instant) wakes no one: ask again, now that the next verdict
+			// will wake the wait.
+			if first {
+				if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
+					return err
+				}
+			}
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict)
 		now = gd.g.now()
@@ -271,25 +280,36 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if !recheck {
 			continue
 		}
-		if wait, ok := gd.ask(now); !ok {
-			gd.recordWait(now-start, levelNames[level])
-			gd.cancel(now)
-			if gd.p.set.breakerWait {
-				// A provider that waits for its breakers' verdicts: the
-				// call waits for this one, within its deadline (and max
-				// wait), as admit has it wait, then takes a fresh token.
-				at, w, admitted, err := gd.waitAdmitted(ctx, now)
-				if err != nil {
-					return gd.stopByContext(err)
-				}
-				if admitted {
-					return gd.takeToken(ctx, at)
-				}
-				now, wait = at, w
-			}
-			return gd.refuseOpen(now, wait)
+		if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
+			return err
 		}
 	}
+}
+
+// recheckBreaker asks the breaker again for a call waiting for its token
+// since start, and reports whether the call's wait ended: a breaker that
+// opened meanwhile refuses it as it would have at first (the tokens given
+// back, the wait recorded); for a provider that waits for its breakers'
+// verdicts, the call waits for one, within its deadline (and max wait),
+// as admit has it wait, then takes a fresh token.
+func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, level uint8) (ended bool, err error) {
+	wait, ok := gd.ask(now)
+	if ok {
+		return false, nil
+	}
+	gd.recordWait(now-start, levelNames[level])
+	gd.cancel(now)
+	if gd.p.set.breakerWait {
+		at, w, admitted, err := gd.waitAdmitted(ctx, now)
+		if err != nil {
+			return true, gd.stopByContext(err)
+		}
+		if admitted {
+			return true, gd.takeToken(ctx, at)
+		}
+		now, wait = at, w
+	}
+	return true, gd.refuseOpen(now, wait)
 }
 
 // passDeadline ends a call whose token wait w would pass its deadline,

@@ -54,7 +54,7 @@ func TestStatsKeys(t *testing.T) {
 			t.Errorf("network stats %+v", sc)
 		}
 		msgs := strings.Join(stats.Messages(), "\n")
-		if !strings.Contains(msgs, "azure/"+subALower+"/*/network: throttled 1x, slowed to 15.0 rps, 1 retry") {
+		if !strings.Contains(msgs, "azure/"+subALower+"/*/network: throttled 1x, slowed to 15.0 rps, paused for 1.0s, 1 retry") {
 			t.Errorf("messages:\n%s", msgs)
 		}
 	})

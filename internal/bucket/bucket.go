@@ -353,8 +353,11 @@ func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	return state.BucketSnapshot{
 		Rate:    p.rate,
 		Ceiling: b.cfg.ceiling,
-		Tokens:  float64(at-t) / float64(p.interval),
-		Paused:  max(0, e.paused-now),
+		// A full bucket reads its capacity: capNS over the interval, both
+		// whole nanoseconds, can be a hair over it (3 rps, 200 tokens:
+		// 66666666666/333333333 = 200.000000198).
+		Tokens: min(p.capacity, float64(at-t)/float64(p.interval)),
+		Paused: max(0, e.paused-now),
 	}
 }
 

@@ -65,6 +65,21 @@ func TestRefillStopsAtCapacity(t *testing.T) {
 	}
 }
 
+// A full bucket reads exactly its capacity, at any rate: its capacity and
+// its interval are whole nanoseconds, whose ratio can be a hair over the
+// capacity (3 rps and 200 tokens read 200.000000198), so that a bucket
+// made by a refused call read more tokens than a fresh one's 200.
+func TestFullBucketReadsItsCapacity(t *testing.T) {
+	for _, rate := range []float64{3, 0.9888, 0.8484, 7, 13.3, 1000} {
+		for _, burst := range []float64{1, 2, 5, 200} {
+			b := New(Spec{Rate: rate, Burst: burst}, 0)
+			if got := b.Snapshot(3600 * sec).Tokens; got != burst {
+				t.Errorf("%v rps, burst %v: a full bucket reads %v tokens", rate, burst, got)
+			}
+		}
+	}
+}
+
 func TestTryReserveAndCancel(t *testing.T) {
 	b := New(Spec{Rate: 1, Burst: 1}, 0)
 	if !b.TryReserve(0) {
