@@ -14,6 +14,9 @@ import (
 // WriteTable writes the figures of every strategy side by side, with the
 // discrete-event model's beside them where the scenario has its figures.
 func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
+	if sc.Estate != nil {
+		return writeEstateTable(w, sc, results)
+	}
 	ideal := writeHeader(w, sc)
 	fmt.Fprintf(w, "seed %d\n\n", sc.Seed)
 	hasModel := len(sc.Model) > 0
