@@ -67,10 +67,10 @@ func (e *Estate) oracleConfig(base resilience.Config) resilience.Config {
 	cfg := base
 	off := false
 	cfg.AWS.Adaptive = &off
-	cfg.AWS.Services = map[string]resilience.ServiceConfig{}
 	perOp := true
+	cfg.AWS.PerOperation = &perOp
+	cfg.AWS.Services = map[string]resilience.ServiceConfig{}
 	for _, svc := range e.Services {
-		cfg.AWS.Services[svc.Name] = resilience.ServiceConfig{PerOperation: &perOp}
 		cfg.AWS.Services[svc.Name+"."+svc.List] = resilience.ServiceConfig{MaxRPS: svc.ListRate, Burst: max(1, BurstSeconds*svc.ListRate)}
 		cfg.AWS.Services[svc.Name+"."+svc.Detail] = resilience.ServiceConfig{MaxRPS: svc.DetailRate, Burst: max(1, BurstSeconds*svc.DetailRate)}
 	}
@@ -299,18 +299,15 @@ func estate() *Estate {
 // estateScenario is the estate with its provider and clients: 16 workers;
 // EC2-like answers (no Retry-After on a throttle) with 50 ms median
 // latency; the governor at its defaults but with a leaf per operation for
-// rds and lambda too (ec2 has one built in), so that each scope the
-// provider throttles has its own.
+// every service (per_operation: true; ec2 has it built in), so that each
+// scope the provider throttles has its own.
 func estateScenario(name, desc string) *Scenario {
 	s := base()
 	s.Name, s.Description = name, desc
 	s.Workload.Workers = 16
 	s.Provider.Service = "ec2" // the scopes' keys name their own
 	perOp := true
-	s.Governor = resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-		"rds":    {PerOperation: &perOp},
-		"lambda": {PerOperation: &perOp},
-	}}}
+	s.Governor = resilience.Config{AWS: resilience.ProviderConfig{PerOperation: &perOp}}
 	estate().apply(s)
 	return s
 }
