@@ -106,7 +106,13 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 	if s.Scenario.Estate != nil {
 		return writeEstateSweep(w, s)
 	}
-	writeHeader(w, s.Scenario)
+	var first []*Result
+	for _, rs := range s.Results {
+		if len(rs) > 0 {
+			first = append(first, rs[0])
+		}
+	}
+	writeHeader(w, s.Scenario, first...)
 	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
 	wins := baseline != "" && slices.Contains(s.Strategies, baseline)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
