@@ -95,8 +95,9 @@ func TestEstateGoals(t *testing.T) {
 	// their figures rather than failed, and failed once they are met, so
 	// that the waiver goes with the cause.
 	waived := map[string]string{
-		PoolGoodput + "/makespan / ideal, paused": "the goodput controller measures what the provider served since its previous congestion event, " +
-			"the pause's first throttle, across the 60 s pause: its first throttle after the pause sets the scope to 0.7 rps (of 5), whence it climbs 0.3 rps per 5 s",
+		PoolGoodput + "/makespan / ideal, paused": "the goodput controller's first throttle after the pause measures what the provider served since the pause's own throttle, " +
+			"60 s of pause included (its rule for a gap without successes needs a success before the gap, and the scope had none): " +
+			"it sets the scope to 0.7 rps (of 5), whence it climbs 0.3 rps per 5 s",
 		PoolGoodput + "/plain's makespan / this, paused": "the same",
 	}
 
