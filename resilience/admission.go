@@ -67,8 +67,8 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		gd.renewed = gd.retries
 		gd.to(phaseRetryable)
 	}
-	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.deadAt(gd.p.set, now) {
-		gd.tripDead(now) // found dead without a new answer: this call asks an open breaker
+	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDead(gd.p.set, now) {
+		gd.tripDead(now, h.onlyThrottled()) // found dead without a new answer: this call asks an open breaker
 	}
 	// ask, in line: the common call pays no call for it.
 	var wait time.Duration

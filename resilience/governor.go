@@ -398,7 +398,7 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
-		return e.snapshot(g.epoch, now, p.budget)
+		return e.snapshot(g.epoch, now, p)
 	}
 	s := fresh(p.set, acct, p.budget.Remaining())
 	spec := p.set.leafSpec(p.set.leafKey(scope))

@@ -23,8 +23,11 @@ type health struct {
 	mu        sync.Mutex
 	streak    uint32        // numbers the streaks, so that a call counts once in each
 	since     time.Duration // the streak's first failed answer
+	last      time.Duration // its last
 	calls     int           // the calls with a failed answer in the streak
 	throttled bool          // every failed answer of the streak was throttling
+	opened    string        // why the breaker last opened (ScopeSnapshot.OpenReason)
+	tripped   bool          // the streak opened the breaker: the scope was found dead
 }
 
 // noteFailure records a failed answer at now, throttling or not, of the
@@ -43,23 +46,33 @@ func (e *scopeEntry) noteFailure(p *providerSettings, now time.Duration, throttl
 	defer h.mu.Unlock()
 	if !h.failing.Load() {
 		h.streak++
-		h.since, h.calls, h.throttled = now, 0, true
+		h.since, h.calls, h.throttled, h.tripped = now, 0, true, false
 		h.failing.Store(true)
 	}
 	if noted != h.streak {
 		h.calls++
 	}
 	h.throttled = h.throttled && throttled
-	dead = p.dead > 0 && h.calls >= p.breaker.Threshold && now-h.since >= p.dead
-	return dead, h.throttled, h.streak
+	h.last = now
+	return h.deadAt(p, now), h.throttled, h.streak
 }
 
 // deadAt reports whether the scope is dead at now by the settings of p,
 // without a new answer: a call about to ask its breaker finds out.
-func (h *health) deadAt(p *providerSettings, now time.Duration) bool {
+func (h *health) isDead(p *providerSettings, now time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.failing.Load() && p.dead > 0 && h.calls >= p.breaker.Threshold && now-h.since >= p.dead
+	return h.deadAt(p, now)
+}
+
+// deadAt is isDead with h.mu held: a streak of failures from at least
+// breaker_threshold calls spans breaker_dead_seconds by now, and the last
+// of them is recent (within half of that), so that a burst of throttling
+// followed by quiet (no call, or an open breaker's cooldown) is not taken
+// for a dead scope.
+func (h *health) deadAt(p *providerSettings, now time.Duration) bool {
+	return h.failing.Load() && p.dead > 0 && h.calls >= p.breaker.Threshold &&
+		now-h.since >= p.dead && now-h.last <= p.dead/2
 }
 
 // noteSuccess records an answer that proved the scope works: the streak
@@ -97,4 +110,48 @@ func trip(b state.Breaker, now time.Duration, threshold int) bool {
 		}
 	}
 	return false
+}
+
+// report returns how the scope is dead by the settings of p ("throttled
+// for good", "down", or "" when it is not): its streak of failures, from
+// breaker_threshold calls, spans breaker_dead_seconds or opened its
+// breaker, and no success ended it since. It also returns why its breaker
+// last opened.
+func (h *health) report(p *providerSettings, now time.Duration) (dead string, opened string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0:
+	case !h.tripped && h.last-h.since < p.dead:
+		// Its failures do not span the time that makes a scope dead, and
+		// did not open its breaker.
+	case h.throttled:
+		dead = "throttled for good"
+	default:
+		dead = "down"
+	}
+	return dead, h.opened
+}
+
+// noteOpened records why the scope's breaker opened.
+func (e *scopeEntry) noteOpened(reason string, dead bool) {
+	h := e.health.Load()
+	if h == nil {
+		h = new(health)
+		if !e.health.CompareAndSwap(nil, h) {
+			h = e.health.Load()
+		}
+	}
+	h.mu.Lock()
+	h.opened = reason
+	h.tripped = dead && h.failing.Load()
+	h.mu.Unlock()
+}
+
+// onlyThrottled reports whether every failed answer of the streak was
+// throttling.
+func (h *health) onlyThrottled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.throttled
 }

@@ -441,3 +441,66 @@ func TestMaxWaitRefusesAnSDKRetry(t *testing.T) {
 		gd.End(nil)
 	})
 }
+
+// A snapshot says what a person needs of a scope in trouble: the callers
+// queued for its tokens, whether it is dead, and why its breaker opened.
+func TestSnapshotTellsWhyAScopeIsInTrouble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		for range 3 {
+			go Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g))
+		}
+		synctest.Wait()
+		if s := g.Inspect(ec2Vpcs); s.Queued != 3 || s.Dead != "" || s.OpenReason != "" {
+			t.Fatalf("paused with 3 callers: %+v", s)
+		}
+		time.Sleep(2 * time.Minute)
+		openBreaker(t, g)
+		if s := g.Inspect(ec2Subnets); s.OpenReason != "throttling" || s.Dead != "" {
+			t.Fatalf("five calls gave up: %+v", s)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g))
+			})
+		}
+		wg.Wait()
+		if s := g.Inspect(iamUsers); s.OpenReason != "throttled for good" || s.Dead != "throttled for good" {
+			t.Fatalf("a dead scope: %+v", s)
+		}
+		// Through its breaker's cooldown it is still dead: nothing answered.
+		time.Sleep(30 * time.Second)
+		if s := g.Inspect(iamUsers); s.Dead != "throttled for good" {
+			t.Fatalf("30 s into the cooldown: %+v", s)
+		}
+	})
+}
+
+// A burst of throttling followed by quiet is no dead scope: five calls
+// throttled once and then cancelled, and a call twenty seconds later goes
+// through a closed breaker (the streak's last failure is long past).
+func TestABurstThenQuietIsNotDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var wg sync.WaitGroup
+		for range 5 {
+			ctx, cancel := context.WithCancel(context.Background())
+			wg.Go(func() {
+				Do(ctx, iamUsers, func(context.Context) error {
+					time.AfterFunc(10*time.Millisecond, cancel) // during the backoff
+					return throttle()
+				}, WithGovernor(g))
+			})
+		}
+		wg.Wait()
+		time.Sleep(20 * time.Second)
+		if err := Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+			t.Fatalf("the call after the quiet: %v", err)
+		}
+		if s := g.Inspect(iamUsers); s.Breaker.State.String() != "closed" || s.Dead != "" {
+			t.Fatalf("%+v", s)
+		}
+	})
+}

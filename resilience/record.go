@@ -123,20 +123,25 @@ func (gd *Guard) recordTransient() {
 // noteFailure notes a failed answer in the scope's health, and opens the
 // breaker of a scope found dead (see health).
 func (gd *Guard) noteFailure(now time.Duration, throttled bool) {
-	dead, _, streak := gd.e.noteFailure(gd.p.set, now, throttled, gd.noted)
+	dead, forGood, streak := gd.e.noteFailure(gd.p.set, now, throttled, gd.noted)
 	if gd.noted = streak; dead {
-		gd.tripDead(now)
+		gd.tripDead(now, forGood)
 	}
 }
 
 // tripDead opens the breaker of a scope found dead at now. A closed
 // breaker only: an open one is open already, and a half-open one's probe
 // has its own retries, whose outcome decides.
-func (gd *Guard) tripDead(now time.Duration) {
+func (gd *Guard) tripDead(now time.Duration, forGood bool) {
 	b := gd.e.breaker
 	if b.Snapshot(now).State != state.Closed || !trip(b, now, gd.p.set.breaker.Threshold) {
 		return
 	}
+	reason := "down"
+	if forGood {
+		reason = "throttled for good"
+	}
+	gd.e.noteOpened(reason, true)
 	gd.count(tripsTally)
 	gd.recordBreaker(state.Closed, state.Open)
 }
@@ -223,6 +228,11 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 func (gd *Guard) recordBreakerFailure(now time.Duration) {
 	gd.live()
 	if opened, from := gd.breakerFailure(now); opened {
+		reason := "errors"
+		if gd.last.kind == Throttled {
+			reason = "throttling"
+		}
+		gd.e.noteOpened(reason, false)
 		gd.count(tripsTally)
 		gd.recordBreaker(from, state.Open)
 	}

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,12 +106,12 @@ func (e *scopeEntry) lifeCounters(g *Governor) *counters {
 
 // snapshot returns where the entry stands at now, epoch being the
 // governor's.
-func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, budget state.Budget) state.ScopeSnapshot {
+func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider) state.ScopeSnapshot {
 	s := state.ScopeSnapshot{
 		Leaf:        e.leaf.Snapshot(now),
 		Breaker:     e.breaker.Snapshot(now),
 		MaxInFlight: e.acct.bulkhead.Limit(),
-		RetryBudget: budget.Remaining(),
+		RetryBudget: p.budget.Remaining(),
 	}
 	if e.acct.bucket != nil {
 		s.Account = e.acct.bucket.Snapshot(now)
@@ -119,7 +120,20 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, budget state.B
 		s.PausedUntil = epoch.Add(now + p)
 	}
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
+	s.Queued = max(queued(s.Leaf), queued(s.Account))
+	if h := e.health.Load(); h != nil {
+		s.Dead, s.OpenReason = h.report(p.set, now)
+	}
 	return s
+}
+
+// queued is the callers a bucket's snapshot shows waiting: its balance
+// below zero, in whole tokens.
+func queued(b state.BucketSnapshot) int {
+	if b.Tokens >= 0 {
+		return 0
+	}
+	return int(math.Ceil(-b.Tokens - 1e-9))
 }
 
 func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {

@@ -123,7 +123,7 @@ func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
 	return func(yield func(Scope, state.ScopeSnapshot) bool) {
 		for _, p := range g.providers() {
 			for _, e := range p.scopes.live() {
-				if !yield(e.key, e.snapshot(g.epoch, g.now(), p.budget)) {
+				if !yield(e.key, e.snapshot(g.epoch, g.now(), p)) {
 					return
 				}
 			}

@@ -2,16 +2,37 @@
 // http.Handler, standard library only, for a program's debug listener
 // (such as /debug/cloudg).
 //
-// The page lists every live scope of the governor (resilience.Governor's
-// Scopes), the most troubled first: an open breaker, then a half-open one,
-// then a pause, then a rate held below its ceiling, then calls queued for
-// a slot, with the scopes that gave up or skipped calls and were throttled
-// most first within each. Each row shows the scope's parts, its rate
-// against its ceiling as a bar, how long it is paused for, its breaker in
-// colour, its account's calls in flight against the cap and waiting, its
-// provider's retry budget, and the throttles, retries, give-ups and
-// skipped calls counted for its service. It reloads itself every few
-// seconds. The same rows, in the same order, are JSON at ?format=json.
+// The page fits a window 1280 pixels wide without a horizontal scroll. It
+// shows, from the top:
+//
+//   - a card per state with the live scopes in it and what the state means,
+//     which is the page's legend: open (the breaker refuses calls until its
+//     probe), half-open (one probe is out), paused (a pause holds every
+//     call), dead (every answer fails: throttled for good, or down),
+//     slowed (the rate is held below its ceiling), queued (callers wait for
+//     a token) and ok;
+//   - the governor's totals, the calls lost by kind (gave up, skipped,
+//     failed, refused, cancelled), the longest wait for a token, and each
+//     provider's retry budget, once;
+//   - the live scopes (resilience.Governor's Scopes), trouble first: the
+//     rows of a service scope together, the services by their worst row's
+//     state and then by key, a service's rows by state and then by key, so
+//     that a row stays where it is from one refresh to the next while its
+//     state holds. A row shows its state, its parts (a long one abbreviated,
+//     the whole on hover), its rate against its ceiling as a bar, the time
+//     left in a pause, its breaker with the time to its probe and why it
+//     opened (throttling or errors after retries; a dead scope throttled
+//     for good or down), and the callers queued for its tokens; the
+//     throttles, retries and lost calls, which the governor counts per
+//     service, fill one cell spanning the rows of the service;
+//   - each account once: its slots in use against the cap, the callers
+//     waiting for a slot, and its own bucket where the provider has one.
+//
+// Narrower windows degrade: below 1240 pixels the rate bars and the calls
+// column go and long values are cut shorter; below 960 each row becomes a
+// block of labelled values. The page reloads itself every few seconds; the
+// same rows, accounts and providers, in the same order, are JSON at
+// ?format=json.
 //
 // The page is read-only (GET and HEAD; nothing it serves changes the
 // governor), has no external assets (its style is inline, allowed by a

@@ -47,7 +47,7 @@ func TestScopeStringsAreEscaped(t *testing.T) {
 				t.Errorf("the page does not show %s as text", shown)
 			}
 		}
-		if n := strings.Count(body, "<tr"); n != 2 { // the head's and the scope's
+		if n := strings.Count(body, "<tr"); n != 5 { // the scopes' head's two and the scope's; the accounts' head's and the account's
 			t.Errorf("%d rows", n)
 		}
 

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,39 +30,56 @@ func (e *apiErr) Header() http.Header { return e.header }
 
 var (
 	throttled = &apiErr{code: "Throttling", status: 400}
+	tooMany   = &apiErr{code: "TooManyRequests", status: 429}
 	transient = &apiErr{code: "InternalError", status: 500}
 	once      = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1})
 )
 
-// The scopes of the estate, one per status.
+// The scopes of the estate, one per status, and two more: a scope whose
+// account's only slot is taken (the account is queued, the scope ok) and
+// a healthy one.
 var (
-	halfOpen = resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
 	open     = resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2", Operation: "DescribeSubnets"}
+	halfOpen = resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
 	paused   = resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset", Operation: "ListAssets"}
+	dead     = resilience.Scope{Provider: "azure", Account: "sub-3", Service: "keyvault"}
 	slowed   = resilience.Scope{Provider: "gcp", Account: "projects/p2", Service: "cloudasset", Operation: "SearchAllResources"}
-	queued   = resilience.Scope{Provider: "azure", Account: "sub-1", Service: "network"}
+	queued   = resilience.Scope{Provider: "gcp", Account: "projects/p3", Service: "cloudasset", Operation: "ListAssets"}
+	slots    = resilience.Scope{Provider: "azure", Account: "sub-1", Service: "network"}
 	fine     = resilience.Scope{Provider: "azure", Account: "sub-2", Service: "compute"}
 )
 
 // estate makes a governor, in the caller's synctest bubble, whose scopes
-// stand one in each status: an open breaker, a half-open one whose probe
-// is out, a pause, a slowed rate, calls queued for the account's only
-// slot, and a healthy scope. The calls it leaves holding end at cleanup.
+// stand one in each status: an open breaker (it opened on errors, and
+// skipped a call), a half-open one whose probe is out, a pause with three
+// callers queued, a dead scope (throttled for good), a slowed rate, four
+// callers queued for a scope's tokens, and two ok scopes, one of which
+// has its account's only slot taken and two callers waiting for it. The
+// calls it leaves holding or waiting end at cleanup.
 func estate(t *testing.T) *resilience.Governor {
 	t.Helper()
+	off := 0.0
 	g, err := resilience.NewGovernor(resilience.Config{
-		AWS:   resilience.ProviderConfig{BreakerThreshold: 1},
-		Azure: resilience.ProviderConfig{MaxConcurrency: 1},
+		// AWS finds no scope dead, so that the half-open scope, whose
+		// only failure is a minute old, stays half-open.
+		AWS:   resilience.ProviderConfig{BreakerThreshold: 1, BreakerDeadSeconds: &off},
+		Azure: resilience.ProviderConfig{MaxConcurrency: 1, BreakerThreshold: 3},
 	}, resilience.WithRandom(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
 	gov := resilience.WithGovernor(g)
 	fail := func(err error) func(context.Context) error {
 		return func(context.Context) error { return err }
 	}
 	ok := fail(nil)
+	var wg sync.WaitGroup
+
+	for range 4 { // Key Vault answers only 429: after ten seconds it is dead
+		wg.Go(func() { resilience.Do(ctx, dead, fail(tooMany), gov) })
+	}
+	wg.Wait()
 
 	resilience.Do(ctx, halfOpen, fail(transient), gov, once)
 	time.Sleep(time.Minute) // its cooldown: the next call is the probe
@@ -75,20 +93,28 @@ func estate(t *testing.T) *resilience.Governor {
 	pg, _ := g.Begin(ctx, paused)
 	pg.Pause(90 * time.Second)
 	pg.End(nil)
+	for range 3 {
+		wg.Go(func() { resilience.Do(ctx, paused, ok, gov) })
+	}
 	resilience.Do(ctx, slowed, fail(throttled), gov, once) // halved, and a give-up
+	for range 14 {                                         // ListAssets holds 10 tokens
+		wg.Go(func() { resilience.Do(ctx, queued, ok, gov) })
+	}
 
-	holder, _ := g.Begin(ctx, queued)
+	holder, _ := g.Begin(ctx, slots)
 	if err := holder.Enter(ctx); err != nil {
 		t.Fatal(err)
 	}
-	go resilience.Do(ctx, queued, ok, gov)
-	go resilience.Do(ctx, queued, ok, gov)
+	for range 2 {
+		wg.Go(func() { resilience.Do(ctx, slots, ok, gov) })
+	}
 	resilience.Do(ctx, fine, ok, gov)
 	synctest.Wait()
 	t.Cleanup(func() {
+		cancel()
 		holder.End(nil)
 		probe.End(nil)
-		synctest.Wait()
+		wg.Wait()
 	})
 	return g
 }
@@ -106,6 +132,7 @@ type served struct {
 	Time           time.Time      `json:"time"`
 	RefreshSeconds float64        `json:"refresh_seconds"`
 	Live           int            `json:"live_scopes"`
+	LiveAccounts   int            `json:"live_accounts"`
 	Statuses       map[string]int `json:"statuses"`
 	Totals         struct {
 		Calls    int64 `json:"calls"`
@@ -116,6 +143,8 @@ type served struct {
 		Scope  resilience.Scope `json:"scope"`
 		Key    string           `json:"key"`
 		Status string           `json:"status"`
+		Reason string           `json:"reason"`
+		Queued int              `json:"queued"`
 		State  struct {
 			Leaf struct {
 				Rate    float64 `json:"rate_rps"`
@@ -132,6 +161,9 @@ type served struct {
 			Waiting     int       `json:"waiting"`
 			MaxInFlight int       `json:"max_in_flight"`
 			RetryBudget float64   `json:"retry_budget"`
+			Queued      int       `json:"queued"`
+			Dead        string    `json:"dead"`
+			OpenReason  string    `json:"open_reason"`
 		} `json:"state"`
 		Counters struct {
 			Scope     resilience.Scope `json:"scope"`
@@ -141,6 +173,24 @@ type served struct {
 			Rejected  int64            `json:"rejected"`
 		} `json:"counters"`
 	} `json:"scopes"`
+	Accounts []struct {
+		Provider    string `json:"provider"`
+		Account     string `json:"account"`
+		Status      string `json:"status"`
+		Scopes      int    `json:"scopes"`
+		InFlight    int    `json:"in_flight"`
+		MaxInFlight int    `json:"max_in_flight"`
+		Waiting     int    `json:"waiting"`
+		Bucket      *struct {
+			Rate    float64 `json:"rate_rps"`
+			Ceiling float64 `json:"ceiling_rps"`
+		} `json:"bucket"`
+		Queued int `json:"queued"`
+	} `json:"accounts"`
+	Providers []struct {
+		Name        string  `json:"name"`
+		RetryBudget float64 `json:"retry_budget"`
+	} `json:"providers"`
 }
 
 func decode(t *testing.T, w *httptest.ResponseRecorder) served {

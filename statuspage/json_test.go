@@ -12,8 +12,10 @@ import (
 )
 
 // The JSON at ?format=json holds every scope with its parts as fields,
-// where it stands and its service's counters, the most troubled first.
-func TestJSONListsEveryScopeWorstFirst(t *testing.T) {
+// where it stands and why, the callers queued for its tokens and its
+// service's counters, in the page's order; every account once; and every
+// provider's retry budget once.
+func TestJSONListsEveryScopeTroubleFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := estate(t)
 		start := g.Clock().Now()
@@ -21,17 +23,21 @@ func TestJSONListsEveryScopeWorstFirst(t *testing.T) {
 		want := []struct {
 			sc     resilience.Scope
 			status string
-		}{{open, "open"}, {halfOpen, "half_open"}, {paused, "paused"}, {slowed, "slowed"}, {queued, "queued"}, {fine, "ok"}}
+			reason string
+		}{
+			{open, "open", "errors"}, {halfOpen, "half_open", "errors"}, {paused, "paused", ""}, {dead, "dead", "throttled for good"},
+			{slowed, "slowed", ""}, {queued, "queued", ""}, {slots, "ok", ""}, {fine, "ok", ""},
+		}
 		if len(s.Scopes) != len(want) || s.Live != len(want) {
 			t.Fatalf("%d rows of %d live: %+v", len(s.Scopes), s.Live, s.Scopes)
 		}
 		for i, w := range want {
-			if r := s.Scopes[i]; r.Scope != w.sc || r.Status != w.status || r.Key != w.sc.Key() {
-				t.Errorf("row %d: %v %s (key %s), want %v %s", i, r.Scope, r.Status, r.Key, w.sc, w.status)
+			if r := s.Scopes[i]; r.Scope != w.sc || r.Status != w.status || r.Key != w.sc.Key() || r.Reason != w.reason {
+				t.Errorf("row %d: %v %s %q (key %s), want %v %s %q", i, r.Scope, r.Status, r.Reason, r.Key, w.sc, w.status, w.reason)
 			}
 		}
-		for _, st := range []string{"open", "half_open", "paused", "slowed", "queued", "ok"} {
-			if s.Statuses[st] != 1 {
+		for _, st := range []string{"open", "half_open", "paused", "dead", "slowed", "queued"} {
+			if s.Statuses[st] != 1 || s.Statuses["ok"] != 2 {
 				t.Errorf("statuses %v", s.Statuses)
 			}
 		}
@@ -39,28 +45,46 @@ func TestJSONListsEveryScopeWorstFirst(t *testing.T) {
 			t.Errorf("time %v (want %v), refresh %v", s.Time, start, s.RefreshSeconds)
 		}
 
-		op, ho, pa, sl, qu := s.Scopes[0], s.Scopes[1], s.Scopes[2], s.Scopes[3], s.Scopes[4]
-		if op.State.Breaker.State != "open" || op.State.Breaker.RetryIn != 60 || op.Counters.Rejected != 1 {
+		op, ho, pa, de, sl, qu := s.Scopes[0], s.Scopes[1], s.Scopes[2], s.Scopes[3], s.Scopes[4], s.Scopes[5]
+		if op.State.Breaker.State != "open" || op.State.Breaker.RetryIn != 60 || op.Counters.Rejected != 1 || op.State.OpenReason != "errors" {
 			t.Errorf("open %+v", op)
 		}
 		if ho.State.Breaker.State != "half_open" || ho.State.InFlight != 1 || ho.State.MaxInFlight != 128 {
 			t.Errorf("half-open %+v", ho)
 		}
-		if pa.State.Leaf.Paused != 90 || !pa.State.PausedUntil.Equal(start.Add(90*time.Second)) || pa.State.Leaf.Rate != pa.State.Leaf.Ceiling {
+		if pa.State.Leaf.Paused != 90 || !pa.State.PausedUntil.Equal(start.Add(90*time.Second)) || pa.Queued != 3 || pa.State.Queued != 3 {
 			t.Errorf("paused %+v", pa)
+		}
+		if de.State.Dead != "throttled for good" || de.State.OpenReason != "throttled for good" || de.Counters.GaveUp != 4 {
+			t.Errorf("dead %+v", de)
 		}
 		if sl.State.Leaf.Rate != 3 || sl.State.Leaf.Ceiling != 6 || sl.Counters.GaveUp != 1 || sl.Counters.Throttled != 1 || sl.State.RetryBudget != 500 {
 			t.Errorf("slowed %+v", sl)
 		}
-		if qu.State.InFlight != 1 || qu.State.Waiting != 2 || qu.State.MaxInFlight != 1 {
+		if qu.Queued != 4 || qu.State.Leaf.Rate != qu.State.Leaf.Ceiling {
 			t.Errorf("queued %+v", qu)
 		}
 		// The counters are the service's, and say so.
 		if svc := (resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2"}); op.Counters.Scope != svc || ho.Counters.Scope != svc {
 			t.Errorf("counters of %v and %v", op.Counters.Scope, ho.Counters.Scope)
 		}
-		if s.Totals.GaveUp != 1 || s.Totals.Rejected != 1 {
+		if s.Totals.GaveUp != 5 || s.Totals.Rejected != 1 {
 			t.Errorf("totals %+v", s.Totals)
+		}
+
+		if len(s.Accounts) != 7 || s.LiveAccounts != 7 {
+			t.Fatalf("%d accounts of %d: %+v", len(s.Accounts), s.LiveAccounts, s.Accounts)
+		}
+		a := s.Accounts[1] // azure's first: the one with callers waiting for its slot
+		if a.Provider != "azure" || a.Account != "sub-1" || a.Status != "queued" || a.InFlight != 1 || a.MaxInFlight != 1 || a.Waiting != 2 ||
+			a.Bucket == nil || a.Bucket.Ceiling != 20 || a.Scopes != 1 {
+			t.Errorf("the account with its slot taken: %+v", a)
+		}
+		if aws := s.Accounts[0]; aws.Account != "111111111111" || aws.Scopes != 2 || aws.Bucket != nil || aws.Status != "ok" {
+			t.Errorf("the AWS account: %+v", aws)
+		}
+		if len(s.Providers) != 3 || s.Providers[0].Name != "aws" || s.Providers[0].RetryBudget != 500 || s.Providers[1].Name != "azure" {
+			t.Errorf("providers %+v", s.Providers)
 		}
 	})
 }
@@ -70,20 +94,23 @@ func TestJSONLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := estate(t)
 		s := decode(t, get(t, New(WithGovernor(g), WithLimit(2)), http.MethodGet, "/?format=json"))
-		if len(s.Scopes) != 2 || s.Live != 6 || s.Scopes[0].Scope != open || s.Scopes[1].Scope != halfOpen || s.Statuses["ok"] != 1 {
+		if len(s.Scopes) != 2 || s.Live != 8 || s.Scopes[0].Scope != open || s.Scopes[1].Scope != halfOpen || s.Statuses["ok"] != 2 {
 			t.Fatalf("%d rows of %d: %+v, statuses %v", len(s.Scopes), s.Live, s.Scopes, s.Statuses)
+		}
+		if len(s.Accounts) != 2 || s.LiveAccounts != 7 {
+			t.Fatalf("%d accounts of %d", len(s.Accounts), s.LiveAccounts)
 		}
 	})
 }
 
-// A governor with no scope yet serves an empty list, not null.
+// A governor with no scope yet serves empty lists, not null.
 func TestJSONOfAnEmptyGovernor(t *testing.T) {
 	g, err := resilience.NewGovernor(resilience.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := get(t, New(WithGovernor(g)), http.MethodGet, "/?format=json")
-	if s := decode(t, w); s.Scopes == nil || len(s.Scopes) != 0 || s.Live != 0 {
+	if s := decode(t, w); s.Scopes == nil || len(s.Scopes) != 0 || s.Live != 0 || s.Accounts == nil || s.Providers == nil {
 		t.Fatalf("%s", w.Body)
 	}
 }

@@ -18,9 +18,10 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// rowsOf returns the table rows of a page, in order.
-func rowsOf(body string) []string {
-	_, tbody, _ := strings.Cut(body, "<tbody>")
+// rowsOf returns the rows of a page's table of the given class, in order.
+func rowsOf(body, class string) []string {
+	_, table, _ := strings.Cut(body, `<table class="`+class+`">`)
+	_, tbody, _ := strings.Cut(table, "<tbody>")
 	tbody, _, _ = strings.Cut(tbody, "</tbody>")
 	var out []string
 	for _, r := range strings.Split(tbody, "<tr")[1:] {
@@ -29,10 +30,14 @@ func rowsOf(body string) []string {
 	return out
 }
 
-// The page shows each scope's parts, its rate against its ceiling as a
-// bar, its pause, its breaker in colour, its slots and queue, the retry
-// budget and its service's counts, worst first, and reloads itself.
-func TestPageShowsEveryScopeWorstFirst(t *testing.T) {
+// The page shows each live scope, trouble first: its state with why (a
+// breaker's reason, a dead scope throttled for good), its parts, its rate
+// against its ceiling as a bar, a pause's time left, its breaker, the
+// callers queued for its tokens, and its service's counts once for the
+// service's rows; each account once with its slots and callers waiting
+// for one; each provider's retry budget once; a legend of the states; and
+// it reloads itself.
+func TestPageShowsEveryScopeTroubleFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := estate(t)
 		w := get(t, New(WithGovernor(g), WithRefresh(3*time.Second)), http.MethodGet, "/debug/cloudg")
@@ -40,20 +45,26 @@ func TestPageShowsEveryScopeWorstFirst(t *testing.T) {
 			t.Fatalf("%d %v", w.Code, w.Header())
 		}
 		body := w.Body.String()
+		until := g.Clock().Now().Add(90 * time.Second).UTC().Format("2006-01-02 15:04:05 UTC")
 		if !strings.Contains(body, `<meta http-equiv="refresh" content="3">`) {
 			t.Error("the page does not reload itself every 3 s")
 		}
-		rows := rowsOf(body)
-		if len(rows) != 6 {
+		rows := rowsOf(body, "scopes")
+		if len(rows) != 8 {
 			t.Fatalf("%d rows:\n%s", len(rows), body)
 		}
 		for i, want := range [][]string{
-			{`class="open"`, `>open<`, `DescribeSubnets`, `<span class="breaker open">open</span> <span class="dim">1m0s</span>`, `<td class="num bad">1</td>`},
-			{`class="half_open"`, `>half-open<`, `DescribeVpcs`, `<span class="breaker half_open">half-open</span>`, `<td class="num">1 / 128</td>`},
-			{`class="paused"`, `projects/p1`, `<td class="part">*</td>`, `ListAssets`, `<td class="num hot">1m30s</td>`, `fill stop w100`, `1.5 / 1.5 rps`},
-			{`class="slowed"`, `projects/p2`, `SearchAllResources`, `fill mid w50`, `3 / 6 rps`, `<span class="breaker closed">closed</span>`, `<td class="num">500</td>`, `<td class="num bad">1</td>`},
-			{`class="queued"`, `sub-1`, `network`, `<td class="num">1 / 1</td>`, `<td class="num hot">2</td>`, `fill full w100`},
-			{`class="ok"`, `sub-2`, `compute`, `<td class="num">0 / 1</td>`},
+			{`class="open"`, `>open<`, `DescribeSubnets`, `<span class="breaker open">open</span> <span class="dim">1m0s</span><span class="why open">errors</span>`,
+				// The counts of ec2 in eu-west-1, once for its two rows.
+				`<td class="num counted calls" rowspan="2" data-label="calls">3</td>`, `<span class="bad">1 skipped</span><span class="bad">2 failed</span>`},
+			{`class="half_open"`, `>half-open<`, `DescribeVpcs`, `<span class="breaker half_open">half-open</span>`, `<span class="why half_open">errors</span>`},
+			{`class="paused"`, `projects/p1`, `<span class="cut reg">*</span>`, `ListAssets`, `<td class="num hot paused" data-label="paused" title="every call held until ` + until + `">1m30s</td>`,
+				`fill stop w100`, `1.5 / 1.5`, `<td class="num hot queued" data-label="queued">3</td>`},
+			{`class="dead"`, `>dead<`, `keyvault`, `<span class="why dead">throttled for good</span>`, `<span class="bad">4 gave up</span>`},
+			{`class="slowed"`, `projects/p2`, `SearchAllResources`, `fill below w50`, `3 / 6`, `<span class="breaker closed">closed</span> <span class="dim">1 failed</span>`, `<span class="bad">1 gave up</span>`},
+			{`class="queued"`, `projects/p3`, `fill full w100`, `<td class="num hot queued" data-label="queued">4</td>`},
+			{`class="ok"`, `sub-1`, `network`, `<td class="num zero" data-label="queued">·</td>`},
+			{`class="ok"`, `sub-2`, `compute`},
 		} {
 			for _, s := range want {
 				if !strings.Contains(rows[i], s) {
@@ -61,12 +72,76 @@ func TestPageShowsEveryScopeWorstFirst(t *testing.T) {
 				}
 			}
 		}
+		if strings.Contains(rows[1], "rowspan") {
+			t.Errorf("the second row of a service repeats its counts:\n%s", rows[1])
+		}
+		for i, r := range rows {
+			if strings.Contains(r, "in flight") || strings.Contains(r, "retry budget") || strings.Contains(r, "128") {
+				t.Errorf("scope row %d shows an account's or a provider's value:\n%s", i, r)
+			}
+		}
+
+		accounts := rowsOf(body, "accounts")
+		if len(accounts) != 7 {
+			t.Fatalf("%d accounts:\n%s", len(accounts), body)
+		}
+		for i, want := range [][]string{
+			{`class="prov" rowspan="1" data-label="provider">aws</td>`, `<td class="num" rowspan="1" data-label="retry budget">500</td>`, `111111111111`, `1 / 128`},
+			{`class="prov" rowspan="3" data-label="provider">azure</td>`, `data-label="retry budget">494.1</td>`, `>queued<`, `sub-1`, `1 / 1`, `<td class="num hot queued" data-label="waiting for a slot">2</td>`, `20 / 20`},
+			{`sub-2`, `>ok<`},
+			{`sub-3`},
+			{`rowspan="3" data-label="provider">gcp</td>`, `projects/p1`, `0 / 16`, `title="the provider has no account bucket">none</td>`},
+			{`projects/p2`},
+			{`projects/p3`},
+		} {
+			for _, s := range want {
+				if !strings.Contains(accounts[i], s) {
+					t.Errorf("account %d lacks %s:\n%s", i, s, accounts[i])
+				}
+			}
+		}
+		if n := strings.Count(body, `data-label="retry budget"`); n != 3 {
+			t.Errorf("the retry budget is shown %d times, once per provider is 3", n)
+		}
+
 		for _, s := range []string{
-			`<div class="card open"><b>1</b><span>open</span></div>`,
-			`<div class="card ok"><b>1</b><span>ok</span></div>`,
-			`<span class="bad"><b>1</b> gave up</span>`,
-			`6 live scopes ·`,
+			`<div class="card open"><b>1</b><span class="name">open</span><span class="means">the breaker refuses calls until its probe</span></div>`,
+			`<div class="card dead"><b>1</b><span class="name">dead</span><span class="means">every answer fails: throttled for good, or down</span></div>`,
+			`<div class="card ok"><b>2</b><span class="name">ok</span>`,
+			`<span class="bad"><b>8</b> lost (<b>5</b> gave up, <b>1</b> skipped, <b>2</b> failed)</span>`,
+			`retry budget left: aws <b>500</b> azure <b>494.1</b> gcp <b>500</b>`,
+			`8 live scopes in 7 accounts ·`,
 			`<a href="?format=json">JSON</a>`,
+			`<footer><b>Colours</b> are the states of the cards above`,
+		} {
+			if !strings.Contains(body, s) {
+				t.Errorf("the page lacks %s", s)
+			}
+		}
+	})
+}
+
+// An account too long for its column is abbreviated in its middle (a GCP
+// project shown by its id), an operation too long is cut short by the
+// style sheet, and the whole is the tooltip of each.
+func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := resilience.Scope{Provider: "azure", Account: "8f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f", Service: "compute"}
+		ec2 := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcEndpointServiceConfigurations"}
+		gcp := resilience.Scope{Provider: "gcp", Account: "projects/inventory-prod", Service: "cloudasset", Operation: "ListAssets"}
+		for _, s := range []resilience.Scope{sc, ec2, gcp} {
+			resilience.Do(context.Background(), s, func(context.Context) error { return nil }, resilience.WithGovernor(g))
+		}
+		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+		for _, s := range []string{
+			`<span class="acct" title="8f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f">8f1c2d3e-…2c3d4e5f</span>`,
+			`<span class="cut svcop" title="ec2 · DescribeVpcEndpointServiceConfigurations">ec2 <span class="dim">·</span> DescribeVpcEndpointServiceConfigurations</span>`,
+			`<span class="acct" title="123456789012">123456789012</span>`,
+			`<span class="acct" title="projects/inventory-prod">inventory-prod</span>`,
 		} {
 			if !strings.Contains(body, s) {
 				t.Errorf("the page lacks %s", s)

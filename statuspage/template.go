@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -24,48 +25,75 @@ var pageSource string
 var style = baseStyle + widthClasses()
 
 const baseStyle = `
-:root{--open:#d62839;--half_open:#f77f00;--paused:#7b2cbf;--slowed:#e0a100;--queued:#1f78d1;--ok:#2a9d8f;--ink:#1d232b;--dim:#6b7683;--line:#e3e7ec}
+:root{--open:#d62839;--half_open:#f77f00;--paused:#7b2cbf;--dead:#3a3f47;--slowed:#d99a00;--queued:#1f78d1;--ok:#2a9d8f;--ink:#1d232b;--dim:#68737f;--line:#e3e7ec}
 *{box-sizing:border-box}
-body{margin:0;font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:#f5f7fa}
-header{background:#1d232b;color:#fff;padding:14px 24px}
-h1{margin:0;font-size:22px;font-weight:650;letter-spacing:.2px}
-h1 .sub{font-weight:400;color:#aab4c0;margin-left:6px}
-.meta{margin:4px 0 0;color:#aab4c0;font-size:13px}
+body{margin:0;font:12.5px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:#f5f7fa}
+header{background:#1d232b;color:#fff;padding:10px 20px}
+h1{margin:0;font-size:20px;font-weight:650}
+h1 .sub{font-weight:400;color:#aab4c0;margin-left:4px}
+.meta{margin:2px 0 0;color:#aab4c0;font-size:12.5px}
 .meta a{color:#9ecbff}
-.cards{display:flex;gap:12px;padding:16px 24px 4px;flex-wrap:wrap}
-.card{background:#fff;border:1px solid var(--line);border-left:6px solid var(--c);border-radius:8px;padding:8px 16px;min-width:118px}
-.card b{display:block;font-size:24px;line-height:1.1;color:var(--c)}
-.card span{color:var(--dim);font-size:12px;text-transform:uppercase;letter-spacing:.6px}
-.card.none{opacity:.45}
-.open{--c:var(--open)}.half_open{--c:var(--half_open)}.paused{--c:var(--paused)}.slowed{--c:var(--slowed)}.queued{--c:var(--queued)}.ok{--c:var(--ok)}
-.totals{display:flex;gap:22px;padding:10px 24px 12px;color:var(--dim);flex-wrap:wrap}
+.open{--c:var(--open)}.half_open{--c:var(--half_open)}.paused{--c:var(--paused)}.dead{--c:var(--dead)}.slowed{--c:var(--slowed)}.queued{--c:var(--queued)}.ok{--c:var(--ok)}
+.cards{display:grid;grid-template-columns:repeat(7,minmax(0,1fr));gap:8px;padding:10px 20px 2px}
+.card{background:#fff;border:1px solid var(--line);border-left:5px solid var(--c);border-radius:6px;padding:5px 9px 6px;min-width:0}
+.card b{font-size:19px;line-height:1.1;color:var(--c);margin-right:5px}
+.card .name{font-size:11px;text-transform:uppercase;letter-spacing:.5px;font-weight:650;color:var(--c)}
+.card .means{display:block;color:var(--dim);font-size:11.5px;line-height:1.25;margin-top:1px}
+.card.none b,.card.none .name{opacity:.45}
+.totals{display:flex;flex-wrap:wrap;gap:2px 18px;padding:8px 20px;color:var(--dim)}
 .totals b{color:var(--ink);font-variant-numeric:tabular-nums}
 .totals .bad b{color:var(--open)}
-table{border-collapse:separate;border-spacing:0;width:100%;background:#fff;border:1px solid var(--line);border-radius:8px;overflow:hidden}
-th{font-size:10.5px;text-transform:uppercase;letter-spacing:.4px;color:var(--dim);text-align:left;font-weight:600;padding:8px 8px;border-bottom:1px solid var(--line);background:#fafbfc;vertical-align:bottom;line-height:1.25}
-td{padding:6px 8px;font-size:13px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
-tbody tr:last-child td{border-bottom:0}
+.frame{margin:0 20px 10px}
+table{border-collapse:separate;border-spacing:0;width:100%;background:#fff;border:1px solid var(--line);border-radius:8px}
+th{font-size:11px;color:var(--dim);text-align:left;font-weight:600;padding:5px 5px;border-bottom:1px solid var(--line);background:#fafbfc;vertical-align:bottom;line-height:1.2}
+tr.groups th{border-bottom:0;padding-bottom:0;color:#9aa4af;font-size:10px;text-transform:uppercase;letter-spacing:.4px}
+th.now,td.now,th.counted,td.counted{border-left:1px solid var(--line)}
+td{padding:4px 5px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
+tbody tr:last-child td,td[rowspan]{border-bottom-color:var(--line)}
 tbody tr{box-shadow:inset 4px 0 0 var(--c)}
-tr.ok td{color:#3b4550}
-.part{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:12px;max-width:190px;overflow:hidden;text-overflow:ellipsis}
+td.st{padding-left:9px}
+.cut{display:inline-block;vertical-align:bottom;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.acct,.acctfull{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:11.5px}
+.prov{color:var(--dim)}.reg{max-width:84px}.svcop{max-width:220px}.acctfull{max-width:340px}
 .num{font-variant-numeric:tabular-nums;text-align:right}
-.chip{display:inline-block;min-width:70px;text-align:center;padding:2px 7px;border-radius:10px;font-size:10px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
-.chip.slowed{color:#3a2c00}
-.breaker{font-weight:650}
-.breaker.closed{color:var(--ok)}.breaker.half_open{color:var(--half_open)}.breaker.open{color:var(--open)}
-.ratecol{min-width:176px}
-.bar{display:inline-block;vertical-align:middle;width:72px;height:10px;border-radius:5px;background:#e9edf1;overflow:hidden;margin-right:8px}
-.fill{height:100%;border-radius:5px}
-.fill.full{background:var(--ok)}.fill.mid{background:var(--slowed)}.fill.low{background:var(--open)}.fill.stop{background:var(--paused)}
-td.num.hot{color:var(--paused);font-weight:650}
-td.num.bad{color:var(--open);font-weight:650}
-.dim{color:var(--dim)}
+.chip{display:inline-block;min-width:60px;text-align:center;padding:1px 5px;border-radius:9px;font-size:9.5px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
+.chip.slowed{color:#2e2400}
+.breaker{font-weight:650;color:var(--dim)}
+.breaker.half_open{color:var(--half_open)}.breaker.open{color:var(--open)}
+td.brk{line-height:1.2}
+.why{display:block;font-size:11.5px;color:var(--c)}
+.bar{display:inline-block;vertical-align:middle;width:36px;height:8px;border-radius:4px;background:#e9edf1;overflow:hidden;margin-right:6px}
+.fill{display:block;height:100%;border-radius:4px}
+.fill.full{background:var(--ok)}.fill.below{background:var(--slowed)}.fill.stop{background:var(--paused)}
+td.hot{color:var(--c);font-weight:650}
+.bad{color:var(--open);font-weight:650}
+td.lost{line-height:1.2}
+td.lost span{display:block}
+.dim{color:var(--dim);font-weight:400}
 th.r{text-align:right}
-th.slots{min-width:84px}
-.wrap{overflow-x:auto;margin:0 24px 16px}
-
-.empty{margin:24px;color:var(--dim)}
-footer{margin:0 24px 24px;color:var(--dim);font-size:12px}
+.empty{margin:20px;color:var(--dim)}
+footer{margin:2px 20px 20px;color:var(--dim);font-size:11.5px;line-height:1.4}
+footer .breaker{font-weight:600}
+@media (max-width:1240px){
+.frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
+.bar,.calls,tr.groups{display:none}
+th,td{padding-left:4px;padding-right:4px}
+.svcop{max-width:160px}.reg{max-width:70px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
+}
+@media (max-width:960px){
+.cards{grid-template-columns:repeat(4,minmax(0,1fr))}
+table,thead,tbody,tr,td{display:block}
+thead{display:none}
+tbody tr{display:flex;flex-wrap:wrap;align-items:baseline;gap:3px 14px;padding:7px 10px 7px 14px;border-bottom:1px solid var(--line)}
+td,td.now,td.counted{border:0;padding:0;max-width:100%;min-width:0}
+td::before{content:attr(data-label) " ";color:var(--dim);font-size:10.5px}
+td.st::before{content:none}
+td.zero{display:none}
+.cut,.acct{white-space:normal;overflow-wrap:anywhere;max-width:100%}
+.why,td.lost span{display:inline;margin-left:4px}
+.bar{display:inline-block}.calls{display:block}
+}
+@media (max-width:560px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
 `
 
 func widthClasses() string {
@@ -92,8 +120,11 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		return out
 	},
 	"label":    func(s status) string { return strings.ReplaceAll(s.String(), "_", "-") },
+	"meaning":  func(s status) string { return meanings[s] },
+	"explain":  explain,
 	"breaker":  func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
 	"part":     part,
+	"short":    short,
 	"rate":     rate,
 	"duration": duration,
 	"seconds":  func(s float64) string { return duration(time.Duration(s * float64(time.Second))) },
@@ -102,8 +133,53 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"level":    level,
 	"budget":   func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
 	"count":    count,
+	"lost":     lost,
 	"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(strings.Replace(pageSource, "/*STYLE*/", style, 1)))
+
+// meanings says what each status means, on its card: the page's legend.
+var meanings = [numStatuses]string{
+	statusOpen:     "the breaker refuses calls until its probe",
+	statusHalfOpen: "one probe call is out",
+	statusPaused:   "a pause holds every call",
+	statusDead:     "every answer fails: throttled for good, or down",
+	statusSlowed:   "the rate is held below its ceiling",
+	statusQueued:   "callers wait for a token",
+	statusOK:       "at its ceiling, nothing waits",
+}
+
+// explain says in a sentence where a row's scope stands, for its state's
+// tooltip.
+func explain(r row) string {
+	s := r.State
+	switch r.Status {
+	case statusOpen:
+		return "open: calls are refused for " + duration(s.Breaker.Wait) + " more, then one probe goes" + because(r.Reason)
+	case statusHalfOpen:
+		return "half-open: one probe call is out; its answer closes or reopens the breaker" + because(r.Reason)
+	case statusPaused:
+		return "paused: every call is held for " + duration(pausedFor(s)) + " more"
+	case statusDead:
+		what := "dead"
+		if r.Reason != "" {
+			what += ", " + r.Reason
+		}
+		return what + ": every answer failed for at least the provider's breaker_dead_seconds, and its breaker opened at once"
+	case statusSlowed:
+		return "slowed: " + rate(s.Leaf.Rate) + " of its " + rate(s.Leaf.Ceiling) + " calls per second"
+	case statusQueued:
+		return "queued: " + strconv.Itoa(r.Queued) + " callers wait for a token"
+	}
+	return "ok: at its ceiling, nothing waits"
+}
+
+// because says why a breaker opened, when it is known.
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return "; it opened after " + reason
+}
 
 // part shows an empty scope part as the scope's string form does.
 func part(s string) string {
@@ -111,6 +187,22 @@ func part(s string) string {
 		return "*"
 	}
 	return s
+}
+
+// short abbreviates a long account in its middle, where ids differ least
+// (an Azure subscription's GUID keeps its first nine characters and its
+// last eight), and shows a GCP project by its id (projects/p1 as p1); the
+// page puts the whole value in a tooltip.
+func short(s string) string {
+	const head, tail = 9, 8
+	if id, ok := strings.CutPrefix(s, "projects/"); ok && id != "" {
+		s = id
+	}
+	r := []rune(part(s))
+	if len(r) <= head+tail+3 {
+		return string(r)
+	}
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 // rate writes a rate with three significant digits at most.
@@ -133,24 +225,54 @@ func duration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// level names the bar's colour: paused, at the ceiling, held a little
-// below it, or far below.
+// share returns the leaf's rate as a share of its ceiling, 0 to 1.
+func share(s state.ScopeSnapshot) float64 {
+	if s.Leaf.Ceiling <= 0 {
+		return 1
+	}
+	return min(1, max(0, s.Leaf.Rate/s.Leaf.Ceiling))
+}
+
+// level names the bar's colour: paused, at the ceiling, or below it.
 func level(s state.ScopeSnapshot) string {
-	switch f := share(s); {
+	switch {
 	case pausedFor(s) > 0:
 		return "stop"
-	case f >= 0.95:
-		return "full"
-	case f >= 0.5:
-		return "mid"
+	case s.Leaf.Rate < s.Leaf.Ceiling:
+		return "below"
 	}
-	return "low"
+	return "full"
 }
 
 // count writes zero as a dot, so that the rows with counts stand out.
-func count(n int64) string {
-	if n == 0 {
+func count(n any) string {
+	var v int64
+	switch n := n.(type) {
+	case int:
+		v = int64(n)
+	case int64:
+		v = n
+	}
+	if v == 0 {
 		return "·"
 	}
-	return strconv.FormatInt(n, 10)
+	return strconv.FormatInt(v, 10)
+}
+
+// loss is one kind of lost calls and how many.
+type loss struct {
+	N    int64
+	Kind string
+}
+
+// lost returns the kinds of calls c lost, those with any, in the order
+// of the ledger's kinds.
+func lost(c resilience.Counters) []loss {
+	var out []loss
+	for _, l := range []loss{{c.GaveUp, "gave up"}, {c.Rejected, "skipped"}, {c.Failed, "failed"}, {c.Refused, "refused"}, {c.Cancelled, "cancelled"}} {
+		if l.N > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -59,8 +59,8 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 	}
 
 	body := get(t, status)
-	if !strings.Contains(body, "governor status") || strings.Count(body, `<span class="chip `) != len(estate) {
-		t.Errorf("the status page shows %d scopes, want %d", strings.Count(body, `<span class="chip `), len(estate))
+	if !strings.Contains(body, "governor status") || strings.Count(body, ` data-scope="`) != len(estate) {
+		t.Errorf("the status page shows %d scopes, want %d", strings.Count(body, ` data-scope="`), len(estate))
 	}
 	var page struct {
 		Live   int `json:"live_scopes"`

@@ -1,0 +1,43 @@
+package estate
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Server is an estate served over HTTP on a loopback port.
+type Server struct {
+	// URL is the server's base URL, http://127.0.0.1:<port>: the
+	// BaseEndpoint of the aws.Config of the clients that call the estate.
+	URL string
+
+	srv    *http.Server
+	served chan error
+}
+
+// Start serves e on 127.0.0.1 at a free port until Close.
+func Start(e *Estate) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		URL:    "http://" + ln.Addr().String(),
+		srv:    &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
+		served: make(chan error, 1),
+	}
+	go func() { s.served <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops the server: it closes the listener and every connection, so
+// that requests still in flight fail.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/examples/scan/estate"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The scenarios run scaled down, so that each takes a few seconds: a
+// small estate (315 calls a scan), a governor whose adaptive rates stop at
+// 10 rps, and SDK calls of 5 attempts 20 ms apart. They check the harness,
+// not the governor's timing.
+var testSizes = estate.Sizes{Instances: 6, VPCs: 1, Subnets: 3, SecurityGroups: 2, Secrets: 22, Tables: 4, Roles: 5}
+
+func testOptions(args ...string) func(t *testing.T) options {
+	return func(t *testing.T) options {
+		t.Helper()
+		o, err := parseFlags(append([]string{"-workers", "8"}, args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.sizes = testSizes
+		o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10}}
+		o.awsOpts = []cloudgaws.Option{cloudgaws.WithMaxRetries(4), cloudgaws.WithBaseRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.RateLimiter = ratelimit.None
+				so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 20 * time.Millisecond, nil })
+			})
+		})}
+		return o
+	}
+}
+
+// scan runs a scenario and checks what holds in every one: the report
+// prints each run's figures as the runs hold them, every call made has an
+// outcome, and the silent partial results are the failed calls the
+// ledgers did not count.
+func scan(t *testing.T, o options) (string, []*scanRun) {
+	t.Helper()
+	var out bytes.Buffer
+	runs, err := run(context.Background(), &out, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := out.String()
+	t.Log("\n" + report)
+	if len(runs) != o.runs {
+		t.Fatalf("%d runs, want %d", len(runs), o.runs)
+	}
+	planned := total(plan(testSizes))
+	for i, r := range runs {
+		made := 0
+		for _, n := range r.outcomes {
+			made += n
+		}
+		if made != int(r.done.Load()) || made > planned {
+			t.Errorf("run %d: %d outcomes, %d calls made, %d planned", i+1, made, r.done.Load(), planned)
+		}
+		var failed, counted int64
+		for _, c := range r.colls {
+			failed += c.failed.Load()
+			counted += min(int64(c.ledger.Lost()), c.failed.Load())
+		}
+		if r.outcomes[outcomeOK] != made-int(failed) || r.silent() != failed-counted {
+			t.Errorf("run %d: %d ok of %d, %d failed, %d counted, %d silent", i+1, r.outcomes[outcomeOK], made, failed, counted, r.silent())
+		}
+		for _, want := range []string{
+			fmt.Sprintf("run %d\n  makespan            %s\n", i+1, secs(r.makespan)),
+			fmt.Sprintf("  calls               %d of %d planned: ", made, planned),
+			fmt.Sprintf("  silent partial results: %d failed call(s) no ledger counted\n", r.silent()),
+		} {
+			if !strings.Contains(report, want) {
+				t.Errorf("the report has no line %q", want)
+			}
+		}
+	}
+	return report, runs
+}
+
+// estateCount sums the estate's counts over the scopes sel selects.
+func estateCount(r *scanRun, sel estate.Scope) (c estate.Count) {
+	for sc, n := range r.s.est.Counts() {
+		if sel.Matches(sc) {
+			c.Requests += n.Requests
+			c.Throttled += n.Throttled
+		}
+	}
+	return c
+}
+
+func TestPlanIsTheIssuesScan(t *testing.T) {
+	if n := total(plan(estate.DefaultSizes)); n != 726 {
+		t.Errorf("a scan of the default estate plans %d calls, want 726", n)
+	}
+	b := (&scanner{est: estate.New(estate.Config{})}).ideal(time.Now(), func(estate.Scope) bool { return true })
+	if b.scope.Action != "DescribeSecret" || b.calls != 38 {
+		t.Errorf("the default ideal is set by %v", b)
+	}
+}
+
+// Without a knob every planned call succeeds, and no ledger records a
+// loss.
+func TestDefaultScenario(t *testing.T) {
+	report, runs := scan(t, testOptions()(t))
+	r := runs[0]
+	if r.outcomes[outcomeOK] != total(plan(testSizes)) || strings.Contains(report, "degraded tasks") {
+		t.Errorf("outcomes %v", r.outcomes)
+	}
+	if strings.Contains(report, "unaffected scopes") {
+		t.Error("a scenario without knobs reports unaffected scopes")
+	}
+}
+
+// -limit slows every action of the estate down; the ideal follows it.
+func TestLimitScenario(t *testing.T) {
+	report, runs := scan(t, testOptions("-limit", "12")(t))
+	if c := estateCount(runs[0], estate.Scope{}); c.Throttled == 0 {
+		t.Errorf("the estate throttled nothing at 12 rps: %+v", c)
+	}
+	if !strings.Contains(report, "  ideal lower bound   1.8s (secretsmanager:DescribeSecret@") ||
+		!strings.Contains(report, "22 calls at 12 rps)") {
+		t.Error("the ideal is not 22 DescribeSecret calls at 12 rps")
+	}
+}
+
+const pausedScope = "secretsmanager:DescribeSecret@111111111111/us-east-1"
+
+// A paused scope answers with Retry-After until the pause ends; the
+// report says when the other scopes were done.
+func TestPauseScenario(t *testing.T) {
+	report, runs := scan(t, testOptions("-pause", pausedScope+"=2s")(t))
+	sel, _ := estate.ParseScope(pausedScope)
+	if c := estateCount(runs[0], sel); c.Throttled == 0 {
+		t.Errorf("the paused scope was not throttled: %+v", c)
+	}
+	if runs[0].makespan < 2*time.Second {
+		t.Errorf("the scan ended within the pause, at %s", runs[0].makespan)
+	}
+	if !strings.Contains(report, "  unaffected scopes   done at "+secs(runs[0].unaffected)+", ideal ") {
+		t.Error("no line for the unaffected scopes")
+	}
+}
+
+// Task deadlines shorter than the pause lose the paused scope's calls;
+// the report compares the failures with the ledgers.
+func TestPauseWithDeadlinesScenario(t *testing.T) {
+	_, runs := scan(t, testOptions("-pause", pausedScope+"=3s", "-task-timeout", "500ms")(t))
+	r := runs[0]
+	// Only the paused scope must fail: a loaded machine (the race
+	// detector, other tests) may stretch another call past its deadline.
+	if c := r.colls["111111111111/secretsmanager"]; c.failed.Load() == 0 {
+		t.Errorf("no call of the paused scope failed: %v", r.outcomes)
+	}
+}
+
+// The second run of -runs 2 starts inside the first run's pause, on the
+// same governor, with stats and ledgers of its own.
+func TestSecondRunInsidePause(t *testing.T) {
+	report, runs := scan(t, testOptions("-pause", pausedScope+"=3s", "-task-timeout", "300ms", "-runs", "2")(t))
+	sel, _ := estate.ParseScope(pausedScope)
+	sc := estate.Scope{Account: "111111111111", Region: "us-east-1", Service: "secretsmanager", Action: "DescribeSecret"}
+	if until := runs[0].s.est.PausedUntil(sc); !runs[1].start.Before(until) || !sel.Matches(sc) {
+		t.Errorf("run 2 started at %s, the pause ended at %s", runs[1].start.Format(time.StampMilli), until.Format(time.StampMilli))
+	}
+	if runs[0].stats == runs[1].stats || runs[0].colls["111111111111/secretsmanager"].ledger == runs[1].colls["111111111111/secretsmanager"].ledger {
+		t.Error("the runs share stats or ledgers")
+	}
+	if !strings.Contains(report, "\nrun 2\n") {
+		t.Error("no report of run 2")
+	}
+}
+
+// A dead action fails every call of its scope; the others succeed.
+func TestDeadScenario(t *testing.T) {
+	_, runs := scan(t, testOptions("-dead", "secretsmanager:DescribeSecret@222222222222/eu-west-1")(t))
+	r := runs[0]
+	if got := r.colls["222222222222/secretsmanager"].failed.Load(); got != int64(testSizes.Secrets) {
+		t.Errorf("%d calls of the dead scope failed, want %d", got, testSizes.Secrets)
+	}
+	if want := total(plan(testSizes)) - testSizes.Secrets; r.outcomes[outcomeOK] != want {
+		t.Errorf("%d calls succeeded, want %d", r.outcomes[outcomeOK], want)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	o, err := parseFlags([]string{"-limit", "2", "-limit", "iam:GetRole=0.5", "-dead", "secretsmanager:DescribeSecret@111111111111/us-east-1",
+		"-pause", "dynamodb@222222222222=1m", "-task-timeout", "10s", "-workers", "4", "-runs", "2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.limits) != 2 || o.limits[0].lim != (estate.Limit{Rate: 2, Burst: 2}) || o.limits[1].sel.Action != "GetRole" ||
+		o.limits[1].lim != (estate.Limit{Rate: 0.5, Burst: 1}) {
+		t.Errorf("limits %+v", o.limits)
+	}
+	if len(o.dead) != 1 || o.dead[0].Region != "us-east-1" || len(o.pauses) != 1 || o.pauses[0].d != time.Minute ||
+		o.pauses[0].sel.Account != "222222222222" || o.taskTimeout != 10*time.Second || o.workers != 4 || o.runs != 2 {
+		t.Errorf("options %+v", o)
+	}
+	for _, bad := range [][]string{{"-pool", "lifo"}, {"-pause", "ec2=1s=2s"}, {"-pause", "60s"}, {"-limit", "0"},
+		{"-dead", "ec2@1"}, {"-workers", "0"}, {"extra"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := parseFlags([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+// The FIFO pool runs every task and every task they submit, and never
+// runs more than its workers at once.
+func TestFIFORunsSubmittedTasks(t *testing.T) {
+	const workers = 3
+	var mu sync.Mutex
+	ran, inFlight, most := 0, 0, 0
+	enter := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		ran++
+		inFlight++
+		most = max(most, inFlight)
+	}
+	leave := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight--
+	}
+	var leaf Task
+	leaf = Task{Run: func(context.Context, func(Task)) { enter(); time.Sleep(time.Millisecond); leave() }}
+	var tasks []Task
+	for range 10 {
+		tasks = append(tasks, Task{Run: func(_ context.Context, submit func(Task)) {
+			enter()
+			for range 5 {
+				submit(leaf)
+			}
+			leave()
+		}})
+	}
+	pools["fifo"](workers, nil).Run(context.Background(), tasks)
+	if ran != 60 || most > workers || most < 2 {
+		t.Errorf("ran %d tasks, at most %d at once; want 60, at most %d", ran, most, workers)
+	}
+}

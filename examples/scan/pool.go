@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/cloudg/cloudg/pool"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A Task is one unit of a scan's work: a listing that walks its pages, or
+// the detail call of one listed item.
+type Task struct {
+	// Scope is the governed scope the task calls
+	// (aws/<account>/<region>/<service>/<Operation>): a pool that asks
+	// the governor before it runs a task asks about this scope.
+	Scope resilience.Scope
+	// Context is the context the task's calls carry (its run's stats, its
+	// collection's ledger); the pool runs the task with it, or with a
+	// context derived from it.
+	Context context.Context
+	// Run makes the task's calls with ctx. It may hand the pool more tasks
+	// with submit (a listing submits a detail task per item), until it
+	// returns.
+	Run func(ctx context.Context, submit func(Task))
+}
+
+// A Pool runs a scan's tasks: the first ones, and every task they submit.
+type Pool interface {
+	// Run returns when every task has returned. ctx is the scan's; the
+	// tasks bound their own calls.
+	Run(ctx context.Context, tasks []Task)
+}
+
+// A PoolFunc makes a pool of a number of workers whose tasks are governed
+// by gov.
+type PoolFunc func(workers int, gov *resilience.Governor) Pool
+
+// pools are the strategies -pool chooses from, by name.
+var pools = map[string]PoolFunc{
+	"fifo":  func(workers int, _ *resilience.Governor) Pool { return fifo{workers: workers} },
+	"scope": func(workers int, gov *resilience.Governor) Pool { return byScope{workers: workers, gov: gov} },
+}
+
+// poolNames returns the names of the pools, sorted.
+func poolNames() []string { return slices.Sorted(maps.Keys(pools)) }
+
+// fifo is the plain worker pool: workers goroutines take the tasks from a
+// channel in the order they were submitted, each running one task at a
+// time to its end, however long its calls wait.
+type fifo struct{ workers int }
+
+// Run feeds the workers from an unbounded queue: a task that submits never
+// blocks on the workers, which could all be submitting at once.
+func (p fifo) Run(ctx context.Context, tasks []Task) {
+	var pending sync.WaitGroup // tasks submitted and not yet returned
+	in := make(chan Task)      // submissions, always taken by the queue
+	work := make(chan Task)    // the queue's head, to the workers
+	go func() {
+		defer close(work)
+		var queue []Task
+		for {
+			var out chan Task
+			var head Task
+			if len(queue) > 0 {
+				out, head = work, queue[0]
+			}
+			select {
+			case t, ok := <-in:
+				if !ok {
+					return
+				}
+				queue = append(queue, t)
+			case out <- head:
+				queue = queue[1:]
+			}
+		}
+	}()
+	submit := func(t Task) {
+		pending.Add(1)
+		in <- t
+	}
+	var workers sync.WaitGroup
+	for range max(p.workers, 1) {
+		workers.Go(func() {
+			for t := range work {
+				t.Run(t.Context, submit)
+				pending.Done()
+			}
+		})
+	}
+	for _, t := range tasks {
+		submit(t)
+	}
+	pending.Wait()
+	close(in)
+	workers.Wait()
+}
+
+// byScope is package pool's pool: a queue per scope, and a worker given
+// only a task whose scope can go now, so that a scope that waits (a pause,
+// a slow rate, an open breaker) holds its queue, not the workers.
+type byScope struct {
+	workers int
+	gov     *resilience.Governor
+}
+
+// Run submits the tasks to a pool.Pool, and every task they submit.
+func (p byScope) Run(ctx context.Context, tasks []Task) {
+	wp, _ := pool.New(ctx, pool.Workers(p.workers), pool.WithGovernor(p.gov))
+	var submit func(Task)
+	submit = func(t Task) {
+		wp.Go(t.Context, t.Scope, func(ctx context.Context) error {
+			t.Run(ctx, submit) // ctx carries the pool's hold on the task's first call
+			return nil
+		})
+	}
+	for _, t := range tasks {
+		submit(t)
+	}
+	wp.Wait()
+}

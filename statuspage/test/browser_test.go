@@ -1,0 +1,263 @@
+package test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"html"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// measure is the script the test adds to the page it serves Chromium for
+// measuring: once the page is laid out, it writes what the test asserts
+// into the document as JSON, for --dump-dom to print. It reads the page
+// and changes nothing of it but the hidden element it appends last.
+const measure = `(function () {
+  var de = document.documentElement, out = {};
+  function name(el) { return el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).replace(/ +/g, '.') : ''); }
+  try {
+    out.documentWidth = de.scrollWidth;
+    out.viewportWidth = de.clientWidth;
+    out.windowWidth = window.innerWidth;
+    out.bodyBackground = getComputedStyle(document.body).backgroundColor;
+    out.outside = [];
+    document.querySelectorAll('body *').forEach(function (el) {
+      var r = el.getBoundingClientRect();
+      if (r.width > 0 && (r.right > de.clientWidth + 0.5 || r.left < -0.5)) {
+        out.outside.push(name(el) + ' at ' + Math.round(r.left) + '..' + Math.round(r.right));
+      }
+    });
+    out.cut = [];
+    document.querySelectorAll('td, td *').forEach(function (el) {
+      if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible') {
+        var t = el.closest('[title]');
+        out.cut.push({element: name(el), text: el.textContent, title: t ? t.getAttribute('title') : ''});
+      }
+    });
+    out.abbreviated = [];
+    document.querySelectorAll('td, td *').forEach(function (el) {
+      var own = Array.prototype.some.call(el.childNodes, function (n) { return n.nodeType === 3 && n.data.indexOf('\u2026') >= 0; });
+      if (own) {
+        var t = el.closest('[title]');
+        out.abbreviated.push({text: el.textContent, title: t ? t.getAttribute('title') : ''});
+      }
+    });
+    out.rows = [];
+    document.querySelectorAll('table.scopes tbody tr').forEach(function (tr) {
+      var chip = tr.querySelector('.chip'), r = chip.getBoundingClientRect();
+      out.rows.push({
+        scope: tr.getAttribute('data-scope'),
+        shown: chip.innerText,
+        visible: r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= de.clientWidth,
+        colour: getComputedStyle(chip).backgroundColor,
+        text: tr.innerText
+      });
+    });
+    out.headVisible = getComputedStyle(document.querySelector('table.scopes thead')).display !== 'none';
+    var table = document.querySelector('table.scopes');
+    out.tableWidth = table.getBoundingClientRect().width;
+    table.style.width = 'min-content'; // the least the table needs, for the log
+    out.tableMinWidth = table.getBoundingClientRect().width;
+    table.style.width = '';
+  } catch (e) {
+    out.error = String(e);
+  }
+  var pre = document.createElement('pre');
+  pre.id = 'cloudg-measure';
+  pre.hidden = true;
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();`
+
+// measured is what the script reports.
+type measured struct {
+	Error          string `json:"error"`
+	DocumentWidth  int    `json:"documentWidth"`
+	ViewportWidth  int    `json:"viewportWidth"`
+	WindowWidth    int    `json:"windowWidth"`
+	BodyBackground string `json:"bodyBackground"`
+	Outside        []string
+	Cut            []struct{ Element, Text, Title string }
+	Abbreviated    []struct{ Text, Title string }
+	Rows           []struct {
+		Scope, Shown, Colour, Text string
+		Visible                    bool
+	}
+	HeadVisible   bool    `json:"headVisible"`
+	TableWidth    float64 `json:"tableWidth"`
+	TableMinWidth float64 `json:"tableMinWidth"`
+}
+
+// serve serves the rendered page on 127.0.0.1 as the handler served it at
+// /page, and with the measuring script at /measure: the page's own
+// Content-Security-Policy, which must let its style sheet apply, allows
+// the script by its hash and nothing else.
+func serve(t *testing.T, r rendered) *httptest.Server {
+	t.Helper()
+	sum := sha256.Sum256([]byte(measure))
+	withScript := bytes.Replace(r.html, []byte("</body>"), []byte("<script>"+measure+"</script>\n</body>"), 1)
+	mux := http.NewServeMux()
+	write := func(w http.ResponseWriter, h http.Header, body []byte) {
+		for k, v := range h {
+			w.Header()[k] = v
+		}
+		w.Write(body)
+	}
+	mux.HandleFunc("GET /page", func(w http.ResponseWriter, _ *http.Request) { write(w, r.htmlHeader, r.html) })
+	mux.HandleFunc("GET /measure", func(w http.ResponseWriter, _ *http.Request) {
+		h := r.htmlHeader.Clone()
+		h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; script-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+		write(w, h, withScript)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+var measureRE = regexp.MustCompile(`(?s)<pre id="cloudg-measure" hidden="">(.*?)</pre>`)
+
+// measureAt renders the page in Chromium in a window of width x 800 and
+// returns what the script measured.
+func measureAt(t *testing.T, bin string, srv *httptest.Server, width int) measured {
+	t.Helper()
+	dom := browse(t, bin, srv.URL+"/measure", width, 800, "--dump-dom")
+	m := measureRE.FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("at %d px the script wrote nothing (blocked by the policy?):\n%s", width, dom)
+	}
+	var got measured
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &got); err != nil {
+		t.Fatalf("%v: %s", err, m[1])
+	}
+	if got.Error != "" {
+		t.Fatalf("at %d px the script failed: %s", width, got.Error)
+	}
+	t.Logf("at %d px: document %d px wide in a viewport of %d (window %d); the scopes' table %.0f px, at least %.0f", width, got.DocumentWidth, got.ViewportWidth, got.WindowWidth, got.TableWidth, got.TableMinWidth)
+	return got
+}
+
+// The status page of a scan fits a 1280 x 800 window in headless
+// Chromium: the document is no wider than the window, no element reaches
+// beyond it, every value cut short carries the whole in its tooltip, and
+// each scope's row shows its state (open with why, half-open, paused with
+// the time left, dead as throttled for good, slowed, queued, ok). Narrower
+// windows (1024 and 800 px) keep the document within the window and every
+// state in view. The page is also rendered to a PNG at 1280 x 800:
+// to the path in $CLOUDG_SCREENSHOT when it is set (the README's
+// screenshot: scripts/render-status-page).
+func TestStatusPageInChromium(t *testing.T) {
+	bin := chromium(t)
+	r := scan(t)
+	srv := serve(t, r)
+
+	var scopes struct {
+		Scopes []struct {
+			Key    string `json:"key"`
+			Status string `json:"status"`
+		} `json:"scopes"`
+	}
+	if err := json.Unmarshal(r.json, &scopes); err != nil {
+		t.Fatal(err)
+	}
+	if len(scopes.Scopes) != len(want) {
+		t.Fatalf("%d scopes on the page, want %d: %s", len(scopes.Scopes), len(want), r.json)
+	}
+
+	for _, width := range []int{1280, 1024, 800, 500} {
+		m := measureAt(t, bin, srv, width)
+		if m.BodyBackground != "rgb(245, 247, 250)" {
+			t.Errorf("at %d px the style sheet did not apply (the body's background is %s): is its hash in the policy?", width, m.BodyBackground)
+		}
+		if m.DocumentWidth > m.ViewportWidth {
+			t.Errorf("at %d px the document is %d px wide, wider than the window's %d px", width, m.DocumentWidth, m.ViewportWidth)
+		}
+		for _, o := range m.Outside {
+			t.Errorf("at %d px an element reaches beyond the window: %s", width, o)
+		}
+		for _, c := range m.Cut {
+			if !holdsWhole(c.Title, c.Text) {
+				t.Errorf("at %d px %s shows %q cut short, without the whole in its tooltip (%q)", width, c.Element, c.Text, c.Title)
+			}
+		}
+		if width == 1280 && !m.HeadVisible {
+			t.Errorf("at 1280 px the scopes are not a table")
+		}
+		shown := map[string]string{}
+		for _, row := range m.Rows {
+			shown[row.Scope] = strings.ToLower(row.Shown)
+			if !row.Visible {
+				t.Errorf("at %d px the state of %s is not in view", width, row.Scope)
+			}
+		}
+		for sc, state := range want {
+			if shown[sc.Key()] != state {
+				t.Errorf("at %d px %s shows %q, want %q", width, sc, shown[sc.Key()], state)
+			}
+		}
+		if width != 1280 {
+			continue
+		}
+		for _, a := range m.Abbreviated {
+			if !holdsWhole(a.Title, a.Text) || len(a.Title) <= len(a.Text) {
+				t.Errorf("%q is abbreviated without the whole in its tooltip (%q)", a.Text, a.Title)
+			}
+		}
+		text := map[string]string{}
+		for _, row := range m.Rows {
+			text[row.Scope] = row.Text
+		}
+		for sc, says := range map[string][]string{
+			ec2Subnets.Key(): {"open", "errors", "5 failed", "2 skipped"},
+			gce.Key():        {"half-open", "throttling"},
+			iamRoles.Key():   {"58s", "6"},
+			keyVault.Key():   {"throttled for good", "skipped"},
+			listAssets.Key(): {"1.5 / 1.5"},
+		} {
+			for _, s := range says {
+				if !strings.Contains(strings.ToLower(text[sc]), s) {
+					t.Errorf("the row of %s does not say %q: %q", sc, s, text[sc])
+				}
+			}
+		}
+	}
+
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "status-page.png")
+	browse(t, bin, srv.URL+"/page", 1280, 800, "--hide-scrollbars", "--screenshot="+shot)
+	b, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil || cfg.Width != 1280 || cfg.Height != 800 {
+		t.Fatalf("the screenshot: %v, %dx%d", err, cfg.Width, cfg.Height)
+	}
+	if out := os.Getenv("CLOUDG_SCREENSHOT"); out != "" {
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote the screenshot to %s", out)
+	}
+}
+
+// holdsWhole reports whether title holds the whole of text, a value shown
+// cut short by the style sheet or abbreviated in its middle ("head…tail").
+func holdsWhole(title, text string) bool {
+	text = strings.TrimSpace(text)
+	if title == "" || text == "" {
+		return false
+	}
+	head, tail, abbreviated := strings.Cut(text, "…")
+	if !abbreviated {
+		return strings.HasPrefix(title, text)
+	}
+	return strings.HasPrefix(title, head) && strings.HasSuffix(title, tail)
+}
