@@ -306,6 +306,15 @@ func (p *Pool) arm(at time.Duration) {
 		}
 		p.armedAt, p.armStop = 0, nil
 		p.unslot()
+		// The parked queues whose time has come go back in turn now, as
+		// pick would put them. Left parked while every worker is busy (wake
+		// starts none), the soonest would re-arm the wake-up for a time
+		// already past: it would sleep 0 and re-arm again, a busy loop until
+		// a worker is free (forever on a bubble's clock, which that loop
+		// keeps from advancing).
+		for now := p.now(); p.parked.Len() > 0 && p.parked.min().wakeAt <= now; {
+			p.ring.push(p.parked.popMin())
+		}
 		if p.parked.Len() > 0 {
 			p.arm(p.parked.min().wakeAt)
 		}

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -325,6 +328,67 @@ func TestProgress(t *testing.T) {
 		close(hold)
 		if err := p.Wait(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// inChild reports whether the test runs in the child process it starts;
+// in the parent it runs the test there, fails it if the child fails or
+// outlives timeout (real time), and returns false. For a test whose
+// failure is a goroutine spinning at one instant of the bubble's clock:
+// virtual time never advances, and the test would hang instead of fail.
+func inChild(t *testing.T, timeout time.Duration) bool {
+	t.Helper()
+	if os.Getenv("CLOUDG_POOL_CHILD") == t.Name() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "CLOUDG_POOL_CHILD="+t.Name())
+	out, err := cmd.CombinedOutput()
+	lines := strings.SplitN(string(out), "\n", 21)
+	head := strings.Join(lines[:min(len(lines), 20)], "\n")
+	if ctx.Err() != nil {
+		t.Fatalf("the test did not end within %v of real time (a goroutine spins at one instant of the bubble's clock)\n%s", timeout, head)
+	}
+	if err != nil {
+		t.Fatalf("in a child process: %v\n%s", err, head)
+	}
+	return false
+}
+
+// A parked queue whose time comes while every worker is busy waits in
+// turn for a worker, and the pool's wake-up does not spin. Before the fix
+// the wake-up re-armed itself for the parked queue's time, already past,
+// slept 0 and re-armed again, forever: a busy loop, in which the bubble's
+// clock never advanced and the busy worker's task never ended.
+func TestAParkedQueueDueWhileAllWorkersAreBusy(t *testing.T) {
+	if !inChild(t, time.Minute) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 10, resilience.Config{})
+		pause(t, g, scope("paused"), 5*time.Second)
+		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		start := time.Now()
+		var pausedAt time.Duration
+		// The one worker parks the paused queue (until 5 s), then runs the
+		// long task, past the paused queue's time.
+		p.Go(ctx, scope("paused"), func(ctx context.Context) error {
+			err := call(g, scope("paused"), 0)(ctx)
+			pausedAt = time.Since(start)
+			return err
+		})
+		p.Go(ctx, scope("busy"), call(g, scope("busy"), 20*time.Second))
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if pausedAt != 20*time.Second {
+			t.Fatalf("the paused scope's task ran at %v, want 20 s (when the worker was free)", pausedAt)
+		}
+		if pr := p.Progress(); pr.Done != 2 {
+			t.Fatalf("progress %+v", pr)
 		}
 	})
 }

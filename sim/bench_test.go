@@ -4,6 +4,8 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 )
@@ -45,5 +47,36 @@ func BenchmarkScenario(b *testing.B) {
 				b.ReportMetric(float64(r.Lost), "lost")
 			})
 		}
+	}
+}
+
+// BenchmarkEstateSweep runs every strategy of the estate scenarios over
+// seeds 1-30 in virtual time, the seeds in parallel, and prints each
+// scenario's table, as the command prints it for -seeds 30 but free of the
+// machine's load:
+//
+//	go test -run '^$' -bench EstateSweep -benchtime 1x ./sim
+func BenchmarkEstateSweep(b *testing.B) {
+	for _, name := range []string{ScenarioEstateUniform, ScenarioEstatePaused, ScenarioEstateDead, ScenarioEstateTenant} {
+		b.Run(name, func(b *testing.B) {
+			var sw *Sweep
+			for b.Loop() {
+				ok := testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
+					[]testing.InternalTest{{Name: b.Name(), F: func(t *testing.T) {
+						sc, _ := Builtin(name)
+						sw = sweepVirtual(t, sc, 30, EstateStrategyNames...)
+					}}})
+				if !ok {
+					b.Fatal("the sweep failed")
+				}
+			}
+			var out strings.Builder
+			if err := WriteSweep(&out, sw, ""); err != nil {
+				b.Fatal(err)
+			}
+			// Printed rather than logged: a benchmark's log is cut to a few
+			// lines unless -v, which would print every seed's run too.
+			fmt.Printf("%s:\n%s\n", b.Name(), out.String())
+		})
 	}
 }

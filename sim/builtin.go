@@ -9,7 +9,7 @@ import (
 const (
 	ScenarioDefault   = "default"    // 64 workers, 2,400 calls over two EC2 actions, true 10 rps per action vs a configured 20
 	ScenarioDrop      = "drop"       // the limit drops from 20 to 8 per action at t = 60 s
-	ScenarioTenant    = "tenant"     // 20 rps per action, half of it taken by an invisible second tenant
+	ScenarioTenant    = "tenant"     // 20 rps per action, of which an invisible second tenant takes a share that moves every 10 s
 	ScenarioOutage    = "outage"     // the default plus 2% transient 5xx, a 30 s outage and Retry-After hints; breaker_wait on
 	ScenarioModel10   = "model-10"   // the discrete-event model's setup, true 10 rps, one action
 	ScenarioModelDrop = "model-drop" // the discrete-event model's setup, 20 -> 8 rps at 60 s, one action
@@ -22,6 +22,11 @@ var builtins = map[string]func() *Scenario{
 	ScenarioOutage:    outageScenario,
 	ScenarioModel10:   model10Scenario,
 	ScenarioModelDrop: modelDropScenario,
+
+	ScenarioEstateUniform: estateUniformScenario,
+	ScenarioEstatePaused:  estatePausedScenario,
+	ScenarioEstateDead:    estateDeadScenario,
+	ScenarioEstateTenant:  estateTenantScenario,
 }
 
 // BuiltinNames lists the built-in scenarios.
@@ -107,11 +112,16 @@ func dropScenario() *Scenario {
 	return s
 }
 
+// tenantScenario is the default workload against a limit that moves: an
+// invisible second tenant takes from 0 to 16 of the 20 rps of each action,
+// a level drawn every 10 s by a random walk from the seed (from 10 rps, by
+// up to 4 rps a step), so that the limit left to the client moves between
+// 4 and 20 rps at times no client is told.
 func tenantScenario() *Scenario {
 	s := base()
 	s.Name = ScenarioTenant
-	s.Description = "default workload; provider 20 rps per action, of which an invisible second tenant takes 10"
-	s.Provider.Tenant = &Tenant{Rate: 10}
+	s.Description = "default workload; provider 20 rps per action, of which an invisible second tenant takes 0 to 16, moving every 10 s (a random walk from 10 by up to 4, seeded)"
+	s.Provider.Tenant = &Tenant{Rate: 16, Walk: &Walk{Every: 10 * time.Second, Step: 0.25, Start: 0.625}}
 	return s
 }
 

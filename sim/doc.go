@@ -4,8 +4,11 @@
 //
 // The provider (Provider) models an EC2-like API: a token bucket per action,
 // refilled at the true rate, which may change mid-run or be shared with an
-// invisible second tenant; log-normal latency; a share of transient 500s;
-// outage windows answering 503; and optional Retry-After hints. Its answers
+// invisible second tenant whose share may move over time (a seeded random
+// walk); log-normal latency; a share of transient 500s; outage windows
+// answering 503; optional Retry-After hints; pauses, in which an action is
+// throttled with the time left as Retry-After; and actions throttled for
+// good. Its answers
 // have the shapes the AWS SDK returns (APIError), so that every client
 // classifies them as it would a real answer.
 //
@@ -17,6 +20,17 @@
 // (CloudgAIMD) and its goodput controller (CloudgGoodput); and what a user
 // of the AWS SDK installs, cloudgaws.Install at its defaults under the
 // SDK's retry middleware (CloudgAWS, CloudgAWSGoodput).
+//
+// The estate scenarios (ScenarioEstateUniform and its paused, dead and
+// tenant variants) are a scan instead: accounts x regions x services,
+// each with a listing task that pages and submits a detail task per item,
+// every scope throttled at its own limit (1 to 20 rps), run by a
+// scheduler over 16 workers (EstateStrategyNames): a plain FIFO pool over
+// resilience.Do or over the AWS SDK's adaptive mode, CloudQuery's shuffle
+// and random queue, and package pool with either controller. Their
+// figures are the makespan against the ideal, when the scopes a pause or
+// a dead operation does not touch were done, and the calls lost and
+// recorded in the scan's resilience.Ledger.
 //
 // A Scenario describes one run: the workload (workers, calls, actions), the
 // provider, the settings of the clients that are not the governor, the

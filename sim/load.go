@@ -35,7 +35,12 @@ func LoadFile(path string) (*Scenario, error) {
 // mapping. Unknown keys, duplicate keys and bad values are errors (*Error,
 // the ratelimit section's included) naming the key path, such as
 // "provider.changes[0].at_seconds: must be a number of seconds or a
-// duration".
+// duration". A file based on an estate scenario (estate-uniform, ...)
+// keeps the estate's scopes, limits and calls: it may set workers, the
+// provider's latency, pauses, dead actions and tenant (by scope key,
+// EstateKey), the governor and the rest, not workload.calls,
+// workload.actions, or the provider's service, account, region, rate,
+// burst or actions.
 //
 //	name: my-estate
 //	base: default
@@ -52,7 +57,10 @@ func LoadFile(path string) (*Scenario, error) {
 //	  burst: 100
 //	  actions: {DescribeVolumes: {rate: 5, burst: 50}}
 //	  changes: [{at_seconds: 60, rate: 8}]   # optional action:, burst:
-//	  tenant: {rate: 5}     # optional action:, from_seconds:, until_seconds:
+//	  tenant: {rate: 5}     # optional action:, actions: [...], share: (of the limit, instead of rate),
+//	                        # from_seconds:, until_seconds:, walk: {every_seconds: 10, step: 0.25, start: 0.5}
+//	  pauses: [{action: DescribeVolumes, from_seconds: 0, to_seconds: 60, at_first: true}]
+//	  dead: [DescribeVolumes] # throttled for good
 //	  retry_after: false
 //	  latency: {median_ms: 50, p99_ms: 150}
 //	  transient_error_rate: 0.01
@@ -100,13 +108,23 @@ func Parse(data []byte) (*Scenario, error) {
 		"strategies":         p.strs(&sc.Strategies),
 		"workload": func(n *yaml.Node, path string) error {
 			w := &sc.Workload
-			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+			fields := map[string]func(*yaml.Node, string) error{
 				"workers": p.int(&w.Workers),
 				"calls":   p.int(&w.Calls),
 				"actions": p.strs(&w.Actions),
-			})
+			}
+			if sc.Estate != nil {
+				builtIn(fields, baseName, "calls", "actions")
+			}
+			return p.mapping(n, path, fields)
 		},
-		"provider": func(n *yaml.Node, path string) error { return p.provider(n, path, &sc.Provider) },
+		"provider": func(n *yaml.Node, path string) error {
+			fields := p.provider(&sc.Provider)
+			if sc.Estate != nil {
+				builtIn(fields, baseName, "service", "account", "region", "rate", "burst", "actions")
+			}
+			return p.mapping(n, path, fields)
+		},
 		"client": func(n *yaml.Node, path string) error {
 			c := &sc.Client
 			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
@@ -149,8 +167,18 @@ func Parse(data []byte) (*Scenario, error) {
 	return sc, nil
 }
 
-func (p parser) provider(n *yaml.Node, path string, ps *ProviderSpec) error {
-	return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+// builtIn makes keys of fields errors: an estate's scopes, limits and
+// calls are its own.
+func builtIn(fields map[string]func(*yaml.Node, string) error, base string, keys ...string) {
+	for _, k := range keys {
+		fields[k] = func(_ *yaml.Node, path string) error {
+			return &Error{Path: path, Msg: fmt.Sprintf("the estate of %s sets it", base)}
+		}
+	}
+}
+
+func (p parser) provider(ps *ProviderSpec) map[string]func(*yaml.Node, string) error {
+	return map[string]func(*yaml.Node, string) error{
 		"service": p.str(&ps.Service),
 		"account": p.str(&ps.Account),
 		"region":  p.str(&ps.Region),
@@ -195,11 +223,39 @@ func (p parser) provider(n *yaml.Node, path string, ps *ProviderSpec) error {
 			ps.Tenant = t
 			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
 				"rate":          p.float(&t.Rate),
+				"share":         p.float(&t.Share),
 				"action":        p.str(&t.Action),
+				"actions":       p.strs(&t.Actions),
 				"from_seconds":  p.seconds(&t.From),
 				"until_seconds": p.seconds(&t.Until),
+				"walk": func(n *yaml.Node, path string) error {
+					w := &Walk{}
+					t.Walk = w
+					return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+						"every_seconds": p.seconds(&w.Every),
+						"step":          p.float(&w.Step),
+						"start":         p.float(&w.Start),
+					})
+				},
 			})
 		},
+		"pauses": func(n *yaml.Node, path string) error {
+			ps.Pauses = nil
+			return p.sequence(n, path, func(n *yaml.Node, path string) error {
+				var w Pause
+				if err := p.mapping(n, path, map[string]func(*yaml.Node, string) error{
+					"action":       p.str(&w.Action),
+					"from_seconds": p.seconds(&w.From),
+					"to_seconds":   p.seconds(&w.To),
+					"at_first":     p.bool(&w.AtFirst),
+				}); err != nil {
+					return err
+				}
+				ps.Pauses = append(ps.Pauses, w)
+				return nil
+			})
+		},
+		"dead":        p.strs(&ps.Dead),
 		"retry_after": p.bool(&ps.RetryAfter),
 		"latency": func(n *yaml.Node, path string) error {
 			return p.mapping(n, path, map[string]func(*yaml.Node, string) error{
@@ -222,7 +278,7 @@ func (p parser) provider(n *yaml.Node, path string, ps *ProviderSpec) error {
 				return nil
 			})
 		},
-	})
+	}
 }
 
 // parser decodes yaml nodes into a scenario, with key paths in its errors.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,25 @@ func TestParseDefaultsAndBase(t *testing.T) {
 	if sc, _ := Builtin(ScenarioOutage); !sc.Governor.AWS.BreakerWait || !strings.Contains(sc.Summary(), "breaker_wait") {
 		t.Fatal("the outage scenario's governor does not wait for its breakers' verdicts")
 	}
+	// A moving tenant, a pause and a dead action.
+	sc, err = Parse([]byte("provider:\n  tenant: {share: 0.5, actions: [DescribeVolumes], walk: {every_seconds: 10, step: 0.2, start: 0.3}}\n" +
+		"  pauses: [{action: DescribeInstances, to_seconds: 60, at_first: yes}]\n  dead: [DescribeVolumes]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Provider
+	if tn := p.Tenant; tn.Share != 0.5 || !slices.Equal(tn.Actions, []string{"DescribeVolumes"}) || *tn.Walk != (Walk{Every: 10 * time.Second, Step: 0.2, Start: 0.3}) ||
+		len(p.Pauses) != 1 || p.Pauses[0] != (Pause{Action: "DescribeInstances", To: time.Minute, AtFirst: true}) || !slices.Equal(p.Dead, []string{"DescribeVolumes"}) {
+		t.Fatalf("provider %+v, tenant %+v", p, p.Tenant)
+	}
+	// An estate keeps its own scopes and calls; the rest can be set.
+	sc, err = Parse([]byte("base: estate-paused\nworkload: {workers: 8}\nstrategies: [pool-goodput, plain]\nprovider: {latency: {median_ms: 80, p99_ms: 200}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Estate == nil || sc.Workload.Workers != 8 || sc.Workload.Calls != 2384 || len(sc.Provider.Pauses) != 1 || sc.Provider.LatencyMedian != 80*time.Millisecond {
+		t.Fatalf("estate from a file: %+v", sc.Workload)
+	}
 }
 
 func TestParseErrorsNameTheKey(t *testing.T) {
@@ -91,6 +111,13 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"ratelimit: {aws: {controller: cubic}}", "ratelimit.aws.controller"},
 		{"ratelimit: {aws: {services: {ec2: {brust: 3}}}}", "ratelimit.aws.services.ec2.brust: unknown key"},
 		{"aws: {retry_mode: legacy}", `aws.retry_mode: unknown retry mode "legacy"`},
+		{"provider: {tenant: {rate: 2, walk: {every_seconds: 0}}}", "provider.tenant.walk.every_seconds: must be > 0"},
+		{"provider: {tenant: {share: 2}}", "provider.tenant.share: must be <= 1"},
+		{"provider: {pauses: [{action: A, from_seconds: 5}]}", "provider.pauses[0].to_seconds: must be after from_seconds"},
+		{"provider: {pauses: [{to_seconds: 5}]}", "provider.pauses[0].action: must name an action"},
+		{"base: estate-uniform\nworkload: {calls: 10}", "workload.calls: the estate of estate-uniform sets it"},
+		{"base: estate-dead\nprovider: {rate: 10}", "provider.rate: the estate of estate-dead sets it"},
+		{"base: estate-dead\nstrategies: [cloudg-aimd]", `strategies[0]: unknown strategy "cloudg-aimd" (plain, plain-adaptive`},
 	} {
 		_, err := Parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -36,6 +36,8 @@ type Provider struct {
 
 	mu      sync.Mutex
 	buckets map[string]*pbucket
+	tenant  *tenantDraw
+	first   map[string]time.Duration // each action's first request
 }
 
 // pbucket is the provider's bucket of one action.
@@ -46,7 +48,7 @@ type pbucket struct {
 }
 
 func newProvider(spec *ProviderSpec, actions []string, clock Clock, start time.Time, seed uint64, rec *recorder) *Provider {
-	p := &Provider{spec: spec, clock: clock, start: start, seed: seed, rec: rec, buckets: map[string]*pbucket{}}
+	p := &Provider{spec: spec, clock: clock, start: start, seed: seed, rec: rec, buckets: map[string]*pbucket{}, tenant: spec.tenantFor(seed), first: map[string]time.Duration{}}
 	for _, a := range actions {
 		if _, ok := p.buckets[a]; ok {
 			continue
@@ -65,15 +67,10 @@ func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
 		if len(b.changes) > 0 && b.changes[0].At < next {
 			next = max(b.changes[0].At, b.at)
 		}
-		// The tenant's window edges also split the span.
-		if tn := p.spec.Tenant; tn != nil {
-			for _, edge := range []time.Duration{tn.From, tn.Until} {
-				if edge > b.at && edge < next {
-					next = edge
-				}
-			}
-		}
-		net := b.rate - p.spec.tenantRate(action, b.at)
+		// The tenant's window edges and its walk's steps also split the
+		// span.
+		next = p.tenant.next(b.at, next)
+		net := b.rate - p.tenant.rate(action, b.rate, b.at)
 		b.tokens = math.Max(0, math.Min(b.burst, b.tokens+net*(next-b.at).Seconds()))
 		b.at = next
 		for len(b.changes) > 0 && b.changes[0].At <= b.at {
@@ -100,10 +97,24 @@ func (p *Provider) Request(ctx context.Context, action string, call, attempt int
 
 	var err error
 	outcome := OK
+	p.mu.Lock()
+	first, ok := p.first[action]
+	if !ok {
+		first = t
+		p.first[action] = t
+	}
+	p.mu.Unlock()
+	pauseEnd, paused := p.spec.paused(action, t, first)
 	switch {
 	case p.spec.inOutage(t):
 		outcome = Failed
 		err = newAPIError(503, "ServiceUnavailable", "Service Unavailable", nil)
+	case p.spec.dead(action):
+		outcome = Throttled
+		err = throttle(time.Second, p.spec.RetryAfter)
+	case paused:
+		outcome = Throttled
+		err = throttle(pauseEnd-t, true)
 	default:
 		p.mu.Lock()
 		b := p.buckets[action]
@@ -117,7 +128,7 @@ func (p *Provider) Request(ctx context.Context, action string, call, attempt int
 		var hint time.Duration
 		if ok {
 			b.tokens--
-		} else if net := b.rate - p.spec.tenantRate(action, t); net > 0 {
+		} else if net := b.rate - p.tenant.rate(action, b.rate, t); net > 0 {
 			hint = time.Duration((1 - b.tokens) / net * float64(time.Second))
 		} else {
 			hint = time.Second
@@ -126,14 +137,7 @@ func (p *Provider) Request(ctx context.Context, action string, call, attempt int
 		switch {
 		case !ok:
 			outcome = Throttled
-			var h http.Header
-			if p.spec.RetryAfter {
-				ms := max(1, int64(math.Ceil(float64(hint)/float64(time.Millisecond))))
-				h = http.Header{}
-				h.Set("X-Amz-Retry-After", strconv.FormatInt(ms, 10))
-				h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
-			}
-			err = newAPIError(503, "RequestLimitExceeded", "Request limit exceeded.", h)
+			err = throttle(hint, p.spec.RetryAfter)
 		case transient:
 			outcome = Failed
 			err = newAPIError(500, "InternalError", "An internal error has occurred", nil)
@@ -144,6 +148,20 @@ func (p *Provider) Request(ctx context.Context, action string, call, attempt int
 		return serr
 	}
 	return err
+}
+
+// throttle is the provider's throttling answer, with hint in its
+// X-Amz-Retry-After (milliseconds) and Retry-After (seconds, rounded up)
+// headers when withHint is set.
+func throttle(hint time.Duration, withHint bool) *APIError {
+	var h http.Header
+	if withHint {
+		ms := max(1, int64(math.Ceil(float64(hint)/float64(time.Millisecond))))
+		h = http.Header{}
+		h.Set("X-Amz-Retry-After", strconv.FormatInt(ms, 10))
+		h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
+	}
+	return newAPIError(503, "RequestLimitExceeded", "Request limit exceeded.", h)
 }
 
 // latency draws a log-normal latency from two uniforms (Box-Muller).

@@ -214,7 +214,6 @@ func TestIdealAndCapacity(t *testing.T) {
 	}{
 		{ScenarioDefault, 110 * time.Second},      // (1200-100)/10 per action
 		{ScenarioDrop, 197500 * time.Millisecond}, // 100+60*20 by 60 s, 1100 more at 8
-		{ScenarioTenant, 110 * time.Second},       // 20-10 net
 		{ScenarioModel10, 230 * time.Second},
 	} {
 		sc, _ := Builtin(c.name)
@@ -225,6 +224,18 @@ func TestIdealAndCapacity(t *testing.T) {
 		if got := sc.Capacity(sc.IdealMakespan()); math.Abs(got-float64(sc.Workload.Calls)) > 2 {
 			t.Errorf("%s: capacity at the ideal %.1f, want %d", c.name, got, sc.Workload.Calls)
 		}
+	}
+	// A tenant whose walk stays put takes its level of its rate all along:
+	// 8 of 16 from a start of 0.5, leaving 12 of 20 rps.
+	tn, _ := Builtin(ScenarioTenant)
+	tn.Provider.Tenant.Walk.Step, tn.Provider.Tenant.Walk.Start = 0, 0.5
+	if got, want := tn.IdealMakespan(), 91667*time.Millisecond; got < want-20*time.Millisecond || got > want+20*time.Millisecond {
+		t.Errorf("tenant at a fixed 8 rps: ideal %v, want %v", got, want)
+	}
+	// Its walk moves the limit, and the ideal with it, from seed to seed.
+	tn, _ = Builtin(ScenarioTenant)
+	if a, b := tn.IdealMakespan(), func() time.Duration { tn.Seed = 2; return tn.IdealMakespan() }(); a == b {
+		t.Errorf("tenant: the same ideal %v for seeds 1 and 2", a)
 	}
 	sc, _ := Builtin(ScenarioOutage)
 	// 30 s of outage, and 2% of the tokens spent on failures.

@@ -14,6 +14,9 @@ import (
 // WriteTable writes the figures of every strategy side by side, with the
 // discrete-event model's beside them where the scenario has its figures.
 func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
+	if sc.Estate != nil {
+		return writeEstateTable(w, sc, results)
+	}
 	ideal := writeHeader(w, sc)
 	fmt.Fprintf(w, "seed %d\n\n", sc.Seed)
 	hasModel := len(sc.Model) > 0
@@ -68,8 +71,9 @@ func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
 }
 
 // writeHeader writes what a scenario is and its ideal makespan, which it
-// returns.
-func writeHeader(w io.Writer, sc *Scenario) time.Duration {
+// returns; over a sweep's runs, whose ideals differ when a tenant's walk
+// moves the limit, it writes their mean and spread.
+func writeHeader(w io.Writer, sc *Scenario, runs ...*Result) time.Duration {
 	ideal := sc.IdealMakespan()
 	if sc.Description != "" {
 		fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
@@ -77,8 +81,16 @@ func writeHeader(w io.Writer, sc *Scenario) time.Duration {
 		fmt.Fprintf(w, "scenario %s:\n", sc.Name)
 	}
 	fmt.Fprintf(w, "  %s\n", sc.Summary())
+	text := secs(ideal)
+	var vs []float64
+	for _, r := range runs {
+		vs = append(vs, r.Ideal.Seconds())
+	}
+	if sp := spreadOf(vs); len(vs) > 0 && sp.Min != sp.Max {
+		text = fmt.Sprintf("%s (%s-%s over the seeds)", secs(seconds(sp.Mean)), secs(seconds(sp.Min)), secs(seconds(sp.Max)))
+	}
 	fmt.Fprintf(w, "ideal makespan %s (work %d calls, true capacity %.1f rps at t=0 plus bursts)\n",
-		secs(ideal), sc.Workload.Calls, sc.TrueRate(0))
+		text, sc.Workload.Calls, sc.TrueRate(0))
 	return ideal
 }
 
@@ -98,7 +110,7 @@ func (s *Scenario) Summary() string {
 		}
 	}
 	if t := p.Tenant; t != nil {
-		fmt.Fprintf(&b, ", a tenant taking %g rps", t.Rate)
+		b.WriteString(", " + t.describe())
 	}
 	if p.TransientRate > 0 {
 		fmt.Fprintf(&b, ", %g%% transient 500s", 100*p.TransientRate)

@@ -30,7 +30,41 @@ type Result struct {
 
 	// Series has one sample per second of the run.
 	Series []Sample
+
+	// An estate's figures (zero in the other scenarios).
+	//
+	// ScopeDone is when the last call of each scope (by key) ended, lost
+	// or not.
+	ScopeDone map[string]time.Duration
+	// Affected is the key of the scope the scenario pauses or kills, ""
+	// for none; LostAffected counts the calls of it that were lost.
+	Affected     string
+	LostAffected int
+	// AffectedTime is the time the calls of that scope took, waits and
+	// retries included, summed: the worker time it held.
+	AffectedTime time.Duration
+	// InLedger counts the calls the scan's resilience.Ledger recorded as
+	// lost (given up, skipped, failed, refused or cancelled): for the
+	// governed strategies, every lost call should be there.
+	InLedger int
 }
+
+// DoneExcept returns when the last call of every scope but except ended:
+// for an estate run, when the scopes a pause or a dead operation does not
+// touch were done.
+func (r *Result) DoneExcept(except string) time.Duration {
+	var last time.Duration
+	for k, d := range r.ScopeDone {
+		if k != except {
+			last = max(last, d)
+		}
+	}
+	return last
+}
+
+// Unaffected returns when the last call of a scope the scenario does not
+// pause or kill ended (DoneExcept of Affected).
+func (r *Result) Unaffected() time.Duration { return r.DoneExcept(r.Affected) }
 
 // Sample is one second of a run.
 type Sample struct {
@@ -140,6 +174,9 @@ func (r *Run) Strategy() string { return r.strategy }
 // AWS SDK reads time through its own package variables: with any clock but
 // SystemClock, install the clock with UseSDKClock first.
 func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
+	if r.sc.Estate != nil {
+		return r.executeEstate(ctx, clock)
+	}
 	sc := r.sc
 	start := clock.Now()
 	rec := &recorder{}
@@ -206,28 +243,9 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 		}()
 	}
 
-	// The sampler records the client's rate once a second and enforces the
-	// time limit.
-	sctx, stop := context.WithCancel(ctx)
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for t := time.Duration(0); ; t += time.Second {
-			now := clock.Now().Sub(start)
-			r.elapsed.Store(int64(now))
-			rec.rate(t, strat.Rate())
-			if now >= limit {
-				cancel()
-				return
-			}
-			if clock.Sleep(sctx, start.Add(t+time.Second).Sub(clock.Now())) != nil {
-				return
-			}
-		}
-	}()
+	stop := r.sample(ctx, clock, start, limit, rec, strat.Rate, cancel)
 	wg.Wait()
 	stop()
-	<-sampled
 	strat.Close()
 
 	res := &Result{
@@ -262,6 +280,32 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 		res.Failed += s.Failed
 	}
 	return res, nil
+}
+
+// sample starts the sampler, which records the client's rate once a
+// second and enforces the time limit (calling cancel); stop ends it.
+func (r *Run) sample(ctx context.Context, clock Clock, start time.Time, limit time.Duration, rec *recorder, rate func() float64, cancel func()) (stop func()) {
+	sctx, stopCtx := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for t := time.Duration(0); ; t += time.Second {
+			now := clock.Now().Sub(start)
+			r.elapsed.Store(int64(now))
+			rec.rate(t, rate())
+			if now >= limit {
+				cancel()
+				return
+			}
+			if clock.Sleep(sctx, start.Add(t+time.Second).Sub(clock.Now())) != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		stopCtx()
+		<-sampled
+	}
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {

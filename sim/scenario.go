@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,8 +35,16 @@ type Scenario struct {
 	// max_retries), for the strategies that install it; the zero value is
 	// cloudgaws's defaults.
 	SDK cloudgaws.Config
-	// Strategies to run, in table order; empty means every strategy.
+	// Strategies to run, in table order; empty means every strategy of
+	// the scenario's family (StrategyNames, or EstateStrategyNames for an
+	// estate).
 	Strategies []string
+	// Estate, when set, makes the workload a scan of an estate (accounts x
+	// regions x services, listings that page and a detail call per item)
+	// run by a scheduler over W workers, instead of Calls calls spread over
+	// Actions; Workload.Actions then lists its scopes' keys and
+	// Workload.Calls its calls (see NewEstate).
+	Estate *Estate
 	// Model holds the figures a discrete-event model of the scenario
 	// predicted (sim/README.md, "The model's figures beside ours"), by
 	// strategy, to print beside the measured ones.
@@ -75,6 +85,15 @@ type ProviderSpec struct {
 	// its rate out of every refill, so the effective limit is lower than the
 	// provider's.
 	Tenant *Tenant
+	// Pauses answer every request of an action within a window with a
+	// throttle that carries the time left in the window as Retry-After
+	// (seconds, rounded up) and x-amz-retry-after (milliseconds), whatever
+	// RetryAfter says: the provider pausing a scope. The bucket refills
+	// meanwhile.
+	Pauses []Pause
+	// Dead actions are throttled for good: every request is rejected, with
+	// a one-second hint when RetryAfter is on.
+	Dead []string
 
 	// RetryAfter makes throttling answers carry a hint: Retry-After
 	// (seconds) and x-amz-retry-after (milliseconds), the time until the
@@ -105,12 +124,41 @@ type Change struct {
 	Burst  float64 // 0: unchanged
 }
 
-// Tenant is a second tenant of the provider's buckets.
+// Tenant is a second tenant of the provider's buckets. It takes Rate (or
+// Share of the action's limit) out of the refill of every action it uses,
+// from From until Until; with Walk, only a level between 0 and 1 of it,
+// which moves over time.
 type Tenant struct {
-	Rate   float64 // requests per second per action it uses
-	Action string  // "": every action
-	From   time.Duration
-	Until  time.Duration // 0: until the end
+	Rate    float64  // requests per second per action it uses; with Walk, the most it takes
+	Share   float64  // instead of Rate (when > 0): this share of the action's limit at the time
+	Action  string   // "" and no Actions: every action
+	Actions []string // the actions it uses besides Action
+	From    time.Duration
+	Until   time.Duration // 0: until the end
+	Walk    *Walk         // nil: it takes all of Rate (or Share) all the time
+}
+
+// Walk is how a tenant's use of the limit moves: a random walk of a level
+// between 0 and 1, seeded with the run's seed, which starts at Start and
+// every Every moves by up to Step either way (a move past 0 or 1 is
+// reflected back). The tenant takes the level times its Rate (or Share of
+// the limit), one level a step: the limit left to the other clients moves
+// in steps, at times no client is told.
+type Walk struct {
+	Every time.Duration
+	Step  float64
+	Start float64
+}
+
+// Pause is a window in which the provider answers every request of Action
+// with a throttle carrying Retry-After. From and To count from the start
+// of the run or, with AtFirst, from the action's first request: the
+// provider pauses the scope when a client first meets it (for the ideal,
+// a client that meets it at once).
+type Pause struct {
+	Action   string
+	From, To time.Duration
+	AtFirst  bool
 }
 
 // Window is a span of the run.
@@ -145,14 +193,110 @@ func (p *ProviderSpec) limitOf(action string) Limit {
 	return l
 }
 
-// tenantRate returns what the tenant takes from action's bucket at t.
-func (p *ProviderSpec) tenantRate(action string, t time.Duration) float64 {
-	tn := p.Tenant
-	if tn == nil || (tn.Action != "" && tn.Action != action) || t < tn.From || (tn.Until > 0 && t >= tn.Until) {
+// tenantDraw is the tenant of a ProviderSpec in one run: its walk's levels,
+// drawn from the run's seed as they are needed. It is not safe for
+// concurrent use; the zero value (no tenant) takes nothing.
+type tenantDraw struct {
+	t      *Tenant
+	seed   uint64
+	levels []float64
+}
+
+// tenantFor returns the tenant of a run with seed.
+func (p *ProviderSpec) tenantFor(seed uint64) *tenantDraw {
+	return &tenantDraw{t: p.Tenant, seed: seed}
+}
+
+// uses reports whether the tenant draws from action's bucket at all.
+func (d *tenantDraw) uses(action string) bool {
+	tn := d.t
+	if tn == nil {
+		return false
+	}
+	if tn.Action == "" && len(tn.Actions) == 0 {
+		return true
+	}
+	return tn.Action == action || slices.Contains(tn.Actions, action)
+}
+
+// level returns the walk's level at t (1 without a walk).
+func (d *tenantDraw) level(t time.Duration) float64 {
+	w := d.t.Walk
+	if w == nil || w.Every <= 0 {
+		return 1
+	}
+	k := int(max(0, t-d.t.From) / w.Every)
+	for len(d.levels) <= k {
+		if len(d.levels) == 0 {
+			d.levels = append(d.levels, math.Min(1, math.Max(0, w.Start)))
+			continue
+		}
+		// A draw of its own stream: keyed by the step, apart from the
+		// requests' draws (keyed by call and attempt).
+		u := newDraw(d.seed, uint64(len(d.levels)), 0x7e_4a47_0000).float()
+		x := d.levels[len(d.levels)-1] + w.Step*(2*u-1)
+		if x < 0 {
+			x = -x
+		}
+		if x > 1 {
+			x = 2 - x
+		}
+		d.levels = append(d.levels, math.Min(1, math.Max(0, x)))
+	}
+	return d.levels[k]
+}
+
+// rate returns what the tenant takes at t from the bucket of action, whose
+// limit is limit then.
+func (d *tenantDraw) rate(action string, limit float64, t time.Duration) float64 {
+	tn := d.t
+	if tn == nil || !d.uses(action) || t < tn.From || (tn.Until > 0 && t >= tn.Until) {
 		return 0
 	}
-	return tn.Rate
+	r := tn.Rate
+	if tn.Share > 0 {
+		r = tn.Share * limit
+	}
+	return r * d.level(t)
 }
+
+// next returns the first time after at, and before until, at which the
+// tenant's draw may change: the edges of its window and its walk's steps.
+func (d *tenantDraw) next(at, until time.Duration) time.Duration {
+	tn := d.t
+	if tn == nil {
+		return until
+	}
+	for _, edge := range []time.Duration{tn.From, tn.Until} {
+		if edge > at && edge < until {
+			until = edge
+		}
+	}
+	if w := tn.Walk; w != nil && w.Every > 0 && at >= tn.From {
+		if edge := tn.From + ((at-tn.From)/w.Every+1)*w.Every; edge < until {
+			until = edge
+		}
+	}
+	return until
+}
+
+// paused returns the end of the pause of action under way at t, if any,
+// for a client whose first request of action was at first.
+func (p *ProviderSpec) paused(action string, t, first time.Duration) (time.Duration, bool) {
+	for _, w := range p.Pauses {
+		from, to := w.From, w.To
+		if w.AtFirst {
+			from, to = from+first, to+first
+		}
+		if w.Action == action && t >= from && t < to {
+			return to, true
+		}
+	}
+	return 0, false
+}
+
+// dead reports whether action is throttled for good.
+func (p *ProviderSpec) dead(action string) bool { return slices.Contains(p.Dead, action) }
 
 // inOutage reports whether t falls in an outage window.
 func (p *ProviderSpec) inOutage(t time.Duration) bool {
@@ -176,8 +320,13 @@ func (p *ProviderSpec) changesFor(action string) []Change {
 	return out
 }
 
-// Scope returns the governor scope of an action.
+// Scope returns the governor scope of an action: in an estate scenario
+// the action is a scope's key (EstateKey), else an operation of the
+// provider's account, region and service.
 func (s *Scenario) Scope(action string) resilience.Scope {
+	if sp, ok := scopeOfKey(action); ok {
+		return sp
+	}
 	return resilience.Scope{
 		Provider:  "aws",
 		Account:   s.Provider.Account,
@@ -187,8 +336,13 @@ func (s *Scenario) Scope(action string) resilience.Scope {
 	}
 }
 
-// workPer returns the calls of each action.
-func (w *Workload) workPer() map[string]int {
+// workPer returns the calls of each action: the estate's, or the
+// workload's calls spread round-robin over its actions.
+func (s *Scenario) workPer() map[string]int {
+	if s.Estate != nil {
+		return s.Estate.workPer()
+	}
+	w := &s.Workload
 	out := map[string]int{}
 	for i := 0; i < w.Calls; i++ {
 		out[w.Actions[i%len(w.Actions)]]++
@@ -198,10 +352,14 @@ func (w *Workload) workPer() map[string]int {
 
 // fluid runs the provider's buckets against a client that takes every
 // token the moment it exists (the initial burst first, then the refill net
-// of the second tenant, nothing during outages) and repeats the admitted
-// requests that fail transiently. It returns the time at which that client
-// has finished the workload (the slowest action sets it), and, for a time
-// at, the successful calls it could have made by then.
+// of the second tenant, nothing during outages and an action's pauses) and
+// repeats the admitted requests that fail transiently. It returns the time
+// at which that client has finished the workload (the slowest action sets
+// it; an action that is throttled for good is left out, its calls lost
+// whatever the client), and, for a time at, the successful calls it could
+// have made by then. Each action's own work bounds it from below, so the
+// ideal is a lower bound whatever else holds the work back (an estate's
+// detail calls wait for their listing's page).
 func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float64) {
 	const step = 10 * time.Millisecond
 	limit := s.TimeLimit
@@ -210,7 +368,13 @@ func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float6
 	}
 	limit = max(limit, at)
 	useful := 1 - s.Provider.TransientRate
-	for action, work := range s.Workload.workPer() {
+	perAction := s.workPer()
+	for _, action := range slices.Sorted(maps.Keys(perAction)) {
+		work := perAction[action]
+		if s.Provider.dead(action) {
+			continue
+		}
+		tenant := s.Provider.tenantFor(s.Seed)
 		l := s.Provider.limitOf(action)
 		changes := s.Provider.changesFor(action)
 		tokens, rate, burst := l.Burst, l.Rate, l.Burst
@@ -225,7 +389,7 @@ func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float6
 				}
 				changes = changes[1:]
 			}
-			if !s.Provider.inOutage(t) {
+			if _, paused := s.Provider.paused(action, t, 0); !paused && !s.Provider.inOutage(t) {
 				served += tokens * useful
 				tokens = 0
 			}
@@ -235,7 +399,7 @@ func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float6
 			if !seen && t+step > at {
 				servedAt, seen = served, true
 			}
-			net := rate - s.Provider.tenantRate(action, t)
+			net := rate - tenant.rate(action, rate, t)
 			tokens = math.Max(0, math.Min(burst, tokens+net*step.Seconds()))
 		}
 		if done < 0 {
@@ -263,17 +427,22 @@ func (s *Scenario) Capacity(d time.Duration) float64 {
 }
 
 // TrueRate is the provider's refill net of the tenant, summed over the
-// actions of the workload, at t.
+// actions of the workload, at t (an action paused then, or throttled for
+// good, adds nothing).
 func (s *Scenario) TrueRate(t time.Duration) float64 {
 	var sum float64
+	tenant := s.Provider.tenantFor(s.Seed)
 	for _, a := range s.Workload.Actions {
+		if _, paused := s.Provider.paused(a, t, 0); paused || s.Provider.dead(a) {
+			continue
+		}
 		r := s.Provider.limitOf(a).Rate
 		for _, c := range s.Provider.changesFor(a) {
 			if c.At <= t {
 				r = c.Rate
 			}
 		}
-		sum += math.Max(0, r-s.Provider.tenantRate(a, t))
+		sum += math.Max(0, r-tenant.rate(a, r, t))
 	}
 	return sum
 }
@@ -320,8 +489,31 @@ func (s *Scenario) Validate() error {
 			return &Error{Path: fmt.Sprintf("provider.outages[%d].to_seconds", i), Msg: "must be after from_seconds"}
 		}
 	}
-	if t := p.Tenant; t != nil && !(t.Rate > 0) {
-		return &Error{Path: "provider.tenant.rate", Msg: "must be > 0"}
+	if t := p.Tenant; t != nil {
+		if !(t.Rate > 0) && !(t.Share > 0) {
+			return &Error{Path: "provider.tenant.rate", Msg: "must be > 0"}
+		}
+		if t.Share > 1 {
+			return &Error{Path: "provider.tenant.share", Msg: "must be <= 1"}
+		}
+		if w := t.Walk; w != nil {
+			switch {
+			case w.Every <= 0:
+				return &Error{Path: "provider.tenant.walk.every_seconds", Msg: "must be > 0"}
+			case w.Step > 1:
+				return &Error{Path: "provider.tenant.walk.step", Msg: "must be in [0, 1]"}
+			case w.Start > 1:
+				return &Error{Path: "provider.tenant.walk.start", Msg: "must be in [0, 1]"}
+			}
+		}
+	}
+	for i, w := range p.Pauses {
+		if w.Action == "" {
+			return &Error{Path: fmt.Sprintf("provider.pauses[%d].action", i), Msg: "must name an action"}
+		}
+		if w.To <= w.From {
+			return &Error{Path: fmt.Sprintf("provider.pauses[%d].to_seconds", i), Msg: "must be after from_seconds"}
+		}
 	}
 	if !(s.Client.Rate > 0) {
 		return &Error{Path: "client.rate", Msg: "must be > 0"}
@@ -329,10 +521,14 @@ func (s *Scenario) Validate() error {
 	if !(s.Client.Burst >= 1) {
 		return &Error{Path: "client.burst", Msg: "must be >= 1"}
 	}
+	names := StrategyNames
+	if s.Estate != nil {
+		names = EstateStrategyNames
+	}
 	for i, name := range s.Strategies {
-		if !knownStrategy(name) {
+		if !slices.Contains(names, name) {
 			return &Error{Path: fmt.Sprintf("strategies[%d]", i),
-				Msg: fmt.Sprintf("unknown strategy %q (%s)", name, strings.Join(StrategyNames, ", "))}
+				Msg: fmt.Sprintf("unknown strategy %q (%s)", name, strings.Join(names, ", "))}
 		}
 	}
 	return nil

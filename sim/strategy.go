@@ -40,14 +40,15 @@ const (
 // StrategyNames lists every strategy, in table order.
 var StrategyNames = []string{AWSStandard, AWSAdaptive, Static, Failsafe, CloudgAIMD, CloudgGoodput, CloudgAWS, CloudgAWSGoodput}
 
-func knownStrategy(name string) bool { return slices.Contains(StrategyNames, name) }
-
 // StrategyList returns the strategies the scenario runs.
 func (s *Scenario) StrategyList() []string {
-	if len(s.Strategies) == 0 {
-		return StrategyNames
+	switch {
+	case len(s.Strategies) > 0:
+		return s.Strategies
+	case s.Estate != nil:
+		return EstateStrategyNames
 	}
-	return s.Strategies
+	return StrategyNames
 }
 
 // strategy is a client: it makes one logical call, calling attempt once per

@@ -96,8 +96,23 @@ func (s *Sweep) runs(strategy string) []*Result {
 // WriteSweep writes each strategy's figures over the seeds, mean (min-max),
 // and the seeds on which it did better than baseline (Wins); an empty
 // baseline, or one the sweep did not run, leaves the wins out.
+//
+// An estate's sweep has its own figures (see EstateStrategyNames): the
+// makespan against the seed's ideal, when the scopes a pause or a dead
+// operation does not touch were done, the plain pool's makespan over each
+// strategy's, and the calls lost and recorded in the scan's ledger; it
+// takes no baseline.
 func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
-	writeHeader(w, s.Scenario)
+	if s.Scenario.Estate != nil {
+		return writeEstateSweep(w, s)
+	}
+	var first []*Result
+	for _, rs := range s.Results {
+		if len(rs) > 0 {
+			first = append(first, rs[0])
+		}
+	}
+	writeHeader(w, s.Scenario, first...)
 	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
 	wins := baseline != "" && slices.Contains(s.Strategies, baseline)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -142,19 +157,31 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 }
 
 // WriteCSV writes one row per seed and strategy: seed, strategy, goodput
-// and rejected share (0..1), calls lost, makespan in seconds.
+// and rejected share (0..1), calls lost, makespan in seconds; for an
+// estate also the ideal makespan and when the unaffected scopes were done
+// (seconds), the requests throttled, the calls lost outside the scope the
+// scenario kills, and those in the scan's ledger.
 func WriteCSV(w io.Writer, s *Sweep) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"seed", "strategy", "goodput", "rejected", "lost", "makespan"}); err != nil {
+	estate := s.Scenario != nil && s.Scenario.Estate != nil
+	head := []string{"seed", "strategy", "goodput", "rejected", "lost", "makespan"}
+	if estate {
+		head = append(head, estateCSVHeader...)
+	}
+	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for i, rs := range s.Results {
 		for _, r := range rs {
-			if err := cw.Write([]string{
+			row := []string{
 				strconv.FormatUint(s.Seeds[i], 10), r.Strategy,
 				strconv.FormatFloat(r.Goodput(), 'f', 6, 64), strconv.FormatFloat(r.RejectedShare(), 'f', 6, 64),
 				strconv.Itoa(r.Lost), strconv.FormatFloat(r.Makespan.Seconds(), 'f', 3, 64),
-			}); err != nil {
+			}
+			if estate {
+				row = append(row, estateCSV(r)...)
+			}
+			if err := cw.Write(row); err != nil {
 				return err
 			}
 		}

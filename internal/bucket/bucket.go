@@ -110,7 +110,11 @@ func newParams(rate, capacity float64) *params {
 		rate:     rate,
 		capacity: capacity,
 		interval: max(1, time.Duration(math.Min(1e9/rate, maxSpan))),
-		capNS:    max(1, time.Duration(math.Min(capacity/rate*1e9, maxSpan))),
+		// capacity*1e9/rate, not capacity/rate*1e9: for a capacity of at
+		// least one token it is then never under 1e9/rate, the interval,
+		// which the other order can be by a nanosecond (a full bucket
+		// that never holds a whole token).
+		capNS: max(1, time.Duration(math.Min(capacity*1e9/rate, maxSpan))),
 	}
 }
 

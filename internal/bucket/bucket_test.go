@@ -530,3 +530,33 @@ func TestGoodputMeasuresAgainAfterAGap(t *testing.T) {
 		t.Fatalf("decrease to %v after a gap, want about %v", r, GoodputShare*10)
 	}
 }
+
+// A full bucket holds at least one token at any rate: its capacity, at
+// least one token, is not rounded to a nanosecond less than one token's
+// interval. It was, for some rates (capacity/rate*1e9 and 1e9/rate
+// truncated apart): every caller then waited 1 ns for a token the bucket
+// could never hold, and a scheduler that waits for Delay to say 0 (package
+// pool) waited forever, a nanosecond at a time. The rates below are those
+// the goodput controller reached in the simulator's estate runs.
+func TestAFullBucketHoldsAToken(t *testing.T) {
+	rates := []float64{0.98880251358345206, 0.84841669748540327}
+	for r := 0.2; r < 3; r += 0.0007 {
+		rates = append(rates, r)
+	}
+	short := 0
+	for _, r := range rates {
+		for _, burst := range []float64{1, 2, 3, 5} {
+			b := New(Spec{Rate: r, Burst: burst * r}, 0)
+			now := 3600 * sec
+			if tok := b.Snapshot(now).Tokens; tok < 1 || b.Reserve(now) != 0 {
+				short++
+				if short < 5 {
+					t.Errorf("rate %.17g, capacity %g: a full bucket holds %.17g tokens, its first caller waits", r, Spec{Rate: r, Burst: burst * r}.Capacity(), tok)
+				}
+			}
+		}
+	}
+	if short > 0 {
+		t.Errorf("%d of %d full buckets hold less than one token", short, 4*len(rates))
+	}
+}

@@ -6,9 +6,16 @@
 // and latency; over several seeds it prints each figure's spread and the
 // seeds on which each strategy beat a baseline.
 //
+// The estate scenarios (estate-uniform, estate-paused, estate-dead,
+// estate-tenant) scan accounts x regions x services with 16 workers and
+// compare schedulers instead (plain, plain-adaptive, shuffle,
+// random-queue, pool-aimd, pool-goodput, pool-oracle): the makespan
+// against the ideal, when the scopes a pause or a dead operation does not
+// touch were done, the calls lost and those in the scan's ledger.
+//
 // Usage:
 //
-//	cloudg-sim [-scenario default|drop|tenant|outage|model-10|model-drop] [-file scenario.yaml]
+//	cloudg-sim [-scenario default|drop|tenant|outage|model-10|model-drop|estate-uniform|...] [-file scenario.yaml]
 //	           [-seed N | -seeds N [-baseline aws-adaptive]] [-csv] [-strategies a,b]
 //	           [-scale 20] [-chart out.png] [-rates] [-quiet]
 //
@@ -62,7 +69,8 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	seeds := fs.Int("seeds", 0, "run every strategy over seeds 1..N and print each figure's mean, min and max")
 	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against")
 	csvOut := fs.Bool("csv", false, "print one CSV row per seed and strategy (seed, strategy, goodput, rejected, lost, makespan) instead of the tables")
-	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", "))
+	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", ")+
+		"; for an estate scenario: "+strings.Join(sim.EstateStrategyNames, ", "))
 	quiet := fs.Bool("quiet", false, "no progress line, even on a terminal")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: cloudg-sim [flags]\n\nRuns a throttling scenario against every client strategy side by side.\n\nFlags:")

@@ -118,6 +118,40 @@ func TestRunSeeds(t *testing.T) {
 	}
 }
 
+// An estate scenario compares schedulers: one seed's table, and over
+// seeds the spreads with the plain pool's makespan over each strategy's
+// and the estate's CSV columns.
+func TestRunEstate(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-scenario", sim.ScenarioEstateDead, "-scale", "100", "-strategies", sim.PoolGoodput + "," + sim.RandomQueue}
+	if err := run(args, &out, &errOut, false); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	text := out.String()
+	t.Log("\n" + text)
+	for _, want := range []string{"scenario estate-dead:", "4 accounts x 2 regions x 3 services, 48 scopes", "throttled for good", "ideal makespan 55.0s", "unaffected done", "in ledger", sim.PoolGoodput, sim.RandomQueue} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	out.Reset()
+	args = []string{"-scenario", sim.ScenarioEstateUniform, "-scale", "300", "-seeds", "2", "-strategies", sim.Plain + "," + sim.PoolGoodput}
+	if err := run(args, &out, &errOut, false); err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); !strings.Contains(text, "plain's makespan / this") || !strings.Contains(text, "seeds 1-2") {
+		t.Errorf("estate sweep:\n%s", text)
+	}
+	out.Reset()
+	if err := run(append(args, "-csv"), &out, &errOut, false); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(rows) != 5 || strings.Join(rows[0], ",") != "seed,strategy,goodput,rejected,lost,makespan,ideal,unaffected,throttled,lost_elsewhere,in_ledger" {
+		t.Fatalf("csv rows %q, %v", rows, err)
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
