@@ -413,9 +413,10 @@ func (g *Governor) Budget(provider string) float64 {
 // ceiling, pause and tokens, its account bucket's, its breaker, the calls
 // in flight and waiting in its account's bulkhead, and its provider's
 // retry budget. It is a read: a scope (or provider) no call has used
-// makes no state, and shows what its first call would find, a full bucket
-// at its ceiling and a closed breaker. A scope without a provider has the
-// zero snapshot.
+// makes no state, and shows what its first call would find: a full bucket
+// at its ceiling and a closed breaker, or, with a shared store (fleet
+// mode), the state the store holds for it, which other processes may
+// have taught. A scope without a provider has the zero snapshot.
 func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	if scope.Provider == "" {
 		return state.ScopeSnapshot{}
@@ -425,7 +426,7 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	if p == nil {
 		c := g.configured()
 		set := resolveProvider(scope.Provider, c.cfg.provider(scope.Provider), c.enabled)
-		return fresh(set, scope, nil, float64(set.budget))
+		return g.stored(fresh(set, scope, nil, float64(set.budget)), set, nil, now)
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
@@ -434,9 +435,27 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	s := fresh(p.set, scope, acct, p.budget.Remaining())
 	if acct != nil && acct.bucket != nil {
 		s.Account = acct.bucket.Snapshot(now)
-		if s.Account.Paused > 0 {
-			s.PausedUntil = g.epoch.Add(now + s.Account.Paused)
+	}
+	return g.stored(s, p.set, acct, now)
+}
+
+// stored completes the fresh snapshot s of a scope this process has not
+// used. With a shared store (fleet mode) other processes may have taught
+// the scope's state: its leaf bucket, breaker and account bucket are read
+// from the store, through handles made for the read and dropped (the
+// governor keeps nothing). In-process, s stands as it is.
+func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *accountEntry, now time.Duration) state.ScopeSnapshot {
+	if g.sharedBuckets {
+		key := s.Scope
+		s.Leaf = g.store.Bucket(key.Key(), set.leafSpec(key), now).Snapshot(now)
+		s.Breaker = g.store.Breaker(key.Key(), set.breaker).Snapshot(now)
+		if set.account != nil && (acct == nil || acct.bucket == nil) {
+			s.Account = g.store.Bucket(accountKey(key), *set.account, now).Snapshot(now)
 		}
+		s.Queued = max(queued(s.Leaf), queued(s.Account))
+	}
+	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
+		s.PausedUntil = g.epoch.Add(now + p)
 	}
 	return s
 }
