@@ -191,12 +191,14 @@ end
 -- none yet).
 
 -- count counts c successes at t. After more than GOODPUT_WINDOW_US
--- without a success, counting starts again at t, as if no event had
+-- without a success since the later of the last success and the slot
+-- after the latest event, counting starts again at t, as if no event had
 -- happened. A count older than what it would be counted in (before the
 -- slot after the latest event, or before the windows) is left out: those
 -- successes answered requests sent before that event.
 local function count(g, t, c)
-  if g.last > 0 and t - g.last > GOODPUT_WINDOW_US then
+  local ref = math.max(g.last, g.from)
+  if ref > 0 and t - ref > GOODPUT_WINDOW_US then
     g.from, g.n, g.born, g.k, g.cur, g.prev = 0, 0, t, 0, 0, 0
   end
   g.last = math.max(g.last, t)

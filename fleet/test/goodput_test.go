@@ -241,6 +241,29 @@ func TestSharedGoodputMeasuresAgainAfterAGap(t *testing.T) {
 	})
 }
 
+// The gap counts from the previous event too: a fleet throttled before
+// any success, then paused (a Retry-After) for 20 s, was not drawing on
+// the provider's bucket either, so the next success starts counting
+// again and the next event measures from it (20 successes within a
+// second), not over the 20 s since the previous event.
+func TestSharedGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		g.a.Throttle(0, 0) // the first event, nothing served: 50 rps
+		now := g.now(t)
+		g.set(t, "gfrom", (now/g.slotUS-200)*g.slotUS, "gn", 0, "glast", 0)
+		g.succeed(10)
+		if from := g.field(t, "gfrom"); from != 0 {
+			t.Fatalf("the measurement still starts at %v after the pause, want 0 (counting again)", from)
+		}
+		g.decreaseAllowed(t, g.now(t))
+		r, dec := g.b.Throttle(0, 0)
+		if want := bucket.GoodputShare * 20; !dec || math.Abs(r-want) > 1e-9 {
+			t.Fatalf("rate %v after the pause, want %v (%v x 20 successes within a second)", r, want, bucket.GoodputShare)
+		}
+	})
+}
+
 // With nothing served, a throttle multiplies the rate by
 // bucket.DecreaseFactor; the rate then climbs by bucket.GoodputStep of the
 // ceiling after bucket.IncreaseInterval without a throttle.

@@ -531,6 +531,24 @@ func TestGoodputMeasuresAgainAfterAGap(t *testing.T) {
 	}
 }
 
+// The gap counts from the previous event too, not only from the last
+// success: a scope throttled before any success, then paused for 60 s,
+// was not drawing on the provider's bucket either. Its next event measures
+// the successes since the pause, 2 a second over the last 3 s, not the 6
+// served over the 63 s since the first event (which would set about 0.1).
+func TestGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) {
+	b := New(Spec{Rate: 5, Burst: 5, Floor: 0.05, Goodput: true}, 0)
+	b.Throttle(0, 60*sec) // nothing served yet: halves to 2.5, and a 60 s pause
+	for i := range time.Duration(6) {
+		b.Success(60*sec + i*sec/2) // 2 a second from the pause's end
+	}
+	want := GoodputShare * 2
+	if r, dec := b.Throttle(63*sec, 0); !dec || math.Abs(r-want) > 0.05 {
+		t.Fatalf("decrease to %v (decreased: %v) after a pause with no success before it, want about %v, not %v",
+			r, dec, want, GoodputShare*6/62.9)
+	}
+}
+
 // A full bucket holds at least one token at any rate: its capacity, at
 // least one token, is not rounded to a nanosecond less than one token's
 // interval. It was, for some rates (capacity/rate*1e9 and 1e9/rate

@@ -17,10 +17,14 @@ import (
 // sent. The first event has no earlier one to measure from: it counts the
 // successes of the last GoodputWindow to 2 x GoodputWindow seconds, which
 // bounds it by what the client sent (usually the cap then decides). So
-// does an event after more than GoodputWindow without a success (an
-// outage, an open breaker, no demand): the client was not drawing on the
+// does an event after more than GoodputWindow without a success since the
+// previous event or success, whichever is later (an outage, an open
+// breaker, a pause, no demand): the client was not drawing on the
 // provider's bucket then, and the time since the previous event would
-// count it as a refill the provider never gave.
+// count it as a refill the provider never gave. The gap counts from the
+// previous event too, not only from the last success, so that a scope
+// whose first requests were throttled, and which then paused with no
+// success yet, gets the rule as well.
 const (
 	GoodputShare  = 0.99
 	GoodputCap    = 0.97
@@ -60,8 +64,9 @@ const goodputWindow = GoodputWindow * time.Second
 
 // count counts one success.
 func (s *served) count(now time.Duration) {
-	if s.last > 0 && now-s.last > goodputWindow {
-		// A gap: measure again as if no event had happened.
+	if ref := max(s.last, s.from); ref > 0 && now-ref > goodputWindow {
+		// A gap since the last success or the previous event, whichever
+		// is later: measure again as if no event had happened.
 		s.from, s.fromSet, s.created, s.k, s.cur, s.prev = 0, false, now, 0, 0, 0
 	}
 	s.last = now
