@@ -132,6 +132,16 @@ func TestSentinelFailover(t *testing.T) {
 			break
 		}
 		if time.Now().After(end) {
+			keys, _ := rc.Keys(ctx, prefix+"*").Result()
+			for _, k := range keys {
+				typ := rc.Type(ctx, k).Val()
+				if typ == "hash" {
+					t.Logf("on the new master: %s %v, ttl %v", k, rc.HGetAll(ctx, k).Val(), rc.PTTL(ctx, k).Val())
+				} else {
+					t.Logf("on the new master: %s (%s), ttl %v", k, typ, rc.PTTL(ctx, k).Val())
+				}
+			}
+			t.Logf("the scope: %+v; the store: %+v", gov.Inspect(vpcs), store.Stats())
 			t.Fatalf("rate %v %v after the throttle, want the rate the fleet learned before the failover (10, or at most %v grown back from it)",
 				learned, time.Since(throttled).Round(time.Millisecond), grown)
 		}

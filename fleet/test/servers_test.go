@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -32,12 +33,23 @@ func redisServerBinary(t *testing.T) string {
 // freePort returns a port of 127.0.0.1 nothing listens on.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below Linux's ephemeral range (32768-60999 by default): a client
+	// dialling a dead server's port in that range, again and again as
+	// go-redis and Sentinel do after a kill, can be given that very port
+	// as its own and connect to itself (a TCP simultaneous open), which
+	// then answers like a live server: Sentinel saw the killed master come
+	// back, and the store never noticed it had died.
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-31999")
+	return 0
 }
 
 // server is a redis-server process a test started.
