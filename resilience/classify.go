@@ -192,13 +192,16 @@ func (f *facts) readCode(code string, e error) {
 }
 
 // isNetworkError reports connection resets and refusals, timeouts,
-// unexpected EOFs and errors that say they are connection errors
+// unexpected EOFs, a connection closed under a read (net.ErrClosed: the
+// transport gave up a connection whose request body failed it, as it does
+// when the AWS SDK closes that body as soon as the answer's headers are in)
+// and errors that say they are connection errors
 // (ConnectionError() bool, as the AWS SDK's RequestSendError does): failures
 // of the transport, worth retrying. A bare io.EOF is one only under a
 // *url.Error, where it means the connection closed before any answer.
 func isNetworkError(e error) bool {
 	switch e {
-	case context.DeadlineExceeded, io.ErrUnexpectedEOF:
+	case context.DeadlineExceeded, io.ErrUnexpectedEOF, net.ErrClosed:
 		return true
 	}
 	if errno, ok := e.(syscall.Errno); ok {

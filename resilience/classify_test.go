@@ -140,6 +140,8 @@ func TestClassifyTable(t *testing.T) {
 		{"connection closed before any answer", &url.Error{Op: "Post", URL: "https://ec2", Err: io.EOF}, Transient},
 		{"SDK send error on a connection", fmt.Errorf("send: %w", connErr{}), Transient},
 		{"a bare EOF is local", fmt.Errorf("decode: %w", io.EOF), Fatal},
+		{"the connection closed under the answer's body", fmt.Errorf("deserialization failed, failed to decode response body, %w",
+			&net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}), Transient},
 
 		// A status on no list without a code, or with the AWS SDK's
 		// placeholder code, decides nothing: the message does.

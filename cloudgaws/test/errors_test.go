@@ -3,12 +3,17 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -74,5 +79,21 @@ func TestThrottlingErrorShape(t *testing.T) {
 	be := &cloudgaws.ThrottlingError{Err: &resilience.RetryBudgetExhaustedError{Err: errors.New("x")}}
 	if be.RetryAfter() != 0 {
 		t.Fatal("budget error without a provider hint has a RetryAfter")
+	}
+}
+
+// The error the AWS SDK returns when the transport closed the connection
+// under an answer's body (it does when the SDK closes the request's body
+// while the transport still reads it) is a transport failure: Transient,
+// so that a governed call retries it, as the SDK's own retryer does.
+func TestConnectionClosedUnderTheBodyIsTransient(t *testing.T) {
+	err := &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 200, Header: http.Header{}}},
+		Err: &smithy.DeserializationError{Err: fmt.Errorf("failed to decode response body, %w",
+			&net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed})},
+	}}
+	wrapped := &smithy.OperationError{ServiceID: "EC2", OperationName: "DescribeInstances", Err: err}
+	if k := resilience.Classify(wrapped); k != resilience.Transient {
+		t.Fatalf("%v classified %v, want TRANSIENT", wrapped, k)
 	}
 }
