@@ -7,16 +7,14 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/childtest"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -332,39 +330,13 @@ func TestProgress(t *testing.T) {
 	})
 }
 
-// inChild reports whether the test runs in the child process it starts;
-// in the parent it runs the test there, fails it if the child fails or
-// outlives timeout (real time), and returns false. For a test whose
-// failure is a goroutine spinning at one instant of the bubble's clock:
-// virtual time never advances, and the test would hang instead of fail.
-func inChild(t *testing.T, timeout time.Duration) bool {
-	t.Helper()
-	if os.Getenv("CLOUDG_POOL_CHILD") == t.Name() {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "CLOUDG_POOL_CHILD="+t.Name())
-	out, err := cmd.CombinedOutput()
-	lines := strings.SplitN(string(out), "\n", 21)
-	head := strings.Join(lines[:min(len(lines), 20)], "\n")
-	if ctx.Err() != nil {
-		t.Fatalf("the test did not end within %v of real time (a goroutine spins at one instant of the bubble's clock)\n%s", timeout, head)
-	}
-	if err != nil {
-		t.Fatalf("in a child process: %v\n%s", err, head)
-	}
-	return false
-}
-
 // A parked queue whose time comes while every worker is busy waits in
 // turn for a worker, and the pool's wake-up does not spin. Before the fix
 // the wake-up re-armed itself for the parked queue's time, already past,
 // slept 0 and re-armed again, forever: a busy loop, in which the bubble's
 // clock never advanced and the busy worker's task never ended.
 func TestAParkedQueueDueWhileAllWorkersAreBusy(t *testing.T) {
-	if !inChild(t, time.Minute) {
+	if !childtest.InChild(t, time.Minute) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {

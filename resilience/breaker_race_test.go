@@ -47,17 +47,14 @@ func (b *tripOnAllow) Allow(now time.Duration) (time.Duration, bool, bool) {
 func TestBreakerOpenedBeforeTheTokenWaitRefusesTheCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &tripStore{Store: MemoryStore()}
-		g, err := NewGovernor(Config{AWS: ProviderConfig{BreakerThreshold: 1,
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1,
 			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}}, WithStateStore(store))
-		if err != nil {
-			t.Fatal(err)
-		}
 		n := 0
 		if err := Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g)); err != nil {
 			t.Fatal(err) // takes the burst: the next token is 1 s away
 		}
 		store.trip.Store(true)
-		err = Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g))
+		err := Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g))
 		var coe *CircuitOpenError
 		if !errors.As(err, &coe) {
 			t.Fatalf("the call after the breaker opened: %v, want *CircuitOpenError", err)

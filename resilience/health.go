@@ -35,13 +35,7 @@ type health struct {
 // dead by the settings of p, whether only throttling answered, and the
 // streak the call now counts in.
 func (e *scopeEntry) noteFailure(p *providerSettings, now time.Duration, throttled bool, noted uint32) (dead, forGood bool, streak uint32) {
-	h := e.health.Load()
-	if h == nil {
-		h = new(health)
-		if !e.health.CompareAndSwap(nil, h) {
-			h = e.health.Load()
-		}
-	}
+	h := e.healthOf()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.failing.Load() {
@@ -135,13 +129,7 @@ func (h *health) report(p *providerSettings, now time.Duration) (dead string, op
 
 // noteOpened records why the scope's breaker opened.
 func (e *scopeEntry) noteOpened(reason string, dead bool) {
-	h := e.health.Load()
-	if h == nil {
-		h = new(health)
-		if !e.health.CompareAndSwap(nil, h) {
-			h = e.health.Load()
-		}
-	}
+	h := e.healthOf()
 	h.mu.Lock()
 	h.opened = reason
 	h.tripped = dead && h.failing.Load()
@@ -154,4 +142,17 @@ func (h *health) onlyThrottled() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.throttled
+}
+
+// healthOf returns the scope's health, made by the first failure or trip
+// that needs it (a scope that never fails carries none).
+func (e *scopeEntry) healthOf() *health {
+	if h := e.health.Load(); h != nil {
+		return h
+	}
+	h := new(health)
+	if !e.health.CompareAndSwap(nil, h) {
+		h = e.health.Load()
+	}
+	return h
 }

@@ -5,55 +5,22 @@ package resilience_test
 // Regression tests: the failing sequences TestModel found and shrank,
 // written out. Each states the rule the sequence broke. Those whose defect
 // knownOpen lists fail until its fix merges; a test that crashed or hung
-// the process runs in a child process (inChild), so that it fails
+// the process runs in a child process (childtest.InChild), so that it fails
 // instead.
 
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/childtest"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
-
-// inChild reports whether the test runs in the child process that
-// isolated starts; in the parent it runs the test there, fails it if the
-// child fails, crashes or outlives timeout, and returns false.
-func inChild(t *testing.T, timeout time.Duration) bool {
-	t.Helper()
-	if os.Getenv("CLOUDG_REGRESS_CHILD") == t.Name() {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "CLOUDG_REGRESS_CHILD="+t.Name())
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("the test did not end within %v of real time (a goroutine spins at one instant of the bubble's clock)\n%s", timeout, head(out, 20))
-	}
-	if err != nil {
-		t.Fatalf("in a child process: %v\n%s", err, head(out, 20))
-	}
-	return false
-}
-
-// head returns the first n lines of out.
-func head(out []byte, n int) string {
-	lines := strings.SplitN(string(out), "\n", n+1)
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.Join(lines, "\n")
-}
 
 var (
 	regAWS     = resilience.Scope{Provider: "aws", Account: "111111111111", Service: "iam", Operation: "ListUsers"}
@@ -100,7 +67,7 @@ func newRegGov(t *testing.T, cfg resilience.Config, opts ...resilience.GovernorO
 // A generic provider looked up twice, then Reset, then called again: the
 // call must go through (before the fix: fatal error: stack overflow).
 func TestRegressGenericProviderAfterReset(t *testing.T) {
-	if !inChild(t, time.Minute) {
+	if !childtest.InChild(t, time.Minute) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -121,7 +88,7 @@ func TestRegressGenericProviderAfterReset(t *testing.T) {
 // (before the fix Enabled("github") stayed true), and turning it on again
 // leaves it callable (before the fix: fatal error: stack overflow).
 func TestRegressGenericProviderAfterDisable(t *testing.T) {
-	if !inChild(t, time.Minute) {
+	if !childtest.InChild(t, time.Minute) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -155,7 +122,7 @@ func TestRegressGenericProviderAfterDisable(t *testing.T) {
 // go through (before the fix: fatal error: stack overflow). No time
 // passes.
 func TestRegressGenericProviderForgottenWhileEmpty(t *testing.T) {
-	if !inChild(t, time.Minute) {
+	if !childtest.InChild(t, time.Minute) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -174,7 +141,7 @@ func TestRegressGenericProviderForgottenWhileEmpty(t *testing.T) {
 // A generic provider whose scopes went idle and were reclaimed must be
 // callable again (before the fix: fatal error: stack overflow).
 func TestRegressGenericProviderAfterIdleReclaim(t *testing.T) {
-	if !inChild(t, time.Minute) {
+	if !childtest.InChild(t, time.Minute) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -512,7 +479,7 @@ func TestRegressLateFailureReportsTheWrongBreakerChange(t *testing.T) {
 // spins at one instant of its clock: it never returns, and the bubble's
 // clock never moves again).
 func TestRegressBreakerWaitProbeSpins(t *testing.T) {
-	if !inChild(t, 10*time.Second) {
+	if !childtest.InChild(t, 10*time.Second) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -533,7 +500,7 @@ func TestRegressBreakerWaitProbeSpins(t *testing.T) {
 // AllowProbe, which refuses an open breaker with no wait once the
 // cooldown is over: it spun at one instant of its clock).
 func TestRegressBreakerWaitStaleProbeSpins(t *testing.T) {
-	if !inChild(t, 10*time.Second) {
+	if !childtest.InChild(t, 10*time.Second) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {

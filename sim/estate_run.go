@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -133,21 +132,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 			done = append(done, lat[i])
 		}
 	}
-	res.Lost = n - res.Succeeded
-	if res.Aborted {
-		res.Makespan = limit
-	}
-	res.Capacity = sc.Capacity(res.Makespan)
-	slices.Sort(done)
-	res.P50, res.P99 = quantile(done, 0.50), quantile(done, 0.99)
-	rec.mu.Lock()
-	res.Series = slices.Clone(rec.samples)
-	rec.mu.Unlock()
-	for _, s := range res.Series {
-		res.Attempts += s.Sent
-		res.Throttled += s.Throttled
-		res.Failed += s.Failed
-	}
+	res.finish(sc, limit, done, rec)
 	return res, nil
 }
 

@@ -264,7 +264,17 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 			done = append(done, lat[i])
 		}
 	}
-	res.Lost = n - res.Succeeded
+	res.finish(sc, limit, done, rec)
+	return res, nil
+}
+
+// finish completes a run's result from its calls' outcomes (Calls and
+// Succeeded set): the calls lost, the time limit as the makespan of an
+// aborted run, the capacity the provider offered, the latency quantiles of
+// the calls that started (done, in any order), and the recorder's series
+// with the attempts, throttles and failures they add up to.
+func (res *Result) finish(sc *Scenario, limit time.Duration, done []time.Duration, rec *recorder) {
+	res.Lost = res.Calls - res.Succeeded
 	if res.Aborted {
 		res.Makespan = limit
 	}
@@ -279,7 +289,6 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 		res.Throttled += s.Throttled
 		res.Failed += s.Failed
 	}
-	return res, nil
 }
 
 // sample starts the sampler, which records the client's rate once a

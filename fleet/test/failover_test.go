@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,23 +86,13 @@ func TestSentinelFailover(t *testing.T) {
 	})
 
 	var calls, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(gov)); err != nil {
-					failed.Add(1)
-				}
-				calls.Add(1)
-			}
-		})
-	}
+	stop := inLoops(4, func() bool {
+		if err := resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+			failed.Add(1)
+		}
+		calls.Add(1)
+		return true
+	})
 	time.Sleep(300 * time.Millisecond)
 	killed := time.Now()
 	master.cmd.Process.Kill()
@@ -132,8 +121,7 @@ func TestSentinelFailover(t *testing.T) {
 	waitFor(t, 5*time.Second, "calls on the shared state again", func() bool {
 		return store.Stats().RedisCalls > before+20 && !store.Stats().Degraded
 	})
-	close(stop)
-	wg.Wait()
+	stop()
 	back := time.Since(killed)
 	if st := store.Stats(); st.Fallbacks != 1 {
 		t.Fatalf("the store through the failover: %+v, want one switch to local limits", st)

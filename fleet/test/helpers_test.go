@@ -234,3 +234,25 @@ func failAndRetry(gd *resilience.Guard) error {
 	_, err := gd.Retry(0)
 	return err
 }
+
+// inLoops runs n goroutines, each calling call again and again until call
+// returns false or stop is called; stop returns once they all have.
+func inLoops(n int, call func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !call() {
+					return
+				}
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
+}

@@ -37,24 +37,15 @@ func TestRedisDownThenRestarted(t *testing.T) {
 		a.do(t, vpcs, throttl, once)       // the fleet learns 50 rps
 
 		var calls, failed atomic.Int64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
+		var stops []func()
 		for _, p := range []*process{a, b} {
-			for range 4 {
-				wg.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						if err := p.do(t, vpcs, ok); err != nil {
-							failed.Add(1)
-						}
-						calls.Add(1)
-					}
-				})
-			}
+			stops = append(stops, inLoops(4, func() bool {
+				if err := p.do(t, vpcs, ok); err != nil {
+					failed.Add(1)
+				}
+				calls.Add(1)
+				return true
+			}))
 		}
 		time.Sleep(300 * time.Millisecond)
 		px.Down()
@@ -79,8 +70,9 @@ func TestRedisDownThenRestarted(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(400 * time.Millisecond)
-		close(stop)
-		wg.Wait()
+		for _, stop := range stops {
+			stop()
+		}
 		if failed.Load() != 0 {
 			t.Fatalf("%d of %d calls failed because Redis failed", failed.Load(), calls.Load())
 		}

@@ -60,23 +60,13 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for range callers {
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := resilience.Do(context.Background(), vpcs, call, resilience.WithGovernor(gov)); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
+		stop := inLoops(callers, func() bool {
+			if err := resilience.Do(context.Background(), vpcs, call, resilience.WithGovernor(gov)); err != nil {
+				t.Error(err)
+				return false
+			}
+			return true
+		})
 		time.Sleep(2 * time.Second)
 		down := time.Now()
 		px.Down()
@@ -89,8 +79,7 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 		}
 		up := time.Now()
 		time.Sleep(2 * time.Second)
-		close(stop)
-		wg.Wait()
+		stop()
 		if st := p.store.Stats(); st.Degraded || st.Fallbacks != 1 {
 			t.Fatalf("after Redis came back: %+v", st)
 		}
@@ -144,23 +133,13 @@ func TestFlappingRedisKeepsTheRate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for range callers {
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
+		stop := inLoops(callers, func() bool {
+			if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+				t.Error(err)
+				return false
+			}
+			return true
+		})
 		time.Sleep(1500 * time.Millisecond)
 		from := time.Now()
 		for range 8 {
@@ -173,8 +152,7 @@ func TestFlappingRedisKeepsTheRate(t *testing.T) {
 		}
 		to := time.Now()
 		time.Sleep(time.Second)
-		close(stop)
-		wg.Wait()
+		stop()
 		tokens := rec.times()
 		worst := maxInWindow(tokens, from.Add(-time.Second), to)
 		steady := maxInWindow(tokens, tokens[0].Add(200*time.Millisecond), from.Add(-1050*time.Millisecond))
@@ -213,26 +191,15 @@ func TestRedisNearItsTimeoutKeepsTheRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		px.SetDelay(10 * time.Millisecond)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for range callers {
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
+		stop := inLoops(callers, func() bool {
+			if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+				t.Error(err)
+				return false
+			}
+			return true
+		})
 		time.Sleep(3 * time.Second)
-		close(stop)
-		wg.Wait()
+		stop()
 		tokens := rec.times()
 		worst := maxInWindow(tokens, tokens[0], tokens[len(tokens)-1])
 		t.Logf("%s: %d tokens, %d switches to local limits in 3 s; the most in one second %d (rate + burst = %d)",

@@ -372,6 +372,20 @@ func usedFeatures(fs []feature, used map[string]bool) []feature {
 	return out
 }
 
+// quotedEnd returns the index just past the Go string literal (quoted or
+// raw) that starts at s[i], or len(s) when it is not closed.
+func quotedEnd(s string, i int) int {
+	c := s[i]
+	j := i + 1
+	for j < len(s) && s[j] != c {
+		if s[j] == '\\' && c == '"' {
+			j++
+		}
+		j++
+	}
+	return min(j+1, len(s))
+}
+
 // bareIdents returns the exported identifiers of a listing's line that no
 // package name qualifies: the package's own names.
 func bareIdents(s string) []string {
@@ -380,14 +394,7 @@ func bareIdents(s string) []string {
 		c := s[i]
 		switch {
 		case c == '"' || c == '`':
-			j := i + 1
-			for j < len(s) && s[j] != c {
-				if s[j] == '\\' && c == '"' {
-					j++
-				}
-				j++
-			}
-			i = j + 1
+			i = quotedEnd(s, i)
 		case isLetter(c) || isDigit(c):
 			j := i
 			for j < len(s) && (isLetter(s[j]) || isDigit(s[j])) {

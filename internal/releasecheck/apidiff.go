@@ -191,16 +191,7 @@ func (m *mover) types(from, to, s string) string {
 		c := s[i]
 		switch {
 		case c == '"' || c == '`':
-			j := i + 1
-			for j < len(s) && s[j] != c {
-				if s[j] == '\\' && c == '"' {
-					j++
-				}
-				j++
-			}
-			if j < len(s) {
-				j++
-			}
+			j := quotedEnd(s, i)
 			b.WriteString(s[i:j])
 			i = j
 		case isLetter(c):
