@@ -66,13 +66,14 @@ type served struct {
 const never = time.Duration(math.MinInt64 / 4)
 
 // controllerArgs are the adaptive controllers' constants, package bucket's,
-// as the bucket scripts read them (ARGV[8] to ARGV[17]): the shared
+// as the bucket scripts read them (ARGV[8] to ARGV[20]): the shared
 // controllers run with the in-process bucket's numbers, whatever they are.
 var controllerArgs = []any{
 	ftoa(bucket.DecreaseFactor), bucket.DecreaseInterval.Microseconds(),
 	bucket.IncreaseInterval.Microseconds(), ftoa(bucket.IncreaseStep), ftoa(bucket.MinIncrease),
 	ftoa(bucket.GoodputShare), ftoa(bucket.GoodputCap), ftoa(bucket.GoodputStep),
 	(bucket.GoodputWindow * time.Second).Microseconds(), bucket.GoodputSlot.Microseconds(),
+	bucket.GoodputQuiet.Microseconds(), bucket.GoodputClimbInterval.Microseconds(), bucket.GoodputMaxDoublings,
 }
 
 // floor returns spec's lowest adaptive rate as the in-process bucket
@@ -293,9 +294,10 @@ func (b *sharedBucket) Pause(now, pause time.Duration) {
 
 // Success counts a success for the goodput controller (see count), and
 // asks Redis for an increase at most once per second per process: the
-// fleet-wide rule (one increase per bucket.IncreaseInterval, after as long
-// without a throttle) is Redis's to apply, and most successes have nothing
-// to ask.
+// fleet-wide rules (AIMD's one increase per bucket.IncreaseInterval after
+// as long without a throttle, the goodput controller's one climb per
+// bucket.GoodputClimbInterval after bucket.GoodputQuiet) are Redis's to
+// apply, and most successes have nothing to ask.
 func (b *sharedBucket) Success(now time.Duration) (float64, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback(now).Success(now)

@@ -48,8 +48,9 @@ end
 `
 
 // A bucket is a hash {t0, paused, rate, ldec, lthr, linc} and, for the
-// goodput controller, its success counts {born, gfrom, gn, gk, gcur,
-// gprev, glast} (see the controllers below): the balance at time t is
+// goodput controller, its climbs since the last throttle {gcl} and its
+// success counts {born, gfrom, gn, gk, gcur, gprev, glast} (see the
+// controllers below): the balance at time t is
 // (t - t0) / interval tokens, capped at the capacity, the same
 // representation as the in-process bucket, with the same controllers.
 // Every bucket script takes the arguments of bucketArgs (ceiling,
@@ -63,7 +64,8 @@ local DECREASE_FACTOR, DECREASE_INTERVAL_US = tonumber(ARGV[8]), tonumber(ARGV[9
 local INCREASE_INTERVAL_US, INCREASE_STEP, MIN_INCREASE = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 local GOODPUT_SHARE, GOODPUT_CAP, GOODPUT_STEP = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
 local GOODPUT_WINDOW_US, SLOT_US = tonumber(ARGV[16]), tonumber(ARGV[17])
-local ARG0 = 18
+local GOODPUT_QUIET_US, GOODPUT_CLIMB_US, GOODPUT_MAX_DOUBLINGS = tonumber(ARGV[18]), tonumber(ARGV[19]), tonumber(ARGV[20])
+local ARG0 = 21
 local NEVER = -1e18
 
 -- The goodput controller's counts (MODE 2 only): born, gfrom, gn, gk,
@@ -94,7 +96,7 @@ local function fresh(b, now)
   b.interval = 1000000 / b.rate
   b.capus = math.max(1, RATIO * b.rate) * b.interval
   b.t0, b.paused = now - b.capus, 0
-  b.ldec, b.lthr, b.linc = NEVER, NEVER, NEVER
+  b.ldec, b.lthr, b.linc, b.climbs = NEVER, NEVER, NEVER, 0
   if MODE == '2' then b.g = fresh_served(now) end
 end
 
@@ -105,7 +107,7 @@ end
 local function load_bucket(key, now)
   local h
   if MODE == '2' then
-    h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', unpack(SERVED_FIELDS))
+    h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', 'gcl', unpack(SERVED_FIELDS))
   else
     h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc')
   end
@@ -113,15 +115,21 @@ local function load_bucket(key, now)
   local ldec, lthr, linc = tonumber(h[4]), tonumber(h[5]), tonumber(h[6])
   local soon, past = now + HORIZON_US, now + SKEW_US
   local b = {}
-  if MODE == '2' then b.g = load_served(h, 7, now) end
+  -- gcl, the goodput controller's climbs, is absent from a bucket written
+  -- before it existed: none since the last throttle.
+  local climbs = 0
+  if MODE == '2' then
+    climbs = tonumber(h[7] or 0)
+    b.g = load_served(h, 8, now)
+  end
   if finite(t0) and t0 <= soon and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
       finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
-      (MODE ~= '2' or b.g) then
+      finite(climbs) and climbs >= 0 and climbs == math.floor(climbs) and (MODE ~= '2' or b.g) then
     b.rate = math.min(rate, CEILING)
     b.interval = 1000000 / b.rate
     b.capus = math.max(1, RATIO * b.rate) * b.interval
     b.t0, b.paused = t0, paused
-    b.ldec, b.lthr, b.linc = ldec, lthr, linc
+    b.ldec, b.lthr, b.linc, b.climbs = ldec, lthr, linc, climbs
     return b
   end
   if redis.call('EXISTS', key) == 1 then redis.call('DEL', key) end
@@ -161,6 +169,10 @@ end
 local function save_bucket(key, b)
   local f = {'t0', num(b.t0), 'paused', num(b.paused), 'rate', tostring(b.rate),
     'ldec', num(b.ldec), 'lthr', num(b.lthr), 'linc', num(b.linc)}
+  if MODE == '2' then
+    f[#f + 1] = 'gcl'
+    f[#f + 1] = num(b.climbs)
+  end
   local g = b.g
   if g and g.dirty then
     local v = {g.born, g.from, g.n, g.k, g.cur, g.prev, g.last}
@@ -252,7 +264,7 @@ end
 -- rate (not below the floor) and drains its burst, at most once per
 -- DECREASE_INTERVAL across the fleet. It returns 1 when it decreased.
 local function throttle(b, now)
-  b.lthr = now
+  b.lthr, b.climbs = now, 0
   if MODE == '0' or now - b.ldec < DECREASE_INTERVAL_US then return 0 end
   b.ldec = now
   local r = b.rate * DECREASE_FACTOR
@@ -265,17 +277,24 @@ local function throttle(b, now)
 end
 
 -- increase gives an adaptive bucket below its ceiling a step of the
--- ceiling back (INCREASE_STEP for AIMD, GOODPUT_STEP for goodput; at least
--- MIN_INCREASE), after INCREASE_INTERVAL without a throttle, at most once
--- per INCREASE_INTERVAL across the fleet. It returns 1 when it increased.
+-- ceiling back, at least MIN_INCREASE, and returns 1 when it did. AIMD
+-- gives INCREASE_STEP after INCREASE_INTERVAL without a throttle, at most
+-- once per INCREASE_INTERVAL across the fleet; the goodput controller
+-- climbs after GOODPUT_QUIET_US without a throttle, at most once per
+-- GOODPUT_CLIMB_US, by GOODPUT_STEP doubled with each climb since the
+-- last throttle (at most GOODPUT_MAX_DOUBLINGS times).
 local function increase(b, now)
-  if MODE == '0' or b.rate >= CEILING or now - b.lthr < INCREASE_INTERVAL_US or now - b.linc < INCREASE_INTERVAL_US then
+  local quiet, every, step = INCREASE_INTERVAL_US, INCREASE_INTERVAL_US, INCREASE_STEP
+  if MODE == '2' then
+    quiet, every = GOODPUT_QUIET_US, GOODPUT_CLIMB_US
+    step = GOODPUT_STEP * 2 ^ math.min(b.climbs, GOODPUT_MAX_DOUBLINGS)
+  end
+  if MODE == '0' or b.rate >= CEILING or now - b.lthr < quiet or now - b.linc < every then
     return 0
   end
-  local step = INCREASE_STEP
-  if MODE == '2' then step = GOODPUT_STEP end
   set_rate(b, now, math.min(CEILING, b.rate + math.max(step * CEILING, MIN_INCREASE)), false)
   b.linc = now
+  if MODE == '2' then b.climbs = b.climbs + 1 end
   return 1
 end
 -- ===== end of the adaptive controllers ===============================

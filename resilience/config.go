@@ -53,8 +53,8 @@ type ProviderConfig struct {
 	Adaptive *bool `yaml:"adaptive,omitempty" json:"adaptive,omitempty"`
 	// Controller chooses how an adaptive leaf reacts to throttling: "aimd"
 	// (additive increase, multiplicative decrease: the default) or "goodput" (opt-in: on a throttle, go to
-	// what the provider served over the last seconds, then probe upward
-	// slowly).
+	// what the provider served since the previous throttle; after 8 s
+	// without one, probe upward by a step that doubles every second).
 	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
 
 	// The leaf bucket (per account x region x service, or operation).

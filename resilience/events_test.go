@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
@@ -230,7 +231,9 @@ func TestObserverSeesTheRateRecover(t *testing.T) {
 				once := WithPolicy(RetryPolicy{MaxAttempts: 1})
 				Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), once)
 				slowed := rate(g, iamUsers)
-				time.Sleep(6 * time.Second)
+				// Past either controller's quiet time (AIMD's 5 s, the
+				// goodput controller's 8 s).
+				time.Sleep(bucket.GoodputQuiet + time.Second)
 				rec.mu.Lock()
 				rec.evs = nil
 				rec.mu.Unlock()

@@ -77,39 +77,52 @@ func runVirtualOne(t *testing.T, sc *Scenario, name string) *Result {
 	return r
 }
 
-// The first goal: on default and drop the opt-in goodput controller has a
-// goodput at least aws-adaptive's and fewer rejected requests on at least
-// 27 of seeds 1-30, and it keeps at least 97% of the true capacity on
-// every seed of model-10 and model-drop. Both strategies are deterministic
-// in virtual time, so the counts are exact. The seeds it does not win on
-// default and drop are near-ties at the floor (0.03 to 0.05 points of
-// goodput, a tenth of a second of makespan, on five of the six), so the
-// 28 the issue asks for is not held.
+// The first goal: against aws-adaptive, the opt-in goodput controller
+// has a goodput at least aws-adaptive's and fewer rejected requests on 28
+// of seeds 1-30 of default, drop and tenant. Both strategies are
+// deterministic in virtual time, so the counts are exact. It is met on
+// default only; this test holds what is (it fails if the controller
+// regresses, and once the goal is met on drop or tenant, so that this
+// comment goes with it):
 //
-// On tenant, whose second tenant's share moves every 10 s, it is rejected
-// less than aws-adaptive on every seed and loses no call; the goal of
-// winning on 28 seeds is not met (3 of 30): when the tenant gives back
-// capacity, the controller climbs by 1.5% of its ceiling per 5 s while the
-// adaptive mode takes the capacity within seconds. It is logged, and
-// fails once met so that this comment goes with it.
+//   - default and drop: rejected less than aws-adaptive on every seed, and
+//     both on 28 seeds of default and at least 26 of drop. The seeds it
+//     does not win are near-ties (a fraction of a second of makespan),
+//     decided by whether a throttle, and its retry's backoff, falls in the
+//     run's last second: over workloads 5% shorter to 10% longer the counts
+//     move between 23 and 30 with either climb, the doubling one or the
+//     old 1.5% per 5 s.
+//   - tenant, whose second tenant's share moves every 10 s: a mean
+//     goodput of at least 99% (aws-adaptive's is 99.3%; 90.8% with the old
+//     climb) at a lower mean rejected share than aws-adaptive's, and both
+//     on at least 14 seeds (3 with the old climb). aws-adaptive ends within
+//     0.2-2 s of the fluid ideal on every seed, which only a client that
+//     probes for capacity every few seconds matches, and each probe past a
+//     limit that did not rise costs a rejection.
+//
+// On model-10 and model-drop it keeps at least 97% of the true capacity on
+// every seed, and it loses no call anywhere.
 func TestGoodputControllerBeatsAdaptiveMode(t *testing.T) {
 	for _, name := range []string{ScenarioDefault, ScenarioDrop, ScenarioTenant} {
 		t.Run(name, func(t *testing.T) {
 			sc, _ := Builtin(name)
 			sw := sweepVirtual(t, sc, 30, AWSAdaptive, CloudgGoodput)
 			both, g, r := sw.Wins(CloudgGoodput, AWSAdaptive)
-			switch {
-			case name == ScenarioTenant && both >= 28:
-				t.Errorf("tenant: wins on %d of 30 seeds: the goal is met, assert it (and update the comment)", both)
-			case name == ScenarioTenant:
-				t.Logf("tenant: goodput >= aws-adaptive's and rejected < aws-adaptive's on %d of 30 seeds (goodput %d, rejected %d); the goal, 28, is not met", both, g, r)
-				if r != 30 {
-					t.Errorf("tenant: rejected less than aws-adaptive on %d of 30 seeds, want 30", r)
-				}
-			case both < 27:
-				t.Errorf("goodput >= aws-adaptive's and rejected < aws-adaptive's on %d of 30 seeds (goodput %d, rejected %d), want >= 27", both, g, r)
+			t.Logf("%s: goodput >= aws-adaptive's and rejected < aws-adaptive's on %d of 30 seeds (goodput %d, rejected %d); the goal is 28", name, both, g, r)
+			if name != ScenarioDefault && both >= 28 {
+				t.Errorf("%s: wins on %d of 30 seeds: the goal is met, assert it (and update the comment)", name, both)
 			}
-			if _, _, lost, _ := sw.Figures(CloudgGoodput); lost.Max != 0 {
+			gp, rej, lost, _ := sw.Figures(CloudgGoodput)
+			ga, reja, _, _ := sw.Figures(AWSAdaptive)
+			if name == ScenarioTenant {
+				if both < 14 || gp.Mean < 0.99 || rej.Mean >= reja.Mean {
+					t.Errorf("tenant: wins on %d seeds (want >= 14), mean goodput %.2f%% (want >= 99%%; aws-adaptive %.2f%%), mean rejected %.2f%% (want < aws-adaptive's %.2f%%)",
+						both, 100*gp.Mean, 100*ga.Mean, 100*rej.Mean, 100*reja.Mean)
+				}
+			} else if want := map[string]int{ScenarioDefault: 28, ScenarioDrop: 26}[name]; both < want || r != 30 {
+				t.Errorf("wins on %d of 30 seeds (want >= %d), rejected less on %d (want 30)", both, want, r)
+			}
+			if lost.Max != 0 {
 				t.Errorf("the goodput controller lost up to %v calls", lost.Max)
 			}
 		})

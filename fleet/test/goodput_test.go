@@ -19,7 +19,8 @@ import (
 // (for the first event, over the current and the previous window of
 // bucket.GoodputWindow; after a gap of more than a window without a
 // success, from the gap), never above bucket.GoodputCap of the rate, and
-// it climbs by bucket.GoodputStep of the ceiling.
+// after bucket.GoodputQuiet it climbs by bucket.GoodputStep of the
+// ceiling, doubling the step with each climb.
 //
 // Some of these tests write the counts into the hash (born, gfrom, gn, gk,
 // gcur, gprev, glast, times in Redis's microseconds), so that a span of
@@ -265,8 +266,10 @@ func TestSharedGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) 
 }
 
 // With nothing served, a throttle multiplies the rate by
-// bucket.DecreaseFactor; the rate then climbs by bucket.GoodputStep of the
-// ceiling after bucket.IncreaseInterval without a throttle.
+// bucket.DecreaseFactor; after bucket.GoodputQuiet without a throttle the
+// rate then climbs by bucket.GoodputStep of the ceiling, at most once per
+// bucket.GoodputClimbInterval for the fleet, the step doubling with each
+// climb (the hash's gcl counts them) until a throttle starts afresh.
 func TestSharedGoodputRateClimbsByItsStep(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
@@ -276,12 +279,43 @@ func TestSharedGoodputRateClimbsByItsStep(t *testing.T) {
 			t.Fatalf("rate %v after a throttle with nothing served, want %v", r, 100*bucket.DecreaseFactor)
 		}
 		key := prefix + ":{" + vpcsKey + "}:bucket"
+		if r, up := b.Success(time.Second); up {
+			t.Fatalf("rate %v: climbed right after the throttle", r)
+		}
+		climbs := func() string {
+			t.Helper()
+			v, err := p.rdb.HGet(context.Background(), key, "gcl").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		// The throttle and the last climb long ago.
 		if err := p.rdb.HSet(context.Background(), key, "lthr", 0, "linc", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		want := 100*bucket.DecreaseFactor + bucket.GoodputStep*100
 		if r, up := b.Success(3 * time.Second); !up || math.Abs(r-want) > 1e-9 {
 			t.Fatalf("rate %v (increased %v) after a quiet interval, want %v", r, up, want)
+		}
+		// Asked again (a process asks at most once a second of its clock),
+		// within GoodputClimbInterval of the climb by Redis's.
+		if r, up := b.Success(5 * time.Second); up {
+			t.Fatalf("rate %v: climbed twice within %v", r, bucket.GoodputClimbInterval)
+		}
+		if err := p.rdb.HSet(context.Background(), key, "linc", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want += 2 * bucket.GoodputStep * 100
+		if r, up := b.Success(7 * time.Second); !up || math.Abs(r-want) > 1e-9 {
+			t.Fatalf("rate %v (increased %v) at the second climb, want %v (twice the step)", r, up, want)
+		}
+		if c := climbs(); c != "2" {
+			t.Fatalf("gcl %q after two climbs, want 2", c)
+		}
+		b.Throttle(8*time.Second, 0)
+		if c := climbs(); c != "0" {
+			t.Fatalf("gcl %q after a throttle, want 0", c)
 		}
 	})
 }

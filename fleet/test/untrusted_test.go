@@ -94,6 +94,7 @@ func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 			{"born", "1e300"}, {"born", "junk"}, {"gfrom", "-1"}, {"gfrom", "1e300"},
 			{"gn", "-1"}, {"gn", "nan"}, {"gk", "-1"}, {"gk", "0.5"}, {"gk", "1e12"},
 			{"gcur", "-1"}, {"gprev", "inf"}, {"glast", "1e300"},
+			{"gcl", "-1"}, {"gcl", "0.5"}, {"gcl", "junk"}, {"gcl", "inf"},
 		} {
 			t.Run(c.field+"="+c.value, func(t *testing.T) {
 				prefix := uniquePrefix(t)
@@ -114,15 +115,17 @@ func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 				}
 			})
 		}
-		// Counts that are absent (a bucket an AIMD process wrote) are those
-		// of counting that starts now: the bucket keeps its learned rate.
+		// Counts that are absent (a bucket an AIMD process wrote, or one
+		// written before the climbs were kept) are those of counting that
+		// starts now and of no climb yet: the bucket keeps its learned
+		// rate.
 		t.Run("absent", func(t *testing.T) {
 			prefix := uniquePrefix(t)
 			p := newProcess(t, be, prefix, resilience.Config{})
 			b := p.store.Bucket(vpcsKey, goodputSpec, 0)
 			b.Throttle(0, 0)
 			key := prefix + ":{" + vpcsKey + "}:bucket"
-			if err := p.rdb.HDel(context.Background(), key, "born", "gfrom", "gn", "gk", "gcur", "gprev", "glast").Err(); err != nil {
+			if err := p.rdb.HDel(context.Background(), key, "born", "gfrom", "gn", "gk", "gcur", "gprev", "glast", "gcl").Err(); err != nil {
 				t.Fatal(err)
 			}
 			if r := b.Snapshot(0).Rate; r != goodputSpec.Rate*bucket.DecreaseFactor {

@@ -82,6 +82,7 @@ type learned struct {
 	lastDecrease time.Duration
 	lastThrottle time.Duration
 	lastIncrease time.Duration
+	climbs       int           // the goodput controller's climbs since the last throttle
 	wake         chan struct{} // closed at the next change; made by the first caller to wait
 }
 
@@ -235,7 +236,7 @@ func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased boo
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.learn()
-	l.lastThrottle = now
+	l.lastThrottle, l.climbs = now, 0
 	rate = b.ep.Load().p.rate
 	if b.cfg.adaptive && now-l.lastDecrease >= DecreaseInterval {
 		l.lastDecrease = now
@@ -280,9 +281,11 @@ func (b *Bucket) pause(now, pause time.Duration) {
 }
 
 // Success records a successful call. After IncreaseInterval without a
-// throttle, an adaptive bucket below its ceiling gains IncreaseStep of the
-// ceiling (at least MinIncrease), at most once per IncreaseInterval. It
-// returns the rate and whether this call increased it.
+// throttle, an AIMD bucket below its ceiling gains IncreaseStep of the
+// ceiling (at least MinIncrease), at most once per IncreaseInterval; a
+// goodput bucket climbs after GoodputQuiet, once per GoodputClimbInterval,
+// by a step that doubles with each climb (see GoodputStep). It returns the
+// rate and whether this call increased it.
 func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	if b.goodput == nil && !b.slowed.Load() {
 		return b.cfg.ceiling, false
@@ -297,14 +300,19 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	if b.l != nil {
 		lastThrottle, lastIncrease = b.l.lastThrottle, b.l.lastIncrease
 	}
-	if rate < b.cfg.ceiling && now-lastThrottle >= IncreaseInterval && now-lastIncrease >= IncreaseInterval {
-		step := IncreaseStep
+	quiet, every, step := IncreaseInterval, IncreaseInterval, IncreaseStep
+	if b.goodput != nil {
+		quiet, every = GoodputQuiet, GoodputClimbInterval
+	}
+	if rate < b.cfg.ceiling && now-lastThrottle >= quiet && now-lastIncrease >= every {
+		l := b.learn()
 		if b.goodput != nil {
-			step = GoodputStep
+			step = goodputStep(l.climbs)
+			l.climbs++
 		}
 		rate = math.Min(b.cfg.ceiling, rate+math.Max(step*b.cfg.ceiling, MinIncrease))
 		b.setRate(now, rate, false)
-		b.learn().lastIncrease = now
+		l.lastIncrease = now
 		increased = true
 	}
 	return rate, increased

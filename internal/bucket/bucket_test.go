@@ -265,10 +265,67 @@ func TestGoodputMovesToWhatWasServed(t *testing.T) {
 	if math.Abs(r-7.6) > 0.8 {
 		t.Fatalf("rate %v after a throttle at 8 rps served, want about 7.6", r)
 	}
-	// Then it climbs by 1.5% of the ceiling (0.3 rps) per 5 s of quiet.
-	r2, inc := b.Success(15 * sec)
+	// Then, after GoodputQuiet, it climbs once a second by 1.5% of the
+	// ceiling (0.3 rps), the step doubling with each climb.
+	if r2, inc := b.Success(10*sec + GoodputQuiet - 1); inc || r2 != r {
+		t.Fatalf("rate %v before %v of quiet, want %v unchanged", r2, GoodputQuiet, r)
+	}
+	r2, inc := b.Success(10*sec + GoodputQuiet)
 	if !inc || math.Abs(r2-(r+0.3)) > 1e-9 {
-		t.Fatalf("rate %v after 5 s quiet, want %v", r2, r+0.3)
+		t.Fatalf("rate %v after %v quiet, want %v", r2, GoodputQuiet, r+0.3)
+	}
+}
+
+// The goodput controller's climb: after GoodputQuiet without a throttle,
+// one climb per GoodputClimbInterval, each step twice the last, capped by
+// the ceiling; a throttle starts the quiet and the steps afresh.
+func TestGoodputClimbDoublesUntilAThrottle(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
+	for i := range time.Duration(50) {
+		b.Success(i * sec / 10) // 10 rps for 5 s
+	}
+	r0, _ := b.Throttle(5*sec, 0)
+	approx(t, "rate after the throttle", r0, GoodputShare*10)
+	q := 5*sec + GoodputQuiet
+	steps := []struct {
+		at   time.Duration
+		inc  bool
+		want float64
+	}{
+		{q - sec/2, false, r0},
+		{q, true, r0 + 0.3},
+		{q + sec/2, false, r0 + 0.3}, // within GoodputClimbInterval
+		{q + sec, true, r0 + 0.3 + 0.6},
+		{q + 2*sec, true, r0 + 0.3 + 0.6 + 1.2},
+		{q + 3*sec, true, r0 + 0.3 + 0.6 + 1.2 + 2.4},
+		{q + 4*sec, true, r0 + 0.3 + 0.6 + 1.2 + 2.4 + 4.8},
+		{q + 5*sec, true, 20}, // +9.6 passes the ceiling
+		{q + 6*sec, false, 20},
+	}
+	for _, s := range steps {
+		r, inc := b.Success(s.at)
+		if inc != s.inc || math.Abs(r-s.want) > 1e-9 {
+			t.Fatalf("at %v: rate %v (increased %v), want %v (%v)", s.at, r, inc, s.want, s.inc)
+		}
+	}
+	// A throttle: quiet again, and the first step is GoodputStep again.
+	at := q + 7*sec
+	r1, _ := b.Throttle(at, 0)
+	if r, inc := b.Success(at + GoodputQuiet - sec/10); inc {
+		t.Fatalf("climbed to %v within %v of a throttle", r, GoodputQuiet)
+	}
+	if r, inc := b.Success(at + GoodputQuiet); !inc || math.Abs(r-(r1+0.3)) > 1e-9 {
+		t.Fatalf("first climb after a throttle: %v, want %v", r, r1+0.3)
+	}
+}
+
+// The step stops doubling after GoodputMaxDoublings: a ceiling far above
+// the rate is reached step by step, without overflowing.
+func TestGoodputStepIsBounded(t *testing.T) {
+	for k, want := range map[int]float64{0: GoodputStep, 1: 2 * GoodputStep, GoodputMaxDoublings: GoodputStep * (1 << GoodputMaxDoublings), 1 << 40: GoodputStep * (1 << GoodputMaxDoublings)} {
+		if got := goodputStep(k); got != want {
+			t.Errorf("goodputStep(%d) = %v, want %v", k, got, want)
+		}
 	}
 }
 

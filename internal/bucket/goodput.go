@@ -8,8 +8,19 @@ import (
 // The opt-in "measured goodput" controller: on a congestion event the rate
 // moves to GoodputShare of the rate at which the provider served
 // successes, never above GoodputCap of the current rate; after
-// IncreaseInterval without a throttle it climbs by GoodputStep of the
-// ceiling per IncreaseInterval.
+// GoodputQuiet without a throttle it climbs once per GoodputClimbInterval,
+// by GoodputStep of the ceiling at first and by twice the last step at
+// each climb after it, until the next throttle or the ceiling.
+//
+// The climb probes for capacity the provider gave back (a second tenant of
+// the limit that slowed down or stopped): the decrease already put the
+// rate within a few percent of what the provider serves, so the climb
+// waits longer than AIMD's before it starts (a probe past a limit that did
+// not move costs a rejection), and then finds a limit that rose by half in
+// a few seconds rather than minutes. Measured in the simulator's tenant
+// scenario (a limit that moves every 10 s), the doubling step raised the
+// controller's mean goodput from 90.8% to 99.3% of the capacity, the AWS
+// SDK's adaptive mode's, at fewer rejections than that mode.
 //
 // What the provider served is measured since the previous congestion
 // event: a throttle says the provider's bucket was empty, so the successes
@@ -31,11 +42,25 @@ const (
 	GoodputStep   = 0.015
 	GoodputWindow = 5 // seconds
 
+	// GoodputQuiet is the time without a throttle before the goodput
+	// controller climbs, and GoodputClimbInterval the time between two
+	// climbs; GoodputMaxDoublings bounds how often the step doubles.
+	GoodputQuiet         = 8 * time.Second
+	GoodputClimbInterval = time.Second
+	GoodputMaxDoublings  = 10
+
 	// goodputSlot is the resolution of the measurement: it starts at the
 	// slot after the one of the previous event, so that the answers to
 	// requests sent before the event are left out.
 	goodputSlot = 100 * time.Millisecond
 )
+
+// goodputStep is the share of the ceiling the goodput controller's climb
+// number climbs (from 0) since the last throttle adds: GoodputStep,
+// doubling with each climb.
+func goodputStep(climbs int) float64 {
+	return math.Ldexp(GoodputStep, min(climbs, GoodputMaxDoublings))
+}
 
 // served counts the successes of a goodput bucket. The bucket's mu guards
 // it.
