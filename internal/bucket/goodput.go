@@ -19,8 +19,8 @@ import (
 // not move costs a rejection), and then finds a limit that rose by half in
 // a few seconds rather than minutes. Measured in the simulator's tenant
 // scenario (a limit that moves every 10 s), the doubling step raised the
-// controller's mean goodput from 90.8% to 99.3% of the capacity, the AWS
-// SDK's adaptive mode's, at fewer rejections than that mode.
+// controller's mean goodput from 90.8% to 99.26% of the capacity (the AWS
+// SDK's adaptive mode: 99.30%), at fewer rejections than that mode.
 //
 // What the provider served is measured since the previous congestion
 // event: a throttle says the provider's bucket was empty, so the successes
