@@ -198,8 +198,10 @@ func (gd *Guard) stopByContext(err error) error {
 // queue moves with its rate (a rise lets the callers already queued leave
 // sooner) wakes the wait, which then goes at the reservation's new time. A
 // verdict of the scope's breaker wakes the wait too: a call that has not
-// been sent yet, or a retry, asks the breaker again, and a breaker that
-// opened meanwhile (a dead scope) ends it as it would have refused it; for
+// been sent yet, or a retry, asks the breaker again whenever it starts to
+// listen for the next verdict (before the wait, and after each wake), and
+// a breaker that opened meanwhile (a dead scope) ends it as it would have
+// refused it; for
 // a provider that waits for its breakers' verdicts (breaker_wait), the
 // call gives its tokens back, waits for the verdict as admit has it wait,
 // and then takes fresh ones.
@@ -241,7 +243,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		tk = q.Ticket(now + leaf)
 	}
 	recheck := gd.retrying() || gd.phase == phaseIdle
-	for first := true; ; first = false {
+	for {
 		var moved, verdict <-chan struct{}
 		if queued {
 			tk, moved = q.Follow(tk)
@@ -256,14 +258,12 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		}
 		if recheck {
 			verdict = gd.verdictChan()
-			// The breaker answered before this wait began, and a verdict
-			// given in between (another call opening it at this very
-			// instant) wakes no one: ask again, now that the next verdict
-			// will wake the wait.
-			if first {
-				if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
-					return err
-				}
+			// The breaker answered before this wait began, or before the
+			// queue woke it, and a verdict given since (another call
+			// opening it at this very instant) wakes no one: ask again,
+			// now that the next verdict will wake the wait.
+			if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
+				return err
 			}
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict)
@@ -277,12 +277,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			gd.recordWait(now-start, levelNames[level])
 			return nil
 		}
-		if !recheck {
-			continue
-		}
-		if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
-			return err
-		}
+		// Woken by the queue or a verdict: the loop follows the queue and
+		// asks the breaker again.
 	}
 }
 
