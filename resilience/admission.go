@@ -245,6 +245,18 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
 		var moved, verdict <-chan struct{}
+		if recheck {
+			verdict = gd.verdictChan()
+			// The breaker answered before this wait began, or before the
+			// queue or a verdict woke it, and a verdict given since
+			// (another call opening it at this very instant) wakes no one:
+			// ask again, now that the next verdict will wake the wait, and
+			// before the queue's new time is held to the deadline (a
+			// breaker that waits for its verdicts gives the tokens back).
+			if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
+				return err
+			}
+		}
 		if queued {
 			tk, moved = q.Follow(tk)
 			until = max(start+other, tk.At())
@@ -254,16 +266,6 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			if gd.bounded && until > gd.admitBy {
 				gd.cancel(now)
 				return gd.refuseWait(until-now, ErrNoToken)
-			}
-		}
-		if recheck {
-			verdict = gd.verdictChan()
-			// The breaker answered before this wait began, or before the
-			// queue woke it, and a verdict given since (another call
-			// opening it at this very instant) wakes no one: ask again,
-			// now that the next verdict will wake the wait.
-			if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
-				return err
 			}
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict)
