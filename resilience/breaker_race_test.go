@@ -22,7 +22,7 @@ type tripStore struct {
 	trip atomic.Bool
 
 	mu   sync.Mutex
-	leaf state.Bucket // the last bucket made, for a test to move its queue
+	leaf state.Bucket // the last bucket made (the leaf, with no provider or account limit), for a test to move its queue
 }
 
 func (s *tripStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {

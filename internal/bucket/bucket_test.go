@@ -322,7 +322,7 @@ func TestGoodputClimbDoublesUntilAThrottle(t *testing.T) {
 // The step stops doubling after GoodputMaxDoublings: a ceiling far above
 // the rate is reached step by step, without overflowing.
 func TestGoodputStepIsBounded(t *testing.T) {
-	for k, want := range map[int]float64{0: GoodputStep, 1: 2 * GoodputStep, GoodputMaxDoublings: GoodputStep * (1 << GoodputMaxDoublings), 1 << 40: GoodputStep * (1 << GoodputMaxDoublings)} {
+	for k, want := range map[int]float64{0: GoodputStep, 1: 2 * GoodputStep, GoodputMaxDoublings: GoodputStep * (1 << GoodputMaxDoublings), math.MaxInt: GoodputStep * (1 << GoodputMaxDoublings)} {
 		if got := goodputStep(k); got != want {
 			t.Errorf("goodputStep(%d) = %v, want %v", k, got, want)
 		}
