@@ -97,6 +97,18 @@ func (g *sharedGoodput) succeed(n int) {
 	time.Sleep(3 * bucket.GoodputSlot)
 }
 
+// awaitSlotStart waits until Redis's clock is a millisecond past the start
+// of a slot of bucket.GoodputSlot, so that what the test does next falls
+// in that slot even when its counts take tens of milliseconds to reach
+// Redis (a count's time is its age when sent, so the transit moves it
+// later by as much).
+func (g *sharedGoodput) awaitSlotStart(t *testing.T) {
+	t.Helper()
+	now := g.now(t)
+	next := (now/g.slotUS + 1) * g.slotUS
+	time.Sleep(time.Duration(next-now+1000) * time.Microsecond)
+}
+
 // decreaseAllowed makes the next throttle a congestion event without
 // waiting out bucket.DecreaseInterval since the previous one.
 func (g *sharedGoodput) decreaseAllowed(t *testing.T, now int64) {
@@ -135,6 +147,7 @@ func TestGoodputIsMeasuredAcrossTheFleet(t *testing.T) {
 func TestSharedGoodputMeasuresFromTheSlotAfterTheEvent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		g := newSharedGoodput(t, be)
+		g.awaitSlotStart(t) // the successes and the event in one slot
 		for range 10 {
 			g.b.Success(0) // sent a slot later, after the event
 		}
