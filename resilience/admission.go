@@ -93,6 +93,9 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			// the task runs again when the breaker may let it through.
 			return now, gd.refuseWait(wait, ErrCircuitOpen)
 		}
+		if ok && retry && gd.last.kind == Transient {
+			gd.renewed = gd.retries // held until the verdict: attempts renewed (see verdict)
+		}
 	}
 	if ok {
 		return now, nil

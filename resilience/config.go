@@ -89,8 +89,10 @@ type ProviderConfig struct {
 	// wait, within its deadline, for the breaker's verdict: the end of its
 	// cooldown, then its single probe's answer. A call whose retries run
 	// out on a transient error counts its failure and waits likewise
-	// before it tries again. By default an open breaker fails a call at
-	// once with a *CircuitOpenError.
+	// before it tries again with its attempts renewed, and so does the
+	// retry of a transient error that the breaker held until its verdict.
+	// By default an open breaker fails a call at once with a
+	// *CircuitOpenError.
 	BreakerWait bool `yaml:"breaker_wait,omitempty" json:"breaker_wait,omitempty"`
 	// BreakerDeadSeconds opens a scope's breaker at once when every answer
 	// of the scope for this long was throttling or a transient error (at

@@ -42,7 +42,9 @@
 //     two retries. When retrying stops the breaker counts a failure,
 //     throttling is a give-up, and the caller gets the original error. With
 //     breaker_wait, a call whose attempts or budget ran out on a transient
-//     error waits for the breaker's verdict instead and goes again. An SDK
+//     error waits for the breaker's verdict instead and goes again with its
+//     attempts renewed, as does the retry of a transient error that the
+//     breaker held until its verdict. An SDK
 //     that retries on its own sends its retries through Pace rather than
 //     Enter, and asks Resend when its own attempts ran out.
 //

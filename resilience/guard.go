@@ -65,6 +65,7 @@ type Guard struct {
 	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
 	retries int        // retries of the current call; the first freeRetries are free
 	renewed int        // retries made before the call's attempts were renewed (breaker_wait)
+	sdkLoop int        // retries made before the SDK's current loop began (Enter: 0, then each Resend)
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
@@ -355,7 +356,7 @@ func (gd *Guard) request(now time.Duration) error {
 		_, err := gd.Retry(0)
 		return err
 	}
-	gd.start, gd.retries, gd.renewed = now, 0, 0
+	gd.start, gd.retries, gd.renewed, gd.sdkLoop = now, 0, 0, 0
 	if gd.last.err != nil {
 		gd.last = answer{}
 	}
@@ -515,23 +516,37 @@ func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 
 // Resend reports whether a call whose SDK gave up after its own attempts
 // may be sent again with them renewed: only for a provider that waits for
-// its breakers' verdicts (breaker_wait), after a transient answer, within
-// the deadline. The call's failure then counts towards the breaker, and
-// the next Pace waits for a verdict, as a call of Call whose attempts run
-// out does; the resend is counted as a retry when sent, and costs no
-// budget, since it waits for the verdict rather than adding load. When
-// Resend reports false nothing is recorded, unless the deadline passed
-// (then the failure is), and End closes the call.
+// its breakers' verdicts (breaker_wait), within the deadline, in two
+// cases. After a transient answer, the call's failure counts towards the
+// breaker and the next Pace waits for a verdict, as a call of Call whose
+// attempts run out does; that resend costs no budget, since it waits for
+// the verdict rather than adding load. After any other answer the SDK
+// retries (a throttle), when the breaker held one of the retries of the
+// SDK's loop until its verdict: the guard renewed the call's attempts
+// then, and the SDK's count still holds those spent before it, so the
+// call is sent again as Retry allows any retry (the retry budget, the
+// deadline) and the next Pace takes a fresh token. Either resend is
+// counted as a retry when sent. When Resend reports false nothing is
+// recorded, unless the deadline passed or the budget ran out (then the
+// failure is), and End closes the call.
 func (gd *Guard) Resend() bool {
-	if gd.phase != phaseFailed || gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient {
+	if gd.phase != phaseFailed || gd.e == nil || !gd.p.set.breakerWait {
 		return false
 	}
 	now := gd.g.now()
-	if gd.exhausted(now) != nil {
+	switch {
+	case gd.last.kind == Transient:
+		if gd.exhausted(now) != nil {
+			return false
+		}
+	case gd.renewed <= gd.sdkLoop:
+		return false // no verdict since the SDK's attempts began
+	}
+	if _, err := gd.allowRetry(now, 0); err != nil {
 		return false
 	}
-	_, err := gd.allowRetry(now, 0)
-	return err == nil
+	gd.sdkLoop = gd.retries
+	return true
 }
 
 // Pace readies the retry of an attempt that an SDK sends without Enter
@@ -623,7 +638,7 @@ func (gd *Guard) End(err error) {
 		gd.settle(err)
 	}
 	gd.to(phaseIdle)
-	gd.lease, gd.retries, gd.renewed, gd.last = leaseNone, 0, 0, answer{}
+	gd.lease, gd.retries, gd.renewed, gd.sdkLoop, gd.last = leaseNone, 0, 0, 0, answer{}
 	gd.lim.attempts = 0 // resolved again for the next call
 }
 

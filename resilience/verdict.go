@@ -15,7 +15,14 @@ import (
 // probe out waits for its verdict, and one whose retries ran out on a
 // transient error (a scope that went down under it) counts its failure
 // towards the breaker and waits for a verdict too before it tries again
-// with its attempts renewed. A verdict is a success of the scope or the
+// with its attempts renewed. The retry of a transient answer that the
+// breaker held until its verdict goes on with the call's attempts renewed
+// as well: the attempts spent before it were spent against a scope the
+// breaker then found failing, and a call that spent most of them as the
+// scope went down would otherwise be lost to the first throttle after it
+// came back. (A throttled retry held by a breaker that opened on throttles
+// renews nothing: a scope throttled for good still ends its calls.) A
+// verdict is a success of the scope or the
 // breaker opening or closing; a call that finds the breaker closed after
 // its own failure and hears of no verdict tries again after one cooldown,
 // as if it had opened, so that a scope with fewer callers than the

@@ -322,3 +322,51 @@ func TestBreakerWaitTakesItsTokenWhenLetThrough(t *testing.T) {
 		}
 	})
 }
+
+// A retry the breaker held until its verdict goes on with the call's
+// attempts renewed: the attempts it spent before were spent against a
+// scope that went down. Here a call of three attempts spends two on an
+// outage, another call's failure opens the breaker, and its third attempt
+// (the probe, after the cooldown) is throttled: with the attempts renewed
+// it retries and succeeds; without, it would be lost with the throttle.
+func TestBreakerWaitRenewsTheAttemptsOfARetryItHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, waitCfg())
+		start := time.Now()
+		var sent []time.Duration
+		fn := func(context.Context) error {
+			sent = append(sent, time.Since(start))
+			switch len(sent) {
+			case 1:
+				return transientErr()
+			case 2:
+				// Another call fails during this attempt: its failure opens
+				// the breaker (threshold 1), and it stops waiting for the
+				// verdict when its context ends.
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					Do(ctx, ec2Vpcs, func(context.Context) error { return transientErr() },
+						WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+				}()
+				synctest.Wait()
+				cancel()
+				<-done
+				if s := g.Inspect(ec2Vpcs).Breaker.State; s != state.Open {
+					t.Fatalf("breaker %v after the other call's failure, want open", s)
+				}
+				return transientErr()
+			case 3:
+				return throttle()
+			}
+			return nil
+		}
+		if err := Do(context.Background(), ec2Vpcs, fn, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 3})); err != nil {
+			t.Fatalf("the call was lost after the breaker held its retry: %v (attempts at %v)", err, sent)
+		}
+		if len(sent) != 4 || sent[2] < 10*time.Second {
+			t.Fatalf("attempts at %v, want 4, the third held until the cooldown's end (10s)", sent)
+		}
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
@@ -62,6 +63,73 @@ func TestBreakerWaitResendsACallWhoseSDKAttemptsRanOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A retry that the breaker held until its verdict renews the call's
+// attempts: when the SDK's attempts then run out on a throttle (not a
+// transient error, which is resent anyway), the call is sent again rather
+// than lost, since the SDK's count holds the attempts spent as the scope
+// went down. Here the SDK has four attempts; another call opens the
+// breaker during the second; the third waits for the cooldown, and the
+// third and fourth are throttled; the fifth, the resend, succeeds.
+//
+// The resend is one: a call whose resent loop is throttled to its end
+// (thrice more) is given up after those four attempts, not sent again.
+func TestBreakerWaitResendsAThrottledCallWhoseRetryItHeld(t *testing.T) {
+	for _, forGood := range []bool{false, true} {
+		t.Run(fmt.Sprintf("throttled for good %v", forGood), func(t *testing.T) {
+			testResendAfterAHeldRetry(t, forGood)
+		})
+	}
+}
+
+func testResendAfterAHeldRetry(t *testing.T, forGood bool) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		if forGood {
+			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Throttle)
+		} else {
+			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Throttle, ec2Throttle, ok)
+		}
+		cfg, g := governed(t, f, waitConfig(true), cloudgaws.WithMaxRetries(3))
+		scope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
+		f.hold = func(*http.Request) {
+			if f.count("DescribeVpcs") != 2 {
+				return
+			}
+			// Another call of the scope fails: its failure opens the
+			// breaker (threshold 1); it stops waiting for the verdict
+			// when its context ends.
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				resilience.Do(ctx, scope, func(context.Context) error { return &smithy.GenericAPIError{Code: "InternalError"} },
+					resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+			}()
+			synctest.Wait()
+			cancel()
+			<-done
+			if s := g.Inspect(scope).Breaker.State.String(); s != "open" {
+				t.Errorf("breaker %v after the other call's failure, want open", s)
+			}
+		}
+		err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg))
+		sent := f.sentAt("DescribeVpcs")
+		if forGood {
+			var mae *retry.MaxAttemptsError
+			if !errors.As(err, &mae) || len(sent) != 8 {
+				t.Fatalf("error %v after %d attempts, want the SDK's MaxAttemptsError after 8 (4, then the resend's 4)", err, len(sent))
+			}
+			return
+		}
+		if err != nil || len(sent) != 5 {
+			t.Fatalf("error %v after %d attempts, want success on the 5th (the resend)", err, len(sent))
+		}
+		if gap := sent[2].Sub(sent[1]); gap < 10*time.Second {
+			t.Fatalf("the third attempt went %v after the second, want after the breaker's 10 s cooldown", gap)
+		}
+	})
 }
 
 // A retryer of the user's (WithBaseRetryer) counts its own attempts: when
