@@ -525,10 +525,12 @@ func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 // SDK's loop until its verdict: the guard renewed the call's attempts
 // then, and the SDK's count still holds those spent before it, so the
 // call is sent again as Retry allows any retry (the retry budget, the
-// deadline) and the next Pace takes a fresh token. Either resend is
-// counted as a retry when sent. When Resend reports false nothing is
-// recorded, unless the deadline passed or the budget ran out (then the
-// failure is), and End closes the call.
+// deadline) and the next Pace takes a fresh token; a throttled call that
+// could not go again (past the deadline or the max wait, or no budget
+// left) is not resent, and ends as any call the SDK gave up on. Either
+// resend is counted as a retry when sent. When Resend reports false
+// nothing is recorded, unless a transient call's deadline passed (then
+// the failure is), and End closes the call.
 func (gd *Guard) Resend() bool {
 	if gd.phase != phaseFailed || gd.e == nil || !gd.p.set.breakerWait {
 		return false
@@ -539,8 +541,8 @@ func (gd *Guard) Resend() bool {
 		if gd.exhausted(now) != nil {
 			return false
 		}
-	case gd.renewed <= gd.sdkLoop:
-		return false // no verdict since the SDK's attempts began
+	case gd.renewed <= gd.sdkLoop || !gd.resendable(now):
+		return false // no verdict since the SDK's attempts began, or no retry left
 	}
 	if _, err := gd.allowRetry(now, 0); err != nil {
 		return false

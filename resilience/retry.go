@@ -88,6 +88,28 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 	return delay, nil
 }
 
+// resendable reports, recording nothing, whether allowRetry would let the
+// failed attempt of a call that is not awaiting a verdict go again at
+// now: within the deadline (the provider's hint included) and the max
+// wait, with a budget token left when the retry pays one. (Another call
+// may still take that token first; allowRetry then refuses as it does.)
+func (gd *Guard) resendable(now time.Duration) bool {
+	var h time.Duration
+	if gd.last.hasHint {
+		h = hint.Cap(gd.last.hint)
+	}
+	l := gd.limits()
+	switch {
+	case now+h > gd.dl.at:
+		return false
+	case gd.bind.bounded && gd.last.hasHint && h > gd.bind.maxWait:
+		return false
+	case l.useBudget && gd.retries >= freeRetries && gd.p.budget.Remaining() < 1:
+		return false
+	}
+	return true
+}
+
 // refuseRetry ends a call whose retry would wait h, the provider's hint,
 // longer than its max wait allows: a refusal wrapping the answer, recorded
 // as such, with no breaker failure (the caller, not the service, stopped

@@ -75,15 +75,22 @@ func TestBreakerWaitResendsACallWhoseSDKAttemptsRanOut(t *testing.T) {
 //
 // The resend is one: a call whose resent loop is throttled to its end
 // (thrice more) is given up after those four attempts, not sent again.
+// And a resend is a retry: with no retry budget left for it the call is
+// not resent, and ends as the SDK left it, its failure the probe's verdict
+// (the breaker opens again rather than waiting on a probe that is gone).
 func TestBreakerWaitResendsAThrottledCallWhoseRetryItHeld(t *testing.T) {
-	for _, forGood := range []bool{false, true} {
-		t.Run(fmt.Sprintf("throttled for good %v", forGood), func(t *testing.T) {
-			testResendAfterAHeldRetry(t, forGood)
+	for _, c := range []struct {
+		name    string
+		forGood bool
+		budget  int
+	}{{"resent", false, 500}, {"throttled for good", true, 500}, {"no budget left", false, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			testResendAfterAHeldRetry(t, c.forGood, c.budget)
 		})
 	}
 }
 
-func testResendAfterAHeldRetry(t *testing.T, forGood bool) {
+func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
 		if forGood {
@@ -91,7 +98,9 @@ func testResendAfterAHeldRetry(t *testing.T, forGood bool) {
 		} else {
 			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Throttle, ec2Throttle, ok)
 		}
-		cfg, g := governed(t, f, waitConfig(true), cloudgaws.WithMaxRetries(3))
+		rc := waitConfig(true)
+		rc.AWS.RetryBudget = &budget
+		cfg, g := governed(t, f, rc, cloudgaws.WithMaxRetries(3))
 		scope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
 		f.hold = func(*http.Request) {
 			if f.count("DescribeVpcs") != 2 {
@@ -114,8 +123,22 @@ func testResendAfterAHeldRetry(t *testing.T, forGood bool) {
 				t.Errorf("breaker %v after the other call's failure, want open", s)
 			}
 		}
-		err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg))
+		ctx, stats := resilience.WithStats(context.Background())
+		err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
 		sent := f.sentAt("DescribeVpcs")
+		if budget == 1 {
+			var mae *retry.MaxAttemptsError
+			if !errors.As(err, &mae) || len(sent) != 4 {
+				t.Fatalf("error %v after %d attempts, want the SDK's MaxAttemptsError after 4: no budget for a resend", err, len(sent))
+			}
+			if st := scopeStats(g, stats, ec2Key); st.GaveUp != 1 {
+				t.Fatalf("stats %+v: want the call given up once", st)
+			}
+			if s := g.Inspect(scope).Breaker.State.String(); s != "open" {
+				t.Fatalf("breaker %v after its probe was given up, want open again", s)
+			}
+			return
+		}
 		if forGood {
 			var mae *retry.MaxAttemptsError
 			if !errors.As(err, &mae) || len(sent) != 8 {
