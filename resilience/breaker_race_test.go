@@ -60,6 +60,22 @@ func (b *tripOnAllow) Allow(now time.Duration) (time.Duration, bool, bool) {
 	return wait, ok, probe
 }
 
+// tripGovernor returns a governor over a tripStore whose ec2
+// scope allows 1 rps (burst 1) and opens its breaker at one failure, with
+// its burst taken by one call: the next call waits 1 s for its token. n
+// counts the calls sent.
+func tripGovernor(t *testing.T) (*tripStore, *Governor, *int) {
+	t.Helper()
+	store := &tripStore{Store: MemoryStore()}
+	g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1,
+		Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}}, WithStateStore(store))
+	n := new(int)
+	if err := Do(context.Background(), ec2Vpcs, always(n, nil), WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	return store, g, n
+}
+
 // A call the breaker let through, which must then wait for its token, is
 // refused if the breaker opened between its answer and the wait: it asks
 // again once it can hear of the next verdict. It slept until its token
@@ -67,21 +83,15 @@ func (b *tripOnAllow) Allow(now time.Duration) (time.Duration, bool, bool) {
 // dead-operation test saw one such request, once in a loaded run).
 func TestBreakerOpenedBeforeTheTokenWaitRefusesTheCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &tripStore{Store: MemoryStore()}
-		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1,
-			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}}, WithStateStore(store))
-		n := 0
-		if err := Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g)); err != nil {
-			t.Fatal(err) // takes the burst: the next token is 1 s away
-		}
+		store, g, n := tripGovernor(t)
 		store.trip.Store(true)
-		err := Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g))
+		err := Do(context.Background(), ec2Vpcs, always(n, nil), WithGovernor(g))
 		var coe *CircuitOpenError
 		if !errors.As(err, &coe) {
 			t.Fatalf("the call after the breaker opened: %v, want *CircuitOpenError", err)
 		}
-		if n != 1 {
-			t.Fatalf("%d calls sent, want 1: the second went to an open breaker", n)
+		if *n != 1 {
+			t.Fatalf("%d calls sent, want 1: the second went to an open breaker", *n)
 		}
 	})
 }
@@ -95,15 +105,9 @@ func TestBreakerOpenedBeforeTheTokenWaitRefusesTheCall(t *testing.T) {
 // about one run of fifty).
 func TestBreakerOpenedWhileTheQueueWokeTheWaitRefusesTheCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &tripStore{Store: MemoryStore()}
-		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1,
-			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}}, WithStateStore(store))
-		n := 0
-		if err := Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g)); err != nil {
-			t.Fatal(err) // takes the burst: the next token is 1 s away
-		}
+		store, g, n := tripGovernor(t)
 		done := make(chan error, 1)
-		go func() { done <- Do(context.Background(), ec2Vpcs, always(&n, nil), WithGovernor(g)) }()
+		go func() { done <- Do(context.Background(), ec2Vpcs, always(n, nil), WithGovernor(g)) }()
 		synctest.Wait() // the second call waits for its token
 		store.mu.Lock()
 		leaf := store.leaf
@@ -120,8 +124,8 @@ func TestBreakerOpenedWhileTheQueueWokeTheWaitRefusesTheCall(t *testing.T) {
 		if !errors.As(err, &coe) {
 			t.Fatalf("the call after the breaker opened: %v, want *CircuitOpenError", err)
 		}
-		if n != 1 {
-			t.Fatalf("%d calls sent, want 1: the second went to an open breaker", n)
+		if *n != 1 {
+			t.Fatalf("%d calls sent, want 1: the second went to an open breaker", *n)
 		}
 		if store.trip.Load() {
 			t.Fatal("the breaker was not asked after the queue woke the wait")
