@@ -83,8 +83,9 @@ func runVirtualOne(t *testing.T, sc *Scenario, name string) *Result {
 // reproducible in virtual time up to one rare tie (an answer and an SDK
 // caller's wake on the same nanosecond: over nine sweeps one aws-adaptive
 // run of 90 moved, and no count with it), so the counts hold from run to
-// run. They are not robust to immaterial changes, though: sleeps ending a
-// microsecond later move drop's by 2 and tenant's by 5 (sim/README, Time).
+// run. They are not robust to immaterial changes, though: SDK sleeps
+// ending up to 2.4 µs later move drop's by 2 and tenant's by 5 (sim/README,
+// Time).
 // It is met on default only; this test holds what is (it fails if the
 // controller regresses, and once the goal is met on drop or tenant, so
 // that this comment goes with it):
