@@ -39,23 +39,18 @@ func (gd *Guard) exhausted(now time.Duration) error {
 // call awaiting a verdict neither waits for the hint nor pays the budget.
 func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 	awaiting := gd.phase == phaseAwaiting
-	delay := wait
-	if gd.last.hasHint && !awaiting {
-		delay = max(delay, hint.Cap(gd.last.hint))
-	}
+	delay := gd.retryDelay(wait, awaiting)
 	if gd.e != nil {
 		l := gd.limits()
-		if now+delay > gd.dl.at {
+		switch gd.retryLimit(now, delay, awaiting) {
+		case pastDeadline:
 			gd.recordFailed(now, "deadline")
 			gd.stop()
 			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err}
-		}
-		if gd.bind.bounded && gd.last.hasHint && !awaiting {
-			if h := hint.Cap(gd.last.hint); h > gd.bind.maxWait {
-				// The provider asks for a longer wait than the call may
-				// make (WithMaxWait): refused now, before anyone sleeps.
-				return 0, gd.refuseRetry(h)
-			}
+		case pastMaxWait:
+			// The provider asks for a longer wait than the call may make
+			// (WithMaxWait): refused now, before anyone sleeps.
+			return 0, gd.refuseRetry(hint.Cap(gd.last.hint))
 		}
 		if l.useBudget && gd.retries >= freeRetries && !awaiting && !gd.p.budget.Take() {
 			if !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient {
@@ -88,26 +83,51 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 	return delay, nil
 }
 
+// retryDelay is how long the retry of the failed attempt waits when its
+// caller asks for wait: at least the provider's hint (capped), unless the
+// call is awaiting a verdict, which waits for that instead.
+func (gd *Guard) retryDelay(wait time.Duration, awaiting bool) time.Duration {
+	if gd.last.hasHint && !awaiting {
+		return max(wait, hint.Cap(gd.last.hint))
+	}
+	return wait
+}
+
+// retryStop names the limit of a call that stops a retry before the
+// retry budget is asked (retryLimit); withinLimits for none.
+type retryStop uint8
+
+const (
+	withinLimits retryStop = iota
+	pastDeadline           // the retry would go after the call's deadline
+	pastMaxWait            // the provider's hint is longer than the call's max wait
+)
+
+// retryLimit reports, recording nothing, which of the call's limits stops
+// a retry that goes delay after now: its deadline, or its max wait (for a
+// retry that waits out the provider's hint, which one awaiting a verdict
+// does not).
+func (gd *Guard) retryLimit(now, delay time.Duration, awaiting bool) retryStop {
+	switch {
+	case now+delay > gd.dl.at:
+		return pastDeadline
+	case gd.bind.bounded && gd.last.hasHint && !awaiting && hint.Cap(gd.last.hint) > gd.bind.maxWait:
+		return pastMaxWait
+	}
+	return withinLimits
+}
+
 // resendable reports, recording nothing, whether allowRetry would let the
 // failed attempt of a call that is not awaiting a verdict go again at
-// now: within the deadline (the provider's hint included) and the max
-// wait, with a budget token left when the retry pays one. (Another call
-// may still take that token first; allowRetry then refuses as it does.)
+// now: within the deadline and the max wait (retryLimit), with a budget
+// token left when the retry pays one. (Another call may still take that
+// token first; allowRetry then refuses as it does.)
 func (gd *Guard) resendable(now time.Duration) bool {
-	var h time.Duration
-	if gd.last.hasHint {
-		h = hint.Cap(gd.last.hint)
+	if gd.retryLimit(now, gd.retryDelay(0, false), false) != withinLimits {
+		return false
 	}
 	l := gd.limits()
-	switch {
-	case now+h > gd.dl.at:
-		return false
-	case gd.bind.bounded && gd.last.hasHint && h > gd.bind.maxWait:
-		return false
-	case l.useBudget && gd.retries >= freeRetries && gd.p.budget.Remaining() < 1:
-		return false
-	}
-	return true
+	return !l.useBudget || gd.retries < freeRetries || gd.p.budget.Remaining() >= 1
 }
 
 // refuseRetry ends a call whose retry would wait h, the provider's hint,

@@ -75,27 +75,38 @@ func TestBreakerWaitResendsACallWhoseSDKAttemptsRanOut(t *testing.T) {
 //
 // The resend is one: a call whose resent loop is throttled to its end
 // (thrice more) is given up after those four attempts, not sent again.
-// And a resend is a retry: with no retry budget left for it the call is
-// not resent, and ends as the SDK left it, its failure the probe's verdict
-// (the breaker opens again rather than waiting on a probe that is gone).
+// And a resend is a retry: with no retry budget left for it, or when the
+// last throttle asks for a longer wait than the call's max wait, the call
+// is not resent, and ends as the SDK left it, its failure the probe's
+// verdict (the breaker opens again rather than waiting on a probe that is
+// gone).
 func TestBreakerWaitResendsAThrottledCallWhoseRetryItHeld(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		forGood bool
 		budget  int
-	}{{"resent", false, 500}, {"throttled for good", true, 500}, {"no budget left", false, 1}} {
+		maxWait time.Duration // 0: unbounded; else the 4th throttle asks for a minute
+	}{
+		{"resent", false, 500, 0},
+		{"throttled for good", true, 500, 0},
+		{"no budget left", false, 1, 0},
+		{"hint past the max wait", false, 500, 30 * time.Second},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			testResendAfterAHeldRetry(t, c.forGood, c.budget)
+			testResendAfterAHeldRetry(t, c.forGood, c.budget, c.maxWait)
 		})
 	}
 }
 
-func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int) {
+func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int, maxWait time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
-		if forGood {
+		switch {
+		case forGood:
 			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Throttle)
-		} else {
+		case maxWait > 0:
+			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Throttle, tooManyRequests("60"), ok)
+		default:
 			f.script("DescribeVpcs", ec2Internal, ec2Internal, ec2Throttle, ec2Throttle, ok)
 		}
 		rc := waitConfig(true)
@@ -124,12 +135,15 @@ func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int) {
 			}
 		}
 		ctx, stats := resilience.WithStats(context.Background())
+		if maxWait > 0 {
+			ctx = resilience.WithMaxWait(ctx, maxWait)
+		}
 		err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
 		sent := f.sentAt("DescribeVpcs")
-		if budget == 1 {
+		if budget == 1 || maxWait > 0 {
 			var mae *retry.MaxAttemptsError
 			if !errors.As(err, &mae) || len(sent) != 4 {
-				t.Fatalf("error %v after %d attempts, want the SDK's MaxAttemptsError after 4: no budget for a resend", err, len(sent))
+				t.Fatalf("error %v after %d attempts, want the SDK's MaxAttemptsError after 4: no resend", err, len(sent))
 			}
 			if st := scopeStats(g, stats, ec2Key); st.GaveUp != 1 {
 				t.Fatalf("stats %+v: want the call given up once", st)
