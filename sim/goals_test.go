@@ -85,10 +85,9 @@ func runVirtualOne(t *testing.T, sc *Scenario, name string) *Result {
 // run of 90 moved, and no count with it), so the counts hold from run to
 // run. They are not robust to immaterial changes, though: SDK sleeps
 // ending up to 2.4 µs later move drop's by 2 and tenant's by 5 (sim/README,
-// Time).
-// It is met on default only; this test holds what is (it fails if the
-// controller regresses, and once the goal is met on drop or tenant, so
-// that this comment goes with it):
+// Time). It is met on default only; this test holds what is (it fails if
+// the controller regresses, and once the goal is met on drop or tenant,
+// so that this comment goes with it):
 //
 //   - default and drop: rejected less than aws-adaptive on every seed, and
 //     both on 28 seeds of default and at least 26 of drop. The seeds it
@@ -101,10 +100,10 @@ func runVirtualOne(t *testing.T, sc *Scenario, name string) *Result {
 //     goodput of at least 99% (99.26%; aws-adaptive's is 99.30%, and the
 //     old climb's was 90.8%) at a lower mean rejected share than
 //     aws-adaptive's, and both on at least 14 seeds (3 with the old
-//     climb). aws-adaptive ends within
-//     0.2-2 s of the fluid ideal on every seed, which only a client that
-//     probes for capacity every few seconds matches, and each probe past a
-//     limit that did not rise costs a rejection.
+//     climb). aws-adaptive ends within 0.2-2 s of the fluid ideal on every
+//     seed, which only a client that probes for capacity every few seconds
+//     matches, and each probe past a limit that did not rise costs a
+//     rejection.
 //
 // On model-10 and model-drop it keeps at least 97% of the true capacity on
 // every seed, and it loses no call anywhere.
