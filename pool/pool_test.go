@@ -317,7 +317,7 @@ func TestProgress(t *testing.T) {
 			t.Fatalf("progress %+v", pr)
 		}
 		busy, paused := pr.Scopes[0], pr.Scopes[1]
-		if paused.State != "waiting" || paused.Wait < 29*time.Second || paused.ETA < 33*time.Second || busy.Rate != 2 {
+		if paused.State != ScopeWaiting || paused.Wait < 29*time.Second || paused.ETA < 33*time.Second || busy.Rate != 2 {
 			t.Fatalf("scopes %+v", pr.Scopes)
 		}
 		if pr.ETA != paused.ETA || pr.String() == "" {

@@ -12,7 +12,8 @@ import (
 
 // Progress is where a pool's work stands: its tasks by state, per scope
 // and in all, and how long the queued work needs at the scopes' current
-// rates.
+// rates. It is a snapshot (Pool.Progress makes one), a value that nothing
+// updates; its zero value is an empty pool's.
 type Progress struct {
 	Queued, Running, Done, Failed int
 	// Deferred counts the first calls the governor refused before sending
@@ -30,16 +31,26 @@ type Progress struct {
 type ScopeProgress struct {
 	Scope                                   resilience.Scope
 	Queued, Running, Done, Failed, Deferred int
-	// State is "idle" (nothing queued), "ready" (its next task can go),
-	// "waiting" (for a rate token or a pause), "open" (its breaker is
-	// open) or "slot" (its account's concurrency cap is full).
-	State string
-	Wait  time.Duration // until the scope may go, when it is waiting or open
-	Rate  float64       // the scope's rate now, in calls per second
+	State                                   ScopeState    // whether its next task can go now, and if not, why
+	Wait                                    time.Duration // until the scope may go, when it is waiting or open
+	Rate                                    float64       // the scope's rate now, in calls per second
 	// ETA is Wait plus the queued tasks over Rate: when the scope's queued
 	// work should be done, one call per task.
 	ETA time.Duration
 }
+
+// ScopeState is where a scope's queue stands: whether the pool can give
+// its next task a worker now, and if not, why. Its values are strings, so
+// that a Progress marshals to readable JSON.
+type ScopeState string
+
+const (
+	ScopeIdle    ScopeState = "idle"    // nothing queued
+	ScopeReady   ScopeState = "ready"   // its next task can go now
+	ScopeWaiting ScopeState = "waiting" // for a rate token or a pause
+	ScopeOpen    ScopeState = "open"    // its breaker is open: its tasks fail fast when run
+	ScopeNoSlot  ScopeState = "slot"    // its account's concurrency cap is full
+)
 
 // Progress returns where the pool's work stands now. It reads the
 // governor, changing nothing.
@@ -53,10 +64,10 @@ func (p *Pool) Progress() Progress {
 	p.mu.Unlock()
 	for i := range pr.Scopes {
 		s := &pr.Scopes[i]
-		s.State = "idle"
+		s.State = ScopeIdle
 		if s.Scope.Provider == "" {
 			if s.Queued > 0 {
-				s.State = "ready"
+				s.State = ScopeReady
 			}
 			continue
 		}
@@ -67,13 +78,13 @@ func (p *Pool) Progress() Progress {
 		d, why := p.gov.Delay(s.Scope)
 		switch {
 		case why == nil:
-			s.State = "ready"
+			s.State = ScopeReady
 		case errors.Is(why, resilience.ErrCircuitOpen):
-			s.State, s.Wait = "open", d
+			s.State, s.Wait = ScopeOpen, d
 		case errors.Is(why, resilience.ErrNoSlot):
-			s.State = "slot"
+			s.State = ScopeNoSlot
 		default:
-			s.State, s.Wait = "waiting", d
+			s.State, s.Wait = ScopeWaiting, d
 		}
 		s.ETA = s.Wait
 		if s.Rate > 0 {
@@ -94,9 +105,9 @@ func (pr Progress) String() string {
 	waiting, open := 0, 0
 	for _, s := range pr.Scopes {
 		switch s.State {
-		case "waiting", "slot":
+		case ScopeWaiting, ScopeNoSlot:
 			waiting++
-		case "open":
+		case ScopeOpen:
 			open++
 		}
 	}
