@@ -45,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -242,11 +243,17 @@ func (p *Pool) pick() *task {
 	return nil
 }
 
-// start marks t running. p.mu is held.
+// start marks t running. The queues left in turn get a worker of their
+// own, within the limit: a worker takes one task, and one worker is woken
+// for several queues put in turn at once (the zero scope's, the parked
+// ones whose time came, the slotted ones). p.mu is held.
 func (p *Pool) start(t *task) {
 	p.queued--
 	p.running++
 	t.q.running++
+	if p.ring.len() > 0 {
+		p.wake()
+	}
 }
 
 // park makes q wait until at. p.mu is held.
@@ -335,6 +342,14 @@ func (p *Pool) finish(t *task, err error) {
 	if q.where == admitting && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
+	if t.deferredErr == nil {
+		// A task ended: a slot may be free again. Not a deferred run's
+		// end: it was refused before it took one, and its own queue, put
+		// back in turn at once, would run it again at once if its scope
+		// looks ready (an open breaker; a first call to another account):
+		// a busy loop until a slot is free.
+		p.unslot()
+	}
 	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
 		t.deferredErr, t.decided = nil, false
@@ -355,7 +370,6 @@ func (p *Pool) finish(t *task, err error) {
 		q.done++
 		p.done++
 	}
-	p.unslot() // a task ended: a slot may be free again
 	p.settle()
 }
 
@@ -421,7 +435,10 @@ func (p *Pool) Wait() error {
 		p.quiet.Wait()
 	}
 	p.waited = true
-	errs := p.errs
+	// Clipped: the cause appended goes to an array of this call's own, not
+	// to the room p.errs may have, which a concurrent Wait would write
+	// while this one reads.
+	errs := slices.Clip(p.errs)
 	if p.stopCause != nil {
 		errs = append(errs, p.stopCause)
 	}

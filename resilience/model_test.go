@@ -25,7 +25,6 @@ package resilience_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -39,6 +38,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/cloudg/cloudg/internal/modeltest"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -49,25 +49,16 @@ import (
 // short for a breaker to open, cool down and close again). About 20s with
 // -race on two cores.
 const (
-	modelChecks = "200"
-	modelSteps  = "100"
+	modelChecks = 200
+	modelSteps  = 100
 )
 
 func TestModel(t *testing.T) {
-	for name, v := range map[string]string{"rapid.checks": modelChecks, "rapid.steps": modelSteps} {
-		if !flagSet(name) {
-			f := flag.Lookup(name)
-			old := f.Value.String()
-			f.Value.Set(v)
-			defer f.Value.Set(old)
-		}
-	}
+	modeltest.Budget(t, modelChecks, modelSteps)
 	prev := resilience.Default() // outside the bubbles: restored at the end
 	t.Cleanup(func() { resilience.SetDefault(prev) })
-	reached.Lock()
-	reached.m = map[string]int{}
-	reached.Unlock()
-	defer logReached(t)
+	reached.Reset()
+	defer reached.Log(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			m := newMachine(rt)
@@ -78,43 +69,10 @@ func TestModel(t *testing.T) {
 	})
 }
 
-// flagSet reports whether the command line set the flag name.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
+// reached tallies what the sequences of a run reached; go test -v logs it.
+var reached modeltest.Tally
 
-// reached tallies what the sequences of a run reached (events, breaker
-// changes, ends of calls, outcomes of guard verbs); go test -v logs it.
-var reached struct {
-	sync.Mutex
-	m map[string]int
-}
-
-func reach(what string) {
-	reached.Lock()
-	reached.m[what]++
-	reached.Unlock()
-}
-
-func logReached(t *testing.T) {
-	if !testing.Verbose() {
-		return
-	}
-	reached.Lock()
-	defer reached.Unlock()
-	keys := make([]string, 0, len(reached.m))
-	for k := range reached.m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "\n  %-70s %d", k, reached.m[k])
-	}
-	t.Logf("reached:%s", b.String())
-}
+func reach(what string) { reached.Add(what) }
 
 // ---- the answers a function gives ----
 
