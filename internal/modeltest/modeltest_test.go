@@ -29,11 +29,13 @@ func TestTally(t *testing.T) {
 	var r Tally
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for range 100 {
 				r.Add("call")
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if r.m["call"] != 800 {
