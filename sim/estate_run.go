@@ -133,6 +133,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		}
 	}
 	res.finish(sc, limit, done, rec)
+	res.Unused, res.Overflowed = prov.left(res.Makespan)
 	return res, nil
 }
 

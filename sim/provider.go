@@ -43,6 +43,7 @@ type Provider struct {
 // pbucket is the provider's bucket of one action.
 type pbucket struct {
 	tokens, rate, burst float64
+	overflowed          float64       // refill lost to a full bucket so far
 	at                  time.Duration // the time tokens was computed at
 	changes             []Change      // still to apply, in time order
 }
@@ -71,7 +72,11 @@ func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
 		// span.
 		next = p.tenant.next(b.at, next)
 		net := b.rate - p.tenant.rate(action, b.rate, b.at)
-		b.tokens = math.Max(0, math.Min(b.burst, b.tokens+net*(next-b.at).Seconds()))
+		t := b.tokens + net*(next-b.at).Seconds()
+		if t > b.burst {
+			b.overflowed += t - b.burst
+		}
+		b.tokens = math.Max(0, math.Min(b.burst, t))
 		b.at = next
 		for len(b.changes) > 0 && b.changes[0].At <= b.at {
 			c := b.changes[0]
@@ -83,6 +88,20 @@ func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
 			b.changes = b.changes[1:]
 		}
 	}
+}
+
+// left returns what the provider's buckets did not serve by t, summed over
+// them: the tokens they hold at t (Result.Unused) and the refill they lost
+// to being full (Result.Overflowed).
+func (p *Provider) left(t time.Duration) (unused, overflowed float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for action, b := range p.buckets {
+		p.advance(action, b, t)
+		unused += b.tokens
+		overflowed += b.overflowed
+	}
+	return unused, overflowed
 }
 
 // Request sends one request for action: call and attempt identify it, so

@@ -78,6 +78,59 @@ func TestProviderBucket(t *testing.T) {
 	})
 }
 
+// What the provider's buckets did not serve: the tokens they hold, and
+// the refill they lost while full. Bucket A (10 rps, burst 20) gives its
+// burst (its 20 requests take 20 ms), then sits 5 s refilling: 20 tokens
+// in 2 s, about 30 lost to being full in the 3 s after; B, never asked,
+// about 50. Neither count moves when asked twice.
+func TestProviderLeftUnusedAndOverflowed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p := newProvider(testSpec(), []string{"A", "B"}, SystemClock{}, start, 1, &recorder{})
+		if ok, _, _, _ := send(t, p, "A", 20, 0); ok != 20 {
+			t.Fatalf("%d of the burst of 20 ok", ok)
+		}
+		at := time.Since(start) + 5*time.Second // each request took 1 ms
+		time.Sleep(5 * time.Second)
+		for range 2 {
+			unused, overflowed := p.left(at)
+			if math.Abs(unused-40) > 1e-9 {
+				t.Errorf("unused %v, want 40 (A's 20 and B's 20, both full)", unused)
+			}
+			if math.Abs(overflowed-80) > 0.5 {
+				t.Errorf("overflowed %v, want about 80 (A lost 30 after 2 s of refill, B 50)", overflowed)
+			}
+		}
+	})
+}
+
+// The provider's view accounts for a run's goodput: every token it ever
+// had (Capacity: its bursts and its refill net of the second tenant) was
+// either taken by a success, still in a bucket when the run ended, or lost
+// to a full bucket, in a scenario without outages, pauses or transient
+// errors. Checked on default and tenant, for the adaptive mode and the
+// goodput controller.
+func TestUnusedAndOverflowedAccountForTheCapacity(t *testing.T) {
+	for _, name := range []string{ScenarioDefault, ScenarioTenant} {
+		sc, _ := Builtin(name)
+		sc.Seed = 7
+		for _, strategy := range []string{AWSAdaptive, CloudgGoodput} {
+			r := runVirtualOne(t, sc, strategy)
+			if r.Lost != 0 {
+				t.Fatalf("%s %s lost %d calls", name, strategy, r.Lost)
+			}
+			// Capacity counts the refill on a 10 ms grid (Scenario.fluid),
+			// so it leaves out up to 10 ms of the last refill.
+			left := r.Capacity - float64(r.Succeeded)
+			if d := r.Unused + r.Overflowed - left; d < -1e-6 || d > sc.TrueRate(r.Makespan)*0.010+1e-6 {
+				t.Errorf("%s %s: capacity %.3f - succeeded %d = %.3f, but unused %.3f + overflowed %.3f = %.3f",
+					name, strategy, r.Capacity, r.Succeeded, left, r.Unused, r.Overflowed, r.Unused+r.Overflowed)
+			}
+			t.Logf("%s %s: makespan %v, unused %.1f, overflowed %.1f", name, strategy, r.Makespan, r.Unused, r.Overflowed)
+		}
+	}
+}
+
 func TestProviderChangeTenantOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spec := testSpec()

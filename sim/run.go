@@ -26,6 +26,15 @@ type Result struct {
 	Ideal    time.Duration // IdealMakespan of the scenario
 	Capacity float64       // Scenario.Capacity over the makespan
 
+	// What the provider's buckets did not serve: Unused is the tokens
+	// they held when the run ended (capacity left behind: a client that
+	// tracked the limit closely ends with its buckets nearly empty), and
+	// Overflowed the refill they lost while full. Summed over the
+	// buckets. In a scenario without outages, pauses, dead operations or
+	// transient errors, Capacity - Succeeded = Unused + Overflowed, so
+	// they say where a strategy's goodput below 100% went.
+	Unused, Overflowed float64
+
 	P50, P99 time.Duration // latency of a logical call, waits and retries included
 
 	// Series has one sample per second of the run.
@@ -265,6 +274,7 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 		}
 	}
 	res.finish(sc, limit, done, rec)
+	res.Unused, res.Overflowed = prov.left(res.Makespan)
 	return res, nil
 }
 

@@ -157,14 +157,16 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 }
 
 // WriteCSV writes one row per seed and strategy: seed, strategy, goodput
-// and rejected share (0..1), calls lost, makespan in seconds; for an
+// and rejected share (0..1), calls lost, makespan in seconds, and the
+// tokens the provider's buckets held at the end and lost while full
+// (Result.Unused, Result.Overflowed); for an
 // estate also the ideal makespan and when the unaffected scopes were done
 // (seconds), the requests throttled, the calls lost outside the scope the
 // scenario kills, and those in the scan's ledger.
 func WriteCSV(w io.Writer, s *Sweep) error {
 	cw := csv.NewWriter(w)
 	estate := s.Scenario != nil && s.Scenario.Estate != nil
-	head := []string{"seed", "strategy", "goodput", "rejected", "lost", "makespan"}
+	head := []string{"seed", "strategy", "goodput", "rejected", "lost", "makespan", "unused", "overflowed"}
 	if estate {
 		head = append(head, estateCSVHeader...)
 	}
@@ -177,6 +179,7 @@ func WriteCSV(w io.Writer, s *Sweep) error {
 				strconv.FormatUint(s.Seeds[i], 10), r.Strategy,
 				strconv.FormatFloat(r.Goodput(), 'f', 6, 64), strconv.FormatFloat(r.RejectedShare(), 'f', 6, 64),
 				strconv.Itoa(r.Lost), strconv.FormatFloat(r.Makespan.Seconds(), 'f', 3, 64),
+				strconv.FormatFloat(r.Unused, 'f', 1, 64), strconv.FormatFloat(r.Overflowed, 'f', 1, 64),
 			}
 			if estate {
 				row = append(row, estateCSV(r)...)

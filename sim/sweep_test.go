@@ -54,7 +54,7 @@ func TestSweepFiguresAndWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 7 || lines[0] != "seed,strategy,goodput,rejected,lost,makespan" || lines[6] != "3,cloudg-goodput,0.995000,0.010000,0,111.000" {
+	if len(lines) != 7 || lines[0] != "seed,strategy,goodput,rejected,lost,makespan,unused,overflowed" || lines[6] != "3,cloudg-goodput,0.995000,0.010000,0,111.000,0.0,0.0" {
 		t.Fatalf("csv:\n%s", b.String())
 	}
 }

@@ -110,7 +110,7 @@ func TestRunSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 5 || strings.Join(rows[0], ",") != "seed,strategy,goodput,rejected,lost,makespan" {
+	if len(rows) != 5 || strings.Join(rows[0], ",") != "seed,strategy,goodput,rejected,lost,makespan,unused,overflowed" {
 		t.Fatalf("csv rows %q", rows)
 	}
 	if rows[1][0] != "1" || rows[1][1] != sim.AWSAdaptive || rows[4][0] != "2" || rows[4][1] != sim.CloudgGoodput {
@@ -147,7 +147,7 @@ func TestRunEstate(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&out).ReadAll()
-	if err != nil || len(rows) != 5 || strings.Join(rows[0], ",") != "seed,strategy,goodput,rejected,lost,makespan,ideal,unaffected,throttled,lost_elsewhere,in_ledger" {
+	if err != nil || len(rows) != 5 || strings.Join(rows[0], ",") != "seed,strategy,goodput,rejected,lost,makespan,unused,overflowed,ideal,unaffected,throttled,lost_elsewhere,in_ledger" {
 		t.Fatalf("csv rows %q, %v", rows, err)
 	}
 }
