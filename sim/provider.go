@@ -72,11 +72,11 @@ func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
 		// span.
 		next = p.tenant.next(b.at, next)
 		net := b.rate - p.tenant.rate(action, b.rate, b.at)
-		t := b.tokens + net*(next-b.at).Seconds()
-		if t > b.burst {
-			b.overflowed += t - b.burst
+		filled := b.tokens + net*(next-b.at).Seconds()
+		if filled > b.burst {
+			b.overflowed += filled - b.burst
 		}
-		b.tokens = math.Max(0, math.Min(b.burst, t))
+		b.tokens = math.Max(0, math.Min(b.burst, filled))
 		b.at = next
 		for len(b.changes) > 0 && b.changes[0].At <= b.at {
 			c := b.changes[0]
