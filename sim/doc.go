@@ -19,7 +19,10 @@
 // repository's governor (resilience.Do) with its AIMD controller
 // (CloudgAIMD) and its goodput controller (CloudgGoodput); and what a user
 // of the AWS SDK installs, cloudgaws.Install at its defaults under the
-// SDK's retry middleware (CloudgAWS, CloudgAWSGoodput).
+// SDK's retry middleware (CloudgAWS, CloudgAWSGoodput). One reference runs
+// only when a scenario names it (ReferenceNames): Oracle, which knows the
+// provider's limit at every instant and sends at it, the measure of what
+// following the limit perfectly gives.
 //
 // The estate scenarios (ScenarioEstateUniform and its paused, dead and
 // tenant variants) are a scan instead: accounts x regions x services,

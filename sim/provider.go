@@ -54,15 +54,20 @@ func newProvider(spec *ProviderSpec, actions []string, clock Clock, start time.T
 		if _, ok := p.buckets[a]; ok {
 			continue
 		}
-		l := spec.limitOf(a)
-		p.buckets[a] = &pbucket{tokens: l.Burst, rate: l.Rate, burst: l.Burst, changes: spec.changesFor(a)}
+		p.buckets[a] = spec.newBucket(a, 0)
 	}
 	return p
 }
 
-// advance brings b to time t: refill net of the tenant, and the limit
-// changes due by then.
-func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
+// newBucket returns action's bucket, full, at t.
+func (p *ProviderSpec) newBucket(action string, t time.Duration) *pbucket {
+	l := p.limitOf(action)
+	return &pbucket{tokens: l.Burst, rate: l.Rate, burst: l.Burst, at: t, changes: p.changesFor(action)}
+}
+
+// advance brings b to time t: refill net of what tenant takes of action's
+// limit, and the limit changes due by then.
+func (b *pbucket) advance(tenant *tenantDraw, action string, t time.Duration) {
 	for b.at < t {
 		next := t
 		if len(b.changes) > 0 && b.changes[0].At < next {
@@ -70,8 +75,8 @@ func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
 		}
 		// The tenant's window edges and its walk's steps also split the
 		// span.
-		next = p.tenant.next(b.at, next)
-		net := b.rate - p.tenant.rate(action, b.rate, b.at)
+		next = tenant.next(b.at, next)
+		net := b.rate - tenant.rate(action, b.rate, b.at)
 		filled := b.tokens + net*(next-b.at).Seconds()
 		if filled > b.burst {
 			b.overflowed += filled - b.burst
@@ -90,6 +95,15 @@ func (p *Provider) advance(action string, b *pbucket, t time.Duration) {
 	}
 }
 
+// untilToken returns how long b, brought to t, takes to hold a token at
+// its refill then (a second when it refills nothing).
+func (b *pbucket) untilToken(tenant *tenantDraw, action string, t time.Duration) time.Duration {
+	if net := b.rate - tenant.rate(action, b.rate, t); net > 0 {
+		return time.Duration(math.Max(0, 1-b.tokens) / net * float64(time.Second))
+	}
+	return time.Second
+}
+
 // left returns what the provider's buckets did not serve by t, summed over
 // them: the tokens they hold at t (Result.Unused) and the refill they lost
 // to being full (Result.Overflowed).
@@ -97,7 +111,7 @@ func (p *Provider) left(t time.Duration) (unused, overflowed float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for action, b := range p.buckets {
-		p.advance(action, b, t)
+		b.advance(p.tenant, action, t)
 		unused += b.tokens
 		overflowed += b.overflowed
 	}
@@ -138,19 +152,16 @@ func (p *Provider) Request(ctx context.Context, action string, call, attempt int
 		p.mu.Lock()
 		b := p.buckets[action]
 		if b == nil {
-			l := p.spec.limitOf(action)
-			b = &pbucket{tokens: l.Burst, rate: l.Rate, burst: l.Burst, at: t, changes: p.spec.changesFor(action)}
+			b = p.spec.newBucket(action, t)
 			p.buckets[action] = b
 		}
-		p.advance(action, b, t)
+		b.advance(p.tenant, action, t)
 		ok := b.tokens >= 1
 		var hint time.Duration
 		if ok {
 			b.tokens--
-		} else if net := b.rate - p.tenant.rate(action, b.rate, t); net > 0 {
-			hint = time.Duration((1 - b.tokens) / net * float64(time.Second))
 		} else {
-			hint = time.Second
+			hint = b.untilToken(p.tenant, action, t)
 		}
 		p.mu.Unlock()
 		switch {

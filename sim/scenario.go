@@ -37,7 +37,7 @@ type Scenario struct {
 	SDK cloudgaws.Config
 	// Strategies to run, in table order; empty means every strategy of
 	// the scenario's family (StrategyNames, or EstateStrategyNames for an
-	// estate).
+	// estate). A reference (ReferenceNames) runs only when named here.
 	Strategies []string
 	// Estate, when set, makes the workload a scan of an estate (accounts x
 	// regions x services, listings that page and a detail call per item)
@@ -436,15 +436,22 @@ func (s *Scenario) TrueRate(t time.Duration) float64 {
 		if _, paused := s.Provider.paused(a, t, 0); paused || s.Provider.dead(a) {
 			continue
 		}
-		r := s.Provider.limitOf(a).Rate
-		for _, c := range s.Provider.changesFor(a) {
-			if c.At <= t {
-				r = c.Rate
-			}
-		}
-		sum += math.Max(0, r-tenant.rate(a, r, t))
+		sum += s.Provider.netRate(tenant, a, t)
 	}
 	return sum
+}
+
+// netRate returns the refill of action's bucket at t, after its changes,
+// net of what the second tenant (drawn by tenant) takes then; outages,
+// pauses and a dead operation aside.
+func (p *ProviderSpec) netRate(tenant *tenantDraw, action string, t time.Duration) float64 {
+	r := p.limitOf(action).Rate
+	for _, c := range p.changesFor(action) {
+		if c.At <= t {
+			r = c.Rate
+		}
+	}
+	return math.Max(0, r-tenant.rate(action, r, t))
 }
 
 // Validate reports the first setting that cannot work, naming its key.
@@ -521,7 +528,7 @@ func (s *Scenario) Validate() error {
 	if !(s.Client.Burst >= 1) {
 		return &Error{Path: "client.burst", Msg: "must be >= 1"}
 	}
-	names := StrategyNames
+	names := slices.Concat(StrategyNames, ReferenceNames)
 	if s.Estate != nil {
 		names = EstateStrategyNames
 	}

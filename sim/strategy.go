@@ -37,8 +37,13 @@ const (
 	CloudgAWSGoodput = "cloudg-aws-goodput" // cloudgaws.Install with controller: goodput
 )
 
-// StrategyNames lists every strategy, in table order.
+// StrategyNames lists the clients a scenario runs unless it names its own,
+// in table order.
 var StrategyNames = []string{AWSStandard, AWSAdaptive, Static, Failsafe, CloudgAIMD, CloudgGoodput, CloudgAWS, CloudgAWSGoodput}
+
+// ReferenceNames lists the strategies a scenario runs only when it names
+// them (Scenario.Strategies, cloudg-sim -strategies).
+var ReferenceNames = []string{Oracle}
 
 // StrategyList returns the strategies the scenario runs.
 func (s *Scenario) StrategyList() []string {
@@ -69,6 +74,8 @@ func newStrategy(name string, sc *Scenario, clock Clock) (strategy, error) {
 		return newAWSStrategy(retry.NewAdaptiveMode()), nil
 	case Static:
 		return newStaticStrategy(sc, clock), nil
+	case Oracle:
+		return newOracleStrategy(sc, clock), nil
 	case Failsafe:
 		return newFailsafeStrategy(sc, clock), nil
 	case CloudgAIMD:
@@ -142,33 +149,51 @@ func (l *lockedRand) Float64() float64 {
 
 // staticStrategy is what a careful Go user writes by hand: an x/time/rate
 // limiter per action at the configured rate and burst, and a retry loop
-// with exponential backoff and full jitter.
+// with exponential backoff and full jitter. Oracle is the same retry loop
+// paced by an oracle instead of the limiters.
 type staticStrategy struct {
 	clock Clock
 	c     ClientSpec
-	lim   map[string]*rate.Limiter
 	rng   *lockedRand
-	sum   float64
+	pace  pacer
+}
+
+// pacer holds a request until it may be sent.
+type pacer interface {
+	wait(ctx context.Context, action string) error
+	rate() float64 // the rate summed over the actions
 }
 
 func newStaticStrategy(sc *Scenario, clock Clock) *staticStrategy {
-	s := &staticStrategy{clock: clock, c: sc.Client, lim: map[string]*rate.Limiter{}, rng: newLockedRand(sc.Seed, 3)}
+	l := &limiters{clock: clock, lim: map[string]*rate.Limiter{}}
 	for _, a := range sc.Workload.Actions {
-		if s.lim[a] == nil {
+		if l.lim[a] == nil {
 			// The limiter is driven with the simulation's time
 			// (ReserveN(now)), never with its own time.Now.
-			s.lim[a] = rate.NewLimiter(rate.Limit(sc.Client.Rate), int(sc.Client.Burst))
-			s.sum += sc.Client.Rate
+			l.lim[a] = rate.NewLimiter(rate.Limit(sc.Client.Rate), int(sc.Client.Burst))
+			l.sum += sc.Client.Rate
 		}
 	}
-	return s
+	return &staticStrategy{clock: clock, c: sc.Client, rng: newLockedRand(sc.Seed, 3), pace: l}
 }
 
+// limiters paces Static: an x/time/rate limiter per action.
+type limiters struct {
+	clock Clock
+	lim   map[string]*rate.Limiter
+	sum   float64
+}
+
+func (l *limiters) wait(ctx context.Context, action string) error {
+	now := l.clock.Now()
+	return l.clock.Sleep(ctx, l.lim[action].ReserveN(now, 1).DelayFrom(now))
+}
+
+func (l *limiters) rate() float64 { return l.sum }
+
 func (s *staticStrategy) Call(ctx context.Context, action string, attempt func(context.Context) error) error {
-	lim := s.lim[action]
 	for n := 0; ; n++ {
-		now := s.clock.Now()
-		if err := s.clock.Sleep(ctx, lim.ReserveN(now, 1).DelayFrom(now)); err != nil {
+		if err := s.pace.wait(ctx, action); err != nil {
 			return err
 		}
 		err := attempt(ctx)
@@ -182,7 +207,7 @@ func (s *staticStrategy) Call(ctx context.Context, action string, attempt func(c
 	}
 }
 
-func (s *staticStrategy) Rate() float64 { return s.sum }
+func (s *staticStrategy) Rate() float64 { return s.pace.rate() }
 func (s *staticStrategy) Close()        {}
 
 // failsafeStrategy composes failsafe-go's policies as its documentation

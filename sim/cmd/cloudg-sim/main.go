@@ -69,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	seeds := fs.Int("seeds", 0, "run every strategy over seeds 1..N and print each figure's mean, min and max")
 	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against")
 	csvOut := fs.Bool("csv", false, "print one CSV row per seed and strategy (seed, strategy, goodput, rejected, lost, makespan) instead of the tables")
-	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", ")+
+	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", ")+"; a reference, run only when named: "+strings.Join(sim.ReferenceNames, ", ")+
 		"; for an estate scenario: "+strings.Join(sim.EstateStrategyNames, ", "))
 	quiet := fs.Bool("quiet", false, "no progress line, even on a terminal")
 	fs.Usage = func() {
@@ -119,8 +119,8 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 		for s := uint64(1); s <= uint64(*seeds); s++ {
 			list = append(list, s)
 		}
-		if *baseline != "" && !slices.Contains(sim.StrategyNames, *baseline) {
-			return fmt.Errorf("unknown baseline %q (%s)", *baseline, strings.Join(sim.StrategyNames, ", "))
+		if known := slices.Concat(sim.StrategyNames, sim.ReferenceNames); *baseline != "" && !slices.Contains(known, *baseline) {
+			return fmt.Errorf("unknown baseline %q (%s)", *baseline, strings.Join(known, ", "))
 		}
 	}
 

@@ -118,6 +118,32 @@ func TestRunSeeds(t *testing.T) {
 	}
 }
 
+// The reference runs when named, and can be the baseline of the wins; it
+// is not among the strategies a scenario runs by default (TestRunFile).
+func TestRunOracle(t *testing.T) {
+	file := smallFile(t)
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-file", file, "-scale", "50", "-seeds", "2", "-strategies", sim.Static + "," + sim.Oracle, "-baseline", sim.Oracle}, &out, &errOut, false); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	text := out.String()
+	t.Log("\n" + text)
+	for _, want := range []string{"cloudg-sim: 2 strategies x 2 seeds in", "wins vs oracle"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	rows := 0
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == sim.Oracle || f[0] == sim.Static) {
+			rows++
+		}
+	}
+	if rows != 2 {
+		t.Errorf("%d rows of static and oracle, want 2", rows)
+	}
+}
+
 // An estate scenario compares schedulers: one seed's table, and over
 // seeds the spreads with the plain pool's makespan over each strategy's
 // and the estate's CSV columns.
