@@ -192,7 +192,10 @@ end
 -- what differs is only where the success counts live: in the bucket's
 -- hash, sent by every process of the fleet with the time of each slot of
 -- SLOT_US, so that a count that arrives late is counted at its own time.
--- Keep these functions in step with internal/bucket.
+-- Keep these functions in step with internal/bucket, but for the goodput
+-- controller's sprint, which fleet mode leaves out: a sprint moves the
+-- callers already queued sooner, and those of a fleet hold tokens leased
+-- at fixed times.
 --
 -- The goodput counts (b.g): from (gfrom) is the start of the slot after
 -- the previous congestion event (0: none since counting started) and n

@@ -52,9 +52,13 @@ type ProviderConfig struct {
 	// Adaptive: false keeps the leaf rates fixed (no AIMD).
 	Adaptive *bool `yaml:"adaptive,omitempty" json:"adaptive,omitempty"`
 	// Controller chooses how an adaptive leaf reacts to throttling: "aimd"
-	// (additive increase, multiplicative decrease: the default) or "goodput" (opt-in: on a throttle, go to
-	// what the provider served since the previous throttle; after 8 s
-	// without one, probe upward by a step that doubles every second).
+	// (additive increase, multiplicative decrease: the default) or
+	// "goodput" (opt-in: on a throttle, go to what the provider served
+	// since the previous throttle; after 8 s without one, probe upward by
+	// a step that doubles every second; when the queue of waiting callers
+	// shows the demand ending, double the rate until the next throttle, so
+	// that the last calls use what the provider stored; fleet mode leaves
+	// that last rule out).
 	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
 
 	// The leaf bucket (per account x region x service, or operation).

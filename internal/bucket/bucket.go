@@ -83,6 +83,8 @@ type learned struct {
 	lastThrottle time.Duration
 	lastIncrease time.Duration
 	climbs       int           // the goodput controller's climbs since the last throttle
+	queuePeak    float64       // the goodput controller's longest queue, in tokens, since the last throttle
+	sprinting    bool          // the goodput controller sprinted since the last throttle
 	wake         chan struct{} // closed at the next change; made by the first caller to wait
 }
 
@@ -236,7 +238,7 @@ func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased boo
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.learn()
-	l.lastThrottle, l.climbs = now, 0
+	l.lastThrottle, l.climbs, l.queuePeak, l.sprinting = now, 0, 0, false
 	rate = b.ep.Load().p.rate
 	if b.cfg.adaptive && now-l.lastDecrease >= DecreaseInterval {
 		l.lastDecrease = now
@@ -284,18 +286,23 @@ func (b *Bucket) pause(now, pause time.Duration) {
 // throttle, an AIMD bucket below its ceiling gains IncreaseStep of the
 // ceiling (at least MinIncrease), at most once per IncreaseInterval; a
 // goodput bucket climbs after GoodputQuiet, once per GoodputClimbInterval,
-// by a step that doubles with each climb (see GoodputStep). It returns the
-// rate and whether this call increased it.
+// by a step that doubles with each climb (see GoodputStep), and sprints
+// when its queue of callers shows the demand ending (see
+// GoodputSprintQuiet). It returns the rate and whether this call
+// increased it.
 func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	if b.goodput == nil && !b.slowed.Load() {
 		return b.cfg.ceiling, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	rate = b.ep.Load().p.rate
 	if b.goodput != nil {
 		b.goodput.count(now)
+		if rate, increased = b.sprint(now, rate); increased || b.l != nil && b.l.sprinting {
+			return rate, increased // no climb during a sprint
+		}
 	}
-	rate = b.ep.Load().p.rate
 	lastThrottle, lastIncrease := never, never
 	if b.l != nil {
 		lastThrottle, lastIncrease = b.l.lastThrottle, b.l.lastIncrease

@@ -55,6 +55,41 @@ const (
 	goodputSlot = 100 * time.Millisecond
 )
 
+// The goodput controller's sprint at the end of a burst of demand: once
+// GoodputSprintQuiet has passed since the last throttle, when the queue
+// of callers waiting for the bucket's tokens has fallen to
+// GoodputSprintFall of the longest it was since that throttle (the demand
+// is ending) while still holding at least GoodputSprintQueue of tokens at
+// the current rate, the rate moves to GoodputSprintFactor times itself
+// (not above the ceiling) until the next throttle. No climb happens
+// during a sprint, and there is at most one between two throttles.
+//
+// Paced at GoodputShare of what the provider served, and finding a limit
+// that rose only when it climbs, the controller leaves part of the
+// provider's refill unused: the provider stores it, up to its burst. A
+// sprint spends that store on the last calls of a burst of demand, which
+// would otherwise leave it unused and finish later. It costs at most one
+// congestion event, measured as any other, and the queue that is still
+// left gives a throttled call time to wait out its backoff and be retried
+// before the last of the queue has gone: without that least queue, the
+// retry of a call throttled in the last second becomes the last call, and
+// the sprint makes the burst finish later, not sooner. Measured in the
+// simulator's scenarios over seeds 1-30 and 31-60 in virtual time, the
+// sprint raised the controller's wins against the AWS SDK's adaptive mode
+// from 28 and 29 to 29 and 30 on a steady limit (default), and from 26
+// and 24 to 30 and 28 on a limit that drops (drop).
+//
+// Fleet mode's shared buckets (package fleet) do not sprint: their
+// callers hold tokens leased from Redis at fixed times, which a rate
+// change does not move, so a sprint would reach none of the callers
+// already queued.
+const (
+	GoodputSprintQuiet  = 4 * time.Second
+	GoodputSprintFall   = 0.85
+	GoodputSprintQueue  = 2 * time.Second
+	GoodputSprintFactor = 2
+)
+
 // goodputStep is the share of the ceiling the goodput controller's climb
 // number climbs (from 0) since the last throttle adds: GoodputStep,
 // doubling with each climb.
@@ -138,4 +173,30 @@ func (s *served) rate(now time.Duration, rate float64) float64 {
 		return rate * DecreaseFactor
 	}
 	return math.Min(GoodputCap*rate, GoodputShare*float64(n)/math.Max(secs, 1))
+}
+
+// sprint applies the goodput controller's sprint rule at a success at
+// now, the rate being rate, and returns the rate after it and whether it
+// sprinted. It tracks the longest queue since the last throttle, so it
+// runs at every success of a goodput bucket once throttled. mu must be
+// held.
+func (b *Bucket) sprint(now time.Duration, rate float64) (float64, bool) {
+	l := b.l
+	if l == nil || l.lastThrottle == never || l.sprinting {
+		return rate, false
+	}
+	e, t := b.current()
+	if e.paused > now {
+		return rate, false
+	}
+	queue := float64(t-now) / float64(e.p.interval) // tokens reserved ahead of now
+	l.queuePeak = math.Max(l.queuePeak, queue)
+	if rate >= b.cfg.ceiling || now-l.lastThrottle < GoodputSprintQuiet ||
+		queue > GoodputSprintFall*l.queuePeak || queue < GoodputSprintQueue.Seconds()*rate {
+		return rate, false
+	}
+	l.sprinting = true
+	rate = math.Min(b.cfg.ceiling, GoodputSprintFactor*rate)
+	b.setRate(now, rate, false)
+	return rate, true
 }

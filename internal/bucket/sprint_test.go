@@ -1,0 +1,254 @@
+package bucket
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// sprintBucket is a goodput bucket of ceiling ceiling, served 10 successes
+// a second for 5 s and then throttled at 5 s: its rate is GoodputShare x
+// 10, and its stored tokens are gone.
+func sprintBucket(t *testing.T, ceiling float64) (*Bucket, float64) {
+	t.Helper()
+	b := New(Spec{Rate: ceiling, Burst: ceiling, Floor: 0.2, Goodput: true}, 0)
+	for i := range time.Duration(50) {
+		b.Success(i * sec / 10)
+	}
+	r, _ := b.Throttle(5*sec, 0)
+	approx(t, "rate after the throttle", r, GoodputShare*10)
+	return b, r
+}
+
+// queued is the number of tokens reserved ahead of now (negative: stored).
+func queued(b *Bucket, now time.Duration) float64 { return -b.Snapshot(now).Tokens }
+
+// setQueue reserves or gives back tokens until n (within half a token) are
+// reserved ahead of now.
+func setQueue(b *Bucket, now time.Duration, n float64) {
+	for queued(b, now) < n-0.5 {
+		b.Reserve(now)
+	}
+	for queued(b, now) > n+0.5 {
+		b.Cancel(now)
+	}
+}
+
+// The sprint's rule, one condition at a time: at a success, once
+// GoodputSprintQuiet has passed since the throttle, a queue that has
+// fallen to GoodputSprintFall of its longest since the throttle, and still
+// holds GoodputSprintQueue of tokens at the rate, doubles the rate.
+func TestGoodputSprintsWhenTheQueueFalls(t *testing.T) {
+	const throttle = 5 * sec
+	for _, c := range []struct {
+		name   string
+		peak   float64       // the queue at a success a second after the throttle
+		at     time.Duration // the success that may sprint, after the throttle
+		queue  float64       // the queue then
+		sprint bool
+	}{
+		{"the queue fell to 3/4 of its peak after the quiet", 40, GoodputSprintQuiet, 30, true},
+		{"still within the quiet", 40, GoodputSprintQuiet - sec/10, 30, false},
+		{"the queue fell less than the rule asks", 40, GoodputSprintQuiet, 37, false},
+		{"the queue left is too short to retry a throttled call within", 21, GoodputSprintQuiet, 15, false},
+		{"the queue grew", 20, GoodputSprintQuiet + sec, 40, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, r := sprintBucket(t, 20)
+			setQueue(b, throttle+sec, c.peak)
+			if got, inc := b.Success(throttle + sec); inc || got != r {
+				t.Fatalf("rate %v (increased %v) at the peak, want %v unchanged", got, inc, r)
+			}
+			setQueue(b, throttle+c.at, c.queue)
+			got, inc := b.Success(throttle + c.at)
+			want := r
+			if c.sprint {
+				want = GoodputSprintFactor * r
+			}
+			if inc != c.sprint || math.Abs(got-want) > 1e-9 {
+				t.Fatalf("rate %v (increased %v), want %v (%v)", got, inc, want, c.sprint)
+			}
+		})
+	}
+}
+
+// A sprint never goes above the ceiling.
+func TestGoodputSprintStopsAtTheCeiling(t *testing.T) {
+	b, _ := sprintBucket(t, 15)
+	setQueue(b, 6*sec, 40)
+	b.Success(6 * sec)
+	setQueue(b, 9*sec, 30)
+	if r, inc := b.Success(9 * sec); !inc || r != 15 {
+		t.Fatalf("rate %v (increased %v), want the ceiling 15", r, inc)
+	}
+}
+
+// One sprint between two throttles, and no climb during it; the next
+// throttle measures as any other, and starts the rule afresh.
+func TestGoodputSprintsOnceBetweenThrottles(t *testing.T) {
+	b, r := sprintBucket(t, 20)
+	setQueue(b, 6*sec, 40)
+	b.Success(6 * sec)
+	setQueue(b, 9*sec, 30)
+	if got, inc := b.Success(9 * sec); !inc || math.Abs(got-2*r) > 1e-9 {
+		t.Fatalf("no sprint: rate %v", got)
+	}
+	// The queue grows and falls again; GoodputQuiet passes: neither a
+	// second sprint nor a climb.
+	setQueue(b, 10*sec, 60)
+	b.Success(10 * sec)
+	for _, at := range []time.Duration{11 * sec, 5*sec + GoodputQuiet, 5*sec + GoodputQuiet + 2*sec} {
+		setQueue(b, at, 45)
+		if got, inc := b.Success(at); inc || math.Abs(got-2*r) > 1e-9 {
+			t.Fatalf("at %v: rate %v (increased %v), want %v unchanged during the sprint", at, got, inc, 2*r)
+		}
+	}
+	// The throttle that ends it: GoodputShare of what was served since
+	// the last one (none here but this test's: half of the rate), then
+	// the rule again.
+	at := 16 * sec
+	r2, dec := b.Throttle(at, 0)
+	if !dec || r2 >= 2*r {
+		t.Fatalf("rate %v after the throttle (decreased %v), want below %v", r2, dec, 2*r)
+	}
+	setQueue(b, at+sec, 40)
+	b.Success(at + sec)
+	setQueue(b, at+GoodputSprintQuiet, 30)
+	if got, inc := b.Success(at + GoodputSprintQuiet); !inc || math.Abs(got-math.Min(20, 2*r2)) > 1e-9 {
+		t.Fatalf("rate %v (increased %v) after the next throttle, want a sprint to %v", got, inc, math.Min(20, 2*r2))
+	}
+}
+
+// The sprint is the goodput controller's: an AIMD bucket, a goodput
+// bucket never throttled, and a paused one do not sprint.
+func TestGoodputSprintNeedsAThrottleAndNoPause(t *testing.T) {
+	t.Run("AIMD", func(t *testing.T) {
+		b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Adaptive: true}, 0)
+		r, _ := b.Throttle(5*sec, 0)
+		setQueue(b, 6*sec, 40)
+		b.Success(6 * sec)
+		setQueue(b, 9*sec, 30)
+		if got, _ := b.Success(9 * sec); got != r {
+			t.Fatalf("AIMD rate %v, want %v", got, r)
+		}
+	})
+	t.Run("never throttled", func(t *testing.T) {
+		b := New(Spec{Rate: 20, Burst: 20, Goodput: true}, 0)
+		setQueue(b, 6*sec, 60)
+		b.Success(6 * sec)
+		setQueue(b, 9*sec, 45)
+		if got, inc := b.Success(9 * sec); inc || got != 20 || b.l != nil {
+			t.Fatalf("rate %v (increased %v, learned %v), want 20 and nothing learned", got, inc, b.l != nil)
+		}
+	})
+	t.Run("paused", func(t *testing.T) {
+		b, r := sprintBucket(t, 20)
+		setQueue(b, 6*sec, 40)
+		b.Success(6 * sec)
+		b.Pause(8*sec, 2*sec)
+		setQueue(b, 9*sec, 30-9.9) // from the pause's end: 30 from now
+		if got, inc := b.Success(9 * sec); inc || got != r {
+			t.Fatalf("rate %v (increased %v) while paused, want %v", got, inc, r)
+		}
+	})
+}
+
+// The callers already queued leave sooner: a caller k tokens behind the
+// head waits k intervals of the doubled rate.
+func TestGoodputSprintMovesTheQueueUp(t *testing.T) {
+	b, r := sprintBucket(t, 20)
+	setQueue(b, 6*sec, 40)
+	b.Success(6 * sec)
+	setQueue(b, 9*sec, 29)
+	wait, tk := b.ReserveTicket(9 * sec) // about the 30th
+	if want := time.Duration(30 / r * 1e9); absDur(wait-want) > time.Duration(1e9/r) {
+		t.Fatalf("wait %v, want about %v", wait, want)
+	}
+	if _, inc := b.Success(9 * sec); !inc {
+		t.Fatal("no sprint")
+	}
+	tk, _ = b.Follow(tk)
+	if got := tk.At() - 9*sec; absDur(got-wait/2) > time.Microsecond {
+		t.Fatalf("wait %v after the sprint, want %v", got, wait/2)
+	}
+}
+
+func absDur(d time.Duration) time.Duration { return max(d, -d) }
+
+// Random sequences of reservations, successes, throttles and pauses: the
+// rate stays between the floor and the ceiling; a sprint happens only
+// after a throttle, GoodputSprintQuiet after it, at most once before the
+// next, and doubles the rate (up to the ceiling); nothing else moves the
+// rate during one.
+func TestGoodputSprintProperties(t *testing.T) {
+	sprints := 0
+	defer func() {
+		if sprints == 0 {
+			t.Error("no sequence sprinted: the test checks nothing")
+		}
+	}()
+	rapid.Check(t, func(t *rapid.T) {
+		const ceiling = 20.0
+		b := New(Spec{Rate: ceiling, Burst: 40, Floor: 0.5, Goodput: true}, 0)
+		now := time.Duration(0)
+		lastThrottle, throttled, sprinted := time.Duration(0), false, false
+		check := func(t *rapid.T, now time.Duration) {
+			before := b.Snapshot(now).Rate
+			was := b.l != nil && b.l.sprinting
+			r, inc := b.Success(now)
+			is := b.l != nil && b.l.sprinting
+			switch {
+			case was && (inc || r != before):
+				t.Fatalf("rate %v -> %v (increased %v) during a sprint", before, r, inc)
+			case is && !was:
+				if !throttled || now-lastThrottle < GoodputSprintQuiet || sprinted {
+					t.Fatalf("sprint at %v: throttled %v (last at %v), sprinted before %v", now, throttled, lastThrottle, sprinted)
+				}
+				if !inc || math.Abs(r-math.Min(ceiling, GoodputSprintFactor*before)) > 1e-9 {
+					t.Fatalf("sprint from %v to %v (increased %v)", before, r, inc)
+				}
+				sprinted = true
+				sprints++
+			}
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"wait": func(t *rapid.T) {
+				now += time.Duration(rapid.IntRange(1, 3000).Draw(t, "ms")) * time.Millisecond
+			},
+			"reserve": func(t *rapid.T) {
+				for range rapid.IntRange(1, 80).Draw(t, "n") {
+					b.Reserve(now)
+				}
+			},
+			"cancel": func(t *rapid.T) {
+				for range rapid.IntRange(1, 20).Draw(t, "n") {
+					b.Cancel(now)
+				}
+			},
+			// Successes while the queue drains: the demand ending.
+			"drain": func(t *rapid.T) {
+				for range rapid.IntRange(1, 10).Draw(t, "n") {
+					now += 200 * time.Millisecond
+					check(t, now)
+				}
+			},
+			"success": func(t *rapid.T) {
+				check(t, now)
+			},
+			"throttle": func(t *rapid.T) {
+				b.Throttle(now, 0)
+				lastThrottle, throttled, sprinted = now, true, false
+			},
+			"pause": func(t *rapid.T) {
+				b.Pause(now, time.Duration(rapid.IntRange(1, 5000).Draw(t, "ms"))*time.Millisecond)
+			},
+			"": func(t *rapid.T) {
+				if r := b.Snapshot(now).Rate; r < 0.5-1e-9 || r > ceiling+1e-9 {
+					t.Fatalf("rate %v outside [0.5, %v]", r, ceiling)
+				}
+			},
+		})
+	})
+}
