@@ -252,3 +252,16 @@ func TestGoodputSprintProperties(t *testing.T) {
 		})
 	})
 }
+
+// The cost of a success on a throttled goodput bucket with callers
+// queued, where the sprint's rule reads the queue at every success.
+func BenchmarkGoodputSuccess(b *testing.B) {
+	bk := New(Spec{Rate: 20, Burst: 20, Goodput: true}, 0)
+	bk.Throttle(0, 0)
+	now := time.Duration(0)
+	for b.Loop() {
+		now += time.Millisecond
+		bk.Reserve(now)
+		bk.Success(now)
+	}
+}
