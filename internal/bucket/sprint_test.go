@@ -105,9 +105,9 @@ func TestGoodputSprintsOnceBetweenThrottles(t *testing.T) {
 			t.Fatalf("at %v: rate %v (increased %v), want %v unchanged during the sprint", at, got, inc, 2*r)
 		}
 	}
-	// The throttle that ends it: GoodputShare of what was served since
-	// the last one (none here but this test's: half of the rate), then
-	// the rule again.
+	// The throttle that ends it decreases as any other (to GoodputShare
+	// of the few successes this test counted since the last one, far
+	// under the sprint's rate), and the rule starts afresh.
 	at := 16 * sec
 	r2, dec := b.Throttle(at, 0)
 	if !dec || r2 >= 2*r {
