@@ -131,8 +131,17 @@ type config struct {
 	initial  *params // the rate at the ceiling
 }
 
-// configs caches the config of each spec seen.
-var configs sync.Map // state.BucketSpec -> *config
+// configs caches the config of each spec seen, up to maxConfigs specs.
+// The specs a configuration makes are few; those made from learned rates
+// (fleet mode's fallback, one per scope and outage) are not, and are not
+// kept once the cache is full: a bucket of such a spec holds a config of
+// its own, gone with it.
+var (
+	configs  sync.Map // state.BucketSpec -> *config
+	nconfigs atomic.Int64
+)
+
+const maxConfigs = 4096
 
 func configOf(s state.BucketSpec) *config {
 	if c, ok := configs.Load(s); ok {
@@ -150,7 +159,13 @@ func configOf(s state.BucketSpec) *config {
 		adaptive: s.Adaptive || s.Goodput,
 		initial:  newParams(s.Rate, capacity),
 	}
-	actual, _ := configs.LoadOrStore(s, c)
+	if nconfigs.Load() >= maxConfigs {
+		return c
+	}
+	actual, loaded := configs.LoadOrStore(s, c)
+	if !loaded {
+		nconfigs.Add(1)
+	}
 	return actual.(*config)
 }
 

@@ -99,7 +99,14 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 		}
 	}
 	ne := &successor{epoch: epoch{p: np, paused: paused}, move: m}
-	old.next = ne
+	if old != &b.first {
+		// The first epoch, embedded in the bucket, holds no ticket
+		// (ticketable), so it needs no link: linked, it would keep every
+		// epoch after it alive as long as the bucket. Each later epoch is
+		// reachable only from the tickets made in it and the epochs
+		// before it that they hold.
+		old.next = ne
+	}
 	b.ep.Store(&ne.epoch)
 	b.t0.Store(balance(t))
 	b.slowed.Store(np.rate < b.cfg.ceiling)
@@ -122,7 +129,7 @@ type Ticket struct {
 // one that learns it only from Reserve's answer).
 func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
 	for {
-		e, t := b.current()
+		e, t := b.ticketable()
 		nt, at := e.take(t, now)
 		if b.t0.CompareAndSwap(t, nt) {
 			return max(0, at-now), Ticket{e: e, at: at}
@@ -137,8 +144,29 @@ func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
 // reservation unmoved by it: an error of at most one token, as for a
 // reservation racing a change.
 func (b *Bucket) Ticket(at time.Duration) Ticket {
-	e, _ := b.current()
+	e, _ := b.ticketable()
 	return Ticket{e: e, at: at}
+}
+
+// ticketable returns the bucket's epoch and balance time, as current does,
+// but never the first epoch, which is embedded in the bucket (so that a
+// bucket no caller ever waited on costs no allocation of its own): the
+// first caller to need a ticket supersedes it with an epoch of the same
+// rate and pause on the heap, once in the bucket's life. A ticket holds
+// its epoch, and an epoch the epochs after it; were the embedded epoch
+// one, every epoch of a bucket that changes its rate for hours (a
+// congested goodput scope: a few changes a second) would live as long as
+// the bucket.
+func (b *Bucket) ticketable() (*epoch, time.Duration) {
+	if e, t := b.current(); e != &b.first {
+		return e, t
+	}
+	b.mu.Lock()
+	if e := b.ep.Load(); e == &b.first {
+		b.supersede(e.p, e.paused, func(t time.Duration) time.Duration { return t }, nil)
+	}
+	b.mu.Unlock()
+	return b.current()
 }
 
 // At returns the time the ticket's token may be used, as of its last
