@@ -46,6 +46,11 @@ type callState struct {
 	perCall bool
 
 	last *statusError // the last error answer, or nil
+	// tries counts the attempts, as azcore's loop numbers them (from 1).
+	tries int32
+	// owed: azcore may retry the last attempt, and the Guard was not asked
+	// whether it may (shared.known is false): the next attempt asks first.
+	owed bool
 
 	// The response whose delay headers are hidden from azcore, and their
 	// values, put back when the request ends.
@@ -64,6 +69,15 @@ type callState struct {
 // azcore's loop: a *resilience.CircuitOpenError, a
 // *resilience.WouldWaitError, a deadline's or the context's error.
 func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
+	st.tries++
+	if st.owed {
+		// azcore retries an answer the policies could not tell it would:
+		// the retry is asked for now that it is sent.
+		st.owed = false
+		if err := st.retry(); err != nil {
+			return nil, err
+		}
+	}
 	if err := st.gd.Enter(st.ctx); err != nil {
 		return nil, stop(reveal(err))
 	}
@@ -87,6 +101,13 @@ func (st *callState) send(req *policy.Request) (*http.Response, error) {
 // error code (a fatal answer, which proves the service reachable, unless
 // the code is a throttling or transient one), or, without a code, by its
 // message (a 400 "Rate exceeded" is throttling).
+//
+// The Guard is asked for a retry only when azcore sends one: at once when
+// the policies know azcore retries the answer (its status is one azcore
+// retries, and the attempt is not azcore's last), so that a refusal ends
+// azcore's loop before its backoff; otherwise, when the caller's
+// ShouldRetry decides or the pipeline's retry options are unknown, by the
+// next attempt, if azcore makes one.
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
 		st.gd.After(nil)
@@ -96,14 +117,23 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	se := &statusError{resp: resp}
 	st.last = se
 	st.gd.After(se)
-	if !st.s.retries(resp.StatusCode) {
-		return resp, nil // azcore will not retry it: the request ends here
+	if !st.s.retries(resp.StatusCode) || st.lastTry() {
+		st.owed = !st.s.known
+		return resp, nil // azcore will not retry it, as far as the policies know
 	}
-	if err := st.retry(); err != nil {
+	if !st.s.known {
+		st.owed = true
+	} else if err := st.retry(); err != nil {
 		return nil, err
 	}
 	st.strip(resp)
 	return resp, nil
+}
+
+// lastTry reports whether the attempt just made is the last azcore makes,
+// when the policies know azcore's MaxRetries.
+func (st *callState) lastTry() bool {
+	return st.s.known && st.tries > st.s.maxRetries
 }
 
 // failedAttempt learns from a transport error (a reset connection, a
@@ -112,8 +142,12 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Response, error) {
 	st.last = nil
 	st.gd.After(err)
-	if st.ctx.Err() != nil || isNonRetriable(err) {
+	if st.ctx.Err() != nil || isNonRetriable(err) || st.lastTry() {
 		return resp, err // azcore stops here; the per-call policy ends the Guard
+	}
+	if !st.s.known {
+		st.owed = true
+		return resp, err
 	}
 	if serr := st.retry(); serr != nil {
 		return nil, drained(resp, serr)
@@ -122,7 +156,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 }
 
 // retry asks the Guard whether azcore may retry the last attempt, which it
-// is about to do. An empty retry budget ends azcore's loop with the
+// is about to do (or, when the policies could not tell, is doing). An empty retry budget ends azcore's loop with the
 // *resilience.RetryBudgetExhaustedError; a hint that cannot be waited out
 // within the deadline ends it with the provider's answer; a hint longer
 // than the request may wait (resilience.WithMaxWait) ends it with the

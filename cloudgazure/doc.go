@@ -50,7 +50,11 @@
 // Before azcore retries an answer the Guard's Retry decides: the first two
 // retries of a request are free, each further one costs a token of the
 // provider's retry budget, and an empty budget ends azcore's loop with a
-// *resilience.RetryBudgetExhaustedError. When the request ends, the
+// *resilience.RetryBudgetExhaustedError. A retry is counted and paid for
+// only when azcore sends it: nothing for an answer to azcore's last
+// attempt, or one the caller's ShouldRetry declines (with a ShouldRetry,
+// or with Policies, the Guard is asked when azcore sends the retry, after
+// its backoff). When the request ends, the
 // per-call policy ends the Guard with azcore's final answer: a throttled or
 // transient final answer counts toward the breaker, and throttling is
 // recorded as given up in the stats and the ledger bound to the request's

@@ -86,7 +86,9 @@ func (c *config) log() *slog.Logger {
 //     the deadline;
 //   - Retry set from the governor's Azure retry policy (max_retries,
 //     base_delay_seconds, max_backoff_seconds); base's TryTimeout,
-//     StatusCodes and ShouldRetry are kept.
+//     StatusCodes and ShouldRetry are kept. With a ShouldRetry, which
+//     decides azcore's retries instead of the statuses, a retry is asked
+//     of the Guard when azcore sends it, as with Policies.
 //
 // Any armxxx.NewXxxClient(sub, cred, ClientOptions(base)) is then governed.
 // Options that already carry this package's policies are not governed twice.
@@ -102,10 +104,10 @@ func clientOptions(base *arm.ClientOptions, cfg config) *arm.ClientOptions {
 	if hasPolicies(o.PerCallPolicies) {
 		return &o
 	}
-	g := newShared(cfg, o.Retry.StatusCodes, o.Retry.ShouldRetry != nil)
+	o.Retry = retryOptions(o.Retry, cfg.governor().Policy(Provider))
+	g := newShared(cfg, &o.Retry)
 	o.PerCallPolicies = appendPolicy(o.PerCallPolicies, perCallPolicy{g})
 	o.PerRetryPolicies = appendPolicy(o.PerRetryPolicies, perRetryPolicy{g})
-	o.Retry = retryOptions(o.Retry, cfg.governor().Policy(Provider))
 	return &o
 }
 
@@ -160,9 +162,13 @@ func retryOptions(base policy.RetryOptions, p resilience.RetryPolicy) policy.Ret
 // this package does not build (an azcore data-plane client's
 // policy.ClientOptions). Install both: PerCallPolicies gets perCall,
 // PerRetryPolicies gets perRetry. Alone, the per-retry policy governs each
-// attempt but cannot record a request's final outcome.
+// attempt but cannot record a request's final outcome. The policies do not
+// see the pipeline's retry options, so they cannot tell which answer
+// azcore will retry: a retry is asked of the Guard when azcore sends it,
+// and a refusal (an empty retry budget, the deadline, a wait past
+// resilience.WithMaxWait) comes after azcore's backoff rather than before.
 func Policies(opts ...Option) (perCall, perRetry policy.Policy) {
-	g := newShared(newConfig(opts), nil, false)
+	g := newShared(newConfig(opts), nil)
 	return perCallPolicy{g}, perRetryPolicy{g}
 }
 

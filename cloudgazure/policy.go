@@ -17,12 +17,33 @@ type shared struct {
 	// retried lists the statuses azcore's retry policy retries with the
 	// options these policies were built for; nil: azcore's defaults.
 	retried []int
+	// known: the policies know when azcore retries an answer. azcore
+	// retries a status retried lists, or a transport error, unless the
+	// attempt was its last (maxRetries+1, azcore's effective MaxRetries).
+	// Not known with a ShouldRetry, which decides instead of the statuses,
+	// nor for Policies, which do not see the pipeline's retry options:
+	// then a retry is decided when azcore sends it.
+	known      bool
+	maxRetries int32
 }
 
-func newShared(cfg config, statusCodes []int, hasShouldRetry bool) *shared {
+// newShared returns the policies' shared part for a pipeline whose retry
+// options are retry (nil: unknown).
+func newShared(cfg config, retry *policy.RetryOptions) *shared {
 	s := &shared{cfg: cfg}
-	if statusCodes != nil && !hasShouldRetry {
-		s.retried = append([]int{}, statusCodes...)
+	if retry == nil || retry.ShouldRetry != nil {
+		return s
+	}
+	if retry.StatusCodes != nil {
+		s.retried = append([]int{}, retry.StatusCodes...)
+	}
+	s.known = true
+	// azcore's setDefaults: 0 is its default of 3, a negative value none.
+	switch s.maxRetries = retry.MaxRetries; {
+	case s.maxRetries == 0:
+		s.maxRetries = 3
+	case s.maxRetries < 0:
+		s.maxRetries = 0
 	}
 	return s
 }

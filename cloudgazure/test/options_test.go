@@ -189,3 +189,43 @@ func TestPerRetryOnlyKeepsDelayHeaders(t *testing.T) {
 		}
 	})
 }
+
+// The policies installed in a pipeline of their own do not see its retry
+// options: each retry is asked for when azcore sends it, so azcore's last
+// attempt counts no retry and costs no budget.
+func TestPoliciesLastAttemptCountsNoRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(10)}})
+		perCall, perRetry := cloudgazure.Policies(e.opts()...)
+		for _, withPerCall := range []bool{true, false} {
+			e.srv.script(routeVnetGet, throttled("1"), throttled("1"), throttled("1"), throttled("1"))
+			retry := cloudgazure.RetryOptions(e.opts()...)
+			retry.MaxRetries = 3
+			o := policy.ClientOptions{Transport: e.base.Transport, Retry: retry}
+			if withPerCall {
+				o.PerCallPolicies = []policy.Policy{perCall}
+			}
+			o.PerRetryPolicies = []policy.Policy{perRetry}
+			pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+			req, err := runtime.NewRequest(context.Background(), http.MethodGet, "http://127.0.0.1:1/subscriptions/"+subA+
+				"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Raw().Header.Set("Authorization", "Bearer x")
+			budget := e.gov.Inspect(networkA).RetryBudget
+			ctx, stats := resilience.WithStats(context.Background())
+			resp, err := pl.Do(req.WithContext(ctx))
+			if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("per call %v: %v %v, want the last 429", withPerCall, resp, err)
+			}
+			sc := e.gov.Summary(stats).Scopes[networkA]
+			if sc.Calls != 4 || sc.Retries != 3 {
+				t.Fatalf("per call %v: stats %+v, want 4 calls, 3 retries", withPerCall, sc)
+			}
+			if spent := budget - e.gov.Inspect(networkA).RetryBudget; spent != 1 {
+				t.Fatalf("per call %v: %v budget tokens spent, want 1 (for the third retry)", withPerCall, spent)
+			}
+		}
+	})
+}

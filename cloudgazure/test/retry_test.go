@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -233,5 +234,142 @@ func TestCallerListedStatusRetried(t *testing.T) {
 		if n := e.srv.count(routeGroupGet); n != 2 {
 			t.Fatalf("%d attempts, want 2", n)
 		}
+	})
+}
+
+// azcore does not retry its last attempt: a retryable answer to it (a
+// throttle, a reset connection) counts no retry and costs no budget. With
+// max_retries n a request that always fails makes n+1 attempts, n retries,
+// and pays a budget token for each retry after the first two.
+func TestLastAttemptCountsNoRetry(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	for _, tc := range []struct {
+		name       string
+		maxRetries int
+		answer     reply
+	}{
+		{"no retries, 429", 0, throttled("1")},
+		{"2 retries, 429", 2, throttled("1")},
+		{"3 retries, 429", 3, throttled("1")},
+		{"2 retries, reset", 2, reply{fail: reset}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{
+					MaxRetries: ptr(tc.maxRetries), RetryBudget: ptr(10),
+				}})
+				attempts := tc.maxRetries + 1
+				for range attempts {
+					e.srv.script(routeVnetGet, tc.answer)
+				}
+				budget := e.gov.Inspect(networkA).RetryBudget
+				ctx, stats := resilience.WithStats(context.Background())
+				if _, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil); err == nil {
+					t.Fatal("want the last answer")
+				}
+				if n := e.srv.count(routeVnetGet); n != attempts {
+					t.Fatalf("%d attempts, want %d", n, attempts)
+				}
+				sc := e.gov.Summary(stats).Scopes[networkA]
+				if sc.Calls != int64(attempts) || sc.Retries != int64(tc.maxRetries) {
+					t.Fatalf("stats %+v, want %d calls, %d retries", sc, attempts, tc.maxRetries)
+				}
+				want := float64(max(0, tc.maxRetries-2))
+				if spent := budget - e.gov.Inspect(networkA).RetryBudget; spent != want {
+					t.Fatalf("%v budget tokens spent, want %v", spent, want)
+				}
+			})
+		})
+	}
+}
+
+// A caller's ShouldRetry decides whether azcore retries: the policies
+// count and pay for a retry only when azcore sends it, and a retry it
+// sends is still bounded by the retry budget.
+func TestShouldRetryDecidesTheRetry(t *testing.T) {
+	withShouldRetry := func(e *env, f func(*http.Response, error) bool) {
+		base := *e.base
+		base.Retry.ShouldRetry = f
+		e.base = &base
+	}
+	is := func(status int) func(*http.Response, error) bool {
+		return func(resp *http.Response, _ error) bool { return resp != nil && resp.StatusCode == status }
+	}
+	check := func(t *testing.T, e *env, stats *resilience.Stats, budget float64, scope resilience.Scope, calls, retries int64, spent float64) {
+		t.Helper()
+		sc := e.gov.Summary(stats).Scopes[scope]
+		if sc.Calls != calls || sc.Retries != retries {
+			t.Fatalf("stats %+v, want %d calls, %d retries", sc, calls, retries)
+		}
+		if got := budget - e.gov.Inspect(scope).RetryBudget; math.Abs(got-spent) > 1e-9 {
+			t.Fatalf("%v budget tokens spent, want %v", got, spent)
+		}
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(10)}})
+			withShouldRetry(e, func(*http.Response, error) bool { return false })
+			e.srv.script(routeVnetGet, throttled("1"))
+			budget := e.gov.Inspect(networkA).RetryBudget
+			ctx, stats := resilience.WithStats(context.Background())
+			_, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil)
+			var re *azcore.ResponseError
+			if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("got %v, want the 429", err)
+			}
+			if n := e.srv.count(routeVnetGet); n != 1 {
+				t.Fatalf("%d attempts, want 1", n)
+			}
+			check(t, e, stats, budget, networkA, 1, 0, 0)
+		})
+	})
+
+	t.Run("retried to the last attempt", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(3), RetryBudget: ptr(10)}})
+			withShouldRetry(e, is(http.StatusTooManyRequests))
+			e.srv.forever(routeVnetGet, throttled("1"))
+			budget := e.gov.Inspect(networkA).RetryBudget
+			ctx, stats := resilience.WithStats(context.Background())
+			if _, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil); err == nil {
+				t.Fatal("want the last 429")
+			}
+			if n := e.srv.count(routeVnetGet); n != 4 {
+				t.Fatalf("%d attempts, want 4", n)
+			}
+			check(t, e, stats, budget, networkA, 4, 3, 1)
+		})
+	})
+
+	t.Run("a status azcore would not retry", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(10)}})
+			withShouldRetry(e, is(http.StatusConflict))
+			e.srv.script(routeGroupGet, reply{status: http.StatusConflict, code: "Conflict"})
+			budget := e.gov.Inspect(resourcesA).RetryBudget
+			ctx, stats := resilience.WithStats(context.Background())
+			if _, err := e.groups(subA).Get(ctx, "rg", nil); err != nil {
+				t.Fatal(err)
+			}
+			check(t, e, stats, budget, resourcesA, 2, 1, 0)
+		})
+	})
+
+	t.Run("budget", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(0)}})
+			withShouldRetry(e, is(http.StatusServiceUnavailable))
+			e.srv.forever(routeGroupGet, reply{status: http.StatusServiceUnavailable, code: "ServerBusy"})
+			_, err := e.groups(subA).Get(context.Background(), "rg", nil)
+			var rbe *resilience.RetryBudgetExhaustedError
+			var re *azcore.ResponseError
+			if !errors.As(err, &rbe) || !errors.As(err, &re) || re.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("got %v, want a RetryBudgetExhaustedError carrying the 503", err)
+			}
+			if n := e.srv.count(routeGroupGet); n != 3 {
+				t.Fatalf("%d attempts, want 1 + 2 free", n)
+			}
+		})
 	})
 }
