@@ -175,6 +175,11 @@ func TestWaitBeyondTheDeadline(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "ThrottlingException" || f.count("GetSecretValue") != 1 {
 			t.Fatalf("err = %v, sent %d", err, f.count("GetSecretValue"))
 		}
+		// The provider's error, not the core's deadline error wrapping it.
+		var de *resilience.DeadlineExceededError
+		if errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want the provider's error, not a deadline error", err)
+		}
 		if waited := time.Since(start); waited > 2*time.Second {
 			t.Fatalf("waited %v for a retry that could not be made in time", waited)
 		}
@@ -186,7 +191,6 @@ func TestWaitBeyondTheDeadline(t *testing.T) {
 		tctx2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel2()
 		err = getSecret(tctx2, client)
-		var de *resilience.DeadlineExceededError
 		if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || f.count("GetSecretValue") != 1 {
 			t.Fatalf("err = %v, sent %d", err, f.count("GetSecretValue"))
 		}

@@ -173,6 +173,7 @@ func TestConfiguredDeadlineEndsRequest(t *testing.T) {
 		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("got %v, want the last 429", err)
 		}
+		notDeadline(t, err)
 		if re.RawResponse.Header.Get("Retry-After") != "10" {
 			t.Fatal("the final response lost its Retry-After header")
 		}
@@ -198,9 +199,11 @@ func TestConfiguredDeadlineEndsRequest(t *testing.T) {
 		gd, _ := e.gov.Begin(context.Background(), networkA)
 		gd.Pause(100 * time.Second)
 		gd.End(nil)
-		if err := <-done; !errors.As(err, &re) || re.StatusCode != http.StatusInternalServerError {
+		err = <-done
+		if !errors.As(err, &re) || re.StatusCode != http.StatusInternalServerError {
 			t.Fatalf("got %v, want the 500", err)
 		}
+		notDeadline(t, err)
 		if d := time.Since(start); d > time.Second {
 			t.Fatalf("waited %v for a token past the deadline", d)
 		}
@@ -210,13 +213,26 @@ func TestConfiguredDeadlineEndsRequest(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start = time.Now()
-		if _, err := e.groups(subB).Get(ctx, "rg", nil); !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+		_, err = e.groups(subB).Get(ctx, "rg", nil)
+		if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("got %v, want the 429", err)
 		}
+		notDeadline(t, err)
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("waited %v for a retry that could not be made", d)
 		}
 	})
+}
+
+// notDeadline fails the test when err is the core's deadline error (which
+// wraps the provider's answer) or the context's, rather than the
+// provider's answer alone.
+func notDeadline(t *testing.T, err error) {
+	t.Helper()
+	var de *resilience.DeadlineExceededError
+	if errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the provider's answer, not a deadline error", err)
+	}
 }
 
 // A fatal answer whose status the caller asked azcore to retry (its
