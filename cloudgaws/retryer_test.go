@@ -72,7 +72,31 @@ func TestReinstallKeepsSettings(t *testing.T) {
 	if _, err := r.GetRetryToken(context.Background(), &ThrottlingError{Err: context.Canceled}); err != nil {
 		t.Fatal(err)
 	}
-	if r.IsErrorRetryable(&ThrottlingError{Err: context.Canceled}) || r.IsErrorRetryable(&notRetryable{err: context.Canceled}) {
-		t.Fatal("the governor's own errors are retryable")
+}
+
+// The governor's own errors end the SDK's loop even under a base retryer
+// that would retry anything: the veto does not rely on the base retryer
+// reading their RetryableError method.
+func TestRetryerVetoesGovernorsErrors(t *testing.T) {
+	always := func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.Retryables = []retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(error) aws.Ternary { return aws.TrueTernary })}
+		})
+	}
+	cfg := aws.Config{}
+	if err := Install(&cfg, "*", WithBaseRetryer(always)); err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Retryer().(*retryer)
+	if !r.RetryerV2.IsErrorRetryable(&ThrottlingError{Err: context.Canceled}) {
+		t.Fatal("the base retryer does not retry everything: the test proves nothing")
+	}
+	if !r.IsErrorRetryable(context.Canceled) {
+		t.Fatal("an error of the SDK's is not left to the base retryer")
+	}
+	for _, err := range []error{&ThrottlingError{Err: context.Canceled}, &notRetryable{err: context.Canceled}} {
+		if r.IsErrorRetryable(err) {
+			t.Fatalf("%T is retryable", err)
+		}
 	}
 }
