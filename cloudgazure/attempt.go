@@ -162,7 +162,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 // than the request may wait (resilience.WithMaxWait) ends it with the
 // *resilience.WouldWaitError, which wraps the answer. Otherwise azcore
 // goes on as its options say: it also retries a fatal answer whose status
-// the caller listed, and the next attempt is then a new call of the Guard.
+// the caller listed, a retry the Guard counts and pays for like any other.
 func (st *callState) retry() error {
 	_, err := st.gd.Retry(0)
 	switch e := err.(type) {

@@ -235,20 +235,44 @@ func notDeadline(t *testing.T, err error) {
 	}
 }
 
-// A fatal answer whose status the caller asked azcore to retry (its
-// StatusCodes) is left to azcore: the request is retried, not stopped.
+// The caller's StatusCodes decide what azcore retries, and so what the
+// policies count: a fatal 409 the caller listed is retried (a retry
+// counted) even with a Retry-After past MaxRetryDelay, whose delay headers
+// are hidden from azcore as on any answer azcore retries; a 500 the caller
+// did not list, which azcore returns at once, counts no retry.
 func TestCallerListedStatusRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := memEnv(t, resilience.Config{})
 		base := *e.base
 		base.Retry.StatusCodes = []int{http.StatusConflict, http.StatusTooManyRequests}
 		e.base = &base
-		e.srv.script(routeGroupGet, reply{status: http.StatusConflict, code: "Conflict"})
-		if _, err := e.groups(subA).Get(context.Background(), "rg", nil); err != nil {
+		groups := e.groups(subA)
+
+		conflict := withHeader(reply{status: http.StatusConflict, code: "Conflict"}, "Retry-After", "120")
+		e.srv.script(routeGroupGet, conflict)
+		ctx, stats := resilience.WithStats(context.Background())
+		if _, err := groups.Get(ctx, "rg", nil); err != nil {
 			t.Fatal(err)
 		}
 		if n := e.srv.count(routeGroupGet); n != 2 {
-			t.Fatalf("%d attempts, want 2", n)
+			t.Fatalf("listed 409: %d attempts, want 2", n)
+		}
+		if sc := e.gov.Summary(stats).Scopes[resourcesA]; sc.Calls != 2 || sc.Retries != 1 {
+			t.Fatalf("listed 409: stats %+v, want 2 calls, 1 retry", sc)
+		}
+
+		e.srv.script(routeGroupGet, reply{status: http.StatusInternalServerError, code: "InternalServerError"})
+		ctx, stats = resilience.WithStats(context.Background())
+		_, err := groups.Get(ctx, "rg", nil)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("unlisted 500: got %v, want the 500", err)
+		}
+		if n := e.srv.count(routeGroupGet); n != 3 {
+			t.Fatalf("unlisted 500: %d attempts, want 1", n-2)
+		}
+		if sc := e.gov.Summary(stats).Scopes[resourcesA]; sc.Calls != 1 || sc.Retries != 0 {
+			t.Fatalf("unlisted 500: stats %+v, want 1 call, no retry", sc)
 		}
 	})
 }
