@@ -42,18 +42,27 @@ func TestServiceName(t *testing.T) {
 		}
 	}
 	// The names are the core's service keys: each resolves to the
-	// built-in bucket rather than the provider's default leaf (20 rps).
+	// built-in bucket rather than the provider's default leaf (20 rps,
+	// burst 40). Every built-in pair differs from the default in its rate
+	// or its burst (a fresh bucket's tokens), so a name the table does not
+	// know fails here.
 	g, err := resilience.NewGovernor(resilience.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, rate := range map[string]float64{
-		"EC2": 20, "IAM": 10, "STS": 50, "Organizations": 5, "ControlTower": 2, "Route 53": 5,
-		"Resource Groups Tagging API": 5, "CloudControl": 5, "CloudFormation": 5, "Lambda": 15,
+	type leaf struct{ rate, burst float64 }
+	for id, want := range map[string]leaf{
+		"EC2": {20, 100}, "IAM": {10, 40}, "STS": {50, 100}, "Organizations": {5, 10}, "ControlTower": {2, 5},
+		"Route 53": {5, 5}, "Resource Groups Tagging API": {5, 10}, "CloudControl": {5, 10}, "CloudFormation": {5, 10},
+		"Lambda": {15, 15},
 	} {
+		if want == (leaf{20, 40}) {
+			t.Fatalf("%s: the built-in %v is the default leaf's", id, want)
+		}
 		sc := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: cloudgaws.ServiceName(id)}
-		if got := g.Inspect(sc).Leaf.Ceiling; got != rate {
-			t.Errorf("%s -> %s: ceiling %v rps, want the built-in %v", id, sc.Service, got, rate)
+		b := g.Inspect(sc).Leaf
+		if got := (leaf{b.Ceiling, b.Tokens}); got != want {
+			t.Errorf("%s -> %s: %v rps, burst %v, want the built-in %v rps, burst %v", id, sc.Service, got.rate, got.burst, want.rate, want.burst)
 		}
 	}
 }
