@@ -31,7 +31,9 @@ const (
 // ratelimit.aws.max_retries, which bounds the retries of resilience.Call.
 // Zero fields take the defaults (10 retries, standard), unless the
 // aws.Config being instrumented already says
-// otherwise (see Install).
+// otherwise (see Install): the zero Config changes nothing. A Config is a
+// plain value; Validate only reads it, so goroutines may share one that
+// none of them changes.
 type Config struct {
 	// MaxRetries is the retries after the first attempt; nil: the default.
 	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty" range:">=0"`

@@ -21,6 +21,11 @@ import (
 // (and, under them, the provider error that would have been retried, if
 // any). resilience.Classify reads it as Throttled and resilience.RetryAfter
 // as the core error's wait. The SDK never retries it.
+//
+// Its methods only read it: any number of goroutines may use one at once
+// while none changes Err. The zero ThrottlingError (no Err) reads
+// "throttled by the governor", unwraps to nothing and has a RetryAfter of
+// 0.
 type ThrottlingError struct {
 	// Err is a *resilience.CircuitOpenError, a
 	// *resilience.RetryBudgetExhaustedError or a *resilience.WouldWaitError.

@@ -13,7 +13,9 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// An Option changes how Install governs a config's clients.
+// An Option changes how Install governs a config's clients. Options are
+// values that Install only reads: one may be passed to any number of
+// Install calls, from any goroutines. Install ignores a nil Option.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

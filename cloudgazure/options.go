@@ -14,7 +14,9 @@ import (
 )
 
 // An Option configures the integration: the governor, the logger, and the
-// Resource Graph helper's limits.
+// Resource Graph helper's limits. Options are values that the package only
+// reads: one may be passed to any number of calls, from any goroutines. A
+// nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type config struct {

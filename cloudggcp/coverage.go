@@ -8,7 +8,8 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// Status is a coverage record's status.
+// Status is a coverage record's status: a string, safe to share. The zero
+// Status, "", is none of the statuses.
 type Status string
 
 // Coverage statuses.
@@ -19,7 +20,8 @@ const (
 )
 
 // Coverage is the coverage record of one listing: what a collector reports
-// for the task.
+// for the task. It is a plain value, safe to share while nobody changes
+// it; the zero Coverage names no listing and has no status.
 type Coverage struct {
 	Name    string `json:"name"` // the listing's scope, gcp/projects/p1/*/cloudasset/ListAssets
 	Status  Status `json:"status"`
@@ -45,7 +47,9 @@ func NewCoverage(name string, items int, err error) Coverage {
 }
 
 // Inventory is what ListInventory collected: the assets of ListAssets, or,
-// when ListAssets was unavailable, the resources of SearchAllResources.
+// when ListAssets was unavailable, the resources of SearchAllResources. It
+// is a plain value, safe to share while nobody changes it; the zero
+// Inventory holds nothing.
 type Inventory struct {
 	Assets    []*assetpb.Asset
 	Resources []*assetpb.ResourceSearchResult

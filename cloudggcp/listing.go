@@ -35,8 +35,11 @@ import (
 // throttling is recorded as a give-up and throttling or transient errors
 // count toward the breaker.
 //
-// A Listing is used by one goroutine at a time, like the SDK iterator.
-// Call Close when abandoning it early (All and Collect do).
+// A Listing is not safe for concurrent use: it is used by one goroutine at
+// a time, like the SDK iterator. Call Close when abandoning it early (All
+// and Collect do). The zero Listing is not usable (Next, All and Collect
+// panic on it); make one with ListAssets, SearchAllResources or
+// SearchAllIamPolicies.
 type Listing[T any] struct {
 	ctx   context.Context
 	gov   *resilience.Governor

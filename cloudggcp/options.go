@@ -7,7 +7,9 @@ import (
 )
 
 // An Option changes how a listing, a retry option or the interceptor is
-// governed.
+// governed. Options are values that the package only reads: one may be
+// passed to any number of calls, from any goroutines. A nil Option is
+// ignored.
 type Option interface{ apply(*config) }
 
 type config struct {
@@ -53,7 +55,10 @@ func WithService(name string) Option {
 
 // A ScopeFunc returns the scope of one attempt of a unary RPC (method is the
 // full name, "/google.cloud.asset.v1.AssetService/BatchGetAssetsHistory"),
-// or false to let the interceptor resolve it.
+// or false to let the interceptor resolve it. The interceptor calls it from
+// every goroutine that makes a call, so it must be safe for concurrent
+// use. A nil ScopeFunc resolves nothing: the interceptor resolves every
+// scope itself.
 type ScopeFunc func(ctx context.Context, method string, req any) (resilience.Scope, bool)
 
 // WithScopeFunc makes the interceptor resolve scopes with f first.

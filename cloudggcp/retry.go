@@ -25,6 +25,11 @@ const initialBackoff = time.Second
 // both: errors.As finds the provider error (*apierror.APIError) and
 // errors.Is finds Reason (context.DeadlineExceeded or context.Canceled).
 // It classifies as the provider error does.
+//
+// Its methods only read it: any number of goroutines may use one at once
+// while none changes its fields. The zero RetryStoppedError wraps no
+// error and no reason, and reads "*/*/*/*: <nil> while waiting to retry:
+// <nil>".
 type RetryStoppedError struct {
 	Scope  resilience.Scope
 	Err    error         // the provider error that was not retried
@@ -182,6 +187,10 @@ func (s *callState) stopped(err, rerr error) error {
 // RetriesExhaustedError keeps finding it, and the limit that stopped the
 // page stays known. It reads "ListAssets: 8 consecutive retries exhausted:
 // <error>", and classifies, alone, as the provider error does.
+//
+// Its methods only read it: any number of goroutines may use one at once
+// while none changes its fields. The zero RetriesExhaustedError wraps no
+// error and reads ": 0 consecutive retries exhausted: <nil>".
 type RetriesExhaustedError struct {
 	Scope   resilience.Scope
 	Retries int   // the consecutive retries made

@@ -152,3 +152,27 @@ func TestDoPastMaxRetries(t *testing.T) {
 		}
 	})
 }
+
+// The zero errors are usable, as their godocs say; the zero Listing is
+// not (Close alone is harmless).
+func TestZeroValues(t *testing.T) {
+	var stopped RetryStoppedError
+	if msg := stopped.Error(); msg != "*/*/*/*: <nil> while waiting to retry: <nil>" {
+		t.Fatalf("zero RetryStoppedError: %q", msg)
+	}
+	if errors.Is(&stopped, context.DeadlineExceeded) {
+		t.Fatal("the zero RetryStoppedError has a reason")
+	}
+	var exhausted RetriesExhaustedError
+	if msg := exhausted.Error(); msg != ": 0 consecutive retries exhausted: <nil>" || exhausted.Unwrap() != nil {
+		t.Fatalf("zero RetriesExhaustedError: %q", msg)
+	}
+	var l Listing[int]
+	l.Close()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Next on the zero Listing did not panic")
+		}
+	}()
+	_, _ = l.Next()
+}

@@ -97,3 +97,12 @@ func TestConnectionClosedUnderTheBodyIsTransient(t *testing.T) {
 		t.Fatalf("%v classified %v, want TRANSIENT", wrapped, k)
 	}
 }
+
+// The zero ThrottlingError is usable, as its godoc says: a message, the
+// Throttling code, no wait, nothing wrapped.
+func TestThrottlingErrorZeroValue(t *testing.T) {
+	var e cloudgaws.ThrottlingError
+	if e.Error() != "throttled by the governor" || e.ErrorCode() != "Throttling" || e.RetryAfter() != 0 || e.Unwrap() != nil {
+		t.Fatalf("zero ThrottlingError: %q, %q, %v, %v", e.Error(), e.ErrorCode(), e.RetryAfter(), e.Unwrap())
+	}
+}

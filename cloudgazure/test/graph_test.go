@@ -443,3 +443,18 @@ func TestQueryResourcesDoesNotRetryAFatalAnswer(t *testing.T) {
 		}
 	})
 }
+
+// The zero GraphClient has no client, as its godoc says: it is not
+// governed, and Resources panics.
+func TestGraphClientZeroValue(t *testing.T) {
+	var c cloudgazure.GraphClient
+	if c.Governed() {
+		t.Fatal("the zero GraphClient says it is governed")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Resources on the zero GraphClient did not panic")
+		}
+	}()
+	_, _ = c.Resources(context.Background(), armresourcegraph.QueryRequest{Query: ptr("Resources")}, nil)
+}
