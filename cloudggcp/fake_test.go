@@ -2,6 +2,7 @@ package cloudggcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -162,8 +163,11 @@ func (f *fakeAsset) SearchAllIamPolicies(_ context.Context, req *assetpb.SearchA
 	return resp, nil
 }
 
-func (f *fakeAsset) GetFeed(_ context.Context, req *assetpb.GetFeedRequest) (*assetpb.Feed, error) {
-	if err := f.attempt("GetFeed", "", 0); err != nil {
+func (f *fakeAsset) GetFeed(ctx context.Context, req *assetpb.GetFeedRequest) (*assetpb.Feed, error) {
+	if err := f.attempt("GetFeed", "", 0); err == errHold {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	} else if err != nil {
 		return nil, err
 	}
 	return &assetpb.Feed{Name: req.GetName()}, nil
@@ -175,6 +179,9 @@ func (f *fakeAsset) BatchGetAssetsHistory(_ context.Context, req *assetpb.BatchG
 	}
 	return &assetpb.BatchGetAssetsHistoryResponse{}, nil
 }
+
+// errHold, scripted for GetFeed, holds the attempt until its context ends.
+var errHold = errors.New("fake: hold the attempt")
 
 // Provider errors, as the real service sends them.
 func throttled(delay time.Duration) error {

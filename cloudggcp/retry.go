@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -75,8 +74,7 @@ type callState struct {
 	// the call without telling its Retryer when the context ends then, so
 	// a watch of the context ends the guard instead.
 	unwatch func() bool // stops the watch; nil when there is none
-	mu      sync.Mutex  // held by the watch while it ends the call
-	over    bool        // the watch ended the call
+	over    bool        // the watch ends the call: the guard is the watch's (set by woke)
 }
 
 // reset starts a new page fetch or call.
@@ -112,25 +110,23 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 // watchSleep watches the context of the Retry option's call while gax
 // sleeps before the retry just allowed: when it ends, gax returns its
 // error without calling the Retryer or sending, and the watch ends the
-// guard with it, which records the call as cancelled.
+// guard with it, which records the call as cancelled. The watch runs on a
+// goroutine of its own and holds no lock: the guard's End calls the
+// governor's observer and logger, and the call never waits for them.
 func (s *callState) watchSleep() {
-	s.unwatch = context.AfterFunc(s.ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.over = true
-		s.gd.End(s.ctx.Err())
-	})
+	gd, ctx := s.gd, s.ctx
+	s.unwatch = context.AfterFunc(ctx, func() { gd.End(ctx.Err()) })
 }
 
 // woke stops the watch of gax's sleep, if any, at the call's next step
 // (its next attempt, or gax's report of it), and reports whether the call
-// is still on: false when its context ended it during the sleep.
+// is still on: false when its context ended it during the sleep. The
+// watch has then started, and the guard is its own: the call does not
+// touch it again, and does not wait for the watch to finish.
 func (s *callState) woke() bool {
 	if s.unwatch != nil {
 		if !s.unwatch() {
-			// The watch has run, or runs: wait until it is done.
-			s.mu.Lock()
-			s.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+			s.over = true
 		}
 		s.unwatch = nil
 	}

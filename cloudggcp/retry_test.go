@@ -3,12 +3,15 @@ package cloudggcp
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
@@ -175,4 +178,66 @@ func TestZeroValues(t *testing.T) {
 		}
 	}()
 	_, _ = l.Next()
+}
+
+// The watch that ends the Retry option's call when its context ends during
+// gax's sleep (here, while the retry is already out) runs the governor's
+// observer outside every lock, and the call does not wait for it: an
+// observer that calls back into the governor and waits for the call to
+// return sees it return.
+func TestWatchRunsTheObserverOutsideTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		srv.fail("GetFeed", "", unavailable(), errHold)
+		var returned atomic.Bool
+		var lost, sawReturn atomic.Int32
+		var gov *resilience.Governor
+		var stats *resilience.Stats
+		obs := observe.Func(func(ev observe.Event) {
+			if ev.Kind != observe.Lost {
+				return
+			}
+			lost.Add(1)
+			_ = gov.Summary(stats) // back into the governor
+			_ = gov.Inspect(feedScope())
+			// Give the call a bounded chance to return while the
+			// observer runs; it cannot if it waits for the observer.
+			for i := 0; i < 1_000_000 && !returned.Load(); i++ {
+				runtime.Gosched()
+			}
+			if returned.Load() {
+				sawReturn.Add(1)
+			}
+		})
+		var err error
+		if gov, err = resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs)); err != nil {
+			t.Fatal(err)
+		}
+		client := startBuf(t, srv) // no interceptor: the retry goes out without asking the call's state
+		ctx, st := resilience.WithStats(context.Background())
+		stats = st
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
+			returned.Store(true)
+			done <- err
+		}()
+		time.Sleep(2 * time.Second) // past gax's 1 s backoff: the retry is held by the server
+		synctest.Wait()
+		if n := len(srv.reqs("GetFeed")); n != 2 {
+			t.Fatalf("%d attempts, want 2 (the retry held)", n)
+		}
+		cancel()
+		if err := <-done; status.Code(err) != codes.Canceled {
+			t.Fatalf("err = %v, want Canceled", err)
+		}
+		synctest.Wait() // the watch's record, on its own goroutine
+		if lost.Load() != 1 || sawReturn.Load() != 1 {
+			t.Fatalf("%d lost events, the call returned during %d of them; want 1 and 1", lost.Load(), sawReturn.Load())
+		}
+		if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Cancelled != 1 {
+			t.Fatalf("stats %+v, want the call cancelled once", sc)
+		}
+	})
 }
