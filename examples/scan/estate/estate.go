@@ -90,7 +90,11 @@ type Count struct {
 	Throttled int64
 }
 
-// Estate is the fake AWS estate, an http.Handler. Make one with New.
+// Estate is the fake AWS estate, an http.Handler. It is safe for
+// concurrent use: ServeHTTP, the knobs (SetLimit, SetDead, Pause) and the
+// readers (LimitOf, Dead, PausedUntil, Counts) may be called from any
+// goroutine, while it serves. Make one with New; the zero Estate is not
+// usable (it panics on the first request it can read).
 type Estate struct {
 	seed  uint64
 	sizes Sizes

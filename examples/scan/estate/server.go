@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// Server is an estate served over HTTP on a loopback port.
+// Server is an estate served over HTTP on a loopback port. Make one with
+// Start; the zero Server serves nothing and is not usable (Close panics).
+// Its URL may be read from any goroutine; Close it once (a second Close
+// blocks forever), after which the estate itself can still be used.
 type Server struct {
 	// URL is the server's base URL, http://127.0.0.1:<port>: the
 	// BaseEndpoint of the aws.Config of the clients that call the estate.
