@@ -38,11 +38,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/examples/scan/estate"
@@ -90,10 +93,13 @@ type options struct {
 
 	// Set by tests only: the estate's sizes (zero: the defaults), the
 	// governor's configuration (nil: the -config file's or the defaults),
-	// and more options for cloudgaws.Install.
-	sizes   estate.Sizes
-	gov     *resilience.Config
-	awsOpts []cloudgaws.Option
+	// more options for cloudgaws.Install, and whether the clients reach
+	// the estate in-process (estate.Transport) rather than on a loopback
+	// port, so that a scan can run in a testing/synctest bubble.
+	sizes     estate.Sizes
+	gov       *resilience.Config
+	awsOpts   []cloudgaws.Option
+	inProcess bool
 }
 
 // parseFlags reads the command line.
@@ -187,14 +193,19 @@ func run(ctx context.Context, w io.Writer, progress func(string), o options) ([]
 	for _, sel := range o.dead {
 		est.SetDead(sel)
 	}
-	srv, err := estate.Start(est)
-	if err != nil {
-		return nil, err
+	endpoint, httpClient := "http://estate.invalid", aws.HTTPClient(&http.Client{Transport: estate.Transport{Estate: est}})
+	if !o.inProcess {
+		srv, err := estate.Start(est)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		endpoint, httpClient = srv.URL, loopbackClient()
 	}
-	defer srv.Close()
 
 	govCfg, awsOpts := resilience.Config{}, o.awsOpts
 	if o.config != "" {
+		var err error
 		if govCfg, err = resilience.LoadConfig(o.config); err != nil {
 			return nil, err
 		}
@@ -211,7 +222,7 @@ func run(ctx context.Context, w io.Writer, progress func(string), o options) ([]
 	if err != nil {
 		return nil, err
 	}
-	clients, err := newClients(srv.URL, append([]cloudgaws.Option{cloudgaws.WithGovernor(gov)}, awsOpts...))
+	clients, err := newClients(endpoint, httpClient, append([]cloudgaws.Option{cloudgaws.WithGovernor(gov)}, awsOpts...))
 	if err != nil {
 		return nil, err
 	}

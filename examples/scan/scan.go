@@ -62,14 +62,19 @@ type accountClients struct {
 	regions map[string]regionClients
 }
 
-// newClients makes the clients of every account: per account one
-// aws.Config with the account's static credentials and the estate as
-// endpoint, governed by cloudgaws.Install; per region a client of each
-// regional service made from it.
-func newClients(endpoint string, opts []cloudgaws.Option) (map[string]*accountClients, error) {
-	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+// loopbackClient is the HTTP client of the scan's SDK clients when the
+// estate is served on a loopback port.
+func loopbackClient() aws.HTTPClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 256 // one host serves every service: keep its connections
 	})
+}
+
+// newClients makes the clients of every account: per account one
+// aws.Config with the account's static credentials and the estate as
+// endpoint, reached through httpClient, governed by cloudgaws.Install; per
+// region a client of each regional service made from it.
+func newClients(endpoint string, httpClient aws.HTTPClient, opts []cloudgaws.Option) (map[string]*accountClients, error) {
 	out := map[string]*accountClients{}
 	for _, acct := range accounts {
 		cfg := aws.Config{

@@ -55,11 +55,17 @@ type clients struct {
 }
 
 func newClients(srv *estate.Server, account, region string) clients {
+	return clientsVia(srv.URL, &http.Client{Transport: ownBodies{http.DefaultTransport}}, account, region)
+}
+
+// clientsVia makes the clients of newClients, reaching the estate at
+// endpoint through hc.
+func clientsVia(endpoint string, hc aws.HTTPClient, account, region string) clients {
 	cfg := aws.Config{
 		Region:           region,
-		BaseEndpoint:     aws.String(srv.URL),
+		BaseEndpoint:     aws.String(endpoint),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{Transport: ownBodies{http.DefaultTransport}},
+		HTTPClient:       hc,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: estate.AccessKeyID(account), SecretAccessKey: "secret"}, nil
 		}),
@@ -284,6 +290,41 @@ func TestThrottleAnswersAsEachServiceDoes(t *testing.T) {
 	if got := counts[iamScope]; got.Requests != 2 {
 		t.Errorf("IAM is global, signed for us-east-1: counts %v", counts)
 	}
+}
+
+// The SDK's clients reach an estate through a Transport as they do
+// through its Server, in the goroutine that calls, so that they run in a
+// synctest bubble; a request whose context is done is not served.
+func TestTransportServesInProcess(t *testing.T) {
+	_, srv := start(t, estate.Config{Seed: 7, Sizes: small})
+	want := inventory(t, newClients(srv, acctA, "eu-west-1"))
+	synctest.Test(t, func(t *testing.T) {
+		e := estate.New(estate.Config{Seed: 7, Sizes: small})
+		e.Pause(estate.Scope{Service: "dynamodb"}, 90*time.Second)
+		c := clientsVia("http://estate.invalid", &http.Client{Transport: estate.Transport{Estate: e}}, acctA, "eu-west-1")
+		if code, status, ra := apiError(t, calls(c)["dynamodb"]()); code != "ThrottlingException" || status != 400 || ra != "90" {
+			t.Errorf("paused scope: %s %d, Retry-After %q", code, status, ra)
+		}
+		time.Sleep(90 * time.Second) // virtual: the bubble's clock is the estate's
+		e.SetLimit(estate.Scope{}, unlimited)
+		got := inventory(t, c)
+		for kind, ids := range want {
+			if strings.Join(got[kind], ",") != strings.Join(ids, ",") {
+				t.Errorf("%s: %d listed in-process, %d through the server", kind, len(got[kind]), len(ids))
+			}
+		}
+		before := e.Counts()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := signed("secretsmanager", "secretsmanager.ListSecrets", acctA, "eu-west-1").WithContext(ctx)
+		if _, err := (estate.Transport{Estate: e}).RoundTrip(r); !errors.Is(err, context.Canceled) {
+			t.Errorf("a cancelled request: %v", err)
+		}
+		sc := estate.Scope{Account: acctA, Region: "eu-west-1", Service: "secretsmanager", Action: "ListSecrets"}
+		if e.Counts()[sc] != before[sc] {
+			t.Error("a cancelled request was served")
+		}
+	})
 }
 
 // A dead action is throttled for good, without a Retry-After; a paused
