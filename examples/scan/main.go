@@ -21,12 +21,12 @@
 // (and burst) for every action, or for the scope's; -dead throttles a scope
 // for good; -pause throttles it with a Retry-After until the duration has
 // passed from the first run's start. For each run the command prints the
-// makespan, the ideal lower bound (each scope's calls at its rate after
-// its pause; the largest), when the last task of the scopes no knob touched
-// returned, the calls per outcome, the run's stats, the degraded
-// collections with their ledgers, and the silent partial results: failed
-// calls that no ledger counted. A progress line goes to stderr when it is
-// a terminal.
+// makespan, the ideal lower bound (each scope's calls after its pause, its
+// burst at once and the rest at its rate; the largest), when the last task
+// of the scopes no knob touched returned, the calls per outcome, the run's
+// stats, the degraded collections with their ledgers, and the silent
+// partial results: failed calls that no ledger counted. A progress line
+// goes to stderr when it is a terminal.
 //
 // It needs no credentials and sends nothing anywhere.
 package main

@@ -24,17 +24,18 @@ func (b bound) String() string {
 	if b.calls == 0 {
 		return "0s"
 	}
-	s := fmt.Sprintf("%s (%s: %d calls at %g rps", secs(b.d), b.scope, b.calls, b.limit.Rate)
+	s := fmt.Sprintf("%s (%s: %d calls at %g rps, burst %d", secs(b.d), b.scope, b.calls, b.limit.Rate, b.limit.Burst)
 	if b.pause > 0 {
-		s += fmt.Sprintf(" after a pause of %s", secs(b.pause))
+		s += fmt.Sprintf(", after a pause of %s", secs(b.pause))
 	}
 	return s + ")"
 }
 
 // ideal is the ideal lower bound of a run started at start, over the
-// scopes keep selects: for each scope, its planned calls at its rate, after
-// what is left of its pause; the largest. A dead scope has no bound and is
-// left out.
+// scopes keep selects: for each scope, what is left of its pause, then its
+// planned calls, the first Burst at once (the estate's bucket is full at
+// best) and the others at its rate; the largest. No client finishes a
+// scope sooner. A dead scope has no bound and is left out.
 func (s *scanner) ideal(start time.Time, keep func(estate.Scope) bool) bound {
 	var b bound
 	for sc, n := range plan(s.est.Sizes()) {
@@ -43,7 +44,7 @@ func (s *scanner) ideal(start time.Time, keep func(estate.Scope) bool) bound {
 		}
 		lim := s.est.LimitOf(sc)
 		pause := max(0, s.est.PausedUntil(sc).Sub(start))
-		d := pause + time.Duration(float64(n)/lim.Rate*float64(time.Second))
+		d := pause + time.Duration(float64(max(0, n-lim.Burst))/lim.Rate*float64(time.Second))
 		if d > b.d || (d == b.d && sc.String() < b.scope.String()) {
 			b = bound{d: d, scope: sc, calls: n, limit: lim, pause: pause}
 		}
