@@ -23,10 +23,11 @@
 // passed from the first run's start. For each run the command prints the
 // makespan, the ideal lower bound (each scope's calls after its pause, its
 // burst at once and the rest at its rate; the largest), when the last task
-// of the scopes no knob touched returned, the calls per outcome, the run's
-// stats, the degraded collections with their ledgers, and the silent
-// partial results: failed calls that no ledger counted. A progress line
-// goes to stderr when it is a terminal.
+// of the scopes no knob touched returned, the calls per outcome, the first
+// calls the scope pool deferred (refused before sending, their tasks run
+// again: no call made), the run's stats, the degraded collections with
+// their ledgers, and the silent partial results: failed calls that no
+// ledger counted. A progress line goes to stderr when it is a terminal.
 //
 // It needs no credentials and sends nothing anywhere.
 package main
@@ -100,6 +101,9 @@ type options struct {
 	gov       *resilience.Config
 	awsOpts   []cloudgaws.Option
 	inProcess bool
+	// beforeTask, if not nil, is called as each task starts, before its
+	// first call, with the governor and the task's scope.
+	beforeTask func(*resilience.Governor, resilience.Scope)
 }
 
 // parseFlags reads the command line.
@@ -228,7 +232,7 @@ func run(ctx context.Context, w io.Writer, progress func(string), o options) ([]
 	}
 	s := &scanner{
 		gov: gov, clients: clients, est: est, taskTimeout: o.taskTimeout,
-		pool: pools[o.pool](o.workers, gov),
+		pool: pools[o.pool](o.workers, gov), beforeTask: o.beforeTask,
 	}
 	s.knobs = append(s.knobs, o.dead...)
 	for _, p := range o.pauses {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -91,6 +92,17 @@ func scan(t *testing.T, o options) (string, []*scanRun) {
 		}
 		if r.outcomes[outcomeOK] != made-int(failed) || r.silent() != failed-counted {
 			t.Errorf("run %d: %d ok of %d, %d failed, %d counted, %d silent", i+1, r.outcomes[outcomeOK], made, failed, counted, r.silent())
+		}
+		// Every call lost is in a ledger, in every scenario.
+		if r.silent() != 0 {
+			t.Errorf("run %d: %d silent partial result(s)", i+1, r.silent())
+		}
+		// A first call the pool deferred is a task it ran again, and the
+		// report says how many.
+		if d := r.deferred.Load(); d != int64(r.rerun) {
+			t.Errorf("run %d: %d first call(s) deferred, the pool ran %d task(s) again", i+1, d, r.rerun)
+		} else if line := fmt.Sprintf("  deferred            %d first call(s) ", d); d > 0 && !strings.Contains(report, line) {
+			t.Errorf("the report has no line %q", line)
 		}
 		// A run that made every call of its scopes took at least the
 		// ideal: it is a lower bound. (Times are virtual: no round trip
@@ -271,6 +283,87 @@ func TestSecondRunInsidePause(t *testing.T) {
 	}
 	if !strings.Contains(report, "\nrun 2\n") {
 		t.Error("no report of run 2")
+	}
+}
+
+// The scope pool (package pool) runs every scenario: each planned call
+// made once, the calls a complete scan makes all successful, and the
+// scopes no knob touched done before the knobbed ones are. A first call
+// the pool's admission refused (the scope busy after all: here the
+// account's concurrency cap, two calls in flight) was not made: its task
+// runs again, and the refusal is no failed call.
+func TestScopePoolScenarios(t *testing.T) {
+	dead := "secretsmanager:DescribeSecret@222222222222/eu-west-1"
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		gov      *resilience.Config // nil: testOptions's
+		complete bool               // every planned call succeeds
+		made     bool               // every planned call is made (a lost page loses the rest of its listing)
+	}{
+		{"default", nil, nil, true, true},
+		{"limit", []string{"-limit", "12"}, nil, true, true},
+		{"pause", []string{"-pause", pausedScope + "=2s"}, nil, true, true},
+		{"pause with deadlines", []string{"-pause", pausedScope + "=3s", "-task-timeout", "500ms"}, nil, false, false},
+		{"dead", []string{"-dead", dead}, nil, false, true},
+		// Tasks race for the slots: on more than one CPU some first calls
+		// find their account's slots taken after the pool saw one free.
+		{"two calls in flight per account", nil, &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 2}}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(append([]string{"-pool", "scope"}, tc.args...)...)(t)
+			if tc.gov != nil {
+				o.gov = tc.gov
+			}
+			_, runs := scan(t, o)
+			r, planned := runs[0], total(plan(testSizes))
+			made := 0
+			for _, n := range r.outcomes {
+				made += n
+			}
+			if tc.made && made != planned {
+				t.Errorf("%d calls made, %d planned: %v", made, planned, r.outcomes)
+			}
+			if tc.complete && r.outcomes[outcomeOK] != planned {
+				t.Errorf("%d calls succeeded, %d planned: %v", r.outcomes[outcomeOK], planned, r.outcomes)
+			}
+		})
+	}
+}
+
+// A first call the scope pool's admission refuses before sending is no
+// call made and nothing lost: the pool runs its task again, and the scan
+// counts it apart, not as a failed call. Here another caller takes the
+// account's only slot the moment the pool hands a worker the first task
+// of a scope, and holds it for 100 ms.
+func TestScopePoolDeferredFirstCall(t *testing.T) {
+	o := testOptions("-pool", "scope")(t)
+	o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 1}}
+	var taken atomic.Bool
+	o.beforeTask = func(gov *resilience.Governor, sc resilience.Scope) {
+		if sc.Account != "111111111111" || sc.Operation != "DescribeSecret" || !taken.CompareAndSwap(false, true) {
+			return
+		}
+		other, err := gov.Begin(context.Background(), sc)
+		if err == nil {
+			err = other.Enter(context.Background())
+		}
+		if err != nil {
+			t.Errorf("the other caller: %v", err)
+			return
+		}
+		time.AfterFunc(100*time.Millisecond, func() { other.End(nil); other.Release() })
+	}
+	report, runs := scan(t, o)
+	r, planned := runs[0], total(plan(testSizes))
+	if r.deferred.Load() == 0 {
+		t.Fatalf("no first call was deferred (the slot taken: %t)", taken.Load())
+	}
+	if r.outcomes[outcomeOK] != planned || len(r.outcomes) != 1 {
+		t.Errorf("%v, want %d calls, all ok", r.outcomes, planned)
+	}
+	if !strings.Contains(report, "  calls               315 of 315 planned: 315 ok\n  deferred            ") {
+		t.Error("the report does not show the deferred first calls apart from the calls made")
 	}
 }
 

@@ -30,8 +30,10 @@ type Task struct {
 // A Pool runs a scan's tasks: the first ones, and every task they submit.
 type Pool interface {
 	// Run returns when every task has returned. ctx is the scan's; the
-	// tasks bound their own calls.
-	Run(ctx context.Context, tasks []Task)
+	// tasks bound their own calls. It returns how many times a task was
+	// run again because its first call was refused before anything was
+	// sent (0 for a pool that never holds a first call).
+	Run(ctx context.Context, tasks []Task) (rerun int)
 }
 
 // A PoolFunc makes a pool of a number of workers whose tasks are governed
@@ -54,7 +56,7 @@ type fifo struct{ workers int }
 
 // Run feeds the workers from an unbounded queue: a task that submits never
 // blocks on the workers, which could all be submitting at once.
-func (p fifo) Run(ctx context.Context, tasks []Task) {
+func (p fifo) Run(ctx context.Context, tasks []Task) int {
 	var pending sync.WaitGroup // tasks submitted and not yet returned
 	in := make(chan Task)      // submissions, always taken by the queue
 	work := make(chan Task)    // the queue's head, to the workers
@@ -97,6 +99,7 @@ func (p fifo) Run(ctx context.Context, tasks []Task) {
 	pending.Wait()
 	close(in)
 	workers.Wait()
+	return 0
 }
 
 // byScope is package pool's pool: a queue per scope, and a worker given
@@ -107,8 +110,13 @@ type byScope struct {
 	gov     *resilience.Governor
 }
 
-// Run submits the tasks to a pool.Pool, and every task they submit.
-func (p byScope) Run(ctx context.Context, tasks []Task) {
+// Run submits the tasks to a pool.Pool, and every task they submit. A
+// task whose first call the governor refuses before sending (its scope
+// busy after all: a token or a concurrency slot taken meanwhile) sees the
+// call fail with a *resilience.WouldWaitError, and the pool runs it again
+// once its scope can go; Run returns how many times it did
+// (Progress.Deferred).
+func (p byScope) Run(ctx context.Context, tasks []Task) int {
 	wp, _ := pool.New(ctx, pool.Workers(p.workers), pool.WithGovernor(p.gov))
 	var submit func(Task)
 	submit = func(t Task) {
@@ -121,4 +129,5 @@ func (p byScope) Run(ctx context.Context, tasks []Task) {
 		submit(t)
 	}
 	wp.Wait()
+	return wp.Progress().Deferred
 }

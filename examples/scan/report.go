@@ -111,6 +111,9 @@ func (r *scanRun) report(w io.Writer, title string, requests, throttled int64) {
 			fmt.Fprintf(w, "    %s, e.g. %s\n", o, e)
 		}
 	}
+	if n := r.deferred.Load(); n > 0 {
+		fmt.Fprintf(w, "  deferred            %d first call(s) refused before sending (the scope busy after all), not made; the pool ran their tasks again\n", n)
+	}
 	fmt.Fprintf(w, "  estate answered     %d requests, %d throttled\n", requests, throttled)
 	fmt.Fprintf(w, "  governor            %s\n", r.s.gov.Summary(r.stats).Totals)
 	for _, m := range r.stats.Messages() {

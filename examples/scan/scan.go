@@ -195,7 +195,8 @@ type scanner struct {
 	est         *estate.Estate
 	pool        Pool
 	taskTimeout time.Duration
-	knobs       []estate.Scope // the scopes a scenario makes worse: dead or paused
+	knobs       []estate.Scope                               // the scopes a scenario makes worse: dead or paused
+	beforeTask  func(*resilience.Governor, resilience.Scope) // options.beforeTask
 }
 
 // scanRun is one run of the scan.
@@ -206,6 +207,8 @@ type scanRun struct {
 	stats    *resilience.Stats
 	colls    map[string]*collection
 	done     atomic.Int64 // calls made, for the progress line
+	deferred atomic.Int64 // first calls the pool's admission refused, not made
+	rerun    int          // tasks the pool ran again, as it counts them
 
 	mu         sync.Mutex
 	outcomes   map[string]int
@@ -252,7 +255,7 @@ func (s *scanner) scan(ctx context.Context, progress func(calls int64, elapsed t
 			}
 		}()
 	}
-	s.pool.Run(ctx, r.tasks())
+	r.rerun = s.pool.Run(ctx, r.tasks())
 	r.makespan = time.Since(r.start)
 	return r
 }
@@ -281,6 +284,9 @@ func (r *scanRun) tasks() []Task {
 func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, c *collection, submit func(Task))) Task {
 	c := r.colls[sc.Account+"/"+sc.Service]
 	return Task{Scope: governed(sc), Context: c.ctx, Run: func(ctx context.Context, submit func(Task)) {
+		if r.s.beforeTask != nil {
+			r.s.beforeTask(r.s.gov, governed(sc))
+		}
 		if r.s.taskTimeout > 0 {
 			var stop context.CancelFunc
 			ctx, stop = context.WithTimeout(ctx, r.s.taskTimeout)
@@ -295,9 +301,25 @@ func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, c *collec
 	}}
 }
 
+// deferred reports whether err is a task's first call that the scope
+// pool's admission refused before sending (resilience.WithAdmission): the
+// call was not made, nothing was lost, and the pool runs the task again.
+// The scan sets no max wait of its own (resilience.WithMaxWait), the only
+// other source of a *resilience.WouldWaitError.
+func deferred(err error) bool {
+	var ww *resilience.WouldWaitError
+	return errors.As(err, &ww)
+}
+
 // record counts a call of collection c that returned err, and reports
-// whether it succeeded.
+// whether it succeeded. A call the pool deferred is no call made: it is
+// counted apart, and reported as not succeeded, so that the task stops
+// and returns to the pool.
 func (r *scanRun) record(c *collection, err error) bool {
+	if deferred(err) {
+		r.deferred.Add(1)
+		return false
+	}
 	o := outcomeOf(err)
 	r.mu.Lock()
 	r.outcomes[o]++
@@ -316,7 +338,8 @@ func (r *scanRun) record(c *collection, err error) bool {
 }
 
 // walk lists pages with next until none is left or one fails, and calls
-// each (if not nil) with the items of every page.
+// each (if not nil) with the items of every page. A first page the pool
+// deferred ends the walk too: the pool runs the task again from the start.
 func (r *scanRun) walk(c *collection, more func() bool, next func() ([]string, error), each func(string)) {
 	for more() {
 		items, err := next()
