@@ -513,3 +513,11 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("pool: task panicked: %v", e.Value) }
+
+// Unwrap returns the value the task panicked with when it is an error, and
+// nil otherwise, so that errors.Is and errors.As find it through Wait's
+// joined error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

@@ -364,3 +364,24 @@ func TestAParkedQueueDueWhileAllWorkersAreBusy(t *testing.T) {
 		}
 	})
 }
+
+// A task that panics with an error value is found through Wait's joined
+// error by errors.Is and errors.As, as the error it panicked with, and as
+// a *PanicError; a panic with another value unwraps to nothing.
+func TestAPanicWithAnErrorUnwrapsToIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(newGov(t, 100, resilience.Config{})))
+		gone := &apiErr{code: "ResourceNotFound", status: 404}
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { panic(gone) })
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { panic("not an error") })
+		err := p.Wait()
+		var ae *apiErr
+		var pe *PanicError
+		if !errors.Is(err, gone) || !errors.As(err, &ae) || ae != gone || !errors.As(err, &pe) {
+			t.Fatalf("Wait returned %v: the panic's error is not found in it", err)
+		}
+		if u := errors.Unwrap(&PanicError{Value: "not an error"}); u != nil {
+			t.Fatalf("a panic with a string unwraps to %v", u)
+		}
+	})
+}
