@@ -385,3 +385,38 @@ func TestAPanicWithAnErrorUnwrapsToIt(t *testing.T) {
 		}
 	})
 }
+
+// Progress.String counts every task submitted, the dropped ones included:
+// a stopped scan does not read as complete.
+func TestProgressStringCountsDropped(t *testing.T) {
+	for _, c := range []struct {
+		pr   Progress
+		want string
+	}{
+		{Progress{Done: 9}, "done 9/9, running 0, queued 0, ETA 0s"},
+		{Progress{Done: 9, Dropped: 3}, "done 9/12 (3 dropped), running 0, queued 0, ETA 0s"},
+		{Progress{Done: 7, Failed: 2, Dropped: 3}, "done 9/12 (2 failed, 3 dropped), running 0, queued 0, ETA 0s"},
+		{Progress{Done: 7, Failed: 2, Running: 1, Queued: 4, ETA: 2500 * time.Millisecond}, "done 9/14 (2 failed), running 1, queued 4, ETA 3s"},
+	} {
+		if got := c.pr.String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
+		}
+	}
+	// A pool stopped with tasks queued.
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		p, ctx := New(parent, Workers(1), WithGovernor(newGov(t, 100, resilience.Config{})))
+		hold := make(chan struct{})
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { <-hold; return nil })
+		for range 3 {
+			p.Go(ctx, resilience.Scope{}, func(context.Context) error { return nil })
+		}
+		synctest.Wait()
+		cancel()
+		close(hold)
+		p.Wait()
+		if got, want := p.Progress().String(), "done 1/4 (3 dropped), running 0, queued 0, ETA 0s"; got != want {
+			t.Errorf("a stopped pool's progress: %q, want %q", got, want)
+		}
+	})
+}

@@ -101,6 +101,9 @@ func (p *Pool) Progress() Progress {
 // String renders the progress as one line:
 //
 //	done 310/726 (2 failed), running 16, queued 400 (3 scopes waiting, 1 open), ETA 12s
+//
+// The total counts every task submitted, the dropped ones too: a pool
+// stopped with tasks queued reads "done 9/12 (3 dropped)".
 func (pr Progress) String() string {
 	waiting, open := 0, 0
 	for _, s := range pr.Scopes {
@@ -111,10 +114,15 @@ func (pr Progress) String() string {
 			open++
 		}
 	}
-	total := pr.Done + pr.Failed + pr.Running + pr.Queued
+	total := pr.Done + pr.Failed + pr.Running + pr.Queued + pr.Dropped
 	line := fmt.Sprintf("done %d/%d", pr.Done+pr.Failed, total)
-	if pr.Failed > 0 {
+	switch {
+	case pr.Failed > 0 && pr.Dropped > 0:
+		line += fmt.Sprintf(" (%d failed, %d dropped)", pr.Failed, pr.Dropped)
+	case pr.Failed > 0:
 		line += fmt.Sprintf(" (%d failed)", pr.Failed)
+	case pr.Dropped > 0:
+		line += fmt.Sprintf(" (%d dropped)", pr.Dropped)
 	}
 	line += fmt.Sprintf(", running %d, queued %d", pr.Running, pr.Queued)
 	if waiting+open > 0 {
