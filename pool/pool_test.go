@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -417,6 +418,55 @@ func TestProgressStringCountsDropped(t *testing.T) {
 		p.Wait()
 		if got, want := p.Progress().String(), "done 1/4 (3 dropped), running 0, queued 0, ETA 0s"; got != want {
 			t.Errorf("a stopped pool's progress: %q, want %q", got, want)
+		}
+	})
+}
+
+// The scopes with work are taken in turn, each queue first in first out:
+// one worker given 4 tasks each of scopes a, b and the zero scope, queued
+// scope after scope, runs one of each in turn, in the order the scopes
+// first queued work (the zero scope first: the fan-out that submits them
+// is its task).
+func TestScopesAreTakenInTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		perOp := true
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 100, Burst: 100, PerOperation: &perOp}, // no scope waits for a token
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		var mu sync.Mutex
+		var order []string
+		ran := func(name string) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, name)
+		}
+		p.Go(ctx, resilience.Scope{}, func(ctx context.Context) error {
+			// The only worker runs this task: nothing else starts before
+			// every task is queued.
+			for _, op := range []string{"a", "b"} {
+				for i := range 4 {
+					name := op + strconv.Itoa(i+1)
+					p.Go(ctx, scope(op), func(ctx context.Context) error {
+						return resilience.Do(ctx, scope(op), func(context.Context) error { ran(name); return nil }, resilience.WithGovernor(g))
+					})
+				}
+			}
+			for i := range 4 {
+				name := "z" + strconv.Itoa(i+1)
+				p.Go(ctx, resilience.Scope{}, func(context.Context) error { ran(name); return nil })
+			}
+			return nil
+		})
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"z1", "a1", "b1", "z2", "a2", "b2", "z3", "a3", "b3", "z4", "a4", "b4"}
+		if !slices.Equal(order, want) {
+			t.Fatalf("tasks ran in the order %v, want %v", order, want)
 		}
 	})
 }
