@@ -470,3 +470,78 @@ func TestScopesAreTakenInTurn(t *testing.T) {
 		}
 	})
 }
+
+// etaAndMakespan queues tasks (queue adds them) behind a task that holds
+// the pool's only worker, reads the ETA Progress gives for them, lets
+// them run, and returns that ETA, the ETA of each scope, and how long
+// they took.
+func etaAndMakespan(t *testing.T, g *resilience.Governor, queue func(p *Pool, ctx context.Context)) (Progress, time.Duration) {
+	t.Helper()
+	p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+	hold := make(chan struct{})
+	p.Go(ctx, resilience.Scope{}, func(context.Context) error { <-hold; return nil })
+	synctest.Wait()
+	queue(p, ctx)
+	synctest.Wait()
+	pr := p.Progress()
+	start := time.Now()
+	close(hold)
+	err := p.Wait()
+	took := time.Since(start)
+	if err != nil && !errors.Is(err, resilience.ErrCircuitOpen) {
+		t.Fatal(err)
+	}
+	return pr, took
+}
+
+// openBreaker opens s's breaker: its calls fail with throttling until it
+// opens.
+func openBreaker(t *testing.T, g *resilience.Governor, s resilience.Scope) {
+	t.Helper()
+	for range 5 {
+		resilience.Do(context.Background(), s, func(context.Context) error { return &apiErr{code: "Throttling", status: 400} },
+			resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+	}
+	if _, why := g.Delay(s); !errors.Is(why, resilience.ErrCircuitOpen) {
+		t.Fatalf("the breaker of %v did not open: %v", s, why)
+	}
+}
+
+// The ETA of a scope whose breaker is open is what the pool will do with
+// its queue: by default its tasks run at once and fail fast, an ETA of 0;
+// with breaker_wait its first call waits for the breaker's verdict, and
+// the queue then goes at the scope's rate.
+func TestProgressETAOfAnOpenBreaker(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		t.Run("breaker_wait="+strconv.FormatBool(wait), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fixed := false
+				g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{Adaptive: &fixed, BreakerWait: wait}})
+				dead := scope("dead")
+				openBreaker(t, g, dead)
+				pr, took := etaAndMakespan(t, g, func(p *Pool, ctx context.Context) {
+					for range 20 {
+						p.Go(ctx, dead, call(g, dead, 0))
+					}
+				})
+				s := pr.Scopes[1] // the zero scope's is first
+				if s.State != ScopeOpen || s.Wait <= 0 || s.Queued != 20 {
+					t.Fatalf("the dead scope's progress: %+v", s)
+				}
+				if pr.ETA != s.ETA || !etaFits(pr.ETA, took, time.Second) {
+					t.Fatalf("ETA %v (the scope's %v), the queue took %v", pr.ETA, s.ETA, took)
+				}
+				if !wait && took != 0 {
+					t.Fatalf("the dead scope's queue took %v: it did not fail fast", took)
+				}
+			})
+		})
+	}
+}
+
+// etaFits reports whether eta predicted took: the ETA counts a token's
+// interval for each task, the first too, so that it may be one interval
+// late, and no more.
+func etaFits(eta, took, interval time.Duration) bool {
+	return eta >= took && eta <= took+interval
+}

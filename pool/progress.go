@@ -31,11 +31,17 @@ type Progress struct {
 type ScopeProgress struct {
 	Scope                                   resilience.Scope
 	Queued, Running, Done, Failed, Deferred int
-	State                                   ScopeState    // whether its next task can go now, and if not, why
-	Wait                                    time.Duration // until the scope may go, when it is waiting or open
-	Rate                                    float64       // the scope's rate now, in calls per second
+	State                                   ScopeState // whether its next task can go now, and if not, why
+	// Wait is how long until the scope may go, when it is waiting; when
+	// it is open, until its breaker lets a probe through.
+	Wait time.Duration
+	Rate float64 // the scope's rate now, in calls per second
 	// ETA is Wait plus the queued tasks over Rate: when the scope's queued
-	// work should be done, one call per task.
+	// work should be done, one call per task. A scope whose breaker is
+	// open has an ETA of 0 (its tasks run at once and fail fast), unless
+	// its provider waits for its breakers' verdicts (breaker_wait): then
+	// its first task waits for the breaker (Wait) and the others follow
+	// at Rate.
 	ETA time.Duration
 }
 
@@ -81,6 +87,10 @@ func (p *Pool) Progress() Progress {
 			s.State = ScopeReady
 		case errors.Is(why, resilience.ErrCircuitOpen):
 			s.State, s.Wait = ScopeOpen, d
+			if !breakerWaits(p.gov, s.Scope.Provider) {
+				// pick runs its tasks at once, and their calls fail fast.
+				continue
+			}
 		case errors.Is(why, resilience.ErrNoSlot):
 			s.State = ScopeNoSlot
 		default:
@@ -96,6 +106,22 @@ func (p *Pool) Progress() Progress {
 		return cmp.Compare(a.Scope.Key(), b.Scope.Key())
 	})
 	return pr
+}
+
+// breakerWaits reports whether the calls of provider wait for an open
+// breaker's verdict (breaker_wait) instead of failing at once: then a
+// task's first call is deferred until the breaker lets a probe through.
+func breakerWaits(g *resilience.Governor, provider string) bool {
+	c := g.Config()
+	switch provider {
+	case "aws":
+		return c.AWS.BreakerWait
+	case "azure":
+		return c.Azure.BreakerWait
+	case "gcp":
+		return c.GCP.BreakerWait
+	}
+	return c.Providers[provider].BreakerWait
 }
 
 // String renders the progress as one line:
