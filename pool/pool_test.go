@@ -545,3 +545,50 @@ func TestProgressETAOfAnOpenBreaker(t *testing.T) {
 func etaFits(eta, took, interval time.Duration) bool {
 	return eta >= took && eta <= took+interval
 }
+
+// Scopes that share a bucket share its rate, and their ETA says so: the
+// operations of a service paced as one leaf (per_operation false) wait
+// for each other's tokens, and so do the scopes of an account whose
+// provider has an account bucket.
+func TestProgressETAOfScopesSharingABucket(t *testing.T) {
+	whole, perOp, fixed := false, true, false
+	for _, c := range []struct {
+		name     string
+		cfg      resilience.ProviderConfig
+		interval time.Duration // of the bucket that binds
+	}{
+		{"one leaf per service", resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 1, Burst: 1, PerOperation: &whole},
+		}}, time.Second},
+		{"an account bucket", resilience.ProviderConfig{AccountMaxRPS: ptr(2.0), AccountBurst: 1, Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 10, Burst: 1, PerOperation: &perOp},
+		}}, 500 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c.cfg.Adaptive = &fixed
+				g, err := resilience.NewGovernor(resilience.Config{AWS: c.cfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr, took := etaAndMakespan(t, g, func(p *Pool, ctx context.Context) {
+					for range 10 {
+						for _, op := range []string{"A", "B"} {
+							p.Go(ctx, scope(op), call(g, scope(op), 0))
+						}
+					}
+				})
+				if !etaFits(pr.ETA, took, c.interval) {
+					t.Fatalf("ETA %v, the queues took %v; scopes %+v", pr.ETA, took, pr.Scopes)
+				}
+				for _, s := range pr.Scopes[1:] {
+					if !etaFits(s.ETA, took, c.interval) {
+						t.Fatalf("%v: ETA %v, the queues took %v", s.Scope, s.ETA, took)
+					}
+				}
+			})
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -36,12 +36,19 @@ type ScopeProgress struct {
 	// it is open, until its breaker lets a probe through.
 	Wait time.Duration
 	Rate float64 // the scope's rate now, in calls per second
-	// ETA is Wait plus the queued tasks over Rate: when the scope's queued
-	// work should be done, one call per task. A scope whose breaker is
-	// open has an ETA of 0 (its tasks run at once and fail fast), unless
-	// its provider waits for its breakers' verdicts (breaker_wait): then
-	// its first task waits for the breaker (Wait) and the others follow
-	// at Rate.
+	// ETA is when the scope's queued work should be done, one call per
+	// task: Wait, plus the queued tasks of every scope of the pool that
+	// shares its leaf bucket (the operations of a service paced as one)
+	// over the leaf's Rate, or, when its account has a bucket (Azure's by
+	// default) and that is longer, the queued tasks of every scope of the
+	// account over the account bucket's rate. A scope whose breaker is
+	// open has an ETA of 0 (its tasks run at once and fail fast, taking
+	// no token), unless its provider waits for its breakers' verdicts
+	// (breaker_wait): then its first task waits for the breaker (Wait)
+	// and the others follow. The ETA does not see the provider-wide
+	// bucket (global_max_rps), which Governor.Inspect does not show,
+	// beyond its part in Wait; nor calls made outside the pool, nor a
+	// task's calls after its first (pages, retries).
 	ETA time.Duration
 }
 
@@ -68,6 +75,13 @@ func (p *Pool) Progress() Progress {
 		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred})
 	}
 	p.mu.Unlock()
+	// The buckets the scopes share: a leaf (the operations of a service
+	// paced as one), an account's bucket. Each counts the queued tasks
+	// that will take its tokens.
+	leaves := map[resilience.Scope]*shared{}
+	accounts := map[resilience.Scope]*shared{}
+	type buckets struct{ leaf, account *shared }
+	of := make([]buckets, len(pr.Scopes))
 	for i := range pr.Scopes {
 		s := &pr.Scopes[i]
 		s.State = ScopeIdle
@@ -77,7 +91,8 @@ func (p *Pool) Progress() Progress {
 			}
 			continue
 		}
-		s.Rate = p.gov.Inspect(s.Scope).Leaf.Rate
+		snap := p.gov.Inspect(s.Scope)
+		s.Rate = snap.Leaf.Rate
 		if s.Queued == 0 {
 			continue
 		}
@@ -88,7 +103,8 @@ func (p *Pool) Progress() Progress {
 		case errors.Is(why, resilience.ErrCircuitOpen):
 			s.State, s.Wait = ScopeOpen, d
 			if !breakerWaits(p.gov, s.Scope.Provider) {
-				// pick runs its tasks at once, and their calls fail fast.
+				// pick runs its tasks at once, and their calls fail fast,
+				// taking no token.
 				continue
 			}
 		case errors.Is(why, resilience.ErrNoSlot):
@@ -96,16 +112,52 @@ func (p *Pool) Progress() Progress {
 		default:
 			s.State, s.Wait = ScopeWaiting, d
 		}
-		s.ETA = s.Wait
-		if s.Rate > 0 {
-			s.ETA += time.Duration(float64(s.Queued) / s.Rate * float64(time.Second))
+		of[i].leaf = share(leaves, snap.Scope, s.Rate, s.Queued)
+		if snap.Account.Rate > 0 {
+			acct := resilience.Scope{Provider: s.Scope.Provider, Account: s.Scope.Account}
+			of[i].account = share(accounts, acct, snap.Account.Rate, s.Queued)
 		}
+	}
+	for i := range pr.Scopes {
+		s := &pr.Scopes[i]
+		if of[i].leaf == nil {
+			continue
+		}
+		s.ETA = s.Wait + max(of[i].leaf.time(), of[i].account.time())
 		pr.ETA = max(pr.ETA, s.ETA)
 	}
 	slices.SortFunc(pr.Scopes, func(a, b ScopeProgress) int {
 		return cmp.Compare(a.Scope.Key(), b.Scope.Key())
 	})
 	return pr
+}
+
+// shared is a bucket that scopes of the pool share: its rate, and the
+// tasks queued for its tokens.
+type shared struct {
+	rate   float64
+	queued int
+}
+
+// share counts queued tasks of a scope whose bucket key has rate: the
+// bucket in m, made if new.
+func share(m map[resilience.Scope]*shared, key resilience.Scope, rate float64, queued int) *shared {
+	b := m[key]
+	if b == nil {
+		b = &shared{rate: rate}
+		m[key] = b
+	}
+	b.queued += queued
+	return b
+}
+
+// time is how long b's queued tasks need at its rate, a token each (0 for
+// no bucket, or one that does not pace).
+func (b *shared) time() time.Duration {
+	if b == nil || b.rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(b.queued) / b.rate * float64(time.Second))
 }
 
 // breakerWaits reports whether the calls of provider wait for an open
