@@ -298,34 +298,67 @@ func TestCancelStopsEverything(t *testing.T) {
 	})
 }
 
-// Progress shows each scope's state and an ETA from its rate.
+// Progress shows each scope's state (idle, ready, waiting for a token or
+// a pause, open, waiting for a slot), its wait and ETA, and String sums
+// them up in one line.
 func TestProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, 2, resilience.Config{})
+		// 2 rps per operation, and one call in flight per account.
+		g := newGov(t, 2, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		inB := func(op string) resilience.Scope { s := scope(op); s.Account = "210987654321"; return s }
+		openBreaker(t, g, scope("dead"))
 		pause(t, g, scope("paused"), 30*time.Second)
 		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		// The only worker runs a call that holds account B's only slot.
 		hold := make(chan struct{})
-		p.Go(ctx, scope("busy"), func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("busy"), func(context.Context) error { <-hold; return nil }, resilience.WithGovernor(g))
+		p.Go(ctx, inB("busy"), func(ctx context.Context) error {
+			return resilience.Do(ctx, inB("busy"), func(context.Context) error { <-hold; return nil }, resilience.WithGovernor(g))
 		})
-		for range 10 {
-			p.Go(ctx, scope("paused"), call(g, scope("paused"), 0))
-			p.Go(ctx, scope("busy"), call(g, scope("busy"), 0))
+		synctest.Wait()
+		queue := func(s resilience.Scope, n int) {
+			for range n {
+				p.Go(ctx, s, call(g, s, 0))
+			}
 		}
+		queue(scope("dead"), 2)
+		queue(scope("fresh"), 4)
+		queue(scope("paused"), 3)
+		queue(inB("capped"), 5)
 		synctest.Wait()
 		pr := p.Progress()
-		if pr.Running != 1 || pr.Queued != 20 || len(pr.Scopes) != 2 {
-			t.Fatalf("progress %+v", pr)
+		type want struct {
+			scope           resilience.Scope
+			state           ScopeState
+			queued, running int
+			wait, eta       time.Duration
 		}
-		busy, paused := pr.Scopes[0], pr.Scopes[1]
-		if paused.State != ScopeWaiting || paused.Wait < 29*time.Second || paused.ETA < 33*time.Second || busy.Rate != 2 {
-			t.Fatalf("scopes %+v", pr.Scopes)
+		// The paused scope waits for its pause, then for the token its
+		// throttled call took, at the rate its throttle halved (1 rps).
+		// The dead one's breaker opened at its fifth failure, cooling down
+		// for a minute, while its tasks would fail fast. The capped one
+		// waits for account B's slot.
+		deadWait := g.Inspect(scope("dead")).Breaker.Wait
+		wants := []want{
+			{scope("dead"), ScopeOpen, 2, 0, deadWait, 0},
+			{scope("fresh"), ScopeReady, 4, 0, 0, 2 * time.Second},
+			{scope("paused"), ScopeWaiting, 3, 0, 31 * time.Second, 34 * time.Second},
+			{inB("busy"), ScopeIdle, 0, 1, 0, 0},
+			{inB("capped"), ScopeNoSlot, 5, 0, 0, 2500 * time.Millisecond},
 		}
-		if pr.ETA != paused.ETA || pr.String() == "" {
-			t.Fatalf("ETA %v, %q", pr.ETA, pr)
+		if len(pr.Scopes) != len(wants) || deadWait <= 0 {
+			t.Fatalf("scopes %+v, the dead scope's breaker waits %v", pr.Scopes, deadWait)
+		}
+		for i, w := range wants {
+			s := pr.Scopes[i]
+			if s.Scope != w.scope || s.State != w.state || s.Queued != w.queued || s.Running != w.running || s.Wait != w.wait || s.ETA != w.eta {
+				t.Errorf("scope %d: %+v, want %+v", i, s, w)
+			}
+		}
+		if got, want := pr.String(), "done 0/15, running 1, queued 14 (2 scopes waiting, 1 open), ETA 34s"; got != want {
+			t.Errorf("String() = %q, want %q", got, want)
 		}
 		close(hold)
-		if err := p.Wait(); err != nil {
+		if err := p.Wait(); !errors.Is(err, resilience.ErrCircuitOpen) {
 			t.Fatal(err)
 		}
 	})
