@@ -95,6 +95,7 @@ type Pool struct {
 	slots     []*queue   // queues waiting for a concurrency slot
 	armedAt   time.Duration
 	armStop   context.CancelFunc // stops the wake-up armed for armedAt
+	keepStop  func() bool        // keeps the stop (drop and settle) from running when ctx is done
 	workers   int                // worker goroutines alive: each runs a task or looks for one
 	queued    int
 	running   int
@@ -124,7 +125,11 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p.clock = p.gov.Clock()
 	p.epoch = p.clock.Now()
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
-	context.AfterFunc(p.ctx, func() {
+	// The stop's goroutine is the pool's too: Wait waits for it, or stops
+	// it from running (keepStop).
+	p.wg.Add(1)
+	p.keepStop = context.AfterFunc(p.ctx, func() {
+		defer p.wg.Done()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.drop()
@@ -443,6 +448,13 @@ func (p *Pool) Wait() error {
 		errs = append(errs, p.stopCause)
 	}
 	p.mu.Unlock()
+	// Nothing is queued, and Go panics from now on: the stop would have
+	// nothing to drop. keepStop keeps it from running, so that the cancel
+	// below starts no goroutine; it reports true to one Wait only, and
+	// false when ctx was done already: the stop runs, counted in p.wg.
+	if p.keepStop() {
+		p.wg.Done()
+	}
 	p.cancel(context.Canceled)
 	p.wg.Wait()
 	return errors.Join(errs...)

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -625,3 +627,60 @@ func TestProgressETAOfScopesSharingABucket(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// poolGoroutines returns the stacks of the goroutines running the pool's
+// code (its workers, its wake-ups, what its context's cancel runs), the
+// caller's left out.
+func poolGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var found []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i > 0 && (strings.Contains(g, "cloudg/pool.New") || strings.Contains(g, "cloudg/pool.(*Pool)")) {
+			found = append(found, g)
+		}
+	}
+	return found
+}
+
+// Wait leaves no goroutine of the pool behind: what the cancel of the
+// pool's context runs (dropping what is queued) has ended too when it
+// returns, whether the pool was stopped or not, and with two Waits at
+// once. Once Wait returns, nothing of the pool needs its lock: with it
+// held, its goroutines end (one that called wg.Done may still be
+// returning: the check lets them run); one that still needs it is left
+// behind. Before the fix, the cancel's goroutine was there after about
+// one Wait in five, a race that the test repeats enough to lose.
+func TestWaitLeavesNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1000, resilience.Config{})
+		for i := range 300 {
+			parent, cancel := context.WithCancel(context.Background())
+			p, ctx := New(parent, Workers(2), WithGovernor(g))
+			for range 3 {
+				p.Go(ctx, scope("op"), call(g, scope("op"), 0))
+				p.Go(ctx, resilience.Scope{}, func(context.Context) error { return nil })
+			}
+			if i%3 == 1 {
+				cancel() // the pool is stopped before Wait
+			}
+			var wg sync.WaitGroup
+			if i%3 == 2 {
+				wg.Go(func() { p.Wait() })
+			}
+			p.Wait()
+			wg.Wait()
+			p.mu.Lock()
+			left := poolGoroutines()
+			for try := 0; len(left) > 0 && try < 1000; try++ {
+				runtime.Gosched()
+				left = poolGoroutines()
+			}
+			p.mu.Unlock()
+			if len(left) > 0 {
+				t.Fatalf("pool %d: Wait returned with %d goroutines of the pool left:\n%s", i, len(left), strings.Join(left, "\n\n"))
+			}
+			cancel()
+		}
+	})
+}
