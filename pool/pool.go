@@ -52,7 +52,10 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// An Option configures a Pool.
+// An Option configures a Pool, given to New: Workers, WithGovernor,
+// MaxWait. An Option holds its setting and changes nothing but the pool
+// New makes, so that one may be given to several pools, from several
+// goroutines at once. The zero Option, nil, is not one: New panics on it.
 type Option interface{ apply(*Pool) }
 
 type optionFunc func(*Pool)
@@ -519,9 +522,11 @@ func (t *task) Deferred(wait time.Duration, err error) {
 
 // PanicError is the error of a task that panicked: the pool recovers it,
 // so that one task does not end the scan, and reports it with the others.
+// The pool changes it no more once made: it is safe to read from several
+// goroutines at once. Its zero value is a panic with nil and no stack.
 type PanicError struct {
-	Value any
-	Stack []byte
+	Value any    // what the task panicked with
+	Stack []byte // the task's goroutine's stack when it panicked
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("pool: task panicked: %v", e.Value) }

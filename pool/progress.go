@@ -13,7 +13,8 @@ import (
 // Progress is where a pool's work stands: its tasks by state, per scope
 // and in all, and how long the queued work needs at the scopes' current
 // rates. It is a snapshot (Pool.Progress makes one), a value that nothing
-// updates; its zero value is an empty pool's.
+// updates: safe to read from several goroutines at once; its zero value
+// is an empty pool's.
 type Progress struct {
 	Queued, Running, Done, Failed int
 	// Deferred counts the first calls the governor refused before sending
@@ -27,7 +28,10 @@ type Progress struct {
 	Scopes []ScopeProgress // sorted by scope
 }
 
-// ScopeProgress is one scope's share of a Progress.
+// ScopeProgress is one scope's share of a Progress: a value of the
+// snapshot, which nothing updates, safe to read from several goroutines
+// at once. Its zero value is the zero scope's with no task, and a State
+// of "", which is none of the states (Progress gives every scope one).
 type ScopeProgress struct {
 	Scope                                   resilience.Scope
 	Queued, Running, Done, Failed, Deferred int
@@ -54,7 +58,9 @@ type ScopeProgress struct {
 
 // ScopeState is where a scope's queue stands: whether the pool can give
 // its next task a worker now, and if not, why. Its values are strings, so
-// that a Progress marshals to readable JSON.
+// that a Progress marshals to readable JSON, and safe for concurrent use
+// as any string is. Its zero value "" is none of the states below, and
+// Progress never reports it.
 type ScopeState string
 
 const (
