@@ -306,3 +306,33 @@ func TestCapHoldsUnderConcurrentReconfiguration(t *testing.T) {
 		}
 	})
 }
+
+// Re-applying the same configuration keeps what was learned when the
+// provider is per operation and several services are kept whole: the
+// services kept whole are a set, whatever order the configuration's map
+// gives them in.
+func TestReapplyingPerOperationConfigKeepsTheLearnedRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		whole := func() *bool { return new(false) }
+		cfg := Config{AWS: ProviderConfig{PerOperation: new(true), Services: map[string]ServiceConfig{
+			"iam": {PerOperation: whole()}, "sts": {PerOperation: whole()},
+			"organizations": {PerOperation: whole()}, "route53": {PerOperation: whole()},
+			"lambda": {PerOperation: whole()}, "cloudformation": {PerOperation: whole()},
+		}}}
+		g := newGov(t, cfg)
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		learned := rate(g, iamUsers)
+		if learned != 5 {
+			t.Fatalf("setup: iam's rate %v after a throttle, want 5", learned)
+		}
+		for i := range 50 {
+			if err := g.Configure(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if r := rate(g, iamUsers); r != learned {
+				t.Fatalf("the same configuration applied %d times: iam's learned rate went from %v to %v", i+1, learned, r)
+			}
+		}
+	})
+}

@@ -97,7 +97,7 @@ type providerSettings struct {
 	ops      map[opKey]state.BucketSpec
 	perOp    []string // the per-operation services, for leafKey
 	allOps   bool     // every service is per operation but those of wholeSvc
-	wholeSvc []string // with allOps: the services the user keeps whole
+	wholeSvc []string // with allOps: the services the user keeps whole, sorted (bucketsEqual compares them)
 	opList   []opKey  // the keys of ops when they are few, for leafKey
 	global   *state.BucketSpec
 	account  *state.BucketSpec
@@ -205,6 +205,10 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 			v.PerOperation = &on
 			merged[k] = v
 		}
+		// Sorted: the map gives them in any order, and the same settings
+		// must compare equal (bucketsEqual), or re-applying them would
+		// rebuild every bucket and forget what was learned.
+		slices.Sort(s.wholeSvc)
 	}
 	for k, v := range merged {
 		if _, _, isOp := strings.Cut(k, "."); isOp {
