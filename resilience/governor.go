@@ -227,7 +227,10 @@ func (g *Governor) withTimeout(ctx context.Context, d time.Duration) (context.Co
 	}
 }
 
-// ctxLimit returns the context's deadline in governor time.
+// ctxLimit returns the context's deadline in governor time. A deadline
+// further away than maxDuration is maxDuration away: the time left is
+// scaled in floating point and clamped before it is converted, so that a
+// far deadline on a fast clock does not wrap to one already past.
 func (g *Governor) ctxLimit(ctx context.Context, now time.Duration) (time.Duration, bool) {
 	dl, ok := ctx.Deadline()
 	if !ok {
@@ -236,7 +239,7 @@ func (g *Governor) ctxLimit(ctx context.Context, now time.Duration) (time.Durati
 	left := time.Until(dl)
 	if rd, ok := g.clock.(realDurationer); ok {
 		if scale := float64(rd.RealDuration(time.Second)); scale > 0 {
-			left = time.Duration(float64(left) * float64(time.Second) / scale)
+			left = clampDuration(float64(left) * float64(time.Second) / scale)
 		}
 	}
 	return now + min(left, maxDuration), true

@@ -452,3 +452,34 @@ func TestInspectOfANewScopeShowsItsWholeBurst(t *testing.T) {
 		t.Fatalf("a new scope shows %v tokens, want its burst of %v", s.Leaf.Tokens, s.Leaf.Ceiling*2)
 	}
 }
+
+// A context's deadline far away bounds nothing a call waits: on a clock
+// 1,000 times faster than the wall clock, 200 days of wall time are more
+// than any configured time, and so are 300 years on a clock that keeps
+// the wall clock's pace. The conversion to the governor's time saturates
+// instead of wrapping to a deadline already past.
+func TestFarContextDeadlinesDoNotOverflow(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		scale float64
+		far   func(time.Time) time.Time
+	}{
+		{"a 1000x clock, 200 days", 1000, func(now time.Time) time.Time { return now.Add(200 * 24 * time.Hour) }},
+		{"a 1x clock, 300 years", 1, func(now time.Time) time.Time { return now.AddDate(300, 0, 0) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}}
+				g := newGov(t, cfg, WithClock(newScaledClock(c.scale)))
+				ctx, cancel := context.WithDeadline(context.Background(), c.far(time.Now()))
+				defer cancel()
+				ok := func(context.Context) error { return nil }
+				for i := range 3 { // the second and third wait a second of clock time for their token
+					if err := Do(ctx, iamUsers, ok, WithGovernor(g)); err != nil {
+						t.Fatalf("%s: call %d: %v", c.name, i+1, err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -380,9 +380,15 @@ func orSeconds(v float64, d time.Duration) time.Duration {
 	return d
 }
 
+// clampDuration converts ns, in nanoseconds, to a Duration within
+// maxDuration either way: a float64 out of a Duration's range has no
+// defined conversion.
 func clampDuration(ns float64) time.Duration {
-	if ns >= float64(maxDuration) {
+	switch {
+	case ns >= float64(maxDuration):
 		return maxDuration
+	case ns <= -float64(maxDuration):
+		return -maxDuration
 	}
 	return time.Duration(ns)
 }
