@@ -329,8 +329,9 @@ func (gd *Guard) passDeadline(now, w time.Duration) error {
 	return de
 }
 
-// refuseWait ends a call that would wait w for check (ErrNoToken or
-// ErrNoSlot), longer than its max wait allows (WithMaxWait): a refusal,
+// refuseWait ends a call that would wait w for check (ErrNoToken,
+// ErrNoSlot, or for a scheduler's first call ErrCircuitOpen), longer than
+// its max wait allows (WithMaxWait, WithAdmission): a refusal,
 // recorded as such, and nothing more sent. The caller gives back what
 // the call took.
 func (gd *Guard) refuseWait(w time.Duration, check error) error {

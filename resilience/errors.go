@@ -128,31 +128,40 @@ func (e *DeadlineExceededError) Is(target error) bool { return target == context
 // WouldWaitError is returned, before anything is sent, for a call that
 // could go only after a wait it may not make: Guard.TryEnter makes none,
 // and a call whose context carries WithMaxWait makes none longer than it
-// says. Err says which check refused it, ErrNoToken or ErrNoSlot, and
-// errors.Is(err, ErrNoToken) or errors.Is(err, ErrNoSlot) holds; for a
-// retry, Last is the answer it would have retried, which errors.Is and
-// errors.As find too. A call refused so is lost as LossRefused (TryEnter
-// records nothing until the caller gives up with End). It classifies as
-// Throttled and reports the code Throttling, so that a scheduler requeues
-// the work rather than failing it; RetryAfter says when a token will be
-// usable.
+// says. Err says which check refused it: ErrNoToken (no rate token is
+// usable in time), ErrNoSlot (no concurrency slot is free), or
+// ErrCircuitOpen (the first call under WithAdmission, for a provider that
+// waits for its breakers' verdicts, would have had to wait for the
+// verdict longer than the admission allows). errors.Is(err, Err) holds;
+// for a retry, Last is the answer it would have retried, which errors.Is
+// and errors.As find too. A call refused so is lost as LossRefused
+// (TryEnter records nothing until the caller gives up with End, and the
+// first call under WithAdmission records nothing: its task runs again).
+// It classifies as Throttled and reports the code Throttling, so that a
+// scheduler requeues the work rather than failing it; RetryAfter says
+// when the check may let the call through.
 type WouldWaitError struct {
 	Scope Scope
-	Wait  time.Duration // until a token may be used; 0 when unknown (a slot)
-	Err   error         // ErrNoToken or ErrNoSlot
+	Wait  time.Duration // until a token may be used, or the breaker lets a probe through; 0 when unknown (a slot)
+	Err   error         // ErrNoToken, ErrNoSlot or ErrCircuitOpen
 	Last  error         // for a retry, the provider's answer it would have retried
 }
 
-// Error returns "no rate token now for <scope>; retry in <n>s" or "no
-// concurrency slot now for <scope>".
+// Error returns "no rate token now for <scope>; retry in <n>s", "no
+// concurrency slot now for <scope>", or "circuit open now for <scope>;
+// retry in <n>s".
 func (e *WouldWaitError) Error() string {
-	if e.Err == ErrNoSlot {
+	switch e.Err {
+	case ErrNoSlot:
 		return fmt.Sprintf("no concurrency slot now for %s", e.Scope)
+	case ErrCircuitOpen:
+		return fmt.Sprintf("circuit open now for %s; retry in %ds", e.Scope, ceilSeconds(e.Wait))
 	}
 	return fmt.Sprintf("no rate token now for %s; retry in %ds", e.Scope, ceilSeconds(e.Wait))
 }
 
-// RetryAfter returns the time until a token may be used, or 0.
+// RetryAfter returns the time until the check may let the call through
+// (a token usable, a probe let through), or 0 when unknown.
 func (e *WouldWaitError) RetryAfter() time.Duration { return e.Wait }
 
 // ErrorCode returns "Throttling".
@@ -161,8 +170,8 @@ func (e *WouldWaitError) ErrorCode() string { return "Throttling" }
 // ErrorMessage returns the message without the code.
 func (e *WouldWaitError) ErrorMessage() string { return e.Error() }
 
-// Unwrap returns ErrNoToken or ErrNoSlot, and the last answer when there
-// is one.
+// Unwrap returns Err (ErrNoToken, ErrNoSlot or ErrCircuitOpen), and the
+// last answer when there is one.
 func (e *WouldWaitError) Unwrap() []error {
 	if e.Last != nil {
 		return []error{e.Err, e.Last}
