@@ -343,7 +343,7 @@ func (gd *Guard) refuseWait(w time.Duration, check error) error {
 		// A scheduler's first call: not lost, the task runs again.
 		gd.adm = nil
 		gd.stop()
-		a.a.Deferred(w, ww)
+		gd.g.admissionDeferred(a.a, w, ww)
 		return ww
 	}
 	gd.recordRefused(ww)

@@ -51,3 +51,64 @@ func TestDeferredByTheBreakerSaysTheCircuitIsOpen(t *testing.T) {
 		}
 	})
 }
+
+// panickingAdmission panics in Decided, or in Deferred.
+type panickingAdmission struct{ inDeferred bool }
+
+func (a panickingAdmission) Decided() {
+	if !a.inDeferred {
+		panic("scheduler bug in Decided")
+	}
+}
+
+func (a panickingAdmission) Deferred(time.Duration, error) {
+	if a.inDeferred {
+		panic("scheduler bug in Deferred")
+	}
+}
+
+// doRecovering is Do, with a panic that escapes it returned.
+func doRecovering(ctx context.Context, sc Scope, fn func(context.Context) error, opts ...CallOption) (err error, escaped any) {
+	defer func() { escaped = recover() }()
+	return Do(ctx, sc, fn, opts...), nil
+}
+
+// A scheduler's Admission that panics, once the call holds its slot
+// (Decided) or when it is deferred (Deferred), does not break the call
+// and leaks no slot: the call goes on as if the scheduler had been told,
+// and the panic is logged once per governor.
+func TestPanickingAdmissionLeaksNoSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf logBuffer
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithLogger(buf.logger()))
+		ok := func(context.Context) error { return nil }
+		for i := range 3 {
+			sent := 0
+			err, escaped := doRecovering(WithAdmission(context.Background(), panickingAdmission{}, time.Minute), iamUsers,
+				func(context.Context) error { sent++; return nil }, WithGovernor(g))
+			if escaped != nil || err != nil || sent != 1 {
+				t.Errorf("call %d, Decided panicking: err %v, %d sent, panic escaped: %v", i+1, err, sent, escaped)
+			}
+			if s := g.Inspect(iamUsers); s.InFlight != 0 {
+				t.Fatalf("call %d, Decided panicking: %d slots still held after it", i+1, s.InFlight)
+			}
+		}
+		// Deferred: a call holds the only slot, and the first call under the
+		// admission may not wait for it.
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		err, escaped := doRecovering(WithAdmission(context.Background(), panickingAdmission{inDeferred: true}, 0), iamUsers, ok, WithGovernor(g))
+		if escaped != nil || !errors.Is(err, ErrNoSlot) {
+			t.Errorf("Deferred panicking: err %v, panic escaped: %v", err, escaped)
+		}
+		gd.End(nil)
+		if s := g.Inspect(iamUsers); s.InFlight != 0 {
+			t.Fatalf("%d slots still held after every call ended", s.InFlight)
+		}
+		if n := strings.Count(buf.String(), "Admission panicked"); n != 1 {
+			t.Fatalf("the panics logged %d times, want once:\n%s", n, buf.String())
+		}
+	})
+}

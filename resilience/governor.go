@@ -45,6 +45,8 @@ type Governor struct {
 	observer         observe.Observer
 	observed         bool        // an observer or a logger takes events
 	observerPanicked atomic.Bool // logged once
+	// admissionPanicked: a scheduler's Admission panicked, logged once.
+	admissionPanicked atomic.Bool
 }
 
 // configured is the configuration in force, immutable once published.

@@ -248,11 +248,13 @@ func (gd *Guard) bound(now time.Duration) {
 }
 
 // decided tells the scheduler whose admission this attempt claimed that it
-// was decided (sent, or ended and recorded).
+// was decided (sent, or ended and recorded). The call may hold its slot
+// by then: a panic of the scheduler's is recovered, so that the slot is
+// never left held.
 func (gd *Guard) decided() {
 	a := gd.adm
 	gd.adm = nil
-	a.a.Decided()
+	gd.g.admissionDecided(a.a)
 }
 
 // TryEnter is Enter without waiting: the attempt goes now, with what Enter

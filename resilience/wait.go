@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -92,7 +93,10 @@ func tokenWait(b state.Bucket, now time.Duration) time.Duration {
 
 // An Admission is a scheduler's hold on the first governed call a task
 // makes (see WithAdmission). The governor calls it from the call's
-// goroutine, outside its locks, exactly once per context.
+// goroutine, outside its locks, exactly once per context. A panic in
+// Decided or Deferred is recovered and logged once per governor: the call
+// goes on as if the method had returned, and keeps or gives back its
+// concurrency slot as it would have.
 type Admission interface {
 	// Decided reports that the first call's admission was decided: it is
 	// being sent, or it ended before sending and was recorded as any call
@@ -117,6 +121,32 @@ type admission struct {
 // claim reports whether the caller is the first call of the context, and
 // marks the admission taken.
 func (a *admission) claim() bool { return !a.claimed.Load() && a.claimed.CompareAndSwap(false, true) }
+
+// admissionDecided calls a.Decided, recovering a panic (see Admission).
+func (g *Governor) admissionDecided(a Admission) {
+	defer g.recoverAdmission("Decided")
+	a.Decided()
+}
+
+// admissionDeferred calls a.Deferred, recovering a panic (see Admission).
+func (g *Governor) admissionDeferred(a Admission, wait time.Duration, err error) {
+	defer g.recoverAdmission("Deferred")
+	a.Deferred(wait, err)
+}
+
+// recoverAdmission recovers a panic of the Admission's method, and logs
+// the governor's first.
+func (g *Governor) recoverAdmission(method string) {
+	if r := recover(); r != nil && g.admissionPanicked.CompareAndSwap(false, true) {
+		l := g.logger
+		if l == nil {
+			l = slog.Default()
+		}
+		l.LogAttrs(context.Background(), slog.LevelError,
+			"cloudg: the scheduler's Admission panicked; the call went on (logged once)",
+			slog.String("method", method), slog.Any("panic", r))
+	}
+}
 
 // WithAdmission returns a context under which the first governed call
 // waits at most maxWait to be admitted (for a rate token, a pause, a
