@@ -467,10 +467,12 @@ func (gd *Guard) After(err error) Kind {
 
 // Retry decides whether the attempt After recorded as throttled or
 // transient may be retried, after wait (the SDK's own backoff; 0 when the
-// SDK sleeps on its own). The delay it returns is wait, or the provider's
-// hint (capped at MaxPause) when longer; the caller sleeps it, or the next
-// Enter waits out what the SDK's own sleep left of it. Retrying stops, and
-// the call's outcome is recorded, at the first of:
+// SDK sleeps on its own). A negative wait is none, and one longer than
+// any configured time (about 36 years) is held to that, past any
+// deadline. The delay it returns is wait, or the provider's hint (capped
+// at MaxPause) when longer; the caller sleeps it, or the next Enter waits
+// out what the SDK's own sleep left of it. Retrying stops, and the call's
+// outcome is recorded, at the first of:
 //   - a transient error under a ThrottlingOnly policy, or no attempts left:
 //     the breaker counts a failure, throttling is a give-up; err is the
 //     attempt's error;

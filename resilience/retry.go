@@ -85,8 +85,11 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 
 // retryDelay is how long the retry of the failed attempt waits when its
 // caller asks for wait: at least the provider's hint (capped), unless the
-// call is awaiting a verdict, which waits for that instead.
+// call is awaiting a verdict, which waits for that instead. wait is held
+// within 0 and maxDuration, so that the time it is added to never wraps
+// and a wait past every deadline stays past it.
 func (gd *Guard) retryDelay(wait time.Duration, awaiting bool) time.Duration {
+	wait = min(max(wait, 0), maxDuration)
 	if gd.last.hasHint && !awaiting {
 		return max(wait, hint.Cap(gd.last.hint))
 	}

@@ -334,3 +334,28 @@ func TestHugeRetryBudgetSaturates(t *testing.T) {
 		}
 	})
 }
+
+// A wait given to Retry too long to add to the time, as an SDK's backoff
+// may compute one, passes the deadline like any wait longer than what is
+// left of it: the call ends with a *DeadlineExceededError, recorded as
+// failed, and is never let through at once.
+func TestRetryOfAnEndlessWaitIsPastTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		for _, wait := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Second, 1 << 62} {
+			ctx, ledger := WithLedger(context.Background(), "iam")
+			gd, _ := g.Begin(ctx, iamUsers)
+			time.Sleep(time.Minute) // the governor's time is well past 0
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(transientErr())
+			delay, err := gd.Retry(wait)
+			var de *DeadlineExceededError
+			if !errors.As(err, &de) || ledger.Count(LossFailed) != 1 {
+				t.Fatalf("Retry(%v): delay %v, err %v, %d failed in the ledger; want past the 900 s deadline", wait, delay, err, ledger.Count(LossFailed))
+			}
+			gd.End(err)
+		}
+	})
+}
