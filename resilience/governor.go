@@ -387,20 +387,34 @@ func (g *Governor) Reset() {
 	g.folded.Store(0)
 }
 
-// Enabled reports whether calls to provider are governed.
+// settings returns a provider's settings: those in force for a provider
+// a call has used, and for any other those its first call would find. It
+// makes nothing.
+func (g *Governor) settings(name string) *providerSettings {
+	if p := g.existing(name); p != nil {
+		return p.set
+	}
+	c := g.configured()
+	return resolveProvider(name, c.cfg.provider(name), c.enabled)
+}
+
+// Enabled reports whether calls to provider are governed. It is a read
+// that makes nothing: for a provider no call has used, it reports what the
+// configuration in force says of it. It is false for "", which names no
+// provider.
 func (g *Governor) Enabled(provider string) bool {
 	if provider == "" {
 		return false
 	}
-	return g.provider(provider).set.enabled
+	return g.settings(provider).enabled
 }
 
 // Policy returns provider's retry policy with every field filled in: the
 // configuration's max_retries (as MaxAttempts, one more), base delay, max
 // backoff and deadline. The SDK integrations configure their SDK's own
-// retry loop from it.
+// retry loop from it. It is a read that makes nothing, as Enabled is.
 func (g *Governor) Policy(provider string) RetryPolicy {
-	return g.provider(provider).set.retry.policy()
+	return g.settings(provider).retry.policy()
 }
 
 // Budget returns what is left of provider's retry budget, in tokens: a
@@ -410,8 +424,7 @@ func (g *Governor) Budget(provider string) float64 {
 	if p := g.existing(provider); p != nil {
 		return p.budget.Remaining()
 	}
-	c := g.configured()
-	return float64(resolveProvider(provider, c.cfg.provider(provider), c.enabled).budget)
+	return float64(g.settings(provider).budget)
 }
 
 // Inspect returns where scope stands now: its leaf bucket's rate,

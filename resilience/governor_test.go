@@ -429,12 +429,12 @@ func (c *scaledClock) RealDuration(d time.Duration) time.Duration {
 func TestManyProviderNamesDoNotCopyPerName(t *testing.T) {
 	g := newGov(t, Config{})
 	for i := range 20000 {
-		g.Enabled(fmt.Sprintf("p%d", i))
+		g.provider(fmt.Sprintf("p%d", i))
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := range 1000 {
-		g.Enabled(fmt.Sprintf("q%d", i))
+		g.provider(fmt.Sprintf("q%d", i))
 	}
 	runtime.ReadMemStats(&after)
 	if per := (after.TotalAlloc - before.TotalAlloc) / 1000; per > 64<<10 {

@@ -251,3 +251,34 @@ func TestGenericProviderLookupDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per lookup of a generic provider", n)
 	}
 }
+
+// Enabled and Policy are reads: they answer for a provider no call has
+// used as its first call would find it, and make nothing (no provider,
+// not even one named "").
+func TestEnabledAndPolicyMakeNoProvider(t *testing.T) {
+	cfg := Config{Providers: map[string]ProviderConfig{
+		"github": {Enabled: new(false)},
+		"gitlab": {MaxRetries: new(2)},
+	}}
+	g := newGov(t, cfg)
+	if g.Enabled("github") || !g.Enabled("gitlab") || !g.Enabled("bitbucket") || g.Enabled("") {
+		t.Fatalf("Enabled: github %v, gitlab %v, bitbucket %v, \"\" %v; want false, true, true, false",
+			g.Enabled("github"), g.Enabled("gitlab"), g.Enabled("bitbucket"), g.Enabled(""))
+	}
+	if p := g.Policy("gitlab"); p.MaxAttempts != 3 {
+		t.Fatalf("Policy(gitlab) %+v, want 3 attempts", p)
+	}
+	if p := g.Policy("bitbucket"); p.MaxAttempts != defaultMaxRetries+1 {
+		t.Fatalf("Policy(bitbucket) %+v, want the defaults", p)
+	}
+	g.Policy("")
+	if n := len(g.providers()); n != 3 {
+		t.Fatalf("%d providers after reads only, want aws, azure and gcp", n)
+	}
+	// Once a call made one, they read it.
+	n := 0
+	Do(context.Background(), Scope{Provider: "gitlab", Service: "rest"}, failing(&n), WithGovernor(g))
+	if len(g.providers()) != 4 || !g.Enabled("gitlab") || g.Policy("gitlab").MaxAttempts != 3 {
+		t.Fatal("after a call to gitlab: its provider not made, or read wrong")
+	}
+}
