@@ -356,7 +356,7 @@ func (gd *Guard) refuseWait(w time.Duration, check error) error {
 // the ledger's skip), before a retry a failure of the call, whose last
 // answer the error wraps.
 func (gd *Guard) refuseOpen(now, wait time.Duration) error {
-	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
+	coe := gd.openError(wait)
 	if gd.retrying() {
 		coe.Err = gd.last.err
 		return gd.failAt(now, "breaker", coe)
@@ -364,6 +364,12 @@ func (gd *Guard) refuseOpen(now, wait time.Duration) error {
 	gd.recordRejected(coe)
 	gd.stop()
 	return coe
+}
+
+// openError is the refusal of the scope's open breaker, wait before it
+// lets a probe through, with why it opened.
+func (gd *Guard) openError(wait time.Duration) *CircuitOpenError {
+	return &CircuitOpenError{Scope: gd.scope, Wait: wait, Reason: gd.e.openReason()}
 }
 
 // reserve takes a token from every bucket level, most general first, and

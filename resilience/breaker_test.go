@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -249,4 +250,99 @@ func TestRetryRefusedByAnOpenBreakerIsAFailedCall(t *testing.T) {
 			t.Fatalf("ledger: %d gave up, %d skipped; want 1, 0", gu, sk)
 		}
 	})
+}
+
+// A call an open breaker refuses says why the breaker opened, in its
+// error and in the ledger's reason: calls gave up after repeated
+// throttling, calls failed after repeated errors, or the scope was found
+// dead (every answer throttling, or every answer failing, for
+// breaker_dead_seconds). The message starts the same whatever the reason.
+func TestCircuitOpenErrorSaysWhyTheBreakerOpened(t *testing.T) {
+	once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+	for _, c := range []struct {
+		reason string
+		open   func(g *Governor) // opens iamUsers's breaker
+		says   string
+	}{
+		{"throttling", func(g *Governor) {
+			for range 5 {
+				Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g), once)
+			}
+		}, " after repeated throttling; retry in "},
+		{"errors", func(g *Governor) {
+			for range 5 {
+				Do(context.Background(), iamUsers, func(context.Context) error { return transientErr() }, WithGovernor(g), once)
+			}
+		}, " after repeated errors; retry in "},
+		{"throttled for good", func(g *Governor) {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g))
+				})
+			}
+			wg.Wait()
+		}, ": throttled for good; retry in "},
+		{"down", func(g *Governor) {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					Do(context.Background(), iamUsers, func(context.Context) error { return transientErr() }, WithGovernor(g))
+				})
+			}
+			wg.Wait()
+		}, ": down; retry in "},
+	} {
+		t.Run(c.reason, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				c.open(g)
+				if s := g.Inspect(iamUsers); s.Breaker.State != state.Open || s.OpenReason != c.reason {
+					t.Fatalf("setup: breaker %v, opened for %q; want open for %q", s.Breaker.State, s.OpenReason, c.reason)
+				}
+				ctx, ledger := WithLedger(context.Background(), "iam")
+				err := Do(ctx, iamUsers, func(context.Context) error { return nil }, WithGovernor(g))
+				if r, ok := openReason(err); !ok || r != c.reason {
+					t.Fatalf("the call after: %T %v (reason %q), want a *CircuitOpenError for %q", err, err, r, c.reason)
+				}
+				prefix := "circuit open for " + iamUsers.String()
+				if msg := err.Error(); msg[:min(len(prefix), len(msg))] != prefix || !strings.Contains(msg, prefix+c.says) {
+					t.Fatalf("message %q, want it to start %q", msg, prefix+c.says)
+				}
+				if r := ledger.Reasons(); len(r) != 1 || r[0] != err.Error() {
+					t.Fatalf("the ledger's reasons %q, want the error's message", r)
+				}
+				gd, _ := g.Begin(context.Background(), iamUsers)
+				if err := gd.TryEnter(); func() bool { r, ok := openReason(err); return !ok || r != c.reason }() {
+					t.Fatalf("TryEnter: %v, want a *CircuitOpenError for %q", err, c.reason)
+				}
+				gd.End(nil)
+			})
+		})
+	}
+}
+
+// openReason returns the Reason of the *CircuitOpenError err is.
+func openReason(err error) (string, bool) {
+	var coe *CircuitOpenError
+	if !errors.As(err, &coe) {
+		return "", false
+	}
+	return coe.Reason, true
+}
+
+// A breaker opened where this process did not see why (one shared
+// through a state store) says only that it is open.
+func TestCircuitOpenErrorMessages(t *testing.T) {
+	for reason, want := range map[string]string{
+		"":                   "circuit open for aws/123456789012/*/iam/ListUsers; retry in 42s",
+		"throttling":         "circuit open for aws/123456789012/*/iam/ListUsers after repeated throttling; retry in 42s",
+		"errors":             "circuit open for aws/123456789012/*/iam/ListUsers after repeated errors; retry in 42s",
+		"throttled for good": "circuit open for aws/123456789012/*/iam/ListUsers: throttled for good; retry in 42s",
+		"down":               "circuit open for aws/123456789012/*/iam/ListUsers: down; retry in 42s",
+	} {
+		if got := (&CircuitOpenError{Scope: iamUsers, Wait: 41500 * time.Millisecond, Reason: reason}).Error(); got != want {
+			t.Errorf("reason %q: %q, want %q", reason, got, want)
+		}
+	}
 }

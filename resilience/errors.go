@@ -16,17 +16,32 @@ import (
 // classifies as Throttled and reports the code Throttling, so error-code
 // helpers treat it as throttling, and errors.Is(err, state.ErrCircuitOpen)
 // holds. Err, when set, is the provider error of the attempt before the
-// rejected retry; Unwrap returns it.
+// rejected retry; Unwrap returns it. Reason says why the breaker opened,
+// as state.ScopeSnapshot.OpenReason does: "throttling" or "errors" (calls
+// failed after their retries, the last with that kind of answer),
+// "throttled for good" or "down" (every answer of the scope failed for
+// the provider's breaker_dead_seconds). It is empty when this process did
+// not see the breaker open (a breaker shared through a state store).
 type CircuitOpenError struct {
-	Scope Scope
-	Wait  time.Duration // until the breaker lets a probe through
-	Err   error
+	Scope  Scope
+	Wait   time.Duration // until the breaker lets a probe through
+	Err    error
+	Reason string // why the breaker opened; empty when unknown
 }
 
-// Error returns "circuit open for <scope> after repeated throttling; retry
-// in <n>s".
+// Error returns "circuit open for <scope>", then why: " after repeated
+// throttling", " after repeated errors", ": throttled for good" or ":
+// down" (nothing when the reason is unknown), then "; retry in <n>s".
 func (e *CircuitOpenError) Error() string {
-	return fmt.Sprintf("circuit open for %s after repeated throttling; retry in %ds", e.Scope, ceilSeconds(e.Wait))
+	var why string
+	switch e.Reason {
+	case "":
+	case "throttling", "errors":
+		why = " after repeated " + e.Reason
+	default:
+		why = ": " + e.Reason
+	}
+	return fmt.Sprintf("circuit open for %s%s; retry in %ds", e.Scope, why, ceilSeconds(e.Wait))
 }
 
 // RetryAfter returns the time until the breaker lets a probe through.

@@ -294,7 +294,9 @@ func (gd *Guard) TryEnter() error {
 		if gd.phase == phaseAwaiting {
 			wait, ok := gd.recovered(now)
 			if !ok {
-				return &CircuitOpenError{Scope: gd.scope, Wait: wait, Err: gd.last.err}
+				coe := gd.openError(wait)
+				coe.Err = gd.last.err
+				return coe
 			}
 			gd.renewed = gd.retries
 			gd.to(phaseRetryable)
@@ -339,7 +341,7 @@ func (gd *Guard) TryEnter() error {
 // refusedOpen is TryEnter's refusal by the breaker, which records
 // nothing: a *CircuitOpenError, wrapping the last answer on a retry.
 func (gd *Guard) refusedOpen(wait time.Duration) error {
-	coe := &CircuitOpenError{Scope: gd.scope, Wait: wait}
+	coe := gd.openError(wait)
 	if gd.retrying() {
 		coe.Err = gd.last.err
 	}

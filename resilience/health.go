@@ -136,6 +136,18 @@ func (e *scopeEntry) noteOpened(reason string, dead bool) {
 	h.mu.Unlock()
 }
 
+// openReason returns why the scope's breaker last opened, as this process
+// saw it: "" when it never did.
+func (e *scopeEntry) openReason() string {
+	h := e.health.Load()
+	if h == nil {
+		return ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.opened
+}
+
 // onlyThrottled reports whether every failed answer of the streak was
 // throttling.
 func (h *health) onlyThrottled() bool {

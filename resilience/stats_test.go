@@ -172,8 +172,8 @@ func TestLedgerDescribe(t *testing.T) {
 		t.Fatal("empty ledger degraded")
 	}
 	l.Record(LossGaveUp, iamUsers.String()+": "+DescribeError(throttle()))
-	l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
-	l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second}).Error())
+	l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second, Reason: "throttling"}).Error())
+	l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: 42 * time.Second, Reason: "throttling"}).Error())
 	want := "throttled: 1 call(s) gave up after retries, 2 call(s) skipped (circuit open) (" +
 		"aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded; " +
 		"circuit open for aws/123456789012/us-east-1/ec2/DescribeSubnets after repeated throttling; retry in 42s)"
