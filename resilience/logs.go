@@ -39,8 +39,13 @@ type logWindows struct {
 // note counts ev, of key k, at now; it reports whether a line is due (the
 // key's first event, or the first after every has passed since its last
 // line), with the events it covers and the time between the first and
-// the last of them.
+// the last of them. The event's error is read before the lock is taken:
+// its Error method is the SDK's or the caller's code.
 func (l *logWindows) note(k logKey, now time.Duration, ev *observe.Event, every time.Duration) (n int64, over time.Duration, line bool) {
+	var errText string
+	if ev.Err != nil {
+		errText = ev.Err.Error()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w, seen := l.m[k]
@@ -58,7 +63,7 @@ func (l *logWindows) note(k logKey, now time.Duration, ev *observe.Event, every 
 	w.n++
 	w.last = now
 	if ev.Err != nil {
-		w.err = ev.Err.Error()
+		w.err = errText
 	}
 	w.reason, w.hint, w.hasHint = ev.Reason, ev.Hint, ev.HasHint
 	if seen && now-w.lined < every {

@@ -251,3 +251,38 @@ func TestTheStoreGetsTheGovernorsLogger(t *testing.T) {
 		t.Fatalf("the store got %v", s.got)
 	}
 }
+
+// probingErr is a throttling answer whose Error method notes whether the
+// log's lock was held when it was called.
+type probingErr struct {
+	g      *Governor
+	called int
+	locked int
+}
+
+func (e *probingErr) Error() string {
+	e.called++
+	if e.g.logs.mu.TryLock() {
+		e.g.logs.mu.Unlock()
+	} else {
+		e.locked++
+	}
+	return "Throttling: Rate exceeded"
+}
+func (e *probingErr) ErrorCode() string { return "Throttling" }
+
+// The log calls an answer's Error method, which is the SDK's or the
+// caller's code, outside its lock: code that logs through the same
+// governor, or that is slow, holds no other call's logging.
+func TestTheLogReadsErrorsOutsideItsLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf logBuffer
+		g := newGov(t, Config{}, WithLogger(buf.logger()))
+		e := &probingErr{g: g}
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, e), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 3}))
+		if e.called == 0 || e.locked != 0 || !buf.contains("cloudg: scope throttled") {
+			t.Fatalf("Error called %d times, %d of them under the log's lock; log:\n%s", e.called, e.locked, buf.String())
+		}
+	})
+}
