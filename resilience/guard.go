@@ -631,11 +631,14 @@ func (gd *Guard) Release() {
 // classified and recorded as After and a stop would record it. A nil err
 // after an attempt no After reported is a success, and so is a call whose
 // last request succeeded while it held its slot. A retry Retry allowed and
-// After never saw is counted. cloudg's own errors and errors once Begin's
-// context is done record nothing. The Guard may then carry a new call of
-// the same scope. A guard that is never ended releases nothing and
-// records nothing more: a per-attempt hook that cannot know whether its
-// SDK will retry leaves the outcome to whoever can.
+// After never saw is counted. cloudg's own errors record nothing; once
+// Begin's context is done, a call whose outcome is still open is recorded
+// as cancelled (LossCancelled). The Guard may then carry a new call of
+// the same scope. A guard that is never ended records nothing more: a
+// per-attempt hook that cannot know whether its SDK will retry leaves the
+// outcome to whoever can. Its slot, if it holds one, stays held until the
+// garbage collector finds the guard unreachable; then the slot is given
+// back, and the governor's first such leak is logged.
 func (gd *Guard) End(err error) {
 	gd.Release()
 	switch {
