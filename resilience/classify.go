@@ -226,10 +226,11 @@ func isNetworkError(e error) bool {
 // Header() http.Header; what the SDK integration modules teach it about
 // their SDKs' error shapes (importing one is enough); network
 // errors (resets, refusals, timeouts). The error code wins over the status
-// (AWS ServiceUnavailable with 503 is Transient); a 429 or 503 whose code
-// is on no list is Throttled; any other code is Fatal. A status on no list
-// (400, 403, 404) without a code says nothing, and neither does the AWS
-// SDK's placeholder code UnknownError. Only when nothing of that says
+// (AWS ServiceUnavailable with 503 is Transient); a code on no list takes
+// its status's kind: Throttled with a 429 or 503, Transient with a 408,
+// 500, 502 or 504, and Fatal with any other status or none. A status on
+// no list (400, 403, 404) without a code says nothing, and neither does
+// the AWS SDK's placeholder code UnknownError. Only when nothing of that says
 // anything does it search the message for throttling phrases ("rate
 // exceeded", "throttl", "too many requests"), on word boundaries: a 400
 // without a code whose message is "Throttling: Rate exceeded" is
