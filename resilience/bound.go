@@ -10,7 +10,9 @@ import (
 // paginator, a worker pool on one API) does not look the scope up on every
 // call. Its Do and Begin are Do and Governor.Begin for the scope, without
 // the lookup; it follows reconfigurations and reclamation on its own. A
-// Bound is safe for concurrent use; make one with Governor.Bind.
+// Bound is safe for concurrent use. The zero Bound is not usable: it
+// names no governor and no scope, and its Do and Begin panic. Make one
+// with Governor.Bind.
 type Bound struct {
 	g     *Governor
 	scope Scope

@@ -10,7 +10,9 @@ import (
 // Clock gives a governor the time and a context-aware sleep. The default is
 // the time package, so a governor created inside a testing/synctest bubble
 // runs in the bubble's virtual time. A simulator may run minutes of
-// provider time in seconds with a faster clock.
+// provider time in seconds with a faster clock. A Clock must be safe for
+// concurrent use: the governor calls its methods (RealDuration too) from
+// the goroutines of the calls it governs, concurrently.
 //
 // A Clock whose time runs at another pace than the wall clock should also
 // implement RealDuration(d time.Duration) time.Duration, returning the wall
