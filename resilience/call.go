@@ -24,7 +24,9 @@ import (
 //     error as it was, and the breaker counts a failure.
 //
 // Every step is counted in the governor's stats and in the Stats bound to
-// ctx; give-ups go to the ledger bound to ctx. When the provider is
+// ctx; a call lost (given up, skipped, failed, refused, cancelled, ended
+// by a local error, or by a panic of fn, which goes on to the caller) goes
+// to the ledger bound to ctx (see Loss). When the provider is
 // disabled, fn is called once, directly. Call is safe for concurrent use
 // and does not allocate on the success path.
 func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
@@ -147,8 +149,22 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 }
 
 // attempt calls fn holding the slot Enter took, and gives it back even if
-// fn panics. It is its own function so that its one defer is open-coded.
+// fn panics, recording the call as lost (LossPanicked) then; the panic goes
+// on as it was, never recovered. It is its own function so that its
+// defer is open-coded.
 func (gd *Guard) attempt(ctx context.Context, fn func(context.Context) error) error {
-	defer gd.Release()
-	return fn(ctx)
+	returned := false
+	defer gd.afterAttempt(&returned)
+	err := fn(ctx)
+	returned = true
+	return err
+}
+
+// afterAttempt gives the slot back after fn, and records a call whose fn
+// did not return (it panicked, or called runtime.Goexit).
+func (gd *Guard) afterAttempt(returned *bool) {
+	gd.Release()
+	if !*returned {
+		gd.recordPanicked()
+	}
 }

@@ -56,9 +56,11 @@
 //
 // Every event (a call counted, a wait, a throttle and the rate it leaves,
 // a pause, a retry, a breaker change, a give-up, a rejection, an empty
-// budget) is recorded by one recording function, in the governor's
-// lifetime counters and the run's Stats; give-ups and skips also go to the
-// task's Ledger. The recording functions never change a Guard's phase. The
+// budget, a call lost otherwise) is recorded by one recording function, in
+// the governor's lifetime counters and the run's Stats; every call lost
+// (see Loss: given up, skipped, failed, refused, cancelled, ended by a
+// local error or by a panic of its function) also goes to the task's
+// Ledger. The recording functions never change a Guard's phase. The
 // same functions send each as an observe.Event to the governor's observer
 // (WithObserver), outside every lock, and log the ones a person reads
 // (throttles at Debug; long pauses, breaker changes, an empty budget and

@@ -81,6 +81,7 @@ type answer struct {
 	desc    string // err as DescribeError words it
 	hint    time.Duration
 	hasHint bool
+	local   bool // a fatal error no provider answered: the call is lost if it ends with it
 }
 
 // deadline is the current call's deadline, and whether the context's
@@ -398,9 +399,15 @@ func (gd *Guard) send(now time.Duration) {
 //   - a transient error is counted;
 //   - a fatal answer from the provider proves the service reachable: the
 //     breaker resets as on a success, and the call ends;
-//   - a local fatal error, cloudg's own error from another call made inside
-//     the attempt, or any error once Begin's context is done, says nothing
-//     about the scope: nothing is recorded, and the call ends.
+//   - a local fatal error (one no provider answered: the request could
+//     not be built, signed or sent) says nothing about the scope, and the
+//     call ends: if it ends with that error (End, or Call and Do's loop,
+//     which does not retry it), it is lost as LossErrored;
+//   - cloudg's own error from another call made inside the attempt says
+//     nothing about the scope: nothing is recorded (that call recorded its
+//     own loss), and the call ends;
+//   - any error once Begin's context is done ends the call, lost as
+//     LossCancelled unless it is the provider's fatal answer.
 //
 // A retry Retry allowed that the SDK sent without Enter or Pace is counted
 // here. The outcome of a throttled or transient attempt stays open until
@@ -450,6 +457,7 @@ func (gd *Guard) After(err error) Kind {
 		if gd.e != nil && f.answer {
 			gd.recordProof()
 		}
+		gd.last.local = !f.answer
 		gd.to(phaseFinal)
 		return kind
 	}
@@ -631,9 +639,11 @@ func (gd *Guard) Release() {
 // classified and recorded as After and a stop would record it. A nil err
 // after an attempt no After reported is a success, and so is a call whose
 // last request succeeded while it held its slot. A retry Retry allowed and
-// After never saw is counted. cloudg's own errors record nothing; once
-// Begin's context is done, a call whose outcome is still open is recorded
-// as cancelled (LossCancelled). The Guard may then carry a new call of
+// After never saw is counted. A call that ends with a local error (After
+// saw it last, or End's err is one with no attempt After reported) is
+// lost as LossErrored. cloudg's own errors record nothing; once Begin's
+// context is done, a call whose outcome is still open is recorded as
+// cancelled (LossCancelled). The Guard may then carry a new call of
 // the same scope. A guard that is never ended records nothing more: a
 // per-attempt hook that cannot know whether its SDK will retry leaves the
 // outcome to whoever can. Its slot, if it holds one, stays held until the
@@ -658,7 +668,12 @@ func (gd *Guard) End(err error) {
 // up on. (A success seen while the call held its slot End records itself.)
 func (gd *Guard) settle(err error) {
 	switch gd.phase {
-	case phaseSucceeded, phaseFinal, phaseDone:
+	case phaseSucceeded, phaseDone:
+		return
+	case phaseFinal:
+		if err != nil && gd.last.local {
+			gd.recordErrored("local") // the SDK ended with the local error After saw
+		}
 		return
 	case phaseIdle:
 		if err == nil {
@@ -678,9 +693,14 @@ func (gd *Guard) settle(err error) {
 		gd.recordRetry() // the SDK sent it without telling After
 		fallthrough
 	case phaseFailed:
-		if err == nil {
+		switch {
+		case err == nil:
 			gd.recordSuccess()
-		} else {
+		case gd.last.kind == Fatal:
+			// The SDK's retry of a final answer (retryFinal), which After
+			// did not see: its own answer decides.
+			gd.settleAnswer(err)
+		default:
 			gd.recordFailed(gd.g.now(), "sdk")
 		}
 	default: // phaseSent, or phaseIdle with an error: an attempt After did not see
@@ -703,14 +723,15 @@ func (gd *Guard) settleAnswer(err error) {
 		return
 	}
 	kind := f.kind(err)
-	if kind == Fatal {
-		if f.answer {
-			gd.recordProof()
-		}
-		return
+	gd.last = answer{err: err, kind: kind, desc: describe(kind, err), local: kind == Fatal && !f.answer}
+	switch {
+	case kind != Fatal:
+		gd.recordFailed(gd.g.now(), "sdk")
+	case f.answer:
+		gd.recordProof()
+	default:
+		gd.recordErrored("local")
 	}
-	gd.last = answer{err: err, kind: kind, desc: describe(kind, err)}
-	gd.recordFailed(gd.g.now(), "sdk")
 }
 
 // settleRefusal records a call ended with the refusal TryEnter gave it

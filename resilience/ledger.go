@@ -11,7 +11,9 @@ import (
 // is not a fatal answer from the provider (an AccessDenied or a 404 is an
 // answer, and the caller has it). Every such call is recorded once, with
 // its Loss, in the governor's lifetime counters, the run's Stats and the
-// task's Ledger.
+// task's Ledger. A call that ends with cloudg's own error from another
+// governed call made inside its attempt (a credentials call an open
+// breaker refused, say) is not: that call recorded its own loss.
 type Loss uint8
 
 // The ways a call is lost.
@@ -33,12 +35,21 @@ const (
 	// LossCancelled: ended by its context: while it waited, between its
 	// retries, or with an answer the governor could no longer act on.
 	LossCancelled
+	// LossErrored: ended by a local error, one no provider answered (the
+	// request could not be built, signed or sent), that was not retried,
+	// or whose retry the empty retry budget refused.
+	LossErrored
+	// LossPanicked: ended by a panic of the function Call, Do or a Bound's
+	// Do ran for it (or its otherwise not returning); the panic goes on to
+	// the caller.
+	LossPanicked
 	numLosses
 )
 
-var lossNames = [numLosses]string{"gave_up", "skipped", "failed", "refused", "cancelled"}
+var lossNames = [numLosses]string{"gave_up", "skipped", "failed", "refused", "cancelled", "errored", "panicked"}
 
-// String returns gave_up, skipped, failed, refused or cancelled.
+// String returns gave_up, skipped, failed, refused, cancelled, errored or
+// panicked.
 func (k Loss) String() string {
 	if k < numLosses {
 		return lossNames[k]
@@ -47,7 +58,7 @@ func (k Loss) String() string {
 }
 
 // lossTally is the counter of each Loss.
-var lossTally = [numLosses]tally{gaveUpTally, rejectedTally, failedTally, refusedTally, cancelledTally}
+var lossTally = [numLosses]tally{gaveUpTally, rejectedTally, failedTally, refusedTally, cancelledTally, erroredTally, panickedTally}
 
 // lossPhrases are Describe's words for each Loss, in Describe's order.
 var lossPhrases = [numLosses]string{
@@ -56,6 +67,8 @@ var lossPhrases = [numLosses]string{
 	"failed after retries (transient errors)",
 	"refused (would wait past their deadline)",
 	"cancelled (context ended)",
+	"errored (local errors, no provider answer)",
+	"panicked",
 }
 
 // maxLedgerReasons is how many distinct reasons Describe lists.
@@ -64,8 +77,9 @@ const maxLedgerReasons = 5
 // Ledger counts the calls one task lost (see Loss): calls that gave up
 // after their retries, calls skipped because a circuit was open, calls
 // that failed after their retries with transient errors, calls refused
-// because their wait would have passed their deadline, and calls their
-// context ended. A collector that catches per-item errors checks Degraded
+// because their wait would have passed their deadline, calls their
+// context ended, calls a local error ended, and calls whose function
+// panicked. A collector that catches per-item errors checks Degraded
 // before it reports SUCCESS, so a task whose calls were lost reports
 // PARTIAL instead of a clean result with fewer assets. It is safe for
 // concurrent use; the zero value is an empty ledger with no task name.
@@ -171,8 +185,9 @@ func (l *Ledger) Degraded() bool { return l.Lost() > 0 }
 // with the other kinds after these two, each only when it applies: "3
 // call(s) failed after retries (transient errors)", "2 call(s) refused
 // (would wait past their deadline)", "1 call(s) cancelled (context
-// ended)". The message starts with "throttled: " when a call gave up,
-// was skipped or was refused, and with "degraded: " otherwise.
+// ended)", "1 call(s) errored (local errors, no provider answer)", "1
+// call(s) panicked". The message starts with "throttled: " when a call
+// gave up, was skipped or was refused, and with "degraded: " otherwise.
 func (l *Ledger) Describe() string {
 	if l == nil {
 		return ""

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,8 @@ func newRun(parent context.Context) run {
 func (r run) lost(t *testing.T, g *Governor, kind Loss, want int) {
 	t.Helper()
 	tot := g.Summary(r.stats).Totals
-	counts := map[Loss]int64{LossGaveUp: tot.GaveUp, LossSkipped: tot.Rejected, LossFailed: tot.Failed, LossRefused: tot.Refused, LossCancelled: tot.Cancelled}
+	counts := map[Loss]int64{LossGaveUp: tot.GaveUp, LossSkipped: tot.Rejected, LossFailed: tot.Failed, LossRefused: tot.Refused, LossCancelled: tot.Cancelled,
+		LossErrored: tot.Errored, LossPanicked: tot.Panicked}
 	for k, n := range counts {
 		w := int64(0)
 		if k == kind {
@@ -284,11 +286,19 @@ func TestLostCallsAreEvents(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		Do(ctx, ec2Subnets, always(&sent, nil), WithGovernor(g))
+		Do(context.Background(), iamUsers, always(&sent, errors.New("signing failed")), WithGovernor(g))
+		func() {
+			defer func() { recover() }()
+			Do(context.Background(), iamUsers, func(context.Context) error { panic("bug") }, WithGovernor(g))
+		}()
 		tot := g.Summary(nil).Totals
 		mu.Lock()
 		defer mu.Unlock()
 		if seen["failed"] != int(tot.Failed) || seen["refused"] != int(tot.Refused) || seen["cancelled"] != int(tot.Cancelled) ||
 			seen["gave_up"] != int(tot.GaveUp) || tot.Failed != 1 || tot.Refused != 1 || tot.Cancelled != 1 || tot.GaveUp != 1 {
+			t.Fatalf("events %v, totals %v", seen, tot)
+		}
+		if seen["errored"] != int(tot.Errored) || seen["panicked"] != int(tot.Panicked) || tot.Errored != 1 || tot.Panicked != 1 {
 			t.Fatalf("events %v, totals %v", seen, tot)
 		}
 	})
@@ -518,4 +528,126 @@ func TestSnapshotNamesItsLeaf(t *testing.T) {
 	if s := g.Inspect(iamUsers); s.Scope != iamUsers.ServiceScope() {
 		t.Fatalf("a live iam scope: %v", s.Scope)
 	}
+}
+
+// A call that ends with a local error, one no provider answered (the
+// request could not be built, signed or sent, and was not retried), is
+// lost: Call and Do's, and an SDK's, whether After saw the error or only
+// End did, and one whose SDK retry of it the empty budget refused. A
+// provider's fatal answer is not (the caller has the answer), nor a local
+// error an SDK retried into a success.
+func TestLostErroredByALocalError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		signing := errors.New("signing failed")
+		const reason = "aws/123456789012/*/iam/ListUsers: signing failed"
+		check := func(how string, r run, want int) {
+			t.Helper()
+			r.lost(t, g, LossErrored, want)
+			if want > 0 && !slices.Equal(r.ledger.Reasons(), []string{reason}) {
+				t.Errorf("%s: the ledger's reasons %q, want %q", how, r.ledger.Reasons(), reason)
+			}
+		}
+
+		r := newRun(context.Background())
+		sent := 0
+		if err := Do(r.ctx, iamUsers, always(&sent, signing), WithGovernor(g)); err != signing || sent != 1 {
+			t.Fatalf("Do: %v after %d attempts, want the local error after 1", err, sent)
+		}
+		check("Do", r, 1)
+
+		r = newRun(context.Background())
+		gd, _ := g.Begin(r.ctx, iamUsers)
+		gd.Enter(r.ctx)
+		gd.After(signing)
+		gd.End(signing)
+		check("an SDK's call, After and End", r, 1)
+
+		r = newRun(context.Background())
+		gd, _ = g.Begin(r.ctx, iamUsers)
+		gd.Enter(r.ctx)
+		gd.End(signing)
+		check("an SDK's call, End alone", r, 1)
+
+		r = newRun(context.Background())
+		gd, _ = g.Begin(r.ctx, iamUsers)
+		gd.Enter(r.ctx)
+		gd.After(signing)
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		gd.Enter(r.ctx)
+		gd.After(nil)
+		gd.End(nil)
+		check("a local error the SDK retried into a success", r, 0)
+
+		// The SDK retries it, and ends with its retry's answer, which After
+		// never saw.
+		r = newRun(context.Background())
+		gd, _ = g.Begin(r.ctx, iamUsers)
+		gd.Enter(r.ctx)
+		gd.After(signing)
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		gd.End(signing)
+		check("a local error the SDK retried, and whose retry ended with one", r, 1)
+
+		r = newRun(context.Background())
+		Do(r.ctx, iamUsers, always(&sent, accessDenied()), WithGovernor(g))
+		check("a provider's fatal answer", r, 0)
+
+		// The empty budget refuses the SDK's third retry of the local error.
+		nob := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}})
+		r = newRun(context.Background())
+		gd, _ = nob.Begin(r.ctx, iamUsers)
+		gd.Enter(r.ctx)
+		var err error
+		for range 3 {
+			gd.After(signing)
+			if _, err = gd.Retry(0); err != nil {
+				break
+			}
+			gd.Enter(r.ctx)
+		}
+		if !errors.Is(err, ErrBudgetExhausted) {
+			t.Fatalf("the third retry: %v, want the budget's refusal", err)
+		}
+		gd.End(err)
+		r.lost(t, nob, LossErrored, 1)
+		if d := r.ledger.Describe(); d != "degraded: 1 call(s) errored (local errors, no provider answer) ("+reason+")" {
+			t.Errorf("budget: ledger %q", d)
+		}
+	})
+}
+
+// A call whose function panics is lost, and gives its slot back; the
+// panic goes on to the caller as it was.
+func TestLostPanicked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		for i := range 2 {
+			r := newRun(context.Background())
+			var escaped any
+			func() {
+				defer func() { escaped = recover() }()
+				if i == 0 {
+					Do(r.ctx, iamUsers, func(context.Context) error { panic("bug") }, WithGovernor(g))
+				} else {
+					b, _ := g.Bind(iamUsers)
+					b.Do(r.ctx, func(context.Context) error { panic("bug") })
+				}
+			}()
+			if escaped != "bug" {
+				t.Fatalf("the panic reached the caller as %v", escaped)
+			}
+			r.lost(t, g, LossPanicked, 1)
+			if d := r.ledger.Describe(); d != "degraded: 1 call(s) panicked (aws/123456789012/*/iam/ListUsers: function panicked)" {
+				t.Errorf("call %d: ledger %q", i+1, d)
+			}
+			if s := g.Inspect(iamUsers); s.InFlight != 0 {
+				t.Fatalf("call %d: %d slots held after the panic", i+1, s.InFlight)
+			}
+		}
+	})
 }

@@ -328,8 +328,9 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	}
 }
 
-// recordLost records a call lost as kind (LossFailed, LossRefused or
-// LossCancelled; give-ups and skips have their own functions) for reason,
+// recordLost records a call lost as kind (LossFailed, LossRefused,
+// LossCancelled, LossErrored or LossPanicked; give-ups and skips have
+// their own functions) for reason,
 // what stopped it; desc is what the ledger lists for it, err the error the
 // call ends with.
 func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
@@ -358,6 +359,19 @@ func (gd *Guard) recordCancelled(err error) {
 		desc += " after " + describe(gd.last.kind, gd.last.err)
 	}
 	gd.recordLost(LossCancelled, "context", desc, err)
+}
+
+// recordErrored records a call that ended with the local error of its
+// last attempt, which no provider answered, for reason: "local" (it was
+// not retried) or "budget" (the empty retry budget refused its retry).
+func (gd *Guard) recordErrored(reason string) {
+	gd.recordLost(LossErrored, reason, gd.last.err.Error(), gd.last.err)
+}
+
+// recordPanicked records a call whose function panicked (or otherwise did
+// not return) during its attempt.
+func (gd *Guard) recordPanicked() {
+	gd.recordLost(LossPanicked, "panic", "function panicked", nil)
 }
 
 // recordProbe reports the breaker letting this call through as its

@@ -147,9 +147,17 @@ func (gd *Guard) refuseRetry(h time.Duration) error {
 // retryWithJitter is Retry for the loop of Call and Do: the wait is the
 // next decorrelated-jitter backoff of the call's policy, drawn only when
 // the retry gets that far. An answer After did not leave open (a fatal
-// one, a stop) is not retried: the error is the answer.
+// one, a stop) is not retried: the error is the answer, and a local error
+// is recorded as the call's loss.
 func (gd *Guard) retryWithJitter() (time.Duration, error) {
 	if gd.phase != phaseFailed {
+		if gd.phase == phaseFinal {
+			// The call ends with the answer: lost if no provider gave it.
+			if gd.last.local {
+				gd.recordErrored("local")
+			}
+			gd.to(phaseDone)
+		}
 		return 0, gd.last.err
 	}
 	now := gd.g.now()
@@ -168,10 +176,15 @@ func (gd *Guard) retryWithJitter() (time.Duration, error) {
 // retryFinal lets an SDK retry an answer the governor reads as final (a
 // connection closed before any answer, which the SDK retries as a
 // transport error): nothing is learned from it, but the retry is counted
-// and paid from the budget like any other.
+// and paid from the budget like any other. A retry the empty budget
+// refuses ends the call with the answer: a provider's fatal answer loses
+// nothing, a local error loses the call (LossErrored).
 func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
-		gd.recordBudgetEvent() // the answer was final: nothing lost
+		gd.recordBudgetEvent()
+		if gd.last.local {
+			gd.recordErrored("budget")
+		}
 		gd.stop()
 		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 	}

@@ -31,6 +31,8 @@ const (
 	cancelledTally
 	pausesTally  // pauses set on the scope's leaf or account
 	forGoodTally // breaker trips of a scope throttled for good
+	erroredTally
+	panickedTally
 	numTallies
 )
 
@@ -203,15 +205,18 @@ type Counters struct {
 	Retries         int64 `json:"retries"`
 	GaveUp          int64 `json:"gave_up"`
 	Rejected        int64 `json:"rejected"`
-	// Failed, Refused and Cancelled are the calls lost otherwise (see
-	// Loss): failing with transient errors after their retries, refused
-	// before they were sent because their wait would have passed their
-	// deadline, and ended by their context. With GaveUp (throttled after
-	// retries) and Rejected (an open breaker's skips) they are every call
-	// the scope lost.
+	// Failed, Refused, Cancelled, Errored and Panicked are the calls lost
+	// otherwise (see Loss): failing with transient errors after their
+	// retries, refused before they were sent because their wait would have
+	// passed their deadline, ended by their context, ended by a local
+	// error no provider answered, and ended by a panic of their function.
+	// With GaveUp (throttled after retries) and Rejected (an open
+	// breaker's skips) they are every call the scope lost.
 	Failed       int64         `json:"failed"`
 	Refused      int64         `json:"refused"`
 	Cancelled    int64         `json:"cancelled"`
+	Errored      int64         `json:"errored"`
+	Panicked     int64         `json:"panicked"`
 	BreakerTrips int64         `json:"breaker_trips"`
 	Waits        int64         `json:"waits"`
 	Wait         time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
@@ -254,8 +259,8 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 
 // String renders the totals the way the worked example prints them:
 // {calls: 9, throttled: 2, ..., wait_seconds: 5.000}. The calls lost as
-// failed, refused or cancelled follow rejected, each only when there are
-// any, so that a run that lost none prints the example's line. When the
+// failed, refused, cancelled, errored or panicked follow rejected, each
+// only when there are any, so that a run that lost none prints the example's line. When the
 // waits of concurrent callers overlapped enough that their sum misleads
 // (see Overlapped), the wall-clock time waited and the longest wait
 // follow wait_seconds: ..., wait_seconds: 985.700,
@@ -265,7 +270,7 @@ func (c Counters) String() string {
 	for _, f := range [...]struct {
 		name string
 		n    int64
-	}{{"failed", c.Failed}, {"refused", c.Refused}, {"cancelled", c.Cancelled}} {
+	}{{"failed", c.Failed}, {"refused", c.Refused}, {"cancelled", c.Cancelled}, {"errored", c.Errored}, {"panicked", c.Panicked}} {
 		if f.n != 0 {
 			lost += fmt.Sprintf(", %s: %d", f.name, f.n)
 		}
@@ -298,7 +303,9 @@ func (c Counters) Overlapped() bool {
 }
 
 // Lost returns the calls lost, whatever the kind (see Loss).
-func (c Counters) Lost() int64 { return c.GaveUp + c.Rejected + c.Failed + c.Refused + c.Cancelled }
+func (c Counters) Lost() int64 {
+	return c.GaveUp + c.Rejected + c.Failed + c.Refused + c.Cancelled + c.Errored + c.Panicked
+}
 
 func (c *counters) snapshot() Counters {
 	s := Counters{
@@ -311,6 +318,8 @@ func (c *counters) snapshot() Counters {
 		Failed:           c.n[failedTally].Load(),
 		Refused:          c.n[refusedTally].Load(),
 		Cancelled:        c.n[cancelledTally].Load(),
+		Errored:          c.n[erroredTally].Load(),
+		Panicked:         c.n[panickedTally].Load(),
 		BreakerTrips:     c.n[tripsTally].Load(),
 		Waits:            c.n[waitsTally].Load(),
 		Wait:             time.Duration(c.waitNS.Load()),
@@ -343,6 +352,8 @@ func (c *Counters) add(s Counters) {
 	c.Failed += s.Failed
 	c.Refused += s.Refused
 	c.Cancelled += s.Cancelled
+	c.Errored += s.Errored
+	c.Panicked += s.Panicked
 	c.BreakerTrips += s.BreakerTrips
 	c.Waits += s.Waits
 	c.Wait += s.Wait
@@ -365,7 +376,8 @@ const minReportedWait = time.Second
 //	throttled {n}x, slowed to {rate} rps, paused for {s}s,
 //	waited {s}s for rate limit, {n} retries, circuit opened {n}x,
 //	{n} calls skipped, {n} calls gave up, {n} calls failed,
-//	{n} calls refused, {n} calls cancelled, {n} transient errors
+//	{n} calls refused, {n} calls cancelled, {n} calls errored,
+//	{n} calls panicked, {n} transient errors
 //
 // where the slowest rate is shown for a throttled scope, transient
 // errors only for a scope that was not throttled, and the pauses' time
@@ -430,6 +442,12 @@ func (c Counters) message(scope string) string {
 	}
 	if c.Cancelled > 0 {
 		parts = append(parts, plural(c.Cancelled, "call", "calls")+" cancelled")
+	}
+	if c.Errored > 0 {
+		parts = append(parts, plural(c.Errored, "call", "calls")+" errored")
+	}
+	if c.Panicked > 0 {
+		parts = append(parts, plural(c.Panicked, "call", "calls")+" panicked")
 	}
 	if c.TransientErrors > 0 && c.Throttled == 0 {
 		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))

@@ -77,9 +77,9 @@ func (g *Governor) Summary(s *Stats) Summary {
 
 // MarshalJSON writes the summary with its totals in the report's form:
 // calls, throttled, transient_errors, retries, gave_up, rejected (and
-// failed, refused and cancelled when there are any), breaker_trips and
-// wait_seconds (the waits added up over the callers), then
-// max_wait_seconds (the longest wait) and wait_elapsed_seconds (the
+// failed, refused, cancelled, errored and panicked when there are any),
+// breaker_trips and wait_seconds (the waits added up over the callers),
+// then max_wait_seconds (the longest wait) and wait_elapsed_seconds (the
 // wall-clock time during which a call of the run waited).
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
@@ -103,9 +103,11 @@ func (t totalsJSON) MarshalJSON() ([]byte, error) {
 		Failed          int64 `json:"failed,omitempty"`
 		Refused         int64 `json:"refused,omitempty"`
 		Cancelled       int64 `json:"cancelled,omitempty"`
+		Errored         int64 `json:"errored,omitempty"`
+		Panicked        int64 `json:"panicked,omitempty"`
 		BreakerTrips    int64 `json:"breaker_trips"`
 	}
-	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.BreakerTrips},
+	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.Errored, t.Panicked, t.BreakerTrips},
 		"wait_seconds", t.Wait, "max_wait_seconds", t.MaxWait, "wait_elapsed_seconds", t.WaitElapsed)
 }
 
