@@ -51,7 +51,7 @@ const (
 	GaveUp                          // the call failed after its retries (Err, Reason)
 	Rejected                        // an open breaker refused the call before it was sent
 	BudgetExhausted                 // the provider's retry budget refused a retry
-	Lost                            // the call ended lost otherwise (Loss: failed, refused or cancelled; Err, Reason)
+	Lost                            // the call ended lost otherwise (Loss: failed, refused, cancelled, errored or panicked; Err, Reason)
 )
 
 var kindNames = [...]string{"", "call", "wait", "throttle", "rate_change", "pause", "breaker_change", "retry", "gave_up", "rejected", "budget_exhausted", "lost"}
@@ -90,18 +90,20 @@ type Event struct {
 	// Reason says what stopped a GaveUp or Lost call: "retries" (no
 	// attempts left), "deadline", "breaker" (it refused the retry),
 	// "budget" (the retry budget did), "sdk" (the SDK's own loop gave up),
-	// "wait" (its wait would have passed its deadline or its max wait) or
-	// "context" (its context ended). For a BreakerChange to Open it says
-	// why the breaker opened: "throttling" or "errors" (calls failed after
-	// their retries, the last with that kind of answer), "throttled for
-	// good" or "down" (every answer of the scope failed for the provider's
-	// breaker_dead_seconds).
+	// "wait" (its wait would have passed its deadline or its max wait),
+	// "context" (its context ended), "local" (a local error it was not
+	// retried after) or "panic" (its function panicked). For a
+	// BreakerChange to Open it says why the breaker opened: "throttling"
+	// or "errors" (calls failed after their retries, the last with that
+	// kind of answer), "throttled for good" or "down" (every answer of the
+	// scope failed for the provider's breaker_dead_seconds).
 	Reason string
 	// Loss says how a Lost call was lost: "failed" (transient errors after
 	// its retries), "refused" (not sent: its wait would have passed its
-	// deadline) or "cancelled" (its context ended). A call given up after
-	// throttling is a GaveUp event, one an open breaker refused a Rejected
-	// event.
+	// deadline), "cancelled" (its context ended), "errored" (a local error
+	// no provider answered ended it) or "panicked" (its function panicked;
+	// Err is nil). A call given up after throttling is a GaveUp event, one
+	// an open breaker refused a Rejected event.
 	Loss string
 
 	Rate, OldRate, Ceiling float64   // RateChange, in requests per second

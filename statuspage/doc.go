@@ -12,8 +12,8 @@
 //     slowed (the rate is held below its ceiling), queued (callers wait for
 //     a token) and ok;
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
-//     failed, refused, cancelled), the longest wait for a token, and each
-//     provider's retry budget, once;
+//     failed, refused, cancelled, errored, panicked), the longest wait for
+//     a token, and each provider's retry budget, once;
 //   - the live scopes (resilience.Governor's Scopes), trouble first: the
 //     rows of a service scope together, the services by their worst row's
 //     state and then by key, a service's rows by state and then by key, so

@@ -269,7 +269,8 @@ type loss struct {
 // of the ledger's kinds.
 func lost(c resilience.Counters) []loss {
 	var out []loss
-	for _, l := range []loss{{c.GaveUp, "gave up"}, {c.Rejected, "skipped"}, {c.Failed, "failed"}, {c.Refused, "refused"}, {c.Cancelled, "cancelled"}} {
+	for _, l := range []loss{{c.GaveUp, "gave up"}, {c.Rejected, "skipped"}, {c.Failed, "failed"}, {c.Refused, "refused"}, {c.Cancelled, "cancelled"},
+		{c.Errored, "errored"}, {c.Panicked, "panicked"}} {
 		if l.N > 0 {
 			out = append(out, l)
 		}
