@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -109,6 +110,27 @@ func TestPanickingAdmissionLeaksNoSlot(t *testing.T) {
 		}
 		if n := strings.Count(buf.String(), "Admission panicked"); n != 1 {
 			t.Fatalf("the panics logged %d times, want once:\n%s", n, buf.String())
+		}
+	})
+}
+
+// A max wait too long to add to the time (math.MaxInt64, "no bound")
+// bounds nothing a call waits: WithMaxWait's and WithAdmission's are held
+// to the longest configured time instead of wrapping to a bound already
+// past, which refused every wait.
+func TestEndlessMaxWaitBoundsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}})
+		time.Sleep(time.Minute) // the governor's time is well past 0
+		ok := func(context.Context) error { return nil }
+		for i := range 3 { // the second and third wait a second for their token
+			if err := Do(WithMaxWait(context.Background(), math.MaxInt64), iamUsers, ok, WithGovernor(g)); err != nil {
+				t.Fatalf("WithMaxWait(MaxInt64), call %d: %v", i+1, err)
+			}
+			var a admissionRec
+			if err := Do(WithAdmission(context.Background(), &a, math.MaxInt64), iamUsers, ok, WithGovernor(g)); err != nil || a.decided != 1 {
+				t.Fatalf("WithAdmission(MaxInt64), call %d: %v, decided %d", i+1, err, a.decided)
+			}
 		}
 	})
 }

@@ -18,12 +18,13 @@ import (
 // Throttled: a scheduler requeues the task and gives its worker to
 // another scope instead of leaving it blocked. The call is recorded as
 // lost (LossRefused, or LossSkipped for the breaker), not as a give-up. A
-// d of 0 or less admits only a call that can go at once. The bound holds
-// through every SDK integration, whose hooks see the context of the SDK
-// call.
+// d of 0 or less admits only a call that can go at once; one longer than
+// any configured time (about 36 years, math.MaxInt64 among them) is held
+// to that. The bound holds through every SDK integration, whose hooks see
+// the context of the SDK call.
 func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 	b := *bindingOf(ctx)
-	b.maxWait, b.bounded, b.held = max(d, 0), true, true
+	b.maxWait, b.bounded, b.held = min(max(d, 0), maxDuration), true, true
 	return context.WithValue(ctx, bindingKey{}, &b)
 }
 
@@ -162,7 +163,7 @@ func (g *Governor) recoverAdmission(method string) {
 // this module; any scheduler can be built on it.
 func WithAdmission(ctx context.Context, a Admission, maxWait time.Duration) context.Context {
 	ac := &admittedCtx{Context: ctx, b: *bindingOf(ctx)}
-	ac.adm = admission{a: a, maxWait: max(maxWait, 0)}
+	ac.adm = admission{a: a, maxWait: min(max(maxWait, 0), maxDuration)}
 	ac.b.adm, ac.b.held = &ac.adm, true
 	return ac
 }
