@@ -97,7 +97,7 @@ func NewGovernor(cfg Config, opts ...GovernorOption) (*Governor, error) {
 			g.logger = o.l
 		case logIntervalOption:
 			if o.d > 0 {
-				g.logEvery = o.d
+				g.logEvery = min(o.d, maxDuration) // an endless interval, not one that wraps past now
 			}
 		case reclaimOption:
 			if o.d > 0 {

@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -283,6 +284,34 @@ func TestTheLogReadsErrorsOutsideItsLock(t *testing.T) {
 		Do(context.Background(), iamUsers, always(&n, e), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 3}))
 		if e.called == 0 || e.locked != 0 || !buf.contains("cloudg: scope throttled") {
 			t.Fatalf("Error called %d times, %d of them under the log's lock; log:\n%s", e.called, e.locked, buf.String())
+		}
+	})
+}
+
+// An endless log interval is one: the first line of a scope's throttles
+// is logged, no other, and the log looks for lines held back no more
+// often than the interval (an interval that wrapped past now made it look
+// at every event, over every scope's window).
+func TestEndlessLogIntervalLogsOnceAndSweepsNever(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf logBuffer
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1000}}, WithLogger(buf.logger()), WithLogInterval(time.Duration(math.MaxInt64)))
+		ctx := context.Background()
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		n := 0
+		time.Sleep(time.Second) // the first event after the governor's start
+		for range 30 {
+			Do(ctx, ec2Vpcs, always(&n, throttle()), WithGovernor(g), once)
+			time.Sleep(time.Second)
+		}
+		if lines := buf.lines(`msg="cloudg: scope throttled"`); len(lines) != 1 {
+			t.Fatalf("%d lines for 30 throttles under an endless interval, want 1:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+		g.logs.mu.Lock()
+		next := g.logs.sweep
+		g.logs.mu.Unlock()
+		if now := g.now(); next <= now {
+			t.Fatalf("the log looks for held lines next at %v, at or before now (%v)", next, now)
 		}
 	})
 }
