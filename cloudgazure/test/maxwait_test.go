@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,13 +37,17 @@ func refusedShape(t *testing.T, err, check error, retryAfter time.Duration) *res
 }
 
 // lostOnly checks that the run lost want calls of kind, and no other, in
-// its stats and its ledger.
+// its stats and its ledger: every kind of loss is looked at.
 func lostOnly(t *testing.T, g *resilience.Governor, stats *resilience.Stats, ledger *resilience.Ledger, kind resilience.Loss, want int) {
 	t.Helper()
 	tot := g.Summary(stats).Totals
 	byKind := map[resilience.Loss]int64{
 		resilience.LossGaveUp: tot.GaveUp, resilience.LossSkipped: tot.Rejected, resilience.LossFailed: tot.Failed,
 		resilience.LossRefused: tot.Refused, resilience.LossCancelled: tot.Cancelled,
+		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked,
+	}
+	if k := resilience.Loss(len(byKind)); !strings.HasPrefix(k.String(), "resilience.Loss(") {
+		t.Fatalf("loss %v is not looked at", k)
 	}
 	for k, n := range byKind {
 		w := 0
