@@ -172,11 +172,6 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	var zero armresourcegraph.ClientResourcesResponse
 	gov := cfg.governor()
 	limits := cfg.limits.resolve()
-	// The Guard's context is cancelled when the pipeline turns out to be
-	// governed: the pipeline recorded the page, and a Guard whose context
-	// is done records nothing more.
-	gctx, abandon := context.WithCancel(ctx)
-	defer abandon()
 	if cfg.graph == nil || cfg.graphGov != gov {
 		// Every page of the query is a call of the same scope: resolved
 		// once, so that the later pages skip hashing it.
@@ -186,7 +181,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		}
 		cfg.graph, cfg.graphGov = b, gov
 	}
-	gd, err := cfg.graph.Begin(gctx, resilience.WithPolicy(resilience.RetryPolicy{
+	gd, err := cfg.graph.Begin(ctx, resilience.WithPolicy(resilience.RetryPolicy{
 		MaxAttempts: limits.MaxRetries + 1, ThrottlingOnly: true,
 	}))
 	if err != nil {
@@ -205,8 +200,13 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		raw = nil
 		page, err := sendPage(sctx, gd, client, q)
 		if mark.governed.Load() {
-			abandon()
-			gd.End(err)
+			// The pipeline is governed: its own Guard paced this page
+			// inside this attempt, and recorded its outcome (a success, a
+			// give-up, a cancellation). This Guard is left without End,
+			// which would record the outcome a second time (once the
+			// context is done, End records an open outcome as a
+			// cancellation): a Guard never ended records nothing more, and
+			// sendPage gave its slot back.
 			return page, err
 		}
 		kind := gd.After(err)

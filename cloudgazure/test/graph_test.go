@@ -296,7 +296,8 @@ func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
 
 // A plain-typed client built with ClientOptions whose first page fails
 // after its pipeline's retries: the pipeline records the give-up, and
-// QueryResources, which paced that page too, records nothing more.
+// QueryResources, which paced that page too, records nothing more: the
+// one call lost is one give-up, and no loss of any other kind.
 func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(1)}})
@@ -315,12 +316,10 @@ func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 		if n := e.srv.count(routeGraph); n != 2 {
 			t.Fatalf("%d attempts, want 2 (the pipeline's), not retried again", n)
 		}
-		if g, _ := ledger.Counts(); g != 1 {
-			t.Fatalf("ledger gave up %d, want 1", g)
-		}
+		lostOnly(t, e.gov, stats, ledger, resilience.LossGaveUp, 1)
 		sc := e.gov.Summary(stats).Scopes[graphScope]
-		if sc.Calls != 3 || sc.GaveUp != 1 || sc.Throttled != 2 {
-			t.Fatalf("stats %+v, want 3 calls (one by the helper), 2 throttled, 1 gave up", sc)
+		if sc.Calls != 3 || sc.GaveUp != 1 || sc.Throttled != 2 || sc.Retries != 1 || sc.Lost() != 1 {
+			t.Fatalf("stats %+v, want 3 calls (one by the helper), 2 throttled, 1 retry, 1 gave up and nothing else lost", sc)
 		}
 		if b := e.gov.Summary(nil).Breakers[graphScope]; b.Failures != 1 {
 			t.Fatalf("breaker %+v, want 1 failure", b)
