@@ -327,6 +327,146 @@ func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 	})
 }
 
+// Every path of QueryResources records what happened to each page, once:
+// a governed client's pages by its pipeline; a plain-typed client built
+// with ClientOptions by its pipeline too (the helper paced its first page
+// and counts one call more, nothing else); a plain client's by the
+// helper. Per row: the rows and the error the caller gets; the calls,
+// throttles and retries counted; the one loss of the right kind and none
+// of any other, in the ledger and the stats; the breaker's failures; the
+// retry budget (the third retry of a page costs a token, each success
+// gives 0.1 back up to 500, so a success recorded twice shows); no slot
+// left held. The page that fails is the first or the second: the helper
+// paces a detected client's first page only.
+func TestQueryResourcesRecordsEachPageOnce(t *testing.T) {
+	const (
+		governed   = "governed"   // a *GraphClient
+		detected   = "detected"   // a plain-typed client built with ClientOptions
+		ungoverned = "ungoverned" // a plain client, QueryLimits{MaxRetries: 3}
+	)
+	type scenario struct {
+		name    string
+		script  []reply // the server's answers, in order, then success
+		always  *reply  // or, after the script, this answer for good
+		cancel  bool    // the caller cancels the query 5 s in
+		rows    int
+		err     func(error) bool
+		breaker int // failures
+		loss    resilience.Loss
+		lost    int
+	}
+	is429 := func(err error) bool {
+		var re *azcore.ResponseError
+		return errors.As(err, &re) && re.StatusCode == http.StatusTooManyRequests
+	}
+	isCancelled := func(err error) bool { return errors.Is(err, context.Canceled) }
+	isNil := func(err error) bool { return err == nil }
+	var (
+		success = scenario{name: "success", rows: 6, err: isNil}
+		// Three 429s, then the page's answer: 3 retries, the third paid.
+		throttledThenOK = scenario{name: "page 1 throttled then answered", rows: 6, err: isNil,
+			script: []reply{throttled("1"), throttled("1"), throttled("1")}}
+		gaveUp1 = scenario{name: "page 1 gave up", rows: 0, err: is429, breaker: 1,
+			always: ptr(throttled("1")), loss: resilience.LossGaveUp, lost: 1}
+		gaveUp2 = scenario{name: "page 2 gave up", rows: 2, err: is429, breaker: 1,
+			script: []reply{{}}, always: ptr(throttled("1")), loss: resilience.LossGaveUp, lost: 1}
+		// The caller cancels while the page's attempt is out.
+		cancelled1 = scenario{name: "cancelled with page 1 out", rows: 0, err: isCancelled, cancel: true,
+			script: []reply{{block: true}}, loss: resilience.LossCancelled, lost: 1}
+		cancelled2 = scenario{name: "cancelled with page 2 out", rows: 2, err: isCancelled, cancel: true,
+			script: []reply{{}, {block: true}}, loss: resilience.LossCancelled, lost: 1}
+		// The caller cancels while page 2 waits to retry a 429 of 10 s.
+		cancelledWaiting = scenario{name: "cancelled before page 2's retry", rows: 2, err: isCancelled, cancel: true,
+			script: []reply{{}}, always: ptr(throttled("10")), loss: resilience.LossCancelled, lost: 1}
+	)
+	tests := []struct {
+		client string
+		scenario
+		calls, throttled, retries int64
+		budget                    float64
+	}{
+		{governed, success, 3, 0, 0, 500},
+		{detected, success, 4, 0, 0, 500},
+		{ungoverned, success, 3, 0, 0, 500},
+
+		{governed, throttledThenOK, 6, 3, 3, 499.3},
+		{detected, throttledThenOK, 7, 3, 3, 499.3},
+		{ungoverned, throttledThenOK, 6, 3, 3, 499.3},
+
+		{governed, gaveUp1, 4, 4, 3, 499},
+		{detected, gaveUp1, 5, 4, 3, 499},
+		{ungoverned, gaveUp1, 4, 4, 3, 499},
+
+		{governed, gaveUp2, 5, 4, 3, 499},
+		{detected, gaveUp2, 6, 4, 3, 499},
+		{ungoverned, gaveUp2, 5, 4, 3, 499},
+
+		{governed, cancelled1, 1, 0, 0, 500},
+		{detected, cancelled1, 2, 0, 0, 500},
+		{ungoverned, cancelled1, 1, 0, 0, 500},
+
+		{governed, cancelled2, 2, 0, 0, 500},
+		{detected, cancelled2, 3, 0, 0, 500},
+		{ungoverned, cancelled2, 2, 0, 0, 500},
+
+		{governed, cancelledWaiting, 2, 1, 0, 500},
+		{detected, cancelledWaiting, 3, 1, 0, 500},
+		{ungoverned, cancelledWaiting, 2, 1, 0, 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.client+"/"+tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(3)}})
+				var client cloudgazure.GraphQuerier
+				opts := e.opts()
+				switch tt.client {
+				case governed:
+					client = e.graph()
+				case detected:
+					c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+					if err != nil {
+						t.Fatal(err)
+					}
+					client = c
+				case ungoverned:
+					client = e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+					opts = append(opts, cloudgazure.WithQueryLimits(cloudgazure.QueryLimits{MaxRetries: 3}))
+				}
+				e.srv.script(routeGraph, tt.script...)
+				if tt.always != nil {
+					e.srv.forever(routeGraph, *tt.always)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tt.cancel {
+					time.AfterFunc(5*time.Second, cancel)
+				}
+				ctx, stats := resilience.WithStats(ctx)
+				ctx, ledger := resilience.WithLedger(ctx, "azure_graph")
+				rows, err := cloudgazure.QueryResources(ctx, client, query, opts...)
+				if len(rows) != tt.rows || !tt.err(err) {
+					t.Fatalf("%d rows, %v; want %d rows", len(rows), err, tt.rows)
+				}
+				lostOnly(t, e.gov, stats, ledger, tt.loss, tt.lost)
+				sc := e.gov.Summary(stats).Scopes[graphScope]
+				if sc.Calls != tt.calls || sc.Throttled != tt.throttled || sc.Retries != tt.retries || sc.Lost() != int64(tt.lost) {
+					t.Errorf("stats %+v, want %d calls, %d throttled, %d retries, %d lost", sc, tt.calls, tt.throttled, tt.retries, tt.lost)
+				}
+				if b := e.gov.Summary(nil).Breakers[graphScope]; b.Failures != tt.breaker {
+					t.Errorf("breaker %+v, want %d failures", b, tt.breaker)
+				}
+				in := e.gov.Inspect(graphScope)
+				if in.RetryBudget != tt.budget {
+					t.Errorf("retry budget %v, want %v", in.RetryBudget, tt.budget)
+				}
+				if in.InFlight != 0 || in.Waiting != 0 {
+					t.Errorf("bulkhead %+v after the query, want nothing held", in)
+				}
+			})
+		})
+	}
+}
+
 // The helper holds a slot while it sends a page; a governed pipeline found
 // out on that page is a call inside the helper's, and goes ahead without a
 // slot of its own when the helper holds the last one.
