@@ -166,7 +166,9 @@ func markGoverned(ctx context.Context) {
 // on a Guard of its own: per attempt Enter (breaker, deadline, count,
 // token, slot), send, give the slot back, After; a throttled page is
 // retried as QueryLimits say, after the longer of the backoff and the
-// server's hint. Other errors end the page at once.
+// server's hint. Other errors end the page at once. A page whose pipeline
+// turns out to be governed is the pipeline's Guard's: it is returned as
+// it is, and this Guard records nothing of it.
 func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armresourcegraph.QueryRequest,
 	mark *graphMark) (armresourcegraph.ClientResourcesResponse, error) {
 	var zero armresourcegraph.ClientResourcesResponse
@@ -203,10 +205,10 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			// The pipeline is governed: its own Guard paced this page
 			// inside this attempt, and recorded its outcome (a success, a
 			// give-up, a cancellation). This Guard is left without End,
-			// which would record the outcome a second time (once the
-			// context is done, End records an open outcome as a
-			// cancellation): a Guard never ended records nothing more, and
-			// sendPage gave its slot back.
+			// which would record the outcome a second time (the answer
+			// again, or a cancellation once the context is done): a Guard
+			// never ended records nothing more, and sendPage gave its slot
+			// back.
 			return page, err
 		}
 		kind := gd.After(err)
