@@ -55,13 +55,8 @@ func (gd *Guard) emit(ev *observe.Event) {
 // observe calls the observer, recovering a panic.
 func (g *Governor) observe(ev *observe.Event) {
 	defer func() {
-		if r := recover(); r != nil && g.observerPanicked.CompareAndSwap(false, true) {
-			l := g.logger
-			if l == nil {
-				l = slog.Default()
-			}
-			l.LogAttrs(context.Background(), slog.LevelError,
-				"cloudg: the observer panicked; the call went on (logged once)",
+		if r := recover(); r != nil {
+			g.logPanicOnce(&g.observerPanicked, "cloudg: the observer panicked; the call went on (logged once)",
 				slog.String("event", ev.Kind.String()), slog.Any("panic", r))
 		}
 	}()

@@ -138,15 +138,23 @@ func (g *Governor) admissionDeferred(a Admission, wait time.Duration, err error)
 // recoverAdmission recovers a panic of the Admission's method, and logs
 // the governor's first.
 func (g *Governor) recoverAdmission(method string) {
-	if r := recover(); r != nil && g.admissionPanicked.CompareAndSwap(false, true) {
-		l := g.logger
-		if l == nil {
-			l = slog.Default()
-		}
-		l.LogAttrs(context.Background(), slog.LevelError,
-			"cloudg: the scheduler's Admission panicked; the call went on (logged once)",
+	if r := recover(); r != nil {
+		g.logPanicOnce(&g.admissionPanicked, "cloudg: the scheduler's Admission panicked; the call went on (logged once)",
 			slog.String("method", method), slog.Any("panic", r))
 	}
+}
+
+// logPanicOnce logs, at Error, the first panic of a user's callback that
+// once stands for (the observer's, the scheduler's), and nothing after it.
+func (g *Governor) logPanicOnce(once *atomic.Bool, msg string, attrs ...slog.Attr) {
+	if !once.CompareAndSwap(false, true) {
+		return
+	}
+	l := g.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	l.LogAttrs(context.Background(), slog.LevelError, msg, attrs...)
 }
 
 // WithAdmission returns a context under which the first governed call
