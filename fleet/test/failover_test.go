@@ -86,7 +86,7 @@ func TestSentinelFailover(t *testing.T) {
 	})
 
 	var calls, failed atomic.Int64
-	stop := inLoops(4, func() bool {
+	stop := inLoops(t, 4, func() bool {
 		if err := resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(gov)); err != nil {
 			failed.Add(1)
 		}

@@ -236,8 +236,10 @@ func failAndRetry(gd *resilience.Guard) error {
 }
 
 // inLoops runs n goroutines, each calling call again and again until call
-// returns false or stop is called; stop returns once they all have.
-func inLoops(n int, call func() bool) (stop func()) {
+// returns false or stop is called; stop returns once they all have. The
+// test's end stops them too, whatever path it ends by (a t.Fatal before
+// the stop); stop may be called any number of times.
+func inLoops(t testing.TB, n int, call func() bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range n {
@@ -254,5 +256,11 @@ func inLoops(n int, call func() bool) (stop func()) {
 			}
 		})
 	}
-	return func() { close(done); wg.Wait() }
+	var once sync.Once
+	stop = func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
 }

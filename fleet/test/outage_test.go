@@ -39,7 +39,7 @@ func TestRedisDownThenRestarted(t *testing.T) {
 		var calls, failed atomic.Int64
 		var stops []func()
 		for _, p := range []*process{a, b} {
-			stops = append(stops, inLoops(4, func() bool {
+			stops = append(stops, inLoops(t, 4, func() bool {
 				if err := p.do(t, vpcs, ok); err != nil {
 					failed.Add(1)
 				}

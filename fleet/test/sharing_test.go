@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,7 +91,10 @@ func TestBreakerOpenedByOneProcessRejectsInAnother(t *testing.T) {
 		// After the cooldown, one probe for the whole fleet.
 		time.Sleep(1100 * time.Millisecond)
 		probing, release := make(chan struct{}), make(chan struct{})
-		done := make(chan error)
+		var released sync.Once
+		free := func() { released.Do(func() { close(release) }) }
+		t.Cleanup(free) // a failure before the release does not leave the probe waiting
+		done := make(chan error, 1)
 		go func() {
 			done <- a.do(t, vpcs, func(context.Context) error { close(probing); <-release; return nil })
 		}()
@@ -101,7 +105,7 @@ func TestBreakerOpenedByOneProcessRejectsInAnother(t *testing.T) {
 		if err := b.do(t, vpcs, ok); !errors.As(err, &coe) {
 			t.Fatalf("process B during A's probe: %v, want rejected", err)
 		}
-		close(release)
+		free()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}
-		stop := inLoops(callers, func() bool {
+		stop := inLoops(t, callers, func() bool {
 			if err := resilience.Do(context.Background(), vpcs, call, resilience.WithGovernor(gov)); err != nil {
 				t.Error(err)
 				return false
@@ -133,7 +133,7 @@ func TestFlappingRedisKeepsTheRate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := inLoops(callers, func() bool {
+		stop := inLoops(t, callers, func() bool {
 			if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
 				t.Error(err)
 				return false
@@ -191,7 +191,7 @@ func TestRedisNearItsTimeoutKeepsTheRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		px.SetDelay(10 * time.Millisecond)
-		stop := inLoops(callers, func() bool {
+		stop := inLoops(t, callers, func() bool {
 			if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
 				t.Error(err)
 				return false
