@@ -188,8 +188,9 @@ func (b *sharedBucket) takeServed() []any {
 }
 
 // fallback returns the local bucket used while Redis does not answer: the
-// fleet's last known rate divided among the live processes (it stays
-// adaptive, so it slows further if this process is throttled). A new one
+// fleet's last known rate, its burst and its floor divided among the live
+// processes (it stays adaptive, so it slows further if this process is
+// throttled, down to its share of the floor). A new one
 // is charged for the tokens the process took lately and has yet to use
 // (tokenLog): the callers already queued go at their times, at the head of
 // its queue, instead of on top of its balance.
@@ -201,7 +202,7 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 		spec := b.spec
 		spec.Rate = b.s.share(r)
 		spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
-		spec.Floor = math.Min(spec.Floor, spec.Rate)
+		spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
 		b.local = b.s.local.Bucket("", spec, now)
 		b.localEp = ep
 		b.mu.Lock()

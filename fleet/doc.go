@@ -60,10 +60,10 @@
 // call of any other client is left to finish alone. A Redis that does not
 // answer in time, or refuses every command (loading, a replica, a cluster
 // down, an authentication failure, out of memory), switches the process to
-// local limits: the fleet's last known rates, and the retry budget, divided
-// by the number of live processes at the last heartbeat (each process
-// announces itself every second). The switch is logged once and counted
-// (StoreStats.Fallbacks). The heartbeat keeps probing, and the first
+// local limits: the fleet's last known rates (each with its burst and its
+// floor), and the retry budget, divided by the number of live processes at
+// the last heartbeat (each process announces itself every second). The
+// switch is logged once and counted (StoreStats.Fallbacks). The heartbeat keeps probing, and the first
 // answer switches back to the shared state (rebuilt from the defaults if
 // Redis lost it). At either switch, the callers already queued keep their
 // tokens and their times, and the new bucket is charged for them: they

@@ -170,3 +170,36 @@ func TestLocalLimitsRecoverWhileRedisIsDown(t *testing.T) {
 		t.Fatalf("local rate %v after 30 s of successes, want above 10", r)
 	}
 }
+
+// While Redis does not answer, the local limits divide the floor among
+// the live processes as they divide the rate: a throttled process slows
+// further, down to its share of the floor. With 2 processes, a floor of 4
+// and a fleet rate of 5, the local rate is 2.5; a throttle halves it, not
+// below the share of the floor, 2 (the whole floor, 4, kept it at 2.5).
+func TestLocalLimitsShareTheFloor(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		prefix := uniquePrefix(t)
+		a := newProcess(t, at(px.Addr()), prefix, resilience.Config{})
+		newProcess(t, at(px.Addr()), prefix, resilience.Config{})
+		time.Sleep(250 * time.Millisecond) // two heartbeats: both count two live processes
+		if n := a.store.Stats().Processes; n != 2 {
+			t.Fatalf("%d live processes counted, want 2", n)
+		}
+		b := a.store.Bucket(vpcsKey, state.BucketSpec{Rate: 5, Burst: 5, Floor: 4, Adaptive: true}, 0)
+		px.Down()
+		if r := b.Snapshot(0).Rate; r != 2.5 || !a.store.Stats().Degraded {
+			t.Fatalf("local rate %v (degraded %v), want half the fleet's 5", r, a.store.Stats().Degraded)
+		}
+		if r, dec := b.Throttle(0, 0); !dec || r != 2 {
+			t.Fatalf("a throttle on local limits: rate %v, decreased %v; want 2 (half the floor of 4), decreased", r, dec)
+		}
+		if r, dec := b.Throttle(2*time.Second, 0); dec || r != 2 {
+			t.Fatalf("a throttle at the floor's share: rate %v, decreased %v; want 2, not decreased", r, dec)
+		}
+	})
+}
