@@ -94,16 +94,37 @@ func WithLeaseWindow(d time.Duration) Option {
 func WithMaxLease(n int) Option { return optionFunc(func(c *config) { c.maxLease = max(1, n) }) }
 
 // WithTimeout bounds each Redis operation (default 250 ms); past it the
-// call goes on with local limits.
-func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.timeout = d }) }
+// call goes on with local limits. A d of 0 or less keeps the default.
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	})
+}
 
-// WithKeyTTL sets how long an idle key lives in Redis (default 15 minutes).
-func WithKeyTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.keyTTL = d }) }
+// WithKeyTTL sets how long an idle key lives in Redis (default 15
+// minutes), at least a millisecond (Redis's unit: less would be a TTL of
+// 0, which deletes the key). A d of 0 or less keeps the default.
+func WithKeyTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.keyTTL = max(d, time.Millisecond)
+		}
+	})
+}
 
 // WithHeartbeat sets how often the process announces itself and, while
-// Redis does not answer, probes it (default 1 s). Processes silent for
-// three heartbeats no longer count as live.
-func WithHeartbeat(d time.Duration) Option { return optionFunc(func(c *config) { c.heartbeat = d }) }
+// Redis does not answer, probes it (default 1 s), at least every
+// millisecond. Processes silent for three heartbeats no longer count as
+// live. A d of 0 or less keeps the default.
+func WithHeartbeat(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.heartbeat = max(d, time.Millisecond)
+		}
+	})
+}
 
 // WithBreakerStaleness bounds how long a process trusts its cached view of
 // a closed breaker before asking Redis again (default 1 s); token requests
@@ -280,7 +301,7 @@ func (s *Store) forgetDroppedBreakers() {
 func (s *Store) heartbeat() {
 	s.calls.Add(1)
 	res, err := s.call(heartbeatScript, []string{s.key("procs")},
-		[]any{s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.cfg.keyTTL.Milliseconds()})
+		[]any{s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.ttlMS()})
 	switch {
 	case err != nil && unavailable(err):
 		s.fail(err)

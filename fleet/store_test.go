@@ -52,3 +52,18 @@ func TestDroppedBreakersAreForgotten(t *testing.T) {
 		t.Fatalf("%d breakers remembered after the governor dropped them", n)
 	}
 }
+
+// Durations Redis counts in milliseconds are at least one: a key TTL under
+// a millisecond would be PEXPIRE key 0 (deleting every key), a heartbeat
+// under a third of one would give the process's entry in the heartbeat
+// set no time to live.
+func TestSubMillisecondDurationsAreAMillisecond(t *testing.T) {
+	s := New(unreachable(), WithLogger(quiet), WithKeyTTL(500*time.Microsecond), WithHeartbeat(10*time.Microsecond))
+	defer s.Close()
+	if ms := s.ttlMS(); ms != 1 {
+		t.Fatalf("a key TTL of 500µs is %d ms in the scripts, want 1", ms)
+	}
+	if s.cfg.heartbeat != time.Millisecond {
+		t.Fatalf("a heartbeat of 10µs is %v, want 1ms", s.cfg.heartbeat)
+	}
+}

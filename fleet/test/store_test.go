@@ -188,3 +188,30 @@ func TestResetsAndReconfigurationsDoNotPileUpBudgets(t *testing.T) {
 		t.Logf("%s: %.1f Redis calls per heartbeat before, %.1f after", be.name, base, after)
 	})
 }
+
+// An option given a duration of zero or less keeps the value it had (the
+// default): WithHeartbeat(0) does not stop the program (a ticker of no
+// interval panics), WithKeyTTL(0) does not give every key a TTL of 0
+// (PEXPIRE key 0 deletes it: nothing shared), and WithTimeout(0) does not
+// time out every operation.
+func TestOutOfRangeDurationsKeepTheDefaults(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		a := newProcess(t, be, prefix, resilience.Config{}, fleet.WithHeartbeat(0), fleet.WithKeyTTL(0), fleet.WithTimeout(0))
+		b := newProcess(t, be, prefix, resilience.Config{}, fleet.WithHeartbeat(-time.Second), fleet.WithKeyTTL(-time.Minute), fleet.WithTimeout(-time.Second))
+		a.do(t, vpcs, throttl, once)
+		if r := b.gov.Inspect(vpcs).Leaf.Rate; r != 10 {
+			t.Fatalf("process B sees %v rps after A was throttled, want 10: the rate is not shared", r)
+		}
+		key := prefix + ":{" + vpcsKey + "}:bucket"
+		if ttl := a.rdb.PTTL(context.Background(), key).Val(); ttl < 14*time.Minute || ttl > 15*time.Minute {
+			t.Fatalf("the bucket's key has TTL %v, want the default 15 minutes", ttl)
+		}
+		time.Sleep(250 * time.Millisecond) // heartbeats
+		for _, p := range []*process{a, b} {
+			if st := p.store.Stats(); st.Degraded || st.RedisErrors != 0 || st.Processes != 2 {
+				t.Fatalf("store stats %+v, want 2 processes, no error", st)
+			}
+		}
+	})
+}
