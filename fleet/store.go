@@ -22,7 +22,9 @@ import (
 // Store is a state.Store on Redis: the learned state of every governor that
 // uses it is shared by the fleet. It is safe for concurrent
 // use. Make one per process with New or Open, give it to the governor with
-// resilience.WithStateStore, and Close it when the process is done.
+// resilience.WithStateStore, and Close it when the process is done. The
+// zero Store is not usable: its operations panic (it has no client and no
+// heartbeat); only New and Open make one.
 type Store struct {
 	rdb     redis.UniversalClient
 	ownsRDB bool
@@ -67,7 +69,8 @@ type config struct {
 	logger        *slog.Logger
 }
 
-// An Option configures a Store.
+// An Option configures a Store. Options are values, safe to share among
+// goroutines and stores; a nil Option changes nothing.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -178,7 +181,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		successPeriod: time.Second,
 	}
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if cfg.id == "" {
 		host, _ := os.Hostname()
@@ -245,7 +250,9 @@ func (s *Store) closed() bool {
 }
 
 // StoreStats are a process's counters of its use of the shared state: its
-// Redis operations and leases, not the governor's call statistics.
+// Redis operations and leases, not the governor's call statistics. A
+// StoreStats is a copy (Store.Stats makes one) that nothing updates; the
+// zero value is a store's that has done nothing.
 type StoreStats struct {
 	RedisCalls  int64 // operations sent to Redis
 	RedisErrors int64 // operations that failed or timed out

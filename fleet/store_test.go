@@ -67,3 +67,32 @@ func TestSubMillisecondDurationsAreAMillisecond(t *testing.T) {
 		t.Fatalf("a heartbeat of 10µs is %v, want 1ms", s.cfg.heartbeat)
 	}
 }
+
+// A nil Option changes nothing.
+func TestANilOptionChangesNothing(t *testing.T) {
+	s := New(unreachable(), nil, WithLogger(quiet), nil)
+	defer s.Close()
+	if s.cfg.keyTTL != 15*time.Minute || s.cfg.heartbeat != time.Second {
+		t.Fatalf("config %+v after nil options", s.cfg)
+	}
+}
+
+// The zero Store is not usable, as its documentation says: its operations
+// panic.
+func TestTheZeroStoreIsNotUsable(t *testing.T) {
+	for name, op := range map[string]func(s *Store){
+		"Close": func(s *Store) { s.Close() },
+		"Reserve": func(s *Store) {
+			s.Bucket("aws/123456789012/us-east-1/ec2/DescribeVpcs", state.BucketSpec{Rate: 1, Burst: 1}, 0).Reserve(0)
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s on the zero Store did not panic", name)
+				}
+			}()
+			op(new(Store))
+		}()
+	}
+}
