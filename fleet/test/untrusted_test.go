@@ -11,6 +11,7 @@ import (
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // The state in Redis is not trusted: anyone with access to the keys, an
@@ -51,8 +52,11 @@ func TestInvalidBucketStateCountsAsAbsent(t *testing.T) {
 				t.Parallel() // each its own keys; a paced 0.5 s each
 				prefix := uniquePrefix(t)
 				p := newProcess(t, be, prefix, slowLeaf)
-				if err := p.do(t, vpcs, ok); err != nil { // the bucket's hash exists
-					t.Fatal(err)
+				// The bucket's hash exists, halved: only a bucket rebuilt
+				// from the local settings is back at its ceiling.
+				p.do(t, vpcs, throttl, once)
+				if r := p.gov.Inspect(vpcs).Leaf.Rate; r != 5 {
+					t.Fatalf("rate %v after a throttle, want 5", r)
 				}
 				key := prefix + ":{" + vpcsKey + "}:bucket"
 				if err := p.rdb.HSet(context.Background(), key, c.field, c.value).Err(); err != nil {
@@ -64,7 +68,7 @@ func TestInvalidBucketStateCountsAsAbsent(t *testing.T) {
 				}
 				r := p.gov.Inspect(vpcs).Leaf.Rate
 				if r != 10 {
-					t.Fatalf("rate %v after the invalid state, want the ceiling 10", r)
+					t.Fatalf("rate %v after the invalid state, want the ceiling 10 (rebuilt; the throttle left 5)", r)
 				}
 			})
 		}
@@ -137,7 +141,9 @@ func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 
 // A breaker written as open until the far future, with no TTL, is invalid
 // (its wait is past the longest cooldown): calls go through, and the key
-// expires.
+// expires. A closed breaker whose cooldown is past the longest is invalid
+// too: rebuilt closed, it opens after the threshold's failures for the
+// base cooldown, rejects calls for that long, and closes after a probe.
 func TestInvalidBreakerStateCountsAsAbsent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		for _, c := range [][]any{
@@ -166,6 +172,33 @@ func TestInvalidBreakerStateCountsAsAbsent(t *testing.T) {
 				}
 			})
 		}
+		t.Run("closed cooldown 1e300", func(t *testing.T) {
+			prefix := uniquePrefix(t)
+			cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 3, BreakerCooldownSeconds: 1, BreakerMaxCooldownSeconds: 4}}
+			p := newProcess(t, be, prefix, cfg)
+			key := prefix + ":{" + vpcsKey + "}:breaker"
+			if err := p.rdb.HSet(context.Background(), key, "state", "closed", "failures", "0", "cooldown", "1e300", "until", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				p.do(t, vpcs, throttl, once)
+			}
+			st := p.gov.Inspect(vpcs).Breaker
+			if st.State != state.Open || st.Wait <= 0 || st.Wait > time.Second || st.Cooldown != time.Second {
+				t.Fatalf("breaker %+v after the threshold's 3 failures, want open for the base cooldown of 1 s", st)
+			}
+			var coe *resilience.CircuitOpenError
+			if err := p.do(t, vpcs, ok); !errors.As(err, &coe) {
+				t.Fatalf("a call through the breaker just opened: %v, want rejected", err)
+			}
+			time.Sleep(1100 * time.Millisecond)
+			if err := p.do(t, vpcs, ok); err != nil {
+				t.Fatalf("the probe after the cooldown: %v", err)
+			}
+			if st := p.gov.Inspect(vpcs).Breaker; st.State != state.Closed || st.Cooldown != time.Second {
+				t.Fatalf("breaker %+v after a successful probe, want closed", st)
+			}
+		})
 	})
 }
 
