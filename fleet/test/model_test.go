@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,8 +28,10 @@ import (
 // contexts, going on in the background), joins and pauses, against a
 // redis-server of the test's own, with faults injected between the steps
 // (while calls wait): Redis killed, restarted empty, frozen, slowed, fed
-// garbage (junk in its keys, or garbled answers), and healed. After every step it checks the invariants against a small
-// reference model of what the governor promises:
+// garbage (junk in its keys, or garbled answers), and healed. After every
+// step, and once more at the end of each case once every call it sent has
+// ended (finish), it checks the invariants against a small reference model
+// of what the governor promises:
 //
 //   - no panic, and no deadlock: every call ends within a bound;
 //   - the account's calls in flight never above its cap, and every slot
@@ -63,16 +66,7 @@ import (
 // the one this model found on the code before the switches charged the
 // new bucket).
 func TestFleetModel(t *testing.T) {
-	bin := redisServerBinary(t)
-	rs := &ownRedis{t: t, bin: bin, port: freePort(t)}
-	rs.start()
-	px, err := redisproxy.Start(rs.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
-	env := &modelEnv{rs: rs, px: px}
-
+	env := newModelEnv(t)
 	setDefault := func(name, v string) {
 		set := false
 		flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
@@ -86,11 +80,7 @@ func TestFleetModel(t *testing.T) {
 	soak, _ := time.ParseDuration(os.Getenv("CLOUDG_FLEET_SOAK"))
 	start := time.Now()
 	for round := 1; ; round++ {
-		rapid.Check(t, func(rt *rapid.T) {
-			m := newFleetModel(rt, env)
-			defer m.close()
-			rt.Repeat(m.actions())
-		})
+		rapid.Check(t, func(rt *rapid.T) { runCase(rt, env, (*fleetModel).actions) })
 		if t.Failed() || time.Since(start) >= soak {
 			t.Logf("%d rounds in %v: %d cases, %d steps, %d calls, %d faults and heals, %d switches to local limits; the latest call returned %v after its deadline",
 				round, time.Since(start).Round(time.Second), env.cases.Load(), env.steps.Load(), env.calls.Load(),
@@ -98,6 +88,28 @@ func TestFleetModel(t *testing.T) {
 			return
 		}
 	}
+}
+
+// newModelEnv starts the redis-server the cases share, and the proxy in
+// front of it.
+func newModelEnv(t *testing.T) *modelEnv {
+	bin := redisServerBinary(t)
+	rs := &ownRedis{t: t, bin: bin, port: freePort(t)}
+	rs.start()
+	px, err := redisproxy.Start(rs.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	return &modelEnv{rs: rs, px: px}
+}
+
+// runCase runs one case: a model, its actions, and the checks at its end.
+func runCase(rt *rapid.T, env *modelEnv, actions func(*fleetModel) map[string]func(*rapid.T)) {
+	m := newFleetModel(rt, env)
+	defer m.close()
+	rt.Repeat(actions(m))
+	m.finish(rt)
 }
 
 // ownRedis is a redis-server the test starts, kills and restarts empty on
@@ -192,9 +204,11 @@ type fleetModel struct {
 	pending    int            // how many
 	loopers    sync.WaitGroup // callers calling again and again until stop
 	stop       chan struct{}
+	stopOnce   sync.Once
 	looping    bool // loopers run
 	inFlight   atomic.Int64
 	violations chan violation // what the calls saw break, checked after the step
+	stepWait   time.Duration  // a step's calls end within this, or it is a deadlock
 	events     []time.Time    // faults and heals
 	steps      int
 	frozen     bool
@@ -205,7 +219,7 @@ func newFleetModel(t *rapid.T, env *modelEnv) *fleetModel {
 	env.px.SetDelay(0)
 	env.px.Garble(0) // none left from the last case
 	env.rs.start()
-	m := &fleetModel{env: env, violations: make(chan violation, 1024)}
+	m := &fleetModel{env: env, violations: make(chan violation, 1024), stepWait: modelStepWait}
 	m.prefix = "model-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	m.rdb = redis.NewClient(&redis.Options{Addr: env.px.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	m.direct = redis.NewClient(&redis.Options{Addr: env.rs.addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
@@ -265,8 +279,50 @@ func (m *fleetModel) actions() map[string]func(*rapid.T) {
 	return a
 }
 
+// finish ends a case whose steps all ran: it stops the loopers, waits for
+// every call to end, and checks the invariants once more, for what the
+// calls did after the last step's check: every call ended within stepWait,
+// no violation reported, every slot released, and the tokens within the
+// rate and the bursts allowed.
+func (m *fleetModel) finish(t *rapid.T) {
+	m.stopLoopers()
+	joined := m.join()
+	looped := make(chan struct{})
+	go func() {
+		m.loopers.Wait()
+		close(looped)
+	}()
+	select {
+	case <-looped:
+	case <-time.After(m.stepWait):
+		fail(t, "a deadlock", "a looper's call did not end within %v of the case's end", m.stepWait)
+	}
+	if !joined {
+		fail(t, "a deadlock", "%d calls did not end within %v of the case's last step", m.pending, m.stepWait)
+	}
+	select {
+	case v := <-m.violations:
+		fail(t, v.what, "%s (after the case's last step)", v.how)
+	default:
+	}
+	if n := m.inFlight.Load(); n != 0 {
+		fail(t, "calls in flight with none sent", "%d calls in flight once every call ended", n)
+	}
+	if s := m.gov.Inspect(vpcs); s.InFlight != 0 || s.Waiting != 0 {
+		fail(t, "a slot not released", "the bulkhead holds %d slots and %d callers wait once every call ended", s.InFlight, s.Waiting)
+	}
+	if err := m.checkTokens(); err != nil {
+		fail(t, "tokens above the rate and the bursts allowed", "%v (after the case's last step)", err)
+	}
+}
+
+// stopLoopers tells the loopers to stop; it may be called again.
+func (m *fleetModel) stopLoopers() { m.stopOnce.Do(func() { close(m.stop) }) }
+
+// close releases what the case holds, however it ended: the loopers and
+// the calls are waited for (at most stepWait each), the store closed.
 func (m *fleetModel) close() {
-	close(m.stop)
+	m.stopLoopers()
 	m.join()
 	m.loopers.Wait()
 	m.env.cases.Add(1)
@@ -375,18 +431,18 @@ func (m *fleetModel) call(limit time.Duration, outcome string, work time.Duratio
 }
 
 // Join waits for the calls sent so far: every one ends within
-// modelStepWait, or it is a deadlock.
+// stepWait, or it is a deadlock.
 func (m *fleetModel) Join(t *rapid.T) {
 	if m.pending == 0 {
 		t.Skip("no call to wait for")
 	}
 	if !m.join() {
-		fail(t, "a deadlock", "%d calls did not end within %v", m.pending, modelStepWait)
+		fail(t, "a deadlock", "%d calls did not end within %v", m.pending, m.stepWait)
 	}
 }
 
 // join waits for the calls sent so far, and reports whether they ended
-// within modelStepWait.
+// within stepWait.
 func (m *fleetModel) join() bool {
 	done := make(chan struct{})
 	go func() {
@@ -397,7 +453,7 @@ func (m *fleetModel) join() bool {
 	case <-done:
 		m.pending = 0
 		return true
-	case <-time.After(modelStepWait):
+	case <-time.After(m.stepWait):
 		return false
 	}
 }
@@ -541,4 +597,70 @@ func (m *fleetModel) checkTokens() error {
 		}
 	}
 	return nil
+}
+
+// lateEnv names what TestFleetModelLateCase breaks after its last step.
+const lateEnv = "CLOUDG_FLEET_MODEL_LATE"
+
+// TestFleetModelChecksAfterItsLastStep: a case of the model checks its
+// invariants once more at its end, once every call it sent has ended: a
+// violation a call reports after the case's last step, tokens taken after
+// it above the rate, and calls that do not end fail the case as they
+// would after any other step. Each runs TestFleetModelLateCase, whose
+// steps break one of them a while after they return, in a child process,
+// and wants it to fail, saying what broke.
+func TestFleetModelChecksAfterItsLastStep(t *testing.T) {
+	redisServerBinary(t)
+	for kind, what := range map[string]string{
+		"violation": "a late violation",
+		"tokens":    "tokens above the rate and the bursts allowed",
+		"deadlock":  "a deadlock",
+	} {
+		t.Run(kind, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestFleetModelLateCase$", "-test.count=1", "-test.v",
+				"-rapid.checks=1", "-rapid.steps=4", "-rapid.nofailfile", "-rapid.shrinktime=1ms")
+			cmd.Env = append(os.Environ(), lateEnv+"="+kind)
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "--- FAIL: TestFleetModelLateCase") {
+				t.Fatalf("a case that broke %q after its last step passed (%v):\n%s", what, err, out)
+			}
+			if !strings.Contains(string(out), what) {
+				t.Fatalf("a case that broke %q after its last step failed for something else:\n%s", what, out)
+			}
+		})
+	}
+}
+
+// TestFleetModelLateCase runs only in TestFleetModelChecksAfterItsLastStep's
+// child process: cases that start a call which, 200 ms later, after the
+// case's last step (steps that do nothing), reports a violation, takes
+// tokens above the rate, or outlasts the wait for the calls.
+func TestFleetModelLateCase(t *testing.T) {
+	kind := os.Getenv(lateEnv)
+	if kind == "" {
+		t.Skip("runs in TestFleetModelChecksAfterItsLastStep's child process")
+	}
+	env := newModelEnv(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		runCase(rt, env, func(m *fleetModel) map[string]func(*rapid.T) {
+			m.stepWait = 800 * time.Millisecond
+			m.pending++
+			m.calls.Go(func() {
+				time.Sleep(200 * time.Millisecond)
+				switch kind {
+				case "violation":
+					m.violate("a late violation", "a violation reported late")
+				case "tokens":
+					m.rec.mu.Lock()
+					for range 2 * (modelRate + modelBurst) {
+						m.rec.at = append(m.rec.at, time.Now())
+					}
+					m.rec.mu.Unlock()
+				case "deadlock":
+					time.Sleep(2 * time.Second)
+				}
+			})
+			return map[string]func(*rapid.T){"": m.Check, "Nothing": func(*rapid.T) {}}
+		})
+	})
 }
