@@ -36,10 +36,21 @@
 // window go back to Redis with the next request. What it trades: a process
 // may spend the tokens it borrowed after another process's throttle halved
 // the rate (at most n per process; the throttled process drops its own
-// lease at once), and a burst of n calls can leave together. At 20 rps
-// shared by 8 processes the lease is one token, so every token is a round
-// trip and pacing is exact; at 1,000 rps in one process it is 64 tokens,
-// one round trip per 64 calls. WithLeaseWindow and WithMaxLease tune it.
+// lease at once). At 20 rps shared by 8 processes the lease is one token,
+// so every token is a round trip and pacing is exact; at 1,000 rps in one
+// process it is 64 tokens, one round trip per 64 calls. WithLeaseWindow
+// and WithMaxLease tune it.
+//
+// A fleet bucket paces each process at the rate: a process hands out the
+// shared bucket's tokens one interval apart, those of a lease and those
+// of an answer alike, even the ones the bucket's stored balance holds, so
+// that one process's burst does not leave together as the in-process
+// bucket's does (at 10 rps with a burst of 100, a process's first 20
+// tokens wait 0, 0.1, 0.2 ... 1.9 s, where an in-process bucket gives 20
+// waits of 0). Redis debits every token when it grants it, so that the
+// fleet as a whole holds to the rate and one burst; the stored balance is
+// spent by the processes together, a token per process at once and each
+// process at the rate.
 //
 // The callers that find the lease empty queue for the lease request in
 // flight; the next request asks for a token for each of them, so that no

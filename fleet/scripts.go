@@ -50,9 +50,13 @@ end
 // A bucket is a hash {t0, paused, rate, ldec, lthr, linc} and, for the
 // goodput controller, its climbs since the last throttle {gcl} and its
 // success counts {born, gfrom, gn, gk, gcur, gprev, glast} (see the
-// controllers below): the balance at time t is
-// (t - t0) / interval tokens, capped at the capacity, the same
-// representation as the in-process bucket, with the same controllers.
+// controllers below): the balance at time t is (t - t0) / interval tokens,
+// capped at the capacity, as in the in-process bucket, with its
+// controllers but for what the controllers' block below says. What
+// differs is how the tokens are handed out: Redis grants a process tokens
+// at their times, those of the stored balance usable now, and the process
+// hands them out one interval apart (see takeScript): a fleet bucket's
+// burst does not leave together from one process.
 // Every bucket script takes the arguments of bucketArgs (ceiling,
 // capacity/rate ratio, floor, mode, key TTL, horizon, clock skew, then the
 // controllers' constants from package bucket), and its own from ARGV[ARG0]
@@ -137,7 +141,10 @@ local function load_bucket(key, now)
   return b
 end
 -- set_rate keeps stored tokens (capped; dropped when draining) and keeps a
--- queue of callers as a time: those waiting go when they were told.
+-- queue of callers as a time: those waiting go when they were told (the
+-- in-process bucket's setRate keeps a queue as a number of tokens, its
+-- callers moving to the new rate; in a fleet they hold tokens leased at
+-- fixed times).
 local function set_rate(b, now, r, drain)
   local eff = math.max(now, b.paused)
   b.t0 = math.max(b.t0, eff - b.capus)
@@ -155,7 +162,8 @@ end
 -- pause holds every caller until now + d and leaves no stored burst: the
 -- balance is empty at its end, so that the callers who waited it out leave
 -- at the rate, not all at once; a queue of reserved tokens moves later by
--- the new part of the pause.
+-- the new part of the pause (its end: the callers who hold tokens of it
+-- keep the times they were told, where the in-process bucket's move).
 local function pause(b, now, d)
   if not finite(d) or d <= 0 then return end
   local untilp = now + math.min(d, HORIZON_US)
@@ -188,14 +196,16 @@ end
 -- ===== The adaptive controllers =====================================
 -- AIMD (MODE 1) and the measured-goodput controller (MODE 2), shared by
 -- the fleet. They are internal/bucket's (Bucket.Throttle, Bucket.Success,
--- and served's count and rate), with its constants passed as arguments;
--- what differs is only where the success counts live: in the bucket's
--- hash, sent by every process of the fleet with the time of each slot of
--- SLOT_US, so that a count that arrives late is counted at its own time.
--- Keep these functions in step with internal/bucket, but for the goodput
--- controller's sprint, which fleet mode leaves out: a sprint moves the
--- callers already queued sooner, and those of a fleet hold tokens leased
--- at fixed times.
+-- and served's count and rate), with its constants passed as arguments.
+-- What differs: where the success counts live (in the bucket's hash, sent
+-- by every process of the fleet with the time of each slot of SLOT_US, so
+-- that a count that arrives late is counted at its own time), and what a
+-- rate change does to the callers already queued, who hold tokens leased
+-- at fixed times: set_rate keeps a queue as a time, where internal/bucket
+-- moves its callers to the new rate. Keep these functions in step with
+-- internal/bucket, but for those and for the goodput controller's sprint,
+-- which fleet mode leaves out: a sprint moves the callers already queued
+-- sooner, which a fleet's cannot be.
 --
 -- The goodput counts (b.g): from (gfrom) is the start of the slot after
 -- the previous congestion event (0: none since counting started) and n
@@ -316,8 +326,10 @@ end
 // scope's breaker, whose state comes back with the answer, so that lease
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
-// breaker_wait_us, breaker_failures}: token i (from 0) of the lease is
-// usable first_wait + i*interval after now.
+// breaker_wait_us, breaker_failures}: first_wait is when token 0 of the
+// lease is usable; the process hands out token i (from 0) first_wait +
+// i*interval after now, one interval apart even when the stored balance
+// made the next ones usable sooner (the process paces its burst).
 var takeScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
