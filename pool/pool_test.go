@@ -574,6 +574,28 @@ func TestProgressETAOfAnOpenBreaker(t *testing.T) {
 	}
 }
 
+// A provider that is turned off paces nothing: its scopes' queued tasks
+// go at once, and their ETA is 0, not the queue at the configured rate.
+func TestProgressETAOfADisabledProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{Enabled: &off}})
+		s := scope("a")
+		pr, took := etaAndMakespan(t, g, func(p *Pool, ctx context.Context) {
+			for range 10 {
+				p.Go(ctx, s, call(g, s, 0))
+			}
+		})
+		sp := pr.Scopes[1] // the zero scope's is first
+		if sp.State != ScopeReady || sp.Queued != 10 || sp.ETA != 0 || pr.ETA != 0 {
+			t.Fatalf("a disabled provider's scope: %+v, ETA %v; want ready, 10 queued, ETA 0", sp, pr.ETA)
+		}
+		if took != 0 {
+			t.Fatalf("the disabled provider's queue took %v, want 0", took)
+		}
+	})
+}
+
 // etaFits reports whether eta predicted took: the ETA counts a token's
 // interval for each task, the first too, so that it may be one interval
 // late, and no more.

@@ -49,7 +49,8 @@ type ScopeProgress struct {
 	// open has an ETA of 0 (its tasks run at once and fail fast, taking
 	// no token), unless its provider waits for its breakers' verdicts
 	// (breaker_wait): then its first task waits for the breaker (Wait)
-	// and the others follow. The ETA does not see the provider-wide
+	// and the others follow. A scope of a provider that is turned off
+	// has an ETA of 0: nothing paces its calls. The ETA does not see the provider-wide
 	// bucket (global_max_rps), which Governor.Inspect does not show,
 	// beyond its part in Wait; nor calls made outside the pool, nor a
 	// task's calls after its first (pages, retries).
@@ -100,6 +101,10 @@ func (p *Pool) Progress() Progress {
 		snap := p.gov.Inspect(s.Scope)
 		s.Rate = snap.Leaf.Rate
 		if s.Queued == 0 {
+			continue
+		}
+		if !p.gov.Enabled(s.Scope.Provider) {
+			s.State = ScopeReady // its calls go straight through, unpaced
 			continue
 		}
 		d, why := p.gov.Delay(s.Scope)
