@@ -37,7 +37,8 @@ const (
 	LossCancelled
 	// LossErrored: ended by a local error, one no provider answered (the
 	// request could not be built, signed or sent), that was not retried,
-	// or whose retry the empty retry budget refused.
+	// or whose retry the empty retry budget, the deadline or an open
+	// breaker stopped.
 	LossErrored
 	// LossPanicked: ended by a panic of the function Call, Do or a Bound's
 	// Do ran for it (or its otherwise not returning); the panic goes on to

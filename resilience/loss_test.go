@@ -618,6 +618,23 @@ func TestLostErroredByALocalError(t *testing.T) {
 		if d := r.ledger.Describe(); d != "degraded: 1 call(s) errored (local errors, no provider answer) ("+reason+")" {
 			t.Errorf("budget: ledger %q", d)
 		}
+
+		// The SDK's retry of the local error comes after the call's
+		// deadline: Enter stops it, and the call is lost all the same.
+		r = newRun(context.Background())
+		gd, _ = g.Begin(r.ctx, iamUsers, WithPolicy(RetryPolicy{Deadline: 5 * time.Second}))
+		gd.Enter(r.ctx)
+		gd.After(signing)
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second)
+		err = gd.Enter(r.ctx)
+		if err == nil {
+			t.Fatal("a retry past the deadline was let through")
+		}
+		gd.End(err)
+		check("a local error whose retry the deadline stopped", r, 1)
 	})
 }
 

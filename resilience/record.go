@@ -236,8 +236,17 @@ func (gd *Guard) recordProof() {
 // reason says what stopped it: "retries", "deadline", "breaker" (it
 // refused the retry) or "sdk" (the SDK's loop).
 func (gd *Guard) recordFailed(now time.Duration, reason string) {
-	if gd.e == nil || gd.last.kind == Fatal {
-		return // ungoverned, or an SDK's retry of a final answer: the service is not to blame
+	if gd.e == nil {
+		return
+	}
+	if gd.last.kind == Fatal {
+		// An SDK's retry of a final answer, which the deadline or the
+		// breaker stopped: the service is not to blame. A local error
+		// still ends the call lost.
+		if gd.last.local {
+			gd.recordErrored(reason)
+		}
+		return
 	}
 	gd.recordBreakerFailure(now)
 	gd.recordSpent(reason)
