@@ -175,16 +175,7 @@ func (b *shared) time() time.Duration {
 // breaker's verdict (breaker_wait) instead of failing at once: then a
 // task's first call is deferred until the breaker lets a probe through.
 func breakerWaits(g *resilience.Governor, provider string) bool {
-	c := g.Config()
-	switch provider {
-	case "aws":
-		return c.AWS.BreakerWait
-	case "azure":
-		return c.Azure.BreakerWait
-	case "gcp":
-		return c.GCP.BreakerWait
-	}
-	return c.Providers[provider].BreakerWait
+	return g.Config().Provider(provider).BreakerWait
 }
 
 // String renders the progress as one line:

@@ -31,8 +31,10 @@ type Config struct {
 	Providers map[string]ProviderConfig `yaml:"providers,omitempty" json:"providers,omitempty"`
 }
 
-// provider returns the settings of the provider name.
-func (c *Config) provider(name string) ProviderConfig {
+// Provider returns the settings of the provider name: AWS, Azure or GCP
+// for "aws", "azure" and "gcp", the entry of Providers for any other name
+// (the zero ProviderConfig, every default, when it has none).
+func (c Config) Provider(name string) ProviderConfig {
 	switch name {
 	case "aws":
 		return c.AWS

@@ -265,3 +265,20 @@ func TestMaxAttemptsBesideMaxRetries(t *testing.T) {
 		t.Fatal("max_attempts 0 accepted")
 	}
 }
+
+// Config.Provider finds a provider's settings where the configuration
+// keeps them: its own field for aws, azure and gcp, Providers for any
+// other, every default for a provider it does not name.
+func TestConfigProvider(t *testing.T) {
+	c := Config{
+		AWS:       ProviderConfig{MaxRPS: 1},
+		Azure:     ProviderConfig{MaxRPS: 2},
+		GCP:       ProviderConfig{MaxRPS: 3},
+		Providers: map[string]ProviderConfig{"github": {MaxRPS: 4}},
+	}
+	for name, want := range map[string]float64{"aws": 1, "azure": 2, "gcp": 3, "github": 4, "acme": 0} {
+		if got := c.Provider(name).MaxRPS; got != want {
+			t.Errorf("Provider(%q).MaxRPS = %v, want %v", name, got, want)
+		}
+	}
+}

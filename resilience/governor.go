@@ -278,7 +278,7 @@ func (g *Governor) provider(name string) *provider {
 		return p.(*provider)
 	}
 	c = g.cur.Load()
-	p := g.reconcile(nil, resolveProvider(name, c.cfg.provider(name), c.enabled), false)
+	p := g.reconcile(nil, resolveProvider(name, c.cfg.Provider(name), c.enabled), false)
 	g.others.Store(name, p)
 	return p
 }
@@ -318,7 +318,7 @@ func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
 	// in force (scopeTable.create), and finds the new provider after it.
 	g.others.Range(func(k, v any) bool {
 		name := k.(string)
-		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, cfg.provider(name), enabled), reset))
+		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, cfg.Provider(name), enabled), reset))
 		return true
 	})
 	return nc
@@ -395,7 +395,7 @@ func (g *Governor) settings(name string) *providerSettings {
 		return p.set
 	}
 	c := g.configured()
-	return resolveProvider(name, c.cfg.provider(name), c.enabled)
+	return resolveProvider(name, c.cfg.Provider(name), c.enabled)
 }
 
 // Enabled reports whether calls to provider are governed. It is a read
@@ -443,7 +443,7 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	p := g.existing(scope.Provider)
 	if p == nil {
 		c := g.configured()
-		set := resolveProvider(scope.Provider, c.cfg.provider(scope.Provider), c.enabled)
+		set := resolveProvider(scope.Provider, c.cfg.Provider(scope.Provider), c.enabled)
 		return g.stored(fresh(set, scope, nil, float64(set.budget)), set, nil, now)
 	}
 	e, acct := p.scopes.peek(scope)

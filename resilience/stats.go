@@ -260,10 +260,10 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 // String renders the totals the way the worked example prints them:
 // {calls: 9, throttled: 2, ..., wait_seconds: 5.000}. The calls lost as
 // failed, refused, cancelled, errored or panicked follow rejected, each
-// only when there are any, so that a run that lost none prints the example's line. When the
-// waits of concurrent callers overlapped enough that their sum misleads
-// (see Overlapped), the wall-clock time waited and the longest wait
-// follow wait_seconds: ..., wait_seconds: 985.700,
+// only when there are any, so that a run that lost none prints the
+// example's line. When the waits of concurrent callers overlapped enough
+// that their sum misleads (see Overlapped), the wall-clock time waited
+// and the longest wait follow wait_seconds: ..., wait_seconds: 985.700,
 // wait_elapsed_seconds: 61.200, max_wait_seconds: 12.000}.
 func (c Counters) String() string {
 	var lost string

@@ -138,13 +138,7 @@ func TestPoliciesInOwnPipeline(t *testing.T) {
 				o.PerCallPolicies = []policy.Policy{perCall}
 			}
 			o.PerRetryPolicies = []policy.Policy{perRetry}
-			pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
-			req, err := runtime.NewRequest(context.Background(), http.MethodGet, "http://127.0.0.1:1/subscriptions/"+subA+
-				"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Raw().Header.Set("Authorization", "Bearer x")
+			pl, req := ownPipeline(t, &o)
 			budget := e.gov.Inspect(networkA).RetryBudget
 			ctx, stats := resilience.WithStats(context.Background())
 			resp, err := pl.Do(req.WithContext(ctx))
@@ -173,13 +167,7 @@ func TestPerRetryOnlyKeepsDelayHeaders(t *testing.T) {
 		retry := cloudgazure.RetryOptions(e.opts()...)
 		retry.MaxRetries = 1
 		o := policy.ClientOptions{Transport: e.base.Transport, Retry: retry, PerRetryPolicies: []policy.Policy{perRetry}}
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
-		req, err := runtime.NewRequest(context.Background(), http.MethodGet, "http://127.0.0.1:1/subscriptions/"+subA+
-			"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Raw().Header.Set("Authorization", "Bearer x")
+		pl, req := ownPipeline(t, &o)
 		resp, err := pl.Do(req)
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("%v %v, want the final 429", resp, err)
@@ -206,13 +194,7 @@ func TestPoliciesLastAttemptCountsNoRetry(t *testing.T) {
 				o.PerCallPolicies = []policy.Policy{perCall}
 			}
 			o.PerRetryPolicies = []policy.Policy{perRetry}
-			pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
-			req, err := runtime.NewRequest(context.Background(), http.MethodGet, "http://127.0.0.1:1/subscriptions/"+subA+
-				"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Raw().Header.Set("Authorization", "Bearer x")
+			pl, req := ownPipeline(t, &o)
 			budget := e.gov.Inspect(networkA).RetryBudget
 			ctx, stats := resilience.WithStats(context.Background())
 			resp, err := pl.Do(req.WithContext(ctx))
@@ -228,4 +210,18 @@ func TestPoliciesLastAttemptCountsNoRetry(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ownPipeline returns a pipeline of its own built with o, and a GET of a
+// virtual network of subA for it.
+func ownPipeline(t *testing.T, o *policy.ClientOptions) (runtime.Pipeline, *policy.Request) {
+	t.Helper()
+	pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, o)
+	req, err := runtime.NewRequest(context.Background(), http.MethodGet, "http://127.0.0.1:1/subscriptions/"+subA+
+		"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Raw().Header.Set("Authorization", "Bearer x")
+	return pl, req
 }
