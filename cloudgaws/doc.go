@@ -41,7 +41,13 @@
 //     retry budget; an empty budget ends the loop with a *ThrottlingError
 //     wrapping *resilience.RetryBudgetExhaustedError, and a Retry-After
 //     that would pass the context's deadline ends it with the provider's
-//     error. The retry is counted when it is sent.
+//     error. The retry is counted when it is sent. While the SDK sleeps
+//     its backoff, Guard.AfterOpen watches the scope's breaker: should it
+//     open (a dead scope), the sleep ends at once, and the retry is
+//     refused as Guard.Pace refuses it after a sleep (a *ThrottlingError
+//     wrapping *resilience.CircuitOpenError, recorded as a give-up),
+//     rather than after the rest of the backoff (up to 20 s in the SDK's
+//     standard mode).
 //
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // Guard.Pace also holds each SDK retry at an open breaker until its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +41,61 @@ type callState struct {
 	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
 	retryAccounted bool                // the retryer accounted for the retry about to be sent
 	stopErr        error               // the error with which the governor ended the SDK's loop
+
+	// The cut of the SDK's backoff sleep when the scope's breaker opens
+	// (see watch): from the call's first retry on, Done and Err are those
+	// of cut, a context of the call's that the breaker's opening cancels.
+	cut       atomic.Pointer[cutContext]
+	stopWatch func() bool // the watch of the sleep in progress, if any
+}
+
+// cutContext is the context the SDK's backoff sleeps on, and its cancel.
+type cutContext struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+// Done is the call's context's, or from its first retry on, the channel of
+// its cut context, which the breaker's opening also closes.
+func (s *callState) Done() <-chan struct{} {
+	if c := s.cut.Load(); c != nil {
+		return c.Done()
+	}
+	return s.Context.Done()
+}
+
+// Err goes with Done.
+func (s *callState) Err() error {
+	if c := s.cut.Load(); c != nil {
+		return c.Err()
+	}
+	return s.Context.Err()
+}
+
+// watch cuts the SDK's backoff sleep before a retry short when the scope's
+// breaker opens (resilience.Guard.AfterOpen): the sleep, on this context,
+// ends at once, the SDK's loop ends with a cancelled request, and the
+// Initialize middleware asks the guard, which refuses the retry and
+// records it (see resume). The retryer calls it once the SDK has decided
+// to retry, before its sleep.
+func (s *callState) watch() {
+	if c := s.cut.Load(); c == nil || c.Err() != nil {
+		ctx, cancel := context.WithCancel(s.Context)
+		s.cut.Store(&cutContext{ctx, cancel})
+	}
+	c := s.cut.Load()
+	s.stopWatch = s.gd.AfterOpen(c.cancel)
+}
+
+// unwatch ends the watch of the sleep, and reports whether it cut the
+// sleep short.
+func (s *callState) unwatch() (cut bool) {
+	if s.stopWatch == nil {
+		return false
+	}
+	cut = !s.stopWatch()
+	s.stopWatch = nil
+	return cut
 }
 
 type stateKey struct{}
@@ -132,6 +188,23 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 
 	st := &callState{Context: ctx, gov: gov, gd: gd}
 	out, md, err = next.HandleInitialize(st, in)
+	for st.unwatch() && st.stopErr == nil && sleepCut(err) {
+		// The breaker opened while the SDK slept before a retry, which
+		// ended its loop: the retry asks the guard now, as it would have
+		// after the sleep. Refused (the breaker is open), it ends the call
+		// as a retry the breaker refused; let through after all (its
+		// cooldown ended meanwhile), it is sent, in a loop of its own.
+		st.cut.Store(nil)
+		if perr := gd.Pace(ctx); perr != nil {
+			st.stopErr = paceError(ctx, perr)
+			break
+		}
+		if st.first != nil && st.first.RewindStream() != nil {
+			break
+		}
+		st.retryAccounted = true
+		out, md, err = next.HandleInitialize(st, in)
+	}
 	for st.stopErr == nil && attemptsRanOut(err) {
 		// A provider that waits for its breakers' verdicts (breaker_wait)
 		// loses no call to an outage its deadline could wait out: the
@@ -153,6 +226,14 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	// After the call: the slot, and the outcome the SDK's loop left open.
 	gd.End(err)
 	return out, md, err
+}
+
+// sleepCut reports whether the SDK's loop ended on a cancelled request: a
+// backoff sleep that the breaker's opening cut short (see watch), when the
+// watch says it did.
+func sleepCut(err error) bool {
+	var rc *aws.RequestCanceledError
+	return errors.As(err, &rc)
 }
 
 // attemptsRanOut reports whether the SDK's loop ended because its
@@ -179,6 +260,11 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		return next.HandleFinalize(ctx, in)
 	}
 	if st.sent {
+		if st.unwatch() {
+			// The breaker opened as the SDK's sleep ended: the retry asks
+			// the guard on the call's own context, the cut one being done.
+			st.cut.Store(nil)
+		}
 		if !st.retryAccounted {
 			// The client's retryer is not the one Install set (replaced
 			// per client): account for the retry here.

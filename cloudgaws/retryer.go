@@ -83,6 +83,7 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 		return nil, stop
 	}
 	st.retryAccounted = true
+	st.watch()
 	return release, nil
 }
 

@@ -33,7 +33,10 @@
 //
 // A dead scope's queue fails fast: once its breaker is open, its tasks are
 // run at once and their calls refused without waiting, each one recorded
-// in its task's resilience.Ledger as skipped. Cancelling the context given
+// in its task's resilience.Ledger as skipped. A queue waiting for its
+// scope's tokens or pause is asked about again as soon as one of its
+// tasks ends, and at least once a second, so that it sees a breaker that
+// opened meanwhile within that time. Cancelling the context given
 // to New stops the pool: no further task starts, the queued ones are
 // dropped (each recorded as cancelled in the ledger its context carries),
 // and Wait returns once the running ones have returned; no goroutine of
@@ -41,6 +44,7 @@
 package pool
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -245,7 +249,7 @@ func (p *Pool) pick() *task {
 		case errors.Is(why, resilience.ErrNoSlot):
 			p.slot(q, now)
 		default:
-			p.park(q, now+d)
+			p.park(q, now+min(d, parkRecheck))
 		}
 	}
 	return nil
@@ -264,11 +268,26 @@ func (p *Pool) start(t *task) {
 	}
 }
 
+// parkRecheck bounds how long a queue stays parked before its scope is
+// asked again: the wait Delay gave is how long the scope's tokens or pause
+// hold it, which a change since then moves (a breaker that opened, and
+// whose queue then fails fast; a rate that rose), and a change the pool
+// does not see (made by calls outside it) is seen within parkRecheck.
+const parkRecheck = time.Second
+
 // park makes q wait until at. p.mu is held.
 func (p *Pool) park(q *queue, at time.Duration) {
 	q.where, q.wakeAt = parked, at
 	p.parked.push(q)
 	p.arm(at)
+}
+
+// unpark puts q, parked, back in turn at once, so that its scope is asked
+// again. p.mu is held.
+func (p *Pool) unpark(q *queue) {
+	heap.Remove(&p.parked, q.heap)
+	p.ring.push(q)
+	p.wake()
 }
 
 // slotRecheck is how often queues waiting for a concurrency slot are looked
@@ -350,7 +369,8 @@ func (p *Pool) finish(t *task, err error) {
 	if q.where == admitting && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
-	if t.deferredErr == nil {
+	ran := t.deferredErr == nil // not a deferred run
+	if ran {
 		// A task ended: a slot may be free again. Not a deferred run's
 		// end: it was refused before it took one, and its own queue, put
 		// back in turn at once, would run it again at once if its scope
@@ -377,6 +397,14 @@ func (p *Pool) finish(t *task, err error) {
 	} else {
 		q.done++
 		p.done++
+	}
+	if ran && q.where == parked && p.now() >= q.heldUntil {
+		// A task of a parked scope ended: what it met may have changed
+		// the scope (a breaker that opened on a dead scope, whose queue
+		// then fails fast now rather than at the time its tokens gave).
+		// Not before the wait a refusal gave, though: the governor
+		// refused the queue's head until then.
+		p.unpark(q)
 	}
 	p.settle()
 }
@@ -513,7 +541,8 @@ func (t *task) Deferred(wait time.Duration, err error) {
 	q := t.q
 	if q.where == admitting {
 		if wait > 0 {
-			p.park(q, p.now()+wait)
+			q.heldUntil = p.now() + wait
+			p.park(q, q.heldUntil)
 		} else {
 			p.slot(q, p.now())
 		}

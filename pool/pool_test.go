@@ -706,3 +706,72 @@ func TestWaitLeavesNoGoroutine(t *testing.T) {
 		}
 	})
 }
+
+// A queue parked for its scope's tokens fails fast once a task of its own
+// opens the scope's breaker: as that task ends, not at the time the
+// tokens gave. Each task's call is throttled and gives up; the fifth
+// opens the breaker, and the other fifteen are refused then.
+func TestAParkedQueueFailsFastOnceItsTaskOpensTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		dead := scope("dead")
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(2), WithGovernor(g))
+		start := time.Now()
+		var mu sync.Mutex
+		var opened time.Duration
+		for range 20 {
+			p.Go(pctx, dead, func(ctx context.Context) error {
+				err := resilience.Do(ctx, dead, func(context.Context) error {
+					time.Sleep(2500 * time.Millisecond) // meanwhile, the other worker parks the queue
+					return &apiErr{code: "Throttling", status: 400}
+				},
+					resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+				mu.Lock()
+				defer mu.Unlock()
+				if _, why := g.Delay(dead); errors.Is(why, resilience.ErrCircuitOpen) && opened == 0 {
+					opened = time.Since(start)
+				}
+				return err
+			})
+		}
+		p.Wait()
+		took := time.Since(start)
+		if opened == 0 || took != opened || ledger.Count(resilience.LossSkipped) != 15 {
+			t.Fatalf("the breaker opened at %v, the scan ended at %v; ledger %q", opened, took, ledger.Describe())
+		}
+	})
+}
+
+// A parked queue's scope is asked again at least once a second: a breaker
+// that calls outside the pool open fails its queue within a second, not
+// at the time its tokens gave.
+func TestAParkedQueueSeesABreakerOpenedOutsideThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 0.2, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+		dead := scope("dead")
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(2), WithGovernor(g))
+		start := time.Now()
+		for range 3 {
+			p.Go(pctx, dead, call(g, dead, 0)) // the first takes the burst; the queue parks 5 s
+		}
+		synctest.Wait()
+		openedAt := make(chan time.Duration, 1)
+		go func() {
+			// Sent at 5 s with the next token, throttled at 8 s: the
+			// breaker opens (threshold 1). The queue's next token is at 10 s.
+			resilience.Do(context.Background(), dead, func(context.Context) error {
+				time.Sleep(3 * time.Second)
+				return &apiErr{code: "Throttling", status: 400}
+			}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+			openedAt <- time.Since(start)
+		}()
+		p.Wait()
+		took := time.Since(start)
+		opened := <-openedAt
+		if opened != 8*time.Second || took < opened || took > opened+parkRecheck || ledger.Count(resilience.LossSkipped) != 2 {
+			t.Fatalf("the breaker opened at %v, the scan ended at %v (want within %v); ledger %q", opened, took, parkRecheck, ledger.Describe())
+		}
+	})
+}

@@ -25,6 +25,7 @@ type queue struct {
 	n          int
 	where      where
 	wakeAt     time.Duration // parked: when its scope may go
+	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
 	heap       int           // its index in the parked heap; -1: not in it
 
 	running, done, failed, deferred, dropped int

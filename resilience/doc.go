@@ -44,9 +44,13 @@
 //     breaker_wait, a call whose attempts or budget ran out on a transient
 //     error waits for the breaker's verdict instead and goes again with its
 //     attempts renewed, as does the retry of a transient error that the
-//     breaker held until its verdict. An SDK
+//     breaker held until its verdict. The backoff ends early when the
+//     scope's breaker opens meanwhile and would still refuse the retry
+//     when it ended (a dead scope): the retry is refused then, not after
+//     the backoff. An SDK
 //     that retries on its own sends its retries through Pace rather than
-//     Enter, and asks Resend when its own attempts ran out.
+//     Enter, ends its own backoff sleep with AfterOpen, and asks Resend
+//     when its own attempts ran out.
 //
 // A Guard's state is one phase (idle, sent, failed, retryable, awaiting a
 // verdict, final, succeeded while holding its slot, done) and the lease

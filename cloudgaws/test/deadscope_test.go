@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/observe"
@@ -19,10 +21,10 @@ import (
 // An operation the service throttles for good is dead, and costs a scan
 // seconds: sixteen concurrent DescribeVpcs at the defaults (11 attempts
 // each in the SDK's standard mode, the core's breaker, budget and rates)
-// all end within the breaker's dead time and one SDK backoff, well under a
-// minute, each lost call in the ledger once; once the breaker opens, the
-// retries of the calls already in the SDK's loop stop: the fake gets no
-// request after it. (Each call spending its retries instead took minutes,
+// all end when the breaker opens, within its dead time, each lost call in
+// the ledger once; once the breaker opens, the retries of the calls
+// already in the SDK's loop stop, those asleep in its backoff at once: the
+// fake gets no request after it. (Each call spending its retries instead took minutes,
 // and the SDK's loops went on sending after the breaker opened.)
 func TestDeadOperationEndsInSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -71,13 +73,16 @@ func TestDeadOperationEndsInSeconds(t *testing.T) {
 			}
 			last = max(last, ended[i])
 		}
-		if last > 30*time.Second {
-			t.Errorf("the last call ended after %v, want within the dead time and one SDK backoff", last)
-		}
 		mu.Lock()
 		defer mu.Unlock()
 		if len(opened) != 1 {
 			t.Fatalf("the breaker opened %d times, want once", len(opened))
+		}
+		// The calls asleep in the SDK's backoff when the breaker opened
+		// were woken by it: none ended later (no virtual time passes in
+		// between).
+		if at := opened[0].Sub(start); last != at {
+			t.Errorf("the last call ended at %v, the breaker opened at %v", last, at)
 		}
 		sent := f.sentAt("DescribeVpcs")
 		after := 0
@@ -115,5 +120,54 @@ func TestDeadOperationEndsInSeconds(t *testing.T) {
 			t.Fatalf("after the trip: %v", err)
 		}
 		t.Logf("%d calls ended by %v after %d requests; the breaker opened at %v", calls, last, len(sent), opened[0].Sub(start))
+	})
+}
+
+// A call asleep in the SDK's backoff when its scope's breaker opens ends
+// then, not when the backoff would have: its retry is refused, as a retry
+// the breaker refuses after the sleep is, and sends nothing.
+func TestBreakerOpeningEndsTheSDKBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("DescribeVpcs", ec2Throttle)
+		slow, g := governed(t, f, resilience.Config{}, cloudgaws.WithBaseRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 3
+				o.RateLimiter = ratelimit.None
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 20 * time.Second, nil })
+			})
+		}))
+		once, _ := governedWith(t, f, g)
+		once.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+		ctx, ledger := resilience.WithLedger(context.Background(), "ec2 vpcs")
+		start := time.Now()
+		var at time.Duration
+		done := make(chan error)
+		go func() {
+			err := describeVpcs(ctx, ec2.NewFromConfig(slow))
+			at = time.Since(start)
+			done <- err
+		}()
+		synctest.Wait() // throttled once, asleep in the SDK's 20 s backoff
+		time.Sleep(time.Second)
+		others := ec2.NewFromConfig(once)
+		for range 5 {
+			_ = describeVpcs(context.Background(), others) // each gives up: the breaker opens
+		}
+		opened := time.Since(start)
+		if s := g.Inspect(mustScope(ec2Key + "/DescribeVpcs")).Breaker.State; s != state.Open {
+			t.Fatalf("the breaker is %v, want open", s)
+		}
+		err := <-done
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || at != opened {
+			t.Fatalf("the call ended at %v with %v; the breaker opened at %v: want a CircuitOpenError then", at, err, opened)
+		}
+		if n := f.count("DescribeVpcs"); n != 6 {
+			t.Fatalf("%d requests, want 6 (the call's first, and the five that opened the breaker)", n)
+		}
+		if gu, sk := ledger.Counts(); gu != 1 || sk != 0 {
+			t.Fatalf("ledger: %d gave up, %d skipped; want 1, 0 (%s)", gu, sk, ledger.Describe())
+		}
 	})
 }

@@ -1,0 +1,112 @@
+package resilience
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A retry's backoff is cut short when the scope's breaker opens meanwhile
+// (a dead scope, found dead by the other calls' answers): the retry would
+// be refused when its backoff ended, and it is refused now instead, so
+// that a task blocked in a dead scope gives its worker back at once
+// rather than after the longest backoff of its calls. Call and Do sleep
+// their backoffs here; an SDK that sleeps its own (the AWS SDK's retry
+// loop) asks Guard.AfterOpen to end its sleep.
+
+// backoff sleeps delay, the backoff before the retry Retry allowed, and
+// returns nil early when the scope's breaker would still refuse the retry
+// at the end of its backoff: it opened meanwhile (or was open already),
+// and its cooldown lasts past that end. The next Enter then refuses the
+// retry as it would have, and records it. A breaker that lets a probe
+// through before the backoff ends leaves it whole, and so does a provider
+// that waits for its breakers' verdicts (breaker_wait), whose retries
+// wait for them at Enter. A context that ends returns its error.
+func (gd *Guard) backoff(ctx context.Context, delay time.Duration) error {
+	if gd.e == nil || gd.p.set.breakerWait {
+		return gd.g.sleep(ctx, delay)
+	}
+	now := gd.g.now()
+	until := now + delay
+	for {
+		verdict := gd.verdictChan()
+		if gd.refusedAt(now, until) {
+			return nil
+		}
+		if verdict == nil {
+			// A breaker that does not tell of its verdicts (a shared
+			// one, fleet mode's) is asked when the backoff ends.
+			return gd.g.sleep(ctx, until-now)
+		}
+		woken, err := gd.g.sleepOr(ctx, until-now, verdict, nil)
+		if err != nil || !woken {
+			return err
+		}
+		now = gd.g.now()
+	}
+}
+
+// refusedAt reports, asking the breaker for nothing, whether it refuses
+// the call's next attempt at now and would still at until.
+func (gd *Guard) refusedAt(now, until time.Duration) bool {
+	w, closed := gd.closedTo(now)
+	return closed && now+w > until
+}
+
+// AfterOpen arranges for f to be called, in its own goroutine, once the
+// breaker of the call's scope refuses the call's next attempt: it opened
+// (a dead scope, found dead by the other calls' answers), or another
+// call's probe is out. It is for an integration whose SDK sleeps its own
+// backoff before a retry that Retry allowed (the AWS SDK's retry loop):
+// f ends that sleep, and the retry's Pace, asking the breaker first,
+// refuses it and records it as a refused retry would be, at once rather
+// than when the backoff ends. f is called at once when the breaker
+// refuses already.
+//
+// Calling the returned stop stops the arrangement: it reports whether it
+// stopped f from being called (false: f was called, or has been started).
+// stop waits for the watch to end, so that the Guard may be used again
+// once it returns; call it, on the call's goroutine, before the next Pace
+// or End, and do not use the Guard between AfterOpen and stop. A
+// provider that waits for its breakers' verdicts (breaker_wait) holds its
+// retries at Pace until a verdict instead, and a breaker that does not
+// tell of its verdicts (fleet mode's shared breakers) is asked at Pace:
+// for those, and for a Guard with no call, f is never called.
+func (gd *Guard) AfterOpen(f func()) (stop func() bool) {
+	if gd.e == nil || gd.p.set.breakerWait || gd.verdictChan() == nil {
+		return func() bool { return true }
+	}
+	w := &openWatch{quit: make(chan struct{}), done: make(chan struct{})}
+	go w.run(gd, f)
+	return w.stop
+}
+
+// openWatch is one AfterOpen's watch.
+type openWatch struct {
+	quit, done chan struct{}
+	once       sync.Once
+	called     bool // set before done is closed
+}
+
+func (w *openWatch) run(gd *Guard, f func()) {
+	defer close(w.done)
+	for {
+		verdict := gd.verdictChan()
+		if _, closed := gd.closedTo(gd.g.now()); closed {
+			w.called = true
+			break
+		}
+		select {
+		case <-verdict:
+		case <-w.quit:
+			return
+		}
+	}
+	f() // outside every lock; a panic in f is the caller's, as in context.AfterFunc
+}
+
+func (w *openWatch) stop() bool {
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	return !w.called
+}

@@ -1,0 +1,165 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// longBackoff is a policy whose retry waits 20 s.
+var longBackoff = WithPolicy(RetryPolicy{MaxAttempts: 2, BaseDelay: 20 * time.Second, MaxBackoff: 20 * time.Second})
+
+// A retry's backoff ends when the scope's breaker opens meanwhile, with a
+// cooldown past the backoff's end: the retry is refused then, not 20 s
+// later, and recorded as a call that gave up (it was sent, and throttled).
+func TestBackoffEndsWhenTheBreakerOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, ledger := WithLedger(context.Background(), "t")
+		start := time.Now()
+		var at time.Duration
+		done := make(chan error)
+		n := 0
+		go func() {
+			err := Do(ctx, ec2Subnets, always(&n, throttle()), WithGovernor(g), longBackoff)
+			at = time.Since(start)
+			done <- err
+		}()
+		synctest.Wait() // asleep in its backoff
+		time.Sleep(time.Second)
+		openBreaker(t, g)
+		opened := time.Since(start)
+		err := <-done
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || n != 1 {
+			t.Fatalf("err %v after %d attempts, want a CircuitOpenError after 1", err, n)
+		}
+		if at != opened || at >= 20*time.Second {
+			t.Fatalf("the retry was refused at %v; the breaker opened at %v, the backoff ended at 20s", at, opened)
+		}
+		if gu, sk := ledger.Counts(); gu != 1 || sk != 0 {
+			t.Fatalf("ledger: %d gave up, %d skipped; want 1, 0", gu, sk)
+		}
+	})
+}
+
+// A breaker whose cooldown ends before the backoff does leaves the backoff
+// whole: the retry, sent when it ends, is the breaker's probe.
+func TestBackoffOutlastingTheCooldownIsWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerCooldownSeconds: 5}})
+		start := time.Now()
+		n := 0
+		done := make(chan error)
+		go func() {
+			done <- Do(context.Background(), ec2Subnets, always(&n, throttle()), WithGovernor(g), longBackoff)
+		}()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		openBreaker(t, g)
+		err := <-done
+		var coe *CircuitOpenError
+		if errors.As(err, &coe) || n != 2 || time.Since(start) < 20*time.Second {
+			t.Fatalf("err %v after %d attempts at %v; want the provider's error after 2, the retry sent after its 20s backoff",
+				err, n, time.Since(start))
+		}
+	})
+}
+
+// A provider that waits for its breakers' verdicts keeps the backoff
+// whole: its retry waits for the verdict at Enter instead.
+func TestBackoffWithBreakerWaitIsWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true}})
+		start := time.Now()
+		n := 0
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done := make(chan error)
+		go func() { done <- Do(ctx, ec2Subnets, always(&n, throttle()), WithGovernor(g), longBackoff) }()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		openBreaker(t, g)
+		<-done
+		if time.Since(start) < 20*time.Second {
+			t.Fatalf("the call ended at %v, within its 20s backoff", time.Since(start))
+		}
+	})
+}
+
+// AfterOpen calls f once the breaker refuses the call's next attempt (at
+// once if it does already), and stop says whether it prevented that; for
+// a provider that waits for its breakers' verdicts, f is never called.
+func TestAfterOpen(t *testing.T) {
+	throttledRetry := func(t *testing.T, g *Governor) *Guard {
+		t.Helper()
+		gd, err := g.Begin(context.Background(), ec2Subnets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		gd.After(throttle())
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		return gd
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		gd := throttledRetry(t, g)
+		var calls atomic.Int32
+		stop := gd.AfterOpen(func() { calls.Add(1) })
+		synctest.Wait()
+		if calls.Load() != 0 {
+			t.Fatal("f called with the breaker closed")
+		}
+		openBreaker(t, g)
+		synctest.Wait()
+		if calls.Load() != 1 || stop() {
+			t.Fatalf("after the breaker opened: f called %d times, stop reported it prevented it", calls.Load())
+		}
+		// Open already: f at once.
+		stop = gd.AfterOpen(func() { calls.Add(1) })
+		synctest.Wait()
+		if calls.Load() != 2 || stop() {
+			t.Fatalf("with the breaker open: f called %d times in all, want 2", calls.Load())
+		}
+		gd.End(nil)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		gd := throttledRetry(t, g)
+		stop := gd.AfterOpen(func() { t.Error("f called after stop") })
+		synctest.Wait()
+		if !stop() || !stop() {
+			t.Fatal("stop did not report that it prevented f")
+		}
+		openBreaker(t, g)
+		synctest.Wait()
+		gd.End(nil)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true}})
+		gd := throttledRetry(t, g)
+		stop := gd.AfterOpen(func() { t.Error("f called for a provider with breaker_wait") })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n := 0
+		for range 5 {
+			Do(ctx, ec2Subnets, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		}
+		synctest.Wait()
+		if !stop() {
+			t.Fatal("stop did not report that f was never called")
+		}
+		gd.End(nil)
+	})
+}
