@@ -87,6 +87,14 @@ func (s *callState) watch() {
 	s.stopWatch = s.gd.AfterOpen(c.cancel)
 }
 
+// endCut cancels the context the SDK's sleeps watched, if a retry made
+// one: it ends with the call.
+func (s *callState) endCut() {
+	if c := s.cut.Load(); c != nil {
+		c.cancel()
+	}
+}
+
 // unwatch ends the watch of the sleep, and reports whether it cut the
 // sleep short.
 func (s *callState) unwatch() (cut bool) {
@@ -187,6 +195,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	}
 
 	st := &callState{Context: ctx, gov: gov, gd: gd}
+	defer st.endCut() // even on a panic: nothing derived from ctx is left behind
 	out, md, err = next.HandleInitialize(st, in)
 	for st.unwatch() && st.stopErr == nil && sleepCut(err) {
 		// The breaker opened while the SDK slept before a retry, which

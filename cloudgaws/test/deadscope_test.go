@@ -171,3 +171,27 @@ func TestBreakerOpeningEndsTheSDKBackoff(t *testing.T) {
 		}
 	})
 }
+
+// endlessContext can be cancelled, but never is: a context derived from
+// it (not a type the context package knows) that is never cancelled
+// leaves a goroutine behind, blocked on both, which the bubble reports.
+type endlessContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c endlessContext) Done() <-chan struct{} { return c.done }
+
+// A call whose SDK slept before a retry leaves nothing behind once it
+// returns: the context its sleep watched is cancelled with the call.
+func TestAWatchedSleepLeavesNothingBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Throttle, reply{})
+		cfg, _ := governed(t, f, resilience.Config{})
+		ctx := endlessContext{context.Background(), make(chan struct{})}
+		if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil || f.count("DescribeVpcs") != 2 {
+			t.Fatalf("%v after %d requests, want a success after 2", err, f.count("DescribeVpcs"))
+		}
+	})
+}
