@@ -56,6 +56,19 @@ type callState struct {
 	// values, put back when the request ends.
 	stripped *http.Response
 	saved    [len(delayHeaders)][]string
+
+	// The cut of azcore's backoff sleep when the scope's breaker opens
+	// (see watch): raw is the request azcore's retry policy sleeps on
+	// (the per-call policy's), whose context is cut, a context of the
+	// request's that the breaker's opening cancels, while azcore sleeps;
+	// stopWatch stops the watch of the sleep in progress.
+	raw       *http.Request
+	cut       context.Context
+	cancelCut context.CancelFunc
+	stopWatch func() bool
+	// entered: the per-call policy entered the Guard for the attempt
+	// azcore sends next (a retry the breaker let through after a cut).
+	entered bool
 }
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
@@ -78,7 +91,15 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	if err := st.gd.Enter(st.ctx); err != nil {
+	if st.unwatch() {
+		// The breaker opened as azcore's sleep ended: the request gets
+		// its own context back, so that azcore's loop ends with what the
+		// Guard says of this attempt, not with the cut.
+		st.endCut()
+	}
+	if st.entered {
+		st.entered = false
+	} else if err := st.gd.Enter(st.ctx); err != nil {
 		return nil, stop(reveal(err))
 	}
 	resp, err := st.send(req)
@@ -125,6 +146,8 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 		st.owed = true
 	} else if err := st.retry(); err != nil {
 		return nil, err
+	} else {
+		st.watch()
 	}
 	st.strip(resp)
 	return resp, nil
@@ -152,7 +175,49 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 	if serr := st.retry(); serr != nil {
 		return nil, drained(resp, serr)
 	}
+	st.watch()
 	return resp, err
+}
+
+// watch cuts azcore's backoff sleep before the retry the Guard just
+// allowed short when the scope's breaker opens (resilience.Guard.AfterOpen):
+// azcore sleeps on the context of the per-call policy's request, which
+// becomes, until the request ends, a context of the request's that the
+// breaker's opening cancels. azcore then ends its loop with the context's
+// error, and the per-call policy asks the Guard for the retry (see
+// resumeCut), which refuses it and records it as a refused retry would be.
+// Only the per-call policy can do that: without it, nothing is watched.
+func (st *callState) watch() {
+	if st.raw == nil {
+		return
+	}
+	if st.cut == nil || st.cut.Err() != nil {
+		st.cut, st.cancelCut = context.WithCancel(st.ctx)
+		*st.raw = *st.raw.WithContext(st.cut)
+	}
+	st.stopWatch = st.gd.AfterOpen(st.cancelCut)
+}
+
+// unwatch ends the watch of azcore's sleep, and reports whether it cut the
+// sleep short.
+func (st *callState) unwatch() (cut bool) {
+	if st.stopWatch == nil {
+		return false
+	}
+	cut = !st.stopWatch()
+	st.stopWatch = nil
+	return cut
+}
+
+// endCut gives the per-call policy's request its own context back, and
+// cancels the one azcore slept on, if a retry made one.
+func (st *callState) endCut() {
+	if st.cut == nil {
+		return
+	}
+	st.cancelCut()
+	*st.raw = *st.raw.WithContext(st.ctx)
+	st.cut, st.cancelCut = nil, nil
 }
 
 // retry asks the Guard whether azcore may retry the last attempt, which it

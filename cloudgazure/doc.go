@@ -75,7 +75,14 @@
 // (capped at 300 s), and never before the governor's buckets allow. A
 // hint, or a token wait, that would overrun the request's deadline
 // (deadline_seconds, 900 s, or the context's deadline if sooner) ends the
-// request with the last answer instead.
+// request with the last answer instead. While azcore sleeps its backoff
+// before a retry, resilience.Guard.AfterOpen watches the scope's breaker:
+// should it open (a dead scope), the sleep ends at once and the retry is
+// refused as the next attempt's Enter would refuse it, rather than after
+// the rest of the backoff (up to MaxRetryDelay, 60 s by default). azcore
+// sleeps on the request's context, which is, for that time, a context of
+// the request's that the breaker's opening cancels; the request gets its
+// own back when it ends.
 //
 // Importing the package also teaches the core's classifier the shape of
 // *azcore.ResponseError, so resilience.Classify, RetryAfter

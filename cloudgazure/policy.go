@@ -1,6 +1,7 @@
 package cloudgazure
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -87,12 +88,27 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return req.Next()
 	}
-	st := &callState{s: p.s, gd: gd, ctx: ctx, perCall: true}
+	st := &callState{s: p.s, gd: gd, ctx: ctx, perCall: true, raw: raw}
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
 	}
 	req.SetOperationValue(st)
+	defer st.endCut() // even on a panic: the request gets its context back
 	resp, err := req.Next()
+	for st.unwatch() && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		// The breaker opened while azcore slept before a retry, which
+		// ended its loop: the retry asks the Guard now, as it would have
+		// after the sleep. Refused (the breaker is open), it ends the
+		// request; let through after all (its cooldown ended meanwhile),
+		// it is sent, in a loop of azcore's own.
+		st.endCut()
+		if eerr := gd.Enter(ctx); eerr != nil {
+			resp, err = nil, stop(reveal(eerr))
+			break
+		}
+		st.entered, st.tries = true, 0
+		resp, err = req.Next()
+	}
 	st.restore()
 	gd.End(st.final(resp, err))
 	return resp, err

@@ -1,0 +1,84 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// tooMany is an answer the core classifies as throttling.
+type tooMany struct{}
+
+func (tooMany) Error() string       { return "429" }
+func (tooMany) HTTPStatusCode() int { return 429 }
+
+// A request asleep in azcore's backoff when its scope's breaker opens ends
+// then, not when the backoff would have: its retry is refused, as a retry
+// the breaker refuses after the sleep is, and sends nothing. The request's
+// context is its own again afterwards.
+func TestBreakerOpeningEndsAzcoresBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(2), BaseDelaySeconds: 20, MaxBackoffSeconds: 20}})
+		e.srv.forever(routeVnetGet, throttled(""))
+		slow := e.vnets(subA)
+		ctx, ledger := resilience.WithLedger(context.Background(), "network")
+		start := time.Now()
+		var at time.Duration
+		done := make(chan error)
+		go func() {
+			_, err := slow.Get(ctx, "rg", "vnet", nil)
+			at = time.Since(start)
+			done <- err
+		}()
+		synctest.Wait() // throttled once, asleep in azcore's 20 s backoff
+		time.Sleep(time.Second)
+		for range 5 { // five calls of the scope give up: the breaker opens
+			resilience.Do(context.Background(), networkA, func(context.Context) error { return tooMany{} },
+				resilience.WithGovernor(e.gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		}
+		opened := time.Since(start)
+		if s := e.gov.Inspect(networkA).Breaker.State; s != state.Open {
+			t.Fatalf("the breaker is %v, want open", s)
+		}
+		err := <-done
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || at != opened {
+			t.Fatalf("the request ended at %v with %v; the breaker opened at %v: want a CircuitOpenError then", at, err, opened)
+		}
+		if n := e.srv.count(routeVnetGet); n != 1 {
+			t.Fatalf("%d requests, want 1", n)
+		}
+		if gu, sk := ledger.Counts(); gu != 1 || sk != 0 {
+			t.Fatalf("ledger: %d gave up, %d skipped; want 1, 0 (%s)", gu, sk, ledger.Describe())
+		}
+	})
+}
+
+// A request whose azcore loop slept before a retry leaves nothing behind
+// once it returns: the context its sleep watched is cancelled with it.
+func TestAWatchedAzcoreSleepLeavesNothingBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.script(routeVnetGet, throttled(""), reply{})
+		c := e.vnets(subA)
+		ctx := endlessContext{context.Background(), make(chan struct{})}
+		if _, err := c.Get(ctx, "rg", "vnet", nil); err != nil || e.srv.count(routeVnetGet) != 2 {
+			t.Fatalf("%v after %d requests, want a success after 2", err, e.srv.count(routeVnetGet))
+		}
+	})
+}
+
+// endlessContext can be cancelled, but never is: a context derived from
+// it (not a type the context package knows) that is never cancelled
+// leaves a goroutine behind, blocked on both, which the bubble reports.
+type endlessContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c endlessContext) Done() <-chan struct{} { return c.done }
