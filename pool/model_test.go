@@ -1542,6 +1542,48 @@ func TestQueueTransitions(t *testing.T) {
 			},
 		},
 		{
+			// What the task met may have changed its scope (a breaker that
+			// opened): the scope is asked again at once.
+			name: "parked to inRing by the end of a task of it", from: parked, to: inRing, queued: 1,
+			setup: func(r *rig) *task {
+				t := toAdmitting(r)
+				t.Decided() // in turn, its second task queued
+				pause(r.t, r.g, sc, 5*time.Second)
+				if r.pick() != nil {
+					r.t.Fatal("pick started a task of a paused scope")
+				}
+				return t
+			},
+			verb: func(r *rig, t *task) { r.finish(t, nil) },
+		},
+		{
+			// The governor refused the queue's head until then.
+			name: "parked stays parked at a task's end within its refusal's wait", from: parked, to: parked, queued: 1,
+			setup: func(r *rig) *task {
+				r.submit(sc)
+				t := toAdmitting(r)
+				t.Decided()
+				r.pick().Deferred(3*time.Second, wouldWait)
+				return t
+			},
+			verb: func(r *rig, t *task) { r.finish(t, nil) },
+		},
+		{
+			name: "parked to inRing by the park recheck (a pause longer than it)", from: parked, to: inRing, queued: 1,
+			setup: func(r *rig) *task {
+				pause(r.t, r.g, sc, 5*time.Second)
+				r.submit(sc)
+				if r.pick() != nil {
+					r.t.Fatal("pick started a task of a paused scope")
+				}
+				return nil
+			},
+			verb: func(r *rig, _ *task) {
+				time.Sleep(parkRecheck)
+				synctest.Wait()
+			},
+		},
+		{
 			name: "slotted to inRing by unslot", from: slotted, to: inRing, queued: 1,
 			setup: func(r *rig) *task {
 				t := toAdmitting(r)
