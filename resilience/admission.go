@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/bucket"
@@ -40,12 +41,13 @@ func (gd *Guard) setDeadline() {
 
 // admit asks the breaker whether the attempt may go at now (see Enter): a
 // retry always, a new request unless the call holds a lease. A call
-// awaiting a verdict waits for one first, and a provider with
-// breaker_wait has a refused call wait for the verdict. It returns the
-// time the call was let through, at which it takes its token.
+// awaiting a verdict waits for one first; a call refused while an
+// enclosing call of ctx holds the probe borrows it (borrowProbe); and a
+// provider with breaker_wait has a refused call wait for the verdict. It
+// returns the time the call was let through, at which it takes its token.
 func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, error) {
 	retry := gd.retrying()
-	if !retry && gd.lease != leaseNone {
+	if !retry && gd.lease.holds() {
 		return now, nil
 	}
 	if retry {
@@ -73,14 +75,18 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	// ask, in line: the common call pays no call for it.
 	var wait time.Duration
 	var ok bool
-	if gd.lease == leaseProbe {
-		wait, ok = gd.e.breaker.AllowProbe(now)
+	if gd.lease.ofProbe() {
+		if wait, ok = gd.e.breaker.AllowProbe(now); ok {
+			gd.lease = leaseProbe // a lent probe is this call's again: the call that borrowed it is over
+		}
 	} else {
 		var probe bool
 		if wait, ok, probe = gd.e.breaker.Allow(now); probe {
 			gd.probing()
 		} else if ok {
 			gd.lease = leasePass
+		} else if gd.borrowProbe(ctx, now) {
+			ok = true // refused only: the common call pays nothing for the lookup
 		}
 	}
 	if !ok && gd.p.set.breakerWait {
@@ -104,36 +110,47 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 }
 
 // tryAdmit is admit without waiting, for TryEnter: the breaker's answer
-// now.
+// now, or the probe an enclosing call of Begin's context lends.
 func (gd *Guard) tryAdmit(now time.Duration) (time.Duration, bool) {
-	if !gd.retrying() && gd.lease != leaseNone {
+	if !gd.retrying() && gd.lease.holds() {
 		return 0, true
 	}
-	return gd.ask(now)
+	wait, ok := gd.ask(now)
+	if !ok && gd.borrowProbe(gd.ctx, now) {
+		return 0, true
+	}
+	return wait, ok
 }
 
 // closedTo reports, without asking the breaker for anything, whether it
 // would refuse the attempt at now, and for how long: it is open, or
-// half-open with another call's probe out. A breaker that never counted a
+// half-open with the probe out in a call other than an enclosing one of
+// Begin's context (see borrowProbe). A breaker that never counted a
 // failure is not looked at further.
 func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
-	if (!gd.retrying() && gd.lease != leaseNone) || gd.lease == leaseProbe || gd.e.breaker.Pristine() {
+	if (!gd.retrying() && gd.lease.holds()) || gd.lease.ofProbe() || gd.e.breaker.Pristine() {
 		return 0, false
 	}
 	s := gd.e.breaker.Snapshot(now)
+	if s.State == state.HalfOpen && s.Wait > 0 && gd.lender(gd.ctx) != nil {
+		return 0, false // tryAdmit borrows the probe
+	}
 	return s.Wait, s.State != state.Closed && s.Wait > 0
 }
 
 // ask asks the breaker whether the call may be sent at now, and keeps what
 // it grants: a pass, or the probe's lease (reported as the breaker's move
-// to half-open). A probe's own retries ask AllowProbe; one that finds the
-// breaker open again (its lease ran out and another probe failed) holds a
-// lease of nothing and asks as any call, so that it may become the probe
-// once the new cooldown is over (AllowProbe refuses an open breaker even
-// then, with no wait: a breaker_wait call asking it again spun).
+// to half-open). A probe's own retries ask AllowProbe (as does the next
+// attempt of a call whose probe was lent, which is the probe again); one
+// that finds the breaker open again (its lease ran out and another probe
+// failed) holds a lease of nothing and asks as any call, so that it may
+// become the probe once the new cooldown is over (AllowProbe refuses an
+// open breaker even then, with no wait: a breaker_wait call asking it
+// again spun).
 func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
-	if gd.lease == leaseProbe {
+	if gd.lease.ofProbe() {
 		if wait, ok := gd.e.breaker.AllowProbe(now); ok {
+			gd.lease = leaseProbe
 			return wait, ok
 		}
 		gd.lease = leaseNone
@@ -152,6 +169,55 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 func (gd *Guard) probing() {
 	gd.lease = leaseProbe
 	gd.recordProbe()
+}
+
+// borrowProbe lets a call that its half-open breaker refused through as
+// the probe, when the probe is out in an enclosing call of ctx (see
+// lender): that call made this one inside its attempt, whose answer this
+// one's decides. This call takes the probe's lease: its outcome is the
+// probe's verdict and its retries go as the probe's. The enclosing call's
+// lease is lent: it holds no probe while this call does, a second nested
+// call finds none to borrow, and its next attempt asks the breaker
+// (AllowProbe: it is the probe again unless the verdict opened the
+// breaker, so that a nested call that gave no verdict leaves no probe
+// out). The breaker reports no change: its probe is still the one it let
+// through. borrowProbe reports whether it let the call through. It is
+// asked only once the breaker refused the call, as nested is asked only
+// when no slot is free, so the common call pays nothing for it.
+func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
+	outer := gd.lender(ctx)
+	if outer == nil {
+		return false
+	}
+	if _, ok := gd.e.breaker.AllowProbe(now); !ok {
+		return false // open again: the probe's lease ran out and another probe failed
+	}
+	// One compare-and-swap, so that of two calls nested in the same
+	// attempt one borrows the probe; the enclosing call reads its lease
+	// once its attempt is over.
+	if !atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseProbe), uint32(leaseLent)) {
+		return false
+	}
+	gd.lease = leaseProbe
+	return true
+}
+
+// lender returns the call of ctx's chain of enclosing calls (as nested
+// walks it) that holds the probe's lease of this call's scope entry (the
+// same breaker) inside its attempt (sent, its answer not yet reported),
+// or nil.
+func (gd *Guard) lender(ctx context.Context) *Guard {
+	for range maxNesting {
+		outer, ok := ctx.Value(gd.g).(*Guard)
+		if !ok || outer == gd {
+			return nil
+		}
+		if outer.e == gd.e && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {
+			return outer
+		}
+		ctx = outer.ctx
+	}
+	return nil
 }
 
 // stop ends the current call's attempts: the Guard is done, and a further

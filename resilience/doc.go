@@ -54,9 +54,11 @@
 //
 // A Guard's state is one phase (idle, sent, failed, retryable, awaiting a
 // verdict, final, succeeded while holding its slot, done) and the lease
-// the breaker granted (none, a pass, the probe's); each verb starts from
-// the phase, and one function moves it, along a table of legal
-// transitions that the project's tests check (build tag cloudgdebug).
+// the breaker granted (none, a pass, the probe's, or the probe's lent to
+// a call nested in its attempt, which is the probe meanwhile); each verb
+// starts from the phase, and one function moves it, along a table of
+// legal transitions that the project's tests check (build tag
+// cloudgdebug).
 //
 // Every event (a call counted, a wait, a throttle and the rate it leaves,
 // a pause, a retry, a breaker change, a give-up, a rejection, an empty

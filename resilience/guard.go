@@ -31,6 +31,11 @@ import (
 // Pace. A slot is held until Release or End: an integration chooses whether
 // it covers an attempt, a call with its retries, or a whole listing.
 //
+// A call made inside a Guard's attempt, with a context that answers
+// Value(governor) with that Guard, shares what the Guard holds: it never
+// waits for the Guard's bulkhead slot, and on the same scope it takes over
+// the Guard's half-open probe rather than be refused by it (see Enter).
+//
 // Every event (a call counted, a wait, a throttle and the rate it leaves, a
 // pause, a retry, a breaker change, a give-up, a rejection, an empty
 // budget) is recorded in the governor's lifetime stats, in the Stats and
@@ -141,13 +146,14 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //
 //  1. before a retry that Retry was not asked for (an integration that
 //     goes on after After reported a failure), Retry(0) decides it;
-//  2. the breaker: open, and a *CircuitOpenError. Before the first attempt
-//     the call is counted as rejected and goes to the ledger as skipped
-//     (nothing was sent); before a retry the call was sent and failed, and
-//     is recorded as failed with its last error, which the error wraps. A
-//     request that follows a success (a listing's next page) is not checked
-//     again. A half-open breaker's probe has its own retries let through.
-//     A provider with breaker_wait has the call wait for the breaker's
+//  2. the breaker: open (or half-open with its probe out in another call),
+//     and a *CircuitOpenError. Before the first attempt the call is counted
+//     as rejected and goes to the ledger as skipped (nothing was sent);
+//     before a retry the call was sent and failed, and is recorded as
+//     failed with its last error, which the error wraps. A request that
+//     follows a success (a listing's next page) is not checked again. A
+//     half-open breaker's probe has its own retries let through. A
+//     provider with breaker_wait has the call wait for the breaker's
 //     verdict instead, when its deadline allows;
 //  3. the deadline (the policy's, or the context's if sooner): spent, and
 //     the call ends with its last error (or a *DeadlineExceededError before
@@ -164,6 +170,23 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // holding a slot of the same bulkhead, takes a slot only if one is free and
 // otherwise goes ahead without one: it never waits for a slot its own
 // caller holds.
+//
+// Nor is such a call refused by the probe its own caller holds. When the
+// breaker of its scope is half-open and its probe is out in a call that
+// ctx leads back to (its caller, or its caller's caller), inside that
+// call's attempt, the call is let through as the probe in its caller's
+// stead: its outcome is the probe's verdict (a success closes the breaker
+// at once, a failure reopens it), and its retries go as the probe's. The
+// caller's lease is lent: it is no longer the probe, a second call nested
+// in the same attempt finds no probe to take, and the caller's next
+// attempt asks the breaker as a probe's retry does (it goes on as the
+// probe if the nested call gave no verdict, and is refused if the verdict
+// opened the breaker). The breaker reports no second move to half-open.
+// What the caller records of the attempt afterwards is recorded as well:
+// an integration whose nested call recorded the attempt's outcome does
+// not end the caller's Guard with it. The context is looked up only when
+// no slot is free, or when the breaker refused the call: the common call
+// pays nothing for it.
 func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
@@ -178,7 +201,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	} else if err := gd.request(now); err != nil {
 		return err
 	}
-	if gd.lease == leaseNone || gd.retrying() {
+	if !gd.lease.holds() || gd.retrying() {
 		var err error
 		if now, err = gd.admit(ctx, now); err != nil {
 			return err
@@ -264,9 +287,11 @@ func (gd *Guard) decided() {
 // refusal gives back what it took and never holds a half-open breaker's
 // probe; a refusal is not recorded (a call that was never attempted is no
 // rejection and no skip), and the Guard stays as it was, ready for Enter
-// or End. Its errors:
+// or End. A call nested in another's attempt goes without a slot, and
+// as the probe, as Enter has it, with Begin's context. Its errors:
 //   - *CircuitOpenError: the breaker is open, or half-open with its probe
-//     out (wrapping the last answer on a retry);
+//     out in a call Begin's context does not lead back to (wrapping the
+//     last answer on a retry);
 //   - *WouldWaitError matching ErrNoToken: no token is usable now (the
 //     scope's rate, its pause, or a retry's Retry-After), with the wait;
 //   - *WouldWaitError matching ErrNoSlot: the account's bulkhead is full.

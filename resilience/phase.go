@@ -29,17 +29,32 @@ func (p phase) String() string {
 	return fmt.Sprintf("phase(%d)", uint8(p))
 }
 
-// lease is what the breaker granted the current call.
-type lease uint8
+// lease is what the breaker granted the current call. Every write of a
+// call's lease is its own but one: a call nested in its attempt on the
+// same breaker, refused while this call holds the probe, borrows it
+// (Guard.borrowProbe) and leaves this call's lease lent, with one
+// compare-and-swap (hence 32 bits), while this call waits for its attempt.
+type lease uint32
 
 const (
 	leaseNone  lease = iota // not asked yet, or asked again at the next Enter (after End or a stop)
+	leaseLent               // the probe's, lent to a call nested in this call's attempt, whose outcome is the verdict; the next attempt asks AllowProbe, as a probe's retries do, and is the probe again unless the breaker opened
 	leasePass               // let through a closed breaker; later requests are not checked again
 	leaseProbe              // let through as a half-open breaker's probe; its retries ask AllowProbe
 )
 
+// holds reports whether the call's later requests go on the lease without
+// asking the breaker again: a pass or the probe's, not one lent or none.
+func (l lease) holds() bool { return l >= leasePass }
+
+// ofProbe reports whether the lease is the probe's, held or lent: the
+// call's next attempt asks AllowProbe.
+func (l lease) ofProbe() bool { return l == leaseProbe || l == leaseLent }
+
 func (l lease) String() string {
 	switch l {
+	case leaseLent:
+		return "lent"
 	case leasePass:
 		return "pass"
 	case leaseProbe:

@@ -265,7 +265,7 @@ func (gd *Guard) recordBreakerFailure(now time.Duration) {
 		gd.count(tripsTally)
 		gd.recordBreaker(from, state.Open, reason)
 	}
-	if gd.lease == leaseProbe {
+	if gd.lease.ofProbe() {
 		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
 	}
 }
@@ -290,12 +290,13 @@ type failureReporter interface {
 
 // breakerFailure counts a failure towards the breaker, and reports whether
 // it opened it and from where: as the breaker says, or, for one that does
-// not, as the call's lease suggests.
+// not, as the call's lease suggests (a probe's, or one lent to a nested
+// call that gave no verdict).
 func (gd *Guard) breakerFailure(now time.Duration) (opened bool, from state.BreakerState) {
 	if fr, ok := gd.e.breaker.(failureReporter); ok {
 		return fr.FailureFrom(now)
 	}
-	if gd.lease == leaseProbe {
+	if gd.lease.ofProbe() {
 		from = state.HalfOpen
 	}
 	return gd.e.breaker.Failure(now), from
