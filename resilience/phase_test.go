@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // The Guard's transition table, driven: every verb from every phase, with
@@ -87,15 +89,36 @@ func guardAt(t *testing.T, p phase, wait bool) (*Guard, *Governor, *Stats) {
 // run's totals, and the state after.
 type effects struct {
 	calls, retries, throttled, transient, gaveUp, rejected int64
-	failures                                               int // the breaker's consecutive failures after
+	failures                                               int                // the breaker's consecutive failures after
+	breaker                                                state.BreakerState // the breaker's state after (closed, the zero value, in every row of table)
 	slot                                                   bool
 	lease                                                  lease
 	err                                                    string // "" for nil, else the error's type
 }
 
 func (e effects) String() string {
-	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d failures=%d slot=%v lease=%v err=%q",
-		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.failures, e.slot, e.lease, e.err)
+	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d failures=%d breaker=%v slot=%v lease=%v err=%q",
+		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.failures, e.breaker, e.slot, e.lease, e.err)
+}
+
+// effectsOf is what verb did to gd, between the run's totals before and
+// after it.
+func effectsOf(gd *Guard, g *Governor, stats *Stats, before Counters, err error) effects {
+	after := g.Summary(stats).Totals
+	b := g.Inspect(ec2Vpcs).Breaker
+	return effects{
+		calls:     after.Calls - before.Calls,
+		retries:   after.Retries - before.Retries,
+		throttled: after.Throttled - before.Throttled,
+		transient: after.TransientErrors - before.TransientErrors,
+		gaveUp:    after.GaveUp - before.GaveUp,
+		rejected:  after.Rejected - before.Rejected,
+		failures:  b.Failures,
+		breaker:   b.State,
+		slot:      gd.slot != nil,
+		lease:     gd.lease,
+		err:       errType(err),
+	}
 }
 
 func errType(err error) string {
@@ -270,19 +293,7 @@ func TestGuardTransitionTable(t *testing.T) {
 				gd, g, stats := guardAt(t, r.from, r.wait)
 				before := g.Summary(stats).Totals
 				err := verbs[r.verb](gd)
-				after := g.Summary(stats).Totals
-				got := effects{
-					calls:     after.Calls - before.Calls,
-					retries:   after.Retries - before.Retries,
-					throttled: after.Throttled - before.Throttled,
-					transient: after.TransientErrors - before.TransientErrors,
-					gaveUp:    after.GaveUp - before.GaveUp,
-					rejected:  after.Rejected - before.Rejected,
-					failures:  g.Inspect(ec2Vpcs).Breaker.Failures,
-					slot:      gd.slot != nil,
-					lease:     gd.lease,
-					err:       errType(err),
-				}
+				got := effectsOf(gd, g, stats, before, err)
 				if gd.phase != r.to || got != r.fx {
 					t.Errorf("%v --%s--> %v, %v\nwant           %v, %v", r.from, r.verb, gd.phase, got, r.to, r.fx)
 				}
@@ -318,5 +329,98 @@ func TestGuardIllegalTransitionPanics(t *testing.T) {
 	}()
 	if panicked != checkPhases {
 		t.Fatalf("idle -> retryable panicked: %v; the check is on: %v", panicked, checkPhases)
+	}
+}
+
+// The lease lent to a nested call, driven. guardLent returns a Guard of
+// ec2Vpcs in phaseSent that holds its slot and was let through as the
+// half-open breaker's probe, whose probe a call nested in its attempt
+// (Begin's context, with the Guard under the governor's key) borrowed and
+// answered with answer, recorded as an integration ends it: nil closes the
+// breaker, a transient error reopens it, a local error gives no verdict
+// (the breaker stays half-open, its lease running). The scope is never found
+// dead (which holds its tokens back), so that no verb waits for a token.
+func guardLent(t *testing.T, answer error) (*Guard, *Governor, *Stats) {
+	t.Helper()
+	off := 0.0
+	g := newGov(t, Config{AWS: ProviderConfig{BreakerDeadSeconds: &off}})
+	for range 5 {
+		sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return throttle() })
+	}
+	time.Sleep(time.Minute)
+	ctx, stats := WithStats(context.Background())
+	gd, _ := g.Begin(ctx, ec2Vpcs)
+	if err := gd.Enter(ctx); err != nil || gd.lease != leaseProbe {
+		t.Fatalf("the probe: %v, lease %v", err, gd.lease)
+	}
+	attempt := context.WithValue(ctx, g, gd)
+	inner, _ := g.Begin(attempt, ec2Vpcs, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+	if err := inner.Enter(attempt); err != nil {
+		t.Fatalf("the nested call: %v", err)
+	}
+	inner.After(answer)
+	inner.End(answer)
+	if gd.phase != phaseSent || gd.lease != leaseLent {
+		t.Fatalf("setup reached %v with lease %v, want sent, lent", gd.phase, gd.lease)
+	}
+	return gd, g, stats
+}
+
+// lentRow is a row of lentTable: the nested call's answer, a verb of the
+// enclosing call, and the phase and effects after it.
+type lentRow struct {
+	nested string // "ok", "failed" or "local"
+	verb   string
+	to     phase
+	fx     effects
+}
+
+var nestedAnswers = map[string]func() error{
+	"ok":     func() error { return nil },
+	"failed": transientErr,
+	"local":  func() error { return errors.New("connection reset") },
+}
+
+// lentTable states what the enclosing call's verbs do once its probe was
+// lent. Its next attempt asks AllowProbe: it is the probe again while the
+// breaker is closed or still half-open, refused once the nested call's
+// verdict opened it. What it then records changes the breaker only where
+// the nested call gave no verdict, but is recorded all the same (End(nil)
+// after "ok" counts a second success): an integration whose nested call
+// recorded the attempt leaves it without End, as cloudgazure's
+// QueryResources does.
+var lentTable = []lentRow{
+	{"ok", "Enter", phaseSent, effects{calls: 1, slot: true, lease: leaseProbe}},
+	{"ok", "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leaseProbe}},
+	{"ok", "After(nil)", phaseSucceeded, effects{slot: true, lease: leaseLent}},
+	{"ok", "Release", phaseSent, effects{lease: leaseLent}},
+	{"ok", "End(nil)", phaseIdle, effects{}},
+
+	{"failed", "Enter", phaseDone, effects{rejected: 1, breaker: state.Open, slot: true, err: "*resilience.CircuitOpenError"}},
+	{"failed", "TryEnter", phaseSent, effects{breaker: state.Open, slot: true, err: "*resilience.CircuitOpenError"}},
+	{"failed", "After(thr)", phaseFailed, effects{throttled: 1, breaker: state.Open, slot: true, lease: leaseLent}},
+	{"failed", "Release", phaseSent, effects{breaker: state.Open, lease: leaseLent}},
+
+	{"local", "Enter", phaseSent, effects{calls: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}},
+	{"local", "TryEnter", phaseSent, effects{calls: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}},
+	{"local", "End(nil)", phaseIdle, effects{}},                                                                        // its success is the verdict: closed
+	{"local", "End(thr)", phaseIdle, effects{gaveUp: 1, breaker: state.Open}},                                          // its failure is the verdict: open
+	{"local", "After(thr)", phaseFailed, effects{throttled: 1, breaker: state.HalfOpen, slot: true, lease: leaseLent}}, // the failure is counted when retrying stops
+}
+
+func TestGuardLentLeaseTable(t *testing.T) {
+	for _, r := range lentTable {
+		t.Run(r.nested+"/"+r.verb, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gd, g, stats := guardLent(t, nestedAnswers[r.nested]())
+				before := g.Summary(stats).Totals
+				err := verbs[r.verb](gd)
+				got := effectsOf(gd, g, stats, before, err)
+				if gd.phase != r.to || got != r.fx {
+					t.Errorf("lent after %s: sent --%s--> %v, %v\nwant                  %v, %v", r.nested, r.verb, gd.phase, got, r.to, r.fx)
+				}
+				gd.Release()
+			})
+		})
 	}
 }
