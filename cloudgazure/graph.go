@@ -98,7 +98,13 @@ func (l QueryLimits) resolve() QueryLimits {
 //     NewGraphClient, or any client built with ClientOptions, which the
 //     policy reports on the first page) is paced by the policy, one token
 //     per HTTP attempt, which also honours the quota headers; its final
-//     error was recorded by the policy and is returned as it is;
+//     error was recorded by the policy and is returned as it is. The first
+//     page of a client that is not a *GraphClient is paced here as well,
+//     as below: the policy's Guard, begun inside this page's attempt, goes
+//     without a slot when this page holds the last one, and, when the
+//     scope's breaker is half-open and this page took its probe, goes as
+//     the probe in its stead; its outcome is the breaker's verdict, and
+//     the page is recorded once, by the policy;
 //   - any other client is paced here: a breaker check, one token and a
 //     bulkhead slot per page; a throttled page halves the scope's rate,
 //     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)
@@ -168,7 +174,11 @@ func markGoverned(ctx context.Context) {
 // retried as QueryLimits say, after the longer of the backoff and the
 // server's hint. Other errors end the page at once. A page whose pipeline
 // turns out to be governed is the pipeline's Guard's: it is returned as
-// it is, and this Guard records nothing of it.
+// it is, and this Guard records nothing of it. That Guard, begun inside
+// this one's attempt on the same scope, shares what this one holds: the
+// slot, and the half-open breaker's probe if this one took it (it goes as
+// the probe, and this one's probe is lent to it), so that the page's
+// outcome, which that Guard records, is the probe's verdict.
 func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armresourcegraph.QueryRequest,
 	mark *graphMark) (armresourcegraph.ClientResourcesResponse, error) {
 	var zero armresourcegraph.ClientResourcesResponse
@@ -192,7 +202,8 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	var raw *http.Response
 	// A governed pipeline found out on this page begins a Guard inside this
 	// one's attempt: the context says so, and it never waits for the slot
-	// this Guard holds.
+	// this Guard holds, nor is refused by the half-open breaker whose probe
+	// this Guard took (it borrows the probe).
 	sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
 	for i := 0; ; i++ {
 		if err := gd.Enter(ctx); err != nil {
@@ -204,11 +215,13 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		if mark.governed.Load() {
 			// The pipeline is governed: its own Guard paced this page
 			// inside this attempt, and recorded its outcome (a success, a
-			// give-up, a cancellation). This Guard is left without End,
-			// which would record the outcome a second time (the answer
-			// again, or a cancellation once the context is done): a Guard
-			// never ended records nothing more, and sendPage gave its slot
-			// back.
+			// give-up, a cancellation), as the breaker's verdict too when
+			// this Guard had taken the half-open breaker's probe and lent
+			// it. This Guard is left without End, which would record the
+			// outcome a second time (the answer again, or a cancellation
+			// once the context is done): a Guard never ended records
+			// nothing more, sendPage gave its slot back, and its probe,
+			// if it took one, is the pipeline Guard's.
 			return page, err
 		}
 		kind := gd.After(err)

@@ -16,7 +16,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 
 	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 var query = armresourcegraph.QueryRequest{Query: ptr("Resources | project id")}
@@ -599,4 +601,77 @@ func TestGraphClientZeroValue(t *testing.T) {
 		}
 	}()
 	_, _ = c.Resources(context.Background(), armresourcegraph.QueryRequest{Query: ptr("Resources")}, nil)
+}
+
+// A client built with ClientOptions (governed, but not a *GraphClient:
+// QueryResources learns it on the first page) queried while the
+// resourcegraph breaker is half-open. The helper's Guard takes the probe
+// for the first page, and the pipeline's Guard, nested in its attempt on
+// the same scope, is let through as the probe in its stead: the page
+// succeeds, its success is recorded once (the breaker closes once, nothing
+// is lost, the budget's refund is paid once), and the breaker is closed
+// after it, so that the next query goes.
+func TestQueryResourcesDetectedPipelineSharesTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var changes []string
+		obs := observe.Func(func(ev observe.Event) {
+			if ev.Kind == observe.BreakerChange {
+				mu.Lock()
+				changes = append(changes, ev.From.String()+">"+ev.To.String())
+				mu.Unlock()
+			}
+		})
+		cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(3), BreakerThreshold: 1}}
+		gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := memEnv(t, cfg)
+		e.gov = gov
+		c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A page given up after its 3 retries (the third paid from the
+		// budget: 499 left) opens the breaker; after its cooldown the next
+		// call is its half-open probe.
+		e.srv.script(routeGraph, throttled("1"), throttled("1"), throttled("1"), throttled("1"))
+		if _, err := cloudgazure.QueryResources(context.Background(), e.graph(), query, e.opts()...); err == nil {
+			t.Fatal("the scripted 429s did not fail the query")
+		}
+		if in := gov.Inspect(graphScope); in.Breaker.State != state.Open || in.RetryBudget != 499 {
+			t.Fatalf("breaker %+v, budget %v after the give-up; want open, 499", in.Breaker, in.RetryBudget)
+		}
+		time.Sleep(gov.Inspect(graphScope).Breaker.Wait)
+
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "azure_graph")
+		rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+		if err != nil || len(rows) != 6 {
+			t.Fatalf("%d rows, %v; want the 6 rows of 3 pages", len(rows), err)
+		}
+		lostOnly(t, gov, stats, ledger, resilience.LossSkipped, 0)
+		if b := gov.Inspect(graphScope).Breaker; b.State != state.Closed || b.Failures != 0 {
+			t.Fatalf("breaker %+v after the probe page succeeded, want closed", b)
+		}
+		mu.Lock()
+		got := strings.Join(changes, " ")
+		mu.Unlock()
+		if want := "closed>open open>half_open half_open>closed"; got != want {
+			t.Errorf("breaker changes %q, want %q: the probe reported once, closed once", got, want)
+		}
+		// 3 pages, 3 successes, each refunding a tenth of a token: the
+		// first page's is recorded once, by the pipeline's Guard (the
+		// helper's records nothing of it).
+		if in := gov.Inspect(graphScope); in.RetryBudget != 499.3 || in.InFlight != 0 || in.Waiting != 0 {
+			t.Errorf("budget %v, %d in flight, %d waiting; want 499.3 and nothing held", in.RetryBudget, in.InFlight, in.Waiting)
+		}
+		// Nothing was left holding the probe: the next query is let
+		// through (at the rate the throttles left), not rejected.
+		if rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...); err != nil || len(rows) != 6 {
+			t.Fatalf("the next query: %d rows, %v", len(rows), err)
+		}
+		lostOnly(t, gov, stats, ledger, resilience.LossSkipped, 0)
+	})
 }
