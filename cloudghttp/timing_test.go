@@ -219,7 +219,9 @@ func TestThrottlePausesTheScope(t *testing.T) {
 }
 
 // When the breaker opens while a retry waits, the caller gets the last
-// response, its body read back from memory.
+// response, its body read back from memory, at once: the wait ends when
+// the breaker opens (its cooldown lasts past the wait's end), not 9 s
+// later.
 func TestBreakerOpeningDuringTheWaitReturnsTheLastResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeAPI{}
@@ -233,10 +235,15 @@ func TestBreakerOpeningDuringTheWaitReturnsTheLastResponse(t *testing.T) {
 			time.Sleep(time.Second) // the slow call waits to retry
 			readAll(t, do(t, once, http.MethodGet, "http://api.test/b", nil))
 		})
+		start := time.Now()
 		resp := do(t, slow, http.MethodGet, "http://api.test/a", nil)
+		took := time.Since(start)
 		wg.Wait()
 		if got := readAll(t, resp); resp.StatusCode != 500 || got != "first failure" {
 			t.Fatalf("status %d body %q, want the first 500 with its body", resp.StatusCode, got)
+		}
+		if took != time.Second {
+			t.Fatalf("the last response came back after %v, want 1s (when the breaker opened)", took)
 		}
 		if n := len(f.recorded()); n != 2 {
 			t.Fatalf("%d attempts, want 2 (no retry through the open breaker)", n)

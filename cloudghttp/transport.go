@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/breakersleep"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -56,14 +57,17 @@ func (t *Transport) baseTransport() http.RoundTripper {
 //     budget), after a decorrelated-jitter backoff or the provider's hint
 //     (Retry-After, capped at resilience.MaxPause), whichever is longer.
 //     The body of the response it retries is read (up to 64 KiB) and
-//     closed before the wait.
+//     closed before the wait. The wait ends early when the scope's breaker
+//     opens meanwhile and would still refuse the retry when the wait
+//     ended (a dead scope): the next Enter refuses the retry then, not
+//     after the rest of the wait.
 //
 // The caller gets the last response as a response, not as an error, so
 // that the client's handling of error statuses keeps working; a throttled
 // or transient answer not retried is recorded as a failure (a throttle as
-// a give-up). When the breaker opens, or the deadline passes, while a
-// retry waits, the last response comes back as it was (its body from
-// memory); a response whose body was too large to keep cannot, and the
+// a give-up). When the breaker opens (at once), or the deadline passes,
+// while a retry waits, the last response comes back as it was (its body
+// from memory); a response whose body was too large to keep cannot, and the
 // governor's error (a *resilience.CircuitOpenError, or the deadline's
 // error, wrapping a *StatusError) comes back instead. Before the first
 // attempt those errors come back alone, nothing sent.
@@ -94,7 +98,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return t.baseTransport().RoundTrip(req)
 	}
-	x := exchange{t: t, gov: gov, gd: gd, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
+	x := exchange{t: t, gov: gov, gd: gd, scope: scope, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
 	return x.run()
 }
 
@@ -103,6 +107,7 @@ type exchange struct {
 	t        *Transport
 	gov      *resilience.Governor
 	gd       *resilience.Guard
+	scope    resilience.Scope
 	orig     *http.Request
 	provider string // the scope's, whose retry policy the backoff follows
 	github   bool   // read GitHub's rate-limit headers
@@ -163,7 +168,11 @@ func (x *exchange) run() (*http.Response, error) {
 			return nil, retryStop(err, rerr)
 		}
 		held = hold(resp)
-		if serr := x.gov.Clock().Sleep(ctx, delay); serr != nil {
+		// The backoff ends early when the scope's breaker opens meanwhile
+		// and would still refuse the retry when it ended (a dead scope):
+		// the next Enter refuses the retry then, as it would have after
+		// the backoff.
+		if _, serr := breakersleep.Sleep(ctx, x.gov, x.gd, x.scope, delay); serr != nil {
 			closeBody(next)
 			x.gd.End(serr)
 			return nil, fmt.Errorf("cloudghttp: %w while waiting to retry after: %w", serr, answer)
