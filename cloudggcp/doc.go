@@ -28,6 +28,25 @@
 // listing): Enter before an attempt, After with its answer, Retry before
 // gax retries, End when the call is over. The guard classifies and records.
 //
+// A dead scope's calls end when its breaker opens: the pause before a
+// retry ends early when the scope's breaker opens meanwhile (or is open)
+// and would still refuse the retry when the pause ended, and the retry is
+// refused then, a *resilience.CircuitOpenError wrapping the provider's
+// error, the call lost as failed after its retries (a give-up when
+// throttled), rather than after up to the max backoff (60 s) or RetryInfo's
+// delay. For that the Retryer sleeps the pause itself, on the governor's
+// clock and the call's context, watching the breaker
+// (resilience.Guard.AfterOpen), and lets gax go on at once: for Do, the
+// listings, and the Retry option on a client with the interceptor (whose
+// Enter refuses the retry, as after a full pause; Do and the listings,
+// whose retries are sent without Enter, ask Guard.Pace). A call made with
+// the Retry option on a client without the interceptor is not cut short:
+// its Retryer does not know the call's context, so gax sleeps the whole
+// pause and sends the retry without asking the breaker; nor is a retry
+// that a client's own retry settings make through the interceptor alone
+// (the next attempt's Enter refuses it after gax's sleep). The REST
+// clients' Transport (package cloudghttp) ends its wait the same way.
+//
 // Importing the package registers an error reader with the core, so that
 // *apierror.APIError, gRPC status errors and *googleapi.Error classify as
 // google-api-core classifies them (ResourceExhausted and Unavailable are

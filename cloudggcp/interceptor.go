@@ -46,7 +46,10 @@ func ClientOption(opts ...Option) option.ClientOption {
 // failure for a throttled or transient attempt, which gax may retry. Pass
 // the Retry option to such calls for that: the interceptor then paces each
 // attempt and the retry policy reports the errors, charges the budget,
-// bounds the retries and records the final outcome. Calls of a paced
+// bounds the retries and records the final outcome, and sleeps the pause
+// before each retry itself, ending it when the scope's breaker opens
+// (see Retry). Without the option, gax sleeps the client's own backoff,
+// whole, and the next attempt's Enter asks the breaker after it. Calls of a paced
 // listing or of Do pass through untouched: they are paced per page or call
 // already.
 func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
@@ -55,6 +58,9 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		if st := stateOf(copts); st != nil {
 			if st.paced {
 				return invoker(ctx, method, req, reply, cc, copts...)
+			}
+			if st.ended != nil {
+				return st.ended // the context ended the call while the Retryer slept
 			}
 			if !st.woke() {
 				return st.ctx.Err() // the context ended the call while gax slept
@@ -65,7 +71,7 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 				st.refused, st.refusal = st.refusal, nil
 				return st.refused
 			}
-			st.intercepted = true
+			st.intercepted, st.attemptCtx = true, ctx
 			if err := st.enter(ctx); err != nil {
 				return err
 			}

@@ -21,7 +21,10 @@ import (
 //  2. every page fetch runs with the GCP retry (see Retry): each attempt's
 //     answer reported, each page's first two retries free and the rest paid
 //     from the retry budget, at most max_retries consecutive retries per
-//     page, each page with its own deadline;
+//     page, each page with its own deadline; the pause before a retry ends
+//     when the scope's breaker opens meanwhile and would still refuse the
+//     retry when it ended, and the retry is refused then
+//     (*resilience.CircuitOpenError);
 //  3. before each further page fetch: one counted call and one token, and no
 //     second breaker check, so a listing that is a half-open breaker's probe
 //     is not rejected by its own breaker on page 2. No token is taken once
@@ -73,7 +76,7 @@ func newListing[T any](ctx context.Context, scope resilience.Scope, opts []Optio
 	gov := cfg.governor()
 	p := gov.Policy(scope.Provider)
 	l := &Listing[T]{ctx: ctx, gov: gov}
-	l.st = callState{ctx: ctx, scope: scope, maxBackoff: p.MaxBackoff, paced: true}
+	l.st = callState{ctx: ctx, scope: scope, gov: gov, maxBackoff: p.MaxBackoff, paced: true}
 	l.opt.init(&l.st, p.Deadline)
 	it, fetch := start(&l.opt)
 	l.it, l.fetch = it, *fetch
@@ -162,13 +165,15 @@ func (l *Listing[T]) fail(err error) error {
 
 // Next returns the next item, iterator.Done after the last one, or the
 // error the listing ended with (a *resilience.CircuitOpenError before
-// anything was sent, a *resilience.RetryBudgetExhaustedError when the retry
-// budget ran out or max_retries consecutive retries failed, wrapping then
-// a *RetriesExhaustedError, a *RetryStoppedError when the deadline stopped
+// anything was sent, or wrapping the provider's error when the breaker
+// opened while a page's retry waited, a
+// *resilience.RetryBudgetExhaustedError when the retry budget ran out or
+// max_retries consecutive retries failed, wrapping then a
+// *RetriesExhaustedError, a *RetryStoppedError when the deadline stopped
 // it, a *resilience.WouldWaitError when a page would have waited longer
 // than the listing's context allows (resilience.WithMaxWait), or the
-// provider's error). Items of the pages that arrived before an
-// error are all returned first.
+// provider's error). Items of the pages that arrived before an error are
+// all returned first.
 func (l *Listing[T]) Next() (T, error) {
 	v, err := l.it.Next()
 	if err == nil {

@@ -232,12 +232,16 @@ func TestConsecutiveRetryLimitMessage(t *testing.T) {
 // retries: the service, not the budget, failed it, so the breaker counts
 // the failure (throttling is also a give-up, in the stats and the
 // ledger), and five listings stopped so in a row open the breaker, which
-// refuses the sixth. A listing the empty budget stops counts none.
+// refuses the sixth. A listing the empty budget stops counts none. (The
+// scope fails for over breaker_dead_seconds: the dead scope's breaker,
+// which would open during the fifth listing and refuse its retry, is
+// turned off.)
 func TestConsecutiveRetryLimitCountsABreakerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFake(25)
 		client := startBuf(t, srv)
-		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{MaxRetries: intp(2)}})
+		noDead := 0.0
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{MaxRetries: intp(2), BreakerDeadSeconds: &noDead}})
 		const breakerKey = "gcp/projects%2Fp1/*/cloudasset/ListAssets"
 		for _, tc := range []struct {
 			name   string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/breakersleep"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc"
@@ -54,6 +55,7 @@ func (e *RetryStoppedError) Unwrap() []error { return []error{e.Err, e.Reason} }
 type callState struct {
 	ctx        context.Context
 	scope      resilience.Scope
+	gov        *resilience.Governor
 	gd         *resilience.Guard // a listing's once its first page is fetched
 	maxBackoff time.Duration
 	paced      bool // the caller (a listing, Do) paces the call and reports its success
@@ -75,6 +77,14 @@ type callState struct {
 	// a watch of the context ends the guard instead.
 	unwatch func() bool // stops the watch; nil when there is none
 	over    bool        // the watch ends the call: the guard is the watch's (set by woke)
+
+	// The Retry option's call on a client with the interceptor, whose
+	// Retryer sleeps the backoff (see sleep): the context of its last
+	// attempt, which gax would sleep on, and the error of that context
+	// once it ended the Retryer's sleep (the call is over, the guard the
+	// watch's).
+	attemptCtx context.Context
+	ended      error
 }
 
 // reset starts a new page fetch or call.
@@ -86,25 +96,77 @@ func (s *callState) reset() {
 // Retry implements gax.Retryer; gax calls it after every failed attempt.
 // The guard records the attempt's answer (After), then, for a code the GCP
 // retry retries, decides whether the retry may go after the backoff
-// (Guard.Retry: max_retries, the deadline, the retry budget), and returns
-// the pause: the backoff, or the provider's hint when longer.
+// (Guard.Retry: max_retries, the deadline, the retry budget). The pause
+// before it (the backoff, or the provider's hint when longer) is slept
+// here, watching the scope's breaker (see sleep), and gax is told to go
+// at once; only the Retry option's call on a client without the
+// interceptor, whose Retryer does not know the call's context, leaves the
+// pause to gax's own sleep.
 func (s *callState) Retry(err error) (time.Duration, bool) {
 	if !s.woke() {
-		return 0, false // the context ended the call while gax slept
+		return 0, false // the context ended the call while gax or the Retryer slept
 	}
 	d, ok := s.retry(err)
-	if !s.paced {
-		switch {
-		case !ok:
+	switch {
+	case !ok:
+		if !s.paced {
 			// The Retry option's call ends here (a listing or Do ends its
 			// own call): a throttled or transient answer not retried is a
 			// failure.
 			s.gd.End(err)
-		case s.refusal == nil:
-			s.watchSleep()
+		}
+		return d, ok
+	case s.refusal != nil:
+		return d, ok // the interceptor returns the refusal, sending nothing
+	case s.paced:
+		return s.sleep(s.ctx, d)
+	case s.attemptCtx != nil && s.attemptCtx.Err() == nil:
+		return s.sleep(s.attemptCtx, d)
+	}
+	s.watchSleep()
+	return d, ok
+}
+
+// sleep sleeps d, the pause before the retry the guard just allowed, on
+// ctx, the context the call's attempts are made with (Do's, a listing's,
+// or for the Retry option's call on a client with the interceptor, its
+// last attempt's, which gax would sleep on), and returns what Retry
+// returns to gax. The sleep ends early when the scope's breaker opens
+// meanwhile and would still refuse the retry when the pause ended (a dead
+// scope; see breakersleep.Sleep): the retry is refused then, as it would
+// have been after the pause, rather than after up to the max backoff
+// (60 s) or the provider's hint. The interceptor's Enter refuses the
+// Retry option's retry, as after a full sleep; Do and the listings, whose
+// retries are sent without Enter, ask the guard's Pace, which refuses it
+// the same way: a *resilience.CircuitOpenError wrapping the last answer,
+// the call lost as failed after its retries (a give-up when throttled).
+//
+// A context that ends during the sleep ends the call as it ends during
+// gax's sleep: Do and the listings return a *RetryStoppedError with the
+// provider's error and the context's; the Retry option's call returns the
+// context's error, and the watch of its context (see watchSleep) records
+// it as cancelled.
+func (s *callState) sleep(ctx context.Context, d time.Duration) (time.Duration, bool) {
+	cut, err := breakersleep.Sleep(ctx, s.gov, s.gd, s.scope, d)
+	switch {
+	case err != nil && s.paced:
+		s.final = &RetryStoppedError{Scope: s.scope, Err: s.last, Reason: err}
+		return 0, false
+	case err != nil:
+		// gax returns the context's error, from its own sleep or from the
+		// interceptor's next attempt (see UnaryClientInterceptor), as it
+		// does when the context ends during its sleep; the watch ends the
+		// guard, as it does then.
+		s.ended = err
+		s.watchSleep()
+		return 0, true
+	case cut && s.paced:
+		if perr := s.gd.Pace(ctx); perr != nil {
+			s.final = perr
+			return 0, false
 		}
 	}
-	return d, ok
+	return 0, true
 }
 
 // watchSleep watches the context of the Retry option's call while gax
@@ -124,6 +186,9 @@ func (s *callState) watchSleep() {
 // watch has then started, and the guard is its own: the call does not
 // touch it again, and does not wait for the watch to finish.
 func (s *callState) woke() bool {
+	if s.ended != nil {
+		return false // the watch is the guard's: it is left running
+	}
 	if s.unwatch != nil {
 		if !s.unwatch() {
 			s.over = true
@@ -265,11 +330,21 @@ type governed struct {
 //   - the call's timeout is the provider's deadline (900 s) when ctx has
 //     none; a retry whose pause would pass the deadline is not made.
 //
-// A call whose context ends while gax sleeps before a retry is recorded as
-// cancelled by a watch of ctx, since gax returns without telling its
-// Retryer: the record is made as ctx ends, on a goroutine of its own, and
-// may come a moment after the call returned (Do and the listings record it
-// before they return).
+// On a client with the interceptor, the call's Retryer sleeps the pause
+// before a retry itself, on the context of the call's attempts, and ends
+// it when the scope's breaker opens meanwhile and would still refuse the
+// retry when the pause ended (a dead scope): the interceptor's Enter then
+// refuses the retry as it refuses it after a full pause (a
+// *resilience.CircuitOpenError, the call lost as failed after its
+// retries). On a client without the interceptor gax sleeps the whole pause
+// on the call's context, which the Retryer does not know, and the retry
+// goes out without asking the breaker.
+//
+// A call whose context ends while gax, or its Retryer, sleeps before a
+// retry is recorded as cancelled by a watch of ctx, since gax returns
+// without telling its Retryer: the record is made as ctx ends, on a
+// goroutine of its own, and may come a moment after the call returned (Do
+// and the listings record it before they return).
 //
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
@@ -315,7 +390,7 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	if err != nil {
 		return // a scope without a provider: not governed
 	}
-	st := &callState{ctx: o.ctx, scope: o.scope, gd: gd, maxBackoff: o.maxBackoff}
+	st := &callState{ctx: o.ctx, scope: o.scope, gov: o.gov, gd: gd, maxBackoff: o.maxBackoff}
 	cs.Retry = func() gax.Retryer { return st }
 	cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], governed{st: st}, grpc.OnFinish(st.finished))
 }
@@ -358,7 +433,11 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // result, with the error a limit stopped it on
 // (*resilience.RetryBudgetExhaustedError past the budget or max_retries,
 // *RetryStoppedError, *resilience.WouldWaitError for a wait longer than
-// ctx allows, resilience.WithMaxWait) rather than gax's.
+// ctx allows, resilience.WithMaxWait) rather than gax's. The pause before
+// a retry is slept on ctx (pass call's ctx on to the client's method) and
+// ends when the scope's breaker opens meanwhile and would still refuse the
+// retry when it ended: the retry is refused then, with a
+// *resilience.CircuitOpenError wrapping the provider's error.
 //
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),
 //		func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
@@ -381,7 +460,7 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 	d := &struct {
 		st  callState
 		opt stateOption
-	}{st: callState{ctx: ctx, scope: scope, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
+	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
 	d.opt.init(&d.st, p.Deadline)
 	res, err := call(ctx, &d.opt)
 	gd.Release()

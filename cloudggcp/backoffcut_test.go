@@ -1,0 +1,209 @@
+package cloudggcp
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/option"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// internalError is a transient answer whose RetryInfo asks for delay
+// before the retry: the pause before the retry is delay, and, unlike a
+// throttle's hint, it does not pause the scope (which would hold the calls
+// that open the breaker until the pause ends).
+func internalError(delay time.Duration) error {
+	st := status.New(codes.Internal, "internal error")
+	if delay > 0 {
+		st, _ = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
+	}
+	return st.Err()
+}
+
+// openBreaker opens the breaker of scope: five calls of it give up
+// throttled, one after another.
+func openBreaker(gov *resilience.Governor, scope resilience.Scope) {
+	for range 5 {
+		_ = resilience.Do(context.Background(), scope, func(context.Context) error { return throttled(0) },
+			resilience.WithGovernor(gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+	}
+}
+
+// The flavours of a governed unary call or listing whose backoff the
+// Retryer sleeps: rpc is the RPC it makes, interceptor whether the client
+// has the interceptor.
+var cutFlavours = []struct {
+	name        string
+	rpc         string
+	interceptor bool
+	call        func(ctx context.Context, gov *resilience.Governor, c assetClient) error
+}{
+	{"Do", "GetFeed", false, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+		_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
+			return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
+		}, WithGovernor(gov))
+		return err
+	}},
+	{"listing", RPCListAssets, false, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+		_, err := ListAssets(ctx, c, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
+		return err
+	}},
+	{"Retry option with the interceptor", "GetFeed", true, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+		_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
+		return err
+	}},
+}
+
+// A call asleep in the pause before a retry (20 s, RetryInfo's) when five
+// other calls of its scope open the breaker ends then, not when the pause
+// would have: its retry is refused as the breaker refuses a retry (a
+// *resilience.CircuitOpenError wrapping the last answer; the call lost
+// once, as failed after its retries), and nothing more is sent. So do Do,
+// a listing's page, and the Retry option's call on a client with the
+// interceptor.
+func TestBreakerOpeningEndsTheBackoff(t *testing.T) {
+	for _, tc := range cutFlavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5) // one page
+				srv.fail(tc.rpc, "", internalError(20*time.Second))
+				gov := newGov(t, resilience.Config{})
+				var opts []option.ClientOption
+				if tc.interceptor {
+					opts = append(opts, ClientOption(WithGovernor(gov)))
+				}
+				client := startBuf(t, srv, opts...)
+				ctx, stats, ledger := newRun("assets")
+				start := time.Now()
+				var at time.Duration
+				done := make(chan error)
+				go func() {
+					err := tc.call(ctx, gov, client)
+					at = time.Since(start)
+					done <- err
+				}()
+				synctest.Wait() // answered, asleep in the 20 s pause before the retry
+				time.Sleep(time.Second)
+				scope := Scope("projects/p1", tc.rpc)
+				openBreaker(gov, scope)
+				opened := time.Since(start)
+				if s := gov.Inspect(scope).Breaker.State; s != state.Open {
+					t.Fatalf("the breaker is %v, want open", s)
+				}
+				err := <-done
+				var coe *resilience.CircuitOpenError
+				if !errors.As(err, &coe) || status.Code(coe.Err) != codes.Internal || at != opened {
+					t.Fatalf("the call ended at %v with %v; the breaker opened at %v: want a CircuitOpenError wrapping the answer then", at, err, opened)
+				}
+				if n := len(srv.reqs(tc.rpc)); n != 1 {
+					t.Fatalf("%d requests, want 1", n)
+				}
+				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 1)
+			})
+		})
+	}
+}
+
+// A breaker that opens while a call sleeps before a retry, but lets a
+// probe through before the pause ends (its cooldown, 5 s, is shorter),
+// leaves the pause whole, as Call's backoff does: the retry goes when it
+// ends, as it would have, and succeeds.
+func TestABreakerThatLetsAProbeThroughLeavesTheBackoffWhole(t *testing.T) {
+	for _, tc := range cutFlavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5) // one page
+				srv.fail(tc.rpc, "", internalError(20*time.Second))
+				gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerCooldownSeconds: 5}})
+				var opts []option.ClientOption
+				if tc.interceptor {
+					opts = append(opts, ClientOption(WithGovernor(gov)))
+				}
+				client := startBuf(t, srv, opts...)
+				ctx, stats, ledger := newRun("assets")
+				start := time.Now()
+				done := make(chan error)
+				go func() { done <- tc.call(ctx, gov, client) }()
+				synctest.Wait()
+				time.Sleep(time.Second)
+				scope := Scope("projects/p1", tc.rpc)
+				openBreaker(gov, scope)
+				if s := gov.Inspect(scope).Breaker; s.State != state.Open || time.Since(start)+s.Wait >= 20*time.Second {
+					t.Fatalf("the breaker is %+v at %v, want open until before the pause ends", s, time.Since(start))
+				}
+				if err := <-done; err != nil || time.Since(start) != 20*time.Second || len(srv.reqs(tc.rpc)) != 2 {
+					t.Fatalf("%v after %v and %d requests, want the retry's success after 20 s", err, time.Since(start), len(srv.reqs(tc.rpc)))
+				}
+				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 0)
+			})
+		})
+	}
+}
+
+// The Retry option's call on a client without the interceptor is not cut
+// short: its Retryer does not know the call's context, so gax sleeps the
+// whole pause, and the retry goes out without asking the breaker.
+func TestRetryOptionAloneSleepsItsWholeBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		srv.fail("GetFeed", "", internalError(20*time.Second))
+		gov := newGov(t, resilience.Config{})
+		client := startBuf(t, srv)
+		ctx := context.Background()
+		start := time.Now()
+		done := make(chan error)
+		go func() {
+			_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
+			done <- err
+		}()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		openBreaker(gov, feedScope())
+		if err := <-done; err != nil || time.Since(start) != 20*time.Second || len(srv.reqs("GetFeed")) != 2 {
+			t.Fatalf("%v after %v and %d requests, want the retry's success after 20 s", err, time.Since(start), len(srv.reqs("GetFeed")))
+		}
+	})
+}
+
+// A call whose Retryer slept before a retry leaves nothing behind once it
+// returns: the context its sleep watched is cancelled with the sleep.
+func TestASleptBackoffLeavesNothingBehind(t *testing.T) {
+	for _, tc := range cutFlavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5) // one page
+				srv.fail(tc.rpc, "", internalError(0))
+				gov := newGov(t, resilience.Config{})
+				var opts []option.ClientOption
+				if tc.interceptor {
+					opts = append(opts, ClientOption(WithGovernor(gov)))
+				}
+				client := startBuf(t, srv, opts...)
+				ctx := endlessContext{context.Background(), make(chan struct{})}
+				if err := tc.call(ctx, gov, client); err != nil || len(srv.reqs(tc.rpc)) != 2 {
+					t.Fatalf("%v after %d requests, want a success after 2", err, len(srv.reqs(tc.rpc)))
+				}
+			})
+		})
+	}
+}
+
+// endlessContext can be cancelled, but never is: a context derived from
+// it (not a type the context package knows) that is never cancelled
+// leaves a goroutine behind, blocked on both, which the bubble reports.
+type endlessContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c endlessContext) Done() <-chan struct{} { return c.done }
