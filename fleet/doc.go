@@ -114,9 +114,12 @@
 // counts are the fleet's: each process counts its successes per 100 ms
 // slot and sends them with its next lease request or throttle, or within
 // a slot, into the bucket's Redis state, where a throttle measures what
-// the whole fleet was served. The goodput controller's sprint (doubling
-// the rate when the queue of callers shows the demand ending) is the one
-// rule fleet mode leaves out: the callers queued in a fleet hold tokens
-// leased at fixed times, which a rate change does not move, so a sprint
-// would reach none of them.
+// the whole fleet was served. As in process, a first event less than a
+// second after counting began measures nothing (what was served then is
+// mostly the provider's burst, whose counts from the other processes may
+// not be in Redis yet) and moves the rate to bucket.GoodputCap of itself.
+// The goodput controller's sprint (doubling the rate when the queue of
+// callers shows the demand ending) is the one rule fleet mode leaves out:
+// the callers queued in a fleet hold tokens leased at fixed times, which a
+// rate change does not move, so a sprint would reach none of them.
 package fleet

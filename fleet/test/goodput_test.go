@@ -20,7 +20,10 @@ import (
 // bucket.GoodputWindow; after a gap of more than a window without a
 // success, from the gap), never above bucket.GoodputCap of the rate, and
 // after bucket.GoodputQuiet it climbs by bucket.GoodputStep of the
-// ceiling, doubling the step with each climb.
+// ceiling, doubling the step with each climb. A first event less than a
+// second after counting began (at the bucket's first script, or at the
+// first success after a gap) measures nothing: it moves the rate to
+// bucket.GoodputCap of itself.
 //
 // Some of these tests write the counts into the hash (born, gfrom, gn, gk,
 // gcur, gprev, glast, times in Redis's microseconds), so that a span of
@@ -109,6 +112,17 @@ func (g *sharedGoodput) awaitSlotStart(t *testing.T) {
 	time.Sleep(time.Duration(next-now+1000) * time.Microsecond)
 }
 
+// countingBegan moves the start of the bucket's counting (born) d before
+// Redis's now, so that a first event measures what was served since: one
+// less than a second after counting began measures nothing. The bucket's
+// hash must exist.
+func (g *sharedGoodput) countingBegan(t *testing.T, d time.Duration) int64 {
+	t.Helper()
+	born := g.now(t) - d.Microseconds()
+	g.set(t, "born", born)
+	return born
+}
+
 // decreaseAllowed makes the next throttle a congestion event without
 // waiting out bucket.DecreaseInterval since the previous one.
 func (g *sharedGoodput) decreaseAllowed(t *testing.T, now int64) {
@@ -128,13 +142,19 @@ func TestGoodputIsMeasuredAcrossTheFleet(t *testing.T) {
 			}
 		}
 		time.Sleep(3 * bucket.GoodputSlot) // B's counts reach Redis within a slot
+		// The first event: 40 successes within the first window, counted
+		// over the 2 s since counting began (moved back: one less than a
+		// second after it measures nothing).
+		g := &sharedGoodput{rdb: a, key: prefix + ":{" + vpcsKey + "}:bucket"}
+		born := g.countingBegan(t, 2*time.Second)
+		before := g.now(t)
 		a.do(t, vpcs, throttl, once)
-		// The first event: 40 successes within the first window, and within
-		// the first second (the controller divides by at least a second).
-		want := math.Min(bucket.GoodputCap*100, bucket.GoodputShare*40)
-		if r := b.gov.Inspect(vpcs).Leaf.Rate; math.Abs(r-want) > 1e-9 {
-			t.Fatalf("the fleet's rate %v after the throttle, want %v (%v of the fleet's 40 successes; one process's 20 give %v)",
-				r, want, bucket.GoodputShare, bucket.GoodputShare*20)
+		after := g.now(t)
+		lo := bucket.GoodputShare * 40 / (float64(after-born) / 1e6)
+		hi := bucket.GoodputShare * 40 / (float64(before-born) / 1e6)
+		if r := b.gov.Inspect(vpcs).Leaf.Rate; r < lo-1e-9 || r > hi+1e-9 {
+			t.Fatalf("the fleet's rate %v after the throttle, want %v to %v (%v of the fleet's 40 successes over 2 s; one process's 20 give half)",
+				r, lo, hi, bucket.GoodputShare)
 		}
 	})
 }
@@ -147,6 +167,8 @@ func TestGoodputIsMeasuredAcrossTheFleet(t *testing.T) {
 func TestSharedGoodputMeasuresFromTheSlotAfterTheEvent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		g := newSharedGoodput(t, be)
+		g.a.TryReserve(0) // the bucket's hash: counting starts
+		g.countingBegan(t, 2*time.Second)
 		g.awaitSlotStart(t) // the successes and the event in one slot
 		for range 10 {
 			g.b.Success(0) // sent a slot later, after the event
@@ -232,49 +254,94 @@ func TestSharedGoodputFirstEventCountsTheLastTwoWindows(t *testing.T) {
 	})
 }
 
+// againFrom checks the event after counting began again (after what) at
+// the fleet's n successes since: counting began within the last second
+// (at the first of them); moved a second back, the event measures them
+// over the time since.
+func (g *sharedGoodput) againFrom(t *testing.T, what string, n float64) {
+	t.Helper()
+	if born := g.field(t, "born"); int64(born) < g.now(t)-time.Second.Microseconds() {
+		t.Fatalf("counting began at %v after the %s, more than a second ago (now %v): not at its first success", born, what, g.now(t))
+	}
+	born := int64(g.field(t, "born")) - time.Second.Microseconds()
+	g.set(t, "born", born)
+	before := g.now(t)
+	g.decreaseAllowed(t, before)
+	r, dec := g.b.Throttle(0, 0)
+	lo := bucket.GoodputShare * n / (float64(g.now(t)-born) / 1e6)
+	hi := bucket.GoodputShare * n / (float64(before-born) / 1e6)
+	if !dec || r < lo-1e-9 || r > hi+1e-9 {
+		t.Fatalf("rate %v after the %s, want %v to %v (%v x %v successes since counting began again)", r, what, lo, hi, bucket.GoodputShare, n)
+	}
+}
+
+// A burst of demand that meets the provider's limit at once: the first
+// event comes a fraction of a second after counting began, when the
+// answers to the burst's other requests are not all counted in Redis yet
+// (each process sends its counts within a slot). Here process A was
+// served 5 and throttled; B was served 15, whose counts reach Redis after
+// the event. The event measures nothing: the rate moves to GoodputCap of
+// itself, not to 0.99 x the 5 successes counted (per second: the
+// controller divides by at least a second), the collapse that set a
+// fleet of eight processes to 11.9 rps of 20 (goodput 70.9%, with the
+// burst handed out at once); the next event measures from it.
+func TestSharedGoodputFirstEventWithinASecondMeasuresNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		g.a.TryReserve(0) // the bucket's hash: counting starts
+		g.awaitSlotStart(t)
+		for range 15 {
+			g.b.Success(0) // sent a slot later, after the event
+		}
+		for range 5 {
+			g.a.Success(0) // sent with the throttle
+		}
+		r, dec := g.a.Throttle(0, 0)
+		if want := bucket.GoodputCap * goodputSpec.Rate; !dec || math.Abs(r-want) > 1e-9 {
+			t.Fatalf("rate %v (decreased %v) after a first event within a second of counting, want %v (%v x the rate), not %v (%v x the 5 counted)",
+				r, dec, want, bucket.GoodputCap, bucket.GoodputShare*5, bucket.GoodputShare)
+		}
+		if g.field(t, "gfrom") == 0 {
+			t.Fatal("no measurement starts at the event")
+		}
+	})
+}
+
 // After more than GoodputWindow without a success (an outage, an open
 // breaker, no demand) the fleet was not drawing on the provider's bucket:
 // the next success starts counting again, as if no event had happened, so
-// that the next event measures from it (20 successes within a second),
-// not the 1,020 since the previous event 20 s ago.
+// that the next event measures from it (20 successes), not the 1,020
+// since the previous event 20 s ago.
 func TestSharedGoodputMeasuresAgainAfterAGap(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		g := newSharedGoodput(t, be)
-		g.a.Throttle(0, 0) // the first event: 50 rps
+		g.a.Throttle(0, 0) // the first event, as counting begins: 97 rps
 		now := g.now(t)
 		g.set(t, "gfrom", (now/g.slotUS-200)*g.slotUS, "gn", 1000, "glast", now-windowUS-1e6)
 		g.succeed(10)
 		if from := g.field(t, "gfrom"); from != 0 {
 			t.Fatalf("the measurement still starts at %v after the gap, want 0 (counting again)", from)
 		}
-		g.decreaseAllowed(t, g.now(t))
-		r, dec := g.b.Throttle(0, 0)
-		if want := bucket.GoodputShare * 20; !dec || math.Abs(r-want) > 1e-9 {
-			t.Fatalf("rate %v after the gap, want %v (%v x 20 successes within a second)", r, want, bucket.GoodputShare)
-		}
+		g.againFrom(t, "gap", 20)
 	})
 }
 
 // The gap counts from the previous event too: a fleet throttled before
 // any success, then paused (a Retry-After) for 20 s, was not drawing on
 // the provider's bucket either, so the next success starts counting
-// again and the next event measures from it (20 successes within a
-// second), not over the 20 s since the previous event.
+// again and the next event measures from it (20 successes), not over
+// the 20 s since the previous event.
 func TestSharedGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		g := newSharedGoodput(t, be)
-		g.a.Throttle(0, 0) // the first event, nothing served: 50 rps
+		g.a.Throttle(0, 0) // the first event, nothing served, as counting begins: 97 rps
 		now := g.now(t)
 		g.set(t, "gfrom", (now/g.slotUS-200)*g.slotUS, "gn", 0, "glast", 0)
 		g.succeed(10)
 		if from := g.field(t, "gfrom"); from != 0 {
 			t.Fatalf("the measurement still starts at %v after the pause, want 0 (counting again)", from)
 		}
-		g.decreaseAllowed(t, g.now(t))
-		r, dec := g.b.Throttle(0, 0)
-		if want := bucket.GoodputShare * 20; !dec || math.Abs(r-want) > 1e-9 {
-			t.Fatalf("rate %v after the pause, want %v (%v x 20 successes within a second)", r, want, bucket.GoodputShare)
-		}
+		g.againFrom(t, "pause", 20)
 	})
 }
 
@@ -288,10 +355,12 @@ func TestSharedGoodputRateClimbsByItsStep(t *testing.T) {
 		prefix := uniquePrefix(t)
 		p := newProcess(t, be, prefix, resilience.Config{})
 		b := p.store.Bucket(vpcsKey, goodputSpec, 0)
+		key := prefix + ":{" + vpcsKey + "}:bucket"
+		b.TryReserve(0) // the bucket's hash: counting starts, moved 2 s back
+		(&sharedGoodput{rdb: p, key: key}).countingBegan(t, 2*time.Second)
 		if r, _ := b.Throttle(0, 0); r != 100*bucket.DecreaseFactor {
 			t.Fatalf("rate %v after a throttle with nothing served, want %v", r, 100*bucket.DecreaseFactor)
 		}
-		key := prefix + ":{" + vpcsKey + "}:bucket"
 		if r, up := b.Success(time.Second); up {
 			t.Fatalf("rate %v: climbed right after the throttle", r)
 		}

@@ -344,6 +344,49 @@ func TestGoodputWithNothingServedHalves(t *testing.T) {
 	approx(t, "rate", r, 5)
 }
 
+// A burst of demand that meets the provider's limit at once: the first
+// event comes a fraction of a second after counting began, when what was
+// served is mostly the provider's stored burst, and the answers to the
+// burst's other requests, sent together with the throttled one, may not be
+// counted yet (in process they are told in any order; a fleet's counts
+// reach Redis up to a slot later). That event measures nothing: the rate
+// moves to GoodputCap of itself, not to the few successes counted over a
+// second (here 5 of the provider's 20: 0.99 x 5 = 4.95 rps for the rest
+// of the run, the collapse the fleet test showed), and the next event
+// measures from it. A first event a second or more after counting began
+// measures as before, few successes or none.
+func TestGoodputFirstEventWithinASecondMeasuresNothing(t *testing.T) {
+	for _, told := range []int{5, 19, 0} {
+		b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
+		for i := range time.Duration(told) {
+			b.Success(i * sec / 400) // the burst's answers told by 0.05 s
+		}
+		if r, dec := b.Throttle(sec/10, 0); !dec || r != GoodputCap*20 {
+			t.Fatalf("%d successes told: rate %v (decreased %v) after a first event 0.1 s after counting began, want %v (%v x 20), not %v",
+				told, r, dec, GoodputCap*20, GoodputCap, GoodputShare*float64(told))
+		}
+		for i := range time.Duration(24) {
+			b.Success(sec/5 + i*sec/12) // 12 a second from 0.2 s, the slot after the event
+		}
+		// 24 served over the 2 s since that slot: 0.99 x 12.
+		if r, dec := b.Throttle(2200*time.Millisecond, 0); !dec || math.Abs(r-GoodputShare*12) > 1e-9 {
+			t.Fatalf("%d successes told: rate %v (decreased %v) at the second event, want %v", told, r, dec, GoodputShare*12)
+		}
+	}
+	for _, c := range []struct {
+		told int
+		want float64
+	}{{0, 20 * DecreaseFactor}, {5, GoodputShare * 5 / 1.25}} {
+		b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
+		for i := range time.Duration(c.told) {
+			b.Success(i * sec / 100)
+		}
+		if r, _ := b.Throttle(1250*time.Millisecond, 0); math.Abs(r-c.want) > 1e-9 {
+			t.Fatalf("%d successes told: rate %v after a first event 1.25 s after counting began, want %v", c.told, r, c.want)
+		}
+	}
+}
+
 func TestConcurrentReserveNeverLosesTokens(t *testing.T) {
 	b := New(Spec{Rate: 100, Burst: 100}, 0)
 	var wg sync.WaitGroup
@@ -576,7 +619,7 @@ func TestGoodputFirstEventMeasuresTheLastWindows(t *testing.T) {
 // event: 10 a second over the last 3 s, not 130 successes over 43 s.
 func TestGoodputMeasuresAgainAfterAGap(t *testing.T) {
 	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
-	b.Throttle(0, 0) // nothing served yet: halves to 20
+	b.Throttle(0, 0) // as counting begins: measures nothing, caps to 38.8
 	for i := range time.Duration(100) {
 		b.Success(sec/5 + i*sec/10) // 10 a second until 10.1 s
 	}
@@ -595,7 +638,7 @@ func TestGoodputMeasuresAgainAfterAGap(t *testing.T) {
 // served over the 63 s since the first event (which would set about 0.1).
 func TestGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) {
 	b := New(Spec{Rate: 5, Burst: 5, Floor: 0.05, Goodput: true}, 0)
-	b.Throttle(0, 60*sec) // nothing served yet: halves to 2.5, and a 60 s pause
+	b.Throttle(0, 60*sec) // as counting begins: caps to 4.85, and a 60 s pause
 	for i := range time.Duration(6) {
 		b.Success(60*sec + i*sec/2) // 2 a second from the pause's end
 	}
