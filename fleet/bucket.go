@@ -27,14 +27,17 @@ type sharedBucket struct {
 
 	mu        sync.Mutex
 	lease     int           // tokens borrowed and not yet used
-	leaseNext time.Duration // when the next borrowed token is usable (mono)
+	leaseNow  int           // how many of them, the first, are usable at once (the stored balance's)
+	leaseNext time.Duration // when the next borrowed token after leaseNow is usable (mono)
 	leaseStep time.Duration // the time between two borrowed tokens
 	leaseEnd  time.Duration // unused borrowed tokens are given back after this (mono)
 	// spaced is the earliest time (mono) the next token of the shared
-	// bucket may be usable: the last one's and the interval. Redis's
-	// answers come back after varying delays, from which their tokens'
-	// times are counted; this keeps one answer's tokens from bunching
-	// against the last ones of an answer that came back late.
+	// bucket that is not usable at once may be usable: the last one's and
+	// the interval. Redis's answers come back after varying delays, from
+	// which their tokens' times are counted; this keeps one answer's
+	// tokens from bunching against the last ones of an answer that came
+	// back late. The tokens Redis says are usable now (its stored balance)
+	// are not held back by it.
 	spaced      time.Duration
 	queue       []*waiter // callers waiting for a lease request's answer, in arrival order
 	sending     bool      // a dispatcher sends the queue's lease requests
@@ -265,7 +268,7 @@ func (b *sharedBucket) sendGiveBack(now time.Duration) {
 // dropLease drops the borrowed tokens, so that this process slows at once.
 func (b *sharedBucket) dropLease() {
 	b.mu.Lock()
-	b.lease = 0
+	b.takeLease()
 	b.mu.Unlock()
 }
 
@@ -273,7 +276,7 @@ func (b *sharedBucket) dropLease() {
 // goodput controller measures what the fleet was served up to now.
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.mu.Lock()
-	b.lease = 0
+	b.takeLease()
 	pairs := b.takeServed()
 	b.mu.Unlock()
 	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds()}, pairs...)...)...)

@@ -41,16 +41,11 @@
 // process it is 64 tokens, one round trip per 64 calls. WithLeaseWindow
 // and WithMaxLease tune it.
 //
-// A fleet bucket paces each process at the rate: a process hands out the
-// shared bucket's tokens one interval apart, those of a lease and those
-// of an answer alike, even the ones the bucket's stored balance holds, so
-// that one process's burst does not leave together as the in-process
-// bucket's does (at 10 rps with a burst of 100, a process's first 20
-// tokens wait 0, 0.1, 0.2 ... 1.9 s, where an in-process bucket gives 20
-// waits of 0). Redis debits every token when it grants it, so that the
-// fleet as a whole holds to the rate and one burst; the stored balance is
-// spent by the processes together, a token per process at once and each
-// process at the rate.
+// A fleet bucket gives its burst as the in-process bucket does: the tokens
+// its stored balance holds are usable at once, whether a process takes
+// them from an answer or from its lease (at 10 rps with a burst of 100, 20
+// tokens taken one after the other all wait 0); the tokens after them are
+// usable at the fleet's rate.
 //
 // The callers that find the lease empty queue for the lease request in
 // flight; the next request asks for a token for each of them, so that no

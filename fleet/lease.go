@@ -18,10 +18,15 @@ import (
 // the time Reserve returns, so that sleeping it goes at the token's time
 // however long the caller waited for Redis.
 //
+// The tokens Redis says are usable now (the bucket's stored balance, its
+// burst) are usable at once, whether a caller takes them from an answer or
+// from the lease. The others are usable at the times Redis gives them,
+// counted from its answer, and never sooner than the interval after the
+// process's previous one of them (spaced): the tokens of one answer keep
+// their spacing from those of the last, which may have come back later.
 // The lease's times are read on the process's monotonic clock (mono), not
 // on the callers' clock readings: a caller may pass a reading taken a
-// while before (the governor's, before it asked the breaker), and the
-// tokens of one answer must keep their spacing from those of the last.
+// while before (the governor's, before it asked the breaker).
 //
 // At a switch between the shared and the local limits, the callers
 // already queued (holding tokens not yet usable) keep their tokens and
@@ -149,10 +154,31 @@ func (l *tokenLog) dropLast() {
 // mu must be held.
 func (b *sharedBucket) leaseOpen(t time.Duration) bool { return b.lease > 0 && t < b.leaseEnd }
 
-// hit takes a token of the lease at t (mono) and returns its wait. mu must
-// be held, and leaseOpen(t) true.
+// leaseReady reports whether the lease has a token usable at t (mono).
+// mu must be held.
+func (b *sharedBucket) leaseReady(t time.Duration) bool {
+	return b.leaseOpen(t) && (b.leaseNow > 0 || b.leaseNext <= t)
+}
+
+// takeLease empties the lease and returns how many tokens it held. mu must
+// be held.
+func (b *sharedBucket) takeLease() int {
+	n := b.lease
+	b.lease, b.leaseNow = 0, 0
+	return n
+}
+
+// hit takes a token of the lease at t (mono) and returns its wait: none
+// for a token of the stored balance, and for the others their time, each
+// at least the interval after the last. mu must be held, and leaseOpen(t)
+// true.
 func (b *sharedBucket) hit(t time.Duration) time.Duration {
 	b.lease--
+	if b.leaseNow > 0 {
+		b.leaseNow--
+		b.log.add(t, t, true)
+		return 0
+	}
 	wait := max(0, b.leaseNext-t)
 	b.leaseNext = max(b.leaseNext, t) + b.leaseStep
 	b.spaced = max(b.spaced, b.leaseNext)
@@ -189,7 +215,7 @@ func (b *sharedBucket) reserve(ctx context.Context, now time.Duration) (time.Dur
 	if b.s.degraded.Load() {
 		// Local limits: the lease's tokens are the shared bucket's, whose
 		// queued callers the local bucket was charged for; the lease goes.
-		b.lease = 0
+		b.takeLease()
 		b.mu.Unlock()
 		return b.reserveLocal(now), nil
 	}
@@ -305,10 +331,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		cancels := b.giveBack
 		give := cancels
 		b.giveBack = 0
-		if b.lease > 0 { // expired: its tokens are the fleet's again
-			give += b.lease
-			b.lease = 0
-		}
+		give += b.takeLease() // expired: its tokens are the fleet's again
 		charge := 0
 		if b.onLocal {
 			charge, b.onLocal = b.log.charge(mono(), true, b.capacity()), false
@@ -320,7 +343,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge}, pairs...)...)...)
 		answered := mono()
 		b.mu.Lock()
-		if !ok || len(res) < 7 {
+		if !ok || len(res) < 9 {
 			b.onLocal = b.onLocal || charge > 0 // still owed to the shared bucket
 			for _, w := range batch {
 				if !w.done && !w.gone {
@@ -341,30 +364,41 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		if charge > 0 {
 			b.log.known()
 		}
-		// Redis's "now" was during the round trip: the tokens' times count
-		// from its answer, not from before the request, and never before
-		// the last token's and the interval.
+		// The first usable of the k tokens are the stored balance's: usable
+		// at once. Redis's "now" was during the round trip: the others'
+		// times count from its answer, not from before the request, and
+		// never before the last such token's and the interval.
 		k := int(min(max(0, toInt(res[0])), int64(want)))
 		step := b.s.micros(res[2])
 		b.setRate(res[3])
-		first := max(answered+b.s.micros(res[1]), b.spaced)
+		usable := int(min(max(0, toInt(res[7])), int64(k)))
+		next := max(answered+b.s.micros(res[8]), b.spaced) // token usable's
+		at := func(i int) time.Duration {
+			if i < usable {
+				return answered
+			}
+			return next + time.Duration(i-usable)*step
+		}
 		i := 0
 		for _, w := range batch {
 			if w.done || w.gone || i == k {
 				continue
 			}
-			w.usable = first + time.Duration(i)*step
+			w.usable = at(i)
 			b.log.add(w.usable, answered, true)
 			w.serve()
 			i++
 		}
 		b.s.misses.Add(int64(i))
-		b.spaced = max(b.spaced, first+time.Duration(i)*step)
+		if i > usable {
+			b.spaced = max(b.spaced, at(i))
+		}
 		b.leaseStep = step
 		if spare := k - i; spare > 0 {
 			b.lease = spare
-			b.leaseNext = first + time.Duration(i)*step
-			b.leaseEnd = first + time.Duration(k)*step + b.s.cfg.leaseWindow
+			b.leaseNow = max(0, usable-i)
+			b.leaseNext = at(max(i, usable))
+			b.leaseEnd = max(answered, at(k)) + b.s.cfg.leaseWindow
 		}
 		now := batch[0].now + answered - batch[0].at // the breaker's cache is on the callers' clock
 		b.mu.Unlock()
@@ -379,19 +413,19 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	b.mu.Lock()
 	b.use(now, t)
 	if b.s.degraded.Load() {
-		b.lease = 0 // see reserve
+		b.takeLease() // see reserve
 		b.mu.Unlock()
 		return b.tryLocal(now)
 	}
-	if len(b.queue) == 0 && b.leaseOpen(t) && b.leaseNext <= t {
+	if len(b.queue) == 0 && b.leaseReady(t) {
 		b.hit(t)
 		b.mu.Unlock()
 		b.s.hits.Add(1)
 		return true
 	}
 	give := 0
-	if !b.sending && b.lease > 0 { // not usable now: the fleet's again
-		give, b.lease = b.lease, 0
+	if !b.sending { // not usable now: the fleet's again
+		give = b.takeLease()
 	}
 	charge := 0
 	if b.onLocal {
@@ -400,7 +434,7 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	pairs := b.takeServed()
 	b.mu.Unlock()
 	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge}, pairs...)...)...)
-	if !ok || len(res) < 7 {
+	if !ok || len(res) < 9 {
 		return b.tryLocal(now) // which owes the charge again
 	}
 	b.s.misses.Add(1)

@@ -52,11 +52,9 @@ end
 // success counts {born, gfrom, gn, gk, gcur, gprev, glast} (see the
 // controllers below): the balance at time t is (t - t0) / interval tokens,
 // capped at the capacity, as in the in-process bucket, with its
-// controllers but for what the controllers' block below says. What
-// differs is how the tokens are handed out: Redis grants a process tokens
-// at their times, those of the stored balance usable now, and the process
-// hands them out one interval apart (see takeScript): a fleet bucket's
-// burst does not leave together from one process.
+// controllers but for what the controllers' block below says: the tokens
+// of the stored balance are usable at once (the burst), the others at the
+// rate.
 // Every bucket script takes the arguments of bucketArgs (ceiling,
 // capacity/rate ratio, floor, mode, key TTL, horizon, clock skew, then the
 // controllers' constants from package bucket), and its own from ARGV[ARG0]
@@ -331,10 +329,11 @@ end
 // scope's breaker, whose state comes back with the answer, so that lease
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
-// breaker_wait_us, breaker_failures}: first_wait is when token 0 of the
-// lease is usable; the process hands out token i (from 0) first_wait +
-// i*interval after now, one interval apart even when the stored balance
-// made the next ones usable sooner (the process paces its burst).
+// breaker_wait_us, breaker_failures, usable_now, next_wait_us}: the first
+// usable_now tokens of the lease are usable at once (the bucket's stored
+// balance: its burst, as in the in-process bucket), and token i from
+// usable_now on next_wait + (i-usable_now)*interval after now. first_wait
+// is token 0's wait (0 when usable_now > 0).
 var takeScript = redis.NewScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
@@ -347,16 +346,20 @@ local eff = math.max(now, b.paused)
 if give > 0 then b.t0 = b.t0 - give * b.interval end
 b.t0 = math.max(b.t0, eff - b.capus)
 if charge > 0 then b.t0 = b.t0 + math.min(charge * b.interval, HORIZON_US) end
-local k, wait = 0, 0
+local k, wait, usable, nextw = 0, 0, 0, 0
 if ARGV[ARG0 + 2] == '1' then
   if now >= b.paused and now - b.t0 >= b.interval then
-    k = 1
+    k, usable = 1, 1
     b.t0 = b.t0 + b.interval
   end
 else
   local ahead = math.floor((now + tonumber(ARGV[ARG0 + 3]) - b.t0) / b.interval)
   k = math.max(need, math.min(want, ahead))
+  -- Token i is usable at t0 + (i+1)*interval, and not before the pause
+  -- ends: those of the stored balance at once.
   wait = math.max(0, b.t0 + b.interval - now, b.paused - now)
+  if now >= b.paused then usable = math.min(k, math.max(0, math.floor((now - b.t0) / b.interval))) end
+  nextw = math.max(0, b.t0 + (usable + 1) * b.interval - now, b.paused - now)
   b.t0 = b.t0 + k * b.interval
 end
 save_bucket(KEYS[1], b)
@@ -365,7 +368,8 @@ local bwait = tonumber(br[2]) or 0
 local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + HORIZON_US then bstate = 'invalid' end
 if br[1] then touch(KEYS[2], TTL_MS) end
-return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0)}
+return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
+  usable, num(nextw)}
 `)
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
