@@ -254,10 +254,11 @@ end
 -- after the previous event (for the first, over the current and the
 -- previous window), never above GOODPUT_CAP of the current rate; with
 -- nothing served it multiplies by DECREASE_FACTOR. A first event less than
--- a second after counting began measures nothing (internal/bucket's
--- goodputLeast): the successes of the fleet's other processes reach Redis
--- up to a slot after their answers, and most of what was served then was
--- the provider's burst; it moves to GOODPUT_CAP of the rate. The next
+-- a second after counting began, with successes counted, measures nothing
+-- (internal/bucket's goodputLeast): the successes of the fleet's other
+-- processes reach Redis up to a slot after their answers, and most of what
+-- was served then was the provider's burst; it moves to GOODPUT_CAP of the
+-- rate. The next
 -- measurement starts at the slot after this event.
 local function goodput_rate(b, now)
   local g = b.g
@@ -271,8 +272,8 @@ local function goodput_rate(b, now)
   end
   g.from, g.n, g.dirty = (math.floor(now / SLOT_US) + 1) * SLOT_US, 0, true
   local secs = (now - since) / 1000000
-  if first and secs < 1 then return GOODPUT_CAP * b.rate end
   if n == 0 or secs <= 0 then return b.rate * DECREASE_FACTOR end
+  if first and secs < 1 then return GOODPUT_CAP * b.rate end
   return math.min(GOODPUT_CAP * b.rate, GOODPUT_SHARE * n / math.max(secs, 1))
 end
 

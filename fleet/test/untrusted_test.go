@@ -91,10 +91,7 @@ func TestInvalidBucketStateCountsAsAbsent(t *testing.T) {
 // The goodput controller's counts are validated too: a count below zero
 // or not a number, a time past now, a window that has not begun. Invalid
 // counts make the bucket count as absent: it starts afresh at its ceiling
-// (this one was lowered), and adapts again. (A throttle as counting
-// begins, with nothing served, moves the rate to bucket.GoodputCap of it:
-// a first event less than a second after counting began measures
-// nothing.)
+// (this one was halved), and adapts again.
 func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		for _, c := range []struct{ field, value string }{
@@ -107,8 +104,8 @@ func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 				prefix := uniquePrefix(t)
 				p := newProcess(t, be, prefix, resilience.Config{})
 				b := p.store.Bucket(vpcsKey, goodputSpec, 0)
-				if r, _ := b.Throttle(0, 0); r != goodputSpec.Rate*bucket.GoodputCap {
-					t.Fatalf("rate %v after a throttle as counting begins", r)
+				if r, _ := b.Throttle(0, 0); r != goodputSpec.Rate*bucket.DecreaseFactor {
+					t.Fatalf("rate %v after a throttle with nothing served", r)
 				}
 				key := prefix + ":{" + vpcsKey + "}:bucket"
 				if err := p.rdb.HSet(context.Background(), key, c.field, c.value).Err(); err != nil {
@@ -117,7 +114,7 @@ func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 				if r := b.Snapshot(0).Rate; r != goodputSpec.Rate {
 					t.Fatalf("rate %v after the invalid count, want the ceiling %v", r, goodputSpec.Rate)
 				}
-				if r, dec := b.Throttle(0, 0); !dec || r != goodputSpec.Rate*bucket.GoodputCap {
+				if r, dec := b.Throttle(0, 0); !dec || r != goodputSpec.Rate*bucket.DecreaseFactor {
 					t.Fatalf("rate %v (decreased %v) after a throttle of the rebuilt bucket", r, dec)
 				}
 			})
@@ -135,8 +132,8 @@ func TestInvalidGoodputCountsCountAsAbsent(t *testing.T) {
 			if err := p.rdb.HDel(context.Background(), key, "born", "gfrom", "gn", "gk", "gcur", "gprev", "glast", "gcl").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if r := b.Snapshot(0).Rate; r != goodputSpec.Rate*bucket.GoodputCap {
-				t.Fatalf("rate %v with the counts absent, want the learned %v", r, goodputSpec.Rate*bucket.GoodputCap)
+			if r := b.Snapshot(0).Rate; r != goodputSpec.Rate*bucket.DecreaseFactor {
+				t.Fatalf("rate %v with the counts absent, want the learned %v", r, goodputSpec.Rate*bucket.DecreaseFactor)
 			}
 		})
 	})
