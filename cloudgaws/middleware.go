@@ -87,9 +87,11 @@ func (s *callState) watch() {
 	s.stopWatch = s.gd.AfterOpen(c.cancel)
 }
 
-// endCut cancels the context the SDK's sleeps watched, if a retry made
-// one: it ends with the call.
+// endCut stops the watch of the SDK's sleep, if one is left, and cancels
+// the context the SDK's sleeps watched, if a retry made one: both end
+// with the call.
 func (s *callState) endCut() {
+	s.unwatch() // a panic out of the SDK's loop left its watch running
 	if c := s.cut.Load(); c != nil {
 		c.cancel()
 	}

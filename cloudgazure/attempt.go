@@ -209,9 +209,11 @@ func (st *callState) unwatch() (cut bool) {
 	return cut
 }
 
-// endCut gives the per-call policy's request its own context back, and
-// cancels the one azcore slept on, if a retry made one.
+// endCut stops the watch of azcore's sleep, if one is left, gives the
+// per-call policy's request its own context back, and cancels the one
+// azcore slept on, if a retry made one.
 func (st *callState) endCut() {
+	st.unwatch() // a panic out of azcore's loop left its watch running
 	if st.cut == nil {
 		return
 	}

@@ -195,3 +195,29 @@ func TestAWatchedSleepLeavesNothingBehind(t *testing.T) {
 		}
 	})
 }
+
+// panickyRetryer panics where the SDK asks it for the backoff, after the
+// governor's retryer began to watch the sleep.
+type panickyRetryer struct{ aws.Retryer }
+
+func (panickyRetryer) RetryDelay(int, error) (time.Duration, error) { panic("RetryDelay") }
+
+// A panic out of the SDK's retry loop leaves no watch of its sleep behind.
+func TestAPanicInTheSDKsLoopLeavesNoWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("DescribeVpcs", ec2Throttle)
+		cfg, _ := governed(t, f, resilience.Config{}, cloudgaws.WithBaseRetryer(func() aws.Retryer {
+			return panickyRetryer{retry.NewStandard()}
+		}))
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("the retryer's panic did not reach the caller")
+				}
+			}()
+			_ = describeVpcs(context.Background(), ec2.NewFromConfig(cfg))
+		}()
+		// The bubble fails the test if the watch is left blocked.
+	})
+}

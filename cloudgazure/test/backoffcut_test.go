@@ -3,10 +3,15 @@ package test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -82,3 +87,36 @@ type endlessContext struct {
 }
 
 func (c endlessContext) Done() <-chan struct{} { return c.done }
+
+// panicAfter is a per-retry policy of the caller's, outside the
+// package's: it panics once the attempt returned, after the package began
+// to watch azcore's sleep before the retry.
+type panicAfter struct{}
+
+func (panicAfter) Do(req *policy.Request) (*http.Response, error) {
+	_, _ = req.Next()
+	panic("after the attempt")
+}
+
+// A panic out of azcore's loop leaves no watch of its sleep behind.
+func TestAPanicInAzcoresLoopLeavesNoWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.forever(routeVnetGet, throttled(""))
+		o := *e.base
+		o.PerRetryPolicies = []policy.Policy{panicAfter{}}
+		c, err := cloudgazure.NewSubscriptionClient(armnetwork.NewVirtualNetworksClient, subA, fakeCred{}, &o, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("the policy's panic did not reach the caller")
+				}
+			}()
+			_, _ = c.Get(context.Background(), "rg", "vnet", nil)
+		}()
+		// The bubble fails the test if the watch is left blocked.
+	})
+}
