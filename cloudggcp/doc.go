@@ -36,7 +36,7 @@
 // throttled), rather than after up to the max backoff (60 s) or RetryInfo's
 // delay. For that the Retryer sleeps the pause itself, on the governor's
 // clock and the call's context, watching the breaker
-// (resilience.Guard.AfterOpen), and lets gax go on at once: for Do, the
+// (resilience.Guard.Backoff), and lets gax go on at once: for Do, the
 // listings, and the Retry option on a client with the interceptor (whose
 // Enter refuses the retry, as after a full pause; Do and the listings,
 // whose retries are sent without Enter, ask Guard.Pace). A call made with

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cloudg/cloudg/internal/breakersleep"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc"
@@ -55,7 +54,6 @@ func (e *RetryStoppedError) Unwrap() []error { return []error{e.Err, e.Reason} }
 type callState struct {
 	ctx        context.Context
 	scope      resilience.Scope
-	gov        *resilience.Governor
 	gd         *resilience.Guard // a listing's once its first page is fetched
 	maxBackoff time.Duration
 	paced      bool // the caller (a listing, Do) paces the call and reports its success
@@ -133,7 +131,7 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 // last attempt's, which gax would sleep on), and returns what Retry
 // returns to gax. The sleep ends early when the scope's breaker opens
 // meanwhile and would still refuse the retry when the pause ended (a dead
-// scope; see breakersleep.Sleep): the retry is refused then, as it would
+// scope; see resilience.Guard.Backoff): the retry is refused then, as it would
 // have been after the pause, rather than after up to the max backoff
 // (60 s) or the provider's hint. The interceptor's Enter refuses the
 // Retry option's retry, as after a full sleep; Do and the listings, whose
@@ -147,7 +145,7 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 // context's error, and the watch of its context (see watchSleep) records
 // it as cancelled.
 func (s *callState) sleep(ctx context.Context, d time.Duration) (time.Duration, bool) {
-	cut, err := breakersleep.Sleep(ctx, s.gov, s.gd, s.scope, d)
+	cut, err := s.gd.Backoff(ctx, d)
 	switch {
 	case err != nil && s.paced:
 		s.final = &RetryStoppedError{Scope: s.scope, Err: s.last, Reason: err}
@@ -390,7 +388,7 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	if err != nil {
 		return // a scope without a provider: not governed
 	}
-	st := &callState{ctx: o.ctx, scope: o.scope, gov: o.gov, gd: gd, maxBackoff: o.maxBackoff}
+	st := &callState{ctx: o.ctx, scope: o.scope, gd: gd, maxBackoff: o.maxBackoff}
 	cs.Retry = func() gax.Retryer { return st }
 	cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], governed{st: st}, grpc.OnFinish(st.finished))
 }
@@ -460,7 +458,7 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 	d := &struct {
 		st  callState
 		opt stateOption
-	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
+	}{st: callState{ctx: ctx, scope: scope, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
 	d.opt.init(&d.st, p.Deadline)
 	res, err := call(ctx, &d.opt)
 	gd.Release()

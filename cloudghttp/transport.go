@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cloudg/cloudg/internal/breakersleep"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -172,7 +171,7 @@ func (x *exchange) run() (*http.Response, error) {
 		// and would still refuse the retry when it ended (a dead scope):
 		// the next Enter refuses the retry then, as it would have after
 		// the backoff.
-		if _, serr := breakersleep.Sleep(ctx, x.gov, x.gd, x.scope, delay); serr != nil {
+		if _, serr := x.gd.Backoff(ctx, delay); serr != nil {
 			closeBody(next)
 			x.gd.End(serr)
 			return nil, fmt.Errorf("cloudghttp: %w while waiting to retry after: %w", serr, answer)

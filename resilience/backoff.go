@@ -10,37 +10,41 @@ import (
 // (a dead scope, found dead by the other calls' answers): the retry would
 // be refused when its backoff ended, and it is refused now instead, so
 // that a task blocked in a dead scope gives its worker back at once
-// rather than after the longest backoff of its calls. Call and Do sleep
-// their backoffs here; an SDK that sleeps its own (the AWS SDK's retry
-// loop) asks Guard.AfterOpen to end its sleep.
+// rather than after the longest backoff of its calls. Call and Do, and
+// the integrations that sleep their SDK's pause themselves (cloudggcp,
+// cloudghttp), sleep it with Backoff; an SDK that sleeps its own (the AWS
+// SDK's and azcore's retry loops) asks AfterOpen to end its sleep.
 
-// backoff sleeps delay, the backoff before the retry Retry allowed, and
-// returns nil early when the scope's breaker would still refuse the retry
-// at the end of its backoff: it opened meanwhile (or was open already),
-// and its cooldown lasts past that end. The next Enter then refuses the
-// retry as it would have, and records it. A breaker that lets a probe
-// through before the backoff ends leaves it whole, and so does a provider
-// that waits for its breakers' verdicts (breaker_wait), whose retries
-// wait for them at Enter. A context that ends returns its error.
-func (gd *Guard) backoff(ctx context.Context, delay time.Duration) error {
-	if gd.e == nil || gd.p.set.breakerWait {
-		return gd.g.sleep(ctx, delay)
+// Backoff sleeps delay, the pause before the retry Retry allowed, on the
+// governor's clock, and returns early, with cut true, when the scope's
+// breaker would still refuse the retry at the end of the pause: it opened
+// meanwhile (or was open already), and its cooldown lasts past that end.
+// The next Enter (or Pace, for a retry sent without Enter) then refuses
+// the retry and records it as after a whole pause. A breaker that lets a
+// probe through before the pause ends leaves it whole, and so does a
+// provider that waits for its breakers' verdicts (breaker_wait), whose
+// retries wait for them at Enter, and a breaker that does not tell of its
+// verdicts (fleet mode's shared breakers), which is asked when the pause
+// ends. A context that ends returns its error. Backoff is a step of the
+// call, as Enter is: call it from the call's goroutine, between Retry and
+// the retry's Enter or Pace.
+func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, err error) {
+	if gd.e == nil || gd.p.set.breakerWait || delay <= 0 {
+		return false, gd.g.sleep(ctx, delay)
 	}
 	now := gd.g.now()
 	until := now + delay
 	for {
 		verdict := gd.verdictChan()
 		if gd.refusedAt(now, until) {
-			return nil
+			return true, nil
 		}
 		if verdict == nil {
-			// A breaker that does not tell of its verdicts (a shared
-			// one, fleet mode's) is asked when the backoff ends.
-			return gd.g.sleep(ctx, until-now)
+			return false, gd.g.sleep(ctx, until-now)
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, verdict, nil)
 		if err != nil || !woken {
-			return err
+			return false, err
 		}
 		now = gd.g.now()
 	}

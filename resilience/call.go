@@ -142,7 +142,7 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 			}
 			return err
 		}
-		if serr := gd.backoff(ctx, delay); serr != nil {
+		if _, serr := gd.Backoff(ctx, delay); serr != nil {
 			return gd.stopByContext(serr)
 		}
 	}

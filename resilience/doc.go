@@ -47,10 +47,10 @@
 //     breaker held until its verdict. The backoff ends early when the
 //     scope's breaker opens meanwhile and would still refuse the retry
 //     when it ended (a dead scope): the retry is refused then, not after
-//     the backoff. An SDK
-//     that retries on its own sends its retries through Pace rather than
-//     Enter, ends its own backoff sleep with AfterOpen, and asks Resend
-//     when its own attempts ran out.
+//     the backoff (Backoff, which an integration that sleeps its SDK's
+//     pause itself calls too). An SDK that retries on its own sends its
+//     retries through Pace rather than Enter, ends its own backoff sleep
+//     with AfterOpen, and asks Resend when its own attempts ran out.
 //
 // A Guard's state is one phase (idle, sent, failed, retryable, awaiting a
 // verdict, final, succeeded while holding its slot, done) and the lease

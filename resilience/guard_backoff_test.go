@@ -1,6 +1,6 @@
 //go:build go1.25
 
-package breakersleep_test
+package resilience_test
 
 import (
 	"context"
@@ -9,23 +9,22 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cloudg/cloudg/internal/breakersleep"
 	"github.com/cloudg/cloudg/resilience"
 )
 
-var scope = resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+var backoffScope = resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
 
-type throttle struct{}
+type throttleAnswer struct{}
 
-func (throttle) Error() string       { return "Throttling" }
-func (throttle) ErrorCode() string   { return "Throttling" }
-func (throttle) HTTPStatusCode() int { return 400 }
+func (throttleAnswer) Error() string       { return "Throttling" }
+func (throttleAnswer) ErrorCode() string   { return "Throttling" }
+func (throttleAnswer) HTTPStatusCode() int { return 400 }
 
 // retrying returns a guard of scope whose throttled attempt's retry was
 // allowed: the moment an SDK sleeps its backoff.
-func retrying(t *testing.T, g *resilience.Governor) *resilience.Guard {
+func retryingGuard(t *testing.T, g *resilience.Governor) *resilience.Guard {
 	t.Helper()
-	gd, err := g.Begin(context.Background(), scope)
+	gd, err := g.Begin(context.Background(), backoffScope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +32,7 @@ func retrying(t *testing.T, g *resilience.Governor) *resilience.Guard {
 		t.Fatal(err)
 	}
 	gd.Release()
-	gd.After(throttle{})
+	gd.After(throttleAnswer{})
 	if _, err := gd.Retry(0); err != nil {
 		t.Fatal(err)
 	}
@@ -42,19 +41,19 @@ func retrying(t *testing.T, g *resilience.Governor) *resilience.Guard {
 
 // giveUps makes five calls of scope that give up: the breaker opens (or,
 // half-open, the first is its probe, and the breaker opens again).
-func giveUps(g *resilience.Governor, n int) {
+func giveUpsOf(g *resilience.Governor, n int) {
 	for range n {
-		resilience.Do(context.Background(), scope, func(context.Context) error { return throttle{} },
+		resilience.Do(context.Background(), backoffScope, func(context.Context) error { return throttleAnswer{} },
 			resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
 	}
 }
 
-// Sleep sleeps its backoff whole unless the breaker opens with a cooldown
+// Backoff sleeps its pause whole unless the breaker opens with a cooldown
 // that outlasts it: then it ends as the breaker opens. A breaker whose
 // cooldown ends first is slept through (and watched again after it: one
 // that opens again, with its cooldown doubled past the backoff, ends it).
 // A context that ends returns its error, and a zero backoff returns at once.
-func TestSleep(t *testing.T) {
+func TestGuardBackoff(t *testing.T) {
 	cases := []struct {
 		name     string
 		cooldown float64 // breaker_cooldown_seconds; 0: the default, 60 s
@@ -81,7 +80,7 @@ func TestSleep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				gd := retrying(t, g)
+				gd := retryingGuard(t, g)
 				defer gd.End(nil)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -92,10 +91,10 @@ func TestSleep(t *testing.T) {
 				case c.open:
 					go func() {
 						time.Sleep(time.Second)
-						giveUps(g, 5)
+						giveUpsOf(g, 5)
 						if c.reopen {
 							time.Sleep(time.Duration(c.cooldown * float64(time.Second)))
-							giveUps(g, 1) // the probe fails: open again for twice the cooldown
+							giveUpsOf(g, 1) // the probe fails: open again for twice the cooldown
 						}
 						changed <- time.Since(start)
 					}()
@@ -103,7 +102,7 @@ func TestSleep(t *testing.T) {
 					time.AfterFunc(3*time.Second, cancel)
 					want = 3 * time.Second
 				}
-				cut, err := breakersleep.Sleep(ctx, g, gd, scope, 20*time.Second)
+				cut, err := gd.Backoff(ctx, 20*time.Second)
 				at := time.Since(start)
 				if c.cut {
 					want = <-changed // the breaker's last opening
@@ -117,9 +116,9 @@ func TestSleep(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		g, _ := resilience.NewGovernor(resilience.Config{})
-		gd := retrying(t, g)
+		gd := retryingGuard(t, g)
 		defer gd.End(nil)
-		if cut, err := breakersleep.Sleep(context.Background(), g, gd, scope, 0); cut || err != nil {
+		if cut, err := gd.Backoff(context.Background(), 0); cut || err != nil {
 			t.Fatalf("a zero backoff: cut %v, %v", cut, err)
 		}
 	})
