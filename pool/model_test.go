@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,15 +172,18 @@ const (
 	kPages                    // two calls, a paginator
 	kOther                    // its first call is to another scope than its own
 	kLinger                   // one call, then sleeps its latency before it returns the call's error
+	kWorkFirst                // sleeps its latency (local work), then one call: the hold ends first if it is long
+	kSpawnFirst               // submits its children, then one call (a zero-scope child must not take its hold)
+	kGoexit                   // calls runtime.Goexit before any call (t.FailNow in a task)
 	numKinds
 )
 
-var kindNames = [...]string{"ok", "fatal", "throttle", "throttle-once", "panic-before", "panic-in", "spawn", "no-call", "pages", "other", "linger"}
+var kindNames = [...]string{"ok", "fatal", "throttle", "throttle-once", "panic-before", "panic-in", "spawn", "no-call", "pages", "other", "linger", "work-first", "spawn-first", "goexit"}
 
 func (k kind) String() string { return kindNames[k] }
 
 // zeroKinds are the kinds of a zero-scope task: it calls nothing.
-var zeroKinds = []kind{kSpawn, kNoCall, kPanicBefore}
+var zeroKinds = []kind{kSpawn, kNoCall, kPanicBefore, kGoexit}
 
 // spec is a task's function, drawn when it is submitted.
 type spec struct {
@@ -200,7 +204,7 @@ func (s *spec) String() string {
 	var b strings.Builder
 	b.WriteString(s.kind.String())
 	switch s.kind {
-	case kOK, kPages, kSpawn, kNoCall, kThrottleOnce, kOther, kPanicIn, kLinger:
+	case kOK, kPages, kSpawn, kNoCall, kThrottleOnce, kOther, kPanicIn, kLinger, kWorkFirst, kSpawnFirst:
 		fmt.Fprintf(&b, "/%v", s.latency)
 	}
 	if s.after > 0 {
@@ -233,20 +237,20 @@ func fatalErr() error { return &apiErr{code: "AccessDenied", status: 403} }
 
 // ---- the model ----
 
-// state is where the model has a task.
-type state uint8
+// taskState is where the model has a task.
+type taskState uint8
 
 const (
-	stQueued  state = iota // submitted (or deferred and put back), not running
-	stRunning              // its function runs
-	stDone                 // returned nil
-	stFailed               // returned an error or panicked
-	stDropped              // the stopped pool will not run it
+	stQueued  taskState = iota // submitted (or deferred and put back), not running
+	stRunning                  // its function runs
+	stDone                     // returned nil
+	stFailed                   // returned an error or panicked
+	stDropped                  // the stopped pool will not run it
 )
 
 var stateNames = [...]string{"queued", "running", "done", "failed", "dropped"}
 
-func (s state) String() string { return stateNames[s] }
+func (s taskState) String() string { return stateNames[s] }
 
 // rec is the model's record of one task, kept by the task's own function.
 type rec struct {
@@ -254,12 +258,12 @@ type rec struct {
 	scope     int
 	spec      *spec
 	ledger    *resilience.Ledger
-	state     state
+	state     taskState
 	runs      int   // times its function was entered
 	finals    int   // times it ended (returned for good, or dropped)
 	err       error // the error it failed with (not a panic)
 	panicked  bool
-	atGo      bool      // dropped by Go: the pool was stopped already
+	atGo      bool      // dropped by Go (counted in its scope's queue): the pool was stopped already
 	notBefore time.Time // deferred: when its scope may go, by the refusal
 	t         *task     // the pool's task, found from its first run (not for the zero scope)
 }
@@ -374,7 +378,7 @@ func (m *machine) drawSpec(rt *rapid.T, sc, depth int, label string) *spec {
 		s.other = rapid.IntRange(1, numScopes).Draw(rt, label+".other")
 	case kLinger:
 		s.other = rapid.IntRange(0, numScopes).Draw(rt, label+".other") // 0: its own
-	case kSpawn:
+	case kSpawn, kSpawnFirst:
 		if depth < 2 {
 			n := rapid.IntRange(0, 3).Draw(rt, label+".children")
 			for i := range n {
@@ -467,6 +471,17 @@ func (m *machine) fn(r *rec) func(context.Context) error {
 					m.submit(ctx, c.scope, c.spec)
 				}
 			}
+		case kWorkFirst:
+			time.Sleep(s.latency)
+			err = do(own, answer)
+		case kSpawnFirst:
+			for _, c := range s.children {
+				m.submit(ctx, c.scope, c.spec)
+			}
+			err = do(own, answer)
+		case kGoexit:
+			m.leave(r, ErrGoexit, time.Time{}, false)
+			runtime.Goexit()
 		case kNoCall:
 			time.Sleep(s.latency)
 			if s.fail {
@@ -722,7 +737,7 @@ func (m *machine) snapshot() string {
 		}
 	}
 	b.WriteString(" ring")
-	for _, q := range p.ring.qs[p.ring.head:] {
+	for _, q := range p.ring.all() {
 		b.WriteString(" " + q.scope.Key())
 	}
 	b.WriteString(" parked")
@@ -764,9 +779,6 @@ func (m *machine) invariants() error {
 	want := map[resilience.Scope]*perScope{}
 	for _, r := range m.tasks {
 		n[r.state]++
-		if r.atGo {
-			continue // dropped into a queue of its own
-		}
 		ps := want[m.scopes[r.scope]]
 		if ps == nil {
 			ps = &perScope{}
@@ -866,10 +878,14 @@ func (m *machine) invariants() error {
 		}
 		if q.where == admitting {
 			reach("state: admitting with tasks queued")
+			// Its hold ends by admitHold, and a wake-up is armed for it.
+			if p.armedAt == 0 || p.armedAt > q.admitUntil {
+				return fmt.Errorf("queue %v (%d tasks) is held until %v, the wake-up is armed at %v", sc, q.n, q.admitUntil, p.armedAt)
+			}
 		}
 		_, why := p.gov.Delay(sc)
-		if why != nil && !errors.Is(why, resilience.ErrCircuitOpen) {
-			continue
+		if why != nil && (!errors.Is(why, resilience.ErrCircuitOpen) || probeOut(p.gov, sc)) {
+			continue // it waits for a token, a slot, or the verdict of a probe
 		}
 		// Work conserving: a queue whose next task can go (pick would
 		// start it) waits in turn only while every worker is busy.
@@ -891,7 +907,7 @@ func (m *machine) invariants() error {
 // the running tasks of q whose first call is not decided.
 func checkStructure(p *Pool, undecided func(q *queue) int) error {
 	ring := map[*queue]int{}
-	for _, q := range p.ring.qs[p.ring.head:] {
+	for _, q := range p.ring.all() {
 		ring[q]++
 		if q.where != inRing {
 			return fmt.Errorf("queue %v is in the ring, where %d", q.scope, q.where)
@@ -949,8 +965,16 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 		if q.where == admitting && sc.Provider == "" {
 			return fmt.Errorf("the zero scope's queue is admitting")
 		}
+		if (q.where == admitting) != (q.holder != nil) {
+			return fmt.Errorf("queue %v, where %d, is held for %p", sc, q.where, q.holder)
+		}
+		if q.where == admitting && (q.holder.q != q || q.holder.decided) {
+			return fmt.Errorf("queue %v is admitting for a task decided or of another queue", sc)
+		}
 		if q.where == admitting && undecided != nil {
-			if k := undecided(q); k != 1 {
+			// Its holder, and the tasks whose holds ended (admitHold)
+			// before their first calls.
+			if k := undecided(q); k < 1 {
 				return fmt.Errorf("queue %v is admitting, with %d running tasks undecided", sc, k)
 			}
 		}
@@ -1460,6 +1484,48 @@ func TestQueueTransitions(t *testing.T) {
 			name: "admitting to slotted by Deferred (no slot)", from: admitting, to: slotted, queued: 1,
 			setup: toAdmitting,
 			verb:  func(r *rig, t *task) { t.Deferred(0, wouldWait) },
+		},
+		{
+			// A task that works a while before its first call holds its
+			// queue no longer than admitHold.
+			name: "admitting to inRing by the end of its hold (admitHold, tasks queued)", from: admitting, to: inRing, queued: 1,
+			setup: toAdmitting,
+			verb: func(r *rig, _ *task) {
+				time.Sleep(admitHold)
+				synctest.Wait()
+			},
+		},
+		{
+			// The queue's hold is the next task's now.
+			name: "admitting stays admitting at the Decided of a task whose hold ended", from: admitting, to: admitting, queued: 1,
+			setup: func(r *rig) *task {
+				a := toAdmitting(r)
+				r.submit(sc)
+				time.Sleep(admitHold)
+				synctest.Wait()
+				if r.pick() == nil {
+					r.t.Fatal("pick started nothing once the hold ended")
+				}
+				return a
+			},
+			verb: func(r *rig, a *task) { a.Decided() },
+		},
+		{
+			// Refused after its hold ended: its queue, in turn meanwhile,
+			// runs nothing before the refusal's wait is over.
+			name: "inRing to parked by pick (a refusal after the hold's end still holds it)", from: inRing, to: parked, queued: 1, mustPark: true,
+			setup: func(r *rig) *task {
+				a := toAdmitting(r)
+				time.Sleep(admitHold)
+				synctest.Wait()
+				a.Deferred(3*time.Second, wouldWait)
+				return nil
+			},
+			verb: func(r *rig, _ *task) {
+				if r.pick() != nil {
+					r.t.Fatal("pick started a task within its queue's refusal's wait")
+				}
+			},
 		},
 		{
 			name: "inRing to admitting by pick (its scope can go)", from: inRing, to: admitting,

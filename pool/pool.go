@@ -33,7 +33,8 @@
 //
 // A dead scope's queue fails fast: once its breaker is open, its tasks are
 // run at once and their calls refused without waiting, each one recorded
-// in its task's resilience.Ledger as skipped. A queue waiting for its
+// in its task's resilience.Ledger as skipped. A half-open breaker whose
+// probe is out is not dead yet: its queue waits for the probe's verdict. A queue waiting for its
 // scope's tokens or pause is asked about again as soon as one of its
 // tasks ends, and at least once a second, so that it sees a breaker that
 // opened meanwhile within that time. Cancelling the context given
@@ -54,6 +55,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // An Option configures a Pool, given to New: Workers, WithGovernor,
@@ -78,7 +80,10 @@ func WithGovernor(g *resilience.Governor) Option {
 
 // MaxWait is how long a task's first call may wait to be admitted before it
 // is handed back to its queue (default 0: it goes at once or waits in the
-// queue, not in a worker).
+// queue, not in a worker). The pool gives a worker only a task whose scope
+// can go when it is picked; MaxWait matters when the scope turns out busy
+// by the time the first call is made (another caller took the token), and
+// lets that call wait a little rather than run the task again later.
 func MaxWait(d time.Duration) Option {
 	return optionFunc(func(p *Pool) { p.maxWait = max(0, d) })
 }
@@ -97,9 +102,10 @@ type Pool struct {
 	mu        sync.Mutex
 	quiet     sync.Cond // broadcast when nothing is queued or running, for Wait
 	scopes    map[resilience.Scope]*queue
-	ring      ring       // queues whose head may be ready, in turn
-	parked    parkedHeap // queues waiting for their scope, by time
-	slots     []*queue   // queues waiting for a concurrency slot
+	ring      ring            // queues whose head may be ready, in turn
+	parked    parkedHeap      // queues waiting for their scope, by time
+	slots     []*queue        // queues waiting for a concurrency slot
+	holds     fifo[heldQueue] // admitting queues, by the end of their hold
 	armedAt   time.Duration
 	armStop   context.CancelFunc // stops the wake-up armed for armedAt
 	keepStop  func() bool        // keeps the stop (drop and settle) from running when ctx is done
@@ -149,11 +155,16 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 
 // Go queues fn as a task of scope, to run with ctx (which should derive
-// from the pool's context). fn's first governed call should be to scope.
-// A task whose first call is refused for want of a token, a slot or a
-// verdict runs again once its scope can go, from the start: it should do
-// nothing before that call that must not be done twice, and return the
-// call's error. Go does not block. It panics once Wait has returned.
+// from the pool's context). fn's first governed call should be to scope,
+// and should come first: until it is made (or admitHold has passed, 10
+// ms), the next task of the scope waits, so that the scope's tokens are
+// not promised to more tasks than it has. A task whose first call is
+// refused for want of a token, a slot or a verdict runs again once its
+// scope can go, from the start: it should do nothing before that call
+// that must not be done twice, and return the call's error. A task whose
+// ctx is done by the time its turn comes is dropped, not run (recorded as
+// cancelled in the ledger ctx carries), and Wait returns ctx's cause with
+// the errors. Go does not block. It panics once Wait has returned.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	t := &task{ctx: ctx, fn: fn, p: p}
 	p.mu.Lock()
@@ -161,22 +172,24 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	if p.waited {
 		panic("pool: Go after Wait returned")
 	}
-	if p.ctx.Err() != nil {
-		t.q = &queue{scope: scope}
-		p.dropTask(t, p.dropReason(t.q))
-		return
-	}
 	q := p.scopes[scope]
 	if q == nil {
 		q = &queue{scope: scope, heap: -1}
 		p.scopes[scope] = q
 	}
 	t.q = q
+	if p.ctx.Err() != nil {
+		p.dropTask(t, p.dropReason(q), p.ctx)
+		return
+	}
 	q.push(t)
 	p.queued++
-	if q.where == nowhere {
+	switch q.where {
+	case nowhere:
 		p.ring.push(q)
 		p.wake()
+	case admitting:
+		p.arm(q.admitUntil) // its hold ends then, if the first call is not made by then
 	}
 }
 
@@ -196,13 +209,37 @@ func (p *Pool) work() {
 	defer p.wg.Done()
 	for {
 		t := p.next()
-		if t == nil {
+		if t == nil || !p.runTask(t) {
 			return
 		}
-		err := t.run()
-		p.finish(t, err)
 	}
 }
+
+// runTask runs t and records its end. It reports false when t called
+// runtime.Goexit (t.FailNow in a test, say), which ends the worker's
+// goroutine: the task ends failed with ErrGoexit, the worker is counted
+// out, and another is started if work is ready.
+func (p *Pool) runTask(t *task) (ok bool) {
+	defer func() {
+		if !ok {
+			p.finish(t, ErrGoexit)
+			p.mu.Lock()
+			p.workers--
+			if p.ring.len() > 0 {
+				p.wake()
+			}
+			p.mu.Unlock()
+		}
+	}()
+	err := t.run()
+	p.finish(t, err)
+	return true
+}
+
+// ErrGoexit is the error of a task that called runtime.Goexit (as
+// testing.T.FailNow does) instead of returning: the pool counts it failed
+// and Wait returns it with the others.
+var ErrGoexit = errors.New("pool: task called runtime.Goexit")
 
 // next returns the next task to run, or nil when none is ready now (the
 // worker ends; a queue that becomes ready starts one again).
@@ -222,13 +259,19 @@ func (p *Pool) next() *task {
 // or nil. p.mu is held.
 func (p *Pool) pick() *task {
 	now := p.now()
+	p.endHolds(now)
 	for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 		p.ring.push(p.parked.popMin())
 	}
 	for n := p.ring.len(); n > 0; n-- {
 		q := p.ring.pop()
+		p.dropDone(q)
 		if q.n == 0 {
 			q.where = nowhere
+			continue
+		}
+		if q.heldUntil > now {
+			p.park(q, q.heldUntil) // a refusal of its head holds it
 			continue
 		}
 		if q.scope.Provider == "" {
@@ -239,11 +282,11 @@ func (p *Pool) pick() *task {
 		}
 		d, why := p.gov.Delay(q.scope)
 		switch {
-		case why == nil, errors.Is(why, resilience.ErrCircuitOpen):
+		case why == nil, errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(p.gov, q.scope):
 			// Ready; or its breaker is open, and the governor decides at
 			// once (a refusal, recorded: a dead scope's queue fails fast).
 			t := q.pop()
-			q.where = admitting // until its first call is decided
+			p.hold(q, t, now) // until its first call is decided
 			p.start(t)
 			return t
 		case errors.Is(why, resilience.ErrNoSlot):
@@ -253,6 +296,84 @@ func (p *Pool) pick() *task {
 		}
 	}
 	return nil
+}
+
+// probeOut reports whether scope's breaker is half-open with its probe
+// out, which Delay reports as ErrCircuitOpen too: the scope is not dead
+// but waits for the probe's verdict, and its queue with it (parked until
+// the probe's lease ends, a task of the queue ends, or parkRecheck), so
+// that its tasks are not run at once and refused.
+func probeOut(g *resilience.Governor, scope resilience.Scope) bool {
+	return g.Inspect(scope).Breaker.State == state.HalfOpen
+}
+
+// admitHold bounds how long a queue's next task waits for the first call
+// of the task before it to be decided: a task that works a while before
+// its first call (or makes none, or calls another scope first) holds its
+// scope's other tasks back no longer than that.
+const admitHold = 10 * time.Millisecond
+
+// hold makes q admitting for t: its next task waits until the first call
+// of t, just picked, is decided, or until admitHold has passed. p.mu is
+// held.
+func (p *Pool) hold(q *queue, t *task, now time.Duration) {
+	q.where, q.holder, q.admitUntil = admitting, t, now+admitHold
+	p.holds.push(heldQueue{t, q.admitUntil})
+	if q.n > 0 {
+		p.arm(q.admitUntil)
+	}
+}
+
+// heldQueue is a hold of a queue for a task, and its end: p.holds lists
+// them in the order they began, which is the order they end.
+type heldQueue struct {
+	t     *task
+	until time.Duration
+}
+
+// live reports whether the hold is still in force.
+func (h heldQueue) live() bool {
+	q := h.t.q
+	return q.where == admitting && q.holder == h.t && q.admitUntil == h.until
+}
+
+// endHolds ends the holds that have lasted admitHold by now: their queues
+// are ready again. It drops the entries of holds already decided. p.mu is
+// held.
+func (p *Pool) endHolds(now time.Duration) {
+	for p.holds.len() > 0 {
+		h := p.holds.front()
+		live := h.live()
+		if live && h.until > now {
+			return
+		}
+		p.holds.pop()
+		if live {
+			p.decide(h.t.q)
+		}
+	}
+}
+
+// nextHold returns the end of the first hold still in force, and whether
+// there is one. p.mu is held.
+func (p *Pool) nextHold() (time.Duration, bool) {
+	for _, h := range p.holds.all() {
+		if h.live() {
+			return h.until, true
+		}
+	}
+	return 0, false
+}
+
+// dropDone drops the tasks at the head of q whose context is done: they
+// would be run only to return its error. p.mu is held.
+func (p *Pool) dropDone(q *queue) {
+	for q.n > 0 && q.head.ctx.Err() != nil {
+		t := q.pop()
+		p.queued--
+		p.dropTask(t, fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(t.ctx)), t.ctx)
+		p.settle()
+	}
 }
 
 // start marks t running. The queues left in turn get a worker of their
@@ -346,11 +467,16 @@ func (p *Pool) arm(at time.Duration) {
 		// already past: it would sleep 0 and re-arm again, a busy loop until
 		// a worker is free (forever on a bubble's clock, which that loop
 		// keeps from advancing).
-		for now := p.now(); p.parked.Len() > 0 && p.parked.min().wakeAt <= now; {
+		now := p.now()
+		p.endHolds(now)
+		for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 			p.ring.push(p.parked.popMin())
 		}
 		if p.parked.Len() > 0 {
 			p.arm(p.parked.min().wakeAt)
+		}
+		if at, ok := p.nextHold(); ok {
+			p.arm(at)
 		}
 		if len(p.slots) > 0 {
 			p.arm(p.now() + slotRecheck)
@@ -366,7 +492,7 @@ func (p *Pool) finish(t *task, err error) {
 	q := t.q
 	q.running--
 	p.running--
-	if q.where == admitting && !t.decided {
+	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
 	ran := t.deferredErr == nil // not a deferred run
@@ -389,7 +515,7 @@ func (p *Pool) finish(t *task, err error) {
 			p.ring.push(q)
 		}
 	} else if t.deferredErr != nil {
-		p.dropTask(t, p.dropReason(q))
+		p.dropTask(t, p.dropReason(q), p.ctx)
 	} else if err != nil {
 		q.failed++
 		p.failed++
@@ -422,7 +548,7 @@ func (p *Pool) decide(q *queue) {
 	if q.where != admitting {
 		return
 	}
-	q.where = nowhere
+	q.where, q.holder = nowhere, nil
 	if q.n > 0 {
 		p.ring.push(q)
 		p.wake()
@@ -438,7 +564,7 @@ func (p *Pool) drop() {
 		reason := p.dropReason(q)
 		for t := q.pop(); t != nil; t = q.pop() {
 			p.queued--
-			p.dropTask(t, reason)
+			p.dropTask(t, reason, p.ctx)
 		}
 	}
 }
@@ -449,22 +575,26 @@ func (p *Pool) dropReason(q *queue) string {
 	return fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(p.ctx))
 }
 
-// dropTask drops t, a task the stopped pool will not run: a loss of the
-// ledger its context carries, if any. p.mu is held.
-func (p *Pool) dropTask(t *task, reason string) {
+// dropTask drops t, a task that will not run because ctx (the pool's, or
+// its own) is done: a loss of the ledger its context carries, if any.
+// Wait returns the first such context's cause. p.mu is held.
+func (p *Pool) dropTask(t *task, reason string, ctx context.Context) {
 	resilience.LedgerOf(t.ctx).Record(resilience.LossCancelled, reason)
 	t.q.dropped++
 	p.dropped++
 	if p.stopCause == nil {
-		p.stopCause = context.Cause(p.ctx)
+		p.stopCause = context.Cause(ctx)
 	}
 }
 
 // Wait waits until every task submitted (by Go, from anywhere, tasks
 // included) has returned or been dropped, cancels the pool's context, and
 // returns the tasks' errors joined (errors.Join), with the context's cause
-// when the pool was stopped with tasks still queued. A task refused before
-// it sent anything and run again counts once, by its last run.
+// when the pool was stopped with tasks still queued (or a task's own
+// context was done before it ran). A task refused before it sent anything
+// and run again counts once, by its last run. Wait must not be called from
+// a task of the pool, nor from anything a task waits for: it would wait
+// for that task too, forever.
 func (p *Pool) Wait() error {
 	p.mu.Lock()
 	for p.queued > 0 || p.running > 0 {
@@ -516,6 +646,10 @@ func (t *task) run() (err error) {
 	ctx := t.ctx
 	if t.q.scope.Provider != "" {
 		ctx = resilience.WithAdmission(ctx, t, t.p.maxWait)
+	} else {
+		// Not the hold of the task that submitted it, if its ctx derives
+		// from that one's and that one's first call is still to come.
+		ctx = resilience.WithAdmission(ctx, nil, 0)
 	}
 	return t.fn(ctx)
 }
@@ -527,7 +661,9 @@ func (t *task) Decided() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.decided = true
-	p.decide(t.q)
+	if t.q.holder == t { // not a task whose hold ended before: the queue's hold now is another's
+		p.decide(t.q)
+	}
 }
 
 // Deferred implements resilience.Admission: the task's first call would
@@ -539,9 +675,15 @@ func (t *task) Deferred(wait time.Duration, err error) {
 	defer p.mu.Unlock()
 	t.decided, t.deferredWait, t.deferredErr = true, wait, err
 	q := t.q
-	if q.where == admitting {
+	if wait > 0 {
+		// Its queue runs nothing before then, wherever it is now: its
+		// hold may have ended before the call was refused (pick parks it
+		// again until then).
+		q.heldUntil = max(q.heldUntil, p.now()+wait)
+	}
+	if q.holder == t {
+		q.holder = nil
 		if wait > 0 {
-			q.heldUntil = p.now() + wait
 			p.park(q, q.heldUntil)
 		} else {
 			p.slot(q, p.now())

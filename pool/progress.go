@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Progress is where a pool's work stands: its tasks by state, per scope
@@ -35,9 +36,11 @@ type Progress struct {
 type ScopeProgress struct {
 	Scope                                   resilience.Scope
 	Queued, Running, Done, Failed, Deferred int
+	Dropped                                 int        // its tasks never run: the pool stopped, or their contexts ended first
 	State                                   ScopeState // whether its next task can go now, and if not, why
-	// Wait is how long until the scope may go, when it is waiting; when
-	// it is open, until its breaker lets a probe through.
+	// Wait is how long until the scope may go, when it is waiting (for a
+	// half-open breaker's probe, until the probe's lease ends at the
+	// latest); when it is open, until its breaker lets a probe through.
 	Wait time.Duration
 	Rate float64 // the scope's rate now, in calls per second
 	// ETA is when the scope's queued work should be done, one call per
@@ -67,7 +70,7 @@ type ScopeState string
 const (
 	ScopeIdle    ScopeState = "idle"    // nothing queued
 	ScopeReady   ScopeState = "ready"   // its next task can go now
-	ScopeWaiting ScopeState = "waiting" // for a rate token or a pause
+	ScopeWaiting ScopeState = "waiting" // for a rate token, a pause, or a half-open breaker's probe
 	ScopeOpen    ScopeState = "open"    // its breaker is open: its tasks fail fast when run
 	ScopeNoSlot  ScopeState = "slot"    // its account's concurrency cap is full
 )
@@ -79,7 +82,7 @@ func (p *Pool) Progress() Progress {
 	pr := Progress{Queued: p.queued, Running: p.running, Done: p.done, Failed: p.failed, Deferred: p.deferred, Dropped: p.dropped}
 	pr.Scopes = make([]ScopeProgress, 0, len(p.scopes))
 	for _, q := range p.scopes {
-		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred})
+		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred, Dropped: q.dropped})
 	}
 	p.mu.Unlock()
 	// The buckets the scopes share: a leaf (the operations of a service
@@ -111,6 +114,8 @@ func (p *Pool) Progress() Progress {
 		switch {
 		case why == nil:
 			s.State = ScopeReady
+		case errors.Is(why, resilience.ErrCircuitOpen) && snap.Breaker.State == state.HalfOpen:
+			s.State, s.Wait = ScopeWaiting, d // for the probe's verdict
 		case errors.Is(why, resilience.ErrCircuitOpen):
 			s.State, s.Wait = ScopeOpen, d
 			if !breakerWaits(p.gov, s.Scope.Provider) {

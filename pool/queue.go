@@ -26,6 +26,8 @@ type queue struct {
 	where      where
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
+	holder     *task         // admitting: the task whose first call it waits for
+	admitUntil time.Duration // admitting: when its hold ends, if not decided before
 	heap       int           // its index in the parked heap; -1: not in it
 
 	running, done, failed, deferred, dropped int
@@ -66,30 +68,46 @@ func (q *queue) pop() *task {
 }
 
 // ring is the queues the workers look at in turn: a FIFO of queues.
-type ring struct {
-	qs   []*queue
-	head int
-}
-
-func (r *ring) len() int { return len(r.qs) - r.head }
+type ring struct{ fifo[*queue] }
 
 func (r *ring) push(q *queue) {
 	q.where = inRing
-	if r.head > 0 && r.head == len(r.qs) {
-		r.qs, r.head = r.qs[:0], 0
-	} else if r.head > 64 && r.head*2 > len(r.qs) {
-		n := copy(r.qs, r.qs[r.head:])
-		clear(r.qs[n:])
-		r.qs, r.head = r.qs[:n], 0
-	}
-	r.qs = append(r.qs, q)
+	r.fifo.push(q)
 }
 
-func (r *ring) pop() *queue {
-	q := r.qs[r.head]
-	r.qs[r.head] = nil
-	r.head++
-	return q
+// fifo is a first-in first-out list that reuses its array: emptied, it
+// starts again at the array's start, and once the front that was popped
+// holds most of it, what is left moves down.
+type fifo[T any] struct {
+	s    []T
+	head int
+}
+
+func (f *fifo[T]) len() int { return len(f.s) - f.head }
+
+// all returns the elements, front first.
+func (f *fifo[T]) all() []T { return f.s[f.head:] }
+
+func (f *fifo[T]) push(v T) {
+	if f.head > 0 && f.head == len(f.s) {
+		f.s, f.head = f.s[:0], 0
+	} else if f.head > 64 && f.head*2 > len(f.s) {
+		n := copy(f.s, f.s[f.head:])
+		clear(f.s[n:])
+		f.s, f.head = f.s[:n], 0
+	}
+	f.s = append(f.s, v)
+}
+
+// front returns the first element; the list must not be empty.
+func (f *fifo[T]) front() T { return f.s[f.head] }
+
+func (f *fifo[T]) pop() T {
+	v := f.s[f.head]
+	var zero T
+	f.s[f.head] = zero
+	f.head++
+	return v
 }
 
 // parkedHeap is the parked queues, soonest first.

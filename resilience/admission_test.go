@@ -134,3 +134,77 @@ func TestEndlessMaxWaitBoundsNothing(t *testing.T) {
 		}
 	})
 }
+
+// A call of a disabled provider goes at once, ungoverned, and decides the
+// admission its context carries as it begins, through Do, a Bound and
+// Begin alike: a scheduler holding the scope's next task until then does
+// not hold it until the task ends. A second call under the context
+// decides nothing more.
+func TestAnUngovernedCallDecidesItsAdmission(t *testing.T) {
+	off := false
+	g := newGov(t, Config{AWS: ProviderConfig{Enabled: &off}})
+	ok := func(context.Context) error { return nil }
+	b, err := g.Bind(iamUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func(ctx context.Context) error{
+		"Do":    func(ctx context.Context) error { return Do(ctx, iamUsers, ok, WithGovernor(g)) },
+		"Bound": func(ctx context.Context) error { return b.Do(ctx, ok) },
+		"Begin": func(ctx context.Context) error {
+			b2, err := b.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			b2.End(nil)
+			_, err = g.Begin(ctx, iamUsers)
+			return err
+		},
+	} {
+		var a admissionRec
+		ctx := WithAdmission(context.Background(), &a, 0)
+		if err := call(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := call(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if a.decided != 1 || len(a.deferred) != 0 {
+			t.Errorf("%s: decided %d times, deferred %d, want 1 and 0", name, a.decided, len(a.deferred))
+		}
+	}
+}
+
+// WithAdmission with a nil Admission gives a context whose calls claim no
+// admission: the context of a task that declared no scope, submitted by a
+// task whose first call is still to come. Its call to a paused scope
+// waits out the pause, and the admission it came with stays for the
+// parent's call; the max wait of WithMaxWait stays in force.
+func TestANilAdmissionLeavesTheHoldToItsOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, iamUsers, 2*time.Second)
+		var a admissionRec
+		parent := WithAdmission(context.Background(), &a, 10*time.Second)
+		n := 0
+		start := time.Now()
+		if err := Do(WithAdmission(parent, nil, 0), iamUsers, always(&n, nil), WithGovernor(g)); err != nil || time.Since(start) < 2*time.Second {
+			t.Fatalf("the child's call: %v after %v, want nil after the 2 s pause", err, time.Since(start))
+		}
+		if a.decided != 0 || len(a.deferred) != 0 {
+			t.Fatalf("the child's call took the parent's admission: decided %d, deferred %d", a.decided, len(a.deferred))
+		}
+		if err := Do(parent, iamUsers, always(&n, nil), WithGovernor(g)); err != nil || a.decided != 1 {
+			t.Fatalf("the parent's call: %v, decided %d", err, a.decided)
+		}
+		pauseScope(t, g, iamUsers, 2*time.Second)
+		bounded := WithAdmission(WithMaxWait(parent, time.Second), nil, 0)
+		var ww *WouldWaitError
+		if err := Do(bounded, iamUsers, always(&n, nil), WithGovernor(g)); !errors.As(err, &ww) {
+			t.Fatalf("under WithMaxWait of 1 s, a 2 s pause: %v, want a *WouldWaitError", err)
+		}
+		if ctx := context.Background(); WithAdmission(ctx, nil, 0) != ctx {
+			t.Fatal("a nil admission over none made a new context")
+		}
+	})
+}

@@ -126,6 +126,7 @@ func (gd *Guard) begin(ctx context.Context, g *Governor, scope Scope, rp *RetryP
 	p := g.provider(scope.Provider)
 	if !p.set.enabled {
 		gd.g, gd.p, gd.scope, gd.ctx, gd.rp = g, p, scope, ctx, rp
+		g.admitUngoverned(ctx)
 		return false
 	}
 	gd.beginAt(ctx, g, scope, p, p.scopes.lookup(scope), rp)

@@ -123,6 +123,17 @@ type admission struct {
 // marks the admission taken.
 func (a *admission) claim() bool { return !a.claimed.Load() && a.claimed.CompareAndSwap(false, true) }
 
+// admitUngoverned decides the admission ctx carries, if its first call
+// has not claimed it yet, for a call of a disabled provider: such a call
+// is sent at once, ungoverned, and a scheduler holding the next task of
+// its scope until the first call is decided would otherwise hold it until
+// the task ends.
+func (g *Governor) admitUngoverned(ctx context.Context) {
+	if a := bindingOf(ctx).adm; a != nil && a.claim() {
+		g.admissionDecided(a.a)
+	}
+}
+
 // admissionDecided calls a.Decided, recovering a panic (see Admission).
 func (g *Governor) admissionDecided(a Admission) {
 	defer g.recoverAdmission("Decided")
@@ -167,9 +178,23 @@ func (g *Governor) logPanicOnce(once *atomic.Bool, msg string, attrs ...slog.Att
 // context wait as any call does: a task runs again only if nothing of it
 // was sent. An open breaker still refuses the first call at once (unless
 // the provider waits for its breakers' verdicts), which is recorded as a
-// skip: a dead scope's queue fails fast. Package pool is the scheduler of
-// this module; any scheduler can be built on it.
+// skip: a dead scope's queue fails fast. A call of a disabled provider,
+// sent at once and ungoverned, is Decided as it begins. A nil a returns a
+// context under which no call claims the admission ctx carries, if any:
+// the context of a task that declared no scope, submitted by a task whose
+// first call is still to come, so that its calls do not take that hold.
+// Package pool is the scheduler of this module; any scheduler can be
+// built on it.
 func WithAdmission(ctx context.Context, a Admission, maxWait time.Duration) context.Context {
+	if a == nil {
+		b := bindingOf(ctx)
+		if b.adm == nil {
+			return ctx
+		}
+		nb := *b
+		nb.adm, nb.held = nil, nb.bounded
+		return context.WithValue(ctx, bindingKey{}, &nb)
+	}
 	ac := &admittedCtx{Context: ctx, b: *bindingOf(ctx)}
 	ac.adm = admission{a: a, maxWait: min(max(maxWait, 0), maxDuration)}
 	ac.b.adm, ac.b.held = &ac.adm, true

@@ -1,0 +1,202 @@
+//go:build go1.25
+
+package pool
+
+// Regressions a review of the pool found: each test states the rule a
+// defect broke, and failed before its fix.
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A scope of a disabled provider is not paced, and its tasks run side by
+// side: its calls, sent at once, decide their tasks' admission as they
+// begin. Before, the pool held the scope's next task until the task
+// ended: 8 one-second tasks on 8 workers took 8 s.
+func TestADisabledProvidersScopeRunsItsTasksTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{Enabled: &off}})
+		s := scope("a")
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		start := time.Now()
+		for range 8 {
+			p.Go(ctx, s, call(g, s, time.Second))
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Fatalf("took %v, want 1s", took)
+		}
+	})
+}
+
+// A task that works a while before its first call holds its scope's next
+// task back for admitHold at most, not until that call: 8 tasks of 1 s of
+// work and a call at 1000 rps, on 8 workers, end within 1.1 s.
+// Before, they took 8 s, one at a time.
+func TestWorkBeforeTheFirstCallHoldsTheScopeBriefly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1000, resilience.Config{})
+		s := scope("a")
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		start := time.Now()
+		for range 8 {
+			p.Go(ctx, s, func(ctx context.Context) error {
+				time.Sleep(time.Second)
+				return call(g, s, 0)(ctx)
+			})
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if took, most := time.Since(start), time.Second+100*time.Millisecond; took > most {
+			t.Fatalf("took %v, want at most %v", took, most)
+		}
+	})
+}
+
+// A task that calls runtime.Goexit (t.FailNow, say) ends failed with
+// ErrGoexit; Wait returns, and the worker it ended is replaced. Before,
+// Wait never returned and the worker's place was lost.
+func TestATaskThatCallsGoexitEndsFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, ctx := New(context.Background(), Workers(1))
+		var after atomic.Bool
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { runtime.Goexit(); return nil })
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { after.Store(true); return nil })
+		err := p.Wait()
+		if !errors.Is(err, ErrGoexit) || !after.Load() {
+			t.Fatalf("Wait: %v; the task after it ran: %v", err, after.Load())
+		}
+		if pr := p.Progress(); pr.Failed != 1 || pr.Done != 1 {
+			t.Fatalf("progress %v, want 1 failed and 1 done", pr)
+		}
+	})
+}
+
+// While a half-open breaker's probe is out, the scope's queue waits for
+// its verdict: the probe succeeds, the breaker closes, and every task
+// runs. Before, the queue ran at once behind the probe and its 19 other
+// calls were refused, each recorded as skipped.
+func TestAQueueWaitsForItsBreakersProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		s := scope("flaky")
+		openBreaker(t, g, s)
+		d, _ := g.Delay(s)
+		time.Sleep(d + time.Millisecond) // the cooldown is over: the next call is the probe
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(4), WithGovernor(g))
+		for range 20 {
+			p.Go(pctx, s, call(g, s, time.Second))
+		}
+		synctest.Wait()
+		for _, sp := range p.Progress().Scopes {
+			if sp.Scope == s && (sp.State != ScopeWaiting || sp.Wait <= 0) {
+				t.Errorf("while the probe is out, the scope is %q, wait %v; want waiting", sp.State, sp.Wait)
+			}
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if n := ledger.Count(resilience.LossSkipped); n != 0 {
+			t.Fatalf("%d of 20 calls skipped", n)
+		}
+	})
+}
+
+// The scopes' counts add up to the pool's, the dropped tasks included:
+// those a stop dropped from their queues, and those Go dropped after it.
+func TestTheScopesCountsAddUpAfterAStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		parent, cancel := context.WithCancel(context.Background())
+		p, ctx := New(parent, Workers(1), WithGovernor(g))
+		for range 5 {
+			p.Go(ctx, scope("a"), call(g, scope("a"), 0))
+		}
+		synctest.Wait()
+		cancel()
+		p.Go(ctx, scope("b"), call(g, scope("b"), 0)) // after the stop
+		p.Wait()
+		pr := p.Progress()
+		dropped, sum := 0, 0
+		for _, sp := range pr.Scopes {
+			sum += sp.Queued + sp.Running + sp.Done + sp.Failed + sp.Dropped
+			dropped += sp.Dropped
+		}
+		if total := pr.Queued + pr.Running + pr.Done + pr.Failed + pr.Dropped; sum != total || dropped != pr.Dropped || pr.Dropped != 5 {
+			t.Fatalf("scopes add up to %d (%d dropped), the totals %d (%d dropped), want 6 (5)", sum, dropped, total, pr.Dropped)
+		}
+	})
+}
+
+// A queued task whose own context ends is dropped when its queue is next
+// looked at, within parkRecheck, not run once its scope can go: here a
+// 60 s pause. It is recorded as cancelled in its ledger, and Wait returns
+// its context's cause.
+func TestATaskWhoseContextEndsIsDroppedFromItsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		s := scope("paused")
+		pause(t, g, s, 60*time.Second)
+		p, pctx := New(context.Background(), Workers(2), WithGovernor(g))
+		tctx, ledger := resilience.WithLedger(pctx, "task")
+		tctx, cancel := context.WithCancel(tctx)
+		var ran atomic.Bool
+		p.Go(tctx, s, func(ctx context.Context) error { ran.Store(true); return call(g, s, 0)(ctx) })
+		synctest.Wait()
+		cancel()
+		start := time.Now()
+		err := p.Wait()
+		if took := time.Since(start); took > parkRecheck || ran.Load() {
+			t.Fatalf("Wait took %v (want <= %v); the task ran: %v", took, parkRecheck, ran.Load())
+		}
+		if !errors.Is(err, context.Canceled) || ledger.Count(resilience.LossCancelled) != 1 || p.Progress().Dropped != 1 {
+			t.Fatalf("Wait: %v; %d cancelled in the ledger, %d dropped; want context.Canceled, 1, 1",
+				err, ledger.Count(resilience.LossCancelled), p.Progress().Dropped)
+		}
+	})
+}
+
+// A task of the zero scope, submitted by a task whose first call is still
+// to come, does not take that task's hold: its call to a paused scope
+// waits out the pause, and each task runs once. Before, the child's call
+// was refused under the parent's hold, the parent put back and run again,
+// and Wait returned the refusal.
+func TestAZeroScopeChildDoesNotTakeItsParentsHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		busy := scope("busy")
+		pause(t, g, busy, 5*time.Second)
+		s := scope("s")
+		p, pctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var parents, children atomic.Int64
+		started := make(chan struct{}, 10)
+		p.Go(pctx, s, func(ctx context.Context) error {
+			parents.Add(1)
+			p.Go(ctx, resilience.Scope{}, func(ctx context.Context) error {
+				children.Add(1)
+				started <- struct{}{}
+				return call(g, busy, 0)(ctx)
+			})
+			<-started
+			time.Sleep(time.Millisecond)
+			return call(g, s, 0)(ctx)
+		})
+		err := p.Wait()
+		if parents.Load() != 1 || children.Load() != 1 || err != nil {
+			t.Fatalf("the parent ran %d times, the child %d; Wait: %v", parents.Load(), children.Load(), err)
+		}
+	})
+}
