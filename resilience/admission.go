@@ -78,8 +78,14 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	if gd.lease.ofProbe() {
 		if wait, ok = gd.e.breaker.AllowProbe(now); ok {
 			gd.lease = leaseProbe // a lent probe is this call's again: the call that borrowed it is over
+		} else {
+			// Its breaker opened again (its lease ran out and another
+			// probe failed, or another call's failure reopened it): it
+			// holds nothing, and asks as any call (see ask).
+			gd.lease = leaseNone
 		}
-	} else {
+	}
+	if !ok && !gd.lease.ofProbe() {
 		var probe bool
 		if wait, ok, probe = gd.e.breaker.Allow(now); probe {
 			gd.probing()

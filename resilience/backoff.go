@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // A retry's backoff is cut short when the scope's breaker opens meanwhile
@@ -19,6 +21,9 @@ import (
 // governor's clock, and returns early, with cut true, when the scope's
 // breaker would still refuse the retry at the end of the pause: it opened
 // meanwhile (or was open already), and its cooldown lasts past that end.
+// A half-open breaker whose probe is out in another call does not cut
+// the pause: the probe's verdict decides, and a success lets the retry
+// go.
 // The next Enter (or Pace, for a retry sent without Enter) then refuses
 // the retry and records it as after a whole pause. A breaker that lets a
 // probe through before the pause ends leaves it whole, and so does a
@@ -35,6 +40,7 @@ func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, er
 	now := gd.g.now()
 	until := now + delay
 	for {
+		gd.live() // a Reset or Configure retired the breaker: watch the live one
 		verdict := gd.verdictChan()
 		if gd.refusedAt(now, until) {
 			return true, nil
@@ -42,25 +48,40 @@ func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, er
 		if verdict == nil {
 			return false, gd.g.sleep(ctx, until-now)
 		}
-		woken, err := gd.g.sleepOr(ctx, until-now, verdict, nil)
-		if err != nil || !woken {
+		d := min(until-now, backoffRecheck)
+		woken, err := gd.g.sleepOr(ctx, d, verdict, nil)
+		if err != nil || (!woken && d == until-now) {
 			return false, err
 		}
 		now = gd.g.now()
 	}
 }
 
-// refusedAt reports, asking the breaker for nothing, whether it refuses
-// the call's next attempt at now and would still at until.
+// backoffRecheck bounds how long Backoff watches a breaker before it
+// looks again whether a Reset or Configure retired it: the retired one
+// gives no more verdicts, and the live one's opening would be missed.
+const backoffRecheck = time.Second
+
+// refusedAt reports, asking the breaker for nothing, whether it is open
+// at now and stays open past until, so that it refuses the call's next
+// attempt then. A half-open breaker does not: its probe's verdict (this
+// call's own, or another's) decides. A probe whose breaker opened again
+// meanwhile (another call's failure) holds nothing, and is refused as
+// any call.
 func (gd *Guard) refusedAt(now, until time.Duration) bool {
-	w, closed := gd.closedTo(now)
-	return closed && now+w > until
+	if (!gd.retrying() && gd.lease.holds()) || gd.e.breaker.Pristine() {
+		return false
+	}
+	s := gd.e.breaker.Snapshot(now)
+	return s.State == state.Open && now+s.Wait > until
 }
 
 // AfterOpen arranges for f to be called, in its own goroutine, once the
-// breaker of the call's scope refuses the call's next attempt: it opened
-// (a dead scope, found dead by the other calls' answers), or another
-// call's probe is out. It is for an integration whose SDK sleeps its own
+// breaker of the call's scope is open, and so refuses the call's next
+// attempt: it opened (a dead scope, found dead by the other calls'
+// answers). A half-open breaker whose probe is out in another call does
+// not call f: the probe's verdict decides, and a success lets the retry
+// go. It is for an integration whose SDK sleeps its own
 // backoff before a retry that Retry allowed (the AWS SDK's retry loop):
 // f ends that sleep, and the retry's Pace, asking the breaker first,
 // refuses it and records it as a refused retry would be, at once rather
@@ -77,6 +98,9 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 // tell of its verdicts (fleet mode's shared breakers) is asked at Pace:
 // for those, and for a Guard with no call, f is never called.
 func (gd *Guard) AfterOpen(f func()) (stop func() bool) {
+	if gd.e != nil {
+		gd.live() // a Reset or Configure since the last attempt: watch the live breaker
+	}
 	if gd.e == nil || gd.p.set.breakerWait || gd.verdictChan() == nil {
 		return func() bool { return true }
 	}
@@ -96,7 +120,7 @@ func (w *openWatch) run(gd *Guard, f func()) {
 	defer close(w.done)
 	for {
 		verdict := gd.verdictChan()
-		if _, closed := gd.closedTo(gd.g.now()); closed {
+		if now := gd.g.now(); gd.refusedAt(now, now) {
 			w.called = true
 			break
 		}

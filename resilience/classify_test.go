@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -340,22 +341,29 @@ type connErr struct{}
 func (connErr) Error() string         { return "request send failed: connection reset" }
 func (connErr) ConnectionError() bool { return true }
 
+// registerSDKStruct registers TestRegisteredReader's reader once per
+// process: a reader cannot be unregistered, and -count=2 runs the test
+// twice.
+var registerSDKStruct sync.Once
+
 func TestRegisteredReader(t *testing.T) {
 	err := fmt.Errorf("call: %w", &sdkStruct{StatusCode: 429, Code: "Unknown", Raw: http.Header{"Retry-After": {"9"}}})
-	if Classify(err) != Fatal {
-		t.Fatal("unreadable shape classified before registration")
-	}
-	errread.Register(func(e error) (errread.Details, bool) {
-		s, ok := e.(*sdkStruct)
-		if !ok {
-			return errread.Details{}, false
+	registerSDKStruct.Do(func() {
+		if Classify(err) != Fatal {
+			t.Fatal("unreadable shape classified before registration")
 		}
-		d := errread.Details{Code: s.Code, Status: s.StatusCode, Header: s.Raw}
-		if s.Code == "Exhausted" {
-			d.Kind = errread.Throttled
-			d.RetryAfter, d.HasRetryAfter = s.Delay, true
-		}
-		return d, true
+		errread.Register(func(e error) (errread.Details, bool) {
+			s, ok := e.(*sdkStruct)
+			if !ok {
+				return errread.Details{}, false
+			}
+			d := errread.Details{Code: s.Code, Status: s.StatusCode, Header: s.Raw}
+			if s.Code == "Exhausted" {
+				d.Kind = errread.Throttled
+				d.RetryAfter, d.HasRetryAfter = s.Delay, true
+			}
+			return d, true
+		})
 	})
 	if Classify(err) != Throttled {
 		t.Fatal("registered shape: a 429 with an unknown code is Throttled")
