@@ -47,7 +47,17 @@
 //     refused as Guard.Pace refuses it after a sleep (a *ThrottlingError
 //     wrapping *resilience.CircuitOpenError, recorded as a give-up),
 //     rather than after the rest of the backoff (up to 20 s in the SDK's
-//     standard mode).
+//     standard mode). So is a retry whose breaker opens as the sleep ends,
+//     in the SDK's check of the context before the attempt or its adaptive
+//     mode's wait for an attempt token. Two limits: the breaker opening is
+//     what cuts the sleep, whatever the backoff left (the SDK chooses it
+//     after the watch starts), so that a breaker whose cooldown ends
+//     before the backoff would have cut a retry that would have gone as
+//     its probe (the default 60 s cooldown outlasts the standard mode's
+//     20 s); and the cut reaches the SDK's sleep through the call's
+//     context, from its first retry on, so that a context a middleware
+//     derived from it before that (a per-operation timeout in the Build
+//     step) sleeps the whole backoff.
 //
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // Guard.Pace also holds each SDK retry at an open breaker until its

@@ -199,7 +199,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	st := &callState{Context: ctx, gov: gov, gd: gd}
 	defer st.endCut() // even on a panic: nothing derived from ctx is left behind
 	out, md, err = next.HandleInitialize(st, in)
-	for st.unwatch() && st.stopErr == nil && sleepCut(err) {
+	for st.unwatch() && st.stopErr == nil && sleepCut(ctx, err) {
 		// The breaker opened while the SDK slept before a retry, which
 		// ended its loop: the retry asks the guard now, as it would have
 		// after the sleep. Refused (the breaker is open), it ends the call
@@ -239,12 +239,16 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	return out, md, err
 }
 
-// sleepCut reports whether the SDK's loop ended on a cancelled request: a
-// backoff sleep that the breaker's opening cut short (see watch), when the
-// watch says it did.
-func sleepCut(err error) bool {
+// sleepCut reports whether the SDK's loop ended on a cancelled request
+// while the caller's ctx is live, when the watch says it cut the call's
+// context: a backoff sleep that the breaker's opening cut short (see
+// watch), or, when the cut came as the sleep ended, the SDK's check of
+// the context before the attempt, or its adaptive mode's wait for an
+// attempt token (both return the context's error, not a cancelled
+// request).
+func sleepCut(ctx context.Context, err error) bool {
 	var rc *aws.RequestCanceledError
-	return errors.As(err, &rc)
+	return errors.As(err, &rc) || errors.Is(err, context.Canceled) && ctx.Err() == nil
 }
 
 // attemptsRanOut reports whether the SDK's loop ended because its
