@@ -1,6 +1,7 @@
 package liveop
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -59,9 +60,11 @@ type Config struct {
 	ProviderCooldownSeconds map[string]float64 `yaml:"-" json:"provider_cooldown_seconds,omitempty"`
 }
 
-// Validate reports the first setting that cannot work, naming its key path
-// (ratelimit.live_max_concurrent: must be >= 0).
+// Validate reports every setting that cannot work, each naming its key path
+// (ratelimit.live_max_concurrent: must be >= 0), joined with errors.Join:
+// errors.As finds the first.
 func (c Config) Validate() error {
+	var errs []error
 	for _, f := range []struct {
 		key string
 		v   float64
@@ -73,21 +76,20 @@ func (c Config) Validate() error {
 		{"live_operation_timeout_seconds", c.OperationTimeoutSeconds},
 	} {
 		if !nonNegative(f.v) {
-			return fieldErr("ratelimit."+f.key, "must be >= 0")
+			errs = append(errs, fieldErr("ratelimit."+f.key, "must be >= 0"))
 		}
 	}
 	if c.CooldownSeconds != nil && !nonNegative(*c.CooldownSeconds) {
-		return fieldErr("ratelimit.live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)")
+		errs = append(errs, fieldErr("ratelimit.live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
 	}
 	for _, p := range sortedKeys(c.ProviderCooldownSeconds) {
 		if p == "" || strings.ContainsAny(p, "/:") {
-			return fieldErr("ratelimit."+p, `a provider is a scope's text before its first "/" or ":"`)
-		}
-		if !nonNegative(c.ProviderCooldownSeconds[p]) {
-			return fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)")
+			errs = append(errs, fieldErr("ratelimit."+p, `a provider is a scope's text before its first "/" or ":"`))
+		} else if !nonNegative(c.ProviderCooldownSeconds[p]) {
+			errs = append(errs, fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // providerPath is the key path of a provider's settings in the section:
@@ -131,8 +133,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // live_max_concurrent), malformed values, negative ones, and an explicit
 // zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
-// that name the key path (ratelimit.live_max_concurrent: must be > 0). The
-// operation timeout is 3600 s when the key is absent.
+// that name the key path (ratelimit.live_max_concurrent: must be > 0), all
+// of a document's at once (joined with errors.Join; errors.As finds the
+// first *resilience.ConfigError). The operation timeout is 3600 s when the
+// key is absent.
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
 	n, err := yamlconf.Document(data, "ratelimit")
@@ -142,45 +146,41 @@ func ParseConfig(data []byte) (Config, error) {
 	if n, err = yamlconf.RatelimitSection(n); err != nil || n == nil {
 		return Config{OperationTimeoutSeconds: defaultOperationTimeout.Seconds()}, err
 	}
+	// Every mistake is reported, not only the first: what failed to decode
+	// is left at its default, so Validate adds none for it.
+	//
 	// Lenient: the section's other keys belong to resilience.ParseConfig.
 	// The live_* ones are this reader's, so a misspelt one is an error
 	// here too, not only where resilience.ParseConfig reads the file.
-	if err := unknownLiveKey(n, "ratelimit", topLevelKeys); err != nil {
-		return Config{}, err
-	}
-	if err := configDecoder.Decode(&cfg, n, "ratelimit", true); err != nil {
-		return Config{}, err
-	}
+	errs := unknownLiveKeys(n, "ratelimit", topLevelKeys)
+	errs = append(errs, configDecoder.Decode(&cfg, n, "ratelimit", true))
 	// A provider's cooldown: under its key (ratelimit.aws), or, for a
 	// provider other than aws, azure and gcp, under providers
 	// (ratelimit.providers.github).
-	providers := func(n *yaml.Node, path string, yield func(name, path string, value *yaml.Node) error) error {
+	providers := func(n *yaml.Node, path string, yield func(name, path string, value *yaml.Node)) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			name := n.Content[i].Value
 			if value := yamlconf.Section(n, name); value.Kind == yaml.MappingNode { // the value, aliases followed
-				if err := yield(name, path+"."+name, value); err != nil {
-					return err
-				}
+				yield(name, path+"."+name, value)
 			}
 		}
-		return nil
 	}
-	var provider func(name, path string, value *yaml.Node) error
-	provider = func(name, path string, value *yaml.Node) error {
+	var provider func(name, path string, value *yaml.Node)
+	provider = func(name, path string, value *yaml.Node) {
 		if path == "ratelimit.providers" {
-			return providers(value, path, provider)
+			providers(value, path, provider)
+			return
 		}
-		if err := unknownLiveKey(value, path, providerKeys); err != nil {
-			return err
-		}
+		errs = append(errs, unknownLiveKeys(value, path, providerKeys)...)
 		if yamlconf.Section(value, "live_cooldown_seconds") == nil {
-			return nil
+			return
 		}
 		var p struct {
 			CooldownSeconds *float64 `yaml:"live_cooldown_seconds"`
 		}
 		if err := configDecoder.Decode(&p, value, path, true); err != nil {
-			return err
+			errs = append(errs, err)
+			return
 		}
 		if p.CooldownSeconds != nil {
 			if cfg.ProviderCooldownSeconds == nil {
@@ -188,15 +188,12 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 			cfg.ProviderCooldownSeconds[name] = *p.CooldownSeconds
 		}
-		return nil
 	}
-	if err := providers(n, "ratelimit", provider); err != nil {
-		return Config{}, err
-	}
+	providers(n, "ratelimit", provider)
 	if cfg.OperationTimeoutSeconds == 0 { // absent or null; an explicit 0 is an error
 		cfg.OperationTimeoutSeconds = defaultOperationTimeout.Seconds()
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -219,15 +216,16 @@ func yamlKeys(t reflect.Type) map[string]bool {
 	return keys
 }
 
-// unknownLiveKey reports the first key of the mapping n that starts with
+// unknownLiveKeys reports every key of the mapping n that starts with
 // live_ and is not one of known.
-func unknownLiveKey(n *yaml.Node, path string, known map[string]bool) error {
+func unknownLiveKeys(n *yaml.Node, path string, known map[string]bool) []error {
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i].Value; strings.HasPrefix(k, "live_") && !known[k] {
-			return fieldErr(path+"."+k, "unknown key")
+			errs = append(errs, fieldErr(path+"."+k, "unknown key"))
 		}
 	}
-	return nil
+	return errs
 }
 
 // configDecoder decodes the live keys; those it lists must be > 0 when

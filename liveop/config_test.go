@@ -177,3 +177,42 @@ func TestProviderCooldownUnderProviders(t *testing.T) {
 		}
 	}
 }
+
+// Every mistake of a document is reported at once, each in the words it
+// has alone, as resilience.ParseConfig reports its own; errors.As finds
+// the first.
+func TestParseConfigReportsEveryMistake(t *testing.T) {
+	doc := `
+live_cooldown_secs: 1
+live_max_concurrent: 0
+live_caller_max_operations: -1
+aws: {live_cooldown_seconds: soon, live_max_concurrent: 1}
+providers: {github: {live_cooldown_seconds: -1}}
+`
+	want := []string{
+		"ratelimit.live_cooldown_secs: unknown key",
+		"ratelimit.live_max_concurrent: must be > 0",
+		"ratelimit.aws.live_max_concurrent: unknown key",
+		`ratelimit.aws.live_cooldown_seconds: malformed duration "soon" (seconds, or a duration such as 90s)`,
+		"ratelimit.live_caller_max_operations: must be >= 0",
+		"ratelimit.providers.github.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)",
+	}
+	_, err := ParseConfig([]byte(doc))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	var ye *yamlconf.Error
+	if !errors.As(err, &ye) || ye.Error() != want[0] {
+		t.Errorf("errors.As found %v, want %s", ye, want[0])
+	}
+
+	// Validate, for a Config built in code, reports every setting too.
+	neg := -1.0
+	verr := Config{MaxConcurrent: -1, CooldownSeconds: &neg}.Validate()
+	if verr == nil || verr.Error() != "ratelimit.live_max_concurrent: must be >= 0\nratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)" {
+		t.Errorf("Validate: %v", verr)
+	}
+}
