@@ -9,10 +9,13 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // Open makes the client of each of go-redis's URL forms, every one ending
@@ -167,5 +170,108 @@ func serveErrors(ln net.Listener, replies []string) {
 			}
 		}
 		c.Close()
+	}
+}
+
+// A script whose answer is lost (the connection closes after Redis ran it)
+// is not sent again, whatever the client: the scripts are not idempotent.
+// The server here counts the scripts it is sent and closes the connection
+// instead of answering; go-redis would send each again up to its
+// MaxRetries (3 by default) on a single server's client, and up to
+// MaxRedirects on a cluster's.
+func TestALostAnswerNeverSendsAScriptAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var scripts atomic.Int64
+	go serveLostAnswers(ln, &scripts)
+	addr := ln.Addr().String()
+	for _, c := range []struct {
+		name string
+		open func(...Option) (*Store, error)
+	}{
+		{"Open, one server", func(o ...Option) (*Store, error) { return Open("redis://"+addr+"/0", o...) }},
+		{"Open, a cluster", func(o ...Option) (*Store, error) { return Open("redis://"+addr+"?addr="+addr, o...) }},
+		{"New, a client of go-redis's defaults", func(o ...Option) (*Store, error) {
+			rdb := redis.NewClient(&redis.Options{Addr: addr})
+			t.Cleanup(func() { rdb.Close() })
+			return New(rdb, o...), nil
+		}},
+		{"New, a cluster client of go-redis's defaults", func(o ...Option) (*Store, error) {
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+			t.Cleanup(func() { rdb.Close() })
+			return New(rdb, o...), nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := scripts.Load()
+			s, err := c.open(WithLogger(quiet), WithHeartbeat(time.Hour)) // New's heartbeat, no other
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if n := scripts.Load() - before; n != 1 {
+				t.Fatalf("New's heartbeat was sent %d times", n)
+			}
+			// Its answer lost, the store is on local limits; back on the
+			// shared state, one failure is one script sent.
+			s.degraded.Store(false)
+			before = scripts.Load()
+			s.Breaker("k", state.BreakerSpec{Threshold: 2, Cooldown: time.Minute, MaxCooldown: time.Minute}).Failure(0)
+			if n := scripts.Load() - before; n != 1 {
+				t.Fatalf("one failure sent its script %d times", n)
+			}
+		})
+	}
+}
+
+// serveLostAnswers counts the scripts (EVALSHA, EVAL) it is sent and
+// closes the connection without answering them. It answers a cluster
+// client's CLUSTER SLOTS as a one-node cluster holding every slot, and
+// the handshake as a RESP2 server does.
+func serveLostAnswers(ln net.Listener, scripts *atomic.Int64) {
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+				var args []string
+				for range n {
+					r.ReadString('\n')
+					a, _ := r.ReadString('\n')
+					args = append(args, strings.TrimSpace(a))
+				}
+				if len(args) == 0 {
+					return
+				}
+				switch strings.ToUpper(args[0]) {
+				case "EVALSHA", "EVAL":
+					scripts.Add(1)
+					return // the answer is lost
+				case "HELLO":
+					io.WriteString(c, "-ERR unknown command 'HELLO'\r\n")
+				case "CLUSTER":
+					fmt.Fprintf(c, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$%d\r\n%s\r\n:%s\r\n", len(host), host, port)
+				case "PING":
+					io.WriteString(c, "+PONG\r\n")
+				case "COMMAND":
+					io.WriteString(c, "*0\r\n")
+				default:
+					io.WriteString(c, "+OK\r\n")
+				}
+			}
+		}()
 	}
 }

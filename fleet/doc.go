@@ -63,7 +63,11 @@
 //
 // No Redis wait outlasts the timeout (WithTimeout, 250 ms), whichever
 // client the store has: Open's clients end a call at its deadline, and a
-// call of any other client is left to finish alone. A Redis that does not
+// call of any other client is left to finish alone. Nor does any client
+// send a script twice: the scripts are not idempotent, and the store's
+// commands are ones go-redis does not retry (whatever the client's
+// MaxRetries), so that an answer lost to a closed connection is an
+// operation Redis did not answer, never one run again. A Redis that does not
 // answer in time, or refuses every command (loading, a replica, a cluster
 // down, an authentication failure, out of memory), switches the process to
 // local limits: the fleet's last known rates (each with its burst and its

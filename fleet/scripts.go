@@ -1,6 +1,9 @@
 package fleet
 
 import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +24,54 @@ import (
 // past the horizon) counts as absent, and is deleted too; every script
 // gives the keys it touches their TTL again (one it only reads, when it
 // has none).
+
+// A script is one of the Lua scripts below. The store runs it with
+// EVALSHA, and with EVAL when Redis does not hold it yet, as go-redis's
+// Script.Run does, but in commands that go-redis never sends again: the
+// scripts are not idempotent (a failure counted twice may open a breaker,
+// tokens given back twice raise the balance by two), and a connection that
+// closes after Redis ran a script and before its answer arrived would
+// otherwise make go-redis send it again (MaxRetries, 3 by default, and a
+// cluster client's retries on a network error, which MaxRetries does not
+// govern). A script runs at most once per call, whatever the client's
+// options: one whose answer is lost is an operation Redis did not answer.
+type script struct {
+	src, hash string
+}
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	return &script{src: src, hash: hex.EncodeToString(h[:])}
+}
+
+// onceCmd is a command go-redis does not retry.
+type onceCmd struct{ *redis.Cmd }
+
+func (onceCmd) NoRetry() bool { return true }
+
+// run runs the script on keys with args, once.
+func (sc *script) run(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) ([]any, error) {
+	res, err := sc.eval(ctx, rdb, "evalsha", sc.hash, keys, args)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // not run: Redis does not hold it
+		res, err = sc.eval(ctx, rdb, "eval", sc.src, keys, args)
+	}
+	return res, err
+}
+
+func (sc *script) eval(ctx context.Context, rdb redis.UniversalClient, name, payload string, keys []string, args []any) ([]any, error) {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, payload, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // a cluster client routes it by its first key
+	}
+	_ = rdb.Process(ctx, onceCmd{cmd})
+	return cmd.Slice()
+}
 
 // common are the helpers of every script.
 const common = `
@@ -335,7 +386,7 @@ end
 // balance: its burst, as in the in-process bucket), and token i from
 // usable_now on next_wait + (i-usable_now)*interval after now. first_wait
 // is token 0's wait (0 when usable_now > 0).
-var takeScript = redis.NewScript(bucketPrelude + `
+var takeScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local want = math.max(1, tonumber(ARGV[ARG0]) or 1)
@@ -376,7 +427,7 @@ return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0,
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
 // whose wait would have passed its deadline): the balance goes up by that
 // many, never above the capacity.
-var giveScript = redis.NewScript(bucketPrelude + `
+var giveScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local eff = math.max(now, b.paused)
@@ -389,7 +440,7 @@ return {1}
 // bucket's mode; ARGV[ARG0] > 0 pauses it that many microseconds. The
 // throttled process's success counts follow from ARGV[ARG0+1].
 // Reply: {decreased, rate}.
-var throttleScript = redis.NewScript(bucketPrelude + `
+var throttleScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0 + 1)
@@ -401,7 +452,7 @@ return {dec, tostring(b.rate)}
 
 // successScript records the success counts from ARGV[ARG0] on, and gives
 // the rate its increase when one is due. Reply: {increased, rate}.
-var successScript = redis.NewScript(bucketPrelude + `
+var successScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0)
@@ -411,7 +462,7 @@ return {inc, tostring(b.rate)}
 `)
 
 // servedScript records the success counts from ARGV[ARG0] on.
-var servedScript = redis.NewScript(bucketPrelude + `
+var servedScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0)
@@ -420,7 +471,7 @@ return {1}
 `)
 
 // pauseScript holds every caller of the bucket for ARGV[ARG0] microseconds.
-var pauseScript = redis.NewScript(bucketPrelude + `
+var pauseScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 pause(b, now, tonumber(ARGV[ARG0]))
@@ -429,7 +480,7 @@ return {1}
 `)
 
 // bucketSnapshotScript reads a bucket. Reply: {rate, tokens, paused_us}.
-var bucketSnapshotScript = redis.NewScript(bucketPrelude + `
+var bucketSnapshotScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 touch(KEYS[1], TTL_MS)
@@ -466,7 +517,7 @@ end
 // cooldown ended (or a half-open one whose probe's lease ran out) lets this
 // caller through as the fleet's one probe, with a lease of one cooldown.
 // Reply: {ok, wait_us, state, failures}.
-var allowScript = redis.NewScript(breakerPrelude + `
+var allowScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS)
@@ -480,7 +531,7 @@ return {1, '0', 'half_open', br.failures}
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
 // with the base cooldown. Reply: {closed, state}.
-var breakerSuccessScript = redis.NewScript(breakerPrelude + `
+var breakerSuccessScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS)
@@ -499,7 +550,7 @@ return {0, br.state}
 // failures open a closed breaker; a failed probe reopens a half-open one
 // with the cooldown doubled up to the longest.
 // Reply: {opened, state, failures, wait_us}.
-var breakerFailureScript = redis.NewScript(breakerPrelude + `
+var breakerFailureScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 local cooldown = br.cooldown
@@ -522,7 +573,7 @@ return {1, 'open', 0, num(cooldown)}
 `)
 
 // breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us}.
-var breakerSnapshotScript = redis.NewScript(breakerPrelude + `
+var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS)
@@ -533,7 +584,7 @@ return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now
 // ARGV[4] is 1, takes one retry's cost if the budget can pay; the budget
 // holds ARGV[1] units when new, or when what it holds is not a number of
 // units from 0 up. Reply: {taken, units}.
-var budgetScript = redis.NewScript(common + fmt.Sprintf(`
+var budgetScript = newScript(common + fmt.Sprintf(`
 local cost = %d
 local max = tonumber(ARGV[1])
 local v = tonumber(call('GET', KEYS[1]))
@@ -551,7 +602,7 @@ return {taken, v}
 // heartbeatScript records this process as live for ARGV[2] ms, forgets the
 // processes whose heartbeat ran out (or that claim to live past the key's
 // TTL, ARGV[3] ms), and counts the live ones.
-var heartbeatScript = redis.NewScript(common + `
+var heartbeatScript = newScript(common + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])

@@ -354,11 +354,11 @@ func (s *Store) refused(key string, err error) {
 // call runs script within the operation timeout, whichever client the
 // store has: one that ignores its context's deadline is left to finish
 // alone when the timeout passes.
-func (s *Store) call(script *redis.Script, keys []string, args []any) ([]any, error) {
+func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timeout)
 	defer cancel()
 	if s.bounded {
-		return script.Run(ctx, s.rdb, keys, args...).Slice()
+		return script.run(ctx, s.rdb, keys, args)
 	}
 	type answer struct {
 		res []any
@@ -366,7 +366,7 @@ func (s *Store) call(script *redis.Script, keys []string, args []any) ([]any, er
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
+		res, err := script.run(ctx, s.rdb, keys, args)
 		ch <- answer{res, err}
 	}()
 	select {
@@ -380,7 +380,7 @@ func (s *Store) call(script *redis.Script, keys []string, args []any) ([]any, er
 // run runs a script with the operation timeout. It reports false when
 // Redis does not answer, having switched to local limits, or when it
 // refused this operation.
-func (s *Store) run(script *redis.Script, keys []string, args ...any) ([]any, bool) {
+func (s *Store) run(script *script, keys []string, args ...any) ([]any, bool) {
 	if s.degraded.Load() {
 		return nil, false
 	}

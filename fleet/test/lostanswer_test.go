@@ -1,0 +1,125 @@
+package test
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// dropProxy forwards to target; once armed, it swallows the next answer
+// Redis sends and closes that connection: the script ran, its answer is
+// lost (a connection reset by a load balancer, a network blip).
+type dropProxy struct {
+	ln    net.Listener
+	armed atomic.Bool
+}
+
+func startDropProxy(t *testing.T, target string) *dropProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropProxy{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() {
+				defer c.Close()
+				defer up.Close()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := up.Read(buf)
+					if n > 0 {
+						if p.armed.CompareAndSwap(true, false) {
+							return // the answer is lost
+						}
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *dropProxy) url() string { return "redis://" + p.ln.Addr().String() + "/0" }
+
+// A script runs at most once per call: one whose answer is lost is not
+// sent again (go-redis's default MaxRetries would send it up to 3 more
+// times), since the scripts are not idempotent. One failure against a
+// threshold of 2 is one failure, whether the answer came back or not.
+func TestALostAnswerCountsAFailureOnce(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px := startDropProxy(t, be.addr())
+		prefix := uniquePrefix(t)
+		s, err := fleet.Open(px.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		spec := state.BreakerSpec{Threshold: 2, Cooldown: time.Minute, MaxCooldown: time.Minute}
+		s.Breaker("warm", spec).Failure(0) // Redis holds the script: EVALSHA, not EVAL
+		br := s.Breaker("lost/failure", spec)
+		px.armed.Store(true)
+		br.Failure(0)
+		other := newProcess(t, be, prefix, resilience.Config{}) // reads the fleet's breaker
+		if snap := other.store.Breaker("lost/failure", spec).Snapshot(0); snap.State != state.Closed || snap.Failures != 1 {
+			t.Fatalf("one failure against a threshold of 2, its answer lost: the fleet's breaker is %v with %d failures, want closed with 1",
+				snap.State, snap.Failures)
+		}
+	})
+}
+
+// The same for a token given back: Cancel of one token gives back one,
+// however its answer fared.
+func TestALostAnswerGivesATokenBackOnce(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px := startDropProxy(t, be.addr())
+		prefix := uniquePrefix(t)
+		s, err := fleet.Open(px.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithMaxLease(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		spec := state.BucketSpec{Rate: 1, Burst: 1}
+		w := s.Bucket("warm", spec, 0)
+		w.Reserve(0)
+		w.Cancel(0) // Redis holds the scripts: EVALSHA, not EVAL
+		time.Sleep(100 * time.Millisecond)
+		b := s.Bucket("lost/give", spec, 0)
+		for range 5 {
+			b.Reserve(0) // 1 at once, then 4 queued: the balance at -4
+		}
+		other := newProcess(t, be, prefix, resilience.Config{}) // reads the fleet's bucket
+		ob := other.store.Bucket("lost/give", spec, 0)
+		before := ob.Snapshot(0).Tokens
+		px.armed.Store(true)
+		b.Cancel(0)
+		time.Sleep(300 * time.Millisecond)
+		after := ob.Snapshot(0).Tokens
+		if d := after - before; d > 1.5 {
+			t.Fatalf("one token given back, its answer lost, raised the fleet's balance by %.2f (from %.2f to %.2f)", d, before, after)
+		}
+	})
+}
