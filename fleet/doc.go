@@ -95,14 +95,18 @@
 // no settings give) counts as absent and is rebuilt from the local
 // settings; a rate above the ceiling (one lowered by configuration) is
 // brought down to it; a budget below zero is full. Every script gives the
-// keys it touches their TTL again, so that no key lives forever.
+// keys it touches their TTL again, so that no key lives forever, counted
+// from the time what the key holds stops mattering (a bucket's pause over
+// and its balance full again, a breaker's cooldown over), so that no key
+// expires with a pause, a queue or an open breaker in it.
 //
 // # Keys
 //
 // Keys are namespaced by a prefix (WithPrefix, default "cloudg") and
-// expire when idle (WithKeyTTL, default 15 minutes). A scope's keys are
-// built from the governor's state key, in which each part of the scope is
-// escaped, so that no two scopes share a key, and no account's or
+// expire when idle (WithKeyTTL, default 15 minutes): that long after their
+// last write, or after what they hold stops mattering if later. A scope's
+// keys are built from the governor's state key, in which each part of the
+// scope is escaped, so that no two scopes share a key, and no account's or
 // provider's bucket a leaf's; that key, in braces, is the Redis Cluster
 // hash tag that keeps a scope's bucket and breaker in one slot.
 //

@@ -23,7 +23,9 @@ import (
 // have written (not a number, infinite, a rate below the floor, a time
 // past the horizon) counts as absent, and is deleted too; every script
 // gives the keys it touches their TTL again (one it only reads, when it
-// has none).
+// has none), counted from the time their state stops mattering: the end
+// of a bucket's pause and the time its balance is full again, the end of
+// a breaker's cooldown or of its probe's lease.
 
 // A script is one of the Lua scripts below. The store runs it with
 // EVALSHA, and with EVAL when Redis does not hold it yet, as go-redis's
@@ -92,9 +94,19 @@ local function call(cmd, key, ...)
   end
   return r
 end
--- touch gives key its TTL again when someone made it persistent.
-local function touch(key, ttl)
-  if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ttl) end
+-- expire gives key the key TTL (ttl, in ms) counted from at, the time its
+-- state stops mattering (microseconds on Redis's clock: the end of a pause
+-- or a cooldown), or from now when that time is past: a key outlives what
+-- it holds by the TTL, however short the TTL.
+local function expire(key, ttl, now, at)
+  local ms = tonumber(ttl)
+  if at > now then ms = ms + math.ceil((at - now) / 1000) end
+  redis.call('PEXPIRE', key, num(ms))
+end
+-- touch gives key its TTL again, as expire does, when someone made it
+-- persistent.
+local function touch(key, ttl, now, at)
+  if redis.call('PTTL', key) == -1 then expire(key, ttl, now, at) end
 end
 `
 
@@ -221,9 +233,12 @@ local function pause(b, now, d)
   b.t0 = math.max(b.t0 + (untilp - start), untilp)
   b.paused = untilp
 end
+-- settled is when the bucket's state stops mattering: its pause is over
+-- and its balance full again, as a fresh bucket's.
+local function settled(b) return math.max(b.paused, b.t0 + b.capus) end
 -- save_bucket writes the bucket, and the goodput controller's counts when
--- they changed.
-local function save_bucket(key, b)
+-- they changed; the key lives for its TTL after the bucket has settled.
+local function save_bucket(key, b, now)
   local f = {'t0', num(b.t0), 'paused', num(b.paused), 'rate', tostring(b.rate),
     'ldec', num(b.ldec), 'lthr', num(b.lthr), 'linc', num(b.linc)}
   if MODE == '2' then
@@ -239,7 +254,7 @@ local function save_bucket(key, b)
     end
   end
   redis.call('HSET', key, unpack(f))
-  redis.call('PEXPIRE', key, TTL_MS)
+  expire(key, TTL_MS, now, settled(b))
 end
 
 -- ===== The adaptive controllers =====================================
@@ -414,12 +429,12 @@ else
   nextw = math.max(0, b.t0 + (usable + 1) * b.interval - now, b.paused - now)
   b.t0 = b.t0 + k * b.interval
 end
-save_bucket(KEYS[1], b)
+save_bucket(KEYS[1], b, now)
 local br = call('HMGET', KEYS[2], 'state', 'until', 'failures')
 local bwait = tonumber(br[2]) or 0
 local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + HORIZON_US then bstate = 'invalid' end
-if br[1] then touch(KEYS[2], TTL_MS) end
+if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
   usable, num(nextw)}
 `)
@@ -432,7 +447,7 @@ local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local eff = math.max(now, b.paused)
 b.t0 = math.max(b.t0 - math.max(0, tonumber(ARGV[ARG0]) or 0) * b.interval, eff - b.capus)
-save_bucket(KEYS[1], b)
+save_bucket(KEYS[1], b, now)
 return {1}
 `)
 
@@ -446,7 +461,7 @@ local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0 + 1)
 local dec = throttle(b, now)
 pause(b, now, tonumber(ARGV[ARG0]))
-save_bucket(KEYS[1], b)
+save_bucket(KEYS[1], b, now)
 return {dec, tostring(b.rate)}
 `)
 
@@ -457,7 +472,7 @@ local now = now_us()
 local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0)
 local inc = increase(b, now)
-save_bucket(KEYS[1], b)
+save_bucket(KEYS[1], b, now)
 return {inc, tostring(b.rate)}
 `)
 
@@ -466,7 +481,7 @@ var servedScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0)
-save_bucket(KEYS[1], b)
+save_bucket(KEYS[1], b, now)
 return {1}
 `)
 
@@ -475,7 +490,7 @@ var pauseScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 pause(b, now, tonumber(ARGV[ARG0]))
-save_bucket(KEYS[1], b)
+save_bucket(KEYS[1], b, now)
 return {1}
 `)
 
@@ -483,7 +498,7 @@ return {1}
 var bucketSnapshotScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-touch(KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS, now, settled(b))
 local eff = math.max(now, b.paused)
 local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
@@ -520,12 +535,12 @@ end
 var allowScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-touch(KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS, now, br.untilv)
 if br.state == 'closed' then return {1, '0', 'closed', br.failures} end
 if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures} end
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', num(br.cooldown),
   'failures', num(br.failures))
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+expire(KEYS[1], TTL_MS, now, now + br.cooldown)
 return {1, '0', 'half_open', br.failures}
 `)
 
@@ -534,15 +549,15 @@ return {1, '0', 'half_open', br.failures}
 var breakerSuccessScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-touch(KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS, now, br.untilv)
 if br.state == 'closed' and br.failures == 0 then return {0, br.state} end
 if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0)
-  redis.call('PEXPIRE', KEYS[1], TTL_MS)
+  expire(KEYS[1], TTL_MS, now, now)
   return {1, 'closed'}
 end
 redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br.cooldown), 'until', num(br.untilv))
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+expire(KEYS[1], TTL_MS, now, br.untilv)
 return {0, br.state}
 `)
 
@@ -558,17 +573,17 @@ if br.state == 'closed' then
   local failures = br.failures + 1
   if failures < THRESHOLD then
     redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0)
-    redis.call('PEXPIRE', KEYS[1], TTL_MS)
+    expire(KEYS[1], TTL_MS, now, now)
     return {0, 'closed', failures, '0'}
   end
 elseif br.state == 'half_open' then
   cooldown = math.min(2 * cooldown, MAX_US)
 else
-  touch(KEYS[1], TTL_MS)
+  touch(KEYS[1], TTL_MS, now, br.untilv)
   return {0, br.state, br.failures, num(math.max(0, br.untilv - now))}
 end
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown))
-redis.call('PEXPIRE', KEYS[1], TTL_MS)
+expire(KEYS[1], TTL_MS, now, now + cooldown)
 return {1, 'open', 0, num(cooldown)}
 `)
 
@@ -576,7 +591,7 @@ return {1, 'open', 0, num(cooldown)}
 var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-touch(KEYS[1], TTL_MS)
+touch(KEYS[1], TTL_MS, now, br.untilv)
 return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now))}
 `)
 

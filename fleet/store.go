@@ -108,7 +108,11 @@ func WithTimeout(d time.Duration) Option {
 
 // WithKeyTTL sets how long an idle key lives in Redis (default 15
 // minutes), at least a millisecond (Redis's unit: less would be a TTL of
-// 0, which deletes the key). A d of 0 or less keeps the default.
+// 0, which deletes the key). A key is idle from its last write, or from
+// when what it holds stops mattering if that is later: a bucket's pause
+// over and its balance full again, a breaker's cooldown over; a TTL
+// shorter than those does not cut them short. A d of 0 or less keeps the
+// default.
 func WithKeyTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

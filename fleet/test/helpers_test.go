@@ -31,6 +31,18 @@ type backend struct {
 	name    string
 	addrs   []string // host:port of the server, or of the cluster's nodes
 	cluster bool
+	mr      *miniredis.Miniredis // the in-process Redis; nil for a real one
+}
+
+// expireFor lets d pass for the keys' TTLs: a real Redis expires its keys
+// as time passes, miniredis only when told (FastForward; its TIME goes on
+// at the wall clock's pace, so that the state's own times do not move).
+func (be backend) expireFor(d time.Duration) {
+	if be.mr != nil {
+		be.mr.FastForward(d)
+		return
+	}
+	time.Sleep(d)
 }
 
 // addr is the server's address (a single node's; a cluster's first node).
@@ -94,7 +106,7 @@ func redisCluster() (backend, bool) {
 // cluster's clients follow its nodes' own addresses, not a proxy's.
 func singleNodes(t testing.TB) []backend {
 	mr := miniredis.RunT(t)
-	bs := []backend{{name: "miniredis", addrs: []string{mr.Addr()}}}
+	bs := []backend{{name: "miniredis", addrs: []string{mr.Addr()}, mr: mr}}
 	if be, ok := redisServer(t); ok {
 		bs = append(bs, be)
 	}
