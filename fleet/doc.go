@@ -90,11 +90,15 @@
 //
 // The scripts validate what they read. A key of another type is deleted; a
 // bucket or breaker holding a value the local settings could not have
-// written (not a finite number, a rate below the floor, a time past the
-// key's TTL and the longest pause ahead, a breaker state, cooldown or wait
-// no settings give) counts as absent and is rebuilt from the local
-// settings; a rate above the ceiling (one lowered by configuration) is
-// brought down to it; a budget below zero is full. Every script gives the
+// written (not a finite number, a rate below the floor, a pause past the
+// key's TTL and the longest pause ahead, a balance time past the key's own
+// expiry, a breaker state, cooldown or wait no settings give) counts as
+// absent and is rebuilt from the local settings; a rate above the ceiling
+// (one lowered by configuration) is brought down to it; a budget below
+// zero is full. A queue of reserved tokens is as long as the callers
+// queued make it, past that horizon if need be, and is kept with the
+// bucket's rate: every write puts the key's expiry past the time the
+// bucket is full again. Every script gives the
 // keys it touches their TTL again, so that no key lives forever, counted
 // from the time what the key holds stops mattering (a bucket's pause over
 // and its balance full again, a breaker's cooldown over), so that no key

@@ -372,7 +372,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		step := b.s.micros(res[2])
 		b.setRate(res[3])
 		usable := int(min(max(0, toInt(res[7])), int64(k)))
-		next := max(answered+b.s.micros(res[8]), b.spaced) // token usable's
+		next := max(answered+queueMicros(res[8]), b.spaced) // token usable's
 		at := func(i int) time.Duration {
 			if i < usable {
 				return answered

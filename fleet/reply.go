@@ -48,6 +48,22 @@ func (s *Store) micros(v any) time.Duration {
 	return time.Duration(math.Min(f, float64(s.horizon.Microseconds()))) * time.Microsecond
 }
 
+// maxQueue bounds the wait of a token read from a reply. A queue of
+// reserved tokens is not bounded by the store's horizon (it reaches as far
+// as the callers queued make it); this only keeps the lease's times, sums
+// of such waits, from overflowing a duration: about 36 years.
+const maxQueue = time.Duration(1<<60) / time.Microsecond * time.Microsecond
+
+// queueMicros reads the wait of a token from a reply, in microseconds, as
+// a duration from 0 to maxQueue.
+func queueMicros(v any) time.Duration {
+	f, ok := number(v)
+	if !ok || f <= 0 {
+		return 0
+	}
+	return time.Duration(math.Min(f, float64(maxQueue/time.Microsecond))) * time.Microsecond
+}
+
 func toString(v any) string {
 	switch x := v.(type) {
 	case string:

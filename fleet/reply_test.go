@@ -24,6 +24,19 @@ func TestRepliesAreReadWithinRange(t *testing.T) {
 			t.Errorf("micros(%v) = %v, want %v", c.v, got, c.want)
 		}
 	}
+	// A token's wait may reach past the horizon: a queue is as long as
+	// the callers queued make it.
+	for _, c := range []struct {
+		v    any
+		want time.Duration
+	}{
+		{"1500", 1500 * time.Microsecond}, {"2000000000", 2000 * time.Second},
+		{"1e300", maxQueue}, {"inf", 0}, {"nan", 0}, {"-5", 0}, {"junk", 0}, {nil, 0},
+	} {
+		if got := queueMicros(c.v); got != c.want {
+			t.Errorf("queueMicros(%v) = %v, want %v", c.v, got, c.want)
+		}
+	}
 	for _, c := range []struct {
 		v    any
 		want int64

@@ -169,6 +169,15 @@ end
 -- bucket starts afresh, full at its ceiling. A rate above the ceiling (one
 -- lowered by configuration) is brought down to it. The goodput
 -- controller's counts are read only by a bucket of MODE 2.
+--
+-- A pause ends within the horizon (the key's TTL and the longest pause),
+-- but a queue of reserved tokens reaches as far as the callers queued make
+-- it (each caller waiting for an answer is given a token however far
+-- ahead, and a pause moves the queue later by as much): t0, the time the
+-- balance is zero, is bounded by the key's own expiry instead, which
+-- every write puts past the time the bucket is full again (save_bucket),
+-- with the clock skew a failover may bring; by the horizon when that is
+-- later (a key written by an older version, or made persistent).
 local function load_bucket(key, now)
   local h
   if MODE == '2' then
@@ -179,6 +188,7 @@ local function load_bucket(key, now)
   local t0, paused, rate = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
   local ldec, lthr, linc = tonumber(h[4]), tonumber(h[5]), tonumber(h[6])
   local soon, past = now + HORIZON_US, now + SKEW_US
+  local last = now + math.max(HORIZON_US, redis.call('PTTL', key) * 1000 + SKEW_US)
   local b = {}
   -- gcl, the goodput controller's climbs, is absent from a bucket written
   -- before it existed: none since the last throttle.
@@ -187,7 +197,7 @@ local function load_bucket(key, now)
     climbs = tonumber(h[7] or 0)
     b.g = load_served(h, 8, now)
   end
-  if finite(t0) and t0 <= soon and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
+  if finite(t0) and t0 <= last and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
       finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
       finite(climbs) and climbs >= 0 and climbs == math.floor(climbs) and (MODE ~= '2' or b.g) then
     b.rate = math.min(rate, CEILING)

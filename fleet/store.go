@@ -31,7 +31,7 @@ type Store struct {
 	bounded bool // rdb ends a call at its context's deadline itself
 	cfg     config
 	local   state.Store   // the fallback while Redis does not answer
-	horizon time.Duration // no valid wait, pause or queue reaches further
+	horizon time.Duration // no valid pause or breaker wait reaches further (a queue may: queueMicros)
 
 	degraded atomic.Bool  // Redis is not answering: local limits
 	episode  atomic.Int64 // counts the switches to local limits
