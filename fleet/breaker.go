@@ -92,14 +92,53 @@ func (b *sharedBreaker) update(now time.Duration, stv, waitUS, failures any) (st
 	return st, wait
 }
 
+// fallback returns the local breaker used while Redis does not answer. A
+// new one starts from the last known view of the fleet's breaker, as the
+// local bucket starts from the fleet's last known rate: an open breaker
+// stays open until the end of its cooldown, and a half-open one until its
+// probe's lease ends (the fleet's probe is out), a local probe going then;
+// a closed one keeps its failures.
 func (b *sharedBreaker) fallback() state.Breaker {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
 		b.local = b.s.local.Breaker("", b.spec)
 		b.localEp = ep
+		b.seed(b.local)
 	}
 	return b.local
+}
+
+// tripper is the in-process breaker's Trip: it opens a closed breaker at
+// once, for its base cooldown.
+type tripper interface {
+	Trip(now time.Duration) bool
+}
+
+// seed sets a new local breaker to the cached view.
+func (b *sharedBreaker) seed(l state.Breaker) {
+	b.mu.Lock()
+	st, failures, until := b.state, b.failures, b.until
+	b.mu.Unlock()
+	switch st {
+	case state.Open, state.HalfOpen:
+		// Opened for the base cooldown from the time that makes it end
+		// when the view's does.
+		at := until - max(0, b.spec.Cooldown)
+		if t, ok := l.(tripper); ok {
+			t.Trip(at)
+			return
+		}
+		for range max(1, b.spec.Threshold) {
+			if l.Failure(at) {
+				return
+			}
+		}
+	default:
+		for range min(failures, b.spec.Threshold-1) {
+			l.Failure(until) // below the threshold: it counts, and opens nothing
+		}
+	}
 }
 
 func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
