@@ -215,7 +215,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 }
 
 // Close stops the heartbeat and, for a Store made by Open, closes its
-// Redis client.
+// Redis client. A call through the store after Close (or in flight at
+// Close) goes on with local limits, and reports no Redis outage.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
@@ -314,6 +315,8 @@ func (s *Store) heartbeat() {
 	res, err := s.call(heartbeatScript, []string{s.key("procs")},
 		[]any{s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.ttlMS()})
 	switch {
+	case err != nil && s.closed():
+		return // see run
 	case err != nil && unavailable(err):
 		s.fail(err)
 		return
@@ -383,22 +386,26 @@ func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
 
 // run runs a script with the operation timeout. It reports false when
 // Redis does not answer, having switched to local limits, or when it
-// refused this operation.
+// refused this operation. Once the store is closed (and Open's client
+// with it: "redis: client is closed"), an operation that fails is not
+// Redis failing: it goes on with local limits, and no outage is reported
+// (no switch, no log, no error counted).
 func (s *Store) run(script *script, keys []string, args ...any) ([]any, bool) {
 	if s.degraded.Load() {
 		return nil, false
 	}
 	s.calls.Add(1)
 	res, err := s.call(script, keys, args)
-	if err != nil {
-		if unavailable(err) {
-			s.fail(err)
-		} else {
-			s.refused(keys[0], err)
-		}
-		return nil, false
+	switch {
+	case err == nil:
+		return res, true
+	case s.closed():
+	case unavailable(err):
+		s.fail(err)
+	default:
+		s.refused(keys[0], err)
 	}
-	return res, true
+	return nil, false
 }
 
 func (s *Store) key(parts ...string) string {

@@ -1,0 +1,41 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A call after Close goes on with local limits, and a closed store reports
+// no Redis outage: its own client's "redis: client is closed" is not Redis
+// failing (it made a fallback, a warning that Redis does not answer, and
+// Degraded for good).
+func TestAClosedStoreReportsNoOutage(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		var logs bytes.Buffer
+		s, err := fleet.Open(be.url(), fleet.WithPrefix(uniquePrefix(t)), fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g)); err != nil {
+			t.Fatalf("a call after Close: %v", err)
+		}
+		resilience.Do(context.Background(), vpcs, throttl, resilience.WithGovernor(g), once)
+		if st := s.Stats(); st.Fallbacks != 0 || st.Degraded || st.RedisErrors != 0 || strings.Contains(logs.String(), "does not answer") {
+			t.Fatalf("a healthy Redis, the store closed: %+v\n%s", st, logs.String())
+		}
+	})
+}
