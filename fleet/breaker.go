@@ -14,6 +14,11 @@ import (
 // calls through a healthy scope do not ask Redis), and of an open one until
 // its cooldown ends; a half-open breaker is asked about every time. Every
 // token request refreshes the view.
+//
+// Answers may cross: a lease request sent before this process opened the
+// breaker may come back after the answer that opened it, with an older
+// reading. A reading replaces the view only when it is newer (see newer),
+// so that no answer sets the view back to what the process knows is past.
 type sharedBreaker struct {
 	s    *Store
 	keys []string
@@ -25,6 +30,8 @@ type sharedBreaker struct {
 	failures int
 	until    time.Duration // open/half-open: when Redis said a probe may go, in local time
 	fetched  time.Duration // when the view was last refreshed, in local time
+	readAt   int64         // when Redis read the view's breaker, on its clock (µs)
+	readBack time.Duration // when the answer that carried it came back (mono)
 
 	localMu sync.Mutex
 	local   state.Breaker
@@ -55,15 +62,23 @@ func breakerState(v any) (st state.BreakerState, ok bool) {
 	return state.Closed, false
 }
 
+// A reading is what an answer says of a breaker: its state, wait (µs) and
+// failures as a script replies them, the time Redis read them (at, on its
+// clock, in µs), and the time this process sent the request (sent, mono).
+type reading struct {
+	st, wait, failures, at any
+	sent                   time.Duration
+}
+
 // refreshBreaker updates the cached view of the breaker at key from the
 // answer to a token request.
-func (s *Store) refreshBreaker(key string, now time.Duration, st, waitUS, failures any) {
+func (s *Store) refreshBreaker(key string, now time.Duration, r reading) {
 	v, ok := s.breakers.Load(key)
 	if !ok {
 		return
 	}
 	if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
-		b.update(now, st, waitUS, failures)
+		b.update(now, r)
 	}
 }
 
@@ -73,23 +88,43 @@ func (b *sharedBreaker) maxWait() time.Duration {
 	return max(b.spec.Cooldown, b.spec.MaxCooldown) + maxClockSkew
 }
 
-// update sets the cached view from a reply. A view the breaker's settings
-// could not produce (an unknown state, a wait past the longest cooldown)
-// is not kept: the view goes stale, and the next call asks Redis, whose
-// scripts treat such a breaker as absent. It returns the state and the
-// wait it kept.
-func (b *sharedBreaker) update(now time.Duration, stv, waitUS, failures any) (state.BreakerState, time.Duration) {
-	st, ok := breakerState(stv)
-	wait := b.s.micros(waitUS)
+// update sets the cached view from a reading, when it is newer than the
+// view's. A reading the breaker's settings could not produce (an unknown
+// state, a wait past the longest cooldown) is not kept: the view goes
+// stale, and the next call asks Redis, whose scripts treat such a breaker
+// as absent. It returns what the reading says (closed, with no wait and
+// no failure, for one it does not keep), newer or not: the answer to this
+// caller's own request.
+func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState, time.Duration, int) {
+	st, ok := breakerState(r.st)
+	wait := b.s.micros(r.wait)
+	failures := int(max(0, toInt(r.failures)))
+	valid := ok && wait <= b.maxWait()
+	if !valid {
+		st, wait, failures = state.Closed, 0, 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !ok || wait > b.maxWait() {
-		b.state, b.failures, b.fetched, b.until = state.Closed, 0, never, now
-		return state.Closed, 0
+	if !b.newer(r) {
+		return st, wait, failures
 	}
-	b.state, b.failures, b.fetched = st, int(max(0, toInt(failures))), now
+	b.readAt, b.readBack = toInt(r.at), mono()
+	if !valid {
+		b.state, b.failures, b.fetched, b.until = state.Closed, 0, never, now
+		return st, wait, failures
+	}
+	b.state, b.failures, b.fetched = st, failures, now
 	b.until = now + wait
-	return st, wait
+	return st, wait, failures
+}
+
+// newer reports whether reading r is newer than the view's. A request
+// sent after the view's answer came back ran after it, whatever Redis's
+// clock says (a new master's may be behind the old one's after a
+// failover); of two that were in flight together, Redis's clock tells
+// which read the breaker last. mu must be held.
+func (b *sharedBreaker) newer(r reading) bool {
+	return r.sent >= b.readBack || toInt(r.at) >= b.readAt
 }
 
 // fallback returns the local breaker used while Redis does not answer. A
@@ -158,17 +193,20 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	}
 	// Half-open (the probe may close it any moment), stale, or due for a
 	// probe: ask Redis.
+	sent := mono()
 	res, ok := b.s.run(allowScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
 		return b.fallback().Allow(now)
 	}
-	st, wait := b.update(now, res[2], res[1], res[3])
+	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), sent: sent})
 	if toInt(res[0]) == 1 {
 		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a
 			// lease of one cooldown.
 			b.mu.Lock()
-			b.until = now + b.spec.Cooldown
+			if b.state == state.HalfOpen {
+				b.until = now + b.spec.Cooldown
+			}
 			b.mu.Unlock()
 			return 0, true, true
 		}
@@ -177,17 +215,37 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	return wait, false, false
 }
 
+// elem returns res[i], or nil when the reply is shorter.
+func elem(res []any, i int) any {
+	if i < len(res) {
+		return res[i]
+	}
+	return nil
+}
+
+// snapshot reads the breaker in Redis (breakerSnapshotScript), and keeps
+// the reading as the view when it is newer.
+func (b *sharedBreaker) snapshot(now time.Duration) (res []any, st state.BreakerState, wait time.Duration, failures int, ok bool) {
+	sent := mono()
+	res, ok = b.s.run(breakerSnapshotScript, b.keys, b.args...)
+	if !ok || len(res) < 4 {
+		return nil, state.Closed, 0, 0, false
+	}
+	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], at: elem(res, 4), sent: sent})
+	return res, st, wait, failures, true
+}
+
 // AllowProbe lets the fleet's probe send its retries while the breaker is
 // half-open or closed.
 func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 	if b.s.degraded.Load() {
 		return b.fallback().AllowProbe(now)
 	}
-	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args...)
-	if !ok || len(res) < 4 {
+	_, st, wait, _, ok := b.snapshot(now)
+	if !ok {
 		return b.fallback().AllowProbe(now)
 	}
-	if st, wait := b.update(now, res[0], res[3], res[1]); st == state.Open {
+	if st == state.Open {
 		return wait, false
 	}
 	return 0, true
@@ -200,39 +258,40 @@ func (b *sharedBreaker) Success() bool {
 	if b.Pristine() {
 		return false
 	}
+	sent := mono()
 	res, ok := b.s.run(breakerSuccessScript, b.keys, b.args...)
 	if !ok || len(res) < 2 {
 		return b.fallback().Success()
 	}
 	st, known := breakerState(res[1])
 	b.mu.Lock()
-	b.failures = 0
-	b.state = st
-	if !known {
-		b.fetched = never
+	if r := (reading{at: elem(res, 2), sent: sent}); b.newer(r) {
+		b.readAt, b.readBack = toInt(r.at), mono()
+		b.failures = 0
+		b.state = st
+		if !known {
+			b.fetched = never
+		}
 	}
 	b.mu.Unlock()
 	return toInt(res[0]) == 1
 }
 
 func (b *sharedBreaker) Failure(now time.Duration) bool {
+	sent := mono()
 	res, ok := b.s.run(breakerFailureScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
 		return b.fallback().Failure(now)
 	}
-	b.update(now, res[1], res[3], res[2])
+	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), sent: sent})
 	return toInt(res[0]) == 1
 }
 
 func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
-	res, ok := b.s.run(breakerSnapshotScript, b.keys, b.args...)
-	if !ok || len(res) < 4 {
+	res, st, wait, failures, ok := b.snapshot(now)
+	if !ok {
 		return b.fallback().Snapshot(now)
 	}
-	st, wait := b.update(now, res[0], res[3], res[1])
-	b.mu.Lock()
-	failures := b.failures
-	b.mu.Unlock()
 	return state.BreakerSnapshot{State: st, Failures: failures, Cooldown: min(b.s.micros(res[2]), b.maxWait()), Wait: wait}
 }
 

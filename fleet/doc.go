@@ -56,8 +56,11 @@
 // counts from the time it has its token.
 //
 // Breakers are read from a cache that every token request refreshes and
-// that a process trusts for at most a second (WithBreakerStaleness); the
-// refunds of successes to the retry budget are sent a token at a time.
+// that a process trusts for at most a second (WithBreakerStaleness); a
+// reading replaces the cache only when it is newer (its request was sent
+// after the cache's answer came back, or Redis read the breaker later by
+// its clock), so that a late answer does not undo what the process knows.
+// The refunds of successes to the retry budget are sent a token at a time.
 //
 // # When Redis fails
 //

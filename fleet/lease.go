@@ -340,6 +340,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		want := max(b.leaseSize(), len(batch))
 		b.mu.Unlock()
 
+		sent := mono()
 		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge}, pairs...)...)...)
 		answered := mono()
 		b.mu.Lock()
@@ -402,7 +403,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		}
 		now := batch[0].now + answered - batch[0].at // the breaker's cache is on the callers' clock
 		b.mu.Unlock()
-		b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
+		b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), sent: sent})
 	}
 }
 
@@ -433,13 +434,14 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	}
 	pairs := b.takeServed()
 	b.mu.Unlock()
+	sent := mono()
 	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge}, pairs...)...)...)
 	if !ok || len(res) < 9 {
 		return b.tryLocal(now) // which owes the charge again
 	}
 	b.s.misses.Add(1)
 	b.setRate(res[3])
-	b.s.refreshBreaker(b.keys[1], now, res[4], res[5], res[6])
+	b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), sent: sent})
 	granted := toInt(res[0]) >= 1
 	t = mono()
 	b.mu.Lock()

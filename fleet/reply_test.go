@@ -75,7 +75,7 @@ func TestAnInvalidBreakerViewGoesStale(t *testing.T) {
 		{"open", "1e300", "0"},
 		{"open", "99999999999", "0"}, // a day, past the longest cooldown
 	} {
-		b.update(time.Hour, c[0], c[1], c[2])
+		b.update(time.Hour, reading{st: c[0], wait: c[1], failures: c[2], sent: mono()})
 		b.mu.Lock()
 		st, fetched := b.state, b.fetched
 		b.mu.Unlock()
@@ -83,7 +83,44 @@ func TestAnInvalidBreakerViewGoesStale(t *testing.T) {
 			t.Errorf("view %v kept: %v, fetched %v", c, st, fetched)
 		}
 	}
-	if st, wait := b.update(time.Hour, "open", "30000000", "0"); st != state.Open || wait != 30*time.Second {
+	if st, wait, _ := b.update(time.Hour, reading{st: "open", wait: "30000000", failures: "0", sent: mono()}); st != state.Open || wait != 30*time.Second {
 		t.Errorf("a valid view: %v %v", st, wait)
+	}
+}
+
+// Answers may cross: a reading replaces the breaker's view only when it is
+// newer: its request was sent after the view's answer came back, or Redis
+// read the breaker later by its clock. A lease request's answer that
+// left Redis before this process opened the breaker, and came back after,
+// does not close it again.
+func TestAnOlderBreakerReadingKeepsTheView(t *testing.T) {
+	s := New(unreachable(), WithLogger(quiet))
+	defer s.Close()
+	b := newSharedBreaker(s, "k", state.BreakerSpec{Threshold: 1, Cooldown: time.Minute, MaxCooldown: time.Minute})
+	view := func() state.BreakerState {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.state
+	}
+	// A lease request is sent; then a failure opens the breaker.
+	lease := mono()
+	b.update(0, reading{st: "open", wait: "60000000", failures: "0", at: "2000", sent: mono()})
+	if view() != state.Open {
+		t.Fatal("the failure's answer was not kept")
+	}
+	// The lease request's answer: Redis read the breaker before the failure.
+	if st, _, _ := b.update(0, reading{st: "closed", wait: "0", failures: "0", at: "1000", sent: lease}); st != state.Closed || view() != state.Open {
+		t.Fatalf("an older reading: answered %v, the view is %v; want the answer closed and the view open", st, view())
+	}
+	// Sent before the view came back, read after it by Redis's clock: newer.
+	b.update(0, reading{st: "half_open", wait: "0", failures: "0", at: "3000", sent: lease})
+	if view() != state.HalfOpen {
+		t.Fatalf("a newer reading of a request in flight with the view's was not kept: %v", view())
+	}
+	// Sent after the view came back: newer, whatever Redis's clock says (a
+	// new master's may be behind after a failover).
+	b.update(0, reading{st: "closed", wait: "0", failures: "0", at: "5", sent: mono()})
+	if view() != state.Closed {
+		t.Fatalf("a reading sent after the view came back was not kept: %v", view())
 	}
 }

@@ -406,7 +406,8 @@ end
 // scope's breaker, whose state comes back with the answer, so that lease
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
-// breaker_wait_us, breaker_failures, usable_now, next_wait_us}: the first
+// breaker_wait_us, breaker_failures, usable_now, next_wait_us, now_us}
+// (now_us: Redis's clock when it read the breaker; see update): the first
 // usable_now tokens of the lease are usable at once (the bucket's stored
 // balance: its burst, as in the in-process bucket), and token i from
 // usable_now on next_wait + (i-usable_now)*interval after now. first_wait
@@ -446,7 +447,7 @@ local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + HORIZON_US then bstate = 'invalid' end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
-  usable, num(nextw)}
+  usable, num(nextw), num(now)}
 `)
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
@@ -517,7 +518,9 @@ return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.p
 // A breaker is a hash {state, failures, cooldown, until}. Every breaker
 // script takes ARGV[1] the base cooldown in microseconds, ARGV[2] the key
 // TTL in ms, ARGV[3] the threshold, ARGV[4] the longest cooldown in
-// microseconds and ARGV[5] the clock skew allowed, in microseconds.
+// microseconds and ARGV[5] the clock skew allowed, in microseconds. Every
+// reply ends with now_us, Redis's clock when the script read the breaker,
+// which orders the readings of answers that cross (see update).
 const breakerPrelude = common + `
 local BASE_US, TTL_MS, THRESHOLD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
@@ -541,40 +544,40 @@ end
 // allowScript lets a call through a closed breaker; an open breaker whose
 // cooldown ended (or a half-open one whose probe's lease ran out) lets this
 // caller through as the fleet's one probe, with a lease of one cooldown.
-// Reply: {ok, wait_us, state, failures}.
+// Reply: {ok, wait_us, state, failures, now_us}.
 var allowScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' then return {1, '0', 'closed', br.failures} end
-if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures} end
+if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now)} end
+if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now)} end
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', num(br.cooldown),
   'failures', num(br.failures))
 expire(KEYS[1], TTL_MS, now, now + br.cooldown)
-return {1, '0', 'half_open', br.failures}
+return {1, '0', 'half_open', br.failures, num(now)}
 `)
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
-// with the base cooldown. Reply: {closed, state}.
+// with the base cooldown. Reply: {closed, state, now_us}.
 var breakerSuccessScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' and br.failures == 0 then return {0, br.state} end
+if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now)} end
 if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0)
   expire(KEYS[1], TTL_MS, now, now)
-  return {1, 'closed'}
+  return {1, 'closed', num(now)}
 end
 redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br.cooldown), 'until', num(br.untilv))
 expire(KEYS[1], TTL_MS, now, br.untilv)
-return {0, br.state}
+return {0, br.state, num(now)}
 `)
 
 // breakerFailureScript counts a failed call: THRESHOLD consecutive
 // failures open a closed breaker; a failed probe reopens a half-open one
 // with the cooldown doubled up to the longest.
-// Reply: {opened, state, failures, wait_us}.
+// Reply: {opened, state, failures, wait_us, now_us}.
 var breakerFailureScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
@@ -584,25 +587,25 @@ if br.state == 'closed' then
   if failures < THRESHOLD then
     redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0)
     expire(KEYS[1], TTL_MS, now, now)
-    return {0, 'closed', failures, '0'}
+    return {0, 'closed', failures, '0', num(now)}
   end
 elseif br.state == 'half_open' then
   cooldown = math.min(2 * cooldown, MAX_US)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)
-  return {0, br.state, br.failures, num(math.max(0, br.untilv - now))}
+  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now)}
 end
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown))
 expire(KEYS[1], TTL_MS, now, now + cooldown)
-return {1, 'open', 0, num(cooldown)}
+return {1, 'open', 0, num(cooldown), num(now)}
 `)
 
-// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us}.
+// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us}.
 var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now))}
+return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now)}
 `)
 
 // budgetScript refunds ARGV[3] units (budget.Unit per token) and, when
