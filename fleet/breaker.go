@@ -32,6 +32,7 @@ type sharedBreaker struct {
 	fetched  time.Duration // when the view was last refreshed, in local time
 	readAt   int64         // when Redis read the view's breaker, on its clock (µs)
 	readBack time.Duration // when the answer that carried it came back (mono)
+	told     int64         // the Store's staleTick when a success was last sent to Redis
 
 	localMu sync.Mutex
 	local   state.Breaker
@@ -45,6 +46,7 @@ func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreak
 			maxClockSkew.Microseconds()},
 		state:   state.Closed,
 		fetched: never,
+		told:    -1,
 	}
 }
 
@@ -251,11 +253,29 @@ func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 	return 0, true
 }
 
+// Success resets the fleet's count of consecutive failures. It is sent to
+// Redis when the view shows failures or a breaker not closed, and
+// otherwise (the view pristine: no failure as far as this process knows)
+// when no success was sent in the current period of WithBreakerStaleness
+// (the store's ticker counts them; no clock is read on this path):
+// successes cost no round trip each, and yet reset the failures other
+// processes counted since the view was read. The bound: while this
+// process keeps succeeding, the fleet hears of a success of it at least
+// once per period (at once when its view, which every lease request
+// refreshes, shows a failure), so that other processes' failures count as
+// consecutive across its successes only within about one period.
 func (b *sharedBreaker) Success() bool {
 	if b.s.degraded.Load() {
 		return b.fallback().Success()
 	}
-	if b.Pristine() {
+	tick := b.s.staleTick.Load()
+	b.mu.Lock()
+	quiet := b.state == state.Closed && b.failures == 0 && b.told == tick && b.s.cfg.breakerStale > 0
+	if !quiet {
+		b.told = tick
+	}
+	b.mu.Unlock()
+	if quiet {
 		return false
 	}
 	sent := mono()

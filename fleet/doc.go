@@ -60,6 +60,11 @@
 // reading replaces the cache only when it is newer (its request was sent
 // after the cache's answer came back, or Redis read the breaker later by
 // its clock), so that a late answer does not undo what the process knows.
+// A success is sent to Redis when the cache shows failures, and otherwise
+// once per WithBreakerStaleness period, so that it resets the failures of
+// other processes that the cache does not show yet: while a process keeps
+// succeeding, others' failures count as consecutive across its successes
+// only within about one period.
 // The refunds of successes to the retry budget are sent a token at a time.
 //
 // # When Redis fails

@@ -33,9 +33,10 @@ type Store struct {
 	local   state.Store   // the fallback while Redis does not answer
 	horizon time.Duration // no valid pause or breaker wait reaches further (a queue may: queueMicros)
 
-	degraded atomic.Bool  // Redis is not answering: local limits
-	episode  atomic.Int64 // counts the switches to local limits
-	procs    atomic.Int64 // live processes at the last heartbeat, at least 1
+	degraded  atomic.Bool  // Redis is not answering: local limits
+	episode   atomic.Int64 // counts the switches to local limits
+	procs     atomic.Int64 // live processes at the last heartbeat, at least 1
+	staleTick atomic.Int64 // counts the periods of WithBreakerStaleness
 
 	calls, errors, hits, misses, fallbacks atomic.Int64
 	refusedLogged                          atomic.Int64 // when a refusal was last logged (Unix ns)
@@ -135,7 +136,10 @@ func WithHeartbeat(d time.Duration) Option {
 
 // WithBreakerStaleness bounds how long a process trusts its cached view of
 // a closed breaker before asking Redis again (default 1 s); token requests
-// refresh it too.
+// refresh it too. It is also the period in which a process whose view
+// shows no failure tells Redis of one success (the first), which resets
+// the failures other processes counted since; a d of 0 or less sends
+// every success.
 func WithBreakerStaleness(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.breakerStale = d })
 }
@@ -281,11 +285,21 @@ func (s *Store) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.cfg.heartbeat)
 	defer t.Stop()
-	for beat := 1; ; beat++ {
+	var stale <-chan time.Time // see sharedBreaker.Success
+	if s.cfg.breakerStale > 0 {
+		st := time.NewTicker(s.cfg.breakerStale)
+		defer st.Stop()
+		stale = st.C
+	}
+	beat := 0
+	for {
 		select {
 		case <-s.stop:
 			return
+		case <-stale:
+			s.staleTick.Add(1)
 		case <-t.C:
+			beat++
 			s.heartbeat()
 			s.flushBudgets()
 			redisLog.flush()
