@@ -38,13 +38,16 @@ import (
 // govern). A script runs at most once per call, whatever the client's
 // options: one whose answer is lost is an operation Redis did not answer.
 type script struct {
-	src, hash string
+	src, hash any // strings, boxed once: the command's arguments
 }
 
 func newScript(src string) *script {
 	h := sha1.Sum([]byte(src))
 	return &script{src: src, hash: hex.EncodeToString(h[:])}
 }
+
+// The commands' names, boxed once.
+var evalsha, eval any = "evalsha", "eval"
 
 // onceCmd is a command go-redis does not retry.
 type onceCmd struct{ *redis.Cmd }
@@ -53,14 +56,14 @@ func (onceCmd) NoRetry() bool { return true }
 
 // run runs the script on keys with args, once.
 func (sc *script) run(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) ([]any, error) {
-	res, err := sc.eval(ctx, rdb, "evalsha", sc.hash, keys, args)
+	res, err := sc.send(ctx, rdb, evalsha, sc.hash, keys, args)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // not run: Redis does not hold it
-		res, err = sc.eval(ctx, rdb, "eval", sc.src, keys, args)
+		res, err = sc.send(ctx, rdb, eval, sc.src, keys, args)
 	}
 	return res, err
 }
 
-func (sc *script) eval(ctx context.Context, rdb redis.UniversalClient, name, payload string, keys []string, args []any) ([]any, error) {
+func (sc *script) send(ctx context.Context, rdb redis.UniversalClient, name, payload any, keys []string, args []any) ([]any, error) {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, payload, len(keys))
 	for _, k := range keys {
@@ -188,7 +191,8 @@ local function load_bucket(key, now)
   local t0, paused, rate = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
   local ldec, lthr, linc = tonumber(h[4]), tonumber(h[5]), tonumber(h[6])
   local soon, past = now + HORIZON_US, now + SKEW_US
-  local last = now + math.max(HORIZON_US, redis.call('PTTL', key) * 1000 + SKEW_US)
+  -- The key's expiry is read only for a queue past the horizon (rare).
+  local queue_ok = finite(t0) and (t0 <= soon or t0 <= now + redis.call('PTTL', key) * 1000 + SKEW_US)
   local b = {}
   -- gcl, the goodput controller's climbs, is absent from a bucket written
   -- before it existed: none since the last throttle.
@@ -197,7 +201,7 @@ local function load_bucket(key, now)
     climbs = tonumber(h[7] or 0)
     b.g = load_served(h, 8, now)
   end
-  if finite(t0) and t0 <= last and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
+  if queue_ok and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
       finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
       finite(climbs) and climbs >= 0 and climbs == math.floor(climbs) and (MODE ~= '2' or b.g) then
     b.rate = math.min(rate, CEILING)
