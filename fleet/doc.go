@@ -59,13 +59,13 @@
 // that a process trusts for at most a second (WithBreakerStaleness); a
 // reading replaces the cache only when it is newer (its request was sent
 // after the cache's answer came back, or Redis read the breaker later by
-// its clock), so that a late answer does not undo what the process knows.
-// A success is sent to Redis when the cache shows failures, and otherwise
+// its clock), so that a late answer does not undo what the process knows. A
+// success is sent to Redis when the cache shows failures, and otherwise
 // once per WithBreakerStaleness period, so that it resets the failures of
 // other processes that the cache does not show yet: while a process keeps
 // succeeding, others' failures count as consecutive across its successes
-// only within about one period.
-// The refunds of successes to the retry budget are sent a token at a time.
+// only within about one period. The refunds of successes to the retry
+// budget are sent a token at a time.
 //
 // # When Redis fails
 //
@@ -75,21 +75,22 @@
 // send a script twice: the scripts are not idempotent, and the store's
 // commands are ones go-redis does not retry (whatever the client's
 // MaxRetries), so that an answer lost to a closed connection is an
-// operation Redis did not answer, never one run again. A Redis that does not
-// answer in time, or refuses every command (loading, a replica, a cluster
-// down, an authentication failure, out of memory), switches the process to
-// local limits: the fleet's last known rates (each with its burst and its
-// floor), and the retry budget, divided by the number of live processes at
-// the last heartbeat (each process announces itself every second), and
-// the breakers as the process last knew them (one the fleet opened stays
-// open until its cooldown ends, a closed one keeps its failures). The
-// switch is logged once and counted (StoreStats.Fallbacks). The heartbeat keeps probing, and the first
-// answer switches back to the shared state (rebuilt from the defaults if
-// Redis lost it). At either switch, the callers already queued keep their
-// tokens and their times, and the new bucket is charged for them: they
-// take the head of its queue instead of going on top of its balance. A failover is such an outage: local limits until the
-// client reaches the new master, then the state the new master holds. No
-// call fails because Redis failed.
+// operation Redis did not answer, never one run again. A Redis that does
+// not answer in time, or refuses every command (loading, a replica, a
+// cluster down, an authentication failure, out of memory), switches the
+// process to local limits: the fleet's last known rates (each with its
+// burst and its floor), and the retry budget, divided by the number of live
+// processes at the last heartbeat (each process announces itself every
+// second), and the breakers as the process last knew them (one the fleet
+// opened stays open until its cooldown ends, a closed one keeps its
+// failures). The switch is logged once and counted (StoreStats.Fallbacks).
+// The heartbeat keeps probing, and the first answer switches back to the
+// shared state (rebuilt from the defaults if Redis lost it). At either
+// switch, the callers already queued keep their tokens and their times, and
+// the new bucket is charged for them: they take the head of its queue
+// instead of going on top of its balance. A failover is such an outage:
+// local limits until the client reaches the new master, then the state the
+// new master holds. No call fails because Redis failed.
 //
 // Redis refusing one operation on its keys (a key of another type, an
 // ACL that does not cover it) is that operation's: it goes on with local
@@ -104,15 +105,15 @@
 // key's TTL and the longest pause ahead, a balance time past the key's own
 // expiry, a breaker state, cooldown or wait no settings give) counts as
 // absent and is rebuilt from the local settings; a rate above the ceiling
-// (one lowered by configuration) is brought down to it; a budget below
-// zero is full. A queue of reserved tokens is as long as the callers
-// queued make it, past that horizon if need be, and is kept with the
-// bucket's rate: every write puts the key's expiry past the time the
-// bucket is full again. Every script gives the
-// keys it touches their TTL again, so that no key lives forever, counted
-// from the time what the key holds stops mattering (a bucket's pause over
-// and its balance full again, a breaker's cooldown over), so that no key
-// expires with a pause, a queue or an open breaker in it.
+// (one lowered by configuration) is brought down to it; a budget below zero
+// is full. A queue of reserved tokens is as long as the callers queued make
+// it, past that horizon if need be, and is kept with the bucket's rate:
+// every write puts the key's expiry past the time the bucket is full again.
+// Every script gives the keys it touches their TTL again, so that no key
+// lives forever, counted from the time what the key holds stops mattering
+// (a bucket's pause over and its balance full again, a breaker's cooldown
+// over), so that no key expires with a pause, a queue or an open breaker in
+// it.
 //
 // # Keys
 //
