@@ -34,14 +34,14 @@
 // A dead scope's queue fails fast: once its breaker is open, its tasks are
 // run at once and their calls refused without waiting, each one recorded
 // in its task's resilience.Ledger as skipped. A half-open breaker whose
-// probe is out is not dead yet: its queue waits for the probe's verdict. A queue waiting for its
-// scope's tokens or pause is asked about again as soon as one of its
-// tasks ends, and at least once a second, so that it sees a breaker that
-// opened meanwhile within that time. Cancelling the context given
-// to New stops the pool: no further task starts, the queued ones are
-// dropped (each recorded as cancelled in the ledger its context carries),
-// and Wait returns once the running ones have returned; no goroutine of
-// the pool outlives it.
+// probe is out is not dead yet: its queue waits for the probe's verdict.
+// A queue waiting for its scope's tokens or pause is asked about again as
+// soon as one of its tasks ends, and at least once a second, so that it
+// sees a breaker that opened meanwhile within that time. Cancelling the
+// context given to New stops the pool: no further task starts, the queued
+// ones are dropped (each recorded as cancelled in the ledger its context
+// carries), and Wait returns once the running ones have returned; no
+// goroutine of the pool outlives it.
 package pool
 
 import (
@@ -179,7 +179,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	}
 	t.q = q
 	if p.ctx.Err() != nil {
-		p.dropTask(t, p.dropReason(q), p.ctx)
+		p.dropTask(t, dropReason(q, p.ctx), p.ctx)
 		return
 	}
 	q.push(t)
@@ -371,7 +371,7 @@ func (p *Pool) dropDone(q *queue) {
 	for q.n > 0 && q.head.ctx.Err() != nil {
 		t := q.pop()
 		p.queued--
-		p.dropTask(t, fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(t.ctx)), t.ctx)
+		p.dropTask(t, dropReason(q, t.ctx), t.ctx)
 		p.settle()
 	}
 }
@@ -515,7 +515,7 @@ func (p *Pool) finish(t *task, err error) {
 			p.ring.push(q)
 		}
 	} else if t.deferredErr != nil {
-		p.dropTask(t, p.dropReason(q), p.ctx)
+		p.dropTask(t, dropReason(q, p.ctx), p.ctx)
 	} else if err != nil {
 		q.failed++
 		p.failed++
@@ -561,7 +561,7 @@ func (p *Pool) drop() {
 		if q.n == 0 {
 			continue
 		}
-		reason := p.dropReason(q)
+		reason := dropReason(q, p.ctx)
 		for t := q.pop(); t != nil; t = q.pop() {
 			p.queued--
 			p.dropTask(t, reason, p.ctx)
@@ -569,10 +569,10 @@ func (p *Pool) drop() {
 	}
 }
 
-// dropReason is what the ledger lists for a task of q the stopped pool did
-// not run.
-func (p *Pool) dropReason(q *queue) string {
-	return fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(p.ctx))
+// dropReason is what the ledger lists for a task of q not run because ctx
+// (the pool's, or the task's own) is done.
+func dropReason(q *queue, ctx context.Context) string {
+	return fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(ctx))
 }
 
 // dropTask drops t, a task that will not run because ctx (the pool's, or

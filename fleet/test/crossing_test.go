@@ -2,60 +2,18 @@ package test
 
 import (
 	"bytes"
-	"io"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
 
-// slowTakeProxy forwards to target and holds the answers of lease requests
-// (the take script's, an array of 9 or more elements: 10 since it carries
-// Redis's clock) for d: a lease answer that arrives after a later
-// operation's.
-func slowTakeProxy(t *testing.T, target string, d time.Duration) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := up.Read(buf)
-					if n > 0 {
-						if bytes.HasPrefix(buf[:n], []byte("*9\r\n")) || bytes.HasPrefix(buf[:n], []byte("*10\r\n")) {
-							time.Sleep(d)
-						}
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
+// leaseAnswer matches the answer of a lease request (the take script's,
+// an array of 10 elements, the last Redis's clock).
+func leaseAnswer(answer []byte) bool { return bytes.HasPrefix(answer, []byte("*10\r\n")) }
 
 // A lease request's answer, whose reading of the breaker Redis made before
 // this process opened it and which arrives after the answer that opened
@@ -65,8 +23,13 @@ func slowTakeProxy(t *testing.T, target string, d time.Duration) string {
 // WithBreakerStaleness).
 func TestALateLeaseAnswerKeepsTheBreakerThisProcessOpened(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		addr := slowTakeProxy(t, be.addr(), 200*time.Millisecond)
-		p := newProcess(t, at(addr), uniquePrefix(t), resilience.Config{}, fleet.WithTimeout(2*time.Second))
+		px, err := redisproxy.Start(be.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		px.SlowAnswers(leaseAnswer, 200*time.Millisecond)
+		p := newProcess(t, at(px.Addr()), uniquePrefix(t), resilience.Config{}, fleet.WithTimeout(2*time.Second))
 		spec := state.BreakerSpec{Threshold: 1, Cooldown: time.Minute, MaxCooldown: time.Minute}
 		br := p.store.Breaker(vpcsKey, spec)
 		bk := p.store.Bucket(vpcsKey, state.BucketSpec{Rate: 10, Burst: 10}, 0)

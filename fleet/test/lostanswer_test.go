@@ -1,69 +1,24 @@
 package test
 
 import (
-	"io"
-	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
 
-// dropProxy forwards to target; once armed, it swallows the next answer
-// Redis sends and closes that connection: the script ran, its answer is
-// lost (a connection reset by a load balancer, a network blip).
-type dropProxy struct {
-	ln    net.Listener
-	armed atomic.Bool
-}
-
-func startDropProxy(t *testing.T, target string) *dropProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// proxied starts a proxy to be's Redis, whose URL Open takes.
+func proxied(t *testing.T, be backend) (*redisproxy.Proxy, string) {
+	px, err := redisproxy.Start(be.addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &dropProxy{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() {
-				defer c.Close()
-				defer up.Close()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := up.Read(buf)
-					if n > 0 {
-						if p.armed.CompareAndSwap(true, false) {
-							return // the answer is lost
-						}
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return p
+	t.Cleanup(px.Close)
+	return px, "redis://" + px.Addr() + "/0"
 }
-
-func (p *dropProxy) url() string { return "redis://" + p.ln.Addr().String() + "/0" }
 
 // A script runs at most once per call: one whose answer is lost is not
 // sent again (go-redis's default MaxRetries would send it up to 3 more
@@ -71,9 +26,9 @@ func (p *dropProxy) url() string { return "redis://" + p.ln.Addr().String() + "/
 // threshold of 2 is one failure, whether the answer came back or not.
 func TestALostAnswerCountsAFailureOnce(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px := startDropProxy(t, be.addr())
+		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		s, err := fleet.Open(px.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +36,7 @@ func TestALostAnswerCountsAFailureOnce(t *testing.T) {
 		spec := state.BreakerSpec{Threshold: 2, Cooldown: time.Minute, MaxCooldown: time.Minute}
 		s.Breaker("warm", spec).Failure(0) // Redis holds the script: EVALSHA, not EVAL
 		br := s.Breaker("lost/failure", spec)
-		px.armed.Store(true)
+		px.DropAnswer()
 		br.Failure(0)
 		other := newProcess(t, be, prefix, resilience.Config{}) // reads the fleet's breaker
 		if snap := other.store.Breaker("lost/failure", spec).Snapshot(0); snap.State != state.Closed || snap.Failures != 1 {
@@ -95,9 +50,9 @@ func TestALostAnswerCountsAFailureOnce(t *testing.T) {
 // however its answer fared.
 func TestALostAnswerGivesATokenBackOnce(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px := startDropProxy(t, be.addr())
+		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		s, err := fleet.Open(px.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithMaxLease(1))
+		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithMaxLease(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +69,7 @@ func TestALostAnswerGivesATokenBackOnce(t *testing.T) {
 		other := newProcess(t, be, prefix, resilience.Config{}) // reads the fleet's bucket
 		ob := other.store.Bucket("lost/give", spec, 0)
 		before := ob.Snapshot(0).Tokens
-		px.armed.Store(true)
+		px.DropAnswer()
 		b.Cancel(0)
 		time.Sleep(300 * time.Millisecond)
 		after := ob.Snapshot(0).Tokens

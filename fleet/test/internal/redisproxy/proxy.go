@@ -1,8 +1,9 @@
 // Package redisproxy is a TCP proxy for tests: it forwards to a Redis
 // server and can go down, come back on the same address, delay traffic,
 // hold it (a Redis frozen, as by SIGSTOP, whose kernel still accepts
-// connections), or garble an answer, to show what fleet mode does when
-// Redis fails, is slow, does not answer or answers nonsense.
+// connections), garble an answer, lose one, or hold some answers back, to
+// show what fleet mode does when Redis fails, is slow, does not answer,
+// answers nonsense, or answers late or not at all after it ran a command.
 package redisproxy
 
 import (
@@ -24,6 +25,9 @@ type Proxy struct {
 	gate   chan struct{} // open while frozen; closed (or nil) lets data through
 	garble int           // answers still to garble
 	junk   uint64        // the state of the garbage's generator
+	drop   bool          // lose the next answer, closing its connection
+	slow   func([]byte) bool
+	slowD  time.Duration
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to target.
@@ -53,6 +57,23 @@ func (p *Proxy) SetDelay(d time.Duration) {
 func (p *Proxy) Garble(n int) {
 	p.mu.Lock()
 	p.garble = n
+	p.mu.Unlock()
+}
+
+// DropAnswer loses the next chunk of data Redis sends (an answer, after
+// Redis ran the command) and closes that connection, as a reset connection
+// does.
+func (p *Proxy) DropAnswer() {
+	p.mu.Lock()
+	p.drop = true
+	p.mu.Unlock()
+}
+
+// SlowAnswers delays by d each chunk of data Redis sends for which match
+// reports true (answers of a kind, by their first bytes); nil matches none.
+func (p *Proxy) SlowAnswers(match func(answer []byte) bool, d time.Duration) {
+	p.mu.Lock()
+	p.slow, p.slowD = match, d
 	p.mu.Unlock()
 }
 
@@ -164,6 +185,14 @@ func (p *Proxy) pipe(dst, src net.Conn, answers bool) {
 		if n > 0 {
 			p.mu.Lock()
 			d, gate := p.delay, p.gate
+			if answers && p.drop {
+				p.drop = false
+				p.mu.Unlock()
+				return // the answer is lost: the deferred closes reset the connection
+			}
+			if answers && p.slow != nil && p.slow(buf[:n]) {
+				d += p.slowD
+			}
 			if answers && p.garble > 0 {
 				p.garble--
 				for i := range buf[:n] {
