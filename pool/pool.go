@@ -161,7 +161,9 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // not promised to more tasks than it has. A task whose first call is
 // refused for want of a token, a slot or a verdict runs again once its
 // scope can go, from the start: it should do nothing before that call
-// that must not be done twice, and return the call's error. A task whose
+// that must not be done twice, and return the call's error (a task that
+// panics, or calls runtime.Goexit, after such a refusal ends failed all
+// the same: it is not run again). A task whose
 // ctx is done by the time its turn comes is dropped, not run (recorded as
 // cancelled in the ledger ctx carries), and Wait returns ctx's cause with
 // the errors. Go does not block. It panics once Wait has returned.
@@ -494,6 +496,13 @@ func (p *Pool) finish(t *task, err error) {
 	p.running--
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
+	}
+	var pe *PanicError
+	if t.deferredErr != nil && (errors.As(err, &pe) || err == ErrGoexit) {
+		// Its first call was refused, but the task panicked (or called
+		// runtime.Goexit) after that: a defect of the task, which running
+		// it again would hide. It ends failed, as any panic does.
+		t.deferredErr = nil
 	}
 	ran := t.deferredErr == nil // not a deferred run
 	if ran {

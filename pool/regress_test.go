@@ -200,3 +200,50 @@ func TestAZeroScopeChildDoesNotTakeItsParentsHold(t *testing.T) {
 		}
 	})
 }
+
+// A task whose first call was refused, and which then panicked (handling
+// the refusal, say), ends failed with the panic: it is not run again as a
+// refused task is, which would hide the defect. Before, the panic was
+// dropped and the task ran again.
+func TestAPanicAfterARefusedFirstCallFailsTheTask(t *testing.T) {
+	for _, end := range []struct {
+		name string
+		do   func()
+		want func(error) bool
+	}{
+		{"panic", func() { panic("handling the refusal") }, func(err error) bool {
+			var pe *PanicError
+			return errors.As(err, &pe) && pe.Value == "handling the refusal"
+		}},
+		{"Goexit", runtime.Goexit, func(err error) bool { return errors.Is(err, ErrGoexit) }},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, 1, resilience.Config{})
+				sc := scope("op")
+				p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+				var runs atomic.Int64
+				p.Go(ctx, sc, func(ctx context.Context) error {
+					if runs.Add(1) > 1 {
+						return nil // run again: the panic was dropped
+					}
+					// Someone outside the pool takes the token first.
+					if err := call(g, sc, 0)(context.Background()); err != nil {
+						return err
+					}
+					if err := call(g, sc, 0)(ctx); err != nil {
+						end.do()
+					}
+					return nil
+				})
+				err := p.Wait()
+				if !end.want(err) || runs.Load() != 1 {
+					t.Fatalf("Wait: %v after %d runs, want the task's end after 1 run", err, runs.Load())
+				}
+				if pr := p.Progress(); pr.Failed != 1 || pr.Deferred != 0 {
+					t.Fatalf("progress %+v, want 1 failed, 0 deferred", pr)
+				}
+			})
+		})
+	}
+}
