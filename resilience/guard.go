@@ -28,7 +28,8 @@ import (
 //
 // Enter counts one call; an SDK whose retries are not calls of their own
 // (the AWS SDK's) sends them without Enter, pacing a throttled one with
-// Pace. A slot is held until Release or End: an integration chooses whether
+// Pace; one whose retries take no token at all (Google's paged calls)
+// readies them with Admit, which asks the breaker only. A slot is held until Release or End: an integration chooses whether
 // it covers an attempt, a call with its retries, or a whole listing.
 //
 // A call made inside a Guard's attempt, with a context that answers
@@ -604,7 +605,30 @@ func (gd *Guard) Resend() bool {
 // that waited takes a fresh token; a refused one ends the call with a
 // *CircuitOpenError wrapping the last answer. A retry Retry was not asked
 // for is asked now, as Enter does; in any other phase Pace does nothing.
-func (gd *Guard) Pace(ctx context.Context) error {
+func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
+
+// Admit readies, as Pace does, the retry of an attempt that an SDK sends
+// without Enter, for an integration whose retries take no token of their
+// own (a request paced once, whose retries the provider's answers slow
+// down: Google's paged calls). The retry asks the breaker, as Enter does:
+// a breaker that opened while the SDK slept, and still refuses, ends the
+// call with a *CircuitOpenError wrapping the last answer, recorded as
+// failed after its retries (a give-up when throttled); a half-open
+// breaker lets the retry through as its probe. For a provider that waits
+// for its breakers' verdicts (breaker_wait), the retry waits for the
+// verdict instead, within the deadline, and only a retry that waited
+// takes a fresh token, as the calls the verdict lets through do. Unlike
+// Pace, a retry after a throttled answer takes no token. A context that
+// ends during a wait ends the call with its error, joined to the last
+// answer, recorded as cancelled. The time the SDK slept since Retry
+// allowed the retry is counted as the call's backoff, and the retry as
+// sent. A retry Retry was not asked for is asked now; in any other phase
+// Admit does nothing.
+func (gd *Guard) Admit(ctx context.Context) error { return gd.pace(ctx, false) }
+
+// pace readies a retry sent without Enter: Pace when throttleToken (a
+// retry after a throttled answer takes a fresh token), Admit otherwise.
+func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	if gd.e == nil {
 		return nil
 	}
@@ -631,7 +655,7 @@ func (gd *Guard) Pace(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	token := gd.last.kind == Throttled || at != now
+	token := at != now || (throttleToken && gd.last.kind == Throttled)
 	now = at
 	if token {
 		if err := ctx.Err(); err != nil {

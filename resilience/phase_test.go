@@ -133,6 +133,7 @@ var verbs = map[string]func(gd *Guard) error{
 	"Enter":        func(gd *Guard) error { return gd.Enter(gd.ctx) },
 	"TryEnter":     func(gd *Guard) error { return gd.TryEnter() },
 	"Pace":         func(gd *Guard) error { return gd.Pace(gd.ctx) },
+	"Admit":        func(gd *Guard) error { return gd.Admit(gd.ctx) },
 	"After(nil)":   func(gd *Guard) error { gd.After(nil); return nil },
 	"After(thr)":   func(gd *Guard) error { gd.After(throttle()); return nil },
 	"After(tra)":   func(gd *Guard) error { gd.After(transientErr()); return nil },
@@ -198,6 +199,16 @@ var table = []row{
 	{phaseFinal, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
 	{phaseSucceeded, false, "Pace", phaseSucceeded, effects{slot: true, lease: leasePass}},
 	{phaseDone, false, "Pace", phaseDone, effects{lease: leasePass}},
+
+	// Admit moves as Pace does (it only takes no token after a throttle).
+	{phaseIdle, false, "Admit", phaseIdle, effects{}},
+	{phaseSent, false, "Admit", phaseSent, effects{slot: true, lease: leasePass}},
+	{phaseFailed, false, "Admit", phaseSent, effects{retries: 1, lease: leasePass}},
+	{phaseRetryable, false, "Admit", phaseSent, effects{retries: 1, lease: leasePass}},
+	{phaseAwaiting, true, "Admit", phaseSent, effects{retries: 1, failures: 1, lease: leasePass}},
+	{phaseFinal, false, "Admit", phaseSent, effects{retries: 1, lease: leasePass}},
+	{phaseSucceeded, false, "Admit", phaseSucceeded, effects{slot: true, lease: leasePass}},
+	{phaseDone, false, "Admit", phaseDone, effects{lease: leasePass}},
 
 	// After(nil): a success, held while the slot is.
 	{phaseIdle, false, "After(nil)", phaseDone, effects{}},
@@ -303,7 +314,7 @@ func TestGuardTransitionTable(t *testing.T) {
 	}
 	// Every phase meets the verbs that matter to it: each of these verbs
 	// is driven from every phase.
-	for _, v := range []string{"Enter", "TryEnter", "Pace", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)"} {
+	for _, v := range []string{"Enter", "TryEnter", "Pace", "Admit", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)"} {
 		for p := range numPhases {
 			if !covered[fmt.Sprintf("%v/%s", p, v)] {
 				t.Errorf("the table does not drive %s from %v", v, p)
