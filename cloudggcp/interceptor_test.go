@@ -174,3 +174,25 @@ func TestInterceptorScopeOptions(t *testing.T) {
 		}
 	})
 }
+
+// A call made with the Retry option on a client with the interceptor
+// records its success: the success comes (grpc.OnFinish) while the
+// attempt holds its slot, and the call ends with it, giving the slot
+// back. As the half-open breaker's probe (its cooldown, 5 s, over), the
+// call's success closes the breaker.
+func TestRetryOptionRecordsItsSuccessThroughTheInterceptor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerCooldownSeconds: 5}})
+		client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
+		openBreaker(gov, feedScope())
+		time.Sleep(6 * time.Second)
+		ctx := context.Background()
+		if _, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov))); err != nil {
+			t.Fatal(err)
+		}
+		if s := gov.Inspect(feedScope()); s.Breaker.State != state.Closed || s.InFlight != 0 {
+			t.Fatalf("breaker %v, %d in flight after the probe's success; want closed, none", s.Breaker.State, s.InFlight)
+		}
+	})
+}

@@ -263,11 +263,17 @@ func (e *RetriesExhaustedError) Error() string {
 // Unwrap returns the last provider error.
 func (e *RetriesExhaustedError) Unwrap() error { return e.Err }
 
-// succeed reports the success of the call's last attempt, once.
+// succeed reports the success of the last attempt of the Retry option's
+// call, once, and ends the call, which gax does not retry: the success is
+// recorded (the breaker reset, a half-open breaker's probe closing it, the
+// budget's refund). On a client with the interceptor it comes from
+// grpc.OnFinish while the attempt still holds its slot, which End gives
+// back.
 func (s *callState) succeed() {
 	if !s.settled {
 		s.settled = true
 		s.gd.After(nil)
+		s.gd.End(nil)
 	}
 }
 
