@@ -39,15 +39,17 @@ func openBreaker(gov *resilience.Governor, scope resilience.Scope) {
 	}
 }
 
-// The flavours of a governed unary call or listing whose backoff the
-// Retryer sleeps: rpc is the RPC it makes, interceptor whether the client
-// has the interceptor.
-var cutFlavours = []struct {
+// cutFlavour is a flavour of a governed unary call or listing whose
+// backoff the Retryer sleeps: rpc is the RPC it makes, interceptor whether
+// the client has the interceptor.
+type cutFlavour struct {
 	name        string
 	rpc         string
 	interceptor bool
 	call        func(ctx context.Context, gov *resilience.Governor, c assetClient) error
-}{
+}
+
+var cutFlavours = []cutFlavour{
 	{"Do", "GetFeed", false, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
 		_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
 			return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)

@@ -37,9 +37,15 @@
 // delay. For that the Retryer sleeps the pause itself, on the governor's
 // clock and the call's context, watching the breaker
 // (resilience.Guard.Backoff), and lets gax go on at once: for Do, the
-// listings, and the Retry option on a client with the interceptor (whose
-// Enter refuses the retry, as after a full pause; Do and the listings,
-// whose retries are sent without Enter, ask Guard.Pace). A call made with
+// listings, and the Retry option on a client with the interceptor. After
+// the pause, cut or whole, the retry asks the breaker before it goes: the
+// interceptor's Enter asks it for the Retry option; Do and the listings,
+// whose retries are sent without Enter and take no token, ask
+// Guard.Admit. So a breaker that opened during a pause it did not cut (it
+// tells no verdicts, as a fleet's shared breakers do, or the provider
+// waits for its breakers' verdicts, breaker_wait) still refuses the retry
+// when the pause ends, or, with breaker_wait, holds it until its verdict
+// within the deadline; a half-open one lets it through as its probe. A call made with
 // the Retry option on a client without the interceptor is not cut short:
 // its Retryer does not know the call's context, so gax sleeps the whole
 // pause and sends the retry without asking the breaker; nor is a retry

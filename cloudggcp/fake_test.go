@@ -35,6 +35,7 @@ type fakeAsset struct {
 	empty    bool  // serve an empty page (next token "N*") before each page N > 0
 	listErr  error // ListAssets always fails with it
 	feed     *assetpb.Feed
+	seen     func(rpc string) // when set, called as each request arrives (set it before serving)
 
 	mu       sync.Mutex
 	script   map[string][]error // rpc@token -> errors for the next attempts
@@ -62,6 +63,9 @@ func (f *fakeAsset) fail(rpc, token string, errs ...error) {
 
 // attempt records a request and returns its scripted error, if any.
 func (f *fakeAsset) attempt(rpc, token string, size int32) error {
+	if f.seen != nil {
+		f.seen(rpc)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := rpc + "@" + token

@@ -24,7 +24,9 @@ import (
 //     page, each page with its own deadline; the pause before a retry ends
 //     when the scope's breaker opens meanwhile and would still refuse the
 //     retry when it ended, and the retry is refused then
-//     (*resilience.CircuitOpenError);
+//     (*resilience.CircuitOpenError); after a whole pause the retry asks
+//     the breaker too (refused when open; with breaker_wait, held until
+//     its verdict);
 //  3. before each further page fetch: one counted call and one token, and no
 //     second breaker check, so a listing that is a half-open breaker's probe
 //     is not rejected by its own breaker on page 2. No token is taken once

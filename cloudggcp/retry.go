@@ -131,21 +131,25 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 // last attempt's, which gax would sleep on), and returns what Retry
 // returns to gax. The sleep ends early when the scope's breaker opens
 // meanwhile and would still refuse the retry when the pause ended (a dead
-// scope; see resilience.Guard.Backoff): the retry is refused then, as it would
-// have been after the pause, rather than after up to the max backoff
-// (60 s) or the provider's hint. The interceptor's Enter refuses the
-// Retry option's retry, as after a full sleep; Do and the listings, whose
-// retries are sent without Enter, ask the guard's Pace, which refuses it
-// the same way: a *resilience.CircuitOpenError wrapping the last answer,
-// the call lost as failed after its retries (a give-up when throttled).
+// scope; see resilience.Guard.Backoff): the retry is refused then, as it
+// would have been after the pause, rather than after up to the max backoff
+// (60 s) or the provider's hint. Whether the pause was cut or whole, the
+// retry asks the breaker before it goes: the interceptor's Enter asks it
+// for the Retry option's retry; Do and the listings, whose retries are
+// sent without Enter, ask the guard's Admit, which takes no token (GCP's
+// retries are paced by the provider's answers, not by tokens). An open
+// breaker refuses the retry with a *resilience.CircuitOpenError wrapping
+// the last answer, the call lost as failed after its retries (a give-up
+// when throttled); a provider that waits for its breakers' verdicts
+// (breaker_wait) holds the retry until the verdict, within the deadline.
 //
-// A context that ends during the sleep ends the call as it ends during
-// gax's sleep: Do and the listings return a *RetryStoppedError with the
-// provider's error and the context's; the Retry option's call returns the
-// context's error, and the watch of its context (see watchSleep) records
-// it as cancelled.
+// A context that ends during the sleep, or during the wait for a verdict,
+// ends the call as it ends during gax's sleep: Do and the listings return
+// a *RetryStoppedError with the provider's error and the context's; the
+// Retry option's call returns the context's error, and the watch of its
+// context (see watchSleep) records it as cancelled.
 func (s *callState) sleep(ctx context.Context, d time.Duration) (time.Duration, bool) {
-	cut, err := s.gd.Backoff(ctx, d)
+	_, err := s.gd.Backoff(ctx, d)
 	switch {
 	case err != nil && s.paced:
 		s.final = &RetryStoppedError{Scope: s.scope, Err: s.last, Reason: err}
@@ -158,9 +162,12 @@ func (s *callState) sleep(ctx context.Context, d time.Duration) (time.Duration, 
 		s.ended = err
 		s.watchSleep()
 		return 0, true
-	case cut && s.paced:
-		if perr := s.gd.Pace(ctx); perr != nil {
-			s.final = perr
+	case s.paced:
+		if err := s.gd.Admit(ctx); err != nil {
+			s.final = err
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				s.final = &RetryStoppedError{Scope: s.scope, Err: s.last, Reason: cerr}
+			}
 			return 0, false
 		}
 	}
@@ -441,7 +448,11 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // a retry is slept on ctx (pass call's ctx on to the client's method) and
 // ends when the scope's breaker opens meanwhile and would still refuse the
 // retry when it ended: the retry is refused then, with a
-// *resilience.CircuitOpenError wrapping the provider's error.
+// *resilience.CircuitOpenError wrapping the provider's error. After a
+// whole pause the retry asks the breaker too: an open one refuses it the
+// same way, and for a provider that waits for its breakers' verdicts
+// (breaker_wait) the retry waits for the verdict, within the deadline. The
+// retry takes no token unless it waited for a verdict.
 //
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),
 //		func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {

@@ -1,0 +1,204 @@
+package cloudggcp
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The retry of a call whose pause before it was slept whole asks the
+// scope's breaker before it is sent, as a retry after a cut pause does:
+// the breaker may have opened during the pause without cutting it (a
+// provider with breaker_wait, a breaker that tells no verdicts, a
+// cooldown that ends before the pause). The tests run each flavour of
+// cutFlavours: Do and a listing ask the guard's Admit, the Retry option
+// on a client with the interceptor asks through the interceptor's Enter.
+
+// startFlavour starts a client of srv for tc (with the interceptor of
+// gov when tc says so), srv failing tc's first request with a 20 s
+// RetryInfo delay.
+func startFlavour(t *testing.T, tc cutFlavour, srv *fakeAsset, gov *resilience.Governor) assetClient {
+	t.Helper()
+	srv.fail(tc.rpc, "", internalError(20*time.Second))
+	var opts []option.ClientOption
+	if tc.interceptor {
+		opts = append(opts, ClientOption(WithGovernor(gov)))
+	}
+	return startBuf(t, srv, opts...)
+}
+
+// openDuringPause makes tc's call with ctx, opens the scope's breaker a
+// second into the pause before its retry, and returns the call's error
+// and when it ended.
+func openDuringPause(t *testing.T, ctx context.Context, tc cutFlavour, client assetClient, gov *resilience.Governor) (time.Duration, error) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error)
+	go func() { done <- tc.call(ctx, gov, client) }()
+	synctest.Wait() // answered, asleep in the 20 s pause before the retry
+	time.Sleep(time.Second)
+	scope := Scope("projects/p1", tc.rpc)
+	openBreaker(gov, scope)
+	if s := gov.Inspect(scope).Breaker.State; s != state.Open {
+		t.Fatalf("the breaker is %v, want open", s)
+	}
+	err := <-done
+	return time.Since(start), err
+}
+
+// verdictConfig is GCP waiting for its breakers' verdicts (breaker_wait),
+// its rate fixed and roomy: the calls that open the breaker do not wait
+// for tokens, and a retry that waited for the verdict, which takes one,
+// finds one.
+func verdictConfig() resilience.Config {
+	fixed := false
+	return resilience.Config{GCP: resilience.ProviderConfig{BreakerWait: true, Adaptive: &fixed, MaxRPS: 100, Burst: 100}}
+}
+
+// For a provider that waits for its breakers' verdicts (breaker_wait),
+// the pause is whole (20 s), and the retry, which the breaker opened at
+// 1 s (cooldown 60 s) would refuse then, waits for the verdict: it goes
+// as the probe at 61 s and succeeds, closing the breaker; nothing lost.
+func TestRetryAfterAWholePauseWaitsForTheVerdict(t *testing.T) {
+	for _, tc := range cutFlavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5)
+				gov := newGov(t, verdictConfig())
+				client := startFlavour(t, tc, srv, gov)
+				ctx, stats, ledger := newRun("assets")
+				start := time.Now()
+				_, err := openDuringPause(t, ctx, tc, client, gov)
+				scope := Scope("projects/p1", tc.rpc)
+				reqs := srv.reqs(tc.rpc)
+				if err != nil || len(reqs) != 2 || reqs[1].at.Sub(start) != 61*time.Second {
+					t.Fatalf("%v, requests at %v; want the retry's success at 61 s, the breaker's verdict", err, offsets(reqs, start))
+				}
+				if s := gov.Inspect(scope).Breaker.State; s != state.Closed {
+					t.Fatalf("the breaker is %v after the probe's success, want closed", s)
+				}
+				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 0)
+			})
+		})
+	}
+}
+
+// silentStore is the in-process store whose breakers tell no verdicts,
+// as a fleet's shared breakers do: a pause before a retry is never cut,
+// and the breaker is asked when it ends.
+type silentStore struct{ state.Store }
+
+func (s silentStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
+	return struct{ state.Breaker }{s.Store.Breaker(key, spec)}
+}
+
+// A breaker that tells no verdicts does not cut the pause (20 s), but
+// the retry asks it when the pause ends: open (it opened at 1 s, for
+// 60 s), it refuses the retry with a *resilience.CircuitOpenError
+// wrapping the answer, nothing more is sent, and the call is lost once,
+// as failed.
+func TestRetryAfterAWholePauseIsRefusedByAnOpenBreaker(t *testing.T) {
+	for _, tc := range cutFlavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5)
+				gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(silentStore{resilience.MemoryStore()}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				client := startFlavour(t, tc, srv, gov)
+				ctx, stats, ledger := newRun("assets")
+				at, err := openDuringPause(t, ctx, tc, client, gov)
+				var coe *resilience.CircuitOpenError
+				if !errors.As(err, &coe) || status.Code(coe.Err) != codes.Internal || at != 20*time.Second {
+					t.Fatalf("the call ended at %v with %v; want a CircuitOpenError wrapping the answer at 20 s", at, err)
+				}
+				if n := len(srv.reqs(tc.rpc)); n != 1 {
+					t.Fatalf("%d requests, want 1", n)
+				}
+				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 1)
+			})
+		})
+	}
+}
+
+// A breaker whose cooldown (5 s) ends before the pause (20 s) leaves the
+// pause whole, and the retry asks it when the pause ends: half-open, it
+// lets the retry through as its probe (the breaker is half-open, its
+// probe out, as the retry arrives), whose success closes it.
+func TestRetryAfterAWholePauseGoesAsTheProbe(t *testing.T) {
+	for _, tc := range cutFlavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5)
+				gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerCooldownSeconds: 5}})
+				var mu sync.Mutex
+				var seen []state.BreakerState
+				srv.seen = func(rpc string) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append(seen, gov.Inspect(Scope("projects/p1", rpc)).Breaker.State)
+				}
+				client := startFlavour(t, tc, srv, gov)
+				ctx, stats, ledger := newRun("assets")
+				at, err := openDuringPause(t, ctx, tc, client, gov)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil || at != 20*time.Second || len(seen) != 2 || seen[1] != state.HalfOpen {
+					t.Fatalf("%v at %v, the breaker %v as each request arrived; want the retry's success at 20 s, sent as the half-open breaker's probe", err, at, seen)
+				}
+				if s := gov.Inspect(Scope("projects/p1", tc.rpc)).Breaker.State; s != state.Closed {
+					t.Fatalf("the breaker is %v after the probe's success, want closed", s)
+				}
+				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 0)
+			})
+		})
+	}
+}
+
+// A context cancelled while the retry of Do or a listing waits for the
+// breaker's verdict (breaker_wait) ends the call as during the pause: a
+// *RetryStoppedError with the provider's answer and context.Canceled, the
+// call lost once, as cancelled, and nothing more sent.
+func TestRetryWaitingForTheVerdictEndsWithItsContext(t *testing.T) {
+	for _, tc := range cutFlavours {
+		if tc.interceptor {
+			continue // the interceptor's Enter: the core's own wait
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(5)
+				gov := newGov(t, verdictConfig())
+				client := startFlavour(t, tc, srv, gov)
+				ctx, stats, ledger := newRun("assets")
+				ctx, cancel := context.WithCancel(ctx)
+				done := make(chan error)
+				go func() { done <- tc.call(ctx, gov, client) }()
+				synctest.Wait()
+				time.Sleep(time.Second)
+				openBreaker(gov, Scope("projects/p1", tc.rpc))
+				time.Sleep(29 * time.Second) // the pause over at 20 s, the verdict due at 61 s
+				synctest.Wait()
+				cancel()
+				err := <-done
+				var rs *RetryStoppedError
+				if !errors.As(err, &rs) || !errors.Is(err, context.Canceled) || status.Code(rs.Err) != codes.Internal {
+					t.Fatalf("%v; want a RetryStoppedError with the answer and context.Canceled", err)
+				}
+				if n := len(srv.reqs(tc.rpc)); n != 1 {
+					t.Fatalf("%d requests, want 1", n)
+				}
+				lostOnly(t, gov, stats, ledger, resilience.LossCancelled, 1)
+			})
+		})
+	}
+}
