@@ -3,6 +3,7 @@ package cloudggcp
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,7 @@ import (
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -60,10 +62,13 @@ var cutFlavours = []cutFlavour{
 		_, err := ListAssets(ctx, c, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
 		return err
 	}},
-	{"Retry option with the interceptor", "GetFeed", true, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
-		_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
-		return err
-	}},
+	{"Retry option with the interceptor", "GetFeed", true, retryOptionCall},
+}
+
+// retryOptionCall is a GetFeed call made with the Retry option.
+func retryOptionCall(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+	_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
+	return err
 }
 
 // A call asleep in the pause before a retry (20 s, RetryInfo's) when five
@@ -154,26 +159,30 @@ func TestABreakerThatLetsAProbeThroughLeavesTheBackoffWhole(t *testing.T) {
 
 // The Retry option's call on a client without the interceptor is not cut
 // short: its Retryer does not know the call's context, so gax sleeps the
-// whole pause, and the retry goes out without asking the breaker.
+// whole pause (20 s) although the breaker opened a second into it. Its
+// retry asks the breaker as grpc sends it (retryGate): still open, the
+// breaker refuses it then, a *resilience.CircuitOpenError wrapping the
+// answer, and nothing more is sent.
 func TestRetryOptionAloneSleepsItsWholeBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFake(0)
-		srv.fail("GetFeed", "", internalError(20*time.Second))
 		gov := newGov(t, resilience.Config{})
-		client := startBuf(t, srv)
-		ctx := context.Background()
-		start := time.Now()
-		done := make(chan error)
-		go func() {
-			_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
-			done <- err
-		}()
-		synctest.Wait()
-		time.Sleep(time.Second)
-		openBreaker(gov, feedScope())
-		if err := <-done; err != nil || time.Since(start) != 20*time.Second || len(srv.reqs("GetFeed")) != 2 {
-			t.Fatalf("%v after %v and %d requests, want the retry's success after 20 s", err, time.Since(start), len(srv.reqs("GetFeed")))
+		client := startFlavour(t, retryAlone, srv, gov)
+		ctx, stats, ledger := newRun("assets")
+		at, err := openDuringPause(t, ctx, retryAlone, client, gov)
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || status.Code(coe.Err) != codes.Internal || at != 20*time.Second {
+			t.Fatalf("the call ended at %v with %v; want a CircuitOpenError wrapping the answer when the pause ends, at 20 s", at, err)
 		}
+		if n := len(srv.reqs("GetFeed")); n != 1 {
+			t.Fatalf("%d requests, want 1", n)
+		}
+		// As the interceptor's refusal: status Unknown, classified as the
+		// refusal itself is.
+		if c, k := status.Code(err), resilience.Classify(err); c != codes.Unknown || k != resilience.Classify(coe) {
+			t.Fatalf("the refusal's status is %v, its kind %v; want Unknown, %v", c, k, resilience.Classify(coe))
+		}
+		lostOnly(t, gov, stats, ledger, resilience.LossFailed, 1)
 	})
 }
 
@@ -209,3 +218,33 @@ type endlessContext struct {
 }
 
 func (c endlessContext) Done() <-chan struct{} { return c.done }
+
+// countingCreds are a call's own per-RPC credentials, which count the
+// attempts they were asked for.
+type countingCreds struct{ n *atomic.Int32 }
+
+func (c countingCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	c.n.Add(1)
+	return map[string]string{"x-test": "1"}, nil
+}
+
+func (countingCreds) RequireTransportSecurity() bool { return false }
+
+// A call's own per-RPC credentials given before the Retry option are kept:
+// the option's gate, which replaces them, asks them for each attempt it
+// lets through.
+func TestRetryOptionKeepsTheCallsOwnCredentials(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(0)
+		srv.fail("GetFeed", "", internalError(0))
+		gov := newGov(t, resilience.Config{})
+		client := startBuf(t, srv)
+		var n atomic.Int32
+		ctx := context.Background()
+		_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed},
+			gax.WithGRPCOptions(grpc.PerRPCCredentials(countingCreds{&n})), Retry(ctx, feedScope(), WithGovernor(gov)))
+		if err != nil || n.Load() != 2 || len(srv.reqs("GetFeed")) != 2 {
+			t.Fatalf("%v; the call's credentials asked %d times for %d attempts, want a success, asked for each of 2", err, n.Load(), len(srv.reqs("GetFeed")))
+		}
+	})
+}

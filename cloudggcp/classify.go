@@ -33,8 +33,15 @@ func init() { errread.Register(readError) }
 // *apierror.APIError made from one: its gRPC code is gax's mapping of the
 // HTTP status, not a code the service sent. A REST answer whose status is
 // on no list (a 403 "User Rate Limit Exceeded") is then classified by its
-// message.
+// message. gax's *apierror.APIError around a retry the Retry option's gate
+// refused before sending it is not read: its status is the refusal's,
+// which classifies as the governor's error it wraps.
 func readError(err error) (errread.Details, bool) {
+	if ae, ok := err.(*apierror.APIError); ok {
+		if _, own := ae.Unwrap().(*refusedRetry); own {
+			return errread.Details{}, false // gax's wrapping of the guard's refusal: the chain reads it
+		}
+	}
 	if e, ok := err.(*googleapi.Error); ok {
 		return errread.Details{Status: e.Code, Header: e.Header, Answer: true}, true
 	}

@@ -37,21 +37,30 @@
 // delay. For that the Retryer sleeps the pause itself, on the governor's
 // clock and the call's context, watching the breaker
 // (resilience.Guard.Backoff), and lets gax go on at once: for Do, the
-// listings, and the Retry option on a client with the interceptor. After
-// the pause, cut or whole, the retry asks the breaker before it goes: the
-// interceptor's Enter asks it for the Retry option; Do and the listings,
-// whose retries are sent without Enter and take no token, ask
-// Guard.Admit. So a breaker that opened during a pause it did not cut (it
-// tells no verdicts, as a fleet's shared breakers do, or the provider
-// waits for its breakers' verdicts, breaker_wait) still refuses the retry
-// when the pause ends, or, with breaker_wait, holds it until its verdict
-// within the deadline; a half-open one lets it through as its probe. A call made with
-// the Retry option on a client without the interceptor is not cut short:
-// its Retryer does not know the call's context, so gax sleeps the whole
-// pause and sends the retry without asking the breaker; nor is a retry
-// that a client's own retry settings make through the interceptor alone
-// (the next attempt's Enter refuses it after gax's sleep). The REST
-// clients' Transport (package cloudghttp) ends its wait the same way.
+// listings, and the Retry option on a client with the interceptor.
+//
+// Every retry asks the breaker before it is sent, after a cut pause or a
+// whole one: the interceptor's Enter asks it for the Retry option on a
+// client with the interceptor; Do and the listings, whose retries are
+// sent without Enter and take no token, ask Guard.Admit; the Retry option
+// on a client without the interceptor asks Guard.Admit through per-RPC
+// credentials of its own, which grpc asks before it sends an attempt. So
+// a breaker that opened during a pause it did not cut (it tells no
+// verdicts, as a fleet's shared breakers do, or the provider waits for
+// its breakers' verdicts, breaker_wait, or gax slept the pause) still
+// refuses the retry when the pause ends, or, with breaker_wait, holds it
+// until its verdict within the deadline; a half-open one lets it through
+// as its probe.
+//
+// Two pauses are not cut short, since gax sleeps them on a context the
+// Retryer does not know: the Retry option's on a client without the
+// interceptor (its call ends when the pause does, its retry refused), and
+// a retry that a client's own retry settings make through the
+// interceptor alone (the next attempt's Enter refuses it after gax's
+// sleep). Install the interceptor (ClientOption) and pass the Retry option,
+// or use Do, for a dead scope's calls to end when its breaker opens. The
+// REST clients' Transport (package cloudghttp) ends its wait as the
+// Retryer does.
 //
 // Importing the package registers an error reader with the core, so that
 // *apierror.APIError, gRPC status errors and *googleapi.Error classify as

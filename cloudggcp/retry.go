@@ -9,6 +9,8 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 )
 
@@ -99,7 +101,8 @@ func (s *callState) reset() {
 // here, watching the scope's breaker (see sleep), and gax is told to go
 // at once; only the Retry option's call on a client without the
 // interceptor, whose Retryer does not know the call's context, leaves the
-// pause to gax's own sleep.
+// pause to gax's own sleep (its retry asks the breaker as grpc sends it:
+// see retryGate).
 func (s *callState) Retry(err error) (time.Duration, bool) {
 	if !s.woke() {
 		return 0, false // the context ended the call while gax or the Retryer slept
@@ -348,8 +351,21 @@ type governed struct {
 // refuses the retry as it refuses it after a full pause (a
 // *resilience.CircuitOpenError, the call lost as failed after its
 // retries). On a client without the interceptor gax sleeps the whole pause
-// on the call's context, which the Retryer does not know, and the retry
-// goes out without asking the breaker.
+// on the call's context, which the Retryer does not know: the breaker's
+// opening does not end it, and a dead scope's call ends only when the
+// pause does. Install the interceptor (ClientOption) for that. The retry
+// still asks the breaker before it is sent, through per-RPC credentials
+// the option gives the call (grpc asks them for each attempt, with its
+// context, before sending it; they add no metadata): an open breaker
+// refuses it, nothing sent, and the call ends with a
+// *resilience.CircuitOpenError wrapping the last answer (its gRPC status
+// Unknown, as the interceptor's refusal), lost as failed after its
+// retries; a half-open breaker lets it through as its probe; with
+// breaker_wait the retry waits for the verdict on the call's context (and,
+// having waited, takes a token). A call's own per-RPC credentials
+// (grpc.PerRPCCredentials) given before the option are kept, and asked
+// once the breaker let the attempt through; given after it, they replace
+// the option's, and the retry goes without asking the breaker.
 //
 // A call whose context ends while gax, or its Retryer, sleeps before a
 // retry is recorded as cancelled by a watch of ctx, since gax returns
@@ -376,8 +392,9 @@ type governed struct {
 // a call made with this option on a client with the interceptor (the
 // interceptor returns the refusal for the attempt gax makes next, sending
 // nothing); without the interceptor, the call returns the provider error. The option sees a gRPC call's success through
-// grpc.OnFinish; it counts no calls and takes no tokens: the interceptor
-// (ClientOption) or Do does that.
+// grpc.OnFinish; it counts no calls and takes no tokens (but for a retry
+// that waited for a breaker's verdict): the interceptor (ClientOption) or
+// Do does that.
 func Retry(ctx context.Context, scope resilience.Scope, opts ...Option) gax.CallOption {
 	cfg := newConfig(opts)
 	gov := cfg.governor()
@@ -403,7 +420,84 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	}
 	st := &callState{ctx: o.ctx, scope: o.scope, gd: gd, maxBackoff: o.maxBackoff}
 	cs.Retry = func() gax.Retryer { return st }
-	cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], governed{st: st}, grpc.OnFinish(st.finished))
+	gate := retryGate{st: st}
+	for _, o := range cs.GRPC {
+		if c, ok := o.(grpc.PerRPCCredsCallOption); ok {
+			gate.next = c.Creds // the call's own credentials: the gate's replace them, and ask them
+		}
+	}
+	cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], governed{st: st}, grpc.OnFinish(st.finished),
+		grpc.PerRPCCredentials(gate))
+}
+
+// retryGate asks the breaker for the retry of the Retry option's call on a
+// client without the interceptor, just before it is sent: grpc asks a
+// call's credentials for each attempt's metadata, with the attempt's
+// context, before it sends anything, and fails the attempt, unsent, with
+// the gRPC status of the error they return. The retry asks the guard's
+// Admit (as Do's does): an open breaker refuses it, a half-open one lets
+// it through as its probe, and with breaker_wait it waits for the verdict
+// on the attempt's context. It does nothing for the call's first attempt
+// or on a client with the interceptor, whose Enter asks the breaker. It
+// adds no metadata of its own: a call's own credentials given to it
+// (grpc.PerRPCCredentials) before the Retry option are asked once the
+// gate let the attempt through (given after it, they replace the gate).
+type retryGate struct {
+	st   *callState
+	next credentials.PerRPCCredentials // the call's own, or nil
+}
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (g retryGate) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
+	if s := g.st; !s.intercepted {
+		if !s.woke() {
+			// The context ended the call while gax slept, and the watch
+			// recorded it: nothing more is sent.
+			return nil, status.FromContextError(s.ctx.Err()).Err()
+		}
+		if err := s.gd.Admit(ctx); err != nil {
+			s.refused = err
+			return nil, &refusedRetry{err: err, ctx: ctx.Err()}
+		}
+	}
+	if g.next != nil {
+		return g.next.GetRequestMetadata(ctx, uri...)
+	}
+	return nil, nil
+}
+
+// RequireTransportSecurity implements credentials.PerRPCCredentials: the
+// gate sends nothing, and needs a secure transport only when the call's
+// own credentials do.
+func (g retryGate) RequireTransportSecurity() bool {
+	return g.next != nil && g.next.RequireTransportSecurity()
+}
+
+// refusedRetry is the error of a retry retryGate refused: the guard's
+// (a *resilience.CircuitOpenError, or the context's joined to the last
+// answer), which errors.As finds, with the gRPC status Unknown, as the
+// interceptor's refusal reads, or the context's. The status is borrowed:
+// the error classifies as the guard's does, never as a provider's answer.
+type refusedRetry struct {
+	err error
+	ctx error // the attempt's context's error, if it ended
+}
+
+func (e *refusedRetry) Error() string { return e.err.Error() }
+
+// Unwrap returns the guard's error.
+func (e *refusedRetry) Unwrap() error { return e.err }
+
+// WrapsGovernorError tells the core's classifier to read the guard's
+// error, not the status.
+func (*refusedRetry) WrapsGovernorError() {}
+
+// GRPCStatus returns the refusal's gRPC status.
+func (e *refusedRetry) GRPCStatus() *status.Status {
+	if e.ctx != nil {
+		return status.New(status.FromContextError(e.ctx).Code(), e.err.Error())
+	}
+	return status.New(codes.Unknown, e.err.Error())
 }
 
 // stateOption resolves every call to one state: a listing's pages, or the

@@ -19,9 +19,19 @@ import (
 // scope's breaker before it is sent, as a retry after a cut pause does:
 // the breaker may have opened during the pause without cutting it (a
 // provider with breaker_wait, a breaker that tells no verdicts, a
-// cooldown that ends before the pause). The tests run each flavour of
-// cutFlavours: Do and a listing ask the guard's Admit, the Retry option
-// on a client with the interceptor asks through the interceptor's Enter.
+// cooldown that ends before the pause, gax's own sleep). The tests run
+// each flavour of askFlavours: Do and a listing ask the guard's Admit, the Retry option
+// on a client with the interceptor asks through the interceptor's Enter,
+// and without it, through the Admit its retryGate asks as grpc sends it.
+
+// askFlavours are cutFlavours and the Retry option's call on a client
+// without the interceptor, whose pause gax sleeps, always whole: its
+// retry asks the guard's Admit just before grpc sends it.
+var askFlavours = append(cutFlavours[:len(cutFlavours):len(cutFlavours)], retryAlone)
+
+// retryAlone is the Retry option's call on a client without the
+// interceptor.
+var retryAlone = cutFlavour{"Retry option alone", "GetFeed", false, retryOptionCall}
 
 // startFlavour starts a client of srv for tc (with the interceptor of
 // gov when tc says so), srv failing tc's first request with a 20 s
@@ -69,7 +79,7 @@ func verdictConfig() resilience.Config {
 // 1 s (cooldown 60 s) would refuse then, waits for the verdict: it goes
 // as the probe at 61 s and succeeds, closing the breaker; nothing lost.
 func TestRetryAfterAWholePauseWaitsForTheVerdict(t *testing.T) {
-	for _, tc := range cutFlavours {
+	for _, tc := range askFlavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newFake(5)
@@ -107,7 +117,7 @@ func (s silentStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 // wrapping the answer, nothing more is sent, and the call is lost once,
 // as failed.
 func TestRetryAfterAWholePauseIsRefusedByAnOpenBreaker(t *testing.T) {
-	for _, tc := range cutFlavours {
+	for _, tc := range askFlavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newFake(5)
@@ -136,7 +146,7 @@ func TestRetryAfterAWholePauseIsRefusedByAnOpenBreaker(t *testing.T) {
 // lets the retry through as its probe (the breaker is half-open, its
 // probe out, as the retry arrives), whose success closes it.
 func TestRetryAfterAWholePauseGoesAsTheProbe(t *testing.T) {
-	for _, tc := range cutFlavours {
+	for _, tc := range askFlavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newFake(5)
@@ -165,12 +175,14 @@ func TestRetryAfterAWholePauseGoesAsTheProbe(t *testing.T) {
 	}
 }
 
-// A context cancelled while the retry of Do or a listing waits for the
-// breaker's verdict (breaker_wait) ends the call as during the pause: a
-// *RetryStoppedError with the provider's answer and context.Canceled, the
-// call lost once, as cancelled, and nothing more sent.
+// A context cancelled while the retry of Do, a listing or the Retry option
+// alone waits for the breaker's verdict (breaker_wait) ends the call as
+// during the pause: Do and the listing return a *RetryStoppedError with
+// the provider's answer and context.Canceled, the Retry option the
+// context's error (its status Canceled); the call is lost once, as
+// cancelled, and nothing more is sent.
 func TestRetryWaitingForTheVerdictEndsWithItsContext(t *testing.T) {
-	for _, tc := range cutFlavours {
+	for _, tc := range askFlavours {
 		if tc.interceptor {
 			continue // the interceptor's Enter: the core's own wait
 		}
@@ -191,7 +203,12 @@ func TestRetryWaitingForTheVerdictEndsWithItsContext(t *testing.T) {
 				cancel()
 				err := <-done
 				var rs *RetryStoppedError
-				if !errors.As(err, &rs) || !errors.Is(err, context.Canceled) || status.Code(rs.Err) != codes.Internal {
+				switch {
+				case tc.name == retryAlone.name:
+					if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled {
+						t.Fatalf("%v; want context.Canceled", err)
+					}
+				case !errors.As(err, &rs) || !errors.Is(err, context.Canceled) || status.Code(rs.Err) != codes.Internal:
 					t.Fatalf("%v; want a RetryStoppedError with the answer and context.Canceled", err)
 				}
 				if n := len(srv.reqs(tc.rpc)); n != 1 {
