@@ -71,6 +71,73 @@ func retryOptionCall(ctx context.Context, gov *resilience.Governor, c assetClien
 	return err
 }
 
+// pauseRun is a call whose scope's breaker five other calls opened a
+// second into the 20 s pause before its retry (runPause).
+type pauseRun struct {
+	srv           *fakeAsset
+	gov           *resilience.Governor
+	stats         *resilience.Stats
+	ledger        *resilience.Ledger
+	start         time.Time
+	opened, ended time.Duration // since start: the breaker's opening, the call's end
+	err           error
+}
+
+// startFlavour starts a client of srv for tc (with the interceptor of gov
+// when tc says so), srv failing tc's first request with a 20 s RetryInfo
+// delay.
+func startFlavour(t *testing.T, tc cutFlavour, srv *fakeAsset, gov *resilience.Governor) assetClient {
+	t.Helper()
+	srv.fail(tc.rpc, "", internalError(20*time.Second))
+	var opts []option.ClientOption
+	if tc.interceptor {
+		opts = append(opts, ClientOption(WithGovernor(gov)))
+	}
+	return startBuf(t, srv, opts...)
+}
+
+// runPause makes tc's call (startFlavour) in a run of its own, opens the
+// scope's breaker a second into the pause before its retry, and returns
+// once the call ended.
+func runPause(t *testing.T, tc cutFlavour, srv *fakeAsset, gov *resilience.Governor) pauseRun {
+	t.Helper()
+	client := startFlavour(t, tc, srv, gov)
+	ctx, stats, ledger := newRun("assets")
+	r := pauseRun{srv: srv, gov: gov, stats: stats, ledger: ledger, start: time.Now()}
+	done := make(chan error)
+	go func() {
+		err := tc.call(ctx, gov, client)
+		r.ended = time.Since(r.start)
+		done <- err
+	}()
+	synctest.Wait() // answered, asleep in the 20 s pause before the retry
+	time.Sleep(time.Second)
+	scope := Scope("projects/p1", tc.rpc)
+	openBreaker(gov, scope)
+	r.opened = time.Since(r.start)
+	if s := gov.Inspect(scope).Breaker.State; s != state.Open {
+		t.Fatalf("the breaker is %v, want open", s)
+	}
+	r.err = <-done
+	return r
+}
+
+// refused checks that the call ended at at, its retry refused: a
+// *resilience.CircuitOpenError wrapping the answer, one request of rpc,
+// the call lost once, as failed after its retries.
+func (r pauseRun) refused(t *testing.T, rpc string, at time.Duration) *resilience.CircuitOpenError {
+	t.Helper()
+	var coe *resilience.CircuitOpenError
+	if !errors.As(r.err, &coe) || status.Code(coe.Err) != codes.Internal || r.ended != at {
+		t.Fatalf("the call ended at %v with %v (the breaker opened at %v); want a CircuitOpenError wrapping the answer at %v", r.ended, r.err, r.opened, at)
+	}
+	if n := len(r.srv.reqs(rpc)); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+	lostOnly(t, r.gov, r.stats, r.ledger, resilience.LossFailed, 1)
+	return coe
+}
+
 // A call asleep in the pause before a retry (20 s, RetryInfo's) when five
 // other calls of its scope open the breaker ends then, not when the pause
 // would have: its retry is refused as the breaker refuses a retry (a
@@ -82,40 +149,8 @@ func TestBreakerOpeningEndsTheBackoff(t *testing.T) {
 	for _, tc := range cutFlavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := newFake(5) // one page
-				srv.fail(tc.rpc, "", internalError(20*time.Second))
-				gov := newGov(t, resilience.Config{})
-				var opts []option.ClientOption
-				if tc.interceptor {
-					opts = append(opts, ClientOption(WithGovernor(gov)))
-				}
-				client := startBuf(t, srv, opts...)
-				ctx, stats, ledger := newRun("assets")
-				start := time.Now()
-				var at time.Duration
-				done := make(chan error)
-				go func() {
-					err := tc.call(ctx, gov, client)
-					at = time.Since(start)
-					done <- err
-				}()
-				synctest.Wait() // answered, asleep in the 20 s pause before the retry
-				time.Sleep(time.Second)
-				scope := Scope("projects/p1", tc.rpc)
-				openBreaker(gov, scope)
-				opened := time.Since(start)
-				if s := gov.Inspect(scope).Breaker.State; s != state.Open {
-					t.Fatalf("the breaker is %v, want open", s)
-				}
-				err := <-done
-				var coe *resilience.CircuitOpenError
-				if !errors.As(err, &coe) || status.Code(coe.Err) != codes.Internal || at != opened {
-					t.Fatalf("the call ended at %v with %v; the breaker opened at %v: want a CircuitOpenError wrapping the answer then", at, err, opened)
-				}
-				if n := len(srv.reqs(tc.rpc)); n != 1 {
-					t.Fatalf("%d requests, want 1", n)
-				}
-				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 1)
+				r := runPause(t, tc, newFake(5), newGov(t, resilience.Config{}))
+				r.refused(t, tc.rpc, r.opened)
 			})
 		})
 	}
@@ -130,28 +165,11 @@ func TestABreakerThatLetsAProbeThroughLeavesTheBackoffWhole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newFake(5) // one page
-				srv.fail(tc.rpc, "", internalError(20*time.Second))
-				gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerCooldownSeconds: 5}})
-				var opts []option.ClientOption
-				if tc.interceptor {
-					opts = append(opts, ClientOption(WithGovernor(gov)))
+				r := runPause(t, tc, srv, newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerCooldownSeconds: 5}}))
+				if r.err != nil || r.ended != 20*time.Second || len(srv.reqs(tc.rpc)) != 2 {
+					t.Fatalf("%v after %v and %d requests, want the retry's success after 20 s", r.err, r.ended, len(srv.reqs(tc.rpc)))
 				}
-				client := startBuf(t, srv, opts...)
-				ctx, stats, ledger := newRun("assets")
-				start := time.Now()
-				done := make(chan error)
-				go func() { done <- tc.call(ctx, gov, client) }()
-				synctest.Wait()
-				time.Sleep(time.Second)
-				scope := Scope("projects/p1", tc.rpc)
-				openBreaker(gov, scope)
-				if s := gov.Inspect(scope).Breaker; s.State != state.Open || time.Since(start)+s.Wait >= 20*time.Second {
-					t.Fatalf("the breaker is %+v at %v, want open until before the pause ends", s, time.Since(start))
-				}
-				if err := <-done; err != nil || time.Since(start) != 20*time.Second || len(srv.reqs(tc.rpc)) != 2 {
-					t.Fatalf("%v after %v and %d requests, want the retry's success after 20 s", err, time.Since(start), len(srv.reqs(tc.rpc)))
-				}
-				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 0)
+				lostOnly(t, r.gov, r.stats, r.ledger, resilience.LossFailed, 0)
 			})
 		})
 	}
@@ -165,24 +183,13 @@ func TestABreakerThatLetsAProbeThroughLeavesTheBackoffWhole(t *testing.T) {
 // answer, and nothing more is sent.
 func TestRetryOptionAloneSleepsItsWholeBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newFake(0)
-		gov := newGov(t, resilience.Config{})
-		client := startFlavour(t, retryAlone, srv, gov)
-		ctx, stats, ledger := newRun("assets")
-		at, err := openDuringPause(t, ctx, retryAlone, client, gov)
-		var coe *resilience.CircuitOpenError
-		if !errors.As(err, &coe) || status.Code(coe.Err) != codes.Internal || at != 20*time.Second {
-			t.Fatalf("the call ended at %v with %v; want a CircuitOpenError wrapping the answer when the pause ends, at 20 s", at, err)
-		}
-		if n := len(srv.reqs("GetFeed")); n != 1 {
-			t.Fatalf("%d requests, want 1", n)
-		}
+		r := runPause(t, retryAlone, newFake(0), newGov(t, resilience.Config{}))
+		coe := r.refused(t, retryAlone.rpc, 20*time.Second)
 		// As the interceptor's refusal: status Unknown, classified as the
 		// refusal itself is.
-		if c, k := status.Code(err), resilience.Classify(err); c != codes.Unknown || k != resilience.Classify(coe) {
+		if c, k := status.Code(r.err), resilience.Classify(r.err); c != codes.Unknown || k != resilience.Classify(coe) {
 			t.Fatalf("the refusal's status is %v, its kind %v; want Unknown, %v", c, k, resilience.Classify(coe))
 		}
-		lostOnly(t, gov, stats, ledger, resilience.LossFailed, 1)
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -20,9 +19,10 @@ import (
 // the breaker may have opened during the pause without cutting it (a
 // provider with breaker_wait, a breaker that tells no verdicts, a
 // cooldown that ends before the pause, gax's own sleep). The tests run
-// each flavour of askFlavours: Do and a listing ask the guard's Admit, the Retry option
-// on a client with the interceptor asks through the interceptor's Enter,
-// and without it, through the Admit its retryGate asks as grpc sends it.
+// each flavour of askFlavours: Do and a listing ask the guard's Admit,
+// the Retry option on a client with the interceptor asks through the
+// interceptor's Enter, and without it, through the Admit its retryGate
+// asks as grpc sends it.
 
 // askFlavours are cutFlavours and the Retry option's call on a client
 // without the interceptor, whose pause gax sleeps, always whole: its
@@ -32,38 +32,6 @@ var askFlavours = append(cutFlavours[:len(cutFlavours):len(cutFlavours)], retryA
 // retryAlone is the Retry option's call on a client without the
 // interceptor.
 var retryAlone = cutFlavour{"Retry option alone", "GetFeed", false, retryOptionCall}
-
-// startFlavour starts a client of srv for tc (with the interceptor of
-// gov when tc says so), srv failing tc's first request with a 20 s
-// RetryInfo delay.
-func startFlavour(t *testing.T, tc cutFlavour, srv *fakeAsset, gov *resilience.Governor) assetClient {
-	t.Helper()
-	srv.fail(tc.rpc, "", internalError(20*time.Second))
-	var opts []option.ClientOption
-	if tc.interceptor {
-		opts = append(opts, ClientOption(WithGovernor(gov)))
-	}
-	return startBuf(t, srv, opts...)
-}
-
-// openDuringPause makes tc's call with ctx, opens the scope's breaker a
-// second into the pause before its retry, and returns the call's error
-// and when it ended.
-func openDuringPause(t *testing.T, ctx context.Context, tc cutFlavour, client assetClient, gov *resilience.Governor) (time.Duration, error) {
-	t.Helper()
-	start := time.Now()
-	done := make(chan error)
-	go func() { done <- tc.call(ctx, gov, client) }()
-	synctest.Wait() // answered, asleep in the 20 s pause before the retry
-	time.Sleep(time.Second)
-	scope := Scope("projects/p1", tc.rpc)
-	openBreaker(gov, scope)
-	if s := gov.Inspect(scope).Breaker.State; s != state.Open {
-		t.Fatalf("the breaker is %v, want open", s)
-	}
-	err := <-done
-	return time.Since(start), err
-}
 
 // verdictConfig is GCP waiting for its breakers' verdicts (breaker_wait),
 // its rate fixed and roomy: the calls that open the breaker do not wait
@@ -82,21 +50,15 @@ func TestRetryAfterAWholePauseWaitsForTheVerdict(t *testing.T) {
 	for _, tc := range askFlavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := newFake(5)
-				gov := newGov(t, verdictConfig())
-				client := startFlavour(t, tc, srv, gov)
-				ctx, stats, ledger := newRun("assets")
-				start := time.Now()
-				_, err := openDuringPause(t, ctx, tc, client, gov)
-				scope := Scope("projects/p1", tc.rpc)
-				reqs := srv.reqs(tc.rpc)
-				if err != nil || len(reqs) != 2 || reqs[1].at.Sub(start) != 61*time.Second {
-					t.Fatalf("%v, requests at %v; want the retry's success at 61 s, the breaker's verdict", err, offsets(reqs, start))
+				r := runPause(t, tc, newFake(5), newGov(t, verdictConfig()))
+				reqs := r.srv.reqs(tc.rpc)
+				if r.err != nil || len(reqs) != 2 || reqs[1].at.Sub(r.start) != 61*time.Second {
+					t.Fatalf("%v, requests at %v; want the retry's success at 61 s, the breaker's verdict", r.err, offsets(reqs, r.start))
 				}
-				if s := gov.Inspect(scope).Breaker.State; s != state.Closed {
+				if s := r.gov.Inspect(Scope("projects/p1", tc.rpc)).Breaker.State; s != state.Closed {
 					t.Fatalf("the breaker is %v after the probe's success, want closed", s)
 				}
-				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 0)
+				lostOnly(t, r.gov, r.stats, r.ledger, resilience.LossFailed, 0)
 			})
 		})
 	}
@@ -120,22 +82,11 @@ func TestRetryAfterAWholePauseIsRefusedByAnOpenBreaker(t *testing.T) {
 	for _, tc := range askFlavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := newFake(5)
 				gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(silentStore{resilience.MemoryStore()}))
 				if err != nil {
 					t.Fatal(err)
 				}
-				client := startFlavour(t, tc, srv, gov)
-				ctx, stats, ledger := newRun("assets")
-				at, err := openDuringPause(t, ctx, tc, client, gov)
-				var coe *resilience.CircuitOpenError
-				if !errors.As(err, &coe) || status.Code(coe.Err) != codes.Internal || at != 20*time.Second {
-					t.Fatalf("the call ended at %v with %v; want a CircuitOpenError wrapping the answer at 20 s", at, err)
-				}
-				if n := len(srv.reqs(tc.rpc)); n != 1 {
-					t.Fatalf("%d requests, want 1", n)
-				}
-				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 1)
+				runPause(t, tc, newFake(5), gov).refused(t, tc.rpc, 20*time.Second)
 			})
 		})
 	}
@@ -158,18 +109,16 @@ func TestRetryAfterAWholePauseGoesAsTheProbe(t *testing.T) {
 					defer mu.Unlock()
 					seen = append(seen, gov.Inspect(Scope("projects/p1", rpc)).Breaker.State)
 				}
-				client := startFlavour(t, tc, srv, gov)
-				ctx, stats, ledger := newRun("assets")
-				at, err := openDuringPause(t, ctx, tc, client, gov)
+				r := runPause(t, tc, srv, gov)
 				mu.Lock()
 				defer mu.Unlock()
-				if err != nil || at != 20*time.Second || len(seen) != 2 || seen[1] != state.HalfOpen {
-					t.Fatalf("%v at %v, the breaker %v as each request arrived; want the retry's success at 20 s, sent as the half-open breaker's probe", err, at, seen)
+				if r.err != nil || r.ended != 20*time.Second || len(seen) != 2 || seen[1] != state.HalfOpen {
+					t.Fatalf("%v at %v, the breaker %v as each request arrived; want the retry's success at 20 s, sent as the half-open breaker's probe", r.err, r.ended, seen)
 				}
 				if s := gov.Inspect(Scope("projects/p1", tc.rpc)).Breaker.State; s != state.Closed {
 					t.Fatalf("the breaker is %v after the probe's success, want closed", s)
 				}
-				lostOnly(t, gov, stats, ledger, resilience.LossFailed, 0)
+				lostOnly(t, gov, r.stats, r.ledger, resilience.LossFailed, 0)
 			})
 		})
 	}

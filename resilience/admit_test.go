@@ -21,16 +21,8 @@ func TestAdmitTakesNoTokenAfterAThrottle(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{Adaptive: &fixed, BreakerThreshold: 1,
 			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.1, MinRPS: 0.1, Burst: 1}}}})
 		retry := func(ready func(*Guard, context.Context) error) (time.Duration, error) {
-			gd, _ := g.Begin(context.Background(), ec2Vpcs)
+			gd := throttledRetry(t, g, context.Background(), ec2Vpcs)
 			defer gd.End(nil)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			gd.Release()
-			gd.After(throttle())
-			if _, err := gd.Retry(0); err != nil {
-				t.Fatal(err)
-			}
 			start := time.Now()
 			err := ready(gd, context.Background())
 			return time.Since(start), err
@@ -43,15 +35,7 @@ func TestAdmitTakesNoTokenAfterAThrottle(t *testing.T) {
 		}
 
 		r := newRun(context.Background())
-		gd, _ := g.Begin(r.ctx, ec2Vpcs)
-		if err := gd.Enter(r.ctx); err != nil {
-			t.Fatal(err)
-		}
-		gd.Release()
-		gd.After(throttle())
-		if _, err := gd.Retry(0); err != nil {
-			t.Fatal(err)
-		}
+		gd := throttledRetry(t, g, r.ctx, ec2Vpcs)
 		other, _ := g.Begin(context.Background(), ec2Vpcs) // threshold 1: the breaker opens
 		other.After(transientErr())
 		other.End(transientErr())

@@ -120,3 +120,23 @@ func sk(key string) Scope {
 	}
 	return s
 }
+
+// throttledRetry begins a call of scope with ctx, sends its first attempt,
+// reports a throttled answer and has Retry allow the retry: the guard is
+// ready for the retry's Enter, Pace or Admit.
+func throttledRetry(t *testing.T, g *Governor, ctx context.Context, scope Scope) *Guard {
+	t.Helper()
+	gd, err := g.Begin(ctx, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gd.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gd.Release()
+	gd.After(throttle())
+	if _, err := gd.Retry(0); err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}

@@ -96,25 +96,9 @@ func TestBackoffWithBreakerWaitIsWhole(t *testing.T) {
 // once if it does already), and stop says whether it prevented that; for
 // a provider that waits for its breakers' verdicts, f is never called.
 func TestAfterOpen(t *testing.T) {
-	throttledRetry := func(t *testing.T, g *Governor) *Guard {
-		t.Helper()
-		gd, err := g.Begin(context.Background(), ec2Subnets)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := gd.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		gd.Release()
-		gd.After(throttle())
-		if _, err := gd.Retry(0); err != nil {
-			t.Fatal(err)
-		}
-		return gd
-	}
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
-		gd := throttledRetry(t, g)
+		gd := throttledRetry(t, g, context.Background(), ec2Subnets)
 		var calls atomic.Int32
 		stop := gd.AfterOpen(func() { calls.Add(1) })
 		synctest.Wait()
@@ -136,7 +120,7 @@ func TestAfterOpen(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
-		gd := throttledRetry(t, g)
+		gd := throttledRetry(t, g, context.Background(), ec2Subnets)
 		stop := gd.AfterOpen(func() { t.Error("f called after stop") })
 		synctest.Wait()
 		if !stop() || !stop() {
@@ -148,7 +132,7 @@ func TestAfterOpen(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true}})
-		gd := throttledRetry(t, g)
+		gd := throttledRetry(t, g, context.Background(), ec2Subnets)
 		stop := gd.AfterOpen(func() { t.Error("f called for a provider with breaker_wait") })
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
