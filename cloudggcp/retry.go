@@ -63,7 +63,7 @@ type callState struct {
 	n       int   // retries of this page or call
 	last    error // the last provider error seen by Retry
 	final   error // what to return instead of gax's error, once stopped
-	refused error // the interceptor's Enter refused the attempt, and recorded why
+	refused error // the interceptor's Enter, or the Retry option's gate, refused the attempt, and recorded why
 	settled bool  // the call's success is reported (the Retry option)
 
 	// The Retry option's call on a client with the interceptor: a retry the
