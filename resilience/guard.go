@@ -29,8 +29,9 @@ import (
 // Enter counts one call; an SDK whose retries are not calls of their own
 // (the AWS SDK's) sends them without Enter, pacing a throttled one with
 // Pace; one whose retries take no token at all (Google's paged calls)
-// readies them with Admit, which asks the breaker only. A slot is held until Release or End: an integration chooses whether
-// it covers an attempt, a call with its retries, or a whole listing.
+// readies them with Admit, which asks the breaker only. A slot is held
+// until Release or End: an integration chooses whether it covers an
+// attempt, a call with its retries, or a whole listing.
 //
 // A call made inside a Guard's attempt, with a context that answers
 // Value(governor) with that Guard, shares what the Guard holds: it never
