@@ -42,22 +42,26 @@
 //     wrapping *resilience.RetryBudgetExhaustedError, and a Retry-After
 //     that would pass the context's deadline ends it with the provider's
 //     error. The retry is counted when it is sent. While the SDK sleeps
-//     its backoff, Guard.AfterOpen watches the scope's breaker: should it
-//     open (a dead scope), the sleep ends at once, and the retry is
-//     refused as Guard.Pace refuses it after a sleep (a *ThrottlingError
-//     wrapping *resilience.CircuitOpenError, recorded as a give-up),
-//     rather than after the rest of the backoff (up to 20 s in the SDK's
-//     standard mode). So is a retry whose breaker opens as the sleep ends,
-//     in the SDK's check of the context before the attempt or its adaptive
-//     mode's wait for an attempt token. Two limits: the breaker opening is
-//     what cuts the sleep, whatever the backoff left (the SDK chooses it
-//     after the watch starts), so that a breaker whose cooldown ends
-//     before the backoff would have cut a retry that would have gone as
-//     its probe (the default 60 s cooldown outlasts the standard mode's
-//     20 s); and the cut reaches the SDK's sleep through the call's
-//     context, from its first retry on, so that a context a middleware
-//     derived from it before that (a per-operation timeout in the Build
-//     step) sleeps the whole backoff.
+//     its backoff (the retryer's RetryDelay, or the response's
+//     x-amz-retry-after when longer, by at most 5 s), Guard.AfterOpen
+//     watches the scope's breaker: should it open (a dead scope) with a
+//     cooldown that outlasts the rest of the sleep, the sleep ends at
+//     once, and the retry is refused as Guard.Pace refuses it after a
+//     sleep (a *ThrottlingError wrapping *resilience.CircuitOpenError,
+//     recorded as a give-up), rather than after the rest of the backoff
+//     (up to 20 s in the SDK's standard mode). A breaker whose cooldown
+//     ends before the sleep does leaves it whole: the retry goes when it
+//     ends, as the breaker's probe. So is a retry whose breaker opens as
+//     the sleep ends refused, in the SDK's check of the context before
+//     the attempt or its adaptive mode's wait for an attempt token. Two
+//     limits: the cut reaches the SDK's sleep through the call's context,
+//     from its first retry on, so that a context a middleware derived
+//     from it before that (a per-operation timeout in the Build step)
+//     sleeps the whole backoff; and the retryer finds the call whose
+//     backoff it gives by the error retried, so that a sleep before
+//     retrying an error value that another call of the client retries at
+//     the same moment (a sentinel error of a middleware of the caller's)
+//     is not watched, and the retry is refused when it ends.
 //
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // Guard.Pace also holds each SDK retry at an open breaker until its

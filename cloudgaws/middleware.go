@@ -47,6 +47,11 @@ type callState struct {
 	// of cut, a context of the call's that the breaker's opening cancels.
 	cut       atomic.Pointer[cutContext]
 	stopWatch func() bool // the watch of the sleep in progress, if any
+
+	// The retryer that expects RetryDelay for this call's retry of
+	// expectedErr, which GetRetryToken allowed (see retryer.expect).
+	expected    *retryer
+	expectedErr error
 }
 
 // cutContext is the context the SDK's backoff sleeps on, and its cancel.
@@ -72,25 +77,28 @@ func (s *callState) Err() error {
 	return s.Context.Err()
 }
 
-// watch cuts the SDK's backoff sleep before a retry short when the scope's
-// breaker opens (resilience.Guard.AfterOpen): the sleep, on this context,
-// ends at once, the SDK's loop ends with a cancelled request, and the
-// Initialize middleware asks the guard, which refuses the retry and
-// records it (see resume). The retryer calls it once the SDK has decided
-// to retry, before its sleep.
-func (s *callState) watch() {
+// watch cuts the SDK's backoff sleep before a retry, of length sleep,
+// short when the scope's breaker opens and would still refuse the retry
+// when the sleep ends (resilience.Guard.AfterOpen): the sleep, on this
+// context, ends at once, the SDK's loop ends with a cancelled request,
+// and the Initialize middleware asks the guard, which refuses the retry
+// and records it. A breaker whose cooldown ends before the sleep does
+// leaves it whole: the retry goes as its probe. The retryer calls it once
+// the SDK has decided to retry and chosen its backoff, before its sleep.
+func (s *callState) watch(sleep time.Duration) {
 	if c := s.cut.Load(); c == nil || c.Err() != nil {
 		ctx, cancel := context.WithCancel(s.Context)
 		s.cut.Store(&cutContext{ctx, cancel})
 	}
 	c := s.cut.Load()
-	s.stopWatch = s.gd.AfterOpen(c.cancel)
+	s.stopWatch = s.gd.AfterOpen(sleep, c.cancel)
 }
 
 // endCut stops the watch of the SDK's sleep, if one is left, and cancels
 // the context the SDK's sleeps watched, if a retry made one: both end
 // with the call.
 func (s *callState) endCut() {
+	s.forget()
 	s.unwatch() // a panic out of the SDK's loop left its watch running
 	if c := s.cut.Load(); c != nil {
 		c.cancel()

@@ -3,10 +3,15 @@ package cloudgaws
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
 // retryer is the SDK retryer of a governed client: the SDK's standard or
@@ -16,6 +21,19 @@ import (
 type retryer struct {
 	aws.RetryerV2
 	inst *installation
+
+	// The retries GetRetryToken allowed whose backoff RetryDelay has not
+	// given yet, by the error the SDK retries: RetryDelay, which the SDK
+	// calls next with the same error and no context, finds the call it
+	// gives the backoff of here.
+	mu      sync.Mutex
+	pending map[error]pendingRetry
+}
+
+// pendingRetry is the call, or calls, that retry one error value.
+type pendingRetry struct {
+	st *callState // nil: more than one call retries the same error value
+	n  int
 }
 
 // newRetryer is the aws.Config.Retryer Install sets: each client gets its
@@ -83,8 +101,98 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 		return nil, stop
 	}
 	st.retryAccounted = true
-	st.watch()
+	r.expect(opErr, st)
 	return release, nil
+}
+
+// RetryDelay is the base retryer's backoff. For a governed call whose
+// retry GetRetryToken allowed, the SDK sleeps it next (with the
+// response's x-amz-retry-after, see sdkSleep): the call's watch of the
+// sleep starts here, knowing how long it is.
+func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
+	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
+	if st := r.take(opErr); st != nil && err == nil {
+		st.watch(sdkSleep(d, opErr))
+	}
+	return d, err
+}
+
+// expect notes that st's retry of opErr was allowed: the SDK asks
+// RetryDelay for its backoff next. An error value that is not a pointer
+// cannot tell calls apart (nor, some, be a map key): its call's sleep is
+// not watched, and sleeps whole.
+func (r *retryer) expect(opErr error, st *callState) {
+	st.forget() // a retryer of the caller's around this one did not ask for the last
+	if opErr == nil || reflect.TypeOf(opErr).Kind() != reflect.Pointer {
+		return
+	}
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = make(map[error]pendingRetry)
+	}
+	p := r.pending[opErr]
+	if p.n == 0 {
+		p.st = st
+	} else if p.st != st {
+		p.st = nil // two calls retry one error value (a sentinel): neither is watched
+	}
+	p.n++
+	r.pending[opErr] = p
+	r.mu.Unlock()
+	st.expected, st.expectedErr = r, opErr
+}
+
+// take returns the call whose backoff before retrying opErr RetryDelay
+// gives, if one call alone expects it, and forgets it.
+func (r *retryer) take(opErr error) *callState {
+	if opErr == nil || reflect.TypeOf(opErr).Kind() != reflect.Pointer {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pending[opErr]
+	if !ok {
+		return nil
+	}
+	if p.n--; p.n == 0 {
+		delete(r.pending, opErr)
+	} else {
+		r.pending[opErr] = p
+	}
+	if p.st != nil {
+		p.st.expected = nil
+	}
+	return p.st
+}
+
+// forget drops st's expectation, if RetryDelay did not take it (the SDK's
+// loop ended between, or a retryer of the caller's around this one does
+// not ask it).
+func (s *callState) forget() {
+	if s.expected != nil {
+		s.expected.take(s.expectedErr)
+		s.expected, s.expectedErr = nil, nil
+	}
+}
+
+// sdkSleep is how long the SDK's retry loop sleeps before retrying opErr,
+// given its retryer's delay d: the response's x-amz-retry-after, in
+// milliseconds, kept within [d, d+5s] (the rule of the SDK's retry
+// middleware), or d.
+func sdkSleep(d time.Duration, opErr error) time.Duration {
+	var re *awshttp.ResponseError
+	if !errors.As(opErr, &re) || re.Response == nil || re.Response.Response == nil {
+		return d
+	}
+	v := re.Response.Header.Get("X-Amz-Retry-After")
+	if v == "" {
+		return d
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return d
+	}
+	return min(max(time.Duration(ms)*time.Millisecond, d), d+5*time.Second)
 }
 
 // asV2 is the SDK's own adaptation of a plain Retryer.

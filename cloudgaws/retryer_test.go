@@ -2,6 +2,7 @@ package cloudgaws
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -98,5 +99,42 @@ func TestRetryerVetoesGovernorsErrors(t *testing.T) {
 		if r.IsErrorRetryable(err) {
 			t.Fatalf("%T is retryable", err)
 		}
+	}
+}
+
+// valueErr is an error that is not a pointer.
+type valueErr struct{ s string }
+
+func (e valueErr) Error() string { return e.s }
+
+// RetryDelay finds the call whose retry GetRetryToken allowed by the error
+// retried, when one call alone retries that error value; an error value
+// two calls share (a sentinel), or one that is not a pointer, finds none,
+// and nothing is left behind: an expectation RetryDelay does not take is
+// forgotten when the call ends, or retries again.
+func TestRetryerFindsTheCallOfARetry(t *testing.T) {
+	r := &retryer{}
+	a, b := &callState{}, &callState{}
+	errA, sentinel := errors.New("a"), errors.New("shared")
+	r.expect(errA, a)
+	if got := r.take(errA); got != a || len(r.pending) != 0 || a.expected != nil {
+		t.Fatalf("take: %p, want %p; %d pending", got, a, len(r.pending))
+	}
+	r.expect(sentinel, a)
+	r.expect(sentinel, b)
+	if r.take(sentinel) != nil || r.take(sentinel) != nil {
+		t.Fatal("a call found for an error value two calls retry")
+	}
+	a.forget()
+	b.forget()
+	r.expect(valueErr{"v"}, a)
+	if r.take(valueErr{"v"}) != nil {
+		t.Fatal("a call found for an error that is not a pointer")
+	}
+	r.expect(errA, a)
+	r.expect(errors.New("next"), a) // RetryDelay was not asked for errA
+	a.forget()
+	if len(r.pending) != 0 || a.expected != nil {
+		t.Fatalf("%d expectations left behind", len(r.pending))
 	}
 }

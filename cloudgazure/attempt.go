@@ -180,13 +180,17 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 }
 
 // watch cuts azcore's backoff sleep before the retry the Guard just
-// allowed short when the scope's breaker opens (resilience.Guard.AfterOpen):
-// azcore sleeps on the context of the per-call policy's request, which
-// becomes, until the request ends, a context of the request's that the
-// breaker's opening cancels. azcore then ends its loop with the context's
-// error, and the per-call policy asks the Guard for the retry (see
-// resumeCut), which refuses it and records it as a refused retry would be.
-// Only the per-call policy can do that: without it, nothing is watched.
+// allowed short when the scope's breaker opens and would still refuse the
+// retry when the sleep ends, however long azcore's jitter makes it
+// (resilience.Guard.AfterOpen, with shared.longestSleep): azcore sleeps on
+// the context of the per-call policy's request, which becomes, until the
+// request ends, a context of the request's that the breaker's opening
+// cancels. azcore then ends its loop with the context's error, and the
+// per-call policy asks the Guard for the retry, which refuses it and
+// records it as a refused retry would be. A breaker whose cooldown may
+// end before the sleep does leaves it whole: the next attempt's Enter
+// refuses the retry, or lets it go as the breaker's probe. Only the
+// per-call policy can cut: without it, nothing is watched.
 func (st *callState) watch() {
 	if st.raw == nil {
 		return
@@ -195,7 +199,7 @@ func (st *callState) watch() {
 		st.cut, st.cancelCut = context.WithCancel(st.ctx)
 		*st.raw = *st.raw.WithContext(st.cut)
 	}
-	st.stopWatch = st.gd.AfterOpen(st.cancelCut)
+	st.stopWatch = st.gd.AfterOpen(st.s.longestSleep(st.tries), st.cancelCut)
 }
 
 // unwatch ends the watch of azcore's sleep, and reports whether it cut the

@@ -77,12 +77,16 @@
 // (deadline_seconds, 900 s, or the context's deadline if sooner) ends the
 // request with the last answer instead. While azcore sleeps its backoff
 // before a retry, resilience.Guard.AfterOpen watches the scope's breaker:
-// should it open (a dead scope), the sleep ends at once and the retry is
-// refused as the next attempt's Enter would refuse it, rather than after
-// the rest of the backoff (up to MaxRetryDelay, 60 s by default). azcore
-// sleeps on the request's context, which is, for that time, a context of
-// the request's that the breaker's opening cancels; the request gets its
-// own back when it ends.
+// should it open (a dead scope) with a cooldown that outlasts the longest
+// the sleep may last (azcore draws its jitter itself: (2^try − 1) ×
+// RetryDelay × 1.3, at most MaxRetryDelay), the sleep ends at once and
+// the retry is refused as the next attempt's Enter would refuse it,
+// rather than after the rest of the backoff (up to MaxRetryDelay, 60 s by
+// default). A breaker whose cooldown may end first leaves the sleep
+// whole: the next attempt's Enter refuses the retry, or lets it go as the
+// breaker's probe. azcore sleeps on the request's context, which is, for
+// that time, a context of the request's that the breaker's opening
+// cancels; the request gets its own back when it ends.
 //
 // Importing the package also teaches the core's classifier the shape of
 // *azcore.ResponseError, so resilience.Classify, RetryAfter

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
@@ -26,6 +27,8 @@ type shared struct {
 	// then a retry is decided when azcore sends it.
 	known      bool
 	maxRetries int32
+	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when known.
+	retryDelay, maxRetryDelay time.Duration
 }
 
 // newShared returns the policies' shared part for a pipeline whose retry
@@ -39,14 +42,44 @@ func newShared(cfg config, retry *policy.RetryOptions) *shared {
 		s.retried = append([]int{}, retry.StatusCodes...)
 	}
 	s.known = true
-	// azcore's setDefaults: 0 is its default of 3, a negative value none.
+	// azcore's setDefaults: 0 is its default (3 retries, a 60 s cap, an
+	// 800 ms delay); a negative value no retries, no cap, no delay.
 	switch s.maxRetries = retry.MaxRetries; {
 	case s.maxRetries == 0:
 		s.maxRetries = 3
 	case s.maxRetries < 0:
 		s.maxRetries = 0
 	}
+	switch s.maxRetryDelay = retry.MaxRetryDelay; {
+	case s.maxRetryDelay == 0:
+		s.maxRetryDelay = 60 * time.Second
+	case s.maxRetryDelay < 0:
+		s.maxRetryDelay = math.MaxInt64
+	}
+	switch s.retryDelay = retry.RetryDelay; {
+	case s.retryDelay == 0:
+		s.retryDelay = 800 * time.Millisecond
+	case s.retryDelay < 0:
+		s.retryDelay = 0
+	}
 	return s
+}
+
+// longestSleep is the longest azcore's retry policy sleeps after its
+// attempt try (from 1) when the response it retries has no delay header
+// (the per-retry policy hides them): its backoff, (2^try − 1) × RetryDelay
+// with a jitter in [0.8, 1.3), is below 1.3 × (2^try − 1) × RetryDelay,
+// and at most MaxRetryDelay. The jitter is azcore's own draw, so that this
+// bound is what the policies can know of the sleep.
+func (s *shared) longestSleep(try int32) time.Duration {
+	if try >= 62 {
+		return s.maxRetryDelay
+	}
+	d := float64(time.Duration(1)<<try-1) * float64(s.retryDelay) * 1.3
+	if d >= float64(s.maxRetryDelay) {
+		return s.maxRetryDelay
+	}
+	return time.Duration(d) + 1
 }
 
 // retries reports whether azcore retries a response with status.

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // rather than after the longest backoff of its calls. Call and Do, and
 // the integrations that sleep their SDK's pause themselves (cloudggcp,
 // cloudghttp), sleep it with Backoff; an SDK that sleeps its own (the AWS
-// SDK's and azcore's retry loops) asks AfterOpen to end its sleep.
+// SDK's and azcore's retry loops) asks AfterOpen to end its sleep, by the
+// same rule: only when the breaker would still refuse the retry when the
+// sleep ends.
 
 // Backoff sleeps delay, the pause before the retry Retry allowed, on the
 // governor's clock, and returns early, with cut true, when the scope's
@@ -38,23 +41,55 @@ func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, er
 		return false, gd.g.sleep(ctx, delay)
 	}
 	now := gd.g.now()
-	until := now + delay
+	until := later(now, delay)
+	return gd.awaitRefusal(ctx, now, until, until, nil)
+}
+
+// awaitRefusal waits, from now, until the breaker would refuse the call's
+// next attempt at until (refusedAt), and reports true then. It looks again
+// at each of the breaker's verdicts, and at least every backoffRecheck,
+// so that a breaker that opens later, or opens again after its probe
+// failed, is seen, and so is the live breaker after a Reset or Configure
+// retired the watched one. It reports false when the clock reaches end or
+// quit is closed first, and ctx's error when ctx ends. A breaker that
+// does not tell of its verdicts is asked only as the wait starts, and a
+// provider that waits for its breakers' verdicts (breaker_wait) is not
+// asked at all: its retries wait for them at Enter.
+func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration, quit <-chan struct{}) (bool, error) {
 	for {
 		gd.live() // a Reset or Configure retired the breaker: watch the live one
+		if gd.p.set.breakerWait {
+			_, err := gd.g.sleepOr(ctx, end-now, nil, quit)
+			return false, err
+		}
 		verdict := gd.verdictChan()
-		if gd.refusedAt(now, until) {
+		if gd.refusedAt(now, max(now, until)) { // past until: refused now
 			return true, nil
 		}
 		if verdict == nil {
-			return false, gd.g.sleep(ctx, until-now)
-		}
-		d := min(until-now, backoffRecheck)
-		woken, err := gd.g.sleepOr(ctx, d, verdict, nil)
-		if err != nil || (!woken && d == until-now) {
+			_, err := gd.g.sleepOr(ctx, end-now, nil, quit)
 			return false, err
+		}
+		d := min(end-now, backoffRecheck)
+		woken, err := gd.g.sleepOr(ctx, d, verdict, quit)
+		if err != nil || (!woken && d == end-now) {
+			return false, err
+		}
+		select {
+		case <-quit:
+			return false, nil
+		default:
 		}
 		now = gd.g.now()
 	}
+}
+
+// later is now+d, or the longest duration when that overflows.
+func later(now, d time.Duration) time.Duration {
+	if d > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + max(d, 0)
 }
 
 // backoffRecheck bounds how long Backoff watches a breaker before it
@@ -77,35 +112,45 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 }
 
 // AfterOpen arranges for f to be called, in its own goroutine, once the
-// breaker of the call's scope is open, and so refuses the call's next
-// attempt: it opened (a dead scope, found dead by the other calls'
-// answers). A half-open breaker whose probe is out in another call does
-// not call f: the probe's verdict decides, and a success lets the retry
-// go. It is for an integration whose SDK sleeps its own
-// backoff before a retry that Retry allowed (the AWS SDK's retry loop):
-// f ends that sleep, and the retry's Pace, asking the breaker first,
+// breaker of the call's scope would still refuse the call's next attempt
+// when delay has passed: it is open (it opened meanwhile, or was open
+// already), and its cooldown lasts past the end of delay. It is for an
+// integration whose SDK sleeps its own backoff, delay, before a retry
+// that Retry allowed (the AWS SDK's and azcore's retry loops): f ends
+// that sleep, and the retry's Pace or Enter, asking the breaker first,
 // refuses it and records it as a refused retry would be, at once rather
-// than when the backoff ends. f is called at once when the breaker
-// refuses already.
+// than when the backoff ends. An integration that knows only a bound of
+// the SDK's backoff passes the longest it may be.
+//
+// A breaker whose cooldown ends before delay does not call f: the retry
+// goes when the backoff ends, as the breaker's probe. Nor does a
+// half-open breaker whose probe is out in another call: the probe's
+// verdict decides, and a success lets the retry go. The breaker is
+// watched until stop, so that one that opens again (its probe failed),
+// with a cooldown that outlasts the rest of delay, calls f, and so does
+// one that opens once delay has passed, before the retry asks it; a Reset
+// or Configure that retires the breaker moves the watch to the live one.
+// f is called at once when the breaker refuses already.
 //
 // Calling the returned stop stops the arrangement: it reports whether it
 // stopped f from being called (false: f was called, or has been started).
 // stop waits for the watch to end, so that the Guard may be used again
-// once it returns; call it, on the call's goroutine, before the next Pace
-// or End, and do not use the Guard between AfterOpen and stop. A
-// provider that waits for its breakers' verdicts (breaker_wait) holds its
-// retries at Pace until a verdict instead, and a breaker that does not
-// tell of its verdicts (fleet mode's shared breakers) is asked at Pace:
-// for those, and for a Guard with no call, f is never called.
-func (gd *Guard) AfterOpen(f func()) (stop func() bool) {
+// once it returns; call it, on the call's goroutine, before the next
+// Pace, Enter or End, and do not use the Guard between AfterOpen and
+// stop. A provider that waits for its breakers' verdicts (breaker_wait)
+// holds its retries at Pace until a verdict instead, and a breaker that
+// does not tell of its verdicts (fleet mode's shared breakers) is asked
+// at Pace: for those, and for a Guard with no call, f is never called.
+func (gd *Guard) AfterOpen(delay time.Duration, f func()) (stop func() bool) {
 	if gd.e != nil {
 		gd.live() // a Reset or Configure since the last attempt: watch the live breaker
 	}
 	if gd.e == nil || gd.p.set.breakerWait || gd.verdictChan() == nil {
 		return func() bool { return true }
 	}
+	now := gd.g.now()
 	w := &openWatch{quit: make(chan struct{}), done: make(chan struct{})}
-	go w.run(gd, f)
+	go w.run(gd, now, later(now, delay), f)
 	return w.stop
 }
 
@@ -116,20 +161,12 @@ type openWatch struct {
 	called     bool // set before done is closed
 }
 
-func (w *openWatch) run(gd *Guard, f func()) {
+func (w *openWatch) run(gd *Guard, now, until time.Duration, f func()) {
 	defer close(w.done)
-	for {
-		verdict := gd.verdictChan()
-		if now := gd.g.now(); gd.refusedAt(now, now) {
-			w.called = true
-			break
-		}
-		select {
-		case <-verdict:
-		case <-w.quit:
-			return
-		}
+	if refused, _ := gd.awaitRefusal(context.Background(), now, until, math.MaxInt64, w.quit); !refused {
+		return
 	}
+	w.called = true
 	f() // outside every lock; a panic in f is the caller's, as in context.AfterFunc
 }
 

@@ -92,6 +92,25 @@ func TestBackoffWithBreakerWaitIsWhole(t *testing.T) {
 	})
 }
 
+// throttledRetry returns a Guard whose throttled attempt's retry Retry
+// allowed: the moment an SDK sleeps its backoff.
+func throttledRetry(t *testing.T, g *Governor) *Guard {
+	t.Helper()
+	gd, err := g.Begin(context.Background(), ec2Subnets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gd.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gd.Release()
+	gd.After(throttle())
+	if _, err := gd.Retry(0); err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
 // AfterOpen calls f once the breaker refuses the call's next attempt (at
 // once if it does already), and stop says whether it prevented that; for
 // a provider that waits for its breakers' verdicts, f is never called.
@@ -100,7 +119,7 @@ func TestAfterOpen(t *testing.T) {
 		g := newGov(t, Config{})
 		gd := throttledRetry(t, g, context.Background(), ec2Subnets)
 		var calls atomic.Int32
-		stop := gd.AfterOpen(func() { calls.Add(1) })
+		stop := gd.AfterOpen(0, func() { calls.Add(1) })
 		synctest.Wait()
 		if calls.Load() != 0 {
 			t.Fatal("f called with the breaker closed")
@@ -111,7 +130,7 @@ func TestAfterOpen(t *testing.T) {
 			t.Fatalf("after the breaker opened: f called %d times, stop reported it prevented it", calls.Load())
 		}
 		// Open already: f at once.
-		stop = gd.AfterOpen(func() { calls.Add(1) })
+		stop = gd.AfterOpen(0, func() { calls.Add(1) })
 		synctest.Wait()
 		if calls.Load() != 2 || stop() {
 			t.Fatalf("with the breaker open: f called %d times in all, want 2", calls.Load())
@@ -121,7 +140,7 @@ func TestAfterOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
 		gd := throttledRetry(t, g, context.Background(), ec2Subnets)
-		stop := gd.AfterOpen(func() { t.Error("f called after stop") })
+		stop := gd.AfterOpen(0, func() { t.Error("f called after stop") })
 		synctest.Wait()
 		if !stop() || !stop() {
 			t.Fatal("stop did not report that it prevented f")
@@ -133,7 +152,7 @@ func TestAfterOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true}})
 		gd := throttledRetry(t, g, context.Background(), ec2Subnets)
-		stop := gd.AfterOpen(func() { t.Error("f called for a provider with breaker_wait") })
+		stop := gd.AfterOpen(0, func() { t.Error("f called for a provider with breaker_wait") })
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		n := 0
@@ -146,4 +165,84 @@ func TestAfterOpen(t *testing.T) {
 		}
 		gd.End(nil)
 	})
+}
+
+// AfterOpen calls f only when the breaker would still refuse the retry
+// when the SDK's backoff (20 s here) ends, as Backoff cuts: a breaker
+// that opens 1 s into it with a cooldown of 5 s is half-open when the
+// backoff ends, and the retry goes as its probe, so f is not called; one
+// with the default 60 s cooldown calls f as it opens. A breaker whose
+// cooldown ends first and that opens again (its probe failed), its
+// cooldown doubled past the backoff's end, calls f then. Before, f was
+// called as the breaker opened, whatever the backoff left.
+func TestAfterOpenCallsOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cooldown float64 // 0: the default, 60 s
+		reopen   bool    // the probe after the cooldown fails
+		cut      bool    // f is called as the breaker (last) opens
+	}{
+		{name: "a cooldown past the backoff", cut: true},
+		{name: "a cooldown that ends first", cooldown: 5},
+		{name: "open again past the backoff", cooldown: 8, reopen: true, cut: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{BreakerCooldownSeconds: tc.cooldown}})
+				gd := throttledRetry(t, g)
+				start := time.Now()
+				var called atomic.Int64 // when f was called, +1 ns; 0: not called
+				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+				time.Sleep(time.Second)
+				openBreaker(t, g)
+				opened := time.Since(start)
+				if tc.reopen {
+					time.Sleep(time.Duration(tc.cooldown * float64(time.Second)))
+					n := 0
+					Do(context.Background(), ec2Subnets, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+					opened = time.Since(start)
+				}
+				time.Sleep(30 * time.Second) // past the backoff's end
+				stopped := stop()
+				got := time.Duration(called.Load() - 1)
+				if !tc.cut && (!stopped || got >= 0) {
+					t.Errorf("f called at %v; the breaker lets the retry through when the backoff ends", got)
+				}
+				if tc.cut && (stopped || got != opened || got >= 20*time.Second) {
+					t.Errorf("f called at %v (stop reported %v), want as the breaker opened at %v", got, stopped, opened)
+				}
+				gd.End(nil)
+			})
+		})
+	}
+}
+
+// A Reset or a Configure during the SDK's backoff retires the breaker
+// AfterOpen watches: the live one's opening calls f (the watch looks for
+// it every second). Before, the retired breaker was watched until stop.
+func TestAfterOpenWatchesTheLiveBreaker(t *testing.T) {
+	for _, name := range []string{"Reset", "Configure"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				gd := throttledRetry(t, g)
+				start := time.Now()
+				var called atomic.Int64
+				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+				if name == "Reset" {
+					g.Reset()
+				} else if err := g.Configure(Config{AWS: ProviderConfig{BreakerCooldownSeconds: 30}}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(1500 * time.Millisecond)
+				openBreaker(t, g)
+				opened := time.Since(start)
+				synctest.Wait()
+				if got := time.Duration(called.Load() - 1); stop() || got != opened {
+					t.Errorf("f called at %v (-1ns: not), want as the live breaker opened at %v", got, opened)
+				}
+				gd.End(nil)
+			})
+		})
+	}
 }

@@ -64,6 +64,66 @@ func TestBreakerOpeningEndsAzcoresBackoff(t *testing.T) {
 	})
 }
 
+// azcore's backoff sleep is cut only when the breaker that opened during
+// it would still refuse the retry when the sleep ends, however long
+// azcore's jitter makes it: here the sleep is 16 to 20 s (20 s × [0.8,
+// 1.3), at most MaxRetryDelay, 20 s), and the breaker opens 1 s in. With
+// the default 60 s cooldown it is cut then; with a 5 s cooldown the
+// breaker is half-open when the sleep ends, the sleep is left whole, and
+// the retry goes as the breaker's probe (here it succeeds, and closes the
+// breaker). Before, the sleep was cut as the breaker opened, whatever was
+// left of it, and the retry refused.
+func TestAzcoresSleepIsCutOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cooldown float64 // 0: the default, 60 s
+		cut      bool
+	}{
+		{name: "a cooldown past the sleep", cut: true},
+		{name: "a cooldown that ends first", cooldown: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(2), BaseDelaySeconds: 20,
+					MaxBackoffSeconds: 20, BreakerCooldownSeconds: tc.cooldown}})
+				e.srv.script(routeVnetGet, throttled(""), reply{})
+				c := e.vnets(subA)
+				start := time.Now()
+				var at time.Duration
+				done := make(chan error)
+				go func() {
+					_, err := c.Get(context.Background(), "rg", "vnet", nil)
+					at = time.Since(start)
+					done <- err
+				}()
+				synctest.Wait() // throttled once, asleep in azcore's backoff
+				time.Sleep(time.Second)
+				for range 5 { // five calls of the scope give up: the breaker opens
+					resilience.Do(context.Background(), networkA, func(context.Context) error { return tooMany{} },
+						resilience.WithGovernor(e.gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+				}
+				opened := time.Since(start)
+				if s := e.gov.Inspect(networkA).Breaker.State; s != state.Open {
+					t.Fatalf("the breaker is %v, want open", s)
+				}
+				err := <-done
+				n := e.srv.count(routeVnetGet)
+				var coe *resilience.CircuitOpenError
+				switch {
+				case tc.cut && (!errors.As(err, &coe) || at != opened || n != 1):
+					t.Errorf("ended at %v with %v after %d requests; want a CircuitOpenError as the breaker opened at %v, 1 request", at, err, n, opened)
+				case !tc.cut && (err != nil || n != 2 || at < 16*time.Second || at > 20*time.Second):
+					t.Errorf("ended at %v with %v after %d requests; want the retry sent as the probe after the whole sleep (16 to 20 s), answered", at, err, n)
+				case !tc.cut:
+					if s := e.gov.Inspect(networkA).Breaker.State; s != state.Closed {
+						t.Errorf("the breaker is %v after the probe's success, want closed", s)
+					}
+				}
+			})
+		})
+	}
+}
+
 // A request whose azcore loop slept before a retry leaves nothing behind
 // once it returns: the context its sleep watched is cancelled with it.
 func TestAWatchedAzcoreSleepLeavesNothingBehind(t *testing.T) {
