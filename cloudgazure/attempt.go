@@ -2,6 +2,7 @@ package cloudgazure
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/cloudg/cloudg/internal/cutctx"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -58,17 +60,23 @@ type callState struct {
 	saved    [len(delayHeaders)][]string
 
 	// The cut of azcore's backoff sleep when the scope's breaker opens
-	// (see watch): raw is the request azcore's retry policy sleeps on
-	// (the per-call policy's), whose context is cut, a context of the
-	// request's that the breaker's opening cancels, while azcore sleeps;
-	// stopWatch stops the watch of the sleep in progress.
+	// (see watch): raw is the per-call policy's request, whose context is
+	// rc, the request's but for the cut, until the request ends, so that a
+	// request a later policy derives from it, and azcore's retry policy,
+	// which sleeps on its request's context, see the cut. A cut ends rc
+	// for good: the per-call policy gives the request a new one (renew),
+	// the first being first, in the state. stopWatch stops the watch of
+	// the sleep in progress.
 	raw       *http.Request
-	cut       context.Context
-	cancelCut context.CancelFunc
+	rc        *cutctx.Context
+	first     cutctx.Context
 	stopWatch func() bool
 	// entered: the per-call policy entered the Guard for the attempt
 	// azcore sends next (a retry the breaker let through after a cut).
 	entered bool
+	// recut: an attempt ended azcore's loop because its context was the
+	// cut one (see attempt).
+	recut bool
 }
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
@@ -92,10 +100,12 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		}
 	}
 	if st.unwatch() {
-		// The breaker opened as azcore's sleep ended: the request gets
-		// its own context back, so that azcore's loop ends with what the
-		// Guard says of this attempt, not with the cut.
-		st.endCut()
+		// The breaker opened as azcore's sleep ended: the attempt's
+		// context, derived from the cut one, has ended. azcore's loop
+		// ends, and the per-call policy asks the Guard for the retry (see
+		// cutEnded), on a context of the request's that is live.
+		st.recut = true
+		return nil, stop(context.Canceled)
 	}
 	if st.entered {
 		st.entered = false
@@ -183,11 +193,12 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 // allowed short when the scope's breaker opens and would still refuse the
 // retry when the sleep ends, however long azcore's jitter makes it
 // (resilience.Guard.AfterOpen, with shared.longestSleep): azcore sleeps on
-// the context of the per-call policy's request, which becomes, until the
-// request ends, a context of the request's that the breaker's opening
-// cancels. azcore then ends its loop with the context's error, and the
-// per-call policy asks the Guard for the retry, which refuses it and
-// records it as a refused retry would be. A breaker whose cooldown may
+// the context of the per-call policy's request, or of one a later policy
+// derived from it, and the breaker's opening cancels it (rc's cut).
+// azcore then ends its loop with the context's error (or, as the sleep
+// ended, the next attempt does), and the per-call policy asks the Guard
+// for the retry, which refuses it and records it as a refused retry would
+// be. A breaker whose cooldown may
 // end before the sleep does leaves it whole: the next attempt's Enter
 // refuses the retry, or lets it go as the breaker's probe. Only the
 // per-call policy can cut: without it, nothing is watched.
@@ -195,11 +206,18 @@ func (st *callState) watch() {
 	if st.raw == nil {
 		return
 	}
-	if st.cut == nil || st.cut.Err() != nil {
-		st.cut, st.cancelCut = context.WithCancel(st.ctx)
-		*st.raw = *st.raw.WithContext(st.cut)
-	}
-	st.stopWatch = st.gd.AfterOpen(st.s.longestSleep(st.tries), st.cancelCut)
+	st.stopWatch = st.gd.AfterOpen(st.s.longestSleep(st.tries), st.rc.Arm())
+}
+
+// cutEnded reports whether azcore's loop ended, with err, because the
+// breaker's opening cut its sleep before a retry (or the attempt's
+// context, as the sleep ended) while the request's context is live: the
+// per-call policy then asks the Guard for the retry, as azcore's next
+// attempt would have.
+func (st *callState) cutEnded(err error) bool {
+	cut := st.unwatch() || st.recut
+	st.recut = false
+	return cut && st.ctx.Err() == nil && errors.Is(err, context.Canceled)
 }
 
 // unwatch ends the watch of azcore's sleep, and reports whether it cut the
@@ -213,17 +231,22 @@ func (st *callState) unwatch() (cut bool) {
 	return cut
 }
 
-// endCut stops the watch of azcore's sleep, if one is left, gives the
-// per-call policy's request its own context back, and cancels the one
-// azcore slept on, if a retry made one.
+// endCut stops the watch of azcore's sleep, if one is left, and cancels
+// the cut of the context azcore slept on, if a retry made one.
 func (st *callState) endCut() {
 	st.unwatch() // a panic out of azcore's loop left its watch running
-	if st.cut == nil {
-		return
+	if st.rc != nil {
+		st.rc.Close()
 	}
-	st.cancelCut()
-	*st.raw = *st.raw.WithContext(st.ctx)
-	st.cut, st.cancelCut = nil, nil
+}
+
+// renew gives the per-call policy's request a new context of the
+// request's, after a cut ended the last.
+func (st *callState) renew() {
+	st.endCut()
+	st.rc = new(cutctx.Context)
+	st.rc.Init(st.ctx)
+	*st.raw = *st.raw.WithContext(st.rc)
 }
 
 // retry asks the Guard whether azcore may retry the last attempt, which it

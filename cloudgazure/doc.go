@@ -84,9 +84,13 @@
 // rather than after the rest of the backoff (up to MaxRetryDelay, 60 s by
 // default). A breaker whose cooldown may end first leaves the sleep
 // whole: the next attempt's Enter refuses the retry, or lets it go as the
-// breaker's probe. azcore sleeps on the request's context, which is, for
-// that time, a context of the request's that the breaker's opening
-// cancels; the request gets its own back when it ends.
+// breaker's probe. azcore sleeps on the request's context, which is, until
+// the request ends, a context of the request's that the breaker's opening
+// can cancel (a request a policy of the caller's derives from it after
+// the package's sees the cut too); a cut ends azcore's loop, whether it
+// comes during the sleep or as it ends, and the per-call policy asks for
+// the retry itself, on a new such context, and sends it, if the breaker
+// lets it go, in a loop of azcore's own.
 //
 // Importing the package also teaches the core's classifier the shape of
 // *azcore.ResponseError, so resilience.Classify, RetryAfter

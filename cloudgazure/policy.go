@@ -1,7 +1,6 @@
 package cloudgazure
 
 import (
-	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -126,15 +125,21 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		markGoverned(ctx)
 	}
 	req.SetOperationValue(st)
-	defer st.endCut() // even on a panic: the request gets its context back
+	st.first.Init(ctx)
+	st.rc = &st.first
+	*raw = *raw.WithContext(st.rc) // see callState.raw
+	defer func() {                 // even on a panic: the request gets its context back
+		st.endCut()
+		*raw = *raw.WithContext(ctx)
+	}()
 	resp, err := req.Next()
-	for st.unwatch() && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+	for st.cutEnded(err) {
 		// The breaker opened while azcore slept before a retry, which
 		// ended its loop: the retry asks the Guard now, as it would have
 		// after the sleep. Refused (the breaker is open), it ends the
 		// request; let through after all (its cooldown ended meanwhile),
 		// it is sent, in a loop of azcore's own.
-		st.endCut()
+		st.renew()
 		if eerr := gd.Enter(ctx); eerr != nil {
 			resp, err = nil, stop(reveal(eerr))
 			break

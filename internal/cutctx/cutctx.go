@@ -1,0 +1,69 @@
+// Package cutctx is the context an integration gives an SDK's retry loop
+// so that the loop's backoff sleep can be cut short.
+package cutctx
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Context is its parent, but for a cut: from Arm on, its Done and Err are
+// those of a context derived from the parent that Arm's cancel ends. A
+// cancelled cut ends the Context for good, as any context's end is (its
+// Done stays closed, its Err set): the owner gives the SDK a new Context
+// for what follows. Init a Context before its first use; its Done, Err,
+// Deadline and Value may then be called from any goroutine, and Arm and
+// Close from the owner's.
+type Context struct {
+	parent context.Context
+	cut    atomic.Pointer[cut]
+}
+
+type cut struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+// Init makes parent the parent of a Context not yet in use.
+func (c *Context) Init(parent context.Context) { c.parent = parent }
+
+// Deadline is the parent's.
+func (c *Context) Deadline() (deadline time.Time, ok bool) { return c.parent.Deadline() }
+
+// Done is the cut's, or before Arm the parent's.
+func (c *Context) Done() <-chan struct{} {
+	if k := c.cut.Load(); k != nil {
+		return k.Done()
+	}
+	return c.parent.Done()
+}
+
+// Err goes with Done.
+func (c *Context) Err() error {
+	if k := c.cut.Load(); k != nil {
+		return k.Err()
+	}
+	return c.parent.Err()
+}
+
+// Value is the parent's.
+func (c *Context) Value(key any) any { return c.parent.Value(key) }
+
+// Arm makes the cut, unless there is one, and returns its cancel.
+func (c *Context) Arm() context.CancelFunc {
+	if k := c.cut.Load(); k != nil {
+		return k.cancel
+	}
+	ctx, cancel := context.WithCancel(c.parent)
+	c.cut.Store(&cut{ctx, cancel})
+	return cancel
+}
+
+// Close cancels the cut, if there is one, so that nothing derived from it
+// is left behind.
+func (c *Context) Close() {
+	if k := c.cut.Load(); k != nil {
+		k.cancel()
+	}
+}
