@@ -87,21 +87,11 @@ func TestAzcoresSleepIsCutOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 				e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(2), BaseDelaySeconds: 20,
 					MaxBackoffSeconds: 20, BreakerCooldownSeconds: tc.cooldown}})
 				e.srv.script(routeVnetGet, throttled(""), reply{})
-				c := e.vnets(subA)
 				start := time.Now()
-				var at time.Duration
-				done := make(chan error)
-				go func() {
-					_, err := c.Get(context.Background(), "rg", "vnet", nil)
-					at = time.Since(start)
-					done <- err
-				}()
+				done, at := sleepingVnetGet(e.vnets(subA))
 				synctest.Wait() // throttled once, asleep in azcore's backoff
 				time.Sleep(time.Second)
-				for range 5 { // five calls of the scope give up: the breaker opens
-					resilience.Do(context.Background(), networkA, func(context.Context) error { return tooMany{} },
-						resilience.WithGovernor(e.gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
-				}
+				openScope(e.gov, 5)
 				opened := time.Since(start)
 				if s := e.gov.Inspect(networkA).Breaker.State; s != state.Open {
 					t.Fatalf("the breaker is %v, want open", s)
@@ -110,10 +100,10 @@ func TestAzcoresSleepIsCutOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 				n := e.srv.count(routeVnetGet)
 				var coe *resilience.CircuitOpenError
 				switch {
-				case tc.cut && (!errors.As(err, &coe) || at != opened || n != 1):
-					t.Errorf("ended at %v with %v after %d requests; want a CircuitOpenError as the breaker opened at %v, 1 request", at, err, n, opened)
-				case !tc.cut && (err != nil || n != 2 || at < 16*time.Second || at > 20*time.Second):
-					t.Errorf("ended at %v with %v after %d requests; want the retry sent as the probe after the whole sleep (16 to 20 s), answered", at, err, n)
+				case tc.cut && (!errors.As(err, &coe) || at() != opened || n != 1):
+					t.Errorf("ended at %v with %v after %d requests; want a CircuitOpenError as the breaker opened at %v, 1 request", at(), err, n, opened)
+				case !tc.cut && (err != nil || n != 2 || at() < 16*time.Second || at() > 20*time.Second):
+					t.Errorf("ended at %v with %v after %d requests; want the retry sent as the probe after the whole sleep (16 to 20 s), answered", at(), err, n)
 				case !tc.cut:
 					if s := e.gov.Inspect(networkA).Breaker.State; s != state.Closed {
 						t.Errorf("the breaker is %v after the probe's success, want closed", s)
