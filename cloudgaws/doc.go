@@ -49,11 +49,11 @@
 //     once, and the retry is refused as Guard.Pace refuses it after a
 //     sleep (a *ThrottlingError wrapping *resilience.CircuitOpenError,
 //     recorded as a give-up), rather than after the rest of the backoff
-//     (up to 20 s in the SDK's standard mode). A breaker whose cooldown
-//     ends before the sleep does leaves it whole: the retry goes when it
-//     ends, as the breaker's probe. So is a retry whose breaker opens as
-//     the sleep ends refused, in the SDK's check of the context before
-//     the attempt or its adaptive mode's wait for an attempt token. Two
+//     (up to 20 s in the SDK's standard mode). So is a retry whose
+//     breaker opens as the sleep ends, in the SDK's check of the context
+//     before the attempt or its adaptive mode's wait for an attempt token.
+//     A breaker whose cooldown ends before the sleep does leaves it
+//     whole: the retry goes when it ends, as the breaker's probe. Two
 //     limits: the cut reaches the SDK's sleep through the call's context,
 //     from its first retry on, so that a context a middleware derived
 //     from it before that (a per-operation timeout in the Build step)
@@ -61,7 +61,8 @@
 //     backoff it gives by the error retried, so that a sleep before
 //     retrying an error value that another call of the client retries at
 //     the same moment (a sentinel error of a middleware of the caller's)
-//     is not watched, and the retry is refused when it ends.
+//     is not watched: the retry is refused when it ends, if the breaker
+//     is open then.
 //
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // Guard.Pace also holds each SDK retry at an open breaker until its
