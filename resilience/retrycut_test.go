@@ -92,25 +92,6 @@ func TestBackoffWithBreakerWaitIsWhole(t *testing.T) {
 	})
 }
 
-// throttledRetry returns a Guard whose throttled attempt's retry Retry
-// allowed: the moment an SDK sleeps its backoff.
-func throttledRetry(t *testing.T, g *Governor) *Guard {
-	t.Helper()
-	gd, err := g.Begin(context.Background(), ec2Subnets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gd.Enter(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	gd.Release()
-	gd.After(throttle())
-	if _, err := gd.Retry(0); err != nil {
-		t.Fatal(err)
-	}
-	return gd
-}
-
 // AfterOpen calls f once the breaker refuses the call's next attempt (at
 // once if it does already), and stop says whether it prevented that; for
 // a provider that waits for its breakers' verdicts, f is never called.
@@ -189,7 +170,7 @@ func TestAfterOpenCallsOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{AWS: ProviderConfig{BreakerCooldownSeconds: tc.cooldown}})
-				gd := throttledRetry(t, g)
+				gd := throttledRetry(t, g, context.Background(), ec2Subnets)
 				start := time.Now()
 				var called atomic.Int64 // when f was called, +1 ns; 0: not called
 				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
@@ -225,7 +206,7 @@ func TestAfterOpenWatchesTheLiveBreaker(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{})
-				gd := throttledRetry(t, g)
+				gd := throttledRetry(t, g, context.Background(), ec2Subnets)
 				start := time.Now()
 				var called atomic.Int64
 				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
