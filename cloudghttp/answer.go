@@ -41,11 +41,16 @@ type StatusError struct {
 
 // Error returns "<method> <url without query>: <status>".
 func (e *StatusError) Error() string {
-	u := ""
-	if e.url != nil {
-		u = e.url.Scheme + "://" + e.url.Host + e.url.Path
+	return e.method + " " + bareURL(e.url) + ": " + e.status
+}
+
+// bareURL is u without its query and fragment, which may carry secrets
+// (an API key, a signature): what the Transport's errors name.
+func bareURL(u *url.URL) string {
+	if u == nil {
+		return ""
 	}
-	return e.method + " " + u + ": " + e.status
+	return u.Scheme + "://" + u.Host + u.Path
 }
 
 // HTTPStatusCode returns the response's status code.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -45,8 +47,10 @@ func (t *Transport) baseTransport() http.RoundTripper {
 //     error status is classified by its status (429 and 503 throttle, 408,
 //     500, 502 and 504 are transient, others fatal) and, for a GitHub
 //     scope, GitHub's rate-limit headers (see GitHub); an error of the
-//     base transport is classified as the core classifies it (connection
-//     resets, refusals and timeouts are transient);
+//     base transport is classified as the core classifies net/http's
+//     client's errors, inside a *url.Error (connection resets and
+//     refusals, a connection closed before any answer, and timeouts are
+//     transient);
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle (the server did not act on the request), or the
@@ -131,7 +135,7 @@ func (x *exchange) run() (*http.Response, error) {
 		resp, err := x.send(req)
 		var answer error
 		if err != nil {
-			answer = err
+			answer = x.transportError(err)
 		} else if se := x.answerOf(resp); se != nil {
 			answer = se
 		}
@@ -184,6 +188,20 @@ func (x *exchange) run() (*http.Response, error) {
 func (x *exchange) send(req *http.Request) (*http.Response, error) {
 	defer x.gd.Release()
 	return x.t.baseTransport().RoundTrip(req)
+}
+
+// transportError is err, a failure of the base transport, as net/http's
+// client reports it to its caller: a *url.Error (the URL without its
+// query, as a StatusError has it), so that the governor classifies and
+// records it as it would the client's error. A connection closed before
+// any answer, a bare io.EOF from net/http's transport, is transient so,
+// and retried; alone it would be a local error that ends the call.
+func (x *exchange) transportError(err error) error {
+	op := "Get"
+	if m := x.orig.Method; m != "" {
+		op = m[:1] + strings.ToLower(m[1:])
+	}
+	return &url.Error{Op: op, URL: bareURL(x.orig.URL), Err: err}
 }
 
 // mayResend reports whether the request may be sent again after an answer

@@ -1,0 +1,87 @@
+//go:build go1.25
+
+package cloudghttp_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// What the Transport owes net/http as a RoundTripper, and the connection
+// failures it sees before net/http's client wraps them.
+
+// A connection closed before any answer reaches the Transport as a bare
+// io.EOF (net/http's client wraps it in a *url.Error only after
+// RoundTrip): a transient failure of the transport, retried, not a local
+// error that ends the call.
+func TestConnectionClosedBeforeAnyAnswerIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(reply{fail: io.EOF})
+		gov := newGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+		resp, err := client(newMem(f), gov, quick).Do(req)
+		if err != nil {
+			t.Fatalf("error %v, want the retry's 200", err)
+		}
+		readAll(t, resp)
+		tot := gov.Summary(stats).Totals
+		if resp.StatusCode != 200 || len(f.recorded()) != 2 || tot.TransientErrors != 1 || tot.Errored != 0 {
+			t.Fatalf("status %d after %d attempts, totals %v; want 200 after 2, one transient error", resp.StatusCode, len(f.recorded()), tot)
+		}
+	})
+}
+
+// The same over 127.0.0.1: a server that closes its first connection
+// without answering; net/http's transport does not retry a request on a
+// fresh connection, the governed one does.
+func TestConnectionClosedOverLoopbackIsRetried(t *testing.T) {
+	f := &fakeAPI{}
+	srv := loopback(t, f)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if accepted.Add(1) == 1 {
+				_, _ = c.Read(make([]byte, 4096))
+				_ = c.Close() // the request read, no answer
+				continue
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", srv.Listener.Addr().String())
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	resp, err := client(tr, newGov(t, resilience.Config{}), quick).Get("http://" + ln.Addr().String() + "/items")
+	if err != nil {
+		t.Fatalf("error %v, want the retry's 200", err)
+	}
+	if got := readAll(t, resp); resp.StatusCode != 200 || got != "ok" || accepted.Load() != 2 {
+		t.Fatalf("status %d body %q on %d connections, want 200 ok on 2", resp.StatusCode, got, accepted.Load())
+	}
+}
