@@ -87,7 +87,8 @@ func (t *Transport) baseTransport() http.RoundTripper {
 // the last answer), and nothing more is learned from the call. It also
 // carries the run's resilience.Stats and resilience.Ledger. As an
 // http.RoundTripper must, RoundTrip closes the request's body in every
-// case and never modifies req.
+// case and never modifies req. The response's Request is req, as after
+// net/http's own retries, even when a copy of it was sent again.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var scope resilience.Scope
 	if t.scope != nil {
@@ -138,6 +139,9 @@ func (x *exchange) run() (*http.Response, error) {
 			answer = x.transportError(err)
 		} else if se := x.answerOf(resp); se != nil {
 			answer = se
+		}
+		if resp != nil && req != x.orig && resp.Request == req {
+			resp.Request = x.orig // the caller's request, not the retry's copy
 		}
 		kind := x.gd.After(answer)
 		if resp != nil && x.github && kind != resilience.Throttled {

@@ -85,3 +85,22 @@ func TestConnectionClosedOverLoopbackIsRetried(t *testing.T) {
 		t.Fatalf("status %d body %q on %d connections, want 200 ok on 2", resp.StatusCode, got, accepted.Load())
 	}
 }
+
+// The response of a retried request names the caller's request, as
+// net/http's own transport has it after its retries, not the copy the
+// retry was sent as.
+func TestRetriedResponseCarriesTheCallersRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(503, "Retry-After", "1"))
+		req, _ := http.NewRequest(http.MethodPut, "http://api.test/items/1", body(`{"a":1}`))
+		resp, err := client(newMem(f), newGov(t, resilience.Config{}), quick).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if resp.StatusCode != 200 || resp.Request != req {
+			t.Fatalf("status %d, response's request %p, want 200 and the caller's %p", resp.StatusCode, resp.Request, req)
+		}
+	})
+}
