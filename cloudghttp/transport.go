@@ -37,6 +37,16 @@ func (t *Transport) baseTransport() http.RoundTripper {
 	return http.DefaultTransport
 }
 
+// CloseIdleConnections closes the idle connections of the base transport
+// when it keeps any (it has a CloseIdleConnections method, as net/http's
+// Transport does), so that http.Client.CloseIdleConnections reaches them
+// through the Transport.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.baseTransport().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // RoundTrip sends req, governed as one call of its scope:
 //
 //  1. before each attempt (resilience.Guard.Enter): the breaker, the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -103,4 +104,25 @@ func TestRetriedResponseCarriesTheCallersRequest(t *testing.T) {
 			t.Fatalf("status %d, response's request %p, want 200 and the caller's %p", resp.StatusCode, resp.Request, req)
 		}
 	})
+}
+
+// idleCounter is a base transport that counts CloseIdleConnections.
+type idleCounter struct {
+	http.RoundTripper
+	closed atomic.Int32
+}
+
+func (c *idleCounter) CloseIdleConnections() { c.closed.Add(1) }
+
+// http.Client.CloseIdleConnections reaches the base transport through the
+// Transport, as it reaches net/http's own.
+func TestCloseIdleConnectionsReachesTheBase(t *testing.T) {
+	base := &idleCounter{RoundTripper: http.DefaultTransport}
+	c := &http.Client{Transport: cloudghttp.NewTransport(base, scopeOf)}
+	c.CloseIdleConnections()
+	if n := base.closed.Load(); n != 1 {
+		t.Fatalf("base's CloseIdleConnections called %d times, want 1", n)
+	}
+	// The zero Transport's base is http.DefaultTransport: no panic.
+	(&http.Client{Transport: &cloudghttp.Transport{}}).CloseIdleConnections()
 }
