@@ -59,8 +59,8 @@ func (t *Transport) CloseIdleConnections() {
 //     scope, GitHub's rate-limit headers (see GitHub); an error of the
 //     base transport is classified as the core classifies net/http's
 //     client's errors, inside a *url.Error (connection resets and
-//     refusals, a connection closed before any answer, and timeouts are
-//     transient);
+//     refusals, a connection closed before any answer or after an HTTP/2
+//     GOAWAY with the request in flight, and timeouts are transient);
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle (the server did not act on the request), or the
@@ -209,14 +209,32 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // query, as a StatusError has it), so that the governor classifies and
 // records it as it would the client's error. A connection closed before
 // any answer, a bare io.EOF from net/http's transport, is transient so,
-// and retried; alone it would be a local error that ends the call.
+// and retried; alone it would be a local error that ends the call. So is
+// an HTTP/2 connection the server closed after a GOAWAY frame with the
+// request in flight, which the core alone would read as a local error
+// too: a connection lost, as when it closes without one.
 func (x *exchange) transportError(err error) error {
 	op := "Get"
 	if m := x.orig.Method; m != "" {
 		op = m[:1] + strings.ToLower(m[1:])
 	}
+	if strings.Contains(err.Error(), goAwayClosed) {
+		err = connectionLost{err}
+	}
 	return &url.Error{Op: op, URL: bareURL(x.orig.URL), Err: err}
 }
+
+// goAwayClosed is what the error of net/http's HTTP/2 transport (and of
+// golang.org/x/net/http2's) says of a request in flight on a connection
+// the server closed after a GOAWAY frame; its type is not exported.
+const goAwayClosed = "http2: server sent GOAWAY and closed the connection"
+
+// connectionLost marks a transport error as a lost connection, which the
+// core classifies as transient (ConnectionError).
+type connectionLost struct{ error }
+
+func (e connectionLost) ConnectionError() bool { return true }
+func (e connectionLost) Unwrap() error         { return e.error }
 
 // mayResend reports whether the request may be sent again after an answer
 // of kind: see RoundTrip.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -45,23 +46,85 @@ func TestConnectionClosedBeforeAnyAnswerIsRetried(t *testing.T) {
 // without answering; net/http's transport does not retry a request on a
 // fresh connection, the governed one does.
 func TestConnectionClosedOverLoopbackIsRetried(t *testing.T) {
-	f := &fakeAPI{}
-	srv := loopback(t, f)
+	srv := loopback(t, &fakeAPI{})
+	addr, conns := failFirstConnection(t, srv, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 4096)) // the request read, no answer
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	resp, err := client(tr, newGov(t, resilience.Config{}), quick).Get("http://" + addr + "/items")
+	if err != nil {
+		t.Fatalf("error %v, want the retry's 200", err)
+	}
+	if got := readAll(t, resp); resp.StatusCode != 200 || got != "ok" || conns.Load() != 2 {
+		t.Fatalf("status %d body %q on %d connections, want 200 ok on 2", resp.StatusCode, got, conns.Load())
+	}
+}
+
+// An HTTP/2 server that sends GOAWAY and closes the connection while a
+// request is in flight (a server restarting, a load balancer draining)
+// fails it as a connection reset does, and it is retried; net/http's
+// transport retries by itself only the requests the GOAWAY says were not
+// processed.
+func TestGoAwayWithTheRequestInFlightIsRetried(t *testing.T) {
+	srv := httptest.NewUnstartedServer(&fakeAPI{})
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	addr, conns := failFirstConnection(t, &loopbackServer{Server: srv}, func(c net.Conn) {
+		_, _ = io.ReadFull(c, make([]byte, len(http2Preface)))
+		_, _ = c.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // SETTINGS, empty
+		for hdr := make([]byte, 9); ; {
+			if _, err := io.ReadFull(c, hdr); err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(hdr[0])<<16|int64(hdr[1])<<8|int64(hdr[2])); err != nil || hdr[3] == 1 {
+				break // the request's HEADERS frame is in
+			}
+		}
+		// GOAWAY, last stream 1 (the request's), NO_ERROR; then the close.
+		_, _ = c.Write([]byte{0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0})
+	})
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	gov := newGov(t, resilience.Config{})
+	ctx, stats := resilience.WithStats(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/items", nil)
+	resp, err := client(tr, gov, quick).Do(req)
+	if err != nil {
+		t.Fatalf("error %v, want the retry's 200", err)
+	}
+	readAll(t, resp)
+	if tot := gov.Summary(stats).Totals; resp.StatusCode != 200 || resp.ProtoMajor != 2 || conns.Load() != 2 || tot.TransientErrors != 1 {
+		t.Fatalf("%s %d on %d connections, totals %v; want HTTP/2 200 on 2, one transient error", resp.Proto, resp.StatusCode, conns.Load(), tot)
+	}
+}
+
+// http2Preface is what an HTTP/2 client sends first on a connection.
+const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// failFirstConnection listens on 127.0.0.1 and passes the first connection
+// to first, then closes it; every later one is relayed to srv. It returns
+// the address and the count of connections accepted.
+func failFirstConnection(t *testing.T, srv *loopbackServer, first func(net.Conn)) (string, *atomic.Int32) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	var accepted atomic.Int32
+	conns := new(atomic.Int32)
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			if accepted.Add(1) == 1 {
-				_, _ = c.Read(make([]byte, 4096))
-				_ = c.Close() // the request read, no answer
+			if conns.Add(1) == 1 {
+				first(c)
+				_ = c.Close()
 				continue
 			}
 			go func() {
@@ -76,15 +139,7 @@ func TestConnectionClosedOverLoopbackIsRetried(t *testing.T) {
 			}()
 		}
 	}()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	resp, err := client(tr, newGov(t, resilience.Config{}), quick).Get("http://" + ln.Addr().String() + "/items")
-	if err != nil {
-		t.Fatalf("error %v, want the retry's 200", err)
-	}
-	if got := readAll(t, resp); resp.StatusCode != 200 || got != "ok" || accepted.Load() != 2 {
-		t.Fatalf("status %d body %q on %d connections, want 200 ok on 2", resp.StatusCode, got, accepted.Load())
-	}
+	return ln.Addr().String(), conns
 }
 
 // The response of a retried request names the caller's request, as
