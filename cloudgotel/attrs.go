@@ -48,7 +48,8 @@ func (c *config) scopeAttrs(sc resilience.Scope) []attribute.KeyValue {
 const maxCached = 1 << 14
 
 // attrCache keeps the attribute set of each scope (with one more
-// attribute for some instruments) so that recording an event makes none.
+// attribute for some instruments) so that recording an event makes none;
+// the scopes whose parts the configuration drops share their entry.
 // It is safe for concurrent use.
 type attrCache struct {
 	c *config
@@ -73,6 +74,16 @@ type cached struct {
 // of returns the measurement options of sc's attributes, with key=val added
 // when key is set.
 func (a *attrCache) of(sc resilience.Scope, key attribute.Key, val string) *cached {
+	// Keyed by what the attributes show, so that the scopes that share a
+	// set (WithoutAccount's accounts, WithoutOperation's operations) share
+	// one entry: an estate of more accounts than the cache holds keeps its
+	// few sets cached.
+	if a.c.noAccount {
+		sc.Account = ""
+	}
+	if a.c.noOperation {
+		sc.Operation = ""
+	}
 	k := cacheKey{sc, key, val}
 	if v, ok := a.m.Load(k); ok {
 		return v.(*cached)
