@@ -198,10 +198,18 @@ func (x *exchange) run() (*http.Response, error) {
 	}
 }
 
-// send sends one attempt and gives the slot back, even if base panics.
+// send sends one attempt and gives the slot back, even if base panics. A
+// base that returns neither a response nor an error, against the
+// RoundTripper contract, fails the attempt with an error, as net/http's
+// client fails such a request.
 func (x *exchange) send(req *http.Request) (*http.Response, error) {
 	defer x.gd.Release()
-	return x.t.baseTransport().RoundTrip(req)
+	base := x.t.baseTransport()
+	resp, err := base.RoundTrip(req)
+	if resp == nil && err == nil {
+		err = fmt.Errorf("cloudghttp: base transport %T returned a nil *http.Response with a nil error", base)
+	}
+	return resp, err
 }
 
 // transportError is err, a failure of the base transport, as net/http's

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -180,4 +181,35 @@ func TestCloseIdleConnectionsReachesTheBase(t *testing.T) {
 	}
 	// The zero Transport's base is http.DefaultTransport: no panic.
 	(&http.Client{Transport: &cloudghttp.Transport{}}).CloseIdleConnections()
+}
+
+// noAnswer is a base transport that breaks the RoundTripper contract: no
+// response and no error.
+type noAnswer struct{}
+
+func (noAnswer) RoundTrip(*http.Request) (*http.Response, error) { return nil, nil }
+
+// A base that returns neither a response nor an error fails the request
+// with an error, as net/http's client fails it ungoverned; the Transport
+// does not panic, and the call is recorded as lost.
+func TestBaseWithoutResponseOrErrorFailsTheRequest(t *testing.T) {
+	gov := newGov(t, resilience.Config{})
+	ctx, stats := resilience.WithStats(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+	var resp *http.Response
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("the Transport panicked: %v", r)
+			}
+		}()
+		resp, err = client(noAnswer{}, gov).Do(req)
+	}()
+	if resp != nil || err == nil || !strings.Contains(err.Error(), "nil *http.Response with a nil error") {
+		t.Fatalf("response %v, error %v; want no response and the contract's error", resp, err)
+	}
+	if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Errored != 1 {
+		t.Fatalf("totals %v, want one call, errored", tot)
+	}
 }
