@@ -470,7 +470,7 @@ func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *ac
 		if set.account != nil && (acct == nil || acct.bucket == nil) {
 			s.Account = g.store.Bucket(accountKey(key), *set.account, now).Snapshot(now)
 		}
-		s.Queued = max(queued(s.Leaf), queued(s.Account))
+		s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
 	}
 	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
 		s.PausedUntil = g.epoch.Add(now + p)

@@ -1,7 +1,6 @@
 package resilience
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,20 +120,11 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider) s
 		s.PausedUntil = epoch.Add(now + p)
 	}
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
-	s.Queued = max(queued(s.Leaf), queued(s.Account))
+	s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
 	if h := e.health.Load(); h != nil {
 		s.Dead, s.OpenReason = h.report(p.set, now)
 	}
 	return s
-}
-
-// queued is the callers a bucket's snapshot shows waiting: its balance
-// below zero, in whole tokens.
-func queued(b state.BucketSnapshot) int {
-	if b.Tokens >= 0 {
-		return 0
-	}
-	return int(math.Ceil(-b.Tokens - 1e-9))
 }
 
 func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {

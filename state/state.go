@@ -57,6 +57,16 @@ type BucketSnapshot struct {
 	Paused  time.Duration `json:"-"`           // the time left in a pause (paused_seconds)
 }
 
+// Queued returns the callers the snapshot shows waiting for the bucket's
+// tokens: its balance below zero, in whole tokens (a pause keeps its
+// callers queued in the balance until it ends).
+func (s BucketSnapshot) Queued() int {
+	if s.Tokens >= 0 {
+		return 0
+	}
+	return int(math.Ceil(-s.Tokens - 1e-9))
+}
+
 // MarshalJSON writes Paused as paused_seconds.
 func (s BucketSnapshot) MarshalJSON() ([]byte, error) {
 	type plain BucketSnapshot

@@ -73,3 +73,15 @@ func TestScopeKeyRoundTrip(t *testing.T) {
 		t.Fatalf("value back: %v, %v", sv, err)
 	}
 }
+
+// A bucket's balance below zero holds its queued callers, in whole tokens.
+func TestBucketSnapshotQueued(t *testing.T) {
+	for _, c := range []struct {
+		tokens float64
+		want   int
+	}{{-2.5, 3}, {-3.0000000001, 3}, {-1, 1}, {0, 0}, {0.5, 0}} {
+		if got := (BucketSnapshot{Tokens: c.tokens}).Queued(); got != c.want {
+			t.Errorf("balance %v: %d queued, want %d", c.tokens, got, c.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +48,7 @@ func statusOf(s state.ScopeSnapshot) status {
 		return statusPaused
 	case s.Leaf.Rate < s.Leaf.Ceiling:
 		return statusSlowed
-	case tokensQueued(s.Leaf) > 0:
+	case s.Leaf.Queued() > 0:
 		return statusQueued
 	}
 	return statusOK
@@ -57,16 +56,6 @@ func statusOf(s state.ScopeSnapshot) status {
 
 // pausedFor returns the time left in the longest pause holding the scope.
 func pausedFor(s state.ScopeSnapshot) time.Duration { return max(s.Leaf.Paused, s.Account.Paused) }
-
-// tokensQueued is the callers a bucket's snapshot shows waiting for its tokens:
-// its balance below zero, in whole tokens. (A pause keeps its callers
-// queued in the balance until it ends.)
-func tokensQueued(b state.BucketSnapshot) int {
-	if b.Tokens >= 0 {
-		return 0
-	}
-	return int(math.Ceil(-b.Tokens - 1e-9))
-}
 
 // reasonOf says why a scope is open, half-open or dead: why its breaker
 // last opened, and for a dead scope whether it is throttled for good
@@ -169,7 +158,7 @@ func collect(g *resilience.Governor, limit int) page {
 		svc.Operation = ""
 		r := row{
 			Scope: sc, Key: sc.Key(), Status: statusOf(snap), Reason: reasonOf(snap),
-			Queued: tokensQueued(snap.Leaf), State: snap, Counters: counters[svc], service: svc.Key(),
+			Queued: snap.Leaf.Queued(), State: snap, Counters: counters[svc], service: svc.Key(),
 		}
 		r.Counters.Scope = svc
 		p.Statuses[r.Status.String()]++
@@ -216,7 +205,7 @@ func accountOf(sc resilience.Scope, s state.ScopeSnapshot) *account {
 	if s.Account.Ceiling > 0 {
 		b := s.Account
 		a.Bucket = &b
-		a.Queued = tokensQueued(b)
+		a.Queued = b.Queued()
 	}
 	switch {
 	case s.Account.Paused > 0:
