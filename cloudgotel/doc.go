@@ -52,7 +52,11 @@
 // operations (WithoutOperation makes each service's operations one
 // series); the gauges of the scopes that then share their attributes are
 // added up (rates, ceilings, callers queued, calls in flight and waiting)
-// or give their worst (breaker state, the longest pause).
+// or give their worst (breaker state, the longest pause). Callers queued
+// are counted once per bucket: a scope's own reading counts the callers
+// its account's bucket holds, whichever scope of the account they called,
+// so the series shows its scopes' own callers added up, or their
+// accounts' added up (each account once) when that is more.
 //
 // # Series
 //

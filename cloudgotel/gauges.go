@@ -159,7 +159,7 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 			o.ObserveFloat64(rate, l.rate, opt)
 			o.ObserveFloat64(ceiling, l.ceiling, opt)
 			o.ObserveInt64(breaker, l.breaker, opt)
-			o.ObserveInt64(queued, l.queued, opt)
+			o.ObserveInt64(queued, l.queued(), opt)
 			o.ObserveFloat64(paused, l.paused, opt)
 		}
 		for _, a := range r.accounts {
@@ -186,8 +186,9 @@ func breakerValue(s state.BreakerState) int64 {
 }
 
 // reading is one collection's gauges, each series once: scopes whose
-// attributes are alike once the configuration drops some are added up, or
-// give their worst breaker and their longest pause.
+// attributes are alike once the configuration drops some are added up
+// (callers queued once per bucket), or give their worst breaker and their
+// longest pause.
 type reading struct {
 	leaves    []*leafGauge
 	accounts  []*accountGauge
@@ -197,8 +198,22 @@ type reading struct {
 type leafGauge struct {
 	set                   attribute.Set
 	rate, ceiling, paused float64
-	breaker, queued       int64
+	breaker               int64
+	// The callers queued in the leaves' own buckets, and in their
+	// accounts' (each account's once): the series shows the larger, as a
+	// scope's reading (state.ScopeSnapshot.Queued) does.
+	leafQueued, acctQueued int64
+	accounts               map[accountOf]bool
 }
+
+// accountOf is an account bucket, one per governor.
+type accountOf struct {
+	g    *resilience.Governor
+	acct resilience.Scope
+}
+
+// queued is the callers the series shows queued.
+func (l *leafGauge) queued() int64 { return max(l.leafQueued, l.acctQueued) }
 
 type accountGauge struct {
 	set               attribute.Set
@@ -230,13 +245,20 @@ func (c *config) read(govs []*resilience.Governor) reading {
 			l.rate += snap.Leaf.Rate
 			l.ceiling += snap.Leaf.Ceiling
 			l.breaker = max(l.breaker, breakerValue(snap.Breaker.State))
-			l.queued += int64(snap.Queued)
+			l.leafQueued += int64(snap.Leaf.Queued())
+			acct := accountOf{g, resilience.Scope{Provider: sc.Provider, Account: sc.Account}}
+			if !l.accounts[acct] {
+				if l.accounts == nil {
+					l.accounts = map[accountOf]bool{}
+				}
+				l.accounts[acct] = true
+				l.acctQueued += int64(snap.Account.Queued())
+			}
 			l.paused = max(l.paused, max(snap.Leaf.Paused, snap.Account.Paused).Seconds())
 
-			acct := resilience.Scope{Provider: sc.Provider, Account: sc.Account}
-			if !seenAccount[acct] {
-				seenAccount[acct] = true
-				set := attribute.NewSet(c.scopeAttrs(acct)...)
+			if !seenAccount[acct.acct] {
+				seenAccount[acct.acct] = true
+				set := attribute.NewSet(c.scopeAttrs(acct.acct)...)
 				a, ok := accounts[set.Equivalent()]
 				if !ok {
 					a = &accountGauge{set: set}

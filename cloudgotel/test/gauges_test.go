@@ -275,3 +275,56 @@ func TestTheTwoPhaseWiringStillWorks(t *testing.T) {
 		}
 	})
 }
+
+// Scopes that WithoutOperation or WithoutAccount make one series add up
+// their callers queued, each bucket's once: three callers of one operation
+// that wait for their account's token are three, not three for each
+// operation of the account (each scope's own reading counts its account's
+// callers), and two leaves' own callers add up.
+func TestQueuedCallersOfOneAccountCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		one := 1.0
+		g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{AccountMaxRPS: &one, AccountBurst: 1}}, cloudgotel.WithoutOperation())
+		ctx := context.Background()
+		gov := resilience.WithGovernor(g)
+		subnets := vpcs
+		subnets.Operation = "DescribeSubnets"
+		resilience.Do(ctx, subnets, ok, gov) // the account's one token
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		service := vpcs
+		service.Operation = ""
+		if q := gauge[int64](t, m.collect(t)["cloudg.queued"])[key(scopeKV(service)...)]; q != 3 {
+			t.Errorf("%d callers queued for ec2, want the 3 waiting for the account", q)
+		}
+		wg.Wait()
+
+		// Each leaf's own callers add up: two accounts' leaves of one service,
+		// one series without the account, at 1 rps, two callers each behind
+		// its first call.
+		m = newMeter()
+		g = governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{MaxRPS: 1, Burst: 1}}, cloudgotel.WithoutAccount())
+		gov = resilience.WithGovernor(g)
+		acme := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "acme"}
+		for _, account := range []string{"111111111111", "222222222222"} {
+			sc := acme
+			sc.Account = account
+			resilience.Do(ctx, sc, ok, gov)
+			for range 2 {
+				wg.Go(func() { resilience.Do(ctx, sc, ok, gov) })
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		acme.Account = ""
+		if q := gauge[int64](t, m.collect(t)["cloudg.queued"])[key(scopeKV(acme)...)]; q != 4 {
+			t.Errorf("%d callers queued for acme, want 2 + 2", q)
+		}
+		wg.Wait()
+	})
+}
