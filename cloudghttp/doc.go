@@ -23,6 +23,6 @@
 // error statuses keeps working.
 //
 // The package is part of the core module and adds no dependency to it:
-// it imports the standard library and package resilience. cloudggcp uses
-// it to govern Google's REST clients.
+// it imports the standard library, package resilience and the core's
+// internal packages. cloudggcp uses it to govern Google's REST clients.
 package cloudghttp
