@@ -203,13 +203,13 @@ type leafGauge struct {
 	// accounts' (each account's once): the series shows the larger, as a
 	// scope's reading (state.ScopeSnapshot.Queued) does.
 	leafQueued, acctQueued int64
-	accounts               map[accountOf]bool
 }
 
-// accountOf is an account bucket, one per governor.
-type accountOf struct {
-	g    *resilience.Governor
-	acct resilience.Scope
+// accountIn is an account bucket (one per governor) in a leaf series.
+type accountIn struct {
+	series attribute.Distinct
+	g      *resilience.Governor
+	acct   resilience.Scope
 }
 
 // queued is the callers the series shows queued.
@@ -229,6 +229,7 @@ type providerGauge struct {
 func (c *config) read(govs []*resilience.Governor) reading {
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
+	seenIn := map[accountIn]bool{} // each account's queue counted once per leaf series
 	accounts := map[attribute.Distinct]*accountGauge{}
 	providers := map[attribute.Distinct]*providerGauge{}
 	for _, g := range govs {
@@ -246,19 +247,16 @@ func (c *config) read(govs []*resilience.Governor) reading {
 			l.ceiling += snap.Leaf.Ceiling
 			l.breaker = max(l.breaker, breakerValue(snap.Breaker.State))
 			l.leafQueued += int64(snap.Leaf.Queued())
-			acct := accountOf{g, resilience.Scope{Provider: sc.Provider, Account: sc.Account}}
-			if !l.accounts[acct] {
-				if l.accounts == nil {
-					l.accounts = map[accountOf]bool{}
-				}
-				l.accounts[acct] = true
+			acct := resilience.Scope{Provider: sc.Provider, Account: sc.Account}
+			if in := (accountIn{set.Equivalent(), g, acct}); !seenIn[in] {
+				seenIn[in] = true
 				l.acctQueued += int64(snap.Account.Queued())
 			}
 			l.paused = max(l.paused, max(snap.Leaf.Paused, snap.Account.Paused).Seconds())
 
-			if !seenAccount[acct.acct] {
-				seenAccount[acct.acct] = true
-				set := attribute.NewSet(c.scopeAttrs(acct.acct)...)
+			if !seenAccount[acct] {
+				seenAccount[acct] = true
+				set := attribute.NewSet(c.scopeAttrs(acct)...)
 				a, ok := accounts[set.Equivalent()]
 				if !ok {
 					a = &accountGauge{set: set}
