@@ -51,8 +51,9 @@ func (o *Observer) Attach(g *resilience.Governor) {
 }
 
 // Unregister stops the gauges of an Observer from Instrument and lets go
-// of the governors they read; the Observer still records events. It
-// returns the meter provider's error, if any.
+// of the governors they read, and of any made with the Observer
+// afterwards; the Observer still records events. It returns the meter
+// provider's error, if any.
 func (o *Observer) Unregister() error {
 	if o.gauges == nil {
 		return nil
@@ -62,14 +63,18 @@ func (o *Observer) Unregister() error {
 
 // gauges are an Instrument's gauges and the governors they read.
 type gauges struct {
-	reg  metric.Registration
-	mu   sync.Mutex
-	govs []*resilience.Governor // replaced, never changed in place
+	reg     metric.Registration
+	mu      sync.Mutex
+	govs    []*resilience.Governor // replaced, never changed in place
+	stopped bool                   // unregistered: a governor made afterwards is not kept
 }
 
 func (gs *gauges) attach(g *resilience.Governor) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
+	if gs.stopped {
+		return
+	}
 	for _, x := range gs.govs {
 		if x == g {
 			return
@@ -86,7 +91,7 @@ func (gs *gauges) governors() []*resilience.Governor {
 
 func (gs *gauges) unregister() error {
 	gs.mu.Lock()
-	gs.govs = nil
+	gs.govs, gs.stopped = nil, true
 	gs.mu.Unlock()
 	return gs.reg.Unregister()
 }
