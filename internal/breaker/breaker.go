@@ -210,6 +210,31 @@ func (b *Breaker) Trip(now time.Duration) (opened bool) {
 	return true
 }
 
+// Restore sets the breaker to a state kept elsewhere (a shared breaker's,
+// read from another store): st, with failures counted while closed;
+// cooldown, its current cooldown, which it takes as the spec's doubled as
+// often as it takes to reach it, up to MaxCooldown, so that a failed probe
+// doubles it from there; and until, while open the end of the cooldown,
+// while half-open the end of the probe's lease. It wakes the callers
+// waiting for a verdict.
+func (b *Breaker) Restore(st state.BreakerState, failures int, cooldown, until time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.doublings = 0
+	for c := b.spec.Cooldown; c < cooldown && c < b.spec.MaxCooldown; c *= 2 {
+		b.doublings++
+	}
+	switch st {
+	case state.Open, state.HalfOpen:
+		b.set(st, 0)
+		b.until = until
+	default:
+		b.set(state.Closed, max(0, min(failures, b.spec.Threshold-1)))
+		b.until = 0
+	}
+	b.verdict()
+}
+
 // Verdict returns a channel closed at the breaker's next verdict on its
 // scope: a success that resets its failures or closes it, or a failure
 // that opens it. A caller waiting for the scope to work again waits on it

@@ -256,3 +256,43 @@ func TestTrip(t *testing.T) {
 		t.Fatalf("after tripping the probe: %+v, want open for a doubled cooldown", s)
 	}
 }
+
+// Restore takes a state kept elsewhere, its doubled cooldown with it: a
+// probe's lease is that cooldown, and a failed probe doubles it from
+// there, up to MaxCooldown.
+func TestRestoreKeepsTheDoubledCooldown(t *testing.T) {
+	b := New(spec()) // 60 s, up to 600 s
+	b.Restore(state.Open, 0, 240*sec, 100*sec)
+	if w, ok, _ := b.Allow(50 * sec); ok || w != 50*sec {
+		t.Fatalf("Allow at 50 s, restored open until 100 s: %v, %v", w, ok)
+	}
+	if s := b.Snapshot(50 * sec); s.State != state.Open || s.Cooldown != 240*sec {
+		t.Fatalf("restored: %+v, want open with a cooldown of 240 s", s)
+	}
+	if _, ok, probe := b.Allow(100 * sec); !ok || !probe {
+		t.Fatal("no probe at the end of the cooldown")
+	}
+	if s := b.Snapshot(100 * sec); s.Wait != 240*sec {
+		t.Fatalf("the probe's lease: %v, want the restored cooldown, 240 s", s.Wait)
+	}
+	if !b.Failure(100 * sec) {
+		t.Fatal("a failed probe did not reopen it")
+	}
+	if s := b.Snapshot(100 * sec); s.Cooldown != 480*sec || s.Wait != 480*sec {
+		t.Fatalf("after a failed probe: %+v, want 480 s (240 s doubled)", s)
+	}
+	b.Restore(state.HalfOpen, 0, 600*sec, 700*sec)
+	if _, ok := b.AllowProbe(650 * sec); !ok {
+		t.Fatal("a restored half-open breaker refused its probe's retry")
+	}
+	if !b.Success() {
+		t.Fatal("the probe's success did not close it")
+	}
+	b.Restore(state.Closed, 9, 60*sec, 0)
+	if s := b.Snapshot(0); s.State != state.Closed || s.Failures != 4 {
+		t.Fatalf("restored closed with 9 failures, threshold 5: %+v, want 4 (below the threshold)", s)
+	}
+	if !b.Failure(0) {
+		t.Fatal("the fifth failure did not open it")
+	}
+}
