@@ -5,6 +5,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/cloudg/cloudg/internal/breaker"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -28,6 +29,7 @@ type sharedBreaker struct {
 	mu       sync.Mutex
 	state    state.BreakerState
 	failures int
+	cooldown time.Duration // the current cooldown: the base doubled by the fleet's failed probes
 	until    time.Duration // open/half-open: when Redis said a probe may go, in local time
 	fetched  time.Duration // when the view was last refreshed, in local time
 	readAt   int64         // when Redis read the view's breaker, on its clock (µs)
@@ -35,7 +37,7 @@ type sharedBreaker struct {
 	told     int64         // the Store's staleTick when a success was last sent to Redis
 
 	localMu sync.Mutex
-	local   state.Breaker
+	local   *breaker.Breaker
 	localEp int64
 }
 
@@ -44,9 +46,10 @@ func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreak
 		s: s, keys: []string{key}, spec: spec,
 		args: []any{spec.Cooldown.Microseconds(), s.ttlMS(), spec.Threshold, spec.MaxCooldown.Microseconds(),
 			maxClockSkew.Microseconds()},
-		state:   state.Closed,
-		fetched: never,
-		told:    -1,
+		state:    state.Closed,
+		cooldown: spec.Cooldown,
+		fetched:  never,
+		told:     -1,
 	}
 }
 
@@ -64,12 +67,13 @@ func breakerState(v any) (st state.BreakerState, ok bool) {
 	return state.Closed, false
 }
 
-// A reading is what an answer says of a breaker: its state, wait (µs) and
-// failures as a script replies them, the time Redis read them (at, on its
-// clock, in µs), and the time this process sent the request (sent, mono).
+// A reading is what an answer says of a breaker: its state, wait (µs),
+// failures and cooldown (µs) as a script replies them, the time Redis read
+// them (at, on its clock, in µs), and the time this process sent the
+// request (sent, mono).
 type reading struct {
-	st, wait, failures, at any
-	sent                   time.Duration
+	st, wait, failures, cooldown, at any
+	sent                             time.Duration
 }
 
 // refreshBreaker updates the cached view of the breaker at key from the
@@ -84,24 +88,36 @@ func (s *Store) refreshBreaker(key string, now time.Duration, r reading) {
 	}
 }
 
+// longest is the breaker's longest cooldown.
+func (b *sharedBreaker) longest() time.Duration { return max(b.spec.Cooldown, b.spec.MaxCooldown) }
+
 // maxWait is the longest wait a valid breaker can give: its longest
 // cooldown, and the clock skew between Redis's servers.
-func (b *sharedBreaker) maxWait() time.Duration {
-	return max(b.spec.Cooldown, b.spec.MaxCooldown) + maxClockSkew
+func (b *sharedBreaker) maxWait() time.Duration { return b.longest() + maxClockSkew }
+
+// readCooldown reads a cooldown from a reply: the base one for none (a
+// breaker that never opened); ok is false for one longer than the longest.
+func (b *sharedBreaker) readCooldown(v any) (d time.Duration, ok bool) {
+	d = queueMicros(v)
+	if d == 0 {
+		return b.spec.Cooldown, true
+	}
+	return d, d <= b.longest()
 }
 
 // update sets the cached view from a reading, when it is newer than the
 // view's. A reading the breaker's settings could not produce (an unknown
-// state, a wait past the longest cooldown) is not kept: the view goes
-// stale, and the next call asks Redis, whose scripts treat such a breaker
-// as absent. It returns what the reading says (closed, with no wait and
-// no failure, for one it does not keep), newer or not: the answer to this
-// caller's own request.
+// state, a wait past the longest cooldown, a cooldown longer than it) is
+// not kept: the view goes stale, and the next call asks Redis, whose
+// scripts treat such a breaker as absent. It returns what the reading
+// says (closed, with no wait and no failure, for one it does not keep),
+// newer or not: the answer to this caller's own request.
 func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState, time.Duration, int) {
 	st, ok := breakerState(r.st)
 	wait := b.s.micros(r.wait)
+	cooldown, cok := b.readCooldown(r.cooldown)
 	failures := int(max(0, toInt(r.failures)))
-	valid := ok && wait <= b.maxWait()
+	valid := ok && cok && wait <= b.maxWait()
 	if !valid {
 		st, wait, failures = state.Closed, 0, 0
 	}
@@ -112,10 +128,10 @@ func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState
 	}
 	b.readAt, b.readBack = toInt(r.at), mono()
 	if !valid {
-		b.state, b.failures, b.fetched, b.until = state.Closed, 0, never, now
+		b.state, b.failures, b.cooldown, b.fetched, b.until = state.Closed, 0, b.spec.Cooldown, never, now
 		return st, wait, failures
 	}
-	b.state, b.failures, b.fetched = st, failures, now
+	b.state, b.failures, b.cooldown, b.fetched = st, failures, cooldown, now
 	b.until = now + wait
 	return st, wait, failures
 }
@@ -133,49 +149,21 @@ func (b *sharedBreaker) newer(r reading) bool {
 // new one starts from the last known view of the fleet's breaker, as the
 // local bucket starts from the fleet's last known rate: an open breaker
 // stays open until the end of its cooldown, and a half-open one until its
-// probe's lease ends (the fleet's probe is out), a local probe going then;
-// a closed one keeps its failures.
-func (b *sharedBreaker) fallback() state.Breaker {
+// probe's lease ends (the fleet's probe is out, or this process's, whose
+// retries and verdict it takes), a local probe going then; both with the
+// fleet's current cooldown, so that a failed local probe doubles it from
+// there, as the fleet's would; a closed one keeps its failures.
+func (b *sharedBreaker) fallback() *breaker.Breaker {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
-		b.local = b.s.local.Breaker("", b.spec)
+		b.local = breaker.New(b.spec)
 		b.localEp = ep
-		b.seed(b.local)
+		b.mu.Lock()
+		b.local.Restore(b.state, b.failures, b.cooldown, b.until)
+		b.mu.Unlock()
 	}
 	return b.local
-}
-
-// tripper is the in-process breaker's Trip: it opens a closed breaker at
-// once, for its base cooldown.
-type tripper interface {
-	Trip(now time.Duration) bool
-}
-
-// seed sets a new local breaker to the cached view.
-func (b *sharedBreaker) seed(l state.Breaker) {
-	b.mu.Lock()
-	st, failures, until := b.state, b.failures, b.until
-	b.mu.Unlock()
-	switch st {
-	case state.Open, state.HalfOpen:
-		// Opened for the base cooldown from the time that makes it end
-		// when the view's does.
-		at := until - max(0, b.spec.Cooldown)
-		if t, ok := l.(tripper); ok {
-			t.Trip(at)
-			return
-		}
-		for range max(1, b.spec.Threshold) {
-			if l.Failure(at) {
-				return
-			}
-		}
-	default:
-		for range min(failures, b.spec.Threshold-1) {
-			l.Failure(until) // below the threshold: it counts, and opens nothing
-		}
-	}
 }
 
 func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
@@ -200,14 +188,14 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	if !ok || len(res) < 4 {
 		return b.fallback().Allow(now)
 	}
-	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), sent: sent})
+	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
 	if toInt(res[0]) == 1 {
 		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a
-			// lease of one cooldown.
+			// lease of one (current) cooldown.
 			b.mu.Lock()
 			if b.state == state.HalfOpen {
-				b.until = now + b.spec.Cooldown
+				b.until = now + b.cooldown
 			}
 			b.mu.Unlock()
 			return 0, true, true
@@ -233,7 +221,7 @@ func (b *sharedBreaker) snapshot(now time.Duration) (res []any, st state.Breaker
 	if !ok || len(res) < 4 {
 		return nil, state.Closed, 0, 0, false
 	}
-	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], at: elem(res, 4), sent: sent})
+	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], cooldown: res[2], at: elem(res, 4), sent: sent})
 	return res, st, wait, failures, true
 }
 
@@ -284,11 +272,15 @@ func (b *sharedBreaker) Success() bool {
 		return b.fallback().Success()
 	}
 	st, known := breakerState(res[1])
+	cooldown, cok := b.readCooldown(elem(res, 3))
 	b.mu.Lock()
 	if r := (reading{at: elem(res, 2), sent: sent}); b.newer(r) {
 		b.readAt, b.readBack = toInt(r.at), mono()
 		b.failures = 0
 		b.state = st
+		if cok {
+			b.cooldown = cooldown
+		}
 		if !known {
 			b.fetched = never
 		}
@@ -303,7 +295,7 @@ func (b *sharedBreaker) Failure(now time.Duration) bool {
 	if !ok || len(res) < 4 {
 		return b.fallback().Failure(now)
 	}
-	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), sent: sent})
+	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
 	return toInt(res[0]) == 1
 }
 
@@ -312,7 +304,11 @@ func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	if !ok {
 		return b.fallback().Snapshot(now)
 	}
-	return state.BreakerSnapshot{State: st, Failures: failures, Cooldown: min(b.s.micros(res[2]), b.maxWait()), Wait: wait}
+	cooldown, cok := b.readCooldown(res[2])
+	if !cok {
+		cooldown = b.spec.Cooldown
+	}
+	return state.BreakerSnapshot{State: st, Failures: failures, Cooldown: cooldown, Wait: wait}
 }
 
 func (b *sharedBreaker) Pristine() bool {

@@ -82,7 +82,8 @@
 // burst and its floor), and the retry budget, divided by the number of live
 // processes at the last heartbeat (each process announces itself every
 // second), and the breakers as the process last knew them (one the fleet
-// opened stays open until its cooldown ends, a closed one keeps its
+// opened stays open until its cooldown ends, with the fleet's current
+// cooldown, which a failed local probe doubles; a closed one keeps its
 // failures). The switch is logged once and counted (StoreStats.Fallbacks).
 // The heartbeat keeps probing, and the first answer switches back to the
 // shared state (rebuilt from the defaults if Redis lost it). At either

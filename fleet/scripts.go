@@ -410,12 +410,14 @@ end
 // scope's breaker, whose state comes back with the answer, so that lease
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
-// breaker_wait_us, breaker_failures, usable_now, next_wait_us, now_us}
+// breaker_wait_us, breaker_failures, usable_now, next_wait_us, now_us,
+// breaker_cooldown_us}
 // (now_us: Redis's clock when it read the breaker; see update): the first
 // usable_now tokens of the lease are usable at once (the bucket's stored
 // balance: its burst, as in the in-process bucket), and token i from
 // usable_now on next_wait + (i-usable_now)*interval after now. first_wait
-// is token 0's wait (0 when usable_now > 0).
+// is token 0's wait (0 when usable_now > 0). The breaker's reading ends
+// with its cooldown_us.
 var takeScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
@@ -445,13 +447,13 @@ else
   b.t0 = b.t0 + k * b.interval
 end
 save_bucket(KEYS[1], b, now)
-local br = call('HMGET', KEYS[2], 'state', 'until', 'failures')
-local bwait = tonumber(br[2]) or 0
+local br = call('HMGET', KEYS[2], 'state', 'until', 'failures', 'cooldown')
+local bwait, bcool = tonumber(br[2]) or 0, tonumber(br[4]) or 0
 local bstate = br[1] or 'closed'
-if not finite(bwait) or bwait > now + HORIZON_US then bstate = 'invalid' end
+if not finite(bwait) or bwait > now + HORIZON_US or not finite(bcool) or bcool > HORIZON_US then bstate = 'invalid' end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
-  usable, num(nextw), num(now)}
+  usable, num(nextw), num(now), num(math.max(0, bcool))}
 `)
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
@@ -523,8 +525,9 @@ return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.p
 // script takes ARGV[1] the base cooldown in microseconds, ARGV[2] the key
 // TTL in ms, ARGV[3] the threshold, ARGV[4] the longest cooldown in
 // microseconds and ARGV[5] the clock skew allowed, in microseconds. Every
-// reply ends with now_us, Redis's clock when the script read the breaker,
-// which orders the readings of answers that cross (see update).
+// reply holds now_us, Redis's clock when the script read the breaker,
+// which orders the readings of answers that cross (see update), and the
+// breaker's current cooldown_us (its base doubled by failed probes).
 const breakerPrelude = common + `
 local BASE_US, TTL_MS, THRESHOLD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
@@ -548,40 +551,41 @@ end
 // allowScript lets a call through a closed breaker; an open breaker whose
 // cooldown ended (or a half-open one whose probe's lease ran out) lets this
 // caller through as the fleet's one probe, with a lease of one cooldown.
-// Reply: {ok, wait_us, state, failures, now_us}.
+// Reply: {ok, wait_us, state, failures, now_us, cooldown_us}.
 var allowScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
+local cd = num(br.cooldown)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now)} end
-if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now)} end
-redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', num(br.cooldown),
+if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now), cd} end
+if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now), cd} end
+redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', cd,
   'failures', num(br.failures))
 expire(KEYS[1], TTL_MS, now, now + br.cooldown)
-return {1, '0', 'half_open', br.failures, num(now)}
+return {1, '0', 'half_open', br.failures, num(now), cd}
 `)
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
-// with the base cooldown. Reply: {closed, state, now_us}.
+// with the base cooldown. Reply: {closed, state, now_us, cooldown_us}.
 var breakerSuccessScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now)} end
+if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now), num(br.cooldown)} end
 if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0)
   expire(KEYS[1], TTL_MS, now, now)
-  return {1, 'closed', num(now)}
+  return {1, 'closed', num(now), ARGV[1]}
 end
 redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br.cooldown), 'until', num(br.untilv))
 expire(KEYS[1], TTL_MS, now, br.untilv)
-return {0, br.state, num(now)}
+return {0, br.state, num(now), num(br.cooldown)}
 `)
 
 // breakerFailureScript counts a failed call: THRESHOLD consecutive
 // failures open a closed breaker; a failed probe reopens a half-open one
 // with the cooldown doubled up to the longest.
-// Reply: {opened, state, failures, wait_us, now_us}.
+// Reply: {opened, state, failures, wait_us, now_us, cooldown_us}.
 var breakerFailureScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
@@ -591,17 +595,17 @@ if br.state == 'closed' then
   if failures < THRESHOLD then
     redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0)
     expire(KEYS[1], TTL_MS, now, now)
-    return {0, 'closed', failures, '0', num(now)}
+    return {0, 'closed', failures, '0', num(now), num(cooldown)}
   end
 elseif br.state == 'half_open' then
   cooldown = math.min(2 * cooldown, MAX_US)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)
-  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now)}
+  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown)}
 end
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown))
 expire(KEYS[1], TTL_MS, now, now + cooldown)
-return {1, 'open', 0, num(cooldown), num(now)}
+return {1, 'open', 0, num(cooldown), num(now), num(cooldown)}
 `)
 
 // breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us}.

@@ -1,8 +1,11 @@
 package test
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
@@ -17,13 +20,14 @@ import (
 // the fleet had found down, 2 s into a 60 s cooldown.)
 func TestTheLocalBreakerStartsFromTheLastKnownState(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		degrade := func(t *testing.T) (*process, *redisproxy.Proxy) {
+		degrade := func(t *testing.T) (*process, *redisproxy.Proxy, string) {
 			px, err := redisproxy.Start(be.addr())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(px.Close)
-			return newProcess(t, at(px.Addr()), uniquePrefix(t), resilience.Config{}, fleet.WithTimeout(100*time.Millisecond)), px
+			prefix := uniquePrefix(t)
+			return newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond)), px, prefix
 		}
 		down := func(t *testing.T, p *process, px *redisproxy.Proxy) {
 			px.Down()
@@ -36,7 +40,7 @@ func TestTheLocalBreakerStartsFromTheLastKnownState(t *testing.T) {
 			}
 		}
 		t.Run("open", func(t *testing.T) {
-			p, px := degrade(t)
+			p, px, _ := degrade(t)
 			br := p.store.Breaker("fallback/open", state.BreakerSpec{Threshold: 1, Cooldown: time.Minute, MaxCooldown: time.Minute})
 			if !br.Failure(0) {
 				t.Fatal("did not open")
@@ -49,8 +53,35 @@ func TestTheLocalBreakerStartsFromTheLastKnownState(t *testing.T) {
 				t.Fatalf("at the end of the cooldown, with Redis down: ok %v, probe %v, wait %v; want a probe", ok, probe, w)
 			}
 		})
+		// The local breaker carries the fleet's current cooldown (its
+		// base doubled by failed probes): the local probe's lease is that
+		// cooldown, and a failed local probe doubles it from there. (It
+		// took the base cooldown: a lease of 1 s, then 2 s, where the
+		// fleet had reached 8 s.)
+		t.Run("doubled", func(t *testing.T) {
+			p, px, prefix := degrade(t)
+			spec := state.BreakerSpec{Threshold: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
+			br := p.store.Breaker("fallback/doubled", spec)
+			openedFor(t, p.rdb, prefix+":{fallback/doubled}:breaker", 8*time.Second) // the fleet's cooldown doubled three times
+			if _, ok, _ := br.Allow(0); ok {
+				t.Fatal("the fleet's open breaker let a call through")
+			}
+			down(t, p, px)
+			if _, ok, probe := br.Allow(8 * time.Second); !ok || !probe {
+				t.Fatal("no local probe at the end of the fleet's 8 s cooldown")
+			}
+			if s := br.Snapshot(8 * time.Second); s.Cooldown != 8*time.Second || s.Wait != 8*time.Second {
+				t.Fatalf("the local probe's lease: %+v, want the fleet's cooldown, 8 s", s)
+			}
+			if !br.Failure(8 * time.Second) {
+				t.Fatal("the failed local probe did not reopen it")
+			}
+			if s := br.Snapshot(8 * time.Second); s.State != state.Open || s.Cooldown != 16*time.Second || s.Wait != 16*time.Second {
+				t.Fatalf("after a failed local probe: %+v, want open for 16 s (the fleet's 8 s doubled)", s)
+			}
+		})
 		t.Run("failures", func(t *testing.T) {
-			p, px := degrade(t)
+			p, px, _ := degrade(t)
 			br := p.store.Breaker("fallback/failures", state.BreakerSpec{Threshold: 3, Cooldown: time.Minute, MaxCooldown: time.Minute})
 			br.Failure(0)
 			br.Failure(0)
@@ -60,4 +91,22 @@ func TestTheLocalBreakerStartsFromTheLastKnownState(t *testing.T) {
 			}
 		})
 	})
+}
+
+// openedFor makes the breaker at key open with cooldown as its current
+// cooldown (the base doubled by failed probes), for all of it from now, as
+// the fleet's scripts write it.
+func openedFor(t *testing.T, rdb redis.UniversalClient, key string, cooldown time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := now.UnixMicro()
+	err = rdb.HSet(ctx, key, "state", "open", "failures", 0,
+		"cooldown", cooldown.Microseconds(), "until", us+cooldown.Microseconds(), "since", us).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
