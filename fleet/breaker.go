@@ -20,6 +20,11 @@ import (
 // breaker may come back after the answer that opened it, with an older
 // reading. A reading replaces the view only when it is newer (see newer),
 // so that no answer sets the view back to what the process knows is past.
+//
+// While Redis does not answer, a local breaker stands in, started from the
+// view (fallback); what it learns (it opened, let a probe through, closed
+// after one) is written back to Redis when Redis answers again
+// (writeBack).
 type sharedBreaker struct {
 	s    *Store
 	keys []string
@@ -35,10 +40,14 @@ type sharedBreaker struct {
 	readAt   int64         // when Redis read the view's breaker, on its clock (µs)
 	readBack time.Duration // when the answer that carried it came back (mono)
 	told     int64         // the Store's staleTick when a success was last sent to Redis
+	// clockNow and clockMono are one instant read on the callers' clock
+	// and on mono, so that a time on one converts to the other.
+	clockNow, clockMono time.Duration
 
 	localMu sync.Mutex
 	local   *breaker.Breaker
 	localEp int64
+	learned time.Duration // mono when the local breaker last changed its state; 0: not since it was made or written back
 }
 
 func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreaker {
@@ -127,6 +136,7 @@ func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState
 		return st, wait, failures
 	}
 	b.readAt, b.readBack = toInt(r.at), mono()
+	b.clockNow, b.clockMono = now, b.readBack
 	if !valid {
 		b.state, b.failures, b.cooldown, b.fetched, b.until = state.Closed, 0, b.spec.Cooldown, never, now
 		return st, wait, failures
@@ -153,22 +163,124 @@ func (b *sharedBreaker) newer(r reading) bool {
 // retries and verdict it takes), a local probe going then; both with the
 // fleet's current cooldown, so that a failed local probe doubles it from
 // there, as the fleet's would; a closed one keeps its failures.
-func (b *sharedBreaker) fallback() *breaker.Breaker {
+// It returns the episode the local breaker was made for too (see learn).
+func (b *sharedBreaker) fallback() (*breaker.Breaker, int64) {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
 		b.local = breaker.New(b.spec)
-		b.localEp = ep
+		b.localEp, b.learned = ep, 0
 		b.mu.Lock()
 		b.local.Restore(b.state, b.failures, b.cooldown, b.until)
 		b.mu.Unlock()
 	}
-	return b.local
+	return b.local, b.localEp
+}
+
+// at returns the local breaker (and its episode) for a call at now on the
+// callers' clock, which it notes as the clock's latest reading (see
+// writeBack).
+func (b *sharedBreaker) at(now time.Duration) (*breaker.Breaker, int64) {
+	t := mono()
+	b.mu.Lock()
+	b.clockNow, b.clockMono = now, t
+	b.mu.Unlock()
+	return b.fallback()
+}
+
+// learn notes, when changed is true, that the local breaker of episode ep
+// changed its state, so that the change is written back to Redis when it
+// answers again.
+func (b *sharedBreaker) learn(ep int64, changed bool) {
+	if !changed {
+		return
+	}
+	t := max(1, mono())
+	b.localMu.Lock()
+	if b.localEp == ep {
+		b.learned = t
+	}
+	b.localMu.Unlock()
+}
+
+// The local breaker's operations, for when Redis does not answer; those
+// that change its state note it (learn).
+
+func (b *sharedBreaker) localAllow(now time.Duration) (time.Duration, bool, bool) {
+	l, ep := b.at(now)
+	wait, ok, probe := l.Allow(now)
+	b.learn(ep, probe)
+	return wait, ok, probe
+}
+
+func (b *sharedBreaker) localSuccess() bool {
+	l, ep := b.fallback()
+	closed := l.Success()
+	b.learn(ep, closed)
+	return closed
+}
+
+func (b *sharedBreaker) localFailure(now time.Duration) bool {
+	l, ep := b.at(now)
+	opened := l.Failure(now)
+	b.learn(ep, opened)
+	return opened
+}
+
+func (b *sharedBreaker) localAllowProbe(now time.Duration) (time.Duration, bool) {
+	l, _ := b.at(now)
+	return l.AllowProbe(now)
+}
+
+func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
+	l, _ := b.at(now)
+	return l.Snapshot(now)
+}
+
+// writeBack writes to Redis what the local breaker of the current episode
+// learned while Redis did not answer (a change of its state since it was
+// made from the view, or last written back), with how long ago it last
+// changed, so that the newer of Redis's state and its own wins
+// (breakerLearnedScript); the answer becomes the view. It reports false
+// when Redis did not answer (the change is kept, for the next try).
+func (b *sharedBreaker) writeBack() bool {
+	b.localMu.Lock()
+	l, learned := b.local, b.learned
+	if l == nil || learned == 0 || b.localEp != b.s.episode.Load() {
+		b.localMu.Unlock()
+		return true
+	}
+	b.mu.Lock()
+	t := mono()
+	now := b.clockNow + t - b.clockMono
+	b.mu.Unlock()
+	snap := l.Snapshot(now)
+	b.localMu.Unlock()
+	args := append(b.args[:len(b.args):len(b.args)], snap.State.String(), snap.Failures,
+		snap.Cooldown.Microseconds(), snap.Wait.Microseconds(), (t - learned).Microseconds())
+	b.s.calls.Add(1)
+	res, err := b.s.call(breakerLearnedScript, b.keys, args)
+	switch {
+	case err != nil && b.s.closed():
+	case err != nil && unavailable(err):
+		b.s.errors.Add(1)
+		return false
+	case err != nil:
+		b.s.refused(b.keys[0], err) // no use sending it again
+	case len(res) >= 5:
+		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], sent: t})
+	}
+	b.localMu.Lock()
+	if b.learned == learned {
+		b.learned = 0
+	}
+	b.localMu.Unlock()
+	return true
 }
 
 func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	if b.s.degraded.Load() {
-		return b.fallback().Allow(now)
+		return b.localAllow(now)
 	}
 	b.mu.Lock()
 	st, until, fresh := b.state, b.until, now-b.fetched < b.s.cfg.breakerStale
@@ -186,7 +298,7 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	sent := mono()
 	res, ok := b.s.run(allowScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
-		return b.fallback().Allow(now)
+		return b.localAllow(now)
 	}
 	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
 	if toInt(res[0]) == 1 {
@@ -229,11 +341,11 @@ func (b *sharedBreaker) snapshot(now time.Duration) (res []any, st state.Breaker
 // half-open or closed.
 func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 	if b.s.degraded.Load() {
-		return b.fallback().AllowProbe(now)
+		return b.localAllowProbe(now)
 	}
 	_, st, wait, _, ok := b.snapshot(now)
 	if !ok {
-		return b.fallback().AllowProbe(now)
+		return b.localAllowProbe(now)
 	}
 	if st == state.Open {
 		return wait, false
@@ -254,7 +366,7 @@ func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 // consecutive across its successes only within about one period.
 func (b *sharedBreaker) Success() bool {
 	if b.s.degraded.Load() {
-		return b.fallback().Success()
+		return b.localSuccess()
 	}
 	tick := b.s.staleTick.Load()
 	b.mu.Lock()
@@ -269,7 +381,7 @@ func (b *sharedBreaker) Success() bool {
 	sent := mono()
 	res, ok := b.s.run(breakerSuccessScript, b.keys, b.args...)
 	if !ok || len(res) < 2 {
-		return b.fallback().Success()
+		return b.localSuccess()
 	}
 	st, known := breakerState(res[1])
 	cooldown, cok := b.readCooldown(elem(res, 3))
@@ -293,7 +405,7 @@ func (b *sharedBreaker) Failure(now time.Duration) bool {
 	sent := mono()
 	res, ok := b.s.run(breakerFailureScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
-		return b.fallback().Failure(now)
+		return b.localFailure(now)
 	}
 	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
 	return toInt(res[0]) == 1
@@ -302,7 +414,7 @@ func (b *sharedBreaker) Failure(now time.Duration) bool {
 func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	res, st, wait, failures, ok := b.snapshot(now)
 	if !ok {
-		return b.fallback().Snapshot(now)
+		return b.localSnapshot(now)
 	}
 	cooldown, cok := b.readCooldown(res[2])
 	if !cok {

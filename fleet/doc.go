@@ -86,10 +86,14 @@
 // cooldown, which a failed local probe doubles; a closed one keeps its
 // failures). The switch is logged once and counted (StoreStats.Fallbacks).
 // The heartbeat keeps probing, and the first answer switches back to the
-// shared state (rebuilt from the defaults if Redis lost it). At either
-// switch, the callers already queued keep their tokens and their times, and
-// the new bucket is charged for them: they take the head of its queue
-// instead of going on top of its balance. A failover is such an outage:
+// shared state (rebuilt from the defaults if Redis lost it), after writing
+// back what the local breakers learned meanwhile (they opened, let a probe
+// through, closed after one): the local state replaces the fleet's when it
+// changed after the fleet's last did, so that the fleet neither forgets a
+// scope found dead during the outage nor keeps open one found alive. At
+// either switch, the callers already queued keep their tokens and their
+// times, and the new bucket is charged for them: they take the head of its
+// queue instead of going on top of its balance. A failover is such an outage:
 // local limits until the client reaches the new master, then the state the
 // new master holds. No call fails because Redis failed.
 //
@@ -104,10 +108,10 @@
 // bucket or breaker holding a value the local settings could not have
 // written (not a finite number, a rate below the floor, a pause past the
 // key's TTL and the longest pause ahead, a balance time past the key's own
-// expiry, a breaker state, cooldown or wait no settings give) counts as
-// absent and is rebuilt from the local settings; a rate above the ceiling
-// (one lowered by configuration) is brought down to it; a budget below zero
-// is full. A queue of reserved tokens is as long as the callers queued make
+// expiry, a breaker state, cooldown, wait or change time no settings
+// give) counts as absent and is rebuilt from the local settings; a rate
+// above the ceiling (one lowered by configuration) is brought down to it; a
+// budget below zero is full. A queue of reserved tokens is as long as the callers queued make
 // it, past that horizon if need be, and is kept with the bucket's rate:
 // every write puts the key's expiry past the time the bucket is full again.
 // Every script gives the keys it touches their TTL again, so that no key

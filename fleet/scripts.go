@@ -521,7 +521,9 @@ local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
 `)
 
-// A breaker is a hash {state, failures, cooldown, until}. Every breaker
+// A breaker is a hash {state, failures, cooldown, until, since}: since is
+// when its state last changed (it opened, let a probe through, or closed
+// after one), on Redis's clock; absent, before any change. Every breaker
 // script takes ARGV[1] the base cooldown in microseconds, ARGV[2] the key
 // TTL in ms, ARGV[3] the threshold, ARGV[4] the longest cooldown in
 // microseconds and ARGV[5] the clock skew allowed, in microseconds. Every
@@ -533,18 +535,23 @@ local BASE_US, TTL_MS, THRESHOLD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
 local SKEW_US = tonumber(ARGV[5])
 -- load_breaker reads the breaker at key; invalid state (an unknown state,
--- a cooldown longer than the longest, a wait past it) is deleted and the
--- breaker is closed.
+-- a cooldown longer than the longest, a wait past it, a change in the
+-- future) is deleted and the breaker is closed.
 local function load_breaker(key, now)
-  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until')
-  local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US), untilv = tonumber(h[4] or 0)}
+  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since')
+  local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US),
+    untilv = tonumber(h[4] or 0), since = tonumber(h[5] or 0)}
   if (br.state == 'closed' or br.state == 'open' or br.state == 'half_open') and
       finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= MAX_US and
-      finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US then
+      finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US and finite(br.since) and br.since <= now + SKEW_US then
     return br
   end
   redis.call('DEL', key)
-  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0}
+  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0}
+end
+-- reading is a breaker's reply: {state, failures, cooldown_us, wait_us, now_us}.
+local function reading(br, now)
+  return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now)}
 end
 `
 
@@ -560,7 +567,7 @@ touch(KEYS[1], TTL_MS, now, br.untilv)
 if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now), cd} end
 if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now), cd} end
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', cd,
-  'failures', num(br.failures))
+  'failures', num(br.failures), 'since', num(now))
 expire(KEYS[1], TTL_MS, now, now + br.cooldown)
 return {1, '0', 'half_open', br.failures, num(now), cd}
 `)
@@ -573,7 +580,7 @@ local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
 if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now), num(br.cooldown)} end
 if br.state == 'half_open' then
-  redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0)
+  redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0, 'since', num(now))
   expire(KEYS[1], TTL_MS, now, now)
   return {1, 'closed', num(now), ARGV[1]}
 end
@@ -603,7 +610,8 @@ else
   touch(KEYS[1], TTL_MS, now, br.untilv)
   return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown)}
 end
-redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown))
+redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown),
+  'since', num(now))
 expire(KEYS[1], TTL_MS, now, now + cooldown)
 return {1, 'open', 0, num(cooldown), num(now), num(cooldown)}
 `)
@@ -613,7 +621,40 @@ var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now)}
+return reading(br, now)
+`)
+
+// breakerLearnedScript writes back what a process's local breaker learned
+// while Redis did not answer it: ARGV[6] its state, ARGV[7] its failures,
+// ARGV[8] its cooldown and ARGV[9] its wait (microseconds; the end of the
+// cooldown, or of the probe's lease), and ARGV[10] how long ago (in
+// microseconds) it last changed. The newer knowledge of the scope wins: the
+// local state replaces the fleet's when it changed after the fleet's last
+// did (since; a breaker that never changed, or that Redis lost, is older
+// than any), and is dropped otherwise. Reply: as breakerSnapshotScript's,
+// what the breaker is now.
+var breakerLearnedScript = newScript(breakerPrelude + `
+local now = now_us()
+local br = load_breaker(KEYS[1], now)
+local st, failures, cooldown = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local wait, age = tonumber(ARGV[9]), tonumber(ARGV[10])
+local at = now - (age or 0)
+if (st == 'closed' or st == 'open' or st == 'half_open') and finite(failures) and failures >= 0 and
+    finite(cooldown) and cooldown > 0 and cooldown <= MAX_US and finite(wait) and wait >= 0 and wait <= MAX_US and
+    finite(age) and age >= 0 and at > br.since then
+  br = {state = st, failures = 0, cooldown = cooldown, untilv = 0, since = at}
+  if st == 'closed' then
+    br.failures = math.min(failures, math.max(0, THRESHOLD - 1))
+  else
+    br.untilv = now + wait
+  end
+  redis.call('HSET', KEYS[1], 'state', st, 'failures', num(br.failures), 'cooldown', num(cooldown),
+    'until', num(br.untilv), 'since', num(at))
+  expire(KEYS[1], TTL_MS, now, br.untilv)
+else
+  touch(KEYS[1], TTL_MS, now, br.untilv)
+end
+return reading(br, now)
 `)
 
 // budgetScript refunds ARGV[3] units (budget.Unit per token) and, when

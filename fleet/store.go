@@ -324,6 +324,11 @@ func (s *Store) forgetDroppedBreakers() {
 // heartbeat announces the process and counts the live ones. It is also the
 // probe that ends local limits when Redis answers again: an answer, even a
 // refusal (an error of the heartbeat's own key), means Redis is there.
+// Before the switch back, what the local breakers learned is written back
+// to Redis (writeBack), so that the fleet does not forget a scope this
+// process found dead while Redis did not answer, nor keep open one it
+// found alive; and again after it, for a change a call that was still on
+// the local breaker made meanwhile.
 func (s *Store) heartbeat() {
 	s.calls.Add(1)
 	res, err := s.call(heartbeatScript, []string{s.key("procs")},
@@ -339,9 +344,26 @@ func (s *Store) heartbeat() {
 	case len(res) == 1:
 		s.procs.Store(max(1, toInt(res[0])))
 	}
+	if s.degraded.Load() && !s.writeBack() {
+		return // Redis stopped answering again: still local limits
+	}
 	if s.degraded.CompareAndSwap(true, false) {
 		s.logger().Info("cloudg fleet: Redis answers again; back to shared limits", "processes", s.procs.Load())
+		s.writeBack()
 	}
+}
+
+// writeBack writes back what every breaker's local breaker learned while
+// Redis did not answer; false when Redis stopped answering.
+func (s *Store) writeBack() bool {
+	ok := true
+	s.breakers.Range(func(_, v any) bool {
+		if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
+			ok = b.writeBack()
+		}
+		return ok
+	})
+	return ok
 }
 
 // fail records that Redis does not answer and switches to local limits,
