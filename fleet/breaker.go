@@ -123,7 +123,7 @@ func (b *sharedBreaker) readCooldown(v any) (d time.Duration, ok bool) {
 // newer or not: the answer to this caller's own request.
 func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState, time.Duration, int) {
 	st, ok := breakerState(r.st)
-	wait := b.s.micros(r.wait)
+	wait := queueMicros(r.wait)
 	cooldown, cok := b.readCooldown(r.cooldown)
 	failures := int(max(0, toInt(r.failures)))
 	valid := ok && cok && wait <= b.maxWait()

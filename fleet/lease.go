@@ -341,7 +341,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		b.mu.Unlock()
 
 		sent := mono()
-		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge}, pairs...)...)...)
+		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge, b.s.longestWait.Load()}, pairs...)...)...)
 		answered := mono()
 		b.mu.Lock()
 		if !ok || len(res) < 9 {
@@ -435,7 +435,7 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	pairs := b.takeServed()
 	b.mu.Unlock()
 	sent := mono()
-	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge}, pairs...)...)...)
+	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge, b.s.longestWait.Load()}, pairs...)...)...)
 	if !ok || len(res) < 9 {
 		return b.tryLocal(now) // which owes the charge again
 	}

@@ -406,7 +406,7 @@ end
 // Redis did not answer, who go at their own times; the bucket's queue
 // moves behind them instead of its balance going on top of them. With
 // ARGV[ARG0+2] (try only) set to 1 it takes one token, and only if it is
-// usable now. The success counts follow from ARGV[ARG0+6]. KEYS[2] is the
+// usable now. KEYS[2] is the
 // scope's breaker, whose state comes back with the answer, so that lease
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
@@ -417,7 +417,10 @@ end
 // balance: its burst, as in the in-process bucket), and token i from
 // usable_now on next_wait + (i-usable_now)*interval after now. first_wait
 // is token 0's wait (0 when usable_now > 0). The breaker's reading ends
-// with its cooldown_us.
+// with its cooldown_us; ARGV[ARG0+6] bounds its wait and cooldown (the
+// longest cooldown of the store's breakers and the clock skew: past it,
+// the state is 'invalid'), and the success counts follow from
+// ARGV[ARG0+7].
 var takeScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
@@ -425,7 +428,7 @@ local want = math.max(1, tonumber(ARGV[ARG0]) or 1)
 local give = math.max(0, tonumber(ARGV[ARG0 + 1]) or 0)
 local need = math.max(1, math.min(want, tonumber(ARGV[ARG0 + 4]) or 1))
 local charge = math.max(0, tonumber(ARGV[ARG0 + 5]) or 0)
-record_served(b, now, ARG0 + 6)
+record_served(b, now, ARG0 + 7)
 local eff = math.max(now, b.paused)
 if give > 0 then b.t0 = b.t0 - give * b.interval end
 b.t0 = math.max(b.t0, eff - b.capus)
@@ -448,9 +451,9 @@ else
 end
 save_bucket(KEYS[1], b, now)
 local br = call('HMGET', KEYS[2], 'state', 'until', 'failures', 'cooldown')
-local bwait, bcool = tonumber(br[2]) or 0, tonumber(br[4]) or 0
+local bwait, bcool, blong = tonumber(br[2]) or 0, tonumber(br[4]) or 0, tonumber(ARGV[ARG0 + 6])
 local bstate = br[1] or 'closed'
-if not finite(bwait) or bwait > now + HORIZON_US or not finite(bcool) or bcool > HORIZON_US then bstate = 'invalid' end
+if not finite(bwait) or bwait > now + blong or not finite(bcool) or bcool > blong then bstate = 'invalid' end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
   usable, num(nextw), num(now), num(math.max(0, bcool))}

@@ -31,7 +31,12 @@ type Store struct {
 	bounded bool // rdb ends a call at its context's deadline itself
 	cfg     config
 	local   state.Store   // the fallback while Redis does not answer
-	horizon time.Duration // no valid pause or breaker wait reaches further (a queue may: queueMicros)
+	horizon time.Duration // no valid pause reaches further (a queue may: queueMicros)
+	// longestWait is the longest wait of the breakers the store made (µs):
+	// their longest cooldown and the clock skew, and at least the horizon.
+	// A lease request's answer carries its scope's breaker, valid within
+	// it (the breaker's own settings bound it again: update).
+	longestWait atomic.Int64
 
 	degraded  atomic.Bool  // Redis is not answering: local limits
 	episode   atomic.Int64 // counts the switches to local limits
@@ -213,6 +218,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	routeRedisLog()
 	redisLog.add(s)
 	s.procs.Store(1)
+	s.longestWait.Store(s.horizon.Microseconds())
 	s.heartbeat()
 	go s.loop()
 	return s
@@ -472,6 +478,11 @@ func (s *Store) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 	_, brk := s.scopeKeys(key)
 	b := newSharedBreaker(s, brk, spec)
 	s.breakers.Store(brk, weak.Make(b))
+	for w := b.maxWait().Microseconds(); ; {
+		if l := s.longestWait.Load(); l >= w || s.longestWait.CompareAndSwap(l, w) {
+			break
+		}
+	}
 	return b
 }
 

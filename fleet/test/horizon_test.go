@@ -100,3 +100,38 @@ func TestABalanceTimePastTheKeysExpiryCountsAsAbsent(t *testing.T) {
 		}
 	})
 }
+
+// A breaker's cooldown may be longer than the store's horizon (the key TTL
+// and the longest pause: 301 s with a TTL of 1 s): its wait is read whole,
+// and a lease request's answer, which carries the scope's breaker, keeps
+// the process's view of it instead of reporting it invalid. (The wait was
+// cut to the horizon, 301 s of a 600 s cooldown, and every lease request
+// made the next Allow ask Redis again.)
+func TestABreakerCooldownPastTheHorizon(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		p := newProcess(t, be, uniquePrefix(t), resilience.Config{},
+			fleet.WithKeyTTL(time.Second), fleet.WithHeartbeat(time.Hour))
+		spec := state.BreakerSpec{Threshold: 1, Cooldown: 10 * time.Minute, MaxCooldown: 10 * time.Minute}
+		br := p.store.Breaker("horizon/breaker", spec)
+		bk := p.store.Bucket("horizon/breaker", state.BucketSpec{Rate: 100, Burst: 100}, 0)
+		if !br.Failure(0) {
+			t.Fatal("did not open")
+		}
+		if w, ok, _ := br.Allow(0); ok || w < 599*time.Second {
+			t.Fatalf("a breaker open for 600 s: Allow ok %v, wait %v", ok, w)
+		}
+		if s := br.Snapshot(0); s.Cooldown != 10*time.Minute || s.Wait < 599*time.Second {
+			t.Fatalf("a breaker open for 600 s: %+v", s)
+		}
+		bk.Reserve(0) // a lease request, whose answer refreshes the view
+		calls := p.store.Stats().RedisCalls
+		for range 10 {
+			if w, ok, _ := br.Allow(0); ok || w < 599*time.Second {
+				t.Fatalf("after a lease request: Allow ok %v, wait %v", ok, w)
+			}
+		}
+		if n := p.store.Stats().RedisCalls - calls; n != 0 {
+			t.Fatalf("10 Allows of a breaker open for 600 s after a lease request: %d Redis calls, want none (the cached cooldown is exact)", n)
+		}
+	})
+}
