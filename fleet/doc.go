@@ -81,7 +81,8 @@
 // process to local limits: the fleet's last known rates (each with its
 // burst and its floor), and the retry budget, divided by the number of live
 // processes at the last heartbeat (each process announces itself every
-// second), and the breakers as the process last knew them (one the fleet
+// second), or by WithExpectedProcesses when more (a process that starts
+// during an outage has counted only itself), and the breakers as the process last knew them (one the fleet
 // opened stays open until its cooldown ends, with the fleet's current
 // cooldown, which a failed local probe doubles; a closed one keeps its
 // failures). The switch is logged once and counted (StoreStats.Fallbacks).

@@ -72,6 +72,7 @@ type config struct {
 	heartbeat     time.Duration
 	breakerStale  time.Duration
 	successPeriod time.Duration
+	expected      int64
 	logger        *slog.Logger
 }
 
@@ -149,6 +150,20 @@ func WithBreakerStaleness(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.breakerStale = d })
 }
 
+// WithExpectedProcesses sets the most processes the fleet runs at once
+// (default 1). While Redis does not answer, a process takes its share of
+// the fleet's limits: the last known rates and retry budget divided by the
+// live processes it counted at its last heartbeat, and by n when n is
+// more. A process that starts while Redis does not answer has counted none
+// but itself: with n, the processes of a fleet of at most n never take
+// more than the fleet's limits together, however many of them started
+// during the outage, each at a share of 1/n even when fewer run; without
+// it, each takes the whole of the configured limits, and k of them k
+// times as much. An n below 1 keeps the default.
+func WithExpectedProcesses(n int) Option {
+	return optionFunc(func(c *config) { c.expected = int64(max(1, n)) })
+}
+
 // WithLogger logs the switches between shared and local limits, and
 // go-redis's own lines about the store's client (a failed dial, say),
 // rate-limited. By default the store logs to the logger of the governor
@@ -192,6 +207,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		heartbeat:     time.Second,
 		breakerStale:  time.Second,
 		successPeriod: time.Second,
+		expected:      1,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -515,8 +531,11 @@ func (s *Store) flushBudgets() {
 }
 
 // share returns this process's share of a fleet-wide limit while Redis
-// does not answer.
-func (s *Store) share(v float64) float64 { return v / float64(max(1, s.procs.Load())) }
+// does not answer: divided by the live processes at the last heartbeat, or
+// by the processes expected (WithExpectedProcesses) when more.
+func (s *Store) share(v float64) float64 {
+	return v / float64(max(1, s.procs.Load(), s.cfg.expected))
+}
 
 func (s *Store) ttlMS() int64 { return s.cfg.keyTTL.Milliseconds() }
 

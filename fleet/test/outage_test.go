@@ -203,3 +203,47 @@ func TestLocalLimitsShareTheFloor(t *testing.T) {
 		}
 	})
 }
+
+// Processes that start while Redis does not answer have counted no other:
+// with WithExpectedProcesses(n) each takes 1/n of the fleet's limits, so
+// that n of them never send more than the fleet's rate together (without
+// it, each took the whole rate: 4 processes, 4 times the rate); and a
+// process that counted fewer live processes at its last heartbeat than n
+// takes 1/n too, since the others may start during the outage.
+func TestProcessesStartingDuringAnOutageShareTheLimits(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		prefix := uniquePrefix(t)
+		spec := state.BucketSpec{Rate: 20, Burst: 8, Adaptive: true}
+		first := newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithExpectedProcesses(4))
+		if n := first.store.Stats().Processes; n != 1 {
+			t.Fatalf("%d live processes counted, want 1", n)
+		}
+		fb := first.store.Bucket(vpcsKey, spec, 0)
+		px.Down()
+		sum := 0.0
+		for i := range 4 {
+			p := first
+			if i > 0 { // started during the outage
+				p = newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithExpectedProcesses(4), fleet.WithTimeout(100*time.Millisecond))
+			}
+			b := fb
+			if i > 0 {
+				b = p.store.Bucket(vpcsKey, spec, 0)
+			}
+			s := b.Snapshot(0)
+			if !p.store.Stats().Degraded || s.Rate != 5 || s.Tokens > 2 {
+				t.Fatalf("process %d on local limits (degraded %v): rate %v, burst %v; want a quarter of 20 rps and of a burst of 8",
+					i, p.store.Stats().Degraded, s.Rate, s.Tokens)
+			}
+			sum += s.Rate
+		}
+		if sum > spec.Rate {
+			t.Fatalf("4 processes of a fleet of 4 take %v rps together during an outage, more than the fleet's %v", sum, spec.Rate)
+		}
+	})
+}
