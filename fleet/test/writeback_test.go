@@ -22,43 +22,43 @@ import (
 func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		spec := state.BreakerSpec{Threshold: 1, Cooldown: time.Minute, MaxCooldown: 4 * time.Minute}
-		// p reaches Redis through a proxy, q directly.
-		setup := func(t *testing.T) (p, q *process, px *redisproxy.Proxy, prefix string) {
+		// p reaches Redis through a proxy, q directly; pb and qb are
+		// their breakers of key.
+		type fleetOfTwo struct {
+			p, q   *process
+			pb, qb state.Breaker
+			px     *redisproxy.Proxy
+			prefix string
+		}
+		setup := func(t *testing.T, key string) fleetOfTwo {
 			px, err := redisproxy.Start(be.addr())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(px.Close)
-			prefix = uniquePrefix(t)
-			p = newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
-			q = newProcess(t, be, prefix, resilience.Config{})
-			return p, q, px, prefix
+			f := fleetOfTwo{px: px, prefix: uniquePrefix(t)}
+			f.p = newProcess(t, at(px.Addr()), f.prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
+			f.q = newProcess(t, be, f.prefix, resilience.Config{})
+			f.pb, f.qb = f.p.store.Breaker(key, spec), f.q.store.Breaker(key, spec)
+			return f
 		}
-		wait := func(t *testing.T, p *process, degraded bool) {
+		// outage takes Redis away from p, runs during, and waits until p
+		// is back on the shared state.
+		outage := func(t *testing.T, f fleetOfTwo, during func()) {
 			t.Helper()
-			deadline := time.Now().Add(3 * time.Second)
-			for p.store.Stats().Degraded != degraded { // the heartbeat notices
-				if time.Now().After(deadline) {
-					t.Fatalf("degraded is not %v", degraded)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-		outage := func(t *testing.T, p *process, px *redisproxy.Proxy, during func()) {
-			t.Helper()
-			px.Down()
-			wait(t, p, true)
+			f.px.Down()
+			waitFor(t, 3*time.Second, "local limits", func() bool { return f.p.store.Stats().Degraded })
 			during()
-			if err := px.Up(); err != nil {
+			if err := f.px.Up(); err != nil {
 				t.Fatal(err)
 			}
-			wait(t, p, false)
+			waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !f.p.store.Stats().Degraded })
 		}
 
 		t.Run("found dead", func(t *testing.T) {
-			p, q, px, _ := setup(t)
-			pb, qb := p.store.Breaker("writeback/dead", spec), q.store.Breaker("writeback/dead", spec)
-			outage(t, p, px, func() {
+			f := setup(t, "writeback/dead")
+			pb, qb := f.pb, f.qb
+			outage(t, f, func() {
 				if !pb.Failure(0) {
 					t.Fatal("the local breaker did not open")
 				}
@@ -70,12 +70,12 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		})
 
 		t.Run("found alive", func(t *testing.T) {
-			p, q, px, _ := setup(t)
-			pb, qb := p.store.Breaker("writeback/alive", spec), q.store.Breaker("writeback/alive", spec)
+			f := setup(t, "writeback/alive")
+			pb, qb := f.pb, f.qb
 			if !pb.Failure(0) { // the fleet's breaker opens for 60 s
 				t.Fatal("did not open")
 			}
-			outage(t, p, px, func() {
+			outage(t, f, func() {
 				if _, ok, probe := pb.Allow(time.Minute); !ok || !probe {
 					t.Fatal("no local probe at the end of the cooldown")
 				}
@@ -90,12 +90,12 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		})
 
 		t.Run("a doubled cooldown", func(t *testing.T) {
-			p, q, px, _ := setup(t)
-			pb, qb := p.store.Breaker("writeback/doubled", spec), q.store.Breaker("writeback/doubled", spec)
+			f := setup(t, "writeback/doubled")
+			pb, qb := f.pb, f.qb
 			if !pb.Failure(0) {
 				t.Fatal("did not open")
 			}
-			outage(t, p, px, func() {
+			outage(t, f, func() {
 				pb.Allow(time.Minute)   // the local probe
 				pb.Failure(time.Minute) // fails: open for 120 s
 			})
@@ -106,9 +106,9 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		})
 
 		t.Run("the fleet's newer state wins", func(t *testing.T) {
-			p, q, px, prefix := setup(t)
-			pb, qb := p.store.Breaker("writeback/newer", spec), q.store.Breaker("writeback/newer", spec)
-			outage(t, p, px, func() {
+			f := setup(t, "writeback/newer")
+			pb, qb := f.pb, f.qb
+			outage(t, f, func() {
 				if !pb.Failure(0) {
 					t.Fatal("the local breaker did not open")
 				}
@@ -119,11 +119,11 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 				// Meanwhile the fleet found it alive: a probe of another
 				// process closed it.
 				ctx := context.Background()
-				now, err := q.rdb.Time(ctx).Result()
+				now, err := f.q.rdb.Time(ctx).Result()
 				if err != nil {
 					t.Fatal(err)
 				}
-				q.rdb.HSet(ctx, prefix+":{writeback/newer}:breaker", "state", "closed", "failures", 0,
+				f.q.rdb.HSet(ctx, f.prefix+":{writeback/newer}:breaker", "state", "closed", "failures", 0,
 					"cooldown", time.Minute.Microseconds(), "until", 0, "since", now.UnixMicro())
 			})
 			if w, ok, _ := qb.Allow(0); !ok {
