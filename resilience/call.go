@@ -160,11 +160,12 @@ func (gd *Guard) attempt(ctx context.Context, fn func(context.Context) error) er
 	return err
 }
 
-// afterAttempt gives the slot back after fn, and records a call whose fn
-// did not return (it panicked, or called runtime.Goexit).
+// afterAttempt gives the slot back after fn, and ends a call whose fn did
+// not return (it panicked, or called runtime.Goexit) as EndPanicked does.
 func (gd *Guard) afterAttempt(returned *bool) {
-	gd.Release()
 	if !*returned {
-		gd.recordPanicked()
+		gd.EndPanicked()
+		return
 	}
+	gd.Release()
 }

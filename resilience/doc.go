@@ -66,7 +66,8 @@
 // budget, a call lost otherwise) is recorded by one recording function, in
 // the governor's lifetime counters and the run's Stats; every call lost
 // (see Loss: given up, skipped, failed, refused, cancelled, ended by a
-// local error or by a panic of its function) also goes to the task's
+// local error or by a panic of its function or of code an integration
+// ran for it) also goes to the task's
 // Ledger. The recording functions never change a Guard's phase. The
 // same functions send each as an observe.Event to the governor's observer
 // (WithObserver), outside every lock, and log the ones a person reads

@@ -26,6 +26,10 @@ import (
 //	}
 //	gd.End(err)                        // release, and the outcome if still open
 //
+// Code of the caller's that panics during the call (the SDK's transport,
+// a middleware) leaves the call to EndPanicked, from a deferred function,
+// which records it as lost to the panic and lets the panic go on.
+//
 // Enter counts one call; an SDK whose retries are not calls of their own
 // (the AWS SDK's) sends them without Enter, pacing a throttled one with
 // Pace; one whose retries take no token at all (Google's paged calls)
@@ -709,6 +713,42 @@ func (gd *Guard) End(err error) {
 	default:
 		gd.settle(err)
 	}
+	gd.reset()
+}
+
+// EndPanicked ends the call, as End does, when code run for it did not
+// return: a function the integration calls during an attempt or between
+// the Guard's verbs (a transport, a middleware, a request body) panicked,
+// or called runtime.Goexit. The slot, if one is held, is given back. A
+// call whose outcome is still open (an attempt was entered and its
+// outcome not recorded, whatever After saw of it) is lost as
+// LossPanicked, as a call of Call or Do whose function panics is, and
+// the breaker learns nothing from it; a call no attempt was entered for,
+// or whose outcome is recorded, records nothing more. EndPanicked
+// recovers nothing: call it from a deferred function that knows the code
+// did not return, and the panic goes on as it was:
+//
+//	returned := false
+//	defer func() {
+//		if !returned {
+//			gd.EndPanicked()
+//		}
+//	}()
+//	resp, err := send(req)
+//	returned = true
+//
+// The Guard may then carry a new call of the same scope.
+func (gd *Guard) EndPanicked() {
+	gd.Release()
+	if gd.phase != phaseIdle && gd.phase != phaseDone {
+		gd.recordPanicked()
+	}
+	gd.reset()
+}
+
+// reset readies the Guard for a new call of its scope, once End or
+// EndPanicked closed the last.
+func (gd *Guard) reset() {
 	gd.to(phaseIdle)
 	gd.lease, gd.retries, gd.renewed, gd.sdkLoop, gd.last = leaseNone, 0, 0, 0, answer{}
 	gd.lim.attempts = 0 // resolved again for the next call

@@ -41,8 +41,9 @@ const (
 	// breaker stopped.
 	LossErrored
 	// LossPanicked: ended by a panic of the function Call, Do or a Bound's
-	// Do ran for it (or its otherwise not returning); the panic goes on to
-	// the caller.
+	// Do ran for it, or of code an integration ran for it (a transport, a
+	// middleware: see Guard.EndPanicked), or by such code otherwise not
+	// returning; the panic goes on to the caller.
 	LossPanicked
 	numLosses
 )

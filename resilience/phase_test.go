@@ -90,6 +90,7 @@ func guardAt(t *testing.T, p phase, wait bool) (*Guard, *Governor, *Stats) {
 // run's totals, and the state after.
 type effects struct {
 	calls, retries, throttled, transient, gaveUp, rejected int64
+	panicked                                               int64
 	failures                                               int                // the breaker's consecutive failures after
 	breaker                                                state.BreakerState // the breaker's state after (closed, the zero value, in every row of table)
 	slot                                                   bool
@@ -98,8 +99,8 @@ type effects struct {
 }
 
 func (e effects) String() string {
-	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d failures=%d breaker=%v slot=%v lease=%v err=%q",
-		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.failures, e.breaker, e.slot, e.lease, e.err)
+	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d panicked+%d failures=%d breaker=%v slot=%v lease=%v err=%q",
+		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.panicked, e.failures, e.breaker, e.slot, e.lease, e.err)
 }
 
 // effectsOf is what verb did to gd, between the run's totals before and
@@ -114,6 +115,7 @@ func effectsOf(gd *Guard, g *Governor, stats *Stats, before Counters, err error)
 		transient: after.TransientErrors - before.TransientErrors,
 		gaveUp:    after.GaveUp - before.GaveUp,
 		rejected:  after.Rejected - before.Rejected,
+		panicked:  after.Panicked - before.Panicked,
 		failures:  b.Failures,
 		breaker:   b.State,
 		slot:      gd.slot != nil,
@@ -149,6 +151,7 @@ var verbs = map[string]func(gd *Guard) error{
 	"Release":      func(gd *Guard) error { gd.Release(); return nil },
 	"End(nil)":     func(gd *Guard) error { gd.End(nil); return nil },
 	"End(thr)":     func(gd *Guard) error { gd.End(throttle()); return nil },
+	"EndPanicked":  func(gd *Guard) error { gd.EndPanicked(); return nil },
 	"Pause":        func(gd *Guard) error { gd.Pause(time.Second); return nil },
 	"PauseAccount": func(gd *Guard) error { gd.PauseAccount(time.Second); return nil },
 }
@@ -275,6 +278,19 @@ var table = []row{
 	{phaseSucceeded, false, "End(thr)", phaseIdle, effects{}}, // the request succeeded; End's error is the caller's
 	{phaseDone, false, "End(thr)", phaseIdle, effects{}},
 
+	// EndPanicked closes a call whose code panicked: what is open is lost
+	// to the panic, the slot given back, the breaker told nothing (the
+	// awaiting call's failure is Retry's, in its setup); a call with no
+	// attempt entered, or whose outcome is recorded, records nothing.
+	{phaseIdle, false, "EndPanicked", phaseIdle, effects{}},
+	{phaseSent, false, "EndPanicked", phaseIdle, effects{panicked: 1}},
+	{phaseFailed, false, "EndPanicked", phaseIdle, effects{panicked: 1}},
+	{phaseRetryable, false, "EndPanicked", phaseIdle, effects{panicked: 1}},
+	{phaseAwaiting, true, "EndPanicked", phaseIdle, effects{panicked: 1, failures: 1}},
+	{phaseFinal, false, "EndPanicked", phaseIdle, effects{panicked: 1}},
+	{phaseSucceeded, false, "EndPanicked", phaseIdle, effects{panicked: 1}},
+	{phaseDone, false, "EndPanicked", phaseIdle, effects{}},
+
 	// Pauses hold the scope and leave the call as it was.
 	{phaseSent, false, "Pause", phaseSent, effects{slot: true, lease: leasePass}},
 	{phaseFailed, false, "Pause", phaseFailed, effects{lease: leasePass}},
@@ -318,7 +334,7 @@ func TestGuardTransitionTable(t *testing.T) {
 	}
 	// Every phase meets the verbs that matter to it: each of these verbs
 	// is driven from every phase.
-	for _, v := range []string{"Enter", "TryEnter", "Pace", "Admit", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)"} {
+	for _, v := range []string{"Enter", "TryEnter", "Pace", "Admit", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)", "EndPanicked"} {
 		for p := range numPhases {
 			if !covered[fmt.Sprintf("%v/%s", p, v)] {
 				t.Errorf("the table does not drive %s from %v", v, p)
