@@ -99,6 +99,10 @@ func (t *Transport) CloseIdleConnections() {
 // http.RoundTripper must, RoundTrip closes the request's body in every
 // case and never modifies req. The response's Request is req, as after
 // net/http's own retries, even when a copy of it was sent again.
+//
+// A panic of the base transport, of the request's body or of its GetBody
+// reaches the caller as it was, never recovered: the slot is given back
+// and the call is recorded as lost to it (resilience.LossPanicked).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var scope resilience.Scope
 	if t.scope != nil {
@@ -113,7 +117,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.baseTransport().RoundTrip(req)
 	}
 	x := exchange{t: t, gov: gov, gd: gd, scope: scope, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
-	return x.run()
+	returned := false
+	defer func() {
+		if !returned {
+			// The base transport, the request's body or its GetBody
+			// panicked: the slot goes back, the call is lost to the
+			// panic, and the panic goes on.
+			gd.EndPanicked()
+		}
+	}()
+	resp, err := x.run()
+	returned = true
+	return resp, err
 }
 
 // exchange is one request's call: its attempts, one after another.
@@ -198,14 +213,14 @@ func (x *exchange) run() (*http.Response, error) {
 	}
 }
 
-// send sends one attempt and gives the slot back, even if base panics. A
-// base that returns neither a response nor an error, against the
-// RoundTripper contract, fails the attempt with an error, as net/http's
-// client fails such a request.
+// send sends one attempt and gives the slot back (RoundTrip gives it back
+// if base panics). A base that returns neither a response nor an error,
+// against the RoundTripper contract, fails the attempt with an error, as
+// net/http's client fails such a request.
 func (x *exchange) send(req *http.Request) (*http.Response, error) {
-	defer x.gd.Release()
 	base := x.t.baseTransport()
 	resp, err := base.RoundTrip(req)
+	x.gd.Release()
 	if resp == nil && err == nil {
 		err = fmt.Errorf("cloudghttp: base transport %T returned a nil *http.Response with a nil error", base)
 	}
