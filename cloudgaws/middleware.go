@@ -195,14 +195,20 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	if err != nil {
 		return next.HandleInitialize(ctx, in) // not reached: the scope has its provider
 	}
-	defer gd.Release() // a panic below still gives the slot back
-
 	// Before the call: breaker, deadline, one counted call, a rate token,
 	// a slot held across the SDK's retries.
 	if err := gd.Enter(ctx); err != nil {
 		gd.End(err)
 		return out, md, refusal(err)
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic below (a middleware, the HTTP client): the slot goes
+			// back, the call is lost to the panic, and the panic goes on.
+			gd.EndPanicked()
+		}
+	}()
 
 	st := &callState{Context: ctx, gov: gov, gd: gd}
 	defer st.endCut() // even on a panic: nothing derived from ctx is left behind
@@ -244,6 +250,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	}
 	// After the call: the slot, and the outcome the SDK's loop left open.
 	gd.End(err)
+	returned = true
 	return out, md, err
 }
 

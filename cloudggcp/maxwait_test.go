@@ -45,6 +45,7 @@ func lostOnly(t *testing.T, g *resilience.Governor, stats *resilience.Stats, led
 	byKind := map[resilience.Loss]int64{
 		resilience.LossGaveUp: tot.GaveUp, resilience.LossSkipped: tot.Rejected, resilience.LossFailed: tot.Failed,
 		resilience.LossRefused: tot.Refused, resilience.LossCancelled: tot.Cancelled,
+		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked,
 	}
 	for k, n := range byKind {
 		w := 0
