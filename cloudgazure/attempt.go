@@ -120,10 +120,25 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 }
 
 // send sends the attempt and gives the slot back, even if a later policy
-// panics.
-func (st *callState) send(req *policy.Request) (*http.Response, error) {
-	defer st.gd.Release()
-	return req.Next()
+// or the transport panics. The per-call policy ends a request whose
+// attempt panicked; without it, the request is ended here, as lost to the
+// panic, which goes on.
+func (st *callState) send(req *policy.Request) (resp *http.Response, err error) {
+	returned := false
+	defer st.sent(&returned)
+	resp, err = req.Next()
+	returned = true
+	return resp, err
+}
+
+// sent gives the attempt's slot back, and ends the request as lost to a
+// panic when the attempt did not return and no per-call policy ends it.
+func (st *callState) sent(returned *bool) {
+	if !*returned && !st.perCall {
+		st.gd.EndPanicked()
+		return
+	}
+	st.gd.Release()
 }
 
 // answered learns from a response. The Guard gets it as a statusError:

@@ -113,7 +113,9 @@ func (l QueryLimits) resolve() QueryLimits {
 //     pauses the scope until the quota resets.
 //
 // When a page finally fails, QueryResources returns the rows of the pages
-// before it together with the error.
+// before it together with the error. A panic of client reaches the caller
+// as it was, never recovered; the page it panicked in is recorded as lost
+// to it (resilience.LossPanicked) and its slot given back.
 func QueryResources(ctx context.Context, client GraphQuerier, query armresourcegraph.QueryRequest, opts ...Option) ([]any, error) {
 	cfg := newConfig(opts)
 	q := query
@@ -211,7 +213,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return zero, err
 		}
 		raw = nil
-		page, err := sendPage(sctx, gd, client, q)
+		page, err := sendPage(sctx, gd, client, q, mark)
 		if mark.governed.Load() {
 			// The pipeline is governed: its own Guard paced this page
 			// inside this attempt, and recorded its outcome (a success, a
@@ -251,11 +253,23 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	}
 }
 
-// sendPage sends one page and gives the slot back, even on a panic.
+// sendPage sends one page and gives the slot back. When the client
+// panics, the page is lost to the panic, which goes on: gd ends it, unless
+// the client's pipeline turned out to be governed (its own Guard ended
+// the page).
 func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier,
-	q armresourcegraph.QueryRequest) (armresourcegraph.ClientResourcesResponse, error) {
-	defer gd.Release()
-	return client.Resources(ctx, q, nil)
+	q armresourcegraph.QueryRequest, mark *graphMark) (page armresourcegraph.ClientResourcesResponse, err error) {
+	returned := false
+	defer func() {
+		if !returned && !mark.governed.Load() {
+			gd.EndPanicked()
+			return
+		}
+		gd.Release()
+	}()
+	page, err = client.Resources(ctx, q, nil)
+	returned = true
+	return page, err
 }
 
 // appendRows appends a page's rows: an objectArray page is a []any; a

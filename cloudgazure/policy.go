@@ -128,9 +128,16 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	st.first.Init(ctx)
 	st.rc = &st.first
 	*raw = *raw.WithContext(st.rc) // see callState.raw
-	defer func() {                 // even on a panic: the request gets its context back
+	returned := false
+	defer func() { // even on a panic: the request gets its context back
 		st.endCut()
 		*raw = *raw.WithContext(ctx)
+		if !returned {
+			// A policy or the transport below panicked: the slot goes
+			// back, the request is lost to the panic, and the panic goes
+			// on.
+			gd.EndPanicked()
+		}
 	}()
 	resp, err := req.Next()
 	for st.cutEnded(err) {
@@ -149,6 +156,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	st.restore()
 	gd.End(st.final(resp, err))
+	returned = true
 	return resp, err
 }
 

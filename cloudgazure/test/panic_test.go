@@ -1,0 +1,142 @@
+package test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// boom is the value the caller's code panics with: the caller must get
+// this very value back.
+var boom = &struct{ s string }{"boom"}
+
+// panicTransport is a transport that panics.
+type panicTransport struct{}
+
+func (panicTransport) Do(*http.Request) (*http.Response, error) { panic(boom) }
+
+// panicAround is a per-retry policy of the caller's, outside the
+// package's: it panics once the first attempt returned.
+type panicAround struct{}
+
+func (panicAround) Do(req *policy.Request) (*http.Response, error) {
+	_, _ = req.Next()
+	panic(boom)
+}
+
+// panicQuerier is a GraphQuerier that panics.
+type panicQuerier struct{}
+
+func (panicQuerier) Resources(context.Context, armresourcegraph.QueryRequest, *armresourcegraph.ClientResourcesOptions) (
+	armresourcegraph.ClientResourcesResponse, error,
+) {
+	panic(boom)
+}
+
+// Code of the caller's that panics during a governed Azure request, over
+// loopback TCP (the transport under azcore, with both policies or the
+// per-retry one alone; a per-retry policy around a throttled attempt whose
+// retry the Guard allowed; the GraphQuerier QueryResources paces) ends the
+// request as lost to the panic, once, and the panic reaches the caller as
+// it was: the slot is given back (the next request, under a cap of one,
+// goes at once), and the one call counted has that one outcome.
+func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
+	getGroup := func(c *armresources.ResourceGroupsClient) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := c.Get(ctx, "rg", nil); return err }
+	}
+	cases := map[string]struct {
+		setup func(e *env)
+		call  func(e *env) func(context.Context) error
+		next  func(e *env) func(context.Context) error
+	}{
+		"transport": {
+			call: func(e *env) func(context.Context) error {
+				o := *e.base
+				o.Transport = panicTransport{}
+				c, err := cloudgazure.NewSubscriptionClient(armresources.NewResourceGroupsClient, subA, fakeCred{}, &o, e.opts()...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return getGroup(c)
+			},
+		},
+		"transport under the per-retry policy alone": {
+			call: func(e *env) func(context.Context) error {
+				_, perRetry := cloudgazure.Policies(e.opts()...)
+				o := *e.base
+				o.Transport = panicTransport{}
+				o.PerRetryPolicies = []policy.Policy{perRetry}
+				c, err := armresources.NewResourceGroupsClient(subA, fakeCred{}, &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return getGroup(c)
+			},
+		},
+		"policy around a throttled attempt": {
+			setup: func(e *env) { e.srv.script(routeGroupGet, throttled("")) },
+			call: func(e *env) func(context.Context) error {
+				o := *e.base
+				o.PerRetryPolicies = []policy.Policy{panicAround{}}
+				c, err := cloudgazure.NewSubscriptionClient(armresources.NewResourceGroupsClient, subA, fakeCred{}, &o, e.opts()...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return getGroup(c)
+			},
+		},
+		"graph querier": {
+			call: func(e *env) func(context.Context) error {
+				return func(ctx context.Context) error {
+					_, err := cloudgazure.QueryResources(ctx, panicQuerier{}, query, e.opts()...)
+					return err
+				}
+			},
+			next: func(e *env) func(context.Context) error {
+				return func(ctx context.Context) error {
+					_, err := cloudgazure.QueryResources(ctx, e.plainGraph(policy.RetryOptions{MaxRetries: -1}), query, e.opts()...)
+					return err
+				}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := tcpEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}})
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			ctx, stats := resilience.WithStats(context.Background())
+			ctx, ledger := resilience.WithLedger(ctx, "azure")
+			call := tc.call(e)
+			if r := func() (r any) {
+				defer func() { r = recover() }()
+				_ = call(ctx)
+				return nil
+			}(); r != boom {
+				t.Fatalf("the caller got %v, want the panic's own value", r)
+			}
+			if tot := e.gov.Summary(stats).Totals; tot.Calls != 1 {
+				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
+			}
+			lostOnly(t, e.gov, stats, ledger, resilience.LossPanicked, 1)
+			next := getGroup(e.groups(subA))
+			if tc.next != nil {
+				next = tc.next(e)
+			}
+			nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := next(nctx); err != nil {
+				t.Fatalf("the next request: %v (the slot was not given back)", err)
+			}
+			lostOnly(t, e.gov, stats, ledger, resilience.LossPanicked, 1)
+		})
+	}
+}
