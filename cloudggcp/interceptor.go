@@ -51,7 +51,10 @@ func ClientOption(opts ...Option) option.ClientOption {
 // (see Retry). Without the option, gax sleeps the client's own backoff,
 // whole, and the next attempt's Enter asks the breaker after it. Calls of a paced
 // listing or of Do pass through untouched: they are paced per page or call
-// already.
+// already. A panic under the interceptor (an interceptor after it, the
+// connection) reaches the caller as it was, never recovered: the slot is
+// given back and the call is recorded as lost to it
+// (resilience.LossPanicked).
 func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	cfg := newConfig(opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
@@ -75,9 +78,7 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 			if err := st.enter(ctx); err != nil {
 				return err
 			}
-			err := invoker(ctx, method, req, reply, cc, copts...)
-			st.left(err)
-			return err
+			return st.invoke(ctx, method, req, reply, cc, invoker, copts)
 		}
 		target := ""
 		if cc != nil && cfg.service == "" {
@@ -90,14 +91,30 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		if err := gd.Enter(ctx); err != nil {
 			return err
 		}
-		err = invoker(ctx, method, req, reply, cc, copts...)
-		gd.Release()
+		err = invokeAttempt(ctx, gd, method, req, reply, cc, invoker, copts)
 		// The attempt's answer, and no End: a throttled or transient
 		// attempt stays open, since gax may retry it and the interceptor
 		// cannot tell whether it will, so no breaker failure is counted.
 		gd.After(err)
 		return err
 	}
+}
+
+// invokeAttempt sends the attempt gd entered and gives its slot back.
+// When the invoker (an interceptor after this one, the connection)
+// panics, gd ends the call as lost to the panic, which goes on.
+func invokeAttempt(ctx context.Context, gd *resilience.Guard, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
+	returned := false
+	defer func() {
+		if !returned {
+			gd.EndPanicked()
+		}
+	}()
+	err := invoker(ctx, method, req, reply, cc, copts...)
+	returned = true
+	gd.Release()
+	return err
 }
 
 // stateOf returns the state of a call governed by a listing, Do or the
@@ -122,13 +139,17 @@ func (s *callState) enter(ctx context.Context) error {
 	return nil
 }
 
-// left ends an attempt of a call made with the Retry option: the slot goes
-// back, and a success is reported here (Retry reports the errors).
-func (s *callState) left(err error) {
-	s.gd.Release()
+// invoke sends an attempt of a call made with the Retry option, which
+// enter paced: the slot goes back, and a success is reported here (Retry
+// reports the errors). When the invoker panics, the call is lost to the
+// panic, which goes on.
+func (s *callState) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
+	err := invokeAttempt(ctx, s.gd, method, req, reply, cc, invoker, copts)
 	if err == nil {
 		s.succeed()
 	}
+	return err
 }
 
 // MethodScope returns the scope in which the interceptor made with opts

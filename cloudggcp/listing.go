@@ -40,6 +40,10 @@ import (
 // throttling is recorded as a give-up and throttling or transient errors
 // count toward the breaker.
 //
+// A panic of the client while it fetches a page reaches the caller as it
+// was, never recovered: the listing ends, its slot given back, recorded as
+// lost to the panic (resilience.LossPanicked).
+//
 // A Listing is not safe for concurrent use: it is used by one goroutine at
 // a time, like the SDK iterator. Call Close when abandoning it early (All
 // and Collect do). The zero Listing is not usable (Next, All and Collect
@@ -142,7 +146,7 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 	}
 	l.token = pageToken
 	l.st.reset()
-	items, next, err := l.fetch(pageSize, pageToken)
+	items, next, err := l.fetchGuarded(pageSize, pageToken)
 	if err != nil {
 		return nil, "", l.fail(l.st.outcome(err))
 	}
@@ -153,6 +157,22 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 		l.st.gd.End(nil)
 	}
 	return items, next, nil
+}
+
+// fetchGuarded fetches a page the guard entered. When the client panics,
+// the listing ends, lost to the panic (its slot given back), and the
+// panic goes on.
+func (l *Listing[T]) fetchGuarded(pageSize int, pageToken string) ([]T, string, error) {
+	returned := false
+	defer func() {
+		if !returned {
+			l.ended = true
+			l.st.gd.EndPanicked()
+		}
+	}()
+	items, next, err := l.fetch(pageSize, pageToken)
+	returned = true
+	return items, next, err
 }
 
 // fail ends the listing with err; the guard records it unless the retry

@@ -546,7 +546,9 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // whole pause the retry asks the breaker too: an open one refuses it the
 // same way, and for a provider that waits for its breakers' verdicts
 // (breaker_wait) the retry waits for the verdict, within the deadline. The
-// retry takes no token unless it waited for a verdict.
+// retry takes no token unless it waited for a verdict. A panic of call
+// reaches the caller as it was, never recovered: the slot is given back
+// and the call is recorded as lost to it (resilience.LossPanicked).
 //
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),
 //		func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
@@ -564,7 +566,14 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 		gd.End(err)
 		return zero, err
 	}
-	defer gd.Release()
+	returned := false
+	defer func() {
+		if !returned {
+			// call panicked: the slot goes back, the call is lost to the
+			// panic, and the panic goes on.
+			gd.EndPanicked()
+		}
+	}()
 	p := gov.Policy(scope.Provider)
 	d := &struct {
 		st  callState
@@ -572,6 +581,7 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 	}{st: callState{ctx: ctx, scope: scope, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
 	d.opt.init(&d.st, p.Deadline)
 	res, err := call(ctx, &d.opt)
+	returned = true
 	gd.Release()
 	if err == nil {
 		gd.After(nil)

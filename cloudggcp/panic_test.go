@@ -1,0 +1,90 @@
+package cloudggcp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/resilience"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+)
+
+// boom is the value the caller's code panics with: the caller must get
+// this very value back.
+var boom = &struct{ s string }{"boom"}
+
+// panicking is a client option whose interceptor, after the package's,
+// panics instead of sending.
+var panicking = option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(
+	func(context.Context, string, any, any, *grpc.ClientConn, grpc.UnaryInvoker, ...grpc.CallOption) error {
+		panic(boom)
+	}))
+
+// Code of the caller's that panics under a governed gRPC call, over
+// loopback TCP (the invoker under the interceptor, with and without the
+// Retry option; the client Do runs; a listing's page) ends the call as
+// lost to the panic, once, and the panic reaches the caller as it was: the
+// slot is given back (the next call, under a cap of one, goes at once),
+// and the one call counted has that one outcome.
+func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
+	getFeed := func(c assetClient, ctx context.Context, opts ...gax.CallOption) error {
+		_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
+		return err
+	}
+	for _, tc := range []struct {
+		name        string
+		interceptor bool
+		call        func(ctx context.Context, gov *resilience.Governor, c assetClient) error
+	}{
+		{"interceptor", true, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			return getFeed(c, ctx)
+		}},
+		{"Retry option with the interceptor", true, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			return getFeed(c, ctx, Retry(ctx, feedScope(), WithGovernor(gov)))
+		}},
+		{"Do", false, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
+				return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
+			}, WithGovernor(gov))
+			return err
+		}},
+		{"listing", false, func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			_, err := ListAssets(ctx, c, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFake(5)
+			gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{MaxConcurrency: 1}})
+			var opts []option.ClientOption
+			if tc.interceptor {
+				opts = append(opts, ClientOption(WithGovernor(gov)))
+			}
+			client := startTCP(t, srv, append(opts, panicking)...)
+			ctx, stats, ledger := newRun("assets")
+			if r := func() (r any) {
+				defer func() { r = recover() }()
+				_ = tc.call(ctx, gov, client)
+				return nil
+			}(); r != boom {
+				t.Fatalf("the caller got %v, want the panic's own value", r)
+			}
+			if in := gov.Inspect(feedScope()); in.InFlight != 0 {
+				t.Fatalf("%d slots held after the panic, want none", in.InFlight)
+			}
+			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
+				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
+			}
+			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+			next, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := tc.call(next, gov, startTCP(t, srv, opts...)); err != nil {
+				t.Fatalf("the next call: %v (the slot was not given back)", err)
+			}
+			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+		})
+	}
+}
