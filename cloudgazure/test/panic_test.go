@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
@@ -40,6 +41,23 @@ func (panicQuerier) Resources(context.Context, armresourcegraph.QueryRequest, *a
 	panic(boom)
 }
 
+// getGroup returns a get of a resource group with c.
+func getGroup(c *armresources.ResourceGroupsClient) func(context.Context) error {
+	return func(ctx context.Context) error { _, err := c.Get(ctx, "rg", nil); return err }
+}
+
+// governedGet returns a get of a resource group with a governed client
+// whose options mod changed.
+func governedGet(e *env, mod func(*arm.ClientOptions)) func(context.Context) error {
+	o := *e.base
+	mod(&o)
+	c, err := cloudgazure.NewSubscriptionClient(armresources.NewResourceGroupsClient, subA, fakeCred{}, &o, e.opts()...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return getGroup(c)
+}
+
 // Code of the caller's that panics during a governed Azure request, over
 // loopback TCP (the transport under azcore, with both policies or the
 // per-retry one alone; a per-retry policy around a throttled attempt whose
@@ -48,9 +66,6 @@ func (panicQuerier) Resources(context.Context, armresourcegraph.QueryRequest, *a
 // it was: the slot is given back (the next request, under a cap of one,
 // goes at once), and the one call counted has that one outcome.
 func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
-	getGroup := func(c *armresources.ResourceGroupsClient) func(context.Context) error {
-		return func(ctx context.Context) error { _, err := c.Get(ctx, "rg", nil); return err }
-	}
 	cases := map[string]struct {
 		setup func(e *env)
 		call  func(e *env) func(context.Context) error
@@ -58,13 +73,7 @@ func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
 	}{
 		"transport": {
 			call: func(e *env) func(context.Context) error {
-				o := *e.base
-				o.Transport = panicTransport{}
-				c, err := cloudgazure.NewSubscriptionClient(armresources.NewResourceGroupsClient, subA, fakeCred{}, &o, e.opts()...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return getGroup(c)
+				return governedGet(e, func(o *arm.ClientOptions) { o.Transport = panicTransport{} })
 			},
 		},
 		"transport under the per-retry policy alone": {
@@ -83,13 +92,7 @@ func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
 		"policy around a throttled attempt": {
 			setup: func(e *env) { e.srv.script(routeGroupGet, throttled("")) },
 			call: func(e *env) func(context.Context) error {
-				o := *e.base
-				o.PerRetryPolicies = []policy.Policy{panicAround{}}
-				c, err := cloudgazure.NewSubscriptionClient(armresources.NewResourceGroupsClient, subA, fakeCred{}, &o, e.opts()...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return getGroup(c)
+				return governedGet(e, func(o *arm.ClientOptions) { o.PerRetryPolicies = []policy.Policy{panicAround{}} })
 			},
 		},
 		"graph querier": {
