@@ -244,6 +244,13 @@ func (p *Pool) runTask(t *task) (ok bool) {
 	return true
 }
 
+// didNotReturn reports whether err is the error of a task that did not
+// return: it panicked, or called runtime.Goexit.
+func didNotReturn(err error) bool {
+	var pe *PanicError
+	return err == ErrGoexit || errors.As(err, &pe)
+}
+
 // ErrGoexit is the error of a task that called runtime.Goexit (as
 // testing.T.FailNow does) instead of returning: the pool counts it failed
 // and Wait returns it with the others.
@@ -503,8 +510,7 @@ func (p *Pool) finish(t *task, err error) {
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
-	var pe *PanicError
-	if t.deferredErr != nil && (errors.As(err, &pe) || err == ErrGoexit) {
+	if t.deferredErr != nil && didNotReturn(err) {
 		// Its first call was refused, but the task panicked (or called
 		// runtime.Goexit) after that: a defect of the task, which running
 		// it again would hide. It ends failed, as any panic does.
