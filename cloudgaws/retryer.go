@@ -170,8 +170,23 @@ func (r *retryer) take(opErr error) *callState {
 // not ask it).
 func (s *callState) forget() {
 	if s.expected != nil {
-		s.expected.take(s.expectedErr)
+		s.expected.drop(s.expectedErr, s)
 		s.expected, s.expectedErr = nil, nil
+	}
+}
+
+// drop forgets st's expectation of a retry of opErr while it is st's
+// alone. The expectations of an error value other calls retry too (a
+// sentinel) are left as they are: whether a RetryDelay took st's already
+// is not known, and another call's must not be taken for it, since that
+// call's RetryDelay would then find st and watch its sleep from the wrong
+// goroutine. Such an entry names no call: the sleeps of the retries of
+// its error value are not watched, as for any error value calls share.
+func (r *retryer) drop(opErr error, st *callState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.pending[opErr]; ok && p.st == st {
+		delete(r.pending, opErr) // st's alone: one expectation, since expect forgets st's last first
 	}
 }
 

@@ -138,3 +138,25 @@ func TestRetryerFindsTheCallOfARetry(t *testing.T) {
 		t.Fatalf("%d expectations left behind", len(r.pending))
 	}
 }
+
+// Two calls that retry one error value (a sentinel) and then retry it
+// again, each in turn: RetryDelay never finds the other call, whose sleep
+// it would watch from the wrong goroutine; at most it finds none.
+func TestRetryerNeverFindsAnotherCall(t *testing.T) {
+	r := &retryer{}
+	a, b := &callState{}, &callState{}
+	sentinel := errors.New("shared")
+	r.expect(sentinel, a)
+	r.expect(sentinel, b)
+	r.take(sentinel) // a's RetryDelay
+	r.take(sentinel) // b's
+	r.expect(sentinel, a)
+	r.expect(sentinel, b) // b's forget must not take a's expectation
+	// a's RetryDelay, then b's:
+	if got := r.take(sentinel); got != nil && got != a {
+		t.Fatalf("a's RetryDelay found b's call (%p; a %p, b %p)", got, a, b)
+	}
+	if got := r.take(sentinel); got != nil && got != b {
+		t.Fatalf("b's RetryDelay found a's call (%p; a %p, b %p)", got, a, b)
+	}
+}
