@@ -86,11 +86,20 @@
 // whole: the next attempt's Enter refuses the retry, or lets it go as the
 // breaker's probe. azcore sleeps on the request's context, which is, until
 // the request ends, a context of the request's that the breaker's opening
-// can cancel (a request a policy of the caller's derives from it after
-// the package's sees the cut too); a cut ends azcore's loop, whether it
-// comes during the sleep or as it ends, and the per-call policy asks for
-// the retry itself, on a new such context, and sends it, if the breaker
-// lets it go, in a loop of azcore's own.
+// can cancel (a request a policy of the caller's after the package's gives
+// a context derived from it with context.WithValue sees the cut too); a
+// cut ends azcore's loop, whether it comes during the sleep or as it
+// ends, and the per-call policy asks for the retry itself, on a new such
+// context, and sends it, if the breaker lets it go, in a loop of azcore's
+// own. Two limits: a cancellable context such a policy derives
+// (context.WithTimeout, a per-call timeout) is bound, when it is made,
+// to the caller's context's cancellation, not to the cut, which is made
+// at the first retry: azcore then sleeps the whole backoff, and the retry
+// is refused when it ends, if the breaker is open then. And the sleep is
+// weighed against the client's retry options: a call's own
+// (policy.WithRetryOptions), which azcore uses instead, are not seen, so
+// that a longer RetryDelay of the call's may have its sleep cut when the
+// breaker's cooldown would have ended first.
 //
 // Importing the package also teaches the core's classifier the shape of
 // *azcore.ResponseError, so resilience.Classify, RetryAfter
