@@ -57,12 +57,14 @@
 //     limits: the cut reaches the SDK's sleep through the call's context,
 //     from its first retry on, so that a context a middleware derived
 //     from it before that (a per-operation timeout in the Build step)
-//     sleeps the whole backoff; and the retryer finds the call whose
-//     backoff it gives by the error retried, so that a sleep before
-//     retrying an error value that another call of the client retries at
-//     the same moment (a sentinel error of a middleware of the caller's)
-//     is not watched: the retry is refused when it ends, if the breaker
-//     is open then.
+//     sleeps the whole backoff; and the sleep's length is known only when
+//     the governed retryer gives it, so that the sleep of a retryer of
+//     the caller's wrapped around it with a backoff of its own
+//     (retry.AddWithMaxBackoffDelay's kind), or a sleep before retrying
+//     an error value another call of the client retries at the same
+//     moment (a sentinel error of a middleware of the caller's, by which
+//     the retryer could not tell the calls apart), is cut whenever the
+//     breaker opens during it, whatever its cooldown.
 //
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // Guard.Pace also holds each SDK retry at an open breaker until its

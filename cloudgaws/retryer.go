@@ -102,6 +102,12 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	}
 	st.retryAccounted = true
 	r.expect(opErr, st)
+	// The sleep's watch starts now, not knowing its length: a retryer of
+	// the caller's wrapped around this one with a backoff of its own
+	// (retry.AddWithMaxBackoffDelay's kind) never asks RetryDelay, and its
+	// sleep is cut whenever the breaker opens during it. RetryDelay, when
+	// asked, watches it again knowing its length.
+	st.watch(0)
 	return release, nil
 }
 
@@ -111,16 +117,16 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 // sleep starts here, knowing how long it is.
 func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
 	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
-	if st := r.take(opErr); st != nil && err == nil {
-		st.watch(sdkSleep(d, opErr))
+	if st := r.take(opErr); st != nil && err == nil && !st.unwatch() {
+		st.watch(sdkSleep(d, opErr)) // not cut already: watched knowing the sleep
 	}
 	return d, err
 }
 
 // expect notes that st's retry of opErr was allowed: the SDK asks
 // RetryDelay for its backoff next. An error value that is not a pointer
-// cannot tell calls apart (nor, some, be a map key): its call's sleep is
-// not watched, and sleeps whole.
+// cannot tell calls apart (nor, some, be a map key): its call's sleep
+// keeps the watch GetRetryToken started, which does not know its length.
 func (r *retryer) expect(opErr error, st *callState) {
 	st.forget() // a retryer of the caller's around this one did not ask for the last
 	if opErr == nil || reflect.TypeOf(opErr).Kind() != reflect.Pointer {
@@ -134,7 +140,7 @@ func (r *retryer) expect(opErr error, st *callState) {
 	if p.n == 0 {
 		p.st = st
 	} else if p.st != st {
-		p.st = nil // two calls retry one error value (a sentinel): neither is watched
+		p.st = nil // two calls retry one error value (a sentinel): neither is found
 	}
 	p.n++
 	r.pending[opErr] = p
@@ -181,7 +187,8 @@ func (s *callState) forget() {
 // is not known, and another call's must not be taken for it, since that
 // call's RetryDelay would then find st and watch its sleep from the wrong
 // goroutine. Such an entry names no call: the sleeps of the retries of
-// its error value are not watched, as for any error value calls share.
+// its error value keep the watch GetRetryToken started, which does not
+// know their length, as for any error value calls share.
 func (r *retryer) drop(opErr error, st *callState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
