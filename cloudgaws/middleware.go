@@ -94,6 +94,20 @@ func (s *callState) watch(sleep time.Duration) {
 	s.stopWatch = s.gd.AfterOpen(sleep, c.cancel)
 }
 
+// rewatch watches the SDK's sleep again, knowing its length, in place of
+// the watch GetRetryToken started, unless that one has cut the sleep
+// already (the breaker was open as the retry was allowed): that watch is
+// then left for unwatch to report the cut.
+func (s *callState) rewatch(sleep time.Duration) {
+	if s.stopWatch != nil {
+		if !s.stopWatch() {
+			return // it cut: stop reports that again to unwatch
+		}
+		s.stopWatch = nil
+	}
+	s.watch(sleep)
+}
+
 // endCut stops the watch of the SDK's sleep, if one is left, and cancels
 // the context the SDK's sleeps watched, if a retry made one: both end
 // with the call.

@@ -117,8 +117,8 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 // sleep starts here, knowing how long it is.
 func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
 	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
-	if st := r.take(opErr); st != nil && err == nil && !st.unwatch() {
-		st.watch(sdkSleep(d, opErr)) // not cut already: watched knowing the sleep
+	if st := r.take(opErr); st != nil && err == nil {
+		st.rewatch(sdkSleep(d, opErr))
 	}
 	return d, err
 }

@@ -133,8 +133,8 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 // f is called at once when the breaker refuses already.
 //
 // Calling the returned stop stops the arrangement: it reports whether it
-// stopped f from being called (false: f was called, or has been started).
-// stop waits for the watch to end, so that the Guard may be used again
+// stopped f from being called (false: f was called, or has been started),
+// and calling it again reports the same. stop waits for the watch to end, so that the Guard may be used again
 // once it returns; call it, on the call's goroutine, before the next
 // Pace, Enter or End, and do not use the Guard between AfterOpen and
 // stop. A provider that waits for its breakers' verdicts (breaker_wait)

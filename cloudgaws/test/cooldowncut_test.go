@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -144,6 +146,61 @@ func TestTheSleepOfAWrappedRetryerIsCut(t *testing.T) {
 		var coe *resilience.CircuitOpenError
 		if !errors.As(err, &coe) || at != opened {
 			t.Errorf("ended at %v with %v; want a CircuitOpenError as the breaker opened at %v", at, err, opened)
+		}
+	})
+}
+
+// askAfterWait is a retryer of the caller's wrapped around a client's that
+// asks the one it wraps for the backoff, as retry.AddWithMaxBackoffDelay's
+// does, once every other goroutine of the bubble is blocked: the watch the
+// governed retryer started at GetRetryToken has run by then.
+type askAfterWait struct{ aws.RetryerV2 }
+
+func (r askAfterWait) RetryDelay(attempt int, err error) (time.Duration, error) {
+	synctest.Wait()
+	return r.RetryerV2.RetryDelay(attempt, err)
+}
+
+// A retry allowed while the scope's breaker is open already (the answer
+// came after other calls opened it) is cut at once, before the SDK asks
+// its backoff; the call ends with the breaker's refusal, never with a
+// cancellation of the caller's live context. Before, the retryer's
+// RetryDelay restarted the watch and forgot the cut it had made: the SDK
+// slept on the cancelled context, and the call ended with
+// context.Canceled.
+func TestARetryAllowedIntoAnOpenBreakerEndsWithItsRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ok)
+		slow, g := governed(t, f, resilience.Config{})
+		once, _ := governedWith(t, f, g)
+		once.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+		release := make(chan struct{})
+		var n atomic.Int32
+		f.hold = func(*http.Request) {
+			if n.Add(1) == 1 {
+				<-release // the first request's answer comes once the breaker is open
+			}
+		}
+		done := make(chan error)
+		go func() {
+			done <- describeVpcs(context.Background(), ec2.NewFromConfig(slow, func(o *ec2.Options) {
+				o.Retryer = askAfterWait{o.Retryer.(aws.RetryerV2)}
+			}))
+		}()
+		synctest.Wait() // its first request in flight
+		others := ec2.NewFromConfig(once)
+		for range 5 {
+			_ = describeVpcs(context.Background(), others)
+		}
+		if s := g.Inspect(resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}); s.Breaker.State != state.Open {
+			t.Fatalf("the breaker is %v after five throttled calls: the test proves nothing", s.Breaker.State)
+		}
+		close(release)
+		err := <-done
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || errors.Is(err, context.Canceled) {
+			t.Fatalf("the call ended with %v; want the breaker's refusal, a CircuitOpenError", err)
 		}
 	})
 }
