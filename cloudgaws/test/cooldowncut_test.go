@@ -63,27 +63,8 @@ func TestTheSDKsSleepIsCutOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 							o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return tc.backoff, nil })
 						})
 					}))
-				once, _ := governedWith(t, f, g)
-				once.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 				start := time.Now()
-				var at time.Duration
-				done := make(chan error)
-				go func() {
-					err := describeVpcs(context.Background(), ec2.NewFromConfig(slow))
-					at = time.Since(start)
-					done <- err
-				}()
-				synctest.Wait() // throttled once, asleep in the SDK's backoff
-				time.Sleep(time.Second)
-				others := ec2.NewFromConfig(once)
-				for range 5 {
-					_ = describeVpcs(context.Background(), others)
-				}
-				opened := time.Since(start)
-				if s := g.Inspect(mustScope(ec2Key + "/DescribeVpcs")).Breaker.State; s != state.Open {
-					t.Fatalf("the breaker is %v, want open", s)
-				}
-				err := <-done
+				at, opened, err := openDuringTheSleep(t, f, slow, g, nil)
 				var coe *resilience.CircuitOpenError
 				switch {
 				case tc.cut && (!errors.As(err, &coe) || at != opened || f.count("DescribeVpcs") != 6):
@@ -102,6 +83,41 @@ func TestTheSDKsSleepIsCutOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 			})
 		})
 	}
+}
+
+// openDuringTheSleep runs a call of a client of slow (with opt, if not
+// nil) whose first attempt is throttled, and opens its scope's breaker a
+// second into the SDK's backoff sleep with five calls that are throttled
+// too, each once, through a client of g with no retries. It returns when
+// the call ended, and when the breaker opened, since the start, and the
+// call's error.
+func openDuringTheSleep(t *testing.T, f *fakeAWS, slow aws.Config, g *resilience.Governor, opt func(*ec2.Options)) (at, opened time.Duration, err error) {
+	t.Helper()
+	once, _ := governedWith(t, f, g)
+	once.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+	var opts []func(*ec2.Options)
+	if opt != nil {
+		opts = append(opts, opt)
+	}
+	start := time.Now()
+	done := make(chan error)
+	go func() {
+		err := describeVpcs(context.Background(), ec2.NewFromConfig(slow, opts...))
+		at = time.Since(start)
+		done <- err
+	}()
+	synctest.Wait() // throttled once, asleep in the SDK's backoff
+	time.Sleep(time.Second)
+	others := ec2.NewFromConfig(once)
+	for range 5 {
+		_ = describeVpcs(context.Background(), others)
+	}
+	opened = time.Since(start)
+	if s := g.Inspect(mustScope(ec2Key + "/DescribeVpcs")).Breaker.State; s != state.Open {
+		t.Fatalf("the breaker is %v, want open", s)
+	}
+	err = <-done
+	return at, opened, err
 }
 
 // fixedDelay is a retryer of the caller's wrapped around a client's, as
@@ -123,26 +139,9 @@ func TestTheSleepOfAWrappedRetryerIsCut(t *testing.T) {
 		f := newFake(t)
 		f.script("DescribeVpcs", ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ok)
 		slow, g := governed(t, f, resilience.Config{})
-		once, _ := governedWith(t, f, g)
-		once.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
-		start := time.Now()
-		var at time.Duration
-		done := make(chan error)
-		go func() {
-			err := describeVpcs(context.Background(), ec2.NewFromConfig(slow, func(o *ec2.Options) {
-				o.Retryer = fixedDelay{o.Retryer.(aws.RetryerV2), 20 * time.Second}
-			}))
-			at = time.Since(start)
-			done <- err
-		}()
-		synctest.Wait() // throttled once, asleep in the SDK's backoff
-		time.Sleep(time.Second)
-		others := ec2.NewFromConfig(once)
-		for range 5 {
-			_ = describeVpcs(context.Background(), others)
-		}
-		opened := time.Since(start)
-		err := <-done
+		at, opened, err := openDuringTheSleep(t, f, slow, g, func(o *ec2.Options) {
+			o.Retryer = fixedDelay{o.Retryer.(aws.RetryerV2), 20 * time.Second}
+		})
 		var coe *resilience.CircuitOpenError
 		if !errors.As(err, &coe) || at != opened {
 			t.Errorf("ended at %v with %v; want a CircuitOpenError as the breaker opened at %v", at, err, opened)
