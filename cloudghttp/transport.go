@@ -59,8 +59,10 @@ func (t *Transport) CloseIdleConnections() {
 //     scope, GitHub's rate-limit headers (see GitHub); an error of the
 //     base transport is classified as the core classifies net/http's
 //     client's errors, inside a *url.Error (connection resets and
-//     refusals, a connection closed before any answer or after an HTTP/2
-//     GOAWAY with the request in flight, and timeouts are transient);
+//     refusals, a connection closed before any answer, after an HTTP/2
+//     GOAWAY with the request in flight, for want of an answer to HTTP/2
+//     pings, or as idle as the request was written, and timeouts are
+//     transient);
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle (the server did not act on the request), or the
@@ -233,24 +235,45 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // records it as it would the client's error. A connection closed before
 // any answer, a bare io.EOF from net/http's transport, is transient so,
 // and retried; alone it would be a local error that ends the call. So is
-// an HTTP/2 connection the server closed after a GOAWAY frame with the
-// request in flight, which the core alone would read as a local error
-// too: a connection lost, as when it closes without one.
+// a connection lost under the request in the ways net/http says only in
+// its errors' text (see lostConnections), which the core alone would read
+// as local errors too: a connection lost, as when it resets.
 func (x *exchange) transportError(err error) error {
 	op := "Get"
 	if m := x.orig.Method; m != "" {
 		op = m[:1] + strings.ToLower(m[1:])
 	}
-	if strings.Contains(err.Error(), goAwayClosed) {
+	if lostConnection(err) {
 		err = connectionLost{err}
 	}
 	return &url.Error{Op: op, URL: bareURL(x.orig.URL), Err: err}
 }
 
-// goAwayClosed is what the error of net/http's HTTP/2 transport (and of
-// golang.org/x/net/http2's) says of a request in flight on a connection
-// the server closed after a GOAWAY frame; its type is not exported.
-const goAwayClosed = "http2: server sent GOAWAY and closed the connection"
+// lostConnections are what net/http's errors (and golang.org/x/net/http2's)
+// say of a request whose connection was lost under it, in errors whose
+// types are not exported: an HTTP/2 connection the server closed after a
+// GOAWAY frame with the request in flight; an HTTP/2 connection closed
+// because the server stopped answering pings (the transport's
+// ReadIdleTimeout and PingTimeout); and an HTTP/1 connection the server
+// closed as idle just as the request was written on it, which net/http
+// retries by itself only for a request it may replay.
+var lostConnections = [...]string{
+	"http2: server sent GOAWAY and closed the connection",
+	"http2: client connection lost",
+	"http: server closed idle connection",
+}
+
+// lostConnection reports whether err says the request's connection was
+// lost under it (see lostConnections).
+func lostConnection(err error) bool {
+	msg := err.Error()
+	for _, s := range lostConnections {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // connectionLost marks a transport error as a lost connection, which the
 // core classifies as transient (ConnectionError).

@@ -4,6 +4,7 @@ package cloudghttp_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -41,6 +42,51 @@ func TestConnectionClosedBeforeAnyAnswerIsRetried(t *testing.T) {
 			t.Fatalf("status %d after %d attempts, totals %v; want 200 after 2, one transient error", resp.StatusCode, len(f.recorded()), tot)
 		}
 	})
+}
+
+// A connection lost under the request in the ways net/http tells only in
+// its errors' text (types it does not export) is transient, and a GET is
+// retried: an HTTP/2 connection closed after a GOAWAY, or for want of an
+// answer to its pings, and an HTTP/1 connection the server closed as idle
+// as the request was written. A POST is not sent again: the server may
+// have acted on it. The errors are net/http's messages, as its transport
+// returns them.
+func TestConnectionsLostUnderTheRequestAreTransient(t *testing.T) {
+	for _, msg := range []string{
+		"http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=NO_ERROR, debug=\"\"",
+		"http2: client connection lost",
+		"http: server closed idle connection",
+	} {
+		t.Run(msg, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				for _, method := range []string{http.MethodGet, http.MethodPost} {
+					f := &fakeAPI{}
+					f.script(reply{fail: errors.New(msg)})
+					gov := newGov(t, resilience.Config{})
+					ctx, stats := resilience.WithStats(context.Background())
+					req, _ := http.NewRequestWithContext(ctx, method, "http://api.test/items", nil)
+					resp, err := client(newMem(f), gov, quick).Do(req)
+					tot := gov.Summary(stats).Totals
+					if method == http.MethodGet {
+						if err != nil {
+							t.Fatalf("GET: error %v, want the retry's 200", err)
+						}
+						readAll(t, resp)
+						if len(f.recorded()) != 2 || tot.TransientErrors != 1 || tot.Errored != 0 {
+							t.Fatalf("GET: %d attempts, totals %v; want 2, one transient error", len(f.recorded()), tot)
+						}
+						continue
+					}
+					if err == nil {
+						readAll(t, resp)
+					}
+					if err == nil || len(f.recorded()) != 1 || tot.TransientErrors != 1 || tot.Errored != 0 {
+						t.Fatalf("POST: error %v after %d attempts, totals %v; want the error after 1, one transient error", err, len(f.recorded()), tot)
+					}
+				}
+			})
+		})
+	}
 }
 
 // The same over 127.0.0.1: a server that closes its first connection
