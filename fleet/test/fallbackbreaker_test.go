@@ -21,23 +21,13 @@ import (
 func TestTheLocalBreakerStartsFromTheLastKnownState(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		degrade := func(t *testing.T) (*process, *redisproxy.Proxy, string) {
-			px, err := redisproxy.Start(be.addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(px.Close)
+			px, _ := proxied(t, be)
 			prefix := uniquePrefix(t)
 			return newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond)), px, prefix
 		}
 		down := func(t *testing.T, p *process, px *redisproxy.Proxy) {
 			px.Down()
-			deadline := time.Now().Add(2 * time.Second)
-			for !p.store.Stats().Degraded { // the heartbeat notices
-				if time.Now().After(deadline) {
-					t.Fatal("not degraded")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitFor(t, 2*time.Second, "degraded", func() bool { return p.store.Stats().Degraded }) // the heartbeat notices
 		}
 		t.Run("open", func(t *testing.T) {
 			p, px, _ := degrade(t)

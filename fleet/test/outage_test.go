@@ -212,11 +212,7 @@ func TestLocalLimitsShareTheFloor(t *testing.T) {
 // takes 1/n too, since the others may start during the outage.
 func TestProcessesStartingDuringAnOutageShareTheLimits(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		spec := state.BucketSpec{Rate: 20, Burst: 8, Adaptive: true}
 		first := newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithExpectedProcesses(4))
