@@ -235,39 +235,45 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // records it as it would the client's error. A connection closed before
 // any answer, a bare io.EOF from net/http's transport, is transient so,
 // and retried; alone it would be a local error that ends the call. So is
-// a connection lost under the request in the ways net/http says only in
-// its errors' text (see lostConnections), which the core alone would read
-// as local errors too: a connection lost, as when it resets.
+// an exchange lost under the request in the ways net/http says only in
+// its errors' text (see lostExchanges), which the core alone would read
+// as local errors too: lost, as when a connection resets.
 func (x *exchange) transportError(err error) error {
 	op := "Get"
 	if m := x.orig.Method; m != "" {
 		op = m[:1] + strings.ToLower(m[1:])
 	}
-	if lostConnection(err) {
-		err = connectionLost{err}
+	if lostExchange(err) {
+		err = exchangeLost{err}
 	}
 	return &url.Error{Op: op, URL: bareURL(x.orig.URL), Err: err}
 }
 
-// lostConnections are what net/http's errors (and golang.org/x/net/http2's)
-// say of a request whose connection was lost under it, in errors whose
-// types are not exported: an HTTP/2 connection the server closed after a
-// GOAWAY frame with the request in flight; an HTTP/2 connection closed
-// because the server stopped answering pings (the transport's
-// ReadIdleTimeout and PingTimeout); and an HTTP/1 connection the server
-// closed as idle just as the request was written on it, which net/http
-// retries by itself only for a request it may replay.
-var lostConnections = [...]string{
+// lostExchanges are what net/http's errors (and golang.org/x/net/http2's)
+// say of a request whose connection or stream was lost under it, in
+// errors whose types are not exported: an HTTP/2 connection the server
+// closed after a GOAWAY frame with the request in flight; an HTTP/2
+// connection closed because the server stopped answering pings (the
+// transport's ReadIdleTimeout and PingTimeout); an HTTP/1 connection the
+// server closed as idle just as the request was written on it, which
+// net/http retries by itself only for a request it may replay; and an
+// HTTP/2 stream the server reset with INTERNAL_ERROR (an RST_STREAM frame:
+// the server failed the request midway, as Google's front ends do under
+// load), which net/http never retries. Each is transient: a request is
+// sent again if it may be (see Transport.RoundTrip), a POST is not, since
+// the server may have acted on it.
+var lostExchanges = [...]string{
 	"http2: server sent GOAWAY and closed the connection",
 	"http2: client connection lost",
 	"http: server closed idle connection",
+	"; INTERNAL_ERROR; received from peer",
 }
 
-// lostConnection reports whether err says the request's connection was
-// lost under it (see lostConnections).
-func lostConnection(err error) bool {
+// lostExchange reports whether err says the request's connection or
+// stream was lost under it (see lostExchanges).
+func lostExchange(err error) bool {
 	msg := err.Error()
-	for _, s := range lostConnections {
+	for _, s := range lostExchanges {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -275,12 +281,12 @@ func lostConnection(err error) bool {
 	return false
 }
 
-// connectionLost marks a transport error as a lost connection, which the
-// core classifies as transient (ConnectionError).
-type connectionLost struct{ error }
+// exchangeLost marks a transport error as a lost exchange, which the core
+// classifies as transient, as a connection error (ConnectionError).
+type exchangeLost struct{ error }
 
-func (e connectionLost) ConnectionError() bool { return true }
-func (e connectionLost) Unwrap() error         { return e.error }
+func (e exchangeLost) ConnectionError() bool { return true }
+func (e exchangeLost) Unwrap() error         { return e.error }
 
 // mayResend reports whether the request may be sent again after an answer
 // of kind: see RoundTrip.

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
@@ -44,11 +45,12 @@ func TestConnectionClosedBeforeAnyAnswerIsRetried(t *testing.T) {
 	})
 }
 
-// A connection lost under the request in the ways net/http tells only in
-// its errors' text (types it does not export) is transient, and a GET is
-// retried: an HTTP/2 connection closed after a GOAWAY, or for want of an
-// answer to its pings, and an HTTP/1 connection the server closed as idle
-// as the request was written. A POST is not sent again: the server may
+// A connection or stream lost under the request in the ways net/http tells
+// only in its errors' text (types it does not export) is transient, and a
+// GET is retried: an HTTP/2 connection closed after a GOAWAY, or for want
+// of an answer to its pings, an HTTP/1 connection the server closed as idle
+// as the request was written, and an HTTP/2 stream the server reset with
+// INTERNAL_ERROR. A POST is not sent again: the server may
 // have acted on it. The errors are net/http's messages, as its transport
 // returns them.
 func TestConnectionsLostUnderTheRequestAreTransient(t *testing.T) {
@@ -56,6 +58,7 @@ func TestConnectionsLostUnderTheRequestAreTransient(t *testing.T) {
 		"http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=NO_ERROR, debug=\"\"",
 		"http2: client connection lost",
 		"http: server closed idle connection",
+		"stream error: stream ID 1; INTERNAL_ERROR; received from peer",
 	} {
 		t.Run(msg, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -146,6 +149,70 @@ func TestGoAwayWithTheRequestInFlightIsRetried(t *testing.T) {
 	readAll(t, resp)
 	if tot := gov.Summary(stats).Totals; resp.StatusCode != 200 || resp.ProtoMajor != 2 || conns.Load() != 2 || tot.TransientErrors != 1 {
 		t.Fatalf("%s %d on %d connections, totals %v; want HTTP/2 200 on 2, one transient error", resp.Proto, resp.StatusCode, conns.Load(), tot)
+	}
+}
+
+// An HTTP/2 server that resets the request's stream with INTERNAL_ERROR
+// (it failed the request midway) fails it with an error net/http never
+// retries; the GET is retried, here on the same connection, and answered.
+func TestStreamResetWithInternalErrorIsRetried(t *testing.T) {
+	srv := httptest.NewUnstartedServer(&fakeAPI{})
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	var streams atomic.Int32
+	addr, conns := failFirstConnection(t, &loopbackServer{Server: srv}, func(c net.Conn) {
+		_, _ = io.ReadFull(c, make([]byte, len(http2Preface)))
+		_, _ = c.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // SETTINGS, empty
+		for hdr := make([]byte, 9); ; {
+			if _, err := io.ReadFull(c, hdr); err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(hdr[0])<<16|int64(hdr[1])<<8|int64(hdr[2])); err != nil {
+				return
+			}
+			if hdr[3] != 1 {
+				continue // not a HEADERS frame
+			}
+			id := hdr[5:9]
+			if streams.Add(1) == 1 {
+				// RST_STREAM on the request's stream, INTERNAL_ERROR (2).
+				_, _ = c.Write(append([]byte{0, 0, 4, 3, 0, id[0], id[1], id[2], id[3]}, 0, 0, 0, 2))
+				continue
+			}
+			// HEADERS, END_STREAM|END_HEADERS, ":status: 200" (HPACK's
+			// static entry 8); then wait for the client to close.
+			_, _ = c.Write([]byte{0, 0, 1, 1, 5, id[0], id[1], id[2], id[3], 0x88})
+		}
+	})
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections) // before the listener's: ends first
+	gov := newGov(t, resilience.Config{})
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		streams.Store(0)
+		// A bound, not a timing: a second connection would wait unaccepted.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ctx, stats := resilience.WithStats(ctx)
+		req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+"/items", nil)
+		resp, err := client(tr, gov, quick).Do(req)
+		tot := gov.Summary(stats).Totals
+		if method == http.MethodPost {
+			if err == nil || !strings.Contains(err.Error(), "INTERNAL_ERROR") || streams.Load() != 1 || tot.TransientErrors != 1 || tot.Errored != 0 {
+				t.Fatalf("POST: error %v after %d streams, totals %v; want the reset after 1 stream, one transient error", err, streams.Load(), tot)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("GET: error %v, want the retry's 200", err)
+		}
+		readAll(t, resp)
+		if resp.StatusCode != 200 || resp.ProtoMajor != 2 || streams.Load() != 2 || conns.Load() != 1 || tot.TransientErrors != 1 {
+			t.Fatalf("GET: %s %d after %d streams on %d connections, totals %v; want HTTP/2 200 after 2 streams on 1, one transient error",
+				resp.Proto, resp.StatusCode, streams.Load(), conns.Load(), tot)
+		}
 	}
 }
 
