@@ -23,8 +23,8 @@ import (
 //
 // While Redis does not answer, a local breaker stands in, started from the
 // view (fallback); what it learns (it opened, let a probe through, closed
-// after one) is written back to Redis when Redis answers again
-// (writeBack).
+// after one; the failures it counted, a success that reset them) is
+// written back to Redis when Redis answers again (writeBack).
 type sharedBreaker struct {
 	s    *Store
 	keys []string
@@ -48,6 +48,18 @@ type sharedBreaker struct {
 	local   *breaker.Breaker
 	localEp int64
 	learned time.Duration // mono when the local breaker last changed its state; 0: not since it was made or written back
+	// The local breaker's count of failures since it was made, its state
+	// last changed or a success last reset it: known are those Redis may
+	// have counted (from the view, or sent to Redis without an answer),
+	// fails the mono times of those it never heard of. okAt is the mono
+	// time of the last success that reset a count (0: none since the local
+	// breaker was made, its state changed, or it was written back); run
+	// counts the resets, so that failures taken out for a write-back are put
+	// back only into the run they belong to.
+	known int
+	fails []time.Duration
+	okAt  time.Duration
+	run   int64
 }
 
 func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreaker {
@@ -169,9 +181,11 @@ func (b *sharedBreaker) fallback() (*breaker.Breaker, int64) {
 	defer b.localMu.Unlock()
 	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
 		b.local = breaker.New(b.spec)
-		b.localEp, b.learned = ep, 0
+		b.localEp, b.learned, b.okAt, b.fails = ep, 0, 0, nil
+		b.run++
 		b.mu.Lock()
 		b.local.Restore(b.state, b.failures, b.cooldown, b.until)
+		b.known = b.local.Snapshot(b.until).Failures
 		b.mu.Unlock()
 	}
 	return b.local, b.localEp
@@ -188,42 +202,67 @@ func (b *sharedBreaker) at(now time.Duration) (*breaker.Breaker, int64) {
 	return b.fallback()
 }
 
-// learn notes, when changed is true, that the local breaker of episode ep
-// changed its state, so that the change is written back to Redis when it
-// answers again.
-func (b *sharedBreaker) learn(ep int64, changed bool) {
-	if !changed {
-		return
+// restart notes that the local breaker's count of failures started again
+// at t (mono): its state changed (changed), or a success reset it. What
+// the local breaker learned is then written back to Redis when it answers
+// again. localMu must be held.
+func (b *sharedBreaker) restart(t time.Duration, changed bool) {
+	if changed {
+		b.learned, b.okAt = t, 0
+	} else {
+		b.okAt = t
 	}
-	t := max(1, mono())
-	b.localMu.Lock()
-	if b.localEp == ep {
-		b.learned = t
-	}
-	b.localMu.Unlock()
+	b.known, b.fails = 0, nil
+	b.run++
 }
 
-// The local breaker's operations, for when Redis does not answer; those
-// that change its state note it (learn).
+// The local breaker's operations, for when Redis does not answer. Each
+// runs under localMu with its note of what the local breaker learned, so
+// that the notes are in the order of the operations.
 
 func (b *sharedBreaker) localAllow(now time.Duration) (time.Duration, bool, bool) {
 	l, ep := b.at(now)
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
 	wait, ok, probe := l.Allow(now)
-	b.learn(ep, probe)
+	if probe && b.localEp == ep {
+		b.restart(max(1, mono()), true)
+	}
 	return wait, ok, probe
 }
 
 func (b *sharedBreaker) localSuccess() bool {
 	l, ep := b.fallback()
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
 	closed := l.Success()
-	b.learn(ep, closed)
+	if b.localEp == ep && (closed || b.known > 0 || len(b.fails) > 0) {
+		b.restart(max(1, mono()), closed)
+	}
 	return closed
 }
 
-func (b *sharedBreaker) localFailure(now time.Duration) bool {
+// localFailure counts a failure on the local breaker; unsent is true when
+// Redis never heard of it (no script was sent for it), so that the
+// write-back counts it, and false when a script was sent without an
+// answer: Redis may have counted it, and a failure is counted at most once.
+func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
 	l, ep := b.at(now)
-	opened := l.Failure(now)
-	b.learn(ep, opened)
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
+	opened, from := l.FailureFrom(now)
+	if b.localEp != ep {
+		return opened
+	}
+	switch {
+	case opened:
+		b.restart(max(1, mono()), true)
+	case from != state.Closed: // a late report: not counted
+	case unsent:
+		b.fails = append(b.fails, max(1, mono()))
+	default:
+		b.known++
+	}
 	return opened
 }
 
@@ -238,32 +277,55 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 }
 
 // writeBack writes to Redis what the local breaker of the current episode
-// learned while Redis did not answer (a change of its state since it was
-// made from the view, or last written back), with how long ago it last
-// changed, so that the newer of Redis's state and its own wins
-// (breakerLearnedScript); the answer becomes the view. It reports false
-// when Redis did not answer (the change is kept, for the next try).
+// learned while Redis did not answer, since it was made from the view or
+// last written back: a change of its state, with how long ago it last
+// changed, so that the newer of Redis's state and its own wins; the
+// failures it alone counted, with how long ago each was, and the last
+// success that reset its count, so that Redis merges them with the
+// fleet's failures in the order they came (breakerLearnedScript). The
+// answer becomes the view. It reports false when Redis did not answer:
+// the change and the success are kept for the next try (writing either
+// twice changes nothing), and the failures too when Redis refused the
+// script or the connection was not made (it did not run it); otherwise
+// it may have counted them, and they are not sent again.
 func (b *sharedBreaker) writeBack() bool {
 	b.localMu.Lock()
-	l, learned := b.local, b.learned
-	if l == nil || learned == 0 || b.localEp != b.s.episode.Load() {
+	l, learned, okAt, fails, run := b.local, b.learned, b.okAt, b.fails, b.run
+	if l == nil || b.localEp != b.s.episode.Load() || (learned == 0 && okAt == 0 && len(fails) == 0) {
 		b.localMu.Unlock()
 		return true
 	}
+	b.fails = nil // sent at most once (put back below when Redis did not run the script)
 	b.mu.Lock()
 	t := mono()
 	now := b.clockNow + t - b.clockMono
 	b.mu.Unlock()
 	snap := l.Snapshot(now)
 	b.localMu.Unlock()
-	args := append(b.args[:len(b.args):len(b.args)], snap.State.String(), snap.Failures,
-		snap.Cooldown.Microseconds(), snap.Wait.Microseconds(), (t - learned).Microseconds())
+	ago := func(at time.Duration) int64 {
+		if at == 0 {
+			return -1
+		}
+		return (t - at).Microseconds()
+	}
+	args := append(b.args[:len(b.args):len(b.args)], snap.State.String(), snap.Cooldown.Microseconds(),
+		snap.Wait.Microseconds(), ago(learned), ago(okAt))
+	for _, f := range fails {
+		args = append(args, ago(f))
+	}
 	b.s.calls.Add(1)
 	res, err := b.s.call(breakerLearnedScript, b.keys, args)
 	switch {
 	case err != nil && b.s.closed():
 	case err != nil && unavailable(err):
 		b.s.errors.Add(1)
+		if notRun(err) {
+			b.localMu.Lock()
+			if b.run == run {
+				b.fails = append(fails, b.fails...)
+			}
+			b.localMu.Unlock()
+		}
 		return false
 	case err != nil:
 		b.s.refused(b.keys[0], err) // no use sending it again
@@ -273,6 +335,9 @@ func (b *sharedBreaker) writeBack() bool {
 	b.localMu.Lock()
 	if b.learned == learned {
 		b.learned = 0
+	}
+	if b.okAt == okAt {
+		b.okAt = 0
 	}
 	b.localMu.Unlock()
 	return true
@@ -402,10 +467,13 @@ func (b *sharedBreaker) Success() bool {
 }
 
 func (b *sharedBreaker) Failure(now time.Duration) bool {
+	if b.s.degraded.Load() {
+		return b.localFailure(now, true)
+	}
 	sent := mono()
 	res, ok := b.s.run(breakerFailureScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
-		return b.localFailure(now)
+		return b.localFailure(now, false)
 	}
 	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
 	return toInt(res[0]) == 1

@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -94,6 +95,16 @@ func unavailable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// notRun reports whether err says for certain that Redis did not run the
+// command: an error reply (Redis refused it), or a connection that could
+// not be made. Any other error (a timeout, a connection that closed) may
+// have come after Redis ran it.
+func notRun(err error) bool {
+	var op *net.OpError
+	_, reply := errorCode(err)
+	return reply || (errors.As(err, &op) && op.Op == "dial")
 }
 
 // redirected reports whether err is a cluster node's redirection: a

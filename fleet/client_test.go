@@ -109,7 +109,8 @@ var errorReplies = []string{
 const unavailableReplies = 13
 
 // A refusal of every command, or no answer, is Redis unavailable; a
-// refusal of one operation on its keys is not.
+// refusal of one operation on its keys is not. Either refusal says that
+// Redis did not run the command.
 func TestUnavailableReadsTheErrorCode(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -131,9 +132,32 @@ func TestUnavailableReadsTheErrorCode(t *testing.T) {
 		if got, want := redirected(err), strings.HasPrefix(reply, "MOVED") || strings.HasPrefix(reply, "ASK"); got != want {
 			t.Errorf("%s: redirected %v, want %v", reply, got, want)
 		}
+		if !notRun(err) {
+			t.Errorf("%s: notRun false for an error reply: Redis did not run the command", reply)
+		}
 	}
 	if !unavailable(context.DeadlineExceeded) || !unavailable(io.EOF) || !unavailable(redis.ErrClosed) {
 		t.Error("a timeout, a closed connection or a closed client is not Redis unavailable")
+	}
+}
+
+// A connection that could not be made says, as an error reply does, that
+// Redis did not run the command; a timeout or a connection that closed may
+// have come after it did, so that what the command counted is not sent
+// again.
+func TestNotRunKnowsWhatRedisDidNotRun(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close() // nothing listens there: the dial fails
+	down := redis.NewClient(&redis.Options{Addr: closed.Addr().String(), MaxRetries: -1})
+	defer down.Close()
+	if err := down.Get(context.Background(), "k").Err(); err == nil || !notRun(err) {
+		t.Errorf("a connection refused: notRun false (%v)", err)
+	}
+	if notRun(context.DeadlineExceeded) || notRun(io.EOF) {
+		t.Error("a timeout or a closed connection read as a command Redis did not run")
 	}
 }
 

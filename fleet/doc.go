@@ -89,9 +89,13 @@
 // The heartbeat keeps probing, and the first answer switches back to the
 // shared state (rebuilt from the defaults if Redis lost it), after writing
 // back what the local breakers learned meanwhile (they opened, let a probe
-// through, closed after one): the local state replaces the fleet's when it
-// changed after the fleet's last did, so that the fleet neither forgets a
-// scope found dead during the outage nor keeps open one found alive. At
+// through, closed after one; the failures they counted, a success that
+// reset them): the local state replaces the fleet's when it changed after
+// the fleet's last did, so that the fleet neither forgets a scope found
+// dead during the outage nor keeps open one found alive, and the failures
+// join the fleet's in the order they came (those of several processes add
+// up; a success drops the failures before it), so that the fleet's breaker
+// opens when the failures seen warrant it. At
 // either switch, the callers already queued keep their tokens and their
 // times, and the new bucket is charged for them: they take the head of its
 // queue instead of going on top of its balance. A failover is such an outage:

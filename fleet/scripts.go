@@ -524,37 +524,68 @@ local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
 `)
 
-// A breaker is a hash {state, failures, cooldown, until, since}: since is
-// when its state last changed (it opened, let a probe through, or closed
-// after one), on Redis's clock; absent, before any change. Every breaker
-// script takes ARGV[1] the base cooldown in microseconds, ARGV[2] the key
-// TTL in ms, ARGV[3] the threshold, ARGV[4] the longest cooldown in
-// microseconds and ARGV[5] the clock skew allowed, in microseconds. Every
-// reply holds now_us, Redis's clock when the script read the breaker,
-// which orders the readings of answers that cross (see update), and the
-// breaker's current cooldown_us (its base doubled by failed probes).
+// A breaker is a hash {state, failures, cooldown, until, since, reset, ft}:
+// since is when its state last changed (it opened, let a probe through, or
+// closed after one), on Redis's clock, absent before any change; reset is
+// when a success last reset a count of failures; and ft holds the times of
+// the failures counted (a list of microseconds, oldest first), so that a
+// write-back of failures counted elsewhere can order them against the
+// successes. Every breaker script takes ARGV[1] the base cooldown in
+// microseconds, ARGV[2] the key TTL in ms, ARGV[3] the threshold, ARGV[4]
+// the longest cooldown in microseconds and ARGV[5] the clock skew allowed,
+// in microseconds. Every reply holds now_us, Redis's clock when the script
+// read the breaker, which orders the readings of answers that cross (see
+// update), and the breaker's current cooldown_us (its base doubled by
+// failed probes).
 const breakerPrelude = common + `
 local BASE_US, TTL_MS, THRESHOLD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
 local SKEW_US = tonumber(ARGV[5])
 -- load_breaker reads the breaker at key; invalid state (an unknown state,
--- a cooldown longer than the longest, a wait past it, a change in the
--- future) is deleted and the breaker is closed.
+-- a cooldown longer than the longest, a wait past it, a change or a reset
+-- in the future) is deleted and the breaker is closed. ft, the failures'
+-- times, is read as a string: run_times parses it when a script needs it.
 local function load_breaker(key, now)
-  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since')
+  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since', 'reset', 'ft')
   local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US),
-    untilv = tonumber(h[4] or 0), since = tonumber(h[5] or 0)}
+    untilv = tonumber(h[4] or 0), since = tonumber(h[5] or 0), reset = tonumber(h[6] or 0), ft = h[7] or ''}
   if (br.state == 'closed' or br.state == 'open' or br.state == 'half_open') and
       finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= MAX_US and
-      finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US and finite(br.since) and br.since <= now + SKEW_US then
+      finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US and finite(br.since) and br.since <= now + SKEW_US and
+      finite(br.reset) and br.reset <= now + SKEW_US then
     return br
   end
   redis.call('DEL', key)
-  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0}
+  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0, reset = 0, ft = ''}
 end
 -- reading is a breaker's reply: {state, failures, cooldown_us, wait_us, now_us}.
 local function reading(br, now)
   return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now)}
+end
+-- counted appends the time now to the times of the failures counted
+-- before it (failures): a list longer than that many could hold (written
+-- by something else) is dropped, its failures then of unknown times.
+local function counted(br, now)
+  if br.failures == 0 or #br.ft > 24 * br.failures then return num(now) end
+  return br.ft .. ' ' .. num(now)
+end
+-- run_times returns the times of the breaker's failures, oldest first, as
+-- many as it counts (at most THRESHOLD): a failure whose time is not known
+-- (a list shorter than the count, or a time that is not one) is as old as
+-- can be, 0.
+local function run_times(br, now)
+  local n = math.min(math.floor(br.failures), THRESHOLD)
+  local t = {}
+  for w in string.gmatch(br.ft, '%S+') do
+    local x = tonumber(w)
+    if not finite(x) or x < 0 or x > now + SKEW_US then x = 0 end
+    t[#t + 1] = x
+  end
+  table.sort(t)
+  local out = {}
+  for i = 1, n - #t do out[i] = 0 end
+  for i = math.max(1, #t - n + 1), #t do out[#out + 1] = t[i] end
+  return out
 end
 `
 
@@ -583,11 +614,13 @@ local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
 if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now), num(br.cooldown)} end
 if br.state == 'half_open' then
-  redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0, 'since', num(now))
+  redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0, 'since', num(now),
+    'ft', '')
   expire(KEYS[1], TTL_MS, now, now)
   return {1, 'closed', num(now), ARGV[1]}
 end
-redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br.cooldown), 'until', num(br.untilv))
+redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br.cooldown), 'until', num(br.untilv),
+  'reset', num(now), 'ft', '')
 expire(KEYS[1], TTL_MS, now, br.untilv)
 return {0, br.state, num(now), num(br.cooldown)}
 `)
@@ -603,7 +636,8 @@ local cooldown = br.cooldown
 if br.state == 'closed' then
   local failures = br.failures + 1
   if failures < THRESHOLD then
-    redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0)
+    redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0,
+      'ft', counted(br, now))
     expire(KEYS[1], TTL_MS, now, now)
     return {0, 'closed', failures, '0', num(now), num(cooldown)}
   end
@@ -614,7 +648,7 @@ else
   return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown)}
 end
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown),
-  'since', num(now))
+  'since', num(now), 'ft', '')
 expire(KEYS[1], TTL_MS, now, now + cooldown)
 return {1, 'open', 0, num(cooldown), num(now), num(cooldown)}
 `)
@@ -628,31 +662,82 @@ return reading(br, now)
 `)
 
 // breakerLearnedScript writes back what a process's local breaker learned
-// while Redis did not answer it: ARGV[6] its state, ARGV[7] its failures,
-// ARGV[8] its cooldown and ARGV[9] its wait (microseconds; the end of the
-// cooldown, or of the probe's lease), and ARGV[10] how long ago (in
-// microseconds) it last changed. The newer knowledge of the scope wins: the
-// local state replaces the fleet's when it changed after the fleet's last
-// did (since; a breaker that never changed, or that Redis lost, is older
-// than any), and is dropped otherwise. Reply: as breakerSnapshotScript's,
-// what the breaker is now.
+// while Redis did not answer it: ARGV[6] its state, ARGV[7] its cooldown
+// and ARGV[8] its wait (microseconds; the end of the cooldown, or of the
+// probe's lease), ARGV[9] how long ago (in microseconds) its state last
+// changed (-1: it did not), ARGV[10] how long ago a success last reset its
+// count of failures (-1: none did), and from ARGV[11] on how long ago each
+// failure it counted since then was (oldest first): the failures that it
+// alone counted (none whose count Redis may have seen).
+//
+// The newer knowledge of the scope wins. The local state replaces the
+// fleet's when it changed after the fleet's last did (since; a breaker that
+// never changed, or that Redis lost, is older than any), its failures
+// those counted after its change. Otherwise, when the fleet's breaker is
+// closed, the failures of both are merged as one run of consecutive
+// failures, as if each had been counted in Redis when it happened: the
+// fleet's run without those that came before the local success, and the
+// local failures without those that came before the fleet's last reset (a
+// success, or a change of its state). The failures of several processes
+// add up: each counted its own. A merged run that reaches the threshold
+// opens the breaker at the time of its threshold-th failure, its cooldown
+// running from then. Reply: as breakerSnapshotScript's, what the breaker
+// is now.
 var breakerLearnedScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-local st, failures, cooldown = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
-local wait, age = tonumber(ARGV[9]), tonumber(ARGV[10])
-local at = now - (age or 0)
-if (st == 'closed' or st == 'open' or st == 'half_open') and finite(failures) and failures >= 0 and
-    finite(cooldown) and cooldown > 0 and cooldown <= MAX_US and finite(wait) and wait >= 0 and wait <= MAX_US and
-    finite(age) and age >= 0 and at > br.since then
-  br = {state = st, failures = 0, cooldown = cooldown, untilv = 0, since = at}
+local st, cooldown, wait = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local age, okage = tonumber(ARGV[9]), tonumber(ARGV[10])
+local fails = {}
+for i = 11, math.min(#ARGV, 10 + THRESHOLD) do
+  local a = tonumber(ARGV[i])
+  if finite(a) and a >= 0 then fails[#fails + 1] = now - a end
+end
+local write = false
+-- save writes the breaker's run of failures (times t, sorted), opening it
+-- at the threshold-th.
+local function save(t)
+  if #t >= THRESHOLD then
+    local at = math.max(t[THRESHOLD], br.since, br.reset)
+    br.state, br.failures, br.since, br.untilv, br.ft = 'open', 0, at, at + br.cooldown, ''
+  else
+    local ft = {}
+    for i, x in ipairs(t) do ft[i] = num(x) end
+    br.failures, br.ft = #t, table.concat(ft, ' ')
+  end
+  write = true
+end
+local at = now - (age or -1)
+if (st == 'closed' or st == 'open' or st == 'half_open') and finite(cooldown) and cooldown > 0 and cooldown <= MAX_US and
+    finite(wait) and wait >= 0 and wait <= MAX_US and finite(age) and age >= 0 and at > br.since then
+  br = {state = st, failures = 0, cooldown = cooldown, untilv = 0, since = at, reset = br.reset, ft = ''}
   if st == 'closed' then
-    br.failures = math.min(failures, math.max(0, THRESHOLD - 1))
+    local t = {}
+    for _, x in ipairs(fails) do if x > at then t[#t + 1] = x end end
+    table.sort(t)
+    save(t)
   else
     br.untilv = now + wait
+    write = true
   end
-  redis.call('HSET', KEYS[1], 'state', st, 'failures', num(br.failures), 'cooldown', num(cooldown),
-    'until', num(br.untilv), 'since', num(at))
+elseif br.state == 'closed' then
+  local ok = nil
+  if finite(okage) and okage >= 0 then ok = now - okage end
+  local last = math.max(br.since, br.reset)
+  local t = {}
+  for _, x in ipairs(run_times(br, now)) do
+    if not ok or x > ok then t[#t + 1] = x end
+  end
+  for _, x in ipairs(fails) do
+    if x > last then t[#t + 1] = x end
+  end
+  if ok and ok > br.reset then br.reset = ok end
+  table.sort(t)
+  if ok or #t ~= br.failures then save(t) end
+end
+if write then
+  redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),
+    'until', num(br.untilv), 'since', num(br.since), 'reset', num(br.reset), 'ft', br.ft)
   expire(KEYS[1], TTL_MS, now, br.untilv)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)

@@ -30,7 +30,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			px     *redisproxy.Proxy
 			prefix string
 		}
-		setup := func(t *testing.T, key string) fleetOfTwo {
+		setup := func(t *testing.T, key string, spec state.BreakerSpec) fleetOfTwo {
 			px, err := redisproxy.Start(be.addr())
 			if err != nil {
 				t.Fatal(err)
@@ -56,7 +56,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		}
 
 		t.Run("found dead", func(t *testing.T) {
-			f := setup(t, "writeback/dead")
+			f := setup(t, "writeback/dead", spec)
 			pb, qb := f.pb, f.qb
 			outage(t, f, func() {
 				if !pb.Failure(0) {
@@ -70,7 +70,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		})
 
 		t.Run("found alive", func(t *testing.T) {
-			f := setup(t, "writeback/alive")
+			f := setup(t, "writeback/alive", spec)
 			pb, qb := f.pb, f.qb
 			if !pb.Failure(0) { // the fleet's breaker opens for 60 s
 				t.Fatal("did not open")
@@ -90,7 +90,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		})
 
 		t.Run("a doubled cooldown", func(t *testing.T) {
-			f := setup(t, "writeback/doubled")
+			f := setup(t, "writeback/doubled", spec)
 			pb, qb := f.pb, f.qb
 			if !pb.Failure(0) {
 				t.Fatal("did not open")
@@ -106,7 +106,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 		})
 
 		t.Run("the fleet's newer state wins", func(t *testing.T) {
-			f := setup(t, "writeback/newer")
+			f := setup(t, "writeback/newer", spec)
 			pb, qb := f.pb, f.qb
 			outage(t, f, func() {
 				if !pb.Failure(0) {
@@ -132,6 +132,130 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			if _, ok, _ := pb.Allow(0); !ok {
 				t.Fatal("p's view did not take the fleet's newer state")
 			}
+		})
+
+		// The failures a local breaker counted without changing its state
+		// are written back too: they count toward the fleet's threshold
+		// as if Redis had answered (before, the fleet's count left them
+		// out, and its breaker opened later than the failures warranted).
+		spec3 := state.BreakerSpec{Threshold: 3, Cooldown: time.Minute, MaxCooldown: 4 * time.Minute}
+		t.Run("failures below the threshold", func(t *testing.T) {
+			f := setup(t, "writeback/failures", spec3)
+			pb, qb := f.pb, f.qb
+			outage(t, f, func() {
+				pb.Failure(0)
+				pb.Failure(0)
+			})
+			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 2 {
+				t.Fatalf("after p counted 2 failures during an outage: the fleet's breaker %+v, want closed with 2 failures", s)
+			}
+			if !qb.Failure(0) {
+				t.Fatal("a third failure, after 2 counted during an outage, did not open the fleet's breaker (threshold 3)")
+			}
+			runtime.KeepAlive(pb)
+		})
+
+		// Each process counted failures of its own calls: the fleet's count
+		// is their sum, not the largest. Two processes with 2 failures each
+		// against a threshold of 4 open it.
+		t.Run("failures of several processes add up", func(t *testing.T) {
+			spec4 := state.BreakerSpec{Threshold: 4, Cooldown: time.Minute, MaxCooldown: 4 * time.Minute}
+			f := setup(t, "writeback/sum", spec4)
+			p2 := newProcess(t, at(f.px.Addr()), f.prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
+			pb, p2b, qb := f.pb, p2.store.Breaker("writeback/sum", spec4), f.qb
+			outage(t, f, func() {
+				waitFor(t, 3*time.Second, "local limits", func() bool { return p2.store.Stats().Degraded })
+				pb.Failure(0)
+				pb.Failure(0)
+				p2b.Failure(0)
+				p2b.Failure(0)
+			})
+			waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !p2.store.Stats().Degraded })
+			if s := qb.Snapshot(0); s.State != state.Open || s.Wait < 55*time.Second {
+				t.Fatalf("after two processes counted 2 failures each during an outage (threshold 4): the fleet's breaker %+v, want open for about 60 s", s)
+			}
+			runtime.KeepAlive(pb)
+			runtime.KeepAlive(p2b)
+		})
+
+		// A success during the outage resets the count: the failures before
+		// it, the fleet's among them, are not consecutive with those after.
+		t.Run("a success during the outage resets the count", func(t *testing.T) {
+			f := setup(t, "writeback/reset", spec3)
+			pb, qb := f.pb, f.qb
+			pb.Failure(0)
+			pb.Failure(0) // the fleet's count: 2 of 3
+			outage(t, f, func() {
+				pb.Success()
+				pb.Failure(0)
+			})
+			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 1 {
+				t.Fatalf("2 failures, then a success and a failure during an outage: the fleet's breaker %+v, want closed with 1 failure", s)
+			}
+			runtime.KeepAlive(pb)
+		})
+
+		// A success the fleet counted after the local failures breaks their
+		// run: they are not added.
+		t.Run("a later success of the fleet drops older failures", func(t *testing.T) {
+			f := setup(t, "writeback/later", spec3)
+			pb, qb := f.pb, f.qb
+			outage(t, f, func() {
+				pb.Failure(0)
+				pb.Failure(0)
+				time.Sleep(150 * time.Millisecond) // as above: later on Redis's clock than the write-back can place them
+				qb.Failure(0)
+				qb.Success() // resets the fleet's count, after p's failures
+			})
+			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 0 {
+				t.Fatalf("p's 2 failures, then a failure and a success of another process: the fleet's breaker %+v, want closed with no failure", s)
+			}
+			runtime.KeepAlive(pb)
+		})
+
+		// What Redis holds is not trusted: a reset an hour ahead of Redis's
+		// clock, which would make every failure written back older than it,
+		// counts as absent, and a list of failure times that is not one
+		// counts them as of unknown time.
+		t.Run("an invalid reset or list of times", func(t *testing.T) {
+			f := setup(t, "writeback/invalid", spec3)
+			pb, qb := f.pb, f.qb
+			key := f.prefix + ":{writeback/invalid}:breaker"
+			ctx := context.Background()
+			now, err := f.q.rdb.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.q.rdb.HSet(ctx, key, "state", "closed", "failures", 0, "cooldown", time.Minute.Microseconds(),
+				"until", 0, "reset", now.Add(time.Hour).UnixMicro(), "ft", "junk nan 1e300").Err(); err != nil {
+				t.Fatal(err)
+			}
+			outage(t, f, func() {
+				pb.Failure(0)
+				pb.Failure(0)
+			})
+			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 2 {
+				t.Fatalf("2 failures during an outage, written back to a breaker reset an hour ahead: the fleet's breaker %+v, want closed with 2 failures", s)
+			}
+			runtime.KeepAlive(pb)
+		})
+
+		// A failure whose script Redis ran and whose answer was lost is
+		// counted by the local breaker too; it is not written back, so that
+		// it counts once.
+		t.Run("a failure whose answer was lost counts once", func(t *testing.T) {
+			spec2 := state.BreakerSpec{Threshold: 2, Cooldown: time.Minute, MaxCooldown: time.Minute}
+			f := setup(t, "writeback/lost", spec2)
+			pb, qb := f.pb, f.qb
+			f.p.store.Breaker("warm", spec2).Failure(0) // Redis holds the script: EVALSHA, not EVAL
+			f.px.DropAnswer()
+			pb.Failure(0)
+			waitFor(t, 3*time.Second, "local limits", func() bool { return f.p.store.Stats().Fallbacks > 0 })
+			waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !f.p.store.Stats().Degraded })
+			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 1 {
+				t.Fatalf("one failure against a threshold of 2, its answer lost: the fleet's breaker %+v, want closed with 1 failure", s)
+			}
+			runtime.KeepAlive(pb)
 		})
 	})
 }
