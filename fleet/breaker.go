@@ -44,6 +44,12 @@ type sharedBreaker struct {
 	// and on mono, so that a time on one converts to the other.
 	clockNow, clockMono time.Duration
 
+	// unwritten is set while the local breaker holds what writeBack has
+	// not sent yet; such a breaker is not Pristine, so that the governor
+	// keeps its scope (and this breaker) until it is written back. mu
+	// guards it, so that Pristine reads it at no cost.
+	unwritten bool
+
 	localMu sync.Mutex
 	local   *breaker.Breaker
 	localEp int64
@@ -186,6 +192,7 @@ func (b *sharedBreaker) fallback() (*breaker.Breaker, int64) {
 		b.mu.Lock()
 		b.local.Restore(b.state, b.failures, b.cooldown, b.until)
 		b.known = b.local.Snapshot(b.until).Failures
+		b.unwritten = false
 		b.mu.Unlock()
 	}
 	return b.local, b.localEp
@@ -214,6 +221,16 @@ func (b *sharedBreaker) restart(t time.Duration, changed bool) {
 	}
 	b.known, b.fails = 0, nil
 	b.run++
+	b.noteUnwritten()
+}
+
+// noteUnwritten marks the breaker as holding what writeBack has not sent,
+// and the store as having such a breaker. localMu must be held.
+func (b *sharedBreaker) noteUnwritten() {
+	b.mu.Lock()
+	b.unwritten = true
+	b.mu.Unlock()
+	b.s.pending.Store(true)
 }
 
 // The local breaker's operations, for when Redis does not answer. Each
@@ -260,6 +277,7 @@ func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
 	case from != state.Closed: // a late report: not counted
 	case unsent:
 		b.fails = append(b.fails, max(1, mono()))
+		b.noteUnwritten()
 	default:
 		b.known++
 	}
@@ -292,6 +310,11 @@ func (b *sharedBreaker) writeBack() bool {
 	b.localMu.Lock()
 	l, learned, okAt, fails, run := b.local, b.learned, b.okAt, b.fails, b.run
 	if l == nil || b.localEp != b.s.episode.Load() || (learned == 0 && okAt == 0 && len(fails) == 0) {
+		// Nothing to send, or a local breaker of an earlier outage, whose
+		// knowledge the next one's (made from the view) replaces.
+		b.mu.Lock()
+		b.unwritten = false
+		b.mu.Unlock()
 		b.localMu.Unlock()
 		return true
 	}
@@ -338,6 +361,11 @@ func (b *sharedBreaker) writeBack() bool {
 	}
 	if b.okAt == okAt {
 		b.okAt = 0
+	}
+	if b.learned == 0 && b.okAt == 0 && len(b.fails) == 0 {
+		b.mu.Lock()
+		b.unwritten = false // else what came meanwhile goes at the next heartbeat (pending)
+		b.mu.Unlock()
 	}
 	b.localMu.Unlock()
 	return true
@@ -491,10 +519,14 @@ func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	return state.BreakerSnapshot{State: st, Failures: failures, Cooldown: cooldown, Wait: wait}
 }
 
+// Pristine reports whether the breaker is closed with no failures as far
+// as this process knows, and its local breaker holds nothing that was not
+// written back to Redis yet (so that the governor does not drop a scope
+// whose breaker learned something while Redis did not answer).
 func (b *sharedBreaker) Pristine() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == state.Closed && b.failures == 0
+	return b.state == state.Closed && b.failures == 0 && !b.unwritten
 }
 
 var _ state.Breaker = (*sharedBreaker)(nil)

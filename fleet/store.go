@@ -39,6 +39,7 @@ type Store struct {
 	longestWait atomic.Int64
 
 	degraded  atomic.Bool  // Redis is not answering: local limits
+	pending   atomic.Bool  // a local breaker holds what was not written back yet
 	episode   atomic.Int64 // counts the switches to local limits
 	procs     atomic.Int64 // live processes at the last heartbeat, at least 1
 	staleTick atomic.Int64 // counts the periods of WithBreakerStaleness
@@ -350,7 +351,9 @@ func (s *Store) forgetDroppedBreakers() {
 // to Redis (writeBack), so that the fleet does not forget a scope this
 // process found dead while Redis did not answer, nor keep open one it
 // found alive; and again after it, for a change a call that was still on
-// the local breaker made meanwhile.
+// the local breaker made meanwhile. While a local breaker holds what was
+// not written back (a write-back Redis did not answer, a change made after
+// it), every heartbeat tries again.
 func (s *Store) heartbeat() {
 	s.calls.Add(1)
 	res, err := s.call(heartbeatScript, []string{s.key("procs")},
@@ -366,7 +369,7 @@ func (s *Store) heartbeat() {
 	case len(res) == 1:
 		s.procs.Store(max(1, toInt(res[0])))
 	}
-	if s.degraded.Load() && !s.writeBack() {
+	if (s.degraded.Load() || s.pending.Load()) && !s.writeBack() && s.degraded.Load() {
 		return // Redis stopped answering again: still local limits
 	}
 	if s.degraded.CompareAndSwap(true, false) {
@@ -376,8 +379,10 @@ func (s *Store) heartbeat() {
 }
 
 // writeBack writes back what every breaker's local breaker learned while
-// Redis did not answer; false when Redis stopped answering.
+// Redis did not answer; false when Redis stopped answering, pending then
+// set again for the next heartbeat.
 func (s *Store) writeBack() bool {
+	s.pending.Store(false)
 	ok := true
 	s.breakers.Range(func(_, v any) bool {
 		if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
@@ -385,6 +390,9 @@ func (s *Store) writeBack() bool {
 		}
 		return ok
 	})
+	if !ok {
+		s.pending.Store(true)
+	}
 	return ok
 }
 

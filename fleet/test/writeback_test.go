@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,6 +211,11 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 0 {
 				t.Fatalf("p's 2 failures, then a failure and a success of another process: the fleet's breaker %+v, want closed with no failure", s)
 			}
+			// Written back, p's breaker is pristine again: the governor
+			// asks Redis nothing more for it than before the outage.
+			if !pb.Pristine() {
+				t.Fatal("p's breaker is not pristine after its write-back")
+			}
 			runtime.KeepAlive(pb)
 		})
 
@@ -257,5 +263,81 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			}
 			runtime.KeepAlive(pb)
 		})
+	})
+}
+
+// manualClock is a governor's clock that moves only when told (advance),
+// or by as much as a caller sleeps.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.advance(d)
+	return ctx.Err()
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// A scope whose breaker learned something while Redis did not answer is
+// kept until it is written back: the governor does not drop it when it goes
+// idle during the outage, and its failure reaches the fleet when Redis
+// answers. (The governor dropped such a scope, its breaker with it, and
+// what the breaker had learned was lost.)
+func TestAScopeIdleDuringAnOutageIsWrittenBack(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, _ := proxied(t, be)
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 3, BreakerCooldownSeconds: 60, BreakerMaxCooldownSeconds: 240}}
+		clock := &manualClock{t: time.Now()}
+		rdb := at(px.Addr()).client()
+		st := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(100*time.Millisecond),
+			fleet.WithTimeout(100*time.Millisecond))
+		t.Cleanup(func() {
+			st.Close()
+			rdb.Close()
+		})
+		g, err := resilience.NewGovernor(cfg, resilience.WithStateStore(st), resilience.WithClock(clock),
+			resilience.WithReclaimAfter(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &process{store: st, gov: g, rdb: rdb}
+		q := newProcess(t, be, prefix, cfg)
+
+		px.Down()
+		waitFor(t, 3*time.Second, "local limits", func() bool { return st.Stats().Degraded })
+		if err := p.do(t, vpcs, func(context.Context) error { return transient }, once); err == nil {
+			t.Fatal("the failing call succeeded")
+		}
+		clock.advance(2 * time.Minute) // vpcs idle past WithReclaimAfter
+		other := vpcs
+		other.Operation = "DescribeSubnets"
+		for range 3 { // calls take the reclaimer's steps
+			if err := p.do(t, other, ok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.GC() // a dropped scope's breaker is gone
+		runtime.GC()
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !st.Stats().Degraded })
+		if s := q.gov.Inspect(vpcs).Breaker; s.State != state.Closed || s.Failures != 1 {
+			t.Fatalf("after p counted a failure of a scope that then went idle during an outage: the fleet's breaker %+v, want closed with 1 failure", s)
+		}
+		runtime.KeepAlive(g) // as a program keeps its governor
 	})
 }
