@@ -74,6 +74,7 @@ import (
 	"github.com/cloudg/cloudg/internal/childtest"
 	"github.com/cloudg/cloudg/internal/modeltest"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // The budget of a run unless -rapid.checks and -rapid.steps say
@@ -522,7 +523,9 @@ func (m *machine) enter(r *rec, ctx context.Context) {
 	if m.pctx.Err() != nil {
 		m.violate("task %d (%s) started after the pool was stopped", r.id, r.spec)
 	}
-	if now := time.Now(); now.Before(r.notBefore) {
+	if now := time.Now(); now.Before(r.notBefore) && !m.dead(r.scope) {
+		// Not before the refusal's wait: unless its scope is dead since
+		// (its breaker open), and the task fails fast.
 		m.violate("task %d (%s) runs again %v before the wait its refusal gave", r.id, r.spec, r.notBefore.Sub(now))
 	}
 	r.state = stRunning
@@ -542,6 +545,12 @@ func (m *machine) enter(r *rec, ctx context.Context) {
 		m.violate("task %d (%s) runs with another task's context", r.id, r.spec)
 	}
 	r.t = t
+}
+
+// dead reports whether scope sc's breaker is open: its calls are refused
+// at once.
+func (m *machine) dead(sc int) bool {
+	return m.gov.Inspect(m.scopes[sc]).Breaker.State == state.Open
 }
 
 // leave records that r's function ends: err is what it returns, until

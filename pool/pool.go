@@ -286,8 +286,15 @@ func (p *Pool) pick() *task {
 			continue
 		}
 		if q.heldUntil > now {
-			p.park(q, q.heldUntil) // a refusal of its head holds it
-			continue
+			// A refusal of its head holds it until then, looked at again
+			// within parkRecheck (for its tasks whose contexts ended):
+			// unless its scope is dead since, its breaker open, and its
+			// calls fail fast.
+			if _, why := p.gov.Delay(q.scope); !failsFast(p.gov, q.scope, why) {
+				p.park(q, min(q.heldUntil, now+parkRecheck))
+				continue
+			}
+			q.heldUntil = 0
 		}
 		if q.scope.Provider == "" {
 			t := q.pop()
@@ -311,6 +318,13 @@ func (p *Pool) pick() *task {
 		}
 	}
 	return nil
+}
+
+// failsFast reports whether why, what Delay said of scope, is an open
+// breaker that refuses its calls at once: its provider does not wait for
+// its breakers' verdicts (breaker_wait), nor is a probe out.
+func failsFast(g *resilience.Governor, scope resilience.Scope, why error) bool {
+	return errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(g, scope) && !breakerWaits(g, scope.Provider)
 }
 
 // probeOut reports whether scope's breaker is half-open with its probe
@@ -697,15 +711,15 @@ func (t *task) Deferred(wait time.Duration, err error) {
 	t.decided, t.deferredWait, t.deferredErr = true, wait, err
 	q := t.q
 	if wait > 0 {
-		// Its queue runs nothing before then, wherever it is now: its
-		// hold may have ended before the call was refused (pick parks it
-		// again until then).
+		// Its queue runs nothing before then, wherever it is now, unless
+		// its scope's breaker opens: its hold may have ended before the
+		// call was refused (pick parks it again until then).
 		q.heldUntil = max(q.heldUntil, p.now()+wait)
 	}
 	if q.holder == t {
 		q.holder = nil
 		if wait > 0 {
-			p.park(q, q.heldUntil)
+			p.park(q, min(q.heldUntil, p.now()+parkRecheck))
 		} else {
 			p.slot(q, p.now())
 		}
