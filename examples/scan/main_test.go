@@ -368,6 +368,30 @@ func TestScopePoolDeferredFirstCall(t *testing.T) {
 	}
 }
 
+// A task that panics under the scope pool loses the rest of its work
+// (here a listing and the detail tasks it would have submitted), and the
+// scan says so: the loss is in its collection's ledger, which the report
+// lists among the degraded tasks, while the scan goes on. Before, the
+// pool recovered the panic, Run dropped it with Wait's error, and the run
+// reported nothing lost.
+func TestScopePoolTaskPanicIsInTheLedger(t *testing.T) {
+	o := testOptions("-pool", "scope")(t)
+	var panicked atomic.Bool
+	o.beforeTask = func(_ *resilience.Governor, sc resilience.Scope) {
+		if sc.Account == "111111111111" && sc.Operation == "ListTables" && panicked.CompareAndSwap(false, true) {
+			panic("listing tables")
+		}
+	}
+	report, runs := scan(t, o)
+	c := runs[0].colls["111111111111/dynamodb"]
+	if !panicked.Load() || c.ledger.Count(resilience.LossPanicked) != 1 {
+		t.Fatalf("the task panicked: %t; ledger %q, want 1 panicked", panicked.Load(), c.ledger.Describe())
+	}
+	if !strings.Contains(report, "  degraded tasks\n    111111111111/dynamodb: 0 failed call(s) (); ") || !strings.Contains(report, "listing tables") {
+		t.Error("the report does not list the panicked task's collection as degraded")
+	}
+}
+
 // A dead action fails every call of its scope; the others succeed.
 func TestDeadScenario(t *testing.T) {
 	_, runs := scan(t, testOptions("-dead", "secretsmanager:DescribeSecret@222222222222/eu-west-1")(t))

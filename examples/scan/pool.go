@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -115,12 +116,22 @@ type byScope struct {
 // busy after all: a token or a concurrency slot taken meanwhile) sees the
 // call fail with a *resilience.WouldWaitError, and the pool runs it again
 // once its scope can go; Run returns how many times it did
-// (Progress.Deferred).
+// (Progress.Deferred). A task that panics loses what it had left to do,
+// which no call's error shows: the loss goes in the ledger its context
+// carries (resilience.LossPanicked), and the pool recovers the panic.
+// The pool drops the tasks a cancelled scan has left, recording each in
+// its ledger too, so that Wait's error adds nothing a ledger lacks.
 func (p byScope) Run(ctx context.Context, tasks []Task) int {
 	wp, _ := pool.New(ctx, pool.Workers(p.workers), pool.WithGovernor(p.gov))
 	var submit func(Task)
 	submit = func(t Task) {
 		wp.Go(t.Context, t.Scope, func(ctx context.Context) error {
+			defer func() {
+				if v := recover(); v != nil {
+					resilience.LedgerOf(t.Context).Record(resilience.LossPanicked, fmt.Sprintf("%s: task panicked: %v", t.Scope, v))
+					panic(v)
+				}
+			}()
 			t.Run(ctx, submit) // ctx carries the pool's hold on the task's first call
 			return nil
 		})
