@@ -110,6 +110,7 @@ type Pool struct {
 	scopes    map[resilience.Scope]*queue
 	ring      ring            // queues whose head may be ready, in turn
 	parked    parkedHeap      // queues waiting for their scope, by time
+	parks     uint32          // queues parked so far (wrapping around), for the heap's order
 	slots     []*queue        // queues waiting for a concurrency slot
 	holds     fifo[heldQueue] // admitting queues, by the end of their hold
 	armedAt   time.Duration
@@ -291,7 +292,7 @@ func (p *Pool) pick() *task {
 			// unless its scope is dead since, its breaker open, and its
 			// calls fail fast.
 			if _, why := p.gov.Delay(q.scope); !failsFast(p.gov, q.scope, why) {
-				p.park(q, min(q.heldUntil, now+parkRecheck))
+				p.repark(q, min(q.heldUntil, now+parkRecheck))
 				continue
 			}
 			q.heldUntil = 0
@@ -425,8 +426,18 @@ func (p *Pool) start(t *task) {
 // does not see (made by calls outside it) is seen within parkRecheck.
 const parkRecheck = time.Second
 
-// park makes q wait until at. p.mu is held.
+// park makes q wait until at, after the queues parked before it for the
+// same time. p.mu is held.
 func (p *Pool) park(q *queue, at time.Duration) {
+	p.parks++
+	q.parkedAt = p.parks
+	p.repark(q, at)
+}
+
+// repark makes q wait until at, keeping its turn among the queues due at
+// the same time: a queue whose head was refused (another scope's call took
+// the token they share first) did not have its turn. p.mu is held.
+func (p *Pool) repark(q *queue, at time.Duration) {
 	q.where, q.wakeAt = parked, at
 	p.parked.push(q)
 	p.arm(at)
@@ -719,7 +730,7 @@ func (t *task) Deferred(wait time.Duration, err error) {
 	if q.holder == t {
 		q.holder = nil
 		if wait > 0 {
-			p.park(q, min(q.heldUntil, p.now()+parkRecheck))
+			p.repark(q, min(q.heldUntil, p.now()+parkRecheck))
 		} else {
 			p.slot(q, p.now())
 		}

@@ -24,6 +24,7 @@ type queue struct {
 	head, tail *task
 	n          int
 	where      where
+	parkedAt   uint32        // parked: the pool's count of parks when it was parked
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
 	holder     *task         // admitting: the task whose first call it waits for
@@ -110,11 +111,16 @@ func (f *fifo[T]) pop() T {
 	return v
 }
 
-// parkedHeap is the parked queues, soonest first.
+// parkedHeap is the parked queues, soonest first, and of those due at the
+// same time (scopes waiting for the same token of a bucket they share)
+// the one parked first: the others then take the token in turn.
 type parkedHeap []*queue
 
-func (h parkedHeap) Len() int           { return len(h) }
-func (h parkedHeap) Less(i, j int) bool { return h[i].wakeAt < h[j].wakeAt }
+func (h parkedHeap) Len() int { return len(h) }
+func (h parkedHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.wakeAt < b.wakeAt || a.wakeAt == b.wakeAt && int32(a.parkedAt-b.parkedAt) < 0 // wraps around
+}
 func (h parkedHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heap, h[j].heap = i, j

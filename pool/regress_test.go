@@ -9,6 +9,9 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -347,6 +350,52 @@ func TestAQueueHeldByARefusalSeesItsBreakerOpen(t *testing.T) {
 		took, at := time.Since(start), <-opened
 		if !errors.Is(err, resilience.ErrCircuitOpen) || took > at+parkRecheck || ledger.Count(resilience.LossSkipped) != 1 {
 			t.Fatalf("the breaker opened at %v, the scan ended at %v (want within %v); Wait: %v; ledger %q", at, took, parkRecheck, err, ledger.Describe())
+		}
+	})
+}
+
+// Scopes that share a bucket (the operations of a service paced as one)
+// take its tokens in turn: each waits for the same token, and the one
+// that waited longest goes first. Here three operations of a service at
+// 1 rps, 8 tasks each, 4 workers: any 5 calls in a row have one of each.
+// Before, the parked queues due at the same time came out of the heap in
+// no fair order (last in, first out), and one operation waited while the
+// other two took 16 tokens in turn ("ABABABABABABABABCCCCCCCC"); and a
+// queue whose first call lost the token to another scope's parked again
+// behind the others.
+func TestScopesSharingABucketTakeItsTokensInTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := resilience.Config{}
+		cfg.AWS.Services = map[string]resilience.ServiceConfig{"shared": {MaxRPS: 1, Burst: 1}}
+		g, err := resilience.NewGovernor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var mu sync.Mutex
+		var order []string
+		for range 8 {
+			for _, op := range []string{"A", "B", "C"} {
+				s := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "shared", Operation: op}
+				p.Go(ctx, s, func(ctx context.Context) error {
+					return resilience.Do(ctx, s, func(context.Context) error {
+						mu.Lock()
+						defer mu.Unlock()
+						order = append(order, op)
+						return nil
+					}, resilience.WithGovernor(g))
+				})
+			}
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		// While each scope has tasks left, none waits more than a round
+		// (and the start's: the first calls race for the first token).
+		for i := 0; i+5 <= 21; i++ {
+			if w := order[i : i+5]; len(slices.Compact(slices.Sorted(slices.Values(w)))) != 3 {
+				t.Fatalf("calls %d-%d are %v, not one of each scope: %s", i+1, i+5, w, strings.Join(order, ""))
+			}
 		}
 	})
 }
