@@ -1632,8 +1632,9 @@ func TestQueueTransitions(t *testing.T) {
 			verb: func(r *rig, t *task) { r.finish(t, nil) },
 		},
 		{
-			// The governor refused the queue's head until then.
-			name: "parked stays parked at a task's end within its refusal's wait", from: parked, to: parked, queued: 1,
+			// Looked at again: its task may have opened the breaker (pick
+			// parks it again otherwise, the refusal's wait not over).
+			name: "parked to inRing at a task's end within its refusal's wait", from: parked, to: inRing, queued: 1,
 			setup: func(r *rig) *task {
 				r.submit(sc)
 				t := toAdmitting(r)

@@ -570,12 +570,12 @@ func (p *Pool) finish(t *task, err error) {
 		q.done++
 		p.done++
 	}
-	if ran && q.where == parked && p.now() >= q.heldUntil {
+	if ran && q.where == parked {
 		// A task of a parked scope ended: what it met may have changed
 		// the scope (a breaker that opened on a dead scope, whose queue
 		// then fails fast now rather than at the time its tokens gave).
-		// Not before the wait a refusal gave, though: the governor
-		// refused the queue's head until then.
+		// A queue a refusal holds is parked again by pick, keeping its
+		// turn, unless its breaker opened.
 		p.unpark(q)
 	}
 	p.settle()

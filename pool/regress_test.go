@@ -399,3 +399,38 @@ func TestScopesSharingABucketTakeItsTokensInTurn(t *testing.T) {
 		}
 	})
 }
+
+// A queue held by a refusal of its head is asked about again as soon as a
+// task of it ends, as the package's doc says of any waiting queue: here
+// the task ends throttled at 2.5 s, the second failure in a row opens the
+// breaker (threshold 2), and the queue fails fast then. Before, it waited
+// for its next look, at 3 s.
+func TestAQueueHeldByARefusalSeesItsTaskOpenTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 2}})
+		s := scope("dead")
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(2), WithGovernor(g))
+		start := time.Now()
+		var ended time.Duration
+		p.Go(pctx, s, func(ctx context.Context) error {
+			defer func() { ended = time.Since(start) }()
+			return resilience.Do(ctx, s, func(context.Context) error {
+				time.Sleep(2500 * time.Millisecond)
+				return &apiErr{code: "Throttling", status: 400}
+			}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		})
+		var runs atomic.Int64
+		p.Go(pctx, s, func(ctx context.Context) error {
+			if runs.Add(1) == 1 {
+				pause(t, g, s, 60*time.Second) // at 1 s: the first call is refused, and holds the queue
+			}
+			return call(g, s, 0)(ctx)
+		})
+		err := p.Wait()
+		took := time.Since(start)
+		if !errors.Is(err, resilience.ErrCircuitOpen) || runs.Load() != 2 || took != ended || ledger.Count(resilience.LossSkipped) != 1 {
+			t.Fatalf("the first task ended at %v, the scan at %v; %d runs of the second; Wait: %v; ledger %q", ended, took, runs.Load(), err, ledger.Describe())
+		}
+	})
+}
