@@ -346,6 +346,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"outside":  m.outsideCall,
 		"progress": m.progress,
 		"cancel":   m.cancelPool,
+		"reset":    m.reset,
 	}
 }
 
@@ -703,6 +704,18 @@ func (m *machine) progress(rt *rapid.T) {
 		}
 	}
 	_ = pr.String()
+}
+
+// reset has the governor forget what it learned (rates, pauses, breakers)
+// while the pool runs, rarely.
+func (m *machine) reset(rt *rapid.T) {
+	if rapid.IntRange(0, 4).Draw(rt, "roll") != 0 {
+		return
+	}
+	step("reset")
+	m.gov.Reset()
+	reach("step: reset")
+	synctest.Wait()
 }
 
 // cancelPool cancels the pool's parent context, rarely, and once.
