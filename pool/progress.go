@@ -19,7 +19,9 @@ import (
 type Progress struct {
 	Queued, Running, Done, Failed int
 	// Deferred counts the first calls the governor refused before sending
-	// (the scope was busy after all) and whose tasks ran again later.
+	// (the scope was busy after all) and whose tasks went back to their
+	// queues to run again; one that a stop drops before it runs again is
+	// counted in Dropped too.
 	Deferred int
 	// Dropped counts the tasks a stopped pool never ran.
 	Dropped int

@@ -434,3 +434,30 @@ func TestAQueueHeldByARefusalSeesItsTaskOpenTheBreaker(t *testing.T) {
 		}
 	})
 }
+
+// A task whose first call was refused goes back to its queue, counted in
+// Deferred; a stop that drops it before it runs again counts it in
+// Dropped too, and it ran once.
+func TestADeferredTaskDroppedByAStopIsCountedInBoth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		s := scope("s")
+		parent, cancel := context.WithCancel(context.Background())
+		p, pctx := New(parent, Workers(2), WithGovernor(g))
+		var runs atomic.Int64
+		p.Go(pctx, s, func(ctx context.Context) error {
+			if runs.Add(1) == 1 {
+				pause(t, g, s, 60*time.Second)
+			}
+			return call(g, s, 0)(ctx)
+		})
+		synctest.Wait()
+		cancel()
+		if err := p.Wait(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait: %v, want context.Canceled", err)
+		}
+		if pr := p.Progress(); pr.Deferred != 1 || pr.Dropped != 1 || pr.Done+pr.Failed != 0 || runs.Load() != 1 {
+			t.Fatalf("progress %+v after %d runs, want 1 deferred, 1 dropped, 1 run", pr, runs.Load())
+		}
+	})
+}
