@@ -170,7 +170,11 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // scope can go, from the start: it should do nothing before that call
 // that must not be done twice, and return the call's error (a task that
 // panics, or calls runtime.Goexit, after such a refusal ends failed all
-// the same: it is not run again). A task whose
+// the same: it is not run again). Its queue runs nothing before the wait
+// the refusal gave has passed, unless its scope's breaker opens (its
+// calls then fail fast); a Governor.Reset during that wait does not
+// shorten it, though the governor forgot the pause or rate it came
+// from. A task whose
 // ctx is done by the time its turn comes is dropped, not run (recorded as
 // cancelled in the ledger ctx carries), and Wait returns ctx's cause with
 // the errors. Go does not block. It panics once Wait has returned.
@@ -245,11 +249,13 @@ func (p *Pool) runTask(t *task) (ok bool) {
 	return true
 }
 
-// didNotReturn reports whether err is the error of a task that did not
-// return: it panicked, or called runtime.Goexit.
+// didNotReturn reports whether err, a task's end as run reports it, says
+// the task did not return: it panicked (run's own PanicError, not one the
+// task returned, from a pool of its own say), or called runtime.Goexit. It
+// calls no method of err: the pool's lock is held.
 func didNotReturn(err error) bool {
-	var pe *PanicError
-	return err == ErrGoexit || errors.As(err, &pe)
+	_, panicked := err.(*PanicError)
+	return err == ErrGoexit || panicked
 }
 
 // ErrGoexit is the error of a task that called runtime.Goexit (as

@@ -802,29 +802,3 @@ func TestADeferredTaskDroppedByAStopIsCountedInBoth(t *testing.T) {
 		}
 	})
 }
-
-// A queue held by a refusal of its head sees a Reset that forgets the
-// pause the refusal waited for within parkRecheck, as a queue parked by
-// Delay does: the task runs then, not when the forgotten pause would have
-// ended. It waits the whole refusal's wait (here 60 s): skipped until it
-// is decided whether a refusal's wait may be cut short when the governor
-// says the scope can go sooner (Admission.Deferred says the task runs
-// again after the wait; the pool's model holds it to that).
-func TestAQueueHeldByARefusalSeesAReset(t *testing.T) {
-	t.Skip("open: a refusal's wait outlives a Reset (see the doc comment)")
-	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, 100, resilience.Config{})
-		s := scope("s")
-		p, runs := heldByARefusal(g, nil, s, func() { pause(t, g, s, 60*time.Second) })
-		if runs.Load() != 1 || p.Progress().Deferred != 1 {
-			t.Fatalf("%d runs, progress %v: the first call was not refused", runs.Load(), p.Progress())
-		}
-		time.Sleep(time.Second)
-		g.Reset()
-		start := time.Now()
-		err := p.Wait()
-		if took := time.Since(start); err != nil || runs.Load() != 2 || took > parkRecheck {
-			t.Fatalf("Wait: %v after %v (want at most %v), %d runs", err, took, parkRecheck, runs.Load())
-		}
-	})
-}

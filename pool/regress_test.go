@@ -408,3 +408,58 @@ func TestAQueueHeldByARefusalSeesItsTaskOpenTheBreaker(t *testing.T) {
 		}
 	})
 }
+
+// lockSeer is a task's error whose As notes whether its pool's lock was
+// held when it was called: an error type with methods of its own may
+// reach back into the pool (its Progress, say), which would deadlock then.
+type lockSeer struct {
+	p      *Pool
+	locked *atomic.Bool
+}
+
+func (e lockSeer) Error() string { return "failed after the refusal" }
+func (e lockSeer) As(any) bool {
+	if e.p.mu.TryLock() {
+		e.p.mu.Unlock()
+	} else {
+		e.locked.Store(true)
+	}
+	return false
+}
+func (e lockSeer) Unwrap() error { return &PanicError{Value: "a pool of the task's own"} }
+
+// A task whose first call was refused and that returned (not panicked) runs
+// again, whatever its error wraps: the pool calls no method of the error
+// under its lock (before, errors.As did: an error whose As read the pool's
+// Progress deadlocked the pool), and a PanicError the task returned
+// (a pool of its own, say) is not the task's own panic (before, the task
+// ended failed, not run again).
+func TestATaskReturningAfterARefusalRunsAgainWhateverItsError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		sc := scope("op")
+		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		var runs atomic.Int64
+		var locked atomic.Bool
+		p.Go(ctx, sc, func(ctx context.Context) error {
+			if runs.Add(1) > 1 {
+				return nil
+			}
+			// Someone outside the pool takes the token first.
+			if err := call(g, sc, 0)(context.Background()); err != nil {
+				return err
+			}
+			if err := call(g, sc, 0)(ctx); err != nil {
+				return lockSeer{p, &locked}
+			}
+			return nil
+		})
+		if err := p.Wait(); err != nil || runs.Load() != 2 || locked.Load() {
+			t.Fatalf("Wait: %v after %d runs, the error's As called under the pool's lock: %v; want nil after 2 runs (the refused one again), no method of the error called under the lock",
+				err, runs.Load(), locked.Load())
+		}
+		if pr := p.Progress(); pr.Done != 1 || pr.Deferred != 1 {
+			t.Fatalf("progress %+v, want 1 done, 1 deferred", pr)
+		}
+	})
+}
