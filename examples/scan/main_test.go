@@ -466,3 +466,30 @@ func TestFIFORunsSubmittedTasks(t *testing.T) {
 		t.Errorf("ran %d tasks, at most %d at once; want 60, %d", ran, most, workers)
 	}
 }
+
+// The progress line is cleared last: no tick of a run's progress comes
+// after the run has ended and cleared it (it would print a progress line
+// over the report). Here each progress line takes a second to write, as
+// on a slow terminal; before, a tick still writing when the run ended
+// wrote its line after the clear.
+func TestProgressIsClearedLast(t *testing.T) {
+	o := testOptions("-limit", "2")(t) // seconds long: ticks come
+	var mu sync.Mutex
+	var lines []string
+	synctest.Test(t, func(t *testing.T) {
+		progress := func(line string) {
+			if line != "" {
+				time.Sleep(time.Second)
+			}
+			mu.Lock()
+			lines = append(lines, line)
+			mu.Unlock()
+		}
+		if _, err := run(context.Background(), io.Discard, progress, o); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(lines) < 2 || lines[len(lines)-1] != "" {
+		t.Fatalf("progress lines %q: want ticks, the clear last", lines)
+	}
+}

@@ -240,9 +240,15 @@ func (s *scanner) scan(ctx context.Context, progress func(calls int64, elapsed t
 	}
 	r.start = time.Now()
 	if progress != nil {
+		// Stopped and waited for before scan returns: a tick late after
+		// it would print a progress line over the report.
 		stop := make(chan struct{})
+		var ticking sync.WaitGroup
+		defer ticking.Wait()
 		defer close(stop)
+		ticking.Add(1)
 		go func() {
+			defer ticking.Done()
 			t := time.NewTicker(500 * time.Millisecond)
 			defer t.Stop()
 			for {
