@@ -39,18 +39,36 @@ func freePort(t *testing.T) int {
 	// as its own and connect to itself (a TCP simultaneous open), which
 	// then answers like a live server: Sentinel saw the killed master come
 	// back, and the store never noticed it had died.
+	//
+	// A port once returned is never returned again: a test starts its
+	// servers after picking all their ports, and two picks of one port
+	// (free at both) left a replica unable to bind while its wait for a
+	// listener found the primary there (TestSentinelFailover: "bind:
+	// Address already in use").
+	givenMu.Lock()
+	defer givenMu.Unlock()
 	for range 1000 {
 		port := 20000 + rand.IntN(12000)
+		if given[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue
 		}
 		ln.Close()
+		given[port] = true
 		return port
 	}
 	t.Fatal("no free port in 20000-31999")
 	return 0
 }
+
+// given holds the ports freePort returned.
+var (
+	givenMu sync.Mutex
+	given   = map[int]bool{}
+)
 
 // server is a redis-server process a test started.
 type server struct {
@@ -122,4 +140,18 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// freePort never returns a port twice, though each it returns is free
+// again at once: without that, 500 picks of 12,000 ports all but
+// certainly repeat one.
+func TestFreePortReturnsEachPortOnce(t *testing.T) {
+	seen := map[int]bool{}
+	for range 500 {
+		p := freePort(t)
+		if seen[p] {
+			t.Fatalf("port %d returned twice", p)
+		}
+		seen[p] = true
+	}
 }
