@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/clocktest"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -31,30 +31,6 @@ func ec2Estate(n int) []resilience.Scope {
 			Service: "ec2", Operation: fmt.Sprintf("Describe%d", i/300)}
 	}
 	return s
-}
-
-// manualClock is a clock that moves only when told, so that minutes of
-// idleness take no time; its Sleep moves it.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.Advance(d)
-	return ctx.Err()
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // fill makes a governor holding scopes, each called once. Its IAM leaves
@@ -168,7 +144,7 @@ func BenchmarkReclaim(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			for b.Loop() {
-				clock := &manualClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+				clock := clocktest.Start(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 				base := heap()
 				g := fill(b, scopes, resilience.WithClock(clock))
 				full := heap()

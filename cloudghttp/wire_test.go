@@ -117,28 +117,12 @@ func TestConnectionClosedOverLoopbackIsRetried(t *testing.T) {
 // transport retries by itself only the requests the GOAWAY says were not
 // processed.
 func TestGoAwayWithTheRequestInFlightIsRetried(t *testing.T) {
-	srv := httptest.NewUnstartedServer(&fakeAPI{})
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	addr, conns := failFirstConnection(t, &loopbackServer{Server: srv}, func(c net.Conn) {
-		_, _ = io.ReadFull(c, make([]byte, len(http2Preface)))
-		_, _ = c.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // SETTINGS, empty
-		for hdr := make([]byte, 9); ; {
-			if _, err := io.ReadFull(c, hdr); err != nil {
-				return
-			}
-			if _, err := io.CopyN(io.Discard, c, int64(hdr[0])<<16|int64(hdr[1])<<8|int64(hdr[2])); err != nil || hdr[3] == 1 {
-				break // the request's HEADERS frame is in
-			}
-		}
+	addr, conns := failFirstConnection(t, h2cLoopback(t), func(c net.Conn) {
+		serveHeaders(c, func([]byte) bool { return false }) // until the request's HEADERS
 		// GOAWAY, last stream 1 (the request's), NO_ERROR; then the close.
 		_, _ = c.Write([]byte{0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0})
 	})
-	tr := &http.Transport{Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(tr.CloseIdleConnections)
+	tr := h2cTransport(t)
 	gov := newGov(t, resilience.Config{})
 	ctx, stats := resilience.WithStats(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/items", nil)
@@ -156,39 +140,21 @@ func TestGoAwayWithTheRequestInFlightIsRetried(t *testing.T) {
 // (it failed the request midway) fails it with an error net/http never
 // retries; the GET is retried, here on the same connection, and answered.
 func TestStreamResetWithInternalErrorIsRetried(t *testing.T) {
-	srv := httptest.NewUnstartedServer(&fakeAPI{})
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
-	t.Cleanup(srv.Close)
 	var streams atomic.Int32
-	addr, conns := failFirstConnection(t, &loopbackServer{Server: srv}, func(c net.Conn) {
-		_, _ = io.ReadFull(c, make([]byte, len(http2Preface)))
-		_, _ = c.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // SETTINGS, empty
-		for hdr := make([]byte, 9); ; {
-			if _, err := io.ReadFull(c, hdr); err != nil {
-				return
-			}
-			if _, err := io.CopyN(io.Discard, c, int64(hdr[0])<<16|int64(hdr[1])<<8|int64(hdr[2])); err != nil {
-				return
-			}
-			if hdr[3] != 1 {
-				continue // not a HEADERS frame
-			}
-			id := hdr[5:9]
+	addr, conns := failFirstConnection(t, h2cLoopback(t), func(c net.Conn) {
+		serveHeaders(c, func(id []byte) bool {
 			if streams.Add(1) == 1 {
 				// RST_STREAM on the request's stream, INTERNAL_ERROR (2).
 				_, _ = c.Write(append([]byte{0, 0, 4, 3, 0, id[0], id[1], id[2], id[3]}, 0, 0, 0, 2))
-				continue
+				return true
 			}
 			// HEADERS, END_STREAM|END_HEADERS, ":status: 200" (HPACK's
 			// static entry 8); then wait for the client to close.
 			_, _ = c.Write([]byte{0, 0, 1, 1, 5, id[0], id[1], id[2], id[3], 0x88})
-		}
+			return true
+		})
 	})
-	tr := &http.Transport{Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(tr.CloseIdleConnections) // before the listener's: ends first
+	tr := h2cTransport(t) // its cleanup before the listener's: ends first
 	gov := newGov(t, resilience.Config{})
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		streams.Store(0)
@@ -212,6 +178,48 @@ func TestStreamResetWithInternalErrorIsRetried(t *testing.T) {
 		if resp.StatusCode != 200 || resp.ProtoMajor != 2 || streams.Load() != 2 || conns.Load() != 1 || tot.TransientErrors != 1 {
 			t.Fatalf("GET: %s %d after %d streams on %d connections, totals %v; want HTTP/2 200 after 2 streams on 1, one transient error",
 				resp.Proto, resp.StatusCode, streams.Load(), conns.Load(), tot)
+		}
+	}
+}
+
+// h2cLoopback is an HTTP/2 server without TLS (h2c) on 127.0.0.1 that
+// answers as fakeAPI does.
+func h2cLoopback(t *testing.T) *loopbackServer {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(&fakeAPI{})
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &loopbackServer{Server: srv}
+}
+
+// h2cTransport is net/http's transport speaking HTTP/2 without TLS; its
+// idle connections close when the test ends.
+func h2cTransport(t *testing.T) *http.Transport {
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+// serveHeaders plays the server's side of an HTTP/2 connection by hand:
+// it reads the client's preface, sends an empty SETTINGS frame, and reads
+// the frames that follow, passing the stream ID (4 bytes) of each HEADERS
+// frame, a request, to request, until request returns false or the
+// connection ends.
+func serveHeaders(c net.Conn, request func(id []byte) bool) {
+	_, _ = io.ReadFull(c, make([]byte, len(http2Preface)))
+	_, _ = c.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // SETTINGS, empty
+	for hdr := make([]byte, 9); ; {
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			return
+		}
+		if _, err := io.CopyN(io.Discard, c, int64(hdr[0])<<16|int64(hdr[1])<<8|int64(hdr[2])); err != nil {
+			return
+		}
+		if hdr[3] == 1 && !request(hdr[5:9]) { // HEADERS
+			return
 		}
 	}
 }

@@ -3,12 +3,12 @@ package test
 import (
 	"context"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
+	"github.com/cloudg/cloudg/internal/clocktest"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -266,30 +266,6 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 	})
 }
 
-// manualClock is a governor's clock that moves only when told (advance),
-// or by as much as a caller sleeps.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.advance(d)
-	return ctx.Err()
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // A scope whose breaker learned something while Redis did not answer is
 // kept until it is written back: the governor does not drop it when it goes
 // idle during the outage, and its failure reaches the fleet when Redis
@@ -300,7 +276,7 @@ func TestAScopeIdleDuringAnOutageIsWrittenBack(t *testing.T) {
 		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 3, BreakerCooldownSeconds: 60, BreakerMaxCooldownSeconds: 240}}
-		clock := &manualClock{t: time.Now()}
+		clock := clocktest.Start(time.Now())
 		rdb := at(px.Addr()).client()
 		st := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(100*time.Millisecond),
 			fleet.WithTimeout(100*time.Millisecond))
@@ -321,7 +297,7 @@ func TestAScopeIdleDuringAnOutageIsWrittenBack(t *testing.T) {
 		if err := p.do(t, vpcs, func(context.Context) error { return transient }, once); err == nil {
 			t.Fatal("the failing call succeeded")
 		}
-		clock.advance(2 * time.Minute) // vpcs idle past WithReclaimAfter
+		clock.Advance(2 * time.Minute) // vpcs idle past WithReclaimAfter
 		other := vpcs
 		other.Operation = "DescribeSubnets"
 		for range 3 { // calls take the reclaimer's steps
