@@ -146,9 +146,12 @@
 // the whole fleet was served. As in process, a first event less than a
 // second after counting began measures nothing (what was served then is
 // mostly the provider's burst, whose counts from the other processes may
-// not be in Redis yet) and moves the rate to bucket.GoodputCap of itself.
+// not be in Redis yet); it moves the rate to bucket.GoodputCap of itself.
 // The goodput controller's sprint (doubling the rate when the queue of
-// callers shows the demand ending) is the one rule fleet mode leaves out:
-// the callers queued in a fleet hold tokens leased at fixed times, which a
-// rate change does not move, so a sprint would reach none of them.
+// callers shows the demand ending) is a rule fleet mode leaves out: the
+// callers queued in a fleet hold tokens leased at fixed times, which a
+// rate change does not move, so a sprint would reach none of them. Its
+// moving mode (draining at twice the rate every few seconds once the limit
+// was seen to move; in process that first event halves the rate and
+// starts it) is not in the shared leaf's script either.
 package fleet

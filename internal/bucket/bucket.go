@@ -85,6 +85,7 @@ type learned struct {
 	climbs       int           // the goodput controller's climbs since the last throttle
 	queuePeak    float64       // the goodput controller's longest queue, in tokens, since the last throttle
 	sprinting    bool          // the goodput controller sprinted since the last throttle
+	mv           moving        // the goodput controller's moving mode
 	wake         chan struct{} // closed at the next change; made by the first caller to wait
 }
 
@@ -257,15 +258,16 @@ func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased boo
 	rate = b.ep.Load().p.rate
 	if b.cfg.adaptive && now-l.lastDecrease >= DecreaseInterval {
 		l.lastDecrease = now
-		r := rate * DecreaseFactor
+		r, back := rate*DecreaseFactor, false
 		if b.goodput != nil {
-			r = b.goodput.rate(now, rate)
+			r, back = l.mv.event(b.goodput.rate(now, rate), rate, b.cfg.ceiling)
 		}
 		if r = math.Max(b.cfg.floor, r); r < rate {
 			rate, decreased = r, true
 		}
-		b.setRate(now, rate, true)
+		b.setRate(now, rate, true, back)
 	}
+	l.mv.draining = false // a throttle ends a drain, event or not
 	b.pause(now, pause)
 	return rate, decreased
 }
@@ -301,8 +303,9 @@ func (b *Bucket) pause(now, pause time.Duration) {
 // throttle, an AIMD bucket below its ceiling gains IncreaseStep of the
 // ceiling (at least MinIncrease), at most once per IncreaseInterval; a
 // goodput bucket climbs after GoodputQuiet, once per GoodputClimbInterval,
-// by a step that doubles with each climb (see GoodputStep), and sprints
-// when its queue of callers shows the demand ending (see
+// by a step that doubles with each climb (see GoodputStep), or drains
+// instead once the limit was seen to move (see GoodputDrainQuiet), and
+// sprints when its queue of callers shows the demand ending (see
 // GoodputSprintQuiet). It returns the rate and whether this call
 // increased it.
 func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
@@ -316,6 +319,16 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 		b.goodput.count(now)
 		if rate, increased = b.sprint(now, rate); increased || b.l != nil && b.l.sprinting {
 			return rate, increased // no climb during a sprint
+		}
+		if b.l != nil {
+			r, held := b.l.mv.success(now, b.l.lastThrottle, rate, b.cfg.ceiling)
+			if r > 0 {
+				b.setRate(now, r, false, false)
+				return r, true
+			}
+			if held {
+				return rate, false // a moving bucket drains instead of climbing
+			}
 		}
 	}
 	lastThrottle, lastIncrease := never, never
@@ -333,7 +346,7 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 			l.climbs++
 		}
 		rate = math.Min(b.cfg.ceiling, rate+math.Max(step*b.cfg.ceiling, MinIncrease))
-		b.setRate(now, rate, false)
+		b.setRate(now, rate, false, false)
 		l.lastIncrease = now
 		increased = true
 	}
@@ -347,8 +360,9 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 // order either way, and the next caller queues behind them at the new
 // rate. A halved rate thus holds the whole queue to it, instead of
 // letting the callers already waiting go at the rate that was throttled.
-// mu must be held.
-func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
+// With back, the queue also moves back by one interval at the new rate
+// (the goodput controller's moving mode). mu must be held.
+func (b *Bucket) setRate(now time.Duration, r float64, drain, back bool) {
 	e := b.ep.Load()
 	old := e.p
 	np := b.cfg.initial
@@ -357,8 +371,11 @@ func (b *Bucket) setRate(now time.Duration, r float64, drain bool) {
 	}
 	at := max(now, e.paused)
 	var m *move
-	if np.interval != old.interval {
+	if np.interval != old.interval || back {
 		m = rescale(at, old.interval, np.interval)
+		if back {
+			m.shift = np.interval
+		}
 	}
 	b.supersede(np, e.paused, func(t time.Duration) time.Duration {
 		if t >= at { // a queue

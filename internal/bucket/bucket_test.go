@@ -350,31 +350,35 @@ func TestGoodputWithNothingServedHalves(t *testing.T) {
 // burst's other requests, sent together with the throttled one, may not be
 // counted yet (in process they are told in any order; a fleet's counts
 // reach Redis up to a slot later). That event measures nothing: the rate
-// moves to GoodputCap of itself, not to the few successes counted over a
-// second (here 5 of the provider's 20: 0.99 x 5 = 4.95 rps for the rest
-// of the run, the collapse the fleet test showed), and the next event
-// measures from it. A first event a second or more after counting began
-// measures as before, few successes or none.
+// moves to GoodputFirstShare of itself and the bucket to the moving mode
+// (whose first drain finds the limit), not to the few successes counted
+// over a second (here 5 of the provider's 20: 0.99 x 5 = 4.95 rps for the
+// rest of the run, the collapse the fleet test showed), and the next event
+// measures from it. With nothing counted the event halves the rate, as any
+// event that counted nothing, and the bucket stays steady. A first event a
+// second or more after counting began measures as before, few successes or
+// none, and the bucket stays steady.
 func TestGoodputFirstEventWithinASecondMeasuresNothing(t *testing.T) {
 	for _, told := range []int{5, 19, 0} {
 		b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
 		for i := range time.Duration(told) {
 			b.Success(i * sec / 400) // the burst's answers told by 0.05 s
 		}
-		want := GoodputCap * 20
+		want, moving := GoodputFirstShare*20, true
 		if told == 0 {
-			want = DecreaseFactor * 20 // nothing served: halved, as any event that counted nothing
+			want, moving = DecreaseFactor*20, false // nothing served: halved, as any event that counted nothing
 		}
-		if r, dec := b.Throttle(sec/10, 0); !dec || r != want {
-			t.Fatalf("%d successes told: rate %v (decreased %v) after a first event 0.1 s after counting began, want %v, not %v",
-				told, r, dec, want, GoodputShare*float64(told))
+		if r, dec := b.Throttle(sec/10, 0); !dec || r != want || b.l.mv.on != moving {
+			t.Fatalf("%d successes told: rate %v (decreased %v, moving %v) after a first event 0.1 s after counting began, want %v (moving %v), not %v",
+				told, r, dec, b.l.mv.on, want, moving, GoodputShare*float64(told))
 		}
-		for i := range time.Duration(24) {
-			b.Success(sec/5 + i*sec/12) // 12 a second from 0.2 s, the slot after the event
+		for i := range time.Duration(16) {
+			b.Success(sec/5 + i*sec/8) // 8 a second from 0.2 s, the slot after the event
 		}
-		// 24 served over the 2 s since that slot: 0.99 x 12, not above
-		// the cap of the rate.
-		want = math.Min(GoodputShare*12, GoodputCap*want)
+		// 16 served over the 2 s since that slot: 0.99 x 8, under the cap
+		// of the rate (0.97 x 10). Counting from the first event (0.1 s)
+		// or the burst's successes too would give another rate.
+		want = GoodputShare * 8
 		if r, dec := b.Throttle(2200*time.Millisecond, 0); !dec || math.Abs(r-want) > 1e-9 {
 			t.Fatalf("%d successes told: rate %v (decreased %v) at the second event, want %v", told, r, dec, want)
 		}
@@ -387,8 +391,8 @@ func TestGoodputFirstEventWithinASecondMeasuresNothing(t *testing.T) {
 		for i := range time.Duration(c.told) {
 			b.Success(i * sec / 100)
 		}
-		if r, _ := b.Throttle(1250*time.Millisecond, 0); math.Abs(r-c.want) > 1e-9 {
-			t.Fatalf("%d successes told: rate %v after a first event 1.25 s after counting began, want %v", c.told, r, c.want)
+		if r, _ := b.Throttle(1250*time.Millisecond, 0); math.Abs(r-c.want) > 1e-9 || b.l.mv.on {
+			t.Fatalf("%d successes told: rate %v (moving %v) after a first event 1.25 s after counting began, want %v (steady)", c.told, r, b.l.mv.on, c.want)
 		}
 	}
 }
@@ -556,14 +560,15 @@ func TestReservationsRacingChangesKeepTheirOrder(t *testing.T) {
 
 func TestGoodputMeasuresSinceThePreviousDecrease(t *testing.T) {
 	// A burst of 90 successes in the first 0.2 s, then 10 a second. The
-	// first throttle only caps the rate (0.97 x 40); the second measures
-	// what was served since the first, not the burst before it.
+	// first throttle, 0.2 s after counting began, measures nothing: it
+	// moves the rate to GoodputFirstShare of itself (0.5 x 40); the second
+	// measures what was served since the first, not the burst before it.
 	b := New(Spec{Rate: 40, Burst: 100, Floor: 0.2, Goodput: true}, 0)
 	for i := range time.Duration(90) {
 		b.Success(i * sec / 450)
 	}
-	if r, _ := b.Throttle(sec/5, 0); math.Abs(r-GoodputCap*40) > 1e-9 {
-		t.Fatalf("first decrease to %v, want %v (capped at %v x 40)", r, GoodputCap*40, GoodputCap)
+	if r, _ := b.Throttle(sec/5, 0); math.Abs(r-GoodputFirstShare*40) > 1e-9 {
+		t.Fatalf("first decrease to %v, want %v (%v x 40)", r, GoodputFirstShare*40, GoodputFirstShare)
 	}
 	for i := range time.Duration(15) {
 		b.Success(sec/5 + sec/20 + i*sec/10) // 10 a second from 0.25 s

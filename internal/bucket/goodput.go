@@ -10,7 +10,9 @@ import (
 // successes, never above GoodputCap of the current rate; after
 // GoodputQuiet without a throttle it climbs once per GoodputClimbInterval,
 // by GoodputStep of the ceiling at first and by twice the last step at
-// each climb after it, until the next throttle or the ceiling.
+// each climb after it, until the next throttle or the ceiling. Once the
+// limit was seen to move, it drains instead of climbing (see
+// GoodputDrainQuiet: the moving mode).
 //
 // The climb probes for capacity the provider gave back (a second tenant of
 // the limit that slowed down or stopped): the decrease already put the
@@ -29,9 +31,7 @@ import (
 // successes of the last GoodputWindow to 2 x GoodputWindow seconds, which
 // bounds it by what the client sent (usually the cap then decides); one
 // less than a second after counting began, with successes counted,
-// measures nothing and moves to GoodputCap of the rate (see goodputLeast).
-// So
-// does an event after more than GoodputWindow without a success since the
+// measures nothing (see goodputLeast). So does an event after more than GoodputWindow without a success since the
 // previous event or success, whichever is later (an outage, an open
 // breaker, a pause, no demand): the client was not drawing on the
 // provider's bucket then, and the time since the previous event would
@@ -64,8 +64,9 @@ const (
 // GoodputSprintFall of the longest it was since that throttle (the demand
 // is ending) while still holding at least GoodputSprintQueue of tokens at
 // the current rate, the rate moves to GoodputSprintFactor times itself
-// (not above the ceiling) until the next throttle. No climb happens
-// during a sprint, and there is at most one between two throttles.
+// (GoodputMovingSprintFactor in the moving mode; not above the ceiling)
+// until the next throttle. No climb or drain happens during a sprint, no
+// sprint during a drain, and there is at most one between two throttles.
 //
 // Paced at GoodputShare of what the provider served, and finding a limit
 // that rose only when it climbs, the controller leaves part of the
@@ -135,7 +136,10 @@ const goodputWindow = GoodputWindow * time.Second
 // a second set the rate to them: at 20 rps with 64 callers, 19 counted of
 // 20 served gave 18.8 rps for the rest of the run in process, 17 of 21 in
 // a fleet 16.8 rps (goodput 86.4%). Such an event moves the rate to
-// GoodputCap of itself, and the next one measures from it. One with
+// GoodputFirstShare of itself and puts the bucket in the moving mode,
+// whose first drain finds the limit (fleet mode's shared buckets, which
+// have no moving mode, move to GoodputCap of the rate), and the next
+// event measures from it. One with
 // nothing counted halves the rate, as any event that counted nothing: a
 // scope that serves nothing (dead, or its limit taken by another tenant)
 // is not held near the rate it was throttled at (in the simulator's
@@ -166,13 +170,30 @@ func (s *served) count(now time.Duration) {
 	}
 }
 
-// rate is the rate the goodput controller moves to on a congestion event
-// at now, from rate: GoodputShare of the successes per second since the
-// previous event (or, for the first, over the current and the previous
-// window), never above GoodputCap of rate, and half of rate when nothing
-// was served; a first event less than goodputLeast after counting began
-// that counted successes measures nothing and moves to GoodputCap of rate.
-func (s *served) rate(now time.Duration, rate float64) float64 {
+// measurement is what a congestion event measured: the rate to move to,
+// and the provider's refill it was taken from.
+type measurement struct {
+	rate float64 // the rate the controller moves to
+
+	// refill is the successes per second since the previous event, over
+	// at least GoodputRiseSecs: 0 for the first event, one after a gap,
+	// or one sooner than that after the previous event, which measure
+	// the client's sending or too little to compare.
+	refill float64
+
+	// short says the event was a first one too soon after counting began
+	// to measure anything (see goodputLeast).
+	short bool
+}
+
+// rate measures a congestion event at now, from rate: it moves to
+// GoodputShare of the successes per second since the previous event (or,
+// for the first, over the current and the previous window), never above
+// GoodputCap of rate, and to half of rate when nothing was served; a first
+// event less than goodputLeast after counting began that counted successes
+// measures nothing and moves to GoodputCap of rate (Throttle then moves
+// it to GoodputFirstShare of rate: see moving.event).
+func (s *served) rate(now time.Duration, rate float64) measurement {
 	var n int64
 	since, first := s.from, s.from == 0
 	if !first {
@@ -193,11 +214,16 @@ func (s *served) rate(now time.Duration, rate float64) float64 {
 	secs := (now - since).Seconds()
 	switch {
 	case n == 0 || secs <= 0:
-		return rate * DecreaseFactor
+		return measurement{rate: rate * DecreaseFactor}
 	case first && secs < goodputLeast:
-		return GoodputCap * rate // too short to measure: see goodputLeast
+		return measurement{rate: GoodputCap * rate, short: true} // too short to measure: see goodputLeast
 	}
-	return math.Min(GoodputCap*rate, GoodputShare*float64(n)/math.Max(secs, goodputLeast))
+	refill := float64(n) / math.Max(secs, goodputLeast)
+	m := measurement{rate: math.Min(GoodputCap*rate, GoodputShare*refill)}
+	if !first && secs >= GoodputRiseSecs {
+		m.refill = refill
+	}
+	return m
 }
 
 // sprint applies the goodput controller's sprint rule at a success at
@@ -207,7 +233,7 @@ func (s *served) rate(now time.Duration, rate float64) float64 {
 // held.
 func (b *Bucket) sprint(now time.Duration, rate float64) (float64, bool) {
 	l := b.l
-	if l == nil || l.lastThrottle == never || l.sprinting {
+	if l == nil || l.lastThrottle == never || l.sprinting || l.mv.draining {
 		return rate, false
 	}
 	e, t := b.current()
@@ -221,7 +247,11 @@ func (b *Bucket) sprint(now time.Duration, rate float64) (float64, bool) {
 		return rate, false
 	}
 	l.sprinting = true
-	rate = math.Min(b.cfg.ceiling, GoodputSprintFactor*rate)
-	b.setRate(now, rate, false)
+	f := float64(GoodputSprintFactor)
+	if l.mv.on {
+		f = GoodputMovingSprintFactor
+	}
+	rate = math.Min(b.cfg.ceiling, f*rate)
+	b.setRate(now, rate, false, false)
 	return rate, true
 }

@@ -180,13 +180,17 @@ func absDur(d time.Duration) time.Duration { return max(d, -d) }
 // Random sequences of reservations, successes, throttles and pauses: the
 // rate stays between the floor and the ceiling; a sprint happens only
 // after a throttle, GoodputSprintQuiet after it, at most once before the
-// next, and doubles the rate (up to the ceiling); nothing else moves the
-// rate during one.
+// next, never during a drain of the moving mode, and moves the rate to
+// GoodputSprintFactor times itself (GoodputMovingSprintFactor in the
+// moving mode; up to the ceiling); nothing else moves the rate during
+// one. (Outside a sprint, climbs and the moving mode's drains move it:
+// TestGoodputMovingProperties checks those.)
 func TestGoodputSprintProperties(t *testing.T) {
-	sprints := 0
+	sprints, moving := 0, 0
 	defer func() {
-		if sprints == 0 {
-			t.Error("no sequence sprinted: the test checks nothing")
+		t.Logf("%d sprints, %d of them in the moving mode", sprints, moving)
+		if sprints == 0 || moving == 0 || moving == sprints {
+			t.Errorf("%d sprints, %d of them in the moving mode: the test checks too little", sprints, moving)
 		}
 	}()
 	rapid.Check(t, func(t *rapid.T) {
@@ -194,23 +198,44 @@ func TestGoodputSprintProperties(t *testing.T) {
 		b := New(Spec{Rate: ceiling, Burst: 40, Floor: 0.5, Goodput: true}, 0)
 		now := time.Duration(0)
 		lastThrottle, throttled, sprinted := time.Duration(0), false, false
+		if rapid.Bool().Draw(t, "burst") {
+			// A burst of demand that met the limit at once: the first
+			// event, too soon to measure, puts the bucket in the moving
+			// mode.
+			for range 5 {
+				b.Success(now)
+			}
+			now += 100 * time.Millisecond
+			b.Throttle(now, 0)
+			lastThrottle, throttled = now, true
+		}
 		check := func(t *rapid.T, now time.Duration) {
 			before := b.Snapshot(now).Rate
 			was := b.l != nil && b.l.sprinting
+			// The moving mode changes only at throttles: as it is before
+			// this success, it is at the sprint.
+			on, draining := b.l != nil && b.l.mv.on, b.l != nil && b.l.mv.draining
 			r, inc := b.Success(now)
 			is := b.l != nil && b.l.sprinting
 			switch {
 			case was && (inc || r != before):
 				t.Fatalf("rate %v -> %v (increased %v) during a sprint", before, r, inc)
 			case is && !was:
-				if !throttled || now-lastThrottle < GoodputSprintQuiet || sprinted {
-					t.Fatalf("sprint at %v: throttled %v (last at %v), sprinted before %v", now, throttled, lastThrottle, sprinted)
+				if !throttled || now-lastThrottle < GoodputSprintQuiet || sprinted || draining {
+					t.Fatalf("sprint at %v: throttled %v (last at %v), sprinted before %v, draining %v", now, throttled, lastThrottle, sprinted, draining)
 				}
-				if !inc || math.Abs(r-math.Min(ceiling, GoodputSprintFactor*before)) > 1e-9 {
-					t.Fatalf("sprint from %v to %v (increased %v)", before, r, inc)
+				f := float64(GoodputSprintFactor)
+				if on {
+					f = GoodputMovingSprintFactor
+				}
+				if !inc || math.Abs(r-math.Min(ceiling, f*before)) > 1e-9 {
+					t.Fatalf("sprint from %v to %v (increased %v; moving %v: want x%v)", before, r, inc, on, f)
 				}
 				sprinted = true
 				sprints++
+				if on {
+					moving++
+				}
 			}
 		}
 		t.Repeat(map[string]func(*rapid.T){
@@ -225,6 +250,16 @@ func TestGoodputSprintProperties(t *testing.T) {
 			"cancel": func(t *rapid.T) {
 				for range rapid.IntRange(1, 20).Draw(t, "n") {
 					b.Cancel(now)
+				}
+			},
+			// A burst of demand: a queue of a few seconds at the rate,
+			// then successes as it drains.
+			"demand": func(t *rapid.T) {
+				setQueue(b, now, rapid.Float64Range(1, 6).Draw(t, "secs")*b.Snapshot(now).Rate)
+				check(t, now)
+				for range rapid.IntRange(1, 30).Draw(t, "n") {
+					now += 200 * time.Millisecond
+					check(t, now)
 				}
 			},
 			// Successes while the queue drains: the demand ending.
