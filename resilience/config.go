@@ -57,10 +57,12 @@ type ProviderConfig struct {
 	// (additive increase, multiplicative decrease: the default) or
 	// "goodput" (opt-in: on a throttle, go to what the provider served
 	// since the previous throttle; after 8 s without one, probe upward by
-	// a step that doubles every second; when the queue of waiting callers
-	// shows the demand ending, double the rate until the next throttle, so
-	// that the last calls use what the provider stored; fleet mode leaves
-	// that last rule out).
+	// a step that doubles every second, or, once the limit was seen to
+	// move, by draining every few seconds at twice the rate until the next
+	// throttle; when the queue of waiting callers shows the demand ending,
+	// double the rate until the next throttle, so that the last calls use
+	// what the provider stored; fleet mode leaves the drains and that last
+	// rule out).
 	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
 
 	// The leaf bucket (per account x region x service, or operation).
