@@ -540,20 +540,7 @@ func TestGoodputMovingProperties(t *testing.T) {
 				exits++
 			}
 		}
-		t.Repeat(map[string]func(*rapid.T){
-			"wait": func(t *rapid.T) {
-				now += time.Duration(rapid.IntRange(1, 3000).Draw(t, "ms")) * time.Millisecond
-			},
-			"reserve": func(t *rapid.T) {
-				for range rapid.IntRange(1, 80).Draw(t, "n") {
-					b.Reserve(now)
-				}
-			},
-			"cancel": func(t *rapid.T) {
-				for range rapid.IntRange(1, 20).Draw(t, "n") {
-					b.Cancel(now)
-				}
-			},
+		t.Repeat(withQueueActions(b, &now, map[string]func(*rapid.T){
 			"pause": func(t *rapid.T) {
 				b.Pause(now, time.Duration(rapid.IntRange(1, 3000).Draw(t, "ms"))*time.Millisecond)
 			},
@@ -606,6 +593,6 @@ func TestGoodputMovingProperties(t *testing.T) {
 					t.Fatal("draining while steady")
 				}
 			},
-		})
+		}))
 	})
 }

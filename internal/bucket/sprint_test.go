@@ -238,20 +238,7 @@ func TestGoodputSprintProperties(t *testing.T) {
 				}
 			}
 		}
-		t.Repeat(map[string]func(*rapid.T){
-			"wait": func(t *rapid.T) {
-				now += time.Duration(rapid.IntRange(1, 3000).Draw(t, "ms")) * time.Millisecond
-			},
-			"reserve": func(t *rapid.T) {
-				for range rapid.IntRange(1, 80).Draw(t, "n") {
-					b.Reserve(now)
-				}
-			},
-			"cancel": func(t *rapid.T) {
-				for range rapid.IntRange(1, 20).Draw(t, "n") {
-					b.Cancel(now)
-				}
-			},
+		t.Repeat(withQueueActions(b, &now, map[string]func(*rapid.T){
 			// A burst of demand: a queue of a few seconds at the rate,
 			// then successes as it drains.
 			"demand": func(t *rapid.T) {
@@ -284,7 +271,7 @@ func TestGoodputSprintProperties(t *testing.T) {
 					t.Fatalf("rate %v outside [0.5, %v]", r, ceiling)
 				}
 			},
-		})
+		}))
 	})
 }
 
@@ -299,4 +286,25 @@ func BenchmarkGoodputSuccess(b *testing.B) {
 		bk.Reserve(now)
 		bk.Success(now)
 	}
+}
+
+// withQueueActions adds to actions, a rapid state machine's, the moves of
+// time and of the queue of callers every property test of a bucket makes:
+// time passing (up to 3 s), callers reserving tokens and callers giving
+// them back; *now is the state machine's clock.
+func withQueueActions(b *Bucket, now *time.Duration, actions map[string]func(*rapid.T)) map[string]func(*rapid.T) {
+	actions["wait"] = func(t *rapid.T) {
+		*now += time.Duration(rapid.IntRange(1, 3000).Draw(t, "ms")) * time.Millisecond
+	}
+	actions["reserve"] = func(t *rapid.T) {
+		for range rapid.IntRange(1, 80).Draw(t, "n") {
+			b.Reserve(*now)
+		}
+	}
+	actions["cancel"] = func(t *rapid.T) {
+		for range rapid.IntRange(1, 20).Draw(t, "n") {
+			b.Cancel(*now)
+		}
+	}
+	return actions
 }
