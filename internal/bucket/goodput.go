@@ -31,9 +31,10 @@ import (
 // successes of the last GoodputWindow to 2 x GoodputWindow seconds, which
 // bounds it by what the client sent (usually the cap then decides); one
 // less than a second after counting began, with successes counted,
-// measures nothing (see goodputLeast). So does an event after more than GoodputWindow without a success since the
-// previous event or success, whichever is later (an outage, an open
-// breaker, a pause, no demand): the client was not drawing on the
+// measures nothing (see goodputLeast). So does an event after more than
+// GoodputWindow without a success since the previous event or success,
+// whichever is later (an outage, an open breaker, a pause, no demand):
+// the client was not drawing on the
 // provider's bucket then, and the time since the previous event would
 // count it as a refill the provider never gave. The gap counts from the
 // previous event too, not only from the last success, so that a scope
@@ -191,8 +192,8 @@ type measurement struct {
 // for the first, over the current and the previous window), never above
 // GoodputCap of rate, and to half of rate when nothing was served; a first
 // event less than goodputLeast after counting began that counted successes
-// measures nothing and moves to GoodputCap of rate (Throttle then moves
-// it to GoodputFirstShare of rate: see moving.event).
+// measures nothing and moves to GoodputFirstShare of rate, the bucket
+// then moving (see goodputLeast).
 func (s *served) rate(now time.Duration, rate float64) measurement {
 	var n int64
 	since, first := s.from, s.from == 0
@@ -216,7 +217,7 @@ func (s *served) rate(now time.Duration, rate float64) measurement {
 	case n == 0 || secs <= 0:
 		return measurement{rate: rate * DecreaseFactor}
 	case first && secs < goodputLeast:
-		return measurement{rate: GoodputCap * rate, short: true} // too short to measure: see goodputLeast
+		return measurement{rate: GoodputFirstShare * rate, short: true} // too short to measure: see goodputLeast
 	}
 	refill := float64(n) / math.Max(secs, goodputLeast)
 	m := measurement{rate: math.Min(GoodputCap*rate, GoodputShare*refill)}

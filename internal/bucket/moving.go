@@ -24,9 +24,10 @@ import (
 //
 // A bucket becomes moving at a congestion event that measures a refill
 // (over at least GoodputRiseSecs since the previous event) at least
-// GoodputRise above the one the last measuring event before it measured,
-// from its GoodputRiseEvents-th event on: the measured refill of a limit
-// that does not move varies by about 1.5%. It also becomes moving at a
+// GoodputRise above the one the last measuring event before it measured:
+// the measured refill of a limit that does not move varies by about 1.5%.
+// (A first event, which counts what the client sent, measures none, so
+// the earliest comparison is at the third event.) It also becomes moving at a
 // first event too soon after counting began to measure anything (see
 // goodputLeast), which then moves the rate to GoodputFirstShare of itself
 // rather than to GoodputCap: a burst of demand met a limit of unknown
@@ -39,10 +40,10 @@ import (
 // found none makes the next quiet GoodputDrainBackoff times the last one,
 // and after GoodputDrainIdle of them in a row the bucket is steady again
 // (and climbs): its quiet is at most GoodputDrainQuiet x
-// GoodputDrainBackoff^(GoodputDrainIdle-1), 10.24 s. At each congestion event of
-// a moving bucket the queue of callers moves back by one interval at the
-// new rate: its head would otherwise leave at once, into the provider's
-// empty bucket.
+// GoodputDrainBackoff^(GoodputDrainIdle-1), 10.24 s. At each congestion
+// event of a moving bucket the queue of callers moves back by one
+// interval at the new rate: its head would otherwise leave at once, into
+// the provider's empty bucket.
 //
 // Measured in the simulator (virtual time; seeds on which the goodput
 // controller had at least the AWS SDK's adaptive mode's goodput and fewer
@@ -60,7 +61,6 @@ import (
 const (
 	GoodputRise       = 0.08
 	GoodputRiseSecs   = 2 // seconds
-	GoodputRiseEvents = 3
 	GoodputFirstShare = 0.5
 
 	GoodputDrainQuiet   = 4 * time.Second
@@ -77,7 +77,6 @@ const (
 // moving is a goodput bucket's moving mode. The bucket's mu guards it.
 type moving struct {
 	on       bool          // the limit was seen to move: drain instead of climbing
-	events   int           // congestion events
 	refill   float64       // the refill measured at the last event that measured one
 	draining bool          // a drain runs until the next throttle
 	idle     int           // drains in a row that found no rise
@@ -93,17 +92,15 @@ func (m *moving) enter() { m.on, m.idle, m.quiet = true, 0, GoodputDrainQuiet }
 // event applies the moving mode's rules at a goodput bucket's congestion
 // event: ms is what the event measured, and ceiling the bucket's. It
 // returns the rate to move to and whether the queue moves back by one
-// interval.
-func (m *moving) event(ms measurement, rate, ceiling float64) (float64, bool) {
-	r, drained := ms.rate, m.draining
-	m.draining = false
-	m.events++
+// interval. The drain, if one ran, ends with the throttle (Throttle ends
+// it, event or not).
+func (m *moving) event(ms measurement, ceiling float64) (float64, bool) {
+	r := ms.rate
 	if ms.short {
-		r = GoodputFirstShare * rate
 		m.enter()
 	}
 	switch {
-	case m.on && drained && ms.refill > 0:
+	case m.on && m.draining && ms.refill > 0:
 		r = math.Min(ceiling, GoodputShare*ms.refill)
 		if ms.refill >= (1+GoodputDrainFound)*m.before/GoodputShare {
 			m.idle, m.quiet = 0, GoodputDrainQuick
@@ -114,7 +111,7 @@ func (m *moving) event(ms measurement, rate, ceiling float64) (float64, bool) {
 			break
 		}
 		m.quiet = time.Duration(float64(m.quiet) * GoodputDrainBackoff)
-	case !m.on && m.events >= GoodputRiseEvents && ms.refill > 0 && m.refill > 0 && ms.refill >= (1+GoodputRise)*m.refill:
+	case !m.on && ms.refill > 0 && m.refill > 0 && ms.refill >= (1+GoodputRise)*m.refill:
 		m.enter()
 	}
 	if ms.refill > 0 {

@@ -492,7 +492,6 @@ func TestGoodputMovingProperties(t *testing.T) {
 				lastDecrease = now
 				drained := m.draining
 				m.draining = false
-				m.events++
 				to := meas.rate
 				if meas.short {
 					to = GoodputFirstShare * rate
@@ -517,7 +516,7 @@ func TestGoodputMovingProperties(t *testing.T) {
 							m.quiet = time.Duration(float64(m.quiet) * GoodputDrainBackoff)
 						}
 					}
-				case !m.on && m.events >= GoodputRiseEvents && meas.refill > 0 && m.refill > 0 && meas.refill >= (1+GoodputRise)*m.refill:
+				case !m.on && meas.refill > 0 && m.refill > 0 && meas.refill >= (1+GoodputRise)*m.refill:
 					m.on, m.idle, m.quiet = true, 0, GoodputDrainQuiet
 					emptyInRow = 0
 					rises++
