@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/cloudg/cloudg/internal/cutctx"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -44,8 +44,9 @@ type callState struct {
 
 	// The cut of the SDK's backoff sleep when the scope's breaker opens
 	// (see watch): from the call's first retry on, Done and Err are those
-	// of cut, a context of the call's that the breaker's opening cancels.
-	cut       atomic.Pointer[cutContext]
+	// of cut, the call's context but for the cut, which the breaker's
+	// opening cancels.
+	cut       cutctx.Context
 	stopWatch func() bool // the watch of the sleep in progress, if any
 
 	// The retryer that expects RetryDelay for this call's retry of
@@ -54,28 +55,20 @@ type callState struct {
 	expectedErr error
 }
 
-// cutContext is the context the SDK's backoff sleeps on, and its cancel.
-type cutContext struct {
-	context.Context
-	cancel context.CancelFunc
+// newCallState returns the state of a call made with ctx, governed by gd
+// of gov (gd nil: not governed).
+func newCallState(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard) *callState {
+	st := &callState{Context: ctx, gov: gov, gd: gd}
+	st.cut.Init(ctx)
+	return st
 }
 
-// Done is the call's context's, or from its first retry on, the channel of
-// its cut context, which the breaker's opening also closes.
-func (s *callState) Done() <-chan struct{} {
-	if c := s.cut.Load(); c != nil {
-		return c.Done()
-	}
-	return s.Context.Done()
-}
+// Done is the call's context's, or from its first retry on, the cut's,
+// which the breaker's opening also closes.
+func (s *callState) Done() <-chan struct{} { return s.cut.Done() }
 
 // Err goes with Done.
-func (s *callState) Err() error {
-	if c := s.cut.Load(); c != nil {
-		return c.Err()
-	}
-	return s.Context.Err()
-}
+func (s *callState) Err() error { return s.cut.Err() }
 
 // watch cuts the SDK's backoff sleep before a retry, of length sleep,
 // short when the scope's breaker opens and would still refuse the retry
@@ -86,12 +79,7 @@ func (s *callState) Err() error {
 // leaves it whole: the retry goes as its probe. The retryer calls it once
 // the SDK has decided to retry and chosen its backoff, before its sleep.
 func (s *callState) watch(sleep time.Duration) {
-	if c := s.cut.Load(); c == nil || c.Err() != nil {
-		ctx, cancel := context.WithCancel(s.Context)
-		s.cut.Store(&cutContext{ctx, cancel})
-	}
-	c := s.cut.Load()
-	s.stopWatch = s.gd.AfterOpen(sleep, c.cancel)
+	s.stopWatch = s.gd.AfterOpen(sleep, s.cut.Arm())
 }
 
 // rewatch watches the SDK's sleep again, knowing its length, in place of
@@ -114,9 +102,7 @@ func (s *callState) rewatch(sleep time.Duration) {
 func (s *callState) endCut() {
 	s.forget()
 	s.unwatch() // a panic out of the SDK's loop left its watch running
-	if c := s.cut.Load(); c != nil {
-		c.cancel()
-	}
+	s.cut.Close()
 }
 
 // unwatch ends the watch of the sleep, and reports whether it cut the
@@ -194,7 +180,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	if !gov.Enabled(provider) {
 		if stateFrom(ctx) != nil {
 			// Hide the enclosing call's state from this call's retryer.
-			ctx = &callState{Context: ctx}
+			ctx = newCallState(ctx, nil, nil)
 		}
 		return next.HandleInitialize(ctx, in)
 	}
@@ -224,7 +210,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		}
 	}()
 
-	st := &callState{Context: ctx, gov: gov, gd: gd}
+	st := newCallState(ctx, gov, gd)
 	defer st.endCut() // even on a panic: nothing derived from ctx is left behind
 	out, md, err = next.HandleInitialize(st, in)
 	for st.unwatch() && st.stopErr == nil && sleepCut(ctx, err) {
@@ -233,7 +219,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		// after the sleep. Refused (the breaker is open), it ends the call
 		// as a retry the breaker refused; let through after all (its
 		// cooldown ended meanwhile), it is sent, in a loop of its own.
-		st.cut.Store(nil)
+		st.cut.Reset()
 		if perr := gd.Pace(ctx); perr != nil {
 			st.stopErr = paceError(ctx, perr)
 			break
@@ -307,7 +293,8 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		if st.unwatch() {
 			// The breaker opened as the SDK's sleep ended: the retry asks
 			// the guard on the call's own context, the cut one being done.
-			st.cut.Store(nil)
+			st.cut.Close()
+			st.cut.Init(ctx)
 		}
 		if !st.retryAccounted {
 			// The client's retryer is not the one Install set (replaced

@@ -64,6 +64,17 @@ func (c *Context) Arm() context.CancelFunc {
 	return cancel
 }
 
+// Reset cancels the cut, if there is one, and forgets it: Done and Err are
+// the parent's again, and the next Arm makes a new cut. It is for an owner
+// that gives the SDK the same Context for what follows a cut, because the
+// Context carries more than the cut (package cloudgaws's call state); a
+// context derived from the cut stays ended.
+func (c *Context) Reset() {
+	if k := c.cut.Swap(nil); k != nil {
+		k.cancel()
+	}
+}
+
 // Close cancels the cut, if there is one, so that nothing derived from it
 // is left behind.
 func (c *Context) Close() {

@@ -34,3 +34,38 @@ func TestContext(t *testing.T) {
 		t.Fatal("Done open again after the cut")
 	}
 }
+
+// Reset makes a cut Context its parent's again, and the next Arm makes a
+// new cut, while what was derived from the old cut stays ended.
+func TestReset(t *testing.T) {
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	var c Context
+	c.Init(parent)
+	c.Reset() // no cut: nothing to forget
+	if c.Done() != parent.Done() {
+		t.Fatal("Reset before Arm changed Done")
+	}
+	first := c.Arm()
+	derived, stop := context.WithCancel(&c)
+	defer stop()
+	first()
+	<-derived.Done()
+	c.Reset()
+	if c.Done() != parent.Done() || c.Err() != nil {
+		t.Fatalf("after Reset: Err %v, Done the parent's: %v", c.Err(), c.Done() == parent.Done())
+	}
+	second := c.Arm()
+	if c.Done() == parent.Done() || c.Err() != nil {
+		t.Fatal("no new, live cut after Reset and Arm")
+	}
+	second()
+	if c.Err() != context.Canceled || derived.Err() != context.Canceled {
+		t.Fatalf("second cut: %v, derived from the first: %v", c.Err(), derived.Err())
+	}
+	c.Reset()
+	c.Close() // no cut: nothing to cancel
+	if c.Err() != nil {
+		t.Fatalf("after the second Reset: %v", c.Err())
+	}
+}
