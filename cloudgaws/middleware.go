@@ -293,8 +293,7 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		if st.unwatch() {
 			// The breaker opened as the SDK's sleep ended: the retry asks
 			// the guard on the call's own context, the cut one being done.
-			st.cut.Close()
-			st.cut.Init(ctx)
+			st.cut.Reset()
 		}
 		if !st.retryAccounted {
 			// The client's retryer is not the one Install set (replaced
