@@ -10,15 +10,15 @@ import (
 
 // Context is its parent, but for a cut: from Arm on, its Done and Err are
 // those of a context derived from the parent that Arm's cancel ends. A
-// cancelled cut ends the Context for good, as any context's end is (its
-// Done stays closed, its Err set): the owner gives the SDK a new Context
-// for what follows. Unlike a context of the context package's, its Done
-// changes at Arm: a cancellable context derived from it before Arm (with
-// context.WithCancel or WithTimeout) is bound to the parent's
-// cancellation, and never sees the cut; one derived with WithValue asks
-// it, and does. Init a Context before its first use; its Done, Err,
-// Deadline and Value may then be called from any goroutine, and Arm and
-// Close from the owner's.
+// cancelled cut ends the Context, as any context's end does (its Done
+// stays closed, its Err set): the owner gives the SDK a new Context for
+// what follows, or, when it must give the same one, Resets it. Unlike a
+// context of the context package's, its Done changes at Arm: a
+// cancellable context derived from it before Arm (with context.WithCancel
+// or WithTimeout) is bound to the parent's cancellation, and never sees
+// the cut; one derived with WithValue asks it, and does. Init a Context
+// before its first use; its Done, Err, Deadline and Value may then be
+// called from any goroutine, and Arm, Reset and Close from the owner's.
 type Context struct {
 	parent context.Context
 	cut    atomic.Pointer[cut]
