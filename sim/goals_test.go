@@ -189,20 +189,20 @@ func shortBurst() *Scenario {
 
 // What the goodput controller's first-event rule costs a short burst: a
 // first throttle less than a second after counting began halves the rate
-// and puts the bucket in its moving mode, whose first drain, 4 s later,
-// finds the limit again (bucket.GoodputFirstShare). When the configured
-// rate is well above the limit, halving is the right first guess (default
-// is 20 against 10, and the rule cut its rejections from 2.18% to 1.33%);
-// when they are equal, as here, the burst runs at half the limit until
-// that drain, and the provider's bucket, as small as the client's, keeps
-// only 20 of the 40 tokens it was not asked for. Over seeds 1-10 the
-// controller keeps 83.3% of the capacity, rejected on 0.45% of requests
-// (97.03% before the moving mode; aws-adaptive 81.5%, rejected on 18.4%;
-// AIMD 58.5%). A first drain 1 s after such an event gave 94.1% here, but
-// cost tenant 2 and 6 of its wins on seeds 1-30 and 31-60 (22 to 20, 21
-// to 15), so the rule stays (sim/README, the moving mode). The test holds
-// what is: at least 82% on average, at least aws-adaptive's goodput, and
-// fewer rejections, so that the short burst cannot get worse unnoticed.
+// and puts the bucket in its moving mode, whose first drain finds the
+// limit again (bucket.GoodputFirstShare). When the configured rate is well
+// above the limit, halving is the right first guess (default is 20 against
+// 10, and the rule cut its rejections from 2.18% to 1.33%); when they are
+// equal, as here, the burst runs at half the limit until that drain, and
+// the provider's bucket, as small as the client's, stores only part of
+// what it was not asked for. The first drain therefore comes once the
+// bucket's burst would have lasted at its rate, here 1 s. Over seeds 1-10
+// the controller keeps 94.1% of the capacity, rejected on 0.45% of
+// requests (aws-adaptive 81.5%, rejected on 18.4%; AIMD 58.5%): 83.3% with
+// the first drain 4 s after the event whatever the burst, 97.03% before
+// the moving mode (sim/README, the moving mode). The test asserts at
+// least 93% on average, at least aws-adaptive's goodput, and fewer
+// rejections.
 func TestGoodputControllerOnAShortBurst(t *testing.T) {
 	sw := sweepVirtual(t, shortBurst(), 10, AWSAdaptive, CloudgGoodput, CloudgAIMD)
 	gp, rej, lost, _ := sw.Figures(CloudgGoodput)
@@ -210,8 +210,8 @@ func TestGoodputControllerOnAShortBurst(t *testing.T) {
 	both, g, r := sw.Wins(CloudgGoodput, AWSAdaptive)
 	t.Logf("goodput %.2f%% (aws-adaptive %.2f%%), rejected %.2f%% (%.2f%%); wins on %d of 10 (goodput %d, rejected %d)",
 		100*gp.Mean, 100*ga.Mean, 100*rej.Mean, 100*reja.Mean, both, g, r)
-	if gp.Mean < 0.82 || gp.Mean < ga.Mean || rej.Mean >= reja.Mean || lost.Max != 0 {
-		t.Errorf("the goodput controller keeps %.2f%% of the capacity (want >= 82%% and >= aws-adaptive's %.2f%%), rejected on %.2f%% of requests (want < aws-adaptive's %.2f%%), lost up to %v calls (want 0)",
+	if gp.Mean < 0.93 || gp.Mean < ga.Mean || rej.Mean >= reja.Mean || lost.Max != 0 {
+		t.Errorf("the goodput controller keeps %.2f%% of the capacity (want >= 93%% and >= aws-adaptive's %.2f%%), rejected on %.2f%% of requests (want < aws-adaptive's %.2f%%), lost up to %v calls (want 0)",
 			100*gp.Mean, 100*ga.Mean, 100*rej.Mean, 100*reja.Mean, lost.Max)
 	}
 }

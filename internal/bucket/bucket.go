@@ -260,7 +260,7 @@ func (b *Bucket) Throttle(now, pause time.Duration) (rate float64, decreased boo
 		l.lastDecrease = now
 		r, back := rate*DecreaseFactor, false
 		if b.goodput != nil {
-			r, back = l.mv.event(b.goodput.rate(now, rate), b.cfg.ceiling)
+			r, back = l.mv.event(b.goodput.rate(now, rate), b.cfg.ceiling, b.cfg.ratio)
 		}
 		if r = math.Max(b.cfg.floor, r); r < rate {
 			rate, decreased = r, true

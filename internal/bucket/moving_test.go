@@ -123,6 +123,7 @@ func TestGoodputMovingTransitions(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		ceiling float64
+		burst   float64 // 0: 4 x ceiling
 		steps   []step
 		rate    float64
 		mv      mvState
@@ -176,6 +177,62 @@ func TestGoodputMovingTransitions(t *testing.T) {
 			name:  "a first event 0.1 s after counting began, 5 told: x GoodputFirstShare, moving",
 			steps: shortFirst,
 			rate:  10, mv: mvState{on: true, quiet: 4 * sec},
+		},
+		{
+			// The first quiet is how long the bucket's burst lasts at
+			// its ceiling, between 1 s (goodputLeast) and 4 s
+			// (GoodputDrainQuiet): 50 at 20 rps, 2.5 s.
+			name:  "a short first event of a bucket whose burst lasts 2.5 s: the first drain after 2.5 s",
+			burst: 50, steps: shortFirst,
+			rate: 10, mv: mvState{on: true, quiet: millis(2500)},
+		},
+		{
+			name:  "a short first event of a bucket whose burst lasts 0.5 s: the first drain after 1 s",
+			burst: 10, steps: shortFirst,
+			rate: 10, mv: mvState{on: true, quiet: sec},
+		},
+		{
+			name:  "a short first event of a bucket whose burst lasts 8 s: the first drain after 4 s",
+			burst: 160, steps: shortFirst,
+			rate: 10, mv: mvState{on: true, quiet: 4 * sec},
+		},
+		{
+			// A burst of 1 s: 5 a second from 0.2 s, the drain at the
+			// first success 1 s after the throttle (1.2 s: 10 -> 20),
+			// and a throttle at 1.5 s, 1.3 s after the slot its
+			// measurement starts from: 6 served, 0.99 x 6 / 1.3 rps,
+			// too short to compare with the drain's rate. The next
+			// quiet is GoodputDrainQuiet, not the first one again.
+			name:  "a first drain ended by an event too soon to compare: the next quiet 4 s",
+			burst: 20,
+			steps: with(shortFirst,
+				serve(millis(200), millis(1400), 6),
+				rateIs(20), mvIs(mvState{on: true, draining: true, quiet: sec}),
+				throttle(millis(1500))),
+			rate: GoodputShare * 6 / 1.3, mv: mvState{on: true, quiet: 4 * sec},
+		},
+		{
+			// Then 5 a second from 1.6 s: no drain at 5.4 s (3.9 s after
+			// the throttle), one at 5.6 s.
+			name:  "and the next drain comes 4 s after it",
+			burst: 20,
+			steps: with(shortFirst,
+				serve(millis(200), millis(1400), 6), throttle(millis(1500)),
+				serve(millis(1600), millis(5600), 20),
+				rateIs(GoodputShare*6/1.3), mvIs(mvState{on: true, quiet: 4 * sec}),
+				serve(millis(5600), millis(5700), 1)),
+			rate: 2 * GoodputShare * 6 / 1.3, mv: mvState{on: true, draining: true, quiet: 4 * sec},
+		},
+		{
+			// A burst of 1 s: 9 served from 0.2 s to 2.16 s, the drain at
+			// 1.18 s (10 -> 20), a throttle at 2.5 s: a refill of 9 over
+			// 2.3 s, 3.91, under (1 + GoodputDrainFound) x 10 / 0.99 =
+			// 10.4: none found, and the next quiet is 1.6 x 4 s, as after
+			// a first quiet of 4 s (not 1.6 x 1 s).
+			name:  "a first drain after a short quiet that found no rise: the next quiet 6.4 s",
+			burst: 20,
+			steps: with(shortFirst, serve(millis(200), millis(2400), 9), throttle(millis(2500))),
+			rate:  GoodputShare * 9 / 2.3, mv: mvState{on: true, idle: 1, quiet: millis(6400)},
 		},
 		{
 			name:  "a first event 0.1 s after counting began, none told: halved, steady",
@@ -325,7 +382,11 @@ func TestGoodputMovingTransitions(t *testing.T) {
 			if ceiling == 0 {
 				ceiling = 20
 			}
-			b := New(Spec{Rate: ceiling, Burst: ceiling, Floor: 0.2, Goodput: true}, 0)
+			burst := c.burst
+			if burst == 0 {
+				burst = 4 * ceiling // a first quiet of 4 s (firstQuiet)
+			}
+			b := New(Spec{Rate: ceiling, Burst: burst, Floor: 0.2, Goodput: true}, 0)
 			for _, s := range c.steps {
 				s(t, b)
 			}
@@ -400,24 +461,30 @@ func TestGoodputMovingEventMovesTheQueueBack(t *testing.T) {
 // GoodputQuiet after the last throttle), and a throttle only as the
 // model's event does; a drain starts only in the moving mode, not
 // draining, once its quiet has passed since the last throttle, and not
-// during a sprint, nor a sprint during a drain; the quiet is
-// GoodputDrainQuick or within [GoodputDrainQuiet, GoodputDrainQuiet x
+// during a sprint, nor a sprint during a drain; the quiet is the bucket's
+// burst time (within [1 s, 4 s]) from a short first event until the drain
+// after it ends, and otherwise GoodputDrainQuick or within
+// [GoodputDrainQuiet, GoodputDrainQuiet x
 // GoodputDrainBackoff^(GoodputDrainIdle-1)] while moving, and a steady
 // bucket has no quiet nor idle drains;
 // a bucket leaves the moving mode only at the event ending the
 // GoodputDrainIdle-th drain in a row that found no rise.
 func TestGoodputMovingProperties(t *testing.T) {
-	var shorts, rises, drains, grows, found, exits int
+	var shorts, rises, drains, grows, found, exits, firsts int
 	defer func() {
-		t.Logf("moving mode entered %d times at a short first event, %d at a rise; %d drains (%d grew, %d found a rise); left %d times",
-			shorts, rises, drains, grows, found, exits)
-		if shorts == 0 || rises == 0 || drains == 0 || grows == 0 || found == 0 || exits == 0 {
+		t.Logf("moving mode entered %d times at a short first event, %d at a rise; %d drains (%d grew, %d found a rise, %d ended a quiet shorter than 4 s); left %d times",
+			shorts, rises, drains, grows, found, firsts, exits)
+		if shorts == 0 || rises == 0 || drains == 0 || grows == 0 || found == 0 || exits == 0 || firsts == 0 {
 			t.Error("a rule was never exercised: the test checks too little")
 		}
 	}()
 	rapid.Check(t, func(t *rapid.T) {
 		const ceiling, floor = 20.0, 0.5
-		b := New(Spec{Rate: ceiling, Burst: 40, Floor: floor, Goodput: true}, 0)
+		// Bursts lasting 0.5 s to 5 s at the ceiling: a short first
+		// event's quiet is that long, between 1 s and 4 s.
+		burst := float64(rapid.SampledFrom([]int{10, 20, 40, 60, 100}).Draw(t, "burst"))
+		firstQuiet := min(4*time.Second, max(time.Second, time.Duration(burst/ceiling*float64(time.Second))))
+		b := New(Spec{Rate: ceiling, Burst: burst, Floor: floor, Goodput: true}, 0)
 		now := time.Duration(0)
 
 		// The model: the moving mode's state, and what the rules read.
@@ -492,13 +559,21 @@ func TestGoodputMovingProperties(t *testing.T) {
 				lastDecrease = now
 				drained := m.draining
 				m.draining = false
+				if drained && m.first {
+					// The first drain after a short first event ended:
+					// the quiets go on as after one of 4 s.
+					m.first, m.quiet = false, 4*time.Second
+					if firstQuiet < 4*time.Second {
+						firsts++
+					}
+				}
 				to := meas.rate
 				if meas.short {
 					to = GoodputFirstShare * rate
 					if !m.on {
 						shorts++
 					}
-					m.on, m.idle, m.quiet = true, 0, GoodputDrainQuiet
+					m.on, m.idle, m.quiet, m.first = true, 0, firstQuiet, true
 					emptyInRow = 0
 				}
 				switch {
@@ -517,7 +592,7 @@ func TestGoodputMovingProperties(t *testing.T) {
 						}
 					}
 				case !m.on && meas.refill > 0 && m.refill > 0 && meas.refill >= (1+GoodputRise)*m.refill:
-					m.on, m.idle, m.quiet = true, 0, GoodputDrainQuiet
+					m.on, m.idle, m.quiet, m.first = true, 0, GoodputDrainQuiet, false
 					emptyInRow = 0
 					rises++
 				}
@@ -585,7 +660,12 @@ func TestGoodputMovingProperties(t *testing.T) {
 					t.Fatalf("moving mode %+v, model %+v", got, m)
 				}
 				most := time.Duration(float64(GoodputDrainQuiet) * math.Pow(GoodputDrainBackoff, GoodputDrainIdle-1))
-				if q := got.quiet; got.on && q != GoodputDrainQuick && (q < GoodputDrainQuiet || q > most) || !got.on && (q != 0 || got.idle != 0) {
+				switch q := got.quiet; {
+				case got.first:
+					if !got.on || q != firstQuiet || got.idle != 0 {
+						t.Fatalf("a short first event's quiet %v (want %v), idle %v, moving %v", q, firstQuiet, got.idle, got.on)
+					}
+				case got.on && q != GoodputDrainQuick && (q < GoodputDrainQuiet || q > most) || !got.on && (q != 0 || got.idle != 0):
 					t.Fatalf("quiet %v, idle %v (moving %v)", q, got.idle, got.on)
 				}
 				if got.draining && !got.on {
