@@ -113,7 +113,8 @@ func firstQuiet(burstSecs float64) time.Duration {
 }
 
 // event applies the moving mode's rules at a goodput bucket's congestion
-// event: ms is what the event measured, and ceiling the bucket's. It
+// event: ms is what the event measured, ceiling the bucket's, and
+// burstSecs how long its burst lasts at its ceiling. It
 // returns the rate to move to and whether the queue moves back by one
 // interval. The drain, if one ran, ends with the throttle (Throttle ends
 // it, event or not).
