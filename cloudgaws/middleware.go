@@ -33,7 +33,6 @@ var sdkPolicy = resilience.WithPolicy(resilience.RetryPolicy{
 // allocation per call instead of two (a state and a context.WithValue).
 // An SDK pipeline runs one attempt at a time, so its fields need no lock.
 type callState struct {
-	context.Context
 	gov *resilience.Governor
 	gd  *resilience.Guard // nil: the call is not governed (provider disabled)
 
@@ -42,10 +41,11 @@ type callState struct {
 	retryAccounted bool                // the retryer accounted for the retry about to be sent
 	stopErr        error               // the error with which the governor ended the SDK's loop
 
-	// The cut of the SDK's backoff sleep when the scope's breaker opens
-	// (see watch): from the call's first retry on, Done and Err are those
-	// of cut, the call's context but for the cut, which the breaker's
-	// opening cancels.
+	// The call's context but for the cut of the SDK's backoff sleep when
+	// the scope's breaker opens (see watch): the state's Deadline, Done,
+	// Err and Value are its (Value but for the state's own keys), and
+	// from the call's first retry on, Done and Err are those of the cut,
+	// which the breaker's opening cancels.
 	cut       cutctx.Context
 	stopWatch func() bool // the watch of the sleep in progress, if any
 
@@ -58,10 +58,13 @@ type callState struct {
 // newCallState returns the state of a call made with ctx, governed by gd
 // of gov (gd nil: not governed).
 func newCallState(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard) *callState {
-	st := &callState{Context: ctx, gov: gov, gd: gd}
+	st := &callState{gov: gov, gd: gd}
 	st.cut.Init(ctx)
 	return st
 }
+
+// Deadline is the call's context's.
+func (s *callState) Deadline() (time.Time, bool) { return s.cut.Deadline() }
 
 // Done is the call's context's, or from its first retry on, the cut's,
 // which the breaker's opening also closes.
@@ -129,7 +132,7 @@ func (s *callState) Value(key any) any {
 	if s.gd != nil && key == any(s.gov) {
 		return s.gd
 	}
-	return s.Context.Value(key)
+	return s.cut.Value(key)
 }
 
 func stateFrom(ctx context.Context) *callState {
