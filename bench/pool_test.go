@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cloudg/cloudg/pool"
@@ -63,35 +65,47 @@ func BenchmarkPool(b *testing.B) {
 }
 
 // BenchmarkPoolQueued is the memory a queued task costs: a million tasks
-// queued behind a scope that cannot go, in bytes per task (the task's
-// closure included, as a scanner's would be).
+// queued behind a scope that cannot go (paused by a throttle's
+// Retry-After), in bytes per task (the task's closure included, as a
+// scanner's would be). None of them may run while they are counted.
 func BenchmarkPoolQueued(b *testing.B) {
 	const n = 1_000_000
 	for b.Loop() {
 		g := governor(b)
 		ctx, cancel := context.WithCancel(context.Background())
 		p, pctx := pool.New(ctx, pool.Workers(16), pool.WithGovernor(g))
-		hold := make(chan struct{})
-		blocker := scope
-		blocker.Operation = "Blocked"
-		// One task holds the only worker... of the queue: the scope's first
-		// task runs and blocks, so that the others stay queued.
-		p.Go(pctx, blocker, func(ctx context.Context) error {
-			<-hold
-			return nil
-		})
+		blocked := scope
+		blocked.Operation = "Blocked"
+		resilience.Do(ctx, blocked, func(context.Context) error { return pausing{} },
+			resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		queuedRan.Store(0)
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for i := range n {
 			id := i
-			p.Go(pctx, blocker, func(ctx context.Context) error { _ = id; return nil })
+			p.Go(pctx, blocked, func(ctx context.Context) error { _ = id; queuedRan.Add(1); return nil })
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
+		if r := queuedRan.Load(); r != 0 {
+			b.Fatalf("%d of the %d tasks ran while queued: the scope could go", r, n)
+		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/queued-task")
 		cancel()
-		close(hold)
 		p.Wait()
 	}
 }
+
+// queuedRan counts BenchmarkPoolQueued's tasks that ran (a package
+// variable: a closure capturing a local would be larger than a scanner's).
+var queuedRan atomic.Int64
+
+// pausing is a throttle whose Retry-After pauses its scope for 300 s, the
+// longest pause the governor takes from a server.
+type pausing struct{}
+
+func (pausing) Error() string       { return "Throttling: Rate exceeded" }
+func (pausing) ErrorCode() string   { return "Throttling" }
+func (pausing) HTTPStatusCode() int { return 400 }
+func (pausing) Header() http.Header { return http.Header{"Retry-After": {"300"}} }
