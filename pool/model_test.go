@@ -266,6 +266,7 @@ type rec struct {
 	panicked  bool
 	atGo      bool      // dropped by Go (counted in its scope's queue): the pool was stopped already
 	notBefore time.Time // deferred: when its scope may go, by the refusal
+	resetsAt  int       // the machine's resets when its function last started
 	t         *task     // the pool's task, found from its first run (not for the zero scope)
 }
 
@@ -293,6 +294,7 @@ type machine struct {
 	active     int // functions running
 	lastEnd    time.Time
 	deferred   int // runs deferred and put back
+	resets     int // reset steps so far
 	cancelled  bool
 	violations []string
 }
@@ -518,6 +520,7 @@ func (m *machine) enter(r *rec, ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r.runs++
+	r.resetsAt = m.resets
 	if r.state != stQueued {
 		m.violate("task %d (%s) started while %s", r.id, r.spec, r.state)
 	}
@@ -571,8 +574,14 @@ func (m *machine) leave(r *rec, err error, until time.Time, panicked bool) {
 		r.state, r.panicked = stFailed, true
 		reach("end: panic")
 	case deferred && m.pctx.Err() == nil:
-		// The pool runs it again once its scope may go: not before.
+		// The pool runs it again once its scope may go: not before,
+		// unless the governor was reset since the task started (its
+		// refusal may be the old state's, which the pool asks again).
 		r.state, r.notBefore = stQueued, until
+		if r.resetsAt != m.resets {
+			r.notBefore = time.Time{}
+			reach("end: deferred by a state reset since")
+		}
 		m.deferred++
 		reach("end: deferred, put back")
 		return
@@ -713,7 +722,15 @@ func (m *machine) reset(rt *rapid.T) {
 		return
 	}
 	step("reset")
+	m.mu.Lock()
+	// A refusal before it binds the pool no more: it asks the governor
+	// again (Pool.heldByAnOldState).
+	m.resets++
+	for _, r := range m.tasks {
+		r.notBefore = time.Time{}
+	}
 	m.gov.Reset()
+	m.mu.Unlock()
 	reach("step: reset")
 	synctest.Wait()
 }

@@ -172,12 +172,11 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // panics, or calls runtime.Goexit, after such a refusal ends failed all
 // the same: it is not run again). Its queue runs nothing before the wait
 // the refusal gave has passed, unless its scope's breaker opens (its
-// calls then fail fast); a Governor.Reset during that wait does not
-// shorten it, though the governor forgot the pause or rate it came
-// from. A task whose
-// ctx is done by the time its turn comes is dropped, not run (recorded as
-// cancelled in the ledger ctx carries), and Wait returns ctx's cause with
-// the errors. Go does not block. It panics once Wait has returned.
+// calls then fail fast) or the governor's state is replaced
+// (Governor.Reset, Governor.Configure: see Governor.Generation), when the
+// queue asks the governor again within a second. A task whose ctx is done
+// by the time its turn comes is dropped, not run (recorded as cancelled in
+// the ledger ctx carries), and Wait returns ctx's cause with the errors. Go does not block. It panics once Wait has returned.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	t := &task{ctx: ctx, fn: fn, p: p}
 	p.mu.Lock()
@@ -295,11 +294,14 @@ func (p *Pool) pick() *task {
 		if q.heldUntil > now {
 			// A refusal of its head holds it until then, looked at again
 			// within parkRecheck (for its tasks whose contexts ended):
-			// unless its scope is dead since, its breaker open, and its
-			// calls fail fast.
-			if _, why := p.gov.Delay(q.scope); !failsFast(p.gov, q.scope, why) {
-				p.repark(q, min(q.heldUntil, now+parkRecheck))
-				continue
+			// unless the governor's state it came from was replaced since
+			// (Reset, Configure), and Delay decides again, or its scope is
+			// dead since, its breaker open, and its calls fail fast.
+			if !p.heldByAnOldState(q) {
+				if _, why := p.gov.Delay(q.scope); !failsFast(p.gov, q.scope, why) {
+					p.repark(q, min(q.heldUntil, now+parkRecheck))
+					continue
+				}
 			}
 			q.heldUntil = 0
 		}
@@ -325,6 +327,15 @@ func (p *Pool) pick() *task {
 		}
 	}
 	return nil
+}
+
+// heldByAnOldState reports whether q's hold may come from a state of the
+// governor it no longer has: a refusal of a task started before a Reset or
+// a Configure (or holds of tasks started in different generations, of which
+// one at least is old). The refusal's wait is then asked again of Delay,
+// which answers for the state in force. p.mu is held.
+func (p *Pool) heldByAnOldState(q *queue) bool {
+	return q.heldMixed || uint32(p.gov.Generation()) != q.heldGen
 }
 
 // failsFast reports whether why, what Delay said of scope, is an open
@@ -417,6 +428,7 @@ func (p *Pool) dropDone(q *queue) {
 // for several queues put in turn at once (the zero scope's, the parked
 // ones whose time came, the slotted ones). p.mu is held.
 func (p *Pool) start(t *task) {
+	t.gen = uint32(p.gov.Generation())
 	p.queued--
 	p.running++
 	t.q.running++
@@ -682,7 +694,11 @@ type task struct {
 	next *task
 
 	// What its first call's admission said (under p.mu).
-	decided      bool
+	decided bool
+	// The governor's Generation when it was started (truncated: it fits
+	// beside decided, and only its changes count), for a refusal of its
+	// first call.
+	gen          uint32
 	deferredWait time.Duration
 	deferredErr  error
 }
@@ -729,9 +745,17 @@ func (t *task) Deferred(wait time.Duration, err error) {
 	q := t.q
 	if wait > 0 {
 		// Its queue runs nothing before then, wherever it is now, unless
-		// its scope's breaker opens: its hold may have ended before the
-		// call was refused (pick parks it again until then).
-		q.heldUntil = max(q.heldUntil, p.now()+wait)
+		// its scope's breaker opens or the governor's state is replaced:
+		// its hold may have ended before the call was refused (pick parks
+		// it again until then).
+		now := p.now()
+		switch {
+		case q.heldUntil <= now:
+			q.heldGen, q.heldMixed = t.gen, false
+		case q.heldGen != t.gen:
+			q.heldMixed = true
+		}
+		q.heldUntil = max(q.heldUntil, now+wait)
 	}
 	if q.holder == t {
 		q.holder = nil

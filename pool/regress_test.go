@@ -463,3 +463,51 @@ func TestATaskReturningAfterARefusalRunsAgainWhateverItsError(t *testing.T) {
 		}
 	})
 }
+
+// A queue held by a refusal of its head asks the governor again within
+// parkRecheck of a Governor.Reset or Governor.Configure: the refusal's
+// wait was the old state's. After a Reset, which forgot the pause, the
+// task runs; after a Configure, which keeps it, the queue waits out what
+// remains of it. Here a 60 s pause, changed at 5 s. Before, the queue
+// stayed held the whole 60 s after a Reset.
+func TestAQueueHeldByARefusalRunsAgainAfterAReset(t *testing.T) {
+	for _, change := range []struct {
+		name string
+		do   func(*resilience.Governor)
+	}{
+		{"Reset", (*resilience.Governor).Reset},
+		{"Configure", func(g *resilience.Governor) {
+			// The same configuration: the pause is the scope's learned
+			// state, which Configure keeps, so the queue asks again and
+			// is held by what remains of the pause.
+			if err := g.Configure(g.Config()); err != nil {
+				panic(err)
+			}
+		}},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, 100, resilience.Config{})
+				s := scope("s")
+				start := time.Now()
+				p, runs := heldByARefusal(g, nil, s, func() { pause(t, g, s, 60*time.Second) })
+				time.Sleep(5 * time.Second)
+				change.do(g)
+				if err := p.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				switch change.name {
+				case "Reset":
+					if took > 5*time.Second+parkRecheck || runs.Load() != 2 {
+						t.Fatalf("Wait took %v (want at most %v); %d runs, want 2", took, 5*time.Second+parkRecheck, runs.Load())
+					}
+				default:
+					if took < 60*time.Second || runs.Load() != 2 {
+						t.Fatalf("Wait took %v (want the pause's 60 s); %d runs, want 2", took, runs.Load())
+					}
+				}
+			})
+		})
+	}
+}

@@ -387,6 +387,16 @@ func (g *Governor) Reset() {
 	g.folded.Store(0)
 }
 
+// Generation returns a number that changes each time the governor's state
+// is replaced as a whole: by Configure, by Reset, and when the state of an
+// idle provider outside aws, azure and gcp is forgotten. A scheduler that
+// keeps a decision taken from the governor's state (a wait Delay gave, a
+// call's refusal) keeps it while the generation is unchanged, and asks
+// again once it moves: the wait may have been forgotten with the state it
+// came from. It is a read with no side effects, safe for concurrent use;
+// it starts at 0.
+func (g *Governor) Generation() uint64 { return g.gen.Load() }
+
 // settings returns a provider's settings: those in force for a provider
 // a call has used, and for any other those its first call would find. It
 // makes nothing.

@@ -116,6 +116,40 @@ func TestResetForgetsLearnedStateKeepsConfig(t *testing.T) {
 	})
 }
 
+// Generation moves with each replacement of the governor's state (Configure,
+// Reset), and not with calls, throttles or reads: a scheduler keeps a
+// refusal's wait while it holds, and asks again when it moves.
+func TestGenerationMovesWithConfigureAndResetOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxRetries: new(0)}})
+		g0 := g.Generation()
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g))
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g))
+		g.Delay(ec2Vpcs)
+		g.Inspect(ec2Vpcs)
+		g.Summary(nil)
+		if got := g.Generation(); got != g0 {
+			t.Fatalf("Generation moved from %d to %d with calls and reads", g0, got)
+		}
+		g.Reset()
+		g1 := g.Generation()
+		if g1 == g0 {
+			t.Fatal("Generation did not move with Reset")
+		}
+		if err := g.Configure(g.Config()); err != nil {
+			t.Fatal(err)
+		}
+		if g.Generation() == g1 {
+			t.Fatal("Generation did not move with Configure")
+		}
+		g2 := g.Generation()
+		if err := g.Configure(Config{AWS: ProviderConfig{MaxRPS: -1}}); err == nil || g.Generation() != g2 {
+			t.Fatalf("an invalid configuration: %v, Generation %d (want an error, and %d)", err, g.Generation(), g2)
+		}
+	})
+}
+
 // SetDefault(nil) replaces the process governor with a fresh one at the
 // built-in defaults (the original's reset_governor).
 func TestSetDefaultNilReplacesTheProcessGovernor(t *testing.T) {
