@@ -176,7 +176,8 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // (Governor.Reset, Governor.Configure: see Governor.Generation), when the
 // queue asks the governor again within a second. A task whose ctx is done
 // by the time its turn comes is dropped, not run (recorded as cancelled in
-// the ledger ctx carries), and Wait returns ctx's cause with the errors. Go does not block. It panics once Wait has returned.
+// the ledger ctx carries), and Wait returns ctx's cause with the errors.
+// Go does not block. It panics once Wait has returned.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	t := &task{ctx: ctx, fn: fn, p: p}
 	p.mu.Lock()
