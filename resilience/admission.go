@@ -279,7 +279,11 @@ func (gd *Guard) stopByContext(err error) error {
 // refused it; for
 // a provider that waits for its breakers' verdicts (breaker_wait), the
 // call gives its tokens back, waits for the verdict as admit has it wait,
-// and then takes fresh ones.
+// and then takes fresh ones. A Reset or Configure that retires the buckets
+// the call waits on (not fleet mode's, whose waits are leases in the
+// shared store) wakes the wait too, which then waits for tokens of the
+// live buckets, taken afresh (followRetired), held to the same deadline
+// and max wait.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	var w, other, leaf time.Duration
 	var level uint8
@@ -310,7 +314,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	}
 	// The provider's and account's waits are fixed; the leaf's follows its
 	// queue. The wait is recorded once it is over, as long as it was.
-	start, until := now, now+w
+	start, at := now, now // at: when the tokens waited for were reserved
 	q, queued := gd.e.leaf.(queueBucket)
 	queued = queued && leaf > 0
 	var tk bucket.Ticket
@@ -318,8 +322,43 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		tk = q.Ticket(now + leaf)
 	}
 	recheck := gd.retrying() || gd.phase == phaseIdle
+	until := now + w
 	for {
-		var moved, verdict <-chan struct{}
+		var moved, verdict, changed <-chan struct{}
+		if !gd.g.sharedBuckets {
+			// Before the entry is looked at, so that a Reset or Configure
+			// that retires it after that wakes the wait.
+			changed = gd.g.changes()
+			if gd.e.dead.Load() {
+				switch gd.followRetired(now) {
+				case bucketsKept:
+				case providerDisabled:
+					gd.recordWait(now-start, levelNames[level])
+					return nil // a disabled provider's call goes at once
+				case bucketsRetired:
+					// The wait was for tokens of buckets a Reset or
+					// Configure retired (given back): it is for the live
+					// ones' now, taken afresh.
+					w, other, leaf, level = gd.reserve(now)
+					if w <= 0 {
+						gd.recordWait(now-start, levelNames[level])
+						return nil
+					}
+					at, until = now, now+w
+					q, queued = gd.e.leaf.(queueBucket)
+					if queued = queued && leaf > 0; queued {
+						tk = q.Ticket(now + leaf)
+					}
+					if until > limit {
+						return gd.passDeadline(now, until-now)
+					}
+					if gd.bounded && until > gd.admitBy {
+						gd.cancel(now)
+						return gd.refuseWait(until-now, ErrNoToken)
+					}
+				}
+			}
+		}
 		if recheck {
 			verdict = gd.verdictChan()
 			// The breaker answered before this wait began, or before the
@@ -334,7 +373,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		}
 		if queued {
 			tk, moved = q.Follow(tk)
-			until = max(start+other, tk.At())
+			until = max(at+other, tk.At())
 			if until > limit {
 				return gd.passDeadline(now, until-now)
 			}
@@ -343,7 +382,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				return gd.refuseWait(until-now, ErrNoToken)
 			}
 		}
-		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict)
+		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed)
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
@@ -354,9 +393,41 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			gd.recordWait(now-start, levelNames[level])
 			return nil
 		}
-		// Woken by the queue or a verdict: the loop follows the queue and
-		// asks the breaker again.
+		// Woken by the queue, a verdict or a change of the governor's
+		// state: the loop follows the queue, the live buckets, and asks
+		// the breaker again.
 	}
+}
+
+// What a Reset or Configure did to the buckets a waiting call reserved
+// its tokens from (followRetired).
+const (
+	bucketsKept      = iota // the live entry has the same buckets: the reservation holds
+	bucketsRetired          // they were replaced: their tokens were given back
+	providerDisabled        // the provider is no longer governed: given back too
+)
+
+// followRetired moves a call waiting for the tokens of its reservation,
+// whose entry a Reset or Configure marked dead, to the live entry of its
+// scope, and says what became of the buckets it waits on. Buckets that
+// were kept (a Configure of other settings) keep the reservation, and the
+// call's place in their queue; retired ones (their settings changed, or
+// the state was reset) get its tokens back at now, and so do the buckets
+// of a provider disabled meanwhile. Its breaker lease is dropped, as
+// relive drops that of any call it moves.
+func (gd *Guard) followRetired(now time.Duration) int {
+	old := gd.e
+	gd.relive()
+	e := gd.e
+	switch {
+	case !gd.p.set.enabled:
+		gd.cancel(now)
+		return providerDisabled
+	case e.leaf == old.leaf && e.acct.bucket == old.acct.bucket && e.acct.global == old.acct.global:
+		return bucketsKept
+	}
+	gd.cancel(now)
+	return bucketsRetired
 }
 
 // recheckBreaker asks the breaker again for a call waiting for its token

@@ -59,7 +59,7 @@ func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration
 	for {
 		gd.live() // a Reset or Configure retired the breaker: watch the live one
 		if gd.p.set.breakerWait {
-			_, err := gd.g.sleepOr(ctx, end-now, nil, quit)
+			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil)
 			return false, err
 		}
 		verdict := gd.verdictChan()
@@ -67,11 +67,11 @@ func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration
 			return true, nil
 		}
 		if verdict == nil {
-			_, err := gd.g.sleepOr(ctx, end-now, nil, quit)
+			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil)
 			return false, err
 		}
 		d := min(end-now, backoffRecheck)
-		woken, err := gd.g.sleepOr(ctx, d, verdict, quit)
+		woken, err := gd.g.sleepOr(ctx, d, verdict, quit, nil)
 		if err != nil || (!woken && d == end-now) {
 			return false, err
 		}

@@ -32,16 +32,20 @@ type Governor struct {
 	store    state.Store
 	epoch    time.Time
 
-	mu               sync.Mutex // serialises Configure, Reset, and the making and dropping of providers
-	cur              atomic.Pointer[configured]
-	others           sync.Map    // provider name -> *provider: those other than aws, azure and gcp; written under mu
-	leakLogged       atomic.Bool // a dropped guard's slot was released and logged
-	life             statsTable
-	waited           span         // the wall-clock time during which a call waited, for the lifetime's totals
-	folded           atomic.Int64 // calls of dropped scopes that had no lifetime counters
-	reclaim          reclaimer
-	gen              atomic.Uint64 // counts the changes of providers' state, for Bound
-	sharedBuckets    bool          // the store's buckets may wait for it (fleet mode)
+	mu         sync.Mutex // serialises Configure, Reset, and the making and dropping of providers
+	cur        atomic.Pointer[configured]
+	others     sync.Map    // provider name -> *provider: those other than aws, azure and gcp; written under mu
+	leakLogged atomic.Bool // a dropped guard's slot was released and logged
+	life       statsTable
+	waited     span         // the wall-clock time during which a call waited, for the lifetime's totals
+	folded     atomic.Int64 // calls of dropped scopes that had no lifetime counters
+	reclaim    reclaimer
+	gen        atomic.Uint64 // counts the changes of providers' state, for Bound
+	// changed is closed, and cleared, at each change gen counts (replaced):
+	// a call waiting for tokens wakes to see whether the change retired
+	// the buckets it waits on. Made by the first waiter that asks for it.
+	changed          atomic.Pointer[chan struct{}]
+	sharedBuckets    bool // the store's buckets may wait for it (fleet mode)
 	observer         observe.Observer
 	observed         bool        // an observer or a logger takes events
 	observerPanicked atomic.Bool // logged once
@@ -181,12 +185,13 @@ func (g *Governor) sleep(ctx context.Context, d time.Duration) error {
 	return g.clock.Sleep(ctx, d)
 }
 
-// sleepOr waits d, until ctx is done, or until wake or also is closed (a
-// nil channel never is), and reports whether a wake channel ended it. A
-// custom clock sleeps on a context that the wake channels also end.
-func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (woken bool, err error) {
+// sleepOr waits d, until ctx is done, or until wake, also or third is
+// closed (a nil channel never is), and reports whether a wake channel
+// ended it. A custom clock sleeps on a context that the wake channels also
+// end.
+func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, third <-chan struct{}) (woken bool, err error) {
 	if g.clock == nil {
-		return sleep.Or(ctx, d, wake, also)
+		return sleep.Or(ctx, d, wake, also, third)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -197,6 +202,8 @@ func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also <-ch
 		case <-wake:
 			cancel()
 		case <-also:
+			cancel()
+		case <-third:
 			cancel()
 		case <-wctx.Done():
 		}
@@ -365,7 +372,7 @@ func (g *Governor) Configure(cfg Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cur.Store(g.build(cfg, g.cur.Load(), false))
-	g.gen.Add(1)
+	g.replaced()
 	return nil
 }
 
@@ -381,10 +388,35 @@ func (g *Governor) Reset() {
 	defer g.mu.Unlock()
 	c := g.cur.Load()
 	g.cur.Store(g.build(c.cfg, c, true))
-	g.gen.Add(1)
+	g.replaced()
 	g.life.clear()
 	g.waited.reset()
 	g.folded.Store(0)
+}
+
+// replaced counts a change of the providers' state (Generation) and wakes
+// the calls waiting for tokens, after the entries it retired were marked
+// dead. g.mu is held.
+func (g *Governor) replaced() {
+	g.gen.Add(1)
+	if ch := g.changed.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// changes returns a channel closed at the next change of the providers'
+// state (replaced). A waiter asks for it before it looks at its entry, so
+// that a change after that look wakes it.
+func (g *Governor) changes() <-chan struct{} {
+	for {
+		if ch := g.changed.Load(); ch != nil {
+			return *ch
+		}
+		ch := make(chan struct{})
+		if g.changed.CompareAndSwap(nil, &ch) {
+			return ch
+		}
+	}
 }
 
 // Generation returns a number that changes each time the governor's state

@@ -216,6 +216,6 @@ func (g *Governor) forgetIfIdle(p *provider) {
 		t.retired = true // a call still holding it goes to a new one
 		t.mu.Unlock()
 		g.others.Delete(p.set.name)
-		g.gen.Add(1)
+		g.replaced()
 	}
 }

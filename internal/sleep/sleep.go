@@ -24,10 +24,10 @@ func For(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Or waits d, until ctx is done, or until wake or also is closed (a nil
-// channel never is), and reports whether a wake channel ended the wait; it
-// returns ctx.Err() when ctx did.
-func Or(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (woken bool, err error) {
+// Or waits d, until ctx is done, or until wake, also or third is closed (a
+// nil channel never is), and reports whether a wake channel ended the
+// wait; it returns ctx.Err() when ctx did.
+func Or(ctx context.Context, d time.Duration, wake, also, third <-chan struct{}) (woken bool, err error) {
 	if d <= 0 {
 		return false, ctx.Err()
 	}
@@ -39,6 +39,8 @@ func Or(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (woken
 	case <-wake:
 		return true, nil
 	case <-also:
+		return true, nil
+	case <-third:
 		return true, nil
 	case <-ctx.Done():
 		return false, ctx.Err()

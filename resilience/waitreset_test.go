@@ -1,0 +1,170 @@
+//go:build go1.26
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A call waiting for a token when a Reset or Configure retires the buckets
+// it waits on waits for the live ones' instead, within the instant: the
+// wait it had was the forgotten state's. Buckets a Configure keeps (it
+// changed other settings) keep the call's reservation and its place in
+// their queue. Before, every waiting call waited out the retired bucket's
+// time: a Reset 5 s into a 60 s pause left the call waiting until 60 s,
+// and 20 calls queued at 1 rps ended at 19 s after a Configure to 100 rps
+// at 1 s.
+
+// waitingCalls starts n calls of scope that wait for tokens, and returns a
+// function that waits for them and says when the last ended, counted from
+// the start.
+func waitingCalls(g *Governor, scope Scope, n int) func() time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var last time.Duration
+	for range n {
+		wg.Go(func() {
+			if err := Do(context.Background(), scope, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+				panic(err)
+			}
+			mu.Lock()
+			last = max(last, time.Since(start))
+			mu.Unlock()
+		})
+	}
+	synctest.Wait()
+	return func() time.Duration {
+		wg.Wait()
+		return last
+	}
+}
+
+func TestAWaitForAForgottenPauseEndsAtTheReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		once := RetryPolicy{MaxAttempts: 1}
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(60 * time.Second) }, WithGovernor(g), WithPolicy(once))
+		wait := waitingCalls(g, ec2Vpcs, 1)
+		time.Sleep(5 * time.Second)
+		g.Reset()
+		if last := wait(); last != 5*time.Second {
+			t.Fatalf("the call waiting out a 60 s pause went at %v after a Reset at 5s, want at 5s", last)
+		}
+		if s := g.Summary(nil).Totals; s.Calls != 1 || s.Waits != 1 {
+			t.Errorf("the lifetime stats the Reset started: %d calls, %d waits; want the waiting call, and its wait", s.Calls, s.Waits)
+		}
+	})
+}
+
+func TestAQueueMovesToTheBucketConfigureMade(t *testing.T) {
+	slow := Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want time.Duration // when the last of 20 calls queued at 1 rps goes, configured at 1 s
+	}{
+		// 20 calls: one at once, then 19 at 1 rps. From 1 s, 18 queued:
+		// the new bucket's burst, and 17 at 100 rps.
+		{"rate raised", Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 100, Burst: 1}}}}, time.Second + 170*time.Millisecond},
+		// Other settings: the bucket is kept, and the queue in it.
+		{"breaker changed", Config{AWS: ProviderConfig{BreakerThreshold: 9, Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}, 19 * time.Second},
+		{"the same", slow, 19 * time.Second},
+		// No longer governed: every waiting call goes at once.
+		{"disabled", Config{Enabled: new(false)}, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, slow)
+				wait := waitingCalls(g, ec2Vpcs, 20)
+				time.Sleep(time.Second)
+				if err := g.Configure(tc.cfg); err != nil {
+					t.Fatal(err)
+				}
+				if last := wait(); last != tc.want {
+					t.Fatalf("the last of 20 calls queued at 1 rps went at %v, configured at 1s; want %v", last, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// A call whose wait moves to a live bucket is held to its max wait there
+// too: the live bucket's wait is a new one, refused as any. Here two calls
+// wait 1 s and 2 s for tokens at 1 rps, each allowed 3 s; the bucket made
+// at 0.2 rps, with a burst of 1, lets one go at once and refuses the other
+// (5 s away).
+func TestAWaitMovedByConfigureKeepsItsMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}})
+		ok := func(context.Context) error { return nil }
+		Do(context.Background(), ec2Vpcs, ok, WithGovernor(g)) // the burst
+		ctx := WithMaxWait(context.Background(), 3*time.Second)
+		done := make(chan error, 2)
+		for range 2 {
+			go func() { done <- Do(ctx, ec2Vpcs, ok, WithGovernor(g)) }()
+		}
+		synctest.Wait()
+		if err := g.Configure(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.2, Burst: 1}}}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var went, refused int
+		for range 2 {
+			var we *WouldWaitError
+			switch err := <-done; {
+			case err == nil:
+				went++
+			case errors.As(err, &we):
+				refused++
+			default:
+				t.Errorf("a moved call: %v", err)
+			}
+		}
+		if went != 1 || refused != 1 || time.Since(start) != 0 {
+			t.Fatalf("%d went, %d refused, after %v; want one of each at once", went, refused, time.Since(start))
+		}
+	})
+}
+
+// A half-open breaker's probe that waits for a token when Configure
+// retires the bucket (its breaker kept) is still the probe on the live
+// bucket: its success closes the breaker. Here the throttle that opened
+// the breaker paused the scope 15 s, the cooldown is 10 s, and the rate
+// changes at 12 s.
+func TestAProbeMovedByConfigureIsStillTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := func(rps float64) Config {
+			return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 10,
+				Services: map[string]ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
+		}
+		g := newGov(t, cfg(1))
+		once := RetryPolicy{MaxAttempts: 1}
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(15 * time.Second) }, WithGovernor(g), WithPolicy(once))
+		time.Sleep(10 * time.Second)
+		start := time.Now()
+		done := make(chan error)
+		go func() {
+			done <- Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), WithPolicy(once))
+		}()
+		synctest.Wait() // the probe, waiting out the pause
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "half_open" {
+			t.Fatalf("the breaker is %s, want half-open with the probe out", st)
+		}
+		time.Sleep(2 * time.Second)
+		if err := g.Configure(cfg(2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil || time.Since(start) != 2*time.Second {
+			t.Fatalf("the probe: %v after %v, want a success at 2s", err, time.Since(start))
+		}
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "closed" {
+			t.Errorf("after the probe's success the breaker is %s, want closed", st)
+		}
+	})
+}
