@@ -388,15 +388,18 @@ func (g *Governor) Reset() {
 	defer g.mu.Unlock()
 	c := g.cur.Load()
 	g.cur.Store(g.build(c.cfg, c, true))
-	g.replaced()
 	g.life.clear()
 	g.waited.reset()
 	g.folded.Store(0)
+	// Last: a call it wakes records what it does next in the lifetime
+	// stats this Reset starts.
+	g.replaced()
 }
 
 // replaced counts a change of the providers' state (Generation) and wakes
-// the calls waiting for tokens, after the entries it retired were marked
-// dead. g.mu is held.
+// the calls waiting for tokens or verdicts, once the change is complete:
+// the entries it retired marked dead, and the lifetime stats a Reset
+// clears cleared. g.mu is held.
 func (g *Governor) replaced() {
 	g.gen.Add(1)
 	if ch := g.changed.Swap(nil); ch != nil {

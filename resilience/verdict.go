@@ -52,6 +52,11 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait time.Duration, ok bool, err error) {
 	limit := gd.waitLimit()
 	for {
+		// A Reset or Configure that retires the breaker wakes the wait:
+		// the live breaker decides (taken before the entry is looked at,
+		// so that a change after the look wakes it).
+		changed := gd.g.changes()
+		gd.live()
 		verdict := gd.verdictChan()
 		w, ok := gd.ask(now)
 		if ok {
@@ -61,11 +66,10 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 		if now >= limit || open && now+w > limit {
 			return now, w, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict, nil, nil); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict, changed, nil); err != nil {
 			return now, w, false, err
 		}
 		now = gd.g.now()
-		gd.live() // a Reset or Configure during the wait: the live breaker decides
 	}
 }
 
@@ -78,6 +82,8 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 	limit := gd.waitLimit()
 	from := now
 	for {
+		changed := gd.g.changes() // as in waitAdmitted
+		gd.live()
 		verdict := gd.verdictChan()
 		s := gd.e.breaker.Snapshot(now)
 		switch {
@@ -91,11 +97,10 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 		case now >= limit:
 			return now, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict, nil, nil); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict, changed, nil); err != nil {
 			return now, false, err
 		}
 		now = gd.g.now()
-		gd.live()
 	}
 }
 

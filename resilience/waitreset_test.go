@@ -168,3 +168,25 @@ func TestAProbeMovedByConfigureIsStillTheProbe(t *testing.T) {
 		}
 	})
 }
+
+// A call waiting for a breaker's verdict (breaker_wait) when a Reset
+// forgets the breaker asks the live one at once: the retired breaker's
+// cooldown no longer holds it. Here a 60 s cooldown, reset at 5 s. Before,
+// the call waited out the cooldown of the breaker the Reset forgot.
+func TestAVerdictWaitEndsAtTheReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		zero := 0
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60, MaxRetries: &zero}})
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g))
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
+			t.Fatalf("the breaker is %s, want open", st)
+		}
+		wait := waitingCalls(g, ec2Vpcs, 1)
+		time.Sleep(5 * time.Second)
+		g.Reset()
+		if last := wait(); last != 5*time.Second {
+			t.Fatalf("the call waiting for the verdict of a breaker open for 60 s went at %v after a Reset at 5s, want at 5s", last)
+		}
+	})
+}
