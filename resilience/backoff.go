@@ -47,16 +47,19 @@ func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, er
 
 // awaitRefusal waits, from now, until the breaker would refuse the call's
 // next attempt at until (refusedAt), and reports true then. It looks again
-// at each of the breaker's verdicts, and at least every backoffRecheck,
-// so that a breaker that opens later, or opens again after its probe
-// failed, is seen, and so is the live breaker after a Reset or Configure
-// retired the watched one. It reports false when the clock reaches end or
-// quit is closed first, and ctx's error when ctx ends. A breaker that
-// does not tell of its verdicts is asked only as the wait starts, and a
-// provider that waits for its breakers' verdicts (breaker_wait) is not
-// asked at all: its retries wait for them at Enter.
+// at each of the breaker's verdicts, so that a breaker that opens later,
+// or opens again after its probe failed, is seen, and at each Reset or
+// Configure, which may retire the watched breaker: the live one is
+// watched then. It reports false when the clock reaches end or quit is
+// closed first, and ctx's error when ctx ends. A breaker that does not
+// tell of its verdicts is asked only as the wait starts, and a provider
+// that waits for its breakers' verdicts (breaker_wait) is not asked at
+// all: its retries wait for them at Enter.
 func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration, quit <-chan struct{}) (bool, error) {
 	for {
+		// Taken before the entry is looked at, so that a change after the
+		// look wakes the wait.
+		changed := gd.g.changes()
 		gd.live() // a Reset or Configure retired the breaker: watch the live one
 		if gd.p.set.breakerWait {
 			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil)
@@ -70,9 +73,8 @@ func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration
 			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil)
 			return false, err
 		}
-		d := min(end-now, backoffRecheck)
-		woken, err := gd.g.sleepOr(ctx, d, verdict, quit, nil)
-		if err != nil || (!woken && d == end-now) {
+		woken, err := gd.g.sleepOr(ctx, end-now, verdict, quit, changed)
+		if err != nil || !woken {
 			return false, err
 		}
 		select {
@@ -91,11 +93,6 @@ func later(now, d time.Duration) time.Duration {
 	}
 	return now + max(d, 0)
 }
-
-// backoffRecheck bounds how long Backoff watches a breaker before it
-// looks again whether a Reset or Configure retired it: the retired one
-// gives no more verdicts, and the live one's opening would be missed.
-const backoffRecheck = time.Second
 
 // refusedAt reports, asking the breaker for nothing, whether it is open
 // at now and stays open past until, so that it refuses the call's next

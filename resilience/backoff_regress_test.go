@@ -117,8 +117,10 @@ func TestAProbeWhoseBreakerReopenedRetriesAsAnyCall(t *testing.T) {
 }
 
 // A Reset during a backoff retires the breaker it watched: the live one's
-// opening cuts the pause (within backoffRecheck of the Reset). Before, the
-// retired breaker was watched to the end of the pause.
+// opening cuts the pause, at once (the Reset wakes the watch, which then
+// watches the live breaker). Before, the retired breaker was watched to
+// the end of the pause; then, the live one from up to a second after the
+// Reset, and an opening in that second cut the pause only at its end.
 func TestBackoffWatchesTheLiveBreakerAfterAReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
@@ -133,7 +135,6 @@ func TestBackoffWatchesTheLiveBreakerAfterAReset(t *testing.T) {
 		}()
 		synctest.Wait() // asleep in its 20 s backoff
 		g.Reset()
-		time.Sleep(time.Second)
 		openBreaker(t, g)
 		opened := time.Since(start)
 		err := <-done
