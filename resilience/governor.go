@@ -42,8 +42,9 @@ type Governor struct {
 	reclaim    reclaimer
 	gen        atomic.Uint64 // counts the changes of providers' state, for Bound
 	// changed is closed, and cleared, at each change gen counts (replaced):
-	// a call waiting for tokens wakes to see whether the change retired
-	// the buckets it waits on. Made by the first waiter that asks for it.
+	// a call waiting for tokens, for a breaker's verdict or through a
+	// backoff wakes to see whether the change retired the buckets or the
+	// breaker it waits on. Made by the first waiter that asks for it.
 	changed          atomic.Pointer[chan struct{}]
 	sharedBuckets    bool // the store's buckets may wait for it (fleet mode)
 	observer         observe.Observer
@@ -397,7 +398,7 @@ func (g *Governor) Reset() {
 }
 
 // replaced counts a change of the providers' state (Generation) and wakes
-// the calls waiting for tokens or verdicts, once the change is complete:
+// the calls waiting on it (changed), once the change is complete:
 // the entries it retired marked dead, and the lifetime stats a Reset
 // clears cleared. g.mu is held.
 func (g *Governor) replaced() {
