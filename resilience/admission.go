@@ -305,12 +305,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		return nil
 	}
 	limit := gd.deadlineAt()
-	if now+w > limit {
-		return gd.passDeadline(now, w)
-	}
-	if gd.bounded && now+w > gd.admitBy {
-		gd.cancel(now)
-		return gd.refuseWait(w, ErrNoToken)
+	if err := gd.exceeds(now, now+w, limit); err != nil {
+		return err
 	}
 	// The provider's and account's waits are fixed; the leaf's follows its
 	// queue. The wait is recorded once it is over, as long as it was.
@@ -329,33 +325,27 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			// Before the entry is looked at, so that a Reset or Configure
 			// that retires it after that wakes the wait.
 			changed = gd.g.changes()
-			if gd.e.dead.Load() {
-				switch gd.followRetired(now) {
-				case bucketsKept:
-				case providerDisabled:
+		}
+		if changed != nil && gd.e.dead.Load() {
+			switch gd.followRetired(now) {
+			case providerDisabled:
+				gd.recordWait(now-start, levelNames[level])
+				return nil // a disabled provider's call goes at once
+			case bucketsRetired:
+				// The wait was for tokens of buckets a Reset or Configure
+				// retired (given back): it is for the live ones' now,
+				// taken afresh.
+				if w, other, leaf, level = gd.reserve(now); w <= 0 {
 					gd.recordWait(now-start, levelNames[level])
-					return nil // a disabled provider's call goes at once
-				case bucketsRetired:
-					// The wait was for tokens of buckets a Reset or
-					// Configure retired (given back): it is for the live
-					// ones' now, taken afresh.
-					w, other, leaf, level = gd.reserve(now)
-					if w <= 0 {
-						gd.recordWait(now-start, levelNames[level])
-						return nil
-					}
-					at, until = now, now+w
-					q, queued = gd.e.leaf.(queueBucket)
-					if queued = queued && leaf > 0; queued {
-						tk = q.Ticket(now + leaf)
-					}
-					if until > limit {
-						return gd.passDeadline(now, until-now)
-					}
-					if gd.bounded && until > gd.admitBy {
-						gd.cancel(now)
-						return gd.refuseWait(until-now, ErrNoToken)
-					}
+					return nil
+				}
+				at, until = now, now+w
+				q, queued = gd.e.leaf.(queueBucket)
+				if queued = queued && leaf > 0; queued {
+					tk = q.Ticket(now + leaf)
+				}
+				if err := gd.exceeds(now, until, limit); err != nil {
+					return err
 				}
 			}
 		}
@@ -374,12 +364,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if queued {
 			tk, moved = q.Follow(tk)
 			until = max(at+other, tk.At())
-			if until > limit {
-				return gd.passDeadline(now, until-now)
-			}
-			if gd.bounded && until > gd.admitBy {
-				gd.cancel(now)
-				return gd.refuseWait(until-now, ErrNoToken)
+			if err := gd.exceeds(now, until, limit); err != nil {
+				return err
 			}
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed)
@@ -399,12 +385,28 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	}
 }
 
-// What a Reset or Configure did to the buckets a waiting call reserved
-// its tokens from (followRetired).
+// exceeds ends the call when a wait from now until until would pass its
+// deadline (limit) or its max wait, and returns the error it ends with;
+// nil when the wait is within both.
+func (gd *Guard) exceeds(now, until, limit time.Duration) error {
+	switch {
+	case until > limit:
+		return gd.passDeadline(now, until-now)
+	case gd.bounded && until > gd.admitBy:
+		gd.cancel(now)
+		return gd.refuseWait(until-now, ErrNoToken)
+	}
+	return nil
+}
+
+// retired is what a Reset or Configure did to the buckets a waiting call
+// reserved its tokens from (followRetired).
+type retired uint8
+
 const (
-	bucketsKept      = iota // the live entry has the same buckets: the reservation holds
-	bucketsRetired          // they were replaced: their tokens were given back
-	providerDisabled        // the provider is no longer governed: given back too
+	bucketsKept      retired = iota // the live entry has the same buckets: the reservation holds
+	bucketsRetired                  // they were replaced: their tokens were given back
+	providerDisabled                // the provider is no longer governed: given back too
 )
 
 // followRetired moves a call waiting for the tokens of its reservation,
@@ -415,7 +417,7 @@ const (
 // the state was reset) get its tokens back at now, and so do the buckets
 // of a provider disabled meanwhile. Its breaker lease is dropped, as
 // relive drops that of any call it moves.
-func (gd *Guard) followRetired(now time.Duration) int {
+func (gd *Guard) followRetired(now time.Duration) retired {
 	old := gd.e
 	gd.relive()
 	e := gd.e
@@ -723,6 +725,16 @@ func (gd *Guard) live() {
 	if gd.e.dead.Load() { // in line: the common call pays an atomic load
 		gd.relive()
 	}
+}
+
+// followLive moves the guard to the live entry of its scope when a Reset
+// or Configure retired its own (live), and returns a channel closed at the
+// next such change, for a wait to wake on: taken before the entry is
+// looked at, so that a change after the look wakes the wait.
+func (gd *Guard) followLive() <-chan struct{} {
+	changed := gd.g.changes()
+	gd.live()
+	return changed
 }
 
 // relive moves the guard to the live entry of its scope.

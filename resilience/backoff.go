@@ -57,10 +57,7 @@ func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, er
 // all: its retries wait for them at Enter.
 func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration, quit <-chan struct{}) (bool, error) {
 	for {
-		// Taken before the entry is looked at, so that a change after the
-		// look wakes the wait.
-		changed := gd.g.changes()
-		gd.live() // a Reset or Configure retired the breaker: watch the live one
+		changed := gd.followLive() // a Reset or Configure retired the breaker: watch the live one
 		if gd.p.set.breakerWait {
 			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil)
 			return false, err

@@ -52,11 +52,7 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait time.Duration, ok bool, err error) {
 	limit := gd.waitLimit()
 	for {
-		// A Reset or Configure that retires the breaker wakes the wait:
-		// the live breaker decides (taken before the entry is looked at,
-		// so that a change after the look wakes it).
-		changed := gd.g.changes()
-		gd.live()
+		changed := gd.followLive() // a Reset or Configure: the live breaker decides
 		verdict := gd.verdictChan()
 		w, ok := gd.ask(now)
 		if ok {
@@ -82,8 +78,7 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 	limit := gd.waitLimit()
 	from := now
 	for {
-		changed := gd.g.changes() // as in waitAdmitted
-		gd.live()
+		changed := gd.followLive()
 		verdict := gd.verdictChan()
 		s := gd.e.breaker.Snapshot(now)
 		switch {
