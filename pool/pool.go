@@ -576,8 +576,14 @@ func (p *Pool) finish(t *task, err error) {
 		p.queued++
 		q.deferred++
 		p.deferred++
-		if q.where == nowhere { // Deferred placed it already, unless decided since
+		switch q.where {
+		case nowhere: // Deferred placed it already, unless decided since
 			p.ring.push(q)
+		case admitting:
+			// Another task's hold, which may have begun with the queue
+			// empty, no wake armed for its end: it ends then, if that
+			// task's first call is not made by then.
+			p.arm(q.admitUntil)
 		}
 	} else if t.deferredErr != nil {
 		p.dropTask(t, dropReason(q, p.ctx), p.ctx)

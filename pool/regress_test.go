@@ -511,3 +511,77 @@ func TestAQueueHeldByARefusalRunsAgainAfterAReset(t *testing.T) {
 		})
 	}
 }
+
+// A task whose first call was refused goes back to its queue; when another
+// task of the scope holds the queue then (its first call still to come),
+// the queue is ready again at the end of that hold (admitHold), not when
+// that task ends. Before, nothing woke the pool at the hold's end if the
+// hold began with the queue empty: the refused task waited out the other
+// task (10 s here, against its refusal's 1 s), and a pool whose holder
+// waited for the refused task stalled.
+func TestARefusedTaskBehindAnotherTasksHoldRunsWhenTheHoldEnds(t *testing.T) {
+	t.Run("the holder works 10 s", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, 1, resilience.Config{})
+			s := scope("op")
+			p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+			start := time.Now()
+			var runs atomic.Int64
+			rerun := make(chan time.Duration, 1)
+			p.Go(ctx, s, func(ctx context.Context) error {
+				if runs.Add(1) == 2 {
+					rerun <- time.Since(start)
+					return call(g, s, 0)(ctx)
+				}
+				time.Sleep(15 * time.Millisecond) // its hold ends at 10 ms: the second task starts, its queue empty
+				return call(g, s, 0)(ctx)         // refused at 15 ms: the token went at 12 ms
+			})
+			p.Go(ctx, s, func(ctx context.Context) error {
+				time.Sleep(10 * time.Second) // calls nothing: its hold ends at 20 ms
+				return nil
+			})
+			time.Sleep(12 * time.Millisecond)
+			call(g, s, 0)(context.Background()) // another caller takes the token
+			if err := p.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if at := <-rerun; at > 1100*time.Millisecond {
+				t.Fatalf("the refused task ran again at %v, want at its refusal's wait (about 1 s): the other task's hold ended at 20 ms", at)
+			}
+		})
+	})
+	t.Run("the holder waits for the refused task", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, 1, resilience.Config{})
+			s := scope("op")
+			p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+			start := time.Now()
+			firstDone := make(chan struct{})
+			var runs atomic.Int64
+			p.Go(ctx, s, func(ctx context.Context) error {
+				if runs.Add(1) == 1 {
+					time.Sleep(15 * time.Millisecond)
+					return call(g, s, 0)(ctx)
+				}
+				defer close(firstDone)
+				return call(g, s, 0)(ctx)
+			})
+			p.Go(ctx, s, func(ctx context.Context) error {
+				select { // calls nothing, and waits for the first task
+				case <-firstDone:
+					return nil
+				case <-time.After(time.Hour):
+					return errors.New("the refused task never ran again")
+				}
+			})
+			time.Sleep(12 * time.Millisecond)
+			call(g, s, 0)(context.Background()) // another caller takes the token
+			if err := p.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 1100*time.Millisecond {
+				t.Fatalf("the scan took %v, want about 1 s", took)
+			}
+		})
+	})
+}
