@@ -1409,7 +1409,7 @@ func (r *rig) pick() *task {
 
 func (r *rig) finish(t *task, err error) {
 	r.running = slices.DeleteFunc(r.running, func(x *task) bool { return x == t })
-	r.p.finish(t, err)
+	r.p.finish(t, err, true)
 }
 
 func (r *rig) unslot() {

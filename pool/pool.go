@@ -235,7 +235,7 @@ func (p *Pool) work() {
 func (p *Pool) runTask(t *task) (ok bool) {
 	defer func() {
 		if !ok {
-			p.finish(t, ErrGoexit)
+			p.finish(t, ErrGoexit, false)
 			p.mu.Lock()
 			p.workers--
 			if p.ring.len() > 0 {
@@ -244,18 +244,9 @@ func (p *Pool) runTask(t *task) (ok bool) {
 			p.mu.Unlock()
 		}
 	}()
-	err := t.run()
-	p.finish(t, err)
+	err, returned := t.run()
+	p.finish(t, err, returned)
 	return true
-}
-
-// didNotReturn reports whether err, a task's end as run reports it, says
-// the task did not return: it panicked (run's own PanicError, not one the
-// task returned, from a pool of its own say), or called runtime.Goexit. It
-// calls no method of err: the pool's lock is held.
-func didNotReturn(err error) bool {
-	_, panicked := err.(*PanicError)
-	return err == ErrGoexit || panicked
 }
 
 // ErrGoexit is the error of a task that called runtime.Goexit (as
@@ -544,8 +535,10 @@ func (p *Pool) arm(at time.Duration) {
 	}()
 }
 
-// finish records the end of t, which returned err. p.mu is not held.
-func (p *Pool) finish(t *task, err error) {
+// finish records the end of t, which ended with err: returned says that
+// its function returned it, rather than panicked or called
+// runtime.Goexit. p.mu is not held.
+func (p *Pool) finish(t *task, err error, returned bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := t.q
@@ -554,7 +547,7 @@ func (p *Pool) finish(t *task, err error) {
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
-	if t.deferredErr != nil && didNotReturn(err) {
+	if t.deferredErr != nil && !returned {
 		// Its first call was refused, but the task panicked (or called
 		// runtime.Goexit) after that: a defect of the task, which running
 		// it again would hide. It ends failed, as any panic does.
@@ -711,8 +704,9 @@ type task struct {
 }
 
 // run calls the task's function with its first call held by the governor
-// (resilience.WithAdmission), turning a panic into an error.
-func (t *task) run() (err error) {
+// (resilience.WithAdmission), turning a panic into an error: returned says
+// whether the function returned, rather than panicked.
+func (t *task) run() (err error, returned bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
@@ -726,7 +720,8 @@ func (t *task) run() (err error) {
 		// from that one's and that one's first call is still to come.
 		ctx = resilience.WithAdmission(ctx, nil, 0)
 	}
-	return t.fn(ctx)
+	err = t.fn(ctx)
+	return err, true
 }
 
 // Decided implements resilience.Admission: the task's first call went (or

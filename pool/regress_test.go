@@ -464,6 +464,38 @@ func TestATaskReturningAfterARefusalRunsAgainWhateverItsError(t *testing.T) {
 	})
 }
 
+// A task whose first call was refused and that returned a *PanicError or
+// ErrGoexit itself (not wrapped) runs again too: whether the task returned
+// is known from how it ended, not from its error's type. Before, the task
+// ended failed with that error, as if it had panicked.
+func TestATaskReturningAPanicErrorAfterARefusalRunsAgain(t *testing.T) {
+	for _, ret := range []error{&PanicError{Value: "a pool of the task's own"}, ErrGoexit} {
+		t.Run(ret.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, 1, resilience.Config{})
+				sc := scope("op")
+				p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+				var runs atomic.Int64
+				p.Go(ctx, sc, func(ctx context.Context) error {
+					if runs.Add(1) > 1 {
+						return nil
+					}
+					if err := call(g, sc, 0)(context.Background()); err != nil { // someone takes the token
+						return err
+					}
+					if err := call(g, sc, 0)(ctx); err != nil { // refused
+						return ret
+					}
+					return nil
+				})
+				if err := p.Wait(); err != nil || runs.Load() != 2 {
+					t.Fatalf("Wait: %v after %d runs; want nil after 2 (the refused task run again)", err, runs.Load())
+				}
+			})
+		})
+	}
+}
+
 // A queue held by a refusal of its head asks the governor again within
 // parkRecheck of a Governor.Reset or Governor.Configure: the refusal's
 // wait was the old state's. After a Reset, which forgot the pause, the
