@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -58,7 +59,9 @@ type ScopeProgress struct {
 	// has an ETA of 0: nothing paces its calls. The ETA does not see the provider-wide
 	// bucket (global_max_rps), which Governor.Inspect does not show,
 	// beyond its part in Wait; nor calls made outside the pool, nor a
-	// task's calls after its first (pages, retries).
+	// task's calls after its first (pages, retries). An ETA too long for
+	// a time.Duration (a million tasks at a call a day) is the longest
+	// one.
 	ETA time.Duration
 }
 
@@ -141,7 +144,7 @@ func (p *Pool) Progress() Progress {
 		if of[i].leaf == nil {
 			continue
 		}
-		s.ETA = s.Wait + max(of[i].leaf.time(), of[i].account.time())
+		s.ETA = addETA(s.Wait, max(of[i].leaf.time(), of[i].account.time()))
 		pr.ETA = max(pr.ETA, s.ETA)
 	}
 	slices.SortFunc(pr.Scopes, func(a, b ScopeProgress) int {
@@ -175,7 +178,20 @@ func (b *shared) time() time.Duration {
 	if b == nil || b.rate <= 0 {
 		return 0
 	}
-	return time.Duration(float64(b.queued) / b.rate * float64(time.Second))
+	ns := float64(b.queued) / b.rate * float64(time.Second)
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64 // too long for a Duration: the longest one, not a wrapped one
+	}
+	return time.Duration(ns)
+}
+
+// addETA returns a+b, both at least 0, or the longest Duration when the
+// sum is too long for one.
+func addETA(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // breakerWaits reports whether the calls of provider wait for an open

@@ -8,6 +8,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -615,5 +616,46 @@ func TestARefusedTaskBehindAnotherTasksHoldRunsWhenTheHoldEnds(t *testing.T) {
 				t.Fatalf("the scan took %v, want about 1 s", took)
 			}
 		})
+	})
+}
+
+// An ETA too long for a time.Duration is the longest one, and more queued
+// tasks never shorten it. Before, queued/rate seconds were converted
+// without a bound: past the longest Duration the conversion wrapped, and
+// 10,000 tasks at a call every 11.6 days gave an ETA of 0 (9,000 gave
+// 2,500,000 h).
+func TestAnETATooLongForADurationIsTheLongest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		perOp := true
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{DeadlineSeconds: 1e6, MinRPS: 1e-6,
+			Services: map[string]resilience.ServiceConfig{"svc": {MaxRPS: 1e-6, Burst: 1, PerOperation: &perOp}}}}
+		g, err := resilience.NewGovernor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := scope("slow")
+		parent, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		p, ctx := New(parent, Workers(1), WithGovernor(g))
+		hold := make(chan struct{})
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { <-hold; return nil }) // the one worker
+		synctest.Wait()
+		var last time.Duration
+		for _, n := range []int{9000, 1000, 1000} {
+			for range n {
+				p.Go(ctx, s, call(g, s, 0))
+			}
+			pr := p.Progress()
+			if pr.ETA < last || pr.Scopes[len(pr.Scopes)-1].ETA < 0 {
+				t.Fatalf("%d queued: ETA %v after %v (%q): more tasks, a shorter ETA", pr.Queued, pr.ETA, last, pr.String())
+			}
+			last = pr.ETA
+		}
+		if last != math.MaxInt64 {
+			t.Errorf("11,000 tasks at a call every 11.6 days: ETA %v, want the longest Duration", last)
+		}
+		cancel()
+		close(hold)
+		p.Wait()
 	})
 }
