@@ -52,6 +52,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -106,7 +107,7 @@ type Pool struct {
 	epoch   time.Time
 
 	mu        sync.Mutex
-	quiet     sync.Cond // broadcast when nothing is queued or running, for Wait
+	quiet     sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
 	scopes    map[resilience.Scope]*queue
 	ring      ring            // queues whose head may be ready, in turn
 	parked    parkedHeap      // queues waiting for their scope, by time
@@ -127,6 +128,22 @@ type Pool struct {
 	waited    bool // Wait returned: the pool is over
 	wg        sync.WaitGroup
 	stopCause error
+
+	// Dropped tasks whose loss the ledgers are still to be told: a
+	// ledger's reason formats a context's cause, whose Error is the
+	// user's, so it is written after p.mu is released (record). unrecorded
+	// says there are some, for the callers that check without the lock.
+	drops      []droppedTask
+	recording  int // drops taken from drops, not yet recorded
+	unrecorded atomic.Bool
+}
+
+// droppedTask is a task dropped unrun: the context whose ledger records
+// its loss, its scope, and the cause of the context that stopped it.
+type droppedTask struct {
+	ctx   context.Context
+	scope resilience.Scope
+	cause error
 }
 
 // New returns a pool, and a context derived from ctx that the pool cancels
@@ -150,6 +167,7 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p.wg.Add(1)
 	p.keepStop = context.AfterFunc(p.ctx, func() {
 		defer p.wg.Done()
+		defer p.record()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.drop()
@@ -180,6 +198,7 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // Go does not block. It panics once Wait has returned.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	t := &task{ctx: ctx, fn: fn, p: p}
+	defer p.record()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.waited {
@@ -192,7 +211,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	}
 	t.q = q
 	if p.ctx.Err() != nil {
-		p.dropTask(t, dropReason(q, p.ctx), p.ctx)
+		p.dropTask(t, p.ctx)
 		return
 	}
 	q.push(t)
@@ -257,6 +276,7 @@ var ErrGoexit = errors.New("pool: task called runtime.Goexit")
 // next returns the next task to run, or nil when none is ready now (the
 // worker ends; a queue that becomes ready starts one again).
 func (p *Pool) next() *task {
+	defer p.record() // the tasks pick dropped
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ctx.Err() == nil {
@@ -410,7 +430,7 @@ func (p *Pool) dropDone(q *queue) {
 	for q.n > 0 && q.head.ctx.Err() != nil {
 		t := q.pop()
 		p.queued--
-		p.dropTask(t, dropReason(q, t.ctx), t.ctx)
+		p.dropTask(t, t.ctx)
 		p.settle()
 	}
 }
@@ -539,6 +559,7 @@ func (p *Pool) arm(at time.Duration) {
 // its function returned it, rather than panicked or called
 // runtime.Goexit. p.mu is not held.
 func (p *Pool) finish(t *task, err error, returned bool) {
+	defer p.record()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := t.q
@@ -579,7 +600,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 			p.arm(q.admitUntil)
 		}
 	} else if t.deferredErr != nil {
-		p.dropTask(t, dropReason(q, p.ctx), p.ctx)
+		p.dropTask(t, p.ctx)
 	} else if err != nil {
 		q.failed++
 		p.failed++
@@ -599,11 +620,18 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	p.settle()
 }
 
-// settle wakes Wait when nothing is queued or running. p.mu is held.
+// settle wakes Wait when nothing is queued, running or left to record.
+// p.mu is held.
 func (p *Pool) settle() {
-	if p.queued == 0 && p.running == 0 {
+	if !p.busy() {
 		p.quiet.Broadcast()
 	}
+}
+
+// busy reports whether a task is queued or running, or a dropped task's
+// loss is still to be recorded: Wait waits until none is. p.mu is held.
+func (p *Pool) busy() bool {
+	return p.queued > 0 || p.running > 0 || len(p.drops) > 0 || p.recording > 0
 }
 
 // decide ends q's admission of its task in flight: q is ready again if it
@@ -622,33 +650,51 @@ func (p *Pool) decide(q *queue) {
 // drop drops every queued task of a stopped pool. p.mu is held.
 func (p *Pool) drop() {
 	for _, q := range p.scopes {
-		if q.n == 0 {
-			continue
-		}
-		reason := dropReason(q, p.ctx)
 		for t := q.pop(); t != nil; t = q.pop() {
 			p.queued--
-			p.dropTask(t, reason, p.ctx)
+			p.dropTask(t, p.ctx)
 		}
 	}
-}
-
-// dropReason is what the ledger lists for a task of q not run because ctx
-// (the pool's, or the task's own) is done.
-func dropReason(q *queue, ctx context.Context) string {
-	return fmt.Sprintf("%s: task not run: %v", q.scope, context.Cause(ctx))
 }
 
 // dropTask drops t, a task that will not run because ctx (the pool's, or
-// its own) is done: a loss of the ledger its context carries, if any.
-// Wait returns the first such context's cause. p.mu is held.
-func (p *Pool) dropTask(t *task, reason string, ctx context.Context) {
-	resilience.LedgerOf(t.ctx).Record(resilience.LossCancelled, reason)
+// its own) is done: a loss of the ledger its context carries, if any,
+// which record writes once p.mu is released. Wait returns the first such
+// context's cause. p.mu is held.
+func (p *Pool) dropTask(t *task, ctx context.Context) {
+	cause := context.Cause(ctx)
+	p.drops = append(p.drops, droppedTask{t.ctx, t.q.scope, cause})
+	p.unrecorded.Store(true)
 	t.q.dropped++
 	p.dropped++
 	if p.stopCause == nil {
-		p.stopCause = context.Cause(ctx)
+		p.stopCause = cause
 	}
+}
+
+// record tells the ledgers of the tasks dropped so far of their loss
+// (resilience.LossCancelled), with the scope and the cause. It runs with
+// p.mu released, after every step that may drop a task: the reason
+// formats the cause with its Error method, which may read the pool (its
+// Progress, say), and a ledger's Record is the ledger's own. The common
+// call, nothing dropped, pays an atomic load.
+func (p *Pool) record() {
+	if !p.unrecorded.Load() {
+		return
+	}
+	p.mu.Lock()
+	drops := p.drops
+	p.drops = nil
+	p.unrecorded.Store(false)
+	p.recording += len(drops)
+	p.mu.Unlock()
+	for _, d := range drops {
+		resilience.LedgerOf(d.ctx).Record(resilience.LossCancelled, fmt.Sprintf("%s: task not run: %v", d.scope, d.cause))
+	}
+	p.mu.Lock()
+	p.recording -= len(drops)
+	p.settle()
+	p.mu.Unlock()
 }
 
 // Wait waits until every task submitted (by Go, from anywhere, tasks
@@ -661,7 +707,7 @@ func (p *Pool) dropTask(t *task, reason string, ctx context.Context) {
 // for that task too, forever.
 func (p *Pool) Wait() error {
 	p.mu.Lock()
-	for p.queued > 0 || p.running > 0 {
+	for p.busy() {
 		p.quiet.Wait()
 	}
 	p.waited = true

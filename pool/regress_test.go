@@ -8,6 +8,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -658,4 +659,41 @@ func TestAnETATooLongForADurationIsTheLongest(t *testing.T) {
 		close(hold)
 		p.Wait()
 	})
+}
+
+// progressCause is a stop's cause whose Error reads the pool's Progress.
+type progressCause struct{ p *Pool }
+
+func (c progressCause) Error() string { return "scan stopped at " + c.p.Progress().String() }
+
+// The ledgers are told of the tasks a stop dropped with the pool's lock
+// released: the reason formats the stop's cause, whose Error is the
+// user's and may read the pool. Before, the stop formatted it under the
+// lock, and a cause whose Error read Progress deadlocked the stop: Wait
+// never returned. (Real time: a mutex deadlock is no synctest deadlock.)
+func TestAStopsCauseMayReadThePool(t *testing.T) {
+	g := newGov(t, 0.5, resilience.Config{})
+	s := scope("op")
+	parent, cancel := context.WithCancelCause(context.Background())
+	lctx, ledger := resilience.WithLedger(parent, "scan")
+	p, ctx := New(lctx, Workers(1), WithGovernor(g))
+	for range 3 {
+		p.Go(ctx, s, call(g, s, 0))
+	}
+	time.Sleep(50 * time.Millisecond) // one ran; the others wait for tokens 2 s apart
+	cancel(progressCause{p})
+	done := make(chan error, 1)
+	go func() { done <- p.Wait() }()
+	select {
+	case err := <-done:
+		if !strings.Contains(fmt.Sprint(err), "scan stopped at done") {
+			t.Errorf("Wait: %v, want the stop's cause", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return within 5 s of the stop: the stop formats its cause, whose Error reads Progress, under the pool's lock")
+	}
+	// Every dropped task is in the ledger by the time Wait returns.
+	if d := ledger.Describe(); !strings.Contains(d, "2 call(s) cancelled") || !strings.Contains(d, "task not run: scan stopped at done") {
+		t.Errorf("the ledger: %q, want the 2 dropped tasks, with the stop's cause", d)
+	}
 }
