@@ -565,6 +565,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	q := t.q
 	q.running--
 	p.running--
+	t.ended = true
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
@@ -585,7 +586,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	}
 	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
-		t.deferredErr, t.decided = nil, false
+		t.deferredErr, t.decided, t.ended = nil, false, false
 		q.pushFront(t)
 		p.queued++
 		q.deferred++
@@ -739,8 +740,10 @@ type task struct {
 	q    *queue
 	next *task
 
-	// What its first call's admission said (under p.mu).
+	// What its first call's admission said, and whether it has ended
+	// (under p.mu).
 	decided bool
+	ended   bool
 	// The governor's Generation when it was started (truncated: it fits
 	// beside decided, and only its changes count), for a refusal of its
 	// first call.
@@ -753,12 +756,16 @@ type task struct {
 // (resilience.WithAdmission), turning a panic into an error: returned says
 // whether the function returned, rather than panicked.
 func (t *task) run() (err error, returned bool) {
+	ctx := t.ctx
 	defer func() {
+		// A call the task left running (in a goroutine of its own) that
+		// has not made the first call yet makes an ordinary one: the task
+		// will not run again.
+		resilience.EndAdmission(ctx)
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	ctx := t.ctx
 	if t.q.scope.Provider != "" {
 		ctx = resilience.WithAdmission(ctx, t, t.p.maxWait)
 	} else {
@@ -786,10 +793,23 @@ func (t *task) Decided() {
 // have waited; the task goes back to its queue when it returns, and its
 // scope waits until it may go.
 func (t *task) Deferred(wait time.Duration, err error) {
+	if t.refused(wait, err) {
+		// The task returned before its first call, made in a goroutine it
+		// left running, was refused: it will not run again, so the call
+		// is lost, and its ledger says so.
+		resilience.LedgerOf(t.ctx).Record(resilience.LossRefused, fmt.Sprintf("%s: %v (after its task returned)", t.q.scope, err))
+	}
+}
+
+// refused is Deferred under p.mu: it reports whether the task had ended
+// already, its call then lost. Its scope cannot go before wait either way.
+func (t *task) refused(wait time.Duration, err error) (lost bool) {
 	p := t.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t.decided, t.deferredWait, t.deferredErr = true, wait, err
+	if lost = t.ended; !lost {
+		t.decided, t.deferredWait, t.deferredErr = true, wait, err
+	}
 	q := t.q
 	if wait > 0 {
 		// Its queue runs nothing before then, wherever it is now, unless
@@ -813,6 +833,7 @@ func (t *task) Deferred(wait time.Duration, err error) {
 			p.slot(q, p.now())
 		}
 	}
+	return lost
 }
 
 // PanicError is the error of a task that panicked: the pool recovers it,

@@ -697,3 +697,62 @@ func TestAStopsCauseMayReadThePool(t *testing.T) {
 		t.Errorf("the ledger: %q, want the 2 dropped tasks, with the stop's cause", d)
 	}
 }
+
+// A task's first governed call made after the task returned (by a
+// goroutine the task left running) is an ordinary call: the pool ends the
+// task's hold when the task returns (resilience.EndAdmission), so the
+// call waits for its token as any call does. Before, it claimed the
+// task's hold, was refused at once as a first call that would wait, was
+// recorded nowhere, and the task, counted done, never ran again.
+func TestAFirstCallAfterItsTaskReturnedIsAnOrdinaryCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		s := scope("op")
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, _ := New(ctx, Workers(2), WithGovernor(g))
+		start := time.Now()
+		late := make(chan error, 1)
+		var at time.Duration
+		p.Go(ctx, s, func(ctx context.Context) error {
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				err := call(g, s, 0)(ctx) // the task's first governed call, after the task returned
+				at = time.Since(start)
+				late <- err
+			}()
+			return nil
+		})
+		time.Sleep(50 * time.Millisecond)
+		call(g, s, 0)(context.Background()) // another caller takes the token: the next is 1 s later
+		err := <-late
+		if werr := p.Wait(); werr != nil {
+			t.Fatal(werr)
+		}
+		if err != nil || at != 1050*time.Millisecond {
+			t.Fatalf("the late call: %v at %v; ledger %q; want a success at 1.05s, when its token came", err, at, ledger.Describe())
+		}
+	})
+}
+
+// A first call made by a goroutine its task left running that claimed the
+// task's hold before the task returned, and was refused after it, is a
+// lost call, in the task's ledger: the task will not run again. Before,
+// the refusal was recorded nowhere.
+func TestARefusalAfterItsTaskReturnedIsInTheLedger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, resilience.Config{})
+		defer r.close()
+		sc := scope("op")
+		ctx, ledger := resilience.WithLedger(r.ctx, "scan")
+		r.p.Go(ctx, sc, func(context.Context) error { return nil })
+		tk := r.pick()
+		r.finish(tk, nil) // the task returned, its goroutine's call still deciding
+		tk.Deferred(time.Second, &resilience.WouldWaitError{Scope: sc, Wait: time.Second, Err: resilience.ErrNoToken})
+		if d := ledger.Describe(); !strings.Contains(d, "1 call(s) refused") || !strings.Contains(d, "after its task returned") {
+			t.Errorf("the ledger: %q, want the refused call", d)
+		}
+		if pr := r.p.Progress(); pr.Done != 1 || pr.Queued != 0 || pr.Deferred != 0 {
+			t.Errorf("progress %+v, want the task done once, not queued again", pr)
+		}
+	})
+}

@@ -208,3 +208,38 @@ func TestANilAdmissionLeavesTheHoldToItsOwner(t *testing.T) {
 		}
 	})
 }
+
+// EndAdmission ends a hold no call has claimed: a call made under the
+// context after it is an ordinary call, which waits for its scope (here a
+// 2 s pause) instead of being deferred, and tells the scheduler nothing.
+// A hold a call claimed before it is that call's still, and a context
+// without a hold is left as it was.
+func TestEndAdmissionMakesLaterCallsOrdinary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		EndAdmission(context.Background()) // no hold: nothing to end
+		n := 0
+		var a admissionRec
+		ctx := WithAdmission(context.Background(), &a, 0)
+		EndAdmission(ctx)
+		pauseScope(t, g, iamUsers, 2*time.Second)
+		start := time.Now()
+		if err := Do(ctx, iamUsers, always(&n, nil), WithGovernor(g)); err != nil || time.Since(start) < 2*time.Second {
+			t.Fatalf("a call after EndAdmission: %v after %v, want a success after the 2 s pause", err, time.Since(start))
+		}
+		if a.decided != 0 || len(a.deferred) != 0 {
+			t.Fatalf("a call after EndAdmission claimed the hold: decided %d, deferred %d", a.decided, len(a.deferred))
+		}
+
+		var b admissionRec
+		ctx = WithAdmission(context.Background(), &b, 0)
+		pauseScope(t, g, iamUsers, 2*time.Second)
+		if err := Do(ctx, iamUsers, always(&n, nil), WithGovernor(g)); err == nil || len(b.deferred) != 1 {
+			t.Fatalf("the first call: %v, deferred %d times; want it deferred once", err, len(b.deferred))
+		}
+		EndAdmission(ctx) // claimed already: changes nothing
+		if b.decided != 0 || len(b.deferred) != 1 {
+			t.Fatalf("EndAdmission after the claim: decided %d, deferred %d; want 0 and 1", b.decided, len(b.deferred))
+		}
+	})
+}

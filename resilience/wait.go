@@ -123,6 +123,20 @@ type admission struct {
 // marks the admission taken.
 func (a *admission) claim() bool { return !a.claimed.Load() && a.claimed.CompareAndSwap(false, true) }
 
+// EndAdmission ends the hold that WithAdmission put on ctx, if no call
+// under ctx has claimed it yet: the calls made under ctx from then on are
+// ordinary calls, which wait as any call does and are recorded as any
+// call is. A scheduler calls it when a task returns (or panics), so that
+// a call the task left running in a goroutine is not refused on behalf
+// of a task that will not run again. It changes nothing for a ctx that
+// carries no such hold, or whose hold a call has claimed, and it is safe
+// for concurrent use.
+func EndAdmission(ctx context.Context) {
+	if a := bindingOf(ctx).adm; a != nil {
+		a.claimed.Store(true)
+	}
+}
+
 // admitUngoverned decides the admission ctx carries, if its first call
 // has not claimed it yet, for a call of a disabled provider: such a call
 // is sent at once, ungoverned, and a scheduler holding the next task of
@@ -183,6 +197,7 @@ func (g *Governor) logPanicOnce(once *atomic.Bool, msg string, attrs ...slog.Att
 // context under which no call claims the admission ctx carries, if any:
 // the context of a task that declared no scope, submitted by a task whose
 // first call is still to come, so that its calls do not take that hold.
+// A scheduler ends the hold with EndAdmission when the task returns.
 // Package pool is the scheduler of this module; any scheduler can be
 // built on it.
 func WithAdmission(ctx context.Context, a Admission, maxWait time.Duration) context.Context {
