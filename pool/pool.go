@@ -129,21 +129,23 @@ type Pool struct {
 	wg        sync.WaitGroup
 	stopCause error
 
-	// Dropped tasks whose loss the ledgers are still to be told: a
-	// ledger's reason formats a context's cause, whose Error is the
-	// user's, so it is written after p.mu is released (record). unrecorded
-	// says there are some, for the callers that check without the lock.
-	drops      []droppedTask
-	recording  int // drops taken from drops, not yet recorded
+	// Dropped tasks whose ledgers are still to be told of their loss: the
+	// reason formats a context's cause, whose Error is the user's, so it
+	// is written after p.mu is released (record). unrecorded says there
+	// are some, for the callers that check without the lock.
+	drops      []dropBatch
+	recording  int // batches taken from drops, not yet recorded
 	unrecorded atomic.Bool
 }
 
-// droppedTask is a task dropped unrun: the context whose ledger records
-// its loss, its scope, and the cause of the context that stopped it.
-type droppedTask struct {
-	ctx   context.Context
-	scope resilience.Scope
-	cause error
+// dropBatch is tasks of one scope dropped unrun for one cause: the
+// ledgers of those whose context carries one, one entry per task. A
+// stop's drops of a scope are one batch, whose reason is formatted once.
+type dropBatch struct {
+	scope   resilience.Scope
+	cause   error
+	stop    bool // dropped by the pool's stop
+	ledgers []*resilience.Ledger
 }
 
 // New returns a pool, and a context derived from ctx that the pool cancels
@@ -211,7 +213,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	}
 	t.q = q
 	if p.ctx.Err() != nil {
-		p.dropTask(t, p.ctx)
+		p.dropTask(t, p.ctx, true)
 		return
 	}
 	q.push(t)
@@ -430,7 +432,7 @@ func (p *Pool) dropDone(q *queue) {
 	for q.n > 0 && q.head.ctx.Err() != nil {
 		t := q.pop()
 		p.queued--
-		p.dropTask(t, t.ctx)
+		p.dropTask(t, t.ctx, false)
 		p.settle()
 	}
 }
@@ -601,7 +603,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 			p.arm(q.admitUntil)
 		}
 	} else if t.deferredErr != nil {
-		p.dropTask(t, p.ctx)
+		p.dropTask(t, p.ctx, true)
 	} else if err != nil {
 		q.failed++
 		p.failed++
@@ -653,24 +655,32 @@ func (p *Pool) drop() {
 	for _, q := range p.scopes {
 		for t := q.pop(); t != nil; t = q.pop() {
 			p.queued--
-			p.dropTask(t, p.ctx)
+			p.dropTask(t, p.ctx, true)
 		}
 	}
 }
 
-// dropTask drops t, a task that will not run because ctx (the pool's, or
-// its own) is done: a loss of the ledger its context carries, if any,
-// which record writes once p.mu is released. Wait returns the first such
-// context's cause. p.mu is held.
-func (p *Pool) dropTask(t *task, ctx context.Context) {
+// dropTask drops t, a task that will not run because ctx (the pool's,
+// stop set, or its own) is done: a loss of the ledger its context carries,
+// if any, which record writes once p.mu is released. Wait returns the
+// first such context's cause. p.mu is held.
+func (p *Pool) dropTask(t *task, ctx context.Context, stop bool) {
 	cause := context.Cause(ctx)
-	p.drops = append(p.drops, droppedTask{t.ctx, t.q.scope, cause})
-	p.unrecorded.Store(true)
 	t.q.dropped++
 	p.dropped++
 	if p.stopCause == nil {
 		p.stopCause = cause
 	}
+	l := resilience.LedgerOf(t.ctx)
+	if l == nil {
+		return
+	}
+	if n := len(p.drops); stop && n > 0 && p.drops[n-1].stop && p.drops[n-1].scope == t.q.scope {
+		p.drops[n-1].ledgers = append(p.drops[n-1].ledgers, l)
+		return
+	}
+	p.drops = append(p.drops, dropBatch{t.q.scope, cause, stop, []*resilience.Ledger{l}})
+	p.unrecorded.Store(true)
 }
 
 // record tells the ledgers of the tasks dropped so far of their loss
@@ -690,7 +700,10 @@ func (p *Pool) record() {
 	p.recording += len(drops)
 	p.mu.Unlock()
 	for _, d := range drops {
-		resilience.LedgerOf(d.ctx).Record(resilience.LossCancelled, fmt.Sprintf("%s: task not run: %v", d.scope, d.cause))
+		reason := fmt.Sprintf("%s: task not run: %v", d.scope, d.cause)
+		for _, l := range d.ledgers {
+			l.Record(resilience.LossCancelled, reason)
+		}
 	}
 	p.mu.Lock()
 	p.recording -= len(drops)
