@@ -1010,6 +1010,10 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 		if q.where == admitting && (q.holder.q != q || q.holder.decided) {
 			return fmt.Errorf("queue %v is admitting for a task decided or of another queue", sc)
 		}
+		if q.where == admitting && q.n > 0 && (p.armedAt == 0 || p.armedAt > q.admitUntil) {
+			// Its hold ends by admitHold, and a wake-up is armed for it.
+			return fmt.Errorf("queue %v (%d tasks) is held until %v, the wake-up is armed at %v", sc, q.n, q.admitUntil, p.armedAt)
+		}
 		if q.where == admitting && undecided != nil {
 			// Its holder, and the tasks whose holds ended (admitHold)
 			// before their first calls.
@@ -1688,6 +1692,23 @@ func TestQueueTransitions(t *testing.T) {
 				time.Sleep(parkRecheck)
 				synctest.Wait()
 			},
+		},
+		{
+			// A task's first call refused after its hold ended (admitHold)
+			// and the next task's began, the queue then empty: its run
+			// ends behind that hold, which a wake-up ends by admitHold.
+			name: "admitting stays admitting at the end of a deferred run behind another task's hold", from: admitting, to: admitting, queued: 1,
+			setup: func(r *rig) *task {
+				r.submit(sc)
+				a := r.pick() // admitting for a, none queued: no wake-up armed
+				time.Sleep(admitHold)
+				r.submit(sc) // the hold over: b is in turn
+				synctest.Wait()
+				r.pick() // admitting for b, none queued
+				a.Deferred(time.Second, wouldWait)
+				return a
+			},
+			verb: func(r *rig, t *task) { r.finish(t, t.deferredErr) },
 		},
 		{
 			name: "slotted to inRing by unslot", from: slotted, to: inRing, queued: 1,
