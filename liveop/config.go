@@ -130,7 +130,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // resilience.ParseConfig's and are not read here.
 //
 // Unknown live_* keys (live_cooldown_secs, or a provider's
-// live_max_concurrent), malformed values, negative ones, and an explicit
+// live_max_concurrent), a live_* key of a provider other than aws, azure
+// and gcp at the top of the section (refused as resilience.ParseConfig
+// refuses that provider there), malformed values, negative ones, and an explicit
 // zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0), all
@@ -169,6 +171,15 @@ func ParseConfig(data []byte) (Config, error) {
 	provider = func(name, path string, value *yaml.Node) {
 		if path == "ratelimit.providers" {
 			providers(value, path, provider)
+			return
+		}
+		if path == "ratelimit."+name && !yamlconf.BuiltinProvider(name) {
+			// Another provider's settings at the top of the section:
+			// resilience.ParseConfig refuses them, so a live key among
+			// them is refused here too, not read.
+			if hasLiveKey(value) {
+				errs = append(errs, fieldErr(path, "unknown key"+yamlconf.OtherProvider(name)))
+			}
 			return
 		}
 		errs = append(errs, unknownLiveKeys(value, path, providerKeys)...)
@@ -214,6 +225,17 @@ func yamlKeys(t reflect.Type) map[string]bool {
 		}
 	}
 	return keys
+}
+
+// hasLiveKey reports whether the mapping n holds a key that starts with
+// live_.
+func hasLiveKey(n *yaml.Node) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if strings.HasPrefix(n.Content[i].Value, "live_") {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownLiveKeys reports every key of the mapping n that starts with

@@ -101,6 +101,10 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"[1]\n", "ratelimit: must be a mapping"},
 		{"live_cooldown_secs: 1\n", "ratelimit.live_cooldown_secs: unknown key"},
 		{"ratelimit:\n  aws:\n    max_rps: 5\n    live_max_concurrent: 1\n", "ratelimit.aws.live_max_concurrent: unknown key"},
+		// Another provider's cooldown at the top of the section, as
+		// resilience.ParseConfig says of it (it was read, as if under
+		// providers, by this reader only).
+		{"github: {live_cooldown_seconds: 5}\n", "ratelimit.github: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.github)"},
 	} {
 		_, err := ParseConfig([]byte(c.doc))
 		var ye *yamlconf.Error
@@ -175,6 +179,13 @@ func TestProviderCooldownUnderProviders(t *testing.T) {
 		if _, err := ParseConfig([]byte(doc)); err == nil || err.Error() != want {
 			t.Errorf("%q: %v, want %s", doc, err, want)
 		}
+	}
+	// At the top of the section instead, both readers refuse it alike.
+	doc := []byte("github: {live_cooldown_seconds: 5}\n")
+	_, lerr := ParseConfig(doc)
+	_, rerr := resilience.ParseConfig(doc)
+	if lerr == nil || rerr == nil || lerr.Error() != rerr.Error() {
+		t.Errorf("%q: liveop says %v, resilience %v; want the same error from both", doc, lerr, rerr)
 	}
 }
 

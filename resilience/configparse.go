@@ -75,7 +75,7 @@ func providerHint(path string, mapping bool) string {
 	if !ok || !mapping || strings.Contains(name, ".") {
 		return ""
 	}
-	return " (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers." + name + ")"
+	return yamlconf.OtherProvider(name)
 }
 
 // liveKeys are the key paths of the section that package liveop owns.

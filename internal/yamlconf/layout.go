@@ -104,3 +104,15 @@ func RatelimitSection(top *yaml.Node) (*yaml.Node, error) {
 	sec, _, err := Layout(top)
 	return sec, err
 }
+
+// OtherProvider returns what an error about the key name at the top of
+// the governor's section, holding a mapping, adds: a provider other than
+// aws, azure and gcp is tuned under providers. Both readers of the
+// section (resilience.ParseConfig and liveop.ParseConfig) say it alike.
+func OtherProvider(name string) string {
+	return " (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers." + name + ")"
+}
+
+// BuiltinProvider reports whether name is a provider the governor's
+// section tunes under its own key (aws, azure, gcp).
+func BuiltinProvider(name string) bool { return name == "aws" || name == "azure" || name == "gcp" }
