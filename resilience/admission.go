@@ -415,8 +415,8 @@ const (
 // were kept (a Configure of other settings) keep the reservation, and the
 // call's place in their queue; retired ones (their settings changed, or
 // the state was reset) get its tokens back at now, and so do the buckets
-// of a provider disabled meanwhile. Its breaker lease is dropped, as
-// relive drops that of any call it moves.
+// of a provider disabled meanwhile. Its breaker lease is kept if the live
+// entry kept the breaker, and dropped otherwise (relive).
 func (gd *Guard) followRetired(now time.Duration) retired {
 	old := gd.e
 	gd.relive()
@@ -737,11 +737,19 @@ func (gd *Guard) followLive() <-chan struct{} {
 	return changed
 }
 
-// relive moves the guard to the live entry of its scope.
+// relive moves the guard to the live entry of its scope. The breaker's
+// lease goes with it when the live entry has the same breaker (a Configure
+// that kept the breaker settings): a probe waiting for its token is still
+// the probe, and a half-open breaker asked again would refuse it as the
+// probe it let through is out. A lease of a retired breaker is dropped:
+// the live one is asked.
 func (gd *Guard) relive() {
+	old := gd.e.breaker
 	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
 	gd.e = gd.p.scopes.lookup(gd.scope)
-	gd.lease = leaseNone // what the retired breaker granted: the live one is asked
+	if gd.e.breaker != old {
+		gd.lease = leaseNone
+	}
 	if s := gd.bind.stats; s != nil {
 		gd.run = gd.e.runCounters(s)
 	}

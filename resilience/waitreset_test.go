@@ -190,3 +190,44 @@ func TestAVerdictWaitEndsAtTheReset(t *testing.T) {
 		}
 	})
 }
+
+// A half-open breaker's probe that waits for a token when a Configure
+// keeps both its buckets and its breaker (it changed only
+// max_concurrency) is still the probe: it is sent when its wait ends, and
+// its success closes the breaker. Here the throttle that opened the
+// breaker paused the scope 15 s and halved its rate (a token 2 s after
+// the pause), the cooldown is 10 s, and the Configure comes at 12 s: the
+// probe goes at 17 s, as it would have without the Configure. Before, the move to the live entry dropped the probe's
+// lease, and the half-open breaker, asked again, refused the call as its
+// probe was out (its own).
+func TestAProbeKeptByConfigureIsStillSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := func(conc int) Config {
+			return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 10, MaxConcurrency: conc,
+				Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}
+		}
+		g := newGov(t, cfg(10))
+		once := RetryPolicy{MaxAttempts: 1}
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(15 * time.Second) }, WithGovernor(g), WithPolicy(once))
+		time.Sleep(10 * time.Second)
+		start := time.Now()
+		done := make(chan error)
+		go func() {
+			done <- Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), WithPolicy(once))
+		}()
+		synctest.Wait() // the probe, waiting out the pause
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "half_open" {
+			t.Fatalf("the breaker is %s, want half-open with the probe out", st)
+		}
+		time.Sleep(2 * time.Second)
+		if err := g.Configure(cfg(20)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil || time.Since(start) != 7*time.Second {
+			t.Fatalf("the probe: %v after %v; want a success at 7s (its token's time, as without the Configure)", err, time.Since(start))
+		}
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "closed" {
+			t.Errorf("after the probe's success the breaker is %s, want closed", st)
+		}
+	})
+}
