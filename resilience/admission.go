@@ -334,11 +334,10 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			case bucketsRetired:
 				// The wait was for tokens of buckets a Reset or Configure
 				// retired (given back): it is for the live ones' now,
-				// taken afresh.
-				if w, other, leaf, level = gd.reserve(now); w <= 0 {
-					gd.recordWait(now-start, levelNames[level])
-					return nil
-				}
+				// taken afresh. Tokens to be had at once still leave the
+				// breaker to be asked again, below: the change may come
+				// in the instant a verdict opened it.
+				w, other, leaf, level = gd.reserve(now)
 				at, until = now, now+w
 				q, queued = gd.e.leaf.(queueBucket)
 				if queued = queued && leaf > 0; queued {
@@ -367,6 +366,10 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			if err := gd.exceeds(now, until, limit); err != nil {
 				return err
 			}
+		}
+		if until <= now {
+			gd.recordWait(now-start, levelNames[level])
+			return nil
 		}
 		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed)
 		now = gd.g.now()

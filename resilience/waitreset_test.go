@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -228,6 +229,52 @@ func TestAProbeKeptByConfigureIsStillSent(t *testing.T) {
 		}
 		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "closed" {
 			t.Errorf("after the probe's success the breaker is %s, want closed", st)
+		}
+	})
+}
+
+// A call waiting for its token when its breaker opens (another call's
+// failure) and, in the same instant, a Configure retires its buckets but
+// keeps the breaker (only the rate changed) is refused by the open
+// breaker, as the verdict alone would have it refused: the move to the
+// live buckets asks the breaker again even when their tokens are to be
+// had at once. Before, a move that found a token at once went before the
+// breaker was asked, and the call was sent through the open breaker.
+func TestACallMovedAsItsBreakerOpensIsRefused(t *testing.T) {
+	// One P: the test goroutine runs on from the verdict to the Configure
+	// before the woken call does (the interleaving that, on several Ps,
+	// happens whenever the call is scheduled after the Configure).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		cfg := func(rps float64) Config {
+			return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60,
+				Services: map[string]ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
+		}
+		g := newGov(t, cfg(0.2))
+		ctx := context.Background()
+		x, _ := g.Begin(ctx, ec2Vpcs, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if err := x.Enter(ctx); err != nil { // the burst's token, sent
+			t.Fatal(err)
+		}
+		x.Release()
+		sent := false
+		done := make(chan error)
+		go func() {
+			done <- Do(ctx, ec2Vpcs, func(context.Context) error { sent = true; return nil }, WithGovernor(g))
+		}()
+		synctest.Wait() // waiting 5 s for its token
+		time.Sleep(time.Second)
+		x.End(transientErr()) // the breaker opens: a verdict
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
+			t.Fatalf("setup: the breaker is %s, want open", st)
+		}
+		if err := g.Configure(cfg(100)); err != nil { // buckets retired, breaker kept
+			t.Fatal(err)
+		}
+		err := <-done
+		var coe *CircuitOpenError
+		if sent || !errors.As(err, &coe) {
+			t.Errorf("the waiting call: sent %v, err %v; want it refused by the open breaker (CircuitOpenError), not sent", sent, err)
 		}
 	})
 }
