@@ -337,7 +337,13 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				// taken afresh. Tokens to be had at once still leave the
 				// breaker to be asked again, below: the change may come
 				// in the instant a verdict opened it.
-				w, other, leaf, level = gd.reserve(now)
+				// The wait is recorded at the level of the bucket it
+				// ends on: the fresh reservation's if it waits, else the
+				// one it waited for until now.
+				var lv uint8
+				if w, other, leaf, lv = gd.reserve(now); w > 0 {
+					level = lv
+				}
 				at, until = now, now+w
 				q, queued = gd.e.leaf.(queueBucket)
 				if queued = queued && leaf > 0; queued {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/observe"
 )
 
 // A call waiting for a token when a Reset or Configure retires the buckets
@@ -275,6 +277,39 @@ func TestACallMovedAsItsBreakerOpensIsRefused(t *testing.T) {
 		var coe *CircuitOpenError
 		if sent || !errors.As(err, &coe) {
 			t.Errorf("the waiting call: sent %v, err %v; want it refused by the open breaker (CircuitOpenError), not sent", sent, err)
+		}
+	})
+}
+
+// The Wait event of a call whose wait a Reset ended names the level of
+// the bucket it waited for, not that of the fresh reservation it took on
+// the live buckets. Here a 60 s pause of the leaf bucket, reset at 5 s:
+// the live buckets have a token at once. Before, the event named
+// "provider", the level of that fresh reservation, which had no wait.
+func TestAWaitEndedByAResetNamesTheLevelItWaitedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var levels []string
+		obs := observe.Func(func(ev observe.Event) {
+			if ev.Kind == observe.Wait {
+				mu.Lock()
+				levels = append(levels, ev.Level)
+				mu.Unlock()
+			}
+		})
+		g := newGov(t, Config{}, WithObserver(obs))
+		once := RetryPolicy{MaxAttempts: 1}
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(60 * time.Second) }, WithGovernor(g), WithPolicy(once))
+		wait := waitingCalls(g, ec2Vpcs, 1)
+		time.Sleep(5 * time.Second)
+		g.Reset()
+		if last := wait(); last != 5*time.Second {
+			t.Fatalf("the call went at %v, want at 5s (the Reset)", last)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(levels) != 1 || levels[0] != "leaf" {
+			t.Errorf("Wait events' levels %q; want one, \"leaf\" (the 60 s pause of the leaf bucket)", levels)
 		}
 	})
 }
