@@ -282,14 +282,13 @@ func (gd *Guard) stopByContext(err error) error {
 // and then takes fresh ones. A Reset or Configure that retires the buckets
 // the call waits on (not fleet mode's, whose waits are leases in the
 // shared store) wakes the wait too, which then waits for tokens of the
-// live buckets, taken afresh (followRetired), held to the same deadline
-// and max wait.
+// live buckets, taken afresh level by level (followRetired), held to the
+// same deadline and max wait.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
-	var w, other, leaf time.Duration
-	var level uint8
+	var w, pw, aw, lw time.Duration // the longest wait, and the provider's, account's and leaf's
 	if gd.g.sharedBuckets {
 		var err error
-		if w, other, leaf, level, err = gd.reserveShared(ctx, now); err != nil {
+		if w, pw, aw, lw, err = gd.reserveShared(ctx, now); err != nil {
 			return gd.stopByContext(err)
 		}
 		// The reservation may have waited for the store: the wait it gave
@@ -299,7 +298,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			return gd.stopByContext(ctx.Err())
 		}
 	} else {
-		w, other, leaf, level = gd.reserve(now)
+		w, pw, aw, lw = gd.reserve(now)
 	}
 	if w <= 0 {
 		return nil
@@ -308,17 +307,14 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	if err := gd.exceeds(now, now+w, limit); err != nil {
 		return err
 	}
-	// The provider's and account's waits are fixed; the leaf's follows its
-	// queue. The wait is recorded once it is over, as long as it was.
-	start, at := now, now // at: when the tokens waited for were reserved
-	q, queued := gd.e.leaf.(queueBucket)
-	queued = queued && leaf > 0
-	var tk bucket.Ticket
-	if queued {
-		tk = q.Ticket(now + leaf)
-	}
+	// Each level's token is due at a fixed time but the leaf's, which
+	// follows its queue. The wait is recorded once it is over, as long as
+	// it was, at the level of the bucket it ended on.
+	start := now
+	r := reservation{due: [levels]time.Duration{now + pw, now + aw, now + lw}}
+	r.queue(gd.e.leaf, now)
+	_, level := longest(r.due)
 	recheck := gd.retrying() || gd.phase == phaseIdle
-	until := now + w
 	for {
 		var moved, verdict, changed <-chan struct{}
 		if !gd.g.sharedBuckets {
@@ -327,32 +323,18 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			changed = gd.g.changes()
 		}
 		if changed != nil && gd.e.dead.Load() {
-			switch gd.followRetired(now) {
-			case providerDisabled:
+			if !gd.followRetired(now, &r) {
 				gd.recordWait(now-start, levelNames[level])
 				return nil // a disabled provider's call goes at once
-			case bucketsRetired:
-				// The wait was for tokens of buckets a Reset or Configure
-				// retired (given back): it is for the live ones' now,
-				// taken afresh. Tokens to be had at once still leave the
-				// breaker to be asked again, below: the change may come
-				// in the instant a verdict opened it.
-				// The wait is recorded at the level of the bucket it
-				// ends on: the fresh reservation's if it waits, else the
-				// one it waited for until now.
-				var lv uint8
-				if w, other, leaf, lv = gd.reserve(now); w > 0 {
-					level = lv
-				}
-				at, until = now, now+w
-				q, queued = gd.e.leaf.(queueBucket)
-				if queued = queued && leaf > 0; queued {
-					tk = q.Ticket(now + leaf)
-				}
-				if err := gd.exceeds(now, until, limit); err != nil {
-					return err
-				}
 			}
+			// The level the wait ends on, if it still waits; else the
+			// one it waited for until now.
+			if at, lv := longest(r.due); at > now {
+				level = lv
+			}
+			// Tokens to be had at once still leave the breaker to be
+			// asked again, below: the change may come in the instant a
+			// verdict opened it.
 		}
 		if recheck {
 			verdict = gd.verdictChan()
@@ -366,12 +348,13 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				return err
 			}
 		}
-		if queued {
-			tk, moved = q.Follow(tk)
-			until = max(at+other, tk.At())
-			if err := gd.exceeds(now, until, limit); err != nil {
-				return err
-			}
+		if r.q != nil {
+			r.tk, moved = r.q.Follow(r.tk)
+			r.due[leafLevel] = r.tk.At()
+		}
+		until, _ := longest(r.due)
+		if err := gd.exceeds(now, until, limit); err != nil {
+			return err
 		}
 		if until <= now {
 			gd.recordWait(now-start, levelNames[level])
@@ -408,37 +391,74 @@ func (gd *Guard) exceeds(now, until, limit time.Duration) error {
 	return nil
 }
 
-// retired is what a Reset or Configure did to the buckets a waiting call
-// reserved its tokens from (followRetired).
-type retired uint8
+// reservation is what a call waiting for its tokens holds: when each
+// level's token is due, and, for a leaf whose queue moves with its rate
+// (q, nil otherwise), the call's ticket in that queue.
+type reservation struct {
+	due [levels]time.Duration
+	q   queueBucket
+	tk  bucket.Ticket
+}
 
-const (
-	bucketsKept      retired = iota // the live entry has the same buckets: the reservation holds
-	bucketsRetired                  // they were replaced: their tokens were given back
-	providerDisabled                // the provider is no longer governed: given back too
-)
-
-// followRetired moves a call waiting for the tokens of its reservation,
-// whose entry a Reset or Configure marked dead, to the live entry of its
-// scope, and says what became of the buckets it waits on. Buckets that
-// were kept (a Configure of other settings) keep the reservation, and the
-// call's place in their queue; retired ones (their settings changed, or
-// the state was reset) get its tokens back at now, and so do the buckets
-// of a provider disabled meanwhile. Its breaker lease is kept if the live
-// entry kept the breaker, and dropped otherwise (relive).
-func (gd *Guard) followRetired(now time.Duration) retired {
-	old := gd.e
-	gd.relive()
-	e := gd.e
-	switch {
-	case !gd.p.set.enabled:
-		gd.cancel(now)
-		return providerDisabled
-	case e.leaf == old.leaf && e.acct.bucket == old.acct.bucket && e.acct.global == old.acct.global:
-		return bucketsKept
+// queue takes the call's ticket in leaf's queue, when the leaf queues the
+// call (its token is not due at now) and its queue moves with its rate.
+func (r *reservation) queue(leaf state.Bucket, now time.Duration) {
+	r.q = nil
+	if q, ok := leaf.(queueBucket); ok && r.due[leafLevel] > now {
+		r.q, r.tk = q, q.Ticket(r.due[leafLevel])
 	}
-	gd.cancel(now)
-	return bucketsRetired
+}
+
+// longest returns the latest of due and its level (levelNames): the most
+// general one of those due last.
+func longest(due [levels]time.Duration) (time.Duration, uint8) {
+	at, level := due[0], uint8(0)
+	for i := 1; i < levels; i++ {
+		if due[i] > at {
+			at, level = due[i], uint8(i)
+		}
+	}
+	return at, level
+}
+
+// followRetired moves a call waiting for the tokens of its reservation r,
+// whose entry a Reset, a Configure or a sweep marked dead, to the live
+// entry of its scope, level by level: a level whose bucket the live entry
+// kept (a Configure of other settings, an account bucket shared with the
+// scopes a sweep kept) keeps its token, and the call its place in that
+// bucket's queue; a level whose bucket was replaced (its settings changed,
+// the state was reset, a sweep dropped it) gives its token back at now,
+// and takes one of the live bucket. It reports false, all the tokens given
+// back, when the provider is no longer governed. Its breaker lease is kept
+// if the live entry kept the breaker, and dropped otherwise (relive).
+func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
+	gd.relive()
+	if !gd.p.set.enabled {
+		gd.cancel(now)
+		return false
+	}
+	old, e := gd.held, gd.e
+	if old == nil || old == e {
+		return true
+	}
+	gd.held = e
+	was := [levels]state.Bucket{old.acct.global, old.acct.bucket, old.leaf}
+	for i, b := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
+		if b == was[i] {
+			continue
+		}
+		if was[i] != nil {
+			was[i].Cancel(now)
+		}
+		r.due[i] = now
+		if b != nil {
+			r.due[i] += b.Reserve(now)
+		}
+		if i == leafLevel {
+			r.queue(b, now)
+		}
+	}
+	return true
 }
 
 // recheckBreaker asks the breaker again for a call waiting for its token
@@ -527,24 +547,20 @@ func (gd *Guard) openError(wait time.Duration) *CircuitOpenError {
 }
 
 // reserve takes a token from every bucket level, most general first, and
-// returns the longest wait, the longest of the provider's and account's,
-// the leaf's, and the level that imposes the longest (levelNames).
-func (gd *Guard) reserve(now time.Duration) (w, other, leaf time.Duration, level uint8) {
+// returns the longest wait, and each level's: the provider's, the
+// account's and the leaf's (levelNames). Scalars, not an array, so that
+// they are returned in registers.
+func (gd *Guard) reserve(now time.Duration) (w, provider, account, leaf time.Duration) {
 	e := gd.e
 	gd.held = e
 	if b := e.acct.global; b != nil {
-		other = b.Reserve(now)
+		provider = b.Reserve(now)
 	}
 	if b := e.acct.bucket; b != nil {
-		if aw := b.Reserve(now); aw > other {
-			other, level = aw, 1
-		}
+		account = b.Reserve(now)
 	}
 	leaf = e.leaf.Reserve(now)
-	if w = other; leaf > w {
-		w, level = leaf, 2
-	}
-	return w, other, leaf, level
+	return max(provider, account, leaf), provider, account, leaf
 }
 
 // contextBucket is the optional interface of buckets whose Reserve may
@@ -557,11 +573,11 @@ type contextBucket interface {
 // reserveShared is reserve for a store whose buckets may wait (fleet
 // mode): each level's wait for the store is bounded by ctx, and a level
 // that ctx ends gives back the levels already reserved.
-func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, other, leaf time.Duration, level uint8, err error) {
+func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, provider, account, leaf time.Duration, err error) {
 	e := gd.e
-	levels := [...]state.Bucket{e.acct.global, e.acct.bucket, e.leaf}
-	var waits [len(levels)]time.Duration
-	for i, b := range levels {
+	bs := [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf}
+	var waits [levels]time.Duration
+	for i, b := range bs {
 		if b == nil {
 			continue
 		}
@@ -571,7 +587,7 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, other
 			waits[i] = b.Reserve(now)
 		}
 		if err != nil {
-			for _, r := range levels[:i] {
+			for _, r := range bs[:i] {
 				if r != nil {
 					r.Cancel(now)
 				}
@@ -580,14 +596,7 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, other
 		}
 	}
 	gd.held = e
-	other, leaf = waits[0], waits[2]
-	if waits[1] > other {
-		other, level = waits[1], 1
-	}
-	if w = other; leaf > w {
-		w, level = leaf, 2
-	}
-	return w, other, leaf, level, nil
+	return max(waits[0], waits[1], waits[leafLevel]), waits[0], waits[1], waits[leafLevel], nil
 }
 
 // queueBucket is a leaf bucket whose queued reservations move with its
@@ -599,7 +608,13 @@ type queueBucket interface {
 }
 
 // levelNames names the bucket levels of reserve, as Event.Level does.
-var levelNames = [...]string{"provider", "account", "leaf"}
+var levelNames = [levels]string{"provider", "account", "leaf"}
+
+// levels counts the bucket levels; the leaf is the last.
+const (
+	levels    = 3
+	leafLevel = levels - 1
+)
 
 // cancel gives back the tokens of a reservation that will not be used, to
 // the buckets it was made on: the guard may have moved to the live entry

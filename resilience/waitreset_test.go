@@ -313,3 +313,57 @@ func TestAWaitEndedByAResetNamesTheLevelItWaitedFor(t *testing.T) {
 		}
 	})
 }
+
+// A call waiting for its account bucket's token keeps its place in that
+// bucket's queue when a change wakes it after a sweep reclaimed its
+// scope's entry (the leaf full and idle, the breaker pristine): the
+// account bucket, kept and shared with the account's other scopes, keeps
+// the call's token, and only the leaf the sweep dropped is taken afresh.
+// Here the account lets a call through every 5 s, A waits for 5 s and B,
+// of another scope of the account, for 10 s, and a Configure with the
+// same configuration wakes A at 3 s. Before, A's whole reservation was
+// taken afresh: the token it gave back was the queue's last (B's), and A
+// and B both went at 10 s through an account bucket of burst 1.
+func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acct := 0.2
+		cfg := Config{AWS: ProviderConfig{AccountMaxRPS: &acct, AccountBurst: 1}}
+		g := newGov(t, cfg, WithReclaimAfter(time.Second))
+		ok := func(context.Context) error { return nil }
+		if err := Do(context.Background(), ec2Vpcs, ok, WithGovernor(g)); err != nil { // the account's burst
+			t.Fatal(err)
+		}
+		start := time.Now()
+		doneA := make(chan time.Duration, 1)
+		go func() {
+			if err := Do(context.Background(), ec2Vpcs, ok, WithGovernor(g)); err != nil {
+				t.Error(err)
+			}
+			doneA <- time.Since(start)
+		}()
+		synctest.Wait() // A waits 5 s for the account's token
+		doneB := make(chan time.Duration, 1)
+		go func() {
+			if err := Do(context.Background(), iamUsers, ok, WithGovernor(g)); err != nil {
+				t.Error(err)
+			}
+			doneB <- time.Since(start)
+		}()
+		synctest.Wait() // B, another scope of the account, waits 10 s
+		other := Scope{Provider: "gcp", Account: "proj", Service: "compute", Operation: "list"}
+		for range 3 { // calls of another provider take the reclaimer's steps
+			time.Sleep(time.Second)
+			Do(context.Background(), other, ok, WithGovernor(g))
+		}
+		if e, _ := g.configured().aws.scopes.peek(ec2Vpcs); e != nil {
+			t.Fatal("setup: A's scope entry was not reclaimed")
+		}
+		if err := g.Configure(cfg); err != nil { // the same configuration: nothing retired
+			t.Fatal(err)
+		}
+		a, b := <-doneA, <-doneB
+		if a != 5*time.Second || b != 10*time.Second {
+			t.Errorf("A went at %v, B at %v; want A at 5s and B at 10s (their places in the account's queue)", a, b)
+		}
+	})
+}
