@@ -68,6 +68,9 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		now = at
 		gd.renewed = gd.retries
 		gd.to(phaseRetryable)
+		if !gd.p.set.enabled {
+			return now, nil // disabled during the wait: no longer governed
+		}
 	}
 	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDead(gd.p.set, now) {
 		gd.tripDead(now, h.onlyThrottled()) // found dead without a new answer: this call asks an open breaker
@@ -466,7 +469,8 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 // opened meanwhile refuses it as it would have at first (the tokens given
 // back, the wait recorded); for a provider that waits for its breakers'
 // verdicts, the call waits for one, within its deadline (and max wait),
-// as admit has it wait, then takes a fresh token.
+// as admit has it wait, then takes a fresh token (none if the provider
+// was disabled meanwhile: the call goes at once).
 func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, level uint8) (ended bool, err error) {
 	wait, ok := gd.ask(now)
 	if ok {
@@ -478,6 +482,11 @@ func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, l
 		at, w, admitted, err := gd.waitAdmitted(ctx, now)
 		if err != nil {
 			return true, gd.stopByContext(err)
+		}
+		if admitted && !gd.p.set.enabled {
+			// Disabled during the wait: the call goes at once, as a call
+			// waiting for its tokens does, its tokens given back.
+			return true, nil
 		}
 		if admitted {
 			return true, gd.takeToken(ctx, at)

@@ -44,7 +44,9 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 }
 
 // waitAdmitted waits, for a provider that waits for verdicts, until the
-// breaker lets the call through, and returns the time it did. It reports
+// breaker lets the call through, and returns the time it did; a Configure
+// that disables the provider lets the call through at once, as it lets a
+// call waiting for its tokens go: its breakers no longer hold its calls. It reports
 // false when the call's deadline (or its max wait) does not allow the wait (the breaker
 // would open after it, or a probe's verdict has not come by then): the
 // call is then refused as without waiting, and wait is the breaker's last
@@ -53,6 +55,9 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 	limit := gd.waitLimit()
 	for {
 		changed := gd.followLive() // a Reset or Configure: the live breaker decides
+		if !gd.p.set.enabled {
+			return now, 0, true, nil
+		}
 		verdict := gd.verdictChan()
 		w, ok := gd.ask(now)
 		if ok {
@@ -72,13 +77,17 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 // awaitRecovery is the wait of a call whose retries ran out on a transient
 // error, which it recorded as a breaker failure: until a verdict (a
 // success reset the failures, or the breaker opened: then as
-// waitAdmitted), or one cooldown, within the deadline. It returns the time
-// it ended and whether the call may try again.
+// waitAdmitted), or one cooldown, within the deadline, or a Configure
+// that disables the provider. It returns the time it ended and whether the
+// call may try again.
 func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.Duration, ok bool, err error) {
 	limit := gd.waitLimit()
 	from := now
 	for {
 		changed := gd.followLive()
+		if !gd.p.set.enabled {
+			return now, true, nil
+		}
 		verdict := gd.verdictChan()
 		s := gd.e.breaker.Snapshot(now)
 		switch {

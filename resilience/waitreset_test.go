@@ -367,3 +367,67 @@ func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 		}
 	})
 }
+
+// A call waiting for its breaker's verdict (breaker_wait) when a
+// Configure disables its provider goes at once, as a call waiting for its
+// tokens does, and as a new call, not governed at all, would. Here a
+// breaker open for 60 s, the provider disabled at 5 s. Before, the call
+// kept waiting for the (kept) breaker of the ungoverned provider, until
+// its cooldown's end at 60 s.
+func TestAVerdictWaitEndsWhenItsProviderIsDisabled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		zero := 0
+		cfg := Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60, MaxRetries: &zero}}
+		g := newGov(t, cfg)
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g))
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
+			t.Fatalf("the breaker is %s, want open", st)
+		}
+		wait := waitingCalls(g, ec2Vpcs, 1)
+		time.Sleep(5 * time.Second)
+		off, no := cfg, false
+		off.AWS.Enabled = &no
+		if err := g.Configure(off); err != nil {
+			t.Fatal(err)
+		}
+		if last := wait(); last != 5*time.Second {
+			t.Errorf("the call waiting for the verdict went at %v, its provider disabled at 5s; want at 5s", last)
+		}
+	})
+}
+
+// A call whose retries ran out on a transient error, waiting for a
+// verdict or one cooldown before it tries again (breaker_wait, its
+// breaker still closed), tries again at once when a Configure disables
+// its provider. Here a 60 s cooldown, the provider disabled at 5 s.
+// Before, it waited out the cooldown of the ungoverned provider's breaker.
+func TestARecoveryWaitEndsWhenItsProviderIsDisabled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 5, BreakerCooldownSeconds: 60}}
+		g := newGov(t, cfg)
+		start := time.Now()
+		var again time.Duration
+		attempts := 0
+		done := make(chan error)
+		go func() {
+			done <- Do(context.Background(), ec2Vpcs, func(context.Context) error {
+				if attempts++; attempts == 1 {
+					return transientErr()
+				}
+				again = time.Since(start)
+				return nil
+			}, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		}()
+		synctest.Wait() // its retries ran out: waiting for a verdict
+		time.Sleep(5 * time.Second)
+		off, no := cfg, false
+		off.AWS.Enabled = &no
+		if err := g.Configure(off); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil || again != 5*time.Second {
+			t.Errorf("the call: %v, tried again at %v; want a success at 5s, when its provider was disabled", err, again)
+		}
+	})
+}
