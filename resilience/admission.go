@@ -286,7 +286,8 @@ func (gd *Guard) stopByContext(err error) error {
 // the call waits on (not fleet mode's, whose waits are leases in the
 // shared store) wakes the wait too, which then waits for tokens of the
 // live buckets, taken afresh level by level (followRetired), held to the
-// same deadline and max wait.
+// same deadline and max wait; so does a sweep that reclaims the call's
+// entry, whose live entry's breaker is the one to ask.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	var w, pw, aw, lw time.Duration // the longest wait, and the provider's, account's and leaf's
 	if gd.g.sharedBuckets {
@@ -325,10 +326,12 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			// that retires it after that wakes the wait.
 			changed = gd.g.changes()
 		}
-		if changed != nil && gd.e.dead.Load() {
-			if !gd.followRetired(now, &r) {
-				gd.recordWait(now-start, levelNames[level])
-				return nil // a disabled provider's call goes at once
+		if changed != nil && gd.watch() {
+			for moved := true; moved; moved = gd.watch() {
+				if !gd.followRetired(now, &r) {
+					gd.recordWait(now-start, levelNames[level])
+					return nil // a disabled provider's call goes at once
+				}
 			}
 			// The level the wait ends on, if it still waits; else the
 			// one it waited for until now.
@@ -760,14 +763,28 @@ func (gd *Guard) live() {
 	}
 }
 
-// followLive moves the guard to the live entry of its scope when a Reset
-// or Configure retired its own (live), and returns a channel closed at the
-// next such change, for a wait to wake on: taken before the entry is
+// followLive moves the guard to the live entry of its scope when a Reset,
+// a Configure or a sweep retired its own, and returns a channel closed at
+// the next such change, for a wait to wake on: taken before the entry is
 // looked at, so that a change after the look wakes the wait.
 func (gd *Guard) followLive() <-chan struct{} {
 	changed := gd.g.changes()
-	gd.live()
+	for gd.watch() {
+		gd.relive()
+	}
 	return changed
+}
+
+// watch marks the entry the call waits on as watched, so that a sweep
+// that reclaims it wakes the call, and then reports whether it is dead: a
+// sweep marks an entry dead before it looks whether it is watched, so
+// that either the sweep sees the mark and wakes the call, or the call
+// sees the entry dead and follows the live one.
+func (gd *Guard) watch() bool {
+	if !gd.e.watched.Load() { // marked once: the entry's line is read by every call
+		gd.e.watched.Store(true)
+	}
+	return gd.e.dead.Load()
 }
 
 // relive moves the guard to the live entry of its scope. The breaker's

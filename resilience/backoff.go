@@ -49,15 +49,15 @@ func (gd *Guard) Backoff(ctx context.Context, delay time.Duration) (cut bool, er
 // next attempt at until (refusedAt), and reports true then. It looks again
 // at each of the breaker's verdicts, so that a breaker that opens later,
 // or opens again after its probe failed, is seen, and at each Reset or
-// Configure, which may retire the watched breaker: the live one is
-// watched then. It reports false when the clock reaches end or quit is
+// Configure, which may retire the watched breaker, and each sweep that
+// reclaims the watched entry: the live one is watched then. It reports false when the clock reaches end or quit is
 // closed first, and ctx's error when ctx ends. A breaker that does not
 // tell of its verdicts is asked only as the wait starts, and a provider
 // that waits for its breakers' verdicts (breaker_wait) is not asked at
 // all: its retries wait for them at Enter.
 func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration, quit <-chan struct{}) (bool, error) {
 	for {
-		changed := gd.followLive() // a Reset or Configure retired the breaker: watch the live one
+		changed := gd.followLive() // a Reset, Configure or sweep retired the breaker: watch the live one
 		if gd.p.set.breakerWait {
 			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil)
 			return false, err
@@ -123,7 +123,8 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 // watched until stop, so that one that opens again (its probe failed),
 // with a cooldown that outlasts the rest of delay, calls f, and so does
 // one that opens once delay has passed, before the retry asks it; a Reset
-// or Configure that retires the breaker moves the watch to the live one.
+// or Configure that retires the breaker, or a sweep that reclaims its
+// scope's idle state, moves the watch to the live one.
 // f is called at once when the breaker refuses already.
 //
 // Calling the returned stop stops the arrangement: it reports whether it

@@ -41,10 +41,11 @@ type Governor struct {
 	folded     atomic.Int64 // calls of dropped scopes that had no lifetime counters
 	reclaim    reclaimer
 	gen        atomic.Uint64 // counts the changes of providers' state, for Bound
-	// changed is closed, and cleared, at each change gen counts (replaced):
-	// a call waiting for tokens, for a breaker's verdict or through a
-	// backoff wakes to see whether the change retired the buckets or the
-	// breaker it waits on. Made by the first waiter that asks for it.
+	// changed is closed, and cleared, at each change gen counts (replaced),
+	// and when a sweep reclaims an entry a call waits on (wake): a call
+	// waiting for tokens, for a breaker's verdict or through a backoff
+	// wakes to see whether the change retired the buckets or the breaker
+	// it waits on. Made by the first waiter that asks for it.
 	changed          atomic.Pointer[chan struct{}]
 	sharedBuckets    bool // the store's buckets may wait for it (fleet mode)
 	observer         observe.Observer
@@ -403,14 +404,23 @@ func (g *Governor) Reset() {
 // clears cleared. g.mu is held.
 func (g *Governor) replaced() {
 	g.gen.Add(1)
+	g.wake()
+}
+
+// wake wakes the calls waiting on a change (changed), without counting
+// one: for a sweep that reclaimed an entry a call waits on, whose live
+// entry the call is to follow (a breaker that opens there is the one that
+// refuses it), while the providers' state is the same.
+func (g *Governor) wake() {
 	if ch := g.changed.Swap(nil); ch != nil {
 		close(*ch)
 	}
 }
 
 // changes returns a channel closed at the next change of the providers'
-// state (replaced). A waiter asks for it before it looks at its entry, so
-// that a change after that look wakes it.
+// state (replaced), or the next sweep of an entry a call waits on (wake).
+// A waiter asks for it before it looks at its entry, so that a change
+// after that look wakes it.
 func (g *Governor) changes() <-chan struct{} {
 	for {
 		if ch := g.changed.Load(); ch != nil {

@@ -82,6 +82,12 @@ func (g *Governor) reclaimStep(now time.Duration) {
 // reached the end, where it drops the accounts no entry uses and shrinks
 // the index if it is mostly empty.
 func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Time) (visited, spent int, done bool) {
+	wake := false // a call waits on an entry reclaimed: woken once mu is released
+	defer func() {
+		if wake {
+			t.g.wake()
+		}
+	}()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tab := t.index.tab.Load()
@@ -112,6 +118,7 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 			continue
 		}
 		e.dead.Store(true)
+		wake = wake || e.watched.Load() // after dead: see Guard.watch
 		t.index.deleteAt(tab, end)
 		t.g.foldCalls(e, e.calls.Swap(foldedCalls))
 		if e.acct.refs--; e.acct.refs == 0 && !t.dropAccount(e.key.Account, e.acct, now) {

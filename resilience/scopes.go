@@ -50,7 +50,12 @@ type accountEntry struct {
 // and a slot taken from a reclaimed account is given back and taken again
 // (Guard.acquire), so that the account's cap holds.
 type scopeEntry struct {
-	dead    atomic.Bool
+	dead atomic.Bool
+	// watched is set by a call that waits on the entry (for tokens, a
+	// breaker's verdict, or through a backoff) before it looks at dead:
+	// a sweep that reclaims a watched entry wakes the waiters
+	// (Governor.wake), so that they follow the live entry.
+	watched atomic.Bool
 	born    uint32 // the table's reclaimer pass when it was made
 	hash    uint64 // of key
 	key     Scope  // the leaf scope

@@ -315,15 +315,16 @@ func TestAWaitEndedByAResetNamesTheLevelItWaitedFor(t *testing.T) {
 }
 
 // A call waiting for its account bucket's token keeps its place in that
-// bucket's queue when a change wakes it after a sweep reclaimed its
-// scope's entry (the leaf full and idle, the breaker pristine): the
-// account bucket, kept and shared with the account's other scopes, keeps
-// the call's token, and only the leaf the sweep dropped is taken afresh.
-// Here the account lets a call through every 5 s, A waits for 5 s and B,
-// of another scope of the account, for 10 s, and a Configure with the
-// same configuration wakes A at 3 s. Before, A's whole reservation was
-// taken afresh: the token it gave back was the queue's last (B's), and A
-// and B both went at 10 s through an account bucket of burst 1.
+// bucket's queue when it follows the live entry of its scope after a
+// sweep reclaimed its own (the leaf full and idle, the breaker pristine):
+// the account bucket, kept and shared with the account's other scopes,
+// keeps the call's token, and only the leaf the sweep dropped is taken
+// afresh. Here the account lets a call through every 5 s, A waits for 5 s
+// and B, of another scope of the account, for 10 s; the sweep (and a
+// Configure with the same configuration at 3 s) wakes A. Before, A's
+// whole reservation was taken afresh: the token it gave back was the
+// queue's last (B's), and A and B both went at 10 s through an account
+// bucket of burst 1.
 func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		acct := 0.2
@@ -342,6 +343,7 @@ func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 			doneA <- time.Since(start)
 		}()
 		synctest.Wait() // A waits 5 s for the account's token
+		watched, _ := g.configured().aws.scopes.peek(ec2Vpcs)
 		doneB := make(chan time.Duration, 1)
 		go func() {
 			if err := Do(context.Background(), iamUsers, ok, WithGovernor(g)); err != nil {
@@ -355,7 +357,7 @@ func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 			time.Sleep(time.Second)
 			Do(context.Background(), other, ok, WithGovernor(g))
 		}
-		if e, _ := g.configured().aws.scopes.peek(ec2Vpcs); e != nil {
+		if !watched.dead.Load() {
 			t.Fatal("setup: A's scope entry was not reclaimed")
 		}
 		if err := g.Configure(cfg); err != nil { // the same configuration: nothing retired
@@ -429,5 +431,64 @@ func TestARecoveryWaitEndsWhenItsProviderIsDisabled(t *testing.T) {
 		if err := <-done; err != nil || again != 5*time.Second {
 			t.Errorf("the call: %v, tried again at %v; want a success at 5s, when its provider was disabled", err, again)
 		}
+	})
+}
+
+// A retry's Backoff whose scope entry a sweep reclaims meanwhile (its
+// breaker pristine during the retries, its bucket full and idle) watches
+// the live entry's breaker: the sweep wakes the watch, which then sees
+// the live breaker open, for longer than the pause, and cuts the pause.
+// Here a 30 s pause, the entry reclaimed within 6 s, and another call of
+// the scope opening the live breaker for 60 s at 6 s. Before, a sweep woke
+// no one (only a Reset or Configure did, since the watch's 1 s recheck
+// was removed), and the pause ran its 30 s.
+func TestABackoffWatchesTheLiveBreakerAfterASweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60}}, WithReclaimAfter(time.Second))
+		gd, err := g.Begin(context.Background(), ec2Vpcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		gd.After(transientErr())
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		watched := gd.e
+		type res struct {
+			cut bool
+			err error
+			at  time.Duration
+		}
+		start := time.Now()
+		done := make(chan res, 1)
+		go func() {
+			cut, err := gd.Backoff(context.Background(), 30*time.Second)
+			done <- res{cut, err, time.Since(start)}
+		}()
+		// Another scope's calls take the reclaimer's steps.
+		ok := func(context.Context) error { return nil }
+		for range 6 {
+			time.Sleep(time.Second)
+			Do(context.Background(), ec2Subnets, ok, WithGovernor(g))
+		}
+		if !watched.dead.Load() {
+			t.Fatal("setup: the watched entry was not reclaimed")
+		}
+		// Another call of the scope fails: the live breaker opens for 60 s,
+		// past the pause's end (30 s).
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttle() }, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
+			t.Fatalf("setup: the live breaker is %s, want open", st)
+		}
+		opened := time.Since(start)
+		r := <-done
+		if !r.cut || r.err != nil || r.at != opened {
+			t.Errorf("Backoff: cut %v at %v (%v); want cut at %v, when the live breaker opened", r.cut, r.at, r.err, opened)
+		}
+		gd.End(errors.New("x"))
 	})
 }
