@@ -662,7 +662,7 @@ func (gd *Guard) acquire(ctx context.Context) error {
 				return err
 			}
 		}
-		if !gd.e.dead.Load() { // hold, in line
+		if !gd.e.flags.dead() { // hold, in line
 			gd.slot = b
 			if gd.orphan != nil {
 				gd.orphan.hold(b)
@@ -717,7 +717,7 @@ func (gd *Guard) tryAcquire() bool {
 // meanwhile: then the slot goes back, the Guard moves to the live entry,
 // and hold reports false.
 func (gd *Guard) hold(b *bulkhead.Bulkhead) bool {
-	if gd.e.dead.Load() {
+	if gd.e.flags.dead() {
 		b.Release()
 		gd.live()
 		return false
@@ -758,7 +758,7 @@ const maxNesting = 16
 // as they start, and the steps that end a wait or record an outcome call
 // it again.
 func (gd *Guard) live() {
-	if gd.e.dead.Load() { // in line: the common call pays an atomic load
+	if gd.e.flags.dead() { // in line: the common call pays an atomic load
 		gd.relive()
 	}
 }
@@ -781,10 +781,10 @@ func (gd *Guard) followLive() <-chan struct{} {
 // that either the sweep sees the mark and wakes the call, or the call
 // sees the entry dead and follows the live one.
 func (gd *Guard) watch() bool {
-	if !gd.e.watched.Load() { // marked once: the entry's line is read by every call
-		gd.e.watched.Store(true)
+	if !gd.e.flags.watched() { // marked once: the entry's line is read by every call
+		gd.e.flags.watch()
 	}
-	return gd.e.dead.Load()
+	return gd.e.flags.dead()
 }
 
 // relive moves the guard to the live entry of its scope. The breaker's

@@ -41,7 +41,7 @@ func (b *Bound) Scope() Scope { return b.scope }
 // after a reconfiguration, a Reset, or the reclamation of the entry.
 func (b *Bound) resolved() *boundAt {
 	at := b.at.Load()
-	if at != nil && at.gen == b.g.gen.Load() && (at.e == nil || !at.e.dead.Load()) {
+	if at != nil && at.gen == b.g.gen.Load() && (at.e == nil || !at.e.flags.dead()) {
 		return at
 	}
 	gen := b.g.gen.Load()

@@ -294,8 +294,8 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		l.mu.Lock()
 		nAccounts := len(l.accounts)
 		l.mu.Unlock()
-		if !stale.dead.Load() || nAccounts != 0 {
-			t.Fatalf("sweep: dead %v, %d accounts left", stale.dead.Load(), nAccounts)
+		if !stale.flags.dead() || nAccounts != 0 {
+			t.Fatalf("sweep: dead %v, %d accounts left", stale.flags.dead(), nAccounts)
 		}
 		// Another call creates the live entry and holds the only slot.
 		hold := make(chan struct{})

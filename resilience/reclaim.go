@@ -111,14 +111,14 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		if entries++; entries%reclaimClockEvery == 0 && time.Now().After(deadline) {
 			break
 		}
-		if e.dead.Load() || !e.breaker.Pristine() || !e.leaf.Idle(now, t.g.idle) {
-			if !e.dead.Load() && e.born != t.pass { // made during the pass: kept when made
+		if e.flags.dead() || !e.breaker.Pristine() || !e.leaf.Idle(now, t.g.idle) {
+			if !e.flags.dead() && e.born != t.pass { // made during the pass: kept when made
 				t.keep(e, len(tab.slots))
 			}
 			continue
 		}
-		e.dead.Store(true)
-		wake = wake || e.watched.Load() // after dead: see Guard.watch
+		e.flags.kill()
+		wake = wake || e.flags.watched() // after dead: see Guard.watch
 		t.index.deleteAt(tab, end)
 		t.g.foldCalls(e, e.calls.Swap(foldedCalls))
 		if e.acct.refs--; e.acct.refs == 0 && !t.dropAccount(e.key.Account, e.acct, now) {

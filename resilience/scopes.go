@@ -50,12 +50,7 @@ type accountEntry struct {
 // and a slot taken from a reclaimed account is given back and taken again
 // (Guard.acquire), so that the account's cap holds.
 type scopeEntry struct {
-	dead atomic.Bool
-	// watched is set by a call that waits on the entry (for tokens, a
-	// breaker's verdict, or through a backoff) before it looks at dead:
-	// a sweep that reclaims a watched entry wakes the waiters
-	// (Governor.wake), so that they follow the live entry.
-	watched atomic.Bool
+	flags   entryFlags
 	born    uint32 // the table's reclaimer pass when it was made
 	hash    uint64 // of key
 	key     Scope  // the leaf scope
@@ -145,7 +140,7 @@ func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {
 func (t *scopeTable) lookup(sc Scope) *scopeEntry {
 	key := t.set.leafKey(sc)
 	h := hashScope(key)
-	if e := t.index.load(key, h); e != nil && !e.dead.Load() {
+	if e := t.index.load(key, h); e != nil && !e.flags.dead() {
 		return e
 	}
 	return t.create(key, h)
@@ -155,7 +150,7 @@ func (t *scopeTable) lookup(sc Scope) *scopeEntry {
 // the account's state, or nil: a read that makes nothing.
 func (t *scopeTable) peek(sc Scope) (*scopeEntry, *accountEntry) {
 	key := t.set.leafKey(sc)
-	if e := t.index.load(key, hashScope(key)); e != nil && !e.dead.Load() {
+	if e := t.index.load(key, hashScope(key)); e != nil && !e.flags.dead() {
 		return e, e.acct
 	}
 	t.mu.Lock()
@@ -181,7 +176,7 @@ func (t *scopeTable) create(key Scope, h uint64) *scopeEntry {
 		return nt.lookup(key)
 	}
 	defer t.mu.Unlock()
-	if e := t.index.load(key, h); e != nil && !e.dead.Load() {
+	if e := t.index.load(key, h); e != nil && !e.flags.dead() {
 		return e
 	}
 	e := t.newEntry(key, h)
@@ -235,6 +230,27 @@ func (t *scopeTable) newEntry(key Scope, h uint64) *scopeEntry {
 	return e
 }
 
+// entryFlags is a scope entry's two flags, in one word so that the entry
+// (with its bucket and breaker, an entryBlock) stays in its size class: a
+// second word made every live scope 32 bytes larger.
+//
+// dead: a Reset, a Configure or a sweep retired the entry, and calls
+// look the scope up again. watched: a call waits on the entry (for
+// tokens, a breaker's verdict, or through a backoff), marked before it
+// looks at dead, so that a sweep that reclaims the entry wakes the
+// waiters (Governor.wake) and they follow the live entry.
+type entryFlags struct{ v atomic.Uint32 }
+
+const (
+	entryDead uint32 = 1 << iota
+	entryWatched
+)
+
+func (f *entryFlags) dead() bool    { return f.v.Load()&entryDead != 0 }
+func (f *entryFlags) watched() bool { return f.v.Load()&entryWatched != 0 }
+func (f *entryFlags) kill()         { f.v.Or(entryDead) }
+func (f *entryFlags) watch()        { f.v.Or(entryWatched) }
+
 // entryBlock is an entry with its in-process bucket and breaker, made in
 // one allocation; entryWithAccount adds the account and its bulkhead.
 type entryBlock struct {
@@ -284,10 +300,10 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		t.accounts[name] = na
 	}
 	old.index.rangeLocked(func(e *scopeEntry) {
-		if e.dead.Load() {
+		if e.flags.dead() {
 			return
 		}
-		e.dead.Store(true)
+		e.flags.kill()
 		calls := e.calls.Swap(foldedCalls)
 		if !keepBuckets && !keepBreakers || t.set.leafKey(e.key) != e.key {
 			t.g.foldCalls(e, calls) // made afresh on its next call
@@ -323,7 +339,7 @@ func (t *scopeTable) live() []*scopeEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.index.rangeLocked(func(e *scopeEntry) {
-		if !e.dead.Load() {
+		if !e.flags.dead() {
 			es = append(es, e)
 		}
 	})

@@ -357,7 +357,7 @@ func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 			time.Sleep(time.Second)
 			Do(context.Background(), other, ok, WithGovernor(g))
 		}
-		if !watched.dead.Load() {
+		if !watched.flags.dead() {
 			t.Fatal("setup: A's scope entry was not reclaimed")
 		}
 		if err := g.Configure(cfg); err != nil { // the same configuration: nothing retired
@@ -475,7 +475,7 @@ func TestABackoffWatchesTheLiveBreakerAfterASweep(t *testing.T) {
 			time.Sleep(time.Second)
 			Do(context.Background(), ec2Subnets, ok, WithGovernor(g))
 		}
-		if !watched.dead.Load() {
+		if !watched.flags.dead() {
 			t.Fatal("setup: the watched entry was not reclaimed")
 		}
 		// Another call of the scope fails: the live breaker opens for 60 s,
