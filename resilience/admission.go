@@ -212,16 +212,18 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
 }
 
 // lender returns the call of ctx's chain of enclosing calls (as nested
-// walks it) that holds the probe's lease of this call's scope entry (the
-// same breaker) inside its attempt (sent, its answer not yet reported),
-// or nil.
+// walks it) that holds the probe's lease of this call's breaker inside its
+// attempt (sent, its answer not yet reported). The breaker, not the entry:
+// a Configure that kept the breaker may have retired the enclosing call's
+// entry during the attempt, and this call looked up the live one. It
+// returns nil when there is none.
 func (gd *Guard) lender(ctx context.Context) *Guard {
 	for range maxNesting {
 		outer, ok := ctx.Value(gd.g).(*Guard)
 		if !ok || outer == gd {
 			return nil
 		}
-		if outer.e == gd.e && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {
+		if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {
 			return outer
 		}
 		ctx = outer.ctx

@@ -265,3 +265,45 @@ func TestGuardNestedProbeIsBorrowedOnce(t *testing.T) {
 		top.Release()
 	})
 }
+
+// A call nested in the attempt of the half-open breaker's probe borrows
+// the probe after a Configure that kept the breaker (only max_concurrency
+// changed) during that attempt: the enclosing call's entry is retired,
+// the nested call looks up the live one, and both have the same breaker.
+// Before, the lender was found by entry, and the nested call was refused
+// by the probe its own caller held ("circuit open ...; retry in 10s").
+func TestANestedCallBorrowsTheProbeAcrossAConfigureThatKeptTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := func(conc int) Config {
+			return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 10, MaxConcurrency: conc}}
+		}
+		g := newGov(t, cfg(10))
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if st := g.Inspect(ec2Vpcs).Breaker.State; st != state.Open {
+			t.Fatalf("the breaker is %v, want open", st)
+		}
+		time.Sleep(10 * time.Second)
+		ctx := context.Background()
+		outer, _ := g.Begin(ctx, ec2Vpcs)
+		if err := outer.Enter(ctx); err != nil || outer.lease != leaseProbe {
+			t.Fatalf("the enclosing call: %v, lease %v; want the probe", err, outer.lease)
+		}
+		if err := g.Configure(cfg(20)); err != nil {
+			t.Fatal(err)
+		}
+		attempt := context.WithValue(ctx, g, outer)
+		inner, _ := g.Begin(attempt, ec2Vpcs, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if inner.e == outer.e || inner.e.breaker != outer.e.breaker {
+			t.Fatal("setup: want a new entry with the same breaker")
+		}
+		if err := inner.Enter(attempt); err != nil {
+			t.Fatalf("the nested call, inside the probe's attempt: %v; want it to borrow the probe", err)
+		}
+		inner.End(nil)
+		outer.End(nil)
+		if st := g.Inspect(ec2Vpcs).Breaker.State; st != state.Closed {
+			t.Errorf("after the probe's success the breaker is %v, want closed", st)
+		}
+	})
+}
