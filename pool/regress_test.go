@@ -206,21 +206,27 @@ func TestAZeroScopeChildDoesNotTakeItsParentsHold(t *testing.T) {
 	})
 }
 
-// A task whose first call was refused, and which then panicked (handling
-// the refusal, say), ends failed with the panic: it is not run again as a
-// refused task is, which would hide the defect. Before, the panic was
-// dropped and the task ran again.
-func TestAPanicAfterARefusedFirstCallFailsTheTask(t *testing.T) {
+// A task whose first call was refused ends by how it ended, not by its
+// error's type. One that then panicked (handling the refusal, say) or
+// called runtime.Goexit ends failed with that: it is not run again as a
+// refused task is, which would hide the defect (before, the panic was
+// dropped and the task ran again). One that returned a *PanicError or
+// ErrGoexit itself (a pool of its own, say) returned: it runs again
+// (before, it ended failed, as if it had panicked).
+func TestATaskAfterARefusalFailsOnlyIfItDidNotReturn(t *testing.T) {
 	for _, end := range []struct {
-		name string
-		do   func()
-		want func(error) bool
+		name      string
+		do        func() error
+		runsAgain bool
+		want      func(error) bool // Wait's error, when it does not run again
 	}{
-		{"panic", func() { panic("handling the refusal") }, func(err error) bool {
+		{"panic", func() error { panic("handling the refusal") }, false, func(err error) bool {
 			var pe *PanicError
 			return errors.As(err, &pe) && pe.Value == "handling the refusal"
 		}},
-		{"Goexit", runtime.Goexit, func(err error) bool { return errors.Is(err, ErrGoexit) }},
+		{"Goexit", func() error { runtime.Goexit(); return nil }, false, func(err error) bool { return errors.Is(err, ErrGoexit) }},
+		{"returns a PanicError", func() error { return &PanicError{Value: "a pool of the task's own"} }, true, nil},
+		{"returns ErrGoexit", func() error { return ErrGoexit }, true, nil},
 	} {
 		t.Run(end.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -230,23 +236,24 @@ func TestAPanicAfterARefusedFirstCallFailsTheTask(t *testing.T) {
 				var runs atomic.Int64
 				p.Go(ctx, sc, func(ctx context.Context) error {
 					if runs.Add(1) > 1 {
-						return nil // run again: the panic was dropped
+						return nil
 					}
 					// Someone outside the pool takes the token first.
 					if err := call(g, sc, 0)(context.Background()); err != nil {
 						return err
 					}
 					if err := call(g, sc, 0)(ctx); err != nil {
-						end.do()
+						return end.do()
 					}
 					return nil
 				})
 				err := p.Wait()
-				if !end.want(err) || runs.Load() != 1 {
-					t.Fatalf("Wait: %v after %d runs, want the task's end after 1 run", err, runs.Load())
-				}
-				if pr := p.Progress(); pr.Failed != 1 || pr.Deferred != 0 {
-					t.Fatalf("progress %+v, want 1 failed, 0 deferred", pr)
+				pr := p.Progress()
+				switch {
+				case end.runsAgain && (err != nil || runs.Load() != 2 || pr.Done != 1 || pr.Deferred != 1):
+					t.Fatalf("Wait: %v after %d runs, progress %+v; want nil after 2 runs (the refused task run again)", err, runs.Load(), pr)
+				case !end.runsAgain && (!end.want(err) || runs.Load() != 1 || pr.Failed != 1 || pr.Deferred != 0):
+					t.Fatalf("Wait: %v after %d runs, progress %+v; want the task's end after 1 run, failed", err, runs.Load(), pr)
 				}
 			})
 		})
@@ -464,38 +471,6 @@ func TestATaskReturningAfterARefusalRunsAgainWhateverItsError(t *testing.T) {
 			t.Fatalf("progress %+v, want 1 done, 1 deferred", pr)
 		}
 	})
-}
-
-// A task whose first call was refused and that returned a *PanicError or
-// ErrGoexit itself (not wrapped) runs again too: whether the task returned
-// is known from how it ended, not from its error's type. Before, the task
-// ended failed with that error, as if it had panicked.
-func TestATaskReturningAPanicErrorAfterARefusalRunsAgain(t *testing.T) {
-	for _, ret := range []error{&PanicError{Value: "a pool of the task's own"}, ErrGoexit} {
-		t.Run(ret.Error(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g := newGov(t, 1, resilience.Config{})
-				sc := scope("op")
-				p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
-				var runs atomic.Int64
-				p.Go(ctx, sc, func(ctx context.Context) error {
-					if runs.Add(1) > 1 {
-						return nil
-					}
-					if err := call(g, sc, 0)(context.Background()); err != nil { // someone takes the token
-						return err
-					}
-					if err := call(g, sc, 0)(ctx); err != nil { // refused
-						return ret
-					}
-					return nil
-				})
-				if err := p.Wait(); err != nil || runs.Load() != 2 {
-					t.Fatalf("Wait: %v after %d runs; want nil after 2 (the refused task run again)", err, runs.Load())
-				}
-			})
-		})
-	}
 }
 
 // A queue held by a refusal of its head asks the governor again within

@@ -135,41 +135,60 @@ func TestAWaitMovedByConfigureKeepsItsMaxWait(t *testing.T) {
 	})
 }
 
-// A half-open breaker's probe that waits for a token when Configure
-// retires the bucket (its breaker kept) is still the probe on the live
-// bucket: its success closes the breaker. Here the throttle that opened
-// the breaker paused the scope 15 s, the cooldown is 10 s, and the rate
-// changes at 12 s.
-func TestAProbeMovedByConfigureIsStillTheProbe(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := func(rps float64) Config {
-			return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 10,
-				Services: map[string]ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
-		}
-		g := newGov(t, cfg(1))
-		once := RetryPolicy{MaxAttempts: 1}
-		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(15 * time.Second) }, WithGovernor(g), WithPolicy(once))
-		time.Sleep(10 * time.Second)
-		start := time.Now()
-		done := make(chan error)
-		go func() {
-			done <- Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), WithPolicy(once))
-		}()
-		synctest.Wait() // the probe, waiting out the pause
-		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "half_open" {
-			t.Fatalf("the breaker is %s, want half-open with the probe out", st)
-		}
-		time.Sleep(2 * time.Second)
-		if err := g.Configure(cfg(2)); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil || time.Since(start) != 2*time.Second {
-			t.Fatalf("the probe: %v after %v, want a success at 2s", err, time.Since(start))
-		}
-		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "closed" {
-			t.Errorf("after the probe's success the breaker is %s, want closed", st)
-		}
-	})
+// A half-open breaker's probe that waits for a token when a Configure
+// changes its settings, and keeps the breaker, is still the probe: it is
+// sent when the token it then waits for is due, and its success closes the
+// breaker. Here the throttle that opened the breaker paused the scope 15 s
+// and halved its rate, the cooldown is 10 s, and the Configure comes at
+// 12 s:
+//   - a new rate (2 rps) retires the bucket: the probe takes the live
+//     bucket's token, at once (2 s after it began to wait);
+//   - a new max_concurrency keeps the bucket too: the probe keeps its
+//     place, its token 2 s after the pause's end (7 s), as without the
+//     Configure. Before, the move to the live entry dropped the probe's
+//     lease, and the half-open breaker, asked again, refused the call as
+//     its probe was out (its own).
+func TestAProbeIsStillTheProbeAcrossAConfigure(t *testing.T) {
+	cfg := func(rps float64, conc int) Config {
+		return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 10, MaxConcurrency: conc,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
+	}
+	for _, c := range []struct {
+		name string
+		to   Config
+		at   time.Duration // when the probe is sent, from when it began to wait
+	}{
+		{"the rate changed: the bucket retired", cfg(2, 10), 2 * time.Second},
+		{"max_concurrency changed: the bucket kept", cfg(1, 20), 7 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, cfg(1, 10))
+				once := RetryPolicy{MaxAttempts: 1}
+				Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(15 * time.Second) }, WithGovernor(g), WithPolicy(once))
+				time.Sleep(10 * time.Second)
+				start := time.Now()
+				done := make(chan error)
+				go func() {
+					done <- Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), WithPolicy(once))
+				}()
+				synctest.Wait() // the probe, waiting out the pause
+				if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "half_open" {
+					t.Fatalf("the breaker is %s, want half-open with the probe out", st)
+				}
+				time.Sleep(2 * time.Second)
+				if err := g.Configure(c.to); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil || time.Since(start) != c.at {
+					t.Fatalf("the probe: %v after %v; want a success at %v", err, time.Since(start), c.at)
+				}
+				if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "closed" {
+					t.Errorf("after the probe's success the breaker is %s, want closed", st)
+				}
+			})
+		})
+	}
 }
 
 // A call waiting for a breaker's verdict (breaker_wait) when a Reset
@@ -190,47 +209,6 @@ func TestAVerdictWaitEndsAtTheReset(t *testing.T) {
 		g.Reset()
 		if last := wait(); last != 5*time.Second {
 			t.Fatalf("the call waiting for the verdict of a breaker open for 60 s went at %v after a Reset at 5s, want at 5s", last)
-		}
-	})
-}
-
-// A half-open breaker's probe that waits for a token when a Configure
-// keeps both its buckets and its breaker (it changed only
-// max_concurrency) is still the probe: it is sent when its wait ends, and
-// its success closes the breaker. Here the throttle that opened the
-// breaker paused the scope 15 s and halved its rate (a token 2 s after
-// the pause), the cooldown is 10 s, and the Configure comes at 12 s: the
-// probe goes at 17 s, as it would have without the Configure. Before, the move to the live entry dropped the probe's
-// lease, and the half-open breaker, asked again, refused the call as its
-// probe was out (its own).
-func TestAProbeKeptByConfigureIsStillSent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := func(conc int) Config {
-			return Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 10, MaxConcurrency: conc,
-				Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}
-		}
-		g := newGov(t, cfg(10))
-		once := RetryPolicy{MaxAttempts: 1}
-		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(15 * time.Second) }, WithGovernor(g), WithPolicy(once))
-		time.Sleep(10 * time.Second)
-		start := time.Now()
-		done := make(chan error)
-		go func() {
-			done <- Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), WithPolicy(once))
-		}()
-		synctest.Wait() // the probe, waiting out the pause
-		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "half_open" {
-			t.Fatalf("the breaker is %s, want half-open with the probe out", st)
-		}
-		time.Sleep(2 * time.Second)
-		if err := g.Configure(cfg(20)); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil || time.Since(start) != 7*time.Second {
-			t.Fatalf("the probe: %v after %v; want a success at 7s (its token's time, as without the Configure)", err, time.Since(start))
-		}
-		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "closed" {
-			t.Errorf("after the probe's success the breaker is %s, want closed", st)
 		}
 	})
 }
