@@ -53,6 +53,15 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	if retry {
 		gd.live() // the call may have lasted past a sweep
 	}
+	if !gd.p.set.enabled {
+		// Disabled since the call began: no longer governed, it asks no
+		// breaker (nor waits for a verdict) and takes no token (see Enter).
+		if gd.phase == phaseAwaiting {
+			gd.renewed = gd.retries
+			gd.to(phaseRetryable)
+		}
+		return now, nil
+	}
 	if gd.phase == phaseAwaiting {
 		at, ok, err := gd.awaitRecovery(ctx, now)
 		if err != nil {

@@ -194,6 +194,14 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // not end the caller's Guard with it. The context is looked up only when
 // no slot is free, or when the breaker refused the call: the common call
 // pays nothing for it.
+//
+// A call whose provider a Configure disabled after the call began is no
+// longer governed from then on: its attempts ask no breaker, wait for no
+// verdict and take no token, and a wait for a verdict or a token ends at
+// the Configure. It still waits out the delay its retry policy gave,
+// takes a slot of the bulkhead it began under (so that the calls that
+// began governed stay within the cap they began under), and is counted
+// and recorded as the governed call it began as.
 func (gd *Guard) Enter(ctx context.Context) error {
 	if gd.e == nil {
 		return nil
@@ -232,8 +240,10 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		}
 		gd.recordBackoff(now)
 	}
-	if err := gd.takeToken(ctx, now); err != nil {
-		return err
+	if gd.p.set.enabled { // a provider disabled since the call began: no token
+		if err := gd.takeToken(ctx, now); err != nil {
+			return err
+		}
 	}
 	if gd.slot == nil {
 		if err := gd.acquire(ctx); err != nil {
@@ -304,12 +314,14 @@ func (gd *Guard) decided() {
 //   - *WouldWaitError matching ErrNoSlot: the account's bulkhead is full.
 //
 // A deadline already spent on a retry, or a done context, ends the call as
-// Enter would.
+// Enter would. A call whose provider a Configure disabled after the call
+// began asks no breaker and takes no token, as Enter has it.
 func (gd *Guard) TryEnter() error {
 	if gd.e == nil {
 		return nil
 	}
 	gd.live()
+	governed := gd.p.set.enabled // a provider disabled since the call began: see Enter
 	now := gd.g.now()
 	if err := gd.request(now); err != nil {
 		return err
@@ -325,44 +337,49 @@ func (gd *Guard) TryEnter() error {
 			return &WouldWaitError{Scope: gd.scope, Wait: d, Err: ErrNoToken}
 		}
 		if gd.phase == phaseAwaiting {
-			wait, ok := gd.recovered(now)
-			if !ok {
-				coe := gd.openError(wait)
-				coe.Err = gd.last.err
-				return coe
+			if governed {
+				if wait, ok := gd.recovered(now); !ok {
+					coe := gd.openError(wait)
+					coe.Err = gd.last.err
+					return coe
+				}
 			}
 			gd.renewed = gd.retries
 			gd.to(phaseRetryable)
 		}
 	}
-	if wait, open := gd.closedTo(now); open {
-		// The breaker binds first: its wait is the one to report.
-		return gd.refusedOpen(wait)
-	}
-	var w time.Duration
-	if gd.g.sharedBuckets {
-		var err error
-		if w, _, _, _, err = gd.reserveShared(gd.ctx, now); err != nil {
-			return gd.stopByContext(err)
+	if governed {
+		if wait, open := gd.closedTo(now); open {
+			// The breaker binds first: its wait is the one to report.
+			return gd.refusedOpen(wait)
 		}
-	} else {
-		w, _, _, _ = gd.reserve(now)
-	}
-	if w > 0 {
-		gd.cancel(now)
-		return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+		var w time.Duration
+		if gd.g.sharedBuckets {
+			var err error
+			if w, _, _, _, err = gd.reserveShared(gd.ctx, now); err != nil {
+				return gd.stopByContext(err)
+			}
+		} else {
+			w, _, _, _ = gd.reserve(now)
+		}
+		if w > 0 {
+			gd.cancel(now)
+			return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+		}
 	}
 	held := gd.slot != nil
 	if !held && !gd.tryAcquire() {
 		gd.cancel(now)
 		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
 	}
-	if wait, ok := gd.tryAdmit(now); !ok {
-		if !held {
-			gd.Release()
+	if governed {
+		if wait, ok := gd.tryAdmit(now); !ok {
+			if !held {
+				gd.Release()
+			}
+			gd.cancel(now)
+			return gd.refusedOpen(wait)
 		}
-		gd.cancel(now)
-		return gd.refusedOpen(wait)
 	}
 	if gd.retrying() {
 		gd.recordBackoff(now)
@@ -610,6 +627,8 @@ func (gd *Guard) Resend() bool {
 // that waited takes a fresh token; a refused one ends the call with a
 // *CircuitOpenError wrapping the last answer. A retry Retry was not asked
 // for is asked now, as Enter does; in any other phase Pace does nothing.
+// A retry whose provider a Configure disabled after the call began asks
+// no breaker and takes no token, as Enter has it.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -628,7 +647,8 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // answer, recorded as cancelled. The time the SDK slept since Retry
 // allowed the retry is counted as the call's backoff, and the retry as
 // sent. A retry Retry was not asked for is asked now; in any other phase
-// Admit does nothing.
+// Admit does nothing. A retry whose provider a Configure disabled after
+// the call began asks no breaker and takes no token, as Enter has it.
 func (gd *Guard) Admit(ctx context.Context) error { return gd.pace(ctx, false) }
 
 // pace readies a retry sent without Enter: Pace when throttleToken (a
@@ -660,7 +680,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	if err != nil {
 		return err
 	}
-	token := at != now || (throttleToken && gd.last.kind == Throttled)
+	token := gd.p.set.enabled && (at != now || (throttleToken && gd.last.kind == Throttled))
 	now = at
 	if token {
 		if err := ctx.Err(); err != nil {

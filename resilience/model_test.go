@@ -959,7 +959,15 @@ func (m *machine) takeSlot(gv *govM, sd int, who string) {
 }
 
 // sent records a token taken from each of sd's buckets. m.mu is held.
+// An attempt of a call whose provider is disabled takes none, though the
+// call began governed; one sent while a Configure that enables or
+// disables the provider is under way may or may not have, and is left
+// out (the bucket checks bound the requests from above).
 func (m *machine) sent(gv *govM, sd, epoch, who int) {
+	p := modelScopes[sd].sc.Provider
+	if !enabledIn(gv.cfg, p) || gv.changing && gv.next != nil && !enabledIn(*gv.next, p) {
+		return
+	}
 	gv.sends = append(gv.sends, sendRec{at: time.Now(), epoch: epoch, buckets: bucketKeys(gv.cfg, modelScopes[sd]), who: who})
 }
 

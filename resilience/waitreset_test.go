@@ -470,3 +470,107 @@ func TestABackoffWatchesTheLiveBreakerAfterASweep(t *testing.T) {
 		gd.End(errors.New("x"))
 	})
 }
+
+// A retry after its provider was disabled is no longer governed: it asks
+// no breaker and takes no token, as a call that begins after the
+// Configure does (the backoff its retry policy gave it still applies).
+// Each case disables the provider at 5 s, while the call waits or before
+// its retry. Before, a call that began governed stayed paced by the
+// buckets and breaker the disabling Configure kept: a retry after a
+// recovery wait waited out another call's 50 s pause, and one whose
+// breaker another call's failure opened was refused by it.
+func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
+	disable := func(t *testing.T, g *Governor, cfg Config) {
+		t.Helper()
+		off, no := cfg, false
+		off.AWS.Enabled = &no
+		if err := g.Configure(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+	pause := func(g *Governor) { // another call's throttle pauses the leaf for 50 s
+		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(50 * time.Second) }, WithGovernor(g), once)
+	}
+	// retryOpened makes a call whose first attempt fails, has another
+	// call's failure open the breaker (threshold 1), disables the
+	// provider at 5 s and sends the retry with enter.
+	open1 := Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60}}
+	retryOpened := func(enter func(*Guard) error) func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+		return func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+			start := time.Now()
+			gd, err := g.Begin(context.Background(), ec2Vpcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gd.End(nil)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(transientErr())
+			if _, err := gd.Retry(0); err != nil {
+				t.Fatal(err)
+			}
+			Do(context.Background(), ec2Vpcs, func(context.Context) error { return transientErr() }, WithGovernor(g), once)
+			if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
+				t.Fatalf("the breaker is %s, want open", st)
+			}
+			time.Sleep(5 * time.Second)
+			disable(t, g, cfg)
+			err = enter(gd)
+			return err, time.Since(start)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		// run makes the call, disabling the provider at 5 s, and returns
+		// its error and when its retry was sent (0: never).
+		run func(t *testing.T, g *Governor, cfg Config) (error, time.Duration)
+	}{
+		{"a retry after a recovery wait, the leaf paused", Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 5, BreakerCooldownSeconds: 60}},
+			func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+				start := time.Now()
+				var again time.Duration
+				attempts := 0
+				done := make(chan error)
+				go func() {
+					done <- Do(context.Background(), ec2Vpcs, func(context.Context) error {
+						if attempts++; attempts == 1 {
+							return transientErr()
+						}
+						again = time.Since(start)
+						return nil
+					}, WithGovernor(g), once)
+				}()
+				synctest.Wait() // its retries ran out: waiting for a verdict
+				pause(g)
+				time.Sleep(5 * time.Second)
+				disable(t, g, cfg)
+				return <-done, again
+			}},
+		{"Enter, the breaker opened by another call's failure", open1, retryOpened(func(gd *Guard) error { return gd.Enter(context.Background()) })},
+		{"TryEnter, the breaker opened by another call's failure", open1, retryOpened((*Guard).TryEnter)},
+		{"Pace after a throttle, the leaf paused", Config{},
+			func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+				gd := throttledRetry(t, g, context.Background(), ec2Vpcs)
+				defer gd.End(nil)
+				pause(g)
+				start := time.Now() // the pause's call waited for its token
+				time.Sleep(5 * time.Second)
+				disable(t, g, cfg)
+				err := gd.Pace(context.Background())
+				return err, time.Since(start)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, tc.cfg)
+				if err, at := tc.run(t, g, tc.cfg); err != nil || at != 5*time.Second {
+					t.Errorf("the retry: %v, sent at %v; want it sent at 5s, when its provider was disabled", err, at)
+				}
+			})
+		})
+	}
+}
