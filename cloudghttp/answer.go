@@ -21,13 +21,15 @@ import (
 // when it mentions throttling ("400 Rate Exceeded"), else a fatal answer. The caller meets it only inside an error of
 // the governor (a *resilience.CircuitOpenError, a deadline's error, a
 // context's end while a retry waited) after the response it stands for was
-// retried; errors.As finds it. It is safe for concurrent use once made.
+// retried; errors.As finds it. It is safe for concurrent use once made:
+// it keeps its own copy of the answer's headers and of the request's URL,
+// which the caller may change afterwards.
 // The zero StatusError reports status 0 and no headers, which the core
 // classifier reads as no answer at all; only the Transport makes real
 // ones.
 type StatusError struct {
 	method string
-	url    *url.URL
+	url    string // the request's URL without its query (bareURL)
 	status string // "429 Too Many Requests"
 	code   int
 	header http.Header
@@ -41,7 +43,7 @@ type StatusError struct {
 
 // Error returns "<method> <url without query>: <status>".
 func (e *StatusError) Error() string {
-	return e.method + " " + bareURL(e.url) + ": " + e.status
+	return e.method + " " + e.url + ": " + e.status
 }
 
 // bareURL is u without its query and fragment, which may carry secrets
@@ -66,7 +68,10 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	if resp.StatusCode < http.StatusBadRequest {
 		return nil
 	}
-	e := &StatusError{method: x.orig.Method, url: x.orig.URL, status: resp.Status, code: resp.StatusCode, header: resp.Header}
+	// The headers and the URL are copied: the caller owns the response and
+	// the request, and may change them while the error is still read (an
+	// observer keeps its events).
+	e := &StatusError{method: x.orig.Method, url: bareURL(x.orig.URL), status: resp.Status, code: resp.StatusCode, header: resp.Header.Clone()}
 	if e.status == "" {
 		e.status = http.StatusText(resp.StatusCode)
 	}

@@ -1,0 +1,57 @@
+//go:build go1.25
+
+package cloudghttp_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+
+	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The StatusError of an answer says what the server answered, whatever
+// the caller does with the response and its request afterwards: an
+// observer may keep an event and read its error from any goroutine, while
+// the caller owns the response (httputil.ReverseProxy deletes hop-by-hop
+// headers from it) and the request (a loop may point it at the next page).
+func TestStatusErrorKeepsWhatTheServerAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.forever(reply{status: 429, header: http.Header{"Retry-After": {"1"}}, body: "slow down"})
+		var kept []observe.Event
+		gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(observe.Func(func(e observe.Event) { kept = append(kept, e) })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+		resp, err := client(newMem(f), gov, withAttempts(1)).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		resp.Header.Del("Retry-After")
+		req.URL.Path = "/items/next"
+
+		var seen int
+		for _, e := range kept {
+			var se *cloudghttp.StatusError
+			if !errors.As(e.Err, &se) {
+				continue
+			}
+			seen++
+			if got := se.Header().Get("Retry-After"); got != "1" {
+				t.Errorf("%v event: the error's Retry-After is %q once the caller edited the response, want the answer's %q", e.Kind, got, "1")
+			}
+			if got, want := se.Error(), "GET http://api.test/items: 429 Too Many Requests"; got != want {
+				t.Errorf("%v event: the error says %q once the caller edited the request, want %q", e.Kind, got, want)
+			}
+		}
+		if seen == 0 {
+			t.Fatal("no event carried the answer's *StatusError")
+		}
+	})
+}
