@@ -143,6 +143,35 @@ func TestMaxWaitRefusalClosesTheResponse(t *testing.T) {
 	})
 }
 
+// bodiless is a base transport that answers 503 with a Retry-After of 30
+// s and no Body, which net/http's Client accepts of a RoundTripper (it
+// gives the caller an empty body).
+type bodiless struct{}
+
+func (bodiless) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{"Retry-After": {"30"}}, Request: r}, nil
+}
+
+// A refusal after an answer without a body is the refusal, as after any
+// other answer: there is no body to close.
+func TestMaxWaitRefusalOfAnAnswerWithoutBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		ctx, stats, ledger := newRun("items")
+		req, _ := http.NewRequestWithContext(resilience.WithMaxWait(ctx, 10*time.Second), http.MethodGet, "http://api.test/items", nil)
+		var err error
+		if r := func() (r any) {
+			defer func() { r = recover() }()
+			_, err = client(bodiless{}, gov, quick).Do(req)
+			return nil
+		}(); r != nil {
+			t.Fatalf("the request panicked: %v", r)
+		}
+		refusedShape(t, err, resilience.ErrNoToken, 29*time.Second)
+		lostOnly(t, gov, stats, ledger, resilience.LossRefused, 1)
+	})
+}
+
 // A request that may not wait is refused at once when its account's
 // concurrency cap is full.
 func TestMaxWaitRefusesAFullBulkhead(t *testing.T) {

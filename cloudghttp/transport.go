@@ -191,7 +191,7 @@ func (x *exchange) run() (*http.Response, error) {
 			if ww, ok := rerr.(*resilience.WouldWaitError); ok {
 				// The caller asked to be refused rather than wait
 				// (resilience.WithMaxWait): the refusal, not the answer.
-				if resp != nil {
+				if resp != nil && resp.Body != nil {
 					_ = resp.Body.Close()
 				}
 				return nil, ww
