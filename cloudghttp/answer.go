@@ -146,6 +146,21 @@ func rewind(r *http.Request) (*http.Request, bool) {
 	return &c, true
 }
 
+// rewindAfter is rewind for the retry of resp, whose body it closes when
+// GetBody panics (or calls runtime.Goexit): the caller, who gets the
+// panic, never gets resp, and its connection would stay taken.
+func rewindAfter(r *http.Request, resp *http.Response) (next *http.Request, ok bool) {
+	returned := false
+	defer func() {
+		if !returned && resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	next, ok = rewind(r)
+	returned = true
+	return next, ok
+}
+
 // maxHeld bounds the body of a response kept in memory while its retry
 // waits.
 const maxHeld = 64 << 10

@@ -108,3 +108,24 @@ func TestPanicIsRecordedAndGoesOn(t *testing.T) {
 		})
 	}
 }
+
+// A GetBody that panics before a retry leaves nothing open behind the
+// panic: the body of the answer it would have retried, which the caller
+// never gets, is closed (over a network, its connection would otherwise
+// stay taken).
+func TestGetBodyPanicClosesTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(503))
+		mem := newMem(f)
+		c := client(mem, newGov(t, resilience.Config{}), quick)
+		req, _ := http.NewRequest(http.MethodPut, "http://api.test/items", strings.NewReader("x"))
+		req.GetBody = func() (io.ReadCloser, error) { panic(boom) }
+		if r := sendPanicking(c, req); r != boom {
+			t.Fatalf("the caller got %v, want the panic's own value", r)
+		}
+		if n := mem.closed.Load(); n != 1 {
+			t.Fatalf("%d response bodies closed, want the 503's", n)
+		}
+	})
+}

@@ -103,8 +103,9 @@ func (t *Transport) CloseIdleConnections() {
 // net/http's own retries, even when a copy of it was sent again.
 //
 // A panic of the base transport, of the request's body or of its GetBody
-// reaches the caller as it was, never recovered: the slot is given back
-// and the call is recorded as lost to it (resilience.LossPanicked).
+// reaches the caller as it was, never recovered: the slot is given back,
+// the body of the answer GetBody was to retry is closed, and the call is
+// recorded as lost to it (resilience.LossPanicked).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var scope resilience.Scope
 	if t.scope != nil {
@@ -178,7 +179,7 @@ func (x *exchange) run() (*http.Response, error) {
 			x.gd.End(answer)
 			return resp, err
 		}
-		next, ok := rewind(x.orig)
+		next, ok := rewindAfter(x.orig, resp)
 		if !ok {
 			x.gd.End(answer)
 			return resp, err
