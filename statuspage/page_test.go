@@ -150,6 +150,26 @@ func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
 	})
 }
 
+// A rate is written with three significant digits as a number, never in
+// exponent form: 999.7 calls per second is 1000, not 1e+03.
+func TestRatesAreWrittenAsNumbers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{MaxRPS: 999.7}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}
+		if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+		if s := `<span class="num">1000 / 1000</span>`; !strings.Contains(body, s) {
+			i := strings.Index(body, `<td class="rate now"`)
+			t.Errorf("the page lacks %s; its rate cell is\n%s", s, body[i:i+strings.Index(body[i:], "\n")])
+		}
+	})
+}
+
 // The page loads nothing from anywhere and runs no script: its one style
 // sheet is allowed by its hash, and everything else is refused.
 func TestPageHasNoExternalAssets(t *testing.T) {

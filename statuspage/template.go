@@ -205,12 +205,18 @@ func short(s string) string {
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
-// rate writes a rate with three significant digits at most.
+// rate writes a rate with three significant digits at most below 1000,
+// and as a whole number from 1000, never in exponent form.
 func rate(r float64) string {
+	if r < 1000 {
+		// Rounded to three significant digits, which 'g' alone would
+		// write 999.7 as 1e+03.
+		r, _ = strconv.ParseFloat(strconv.FormatFloat(r, 'g', 3, 64), 64)
+	}
 	if r >= 1000 {
 		return strconv.FormatFloat(math.Round(r), 'f', -1, 64)
 	}
-	return strconv.FormatFloat(r, 'g', 3, 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // duration writes d as a person reads it at a glance: "—" for none, tenths
