@@ -3,6 +3,7 @@ package statuspage
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"time"
 
@@ -29,7 +30,9 @@ func WithGovernor(g *resilience.Governor) Option {
 }
 
 // WithRefresh sets how often the page reloads itself; the default is 2 s,
-// and d <= 0 keeps it.
+// and d <= 0 keeps it. A browser counts the refresh in whole seconds, so
+// the page asks for d rounded up to whole seconds, at least one, and says
+// that refresh in its header and in its JSON.
 func WithRefresh(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -65,6 +68,18 @@ func New(opts ...Option) http.Handler {
 
 type handler struct{ c config }
 
+// wholeSeconds returns d in seconds, rounded up, and at least 1: the
+// refresh a browser reads, which takes only the integer part. The largest
+// durations round down instead, so that the seconds still make a
+// time.Duration.
+func wholeSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 && s < int64(math.MaxInt64/time.Second) {
+		s++
+	}
+	return max(1, s)
+}
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -76,7 +91,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g = resilience.Default()
 	}
 	p := collect(g, h.c.limit)
-	p.RefreshSeconds = h.c.refresh.Seconds()
+	p.RefreshSeconds = wholeSeconds(h.c.refresh)
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")

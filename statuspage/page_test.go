@@ -7,9 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -254,5 +256,43 @@ func TestPageOverHTTPShowsTheDefaultGovernor(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"account": "tenant-7"`) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// The page asks the browser to reload it after a whole number of seconds,
+// at least one, written as a plain number, since a browser reads only the
+// integer part of the refresh (0.5 would reload the page at once, again
+// and again, and 1e+06 after a second); the header and the JSON say the
+// same refresh.
+func TestPageRefreshIsWholeSeconds(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		d     time.Duration
+		want  string // the meta refresh's content
+		every string // the header's words
+	}{
+		{500 * time.Millisecond, "1", "1s"},
+		{time.Nanosecond, "1", "1s"},
+		{1500 * time.Millisecond, "2", "2s"},
+		{3 * time.Second, "3", "3s"},
+		{1e6 * time.Second, "1000000", "277h46m40s"},
+		{time.Duration(math.MaxInt64), "9223372036", "2562047h47m16s"},
+	} {
+		h := New(WithGovernor(g), WithRefresh(c.d))
+		body := get(t, h, http.MethodGet, "/").Body.String()
+		meta := regexp.MustCompile(`<meta http-equiv="refresh" content="[^"]*">`).FindString(body)
+		if want := `<meta http-equiv="refresh" content="` + c.want + `">`; meta != want {
+			t.Errorf("WithRefresh(%v): %s, want %s", c.d, meta, want)
+		}
+		if want := "refreshes every " + c.every + " ·"; !strings.Contains(body, want) {
+			i := strings.Index(body, "refreshes every")
+			t.Errorf("WithRefresh(%v): the header says %q, want %q", c.d, body[i:i+strings.Index(body[i:], " ·")], want)
+		}
+		if s := decode(t, get(t, h, http.MethodGet, "/?format=json")); strconv.FormatFloat(s.RefreshSeconds, 'f', -1, 64) != c.want {
+			t.Errorf("WithRefresh(%v): the JSON's refresh is %v, want %s", c.d, s.RefreshSeconds, c.want)
+		}
 	}
 }

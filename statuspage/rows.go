@@ -127,7 +127,7 @@ type provider struct {
 // page is what the handler serves, as HTML or JSON.
 type page struct {
 	Time           time.Time           `json:"time"` // on the governor's clock
-	RefreshSeconds float64             `json:"refresh_seconds"`
+	RefreshSeconds int64               `json:"refresh_seconds"`
 	Live           int                 `json:"live_scopes"`   // every live scope; Scopes holds the first Limit
 	LiveAccounts   int                 `json:"live_accounts"` // every account of a live scope; Accounts holds the first Limit
 	Statuses       map[string]int      `json:"statuses"`      // live scopes per status

@@ -127,7 +127,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"short":    short,
 	"rate":     rate,
 	"duration": duration,
-	"seconds":  func(s float64) string { return duration(time.Duration(s * float64(time.Second))) },
+	"seconds":  func(s int64) string { return duration(time.Duration(s) * time.Second) },
 	"paused":   pausedFor,
 	"width":    func(s state.ScopeSnapshot) int { return 2 * int(math.Round(share(s)*50)) },
 	"level":    level,
