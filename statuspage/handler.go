@@ -42,9 +42,10 @@ func WithRefresh(d time.Duration) Option {
 }
 
 // WithLimit shows at most n scopes, the most troubled first, and at most
-// n accounts, so that a governor with a million live scopes still serves
-// a page a browser renders; the default is 500, and n <= 0 keeps it. The
-// counts of every status cover all the live scopes.
+// n accounts, the most troubled kept and shown by provider, so that a
+// governor with a million live scopes still serves a page a browser
+// renders; the default is 500, and n <= 0 keeps it. The counts of every
+// status cover all the live scopes.
 func WithLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {

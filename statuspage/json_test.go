@@ -4,6 +4,7 @@ package statuspage
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -99,6 +100,32 @@ func TestJSONLimit(t *testing.T) {
 		}
 		if len(s.Accounts) != 2 || s.LiveAccounts != 7 {
 			t.Fatalf("%d accounts of %d", len(s.Accounts), s.LiveAccounts)
+		}
+	})
+}
+
+// WithLimit keeps the most troubled accounts, whatever their provider,
+// and shows them by provider: with one account, the page shows Azure's
+// sub-1, whose callers wait for its only slot, rather than AWS's first
+// account, which is ok.
+func TestJSONLimitKeepsTheMostTroubledAccounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := estate(t)
+		for _, c := range []struct {
+			limit int
+			want  []string
+		}{
+			{1, []string{"azure/sub-1 queued"}},
+			{3, []string{"aws/111111111111 ok", "azure/sub-1 queued", "azure/sub-2 ok"}},
+		} {
+			s := decode(t, get(t, New(WithGovernor(g), WithLimit(c.limit)), http.MethodGet, "/?format=json"))
+			var got []string
+			for _, a := range s.Accounts {
+				got = append(got, a.Provider+"/"+a.Account+" "+a.Status)
+			}
+			if !slices.Equal(got, c.want) || s.LiveAccounts != 7 {
+				t.Errorf("WithLimit(%d): accounts %q of %d, want %q of 7", c.limit, got, s.LiveAccounts, c.want)
+			}
 		}
 	})
 }

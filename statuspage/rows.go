@@ -181,10 +181,15 @@ func collect(g *resilience.Governor, limit int) page {
 		p.Accounts = append(p.Accounts, *a)
 	}
 	p.LiveAccounts = len(p.Accounts)
+	// The limit keeps the most troubled accounts, whatever their
+	// provider; the page shows them by provider.
+	slices.SortFunc(p.Accounts, func(a, b account) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), strings.Compare(a.Provider, b.Provider), strings.Compare(a.Account, b.Account))
+	})
+	p.Accounts = p.Accounts[:min(len(p.Accounts), limit)]
 	slices.SortFunc(p.Accounts, func(a, b account) int {
 		return cmp.Or(strings.Compare(a.Provider, b.Provider), cmp.Compare(a.Status, b.Status), strings.Compare(a.Account, b.Account))
 	})
-	p.Accounts = p.Accounts[:min(len(p.Accounts), limit)]
 	spanProviders(p.Accounts)
 
 	p.Providers = make([]provider, 0, len(budgets))
