@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -111,6 +112,39 @@ func TestTransientPostIsNotResent(t *testing.T) {
 			t.Fatalf("breaker failures %d, want 1 (the call failed)", got)
 		}
 	})
+}
+
+// A call the Transport may not send again ends, in the observer's events,
+// stopped for the reason "sdk" (the integration's own loop), as package
+// observe and RoundTrip say: a transient answer to a POST is lost as
+// failed, a throttle to a body that cannot be rewound is given up.
+func TestCallNotSentAgainIsStoppedByTheIntegration(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		body io.Reader
+		want string
+	}{
+		{500, body("x"), "lost failed sdk"},
+		{429, noRewind("x"), "gave_up  sdk"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			f.script(status(c.code))
+			var stops []string
+			gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.GaveUp || e.Kind == observe.Lost {
+					stops = append(stops, e.Kind.String()+" "+e.Loss+" "+e.Reason)
+				}
+			})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, do(t, client(newMem(f), gov, quick), http.MethodPost, "http://api.test/items", c.body))
+			if len(stops) != 1 || stops[0] != c.want || len(f.recorded()) != 1 {
+				t.Fatalf("%d: %q after %d attempts, want [%s] after 1", c.code, stops, len(f.recorded()), c.want)
+			}
+		})
+	}
 }
 
 func TestIdempotencyKeyOrOptionAllowsTransientPostRetries(t *testing.T) {

@@ -80,12 +80,14 @@ func (t *Transport) CloseIdleConnections() {
 // The caller gets the last response as a response, not as an error, so
 // that the client's handling of error statuses keeps working; a throttled
 // or transient answer not retried is recorded as a failure (a throttle as
-// a give-up). When the breaker opens (at once), or the deadline passes,
-// while a retry waits, the last response comes back as it was (its body
-// from memory); a response whose body was too large to keep cannot, and the
-// governor's error (a *resilience.CircuitOpenError, or the deadline's
-// error, wrapping a *StatusError) comes back instead. Before the first
-// attempt those errors come back alone, nothing sent.
+// a give-up), for the reason (in observe's events) "sdk" when the
+// Transport may not send the request again (step 3), or the Guard's own
+// when it refused the retry. When the breaker opens (at once), or the
+// deadline passes, while a retry waits, the last response comes back as
+// it was (its body from memory); a response whose body was too large to
+// keep cannot, and the governor's error (a *resilience.CircuitOpenError,
+// or the deadline's error, wrapping a *StatusError) comes back instead.
+// Before the first attempt those errors come back alone, nothing sent.
 //
 // A request whose context carries resilience.WithMaxWait waits no longer
 // than it allows for its breaker, a token or a pause, a slot, or the hint

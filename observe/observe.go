@@ -89,14 +89,16 @@ type Event struct {
 	HasHint bool
 	// Reason says what stopped a GaveUp or Lost call: "retries" (no
 	// attempts left), "deadline", "breaker" (it refused the retry),
-	// "budget" (the retry budget did), "sdk" (the SDK's own loop gave up),
-	// "wait" (its wait would have passed its deadline or its max wait),
-	// "context" (its context ended), "local" (a local error it was not
-	// retried after) or "panic" (its function panicked). For a
-	// BreakerChange to Open it says why the breaker opened: "throttling"
-	// or "errors" (calls failed after their retries, the last with that
-	// kind of answer), "throttled for good" or "down" (every answer of the
-	// scope failed for the provider's breaker_dead_seconds).
+	// "budget" (the retry budget did), "sdk" (the SDK's own loop gave up,
+	// or an integration's: cloudghttp's Transport does not send again a
+	// request whose body it cannot rewind, nor one not idempotent after a
+	// transient answer), "wait" (its wait would have passed its deadline
+	// or its max wait), "context" (its context ended), "local" (a local
+	// error it was not retried after) or "panic" (its function panicked).
+	// For a BreakerChange to Open it says why the breaker opened:
+	// "throttling" or "errors" (calls failed after their retries, the last
+	// with that kind of answer), "throttled for good" or "down" (every
+	// answer of the scope failed for the provider's breaker_dead_seconds).
 	Reason string
 	// Loss says how a Lost call was lost: "failed" (transient errors after
 	// its retries), "refused" (not sent: its wait would have passed its
