@@ -135,7 +135,9 @@ func githubQuota(gd *resilience.Guard, h http.Header, now time.Time) {
 	if !ok {
 		return
 	}
-	if limit, ok := headerInt(h, hdrLimit); left > 0 && (!ok || left*lowShare >= limit) {
+	// left*lowShare >= limit, written so that no header value overflows
+	// it; left+1 below then cannot overflow either.
+	if limit, ok := headerInt(h, hdrLimit); left > 0 && (!ok || left > (limit-1)/lowShare) {
 		return
 	}
 	reset, ok := resetIn(h, now)

@@ -1,0 +1,63 @@
+//go:build go1.25
+
+package cloudghttp_test
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A GitHub answer slows its scope only when under a tenth of its quota is
+// left, however absurd the numbers of its headers: 499 of 5,000 left
+// pause the scope for the time to the reset shared by the 500 requests
+// it may still make, 500 of 5,000 hold nothing back, and so do 10^18 or
+// 2^63-1 left of 5,000, which must not wrap around to a quota read as
+// low (a pause of a few nanoseconds, which still drops the scope's stored
+// burst, before a reset 286 years away).
+func TestGitHubQuotaIsLowUnderATenthWhateverItsNumbers(t *testing.T) {
+	for _, c := range []struct {
+		remaining int64
+		reset     time.Duration // from now
+		want      time.Duration // the pause; 0: none
+	}{
+		{499, 500 * time.Second, time.Second},
+		{500, 500 * time.Second, 0},
+		{1e18, 0, 0}, // the reset: 9999999999, in the year 2286
+		{math.MaxInt64, 0, 0},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			var pauses []time.Duration
+			gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.Pause {
+					pauses = append(pauses, e.Until.Sub(e.Time))
+				}
+			})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reset := "9999999999"
+			if c.reset > 0 {
+				reset = strconv.FormatInt(time.Now().Add(c.reset).Unix(), 10)
+			}
+			f := &fakeAPI{}
+			f.script(status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", strconv.FormatInt(c.remaining, 10), "X-RateLimit-Reset", reset))
+			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+			readAll(t, do(t, hc, http.MethodGet, "https://api.github.com/repos/octo/hello", nil))
+			var want []time.Duration
+			if c.want > 0 {
+				want = []time.Duration{c.want}
+			}
+			if len(pauses) != len(want) || len(want) == 1 && pauses[0] != want[0] {
+				t.Errorf("%d of 5000 left: pauses %v, want %v", c.remaining, pauses, want)
+			}
+		})
+	}
+}
