@@ -296,3 +296,29 @@ func TestPageRefreshIsWholeSeconds(t *testing.T) {
 		}
 	}
 }
+
+// The footer's sentence on lost calls names every kind of loss the
+// cells and the totals count.
+func TestFooterNamesEveryKindOfLoss(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := resilience.Scope{Provider: "acme", Account: "tenant-7", Service: "orders"}
+	if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+	_, footer, _ := strings.Cut(body, "<footer>")
+	_, sentence, _ := strings.Cut(footer, "<b>Lost</b>")
+	sentence, _, _ = strings.Cut(sentence, ". ")
+	every := lost(resilience.Counters{GaveUp: 1, Rejected: 1, Failed: 1, Refused: 1, Cancelled: 1, Errored: 1, Panicked: 1})
+	if len(every) != 7 {
+		t.Fatalf("%d kinds of loss counted, want 7: %v", len(every), every)
+	}
+	for _, l := range every {
+		if !strings.Contains(sentence, l.Kind) {
+			t.Errorf("the footer's lost calls leave out %q:%s", l.Kind, sentence)
+		}
+	}
+}
