@@ -260,9 +260,11 @@ func (b *sharedBreaker) localSuccess() bool {
 }
 
 // localFailure counts a failure on the local breaker; unsent is true when
-// Redis never heard of it (no script was sent for it), so that the
-// write-back counts it, and false when a script was sent without an
-// answer: Redis may have counted it, and a failure is counted at most once.
+// Redis never heard of it (no script was sent for it, or Redis did not run
+// the one sent: it refused it, or the connection could not be made), so
+// that the write-back counts it, and false when a script was sent without
+// an answer: Redis may have counted it, and a failure is counted at most
+// once.
 func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
 	l, ep := b.at(now)
 	b.localMu.Lock()
@@ -499,9 +501,9 @@ func (b *sharedBreaker) Failure(now time.Duration) bool {
 		return b.localFailure(now, true)
 	}
 	sent := mono()
-	res, ok := b.s.run(breakerFailureScript, b.keys, b.args...)
+	res, ok, unsent := b.s.runOnce(breakerFailureScript, b.keys, b.args...)
 	if !ok || len(res) < 4 {
-		return b.localFailure(now, false)
+		return b.localFailure(now, unsent)
 	}
 	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
 	return toInt(res[0]) == 1

@@ -457,21 +457,30 @@ func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
 // Redis failing: it goes on with local limits, and no outage is reported
 // (no switch, no log, no error counted).
 func (s *Store) run(script *script, keys []string, args ...any) ([]any, bool) {
+	res, ok, _ := s.runOnce(script, keys, args...)
+	return res, ok
+}
+
+// runOnce is run that also reports, when it fails, whether Redis did not
+// run the script for certain (unsent): it was not sent (the store was on
+// local limits already), Redis refused it, or the connection could not be
+// made. A script sent without an answer may have run.
+func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, ok, unsent bool) {
 	if s.degraded.Load() {
-		return nil, false
+		return nil, false, true
 	}
 	s.calls.Add(1)
 	res, err := s.call(script, keys, args)
 	switch {
 	case err == nil:
-		return res, true
+		return res, true, false
 	case s.closed():
 	case unavailable(err):
 		s.fail(err)
 	default:
 		s.refused(keys[0], err)
 	}
-	return nil, false
+	return nil, false, notRun(err)
 }
 
 func (s *Store) key(parts ...string) string {

@@ -263,6 +263,32 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			}
 			runtime.KeepAlive(pb)
 		})
+
+		// A failure whose script Redis refused (it is loading its data,
+		// restarted after a crash: the failure finds the outage) was never
+		// counted by Redis: it is written back.
+		t.Run("a failure Redis refused is written back", func(t *testing.T) {
+			if be.mr == nil {
+				t.Skip("needs miniredis's SetError")
+			}
+			spec3 := state.BreakerSpec{Threshold: 3, Cooldown: time.Minute, MaxCooldown: time.Minute}
+			f := setup(t, "writeback/refused", spec3)
+			pb, qb := f.pb, f.qb
+			be.mr.SetError("LOADING Redis is loading the dataset in memory")
+			pb.Failure(0) // refused: finds the outage
+			if st := f.p.store.Stats(); !st.Degraded || st.Fallbacks != 1 {
+				t.Fatalf("after a failure Redis refused: %+v, want on local limits", st)
+			}
+			pb.Failure(0)
+			be.mr.SetError("")
+			waitFor(t, 3*time.Second, "back on the shared state", func() bool {
+				return !f.p.store.Stats().Degraded && !f.q.store.Stats().Degraded
+			})
+			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 2 {
+				t.Fatalf("two failures against a threshold of 3, neither run by Redis: the fleet's breaker %+v, want closed with 2 failures", s)
+			}
+			runtime.KeepAlive(pb)
+		})
 	})
 }
 
