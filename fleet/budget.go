@@ -51,16 +51,24 @@ func (b *sharedBudget) fallback() state.Budget {
 }
 
 // exchange sends the pending refunds and, when take is set, spends a
-// token; it reports whether the token was spent.
+// token; it reports whether the token was spent. Refunds Redis did not
+// run are sent again with the next exchange; those whose answer was lost
+// (Redis may have added them) are not, so that a refund counts at most
+// once.
 func (b *sharedBudget) exchange(take bool) (taken, ok bool) {
 	refund := b.pending.Swap(0)
 	takeArg := "0"
 	if take {
 		takeArg = "1"
 	}
-	res, ok := b.s.run(budgetScript, b.keys, b.units.Load(), b.s.ttlMS(), refund, takeArg)
-	if !ok || len(res) < 2 {
-		b.pending.Add(refund)
+	res, ok, unsent := b.s.runOnce(budgetScript, b.keys, b.units.Load(), b.s.ttlMS(), refund, takeArg)
+	if !ok {
+		if unsent {
+			b.pending.Add(refund)
+		}
+		return false, false
+	}
+	if len(res) < 2 {
 		return false, false
 	}
 	b.known.Store(min(max(0, toInt(res[1])), b.units.Load()))

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -75,6 +76,41 @@ func TestALostAnswerGivesATokenBackOnce(t *testing.T) {
 		after := ob.Snapshot(0).Tokens
 		if d := after - before; d > 1.5 {
 			t.Fatalf("one token given back, its answer lost, raised the fleet's balance by %.2f (from %.2f to %.2f)", d, before, after)
+		}
+	})
+}
+
+// The same for the refunds of successes to the retry budget: a token's
+// worth of refunds whose answer was lost (Redis may have added them) is
+// not sent again when Redis answers again.
+func TestALostAnswerRefundsTheBudgetOnce(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		b := s.Budget("aws", 10)
+		for b.Take() { // spends the 10 tokens; Redis holds the script: EVALSHA, not EVAL
+		}
+		for range 9 {
+			b.Succeed() // a tenth of a token each, kept until a whole token's worth
+		}
+		px.DropAnswer()
+		b.Succeed() // the tenth: the refund of a token goes to Redis, its answer lost
+		waitFor(t, 3*time.Second, "local limits", func() bool { return s.Stats().Fallbacks > 0 })
+		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !s.Stats().Degraded })
+		s.Close() // sends whatever refund is pending
+		rdb := be.client()
+		defer rdb.Close()
+		v, err := rdb.Get(context.Background(), prefix+":{budget:aws}").Float64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != 10 { // tenths
+			t.Fatalf("ten successes refunded one token, its answer lost: the fleet's budget holds %.1f tokens, want 1", v/10)
 		}
 	})
 }
