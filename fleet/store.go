@@ -39,6 +39,7 @@ type Store struct {
 	longestWait atomic.Int64
 
 	degraded  atomic.Bool  // Redis is not answering: local limits
+	shut      atomic.Bool  // Close is done with Redis: local limits for good
 	pending   atomic.Bool  // a local breaker holds what was not written back yet
 	episode   atomic.Int64 // counts the switches to local limits
 	procs     atomic.Int64 // live processes at the last heartbeat, at least 1
@@ -250,6 +251,7 @@ func (s *Store) Close() error {
 		close(s.stop)
 		<-s.done
 		s.flushBudgets()
+		s.shut.Store(true)
 		redisLog.remove(s)
 		if s.ownsRDB {
 			err = s.rdb.Close()
@@ -452,10 +454,11 @@ func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
 
 // run runs a script with the operation timeout. It reports false when
 // Redis does not answer, having switched to local limits, or when it
-// refused this operation. Once the store is closed (and Open's client
-// with it: "redis: client is closed"), an operation that fails is not
-// Redis failing: it goes on with local limits, and no outage is reported
-// (no switch, no log, no error counted).
+// refused this operation. Once the store is closed, no operation is sent
+// (the client may be the caller's, still open): it goes on with local
+// limits; one in flight at Close that fails (Open's client closed under
+// it: "redis: client is closed") is not Redis failing either, and no
+// outage is reported (no switch, no log, no error counted).
 func (s *Store) run(script *script, keys []string, args ...any) ([]any, bool) {
 	res, ok, _ := s.runOnce(script, keys, args...)
 	return res, ok
@@ -464,8 +467,12 @@ func (s *Store) run(script *script, keys []string, args ...any) ([]any, bool) {
 // runOnce is run that also reports, when it fails, whether Redis did not
 // run the script for certain (unsent): it was not sent (the store was on
 // local limits already), Redis refused it, or the connection could not be
-// made. A script sent without an answer may have run.
+// made. A script sent without an answer may have run. After Close,
+// unsent is false: nothing is written back any more.
 func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, ok, unsent bool) {
+	if s.shut.Load() {
+		return nil, false, false
+	}
 	if s.degraded.Load() {
 		return nil, false, true
 	}

@@ -39,3 +39,32 @@ func TestAClosedStoreReportsNoOutage(t *testing.T) {
 		}
 	})
 }
+
+// A call after Close goes on with local limits whoever made the client:
+// a store of New, whose client the caller keeps open, no longer uses the
+// fleet's state once closed (it no longer counts among the live processes
+// either).
+func TestACallAfterCloseIsLocalWithTheCallersClient(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		rdb := be.client()
+		defer rdb.Close()
+		s := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet))
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		calls := s.Stats().RedisCalls
+		resilience.Do(context.Background(), vpcs, throttl, resilience.WithGovernor(g), once)
+		other := newProcess(t, be, prefix, resilience.Config{})
+		ceiling := other.gov.Inspect(vpcs).Leaf.Ceiling
+		if r := other.gov.Inspect(vpcs).Leaf.Rate; r != ceiling || s.Stats().RedisCalls != calls {
+			t.Fatalf("a throttle after Close: the fleet's rate %v (ceiling %v), %d Redis calls after Close; want the rate untouched and none",
+				r, ceiling, s.Stats().RedisCalls-calls)
+		}
+	})
+}
