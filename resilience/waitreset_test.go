@@ -377,41 +377,6 @@ func TestAVerdictWaitEndsWhenItsProviderIsDisabled(t *testing.T) {
 	})
 }
 
-// A call whose retries ran out on a transient error, waiting for a
-// verdict or one cooldown before it tries again (breaker_wait, its
-// breaker still closed), tries again at once when a Configure disables
-// its provider. Here a 60 s cooldown, the provider disabled at 5 s.
-// Before, it waited out the cooldown of the ungoverned provider's breaker.
-func TestARecoveryWaitEndsWhenItsProviderIsDisabled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 5, BreakerCooldownSeconds: 60}}
-		g := newGov(t, cfg)
-		start := time.Now()
-		var again time.Duration
-		attempts := 0
-		done := make(chan error)
-		go func() {
-			done <- Do(context.Background(), ec2Vpcs, func(context.Context) error {
-				if attempts++; attempts == 1 {
-					return transientErr()
-				}
-				again = time.Since(start)
-				return nil
-			}, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
-		}()
-		synctest.Wait() // its retries ran out: waiting for a verdict
-		time.Sleep(5 * time.Second)
-		off, no := cfg, false
-		off.AWS.Enabled = &no
-		if err := g.Configure(off); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil || again != 5*time.Second {
-			t.Errorf("the call: %v, tried again at %v; want a success at 5s, when its provider was disabled", err, again)
-		}
-	})
-}
-
 // A retry's Backoff whose scope entry a sweep reclaims meanwhile (its
 // breaker pristine during the retries, its bucket full and idle) watches
 // the live entry's breaker: the sweep wakes the watch, which then sees
@@ -475,10 +440,11 @@ func TestABackoffWatchesTheLiveBreakerAfterASweep(t *testing.T) {
 // no breaker and takes no token, as a call that begins after the
 // Configure does (the backoff its retry policy gave it still applies).
 // Each case disables the provider at 5 s, while the call waits or before
-// its retry. Before, a call that began governed stayed paced by the
-// buckets and breaker the disabling Configure kept: a retry after a
-// recovery wait waited out another call's 50 s pause, and one whose
-// breaker another call's failure opened was refused by it.
+// its retry. Before, a call waiting for a breaker's verdict or one
+// cooldown waited out the cooldown of the ungoverned provider's breaker
+// (60 s); once that wait ended at the Configure, the retry still waited
+// out another call's 50 s pause of the leaf; and a retry whose breaker
+// another call's failure opened was refused by it.
 func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
 	disable := func(t *testing.T, g *Governor, cfg Config) {
 		t.Helper()
@@ -491,6 +457,36 @@ func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
 	once := WithPolicy(RetryPolicy{MaxAttempts: 1})
 	pause := func(g *Governor) { // another call's throttle pauses the leaf for 50 s
 		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(50 * time.Second) }, WithGovernor(g), once)
+	}
+	// recovery makes a call whose retries ran out on a transient error,
+	// waiting for a verdict or one cooldown before it tries again
+	// (breaker_wait, its breaker still closed: a 60 s cooldown), has
+	// another call's throttle pause the leaf for 50 s if paused, and
+	// disables the provider at 5 s.
+	recoverable := Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 5, BreakerCooldownSeconds: 60}}
+	recovery := func(paused bool) func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+		return func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+			start := time.Now()
+			var again time.Duration
+			attempts := 0
+			done := make(chan error)
+			go func() {
+				done <- Do(context.Background(), ec2Vpcs, func(context.Context) error {
+					if attempts++; attempts == 1 {
+						return transientErr()
+					}
+					again = time.Since(start)
+					return nil
+				}, WithGovernor(g), once)
+			}()
+			synctest.Wait() // its retries ran out: waiting for a verdict
+			if paused {
+				pause(g)
+			}
+			time.Sleep(5 * time.Second)
+			disable(t, g, cfg)
+			return <-done, again
+		}
 	}
 	// retryOpened makes a call whose first attempt fails, has another
 	// call's failure open the breaker (threshold 1), disables the
@@ -529,27 +525,8 @@ func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
 		// its error and when its retry was sent (0: never).
 		run func(t *testing.T, g *Governor, cfg Config) (error, time.Duration)
 	}{
-		{"a retry after a recovery wait, the leaf paused", Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 5, BreakerCooldownSeconds: 60}},
-			func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
-				start := time.Now()
-				var again time.Duration
-				attempts := 0
-				done := make(chan error)
-				go func() {
-					done <- Do(context.Background(), ec2Vpcs, func(context.Context) error {
-						if attempts++; attempts == 1 {
-							return transientErr()
-						}
-						again = time.Since(start)
-						return nil
-					}, WithGovernor(g), once)
-				}()
-				synctest.Wait() // its retries ran out: waiting for a verdict
-				pause(g)
-				time.Sleep(5 * time.Second)
-				disable(t, g, cfg)
-				return <-done, again
-			}},
+		{"a recovery wait", recoverable, recovery(false)},
+		{"a recovery wait, the leaf paused", recoverable, recovery(true)},
 		{"Enter, the breaker opened by another call's failure", open1, retryOpened(func(gd *Guard) error { return gd.Enter(context.Background()) })},
 		{"TryEnter, the breaker opened by another call's failure", open1, retryOpened((*Guard).TryEnter)},
 		{"Pace after a throttle, the leaf paused", Config{},
