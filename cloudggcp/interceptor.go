@@ -228,7 +228,11 @@ func isVersion(p string) bool {
 }
 
 // targetService returns "cloudasset" for targets such as
-// "cloudasset.googleapis.com:443" or "dns:///cloudasset.googleapis.com:443".
+// "cloudasset.googleapis.com:443" or "dns:///cloudasset.googleapis.com:443",
+// and "aiplatform" for a regional endpoint such as
+// "us-central1-aiplatform.googleapis.com:443": the location before the
+// last hyphen of the first label is not part of the service, whose names
+// have none.
 func targetService(target string) (string, bool) {
 	if i := strings.LastIndex(target, "/"); i >= 0 {
 		target = target[i+1:]
@@ -240,6 +244,10 @@ func targetService(target string) (string, bool) {
 	}
 	// cloudasset.mtls.googleapis.com: the first label
 	name, _, _ = strings.Cut(name, ".")
+	// us-central1-aiplatform, eu-documentai: the location's prefix
+	if i := strings.LastIndexByte(name, '-'); i >= 0 {
+		name = name[i+1:]
+	}
 	return name, name != ""
 }
 

@@ -73,8 +73,9 @@ func RESTTransport(base http.RoundTripper, opts ...Option) *cloudghttp.Transport
 //     or folders/<id>, or projects/<project> from a project query
 //     parameter;
 //   - the service is WithService's, or the host's first label
-//     (compute.googleapis.com), or the segment before the version in the
-//     path (/compute/v1/...);
+//     (compute.googleapis.com), less a regional endpoint's location
+//     (us-central1-aiplatform.googleapis.com is aiplatform), or the
+//     segment before the version in the path (/compute/v1/...);
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"

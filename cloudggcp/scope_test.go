@@ -2,6 +2,7 @@ package cloudggcp
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
@@ -96,5 +97,31 @@ func TestMethodScope(t *testing.T) {
 		if got := MethodScope(tc.target, method, req, tc.opts...).String(); got != tc.want {
 			t.Errorf("MethodScope(%q) = %s, want %s", tc.target, got, tc.want)
 		}
+	}
+}
+
+// A regional endpoint (<location>-<service>.googleapis.com, as Vertex AI,
+// Dialogflow, Speech and Document AI clients are pointed at) names the
+// same service as the global one: the location is not part of it, so the
+// configuration's limits of the service apply, and one service is one
+// service key whichever region a client calls.
+func TestRegionalEndpointNamesTheService(t *testing.T) {
+	req := parentReq{"projects/p1/locations/us-central1"}
+	for _, tc := range []struct{ target, method, want string }{
+		{"us-central1-aiplatform.googleapis.com:443", "/google.cloud.aiplatform.v1.PredictionService/Predict", "gcp/projects/p1/*/aiplatform/Predict"},
+		{"dns:///europe-west4-aiplatform.googleapis.com:443", "/google.cloud.aiplatform.v1.JobService/ListCustomJobs", "gcp/projects/p1/*/aiplatform/ListCustomJobs"},
+		{"eu-documentai.googleapis.com:443", "/google.cloud.documentai.v1.DocumentProcessorService/ProcessDocument", "gcp/projects/p1/*/documentai/ProcessDocument"},
+		{"us-central1-dialogflow.googleapis.com:443", "/google.cloud.dialogflow.cx.v3.Sessions/DetectIntent", "gcp/projects/p1/*/dialogflow/DetectIntent"},
+	} {
+		if got := MethodScope(tc.target, tc.method, req).String(); got != tc.want {
+			t.Errorf("MethodScope(%q) = %s, want %s", tc.target, got, tc.want)
+		}
+	}
+	r, err := http.NewRequest("POST", "https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/endpoints/e1:predict", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RESTScope()(r).String(), "gcp/projects/p1/*/aiplatform/endpoints_predict"; got != want {
+		t.Errorf("RESTScope = %s, want %s", got, want)
 	}
 }
