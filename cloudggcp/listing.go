@@ -130,6 +130,7 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 		}
 		return nil, "", ErrClosed
 	}
+	l.token = pageToken // the page to resume at if this fetch fails, sent or not
 	if l.st.gd == nil {
 		// The listing's call starts with its first page.
 		gd, err := l.gov.Begin(l.ctx, l.st.scope)
@@ -144,7 +145,6 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 	if err := l.st.gd.Enter(l.ctx); err != nil {
 		return nil, "", l.fail(err)
 	}
-	l.token = pageToken
 	l.st.reset()
 	items, next, err := l.fetchGuarded(pageSize, pageToken)
 	if err != nil {
@@ -258,8 +258,9 @@ func (l *Listing[T]) Pages() int { return l.pages }
 func (l *Listing[T]) Err() error { return l.err }
 
 // ResumeToken returns, after the listing failed, the page token of the page
-// that failed ("" for the first page): a new listing whose request carries
-// it as PageToken resumes there. It is "" for a listing that did not fail.
+// that failed, whether it was sent or refused before it was (the request's
+// own PageToken for the first page, "" unless it resumed another listing):
+// a new listing whose request carries it as PageToken resumes there. It is "" for a listing that did not fail.
 func (l *Listing[T]) ResumeToken() string {
 	if l.err == nil {
 		return ""

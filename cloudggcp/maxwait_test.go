@@ -3,6 +3,7 @@ package cloudggcp
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -280,4 +281,39 @@ func TestCancelledCallsCountedOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A listing whose next page may not wait for its token (the listing's
+// context carries resilience.WithMaxWait) ends before that page is sent,
+// and its ResumeToken is that page's token: a later listing resumes at
+// the page that was not fetched, with no page twice and none skipped.
+func TestMaxWaitResumesAtThePageNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFake(25)
+		client := startBuf(t, srv)
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"cloudasset.ListAssets": {MaxRPS: 1, Burst: 1}, // page 2's token is a second away
+		}}})
+		ctx, stats, ledger := newRun("assets")
+		l := ListAssets(resilience.WithMaxWait(ctx, 500*time.Millisecond), client,
+			&assetpb.ListAssetsRequest{Parent: "projects/p1", PageSize: 10}, WithGovernor(gov))
+		items, err := l.Collect()
+		refusedShape(t, err, resilience.ErrNoToken, 500*time.Millisecond)
+		if got := names(items, assetName); !slices.Equal(got, seq(0, 10)) {
+			t.Fatalf("items %v, want page 1", got)
+		}
+		if n := len(srv.reqs(RPCListAssets)); n != 1 {
+			t.Fatalf("%d requests, want page 1 alone", n)
+		}
+		lostOnly(t, gov, stats, ledger, resilience.LossRefused, 1)
+		if tok := l.ResumeToken(); tok != "10" {
+			t.Fatalf("ResumeToken %q, want %q, the token of page 2, which was not sent", tok, "10")
+		}
+		time.Sleep(time.Second)
+		rest, err := ListAssets(ctx, client, &assetpb.ListAssetsRequest{Parent: "projects/p1", PageSize: 10, PageToken: l.ResumeToken()},
+			WithGovernor(gov)).Collect()
+		if err != nil || !slices.Equal(append(names(items, assetName), names(rest, assetName)...), seq(0, 25)) {
+			t.Errorf("resumed: %v, %v; want the items after page 1", names(rest, assetName), err)
+		}
+	})
 }
