@@ -31,8 +31,11 @@ func init() { errread.Register(readError) }
 // context's message) is not a provider answer. A *googleapi.Error (a REST
 // client's) is read by its HTTP status and headers, and so is an
 // *apierror.APIError made from one: its gRPC code is gax's mapping of the
-// HTTP status, not a code the service sent. A REST answer whose status is
-// on no list (a 403 "User Rate Limit Exceeded") is then classified by its
+// HTTP status, not a code the service sent. A REST answer whose reason is
+// rateLimitExceeded or userRateLimitExceeded is throttling whatever its
+// status (Compute's rate quotas answer 403 rateLimitExceeded, with a
+// message that names the quota). A REST answer whose status is on no list
+// (a 403 "User Rate Limit Exceeded") is otherwise classified by its
 // message. gax's *apierror.APIError around a retry the Retry option's gate
 // refused before sending it is not read: its status is the refusal's,
 // which classifies as the governor's error it wraps.
@@ -43,7 +46,11 @@ func readError(err error) (errread.Details, bool) {
 		}
 	}
 	if e, ok := err.(*googleapi.Error); ok {
-		return errread.Details{Status: e.Code, Header: e.Header, Answer: true}, true
+		d := errread.Details{Status: e.Code, Header: e.Header, Answer: true}
+		if rateLimited(e) {
+			d.Kind = errread.Throttled
+		}
+		return d, true
 	}
 	if ae, ok := err.(*apierror.APIError); ok && ae.HTTPCode() > 0 {
 		d := errread.Details{Status: ae.HTTPCode(), Answer: true}
@@ -74,6 +81,20 @@ func readError(err error) (errread.Details, bool) {
 		d.RetryAfter, d.HasRetryAfter = delay, true
 	}
 	return d, true
+}
+
+// rateLimited reports whether a REST error answer says a rate quota was
+// exceeded: one of its errors has the reason rateLimitExceeded or
+// userRateLimitExceeded, which Google's APIs give to answers to be
+// retried after a pause.
+func rateLimited(e *googleapi.Error) bool {
+	for _, it := range e.Errors {
+		switch it.Reason {
+		case "rateLimitExceeded", "userRateLimitExceeded":
+			return true
+		}
+	}
+	return false
 }
 
 // statusDetails says what a gRPC code means: the verdict for the four

@@ -66,7 +66,8 @@
 // *apierror.APIError, gRPC status errors and *googleapi.Error classify as
 // google-api-core classifies them (ResourceExhausted and Unavailable are
 // throttling, DeadlineExceeded and Internal transient, other codes fatal
-// provider answers; a REST answer by its HTTP status, and, when the status
-// is on no list, by its message), with RetryInfo's delay as the
-// Retry-After.
+// provider answers; a REST answer by its reason when it is
+// rateLimitExceeded or userRateLimitExceeded, which is throttling, else by
+// its HTTP status, and, when the status is on no list, by its message),
+// with RetryInfo's delay as the Retry-After.
 package cloudggcp

@@ -33,6 +33,7 @@ type reply struct {
 	status     int
 	reason     string
 	retryAfter string
+	message    string // the error's message; the reason when empty
 }
 
 type hit struct{ route, method, body string }
@@ -95,9 +96,13 @@ func (f *fakeCompute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", rp.retryAfter)
 		}
 		w.WriteHeader(rp.status)
+		msg := rp.message
+		if msg == "" {
+			msg = rp.reason
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
-			"code": rp.status, "message": rp.reason,
-			"errors": []any{map[string]any{"domain": "usageLimits", "reason": rp.reason, "message": rp.reason}},
+			"code": rp.status, "message": msg,
+			"errors": []any{map[string]any{"domain": "usageLimits", "reason": rp.reason, "message": msg}},
 		}})
 		return
 	}
@@ -226,5 +231,33 @@ func TestRESTForbiddenReachesTheClient(t *testing.T) {
 	}
 	if snap := gov.Inspect(scope("instances_get")); snap.Leaf.Rate != 7 || snap.Breaker.Failures != 0 {
 		t.Fatalf("scope %+v, want untouched", snap)
+	}
+}
+
+// Compute answers a request past a rate quota with a 403 whose reason is
+// rateLimitExceeded, and a message that names the quota, not a rate
+// limit. The client's *googleapi.Error classifies as throttling, and
+// reads so in a coverage record; a 403 for a missing permission stays
+// fatal.
+func TestRESTRateLimitExceededIsThrottling(t *testing.T) {
+	f, c, _ := setup(t)
+	const quota = "Quota exceeded for quota group 'ReadGroup' and limit 'Read requests per 100 seconds' of service " +
+		"'compute.googleapis.com' for consumer 'project_number:123456'."
+	f.script("get", reply{status: http.StatusForbidden, reason: "rateLimitExceeded", message: quota})
+	_, err := c.Get(context.Background(), &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"})
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) || ge.Code != http.StatusForbidden {
+		t.Fatalf("err %v, want a *googleapi.Error 403", err)
+	}
+	if k := resilience.Classify(err); k != resilience.Throttled {
+		t.Errorf("Classify(%v) = %v, want Throttled", err, k)
+	}
+	if d := resilience.DescribeError(err); !strings.HasPrefix(d, "throttled: ") {
+		t.Errorf("DescribeError = %q, want it throttled", d)
+	}
+	f.script("get", reply{status: http.StatusForbidden, reason: "forbidden", message: "Required 'compute.instances.get' permission"})
+	_, err = c.Get(context.Background(), &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"})
+	if k := resilience.Classify(err); k != resilience.Fatal || !resilience.IsProviderAnswer(err) {
+		t.Errorf("Classify(%v) = %v, want a fatal answer", err, k)
 	}
 }
