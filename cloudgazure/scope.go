@@ -25,9 +25,12 @@ func GraphScope() resilience.Scope {
 }
 
 // ScopeOf returns the scope of an ARM request path (the URL's Path, without
-// the query): the subscription id, lower-cased, and the last
-// Microsoft.<Namespace> segment without "Microsoft.", lower-cased
-// ("resources" when there is none). Resource Graph paths map to
+// the query): the subscription id, lower-cased, and the namespace of the
+// last providers/Microsoft.<Namespace> pair without "Microsoft.",
+// lower-cased ("resources" when there is none). Only a segment that
+// follows a providers segment names a namespace: a resource group or a
+// resource named Microsoft.<something> (the portal names its deployments
+// Microsoft.Template-<time>) does not. Resource Graph paths map to
 // GraphScope. Segment names match case-insensitively, as ARM's do.
 //
 //	/subscriptions/0B1F.../resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v
@@ -37,7 +40,7 @@ func GraphScope() resilience.Scope {
 // namespaces it has seen before.
 func ScopeOf(path string) resilience.Scope {
 	var sub, ns string
-	wantSub := false
+	wantSub, afterProviders := false, false
 	for i := 0; i < len(path); {
 		if path[i] == '/' {
 			i++
@@ -49,12 +52,14 @@ func ScopeOf(path string) resilience.Scope {
 		}
 		seg := path[i:j]
 		i = j
+		namespace := afterProviders
+		afterProviders = len(seg) == len("providers") && strings.EqualFold(seg, "providers")
 		switch {
 		case wantSub:
 			sub, wantSub = seg, false
 		case sub == "" && len(seg) == len("subscriptions") && strings.EqualFold(seg, "subscriptions"):
 			wantSub = true
-		case len(seg) > len("microsoft.") && strings.EqualFold(seg[:len("microsoft.")], "microsoft."):
+		case namespace && len(seg) > len("microsoft.") && strings.EqualFold(seg[:len("microsoft.")], "microsoft."):
 			ns = seg[len("microsoft."):]
 		}
 	}

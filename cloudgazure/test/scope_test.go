@@ -72,3 +72,30 @@ func FuzzScopeOf(f *testing.F) {
 		}
 	})
 }
+
+// Only the segment after a providers segment names a namespace: the
+// portal names its deployments Microsoft.Template-<time>, and a resource
+// group or a Linux VM may be named Microsoft.<anything>. Those names must
+// not become services of their own, one scope per deployment.
+func TestScopeOfNamespaceFollowsProviders(t *testing.T) {
+	az := func(sub, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: sub, Service: svc}
+	}
+	cases := []struct {
+		path string
+		want resilience.Scope
+	}{
+		{"/subscriptions/" + subB + "/resourcegroups/rg/providers/Microsoft.Resources/deployments/Microsoft.Template-20250101120000", az(subB, "resources")},
+		{"/subscriptions/" + subB + "/resourcegroups/rg/providers/Microsoft.Resources/deployments/Microsoft.VirtualNetwork-20250101120000/operations", az(subB, "resources")},
+		{"/subscriptions/" + subB + "/resourceGroups/Microsoft.Prod", az(subB, "resources")},
+		{"/subscriptions/" + subB + "/resourceGroups/Microsoft.Prod/resources", az(subB, "resources")},
+		{"/subscriptions/" + subB + "/resourceGroups/Microsoft.Prod/providers/Microsoft.Network/virtualNetworks/v", az(subB, "network")},
+		{"/subscriptions/" + subB + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/microsoft.web01", az(subB, "compute")},
+		{"/subscriptions/" + subB + "/resourceGroups/providers/providers/Microsoft.Network/virtualNetworks/v", az(subB, "network")},
+	}
+	for _, c := range cases {
+		if got := cloudgazure.ScopeOf(c.path); got != c.want {
+			t.Errorf("ScopeOf(%q) = %v, want %v", c.path, got, c.want)
+		}
+	}
+}
