@@ -112,6 +112,11 @@ func (p *ProviderConfig) validate(name, path string) []error {
 	// The breaker.
 	if c := p.BreakerCooldownSeconds; c > 0 && (c < minCooldown.Seconds() || c > maxCooldown.Seconds()) {
 		bad("breaker_cooldown_seconds", fmt.Sprintf("%s is outside [%s, %s]", seconds(c), seconds(minCooldown.Seconds()), seconds(maxCooldown.Seconds())))
+	} else if m := p.BreakerMaxCooldownSeconds; c == 0 && m > 0 && m < defaultBreakerCooldown.Seconds() {
+		// The cap of an unset cooldown is compared with its default: the
+		// breaker would raise the cap to it.
+		bad("breaker_max_cooldown_seconds", fmt.Sprintf("%s is below breaker_cooldown_seconds (%s, the default): set breaker_cooldown_seconds at or below it",
+			seconds(m), seconds(defaultBreakerCooldown.Seconds())))
 	} else {
 		errs = append(errs, order(path, "breaker_cooldown_seconds", p.BreakerCooldownSeconds,
 			"breaker_max_cooldown_seconds", p.BreakerMaxCooldownSeconds, defaultBreakerMaxCooldown.Seconds())...)

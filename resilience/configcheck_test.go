@@ -126,6 +126,21 @@ func TestBreakerCooldownWithinBounds(t *testing.T) {
 	accepted(t, "aws: {breaker_cooldown_seconds: 30, breaker_max_cooldown_seconds: 3600}\n")
 }
 
+// A breaker_max_cooldown_seconds below the cooldown it caps, left at its
+// default of 60 s, is refused, as README's "an unset one compared at its
+// default" says: the breaker would raise the cap to the cooldown and keep
+// every scope shut for 60 s, the setting silently ignored.
+func TestBreakerMaxCooldownBelowTheDefaultCooldown(t *testing.T) {
+	wantMistakes(t, "aws: {breaker_max_cooldown_seconds: 30}\n",
+		"ratelimit.aws.breaker_max_cooldown_seconds: 30 s is below breaker_cooldown_seconds (60 s, the default): set breaker_cooldown_seconds at or below it")
+	err := Config{Providers: map[string]ProviderConfig{"github": {BreakerMaxCooldownSeconds: 10}}}.Validate()
+	if err == nil || err.Error() != "ratelimit.providers.github.breaker_max_cooldown_seconds: 10 s is below breaker_cooldown_seconds (60 s, the default): set breaker_cooldown_seconds at or below it" {
+		t.Errorf("Validate: %v", err)
+	}
+	accepted(t, "aws: {breaker_max_cooldown_seconds: 60}\n")
+	accepted(t, "aws: {breaker_cooldown_seconds: 10, breaker_max_cooldown_seconds: 30}\n")
+}
+
 func TestBurstsHoldAWholeTokenAndNeedARate(t *testing.T) {
 	wantMistakes(t, "aws: {global_max_rps: 100, global_burst: 0.5}\n",
 		"ratelimit.aws.global_burst: must be >= 1 when global_max_rps is set (a bucket holds at least one token)")
