@@ -196,3 +196,15 @@ func TestOneDocumentHoldsBothSections(t *testing.T) {
 		t.Errorf("the section alone: %+v", cfg)
 	}
 }
+
+// A top-level key that names a section (ratelimit, and the SDK's aws
+// beside it) is refused when it is there twice, as every duplicate key
+// is: the readers took the first and passed over the second in silence.
+func TestDuplicateSectionKeys(t *testing.T) {
+	wantMistakes(t, "ratelimit: {aws: {max_rps: 5}}\nratelimit: {aws: {max_rps: 50}}\n", "ratelimit: duplicate key")
+	wantMistakes(t, "aws: {retry_mode: standard}\naws: {max_rps: 5}\n", "aws: duplicate key")
+	wantMistakes(t, "ratelimit: {}\naws: {retry_mode: standard}\naws: {retry_mode: adaptive}\n", "aws: duplicate key")
+	// The short form's aws is the section's own key, which the decoder
+	// reports.
+	wantMistakes(t, "aws: {max_rps: 5}\naws: {max_rps: 50}\n", "ratelimit.aws: duplicate key")
+}

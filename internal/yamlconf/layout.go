@@ -64,16 +64,24 @@ func SectionKeys() []string {
 // the short form, or nil for a whole configuration without one) and the
 // AWS SDK's (the top-level aws of a whole configuration, or nil). A
 // governor setting in a top-level aws that retry_mode makes the SDK's is
-// an error naming its key path.
+// an error naming its key path, and so is a ratelimit key given twice, or
+// a top-level aws given twice where it is the SDK's section or beside
+// one: only the first would be read.
 func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
+	if err := duplicate(top, "ratelimit"); err != nil {
+		return nil, nil, err
+	}
 	if sec := Section(top, "ratelimit"); sec != nil {
-		return sec, Section(top, "aws"), nil
+		return sec, Section(top, "aws"), duplicate(top, "aws")
 	}
 	aws := Section(top, "aws")
 	if aws == nil || aws.Kind != yaml.MappingNode || len(aws.Content) == 0 {
 		return top, nil, nil
 	}
 	if Section(aws, sdkOnlyKey) != nil {
+		if err := duplicate(top, "aws"); err != nil {
+			return nil, nil, err
+		}
 		var errs []error
 		for i := 0; i+1 < len(aws.Content); i += 2 {
 			if k := deref(aws.Content[i]).Value; !sdkKeys[k] {
@@ -96,6 +104,23 @@ func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
 	return nil, nil, errorf("aws.max_retries", "ambiguous in a document without a ratelimit key: the AWS SDK's retries "+
 		"(write retry_mode beside it: aws: {max_retries: N, retry_mode: standard}) or the governor's "+
 		"(write ratelimit: {aws: {max_retries: N}}, or aws: {max_attempts: N+1})")
+}
+
+// duplicate reports key when the mapping n holds it more than once: the
+// section Section finds is the first, and no reader would see the others.
+// A section's own keys are the decoder's to report.
+func duplicate(n *yaml.Node, key string) error {
+	seen := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if deref(n.Content[i]).Value != key {
+			continue
+		}
+		if seen {
+			return errorf(key, "duplicate key")
+		}
+		seen = true
+	}
+	return nil
 }
 
 // RatelimitSection returns the governor's section of a document's top
