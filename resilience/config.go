@@ -140,6 +140,48 @@ type ServiceConfig struct {
 	PerOperation *bool `yaml:"per_operation,omitempty" json:"per_operation,omitempty"`
 }
 
+// clone returns a copy of c that shares no map or pointer with it. The
+// governor keeps one, so that a caller who changes its Config after
+// Configure, or the Config that Governor.Config returned, changes nothing
+// in force (a provider under Providers is resolved at its first call).
+func (c Config) clone() Config {
+	c.Enabled = clonePtr(c.Enabled)
+	c.AWS, c.Azure, c.GCP = c.AWS.clone(), c.Azure.clone(), c.GCP.clone()
+	if c.Providers != nil {
+		ps := make(map[string]ProviderConfig, len(c.Providers))
+		for name, pc := range c.Providers {
+			ps[name] = pc.clone()
+		}
+		c.Providers = ps
+	}
+	return c
+}
+
+// clone returns a copy of p that shares no map or pointer with it.
+func (p ProviderConfig) clone() ProviderConfig {
+	p.Enabled, p.Adaptive, p.PerOperation = clonePtr(p.Enabled), clonePtr(p.Adaptive), clonePtr(p.PerOperation)
+	p.GlobalMaxRPS, p.AccountMaxRPS, p.BreakerDeadSeconds = clonePtr(p.GlobalMaxRPS), clonePtr(p.AccountMaxRPS), clonePtr(p.BreakerDeadSeconds)
+	p.MaxRetries, p.MaxAttempts, p.RetryBudget = clonePtr(p.MaxRetries), clonePtr(p.MaxAttempts), clonePtr(p.RetryBudget)
+	if p.Services != nil {
+		ss := make(map[string]ServiceConfig, len(p.Services))
+		for name, sc := range p.Services {
+			sc.PerOperation = clonePtr(sc.PerOperation)
+			ss[name] = sc
+		}
+		p.Services = ss
+	}
+	return p
+}
+
+// clonePtr returns a pointer to a copy of *v, or nil.
+func clonePtr[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
+}
+
 // The controllers of an adaptive leaf.
 const (
 	controllerAIMD    = "aimd"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -279,6 +280,58 @@ func TestConfigProvider(t *testing.T) {
 	for name, want := range map[string]float64{"aws": 1, "azure": 2, "gcp": 3, "github": 4, "acme": 0} {
 		if got := c.Provider(name).MaxRPS; got != want {
 			t.Errorf("Provider(%q).MaxRPS = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// The governor keeps its own copy of the configuration it was given: a
+// caller who changes its Config afterwards, or the one Config returned,
+// changes nothing in force, and an invalid Configure changes nothing,
+// even for a provider no call has used yet, whose settings are resolved
+// at its first call.
+func TestConfigureKeepsItsOwnCopy(t *testing.T) {
+	github := Scope{Provider: "github", Account: "my-org", Service: "rest"}
+	cfg := Config{Providers: map[string]ProviderConfig{"github": {MaxRPS: 5, Services: map[string]ServiceConfig{"search": {MaxRPS: 0.5}}}}}
+	g, err := NewGovernor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The caller's own Config, changed and refused.
+	cfg.Providers["github"] = ProviderConfig{MaxRPS: 1e-9}
+	if err := g.Configure(cfg); err == nil {
+		t.Fatal("Configure accepted max_rps 1e-9")
+	}
+	if r := g.Inspect(github).Leaf.Rate; r != 5 {
+		t.Errorf("after the caller changed its Config and Configure refused it: github's rate %v, want 5", r)
+	}
+	// The Config the governor returned, changed and refused.
+	c := g.Config()
+	c.Providers["github"] = ProviderConfig{MaxRPS: 1e-9}
+	if err := g.Configure(c); err == nil {
+		t.Fatal("Configure accepted max_rps 1e-9")
+	}
+	if r := g.Inspect(github).Leaf.Rate; r != 5 {
+		t.Errorf("after Config()'s result was changed and Configure refused it: github's rate %v, want 5", r)
+	}
+	if r := g.Config().Provider("github").Services["search"].MaxRPS; r != 0.5 {
+		t.Errorf("Config().Providers[github].Services[search].MaxRPS = %v, want 0.5", r)
+	}
+	// Every pointer and map of a ProviderConfig is copied, a field added
+	// later too.
+	var pc ProviderConfig
+	v := reflect.ValueOf(&pc).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Map:
+			f.Set(reflect.MakeMap(f.Type()))
+		}
+	}
+	cv := reflect.ValueOf(pc.clone())
+	for i := range v.NumField() {
+		if f := v.Field(i); (f.Kind() == reflect.Pointer || f.Kind() == reflect.Map) && f.Pointer() == cv.Field(i).Pointer() {
+			t.Errorf("ProviderConfig.clone shares %s", v.Type().Field(i).Name)
 		}
 	}
 }

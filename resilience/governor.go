@@ -365,8 +365,10 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *
 // bulkheads are always kept, with the new cap: the slots calls hold still
 // count, so the calls in flight never exceed the cap in force, whatever
 // is reconfigured, reset, disabled or enabled meanwhile. An invalid cfg
-// changes nothing.
+// changes nothing. The governor keeps a copy of cfg: changing cfg's maps
+// or pointers afterwards changes nothing in force.
 func (g *Governor) Configure(cfg Config) error {
+	cfg = cfg.clone() // the caller's maps stay the caller's
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -378,8 +380,9 @@ func (g *Governor) Configure(cfg Config) error {
 	return nil
 }
 
-// Config returns the configuration in force.
-func (g *Governor) Config() Config { return g.configured().cfg }
+// Config returns a copy of the configuration in force: changing it
+// changes nothing until it is given to Configure.
+func (g *Governor) Config() Config { return g.configured().cfg.clone() }
 
 // Reset forgets everything learned (rates, pauses, breakers, budgets,
 // lifetime stats) and keeps the configuration. Calls in flight keep their
