@@ -260,7 +260,8 @@ func (l *Listing[T]) Err() error { return l.err }
 // ResumeToken returns, after the listing failed, the page token of the page
 // that failed, whether it was sent or refused before it was (the request's
 // own PageToken for the first page, "" unless it resumed another listing):
-// a new listing whose request carries it as PageToken resumes there. It is "" for a listing that did not fail.
+// a new listing whose request carries it as PageToken resumes there. It is
+// "" for a listing that did not fail.
 func (l *Listing[T]) ResumeToken() string {
 	if l.err == nil {
 		return ""
