@@ -21,9 +21,11 @@ import (
 //	if err := cloudgaws.Install(&cfg, account); err != nil { ... }
 //
 // GetCallerIdentity needs no permission. Called on a config Install has
-// already instrumented, the call is governed like any other (in the scope
-// aws/*/<region>/sts/GetCallerIdentity of that installation). The error
-// wraps the SDK's.
+// already instrumented, the call is governed like any other, in the scope
+// Scope(cfg, sts.ServiceID, "GetCallerIdentity") returns: the account that
+// installation was given (aws/*/<region>/sts/GetCallerIdentity when it was
+// "*", aws/123456789012/... when it was that id) and cfg's region. The
+// error wraps the SDK's.
 func AccountID(ctx context.Context, cfg aws.Config) (string, error) {
 	out, err := sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
