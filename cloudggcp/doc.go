@@ -17,8 +17,9 @@
 //     either limit the call ends with a *resilience.RetryBudgetExhaustedError
 //     chained to the provider's error); the deadline respected.
 //   - Do governs one unary call the way a listing governs its first page.
-//   - UnaryClientInterceptor (ClientOption) governs every attempt of any
-//     gRPC-based Google client.
+//   - UnaryClientInterceptor (ClientOption) governs every attempt of the
+//     unary calls of any gRPC-based Google client; its streaming RPCs are
+//     not governed.
 //   - RESTClientOption governs every request of a REST-based Google client
 //     (compute's NewInstancesRESTClient) with a cloudghttp.Transport, in
 //     scopes read from the URL (RESTScope:

@@ -16,6 +16,12 @@ import (
 //
 //	client, err := secretmanager.NewClient(ctx, cloudggcp.ClientOption())
 //
+// Only the client's unary calls are governed: the option installs no
+// stream interceptor, so a streaming RPC (Pub/Sub's StreamingPull,
+// BigQuery Storage's ReadRows, any server-, client- or bidirectional
+// stream) is sent as it would be without it: no breaker check, token,
+// slot, counted call or recorded outcome.
+//
 // A client without a gRPC transport (compute's NewInstancesRESTClient, and
 // the REST constructors of the others) takes RESTClientOption instead.
 func ClientOption(opts ...Option) option.ClientOption {
