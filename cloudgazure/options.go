@@ -164,7 +164,12 @@ func retryOptions(base policy.RetryOptions, p resilience.RetryPolicy) policy.Ret
 // this package does not build (an azcore data-plane client's
 // policy.ClientOptions). Install both: PerCallPolicies gets perCall,
 // PerRetryPolicies gets perRetry. Alone, the per-retry policy governs each
-// attempt but cannot record a request's final outcome. The policies do not
+// attempt but cannot record a request's final outcome, and it sees the
+// attempts' contexts, not the request's: under azcore's TryTimeout, which
+// gives each attempt a context of its own and ends it after the attempt,
+// it governs each attempt as a call of its own, bounded by that attempt's
+// context (a retry is counted as a call, not as a retry, and charges no
+// retry budget). With a TryTimeout, install both. The policies do not
 // see the pipeline's retry options, so they cannot tell which answer
 // azcore will retry: a retry is asked of the Guard when azcore sends it,
 // and a refusal (an empty retry budget, the deadline, a wait past

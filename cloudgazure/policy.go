@@ -165,15 +165,19 @@ type perRetryPolicy struct{ s *shared }
 
 func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	st := stateOf(req)
-	if st == nil {
+	ctx := req.Raw().Context()
+	if st == nil || !st.perCall && st.ctx.Err() != nil && ctx.Err() == nil {
 		// Installed without the per-call policy: the state lives in the
 		// operation values from the first attempt on, and nobody ends the
-		// Guard, so the request's final outcome is not recorded.
+		// Guard, so the request's final outcome is not recorded. Under a
+		// TryTimeout, azcore gives each attempt a context of its own and
+		// ends it after the attempt: a Guard begun on an earlier one's
+		// context is over, and this attempt begins a Guard of its own (a
+		// call of its own, not counted as a retry).
 		gov := p.s.cfg.governor()
 		if !gov.Enabled(Provider) {
 			return req.Next()
 		}
-		ctx := req.Raw().Context()
 		gd, err := gov.Begin(ctx, ScopeOf(req.Raw().URL.Path), azcoreLoop)
 		if err != nil {
 			return req.Next()

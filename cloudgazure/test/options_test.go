@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
@@ -176,6 +177,36 @@ func TestPerRetryOnlyKeepsDelayHeaders(t *testing.T) {
 			t.Fatalf("final Retry-After %q, want 2", got)
 		}
 	})
+}
+
+// Under azcore's TryTimeout each attempt has a context of its own, ended
+// after the attempt: with only the per-retry policy installed, a Guard
+// begun on the first attempt's context would end the retry with that
+// context's error. The retry is sent, governed as a call of its own, and
+// nothing is recorded as cancelled. Real pipeline, fake ARM on 127.0.0.1.
+func TestPerRetryOnlyRetriesUnderTryTimeout(t *testing.T) {
+	e := tcpEnv(t, resilience.Config{})
+	_, perRetry := cloudgazure.Policies(e.opts()...)
+	e.srv.script(routeVnetGet, withHeader(throttled(""), "Retry-After-Ms", "10"), reply{})
+	retry := cloudgazure.RetryOptions(e.opts()...)
+	retry.TryTimeout = 30 * time.Second
+	o := policy.ClientOptions{Transport: e.base.Transport, Retry: retry, PerRetryPolicies: []policy.Policy{perRetry}}
+	pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+	ctx, stats := resilience.WithStats(context.Background())
+	req, err := runtime.NewRequest(ctx, http.MethodGet, e.base.Cloud.Services[cloud.ResourceManager].Endpoint+
+		"/subscriptions/"+subA+"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Raw().Header.Set("Authorization", "Bearer x")
+	resp, err := pl.Do(req)
+	sc := e.gov.Summary(stats).Scopes[networkA]
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%v %v, want 200 after one retry; sent %d; stats %+v", resp, err, e.srv.count(routeVnetGet), sc)
+	}
+	if n := e.srv.count(routeVnetGet); n != 2 || sc.Calls != 2 || sc.Throttled != 1 || sc.Lost() != 0 {
+		t.Fatalf("sent %d; stats %+v, want 2 sent, 2 calls, 1 throttled, none lost", n, sc)
+	}
 }
 
 // The policies installed in a pipeline of their own do not see its retry
