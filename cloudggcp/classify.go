@@ -28,10 +28,14 @@ func init() { errread.Register(readError) }
 //
 // RetryInfo's retry_delay is the error's Retry-After. A status made locally
 // from the caller's own context (Canceled, or DeadlineExceeded with the
-// context's message) is not a provider answer. A *googleapi.Error (a REST
-// client's) is read by its HTTP status and headers, and so is an
-// *apierror.APIError made from one: its gRPC code is gax's mapping of the
-// HTTP status, not a code the service sent. A REST answer whose reason is
+// context's message) is not a provider answer; grpc's own Unavailable for
+// a connection it could not make ("connection error: desc = ... connection
+// refused") is: nothing but its message, which a server relaying its
+// upstream's error sends too, tells it from the service's, so it reads as
+// Throttled and an answer. A *googleapi.Error (a REST client's) is read by
+// its HTTP status and headers, and so is an *apierror.APIError made from
+// one: its gRPC code is gax's mapping of the HTTP status, not a code the
+// service sent. A REST answer whose reason is
 // rateLimitExceeded or userRateLimitExceeded is throttling whatever its
 // status (Compute's rate quotas answer 403 rateLimitExceeded, with a
 // message that names the quota). A REST answer whose status is on no list
