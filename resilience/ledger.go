@@ -190,6 +190,8 @@ func (l *Ledger) Degraded() bool { return l.Lost() > 0 }
 // ended)", "1 call(s) errored (local errors, no provider answer)", "1
 // call(s) panicked". The message starts with "throttled: " when a call
 // gave up, was skipped or was refused, and with "degraded: " otherwise.
+// The reasons in parentheses are left out when none were recorded (every
+// loss came from Record with an empty reason).
 func (l *Ledger) Describe() string {
 	if l == nil {
 		return ""
@@ -209,5 +211,9 @@ func (l *Ledger) Describe() string {
 	if l.n[LossGaveUp]+l.n[LossSkipped]+l.n[LossRefused] > 0 {
 		prefix = "throttled: "
 	}
-	return prefix + strings.Join(parts, ", ") + " (" + strings.Join(l.reasons, "; ") + ")"
+	msg := prefix + strings.Join(parts, ", ")
+	if len(l.reasons) > 0 {
+		msg += " (" + strings.Join(l.reasons, "; ") + ")"
+	}
+	return msg
 }

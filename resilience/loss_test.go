@@ -319,6 +319,17 @@ func TestLedgerRecord(t *testing.T) {
 	}
 }
 
+// A ledger whose losses were all recorded without a reason describes them
+// without an empty pair of parentheses.
+func TestLedgerDescribeWithoutReasons(t *testing.T) {
+	var l Ledger
+	l.Record(LossGaveUp, "")
+	want := "throttled: 1 call(s) gave up after retries"
+	if got := l.Describe(); got != want {
+		t.Fatalf("%q\nwant %q", got, want)
+	}
+}
+
 // A dead scope (every answer throttling, for more than breaker_dead_seconds,
 // from at least breaker_threshold calls) opens its breaker at once: its
 // calls end within seconds, not after each spent its retries, and the
