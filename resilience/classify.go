@@ -228,7 +228,11 @@ func isNetworkError(e error) bool {
 // errors (resets, refusals, timeouts). The error code wins over the status
 // (AWS ServiceUnavailable with 503 is Transient); a code on no list takes
 // its status's kind: Throttled with a 429 or 503, Transient with a 408,
-// 500, 502 or 504, and Fatal with any other status or none. A status on
+// 500, 502 or 504, and Fatal with any other status or none. AWS's
+// LimitExceededException, which services also use for quotas on resources,
+// is Throttled only when its message speaks of a rate ("rate", "throttl",
+// "too many", "per second", "TPS"), and Fatal otherwise, whatever its
+// status (a 429 included). A status on
 // no list (400, 403, 404) without a code says nothing, and neither does
 // the AWS SDK's placeholder code UnknownError. Only when nothing of that says
 // anything does it search the message for throttling phrases ("rate

@@ -117,6 +117,8 @@ func TestClassifyTable(t *testing.T) {
 		{"LimitExceededException in TPS", codeErr{"LimitExceededException", "limit of 5 TPS reached"}, Throttled},
 		{"LimitExceededException about resources", codeErr{"LimitExceededException", "Cannot exceed quota for PoliciesPerRole: 10"}, Fatal},
 		{"LimitExceededException 'separate'", codeErr{"LimitExceededException", "use a separate account"}, Fatal},
+		{"LimitExceededException 429 about resources: the message decides, not the status", sdkChainMsg("LimitExceededException", 429, "Cannot exceed quota for PoliciesPerRole: 10"), Fatal},
+		{"LimitExceededException 429 about a rate", sdkChainMsg("LimitExceededException", 429, "The request exceeded the rate limit"), Throttled},
 
 		{"ServiceUnavailable code wins over 503", sdkChain("ServiceUnavailable", 503), Transient},
 		{"ServiceUnavailableException", sdkChain("ServiceUnavailableException", 503), Transient},

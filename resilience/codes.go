@@ -6,8 +6,9 @@ import "strings"
 // message phrases it searches for when nothing else says anything.
 
 // codeKinds lists the error codes with a meaning. AWS: botocore's
-// standard-mode lists; Azure: ARM's throttling codes; GCP: the
-// google-api-core exception names.
+// standard-mode lists, less LimitExceededException, which the classifier
+// reads by its message (see Classify); Azure: ARM's throttling codes; GCP:
+// the google-api-core exception names.
 var codeKinds = map[string]Kind{
 	// AWS throttling (botocore standard mode), plus RateExceeded.
 	"Throttling":                             Throttled,
