@@ -19,8 +19,9 @@ import (
 // too low to serve a call (a token less often than once per
 // deadline_seconds, or a max_rps below the floor of the adaptive rate),
 // two settings that contradict each other (min_rps above max_rps,
-// base_delay_seconds above max_backoff_seconds, a breaker cooldown
-// outside [1 s, 600 s] or above its maximum, a burst below one token or
+// base_delay_seconds above max_backoff_seconds, a breaker_cooldown_seconds
+// outside [1 s, 600 s] or above breaker_max_cooldown_seconds, which has no
+// upper bound of its own, a burst below one token or
 // set for a bucket that is off), a name under Providers that has a field
 // of its own (aws, azure, gcp), and a service key that no call can match:
 // one spelt as no scope of the provider is (an AWS service in upper
@@ -57,9 +58,11 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Breaker cooldowns are kept within [minCooldown, maxCooldown]: a shorter
-// one lets a failing scope be probed in a tight loop, a longer one keeps a
-// recovered scope shut for more than the provider's longest pause.
+// A breaker's first cooldown (breaker_cooldown_seconds) is kept within
+// [minCooldown, maxCooldown]: a shorter one lets a failing scope be probed
+// in a tight loop, a longer one keeps a recovered scope shut for more than
+// the provider's longest pause. The most it doubles to after failed probes
+// (breaker_max_cooldown_seconds) is only kept at or above it.
 const (
 	minCooldown = time.Second
 	maxCooldown = 600 * time.Second
