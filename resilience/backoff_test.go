@@ -107,3 +107,24 @@ func TestBackoffEndsWhereTheTokenWaitBegins(t *testing.T) {
 		}
 	})
 }
+
+// A max_backoff_seconds below the default base delay (0.5 s), with
+// base_delay_seconds unset, is accepted (Validate does not compare an
+// unset base delay) and caps every backoff: each is the cap.
+func TestMaxBackoffBelowTheDefaultBaseDelayCapsEveryBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{MaxBackoffSeconds: 0.1}}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		g := newGov(t, cfg)
+		ctx, stats := WithStats(context.Background())
+		n := 0
+		if err := Do(ctx, iamUsers, failing(&n, transientErr(), transientErr(), transientErr()), WithGovernor(g)); err != nil || n != 4 {
+			t.Fatalf("Do: %v after %d attempts", err, n)
+		}
+		if b := g.Summary(stats).Totals.Backoff; b != 300*time.Millisecond {
+			t.Fatalf("backoff %v after 3 retries, want 300ms (3 x 0.1 s)", b)
+		}
+	})
+}

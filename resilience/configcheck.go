@@ -28,7 +28,9 @@ import (
 // case), or, where an SDK integration is imported that knows its
 // provider's names (cloudgaws does for aws, cloudghttp for github), a
 // name it does not know. A setting compared
-// with one left unset is compared with that one's built-in default.
+// with one left unset is compared with that one's built-in default,
+// except that an unset base_delay_seconds is not compared: a
+// max_backoff_seconds below its default caps every backoff at itself.
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {
@@ -124,7 +126,8 @@ func (p *ProviderConfig) validate(name, path string) []error {
 		errs = append(errs, order(path, "breaker_cooldown_seconds", p.BreakerCooldownSeconds,
 			"breaker_max_cooldown_seconds", p.BreakerMaxCooldownSeconds, defaultBreakerMaxCooldown.Seconds())...)
 	}
-	// The backoff.
+	// The backoff. An unset base delay is not compared with the cap: a
+	// max_backoff_seconds below its default makes every backoff the cap.
 	errs = append(errs, order(path, "base_delay_seconds", p.BaseDelaySeconds,
 		"max_backoff_seconds", p.MaxBackoffSeconds, defaultMaxBackoff.Seconds())...)
 	// The provider and account buckets: a burst needs a rate, and a
