@@ -804,23 +804,20 @@ func (t *task) Decided() {
 
 // Deferred implements resilience.Admission: the task's first call would
 // have waited; the task goes back to its queue when it returns, and its
-// scope waits until it may go.
-func (t *task) Deferred(wait time.Duration, err error) {
-	if t.refused(wait, err) {
-		// The task returned before its first call, made in a goroutine it
-		// left running, was refused: it will not run again, so the call
-		// is lost, and its ledger says so.
-		resilience.LedgerOf(t.ctx).Record(resilience.LossRefused, fmt.Sprintf("%s: %v (after its task returned)", t.q.scope, err))
-	}
-}
+// scope waits until it may go. The governor calls it before
+// resilience.EndAdmission, which run calls as the task returns, returns:
+// a first call, made in a goroutine the task left running, that is
+// refused after the task returned is lost, and the governor records it
+// (in its counters, the run's stats and the task's ledger) and calls
+// Decided instead.
+func (t *task) Deferred(wait time.Duration, err error) { t.refused(wait, err) }
 
-// refused is Deferred under p.mu: it reports whether the task had ended
-// already, its call then lost. Its scope cannot go before wait either way.
-func (t *task) refused(wait time.Duration, err error) (lost bool) {
+// refused is Deferred under p.mu. Its scope cannot go before wait.
+func (t *task) refused(wait time.Duration, err error) {
 	p := t.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if lost = t.ended; !lost {
+	if !t.ended { // always, from the governor: see Deferred
 		t.decided, t.deferredWait, t.deferredErr = true, wait, err
 	}
 	q := t.q
@@ -846,7 +843,6 @@ func (t *task) refused(wait time.Duration, err error) (lost bool) {
 			p.slot(q, p.now())
 		}
 	}
-	return lost
 }
 
 // PanicError is the error of a task that panicked: the pool recovers it,

@@ -709,24 +709,55 @@ func TestAFirstCallAfterItsTaskReturnedIsAnOrdinaryCall(t *testing.T) {
 	})
 }
 
-// A first call made by a goroutine its task left running that claimed the
-// task's hold before the task returned, and was refused after it, is a
-// lost call, in the task's ledger: the task will not run again. Before,
-// the refusal was recorded nowhere.
-func TestARefusalAfterItsTaskReturnedIsInTheLedger(t *testing.T) {
+// A first call that a goroutine its task left running claimed before the
+// task returned, and that was refused after it (it waited for a slot
+// past the pool's max wait), is lost once, in the governor's lifetime
+// counters, the run's stats and the task's ledger alike, as
+// resilience.Loss says every lost call is, and the task, which will not
+// run again, is done once. Before, only the ledger had it: the governor
+// told the pool to run the task again (Deferred), recording nothing, and
+// the pool, finding the task ended, recorded the call in the ledger
+// alone. (Earlier still, it was recorded nowhere.)
+func TestARefusalAfterItsTaskReturnedIsInEveryCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, resilience.Config{})
-		defer r.close()
-		sc := scope("op")
-		ctx, ledger := resilience.WithLedger(r.ctx, "scan")
-		r.p.Go(ctx, sc, func(context.Context) error { return nil })
-		tk := r.pick()
-		r.finish(tk, nil) // the task returned, its goroutine's call still deciding
-		tk.Deferred(time.Second, &resilience.WouldWaitError{Scope: sc, Wait: time.Second, Err: resilience.ErrNoToken})
-		if d := ledger.Describe(); !strings.Contains(d, "1 call(s) refused") || !strings.Contains(d, "after its task returned") {
-			t.Errorf("the ledger: %q, want the refused call", d)
+		g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		// The task's scope can go; its first call is of another account,
+		// whose only slot the holder has.
+		other := func(op string) resilience.Scope { sc := scope(op); sc.Account = "210987654321"; return sc }
+		holdCtx, release := context.WithCancel(context.Background())
+		var holding sync.WaitGroup
+		holding.Go(func() { // the account's only slot, until released
+			resilience.Do(holdCtx, other("holder"), func(ctx context.Context) error {
+				<-ctx.Done()
+				return nil
+			}, resilience.WithGovernor(g))
+		})
+		synctest.Wait()
+
+		s := scope("op")
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "scan")
+		p, _ := New(ctx, Workers(1), WithGovernor(g), MaxWait(time.Second))
+		late := make(chan error, 1)
+		p.Go(ctx, s, func(ctx context.Context) error {
+			go func() { late <- call(g, other("op"), 0)(ctx) }() // claims the task's hold, waits for the slot
+			time.Sleep(10 * time.Millisecond)
+			return nil // before the call is refused, at 1 s
+		})
+		err := <-late
+		release()
+		holding.Wait()
+		if werr := p.Wait(); werr != nil {
+			t.Fatal(werr)
 		}
-		if pr := r.p.Progress(); pr.Done != 1 || pr.Queued != 0 || pr.Deferred != 0 {
+		if !errors.Is(err, resilience.ErrNoSlot) {
+			t.Fatalf("the late call: %v, want a refusal for want of a slot", err)
+		}
+		run, life := g.Summary(stats).Totals.Refused, g.Summary(nil).Totals.Refused
+		if n := ledger.Count(resilience.LossRefused); n != 1 || run != 1 || life != 1 {
+			t.Errorf("refused: ledger %d, run's stats %d, lifetime %d; want 1 in each (ledger %q)", n, run, life, ledger.Describe())
+		}
+		if pr := p.Progress(); pr.Done != 1 || pr.Queued != 0 || pr.Deferred != 0 {
 			t.Errorf("progress %+v, want the task done once, not queued again", pr)
 		}
 	})

@@ -529,20 +529,21 @@ func (gd *Guard) passDeadline(now, w time.Duration) error {
 // refuseWait ends a call that would wait w for check (ErrNoToken,
 // ErrNoSlot, or for a scheduler's first call ErrCircuitOpen), longer than
 // its max wait allows (WithMaxWait, WithAdmission): a refusal,
-// recorded as such, and nothing more sent. The caller gives back what
-// the call took.
+// recorded as such (a scheduler's first call only once its task has
+// returned: before, the scheduler is told Deferred and nothing is
+// recorded), and nothing more sent. The caller gives back what the call
+// took.
 func (gd *Guard) refuseWait(w time.Duration, check error) error {
 	ww := &WouldWaitError{Scope: gd.scope, Wait: w, Err: check}
 	if gd.retrying() {
 		ww.Last = gd.last.err
 	}
-	if a := gd.adm; a != nil {
+	if a := gd.adm; a != nil && a.deferCall(gd, w, ww) {
 		// A scheduler's first call: not lost, the task runs again.
-		gd.adm = nil
-		gd.stop()
-		gd.g.admissionDeferred(a.a, w, ww)
 		return ww
 	}
+	// Any other call, or a scheduler's first call whose task has returned
+	// (EndAdmission): lost, and for the first call, decided (stop).
 	gd.recordRefused(ww)
 	gd.stop()
 	return ww

@@ -243,3 +243,35 @@ func TestEndAdmissionMakesLaterCallsOrdinary(t *testing.T) {
 		}
 	})
 }
+
+// A scheduler's first call that claimed the hold, and is refused for a
+// wait past the admission's bound after the scheduler ended the hold
+// (EndAdmission: its task returned, and will not run again), is lost: it
+// is recorded as refused in the lifetime counters, the run's stats and
+// the ledger, and the scheduler is told Decided, not Deferred.
+func TestARefusalAfterEndAdmissionIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		gd, _ := g.Begin(context.Background(), ec2Vpcs) // the account's only slot
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var a admissionRec
+		ctx, stats := WithStats(context.Background())
+		ctx, ledger := WithLedger(ctx, "task")
+		ctx = WithAdmission(ctx, &a, time.Second)
+		done := make(chan error, 1)
+		go func() { done <- Do(ctx, iamUsers, func(context.Context) error { return nil }, WithGovernor(g)) }()
+		synctest.Wait() // the call claimed the hold, and waits for the slot
+		EndAdmission(ctx)
+		err := <-done // refused at 1 s
+		gd.End(nil)
+		if !errors.Is(err, ErrNoSlot) {
+			t.Fatalf("the call: %v, want a refusal for want of a slot", err)
+		}
+		run, life := g.Summary(stats).Totals.Refused, g.Summary(nil).Totals.Refused
+		if n := ledger.Count(LossRefused); n != 1 || run != 1 || life != 1 || a.decided != 1 || len(a.deferred) != 0 {
+			t.Fatalf("refused: ledger %d, stats %d, lifetime %d; decided %d, deferred %v: want 1, 1, 1; 1, none", n, run, life, a.decided, a.deferred)
+		}
+	})
+}

@@ -151,7 +151,8 @@ func (e *DeadlineExceededError) Is(target error) bool { return target == context
 // for a retry, Last is the answer it would have retried, which errors.Is
 // and errors.As find too. A call refused so is lost as LossRefused
 // (TryEnter records nothing until the caller gives up with End, and the
-// first call under WithAdmission records nothing: its task runs again).
+// first call under WithAdmission records nothing: its task runs again,
+// unless it had returned: see EndAdmission).
 // It classifies as Throttled and reports the code Throttling, so that a
 // scheduler requeues the work rather than failing it; RetryAfter says
 // when the check may let the call through.

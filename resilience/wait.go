@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,7 +95,8 @@ func tokenWait(b state.Bucket, now time.Duration) time.Duration {
 
 // An Admission is a scheduler's hold on the first governed call a task
 // makes (see WithAdmission). The governor calls it from the call's
-// goroutine, outside its locks, exactly once per context. A panic in
+// goroutine, outside its locks (Deferred under the hold's own, which
+// EndAdmission waits for), exactly once per context. A panic in
 // Decided or Deferred is recovered and logged once per governor: the call
 // goes on as if the method had returned, and keeps or gives back its
 // concurrency slot as it would have.
@@ -117,6 +119,31 @@ type admission struct {
 	a       Admission
 	maxWait time.Duration
 	claimed atomic.Bool
+
+	// mu orders a deferral of the first call (Deferred) with the end of
+	// the hold (EndAdmission): ended says the task has returned, after
+	// which a refusal of the first call is a lost call, not a deferral.
+	mu    sync.Mutex
+	ended bool
+}
+
+// deferCall tells the scheduler (Deferred) that gd, the first call, was
+// refused for a wait w longer than the admission allows, and ends gd,
+// unless the task has returned (EndAdmission): then it reports false and
+// does nothing, and the caller records the refusal as any call's. Deferred
+// is called under a.mu, so that EndAdmission returns only after it: the
+// scheduler hears of a deferral before the task's end, while it can still
+// run the task again.
+func (a *admission) deferCall(gd *Guard, w time.Duration, err error) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended {
+		return false
+	}
+	gd.adm = nil
+	gd.stop()
+	gd.g.admissionDeferred(a.a, w, err)
+	return true
 }
 
 // claim reports whether the caller is the first call of the context, and
@@ -128,12 +155,20 @@ func (a *admission) claim() bool { return !a.claimed.Load() && a.claimed.Compare
 // ordinary calls, which wait as any call does and are recorded as any
 // call is. A scheduler calls it when a task returns (or panics), so that
 // a call the task left running in a goroutine is not refused on behalf
-// of a task that will not run again. It changes nothing for a ctx that
-// carries no such hold, or whose hold a call has claimed, and it is safe
-// for concurrent use.
+// of a task that will not run again. A first call that claimed the hold
+// before, and that is refused for a wait longer than the admission allows
+// after it, is lost: it is recorded as refused (LossRefused), as any
+// call is, and the scheduler is told Decided, not Deferred. A Deferred
+// already under way is finished before EndAdmission returns, so the
+// scheduler must not hold anything its Deferred waits for when it calls
+// EndAdmission. It changes nothing more for a ctx that carries no such
+// hold, and it is safe for concurrent use.
 func EndAdmission(ctx context.Context) {
 	if a := bindingOf(ctx).adm; a != nil {
 		a.claimed.Store(true)
+		a.mu.Lock()
+		a.ended = true
+		a.mu.Unlock()
 	}
 }
 
@@ -186,9 +221,10 @@ func (g *Governor) logPanicOnce(once *atomic.Bool, msg string, attrs ...slog.Att
 // waits at most maxWait to be admitted (for a rate token, a pause, a
 // slot, or with breaker_wait the breaker's verdict), as WithMaxWait would
 // bound it, except that a call refused for it is not lost: a tells the
-// scheduler to run the task again (Deferred), and nothing is recorded. A
-// tells it too when the first call's admission was decided (Decided), so
-// that it may dispatch the next task of the scope. Later calls under the
+// scheduler to run the task again (Deferred), and nothing is recorded
+// (unless the task has returned: see EndAdmission). A tells it too when
+// the first call's admission was decided (Decided), so that it may
+// dispatch the next task of the scope. Later calls under the
 // context wait as any call does: a task runs again only if nothing of it
 // was sent. An open breaker still refuses the first call at once (unless
 // the provider waits for its breakers' verdicts), which is recorded as a
