@@ -86,6 +86,7 @@ type facts struct {
 	hasKind    bool
 	retryAfter time.Duration
 	hasRA      bool
+	refusal    bool // retryAfter is a governor refusal's wait: when the scope can go
 	answer     bool // a provider fact from a non-cloudg error
 	network    bool // connection reset/refused, timeout, transport deadline
 	inURL      bool // the walk has passed a *url.Error
@@ -128,6 +129,10 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		}
 		if ra, ok := e.(retryAfterer); ok && !f.hasRA {
 			f.retryAfter, f.hasRA = ra.RetryAfter(), true
+			switch e.(type) {
+			case *CircuitOpenError, *WouldWaitError, *DeadlineExceededError:
+				f.refusal = true
+			}
 		}
 		return // its ErrorCode is ours, not the provider's
 	}

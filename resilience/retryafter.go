@@ -17,9 +17,13 @@ const MaxPause = hint.MaxPause
 // x-ms-user-quota-resets-after ([d.]hh:mm:ss, used when
 // x-ms-user-quota-remaining is 0 or missing, or the status is 429), then a
 // delay the SDK's error carries outside headers (gRPC RetryInfo) or a
-// RetryAfter() time.Duration method (cloudg's own errors). Negative values
-// are 0; unparsable values are no hint. The result is not capped; the
-// governor caps pauses at MaxPause. An HTTP-date is read against the wall
+// RetryAfter() time.Duration method (cloudg's own errors). A refusal of
+// the governor's in the chain (a *CircuitOpenError, a *WouldWaitError, a
+// *DeadlineExceededError) comes before all of these: its wait says when
+// the scope can go, which a pause for the provider's hint is part of,
+// while the hint of the answer it wraps is as old as that answer.
+// Negative values are 0; unparsable values are no hint. The result is not
+// capped; the governor caps pauses at MaxPause. An HTTP-date is read against the wall
 // clock (time.Now); RetryAfterAt reads it against another clock's time.
 func RetryAfter(err error) (time.Duration, bool) { return RetryAfterAt(err, time.Now()) }
 
@@ -47,6 +51,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // hint returns the provider's hint for the error the facts describe; now
 // is the time an HTTP-date is relative to.
 func (f *facts) hint(now time.Time) (time.Duration, bool) {
+	if f.refusal {
+		return max(0, f.retryAfter), true // when the scope can go: see RetryAfter
+	}
 	if f.header != nil {
 		if d, ok := hint.FromHeader(f.header, f.status, now); ok {
 			return d, true

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"testing"
@@ -94,5 +95,30 @@ func TestBudgetIsARead(t *testing.T) {
 	}
 	if b := g.Budget("github"); b != 500 || g.existing("github") != nil {
 		t.Fatalf("github budget %v, made: %v", b, g.existing("github") != nil)
+	}
+}
+
+// The governor's own error that refused a call says when the scope can
+// go: its wait, not the hint of the answer it wraps, which is as old as
+// that answer (a pause for it is part of the wait). Here the answer asked
+// for 2 s and the scope can go in 60 s. Before, RetryAfter read the
+// wrapped answer's Retry-After first and said 2 s: a scheduler that
+// requeued the work for then found the scope shut.
+func TestRetryAfterOfARefusalIsTheScopesWait(t *testing.T) {
+	answer := throttleAfter(2 * time.Second)
+	aws := fmt.Errorf("operation error EC2: DescribeVpcs: %w", &CircuitOpenError{Wait: time.Minute, Err: answer})
+	for _, err := range []error{
+		&CircuitOpenError{Wait: time.Minute, Err: answer},
+		&WouldWaitError{Wait: time.Minute, Err: ErrNoToken, Last: answer},
+		&DeadlineExceededError{Wait: time.Minute, Err: answer},
+		aws, // inside an SDK's error
+	} {
+		if d, ok := RetryAfter(err); !ok || d != time.Minute {
+			t.Errorf("RetryAfter(%v) = %v, %v; want 1m0s, the scope's wait", err, d, ok)
+		}
+	}
+	// A retry budget's refusal has no wait of its own: the answer's hint.
+	if d, ok := RetryAfter(&RetryBudgetExhaustedError{Err: answer}); !ok || d != 2*time.Second {
+		t.Errorf("RetryAfter of a budget's refusal = %v, %v; want the answer's 2s", d, ok)
 	}
 }
