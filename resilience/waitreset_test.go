@@ -348,35 +348,6 @@ func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 	})
 }
 
-// A call waiting for its breaker's verdict (breaker_wait) when a
-// Configure disables its provider goes at once, as a call waiting for its
-// tokens does, and as a new call, not governed at all, would. Here a
-// breaker open for 60 s, the provider disabled at 5 s. Before, the call
-// kept waiting for the (kept) breaker of the ungoverned provider, until
-// its cooldown's end at 60 s.
-func TestAVerdictWaitEndsWhenItsProviderIsDisabled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		zero := 0
-		cfg := Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60, MaxRetries: &zero}}
-		g := newGov(t, cfg)
-		n := 0
-		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g))
-		if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
-			t.Fatalf("the breaker is %s, want open", st)
-		}
-		wait := waitingCalls(g, ec2Vpcs, 1)
-		time.Sleep(5 * time.Second)
-		off, no := cfg, false
-		off.AWS.Enabled = &no
-		if err := g.Configure(off); err != nil {
-			t.Fatal(err)
-		}
-		if last := wait(); last != 5*time.Second {
-			t.Errorf("the call waiting for the verdict went at %v, its provider disabled at 5s; want at 5s", last)
-		}
-	})
-}
-
 // A retry's Backoff whose scope entry a sweep reclaims meanwhile (its
 // breaker pristine during the retries, its bucket full and idle) watches
 // the live entry's breaker: the sweep wakes the watch, which then sees
@@ -440,9 +411,10 @@ func TestABackoffWatchesTheLiveBreakerAfterASweep(t *testing.T) {
 // no breaker and takes no token, as a call that begins after the
 // Configure does (the backoff its retry policy gave it still applies).
 // Each case disables the provider at 5 s, while the call waits or before
-// its retry. Before, a call waiting for a breaker's verdict or one
-// cooldown waited out the cooldown of the ungoverned provider's breaker
-// (60 s); once that wait ended at the Configure, the retry still waited
+// its retry. Before, a call waiting for an open breaker's verdict, or
+// for a verdict or one cooldown after its retries ran out
+// (breaker_wait), waited out the cooldown of the ungoverned provider's
+// breaker (60 s); once that wait ended at the Configure, the retry still waited
 // out another call's 50 s pause of the leaf; and a retry whose breaker
 // another call's failure opened was refused by it.
 func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
@@ -455,6 +427,7 @@ func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
 		}
 	}
 	once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+	zero := 0
 	pause := func(g *Governor) { // another call's throttle pauses the leaf for 50 s
 		Do(context.Background(), ec2Vpcs, func(context.Context) error { return throttleAfter(50 * time.Second) }, WithGovernor(g), once)
 	}
@@ -525,6 +498,18 @@ func TestARetryAfterItsProviderWasDisabledIsNotPaced(t *testing.T) {
 		// its error and when its retry was sent (0: never).
 		run func(t *testing.T, g *Governor, cfg Config) (error, time.Duration)
 	}{
+		{"a verdict wait, the breaker open", Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60, MaxRetries: &zero}},
+			func(t *testing.T, g *Governor, cfg Config) (error, time.Duration) {
+				n := 0
+				Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g))
+				if st := g.Inspect(ec2Vpcs).Breaker.State.String(); st != "open" {
+					t.Fatalf("the breaker is %s, want open", st)
+				}
+				wait := waitingCalls(g, ec2Vpcs, 1) // a new call, sent once the breaker lets it through
+				time.Sleep(5 * time.Second)
+				disable(t, g, cfg)
+				return nil, wait()
+			}},
 		{"a recovery wait", recoverable, recovery(false)},
 		{"a recovery wait, the leaf paused", recoverable, recovery(true)},
 		{"Enter, the breaker opened by another call's failure", open1, retryOpened(func(gd *Guard) error { return gd.Enter(context.Background()) })},
