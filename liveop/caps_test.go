@@ -5,6 +5,8 @@ package liveop
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -160,4 +162,61 @@ func TestWaitThenCooldown(t *testing.T) {
 		refused(t, err, ReasonCooldown, "live collection of aws/1 ran recently; cooling down, retry in 120s or use the cached dataset")
 		<-a
 	})
+}
+
+// endingCtx is a context that ends while a waiting caller looks at it: its
+// Done first runs onDone (which frees the slot the caller waits for), then
+// returns a closed channel, so that the caller's wait finds both the slot
+// and the end of its context ready at once.
+type endingCtx struct {
+	context.Context
+	once   sync.Once
+	onDone func()
+	done   chan struct{}
+}
+
+func (c *endingCtx) Done() <-chan struct{} {
+	c.once.Do(func() { c.onDone(); close(c.done) })
+	return c.done
+}
+
+func (c *endingCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// A caller whose context ends while it waits for a slot never starts its
+// operation, even when the slot frees at the same moment: it gets the busy
+// refusal wrapping its context's error, and uses no quota.
+func TestWaitEndedByTheContextStartsNothing(t *testing.T) {
+	for i := range 32 {
+		g := newGuard(t, Config{MaxConcurrentTotal: 1, CooldownSeconds: ptr(0.0)})
+		release := make(chan struct{})
+		a := goRun(context.Background(), g, req("a", "aws/1"), func(context.Context) (string, error) {
+			<-release
+			return "", nil
+		})
+		for g.Status().Active != 1 {
+			runtime.Gosched()
+		}
+		ctx := &endingCtx{Context: context.Background(), done: make(chan struct{}), onDone: func() {
+			close(release)
+			for g.Status().Active != 0 { // the slot is free and the waiters woken
+				runtime.Gosched()
+			}
+		}}
+		op := &counted{val: "x"}
+		w := req("b", "aws/2")
+		w.Wait = true
+		_, err := Run(ctx, g, w, op.run)
+		<-a
+		if !errors.Is(err, ErrBusy) || !errors.Is(err, context.Canceled) || op.calls.Load() != 0 || g.Status().Started != 1 {
+			t.Fatalf("run %d: got %v, %d runs, status %+v; want a busy refusal wrapping context.Canceled and no start",
+				i, err, op.calls.Load(), g.Status())
+		}
+	}
 }

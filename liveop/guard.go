@@ -158,7 +158,12 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			refused.cause = ctx.Err()
+		}
+		// The context bounds the wait even when a slot freed at the same
+		// moment (select chooses at random): a caller that has gone starts
+		// nothing.
+		if err := ctx.Err(); err != nil {
+			refused.cause = err
 			return nil, refused
 		}
 	}
