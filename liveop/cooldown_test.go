@@ -68,6 +68,35 @@ func TestCooldownAfterFailure(t *testing.T) {
 	})
 }
 
+// With live_cooldown_after_failure false, an operation that timed out or
+// was abandoned starts no cooldown, even when its function, cancelled,
+// returns without an error (the partial result nobody gets).
+func TestNoCooldownAfterATimeoutOrAbandonment(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CooldownAfterFailure: ptr(false), OperationTimeoutSeconds: 30})
+		partial := func(ctx context.Context) (string, error) { <-ctx.Done(); return "partial", nil }
+		_, err := Run(context.Background(), g, req("a", "aws/1"), partial)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if d := g.CooldownRemaining("aws/1"); d != 0 {
+			t.Fatalf("after a timeout: %v", d)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		a := goRun(ctx, g, req("b", "aws/2"), partial)
+		synctest.Wait()
+		cancel()
+		if o := <-a; o.err != context.Canceled {
+			t.Fatalf("%+v", o)
+		}
+		synctest.Wait()
+		if st := g.Status(); st.Active != 0 || g.CooldownRemaining("aws/2") != 0 {
+			t.Fatalf("after the operation was abandoned: status %+v, cooling %v", st, g.CooldownRemaining("aws/2"))
+		}
+	})
+}
+
 func TestCooldownPerProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGuard(t, Config{CooldownSeconds: ptr(60.0), MaxConcurrentTotal: 10,

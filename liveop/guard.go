@@ -300,7 +300,10 @@ func (g *Guard) finish(f *flight, val any, err error) {
 		}
 	}
 	g.total--
-	if err == nil || g.cfg.coolAfterFailure {
+	// An operation whose result nobody is left to get (it timed out, or
+	// every caller has gone) failed, whatever its function returned.
+	failed := err != nil || f.over
+	if !failed || g.cfg.coolAfterFailure {
 		g.coolDown(time.Now(), f.scopes)
 	}
 	g.deliver(f, val, err)
