@@ -3,17 +3,20 @@ package liveop
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 )
 
 // Key returns the single-flight key of a request made of parts: the first
 // 32 hex characters of the SHA-256 of the parts' canonical JSON, an array
 // with object keys sorted, no spaces and no HTML escaping. A value JSON
 // cannot encode (a channel, a function, NaN) is encoded as its fmt.Sprint
-// string, inside maps and slices too. The same request with its map keys
+// string, inside maps, slices and structs too (a struct is then its fields
+// by their JSON names, as a map). The same request with its map keys
 // or struct fields in another order has the same key:
 //
 //	Key("scan", map[string]any{"accounts": []string{"1", "2"}, "refresh": true})
@@ -35,7 +38,7 @@ func Key(parts ...any) string {
 // canonical returns v as the generic JSON tree it encodes to (maps,
 // slices, strings, json.Number, bools, nil), whose maps encoding/json
 // writes with sorted keys. A value that does not encode becomes its string,
-// or, for a map, slice, array or pointer, the tree of its elements;
+// or, for a map, slice, array, pointer or struct, the tree of its elements;
 // past maxDepth levels of such (a map holding itself) its type's name.
 func canonical(v any, depth int) any {
 	if depth > maxDepth {
@@ -68,8 +71,91 @@ func canonical(v any, depth int) any {
 			return canonical(rv.Elem().Interface(), depth+1)
 		}
 		return nil
+	case reflect.Struct:
+		if !hasOwnEncoding(rv.Type()) { // whose encoding failed (a time.Time past year 9999): its string
+			m := map[string]any{}
+			structFields(rv, m, depth)
+			return m
+		}
 	}
 	return fmt.Sprint(v)
+}
+
+// structFields adds to m the fields of the struct rv that encoding/json
+// writes, by their JSON names, each as the tree of its value: exported
+// fields without a "-" tag and not empty with omitempty, and the fields of
+// an embedded struct without a name of its own, where the outer struct has
+// none of that name.
+func structFields(rv reflect.Value, m map[string]any, depth int) {
+	t := rv.Type()
+	var embedded []reflect.Value
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		fv := rv.Field(i)
+		if sf.Anonymous && name == "" {
+			if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
+				if !fv.IsNil() && fv.Elem().CanInterface() {
+					embedded = append(embedded, fv.Elem())
+				}
+				continue
+			}
+			if fv.Kind() == reflect.Struct {
+				embedded = append(embedded, fv)
+				continue
+			}
+		}
+		if !sf.IsExported() || !fv.CanInterface() || strings.Contains(","+opts+",", ",omitempty,") && emptyValue(fv) {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		m[name] = canonical(fv.Interface(), depth+1)
+	}
+	for _, e := range embedded {
+		inner := map[string]any{}
+		structFields(e, inner, depth+1)
+		for k, v := range inner {
+			if _, ok := m[k]; !ok {
+				m[k] = v
+			}
+		}
+	}
+}
+
+// hasOwnEncoding reports whether encoding/json writes values of t, or of
+// *t, with their own MarshalJSON or MarshalText rather than field by field.
+func hasOwnEncoding(t reflect.Type) bool {
+	for _, t := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if t.Implements(reflect.TypeFor[json.Marshaler]()) || t.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyValue reports whether encoding/json's omitempty leaves v out.
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 const maxDepth = 64

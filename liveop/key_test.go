@@ -3,6 +3,7 @@ package liveop
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 func TestKeyIsTheSHA256OfCanonicalJSON(t *testing.T) {
@@ -68,5 +69,43 @@ func TestKeyKeepsLargeIntegers(t *testing.T) {
 	}
 	if Key(map[string]any{"n": uint64(18446744073709551615)}) == Key(map[string]any{"n": uint64(18446744073709551614)}) {
 		t.Fatal("two large unsigned integers have the same key")
+	}
+}
+
+// A struct JSON cannot encode is its fields by their JSON names, as a map
+// is: the same key in any field order, and the same as the map's.
+func TestKeyOfAStructJSONCannotEncode(t *testing.T) {
+	type ab struct {
+		A float64 `json:"a"`
+		B string  `json:"b"`
+		C int     `json:"-"`
+		d int
+	}
+	type ba struct {
+		B string  `json:"b"`
+		A float64 `json:"a"`
+	}
+	k1, k2 := Key("scan", ab{math.NaN(), "x", 1, 2}), Key("scan", ba{"x", math.NaN()})
+	k3 := Key("scan", map[string]any{"a": math.NaN(), "b": "x"})
+	if k1 != k2 || k1 != k3 {
+		t.Fatalf("one request, three keys: %s %s %s", k1, k2, k3)
+	}
+	// One with an encoding of its own that failed is its string.
+	y10k, y10k1 := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 2, 0, 0, 0, 0, time.UTC)
+	if Key(y10k) == Key(y10k1) || Key(y10k) != Key(y10k.String()) {
+		t.Fatal("two times past year 9999 have the same key")
+	}
+}
+
+// A struct holding a map that holds itself ends in the map's type's name,
+// as the map alone does, not in a stack overflow.
+func TestKeyOfAStructHoldingACycle(t *testing.T) {
+	self := map[string]any{}
+	self["self"] = self
+	type holder struct {
+		M map[string]any `json:"m"`
+	}
+	if k := Key("scan", holder{self}); len(k) != 32 {
+		t.Fatal(k)
 	}
 }
