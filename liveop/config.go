@@ -131,8 +131,9 @@ func sortedKeys[V any](m map[string]V) []string {
 //
 // Unknown live_* keys (live_cooldown_secs, or a provider's
 // live_max_concurrent), a live_* key of a provider other than aws, azure
-// and gcp at the top of the section (refused as resilience.ParseConfig
-// refuses that provider there), malformed values, negative ones, and an explicit
+// and gcp at the top of the section or of aws, azure or gcp under
+// providers (refused as resilience.ParseConfig refuses that provider
+// there), malformed values, negative ones, and an explicit
 // zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0), all
@@ -179,6 +180,15 @@ func ParseConfig(data []byte) (Config, error) {
 			// them is refused here too, not read.
 			if hasLiveKey(value) {
 				errs = append(errs, fieldErr(path, "unknown key"+yamlconf.OtherProvider(name)))
+			}
+			return
+		}
+		if path == "ratelimit.providers."+name && yamlconf.BuiltinProvider(name) {
+			// aws, azure or gcp under providers: resilience.ParseConfig
+			// refuses them there, so a live key among them is refused
+			// too, not read over the one under their own key.
+			if hasLiveKey(value) {
+				errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
 			}
 			return
 		}

@@ -189,6 +189,27 @@ func TestProviderCooldownUnderProviders(t *testing.T) {
 	}
 }
 
+// aws, azure and gcp have keys of their own: a cooldown of theirs under
+// providers is refused, by both readers alike, not read (over the one
+// under ratelimit.aws).
+func TestBuiltinProviderUnderProvidersIsRefused(t *testing.T) {
+	for _, doc := range []string{
+		"providers: {gcp: {live_cooldown_seconds: 30}}\n",
+		"aws: {live_cooldown_seconds: 300}\nproviders: {aws: {live_cooldown_seconds: 30}}\n",
+	} {
+		name := "gcp"
+		if strings.HasPrefix(doc, "aws") {
+			name = "aws"
+		}
+		want := "ratelimit.providers." + name + ": " + name + " has its own key: ratelimit." + name
+		cfg, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %+v %v, resilience %v; want %s from both", doc, cfg.ProviderCooldownSeconds, lerr, rerr, want)
+		}
+	}
+}
+
 // Every mistake of a document is reported at once, each in the words it
 // has alone, as resilience.ParseConfig reports its own; errors.As finds
 // the first.
