@@ -133,7 +133,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // live_max_concurrent), a live_* key of a provider other than aws, azure
 // and gcp at the top of the section or of aws, azure or gcp under
 // providers (refused as resilience.ParseConfig refuses that provider
-// there), malformed values, negative ones, and an explicit
+// there), a provider's key or providers given twice with a live_* key in
+// it, malformed values, negative ones, and an explicit
 // zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0), all
@@ -161,12 +162,18 @@ func ParseConfig(data []byte) (Config, error) {
 	// provider other than aws, azure and gcp, under providers
 	// (ratelimit.providers.github).
 	providers := func(n *yaml.Node, path string, yield func(name, path string, value *yaml.Node)) {
+		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			name := n.Content[i].Value
+			if seen[name] {
+				continue // reported by duplicateLiveKeys
+			}
+			seen[name] = true
 			if value := yamlconf.Section(n, name); value.Kind == yaml.MappingNode { // the value, aliases followed
 				yield(name, path+"."+name, value)
 			}
 		}
+		errs = append(errs, duplicateLiveKeys(n, path)...)
 	}
 	var provider func(name, path string, value *yaml.Node)
 	provider = func(name, path string, value *yaml.Node) {
@@ -242,6 +249,48 @@ func yamlKeys(t reflect.Type) map[string]bool {
 func hasLiveKey(n *yaml.Node) bool {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if strings.HasPrefix(n.Content[i].Value, "live_") {
+			return true
+		}
+	}
+	return false
+}
+
+// duplicateLiveKeys reports every key the mapping n holds more than once
+// where one of its values holds a live_* key (a provider's, or one under
+// providers): only the first would be read.
+func duplicateLiveKeys(n *yaml.Node, path string) []error {
+	count := map[string]int{}
+	live := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		count[k]++
+		live[k] = live[k] || holdsLiveKey(n.Content[i+1], 2)
+	}
+	var errs []error
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; count[k] > 1 && live[k] {
+			errs = append(errs, fieldErr(path+"."+k, "duplicate key"))
+			count[k] = 0 // once
+		}
+	}
+	return errs
+}
+
+// holdsLiveKey reports whether the value n, aliases followed, is a
+// mapping holding a key that starts with live_, itself or in the values
+// of its keys, down to depth levels.
+func holdsLiveKey(n *yaml.Node, depth int) bool {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode || depth <= 0 {
+		return false
+	}
+	if hasLiveKey(n) {
+		return true
+	}
+	for i := 1; i < len(n.Content); i += 2 {
+		if holdsLiveKey(n.Content[i], depth-1) {
 			return true
 		}
 	}

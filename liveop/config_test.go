@@ -210,6 +210,25 @@ func TestBuiltinProviderUnderProvidersIsRefused(t *testing.T) {
 	}
 }
 
+// A provider's key, or providers, given twice with a live key in it is an
+// error, as resilience.ParseConfig says of it: only the first would be
+// read.
+func TestDuplicateProviderWithALiveKeyIsRefused(t *testing.T) {
+	for doc, want := range map[string]string{
+		"aws: {live_cooldown_seconds: 5}\naws: {live_cooldown_seconds: 300}\n":                                "ratelimit.aws: duplicate key",
+		"aws: {max_rps: 5}\naws: {live_cooldown_seconds: 300}\n":                                              "ratelimit.aws: duplicate key",
+		"providers: {github: {live_cooldown_seconds: 5}}\nproviders: {github: {live_cooldown_seconds: 60}}\n": "ratelimit.providers: duplicate key",
+		"providers: {github: {live_cooldown_seconds: 5}, github: {live_cooldown_seconds: 60}}\n":              "ratelimit.providers.github: duplicate key",
+		"ratelimit:\n  gcp: {live_cooldown_seconds: 0}\n  gcp: {live_cooldown_seconds: 60}\nother: {x: 1}\n":  "ratelimit.gcp: duplicate key",
+	} {
+		cfg, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %+v %v, resilience %v; want %s from both", doc, cfg.ProviderCooldownSeconds, lerr, rerr, want)
+		}
+	}
+}
+
 // Every mistake of a document is reported at once, each in the words it
 // has alone, as resilience.ParseConfig reports its own; errors.As finds
 // the first.
