@@ -376,12 +376,17 @@ func orDefault(v, def int) int {
 }
 
 // seconds converts a validated number of seconds, saturating at the
-// longest Duration.
+// longest Duration; a positive number below a nanosecond is one, not zero
+// (which means none).
 func seconds(v float64) time.Duration {
-	if ns := v * float64(time.Second); ns < math.MaxInt64 {
-		return time.Duration(ns)
+	ns := v * float64(time.Second)
+	switch {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns > 0 && ns < 1:
+		return 1
 	}
-	return math.MaxInt64
+	return time.Duration(ns)
 }
 
 // formatSeconds prints a duration as the messages do: 3600, 90.5.

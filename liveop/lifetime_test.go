@@ -67,6 +67,22 @@ func TestTimeoutOfARequest(t *testing.T) {
 	})
 }
 
+// A timeout too short to count in nanoseconds is the shortest timeout,
+// not none: ParseConfig takes it as > 0, and it must cut the operation off.
+func TestTimeoutBelowANanosecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := ParseConfig([]byte("live_operation_timeout_seconds: 1e-10\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newGuard(t, cfg)
+		v, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{d: time.Hour, val: "ran"}).run)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("got %q, %v; want a timeout refusal", v, err)
+		}
+	})
+}
+
 // A function that ignores its context: the callers are released at the
 // timeout, the slots stay held until it returns, and nobody joins it.
 func TestTimeoutOfAFunctionThatIgnoresIt(t *testing.T) {
