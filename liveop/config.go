@@ -84,13 +84,16 @@ func (c Config) Validate() error {
 	}
 	for _, p := range sortedKeys(c.ProviderCooldownSeconds) {
 		if p == "" || strings.ContainsAny(p, "/:") {
-			errs = append(errs, fieldErr("ratelimit."+p, `a provider is a scope's text before its first "/" or ":"`))
+			errs = append(errs, fieldErr("ratelimit."+p, badProviderName))
 		} else if !nonNegative(c.ProviderCooldownSeconds[p]) {
 			errs = append(errs, fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// badProviderName says why a provider name is refused.
+const badProviderName = `a provider is a scope's text before its first "/" or ":"`
 
 // providerPath is the key path of a provider's settings in the section:
 // ratelimit.aws, or ratelimit.providers.github for a provider other than
@@ -196,6 +199,18 @@ func ParseConfig(data []byte) (Config, error) {
 			// too, not read over the one under their own key.
 			if hasLiveKey(value) {
 				errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
+			}
+			return
+		}
+		if path == "ratelimit.providers."+name && (name == "" || strings.ContainsAny(name, "/:")) {
+			// A name no scope's provider can have: reported here, at its
+			// path, rather than by Validate, which knows no path.
+			switch {
+			case !hasLiveKey(value):
+			case name == "":
+				errs = append(errs, fieldErr("ratelimit.providers", "keys must be non-empty strings"))
+			default:
+				errs = append(errs, fieldErr(path, badProviderName))
 			}
 			return
 		}

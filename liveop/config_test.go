@@ -229,6 +229,21 @@ func TestDuplicateProviderWithALiveKeyIsRefused(t *testing.T) {
 	}
 }
 
+// A provider name no scope can have is reported at the key path the
+// document gives it.
+func TestBadProviderNameUnderProvidersNamesItsPath(t *testing.T) {
+	for doc, want := range map[string]string{
+		"providers: {\"aws/1\": {live_cooldown_seconds: 30}}\n":         `ratelimit.providers.aws/1: a provider is a scope's text before its first "/" or ":"`,
+		"providers: {\"gh:enterprise\": {live_cooldown_seconds: 30}}\n": `ratelimit.providers.gh:enterprise: a provider is a scope's text before its first "/" or ":"`,
+		"providers: {\"\": {live_cooldown_seconds: 30}}\n":              "ratelimit.providers: keys must be non-empty strings",
+	} {
+		_, err := ParseConfig([]byte(doc))
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", doc, err, want)
+		}
+	}
+}
+
 // Every mistake of a document is reported at once, each in the words it
 // has alone, as resilience.ParseConfig reports its own; errors.As finds
 // the first.
