@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -55,9 +56,22 @@ func canonical(v any, depth int) any {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Map:
-		m := make(map[string]any, rv.Len())
+		// Keys by their strings; keys that print alike (1 and "1") are
+		// one entry, the [type, value] pairs of each in their JSON's
+		// order, so that no key hides another in the map's random order.
+		pairs := make(map[string][]any, rv.Len())
 		for it := rv.MapRange(); it.Next(); {
-			m[fmt.Sprint(it.Key().Interface())] = canonical(it.Value().Interface(), depth+1)
+			k := fmt.Sprint(it.Key().Interface())
+			pairs[k] = append(pairs[k], []any{fmt.Sprintf("%T", it.Key().Interface()), canonical(it.Value().Interface(), depth+1)})
+		}
+		m := make(map[string]any, len(pairs))
+		for k, ps := range pairs {
+			if len(ps) == 1 {
+				m[k] = ps[0].([]any)[1]
+				continue
+			}
+			slices.SortFunc(ps, func(a, b any) int { return strings.Compare(jsonString(a), jsonString(b)) })
+			m[k] = ps
 		}
 		return m
 	case reflect.Slice, reflect.Array:
@@ -126,6 +140,12 @@ func structFields(rv reflect.Value, m map[string]any, depth int) {
 			}
 		}
 	}
+}
+
+// jsonString returns the JSON of a tree canonical made.
+func jsonString(tree any) string {
+	b, _ := json.Marshal(tree)
+	return string(b)
 }
 
 // hasOwnEncoding reports whether encoding/json writes values of t, or of

@@ -109,3 +109,17 @@ func TestKeyOfAStructHoldingACycle(t *testing.T) {
 		t.Fatal(k)
 	}
 }
+
+// Two keys of a map with the same string form (1 and "1") do not make its
+// key depend on the map's iteration order, and each keeps its value.
+func TestKeyOfAMapWhoseKeysPrintAlike(t *testing.T) {
+	want := Key(map[any]any{1: "a", "1": "b"})
+	for range 50 {
+		if got := Key(map[any]any{1: "a", "1": "b"}); got != want {
+			t.Fatalf("one map, two keys: %s %s", want, got)
+		}
+	}
+	if Key(map[any]any{1: "a", "1": "b"}) == Key(map[any]any{1: "a", "1": "c"}) {
+		t.Fatal("two maps have the same key")
+	}
+}
