@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,4 +71,24 @@ func TestRefusalJSONFromRun(t *testing.T) {
 			t.Fatalf("got  %s %v\nwant %s", b, merr, want)
 		}
 	})
+}
+
+// An idle Guard's Status, new or zero, marshals its collections as empty
+// ones, not null, so that a client iterates it without a check.
+func TestIdleStatusMarshalsEmptyCollections(t *testing.T) {
+	g, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]Status{"New": g.Status(), "zero Guard": new(Guard).Status()} {
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"in_flight":[]`, `"active_scopes":{}`, `"cooling":{}`, `"active":0`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s: %s, want %s in it", name, b, want)
+			}
+		}
+	}
 }

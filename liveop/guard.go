@@ -53,8 +53,8 @@ type Request struct {
 	Timeout time.Duration
 }
 
-// New returns a Guard with the settings of cfg, or cfg's first invalid
-// setting.
+// New returns a Guard with the settings of cfg, or an error naming every
+// invalid setting of cfg (Config.Validate's).
 func New(cfg Config) (*Guard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -61,8 +61,9 @@ func (g *Guard) ResetAll() {
 
 // Status is where a Guard stands: a copy, which the Guard does not change
 // after Status returned it. It marshals to JSON with snake_case names,
-// times in seconds rounded to 0.1. The zero Status is an idle Guard's that
-// never ran an operation.
+// times in seconds rounded to 0.1. An idle Guard that never ran an
+// operation has a Status of zeros and empty (non-nil) InFlight,
+// ActiveScopes and Cooling, which marshal as [] and {} rather than null.
 type Status struct {
 	// InFlight are the operations whose function has not returned,
 	// oldest first.
