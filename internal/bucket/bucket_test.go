@@ -660,6 +660,28 @@ func TestGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) {
 	}
 }
 
+// An event after a gap, before any success since, measures nothing too: a
+// scope served 10 a second for 2 s after its first event, then idle for
+// 23 s (no demand), whose first call on return is throttled, halves its
+// rate. It was moved to 0.99 x the 20 successes over the 24.9 s since the
+// first event, 0.8 rps: the gap counted as a refill the provider never
+// gave.
+func TestGoodputEventAfterAGapMeasuresNothing(t *testing.T) {
+	b := New(Spec{Rate: 20, Burst: 20, Floor: 0.2, Goodput: true}, 0)
+	for i := range time.Duration(50) {
+		b.Success(i * sec / 10)
+	}
+	r, _ := b.Throttle(5*sec, 0)
+	approx(t, "rate after the first event", r, GoodputShare*10)
+	for i := range time.Duration(20) {
+		b.Success(5*sec + sec/10 + i*sec/10) // until 7 s
+	}
+	if r, dec := b.Throttle(30*sec, 0); !dec || math.Abs(r-GoodputShare*10*DecreaseFactor) > 1e-9 {
+		t.Fatalf("decrease to %v (decreased: %v) at the first event after a gap of 23 s, want %v (halved: it measures nothing)",
+			r, dec, GoodputShare*10*DecreaseFactor)
+	}
+}
+
 // A full bucket holds at least one token at any rate: its capacity, at
 // least one token, is not rounded to a nanosecond less than one token's
 // interval. It was, for some rates (capacity/rate*1e9 and 1e9/rate

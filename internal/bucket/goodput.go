@@ -148,13 +148,18 @@ const goodputWindow = GoodputWindow * time.Second
 // the ideal, against 1.05).
 const goodputLeast = 1
 
-// count counts one success.
-func (s *served) count(now time.Duration) {
+// gap starts counting again at now, as if no event had happened, after a
+// gap of more than GoodputWindow since the last success or the previous
+// event, whichever is later.
+func (s *served) gap(now time.Duration) {
 	if ref := max(s.last, s.from); ref > 0 && now-ref > goodputWindow {
-		// A gap since the last success or the previous event, whichever
-		// is later: measure again as if no event had happened.
 		s.from, s.fromSet, s.created, s.k, s.cur, s.prev = 0, false, now, 0, 0, 0
 	}
+}
+
+// count counts one success.
+func (s *served) count(now time.Duration) {
+	s.gap(now)
 	s.last = now
 	if s.from > 0 && !s.fromSet && now >= s.from {
 		s.fromN, s.fromSet = s.total, true
@@ -195,6 +200,7 @@ type measurement struct {
 // measures nothing and moves to GoodputFirstShare of rate, the bucket
 // then moving (see goodputLeast).
 func (s *served) rate(now time.Duration, rate float64) measurement {
+	s.gap(now) // an event after a gap measures nothing, as a success after one
 	var n int64
 	since, first := s.from, s.from == 0
 	if !first {
