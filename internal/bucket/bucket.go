@@ -210,10 +210,17 @@ func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
 	}
 }
 
+// horizon bounds the balance time. A queue of reservations at an absurd
+// rate, each up to maxSpan after the one before it, would otherwise run
+// past the end of a Duration after eight of them and wrap into the past (a
+// token free at once) or onto frozen (a caller spinning forever); the
+// reservations past it all wait until it, about 146 years on.
+const horizon = time.Duration(1 << 62)
+
 // take returns the balance time after one token is taken from e at now,
 // from t, and the time the token may be used.
 func (e *epoch) take(t, now time.Duration) (nt, at time.Duration) {
-	nt = max(t, max(now, e.paused)-e.p.capNS) + e.p.interval
+	nt = min(max(t, max(now, e.paused)-e.p.capNS)+e.p.interval, horizon)
 	return nt, max(nt, e.paused)
 }
 

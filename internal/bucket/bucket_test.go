@@ -441,6 +441,30 @@ func TestAbsurdRatesDoNotOverflow(t *testing.T) {
 	}
 }
 
+// A queue of absurd rates never wraps: each token of a bucket at 1e-9 rps
+// is 31.7 years after the one before it, so that the eleventh reservation
+// ran past the end of a Duration and wrapped into the past, a token free
+// at once; at 1e-300 rps (a token every 2^60 ns) the eighth wrapped to
+// exactly the value that marks a change being published, and the ninth
+// caller spun forever. Later callers never wait less than earlier ones.
+func TestLongQueuesOfAbsurdRatesDoNotWrap(t *testing.T) {
+	for _, r := range []float64{1e-9, 1e-300} {
+		b := New(Spec{Rate: r, Burst: 1}, 0)
+		b.Reserve(0) // the stored token
+		var prev time.Duration
+		for i := range 20 {
+			w := b.Reserve(0)
+			if w <= 0 || w < prev {
+				t.Fatalf("rate %g: queued caller %d waits %v, after one that waits %v", r, i+1, w, prev)
+			}
+			prev = w
+		}
+		if s := b.Snapshot(0); s.Tokens >= 0 {
+			t.Fatalf("rate %g: a bucket with 20 callers queued reads %v tokens", r, s.Tokens)
+		}
+	}
+}
+
 func TestRateChangeKeepsTheQueueAsTokens(t *testing.T) {
 	// Ten callers queue behind an empty bucket at 10 rps: the last goes at
 	// 1.0 s. A throttle halves the rate: the queue is ten tokens at 5 rps,
