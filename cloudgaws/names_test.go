@@ -35,7 +35,7 @@ func TestOverrideKeysAreCheckedAgainstTheSDK(t *testing.T) {
 	for _, key := range []string{
 		"secretsmanager", "logs", "elbv2", "elb", "ec2.DescribeInstances", "iam.ListRoles", "sts.GetCallerIdentity",
 		"cognito-idp", "application-autoscaling", "events", "stepfunctions",
-		"s3.ListObjectsV2", "lambda.Invoke", "bedrockruntime", "sqs.SendMessage", // no operation list for sqs: any
+		"s3.ListObjectsV2", "lambda.Invoke", "bedrock-runtime", "sqs.SendMessage", // no operation list for sqs: any
 	} {
 		if _, err := resilience.ParseConfig([]byte("aws: {services: {" + key + ": {max_rps: 2}}}\n")); err != nil {
 			t.Errorf("%s: %v", key, err)
@@ -87,5 +87,47 @@ func TestNewerMinor(t *testing.T) {
 	}
 	if !strings.HasPrefix(sdkVersion, "v1.") {
 		t.Errorf("sdkVersion %s", sdkVersion)
+	}
+}
+
+// A scope names its service as botocore does (the spec's scopes), also for
+// the services whose botocore name is not their SDK service ID lower-cased
+// without spaces: most services added since 2019 are named with hyphens
+// (bedrock-runtime), and a few otherwise (lexv2-models, ds-data,
+// serverlessrepo). A configuration written with those names (the one the
+// original cloudg reads) is accepted, and the SDK-style spelling is
+// refused with the botocore name meant.
+func TestServiceNamesAreBotocores(t *testing.T) {
+	for id, want := range map[string]string{
+		"Auto Scaling Plans":              "autoscaling-plans",
+		"Bedrock Runtime":                 "bedrock-runtime",
+		"Bedrock Agent Runtime":           "bedrock-agent-runtime",
+		"RDS Data":                        "rds-data",
+		"EC2 Instance Connect":            "ec2-instance-connect",
+		"DevOps Guru":                     "devops-guru",
+		"Marketplace Entitlement Service": "marketplace-entitlement",
+		"IoT Jobs Data Plane":             "iot-jobs-data",
+		"Lex Models V2":                   "lexv2-models",
+		"Directory Service Data":          "ds-data",
+		"ServerlessApplicationRepository": "serverlessrepo",
+		"Resource Explorer 2":             "resource-explorer-2",
+	} {
+		if got := ServiceName(id); got != want {
+			t.Errorf("ServiceName(%q) = %q, want botocore's %q", id, got, want)
+		}
+	}
+	for pkg, want := range map[string]string{
+		"bedrockruntime": "bedrock-runtime", "autoscalingplans": "autoscaling-plans", "directoryservicedata": "ds-data",
+	} {
+		if got := sdkServices[pkg]; got != want {
+			t.Errorf("the generated list names package %s %q, want %q", pkg, got, want)
+		}
+	}
+	if _, err := resilience.ParseConfig([]byte("aws: {services: {bedrock-runtime: {max_rps: 2}}}\n")); err != nil {
+		t.Errorf("bedrock-runtime: %v", err)
+	}
+	_, err := resilience.ParseConfig([]byte("aws: {services: {bedrockruntime: {max_rps: 2}}}\n"))
+	if want := "ratelimit.aws.services.bedrockruntime: unknown AWS service (did you mean bedrock-runtime?)"; err == nil || err.Error() != want {
+		t.Errorf("bedrockruntime: got %v, want %s", err, want)
 	}
 }
