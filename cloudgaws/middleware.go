@@ -44,8 +44,11 @@ type callState struct {
 	// The call's context but for the cut of the SDK's backoff sleep when
 	// the scope's breaker opens (see watch): the state's Deadline, Done,
 	// Err and Value are its (Value but for the state's own keys), and
-	// from the call's first retry on, Done and Err are those of the cut,
-	// which the breaker's opening cancels.
+	// from the SDK's decision to retry until the retry's attempt begins,
+	// Done and Err are those of the cut, which the breaker's opening
+	// cancels. An attempt runs on the call's own Done and Err, so that
+	// neither the breaker nor the call's end cancels its request, or the
+	// body of its answer (S3 GetObject's), which is read after the call.
 	cut       cutctx.Context
 	stopWatch func() bool // the watch of the sleep in progress, if any
 
@@ -66,8 +69,8 @@ func newCallState(ctx context.Context, gov *resilience.Governor, gd *resilience.
 // Deadline is the call's context's.
 func (s *callState) Deadline() (time.Time, bool) { return s.cut.Deadline() }
 
-// Done is the call's context's, or from its first retry on, the cut's,
-// which the breaker's opening also closes.
+// Done is the call's context's, or during the SDK's sleep before a retry,
+// the cut's, which the breaker's opening also closes.
 func (s *callState) Done() <-chan struct{} { return s.cut.Done() }
 
 // Err goes with Done.
@@ -293,11 +296,14 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		return next.HandleFinalize(ctx, in)
 	}
 	if st.sent {
-		if st.unwatch() {
-			// The breaker opened as the SDK's sleep ended: the retry asks
-			// the guard on the call's own context, the cut one being done.
-			st.cut.Reset()
-		}
+		// The SDK's sleep is over: the watch ends, and the retry runs on
+		// the call's own context (if the breaker opened as the sleep
+		// ended, the cut one is done, and the retry asks the guard below).
+		// A request sent on the cut one would be cancelled when the call
+		// ends, and with it the body of its answer, which the caller reads
+		// after the call returns.
+		st.unwatch()
+		st.cut.Reset()
 		if !st.retryAccounted {
 			// The client's retryer is not the one Install set (replaced
 			// per client): account for the retry here.
