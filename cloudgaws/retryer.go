@@ -106,8 +106,11 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	// the caller's wrapped around this one with a backoff of its own
 	// (retry.AddWithMaxBackoffDelay's kind) never asks RetryDelay, and its
 	// sleep is cut whenever the breaker opens during it. RetryDelay, when
-	// asked, watches it again knowing its length.
-	st.watch(0)
+	// asked, watches it again knowing its length. A governed retryer
+	// inside this one (a retryer of the user's wrapped around an
+	// installed config's, installed again on a copy after an AssumeRole)
+	// started a watch of this sleep already: it gives way to this one's.
+	st.rewatch(0)
 	return release, nil
 }
 
