@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -215,7 +216,9 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	}
 	switch {
 	case c.maxRetries != nil:
-		inst.attempts, inst.explicitMax = *c.maxRetries+1, true
+		// The attempts of the largest max_retries are the most there are,
+		// not a sum that wraps to a negative the SDK reads as its default.
+		inst.attempts, inst.explicitMax = min(*c.maxRetries, math.MaxInt-1)+1, true
 	case cfg.RetryMaxAttempts > 0:
 		inst.attempts, inst.explicitMax = cfg.RetryMaxAttempts, true
 	case prev != nil:

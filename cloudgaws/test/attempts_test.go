@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -86,6 +87,26 @@ func (c *failFirst) Do(req *http.Request) (*http.Response, error) {
 		return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: c.err}
 	}
 	return c.next.Do(req)
+}
+
+// The largest max_retries (WithMaxRetries(math.MaxInt): no bound but the
+// retry budget and the deadline) is the most attempts, not the SDK's
+// default 3: a call throttled five times then answered succeeds on its
+// sixth attempt.
+func TestLargestMaxRetries(t *testing.T) {
+	for _, opt := range []cloudgaws.Option{
+		cloudgaws.WithMaxRetries(math.MaxInt),
+		cloudgaws.WithConfig(cloudgaws.Config{MaxRetries: ptr(math.MaxInt)}),
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake(t)
+			f.script("DescribeVpcs", ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ok)
+			cfg, _ := governed(t, f, resilience.Config{}, opt)
+			if err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg)); err != nil || f.count("DescribeVpcs") != 6 {
+				t.Fatalf("err = %v, sent %d, want the sixth attempt's success", err, f.count("DescribeVpcs"))
+			}
+		})
+	}
 }
 
 // A connection closed before any answer (io.EOF from a stale connection) is
