@@ -154,9 +154,9 @@ func stateFrom(ctx context.Context) *callState {
 //   - a provider's hint that would pass the context's deadline: the
 //     attempt's error, marked not retryable.
 //
-// When the guard has no outcome open (the core took the attempt's error
-// for a fatal or local one, such as a dial failure), the governor has
-// nothing to veto and the SDK's retryer decides alone.
+// A retry of an error the core took for a fatal one (a clock-skewed
+// AuthFailure, which the SDK retries) is counted and paid from the
+// budget like any other, and the empty budget ends it the same way.
 func (s *callState) retry() error {
 	_, err := s.gd.Retry(0)
 	switch e := err.(type) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -107,6 +108,46 @@ func TestLargestMaxRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A retry the SDK makes of an answer the core reads as fatal (EC2's
+// AuthFailure when the response's Date shows the client's clock off by
+// more than 4 minutes: the SDK corrects its clock and retries) is counted
+// and paid from the retry budget like any retry; an empty budget ends the
+// SDK's loop once the call's free retries are spent.
+func TestSDKRetriesOfFatalAnswersAreGoverned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("DescribeVpcs", reply{status: 401, code: "AuthFailure", msg: "AWS was not able to validate the provided access credentials",
+			header: map[string]string{"Date": time.Now().Add(10 * time.Minute).UTC().Format(http.TimeFormat)}})
+		cfg, g := governed(t, f, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+		var apiErr smithy.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "AuthFailure" || f.count("DescribeVpcs") != 2 {
+			t.Fatalf("err = %v, sent %d, want AuthFailure after the SDK's one retry", err, f.count("DescribeVpcs"))
+		}
+		if st := scopeStats(g, stats, ec2Key); st.Calls != 1 || st.Retries != 1 || st.TransientErrors != 0 || st.Throttled != 0 {
+			t.Fatalf("stats = %+v, want the retry counted", st)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("DescribeVpcs", ec2Unauthorized)
+		everything := func() aws.Retryer { // a retryer of the user's that retries any error
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 6
+				o.Retryables = []retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(error) aws.Ternary { return aws.TrueTernary })}
+			})
+		}
+		cfg, _ := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: ptr(0)}}, cloudgaws.WithBaseRetryer(everything))
+		err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg))
+		var te *cloudgaws.ThrottlingError
+		var rbe *resilience.RetryBudgetExhaustedError
+		if !errors.As(err, &te) || !errors.As(err, &rbe) || f.count("DescribeVpcs") != 3 {
+			t.Fatalf("err = %v, sent %d, want the empty budget to end the loop after the two free retries", err, f.count("DescribeVpcs"))
+		}
+	})
 }
 
 // A connection closed before any answer (io.EOF from a stale connection) is
