@@ -109,7 +109,7 @@ func (g *Governor) log(ev *observe.Event) {
 			return
 		}
 		g.logEvent(ctx, slog.LevelInfo, "cloudg: scope paused", ev,
-			[]slog.Attr{slog.Duration("for", d), slog.String("level", ev.Level), slog.Time("until", ev.Until)})
+			[]slog.Attr{slog.Duration("for", d), slog.String("bucket", ev.Level), slog.Time("until", ev.Until)})
 	case observe.BreakerChange:
 		level := slog.LevelInfo
 		attrs := []slog.Attr{slog.String("from", ev.From.String())}

@@ -3,7 +3,9 @@
 package resilience
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"github.com/cloudg/cloudg/observe"
 	"log/slog"
 	"strings"
@@ -56,7 +58,7 @@ func TestLogPausesAndTheBudget(t *testing.T) {
 			t.Fatalf("a half-second pause was logged:\n%s", buf.String())
 		}
 		gd.Pause(2 * time.Second)
-		if !buf.contains(`level=INFO msg="cloudg: scope paused" for=2s level=leaf`) {
+		if !buf.contains(`level=INFO msg="cloudg: scope paused" for=2s bucket=leaf`) {
 			t.Fatalf("log:\n%s", buf.String())
 		}
 		n := 0
@@ -64,6 +66,28 @@ func TestLogPausesAndTheBudget(t *testing.T) {
 		if !buf.contains(`level=INFO msg="cloudg: retry budget exhausted" retries=1 error=`) ||
 			!buf.contains(`msg="cloudg: call gave up" reason=budget`) {
 			t.Fatalf("log:\n%s", buf.String())
+		}
+	})
+}
+
+// A line's attributes never take the name of a key the handler writes
+// itself (time, level, msg): with a JSON handler a pause's line named its
+// bucket "level", and a log pipeline that reads the last of two equal keys
+// took the line for one of level "leaf".
+func TestLogAttributesKeepTheHandlersKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf logBuffer
+		g := newGov(t, Config{}, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		gd.Pause(2 * time.Second)
+		gd.End(nil)
+		var line map[string]any
+		if err := json.Unmarshal(bytes.TrimSpace([]byte(buf.String())), &line); err != nil {
+			t.Fatalf("%v:\n%s", err, buf.String())
+		}
+		if line[slog.MessageKey] != "cloudg: scope paused" || line[slog.LevelKey] != "INFO" || line["bucket"] != "leaf" {
+			t.Fatalf("msg %q, level %q, bucket %q; want the pause at INFO, its bucket leaf:\n%s",
+				line[slog.MessageKey], line[slog.LevelKey], line["bucket"], buf.String())
 		}
 	})
 }
@@ -108,7 +132,7 @@ func TestLogAPauseOfOneSecond(t *testing.T) {
 	g := newGov(t, Config{}, WithLogger(buf.logger()), WithObserver(rec), WithClock(&tickingClock{t: time.Unix(1e9, 0)}))
 	gd, _ := g.Begin(context.Background(), iamUsers)
 	gd.Pause(time.Second)
-	if !buf.contains(`msg="cloudg: scope paused" for=1s level=leaf`) {
+	if !buf.contains(`msg="cloudg: scope paused" for=1s bucket=leaf`) {
 		t.Fatalf("log:\n%s", buf.String())
 	}
 	if p := rec.first(observe.Pause); p.Until.Sub(p.Time) != time.Second {

@@ -118,7 +118,7 @@ func TestLogNamesAPauseOnce(t *testing.T) {
 			gd.After(throttleAfter(60 * time.Second))
 			time.Sleep(10 * time.Millisecond)
 		}
-		if l := buf.lines(`msg="cloudg: scope paused" for=1m0s level=leaf until=`); len(l) != 1 {
+		if l := buf.lines(`msg="cloudg: scope paused" for=1m0s bucket=leaf until=`); len(l) != 1 {
 			t.Fatalf("%d pause lines for one 60 s pause:\n%s", len(l), buf.String())
 		}
 		time.Sleep(30 * time.Second)

@@ -70,7 +70,7 @@ func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 //   - at Debug, each throttled answer ("cloudg: throttled");
 //   - at Info, a scope throttled ("cloudg: scope throttled", with the
 //     throttles counted), a pause of a second or more ("cloudg: scope
-//     paused", for how long and until when), a breaker letting a probe
+//     paused", for how long, until when, and the bucket paused), a breaker letting a probe
 //     through or closing, and an empty retry budget;
 //   - at Warn, a breaker opening with its reason (throttling, errors,
 //     throttled for good, down), and the calls lost: given up after
