@@ -64,8 +64,8 @@
 // Retryer does.
 //
 // Importing the package registers an error reader with the core, so that
-// *apierror.APIError, gRPC status errors and *googleapi.Error classify as
-// google-api-core classifies them (ResourceExhausted and Unavailable are
+// *apierror.APIError, gRPC status errors and *googleapi.Error classify by
+// their code (ResourceExhausted and Unavailable are
 // throttling, DeadlineExceeded and Internal transient, other codes fatal
 // provider answers; a REST answer by its reason when it is
 // rateLimitExceeded or userRateLimitExceeded, which is throttling, else by

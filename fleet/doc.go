@@ -146,7 +146,8 @@
 // the whole fleet was served. As in process, a first event less than a
 // second after counting began measures nothing (what was served then is
 // mostly the provider's burst, whose counts from the other processes may
-// not be in Redis yet); it moves the rate to bucket.GoodputCap of itself.
+// not be in Redis yet); it moves the rate to 97% of itself (in process,
+// to half of it, starting the moving mode below).
 // The goodput controller's sprint (doubling the rate when the queue of
 // callers shows the demand ending) is a rule fleet mode leaves out: the
 // callers queued in a fleet hold tokens leased at fixed times, which a
