@@ -11,9 +11,8 @@ import (
 )
 
 // fast is a configuration whose buckets and bulkhead never hold a request
-// back (for the provider of apiScope: the generic defaults of an unnamed
-// provider are not tunable), so that a benchmark measures the Transport's
-// own cost.
+// back (for gcp, the provider of scopeOf's scopes), so that a benchmark
+// measures the Transport's own cost.
 func fast() resilience.Config {
 	huge := 1e9
 	return resilience.Config{GCP: resilience.ProviderConfig{MaxRPS: huge, Burst: huge, MaxConcurrency: 1 << 20}}
