@@ -8,7 +8,7 @@
 // several times what the providers allow. A Pool keeps a FIFO queue per
 // scope instead, asks the governor (resilience.Governor.Delay) which
 // scopes can go, and hands its workers the tasks of those, in turn: a task
-// whose scope cannot go waits in its queue, and costs a few dozen bytes,
+// whose scope cannot go waits in its queue, and costs about 100 bytes,
 // not a goroutine. Its first governed call is made under a
 // resilience.WithAdmission hold: should the scope turn out busy after all
 // (another process took the token), the call is refused before anything
