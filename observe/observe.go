@@ -3,8 +3,9 @@
 // retried, given up, refused) and for each thing the governor learned from
 // it (a rate change, a pause, a breaker change). An Observer given to
 // resilience.WithObserver receives them; module cloudgotel turns them into
-// OpenTelemetry metrics and span events, and package statuspage into a
-// live page.
+// OpenTelemetry metrics and span events. (Package statuspage receives
+// none: it reads where each scope stands from the governor, as
+// resilience.Governor.Scopes gives it.)
 //
 // The package has no state and no dependencies beyond package state: it is
 // the vocabulary shared by the governor and whatever watches it.
