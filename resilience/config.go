@@ -130,7 +130,10 @@ type ProviderConfig struct {
 }
 
 // ServiceConfig overrides the leaf bucket of a service or an operation.
-// Zero fields inherit the built-in service entry, then the provider's leaf.
+// Zero fields inherit the built-in service entry, then the provider's leaf,
+// except the burst of an entry that sets MaxRPS: without a Burst of its
+// own it is twice that rate (ec2: {max_rps: 5} bursts 10, not the built-in
+// entry's 100). An operation starts from its service's entry.
 type ServiceConfig struct {
 	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty" range:">0"`
 	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty" range:">0"`
