@@ -67,7 +67,7 @@ var lossPhrases = [numLosses]string{
 	"gave up after retries",
 	"skipped (circuit open)",
 	"failed after retries (transient errors)",
-	"refused (would wait past their deadline)",
+	"refused (would wait past their deadline or max wait)",
 	"cancelled (context ended)",
 	"errored (local errors, no provider answer)",
 	"panicked",
@@ -186,9 +186,9 @@ func (l *Ledger) Degraded() bool { return l.Lost() > 0 }
 //
 // with the other kinds after these two, each only when it applies: "3
 // call(s) failed after retries (transient errors)", "2 call(s) refused
-// (would wait past their deadline)", "1 call(s) cancelled (context
-// ended)", "1 call(s) errored (local errors, no provider answer)", "1
-// call(s) panicked". The message starts with "throttled: " when a call
+// (would wait past their deadline or max wait)", "1 call(s) cancelled
+// (context ended)", "1 call(s) errored (local errors, no provider
+// answer)", "1 call(s) panicked". The message starts with "throttled: " when a call
 // gave up, was skipped or was refused, and with "degraded: " otherwise.
 // The reasons in parentheses are left out when none were recorded (every
 // loss came from Record with an empty reason).

@@ -87,10 +87,31 @@ func TestLostRefusedByItsDeadline(t *testing.T) {
 				t.Fatalf("%v, %d sent; want a refusal, nothing sent", err, sent)
 			}
 			r.lost(t, g, LossRefused, 1)
-			if d := r.ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) refused (would wait past their deadline) (aws/123456789012/us-east-1/ec2/DescribeVpcs: deadline exceeded") {
+			if d := r.ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) refused (would wait past their deadline or max wait) (aws/123456789012/us-east-1/ec2/DescribeVpcs: deadline exceeded") {
 				t.Errorf("ledger %q", d)
 			}
 			time.Sleep(5 * time.Second)
+		}
+	})
+}
+
+// A call refused for its max wait (WithMaxWait), which has no deadline,
+// is described as refused for its max wait too: the ledger's line said
+// "would wait past their deadline" of calls that had none.
+func TestLostRefusedByItsMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		r := newRun(context.Background())
+		sent := 0
+		err := Do(WithMaxWait(r.ctx, time.Second), ec2Vpcs, always(&sent, nil), WithGovernor(g))
+		var ww *WouldWaitError
+		if !errors.As(err, &ww) || sent != 0 {
+			t.Fatalf("%v, %d sent; want a refusal, nothing sent", err, sent)
+		}
+		r.lost(t, g, LossRefused, 1)
+		if d := r.ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) refused (would wait past their deadline or max wait) (") {
+			t.Errorf("ledger %q, want the refusal described as past a deadline or a max wait", d)
 		}
 	})
 }
