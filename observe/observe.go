@@ -103,7 +103,7 @@ type Event struct {
 	Reason string
 	// Loss says how a Lost call was lost: "failed" (transient errors after
 	// its retries), "refused" (not sent: its wait would have passed its
-	// deadline), "cancelled" (its context ended), "errored" (a local error
+	// deadline or its max wait), "cancelled" (its context ended), "errored" (a local error
 	// no provider answered ended it) or "panicked" (its function panicked;
 	// Err is nil). A call given up after throttling is a GaveUp event, one
 	// an open breaker refused a Rejected event.
