@@ -17,7 +17,11 @@ func (throttled) Error() string     { return "Throttling: Rate exceeded" }
 func (throttled) ErrorCode() string { return "Throttling" }
 
 // An observer sees each step of a call: here one throttled attempt, what
-// the governor learned from it, and the retry that succeeded.
+// the governor learned from it, and the retry that succeeded. The retry's
+// backoff (50 ms) outlasts a token of the halved rate (50 rps, one every
+// 20 ms), so that the retry takes its token without a wait event, however
+// slow the machine: with a shorter backoff, whether it waits would depend
+// on how soon it came.
 func Example() {
 	obs := observe.Func(func(e observe.Event) {
 		switch e.Kind {
@@ -41,13 +45,12 @@ func Example() {
 			return throttled{}
 		}
 		return nil
-	}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{BaseDelay: time.Millisecond, MaxBackoff: time.Millisecond}))
+	}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{BaseDelay: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}))
 	fmt.Println("error:", err)
 	// Output:
 	// call aws/123456789012/us-east-1/ec2/DescribeVpcs
 	// throttle aws/123456789012/us-east-1/ec2/DescribeVpcs
 	// rate_change aws/123456789012/us-east-1/ec2/DescribeVpcs: 100 -> 50 rps
-	// wait aws/123456789012/us-east-1/ec2/DescribeVpcs
 	// retry aws/123456789012/us-east-1/ec2/DescribeVpcs: retry 1
 	// call aws/123456789012/us-east-1/ec2/DescribeVpcs
 	// error: <nil>
