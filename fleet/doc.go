@@ -147,7 +147,10 @@
 // second after counting began measures nothing (what was served then is
 // mostly the provider's burst, whose counts from the other processes may
 // not be in Redis yet); it moves the rate to 97% of itself (in process,
-// to half of it, starting the moving mode below).
+// to half of it, starting the moving mode below). After more than 5 s
+// without a success since the last one or the previous event, counting
+// starts again, and an event then measures nothing: it halves the rate,
+// as in process.
 // The goodput controller's sprint (doubling the rate when the queue of
 // callers shows the demand ending) is a rule fleet mode leaves out: the
 // callers queued in a fleet hold tokens leased at fixed times, which a

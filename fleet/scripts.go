@@ -293,17 +293,22 @@ end
 -- before, counted until the first event; last (glast) the last success (0:
 -- none yet).
 
--- count counts c successes at t. After more than GOODPUT_WINDOW_US
--- without a success since the later of the last success and the slot
--- after the latest event, counting starts again at t, as if no event had
--- happened. A count older than what it would be counted in (before the
--- slot after the latest event, or before the windows) is left out: those
--- successes answered requests sent before that event.
-local function count(g, t, c)
+-- gap starts counting again at t, as if no event had happened, after more
+-- than GOODPUT_WINDOW_US without a success since the later of the last
+-- success and the slot after the latest event.
+local function gap(g, t)
   local ref = math.max(g.last, g.from)
   if ref > 0 and t - ref > GOODPUT_WINDOW_US then
-    g.from, g.n, g.born, g.k, g.cur, g.prev = 0, 0, t, 0, 0, 0
+    g.from, g.n, g.born, g.k, g.cur, g.prev, g.dirty = 0, 0, t, 0, 0, 0, true
   end
+end
+
+-- count counts c successes at t, after a gap (see gap) counting again. A
+-- count older than what it would be counted in (before the slot after the
+-- latest event, or before the windows) is left out: those successes
+-- answered requests sent before that event.
+local function count(g, t, c)
+  gap(g, t)
   g.last = math.max(g.last, t)
   g.dirty = true
   if g.from > 0 then
@@ -338,10 +343,14 @@ end
 -- (internal/bucket's goodputLeast): the successes of the fleet's other
 -- processes reach Redis up to a slot after their answers, and most of what
 -- was served then was the provider's burst; it moves to GOODPUT_CAP of the
--- rate. The next
--- measurement starts at the slot after this event.
+-- rate. An event after a gap (see gap) measures nothing, as a success
+-- after one starts counting again: the fleet was not drawing on the
+-- provider's bucket then; with nothing counted since, it multiplies by
+-- DECREASE_FACTOR. The next measurement starts at the slot after this
+-- event.
 local function goodput_rate(b, now)
   local g = b.g
+  gap(g, now)
   local n, since, first = 0, g.from, g.from == 0
   if not first then
     n = g.n

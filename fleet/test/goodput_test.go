@@ -345,6 +345,40 @@ func TestSharedGoodputMeasuresAgainAfterAPauseWithNoSuccessBefore(t *testing.T) 
 	})
 }
 
+// An event after more than GoodputWindow without a success since the
+// later of the last success and the previous event (the first call after
+// an idle spell throttled) measures nothing, as in process: the fleet was
+// not drawing on the provider's bucket in the gap, and the time since the
+// previous event would count it as a refill the provider never gave. It
+// multiplies the rate by bucket.DecreaseFactor. Here 100 successes in the
+// 5 s after the previous event, 30 s ago, then none: not 0.99 x 100 over
+// the 30 s (3.3 rps); and, before any event, 100 successes in the first
+// window of counting, which began 9.5 s ago, the last 6 s ago: not 0.99 x
+// 100 over the 9.5 s (10.4 rps).
+func TestSharedGoodputEventAfterAGapMeasuresNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		g := newSharedGoodput(t, be)
+		r0, _ := g.a.Throttle(0, 0) // the first event
+		now := g.now(t)
+		g.set(t, "gfrom", (now/g.slotUS-300)*g.slotUS, "gn", 100, "glast", now-25*1e6)
+		g.decreaseAllowed(t, now)
+		if r, dec := g.b.Throttle(0, 0); !dec || math.Abs(r-r0*bucket.DecreaseFactor) > 1e-9 {
+			t.Errorf("rate %v (decreased %v) at an event after a gap of 25 s since the last success, want %v (%v x %v: it measures nothing)",
+				r, dec, r0*bucket.DecreaseFactor, bucket.DecreaseFactor, r0)
+		}
+
+		g = newSharedGoodput(t, be)
+		g.a.TryReserve(0) // the bucket's hash: counting starts
+		now = g.now(t)
+		g.set(t, "born", now-95*1e5, "gk", 0, "gcur", 100, "gprev", 0, "glast", now-6*1e6)
+		want := goodputSpec.Rate * bucket.DecreaseFactor
+		if r, dec := g.b.Throttle(0, 0); !dec || math.Abs(r-want) > 1e-9 {
+			t.Errorf("rate %v (decreased %v) at a first event after a gap of 6 s since the last success, want %v (%v x the rate: it measures nothing)",
+				r, dec, want, bucket.DecreaseFactor)
+		}
+	})
+}
+
 // With nothing served, a throttle multiplies the rate by
 // bucket.DecreaseFactor; after bucket.GoodputQuiet without a throttle the
 // rate then climbs by bucket.GoodputStep of the ceiling, at most once per
