@@ -421,8 +421,12 @@ func (b *Bucket) Snapshot(now time.Duration) state.BucketSnapshot {
 
 // Idle reports whether the bucket holds nothing a fresh bucket would not:
 // it is at its ceiling, not paused, and has been full for at least minIdle.
-// An idle bucket can be dropped and recreated later without any caller
-// noticing.
+// An idle bucket can be dropped and recreated later with the same rate,
+// tokens and pause. What a goodput bucket learned is lost then: whether
+// its limit was seen to move (a recreated bucket climbs after its next
+// throttle rather than draining), which a scope idle for minIdle, with its
+// success counts started again after GoodputWindow, has mostly lost
+// already.
 func (b *Bucket) Idle(now, minIdle time.Duration) bool {
 	e, t := b.current()
 	return e.p.rate >= b.cfg.ceiling && e.paused <= now && t+e.p.capNS <= now-minIdle
