@@ -49,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -106,28 +107,32 @@ type Pool struct {
 	maxWait time.Duration
 	epoch   time.Time
 
-	mu        sync.Mutex
-	quiet     sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
-	scopes    map[resilience.Scope]*queue
-	ring      ring            // queues whose head may be ready, in turn
-	parked    parkedHeap      // queues waiting for their scope, by time
-	parks     uint32          // queues parked so far (wrapping around), for the heap's order
-	slots     []*queue        // queues waiting for a concurrency slot
-	holds     fifo[heldQueue] // admitting queues, by the end of their hold
-	armedAt   time.Duration
-	armStop   context.CancelFunc // stops the wake-up armed for armedAt
-	keepStop  func() bool        // keeps the stop (drop and settle) from running when ctx is done
-	workers   int                // worker goroutines alive: each runs a task or looks for one
-	queued    int
-	running   int
-	done      int
-	failed    int
-	deferred  int
-	dropped   int
-	errs      []error
-	waited    bool // Wait returned: the pool is over
-	wg        sync.WaitGroup
-	stopCause error
+	mu       sync.Mutex
+	quiet    sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
+	scopes   map[resilience.Scope]*queue
+	ring     ring            // queues whose head may be ready, in turn
+	parked   parkedHeap      // queues waiting for their scope, by time
+	parks    uint32          // queues parked so far (wrapping around), for the heap's order
+	slots    []*queue        // queues waiting for a concurrency slot
+	holds    fifo[heldQueue] // admitting queues, by the end of their hold
+	armedAt  time.Duration
+	armStop  context.CancelFunc // stops the wake-up armed for armedAt
+	keepStop func() bool        // keeps the stop (drop and settle) from running when ctx is done
+	workers  int                // worker goroutines alive: each runs a task or looks for one
+	queued   int
+	running  int
+	done     int
+	failed   int
+	deferred int
+	dropped  int
+	errs     []error
+	waited   bool // Wait returned: the pool is over
+	wg       sync.WaitGroup
+
+	// The causes of the contexts that dropped tasks, each once, for Wait:
+	// the stop's, tasks' own. seen holds those that can be map keys.
+	causes []error
+	seen   map[error]struct{}
 
 	// Dropped tasks whose ledgers are still to be told of their loss: the
 	// reason formats a context's cause, whose Error is the user's, so it
@@ -662,15 +667,13 @@ func (p *Pool) drop() {
 
 // dropTask drops t, a task that will not run because ctx (the pool's,
 // stop set, or its own) is done: a loss of the ledger its context carries,
-// if any, which record writes once p.mu is released. Wait returns the
-// first such context's cause. p.mu is held.
+// if any, which record writes once p.mu is released. Wait returns each
+// such context's cause, once. p.mu is held.
 func (p *Pool) dropTask(t *task, ctx context.Context, stop bool) {
 	cause := context.Cause(ctx)
 	t.q.dropped++
 	p.dropped++
-	if p.stopCause == nil {
-		p.stopCause = cause
-	}
+	p.addCause(cause)
 	l := resilience.LedgerOf(t.ctx)
 	if l == nil {
 		return
@@ -681,6 +684,45 @@ func (p *Pool) dropTask(t *task, ctx context.Context, stop bool) {
 	}
 	p.drops = append(p.drops, dropBatch{t.q.scope, cause, stop, []*resilience.Ledger{l}})
 	p.unrecorded.Store(true)
+}
+
+// addCause adds cause to the causes Wait returns, unless it is there
+// already: a stop drops every queued task for one cause, and tasks with
+// a deadline each drop for context.DeadlineExceeded. p.mu is held.
+func (p *Pool) addCause(cause error) {
+	if n := len(p.causes); n > 0 && sameError(p.causes[n-1], cause) || p.seenCause(cause) {
+		return
+	}
+	p.causes = append(p.causes, cause)
+}
+
+// seenCause reports whether cause is among p.causes, and marks it seen.
+// A cause that cannot be a map key (an error of a struct type holding a
+// slice) is compared with each. p.mu is held.
+func (p *Pool) seenCause(cause error) (seen bool) {
+	defer func() {
+		if recover() != nil { // hash of an unhashable type
+			seen = slices.ContainsFunc(p.causes, func(c error) bool { return sameError(c, cause) })
+		}
+	}()
+	if p.seen == nil {
+		p.seen = map[error]struct{}{}
+	}
+	if _, seen = p.seen[cause]; !seen {
+		p.seen[cause] = struct{}{}
+	}
+	return seen
+}
+
+// sameError reports whether a and b are the same error value; two values
+// of a type that is not comparable are the same when deeply equal.
+func sameError(a, b error) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = reflect.DeepEqual(a, b)
+		}
+	}()
+	return a == b
 }
 
 // record tells the ledgers of the tasks dropped so far of their loss
@@ -714,24 +756,21 @@ func (p *Pool) record() {
 // Wait waits until every task submitted (by Go, from anywhere, tasks
 // included) has returned or been dropped, cancels the pool's context, and
 // returns the tasks' errors joined (errors.Join), with the context's cause
-// when the pool was stopped with tasks still queued (or a task's own
-// context was done before it ran). A task refused before it sent anything
-// and run again counts once, by its last run. Wait must not be called from
-// a task of the pool, nor from anything a task waits for: it would wait
-// for that task too, forever.
+// when the pool was stopped with tasks still queued, and the cause of each
+// task's own context that was done before the task ran (each cause once).
+// A task refused before it sent anything and run again counts once, by
+// its last run. Wait must not be called from a task of the pool, nor from
+// anything a task waits for: it would wait for that task too, forever.
 func (p *Pool) Wait() error {
 	p.mu.Lock()
 	for p.busy() {
 		p.quiet.Wait()
 	}
 	p.waited = true
-	// Clipped: the cause appended goes to an array of this call's own, not
+	// Clipped: the causes appended go to an array of this call's own, not
 	// to the room p.errs may have, which a concurrent Wait would write
 	// while this one reads.
-	errs := slices.Clip(p.errs)
-	if p.stopCause != nil {
-		errs = append(errs, p.stopCause)
-	}
+	errs := append(slices.Clip(p.errs), p.causes...)
 	p.mu.Unlock()
 	// Nothing is queued, and Go panics from now on: the stop would have
 	// nothing to drop. keepStop keeps it from running, so that the cancel

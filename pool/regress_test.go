@@ -762,3 +762,55 @@ func TestARefusalAfterItsTaskReturnedIsInEveryCount(t *testing.T) {
 		}
 	})
 }
+
+// unhashableErr is an error that cannot be a map key, nor compared.
+type unhashableErr struct{ parts []string }
+
+func (e unhashableErr) Error() string { return strings.Join(e.parts, " ") }
+
+// Wait returns the cause of every context that dropped a task, each cause
+// once, as Go and Wait say: a task's own context's, and the stop's when
+// the pool is stopped with tasks still queued. Before, only the first
+// drop's cause was kept: a task whose deadline passed in a paused scope
+// hid the stop that dropped the rest (errors.Is(err, stop) was false),
+// and a second task's own cause was lost too.
+func TestWaitReturnsTheCauseOfEveryDrop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		s := scope("paused")
+		pause(t, g, s, 60*time.Second)
+		parent, stop := context.WithCancelCause(context.Background())
+		p, pctx := New(parent, Workers(2), WithGovernor(g))
+		errLate, errGone, errStop := errors.New("task deadline"), errors.New("tenant removed"), errors.New("scan interrupted")
+		late, cancelLate := context.WithTimeoutCause(pctx, time.Millisecond, errLate)
+		defer cancelLate()
+		gone, cancelGone := context.WithCancelCause(pctx)
+		odd, cancelOdd := context.WithCancelCause(pctx)
+		for _, ctx := range []context.Context{late, late, gone, odd, odd, pctx} {
+			p.Go(ctx, s, call(g, s, 0))
+		}
+		cancelGone(errGone)
+		cancelOdd(unhashableErr{[]string{"odd", "cause"}})
+		time.Sleep(2 * parkRecheck) // the own contexts' tasks are dropped
+		stop(errStop)               // and then the pool's last task
+		err := p.Wait()
+		if pr := p.Progress(); pr.Dropped != 6 {
+			t.Fatalf("%d dropped, want 6", pr.Dropped)
+		}
+		var got []error
+		if u, ok := err.(interface{ Unwrap() []error }); ok {
+			got = u.Unwrap()
+		}
+		for _, cause := range []error{errLate, errGone, errStop} {
+			if !errors.Is(err, cause) {
+				t.Errorf("Wait: %v; it lacks %q", err, cause)
+			}
+		}
+		if !strings.Contains(fmt.Sprint(err), "odd cause") {
+			t.Errorf("Wait: %v; it lacks \"odd cause\"", err)
+		}
+		if len(got) != 4 {
+			t.Errorf("Wait: %q, want the 4 causes, each once", got)
+		}
+	})
+}
