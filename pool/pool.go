@@ -202,8 +202,15 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // queue asks the governor again within a second. A task whose ctx is done
 // by the time its turn comes is dropped, not run (recorded as cancelled in
 // the ledger ctx carries), and Wait returns ctx's cause with the errors.
-// Go does not block. It panics once Wait has returned.
+// Go does not block. It panics once Wait has returned, and on a nil ctx
+// or fn.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
+	switch {
+	case ctx == nil:
+		panic("pool: Go with a nil context")
+	case fn == nil:
+		panic("pool: Go with a nil function")
+	}
 	t := &task{ctx: ctx, fn: fn, p: p}
 	defer p.record()
 	p.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/childtest"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -811,6 +812,42 @@ func TestWaitReturnsTheCauseOfEveryDrop(t *testing.T) {
 		}
 		if len(got) != 4 {
 			t.Errorf("Wait: %q, want the 4 causes, each once", got)
+		}
+	})
+}
+
+// Go refuses a nil context or function at the call, with a panic that
+// says so, in the caller's goroutine, and the pool goes on. Before, a nil
+// context was queued, and the worker that looked at it dereferenced it
+// under the pool's lock: the process crashed from a goroutine of the
+// pool. A nil function was run, and Wait returned a *PanicError of a nil
+// dereference inside the pool. (In a child process: the crash ends it.)
+func TestGoRefusesANilContextOrFunction(t *testing.T) {
+	if !childtest.InChild(t, time.Minute) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		s := scope("op")
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		goPanic := func(ctx context.Context, fn func(context.Context) error) (v any) {
+			defer func() { v = recover() }()
+			p.Go(ctx, s, fn)
+			return nil
+		}
+		if v := goPanic(nil, call(g, s, 0)); !strings.Contains(fmt.Sprint(v), "pool: Go with a nil context") {
+			t.Errorf("Go(nil ctx): panicked with %v, want \"pool: Go with a nil context\"", v)
+		}
+		if v := goPanic(ctx, nil); !strings.Contains(fmt.Sprint(v), "pool: Go with a nil function") {
+			t.Errorf("Go(nil fn): panicked with %v, want \"pool: Go with a nil function\"", v)
+		}
+		synctest.Wait()
+		p.Go(ctx, s, call(g, s, 0))
+		if err := p.Wait(); err != nil {
+			t.Errorf("Wait: %v, want nil", err)
+		}
+		if pr := p.Progress(); pr.Done != 1 || pr.Failed+pr.Dropped+pr.Queued != 0 {
+			t.Errorf("progress %v, want the one task done", pr)
 		}
 	})
 }
