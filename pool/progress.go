@@ -24,7 +24,8 @@ type Progress struct {
 	// queues to run again; one that a stop drops before it runs again is
 	// counted in Dropped too.
 	Deferred int
-	// Dropped counts the tasks a stopped pool never ran.
+	// Dropped counts the tasks never run: the pool stopped, or their own
+	// contexts ended while they were queued.
 	Dropped int
 	// ETA is the longest of the scopes' ETAs: when the queued work should
 	// be done if every scope keeps its current rate.
