@@ -851,3 +851,46 @@ func TestGoRefusesANilContextOrFunction(t *testing.T) {
 		}
 	})
 }
+
+// A task's call waiting in a worker for its account's token sends nothing
+// while its scope is paused: another task's call was throttled with a
+// Retry-After of 60 s at 0.5 s, after the waiting call's leaf token was
+// due (at once) and before its account token was (at 1 s). It goes after
+// the pause, at the halved rate. Before, it was sent at 1 s, into the
+// pause.
+func TestATaskWaitingAtItsAccountSendsNothingDuringAPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acct, perOp := 1.0, true
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{AccountMaxRPS: &acct, AccountBurst: 2,
+			Services: map[string]resilience.ServiceConfig{"svc": {MaxRPS: 100, Burst: 100, PerOperation: &perOp}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		once := resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1})
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		sent := time.Duration(-1)
+		p.Go(ctx, scope("op0"), func(ctx context.Context) error {
+			resilience.Do(ctx, scope("op0"), func(context.Context) error {
+				time.Sleep(500 * time.Millisecond)
+				return throttleAfter(60 * time.Second)
+			}, resilience.WithGovernor(g), once)
+			return nil
+		})
+		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
+			if err := resilience.Do(ctx, scope("op1"), func(context.Context) error { return nil }, resilience.WithGovernor(g), once); err != nil {
+				return err
+			}
+			return resilience.Do(ctx, scope("op0"), func(context.Context) error {
+				sent = time.Since(start)
+				return nil
+			}, resilience.WithGovernor(g), once)
+		})
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if want := 60*time.Second + 520*time.Millisecond; sent != want {
+			t.Fatalf("the call waiting for its account's token, its scope paused from 0.5s for 60s: sent at %v, want at %v", sent, want)
+		}
+	})
+}

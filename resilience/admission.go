@@ -323,11 +323,11 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		return err
 	}
 	// Each level's token is due at a fixed time but the leaf's, which
-	// follows its queue. The wait is recorded once it is over, as long as
-	// it was, at the level of the bucket it ended on.
+	// follows its queue and its pauses. The wait is recorded once it is
+	// over, as long as it was, at the level of the bucket it ended on.
 	start := now
 	r := reservation{due: [levels]time.Duration{now + pw, now + aw, now + lw}}
-	r.queue(gd.e.leaf, now)
+	r.queue(gd.e.leaf)
 	_, level := longest(r.due)
 	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
@@ -368,6 +368,21 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if r.q != nil {
 			r.tk, moved = r.q.Follow(r.tk)
 			r.due[leafLevel] = r.tk.At()
+			if p := r.q.Snapshot(now).Paused; p > 0 && r.due[leafLevel] < now+p {
+				// The leaf was paused (a throttle's Retry-After) after
+				// its token was due, while the call waited for another
+				// level's: a paused scope sends nothing, so the call
+				// queues for a token after the pause, at the leaf's
+				// rate. The token it held counts as spent before the
+				// pause: given back, it would be a stored token at the
+				// pause's end, and the callers held this way would go
+				// all at once.
+				r.due[leafLevel] = now + r.q.Reserve(now)
+				r.tk = r.q.Ticket(r.due[leafLevel])
+			}
+			if at, lv := longest(r.due); at > now {
+				level = lv // the leaf's pause may hold the call longest now
+			}
 		}
 		until, _ := longest(r.due)
 		if err := gd.exceeds(now, until, limit); err != nil {
@@ -417,11 +432,13 @@ type reservation struct {
 	tk  bucket.Ticket
 }
 
-// queue takes the call's ticket in leaf's queue, when the leaf queues the
-// call (its token is not due at now) and its queue moves with its rate.
-func (r *reservation) queue(leaf state.Bucket, now time.Duration) {
+// queue takes the call's ticket in leaf's queue, when its queue moves with
+// its rate and pauses: even a token due at once, when the call waits for
+// another level's, so that a pause of the leaf (a throttle's Retry-After)
+// that begins during the wait holds the call until it ends.
+func (r *reservation) queue(leaf state.Bucket) {
 	r.q = nil
-	if q, ok := leaf.(queueBucket); ok && r.due[leafLevel] > now {
+	if q, ok := leaf.(queueBucket); ok {
 		r.q, r.tk = q, q.Ticket(r.due[leafLevel])
 	}
 }
@@ -472,7 +489,7 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 			r.due[i] += b.Reserve(now)
 		}
 		if i == leafLevel {
-			r.queue(b, now)
+			r.queue(b)
 		}
 	}
 	return true
@@ -627,6 +644,7 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, provi
 // rate and pauses (the in-process bucket): a caller that waits for its
 // token takes the reservation's ticket and follows it.
 type queueBucket interface {
+	state.Bucket
 	Ticket(at time.Duration) bucket.Ticket
 	Follow(tk bucket.Ticket) (_ bucket.Ticket, moved <-chan struct{})
 }

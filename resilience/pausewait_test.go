@@ -1,0 +1,83 @@
+//go:build go1.26
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A call waiting for its account's token when its scope is throttled with
+// a Retry-After sends nothing until the pause ends, though its leaf token
+// was due before the pause began (at once, or queued): a paused scope
+// sends nothing. It queues for a leaf token after the pause, at the
+// halved rate. Before, only the leaf's queued reservations due after the
+// pause began moved with it, and the call went when its account token
+// was due, during the pause. A scheduler's first call (WithAdmission)
+// that may not wait that long is deferred instead of sent.
+func TestACallWaitingAtItsAccountIsHeldByALeafPause(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		leaf      ServiceConfig
+		acct      float64       // the account's rate (burst 1)
+		throttled time.Duration // when the first call is throttled, for 60 s
+		want      time.Duration // when the waiting call goes
+	}{
+		// Leaf token at once, account's at 1 s; paused from 0.5 s to
+		// 60.5 s, the leaf halved to 50 rps.
+		{"leaf token at once", ServiceConfig{MaxRPS: 100, Burst: 100}, 1, 500 * time.Millisecond, 60*time.Second + 520*time.Millisecond},
+		// Leaf token at 1 s, account's at 4 s; paused from 2 s to 62 s,
+		// the leaf halved to 0.5 rps.
+		{"leaf token queued", ServiceConfig{MaxRPS: 1, Burst: 1}, 0.25, 2 * time.Second, 64 * time.Second},
+	} {
+		for _, via := range []string{"Do", "Guard.Enter", "admission"} {
+			t.Run(tc.name+"/"+via, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					g := newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: new(tc.acct), AccountBurst: 1,
+						Services: map[string]ServiceConfig{"ec2": tc.leaf}}})
+					once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+					start := time.Now()
+					go Do(context.Background(), ec2Vpcs, func(context.Context) error {
+						time.Sleep(tc.throttled)
+						return throttleAfter(60 * time.Second)
+					}, WithGovernor(g), once)
+					synctest.Wait()
+					sent := time.Duration(-1)
+					send := func(context.Context) error {
+						sent = time.Since(start)
+						return nil
+					}
+					var a admissionRec
+					var err error
+					switch via {
+					case "Do":
+						err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
+					case "Guard.Enter":
+						gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+						if err = gd.Enter(context.Background()); err == nil {
+							err = send(nil)
+							gd.After(err)
+						}
+						gd.End(err)
+					case "admission":
+						ctx := WithAdmission(context.Background(), &a, 10*time.Second)
+						err = Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
+					}
+					if via == "admission" {
+						var ww *WouldWaitError
+						if !errors.As(err, &ww) || sent >= 0 || len(a.deferred) != 1 {
+							t.Fatalf("a first call allowed 10 s, its scope paused for 60 s while it waited: sent at %v, %v, deferred %v", sent, err, a.deferred)
+						}
+						return
+					}
+					if err != nil || sent != tc.want {
+						t.Fatalf("the call waiting for its account's token, its scope paused from %v for 60s: sent at %v (%v), want at %v", tc.throttled, sent, err, tc.want)
+					}
+				})
+			})
+		}
+	}
+}
