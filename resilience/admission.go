@@ -681,15 +681,17 @@ func (gd *Guard) cancel(now time.Duration) {
 // before it looks at its account's slots, so either the sweep saw this
 // slot and kept the account, or this call sees the entry dead and takes a
 // slot of the live account instead.
-func (gd *Guard) acquire(ctx context.Context) error {
+// It reports whether the call waited for the slot.
+func (gd *Guard) acquire(ctx context.Context) (waited bool, err error) {
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
 			if gd.nested(ctx, b) {
-				return nil
+				return waited, nil
 			}
+			waited = true
 			if err := gd.waitSlot(ctx, b); err != nil {
-				return err
+				return waited, err
 			}
 		}
 		if !gd.e.flags.dead() { // hold, in line
@@ -697,12 +699,42 @@ func (gd *Guard) acquire(ctx context.Context) error {
 			if gd.orphan != nil {
 				gd.orphan.hold(b)
 			}
-			return nil
+			return waited, nil
 		}
 		b.Release()
 		gd.live()
 	}
-	return nil
+	return waited, nil
+}
+
+// pausedDuringSlotWait reports whether the scope's leaf or account bucket
+// is paused at now, for a call that took its tokens before it waited for
+// its slot: a pause set during that wait (a throttle's Retry-After), which
+// the tokens, due before it, do not know of. It then gives the slot back,
+// and the provider's and account's tokens: the call waits for tokens
+// again, which the pause holds. The leaf's token counts as spent before
+// the pause: given back, it would be a stored token at the pause's end,
+// and the calls held this way would go all at once.
+func (gd *Guard) pausedDuringSlotWait(now time.Duration) bool {
+	e := gd.e
+	paused := e.leaf.Snapshot(now).Paused > 0
+	if b := e.acct.bucket; b != nil && !paused {
+		paused = b.Snapshot(now).Paused > 0
+	}
+	if !paused {
+		return false
+	}
+	gd.Release()
+	if h := gd.held; h != nil {
+		gd.held = nil
+		if b := h.acct.global; b != nil {
+			b.Cancel(now)
+		}
+		if b := h.acct.bucket; b != nil {
+			b.Cancel(now)
+		}
+	}
+	return true
 }
 
 // errSlotWait is waitSlot's refusal: the slot did not come within the

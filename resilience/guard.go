@@ -168,7 +168,10 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //  4. a retry of a transient answer waits out the delay Retry gave;
 //  5. a token from the provider, account and leaf buckets, waiting for the
 //     slowest; a wait that would pass the deadline is not made;
-//  6. a slot of the provider x account bulkhead, unless one is held;
+//  6. a slot of the provider x account bulkhead, unless one is held; a
+//     scope paused while the call waited for its slot (another call's
+//     throttle with a Retry-After) has it give the slot back and wait for
+//     tokens again, which the pause holds;
 //  7. one call, and the retry it is, counted.
 //
 // A context that ends during a wait returns its error, joined to the last
@@ -240,18 +243,27 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		}
 		gd.recordBackoff(now)
 	}
-	if gd.p.set.enabled { // a provider disabled since the call began: no token
-		if err := gd.takeToken(ctx, now); err != nil {
-			return err
+	for {
+		if gd.p.set.enabled { // a provider disabled since the call began: no token
+			if err := gd.takeToken(ctx, now); err != nil {
+				return err
+			}
 		}
-	}
-	if gd.slot == nil {
-		if err := gd.acquire(ctx); err != nil {
+		if gd.slot != nil {
+			break
+		}
+		waited, err := gd.acquire(ctx)
+		if err != nil {
 			gd.cancel(gd.g.now())
 			if err == errSlotWait {
 				return gd.refuseWait(0, ErrNoSlot)
 			}
 			return gd.stopByContext(err)
+		}
+		// A scope paused while the call waited for its slot sends
+		// nothing until the pause ends: the call waits for tokens again.
+		if now = gd.g.now(); !waited || !gd.p.set.enabled || !gd.pausedDuringSlotWait(now) {
+			break
 		}
 	}
 	gd.live()     // a Reset or Configure during the waits: count it where they start

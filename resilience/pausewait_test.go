@@ -81,3 +81,64 @@ func TestACallWaitingAtItsAccountIsHeldByALeafPause(t *testing.T) {
 		}
 	}
 }
+
+// So does a call waiting for its account's concurrency slot: it took its
+// tokens before the pause, and gets the slot when the call throttled with
+// a Retry-After gives it back, once its answer is recorded. It then waits for tokens again, which the
+// pause holds: it goes at the pause's end, at the halved rate (20 rps
+// halved: 0.1 s later). Before, it was sent as it got the slot, at once
+// into a 60 s pause.
+func TestACallWaitingForItsSlotIsHeldByAPause(t *testing.T) {
+	for _, via := range []string{"Do", "Guard.Enter", "admission"} {
+		t.Run(via, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+				start := time.Now()
+				// A call that holds its slot until End, after its answer
+				// is recorded (an integration holding it per call).
+				go func() {
+					gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+					gd.Enter(context.Background())
+					time.Sleep(500 * time.Millisecond)
+					err := throttleAfter(60 * time.Second)
+					gd.After(err)
+					gd.End(err)
+				}()
+				synctest.Wait()
+				sent := time.Duration(-1)
+				send := func(context.Context) error {
+					sent = time.Since(start)
+					return nil
+				}
+				var a admissionRec
+				var err error
+				switch via {
+				case "Do":
+					err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
+				case "Guard.Enter":
+					gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+					if err = gd.Enter(context.Background()); err == nil {
+						err = send(nil)
+						gd.After(err)
+					}
+					gd.End(err)
+				case "admission":
+					ctx := WithAdmission(context.Background(), &a, 10*time.Second)
+					err = Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
+				}
+				if via == "admission" {
+					var ww *WouldWaitError
+					if !errors.As(err, &ww) || sent >= 0 || len(a.deferred) != 1 {
+						t.Fatalf("a first call allowed 10 s, its scope paused for 60 s while it waited for its slot: sent at %v, %v, deferred %v", sent, err, a.deferred)
+					}
+				} else if want := 60*time.Second + 600*time.Millisecond; err != nil || sent != want {
+					t.Fatalf("the call waiting for its slot, its scope paused from 500ms for 60s: sent at %v (%v), want at %v", sent, err, want)
+				}
+				if in := g.Inspect(ec2Vpcs).InFlight; in != 0 {
+					t.Fatalf("%d slots held after the calls ended", in)
+				}
+			})
+		})
+	}
+}
