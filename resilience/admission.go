@@ -328,6 +328,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	start := now
 	r := reservation{due: [levels]time.Duration{now + pw, now + aw, now + lw}}
 	r.queue(gd.e.leaf)
+	r.queueAccount(gd.e.acct.bucket, now)
 	_, level := longest(r.due)
 	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
@@ -384,6 +385,9 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				level = lv // the leaf's pause may hold the call longest now
 			}
 		}
+		if gd.accountPaused(now, &r) {
+			_, level = longest(r.due)
+		}
 		until, _ := longest(r.due)
 		if err := gd.exceeds(now, until, limit); err != nil {
 			return err
@@ -400,6 +404,10 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			return gd.stopByContext(err)
 		}
 		if !woken {
+			if gd.accountPaused(now, &r) {
+				_, level = longest(r.due)
+				continue
+			}
 			gd.recordWait(now-start, levelNames[level])
 			return nil
 		}
@@ -407,6 +415,33 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		// state: the loop follows the queue, the live buckets, and asks
 		// the breaker again.
 	}
+}
+
+// accountPaused reports whether a pause of the account's bucket
+// (PauseAccount) set while the call waited holds the account token of r,
+// which is due at now: a token the call queued for follows its
+// reservation, which the pause moved; one due before the pause began
+// does not know of it, and the call queues for an account token after
+// the pause (the one it held counts as spent, as for the leaf). A wait is
+// not woken by such a pause, which only makes it longer: the call looks
+// when its token is due. Fleet mode's buckets are not looked at.
+func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
+	if gd.held == nil || gd.g.sharedBuckets || r.due[1] > now {
+		return false
+	}
+	if r.aq != nil {
+		r.atk, _ = r.aq.Follow(r.atk)
+		if r.due[1] = r.atk.At(); r.due[1] > now {
+			return true
+		}
+	}
+	b := gd.held.acct.bucket
+	if b == nil || b.Snapshot(now).Paused <= 0 {
+		return false
+	}
+	r.due[1] = now + b.Reserve(now)
+	r.queueAccount(b, now)
+	return true
 }
 
 // exceeds ends the call when a wait from now until until would pass its
@@ -430,6 +465,8 @@ type reservation struct {
 	due [levels]time.Duration
 	q   queueBucket
 	tk  bucket.Ticket
+	aq  queueBucket // the account's bucket, when the call queues for its token
+	atk bucket.Ticket
 }
 
 // queue takes the call's ticket in leaf's queue, when its queue moves with
@@ -440,6 +477,16 @@ func (r *reservation) queue(leaf state.Bucket) {
 	r.q = nil
 	if q, ok := leaf.(queueBucket); ok {
 		r.q, r.tk = q, q.Ticket(r.due[leafLevel])
+	}
+}
+
+// queueAccount takes the call's ticket in the queue of acct, the account's
+// bucket, when it queues the call (its token is not due at now), so that
+// the call follows a pause of the account (see accountPaused).
+func (r *reservation) queueAccount(acct state.Bucket, now time.Duration) {
+	r.aq = nil
+	if q, ok := acct.(queueBucket); ok && r.due[1] > now {
+		r.aq, r.atk = q, q.Ticket(r.due[1])
 	}
 }
 
@@ -490,6 +537,8 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 		}
 		if i == leafLevel {
 			r.queue(b)
+		} else if i == 1 {
+			r.queueAccount(b, now)
 		}
 	}
 	return true

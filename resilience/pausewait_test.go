@@ -142,3 +142,63 @@ func TestACallWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 		})
 	}
 }
+
+// A call waiting for its tokens when its account is paused (PauseAccount:
+// ARM's remaining reads spent) sends nothing until the pause ends, its
+// account token due before the pause began (at once, or queued): the
+// pause holds every call of the account. A queued token follows its
+// reservation, which the pause moved; one due before the pause began is
+// spent, and the call queues for an account token after the pause.
+// Before, the call went when its tokens were due, during the pause.
+func TestACallWaitingForItsTokensIsHeldByAnAccountPause(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		leaf ServiceConfig
+		acct float64 // the account's rate (burst 1)
+		want time.Duration
+	}{
+		// The leaf's token at 1 s, the account's at once; paused from
+		// 0.1 s to 60.1 s, then one account token later (0.01 s).
+		{"waiting for the leaf", ServiceConfig{MaxRPS: 1, Burst: 1}, 100, 60*time.Second + 110*time.Millisecond},
+		// The account's token at 1 s, queued: the pause moves it by 60 s.
+		{"queued at the account", ServiceConfig{MaxRPS: 100, Burst: 100}, 1, 61 * time.Second},
+	} {
+		for _, via := range []string{"Do", "Guard.Enter"} {
+			t.Run(tc.name+"/"+via, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					g := newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: new(tc.acct), AccountBurst: 1,
+						Services: map[string]ServiceConfig{"ec2": tc.leaf}}})
+					once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+					start := time.Now()
+					Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), once)
+					go func() {
+						time.Sleep(100 * time.Millisecond)
+						gd, _ := g.Begin(context.Background(), ec2Subnets)
+						gd.PauseAccount(60 * time.Second)
+						gd.End(nil)
+					}()
+					sent := time.Duration(-1)
+					send := func(context.Context) error {
+						sent = time.Since(start)
+						return nil
+					}
+					var err error
+					switch via {
+					case "Do":
+						err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
+					case "Guard.Enter":
+						gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+						if err = gd.Enter(context.Background()); err == nil {
+							err = send(nil)
+							gd.After(err)
+						}
+						gd.End(err)
+					}
+					if err != nil || sent != tc.want {
+						t.Fatalf("the call waiting for its tokens, its account paused from 100ms for 60s: sent at %v (%v), want at %v", sent, err, tc.want)
+					}
+				})
+			})
+		}
+	}
+}
