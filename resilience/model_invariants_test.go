@@ -340,6 +340,8 @@ func (m *machine) checkNoSideEffects(t *rapid.T, gm *guardM, before sideEffects,
 //     the first, nothing at all for a disabled provider (checkCall);
 //   - Enabled equal to the configuration in force (checkEnabled);
 //   - no bucket giving more than rate x elapsed + burst (checkTokens);
+//   - no request sent during a pause of a bucket it takes a token from,
+//     as the governor's Pause events of the epoch set them (sent);
 //   - Inspect's in-flight count equal to the slots the model's calls and
 //     guards hold: each taken slot released once (checkInFlight);
 //   - the run's Stats and the lifetime stats equal to the events an

@@ -455,9 +455,13 @@ type govM struct {
 	epochWin *window
 	sends    []sendRec
 	windows  []*window
-	specs    map[string]spec // of the buckets in the current epoch
-	held     map[string]int  // slots held, by provider/account
+	specs    map[string]spec     // of the buckets in the current epoch
+	held     map[string]int      // slots held, by provider/account
+	paused   map[string]pauseRec // the last pause of each bucket in the current epoch
 }
+
+// pauseRec is a pause a bucket was set to hold, from its Pause event.
+type pauseRec struct{ from, until time.Time }
 
 type callM struct {
 	id       int
@@ -578,6 +582,7 @@ func (m *machine) newGov(cfg resilience.Config, observed bool) *govM {
 	gv.stepEdge = map[resilience.Scope][]edge{}
 	gv.epochWin = &window{at: time.Now(), epochOnly: true, counts: map[string]int{}, what: "start of the epoch"}
 	gv.specs = map[string]spec{}
+	gv.paused = map[string]pauseRec{}
 	if observed {
 		opts := []resilience.GovernorOption{
 			resilience.WithObserver(observe.Func(func(e observe.Event) { m.onEvent(gv, e) })),
@@ -653,6 +658,20 @@ func (m *machine) onEvent(gv *govM, e observe.Event) {
 	tally(bc, e)
 	gv.nEvents++
 	gv.byIDLog[id] = append(gv.byIDLog[id], describeEvent(e))
+	if e.Kind == observe.Pause && !gv.changing && b[0] == gv.epoch {
+		// A pause set in this epoch by a call begun in it: its bucket is
+		// the live one (see sent).
+		k := "leaf " + modelScopes[sd].leafKey().Key()
+		if e.Level == "account" {
+			k = "account " + modelScopes[sd].account()
+		}
+		now := time.Now()
+		if p, ok := gv.paused[k]; !ok || !p.until.After(now) {
+			gv.paused[k] = pauseRec{from: now, until: now.Add(e.Until.Sub(e.Time))}
+		} else if u := now.Add(e.Until.Sub(e.Time)); u.After(p.until) {
+			gv.paused[k] = pauseRec{from: p.from, until: u}
+		}
+	}
 	if e.Kind == observe.BreakerChange {
 		if !legalEdge(edge{e.From, e.To}) {
 			m.violate("illegal breaker change %v -> %v on %v", e.From, e.To, e.Scope)
@@ -968,7 +987,17 @@ func (m *machine) sent(gv *govM, sd, epoch, who int) {
 	if !enabledIn(gv.cfg, p) || gv.changing && gv.next != nil && !enabledIn(*gv.next, p) {
 		return
 	}
-	gv.sends = append(gv.sends, sendRec{at: time.Now(), epoch: epoch, buckets: bucketKeys(gv.cfg, modelScopes[sd]), who: who})
+	now, keys := time.Now(), bucketKeys(gv.cfg, modelScopes[sd])
+	gv.sends = append(gv.sends, sendRec{at: now, epoch: epoch, buckets: keys, who: who})
+	// A paused bucket lets no request go until its pause ends: not one
+	// taken before the pause by a call still waiting (for another
+	// bucket's token, or a slot) when it began. The instant the pause is
+	// set is left out: a call sent then may be sent before it.
+	for _, k := range keys {
+		if p, ok := gv.paused[k]; ok && epoch == gv.epoch && !gv.changing && now.After(p.from) && now.Before(p.until) {
+			m.violate("gov%d: the request of call or guard %d was sent %v into the pause of bucket %s, which ends %v later", gv.idx, who, now.Sub(p.from), k, p.until.Sub(now))
+		}
+	}
 }
 
 // actRelease lets a blocked attempt answer.
@@ -1375,6 +1404,7 @@ func (m *machine) newEpoch(gv *govM) {
 	gv.epochWin = &window{at: time.Now(), seq: len(gv.sends), epochOnly: true, counts: map[string]int{}, what: "start of the epoch"}
 	gv.windows = nil
 	gv.specs = map[string]spec{}
+	gv.paused = map[string]pauseRec{}
 	for k := range gv.breaker {
 		gv.unknown[k] = true
 	}
