@@ -17,7 +17,11 @@
 //
 // Each call is attributed to the scope aws/<account>/<region>/<service>/
 // <Operation>, with the botocore-style service name (ec2, secretsmanager,
-// route53; see ServiceName), and carried by one resilience.Guard. Install
+// route53; see ServiceName) and the region as botocore names a client's:
+// a global service's calls (iam, organizations, route53, cloudfront, ...)
+// in whatever region share the scope of its partition's global endpoint
+// (aws/<account>/aws-global/iam), as AWS limits them once per account.
+// Each is carried by one resilience.Guard. Install
 // adds two middlewares to every call's stack and sets the config's
 // Retryer:
 //

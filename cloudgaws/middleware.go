@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
 	"github.com/cloudg/cloudg/internal/cutctx"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -190,11 +191,12 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		}
 		return next.HandleInitialize(ctx, in)
 	}
+	service := inst.cache.lookup(awsmiddleware.GetServiceID(ctx), inst.names)
 	scope := resilience.Scope{
 		Provider:  provider,
 		Account:   inst.account,
-		Region:    awsmiddleware.GetRegion(ctx),
-		Service:   inst.cache.lookup(awsmiddleware.GetServiceID(ctx), inst.names),
+		Region:    awsname.Region(service, awsmiddleware.GetRegion(ctx)),
+		Service:   service,
 		Operation: awsmiddleware.GetOperationName(ctx),
 	}
 	gd, err := gov.Begin(ctx, scope, sdkPolicy)

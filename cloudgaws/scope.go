@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -14,8 +15,11 @@ var ErrNotInstalled = errors.New("cloudgaws: the config is not installed")
 // Scope returns the scope in which a call of a client made from cfg is
 // governed, aws/<account>/<region>/<service>/<operation>, as the
 // installation's middleware computes it: the account Install recorded on
-// cfg, cfg's region, the service's botocore-style name, and operation, the
-// SDK's operation name ("DescribeVpcs"). service is the SDK's service ID,
+// cfg, cfg's region as botocore names a client's region (the name of the
+// partition's global endpoint for a global service: IAM made in any region
+// of the aws partition is aws-global, in aws-cn aws-cn-global), the
+// service's botocore-style name, and operation, the SDK's operation name
+// ("DescribeVpcs"). service is the SDK's service ID,
 // the ServiceID constant of the client's package (ec2.ServiceID,
 // secretsmanager.ServiceID, which is "Secrets Manager"), named by
 // ServiceName and the installation's WithServiceName overrides; a scope's
@@ -41,7 +45,7 @@ func Scope(cfg aws.Config, service, operation string) (resilience.Scope, error) 
 	if !ok {
 		name = ServiceName(service)
 	}
-	return resilience.Scope{Provider: provider, Account: inst.account, Region: cfg.Region, Service: name, Operation: operation}, nil
+	return resilience.Scope{Provider: provider, Account: inst.account, Region: awsname.Region(name, cfg.Region), Service: name, Operation: operation}, nil
 }
 
 // installed returns the latest installation recorded on cfg, or nil.

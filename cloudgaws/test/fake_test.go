@@ -21,8 +21,8 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// The fake AWS endpoint: EC2 (ec2query XML), STS (awsQuery XML) and
-// Secrets Manager (awsJson1.1), the three wire protocols of the clients
+// The fake AWS endpoint: EC2 (ec2query XML), STS and IAM (awsQuery XML)
+// and Secrets Manager (awsJson1.1), the three wire protocols of the clients
 // the tests drive. Each operation answers from a script, attempt by
 // attempt; every request is recorded.
 
@@ -119,8 +119,11 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		op = form.Get("Action")
 		proto = "ec2"
-		if form.Get("Version") == "2011-06-15" {
+		switch form.Get("Version") {
+		case "2011-06-15":
 			proto = "sts"
+		case "2010-05-08":
+			proto = "iam"
 		}
 		r.Form = form
 	}
@@ -169,6 +172,10 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 <GetCallerIdentityResult><Arn>arn:aws:iam::%[1]s:user/alice</Arn><UserId>AIDAEXAMPLE</UserId><Account>%[1]s</Account></GetCallerIdentityResult>
 <ResponseMetadata><RequestId>01234567-89ab-cdef-0123-456789abcdef</RequestId></ResponseMetadata>
 </GetCallerIdentityResponse>`, testAccount)
+	case "iam":
+		w.Header().Set("Content-Type", "text/xml")
+		fmt.Fprintf(w, `<%[1]sResponse xmlns="https://iam.amazonaws.com/doc/2010-05-08/"><%[1]sResult><IsTruncated>false</IsTruncated></%[1]sResult>
+<ResponseMetadata><RequestId>01234567-89ab-cdef-0123-456789abcdef</RequestId></ResponseMetadata></%[1]sResponse>`, op)
 	default:
 		w.Header().Set("Content-Type", "text/xml")
 		switch op {
@@ -196,7 +203,7 @@ func writeError(w http.ResponseWriter, proto string, rep reply) {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		w.WriteHeader(rep.status)
 		_ = json.NewEncoder(w).Encode(map[string]string{"__type": rep.code, "message": rep.msg})
-	case "sts":
+	case "sts", "iam":
 		w.Header().Set("Content-Type", "text/xml")
 		w.WriteHeader(rep.status)
 		fmt.Fprintf(w, `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>req-err</RequestId></ErrorResponse>`, rep.code, rep.msg)

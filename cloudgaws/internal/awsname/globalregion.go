@@ -1,0 +1,81 @@
+package awsname
+
+import "regexp"
+
+// The tables partitions and globalServices are generated from botocore
+// (globalregions.py, which checks them against the region name botocore's
+// clients report):
+//
+//go:generate sh -c "python3 globalregions.py > globalregions_gen.go"
+
+// partition is one of botocore's partitions: its name, the pattern of its
+// region names, and the regions it lists.
+type partition struct {
+	name, pattern string
+	regions       []string
+}
+
+// globalEndpoint is a global service's endpoint in a partition: botocore
+// names a client made in any region of the partition after the endpoint
+// (aws-global), except in the regions the service serves by an endpoint of
+// their own (kept).
+type globalEndpoint struct {
+	partition, name string
+	kept            []string
+}
+
+// patterns are the compiled patterns of partitions, in order.
+var patterns = func() []*regexp.Regexp {
+	rx := make([]*regexp.Regexp, len(partitions))
+	for i, p := range partitions {
+		rx[i] = regexp.MustCompile(p.pattern)
+	}
+	return rx
+}()
+
+// Region returns the region under which botocore names a client of the
+// service (its scope name: iam, route53) made in region, the client's
+// meta.region_name: the name of its partition's global endpoint for a
+// global service (iam in eu-west-1 or us-east-1 is aws-global, in
+// cn-north-1 aws-cn-global, in us-gov-west-1 aws-us-gov-global), region
+// itself for every other service (ec2, and s3 and sts, which are regional
+// with a global endpoint) and for a region the global service serves by an
+// endpoint of its own (health in us-east-2). A region of no partition
+// (none, "local") is in the aws partition, as botocore falls back to it;
+// the pseudo-regions some services list as endpoints (fips-us-east-2,
+// iam-govcloud) are not in the table and are taken for such regions.
+func Region(service, region string) string {
+	eps, ok := globalServices[service]
+	if !ok {
+		return region
+	}
+	part := partitionOf(region)
+	for _, ep := range eps {
+		if ep.partition != part {
+			continue
+		}
+		for _, r := range ep.kept {
+			if r == region {
+				return region
+			}
+		}
+		return ep.name
+	}
+	return region
+}
+
+// partitionOf returns the partition of region, as botocore finds it: the
+// first that lists the region or whose pattern it matches, else aws.
+func partitionOf(region string) string {
+	for i, p := range partitions {
+		for _, r := range p.regions {
+			if r == region {
+				return p.name
+			}
+		}
+		if patterns[i].MatchString(region) {
+			return p.name
+		}
+	}
+	return "aws"
+}
