@@ -493,3 +493,36 @@ func TestProgressIsClearedLast(t *testing.T) {
 		t.Fatalf("progress lines %q: want ticks, the clear last", lines)
 	}
 }
+
+// The scope pool queues each task under the scope its calls are governed
+// in (cloudgaws.Scope): IAM's under aws-global, where cloudgaws governs
+// the calls of a global service, and not under us-east-1, the region its
+// client is made in, a scope no call takes, whose tokens and breaker the
+// pool would ask about in vain.
+func TestScopePoolTasksNameTheScopesOfTheirCalls(t *testing.T) {
+	o := testOptions("-pool", "scope")(t)
+	var mu sync.Mutex
+	tasks := map[resilience.Scope]bool{}
+	o.beforeTask = func(_ *resilience.Governor, sc resilience.Scope) {
+		mu.Lock()
+		defer mu.Unlock()
+		sc.Operation = ""
+		tasks[sc] = true
+	}
+	_, runs := scan(t, o)
+	r := runs[0]
+	sum := r.s.gov.Summary(r.stats)
+	mu.Lock()
+	defer mu.Unlock()
+	for sc := range tasks {
+		if _, ok := sum.Scopes[sc]; !ok {
+			t.Errorf("tasks queued under %s, whose calls went elsewhere", sc)
+		}
+		if sc.Service == "iam" && sc.Region != "aws-global" {
+			t.Errorf("an IAM task queued under %s", sc)
+		}
+	}
+	if len(tasks) != len(sum.Scopes) {
+		t.Errorf("tasks queued under %d scopes, their calls governed in %d", len(tasks), len(sum.Scopes))
+	}
+}

@@ -58,6 +58,7 @@ type regionClients struct {
 // accountClients are the clients of one account, all made from one
 // aws.Config installed with cloudgaws.Install.
 type accountClients struct {
+	cfg     aws.Config // installed: the scopes of its calls (cloudgaws.Scope)
 	iam     *iam.Client
 	regions map[string]regionClients
 }
@@ -86,7 +87,7 @@ func newClients(endpoint string, httpClient aws.HTTPClient, opts []cloudgaws.Opt
 		if err := cloudgaws.Install(&cfg, acct, opts...); err != nil {
 			return nil, err
 		}
-		ac := &accountClients{iam: iam.NewFromConfig(cfg), regions: map[string]regionClients{}}
+		ac := &accountClients{cfg: cfg, iam: iam.NewFromConfig(cfg), regions: map[string]regionClients{}}
 		for _, region := range regions {
 			ac.regions[region] = regionClients{
 				ec2:     ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = region }),
@@ -221,9 +222,22 @@ func (s *scanner) affected(sc estate.Scope) bool {
 	return slices.ContainsFunc(s.knobs, func(k estate.Scope) bool { return k.Matches(sc) })
 }
 
-// governed is the governor's scope of a call to sc.
-func governed(sc estate.Scope) resilience.Scope {
-	return resilience.Scope{Provider: "aws", Account: sc.Account, Region: sc.Region, Service: sc.Service, Operation: sc.Action}
+// serviceIDs are the SDK's service IDs of the estate's services.
+var serviceIDs = map[string]string{
+	"ec2": ec2.ServiceID, "iam": iam.ServiceID, "secretsmanager": secretsmanager.ServiceID, "dynamodb": dynamodb.ServiceID,
+}
+
+// governed is the governor's scope of a call to sc, as cloudgaws.Scope
+// says the account's clients' middleware computes it: IAM, a global
+// service, is governed in aws-global, not in the region it is called in.
+func (s *scanner) governed(sc estate.Scope) resilience.Scope {
+	cfg := s.clients[sc.Account].cfg
+	cfg.Region = sc.Region
+	gs, err := cloudgaws.Scope(cfg, serviceIDs[sc.Service], sc.Action)
+	if err != nil {
+		panic(err) // not reached: every account's config is installed
+	}
+	return gs
 }
 
 // scan runs the scan once through the scanner's pool. progress, when not
@@ -289,9 +303,10 @@ func (r *scanRun) tasks() []Task {
 // the task timeout from the moment the task starts.
 func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, c *collection, submit func(Task))) Task {
 	c := r.colls[sc.Account+"/"+sc.Service]
-	return Task{Scope: governed(sc), Context: c.ctx, Run: func(ctx context.Context, submit func(Task)) {
+	gs := r.s.governed(sc)
+	return Task{Scope: gs, Context: c.ctx, Run: func(ctx context.Context, submit func(Task)) {
 		if r.s.beforeTask != nil {
-			r.s.beforeTask(r.s.gov, governed(sc))
+			r.s.beforeTask(r.s.gov, gs)
 		}
 		if r.s.taskTimeout > 0 {
 			var stop context.CancelFunc
