@@ -262,7 +262,10 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		}
 		// A scope paused while the call waited for its slot sends
 		// nothing until the pause ends: the call waits for tokens again.
-		if now = gd.g.now(); !waited || !gd.p.set.enabled || !gd.pausedDuringSlotWait(now) {
+		if !waited || !gd.p.set.enabled {
+			break
+		}
+		if now = gd.g.now(); !gd.pausedDuringSlotWait(now) {
 			break
 		}
 	}
