@@ -51,21 +51,7 @@ func TestACallWaitingAtItsAccountIsHeldByALeafPause(t *testing.T) {
 						return nil
 					}
 					var a admissionRec
-					var err error
-					switch via {
-					case "Do":
-						err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
-					case "Guard.Enter":
-						gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
-						if err = gd.Enter(context.Background()); err == nil {
-							err = send(nil)
-							gd.After(err)
-						}
-						gd.End(err)
-					case "admission":
-						ctx := WithAdmission(context.Background(), &a, 10*time.Second)
-						err = Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
-					}
+					err := sendOnceVia(g, via, &a, send)
 					if via == "admission" {
 						var ww *WouldWaitError
 						if !errors.As(err, &ww) || sent >= 0 || len(a.deferred) != 1 {
@@ -112,21 +98,7 @@ func TestACallWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 					return nil
 				}
 				var a admissionRec
-				var err error
-				switch via {
-				case "Do":
-					err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
-				case "Guard.Enter":
-					gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
-					if err = gd.Enter(context.Background()); err == nil {
-						err = send(nil)
-						gd.After(err)
-					}
-					gd.End(err)
-				case "admission":
-					ctx := WithAdmission(context.Background(), &a, 10*time.Second)
-					err = Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
-				}
+				err := sendOnceVia(g, via, &a, send)
 				if via == "admission" {
 					var ww *WouldWaitError
 					if !errors.As(err, &ww) || sent >= 0 || len(a.deferred) != 1 {
@@ -182,18 +154,7 @@ func TestACallWaitingForItsTokensIsHeldByAnAccountPause(t *testing.T) {
 						sent = time.Since(start)
 						return nil
 					}
-					var err error
-					switch via {
-					case "Do":
-						err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
-					case "Guard.Enter":
-						gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
-						if err = gd.Enter(context.Background()); err == nil {
-							err = send(nil)
-							gd.After(err)
-						}
-						gd.End(err)
-					}
+					err := sendOnceVia(g, via, nil, send)
 					if err != nil || sent != tc.want {
 						t.Fatalf("the call waiting for its tokens, its account paused from 100ms for 60s: sent at %v (%v), want at %v", sent, err, tc.want)
 					}
@@ -201,4 +162,26 @@ func TestACallWaitingForItsTokensIsHeldByAnAccountPause(t *testing.T) {
 			})
 		}
 	}
+}
+
+// sendOnceVia makes one call of ec2Vpcs through g, attempted once, by
+// way of via: "Do", "Guard.Enter" (Begin, Enter, After, End), or
+// "admission" (Do as a scheduler's first call, held by a, allowed 10 s).
+func sendOnceVia(g *Governor, via string, a *admissionRec, send func(context.Context) error) error {
+	once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+	switch via {
+	case "Guard.Enter":
+		gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+		err := gd.Enter(context.Background())
+		if err == nil {
+			err = send(nil)
+			gd.After(err)
+		}
+		gd.End(err)
+		return err
+	case "admission":
+		ctx := WithAdmission(context.Background(), a, 10*time.Second)
+		return Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
+	}
+	return Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
 }
