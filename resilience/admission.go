@@ -319,7 +319,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		return nil
 	}
 	limit := gd.deadlineAt()
-	if err := gd.exceeds(now, now+w, limit); err != nil {
+	if err := gd.exceeds(now, now+w, limit, now, 0); err != nil {
 		return err
 	}
 	// Each level's token is due at a fixed time but the leaf's, which
@@ -389,7 +389,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			_, level = longest(r.due)
 		}
 		until, _ := longest(r.due)
-		if err := gd.exceeds(now, until, limit); err != nil {
+		if err := gd.exceeds(now, until, limit, start, level); err != nil {
 			return err
 		}
 		if until <= now {
@@ -446,8 +446,16 @@ func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 
 // exceeds ends the call when a wait from now until until would pass its
 // deadline (limit) or its max wait, and returns the error it ends with;
-// nil when the wait is within both.
-func (gd *Guard) exceeds(now, until, limit time.Duration) error {
+// nil when the wait is within both. A call that has waited since start
+// for the token of level (a pause that began meanwhile moved it past
+// its deadline) has that wait recorded first, as a wait a context ends.
+func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8) error {
+	if until <= limit && (!gd.bounded || until <= gd.admitBy) {
+		return nil
+	}
+	if now > start {
+		gd.recordWait(now-start, levelNames[level])
+	}
 	switch {
 	case until > limit:
 		return gd.passDeadline(now, until-now)
