@@ -149,6 +149,13 @@ func TestLostCancelledBetweenRetries(t *testing.T) {
 			t.Fatalf("%v, %d sent", err, sent)
 		}
 		r.lost(t, g, LossCancelled, 1)
+		// The ledger's reason says the last answer once (it used to say it
+		// twice: "context canceled (last error: InternalError) after
+		// InternalError").
+		want := "degraded: 1 call(s) cancelled (context ended) (aws/123456789012/*/iam/ListUsers: context canceled after " + describe(Transient, transientErr()) + ")"
+		if d := r.ledger.Describe(); d != want {
+			t.Errorf("ledger %q\nwant   %q", d, want)
+		}
 	})
 }
 

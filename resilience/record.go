@@ -362,10 +362,14 @@ func (gd *Guard) recordRefused(err error) {
 }
 
 // recordCancelled records a call its context ended: err is the context's
-// error, with the last answer when there was one.
+// error, with the last answer when there was one (which the ledger's
+// reason says once, after the context's error).
 func (gd *Guard) recordCancelled(err error) {
 	desc := err.Error()
 	if gd.last.err != nil {
+		if ae, ok := err.(*abortedError); ok {
+			desc = ae.ctx.Error() // its last error is said below
+		}
 		desc += " after " + describe(gd.last.kind, gd.last.err)
 	}
 	gd.recordLost(LossCancelled, "context", desc, err)
