@@ -120,16 +120,37 @@ func (l *Ledger) Record(kind Loss, reason string) {
 	l.mu.Unlock()
 }
 
+// addReason keeps r, unless the ledger holds maxLedgerReasons already or
+// one that says the same: the same text, or the same but for the wait a
+// refusal ends with ("; retry in 42s"), so that the calls an open breaker
+// skipped over a minute, each told a second less, take one place rather
+// than crowd out every other reason.
 func (l *Ledger) addReason(r string) {
 	if len(l.reasons) >= maxLedgerReasons {
 		return
 	}
+	k := reasonKey(r)
 	for _, x := range l.reasons {
-		if x == r {
+		if reasonKey(x) == k {
 			return
 		}
 	}
 	l.reasons = append(l.reasons, r)
+}
+
+// reasonKey is r without the "; retry in <n>s" a refusal's message ends
+// with.
+func reasonKey(r string) string {
+	const retryIn = "; retry in "
+	i := strings.LastIndex(r, retryIn)
+	if i < 0 || !strings.HasSuffix(r, "s") {
+		return r
+	}
+	n := r[i+len(retryIn) : len(r)-1]
+	if n == "" || strings.TrimLeft(n, "0123456789") != "" {
+		return r
+	}
+	return r[:i]
 }
 
 // Counts returns the calls that gave up and the calls skipped.
@@ -166,7 +187,9 @@ func (l *Ledger) Lost() int {
 	return total
 }
 
-// Reasons returns up to five distinct reasons, in the order first seen.
+// Reasons returns up to five distinct reasons, in the order first seen;
+// reasons that differ only by the wait a refusal ends with ("; retry in
+// 42s") are one, the first kept.
 func (l *Ledger) Reasons() []string {
 	if l == nil {
 		return nil

@@ -268,3 +268,26 @@ func TestSummaryKeepsScopesWithTheSameStringApart(t *testing.T) {
 		}
 	})
 }
+
+// A ledger keeps one reason for the calls an open breaker skipped over a
+// minute, each told a second less to wait: a reason that differs only by
+// its "retry in" is the same reason, and the others still have their place.
+func TestLedgerReasonsDifferingOnlyByTheirWaitAreOne(t *testing.T) {
+	var l Ledger
+	for s := 60; s > 50; s-- {
+		l.Record(LossSkipped, (&CircuitOpenError{Scope: ec2Subnets, Wait: time.Duration(s) * time.Second, Reason: "throttling"}).Error())
+	}
+	l.Record(LossGaveUp, iamUsers.String()+": "+DescribeError(throttle()))
+	want := []string{
+		"circuit open for aws/123456789012/us-east-1/ec2/DescribeSubnets after repeated throttling; retry in 60s",
+		"aws/123456789012/*/iam/ListUsers: throttled: Throttling: Rate exceeded",
+	}
+	if got := l.Reasons(); !slices.Equal(got, want) {
+		t.Fatalf("reasons %q, want %q", got, want)
+	}
+	for _, r := range []string{"retry in 5s", "x; retry in s", "x; retry in 5m", "x; retry in 1a2s"} {
+		if reasonKey(r) != r {
+			t.Errorf("reasonKey(%q) = %q, want it whole", r, reasonKey(r))
+		}
+	}
+}
