@@ -24,6 +24,10 @@ type sharedBucket struct {
 	adaptive bool
 	goodput  bool
 	rateFB   atomic.Uint64 // float64 bits of the last rate Redis reported
+	// pausedUntil is the end (mono) of the latest pause this process set
+	// (Pause, or Throttle with a Retry-After): the callers holding tokens
+	// granted before it look at it before they send (PausedFor).
+	pausedUntil atomic.Int64
 
 	mu        sync.Mutex
 	lease     int           // tokens borrowed and not yet used
@@ -275,6 +279,7 @@ func (b *sharedBucket) dropLease() {
 // Throttle sends the success counts not yet sent with the throttle: the
 // goodput controller measures what the fleet was served up to now.
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
+	b.paused(pause)
 	b.mu.Lock()
 	b.takeLease()
 	pairs := b.takeServed()
@@ -290,10 +295,39 @@ func (b *sharedBucket) Pause(now, pause time.Duration) {
 	if pause <= 0 {
 		return
 	}
+	b.paused(pause)
 	b.dropLease()
 	if _, ok := b.s.run(pauseScript, b.keys[:1], b.argsWith(pause.Microseconds())...); !ok {
 		b.fallback(now).Pause(now, pause)
 	}
+}
+
+// paused records a pause of d this process sets, from now. Its end is
+// read on the process's clock before Redis sets it, so that it ends no
+// later than Redis's.
+func (b *sharedBucket) paused(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	until := int64(mono() + d)
+	for {
+		old := b.pausedUntil.Load()
+		if old >= until || b.pausedUntil.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+// PausedFor returns how long the bucket is still paused by a pause this
+// process set (Pause, or Throttle with a Retry-After), 0 when it is not.
+// The governor asks it, without a round trip, for a call that waited for
+// its token before it is sent: a token granted before the pause began is
+// not held by it (Redis gave its time before), and a paused scope sends
+// nothing until the pause ends, so that the call takes another token,
+// which Redis gives after the pause. A pause another process set during
+// the wait is not known here (see the README's "Still open").
+func (b *sharedBucket) PausedFor() time.Duration {
+	return max(0, time.Duration(b.pausedUntil.Load())-mono())
 }
 
 // Success counts a success for the goodput controller (see count), and

@@ -388,6 +388,11 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if gd.accountPaused(now, &r) {
 			_, level = longest(r.due)
 		}
+		if paused, err := gd.sharedPaused(ctx, now, &r); err != nil {
+			return gd.stopByContext(err)
+		} else if paused {
+			_, level = longest(r.due)
+		}
 		until, _ := longest(r.due)
 		if err := gd.exceeds(now, until, limit, start, level); err != nil {
 			return err
@@ -405,6 +410,12 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		}
 		if !woken {
 			if gd.accountPaused(now, &r) {
+				_, level = longest(r.due)
+				continue
+			}
+			if paused, err := gd.sharedPaused(ctx, now, &r); err != nil {
+				return gd.stopByContext(err)
+			} else if paused {
 				_, level = longest(r.due)
 				continue
 			}
@@ -442,6 +453,54 @@ func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 	r.due[1] = now + b.Reserve(now)
 	r.queueAccount(b, now)
 	return true
+}
+
+// pausedBucket is the optional interface of fleet mode's buckets: how long
+// the bucket is still paused by a pause its process set, known without a
+// round trip to the shared store.
+type pausedBucket interface {
+	PausedFor() time.Duration
+}
+
+// sharedPaused is accountPaused for fleet mode's buckets, whose tokens do
+// not follow a pause set after Redis gave their times: a leaf or account
+// token of r due before the end of a pause the process set while the call
+// waited counts as spent, and the call takes another, which the shared
+// bucket gives after the pause. A level whose token ctx ends the wait for
+// takes nothing, and the other levels' tokens are given back. It reports
+// whether r moved.
+func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reservation) (bool, error) {
+	if !gd.g.sharedBuckets || gd.held == nil {
+		return false, nil
+	}
+	e, moved := gd.held, false
+	for i, b := range [levels]state.Bucket{nil, e.acct.bucket, e.leaf} {
+		pb, ok := b.(pausedBucket)
+		if !ok {
+			continue
+		}
+		if p := pb.PausedFor(); p <= 0 || r.due[i] >= now+p {
+			continue
+		}
+		var w time.Duration
+		var err error
+		if cb, ok := b.(contextBucket); ok {
+			w, err = cb.ReserveContext(ctx, now)
+		} else {
+			w = b.Reserve(now)
+		}
+		if err != nil {
+			gd.held = nil
+			for j, o := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
+				if o != nil && j != i {
+					o.Cancel(now)
+				}
+			}
+			return false, err
+		}
+		r.due[i], moved = now+w, true
+	}
+	return moved, nil
 }
 
 // exceeds ends the call when a wait from now until until would pass its
