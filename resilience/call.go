@@ -131,10 +131,16 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 			return err
 		}
 		err := gd.attempt(ctx, fn)
-		gd.After(err)
 		if err == nil {
+			gd.Release() // first: After records the success at once
+			gd.After(nil)
 			return nil
 		}
+		// The slot goes back once the answer is recorded, so that a call
+		// waiting for it sees the pause a throttle's Retry-After set (a
+		// shared store's takes a round trip).
+		gd.After(err)
+		gd.Release()
 		delay, rerr := gd.retryWithJitter()
 		if rerr != nil {
 			if ww, ok := rerr.(*WouldWaitError); ok {
@@ -148,10 +154,10 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 	}
 }
 
-// attempt calls fn holding the slot Enter took, and gives it back even if
-// fn panics, recording the call as lost (LossPanicked) then; the panic goes
-// on as it was, never recovered. It is its own function so that its
-// defer is open-coded.
+// attempt calls fn holding the slot Enter took, which loop gives back
+// when fn returns, and gives it back if fn panics, recording the call as
+// lost (LossPanicked) then; the panic goes on as it was, never recovered.
+// It is its own function so that its defer is open-coded.
 func (gd *Guard) attempt(ctx context.Context, fn func(context.Context) error) error {
 	returned := false
 	defer gd.afterAttempt(&returned)
@@ -160,12 +166,10 @@ func (gd *Guard) attempt(ctx context.Context, fn func(context.Context) error) er
 	return err
 }
 
-// afterAttempt gives the slot back after fn, and ends a call whose fn did
-// not return (it panicked, or called runtime.Goexit) as EndPanicked does.
+// afterAttempt ends a call whose fn did not return (it panicked, or called
+// runtime.Goexit) as EndPanicked does.
 func (gd *Guard) afterAttempt(returned *bool) {
 	if !*returned {
 		gd.EndPanicked()
-		return
 	}
-	gd.Release()
 }

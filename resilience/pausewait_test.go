@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // A call waiting for its account's token when its scope is throttled with
@@ -184,4 +186,49 @@ func sendOnceVia(g *Governor, via string, a *admissionRec, send func(context.Con
 		return Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
 	}
 	return Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
+}
+
+// slowThrottleStore is a store whose buckets take 5 ms to record a
+// throttle, as a shared store's do (a round trip to Redis, fleet mode).
+type slowThrottleStore struct{ state.Store }
+
+func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	return slowThrottle{s.Store.Bucket(key, spec, now)}
+}
+
+type slowThrottle struct{ state.Bucket }
+
+func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
+	time.Sleep(5 * time.Millisecond)
+	return b.Bucket.Throttle(now, pause)
+}
+
+// Do gives a failed attempt's slot back once its answer is recorded, so
+// that a call waiting for the slot sees the pause a throttle's Retry-After
+// set, and is held by it. Before, Do gave the slot back as fn returned:
+// with a store whose throttle takes a round trip (fleet mode's), the call
+// waiting for the slot got it, found the scope not paused yet, and was
+// sent at once into the 60 s pause (0.5 s).
+func TestACallWaitingForTheSlotOfAThrottledDoIsHeldByItsPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithStateStore(slowThrottleStore{MemoryStore()}))
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		start := time.Now()
+		go Do(context.Background(), ec2Vpcs, func(context.Context) error {
+			time.Sleep(500 * time.Millisecond)
+			return throttleAfter(60 * time.Second)
+		}, WithGovernor(g), once)
+		synctest.Wait()
+		sent := time.Duration(-1)
+		err := sendOnceVia(g, "Do", nil, func(context.Context) error {
+			sent = time.Since(start)
+			return nil
+		})
+		if err != nil || sent < 60*time.Second+505*time.Millisecond {
+			t.Fatalf("the call waiting for the slot of a Do throttled at 500ms for 60s: sent at %v (%v), want after the pause", sent, err)
+		}
+		if in := g.Inspect(ec2Vpcs).InFlight; in != 0 {
+			t.Fatalf("%d slots held after the calls ended", in)
+		}
+	})
 }
