@@ -191,6 +191,9 @@ func (p parser) provider(ps *ProviderSpec) map[string]func(*yaml.Node, string) e
 			ps.Per = map[string]Limit{}
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				name := n.Content[i].Value
+				if _, dup := ps.Per[name]; dup {
+					return &Error{Path: path + "." + name, Msg: "duplicate key"}
+				}
 				var l Limit
 				if err := p.mapping(n.Content[i+1], path+"."+name, map[string]func(*yaml.Node, string) error{
 					"rate":  p.float(&l.Rate),

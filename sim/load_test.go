@@ -154,3 +154,15 @@ func TestBuiltins(t *testing.T) {
 		t.Error("built-ins share state")
 	}
 }
+
+// Parse's promise: duplicate keys are errors, the action names of
+// provider.actions included (the second limit would silently replace the
+// first).
+func TestParseDuplicateActionIsAnError(t *testing.T) {
+	doc := "provider: {actions: {DescribeVolumes: {rate: 5}, DescribeVolumes: {rate: 50}}}\n"
+	_, err := Parse([]byte(doc))
+	want := "provider.actions.DescribeVolumes: duplicate key"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%q: error %v, want %q", doc, err, want)
+	}
+}
