@@ -166,3 +166,22 @@ func TestParseDuplicateActionIsAnError(t *testing.T) {
 		t.Fatalf("%q: error %v, want %q", doc, err, want)
 	}
 }
+
+// A bucket whose burst is under one token never holds a token: every
+// request of its action would be throttled. provider.burst must be >= 1,
+// and so must an action's burst and a change's, where they are set.
+func TestParseBurstUnderOneIsAnError(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"provider: {actions: {DescribeVolumes: {rate: 5, burst: 0.5}}}", "provider.actions.DescribeVolumes.burst: must be >= 1"},
+		{"provider: {changes: [{at_seconds: 5, rate: 5, burst: 0.5}]}", "provider.changes[0].burst: must be >= 1"},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.doc, err, c.want)
+		}
+	}
+	// 0 leaves the burst as it is.
+	if _, err := Parse([]byte("provider: {actions: {DescribeVolumes: {rate: 5, burst: 0}}, changes: [{at_seconds: 5, rate: 5}]}")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -486,9 +486,19 @@ func (s *Scenario) Validate() error {
 	if p.LatencyMedian <= 0 || p.LatencyP99 < p.LatencyMedian {
 		return &Error{Path: "provider.latency", Msg: "needs 0 < median_ms <= p99_ms"}
 	}
+	for _, a := range slices.Sorted(maps.Keys(p.Per)) {
+		// 0 leaves the burst at provider.burst; under one token, the
+		// bucket could never serve a request.
+		if b := p.Per[a].Burst; b != 0 && !(b >= 1) {
+			return &Error{Path: "provider.actions." + a + ".burst", Msg: "must be >= 1"}
+		}
+	}
 	for i, c := range p.Changes {
 		if !(c.Rate > 0) {
 			return &Error{Path: fmt.Sprintf("provider.changes[%d].rate", i), Msg: "must be > 0"}
+		}
+		if c.Burst != 0 && !(c.Burst >= 1) {
+			return &Error{Path: fmt.Sprintf("provider.changes[%d].burst", i), Msg: "must be >= 1"}
 		}
 	}
 	for i, o := range p.Outages {
