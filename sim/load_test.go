@@ -185,3 +185,17 @@ func TestParseBurstUnderOneIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A tenant whose until_seconds is not after its from_seconds would never
+// take anything: an error, as an outage's or a pause's empty window is.
+func TestParseTenantEmptyWindowIsAnError(t *testing.T) {
+	doc := "provider: {tenant: {rate: 5, from_seconds: 50, until_seconds: 10}}"
+	want := "provider.tenant.until_seconds: must be after from_seconds"
+	if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%q: error %v, want %q", doc, err, want)
+	}
+	// until_seconds 0 (or left out): until the end.
+	if _, err := Parse([]byte("provider: {tenant: {rate: 5, from_seconds: 50}}")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -513,6 +513,9 @@ func (s *Scenario) Validate() error {
 		if t.Share > 1 {
 			return &Error{Path: "provider.tenant.share", Msg: "must be <= 1"}
 		}
+		if t.Until > 0 && t.Until <= t.From {
+			return &Error{Path: "provider.tenant.until_seconds", Msg: "must be after from_seconds"}
+		}
 		if w := t.Walk; w != nil {
 			switch {
 			case w.Every <= 0:
