@@ -88,6 +88,9 @@ func (b *pbucket) advance(tenant *tenantDraw, action string, t time.Duration) {
 			b.rate = c.Rate
 			if c.Burst > 0 {
 				b.burst = c.Burst
+				// The tokens above a smaller burst are lost to the
+				// full bucket, as its refill is.
+				b.overflowed += math.Max(0, b.tokens-b.burst)
 				b.tokens = math.Min(b.tokens, b.burst)
 			}
 			b.changes = b.changes[1:]

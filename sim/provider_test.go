@@ -131,6 +131,24 @@ func TestUnusedAndOverflowedAccountForTheCapacity(t *testing.T) {
 	}
 }
 
+// A change that shrinks a bucket's burst throws away the tokens above the
+// new burst: refill lost to a full bucket, which Overflowed counts, or the
+// identity Capacity - Succeeded = Unused + Overflowed would not hold.
+// Bucket A (10 rps, burst 100), never asked, shrinks to a burst of 5 at
+// 20 s: over 60 s the provider could have served 100 + 600 calls, and all
+// of them are unused (5) or overflowed (695).
+func TestProviderOverflowedCountsAShrunkBurst(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Workload.Actions = []string{"A"}
+	sc.Provider.Rate, sc.Provider.Burst = 10, 100
+	sc.Provider.Changes = []Change{{At: 20 * time.Second, Rate: 10, Burst: 5}}
+	p := newProvider(&sc.Provider, sc.Workload.Actions, SystemClock{}, time.Now(), sc.Seed, &recorder{})
+	unused, overflowed := p.left(time.Minute)
+	if c := sc.Capacity(time.Minute); math.Abs(unused+overflowed-c) > 1e-6 {
+		t.Errorf("capacity %.1f, but unused %.1f + overflowed %.1f = %.1f", c, unused, overflowed, unused+overflowed)
+	}
+}
+
 func TestProviderChangeTenantOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spec := testSpec()
