@@ -149,6 +149,50 @@ func TestProviderOverflowedCountsAShrunkBurst(t *testing.T) {
 	}
 }
 
+// The identity of TestUnusedAndOverflowedAccountForTheCapacity over
+// several seeds and every built-in scenario it holds in (no outages,
+// pauses, dead operations or transient errors), estates included, and a
+// scenario with per-action limits, a burst that shrinks and a tenant that
+// takes a share of one action's limit for a while.
+func TestUnusedAndOverflowedAccountForTheCapacityOverSeeds(t *testing.T) {
+	mixed := func() *Scenario {
+		sc, _ := Builtin(ScenarioDefault)
+		sc.Name = "mixed"
+		sc.Workload.Actions = []string{"A", "B", "C"}
+		sc.Provider.Per = map[string]Limit{"B": {Rate: 5, Burst: 30}}
+		sc.Provider.Changes = []Change{{At: 30 * time.Second, Action: "A", Rate: 6, Burst: 20}, {At: 50 * time.Second, Rate: 8}}
+		sc.Provider.Tenant = &Tenant{Share: 0.5, Action: "C", From: 10 * time.Second, Until: 70 * time.Second}
+		return sc
+	}
+	var scenarios []*Scenario
+	for _, name := range []string{ScenarioDefault, ScenarioDrop, ScenarioTenant, ScenarioModel10, ScenarioModelDrop, ScenarioEstateUniform, ScenarioEstateTenant} {
+		sc, _ := Builtin(name)
+		scenarios = append(scenarios, sc)
+	}
+	scenarios = append(scenarios, mixed())
+	for _, base := range scenarios {
+		strategies := []string{CloudgGoodput, CloudgAIMD}
+		if base.Estate != nil {
+			strategies = []string{PoolGoodput, Plain}
+		}
+		for seed := uint64(1); seed <= 3; seed++ {
+			sc := *base
+			sc.Seed = seed
+			for _, strategy := range strategies {
+				r := runVirtualOne(t, &sc, strategy)
+				if r.Aborted {
+					t.Fatalf("%s seed %d %s: aborted", sc.Name, seed, strategy)
+				}
+				left := r.Capacity - float64(r.Succeeded)
+				if d := r.Unused + r.Overflowed - left; d < -1e-6 || d > sc.TrueRate(r.Makespan)*0.010+1e-6 {
+					t.Errorf("%s seed %d %s: capacity %.3f - succeeded %d = %.3f, but unused %.3f + overflowed %.3f = %.3f",
+						sc.Name, seed, strategy, r.Capacity, r.Succeeded, left, r.Unused, r.Overflowed, r.Unused+r.Overflowed)
+				}
+			}
+		}
+	}
+}
+
 func TestProviderChangeTenantOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spec := testSpec()
