@@ -199,3 +199,27 @@ func TestParseTenantEmptyWindowIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An action the provider settings name that the workload never calls (a
+// typo, DescribeInstance for DescribeInstances) would leave its limit,
+// change, tenant, pause or dead operation without effect, silently: an
+// error naming the key.
+func TestParseActionNotInTheWorkloadIsAnError(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"provider: {actions: {DescribeVolume: {rate: 5}}}", `provider.actions.DescribeVolume: "DescribeVolume" is no action of the workload (DescribeInstances, DescribeVolumes)`},
+		{"provider: {changes: [{at_seconds: 5, rate: 5, action: DescribeVolume}]}", `provider.changes[0].action: "DescribeVolume" is no action of the workload`},
+		{"provider: {tenant: {rate: 5, action: DescribeVolume}}", `provider.tenant.action: "DescribeVolume" is no action of the workload`},
+		{"provider: {tenant: {rate: 5, actions: [DescribeVolumes, DescribeInstance]}}", `provider.tenant.actions[1]: "DescribeInstance" is no action of the workload`},
+		{"provider: {pauses: [{action: DescribeInstance, to_seconds: 60}]}", `provider.pauses[0].action: "DescribeInstance" is no action of the workload`},
+		{"provider: {dead: [DescribeVolumes, DescribeInstance]}", `provider.dead[1]: "DescribeInstance" is no action of the workload`},
+		{"base: estate-uniform\nprovider: {dead: [111111111111/us-east-1/ec2/DescribeInstance]}", `provider.dead[0]: "111111111111/us-east-1/ec2/DescribeInstance" is no action of the workload`},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.doc, err, c.want)
+		}
+	}
+	if _, err := Parse([]byte("workload: {actions: [A, B]}\nprovider: {actions: {A: {rate: 5}}, tenant: {rate: 1, actions: [B]}, pauses: [{action: A, to_seconds: 9}], dead: [B], changes: [{rate: 3, action: A}]}")); err != nil {
+		t.Fatal(err)
+	}
+}

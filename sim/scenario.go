@@ -535,6 +535,9 @@ func (s *Scenario) Validate() error {
 			return &Error{Path: fmt.Sprintf("provider.pauses[%d].to_seconds", i), Msg: "must be after from_seconds"}
 		}
 	}
+	if err := s.validateActions(); err != nil {
+		return err
+	}
 	if !(s.Client.Rate > 0) {
 		return &Error{Path: "client.rate", Msg: "must be > 0"}
 	}
@@ -549,6 +552,55 @@ func (s *Scenario) Validate() error {
 		if !slices.Contains(names, name) {
 			return &Error{Path: fmt.Sprintf("strategies[%d]", i),
 				Msg: fmt.Sprintf("unknown strategy %q (%s)", name, strings.Join(names, ", "))}
+		}
+	}
+	return nil
+}
+
+// validateActions reports the first action the provider's settings name
+// that the workload does not call: its limit, change, tenant, pause or
+// death would have no effect.
+func (s *Scenario) validateActions() error {
+	known := s.Workload.Actions
+	check := func(path, action string) error {
+		if action == "" || slices.Contains(known, action) {
+			return nil
+		}
+		msg := fmt.Sprintf("%q is no action of the workload", action)
+		if len(known) <= 8 {
+			msg += " (" + strings.Join(known, ", ") + ")"
+		}
+		return &Error{Path: path, Msg: msg}
+	}
+	p := &s.Provider
+	for _, a := range slices.Sorted(maps.Keys(p.Per)) {
+		if err := check("provider.actions."+a, a); err != nil {
+			return err
+		}
+	}
+	for i, c := range p.Changes {
+		if err := check(fmt.Sprintf("provider.changes[%d].action", i), c.Action); err != nil {
+			return err
+		}
+	}
+	if t := p.Tenant; t != nil {
+		if err := check("provider.tenant.action", t.Action); err != nil {
+			return err
+		}
+		for i, a := range t.Actions {
+			if err := check(fmt.Sprintf("provider.tenant.actions[%d]", i), a); err != nil {
+				return err
+			}
+		}
+	}
+	for i, w := range p.Pauses {
+		if err := check(fmt.Sprintf("provider.pauses[%d].action", i), w.Action); err != nil {
+			return err
+		}
+	}
+	for i, a := range p.Dead {
+		if err := check(fmt.Sprintf("provider.dead[%d]", i), a); err != nil {
+			return err
 		}
 	}
 	return nil
