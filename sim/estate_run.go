@@ -46,6 +46,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 	keyOf := make([]string, n)
 	scopeDone := map[string]time.Duration{}
 	var last time.Duration
+	cut := false // a call ended by the time limit (or ctx), under mu
 
 	// do makes one logical call, and records it unless the pool's
 	// admission sent its task back before anything was sent (the task
@@ -70,6 +71,8 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		if ctx.Err() == nil {
 			scopeDone[key] = max(scopeDone[key], t)
 			last = max(last, t)
+		} else {
+			cut = true
 		}
 		mu.Unlock()
 		if ctx.Err() == nil {
@@ -113,7 +116,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		Calls:     n,
 		Makespan:  last,
 		Ideal:     sc.IdealMakespan(),
-		Aborted:   ctx.Err() != nil && r.done.Load() < int64(n),
+		Aborted:   ctx.Err() != nil && (r.done.Load() < int64(n) || cut),
 		ScopeDone: scopeDone,
 		Affected:  e.Affected,
 		InLedger:  ledger.Lost(),

@@ -325,3 +325,34 @@ func TestVirtualRunsAreReproducible(t *testing.T) {
 		}
 	}
 }
+
+// A run the time limit cuts is aborted, its makespan the limit, even when
+// every call had started before it: the calls it cut are lost, not done.
+// 64 calls at once against a burst of 20 and 10 rps are not done in 2 s;
+// an estate of one listing and 20 detail calls at 1 rps (burst 5) is not
+// done in 3 s.
+func TestTimeLimitAbortsARunWhoseCallsAllStarted(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.TimeLimit = 2 * time.Second
+	sc.Workload.Calls = 64
+	sc.Workload.Actions = []string{"A"}
+	sc.Provider.Burst = 20
+	est := estateScenario("tiny", "")
+	(&Estate{Accounts: []string{"111111111111"}, Regions: []string{"us-east-1"},
+		Services: []EstateService{{Name: "ec2", List: "DescribeInstances", ListRate: 20, PageSize: 100,
+			Detail: "DescribeInstanceAttribute", DetailRate: 1, Items: 20}}}).apply(est)
+	est.TimeLimit = 3 * time.Second
+	for _, c := range []struct {
+		sc       *Scenario
+		strategy string
+	}{{sc, Static}, {sc, CloudgAIMD}, {est, Plain}, {est, PoolAIMD}} {
+		r := runVirtualOne(t, c.sc, c.strategy)
+		if r.Lost == 0 {
+			t.Fatalf("%s %s: no call lost; the test needs a run the limit cuts", c.sc.Name, c.strategy)
+		}
+		if !r.Aborted || r.Makespan != c.sc.TimeLimit {
+			t.Errorf("%s %s: %d of %d calls lost at the %v limit, but aborted %v, makespan %v",
+				c.sc.Name, c.strategy, r.Lost, r.Calls, c.sc.TimeLimit, r.Aborted, r.Makespan)
+		}
+	}
+}

@@ -208,6 +208,7 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 	started := make([]bool, n)
 	var last atomic.Int64
 	var next atomic.Int64
+	var cut atomic.Bool // a call ended by the time limit (or ctx)
 	var wg sync.WaitGroup
 	for w := 0; w < sc.Workload.Workers; w++ {
 		wg.Add(1)
@@ -240,6 +241,8 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 				ok[i] = err == nil && ctx.Err() == nil
 				if ctx.Err() == nil {
 					rec.call(end.Sub(start), ok[i])
+				} else {
+					cut.Store(true)
 				}
 				for {
 					l := last.Load()
@@ -263,7 +266,9 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 		Calls:    n,
 		Makespan: time.Duration(last.Load()),
 		Ideal:    sc.IdealMakespan(),
-		Aborted:  ctx.Err() != nil && r.done.Load() < int64(n),
+		// Aborted: calls were never started, or were cut (their ends
+		// count in done).
+		Aborted: ctx.Err() != nil && (r.done.Load() < int64(n) || cut.Load()),
 	}
 	var done []time.Duration
 	for i := 0; i < n; i++ {
