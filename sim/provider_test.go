@@ -193,6 +193,17 @@ func TestUnusedAndOverflowedAccountForTheCapacityOverSeeds(t *testing.T) {
 	}
 }
 
+// A workload may name an action twice, to give it twice the calls; the
+// provider still has one bucket of it, so the true rate counts it once:
+// 10 rps for A and 10 for B, not 30.
+func TestTrueRateCountsARepeatedActionOnce(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Workload.Actions = []string{"A", "A", "B"}
+	if r := sc.TrueRate(0); r != 20 {
+		t.Fatalf("true rate %v of [A A B] at 10 rps per action, want 20", r)
+	}
+}
+
 func TestProviderChangeTenantOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spec := testSpec()

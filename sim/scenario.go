@@ -432,7 +432,10 @@ func (s *Scenario) Capacity(d time.Duration) float64 {
 func (s *Scenario) TrueRate(t time.Duration) float64 {
 	var sum float64
 	tenant := s.Provider.tenantFor(s.Seed)
-	for _, a := range s.Workload.Actions {
+	for i, a := range s.Workload.Actions {
+		if slices.Contains(s.Workload.Actions[:i], a) {
+			continue // one bucket, however often the workload names it
+		}
 		if _, paused := s.Provider.paused(a, t, 0); paused || s.Provider.dead(a) {
 			continue
 		}
