@@ -76,7 +76,9 @@ func (b *pbucket) advance(tenant *tenantDraw, action string, t time.Duration) {
 		// The tenant's window edges and its walk's steps also split the
 		// span.
 		next = tenant.next(b.at, next)
-		net := b.rate - tenant.rate(action, b.rate, b.at)
+		// The tenant takes its rate out of the refill, not out of the
+		// tokens held (netRate, Scenario.fluid).
+		net := math.Max(0, b.rate-tenant.rate(action, b.rate, b.at))
 		filled := b.tokens + net*(next-b.at).Seconds()
 		if filled > b.burst {
 			b.overflowed += filled - b.burst

@@ -204,6 +204,24 @@ func TestTrueRateCountsARepeatedActionOnce(t *testing.T) {
 	}
 }
 
+// The second tenant takes its rate out of the refill (Tenant, netRate): a
+// tenant taking more than the refill leaves the bucket no refill, and
+// does not drain the tokens it holds, or the provider would serve fewer
+// calls than Capacity counts. Bucket A (10 rps, burst 100) with a tenant
+// of 30 rps, never asked: after 10 s it holds its burst, all of the
+// capacity.
+func TestProviderTenantTakesOnlyTheRefill(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Workload.Actions = []string{"A"}
+	sc.Provider.Rate, sc.Provider.Burst = 10, 100
+	sc.Provider.Tenant = &Tenant{Rate: 30}
+	p := newProvider(&sc.Provider, sc.Workload.Actions, SystemClock{}, time.Now(), sc.Seed, &recorder{})
+	unused, overflowed := p.left(10 * time.Second)
+	if c := sc.Capacity(10 * time.Second); math.Abs(unused+overflowed-c) > 1e-6 || unused != 100 {
+		t.Errorf("capacity %.1f, but unused %.1f + overflowed %.1f = %.1f", c, unused, overflowed, unused+overflowed)
+	}
+}
+
 func TestProviderChangeTenantOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spec := testSpec()
