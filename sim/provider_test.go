@@ -222,6 +222,21 @@ func TestProviderTenantTakesOnlyTheRefill(t *testing.T) {
 	}
 }
 
+// Capacity counts the bucket of every action of the workload, as the
+// provider has them and TrueRate counts them, an action that the
+// workload's calls do not reach (3 calls over 4 actions) included.
+func TestCapacityCountsEveryActionsBucket(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Workload.Calls = 3
+	sc.Workload.Actions = []string{"A", "B", "C", "D"}
+	sc.Provider.Rate, sc.Provider.Burst = 10, 100
+	p := newProvider(&sc.Provider, sc.Workload.Actions, SystemClock{}, time.Now(), sc.Seed, &recorder{})
+	unused, overflowed := p.left(10 * time.Second)
+	if c := sc.Capacity(10 * time.Second); math.Abs(unused+overflowed-c) > 1e-6 || math.Abs(c-800) > 1e-6 {
+		t.Errorf("capacity %.1f (want 800: 4 x (100 + 10 s x 10 rps)), but unused %.1f + overflowed %.1f = %.1f", c, unused, overflowed, unused+overflowed)
+	}
+}
+
 func TestProviderChangeTenantOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spec := testSpec()

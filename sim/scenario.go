@@ -344,6 +344,9 @@ func (s *Scenario) workPer() map[string]int {
 	}
 	w := &s.Workload
 	out := map[string]int{}
+	for _, a := range w.Actions {
+		out[a] = 0 // its bucket counts in the capacity, calls or not
+	}
 	for i := 0; i < w.Calls; i++ {
 		out[w.Actions[i%len(w.Actions)]]++
 	}
