@@ -223,3 +223,13 @@ func TestParseActionNotInTheWorkloadIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A tenant takes a rate or a share of the limit, not both: with both, the
+// share would win and the rate be ignored, silently.
+func TestParseTenantRateAndShareIsAnError(t *testing.T) {
+	doc := "provider: {tenant: {rate: 5, share: 0.5}}"
+	want := "provider.tenant.share: give rate or share, not both"
+	if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%q: error %v, want %q", doc, err, want)
+	}
+}

@@ -519,6 +519,9 @@ func (s *Scenario) Validate() error {
 		if t.Share > 1 {
 			return &Error{Path: "provider.tenant.share", Msg: "must be <= 1"}
 		}
+		if t.Share > 0 && t.Rate > 0 {
+			return &Error{Path: "provider.tenant.share", Msg: "give rate or share, not both"}
+		}
 		if t.Until > 0 && t.Until <= t.From {
 			return &Error{Path: "provider.tenant.until_seconds", Msg: "must be after from_seconds"}
 		}
