@@ -233,3 +233,14 @@ func TestParseTenantRateAndShareIsAnError(t *testing.T) {
 		t.Errorf("%q: error %v, want %q", doc, err, want)
 	}
 }
+
+// A strategy named twice would run twice, and a sweep would print the
+// first run's figures on both rows (Sweep looks a strategy up by name):
+// an error.
+func TestParseRepeatedStrategyIsAnError(t *testing.T) {
+	doc := "strategies: [static, cloudg-aimd, static]"
+	want := `strategies[2]: "static" is named twice`
+	if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%q: error %v, want %q", doc, err, want)
+	}
+}

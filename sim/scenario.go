@@ -562,6 +562,9 @@ func (s *Scenario) Validate() error {
 			return &Error{Path: fmt.Sprintf("strategies[%d]", i),
 				Msg: fmt.Sprintf("unknown strategy %q (%s)", name, strings.Join(names, ", "))}
 		}
+		if slices.Contains(s.Strategies[:i], name) {
+			return &Error{Path: fmt.Sprintf("strategies[%d]", i), Msg: fmt.Sprintf("%q is named twice", name)}
+		}
 	}
 	return nil
 }
