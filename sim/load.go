@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -40,7 +42,8 @@ func LoadFile(path string) (*Scenario, error) {
 // provider's latency, pauses, dead actions and tenant (by scope key,
 // EstateKey), the governor and the rest, not workload.calls,
 // workload.actions, or the provider's service, account, region, rate,
-// burst or actions.
+// burst or actions; the scope it pauses or kills, one at most, is the one
+// the estate's figures set apart (Estate.Affected).
 //
 //	name: my-estate
 //	base: default
@@ -161,10 +164,37 @@ func Parse(data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sc.Estate != nil {
+		// The scope the figures set apart is the one the file pauses
+		// or kills, not the base's.
+		var keys []string
+		for _, k := range slices.Concat(pauseActions(sc.Provider.Pauses), sc.Provider.Dead) {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		switch len(keys) {
+		case 0:
+			sc.Estate.Affected = ""
+		case 1:
+			sc.Estate.Affected = keys[0]
+		default:
+			return nil, &Error{Path: "provider", Msg: fmt.Sprintf("an estate's figures set one paused or dead scope apart; pauses and dead name %d (%s)", len(keys), strings.Join(keys, ", "))}
+		}
+	}
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
 	return sc, nil
+}
+
+// pauseActions returns the action of each pause.
+func pauseActions(ps []Pause) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Action)
+	}
+	return out
 }
 
 // builtIn makes keys of fields errors: an estate's scopes, limits and

@@ -244,3 +244,32 @@ func TestParseRepeatedStrategyIsAnError(t *testing.T) {
 		t.Errorf("%q: error %v, want %q", doc, err, want)
 	}
 }
+
+// An estate's figures set apart the scope its provider pauses or kills
+// (Estate.Affected: "unaffected done", "of which elsewhere"). A file that
+// pauses or kills a scope sets that scope apart, not the base's, and a
+// file that pauses and kills nothing sets none apart; more than one such
+// scope is an error, the figures setting one apart.
+func TestParseEstateAffectedFollowsTheFile(t *testing.T) {
+	dead := EstateKey("111111111111", "eu-west-1", "rds", "ListTagsForResource")
+	paused := EstateKey("333333333333", "us-east-1", "ec2", "DescribeInstanceAttribute")
+	for _, c := range []struct{ doc, want string }{
+		{"base: estate-uniform\nprovider: {dead: [" + dead + "]}", dead},
+		{"base: estate-paused\nprovider: {pauses: [{action: " + paused + ", to_seconds: 60}]}", paused},
+		{"base: estate-paused\nprovider: {pauses: []}", ""},
+		{"base: estate-paused\nworkload: {workers: 8}", EstateKey("222222222222", "eu-west-1", "ec2", "DescribeInstanceAttribute")},
+	} {
+		sc, err := Parse([]byte(c.doc))
+		if err != nil {
+			t.Fatalf("%q: %v", c.doc, err)
+		}
+		if sc.Estate.Affected != c.want {
+			t.Errorf("%q: affected %q, want %q", c.doc, sc.Estate.Affected, c.want)
+		}
+	}
+	doc := "base: estate-paused\nprovider: {dead: [" + dead + "]}"
+	want := "provider: an estate's figures set one paused or dead scope apart"
+	if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%q: error %v, want %q", doc, err, want)
+	}
+}
