@@ -98,6 +98,16 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		}
 	}
 	ls := e.listings()
+	// Every call's scope, for the calls the run never starts too (lost
+	// with the rest of their scope's).
+	for _, l := range ls {
+		for pg := range l.pages {
+			keyOf[l.id0+pg] = l.key
+		}
+		for i := range l.items {
+			keyOf[l.id0+l.pages+i] = l.detail
+		}
+	}
 	if r.strategy == Shuffle || r.strategy == RandomQueue {
 		// CloudQuery shuffles its (table, client) pairs with a fixed seed.
 		rng := rand.New(rand.NewPCG(sc.Seed, 7))

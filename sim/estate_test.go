@@ -283,3 +283,19 @@ func TestEstateRunCountsEveryCall(t *testing.T) {
 		}
 	}
 }
+
+// LostAffected counts every lost call of the affected scope, those the
+// run never started included: estate-paused cut at 30 s, inside its
+// scope's 60 s pause, loses all 150 calls of that scope, whether a worker
+// had taken them up or they were still queued.
+func TestLostAffectedCountsTheCallsNeverStarted(t *testing.T) {
+	sc, _ := Builtin(ScenarioEstatePaused)
+	sc.TimeLimit = 30 * time.Second
+	want := sc.workPer()[sc.Estate.Affected]
+	for _, strategy := range []string{Plain, PoolAIMD} {
+		r := runVirtualOne(t, sc, strategy)
+		if r.LostAffected != want {
+			t.Errorf("%s: %d calls lost, %d of them counted in the paused scope, want %d", strategy, r.Lost, r.LostAffected, want)
+		}
+	}
+}
