@@ -17,8 +17,9 @@ import (
 //	for {
 //		if err := gd.Enter(ctx); err != nil { return err } // breaker, deadline, count, tokens, slot
 //		err := send(ctx)
-//		gd.Release()                   // where a slot is held per attempt
 //		gd.After(err)                  // classify once: halve and pause, count
+//		gd.Release()                   // where a slot is held per attempt: after After,
+//		                               // so that a caller waiting for it sees the pause
 //		if err == nil { break }
 //		delay, rerr := gd.Retry(backoff) // retries, deadline, budget
 //		if rerr != nil { break }

@@ -259,6 +259,10 @@ var table = []row{
 	{phaseSent, false, "Release", phaseSent, effects{lease: leasePass}},
 	{phaseSucceeded, false, "Release", phaseSucceeded, effects{lease: leasePass}},
 	{phaseDone, false, "Release", phaseDone, effects{lease: leasePass}},
+	// After a failure's After, as Do gives the slot back (a caller waiting
+	// for it sees the pause the answer set), and after a final answer's.
+	{phaseFailed, false, "Release", phaseFailed, effects{lease: leasePass}},
+	{phaseFinal, false, "Release", phaseFinal, effects{lease: leasePass}},
 
 	// End closes what is open: a success, or a failure the SDK gave up on.
 	{phaseIdle, false, "End(nil)", phaseIdle, effects{}},
