@@ -855,9 +855,10 @@ func TestGoRefusesANilContextOrFunction(t *testing.T) {
 // A task's call waiting in a worker for its account's token sends nothing
 // while its scope is paused: another task's call was throttled with a
 // Retry-After of 60 s at 0.5 s, after the waiting call's leaf token was
-// due (at once) and before its account token was (at 1 s). It goes after
-// the pause, at the halved rate. Before, it was sent at 1 s, into the
-// pause.
+// due (at once) and before its account token was (at 1 s, the second
+// task's first call having taken the account's second token at 10 ms).
+// It goes after the pause, at the halved rate. Before, it was sent at
+// 1 s, into the pause.
 func TestATaskWaitingAtItsAccountSendsNothingDuringAPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		acct, perOp := 1.0, true
@@ -878,6 +879,9 @@ func TestATaskWaitingAtItsAccountSendsNothingDuringAPause(t *testing.T) {
 			return nil
 		})
 		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
+			// After the first task's call took the account's first token,
+			// whichever worker the scheduler runs first.
+			time.Sleep(10 * time.Millisecond)
 			if err := resilience.Do(ctx, scope("op1"), func(context.Context) error { return nil }, resilience.WithGovernor(g), once); err != nil {
 				return err
 			}
