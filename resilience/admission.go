@@ -385,12 +385,9 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				level = lv // the leaf's pause may hold the call longest now
 			}
 		}
-		if gd.accountPaused(now, &r) {
-			_, level = longest(r.due)
-		}
-		if paused, err := gd.sharedPaused(ctx, now, &r); err != nil {
+		if moved, err := gd.heldByPause(ctx, now, &r); err != nil {
 			return gd.stopByContext(err)
-		} else if paused {
+		} else if moved {
 			_, level = longest(r.due)
 		}
 		until, _ := longest(r.due)
@@ -409,13 +406,9 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			return gd.stopByContext(err)
 		}
 		if !woken {
-			if gd.accountPaused(now, &r) {
-				_, level = longest(r.due)
-				continue
-			}
-			if paused, err := gd.sharedPaused(ctx, now, &r); err != nil {
+			if moved, err := gd.heldByPause(ctx, now, &r); err != nil {
 				return gd.stopByContext(err)
-			} else if paused {
+			} else if moved {
 				_, level = longest(r.due)
 				continue
 			}
@@ -428,6 +421,18 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	}
 }
 
+// heldByPause moves r's tokens past a pause set while the call waited,
+// which the tokens, due before it began, do not know of: the account's
+// in process (accountPaused), the leaf's and the account's in fleet mode
+// (sharedPaused); the leaf's in process follows its queue. It reports
+// whether r moved.
+func (gd *Guard) heldByPause(ctx context.Context, now time.Duration, r *reservation) (bool, error) {
+	if gd.g.sharedBuckets {
+		return gd.sharedPaused(ctx, now, r)
+	}
+	return gd.accountPaused(now, r), nil
+}
+
 // accountPaused reports whether a pause of the account's bucket
 // (PauseAccount) set while the call waited holds the account token of r,
 // which is due at now: a token the call queued for follows its
@@ -435,9 +440,10 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 // does not know of it, and the call queues for an account token after
 // the pause (the one it held counts as spent, as for the leaf). A wait is
 // not woken by such a pause, which only makes it longer: the call looks
-// when its token is due. Fleet mode's buckets are not looked at.
+// when its token is due. In process only: heldByPause asks sharedPaused
+// in fleet mode.
 func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
-	if gd.held == nil || gd.g.sharedBuckets || r.due[1] > now {
+	if gd.held == nil || r.due[1] > now {
 		return false
 	}
 	if r.aq != nil {
@@ -470,7 +476,7 @@ type pausedBucket interface {
 // takes nothing, and the other levels' tokens are given back. It reports
 // whether r moved.
 func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reservation) (bool, error) {
-	if !gd.g.sharedBuckets || gd.held == nil {
+	if gd.held == nil {
 		return false, nil
 	}
 	e, moved := gd.held, false

@@ -47,13 +47,8 @@ func TestACallWaitingAtItsAccountIsHeldByALeafPause(t *testing.T) {
 						return throttleAfter(60 * time.Second)
 					}, WithGovernor(g), once)
 					synctest.Wait()
-					sent := time.Duration(-1)
-					send := func(context.Context) error {
-						sent = time.Since(start)
-						return nil
-					}
 					var a admissionRec
-					err := sendOnceVia(g, via, &a, send)
+					sent, err := sendOnceVia(g, via, &a, start)
 					if via == "admission" {
 						var ww *WouldWaitError
 						if !errors.As(err, &ww) || sent >= 0 || len(a.deferred) != 1 {
@@ -94,13 +89,8 @@ func TestACallWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 					gd.End(err)
 				}()
 				synctest.Wait()
-				sent := time.Duration(-1)
-				send := func(context.Context) error {
-					sent = time.Since(start)
-					return nil
-				}
 				var a admissionRec
-				err := sendOnceVia(g, via, &a, send)
+				sent, err := sendOnceVia(g, via, &a, start)
 				if via == "admission" {
 					var ww *WouldWaitError
 					if !errors.As(err, &ww) || sent >= 0 || len(a.deferred) != 1 {
@@ -151,12 +141,7 @@ func TestACallWaitingForItsTokensIsHeldByAnAccountPause(t *testing.T) {
 						gd.PauseAccount(60 * time.Second)
 						gd.End(nil)
 					}()
-					sent := time.Duration(-1)
-					send := func(context.Context) error {
-						sent = time.Since(start)
-						return nil
-					}
-					err := sendOnceVia(g, via, nil, send)
+					sent, err := sendOnceVia(g, via, nil, start)
 					if err != nil || sent != tc.want {
 						t.Fatalf("the call waiting for its tokens, its account paused from 100ms for 60s: sent at %v (%v), want at %v", sent, err, tc.want)
 					}
@@ -169,23 +154,29 @@ func TestACallWaitingForItsTokensIsHeldByAnAccountPause(t *testing.T) {
 // sendOnceVia makes one call of ec2Vpcs through g, attempted once, by
 // way of via: "Do", "Guard.Enter" (Begin, Enter, After, End), or
 // "admission" (Do as a scheduler's first call, held by a, allowed 10 s).
-func sendOnceVia(g *Governor, via string, a *admissionRec, send func(context.Context) error) error {
+// It returns when the request was sent, from start, or -1 when it was not.
+func sendOnceVia(g *Governor, via string, a *admissionRec, start time.Time) (sent time.Duration, err error) {
+	sent = -1
+	send := func(context.Context) error {
+		sent = time.Since(start)
+		return nil
+	}
 	once := WithPolicy(RetryPolicy{MaxAttempts: 1})
 	switch via {
 	case "Guard.Enter":
 		gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
-		err := gd.Enter(context.Background())
-		if err == nil {
+		if err = gd.Enter(context.Background()); err == nil {
 			err = send(nil)
 			gd.After(err)
 		}
 		gd.End(err)
-		return err
 	case "admission":
 		ctx := WithAdmission(context.Background(), a, 10*time.Second)
-		return Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
+		err = Do(ctx, ec2Vpcs, send, WithGovernor(g), once)
+	default:
+		err = Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
 	}
-	return Do(context.Background(), ec2Vpcs, send, WithGovernor(g), once)
+	return sent, err
 }
 
 // slowThrottleStore is a store whose buckets take 5 ms to record a
@@ -219,11 +210,7 @@ func TestACallWaitingForTheSlotOfAThrottledDoIsHeldByItsPause(t *testing.T) {
 			return throttleAfter(60 * time.Second)
 		}, WithGovernor(g), once)
 		synctest.Wait()
-		sent := time.Duration(-1)
-		err := sendOnceVia(g, "Do", nil, func(context.Context) error {
-			sent = time.Since(start)
-			return nil
-		})
+		sent, err := sendOnceVia(g, "Do", nil, start)
 		if err != nil || sent < 60*time.Second+505*time.Millisecond {
 			t.Fatalf("the call waiting for the slot of a Do throttled at 500ms for 60s: sent at %v (%v), want after the pause", sent, err)
 		}
