@@ -15,10 +15,21 @@ import (
 // breakers at the time of the report. Its maps are keyed by Scope: Scopes
 // and Skipped by service scope (Scope.ServiceScope, where a run's counters
 // are kept), SlowedBuckets and Breakers by the leaf scope of the state
-// (with its operation where the service is paced per operation). In JSON
+// (with its operation where the service is paced per operation),
+// SlowedAccounts by the account's scope (its provider and account, the
+// other parts empty); SlowedProviders is keyed by provider name. In JSON
 // a map's keys are the scopes' Key form, which no two scopes share, and
 // each entry of Scopes carries its scope's parts. It marshals to JSON with
 // snake_case names, times in seconds.
+//
+// The JSON's slowed_buckets lists the slowed buckets of every level, each
+// under the key the governor keeps it by: a leaf's Key (four or five
+// parts, aws/123456789012/us-east-1/ec2/DescribeVpcs), an account's
+// provider/account (azure/sub-1) and a provider's name (azure), each part
+// escaped as Key escapes it. No key of one level can be another's: an
+// account's bucket is not the leaf of a call scoped to the account alone
+// (azure/sub-1/*/*), which is why SlowedBuckets, keyed by Scope, holds the
+// leaves only.
 type Summary struct {
 	Totals        Counters                        `json:"totals"`
 	Messages      []string                        `json:"messages"`
@@ -26,6 +37,15 @@ type Summary struct {
 	Scopes        map[Scope]Counters              `json:"scopes"`
 	SlowedBuckets map[Scope]state.BucketSnapshot  `json:"slowed_buckets"` // leaf buckets below their ceiling or paused
 	Breakers      map[Scope]state.BreakerSnapshot `json:"breakers"`       // breakers open, half-open or counting failures
+	// SlowedAccounts holds the account buckets below their ceiling or
+	// paused (Guard.PauseAccount holds every call of the account), keyed
+	// by Scope{Provider: ..., Account: ...}. In JSON they are in
+	// slowed_buckets.
+	SlowedAccounts map[Scope]state.BucketSnapshot `json:"-"`
+	// SlowedProviders holds the provider-wide buckets below their ceiling
+	// or paused, keyed by provider name. In JSON they are in
+	// slowed_buckets.
+	SlowedProviders map[string]state.BucketSnapshot `json:"-"`
 }
 
 // Summary reports on s, or on the governor's lifetime when s is nil. Totals,
@@ -46,6 +66,8 @@ func (g *Governor) Summary(s *Stats) Summary {
 	sum.Skipped = map[Scope]string{}
 	sum.Scopes = make(map[Scope]Counters, len(table))
 	sum.SlowedBuckets = map[Scope]state.BucketSnapshot{}
+	sum.SlowedAccounts = map[Scope]state.BucketSnapshot{}
+	sum.SlowedProviders = map[string]state.BucketSnapshot{}
 	sum.Breakers = map[Scope]state.BreakerSnapshot{}
 	if sum.Messages == nil {
 		sum.Messages = []string{}
@@ -65,14 +87,50 @@ func (g *Governor) Summary(s *Stats) Summary {
 	}
 	now := g.now()
 	g.eachEntry(func(e *scopeEntry, _ *provider) {
-		if b := e.leaf.Snapshot(now); b.Rate < b.Ceiling || b.Paused > 0 {
+		if b := e.leaf.Snapshot(now); slowed(b) {
 			sum.SlowedBuckets[e.key] = b
 		}
 		if br := e.breaker.Snapshot(now); br.State != state.Closed || br.Failures > 0 {
 			sum.Breakers[e.key] = br
 		}
 	})
+	for _, p := range g.providers() {
+		global, accounts := p.scopes.shared()
+		if global != nil {
+			if b := global.Snapshot(now); slowed(b) {
+				sum.SlowedProviders[p.set.name] = b
+			}
+		}
+		for _, a := range accounts {
+			if b := a.bucket.Snapshot(now); slowed(b) {
+				sum.SlowedAccounts[Scope{Provider: p.set.name, Account: a.name}] = b
+			}
+		}
+	}
 	return sum
+}
+
+// slowed reports whether a bucket is below its ceiling or paused.
+func slowed(b state.BucketSnapshot) bool { return b.Rate < b.Ceiling || b.Paused > 0 }
+
+// namedBucket is an account's bucket with the account's name.
+type namedBucket struct {
+	name   string
+	bucket state.Bucket
+}
+
+// shared returns the table's provider bucket (nil when there is none) and
+// its accounts' buckets, taken under its lock, for snapshots outside it.
+func (t *scopeTable) shared() (state.Bucket, []namedBucket) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var accounts []namedBucket
+	for name, a := range t.accounts {
+		if a.bucket != nil {
+			accounts = append(accounts, namedBucket{name, a.bucket})
+		}
+	}
+	return t.global, accounts
 }
 
 // MarshalJSON writes the summary with its totals in the report's form:
@@ -83,10 +141,24 @@ func (g *Governor) Summary(s *Stats) Summary {
 // wall-clock time during which a call of the run waited).
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
+	var slowedBuckets map[string]state.BucketSnapshot // null for a Summary without maps, as before
+	if n := len(s.SlowedAccounts) + len(s.SlowedProviders); s.SlowedBuckets != nil || n > 0 {
+		slowedBuckets = make(map[string]state.BucketSnapshot, len(s.SlowedBuckets)+n)
+	}
+	for sc, b := range s.SlowedBuckets {
+		slowedBuckets[sc.Key()] = b
+	}
+	for sc, b := range s.SlowedAccounts {
+		slowedBuckets[accountKey(sc)] = b
+	}
+	for name, b := range s.SlowedProviders {
+		slowedBuckets[providerKey(name)] = b
+	}
 	return json.Marshal(struct {
 		plain
-		Totals totalsJSON `json:"totals"`
-	}{plain(s), totalsJSON(s.Totals)})
+		Totals        totalsJSON                      `json:"totals"`
+		SlowedBuckets map[string]state.BucketSnapshot `json:"slowed_buckets"`
+	}{plain(s), totalsJSON(s.Totals), slowedBuckets})
 }
 
 // totalsJSON is Counters marshalled as a summary's totals.

@@ -1,0 +1,124 @@
+//go:build go1.26
+
+package resilience
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// The spec: summary["slowed_buckets"] lists buckets below their ceiling or
+// paused, of every level: an account paused by PauseAccount holds every
+// call of the account, and the report says so. Its key is the account
+// bucket's own, provider/account, which no leaf's key (four or five parts)
+// can be: not even that of a call scoped to the account alone.
+func TestSummaryListsPausedAccountBuckets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &keptStore{buckets: map[string]state.Bucket{}}
+		g := newGov(t, Config{Azure: ProviderConfig{GlobalMaxRPS: new(100.0)}, GCP: ProviderConfig{AccountMaxRPS: new(5.0)}}, WithStateStore(st))
+		net1 := Scope{Provider: "azure", Account: "sub-1", Service: "network"}
+		gd, _ := g.Begin(context.Background(), net1)
+		gd.PauseAccount(3 * time.Second)
+		gd.End(nil)
+		gd, _ = g.Begin(context.Background(), Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"})
+		gd.PauseAccount(2 * time.Second)
+		gd.End(nil)
+		// Nothing in the governor pauses a provider's bucket, but the store's
+		// bucket is the state: another process sharing it may have.
+		st.bucket("azure").Pause(g.now(), time.Second)
+		// A call scoped to the account alone has a leaf of its own,
+		// azure/sub-1/*/*, here throttled: both are listed, apart.
+		gd, _ = g.Begin(context.Background(), Scope{Provider: "azure", Account: "sub-1"})
+		gd.After(throttle())
+		gd.End(nil)
+
+		b, err := json.Marshal(g.Summary(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Slowed map[string]map[string]float64 `json:"slowed_buckets"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		sum := g.Summary(nil)
+		if a := sum.SlowedAccounts[Scope{Provider: "azure", Account: "sub-1"}]; a.Paused != 3*time.Second || a.Rate != 20 {
+			t.Errorf("SlowedAccounts %v, want azure/sub-1 paused 3s", sum.SlowedAccounts)
+		}
+		if a := sum.SlowedAccounts[Scope{Provider: "gcp", Account: "projects/p1"}]; a.Paused != 2*time.Second || a.Rate != 5 {
+			t.Errorf("SlowedAccounts %v, want gcp/projects/p1 paused 2s", sum.SlowedAccounts)
+		}
+		if p := sum.SlowedProviders["azure"]; p.Paused != time.Second || p.Rate != 100 || len(sum.SlowedProviders) != 1 {
+			t.Errorf("SlowedProviders %v, want azure paused 1s", sum.SlowedProviders)
+		}
+		if len(sum.SlowedAccounts) != 2 || len(sum.SlowedBuckets) != 1 {
+			t.Errorf("SlowedAccounts %v, SlowedBuckets %v, want 2 accounts and the one leaf", sum.SlowedAccounts, sum.SlowedBuckets)
+		}
+		want := map[string]map[string]float64{
+			"azure/sub-1":       {"rate_rps": 20, "ceiling_rps": 20, "paused_seconds": 3},
+			"gcp/projects%2Fp1": {"rate_rps": 5, "ceiling_rps": 5, "paused_seconds": 2},
+			"azure":             {"rate_rps": 100, "ceiling_rps": 100, "paused_seconds": 1},
+			"azure/sub-1/*/*":   {"rate_rps": 7.5, "ceiling_rps": 15, "paused_seconds": 0},
+		}
+		for k, w := range want {
+			got, ok := m.Slowed[k]
+			if !ok {
+				t.Errorf("slowed_buckets has no %q: %s", k, b)
+				continue
+			}
+			for f, v := range w {
+				if got[f] != v {
+					t.Errorf("slowed_buckets[%q].%s = %v, want %v", k, f, got[f], v)
+				}
+			}
+		}
+		if len(m.Slowed) != len(want) {
+			t.Errorf("slowed_buckets %v, want %d buckets", m.Slowed, len(want))
+		}
+
+		// Once the pause is over the account is no longer slowed.
+		time.Sleep(3 * time.Second)
+		b, _ = json.Marshal(g.Summary(nil))
+		m.Slowed = nil
+		json.Unmarshal(b, &m)
+		if _, ok := m.Slowed["azure/sub-1/*/*"]; !ok || len(m.Slowed) != 1 {
+			t.Errorf("after the pause: slowed_buckets %v", m.Slowed)
+		}
+	})
+}
+
+// keptStore is the memory store keeping the buckets it makes by key, as a
+// shared store holds them where others can change them.
+type keptStore struct {
+	mu      sync.Mutex
+	buckets map[string]state.Bucket
+}
+
+func (s *keptStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	b := MemoryStore().Bucket(key, spec, now)
+	s.mu.Lock()
+	s.buckets[key] = b
+	s.mu.Unlock()
+	return b
+}
+
+func (s *keptStore) bucket(key string) state.Bucket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buckets[key]
+}
+
+func (s *keptStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
+	return MemoryStore().Breaker(key, spec)
+}
+
+func (s *keptStore) Budget(provider string, size int) state.Budget {
+	return MemoryStore().Budget(provider, size)
+}
