@@ -28,6 +28,10 @@
 // again: no call made), the run's stats, the degraded collections with
 // their ledgers, and the silent partial results: failed calls that no
 // ledger counted. A progress line goes to stderr when it is a terminal.
+// Ctrl-C cancels the scan: the tasks still queued are dropped unrun (each
+// in its ledger as cancelled), and the report of the run it cut also
+// counts the tasks done, ended at a failed call and dropped, the calls
+// the cancellation ended and the planned calls never made.
 //
 // It needs no credentials and sends nothing anywhere.
 package main
@@ -104,6 +108,8 @@ type options struct {
 	// beforeTask, if not nil, is called as each task starts, before its
 	// first call, with the governor and the task's scope.
 	beforeTask func(*resilience.Governor, resilience.Scope)
+	// transport, if not nil, wraps the in-process estate's transport.
+	transport func(http.RoundTripper) http.RoundTripper
 }
 
 // parseFlags reads the command line.
@@ -197,7 +203,11 @@ func run(ctx context.Context, w io.Writer, progress func(string), o options) ([]
 	for _, sel := range o.dead {
 		est.SetDead(sel)
 	}
-	endpoint, httpClient := "http://estate.invalid", aws.HTTPClient(&http.Client{Transport: estate.Transport{Estate: est}})
+	var rt http.RoundTripper = estate.Transport{Estate: est}
+	if o.transport != nil {
+		rt = o.transport(rt)
+	}
+	endpoint, httpClient := "http://estate.invalid", aws.HTTPClient(&http.Client{Transport: rt})
 	if !o.inProcess {
 		srv, err := estate.Start(est)
 		if err != nil {

@@ -88,7 +88,7 @@ func scan(t *testing.T, o options) (string, []*scanRun) {
 		var failed, counted int64
 		for _, c := range r.colls {
 			failed += c.failed.Load()
-			counted += min(int64(c.ledger.Lost()), c.failed.Load())
+			counted += min(int64(c.ledger.Lost())-c.dropped()-c.panicked.Load(), c.failed.Load()) // a task dropped or panicked is no failed call
 		}
 		if r.outcomes[outcomeOK] != made-int(failed) || r.silent() != failed-counted {
 			t.Errorf("run %d: %d ok of %d, %d failed, %d counted, %d silent", i+1, r.outcomes[outcomeOK], made, failed, counted, r.silent())
@@ -524,5 +524,105 @@ func TestScopePoolTasksNameTheScopesOfTheirCalls(t *testing.T) {
 	}
 	if len(tasks) != len(sum.Scopes) {
 		t.Errorf("tasks queued under %d scopes, their calls governed in %d", len(tasks), len(sum.Scopes))
+	}
+}
+
+// denyTransport answers the first DescribeSecret of account with
+// AccessDeniedException, a fatal answer: a failed call that no ledger
+// counts (an answer, not a loss), the silent partial result the report
+// exists to show. denied counts the denials.
+func denyTransport(account string, denied *atomic.Int64) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("X-Amz-Target") == "secretsmanager.DescribeSecret" &&
+				strings.Contains(r.Header.Get("Authorization"), "Credential="+estate.AccessKeyID(account)+"/") && denied.CompareAndSwap(0, 1) {
+				if r.Body != nil {
+					r.Body.Close()
+				}
+				w := httptest.NewRecorder()
+				w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"__type":"AccessDeniedException","message":"not authorized to perform secretsmanager:DescribeSecret"}`)
+				resp := w.Result()
+				resp.Request = r
+				return resp, nil
+			}
+			return next.RoundTrip(r)
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A scan cancelled midway (Ctrl-C) accounts for every task: done, ended by
+// a failed call, or dropped unrun by the cancellation; and for every call:
+// made (the cancellation ending some), or never made. The silent partial
+// results still show the failed call no ledger counted, though the
+// ledger of its collection also holds the tasks the cancellation dropped
+// (a task dropped is no failed call, and must not offset one). Before, the
+// report said nothing of the dropped tasks, and the silent count, failed
+// calls less the ledger's losses, came to 0: the denied call was hidden
+// behind the dropped tasks' entries.
+func TestCancelledScanAccountsForEveryTask(t *testing.T) {
+	for _, p := range []string{"fifo", "scope"} {
+		t.Run(p, func(t *testing.T) {
+			o := testOptions("-pool", p, "-limit", "4")(t)
+			var denied atomic.Int64
+			o.transport = denyTransport("111111111111", &denied)
+			var out bytes.Buffer
+			var runs []*scanRun
+			var err error
+			synctest.Test(t, func(*testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				time.AfterFunc(2*time.Second, cancel)
+				runs, err = run(ctx, &out, nil, o)
+			})
+			report := out.String()
+			t.Log("\n" + report)
+			if !errors.Is(err, context.Canceled) || len(runs) != 1 {
+				t.Fatalf("run: %v, %d runs; want the cancellation and the run it cut", err, len(runs))
+			}
+			r := runs[0]
+			if denied.Load() != 1 || r.outcomes[outcomeOther] != 1 {
+				t.Fatalf("denied %d, outcomes %v: want the one denied call", denied.Load(), r.outcomes)
+			}
+			made := 0
+			for _, n := range r.outcomes {
+				made += n
+			}
+			// A task ends at its first failed call (a listing's page, a
+			// detail task's one call): one failed task per failed call. The
+			// ledgers' cancelled calls are the calls the cancellation ended
+			// and the tasks it dropped, one each.
+			var failed, dropped int64
+			for _, c := range r.colls {
+				failed += c.failed.Load()
+				dropped += int64(c.ledger.Count(resilience.LossCancelled) - c.fails[outcomeCanceled])
+			}
+			if dropped == 0 || r.outcomes[outcomeCanceled] == 0 {
+				t.Errorf("the cancellation dropped %d task(s) and ended %d call(s); want some of each", dropped, r.outcomes[outcomeCanceled])
+			}
+			var submitted, done, failedTasks, droppedTasks int64
+			i := strings.Index(report, "  tasks               ")
+			if i < 0 {
+				t.Errorf("the report has no tasks line")
+			} else if _, err := fmt.Sscanf(report[i:], "  tasks               %d submitted: %d done, %d with a failed call, %d dropped unrun\n",
+				&submitted, &done, &failedTasks, &droppedTasks); err != nil {
+				t.Errorf("tasks line: %v", err)
+			} else if failedTasks != failed || droppedTasks != dropped || done+failedTasks+droppedTasks != submitted {
+				t.Errorf("tasks: %d submitted, %d done, %d failed, %d dropped; want %d failed (one per failed call), %d dropped (the ledgers' cancelled tasks), adding up",
+					submitted, done, failedTasks, droppedTasks, failed, dropped)
+			}
+			if line := fmt.Sprintf("  cancelled           at 2.0s: %d call(s) ended by the cancellation, %d planned call(s) never made\n",
+				r.outcomes[outcomeCanceled], total(plan(testSizes))-made); !strings.Contains(report, line) {
+				t.Errorf("the report has no line %q", line)
+			}
+			if line := "  silent partial results: 1 failed call(s) no ledger counted\n"; !strings.Contains(report, line) {
+				t.Errorf("the report has no line %q: the denied call is hidden", line)
+			}
+		})
 	}
 }

@@ -114,6 +114,25 @@ func (r *scanRun) report(w io.Writer, title string, requests, throttled int64) {
 	if n := r.deferred.Load(); n > 0 {
 		fmt.Fprintf(w, "  deferred            %d first call(s) refused before sending (the scope busy after all), not made; the pool ran their tasks again\n", n)
 	}
+	var submitted, done, failedTasks, panicked, dropped int64
+	for _, c := range r.colls {
+		submitted += c.submitted.Load()
+		done += c.done.Load()
+		failedTasks += c.failedTasks.Load()
+		panicked += c.panicked.Load()
+		dropped += c.dropped()
+	}
+	if r.cancelled || dropped > 0 || panicked > 0 {
+		line := fmt.Sprintf("  tasks               %d submitted: %d done, %d with a failed call", submitted, done, failedTasks)
+		if panicked > 0 {
+			line += fmt.Sprintf(", %d panicked", panicked)
+		}
+		fmt.Fprintf(w, "%s, %d dropped unrun\n", line, dropped)
+	}
+	if r.cancelled {
+		fmt.Fprintf(w, "  cancelled           at %s: %d call(s) ended by the cancellation, %d planned call(s) never made\n",
+			secs(r.cancelledAt), r.outcomes[outcomeCanceled], max(0, total(plan(r.s.est.Sizes()))-calls))
+	}
 	fmt.Fprintf(w, "  estate answered     %d requests, %d throttled\n", requests, throttled)
 	fmt.Fprintf(w, "  governor            %s\n", r.s.gov.Summary(r.stats).Totals)
 	for _, m := range r.stats.Messages() {
@@ -139,7 +158,11 @@ func (r *scanRun) report(w io.Writer, title string, requests, throttled int64) {
 		if desc == "" {
 			desc = "(the ledger lost nothing)"
 		}
-		fmt.Fprintf(w, "    %s: %d failed call(s) (%s); %s\n", name, failed, outcomes(c.fails), desc)
+		var unrun string
+		if n := c.dropped(); n > 0 {
+			unrun = fmt.Sprintf(", %d task(s) dropped unrun", n)
+		}
+		fmt.Fprintf(w, "    %s: %d failed call(s) (%s)%s; %s\n", name, failed, outcomes(c.fails), unrun, desc)
 	}
 	fmt.Fprintf(w, "  silent partial results: %d failed call(s) no ledger counted\n", r.silent())
 }

@@ -146,12 +146,27 @@ type collection struct {
 	failed atomic.Int64 // calls that returned an error to the scanner
 
 	fails map[string]int // failed calls per outcome, under the run's mu
+
+	// The collection's tasks: submitted to the pool, and those that ended
+	// with every call a success, at a failed call, or in a panic. The
+	// others were dropped unrun, by the pool or by the task itself, when
+	// the scan was cancelled before their turn came.
+	submitted, done, failedTasks, panicked atomic.Int64
+}
+
+// dropped is the number of the collection's tasks that never ran: the
+// scan was cancelled first. Each is in the ledger as cancelled.
+func (c *collection) dropped() int64 {
+	return c.submitted.Load() - c.done.Load() - c.failedTasks.Load() - c.panicked.Load()
 }
 
 // silent is the number of the collection's failed calls its ledger did
-// not count.
+// not count. The ledger also holds a loss for each task dropped unrun and
+// each task that panicked, recorded by the pool or the task, none a
+// failed call: they do not count against the failed calls.
 func (c *collection) silent() int64 {
-	return max(0, c.failed.Load()-int64(c.ledger.Lost()))
+	calls := int64(c.ledger.Lost()) - c.dropped() - c.panicked.Load()
+	return max(0, c.failed.Load()-calls)
 }
 
 // Outcomes of a call, as the scanner sees its error.
@@ -210,6 +225,10 @@ type scanRun struct {
 	done     atomic.Int64 // calls made, for the progress line
 	deferred atomic.Int64 // first calls the pool's admission refused, not made
 	rerun    int          // tasks the pool ran again, as it counts them
+	// cancelled is set when the scan's context ended before the run did,
+	// cancelledAt then being when, from the start.
+	cancelled   bool
+	cancelledAt time.Duration
 
 	mu         sync.Mutex
 	outcomes   map[string]int
@@ -253,6 +272,9 @@ func (s *scanner) scan(ctx context.Context, progress func(calls int64, elapsed t
 		}
 	}
 	r.start = time.Now()
+	cancelledAt := make(chan time.Duration, 1)
+	stopCancelled := context.AfterFunc(ctx, func() { cancelledAt <- time.Since(r.start) })
+	defer stopCancelled()
 	if progress != nil {
 		// Stopped and waited for before scan returns: a tick late after
 		// it would print a progress line over the report.
@@ -277,6 +299,9 @@ func (s *scanner) scan(ctx context.Context, progress func(calls int64, elapsed t
 	}
 	r.rerun = s.pool.Run(ctx, r.tasks())
 	r.makespan = time.Since(r.start)
+	if !stopCancelled() { // the scan's context ended: when, once the AfterFunc has said
+		r.cancelled, r.cancelledAt = true, <-cancelledAt
+	}
 	return r
 }
 
@@ -298,13 +323,43 @@ func (r *scanRun) tasks() []Task {
 	return out
 }
 
+// taskRun is one run of a task of collection c: whether a call failed,
+// and whether its first call was deferred (the pool runs the task again).
+// A task's calls are made one after the other, by the goroutine running
+// it.
+type taskRun struct {
+	c                *collection
+	failed, deferred bool
+}
+
 // task makes a pool task of body, which calls sc for collection c: its
 // calls are bound to the run's stats and the collection's ledger, and to
-// the task timeout from the moment the task starts.
-func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, c *collection, submit func(Task))) Task {
+// the task timeout from the moment the task starts. A task whose context
+// is done when it starts (the scan was cancelled while it was queued) is
+// dropped unrun, its loss in the ledger, as the scope pool drops the
+// tasks it still holds.
+func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, t *taskRun, submit func(Task))) Task {
 	c := r.colls[sc.Account+"/"+sc.Service]
 	gs := r.s.governed(sc)
+	c.submitted.Add(1) // every task made is submitted, once
 	return Task{Scope: gs, Context: c.ctx, Run: func(ctx context.Context, submit func(Task)) {
+		if ctx.Err() != nil {
+			c.ledger.Record(resilience.LossCancelled, fmt.Sprintf("%s: task not run: %v", gs, context.Cause(ctx)))
+			return
+		}
+		t := &taskRun{c: c}
+		returned := false
+		defer func() {
+			switch {
+			case !returned:
+				c.panicked.Add(1)
+			case t.deferred: // run again by the pool
+			case t.failed:
+				c.failedTasks.Add(1)
+			default:
+				c.done.Add(1)
+			}
+		}()
 		if r.s.beforeTask != nil {
 			r.s.beforeTask(r.s.gov, gs)
 		}
@@ -313,7 +368,8 @@ func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, c *collec
 			ctx, stop = context.WithTimeout(ctx, r.s.taskTimeout)
 			defer stop()
 		}
-		body(ctx, c, submit)
+		body(ctx, t, submit)
+		returned = true
 		if !r.s.affected(sc) {
 			r.mu.Lock()
 			r.unaffected = max(r.unaffected, time.Since(r.start))
@@ -332,12 +388,14 @@ func deferred(err error) bool {
 	return errors.As(err, &ww)
 }
 
-// record counts a call of collection c that returned err, and reports
+// record counts a call of task run t that returned err, and reports
 // whether it succeeded. A call the pool deferred is no call made: it is
 // counted apart, and reported as not succeeded, so that the task stops
 // and returns to the pool.
-func (r *scanRun) record(c *collection, err error) bool {
+func (r *scanRun) record(t *taskRun, err error) bool {
+	c := t.c
 	if deferred(err) {
+		t.deferred = true
 		r.deferred.Add(1)
 		return false
 	}
@@ -352,6 +410,7 @@ func (r *scanRun) record(c *collection, err error) bool {
 	}
 	r.mu.Unlock()
 	if err != nil {
+		t.failed = true
 		c.failed.Add(1)
 	}
 	r.done.Add(1)
@@ -361,10 +420,10 @@ func (r *scanRun) record(c *collection, err error) bool {
 // walk lists pages with next until none is left or one fails, and calls
 // each (if not nil) with the items of every page. A first page the pool
 // deferred ends the walk too: the pool runs the task again from the start.
-func (r *scanRun) walk(c *collection, more func() bool, next func() ([]string, error), each func(string)) {
+func (r *scanRun) walk(t *taskRun, more func() bool, next func() ([]string, error), each func(string)) {
 	for more() {
 		items, err := next()
-		if !r.record(c, err) {
+		if !r.record(t, err) {
 			return // the rest of the listing is lost with this page
 		}
 		if each != nil {
@@ -377,8 +436,8 @@ func (r *scanRun) walk(c *collection, more func() bool, next func() ([]string, e
 
 // detail is the task of one detail call to sc.
 func (r *scanRun) detail(sc estate.Scope, call func(ctx context.Context) error) Task {
-	return r.task(sc, func(ctx context.Context, c *collection, _ func(Task)) {
-		r.record(c, call(ctx))
+	return r.task(sc, func(ctx context.Context, t *taskRun, _ func(Task)) {
+		r.record(t, call(ctx))
 	})
 }
 
@@ -386,9 +445,9 @@ func (r *scanRun) listRoles(acct string, cl *iam.Client) Task {
 	sc := estate.Scope{Account: acct, Region: globalRegion, Service: "iam", Action: "ListRoles"}
 	get := sc
 	get.Action = "GetRole"
-	return r.task(sc, func(ctx context.Context, c *collection, submit func(Task)) {
+	return r.task(sc, func(ctx context.Context, t *taskRun, submit func(Task)) {
 		p := iam.NewListRolesPaginator(cl, &iam.ListRolesInput{MaxItems: aws.Int32(rolesPage)})
-		r.walk(c, p.HasMorePages, func() ([]string, error) {
+		r.walk(t, p.HasMorePages, func() ([]string, error) {
 			out, err := p.NextPage(ctx)
 			if err != nil {
 				return nil, err
@@ -408,7 +467,7 @@ func (r *scanRun) listRoles(acct string, cl *iam.Client) Task {
 }
 
 func (r *scanRun) describeEC2(sc estate.Scope, cl *ec2.Client) Task {
-	return r.task(sc, func(ctx context.Context, c *collection, _ func(Task)) {
+	return r.task(sc, func(ctx context.Context, t *taskRun, _ func(Task)) {
 		var more func() bool
 		var next func() ([]string, error)
 		switch sc.Action {
@@ -427,7 +486,7 @@ func (r *scanRun) describeEC2(sc estate.Scope, cl *ec2.Client) Task {
 		default:
 			panic(fmt.Sprintf("scan: no EC2 listing %s", sc.Action))
 		}
-		r.walk(c, more, next, nil)
+		r.walk(t, more, next, nil)
 	})
 }
 
@@ -435,9 +494,9 @@ func (r *scanRun) listSecrets(acct, region string, cl *secretsmanager.Client) Ta
 	sc := estate.Scope{Account: acct, Region: region, Service: "secretsmanager", Action: "ListSecrets"}
 	describe := sc
 	describe.Action = "DescribeSecret"
-	return r.task(sc, func(ctx context.Context, c *collection, submit func(Task)) {
+	return r.task(sc, func(ctx context.Context, t *taskRun, submit func(Task)) {
 		p := secretsmanager.NewListSecretsPaginator(cl, &secretsmanager.ListSecretsInput{MaxResults: aws.Int32(secretsPage)})
-		r.walk(c, p.HasMorePages, func() ([]string, error) {
+		r.walk(t, p.HasMorePages, func() ([]string, error) {
 			out, err := p.NextPage(ctx)
 			if err != nil {
 				return nil, err
@@ -460,9 +519,9 @@ func (r *scanRun) listTables(acct, region string, cl *dynamodb.Client) Task {
 	sc := estate.Scope{Account: acct, Region: region, Service: "dynamodb", Action: "ListTables"}
 	describe := sc
 	describe.Action = "DescribeTable"
-	return r.task(sc, func(ctx context.Context, c *collection, submit func(Task)) {
+	return r.task(sc, func(ctx context.Context, t *taskRun, submit func(Task)) {
 		p := dynamodb.NewListTablesPaginator(cl, &dynamodb.ListTablesInput{Limit: aws.Int32(tablesPage)})
-		r.walk(c, p.HasMorePages, func() ([]string, error) {
+		r.walk(t, p.HasMorePages, func() ([]string, error) {
 			out, err := p.NextPage(ctx)
 			if err != nil {
 				return nil, err
