@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // What each attempt goes through: its slot, its token, and the request's
@@ -191,5 +192,53 @@ func TestContextEndsTheAttempt(t *testing.T) {
 		}
 		// The breaker (threshold 1) is still closed: the next request goes.
 		readAll(t, do(t, c, http.MethodGet, "http://api.test/fast", nil))
+	})
+}
+
+// slowThrottleStore is a store whose buckets take 5 ms to record a
+// throttle, as a shared store's do (a round trip to Redis, fleet mode).
+type slowThrottleStore struct{ state.Store }
+
+func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	return slowThrottle{s.Store.Bucket(key, spec, now)}
+}
+
+type slowThrottle struct{ state.Bucket }
+
+func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
+	time.Sleep(5 * time.Millisecond)
+	return b.Bucket.Throttle(now, pause)
+}
+
+// A throttled attempt's slot goes back once its answer is recorded, so
+// that a request waiting for the slot sees the pause the answer's
+// Retry-After set, and is held by it, as with resilience.Do. A success's
+// goes back first, as Do's does.
+func TestARequestWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(429, "Retry-After", "60"))
+		gov, err := resilience.NewGovernor(oneSlot(), resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client(slowTransport{base: newMem(f), delay: map[string]time.Duration{"/slow": 500 * time.Millisecond}}, gov,
+			cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		start := time.Now()
+		var wg sync.WaitGroup
+		wg.Go(func() { readAll(t, do(t, c, http.MethodGet, "http://api.test/slow", nil)) })
+		synctest.Wait()
+		readAll(t, do(t, c, http.MethodGet, "http://api.test/b", nil))
+		wg.Wait()
+		hits := f.recorded()
+		if len(hits) != 2 || hits[1].path != "/b" {
+			t.Fatalf("hits %+v, want the throttled request and the waiting one", hits)
+		}
+		if sent := hits[1].at.Sub(start); sent < 60*time.Second+505*time.Millisecond {
+			t.Fatalf("the request waiting for the slot of one throttled at 500ms for 60s: sent at %v, want after the pause", sent)
+		}
+		if in := gov.Inspect(apiScope).InFlight; in != 0 {
+			t.Fatalf("%d slots held after the requests ended", in)
+		}
 	})
 }

@@ -52,7 +52,8 @@ func (t *Transport) CloseIdleConnections() {
 //  1. before each attempt (resilience.Guard.Enter): the breaker, the
 //     deadline, one counted call, a token of the provider, account and leaf
 //     buckets, a slot of the account's bulkhead, held until the attempt's
-//     answer (its headers) is in;
+//     answer (its headers) is in, and a failure's until it is recorded
+//     (a request waiting for the slot sees the pause a throttle set);
 //  2. the answer (Guard.After): a response under 400 is a success; an
 //     error status is classified by its status (429 and 503 throttle, 408,
 //     500, 502 and 504 are transient, others fatal) and, for a GitHub
@@ -173,7 +174,17 @@ func (x *exchange) run() (*http.Response, error) {
 		if resp != nil && req != x.orig && resp.Request == req {
 			resp.Request = x.orig // the caller's request, not the retry's copy
 		}
-		kind := x.gd.After(answer)
+		var kind resilience.Kind
+		if answer == nil {
+			x.gd.Release() // first: After records the success at once
+			kind = x.gd.After(nil)
+		} else {
+			// The slot goes back once the answer is recorded, so that a
+			// request waiting for it sees the pause a throttle's
+			// Retry-After set (a shared store's takes a round trip).
+			kind = x.gd.After(answer)
+			x.gd.Release()
+		}
 		if resp != nil && x.github && kind != resilience.Throttled {
 			githubQuota(x.gd, resp.Header, x.gov.Clock().Now())
 		}
@@ -218,14 +229,13 @@ func (x *exchange) run() (*http.Response, error) {
 	}
 }
 
-// send sends one attempt and gives the slot back (RoundTrip gives it back
-// if base panics). A base that returns neither a response nor an error,
-// against the RoundTripper contract, fails the attempt with an error, as
-// net/http's client fails such a request.
+// send sends one attempt, whose slot run gives back with its answer
+// (RoundTrip gives it back if base panics). A base that returns neither a
+// response nor an error, against the RoundTripper contract, fails the
+// attempt with an error, as net/http's client fails such a request.
 func (x *exchange) send(req *http.Request) (*http.Response, error) {
 	base := x.t.baseTransport()
 	resp, err := base.RoundTrip(req)
-	x.gd.Release()
 	if resp == nil && err == nil {
 		err = fmt.Errorf("cloudghttp: base transport %T returned a nil *http.Response with a nil error", base)
 	}
