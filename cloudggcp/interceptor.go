@@ -38,10 +38,11 @@ func ClientOption(opts ...Option) option.ClientOption {
 //   - before the attempt: the breaker (an open circuit returns
 //     *resilience.CircuitOpenError, nothing sent, which gax does not
 //     retry), one counted call, one token, one bulkhead slot, released when
-//     the attempt returns; a wait longer than the context allows
-//     (resilience.WithMaxWait) is not made: the attempt returns
-//     *resilience.WouldWaitError, nothing sent, which gax does not retry
-//     either (its code is Unknown);
+//     the attempt returns (a failed attempt's once its answer is recorded,
+//     so that a call waiting for the slot sees the pause a throttle set);
+//     a wait longer than the context allows (resilience.WithMaxWait) is not
+//     made: the attempt returns *resilience.WouldWaitError, nothing sent,
+//     which gax does not retry either (its code is Unknown);
 //   - after it: a success resets the breaker and feeds additive recovery; a
 //     throttled attempt halves the rate and pauses it for RetryInfo's
 //     delay; a transient one is counted; a fatal provider answer resets the
@@ -101,14 +102,24 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		// The attempt's answer, and no End: a throttled or transient
 		// attempt stays open, since gax may retry it and the interceptor
 		// cannot tell whether it will, so no breaker failure is counted.
+		if err == nil {
+			gd.Release() // first: After records the success at once
+			gd.After(nil)
+			return nil
+		}
+		// The slot goes back once the answer is recorded, so that a call
+		// waiting for it sees the pause a throttle's RetryInfo set (a
+		// shared store's takes a round trip).
 		gd.After(err)
+		gd.Release()
 		return err
 	}
 }
 
-// invokeAttempt sends the attempt gd entered and gives its slot back.
-// When the invoker (an interceptor after this one, the connection)
-// panics, gd ends the call as lost to the panic, which goes on.
+// invokeAttempt sends the attempt gd entered, whose slot the caller gives
+// back. When the invoker (an interceptor after this one, the connection)
+// panics, gd ends the call as lost to the panic, which goes on, and gives
+// the slot back.
 func invokeAttempt(ctx context.Context, gd *resilience.Guard, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
 	returned := false
@@ -119,7 +130,6 @@ func invokeAttempt(ctx context.Context, gd *resilience.Guard, method string, req
 	}()
 	err := invoker(ctx, method, req, reply, cc, copts...)
 	returned = true
-	gd.Release()
 	return err
 }
 
@@ -146,15 +156,22 @@ func (s *callState) enter(ctx context.Context) error {
 }
 
 // invoke sends an attempt of a call made with the Retry option, which
-// enter paced: the slot goes back, and a success is reported here (Retry
-// reports the errors). When the invoker panics, the call is lost to the
-// panic, which goes on.
+// enter paced: the slot goes back, and a success is reported here. A
+// failure is recorded here too, before the slot goes back, so that a call
+// waiting for the slot sees the pause a throttle set; Retry, which gax
+// calls next, decides its retry without recording it again. When the
+// invoker panics, the call is lost to the panic, which goes on.
 func (s *callState) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
 	err := invokeAttempt(ctx, s.gd, method, req, reply, cc, invoker, copts)
 	if err == nil {
+		s.gd.Release() // first: the success is recorded at once
 		s.succeed()
+		return nil
 	}
+	s.gd.After(err)
+	s.recorded = true
+	s.gd.Release()
 	return err
 }
 

@@ -60,11 +60,12 @@ type callState struct {
 	maxBackoff time.Duration
 	paced      bool // the caller (a listing, Do) paces the call and reports its success
 
-	n       int   // retries of this page or call
-	last    error // the last provider error seen by Retry
-	final   error // what to return instead of gax's error, once stopped
-	refused error // the interceptor's Enter, or the Retry option's gate, refused the attempt, and recorded why
-	settled bool  // the call's success is reported (the Retry option)
+	n        int   // retries of this page or call
+	last     error // the last provider error seen by Retry
+	final    error // what to return instead of gax's error, once stopped
+	refused  error // the interceptor's Enter, or the Retry option's gate, refused the attempt, and recorded why
+	recorded bool  // the interceptor recorded the last attempt's failure (After), before giving its slot back
+	settled  bool  // the call's success is reported (the Retry option)
 
 	// The Retry option's call on a client with the interceptor: a retry the
 	// guard refused for the call's max wait is let through to the
@@ -89,17 +90,18 @@ type callState struct {
 
 // reset starts a new page fetch or call.
 func (s *callState) reset() {
-	s.n, s.last, s.final, s.refused, s.settled = 0, nil, nil, nil, false
+	s.n, s.last, s.final, s.refused, s.settled, s.recorded = 0, nil, nil, nil, false, false
 	s.intercepted, s.refusal = false, nil
 }
 
 // Retry implements gax.Retryer; gax calls it after every failed attempt.
-// The guard records the attempt's answer (After), then, for a code the GCP
-// retry retries, decides whether the retry may go after the backoff
-// (Guard.Retry: max_retries, the deadline, the retry budget). The pause
-// before it (the backoff, or the provider's hint when longer) is slept
-// here, watching the scope's breaker (see sleep), and gax is told to go
-// at once; only the Retry option's call on a client without the
+// The guard records the attempt's answer (After; the interceptor has
+// recorded it already for an attempt it sent on the call's guard), then,
+// for a code the GCP retry retries, decides whether the retry may go after
+// the backoff (Guard.Retry: max_retries, the deadline, the retry budget).
+// The pause before it (the backoff, or the provider's hint when longer) is
+// slept here, watching the scope's breaker (see sleep), and gax is told to
+// go at once; only the Retry option's call on a client without the
 // interceptor, whose Retryer does not know the call's context, leaves the
 // pause to gax's own sleep (its retry asks the breaker as grpc sends it:
 // see retryGate).
@@ -212,7 +214,11 @@ func (s *callState) retry(err error) (time.Duration, bool) {
 		return 0, false
 	}
 	s.last = err
-	s.gd.After(err)
+	if s.recorded {
+		s.recorded = false // the interceptor recorded it
+	} else {
+		s.gd.After(err)
+	}
 	if !retryable(status.Code(err)) || s.ctx.Err() != nil {
 		return 0, false
 	}
