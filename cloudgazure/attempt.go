@@ -81,7 +81,9 @@ type callState struct {
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
 // the rest of a transient answer's hint on a retry, count, token, slot),
-// send, give the slot back, then learn from the answer.
+// send, then learn from the answer and give the slot back (a success's
+// first; a failure's once the answer is recorded, so that a request
+// waiting for the slot sees the pause a throttle's Retry-After set).
 //
 // Enter waits on the request's context (bounded by the request's
 // deadline, and by resilience.WithMaxWait's bound when it carries one),
@@ -119,10 +121,10 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 	return st.answered(resp)
 }
 
-// send sends the attempt and gives the slot back, even if a later policy
-// or the transport panics. The per-call policy ends a request whose
-// attempt panicked; without it, the request is ended here, as lost to the
-// panic, which goes on.
+// send sends the attempt, whose slot answered or failedAttempt gives
+// back, and gives it back if a later policy or the transport panics. The
+// per-call policy ends a request whose attempt panicked; without it, the
+// request is ended here, as lost to the panic, which goes on.
 func (st *callState) send(req *policy.Request) (resp *http.Response, err error) {
 	returned := false
 	defer st.sent(&returned)
@@ -131,14 +133,16 @@ func (st *callState) send(req *policy.Request) (resp *http.Response, err error) 
 	return resp, err
 }
 
-// sent gives the attempt's slot back, and ends the request as lost to a
-// panic when the attempt did not return and no per-call policy ends it.
+// sent gives the slot of an attempt that did not return back, and ends
+// the request as lost to the panic when no per-call policy ends it.
 func (st *callState) sent(returned *bool) {
-	if !*returned && !st.perCall {
+	switch {
+	case *returned:
+	case !st.perCall:
 		st.gd.EndPanicked()
-		return
+	default:
+		st.gd.Release()
 	}
-	st.gd.Release()
 }
 
 // answered learns from a response. The Guard gets it as a statusError:
@@ -156,6 +160,7 @@ func (st *callState) sent(returned *bool) {
 // next attempt, if azcore makes one.
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
+		st.gd.Release() // first: After records the success at once
 		st.gd.After(nil)
 		st.proactive(resp.Header)
 		return resp, nil
@@ -163,6 +168,7 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	se := &statusError{resp: resp}
 	st.last = se
 	st.gd.After(se)
+	st.gd.Release()
 	if !st.s.retries(resp.StatusCode) || st.lastTry() {
 		st.owed = !st.s.known
 		return resp, nil // azcore will not retry it, as far as the policies know
@@ -190,6 +196,7 @@ func (st *callState) lastTry() bool {
 func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Response, error) {
 	st.last = nil
 	st.gd.After(err)
+	st.gd.Release()
 	if st.ctx.Err() != nil || isNonRetriable(err) || st.lastTry() {
 		return resp, err // azcore stops here; the per-call policy ends the Guard
 	}

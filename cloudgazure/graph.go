@@ -172,7 +172,8 @@ func markGoverned(ctx context.Context) {
 
 // fetchPaced fetches one page of a client whose pipeline is not governed,
 // on a Guard of its own: per attempt Enter (breaker, deadline, count,
-// token, slot), send, give the slot back, After; a throttled page is
+// token, slot), send, After and give the slot back (a success's first, a
+// failure's once After recorded it); a throttled page is
 // retried as QueryLimits say, after the longer of the backoff and the
 // server's hint. Other errors end the page at once. A page whose pipeline
 // turns out to be governed is the pipeline's Guard's: it is returned as
@@ -222,12 +223,14 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			// it. This Guard is left without End, which would record the
 			// outcome a second time (the answer again, or a cancellation
 			// once the context is done): a Guard never ended records
-			// nothing more, sendPage gave its slot back, and its probe,
-			// if it took one, is the pipeline Guard's.
+			// nothing more, its slot goes back here, and its probe, if it
+			// took one, is the pipeline Guard's.
+			gd.Release()
 			return page, err
 		}
-		kind := gd.After(err)
 		if err == nil {
+			gd.Release() // first: After records the success at once
+			gd.After(nil)
 			if raw != nil {
 				if d, ok := quotaReset(raw.Header); ok {
 					gd.Pause(d)
@@ -236,6 +239,10 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			gd.End(nil)
 			return page, nil
 		}
+		// The slot goes back once the answer is recorded, so that a page
+		// waiting for it sees the pause a throttle's hint set.
+		kind := gd.After(err)
+		gd.Release()
 		if kind == resilience.Fatal {
 			// A fatal answer, or a local error: the Guard's Retry would let
 			// an SDK retry it, but nothing here would change its answer.
@@ -253,19 +260,21 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	}
 }
 
-// sendPage sends one page and gives the slot back. When the client
-// panics, the page is lost to the panic, which goes on: gd ends it, unless
-// the client's pipeline turned out to be governed (its own Guard ended
-// the page).
+// sendPage sends one page, whose slot fetchPaced gives back. When the
+// client panics, the page is lost to the panic, which goes on: gd ends it,
+// unless the client's pipeline turned out to be governed (its own Guard
+// ended the page), and gives the slot back.
 func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier,
 	q armresourcegraph.QueryRequest, mark *graphMark) (page armresourcegraph.ClientResourcesResponse, err error) {
 	returned := false
 	defer func() {
-		if !returned && !mark.governed.Load() {
+		switch {
+		case returned:
+		case !mark.governed.Load():
 			gd.EndPanicked()
-			return
+		default:
+			gd.Release()
 		}
-		gd.Release()
 	}()
 	page, err = client.Resources(ctx, q, nil)
 	returned = true

@@ -1,0 +1,122 @@
+package test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// slowThrottleStore is a store whose buckets take 5 ms to record a
+// throttle, as a shared store's do (a round trip to Redis, fleet mode).
+type slowThrottleStore struct{ state.Store }
+
+func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	return slowThrottle{s.Store.Bucket(key, spec, now)}
+}
+
+type slowThrottle struct{ state.Bucket }
+
+func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
+	time.Sleep(5 * time.Millisecond)
+	return b.Bucket.Throttle(now, pause)
+}
+
+// firstSlow holds the first request it sends on the wire for 500 ms.
+type firstSlow struct {
+	next policy.Transporter
+	n    *atomic.Int32
+}
+
+func (f firstSlow) Do(req *http.Request) (*http.Response, error) {
+	if f.n.Add(1) == 1 {
+		time.Sleep(500 * time.Millisecond)
+	}
+	return f.next.Do(req)
+}
+
+// slowThrottleEnv is memEnv with one slot per account, no retries, a
+// store whose throttle takes 5 ms, and a first request 500 ms on the
+// wire.
+func slowThrottleEnv(t *testing.T) *env {
+	cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1, MaxRetries: ptr(0)}}
+	gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := memEnv(t, cfg)
+	e.gov = gov
+	e.base = armOptions("http://127.0.0.1:1", firstSlow{next: memTransport{e.srv}, n: new(atomic.Int32)})
+	return e
+}
+
+// A throttled attempt's slot goes back once its answer is recorded, so
+// that a request waiting for the slot sees the pause the answer's
+// Retry-After set, and is held by it, as with resilience.Do: an ARM
+// request and a Resource Graph page through the per-retry policy, and a
+// Resource Graph page that QueryResources paces itself (a client that is
+// not governed). Before,
+// the slot went back as the attempt returned: with a store whose throttle
+// takes a round trip (fleet mode's), the request waiting for the slot got
+// it, found the scope not paused yet, and was sent at once into the 30 s
+// pause (0.5 s).
+func TestARequestWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) {
+	flavours := []struct {
+		name, route string
+		scope       resilience.Scope
+		call        func(e *env) error
+	}{
+		{"ARM", routeGroupGet, resourcesA, func(e *env) error {
+			_, err := e.groups(subA).Get(context.Background(), "rg", nil)
+			return err
+		}},
+		{"Resource Graph through the policy", routeGraph, graphScope, func(e *env) error {
+			_, err := cloudgazure.QueryResources(context.Background(), e.graph(), armresourcegraph.QueryRequest{Query: to.Ptr("Resources")}, e.opts()...)
+			return err
+		}},
+		{"Resource Graph paced by QueryResources", routeGraph, graphScope, func(e *env) error {
+			_, err := cloudgazure.QueryResources(context.Background(), e.plainGraph(policy.RetryOptions{MaxRetries: -1}),
+				armresourcegraph.QueryRequest{Query: to.Ptr("Resources")},
+				append(e.opts(), cloudgazure.WithQueryLimits(cloudgazure.QueryLimits{MaxRetries: -1}))...)
+			return err
+		}},
+	}
+	for _, tc := range flavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := slowThrottleEnv(t)
+				e.srv.graphPages = 1
+				e.srv.script(tc.route, throttled("30"))
+				start := time.Now()
+				var wg sync.WaitGroup
+				wg.Go(func() { _ = tc.call(e) })
+				synctest.Wait()
+				if err := tc.call(e); err != nil {
+					t.Fatalf("the request waiting for the slot: %v", err)
+				}
+				wg.Wait()
+				hits := e.srv.hitsOf(tc.route)
+				if len(hits) != 2 {
+					t.Fatalf("%d requests, want the throttled one and the waiting one", len(hits))
+				}
+				if sent := hits[1].at.Sub(start); sent < 30*time.Second+505*time.Millisecond {
+					t.Fatalf("the request waiting for the slot of one throttled at 500ms for 30s: sent at %v, want after the pause", sent)
+				}
+				if in := e.gov.Inspect(tc.scope).InFlight; in != 0 {
+					t.Fatalf("%d slots held after the requests ended", in)
+				}
+			})
+		})
+	}
+}
