@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -196,7 +197,8 @@ func TestContextEndsTheAttempt(t *testing.T) {
 }
 
 // slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle, as a shared store's do (a round trip to Redis, fleet mode).
+// throttle or a pause, as a shared store's do (a round trip to Redis,
+// fleet mode).
 type slowThrottleStore struct{ state.Store }
 
 func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
@@ -208,6 +210,11 @@ type slowThrottle struct{ state.Bucket }
 func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
 	time.Sleep(5 * time.Millisecond)
 	return b.Bucket.Throttle(now, pause)
+}
+
+func (b slowThrottle) Pause(now, pause time.Duration) {
+	time.Sleep(5 * time.Millisecond)
+	b.Bucket.Pause(now, pause)
 }
 
 // A throttled attempt's slot goes back once its answer is recorded, so
@@ -239,6 +246,40 @@ func TestARequestWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) 
 		}
 		if in := gov.Inspect(apiScope).InFlight; in != 0 {
 			t.Fatalf("%d slots held after the requests ended", in)
+		}
+	})
+}
+
+// So is a request waiting for the slot of one whose answer, a success,
+// says that none of GitHub's quota is left: the pause until the quota
+// resets is set before the slot goes back. Before, the slot went back
+// first, and with a store whose pause takes a round trip (fleet mode's)
+// the request waiting for it was sent at once into the spent quota
+// (0.5 s, where the quota resets at 60 s).
+func TestARequestWaitingForTheSlotOfOneThatSpentGitHubsQuotaIsHeldUntilTheReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		start := time.Now()
+		f.script(status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", strconv.FormatInt(start.Add(time.Minute).Unix(), 10)))
+		gov, err := resilience.NewGovernor(resilience.Config{Providers: map[string]resilience.ProviderConfig{"github": {MaxConcurrency: 1}}},
+			resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := slowTransport{base: newMem(f), delay: map[string]time.Duration{"/repos/octo/slow": 500 * time.Millisecond}}
+		c := &http.Client{Transport: cloudghttp.NewTransport(base, cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+		var wg sync.WaitGroup
+		wg.Go(func() { readAll(t, do(t, c, http.MethodGet, "https://api.github.com/repos/octo/slow", nil)) })
+		synctest.Wait()
+		readAll(t, do(t, c, http.MethodGet, "https://api.github.com/repos/octo/b", nil))
+		wg.Wait()
+		hits := f.recorded()
+		if len(hits) != 2 || hits[1].path != "/repos/octo/b" {
+			t.Fatalf("hits %+v, want the request that spent the quota and the waiting one", hits)
+		}
+		if sent := hits[1].at.Sub(start); sent < time.Minute {
+			t.Fatalf("the request waiting for the slot of one that spent the quota at 500ms, until its reset at 60s: sent at %v, want after the reset", sent)
 		}
 	})
 }

@@ -52,8 +52,9 @@ func (t *Transport) CloseIdleConnections() {
 //  1. before each attempt (resilience.Guard.Enter): the breaker, the
 //     deadline, one counted call, a token of the provider, account and leaf
 //     buckets, a slot of the account's bulkhead, held until the attempt's
-//     answer (its headers) is in, and a failure's until it is recorded
-//     (a request waiting for the slot sees the pause a throttle set);
+//     answer (its headers) is in and the pauses it sets are set (a
+//     throttle's, or GitHub's spent quota's: a request waiting for the
+//     slot sees them);
 //  2. the answer (Guard.After): a response under 400 is a success; an
 //     error status is classified by its status (429 and 503 throttle, 408,
 //     500, 502 and 504 are transient, others fatal) and, for a GitHub
@@ -174,19 +175,20 @@ func (x *exchange) run() (*http.Response, error) {
 		if resp != nil && req != x.orig && resp.Request == req {
 			resp.Request = x.orig // the caller's request, not the retry's copy
 		}
+		// The slot goes back once the answer's pauses are set, so that a
+		// request waiting for it sees the pause a throttle's Retry-After,
+		// or GitHub's spent quota, set (a shared store's takes a round
+		// trip); a success's before After, which records it at once.
 		var kind resilience.Kind
 		if answer == nil {
-			x.gd.Release() // first: After records the success at once
+			x.quota(resp)
+			x.gd.Release()
 			kind = x.gd.After(nil)
 		} else {
-			// The slot goes back once the answer is recorded, so that a
-			// request waiting for it sees the pause a throttle's
-			// Retry-After set (a shared store's takes a round trip).
-			kind = x.gd.After(answer)
+			if kind = x.gd.After(answer); kind != resilience.Throttled {
+				x.quota(resp)
+			}
 			x.gd.Release()
-		}
-		if resp != nil && x.github && kind != resilience.Throttled {
-			githubQuota(x.gd, resp.Header, x.gov.Clock().Now())
 		}
 		if answer == nil || kind == resilience.Fatal || ctx.Err() != nil || !x.mayResend(kind) {
 			x.gd.End(answer)
@@ -226,6 +228,14 @@ func (x *exchange) run() (*http.Response, error) {
 			return nil, fmt.Errorf("cloudghttp: %w while waiting to retry after: %w", serr, answer)
 		}
 		req = next
+	}
+}
+
+// quota pauses a GitHub scope whose quota resp says is nearly spent (see
+// githubQuota).
+func (x *exchange) quota(resp *http.Response) {
+	if resp != nil && x.github {
+		githubQuota(x.gd, resp.Header, x.gov.Clock().Now())
 	}
 }
 
