@@ -81,9 +81,10 @@ type callState struct {
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
 // the rest of a transient answer's hint on a retry, count, token, slot),
-// send, then learn from the answer and give the slot back (a success's
-// first; a failure's once the answer is recorded, so that a request
-// waiting for the slot sees the pause a throttle's Retry-After set).
+// send, then learn from the answer and give the slot back once the pauses
+// it sets are set, so that a request waiting for the slot sees them (a
+// throttle's Retry-After, a success's spent quota; a success's slot goes
+// back before After records it).
 //
 // Enter waits on the request's context (bounded by the request's
 // deadline, and by resilience.WithMaxWait's bound when it carries one),
@@ -160,9 +161,12 @@ func (st *callState) sent(returned *bool) {
 // next attempt, if azcore makes one.
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
-		st.gd.Release() // first: After records the success at once
-		st.gd.After(nil)
+		// The quota's pauses are set before the slot goes back, so that a
+		// request waiting for it sees them; the slot before After, which
+		// records the success at once.
 		st.proactive(resp.Header)
+		st.gd.Release()
+		st.gd.After(nil)
 		return resp, nil
 	}
 	se := &statusError{resp: resp}

@@ -30,8 +30,9 @@
 // takes a token (subscription bucket, then the resource provider's leaf)
 // and a slot of the subscription's bulkhead; the attempt is sent, and the
 // answer's status and headers go to the Guard's After, the slot given back
-// (a success's first, a failure's once After recorded it, so that a
-// request waiting for the slot sees the pause a throttle set):
+// (a success's before After, once its quota headers' pauses below are
+// set; a failure's once After recorded it), so that a request waiting for
+// the slot sees the pause a throttle or a spent quota set:
 //
 //   - 429 or 503, whatever the error code: the scope's rate halves and the
 //     scope pauses for the server's hint (Retry-After-Ms,

@@ -172,8 +172,8 @@ func markGoverned(ctx context.Context) {
 
 // fetchPaced fetches one page of a client whose pipeline is not governed,
 // on a Guard of its own: per attempt Enter (breaker, deadline, count,
-// token, slot), send, After and give the slot back (a success's first, a
-// failure's once After recorded it); a throttled page is
+// token, slot), send, After and give the slot back once the answer's
+// pauses are set (a success's before After); a throttled page is
 // retried as QueryLimits say, after the longer of the backoff and the
 // server's hint. Other errors end the page at once. A page whose pipeline
 // turns out to be governed is the pipeline's Guard's: it is returned as
@@ -229,13 +229,16 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return page, err
 		}
 		if err == nil {
-			gd.Release() // first: After records the success at once
-			gd.After(nil)
+			// The spent quota's pause is set before the slot goes back, so
+			// that a page waiting for it sees it; the slot before After,
+			// which records the success at once.
 			if raw != nil {
 				if d, ok := quotaReset(raw.Header); ok {
 					gd.Pause(d)
 				}
 			}
+			gd.Release()
+			gd.After(nil)
 			gd.End(nil)
 			return page, nil
 		}

@@ -19,7 +19,8 @@ import (
 )
 
 // slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle, as a shared store's do (a round trip to Redis, fleet mode).
+// throttle or a pause, as a shared store's do (a round trip to Redis,
+// fleet mode).
 type slowThrottleStore struct{ state.Store }
 
 func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
@@ -31,6 +32,11 @@ type slowThrottle struct{ state.Bucket }
 func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
 	time.Sleep(5 * time.Millisecond)
 	return b.Bucket.Throttle(now, pause)
+}
+
+func (b slowThrottle) Pause(now, pause time.Duration) {
+	time.Sleep(5 * time.Millisecond)
+	b.Bucket.Pause(now, pause)
 }
 
 // firstSlow holds the first request it sends on the wire for 500 ms.
@@ -115,6 +121,60 @@ func TestARequestWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) 
 				}
 				if in := e.gov.Inspect(tc.scope).InFlight; in != 0 {
 					t.Fatalf("%d slots held after the requests ended", in)
+				}
+			})
+		})
+	}
+}
+
+// So is a request waiting for the slot of one whose answer, a success,
+// says the quota is spent: the pause its headers ask for is set before the
+// slot goes back (ARM's remaining subscription reads under 25 pause the
+// subscription for a second; Resource Graph's quota at 0 pauses its scope
+// until x-ms-user-quota-resets-after, 30 s). Before, the slot went back
+// first, and with a store whose pause takes a round trip (fleet mode's)
+// the request waiting for it was sent at once (0.5 s).
+func TestARequestWaitingForTheSlotOfOneThatSpentTheQuotaIsHeldByItsPause(t *testing.T) {
+	flavours := []struct {
+		name, route string
+		quota       []string
+		until       time.Duration
+		call        func(e *env) error
+	}{
+		{"ARM reads", routeGroupGet, []string{"x-ms-ratelimit-remaining-subscription-reads", "3"}, 1500 * time.Millisecond, func(e *env) error {
+			_, err := e.groups(subA).Get(context.Background(), "rg", nil)
+			return err
+		}},
+		{"Resource Graph through the policy", routeGraph, []string{"x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:30"}, 30500 * time.Millisecond, func(e *env) error {
+			_, err := cloudgazure.QueryResources(context.Background(), e.graph(), armresourcegraph.QueryRequest{Query: to.Ptr("Resources")}, e.opts()...)
+			return err
+		}},
+		{"Resource Graph paced by QueryResources", routeGraph, []string{"x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:30"}, 30500 * time.Millisecond, func(e *env) error {
+			_, err := cloudgazure.QueryResources(context.Background(), e.plainGraph(policy.RetryOptions{MaxRetries: -1}),
+				armresourcegraph.QueryRequest{Query: to.Ptr("Resources")}, e.opts()...)
+			return err
+		}},
+	}
+	for _, tc := range flavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := slowThrottleEnv(t)
+				e.srv.graphPages = 1
+				e.srv.okHeaders(tc.route, tc.quota...)
+				start := time.Now()
+				var wg sync.WaitGroup
+				wg.Go(func() { _ = tc.call(e) })
+				synctest.Wait()
+				if err := tc.call(e); err != nil {
+					t.Fatalf("the request waiting for the slot: %v", err)
+				}
+				wg.Wait()
+				hits := e.srv.hitsOf(tc.route)
+				if len(hits) != 2 {
+					t.Fatalf("%d requests, want the one that spent the quota and the waiting one", len(hits))
+				}
+				if sent := hits[1].at.Sub(start); sent < tc.until {
+					t.Fatalf("the request waiting for the slot of one that spent the quota at 500ms: sent at %v, want at %v, after the pause", sent, tc.until)
 				}
 			})
 		})
