@@ -836,7 +836,9 @@ func (gd *Guard) settle(err error) {
 }
 
 // settleAnswer records err, the final answer of a call whose last attempt
-// After did not see, as After and a stop would.
+// After did not see, as After and a stop would: a throttle or a transient
+// error is counted as After counts it (a throttle lowers the rate and
+// pauses the scope for its hint), then ends the call as a stop does.
 func (gd *Guard) settleAnswer(err error) {
 	if err == nil {
 		gd.recordSuccess()
@@ -853,7 +855,16 @@ func (gd *Guard) settleAnswer(err error) {
 	gd.last = answer{err: err, kind: kind, desc: describe(kind, err), local: kind == Fatal && !f.answer}
 	switch {
 	case kind != Fatal:
-		gd.recordFailed(gd.g.now(), "sdk")
+		// The answer first, as After records it (a throttle lowers the
+		// rate and pauses the scope for its hint), then the stop.
+		now := gd.g.now()
+		gd.last.hint, gd.last.hasHint = f.hint(gd.g.Clock().Now())
+		if kind == Throttled {
+			gd.recordThrottle(now)
+		} else {
+			gd.recordTransient()
+		}
+		gd.recordFailed(now, "sdk")
 	case f.answer:
 		gd.recordProof()
 	default:

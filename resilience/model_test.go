@@ -946,6 +946,23 @@ func (m *machine) heardTransient(gv *govM, sd int, ctx context.Context) {
 	gv.transLife.lo++
 }
 
+// mayHearTransient counts a transient answer the governor may or may not
+// hear from a call whose context is ctx, unless the context is done. m.mu
+// is held.
+func (m *machine) mayHearTransient(gv *govM, sd int, ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	svc := modelScopes[sd].service()
+	s := gv.transRun[svc]
+	if s == nil {
+		s = new(span)
+		gv.transRun[svc] = s
+	}
+	s.unsure++
+	gv.transLife.unsure++
+}
+
 // fnEnter notes a governed attempt sent: a slot held, a token taken.
 // m.mu is held.
 func (m *machine) fnEnter(c *callM) {
@@ -1264,6 +1281,20 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if verb == "End" {
+				// An answer no After saw, of an attempt sent or of a
+				// call never entered, is recorded as After records it.
+				// The loose closed and retrying phases may be either (a
+				// TryEnter's refusal records nothing, nor does a Retry
+				// of a guard After never told of an answer) or neither
+				// (an answer recorded, a refusal of Enter, a retry).
+				if a == aTransient && gm.governed {
+					switch gm.phase {
+					case "sent", "idle":
+						m.heardTransient(gv, sd, gm.ctx)
+					case "closed", "retrying":
+						m.mayHearTransient(gv, sd, gm.ctx)
+					}
+				}
 				gm.phase = "idle"
 			}
 			return ""

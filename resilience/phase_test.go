@@ -273,8 +273,8 @@ var table = []row{
 	{phaseFinal, false, "End(nil)", phaseIdle, effects{}},
 	{phaseSucceeded, false, "End(nil)", phaseIdle, effects{}},
 	{phaseDone, false, "End(nil)", phaseIdle, effects{}},
-	{phaseIdle, false, "End(thr)", phaseIdle, effects{gaveUp: 1, failures: 1}},
-	{phaseSent, false, "End(thr)", phaseIdle, effects{gaveUp: 1, failures: 1}},
+	{phaseIdle, false, "End(thr)", phaseIdle, effects{throttled: 1, gaveUp: 1, failures: 1}}, // recorded as After would, then stopped
+	{phaseSent, false, "End(thr)", phaseIdle, effects{throttled: 1, gaveUp: 1, failures: 1}},
 	{phaseFailed, false, "End(thr)", phaseIdle, effects{failures: 1}}, // the open outcome is the transient one
 	{phaseRetryable, false, "End(thr)", phaseIdle, effects{retries: 1, failures: 1}},
 	{phaseAwaiting, true, "End(thr)", phaseIdle, effects{retries: 1, failures: 2}},
@@ -439,7 +439,7 @@ var lentTable = []lentRow{
 	{"local", "Enter", phaseSent, effects{calls: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}},
 	{"local", "TryEnter", phaseSent, effects{calls: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}},
 	{"local", "End(nil)", phaseIdle, effects{}},                                                                        // its success is the verdict: closed
-	{"local", "End(thr)", phaseIdle, effects{gaveUp: 1, breaker: state.Open}},                                          // its failure is the verdict: open
+	{"local", "End(thr)", phaseIdle, effects{throttled: 1, gaveUp: 1, breaker: state.Open}},                            // its failure is the verdict: open
 	{"local", "After(thr)", phaseFailed, effects{throttled: 1, breaker: state.HalfOpen, slot: true, lease: leaseLent}}, // the failure is counted when retrying stops
 }
 
