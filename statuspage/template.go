@@ -54,7 +54,7 @@ tbody tr{box-shadow:inset 4px 0 0 var(--c)}
 td.st{padding-left:9px}
 .cut{display:inline-block;vertical-align:bottom;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .acct,.acctfull{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:11.5px}
-.prov{color:var(--dim)}.reg{max-width:84px}.svcop{max-width:220px}.acctfull{max-width:340px}
+.prov{color:var(--dim)}.pv,.reg{max-width:84px}.svcop{max-width:220px}.acctfull{max-width:340px}
 .num{font-variant-numeric:tabular-nums;text-align:right}
 .chip{display:inline-block;min-width:60px;text-align:center;padding:1px 5px;border-radius:9px;font-size:9.5px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
 .chip.slowed{color:#2e2400}
@@ -78,7 +78,7 @@ footer .breaker{font-weight:600}
 .frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
 .bar,.calls,tr.groups{display:none}
 th,td{padding-left:4px;padding-right:4px}
-.svcop{max-width:160px}.reg{max-width:70px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
+.svcop{max-width:160px}.pv,.reg{max-width:70px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
 }
 @media (max-width:960px){
 .cards{grid-template-columns:repeat(4,minmax(0,1fr))}

@@ -115,7 +115,11 @@ type rendered struct {
 // default breaker_dead_seconds) without a success, so the open and the
 // half-open scopes fail within the last ten seconds before the page is
 // rendered, and Key Vault dies less than its 30 s cooldown before it.
-func scan(t *testing.T) rendered {
+func scan(t *testing.T) rendered { return scanWith(t) }
+
+// scanWith is scan with one call more to each of extra, among the scan's
+// first pages.
+func scanWith(t *testing.T, extra ...resilience.Scope) rendered {
 	var out rendered
 	synctest.Test(t, func(t *testing.T) {
 		cfg, err := resilience.ParseConfig([]byte(config))
@@ -143,7 +147,11 @@ func scan(t *testing.T) rendered {
 		}()
 
 		// The scan's first pages: calls at the scopes' rates.
-		for sc, n := range map[resilience.Scope]int{ec2Instances: 30, ec2Endpoints: 12, ec2East: 40, ec2Attribute: 25, network: 30, storage: 14, searchAll: 18, listAssets: 3, iamRoles: 8, gce: 20} {
+		pages := map[resilience.Scope]int{ec2Instances: 30, ec2Endpoints: 12, ec2East: 40, ec2Attribute: 25, network: 30, storage: 14, searchAll: 18, listAssets: 3, iamRoles: 8, gce: 20}
+		for _, sc := range extra {
+			pages[sc]++
+		}
+		for sc, n := range pages {
 			wg.Go(func() {
 				for range n {
 					resilience.Do(ctx, sc, ok, gov)

@@ -1,0 +1,31 @@
+package test
+
+import (
+	"testing"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A scope's parts are caller data, of any length: in the scan's page, a
+// provider of the caller's own with a long name is abbreviated like the
+// other parts, with the whole in its tooltip, and the page still fits a
+// 1280 or a 1366 pixel window.
+func TestLongProviderFitsTheWindow(t *testing.T) {
+	bin := chromium(t)
+	own := resilience.Scope{Provider: "internal-inventory-api-gateway", Account: "acme-prod", Region: "eu-central", Service: "assets"}
+	srv := serve(t, scanWith(t, own))
+	for _, width := range []int{1280, 1366} {
+		m := measureAt(t, bin, srv, width)
+		if m.DocumentWidth > m.ViewportWidth {
+			t.Errorf("at %d px the document is %d px wide, wider than the window's %d px", width, m.DocumentWidth, m.ViewportWidth)
+		}
+		for _, o := range m.Outside {
+			t.Errorf("at %d px an element reaches beyond the window: %s", width, o)
+		}
+		for _, c := range m.Cut {
+			if !holdsWhole(c.Title, c.Text) {
+				t.Errorf("at %d px %s shows %q cut short, without the whole in its tooltip (%q)", width, c.Element, c.Text, c.Title)
+			}
+		}
+	}
+}
