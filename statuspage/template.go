@@ -78,7 +78,7 @@ footer .breaker{font-weight:600}
 .frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
 .bar,.calls,tr.groups{display:none}
 th,td{padding-left:4px;padding-right:4px}
-.svcop{max-width:160px}.pv,.reg{max-width:70px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
+.svcop{max-width:min(160px,calc(100vw - 860px))}.pv,.reg{max-width:70px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
 }
 @media (max-width:960px){
 .cards{grid-template-columns:repeat(4,minmax(0,1fr))}
