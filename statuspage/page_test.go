@@ -88,11 +88,11 @@ func TestPageShowsEveryScopeTroubleFirst(t *testing.T) {
 			t.Fatalf("%d accounts:\n%s", len(accounts), body)
 		}
 		for i, want := range [][]string{
-			{`class="prov" rowspan="1" data-label="provider">aws</td>`, `<td class="num" rowspan="1" data-label="retry budget">500</td>`, `111111111111`, `1 / 128`},
-			{`class="prov" rowspan="3" data-label="provider">azure</td>`, `data-label="retry budget">494.1</td>`, `>queued<`, `sub-1`, `1 / 1`, `<td class="num hot queued" data-label="waiting for a slot">2</td>`, `20 / 20`},
+			{`class="prov" rowspan="1" data-label="provider"><span class="cut pv" title="aws">aws</span></td>`, `<td class="num" rowspan="1" data-label="retry budget">500</td>`, `111111111111`, `1 / 128`},
+			{`class="prov" rowspan="3" data-label="provider"><span class="cut pv" title="azure">azure</span></td>`, `data-label="retry budget">494.1</td>`, `>queued<`, `sub-1`, `1 / 1`, `<td class="num hot queued" data-label="waiting for a slot">2</td>`, `20 / 20`},
 			{`sub-2`, `>ok<`},
 			{`sub-3`},
-			{`rowspan="3" data-label="provider">gcp</td>`, `projects/p1`, `0 / 16`, `title="the provider has no account bucket">none</td>`},
+			{`rowspan="3" data-label="provider"><span class="cut pv" title="gcp">gcp</span></td>`, `projects/p1`, `0 / 16`, `title="the provider has no account bucket">none</td>`},
 			{`projects/p2`},
 			{`projects/p3`},
 		} {

@@ -8,13 +8,14 @@ import (
 
 // A scope's parts are caller data, of any length: in the scan's page, a
 // provider of the caller's own with a long name is abbreviated like the
-// other parts, with the whole in its tooltip, and the page still fits a
-// 1280 or a 1366 pixel window.
+// other parts, in its scopes' rows and in its accounts' cell, with the
+// whole in its tooltip, and the page still fits a 1366 or a 1280 pixel
+// window, and the narrower ones of TestStatusPageInChromium.
 func TestLongProviderFitsTheWindow(t *testing.T) {
 	bin := chromium(t)
-	own := resilience.Scope{Provider: "internal-inventory-api-gateway", Account: "acme-prod", Region: "eu-central", Service: "assets"}
+	own := resilience.Scope{Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod", Region: "eu-central", Service: "assets"}
 	srv := serve(t, scanWith(t, own))
-	for _, width := range []int{1280, 1366} {
+	for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
 		m := measureAt(t, bin, srv, width)
 		if m.DocumentWidth > m.ViewportWidth {
 			t.Errorf("at %d px the document is %d px wide, wider than the window's %d px", width, m.DocumentWidth, m.ViewportWidth)
