@@ -152,6 +152,35 @@ func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
 	})
 }
 
+// An open breaker whose cooldown is over refuses nothing more: the next
+// call goes as its probe, and the state's tooltip says so rather than
+// that calls are refused for no time ("—") more.
+func TestOpenBreakerPastItsCooldownSaysTheNextCallProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), open, func(context.Context) error { return transient }, resilience.WithGovernor(g), once)
+		h := New(WithGovernor(g))
+		for _, c := range []struct {
+			after time.Duration
+			title string
+		}{
+			{time.Second, `title="open: calls are refused for 59s more, then one probe goes; it opened after errors"`},
+			{time.Minute, `title="open: its cooldown is over, and the next call goes as its probe; it opened after errors"`},
+		} {
+			time.Sleep(c.after)
+			row := rowsOf(get(t, h, http.MethodGet, "/").Body.String(), "scopes")[0]
+			if !strings.Contains(row, `class="open"`) || !strings.Contains(row, c.title) {
+				_, chip, _ := strings.Cut(row, `<span class="chip`)
+				chip, _, _ = strings.Cut(chip, ">")
+				t.Errorf("%v after the breaker opened its state says\n%s\nwant %s", c.after, chip, c.title)
+			}
+		}
+	})
+}
+
 // A rate is written with three significant digits as a number, never in
 // exponent form: 999.7 calls per second is 1000, not 1e+03.
 func TestRatesAreWrittenAsNumbers(t *testing.T) {

@@ -154,6 +154,9 @@ func explain(r row) string {
 	s := r.State
 	switch r.Status {
 	case statusOpen:
+		if s.Breaker.Wait <= 0 {
+			return "open: its cooldown is over, and the next call goes as its probe" + because(r.Reason)
+		}
 		return "open: calls are refused for " + duration(s.Breaker.Wait) + " more, then one probe goes" + because(r.Reason)
 	case statusHalfOpen:
 		return "half-open: one probe call is out; its answer closes or reopens the breaker" + because(r.Reason)
