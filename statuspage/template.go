@@ -78,7 +78,7 @@ footer .breaker{font-weight:600}
 .frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
 .bar,.calls,tr.groups{display:none}
 th,td{padding-left:4px;padding-right:4px}
-.svcop{max-width:min(160px,calc(100vw - 860px))}.pv,.reg{max-width:70px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
+.svcop{max-width:min(160px,calc(100vw - 860px))}.reg{max-width:70px}.pv{max-width:56px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
 }
 @media (max-width:960px){
 .cards{grid-template-columns:repeat(4,minmax(0,1fr))}
@@ -89,7 +89,7 @@ td,td.now,td.counted{border:0;padding:0;max-width:100%;min-width:0}
 td::before{content:attr(data-label) " ";color:var(--dim);font-size:10.5px}
 td.st::before{content:none}
 td.zero{display:none}
-.cut,.acct{white-space:normal;overflow-wrap:anywhere;max-width:100%}
+td.who,.cut,.acct{white-space:normal;overflow-wrap:anywhere;max-width:100%}
 .why,td.lost span{display:inline;margin-left:4px}
 .bar{display:inline-block}.calls{display:block}
 }

@@ -13,7 +13,7 @@ import (
 // window, and the narrower ones of TestStatusPageInChromium.
 func TestLongProviderFitsTheWindow(t *testing.T) {
 	bin := chromium(t)
-	own := resilience.Scope{Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod", Region: "eu-central", Service: "assets"}
+	own := resilience.Scope{Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod-0123456789-abcdefghij", Region: "eu-central", Service: "assets"}
 	srv := serve(t, scanWith(t, own))
 	for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
 		m := measureAt(t, bin, srv, width)
