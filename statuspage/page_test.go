@@ -181,6 +181,45 @@ func TestOpenBreakerPastItsCooldownSaysTheNextCallProbes(t *testing.T) {
 	})
 }
 
+// A half-open breaker whose probe's lease ran out (the probe never gave
+// its verdict) waits for no probe: the next call goes as a new one, and
+// the state's tooltip says so rather than that a probe is out.
+func TestHalfOpenBreakerPastItsLeaseSaysTheNextCallProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		resilience.Do(ctx, halfOpen, func(context.Context) error { return transient }, resilience.WithGovernor(g), once)
+		time.Sleep(time.Minute) // the cooldown: the next call is the probe
+		probe, _ := g.Begin(ctx, halfOpen)
+		if err := probe.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer probe.End(nil)
+		h := New(WithGovernor(g))
+		for _, c := range []struct {
+			after time.Duration
+			title string
+		}{
+			{time.Second, `title="half-open: one probe call is out; its answer closes or reopens the breaker; it opened after errors"`},
+			{time.Minute, `title="half-open: the lease of its probe ran out, and the next call goes as a new probe; it opened after errors"`},
+		} {
+			time.Sleep(c.after)
+			row := rowsOf(get(t, h, http.MethodGet, "/").Body.String(), "scopes")[0]
+			if !strings.Contains(row, `class="half_open"`) || !strings.Contains(row, c.title) {
+				_, chip, _ := strings.Cut(row, `<span class="chip`)
+				chip, _, _ = strings.Cut(chip, ">")
+				t.Errorf("%v after the probe went its state says\n%s\nwant %s", c.after, chip, c.title)
+			}
+		}
+		if err := resilience.Do(ctx, halfOpen, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Errorf("the next call did not go as the probe: %v", err)
+		}
+	})
+}
+
 // A rate is written with three significant digits as a number, never in
 // exponent form: 999.7 calls per second is 1000, not 1e+03.
 func TestRatesAreWrittenAsNumbers(t *testing.T) {

@@ -159,6 +159,9 @@ func explain(r row) string {
 		}
 		return "open: calls are refused for " + duration(s.Breaker.Wait) + " more, then one probe goes" + because(r.Reason)
 	case statusHalfOpen:
+		if s.Breaker.Wait <= 0 {
+			return "half-open: the lease of its probe ran out, and the next call goes as a new probe" + because(r.Reason)
+		}
 		return "half-open: one probe call is out; its answer closes or reopens the breaker" + because(r.Reason)
 	case statusPaused:
 		return "paused: every call is held for " + duration(pausedFor(s)) + " more"
