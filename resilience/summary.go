@@ -199,6 +199,56 @@ func (g *Governor) lifetime() map[Scope]Counters {
 	return table
 }
 
+// Lifetime returns the governor's lifetime totals, as Summary(nil) has
+// them in Totals, and the lifetime counters of each of services' service
+// scopes (Scope.ServiceScope), in the order given, as Summary(nil) has
+// them in Scopes: zero counters, with Scope set, for a service nothing
+// was counted for. It is the cheap part of a summary, for a status page
+// that shows a few scopes: it goes once over the lifetime counters and
+// the live scopes' call counts, and reads no bucket or breaker (with a
+// shared store, nothing from the store), lists nothing slowed and writes
+// no message.
+func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counters) {
+	scopes = make([]Counters, len(services))
+	want := make(map[Scope]int, len(services))
+	for i, sc := range services {
+		sc = serviceScope(sc)
+		if _, ok := want[sc]; !ok {
+			want[sc] = i
+		}
+		scopes[i].Scope = sc
+	}
+	totals.Calls = g.folded.Load()
+	totals.WaitElapsed = g.waited.covered()
+	g.life.m.Range(func(k, c any) bool {
+		st := c.(*counters).snapshot()
+		totals.add(st)
+		if i, ok := want[k.(Scope)]; ok {
+			st.Scope = scopes[i].Scope
+			scopes[i] = st
+		}
+		return true
+	})
+	g.eachEntry(func(e *scopeEntry, _ *provider) {
+		n := e.calls.Load()
+		if n == 0 {
+			return
+		}
+		totals.Calls += n
+		if len(want) > 0 {
+			if i, ok := want[serviceScope(e.key)]; ok {
+				scopes[i].Calls += n
+			}
+		}
+	})
+	for i, sc := range services {
+		if j := want[serviceScope(sc)]; j != i {
+			scopes[i] = scopes[j]
+		}
+	}
+	return totals, scopes
+}
+
 // Scopes returns the live scopes of every provider with where each stands,
 // as Inspect would report it: an iteration for dashboards and status
 // pages, with each scope's parts as fields. A scope is a leaf of the

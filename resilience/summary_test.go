@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -121,4 +122,82 @@ func (s *keptStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 
 func (s *keptStore) Budget(provider string, size int) state.Budget {
 	return MemoryStore().Budget(provider, size)
+}
+
+// Lifetime is the totals and the service scopes' counters of
+// Summary(nil), without the rest: the counters of the service scopes
+// asked for, in their order (a leaf asks for its service's), zero with
+// the scope set for one nothing was counted for; and it reads no bucket
+// or breaker from the store.
+func TestLifetimeIsSummarysTotalsAndCounters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingStore{Store: MemoryStore()}
+		g := newGov(t, Config{}, WithStateStore(st))
+		ctx := context.Background()
+		vpcs := Scope{Provider: "aws", Account: "1", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
+		subnets := vpcs
+		subnets.Operation = "DescribeSubnets"
+		iam := Scope{Provider: "aws", Account: "1", Service: "iam"}
+		for _, sc := range []Scope{vpcs, vpcs, subnets, iam} {
+			Do(ctx, sc, func(context.Context) error { return nil }, WithGovernor(g))
+		}
+		Do(ctx, iam, func(context.Context) error { return throttle() }, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		sum := g.Summary(nil)
+
+		before := st.reads.Load()
+		none := Scope{Provider: "gcp", Account: "p", Service: "cloudasset"}
+		totals, got := g.Lifetime(subnets, iam, none, vpcs.ServiceScope())
+		if n := st.reads.Load() - before; n != 0 {
+			t.Errorf("Lifetime read %d snapshots from the store", n)
+		}
+		if totals != sum.Totals {
+			t.Errorf("totals %+v, want Summary's %+v", totals, sum.Totals)
+		}
+		want := []Counters{sum.Scopes[vpcs.ServiceScope()], sum.Scopes[iam], {Scope: none}, sum.Scopes[vpcs.ServiceScope()]}
+		if len(got) != len(want) {
+			t.Fatalf("%d counters, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("counters %d: %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		if got[0].Calls != 3 || got[1].Calls != 2 || got[1].GaveUp != 1 {
+			t.Errorf("ec2 %d calls, iam %d calls and %d gave up; want 3, 2 and 1", got[0].Calls, got[1].Calls, got[1].GaveUp)
+		}
+	})
+}
+
+// countingStore counts the snapshots read from its buckets and breakers.
+type countingStore struct {
+	state.Store
+	reads atomic.Int64
+}
+
+func (s *countingStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	return countingBucket{s.Store.Bucket(key, spec, now), &s.reads}
+}
+
+func (s *countingStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
+	return countingBreaker{s.Store.Breaker(key, spec), &s.reads}
+}
+
+type countingBucket struct {
+	state.Bucket
+	reads *atomic.Int64
+}
+
+func (b countingBucket) Snapshot(now time.Duration) state.BucketSnapshot {
+	b.reads.Add(1)
+	return b.Bucket.Snapshot(now)
+}
+
+type countingBreaker struct {
+	state.Breaker
+	reads *atomic.Int64
+}
+
+func (b countingBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
+	b.reads.Add(1)
+	return b.Breaker.Snapshot(now)
 }
