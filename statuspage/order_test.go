@@ -1,7 +1,9 @@
 package statuspage
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -169,4 +171,51 @@ func TestReasonOf(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", c.snap, got, c.want)
 		}
 	}
+}
+
+// The page picks its rows in one pass over the scopes, keeping the
+// snapshots of a few: the rows it picks are the first limit of the
+// page's order of every row, whatever the order the scopes go by in.
+func TestPickerPicksThePageOrdersFirstRows(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rows := genRows(t)
+		limit := rapid.IntRange(1, 30).Draw(t, "limit")
+		want := keys(order(slices.Clone(rows)))
+		want = want[:min(len(want), limit)]
+
+		snaps := map[resilience.Scope]state.ScopeSnapshot{}
+		pk := picker{limit: limit}
+		for _, r := range rows {
+			snaps[r.Scope] = r.State
+			pk.add(r.Scope, r.State, r.Status)
+		}
+		got := pk.rows(func(sc resilience.Scope) state.ScopeSnapshot {
+			s, ok := snaps[sc]
+			if !ok {
+				t.Fatalf("reread %v, which is no live scope", sc)
+			}
+			return s
+		})
+		if !slices.Equal(keys(got), want) {
+			t.Fatalf("picked %v\nwant   %v", keys(got), want)
+		}
+	})
+}
+
+// The keys the picker compares without writing them order scopes as
+// their Key forms do, escapes and empty parts included.
+func TestPickerComparesKeys(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		part := rapid.SampledFrom([]string{"", "a", "a-b", "a/b", "a%", "a*", "*", "%2F", "ab", "a.b", "a b"})
+		gen := func(name string) resilience.Scope {
+			return resilience.Scope{Provider: part.Draw(t, name+"p"), Account: part.Draw(t, name+"a"), Region: part.Draw(t, name+"r"),
+				Service: part.Draw(t, name+"s"), Operation: part.Draw(t, name+"o")}
+		}
+		a, b := gen("a"), gen("b")
+		var pk picker
+		want := cmp.Or(strings.Compare(a.ServiceScope().Key(), b.ServiceScope().Key()), strings.Compare(a.Key(), b.Key()))
+		if got := pk.compareKeys(a, b); got != want {
+			t.Fatalf("%q against %q: %d, want %d", a.Key(), b.Key(), got, want)
+		}
+	})
 }

@@ -1,11 +1,13 @@
 package statuspage
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -138,55 +140,55 @@ type page struct {
 }
 
 // collect reads the governor's scopes and lifetime counters into a page
-// of at most limit rows (and limit accounts), the most troubled first.
+// of at most limit rows (and limit accounts), the most troubled first. It
+// goes once over the live scopes, keeping of each only its scope and
+// status, and the snapshots of the rows it may show (see picker); the
+// counters it reads are the totals and those of the services shown.
 func collect(g *resilience.Governor, limit int) page {
-	sum := g.Summary(nil)
-	counters := make(map[resilience.Scope]resilience.Counters, len(sum.Scopes))
-	for _, c := range sum.Scopes {
-		counters[c.Scope] = c
-	}
-	p := page{Time: g.Clock().Now(), Totals: sum.Totals, Statuses: map[string]int{}}
-	for _, s := range statusNames {
-		p.Statuses[s] = 0
-	}
+	p := page{Time: g.Clock().Now(), Statuses: make(map[string]int, numStatuses)}
+	var counts [numStatuses]int
 	type acctKey struct{ provider, account string }
-	accounts := map[acctKey]*account{}
+	accounts := map[acctKey]int{} // index in p.Accounts
 	budgets := map[string]float64{}
-	var rows []row
+	pk := picker{limit: limit}
 	for sc, snap := range g.Scopes() {
-		svc := sc
-		svc.Operation = ""
-		r := row{
-			Scope: sc, Key: sc.Key(), Status: statusOf(snap), Reason: reasonOf(snap),
-			Queued: snap.Leaf.Queued(), State: snap, Counters: counters[svc], service: svc.Key(),
-		}
-		r.Counters.Scope = svc
-		p.Statuses[r.Status.String()]++
-		rows = append(rows, r)
+		st := statusOf(snap)
+		counts[st]++
+		pk.add(sc, snap, st)
 		budgets[sc.Provider] = snap.RetryBudget
 		k := acctKey{sc.Provider, sc.Account}
-		if a := accounts[k]; a != nil {
-			a.Scopes++
+		if i, ok := accounts[k]; ok {
+			p.Accounts[i].Scopes++
 			continue
 		}
-		accounts[k] = accountOf(sc, snap)
+		accounts[k] = len(p.Accounts)
+		p.Accounts = append(p.Accounts, accountOf(sc, snap))
 	}
-	p.Live = len(rows)
-	p.Scopes = order(rows)[:min(len(rows), limit)]
+	for s, n := range counts {
+		p.Statuses[status(s).String()] = n
+	}
+	p.Live = pk.live
+	p.Scopes = pk.rows(g.Inspect)
+	services := make([]resilience.Scope, len(p.Scopes))
+	for i, r := range p.Scopes {
+		services[i] = r.Scope.ServiceScope()
+	}
+	var counters []resilience.Counters
+	p.Totals, counters = g.Lifetime(services...)
+	for i := range p.Scopes {
+		p.Scopes[i].Counters = counters[i]
+	}
 	spanServices(p.Scopes)
 
-	p.Accounts = make([]account, 0, len(accounts))
-	for _, a := range accounts {
-		a.RetryBudget = budgets[a.Provider]
-		p.Accounts = append(p.Accounts, *a)
+	for i := range p.Accounts {
+		p.Accounts[i].RetryBudget = budgets[p.Accounts[i].Provider]
 	}
 	p.LiveAccounts = len(p.Accounts)
 	// The limit keeps the most troubled accounts, whatever their
 	// provider; the page shows them by provider.
-	slices.SortFunc(p.Accounts, func(a, b account) int {
+	p.Accounts = smallest(p.Accounts, limit, func(a, b account) int {
 		return cmp.Or(cmp.Compare(a.Status, b.Status), strings.Compare(a.Provider, b.Provider), strings.Compare(a.Account, b.Account))
 	})
-	p.Accounts = p.Accounts[:min(len(p.Accounts), limit)]
 	slices.SortFunc(p.Accounts, func(a, b account) int {
 		return cmp.Or(strings.Compare(a.Provider, b.Provider), cmp.Compare(a.Status, b.Status), strings.Compare(a.Account, b.Account))
 	})
@@ -200,9 +202,197 @@ func collect(g *resilience.Governor, limit int) page {
 	return p
 }
 
+// smallest returns the first n of xs in the order of compare, sorted, in
+// xs's array: a selection that keeps n of them in a heap rather than
+// sorting them all. It returns an empty slice, not nil, for no xs.
+func smallest[T any](xs []T, n int, compare func(a, b T) int) []T {
+	if xs == nil {
+		xs = []T{}
+	}
+	if len(xs) > n {
+		// xs[:n] is a max-heap of the n smallest so far: each other x
+		// replaces its largest when it is smaller.
+		h := xs[:n]
+		down := func(i int) {
+			for {
+				l := 2*i + 1
+				if l >= n {
+					return
+				}
+				if r := l + 1; r < n && compare(h[r], h[l]) > 0 {
+					l = r
+				}
+				if compare(h[l], h[i]) <= 0 {
+					return
+				}
+				h[i], h[l] = h[l], h[i]
+				i = l
+			}
+		}
+		for i := n/2 - 1; i >= 0; i-- {
+			down(i)
+		}
+		for _, x := range xs[n:] {
+			if n > 0 && compare(x, h[0]) < 0 {
+				h[0] = x
+				down(0)
+			}
+		}
+		xs = h
+	}
+	slices.SortFunc(xs, compare)
+	return xs
+}
+
+// scoped is a live scope as the page's pass over the scopes keeps it:
+// its scope and its status, and the status of its service's worst row
+// once that is known.
+type scoped struct {
+	sc    resilience.Scope
+	st    status
+	worst status
+}
+
+// kept is a scope whose snapshot the pass keeps: one of the first limit
+// by status, service and key.
+type kept struct {
+	scoped
+	snap state.ScopeSnapshot
+}
+
+// picker picks the rows a page shows, in the page's order (see order),
+// in one pass over the live scopes, without a row per scope. The page's
+// order is by the worst status of a row's service, then by service,
+// status and key, and a service's worst is known only once every scope
+// has gone by; but the services shown are among those of the first
+// limit scopes by status, service and key, which the picker keeps, with
+// their snapshots, in a heap: a shown service's best row comes after no
+// more than the rows of the services before it, fewer than limit, and
+// the shown rows of the service before it in its own order; and that
+// row, its service's worst status, is among those kept. The other rows
+// of those services come from the scope and status kept of every scope;
+// one whose snapshot was not kept is read again (Governor.Inspect), and
+// shows its status then.
+type picker struct {
+	limit  int
+	live   int
+	all    [][]scoped // every scope, in chunks: no copying as they add up
+	top    []kept     // a max-heap by status, service and key: the limit first
+	ka, kb []byte     // keys being compared
+}
+
+// add takes a live scope with its snapshot and status.
+func (pk *picker) add(sc resilience.Scope, snap state.ScopeSnapshot, st status) {
+	s := scoped{sc: sc, st: st}
+	if n := len(pk.all); n == 0 || len(pk.all[n-1]) == cap(pk.all[n-1]) {
+		pk.all = append(pk.all, make([]scoped, 0, 1024))
+	}
+	pk.all[len(pk.all)-1] = append(pk.all[len(pk.all)-1], s)
+	pk.live++
+	switch {
+	case pk.limit <= 0:
+	case len(pk.top) < pk.limit:
+		pk.top = append(pk.top, kept{s, snap})
+		for i := len(pk.top) - 1; i > 0; {
+			up := (i - 1) / 2
+			if pk.compareKept(pk.top[i].scoped, pk.top[up].scoped) <= 0 {
+				break
+			}
+			pk.top[i], pk.top[up] = pk.top[up], pk.top[i]
+			i = up
+		}
+	case pk.compareKept(s, pk.top[0].scoped) < 0:
+		pk.top[0] = kept{s, snap}
+		for i, n := 0, len(pk.top); ; {
+			l := 2*i + 1
+			if l >= n {
+				break
+			}
+			if r := l + 1; r < n && pk.compareKept(pk.top[r].scoped, pk.top[l].scoped) > 0 {
+				l = r
+			}
+			if pk.compareKept(pk.top[l].scoped, pk.top[i].scoped) <= 0 {
+				break
+			}
+			pk.top[i], pk.top[l] = pk.top[l], pk.top[i]
+			i = l
+		}
+	}
+}
+
+// compareKept orders scopes by status, service and key.
+func (pk *picker) compareKept(a, b scoped) int {
+	return cmp.Or(cmp.Compare(a.st, b.st), pk.compareKeys(a.sc, b.sc))
+}
+
+// compareKeys orders scopes by their service's key and then by their
+// own (Scope.Key), as strings.Compare orders those strings.
+func (pk *picker) compareKeys(a, b resilience.Scope) int {
+	pk.ka = scopekey.AppendKey(pk.ka[:0], &[5]string{a.Provider, a.Account, a.Region, a.Service, ""})
+	pk.kb = scopekey.AppendKey(pk.kb[:0], &[5]string{b.Provider, b.Account, b.Region, b.Service, ""})
+	if c := bytes.Compare(pk.ka, pk.kb); c != 0 || a.Operation == b.Operation {
+		return c
+	}
+	// One service: its key is the start of both scopes' keys.
+	pk.ka = scopekey.AppendKey(pk.ka[:0], &[5]string{a.Provider, a.Account, a.Region, a.Service, a.Operation})
+	pk.kb = scopekey.AppendKey(pk.kb[:0], &[5]string{b.Provider, b.Account, b.Region, b.Service, b.Operation})
+	return bytes.Compare(pk.ka, pk.kb)
+}
+
+// rows returns the rows to show, the first limit in the page's order,
+// with their snapshots: kept ones, or those reread returns.
+func (pk *picker) rows(reread func(resilience.Scope) state.ScopeSnapshot) []row {
+	worst := make(map[resilience.Scope]status, len(pk.top))
+	snaps := make(map[resilience.Scope]int, len(pk.top))
+	for i, k := range pk.top {
+		svc := k.sc.ServiceScope()
+		if w, ok := worst[svc]; !ok || k.st < w {
+			worst[svc] = k.st
+		}
+		snaps[k.sc] = i
+	}
+	var picked []scoped
+	for _, chunk := range pk.all {
+		for _, s := range chunk {
+			if w, ok := worst[s.sc.ServiceScope()]; ok {
+				s.worst = w
+				picked = append(picked, s)
+			}
+		}
+	}
+	picked = smallest(picked, pk.limit, func(a, b scoped) int {
+		if c := cmp.Compare(a.worst, b.worst); c != 0 {
+			return c
+		}
+		pk.ka = scopekey.AppendKey(pk.ka[:0], &[5]string{a.sc.Provider, a.sc.Account, a.sc.Region, a.sc.Service, ""})
+		pk.kb = scopekey.AppendKey(pk.kb[:0], &[5]string{b.sc.Provider, b.sc.Account, b.sc.Region, b.sc.Service, ""})
+		if c := bytes.Compare(pk.ka, pk.kb); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.st, b.st), pk.compareKeys(a.sc, b.sc))
+	})
+	rows := make([]row, len(picked))
+	for i, s := range picked {
+		var snap state.ScopeSnapshot
+		st := s.st
+		if j, ok := snaps[s.sc]; ok {
+			snap = pk.top[j].snap
+		} else {
+			snap = reread(s.sc)
+			st = statusOf(snap)
+		}
+		svc := s.sc.ServiceScope()
+		rows[i] = row{
+			Scope: s.sc, Key: s.sc.Key(), Status: st, Reason: reasonOf(snap),
+			Queued: snap.Leaf.Queued(), State: snap, service: svc.Key(),
+		}
+	}
+	return rows
+}
+
 // accountOf returns the account of sc as its snapshot shows it.
-func accountOf(sc resilience.Scope, s state.ScopeSnapshot) *account {
-	a := &account{
+func accountOf(sc resilience.Scope, s state.ScopeSnapshot) account {
+	a := account{
 		Provider: sc.Provider, Account: sc.Account, Scopes: 1,
 		InFlight: s.InFlight, MaxInFlight: s.MaxInFlight, Waiting: s.Waiting,
 		Status: statusOK,

@@ -93,3 +93,38 @@ func Unescape(p string) (string, error) {
 }
 
 var errBadEscape = errors.New("scopekey: not an escaped part")
+
+// AppendKey appends Format(parts, true, 4), the escaped form of a scope
+// (Scope.Key), to dst: for a reader that compares keys without making a
+// string of each.
+func AppendKey(dst []byte, parts *[5]string) []byte {
+	part := func(p string) {
+		if p == "" {
+			dst = append(dst, '*')
+			return
+		}
+		for i := 0; i < len(p); i++ {
+			switch c := p[i]; c {
+			case '%':
+				dst = append(dst, "%25"...)
+			case '/':
+				dst = append(dst, "%2F"...)
+			case '*':
+				dst = append(dst, "%2A"...)
+			default:
+				dst = append(dst, c)
+			}
+		}
+	}
+	for i := range 4 {
+		if i > 0 {
+			dst = append(dst, '/')
+		}
+		part(parts[i])
+	}
+	if parts[4] != "" {
+		dst = append(dst, '/')
+		part(parts[4])
+	}
+	return dst
+}
