@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Every call lost is recorded once, with its kind, in the lifetime
@@ -704,6 +705,36 @@ func TestLostPanicked(t *testing.T) {
 			if s := g.Inspect(iamUsers); s.InFlight != 0 {
 				t.Fatalf("call %d: %d slots held after the panic", i+1, s.InFlight)
 			}
+		}
+	})
+}
+
+// A scope found dead stays dead while nothing answers, an hour of quiet
+// after its breaker's cooldown included: it is what the process last saw
+// of it. The next call goes as its breaker's probe, and its success ends
+// it.
+func TestADeadScopeStaysDeadUntilASuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g))
+			})
+		}
+		wg.Wait()
+		if s := g.Inspect(iamUsers); s.Dead != "throttled for good" {
+			t.Fatalf("a dead scope: %+v", s)
+		}
+		time.Sleep(time.Hour)
+		if s := g.Inspect(iamUsers); s.Dead != "throttled for good" || s.Breaker.State != state.Open {
+			t.Fatalf("an hour of quiet later: %+v", s)
+		}
+		if err := Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+			t.Fatalf("the probe: %v", err)
+		}
+		if s := g.Inspect(iamUsers); s.Dead != "" || s.Breaker.State != state.Closed {
+			t.Fatalf("after a success: %+v", s)
 		}
 	})
 }

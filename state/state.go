@@ -219,9 +219,11 @@ type ScopeSnapshot struct {
 	Queued int `json:"queued"`
 	// Dead says how a scope every answer of which failed for the
 	// provider's breaker_dead_seconds, from at least breaker_threshold
-	// calls and recently, is dead (as this process saw it): "throttled for
-	// good" (every failed answer was throttling) or "down"; empty when it
-	// is not.
+	// calls, is dead (as this process saw it): "throttled for good" (every
+	// failed answer was throttling) or "down"; empty when it is not. A
+	// scope found dead stays dead, through its breaker's cooldown and any
+	// quiet after it (nothing answered since), until an answer shows it
+	// works.
 	Dead string `json:"dead,omitempty"`
 	// OpenReason says why the breaker last opened: "throttling" or
 	// "errors" (calls failed after their retries, the last with that kind
