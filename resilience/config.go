@@ -89,7 +89,8 @@ type ProviderConfig struct {
 	// MaxConcurrency caps the calls in flight per provider x account.
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty" range:">0"`
 
-	// Circuit breaker.
+	// Circuit breaker. BreakerThreshold is at most 268435456 (1<<28), the
+	// most consecutive failures a breaker counts.
 	BreakerThreshold          int     `yaml:"breaker_threshold,omitempty" json:"breaker_threshold,omitempty" range:">0"`
 	BreakerCooldownSeconds    float64 `yaml:"breaker_cooldown_seconds,omitempty" json:"breaker_cooldown_seconds,omitempty" range:">0"`
 	BreakerMaxCooldownSeconds float64 `yaml:"breaker_max_cooldown_seconds,omitempty" json:"breaker_max_cooldown_seconds,omitempty" range:">0"`

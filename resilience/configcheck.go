@@ -9,13 +9,16 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/cloudg/cloudg/internal/breaker"
 	"github.com/cloudg/cloudg/internal/scopenames"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 )
 
 // Validate reports every setting that cannot work, each naming its key
 // path (ratelimit.aws.max_rps: must be > 0), joined with errors.Join: a
-// value out of its range (the ranges the YAML reader applies too), a rate
+// value out of its range (the ranges the YAML reader applies too, and a
+// breaker_threshold above 268435456, the most consecutive failures a
+// breaker counts), a rate
 // too low to serve a call (a token less often than once per
 // deadline_seconds, or a max_rps below the floor of the adaptive rate),
 // two settings that contradict each other (min_rps above max_rps,
@@ -115,6 +118,9 @@ func (p *ProviderConfig) validate(name, path string) []error {
 		bad("burst", "must be >= 1 (a bucket holds at least one token)")
 	}
 	// The breaker.
+	if p.BreakerThreshold > breaker.MaxThreshold {
+		bad("breaker_threshold", fmt.Sprintf("%d is outside [1, %d] (the most consecutive failures a breaker counts)", p.BreakerThreshold, breaker.MaxThreshold))
+	}
 	if c := p.BreakerCooldownSeconds; c > 0 && (c < minCooldown.Seconds() || c > maxCooldown.Seconds()) {
 		bad("breaker_cooldown_seconds", fmt.Sprintf("%s is outside [%s, %s]", seconds(c), seconds(minCooldown.Seconds()), seconds(maxCooldown.Seconds())))
 	} else if m := p.BreakerMaxCooldownSeconds; c == 0 && m > 0 && m < defaultBreakerCooldown.Seconds() {

@@ -112,6 +112,22 @@ func TestBaseDelayNotAboveMaxBackoff(t *testing.T) {
 	accepted(t, "aws: {max_backoff_seconds: 0.1}\n")
 }
 
+// A breaker counts at most 1<<28 consecutive failures (its state and its
+// count share a word): a breaker_threshold above that is refused, naming
+// the range, rather than taken for a breaker that never opens. Before, a
+// threshold of 1<<28 + 1 was accepted, and the count stopped one short.
+func TestBreakerThresholdWithinBounds(t *testing.T) {
+	wantMistakes(t, "aws: {breaker_threshold: 268435457}\n",
+		"ratelimit.aws.breaker_threshold: 268435457 is outside [1, 268435456] (the most consecutive failures a breaker counts)")
+	wantMistakes(t, "providers: {github: {breaker_threshold: 2000000000}}\n",
+		"ratelimit.providers.github.breaker_threshold: 2000000000 is outside [1, 268435456] (the most consecutive failures a breaker counts)")
+	accepted(t, "aws: {breaker_threshold: 268435456}\n")
+	if _, err := NewGovernor(Config{GCP: ProviderConfig{BreakerThreshold: 1<<28 + 1}}); err == nil ||
+		err.Error() != "ratelimit.gcp.breaker_threshold: 268435457 is outside [1, 268435456] (the most consecutive failures a breaker counts)" {
+		t.Errorf("NewGovernor with breaker_threshold 1<<28 + 1: %v", err)
+	}
+}
+
 func TestBreakerCooldownWithinBounds(t *testing.T) {
 	for _, v := range []string{"0.5", "601", "1h"} {
 		got := mistakes(t, "aws: {breaker_cooldown_seconds: "+v+"}\n")

@@ -28,9 +28,14 @@ type Breaker struct {
 	wake  chan struct{}      // closed at the next verdict; made by the first caller to wait for one
 }
 
-// stateShift places the state above the failures in sf: thresholds are
-// far below 1<<28.
+// stateShift places the state above the failures in sf, which counts up
+// to MaxThreshold.
 const stateShift = 28
+
+// MaxThreshold is the largest threshold a breaker opens at: its state and
+// its consecutive failures share a word, whose count stops at
+// MaxThreshold-1 (a threshold above it would never be reached).
+const MaxThreshold = 1 << stateShift
 
 func (b *Breaker) load() (state.BreakerState, int) {
 	v := b.sf.Load()

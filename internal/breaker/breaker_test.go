@@ -296,3 +296,20 @@ func TestRestoreKeepsTheDoubledCooldown(t *testing.T) {
 		t.Fatal("the fifth failure did not open it")
 	}
 }
+
+// A breaker opens at any threshold up to MaxThreshold, the most
+// consecutive failures it counts (its count, restored from a shared
+// store here rather than counted one by one, stops at MaxThreshold-1).
+func TestOpensAtMaxThreshold(t *testing.T) {
+	b := New(state.BreakerSpec{Threshold: MaxThreshold, Cooldown: 60 * sec, MaxCooldown: 600 * sec})
+	b.Restore(state.Closed, MaxThreshold-2, 60*sec, 0)
+	if b.Failure(0) {
+		t.Fatalf("opened after %d failures, threshold %d", MaxThreshold-1, MaxThreshold)
+	}
+	if s := b.Snapshot(0); s.State != state.Closed || s.Failures != MaxThreshold-1 {
+		t.Fatalf("after %d failures: %+v", MaxThreshold-1, s)
+	}
+	if !b.Failure(0) {
+		t.Fatalf("did not open after %d failures, its threshold", MaxThreshold)
+	}
+}
