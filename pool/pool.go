@@ -115,6 +115,8 @@ type Pool struct {
 	parks    uint32          // queues parked so far (wrapping around), for the heap's order
 	slots    []*queue        // queues waiting for a concurrency slot
 	holds    fifo[heldQueue] // admitting queues, by the end of their hold
+	waits    map[string]bool // breakerWaits by provider, for waitsGen
+	waitsGen uint64
 	armedAt  time.Duration
 	armStop  context.CancelFunc // stops the wake-up armed for armedAt
 	keepStop func() bool        // keeps the stop (drop and settle) from running when ctx is done
@@ -324,7 +326,7 @@ func (p *Pool) pick() *task {
 			// (Reset, Configure), and Delay decides again, or its scope is
 			// dead since, its breaker open, and its calls fail fast.
 			if !p.heldByAnOldState(q) {
-				if _, why := p.gov.Delay(q.scope); !failsFast(p.gov, q.scope, why) {
+				if _, why := p.gov.Delay(q.scope); !p.failsFast(q.scope, why) {
 					p.repark(q, min(q.heldUntil, now+parkRecheck))
 					continue
 				}
@@ -339,9 +341,12 @@ func (p *Pool) pick() *task {
 		}
 		d, why := p.gov.Delay(q.scope)
 		switch {
-		case why == nil, errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(p.gov, q.scope):
+		case why == nil, p.failsFast(q.scope, why):
 			// Ready; or its breaker is open, and the governor decides at
 			// once (a refusal, recorded: a dead scope's queue fails fast).
+			// Not a breaker that waits for its verdict (breaker_wait): its
+			// first call would only be deferred, so its queue is parked
+			// until the breaker lets a probe through.
 			t := q.pop()
 			p.hold(q, t, now) // until its first call is decided
 			p.start(t)
@@ -366,9 +371,28 @@ func (p *Pool) heldByAnOldState(q *queue) bool {
 
 // failsFast reports whether why, what Delay said of scope, is an open
 // breaker that refuses its calls at once: its provider does not wait for
-// its breakers' verdicts (breaker_wait), nor is a probe out.
-func failsFast(g *resilience.Governor, scope resilience.Scope, why error) bool {
-	return errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(g, scope) && !breakerWaits(g, scope.Provider)
+// its breakers' verdicts (breaker_wait), nor is a probe out. p.mu is held.
+func (p *Pool) failsFast(scope resilience.Scope, why error) bool {
+	return errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(p.gov, scope) && !p.breakerWaits(scope.Provider)
+}
+
+// breakerWaits is breakerWaits for the pool's governor, kept for the
+// governor's generation: pick asks it of every task of a dead scope, and
+// the governor's Config is a copy of the whole configuration. p.mu is
+// held.
+func (p *Pool) breakerWaits(provider string) bool {
+	// The generation first: a Configure stores its configuration before
+	// it moves the generation, so that the answer kept is never older
+	// than the generation it is kept for.
+	if gen := p.gov.Generation(); p.waits == nil || gen != p.waitsGen {
+		p.waits, p.waitsGen = map[string]bool{}, gen
+	}
+	w, ok := p.waits[provider]
+	if !ok {
+		w = breakerWaits(p.gov, provider)
+		p.waits[provider] = w
+	}
+	return w
 }
 
 // probeOut reports whether scope's breaker is half-open with its probe

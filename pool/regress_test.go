@@ -898,3 +898,39 @@ func TestATaskWaitingAtItsAccountSendsNothingDuringAPause(t *testing.T) {
 		}
 	})
 }
+
+// A scope whose breaker is open, of a provider that waits for its
+// breakers' verdicts (breaker_wait), is not dead: its queue waits in the
+// pool, costing no worker, until the breaker lets a probe through, and its
+// first task then runs once, as the probe. Before, the pool ran the queue's
+// head at once (as for a dead scope, whose calls fail fast), only for its
+// first call to be refused and the task deferred: run twice, a worker
+// taken and a deferral counted for each open period.
+func TestAnOpenBreakerThatWaitsForItsVerdictRunsNoTaskToDeferIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fixed := false
+		g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{Adaptive: &fixed, BreakerWait: true}})
+		s := scope("dead")
+		openBreaker(t, g, s)
+		wait, _ := g.Delay(s)
+		start := time.Now()
+		p, ctx := New(context.Background(), WithGovernor(g))
+		var runs atomic.Int32
+		var first time.Duration
+		for range 3 {
+			p.Go(ctx, s, func(ctx context.Context) error {
+				if runs.Add(1) == 1 {
+					first = time.Since(start)
+				}
+				return call(g, s, 0)(ctx)
+			})
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if pr := p.Progress(); runs.Load() != 3 || pr.Deferred != 0 || first < wait {
+			t.Fatalf("3 tasks of a scope whose breaker_wait breaker is open for %v: %d runs, the first at %v, %d deferred; want 3 runs, none before the cooldown ends, none deferred",
+				wait, runs.Load(), first, pr.Deferred)
+		}
+	})
+}
