@@ -309,7 +309,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		// The reservation may have waited for the store: the wait it gave
 		// counts from its return, and the deadline is checked then too.
 		if now = gd.g.now(); ctx.Err() != nil {
-			gd.cancel(now)
+			gd.cancel(now, nil)
 			return gd.stopByContext(ctx.Err())
 		}
 	} else {
@@ -319,7 +319,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		return nil
 	}
 	limit := gd.deadlineAt()
-	if err := gd.exceeds(now, now+w, limit, now, 0); err != nil {
+	if err := gd.exceeds(now, now+w, limit, now, 0, nil); err != nil {
 		return err
 	}
 	// Each level's token is due at a fixed time but the leaf's, which
@@ -362,7 +362,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			// ask again, now that the next verdict will wake the wait, and
 			// before the queue's new time is held to the deadline (a
 			// breaker that waits for its verdicts gives the tokens back).
-			if ended, err := gd.recheckBreaker(ctx, now, start, level); ended {
+			if ended, err := gd.recheckBreaker(ctx, now, start, level, &r.due); ended {
 				return err
 			}
 		}
@@ -391,7 +391,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			_, level = longest(r.due)
 		}
 		until, _ := longest(r.due)
-		if err := gd.exceeds(now, until, limit, start, level); err != nil {
+		if err := gd.exceeds(now, until, limit, start, level, &r.due); err != nil {
 			return err
 		}
 		if until <= now {
@@ -402,7 +402,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
-			gd.cancel(now)
+			gd.cancel(now, &r.due)
 			return gd.stopByContext(err)
 		}
 		if !woken {
@@ -514,7 +514,8 @@ func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reserva
 // nil when the wait is within both. A call that has waited since start
 // for the token of level (a pause that began meanwhile moved it past
 // its deadline) has that wait recorded first, as a wait a context ends.
-func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8) error {
+// The tokens given back were due at due (see cancel).
+func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8, due *[levels]time.Duration) error {
 	if until <= limit && (!gd.bounded || until <= gd.admitBy) {
 		return nil
 	}
@@ -523,9 +524,9 @@ func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8) er
 	}
 	switch {
 	case until > limit:
-		return gd.passDeadline(now, until-now)
+		return gd.passDeadline(now, until-now, due)
 	case gd.bounded && until > gd.admitBy:
-		gd.cancel(now)
+		gd.cancel(now, due)
 		return gd.refuseWait(until-now, ErrNoToken)
 	}
 	return nil
@@ -588,7 +589,7 @@ func longest(due [levels]time.Duration) (time.Duration, uint8) {
 func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 	gd.relive()
 	if !gd.p.set.enabled {
-		gd.cancel(now)
+		gd.cancel(now, &r.due)
 		return false
 	}
 	old, e := gd.held, gd.e
@@ -624,13 +625,13 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 // verdicts, the call waits for one, within its deadline (and max wait),
 // as admit has it wait, then takes a fresh token (none if the provider
 // was disabled meanwhile: the call goes at once).
-func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, level uint8) (ended bool, err error) {
+func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, level uint8, due *[levels]time.Duration) (ended bool, err error) {
 	wait, ok := gd.ask(now)
 	if ok {
 		return false, nil
 	}
 	gd.recordWait(now-start, levelNames[level])
-	gd.cancel(now)
+	gd.cancel(now, due)
 	if gd.p.set.breakerWait {
 		at, w, admitted, err := gd.waitAdmitted(ctx, now)
 		if err != nil {
@@ -650,9 +651,9 @@ func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, l
 }
 
 // passDeadline ends a call whose token wait w would pass its deadline,
-// giving the tokens back (see Enter).
-func (gd *Guard) passDeadline(now, w time.Duration) error {
-	gd.cancel(now)
+// giving back the tokens, due at due (see cancel and Enter).
+func (gd *Guard) passDeadline(now, w time.Duration, due *[levels]time.Duration) error {
+	gd.cancel(now, due)
 	if gd.retrying() {
 		return gd.failAt(now, "deadline", gd.last.err)
 	}
@@ -782,20 +783,39 @@ const (
 
 // cancel gives back the tokens of a reservation that will not be used, to
 // the buckets it was made on: the guard may have moved to the live entry
-// of its scope since (Guard.live), whose buckets gave it nothing.
-func (gd *Guard) cancel(now time.Duration) {
+// of its scope since (Guard.live), whose buckets gave it nothing. due
+// holds when each level's token was due (nil: the tokens were just
+// reserved). A token due by now at a bucket paused now was due before the
+// pause began, which counted it as spent (the bucket's stored tokens
+// went, and its queue of reservations moved past the pause): given back,
+// it would be a token stored at the pause's end, or the queue after it
+// would move sooner, and more calls would go from the pause's end than
+// the bucket's rate and burst allow. It is kept.
+func (gd *Guard) cancel(now time.Duration, due *[levels]time.Duration) {
 	e := gd.held
 	if e == nil {
 		return
 	}
 	gd.held = nil
-	if b := e.acct.global; b != nil {
-		b.Cancel(now)
+	for i, b := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
+		if b != nil && (due == nil || due[i] > now || !pausedAt(b, now)) {
+			b.Cancel(now)
+		}
 	}
-	if b := e.acct.bucket; b != nil {
-		b.Cancel(now)
+}
+
+// allDue is the due times of a reservation whose every token was due
+// before now (its call went on to wait for its slot), for cancel.
+var allDue [levels]time.Duration
+
+// pausedAt reports whether b is paused at now: a fleet mode bucket by a
+// pause its process set (as sharedPaused has it, without a round trip to
+// the shared store), any other by its snapshot.
+func pausedAt(b state.Bucket, now time.Duration) bool {
+	if pb, ok := b.(pausedBucket); ok {
+		return pb.PausedFor() > 0
 	}
-	e.leaf.Cancel(now)
+	return b.Snapshot(now).Paused > 0
 }
 
 // acquire takes a slot of the account's bulkhead, waiting with ctx. The
@@ -836,7 +856,8 @@ func (gd *Guard) acquire(ctx context.Context) (waited bool, err error) {
 // and the provider's and account's tokens: the call waits for tokens
 // again, which the pause holds. The leaf's token counts as spent before
 // the pause: given back, it would be a stored token at the pause's end,
-// and the calls held this way would go all at once.
+// and the calls held this way would go all at once; so does the account's
+// when the account is paused (see cancel).
 func (gd *Guard) pausedDuringSlotWait(now time.Duration) bool {
 	e := gd.e
 	paused := e.leaf.Snapshot(now).Paused > 0
@@ -848,12 +869,13 @@ func (gd *Guard) pausedDuringSlotWait(now time.Duration) bool {
 	}
 	gd.Release()
 	if h := gd.held; h != nil {
+		// The leaf's token is kept; the others go back, unless their
+		// bucket is paused too (see cancel).
 		gd.held = nil
-		if b := h.acct.global; b != nil {
-			b.Cancel(now)
-		}
-		if b := h.acct.bucket; b != nil {
-			b.Cancel(now)
+		for _, b := range [...]state.Bucket{h.acct.global, h.acct.bucket} {
+			if b != nil && !pausedAt(b, now) {
+				b.Cancel(now)
+			}
 		}
 	}
 	return true

@@ -255,7 +255,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		}
 		waited, err := gd.acquire(ctx)
 		if err != nil {
-			gd.cancel(gd.g.now())
+			gd.cancel(gd.g.now(), &allDue) // its tokens were due: see cancel
 			if err == errSlotWait {
 				return gd.refuseWait(0, ErrNoSlot)
 			}
@@ -379,13 +379,13 @@ func (gd *Guard) TryEnter() error {
 			w, _, _, _ = gd.reserve(now)
 		}
 		if w > 0 {
-			gd.cancel(now)
+			gd.cancel(now, nil)
 			return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 		}
 	}
 	held := gd.slot != nil
 	if !held && !gd.tryAcquire() {
-		gd.cancel(now)
+		gd.cancel(now, nil)
 		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
 	}
 	if governed {
@@ -393,7 +393,7 @@ func (gd *Guard) TryEnter() error {
 			if !held {
 				gd.Release()
 			}
-			gd.cancel(now)
+			gd.cancel(now, nil)
 			return gd.refusedOpen(wait)
 		}
 	}

@@ -1,0 +1,190 @@
+//go:build go1.26
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// sendLog records when the requests of a test were sent, from its start.
+type sendLog struct {
+	mu    sync.Mutex
+	start time.Time
+	at    []time.Duration
+}
+
+func (l *sendLog) send(context.Context) error {
+	l.mu.Lock()
+	l.at = append(l.at, time.Since(l.start))
+	l.mu.Unlock()
+	return nil
+}
+
+// overBound reports the first time at which more requests had gone since
+// from (a pause's end) than a bucket of rate and capacity allows: rate x
+// the time since from + capacity.
+func (l *sendLog) overBound(from time.Duration, rate, capacity float64) (to time.Duration, n int, over bool) {
+	at := slices.Clone(l.at)
+	slices.Sort(at)
+	for _, a := range at {
+		if a < from {
+			continue
+		}
+		if n++; float64(n) > rate*(a-from).Seconds()+capacity+1e-9 {
+			return a, n, true
+		}
+	}
+	return 0, 0, false
+}
+
+// Calls waiting for the scope's concurrency slot took their tokens before
+// a pause began (the slot's holder paused the scope for 60 s); cancelled
+// during the pause, they give back no leaf token: the pause counted those
+// as spent, and given back they were tokens stored at the pause's end, or
+// a queue of calls after it moved sooner, so that more calls went from
+// the pause's end than the bucket allows (a rate of 1 rps, a burst of 1:
+// 3 calls from its end to 1 s after it, 5 by 2 s after it). Calls queued
+// for tokens after the pause and cancelled give theirs back, and the
+// calls after them take the times they leave.
+func TestCallsCancelledDuringAPauseLeaveNoBurstAtItsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}})
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		l := &sendLog{start: time.Now()}
+		var wg sync.WaitGroup
+		// The slot's holder: its token at 0, the scope paused from 3.5 s
+		// to 63.5 s, the slot held until 30 s.
+		wg.Go(func() {
+			gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(3500 * time.Millisecond)
+			gd.Pause(60 * time.Second)
+			time.Sleep(26500 * time.Millisecond)
+			gd.End(nil)
+		})
+		synctest.Wait()
+		do := func(ctx context.Context) {
+			wg.Go(func() { Do(ctx, ec2Vpcs, l.send, WithGovernor(g), once) })
+			synctest.Wait() // its tokens taken, in this order
+		}
+		// Three calls whose tokens come at 1, 2 and 3 s, waiting for the
+		// slot until they are cancelled at 20 s.
+		slotCtx, cancelSlot := context.WithCancel(context.Background())
+		for range 3 {
+			do(slotCtx)
+		}
+		// Two calls queued for tokens after the pause, at 10 s, and two
+		// more cancelled at 20 s.
+		time.Sleep(10 * time.Second)
+		do(context.Background())
+		do(context.Background())
+		queuedCtx, cancelQueued := context.WithCancel(context.Background())
+		do(queuedCtx)
+		do(queuedCtx)
+		time.Sleep(10 * time.Second)
+		cancelSlot()
+		cancelQueued()
+		// Three calls at 40 s.
+		time.Sleep(20 * time.Second)
+		for range 3 {
+			do(context.Background())
+		}
+		wg.Wait()
+		if len(l.at) != 5 {
+			t.Fatalf("%d calls sent, want 5: %v", len(l.at), l.at)
+		}
+		end := 63500 * time.Millisecond
+		if to, n, over := l.overBound(end, 1, 1); over {
+			t.Fatalf("%d calls went in the %v from the pause's end at %v (1 rps, burst 1): sent at %v", n, to-end, end, l.at)
+		}
+	})
+}
+
+// So do calls waiting for their leaf's token whose account token was due
+// at once, before their account was paused (PauseAccount, for 60 s from
+// 3.5 s): cancelled during the pause, they give back no account token.
+// Before, the two given back moved the calls queued at the account after
+// the pause sooner, and the calls after those went beside them: 4 calls
+// of the account (1 rps, burst 1) by 2 s after the pause's end.
+func TestCallsCancelledDuringAnAccountPauseLeaveNoBurstAtItsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: new(1.0), AccountBurst: 1,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 100, Burst: 100}, "ec2.DescribeVpcs": {MaxRPS: 0.1, MinRPS: 0.1, Burst: 1}}}})
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		l := &sendLog{start: time.Now()}
+		var wg sync.WaitGroup
+		do := func(ctx context.Context, s Scope, fn func(context.Context) error) {
+			wg.Go(func() { Do(ctx, s, fn, WithGovernor(g), once) })
+			synctest.Wait() // its tokens taken, in this order
+		}
+		nop := func(context.Context) error { return nil }
+		// DescribeVpcs's token taken at 0: the next ones at 10 and 20 s,
+		// for two calls whose account tokens come at once, at 2 and 3 s.
+		do(context.Background(), ec2Vpcs, nop)
+		waiting, cancel := context.WithCancel(context.Background())
+		time.Sleep(2 * time.Second)
+		do(waiting, ec2Vpcs, nop)
+		time.Sleep(time.Second)
+		do(waiting, ec2Vpcs, nop)
+		// The account paused from 3.5 s to 63.5 s; two calls queued at it
+		// at 4 s; the waiting calls cancelled at 5 s; two calls at 6 s.
+		time.Sleep(500 * time.Millisecond)
+		gd, _ := g.Begin(context.Background(), ec2Subnets)
+		gd.PauseAccount(60 * time.Second)
+		gd.End(nil)
+		time.Sleep(500 * time.Millisecond)
+		do(context.Background(), ec2Subnets, l.send)
+		do(context.Background(), ec2Subnets, l.send)
+		time.Sleep(time.Second)
+		cancel()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		do(context.Background(), ec2Subnets, l.send)
+		do(context.Background(), ec2Subnets, l.send)
+		wg.Wait()
+		if len(l.at) != 4 {
+			t.Fatalf("%d calls sent, want 4: %v", len(l.at), l.at)
+		}
+		end := 63500 * time.Millisecond
+		if to, n, over := l.overBound(end, 1, 1); over {
+			t.Fatalf("%d calls of the account went in the %v from the pause's end at %v (1 rps, burst 1): sent at %v", n, to-end, end, l.at)
+		}
+	})
+}
+
+// A call waiting for its account's token, its leaf token due at once, is
+// refused when a throttle with a Retry-After pauses its scope and opens
+// its breaker: it gives back its account token, not the leaf's, which the
+// pause counted as spent. Before, the leaf token given back was stored
+// for the pause's end, where a pause leaves none (the leaf read 1 token
+// for then), so that the calls waiting out the pause would leave it at
+// once rather than at the leaf's rate.
+func TestACallRefusedByABreakerThePauseOpenedLeavesNoTokenAtItsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: new(1.0), AccountBurst: 1, BreakerThreshold: 1,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 100, Burst: 100}}}})
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		go Do(context.Background(), ec2Vpcs, func(context.Context) error {
+			time.Sleep(500 * time.Millisecond)
+			return throttleAfter(60 * time.Second)
+		}, WithGovernor(g), once)
+		synctest.Wait()
+		err := Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g), once)
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) {
+			t.Fatalf("the call waiting for its account's token when its breaker opened: %v, want a *CircuitOpenError", err)
+		}
+		if s := g.Inspect(ec2Vpcs); s.Leaf.Paused <= 0 || s.Leaf.Tokens != 0 {
+			t.Fatalf("the leaf, paused for %v: %v tokens at the pause's end, want 0", s.Leaf.Paused, s.Leaf.Tokens)
+		}
+	})
+}
