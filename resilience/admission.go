@@ -309,7 +309,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		// The reservation may have waited for the store: the wait it gave
 		// counts from its return, and the deadline is checked then too.
 		if now = gd.g.now(); ctx.Err() != nil {
-			gd.cancel(now, nil)
+			gd.cancel(now, justReserved(now, pw, aw, lw))
 			return gd.stopByContext(ctx.Err())
 		}
 	} else {
@@ -319,7 +319,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		return nil
 	}
 	limit := gd.deadlineAt()
-	if err := gd.exceeds(now, now+w, limit, now, 0, nil); err != nil {
+	if err := gd.exceeds(now, now+w, limit, now, 0, justReserved(now, pw, aw, lw)); err != nil {
 		return err
 	}
 	// Each level's token is due at a fixed time but the leaf's, which
@@ -362,7 +362,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			// ask again, now that the next verdict will wake the wait, and
 			// before the queue's new time is held to the deadline (a
 			// breaker that waits for its verdicts gives the tokens back).
-			if ended, err := gd.recheckBreaker(ctx, now, start, level, &r.due); ended {
+			if ended, err := gd.recheckBreaker(ctx, now, start, level, &r); ended {
 				return err
 			}
 		}
@@ -391,7 +391,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			_, level = longest(r.due)
 		}
 		until, _ := longest(r.due)
-		if err := gd.exceeds(now, until, limit, start, level, &r.due); err != nil {
+		if err := gd.exceeds(now, until, limit, start, level, &r); err != nil {
 			return err
 		}
 		if until <= now {
@@ -402,7 +402,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
-			gd.cancel(now, &r.due)
+			gd.cancel(now, &r)
 			return gd.stopByContext(err)
 		}
 		if !woken {
@@ -514,8 +514,8 @@ func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reserva
 // nil when the wait is within both. A call that has waited since start
 // for the token of level (a pause that began meanwhile moved it past
 // its deadline) has that wait recorded first, as a wait a context ends.
-// The tokens given back were due at due (see cancel).
-func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8, due *[levels]time.Duration) error {
+// The tokens given back are r's (see cancel).
+func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8, r *reservation) error {
 	if until <= limit && (!gd.bounded || until <= gd.admitBy) {
 		return nil
 	}
@@ -524,9 +524,9 @@ func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8, du
 	}
 	switch {
 	case until > limit:
-		return gd.passDeadline(now, until-now, due)
+		return gd.passDeadline(now, until-now, r)
 	case gd.bounded && until > gd.admitBy:
-		gd.cancel(now, due)
+		gd.cancel(now, r)
 		return gd.refuseWait(until-now, ErrNoToken)
 	}
 	return nil
@@ -589,7 +589,7 @@ func longest(due [levels]time.Duration) (time.Duration, uint8) {
 func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 	gd.relive()
 	if !gd.p.set.enabled {
-		gd.cancel(now, &r.due)
+		gd.cancel(now, r)
 		return false
 	}
 	old, e := gd.held, gd.e
@@ -625,13 +625,13 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 // verdicts, the call waits for one, within its deadline (and max wait),
 // as admit has it wait, then takes a fresh token (none if the provider
 // was disabled meanwhile: the call goes at once).
-func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, level uint8, due *[levels]time.Duration) (ended bool, err error) {
+func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, level uint8, r *reservation) (ended bool, err error) {
 	wait, ok := gd.ask(now)
 	if ok {
 		return false, nil
 	}
 	gd.recordWait(now-start, levelNames[level])
-	gd.cancel(now, due)
+	gd.cancel(now, r)
 	if gd.p.set.breakerWait {
 		at, w, admitted, err := gd.waitAdmitted(ctx, now)
 		if err != nil {
@@ -651,9 +651,9 @@ func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, l
 }
 
 // passDeadline ends a call whose token wait w would pass its deadline,
-// giving back the tokens, due at due (see cancel and Enter).
-func (gd *Guard) passDeadline(now, w time.Duration, due *[levels]time.Duration) error {
-	gd.cancel(now, due)
+// giving back the tokens of r (see cancel and Enter).
+func (gd *Guard) passDeadline(now, w time.Duration, r *reservation) error {
+	gd.cancel(now, r)
 	if gd.retrying() {
 		return gd.failAt(now, "deadline", gd.last.err)
 	}
@@ -781,32 +781,78 @@ const (
 	leafLevel = levels - 1
 )
 
-// cancel gives back the tokens of a reservation that will not be used, to
-// the buckets it was made on: the guard may have moved to the live entry
-// of its scope since (Guard.live), whose buckets gave it nothing. due
-// holds when each level's token was due (nil: the tokens were just
-// reserved). A token due by now at a bucket paused now was due before the
-// pause began, which counted it as spent (the bucket's stored tokens
-// went, and its queue of reservations moved past the pause): given back,
-// it would be a token stored at the pause's end, or the queue after it
-// would move sooner, and more calls would go from the pause's end than
+// cancel gives back the tokens of r, a reservation that will not be
+// used (nil: one whose every token was due before now, its call gone on
+// to wait for its slot), to the buckets it was made on: the guard may have
+// moved to the live entry of its scope since (Guard.live), whose buckets
+// gave it nothing. A bucket that knows (the in-process one) takes each
+// token back only as far as the reservations made after it allow (see
+// bucket.CancelAt). Of any other, a token due by now at a bucket paused
+// now was due before the pause began, which counted it as spent: given
+// back, it would be a token stored at the pause's end, or the queue after
+// it would move sooner, and more calls would go from the pause's end than
 // the bucket's rate and burst allow. It is kept.
-func (gd *Guard) cancel(now time.Duration, due *[levels]time.Duration) {
+func (gd *Guard) cancel(now time.Duration, r *reservation) {
 	e := gd.held
 	if e == nil {
 		return
 	}
 	gd.held = nil
+	var due [levels]time.Duration
+	if r != nil {
+		due = r.times()
+	}
 	for i, b := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
-		if b != nil && (due == nil || due[i] > now || !pausedAt(b, now)) {
-			b.Cancel(now)
+		if b != nil {
+			giveBack(b, now, due[i])
 		}
 	}
 }
 
-// allDue is the due times of a reservation whose every token was due
-// before now (its call went on to wait for its slot), for cancel.
-var allDue [levels]time.Duration
+// giveBack gives back to b a token due at at that will not be used (see
+// cancel).
+func giveBack(b state.Bucket, now, at time.Duration) {
+	switch {
+	case b == nil:
+	case isCancelAt(b):
+		b.(cancelAtBucket).CancelAt(now, at)
+	case at > now || !pausedAt(b, now):
+		b.Cancel(now)
+	}
+}
+
+// cancelAtBucket is the optional interface of the buckets that take a
+// token back as far as the reservations made after it allow (the
+// in-process one).
+type cancelAtBucket interface {
+	CancelAt(now, at time.Duration)
+}
+
+func isCancelAt(b state.Bucket) bool {
+	_, ok := b.(cancelAtBucket)
+	return ok
+}
+
+// justReserved is the reservation just made at now, with the waits
+// reserve gave for each level.
+func justReserved(now, provider, account, leaf time.Duration) *reservation {
+	return &reservation{due: [levels]time.Duration{now + provider, now + account, now + leaf}}
+}
+
+// times returns when each level's token of r is due, its queued tickets
+// followed to date.
+func (r *reservation) times() [levels]time.Duration {
+	due := r.due
+	if r.q != nil {
+		tk, _ := r.q.Follow(r.tk)
+		due[leafLevel] = tk.At()
+	}
+	if r.aq != nil {
+		tk, _ := r.aq.Follow(r.atk)
+		due[1] = tk.At()
+	}
+	return due
+}
 
 // pausedAt reports whether b is paused at now: a fleet mode bucket by a
 // pause its process set (as sharedPaused has it, without a round trip to
@@ -872,11 +918,8 @@ func (gd *Guard) pausedDuringSlotWait(now time.Duration) bool {
 		// The leaf's token is kept; the others go back, unless their
 		// bucket is paused too (see cancel).
 		gd.held = nil
-		for _, b := range [...]state.Bucket{h.acct.global, h.acct.bucket} {
-			if b != nil && !pausedAt(b, now) {
-				b.Cancel(now)
-			}
-		}
+		giveBack(h.acct.global, now, 0)
+		giveBack(h.acct.bucket, now, 0)
 	}
 	return true
 }

@@ -255,7 +255,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		}
 		waited, err := gd.acquire(ctx)
 		if err != nil {
-			gd.cancel(gd.g.now(), &allDue) // its tokens were due: see cancel
+			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
 			if err == errSlotWait {
 				return gd.refuseWait(0, ErrNoSlot)
 			}
@@ -364,28 +364,30 @@ func (gd *Guard) TryEnter() error {
 			gd.to(phaseRetryable)
 		}
 	}
+	var r *reservation // the tokens taken
 	if governed {
 		if wait, open := gd.closedTo(now); open {
 			// The breaker binds first: its wait is the one to report.
 			return gd.refusedOpen(wait)
 		}
-		var w time.Duration
+		var w, pw, aw, lw time.Duration
 		if gd.g.sharedBuckets {
 			var err error
-			if w, _, _, _, err = gd.reserveShared(gd.ctx, now); err != nil {
+			if w, pw, aw, lw, err = gd.reserveShared(gd.ctx, now); err != nil {
 				return gd.stopByContext(err)
 			}
 		} else {
-			w, _, _, _ = gd.reserve(now)
+			w, pw, aw, lw = gd.reserve(now)
 		}
+		r = justReserved(now, pw, aw, lw)
 		if w > 0 {
-			gd.cancel(now, nil)
+			gd.cancel(now, r)
 			return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 		}
 	}
 	held := gd.slot != nil
 	if !held && !gd.tryAcquire() {
-		gd.cancel(now, nil)
+		gd.cancel(now, r)
 		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
 	}
 	if governed {
@@ -393,7 +395,7 @@ func (gd *Guard) TryEnter() error {
 			if !held {
 				gd.Release()
 			}
-			gd.cancel(now, nil)
+			gd.cancel(now, r)
 			return gd.refusedOpen(wait)
 		}
 	}

@@ -188,3 +188,44 @@ func TestACallRefusedByABreakerThePauseOpenedLeavesNoTokenAtItsEnd(t *testing.T)
 		}
 	})
 }
+
+// A call cancelled while queued for its token, with calls queued after it,
+// gives back nothing: those calls keep their times, and a token given back
+// would let the next caller go beside the last of them. Here the leaf
+// (one token every 5 s, burst 1) queues B for 5 s and C for 10 s; B is
+// cancelled at 1 s, and D comes at 2 s. Before, B's token went back to the
+// end of the queue, and D went at 10 s with C, two calls at once through a
+// bucket of burst 1; D goes at 15 s now. The queue's last call, cancelled,
+// gives its token back: E, cancelled at 3 s, leaves its time to F.
+func TestACallCancelledInTheQueueLetsNoCallGoBesideAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.2, MinRPS: 0.2, Burst: 1}}}})
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		l := &sendLog{start: time.Now()}
+		var wg sync.WaitGroup
+		do := func(ctx context.Context) {
+			wg.Go(func() { Do(ctx, ec2Vpcs, l.send, WithGovernor(g), once) })
+			synctest.Wait() // its token taken, in this order
+		}
+		do(context.Background()) // A, at once
+		b, cancelB := context.WithCancel(context.Background())
+		do(b)                    // B, for 5 s
+		do(context.Background()) // C, for 10 s
+		time.Sleep(time.Second)
+		cancelB()
+		time.Sleep(time.Second)
+		do(context.Background()) // D
+		e, cancelE := context.WithCancel(context.Background())
+		do(e) // E, the queue's last
+		time.Sleep(time.Second)
+		cancelE()
+		synctest.Wait()
+		do(context.Background()) // F
+		wg.Wait()
+		want := []time.Duration{0, 10 * time.Second, 15 * time.Second, 20 * time.Second}
+		if !slices.Equal(l.at, want) {
+			t.Fatalf("A, C, D and F (B and E cancelled) sent at %v, want at %v", l.at, want)
+		}
+	})
+}

@@ -241,11 +241,42 @@ func (b *Bucket) TryReserve(now time.Duration) bool {
 	}
 }
 
-// Cancel gives back a token reserved by a caller that will not use it.
+// Cancel gives back a token reserved by a caller that will not use it,
+// whichever it was: it moves the queue's end back a token (see CancelAt,
+// for a caller that knows its token's time).
 func (b *Bucket) Cancel(now time.Duration) {
 	for {
 		e, t := b.current()
 		nt := max(t-e.p.interval, max(now, e.paused)-e.p.capNS)
+		if nt == t || b.t0.CompareAndSwap(t, nt) {
+			return
+		}
+	}
+}
+
+// CancelAt gives back the token of a reservation, usable at at (the time
+// Reserve's wait gave, or its Ticket's, followed to date), of a caller that
+// will not use it, as far as the reservations made after it allow (as
+// golang.org/x/time/rate's Reservation.Cancel does): the queue's last
+// reservation gives its token back, and so does one of a bucket with no
+// queue (a stored token, stored again). A reservation with others queued
+// after it gives nothing back: they keep their times, and the token given
+// back would let the next caller go beside the last of them, more at once
+// than the burst. Nor does one during a pause that no reservation waits
+// behind: the pause counted it as spent (it was due before the pause
+// began), and a pause leaves no stored token at its end.
+func (b *Bucket) CancelAt(now, at time.Duration) {
+	for {
+		e, t := b.current()
+		free := max(now, e.paused)
+		if t > free && at != t || t <= free && now < e.paused {
+			return
+		}
+		floor := free - e.p.capNS
+		if now < e.paused {
+			floor = e.paused // no token stored at the pause's end
+		}
+		nt := max(t-e.p.interval, floor)
 		if nt == t || b.t0.CompareAndSwap(t, nt) {
 			return
 		}

@@ -80,6 +80,44 @@ func TestFullBucketReadsItsCapacity(t *testing.T) {
 	}
 }
 
+// CancelAt gives a token back as far as the reservations after it allow:
+// the queue's last, or a stored token; not one with others queued after
+// it (the next caller would go beside the last of them, two at once
+// through a burst of 1), nor one during a pause no reservation waits
+// behind (due before the pause, which counted it as spent).
+func TestCancelAtGivesBackOnlyWhatNoLaterReservationHolds(t *testing.T) {
+	b := New(Spec{Rate: 1, Burst: 1}, 0)
+	var at []time.Duration
+	for range 4 {
+		at = append(at, b.Reserve(0)) // 0, 1, 2 and 3 s
+	}
+	b.CancelAt(0, at[1])
+	if w := b.Reserve(0); w != 4*sec {
+		t.Fatalf("after the 1 s token was cancelled, with the 2 and 3 s ones still queued: wait %v, want 4s", w)
+	}
+	b.CancelAt(0, 4*sec) // the queue's last
+	if w := b.Reserve(0); w != 4*sec {
+		t.Fatalf("after the last token was cancelled: wait %v, want 4s", w)
+	}
+	b.CancelAt(10*sec, 3*sec) // due, no queue: stored again
+	if s := b.Snapshot(10 * sec); s.Tokens != 1 {
+		t.Fatalf("a due token given back to a bucket with no queue: %v tokens, want 1 (the burst)", s.Tokens)
+	}
+
+	p := New(Spec{Rate: 1, Burst: 5}, 0)
+	due := p.Reserve(0) // a stored token, due at once
+	p.Pause(sec, 60*sec)
+	p.CancelAt(2*sec, due)
+	if s := p.Snapshot(2 * sec); s.Tokens != 0 {
+		t.Fatalf("a token due before a pause, given back during it: %v tokens at its end, want 0", s.Tokens)
+	}
+	w := p.Reserve(2 * sec)
+	p.CancelAt(2*sec, 2*sec+w) // reserved during the pause: back
+	if w2 := p.Reserve(2 * sec); w2 != w {
+		t.Fatalf("after a token reserved during the pause was cancelled: wait %v, want %v", w2, w)
+	}
+}
+
 func TestTryReserveAndCancel(t *testing.T) {
 	b := New(Spec{Rate: 1, Burst: 1}, 0)
 	if !b.TryReserve(0) {
