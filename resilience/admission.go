@@ -864,22 +864,35 @@ func pausedAt(b state.Bucket, now time.Duration) bool {
 	return b.Snapshot(now).Paused > 0
 }
 
+// pausedSince reports whether b was paused at some time from from until
+// now: an in-process bucket whose last pause ends after from (a pause set
+// before from, in force when the caller took its token, ended before the
+// token was due); any other bucket if it is paused now.
+func pausedSince(b state.Bucket, now, from time.Duration) bool {
+	if pb, ok := b.(interface{ PausedUntil() time.Duration }); ok {
+		return pb.PausedUntil() > from
+	}
+	return b.Snapshot(now).Paused > 0
+}
+
 // acquire takes a slot of the account's bulkhead, waiting with ctx. The
 // entry is checked after the slot is taken: a sweep marks an entry dead
 // before it looks at its account's slots, so either the sweep saw this
 // slot and kept the account, or this call sees the entry dead and takes a
 // slot of the live account instead.
-// It reports whether the call waited for the slot.
-func (gd *Guard) acquire(ctx context.Context) (waited bool, err error) {
+// It reports whether the call waited for the slot, and since when.
+func (gd *Guard) acquire(ctx context.Context) (from time.Duration, waited bool, err error) {
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
 			if gd.nested(ctx, b) {
-				return waited, nil
+				return from, waited, nil
 			}
-			waited = true
+			if !waited {
+				from, waited = gd.g.now(), true
+			}
 			if err := gd.waitSlot(ctx, b); err != nil {
-				return waited, err
+				return from, waited, err
 			}
 		}
 		if !gd.e.flags.dead() { // hold, in line
@@ -887,28 +900,30 @@ func (gd *Guard) acquire(ctx context.Context) (waited bool, err error) {
 			if gd.orphan != nil {
 				gd.orphan.hold(b)
 			}
-			return waited, nil
+			return from, waited, nil
 		}
 		b.Release()
 		gd.live()
 	}
-	return waited, nil
+	return from, waited, nil
 }
 
 // pausedDuringSlotWait reports whether the scope's leaf or account bucket
-// is paused at now, for a call that took its tokens before it waited for
-// its slot: a pause set during that wait (a throttle's Retry-After), which
-// the tokens, due before it, do not know of. It then gives the slot back,
+// was paused since from, for a call that took its tokens before it waited
+// for its slot, from then until now: a pause set during that wait (a
+// throttle's Retry-After), which the tokens, due before it, do not know
+// of, whether it is still in force or ended as the slot came (see
+// pausedSince). It then gives the slot back,
 // and the provider's and account's tokens: the call waits for tokens
 // again, which the pause holds. The leaf's token counts as spent before
 // the pause: given back, it would be a stored token at the pause's end,
 // and the calls held this way would go all at once; so does the account's
 // when the account is paused (see cancel).
-func (gd *Guard) pausedDuringSlotWait(now time.Duration) bool {
+func (gd *Guard) pausedDuringSlotWait(now, from time.Duration) bool {
 	e := gd.e
-	paused := e.leaf.Snapshot(now).Paused > 0
+	paused := pausedSince(e.leaf, now, from)
 	if b := e.acct.bucket; b != nil && !paused {
-		paused = b.Snapshot(now).Paused > 0
+		paused = pausedSince(b, now, from)
 	}
 	if !paused {
 		return false

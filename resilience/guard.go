@@ -253,7 +253,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		if gd.slot != nil {
 			break
 		}
-		waited, err := gd.acquire(ctx)
+		from, waited, err := gd.acquire(ctx)
 		if err != nil {
 			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
 			if err == errSlotWait {
@@ -262,11 +262,12 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return gd.stopByContext(err)
 		}
 		// A scope paused while the call waited for its slot sends
-		// nothing until the pause ends: the call waits for tokens again.
+		// nothing until the pause ends, and then at its rate: the call
+		// waits for tokens again.
 		if !waited || !gd.p.set.enabled {
 			break
 		}
-		if now = gd.g.now(); !gd.pausedDuringSlotWait(now) {
+		if now = gd.g.now(); !gd.pausedDuringSlotWait(now, from) {
 			break
 		}
 	}

@@ -229,3 +229,42 @@ func TestACallCancelledInTheQueueLetsNoCallGoBesideAnother(t *testing.T) {
 		}
 	})
 }
+
+// Calls waiting for the scope's concurrency slot took their tokens before
+// a pause began; the slot comes back as the pause ends (its holder paused
+// the scope for 60 s, from 3.5 s, and held the slot that long). They wait
+// for tokens again, which the bucket gives at its rate from the pause's
+// end. Before, only a pause still in force when the slot came held them:
+// the three went at once with the tokens the pause had counted as spent,
+// as the pause ended (a rate of 1 rps, a burst of 1).
+func TestCallsGettingTheirSlotAsAPauseEndsGoAtTheRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}})
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		l := &sendLog{start: time.Now()}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(3500 * time.Millisecond)
+			gd.Pause(60 * time.Second)
+			time.Sleep(60 * time.Second)
+			gd.End(nil)
+		})
+		synctest.Wait()
+		for range 3 { // their tokens at 1, 2 and 3 s
+			wg.Go(func() { Do(context.Background(), ec2Vpcs, l.send, WithGovernor(g), once) })
+		}
+		wg.Wait()
+		end := 63500 * time.Millisecond
+		if len(l.at) != 3 {
+			t.Fatalf("%d calls sent, want 3: %v", len(l.at), l.at)
+		}
+		if to, n, over := l.overBound(end, 1, 1); over {
+			t.Fatalf("%d calls went in the %v from the pause's end at %v (1 rps, burst 1): sent at %v", n, to-end, end, l.at)
+		}
+	})
+}

@@ -428,6 +428,15 @@ func (b *Bucket) setRate(now time.Duration, r float64, drain, back bool) {
 	}, m)
 }
 
+// PausedUntil returns the end of the bucket's last pause, in force or
+// over (a time far in the past if it was never paused): a caller that
+// holds a token due at t, and finds the end after t, knows that a pause
+// began after its token was due, which counted it as spent.
+func (b *Bucket) PausedUntil() time.Duration {
+	e, _ := b.current()
+	return e.paused
+}
+
 // Recovering reports whether Success has anything to do: an adaptive
 // bucket below its ceiling, or one whose controller counts successes.
 func (b *Bucket) Recovering() bool { return b.goodput != nil || b.slowed.Load() }
