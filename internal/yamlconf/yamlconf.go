@@ -270,8 +270,8 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 		if f != math.Trunc(f) {
 			return errorf(path, fmt.Sprintf("%q is not a whole number", n.Value))
 		}
-		if math.Abs(f) > 1<<31 {
-			return errorf(path, fmt.Sprintf("%q is out of range (a whole number from -2147483648 to 2147483648)", n.Value))
+		if f < math.MinInt32 || f > math.MaxInt32 {
+			return errorf(path, fmt.Sprintf("%q is out of range (a whole number from -2147483648 to 2147483647)", n.Value))
 		}
 		if err := d.inRange(f, path, key, rule); err != nil {
 			return err

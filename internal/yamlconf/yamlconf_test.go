@@ -37,7 +37,8 @@ func TestParseSection(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
 		{"aws: {max_retries: three}\n", `aws.max_retries: "three" is not a number`},
 		{"aws: {max_retries: 1.5}\n", `aws.max_retries: "1.5" is not a whole number`},
-		{"aws: {max_retries: 3000000000}\n", `aws.max_retries: "3000000000" is out of range (a whole number from -2147483648 to 2147483648)`},
+		{"aws: {max_retries: 3000000000}\n", `aws.max_retries: "3000000000" is out of range (a whole number from -2147483648 to 2147483647)`},
+		{"aws: {max_retries: 2147483648}\n", `aws.max_retries: "2147483648" is out of range (a whole number from -2147483648 to 2147483647)`},
 		{"aws: {retry_mode: [a]}\n", "aws.retry_mode: must be a single value"},
 		{"aws: {max_retries: 1, max_retries: 2}\n", "aws.max_retries: duplicate key"},
 		{"aws: 3\n", "aws: must be a mapping"},
