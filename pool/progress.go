@@ -77,7 +77,7 @@ const (
 	ScopeIdle    ScopeState = "idle"    // nothing queued
 	ScopeReady   ScopeState = "ready"   // its next task can go now
 	ScopeWaiting ScopeState = "waiting" // for a rate token, a pause, or a half-open breaker's probe
-	ScopeOpen    ScopeState = "open"    // its breaker is open: its tasks fail fast when run
+	ScopeOpen    ScopeState = "open"    // its breaker is open: its tasks fail fast when run, or wait for its cooldown (breaker_wait)
 	ScopeNoSlot  ScopeState = "slot"    // its account's concurrency cap is full
 )
 
