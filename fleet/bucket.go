@@ -28,6 +28,10 @@ type sharedBucket struct {
 	// (Pause, or Throttle with a Retry-After): the callers holding tokens
 	// granted before it look at it before they send (PausedFor).
 	pausedUntil atomic.Int64
+	// owedPause is the end (mono) of the latest pause this process set on
+	// the local limits, while Redis did not answer, and not written to
+	// Redis yet (writePause), 0 when none is owed.
+	owedPause atomic.Int64
 
 	mu        sync.Mutex
 	lease     int           // tokens borrowed and not yet used
@@ -212,6 +216,11 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 		spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
 		b.local = b.s.local.Bucket("", spec, now)
 		b.localEp = ep
+		if p := b.PausedFor(); p > 0 {
+			// A pause this process set (on an earlier outage's local
+			// limits, or on Redis) holds the new local limits too.
+			b.local.Pause(now, p)
+		}
 		b.mu.Lock()
 		owed := b.log.charge(mono(), false, spec.Capacity())
 		b.mu.Unlock()
@@ -286,6 +295,7 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.mu.Unlock()
 	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds()}, pairs...)...)...)
 	if !ok || len(res) < 2 {
+		b.owe(pause)
 		return b.fallback(now).Throttle(now, pause)
 	}
 	return b.setRate(res[1]), toInt(res[0]) == 1
@@ -298,8 +308,54 @@ func (b *sharedBucket) Pause(now, pause time.Duration) {
 	b.paused(pause)
 	b.dropLease()
 	if _, ok := b.s.run(pauseScript, b.keys[:1], b.argsWith(pause.Microseconds())...); !ok {
+		b.owe(pause)
 		b.fallback(now).Pause(now, pause)
 	}
+}
+
+// owe records that a pause of d from now, set on the local limits, is to
+// be written to Redis when it answers again (the store's writeBack), so
+// that the pause holds the other processes, and this one's calls on the
+// shared state, until it ends.
+func (b *sharedBucket) owe(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	until := int64(mono() + d)
+	for {
+		old := b.owedPause.Load()
+		if old >= until || b.owedPause.CompareAndSwap(old, until) {
+			break
+		}
+	}
+	b.s.owedPauses.Store(b, struct{}{})
+	b.s.pending.Store(true)
+}
+
+// writePause writes the rest of the pause owed to Redis (owe); false when
+// Redis did not answer, the pause then still owed.
+func (b *sharedBucket) writePause() bool {
+	until := b.owedPause.Load()
+	d := time.Duration(until) - mono()
+	if until != 0 && d > 0 {
+		b.s.calls.Add(1)
+		_, err := b.s.call(pauseScript, b.keys[:1], b.argsWith(d.Microseconds()))
+		switch {
+		case err != nil && b.s.closed():
+		case err != nil && unavailable(err):
+			b.s.errors.Add(1)
+			return false
+		case err != nil:
+			b.s.refused(b.keys[0], err) // no use sending it again
+		}
+	}
+	if b.owedPause.CompareAndSwap(until, 0) {
+		b.s.owedPauses.Delete(b)
+		if b.owedPause.Load() != 0 { // owed meanwhile
+			b.s.owedPauses.Store(b, struct{}{})
+		}
+	}
+	return true
 }
 
 // paused records a pause of d this process sets, from now. Its end is

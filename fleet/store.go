@@ -40,7 +40,7 @@ type Store struct {
 
 	degraded  atomic.Bool  // Redis is not answering: local limits
 	shut      atomic.Bool  // Close is done with Redis: local limits for good
-	pending   atomic.Bool  // a local breaker holds what was not written back yet
+	pending   atomic.Bool  // a local breaker or bucket holds what was not written back yet
 	episode   atomic.Int64 // counts the switches to local limits
 	procs     atomic.Int64 // live processes at the last heartbeat, at least 1
 	staleTick atomic.Int64 // counts the periods of WithBreakerStaleness
@@ -58,6 +58,9 @@ type Store struct {
 	// keeping alive a breaker the governor dropped; the heartbeat removes
 	// the entries whose breaker is gone.
 	breakers sync.Map
+	// owedPauses holds the buckets with a pause set on the local limits
+	// that is not written to Redis yet (sharedBucket.owe).
+	owedPauses sync.Map
 
 	stop chan struct{}
 	done chan struct{}
@@ -380,18 +383,25 @@ func (s *Store) heartbeat() {
 	}
 }
 
-// writeBack writes back what every breaker's local breaker learned while
-// Redis did not answer; false when Redis stopped answering, pending then
-// set again for the next heartbeat.
+// writeBack writes back the pauses set on the local limits that have not
+// ended (sharedBucket.owe), and what every breaker's local breaker learned
+// while Redis did not answer; false when Redis stopped answering, pending
+// then set again for the next heartbeat.
 func (s *Store) writeBack() bool {
 	s.pending.Store(false)
 	ok := true
-	s.breakers.Range(func(_, v any) bool {
-		if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
-			ok = b.writeBack()
-		}
+	s.owedPauses.Range(func(k, _ any) bool {
+		ok = k.(*sharedBucket).writePause()
 		return ok
 	})
+	if ok {
+		s.breakers.Range(func(_, v any) bool {
+			if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
+				ok = b.writeBack()
+			}
+			return ok
+		})
+	}
 	if !ok {
 		s.pending.Store(true)
 	}
