@@ -12,8 +12,10 @@ import (
 )
 
 // leaseAnswer matches the answer of a lease request (the take script's,
-// an array of 10 elements, the last Redis's clock).
-func leaseAnswer(answer []byte) bool { return bytes.HasPrefix(answer, []byte("*10\r\n")) }
+// an array of 11 elements, the breaker's cooldown last). The test that
+// slows it checks that it held one, so that it fails when the answer
+// changes its length.
+func leaseAnswer(answer []byte) bool { return bytes.HasPrefix(answer, []byte("*11\r\n")) }
 
 // A lease request's answer, whose reading of the breaker Redis made before
 // this process opened it and which arrives after the answer that opened
@@ -36,12 +38,21 @@ func TestALateLeaseAnswerKeepsTheBreakerThisProcessOpened(t *testing.T) {
 		start := time.Now()
 		clock := func() time.Duration { return time.Since(start) }
 		done := make(chan struct{})
-		go func() { bk.Reserve(clock()); close(done) }() // a lease request, answered in 200 ms
+		var took time.Duration
+		go func() { // a lease request, answered in 200 ms
+			sent := time.Now()
+			bk.Reserve(clock())
+			took = time.Since(sent)
+			close(done)
+		}()
 		time.Sleep(50 * time.Millisecond)
 		if !br.Failure(clock()) {
 			t.Fatal("did not open")
 		}
 		<-done
+		if took < 150*time.Millisecond {
+			t.Fatalf("the lease request was answered in %v: the proxy did not hold its answer (leaseAnswer does not match it)", took)
+		}
 		if w, ok, _ := br.Allow(clock()); ok || w < 59*time.Second {
 			t.Fatalf("this process opened the fleet's breaker, and its next Allow: ok %v, wait %v", ok, w)
 		}
