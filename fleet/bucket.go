@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"sync"
@@ -28,6 +29,14 @@ type sharedBucket struct {
 	// (Pause, or Throttle with a Retry-After): the callers holding tokens
 	// granted before it look at it before they send (PausedFor).
 	pausedUntil atomic.Int64
+	// sharedPause is the end (mono) of the latest pause Redis reported for
+	// the bucket (any process's), counted from when the request that read
+	// it was sent, so that it ends no later than Redis's; pauseRead is when
+	// (mono) the last such request was answered. A caller about to send
+	// reads the pause again when pauseRead is a lease window old
+	// (PausedFor).
+	sharedPause atomic.Int64
+	pauseRead   atomic.Int64
 	// owedPause is the end (mono) of the latest pause this process set on
 	// the local limits, while Redis did not answer, and not written to
 	// Redis yet (writePause), 0 when none is owed.
@@ -58,6 +67,7 @@ type sharedBucket struct {
 	lastSuccess time.Duration // the last Success sent to Redis
 	served      []served      // success counts not yet sent (goodput), one per slot, oldest first; flush sends them within a slot
 	flush       *time.Timer   // sends them a slot after the first of them
+	pauseCheck  chan struct{} // closed when the pause read by readPause is known; nil when none is being read
 
 	localMu sync.Mutex
 	local   state.Bucket // fallback while Redis does not answer
@@ -216,9 +226,9 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 		spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
 		b.local = b.s.local.Bucket("", spec, now)
 		b.localEp = ep
-		if p := b.PausedFor(); p > 0 {
-			// A pause this process set (on an earlier outage's local
-			// limits, or on Redis) holds the new local limits too.
+		if p := b.pausedFor(mono()); p > 0 {
+			// A pause known to this process (set on an earlier outage's
+			// local limits, or on Redis) holds the new local limits too.
 			b.local.Pause(now, p)
 		}
 		b.mu.Lock()
@@ -362,28 +372,126 @@ func (b *sharedBucket) writePause() bool {
 // read on the process's clock before Redis sets it, so that it ends no
 // later than Redis's.
 func (b *sharedBucket) paused(d time.Duration) {
-	if d <= 0 {
-		return
+	if d > 0 {
+		storeMax(&b.pausedUntil, int64(mono()+d))
 	}
-	until := int64(mono() + d)
+}
+
+// storeMax sets v to x when x is more.
+func storeMax(v *atomic.Int64, x int64) {
 	for {
-		old := b.pausedUntil.Load()
-		if old >= until || b.pausedUntil.CompareAndSwap(old, until) {
+		old := v.Load()
+		if old >= x || v.CompareAndSwap(old, x) {
 			return
 		}
 	}
 }
 
-// PausedFor returns how long the bucket is still paused by a pause this
-// process set (Pause, or Throttle with a Retry-After), 0 when it is not.
-// The governor asks it, without a round trip, for a call that waited for
-// its token before it is sent: a token granted before the pause began is
+// learnPause records a reading of the bucket's pause in Redis, made by a
+// request sent at sent and answered at answered (mono): p still to run
+// when Redis read it, 0 when it was not paused (or did not answer: the
+// pause is read again a lease window later at the earliest). The pause's
+// end counts from sent, so that it ends no later than Redis's; the
+// reading is as of its answer, so that a lease, which lasts a lease window
+// from its answer but for the tokens it holds past it, is read again only
+// when such a token is used.
+func (b *sharedBucket) learnPause(sent, answered, p time.Duration) {
+	storeMax(&b.pauseRead, int64(answered))
+	if p > 0 {
+		storeMax(&b.sharedPause, int64(sent+p))
+	}
+}
+
+// PausedFor returns how long the bucket is still paused: by a pause this
+// process set (Pause, or Throttle with a Retry-After), or by one Redis
+// reported (another process's), 0 when it is not. The governor asks it
+// for a call before it is sent: a token granted before the pause began is
 // not held by it (Redis gave its time before), and a paused scope sends
 // nothing until the pause ends, so that the call takes another token,
-// which Redis gives after the pause. A pause another process set during
-// the wait is not known here (see the README's "Still open").
-func (b *sharedBucket) PausedFor() time.Duration {
-	return max(0, time.Duration(b.pausedUntil.Load())-mono())
+// which Redis gives after the pause. When this process has not read the
+// bucket's pause in Redis for a lease window (a lease request's answer
+// reads it), it reads it first, one round trip for every caller of the
+// bucket at that time, bounded by ctx: a call is sent at most a lease
+// window and a round trip after another process paused the scope.
+func (b *sharedBucket) PausedFor(ctx context.Context) (time.Duration, error) {
+	t := mono()
+	if b.pauseStale(t) && !b.s.degraded.Load() && !b.s.shut.Load() {
+		if err := b.readPause(ctx, t); err != nil {
+			return 0, err
+		}
+		t = mono()
+	}
+	return b.pausedFor(t), nil
+}
+
+// KnownPause returns how long the bucket is still paused as far as this
+// process knows now (a pause it set, or one Redis reported), with no
+// round trip: the governor asks it for a token given back, which a pause
+// in force counted as spent.
+func (b *sharedBucket) KnownPause() time.Duration { return b.pausedFor(mono()) }
+
+// pauseStale reports whether the process last read the bucket's pause in
+// Redis more than a lease window before t (mono).
+func (b *sharedBucket) pauseStale(t time.Duration) bool {
+	return t-time.Duration(b.pauseRead.Load()) > b.s.cfg.leaseWindow
+}
+
+// pausedFor returns how long the bucket is still paused at t (mono), as
+// far as the process knows.
+func (b *sharedBucket) pausedFor(t time.Duration) time.Duration {
+	return max(0, time.Duration(max(b.pausedUntil.Load(), b.sharedPause.Load()))-t)
+}
+
+// readPause reads the bucket's pause in Redis, unless another caller did
+// since t (mono): the callers that come while it is read wait for its
+// answer, each until its ctx ends.
+func (b *sharedBucket) readPause(ctx context.Context, t time.Duration) error {
+	b.mu.Lock()
+	ch := b.pauseCheck
+	if ch == nil {
+		if !b.pauseStale(t) {
+			b.mu.Unlock()
+			return nil
+		}
+		ch = make(chan struct{})
+		b.pauseCheck = ch
+		b.mu.Unlock()
+		if ctx.Done() == nil {
+			b.readPauseNow(ch)
+			return nil
+		}
+		go b.readPauseNow(ch)
+	} else {
+		b.mu.Unlock()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readPauseNow is readPause's round trip. A pause it finds drops the
+// lease's tokens that are due before the pause ends: borrowed before it
+// began, they are spent (as when this process pauses the bucket), and the
+// callers take tokens Redis gives after it.
+func (b *sharedBucket) readPauseNow(ch chan struct{}) {
+	sent := mono()
+	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
+	var p time.Duration
+	if ok && len(res) >= 3 {
+		b.setRate(res[0])
+		p = b.s.micros(res[2])
+	}
+	b.learnPause(sent, mono(), p)
+	b.mu.Lock()
+	if p > 0 && b.lease > 0 && (b.leaseNow > 0 || b.leaseNext < sent+p) {
+		b.takeLease()
+	}
+	b.pauseCheck = nil
+	close(ch)
+	b.mu.Unlock()
 }
 
 // Success counts a success for the goodput controller (see count), and

@@ -197,7 +197,7 @@ func (b *sharedBucket) use(now, t time.Duration) {
 // wait from its return until the token is usable. It waits for Redis at
 // most the operation timeout twice (see ReserveContext).
 func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
-	w, _ := b.reserve(context.Background(), now)
+	w, _ := b.reserve(context.Background(), now, false)
 	return w
 }
 
@@ -205,10 +205,12 @@ func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
 // request's answer stops waiting when ctx ends, takes nothing and returns
 // ctx's error.
 func (b *sharedBucket) ReserveContext(ctx context.Context, now time.Duration) (time.Duration, error) {
-	return b.reserve(ctx, now)
+	return b.reserve(ctx, now, false)
 }
 
-func (b *sharedBucket) reserve(ctx context.Context, now time.Duration) (time.Duration, error) {
+// reserve is Reserve bounded by ctx; read tells that the caller has read
+// the bucket's pause (readPause) already.
+func (b *sharedBucket) reserve(ctx context.Context, now time.Duration, read bool) (time.Duration, error) {
 	t := mono()
 	b.mu.Lock()
 	b.use(now, t)
@@ -218,6 +220,15 @@ func (b *sharedBucket) reserve(ctx context.Context, now time.Duration) (time.Dur
 		b.takeLease()
 		b.mu.Unlock()
 		return b.reserveLocal(now), nil
+	}
+	if !read && len(b.queue) == 0 && b.leaseOpen(t) && b.pauseStale(t) {
+		// The lease was borrowed a while ago: another process may have
+		// paused the bucket since (see PausedFor), which drops it.
+		b.mu.Unlock()
+		if err := b.readPause(ctx, t); err != nil {
+			return 0, err
+		}
+		return b.reserve(ctx, now+mono()-t, true)
 	}
 	if len(b.queue) == 0 && b.leaseOpen(t) {
 		wait := b.hit(t)
@@ -362,6 +373,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			}
 			continue
 		}
+		b.learnPause(sent, answered, b.s.micros(elem(res, 11)))
 		if charge > 0 {
 			b.log.known()
 		}
@@ -409,7 +421,11 @@ func (b *sharedBucket) dispatch(self *waiter) {
 
 // TryReserve takes a token only if it is usable at once: from the lease,
 // or with a request of its own, which queues behind no other.
-func (b *sharedBucket) TryReserve(now time.Duration) bool {
+func (b *sharedBucket) TryReserve(now time.Duration) bool { return b.tryReserve(now, false) }
+
+// tryReserve is TryReserve; read tells that the caller has read the
+// bucket's pause (readPause) already.
+func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 	t := mono()
 	b.mu.Lock()
 	b.use(now, t)
@@ -417,6 +433,11 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 		b.takeLease() // see reserve
 		b.mu.Unlock()
 		return b.tryLocal(now)
+	}
+	if !read && len(b.queue) == 0 && b.leaseReady(t) && b.pauseStale(t) {
+		b.mu.Unlock() // see reserve
+		b.readPause(context.Background(), t)
+		return b.tryReserve(now+mono()-t, true)
 	}
 	if len(b.queue) == 0 && b.leaseReady(t) {
 		b.hit(t)
@@ -441,6 +462,7 @@ func (b *sharedBucket) TryReserve(now time.Duration) bool {
 	}
 	b.s.misses.Add(1)
 	b.setRate(res[3])
+	b.learnPause(sent, mono(), b.s.micros(elem(res, 11)))
 	b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), cooldown: elem(res, 10), sent: sent})
 	granted := toInt(res[0]) >= 1
 	t = mono()

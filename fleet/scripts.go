@@ -420,7 +420,7 @@ end
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
 // breaker_wait_us, breaker_failures, usable_now, next_wait_us, now_us,
-// breaker_cooldown_us}
+// breaker_cooldown_us, paused_us}
 // (now_us: Redis's clock when it read the breaker; see update): the first
 // usable_now tokens of the lease are usable at once (the bucket's stored
 // balance: its burst, as in the in-process bucket), and token i from
@@ -465,7 +465,7 @@ local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + blong or not finite(bcool) or bcool > blong then bstate = 'invalid' end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
-  usable, num(nextw), num(now), num(math.max(0, bcool))}
+  usable, num(nextw), num(now), num(math.max(0, bcool)), num(math.max(0, b.paused - now))}
 `)
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller

@@ -462,19 +462,24 @@ func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 }
 
 // pausedBucket is the optional interface of fleet mode's buckets: how long
-// the bucket is still paused by a pause its process set, known without a
-// round trip to the shared store.
+// the bucket is still paused, by a pause its process set or one the shared
+// store reported (read again, bounded by ctx, when the bucket last read it
+// a while ago).
 type pausedBucket interface {
-	PausedFor() time.Duration
+	PausedFor(ctx context.Context) (time.Duration, error)
+	// KnownPause is how long the bucket is still paused as far as its
+	// process knows now, with no round trip.
+	KnownPause() time.Duration
 }
 
 // sharedPaused is accountPaused for fleet mode's buckets, whose tokens do
 // not follow a pause set after Redis gave their times: a leaf or account
-// token of r due before the end of a pause the process set while the call
-// waited counts as spent, and the call takes another, which the shared
-// bucket gives after the pause. A level whose token ctx ends the wait for
-// takes nothing, and the other levels' tokens are given back. It reports
-// whether r moved.
+// token of r due before the end of a pause set while the call waited (by
+// its process, or by another, which the bucket reads) counts as spent,
+// and the call takes another, which the shared bucket gives after the
+// pause. A level whose token ctx ends the wait for takes nothing, and the
+// other levels' tokens are given back; all of them when ctx ends while a
+// bucket reads its pause. It reports whether r moved.
 func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reservation) (bool, error) {
 	if gd.held == nil {
 		return false, nil
@@ -485,11 +490,20 @@ func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reserva
 		if !ok {
 			continue
 		}
-		if p := pb.PausedFor(); p <= 0 || r.due[i] >= now+p {
+		p, err := pb.PausedFor(ctx)
+		if err != nil {
+			gd.held = nil
+			for _, o := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
+				if o != nil {
+					o.Cancel(now)
+				}
+			}
+			return false, err
+		}
+		if p <= 0 || r.due[i] >= now+p {
 			continue
 		}
 		var w time.Duration
-		var err error
 		if cb, ok := b.(contextBucket); ok {
 			w, err = cb.ReserveContext(ctx, now)
 		} else {
@@ -855,11 +869,11 @@ func (r *reservation) times() [levels]time.Duration {
 }
 
 // pausedAt reports whether b is paused at now: a fleet mode bucket by a
-// pause its process set (as sharedPaused has it, without a round trip to
-// the shared store), any other by its snapshot.
+// pause its process knows of (its own, or one the shared store reported),
+// without a round trip to the store, any other by its snapshot.
 func pausedAt(b state.Bucket, now time.Duration) bool {
 	if pb, ok := b.(pausedBucket); ok {
-		return pb.PausedFor() > 0
+		return pb.KnownPause() > 0
 	}
 	return b.Snapshot(now).Paused > 0
 }

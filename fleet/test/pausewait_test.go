@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -91,4 +92,72 @@ func TestACallWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 			t.Fatalf("the call waiting for its slot, its scope paused from 100 ms for 2 s: sent at %v (%v), want after 2.1 s", sent, err)
 		}
 	})
+}
+
+// A pause another process set holds this process's calls too, at most one
+// lease window late: a call that waited for its token (granted before the
+// pause began), or that takes a token of a lease borrowed before it, reads
+// the bucket's pause from Redis before it is sent when the process has not
+// read it for a lease window (a lease request's answer reads it too), and
+// takes a token after the pause. Before, process B's call went at its
+// token's time, 0.5 s into process A's 2 s pause, and the lease's at once.
+func TestACallIsHeldByAPauseOfAnotherProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		leaf   resilience.ServiceConfig
+		window time.Duration // the lease window
+		lease  bool          // B's second call, 450 ms in, takes a token of the lease B borrowed 10 ms in
+	}{
+		// A's call takes the burst's token; B's, 10 ms in, waits for the
+		// next, 0.5 s in.
+		{"waiting for its token", resilience.ServiceConfig{MaxRPS: 2, Burst: 1}, 100 * time.Millisecond, false},
+		// A borrows the tokens of 0 to 140 ms, B those of 150 to 290 ms
+		// (its first call takes the first of them): its lease lasts until
+		// 590 ms.
+		{"holding a leased token", resilience.ServiceConfig{MaxRPS: 100, Burst: 1}, 300 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, be backend) {
+				cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": tc.leaf}}}
+				prefix := uniquePrefix(t)
+				a := newProcess(t, be, prefix, cfg, fleet.WithLeaseWindow(tc.window))
+				b := newProcess(t, be, prefix, cfg, fleet.WithLeaseWindow(tc.window))
+				waitFor(t, time.Second, "two live processes", func() bool {
+					return a.store.Stats().Processes == 2 && b.store.Stats().Processes == 2
+				})
+				warm := vpcs
+				warm.Operation = "DescribeSubnets"
+				a.do(t, warm, ok, once) // the scripts are loaded
+				b.do(t, warm, ok, once)
+				start := time.Now()
+				// A's call is throttled 50 ms in, with a Retry-After of 2 s.
+				first := make(chan struct{})
+				thrown := make(chan struct{})
+				go func() {
+					defer close(thrown)
+					a.do(t, vpcs, func(context.Context) error {
+						close(first)
+						time.Sleep(50 * time.Millisecond)
+						return &apiErr{code: "Throttling", status: 400, retry: "2"}
+					}, once)
+				}()
+				<-first
+				time.Sleep(10 * time.Millisecond)
+				var sent time.Duration
+				send := func(context.Context) error {
+					sent = time.Since(start)
+					return nil
+				}
+				err := b.do(t, vpcs, send, once)
+				if tc.lease {
+					<-thrown
+					time.Sleep(450*time.Millisecond - time.Since(start))
+					err = b.do(t, vpcs, send, once)
+				}
+				if err != nil || sent < 2*time.Second {
+					t.Fatalf("process B's call, process A having paused the scope for 2 s 50 ms in: sent at %v (%v), want after 2 s", sent, err)
+				}
+			})
+		})
+	}
 }
