@@ -175,6 +175,9 @@ func (b *sharedBucket) count() {
 		b.served[n-1].at = at
 		b.served[n-1].n++
 	} else {
+		if len(b.served) >= maxServed { // an outage's: the oldest go
+			b.served = append(b.served[:0], b.served[1:]...)
+		}
 		b.served = append(b.served, served{at: at, n: 1})
 	}
 	if b.flush == nil {
@@ -182,10 +185,24 @@ func (b *sharedBucket) count() {
 	}
 }
 
-// flushServed sends the success counts no other script took along.
+// maxServed bounds the slots of success counts kept while Redis does not
+// answer (102.4 s of them).
+const maxServed = 1024
+
+// flushServed sends the success counts no other script took along. While
+// Redis does not answer it keeps them, and looks again a slot later, so
+// that they reach Redis within a slot of its answering again, with the
+// first script that goes then.
 func (b *sharedBucket) flushServed() {
 	b.mu.Lock()
 	b.flush = nil
+	if b.s.degraded.Load() {
+		if len(b.served) > 0 && !b.s.closed() {
+			b.flush = time.AfterFunc(bucket.GoodputSlot, b.flushServed)
+		}
+		b.mu.Unlock()
+		return
+	}
 	pairs := b.takeServed()
 	b.mu.Unlock()
 	if pairs != nil && !b.s.closed() {
@@ -296,12 +313,16 @@ func (b *sharedBucket) dropLease() {
 }
 
 // Throttle sends the success counts not yet sent with the throttle: the
-// goodput controller measures what the fleet was served up to now.
+// goodput controller measures what the fleet was served up to now. While
+// Redis does not answer they are kept for it (flushServed).
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.paused(pause)
 	b.mu.Lock()
 	b.takeLease()
-	pairs := b.takeServed()
+	var pairs []any
+	if !b.s.degraded.Load() { // else kept for Redis (flushServed)
+		pairs = b.takeServed()
+	}
 	b.mu.Unlock()
 	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds()}, pairs...)...)...)
 	if !ok || len(res) < 2 {
@@ -502,6 +523,11 @@ func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 // apply, and most successes have nothing to ask.
 func (b *sharedBucket) Success(now time.Duration) (float64, bool) {
 	if b.s.degraded.Load() {
+		if b.goodput { // for Redis too, when it answers again (flushServed)
+			b.mu.Lock()
+			b.count()
+			b.mu.Unlock()
+		}
 		return b.fallback(now).Success(now)
 	}
 	r := b.rate()
