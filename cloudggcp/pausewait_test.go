@@ -9,25 +9,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/internal/storetest"
 	"github.com/cloudg/cloudg/resilience"
-	"github.com/cloudg/cloudg/state"
 	gax "github.com/googleapis/gax-go/v2"
 )
-
-// slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle, as a shared store's do (a round trip to Redis, fleet mode).
-type slowThrottleStore struct{ state.Store }
-
-func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
-	return slowThrottle{s.Store.Bucket(key, spec, now)}
-}
-
-type slowThrottle struct{ state.Bucket }
-
-func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
-	time.Sleep(5 * time.Millisecond)
-	return b.Bucket.Throttle(now, pause)
-}
 
 // A throttled attempt's slot goes back once its answer is recorded, so
 // that a call waiting for the slot sees the pause the answer's RetryInfo
@@ -67,7 +52,7 @@ func TestACallWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) {
 					}
 				}
 				cfg := resilience.Config{GCP: resilience.ProviderConfig{MaxConcurrency: 1, MaxRetries: intp(0)}}
-				gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+				gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(storetest.SlowPauses(resilience.MemoryStore(), 5*time.Millisecond)))
 				if err != nil {
 					t.Fatal(err)
 				}

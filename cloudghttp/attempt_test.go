@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/internal/storetest"
 	"github.com/cloudg/cloudg/resilience"
-	"github.com/cloudg/cloudg/state"
 )
 
 // What each attempt goes through: its slot, its token, and the request's
@@ -196,27 +196,6 @@ func TestContextEndsTheAttempt(t *testing.T) {
 	})
 }
 
-// slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle or a pause, as a shared store's do (a round trip to Redis,
-// fleet mode).
-type slowThrottleStore struct{ state.Store }
-
-func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
-	return slowThrottle{s.Store.Bucket(key, spec, now)}
-}
-
-type slowThrottle struct{ state.Bucket }
-
-func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
-	time.Sleep(5 * time.Millisecond)
-	return b.Bucket.Throttle(now, pause)
-}
-
-func (b slowThrottle) Pause(now, pause time.Duration) {
-	time.Sleep(5 * time.Millisecond)
-	b.Bucket.Pause(now, pause)
-}
-
 // A throttled attempt's slot goes back once its answer is recorded, so
 // that a request waiting for the slot sees the pause the answer's
 // Retry-After set, and is held by it, as with resilience.Do. A success's
@@ -225,7 +204,7 @@ func TestARequestWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeAPI{}
 		f.script(status(429, "Retry-After", "60"))
-		gov, err := resilience.NewGovernor(oneSlot(), resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+		gov, err := resilience.NewGovernor(oneSlot(), resilience.WithStateStore(storetest.SlowPauses(resilience.MemoryStore(), 5*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +242,7 @@ func TestARequestWaitingForTheSlotOfOneThatSpentGitHubsQuotaIsHeldUntilTheReset(
 		f.script(status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
 			"X-RateLimit-Reset", strconv.FormatInt(start.Add(time.Minute).Unix(), 10)))
 		gov, err := resilience.NewGovernor(resilience.Config{Providers: map[string]resilience.ProviderConfig{"github": {MaxConcurrency: 1}}},
-			resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+			resilience.WithStateStore(storetest.SlowPauses(resilience.MemoryStore(), 5*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -928,28 +928,20 @@ func (m *machine) runCall(c *callM, opts []resilience.CallOption) {
 // whose context is ctx, unless the context is done; one at the very
 // instant of the context's deadline may go either way. m.mu is held.
 func (m *machine) heardTransient(gv *govM, sd int, ctx context.Context) {
-	if ctx.Err() != nil {
-		return
-	}
-	svc := modelScopes[sd].service()
-	s := gv.transRun[svc]
-	if s == nil {
-		s = new(span)
-		gv.transRun[svc] = s
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) || gv.changing {
-		s.unsure++
-		gv.transLife.unsure++
-		return
-	}
-	s.lo++
-	gv.transLife.lo++
+	dl, ok := ctx.Deadline()
+	m.countTransient(gv, sd, ctx, ok && !time.Now().Before(dl) || gv.changing)
 }
 
 // mayHearTransient counts a transient answer the governor may or may not
 // hear from a call whose context is ctx, unless the context is done. m.mu
 // is held.
 func (m *machine) mayHearTransient(gv *govM, sd int, ctx context.Context) {
+	m.countTransient(gv, sd, ctx, true)
+}
+
+// countTransient counts a transient answer of a call whose context is
+// ctx, heard for sure or not, unless the context is done. m.mu is held.
+func (m *machine) countTransient(gv *govM, sd int, ctx context.Context, unsure bool) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -959,8 +951,13 @@ func (m *machine) mayHearTransient(gv *govM, sd int, ctx context.Context) {
 		s = new(span)
 		gv.transRun[svc] = s
 	}
-	s.unsure++
-	gv.transLife.unsure++
+	if unsure {
+		s.unsure++
+		gv.transLife.unsure++
+		return
+	}
+	s.lo++
+	gv.transLife.lo++
 }
 
 // fnEnter notes a governed attempt sent: a slot held, a token taken.

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cloudg/cloudg/state"
+	"github.com/cloudg/cloudg/internal/storetest"
 )
 
 // A call waiting for its account's token when its scope is throttled with
@@ -179,21 +179,6 @@ func sendOnceVia(g *Governor, via string, a *admissionRec, start time.Time) (sen
 	return sent, err
 }
 
-// slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle, as a shared store's do (a round trip to Redis, fleet mode).
-type slowThrottleStore struct{ state.Store }
-
-func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
-	return slowThrottle{s.Store.Bucket(key, spec, now)}
-}
-
-type slowThrottle struct{ state.Bucket }
-
-func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
-	time.Sleep(5 * time.Millisecond)
-	return b.Bucket.Throttle(now, pause)
-}
-
 // Do gives a failed attempt's slot back once its answer is recorded, so
 // that a call waiting for the slot sees the pause a throttle's Retry-After
 // set, and is held by it. Before, Do gave the slot back as fn returned:
@@ -202,7 +187,7 @@ func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
 // sent at once into the 60 s pause (0.5 s).
 func TestACallWaitingForTheSlotOfAThrottledDoIsHeldByItsPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithStateStore(slowThrottleStore{MemoryStore()}))
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithStateStore(storetest.SlowPauses(MemoryStore(), 5*time.Millisecond)))
 		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
 		start := time.Now()
 		go Do(context.Background(), ec2Vpcs, func(context.Context) error {

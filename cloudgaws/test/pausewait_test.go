@@ -12,24 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/internal/storetest"
 	"github.com/cloudg/cloudg/resilience"
-	"github.com/cloudg/cloudg/state"
 )
-
-// slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle, as a shared store's do (a round trip to Redis, fleet mode).
-type slowThrottleStore struct{ state.Store }
-
-func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
-	return slowThrottle{s.Store.Bucket(key, spec, now)}
-}
-
-type slowThrottle struct{ state.Bucket }
-
-func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
-	time.Sleep(5 * time.Millisecond)
-	return b.Bucket.Throttle(now, pause)
-}
 
 // The slot a call holds across the SDK's attempts goes back when the call
 // ends, after the last attempt's answer is recorded: a call waiting for
@@ -46,7 +31,7 @@ func TestACallWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) {
 			}
 		}
 		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
-			resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+			resilience.WithStateStore(storetest.SlowPauses(resilience.MemoryStore(), 5*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}

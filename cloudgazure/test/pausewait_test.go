@@ -14,30 +14,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 
 	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/internal/storetest"
 	"github.com/cloudg/cloudg/resilience"
-	"github.com/cloudg/cloudg/state"
 )
-
-// slowThrottleStore is a store whose buckets take 5 ms to record a
-// throttle or a pause, as a shared store's do (a round trip to Redis,
-// fleet mode).
-type slowThrottleStore struct{ state.Store }
-
-func (s slowThrottleStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
-	return slowThrottle{s.Store.Bucket(key, spec, now)}
-}
-
-type slowThrottle struct{ state.Bucket }
-
-func (b slowThrottle) Throttle(now, pause time.Duration) (float64, bool) {
-	time.Sleep(5 * time.Millisecond)
-	return b.Bucket.Throttle(now, pause)
-}
-
-func (b slowThrottle) Pause(now, pause time.Duration) {
-	time.Sleep(5 * time.Millisecond)
-	b.Bucket.Pause(now, pause)
-}
 
 // firstSlow holds the first request it sends on the wire for 500 ms.
 type firstSlow struct {
@@ -57,7 +36,7 @@ func (f firstSlow) Do(req *http.Request) (*http.Response, error) {
 // wire.
 func slowThrottleEnv(t *testing.T) *env {
 	cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1, MaxRetries: ptr(0)}}
-	gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(slowThrottleStore{resilience.MemoryStore()}))
+	gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(storetest.SlowPauses(resilience.MemoryStore(), 5*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
