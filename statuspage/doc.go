@@ -24,7 +24,10 @@
 //     opened (throttling or errors after retries; a dead scope throttled
 //     for good or down), and the callers queued for its tokens; the
 //     throttles, retries and lost calls, which the governor counts per
-//     service, fill one cell spanning the rows of the service;
+//     service, fill one cell spanning the rows of the service (a count
+//     past 99,999 in three figures and a unit, 123k or 12.3M, the whole
+//     on hover, so that a long-running governor's counts keep the table's
+//     width);
 //   - each account once: its slots in use against the cap, the callers
 //     waiting for a slot, and its own bucket where the provider has one.
 //

@@ -133,6 +133,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"level":    level,
 	"budget":   func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
 	"count":    count,
+	"whole":    whole,
 	"lost":     lost,
 	"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(strings.Replace(pageSource, "/*STYLE*/", style, 1)))
@@ -258,17 +259,56 @@ func level(s state.ScopeSnapshot) string {
 
 // count writes zero as a dot, so that the rows with counts stand out.
 func count(n any) string {
-	var v int64
+	v := int64Of(n)
+	switch {
+	case v == 0:
+		return "·"
+	case v < 0 || v < compactFrom:
+		return strconv.FormatInt(v, 10)
+	}
+	// Three significant figures and a unit: 123k, 1.23M, 12.3M, 123M.
+	f, unit := float64(v), 0
+	for f >= 999.5 && unit < len(units)-1 {
+		f /= 1000
+		unit++
+	}
+	prec := 0
+	switch {
+	case f < 9.995:
+		prec = 2
+	case f < 99.95:
+		prec = 1
+	}
+	return strconv.FormatFloat(f, 'f', prec, 64) + units[unit]
+}
+
+// compactFrom is the least count a cell shows in three figures and a
+// unit (see count): a cell holds at most five characters, so that a
+// long-running governor's counts (12,345,678 calls) do not widen the
+// table past a laptop's window.
+const compactFrom = 100_000
+
+var units = [...]string{"", "k", "M", "G", "T", "P", "E"}
+
+// whole returns n's every digit when count shows it cut short (in three
+// figures and a unit), for the cell's title, and "" when count shows it
+// whole.
+func whole(n any) string {
+	if v := int64Of(n); v >= compactFrom {
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}
+
+// int64Of is n, an int or an int64, as an int64.
+func int64Of(n any) int64 {
 	switch n := n.(type) {
 	case int:
-		v = int64(n)
+		return int64(n)
 	case int64:
-		v = n
+		return n
 	}
-	if v == 0 {
-		return "·"
-	}
-	return strconv.FormatInt(v, 10)
+	return 0
 }
 
 // loss is one kind of lost calls and how many.
