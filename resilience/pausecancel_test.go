@@ -61,16 +61,7 @@ func TestCallsCancelledDuringAPauseLeaveNoBurstAtItsEnd(t *testing.T) {
 		var wg sync.WaitGroup
 		// The slot's holder: its token at 0, the scope paused from 3.5 s
 		// to 63.5 s, the slot held until 30 s.
-		wg.Go(func() {
-			gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Error(err)
-			}
-			time.Sleep(3500 * time.Millisecond)
-			gd.Pause(60 * time.Second)
-			time.Sleep(26500 * time.Millisecond)
-			gd.End(nil)
-		})
+		holdSlotPausing(t, g, &wg, 30*time.Second)
 		synctest.Wait()
 		do := func(ctx context.Context) {
 			wg.Go(func() { Do(ctx, ec2Vpcs, l.send, WithGovernor(g), once) })
@@ -244,16 +235,7 @@ func TestCallsGettingTheirSlotAsAPauseEndsGoAtTheRate(t *testing.T) {
 		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
 		l := &sendLog{start: time.Now()}
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			gd, _ := g.Begin(context.Background(), ec2Vpcs, once)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Error(err)
-			}
-			time.Sleep(3500 * time.Millisecond)
-			gd.Pause(60 * time.Second)
-			time.Sleep(60 * time.Second)
-			gd.End(nil)
-		})
+		holdSlotPausing(t, g, &wg, 63500*time.Millisecond)
 		synctest.Wait()
 		for range 3 { // their tokens at 1, 2 and 3 s
 			wg.Go(func() { Do(context.Background(), ec2Vpcs, l.send, WithGovernor(g), once) })
@@ -266,5 +248,21 @@ func TestCallsGettingTheirSlotAsAPauseEndsGoAtTheRate(t *testing.T) {
 		if to, n, over := l.overBound(end, 1, 1); over {
 			t.Fatalf("%d calls went in the %v from the pause's end at %v (1 rps, burst 1): sent at %v", n, to-end, end, l.at)
 		}
+	})
+}
+
+// holdSlotPausing starts, in wg, a call of ec2Vpcs that takes the account's
+// slot at once, pauses the scope for 60 s from 3.5 s, and holds the slot
+// until until, from now.
+func holdSlotPausing(t *testing.T, g *Governor, wg *sync.WaitGroup, until time.Duration) {
+	wg.Go(func() {
+		gd, _ := g.Begin(context.Background(), ec2Vpcs, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(3500 * time.Millisecond)
+		gd.Pause(60 * time.Second)
+		time.Sleep(until - 3500*time.Millisecond)
+		gd.End(nil)
 	})
 }
