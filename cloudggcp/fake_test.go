@@ -30,11 +30,10 @@ import (
 type fakeAsset struct {
 	assetpb.UnimplementedAssetServiceServer
 
-	total    int   // items of every listing RPC
-	pageSize int   // when the request has none
-	empty    bool  // serve an empty page (next token "N*") before each page N > 0
-	listErr  error // ListAssets always fails with it
-	feed     *assetpb.Feed
+	total    int              // items of every listing RPC
+	pageSize int              // when the request has none
+	empty    bool             // serve an empty page (next token "N*") before each page N > 0
+	listErr  error            // ListAssets always fails with it
 	seen     func(rpc string) // when set, called as each request arrives (set it before serving)
 
 	mu       sync.Mutex

@@ -174,11 +174,10 @@ var (
 		"azure": {"network": {30, 200}},
 		"gcp":   {"cloudasset.ListAssets": {1.5, 10}},
 	}
-	builtinLeaf     = map[string]spec{"aws": {20, 40}, "azure": {15, 100}, "gcp": {10, 20}}
-	builtinCap      = map[string]int{"aws": 128, "azure": 16, "gcp": 16}
-	genericLeaf     = spec{20, 40}
-	genericCap      = 64
-	builtinCooldown = 60 * time.Second
+	builtinLeaf = map[string]spec{"aws": {20, 40}, "azure": {15, 100}, "gcp": {10, 20}}
+	builtinCap  = map[string]int{"aws": 128, "azure": 16, "gcp": 16}
+	genericLeaf = spec{20, 40}
+	genericCap  = 64
 )
 
 func providerConfig(cfg resilience.Config, name string) resilience.ProviderConfig {
@@ -250,13 +249,6 @@ func globalSpecIn(cfg resilience.Config, provider string) (spec, bool) {
 		return spec{}, false
 	}
 	return spec{*pc.GlobalMaxRPS, pc.GlobalBurst}, true
-}
-
-func cooldownIn(cfg resilience.Config, provider string) time.Duration {
-	if s := providerConfig(cfg, provider).BreakerCooldownSeconds; s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	return builtinCooldown
 }
 
 // leafKey is the scope of sd's leaf bucket and breaker.

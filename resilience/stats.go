@@ -97,16 +97,6 @@ func (c *counters) recordRate(r float64, decreased bool) {
 	}
 }
 
-// eventful reports whether the scope has anything to say beyond calls.
-func (c *counters) eventful() bool {
-	for t := throttledTally; t < numTallies; t++ {
-		if c.n[t].Load() != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // statsTable maps service scopes to counters. Keys are only added (or all
 // cleared at once), and a scope's counters are looked up when a leaf entry
 // first needs them, not on every call (the entry keeps them), so a
