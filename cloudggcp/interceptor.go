@@ -59,9 +59,10 @@ func ClientOption(opts ...Option) option.ClientOption {
 // whole, and the next attempt's Enter asks the breaker after it. Calls of a paced
 // listing or of Do pass through untouched: they are paced per page or call
 // already. A panic under the interceptor (an interceptor after it, the
-// connection) reaches the caller as it was, never recovered: the slot is
-// given back and the call is recorded as lost to it
-// (resilience.LossPanicked).
+// connection), or of the governor's log handler as the interceptor
+// records an attempt's answer, reaches the caller as it was, never
+// recovered: the slot is given back and the call is recorded as lost to
+// it (resilience.LossPanicked).
 func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	cfg := newConfig(opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
@@ -98,30 +99,24 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		if err := gd.Enter(ctx); err != nil {
 			return err
 		}
-		err = invokeAttempt(ctx, gd, method, req, reply, cc, invoker, copts)
 		// The attempt's answer, and no End: a throttled or transient
 		// attempt stays open, since gax may retry it and the interceptor
 		// cannot tell whether it will, so no breaker failure is counted.
-		if err == nil {
-			gd.Release() // first: After records the success at once
-			gd.After(nil)
-			return nil
-		}
-		// The slot goes back once the answer is recorded, so that a call
-		// waiting for it sees the pause a throttle's RetryInfo set (a
-		// shared store's takes a round trip).
-		gd.After(err)
-		gd.Release()
-		return err
+		return invokeAttempt(ctx, gd, nil, method, req, reply, cc, invoker, copts)
 	}
 }
 
-// invokeAttempt sends the attempt gd entered, whose slot the caller gives
-// back. When the invoker (an interceptor after this one, the connection)
-// panics, gd ends the call as lost to the panic, which goes on, and gives
-// the slot back.
-func invokeAttempt(ctx context.Context, gd *resilience.Guard, method string, req, reply any, cc *grpc.ClientConn,
-	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
+// invokeAttempt sends the attempt gd entered, records its answer and gives
+// its slot back: a success's slot first, since After (or, for the Retry
+// option's call st, succeed) records it at once; a failure's once After
+// recorded it, so that a call waiting for the slot sees the pause a
+// throttle's RetryInfo set (a shared store's takes a round trip). When
+// code of the caller's panics meanwhile (the invoker: an interceptor
+// after this one, the connection; or what After calls: the governor's
+// log handler), gd ends the call as lost to the panic, which goes on, and
+// gives the slot back.
+func invokeAttempt(ctx context.Context, gd *resilience.Guard, st *callState, method string, req, reply any,
+	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
 	returned := false
 	defer func() {
 		if !returned {
@@ -129,6 +124,20 @@ func invokeAttempt(ctx context.Context, gd *resilience.Guard, method string, req
 		}
 	}()
 	err := invoker(ctx, method, req, reply, cc, copts...)
+	if err == nil {
+		gd.Release()
+		if st != nil {
+			st.succeed()
+		} else {
+			gd.After(nil)
+		}
+	} else {
+		gd.After(err)
+		if st != nil {
+			st.recorded = true
+		}
+		gd.Release()
+	}
 	returned = true
 	return err
 }
@@ -160,19 +169,11 @@ func (s *callState) enter(ctx context.Context) error {
 // failure is recorded here too, before the slot goes back, so that a call
 // waiting for the slot sees the pause a throttle set; Retry, which gax
 // calls next, decides its retry without recording it again. When the
-// invoker panics, the call is lost to the panic, which goes on.
+// invoker, or what recording the answer calls, panics, the call is lost
+// to the panic, which goes on.
 func (s *callState) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
-	err := invokeAttempt(ctx, s.gd, method, req, reply, cc, invoker, copts)
-	if err == nil {
-		s.gd.Release() // first: the success is recorded at once
-		s.succeed()
-		return nil
-	}
-	s.gd.After(err)
-	s.recorded = true
-	s.gd.Release()
-	return err
+	return invokeAttempt(ctx, s.gd, s, method, req, reply, cc, invoker, copts)
 }
 
 // MethodScope returns the scope in which the interceptor made with opts

@@ -2,6 +2,7 @@ package cloudggcp
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -82,6 +83,76 @@ func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
 			next, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			if err := tc.call(next, gov, startTCP(t, srv, opts...)); err != nil {
+				t.Fatalf("the next call: %v (the slot was not given back)", err)
+			}
+			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+		})
+	}
+}
+
+// panicOnThrottle is a log handler of the caller's that panics with boom
+// on the governor's line for a throttled answer (which Guard.After
+// writes) and drops every other line.
+type panicOnThrottle struct{}
+
+func (panicOnThrottle) Enabled(context.Context, slog.Level) bool { return true }
+
+func (panicOnThrottle) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "cloudg: throttled" {
+		panic(boom)
+	}
+	return nil
+}
+
+func (h panicOnThrottle) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h panicOnThrottle) WithGroup(string) slog.Handler      { return h }
+
+// A panic of the caller's code while the interceptor records an attempt's
+// answer (the governor's log handler, on a throttled answer, with and
+// without the Retry option), over loopback TCP, ends the call as lost to
+// the panic, once, and the panic reaches the caller as it was: the slot
+// is given back (the next call, under a cap of one, goes at once), not
+// held until the garbage collector finds the call's guard.
+func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry bool
+	}{{"interceptor", false}, {"Retry option with the interceptor", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFake(5)
+			srv.fail("GetFeed", "", throttled(0))
+			gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{MaxConcurrency: 1}},
+				resilience.WithLogger(slog.New(panicOnThrottle{})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := startTCP(t, srv, ClientOption(WithGovernor(gov)))
+			getFeed := func(ctx context.Context) error {
+				var opts []gax.CallOption
+				if tc.retry {
+					opts = append(opts, Retry(ctx, feedScope(), WithGovernor(gov)))
+				}
+				_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
+				return err
+			}
+			ctx, stats, ledger := newRun("feeds")
+			if r := func() (r any) {
+				defer func() { r = recover() }()
+				_ = getFeed(ctx)
+				return nil
+			}(); r != boom {
+				t.Fatalf("the caller got %v, want the panic's own value", r)
+			}
+			if in := gov.Inspect(feedScope()); in.InFlight != 0 {
+				t.Fatalf("%d slots held after the panic, want none", in.InFlight)
+			}
+			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
+				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
+			}
+			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+			next, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := getFeed(next); err != nil {
 				t.Fatalf("the next call: %v (the slot was not given back)", err)
 			}
 			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
