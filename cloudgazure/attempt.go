@@ -115,21 +115,23 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 	} else if err := st.gd.Enter(st.ctx); err != nil {
 		return nil, stop(reveal(err))
 	}
-	resp, err := st.send(req)
-	if err != nil {
-		return st.failedAttempt(resp, err)
-	}
-	return st.answered(resp)
+	return st.send(req)
 }
 
-// send sends the attempt, whose slot answered or failedAttempt gives
-// back, and gives it back if a later policy or the transport panics. The
+// send sends the attempt and learns from its answer (answered or
+// failedAttempt, which give its slot back), and gives the slot back if
+// code of the caller's panics meanwhile: a later policy or the transport,
+// or what recording the answer calls (the governor's log handler). The
 // per-call policy ends a request whose attempt panicked; without it, the
 // request is ended here, as lost to the panic, which goes on.
 func (st *callState) send(req *policy.Request) (resp *http.Response, err error) {
 	returned := false
 	defer st.sent(&returned)
-	resp, err = req.Next()
+	if resp, err = req.Next(); err != nil {
+		resp, err = st.failedAttempt(resp, err)
+	} else {
+		resp, err = st.answered(resp)
+	}
 	returned = true
 	return resp, err
 }

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -140,6 +141,80 @@ func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
 				t.Fatalf("the next request: %v (the slot was not given back)", err)
 			}
 			lostOnly(t, e.gov, stats, ledger, resilience.LossPanicked, 1)
+		})
+	}
+}
+
+// panicOnThrottle is a log handler of the caller's that panics with boom
+// on the governor's line for a throttled answer (which Guard.After
+// writes) and drops every other line.
+type panicOnThrottle struct{}
+
+func (panicOnThrottle) Enabled(context.Context, slog.Level) bool { return true }
+
+func (panicOnThrottle) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "cloudg: throttled" {
+		panic(boom)
+	}
+	return nil
+}
+
+func (h panicOnThrottle) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h panicOnThrottle) WithGroup(string) slog.Handler      { return h }
+
+// A panic of the caller's code while the per-retry policy records an
+// attempt's answer (the governor's log handler, on a throttled answer),
+// with the per-call policy or alone, over loopback TCP, ends the request
+// as lost to the panic, once, and the panic reaches the caller as it was:
+// the slot is given back (the next request, under a cap of one, goes at
+// once), not held until the garbage collector finds the request's guard.
+func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
+	cases := map[string]func(e *env) func(context.Context) error{
+		"both policies": func(e *env) func(context.Context) error { return getGroup(e.groups(subA)) },
+		"the per-retry policy alone": func(e *env) func(context.Context) error {
+			_, perRetry := cloudgazure.Policies(e.opts()...)
+			o := *e.base
+			o.PerRetryPolicies = []policy.Policy{perRetry}
+			c, err := armresources.NewResourceGroupsClient(subA, fakeCred{}, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return getGroup(c)
+		},
+	}
+	for name, call := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}}
+			e := tcpEnv(t, cfg)
+			gov, err := resilience.NewGovernor(cfg, resilience.WithLogger(slog.New(panicOnThrottle{})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.gov = gov
+			e.srv.script(routeGroupGet, throttled(""))
+			ctx, stats := resilience.WithStats(context.Background())
+			ctx, ledger := resilience.WithLedger(ctx, "azure")
+			get := call(e)
+			if r := func() (r any) {
+				defer func() { r = recover() }()
+				_ = get(ctx)
+				return nil
+			}(); r != boom {
+				t.Fatalf("the caller got %v, want the panic's own value", r)
+			}
+			if free := freeSlots(gov, subALower); free != 1 {
+				t.Fatalf("%d free slots after the panic, want 1", free)
+			}
+			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
+				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
+			}
+			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+			nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := get(nctx); err != nil {
+				t.Fatalf("the next request: %v (the slot was not given back)", err)
+			}
+			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
 		})
 	}
 }
