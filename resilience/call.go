@@ -25,9 +25,9 @@ import (
 //
 // Every step is counted in the governor's stats and in the Stats bound to
 // ctx; a call lost (given up, skipped, failed, refused, cancelled, ended
-// by a local error, or by a panic of fn, which goes on to the caller) goes
-// to the ledger bound to ctx (see Loss). When the provider is
-// disabled, fn is called once, directly. Call is safe for concurrent use
+// by a local error, or by a panic of fn or of the governor's log handler,
+// which goes on to the caller) goes to the ledger bound to ctx (see
+// Loss). When the provider is disabled, fn is called once, directly. Call is safe for concurrent use
 // and does not allocate on the success path.
 func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
 	var res T
@@ -132,15 +132,8 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 		}
 		err := gd.attempt(ctx, fn)
 		if err == nil {
-			gd.Release() // first: After records the success at once
-			gd.After(nil)
 			return nil
 		}
-		// The slot goes back once the answer is recorded, so that a call
-		// waiting for it sees the pause a throttle's Retry-After set (a
-		// shared store's takes a round trip).
-		gd.After(err)
-		gd.Release()
 		delay, rerr := gd.retryWithJitter()
 		if rerr != nil {
 			if ww, ok := rerr.(*WouldWaitError); ok {
@@ -154,20 +147,31 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 	}
 }
 
-// attempt calls fn holding the slot Enter took, which loop gives back
-// when fn returns, and gives it back if fn panics, recording the call as
-// lost (LossPanicked) then; the panic goes on as it was, never recovered.
-// It is its own function so that its defer is open-coded.
+// attempt calls fn holding the slot Enter took, records its answer and
+// gives the slot back: a success's first, since After records it at once;
+// a failure's once After recorded it, so that a call waiting for the slot
+// sees the pause a throttle's Retry-After set (a shared store's takes a
+// round trip). When fn panics, or what After calls does (the governor's
+// log handler), it gives the slot back and records the call as lost
+// (LossPanicked); the panic goes on as it was, never recovered. It is its
+// own function so that its defer is open-coded.
 func (gd *Guard) attempt(ctx context.Context, fn func(context.Context) error) error {
 	returned := false
 	defer gd.afterAttempt(&returned)
 	err := fn(ctx)
+	if err == nil {
+		gd.Release()
+		gd.After(nil)
+	} else {
+		gd.After(err)
+		gd.Release()
+	}
 	returned = true
 	return err
 }
 
-// afterAttempt ends a call whose fn did not return (it panicked, or called
-// runtime.Goexit) as EndPanicked does.
+// afterAttempt ends a call whose fn, or the record of its answer, did not
+// return (it panicked, or called runtime.Goexit) as EndPanicked does.
 func (gd *Guard) afterAttempt(returned *bool) {
 	if !*returned {
 		gd.EndPanicked()

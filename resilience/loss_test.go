@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -705,6 +706,53 @@ func TestLostPanicked(t *testing.T) {
 			if s := g.Inspect(iamUsers); s.InFlight != 0 {
 				t.Fatalf("call %d: %d slots held after the panic", i+1, s.InFlight)
 			}
+		}
+	})
+}
+
+// panicOnThrottle is a log handler of the caller's that panics on the
+// governor's line for a throttled answer (which After writes) and drops
+// every other line.
+type panicOnThrottle struct{}
+
+func (panicOnThrottle) Enabled(context.Context, slog.Level) bool { return true }
+
+func (panicOnThrottle) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "cloudg: throttled" {
+		panic("handler")
+	}
+	return nil
+}
+
+func (h panicOnThrottle) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h panicOnThrottle) WithGroup(string) slog.Handler      { return h }
+
+// A call of Do (or of a Bound's Do) whose answer's record panics (the
+// governor's log handler, on a throttled answer) is lost, and gives its
+// slot back; the panic goes on to the caller as it was.
+func TestLostPanickedRecordingTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithLogger(slog.New(panicOnThrottle{})))
+		throttled := func(context.Context) error { return throttle() }
+		for i := range 2 {
+			r := newRun(context.Background())
+			var escaped any
+			func() {
+				defer func() { escaped = recover() }()
+				if i == 0 {
+					Do(r.ctx, iamUsers, throttled, WithGovernor(g))
+				} else {
+					b, _ := g.Bind(iamUsers)
+					b.Do(r.ctx, throttled)
+				}
+			}()
+			if escaped != "handler" {
+				t.Fatalf("call %d: the panic reached the caller as %v", i+1, escaped)
+			}
+			if s := g.Inspect(iamUsers); s.InFlight != 0 {
+				t.Fatalf("call %d: %d slots held after the panic", i+1, s.InFlight)
+			}
+			r.lost(t, g, LossPanicked, 1)
 		}
 	})
 }
