@@ -113,9 +113,10 @@ func (l QueryLimits) resolve() QueryLimits {
 //     pauses the scope until the quota resets.
 //
 // When a page finally fails, QueryResources returns the rows of the pages
-// before it together with the error. A panic of client reaches the caller
-// as it was, never recovered; the page it panicked in is recorded as lost
-// to it (resilience.LossPanicked) and its slot given back.
+// before it together with the error. A panic of client, or of the
+// governor's log handler as a page's answer is recorded, reaches the
+// caller as it was, never recovered; the page it panicked in is recorded
+// as lost to it (resilience.LossPanicked) and its slot given back.
 func QueryResources(ctx context.Context, client GraphQuerier, query armresourcegraph.QueryRequest, opts ...Option) ([]any, error) {
 	cfg := newConfig(opts)
 	q := query
@@ -214,7 +215,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return zero, err
 		}
 		raw = nil
-		page, err := sendPage(sctx, gd, client, q, mark)
+		page, kind, err := sendPage(sctx, gd, client, q, mark, &raw)
 		if mark.governed.Load() {
 			// The pipeline is governed: its own Guard paced this page
 			// inside this attempt, and recorded its outcome (a success, a
@@ -229,23 +230,9 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return page, err
 		}
 		if err == nil {
-			// The spent quota's pause is set before the slot goes back, so
-			// that a page waiting for it sees it; the slot before After,
-			// which records the success at once.
-			if raw != nil {
-				if d, ok := quotaReset(raw.Header); ok {
-					gd.Pause(d)
-				}
-			}
-			gd.Release()
-			gd.After(nil)
 			gd.End(nil)
 			return page, nil
 		}
-		// The slot goes back once the answer is recorded, so that a page
-		// waiting for it sees the pause a throttle's hint set.
-		kind := gd.After(err)
-		gd.Release()
 		if kind == resilience.Fatal {
 			// A fatal answer, or a local error: the Guard's Retry would let
 			// an SDK retry it, but nothing here would change its answer.
@@ -263,12 +250,20 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	}
 }
 
-// sendPage sends one page, whose slot fetchPaced gives back. When the
-// client panics, the page is lost to the panic, which goes on: gd ends it,
+// sendPage sends one page and, unless the client's pipeline turned out to
+// be governed (fetchPaced gives that page's slot back), learns from its
+// answer, whose response *raw captured, and gives the slot back: a
+// success's spent quota pauses the scope before the slot goes back, so
+// that a page waiting for it sees the pause, and the slot goes back
+// before After, which records the success at once; a failure's slot goes
+// back once After recorded it (kind is its kind), so that a page waiting
+// for the slot sees the pause a throttle's hint set. When the client
+// panics, or what recording the answer calls (the governor's log
+// handler), the page is lost to the panic, which goes on: gd ends it,
 // unless the client's pipeline turned out to be governed (its own Guard
 // ended the page), and gives the slot back.
-func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier,
-	q armresourcegraph.QueryRequest, mark *graphMark) (page armresourcegraph.ClientResourcesResponse, err error) {
+func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier, q armresourcegraph.QueryRequest,
+	mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, err error) {
 	returned := false
 	defer func() {
 		switch {
@@ -280,8 +275,22 @@ func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier,
 		}
 	}()
 	page, err = client.Resources(ctx, q, nil)
+	switch {
+	case mark.governed.Load():
+	case err == nil:
+		if r := *raw; r != nil {
+			if d, ok := quotaReset(r.Header); ok {
+				gd.Pause(d)
+			}
+		}
+		gd.Release()
+		gd.After(nil)
+	default:
+		kind = gd.After(err)
+		gd.Release()
+	}
 	returned = true
-	return page, err
+	return page, kind, err
 }
 
 // appendRows appends a page's rows: an objectArray page is a []any; a

@@ -162,16 +162,22 @@ func (panicOnThrottle) Handle(_ context.Context, r slog.Record) error {
 func (h panicOnThrottle) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h panicOnThrottle) WithGroup(string) slog.Handler      { return h }
 
-// A panic of the caller's code while the per-retry policy records an
-// attempt's answer (the governor's log handler, on a throttled answer),
-// with the per-call policy or alone, over loopback TCP, ends the request
-// as lost to the panic, once, and the panic reaches the caller as it was:
-// the slot is given back (the next request, under a cap of one, goes at
+// A panic of the caller's code while the package records an attempt's
+// answer (the governor's log handler, on a throttled answer), over
+// loopback TCP, with both policies, the per-retry one alone, or the pages
+// QueryResources paces for an ungoverned client, ends the request as lost
+// to the panic, once, and the panic reaches the caller as it was: the
+// slot is given back (the next request, under a cap of one, goes at
 // once), not held until the garbage collector finds the request's guard.
 func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
-	cases := map[string]func(e *env) func(context.Context) error{
-		"both policies": func(e *env) func(context.Context) error { return getGroup(e.groups(subA)) },
-		"the per-retry policy alone": func(e *env) func(context.Context) error {
+	groups := resilience.Scope{Provider: "azure", Account: subALower, Service: "resources"}
+	cases := map[string]struct {
+		route string
+		scope resilience.Scope
+		call  func(e *env) func(context.Context) error
+	}{
+		"both policies": {routeGroupGet, groups, func(e *env) func(context.Context) error { return getGroup(e.groups(subA)) }},
+		"the per-retry policy alone": {routeGroupGet, groups, func(e *env) func(context.Context) error {
 			_, perRetry := cloudgazure.Policies(e.opts()...)
 			o := *e.base
 			o.PerRetryPolicies = []policy.Policy{perRetry}
@@ -180,9 +186,16 @@ func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			return getGroup(c)
-		},
+		}},
+		"graph querier": {routeGraph, graphScope, func(e *env) func(context.Context) error {
+			c := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+			return func(ctx context.Context) error {
+				_, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+				return err
+			}
+		}},
 	}
-	for name, call := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}}
 			e := tcpEnv(t, cfg)
@@ -191,19 +204,19 @@ func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.gov = gov
-			e.srv.script(routeGroupGet, throttled(""))
+			e.srv.script(tc.route, throttled(""))
 			ctx, stats := resilience.WithStats(context.Background())
 			ctx, ledger := resilience.WithLedger(ctx, "azure")
-			get := call(e)
+			call := tc.call(e)
 			if r := func() (r any) {
 				defer func() { r = recover() }()
-				_ = get(ctx)
+				_ = call(ctx)
 				return nil
 			}(); r != boom {
 				t.Fatalf("the caller got %v, want the panic's own value", r)
 			}
-			if free := freeSlots(gov, subALower); free != 1 {
-				t.Fatalf("%d free slots after the panic, want 1", free)
+			if in := gov.Inspect(tc.scope); in.InFlight != 0 {
+				t.Fatalf("%d slots held after the panic, want none", in.InFlight)
 			}
 			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
 				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
@@ -211,7 +224,7 @@ func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
 			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
 			nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if err := get(nctx); err != nil {
+			if err := call(nctx); err != nil {
 				t.Fatalf("the next request: %v (the slot was not given back)", err)
 			}
 			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
