@@ -27,8 +27,8 @@ import (
 // ctx; a call lost (given up, skipped, failed, refused, cancelled, ended
 // by a local error, or by a panic of fn or of the governor's log handler,
 // which goes on to the caller) goes to the ledger bound to ctx (see
-// Loss). When the provider is disabled, fn is called once, directly. Call is safe for concurrent use
-// and does not allocate on the success path.
+// Loss). When the provider is disabled, fn is called once, directly. Call
+// is safe for concurrent use and does not allocate on the success path.
 func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
 	var res T
 	if fn == nil {
