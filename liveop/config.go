@@ -137,7 +137,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // and gcp at the top of the section or of aws, azure or gcp under
 // providers (refused as resilience.ParseConfig refuses that provider
 // there), a provider's key or providers given twice with a live_* key in
-// it, malformed values, negative ones, and an explicit
+// it, a merge key (<<) that brings live_* keys into the section or a
+// provider's mapping (ratelimit.aws.<<: unknown key, as
+// resilience.ParseConfig says),
+// malformed values, negative ones, and an explicit
 // zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0), all
@@ -215,6 +218,7 @@ func ParseConfig(data []byte) (Config, error) {
 			return
 		}
 		errs = append(errs, unknownLiveKeys(value, path, providerKeys)...)
+		errs = append(errs, mergedLiveKeys(value, path)...)
 		if yamlconf.Section(value, "live_cooldown_seconds") == nil {
 			return
 		}
@@ -233,6 +237,11 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 	}
 	providers(n, "ratelimit", provider)
+	if v := yamlconf.Section(n, "<<"); v != nil && v.Kind == yaml.SequenceNode {
+		// A merge of a list at the section's top (<<: [*base]); that of
+		// one mapping is read above as a provider's, and refused there.
+		errs = append(errs, mergedLiveKeys(n, "ratelimit")...)
+	}
 	if cfg.OperationTimeoutSeconds == 0 { // absent or null; an explicit 0 is an error
 		cfg.OperationTimeoutSeconds = defaultOperationTimeout.Seconds()
 	}
@@ -322,6 +331,28 @@ func unknownLiveKeys(n *yaml.Node, path string, known map[string]bool) []error {
 		}
 	}
 	return errs
+}
+
+// mergedLiveKeys reports a YAML merge key (<<) of the mapping n that
+// brings in a live_* key: neither this reader nor resilience.ParseConfig
+// reads through a merge key, and resilience refuses it in these words.
+func mergedLiveKeys(n *yaml.Node, path string) []error {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != "<<" {
+			continue
+		}
+		v := n.Content[i+1]
+		merged := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode { // <<: [*a, *b]
+			merged = v.Content
+		}
+		for _, m := range merged {
+			if holdsLiveKey(m, 1) {
+				return []error{fieldErr(path+".<<", "unknown key")}
+			}
+		}
+	}
+	return nil
 }
 
 // configDecoder decodes the live keys; those it lists must be > 0 when

@@ -229,6 +229,31 @@ func TestDuplicateProviderWithALiveKeyIsRefused(t *testing.T) {
 	}
 }
 
+// A live key the section or a provider's mapping takes in through a YAML
+// merge key (<<) is not read, by this reader nor by resilience.ParseConfig,
+// which refuses the merge key: it is an error, in resilience's words, not
+// a cooldown passed over in silence.
+func TestMergedLiveKeyIsRefused(t *testing.T) {
+	const base = "base: &b {live_cooldown_seconds: 7}\nratelimit:\n"
+	for doc, want := range map[string]string{
+		base + "  aws:\n    <<: *b\n":                     "ratelimit.aws.<<: unknown key",
+		base + "  azure:\n    max_rps: 2\n    <<: [*b]\n": "ratelimit.azure.<<: unknown key",
+		base + "  providers:\n    github: {<<: *b}\n":     "ratelimit.providers.github.<<: unknown key",
+		base + "  <<: [*b]\n":                             "ratelimit.<<: unknown key",
+	} {
+		cfg, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %+v %v, resilience %v; want %s from both", doc, cfg.ProviderCooldownSeconds, lerr, rerr, want)
+		}
+	}
+	// A merge key that brings in only the governor's keys is
+	// resilience.ParseConfig's to refuse.
+	if _, err := ParseConfig([]byte("base: &b {max_rps: 7}\nratelimit:\n  aws: {<<: *b}\n")); err != nil {
+		t.Errorf("a merge of the governor's keys: %v", err)
+	}
+}
+
 // A provider name no scope can have is reported at the key path the
 // document gives it.
 func TestBadProviderNameUnderProvidersNamesItsPath(t *testing.T) {
