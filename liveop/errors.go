@@ -88,16 +88,20 @@ func (e *RefusedError) Is(target error) bool {
 func (e *RefusedError) Unwrap() error { return e.cause }
 
 // MarshalJSON returns {reason, message, retry_after_seconds, scopes,
-// caller}, with the retry-after in seconds rounded to 0.1 and empty fields
-// left out.
+// caller}, with the retry-after in seconds rounded to 0.1 (0.1 at the
+// least when there is one) and empty fields left out.
 func (e *RefusedError) MarshalJSON() ([]byte, error) {
+	retryAfter := tenths(e.RetryAfter)
+	if e.RetryAfter > 0 {
+		retryAfter = max(retryAfter, 0.1) // known, however short: not left out as unknown
+	}
 	return json.Marshal(struct {
 		Reason     Reason   `json:"reason"`
 		Message    string   `json:"message"`
 		RetryAfter float64  `json:"retry_after_seconds,omitempty"`
 		Scopes     []string `json:"scopes,omitempty"`
 		Caller     string   `json:"caller,omitempty"`
-	}{e.Reason, e.msg, tenths(e.RetryAfter), e.Scopes, e.Caller})
+	}{e.Reason, e.msg, retryAfter, e.Scopes, e.Caller})
 }
 
 func cooldownError(scopes []string, wait time.Duration) *RefusedError {

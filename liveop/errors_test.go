@@ -73,6 +73,24 @@ func TestRefusalJSONFromRun(t *testing.T) {
 	})
 }
 
+// A refusal whose retry-after rounds to zero tenths still says when to
+// retry: its JSON keeps retry_after_seconds (0.1, the least it shows), as
+// its message says "retry in 1s", rather than leave it out as a busy
+// refusal's, whose retry-after is unknown.
+func TestRefusalJSONKeepsAShortRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		g.MarkCompleted("aws/1")
+		time.Sleep(119960 * time.Millisecond) // 40 ms left
+		_, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run)
+		b, merr := json.Marshal(err)
+		want := `{"reason":"cooldown","message":"live collection of aws/1 ran recently; cooling down, retry in 1s or use the cached dataset","retry_after_seconds":0.1,"scopes":["aws/1"],"caller":"agent"}`
+		if merr != nil || string(b) != want {
+			t.Fatalf("got  %s %v\nwant %s", b, merr, want)
+		}
+	})
+}
+
 // An idle Guard's Status, new or zero, marshals its collections as empty
 // ones, not null, so that a client iterates it without a check.
 func TestIdleStatusMarshalsEmptyCollections(t *testing.T) {
