@@ -83,7 +83,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fieldErr("ratelimit.live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
 	}
 	for _, p := range sortedKeys(c.ProviderCooldownSeconds) {
-		if p == "" || strings.ContainsAny(p, "/:") {
+		if p == "" {
+			errs = append(errs, fieldErr("ratelimit.providers", "a provider name is not empty")) // resilience's words
+		} else if strings.ContainsAny(p, "/:") {
 			errs = append(errs, fieldErr("ratelimit."+p, badProviderName))
 		} else if !nonNegative(c.ProviderCooldownSeconds[p]) {
 			errs = append(errs, fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))

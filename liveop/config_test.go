@@ -124,6 +124,9 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 		{Config{OperationTimeoutSeconds: -3}, "ratelimit.live_operation_timeout_seconds: must be >= 0"},
 		{Config{CooldownSeconds: &neg}, "ratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
 		{Config{ProviderCooldownSeconds: map[string]float64{"aws/1": 5}}, `ratelimit.aws/1: a provider is a scope's text before its first "/" or ":"`},
+		// No path ends in a dot, and an empty name has no "/" or ":": said as
+		// resilience's Validate says it.
+		{Config{ProviderCooldownSeconds: map[string]float64{"": 5}}, "ratelimit.providers: a provider name is not empty"},
 	} {
 		if _, err := New(c.cfg); err == nil || err.Error() != c.want {
 			t.Errorf("%+v: %v, want %s", c.cfg, err, c.want)
