@@ -195,3 +195,21 @@ func TestMarkCompletedAndReset(t *testing.T) {
 		}
 	})
 }
+
+// Status's seconds of cooldown left are rounded up to 0.1: a scope still
+// cooling never shows 0, nor a time at which a retry would be refused.
+func TestStatusCoolingRoundsUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		g.MarkCompleted("aws/1")
+		for _, c := range []struct {
+			sleep time.Duration
+			want  float64
+		}{{30270 * time.Millisecond, 89.8}, {89700 * time.Millisecond, 0.1}} {
+			time.Sleep(c.sleep)
+			if st := g.Status(); st.Cooling["aws/1"] != c.want {
+				t.Fatalf("%v left: cooling %v, want %v", g.CooldownRemaining("aws/1"), st.Cooling, c.want)
+			}
+		}
+	})
+}

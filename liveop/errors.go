@@ -88,13 +88,11 @@ func (e *RefusedError) Is(target error) bool {
 func (e *RefusedError) Unwrap() error { return e.cause }
 
 // MarshalJSON returns {reason, message, retry_after_seconds, scopes,
-// caller}, with the retry-after in seconds rounded to 0.1 (0.1 at the
-// least when there is one) and empty fields left out.
+// caller}, with the retry-after in seconds rounded up to 0.1 (so that a
+// retry at that time is not refused again; 0.1 at the least when there is
+// one) and empty fields left out.
 func (e *RefusedError) MarshalJSON() ([]byte, error) {
-	retryAfter := tenths(e.RetryAfter)
-	if e.RetryAfter > 0 {
-		retryAfter = max(retryAfter, 0.1) // known, however short: not left out as unknown
-	}
+	retryAfter := tenthsUp(max(0, e.RetryAfter)) // known, however short: 0.1 at the least, not left out as unknown
 	return json.Marshal(struct {
 		Reason     Reason   `json:"reason"`
 		Message    string   `json:"message"`

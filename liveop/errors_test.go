@@ -20,7 +20,7 @@ func TestRefusalJSON(t *testing.T) {
 		{cooldownError([]string{"aws/1", "aws/2"}, 119960*time.Millisecond),
 			`{"reason":"cooldown","message":"live collection of aws/1, aws/2 ran recently; cooling down, retry in 120s or use the cached dataset","retry_after_seconds":120,"scopes":["aws/1","aws/2"]}`},
 		{quotaError("agent", 3, "90.5", 12340*time.Millisecond),
-			`{"reason":"quota","message":"caller 'agent' reached its quota of 3 live operations per 90.5s; retry in 13s or use the cached dataset","retry_after_seconds":12.3}`},
+			`{"reason":"quota","message":"caller 'agent' reached its quota of 3 live operations per 90.5s; retry in 13s or use the cached dataset","retry_after_seconds":12.4}`},
 		{busyError(nil),
 			`{"reason":"busy","message":"a live operation is already running for all scopes; retry when it finishes or use the cached dataset"}`},
 		{timeoutError([]string{"gcp/projects/p"}, 1500*time.Millisecond, context.DeadlineExceeded),
@@ -57,8 +57,9 @@ func TestRefusalSentinels(t *testing.T) {
 	}
 }
 
-// A refusal Run returns marshals with its retry-after rounded to 0.1 s
-// (the message rounds up to whole seconds) and its caller.
+// A refusal Run returns marshals with its retry-after rounded up to 0.1 s
+// (the message rounds up to whole seconds) and its caller; a retry at that
+// time goes.
 func TestRefusalJSONFromRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGuard(t, Config{})
@@ -66,9 +67,13 @@ func TestRefusalJSONFromRun(t *testing.T) {
 		time.Sleep(30270 * time.Millisecond) // 89.73 s left
 		_, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run)
 		b, merr := json.Marshal(err)
-		want := `{"reason":"cooldown","message":"live collection of aws/1 ran recently; cooling down, retry in 90s or use the cached dataset","retry_after_seconds":89.7,"scopes":["aws/1"],"caller":"agent"}`
+		want := `{"reason":"cooldown","message":"live collection of aws/1 ran recently; cooling down, retry in 90s or use the cached dataset","retry_after_seconds":89.8,"scopes":["aws/1"],"caller":"agent"}`
 		if merr != nil || string(b) != want {
 			t.Fatalf("got  %s %v\nwant %s", b, merr, want)
+		}
+		time.Sleep(89800 * time.Millisecond)
+		if _, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run); err != nil {
+			t.Fatalf("the retry at retry_after_seconds: %v", err)
 		}
 	})
 }

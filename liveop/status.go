@@ -61,7 +61,7 @@ func (g *Guard) ResetAll() {
 
 // Status is where a Guard stands: a copy, which the Guard does not change
 // after Status returned it. It marshals to JSON with snake_case names,
-// times in seconds rounded to 0.1. An idle Guard that never ran an
+// times in seconds rounded to 0.1 (a cooldown's time left rounded up). An idle Guard that never ran an
 // operation has a Status of zeros and empty (non-nil) InFlight,
 // ActiveScopes and Cooling, which marshal as [] and {} rather than null.
 type Status struct {
@@ -71,7 +71,8 @@ type Status struct {
 	// Active is the number of slots held in all; ActiveScopes, per scope.
 	Active       int            `json:"active"`
 	ActiveScopes map[string]int `json:"active_scopes"`
-	// Cooling maps each cooling scope to its seconds left.
+	// Cooling maps each cooling scope to its seconds left, rounded up to
+	// 0.1.
 	Cooling map[string]float64 `json:"cooling"`
 	// Started and Joined count the operations started and the calls that
 	// joined one, over the Guard's life.
@@ -125,7 +126,7 @@ func (g *Guard) Status() Status {
 	}
 	for s, until := range g.cooling {
 		if left := until.Sub(now); left > 0 {
-			st.Cooling[s] = tenths(left)
+			st.Cooling[s] = tenthsUp(left)
 		}
 	}
 	return st
@@ -133,3 +134,11 @@ func (g *Guard) Status() Status {
 
 // tenths returns d in seconds rounded to 0.1.
 func tenths(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
+
+// tenthsUp returns d in seconds rounded up to 0.1: a time to wait, which
+// read back is never shorter than d (a retry at 89.7 s of a refusal with
+// 89.73 s left would be refused again), and is 0.1 at the least when d is
+// not 0.
+func tenthsUp(d time.Duration) float64 {
+	return math.Ceil(math.Round(d.Seconds()*1e6)/1e5) / 10 // to the microsecond first: 1.2 s is not 1.3
+}
