@@ -61,9 +61,10 @@ func (g *Guard) ResetAll() {
 
 // Status is where a Guard stands: a copy, which the Guard does not change
 // after Status returned it. It marshals to JSON with snake_case names,
-// times in seconds rounded to 0.1 (a cooldown's time left rounded up). An idle Guard that never ran an
-// operation has a Status of zeros and empty (non-nil) InFlight,
-// ActiveScopes and Cooling, which marshal as [] and {} rather than null.
+// times in seconds rounded to 0.1 (a cooldown's time left rounded up). An
+// idle Guard that never ran an operation has a Status of zeros and empty
+// (non-nil) InFlight, ActiveScopes and Cooling, which marshal as [] and {}
+// rather than null.
 type Status struct {
 	// InFlight are the operations whose function has not returned,
 	// oldest first.
