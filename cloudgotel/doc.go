@@ -73,5 +73,7 @@
 //
 // When the call's context carries a recording span, its waits
 // (cloudg.wait), throttles (cloudg.throttle) and retries (cloudg.retry,
-// with their delay) are added to it as events.
+// with their delay) are added to it as events, with the attributes of the
+// measurements (WithoutAccount and WithoutOperation leave the same ones
+// off).
 package cloudgotel

@@ -40,11 +40,14 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithoutAccount leaves cloud.account.id off every measurement, so that
-// the number of series does not grow with the accounts of an estate.
+// the number of series does not grow with the accounts of an estate, and
+// off the events added to the calls' spans, which carry the measurements'
+// attributes.
 func WithoutAccount() Option { return optionFunc(func(c *config) { c.noAccount = true }) }
 
 // WithoutOperation leaves rpc.method off every measurement, so that the
-// number of series does not grow with the operations a program calls.
+// number of series does not grow with the operations a program calls, and
+// off the events added to the calls' spans.
 func WithoutOperation() Option { return optionFunc(func(c *config) { c.noOperation = true }) }
 
 // meterName is the instrumentation scope of the instruments.
