@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cloudg/cloudg/cloudgotel"
 	"github.com/cloudg/cloudg/resilience"
@@ -87,7 +89,8 @@ func TestCountersAndWaits(t *testing.T) {
 	})
 }
 
-// WithoutAccount and WithoutOperation leave those attributes off.
+// WithoutAccount and WithoutOperation leave those attributes off, the
+// measurements' and the span events'.
 func TestDroppedAttributes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, c := range []struct {
@@ -100,6 +103,21 @@ func TestDroppedAttributes(t *testing.T) {
 			other.Account, other.Operation = "222222222222", "DescribeSubnets"
 			resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g))
 			resilience.Do(context.Background(), other, ok, resilience.WithGovernor(g))
+			rec := tracetest.NewSpanRecorder()
+			ctx, span := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test").Start(context.Background(), "DescribeVpcs")
+			resilience.Do(ctx, other, failing(throttled), resilience.WithGovernor(g))
+			span.End()
+			events := rec.Ended()[0].Events()
+			if len(events) == 0 {
+				t.Errorf("without %s: no span event", c.drop)
+			}
+			for _, ev := range events {
+				for _, kv := range ev.Attributes {
+					if string(kv.Key) == c.drop {
+						t.Errorf("%s kept on span event %s", c.drop, ev.Name)
+					}
+				}
+			}
 			s := m.collect(t)["cloudg.calls"].Data.(metricdata.Sum[int64])
 			if len(s.DataPoints) != 2 {
 				t.Errorf("without %s: %d points", c.drop, len(s.DataPoints))
