@@ -570,3 +570,29 @@ func TestRegressRetryOnADisabledProvider(t *testing.T) {
 		gd.End(nil)
 	})
 }
+
+// A retry Pace readied and sent, whose transient answer only End hears, is
+// counted as a transient error, in the run's stats and the governor's,
+// though a Configure came between (TestModel's phase for it stayed failed
+// after Pace, and so expected nothing to be counted).
+func TestRegressEndHearsTheAnswerOfARetryPaceSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRegGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		gd, _ := g.Begin(ctx, regAWS)
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.After(aThrottle.err())
+		if err := gd.Pace(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Configure(resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 2}}); err != nil {
+			t.Fatal(err)
+		}
+		gd.End(aTransient.err())
+		if run, life := g.Summary(stats).Totals, g.Summary(nil).Totals; run.TransientErrors != 1 || life.TransientErrors != 1 || run.Retries != 1 {
+			t.Fatalf("run %+v, lifetime %+v; want one retry and one transient error in each", run, life)
+		}
+	})
+}

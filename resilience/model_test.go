@@ -1196,6 +1196,12 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 					m.sent(gv, sd, epoch, gm.id)
 				}
 				gm.phase = "sent"
+			} else if verb == "Pace" && err == nil && gm.governed && (gm.phase == "failed" || gm.phase == "final") {
+				// Pace asked Retry for the answer After recorded, and it
+				// allowed the retry, sent now: its answer is heard at
+				// After or End. (From the loose retrying phase, Pace may
+				// have had nothing to ready.)
+				gm.phase = "sent"
 			} else if err != nil && verb != "Pace" {
 				gm.phase = "closed"
 			}
