@@ -11,7 +11,10 @@ import (
 // The functions of this file are the only places where a Guard records an
 // event. Each writes the scope's lifetime counters and, when the context
 // carries a Stats, the run's counters, and touches the scope's state; none
-// changes the Guard's phase, which the verbs decide.
+// changes the Guard's phase, which the verbs decide. Each updates all of
+// that before it emits an event of it: the observer's panics are
+// recovered, but a panic of the log handler goes on to the caller, as
+// log/slog's does, and must leave nothing half recorded.
 
 // count adds one to the scope's tally t, for its lifetime and the run.
 func (gd *Guard) count(t tally) {
@@ -99,18 +102,21 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 	var before state.BucketSnapshot
 	if observed {
 		before = gd.e.leaf.Snapshot(now)
-		gd.emit(&observe.Event{Kind: observe.Throttle, Err: gd.last.err, Hint: gd.last.hint, HasHint: gd.last.hasHint})
 	}
 	rate, decreased := gd.e.leaf.Throttle(now, pause)
 	if decreased {
 		gd.recordRate(rate, true)
 	}
 	gd.recordError()
-	gd.noteFailure(now, true)
+	tripped := gd.noteFailure(now, true)
 	if pause > 0 {
 		gd.countPause(now, pause)
 	}
 	if observed {
+		gd.emit(&observe.Event{Kind: observe.Throttle, Err: gd.last.err, Hint: gd.last.hint, HasHint: gd.last.hasHint})
+		if tripped != "" {
+			gd.recordBreaker(state.Closed, state.Open, tripped)
+		}
 		if decreased {
 			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
@@ -133,25 +139,38 @@ func (gd *Guard) recordTransient() {
 	gd.live()
 	gd.count(transientTally)
 	gd.recordError()
-	gd.noteFailure(gd.g.now(), false)
-}
-
-// noteFailure notes a failed answer in the scope's health, and opens the
-// breaker of a scope found dead (see health).
-func (gd *Guard) noteFailure(now time.Duration, throttled bool) {
-	dead, forGood, streak := gd.e.noteFailure(gd.p.set, now, throttled, gd.noted)
-	if gd.noted = streak; dead {
-		gd.tripDead(now, forGood)
+	if tripped := gd.noteFailure(gd.g.now(), false); tripped != "" {
+		gd.recordBreaker(state.Closed, state.Open, tripped)
 	}
 }
 
-// tripDead opens the breaker of a scope found dead at now. A closed
+// noteFailure notes a failed answer in the scope's health, and opens the
+// breaker of a scope found dead (see health). It returns why it opened
+// the breaker, "" when it did not; the caller reports the change.
+func (gd *Guard) noteFailure(now time.Duration, throttled bool) (tripped string) {
+	dead, forGood, streak := gd.e.noteFailure(gd.p.set, now, throttled, gd.noted)
+	if gd.noted = streak; dead {
+		return gd.openDead(now, forGood)
+	}
+	return ""
+}
+
+// tripDead opens the breaker of a scope found dead at now, and reports
+// the change (see openDead).
+func (gd *Guard) tripDead(now time.Duration, forGood bool) {
+	if reason := gd.openDead(now, forGood); reason != "" {
+		gd.recordBreaker(state.Closed, state.Open, reason)
+	}
+}
+
+// openDead opens the breaker of a scope found dead at now, and returns
+// why ("down" or "throttled for good"); "" when it did not. A closed
 // breaker only: an open one is open already, and a half-open one's probe
 // has its own retries, whose outcome decides.
-func (gd *Guard) tripDead(now time.Duration, forGood bool) {
+func (gd *Guard) openDead(now time.Duration, forGood bool) string {
 	b := gd.e.breaker
 	if b.Snapshot(now).State != state.Closed || !trip(b, now, gd.p.set.breaker.Threshold) {
-		return
+		return ""
 	}
 	reason := "down"
 	if forGood {
@@ -160,7 +179,7 @@ func (gd *Guard) tripDead(now time.Duration, forGood bool) {
 	}
 	gd.e.noteOpened(reason, true)
 	gd.count(tripsTally)
-	gd.recordBreaker(state.Closed, state.Open, reason)
+	return reason
 }
 
 // recordRate records the leaf's new adaptive rate.
@@ -199,24 +218,33 @@ func (gd *Guard) recordError() {
 func (gd *Guard) recordSuccess() {
 	gd.live()
 	gd.e.noteSuccess()
-	if gd.e.breaker.Success() {
+	closed := gd.e.breaker.Success()
+	gd.p.budget.Succeed()
+	if gd.e.leaf.Recovering() {
+		gd.recordRecovery(closed)
+	} else if closed {
 		gd.recordBreaker(state.HalfOpen, state.Closed, "")
 	}
-	gd.p.budget.Succeed()
-	if !gd.e.leaf.Recovering() {
-		return
-	}
+}
+
+// recordRecovery lets the recovering leaf take a success's step, and
+// then reports the breaker closing when closed, and the leaf's new rate.
+func (gd *Guard) recordRecovery(closed bool) {
 	now := gd.g.now()
 	observed := gd.observed()
 	var before state.BucketSnapshot
 	if observed {
 		before = gd.e.leaf.Snapshot(now) // the controller's step is its own
 	}
-	if rate, increased := gd.e.leaf.Success(now); increased {
+	rate, increased := gd.e.leaf.Success(now)
+	if increased {
 		gd.recordRate(rate, false)
-		if observed {
-			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
-		}
+	}
+	if closed {
+		gd.recordBreaker(state.HalfOpen, state.Closed, "")
+	}
+	if increased && observed {
+		gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 	}
 }
 
@@ -248,37 +276,75 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 		}
 		return
 	}
-	gd.recordBreakerFailure(now)
-	gd.recordSpent(reason)
+	opened, from := gd.failBreaker(now)
+	gd.spend()
+	if opened {
+		gd.recordBreaker(from, state.Open, gd.openedFor())
+	}
+	gd.emitSpent(reason)
 }
 
 // recordBreakerFailure counts a failure of the last attempt's throttling
-// or transient error towards the breaker.
+// or transient error towards the breaker, and reports the breaker opening.
 func (gd *Guard) recordBreakerFailure(now time.Duration) {
+	if opened, from := gd.failBreaker(now); opened {
+		gd.recordBreaker(from, state.Open, gd.openedFor())
+	}
+}
+
+// failBreaker counts a failure of the last attempt's throttling or
+// transient error towards the breaker, and reports whether it opened it
+// and from where, for the caller to report.
+func (gd *Guard) failBreaker(now time.Duration) (opened bool, from state.BreakerState) {
 	gd.live()
-	if opened, from := gd.breakerFailure(now); opened {
-		reason := "errors"
-		if gd.last.kind == Throttled {
-			reason = "throttling"
-		}
-		gd.e.noteOpened(reason, false)
+	if opened, from = gd.breakerFailure(now); opened {
+		gd.e.noteOpened(gd.openedFor(), false)
 		gd.count(tripsTally)
-		gd.recordBreaker(from, state.Open, reason)
 	}
 	if gd.lease.ofProbe() {
 		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
 	}
+	return opened, from
+}
+
+// openedFor is why the last attempt's failure opens a breaker.
+func (gd *Guard) openedFor() string {
+	if gd.last.kind == Throttled {
+		return "throttling"
+	}
+	return "errors"
 }
 
 // recordSpent records the loss of a call that was sent and still failed
 // when retrying stopped for reason: a give-up when the last answer was
 // throttling, a failure when it was a transient error.
 func (gd *Guard) recordSpent(reason string) {
+	gd.spend()
+	gd.emitSpent(reason)
+}
+
+// spend counts and lists the loss recordSpent records, reporting nothing.
+func (gd *Guard) spend() {
 	switch gd.last.kind {
 	case Throttled:
-		gd.recordGaveUp(reason)
+		gd.live()
+		gd.recordError()
+		gd.lose(LossGaveUp, gd.last.desc)
 	case Transient:
-		gd.recordLost(LossFailed, reason, gd.last.desc, gd.last.err)
+		gd.lose(LossFailed, gd.last.desc)
+	}
+}
+
+// emitSpent reports the loss spend recorded.
+func (gd *Guard) emitSpent(reason string) {
+	if !gd.observed() {
+		return
+	}
+	switch gd.last.kind {
+	case Throttled:
+		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last.err, Reason: reason})
+	case Transient:
+		gd.emit(&observe.Event{Kind: observe.Lost, Loss: LossFailed.String(), Err: gd.last.err, Reason: reason})
 	}
 }
 
@@ -306,25 +372,15 @@ func (gd *Guard) breakerFailure(now time.Duration) (opened bool, from state.Brea
 // breaker failure, since the budget and not the service stopped it; the
 // call is lost as recordSpent says.
 func (gd *Guard) recordBudgetExhausted() {
+	gd.spend()
 	gd.recordBudgetEvent()
-	gd.recordSpent("budget")
+	gd.emitSpent("budget")
 }
 
 // recordBudgetEvent reports the retry budget refusing a retry.
 func (gd *Guard) recordBudgetEvent() {
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.BudgetExhausted, Err: gd.last.err})
-	}
-}
-
-// recordGaveUp records a call lost to throttling: stats and ledger.
-func (gd *Guard) recordGaveUp(reason string) {
-	gd.live()
-	gd.count(gaveUpTally)
-	gd.recordError()
-	gd.bind.ledger.Record(LossGaveUp, gd.scope.String()+": "+gd.last.desc)
-	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last.err, Reason: reason})
 	}
 }
 
@@ -347,12 +403,18 @@ func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
 	if gd.e == nil {
 		return
 	}
-	gd.live()
-	gd.count(lossTally[kind])
-	gd.bind.ledger.Record(kind, gd.scope.String()+": "+desc)
+	gd.lose(kind, desc)
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.Lost, Loss: kind.String(), Err: err, Reason: reason})
 	}
+}
+
+// lose counts a call lost as kind, and lists it in the ledger with desc,
+// reporting nothing.
+func (gd *Guard) lose(kind Loss, desc string) {
+	gd.live()
+	gd.count(lossTally[kind])
+	gd.bind.ledger.Record(kind, gd.scope.String()+": "+desc)
 }
 
 // recordRefused records a call not sent because its wait would have passed

@@ -1,0 +1,147 @@
+//go:build go1.26
+
+package resilience
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// A panic of the governor's log handler goes on to the caller, as
+// log/slog's does. The governor's state is updated before any user
+// callback hears of it, so that such a panic never leaves it half
+// recorded; each test here has the handler panic on one line.
+
+// panicOn is a log handler of the caller's that panics, with the value
+// "handler", on the line whose message it is.
+type panicOn string
+
+func (panicOn) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h panicOn) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == string(h) {
+		panic("handler")
+	}
+	return nil
+}
+
+func (h panicOn) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h panicOn) WithGroup(string) slog.Handler      { return h }
+
+// recovering runs f, and returns what it panicked with.
+func recovering(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
+}
+
+// A throttled answer halves the leaf's rate, pauses it for the
+// provider's Retry-After and counts towards the scope's health (a scope
+// throttled for good has its breaker opened) before the log says it was
+// throttled: a handler that panics on that line changes none of it.
+func TestAThrottleIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		quiet := newGov(t, Config{})
+		loud := newGov(t, Config{}, WithLogger(slog.New(panicOn("cloudg: throttled"))))
+		ctx := context.Background()
+		throttled := func(g *Governor, err error) any {
+			gd, _ := g.Begin(ctx, iamUsers)
+			if err := gd.Enter(ctx); err != nil {
+				return err // the breaker, open
+			}
+			gd.Release()
+			return recovering(func() { gd.After(err) })
+		}
+		if r := throttled(quiet, throttleAfter(30*time.Second)); r != nil {
+			t.Fatalf("without the handler: %v", r)
+		}
+		if r := throttled(loud, throttleAfter(30*time.Second)); r != "handler" {
+			t.Fatalf("the handler's panic reached the caller as %v", r)
+		}
+		want, got := quiet.Inspect(iamUsers), loud.Inspect(iamUsers)
+		if got.Leaf != want.Leaf || !got.PausedUntil.Equal(want.PausedUntil) {
+			t.Fatalf("after the handler panicked: leaf %+v paused until %v; want leaf %+v paused until %v",
+				got.Leaf, got.PausedUntil, want.Leaf, want.PausedUntil)
+		}
+		if w, g := quiet.Summary(nil).Totals, loud.Summary(nil).Totals; g.Pauses != w.Pauses || g.Throttled != w.Throttled {
+			t.Fatalf("after the handler panicked: %d pauses, %d throttled; want %d, %d", g.Pauses, g.Throttled, w.Pauses, w.Throttled)
+		}
+		for range 60 {
+			time.Sleep(time.Second)
+			throttled(quiet, throttle())
+			throttled(loud, throttle())
+		}
+		want, got = quiet.Inspect(iamUsers), loud.Inspect(iamUsers)
+		if want.Dead == "" || want.Breaker.State != state.Open {
+			t.Fatalf("without the handler the scope is not found dead: %+v", want)
+		}
+		if got.Dead != want.Dead || got.Breaker.State != want.Breaker.State {
+			t.Fatalf("after the handler panicked on every throttle: dead %q, breaker %v; want %q, %v",
+				got.Dead, got.Breaker.State, want.Dead, want.Breaker.State)
+		}
+	})
+}
+
+// A success closes a half-open breaker, refunds the retry budget and
+// lets the leaf recover before the log says the breaker closed.
+func TestASuccessIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{BreakerThreshold: 1}}
+		quiet := newGov(t, cfg)
+		loud := newGov(t, cfg, WithLogger(slog.New(panicOn("cloudg: circuit breaker closed"))))
+		ctx := context.Background()
+		for _, g := range []*Governor{quiet, loud} {
+			Do(ctx, iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g))
+			if s := g.Inspect(iamUsers); s.Breaker.State != state.Open {
+				t.Fatalf("the breaker after a give-up: %+v", s.Breaker)
+			}
+		}
+		time.Sleep(time.Hour)
+		ok := func(context.Context) error { return nil }
+		if r := recovering(func() { Do(ctx, iamUsers, ok, WithGovernor(quiet)) }); r != nil {
+			t.Fatalf("without the handler: %v", r)
+		}
+		if r := recovering(func() { Do(ctx, iamUsers, ok, WithGovernor(loud)) }); r != "handler" {
+			t.Fatalf("the handler's panic reached the caller as %v", r)
+		}
+		want, got := quiet.Inspect(iamUsers), loud.Inspect(iamUsers)
+		if want.Leaf.Rate == 0 || got.Leaf != want.Leaf || got.Breaker.State != want.Breaker.State || got.RetryBudget != want.RetryBudget {
+			t.Fatalf("after the handler panicked: leaf %+v, breaker %v, budget %v; want %+v, %v, %v",
+				got.Leaf, got.Breaker.State, got.RetryBudget, want.Leaf, want.Breaker.State, want.RetryBudget)
+		}
+	})
+}
+
+// A call that gives up is recorded as given up before the log says that
+// the retry budget ran out or that the breaker opened.
+func TestAGiveUpIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
+	for _, c := range []struct {
+		name, line string
+		cfg        ProviderConfig
+	}{
+		{"budget", "cloudg: retry budget exhausted", ProviderConfig{RetryBudget: new(0)}},
+		{"breaker", "cloudg: circuit breaker open", ProviderConfig{BreakerThreshold: 1, BreakerDeadSeconds: new(0.0)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: c.cfg}, WithLogger(slog.New(panicOn(c.line))))
+				r := newRun(context.Background())
+				throttled := func(context.Context) error { return throttle() }
+				if p := recovering(func() { Do(r.ctx, iamUsers, throttled, WithGovernor(g)) }); p != "handler" {
+					t.Fatalf("the handler's panic reached the caller as %v", p)
+				}
+				r.lost(t, g, LossGaveUp, 1)
+				if c.name == "breaker" {
+					if s := g.Inspect(iamUsers); s.Breaker.State != state.Open || s.OpenReason != "throttling" {
+						t.Fatalf("the breaker: %+v, opened for %q", s.Breaker, s.OpenReason)
+					}
+				}
+			})
+		})
+	}
+}
