@@ -246,9 +246,7 @@ func (gd *Guard) lender(ctx context.Context) *Guard {
 // leaves that success to be recorded at End.
 func (gd *Guard) stop() {
 	gd.lease = leaseNone
-	if gd.phase != phaseSucceeded {
-		gd.to(phaseDone)
-	}
+	gd.ended()
 	if gd.adm != nil {
 		gd.decided() // ended before sending, and recorded
 	}

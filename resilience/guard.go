@@ -497,8 +497,7 @@ func (gd *Guard) After(err error) Kind {
 		case gd.slot != nil:
 			gd.to(phaseSucceeded) // the call goes on: recorded at End
 		default:
-			gd.recordSuccess()
-			gd.to(phaseDone)
+			gd.recordSuccess() // and the call is done
 		}
 		return Fatal
 	}

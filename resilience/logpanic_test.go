@@ -145,3 +145,67 @@ func TestAGiveUpIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
 		})
 	}
 }
+
+// A call is recorded lost once, even when the log handler panics on the
+// line that says so: EndPanicked, run for the panic, finds the outcome
+// recorded and records nothing more.
+func TestALossIsRecordedOnceWhenTheLogPanics(t *testing.T) {
+	t.Run("cancelled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{}, WithLogger(slog.New(panicOn("cloudg: call lost"))))
+			ctx, cancel := context.WithCancel(context.Background())
+			r := newRun(ctx)
+			fn := func(context.Context) error {
+				cancel()
+				return throttle()
+			}
+			if p := recovering(func() { Do(r.ctx, iamUsers, fn, WithGovernor(g)) }); p != "handler" {
+				t.Fatalf("the handler's panic reached the caller as %v", p)
+			}
+			r.lost(t, g, LossCancelled, 1)
+		})
+	})
+	t.Run("gave up at End", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{}, WithLogger(slog.New(panicOn("cloudg: call gave up"))))
+			r := newRun(context.Background())
+			gd, _ := g.Begin(r.ctx, iamUsers)
+			p := recovering(func() {
+				returned := false
+				defer func() {
+					if !returned {
+						gd.EndPanicked()
+					}
+				}()
+				if err := gd.Enter(r.ctx); err != nil {
+					t.Fatal(err)
+				}
+				gd.After(throttle())
+				gd.Release()
+				gd.End(throttle()) // the SDK gave up
+				returned = true
+			})
+			if p != "handler" {
+				t.Fatalf("the handler's panic reached the caller as %v", p)
+			}
+			r.lost(t, g, LossGaveUp, 1)
+			if s := g.Inspect(iamUsers); s.InFlight != 0 {
+				t.Fatalf("%d slots held after the panic", s.InFlight)
+			}
+		})
+	})
+	t.Run("succeeded", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1}},
+				WithLogger(slog.New(panicOn("cloudg: circuit breaker closed"))))
+			Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, WithGovernor(g))
+			time.Sleep(time.Hour)
+			r := newRun(context.Background())
+			ok := func(context.Context) error { return nil }
+			if p := recovering(func() { Do(r.ctx, iamUsers, ok, WithGovernor(g)) }); p != "handler" {
+				t.Fatalf("the handler's panic reached the caller as %v", p)
+			}
+			r.lost(t, g, LossPanicked, 0) // the probe succeeded
+		})
+	})
+}

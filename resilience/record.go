@@ -11,10 +11,12 @@ import (
 // The functions of this file are the only places where a Guard records an
 // event. Each writes the scope's lifetime counters and, when the context
 // carries a Stats, the run's counters, and touches the scope's state; none
-// changes the Guard's phase, which the verbs decide. Each updates all of
-// that before it emits an event of it: the observer's panics are
-// recovered, but a panic of the log handler goes on to the caller, as
-// log/slog's does, and must leave nothing half recorded.
+// changes the Guard's phase, which the verbs decide, but those that record
+// a call's outcome (a success, a loss), which mark it recorded (ended).
+// Each updates all of that before it emits an event of it: the observer's
+// panics are recovered, but a panic of the log handler goes on to the
+// caller, as log/slog's does, and must leave nothing half recorded, nor an
+// outcome open for EndPanicked to record again.
 
 // count adds one to the scope's tally t, for its lifetime and the run.
 func (gd *Guard) count(t tally) {
@@ -213,9 +215,10 @@ func (gd *Guard) recordError() {
 	}
 }
 
-// recordSuccess records a success: the breaker resets, the budget gets its
-// refund, the leaf recovers.
+// recordSuccess records a success, which ends the call (phaseDone): the
+// breaker resets, the budget gets its refund, the leaf recovers.
 func (gd *Guard) recordSuccess() {
+	gd.to(phaseDone)
 	gd.live()
 	gd.e.noteSuccess()
 	closed := gd.e.breaker.Success()
@@ -389,6 +392,7 @@ func (gd *Guard) recordBudgetEvent() {
 func (gd *Guard) recordRejected(coe *CircuitOpenError) {
 	gd.count(rejectedTally)
 	gd.bind.ledger.Record(LossSkipped, coe.Error())
+	gd.ended()
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.Rejected, Err: coe})
 	}
@@ -409,12 +413,23 @@ func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
 	}
 }
 
-// lose counts a call lost as kind, and lists it in the ledger with desc,
-// reporting nothing.
+// lose counts a call lost as kind, lists it in the ledger with desc and
+// marks its outcome recorded, reporting nothing.
 func (gd *Guard) lose(kind Loss, desc string) {
 	gd.live()
 	gd.count(lossTally[kind])
 	gd.bind.ledger.Record(kind, gd.scope.String()+": "+desc)
+	gd.ended()
+}
+
+// ended marks the call's outcome recorded (phaseDone), before any event
+// of it goes out; a stop makes the same move (Guard.stop). A request that
+// follows a success held with the slot (a listing's next page) keeps that
+// success for End to record.
+func (gd *Guard) ended() {
+	if gd.phase != phaseSucceeded {
+		gd.to(phaseDone)
+	}
 }
 
 // recordRefused records a call not sent because its wait would have passed
