@@ -763,8 +763,11 @@ func (gd *Guard) End(err error) {
 // LossPanicked, as a call of Call or Do whose function panics is, and
 // the breaker learns nothing from it; a call no attempt was entered for,
 // or whose outcome is recorded, records nothing more. EndPanicked
-// recovers nothing: call it from a deferred function that knows the code
-// did not return, and the panic goes on as it was:
+// recovers nothing of the code's: call it from a deferred function that
+// knows the code did not return, and the panic goes on as it was (a panic
+// the governor's log handler raises on the line that says the call was
+// lost is dropped then, so that the caller recovers the code's; called
+// when nothing panicked, EndPanicked lets it go on):
 //
 //	returned := false
 //	defer func() {

@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,6 +207,66 @@ func TestALossIsRecordedOnceWhenTheLogPanics(t *testing.T) {
 				t.Fatalf("the handler's panic reached the caller as %v", p)
 			}
 			r.lost(t, g, LossPanicked, 0) // the probe succeeded
+		})
+	})
+}
+
+// A call whose function panics is lost as panicked, and the caller
+// recovers the function's panic, even when the log handler panics on the
+// line that says the call was lost: EndPanicked drops that second panic,
+// which would replace the first. A runtime.Goexit (t.FailNow) goes on
+// likewise. Called outside a panic, EndPanicked lets the handler's panic
+// go on, as every verb does.
+func TestEndPanickedKeepsThePanicItEnds(t *testing.T) {
+	lost := slog.New(panicOn("cloudg: call lost"))
+	t.Run("panic", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithLogger(lost))
+			r := newRun(context.Background())
+			fn := func(context.Context) error { panic("fn") }
+			if p := recovering(func() { Do(r.ctx, iamUsers, fn, WithGovernor(g)) }); p != "fn" {
+				t.Fatalf("the caller recovered %v, want the function's panic", p)
+			}
+			r.lost(t, g, LossPanicked, 1)
+			if s := g.Inspect(iamUsers); s.InFlight != 0 {
+				t.Fatalf("%d slots held after the panic", s.InFlight)
+			}
+		})
+	})
+	t.Run("goexit", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{}, WithLogger(lost))
+			r := newRun(context.Background())
+			fn := func(context.Context) error {
+				runtime.Goexit()
+				return nil
+			}
+			var p any
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				defer func() { p = recover() }() // Goexit goes on once it returns
+				Do(r.ctx, iamUsers, fn, WithGovernor(g))
+			}()
+			<-done
+			if p != nil {
+				t.Fatalf("the goroutine's Goexit became a panic: %v", p)
+			}
+			r.lost(t, g, LossPanicked, 1)
+		})
+	})
+	t.Run("no panic", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{}, WithLogger(lost))
+			r := newRun(context.Background())
+			gd, _ := g.Begin(r.ctx, iamUsers)
+			if err := gd.Enter(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if p := recovering(gd.EndPanicked); p != "handler" {
+				t.Fatalf("the handler's panic reached the caller as %v", p)
+			}
+			r.lost(t, g, LossPanicked, 1)
 		})
 	})
 }

@@ -460,10 +460,19 @@ func (gd *Guard) recordErrored(reason string) {
 }
 
 // recordPanicked records a call whose function panicked (or otherwise did
-// not return) during its attempt.
+// not return) during its attempt. Run while the goroutine unwinds for that
+// panic (or runtime.Goexit), it drops a panic of the log handler on the
+// call's line: that one would replace the panic the caller recovers.
+// Otherwise the handler's panic goes on, as it does from any record.
 func (gd *Guard) recordPanicked() {
+	if gd.g.logger != nil && unwinding() { // only the log handler's panics go on
+		defer dropPanic()
+	}
 	gd.recordLost(LossPanicked, "panic", "function panicked", nil)
 }
+
+// dropPanic, deferred, stops a panic of the function that deferred it.
+func dropPanic() { _ = recover() }
 
 // recordProbe reports the breaker letting this call through as its
 // half-open probe.
