@@ -4,6 +4,7 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -268,5 +269,65 @@ func TestEndPanickedKeepsThePanicItEnds(t *testing.T) {
 			}
 			r.lost(t, g, LossPanicked, 1)
 		})
+	})
+}
+
+// An SDK's retry of a local error that the empty retry budget refuses is
+// lost (LossErrored) before the log says the budget ran out.
+func TestARefusedRetryIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}},
+			WithLogger(slog.New(panicOn("cloudg: retry budget exhausted"))))
+		r := newRun(context.Background())
+		signing := errors.New("signing failed")
+		gd, _ := g.Begin(r.ctx, iamUsers)
+		var p any
+		for range freeRetries + 1 {
+			if err := gd.Enter(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(signing)
+			if p = recovering(func() { gd.Retry(0) }); p != nil {
+				break
+			}
+		}
+		if p != "handler" {
+			t.Fatalf("the handler's panic reached the caller as %v", p)
+		}
+		r.lost(t, g, LossErrored, 1)
+	})
+}
+
+// A transient call of a provider that waits for its breakers' verdicts
+// (breaker_wait), whose retry the empty budget refuses, counts its failure
+// towards the breaker before the log says the budget ran out.
+func TestABudgetsBreakerFailureIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{RetryBudget: new(0), BreakerWait: true, BreakerThreshold: 1}}
+		quiet := newGov(t, cfg)
+		loud := newGov(t, cfg, WithLogger(slog.New(panicOn("cloudg: retry budget exhausted"))))
+		ctx := context.Background()
+		for _, g := range []*Governor{quiet, loud} {
+			gd, _ := g.Begin(ctx, iamUsers)
+			for range freeRetries + 1 {
+				if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gd.Release()
+				gd.After(transientErr())
+				if p := recovering(func() { gd.Retry(0) }); p != nil {
+					break
+				}
+			}
+		}
+		want, got := quiet.Inspect(iamUsers), loud.Inspect(iamUsers)
+		if want.Breaker.State != state.Open {
+			t.Fatalf("without the handler: the breaker %+v", want.Breaker)
+		}
+		if got.Breaker.State != want.Breaker.State || got.OpenReason != want.OpenReason {
+			t.Fatalf("after the handler panicked: breaker %v opened for %q; want %v for %q",
+				got.Breaker.State, got.OpenReason, want.Breaker.State, want.OpenReason)
+		}
 	})
 }

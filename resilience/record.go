@@ -281,16 +281,20 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 	}
 	opened, from := gd.failBreaker(now)
 	gd.spend()
-	if opened {
-		gd.recordBreaker(from, state.Open, gd.openedFor())
-	}
+	gd.reportOpened(opened, from)
 	gd.emitSpent(reason)
 }
 
 // recordBreakerFailure counts a failure of the last attempt's throttling
 // or transient error towards the breaker, and reports the breaker opening.
 func (gd *Guard) recordBreakerFailure(now time.Duration) {
-	if opened, from := gd.failBreaker(now); opened {
+	gd.reportOpened(gd.failBreaker(now))
+}
+
+// reportOpened reports the breaker opening from from, when failBreaker
+// opened it.
+func (gd *Guard) reportOpened(opened bool, from state.BreakerState) {
+	if opened {
 		gd.recordBreaker(from, state.Open, gd.openedFor())
 	}
 }
@@ -347,7 +351,7 @@ func (gd *Guard) emitSpent(reason string) {
 	case Throttled:
 		gd.emit(&observe.Event{Kind: observe.GaveUp, Err: gd.last.err, Reason: reason})
 	case Transient:
-		gd.emit(&observe.Event{Kind: observe.Lost, Loss: LossFailed.String(), Err: gd.last.err, Reason: reason})
+		gd.emitLost(LossFailed, reason, gd.last.err)
 	}
 }
 
@@ -408,6 +412,11 @@ func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
 		return
 	}
 	gd.lose(kind, desc)
+	gd.emitLost(kind, reason, err)
+}
+
+// emitLost reports the loss lose recorded.
+func (gd *Guard) emitLost(kind Loss, reason string, err error) {
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.Lost, Loss: kind.String(), Err: err, Reason: reason})
 	}

@@ -63,9 +63,10 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			// flight). The call counts its failure towards the breaker and
 			// sends nothing more until a verdict, as when its attempts run
 			// out; the wait sends no load, so it needs no token.
-			gd.recordBudgetEvent()
-			gd.recordBreakerFailure(now)
+			opened, from := gd.failBreaker(now)
 			gd.to(phaseAwaiting)
+			gd.recordBudgetEvent()
+			gd.reportOpened(opened, from)
 			awaiting = true
 		}
 	}
@@ -181,11 +182,15 @@ func (gd *Guard) retryWithJitter() (time.Duration, error) {
 // nothing, a local error loses the call (LossErrored).
 func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
-		gd.recordBudgetEvent()
+		// Recorded, and the call stopped, before the events go out.
 		if gd.last.local {
-			gd.recordErrored("budget")
+			gd.lose(LossErrored, gd.last.err.Error())
 		}
 		gd.stop()
+		gd.recordBudgetEvent()
+		if gd.last.local {
+			gd.emitLost(LossErrored, "budget", gd.last.err)
+		}
 		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 	}
 	gd.retries++
