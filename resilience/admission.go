@@ -81,8 +81,12 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			return now, nil // disabled during the wait: no longer governed
 		}
 	}
+	// A scope found dead without a new answer: this call asks an open
+	// breaker, and reports the change once it knows the breaker's answer
+	// (a refusal recorded first).
+	var dead string
 	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDead(gd.p.set, now) {
-		gd.tripDead(now, h.onlyThrottled()) // found dead without a new answer: this call asks an open breaker
+		dead = gd.openDead(now, h.onlyThrottled())
 	}
 	// ask, in line: the common call pays no call for it.
 	var wait time.Duration
@@ -108,6 +112,8 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		}
 	}
 	if !ok && gd.p.set.breakerWait {
+		gd.reportDead(dead) // before the wait for the verdict
+		dead = ""
 		var err error
 		if now, wait, ok, err = gd.waitAdmitted(ctx, now); err != nil {
 			return now, gd.stopByContext(err)
@@ -122,9 +128,10 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		}
 	}
 	if ok {
+		gd.reportDead(dead)
 		return now, nil
 	}
-	return now, gd.refuseOpen(now, wait)
+	return now, gd.refuseOpen(now, wait, dead)
 }
 
 // tryAdmit is admit without waiting, for TryEnter: the breaker's answer
@@ -659,7 +666,7 @@ func (gd *Guard) recheckBreaker(ctx context.Context, now, start time.Duration, l
 		}
 		now, wait = at, w
 	}
-	return true, gd.refuseOpen(now, wait)
+	return true, gd.refuseOpen(now, wait, "")
 }
 
 // passDeadline ends a call whose token wait w would pass its deadline,
@@ -704,14 +711,17 @@ func (gd *Guard) refuseWait(w time.Duration, check error) error {
 // refuseOpen ends a call the breaker refused at now, wait before it lets a
 // probe through: before the first attempt a rejection (nothing was sent,
 // the ledger's skip), before a retry a failure of the call, whose last
-// answer the error wraps.
-func (gd *Guard) refuseOpen(now, wait time.Duration) error {
+// answer the error wraps. dead, when not "", is why the call's admission
+// found the scope dead and opened the breaker (openDead), which the record
+// of the refusal reports.
+func (gd *Guard) refuseOpen(now, wait time.Duration, dead string) error {
 	coe := gd.openError(wait)
 	if gd.retrying() {
 		coe.Err = gd.last.err
-		return gd.failAt(now, "breaker", coe)
+		gd.recordFailedDead(now, "breaker", dead)
+	} else {
+		gd.recordRejected(coe, dead)
 	}
-	gd.recordRejected(coe)
 	gd.stop()
 	return coe
 }

@@ -886,7 +886,7 @@ func (gd *Guard) settleRefusal(err error) {
 	var de *DeadlineExceededError
 	switch {
 	case errors.As(err, &coe):
-		gd.recordRejected(coe)
+		gd.recordRejected(coe, "")
 	case errors.As(err, &ww):
 		gd.recordRefused(ww)
 	case errors.As(err, &de):

@@ -331,3 +331,32 @@ func TestABudgetsBreakerFailureIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
 		}
 	})
 }
+
+// A retry that finds its scope dead opens the breaker, which refuses it:
+// the call is recorded as given up before the log says the breaker
+// opened.
+func TestARetryRefusedByADeadScopeIsRecordedBeforeTheLogHearsOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1}},
+			WithLogger(slog.New(panicOn("cloudg: circuit breaker open"))))
+		r := newRun(context.Background())
+		throttled := func(context.Context) error { return throttle() }
+		if p := recovering(func() { Do(r.ctx, iamUsers, throttled, WithGovernor(g)) }); p != "handler" {
+			t.Fatalf("the handler's panic reached the caller as %v", p)
+		}
+		r.lost(t, g, LossGaveUp, 1)
+		if s := g.Inspect(iamUsers); s.Breaker.State != state.Open || s.Dead != "throttled for good" {
+			t.Fatalf("the scope: dead %q, breaker %+v", s.Dead, s.Breaker)
+		}
+
+		// Without the panic, the events say it in that order: the breaker
+		// opened, then the call gave up.
+		rec := &recorder{}
+		g = newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1}}, WithObserver(rec))
+		Do(context.Background(), iamUsers, throttled, WithGovernor(g))
+		kinds := rec.kinds()
+		if n := len(kinds); n < 2 || kinds[n-2] != "breaker_change" || kinds[n-1] != "gave_up" {
+			t.Fatalf("the events: %v", kinds)
+		}
+	})
+}

@@ -110,15 +110,13 @@ func (gd *Guard) recordThrottle(now time.Duration) {
 		gd.recordRate(rate, true)
 	}
 	gd.recordError()
-	tripped := gd.noteFailure(now, true)
+	dead := gd.noteFailure(now, true)
 	if pause > 0 {
 		gd.countPause(now, pause)
 	}
 	if observed {
 		gd.emit(&observe.Event{Kind: observe.Throttle, Err: gd.last.err, Hint: gd.last.hint, HasHint: gd.last.hasHint})
-		if tripped != "" {
-			gd.recordBreaker(state.Closed, state.Open, tripped)
-		}
+		gd.reportDead(dead)
 		if decreased {
 			gd.emit(&observe.Event{Kind: observe.RateChange, OldRate: before.Rate, Rate: rate, Ceiling: before.Ceiling})
 		}
@@ -141,9 +139,7 @@ func (gd *Guard) recordTransient() {
 	gd.live()
 	gd.count(transientTally)
 	gd.recordError()
-	if tripped := gd.noteFailure(gd.g.now(), false); tripped != "" {
-		gd.recordBreaker(state.Closed, state.Open, tripped)
-	}
+	gd.reportDead(gd.noteFailure(gd.g.now(), false))
 }
 
 // noteFailure notes a failed answer in the scope's health, and opens the
@@ -157,11 +153,11 @@ func (gd *Guard) noteFailure(now time.Duration, throttled bool) (tripped string)
 	return ""
 }
 
-// tripDead opens the breaker of a scope found dead at now, and reports
-// the change (see openDead).
-func (gd *Guard) tripDead(now time.Duration, forGood bool) {
-	if reason := gd.openDead(now, forGood); reason != "" {
-		gd.recordBreaker(state.Closed, state.Open, reason)
+// reportDead reports the breaker opening that openDead made, for dead
+// ("" when it made none).
+func (gd *Guard) reportDead(dead string) {
+	if dead != "" {
+		gd.recordBreaker(state.Closed, state.Open, dead)
 	}
 }
 
@@ -267,6 +263,13 @@ func (gd *Guard) recordProof() {
 // reason says what stopped it: "retries", "deadline", "breaker" (it
 // refused the retry) or "sdk" (the SDK's loop).
 func (gd *Guard) recordFailed(now time.Duration, reason string) {
+	gd.recordFailedDead(now, reason, "")
+}
+
+// recordFailedDead is recordFailed for a retry whose admission found the
+// scope dead and opened its breaker, for dead (openDead; "" for none):
+// the change is reported once the failure is recorded, before its event.
+func (gd *Guard) recordFailedDead(now time.Duration, reason, dead string) {
 	if gd.e == nil {
 		return
 	}
@@ -275,12 +278,17 @@ func (gd *Guard) recordFailed(now time.Duration, reason string) {
 		// breaker stopped: the service is not to blame. A local error
 		// still ends the call lost.
 		if gd.last.local {
-			gd.recordErrored(reason)
+			gd.lose(LossErrored, gd.last.err.Error())
+		}
+		gd.reportDead(dead)
+		if gd.last.local {
+			gd.emitLost(LossErrored, reason, gd.last.err)
 		}
 		return
 	}
 	opened, from := gd.failBreaker(now)
 	gd.spend()
+	gd.reportDead(dead)
 	gd.reportOpened(opened, from)
 	gd.emitSpent(reason)
 }
@@ -392,11 +400,15 @@ func (gd *Guard) recordBudgetEvent() {
 }
 
 // recordRejected records a call an open breaker refused before it was
-// sent: counted as rejected, and skipped in the ledger.
-func (gd *Guard) recordRejected(coe *CircuitOpenError) {
+// sent: counted as rejected, and skipped in the ledger. dead, when not
+// "", is why the call's admission found the scope dead and opened the
+// breaker (openDead): the change is reported once the call is recorded,
+// before its rejection.
+func (gd *Guard) recordRejected(coe *CircuitOpenError, dead string) {
 	gd.count(rejectedTally)
 	gd.bind.ledger.Record(LossSkipped, coe.Error())
 	gd.ended()
+	gd.reportDead(dead)
 	if gd.observed() {
 		gd.emit(&observe.Event{Kind: observe.Rejected, Err: coe})
 	}
