@@ -126,14 +126,33 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 
 // loop runs fn's attempts on gd, which begin set up.
 func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error {
+	if err := gd.Enter(ctx); err != nil {
+		return err
+	}
+	if err := gd.attempt(ctx, fn); err != nil {
+		return gd.retryLoop(ctx, fn, err)
+	}
+	return nil
+}
+
+// retryLoop retries fn's failed attempt, whose error is err, until an
+// attempt succeeds or retrying stops. When what the Guard's verbs call
+// between the attempts panics (the governor's log handler, on a retry
+// budget running out or a breaker's change), it ends the call as attempt
+// does: the call, whose first attempt was sent, is lost as panicked
+// unless its outcome was recorded, and the panic goes on. It is apart
+// from loop so that a call that succeeds at once pays nothing for it.
+func (gd *Guard) retryLoop(ctx context.Context, fn func(context.Context) error, err error) error {
+	returned := false
+	defer gd.afterAttempt(&returned)
+	err = gd.retryUntil(ctx, fn, err)
+	returned = true
+	return err
+}
+
+// retryUntil is retryLoop's loop.
+func (gd *Guard) retryUntil(ctx context.Context, fn func(context.Context) error, err error) error {
 	for {
-		if err := gd.Enter(ctx); err != nil {
-			return err
-		}
-		err := gd.attempt(ctx, fn)
-		if err == nil {
-			return nil
-		}
 		delay, rerr := gd.retryWithJitter()
 		if rerr != nil {
 			if ww, ok := rerr.(*WouldWaitError); ok {
@@ -143,6 +162,12 @@ func (gd *Guard) loop(ctx context.Context, fn func(context.Context) error) error
 		}
 		if _, serr := gd.Backoff(ctx, delay); serr != nil {
 			return gd.stopByContext(serr)
+		}
+		if err = gd.Enter(ctx); err != nil {
+			return err
+		}
+		if err = gd.attempt(ctx, fn); err == nil {
+			return nil
 		}
 	}
 }
@@ -170,8 +195,9 @@ func (gd *Guard) attempt(ctx context.Context, fn func(context.Context) error) er
 	return err
 }
 
-// afterAttempt ends a call whose fn, or the record of its answer, did not
-// return (it panicked, or called runtime.Goexit) as EndPanicked does.
+// afterAttempt ends a call whose fn, or the record of its answer or of
+// its retry, did not return (it panicked, or called runtime.Goexit) as
+// EndPanicked does.
 func (gd *Guard) afterAttempt(returned *bool) {
 	if !*returned {
 		gd.EndPanicked()

@@ -360,3 +360,20 @@ func TestARetryRefusedByADeadScopeIsRecordedBeforeTheLogHearsOfIt(t *testing.T) 
 		}
 	})
 }
+
+// A call of Do whose retry's record panics (the log handler, on the line
+// that says the retry budget ran out of a provider that waits for its
+// breakers' verdicts) is lost as panicked, as one whose answer's record
+// panics is.
+func TestDoLostPanickedDecidingARetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0), BreakerWait: true}},
+			WithLogger(slog.New(panicOn("cloudg: retry budget exhausted"))))
+		r := newRun(context.Background())
+		failing := func(context.Context) error { return transientErr() }
+		if p := recovering(func() { Do(r.ctx, iamUsers, failing, WithGovernor(g)) }); p != "handler" {
+			t.Fatalf("the handler's panic reached the caller as %v", p)
+		}
+		r.lost(t, g, LossPanicked, 1)
+	})
+}
