@@ -766,8 +766,7 @@ func (gd *Guard) End(err error) {
 // recovers nothing of the code's: call it from a deferred function that
 // knows the code did not return, and the panic goes on as it was (a panic
 // the governor's log handler raises on the line that says the call was
-// lost is dropped then, so that the caller recovers the code's; called
-// when nothing panicked, EndPanicked lets it go on):
+// lost is dropped, so that the caller recovers the code's):
 //
 //	returned := false
 //	defer func() {

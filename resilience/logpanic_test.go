@@ -216,8 +216,7 @@ func TestALossIsRecordedOnceWhenTheLogPanics(t *testing.T) {
 // recovers the function's panic, even when the log handler panics on the
 // line that says the call was lost: EndPanicked drops that second panic,
 // which would replace the first. A runtime.Goexit (t.FailNow) goes on
-// likewise. Called outside a panic, EndPanicked lets the handler's panic
-// go on, as every verb does.
+// likewise.
 func TestEndPanickedKeepsThePanicItEnds(t *testing.T) {
 	lost := slog.New(panicOn("cloudg: call lost"))
 	t.Run("panic", func(t *testing.T) {
@@ -252,20 +251,6 @@ func TestEndPanickedKeepsThePanicItEnds(t *testing.T) {
 			<-done
 			if p != nil {
 				t.Fatalf("the goroutine's Goexit became a panic: %v", p)
-			}
-			r.lost(t, g, LossPanicked, 1)
-		})
-	})
-	t.Run("no panic", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			g := newGov(t, Config{}, WithLogger(lost))
-			r := newRun(context.Background())
-			gd, _ := g.Begin(r.ctx, iamUsers)
-			if err := gd.Enter(r.ctx); err != nil {
-				t.Fatal(err)
-			}
-			if p := recovering(gd.EndPanicked); p != "handler" {
-				t.Fatalf("the handler's panic reached the caller as %v", p)
 			}
 			r.lost(t, g, LossPanicked, 1)
 		})

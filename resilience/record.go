@@ -481,12 +481,12 @@ func (gd *Guard) recordErrored(reason string) {
 }
 
 // recordPanicked records a call whose function panicked (or otherwise did
-// not return) during its attempt. Run while the goroutine unwinds for that
-// panic (or runtime.Goexit), it drops a panic of the log handler on the
-// call's line: that one would replace the panic the caller recovers.
-// Otherwise the handler's panic goes on, as it does from any record.
+// not return) during its attempt. It runs while the goroutine unwinds for
+// that panic (or runtime.Goexit): EndPanicked is only for a call whose
+// code did not return. So it drops a panic of the log handler on the
+// call's line, which would replace the panic the caller recovers.
 func (gd *Guard) recordPanicked() {
-	if gd.g.logger != nil && unwinding() { // only the log handler's panics go on
+	if gd.g.logger != nil { // only the log handler's panics go on from a record
 		defer dropPanic()
 	}
 	gd.recordLost(LossPanicked, "panic", "function panicked", nil)
