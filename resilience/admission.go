@@ -1081,8 +1081,7 @@ func (gd *Guard) watch() bool {
 // the live one is asked.
 func (gd *Guard) relive() {
 	old := gd.e.breaker
-	gd.p = gd.g.provider(gd.scope.Provider) // a reconfiguration may have replaced it
-	gd.e = gd.p.scopes.lookup(gd.scope)
+	gd.p, gd.e = gd.g.resolve(gd.scope) // a reconfiguration may have replaced the provider
 	if gd.e.breaker != old {
 		gd.lease = leaseNone
 	}

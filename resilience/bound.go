@@ -48,7 +48,10 @@ func (b *Bound) resolved() *boundAt {
 	p := b.g.provider(b.scope.Provider)
 	na := &boundAt{gen: gen, p: p}
 	if p.set.enabled {
-		na.e = p.scopes.lookup(b.scope)
+		na.p, na.e = b.g.resolve(b.scope) // the provider, read again with the entry
+		if !na.p.set.enabled {
+			na.e = nil // disabled meanwhile
+		}
 	}
 	b.at.Store(na)
 	return na

@@ -136,8 +136,13 @@ func (gd *Guard) begin(ctx context.Context, g *Governor, scope Scope, rp *RetryP
 		g.admitUngoverned(ctx)
 		return false
 	}
-	gd.beginAt(ctx, g, scope, p, p.scopes.lookup(scope), rp)
-	return true
+	if e := p.scopes.lookup(scope); g.provider(scope.Provider) == p {
+		gd.beginAt(ctx, g, scope, p, e, rp)
+		return true
+	}
+	// A Configure or Reset came between: the entry may be the new
+	// table's (see Governor.resolve), and the provider may be disabled.
+	return gd.begin(ctx, g, scope, rp)
 }
 
 // beginAt sets a Guard up on a scope already resolved to its provider and

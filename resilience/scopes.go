@@ -146,6 +146,31 @@ func (t *scopeTable) lookup(sc Scope) *scopeEntry {
 	return t.create(key, h)
 }
 
+// resolve returns the provider in force for sc and the live entry of sc's
+// leaf in that provider's table. A lookup that races a Configure or Reset
+// is sent to the table in force (scopeTable.create), which the provider
+// read before it may not own: the provider is read again until the two
+// belong together, so that a call never pairs a new entry with an old
+// provider's settings (a provider disabled since, whose calls take no
+// token). testHookResolve, when set, runs between the two reads.
+func (g *Governor) resolve(sc Scope) (*provider, *scopeEntry) {
+	p := g.provider(sc.Provider)
+	for {
+		if testHookResolve != nil {
+			testHookResolve()
+		}
+		e := p.scopes.lookup(sc)
+		np := g.provider(sc.Provider)
+		if np == p {
+			return p, e
+		}
+		p = np
+	}
+}
+
+// testHookResolve is set by tests only.
+var testHookResolve func()
+
 // peek returns the live entry of sc's leaf, or nil when there is none, and
 // the account's state, or nil: a read that makes nothing.
 func (t *scopeTable) peek(sc Scope) (*scopeEntry, *accountEntry) {
