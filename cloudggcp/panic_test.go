@@ -66,26 +66,9 @@ func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
 			}
 			client := startTCP(t, srv, append(opts, panicking)...)
 			ctx, stats, ledger := newRun("assets")
-			if r := func() (r any) {
-				defer func() { r = recover() }()
-				_ = tc.call(ctx, gov, client)
-				return nil
-			}(); r != boom {
-				t.Fatalf("the caller got %v, want the panic's own value", r)
-			}
-			if in := gov.Inspect(feedScope()); in.InFlight != 0 {
-				t.Fatalf("%d slots held after the panic, want none", in.InFlight)
-			}
-			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
-				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
-			}
-			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
-			next, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if err := tc.call(next, gov, startTCP(t, srv, opts...)); err != nil {
-				t.Fatalf("the next call: %v (the slot was not given back)", err)
-			}
-			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+			panickedThenNext(t, ctx, gov, stats, ledger,
+				func(ctx context.Context) error { return tc.call(ctx, gov, client) },
+				func(ctx context.Context) error { return tc.call(ctx, gov, startTCP(t, srv, opts...)) })
 		})
 	}
 }
@@ -136,26 +119,35 @@ func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
 				return err
 			}
 			ctx, stats, ledger := newRun("feeds")
-			if r := func() (r any) {
-				defer func() { r = recover() }()
-				_ = getFeed(ctx)
-				return nil
-			}(); r != boom {
-				t.Fatalf("the caller got %v, want the panic's own value", r)
-			}
-			if in := gov.Inspect(feedScope()); in.InFlight != 0 {
-				t.Fatalf("%d slots held after the panic, want none", in.InFlight)
-			}
-			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
-				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
-			}
-			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
-			next, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if err := getFeed(next); err != nil {
-				t.Fatalf("the next call: %v (the slot was not given back)", err)
-			}
-			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+			panickedThenNext(t, ctx, gov, stats, ledger, getFeed, getFeed)
 		})
 	}
+}
+
+// panickedThenNext runs call, which panics with boom, and checks that the
+// caller recovers boom, that no slot is held, that the call is counted
+// once and lost once as panicked, and that next, a call of the same
+// account, gets the slot within 10 s and goes.
+func panickedThenNext(t *testing.T, ctx context.Context, gov *resilience.Governor, stats *resilience.Stats, ledger *resilience.Ledger, call, next func(context.Context) error) {
+	t.Helper()
+	if r := func() (r any) {
+		defer func() { r = recover() }()
+		_ = call(ctx)
+		return nil
+	}(); r != boom {
+		t.Fatalf("the caller got %v, want the panic's own value", r)
+	}
+	if in := gov.Inspect(feedScope()); in.InFlight != 0 {
+		t.Fatalf("%d slots held after the panic, want none", in.InFlight)
+	}
+	if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
+		t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
+	}
+	lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+	nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := next(nctx); err != nil {
+		t.Fatalf("the next call: %v (the slot was not given back)", err)
+	}
+	lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
 }
