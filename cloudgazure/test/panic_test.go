@@ -119,28 +119,11 @@ func TestPanicIsRecordedAndGoesOnOverTCP(t *testing.T) {
 			}
 			ctx, stats := resilience.WithStats(context.Background())
 			ctx, ledger := resilience.WithLedger(ctx, "azure")
-			call := tc.call(e)
-			if r := func() (r any) {
-				defer func() { r = recover() }()
-				_ = call(ctx)
-				return nil
-			}(); r != boom {
-				t.Fatalf("the caller got %v, want the panic's own value", r)
-			}
-			if tot := e.gov.Summary(stats).Totals; tot.Calls != 1 {
-				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
-			}
-			lostOnly(t, e.gov, stats, ledger, resilience.LossPanicked, 1)
 			next := getGroup(e.groups(subA))
 			if tc.next != nil {
 				next = tc.next(e)
 			}
-			nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if err := next(nctx); err != nil {
-				t.Fatalf("the next request: %v (the slot was not given back)", err)
-			}
-			lostOnly(t, e.gov, stats, ledger, resilience.LossPanicked, 1)
+			panickedThenNext(t, ctx, e.gov, stats, ledger, nil, tc.call(e), next)
 		})
 	}
 }
@@ -208,26 +191,38 @@ func TestAPanicRecordingTheAnswerGivesTheSlotBack(t *testing.T) {
 			ctx, stats := resilience.WithStats(context.Background())
 			ctx, ledger := resilience.WithLedger(ctx, "azure")
 			call := tc.call(e)
-			if r := func() (r any) {
-				defer func() { r = recover() }()
-				_ = call(ctx)
-				return nil
-			}(); r != boom {
-				t.Fatalf("the caller got %v, want the panic's own value", r)
-			}
-			if in := gov.Inspect(tc.scope); in.InFlight != 0 {
-				t.Fatalf("%d slots held after the panic, want none", in.InFlight)
-			}
-			if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
-				t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
-			}
-			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
-			nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if err := call(nctx); err != nil {
-				t.Fatalf("the next request: %v (the slot was not given back)", err)
-			}
-			lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+			panickedThenNext(t, ctx, gov, stats, ledger, &tc.scope, call, call)
 		})
 	}
+}
+
+// panickedThenNext runs call, which panics with boom, and checks that the
+// caller recovers boom, that no slot of scope is held (when scope is not
+// nil), that the call is counted once and lost once as panicked, and that
+// next, a request of the same subscription, gets the slot within 10 s and
+// goes.
+func panickedThenNext(t *testing.T, ctx context.Context, gov *resilience.Governor, stats *resilience.Stats, ledger *resilience.Ledger, scope *resilience.Scope, call, next func(context.Context) error) {
+	t.Helper()
+	if r := func() (r any) {
+		defer func() { r = recover() }()
+		_ = call(ctx)
+		return nil
+	}(); r != boom {
+		t.Fatalf("the caller got %v, want the panic's own value", r)
+	}
+	if scope != nil {
+		if in := gov.Inspect(*scope); in.InFlight != 0 {
+			t.Fatalf("%d slots held after the panic, want none", in.InFlight)
+		}
+	}
+	if tot := gov.Summary(stats).Totals; tot.Calls != 1 {
+		t.Errorf("%d calls counted, want the 1 that panicked", tot.Calls)
+	}
+	lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
+	nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := next(nctx); err != nil {
+		t.Fatalf("the next request: %v (the slot was not given back)", err)
+	}
+	lostOnly(t, gov, stats, ledger, resilience.LossPanicked, 1)
 }
