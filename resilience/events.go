@@ -29,7 +29,7 @@ func WithObserver(o observe.Observer) GovernorOption { return observerOption{o} 
 // governor it observes.
 type attacher interface{ Attach(*Governor) }
 
-// emit sends ev to the observer and the logger, if any. It runs outside
+// emit sends ev to the observer and then the logger, if any. It runs outside
 // every lock of the governor. ev is a pointer so that the event, a few
 // hundred bytes, is copied once, into the observer's argument.
 func (gd *Guard) emit(ev *observe.Event) {
@@ -44,11 +44,14 @@ func (gd *Guard) emit(ev *observe.Event) {
 		// Until - Time is the pause itself.
 		ev.Time = g.epoch.Add(g.now())
 	}
-	if g.logger != nil && logged(ev.Kind) {
-		g.log(ev)
-	}
+	// The observer first: it cannot panic (observe recovers), and a log
+	// handler's panic, which goes on to the caller, then takes the event
+	// from no one.
 	if g.observer != nil {
 		g.observe(ev)
+	}
+	if g.logger != nil && logged(ev.Kind) {
+		g.log(ev)
 	}
 }
 

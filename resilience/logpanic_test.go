@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -360,5 +361,27 @@ func TestDoLostPanickedDecidingARetry(t *testing.T) {
 			t.Fatalf("the handler's panic reached the caller as %v", p)
 		}
 		r.lost(t, g, LossPanicked, 1)
+	})
+}
+
+// The observer hears an event before the log does, so that a log
+// handler's panic on a line does not keep the event from the observer (a
+// metrics pipeline would miss the throttle the log panicked on).
+func TestTheObserverHearsAnEventTheLogPanickedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		g := newGov(t, Config{}, WithObserver(rec), WithLogger(slog.New(panicOn("cloudg: throttled"))))
+		ctx := context.Background()
+		gd, _ := g.Begin(ctx, iamUsers)
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		if r := recovering(func() { gd.After(throttle()) }); r != "handler" {
+			t.Fatalf("the handler's panic reached the caller as %v", r)
+		}
+		if ev := rec.first(observe.Throttle); ev.Kind != observe.Throttle || ev.Scope != iamUsers {
+			t.Fatalf("the observer heard %v, want the throttle of %v the log panicked on", rec.kinds(), iamUsers)
+		}
 	})
 }
