@@ -897,11 +897,12 @@ func pausedSince(b state.Bucket, now, from time.Duration) bool {
 	return b.Snapshot(now).Paused > 0
 }
 
-// acquire takes a slot of the account's bulkhead, waiting with ctx. The
-// entry is checked after the slot is taken: a sweep marks an entry dead
-// before it looks at its account's slots, so either the sweep saw this
-// slot and kept the account, or this call sees the entry dead and takes a
-// slot of the live account instead.
+// acquire takes a slot of the account's bulkhead, waiting with ctx, and
+// counts the call on its entry (entryFlags). The entry is checked after
+// the slot is taken: a sweep marks an entry dead before it looks at its
+// account's slots, so either the sweep saw this slot and kept the
+// account, or this call sees the entry dead and takes a slot of the live
+// account instead.
 // It reports whether the call waited for the slot, and since when.
 func (gd *Guard) acquire(ctx context.Context) (from time.Duration, waited bool, err error) {
 	for gd.slot == nil {
@@ -917,10 +918,10 @@ func (gd *Guard) acquire(ctx context.Context) (from time.Duration, waited bool, 
 				return from, waited, err
 			}
 		}
-		if !gd.e.flags.dead() { // hold, in line
+		if gd.e.flags.busy() { // hold, in line
 			gd.slot = b
 			if gd.orphan != nil {
-				gd.orphan.hold(b)
+				gd.orphan.hold(b, gd.e)
 			}
 			return from, waited, nil
 		}
@@ -1003,14 +1004,14 @@ func (gd *Guard) tryAcquire() bool {
 // meanwhile: then the slot goes back, the Guard moves to the live entry,
 // and hold reports false.
 func (gd *Guard) hold(b *bulkhead.Bulkhead) bool {
-	if gd.e.flags.dead() {
+	if !gd.e.flags.busy() {
 		b.Release()
 		gd.live()
 		return false
 	}
 	gd.slot = b
 	if gd.orphan != nil {
-		gd.orphan.hold(b)
+		gd.orphan.hold(b, gd.e)
 	}
 	return true
 }

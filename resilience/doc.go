@@ -96,8 +96,9 @@
 // A scope's state (its entry, bucket, breaker, and for an account's first
 // scope the account and its bulkhead) is one allocation of a few hundred
 // bytes, found through an index that a call reads without a lock. Scopes whose state holds nothing learned (rate at
-// its ceiling, bucket full, breaker closed) and that went unused for the
-// reclaim interval (a minute by default) are dropped by the reclaimer:
+// its ceiling, bucket full, breaker closed), that went unused for the
+// reclaim interval (a minute by default) and have no call in flight are
+// dropped by the reclaimer:
 // no goroutine of its own, but a step of at most a quarter
 // of a millisecond taken by the calls that find a pass due, so a sweep
 // over millions of scopes keeps only the ones in use or slowed. A Bound is a scope resolved once, for a program that calls one scope

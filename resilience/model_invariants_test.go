@@ -379,6 +379,7 @@ func (m *machine) check(t *rapid.T) {
 		m.checkEnabled(t, gv)
 		m.checkTokens(t, gv)
 		m.checkInFlight(t, gv, touched)
+		m.checkListed(t, gv)
 		if gv.observed {
 			m.checkStats(t, gv)
 			m.checkBreakers(t, gv, touched)
@@ -479,6 +480,32 @@ func (m *machine) checkInFlight(t *rapid.T, gv *govM, touched map[int]bool) {
 		seen[acct] = true
 		if got := gv.g.Inspect(sd.sc).InFlight; got != want {
 			t.Fatalf("gov%d: Inspect(%v).InFlight = %d; the model's calls and guards hold %d", gv.idx, sd.sc, got, want)
+		}
+	}
+}
+
+// checkListed: a scope with a call in flight (a slot held) is listed by
+// Scopes, however long the call has been in flight: the reclaimer keeps
+// it, and a Configure or Reset that retires its state makes it again.
+func (m *machine) checkListed(t *rapid.T, gv *govM) {
+	m.mu.Lock()
+	var busy []int
+	for sd, n := range gv.heldBy {
+		if n > 0 {
+			busy = append(busy, sd)
+		}
+	}
+	m.mu.Unlock()
+	if len(busy) == 0 {
+		return
+	}
+	listed := map[resilience.Scope]bool{}
+	for sc := range gv.g.Scopes() {
+		listed[sc] = true
+	}
+	for _, sd := range busy {
+		if k := modelScopes[sd].leafKey(); !listed[k] {
+			t.Fatalf("gov%d: %v has a call in flight, and Scopes() does not list it", gv.idx, k)
 		}
 	}
 }

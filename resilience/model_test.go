@@ -449,6 +449,7 @@ type govM struct {
 	windows  []*window
 	specs    map[string]spec     // of the buckets in the current epoch
 	held     map[string]int      // slots held, by provider/account
+	heldBy   map[int]int         // slots held, by scope (index in modelScopes)
 	paused   map[string]pauseRec // the last pause of each bucket in the current epoch
 }
 
@@ -568,6 +569,7 @@ func (m *machine) newGov(cfg resilience.Config, observed bool) *govM {
 	gv.began = map[int][2]int{}
 	gv.transRun = map[resilience.Scope]*span{}
 	gv.held = map[string]int{}
+	gv.heldBy = map[int]int{}
 	gv.breaker = map[resilience.Scope]state.BreakerState{}
 	gv.unknown = map[resilience.Scope]bool{}
 	gv.unsure = map[resilience.Scope]bool{}
@@ -967,6 +969,7 @@ func (m *machine) fnExit(c *callM) {
 	m.touched[c.sd] = true
 	if c.governed {
 		c.gov.held[modelScopes[c.sd].account()]--
+		c.gov.heldBy[c.sd]--
 	}
 }
 
@@ -974,6 +977,7 @@ func (m *machine) fnExit(c *callM) {
 func (m *machine) takeSlot(gv *govM, sd int, who string) {
 	acct := modelScopes[sd].account()
 	gv.held[acct]++
+	gv.heldBy[sd]++
 	c := capIn(gv.cfg, modelScopes[sd].sc.Provider)
 	if gv.next != nil { // a raised cap lets waiting calls in during Configure
 		c = max(c, capIn(*gv.next, modelScopes[sd].sc.Provider))
@@ -1266,6 +1270,7 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 			if gm.slot {
 				gm.slot = false
 				gv.held[modelScopes[sd].account()]--
+				gv.heldBy[sd]--
 			}
 			m.mu.Unlock()
 			if verb == "End" {
@@ -1600,6 +1605,7 @@ func (m *machine) endGuard(gm *guardM) {
 		if gm.slot { // first, as in guardVerb
 			gm.slot = false
 			gm.gov.held[modelScopes[gm.sd].account()]--
+			gm.gov.heldBy[gm.sd]--
 		}
 		m.mu.Unlock()
 		gm.gd.End(nil)

@@ -92,10 +92,11 @@ func WithLogger(l *slog.Logger) GovernorOption { return loggerOption{l} }
 func WithLogInterval(d time.Duration) GovernorOption { return logIntervalOption{d} }
 
 // WithReclaimAfter sets how long a scope must go unused, with nothing
-// learned (rate at its ceiling, bucket full, breaker closed), before its
-// state is dropped (default one minute). Dropping such a scope changes no
-// behaviour; it keeps a sweep over millions of scopes from keeping millions
-// of buckets.
+// learned (rate at its ceiling, bucket full, breaker closed) and no call
+// in flight, before its state is dropped (default one minute). Dropping
+// such a scope changes no behaviour; it keeps a sweep over millions of
+// scopes from keeping millions of buckets. A call in flight longer than
+// that keeps its scope listed by Governor.Scopes until it answers.
 func WithReclaimAfter(d time.Duration) GovernorOption { return reclaimOption{d} }
 
 // WithStateStore makes the governor keep its learned state in s (fleet

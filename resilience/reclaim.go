@@ -7,8 +7,8 @@ import (
 )
 
 // The reclaimer drops the scopes that hold nothing learned (rate at its
-// ceiling, bucket full, breaker closed) and went unused for the reclaim
-// interval, so that a sweep over millions of scopes keeps only the ones
+// ceiling, bucket full, breaker closed), went unused for the reclaim
+// interval and have no call in flight (entryFlags), so that a sweep over millions of scopes keeps only the ones
 // in use or slowed. No goroutine of its own does it, and no call pays for
 // a whole table: once per interval a pass visits every slot of every
 // provider's index, a small step at a time, each step taken by a call
@@ -111,13 +111,12 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		if entries++; entries%reclaimClockEvery == 0 && time.Now().After(deadline) {
 			break
 		}
-		if e.flags.dead() || !e.breaker.Pristine() || !e.leaf.Idle(now, t.g.idle) {
+		if e.flags.dead() || !e.breaker.Pristine() || !e.leaf.Idle(now, t.g.idle) || !e.flags.reclaim() {
 			if !e.flags.dead() && e.born != t.pass { // made during the pass: kept when made
 				t.keep(e, len(tab.slots))
 			}
 			continue
 		}
-		e.flags.kill()
 		wake = wake || e.flags.watched() // after dead: see Guard.watch
 		t.index.deleteAt(tab, end)
 		t.g.foldCalls(e, e.calls.Swap(foldedCalls))

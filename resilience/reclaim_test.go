@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -97,8 +98,8 @@ func TestIdleProvidersAreForgotten(t *testing.T) {
 
 // When most accounts are gone the pass rebuilds the accounts map from the
 // few left (ranging over the old map would cost its whole capacity): the
-// account in use, and an account whose only scope was dropped while a
-// call still holds its slot, which keeps counting against the cap.
+// account in use, and the account of a call in flight, whose slot keeps
+// counting against the cap.
 func TestAPassKeepsTheAccountsStillInUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
@@ -140,4 +141,96 @@ func TestAPassKeepsTheAccountsStillInUse(t *testing.T) {
 		other.End(nil)
 		held.End(nil)
 	})
+}
+
+// A call in flight keeps its scope however long it takes to answer (a
+// large upload, a slow listing page): the scope's bucket is full again
+// long before, but Scopes (a status page, in-flight gauges) lists it, with
+// the call in flight, until the call gives its slot back, and then it is
+// reclaimed as any idle scope. The same holds when a Reset or a Configure
+// retires the scope's state while the call is in flight. Before, the
+// scope was reclaimed a minute after its token and vanished from Scopes
+// with the call still in flight.
+func TestACallInFlightKeepsItsScope(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(g *Governor)
+	}{
+		{"alone", func(*Governor) {}},
+		{"across a Reset", (*Governor).Reset},
+		{"across a Configure keeping its buckets", func(g *Governor) {
+			if err := g.Configure(Config{AWS: ProviderConfig{BreakerThreshold: 7}}); err != nil {
+				panic(err)
+			}
+		}},
+		{"across a Configure changing its buckets and breakers", func(g *Governor) {
+			if err := g.Configure(Config{AWS: ProviderConfig{MaxRPS: 3, BreakerThreshold: 7}}); err != nil {
+				panic(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{}, WithReclaimAfter(time.Second))
+				ok := func(context.Context) error { return nil }
+				step := func(seconds int) { // another scope's calls take the reclaimer's steps
+					for range seconds {
+						time.Sleep(time.Second)
+						Do(context.Background(), ec2Subnets, ok, WithGovernor(g))
+					}
+				}
+				listed := func() (bool, int) {
+					for sc, s := range g.Scopes() {
+						if sc == ec2Vpcs {
+							return true, s.InFlight
+						}
+					}
+					return false, 0
+				}
+				gd, err := g.Begin(context.Background(), ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := gd.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				step(5)
+				c.change(g)
+				step(10)
+				if ok, n := listed(); !ok || n != 1 {
+					t.Fatalf("15s into a call in flight: listed %v with %d in flight; want listed, 1 in flight", ok, n)
+				}
+				gd.Release()
+				gd.End(nil)
+				step(10)
+				if ok, _ := listed(); ok {
+					t.Fatal("10s after the call ended: still listed; an idle scope goes within twice the interval")
+				}
+			})
+		})
+	}
+}
+
+// A guard dropped without End while it held its slot uncounts itself from
+// its scope when the collector gives the slot back, so that the scope is
+// not kept for good. Real time, as TestDroppedGuardReleasesItsSlotWhenCollected.
+func TestADroppedGuardLetsItsScopeGo(t *testing.T) {
+	var buf logBuffer
+	g := newGov(t, Config{}, WithLogger(buf.logger()))
+	func() {
+		gd, _ := g.Begin(context.Background(), ec2Vpcs)
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; g.Inspect(ec2Vpcs).InFlight != 0; i++ {
+		if i == 1000 {
+			t.Fatalf("%d slots still held after %d collections", g.Inspect(ec2Vpcs).InFlight, i)
+		}
+		runtime.GC()
+	}
+	_, e := g.resolve(ec2Vpcs)
+	if n := e.flags.busyCalls(); n != 0 {
+		t.Fatalf("the scope counts %d calls in flight after the dropped guard's slot was given back, want 0", n)
+	}
 }

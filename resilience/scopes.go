@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,9 @@ type accountEntry struct {
 // call took from it (one token of a full bucket) is immaterial; what the
 // call learns (a throttle, a failure) goes to the live entry (Guard.live);
 // and a slot taken from a reclaimed account is given back and taken again
-// (Guard.acquire), so that the account's cap holds.
+// (Guard.acquire), so that the account's cap holds. The entry counts its
+// calls in flight (entryFlags) only so that it stays listed while they
+// are.
 type scopeEntry struct {
 	flags   entryFlags
 	born    uint32 // the table's reclaimer pass when it was made
@@ -255,26 +258,95 @@ func (t *scopeTable) newEntry(key Scope, h uint64) *scopeEntry {
 	return e
 }
 
-// entryFlags is a scope entry's two flags, in one word so that the entry
-// (with its bucket and breaker, an entryBlock) stays in its size class: a
-// second word made every live scope 32 bytes larger.
+// entryFlags is a scope entry's two flags and its count of calls in
+// flight, in one word so that the entry (with its bucket and breaker, an
+// entryBlock) stays in its size class: a second word made every live
+// scope 32 bytes larger.
 //
 // dead: a Reset, a Configure or a sweep retired the entry, and calls
 // look the scope up again. watched: a call waits on the entry (for
 // tokens, a breaker's verdict, or through a backoff), marked before it
 // looks at dead, so that a sweep that reclaims the entry wakes the
 // waiters (Governor.wake) and they follow the live entry.
+//
+// The count (the bits above the flags) is the calls of the scope that
+// hold a slot of its account's bulkhead: a call in flight longer than the
+// reclaim interval keeps its scope, whose bucket is full again long
+// before it answers, listed (Governor.Scopes, a status page, in-flight
+// gauges). A call counts itself on the live entry when it takes its slot
+// (busy, which also says whether the entry is dead, in the same atomic
+// step), and uncounts itself on the live entry when it gives the slot
+// back (unbusy): a Reset or a Configure that retires the entry carries
+// the count, read as it marks the entry dead, to the entry that takes
+// its place (scopeTable.adopt), and a sweep reclaims only an entry whose
+// count is 0 when it marks it dead (reclaim). The count keeps entries;
+// nothing else reads it, so where it cannot be carried (a Configure that
+// changes which leaf a scope maps to) it is dropped, and unbusy stops at
+// 0: a scope may then be reclaimed with a call in flight, as before the
+// count, never kept for good.
 type entryFlags struct{ v atomic.Uint32 }
 
 const (
 	entryDead uint32 = 1 << iota
 	entryWatched
+	entryBusy // the count's unit
+
+	minusBusy = ^(entryBusy - 1) // added, takes one from the count
 )
 
 func (f *entryFlags) dead() bool    { return f.v.Load()&entryDead != 0 }
 func (f *entryFlags) watched() bool { return f.v.Load()&entryWatched != 0 }
-func (f *entryFlags) kill()         { f.v.Or(entryDead) }
 func (f *entryFlags) watch()        { f.v.Or(entryWatched) }
+
+// kill marks the entry dead, and returns the calls it counted then.
+func (f *entryFlags) kill() uint32 { return busyOf(f.v.Or(entryDead)) }
+
+// busyOf returns the calls v counts: 0 for a count unbusy has just taken
+// below 0, and is about to put back.
+func busyOf(v uint32) uint32 {
+	if n := v / entryBusy; n < busyUnder {
+		return n
+	}
+	return 0
+}
+
+// busyUnder is the count of an entry unbusy took below 0 (all the count's
+// bits set, the flags' untouched).
+const busyUnder = math.MaxUint32 / entryBusy
+
+// reclaim marks the entry dead if it counts no call: it reports whether
+// it did.
+func (f *entryFlags) reclaim() bool {
+	v := f.v.Load()
+	return v < entryBusy && f.v.CompareAndSwap(v, v|entryDead)
+}
+
+// busy counts a call on the entry, unless it is dead: it reports whether
+// it did.
+func (f *entryFlags) busy() bool {
+	if f.v.Add(entryBusy)&entryDead == 0 {
+		return true
+	}
+	f.v.Add(minusBusy) // a dead entry's count was read once, as it died
+	return false
+}
+
+// unbusy uncounts a call, down to 0, unless the entry is dead: it reports
+// whether it did (the call is then uncounted on the live entry, which the
+// count went to).
+func (f *entryFlags) unbusy() bool {
+	v := f.v.Add(minusBusy)
+	if v/entryBusy == busyUnder {
+		f.v.Add(entryBusy) // below 0: a count that could not be carried
+	}
+	return v&entryDead == 0
+}
+
+// carry adds n calls to the count of an entry not yet published.
+func (f *entryFlags) carry(n uint32) { f.v.Add(n * entryBusy) }
+
+// busyCalls returns the calls the entry counts.
+func (f *entryFlags) busyCalls() uint32 { return busyOf(f.v.Load()) }
 
 // entryBlock is an entry with its in-process bucket and breaker, made in
 // one allocation; entryWithAccount adds the account and its bulkhead.
@@ -328,15 +400,26 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		if e.flags.dead() {
 			return
 		}
-		e.flags.kill()
+		busy := e.flags.kill()
 		calls := e.calls.Swap(foldedCalls)
-		if !keepBuckets && !keepBreakers || t.set.leafKey(e.key) != e.key {
+		if t.set.leafKey(e.key) != e.key {
 			t.g.foldCalls(e, calls) // made afresh on its next call
+			return
+		}
+		if !keepBuckets && !keepBreakers {
+			t.g.foldCalls(e, calls)
+			if busy > 0 {
+				// Made afresh now, so that the calls in flight keep it.
+				ne := t.newEntry(e.key, e.hash)
+				ne.flags.carry(busy)
+				t.index.store(ne)
+			}
 			return
 		}
 		ne := &scopeEntry{hash: e.hash, key: e.key, leaf: e.leaf, breaker: e.breaker, acct: t.accounts[e.key.Account]}
 		ne.calls.Store(calls)
 		ne.life.Store(e.life.Load())
+		ne.flags.carry(busy)
 		if !keepBuckets {
 			ne.leaf = t.g.store.Bucket(e.key.Key(), t.set.leafSpec(e.key), t.g.now())
 		}
