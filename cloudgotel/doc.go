@@ -19,7 +19,7 @@
 // These names are a contract: dashboards and alerts are built on them, and
 // they do not change.
 //
-//	cloudg.calls            counter    {call}       attempts sent (a listing's pages each count)
+//	cloudg.calls            counter    {call}       calls sent: an attempt, an HTTP attempt, a page; an AWS SDK operation once, its retries in cloudg.retries
 //	cloudg.throttles        counter    {throttle}   attempts the provider throttled
 //	cloudg.retries          counter    {retry}      retries sent
 //	cloudg.gave_up          counter    {call}       calls lost to throttling after their retries (cloudg.reason)

@@ -47,7 +47,7 @@ func newObserver(c *config) (*Observer, error) {
 		name, unit string
 		desc       string
 	}{
-		{&o.calls, "cloudg.calls", "{call}", "Attempts sent to a provider, a listing's pages each counted."},
+		{&o.calls, "cloudg.calls", "{call}", "Calls sent to a provider: an attempt, an HTTP attempt or a listing's page; an AWS SDK operation once, its retries counted in cloudg.retries."},
 		{&o.throttles, "cloudg.throttles", "{throttle}", "Attempts the provider answered with throttling."},
 		{&o.retries, "cloudg.retries", "{retry}", "Retries sent."},
 		{&o.gaveUp, "cloudg.gave_up", "{call}", "Calls that failed after their retries with the last attempt throttled."},

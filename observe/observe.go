@@ -42,7 +42,7 @@ type Kind uint8
 
 // The events of a call, in the order a call may meet them.
 const (
-	Call            Kind = iota + 1 // an attempt (or a listing's page) is sent
+	Call            Kind = iota + 1 // a call is sent, as resilience.Counters.Calls counts it (an AWS SDK operation's retries are Retry events only)
 	Wait                            // it waited Wait for a rate token of Level
 	Throttle                        // the provider throttled it (Err, Hint)
 	RateChange                      // the scope's rate moved from OldRate to Rate (of Ceiling)

@@ -188,7 +188,12 @@ func bindingOf(ctx context.Context) *binding {
 // snake_case names of the report, times in seconds.
 type Counters struct {
 	// Scope is the service scope counted; zero for totals.
-	Scope           Scope `json:"scope,omitzero"`
+	Scope Scope `json:"scope,omitzero"`
+	// Calls counts the calls sent, each as its integration counts one:
+	// an attempt of Do or Call, an HTTP attempt (package cloudghttp, the
+	// Azure SDK), a request or a further page (the Google Cloud clients),
+	// and an AWS SDK operation with the retries the SDK makes inside it,
+	// which Retries counts. A listing counts each page.
 	Calls           int64 `json:"calls"`
 	Throttled       int64 `json:"throttled"`
 	TransientErrors int64 `json:"transient_errors"`
