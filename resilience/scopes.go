@@ -432,14 +432,24 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 }
 
 // eachEntry calls f for every live leaf entry of every provider, with the
-// provider's state, outside the table's lock.
+// provider's state, outside the table's lock: an entry may be retired
+// (and its calls folded or moved) by the time f reads it.
+// testHookLive, when set, runs between the listing of a provider's
+// entries and f.
 func (g *Governor) eachEntry(f func(*scopeEntry, *provider)) {
 	for _, p := range g.providers() {
-		for _, e := range p.scopes.live() {
+		es := p.scopes.live()
+		if testHookLive != nil {
+			testHookLive()
+		}
+		for _, e := range es {
 			f(e, p)
 		}
 	}
 }
+
+// testHookLive is set by tests only.
+var testHookLive func()
 
 // live returns the table's live leaf entries.
 func (t *scopeTable) live() []*scopeEntry {

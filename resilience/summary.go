@@ -231,8 +231,8 @@ func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counte
 	})
 	g.eachEntry(func(e *scopeEntry, _ *provider) {
 		n := e.calls.Load()
-		if n == 0 {
-			return
+		if n <= 0 {
+			return // none, or folded since live listed it: no longer this entry's
 		}
 		totals.Calls += n
 		if len(want) > 0 {
