@@ -390,3 +390,32 @@ func TestFooterNamesEveryKindOfLoss(t *testing.T) {
 		}
 	}
 }
+
+// WithLimit cuts both tables short, and the page says so of each: here
+// two of the eight scopes and two of the seven accounts are shown, and
+// the header says which, rather than leave a reader to take the accounts
+// table for every account.
+func TestPageSaysWhatTheLimitLeftOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := estate(t)
+		body := get(t, New(WithGovernor(g), WithLimit(2)), http.MethodGet, "/").Body.String()
+		if n, m := len(rowsOf(body, "scopes")), len(rowsOf(body, "accounts")); n != 2 || m != 2 {
+			t.Fatalf("%d scope rows and %d account rows, want 2 and 2", n, m)
+		}
+		want := `8 live scopes in 7 accounts · shown: the 2 most troubled scopes and the 2 most troubled accounts ·`
+		if !strings.Contains(body, want) {
+			i := strings.Index(body, `<p class="meta">`)
+			t.Errorf("the header says\n%s\nwant it to say %s", body[i:i+strings.Index(body[i:], "\n")], want)
+		}
+		body = get(t, New(WithGovernor(g), WithLimit(1)), http.MethodGet, "/").Body.String()
+		if want := `8 live scopes in 7 accounts · shown: the most troubled scope and the most troubled account ·`; !strings.Contains(body, want) {
+			i := strings.Index(body, `<p class="meta">`)
+			t.Errorf("the header says\n%s\nwant it to say %s", body[i:i+strings.Index(body[i:], "\n")], want)
+		}
+		// Without a limit reached, the header says nothing of one.
+		body = get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+		if !strings.Contains(body, `8 live scopes in 7 accounts · <a href`) || strings.Contains(body, "shown") {
+			t.Errorf("the page of every scope speaks of a limit:\n%s", body[:strings.Index(body, "</header>")])
+		}
+	})
+}
