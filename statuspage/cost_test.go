@@ -107,17 +107,27 @@ type countingStore struct {
 	state.Store
 	mu    sync.Mutex
 	reads map[string]int
+	total int
+	// onRead, when set, is called with the reads since the last reset
+	// after each read.
+	onRead func(reads int)
 }
 
 func (s *countingStore) read(key string) {
 	s.mu.Lock()
 	s.reads[key]++
+	s.total++
+	total, f := s.total, s.onRead
 	s.mu.Unlock()
+	if f != nil {
+		f(total)
+	}
 }
 
 func (s *countingStore) reset() {
 	s.mu.Lock()
 	clear(s.reads)
+	s.total = 0
 	s.mu.Unlock()
 }
 
@@ -155,4 +165,45 @@ type countingBreaker struct {
 func (b countingBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	b.s.read(b.key)
 	return b.Breaker.Snapshot(now)
+}
+
+// A request whose context ends while the page reads the scopes (its
+// client went away, or gave up on a page that takes long to read from a
+// shared store) stops the reading there: the rest of the scopes are not
+// read from the store for a page nobody will see, and the request is
+// answered 503 rather than with a page of what was read.
+func TestCancelledRequestStopsReadingTheStore(t *testing.T) {
+	const n, cancelAt = 300, 10
+	st := &countingStore{Store: resilience.MemoryStore(), reads: map[string]int{}}
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(st), resilience.WithReclaimAfter(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		sc := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: fmt.Sprintf("svc%d", i)}
+		resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g))
+	}
+	for _, target := range []string{"/", "/?format=json"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		st.reset()
+		st.onRead = func(reads int) {
+			if reads == cancelAt {
+				cancel()
+			}
+		}
+		w := httptest.NewRecorder()
+		New(WithGovernor(g)).ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil).WithContext(ctx))
+		st.onRead = nil
+		cancel()
+		reads := 0
+		for _, r := range st.snapshot() {
+			reads += r
+		}
+		if reads > 2*cancelAt {
+			t.Errorf("%s: %d snapshots read from the store for a request cancelled at the %dth", target, reads, cancelAt)
+		}
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("%s: a cancelled request answered %d, want 503", target, w.Code)
+		}
+	}
 }

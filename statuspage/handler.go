@@ -56,7 +56,9 @@ func WithLimit(n int) Option {
 
 // New returns the handler of the status page. It serves GET and HEAD
 // only: the page as HTML, or as JSON with ?format=json. It is safe for
-// concurrent use; each request reads the governor afresh.
+// concurrent use; each request reads the governor afresh. A request
+// whose context ends while its page is read stops the reading there, and
+// is answered 503 Service Unavailable.
 func New(opts ...Option) http.Handler {
 	c := config{refresh: 2 * time.Second, limit: 500}
 	for _, o := range opts {
@@ -91,7 +93,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		g = resilience.Default()
 	}
-	p := collect(g, h.c.limit)
+	p, err := collect(r.Context(), g, h.c.limit)
+	if err != nil {
+		// The client went away, or gave up: no page for it, and no more
+		// scopes read for one.
+		http.Error(w, "the status page was not read: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	p.RefreshSeconds = wholeSeconds(h.c.refresh)
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-store")

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"time"
@@ -143,15 +144,22 @@ type page struct {
 // of at most limit rows (and limit accounts), the most troubled first. It
 // goes once over the live scopes, keeping of each only its scope and
 // status, and the snapshots of the rows it may show (see picker); the
-// counters it reads are the totals and those of the services shown.
-func collect(g *resilience.Governor, limit int) page {
+// counters it reads are the totals and those of the services shown. It
+// stops, with ctx's error, when ctx ends before it has read every scope.
+func collect(ctx context.Context, g *resilience.Governor, limit int) (page, error) {
 	p := page{Time: g.Clock().Now(), Statuses: make(map[string]int, numStatuses)}
 	var counts [numStatuses]int
 	type acctKey struct{ provider, account string }
 	accounts := map[acctKey]int{} // index in p.Accounts
 	budgets := map[string]float64{}
 	pk := picker{limit: limit}
+	done := ctx.Done()
 	for sc, snap := range g.Scopes() {
+		select {
+		case <-done:
+			return page{}, ctx.Err()
+		default:
+		}
 		st := statusOf(snap)
 		counts[st]++
 		pk.add(sc, snap, st)
@@ -199,7 +207,7 @@ func collect(g *resilience.Governor, limit int) page {
 		p.Providers = append(p.Providers, provider{name, b})
 	}
 	slices.SortFunc(p.Providers, func(a, b provider) int { return strings.Compare(a.Name, b.Name) })
-	return p
+	return p, nil
 }
 
 // smallest returns the first n of xs in the order of compare, sorted, in
