@@ -3,8 +3,10 @@ package statuspage
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -55,10 +57,11 @@ func WithLimit(n int) Option {
 }
 
 // New returns the handler of the status page. It serves GET and HEAD
-// only: the page as HTML, or as JSON with ?format=json. It is safe for
-// concurrent use; each request reads the governor afresh. A request
-// whose context ends while its page is read stops the reading there, and
-// is answered 503 Service Unavailable.
+// only: the page as HTML (also at ?format=html), or as JSON with
+// ?format=json; any other format is refused with 400 Bad Request. It is
+// safe for concurrent use; each request reads the governor afresh. A
+// request whose context ends while its page is read stops the reading
+// there, and is answered 503 Service Unavailable.
 func New(opts ...Option) http.Handler {
 	c := config{refresh: 2 * time.Second, limit: 500}
 	for _, o := range opts {
@@ -89,6 +92,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the status page is read-only", http.StatusMethodNotAllowed)
 		return
 	}
+	asJSON := false
+	switch f := r.URL.Query()["format"]; {
+	case len(f) == 0 || len(f) == 1 && (f[0] == "" || f[0] == "html"):
+	case len(f) == 1 && f[0] == "json":
+		asJSON = true
+	default:
+		http.Error(w, fmt.Sprintf("the status page has no format %q: it is HTML, or JSON with ?format=json", strings.Join(f, ",")), http.StatusBadRequest)
+		return
+	}
 	g := h.c.gov
 	if g == nil {
 		g = resilience.Default()
@@ -105,7 +117,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	var buf bytes.Buffer
-	if r.URL.Query().Get("format") == "json" {
+	if asJSON {
 		enc := json.NewEncoder(&buf) // escapes <, > and & in strings
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(p); err != nil {

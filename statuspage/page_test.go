@@ -419,3 +419,31 @@ func TestPageSaysWhatTheLimitLeftOut(t *testing.T) {
 		}
 	})
 }
+
+// The page is HTML, or JSON with ?format=json: a format it does not
+// serve (a misspelt or upper-case json, xml, two formats at once) is
+// refused with 400 and says which formats there are, rather than served
+// as HTML to a program that asked for something else.
+func TestUnknownFormatIsRefused(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(WithGovernor(g))
+	for _, target := range []string{"/?format=JSON", "/?format=xml", "/?format=jsn", "/?format=json&format=html"} {
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			w := get(t, h, m, target)
+			if body := w.Body.String(); w.Code != http.StatusBadRequest || (m == http.MethodGet && !strings.Contains(body, `?format=json`)) {
+				t.Errorf("%s %s: %d %q, want 400 naming the formats", m, target, w.Code, body[:min(len(body), 60)])
+			}
+		}
+	}
+	for _, c := range []struct{ target, ct string }{
+		{"/", "text/html; charset=utf-8"}, {"/?format=", "text/html; charset=utf-8"}, {"/?format=html", "text/html; charset=utf-8"},
+		{"/?format=json", "application/json"}, {"/?refresh=1&format=json", "application/json"},
+	} {
+		if w := get(t, h, http.MethodGet, c.target); w.Code != http.StatusOK || w.Header().Get("Content-Type") != c.ct {
+			t.Errorf("GET %s: %d %s, want 200 %s", c.target, w.Code, w.Header().Get("Content-Type"), c.ct)
+		}
+	}
+}
