@@ -42,3 +42,39 @@ func TestLifetimeBesideConfigureReadsNoRetiredCount(t *testing.T) {
 		t.Fatalf("Lifetime read %d calls in all, %d of %v, after the Configure; want %d and 1", totals.Calls, scopes[0].Calls, svc, n)
 	}
 }
+
+// Summary(nil) counts each call once when a Configure folds a scope's
+// calls into the governor's totals while it reads: here the scope's
+// calls are read from its entry, and then, before the summary reads the
+// calls folded from retired entries, a Configure that changes the
+// provider's buckets and breakers retires the entry and folds its calls
+// there. Before, the summary counted them in both.
+func TestSummaryBesideConfigureCountsEachCallOnce(t *testing.T) {
+	g := newGov(t, Config{})
+	ok := func(context.Context) error { return nil }
+	for range 3 {
+		Do(context.Background(), iamUsers, ok, WithGovernor(g))
+	}
+	listed := 0
+	testHookLive = func() {
+		// aws is listed first: at the next provider's listing its
+		// entry's calls are read.
+		if listed++; listed == 2 {
+			if err := g.Configure(Config{AWS: ProviderConfig{MaxRPS: 3, BreakerThreshold: 4}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { testHookLive = nil }()
+	s := g.Summary(nil)
+	testHookLive = nil
+	if listed < 2 {
+		t.Fatal("setup: the summary listed one provider")
+	}
+	if s.Totals.Calls > 3 {
+		t.Fatalf("Summary(nil) counted %d calls beside a Configure; 3 were made", s.Totals.Calls)
+	}
+	if s := g.Summary(nil); s.Totals.Calls != 3 {
+		t.Fatalf("Summary(nil) counted %d calls after the Configure; want 3", s.Totals.Calls)
+	}
+}

@@ -58,8 +58,11 @@ func (g *Governor) Summary(s *Stats) Summary {
 		table = s.table.snapshot()
 		sum.Totals.WaitElapsed = s.waited.covered()
 	} else {
-		table = g.lifetime()
+		// The calls folded from retired entries are read first: an entry
+		// retired after that is read with the calls it folded, or not at
+		// all, never both (as in Lifetime).
 		sum.Totals.Calls = g.folded.Load()
+		table = g.lifetime()
 		sum.Totals.WaitElapsed = g.waited.covered()
 	}
 	sum.Messages = messages(table)
