@@ -3,11 +3,13 @@
 package statuspage
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"unicode/utf8"
 
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -58,6 +60,34 @@ func TestScopeStringsAreEscaped(t *testing.T) {
 		s := decode(t, w)
 		if len(s.Scopes) != 1 || s.Scopes[0].Scope != evil || s.Scopes[0].Key != evil.Key() {
 			t.Fatalf("the JSON did not keep the scope's parts: %+v", s.Scopes)
+		}
+	})
+}
+
+// A scope's parts may hold any bytes, not only UTF-8: the page is served
+// as UTF-8 (its Content-Type says so) whatever they hold, the bytes that
+// are not UTF-8 shown as U+FFFD, as in the JSON.
+func TestScopeBytesThatAreNotUTF8AreServedAsUTF8(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := resilience.Scope{Provider: "acme\xff", Account: "a\xffb\xc3", Region: "r\xe2\x82", Service: "s\xfe<", Operation: "op\x80"}
+		if err := resilience.Do(context.Background(), bad, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		h := New(WithGovernor(g))
+		for _, target := range []string{"/", "/?format=json"} {
+			w := get(t, h, http.MethodGet, target)
+			if !utf8.Valid(w.Body.Bytes()) {
+				i := bytes.IndexFunc(w.Body.Bytes(), func(r rune) bool { return r == utf8.RuneError })
+				t.Errorf("%s, served as %s, is not UTF-8: %q", target, w.Header().Get("Content-Type"), w.Body.Bytes()[max(0, i-20):i+20])
+			}
+		}
+		body := get(t, h, http.MethodGet, "/").Body.String()
+		if !strings.Contains(body, `title="a`+"\uFFFD"+`b`+"\uFFFD"+`"`) || !strings.Contains(body, `s`+"\uFFFD"+`&lt;`) {
+			t.Error("the page does not show the bytes that are not UTF-8 as U+FFFD")
 		}
 	})
 }

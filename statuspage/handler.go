@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -136,5 +137,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	w.Write(buf.Bytes())
+	out := buf.Bytes()
+	if !utf8.Valid(out) {
+		// A scope's parts may hold any bytes, which html/template writes
+		// as they are: the page is UTF-8, as it says, with U+FFFD for
+		// each run of bytes that are not (the JSON's encoder writes no
+		// others).
+		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+	}
+	w.Write(out)
 }
