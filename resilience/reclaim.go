@@ -188,12 +188,20 @@ func (t *scopeTable) dropAccount(name string, a *accountEntry, now time.Duration
 }
 
 // foldCalls adds the calls of a dropped entry to its service's lifetime
-// counters, or to the totals when it had none.
+// counters, or to the totals when the service has none. The entry may
+// not know its service's counters: another leaf of the service (another
+// operation, or an earlier entry of its own) made them.
 func (g *Governor) foldCalls(e *scopeEntry, calls int64) {
 	if calls <= 0 {
 		return
 	}
-	if c := e.life.Load(); c != nil {
+	c := e.life.Load()
+	if c == nil {
+		if v, ok := g.life.m.Load(serviceScope(e.key)); ok {
+			c = v.(*counters)
+		}
+	}
+	if c != nil {
 		c.n[callsTally].Add(calls)
 		return
 	}
