@@ -438,6 +438,9 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 // entries and f.
 func (g *Governor) eachEntry(f func(*scopeEntry, *provider)) {
 	for _, p := range g.providers() {
+		if p = g.inForce(p); p == nil {
+			continue
+		}
 		es := p.scopes.live()
 		if testHookLive != nil {
 			testHookLive()
@@ -463,6 +466,12 @@ func (t *scopeTable) live() []*scopeEntry {
 	})
 	return es
 }
+
+// inForce returns the state in force of p's provider, or nil when the
+// provider was forgotten: a reader that lists the providers and goes over
+// them in turn reads each one's scopes where they are when it reaches it,
+// not in the table a Configure or Reset since retired, which holds none.
+func (g *Governor) inForce(p *provider) *provider { return g.existing(p.set.name) }
 
 // providers returns every provider's state.
 func (g *Governor) providers() []*provider {

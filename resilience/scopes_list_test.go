@@ -65,3 +65,49 @@ func TestScopesIteration(t *testing.T) {
 		}
 	})
 }
+
+// Scopes lists each provider's scopes as the provider holds them when the
+// iteration reaches it: a Configure that changes Azure's breakers while
+// the iteration is at AWS's scopes moves Azure's scopes to a new table,
+// where the iteration finds them, rather than reading the table the
+// Configure retired, which holds none. Summary's slowed buckets and its
+// count of live calls read them so too.
+func TestScopesFollowAConfigureDuringTheIteration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		vnet := Scope{Provider: "azure", Account: "sub-1", Service: "network"}
+		n := 0
+		Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g))
+		Do(context.Background(), vnet, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		seen := map[Scope]state.ScopeSnapshot{}
+		for sc, snap := range g.Scopes() {
+			if len(seen) == 0 {
+				if sc.Provider != "aws" {
+					t.Fatalf("setup: the iteration began with %v", sc)
+				}
+				if err := g.Configure(Config{Azure: ProviderConfig{BreakerThreshold: 4}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen[sc] = snap
+		}
+		if s, ok := seen[vnet]; len(seen) != 2 || !ok || s.Leaf.Rate >= s.Leaf.Ceiling {
+			t.Fatalf("Scopes listed %v beside a Configure of Azure's breakers, want the IAM scope and the slowed %v", seen, vnet)
+		}
+
+		listed := 0
+		testHookLive = func() {
+			if listed++; listed == 1 { // at AWS's listing
+				if err := g.Configure(Config{Azure: ProviderConfig{BreakerThreshold: 3}}); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		defer func() { testHookLive = nil }()
+		sum := g.Summary(nil)
+		testHookLive = nil
+		if _, ok := sum.SlowedBuckets[vnet]; !ok || sum.Totals.Calls != 2 {
+			t.Fatalf("Summary(nil) beside a Configure of Azure's breakers: slowed %v, %d calls; want %v slowed, 2 calls", sum.SlowedBuckets, sum.Totals.Calls, vnet)
+		}
+	})
+}

@@ -262,6 +262,9 @@ func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counte
 func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
 	return func(yield func(Scope, state.ScopeSnapshot) bool) {
 		for _, p := range g.providers() {
+			if p = g.inForce(p); p == nil {
+				continue
+			}
 			for _, e := range p.scopes.live() {
 				if !yield(e.key, e.snapshot(g.epoch, g.now(), p)) {
 					return
