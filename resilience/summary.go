@@ -50,7 +50,12 @@ type Summary struct {
 
 // Summary reports on s, or on the governor's lifetime when s is nil. Totals,
 // messages, skipped and scopes come from the stats; slowed buckets and
-// breakers are the governor's, which outlast any run.
+// breakers are the governor's, which outlast any run. A run's totals are
+// the sum of its scopes' counters. The lifetime's may count more calls:
+// a scope that only ever counted calls keeps no counters of its own once
+// the reclaimer drops it (unless its service has some), so that a sweep
+// over millions of scopes is not remembered scope by scope, and its calls
+// stay in the totals alone.
 func (g *Governor) Summary(s *Stats) Summary {
 	var table map[Scope]Counters
 	var sum Summary
