@@ -105,6 +105,30 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 	}
 }
 
+// A YAML merge key (<<) is not read through: it is refused as an unknown
+// key wherever it is, in the same words. Under providers or services it
+// is no entry named <<, and at the top of the section no provider to
+// tune under providers. A quoted "<<" is a name like any other.
+func TestMergeKeyIsRefusedWhereverItIs(t *testing.T) {
+	for doc, want := range map[string]string{
+		"base: &b {github: {max_rps: 7}}\nratelimit:\n  providers:\n    <<: *b\n": "ratelimit.providers.<<: unknown key",
+		"ratelimit:\n  providers: {<<: [{github: {max_rps: 7}}]}\n":               "ratelimit.providers.<<: unknown key",
+		"ratelimit:\n  providers: {<<: {}}\n":                                     "ratelimit.providers.<<: unknown key",
+		"base: &b {aws: {max_rps: 7}}\nratelimit:\n  <<: *b\n":                    "ratelimit.<<: unknown key",
+		"ratelimit:\n  aws:\n    services: {<<: {ec2: {max_rps: 5}}}\n":           "ratelimit.aws.services.<<: unknown key",
+		"ratelimit:\n  aws: {<<: {max_rps: 5}}\n":                                 "ratelimit.aws.<<: unknown key",
+	} {
+		cfg, err := ParseConfig([]byte(doc))
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %+v, %v; want %s", doc, cfg.Providers, err, want)
+		}
+	}
+	cfg, err := ParseConfig([]byte("providers: {\"<<\": {max_rps: 5}}\n"))
+	if err != nil || cfg.Providers["<<"].MaxRPS != 5 {
+		t.Errorf("a provider named \"<<\": %+v, %v", cfg.Providers, err)
+	}
+}
+
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "cloudg.yaml")

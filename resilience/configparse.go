@@ -38,7 +38,9 @@ import (
 //	ratelimit.aws.min_rps: 50 rps is above max_rps (5 rps)
 //
 // Keys ending in _seconds take a number of seconds or a Go duration string
-// ("90s", "1m30s"). An empty document is the zero Config.
+// ("90s", "1m30s"). An empty document is the zero Config. A YAML merge
+// key (<<) is not read through: wherever it is, under providers and
+// services too, it is an unknown key (ratelimit.aws.<<: unknown key).
 //
 // The live_* keys of the section (live_cooldown_seconds and the others at
 // the top level, live_cooldown_seconds under a provider's key) configure

@@ -141,6 +141,15 @@ func Section(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// IsMerge reports whether the key node k is a YAML merge key (<<, not
+// quoted). No reader reads through one: the decoder refuses it as an
+// unknown key, wherever it is, so that the keys it would bring in are
+// not passed over in silence.
+func IsMerge(k *yaml.Node) bool {
+	k = deref(k)
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge"
+}
+
 func deref(n *yaml.Node) *yaml.Node {
 	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
 		n = n.Alias
@@ -194,7 +203,11 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 			}
 			idx, ok := fields[name]
 			if !ok {
-				if !lenient {
+				if !lenient && IsMerge(k) {
+					// Not read through, and not a misspelt setting or
+					// another provider's: no hint applies.
+					errs = append(errs, errorf(p, "unknown key"))
+				} else if !lenient {
 					hint := suggest(name, fields)
 					if hint == "" && d.Hint != nil {
 						hint = d.Hint(p, deref(n.Content[i+1]).Kind == yaml.MappingNode)
@@ -230,6 +243,12 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 				continue
 			}
 			p := path + "." + k.Value
+			if IsMerge(k) {
+				// Not an entry named <<, nor read through: refused as a
+				// struct's merge key is.
+				errs = append(errs, errorf(p, "unknown key"))
+				continue
+			}
 			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
 				errs = append(errs, errorf(p, "duplicate key"))
 				continue
