@@ -139,8 +139,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // and gcp at the top of the section or of aws, azure or gcp under
 // providers (refused as resilience.ParseConfig refuses that provider
 // there), a provider's key or providers given twice with a live_* key in
-// it, a merge key (<<) that brings live_* keys into the section or a
-// provider's mapping (ratelimit.aws.<<: unknown key, as
+// it, a merge key (<<) that brings live_* keys into the section, a
+// provider's mapping or providers (ratelimit.aws.<<: unknown key, as
 // resilience.ParseConfig says),
 // malformed values, negative ones, and an explicit
 // zero live_max_concurrent, live_max_concurrent_total,
@@ -173,6 +173,9 @@ func ParseConfig(data []byte) (Config, error) {
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			name := n.Content[i].Value
+			if yamlconf.IsMerge(n.Content[i]) {
+				continue // reported by mergedLiveKeys
+			}
 			if seen[name] {
 				continue // reported by duplicateLiveKeys
 			}
@@ -186,6 +189,8 @@ func ParseConfig(data []byte) (Config, error) {
 	var provider func(name, path string, value *yaml.Node)
 	provider = func(name, path string, value *yaml.Node) {
 		if path == "ratelimit.providers" {
+			// A merge key here brings in providers' mappings.
+			errs = append(errs, mergedLiveKeys(value, path, 2)...)
 			providers(value, path, provider)
 			return
 		}
@@ -220,7 +225,7 @@ func ParseConfig(data []byte) (Config, error) {
 			return
 		}
 		errs = append(errs, unknownLiveKeys(value, path, providerKeys)...)
-		errs = append(errs, mergedLiveKeys(value, path)...)
+		errs = append(errs, mergedLiveKeys(value, path, 1)...)
 		if yamlconf.Section(value, "live_cooldown_seconds") == nil {
 			return
 		}
@@ -238,12 +243,11 @@ func ParseConfig(data []byte) (Config, error) {
 			cfg.ProviderCooldownSeconds[name] = *p.CooldownSeconds
 		}
 	}
+	// A merge key at the section's top brings in live keys of the
+	// section (<<: {live_max_concurrent: 2}), of a provider's mapping
+	// (<<: {aws: {live_cooldown_seconds: 5}}) or under providers.
+	errs = append(errs, mergedLiveKeys(n, "ratelimit", 3)...)
 	providers(n, "ratelimit", provider)
-	if v := yamlconf.Section(n, "<<"); v != nil && v.Kind == yaml.SequenceNode {
-		// A merge of a list at the section's top (<<: [*base]); that of
-		// one mapping is read above as a provider's, and refused there.
-		errs = append(errs, mergedLiveKeys(n, "ratelimit")...)
-	}
 	if cfg.OperationTimeoutSeconds == 0 { // absent or null; an explicit 0 is an error
 		cfg.OperationTimeoutSeconds = defaultOperationTimeout.Seconds()
 	}
@@ -336,20 +340,24 @@ func unknownLiveKeys(n *yaml.Node, path string, known map[string]bool) []error {
 }
 
 // mergedLiveKeys reports a YAML merge key (<<) of the mapping n that
-// brings in a live_* key: neither this reader nor resilience.ParseConfig
+// brings in a live_* key, down to depth levels of the mappings it merges
+// (1: their own keys): neither this reader nor resilience.ParseConfig
 // reads through a merge key, and resilience refuses it in these words.
-func mergedLiveKeys(n *yaml.Node, path string) []error {
+func mergedLiveKeys(n *yaml.Node, path string, depth int) []error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value != "<<" {
+		if !yamlconf.IsMerge(n.Content[i]) {
 			continue
 		}
 		v := n.Content[i+1]
+		for j := 0; v.Kind == yaml.AliasNode && v.Alias != nil && j < 16; j++ {
+			v = v.Alias
+		}
 		merged := []*yaml.Node{v}
 		if v.Kind == yaml.SequenceNode { // <<: [*a, *b]
 			merged = v.Content
 		}
 		for _, m := range merged {
-			if holdsLiveKey(m, 1) {
+			if holdsLiveKey(m, depth) {
 				return []error{fieldErr(path+".<<", "unknown key")}
 			}
 		}

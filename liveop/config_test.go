@@ -243,6 +243,14 @@ func TestMergedLiveKeyIsRefused(t *testing.T) {
 		base + "  azure:\n    max_rps: 2\n    <<: [*b]\n": "ratelimit.azure.<<: unknown key",
 		base + "  providers:\n    github: {<<: *b}\n":     "ratelimit.providers.github.<<: unknown key",
 		base + "  <<: [*b]\n":                             "ratelimit.<<: unknown key",
+		base + "  <<: *b\n":                               "ratelimit.<<: unknown key",
+		// One level down: providers' mappings merged into providers,
+		// or into the section.
+		"base: &b {github: {live_cooldown_seconds: 7}}\nratelimit:\n  providers:\n    <<: *b\n":                             "ratelimit.providers.<<: unknown key",
+		"a: &a {github: {live_cooldown_seconds: 7}}\nb: &b {acme: {max_rps: 2}}\nratelimit:\n  providers: {<<: [*b, *a]}\n": "ratelimit.providers.<<: unknown key",
+		"base: &b {aws: {live_cooldown_seconds: 7}}\nratelimit:\n  <<: *b\n":                                                "ratelimit.<<: unknown key",
+		"base: &b {gcp: {live_cooldown_seconds: 7}}\nratelimit:\n  <<: [*b]\n":                                              "ratelimit.<<: unknown key",
+		"base: &b {providers: {github: {live_cooldown_seconds: 7}}}\nratelimit:\n  <<: *b\n":                                "ratelimit.<<: unknown key",
 	} {
 		cfg, lerr := ParseConfig([]byte(doc))
 		_, rerr := resilience.ParseConfig([]byte(doc))
@@ -252,8 +260,14 @@ func TestMergedLiveKeyIsRefused(t *testing.T) {
 	}
 	// A merge key that brings in only the governor's keys is
 	// resilience.ParseConfig's to refuse.
-	if _, err := ParseConfig([]byte("base: &b {max_rps: 7}\nratelimit:\n  aws: {<<: *b}\n")); err != nil {
-		t.Errorf("a merge of the governor's keys: %v", err)
+	for _, doc := range []string{
+		"base: &b {max_rps: 7}\nratelimit:\n  aws: {<<: *b}\n",
+		"base: &b {github: {max_rps: 7}}\nratelimit:\n  providers: {<<: *b}\n",
+		"base: &b {aws: {max_rps: 7}}\nratelimit:\n  <<: *b\n",
+	} {
+		if _, err := ParseConfig([]byte(doc)); err != nil {
+			t.Errorf("a merge of the governor's keys: %q: %v", doc, err)
+		}
 	}
 }
 
