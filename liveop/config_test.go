@@ -2,6 +2,7 @@ package liveop
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,5 +323,34 @@ providers: {github: {live_cooldown_seconds: -1}}
 	verr := Config{MaxConcurrent: -1, CooldownSeconds: &neg}.Validate()
 	if verr == nil || verr.Error() != "ratelimit.live_max_concurrent: must be >= 0\nratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)" {
 		t.Errorf("Validate: %v", verr)
+	}
+}
+
+// A document whose aliases expand it far beyond its size is refused by
+// both readers alike, as it is read: this one, of 30 kB, expands to two
+// billion nodes, and this reader's walk through its providers' mappings
+// took seconds to find no live key in them.
+func TestExcessiveAliasingIsRefused(t *testing.T) {
+	const n = 1000
+	var b strings.Builder
+	b.WriteString("a: &a {")
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: 0, ", i)
+	}
+	b.WriteString("}\nb: &b {")
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: *a, ", i)
+	}
+	b.WriteString("}\nratelimit: {")
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: *b, ", i)
+	}
+	b.WriteString("}\n")
+	doc := []byte(b.String())
+	const want = "ratelimit: document contains excessive aliasing (its 6008 nodes expand to 2005008008)"
+	_, lerr := ParseConfig(doc)
+	_, rerr := resilience.ParseConfig(doc)
+	if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+		t.Errorf("liveop %v, resilience %.200v; want %s from both", lerr, rerr, want)
 	}
 }

@@ -3,7 +3,9 @@
 // the wrong type are errors that name the key path
 // (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
 // every mistake of a document at once (errors.Join). Keys ending in _seconds
-// take a number of seconds or a Go duration string ("90s"). The core's
+// take a number of seconds or a Go duration string ("90s"). A document
+// whose aliases expand it far beyond its size is refused as it is read
+// (Document). The core's
 // ParseConfig and the SDK integrations' configuration readers use it.
 package yamlconf
 
@@ -115,6 +117,9 @@ func Document(data []byte, path string) (*yaml.Node, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errorf(path, "one YAML document expected")
 	}
+	if err := checkAliasing(&doc, path); err != nil {
+		return nil, err
+	}
 	n := deref(&doc)
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
@@ -129,6 +134,110 @@ func Document(data []byte, path string) (*yaml.Node, error) {
 		return nil, errorf(path, "must be a mapping")
 	}
 	return n, nil
+}
+
+// checkAliasing refuses a document whose aliases expand it far beyond its
+// size (a "billion laughs"), by the rule yaml.v3 applies when it decodes
+// into Go values: past 1000 nodes and 100 reached through aliases, those
+// may be at most 99% of the expanded nodes up to 400,000 of them, and a
+// share falling to 10% at 4,000,000. The readers walk the nodes, where
+// yaml.v3 applies no limit, following aliases: without it, a document of
+// a few kilobytes could take seconds and gigabytes to read.
+func checkAliasing(doc *yaml.Node, path string) error {
+	physical, expanded := expansion(doc)
+	aliased := expanded - physical
+	if aliased > 100 && expanded > 1000 && float64(aliased)/float64(expanded) > allowedAliasRatio(expanded) {
+		size := strconv.Itoa(expanded)
+		if expanded >= maxExpansion {
+			size = "more than " + size
+		}
+		return errorf(path, fmt.Sprintf("document contains excessive aliasing (its %d nodes expand to %s)", physical, size))
+	}
+	return nil
+}
+
+// maxExpansion caps the count of expanded nodes, far past every limit.
+const maxExpansion = 1 << 40
+
+// allowedAliasRatio is yaml.v3's: the share of the nodes decoded that
+// may be reached through an alias.
+func allowedAliasRatio(expanded int) float64 {
+	const low, high = 400_000, 4_000_000
+	switch {
+	case expanded <= low:
+		return 0.99
+	case expanded >= high:
+		return 0.10
+	}
+	return 0.99 - 0.89*float64(expanded-low)/float64(high-low)
+}
+
+// expansion counts the nodes of the tree under root as written
+// (physical) and as a reader following every alias meets them
+// (expanded, at most maxExpansion; an alias within the node it names
+// expands without end). Each node's expanded size is counted once,
+// without recursion: the parser bounds a document's nesting, not that of
+// aliases within aliases.
+func expansion(root *yaml.Node) (physical, expanded int) {
+	children := func(n *yaml.Node) []*yaml.Node {
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil {
+				return nil
+			}
+			return []*yaml.Node{n.Alias}
+		}
+		return n.Content
+	}
+	// Post-order, with an explicit stack: a node's size once all its
+	// children's are known. A node on the path being counted is open.
+	size := map[*yaml.Node]int{}
+	open := map[*yaml.Node]bool{}
+	type frame struct {
+		n    *yaml.Node
+		done bool
+	}
+	stack := []frame{{n: root}}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, ok := size[f.n]; ok {
+			continue
+		}
+		if !f.done {
+			if open[f.n] {
+				continue // met again within itself: counted below
+			}
+			open[f.n] = true
+			stack = append(stack, frame{n: f.n, done: true})
+			for _, c := range children(f.n) {
+				if _, ok := size[c]; !ok && !open[c] {
+					stack = append(stack, frame{n: c})
+				}
+			}
+			continue
+		}
+		total := 1
+		for _, c := range children(f.n) {
+			cs, ok := size[c]
+			if !ok { // open: an alias within the node it names
+				cs = maxExpansion
+			}
+			total = min(total+cs, maxExpansion)
+		}
+		size[f.n] = total
+		delete(open, f.n)
+	}
+	// The nodes as written: aliases not followed.
+	nodes := []*yaml.Node{root}
+	for len(nodes) > 0 {
+		n := nodes[len(nodes)-1]
+		nodes = nodes[:len(nodes)-1]
+		physical++
+		if n.Kind != yaml.AliasNode {
+			nodes = append(nodes, n.Content...)
+		}
+	}
+	return physical, size[root]
 }
 
 // Section returns the value of the top-level key of a mapping, or nil.

@@ -2,6 +2,7 @@ package yamlconf
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -270,5 +271,49 @@ func TestNearest(t *testing.T) {
 		if got := Nearest(name, names); got != want {
 			t.Errorf("Nearest(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// aliasBomb returns a document of a few kilobytes whose aliases expand it
+// to n*n provider mappings (each holding n service mappings): n providers
+// that name the same mapping, which names one service mapping n times.
+func aliasBomb(n int) string {
+	var b strings.Builder
+	b.WriteString("v: &v {max_rps: 5}\ns: &s {")
+	for i := range n {
+		fmt.Fprintf(&b, "e%d: *v, ", i)
+	}
+	b.WriteString("}\np: &p {services: *s}\nratelimit:\n  providers: {")
+	for i := range n {
+		fmt.Fprintf(&b, "p%d: *p, ", i)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// A document whose aliases expand it far beyond its size (a "billion
+// laughs") is refused as it is read, by the rule yaml.v3 applies when it
+// decodes into Go values, before any reader follows its aliases: the
+// readers walk the nodes, where yaml.v3 applies no limit, and a 20 kB
+// document took resilience.ParseConfig 3 s and 650 MB. An alias within
+// the node it names expands without end. Anchors used as a configuration
+// uses them are read.
+func TestDocumentRefusesExcessiveAliasing(t *testing.T) {
+	for doc, want := range map[string]string{
+		aliasBomb(1000):        "ratelimit: document contains excessive aliasing (its 4016 nodes expand to 5016017)",
+		"a: &a [*a]\n":         "ratelimit: document contains excessive aliasing (its 5 nodes expand to more than 1099511627776)",
+		"a: &a {b: [1, *a]}\n": "ratelimit: document contains excessive aliasing (its 8 nodes expand to more than 1099511627776)",
+	} {
+		if _, err := Document([]byte(doc), "ratelimit"); err == nil || err.Error() != want {
+			t.Errorf("%.40q: %v, want %s", doc, err, want)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("common: &c {max_rps: 5, burst: 10, max_concurrency: 4, max_retries: 3, deadline_seconds: 60}\nratelimit:\n  aws: *c\n  azure: *c\n  providers:\n")
+	for i := range 50 {
+		fmt.Fprintf(&b, "    p%d: *c\n", i)
+	}
+	if n, err := Document([]byte(b.String()), "ratelimit"); err != nil || n == nil {
+		t.Errorf("a configuration sharing one mapping: %v", err)
 	}
 }
