@@ -172,15 +172,18 @@ func ParseConfig(data []byte) (Config, error) {
 	providers := func(n *yaml.Node, path string, yield func(name, path string, value *yaml.Node)) {
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			name := n.Content[i].Value
+			name, ok := keyName(n.Content[i])
 			if yamlconf.IsMerge(n.Content[i]) {
 				continue // reported by mergedLiveKeys
 			}
-			if seen[name] {
+			if !ok && path == "ratelimit" {
+				continue // reported by the decoder
+			}
+			if name != "" && seen[name] {
 				continue // reported by duplicateLiveKeys
 			}
 			seen[name] = true
-			if value := yamlconf.Section(n, name); value.Kind == yaml.MappingNode { // the value, aliases followed
+			if value := yamlconf.Deref(n.Content[i+1]); value.Kind == yaml.MappingNode {
 				yield(name, path+"."+name, value)
 			}
 		}
@@ -274,11 +277,20 @@ func yamlKeys(t reflect.Type) map[string]bool {
 	return keys
 }
 
+// keyName returns the name of the key node k, an alias followed, and
+// whether it is a string at all (not a sequence or a mapping: then "").
+func keyName(k *yaml.Node) (string, bool) {
+	if k = yamlconf.Deref(k); k.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	return k.Value, true
+}
+
 // hasLiveKey reports whether the mapping n holds a key that starts with
 // live_.
 func hasLiveKey(n *yaml.Node) bool {
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if strings.HasPrefix(n.Content[i].Value, "live_") {
+		if k, _ := keyName(n.Content[i]); strings.HasPrefix(k, "live_") {
 			return true
 		}
 	}
@@ -292,13 +304,16 @@ func duplicateLiveKeys(n *yaml.Node, path string) []error {
 	count := map[string]int{}
 	live := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i].Value
+		k, ok := keyName(n.Content[i])
+		if !ok {
+			continue // not a string: reported as such
+		}
 		count[k]++
 		live[k] = live[k] || holdsLiveKey(n.Content[i+1], 2)
 	}
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i].Value; count[k] > 1 && live[k] {
+		if k, ok := keyName(n.Content[i]); ok && count[k] > 1 && live[k] {
 			errs = append(errs, fieldErr(path+"."+k, "duplicate key"))
 			count[k] = 0 // once
 		}
@@ -332,7 +347,7 @@ func holdsLiveKey(n *yaml.Node, depth int) bool {
 func unknownLiveKeys(n *yaml.Node, path string, known map[string]bool) []error {
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i].Value; strings.HasPrefix(k, "live_") && !known[k] {
+		if k, _ := keyName(n.Content[i]); strings.HasPrefix(k, "live_") && !known[k] {
 			errs = append(errs, fieldErr(path+"."+k, "unknown key"))
 		}
 	}

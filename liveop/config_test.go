@@ -354,3 +354,51 @@ func TestExcessiveAliasingIsRefused(t *testing.T) {
 		t.Errorf("liveop %v, resilience %.200v; want %s from both", lerr, rerr, want)
 	}
 }
+
+// A key is read as resilience.ParseConfig reads it: an alias key
+// (*name) as the text it names, and a key that is no string (a sequence)
+// as the one mistake that reader reports. An alias key made ParseConfig
+// panic, and a sequence key at the top of the section added an error at
+// the path "ratelimit.".
+func TestKeysAreReadAsResilienceReadsThem(t *testing.T) {
+	for _, c := range []struct {
+		doc        string
+		want       string // both readers' error, or ""
+		cooldowns  string // with no error: ProviderCooldownSeconds
+		liveopOnly string // with no error from resilience: this reader's
+	}{
+		{doc: "x: &k aws\nratelimit:\n  *k : {max_rps: 5, live_cooldown_seconds: 5}\n", cooldowns: "map[aws:5]"},
+		{doc: "x: &k github\nratelimit:\n  providers: {*k : {live_cooldown_seconds: 5}}\n", cooldowns: "map[github:5]"},
+		{doc: "x: &k live_cooldown_secs\nratelimit:\n  *k : 5\n", want: "ratelimit.live_cooldown_secs: unknown key"},
+		{doc: "x: &k live_max_concurrent\nratelimit:\n  *k : 0\n", liveopOnly: "ratelimit.live_max_concurrent: must be > 0"},
+		{doc: "? [a]\n: {live_cooldown_seconds: 5}\n", want: "ratelimit: keys must be strings"},
+		{doc: "providers: {[a]: {live_cooldown_seconds: 5}, [b]: {live_cooldown_seconds: 6}}\n",
+			want: "ratelimit.providers: keys must be non-empty strings\nratelimit.providers: keys must be non-empty strings"},
+	} {
+		var cfg Config
+		var lerr error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					lerr = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			cfg, lerr = ParseConfig([]byte(c.doc))
+		}()
+		_, rerr := resilience.ParseConfig([]byte(c.doc))
+		switch {
+		case c.want != "":
+			if lerr == nil || rerr == nil || lerr.Error() != c.want || rerr.Error() != c.want {
+				t.Errorf("%q: liveop %v, resilience %v; want %s from both", c.doc, lerr, rerr, c.want)
+			}
+		case c.liveopOnly != "":
+			if lerr == nil || lerr.Error() != c.liveopOnly || rerr != nil {
+				t.Errorf("%q: liveop %v, resilience %v; want %s, and no error", c.doc, lerr, rerr, c.liveopOnly)
+			}
+		default:
+			if lerr != nil || rerr != nil || fmt.Sprint(cfg.ProviderCooldownSeconds) != c.cooldowns {
+				t.Errorf("%q: liveop %v %v, resilience %v; want %s", c.doc, cfg.ProviderCooldownSeconds, lerr, rerr, c.cooldowns)
+			}
+		}
+	}
+}

@@ -259,6 +259,10 @@ func IsMerge(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge"
 }
 
+// Deref returns the node an alias names (through at most 16 aliases),
+// or n itself: a key or a value as the decoder reads it.
+func Deref(n *yaml.Node) *yaml.Node { return deref(n) }
+
 func deref(n *yaml.Node) *yaml.Node {
 	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
 		n = n.Alias
