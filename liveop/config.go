@@ -201,8 +201,12 @@ func ParseConfig(data []byte) (Config, error) {
 			// Another provider's settings at the top of the section:
 			// resilience.ParseConfig refuses them, so a live key among
 			// them is refused here too, not read.
-			if hasLiveKey(value) {
-				errs = append(errs, fieldErr(path, "unknown key"+yamlconf.OtherProvider(name)))
+			switch {
+			case !hasLiveKey(value):
+			case name == "enabled": // a setting, not a mapping
+				errs = append(errs, fieldErr(path, "must be a single value"))
+			default:
+				errs = append(errs, fieldErr(path, "unknown key"+yamlconf.SectionHint(name)))
 			}
 			return
 		}

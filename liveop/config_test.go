@@ -193,6 +193,27 @@ func TestProviderCooldownUnderProviders(t *testing.T) {
 	}
 }
 
+// A live key under a key at the top of the section that is no provider's
+// is refused in resilience.ParseConfig's words, which name the key of the
+// section it is a likely misspelling of before they send another
+// provider under providers.
+func TestMisspeltProviderWithALiveKeyIsRefusedAlike(t *testing.T) {
+	for doc, want := range map[string]string{
+		"awz: {live_cooldown_seconds: 5}\n":      "ratelimit.awz: unknown key (did you mean aws?)",
+		"gpc: {live_cooldown_seconds: 5}\n":      "ratelimit.gpc: unknown key (did you mean gcp?)",
+		"Azure: {live_cooldown_seconds: 5}\n":    "ratelimit.Azure: unknown key (did you mean azure?)",
+		"provider: {live_cooldown_seconds: 5}\n": "ratelimit.provider: unknown key (did you mean providers?)",
+		"enabled: {live_cooldown_seconds: 5}\n":  "ratelimit.enabled: must be a single value",
+		"github: {live_cooldown_seconds: 5}\n":   "ratelimit.github: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.github)",
+	} {
+		_, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %v, resilience %v; want %s from both", doc, lerr, rerr, want)
+		}
+	}
+}
+
 // aws, azure and gcp have keys of their own: a cooldown of theirs under
 // providers is refused, by both readers alike, not read (over the one
 // under ratelimit.aws).

@@ -138,6 +138,29 @@ func OtherProvider(name string) string {
 	return " (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers." + name + ")"
 }
 
+// SectionHint returns what an error about the unknown key name at the top
+// of the governor's section, holding a mapping, adds, as the decoder of
+// resilience.ParseConfig words it: the key of the section that name is a
+// likely misspelling of (see Nearest), " (did you mean aws?)", or else
+// OtherProvider's. package liveop, which reads the live keys of such a
+// mapping, refuses it in these words.
+func SectionHint(name string) string {
+	near := Nearest(name, func(yield func(string) bool) {
+		if !yield("aws") {
+			return
+		}
+		for k := range sectionKeys {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	if near != "" {
+		return " (did you mean " + near + "?)"
+	}
+	return OtherProvider(name)
+}
+
 // BuiltinProvider reports whether name is a provider the governor's
 // section tunes under its own key (aws, azure, gcp).
 func BuiltinProvider(name string) bool { return name == "aws" || name == "azure" || name == "gcp" }
