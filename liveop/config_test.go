@@ -202,6 +202,7 @@ func TestMisspeltProviderWithALiveKeyIsRefusedAlike(t *testing.T) {
 		"awz: {live_cooldown_seconds: 5}\n":      "ratelimit.awz: unknown key (did you mean aws?)",
 		"gpc: {live_cooldown_seconds: 5}\n":      "ratelimit.gpc: unknown key (did you mean gcp?)",
 		"Azure: {live_cooldown_seconds: 5}\n":    "ratelimit.Azure: unknown key (did you mean azure?)",
+		"AWS: {live_cooldown_seconds: 5}\n":      "ratelimit.AWS: unknown key (did you mean aws?)",
 		"provider: {live_cooldown_seconds: 5}\n": "ratelimit.provider: unknown key (did you mean providers?)",
 		"enabled: {live_cooldown_seconds: 5}\n":  "ratelimit.enabled: must be a single value",
 		"github: {live_cooldown_seconds: 5}\n":   "ratelimit.github: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.github)",

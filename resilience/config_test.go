@@ -70,6 +70,11 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)"},
 		{"oracle: {}\n", "ratelimit.oracle: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.oracle)"},
 		{"oracle: 1\n", "ratelimit.oracle: unknown key"},
+		// A key in another case is named, not sent under providers.
+		{"AWS: {max_rps: 5}\n", "ratelimit.AWS: unknown key (did you mean aws?)"},
+		{"GCP:\n  max_rps: 5\n", "ratelimit.GCP: unknown key (did you mean gcp?)"},
+		{"aws: {MAX_RPS: 5}\n", "ratelimit.aws.MAX_RPS: unknown key (did you mean max_rps?)"},
+		{"aws: {BREAKER_THRESHOLD: 5}\n", "ratelimit.aws.BREAKER_THRESHOLD: unknown key (did you mean breaker_threshold?)"},
 		{"aws:\n  max_rps: 0\n", "ratelimit.aws.max_rps: must be > 0"},
 		{"aws:\n  max_rps: -3\n", "ratelimit.aws.max_rps: must be > 0"},
 		{"azure:\n  services:\n    network: {max_rps: 0}\n", "ratelimit.azure.services.network.max_rps: must be > 0"},

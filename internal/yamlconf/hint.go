@@ -1,6 +1,9 @@
 package yamlconf
 
-import "iter"
+import (
+	"iter"
+	"strings"
+)
 
 // suggest names the known key closest to an unknown one when the unknown
 // one is a likely misspelling of it, " (did you mean burst?)", and is ""
@@ -25,12 +28,19 @@ func suggest(name string, fields map[string]int) string {
 // Nearest returns the candidate closest to name when name is a likely
 // misspelling of it, and "" otherwise: at most two edits away (a swap of
 // two neighbouring letters is one edit), with more letters kept than
-// changed; of two equally close candidates, the first in byte order. The
+// changed; of two equally close candidates, the first in byte order.
+// Case is not counted, except that a name that differs from a candidate
+// in case alone is one edit from it (AWS, MAX_RPS: aws, max_rps). The
 // SDK integrations use it for the "did you mean" of the names they check.
 func Nearest(name string, candidates iter.Seq[string]) string {
 	best, bestDist := "", maxEdits+1
+	lower := strings.ToLower(name)
 	for k := range candidates {
-		if d := distance(name, k); d < bestDist || d == bestDist && k < best {
+		d := distance(lower, strings.ToLower(k))
+		if d == 0 && k != name {
+			d = 1
+		}
+		if d < bestDist || d == bestDist && k < best {
 			best, bestDist = k, d
 		}
 	}

@@ -123,7 +123,10 @@ func TestSuggestNamesOnlyNearKeys(t *testing.T) {
 		"max_retires": " (did you mean max_retries?)", // a swap
 		"mix_rps":     " (did you mean max_rps?)",     // one from max_rps and min_rps: the first in order
 		"aw":          " (did you mean aws?)",
-		"ab":          "", // as many edits as letters
+		"AWS":         " (did you mean aws?)",     // case alone
+		"MAX_RPS":     " (did you mean max_rps?)", // case alone
+		"MAX_RSP":     " (did you mean max_rps?)", // case, and a swap
+		"ab":          "",                         // as many edits as letters
 		"deadline":    "",
 		"maxrps_x":    "",
 	} {
