@@ -134,11 +134,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // or a Go duration ("90s"). The other keys of the section are
 // resilience.ParseConfig's and are not read here.
 //
-// Unknown live_* keys (live_cooldown_secs, or a provider's
-// live_max_concurrent), a live_* key of a provider other than aws, azure
-// and gcp at the top of the section or of aws, azure or gcp under
-// providers (refused as resilience.ParseConfig refuses that provider
-// there), a provider's key or providers given twice with a live_* key in
+// Unknown live_* keys (live_cooldown_secs, a provider's
+// live_max_concurrent, or one in another case: LIVE_MAX_CONCURRENT), a
+// live_* key of a provider other than aws, azure and gcp at the top of
+// the section or of aws, azure or gcp under providers (refused as
+// resilience.ParseConfig refuses that provider there), a provider's key or providers given twice with a live_* key in
 // it, a merge key (<<) that brings live_* keys into the section, a
 // provider's mapping or providers (ratelimit.aws.<<: unknown key, as
 // resilience.ParseConfig says),
@@ -290,11 +290,18 @@ func keyName(k *yaml.Node) (string, bool) {
 	return k.Value, true
 }
 
+// isLive reports whether the key k is one of this reader's, known or
+// not: it starts with live_, in any case (LIVE_MAX_CONCURRENT is no key
+// of resilience.ParseConfig's either, and is refused, not passed over).
+func isLive(k string) bool {
+	return len(k) >= len("live_") && strings.EqualFold(k[:len("live_")], "live_")
+}
+
 // hasLiveKey reports whether the mapping n holds a key that starts with
-// live_.
+// live_, in any case.
 func hasLiveKey(n *yaml.Node) bool {
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k, _ := keyName(n.Content[i]); strings.HasPrefix(k, "live_") {
+		if k, _ := keyName(n.Content[i]); isLive(k) {
 			return true
 		}
 	}
@@ -347,11 +354,11 @@ func holdsLiveKey(n *yaml.Node, depth int) bool {
 }
 
 // unknownLiveKeys reports every key of the mapping n that starts with
-// live_ and is not one of known.
+// live_, in any case, and is not one of known.
 func unknownLiveKeys(n *yaml.Node, path string, known map[string]bool) []error {
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k, _ := keyName(n.Content[i]); strings.HasPrefix(k, "live_") && !known[k] {
+		if k, _ := keyName(n.Content[i]); isLive(k) && !known[k] {
 			errs = append(errs, fieldErr(path+"."+k, "unknown key"))
 		}
 	}

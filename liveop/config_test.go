@@ -424,3 +424,21 @@ func TestKeysAreReadAsResilienceReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// A live key spelt in another case is no key of either reader: it is
+// refused by this one too, in resilience.ParseConfig's words, not passed
+// over in silence (the guard ran with the default it meant to change).
+func TestLiveKeyInAnotherCaseIsRefused(t *testing.T) {
+	for doc, want := range map[string]string{
+		"LIVE_MAX_CONCURRENT: 5\n":                          "ratelimit.LIVE_MAX_CONCURRENT: unknown key",
+		"ratelimit:\n  Live_Cooldown_Seconds: 30\n":         "ratelimit.Live_Cooldown_Seconds: unknown key",
+		"aws: {Live_Cooldown_Seconds: 5}\n":                 "ratelimit.aws.Live_Cooldown_Seconds: unknown key",
+		"providers: {github: {LIVE_COOLDOWN_SECONDS: 5}}\n": "ratelimit.providers.github.LIVE_COOLDOWN_SECONDS: unknown key",
+	} {
+		cfg, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %+v %v, resilience %v; want %s from both", doc, cfg, lerr, rerr, want)
+		}
+	}
+}
