@@ -164,6 +164,26 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 	}
 }
 
+// A time a document sets above zero but below a nanosecond is a
+// nanosecond, not zero, which would mean something else: a base delay of
+// zero keeps every backoff at zero (the decorrelated jitter grows from
+// the base), and a breaker_dead_seconds of 0 turns the dead-scope rule
+// off.
+func TestSubNanosecondTimesAreANanosecond(t *testing.T) {
+	cfg, err := ParseConfig([]byte("aws: {base_delay_seconds: 1e-10, max_backoff_seconds: 1e-10, deadline_seconds: 5e-324, breaker_dead_seconds: 1e-10}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGovernor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := g.provider("aws").set
+	if r := set.retry; r.base != 1 || r.maxBackoff != 1 || r.deadline != 1 || set.dead != 1 {
+		t.Errorf("base %v, max backoff %v, deadline %v, dead after %v; want 1ns each", r.base, r.maxBackoff, r.deadline, set.dead)
+	}
+}
+
 func TestBuiltInDefaults(t *testing.T) {
 	g, _ := NewGovernor(Config{})
 	aws := g.provider("aws").set

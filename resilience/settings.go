@@ -151,7 +151,7 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		dead:        defaultBreakerDead,
 	}
 	if pc.BreakerDeadSeconds != nil {
-		s.dead = time.Duration(min(*pc.BreakerDeadSeconds, maxDuration.Seconds()) * float64(time.Second))
+		s.dead = orSeconds(*pc.BreakerDeadSeconds, 0)
 	}
 	if r := derefOr(pc.GlobalMaxRPS, 0); r > 0 {
 		s.global = &state.BucketSpec{Rate: r, Burst: pc.GlobalBurst}
@@ -373,9 +373,12 @@ func derefOr[T any](v *T, d T) T {
 	return d
 }
 
+// orSeconds converts v seconds to a Duration when it is set (> 0), else
+// is d. A setting below a nanosecond is one, not zero, which would mean
+// something else (no backoff that could grow, or no dead-scope rule).
 func orSeconds(v float64, d time.Duration) time.Duration {
 	if v > 0 {
-		return clampDuration(v * float64(time.Second))
+		return max(clampDuration(v*float64(time.Second)), 1)
 	}
 	return d
 }
