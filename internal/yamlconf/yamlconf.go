@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -455,15 +456,24 @@ func number(n *yaml.Node, path string, duration bool) (float64, error) {
 		return f, nil
 	case "!!str":
 		if duration {
-			d, err := time.ParseDuration(strings.TrimSpace(n.Value))
-			if err != nil {
-				return 0, errorf(path, fmt.Sprintf("malformed duration %q (seconds, or a duration such as 90s)", n.Value))
+			s := strings.TrimSpace(n.Value)
+			d, err := time.ParseDuration(s)
+			switch {
+			case err == nil:
+				return d.Seconds(), nil
+			case durationForm.MatchString(s):
+				return 0, errorf(path, fmt.Sprintf("duration %q is out of range (at most %v)", n.Value, time.Duration(math.MaxInt64)))
 			}
-			return d.Seconds(), nil
+			return 0, errorf(path, fmt.Sprintf("malformed duration %q (seconds, or a duration such as 90s)", n.Value))
 		}
 	}
 	return 0, errorf(path, fmt.Sprintf("%q is not a number", n.Value))
 }
+
+// durationForm is the form of a Go duration, whatever its length: a
+// string of this form that time.ParseDuration refuses is too long for a
+// Duration, not malformed.
+var durationForm = regexp.MustCompile(`^[-+]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // structFields maps yaml key names to field indexes.
 func structFields(t reflect.Type) map[string]int {
