@@ -172,12 +172,12 @@ func ParseConfig(data []byte) (Config, error) {
 	providers := func(n *yaml.Node, path string, yield func(name, path string, value *yaml.Node)) {
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			name, ok := keyName(n.Content[i])
+			name, _ := keyName(n.Content[i])
 			if yamlconf.IsMerge(n.Content[i]) {
 				continue // reported by mergedLiveKeys
 			}
-			if !ok && path == "ratelimit" {
-				continue // reported by the decoder
+			if name == "" && path == "ratelimit" {
+				continue // no string, or empty: reported by the decoder
 			}
 			if name != "" && seen[name] {
 				continue // reported by duplicateLiveKeys

@@ -394,6 +394,7 @@ func TestKeysAreReadAsResilienceReadsThem(t *testing.T) {
 		{doc: "x: &k live_cooldown_secs\nratelimit:\n  *k : 5\n", want: "ratelimit.live_cooldown_secs: unknown key"},
 		{doc: "x: &k live_max_concurrent\nratelimit:\n  *k : 0\n", liveopOnly: "ratelimit.live_max_concurrent: must be > 0"},
 		{doc: "? [a]\n: {live_cooldown_seconds: 5}\n", want: "ratelimit: keys must be strings"},
+		{doc: "\"\": {live_cooldown_seconds: 5}\n", want: "ratelimit: keys must be non-empty strings"},
 		{doc: "providers: {[a]: {live_cooldown_seconds: 5}, [b]: {live_cooldown_seconds: 6}}\n",
 			want: "ratelimit.providers: keys must be non-empty strings\nratelimit.providers: keys must be non-empty strings"},
 	} {

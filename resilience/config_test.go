@@ -70,6 +70,9 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)"},
 		{"oracle: {}\n", "ratelimit.oracle: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.oracle)"},
 		{"oracle: 1\n", "ratelimit.oracle: unknown key"},
+		// An empty key names no setting, and no provider under providers.
+		{"\"\": {max_rps: 5}\n", "ratelimit: keys must be non-empty strings"},
+		{"aws: {\"\": 5}\n", "ratelimit.aws: keys must be non-empty strings"},
 		// A key in another case is named, not sent under providers.
 		{"AWS: {max_rps: 5}\n", "ratelimit.AWS: unknown key (did you mean aws?)"},
 		{"GCP:\n  max_rps: 5\n", "ratelimit.GCP: unknown key (did you mean gcp?)"},

@@ -312,6 +312,11 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 				errs = append(errs, errorf(path, "keys must be strings"))
 				continue
 			}
+			if name == "" {
+				// No setting is unnamed, and path. names nothing.
+				errs = append(errs, errorf(path, "keys must be non-empty strings"))
+				continue
+			}
 			if d.skip(p) {
 				continue
 			}
