@@ -166,6 +166,15 @@ func TestParseConfigPassesOverTheSDKSection(t *testing.T) {
 	if _, err := ParseConfig([]byte("aws: {retry_mode: standard, live_cooldown_seconds: 5}\n")); err == nil || !strings.HasPrefix(err.Error(), "aws.live_cooldown_seconds: not a setting of the AWS SDK's section") {
 		t.Fatalf("a live setting beside retry_mode: %v", err)
 	}
+	// A live setting at the top of such a document is read by no reader
+	// either: an error, for both alike, not a cooldown left at its default.
+	doc := []byte("aws: {retry_mode: standard}\nlive_cooldown_seconds: 300\n")
+	const want = "live_cooldown_seconds: a setting of the governor's section, which this document does not have at its top: retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under ratelimit.live_cooldown_seconds"
+	_, lerr := ParseConfig(doc)
+	_, rerr := resilience.ParseConfig(doc)
+	if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+		t.Errorf("%q: liveop %v, resilience %v; want %s from both", doc, lerr, rerr, want)
+	}
 }
 
 // A provider other than aws, azure and gcp has its cooldown under

@@ -204,6 +204,11 @@ func TestOneDocumentHoldsBothSections(t *testing.T) {
 	// A governor setting beside retry_mode would be read by neither.
 	wantMistakes(t, "aws: {retry_mode: standard, max_rps: 5}\n",
 		"aws.max_rps: not a setting of the AWS SDK's section, which retry_mode makes this top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws")
+	// Nor would a key at the top that only the governor's section has:
+	// there is no such section at the top of this document.
+	wantMistakes(t, "aws: {retry_mode: standard, max_retries: 3}\nproviders: {github: {max_rps: 1}}\nlive_cooldown_seconds: 300\napp: {x: 1}\n",
+		"providers: a setting of the governor's section, which this document does not have at its top: retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under ratelimit.providers",
+		"live_cooldown_seconds: a setting of the governor's section, which this document does not have at its top: retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under ratelimit.live_cooldown_seconds")
 	// Without retry_mode, a governor key makes it the section itself.
 	if cfg := accepted(t, "aws: {max_retries: 3, max_rps: 5}\n"); *cfg.AWS.MaxRetries != 3 {
 		t.Errorf("the section alone: %+v", cfg.AWS)

@@ -20,8 +20,9 @@ import (
 // A document without a ratelimit key is the short form unless its
 // top-level aws holds retry_mode, which only the SDK's section has: then
 // it sets no governor setting (aws: {max_retries: 3, retry_mode:
-// standard} alone is the SDK's), and a governor setting beside retry_mode
-// is an error, since neither reader would read it. A top-level aws
+// standard} alone is the SDK's), and a governor setting beside retry_mode,
+// or a key that only the section has (providers, live_*) at the top of
+// such a document, is an error, since neither reader would read it. A top-level aws
 // holding max_retries alone, a key of both sections, is the governor's
 // when the document has another key of the section (enabled, azure, gcp,
 // providers, live_*), and otherwise an error that says how to write

@@ -23,7 +23,8 @@ import (
 //   - retry_mode, which only the SDK's section has: the SDK's section, in
 //     a whole configuration without a ratelimit section. A governor
 //     setting beside it would be read by neither reader, so it is an
-//     error.
+//     error, and so is a top-level key that only the governor's section
+//     has (providers, live_*).
 //   - max_retries alone, a key of both sections: the governor's section
 //     alone when the document has another key of it (enabled, azure, gcp,
 //     providers, live_*); otherwise nothing tells the SDK's retries from
@@ -87,6 +88,14 @@ func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
 			if k := deref(aws.Content[i]).Value; !sdkKeys[k] {
 				errs = append(errs, errorf("aws."+k, "not a setting of the AWS SDK's section, which retry_mode makes this "+
 					"top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws"))
+			}
+		}
+		// Nor is the governor's section the document's top, where its
+		// keys that no other section could have are read by no reader.
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			if k := deref(top.Content[i]).Value; k == "providers" || strings.HasPrefix(k, "live_") {
+				errs = append(errs, errorf(k, "a setting of the governor's section, which this document does not have at its top: "+
+					"retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under ratelimit."+k))
 			}
 		}
 		return nil, aws, errors.Join(errs...)
