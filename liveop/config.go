@@ -194,6 +194,14 @@ func ParseConfig(data []byte) (Config, error) {
 		if path == "ratelimit.providers" {
 			// A merge key here brings in providers' mappings.
 			errs = append(errs, mergedLiveKeys(value, path, 2)...)
+			// A live setting here, not under a provider's name, is read
+			// by neither reader: refused in resilience's words.
+			for i := 0; i+1 < len(value.Content); i += 2 {
+				k, _ := keyName(value.Content[i])
+				if v := yamlconf.Deref(value.Content[i+1]); isLive(k) && v.Kind != yaml.MappingNode && v.ShortTag() != "!!null" {
+					errs = append(errs, fieldErr(path+"."+k, "must be a mapping"))
+				}
+			}
 			providers(value, path, provider)
 			return
 		}

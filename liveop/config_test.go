@@ -452,3 +452,18 @@ func TestLiveKeyInAnotherCaseIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A live setting directly under providers, not under a provider's name,
+// is read by neither reader: it is refused by both alike, not passed over.
+func TestLiveKeyDirectlyUnderProvidersIsRefused(t *testing.T) {
+	for doc, want := range map[string]string{
+		"providers: {live_cooldown_seconds: 5}\n":                     "ratelimit.providers.live_cooldown_seconds: must be a mapping",
+		"providers: {github: {max_rps: 1}, live_max_concurrent: 2}\n": "ratelimit.providers.live_max_concurrent: must be a mapping",
+	} {
+		_, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %v, resilience %v; want %s from both", doc, lerr, rerr, want)
+		}
+	}
+}
