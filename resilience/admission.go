@@ -921,7 +921,7 @@ func (gd *Guard) acquire(ctx context.Context) (from time.Duration, waited bool, 
 		if gd.e.flags.busy() { // hold, in line
 			gd.slot = b
 			if gd.orphan != nil {
-				gd.orphan.hold(b, gd.e)
+				gd.orphan.hold(b)
 			}
 			return from, waited, nil
 		}
@@ -1011,7 +1011,7 @@ func (gd *Guard) hold(b *bulkhead.Bulkhead) bool {
 	}
 	gd.slot = b
 	if gd.orphan != nil {
-		gd.orphan.hold(b, gd.e)
+		gd.orphan.hold(b)
 	}
 	return true
 }

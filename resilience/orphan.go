@@ -16,7 +16,6 @@ import (
 // which it must not keep alive.
 type orphanSlot struct {
 	held  atomic.Pointer[bulkhead.Bulkhead]
-	entry atomic.Pointer[scopeEntry] // the entry the slot was counted on, stored before held
 	g     *Governor
 	scope Scope
 }
@@ -28,10 +27,7 @@ func watchOrphan(gd *Guard) *orphanSlot {
 	return o
 }
 
-func (o *orphanSlot) hold(b *bulkhead.Bulkhead, e *scopeEntry) {
-	o.entry.Store(e)
-	o.held.Store(b)
-}
+func (o *orphanSlot) hold(b *bulkhead.Bulkhead) { o.held.Store(b) }
 
 // drop forgets the slot the guard is about to release; false when the
 // collector released it already (the guard cannot be both released and
@@ -46,7 +42,7 @@ func (o *orphanSlot) collected() {
 		return
 	}
 	b.Release()
-	o.g.unbusy(o.entry.Load(), o.scope)
+	o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags)
 	if o.g.leakLogged.CompareAndSwap(false, true) {
 		l := o.g.logger
 		if l == nil {
