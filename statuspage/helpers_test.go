@@ -133,6 +133,7 @@ type served struct {
 	RefreshSeconds float64        `json:"refresh_seconds"`
 	Live           int            `json:"live_scopes"`
 	LiveAccounts   int            `json:"live_accounts"`
+	LiveProviders  int            `json:"live_providers"`
 	Statuses       map[string]int `json:"statuses"`
 	Totals         struct {
 		Calls    int64 `json:"calls"`

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -445,5 +446,37 @@ func TestUnknownFormatIsRefused(t *testing.T) {
 		if w := get(t, h, http.MethodGet, c.target); w.Code != http.StatusOK || w.Header().Get("Content-Type") != c.ct {
 			t.Errorf("GET %s: %d %s, want 200 %s", c.target, w.Code, w.Header().Get("Content-Type"), c.ct)
 		}
+	}
+}
+
+// The retry budgets shown are bounded by WithLimit too, as the scopes and
+// accounts are: a program that calls many providers by name gets a page
+// of its limit's size, with the budgets nearest their end, and the page
+// says how many there are. Before, every provider of a live scope was
+// listed, whatever the limit.
+func TestTheLimitBoundsTheProvidersShown(t *testing.T) {
+	cfg := resilience.Config{Providers: map[string]resilience.ProviderConfig{}}
+	for i := range 50 {
+		b := 100 + i
+		cfg.Providers[fmt.Sprintf("p%02d", i)] = resilience.ProviderConfig{RetryBudget: &b}
+	}
+	g, err := resilience.NewGovernor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		resilience.Do(context.Background(), resilience.Scope{Provider: fmt.Sprintf("p%02d", i), Account: "a", Service: "s"},
+			func(context.Context) error { return nil }, resilience.WithGovernor(g))
+	}
+	h := New(WithGovernor(g), WithLimit(3))
+	body := get(t, h, http.MethodGet, "/").Body.String()
+	want := `retry budget left: p00 <b>100</b> p01 <b>101</b> p02 <b>102</b> (the 3 nearest their end, of 50 providers)`
+	if !strings.Contains(body, want) {
+		i := strings.Index(body, "retry budget left")
+		t.Errorf("the page says\n%s\nwant %s", body[i:i+strings.Index(body[i:], "</span>")], want)
+	}
+	s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
+	if len(s.Providers) != 3 || s.Providers[0].Name != "p00" || s.LiveProviders != 50 {
+		t.Errorf("JSON: providers %+v of %d, want p00, p01, p02 of 50", s.Providers, s.LiveProviders)
 	}
 }

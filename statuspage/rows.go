@@ -131,10 +131,11 @@ type provider struct {
 type page struct {
 	Time           time.Time           `json:"time"` // on the governor's clock
 	RefreshSeconds int64               `json:"refresh_seconds"`
-	Live           int                 `json:"live_scopes"`   // every live scope; Scopes holds the first Limit
-	LiveAccounts   int                 `json:"live_accounts"` // every account of a live scope; Accounts holds the first Limit
-	Statuses       map[string]int      `json:"statuses"`      // live scopes per status
-	Totals         resilience.Counters `json:"totals"`        // the governor's lifetime
+	Live           int                 `json:"live_scopes"`    // every live scope; Scopes holds the first Limit
+	LiveAccounts   int                 `json:"live_accounts"`  // every account of a live scope; Accounts holds the first Limit
+	LiveProviders  int                 `json:"live_providers"` // every provider of a live scope; Providers holds the Limit with the least budget left
+	Statuses       map[string]int      `json:"statuses"`       // live scopes per status
+	Totals         resilience.Counters `json:"totals"`         // the governor's lifetime
 	Providers      []provider          `json:"providers"`
 	Accounts       []account           `json:"accounts"`
 	Scopes         []row               `json:"scopes"`
@@ -206,6 +207,12 @@ func collect(ctx context.Context, g *resilience.Governor, limit int) (page, erro
 	for name, b := range budgets {
 		p.Providers = append(p.Providers, provider{name, b})
 	}
+	p.LiveProviders = len(p.Providers)
+	// A program may call many providers by name: the limit keeps the
+	// page's size, with the budgets nearest their end.
+	p.Providers = smallest(p.Providers, limit, func(a, b provider) int {
+		return cmp.Or(cmp.Compare(a.RetryBudget, b.RetryBudget), strings.Compare(a.Name, b.Name))
+	})
 	slices.SortFunc(p.Providers, func(a, b provider) int { return strings.Compare(a.Name, b.Name) })
 	return p, nil
 }
