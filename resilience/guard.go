@@ -725,25 +725,23 @@ func (gd *Guard) Release() {
 	if gd.slot != nil {
 		if gd.orphan == nil || gd.orphan.drop() {
 			gd.slot.Release()
-			gd.g.unbusy(gd.e, gd.scope)
+			if !gd.e.flags.unbusy() {
+				gd.g.unbusyLive(gd.scope)
+			}
 		}
 		gd.slot = nil
 	}
 }
 
-// unbusy uncounts a call that held a slot through e, an entry of scope:
-// on the live entry of scope when e is dead, since a Reset or a Configure
-// that retired e carried its count there (entryFlags).
-func (g *Governor) unbusy(e *scopeEntry, scope Scope) {
-	if !e.flags.unbusy() {
-		g.unbusyLive(scope)
-	}
-}
-
+// unbusyLive uncounts a call of scope that held a slot on the live entry
+// of scope: a Reset or a Configure that retired the entry the call
+// counted itself on carried its count there (entryFlags).
 func (g *Governor) unbusyLive(scope Scope) {
-	_, e := g.resolve(scope)
-	if !e.flags.unbusy() { // retired meanwhile, with the count
-		g.unbusyLive(scope)
+	for {
+		if _, e := g.resolve(scope); e.flags.unbusy() {
+			return
+		}
+		// Retired meanwhile, with the count: on to the next live entry.
 	}
 }
 

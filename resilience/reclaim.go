@@ -8,8 +8,8 @@ import (
 
 // The reclaimer drops the scopes that hold nothing learned (rate at its
 // ceiling, bucket full, breaker closed), went unused for the reclaim
-// interval and have no call in flight (entryFlags), so that a sweep over millions of scopes keeps only the ones
-// in use or slowed. No goroutine of its own does it, and no call pays for
+// interval and have no call in flight (entryFlags), so that a sweep over
+// millions of scopes keeps only the ones in use or slowed. No goroutine of its own does it, and no call pays for
 // a whole table: once per interval a pass visits every slot of every
 // provider's index, a small step at a time, each step taken by a call
 // that finds the pass due (Guard.Enter). A provider other than aws, azure
@@ -197,9 +197,7 @@ func (g *Governor) foldCalls(e *scopeEntry, calls int64) {
 	}
 	c := e.life.Load()
 	if c == nil {
-		if v, ok := g.life.m.Load(serviceScope(e.key)); ok {
-			c = v.(*counters)
-		}
+		c = g.life.find(serviceScope(e.key))
 	}
 	if c != nil {
 		c.n[callsTally].Add(calls)

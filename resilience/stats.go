@@ -108,11 +108,19 @@ type statsTable struct {
 
 // get returns the counters of svc, making them on first use.
 func (t *statsTable) get(svc Scope) *counters {
-	if c, ok := t.m.Load(svc); ok {
-		return c.(*counters)
+	if c := t.find(svc); c != nil {
+		return c
 	}
 	c, _ := t.m.LoadOrStore(svc, new(counters))
 	return c.(*counters)
+}
+
+// find returns the counters of svc, or nil when it has none yet.
+func (t *statsTable) find(svc Scope) *counters {
+	if c, ok := t.m.Load(svc); ok {
+		return c.(*counters)
+	}
+	return nil
 }
 
 // snapshot returns the counts of every scope.
