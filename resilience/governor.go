@@ -39,6 +39,7 @@ type Governor struct {
 	life       statsTable
 	waited     span         // the wall-clock time during which a call waited, for the lifetime's totals
 	folded     atomic.Int64 // calls of dropped scopes that had no lifetime counters
+	moves      moves        // sweeps, Configures and Resets that move calls, for the lifetime's readers
 	reclaim    reclaimer
 	gen        atomic.Uint64 // counts the changes of providers' state, for Bound
 	// changed is closed, and cleared, at each change gen counts (replaced),
@@ -375,6 +376,8 @@ func (g *Governor) Configure(cfg Config) error {
 	g.init()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.moves.begin()
+	defer g.moves.end() // after replaced: once the retired table is out of force
 	g.cur.Store(g.build(cfg, g.cur.Load(), false))
 	g.replaced()
 	return nil
@@ -391,6 +394,8 @@ func (g *Governor) Reset() {
 	g.init()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.moves.begin()
+	defer g.moves.end()
 	c := g.cur.Load()
 	g.cur.Store(g.build(c.cfg, c, true))
 	g.life.clear()

@@ -82,8 +82,12 @@ func (g *Governor) reclaimStep(now time.Duration) {
 // reached the end, where it drops the accounts no entry uses and shrinks
 // the index if it is mostly empty.
 func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Time) (visited, spent int, done bool) {
-	wake := false // a call waits on an entry reclaimed: woken once mu is released
+	wake := false   // a call waits on an entry reclaimed: woken once mu is released
+	moving := false // an entry's calls were folded: a move for the lifetime's readers
 	defer func() {
+		if moving {
+			t.g.moves.end()
+		}
 		if wake {
 			t.g.wake()
 		}
@@ -111,7 +115,14 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		if entries++; entries%reclaimClockEvery == 0 && time.Now().After(deadline) {
 			break
 		}
-		if e.flags.dead() || !e.breaker.Pristine() || !e.leaf.Idle(now, t.g.idle) || !e.flags.reclaim() {
+		idle := !e.flags.dead() && e.breaker.Pristine() && e.leaf.Idle(now, t.g.idle)
+		if idle && !moving {
+			// Before reclaim marks the entry dead, which hides its calls
+			// from the lifetime's readers until they are folded.
+			t.g.moves.begin()
+			moving = true
+		}
+		if !idle || !e.flags.reclaim() {
 			if !e.flags.dead() && e.born != t.pass { // made during the pass: kept when made
 				t.keep(e, len(tab.slots))
 			}

@@ -56,6 +56,12 @@ type Summary struct {
 // the reclaimer drops it (unless its service has some), so that a sweep
 // over millions of scopes is not remembered scope by scope, and its calls
 // stay in the totals alone.
+//
+// The lifetime's counts are each call once, even when a sweep of the
+// reclaimer, a Configure or a Reset moves calls from one scope's counters
+// to another's while the report is read: the report is read again when
+// one did, up to four times in all, so that only a governor that never
+// stops moving calls may give a report that misses some.
 func (g *Governor) Summary(s *Stats) Summary {
 	var table map[Scope]Counters
 	var sum Summary
@@ -65,9 +71,12 @@ func (g *Governor) Summary(s *Stats) Summary {
 	} else {
 		// The calls folded from retired entries are read first: an entry
 		// retired after that is read with the calls it folded, or not at
-		// all, never both (as in Lifetime).
-		sum.Totals.Calls = g.folded.Load()
-		table = g.lifetime()
+		// all, never both (as in Lifetime); and read again when it was
+		// not at all.
+		g.moves.readConsistent(func() {
+			sum.Totals.Calls = g.folded.Load()
+			table = g.lifetime()
+		})
 		sum.Totals.WaitElapsed = g.waited.covered()
 	}
 	sum.Messages = messages(table)
@@ -215,7 +224,8 @@ func (g *Governor) lifetime() map[Scope]Counters {
 // that shows a few scopes: it goes once over the lifetime counters and
 // the live scopes' call counts, and reads no bucket or breaker (with a
 // shared store, nothing from the store), lists nothing slowed and writes
-// no message.
+// no message. Like Summary(nil), it reads again when calls were moved
+// meanwhile.
 func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counters) {
 	scopes = make([]Counters, len(services))
 	want := make(map[Scope]int, len(services))
@@ -226,29 +236,34 @@ func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counte
 		}
 		scopes[i].Scope = sc
 	}
-	totals.Calls = g.folded.Load()
-	totals.WaitElapsed = g.waited.covered()
-	g.life.m.Range(func(k, c any) bool {
-		st := c.(*counters).snapshot()
-		totals.add(st)
-		if i, ok := want[k.(Scope)]; ok {
-			st.Scope = scopes[i].Scope
-			scopes[i] = st
+	g.moves.readConsistent(func() {
+		totals = Counters{Calls: g.folded.Load()}
+		for i := range scopes {
+			scopes[i] = Counters{Scope: scopes[i].Scope}
 		}
-		return true
-	})
-	g.eachEntry(func(e *scopeEntry, _ *provider) {
-		n := e.calls.Load()
-		if n <= 0 {
-			return // none, or folded since live listed it: no longer this entry's
-		}
-		totals.Calls += n
-		if len(want) > 0 {
-			if i, ok := want[serviceScope(e.key)]; ok {
-				scopes[i].Calls += n
+		g.life.m.Range(func(k, c any) bool {
+			st := c.(*counters).snapshot()
+			totals.add(st)
+			if i, ok := want[k.(Scope)]; ok {
+				st.Scope = scopes[i].Scope
+				scopes[i] = st
 			}
-		}
+			return true
+		})
+		g.eachEntry(func(e *scopeEntry, _ *provider) {
+			n := e.calls.Load()
+			if n <= 0 {
+				return // none, or folded since live listed it: no longer this entry's
+			}
+			totals.Calls += n
+			if len(want) > 0 {
+				if i, ok := want[serviceScope(e.key)]; ok {
+					scopes[i].Calls += n
+				}
+			}
+		})
 	})
+	totals.WaitElapsed = g.waited.covered()
 	for i, sc := range services {
 		if j := want[serviceScope(sc)]; j != i {
 			scopes[i] = scopes[j]
