@@ -174,19 +174,35 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 // nanosecond, not zero, which would mean something else: a base delay of
 // zero keeps every backoff at zero (the decorrelated jitter grows from
 // the base), and a breaker_dead_seconds of 0 turns the dead-scope rule
-// off.
+// off. So is one too small for a float64 (1e-400), which is not zero
+// either.
 func TestSubNanosecondTimesAreANanosecond(t *testing.T) {
-	cfg, err := ParseConfig([]byte("aws: {base_delay_seconds: 1e-10, max_backoff_seconds: 1e-10, deadline_seconds: 5e-324, breaker_dead_seconds: 1e-10}\n"))
-	if err != nil {
-		t.Fatal(err)
+	for _, tiny := range []string{"1e-10", "1e-400"} {
+		cfg, err := ParseConfig([]byte("aws: {base_delay_seconds: " + tiny + ", max_backoff_seconds: " + tiny + ", deadline_seconds: 5e-324, breaker_dead_seconds: " + tiny + "}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := NewGovernor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := g.provider("aws").set
+		if r := set.retry; r.base != 1 || r.maxBackoff != 1 || r.deadline != 1 || set.dead != 1 {
+			t.Errorf("%s: base %v, max backoff %v, deadline %v, dead after %v; want 1ns each", tiny, r.base, r.maxBackoff, r.deadline, set.dead)
+		}
 	}
-	g, err := NewGovernor(cfg)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// A number in a document is read as YAML reads it, as the original
+// system's files were: max_concurrency: 017 is octal, 15. A number beyond
+// a float64's range is out of range.
+func TestConfigNumbersAreReadAsYAMLReadsThem(t *testing.T) {
+	cfg, err := ParseConfig([]byte("aws: {max_concurrency: 017}\n"))
+	if err != nil || cfg.AWS.MaxConcurrency != 15 {
+		t.Fatalf("max_concurrency: 017 read as %d, %v; want 15", cfg.AWS.MaxConcurrency, err)
 	}
-	set := g.provider("aws").set
-	if r := set.retry; r.base != 1 || r.maxBackoff != 1 || r.deadline != 1 || set.dead != 1 {
-		t.Errorf("base %v, max backoff %v, deadline %v, dead after %v; want 1ns each", r.base, r.maxBackoff, r.deadline, set.dead)
+	if _, err := ParseConfig([]byte("aws: {max_rps: 1e400}\n")); err == nil || !strings.Contains(err.Error(), `ratelimit.aws.max_rps: "1e400" is out of range`) {
+		t.Fatalf("max_rps: 1e400: %v; want it out of range", err)
 	}
 }
 

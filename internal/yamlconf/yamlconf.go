@@ -3,7 +3,9 @@
 // the wrong type are errors that name the key path
 // (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
 // every mistake of a document at once (errors.Join). Keys ending in _seconds
-// take a number of seconds or a Go duration string ("90s"). A document
+// take a number of seconds or a Go duration string ("90s"). Numbers are
+// read as YAML reads them (017 and 0o17 are octal, 15), as the original
+// system's files were; one beyond a float64's range is an error. A document
 // whose aliases expand it far beyond its size is refused as it is read
 // (Document). The core's
 // ParseConfig and the SDK integrations' configuration readers use it.
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -446,20 +449,37 @@ func (d Decoder) inRange(f float64, path, key string, rule *rangeRule) error {
 func number(n *yaml.Node, path string, duration bool) (float64, error) {
 	switch n.ShortTag() {
 	case "!!int", "!!float":
-		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-		if err != nil {
-			// YAML 1.1 forms such as 0x10, 0o17 or .inf.
+		if n.ShortTag() == "!!int" {
+			// As YAML reads it: 017 is octal, as 0o17 is.
+			var i int64
+			if n.Decode(&i) == nil {
+				return float64(i), nil
+			}
+		}
+		s := strings.ReplaceAll(n.Value, "_", "")
+		f, err := strconv.ParseFloat(s, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, errorf(path, fmt.Sprintf("%q is out of range", n.Value))
+		case err != nil:
+			// YAML 1.1 forms such as 0x10 or .inf.
 			var x float64
 			if derr := n.Decode(&x); derr != nil {
 				return 0, errorf(path, fmt.Sprintf("%q is not a number", n.Value))
 			}
 			f = x
+		case f == 0:
+			f = underflowed(s)
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, errorf(path, fmt.Sprintf("%q is not a finite number", n.Value))
 		}
 		return f, nil
 	case "!!str":
+		// A float beyond float64's range is a string to YAML.
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); errors.Is(err, strconv.ErrRange) {
+			return 0, errorf(path, fmt.Sprintf("%q is out of range", n.Value))
+		}
 		if duration {
 			s := strings.TrimSpace(n.Value)
 			d, err := time.ParseDuration(s)
@@ -473,6 +493,18 @@ func number(n *yaml.Node, path string, duration bool) (float64, error) {
 		}
 	}
 	return 0, errorf(path, fmt.Sprintf("%q is not a number", n.Value))
+}
+
+// underflowed returns what a number that strconv.ParseFloat read as zero
+// is read as: zero when it is, and when it is not (1e-400, too small for
+// a float64) the smallest float64 of its sign, so that a setting that
+// must be above zero, or a time that is not zero, stays so.
+func underflowed(s string) float64 {
+	f, _, err := big.ParseFloat(s, 10, 64, big.ToNearestEven)
+	if err != nil || f.Sign() == 0 {
+		return 0
+	}
+	return math.Copysign(math.SmallestNonzeroFloat64, float64(f.Sign()))
 }
 
 // durationForm is the form of a Go duration, whatever its length: a

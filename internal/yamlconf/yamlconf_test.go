@@ -3,6 +3,7 @@ package yamlconf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -318,5 +319,63 @@ func TestDocumentRefusesExcessiveAliasing(t *testing.T) {
 	}
 	if n, err := Document([]byte(b.String()), "ratelimit"); err != nil || n == nil {
 		t.Errorf("a configuration sharing one mapping: %v", err)
+	}
+}
+
+// A number is read as YAML reads it (yaml.v3, and PyYAML, which read the
+// original system's files): an integer with a leading zero is octal, as
+// 0o17 is, so that one file gives one configuration to either. A number
+// beyond float64's range is out of range, not "not a number"; one too
+// small for float64 but not zero keeps its sign, as the smallest float64,
+// so that a setting that must be above zero, or a time that must not be
+// zero, stays so.
+func TestNumbersAreReadAsYAMLReadsThem(t *testing.T) {
+	type section struct {
+		N int     `yaml:"n"`
+		F float64 `yaml:"f"`
+		S float64 `yaml:"s_seconds"`
+	}
+	for _, c := range []struct {
+		doc  string
+		want section
+	}{
+		{"n: 017", section{N: 15}},
+		{"n: -017", section{N: -15}},
+		{"n: 0o17", section{N: 15}},
+		{"n: 0x1F", section{N: 31}},
+		{"n: 1_000", section{N: 1000}},
+		{"n: 17", section{N: 17}},
+		{"n: 0", section{N: 0}},
+		{"f: 017", section{F: 15}},
+		{"f: 1.5", section{F: 1.5}},
+		{"f: 1e-400", section{F: math.SmallestNonzeroFloat64}},
+		{"f: -1e-400", section{F: -math.SmallestNonzeroFloat64}},
+		{"s_seconds: 1e-400", section{S: math.SmallestNonzeroFloat64}},
+		{"f: 0e-400", section{F: 0}},
+	} {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(c.doc), &n); err != nil {
+			t.Fatal(err)
+		}
+		var s section
+		if err := (Decoder{}).Decode(&s, n.Content[0], "x", false); err != nil || s != c.want {
+			t.Errorf("%q: read %+v, %v; want %+v", c.doc, s, err, c.want)
+		}
+	}
+	for _, c := range []struct{ doc, want string }{
+		{"f: 1e400", `x.f: "1e400" is out of range`},
+		{"f: -1e400", `x.f: "-1e400" is out of range`},
+		{"s_seconds: 1e400", `x.s_seconds: "1e400" is out of range`},
+		{"n: 1e400", `x.n: "1e400" is out of range`},
+		{"n: 099999999999999999999", `x.n: "099999999999999999999" is out of range (a whole number from -2147483648 to 2147483647)`},
+	} {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(c.doc), &n); err != nil {
+			t.Fatal(err)
+		}
+		var s section
+		if err := (Decoder{}).Decode(&s, n.Content[0], "x", false); err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v, want %s", c.doc, err, c.want)
+		}
 	}
 }
