@@ -57,10 +57,27 @@ func (c Config) Validate() error {
 			errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
 			continue
 		}
+		if own := builtinNear(name); own != "" {
+			// Another provider to the governor (names are compared as
+			// they are), which no call of the integrations uses.
+			errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.%s (provider names are case-sensitive)", name, own, own)))
+			continue
+		}
 		pc := c.Providers[name]
 		errs = append(errs, pc.validate(name, path)...)
 	}
 	return errors.Join(errs...)
+}
+
+// builtinNear returns aws, azure or gcp when name is that name in
+// another case or with spaces around it, and "" otherwise.
+func builtinNear(name string) string {
+	for _, own := range []string{"aws", "azure", "gcp"} {
+		if strings.EqualFold(strings.TrimSpace(name), own) {
+			return own
+		}
+	}
+	return ""
 }
 
 // A breaker's first cooldown (breaker_cooldown_seconds) is kept within

@@ -84,6 +84,12 @@ func TestProvidersKeys(t *testing.T) {
 	wantMistakes(t, "providers: {aws: {max_rps: 5}, gcp: {}}\n",
 		"ratelimit.providers.aws: aws has its own key: ratelimit.aws",
 		"ratelimit.providers.gcp: gcp has its own key: ratelimit.gcp")
+	// aws, azure or gcp in another case, or with spaces, is another
+	// provider to the governor, which no integration's call uses.
+	wantMistakes(t, "providers: {AWS: {max_rps: 5}, ' gcp': {}, Azure: {}}\n",
+		`ratelimit.providers. gcp: " gcp" is not gcp, whose calls go by ratelimit.gcp (provider names are case-sensitive)`,
+		`ratelimit.providers.AWS: "AWS" is not aws, whose calls go by ratelimit.aws (provider names are case-sensitive)`,
+		`ratelimit.providers.Azure: "Azure" is not azure, whose calls go by ratelimit.azure (provider names are case-sensitive)`)
 	wantMistakes(t, "providers: {github: {max_rsp: 5}}\n", "ratelimit.providers.github.max_rsp: unknown key (did you mean max_rps?)")
 	wantMistakes(t, "providers: {github: {max_rps: 0, max_retries: -1}}\n",
 		"ratelimit.providers.github.max_rps: must be > 0", "ratelimit.providers.github.max_retries: must be >= 0")
