@@ -512,7 +512,7 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
-		return e.snapshot(g.epoch, now, p)
+		return e.snapshot(g.epoch, now, p, nil)
 	}
 	s := fresh(p.set, scope, acct, p.budget.Remaining())
 	if acct != nil && acct.bucket != nil {

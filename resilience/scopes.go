@@ -107,8 +107,9 @@ func (e *scopeEntry) lifeCounters(g *Governor) *counters {
 }
 
 // snapshot returns where the entry stands at now, epoch being the
-// governor's.
-func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider) state.ScopeSnapshot {
+// governor's. Its account's bucket is read through accounts when it is
+// not nil.
+func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, accounts accountReads) state.ScopeSnapshot {
 	s := state.ScopeSnapshot{
 		Scope:       e.key,
 		Leaf:        e.leaf.Snapshot(now),
@@ -117,7 +118,7 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider) s
 		RetryBudget: p.budget.Remaining(),
 	}
 	if e.acct.bucket != nil {
-		s.Account = e.acct.bucket.Snapshot(now)
+		s.Account = accounts.snapshot(e.acct, now)
 	}
 	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
 		s.PausedUntil = epoch.Add(now + p)
@@ -127,6 +128,42 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider) s
 	if h := e.health.Load(); h != nil {
 		s.Dead, s.OpenReason = h.report(p.set, now)
 	}
+	return s
+}
+
+// accountReads keeps, during one iteration over many scopes, the last
+// snapshot of each account's bucket, for accountReuse: with a shared
+// store (fleet mode) each snapshot is a round trip, and the scopes of an
+// account would read its one bucket once each. A nil accountReads reads
+// every time. It is not safe for concurrent use.
+type accountReads map[*accountEntry]accountRead
+
+// accountRead is a snapshot of an account's bucket and when it was taken.
+type accountRead struct {
+	at   time.Duration
+	snap state.BucketSnapshot
+}
+
+// accountReuse is how long an account's snapshot stands for the next
+// scopes of the account in one iteration: a status page's read of
+// thousands of scopes reads each account's bucket about ten times a
+// second, not once per scope.
+const accountReuse = 100 * time.Millisecond
+
+// snapshot returns the snapshot at now of a's bucket, which is not nil:
+// the one taken within accountReuse before, with what is left of its
+// pause, or a new one.
+func (r accountReads) snapshot(a *accountEntry, now time.Duration) state.BucketSnapshot {
+	if r == nil {
+		return a.bucket.Snapshot(now)
+	}
+	if c, ok := r[a]; ok && now >= c.at && now-c.at < accountReuse {
+		s := c.snap
+		s.Paused = max(0, s.Paused-(now-c.at))
+		return s
+	}
+	s := a.bucket.Snapshot(now)
+	r[a] = accountRead{now, s}
 	return s
 }
 

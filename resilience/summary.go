@@ -278,15 +278,22 @@ func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counte
 // governor's state: its operation is set where the service is paced per
 // operation. The scopes of each provider are those it holds when the
 // iteration reaches it, in no particular order; the snapshots are taken
-// as they are yielded, outside every lock.
+// as they are yielded, outside every lock. With a shared store (fleet
+// mode), where each read of a bucket is a round trip, an account's bucket
+// is read once per 100 ms of the iteration and its snapshot given to the
+// account's scopes of that time, with what is left of its pause.
 func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
 	return func(yield func(Scope, state.ScopeSnapshot) bool) {
+		var accounts accountReads
+		if g.sharedBuckets {
+			accounts = accountReads{}
+		}
 		for _, p := range g.providers() {
 			if p = g.inForce(p); p == nil {
 				continue
 			}
 			for _, e := range p.scopes.live() {
-				if !yield(e.key, e.snapshot(g.epoch, g.now(), p)) {
+				if !yield(e.key, e.snapshot(g.epoch, g.now(), p, accounts)) {
 					return
 				}
 			}
