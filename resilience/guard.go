@@ -724,10 +724,12 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 func (gd *Guard) Release() {
 	if gd.slot != nil {
 		if gd.orphan == nil || gd.orphan.drop() {
-			gd.slot.Release()
+			// Uncounted first: a slot given back is a call no longer
+			// counted in flight by its scope.
 			if !gd.e.flags.unbusy() {
 				gd.g.unbusyLive(gd.scope)
 			}
+			gd.slot.Release()
 		}
 		gd.slot = nil
 	}

@@ -41,8 +41,8 @@ func (o *orphanSlot) collected() {
 	if b == nil {
 		return
 	}
+	o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags); first, as Release
 	b.Release()
-	o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags)
 	if o.g.leakLogged.CompareAndSwap(false, true) {
 		l := o.g.logger
 		if l == nil {
