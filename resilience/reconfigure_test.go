@@ -264,6 +264,66 @@ func TestReconfigureKeepsWhatItDoesNotChange(t *testing.T) {
 	})
 }
 
+// A breaker a Configure keeps keeps why it opened: its refusals still say
+// "after repeated throttling" (the message of the spec) or "throttled for
+// good", and Inspect its OpenReason and Dead, after new bucket settings
+// moved the scope to a new entry.
+func TestAKeptBreakerKeepsWhyItOpened(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		callers int    // calls at once, each spending its retries
+		once    bool   // one attempt each: the breaker counts 5 failed calls
+		msg     string // the refusal's message
+		reason  string // Inspect's OpenReason
+		dead    string // and Dead
+	}{
+		{"after repeated throttling", 5, true, "circuit open for aws/123456789012/*/iam/ListUsers after repeated throttling; retry in 60s", "throttling", ""},
+		{"throttled for good", 6, false, "circuit open for aws/123456789012/*/iam/ListUsers: throttled for good; retry in 60s", "throttled for good", "throttled for good"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				opts := []CallOption{WithGovernor(g)}
+				if tc.once {
+					opts = append(opts, WithPolicy(RetryPolicy{MaxAttempts: 1}))
+				}
+				var wg sync.WaitGroup
+				n := 0 // the calls that find the breaker open never run fn
+				for range tc.callers {
+					wg.Go(func() { Do(context.Background(), iamUsers, func(context.Context) error { return throttle() }, opts...) })
+					if tc.once {
+						wg.Wait()
+					}
+				}
+				wg.Wait()
+				check := func(when string) {
+					t.Helper()
+					var coe *CircuitOpenError
+					err := Do(context.Background(), iamUsers, always(&n, nil), WithGovernor(g))
+					if !errors.As(err, &coe) || err.Error() != tc.msg || coe.Reason != tc.reason {
+						t.Fatalf("%s: the refusal is %v (reason %q), want %q (reason %q)", when, err, reasonOf(coe), tc.msg, tc.reason)
+					}
+					if s := g.Inspect(iamUsers); s.OpenReason != tc.reason || s.Dead != tc.dead {
+						t.Fatalf("%s: Inspect says open reason %q, dead %q; want %q, %q", when, s.OpenReason, s.Dead, tc.reason, tc.dead)
+					}
+				}
+				check("before the Configure")
+				if err := g.Configure(Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"iam": {MaxRPS: 8}}}}); err != nil {
+					t.Fatal(err)
+				}
+				check("after a Configure of new bucket settings, which keeps the breaker")
+			})
+		})
+	}
+}
+
+func reasonOf(e *CircuitOpenError) string {
+	if e == nil {
+		return ""
+	}
+	return e.Reason
+}
+
 // Under concurrent Configure and Reset, the calls inside fn never exceed
 // the cap in force (at most 3 here).
 func TestCapHoldsUnderConcurrentReconfiguration(t *testing.T) {

@@ -462,6 +462,8 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		}
 		if !keepBreakers {
 			ne.breaker = t.g.store.Breaker(e.key.Key(), t.set.breaker)
+		} else {
+			ne.health.Store(e.health.Load()) // why the kept breaker opened, and the streak that found the scope dead
 		}
 		ne.acct.refs++
 		t.index.store(ne)
