@@ -99,13 +99,17 @@ func (gs *gauges) unregister() error {
 // RegisterGauges registers observable gauges over g's live scopes
 // (resilience.Governor.Scopes), read at each collection: those Instrument
 // registers (see the package's documentation). Unregister the returned
-// registration to stop reading g. It fails when the meter provider
-// refuses an instrument or the callback.
+// registration to stop reading g. A nil g is the process governor
+// (resilience.Default, looked up at each collection). It fails when the
+// meter provider refuses an instrument or the callback.
 //
 // Deprecated: Instrument makes the gauges with the Observer, in one call
 // on one meter provider, and reads the governor made with it.
 func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration, error) {
 	c := newConfig(opts)
+	if g == nil {
+		return registerGauges(&c, func() []*resilience.Governor { return []*resilience.Governor{resilience.Default()} })
+	}
 	govs := []*resilience.Governor{g}
 	return registerGauges(&c, func() []*resilience.Governor { return govs })
 }

@@ -328,3 +328,32 @@ func TestQueuedCallersOfOneAccountCountedOnce(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// RegisterGauges of a nil governor reads the process governor
+// (resilience.Default, looked up at each collection), as a nil governor
+// means everywhere else in cloudg; before, every collection panicked.
+func TestRegisterGaugesOfNilReadsTheProcessGovernor(t *testing.T) {
+	t.Cleanup(func() { resilience.SetDefault(nil) })
+	m := newMeter()
+	reg, err := cloudgotel.RegisterGauges(nil, cloudgotel.WithMeterProvider(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	for _, gov := range []string{"the first", "the one set since"} {
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.SetDefault(g)
+		sc := vpcs
+		sc.Operation = gov
+		if err := resilience.Do(context.Background(), sc, ok); err != nil {
+			t.Fatal(err)
+		}
+		rates := gauge[float64](t, m.collect(t)["cloudg.rate"])
+		if len(rates) != 1 || rates[key(scopeKV(sc)...)] != 20 {
+			t.Errorf("%s process governor: rates %v, want its one scope at 20", gov, rates)
+		}
+	}
+}
