@@ -318,7 +318,15 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			return gd.stopByContext(ctx.Err())
 		}
 	} else {
-		w, pw, aw, lw = gd.reserve(now)
+		var ok bool
+		if w, pw, aw, lw, ok = gd.reserve(now, now, false); !ok {
+			// Refused with no token taken (gd.held is nil): past the
+			// limit reserve read, which exceeds reads too.
+			if err := gd.exceeds(now, now+w, gd.deadlineAt(), now, 0, nil); err != nil {
+				return err
+			}
+			w, pw, aw, lw, _ = gd.reserve(now, anyWait, true)
+		}
 	}
 	if w <= 0 {
 		return nil
@@ -736,17 +744,80 @@ func (gd *Guard) openError(wait time.Duration) *CircuitOpenError {
 // returns the longest wait, and each level's: the provider's, the
 // account's and the leaf's (levelNames). Scalars, not an array, so that
 // they are returned in registers.
-func (gd *Guard) reserve(now time.Duration) (w, provider, account, leaf time.Duration) {
+//
+// A level whose token the call could not have by its limit (waitLimit:
+// its deadline, or its max wait) is not reserved: reserve gives back the
+// levels before it and reports false, with the waits known then (the
+// longest is at least the refused level's). The call is then refused with
+// no token taken: a token taken and given back beside a queue stays spent
+// (bucket.CancelAt), and calls refused one after the other would push the
+// queue ever later (three goroutines calling with a 1 s deadline left a
+// queue of 14,000 tokens, twelve minutes at the leaf's rate). The limit
+// is read only once a level would make the call wait.
+//
+// latest and known say what the call may wait for: until latest when
+// known (TryEnter: now; anyWait: whatever the wait), and otherwise
+// for nothing until a level would make it wait, then until its limit.
+func (gd *Guard) reserve(now, latest time.Duration, known bool) (w, provider, account, leaf time.Duration, ok bool) {
 	e := gd.e
-	gd.held = e
+	if e.acct.global == nil && e.acct.bucket == nil { // the leaf alone (AWS's and GCP's defaults)
+		if leaf, ok = reserveBy(e.leaf, now, latest); !ok && !known {
+			leaf, ok = reserveBy(e.leaf, now, gd.waitLimit())
+		}
+		if ok {
+			gd.held = e
+		}
+		return leaf, 0, 0, leaf, ok
+	}
+	return gd.reserveLevels(now, latest, known)
+}
+
+// reserveLevels is reserve for a scope with a provider or an account
+// bucket.
+func (gd *Guard) reserveLevels(now, latest time.Duration, known bool) (w, provider, account, leaf time.Duration, ok bool) {
+	e := gd.e
 	if b := e.acct.global; b != nil {
-		provider = b.Reserve(now)
+		if provider, ok = reserveBy(b, now, latest); !ok && !known {
+			latest, known = gd.waitLimit(), true
+			provider, ok = reserveBy(b, now, latest)
+		}
+		if !ok {
+			return provider, provider, 0, 0, false
+		}
 	}
 	if b := e.acct.bucket; b != nil {
-		account = b.Reserve(now)
+		if account, ok = reserveBy(b, now, latest); !ok && !known {
+			latest, known = gd.waitLimit(), true
+			account, ok = reserveBy(b, now, latest)
+		}
+		if !ok {
+			giveBack(e.acct.global, now, now+provider)
+			return max(provider, account), provider, account, 0, false
+		}
 	}
-	leaf = e.leaf.Reserve(now)
-	return max(provider, account, leaf), provider, account, leaf
+	if leaf, ok = reserveBy(e.leaf, now, latest); !ok && !known {
+		leaf, ok = reserveBy(e.leaf, now, gd.waitLimit())
+	}
+	if !ok {
+		giveBack(e.acct.global, now, now+provider)
+		giveBack(e.acct.bucket, now, now+account)
+		return max(provider, account, leaf), provider, account, leaf, false
+	}
+	gd.held = e
+	return max(provider, account, leaf), provider, account, leaf, true
+}
+
+// anyWait is a limit no wait passes.
+const anyWait = time.Duration(1<<63 - 1)
+
+// reserveBy takes a token of b at now if it may be used by latest (see
+// bucket.Bucket.ReserveBy). A bucket of another store than the in-process
+// one takes a token whatever the wait.
+func reserveBy(b state.Bucket, now, latest time.Duration) (time.Duration, bool) {
+	if mb, ok := b.(*bucket.Bucket); ok {
+		return mb.ReserveBy(now, latest)
+	}
+	return b.Reserve(now), true
 }
 
 // contextBucket is the optional interface of buckets whose Reserve may

@@ -383,7 +383,12 @@ func (gd *Guard) TryEnter() error {
 				return gd.stopByContext(err)
 			}
 		} else {
-			w, pw, aw, lw = gd.reserve(now)
+			var ok bool
+			if w, pw, aw, lw, ok = gd.reserve(now, now, true); !ok {
+				// Nothing taken: a token taken and given back beside a
+				// queue stays spent (see reserve).
+				return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+			}
 		}
 		r = justReserved(now, pw, aw, lw)
 		if w > 0 {

@@ -210,6 +210,31 @@ func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
 	}
 }
 
+// ReserveBy takes one token if it may be used by latest, and returns how
+// long the caller must wait before using it and true; otherwise it takes
+// nothing and returns how long the caller would have waited and false. A
+// caller that will not wait past a limit (a deadline, a max wait) asks
+// this rather than reserving and cancelling: a token given back with
+// other reservations queued after it stays spent (CancelAt), so callers
+// that keep giving up beside a queue would push it ever later.
+func (b *Bucket) ReserveBy(now, latest time.Duration) (wait time.Duration, ok bool) {
+	for {
+		t := b.t0.Load() // before the epoch: see epoch
+		if t == frozen {
+			b.currentSlow() // a change is being published
+			continue
+		}
+		e := b.ep.Load()
+		nt, at := e.take(t, now)
+		if at > latest {
+			return max(0, at-now), false
+		}
+		if b.t0.CompareAndSwap(t, nt) {
+			return max(0, at-now), true
+		}
+	}
+}
+
 // horizon bounds the balance time. A queue of reservations at an absurd
 // rate, each up to maxSpan after the one before it, would otherwise run
 // past the end of a Duration after eight of them and wrap into the past (a

@@ -136,6 +136,27 @@ func TestTryReserveAndCancel(t *testing.T) {
 	}
 }
 
+// ReserveBy takes a token only when it may be used by the caller's
+// limit, and otherwise takes nothing and says how long the wait would have
+// been: a queue of callers that give up is not pushed later by them.
+func TestReserveByTakesNothingPastItsLimit(t *testing.T) {
+	b := New(Spec{Rate: 1, Burst: 1}, 0)
+	if w, ok := b.ReserveBy(0, 0); !ok || w != 0 {
+		t.Fatalf("the stored token: wait %v, taken %v; want 0, taken", w, ok)
+	}
+	for range 5 {
+		if w, ok := b.ReserveBy(0, sec/2); ok || w != sec {
+			t.Fatalf("a token due in 1s, by 0.5s: wait %v, taken %v; want 1s, not taken", w, ok)
+		}
+	}
+	if w, ok := b.ReserveBy(0, sec); !ok || w != sec {
+		t.Fatalf("a token due in 1s, by 1s: wait %v, taken %v; want 1s, taken", w, ok)
+	}
+	if w := b.Reserve(0); w != 2*sec {
+		t.Fatalf("the next token: wait %v, want 2s (the refusals took nothing)", w)
+	}
+}
+
 func TestThrottleTwiceASecondApartThenRecovery(t *testing.T) {
 	// The spec's figure: an EC2 action at its 20 rps ceiling throttled
 	// twice, a second apart, runs at 5 rps; steady success adds 1 rps every
