@@ -45,7 +45,7 @@ func Instrument(opts ...Option) (*Observer, error) {
 // calls it when g is made with the Observer (resilience.WithObserver). An
 // Observer of NewObserver has no gauges, and ignores it.
 func (o *Observer) Attach(g *resilience.Governor) {
-	if o.gauges != nil && g != nil {
+	if o != nil && o.gauges != nil && g != nil {
 		o.gauges.attach(g)
 	}
 }
@@ -55,7 +55,7 @@ func (o *Observer) Attach(g *resilience.Governor) {
 // afterwards; the Observer still records events. It returns the meter
 // provider's error, if any.
 func (o *Observer) Unregister() error {
-	if o.gauges == nil {
+	if o == nil || o.gauges == nil {
 		return nil
 	}
 	return o.gauges.unregister()

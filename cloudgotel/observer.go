@@ -14,7 +14,8 @@ import (
 // calls' spans; one from Instrument also reads the governor's live scopes
 // as gauges. Give it to the governor with resilience.WithObserver. It is
 // safe for concurrent use; the zero Observer is not usable, make one with
-// Instrument.
+// Instrument. A nil *Observer (Instrument's when it fails) records
+// nothing: a governor made with it runs, unobserved.
 type Observer struct {
 	attrs                                                    attrCache
 	calls, throttles, retries, gaveUp, rejected, trips, lost metric.Int64Counter
@@ -74,6 +75,9 @@ func newObserver(c *config) (*Observer, error) {
 // rejections, calls lost and breaker trips, records waits, and adds
 // waits, throttles and retries to the call's span when it is recording.
 func (o *Observer) Observe(ev observe.Event) {
+	if o == nil {
+		return
+	}
 	ctx := ev.Context
 	if ctx == nil {
 		ctx = context.Background()

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cloudg/cloudg/cloudgotel"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -355,5 +356,23 @@ func TestRegisterGaugesOfNilReadsTheProcessGovernor(t *testing.T) {
 		if len(rates) != 1 || rates[key(scopeKV(sc)...)] != 20 {
 			t.Errorf("%s process governor: rates %v, want its one scope at 20", gov, rates)
 		}
+	}
+}
+
+// A nil *Observer, what Instrument returns with its error, records
+// nothing: a program that ignores the error runs, unobserved. Before,
+// NewGovernor panicked in Attach, and Observe and Unregister on it.
+func TestANilObserverRecordsNothing(t *testing.T) {
+	var obs *cloudgotel.Observer
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	obs.Observe(observe.Event{Kind: observe.Call, Scope: vpcs})
+	if err := obs.Unregister(); err != nil {
+		t.Fatal(err)
 	}
 }
