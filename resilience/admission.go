@@ -863,6 +863,7 @@ type queueBucket interface {
 	state.Bucket
 	Ticket(at time.Duration) bucket.Ticket
 	Follow(tk bucket.Ticket) (_ bucket.Ticket, moved <-chan struct{})
+	CancelTicket(now time.Duration, tk bucket.Ticket)
 }
 
 // levelNames names the bucket levels of reserve, as Event.Level does.
@@ -878,9 +879,12 @@ const (
 // used (nil: one whose every token was due before now, its call gone on
 // to wait for its slot), to the buckets it was made on: the guard may have
 // moved to the live entry of its scope since (Guard.live), whose buckets
-// gave it nothing. A bucket that knows (the in-process one) takes each
-// token back only as far as the reservations made after it allow (see
-// bucket.CancelAt). Of any other, a token due by now at a bucket paused
+// gave it nothing. A place the call holds in a queue that moves (the
+// in-process leaf's, and the account's when the call queued for its
+// token) is given up: the reservations after it move a token earlier
+// (bucket.Bucket.CancelTicket). Any other token the in-process bucket
+// takes back only as far as the reservations made after it allow (see
+// bucket.CancelAt). Of any other bucket, a token due by now at a bucket paused
 // now was due before the pause began, which counted it as spent: given
 // back, it would be a token stored at the pause's end, or the queue after
 // it would move sooner, and more calls would go from the pause's end than
@@ -896,7 +900,15 @@ func (gd *Guard) cancel(now time.Duration, r *reservation) {
 		due = r.times()
 	}
 	for i, b := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
-		if b != nil {
+		switch {
+		case b == nil:
+		case i == leafLevel && r != nil && r.q != nil && r.q == b:
+			// A place in the leaf's queue: the queue after it moves up
+			// (bucket.Bucket.CancelTicket).
+			r.q.CancelTicket(now, r.tk)
+		case i == 1 && r != nil && r.aq != nil && r.aq == b:
+			r.aq.CancelTicket(now, r.atk)
+		default:
 			giveBack(b, now, due[i])
 		}
 	}

@@ -180,14 +180,16 @@ func TestACallRefusedByABreakerThePauseOpenedLeavesNoTokenAtItsEnd(t *testing.T)
 	})
 }
 
-// A call cancelled while queued for its token, with calls queued after it,
-// gives back nothing: those calls keep their times, and a token given back
-// would let the next caller go beside the last of them. Here the leaf
-// (one token every 5 s, burst 1) queues B for 5 s and C for 10 s; B is
-// cancelled at 1 s, and D comes at 2 s. Before, B's token went back to the
-// end of the queue, and D went at 10 s with C, two calls at once through a
-// bucket of burst 1; D goes at 15 s now. The queue's last call, cancelled,
-// gives its token back: E, cancelled at 3 s, leaves its time to F.
+// A call cancelled while queued for its token gives its place up: the
+// calls queued after it move a token earlier, and no call goes beside
+// another. Here the leaf (one token every 5 s, burst 1) queues B for 5 s
+// and C for 10 s; B is cancelled at 1 s, and C moves to 5 s; D comes at
+// 2 s and goes at 10 s. The queue's last call, cancelled, gives its token
+// back: E, cancelled at 3 s, leaves its time to F. Once, B's token went
+// back to the end of the queue while C kept its time, and D went at 10 s
+// with C, two calls at once through a bucket of burst 1; then B's token
+// stayed spent, and D went at 15 s: callers that gave up their places
+// pushed the queue later each time, for good under a load above the rate.
 func TestACallCancelledInTheQueueLetsNoCallGoBesideAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{
@@ -214,7 +216,7 @@ func TestACallCancelledInTheQueueLetsNoCallGoBesideAnother(t *testing.T) {
 		synctest.Wait()
 		do(context.Background()) // F
 		wg.Wait()
-		want := []time.Duration{0, 10 * time.Second, 15 * time.Second, 20 * time.Second}
+		want := []time.Duration{0, 5 * time.Second, 10 * time.Second, 15 * time.Second}
 		if !slices.Equal(l.at, want) {
 			t.Fatalf("A, C, D and F (B and E cancelled) sent at %v, want at %v", l.at, want)
 		}
@@ -264,5 +266,48 @@ func holdSlotPausing(t *testing.T, g *Governor, wg *sync.WaitGroup, until time.D
 		gd.Pause(60 * time.Second)
 		time.Sleep(until - 3500*time.Millisecond)
 		gd.End(nil)
+	})
+}
+
+// Callers that give up their places in a queue, the first queued first
+// (contexts cancelled as their clients give up), leave it as if they had
+// never queued: the leaf gives a token a second, ten callers queue for
+// 1 s to 10 s, the first nine are cancelled, and the tenth moves to 1 s; a
+// call that comes then waits for the second after it. Before, each token
+// given up with a call queued after it stayed spent: the tenth went at
+// 10 s, the next at 11 s, and under a load above the rate, with callers
+// giving up, the queue grew without end.
+func TestCallersGivingUpTheirPlacesLeaveTheQueueAsItWas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}})
+		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+		l := &sendLog{start: time.Now()}
+		var wg sync.WaitGroup
+		Do(context.Background(), ec2Vpcs, l.send, WithGovernor(g), once) // the stored token
+		var cancels []context.CancelFunc
+		for i := range 10 {
+			ctx := context.Background()
+			if i < 9 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				cancels = append(cancels, cancel)
+			}
+			wg.Go(func() { Do(ctx, ec2Vpcs, l.send, WithGovernor(g), once) })
+			synctest.Wait() // queued, in this order
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, cancel := range cancels {
+			cancel()
+			synctest.Wait()
+		}
+		if d, _ := g.Delay(ec2Vpcs); d != 1500*time.Millisecond {
+			t.Errorf("at 0.5 s, after nine of ten queued callers gave up their places, the next call would wait %v, want 1.5s (the tenth goes at 1 s)", d)
+		}
+		Do(context.Background(), ec2Vpcs, l.send, WithGovernor(g), once)
+		wg.Wait()
+		if want := []time.Duration{0, time.Second, 2 * time.Second}; !slices.Equal(l.at, want) {
+			t.Errorf("the stored token's call, the tenth and the next sent at %v, want %v", l.at, want)
+		}
 	})
 }

@@ -118,6 +118,39 @@ func TestCancelAtGivesBackOnlyWhatNoLaterReservationHolds(t *testing.T) {
 	}
 }
 
+// A reservation given back with others queued after it moves them a
+// token earlier, and they follow it with their tickets: the queue is as
+// if it had never been made. A queue whose callers give up their places
+// is not pushed later by them.
+func TestCancelTicketMovesTheQueueAfterIt(t *testing.T) {
+	b := New(Spec{Rate: 1, Burst: 1}, 0)
+	b.Reserve(0) // the stored token
+	var tks []Ticket
+	for range 4 {
+		_, tk := b.ReserveTicket(0)
+		tks = append(tks, tk)
+	}
+	b.CancelTicket(0, tks[1]) // due at 2 s, with 3 s and 4 s after it
+	for i, want := range []time.Duration{sec, 0, 2 * sec, 3 * sec} {
+		if i == 1 {
+			continue
+		}
+		if tk, _ := b.Follow(tks[i]); tk.At() != want {
+			t.Errorf("the reservation due at %v is due at %v after the one before it was given back, want %v", time.Duration(i+1)*sec, tk.At(), want)
+		}
+	}
+	if w := b.Reserve(0); w != 4*sec {
+		t.Fatalf("the next token: wait %v, want 4s", w)
+	}
+	// The queue's last, and one due already, are given back as CancelAt
+	// gives them back.
+	_, last := b.ReserveTicket(0)
+	b.CancelTicket(0, last)
+	if w := b.Reserve(0); w != 5*sec {
+		t.Fatalf("after the last was given back: wait %v, want 5s", w)
+	}
+}
+
 func TestTryReserveAndCancel(t *testing.T) {
 	b := New(Spec{Rate: 1, Burst: 1}, 0)
 	if !b.TryReserve(0) {

@@ -169,6 +169,38 @@ func (b *Bucket) ticketable() (*epoch, time.Duration) {
 	return b.current()
 }
 
+// CancelTicket gives back the token of the reservation tk, whose caller
+// will not use it. A reservation with others queued after it does not
+// stay spent, as CancelAt's does: every reservation after it moves one
+// token earlier, as a change of rate moves them (their callers, woken,
+// follow their tickets), and the queue is as if it had never been made.
+// Callers that give up their places in a queue (their contexts cancelled
+// while they wait) would otherwise push it later each time: under a load
+// above the rate, with callers that give up, without end. The last
+// reservation of the queue, one due already, and a ticket that does not
+// know the bucket's latest epoch (taken after a change it raced) are
+// given back as CancelAt gives them back.
+func (b *Bucket) CancelTicket(now time.Duration, tk Ticket) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for tk.e != nil && tk.e.next != nil {
+		n := tk.e.next
+		tk.e, tk.at = &n.epoch, n.move.apply(tk.at)
+	}
+	e, t := b.current()
+	free := max(now, e.paused)
+	if tk.e != e || tk.at <= free || tk.at >= t {
+		b.CancelAt(now, tk.at)
+		return
+	}
+	floor := free - e.p.capNS
+	if now < e.paused {
+		floor = e.paused
+	}
+	i := e.p.interval
+	b.supersede(e.p, e.paused, func(t time.Duration) time.Duration { return max(t-i, floor) }, &move{from: tk.at, scale: 1, shift: -i})
+}
+
 // At returns the time the ticket's token may be used, as of its last
 // Follow.
 func (tk Ticket) At() time.Duration { return tk.at }
