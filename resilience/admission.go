@@ -290,7 +290,9 @@ func (gd *Guard) stopByContext(err error) error {
 // be used, unless that would pass the deadline or the call's max wait:
 // then it gives the token back and ends the call (see Enter). A leaf whose
 // queue moves with its rate (a rise lets the callers already queued leave
-// sooner) wakes the wait, which then goes at the reservation's new time. A
+// sooner) wakes the wait, which then goes at the reservation's new time;
+// so does the account's queue the call waits in, which moves up when a
+// call queued before this one gives its place up. A
 // verdict of the scope's breaker wakes the wait too: a call that has not
 // been sent yet, or a retry, asks the breaker again whenever it starts to
 // listen for the next verdict (before the wait, and after each wake), and
@@ -345,7 +347,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	_, level := longest(r.due)
 	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
-		var moved, verdict, changed <-chan struct{}
+		var moved, amoved, verdict, changed <-chan struct{}
 		if !gd.g.sharedBuckets {
 			// Before the entry is looked at, so that a Reset or Configure
 			// that retires it after that wakes the wait.
@@ -377,6 +379,18 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			// breaker that waits for its verdicts gives the tokens back).
 			if ended, err := gd.recheckBreaker(ctx, now, start, level, &r); ended {
 				return err
+			}
+		}
+		if r.aq != nil {
+			// The account's queue moves as the leaf's does (a call queued
+			// before this one gave up its place, a pause of the account):
+			// the call follows its place, and is woken when it moves, so
+			// that it goes at its time and not beside the call given the
+			// time it left.
+			r.atk, amoved = r.aq.Follow(r.atk)
+			r.due[1] = r.atk.At()
+			if at, lv := longest(r.due); at > now {
+				level = lv
 			}
 		}
 		if r.q != nil {
@@ -411,7 +425,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			gd.recordWait(now-start, levelNames[level])
 			return nil
 		}
-		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed)
+		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed, amoved)
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
@@ -451,9 +465,9 @@ func (gd *Guard) heldByPause(ctx context.Context, now time.Duration, r *reservat
 // which is due at now: a token the call queued for follows its
 // reservation, which the pause moved; one due before the pause began
 // does not know of it, and the call queues for an account token after
-// the pause (the one it held counts as spent, as for the leaf). A wait is
-// not woken by such a pause, which only makes it longer: the call looks
-// when its token is due. In process only: heldByPause asks sharedPaused
+// the pause (the one it held counts as spent, as for the leaf). A call
+// queued for its account token follows it in takeToken's loop, woken by
+// the move. In process only: heldByPause asks sharedPaused
 // in fleet mode.
 func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 	if gd.held == nil || r.due[1] > now {

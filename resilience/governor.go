@@ -188,13 +188,13 @@ func (g *Governor) sleep(ctx context.Context, d time.Duration) error {
 	return g.clock.Sleep(ctx, d)
 }
 
-// sleepOr waits d, until ctx is done, or until wake, also or third is
-// closed (a nil channel never is), and reports whether a wake channel
+// sleepOr waits d, until ctx is done, or until wake, also, third or fourth
+// is closed (a nil channel never is), and reports whether a wake channel
 // ended it. A custom clock sleeps on a context that the wake channels also
 // end.
-func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, third <-chan struct{}) (woken bool, err error) {
+func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, third, fourth <-chan struct{}) (woken bool, err error) {
 	if g.clock == nil {
-		return sleep.Or(ctx, d, wake, also, third)
+		return sleep.Or(ctx, d, wake, also, third, fourth)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -207,6 +207,8 @@ func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, thi
 		case <-also:
 			cancel()
 		case <-third:
+			cancel()
+		case <-fourth:
 			cancel()
 		case <-wctx.Done():
 		}
