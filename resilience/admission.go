@@ -291,8 +291,8 @@ func (gd *Guard) stopByContext(err error) error {
 // then it gives the token back and ends the call (see Enter). A leaf whose
 // queue moves with its rate (a rise lets the callers already queued leave
 // sooner) wakes the wait, which then goes at the reservation's new time;
-// so does the account's queue the call waits in, which moves up when a
-// call queued before this one gives its place up. A
+// so do the account's and the provider's queues the call waits in, which
+// move up when a call queued before this one gives its place up. A
 // verdict of the scope's breaker wakes the wait too: a call that has not
 // been sent yet, or a retry, asks the breaker again whenever it starts to
 // listen for the next verdict (before the wait, and after each wake), and
@@ -344,10 +344,11 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	r := reservation{due: [levels]time.Duration{now + pw, now + aw, now + lw}}
 	r.queue(gd.e.leaf)
 	r.queueAccount(gd.e.acct.bucket, now)
+	r.queueProvider(gd.e.acct.global, now)
 	_, level := longest(r.due)
 	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
-		var moved, amoved, verdict, changed <-chan struct{}
+		var moved, amoved, pmoved, verdict, changed <-chan struct{}
 		if !gd.g.sharedBuckets {
 			// Before the entry is looked at, so that a Reset or Configure
 			// that retires it after that wakes the wait.
@@ -393,6 +394,14 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				level = lv
 			}
 		}
+		if r.pq != nil {
+			// The provider's queue alike.
+			r.ptk, pmoved = r.pq.Follow(r.ptk)
+			r.due[0] = r.ptk.At()
+			if at, lv := longest(r.due); at > now {
+				level = lv
+			}
+		}
 		if r.q != nil {
 			r.tk, moved = r.q.Follow(r.tk)
 			r.due[leafLevel] = r.tk.At()
@@ -425,7 +434,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			gd.recordWait(now-start, levelNames[level])
 			return nil
 		}
-		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed, amoved)
+		woken, err := gd.g.sleepOr(ctx, until-now, moved, verdict, changed, amoved, pmoved)
 		now = gd.g.now()
 		if err != nil {
 			gd.recordWait(now-start, levelNames[level])
@@ -582,6 +591,8 @@ type reservation struct {
 	tk  bucket.Ticket
 	aq  queueBucket // the account's bucket, when the call queues for its token
 	atk bucket.Ticket
+	pq  queueBucket // the provider's bucket, when the call queues for its token
+	ptk bucket.Ticket
 }
 
 // queue takes the call's ticket in leaf's queue, when its queue moves with
@@ -602,6 +613,17 @@ func (r *reservation) queueAccount(acct state.Bucket, now time.Duration) {
 	r.aq = nil
 	if q, ok := acct.(queueBucket); ok && r.due[1] > now {
 		r.aq, r.atk = q, q.Ticket(r.due[1])
+	}
+}
+
+// queueProvider takes the call's ticket in the queue of global, the
+// provider's bucket, when it queues the call (its token is not due at
+// now), so that a call queued before it that gives its place up moves it
+// up (see cancel).
+func (r *reservation) queueProvider(global state.Bucket, now time.Duration) {
+	r.pq = nil
+	if q, ok := global.(queueBucket); ok && r.due[0] > now {
+		r.pq, r.ptk = q, q.Ticket(r.due[0])
 	}
 }
 
@@ -650,10 +672,13 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 		if b != nil {
 			r.due[i] += b.Reserve(now)
 		}
-		if i == leafLevel {
+		switch i {
+		case leafLevel:
 			r.queue(b)
-		} else if i == 1 {
+		case 1:
 			r.queueAccount(b, now)
+		default:
+			r.queueProvider(b, now)
 		}
 	}
 	return true
@@ -894,8 +919,8 @@ const (
 // to wait for its slot), to the buckets it was made on: the guard may have
 // moved to the live entry of its scope since (Guard.live), whose buckets
 // gave it nothing. A place the call holds in a queue that moves (the
-// in-process leaf's, and the account's when the call queued for its
-// token) is given up: the reservations after it move a token earlier
+// in-process leaf's, and the account's and the provider's when the call
+// queued for their tokens) is given up: the reservations after it move a token earlier
 // (bucket.Bucket.CancelTicket). Any other token the in-process bucket
 // takes back only as far as the reservations made after it allow (see
 // bucket.CancelAt). Of any other bucket, a token due by now at a bucket paused
@@ -922,6 +947,8 @@ func (gd *Guard) cancel(now time.Duration, r *reservation) {
 			r.q.CancelTicket(now, r.tk)
 		case i == 1 && r != nil && r.aq != nil && r.aq == b:
 			r.aq.CancelTicket(now, r.atk)
+		case i == 0 && r != nil && r.pq != nil && r.pq == b:
+			r.pq.CancelTicket(now, r.ptk)
 		default:
 			giveBack(b, now, due[i])
 		}
@@ -969,6 +996,10 @@ func (r *reservation) times() [levels]time.Duration {
 	if r.aq != nil {
 		tk, _ := r.aq.Follow(r.atk)
 		due[1] = tk.At()
+	}
+	if r.pq != nil {
+		tk, _ := r.pq.Follow(r.ptk)
+		due[0] = tk.At()
 	}
 	return due
 }

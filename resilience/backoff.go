@@ -59,7 +59,7 @@ func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration
 	for {
 		changed := gd.followLive() // a Reset, Configure or sweep retired the breaker: watch the live one
 		if gd.p.set.breakerWait {
-			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil, nil)
+			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil, nil, nil)
 			return false, err
 		}
 		verdict := gd.verdictChan()
@@ -67,10 +67,10 @@ func (gd *Guard) awaitRefusal(ctx context.Context, now, until, end time.Duration
 			return true, nil
 		}
 		if verdict == nil {
-			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil, nil)
+			_, err := gd.g.sleepOr(ctx, end-now, nil, quit, nil, nil, nil)
 			return false, err
 		}
-		woken, err := gd.g.sleepOr(ctx, end-now, verdict, quit, changed, nil)
+		woken, err := gd.g.sleepOr(ctx, end-now, verdict, quit, changed, nil, nil)
 		if err != nil || !woken {
 			return false, err
 		}

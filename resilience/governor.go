@@ -188,13 +188,13 @@ func (g *Governor) sleep(ctx context.Context, d time.Duration) error {
 	return g.clock.Sleep(ctx, d)
 }
 
-// sleepOr waits d, until ctx is done, or until wake, also, third or fourth
-// is closed (a nil channel never is), and reports whether a wake channel
+// sleepOr waits d, until ctx is done, or until wake, also, third, fourth or
+// fifth is closed (a nil channel never is), and reports whether a wake channel
 // ended it. A custom clock sleeps on a context that the wake channels also
 // end.
-func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, third, fourth <-chan struct{}) (woken bool, err error) {
+func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, third, fourth, fifth <-chan struct{}) (woken bool, err error) {
 	if g.clock == nil {
-		return sleep.Or(ctx, d, wake, also, third, fourth)
+		return sleep.Or(ctx, d, wake, also, third, fourth, fifth)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -209,6 +209,8 @@ func (g *Governor) sleepOr(ctx context.Context, d time.Duration, wake, also, thi
 		case <-third:
 			cancel()
 		case <-fourth:
+			cancel()
+		case <-fifth:
 			cancel()
 		case <-wctx.Done():
 		}

@@ -67,7 +67,7 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 		if now >= limit || open && now+w > limit {
 			return now, w, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict, changed, nil, nil); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict, changed, nil, nil, nil); err != nil {
 			return now, w, false, err
 		}
 		now = gd.g.now()
@@ -101,7 +101,7 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 		case now >= limit:
 			return now, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict, changed, nil, nil); err != nil {
+		if _, err := gd.g.sleepOr(ctx, min(from+s.Cooldown, limit)-now, verdict, changed, nil, nil, nil); err != nil {
 			return now, false, err
 		}
 		now = gd.g.now()

@@ -24,10 +24,10 @@ func For(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Or waits d, until ctx is done, or until wake, also, third or fourth is
-// closed (a nil channel never is), and reports whether a wake channel
+// Or waits d, until ctx is done, or until wake, also, third, fourth or
+// fifth is closed (a nil channel never is), and reports whether a wake channel
 // ended the wait; it returns ctx.Err() when ctx did.
-func Or(ctx context.Context, d time.Duration, wake, also, third, fourth <-chan struct{}) (woken bool, err error) {
+func Or(ctx context.Context, d time.Duration, wake, also, third, fourth, fifth <-chan struct{}) (woken bool, err error) {
 	if d <= 0 {
 		return false, ctx.Err()
 	}
@@ -43,6 +43,8 @@ func Or(ctx context.Context, d time.Duration, wake, also, third, fourth <-chan s
 	case <-third:
 		return true, nil
 	case <-fourth:
+		return true, nil
+	case <-fifth:
 		return true, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
