@@ -54,8 +54,15 @@ type sharedBucket struct {
 	// which their tokens' times are counted; this keeps one answer's
 	// tokens from bunching against the last ones of an answer that came
 	// back late. The tokens Redis says are usable now (its stored balance)
-	// are not held back by it.
+	// are not held back by it, and the others by at most lag, the round
+	// trip of the last answer that gave tokens after them: an answer
+	// counts its times late by at most its round trip, which is all the
+	// bunching spaced undoes. Redis's queue may have moved earlier since
+	// (tokens another process gave back, which spaced does not know of):
+	// held back further, this process's tokens would fall a token later
+	// than Redis's for each, without end.
 	spaced      time.Duration
+	lag         time.Duration
 	queue       []*waiter // callers waiting for a lease request's answer, in arrival order
 	sending     bool      // a dispatcher sends the queue's lease requests
 	log         tokenLog  // the tokens handed out lately and to come

@@ -385,7 +385,10 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		step := b.s.micros(res[2])
 		b.setRate(res[3])
 		usable := int(min(max(0, toInt(res[7])), int64(k)))
-		next := max(answered+queueMicros(res[8]), b.spaced) // token usable's
+		// Token usable's: held back by spaced by at most the lag it was
+		// counted with (see spaced).
+		next := answered + queueMicros(res[8])
+		next = max(next, min(b.spaced, next+b.lag))
 		at := func(i int) time.Duration {
 			if i < usable {
 				return answered
@@ -405,6 +408,9 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		b.s.misses.Add(int64(i))
 		if i > usable {
 			b.spaced = max(b.spaced, at(i))
+		}
+		if k > usable { // the next tokens are this answer's (or follow its lease's)
+			b.lag = answered - sent
 		}
 		b.leaseStep = step
 		if spare := k - i; spare > 0 {
@@ -472,6 +478,7 @@ func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 	}
 	if granted {
 		b.spaced = max(b.spaced, t+b.s.micros(res[2]))
+		b.lag = t - sent
 		b.log.add(t, t, true)
 	}
 	b.mu.Unlock()
