@@ -22,8 +22,11 @@ import (
 // burst) are usable at once, whether a caller takes them from an answer or
 // from the lease. The others are usable at the times Redis gives them,
 // counted from its answer, and never sooner than the interval after the
-// process's previous one of them (spaced): the tokens of one answer keep
-// their spacing from those of the last, which may have come back later.
+// process's previous one of them (spaced), held back so by at most the
+// round trip of the answer that one came with: the tokens of one answer
+// keep their spacing from those of the last, which may have come back
+// later, and follow Redis's queue when it moved earlier (tokens another
+// process gave back).
 // The lease's times are read on the process's monotonic clock (mono), not
 // on the callers' clock readings: a caller may pass a reading taken a
 // while before (the governor's, before it asked the breaker).
