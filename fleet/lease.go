@@ -351,7 +351,8 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			charge, b.onLocal = b.log.charge(mono(), true, b.capacity()), false
 		}
 		pairs := b.takeServed()
-		want := max(b.leaseSize(), len(batch))
+		size := b.leaseSize()
+		want := max(size, len(batch))
 		b.mu.Unlock()
 
 		sent := mono()
@@ -416,9 +417,19 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			b.lag = answered - sent
 		}
 		b.leaseStep = step
+		if extra := k - i - size; extra > 0 {
+			// The tokens of the callers gone (their contexts ended while
+			// they waited for this answer), past a lease's worth, go back
+			// (the answer's last: the queue's end in Redis, but for what
+			// another process reserved since), so that a process whose
+			// callers give up holds no more of the fleet's tokens than its
+			// lease.
+			k -= extra
+			b.giveBack += extra
+		}
 		if spare := k - i; spare > 0 {
 			b.lease = spare
-			b.leaseNow = max(0, usable-i)
+			b.leaseNow = min(spare, max(0, usable-i))
 			b.leaseNext = at(max(i, usable))
 			b.leaseEnd = max(answered, at(k)) + b.s.cfg.leaseWindow
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -76,6 +78,65 @@ func TestCallsGivingUpDoNotPushTheQueueLater(t *testing.T) {
 					t.Fatalf("after %d calls gave up (%d went), process %d's call %d once the load stopped waited %v; want at most two intervals (%v) and %v", gaveUp, went, i, n+1, w, 2*interval, margin)
 				}
 			}
+		}
+	})
+}
+
+// The tokens Redis gives for callers whose contexts ended while they
+// waited for the answer (their lease request was slow) go back to the
+// fleet, but for a lease's worth that the process keeps: before, the
+// process kept them all in its lease, however far ahead, until the last
+// of them was due, and the other processes' calls queued behind tokens
+// no one would use. At 2 rps with a lease of one token, 10 callers of
+// process A that gave up during a 300 ms round trip left A a lease of 10
+// tokens, 5 s of the fleet's rate: process B's next call waited 4.8 s.
+func TestTokensOfCallersGoneBeforeTheAnswerGoBack(t *testing.T) {
+	const (
+		rps      = 2
+		interval = time.Second / rps
+		oneWay   = 150 * time.Millisecond
+	)
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, err := redisproxy.Start(be.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
+		a := newProcess(t, at(px.Addr()), prefix, cfg, fleet.WithTimeout(2*time.Second))
+		b := newProcess(t, be, prefix, cfg)
+		if err := a.do(t, vpcs, ok); err != nil { // the scripts are loaded, the burst spent
+			t.Fatal(err)
+		}
+		px.SetDelay(oneWay)
+		var wg sync.WaitGroup
+		// A caller whose lease request is in flight while the others
+		// queue: they all go in the next one, and give up before its
+		// answer.
+		wg.Go(func() {
+			if err := a.do(t, vpcs, ok); err != nil {
+				t.Error(err)
+			}
+		})
+		time.Sleep(oneWay / 3)
+		for range 10 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*oneWay)
+				defer cancel()
+				if err := resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(a.gov)); err == nil {
+					t.Error("a call with a 450 ms context went, its token at least 1 s ahead")
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(4 * oneWay) // what A gave back reached Redis
+		start := time.Now()
+		if err := b.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		if w := time.Since(start); w > 2*interval {
+			t.Errorf("after 10 callers of A gave up while its lease request was answered, B's call waited %v; want at most two intervals (%v)", w, 2*interval)
 		}
 	})
 }
