@@ -181,46 +181,69 @@ func TestACallRefusedByABreakerThePauseOpenedLeavesNoTokenAtItsEnd(t *testing.T)
 }
 
 // A call cancelled while queued for its token gives its place up: the
-// calls queued after it move a token earlier, and no call goes beside
-// another. Here the leaf (one token every 5 s, burst 1) queues B for 5 s
-// and C for 10 s; B is cancelled at 1 s, and C moves to 5 s; D comes at
-// 2 s and goes at 10 s. The queue's last call, cancelled, gives its token
-// back: E, cancelled at 3 s, leaves its time to F. Once, B's token went
-// back to the end of the queue while C kept its time, and D went at 10 s
-// with C, two calls at once through a bucket of burst 1; then B's token
-// stayed spent, and D went at 15 s: callers that gave up their places
-// pushed the queue later each time, for good under a load above the rate.
+// calls queued after it move a token earlier and follow it, and no call
+// goes beside another; in a leaf's queue, an account's (the
+// subscription's bucket, its leaves far above it) and the provider's
+// (global_max_rps), each one token every 5 s, burst 1. B, queued for
+// 5 s, is cancelled at 1 s, and C, queued for 10 s, moves to 5 s; D comes
+// at 2 s and goes at 10 s. The queue's last call, cancelled, gives its
+// token back: E, cancelled at 3 s, leaves its time to F. Once, B's token
+// went back to the end of the queue while C kept its time, and D went at
+// 10 s with C, two calls at once through a bucket of burst 1; then B's
+// token stayed spent, and D went at 15 s: callers that gave up their
+// places pushed the queue later each time, for good under a load above
+// the rate. In the account's queue, C's place moved but nothing woke C,
+// which went at 10 s with D.
 func TestACallCancelledInTheQueueLetsNoCallGoBesideAnother(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{AWS: ProviderConfig{
-			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.2, MinRPS: 0.2, Burst: 1}}}})
-		once := WithPolicy(RetryPolicy{MaxAttempts: 1})
-		l := &sendLog{start: time.Now()}
-		var wg sync.WaitGroup
-		do := func(ctx context.Context) {
-			wg.Go(func() { Do(ctx, ec2Vpcs, l.send, WithGovernor(g), once) })
-			synctest.Wait() // its token taken, in this order
-		}
-		do(context.Background()) // A, at once
-		b, cancelB := context.WithCancel(context.Background())
-		do(b)                    // B, for 5 s
-		do(context.Background()) // C, for 10 s
-		time.Sleep(time.Second)
-		cancelB()
-		time.Sleep(time.Second)
-		do(context.Background()) // D
-		e, cancelE := context.WithCancel(context.Background())
-		do(e) // E, the queue's last
-		time.Sleep(time.Second)
-		cancelE()
-		synctest.Wait()
-		do(context.Background()) // F
-		wg.Wait()
-		want := []time.Duration{0, 5 * time.Second, 10 * time.Second, 15 * time.Second}
-		if !slices.Equal(l.at, want) {
-			t.Fatalf("A, C, D and F (B and E cancelled) sent at %v, want at %v", l.at, want)
-		}
-	})
+	fifth := 0.2
+	azure := Scope{Provider: "azure", Account: "sub-1", Service: "compute"}
+	for _, c := range []struct {
+		level  string
+		cfg    Config
+		scopes [6]Scope // of A to F
+	}{
+		{"leaf", Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 0.2, MinRPS: 0.2, Burst: 1}}}},
+			[6]Scope{ec2Vpcs, ec2Vpcs, ec2Vpcs, ec2Vpcs, ec2Vpcs, ec2Vpcs}},
+		{"account", Config{Azure: ProviderConfig{MaxRPS: 1000, Burst: 1000, AccountMaxRPS: &fifth, AccountBurst: 1}},
+			[6]Scope{azure, azure, azure, azure, azure, azure}},
+		{"provider", Config{AWS: ProviderConfig{MaxRPS: 1000, Burst: 1000, GlobalMaxRPS: &fifth, GlobalBurst: 1}},
+			[6]Scope{ec2Vpcs, iamUsers, ec2Subnets, iamUsers, ec2Vpcs, ec2Subnets}},
+	} {
+		t.Run(c.level, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, c.cfg)
+				once := WithPolicy(RetryPolicy{MaxAttempts: 1})
+				l := &sendLog{start: time.Now()}
+				var wg sync.WaitGroup
+				next := 0
+				do := func(ctx context.Context) {
+					sc := c.scopes[next]
+					next++
+					wg.Go(func() { Do(ctx, sc, l.send, WithGovernor(g), once) })
+					synctest.Wait() // its token taken, in this order
+				}
+				do(context.Background()) // A, at once
+				b, cancelB := context.WithCancel(context.Background())
+				do(b)                    // B, for 5 s
+				do(context.Background()) // C, for 10 s
+				time.Sleep(time.Second)
+				cancelB()
+				time.Sleep(time.Second)
+				do(context.Background()) // D
+				e, cancelE := context.WithCancel(context.Background())
+				do(e) // E, the queue's last
+				time.Sleep(time.Second)
+				cancelE()
+				synctest.Wait()
+				do(context.Background()) // F
+				wg.Wait()
+				want := []time.Duration{0, 5 * time.Second, 10 * time.Second, 15 * time.Second}
+				if !slices.Equal(l.at, want) {
+					t.Fatalf("A, C, D and F (B and E cancelled) sent at %v, want at %v", l.at, want)
+				}
+			})
+		})
+	}
 }
 
 // Calls waiting for the scope's concurrency slot took their tokens before

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -97,11 +96,7 @@ func TestTokensOfCallersGoneBeforeTheAnswerGoBack(t *testing.T) {
 		oneWay   = 150 * time.Millisecond
 	)
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
 		a := newProcess(t, at(px.Addr()), prefix, cfg, fleet.WithTimeout(2*time.Second))

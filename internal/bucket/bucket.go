@@ -196,18 +196,8 @@ func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 // using it (0: at once). Reservations queue in arrival order: the balance
 // goes negative and each later caller waits longer.
 func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
-	for {
-		t := b.t0.Load() // before the epoch: see epoch
-		if t == frozen {
-			b.currentSlow() // a change is being published
-			continue
-		}
-		e := b.ep.Load()
-		nt, at := e.take(t, now)
-		if b.t0.CompareAndSwap(t, nt) {
-			return max(0, at-now)
-		}
-	}
+	wait, _ = b.ReserveBy(now, math.MaxInt64)
+	return wait
 }
 
 // ReserveBy takes one token if it may be used by latest, and returns how
