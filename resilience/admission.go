@@ -382,22 +382,13 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				return err
 			}
 		}
-		if r.aq != nil {
-			// The account's queue moves as the leaf's does (a call queued
-			// before this one gave up its place, a pause of the account):
-			// the call follows its place, and is woken when it moves, so
-			// that it goes at its time and not beside the call given the
-			// time it left.
-			r.atk, amoved = r.aq.Follow(r.atk)
-			r.due[1] = r.atk.At()
-			if at, lv := longest(r.due); at > now {
-				level = lv
-			}
-		}
-		if r.pq != nil {
-			// The provider's queue alike.
-			r.ptk, pmoved = r.pq.Follow(r.ptk)
-			r.due[0] = r.ptk.At()
+		if r.aq != nil || r.pq != nil {
+			// The account's and the provider's queues move as the leaf's
+			// does (a call queued before this one gave up its place, a
+			// pause): the call follows its places, and is woken when they
+			// move, so that it goes at its time and not beside the call
+			// given the time it left.
+			amoved, pmoved = r.follow(1), r.follow(0)
 			if at, lv := longest(r.due); at > now {
 				level = lv
 			}
@@ -625,6 +616,24 @@ func (r *reservation) queueProvider(global state.Bucket, now time.Duration) {
 	if q, ok := global.(queueBucket); ok && r.due[0] > now {
 		r.pq, r.ptk = q, q.Ticket(r.due[0])
 	}
+}
+
+// follow brings the call's ticket in the queue of level i, the account's
+// (1) or the provider's (0), up to date in due, and returns the channel
+// closed when that queue next moves: nil when the call holds no place in
+// it.
+func (r *reservation) follow(i int) <-chan struct{} {
+	q, tk := r.pq, &r.ptk
+	if i == 1 {
+		q, tk = r.aq, &r.atk
+	}
+	if q == nil {
+		return nil
+	}
+	var moved <-chan struct{}
+	*tk, moved = q.Follow(*tk)
+	r.due[i] = tk.At()
+	return moved
 }
 
 // longest returns the latest of due and its level (levelNames): the most

@@ -36,19 +36,18 @@ func (m *moves) end() { m.ended.Add(1) }
 const consistentReads = 4
 
 // readConsistent calls read until a call of it overlaps no move, at most
-// consistentReads times, and reports whether the last one did. read must
-// start from nothing each time it is called.
-func (m *moves) readConsistent(read func()) bool {
+// consistentReads times. read must start from nothing each time it is
+// called.
+func (m *moves) readConsistent(read func()) {
 	for i := range consistentReads {
 		ended := m.ended.Load()
 		begun := m.begun.Load() // after ended: begun == ended means none was under way
 		read()
 		if begun == ended && m.begun.Load() == begun {
-			return true
+			return
 		}
 		if i < consistentReads-1 {
 			runtime.Gosched()
 		}
 	}
-	return false
 }
