@@ -307,41 +307,43 @@ func (gd *Guard) stopByContext(err error) error {
 // same deadline and max wait; so does a sweep that reclaims the call's
 // entry, whose live entry's breaker is the one to ask.
 func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
-	var w, pw, aw, lw time.Duration // the longest wait, and the provider's, account's and leaf's
+	var w time.Duration          // the longest wait
+	var pt, at, lt bucket.Ticket // the provider's, account's and leaf's reservations
 	if gd.g.sharedBuckets {
 		var err error
-		if w, pw, aw, lw, err = gd.reserveShared(ctx, now); err != nil {
+		if w, pt, at, lt, err = gd.reserveShared(ctx, now); err != nil {
 			return gd.stopByContext(err)
 		}
 		// The reservation may have waited for the store: the wait it gave
 		// counts from its return, and the deadline is checked then too.
 		if now = gd.g.now(); ctx.Err() != nil {
-			gd.cancel(now, justReserved(now, pw, aw, lw))
+			r := justReserved(now, pt, at, lt)
+			gd.cancel(now, &r)
 			return gd.stopByContext(ctx.Err())
 		}
 	} else {
 		var ok bool
-		if w, pw, aw, lw, ok = gd.reserve(now, now, false); !ok {
+		if w, pt, at, lt, ok = gd.reserve(now, now, false); !ok {
 			// Refused with no token taken (gd.held is nil): past the
 			// limit reserve read, which exceeds reads too.
 			if err := gd.exceeds(now, now+w, gd.deadlineAt(), now, 0, nil); err != nil {
 				return err
 			}
-			w, pw, aw, lw, _ = gd.reserve(now, anyWait, true)
+			w, pt, at, lt, _ = gd.reserve(now, anyWait, true)
 		}
 	}
 	if w <= 0 {
 		return nil
 	}
 	limit := gd.deadlineAt()
-	if err := gd.exceeds(now, now+w, limit, now, 0, justReserved(now, pw, aw, lw)); err != nil {
+	r := justReserved(now, pt, at, lt)
+	if err := gd.exceeds(now, now+w, limit, now, 0, &r); err != nil {
 		return err
 	}
 	// Each level's token is due at a fixed time but the leaf's, which
 	// follows its queue and its pauses. The wait is recorded once it is
 	// over, as long as it was, at the level of the bucket it ended on.
 	start := now
-	r := reservation{due: [levels]time.Duration{now + pw, now + aw, now + lw}}
 	r.queue(gd.e.leaf)
 	r.queueAccount(gd.e.acct.bucket, now)
 	r.queueProvider(gd.e.acct.global, now)
@@ -382,7 +384,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				return err
 			}
 		}
-		if r.aq != nil || r.pq != nil {
+		if r.q[1] != nil || r.q[0] != nil {
 			// The account's and the provider's queues move as the leaf's
 			// does (a call queued before this one gave up its place, a
 			// pause): the call follows its places, and is woken when they
@@ -393,10 +395,9 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				level = lv
 			}
 		}
-		if r.q != nil {
-			r.tk, moved = r.q.Follow(r.tk)
-			r.due[leafLevel] = r.tk.At()
-			if p := r.q.Snapshot(now).Paused; p > 0 && r.due[leafLevel] < now+p {
+		if q := r.q[leafLevel]; q != nil {
+			moved = r.follow(leafLevel)
+			if p := q.Snapshot(now).Paused; p > 0 && r.due[leafLevel] < now+p {
 				// The leaf was paused (a throttle's Retry-After) after
 				// its token was due, while the call waited for another
 				// level's: a paused scope sends nothing, so the call
@@ -405,8 +406,7 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				// pause: given back, it would be a stored token at the
 				// pause's end, and the callers held this way would go
 				// all at once.
-				r.due[leafLevel] = now + r.q.Reserve(now)
-				r.tk = r.q.Ticket(r.due[leafLevel])
+				r.take(leafLevel, q, now)
 			}
 			if at, lv := longest(r.due); at > now {
 				level = lv // the leaf's pause may hold the call longest now
@@ -473,9 +473,8 @@ func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 	if gd.held == nil || r.due[1] > now {
 		return false
 	}
-	if r.aq != nil {
-		r.atk, _ = r.aq.Follow(r.atk)
-		if r.due[1] = r.atk.At(); r.due[1] > now {
+	if r.q[1] != nil {
+		if r.follow(1); r.due[1] > now {
 			return true
 		}
 	}
@@ -483,7 +482,7 @@ func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 	if b == nil || b.Snapshot(now).Paused <= 0 {
 		return false
 	}
-	r.due[1] = now + b.Reserve(now)
+	r.take(1, b, now)
 	r.queueAccount(b, now)
 	return true
 }
@@ -545,7 +544,7 @@ func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reserva
 			}
 			return false, err
 		}
-		r.due[i], moved = now+w, true
+		r.due[i], r.tk[i], moved = now+w, bucket.TicketAt(now+w), true
 	}
 	return moved, nil
 }
@@ -573,66 +572,78 @@ func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8, r 
 	return nil
 }
 
-// reservation is what a call waiting for its tokens holds: when each
-// level's token is due, and, for a leaf whose queue moves with its rate
-// (q, nil otherwise), the call's ticket in that queue.
+// reservation is what a call holds of the tokens it took: each level's
+// reservation (tk: the provider's, the account's and the leaf's,
+// levelNames) and when its token is due (due: at now or later). A level
+// whose queue moves (the in-process buckets') and whose token the call
+// waits for is followed (q, nil otherwise): the call's place in it moves
+// when its rate or pause changes or a call queued before it gives its
+// place up. Each tk[i] is a reservation of the bucket at level i of the
+// entry the guard holds its tokens of (Guard.held), so that cancel gives
+// it back to the bucket it was taken from.
 type reservation struct {
 	due [levels]time.Duration
-	q   queueBucket
-	tk  bucket.Ticket
-	aq  queueBucket // the account's bucket, when the call queues for its token
-	atk bucket.Ticket
-	pq  queueBucket // the provider's bucket, when the call queues for its token
-	ptk bucket.Ticket
+	tk  [levels]bucket.Ticket
+	q   [levels]queueBucket
 }
 
-// queue takes the call's ticket in leaf's queue, when its queue moves with
-// its rate and pauses: even a token due at once, when the call waits for
-// another level's, so that a pause of the leaf (a throttle's Retry-After)
-// that begins during the wait holds the call until it ends.
+// justReserved is the reservation reserve just made at now: the
+// provider's, the account's and the leaf's tickets, none followed yet.
+func justReserved(now time.Duration, provider, account, leaf bucket.Ticket) reservation {
+	return reservation{
+		due: [levels]time.Duration{max(now, provider.At()), max(now, account.At()), max(now, leaf.At())},
+		tk:  [levels]bucket.Ticket{provider, account, leaf},
+	}
+}
+
+// take reserves a token of b, the bucket of level i, at now: the level's
+// token the call held before is left as it is (spent, or given back by the
+// caller).
+func (r *reservation) take(i int, b state.Bucket, now time.Duration) {
+	r.tk[i] = reserveTicket(b, now)
+	r.due[i] = max(now, r.tk[i].At())
+}
+
+// queue follows the call's place in leaf's queue, when its queue moves
+// with its rate and pauses: even a token due at once, when the call waits
+// for another level's, so that a pause of the leaf (a throttle's
+// Retry-After) that begins during the wait holds the call until it ends.
 func (r *reservation) queue(leaf state.Bucket) {
-	r.q = nil
-	if q, ok := leaf.(queueBucket); ok {
-		r.q, r.tk = q, q.Ticket(r.due[leafLevel])
-	}
+	r.q[leafLevel], _ = leaf.(queueBucket)
 }
 
-// queueAccount takes the call's ticket in the queue of acct, the account's
-// bucket, when it queues the call (its token is not due at now), so that
-// the call follows a pause of the account (see accountPaused).
+// queueAccount follows the call's place in the queue of acct, the
+// account's bucket, when it queues the call (its token is not due at now),
+// so that the call follows a pause of the account (see accountPaused).
 func (r *reservation) queueAccount(acct state.Bucket, now time.Duration) {
-	r.aq = nil
+	r.q[1] = nil
 	if q, ok := acct.(queueBucket); ok && r.due[1] > now {
-		r.aq, r.atk = q, q.Ticket(r.due[1])
+		r.q[1] = q
 	}
 }
 
-// queueProvider takes the call's ticket in the queue of global, the
+// queueProvider follows the call's place in the queue of global, the
 // provider's bucket, when it queues the call (its token is not due at
 // now), so that a call queued before it that gives its place up moves it
 // up (see cancel).
 func (r *reservation) queueProvider(global state.Bucket, now time.Duration) {
-	r.pq = nil
+	r.q[0] = nil
 	if q, ok := global.(queueBucket); ok && r.due[0] > now {
-		r.pq, r.ptk = q, q.Ticket(r.due[0])
+		r.q[0] = q
 	}
 }
 
-// follow brings the call's ticket in the queue of level i, the account's
-// (1) or the provider's (0), up to date in due, and returns the channel
-// closed when that queue next moves: nil when the call holds no place in
-// it.
+// follow brings the call's place in the queue of level i up to date in tk
+// and due, and returns the channel closed when that queue next moves: nil
+// when the call follows no place in it.
 func (r *reservation) follow(i int) <-chan struct{} {
-	q, tk := r.pq, &r.ptk
-	if i == 1 {
-		q, tk = r.aq, &r.atk
-	}
+	q := r.q[i]
 	if q == nil {
 		return nil
 	}
 	var moved <-chan struct{}
-	*tk, moved = q.Follow(*tk)
-	r.due[i] = tk.At()
+	r.tk[i], moved = q.Follow(r.tk[i])
+	r.due[i] = r.tk[i].At()
 	return moved
 }
 
@@ -677,9 +688,9 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 		if was[i] != nil {
 			was[i].Cancel(now)
 		}
-		r.due[i] = now
+		r.due[i], r.tk[i] = now, bucket.TicketAt(now)
 		if b != nil {
-			r.due[i] += b.Reserve(now)
+			r.take(i, b, now)
 		}
 		switch i {
 		case leafLevel:
@@ -806,7 +817,7 @@ func (gd *Guard) openError(wait time.Duration) *CircuitOpenError {
 // latest and known say what the call may wait for: until latest when
 // known (TryEnter: now; anyWait: whatever the wait), and otherwise
 // for nothing until a level would make it wait, then until its limit.
-func (gd *Guard) reserve(now, latest time.Duration, known bool) (w, provider, account, leaf time.Duration, ok bool) {
+func (gd *Guard) reserve(now, latest time.Duration, known bool) (w time.Duration, provider, account, leaf bucket.Ticket, ok bool) {
 	e := gd.e
 	if e.acct.global == nil && e.acct.bucket == nil { // the leaf alone (AWS's and GCP's defaults)
 		if leaf, ok = reserveBy(e.leaf, now, latest); !ok && !known {
@@ -815,22 +826,24 @@ func (gd *Guard) reserve(now, latest time.Duration, known bool) (w, provider, ac
 		if ok {
 			gd.held = e
 		}
-		return leaf, 0, 0, leaf, ok
+		none := bucket.TicketAt(now)
+		return max(0, leaf.At()-now), none, none, leaf, ok
 	}
 	return gd.reserveLevels(now, latest, known)
 }
 
 // reserveLevels is reserve for a scope with a provider or an account
 // bucket.
-func (gd *Guard) reserveLevels(now, latest time.Duration, known bool) (w, provider, account, leaf time.Duration, ok bool) {
+func (gd *Guard) reserveLevels(now, latest time.Duration, known bool) (w time.Duration, provider, account, leaf bucket.Ticket, ok bool) {
 	e := gd.e
+	provider, account = bucket.TicketAt(now), bucket.TicketAt(now)
 	if b := e.acct.global; b != nil {
 		if provider, ok = reserveBy(b, now, latest); !ok && !known {
 			latest, known = gd.waitLimit(), true
 			provider, ok = reserveBy(b, now, latest)
 		}
 		if !ok {
-			return provider, provider, 0, 0, false
+			return max(0, provider.At()-now), provider, account, bucket.TicketAt(now), false
 		}
 	}
 	if b := e.acct.bucket; b != nil {
@@ -839,20 +852,32 @@ func (gd *Guard) reserveLevels(now, latest time.Duration, known bool) (w, provid
 			account, ok = reserveBy(b, now, latest)
 		}
 		if !ok {
-			giveBack(e.acct.global, now, now+provider)
-			return max(provider, account), provider, account, 0, false
+			giveBackTicket(e.acct.global, now, provider)
+			return max(0, provider.At()-now, account.At()-now), provider, account, bucket.TicketAt(now), false
 		}
 	}
 	if leaf, ok = reserveBy(e.leaf, now, latest); !ok && !known {
 		leaf, ok = reserveBy(e.leaf, now, gd.waitLimit())
 	}
+	w = max(0, provider.At()-now, account.At()-now, leaf.At()-now)
 	if !ok {
-		giveBack(e.acct.global, now, now+provider)
-		giveBack(e.acct.bucket, now, now+account)
-		return max(provider, account, leaf), provider, account, leaf, false
+		giveBackTicket(e.acct.global, now, provider)
+		giveBackTicket(e.acct.bucket, now, account)
+		return w, provider, account, leaf, false
 	}
 	gd.held = e
-	return max(provider, account, leaf), provider, account, leaf, true
+	return w, provider, account, leaf, true
+}
+
+// giveBackTicket gives back to b, if any, the token of the reservation tk
+// that will not be used: its place in b's queue, when b's queue moves (see
+// cancel).
+func giveBackTicket(b state.Bucket, now time.Duration, tk bucket.Ticket) {
+	if q, ok := b.(queueBucket); ok {
+		q.CancelTicket(now, tk)
+		return
+	}
+	giveBack(b, now, max(now, tk.At()))
 }
 
 // anyWait is a limit no wait passes.
@@ -861,11 +886,17 @@ const anyWait = time.Duration(1<<63 - 1)
 // reserveBy takes a token of b at now if it may be used by latest (see
 // bucket.Bucket.ReserveBy). A bucket of another store than the in-process
 // one takes a token whatever the wait.
-func reserveBy(b state.Bucket, now, latest time.Duration) (time.Duration, bool) {
+func reserveBy(b state.Bucket, now, latest time.Duration) (bucket.Ticket, bool) {
 	if mb, ok := b.(*bucket.Bucket); ok {
 		return mb.ReserveBy(now, latest)
 	}
-	return b.Reserve(now), true
+	return bucket.TicketAt(now + b.Reserve(now)), true
+}
+
+// reserveTicket takes a token of b at now, whatever the wait.
+func reserveTicket(b state.Bucket, now time.Duration) bucket.Ticket {
+	tk, _ := reserveBy(b, now, anyWait)
+	return tk
 }
 
 // contextBucket is the optional interface of buckets whose Reserve may
@@ -878,7 +909,7 @@ type contextBucket interface {
 // reserveShared is reserve for a store whose buckets may wait (fleet
 // mode): each level's wait for the store is bounded by ctx, and a level
 // that ctx ends gives back the levels already reserved.
-func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, provider, account, leaf time.Duration, err error) {
+func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w time.Duration, provider, account, leaf bucket.Ticket, err error) {
 	e := gd.e
 	bs := [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf}
 	var waits [levels]time.Duration
@@ -897,11 +928,11 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, provi
 					r.Cancel(now)
 				}
 			}
-			return 0, 0, 0, 0, err
+			return 0, bucket.Ticket{}, bucket.Ticket{}, bucket.Ticket{}, err
 		}
 	}
 	gd.held = e
-	return max(waits[0], waits[1], waits[leafLevel]), waits[0], waits[1], waits[leafLevel], nil
+	return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(now + waits[0]), bucket.TicketAt(now + waits[1]), bucket.TicketAt(now + waits[leafLevel]), nil
 }
 
 // queueBucket is a leaf bucket whose queued reservations move with its
@@ -909,7 +940,6 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w, provi
 // token takes the reservation's ticket and follows it.
 type queueBucket interface {
 	state.Bucket
-	Ticket(at time.Duration) bucket.Ticket
 	Follow(tk bucket.Ticket) (_ bucket.Ticket, moved <-chan struct{})
 	CancelTicket(now time.Duration, tk bucket.Ticket)
 }
@@ -927,16 +957,15 @@ const (
 // used (nil: one whose every token was due before now, its call gone on
 // to wait for its slot), to the buckets it was made on: the guard may have
 // moved to the live entry of its scope since (Guard.live), whose buckets
-// gave it nothing. A place the call holds in a queue that moves (the
-// in-process leaf's, and the account's and the provider's when the call
-// queued for their tokens) is given up: the reservations after it move a token earlier
-// (bucket.Bucket.CancelTicket). Any other token the in-process bucket
-// takes back only as far as the reservations made after it allow (see
-// bucket.CancelAt). Of any other bucket, a token due by now at a bucket paused
-// now was due before the pause began, which counted it as spent: given
-// back, it would be a token stored at the pause's end, or the queue after
-// it would move sooner, and more calls would go from the pause's end than
-// the bucket's rate and burst allow. It is kept.
+// gave it nothing. The call's place in the queue of an in-process bucket
+// is given up: the reservations after it move a token earlier
+// (bucket.Bucket.CancelTicket), and a token due already is taken back as
+// far as the reservations made after it allow (bucket.Bucket.CancelAt). Of
+// any other bucket, a token due by now at a bucket paused now was due
+// before the pause began, which counted it as spent: given back, it would
+// be a token stored at the pause's end, or the queue after it would move
+// sooner, and more calls would go from the pause's end than the bucket's
+// rate and burst allow. It is kept.
 func (gd *Guard) cancel(now time.Duration, r *reservation) {
 	e := gd.held
 	if e == nil {
@@ -948,16 +977,13 @@ func (gd *Guard) cancel(now time.Duration, r *reservation) {
 		due = r.times()
 	}
 	for i, b := range [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf} {
+		q, queued := b.(queueBucket)
 		switch {
 		case b == nil:
-		case i == leafLevel && r != nil && r.q != nil && r.q == b:
-			// A place in the leaf's queue: the queue after it moves up
+		case queued && r != nil:
+			// A place in the bucket's queue: the queue after it moves up
 			// (bucket.Bucket.CancelTicket).
-			r.q.CancelTicket(now, r.tk)
-		case i == 1 && r != nil && r.aq != nil && r.aq == b:
-			r.aq.CancelTicket(now, r.atk)
-		case i == 0 && r != nil && r.pq != nil && r.pq == b:
-			r.pq.CancelTicket(now, r.ptk)
+			q.CancelTicket(now, r.tk[i])
 		default:
 			giveBack(b, now, due[i])
 		}
@@ -988,27 +1014,15 @@ func isCancelAt(b state.Bucket) bool {
 	return ok
 }
 
-// justReserved is the reservation just made at now, with the waits
-// reserve gave for each level.
-func justReserved(now, provider, account, leaf time.Duration) *reservation {
-	return &reservation{due: [levels]time.Duration{now + provider, now + account, now + leaf}}
-}
-
 // times returns when each level's token of r is due, its queued tickets
 // followed to date.
 func (r *reservation) times() [levels]time.Duration {
 	due := r.due
-	if r.q != nil {
-		tk, _ := r.q.Follow(r.tk)
-		due[leafLevel] = tk.At()
-	}
-	if r.aq != nil {
-		tk, _ := r.aq.Follow(r.atk)
-		due[1] = tk.At()
-	}
-	if r.pq != nil {
-		tk, _ := r.pq.Follow(r.ptk)
-		due[0] = tk.At()
+	for i, q := range r.q {
+		if q != nil {
+			tk, _ := q.Follow(r.tk[i])
+			due[i] = tk.At()
+		}
 	}
 	return due
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
@@ -376,21 +377,23 @@ func (gd *Guard) TryEnter() error {
 			// The breaker binds first: its wait is the one to report.
 			return gd.refusedOpen(wait)
 		}
-		var w, pw, aw, lw time.Duration
+		var w time.Duration
+		var pt, at, lt bucket.Ticket
 		if gd.g.sharedBuckets {
 			var err error
-			if w, pw, aw, lw, err = gd.reserveShared(gd.ctx, now); err != nil {
+			if w, pt, at, lt, err = gd.reserveShared(gd.ctx, now); err != nil {
 				return gd.stopByContext(err)
 			}
 		} else {
 			var ok bool
-			if w, pw, aw, lw, ok = gd.reserve(now, now, true); !ok {
+			if w, pt, at, lt, ok = gd.reserve(now, now, true); !ok {
 				// Nothing taken: a token taken and given back beside a
 				// queue stays spent (see reserve).
 				return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 			}
 		}
-		r = justReserved(now, pw, aw, lw)
+		res := justReserved(now, pt, at, lt)
+		r = &res
 		if w > 0 {
 			gd.cancel(now, r)
 			return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}

@@ -196,18 +196,24 @@ func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 // using it (0: at once). Reservations queue in arrival order: the balance
 // goes negative and each later caller waits longer.
 func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
-	wait, _ = b.ReserveBy(now, math.MaxInt64)
-	return wait
+	tk, _ := b.ReserveBy(now, math.MaxInt64)
+	return max(0, tk.at-now)
 }
 
-// ReserveBy takes one token if it may be used by latest, and returns how
-// long the caller must wait before using it and true; otherwise it takes
-// nothing and returns how long the caller would have waited and false. A
-// caller that will not wait past a limit (a deadline, a max wait) asks
+// ReserveBy takes one token if it may be used by latest, and returns its
+// reservation and true; otherwise it takes nothing and returns false, with
+// a Ticket of no queue whose At is when the token would have been usable.
+// A caller that will not wait past a limit (a deadline, a max wait) asks
 // this rather than reserving and cancelling: a token given back with
 // other reservations queued after it stays spent (CancelAt), so callers
 // that keep giving up beside a queue would push it ever later.
-func (b *Bucket) ReserveBy(now, latest time.Duration) (wait time.Duration, ok bool) {
+//
+// The Ticket of a reservation that waits is the one to Follow and to
+// CancelTicket: exact even when a change of rate or pause, or a caller
+// queued before it giving its place up, comes before the caller has
+// looked at it. The first reservation in a bucket's life that waits makes
+// the bucket's first epoch one on the heap (see ticketable).
+func (b *Bucket) ReserveBy(now, latest time.Duration) (Ticket, bool) {
 	for {
 		t := b.t0.Load() // before the epoch: see epoch
 		if t == frozen {
@@ -217,10 +223,16 @@ func (b *Bucket) ReserveBy(now, latest time.Duration) (wait time.Duration, ok bo
 		e := b.ep.Load()
 		nt, at := e.take(t, now)
 		if at > latest {
-			return max(0, at-now), false
+			return Ticket{at: at}, false
+		}
+		if at > now && e == &b.first {
+			// A reservation that waits is followed by its ticket, which
+			// the first epoch cannot hold.
+			b.ticketable()
+			continue
 		}
 		if b.t0.CompareAndSwap(t, nt) {
-			return max(0, at-now), true
+			return Ticket{e: e, at: at}, true
 		}
 	}
 }

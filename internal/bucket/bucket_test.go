@@ -174,19 +174,38 @@ func TestTryReserveAndCancel(t *testing.T) {
 // been: a queue of callers that give up is not pushed later by them.
 func TestReserveByTakesNothingPastItsLimit(t *testing.T) {
 	b := New(Spec{Rate: 1, Burst: 1}, 0)
-	if w, ok := b.ReserveBy(0, 0); !ok || w != 0 {
-		t.Fatalf("the stored token: wait %v, taken %v; want 0, taken", w, ok)
+	if tk, ok := b.ReserveBy(0, 0); !ok || tk.At() != 0 {
+		t.Fatalf("the stored token: usable at %v, taken %v; want 0, taken", tk.At(), ok)
 	}
 	for range 5 {
-		if w, ok := b.ReserveBy(0, sec/2); ok || w != sec {
-			t.Fatalf("a token due in 1s, by 0.5s: wait %v, taken %v; want 1s, not taken", w, ok)
+		if tk, ok := b.ReserveBy(0, sec/2); ok || tk.At() != sec {
+			t.Fatalf("a token due in 1s, by 0.5s: usable at %v, taken %v; want 1s, not taken", tk.At(), ok)
 		}
 	}
-	if w, ok := b.ReserveBy(0, sec); !ok || w != sec {
-		t.Fatalf("a token due in 1s, by 1s: wait %v, taken %v; want 1s, taken", w, ok)
+	if tk, ok := b.ReserveBy(0, sec); !ok || tk.At() != sec {
+		t.Fatalf("a token due in 1s, by 1s: usable at %v, taken %v; want 1s, taken", tk.At(), ok)
 	}
 	if w := b.Reserve(0); w != 2*sec {
 		t.Fatalf("the next token: wait %v, want 2s (the refusals took nothing)", w)
+	}
+}
+
+// The ticket ReserveBy returns is its reservation's: a change that comes
+// between the reservation and the caller's first look at it (here, the
+// caller queued before it giving its place up) moves it as it moves the
+// queue. A ticket taken afterwards for the time the reservation gave
+// would miss that change, and its caller would go beside the next.
+func TestReserveByReturnsTheTicketOfItsReservation(t *testing.T) {
+	b := New(Spec{Rate: 1, Burst: 1}, 0)
+	b.Reserve(0)                   // the stored token
+	_, first := b.ReserveTicket(0) // due at 1s
+	tk, _ := b.ReserveBy(0, 1<<62) // due at 2s
+	b.CancelTicket(0, first)       // before tk's caller looked at it
+	if tk, _ = b.Follow(tk); tk.At() != sec {
+		t.Fatalf("the reservation due at 2s, whose caller before it gave its place up, is due at %v, want 1s", tk.At())
+	}
+	if w := b.Reserve(0); w != 2*sec {
+		t.Fatalf("the next token: wait %v, want 2s", w)
 	}
 }
 

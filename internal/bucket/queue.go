@@ -116,37 +116,24 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 	}
 }
 
-// Ticket is a reservation a caller waits for: the time its token may be
-// used, and the epoch it was made in. The zero Ticket is no reservation.
+// Ticket is a reservation: the time its token may be used, and the epoch
+// it was made in. The zero Ticket is no reservation.
 type Ticket struct {
 	e  *epoch
 	at time.Duration
 }
 
-// ReserveTicket is Reserve that also returns the reservation, which Follow
-// moves when the bucket's rate or pause changes: exact even when a change
-// races it, for a caller that knows it will wait (Ticket is the form for
-// one that learns it only from Reserve's answer).
+// ReserveTicket is Reserve that also returns the reservation (see
+// ReserveBy), which Follow moves when the bucket's rate or pause changes.
 func (b *Bucket) ReserveTicket(now time.Duration) (time.Duration, Ticket) {
-	for {
-		e, t := b.ticketable()
-		nt, at := e.take(t, now)
-		if b.t0.CompareAndSwap(t, nt) {
-			return max(0, at-now), Ticket{e: e, at: at}
-		}
-	}
+	tk, _ := b.ReserveBy(now, math.MaxInt64)
+	return max(0, tk.at-now), tk
 }
 
-// Ticket returns the ticket of a reservation Reserve just made, whose token
-// may be used at at: a caller that learns only then that it waits (the
-// common call does not) takes its ticket without making every reservation
-// pay for one. A change of rate or pause between the two calls leaves the
-// reservation unmoved by it: an error of at most one token, as for a
-// reservation racing a change.
-func (b *Bucket) Ticket(at time.Duration) Ticket {
-	e, _ := b.ticketable()
-	return Ticket{e: e, at: at}
-}
+// TicketAt is a ticket of no bucket's queue, whose token may be used at
+// at: a reservation of a bucket whose queue does not move, kept beside
+// the tickets of those whose queues do. Follow leaves it as it is.
+func TicketAt(at time.Duration) Ticket { return Ticket{at: at} }
 
 // ticketable returns the bucket's epoch and balance time, as current does,
 // but never the first epoch, which is embedded in the bucket (so that a
