@@ -72,6 +72,9 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	// the request, and may change them while the error is still read (an
 	// observer keeps its events).
 	e := &StatusError{method: x.orig.Method, url: bareURL(x.orig.URL), status: resp.Status, code: resp.StatusCode, header: resp.Header.Clone()}
+	if e.method == "" {
+		e.method = http.MethodGet // as net/http sends it
+	}
 	if e.status == "" {
 		e.status = http.StatusText(resp.StatusCode)
 	}

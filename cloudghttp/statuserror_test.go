@@ -5,6 +5,7 @@ package cloudghttp_test
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"testing"
 	"testing/synctest"
 
@@ -52,6 +53,51 @@ func TestStatusErrorKeepsWhatTheServerAnswered(t *testing.T) {
 		}
 		if seen == 0 {
 			t.Fatal("no event carried the answer's *StatusError")
+		}
+	})
+}
+
+// statusErrors sends req through a Transport over base whose governor
+// keeps its events, and returns the messages of the *StatusErrors the
+// events carry.
+func statusErrors(t *testing.T, base http.RoundTripper, req *http.Request) []string {
+	t.Helper()
+	var kept []observe.Event
+	gov, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(observe.Func(func(e observe.Event) { kept = append(kept, e) })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client(base, gov, withAttempts(1)).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	var msgs []string
+	for _, e := range kept {
+		var se *cloudghttp.StatusError
+		if errors.As(e.Err, &se) {
+			msgs = append(msgs, se.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		t.Fatal("no event carried the answer's *StatusError")
+	}
+	return msgs
+}
+
+// A request without a method is a GET, as net/http sends it (and as the
+// Transport names it in a transport error's *url.Error): its StatusError
+// says GET, not nothing.
+func TestStatusErrorOfARequestWithoutMethodSaysGET(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.forever(status(503))
+		u, _ := url.Parse("http://api.test/items?page=2")
+		req := &http.Request{URL: u, Header: http.Header{}} // Method "": GET
+		for _, got := range statusErrors(t, newMem(f), req) {
+			if want := "GET http://api.test/items: 503 Service Unavailable"; got != want {
+				t.Errorf("the error says %q, want %q", got, want)
+			}
 		}
 	})
 }
