@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
@@ -76,7 +78,9 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 		e.method = http.MethodGet // as net/http sends it
 	}
 	if e.status == "" {
-		e.status = http.StatusText(resp.StatusCode)
+		// No status line (a hand-made response): the code and its reason
+		// phrase, as net/http's client gives a status.
+		e.status = strings.TrimSpace(strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode))
 	}
 	if x.github {
 		githubAnswer(e, x.gov.Clock().Now())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 	"testing/synctest"
 
@@ -100,4 +101,39 @@ func TestStatusErrorOfARequestWithoutMethodSaysGET(t *testing.T) {
 			}
 		}
 	})
+}
+
+// bareStatus is a base transport whose answers carry a status code and no
+// status line (Response.Status ""), as a hand-made http.Response has.
+type bareStatus struct{ base http.RoundTripper }
+
+func (b bareStatus) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.base.RoundTrip(req)
+	if err == nil {
+		resp.Status = ""
+	}
+	return resp, err
+}
+
+// An answer without a status line (a base transport that sets only
+// StatusCode) is named by its code and reason phrase, as net/http's client
+// names a status ("429 Too Many Requests"), not by the phrase alone.
+func TestStatusErrorOfAnAnswerWithoutStatusLineNamesItsCode(t *testing.T) {
+	for code, want := range map[int]string{
+		429: "GET http://api.test/items: 429 Too Many Requests",
+		503: "GET http://api.test/items: 503 Service Unavailable",
+	} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.forever(reply{status: code, body: "no"})
+				req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
+				for _, got := range statusErrors(t, bareStatus{newMem(f)}, req) {
+					if got != want {
+						t.Errorf("the error says %q, want %q", got, want)
+					}
+				}
+			})
+		})
+	}
 }
