@@ -86,7 +86,7 @@ func (c Config) Validate() error {
 		if p == "" {
 			errs = append(errs, fieldErr("ratelimit.providers", "a provider name is not empty")) // resilience's words
 		} else if strings.ContainsAny(p, "/:") {
-			errs = append(errs, fieldErr("ratelimit."+p, badProviderName))
+			errs = append(errs, fieldErr(providerPath(p), badProviderName))
 		} else if !nonNegative(c.ProviderCooldownSeconds[p]) {
 			errs = append(errs, fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
 		}

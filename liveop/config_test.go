@@ -124,7 +124,10 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 		{Config{MaxConcurrent: -1}, "ratelimit.live_max_concurrent: must be >= 0"},
 		{Config{OperationTimeoutSeconds: -3}, "ratelimit.live_operation_timeout_seconds: must be >= 0"},
 		{Config{CooldownSeconds: &neg}, "ratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
-		{Config{ProviderCooldownSeconds: map[string]float64{"aws/1": 5}}, `ratelimit.aws/1: a provider is a scope's text before its first "/" or ":"`},
+		// A name no scope's provider can have is no builtin provider's: its
+		// path is under providers, as ParseConfig names it.
+		{Config{ProviderCooldownSeconds: map[string]float64{"aws/1": 5}}, `ratelimit.providers.aws/1: a provider is a scope's text before its first "/" or ":"`},
+		{Config{ProviderCooldownSeconds: map[string]float64{"gh:enterprise": 5}}, `ratelimit.providers.gh:enterprise: a provider is a scope's text before its first "/" or ":"`},
 		// No path ends in a dot, and an empty name has no "/" or ":": said as
 		// resilience's Validate says it.
 		{Config{ProviderCooldownSeconds: map[string]float64{"": 5}}, "ratelimit.providers: a provider name is not empty"},
