@@ -113,7 +113,10 @@ func structFields(rv reflect.Value, m map[string]any, depth int) {
 		fv := rv.Field(i)
 		if sf.Anonymous && name == "" {
 			if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
-				if !fv.IsNil() && fv.Elem().CanInterface() {
+				// Of an unexported type too: its exported fields are
+				// the outer struct's, as encoding/json writes them (and
+				// reflect lets them be read, each field asked below).
+				if !fv.IsNil() {
 					embedded = append(embedded, fv.Elem())
 				}
 				continue

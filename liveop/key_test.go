@@ -1,6 +1,8 @@
 package liveop
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -121,5 +123,33 @@ func TestKeyOfAMapWhoseKeysPrintAlike(t *testing.T) {
 	}
 	if Key(map[any]any{1: "a", "1": "b"}) == Key(map[any]any{1: "a", "1": "c"}) {
 		t.Fatal("two maps have the same key")
+	}
+}
+
+// account is a request's part embedded, by pointer, in a struct JSON
+// cannot encode; its type is unexported, its fields are not.
+type account struct {
+	ID string `json:"id"`
+}
+
+// The fields of a struct embedded by a pointer to an unexported type are
+// the outer struct's, as encoding/json writes them: two requests for two
+// accounts have two keys (one key would make the second join the first's
+// operation and get the other account's result), and the key is the one
+// of the map of the same fields.
+func TestKeyOfAStructEmbeddingAPointerToAnUnexportedType(t *testing.T) {
+	type scan struct {
+		*account
+		Notify chan struct{} `json:"notify"` // JSON cannot encode it
+	}
+	if b, err := json.Marshal(struct{ *account }{&account{"111"}}); err != nil || string(b) != `{"id":"111"}` {
+		t.Fatalf("encoding/json writes %s, %v", b, err)
+	}
+	k1, k2 := Key("scan", scan{&account{"111"}, nil}), Key("scan", scan{&account{"222"}, nil})
+	if k1 == k2 {
+		t.Fatal("two accounts have the same key")
+	}
+	if want := Key("scan", map[string]any{"id": "111", "notify": fmt.Sprint((chan struct{})(nil))}); k1 != want {
+		t.Fatalf("key %s, want the map's %s", k1, want)
 	}
 }
