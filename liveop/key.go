@@ -97,9 +97,10 @@ func canonical(v any, depth int) any {
 
 // structFields adds to m the fields of the struct rv that encoding/json
 // writes, by their JSON names, each as the tree of its value: exported
-// fields without a "-" tag and not empty with omitempty, and the fields of
-// an embedded struct without a name of its own, where the outer struct has
-// none of that name.
+// fields without a "-" tag and not empty with omitempty (a struct embedded
+// under a name of its own among them, whatever its type), and the fields
+// of an embedded struct without a name of its own, where the outer struct
+// has none of that name.
 func structFields(rv reflect.Value, m map[string]any, depth int) {
 	t := rv.Type()
 	var embedded []reflect.Value
@@ -126,13 +127,33 @@ func structFields(rv reflect.Value, m map[string]any, depth int) {
 				continue
 			}
 		}
-		if !sf.IsExported() || !fv.CanInterface() || strings.Contains(","+opts+",", ",omitempty,") && emptyValue(fv) {
+		// A struct embedded by an unexported type under a name of its own
+		// (a JSON tag) is a field of that name to encoding/json, which
+		// reads it though the type is unexported.
+		unexportedStruct := sf.Anonymous && isStruct(sf.Type)
+		if !sf.IsExported() && !unexportedStruct || strings.Contains(","+opts+",", ",omitempty,") && emptyValue(fv) {
 			continue
 		}
 		if name == "" {
 			name = sf.Name
 		}
-		m[name] = canonical(fv.Interface(), depth+1)
+		switch {
+		case fv.CanInterface():
+			m[name] = canonical(fv.Interface(), depth+1)
+		case unexportedStruct:
+			// Read field by field: reflect lets its exported fields be
+			// read, not the value itself.
+			if fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					m[name] = nil
+					continue
+				}
+				fv = fv.Elem()
+			}
+			inner := map[string]any{}
+			structFields(fv, inner, depth+1)
+			m[name] = inner
+		}
 	}
 	for _, e := range embedded {
 		inner := map[string]any{}
@@ -143,6 +164,11 @@ func structFields(rv reflect.Value, m map[string]any, depth int) {
 			}
 		}
 	}
+}
+
+// isStruct reports whether t is a struct or a pointer to one.
+func isStruct(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct
 }
 
 // jsonString returns the JSON of a tree canonical made.

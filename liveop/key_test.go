@@ -153,3 +153,36 @@ func TestKeyOfAStructEmbeddingAPointerToAnUnexportedType(t *testing.T) {
 		t.Fatalf("key %s, want the map's %s", k1, want)
 	}
 }
+
+// A struct of an unexported type embedded with a name of its own (a JSON
+// tag), by value or by pointer, is a field of that name, as encoding/json
+// writes it, not left out: two accounts, two keys.
+func TestKeyOfAStructEmbeddingAnUnexportedTypeUnderATag(t *testing.T) {
+	type byValue struct {
+		account `json:"acct"`
+		Notify  chan struct{} `json:"notify"` // JSON cannot encode it
+	}
+	type byPointer struct {
+		*account `json:"acct"`
+		Notify   chan struct{} `json:"notify"`
+	}
+	if b, err := json.Marshal(struct {
+		*account `json:"acct"`
+	}{&account{"111"}}); err != nil || string(b) != `{"acct":{"id":"111"}}` {
+		t.Fatalf("encoding/json writes %s, %v", b, err)
+	}
+	want := Key("scan", map[string]any{"acct": map[string]any{"id": "111"}, "notify": fmt.Sprint((chan struct{})(nil))})
+	for name, k := range map[string][2]string{
+		"by value":   {Key("scan", byValue{account{"111"}, nil}), Key("scan", byValue{account{"222"}, nil})},
+		"by pointer": {Key("scan", byPointer{&account{"111"}, nil}), Key("scan", byPointer{&account{"222"}, nil})},
+	} {
+		if k[0] == k[1] {
+			t.Errorf("%s: two accounts have the same key", name)
+		} else if k[0] != want {
+			t.Errorf("%s: key %s, want the map's %s", name, k[0], want)
+		}
+	}
+	if Key("scan", byPointer{nil, nil}) != Key("scan", map[string]any{"acct": nil, "notify": fmt.Sprint((chan struct{})(nil))}) {
+		t.Error("a nil pointer under a tag is not null, as encoding/json writes it")
+	}
+}
