@@ -88,7 +88,7 @@ func canonical(v any, depth int) any {
 	case reflect.Struct:
 		if !hasOwnEncoding(rv.Type()) { // whose encoding failed (a time.Time past year 9999): its string
 			m := map[string]any{}
-			structFields(rv, m, depth)
+			structFields(rv, m, depth, nil)
 			return m
 		}
 	}
@@ -100,9 +100,13 @@ func canonical(v any, depth int) any {
 // fields without a "-" tag and not empty with omitempty (a struct embedded
 // under a name of its own among them, whatever its type), and the fields
 // of an embedded struct without a name of its own, where the outer struct
-// has none of that name.
-func structFields(rv reflect.Value, m map[string]any, depth int) {
+// has none of that name. An embedded struct of a type already on the way
+// from the outermost (within, and rv's) is not walked into again, as
+// encoding/json does not: a struct that embeds itself through a pointer
+// would otherwise be walked without end.
+func structFields(rv reflect.Value, m map[string]any, depth int, within []reflect.Type) {
 	t := rv.Type()
+	within = append(slices.Clip(within), t)
 	var embedded []reflect.Value
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -140,6 +144,8 @@ func structFields(rv reflect.Value, m map[string]any, depth int) {
 		switch {
 		case fv.CanInterface():
 			m[name] = canonical(fv.Interface(), depth+1)
+		case unexportedStruct && depth+1 > maxDepth:
+			m[name] = fv.Type().String() // as canonical ends a cycle
 		case unexportedStruct:
 			// Read field by field: reflect lets its exported fields be
 			// read, not the value itself.
@@ -151,13 +157,16 @@ func structFields(rv reflect.Value, m map[string]any, depth int) {
 				fv = fv.Elem()
 			}
 			inner := map[string]any{}
-			structFields(fv, inner, depth+1)
+			structFields(fv, inner, depth+1, nil)
 			m[name] = inner
 		}
 	}
 	for _, e := range embedded {
+		if slices.Contains(within, e.Type()) {
+			continue
+		}
 		inner := map[string]any{}
-		structFields(e, inner, depth+1)
+		structFields(e, inner, depth+1, within)
 		for k, v := range inner {
 			if _, ok := m[k]; !ok {
 				m[k] = v

@@ -186,3 +186,51 @@ func TestKeyOfAStructEmbeddingAnUnexportedTypeUnderATag(t *testing.T) {
 		t.Error("a nil pointer under a tag is not null, as encoding/json writes it")
 	}
 }
+
+// Structs that embed themselves, by a pointer, in a cycle.
+type (
+	selfEmbedding struct {
+		*selfEmbedding
+		ID     string        `json:"id"`
+		Notify chan struct{} `json:"notify"` // JSON cannot encode it
+	}
+	cycleA struct {
+		*cycleB
+		ID     string        `json:"id"`
+		Notify chan struct{} `json:"notify"`
+	}
+	cycleB struct {
+		*cycleA
+		Name string `json:"name"`
+	}
+	// Under a name of its own: a field holding itself, as a map can
+	// (the channel first: encoding/json fails on it before it meets the
+	// cycle).
+	namedCycle struct {
+		Notify      chan struct{} `json:"notify"`
+		*namedCycle `json:"next"`
+	}
+)
+
+// A struct JSON cannot encode that embeds itself through a pointer (a
+// list, or two types embedding each other) ends, as encoding/json's
+// fields do (an embedded type already on the way is not walked into
+// again), rather than in a stack overflow that kills the process.
+func TestKeyOfAStructEmbeddingItself(t *testing.T) {
+	self := &selfEmbedding{ID: "1"}
+	self.selfEmbedding = self
+	notify := fmt.Sprint((chan struct{})(nil))
+	if got, want := Key("scan", self), Key("scan", map[string]any{"id": "1", "notify": notify}); got != want {
+		t.Errorf("a struct embedding itself: key %s, want the map's %s", got, want)
+	}
+	a := &cycleA{ID: "1"}
+	a.cycleB = &cycleB{cycleA: a, Name: "n"}
+	if got, want := Key("scan", a), Key("scan", map[string]any{"id": "1", "name": "n", "notify": notify}); got != want {
+		t.Errorf("two structs embedding each other: key %s, want the map's %s", got, want)
+	}
+	named := &namedCycle{}
+	named.namedCycle = named
+	if k := Key("scan", named); len(k) != 32 {
+		t.Errorf("a struct holding itself under a name: key %q", k)
+	}
+}
