@@ -88,7 +88,7 @@ func canonical(v any, depth int) any {
 	case reflect.Struct:
 		if !hasOwnEncoding(rv.Type()) { // whose encoding failed (a time.Time past year 9999): its string
 			m := map[string]any{}
-			structFields(rv, m, depth, nil)
+			structFields(rv, m, depth)
 			return m
 		}
 	}
@@ -99,15 +99,61 @@ func canonical(v any, depth int) any {
 // writes, by their JSON names, each as the tree of its value: exported
 // fields without a "-" tag and not empty with omitempty (a struct embedded
 // under a name of its own among them, whatever its type), and the fields
-// of an embedded struct without a name of its own, where the outer struct
-// has none of that name. An embedded struct of a type already on the way
-// from the outermost (within, and rv's) is not walked into again, as
-// encoding/json does not: a struct that embeds itself through a pointer
-// would otherwise be walked without end.
-func structFields(rv reflect.Value, m map[string]any, depth int, within []reflect.Type) {
-	t := rv.Type()
-	within = append(slices.Clip(within), t)
-	var embedded []reflect.Value
+// of an embedded struct without a name of its own. Of the fields of one
+// name, it writes the one encoding/json's rules make dominant: the
+// shallowest, and of those the one a tag names; none when that leaves a
+// tie, or when the dominant one is not written (empty with omitempty, or
+// under a nil embedded pointer).
+func structFields(rv reflect.Value, m map[string]any, depth int) {
+	var fs []jsonField
+	collectFields(rv, rv.Type(), 0, depth, []reflect.Type{rv.Type()}, &fs)
+	slices.SortStableFunc(fs, func(a, b jsonField) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		if a.level != b.level {
+			return a.level - b.level
+		}
+		switch {
+		case a.tagged && !b.tagged:
+			return -1
+		case b.tagged && !a.tagged:
+			return 1
+		}
+		return 0
+	})
+	for i := 0; i < len(fs); {
+		j := i + 1
+		for j < len(fs) && fs[j].name == fs[i].name {
+			j++
+		}
+		d := fs[i]
+		if tie := j-i > 1 && fs[i+1].level == d.level && fs[i+1].tagged == d.tagged; !tie && !d.omitted {
+			m[d.name] = d.tree
+		}
+		i = j
+	}
+}
+
+// jsonField is a field of a struct as encoding/json sees it: its name,
+// how many embedded structs down it is, whether a tag names it, and the
+// tree of its value, unless it is not written.
+type jsonField struct {
+	name    string
+	level   int
+	tagged  bool
+	tree    any
+	omitted bool
+}
+
+// collectFields appends to fs the fields of the struct type t, whose value
+// is rv (the zero Value under a nil embedded pointer), level embedded
+// structs down, and those of the structs it embeds without a name of their
+// own. An embedded struct of a type already on the way from the outermost
+// (within) is not walked into again, as encoding/json does not: a struct
+// that embeds itself through a pointer would otherwise be walked without
+// end.
+func collectFields(rv reflect.Value, t reflect.Type, level, depth int, within []reflect.Type, fs *[]jsonField) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("json")
@@ -115,63 +161,62 @@ func structFields(rv reflect.Value, m map[string]any, depth int, within []reflec
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		fv := rv.Field(i)
-		if sf.Anonymous && name == "" {
-			if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
-				// Of an unexported type too: its exported fields are
-				// the outer struct's, as encoding/json writes them (and
-				// reflect lets them be read, each field asked below).
-				if !fv.IsNil() {
-					embedded = append(embedded, fv.Elem())
+		var fv reflect.Value
+		if rv.IsValid() {
+			fv = rv.Field(i)
+		}
+		if sf.Anonymous && name == "" && isStruct(sf.Type) {
+			// Of an unexported type too: its exported fields are the
+			// outer struct's, as encoding/json writes them (and reflect
+			// lets them be read, each field asked below).
+			et := sf.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+				if fv.IsValid() && fv.IsNil() {
+					fv = reflect.Value{}
+				} else if fv.IsValid() {
+					fv = fv.Elem()
 				}
-				continue
 			}
-			if fv.Kind() == reflect.Struct {
-				embedded = append(embedded, fv)
-				continue
+			if !slices.Contains(within, et) {
+				collectFields(fv, et, level+1, depth+1, append(slices.Clip(within), et), fs)
 			}
+			continue
 		}
 		// A struct embedded by an unexported type under a name of its own
 		// (a JSON tag) is a field of that name to encoding/json, which
 		// reads it though the type is unexported.
 		unexportedStruct := sf.Anonymous && isStruct(sf.Type)
-		if !sf.IsExported() && !unexportedStruct || strings.Contains(","+opts+",", ",omitempty,") && emptyValue(fv) {
+		if !sf.IsExported() && !unexportedStruct {
 			continue
 		}
+		f := jsonField{name: name, level: level, tagged: name != ""}
 		if name == "" {
-			name = sf.Name
+			f.name = sf.Name
 		}
 		switch {
+		case !fv.IsValid() || strings.Contains(","+opts+",", ",omitempty,") && emptyValue(fv):
+			f.omitted = true
 		case fv.CanInterface():
-			m[name] = canonical(fv.Interface(), depth+1)
+			f.tree = canonical(fv.Interface(), depth+1)
 		case unexportedStruct && depth+1 > maxDepth:
-			m[name] = fv.Type().String() // as canonical ends a cycle
+			f.tree = fv.Type().String() // as canonical ends a cycle
 		case unexportedStruct:
 			// Read field by field: reflect lets its exported fields be
 			// read, not the value itself.
+			if fv.Kind() == reflect.Pointer && fv.IsNil() {
+				break // null
+			}
 			if fv.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					m[name] = nil
-					continue
-				}
 				fv = fv.Elem()
 			}
 			inner := map[string]any{}
-			structFields(fv, inner, depth+1, nil)
-			m[name] = inner
+			structFields(fv, inner, depth+1)
+			f.tree = inner
+		default:
+			f.omitted = true
 		}
-	}
-	for _, e := range embedded {
-		if slices.Contains(within, e.Type()) {
-			continue
-		}
-		inner := map[string]any{}
-		structFields(e, inner, depth+1, within)
-		for k, v := range inner {
-			if _, ok := m[k]; !ok {
-				m[k] = v
-			}
-		}
+		*fs = append(*fs, f)
 	}
 }
 

@@ -234,3 +234,41 @@ func TestKeyOfAStructEmbeddingItself(t *testing.T) {
 		t.Errorf("a struct holding itself under a name: key %q", k)
 	}
 }
+
+// Of two fields of one JSON name, encoding/json writes the one its rules
+// make dominant (the shallower; at one depth, the one the tag names),
+// and neither when they tie; so does Key for a struct JSON cannot encode.
+// Written otherwise, the field left out would make two requests that
+// differ in it one operation.
+func TestKeyOfAStructWithFieldsOfOneName(t *testing.T) {
+	type tagWins struct {
+		AccountID string        `json:"Account"` // dominant: the tag names it
+		Account   string        // left out by encoding/json
+		Notify    chan struct{} `json:"notify"`
+	}
+	type (
+		left  struct{ ID string }
+		right struct{ ID string }
+		tie   struct {
+			*left
+			*right
+			Notify chan struct{} `json:"notify"`
+		}
+	)
+	if b, err := json.Marshal(struct {
+		AccountID string `json:"Account"`
+		Account   string
+	}{"1", "x"}); err != nil || string(b) != `{"Account":"1"}` {
+		t.Fatalf("encoding/json writes %s, %v", b, err)
+	}
+	notify := fmt.Sprint((chan struct{})(nil))
+	k1, k2 := Key("scan", tagWins{"1", "x", nil}), Key("scan", tagWins{"2", "x", nil})
+	if k1 == k2 {
+		t.Error("two accounts have the same key")
+	} else if want := Key("scan", map[string]any{"Account": "1", "notify": notify}); k1 != want {
+		t.Errorf("key %s, want the map's %s", k1, want)
+	}
+	if got, want := Key("scan", tie{&left{"1"}, &right{"2"}, nil}), Key("scan", map[string]any{"notify": notify}); got != want {
+		t.Errorf("two fields of one name at one depth: key %s, want the map's without either, %s", got, want)
+	}
+}
