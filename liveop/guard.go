@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -120,7 +121,7 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	}
 	v, ok := val.(T)
 	if !ok {
-		return zero, fmt.Errorf("liveop: operation %q returned %T, not %T", req.Key, val, zero)
+		return zero, fmt.Errorf("liveop: operation %q returned %T, not %v", req.Key, val, reflect.TypeFor[T]())
 	}
 	return v, err
 }

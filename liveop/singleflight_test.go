@@ -5,6 +5,7 @@ package liveop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -106,9 +107,18 @@ func TestJoinWithAnotherResultType(t *testing.T) {
 		op := &counted{d: time.Second, val: "x"}
 		a := goRun(context.Background(), g, req("k", "aws/1"), op.run)
 		synctest.Wait()
+		// An interface type is named too, not as a nil value's "<nil>".
+		stringer := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), g, req("k", "aws/1"), func(context.Context) (fmt.Stringer, error) { return nil, nil })
+			stringer <- err
+		}()
 		n, err := Run(context.Background(), g, req("k", "aws/1"), func(context.Context) (int, error) { return 1, nil })
 		if n != 0 || err == nil || err.Error() != `liveop: operation "k" returned string, not int` {
 			t.Fatalf("%d %v", n, err)
+		}
+		if err := <-stringer; err == nil || err.Error() != `liveop: operation "k" returned string, not fmt.Stringer` {
+			t.Fatal(err)
 		}
 		<-a
 	})
