@@ -83,17 +83,24 @@ func TestRefusalJSONFromRun(t *testing.T) {
 // its message says "retry in 1s", rather than leave it out as a busy
 // refusal's, whose retry-after is unknown.
 func TestRefusalJSONKeepsAShortRetryAfter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newGuard(t, Config{})
-		g.MarkCompleted("aws/1")
-		time.Sleep(119960 * time.Millisecond) // 40 ms left
-		_, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run)
-		b, merr := json.Marshal(err)
-		want := `{"reason":"cooldown","message":"live collection of aws/1 ran recently; cooling down, retry in 1s or use the cached dataset","retry_after_seconds":0.1,"scopes":["aws/1"],"caller":"agent"}`
-		if merr != nil || string(b) != want {
-			t.Fatalf("got  %s %v\nwant %s", b, merr, want)
-		}
-	})
+	for _, left := range []time.Duration{40 * time.Millisecond, 400 * time.Nanosecond} {
+		t.Run(left.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGuard(t, Config{})
+				g.MarkCompleted("aws/1")
+				time.Sleep(120*time.Second - left)
+				_, err := Run(context.Background(), g, req("k", "aws/1"), (&counted{}).run)
+				b, merr := json.Marshal(err)
+				want := `{"reason":"cooldown","message":"live collection of aws/1 ran recently; cooling down, retry in 1s or use the cached dataset","retry_after_seconds":0.1,"scopes":["aws/1"],"caller":"agent"}`
+				if merr != nil || string(b) != want {
+					t.Fatalf("got  %s %v\nwant %s", b, merr, want)
+				}
+				if st := g.Status(); st.Cooling["aws/1"] != 0.1 {
+					t.Fatalf("cooling %v, want 0.1 s left", st.Cooling)
+				}
+			})
+		})
+	}
 }
 
 // An idle Guard's Status, new or zero, marshals its collections as empty

@@ -141,5 +141,10 @@ func tenths(d time.Duration) float64 { return math.Round(d.Seconds()*10) / 10 }
 // 89.73 s left would be refused again), and is 0.1 at the least when d is
 // not 0.
 func tenthsUp(d time.Duration) float64 {
-	return math.Ceil(math.Round(d.Seconds()*1e6)/1e5) / 10 // to the microsecond first: 1.2 s is not 1.3
+	if d <= 0 {
+		return 0
+	}
+	// To the microsecond first (1.2 s is not 1.3), which leaves less than
+	// half a microsecond at 0: 0.1 all the same.
+	return max(math.Ceil(math.Round(d.Seconds()*1e6)/1e5)/10, 0.1)
 }
