@@ -135,7 +135,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // resilience.ParseConfig's and are not read here.
 //
 // Unknown live_* keys (live_cooldown_secs, a provider's
-// live_max_concurrent, or one in another case: LIVE_MAX_CONCURRENT), a
+// live_max_concurrent, any in a service's mapping, or one in another case:
+// LIVE_MAX_CONCURRENT), a
 // live_* key of a provider other than aws, azure and gcp at the top of
 // the section or of aws, azure or gcp under providers (refused as
 // resilience.ParseConfig refuses that provider there), a provider's key or providers given twice with a live_* key in
@@ -241,6 +242,16 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		errs = append(errs, unknownLiveKeys(value, path, providerKeys)...)
 		errs = append(errs, mergedLiveKeys(value, path, 1)...)
+		// A service's mapping has no live key (the guard has no cooldown
+		// per service): each is unknown, as resilience.ParseConfig says.
+		if services := yamlconf.Section(value, "services"); services != nil && services.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(services.Content); i += 2 {
+				if sv := yamlconf.Deref(services.Content[i+1]); sv.Kind == yaml.MappingNode {
+					svc, _ := keyName(services.Content[i])
+					errs = append(errs, unknownLiveKeys(sv, path+".services."+svc, nil)...)
+				}
+			}
+		}
 		if yamlconf.Section(value, "live_cooldown_seconds") == nil {
 			return
 		}

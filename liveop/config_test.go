@@ -470,3 +470,20 @@ func TestLiveKeyDirectlyUnderProvidersIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A live key in a service's mapping (a cooldown per service, which the
+// guard does not have) is refused by both readers alike, not passed over
+// in silence by this one: the guard would run with the provider's
+// cooldown while the file says another.
+func TestLiveKeyOfAServiceIsRefused(t *testing.T) {
+	for doc, want := range map[string]string{
+		"aws: {live_cooldown_seconds: 300, services: {ec2: {live_cooldown_seconds: 30}}}\n":   "ratelimit.aws.services.ec2.live_cooldown_seconds: unknown key",
+		"providers: {github: {services: {search: {max_rps: 0.5, live_max_concurrent: 1}}}}\n": "ratelimit.providers.github.services.search.live_max_concurrent: unknown key",
+	} {
+		cfg, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %+v %v, resilience %v; want %s from both", doc, cfg.ProviderCooldownSeconds, lerr, rerr, want)
+		}
+	}
+}
