@@ -94,6 +94,18 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// builtinNear returns aws, azure or gcp when name is that name in another
+// case or with spaces around it (not the name itself), and "" otherwise,
+// as resilience's configuration check has it.
+func builtinNear(name string) string {
+	for _, own := range []string{"aws", "azure", "gcp"} {
+		if name != own && strings.EqualFold(strings.TrimSpace(name), own) {
+			return own
+		}
+	}
+	return ""
+}
+
 // badProviderName says why a provider name is refused.
 const badProviderName = `a provider is a scope's text before its first "/" or ":"`
 
@@ -138,7 +150,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // live_max_concurrent, any in a service's mapping, or one in another case:
 // LIVE_MAX_CONCURRENT), a
 // live_* key of a provider other than aws, azure and gcp at the top of
-// the section or of aws, azure or gcp under providers (refused as
+// the section or of aws, azure or gcp (in any case) under providers (refused as
 // resilience.ParseConfig refuses that provider there), a provider's key or providers given twice with a live_* key in
 // it, a merge key (<<) that brings live_* keys into the section, a
 // provider's mapping or providers (ratelimit.aws.<<: unknown key, as
@@ -225,6 +237,15 @@ func ParseConfig(data []byte) (Config, error) {
 			// too, not read over the one under their own key.
 			if hasLiveKey(value) {
 				errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
+			}
+			return
+		}
+		if own := builtinNear(name); path == "ratelimit.providers."+name && own != "" {
+			// aws, azure or gcp in another case or with spaces: another
+			// provider to both readers, whose cooldown no scope of the
+			// builtin one would take. Refused in resilience's words.
+			if hasLiveKey(value) {
+				errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.%s (provider names are case-sensitive)", name, own, own)))
 			}
 			return
 		}

@@ -487,3 +487,22 @@ func TestLiveKeyOfAServiceIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// aws, azure or gcp under providers in another case, or with spaces, is
+// another provider to both readers, which no scope of those providers has
+// (the provider is the scope's text before its first "/"): a live key in
+// it is refused in resilience's words, not read as the cooldown of a
+// provider "AWS" that the guard never meets.
+func TestBuiltinProviderInAnotherCaseUnderProvidersIsRefused(t *testing.T) {
+	for doc, want := range map[string]string{
+		"providers: {AWS: {live_cooldown_seconds: 30}}\n":    `ratelimit.providers.AWS: "AWS" is not aws, whose calls go by ratelimit.aws (provider names are case-sensitive)`,
+		"providers: {' gcp': {live_cooldown_seconds: 30}}\n": `ratelimit.providers. gcp: " gcp" is not gcp, whose calls go by ratelimit.gcp (provider names are case-sensitive)`,
+		"providers: {Azure: {live_cooldown_seconds: 30}}\n":  `ratelimit.providers.Azure: "Azure" is not azure, whose calls go by ratelimit.azure (provider names are case-sensitive)`,
+	} {
+		cfg, lerr := ParseConfig([]byte(doc))
+		_, rerr := resilience.ParseConfig([]byte(doc))
+		if lerr == nil || rerr == nil || lerr.Error() != want || rerr.Error() != want {
+			t.Errorf("%q: liveop %+v %v, resilience %v; want %s from both", doc, cfg.ProviderCooldownSeconds, lerr, rerr, want)
+		}
+	}
+}
