@@ -264,12 +264,17 @@ func ParseConfig(data []byte) (Config, error) {
 		errs = append(errs, unknownLiveKeys(value, path, providerKeys)...)
 		errs = append(errs, mergedLiveKeys(value, path, 1)...)
 		// A service's mapping has no live key (the guard has no cooldown
-		// per service): each is unknown, as resilience.ParseConfig says.
+		// per service): each is unknown, as resilience.ParseConfig says;
+		// one directly under services, not under a service's name, is
+		// refused in its words too.
 		if services := yamlconf.Section(value, "services"); services != nil && services.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(services.Content); i += 2 {
-				if sv := yamlconf.Deref(services.Content[i+1]); sv.Kind == yaml.MappingNode {
-					svc, _ := keyName(services.Content[i])
+				svc, _ := keyName(services.Content[i])
+				switch sv := yamlconf.Deref(services.Content[i+1]); {
+				case sv.Kind == yaml.MappingNode:
 					errs = append(errs, unknownLiveKeys(sv, path+".services."+svc, nil)...)
+				case isLive(svc) && sv.ShortTag() != "!!null":
+					errs = append(errs, fieldErr(path+".services."+svc, "must be a mapping"))
 				}
 			}
 		}
