@@ -479,6 +479,8 @@ func TestLiveKeyOfAServiceIsRefused(t *testing.T) {
 	for doc, want := range map[string]string{
 		"aws: {live_cooldown_seconds: 300, services: {ec2: {live_cooldown_seconds: 30}}}\n":   "ratelimit.aws.services.ec2.live_cooldown_seconds: unknown key",
 		"providers: {github: {services: {search: {max_rps: 0.5, live_max_concurrent: 1}}}}\n": "ratelimit.providers.github.services.search.live_max_concurrent: unknown key",
+		// The one live key a provider's mapping may hold, a level down.
+		"providers: {github: {services: {rest: {live_cooldown_seconds: 5}}}}\n": "ratelimit.providers.github.services.rest.live_cooldown_seconds: unknown key",
 		// Directly under services, not under a service's name.
 		"aws:\n  services:\n    live_cooldown_seconds: 60\n": "ratelimit.aws.services.live_cooldown_seconds: must be a mapping",
 	} {

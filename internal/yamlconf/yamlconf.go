@@ -47,7 +47,10 @@ type Decoder struct {
 	// reader of the same section decodes and validates; they are passed
 	// over, not reported as unknown. A "*" segment matches any one key
 	// (ratelimit.providers.*.live_cooldown_seconds); a pattern has at most
-	// one.
+	// one. A path matches a pattern of as many keys only: a key with dots
+	// in it (a provider named my.api) is one key, and keys nested deeper
+	// (ratelimit.providers.github.services.rest.live_cooldown_seconds)
+	// are not the pattern's.
 	Skip map[string]bool
 	// Hint, when set, explains an unknown key that is no misspelling of a
 	// known one: it is given the key's path and whether its value is a
@@ -55,13 +58,11 @@ type Decoder struct {
 	Hint func(path string, mapping bool) string
 }
 
-// skip reports whether the key path p is another reader's.
-func (d Decoder) skip(p string) bool {
-	if d.Skip[p] {
-		return true
-	}
+// skip reports whether the key path p, of keys keys, is another
+// reader's.
+func (d Decoder) skip(p string, keys int) bool {
 	for pat := range d.Skip {
-		if strings.Contains(pat, "*") && matchPath(pat, p) {
+		if strings.Count(pat, ".")+1 == keys && matchPath(pat, p) {
 			return true
 		}
 	}
@@ -88,7 +89,7 @@ func (d Decoder) Decode(dst any, n *yaml.Node, path string, lenient bool) error 
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return fmt.Errorf("yamlconf: Decode needs a pointer, not %T", dst)
 	}
-	return d.decode(v.Elem(), n, path, "", nil, lenient)
+	return d.decode(v.Elem(), n, path, strings.Count(path, ".")+1, "", nil, lenient)
 }
 
 // ParseSection reads the top-level section key of a document into dst, a
@@ -278,11 +279,11 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// decode decodes n into v strictly; key is v's own key name ("" for the
-// root), which decides whether it must be positive or may be a duration,
-// and rule its field's range, if any. lenient ignores keys a struct at
+// decode decodes n into v strictly; path, of keys keys, is n's; key is v's
+// own key name ("" for the root), which decides whether it must be
+// positive or may be a duration, and rule its field's range, if any. lenient ignores keys a struct at
 // this level has no field for.
-func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *rangeRule, lenient bool) error {
+func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, key string, rule *rangeRule, lenient bool) error {
 	n = deref(n)
 	if n.Kind == yaml.AliasNode {
 		return errorf(path, "alias nesting too deep")
@@ -294,7 +295,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 	switch v.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
-		if err := d.decode(p.Elem(), n, path, key, rule, lenient); err != nil {
+		if err := d.decode(p.Elem(), n, path, keys, key, rule, lenient); err != nil {
 			return err
 		}
 		v.Set(p)
@@ -320,7 +321,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 				errs = append(errs, errorf(path, "keys must be non-empty strings"))
 				continue
 			}
-			if d.skip(p) {
+			if d.skip(p, keys+1) {
 				continue
 			}
 			idx, ok := fields[name]
@@ -347,7 +348,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 			if r, ok := parseRange(v.Type().Field(idx).Tag.Get("range")); ok {
 				rule = &r
 			}
-			if err := d.decode(v.Field(idx), n.Content[i+1], p, name, rule, false); err != nil {
+			if err := d.decode(v.Field(idx), n.Content[i+1], p, keys+1, name, rule, false); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -376,7 +377,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path, key string, rule *r
 				continue
 			}
 			e := reflect.New(v.Type().Elem()).Elem()
-			if err := d.decode(e, n.Content[i+1], p, "", nil, false); err != nil {
+			if err := d.decode(e, n.Content[i+1], p, keys+1, "", nil, false); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -269,6 +269,34 @@ func TestSkipPatternsAndHints(t *testing.T) {
 	}
 }
 
+// A skipped path is one of as many keys as its pattern: a key with dots
+// in it is one key, whose path the pattern's "*" matches, and keys nested
+// deeper, or one key holding a pattern's dots, are not another reader's
+// but unknown.
+func TestSkipMatchesPathsOfAsManyKeys(t *testing.T) {
+	type svc struct {
+		Rate float64 `yaml:"rate"`
+	}
+	type p struct {
+		Rate     float64        `yaml:"rate"`
+		Services map[string]svc `yaml:"services"`
+	}
+	type section struct {
+		Providers map[string]p `yaml:"providers"`
+	}
+	dec := Decoder{Skip: map[string]bool{"s.providers.*.live": true, "s.live": true}}
+	n, err := Document([]byte("providers: {my.api: {rate: 1, live: x}, a: {services: {b: {rate: 2, live: 1}}}}\nlive: 1\nproviders.a.live: 1\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = dec.Decode(&s, n, "s", false)
+	want := "s.providers.a.services.b.live: unknown key\ns.providers.a.live: unknown key"
+	if err == nil || err.Error() != want || s.Providers["my.api"].Rate != 1 {
+		t.Fatalf("got %v (%+v)\nwant %s", err, s, want)
+	}
+}
+
 func TestNearest(t *testing.T) {
 	names := slices.Values([]string{"secretsmanager", "sts", "ec2", "logs"})
 	for name, want := range map[string]string{"secretmanager": "secretsmanager", "ec3": "ec2", "sst": "sts", "lgos": "logs", "cloudwatchlogs": "", "e": ""} {
