@@ -47,11 +47,13 @@ type waiter struct {
 	now   time.Duration // the caller's clock reading when it asked
 	at    time.Duration // mono at that reading
 	ready chan struct{} // closed when the caller is served
+	by    time.Duration // mono: the caller takes no token usable later than this, but one usable at once (ReserveBy)
 	// Set under the bucket's mu, before ready is closed:
-	usable time.Duration // mono when the token is usable
-	local  bool          // Redis did not answer: the caller takes a token of the local limits
-	done   bool          // served
-	gone   bool          // the caller's context ended first: it takes nothing
+	usable  time.Duration // mono when the token is usable
+	local   bool          // Redis did not answer: the caller takes a token of the local limits
+	done    bool          // served
+	gone    bool          // the caller's context ended first: it takes nothing
+	refused bool          // its token would be usable after by: it takes nothing, usable says when it would have been
 }
 
 // tokenLog records the times (mono) of the tokens the process handed out
@@ -171,6 +173,16 @@ func (b *sharedBucket) takeLease() int {
 	return n
 }
 
+// peek returns the wait of the lease's next token at t (mono), as hit
+// would give it, without taking it. mu must be held, and leaseOpen(t)
+// true.
+func (b *sharedBucket) peek(t time.Duration) time.Duration {
+	if b.leaseNow > 0 {
+		return 0
+	}
+	return max(0, b.leaseNext-t)
+}
+
 // hit takes a token of the lease at t (mono) and returns its wait: none
 // for a token of the stored balance, and for the others their time, each
 // at least the interval after the last. mu must be held, and leaseOpen(t)
@@ -200,7 +212,7 @@ func (b *sharedBucket) use(now, t time.Duration) {
 // wait from its return until the token is usable. It waits for Redis at
 // most the operation timeout twice (see ReserveContext).
 func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
-	w, _ := b.reserve(context.Background(), now, false)
+	w, _, _ := b.reserve(context.Background(), now, noLimit, false)
 	return w
 }
 
@@ -208,12 +220,29 @@ func (b *sharedBucket) Reserve(now time.Duration) time.Duration {
 // request's answer stops waiting when ctx ends, takes nothing and returns
 // ctx's error.
 func (b *sharedBucket) ReserveContext(ctx context.Context, now time.Duration) (time.Duration, error) {
-	return b.reserve(ctx, now, false)
+	w, _, err := b.reserve(ctx, now, noLimit, false)
+	return w, err
 }
 
-// reserve is Reserve bounded by ctx; read tells that the caller has read
-// the bucket's pause (readPause) already.
-func (b *sharedBucket) reserve(ctx context.Context, now time.Duration, read bool) (time.Duration, error) {
+// ReserveBy is ReserveContext for a caller that will not use a token
+// usable after latest (its deadline, or its max wait; on its clock, as
+// now): it takes one only if it is usable at once or by then, and
+// otherwise takes nothing and returns how long it would have waited and
+// false. A token of the lease is looked at without taking it, so that such
+// a refusal costs no Redis operation; one of an answer the caller waited
+// for stays in the lease for the callers after it. Taken and given back
+// (Cancel), it would have cost an operation to give back, and moved the
+// fleet's queue earlier under the callers queued after it.
+func (b *sharedBucket) ReserveBy(ctx context.Context, now, latest time.Duration) (time.Duration, bool, error) {
+	return b.reserve(ctx, now, latest, false)
+}
+
+// noLimit is a latest no token passes.
+const noLimit = time.Duration(math.MaxInt64)
+
+// reserve is ReserveBy; read tells that the caller has read the bucket's
+// pause (readPause) already.
+func (b *sharedBucket) reserve(ctx context.Context, now, latest time.Duration, read bool) (time.Duration, bool, error) {
 	t := mono()
 	b.mu.Lock()
 	b.use(now, t)
@@ -222,24 +251,33 @@ func (b *sharedBucket) reserve(ctx context.Context, now time.Duration, read bool
 		// queued callers the local bucket was charged for; the lease goes.
 		b.takeLease()
 		b.mu.Unlock()
-		return b.reserveLocal(now), nil
+		w, ok := b.reserveLocal(now, latest)
+		return w, ok, nil
 	}
 	if !read && len(b.queue) == 0 && b.leaseOpen(t) && b.pauseStale(t) {
 		// The lease was borrowed a while ago: another process may have
 		// paused the bucket since (see PausedFor), which drops it.
 		b.mu.Unlock()
 		if err := b.readPause(ctx, t); err != nil {
-			return 0, err
+			return 0, false, err
 		}
-		return b.reserve(ctx, now+mono()-t, true)
+		return b.reserve(ctx, now+mono()-t, latest, true)
+	}
+	by := noLimit // mono
+	if d := latest - now; latest != noLimit && d < noLimit-t {
+		by = t + d
 	}
 	if len(b.queue) == 0 && b.leaseOpen(t) {
+		if wait := b.peek(t); wait > 0 && t+wait > by {
+			b.mu.Unlock()
+			return wait, false, nil // nothing taken
+		}
 		wait := b.hit(t)
 		b.mu.Unlock()
 		b.s.hits.Add(1)
-		return wait, nil
+		return wait, true, nil
 	}
-	w := &waiter{now: now, at: t, ready: make(chan struct{})}
+	w := &waiter{now: now, at: t, by: by, ready: make(chan struct{})}
 	b.queue = append(b.queue, w)
 	start := !b.sending
 	b.sending = true
@@ -259,25 +297,37 @@ func (b *sharedBucket) reserve(ctx context.Context, now time.Duration, read bool
 		w.gone = gone
 		b.mu.Unlock()
 		if gone {
-			return 0, ctx.Err()
+			return 0, false, ctx.Err()
 		}
 	}
 	if w.local {
 		// The caller's clock has run on while it waited.
-		return b.reserveLocal(w.now + mono() - w.at), nil
+		wait, ok := b.reserveLocal(w.now+mono()-w.at, latest)
+		return wait, ok, nil
 	}
-	return max(0, w.usable-mono()), nil
+	return max(0, w.usable-mono()), !w.refused, nil
 }
 
-// reserveLocal takes a token of the local limits at now.
-func (b *sharedBucket) reserveLocal(now time.Duration) time.Duration {
-	wait := b.fallback(now).Reserve(now)
+// reserveLocal takes a token of the local limits at now, if it is usable
+// by latest (see ReserveBy).
+func (b *sharedBucket) reserveLocal(now, latest time.Duration) (time.Duration, bool) {
+	local := b.fallback(now)
+	var wait time.Duration
+	if lb, ok := local.(interface {
+		ReserveBy(now, latest time.Duration) (time.Duration, bool)
+	}); ok {
+		if wait, ok = lb.ReserveBy(now, latest); !ok {
+			return wait, false
+		}
+	} else {
+		wait = local.Reserve(now)
+	}
 	t := mono()
 	b.mu.Lock()
 	b.onLocal = true
 	b.log.add(t+wait, t, false)
 	b.mu.Unlock()
-	return wait
+	return wait, true
 }
 
 // serve ends w's wait. mu must be held.
@@ -300,21 +350,29 @@ func (b *sharedBucket) compact() {
 }
 
 // serveFromLease gives the queued callers, in order, the lease's tokens
-// while it has some. mu must be held.
+// while it has some; a caller whose limit the next token would pass
+// (ReserveBy) is refused, and the token left for the next. mu must be
+// held.
 func (b *sharedBucket) serveFromLease() {
 	b.compact()
-	n := 0
+	n, refused := 0, 0
 	for _, w := range b.queue {
 		t := mono()
 		if !b.leaseOpen(t) {
 			break
 		}
+		if p := b.peek(t); p > 0 && t+p > w.by {
+			w.usable, w.refused = t+p, true
+			w.serve()
+			refused++
+			continue
+		}
 		w.usable = t + b.hit(t)
 		w.serve()
 		n++
 	}
-	if n > 0 {
-		b.s.misses.Add(int64(n))
+	b.s.misses.Add(int64(n))
+	if n+refused > 0 {
 		b.compact()
 	}
 }
@@ -404,6 +462,13 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			if w.done || w.gone || i == k {
 				continue
 			}
+			if i >= usable && at(i) > w.by {
+				// Past its limit (ReserveBy): it takes nothing, and the
+				// token is the next caller's, or the lease's.
+				w.usable, w.refused = at(i), true
+				w.serve()
+				continue
+			}
 			w.usable = at(i)
 			b.log.add(w.usable, answered, true)
 			w.serve()
@@ -419,11 +484,11 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		b.leaseStep = step
 		if extra := k - i - size; extra > 0 {
 			// The tokens of the callers gone (their contexts ended while
-			// they waited for this answer), past a lease's worth, go back
-			// (the answer's last: the queue's end in Redis, but for what
-			// another process reserved since), so that a process whose
-			// callers give up holds no more of the fleet's tokens than its
-			// lease.
+			// they waited for this answer) or refused (past their limit),
+			// past a lease's worth, go back (the answer's last: the queue's
+			// end in Redis, but for what another process reserved since),
+			// so that a process whose callers give up holds no more of the
+			// fleet's tokens than its lease.
 			k -= extra
 			b.giveBack += extra
 		}

@@ -310,9 +310,23 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	var w time.Duration          // the longest wait
 	var pt, at, lt bucket.Ticket // the provider's, account's and leaf's reservations
 	if gd.g.sharedBuckets {
+		var ok bool
 		var err error
-		if w, pt, at, lt, err = gd.reserveShared(ctx, now); err != nil {
+		if w, pt, at, lt, ok, err = gd.reserveShared(ctx, now, gd.waitLimit()); err != nil {
 			return gd.stopByContext(err)
+		}
+		if !ok {
+			// Refused with no token taken (see reserveShared), past the
+			// limit, which exceeds reads too; its wait counts from now.
+			if now = gd.g.now(); ctx.Err() != nil {
+				return gd.stopByContext(ctx.Err())
+			}
+			if err := gd.exceeds(now, now+w, gd.deadlineAt(), now, 0, nil); err != nil {
+				return err
+			}
+			if w, pt, at, lt, _, err = gd.reserveShared(ctx, now, anyWait); err != nil {
+				return gd.stopByContext(err)
+			}
 		}
 		// The reservation may have waited for the store: the wait it gave
 		// counts from its return, and the deadline is checked then too.
@@ -908,8 +922,13 @@ type contextBucket interface {
 
 // reserveShared is reserve for a store whose buckets may wait (fleet
 // mode): each level's wait for the store is bounded by ctx, and a level
-// that ctx ends gives back the levels already reserved.
-func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w time.Duration, provider, account, leaf bucket.Ticket, err error) {
+// that ctx ends gives back the levels already reserved. A level whose
+// token would be usable past latest (a bucket that can tell, fleet's:
+// limitBucket) takes none: the levels already reserved are given back,
+// and reserveShared reports false with the waits known then, as reserve
+// does; fleet's bucket refuses such a call with no Redis operation when
+// its lease shows the wait, where a token taken and given back cost one.
+func (gd *Guard) reserveShared(ctx context.Context, now, latest time.Duration) (w time.Duration, provider, account, leaf bucket.Ticket, ok bool, err error) {
 	e := gd.e
 	bs := [levels]state.Bucket{e.acct.global, e.acct.bucket, e.leaf}
 	var waits [levels]time.Duration
@@ -917,7 +936,10 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w time.D
 		if b == nil {
 			continue
 		}
-		if cb, ok := b.(contextBucket); ok {
+		ok = true
+		if lb, is := b.(limitBucket); is {
+			waits[i], ok, err = lb.ReserveBy(ctx, now, latest)
+		} else if cb, is := b.(contextBucket); is {
 			waits[i], err = cb.ReserveContext(ctx, now)
 		} else {
 			waits[i] = b.Reserve(now)
@@ -928,11 +950,24 @@ func (gd *Guard) reserveShared(ctx context.Context, now time.Duration) (w time.D
 					r.Cancel(now)
 				}
 			}
-			return 0, bucket.Ticket{}, bucket.Ticket{}, bucket.Ticket{}, err
+			return 0, bucket.Ticket{}, bucket.Ticket{}, bucket.Ticket{}, false, err
+		}
+		if !ok {
+			for j, r := range bs[:i] {
+				giveBack(r, now, now+waits[j])
+			}
+			return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(now + waits[0]), bucket.TicketAt(now + waits[1]), bucket.TicketAt(now + waits[leafLevel]), false, nil
 		}
 	}
 	gd.held = e
-	return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(now + waits[0]), bucket.TicketAt(now + waits[1]), bucket.TicketAt(now + waits[leafLevel]), nil
+	return max(waits[0], waits[1], waits[leafLevel]), bucket.TicketAt(now + waits[0]), bucket.TicketAt(now + waits[1]), bucket.TicketAt(now + waits[leafLevel]), true, nil
+}
+
+// limitBucket is the optional interface of fleet mode's buckets that take
+// a token only if it is usable by a limit (latest, on the caller's clock),
+// or at once: otherwise they take nothing and report the wait and false.
+type limitBucket interface {
+	ReserveBy(ctx context.Context, now, latest time.Duration) (time.Duration, bool, error)
 }
 
 // queueBucket is a leaf bucket whose queued reservations move with its

@@ -380,9 +380,14 @@ func (gd *Guard) TryEnter() error {
 		var w time.Duration
 		var pt, at, lt bucket.Ticket
 		if gd.g.sharedBuckets {
+			var ok bool
 			var err error
-			if w, pt, at, lt, err = gd.reserveShared(gd.ctx, now); err != nil {
+			if w, pt, at, lt, ok, err = gd.reserveShared(gd.ctx, now, now); err != nil {
 				return gd.stopByContext(err)
+			}
+			if !ok {
+				// Nothing taken (see reserveShared).
+				return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
 			}
 		} else {
 			var ok bool

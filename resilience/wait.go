@@ -20,8 +20,10 @@ import (
 // another scope instead of leaving it blocked. The call is recorded as
 // lost (LossRefused, or LossSkipped for the breaker), not as a give-up.
 // A call refused because its rate token would come too late takes none
-// (with the in-process store), so that calls refused one after another do
-// not push the scope's queue later. A d of 0 or less admits only a call that can go at once; one longer than
+// (in fleet mode, its process's lease keeps the token it looked at, and
+// such a refusal costs no Redis operation when the lease shows the wait),
+// so that calls refused one after another do not push the scope's queue
+// later. A d of 0 or less admits only a call that can go at once; one longer than
 // any configured time (about 36 years, math.MaxInt64 among them) is held
 // to that. The bound holds through every SDK integration, whose hooks see
 // the context of the SDK call.

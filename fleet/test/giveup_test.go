@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,6 +133,44 @@ func TestTokensOfCallersGoneBeforeTheAnswerGoBack(t *testing.T) {
 		}
 		if w := time.Since(start); w > 2*interval {
 			t.Errorf("after 10 callers of A gave up while its lease request was answered, B's call waited %v; want at most two intervals (%v)", w, 2*interval)
+		}
+	})
+}
+
+// A call refused because its token would come past its max wait (or its
+// deadline) takes no token, in fleet mode as in process: when the
+// process's lease shows that its next token is not usable in time, the
+// call is refused with no Redis operation, and the lease keeps the token
+// for the calls after it. Before, each such call took the lease's next
+// token and gave it back to Redis, an operation of its own: 100 calls
+// with WithMaxWait(ctx, 0) cost 26 to 32 Redis operations, and a
+// goroutine calling so for a second, 550 to 2,900, for 50 calls sent.
+func TestARefusedCallCostsNoRedisOperation(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		// 50 rps with a burst of 1: a lease of 5 tokens, 20 ms apart, the
+		// first usable at once.
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 50, Burst: 1}}}}
+		p := newProcess(t, be, uniquePrefix(t), cfg, fleet.WithHeartbeat(time.Hour))
+		if err := p.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		before := p.store.Stats()
+		refused := 0
+		for range 100 {
+			err := resilience.Do(resilience.WithMaxWait(context.Background(), 0), vpcs, ok, resilience.WithGovernor(p.gov))
+			var ww *resilience.WouldWaitError
+			if errors.As(err, &ww) {
+				refused++
+			}
+		}
+		after := p.store.Stats()
+		if refused < 90 {
+			t.Fatalf("setup: %d of 100 calls refused", refused)
+		}
+		// Within the 20 ms before the lease's next token, a refusal is
+		// local; a lease window on, the process reads the pause again.
+		if n := after.RedisCalls - before.RedisCalls; n > 3 {
+			t.Errorf("%d calls refused for their max wait cost %d Redis operations; want at most 3 (the lease's next tokens due meanwhile, a read of the pause)", refused, n)
 		}
 	})
 }
