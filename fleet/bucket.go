@@ -291,6 +291,32 @@ func (b *sharedBucket) Cancel(now time.Duration) {
 	}
 }
 
+// CancelAt gives back a token due at at (on the caller's clock, as now)
+// that the caller will not use. One usable by now goes back into the
+// lease while the lease lasts and holds tokens (one a throttle or a pause
+// dropped holds none), usable at once by the next caller, with no Redis
+// operation (it goes back to Redis with the lease's other tokens when the
+// lease ends); at a bucket paused now it is kept instead, due
+// before the pause began, which counted it as spent (see resilience's
+// cancel). Any other is given back as Cancel gives it.
+func (b *sharedBucket) CancelAt(now, at time.Duration) {
+	if at <= now {
+		if b.KnownPause() > 0 {
+			return
+		}
+		t := mono()
+		b.mu.Lock()
+		if !b.s.degraded.Load() && !b.onLocal && b.leaseOpen(t) {
+			b.lease++
+			b.leaseNow++
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+	}
+	b.Cancel(now)
+}
+
 // sendGiveBack gives the tokens of Cancel back to Redis, until none is
 // left; to the local limits when Redis does not answer.
 func (b *sharedBucket) sendGiveBack(now time.Duration) {

@@ -1038,8 +1038,10 @@ func giveBack(b state.Bucket, now, at time.Duration) {
 }
 
 // cancelAtBucket is the optional interface of the buckets that take a
-// token back as far as the reservations made after it allow (the
-// in-process one).
+// token back knowing when it was due, and keep a token due by now at a
+// paused bucket themselves: the in-process one, as far as the
+// reservations made after it allow; fleet mode's, which puts a token
+// usable at once back into its process's lease, with no Redis operation.
 type cancelAtBucket interface {
 	CancelAt(now, at time.Duration)
 }

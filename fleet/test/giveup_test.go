@@ -174,3 +174,41 @@ func TestARefusedCallCostsNoRedisOperation(t *testing.T) {
 		}
 	})
 }
+
+// A call refused at its leaf (its token there would come past its max
+// wait) gives back the account's token it took first: one usable at once
+// goes back into the account bucket's lease, for the next caller, with no
+// Redis operation. Before, each such call gave it back to Redis, an
+// operation of its own: 100 calls 2 ms apart with WithMaxWait(ctx, 0), at
+// 50 rps on the leaf and 1,000 on the account, 83 to 87 refused, cost 79
+// to 86 Redis operations.
+func TestAnAccountTokenOfACallRefusedAtItsLeafStaysInTheLease(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		acct := 1000.0
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{AccountMaxRPS: &acct, Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 50, Burst: 1}}}}
+		p := newProcess(t, be, uniquePrefix(t), cfg, fleet.WithHeartbeat(time.Hour))
+		if err := p.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		before := p.store.Stats()
+		refused := 0
+		for range 100 {
+			err := resilience.Do(resilience.WithMaxWait(context.Background(), 0), vpcs, ok, resilience.WithGovernor(p.gov))
+			var ww *resilience.WouldWaitError
+			if errors.As(err, &ww) {
+				refused++
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // what goes back to Redis has gone
+		after := p.store.Stats()
+		if refused < 50 {
+			t.Fatalf("setup: %d of 100 calls refused", refused)
+		}
+		// The leaf's lease requests (5 tokens each, one per 100 ms) and
+		// the account's (100 tokens each).
+		if n := after.RedisCalls - before.RedisCalls; n > 20 {
+			t.Errorf("%d calls refused at their leaf cost %d Redis operations; want at most 20 (the leases' requests)", refused, n)
+		}
+	})
+}
