@@ -426,8 +426,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 				level = lv // the leaf's pause may hold the call longest now
 			}
 		}
-		if moved, err := gd.heldByPause(ctx, now, &r); err != nil {
-			return gd.stopByContext(err)
+		if moved, err := gd.heldByPause(ctx, now, start, level, &r); err != nil {
+			return gd.stopHeld(err)
 		} else if moved {
 			_, level = longest(r.due)
 		}
@@ -447,8 +447,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 			return gd.stopByContext(err)
 		}
 		if !woken {
-			if moved, err := gd.heldByPause(ctx, now, &r); err != nil {
-				return gd.stopByContext(err)
+			if moved, err := gd.heldByPause(ctx, now, start, level, &r); err != nil {
+				return gd.stopHeld(err)
 			} else if moved {
 				_, level = longest(r.due)
 				continue
@@ -466,12 +466,28 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 // which the tokens, due before it began, do not know of: the account's
 // in process (accountPaused), the leaf's and the account's in fleet mode
 // (sharedPaused); the leaf's in process follows its queue. It reports
-// whether r moved.
-func (gd *Guard) heldByPause(ctx context.Context, now time.Duration, r *reservation) (bool, error) {
+// whether r moved. A call it ended (see sharedPaused; the call has waited
+// since start for the token of level) is an endedError.
+func (gd *Guard) heldByPause(ctx context.Context, now, start time.Duration, level uint8, r *reservation) (bool, error) {
 	if gd.g.sharedBuckets {
-		return gd.sharedPaused(ctx, now, r)
+		return gd.sharedPaused(ctx, now, start, level, r)
 	}
 	return gd.accountPaused(now, r), nil
+}
+
+// endedError is the error of a call heldByPause ended, recorded and
+// stopped already.
+type endedError struct{ err error }
+
+func (e endedError) Error() string { return e.err.Error() }
+
+// stopHeld ends the call on heldByPause's error: the call's own when
+// heldByPause ended it, or the context's.
+func (gd *Guard) stopHeld(err error) error {
+	if e, ok := err.(endedError); ok {
+		return e.err
+	}
+	return gd.stopByContext(err)
 }
 
 // accountPaused reports whether a pause of the account's bucket
@@ -519,8 +535,14 @@ type pausedBucket interface {
 // and the call takes another, which the shared bucket gives after the
 // pause. A level whose token ctx ends the wait for takes nothing, and the
 // other levels' tokens are given back; all of them when ctx ends while a
-// bucket reads its pause. It reports whether r moved.
-func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reservation) (bool, error) {
+// bucket reads its pause. A level whose token after the pause would pass
+// the call's deadline or max wait takes none either (the fleet bucket's
+// ReserveBy, as takeToken's first reservation): the call ends as exceeds
+// ends it, the token it held at that level spent, the other levels' given
+// back; taken and given back, it would have cost a Redis operation and
+// moved the fleet's queue after the pause earlier. It reports whether r
+// moved.
+func (gd *Guard) sharedPaused(ctx context.Context, now, start time.Duration, level uint8, r *reservation) (bool, error) {
 	if gd.held == nil {
 		return false, nil
 	}
@@ -544,10 +566,29 @@ func (gd *Guard) sharedPaused(ctx context.Context, now time.Duration, r *reserva
 			continue
 		}
 		var w time.Duration
-		if cb, ok := b.(contextBucket); ok {
+		taken := true
+		if lb, ok := b.(limitBucket); ok {
+			w, taken, err = lb.ReserveBy(ctx, now, gd.waitLimit())
+		} else if cb, ok := b.(contextBucket); ok {
 			w, err = cb.ReserveContext(ctx, now)
 		} else {
 			w = b.Reserve(now)
+		}
+		if err == nil && !taken {
+			// Nothing taken: the token it held, due before the pause,
+			// counts as spent (kept: see giveBack), and its wait counts
+			// from now.
+			r.due[i] = now
+			t := gd.g.now()
+			if err := gd.exceeds(t, t+w, gd.deadlineAt(), start, level, r); err != nil {
+				return false, endedError{err}
+			}
+			if cb, ok := b.(contextBucket); ok { // the clock ran on: within the limit after all
+				w, err = cb.ReserveContext(ctx, t)
+			} else {
+				w = b.Reserve(t)
+			}
+			now = t
 		}
 		if err != nil {
 			gd.held = nil

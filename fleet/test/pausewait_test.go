@@ -2,11 +2,13 @@ package test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // A paused scope sends nothing until the pause ends, in fleet mode as in
@@ -160,4 +162,44 @@ func TestACallIsHeldByAPauseOfAnotherProcess(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A call that waited for its token and finds, before it is sent, a pause
+// another process set, whose end is past the call's deadline, is refused
+// taking no token after the pause: the token a lease request brings for
+// it stays in the lease, as for any call refused for its deadline (the
+// fleet bucket's ReserveBy). Before, it took that token and gave it back
+// to Redis, an operation of its own (4 Redis operations for the call
+// against 3), moving the fleet's queue after the pause earlier under the
+// callers queued after it.
+func TestACallRefusedForAPauseOfAnotherProcessTakesNoToken(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 5, Burst: 1}}}}
+		a := newProcess(t, be, prefix, cfg, fleet.WithHeartbeat(time.Hour))
+		b := newProcess(t, be, prefix, cfg, fleet.WithHeartbeat(time.Hour))
+		if err := a.do(t, vpcs, ok); err != nil { // the burst spent
+			t.Fatal(err)
+		}
+		before := a.store.Stats()
+		done := make(chan error)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			done <- resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(a.gov))
+		}()
+		time.Sleep(50 * time.Millisecond) // A's call waits for its token, 200 ms on
+		b.store.Bucket(vpcsKey, state.BucketSpec{Rate: 5, Burst: 1}, 0).Pause(0, 5*time.Second)
+		err := <-done
+		var de *resilience.DeadlineExceededError
+		if !errors.As(err, &de) {
+			t.Fatalf("a call with a 1 s context, paused for 5 s: %v; want a *DeadlineExceededError", err)
+		}
+		time.Sleep(100 * time.Millisecond) // what goes back to Redis has gone
+		// Its lease request, the pause's read, the lease request for a
+		// token after the pause.
+		if n := a.store.Stats().RedisCalls - before.RedisCalls; n > 3 {
+			t.Errorf("a call refused for a pause past its deadline cost %d Redis operations; want 3 (no token given back)", n)
+		}
+	})
 }
