@@ -39,6 +39,7 @@ type sharedBreaker struct {
 	fetched  time.Duration // when the view was last refreshed, in local time
 	readAt   int64         // when Redis read the view's breaker, on its clock (µs)
 	readBack time.Duration // when the answer that carried it came back (mono)
+	why      string        // why the breaker last opened, as the process that opened it said ("" when none did)
 	told     int64         // the Store's staleTick when a success was last sent to Redis
 	// clockNow and clockMono are one instant read on the callers' clock
 	// and on mono, so that a time on one converts to the other.
@@ -100,7 +101,19 @@ func breakerState(v any) (st state.BreakerState, ok bool) {
 // request (sent, mono).
 type reading struct {
 	st, wait, failures, cooldown, at any
+	why                              any // why the breaker last opened (see whyOf)
 	sent                             time.Duration
+}
+
+// whyOf reads why a breaker opened, as the scripts reply it: one of the
+// reasons the governor gives (resilience's CircuitOpenError.Reason), ""
+// for any other value or none.
+func whyOf(v any) string {
+	switch w := toString(v); w {
+	case "throttling", "errors", "throttled for good", "down":
+		return w
+	}
+	return ""
 }
 
 // refreshBreaker updates the cached view of the breaker at key from the
@@ -156,10 +169,10 @@ func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState
 	b.readAt, b.readBack = toInt(r.at), mono()
 	b.clockNow, b.clockMono = now, b.readBack
 	if !valid {
-		b.state, b.failures, b.cooldown, b.fetched, b.until = state.Closed, 0, b.spec.Cooldown, never, now
+		b.state, b.failures, b.cooldown, b.fetched, b.until, b.why = state.Closed, 0, b.spec.Cooldown, never, now, ""
 		return st, wait, failures
 	}
-	b.state, b.failures, b.cooldown, b.fetched = st, failures, cooldown, now
+	b.state, b.failures, b.cooldown, b.fetched, b.why = st, failures, cooldown, now, whyOf(r.why)
 	b.until = now + wait
 	return st, wait, failures
 }
@@ -355,7 +368,7 @@ func (b *sharedBreaker) writeBack() bool {
 	case err != nil:
 		b.s.refused(b.keys[0], err) // no use sending it again
 	case len(res) >= 5:
-		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], sent: t})
+		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], why: elem(res, 5), sent: t})
 	}
 	b.localMu.Lock()
 	if b.learned == learned {
@@ -395,7 +408,7 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	if !ok || len(res) < 4 {
 		return b.localAllow(now)
 	}
-	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
+	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), sent: sent})
 	if toInt(res[0]) == 1 {
 		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a
@@ -428,7 +441,7 @@ func (b *sharedBreaker) snapshot(now time.Duration) (res []any, st state.Breaker
 	if !ok || len(res) < 4 {
 		return nil, state.Closed, 0, 0, false
 	}
-	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], cooldown: res[2], at: elem(res, 4), sent: sent})
+	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], cooldown: res[2], at: elem(res, 4), why: elem(res, 5), sent: sent})
 	return res, st, wait, failures, true
 }
 
@@ -496,17 +509,33 @@ func (b *sharedBreaker) Success() bool {
 	return toInt(res[0]) == 1
 }
 
-func (b *sharedBreaker) Failure(now time.Duration) bool {
+func (b *sharedBreaker) Failure(now time.Duration) bool { return b.FailureFor(now, "") }
+
+// FailureFor is Failure from a call that says why a failure that opens the
+// breaker opened it ("throttling", "errors", "throttled for good" or
+// "down"; "" when it does not say): Redis keeps it with the breaker, so
+// that every process reads it (OpenReason), as the one that opened it.
+func (b *sharedBreaker) FailureFor(now time.Duration, why string) bool {
 	if b.s.degraded.Load() {
 		return b.localFailure(now, true)
 	}
 	sent := mono()
-	res, ok, unsent := b.s.runOnce(breakerFailureScript, b.keys, b.args...)
+	res, ok, unsent := b.s.runOnce(breakerFailureScript, b.keys, append(b.args[:len(b.args):len(b.args)], why)...)
 	if !ok || len(res) < 4 {
 		return b.localFailure(now, unsent)
 	}
-	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), sent: sent})
+	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), sent: sent})
 	return toInt(res[0]) == 1
+}
+
+// OpenReason returns why the breaker last opened, as the process that
+// opened it said, as far as this process's view of it knows: "" when no
+// process said (it opened while Redis did not answer, or by a process of
+// an earlier version), or the view never saw it open.
+func (b *sharedBreaker) OpenReason() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.why
 }
 
 func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {

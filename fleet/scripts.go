@@ -87,6 +87,12 @@ end
 local function num(s) return string.format('%.0f', s) end
 -- finite is true for a number that is neither NaN nor infinite.
 local function finite(x) return x ~= nil and x == x and x > -math.huge and x < math.huge end
+-- why_of reads why a breaker opened: one of the reasons the governor
+-- gives, '' for any other value or none.
+local function why_of(v)
+  if v == 'throttling' or v == 'errors' or v == 'throttled for good' or v == 'down' then return v end
+  return ''
+end
 -- call runs a command on key; when key holds a value of another type, it
 -- deletes it and runs the command again on nothing.
 local function call(cmd, key, ...)
@@ -420,7 +426,7 @@ end
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
 // breaker_wait_us, breaker_failures, usable_now, next_wait_us, now_us,
-// breaker_cooldown_us, paused_us}
+// breaker_cooldown_us, paused_us, breaker_why}
 // (now_us: Redis's clock when it read the breaker; see update): the first
 // usable_now tokens of the lease are usable at once (the bucket's stored
 // balance: its burst, as in the in-process bucket), and token i from
@@ -459,13 +465,13 @@ else
   b.t0 = b.t0 + k * b.interval
 end
 save_bucket(KEYS[1], b, now)
-local br = call('HMGET', KEYS[2], 'state', 'until', 'failures', 'cooldown')
+local br = call('HMGET', KEYS[2], 'state', 'until', 'failures', 'cooldown', 'why')
 local bwait, bcool, blong = tonumber(br[2]) or 0, tonumber(br[4]) or 0, tonumber(ARGV[ARG0 + 6])
 local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + blong or not finite(bcool) or bcool > blong then bstate = 'invalid' end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
-  usable, num(nextw), num(now), num(math.max(0, bcool)), num(math.max(0, b.paused - now))}
+  usable, num(nextw), num(now), num(math.max(0, bcool)), num(math.max(0, b.paused - now)), why_of(br[5])}
 `)
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
@@ -533,13 +539,18 @@ local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
 `)
 
-// A breaker is a hash {state, failures, cooldown, until, since, reset, ft}:
+// A breaker is a hash {state, failures, cooldown, until, since, reset, ft, why}:
 // since is when its state last changed (it opened, let a probe through, or
 // closed after one), on Redis's clock, absent before any change; reset is
 // when a success last reset a count of failures; and ft holds the times of
 // the failures counted (a list of microseconds, oldest first), so that a
 // write-back of failures counted elsewhere can order them against the
-// successes. Every breaker script takes ARGV[1] the base cooldown in
+// successes; why is why it last opened, as the process that opened it
+// said (breakerFailureScript's ARGV[6]: "throttling", "errors", "throttled
+// for good" or "down"; empty when that process did not say, or a write-back
+// opened it), and whyat the since it holds for: a script of a version
+// before why changes since without it, and the breaker then reads as not
+// saying why. Every breaker script takes ARGV[1] the base cooldown in
 // microseconds, ARGV[2] the key TTL in ms, ARGV[3] the threshold, ARGV[4]
 // the longest cooldown in microseconds and ARGV[5] the clock skew allowed,
 // in microseconds. Every reply holds now_us, Redis's clock when the script
@@ -555,9 +566,13 @@ local SKEW_US = tonumber(ARGV[5])
 -- in the future) is deleted and the breaker is closed. ft, the failures'
 -- times, is read as a string: run_times parses it when a script needs it.
 local function load_breaker(key, now)
-  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since', 'reset', 'ft')
+  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since', 'reset', 'ft', 'why', 'whyat')
   local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US),
-    untilv = tonumber(h[4] or 0), since = tonumber(h[5] or 0), reset = tonumber(h[6] or 0), ft = h[7] or ''}
+    untilv = tonumber(h[4] or 0), since = tonumber(h[5] or 0), reset = tonumber(h[6] or 0), ft = h[7] or '',
+    why = why_of(h[8])}
+  -- why holds while the breaker's last change is the one whyat names: a
+  -- script of an earlier version changes the state without it.
+  if tonumber(h[9]) ~= br.since then br.why = '' end
   if (br.state == 'closed' or br.state == 'open' or br.state == 'half_open') and
       finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= MAX_US and
       finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US and finite(br.since) and br.since <= now + SKEW_US and
@@ -565,11 +580,11 @@ local function load_breaker(key, now)
     return br
   end
   redis.call('DEL', key)
-  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0, reset = 0, ft = ''}
+  return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0, reset = 0, ft = '', why = ''}
 end
--- reading is a breaker's reply: {state, failures, cooldown_us, wait_us, now_us}.
+-- reading is a breaker's reply: {state, failures, cooldown_us, wait_us, now_us, why}.
 local function reading(br, now)
-  return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now)}
+  return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now), br.why}
 end
 -- counted appends the time now to the times of the failures counted
 -- before it (failures): a list longer than that many could hold (written
@@ -601,18 +616,18 @@ end
 // allowScript lets a call through a closed breaker; an open breaker whose
 // cooldown ended (or a half-open one whose probe's lease ran out) lets this
 // caller through as the fleet's one probe, with a lease of one cooldown.
-// Reply: {ok, wait_us, state, failures, now_us, cooldown_us}.
+// Reply: {ok, wait_us, state, failures, now_us, cooldown_us, why}.
 var allowScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 local cd = num(br.cooldown)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now), cd} end
-if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now), cd} end
+if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now), cd, br.why} end
+if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now), cd, br.why} end
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', cd,
-  'failures', num(br.failures), 'since', num(now))
+  'failures', num(br.failures), 'since', num(now), 'whyat', num(now))
 expire(KEYS[1], TTL_MS, now, now + br.cooldown)
-return {1, '0', 'half_open', br.failures, num(now), cd}
+return {1, '0', 'half_open', br.failures, num(now), cd, br.why}
 `)
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
@@ -624,7 +639,7 @@ touch(KEYS[1], TTL_MS, now, br.untilv)
 if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now), num(br.cooldown)} end
 if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0, 'since', num(now),
-    'ft', '')
+    'ft', '', 'whyat', num(now))
   expire(KEYS[1], TTL_MS, now, now)
   return {1, 'closed', num(now), ARGV[1]}
 end
@@ -636,8 +651,9 @@ return {0, br.state, num(now), num(br.cooldown)}
 
 // breakerFailureScript counts a failed call: THRESHOLD consecutive
 // failures open a closed breaker; a failed probe reopens a half-open one
-// with the cooldown doubled up to the longest.
-// Reply: {opened, state, failures, wait_us, now_us, cooldown_us}.
+// with the cooldown doubled up to the longest. ARGV[6], when given, is
+// why (see the breaker's hash), written when the failure opens it.
+// Reply: {opened, state, failures, wait_us, now_us, cooldown_us, why}.
 var breakerFailureScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
@@ -648,21 +664,22 @@ if br.state == 'closed' then
     redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0,
       'ft', counted(br, now))
     expire(KEYS[1], TTL_MS, now, now)
-    return {0, 'closed', failures, '0', num(now), num(cooldown)}
+    return {0, 'closed', failures, '0', num(now), num(cooldown), br.why}
   end
 elseif br.state == 'half_open' then
   cooldown = math.min(2 * cooldown, MAX_US)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)
-  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown)}
+  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown), br.why}
 end
+local why = why_of(ARGV[6])
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown),
-  'since', num(now), 'ft', '')
+  'since', num(now), 'ft', '', 'why', why, 'whyat', num(now))
 expire(KEYS[1], TTL_MS, now, now + cooldown)
-return {1, 'open', 0, num(cooldown), num(now), num(cooldown)}
+return {1, 'open', 0, num(cooldown), num(now), num(cooldown), why}
 `)
 
-// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us}.
+// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us, why}.
 var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
@@ -708,7 +725,7 @@ local write = false
 local function save(t)
   if #t >= THRESHOLD then
     local at = math.max(t[THRESHOLD], br.since, br.reset)
-    br.state, br.failures, br.since, br.untilv, br.ft = 'open', 0, at, at + br.cooldown, ''
+    br.state, br.failures, br.since, br.untilv, br.ft, br.why = 'open', 0, at, at + br.cooldown, '', ''
   else
     local ft = {}
     for i, x in ipairs(t) do ft[i] = num(x) end
@@ -719,7 +736,9 @@ end
 local at = now - (age or -1)
 if (st == 'closed' or st == 'open' or st == 'half_open') and finite(cooldown) and cooldown > 0 and cooldown <= MAX_US and
     finite(wait) and wait >= 0 and wait <= MAX_US and finite(age) and age >= 0 and at > br.since then
-  br = {state = st, failures = 0, cooldown = cooldown, untilv = 0, since = at, reset = br.reset, ft = ''}
+  local why = br.why
+  if st == 'open' and br.state ~= 'open' then why = '' end -- the write-back does not say why
+  br = {state = st, failures = 0, cooldown = cooldown, untilv = 0, since = at, reset = br.reset, ft = '', why = why}
   if st == 'closed' then
     local t = {}
     for _, x in ipairs(fails) do if x > at then t[#t + 1] = x end end
@@ -746,7 +765,8 @@ elseif br.state == 'closed' then
 end
 if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),
-    'until', num(br.untilv), 'since', num(br.since), 'reset', num(br.reset), 'ft', br.ft)
+    'until', num(br.untilv), 'since', num(br.since), 'reset', num(br.reset), 'ft', br.ft, 'why', br.why,
+    'whyat', num(br.since))
   expire(KEYS[1], TTL_MS, now, br.untilv)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)

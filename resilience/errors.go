@@ -20,8 +20,10 @@ import (
 // as state.ScopeSnapshot.OpenReason does: "throttling" or "errors" (calls
 // failed after their retries, the last with that kind of answer),
 // "throttled for good" or "down" (every answer of the scope failed for
-// the provider's breaker_dead_seconds). It is empty when this process did
-// not see the breaker open (a breaker shared through a state store).
+// the provider's breaker_dead_seconds). A breaker shared through a state
+// store that keeps why it opened (fleet's) gives the reason of the process
+// that opened it; it is empty when no process said (this process did not
+// see the breaker open, and the store does not keep it).
 type CircuitOpenError struct {
 	Scope  Scope
 	Wait   time.Duration // until the breaker lets a probe through

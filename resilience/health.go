@@ -92,14 +92,16 @@ type tripper interface {
 	Trip(now time.Duration) bool
 }
 
-// trip opens b at now, a dead scope's breaker: through Trip when b has it,
-// or by counting failures until it opens.
-func trip(b state.Breaker, now time.Duration, threshold int) bool {
+// trip opens b at now, a dead scope's breaker, for why: through Trip when
+// b has it, or by counting failures until it opens (saying why, to a
+// breaker that keeps it).
+func trip(b state.Breaker, now time.Duration, threshold int, why string) bool {
 	if t, ok := b.(tripper); ok {
 		return t.Trip(now)
 	}
+	rb, _ := b.(reasonBreaker)
 	for range threshold {
-		if b.Failure(now) {
+		if rb != nil && rb.FailureFor(now, why) || rb == nil && b.Failure(now) {
 			return true
 		}
 	}
@@ -136,9 +138,16 @@ func (e *scopeEntry) noteOpened(reason string, dead bool) {
 	h.mu.Unlock()
 }
 
-// openReason returns why the scope's breaker last opened, as this process
-// saw it: "" when it never did.
+// openReason returns why the scope's breaker last opened: as the process
+// that opened it said, for a breaker shared through a state store that
+// keeps it (reasonBreaker); else as this process saw it, "" when it never
+// did.
 func (e *scopeEntry) openReason() string {
+	if rb, ok := e.breaker.(reasonBreaker); ok {
+		if why := rb.OpenReason(); why != "" {
+			return why
+		}
+	}
 	h := e.health.Load()
 	if h == nil {
 		return ""

@@ -167,12 +167,14 @@ func (gd *Guard) reportDead(dead string) {
 // has its own retries, whose outcome decides.
 func (gd *Guard) openDead(now time.Duration, forGood bool) string {
 	b := gd.e.breaker
-	if b.Snapshot(now).State != state.Closed || !trip(b, now, gd.p.set.breaker.Threshold) {
-		return ""
-	}
 	reason := "down"
 	if forGood {
 		reason = "throttled for good"
+	}
+	if b.Snapshot(now).State != state.Closed || !trip(b, now, gd.p.set.breaker.Threshold, reason) {
+		return ""
+	}
+	if forGood {
 		gd.count(forGoodTally)
 	}
 	gd.e.noteOpened(reason, true)
@@ -380,7 +382,21 @@ func (gd *Guard) breakerFailure(now time.Duration) (opened bool, from state.Brea
 	if gd.lease.ofProbe() {
 		from = state.HalfOpen
 	}
+	if rf, ok := gd.e.breaker.(reasonBreaker); ok {
+		return rf.FailureFor(now, gd.openedFor()), from
+	}
 	return gd.e.breaker.Failure(now), from
+}
+
+// reasonBreaker is the optional interface of the breakers shared through
+// a state store (fleet mode's), which keep why they opened with their
+// state, so that every process that refuses a call says why, as the one
+// that opened it: FailureFor is Failure from a call that says why a
+// failure that opens the breaker opens it, and OpenReason returns why it
+// last opened ("" when unknown).
+type reasonBreaker interface {
+	FailureFor(now time.Duration, why string) (opened bool)
+	OpenReason() string
 }
 
 // recordBudgetExhausted records a call the empty retry budget stopped: no

@@ -128,6 +128,17 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, a
 	if h := e.health.Load(); h != nil {
 		s.Dead, s.OpenReason = h.report(p.set, now)
 	}
+	if rb, ok := e.breaker.(reasonBreaker); ok {
+		// A shared breaker says why it opened as the process that opened
+		// it did; while it is not closed, a scope it says is dead is dead
+		// for this process too.
+		if why := rb.OpenReason(); why != "" {
+			s.OpenReason = why
+			if s.Dead == "" && s.Breaker.State != state.Closed && (why == "down" || why == "throttled for good") {
+				s.Dead = why
+			}
+		}
+	}
 	return s
 }
 

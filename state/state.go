@@ -219,7 +219,9 @@ type ScopeSnapshot struct {
 	Queued int `json:"queued"`
 	// Dead says how a scope every answer of which failed for the
 	// provider's breaker_dead_seconds, from at least breaker_threshold
-	// calls, is dead (as this process saw it): "throttled for good" (every
+	// calls, is dead (as this process saw it, or, with a shared store
+	// that keeps why its breaker opened, as the process that opened it
+	// said, while the breaker is not closed): "throttled for good" (every
 	// failed answer was throttling) or "down"; empty when it is not. A
 	// scope found dead stays dead, through its breaker's cooldown and any
 	// quiet after it (nothing answered since), until an answer shows it
@@ -228,7 +230,8 @@ type ScopeSnapshot struct {
 	// OpenReason says why the breaker last opened: "throttling" or
 	// "errors" (calls failed after their retries, the last with that kind
 	// of answer), "throttled for good" or "down" (the scope was dead);
-	// empty when it never opened in this process.
+	// empty when it never opened in this process (with a shared store
+	// that keeps it, as fleet's does: in any process that said why).
 	OpenReason  string  `json:"open_reason,omitempty"`
 	MaxInFlight int     `json:"max_in_flight"` // the bulkhead's cap
 	RetryBudget float64 `json:"retry_budget"`  // tokens left in the provider's budget

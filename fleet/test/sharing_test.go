@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,4 +231,75 @@ func TestHugeSharedRetryBudgetSaturates(t *testing.T) {
 			t.Fatalf("after 6 paid retries the budget reads %v", r)
 		}
 	})
+}
+
+// A process that did not see the shared breaker open says why it opened
+// as the process that opened it does: the reason (throttling or errors)
+// is kept in Redis with the breaker, so that every process's refusal
+// reads "circuit open for <scope> after repeated throttling; retry in
+// <n>s" (the spec's message), or "...: down" for a dead scope, and its
+// Inspect gives the same OpenReason (and Dead, while the breaker is not
+// closed).
+// Before, the other processes refused with "circuit open for <scope>;
+// retry in 1s" and an empty OpenReason.
+func TestABreakerOpenedByAnotherProcessSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		name, reason string
+		fail         func(context.Context) error
+		dead         bool
+	}{
+		{"throttling", "throttling", throttl, false},
+		{"errors", "errors", func(context.Context) error { return transient }, false},
+		{"throttled for good", "throttled for good", throttl, true},
+		{"down", "down", func(context.Context) error { return transient }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, be backend) {
+				prefix := uniquePrefix(t)
+				cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerCooldownSeconds: 60}}
+				if c.dead {
+					dead := 0.3
+					cfg.AWS.BreakerDeadSeconds, cfg.AWS.MaxBackoffSeconds = &dead, 0.05
+				}
+				a := newProcess(t, be, prefix, cfg, fleet.WithBreakerStaleness(100*time.Millisecond))
+				b := newProcess(t, be, prefix, cfg, fleet.WithBreakerStaleness(100*time.Millisecond))
+				if c.dead {
+					// Calls that keep retrying for longer than
+					// breaker_dead_seconds: the scope is dead.
+					var wg sync.WaitGroup
+					for range 6 {
+						wg.Go(func() { a.do(t, vpcs, c.fail) })
+					}
+					wg.Wait()
+				} else {
+					for range 5 {
+						a.do(t, vpcs, c.fail, once)
+					}
+				}
+				errA := a.do(t, vpcs, ok)
+				time.Sleep(150 * time.Millisecond) // B's view, had it one, is stale
+				errB := b.do(t, vpcs, ok)
+				for _, p := range []struct {
+					name string
+					err  error
+					gov  *resilience.Governor
+				}{{"A", errA, a.gov}, {"B", errB, b.gov}} {
+					var coe *resilience.CircuitOpenError
+					if !errors.As(p.err, &coe) {
+						t.Fatalf("process %s: %v; want a *CircuitOpenError", p.name, p.err)
+					}
+					want := "circuit open for " + vpcs.String() + " after repeated " + c.reason + "; retry in "
+					if c.dead {
+						want = "circuit open for " + vpcs.String() + ": " + c.reason + "; retry in "
+					}
+					if coe.Reason != c.reason || !strings.HasPrefix(coe.Error(), want) {
+						t.Errorf("process %s refused with %q (Reason %q); want %q... (Reason %q)", p.name, coe.Error(), coe.Reason, want, c.reason)
+					}
+					if got := p.gov.Inspect(vpcs); got.OpenReason != c.reason || c.dead && got.Dead != c.reason {
+						t.Errorf("process %s's Inspect: OpenReason %q, Dead %q; want %q", p.name, got.OpenReason, got.Dead, c.reason)
+					}
+				}
+			})
+		})
+	}
 }
