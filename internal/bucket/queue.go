@@ -165,8 +165,9 @@ func (b *Bucket) ticketable() (*epoch, time.Duration) {
 // while they wait) would otherwise push it later each time: under a load
 // above the rate, with callers that give up, without end. The last
 // reservation of the queue, one due already, and a ticket that does not
-// know the bucket's latest epoch (taken after a change it raced) are
-// given back as CancelAt gives them back.
+// follow the bucket's epochs (TicketAt's, and one of a reservation due at
+// once made in the bucket's first epoch) are given back as CancelAt gives
+// them back.
 func (b *Bucket) CancelTicket(now time.Duration, tk Ticket) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
