@@ -361,12 +361,11 @@ func (p *Pool) pick() *task {
 }
 
 // heldByAnOldState reports whether q's hold may come from a state of the
-// governor it no longer has: a refusal of a task started before a Reset or
-// a Configure (or holds of tasks started in different generations, of which
-// one at least is old). The refusal's wait is then asked again of Delay,
-// which answers for the state in force. p.mu is held.
+// governor it no longer has: refusals of tasks started before a Reset or
+// a Configure. The refusal's wait is then asked again of Delay, which
+// answers for the state in force. p.mu is held.
 func (p *Pool) heldByAnOldState(q *queue) bool {
-	return q.heldMixed || uint32(p.gov.Generation()) != q.heldGen
+	return uint32(p.gov.Generation()) != q.heldGen
 }
 
 // failsFast reports whether why, what Delay said of scope, is an open
@@ -896,14 +895,18 @@ func (t *task) refused(wait time.Duration, err error) {
 		// its scope's breaker opens or the governor's state is replaced:
 		// its hold may have ended before the call was refused (pick parks
 		// it again until then).
+		//
+		// The hold keeps the refusals of the tasks started in the newest
+		// state: pick asks Delay again in place of an older one's, which
+		// must not undo a newer one's wait (Delay cannot see it when the
+		// call was to another scope).
 		now := p.now()
-		switch {
-		case q.heldUntil <= now:
-			q.heldGen, q.heldMixed = t.gen, false
-		case q.heldGen != t.gen:
-			q.heldMixed = true
+		switch newer := int32(t.gen - q.heldGen); { // wraps around
+		case q.heldUntil <= now || newer > 0:
+			q.heldUntil, q.heldGen = now+wait, t.gen
+		case newer == 0:
+			q.heldUntil = max(q.heldUntil, now+wait)
 		}
-		q.heldUntil = max(q.heldUntil, now+wait)
 	}
 	if q.holder == t {
 		q.holder = nil

@@ -27,8 +27,7 @@ type queue struct {
 	parkedAt   uint32        // parked: the pool's count of parks when it was parked
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
-	heldGen    uint32        // the governor's Generation when the task refused first was started (truncated)
-	heldMixed  bool          // the hold's refusals came from tasks started in different generations
+	heldGen    uint32        // the governor's Generation when the tasks whose refusals make the hold were started (truncated)
 	holder     *task         // admitting: the task whose first call it waits for
 	admitUntil time.Duration // admitting: when its hold ends, if not decided before
 	heap       int           // its index in the parked heap; -1: not in it

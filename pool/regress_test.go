@@ -934,3 +934,50 @@ func TestAnOpenBreakerThatWaitsForItsVerdictRunsNoTaskToDeferIt(t *testing.T) {
 		}
 	})
 }
+
+// A refusal holds its queue until its wait has passed when the task it
+// refused started after the governor's last Reset, even if a task started
+// before it is refused afterwards: that older refusal is asked again of
+// Delay, but the newer one's hold stands. Here the second task's first
+// call (to another scope, paused for 30 s) is refused after a Reset, then
+// the first task, started before it, is refused for its own scope's token
+// (1 s). Before, the two refusals, from tasks of different generations,
+// dropped the whole hold: Delay said the queue's own scope could go at
+// 1 s, and the second task ran again at 2 s, into the pause.
+func TestARefusalAfterAResetHoldsItsQueueWhateverAnOlderOneSays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		own, other := scope("own"), scope("other")
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		start := time.Now()
+		release := make(chan struct{})
+		p.Go(ctx, own, func(ctx context.Context) error {
+			<-release // its hold ends at 10 ms: it calls after the Reset
+			return call(g, own, 0)(ctx)
+		})
+		synctest.Wait()
+		g.Reset()
+		time.Sleep(20 * time.Millisecond)
+		pause(t, g, other, 30*time.Second)
+		var runs atomic.Int64
+		var again time.Duration
+		p.Go(ctx, own, func(ctx context.Context) error {
+			if runs.Add(1) == 2 {
+				again = time.Since(start)
+			}
+			if err := call(g, other, 0)(ctx); err != nil {
+				return err // refused for the pause: run again after it
+			}
+			return call(g, own, 0)(ctx)
+		})
+		synctest.Wait()
+		call(g, own, 0)(context.Background()) // another caller takes own's token
+		close(release)                        // the first task's call is refused for 1 s
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if want := 30 * time.Second; runs.Load() < 2 || again < want {
+			t.Fatalf("the task refused for a %v pause after the Reset ran again at %v (%d runs), want not before %v", want, again, runs.Load(), want)
+		}
+	})
+}
