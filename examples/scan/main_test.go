@@ -88,7 +88,7 @@ func scan(t *testing.T, o options) (string, []*scanRun) {
 		var failed, counted int64
 		for _, c := range r.colls {
 			failed += c.failed.Load()
-			counted += min(int64(c.ledger.Lost())-c.dropped()-c.panicked.Load(), c.failed.Load()) // a task dropped or panicked is no failed call
+			counted += min(int64(c.ledger.Lost()-c.ledger.Count(resilience.LossPanicked))-c.dropped(), c.failed.Load()) // a task dropped, or a panic, is no failed call
 		}
 		if r.outcomes[outcomeOK] != made-int(failed) || r.silent() != failed-counted {
 			t.Errorf("run %d: %d ok of %d, %d failed, %d counted, %d silent", i+1, r.outcomes[outcomeOK], made, failed, counted, r.silent())
@@ -624,5 +624,59 @@ func TestCancelledScanAccountsForEveryTask(t *testing.T) {
 				t.Errorf("the report has no line %q: the denied call is hidden", line)
 			}
 		})
+	}
+}
+
+// A call that panics under the scope pool is in its collection's ledger
+// twice, as the call the governor saw panic and as the task the pool
+// recovered, and neither is a failed call: together they must not offset
+// a failed call that no ledger counts. Here the first DescribeTable of an
+// account panics in the transport and the second is denied. Before, the
+// silent partial results subtracted one ledger entry per panicked task,
+// and the denied call was hidden behind the panic's second entry (0
+// silent).
+func TestScopePoolPanicInACallHidesNoFailedCall(t *testing.T) {
+	o := testOptions("-pool", "scope")(t)
+	var calls atomic.Int64
+	o.transport = func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("X-Amz-Target") != "DynamoDB_20120810.DescribeTable" ||
+				!strings.Contains(r.Header.Get("Authorization"), "Credential="+estate.AccessKeyID("111111111111")+"/") {
+				return next.RoundTrip(r)
+			}
+			switch calls.Add(1) {
+			case 1:
+				panic("a transport bug")
+			case 2:
+				if r.Body != nil {
+					r.Body.Close()
+				}
+				w := httptest.NewRecorder()
+				w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#AccessDeniedException","message":"not authorized to perform dynamodb:DescribeTable"}`)
+				resp := w.Result()
+				resp.Request = r
+				return resp, nil
+			}
+			return next.RoundTrip(r)
+		})
+	}
+	var out bytes.Buffer
+	var runs []*scanRun
+	var err error
+	synctest.Test(t, func(*testing.T) { runs, err = run(context.Background(), &out, nil, o) })
+	report := out.String()
+	t.Log("\n" + report)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("run: %v, %d runs", err, len(runs))
+	}
+	c := runs[0].colls["111111111111/dynamodb"]
+	if c.panicked.Load() != 1 || c.failed.Load() != 1 || c.ledger.Lost() != c.ledger.Count(resilience.LossPanicked) {
+		t.Fatalf("%d task(s) panicked, %d call(s) failed, ledger %q: want a panic and a denied call, no other loss",
+			c.panicked.Load(), c.failed.Load(), c.ledger.Describe())
+	}
+	if line := "  silent partial results: 1 failed call(s) no ledger counted\n"; c.silent() != 1 || !strings.Contains(report, line) {
+		t.Errorf("the collection's silent partial results: %d, want 1 (the denied call); the report has no line %q", c.silent(), line)
 	}
 }

@@ -161,11 +161,13 @@ func (c *collection) dropped() int64 {
 }
 
 // silent is the number of the collection's failed calls its ledger did
-// not count. The ledger also holds a loss for each task dropped unrun and
-// each task that panicked, recorded by the pool or the task, none a
-// failed call: they do not count against the failed calls.
+// not count. The ledger also holds a loss for each task dropped unrun,
+// recorded by the pool or the task, and for each panic: a task's,
+// recorded as the pool recovers it, and a call's, recorded by the
+// governor as well when the panic came from inside a governed call. None
+// is a failed call: they do not count against the failed calls.
 func (c *collection) silent() int64 {
-	calls := int64(c.ledger.Lost()) - c.dropped() - c.panicked.Load()
+	calls := int64(c.ledger.Lost()-c.ledger.Count(resilience.LossPanicked)) - c.dropped()
 	return max(0, c.failed.Load()-calls)
 }
 
