@@ -44,7 +44,10 @@ type ScopeProgress struct {
 	State                                   ScopeState // whether its next task can go now, and if not, why
 	// Wait is how long until the scope may go, when it is waiting (for a
 	// half-open breaker's probe, until the probe's lease ends at the
-	// latest); when it is open, until its breaker lets a probe through.
+	// latest; for a refusal of a task's first call, until the wait it
+	// gave, which the pool holds the queue for even when Delay of the
+	// scope cannot see it: a first call to another scope); when it is
+	// open, until its breaker lets a probe through.
 	Wait time.Duration
 	Rate float64 // the scope's rate now, in calls per second
 	// ETA is when the scope's queued work should be done, one call per
@@ -76,7 +79,7 @@ type ScopeState string
 const (
 	ScopeIdle    ScopeState = "idle"    // nothing queued
 	ScopeReady   ScopeState = "ready"   // its next task can go now
-	ScopeWaiting ScopeState = "waiting" // for a rate token, a pause, or a half-open breaker's probe
+	ScopeWaiting ScopeState = "waiting" // for a rate token, a pause, a half-open breaker's probe, or the end of the wait a refusal of its first call gave
 	ScopeOpen    ScopeState = "open"    // its breaker is open: its tasks fail fast when run, or wait for its cooldown (breaker_wait)
 	ScopeNoSlot  ScopeState = "slot"    // its account's concurrency cap is full
 )
@@ -87,8 +90,19 @@ func (p *Pool) Progress() Progress {
 	p.mu.Lock()
 	pr := Progress{Queued: p.queued, Running: p.running, Done: p.done, Failed: p.failed, Deferred: p.deferred, Dropped: p.dropped}
 	pr.Scopes = make([]ScopeProgress, 0, len(p.scopes))
+	// How long the refusal of a queue's head still holds it (see pick):
+	// the pool runs none of its tasks until then, whatever Delay says of
+	// its scope, which may not see the wait (a first call to another
+	// scope, a pause another process of a fleet set).
+	holds := make([]time.Duration, 0, len(p.scopes))
+	now := p.now()
 	for _, q := range p.scopes {
 		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred, Dropped: q.dropped})
+		var hold time.Duration
+		if q.heldUntil > now && !p.heldByAnOldState(q) {
+			hold = q.heldUntil - now
+		}
+		holds = append(holds, hold)
 	}
 	p.mu.Unlock()
 	// The buckets the scopes share: a leaf (the operations of a service
@@ -104,6 +118,7 @@ func (p *Pool) Progress() Progress {
 		if s.Scope.Provider == "" {
 			if s.Queued > 0 {
 				s.State = ScopeReady
+				held(s, holds[i])
 			}
 			continue
 		}
@@ -114,6 +129,7 @@ func (p *Pool) Progress() Progress {
 		}
 		if !p.gov.Enabled(s.Scope.Provider) {
 			s.State = ScopeReady // its calls go straight through, unpaced
+			held(s, holds[i])
 			continue
 		}
 		d, why := p.gov.Delay(s.Scope)
@@ -134,6 +150,7 @@ func (p *Pool) Progress() Progress {
 		default:
 			s.State, s.Wait = ScopeWaiting, d
 		}
+		held(s, holds[i])
 		of[i].leaf = share(leaves, snap.Scope, s.Rate, s.Queued)
 		if snap.Account.Rate > 0 {
 			acct := resilience.Scope{Provider: s.Scope.Provider, Account: s.Scope.Account}
@@ -152,6 +169,15 @@ func (p *Pool) Progress() Progress {
 		return cmp.Compare(a.Scope.Key(), b.Scope.Key())
 	})
 	return pr
+}
+
+// held makes s, a queued scope whose queue a refusal holds for hold more
+// (0: none), wait for at least that: not an open breaker whose calls fail
+// fast, which pick runs at once whatever holds it.
+func held(s *ScopeProgress, hold time.Duration) {
+	if hold > 0 {
+		s.State, s.Wait = ScopeWaiting, max(s.Wait, hold)
+	}
 }
 
 // shared is a bucket that scopes of the pool share: its rate, and the

@@ -981,3 +981,44 @@ func TestARefusalAfterAResetHoldsItsQueueWhateverAnOlderOneSays(t *testing.T) {
 		}
 	})
 }
+
+// Progress says a queue is waiting, and for how long, while the refusal
+// of its head's first call holds it: the pool runs none of its tasks until
+// then, whatever Delay says of the queue's own scope (a first call to
+// another scope, paused here for 30 s, which Delay of the queue's scope
+// cannot see). Before, Progress said the queue was ready with no wait for
+// the whole hold, as Delay said.
+func TestProgressShowsTheHoldOfARefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 1, resilience.Config{})
+		own, other := scope("own"), scope("other")
+		pause(t, g, other, 30*time.Second)
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		for range 2 {
+			p.Go(ctx, own, func(ctx context.Context) error {
+				if err := call(g, other, 0)(ctx); err != nil {
+					return err // refused for the pause: run again after it
+				}
+				return call(g, own, 0)(ctx)
+			})
+		}
+		synctest.Wait()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		d, _ := g.Delay(other) // the pause's end, and a token after it
+		for _, sp := range p.Progress().Scopes {
+			if sp.Scope != own {
+				continue
+			}
+			if sp.State != ScopeWaiting || sp.Wait < d-time.Second || sp.Wait > d {
+				t.Errorf("5 s into the hold of a refusal for a 30 s pause (the paused scope's calls wait %v), the queue is %q, wait %v; want waiting as long", d, sp.State, sp.Wait)
+			}
+			if sp.ETA < sp.Wait {
+				t.Errorf("the queue's ETA %v is shorter than its wait %v", sp.ETA, sp.Wait)
+			}
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
