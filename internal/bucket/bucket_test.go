@@ -5,6 +5,7 @@ package bucket
 import (
 	"github.com/cloudg/cloudg/state"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -844,5 +845,51 @@ func TestAFullBucketHoldsAToken(t *testing.T) {
 	}
 	if short > 0 {
 		t.Errorf("%d of %d full buckets hold less than one token", short, 4*len(rates))
+	}
+}
+
+// Reservations made and given up from many goroutines at once keep one
+// place each: after every cancelled reservation has moved the queue after
+// it, the reservations kept are due one interval apart or more, never two
+// at one time. A ticket that missed a move (one taken after its
+// reservation, for the time the reservation gave) would share its time
+// with the next caller's.
+func TestConcurrentReservationsAndCancelsKeepOnePlaceEach(t *testing.T) {
+	const goroutines, each = 8, 400
+	for round := range 20 {
+		b := New(Spec{Rate: 1000, Burst: 1}, 0) // a token a millisecond; the clock stands still
+		var mu sync.Mutex
+		var kept []Ticket
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine []Ticket
+				for i := range each {
+					tk, _ := b.ReserveBy(0, math.MaxInt64)
+					if (i+g+round)%2 == 0 {
+						b.CancelTicket(0, tk)
+						continue
+					}
+					mine = append(mine, tk)
+				}
+				mu.Lock()
+				kept = append(kept, mine...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		at := make([]time.Duration, len(kept))
+		for i, tk := range kept {
+			tk, _ = b.Follow(tk)
+			at[i] = tk.At()
+		}
+		slices.Sort(at)
+		for i := 1; i < len(at); i++ {
+			if at[i]-at[i-1] < time.Millisecond {
+				t.Fatalf("round %d: two kept reservations due at %v and %v, less than a token apart", round, at[i-1], at[i])
+			}
+		}
 	}
 }
