@@ -256,7 +256,9 @@ func isVersion(p string) bool {
 // and "aiplatform" for a regional endpoint such as
 // "us-central1-aiplatform.googleapis.com:443": the location before the
 // last hyphen of the first label is not part of the service, whose names
-// have none.
+// have none. A Private Service Connect endpoint,
+// "storage-vialink1.p.googleapis.com", is the service's: the endpoint's
+// name after the last hyphen is not part of it either.
 func targetService(target string) (string, bool) {
 	if i := strings.LastIndex(target, "/"); i >= 0 {
 		target = target[i+1:]
@@ -267,7 +269,13 @@ func targetService(target string) (string, bool) {
 		return "", false
 	}
 	// cloudasset.mtls.googleapis.com: the first label
-	name, _, _ = strings.Cut(name, ".")
+	name, rest, _ := strings.Cut(name, ".")
+	if rest == "p" {
+		// storage-vialink1.p.googleapis.com: <service>-<endpoint>
+		if i := strings.LastIndexByte(name, '-'); i >= 0 {
+			name = name[:i]
+		}
+	}
 	// us-central1-aiplatform, eu-documentai: the location's prefix
 	if i := strings.LastIndexByte(name, '-'); i >= 0 {
 		name = name[i+1:]

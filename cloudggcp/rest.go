@@ -74,8 +74,10 @@ func RESTTransport(base http.RoundTripper, opts ...Option) *cloudghttp.Transport
 //     parameter;
 //   - the service is WithService's, or the host's first label
 //     (compute.googleapis.com), less a regional endpoint's location
-//     (us-central1-aiplatform.googleapis.com is aiplatform), or the
-//     segment before the version in the path (/compute/v1/...);
+//     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
+//     Service Connect endpoint's name (compute-ep1.p.googleapis.com is
+//     compute), or the segment before the version in the path
+//     (/compute/v1/...);
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"

@@ -125,3 +125,34 @@ func TestRegionalEndpointNamesTheService(t *testing.T) {
 		t.Errorf("RESTScope = %s, want %s", got, want)
 	}
 }
+
+// A Private Service Connect endpoint for Google APIs is named
+// <service>-<endpoint>.p.googleapis.com (storage-vialink1,
+// bigtable-adsteam): the service is the label before the endpoint's name,
+// so that two services reached through one endpoint keep scopes of their
+// own, and one service keeps its scope whichever endpoint it goes through.
+func TestPrivateServiceConnectEndpointNamesTheService(t *testing.T) {
+	for target, want := range map[string]string{
+		"storage-vialink1.p.googleapis.com:443":        "storage",
+		"dns:///bigtable-adsteam.p.googleapis.com:443": "bigtable",
+		"cloudasset-ep1.p.googleapis.com":              "cloudasset",
+	} {
+		if got, _ := targetService(target); got != want {
+			t.Errorf("targetService(%q) = %q, want %q", target, got, want)
+		}
+	}
+	r, err := http.NewRequest("GET", "https://compute-ep1.p.googleapis.com/compute/v1/projects/p1/zones/z/instances/vm1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RESTScope()(r).String(), "gcp/projects/p1/*/compute/instances_get"; got != want {
+		t.Errorf("RESTScope = %s, want %s", got, want)
+	}
+	r, err = http.NewRequest("POST", "https://secretmanager-ep1.p.googleapis.com/v1/projects/p1/secrets/s:addVersion", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RESTScope()(r).String(), "gcp/projects/p1/*/secretmanager/secrets_addVersion"; got != want {
+		t.Errorf("RESTScope = %s, want %s", got, want)
+	}
+}
