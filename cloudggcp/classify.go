@@ -93,12 +93,17 @@ func readError(err error) (errread.Details, bool) {
 // retried after a pause.
 func rateLimited(e *googleapi.Error) bool {
 	for _, it := range e.Errors {
-		switch it.Reason {
-		case "rateLimitExceeded", "userRateLimitExceeded":
+		if rateLimitReason(it.Reason) {
 			return true
 		}
 	}
 	return false
+}
+
+// rateLimitReason reports whether a REST error's reason says a rate quota
+// was exceeded.
+func rateLimitReason(reason string) bool {
+	return reason == "rateLimitExceeded" || reason == "userRateLimitExceeded"
 }
 
 // statusDetails says what a gRPC code means: the verdict for the four

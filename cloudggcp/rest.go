@@ -1,8 +1,12 @@
 package cloudggcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"google.golang.org/api/option"
@@ -56,14 +60,91 @@ func RESTClientOption(ctx context.Context, clientOpts []option.ClientOption, opt
 // option of one's own:
 //
 //	option.WithHTTPClient(&http.Client{Transport: cloudggcp.RESTTransport(authenticated)})
+//
+// An error answer whose status is on none of the governor's lists (a 400
+// or a 403) and whose JSON error names the reason rateLimitExceeded or
+// userRateLimitExceeded (Compute answers a rate quota with such a 403) is
+// the throttle resilience.Classify reads in the client's
+// *googleapi.Error: its status line gains "; rate limit exceeded
+// (<reason>)", which the Transport reads as throttling, so that the scope
+// is slowed and the request retried as after a 429. Its body (up to 64
+// KiB; a longer one is not read for its reason) is read ahead for that,
+// and given to the client whole.
 func RESTTransport(base http.RoundTripper, opts ...Option) *cloudghttp.Transport {
 	cfg := newConfig(opts)
 	var topts []cloudghttp.Option
 	if cfg.gov != nil {
 		topts = append(topts, cloudghttp.WithGovernor(cfg.gov))
 	}
-	return cloudghttp.NewTransport(base, RESTScope(opts...), topts...)
+	return cloudghttp.NewTransport(rateReasons{base}, RESTScope(opts...), topts...)
 }
+
+// rateReasons marks the answers a REST client's *googleapi.Error reads as
+// rate-limited (see rateLimited) in their status line, which the
+// cloudghttp Transport above it reads: their status alone (a 403) would
+// be a fatal answer to it, never retried, and proof that the scope is
+// well.
+type rateReasons struct{ base http.RoundTripper }
+
+// maxReasonBody bounds the body of an error answer read for its reason.
+const maxReasonBody = 64 << 10
+
+func (t rateReasons) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil || resp == nil || resp.Body == nil || !byReason(resp.StatusCode) {
+		return resp, err
+	}
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, maxReasonBody))
+	resp.Body = readCloser{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	if rerr != nil {
+		return resp, nil // the client reads the rest, and the error, as it would have
+	}
+	var e struct {
+		Error struct {
+			Errors []struct {
+				Reason string `json:"reason"`
+			} `json:"errors"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil {
+		return resp, nil
+	}
+	for _, it := range e.Error.Errors {
+		if rateLimitReason(it.Reason) {
+			if resp.Status == "" {
+				resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+			}
+			resp.Status += "; rate limit exceeded (" + it.Reason + ")"
+			break
+		}
+	}
+	return resp, nil
+}
+
+// byReason reports whether an answer of status is classified by what it
+// says rather than by its status: an error status on none of the
+// governor's lists (429 and 503 throttling; 408, 500, 502, 504
+// transient).
+func byReason(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusRequestTimeout,
+		http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return false
+	}
+	return status >= http.StatusBadRequest
+}
+
+// readCloser reads r and closes c, the body r reads the rest of.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r readCloser) Close() error { return r.c.Close() }
 
 // RESTScope returns the scope function of Google's REST APIs: the scope
 // of a request is gcp/<account>/*/<service>/<collection>_<method>, read

@@ -1,7 +1,10 @@
 package cloudggcp
 
 import (
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -56,3 +59,46 @@ func TestRESTScope(t *testing.T) {
 		t.Errorf("WithService: scope %v", got)
 	}
 }
+
+// A 403 whose JSON error names rateLimitExceeded says so in its status
+// line, which the cloudghttp Transport reads; every body reaches the
+// client whole, one longer than what is read ahead too, and other answers
+// are left as they are.
+func TestRateReasonsMarksTheStatusLine(t *testing.T) {
+	pad := strings.Repeat("x", maxReasonBody)
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{http.StatusForbidden, `{"error":{"code":403,"errors":[{"reason":"rateLimitExceeded"}],"message":"quota"}}`,
+			"403 Forbidden; rate limit exceeded (rateLimitExceeded)"},
+		// Longer than what is read ahead: not read for its reason.
+		{http.StatusForbidden, `{"error":{"code":403,"errors":[{"reason":"rateLimitExceeded"}],"message":"` + pad + `"}}`,
+			"403 Forbidden"},
+		{http.StatusBadRequest, `{"error":{"code":400,"errors":[{"reason":"userRateLimitExceeded"}]}}`,
+			"400 Bad Request; rate limit exceeded (userRateLimitExceeded)"},
+		{http.StatusForbidden, `{"error":{"code":403,"errors":[{"reason":"forbidden"}]}}`, "403 Forbidden"},
+		{http.StatusTooManyRequests, `{"error":{"code":429,"errors":[{"reason":"rateLimitExceeded"}]}}`, "429 Too Many Requests"},
+		{http.StatusForbidden, `not json`, "403 Forbidden"},
+	} {
+		base := roundTripper(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: tc.status, Status: strconv.Itoa(tc.status) + " " + http.StatusText(tc.status),
+				Body: io.NopCloser(strings.NewReader(tc.body)), Request: r}, nil
+		})
+		req, _ := http.NewRequest("GET", "https://compute.googleapis.com/compute/v1/projects/p1", nil)
+		resp, err := rateReasons{base}.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.Status != tc.want || string(b) != tc.body {
+			t.Errorf("%d %.40q: status %q, body of %d bytes; want %q and the body whole (%d)", tc.status, tc.body, resp.Status, len(b), tc.want, len(tc.body))
+		}
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -125,19 +125,24 @@ func scope(op string) resilience.Scope {
 // setup returns a governed compute REST client for a fresh fake. The
 // governor gives instances.get and instances.list leaves of their own
 // (ceilings 7 and 3 rps), so that a test can tell which scope a request
-// went to, and backs off a millisecond.
-func setup(t *testing.T) (*fakeCompute, *compute.InstancesClient, *resilience.Governor) {
+// went to, and backs off a millisecond; with changes made by each of
+// configure.
+func setup(t *testing.T, configure ...func(*resilience.ProviderConfig)) (*fakeCompute, *compute.InstancesClient, *resilience.Governor) {
 	t.Helper()
 	f := &fakeCompute{}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{
+	pc := resilience.ProviderConfig{
 		BaseDelaySeconds: 0.001, MaxBackoffSeconds: 0.01,
 		Services: map[string]resilience.ServiceConfig{
 			"compute.instances_get":  {MaxRPS: 7, Burst: 20},
 			"compute.instances_list": {MaxRPS: 3, Burst: 20},
 		},
-	}})
+	}
+	for _, c := range configure {
+		c(&pc)
+	}
+	gov, err := resilience.NewGovernor(resilience.Config{GCP: pc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,18 +241,22 @@ func TestRESTForbiddenReachesTheClient(t *testing.T) {
 
 // Compute answers a request past a rate quota with a 403 whose reason is
 // rateLimitExceeded, and a message that names the quota, not a rate
-// limit. The client's *googleapi.Error classifies as throttling, and
-// reads so in a coverage record; a 403 for a missing permission stays
-// fatal.
+// limit. The client's *googleapi.Error, after the Transport's retries,
+// classifies as throttling, and reads so in a coverage record; a 403 for
+// a missing permission stays fatal.
 func TestRESTRateLimitExceededIsThrottling(t *testing.T) {
-	f, c, _ := setup(t)
+	retries := 1
+	f, c, _ := setup(t, func(pc *resilience.ProviderConfig) { pc.MaxRetries = &retries })
 	const quota = "Quota exceeded for quota group 'ReadGroup' and limit 'Read requests per 100 seconds' of service " +
 		"'compute.googleapis.com' for consumer 'project_number:123456'."
-	f.script("get", reply{status: http.StatusForbidden, reason: "rateLimitExceeded", message: quota})
+	attempts := retries + 1
+	for range attempts {
+		f.script("get", reply{status: http.StatusForbidden, reason: "rateLimitExceeded", message: quota})
+	}
 	_, err := c.Get(context.Background(), &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"})
 	var ge *googleapi.Error
-	if !errors.As(err, &ge) || ge.Code != http.StatusForbidden {
-		t.Fatalf("err %v, want a *googleapi.Error 403", err)
+	if !errors.As(err, &ge) || ge.Code != http.StatusForbidden || len(f.hitsOf("get")) != attempts {
+		t.Fatalf("err %v after %d requests, want a *googleapi.Error 403 after %d", err, len(f.hitsOf("get")), attempts)
 	}
 	if k := resilience.Classify(err); k != resilience.Throttled {
 		t.Errorf("Classify(%v) = %v, want Throttled", err, k)
@@ -259,5 +268,39 @@ func TestRESTRateLimitExceededIsThrottling(t *testing.T) {
 	_, err = c.Get(context.Background(), &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"})
 	if k := resilience.Classify(err); k != resilience.Fatal || !resilience.IsProviderAnswer(err) {
 		t.Errorf("Classify(%v) = %v, want a fatal answer", err, k)
+	}
+}
+
+// The governor reads Compute's 403 rateLimitExceeded as the throttle it
+// is, as resilience.Classify reads the client's error: the Transport
+// halves the scope's rate, pauses it and retries the request, rather than
+// take the answer for a fatal one (not retried, and proof that the scope
+// is healthy). A 403 for a missing permission stays a fatal answer, sent
+// once.
+func TestRESTRateLimitExceededIsRetriedAsAThrottle(t *testing.T) {
+	f, c, gov := setup(t)
+	const quota = "Quota exceeded for quota group 'ReadGroup' and limit 'Read requests per 100 seconds' of service " +
+		"'compute.googleapis.com' for consumer 'project_number:123456'."
+	f.script("get", reply{status: http.StatusForbidden, reason: "rateLimitExceeded", message: quota})
+	ctx, stats := resilience.WithStats(context.Background())
+	inst, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"})
+	if err != nil || inst.GetName() != "vm-1" {
+		t.Fatalf("instance %q, err %v, want vm-1 after a retry", inst.GetName(), err)
+	}
+	if n := len(f.hitsOf("get")); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+	if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.Retries != 1 || tot.Calls != 2 {
+		t.Fatalf("totals %+v, want 2 calls, 1 throttle, 1 retry", tot)
+	}
+	if leaf := gov.Inspect(scope("instances_get")).Leaf; leaf.Rate >= 7 {
+		t.Fatalf("instances_get leaf %+v, want it slowed", leaf)
+	}
+	f.script("get", reply{status: http.StatusForbidden, reason: "forbidden", message: "Required 'compute.instances.get' permission"})
+	if _, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"}); err == nil {
+		t.Fatal("a 403 for a permission succeeded")
+	}
+	if n := len(f.hitsOf("get")); n != 3 {
+		t.Fatalf("%d requests, want 3: the permission's 403 sent once", n)
 	}
 }
