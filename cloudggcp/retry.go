@@ -385,7 +385,7 @@ type governed struct {
 // failure. ctx is the context the calls are made with: it carries the
 // run's Stats and Ledger, and its deadline bounds the retries. Make one per
 // run, not per call. A scope without a provider leaves the call to the
-// client's own retry settings.
+// client's own retry and timeout settings.
 //
 // gax's Retryer cannot replace the error gax returns, so a call made with
 // this option alone returns the provider error when a limit stops it; Do
@@ -419,11 +419,11 @@ type retryOption struct {
 // Resolve is called by gax.Invoke at the start of every call: each call
 // gets its own guard and state.
 func (o *retryOption) Resolve(cs *gax.CallSettings) {
-	o.timeout.Resolve(cs)
 	gd, err := o.gov.Begin(o.ctx, o.scope)
 	if err != nil {
-		return // a scope without a provider: not governed
+		return // a scope without a provider: not governed, the client's settings kept
 	}
+	o.timeout.Resolve(cs)
 	st := &callState{ctx: o.ctx, scope: o.scope, gd: gd, maxBackoff: o.maxBackoff}
 	cs.Retry = func() gax.Retryer { return st }
 	gate := retryGate{st: st}

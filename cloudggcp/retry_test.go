@@ -241,3 +241,29 @@ func TestWatchRunsTheObserverOutsideTheCall(t *testing.T) {
 		}
 	})
 }
+
+// A scope without a provider leaves the call to the client's own
+// settings: its retry, and its timeout too, which the provider's deadline
+// replaces only for a governed call.
+func TestRetryWithoutProviderKeepsTheClientsTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		deadlineOf := func(opts ...gax.CallOption) time.Duration {
+			var left time.Duration
+			_ = gax.Invoke(context.Background(), func(ctx context.Context, _ gax.CallSettings) error {
+				if d, ok := ctx.Deadline(); ok {
+					left = time.Until(d)
+				}
+				return nil
+			}, opts...)
+			return left
+		}
+		own := gax.WithTimeout(time.Minute)
+		if got := deadlineOf(own, Retry(context.Background(), resilience.Scope{}, WithGovernor(gov))); got != time.Minute {
+			t.Errorf("without a provider: the call's timeout %v, want the client's own (1m0s)", got)
+		}
+		if got := deadlineOf(own, Retry(context.Background(), Scope("projects/p1", "GetFeed"), WithGovernor(gov))); got != 15*time.Minute {
+			t.Errorf("governed: the call's timeout %v, want the provider's deadline (15m0s)", got)
+		}
+	})
+}
