@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -172,7 +173,9 @@ func (r readCloser) Close() error { return r.c.Close() }
 //     collection.
 //
 // So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
-// and List gcp/projects/p1/*/compute/instances_list. The operation is a
+// and List gcp/projects/p1/*/compute/instances_list. The path is read
+// segment by segment as it was escaped: an escaped slash (a Cloud Storage
+// object's name, dir%2Ffile) is part of its segment. The operation is a
 // reading of the path, not the API's schema: an API with nested
 // collections and verbs in path segments alike may name a collection as a
 // verb; govern such an API with a scope function of your own.
@@ -184,7 +187,7 @@ func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 }
 
 func restScope(r *http.Request, service string) resilience.Scope {
-	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	segs := pathSegments(r.URL)
 	// The API's own prefix (/compute/v1/...) and the version.
 	ver := -1
 	for i, s := range segs {
@@ -204,6 +207,21 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	toks := segs[ver+1:]
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, toks), Service: service,
 		Operation: restOperation(r.Method, toks, pathVerbs)}
+}
+
+// pathSegments returns the segments of u's path, each unescaped: an
+// escaped slash (a Cloud Storage object's name, dir%2Ffile) stays in its
+// segment rather than split it.
+func pathSegments(u *url.URL) []string {
+	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, s := range segs {
+		if strings.IndexByte(s, '%') >= 0 {
+			if v, err := url.PathUnescape(s); err == nil {
+				segs[i] = v
+			}
+		}
+	}
+	return segs
 }
 
 // restAccount finds the account of a REST request.

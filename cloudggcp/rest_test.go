@@ -102,3 +102,23 @@ func TestRateReasonsMarksTheStatusLine(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A segment's escaped slash (%2F, as clients escape a Cloud Storage
+// object's name) is part of the segment, not a separator: an object is
+// read in the operation o_get whatever its name, rather than in one that
+// names a piece of it.
+func TestRESTScopeKeepsEscapedSlashesInTheirSegment(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/o/file.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/o/dir%2Ffile.txt", "gcp/*/*/storage/o_get"},
+		{"DELETE", "https://storage.googleapis.com/storage/v1/b/bkt/o/logs%2F2026%2F12%2Fx.json", "gcp/*/*/storage/o_delete"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
