@@ -3,6 +3,7 @@ package cloudggcp
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
@@ -28,7 +29,9 @@ func init() { errread.Register(readError) }
 //
 // RetryInfo's retry_delay is the error's Retry-After. A status made locally
 // from the caller's own context (Canceled, or DeadlineExceeded with the
-// context's message) is not a provider answer; grpc's own Unavailable for
+// context's message), or by grpc for per-RPC credentials that failed
+// before the call was sent ("transport: per-RPC creds failed due to
+// error: ..."), is not a provider answer; grpc's own Unavailable for
 // a connection it could not make ("connection error: desc = ... connection
 // refused") is: nothing but its message, which a server relaying its
 // upstream's error sends too, tells it from the service's, so it reads as
@@ -110,6 +113,11 @@ func rateLimitReason(reason string) bool {
 // codes the GCP retry retries, and the HTTP status of the others, which
 // the core's status table decides.
 func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
+	if credentialsFailed(msg) {
+		// grpc's status for the call's credentials, which failed before
+		// anything was sent: a local error, no answer.
+		return errread.Details{}, false
+	}
 	switch c {
 	case codes.OK, codes.Canceled:
 		return errread.Details{}, false
@@ -131,6 +139,16 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 		d.Kind = errread.Fatal
 	}
 	return d, true
+}
+
+// credentialsFailed reports whether msg is grpc's own for a call whose
+// per-RPC credentials failed before it was sent (a token that could not
+// be had: Unauthenticated for the connection's credentials, Internal for
+// the call's), or that would not be sent on an insecure connection.
+func credentialsFailed(msg string) bool {
+	return strings.HasPrefix(msg, "transport: per-RPC creds failed due to error: ") ||
+		strings.HasPrefix(msg, "transport: received per-RPC creds error with illegal status: ") ||
+		msg == "transport: cannot send secure credentials on an insecure connection"
 }
 
 // httpStatus is the HTTP mapping of google.rpc.Code.

@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/asset/apiv1/assetpb"
 	"github.com/cloudg/cloudg/resilience"
+	gax "github.com/googleapis/gax-go/v2"
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -178,5 +182,49 @@ func TestCoverage(t *testing.T) {
 	}
 	if c := NewCoverage("n", 0, rbe); c.Status != StatusFailed || c.Message != "throttled: "+rbe.Error() {
 		t.Errorf("%+v", c)
+	}
+}
+
+// failingToken is a client's per-RPC credentials whose token cannot be
+// had (the metadata server or the token endpoint is down): grpc fails
+// the call with Unauthenticated before anything is sent.
+type failingToken struct{}
+
+func (failingToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return nil, errors.New("oauth2: cannot fetch token: dial tcp 169.254.169.254:80: connect: connection refused")
+}
+func (failingToken) RequireTransportSecurity() bool { return false }
+
+// A call whose credentials fail locally never reached the service: grpc's
+// Unauthenticated for it ("transport: per-RPC creds failed due to error")
+// is no provider answer, and, as a local fatal error, leaves the scope's
+// breaker alone rather than prove the service reachable (which resets the
+// breaker's count of failures and closes a half-open breaker).
+func TestLocalCredentialsFailureIsNoAnswer(t *testing.T) {
+	f := newFake(1)
+	client := startTCP(t, f, option.WithGRPCDialOption(grpc.WithPerRPCCredentials(failingToken{})))
+	gov := newGov(t, resilience.Config{})
+	scope := Scope("projects/p1", "GetFeed")
+	for range 2 { // two failures the breaker counts
+		_ = resilience.Do(context.Background(), scope, func(context.Context) error { return status.Error(codes.Unavailable, "down") },
+			resilience.WithGovernor(gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+	}
+	if n := gov.Inspect(scope).Breaker.Failures; n != 2 {
+		t.Fatalf("breaker failures %d, want 2", n)
+	}
+	_, err := Do(context.Background(), scope, func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
+		return client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: "projects/p1/feeds/f"}, opts...)
+	}, WithGovernor(gov))
+	if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "per-RPC creds failed") {
+		t.Fatalf("err %v, want grpc's Unauthenticated for the credentials", err)
+	}
+	if len(f.reqs("GetFeed")) != 0 {
+		t.Fatal("the call reached the service")
+	}
+	if resilience.IsProviderAnswer(err) {
+		t.Errorf("IsProviderAnswer(%v) = true, want false", err)
+	}
+	if n := gov.Inspect(scope).Breaker.Failures; n != 2 {
+		t.Errorf("breaker failures %d after the local failure, want 2 still", n)
 	}
 }
