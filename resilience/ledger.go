@@ -122,9 +122,11 @@ func (l *Ledger) Record(kind Loss, reason string) {
 
 // addReason keeps r, unless the ledger holds maxLedgerReasons already or
 // one that says the same: the same text, or the same but for the wait a
-// refusal ends with ("; retry in 42s"), so that the calls an open breaker
-// skipped over a minute, each told a second less, take one place rather
-// than crowd out every other reason.
+// refusal ends with ("; retry in 42s") or the wait a deadline refusal
+// names ("a wait of 42.0s would overrun it"), so that the calls an open
+// breaker skipped, or a paused scope refused for their deadline, over a
+// minute, each told a second less, take one place rather than crowd out
+// every other reason.
 func (l *Ledger) addReason(r string) {
 	if len(l.reasons) >= maxLedgerReasons {
 		return
@@ -139,8 +141,10 @@ func (l *Ledger) addReason(r string) {
 }
 
 // reasonKey is r without the "; retry in <n>s" a refusal's message ends
-// with.
+// with, and without the <n> of the ": a wait of <n>s would overrun it" a
+// deadline refusal's (DeadlineExceededError) says.
 func reasonKey(r string) string {
+	r = withoutDeadlineWait(r)
 	const retryIn = "; retry in "
 	i := strings.LastIndex(r, retryIn)
 	if i < 0 || !strings.HasSuffix(r, "s") {
@@ -151,6 +155,22 @@ func reasonKey(r string) string {
 		return r
 	}
 	return r[:i]
+}
+
+// withoutDeadlineWait is r with the wait of its first ": a wait of <n>s
+// would overrun it" (DeadlineExceededError's words) left out.
+func withoutDeadlineWait(r string) string {
+	const before, after = ": a wait of ", "s would overrun it"
+	i := strings.Index(r, before)
+	if i < 0 {
+		return r
+	}
+	rest := r[i+len(before):]
+	j := strings.Index(rest, after)
+	if j <= 0 || strings.TrimLeft(rest[:j], "0123456789.") != "" {
+		return r
+	}
+	return r[:i+len(before)] + rest[j:]
 }
 
 // Counts returns the calls that gave up and the calls skipped.
@@ -189,7 +209,8 @@ func (l *Ledger) Lost() int {
 
 // Reasons returns up to five distinct reasons, in the order first seen;
 // reasons that differ only by the wait a refusal ends with ("; retry in
-// 42s") are one, the first kept.
+// 42s"), or by the wait a deadline refusal names ("a wait of 42.0s would
+// overrun it"), are one, the first kept.
 func (l *Ledger) Reasons() []string {
 	if l == nil {
 		return nil

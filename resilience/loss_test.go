@@ -786,3 +786,34 @@ func TestADeadScopeStaysDeadUntilASuccess(t *testing.T) {
 		}
 	})
 }
+
+// The calls a paused scope refuses for their deadline, one a second over
+// a few seconds, are one reason in the ledger: each is told a wait a
+// second shorter ("a wait of 59.1s would overrun it"), and five of them
+// used to take every place, hiding the reason of the task's other loss.
+func TestLedgerReasonsOfDeadlineRefusalsAreOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		pauseScope(t, g, ec2Vpcs, 60*time.Second)
+		r := newRun(context.Background())
+		for range 6 {
+			ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+			sent := 0
+			var de *DeadlineExceededError
+			if err := Do(ctx, ec2Vpcs, always(&sent, nil), WithGovernor(g)); !errors.As(err, &de) || sent != 0 {
+				t.Fatalf("%v, %d sent; want a refusal for the deadline", err, sent)
+			}
+			cancel()
+			time.Sleep(time.Second)
+		}
+		sent := 0
+		Do(r.ctx, iamUsers, always(&sent, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		want := []string{
+			"aws/123456789012/us-east-1/ec2/DescribeVpcs: deadline exceeded for aws/123456789012/us-east-1/ec2/DescribeVpcs: a wait of 60.1s would overrun it",
+			"aws/123456789012/*/iam/ListUsers: " + describe(Transient, transientErr()),
+		}
+		if got := r.ledger.Reasons(); !slices.Equal(got, want) {
+			t.Errorf("reasons %q\nwant    %q", got, want)
+		}
+	})
+}
