@@ -336,6 +336,8 @@ func (gd *Guard) decided() {
 //     scope's rate, its pause, or a retry's Retry-After), with the wait;
 //   - *WouldWaitError matching ErrNoSlot: the account's bulkhead is full.
 //
+// A *WouldWaitError of a retry wraps the last answer too (Last).
+//
 // A deadline already spent on a retry, or a done context, ends the call as
 // Enter would. A call whose provider a Configure disabled after the call
 // began asks no breaker and takes no token, as Enter has it.
@@ -357,7 +359,7 @@ func (gd *Guard) TryEnter() error {
 			return gd.failAt(now, "deadline", gd.last.err)
 		}
 		if d := gd.notBefore - now; d > 0 {
-			return &WouldWaitError{Scope: gd.scope, Wait: d, Err: ErrNoToken}
+			return gd.wouldWait(d, ErrNoToken)
 		}
 		if gd.phase == phaseAwaiting {
 			if governed {
@@ -387,27 +389,27 @@ func (gd *Guard) TryEnter() error {
 			}
 			if !ok {
 				// Nothing taken (see reserveShared).
-				return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+				return gd.wouldWait(w, ErrNoToken)
 			}
 		} else {
 			var ok bool
 			if w, pt, at, lt, ok = gd.reserve(now, now, true); !ok {
 				// Nothing taken: a token taken and given back beside a
 				// queue stays spent (see reserve).
-				return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+				return gd.wouldWait(w, ErrNoToken)
 			}
 		}
 		res := justReserved(now, pt, at, lt)
 		r = &res
 		if w > 0 {
 			gd.cancel(now, r)
-			return &WouldWaitError{Scope: gd.scope, Wait: w, Err: ErrNoToken}
+			return gd.wouldWait(w, ErrNoToken)
 		}
 	}
 	held := gd.slot != nil
 	if !held && !gd.tryAcquire() {
 		gd.cancel(now, r)
-		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
+		return gd.wouldWait(0, ErrNoSlot)
 	}
 	if governed {
 		if wait, ok := gd.tryAdmit(now); !ok {
@@ -423,6 +425,17 @@ func (gd *Guard) TryEnter() error {
 	}
 	gd.send(now)
 	return nil
+}
+
+// wouldWait is TryEnter's refusal for a wait w for check (ErrNoToken,
+// ErrNoSlot), which records nothing: a *WouldWaitError, wrapping the last
+// answer on a retry.
+func (gd *Guard) wouldWait(w time.Duration, check error) *WouldWaitError {
+	ww := &WouldWaitError{Scope: gd.scope, Wait: w, Err: check}
+	if gd.retrying() {
+		ww.Last = gd.last.err
+	}
+	return ww
 }
 
 // refusedOpen is TryEnter's refusal by the breaker, which records

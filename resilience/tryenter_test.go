@@ -140,3 +140,44 @@ func TestTryEnterSaysWhichCheckRefused(t *testing.T) {
 		iam.End(err)
 	})
 }
+
+// TryEnter's refusal of a retry wraps the answer it would have retried,
+// as WouldWaitError says of a retry's (Last), for no token and no slot
+// alike; it used to carry none, so that errors.Is and errors.As did not
+// find the provider's answer.
+func TestTryEnterRetryRefusalWrapsTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1,
+			Services: map[string]ServiceConfig{"iam": {MaxRPS: 1, Burst: 1}}}})
+		answer := transientErr()
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		if err := gd.TryEnter(); err != nil {
+			t.Fatal(err)
+		}
+		gd.After(answer)
+		gd.Release()
+		if _, err := gd.Retry(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		err := gd.TryEnter() // the retry's wait is not over
+		var ww *WouldWaitError
+		if !errors.As(err, &ww) || !errors.Is(err, ErrNoToken) || ww.Last != answer || !errors.Is(err, answer) {
+			t.Fatalf("no token for the retry: %v, last %v; want it to wrap %v", err, ww.Last, answer)
+		}
+		time.Sleep(5 * time.Second)
+		holder, _ := g.Begin(context.Background(), ec2Vpcs)
+		if err := holder.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		err = gd.TryEnter() // the cap is full
+		if !errors.As(err, &ww) || !errors.Is(err, ErrNoSlot) || ww.Last != answer || !errors.Is(err, answer) {
+			t.Fatalf("no slot for the retry: %v, last %v; want it to wrap %v", err, ww.Last, answer)
+		}
+		holder.End(nil)
+		if err := gd.TryEnter(); err != nil {
+			t.Fatal(err)
+		}
+		gd.After(nil)
+		gd.End(nil)
+	})
+}
