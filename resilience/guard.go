@@ -782,10 +782,12 @@ func (g *Governor) unbusyLive(scope Scope) {
 // last request succeeded while it held its slot. A retry Retry allowed and
 // After never saw is counted. A call that ends with a local error (After
 // saw it last, or End's err is one with no attempt After reported) is
-// lost as LossErrored. cloudg's own errors record nothing; once Begin's
-// context is done, a call whose outcome is still open is recorded as
-// cancelled (LossCancelled). The Guard may then carry a new call of
-// the same scope. A guard that is never ended records nothing more: a
+// lost as LossErrored. A call ended with the refusal TryEnter gave it
+// (of its first attempt, or of a retry, which was not sent) is recorded
+// as Enter records its refusal. cloudg's own errors record nothing else;
+// once Begin's context is done, a call whose outcome is still open is
+// recorded as cancelled (LossCancelled). The Guard may then carry a new
+// call of the same scope. A guard that is never ended records nothing more: a
 // per-attempt hook that cannot know whether its SDK will retry leaves the
 // outcome to whoever can. Its slot, if it holds one, stays held until the
 // garbage collector finds the guard unreachable; then the slot is given
@@ -869,6 +871,9 @@ func (gd *Guard) settle(err error) {
 	}
 	switch gd.phase {
 	case phaseRetryable, phaseAwaiting:
+		if gd.settleRetryRefusal(err) {
+			return // not sent
+		}
 		gd.recordRetry() // the SDK sent it without telling After
 		fallthrough
 	case phaseFailed:
@@ -922,6 +927,29 @@ func (gd *Guard) settleAnswer(err error) {
 	default:
 		gd.recordErrored("local")
 	}
+}
+
+// settleRetryRefusal records a call ended with the refusal TryEnter gave
+// its retry, which was not sent, as Enter records its refusal: a wait's
+// as refused (no breaker failure: the caller, not the service, stopped
+// it), an open breaker's as failed after its retries. It reports whether
+// err is such a refusal: of the call's scope, wrapping an answer.
+func (gd *Guard) settleRetryRefusal(err error) bool {
+	var ww *WouldWaitError
+	var coe *CircuitOpenError
+	switch {
+	case errors.As(err, &ww) && ww.Scope == gd.scope && ww.Last != nil:
+		gd.recordRefused(ww)
+	case errors.As(err, &coe) && coe.Scope == gd.scope && coe.Err != nil:
+		if gd.phase == phaseAwaiting {
+			gd.recordSpent("breaker") // its failure counted when its attempts ran out
+		} else {
+			gd.recordFailed(gd.g.now(), "breaker")
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // settleRefusal records a call ended with the refusal TryEnter gave it

@@ -817,3 +817,57 @@ func TestLedgerReasonsOfDeadlineRefusalsAreOne(t *testing.T) {
 		}
 	})
 }
+
+// A retry TryEnter refuses, which the caller then ends the call with, was
+// never sent: it is no retry, and the call is lost as Enter would lose it,
+// as WouldWaitError says: refused for a wait (no breaker failure: the
+// caller, not the service, stopped it), failed after its retries for an
+// open breaker. End used to count the refused retry as one the SDK sent
+// without telling After, and the refusal for a wait as a give-up (or a
+// failure) that the breaker counted.
+func TestTryEnterRetryRefusalRecordedAtEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		sts := Scope{Provider: "aws", Account: "123456789012", Service: "sts", Operation: "GetCallerIdentity"}
+		for scope, answer := range map[Scope]error{iamUsers: throttleAfter(30 * time.Second), sts: transientErr()} {
+			r := newRun(context.Background())
+			gd, _ := g.Begin(r.ctx, scope)
+			if err := gd.TryEnter(); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(answer)
+			gd.Release()
+			if _, err := gd.Retry(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			err := gd.TryEnter()
+			if !errors.Is(err, ErrNoToken) || !errors.Is(err, answer) {
+				t.Fatalf("TryEnter before the retry's wait: %v, want no token", err)
+			}
+			gd.End(err)
+			r.lost(t, g, LossRefused, 1)
+			if tot := g.Summary(r.stats).Totals; tot.Calls != 1 || tot.Retries != 0 {
+				t.Errorf("%v: %d calls, %d retries; want 1 call, no retry", answer, tot.Calls, tot.Retries)
+			}
+			if f := g.Inspect(scope).Breaker.Failures; f != 0 {
+				t.Errorf("%v: the breaker counted %d failures, want none", answer, f)
+			}
+		}
+
+		// An open breaker refuses the retry: the call failed after its
+		// retries, as Enter records it.
+		r := newRun(context.Background())
+		gd := throttledRetry(t, g, r.ctx, ec2Subnets)
+		openBreaker(t, g)
+		err := gd.TryEnter()
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) {
+			t.Fatalf("TryEnter on an open breaker: %v", err)
+		}
+		gd.End(err)
+		r.lost(t, g, LossGaveUp, 1)
+		if tot := g.Summary(r.stats).Totals; tot.Calls != 1 || tot.Retries != 0 {
+			t.Errorf("open breaker: %d calls, %d retries; want 1 call, no retry", tot.Calls, tot.Retries)
+		}
+	})
+}
