@@ -529,7 +529,9 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 // used. With a shared store (fleet mode) other processes may have taught
 // the scope's state: its leaf bucket, breaker and account bucket are read
 // from the store, through handles made for the read and dropped (the
-// governor keeps nothing). In-process, s stands as it is.
+// governor keeps nothing). In-process, s stands as it is. Either way the
+// calls queued in its buckets (its account's, for a new scope of an
+// account in use) and the pause holding it are counted in.
 func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *accountEntry, now time.Duration) state.ScopeSnapshot {
 	if g.sharedBuckets {
 		key := s.Scope
@@ -538,8 +540,8 @@ func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *ac
 		if set.account != nil && (acct == nil || acct.bucket == nil) {
 			s.Account = g.store.Bucket(accountKey(key), *set.account, now).Snapshot(now)
 		}
-		s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
 	}
+	s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
 	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
 		s.PausedUntil = g.epoch.Add(now + p)
 	}

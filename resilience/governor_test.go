@@ -517,3 +517,34 @@ func TestFarContextDeadlinesDoNotOverflow(t *testing.T) {
 		})
 	}
 }
+
+// Inspect of a scope no call has used, in an account whose bucket holds
+// queued calls (a paused subscription), counts them in Queued, as it does
+// for the account's scopes in use and as its Account snapshot shows: it
+// said 0 beside an account balance of -5.
+func TestInspectOfANewScopeCountsItsAccountsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		network := Scope{Provider: "azure", Account: "sub-1", Service: "network"}
+		compute := Scope{Provider: "azure", Account: "sub-1", Service: "compute"}
+		gd, _ := g.Begin(context.Background(), network)
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		gd.PauseAccount(10 * time.Second)
+		gd.End(nil)
+		for range 5 {
+			go func() {
+				n := 0
+				Do(context.Background(), network, always(&n, nil), WithGovernor(g))
+			}()
+		}
+		synctest.Wait()
+		used, unused := g.Inspect(network), g.Inspect(compute)
+		if used.Queued != 5 || unused.Account.Queued() != 5 || unused.Queued != 5 {
+			t.Errorf("queued: %d in the scope in use, %d in the unused one (its account's bucket shows %d); want 5 each",
+				used.Queued, unused.Queued, unused.Account.Queued())
+		}
+		time.Sleep(time.Minute)
+	})
+}
