@@ -110,17 +110,19 @@ func trip(b state.Breaker, now time.Duration, threshold int, why string) bool {
 
 // report returns how the scope is dead by the settings of p ("throttled
 // for good", "down", or "" when it is not): its streak of failures, from
-// breaker_threshold calls, spans breaker_dead_seconds or opened its
-// breaker, and no success ended it since. It also returns why its breaker
-// last opened.
+// breaker_threshold calls, spans breaker_dead_seconds (between its first
+// and last failure, or by now, as the next call's admission finds it:
+// deadAt) or opened its breaker, and no success ended it since. It also
+// returns why its breaker last opened.
 func (h *health) report(p *providerSettings, now time.Duration) (dead string, opened string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0:
-	case !h.tripped && h.last-h.since < p.dead:
-		// Its failures do not span the time that makes a scope dead, and
-		// did not open its breaker.
+	case !h.tripped && h.last-h.since < p.dead && !h.deadAt(p, now):
+		// Its failures do not span the time that makes a scope dead, nor
+		// would the next call find it dead, and they did not open its
+		// breaker.
 	case h.throttled:
 		dead = "throttled for good"
 	default:

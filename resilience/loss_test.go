@@ -871,3 +871,43 @@ func TestTryEnterRetryRefusalRecordedAtEnd(t *testing.T) {
 		}
 	})
 }
+
+// Inspect says a scope is dead when the next call would find it dead: its
+// five calls throttled over six seconds, their outcomes still open, and
+// four seconds of quiet after. The next call's admission opens its
+// breaker as throttled for good and is refused, nothing sent; Inspect
+// said Dead "" just before, since it asked that the failures themselves
+// span the ten seconds, where the admission asks that the streak does by
+// now.
+func TestInspectSaysDeadWhatTheNextCallFindsDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var gds []*Guard
+		for i := range 5 {
+			if i > 0 {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			gd, _ := g.Begin(context.Background(), iamUsers)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(throttle())
+			gds = append(gds, gd)
+		}
+		time.Sleep(4 * time.Second) // 10 s after the first throttle, 4 s after the last
+		before := g.Inspect(iamUsers)
+		sent := 0
+		err := Do(context.Background(), iamUsers, always(&sent, nil), WithGovernor(g))
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || coe.Reason != "throttled for good" || sent != 0 {
+			t.Fatalf("the next call: %v, %d sent; want refused as throttled for good", err, sent)
+		}
+		if before.Dead != "throttled for good" {
+			t.Errorf("Inspect before the call: Dead %q, want %q, as the call found it", before.Dead, "throttled for good")
+		}
+		for _, gd := range gds {
+			gd.End(throttle())
+		}
+	})
+}
