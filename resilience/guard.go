@@ -786,8 +786,9 @@ func (g *Governor) unbusyLive(scope Scope) {
 // (of its first attempt, or of a retry, which was not sent) is recorded
 // as Enter records its refusal. cloudg's own errors record nothing else;
 // once Begin's context is done, a call whose outcome is still open is
-// recorded as cancelled (LossCancelled). The Guard may then carry a new
-// call of the same scope. A guard that is never ended records nothing more: a
+// recorded as cancelled (LossCancelled), unless err is the provider's
+// fatal answer to an attempt After did not see, which loses nothing, as
+// After has it. The Guard may then carry a new call of the same scope. A guard that is never ended records nothing more: a
 // per-attempt hook that cannot know whether its SDK will retry leaves the
 // outcome to whoever can. Its slot, if it holds one, stays held until the
 // garbage collector finds the guard unreachable; then the slot is given
@@ -862,10 +863,14 @@ func (gd *Guard) settle(err error) {
 		}
 	}
 	if cerr := gd.ctx.Err(); cerr != nil {
-		if err != nil || gd.phase != phaseSent {
-			gd.recordCancelled(cerr) // ended by its context, after an answer or while waiting for one
-		} else {
+		switch {
+		case err == nil && gd.phase == phaseSent:
 			gd.recordSuccess()
+		case err != nil && gd.phase == phaseSent && Classify(err) == Fatal && IsProviderAnswer(err):
+			// The provider's fatal answer, which After did not see: no
+			// lost call, as After has it, and nothing learned.
+		default:
+			gd.recordCancelled(cerr) // ended by its context, after an answer or while waiting for one
 		}
 		return
 	}

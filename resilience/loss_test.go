@@ -911,3 +911,31 @@ func TestInspectSaysDeadWhatTheNextCallFindsDead(t *testing.T) {
 		}
 	})
 }
+
+// A provider's fatal answer (AccessDenied) that comes once the call's
+// context is done is no lost call, as After has it, whether the
+// integration reports it to After or only to End: End used to record it
+// as cancelled when no After saw it, and the task's ledger went PARTIAL
+// for an answer the caller has.
+func TestEndOfAFatalAnswerAfterTheContextLosesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		for _, viaAfter := range []bool{true, false} {
+			r := newRun(context.Background())
+			ctx, cancel := context.WithCancel(r.ctx)
+			gd, _ := g.Begin(ctx, iamUsers)
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if viaAfter {
+				gd.After(accessDenied())
+			}
+			gd.End(accessDenied())
+			if d := r.ledger.Describe(); d != "" {
+				t.Errorf("After told too: %v; ledger %q, want nothing lost", viaAfter, d)
+			}
+			r.lost(t, g, LossCancelled, 0)
+		}
+	})
+}
