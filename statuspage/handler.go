@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -60,10 +61,11 @@ func WithLimit(n int) Option {
 
 // New returns the handler of the status page. It serves GET and HEAD
 // only: the page as HTML (also at ?format=html), or as JSON with
-// ?format=json; any other format is refused with 400 Bad Request. It is
-// safe for concurrent use; each request reads the governor afresh. A
-// request whose context ends while its page is read stops the reading
-// there, and is answered 503 Service Unavailable.
+// ?format=json; any other format, or a query that does not parse, is
+// refused with 400 Bad Request. It is safe for concurrent use; each
+// request reads the governor afresh. A request whose context ends while
+// its page is read stops the reading there, and is answered 503 Service
+// Unavailable.
 func New(opts ...Option) http.Handler {
 	c := config{refresh: 2 * time.Second, limit: 500}
 	for _, o := range opts {
@@ -94,8 +96,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the status page is read-only", http.StatusMethodNotAllowed)
 		return
 	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// URL.Query drops the pairs it cannot decode: ?format=json;x=1
+		// would be served as HTML.
+		http.Error(w, fmt.Sprintf("the status page's query does not parse (%v): it is HTML, or JSON with ?format=json", err), http.StatusBadRequest)
+		return
+	}
 	asJSON := false
-	switch f := r.URL.Query()["format"]; {
+	switch f := q["format"]; {
 	case len(f) == 0 || len(f) == 1 && (f[0] == "" || f[0] == "html"):
 	case len(f) == 1 && f[0] == "json":
 		asJSON = true

@@ -449,6 +449,26 @@ func TestUnknownFormatIsRefused(t *testing.T) {
 	}
 }
 
+// A query that does not parse is refused with 400 like an unknown
+// format, rather than served as HTML: the standard library drops a pair
+// it cannot decode (a semicolon, a bad escape), so that ?format=json;x=1
+// or ?format=js%zz asked for a format the handler never saw.
+func TestAQueryThatDoesNotParseIsRefused(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(WithGovernor(g))
+	for _, target := range []string{"/?format=json;x=1", "/?format=json;", "/?format=js%zz", "/?format=json&x=%zz"} {
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			w := get(t, h, m, target)
+			if body := w.Body.String(); w.Code != http.StatusBadRequest || (m == http.MethodGet && !strings.Contains(body, `?format=json`)) {
+				t.Errorf("%s %s: %d %s %q, want 400 naming the formats", m, target, w.Code, w.Header().Get("Content-Type"), body[:min(len(body), 60)])
+			}
+		}
+	}
+}
+
 // The retry budgets shown are bounded by WithLimit too, as the scopes and
 // accounts are: a program that calls many providers by name gets a page
 // of its limit's size, with the budgets nearest their end, and the page
