@@ -3,8 +3,10 @@
 package statuspage
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,4 +142,45 @@ func TestJSONOfAnEmptyGovernor(t *testing.T) {
 	if s := decode(t, w); s.Scopes == nil || len(s.Scopes) != 0 || s.Live != 0 || s.Accounts == nil || s.Providers == nil {
 		t.Fatalf("%s", w.Body)
 	}
+}
+
+// The totals say no figure the governor does not count: Lifetime adds up
+// neither the scopes' paused_seconds (each the wall-clock time its pauses
+// held it) nor anything in their place, and the JSON wrote 0 seconds
+// paused beside a pause of 90 s. The totals have no paused_seconds; each
+// row's counters have their service's.
+func TestJSONTotalsHaveNoPausedSecondsTheyDoNotCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := estate(t)
+		w := get(t, New(WithGovernor(g)), http.MethodGet, "/?format=json")
+		type counters struct {
+			Pauses   int64    `json:"pauses"`
+			Paused   *float64 `json:"paused_seconds"`
+			MaxPause float64  `json:"max_pause_seconds"`
+		}
+		var s struct {
+			Totals counters `json:"totals"`
+			Scopes []struct {
+				Scope    resilience.Scope `json:"scope"`
+				Counters counters         `json:"counters"`
+			} `json:"scopes"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if c := s.Totals; c.Paused != nil || c.Pauses != 1 || c.MaxPause != 90 {
+			t.Errorf("totals: %d pauses, the longest %vs, paused_seconds %s; want 1, 90 s and no paused_seconds", c.Pauses, c.MaxPause, seconds(c.Paused))
+		}
+		if r := s.Scopes[2]; r.Scope != paused || r.Counters.Pauses != 1 || seconds(r.Counters.Paused) != "90" {
+			t.Errorf("the paused scope %v: %d pauses, paused_seconds %s; want 1 and 90", r.Scope, r.Counters.Pauses, seconds(r.Counters.Paused))
+		}
+	})
+}
+
+// seconds writes a JSON number read, or "none".
+func seconds(f *float64) string {
+	if f == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
 }

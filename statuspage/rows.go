@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/jsonsec"
 	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -129,16 +130,31 @@ type provider struct {
 
 // page is what the handler serves, as HTML or JSON.
 type page struct {
-	Time           time.Time           `json:"time"` // on the governor's clock
-	RefreshSeconds int64               `json:"refresh_seconds"`
-	Live           int                 `json:"live_scopes"`    // every live scope; Scopes holds the first Limit
-	LiveAccounts   int                 `json:"live_accounts"`  // every account of a live scope; Accounts holds the first Limit
-	LiveProviders  int                 `json:"live_providers"` // every provider of a live scope; Providers holds the Limit with the least budget left
-	Statuses       map[string]int      `json:"statuses"`       // live scopes per status
-	Totals         resilience.Counters `json:"totals"`         // the governor's lifetime
-	Providers      []provider          `json:"providers"`
-	Accounts       []account           `json:"accounts"`
-	Scopes         []row               `json:"scopes"`
+	Time           time.Time      `json:"time"` // on the governor's clock
+	RefreshSeconds int64          `json:"refresh_seconds"`
+	Live           int            `json:"live_scopes"`    // every live scope; Scopes holds the first Limit
+	LiveAccounts   int            `json:"live_accounts"`  // every account of a live scope; Accounts holds the first Limit
+	LiveProviders  int            `json:"live_providers"` // every provider of a live scope; Providers holds the Limit with the least budget left
+	Statuses       map[string]int `json:"statuses"`       // live scopes per status
+	Totals         totals         `json:"totals"`         // the governor's lifetime
+	Providers      []provider     `json:"providers"`
+	Accounts       []account      `json:"accounts"`
+	Scopes         []row          `json:"scopes"`
+}
+
+// totals are the governor's lifetime totals as the page serves them:
+// their counters without paused_seconds, which Governor.Lifetime does not
+// add up over the scopes (a scope's is the wall-clock time its pauses
+// held it), and which would otherwise be written 0 beside the pauses.
+type totals struct{ resilience.Counters }
+
+// MarshalJSON writes the counters as Counters does, but for
+// paused_seconds.
+func (t totals) MarshalJSON() ([]byte, error) {
+	type plain resilience.Counters
+	c := t.Counters
+	return jsonsec.Marshal(plain(c), "wait_seconds", c.Wait, "max_wait_seconds", c.MaxWait, "wait_elapsed_seconds", c.WaitElapsed,
+		"backoff_seconds", c.Backoff, "max_pause_seconds", c.MaxPause)
 }
 
 // collect reads the governor's scopes and lifetime counters into a page
@@ -183,7 +199,7 @@ func collect(ctx context.Context, g *resilience.Governor, limit int) (page, erro
 		services[i] = r.Scope.ServiceScope()
 	}
 	var counters []resilience.Counters
-	p.Totals, counters = g.Lifetime(services...)
+	p.Totals.Counters, counters = g.Lifetime(services...)
 	for i := range p.Scopes {
 		p.Scopes[i].Counters = counters[i]
 	}
