@@ -79,3 +79,48 @@ func TestLargeCountsAreCutWithTheWholeOnHover(t *testing.T) {
 		}
 	})
 }
+
+// A rate from 0.1 up holds at most five characters, as a count does: three
+// significant digits below 1000, every digit up to 99,999, then three
+// figures and a unit. A scope or an account configured at 100,000 calls
+// per second or more, written in every digit, made the page wider than a
+// 1024 or a 961 px window (1017 px in a 1009 px viewport at 100,000 rps,
+// 1049 px with an account of 23,456,789).
+func TestRatesFitFiveCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		r     float64
+		shown string
+	}{
+		{0.5, "0.5"}, {1.2345, "1.23"}, {999.7, "1000"}, {1234.5, "1235"}, {99_999, "99999"},
+		{100_000, "100k"}, {123_456, "123k"}, {999_600, "1.00M"}, {12_345_678, "12.3M"}, {1e18, "1.00E"},
+	} {
+		if got := rate(tc.r); got != tc.shown {
+			t.Errorf("rate(%v) = %q, want %q", tc.r, got, tc.shown)
+		}
+	}
+	for f := 0.1; f < math.MaxInt64/2; f *= 1.07 {
+		if s := rate(f); len(s) > 5 {
+			t.Fatalf("rate(%v) = %q, %d characters", f, s, len(s))
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		account := 23_456_789.0
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{AccountMaxRPS: &account,
+			Services: map[string]resilience.ServiceConfig{"s3": {MaxRPS: 12_345_678, Burst: 10}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "s3"}
+		if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+		for _, want := range []string{`<span class="num">12.3M / 12.3M</span>`, `data-label="account rate / ceiling">23.5M / 23.5M</td>`} {
+			if !strings.Contains(body, want) {
+				i := strings.Index(body, `<td class="rate now"`)
+				j := strings.Index(body, `data-label="account rate / ceiling"`)
+				t.Errorf("the page lacks %s; its rate cells are\n%s\n%s", want, body[i:i+strings.Index(body[i:], "\n")], body[j:j+strings.Index(body[j:], "\n")])
+			}
+		}
+	})
+}

@@ -213,7 +213,11 @@ func short(s string) string {
 }
 
 // rate writes a rate with three significant digits at most below 1000,
-// and as a whole number from 1000, never in exponent form.
+// as a whole number from 1000, and from compactFrom in three figures and
+// a unit as count does (123k, 12.3M), never in exponent form: a cell
+// holds at most five characters from 0.1 up, so that a scope or an
+// account configured at a million calls per second keeps the table's
+// width.
 func rate(r float64) string {
 	if r < 1000 {
 		// Rounded to three significant digits, which 'g' alone would
@@ -221,7 +225,10 @@ func rate(r float64) string {
 		r, _ = strconv.ParseFloat(strconv.FormatFloat(r, 'g', 3, 64), 64)
 	}
 	if r >= 1000 {
-		return strconv.FormatFloat(math.Round(r), 'f', -1, 64)
+		if r = math.Round(r); r >= compactFrom {
+			return compact(r)
+		}
+		return strconv.FormatFloat(r, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(r, 'f', -1, 64)
 }
@@ -266,8 +273,13 @@ func count(n any) string {
 	case v < 0 || v < compactFrom:
 		return strconv.FormatInt(v, 10)
 	}
-	// Three significant figures and a unit: 123k, 1.23M, 12.3M, 123M.
-	f, unit := float64(v), 0
+	return compact(float64(v))
+}
+
+// compact writes f, compactFrom or more, in three significant figures
+// and a unit: 123k, 1.23M, 12.3M, 123M.
+func compact(f float64) string {
+	unit := 0
 	for f >= 999.5 && unit < len(units)-1 {
 		f /= 1000
 		unit++
@@ -282,10 +294,10 @@ func count(n any) string {
 	return strconv.FormatFloat(f, 'f', prec, 64) + units[unit]
 }
 
-// compactFrom is the least count a cell shows in three figures and a
-// unit (see count): a cell holds at most five characters, so that a
-// long-running governor's counts (12,345,678 calls) do not widen the
-// table past a laptop's window.
+// compactFrom is the least count (or rate) a cell shows in three figures
+// and a unit (see count and rate): a cell holds at most five characters,
+// so that a long-running governor's counts (12,345,678 calls) do not
+// widen the table past a laptop's window.
 const compactFrom = 100_000
 
 var units = [...]string{"", "k", "M", "G", "T", "P", "E"}
