@@ -410,7 +410,12 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 			step = goodputStep(l.climbs)
 			l.climbs++
 		}
-		rate = math.Min(b.cfg.ceiling, rate+math.Max(step*b.cfg.ceiling, MinIncrease))
+		// The steps, added up in floating point, may end a hair below
+		// the ceiling (1.5 halved and ten steps of 0.075 make
+		// 1.4999999999999996): that is the ceiling.
+		if rate += math.Max(step*b.cfg.ceiling, MinIncrease); rate >= b.cfg.ceiling*(1-1e-9) {
+			rate = b.cfg.ceiling
+		}
 		b.setRate(now, rate, false, false)
 		l.lastIncrease = now
 		increased = true

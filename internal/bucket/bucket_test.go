@@ -253,6 +253,36 @@ func TestRecoveryWaitsForQuietAndStepsOncePerInterval(t *testing.T) {
 	}
 }
 
+// Recovery ends at the ceiling itself, in the steps that make it up: a
+// rate halved once is back after ten steps of 5% of the ceiling, halved
+// twice after fifteen. Added up in floating point, the steps left 1.5 rps
+// halved once at 1.4999999999999996 after ten, a bucket slowed (never
+// Idle, so never reclaimed; a status page showed it slowed at 1.5 of 1.5)
+// until an eleventh success after another quiet, which a workload that
+// ended there never sent.
+func TestRecoveryEndsAtTheCeiling(t *testing.T) {
+	for tenths := 2; tenths <= 2000; tenths++ {
+		ceiling := float64(tenths) / 10
+		for halves, steps := range map[int]int{1: 10, 2: 15} {
+			b := New(Spec{Rate: ceiling, Burst: 2 * ceiling, Floor: 0.01, Adaptive: true}, 0)
+			now := time.Duration(0)
+			for range halves {
+				b.Throttle(now, 0)
+				now += sec
+			}
+			for range steps {
+				now += 5 * sec
+				if _, inc := b.Success(now); !inc {
+					t.Fatalf("%v rps halved %d times: no increase at %v", ceiling, halves, now)
+				}
+			}
+			if s := b.Snapshot(now); s.Rate != ceiling || !b.Idle(now+time.Hour, time.Minute) {
+				t.Fatalf("%v rps halved %d times is at %v after %d steps (idle an hour later: %v), want %v", ceiling, halves, s.Rate, steps, b.Idle(now+time.Hour, time.Minute), ceiling)
+			}
+		}
+	}
+}
+
 func TestMinimumIncreaseStep(t *testing.T) {
 	// 5% of 0.1 rps is 0.005: the step is at least 0.01.
 	b := New(Spec{Rate: 0.1, Burst: 1, Floor: 0.01, Adaptive: true}, 0)
