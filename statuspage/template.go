@@ -40,7 +40,7 @@ h1 .sub{font-weight:400;color:#aab4c0;margin-left:4px}
 .card .name{font-size:11px;text-transform:uppercase;letter-spacing:.5px;font-weight:650;color:var(--c)}
 .card .means{display:block;color:var(--dim);font-size:11.5px;line-height:1.25;margin-top:1px}
 .card.none b,.card.none .name{opacity:.45}
-.totals{display:flex;flex-wrap:wrap;gap:2px 18px;padding:8px 20px;color:var(--dim)}
+.totals{display:flex;flex-wrap:wrap;gap:2px 18px;padding:8px 20px;color:var(--dim);overflow-wrap:anywhere}
 .totals b{color:var(--ink);font-variant-numeric:tabular-nums}
 .totals .bad b{color:var(--open)}
 .frame{margin:0 20px 10px}
@@ -90,6 +90,7 @@ td::before{content:attr(data-label) " ";color:var(--dim);font-size:10.5px}
 td.st::before{content:none}
 td.zero{display:none}
 td.who,.cut,.acct{white-space:normal;overflow-wrap:anywhere;max-width:100%}
+.cut{display:inline}
 .why,td.lost span{display:inline;margin-left:4px}
 .bar{display:inline-block}.calls{display:block}
 }
