@@ -404,7 +404,10 @@ local function increase(b, now)
   if MODE == '0' or b.rate >= CEILING or now - b.lthr < quiet or now - b.linc < every then
     return 0
   end
-  set_rate(b, now, math.min(CEILING, b.rate + math.max(step * CEILING, MIN_INCREASE)), false)
+  -- Steps added up may end a hair below the ceiling: that is the ceiling.
+  local r = b.rate + math.max(step * CEILING, MIN_INCREASE)
+  if r >= CEILING * (1 - 1e-9) then r = CEILING end
+  set_rate(b, now, r, false)
   b.linc = now
   if MODE == '2' then b.climbs = b.climbs + 1 end
   return 1

@@ -157,6 +157,38 @@ func TestSharedRateRecoversAdditively(t *testing.T) {
 	})
 }
 
+// The shared rate's recovery ends at the ceiling itself, as the
+// in-process bucket's does: 1.5 rps halved once is back after ten steps
+// of 0.075, where the steps added up in floating point left it at
+// 1.4999999999999996, slowed until an eleventh success after another
+// quiet.
+func TestSharedRateRecoveryEndsAtTheCeiling(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		p := newProcess(t, be, prefix, resilience.Config{})
+		b := p.store.Bucket(vpcsKey, state.BucketSpec{Rate: 1.5, Burst: 3, Floor: 0.01, Adaptive: true}, 0)
+		if r, _ := b.Throttle(0, 0); r != 0.75 {
+			t.Fatalf("rate %v after a throttle, want 0.75", r)
+		}
+		key := prefix + ":{" + vpcsKey + "}:bucket"
+		var r float64
+		for i := range 10 {
+			// Redis's clock is real: move the last throttle and increase
+			// into the past instead of waiting for them.
+			if err := p.rdb.HSet(context.Background(), key, "lthr", 0, "linc", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var up bool
+			if r, up = b.Success(time.Duration(i+1) * time.Second); !up {
+				t.Fatalf("step %d: rate %v, no increase", i+1, r)
+			}
+		}
+		if s := b.Snapshot(11 * time.Second); r != 1.5 || s.Rate != 1.5 {
+			t.Fatalf("rate %v (snapshot %v) after ten steps, want 1.5", r, s.Rate)
+		}
+	})
+}
+
 // Reconfiguring or resetting the governor makes its budgets anew: the
 // store keeps one per provider, so that a heartbeat's Redis calls do not
 // grow with every Reset and Configure.
