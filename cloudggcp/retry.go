@@ -400,7 +400,10 @@ type governed struct {
 // nothing); without the interceptor, the call returns the provider error. The option sees a gRPC call's success through
 // grpc.OnFinish; it counts no calls and takes no tokens (but for a retry
 // that waited for a breaker's verdict): the interceptor (ClientOption) or
-// Do does that.
+// Do does that. It is for gRPC clients: of a REST client's call, gax tells
+// the option nothing once the call succeeds, so that a call it retried
+// and that then succeeded would be recorded as cancelled when ctx ends;
+// a REST client is governed by RESTClientOption alone.
 func Retry(ctx context.Context, scope resilience.Scope, opts ...Option) gax.CallOption {
 	cfg := newConfig(opts)
 	gov := cfg.governor()
