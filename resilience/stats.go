@@ -232,7 +232,11 @@ type Counters struct {
 	// Pauses are the pauses set on the scope's leaf or account (a
 	// provider's Retry-After, a proactive pause); Paused (paused_seconds)
 	// is the wall-clock time they held it, each counted once, to the end
-	// of the last, and MaxPause (max_pause_seconds) the longest.
+	// of the last, and MaxPause (max_pause_seconds) the longest. In a
+	// Summary's totals, Pauses are the scopes' added up and MaxPause the
+	// longest, but Paused is 0: the pauses of different scopes are not
+	// merged into one time (each scope's counters have theirs); the
+	// totals' JSON carries none of the three.
 	Pauses   int64         `json:"pauses"`
 	Paused   time.Duration `json:"-"`
 	MaxPause time.Duration `json:"-"`
