@@ -178,17 +178,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		if m.BodyBackground != "rgb(245, 247, 250)" {
 			t.Errorf("at %d px the style sheet did not apply (the body's background is %s): is its hash in the policy?", width, m.BodyBackground)
 		}
-		if m.DocumentWidth > m.ViewportWidth {
-			t.Errorf("at %d px the document is %d px wide, wider than the window's %d px", width, m.DocumentWidth, m.ViewportWidth)
-		}
-		for _, o := range m.Outside {
-			t.Errorf("at %d px an element reaches beyond the window: %s", width, o)
-		}
-		for _, c := range m.Cut {
-			if !holdsWhole(c.Title, c.Text) {
-				t.Errorf("at %d px %s shows %q cut short, without the whole in its tooltip (%q)", width, c.Element, c.Text, c.Title)
-			}
-		}
+		checkFits(t, m, width)
 		if width == 1280 && !m.HeadVisible {
 			t.Errorf("at 1280 px the scopes are not a table")
 		}
@@ -262,4 +252,22 @@ func holdsWhole(title, text string) bool {
 		return strings.HasPrefix(title, text)
 	}
 	return strings.HasPrefix(title, head) && strings.HasSuffix(title, tail)
+}
+
+// checkFits reports what of the page measured at width (m) does not fit
+// its window: a document wider than it, an element beyond its edge, a
+// value cut short without the whole in its tooltip.
+func checkFits(t *testing.T, m measured, width int) {
+	t.Helper()
+	if m.DocumentWidth > m.ViewportWidth {
+		t.Errorf("at %d px the document is %d px wide, wider than the window's %d px", width, m.DocumentWidth, m.ViewportWidth)
+	}
+	for _, o := range m.Outside {
+		t.Errorf("at %d px an element reaches beyond the window: %s", width, o)
+	}
+	for _, c := range m.Cut {
+		if !holdsWhole(c.Title, c.Text) {
+			t.Errorf("at %d px %s shows %q cut short, without the whole in its tooltip (%q)", width, c.Element, c.Text, c.Title)
+		}
+	}
 }

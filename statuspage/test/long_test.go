@@ -34,17 +34,7 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 			srv := serve(t, scanWith(t, own))
 			for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
-				if m.DocumentWidth > m.ViewportWidth {
-					t.Errorf("at %d px the document is %d px wide, wider than the window's %d px", width, m.DocumentWidth, m.ViewportWidth)
-				}
-				for _, o := range m.Outside {
-					t.Errorf("at %d px an element reaches beyond the window: %s", width, o)
-				}
-				for _, c := range m.Cut {
-					if !holdsWhole(c.Title, c.Text) {
-						t.Errorf("at %d px %s shows %q cut short, without the whole in its tooltip (%q)", width, c.Element, c.Text, c.Title)
-					}
-				}
+				checkFits(t, m, width)
 			}
 		})
 	}
