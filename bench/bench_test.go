@@ -139,6 +139,16 @@ func BenchmarkCall(b *testing.B) {
 			}
 		}
 	})
+	b.Run("governed-nesting", func(b *testing.B) {
+		g := governor(b)
+		opts := []resilience.CallOption{resilience.WithGovernor(g), resilience.WithNestedCalls()}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := resilience.Do(ctx, scope, work, opts...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("governed-with-stats", func(b *testing.B) {
 		g := governor(b)
 		opt := resilience.WithGovernor(g)

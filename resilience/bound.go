@@ -59,7 +59,8 @@ func (b *Bound) resolved() *boundAt {
 
 // Do is Do for the bound scope: fn is called under the scope's breaker,
 // rate limits, bulkhead and retry policy. WithPolicy among opts bounds the
-// retries; other options are ignored. It is safe for concurrent use and
+// retries and WithNestedCalls gives fn a context carrying the call; other
+// options are ignored. It is safe for concurrent use and
 // does not allocate on the success path.
 func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...CallOption) error {
 	if fn == nil {
@@ -75,6 +76,11 @@ func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...
 	if at.e == nil {
 		b.g.admitUngoverned(ctx)
 		return fn(ctx)
+	}
+	if nests(opts) {
+		nc := new(nestingCall)
+		nc.gd.beginAt(ctx, b.g, b.scope, at.p, at.e, rp)
+		return nc.loop(ctx, fn)
 	}
 	var gd Guard
 	gd.beginAt(ctx, b.g, b.scope, at.p, at.e, rp)

@@ -29,6 +29,13 @@ import (
 // which goes on to the caller) goes to the ledger bound to ctx (see
 // Loss). When the provider is disabled, fn is called once, directly. Call
 // is safe for concurrent use and does not allocate on the success path.
+//
+// fn is given ctx as it is, so a governed call fn makes with it is not
+// known to be nested in this one: it waits for a slot of the account's
+// bulkhead as any call does, though this call holds one. With calls that
+// each make another inside fn filling the bulkhead (with max_concurrency
+// 1, one such call), they wait until their deadline. WithNestedCalls
+// gives fn a context carrying the call, for one allocation.
 func Call[T any](ctx context.Context, scope Scope, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
 	var res T
 	if fn == nil {
@@ -117,11 +124,49 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 	if scope.Provider == "" {
 		return ErrNoProvider
 	}
+	if nests(opts) {
+		nc := new(nestingCall)
+		if !nc.gd.begin(ctx, g, scope, rp) {
+			return fn(ctx)
+		}
+		return nc.loop(ctx, fn)
+	}
 	var gd Guard
 	if !gd.begin(ctx, g, scope, rp) {
 		return fn(ctx)
 	}
 	return gd.loop(ctx, fn)
+}
+
+// nestingCall is a call made WithNestedCalls: its Guard, and the context
+// its function's attempts are given, which carries the Guard as
+// Guard.Enter looks an enclosing call up. One allocation holds both.
+type nestingCall struct {
+	gd  Guard
+	ctx nestingCtx
+}
+
+// nestingCtx is the caller's context, answering Value(gov) with the call's
+// Guard.
+type nestingCtx struct {
+	context.Context
+	gd *Guard
+}
+
+// Value returns the call's Guard for its governor, and asks the caller's
+// context otherwise.
+func (c *nestingCtx) Value(key any) any {
+	if g, ok := key.(*Governor); ok && g == c.gd.g {
+		return c.gd
+	}
+	return c.Context.Value(key)
+}
+
+// loop runs the call's attempts on its Guard, which begin set up, giving
+// fn the context that carries it.
+func (nc *nestingCall) loop(ctx context.Context, fn func(context.Context) error) error {
+	nc.ctx = nestingCtx{Context: ctx, gd: &nc.gd}
+	return nc.gd.loop(ctx, func(context.Context) error { return fn(&nc.ctx) })
 }
 
 // loop runs fn's attempts on gd, which begin set up.

@@ -31,6 +31,7 @@ type Option = CallOption
 
 type governorChoice struct{ g *Governor }
 type policyOption struct{ p *RetryPolicy }
+type nestingOption struct{}
 type clockOption struct{ c Clock }
 type randomOption struct{ src rand.Source }
 type loggerOption struct{ l *slog.Logger }
@@ -40,6 +41,7 @@ type storeOption struct{ s state.Store }
 
 func (governorChoice) callOption()        {}
 func (policyOption) callOption()          {}
+func (nestingOption) callOption()         {}
 func (clockOption) governorOption()       {}
 func (randomOption) governorOption()      {}
 func (loggerOption) governorOption()      {}
@@ -54,6 +56,36 @@ func WithGovernor(g *Governor) CallOption { return governorChoice{g} }
 // WithPolicy bounds the call's retries with p; zero fields take the
 // provider's settings.
 func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
+
+// WithNestedCalls makes the context a call gives its function carry the
+// call, so that governed calls the function makes with that context (a
+// Do inside a Do, or an SDK client governed by an integration) are known
+// to be nested in it: such a call takes a free slot of its account's
+// bulkhead if there is one and otherwise goes ahead without one, rather
+// than wait for a slot its own caller holds, and it is let through as the
+// probe its caller holds when the breaker of its scope is half-open (see
+// Guard.Enter).
+//
+// Without it the function is given the caller's context as it was, and a
+// governed call made inside it waits for a slot as any other call does: an
+// account whose bulkhead is full of calls that each wait for a call nested
+// in them (with max_concurrency 1, the first) waits until the deadline,
+// and without a deadline for ever. The option costs the call one
+// allocation (the call's state moves to the heap), which is why it is not
+// the default. Call, Do, Wrap, WrapArg and a Bound's Do take it; Begin
+// ignores it (an integration using a Guard puts the Guard in the attempt's
+// context itself).
+func WithNestedCalls() CallOption { return nestingOption{} }
+
+// nests reports whether opts hold WithNestedCalls.
+func nests(opts []CallOption) bool {
+	for _, o := range opts {
+		if _, ok := o.(nestingOption); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // WithClock makes the governor read time from c and sleep on it. A nil c
 // is the time package.

@@ -1,0 +1,189 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// A governed call made inside a Do's function, with the context the
+// function was given, while the enclosing call holds the only slot of the
+// account's bulkhead: with WithNestedCalls on the enclosing call, the
+// nested call goes at once without a slot, through each way of making the
+// enclosing call (Do, Call, Wrap, WrapArg, a Bound's Do) and two levels
+// deep; without it, the nested call waits for the slot its own caller
+// holds until its deadline (the limit the option's godoc states).
+func TestWithNestedCallsLetsACallNestedInAnotherGoWithoutItsSlot(t *testing.T) {
+	type outerCall func(ctx context.Context, g *Governor, fn func(context.Context) error, opts ...CallOption) error
+	calls := map[string]outerCall{
+		"Do": func(ctx context.Context, g *Governor, fn func(context.Context) error, opts ...CallOption) error {
+			return Do(ctx, ec2Vpcs, fn, append(opts, WithGovernor(g))...)
+		},
+		"Call": func(ctx context.Context, g *Governor, fn func(context.Context) error, opts ...CallOption) error {
+			_, err := Call(ctx, ec2Vpcs, func(ctx context.Context) (int, error) { return 1, fn(ctx) }, append(opts, WithGovernor(g))...)
+			return err
+		},
+		"Wrap": func(ctx context.Context, g *Governor, fn func(context.Context) error, opts ...CallOption) error {
+			_, err := Wrap(ec2Vpcs, func(ctx context.Context) (int, error) { return 1, fn(ctx) }, append(opts, WithGovernor(g))...)(ctx)
+			return err
+		},
+		"WrapArg": func(ctx context.Context, g *Governor, fn func(context.Context) error, opts ...CallOption) error {
+			_, err := WrapArg(func(string) Scope { return ec2Vpcs }, func(ctx context.Context, _ string) (int, error) { return 1, fn(ctx) }, append(opts, WithGovernor(g))...)(ctx, "vpc")
+			return err
+		},
+		"Bound.Do": func(ctx context.Context, g *Governor, fn func(context.Context) error, opts ...CallOption) error {
+			b, err := g.Bind(ec2Vpcs)
+			if err != nil {
+				return err
+			}
+			return b.Do(ctx, fn, opts...)
+		},
+	}
+	for name, outer := range calls {
+		for _, nesting := range []bool{true, false} {
+			t.Run(name+map[bool]string{true: "/WithNestedCalls", false: "/without"}[nesting], func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+					ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+					defer cancel()
+					var opts []CallOption
+					if nesting {
+						opts = append(opts, WithNestedCalls())
+					}
+					start := time.Now()
+					var inner, deepest error
+					err := outer(ctx, g, func(ctx context.Context) error {
+						inner = Do(ctx, ec2Subnets, func(ctx context.Context) error {
+							deepest = Do(ctx, iamUsers, func(context.Context) error { return nil }, WithGovernor(g))
+							return deepest
+						}, append(opts, WithGovernor(g))...)
+						return inner
+					}, opts...)
+					if !nesting {
+						if !errors.Is(inner, context.DeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+							t.Fatalf("without the option: nested %v, enclosing %v; want both to end at the deadline", inner, err)
+						}
+						return
+					}
+					if err != nil || inner != nil || deepest != nil {
+						t.Fatalf("enclosing %v, nested %v, nested in it %v; want all to succeed", err, inner, deepest)
+					}
+					if waited := time.Since(start); waited != 0 {
+						t.Fatalf("the calls took %v, want none: the nested calls need no slot of their own", waited)
+					}
+					if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+						t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+					}
+				})
+			})
+		}
+	}
+}
+
+// The context a WithNestedCalls call gives its function is the caller's
+// for everything but the call it carries: its values, its deadline and its
+// cancellation.
+func TestWithNestedCallsKeepsTheCallersContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		type key struct{}
+		deadline := time.Now().Add(time.Minute)
+		ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), deadline)
+		err := Do(ctx, ec2Vpcs, func(fctx context.Context) error {
+			if v := fctx.Value(key{}); v != "v" {
+				t.Errorf("the caller's value: %v, want v", v)
+			}
+			if gd, ok := fctx.Value(g).(*Guard); !ok || gd.scope != ec2Vpcs {
+				t.Errorf("Value(governor) = %v, want the call's Guard", fctx.Value(g))
+			}
+			if other, _ := NewGovernor(Config{}); fctx.Value(other) != nil {
+				t.Error("another governor's key answered with this call's Guard")
+			}
+			if d, ok := fctx.Deadline(); !ok || !d.Equal(deadline) {
+				t.Errorf("deadline %v %v, want the caller's %v", d, ok, deadline)
+			}
+			cancel()
+			if !errors.Is(fctx.Err(), context.Canceled) {
+				t.Errorf("Err after the caller's cancel: %v", fctx.Err())
+			}
+			select {
+			case <-fctx.Done():
+			default:
+				t.Error("Done not closed by the caller's cancel")
+			}
+			return nil
+		}, WithGovernor(g), WithNestedCalls())
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A WithNestedCalls call that is a half-open breaker's probe lends the
+// probe to a call on the same scope nested in its function, whose success
+// closes the breaker; without the option, the half-open breaker refuses
+// the nested call.
+func TestWithNestedCallsLendsTheProbe(t *testing.T) {
+	for _, nesting := range []bool{true, false} {
+		t.Run(map[bool]string{true: "WithNestedCalls", false: "without"}[nesting], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				for range 5 {
+					sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return throttle() })
+				}
+				if st := g.Inspect(ec2Vpcs).Breaker.State; st != state.Open {
+					t.Fatalf("breaker %v after five throttles, want open", st)
+				}
+				time.Sleep(time.Minute) // the cooldown: the next call is the probe
+				opts := []CallOption{WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1})}
+				if nesting {
+					opts = append(opts, WithNestedCalls())
+				}
+				var inner error
+				err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+					inner = Do(ctx, ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g))
+					return inner
+				}, opts...)
+				if !nesting {
+					var open *CircuitOpenError
+					if !errors.As(inner, &open) {
+						t.Fatalf("without the option the nested call got %v, want a *CircuitOpenError", inner)
+					}
+					return
+				}
+				if inner != nil || err != nil {
+					t.Fatalf("nested %v, enclosing %v; want both to succeed", inner, err)
+				}
+				if st := g.Inspect(ec2Vpcs).Breaker.State; st != state.Closed {
+					t.Fatalf("breaker %v after the probes' successes, want closed", st)
+				}
+			})
+		})
+	}
+}
+
+// WithNestedCalls costs one allocation on the success path; a call
+// without it none.
+func TestWithNestedCallsCostsOneAllocation(t *testing.T) {
+	fast := 1e9 // no call waits for a token
+	g := newGov(t, Config{AWS: ProviderConfig{
+		GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
+		Services: map[string]ServiceConfig{"ec2": {MaxRPS: fast, Burst: fast}},
+	}})
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	withOpt, without := []CallOption{WithGovernor(g), WithNestedCalls()}, []CallOption{WithGovernor(g)}
+	Do(ctx, ec2Vpcs, fn, withOpt...) // the scope's state, made once
+	if n := testing.AllocsPerRun(200, func() { Do(ctx, ec2Vpcs, fn, withOpt...) }); n != 1 {
+		t.Errorf("a WithNestedCalls call made %v allocations, want 1", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { Do(ctx, ec2Vpcs, fn, without...) }); n != 0 {
+		t.Errorf("a call made %v allocations, want 0", n)
+	}
+}
