@@ -939,3 +939,47 @@ func TestEndOfAFatalAnswerAfterTheContextLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// Delay says what the next call's admission finds: of a scope found dead
+// without a new answer (its breaker still closed, five calls throttled
+// over six seconds and not yet ended), that it cannot go, for the
+// breaker's cooldown; it used to say the scope could go at once, and a
+// scheduler gave a worker a task the call then refused.
+func TestDelaySaysOfADeadScopeThatItCannotGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var gds []*Guard
+		for i := range 5 {
+			if i > 0 {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			gd, _ := g.Begin(context.Background(), iamUsers)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(throttle())
+			gds = append(gds, gd)
+		}
+		if d, why := g.Delay(iamUsers); errors.Is(why, ErrCircuitOpen) {
+			t.Fatalf("Delay 6 s after the first throttle: %v, %v; want no open breaker (not dead yet)", d, why)
+		}
+		time.Sleep(4 * time.Second) // 10 s after the first throttle, 4 s after the last
+		d, why := g.Delay(iamUsers)
+		if st := g.Inspect(iamUsers).Breaker.State; st != state.Closed {
+			t.Fatalf("breaker %v after Delay, want closed: Delay is a read", st)
+		}
+		sent := 0
+		err := Do(context.Background(), iamUsers, always(&sent, nil), WithGovernor(g))
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || sent != 0 {
+			t.Fatalf("the next call: %v, %d sent; want refused", err, sent)
+		}
+		if !errors.Is(why, ErrCircuitOpen) || d != coe.Wait {
+			t.Errorf("Delay before the call: %v, %v; want %v, ErrCircuitOpen, as the call found it", d, why, coe.Wait)
+		}
+		for _, gd := range gds {
+			gd.End(throttle())
+		}
+	})
+}

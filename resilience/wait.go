@@ -56,9 +56,19 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 	}
 	e, acct := p.scopes.peek(scope)
 	now := g.now()
-	if e != nil && !e.breaker.Pristine() {
-		if s := e.breaker.Snapshot(now); s.State != state.Closed && s.Wait > 0 {
-			return s.Wait, ErrCircuitOpen
+	if e != nil {
+		closed := true
+		if !e.breaker.Pristine() {
+			s := e.breaker.Snapshot(now)
+			if s.State != state.Closed && s.Wait > 0 {
+				return s.Wait, ErrCircuitOpen
+			}
+			closed = s.State == state.Closed
+		}
+		if h := e.health.Load(); closed && h != nil && h.failing.Load() && h.isDead(p.set, now) {
+			// Found dead without a new answer: the next call's admission
+			// opens the breaker and is refused, as Inspect's Dead says.
+			return p.set.breaker.Cooldown, ErrCircuitOpen
 		}
 	}
 	var w time.Duration
