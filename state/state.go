@@ -59,12 +59,17 @@ type BucketSnapshot struct {
 
 // Queued returns the callers the snapshot shows waiting for the bucket's
 // tokens: its balance below zero, in whole tokens (a pause keeps its
-// callers queued in the balance until it ends).
+// callers queued in the balance until it ends). A balance too far below
+// zero for an int counts math.MaxInt; one that is no number (NaN), none.
 func (s BucketSnapshot) Queued() int {
-	if s.Tokens >= 0 {
+	if !(s.Tokens < 0) { // NaN too
 		return 0
 	}
-	return int(math.Ceil(-s.Tokens - 1e-9))
+	q := math.Ceil(-s.Tokens - 1e-9)
+	if q >= math.MaxInt { // 2^63 as a float64: past every int
+		return math.MaxInt
+	}
+	return int(q)
 }
 
 // MarshalJSON writes Paused as paused_seconds.

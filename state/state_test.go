@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 )
@@ -80,6 +81,20 @@ func TestBucketSnapshotQueued(t *testing.T) {
 		tokens float64
 		want   int
 	}{{-2.5, 3}, {-3.0000000001, 3}, {-1, 1}, {0, 0}, {0.5, 0}} {
+		if got := (BucketSnapshot{Tokens: c.tokens}).Queued(); got != c.want {
+			t.Errorf("balance %v: %d queued, want %d", c.tokens, got, c.want)
+		}
+	}
+}
+
+// Queued counts callers, never fewer than none: a balance too far below
+// zero for an int (a corrupt or hand-made snapshot, -Inf) saturates, and a
+// balance that is no number (NaN) shows nobody queued.
+func TestBucketSnapshotQueuedSaturates(t *testing.T) {
+	for _, c := range []struct {
+		tokens float64
+		want   int
+	}{{-1e300, math.MaxInt}, {math.Inf(-1), math.MaxInt}, {-0x1p63, math.MaxInt}, {math.NaN(), 0}, {math.Inf(1), 0}} {
 		if got := (BucketSnapshot{Tokens: c.tokens}).Queued(); got != c.want {
 			t.Errorf("balance %v: %d queued, want %d", c.tokens, got, c.want)
 		}
