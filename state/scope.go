@@ -90,8 +90,12 @@ type scopeFields struct {
 func (s Scope) MarshalJSON() ([]byte, error) { return json.Marshal(scopeFields(s)) }
 
 // UnmarshalJSON reads the object MarshalJSON writes, or a string in Key's
-// form (a map key's, which encoding/json hands to UnmarshalJSON).
+// form (a map key's, which encoding/json hands to UnmarshalJSON). A null
+// leaves s as it is, as encoding/json leaves any value it reads null into.
 func (s *Scope) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var key string
 		if err := json.Unmarshal(b, &key); err != nil {

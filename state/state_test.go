@@ -100,3 +100,20 @@ func TestBucketSnapshotQueuedSaturates(t *testing.T) {
 		}
 	}
 }
+
+// A JSON null leaves a Scope as it is, as encoding/json leaves any value
+// it reads null into (the convention its Unmarshaler documentation asks
+// for), as a field and as the whole document.
+func TestScopeUnmarshalNullIsANoOp(t *testing.T) {
+	set := Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2"}
+	v := struct {
+		Scope Scope `json:"scope"`
+	}{Scope: set}
+	if err := json.Unmarshal([]byte(`{"scope":null}`), &v); err != nil || v.Scope != set {
+		t.Errorf(`{"scope":null} into a set field: %+v, %v; want it left as %+v`, v.Scope, err, set)
+	}
+	s := set
+	if err := json.Unmarshal([]byte(`null`), &s); err != nil || s != set {
+		t.Errorf("null into a set Scope: %+v, %v; want it left as %+v", s, err, set)
+	}
+}
