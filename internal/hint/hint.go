@@ -82,13 +82,35 @@ func ParseQuotaResetsAfter(value string) (time.Duration, bool) {
 	if len(parts) != 3 {
 		return 0, false
 	}
+	if !isClockSeconds(parts[2]) {
+		return 0, false
+	}
 	h, err1 := strconv.ParseUint(parts[0], 10, 32)
 	m, err2 := strconv.ParseUint(parts[1], 10, 32)
 	s, err3 := strconv.ParseFloat(parts[2], 64)
-	if err1 != nil || err2 != nil || err3 != nil || m > 59 || s < 0 || s >= 60 || math.IsNaN(s) {
+	if err1 != nil || err2 != nil || err3 != nil || m > 59 || s >= 60 {
 		return 0, false
 	}
 	return seconds(days*86400 + float64(h)*3600 + float64(m)*60 + s)
+}
+
+// isClockSeconds reports whether v is the seconds of a clock reading,
+// ss[.fraction]: digits, then a point and digits or nothing; not any
+// number strconv reads (hexadecimal, an exponent, a sign, underscores),
+// which no server means.
+func isClockSeconds(v string) bool {
+	whole, frac, dot := strings.Cut(v, ".")
+	return allDigits(whole) && (!dot || allDigits(frac))
+}
+
+// allDigits reports whether v is one or more ASCII digits.
+func allDigits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return v != ""
 }
 
 func parseMillis(v string) (time.Duration, bool) {

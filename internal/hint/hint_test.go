@@ -52,6 +52,17 @@ func TestParseQuotaResetsAfter(t *testing.T) {
 		{"3", 0, false},
 		{"00:61:00", 0, false},
 		{"x:00:00", 0, false},
+		// The seconds are digits with an optional fraction, not any
+		// number strconv reads: no hexadecimal, exponent, sign or
+		// underscore, which no server means.
+		{"00:00:0x1p4", 0, false},
+		{"00:00:0x_1p4", 0, false},
+		{"00:00:1e1", 0, false},
+		{"00:00:+5", 0, false},
+		{"00:00:-0", 0, false},
+		{"00:00:.5", 0, false},
+		{"00:00:5.", 0, false},
+		{"1.00:00:00.5", 24*time.Hour + 500*time.Millisecond, true},
 	} {
 		got, ok := ParseQuotaResetsAfter(c.in)
 		if got != c.want || ok != c.ok {
