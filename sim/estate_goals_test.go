@@ -18,6 +18,17 @@ type estateGoal struct {
 	value func(i int, strategy string) float64
 }
 
+// estateGoalStrategies are the strategies TestEstateGoals runs in each
+// estate variant: the pools, the oracle that tells the scheduling's share
+// of their distance to the ideal from their controllers', and the plain
+// pool where a goal compares with it.
+var estateGoalStrategies = map[string][]string{
+	ScenarioEstateUniform: {PoolAIMD, PoolGoodput, PoolOracle},
+	ScenarioEstatePaused:  {Plain, PoolAIMD, PoolGoodput, PoolOracle},
+	ScenarioEstateDead:    {PoolAIMD, PoolGoodput, PoolOracle},
+	ScenarioEstateTenant:  {PoolAIMD, PoolGoodput},
+}
+
 // The pool's goals on the estate, over seeds 1-30 in virtual time, with 16
 // workers, for both controllers:
 //
@@ -40,13 +51,10 @@ func TestEstateGoals(t *testing.T) {
 		sc, _ := Builtin(name)
 		return sweepVirtual(t, sc, n, strategies...)
 	}
-	// The oracle (the pool over the true limits, fixed) tells the
-	// scheduling's share of a pool's distance to the ideal from its
-	// controller's.
-	uniform := run(ScenarioEstateUniform, PoolAIMD, PoolGoodput, PoolOracle)
-	paused := run(ScenarioEstatePaused, Plain, PoolAIMD, PoolGoodput, PoolOracle)
-	dead := run(ScenarioEstateDead, PoolAIMD, PoolGoodput, PoolOracle)
-	tenant := run(ScenarioEstateTenant, pools...)
+	uniform := run(ScenarioEstateUniform, estateGoalStrategies[ScenarioEstateUniform]...)
+	paused := run(ScenarioEstatePaused, estateGoalStrategies[ScenarioEstatePaused]...)
+	dead := run(ScenarioEstateDead, estateGoalStrategies[ScenarioEstateDead]...)
+	tenant := run(ScenarioEstateTenant, estateGoalStrategies[ScenarioEstateTenant]...)
 	pausedKey, deadKey := paused.Scenario.Estate.Affected, dead.Scenario.Estate.Affected
 	deadCalls := dead.Scenario.workPer()[deadKey]
 
