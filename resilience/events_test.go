@@ -246,3 +246,36 @@ func TestObserverSeesTheRateRecover(t *testing.T) {
 		})
 	}
 }
+
+// A retry's event carries the delay Retry gave it: an SDK's retry of a
+// final answer goes with none, whatever the delay of the retry before it.
+func TestRetryEventOfAFinalRetryHasNoDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		g := newGov(t, Config{}, WithObserver(rec))
+		ctx := context.Background()
+		gd, _ := g.Begin(ctx, iamUsers)
+		gd.Enter(ctx)
+		gd.After(throttleAfter(3 * time.Second))
+		d, _ := gd.Retry(0)
+		time.Sleep(d)
+		gd.Enter(ctx)
+		gd.After(errors.New("connection closed"))
+		if d, err := gd.Retry(0); d != 0 || err != nil {
+			t.Fatalf("the final answer's retry: %v, %v", d, err)
+		}
+		gd.Enter(ctx)
+		gd.End(nil)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var delays []time.Duration
+		for _, ev := range rec.evs {
+			if ev.Kind == observe.Retry {
+				delays = append(delays, ev.Wait)
+			}
+		}
+		if len(delays) != 2 || delays[0] != 3*time.Second || delays[1] != 0 {
+			t.Fatalf("the retries' delays %v, want [3s 0s]", delays)
+		}
+	})
+}

@@ -194,7 +194,7 @@ func (gd *Guard) retryFinal() (time.Duration, error) {
 		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
 	}
 	gd.retries++
-	gd.notBefore, gd.retryAt = 0, gd.g.now()
+	gd.prevSleep, gd.notBefore, gd.retryAt = 0, 0, gd.g.now() // the delay it gives, which its Retry event reports
 	gd.to(phaseRetryable)
 	return 0, nil
 }
