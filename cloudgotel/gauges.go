@@ -2,6 +2,7 @@ package cloudgotel
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -161,8 +162,9 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 	if err != nil {
 		return nil, err
 	}
+	known := &budgetProviders{}
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		r := c.read(read())
+		r := c.read(read(), known)
 		for _, l := range r.leaves {
 			opt := metric.WithAttributeSet(l.set)
 			o.ObserveFloat64(rate, l.rate, opt)
@@ -234,13 +236,72 @@ type providerGauge struct {
 	left float64
 }
 
-// read takes the live scopes of govs into one reading.
-func (c *config) read(govs []*resilience.Governor) reading {
+// budgetProviders remembers the providers whose retry budget the gauges
+// read, per governor: a budget outlives the provider's scopes (only
+// successes refund it), so that it is read after they are reclaimed. It
+// is safe for concurrent use.
+type budgetProviders struct {
+	mu sync.Mutex
+	m  map[*resilience.Governor]map[string]bool
+}
+
+// others records the providers g has live scopes of, seen, and returns
+// the ones read before that have none now.
+func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[*resilience.Governor]map[string]bool{}
+	}
+	known := b.m[g]
+	if known == nil {
+		known = map[string]bool{}
+		b.m[g] = known
+	}
+	var out []string
+	for name := range known {
+		if !seen[name] {
+			out = append(out, name)
+		}
+	}
+	for name := range seen {
+		known[name] = true
+	}
+	return out
+}
+
+// keep forgets the governors other than govs, which the gauges read no
+// more.
+func (b *budgetProviders) keep(govs []*resilience.Governor) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for g := range b.m {
+		if !slices.Contains(govs, g) {
+			delete(b.m, g)
+		}
+	}
+}
+
+// read takes the live scopes of govs into one reading, and the retry
+// budgets of their providers: those with live scopes, and those known
+// remembers from an earlier reading.
+func (c *config) read(govs []*resilience.Governor, known *budgetProviders) reading {
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
 	seenIn := map[accountIn]bool{} // each account's queue counted once per leaf series
 	accounts := map[attribute.Distinct]*accountGauge{}
 	providers := map[attribute.Distinct]*providerGauge{}
+	budget := func(name string, left float64) {
+		set := attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: name})...)
+		p, ok := providers[set.Equivalent()]
+		if !ok {
+			p = &providerGauge{set: set}
+			providers[set.Equivalent()] = p
+			r.providers = append(r.providers, p)
+		}
+		p.left += left
+	}
+	known.keep(govs)
 	for _, g := range govs {
 		seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
 		seenProvider := map[string]bool{}          // each budget counted once
@@ -277,15 +338,11 @@ func (c *config) read(govs []*resilience.Governor) reading {
 			}
 			if !seenProvider[sc.Provider] {
 				seenProvider[sc.Provider] = true
-				set := attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: sc.Provider})...)
-				p, ok := providers[set.Equivalent()]
-				if !ok {
-					p = &providerGauge{set: set}
-					providers[set.Equivalent()] = p
-					r.providers = append(r.providers, p)
-				}
-				p.left += snap.RetryBudget
+				budget(sc.Provider, snap.RetryBudget)
 			}
+		}
+		for _, name := range known.others(g, seenProvider) {
+			budget(name, g.Budget(name))
 		}
 	}
 	return r

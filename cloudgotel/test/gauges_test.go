@@ -376,3 +376,43 @@ func TestANilObserverRecordsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A provider's retry budget, once read, is read as long as the governor
+// has it, not only while the provider has live scopes: a budget spent by
+// throttled retries stays spent (only successes refund it) after the
+// scopes that spent it recovered and were reclaimed, and its gauge still
+// says so.
+func TestRetryBudgetGaugeOutlivesTheScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(10)}})
+		ctx := context.Background()
+		gov := resilience.WithGovernor(g)
+		for range 12 { // every retry after the first two costs a token
+			resilience.Do(ctx, vpcs, failing(throttled, throttled, throttled), gov)
+		}
+		// A scrape while the scope is live reads the budget it spent.
+		m.collect(t)
+		for range 40 { // the leaf recovers its rate, a success each 6 s
+			time.Sleep(6 * time.Second)
+			resilience.Do(ctx, vpcs, ok, gov)
+		}
+		for range 4 { // the AWS scope is reclaimed; a GCP scope is called
+			time.Sleep(5 * time.Minute)
+			resilience.Do(ctx, assets, ok, gov)
+		}
+		for sc := range g.Scopes() {
+			if sc.Provider == "aws" {
+				t.Fatalf("%v still live", sc)
+			}
+		}
+		left := g.Budget("aws")
+		if left >= 10 {
+			t.Fatalf("the AWS budget is full (%v)", left)
+		}
+		budget := gauge[float64](t, m.collect(t)["cloudg.retry_budget"])
+		if b, has := budget[key(attribute.String("cloud.provider", "aws"))]; !has || b != left {
+			t.Errorf("cloudg.retry_budget{aws} = %v (%v), want the %v tokens left", b, has, left)
+		}
+	})
+}
