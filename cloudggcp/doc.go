@@ -45,7 +45,9 @@
 // client with the interceptor; Do and the listings, whose retries are
 // sent without Enter and take no token, ask Guard.Admit; the Retry option
 // on a client without the interceptor asks Guard.Admit through per-RPC
-// credentials of its own, which grpc asks before it sends an attempt. So
+// credentials of its own, which grpc asks before it sends an attempt (on
+// a REST client, whose retries gax sends with nothing of the option's in
+// the way, its retries ask nothing: see Retry). So
 // a breaker that opened during a pause it did not cut (it tells no
 // verdicts, as a fleet's shared breakers do, or the provider waits for
 // its breakers' verdicts, breaker_wait, or gax slept the pause) still

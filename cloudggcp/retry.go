@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -104,7 +106,7 @@ func (s *callState) reset() {
 // go at once; only the Retry option's call on a client without the
 // interceptor, whose Retryer does not know the call's context, leaves the
 // pause to gax's own sleep (its retry asks the breaker as grpc sends it:
-// see retryGate).
+// see retryGate; a REST call's retry asks nothing: see watchPause).
 func (s *callState) Retry(err error) (time.Duration, bool) {
 	if !s.woke() {
 		return 0, false // the context ended the call while gax or the Retryer slept
@@ -125,9 +127,20 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 		return s.sleep(s.ctx, d)
 	case s.attemptCtx != nil && s.attemptCtx.Err() == nil:
 		return s.sleep(s.attemptCtx, d)
+	case restAnswer(err):
+		s.watchPause(d)
+		return d, ok
 	}
 	s.watchSleep()
 	return d, ok
+}
+
+// restAnswer reports whether err is a REST client's answer (gax's
+// *apierror.APIError wrapping the client's *googleapi.Error): of a REST
+// call gax tells the Retry option nothing once it succeeds.
+func restAnswer(err error) bool {
+	var ge *googleapi.Error
+	return errors.As(err, &ge)
 }
 
 // sleep sleeps d, the pause before the retry the guard just allowed, on
@@ -189,6 +202,49 @@ func (s *callState) watchSleep() {
 	gd, ctx := s.gd, s.ctx
 	s.unwatch = context.AfterFunc(ctx, func() { gd.End(ctx.Err()) })
 }
+
+// watchPause watches the context of the Retry option's REST call while
+// gax sleeps d before the retry just allowed, and no longer: when it ends
+// during the sleep, gax returns its error without calling the Retryer or
+// sending, and the watch ends the guard with it, which records the call
+// as cancelled. Nothing of the option's is called as gax sends a REST
+// call's retry, nor once the retry succeeds (a gRPC call's retry asks its
+// credentials, see retryGate, and its success comes through
+// grpc.OnFinish), so the watch ends with the pause, by a timer of d
+// started before gax's: a context that ends once the pause is over, when
+// the retry may have been sent and may have succeeded, records nothing,
+// and the call holds nothing of the context past its pause. The next
+// Retry, if the retry fails, stops the watch as woke does.
+func (s *callState) watchPause(d time.Duration) {
+	gd, ctx := s.gd, s.ctx
+	until := time.Now().Add(d)
+	var st atomic.Int32 // pauseWatched, then pauseEnded or pauseOver
+	stopWatch := context.AfterFunc(ctx, func() {
+		if time.Now().Before(until) && st.CompareAndSwap(pauseWatched, pauseEnded) {
+			gd.End(ctx.Err())
+			return
+		}
+		st.CompareAndSwap(pauseWatched, pauseOver)
+	})
+	over := func() bool {
+		if st.CompareAndSwap(pauseWatched, pauseOver) {
+			stopWatch()
+		}
+		return st.Load() == pauseOver
+	}
+	t := time.AfterFunc(d, func() { over() })
+	s.unwatch = func() bool {
+		t.Stop()
+		return over()
+	}
+}
+
+// The states of watchPause's watch.
+const (
+	pauseWatched = iota // the pause goes on, the context watched
+	pauseEnded          // the context ended during the pause: the watch ended the call
+	pauseOver           // the pause is over, or the call went on: nothing recorded
+)
 
 // woke stops the watch of gax's sleep, if any, at the call's next step
 // (its next attempt, or gax's report of it), and reports whether the call
@@ -400,10 +456,24 @@ type governed struct {
 // nothing); without the interceptor, the call returns the provider error. The option sees a gRPC call's success through
 // grpc.OnFinish; it counts no calls and takes no tokens (but for a retry
 // that waited for a breaker's verdict): the interceptor (ClientOption) or
-// Do does that. It is for gRPC clients: of a REST client's call, gax tells
-// the option nothing once the call succeeds, so that a call it retried
-// and that then succeeded would be recorded as cancelled when ctx ends;
-// a REST client is governed by RESTClientOption alone.
+// Do does that.
+//
+// On a REST client (compute's) the option retries as above, but gax tells
+// it of a REST call's failed attempts alone: nothing of the option's is
+// called as a retry is sent, nor once the call succeeds. Of a REST call
+// the option records each failed attempt's answer, a retry once a further
+// failure shows it was sent, the outcome of a call that fails (an error
+// not retried, or a limit that stopped its retries), and a context that
+// ends during gax's sleep before a retry, as cancelled, by a watch of ctx
+// that lasts that pause alone (a timer ends it as the pause ends): the
+// call holds nothing of ctx past its pause, and ctx's end once the pause
+// is over records nothing of it. It records no
+// success (the breaker is not reset by it, the budget gets no refund, a
+// slowed rate takes no recovery step, a retry that succeeded is not
+// counted), and its retries do not ask the breaker before they are sent.
+// RESTClientOption records each request of a REST client, its success
+// too: do not give the option to such a client, whose answers both would
+// record (and both retry).
 func Retry(ctx context.Context, scope resilience.Scope, opts ...Option) gax.CallOption {
 	cfg := newConfig(opts)
 	gov := cfg.governor()
