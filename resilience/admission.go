@@ -1137,13 +1137,16 @@ func (gd *Guard) acquire(ctx context.Context) (from time.Duration, waited bool, 
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
-			if gd.nested(ctx, b) {
+			borrowed, back := gd.borrowSlot(ctx, b)
+			if borrowed {
 				return from, waited, nil
 			}
 			if !waited {
 				from, waited = gd.g.now(), true
 			}
-			if err := gd.waitSlot(ctx, b); err != nil {
+			if err := gd.waitSlot(ctx, b, back); err == errSlotBack {
+				continue // borrow it, unless a slot is free now
+			} else if err != nil {
 				return from, waited, err
 			}
 		}
@@ -1196,20 +1199,39 @@ func (gd *Guard) pausedDuringSlotWait(now, from time.Duration) bool {
 var errSlotWait = errors.New("resilience: no slot within the max wait")
 
 // waitSlot waits for a slot of b, within the call's max wait
-// (WithMaxWait): past it, errSlotWait.
-func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead) error {
+// (WithMaxWait): past it, errSlotWait. When back is not nil (the slot of
+// an enclosing call, lent to another nested call: see borrowSlot), it
+// stops as back closes, with errSlotBack.
+func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan struct{}) error {
+	wctx := ctx
+	if back != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-back:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	var err error
 	if !gd.bounded {
-		return b.Acquire(ctx)
+		err = b.Acquire(wctx)
+	} else {
+		left := gd.admitBy - gd.g.now()
+		if left <= 0 {
+			return errSlotWait
+		}
+		tctx, cancel := gd.g.withTimeout(wctx, left)
+		defer cancel()
+		if err = b.Acquire(tctx); err != nil && wctx.Err() == nil {
+			return errSlotWait
+		}
 	}
-	left := gd.admitBy - gd.g.now()
-	if left <= 0 {
-		return errSlotWait
-	}
-	wctx, cancel := gd.g.withTimeout(ctx, left)
-	defer cancel()
-	err := b.Acquire(wctx)
-	if err != nil && ctx.Err() == nil {
-		return errSlotWait
+	if err != nil && ctx.Err() == nil && back != nil {
+		return errSlotBack
 	}
 	return err
 }
@@ -1220,7 +1242,8 @@ func (gd *Guard) tryAcquire() bool {
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
-			return gd.nested(gd.ctx, b)
+			borrowed, _ := gd.borrowSlot(gd.ctx, b)
+			return borrowed
 		}
 		if gd.hold(b) {
 			return true
@@ -1244,28 +1267,6 @@ func (gd *Guard) hold(b *bulkhead.Bulkhead) bool {
 	}
 	return true
 }
-
-// nested reports whether ctx belongs to an attempt of an enclosing call
-// that holds a slot of b (see Enter): the call that made this one, or the
-// call that made it, and so on (credentials fetched through a chain of
-// roles). It is looked up only when no slot is free, so the common call
-// pays nothing for it.
-func (gd *Guard) nested(ctx context.Context, b *bulkhead.Bulkhead) bool {
-	for range maxNesting {
-		outer, ok := ctx.Value(gd.g).(*Guard)
-		if !ok || outer == gd {
-			return false
-		}
-		if outer.slot == b {
-			return true
-		}
-		ctx = outer.ctx
-	}
-	return false
-}
-
-// maxNesting bounds the walk up the enclosing calls.
-const maxNesting = 16
 
 // live moves the guard to the live entry of its scope if a sweep reclaimed
 // the one it holds, or a reconfiguration or a Reset moved the scope's state

@@ -64,6 +64,8 @@ type Guard struct {
 	run    *counters          // the run's counters for the service scope, or nil
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
+	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it
+	slotOf *Guard             // the enclosing call whose slot this one borrowed (see borrowSlot), or nil
 
 	rp      *RetryPolicy // the call's policy option
 	lim     retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
@@ -184,9 +186,12 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // A context that ends during a wait returns its error, joined to the last
 // error; the slot wait is made with ctx. A call made inside another's
 // attempt, whose context answers Value(gov) with that call's *Guard
-// holding a slot of the same bulkhead, takes a slot only if one is free and
-// otherwise goes ahead without one: it never waits for a slot its own
-// caller holds.
+// holding a slot of the same bulkhead (or one it borrowed so), takes a
+// slot only if one is free and otherwise borrows its caller's: it never
+// waits for a slot its own caller holds. One nested call at a time
+// borrows it; another, nested in the same attempt at once (a function
+// that fans out with its context), waits for a free slot or for the
+// borrowed one to come back, so that the calls stay within the cap.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that
@@ -748,6 +753,10 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // Release gives the slot back, if one is held. It is safe to call more
 // than once; the slot is released exactly once.
 func (gd *Guard) Release() {
+	if gd.slotOf != nil {
+		gd.slotOf.lent.giveBack()
+		gd.slotOf = nil
+	}
 	if gd.slot != nil {
 		if gd.orphan == nil || gd.orphan.drop() {
 			// Uncounted first: a slot given back is a call no longer

@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -186,4 +187,53 @@ func TestWithNestedCallsCostsOneAllocation(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { Do(ctx, ec2Vpcs, fn, without...) }); n != 0 {
 		t.Errorf("a call made %v allocations, want 0", n)
 	}
+}
+
+// Calls nested in one call's attempt at once (a function that fans out
+// with its context) share the slot the call holds one at a time: the
+// account stays within its cap, and none of them waits for ever for the
+// slot its caller holds. With max_concurrency 1, three calls nested at
+// once run one after another; they used to go at once, each without a
+// slot, three calls in flight against a cap of one.
+func TestCallsNestedAtOnceShareTheirCallersSlotOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		var mu sync.Mutex
+		inFlight, most := 0, 0
+		work := func(context.Context) error {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			time.Sleep(time.Second)
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return nil
+		}
+		start := time.Now()
+		err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+			errs := make(chan error, 3)
+			for _, sc := range []Scope{ec2Subnets, iamUsers, ec2Subnets} {
+				go func() { errs <- Do(ctx, sc, work, WithGovernor(g)) }()
+			}
+			var all []error
+			for range 3 {
+				all = append(all, <-errs)
+			}
+			return errors.Join(all...)
+		}, WithGovernor(g), WithNestedCalls())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most != 1 {
+			t.Errorf("%d nested calls in flight at once, want 1: the account's cap is 1", most)
+		}
+		if took := time.Since(start); took != 3*time.Second {
+			t.Errorf("the calls took %v, want 3s: one after another, each waiting for the one before", took)
+		}
+		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+		}
+	})
 }

@@ -61,10 +61,12 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // call, so that governed calls the function makes with that context (a
 // Do inside a Do, or an SDK client governed by an integration) are known
 // to be nested in it: such a call takes a free slot of its account's
-// bulkhead if there is one and otherwise goes ahead without one, rather
-// than wait for a slot its own caller holds, and it is let through as the
-// probe its caller holds when the breaker of its scope is half-open (see
-// Guard.Enter).
+// bulkhead if there is one and otherwise borrows the slot its caller
+// holds, rather than wait for it (one nested call at a time: calls nested
+// at once, a function fanning out with the context, go one after another
+// on the borrowed slot unless others are free, within the cap), and it is
+// let through as the probe its caller holds when the breaker of its scope
+// is half-open (see Guard.Enter).
 //
 // Without it the function is given the caller's context as it was, and a
 // governed call made inside it waits for a slot as any other call does: an
