@@ -184,13 +184,6 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 ) {
 	inst := m.inst
 	gov := inst.governor()
-	if !gov.Enabled(provider) {
-		if stateFrom(ctx) != nil {
-			// Hide the enclosing call's state from this call's retryer.
-			ctx = newCallState(ctx, nil, nil)
-		}
-		return next.HandleInitialize(ctx, in)
-	}
 	service := inst.cache.lookup(awsmiddleware.GetServiceID(ctx), inst.names)
 	scope := resilience.Scope{
 		Provider:  provider,
@@ -198,6 +191,19 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		Region:    awsname.Region(service, awsmiddleware.GetRegion(ctx)),
 		Service:   service,
 		Operation: awsmiddleware.GetOperationName(ctx),
+	}
+	if !gov.Enabled(provider) {
+		// Sent at once, ungoverned. Begin decides the admission ctx may
+		// carry (a scheduler's hold on the scope's next task, package
+		// pool's), as the core's calls of a disabled provider do.
+		if gd, err := gov.Begin(ctx, scope, sdkPolicy); err == nil {
+			gd.End(nil)
+		}
+		if stateFrom(ctx) != nil {
+			// Hide the enclosing call's state from this call's retryer.
+			ctx = newCallState(ctx, nil, nil)
+		}
+		return next.HandleInitialize(ctx, in)
 	}
 	gd, err := gov.Begin(ctx, scope, sdkPolicy)
 	if err != nil {
