@@ -90,7 +90,8 @@
 // Importing the package also teaches the core classifier the status and
 // headers of the SDK's HTTP response errors, so the guard and
 // resilience.RetryAfter read Retry-After and x-amz-retry-after from any
-// error a client returns; and it teaches the core's configuration check
+// error a client returns, and its read timeout as a transient error (the
+// SDK retries it); and it teaches the core's configuration check
 // (resilience.Config's Validate, so ParseConfig, LoadConfig and
 // Configure) the SDK's services and operations, so that an override key
 // no call can match is an error with the name meant when it is near:

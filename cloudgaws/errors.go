@@ -3,6 +3,7 @@ package cloudgaws
 import (
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/internal/errread"
@@ -94,7 +95,15 @@ type httpResponder interface {
 // resilience.RetryAfter read Retry-After and x-amz-retry-after on any
 // error a client returns. The error code the core reads by method already
 // (smithy.APIError's ErrorCode).
+//
+// It also reads the SDK's read timeout (*awshttp.ResponseTimeoutError, of
+// an answer whose connection went silent), which the SDK retries: a
+// timeout, Transient, as the core reads the transport's own timeouts, not
+// the fatal answer the 200 above it would make of it.
 func readResponseError(err error) (errread.Details, bool) {
+	if _, ok := err.(*awshttp.ResponseTimeoutError); ok {
+		return errread.Details{Kind: errread.Transient}, true
+	}
 	hr, ok := err.(httpResponder)
 	if !ok {
 		return errread.Details{}, false

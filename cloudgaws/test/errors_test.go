@@ -11,6 +11,7 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -105,4 +106,60 @@ func TestThrottlingErrorZeroValue(t *testing.T) {
 	if e.Error() != "throttled by the governor" || e.ErrorCode() != "Throttling" || e.RetryAfter() != 0 || e.Unwrap() != nil {
 		t.Fatalf("zero ThrottlingError: %q, %q, %v, %v", e.Error(), e.ErrorCode(), e.RetryAfter(), e.Unwrap())
 	}
+}
+
+// silentBody is the body of an answer whose connection went silent after
+// its headers: a read fails as under the SDK's read timeout
+// (awshttp.BuildableClient.WithReadTimeout), which the SDK retries.
+type silentBody struct{}
+
+func (silentBody) Read([]byte) (int, error) {
+	return 0, &awshttp.ResponseTimeoutError{TimeoutDur: time.Second}
+}
+func (silentBody) Close() error { return nil }
+
+// silentClient answers every request with headers and a body that times
+// out.
+type silentClient struct {
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+}
+
+func (c silentClient) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		resp.Body = silentBody{}
+	}
+	return resp, err
+}
+
+// An answer whose body timed out (the SDK's *awshttp.ResponseTimeoutError,
+// under a 200 whose body never came) is a timeout, Transient, as the SDK,
+// which retries it, takes it: each attempt counts as a transient error,
+// and the call that still failed after its retries counts toward the
+// breaker. It is not a provider's fatal answer, which would prove the
+// service reachable and reset the breaker's failures.
+func TestAReadTimeoutIsTransient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(2))
+		cfg.HTTPClient = silentClient{next: cfg.HTTPClient}
+		ctx, stats := resilience.WithStats(context.Background())
+		err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+		var rte *awshttp.ResponseTimeoutError
+		if !errors.As(err, &rte) || f.count("DescribeVpcs") != 3 {
+			t.Fatalf("err = %v, sent %d; want the read timeout after 3 attempts", err, f.count("DescribeVpcs"))
+		}
+		if k := resilience.Classify(err); k != resilience.Transient {
+			t.Fatalf("%v classified %v, want TRANSIENT", err, k)
+		}
+		if st := scopeStats(g, stats, ec2Key); st.TransientErrors != 3 || st.Retries != 2 || st.Failed != 1 {
+			t.Fatalf("stats = %+v, want 3 transient errors, 2 retries, 1 failed call", st)
+		}
+		if b := g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")]; b.Failures != 1 {
+			t.Fatalf("breaker %+v, want 1 failure", b)
+		}
+	})
 }
