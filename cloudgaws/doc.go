@@ -85,7 +85,9 @@
 //
 // A call made inside another's attempt (credentials fetched through an
 // instrumented STS client while signing) finds the enclosing call's guard
-// in its context and never waits for the slot that call holds.
+// in its context and never waits for the slot that call holds. Its
+// failure (the governor's stop, or its provider's answer: STS's throttle)
+// is charged to its own scope only.
 //
 // Importing the package also teaches the core classifier the status and
 // headers of the SDK's HTTP response errors, so the guard and

@@ -84,6 +84,16 @@ func (e *notRetryable) Error() string        { return e.err.Error() }
 func (e *notRetryable) Unwrap() error        { return e.err }
 func (e *notRetryable) RetryableError() bool { return false }
 
+// nestedError is, for the guard, the error of an attempt that failed in
+// another SDK call made inside it (see ownAnswer): a local error, which
+// says nothing of the attempt's scope. It hides the other call's answer
+// from the classifier (it has no Unwrap), and the error reader reads it
+// as Fatal, so that its message is not searched for throttling either.
+// The caller gets the SDK's error, never this one.
+type nestedError struct{ err error }
+
+func (e *nestedError) Error() string { return e.err.Error() }
+
 // httpResponder is what *smithyhttp.ResponseError and *awshttp.ResponseError
 // (which embeds it) have in common: the HTTP response of the attempt.
 type httpResponder interface {
@@ -99,10 +109,14 @@ type httpResponder interface {
 // It also reads the SDK's read timeout (*awshttp.ResponseTimeoutError, of
 // an answer whose connection went silent), which the SDK retries: a
 // timeout, Transient, as the core reads the transport's own timeouts, not
-// the fatal answer the 200 above it would make of it.
+// the fatal answer the 200 above it would make of it; and the error of an
+// attempt that failed in another call (*nestedError) as a local one.
 func readResponseError(err error) (errread.Details, bool) {
-	if _, ok := err.(*awshttp.ResponseTimeoutError); ok {
+	switch err.(type) {
+	case *awshttp.ResponseTimeoutError:
 		return errread.Details{Kind: errread.Transient}, true
+	case *nestedError:
+		return errread.Details{Kind: errread.Fatal}, true
 	}
 	hr, ok := err.(httpResponder)
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
@@ -331,8 +332,39 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	}
 	st.sent = true
 	out, md, err = next.HandleFinalize(ctx, in)
-	st.gd.After(err)
+	st.gd.After(ownAnswer(err))
 	return out, md, err
+}
+
+// ownAnswer is what the guard records of an attempt that ended with err:
+// err itself, unless it is the error of another SDK call made inside the
+// attempt (credentials fetched through STS while signing), which a
+// *smithy.OperationError in its chain marks (a call's own wraps its error
+// above its stack, never inside an attempt). That call's answer (STS's
+// throttle) is its own scope's, which it was charged to; nothing was sent
+// to this call's scope, which it must neither slow, pause nor fail: it is
+// recorded as a local error (nestedError). The governor's stop of that
+// call is left as it is: the core reads it as another call's stop.
+func ownAnswer(err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *smithy.OperationError
+	if !errors.As(err, &oe) || governorStop(err) {
+		return err
+	}
+	return &nestedError{err: err}
+}
+
+// governorStop reports whether err holds one of the governor's own errors.
+func governorStop(err error) bool {
+	var (
+		coe *resilience.CircuitOpenError
+		rbe *resilience.RetryBudgetExhaustedError
+		wwe *resilience.WouldWaitError
+		dee *resilience.DeadlineExceededError
+	)
+	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &wwe) || errors.As(err, &dee)
 }
 
 // refusal is the error of a call the guard refused before sending it: an

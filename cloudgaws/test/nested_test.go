@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -82,4 +83,60 @@ func TestNestedGovernorErrorNotChargedToTheOuterScope(t *testing.T) {
 			t.Fatalf("ec2 stats %+v", s)
 		}
 	})
+}
+
+// A call made inside another one's attempt (credentials from STS while
+// signing) that fails on its provider's answer, a throttle or an internal
+// error, is charged to its own scope only, as one the governor stops is:
+// the answer is STS's, and nothing was sent to the outer scope, whose rate,
+// pause, counters and breaker stay as they were, however often the SDK
+// retries the outer call.
+func TestNestedProviderErrorNotChargedToTheOuterScope(t *testing.T) {
+	for _, rep := range []reply{stsThrottle, {status: 500, code: "InternalError", msg: "We encountered an internal error."}} {
+		t.Run(rep.code, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake(t)
+				f.always("GetCallerIdentity", rep)
+				g, _ := resilience.NewGovernor(resilience.Config{})
+				stsCfg := awsConfig(f, nil)
+				if err := cloudgaws.Install(&stsCfg, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithMaxRetries(0)); err != nil {
+					t.Fatal(err)
+				}
+				stsClient := sts.NewFromConfig(stsCfg)
+				outer := awsConfig(f, nil)
+				outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+					if err := getCallerIdentity(ctx, stsClient); err != nil {
+						return aws.Credentials{}, err
+					}
+					return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+				})
+				if err := cloudgaws.Install(&outer, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithMaxRetries(2),
+					cloudgaws.WithRetryMode(aws.RetryModeStandard)); err != nil {
+					t.Fatal(err)
+				}
+				vpcsScope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
+				before := g.Inspect(vpcsScope).Leaf
+				ctx, stats := resilience.WithStats(context.Background())
+				var apiErr smithy.APIError
+				if err := describeVpcs(ctx, ec2.NewFromConfig(outer)); !errors.As(err, &apiErr) || apiErr.ErrorCode() != rep.code {
+					t.Fatalf("err %v, want STS's %s", err, rep.code)
+				}
+				if f.count("DescribeVpcs") != 0 || f.count("GetCallerIdentity") == 0 {
+					t.Fatalf("sent %d DescribeVpcs, %d GetCallerIdentity", f.count("DescribeVpcs"), f.count("GetCallerIdentity"))
+				}
+				if after := g.Inspect(vpcsScope).Leaf; after.Rate != before.Rate || after.Paused != before.Paused {
+					t.Fatalf("DescribeVpcs leaf %+v -> %+v: charged for STS's answer", before, after)
+				}
+				if s := scopeStats(g, stats, ec2Key); s.Throttled != 0 || s.TransientErrors != 0 || s.GaveUp != 0 || s.Failed != 0 {
+					t.Fatalf("ec2 stats %+v: charged for STS's answer", s)
+				}
+				if b, ok := g.Summary(nil).Breakers[mustScope(ec2Key+"/DescribeVpcs")]; ok {
+					t.Fatalf("ec2 breaker %+v: charged for STS's answer", b)
+				}
+				if s := scopeStats(g, stats, "aws/"+testAccount+"/"+testRegion+"/sts"); s.GaveUp+s.Failed != int64(f.count("GetCallerIdentity")) {
+					t.Fatalf("sts stats %+v, want each of its %d calls lost", s, f.count("GetCallerIdentity"))
+				}
+			})
+		})
+	}
 }
