@@ -140,3 +140,40 @@ func TestNestedProviderErrorNotChargedToTheOuterScope(t *testing.T) {
 		})
 	}
 }
+
+// A call two levels down (role chaining: credentials fetched through an
+// STS client whose own credentials come from another STS client, each
+// governed) whose bulkhead is full goes without a slot when any enclosing
+// call holds one: with a cap of 1, held by the outermost call, neither
+// nested call waits for it.
+func TestTwoLevelNestedCallDoesNotDeadlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		credsFrom := func(c *sts.Client) aws.CredentialsProvider {
+			return aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+				if err := getCallerIdentity(ctx, c); err != nil {
+					return aws.Credentials{}, err
+				}
+				return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+			})
+		}
+		middle := cfg.Copy()
+		middle.Credentials = credsFrom(sts.NewFromConfig(cfg))
+		outer := cfg.Copy()
+		outer.Credentials = credsFrom(sts.NewFromConfig(middle))
+		ctx, stats := resilience.WithStats(context.Background())
+		if err := describeVpcs(ctx, ec2.NewFromConfig(outer)); err != nil {
+			t.Fatal(err)
+		}
+		if f.count("GetCallerIdentity") != 2 || f.count("DescribeVpcs") != 1 {
+			t.Fatalf("sent %d GetCallerIdentity, %d DescribeVpcs", f.count("GetCallerIdentity"), f.count("DescribeVpcs"))
+		}
+		if tot := g.Summary(stats).Totals; tot.Calls != 3 {
+			t.Fatalf("totals %+v: the three calls are governed", tot)
+		}
+		if got := freeSlots(g); got != 1 {
+			t.Fatalf("%d slots free", got)
+		}
+	})
+}
