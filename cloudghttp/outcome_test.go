@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -242,4 +243,39 @@ func TestThrottleRefusedByTheBreakerIsGivenUp(t *testing.T) {
 			t.Fatalf("totals %v, want the throttle given up", tot)
 		}
 	})
+}
+
+// admissionRec records what the governor tells a scheduler of a task's
+// first call (resilience.WithAdmission).
+type admissionRec struct{ decided, deferred atomic.Int32 }
+
+func (a *admissionRec) Decided()                      { a.decided.Add(1) }
+func (a *admissionRec) Deferred(time.Duration, error) { a.deferred.Add(1) }
+
+// A request of a disabled provider goes at once, ungoverned, and decides
+// the admission its context carries (a scheduler's hold on the scope's
+// next task, package pool's), as the core's calls of a disabled provider
+// do: it used to decide nothing, and the scheduler held the scope's next
+// task back until its hold timed out.
+func TestADisabledProvidersRequestDecidesItsAdmission(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{Enabled: &enabled}})
+			c := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scopeOf, cloudghttp.WithGovernor(gov))}
+			var a admissionRec
+			ctx := resilience.WithAdmission(context.Background(), &a, 0)
+			for range 2 {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+			}
+			if a.decided.Load() != 1 || a.deferred.Load() != 0 {
+				t.Errorf("enabled %v: decided %d times, deferred %d; want 1 and 0", enabled, a.decided.Load(), a.deferred.Load())
+			}
+		})
+	}
 }

@@ -116,7 +116,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		scope = t.scope(req)
 	}
 	gov := t.cfg.governor()
-	if scope.Provider == "" || !gov.Enabled(scope.Provider) {
+	if scope.Provider == "" {
+		return t.baseTransport().RoundTrip(req)
+	}
+	if !gov.Enabled(scope.Provider) {
+		// Sent at once, ungoverned. Begin decides the admission the
+		// request's context may carry (a scheduler's hold on the scope's
+		// next task, package pool's), as the core's calls of a disabled
+		// provider do.
+		if gd, err := gov.Begin(req.Context(), scope, t.cfg.begin...); err == nil {
+			gd.End(nil)
+		}
 		return t.baseTransport().RoundTrip(req)
 	}
 	gd, err := gov.Begin(req.Context(), scope, t.cfg.begin...)
