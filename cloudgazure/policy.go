@@ -110,11 +110,17 @@ type perCallPolicy struct{ s *shared }
 
 func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	gov := p.s.cfg.governor()
-	if !gov.Enabled(Provider) {
-		return req.Next()
-	}
 	raw := req.Raw()
 	ctx := raw.Context()
+	if !gov.Enabled(Provider) {
+		// Sent at once, ungoverned. Begin decides the admission ctx may
+		// carry (a scheduler's hold on the scope's next task, package
+		// pool's), as the core's calls of a disabled provider do.
+		if gd, err := gov.Begin(ctx, ScopeOf(raw.URL.Path), azcoreLoop); err == nil {
+			gd.End(nil)
+		}
+		return req.Next()
+	}
 	scope := ScopeOf(raw.URL.Path)
 	gd, err := gov.Begin(ctx, scope, azcoreLoop)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -255,4 +256,34 @@ func ownPipeline(t *testing.T, o *policy.ClientOptions) (runtime.Pipeline, *poli
 	}
 	req.Raw().Header.Set("Authorization", "Bearer x")
 	return pl, req
+}
+
+// admissionRec records what the governor tells a scheduler of a task's
+// first call (resilience.WithAdmission).
+type admissionRec struct{ decided, deferred atomic.Int32 }
+
+func (a *admissionRec) Decided()                      { a.decided.Add(1) }
+func (a *admissionRec) Deferred(time.Duration, error) { a.deferred.Add(1) }
+
+// A call of a disabled provider goes at once, ungoverned, and decides the
+// admission its context carries (a scheduler's hold on the scope's next
+// task, package pool's), as the core's calls of a disabled provider do:
+// it used to decide nothing, and the scheduler held the scope's next task
+// back until its hold timed out.
+func TestADisabledProvidersCallDecidesItsAdmission(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{Enabled: ptr(enabled)}})
+			var a admissionRec
+			ctx := resilience.WithAdmission(context.Background(), &a, 0)
+			for range 2 {
+				if _, err := e.groups(subA).Get(ctx, "rg", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a.decided.Load() != 1 || a.deferred.Load() != 0 {
+				t.Errorf("enabled %v: decided %d times, deferred %d; want 1 and 0", enabled, a.decided.Load(), a.deferred.Load())
+			}
+		})
+	}
 }
