@@ -182,6 +182,10 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		// call of its own, not counted as a retry).
 		gov := p.s.cfg.governor()
 		if !gov.Enabled(Provider) {
+			// Ungoverned; Begin decides the admission ctx may carry.
+			if gd, err := gov.Begin(ctx, ScopeOf(req.Raw().URL.Path), azcoreLoop); err == nil {
+				gd.End(nil)
+			}
 			return req.Next()
 		}
 		gd, err := gov.Begin(ctx, ScopeOf(req.Raw().URL.Path), azcoreLoop)

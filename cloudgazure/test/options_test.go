@@ -284,6 +284,18 @@ func TestADisabledProvidersCallDecidesItsAdmission(t *testing.T) {
 			if a.decided.Load() != 1 || a.deferred.Load() != 0 {
 				t.Errorf("enabled %v: decided %d times, deferred %d; want 1 and 0", enabled, a.decided.Load(), a.deferred.Load())
 			}
+			// The per-retry policy alone, in a pipeline of its own.
+			_, perRetry := cloudgazure.Policies(e.opts()...)
+			o := policy.ClientOptions{Transport: e.base.Transport, Retry: cloudgazure.RetryOptions(e.opts()...),
+				PerRetryPolicies: []policy.Policy{perRetry}}
+			pl, req := ownPipeline(t, &o)
+			var own admissionRec
+			if _, err := pl.Do(req.WithContext(resilience.WithAdmission(context.Background(), &own, 0))); err != nil {
+				t.Fatal(err)
+			}
+			if own.decided.Load() != 1 || own.deferred.Load() != 0 {
+				t.Errorf("enabled %v, the per-retry policy alone: decided %d times, deferred %d; want 1 and 0", enabled, own.decided.Load(), own.deferred.Load())
+			}
 		})
 	}
 }
