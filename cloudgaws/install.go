@@ -56,7 +56,10 @@ func WithMaxRetries(n int) Option {
 // WithRetryMode sets the SDK's retry mode, aws.RetryModeStandard or
 // aws.RetryModeAdaptive (aws.retry_mode in the configuration document;
 // default standard: the governor paces the calls, and the adaptive mode's
-// client-side limiter would add a second one under it).
+// client-side limiter would add a second one under it). The mode chooses
+// the SDK's retryer: a cfg.Retryer of the caller's own, which Install
+// keeps and governs, is its own mode, and the option changes nothing of
+// it.
 func WithRetryMode(m aws.RetryMode) Option {
 	return optionFunc(func(c *config) {
 		if err := (Config{RetryMode: m}).Validate(); err != nil {
