@@ -51,20 +51,36 @@ var knownNames = sync.OnceValue(func() *known {
 		add(pkg, name)
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Replace != nil {
-				m = m.Replace
-			}
-			pkg, ok := strings.CutPrefix(m.Path, "github.com/aws/aws-sdk-go-v2/service/")
-			if !ok || pkg == "internal" || strings.Contains(pkg, "/") {
-				continue
-			}
+		for pkg, version := range linkedServices(bi.Deps) {
 			add(pkg, awsname.OfPackage(pkg))
-			k.linked[pkg] = m.Version
+			k.linked[pkg] = version
 		}
 	}
 	return k
 })
+
+// linkedServices yields the package name and version of each service
+// module of the SDK among deps. A module replaced (by a fork, or a
+// directory) is the SDK's service still, by the path it is imported as:
+// the version is the replacement's, which is what is built ("" for a
+// directory, whose operations the check then takes on trust).
+func linkedServices(deps []*debug.Module) func(yield func(pkg, version string) bool) {
+	return func(yield func(pkg, version string) bool) {
+		for _, m := range deps {
+			pkg, ok := strings.CutPrefix(m.Path, "github.com/aws/aws-sdk-go-v2/service/")
+			if !ok || pkg == "internal" || strings.Contains(pkg, "/") {
+				continue
+			}
+			version := m.Version
+			if m.Replace != nil {
+				version = m.Replace.Version
+			}
+			if !yield(pkg, version) {
+				return
+			}
+		}
+	}
+}
 
 // checkKey explains why the override key service[.operation] of
 // provider aws matches no call of an SDK client, or returns "". The
@@ -89,8 +105,8 @@ func checkKey(service, operation string) string {
 	if !ok {
 		return ""
 	}
-	if v, ok := k.linked[s.pkg]; ok && newerMinor(v, s.version) {
-		return ""
+	if v, ok := k.linked[s.pkg]; ok && (v == "" || newerMinor(v, s.version)) {
+		return "" // a module newer than the list, or replaced by a directory, of a version unknown
 	}
 	if _, found := slices.BinarySearch(s.ops, operation); found {
 		return ""

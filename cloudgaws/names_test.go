@@ -2,6 +2,8 @@ package cloudgaws
 
 import (
 	"errors"
+	"maps"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"testing"
@@ -129,5 +131,31 @@ func TestServiceNamesAreBotocores(t *testing.T) {
 	_, err := resilience.ParseConfig([]byte("aws: {services: {bedrockruntime: {max_rps: 2}}}\n"))
 	if want := "ratelimit.aws.services.bedrockruntime: unknown AWS service (did you mean bedrock-runtime?)"; err == nil || err.Error() != want {
 		t.Errorf("bedrockruntime: got %v, want %s", err, want)
+	}
+}
+
+// A service module replaced by a fork or a directory is the SDK's service
+// still, known by the path it is imported as, at the replacement's
+// version: the path of the replacement used to be read, and a service
+// newer than the generated list was unknown once replaced.
+func TestLinkedServicesReadReplacedModulesByTheirPath(t *testing.T) {
+	deps := []*debug.Module{
+		{Path: "github.com/aws/aws-sdk-go-v2/service/ec2", Version: "v1.200.0"},
+		{Path: "github.com/aws/aws-sdk-go-v2/service/newsvc", Version: "v1.0.0",
+			Replace: &debug.Module{Path: "github.com/me/fork/service/newsvc", Version: "v1.0.1-fork"}},
+		{Path: "github.com/aws/aws-sdk-go-v2/service/localsvc", Version: "v1.0.0",
+			Replace: &debug.Module{Path: "../localsvc"}},
+		{Path: "github.com/aws/aws-sdk-go-v2/service/internal/s3shared", Version: "v1.0.0"},
+		{Path: "github.com/aws/aws-sdk-go-v2/service/s3/internal/x", Version: "v1.0.0"},
+		{Path: "example.com/other", Version: "v1.0.0",
+			Replace: &debug.Module{Path: "github.com/aws/aws-sdk-go-v2/service/sqs", Version: "v1.0.0"}},
+	}
+	got := map[string]string{}
+	for pkg, version := range linkedServices(deps) {
+		got[pkg] = version
+	}
+	want := map[string]string{"ec2": "v1.200.0", "newsvc": "v1.0.1-fork", "localsvc": ""}
+	if !maps.Equal(got, want) {
+		t.Fatalf("linked services %v, want %v", got, want)
 	}
 }
