@@ -356,3 +356,38 @@ func TestTimeLimitAbortsARunWhoseCallsAllStarted(t *testing.T) {
 		}
 	}
 }
+
+// The time limit ends a run when it falls, not at the next whole second:
+// a limit of 2.5 s cuts the run at 2.5 s, so that no call succeeds after
+// it and the successes stay within what the provider could serve by then
+// (the capacity over the makespan, the limit), and no scope of an estate
+// is done after it. 1,000 calls against a burst of 10 and 10 rps are not
+// done in 2.5 s, nor are an estate's 1,000 detail calls at 10 rps.
+func TestTimeLimitBetweenWholeSecondsCutsTheRunAtIt(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.TimeLimit = 2500 * time.Millisecond
+	sc.Workload.Calls = 1000
+	sc.Workload.Actions = []string{"A"}
+	sc.Provider.Burst = 10
+	est := estateScenario("tiny", "")
+	(&Estate{Accounts: []string{"111111111111"}, Regions: []string{"us-east-1"},
+		Services: []EstateService{{Name: "ec2", List: "DescribeInstances", ListRate: 20, PageSize: 1000,
+			Detail: "DescribeInstanceAttribute", DetailRate: 10, Items: 1000}}}).apply(est)
+	est.TimeLimit = 2500 * time.Millisecond
+	for _, c := range []struct {
+		sc       *Scenario
+		strategy string
+	}{{sc, Oracle}, {sc, CloudgGoodput}, {est, PoolOracle}} {
+		r := runVirtualOne(t, c.sc, c.strategy)
+		if !r.Aborted || r.Makespan != c.sc.TimeLimit {
+			t.Errorf("%s %s: aborted %v, makespan %v, want the %v limit", c.sc.Name, c.strategy, r.Aborted, r.Makespan, c.sc.TimeLimit)
+		}
+		if r.Goodput() > 1 {
+			t.Errorf("%s %s: %d calls succeeded where the provider could serve %.1f by the %v limit: goodput %.1f%%",
+				c.sc.Name, c.strategy, r.Succeeded, r.Capacity, c.sc.TimeLimit, 100*r.Goodput())
+		}
+		if done := r.DoneExcept(""); done > c.sc.TimeLimit {
+			t.Errorf("%s %s: a scope's last call ended at %v, after the %v limit", c.sc.Name, c.strategy, done, c.sc.TimeLimit)
+		}
+	}
+}

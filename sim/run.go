@@ -322,6 +322,16 @@ func (r *Run) sample(ctx context.Context, clock Clock, start time.Time, limit ti
 				cancel()
 				return
 			}
+			// The limit ends the run when it falls, which may be
+			// within the second.
+			if limit < t+time.Second {
+				if clock.Sleep(sctx, start.Add(limit).Sub(clock.Now())) != nil {
+					return
+				}
+				r.elapsed.Store(int64(clock.Now().Sub(start)))
+				cancel()
+				return
+			}
 			if clock.Sleep(sctx, start.Add(t+time.Second).Sub(clock.Now())) != nil {
 				return
 			}
