@@ -15,7 +15,8 @@ import (
 )
 
 // strategyColors gives every strategy the same color in every chart, from
-// a qualitative palette whose hues are told apart at a glance.
+// a qualitative palette whose hues are told apart at a glance. A strategy
+// missing here would be drawn in the zero color, transparent.
 var strategyColors = map[string]color.RGBA{
 	AWSStandard:      {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
 	AWSAdaptive:      {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
@@ -25,6 +26,17 @@ var strategyColors = map[string]color.RGBA{
 	CloudgGoodput:    {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
 	CloudgAWS:        {R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
 	CloudgAWSGoodput: {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
+	Oracle:           {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
+
+	// An estate's schedulers, which a chart draws only beside each
+	// other.
+	Plain:         {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+	PlainAdaptive: {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	Shuffle:       {R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive
+	RandomQueue:   {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
+	PoolAIMD:      {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
+	PoolGoodput:   {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	PoolOracle:    {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
 }
 
 var black = color.RGBA{A: 0xff}
