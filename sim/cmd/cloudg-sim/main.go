@@ -30,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -82,8 +83,8 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if !(*scale > 0) {
-		return errors.New("-scale must be > 0")
+	if !(*scale > 0) || math.IsInf(*scale, 1) {
+		return errors.New("-scale must be > 0 and finite")
 	}
 	if *seeds < 0 {
 		return errors.New("-seeds must be >= 1")

@@ -184,6 +184,7 @@ func TestRunErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("provider:\n  changes:\n    - {at_seconds: 60, rat: 8}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	small := smallFile(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -192,6 +193,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-scenario", "nope"}, `unknown scenario "nope"`},
 		{[]string{"-strategies", "aws-standard,nope"}, `strategies[1]: unknown strategy "nope"`},
 		{[]string{"-scale", "0"}, "-scale must be > 0"},
+		// An infinite scale is no scale: the clock would run at the wall
+		// clock's pace (sim.NewScaledClock), the header saying x+Inf.
+		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-scale", "+Inf"}, "-scale must be > 0 and finite"},
 		{[]string{"-seeds", "3", "-seed", "2"}, "-seed and -seeds: give one"},
 		{[]string{"-seeds", "3", "-baseline", "nope"}, `unknown baseline "nope"`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
