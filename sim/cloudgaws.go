@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -34,18 +35,35 @@ func newInstalledStrategy(sc *Scenario, clock Clock, controller string) (*instal
 	if err != nil {
 		return nil, err
 	}
-	s := &installedStrategy{g: gs.g, scopes: gs.scopes, region: sc.Provider.Region, cfg: aws.Config{Region: sc.Provider.Region}}
-	if err := cloudgaws.Install(&s.cfg, sc.Provider.Account, cloudgaws.WithGovernor(s.g), cloudgaws.WithConfig(sc.SDK)); err != nil {
+	s := &installedStrategy{g: gs.g, region: sc.Provider.Region, cfg: aws.Config{Region: sc.Provider.Region}}
+	// The calls are EC2's in shape (sdkServiceID), but their scopes
+	// are the provider's service, as cloudg-aimd's are.
+	if err := cloudgaws.Install(&s.cfg, sc.Provider.Account, cloudgaws.WithGovernor(s.g), cloudgaws.WithConfig(sc.SDK),
+		cloudgaws.WithServiceName(sdkServiceID, sc.Provider.Service)); err != nil {
 		return nil, err
+	}
+	// Its rate is read where its calls are governed.
+	for _, a := range sc.Workload.Actions {
+		sp, err := cloudgaws.Scope(s.cfg, sdkServiceID, a)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(s.scopes, sp) {
+			s.scopes = append(s.scopes, sp)
+		}
 	}
 	s.retryer = s.cfg.Retryer()
 	return s, nil
 }
 
+// sdkServiceID is the SDK's service ID of the installed strategy's calls,
+// whose answers have EC2's shapes.
+const sdkServiceID = "EC2"
+
 func (s *installedStrategy) Call(ctx context.Context, action string, attempt func(context.Context) error) error {
 	stack := middleware.NewStack(action, smithyhttp.NewStackRequest)
 	err := stack.Initialize.Add(&awsmiddleware.RegisterServiceMetadata{
-		ServiceID: "EC2", SigningName: "ec2", Region: s.region, OperationName: action,
+		ServiceID: sdkServiceID, SigningName: "ec2", Region: s.region, OperationName: action,
 	}, middleware.Before)
 	if err == nil {
 		err = stack.Finalize.Add(retry.NewAttemptMiddleware(s.retryer, smithyhttp.RequestCloner), middleware.After)

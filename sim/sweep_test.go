@@ -5,7 +5,9 @@ package sim
 import (
 	"bytes"
 	"context"
+	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/cloudg/cloudg/observe"
+	"github.com/cloudg/cloudg/resilience"
 )
 
 // fakeResult is a run whose goodput is succeeded/1000 of a capacity of
@@ -103,5 +106,48 @@ func TestInstalledStrategyRunsTheSDKRetryLoop(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+type scopeRecorder struct {
+	mu     sync.Mutex
+	scopes map[resilience.Scope]int
+}
+
+func (r *scopeRecorder) Observe(ev observe.Event) {
+	if ev.Kind != observe.Call {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.scopes == nil {
+		r.scopes = map[resilience.Scope]int{}
+	}
+	r.scopes[ev.Scope]++
+}
+
+// The cloudg-aws strategies govern the scopes the scenario's provider
+// has, as cloudg-aimd does: a scenario whose provider is another service
+// than EC2 (provider.service: dynamodb) has its calls in that service's
+// scopes, where its ratelimit section's settings for the service apply
+// and where the strategy's rate is read (Rate), not in ec2's.
+func TestInstalledStrategyGovernsTheProvidersService(t *testing.T) {
+	sc, err := Parse([]byte("workload: {workers: 4, calls: 40}\nprovider: {service: dynamodb, rate: 10, burst: 20}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[resilience.Scope]int{}
+	for _, a := range sc.Workload.Actions {
+		want[sc.Scope(a)] = sc.Workload.Calls / len(sc.Workload.Actions)
+	}
+	for _, strategy := range []string{CloudgAIMD, CloudgAWS} {
+		obs := &scopeRecorder{}
+		sc.observer = obs
+		if r := runVirtualOne(t, sc, strategy); r.Lost != 0 {
+			t.Fatalf("%s lost %d calls", strategy, r.Lost)
+		}
+		if !maps.Equal(obs.scopes, want) {
+			t.Errorf("%s: calls per scope %v, want %v", strategy, obs.scopes, want)
+		}
 	}
 }
