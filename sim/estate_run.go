@@ -119,7 +119,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 
 	stop := r.sample(ctx, clock, start, limit, rec, caller.rate, cancel)
 	sched.Wait()
-	stop()
+	cutAt := stop()
 
 	res := &Result{
 		Strategy:  r.strategy,
@@ -145,7 +145,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 			done = append(done, lat[i])
 		}
 	}
-	res.finish(sc, limit, done, rec)
+	res.finish(sc, cutAt, done, rec)
 	res.Unused, res.Overflowed = prov.left(res.Makespan)
 	return res, nil
 }

@@ -391,3 +391,37 @@ func TestTimeLimitBetweenWholeSecondsCutsTheRunAtIt(t *testing.T) {
 		}
 	}
 }
+
+// A run whose context ends before it is done is aborted there: its
+// makespan is when the context ended, not the time limit it never
+// reached, and its capacity and goodput cover that span. The default
+// scenario cut after 5 s, and an estate's.
+func TestRunCutByItsContextEndsThere(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	est, _ := Builtin(ScenarioEstateUniform)
+	for _, c := range []struct {
+		sc       *Scenario
+		strategy string
+	}{{sc, CloudgGoodput}, {est, PoolAIMD}} {
+		t.Run(c.sc.Name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Cancelled, not a deadline: the governor fails at once
+				// a call whose wait would pass a deadline.
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				time.AfterFunc(5*time.Second, cancel)
+				r, err := NewRun(c.sc, c.strategy).Execute(ctx, SystemClock{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !r.Aborted || r.Makespan != 5*time.Second {
+					t.Errorf("%s cut by its context at 5s: aborted %v, makespan %v (%d of %d calls succeeded)",
+						c.strategy, r.Aborted, r.Makespan, r.Succeeded, r.Calls)
+				}
+				if want := c.sc.Capacity(5 * time.Second); r.Capacity != want {
+					t.Errorf("%s: capacity %.1f, want %.1f (the provider's over the 5s run)", c.strategy, r.Capacity, want)
+				}
+			})
+		})
+	}
+}

@@ -179,10 +179,12 @@ func (r *Run) Progress() (done int, elapsed time.Duration) {
 // Strategy returns the strategy's name.
 func (r *Run) Strategy() string { return r.strategy }
 
-// Execute runs the workload on clock and returns the figures. Inside a
-// testing/synctest bubble, with SystemClock, it runs in virtual time. The
-// AWS SDK reads time through its own package variables: with any clock but
-// SystemClock, install the clock with UseSDKClock first.
+// Execute runs the workload on clock and returns the figures; a run that
+// the time limit or ctx ends before it is done is Aborted there, its
+// makespan the time it was cut. Inside a testing/synctest bubble, with
+// SystemClock, it runs in virtual time. The AWS SDK reads time through its
+// own package variables: with any clock but SystemClock, install the clock
+// with UseSDKClock first.
 func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 	if r.sc.Estate != nil {
 		return r.executeEstate(ctx, clock)
@@ -258,7 +260,7 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 
 	stop := r.sample(ctx, clock, start, limit, rec, strat.Rate, cancel)
 	wg.Wait()
-	stop()
+	cutAt := stop()
 	strat.Close()
 
 	res := &Result{
@@ -279,20 +281,21 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 			done = append(done, lat[i])
 		}
 	}
-	res.finish(sc, limit, done, rec)
+	res.finish(sc, cutAt, done, rec)
 	res.Unused, res.Overflowed = prov.left(res.Makespan)
 	return res, nil
 }
 
 // finish completes a run's result from its calls' outcomes (Calls and
-// Succeeded set): the calls lost, the time limit as the makespan of an
-// aborted run, the capacity the provider offered, the latency quantiles of
+// Succeeded set): the calls lost, the time the run was cut (cutAt: the
+// time limit, or when its context ended) as the makespan of an aborted
+// run, the capacity the provider offered, the latency quantiles of
 // the calls that started (done, in any order), and the recorder's series
 // with the attempts, throttles and failures they add up to.
-func (res *Result) finish(sc *Scenario, limit time.Duration, done []time.Duration, rec *recorder) {
+func (res *Result) finish(sc *Scenario, cutAt time.Duration, done []time.Duration, rec *recorder) {
 	res.Lost = res.Calls - res.Succeeded
 	if res.Aborted {
-		res.Makespan = limit
+		res.Makespan = cutAt
 	}
 	res.Capacity = sc.Capacity(res.Makespan)
 	slices.Sort(done)
@@ -308,10 +311,24 @@ func (res *Result) finish(sc *Scenario, limit time.Duration, done []time.Duratio
 }
 
 // sample starts the sampler, which records the client's rate once a
-// second and enforces the time limit (calling cancel); stop ends it.
-func (r *Run) sample(ctx context.Context, clock Clock, start time.Time, limit time.Duration, rec *recorder, rate func() float64, cancel func()) (stop func()) {
+// second and enforces the time limit (calling cancel); stop ends it and
+// returns when the run was cut: at the time limit, or when ctx ended
+// before it (the limit if neither came).
+func (r *Run) sample(ctx context.Context, clock Clock, start time.Time, limit time.Duration, rec *recorder, rate func() float64, cancel func()) (stop func() (cutAt time.Duration)) {
 	sctx, stopCtx := context.WithCancel(ctx)
 	sampled := make(chan struct{})
+	cutAt := limit
+	// sleep waits until at of the run; false when the run ended first,
+	// noting when ctx did if it was ctx.
+	sleep := func(at time.Duration) bool {
+		if clock.Sleep(sctx, start.Add(at).Sub(clock.Now())) == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			cutAt = min(limit, clock.Now().Sub(start))
+		}
+		return false
+	}
 	go func() {
 		defer close(sampled)
 		for t := time.Duration(0); ; t += time.Second {
@@ -325,21 +342,22 @@ func (r *Run) sample(ctx context.Context, clock Clock, start time.Time, limit ti
 			// The limit ends the run when it falls, which may be
 			// within the second.
 			if limit < t+time.Second {
-				if clock.Sleep(sctx, start.Add(limit).Sub(clock.Now())) != nil {
+				if !sleep(limit) {
 					return
 				}
 				r.elapsed.Store(int64(clock.Now().Sub(start)))
 				cancel()
 				return
 			}
-			if clock.Sleep(sctx, start.Add(t+time.Second).Sub(clock.Now())) != nil {
+			if !sleep(t + time.Second) {
 				return
 			}
 		}
 	}()
-	return func() {
+	return func() time.Duration {
 		stopCtx()
 		<-sampled
+		return cutAt
 	}
 }
 
