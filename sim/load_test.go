@@ -273,3 +273,17 @@ func TestParseEstateAffectedFollowsTheFile(t *testing.T) {
 		t.Errorf("%q: error %v, want %q", doc, err, want)
 	}
 }
+
+// The summary gives each action's limit as the provider applies it: an
+// override that sets only the burst keeps provider.rate, one that sets
+// only the rate keeps provider.burst (limitOf), not "0 rps" or "burst 0".
+func TestSummaryGivesTheLimitsAnOverrideLeaves(t *testing.T) {
+	sc, err := Parse([]byte("provider: {rate: 10, burst: 100, actions: {DescribeInstances: {rate: 5}, DescribeVolumes: {burst: 50}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "provider 10 rps, burst 100 per action (DescribeInstances: 5 rps, burst 100) (DescribeVolumes: 10 rps, burst 50);"
+	if s := sc.Summary(); !strings.Contains(s, want) {
+		t.Errorf("summary %q\nlacks %q", s, want)
+	}
+}

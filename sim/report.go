@@ -101,7 +101,9 @@ func (s *Scenario) Summary() string {
 	fmt.Fprintf(&b, "%d workers, %d calls over %s; provider %g rps, burst %g per action",
 		s.Workload.Workers, s.Workload.Calls, strings.Join(s.Workload.Actions, ", "), p.Rate, p.Burst)
 	for _, a := range slices.Sorted(maps.Keys(p.Per)) {
-		fmt.Fprintf(&b, " (%s: %g rps, burst %g)", a, p.Per[a].Rate, p.Per[a].Burst)
+		// An override's zero leaves provider.rate or provider.burst.
+		l := p.limitOf(a)
+		fmt.Fprintf(&b, " (%s: %g rps, burst %g)", a, l.Rate, l.Burst)
 	}
 	for _, c := range p.Changes {
 		fmt.Fprintf(&b, ", %g rps from %s", c.Rate, secs(c.At))
