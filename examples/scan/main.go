@@ -166,6 +166,31 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.workers < 1 || o.runs < 1 || o.taskTimeout < 0 {
 		return o, errors.New("-workers and -runs must be at least 1, -task-timeout at least 0")
 	}
+	// A scope that selects nothing the scan calls (a typo, IAM's
+	// aws-global) would leave its scenario unmade.
+	scopes := plan(estate.Sizes{}) // every scope, whatever the sizes
+	check := func(flag string, sel estate.Scope) error {
+		for sc := range scopes {
+			if sel.Matches(sc) {
+				return nil
+			}
+		}
+		return fmt.Errorf("-%s %s: selects none of the scopes the scan calls (%s in accounts %s, regions %s; iam in %s)",
+			flag, sel, strings.Join(services, ", "), strings.Join(accounts, ", "), strings.Join(regions, ", "), globalRegion)
+	}
+	var err error
+	for _, l := range o.limits {
+		err = errors.Join(err, check("limit", l.sel))
+	}
+	for _, sel := range o.dead {
+		err = errors.Join(err, check("dead", sel))
+	}
+	for _, p := range o.pauses {
+		err = errors.Join(err, check("pause", p.sel))
+	}
+	if err != nil {
+		return o, err
+	}
 	return o, nil
 }
 

@@ -429,6 +429,27 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// A scope given to -limit, -dead or -pause must select a scope the scan
+// calls: one that selects none (a service, an action or an account the
+// estate has not, IAM in aws-global where the scan calls it in us-east-1)
+// would leave the scenario it names unmade, the scan run as if the flag
+// were not given.
+func TestFlagsScopeSelectingNothingIsAnError(t *testing.T) {
+	for _, bad := range [][]string{{"-dead", "ec3"}, {"-dead", "iam@111111111111/aws-global"}, {"-pause", "secretsmanager:ListSecret=1m"},
+		{"-limit", "ec2:DescribeVolumes=5"}, {"-limit", "dynamodb@999999999999=5"}} {
+		_, err := parseFlags(bad, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "selects none of the scopes the scan calls") {
+			t.Errorf("%q: error %v", bad, err)
+		}
+	}
+	for _, good := range [][]string{{"-dead", "iam"}, {"-dead", "@222222222222/eu-west-1"}, {"-pause", "iam:GetRole@111111111111/us-east-1=1m"},
+		{"-limit", "*:DescribeTable=5"}} {
+		if _, err := parseFlags(good, io.Discard); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+}
+
 // The FIFO pool runs every task and every task they submit, and never
 // runs more than its workers at once.
 func TestFIFORunsSubmittedTasks(t *testing.T) {
