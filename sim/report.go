@@ -179,12 +179,15 @@ func WriteRates(w io.Writer, sc *Scenario, results []*Result, step time.Duration
 	return nil
 }
 
+// secs writes d in seconds to three significant figures (whole seconds
+// from 100 s), choosing the figures by the value as it rounds: 99.96 s is
+// 100s, 9.996 s 10.0s.
 func secs(d time.Duration) string {
 	s := d.Seconds()
 	switch {
-	case s >= 100:
+	case math.Round(s*10)/10 >= 100:
 		return fmt.Sprintf("%.0fs", s)
-	case s >= 10:
+	case math.Round(s*100)/100 >= 10:
 		return fmt.Sprintf("%.1fs", s)
 	default:
 		return fmt.Sprintf("%.2fs", s)
