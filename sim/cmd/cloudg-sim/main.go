@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	rates := fs.Bool("rates", false, "also print the adaptive rate over time (every 10 s; with -seeds, of the first seed)")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
 	seeds := fs.Int("seeds", 0, "run every strategy over seeds 1..N and print each figure's mean, min and max")
-	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against")
+	baseline := fs.String("baseline", sim.AWSAdaptive, "with -seeds, the strategy whose per-seed figures the wins count against (not for an estate, whose sweep compares with the plain pool)")
 	csvOut := fs.Bool("csv", false, "print one CSV row per seed and strategy (seed, strategy, goodput, rejected, lost, makespan) instead of the tables")
 	strategies := fs.String("strategies", "", "comma-separated strategies to run (default: the scenario's, else all): "+strings.Join(sim.StrategyNames, ", ")+"; a reference, run only when named: "+strings.Join(sim.ReferenceNames, ", ")+
 		"; for an estate scenario: "+strings.Join(sim.EstateStrategyNames, ", "))
@@ -114,14 +114,21 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 	if err := sc.Validate(); err != nil {
 		return err
 	}
+	// A baseline given is checked, not ignored: an estate's sweep compares
+	// each scheduler with the plain pool and takes none.
+	baselineSet := false
+	fs.Visit(func(f *flag.Flag) { baselineSet = baselineSet || f.Name == "baseline" })
+	switch known := slices.Concat(sim.StrategyNames, sim.ReferenceNames); {
+	case baselineSet && sc.Estate != nil:
+		return fmt.Errorf("-baseline: an estate takes no baseline (its sweep compares each scheduler with %s)", sim.Plain)
+	case *baseline != "" && !slices.Contains(known, *baseline):
+		return fmt.Errorf("unknown baseline %q (%s)", *baseline, strings.Join(known, ", "))
+	}
 	list := []uint64{sc.Seed}
 	if *seeds > 0 {
 		list = list[:0]
 		for s := uint64(1); s <= uint64(*seeds); s++ {
 			list = append(list, s)
-		}
-		if known := slices.Concat(sim.StrategyNames, sim.ReferenceNames); *baseline != "" && !slices.Contains(known, *baseline) {
-			return fmt.Errorf("unknown baseline %q (%s)", *baseline, strings.Join(known, ", "))
 		}
 	}
 

@@ -198,6 +198,12 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-scale", "+Inf"}, "-scale must be > 0 and finite"},
 		{[]string{"-seeds", "3", "-seed", "2"}, "-seed and -seeds: give one"},
 		{[]string{"-seeds", "3", "-baseline", "nope"}, `unknown baseline "nope"`},
+		// A baseline is checked whenever it is given, and an estate's
+		// sweep, which compares each scheduler with the plain pool, takes
+		// none: it is not ignored.
+		{[]string{"-file", small, "-strategies", sim.CloudgGoodput, "-baseline", "nope"}, `unknown baseline "nope"`},
+		{[]string{"-scenario", sim.ScenarioEstateUniform, "-seeds", "2", "-baseline", sim.Plain}, "-baseline: an estate takes no baseline"},
+		{[]string{"-scenario", sim.ScenarioEstateUniform, "-scale", "1000", "-strategies", sim.Plain, "-seeds", "2", "-baseline", sim.Static}, "-baseline: an estate takes no baseline"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		var out, errOut bytes.Buffer
