@@ -413,3 +413,23 @@ func TestIdealAndCapacity(t *testing.T) {
 		t.Errorf("drop: true rate %v then %v", d.TrueRate(59*time.Second), d.TrueRate(61*time.Second))
 	}
 }
+
+// The ideal makespan is when the work could be done, whether or not it
+// fits the time limit: default's 2,400 calls take 110 s at 10 rps per
+// action (burst 100) under a 60 s limit too, not the 60 s at which a run is
+// cut. An action that never refills (a tenant taking all of it) makes the
+// ideal a day past the limit, at once, and leaves the capacity alone.
+func TestIdealIsNotCutByTheTimeLimit(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.TimeLimit = time.Minute
+	if got := sc.IdealMakespan(); got != 110*time.Second {
+		t.Errorf("ideal makespan under a 60 s limit %v, want 1m50s", got)
+	}
+	if got := sc.Capacity(time.Minute); math.Abs(got-1400) > 1e-6 {
+		t.Errorf("capacity over 60 s %v, want 1400 (two bursts of 100 and 60 s at 10 rps each)", got)
+	}
+	sc.Provider.Tenant = &Tenant{Rate: 10, Action: "DescribeVolumes"}
+	if got := sc.IdealMakespan(); got != time.Minute+24*time.Hour {
+		t.Errorf("ideal makespan with an action never refilled %v, want a day past the 60 s limit", got)
+	}
+}

@@ -362,14 +362,20 @@ func (s *Scenario) workPer() map[string]int {
 // whatever the client), and, for a time at, the successful calls it could
 // have made by then. Each action's own work bounds it from below, so the
 // ideal is a lower bound whatever else holds the work back (an estate's
-// detail calls wait for their listing's page).
-func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float64) {
+// detail calls wait for their listing's page). The time limit cuts a run,
+// not the ideal: an action whose work takes longer sets it past the limit,
+// up to idealBeyond past it (an action that never refills again). With
+// ideal false, fluid runs the buckets until at only (capacity).
+func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, capacity float64) {
 	const step = 10 * time.Millisecond
 	limit := s.TimeLimit
 	if limit <= 0 {
 		limit = time.Hour
 	}
-	limit = max(limit, at)
+	horizon := at
+	if ideal {
+		horizon = limit + idealBeyond
+	}
 	useful := 1 - s.Provider.TransientRate
 	perAction := s.workPer()
 	for _, action := range slices.Sorted(maps.Keys(perAction)) {
@@ -383,7 +389,7 @@ func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float6
 		tokens, rate, burst := l.Burst, l.Rate, l.Burst
 		var served, servedAt float64
 		done, seen := time.Duration(-1), false
-		for t := time.Duration(0); t <= limit && (done < 0 || !seen); t += step {
+		for t := time.Duration(0); t <= horizon && (ideal && done < 0 || !ideal && !seen); t += step {
 			for len(changes) > 0 && changes[0].At <= t {
 				rate = changes[0].Rate
 				if changes[0].Burst > 0 {
@@ -406,18 +412,22 @@ func (s *Scenario) fluid(at time.Duration) (ideal time.Duration, capacity float6
 			tokens = math.Max(0, math.Min(burst, tokens+net*step.Seconds()))
 		}
 		if done < 0 {
-			done = limit
+			done = horizon
 		}
-		ideal = max(ideal, done)
+		makespan = max(makespan, done)
 		capacity += servedAt
 	}
-	return ideal, capacity
+	return makespan, capacity
 }
 
+// idealBeyond is how far past the time limit fluid looks for the end of
+// an action's work.
+const idealBeyond = 24 * time.Hour
+
 // IdealMakespan is the shortest time in which any client could finish the
-// workload (see fluid).
+// workload (see fluid), whether or not it is within the time limit.
 func (s *Scenario) IdealMakespan() time.Duration {
-	ideal, _ := s.fluid(0)
+	ideal, _ := s.fluid(0, true)
 	return ideal
 }
 
@@ -425,7 +435,7 @@ func (s *Scenario) IdealMakespan() time.Duration {
 // in the first d of a run: its initial burst plus its refill net of the
 // second tenant, outside outages, less the transient failures.
 func (s *Scenario) Capacity(d time.Duration) float64 {
-	_, c := s.fluid(d)
+	_, c := s.fluid(d, false)
 	return c
 }
 
