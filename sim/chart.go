@@ -45,7 +45,8 @@ var black = color.RGBA{A: 0xff}
 // per strategy, each axis fitted to its data:
 //
 //   - calls completed (solid) and lost (dashed), cumulative, beside the
-//     ideal (dashed black: every token the provider has, used at once);
+//     ideal (dashed black: every token the provider has, used at once,
+//     each action's up to its own calls);
 //   - requests sent per second (5-second moving average, log scale, so
 //     that a strategy that floods the provider does not flatten the
 //     others);
@@ -62,8 +63,7 @@ func WriteChart(w io.Writer, sc *Scenario, results []*Result) error {
 	ideal = append(ideal, plotter.XY{X: 0, Y: 0})
 	for i := 0; i < n; i++ {
 		truth = append(truth, plotter.XY{X: float64(i), Y: sc.TrueRate(time.Duration(i) * time.Second)})
-		capacity := math.Min(float64(sc.Workload.Calls), sc.Capacity(time.Duration(i+1)*time.Second))
-		ideal = append(ideal, plotter.XY{X: float64(i + 1), Y: capacity})
+		ideal = append(ideal, plotter.XY{X: float64(i + 1), Y: sc.idealCalls(time.Duration(i+1) * time.Second)})
 	}
 
 	calls := newPanel("calls completed (solid) and lost (dashed), cumulative; ideal dashed black", "calls")
@@ -218,4 +218,13 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.RGBA, dashed bo
 		p.Legend.Add(name, l)
 	}
 	return nil
+}
+
+// idealCalls is the calls the ideal client has completed in the first d of
+// a run, the chart's ideal line: each action's capacity up to its own
+// work, since the tokens of an action whose calls are done serve no other
+// action's (an estate's scopes hold many more than its calls).
+func (s *Scenario) idealCalls(d time.Duration) float64 {
+	_, _, worked := s.fluid(d, false)
+	return worked
 }

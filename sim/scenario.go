@@ -365,8 +365,10 @@ func (s *Scenario) workPer() map[string]int {
 // detail calls wait for their listing's page). The time limit cuts a run,
 // not the ideal: an action whose work takes longer sets it past the limit,
 // up to idealBeyond past it (an action that never refills again). With
-// ideal false, fluid runs the buckets until at only (capacity).
-func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, capacity float64) {
+// ideal false, fluid runs the buckets until at only (capacity); worked is
+// the calls of that capacity the workload has, each action's capacity
+// counted up to its own work.
+func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, capacity, worked float64) {
 	const step = 10 * time.Millisecond
 	limit := s.TimeLimit
 	if limit <= 0 {
@@ -416,8 +418,9 @@ func (s *Scenario) fluid(at time.Duration, ideal bool) (makespan time.Duration, 
 		}
 		makespan = max(makespan, done)
 		capacity += servedAt
+		worked += math.Min(float64(work), servedAt)
 	}
-	return makespan, capacity
+	return makespan, capacity, worked
 }
 
 // idealBeyond is how far past the time limit fluid looks for the end of
@@ -427,7 +430,7 @@ const idealBeyond = 24 * time.Hour
 // IdealMakespan is the shortest time in which any client could finish the
 // workload (see fluid), whether or not it is within the time limit.
 func (s *Scenario) IdealMakespan() time.Duration {
-	ideal, _ := s.fluid(0, true)
+	ideal, _, _ := s.fluid(0, true)
 	return ideal
 }
 
@@ -435,7 +438,7 @@ func (s *Scenario) IdealMakespan() time.Duration {
 // in the first d of a run: its initial burst plus its refill net of the
 // second tenant, outside outages, less the transient failures.
 func (s *Scenario) Capacity(d time.Duration) float64 {
-	_, c := s.fluid(d, false)
+	_, c, _ := s.fluid(d, false)
 	return c
 }
 
