@@ -35,6 +35,10 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The run's context, which the time limit (or the caller) ends; the
+	// scheduler's, derived from it, package pool also ends when its Wait
+	// returns.
+	runCtx := ctx
 	ctx, ledger := resilience.WithLedger(ctx, "estate scan")
 	sched, ctx := newScheduler(ctx, r.strategy, sc, clock, caller.governor())
 
@@ -117,7 +121,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		sched.Go(ctx, ls[i].scope, list(&ls[i]))
 	}
 
-	stop := r.sample(ctx, clock, start, limit, rec, caller.rate, cancel)
+	stop := r.sample(runCtx, clock, start, limit, rec, caller.rate, cancel)
 	sched.Wait()
 	cutAt := stop()
 
@@ -126,7 +130,7 @@ func (r *Run) executeEstate(ctx context.Context, clock Clock) (*Result, error) {
 		Calls:     n,
 		Makespan:  last,
 		Ideal:     sc.IdealMakespan(),
-		Aborted:   ctx.Err() != nil && (r.done.Load() < int64(n) || cut),
+		Aborted:   runCtx.Err() != nil && (r.done.Load() < int64(n) || cut),
 		ScopeDone: scopeDone,
 		Affected:  e.Affected,
 		InLedger:  ledger.Lost(),

@@ -299,3 +299,24 @@ func TestLostAffectedCountsTheCallsNeverStarted(t *testing.T) {
 		}
 	}
 }
+
+// A scan that ends on its own is not aborted, whatever its scheduler: a
+// dead listing loses the calls of the items it never lists, which no
+// worker makes, but package pool's context, which the pool cancels when
+// its Wait returns, is not the run's time limit. Its makespan is its last
+// call's end, under the pool as under the plain queue.
+func TestEstateRunEndingWithCallsNeverMadeIsNotAborted(t *testing.T) {
+	sc, err := Parse([]byte("base: estate-uniform\nprovider: {dead: [111111111111/us-east-1/ec2/DescribeInstances]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, strategy := range []string{Plain, PoolAIMD} {
+		r := runVirtualOne(t, sc, strategy)
+		if r.Lost == 0 {
+			t.Fatalf("%s: no call lost; the test needs a listing that never lists its items", strategy)
+		}
+		if r.Aborted || r.Makespan != r.DoneExcept("") {
+			t.Errorf("%s: %d calls lost, aborted %v, makespan %v, last call ended at %v", strategy, r.Lost, r.Aborted, r.Makespan, r.DoneExcept(""))
+		}
+	}
+}
