@@ -132,6 +132,23 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 		}
 	}
 
+	// The chart's file is made before the runs, which take minutes in
+	// scaled time, so that a path that cannot be written fails at once.
+	var chartFile *os.File
+	if *chart != "" {
+		f, err := os.Create(*chart)
+		if err != nil {
+			return fmt.Errorf("-chart: %w", err)
+		}
+		chartFile = f
+		defer func() {
+			if chartFile != nil { // an error ended the command before the chart was written
+				chartFile.Close()
+				os.Remove(*chart)
+			}
+		}()
+	}
+
 	start := time.Now()
 	sweep := sim.NewSweep(sc)
 	var first *sim.Scenario // the first seed's scenario, for the chart and the rates
@@ -185,9 +202,12 @@ func run(args []string, stdout, stderr io.Writer, progress bool) error {
 			}
 		}
 	}
-	if *chart != "" {
-		if err := writeChart(*chart, first, sweep.Results[0]); err != nil {
-			return err
+	if chartFile != nil {
+		f := chartFile
+		chartFile = nil
+		if err := writeChart(f, first, sweep.Results[0]); err != nil {
+			os.Remove(*chart)
+			return fmt.Errorf("-chart: %w", err)
 		}
 		if !*csvOut {
 			fmt.Fprintln(stdout, "chart:", *chart)
@@ -236,11 +256,8 @@ func runSeed(sc *sim.Scenario, scale float64, line func(string)) ([]*sim.Result,
 	return results, errors.Join(errs...)
 }
 
-func writeChart(path string, sc *sim.Scenario, results []*sim.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
+// writeChart writes the chart of a seed's results to f, and closes it.
+func writeChart(f *os.File, sc *sim.Scenario, results []*sim.Result) error {
 	if err := sim.WriteChart(f, sc, results); err != nil {
 		f.Close()
 		return err

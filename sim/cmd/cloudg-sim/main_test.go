@@ -212,7 +212,16 @@ func TestRunErrors(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
 		}
 	}
+	// A chart's path that cannot be written fails before the runs, which
+	// take minutes in scaled time: it used to fail once they were done.
 	var out, errOut bytes.Buffer
+	noDir := filepath.Join(dir, "nodir", "x.png")
+	if err := run([]string{"-file", small, "-strategies", sim.CloudgGoodput, "-chart", noDir}, &out, &errOut, false); err == nil ||
+		!strings.HasPrefix(err.Error(), "-chart: ") || out.Len() != 0 {
+		t.Errorf("-chart %s: error %v after printing %q; want a -chart error before any run", noDir, err, out.String())
+	}
+	out.Reset()
+	errOut.Reset()
 	if err := run([]string{"-h"}, &out, &errOut, false); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "usage: cloudg-sim") {
 		t.Errorf("-h: %v, usage %q", err, errOut.String())
 	}
