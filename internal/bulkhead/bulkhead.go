@@ -64,7 +64,9 @@ func (b *Bulkhead) take() bool {
 }
 
 // Acquire takes a slot, waiting in line while none is free. It returns
-// ctx.Err() if the context ends first, and then holds no slot.
+// ctx.Err() if the context ends first, and then holds no slot. A free
+// slot is taken even when ctx is done already, as x/sync/semaphore's
+// Acquire does: the caller checks its context before, if it must.
 func (b *Bulkhead) Acquire(ctx context.Context) error {
 	if b.TryAcquire() {
 		return nil
