@@ -6,6 +6,7 @@
 package breaker
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ func (b *Breaker) set(st state.BreakerState, failures int) {
 func (b *Breaker) cooldown() time.Duration {
 	c := b.spec.Cooldown
 	for range b.doublings {
-		if c >= b.spec.MaxCooldown {
+		if c >= b.spec.MaxCooldown || c <= 0 || c > math.MaxInt64/2 {
 			break
 		}
 		c *= 2
@@ -226,7 +227,9 @@ func (b *Breaker) Restore(st state.BreakerState, failures int, cooldown, until t
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.doublings = 0
-	for c := b.spec.Cooldown; c < cooldown && c < b.spec.MaxCooldown; c *= 2 {
+	// c > 0 and the bound: a base of 0 never doubles off it, and a
+	// doubling past the largest duration would wrap to one below it.
+	for c := b.spec.Cooldown; c > 0 && c < cooldown && c < b.spec.MaxCooldown && c <= math.MaxInt64/2; c *= 2 {
 		b.doublings++
 	}
 	switch st {

@@ -3,11 +3,13 @@
 package breaker
 
 import (
-	"github.com/cloudg/cloudg/state"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 const sec = time.Second
@@ -311,5 +313,29 @@ func TestOpensAtMaxThreshold(t *testing.T) {
 	}
 	if !b.Failure(0) {
 		t.Fatalf("did not open after %d failures, its threshold", MaxThreshold)
+	}
+}
+
+// Restore ends for any spec: one whose base cooldown is 0 (never doubling
+// off it) or whose maximum is near the largest duration (doubling past
+// it) used to loop for ever, the breaker's lock held.
+func TestRestoreEndsForAnySpec(t *testing.T) {
+	for _, s := range []state.BreakerSpec{
+		{Threshold: 1, Cooldown: 0, MaxCooldown: time.Minute},
+		{Threshold: 1, Cooldown: time.Second, MaxCooldown: math.MaxInt64},
+		{Threshold: 1, Cooldown: -time.Second, MaxCooldown: time.Minute},
+	} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b := New(s)
+			b.Restore(state.Open, 0, math.MaxInt64, time.Hour)
+			b.Snapshot(0)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Restore with spec %+v did not return", s)
+		}
 	}
 }
