@@ -157,8 +157,11 @@ func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
 		return 0, false
 	}
 	s := gd.e.breaker.Snapshot(now)
-	if s.State == state.HalfOpen && s.Wait > 0 && gd.lender(gd.ctx) != nil {
-		return 0, false // tryAdmit borrows the probe
+	if s.State == state.HalfOpen && s.Wait > 0 {
+		if outer := gd.lender(gd.ctx); outer != nil {
+			outer.lookedIn()
+			return 0, false // tryAdmit borrows the probe
+		}
 	}
 	return s.Wait, s.State != state.Closed && s.Wait > 0
 }
@@ -214,6 +217,7 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
 	if outer == nil {
 		return false
 	}
+	defer outer.lookedIn()
 	if _, ok := gd.e.breaker.AllowProbe(now); !ok {
 		return false // open again: the probe's lease ran out and another probe failed
 	}
@@ -232,15 +236,19 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
 // attempt (sent, its answer not yet reported). The breaker, not the entry:
 // a Configure that kept the breaker may have retired the enclosing call's
 // entry during the attempt, and this call looked up the live one. It
-// returns nil when there is none.
+// returns nil when there is none, and otherwise the call with lookIn's
+// hold, which the caller ends with lookedIn.
 func (gd *Guard) lender(ctx context.Context) *Guard {
 	for range maxNesting {
 		outer, ok := ctx.Value(gd.g).(*Guard)
 		if !ok || outer == gd {
 			return nil
 		}
-		if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {
-			return outer
+		if outer.lookIn() {
+			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {
+				return outer
+			}
+			outer.lookedIn()
 		}
 		ctx = outer.ctx
 	}

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 )
 
@@ -144,6 +145,48 @@ func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts [
 type nestingCall struct {
 	gd  Guard
 	ctx nestingCtx
+
+	// gate orders the lookups of the calls nested in gd's attempts
+	// (Guard.nested, Guard.lender), which may run in goroutines fn
+	// started and did not wait for, with gd's own goroutine: open while
+	// fn runs (gd is still then), it closes as fn returns, once no lookup
+	// reads gd, so that a lookup reads nothing gd writes after, and a
+	// call made with the context once the attempt is over is not nested
+	// in it.
+	gate sync.RWMutex
+	open bool
+}
+
+// setOpen opens or closes the gate of the calls nested in gd's attempt.
+func (nc *nestingCall) setOpen(open bool) {
+	nc.gate.Lock()
+	nc.open = open
+	nc.gate.Unlock()
+}
+
+// lookIn readies outer, an enclosing call a nested call's context led
+// to, for the nested call to read what it holds: it reports whether
+// outer's attempt is running (always, for a Guard not made
+// WithNestedCalls, which an integration puts in its attempt's context
+// itself), and if so the caller reads outer and then calls lookedIn.
+func (outer *Guard) lookIn() bool {
+	n := outer.nest
+	if n == nil {
+		return true
+	}
+	n.gate.RLock()
+	if !n.open {
+		n.gate.RUnlock()
+		return false
+	}
+	return true
+}
+
+// lookedIn ends what lookIn began.
+func (outer *Guard) lookedIn() {
+	if n := outer.nest; n != nil {
+		n.gate.RUnlock()
+	}
 }
 
 // nestingCtx is the caller's context, answering Value(gov) with the call's
@@ -166,7 +209,12 @@ func (c *nestingCtx) Value(key any) any {
 // fn the context that carries it.
 func (nc *nestingCall) loop(ctx context.Context, fn func(context.Context) error) error {
 	nc.ctx = nestingCtx{Context: ctx, gd: &nc.gd}
-	return nc.gd.loop(ctx, func(context.Context) error { return fn(&nc.ctx) })
+	nc.gd.nest = nc
+	return nc.gd.loop(ctx, func(context.Context) error {
+		nc.setOpen(true)
+		defer nc.setOpen(false) // a panic's too
+		return fn(&nc.ctx)
+	})
 }
 
 // loop runs fn's attempts on gd, which begin set up.

@@ -66,6 +66,7 @@ type Guard struct {
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it
 	slotOf *Guard             // the enclosing call whose slot this one borrowed (see borrowSlot), or nil
+	nest   *nestingCall       // the call WithNestedCalls made, whose context other goroutines may hold; nil otherwise
 
 	rp      *RetryPolicy // the call's policy option
 	lim     retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)

@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -236,4 +237,60 @@ func TestCallsNestedAtOnceShareTheirCallersSlotOneAtATime(t *testing.T) {
 			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
 		}
 	})
+}
+
+// A context is safe for simultaneous use by goroutines, and the one a
+// WithNestedCalls call gives its function is no exception: a goroutine the
+// function starts, and does not wait for, may make its governed call with
+// it while the enclosing call, its function returned, gives its slot back
+// and records its answer. The nested call finds the enclosing call
+// holding the only slot, goes without one, and reads nothing the
+// enclosing call writes meanwhile (run with -race); once the enclosing
+// call's attempt is over, a call made with its context is nested in it no
+// more, and waits for a slot as any call does.
+func TestWithNestedCallsContextOutlivingTheAttemptIsSafe(t *testing.T) {
+	g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+	for range 50 {
+		var wg sync.WaitGroup
+		err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				Do(ctx, ec2Subnets, func(context.Context) error { return nil }, WithGovernor(g))
+			}()
+			runtime.Gosched()
+			return nil
+		}, WithGovernor(g), WithNestedCalls())
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stale context.Context
+	if err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+		stale = ctx
+		return nil
+	}, WithGovernor(g), WithNestedCalls()); err != nil {
+		t.Fatal(err)
+	}
+	// The only slot held by a call that the stale context does not lead to.
+	gd, err := g.Begin(context.Background(), iamUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gd.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer gd.End(nil)
+	late, err := g.Begin(stale, ec2Subnets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := late.TryEnter(); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("TryEnter of a call made with the context of a call that ended, the only slot held elsewhere: %v; want ErrNoSlot", err)
+	}
+	late.End(nil)
+	if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 1 || waiting != 0 {
+		t.Fatalf("bulkhead %d used, %d waiting; want 1, 0", used, waiting)
+	}
 }

@@ -66,7 +66,10 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // at once, a function fanning out with the context, go one after another
 // on the borrowed slot unless others are free, within the cap), and it is
 // let through as the probe its caller holds when the breaker of its scope
-// is half-open (see Guard.Enter).
+// is half-open (see Guard.Enter). It is nested while the attempt the
+// context was given to runs: a goroutine the function started may use
+// the context, and a call it makes once that attempt is over is nested in
+// it no more.
 //
 // Without it the function is given the caller's context as it was, and a
 // governed call made inside it waits for a slot as any other call does: an

@@ -54,20 +54,28 @@ func (l *slotLend) giveBack() {
 // nearest first. It reports whether the call may go without a slot of its
 // own; when the slot is lent to another nested call, it returns a channel
 // closed once it comes back (nil when no enclosing call holds a slot of
-// b). It is looked up only when no slot is free, so the common call pays
-// nothing for it.
+// b). An enclosing call made WithNestedCalls is read while its attempt
+// runs only (see Guard.lookIn). It is looked up only when no slot is
+// free, so the common call pays nothing for it.
 func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-chan struct{}) {
 	for range maxNesting {
 		outer, ok := ctx.Value(gd.g).(*Guard)
 		if !ok || outer == gd {
 			return false, nil
 		}
-		if outer.holdsSlotOf(b) {
-			ok, back := outer.lent.take()
-			if ok {
-				gd.slotOf = outer
+		if outer.lookIn() {
+			held := outer.holdsSlotOf(b)
+			var ok bool
+			var back <-chan struct{}
+			if held {
+				if ok, back = outer.lent.take(); ok {
+					gd.slotOf = outer
+				}
 			}
-			return ok, back
+			outer.lookedIn()
+			if held {
+				return ok, back
+			}
 		}
 		ctx = outer.ctx
 	}
