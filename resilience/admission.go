@@ -239,9 +239,10 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
 // returns nil when there is none, and otherwise the call with lookIn's
 // hold, which the caller ends with lookedIn.
 func (gd *Guard) lender(ctx context.Context) *Guard {
-	for range maxNesting {
+	var w walk
+	for {
 		outer, ok := ctx.Value(gd.g).(*Guard)
-		if !ok || outer == gd {
+		if !ok || outer == gd || w.loops(outer) {
 			return nil
 		}
 		if outer.lookIn() {
@@ -252,7 +253,6 @@ func (gd *Guard) lender(ctx context.Context) *Guard {
 		}
 		ctx = outer.ctx
 	}
-	return nil
 }
 
 // stop ends the current call's attempts: the Guard is done, and a further
@@ -1274,6 +1274,28 @@ func (gd *Guard) hold(b *bulkhead.Bulkhead) bool {
 		gd.orphan.hold(b)
 	}
 	return true
+}
+
+// walk follows a walk up the enclosing calls, however deep, and finds
+// where a chain of contexts loops back on itself (a context of the
+// caller's own whose Value answers with a call begun under it), as
+// Brent's algorithm does: it marks the call reached at each power of two
+// steps, and a loop leads back to a mark within its own length.
+type walk struct {
+	mark  *Guard
+	steps uint
+}
+
+// loops reports whether outer, the next call of the walk, is one it
+// reached before.
+func (w *walk) loops(outer *Guard) bool {
+	if outer == w.mark {
+		return true
+	}
+	if w.steps++; w.steps&(w.steps-1) == 0 {
+		w.mark = outer
+	}
+	return false
 }
 
 // live moves the guard to the live entry of its scope if a sweep reclaimed

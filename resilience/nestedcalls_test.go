@@ -294,3 +294,66 @@ func TestWithNestedCallsContextOutlivingTheAttemptIsSafe(t *testing.T) {
 		t.Fatalf("bulkhead %d used, %d waiting; want 1, 0", used, waiting)
 	}
 }
+
+// A call nested in another however deep (a walk down a tree of folders,
+// each level's call made inside its parent's) never waits for the slot
+// its callers hold: with max_concurrency 1, forty levels of calls each
+// made WithNestedCalls inside the one before go at once. A chain of
+// contexts that loops back on itself (a context of the caller's own whose
+// Value answers with a call begun under it) ends the walk: the call is
+// not nested, and waits for a slot as any call does.
+func TestWithNestedCallsGoAtAnyDepth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		const depth = 40
+		var level func(ctx context.Context, k int) error
+		level = func(ctx context.Context, k int) error {
+			return Do(ctx, ec2Vpcs, func(ctx context.Context) error {
+				if k == depth {
+					return nil
+				}
+				return level(ctx, k+1)
+			}, WithGovernor(g), WithNestedCalls())
+		}
+		start := time.Now()
+		if err := level(ctx, 1); err != nil {
+			t.Fatalf("%d calls each nested in the one before: %v after %v; want all to succeed at once", depth, err, time.Since(start))
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the calls took %v, want none", waited)
+		}
+
+		// Two contexts, each answering with the call begun under the other.
+		a, b := &loopCtx{Context: ctx}, &loopCtx{Context: ctx}
+		ga, _ := g.Begin(a, ec2Vpcs)
+		gb, _ := g.Begin(b, ec2Vpcs)
+		a.gd, b.gd = gb, ga
+		holder, _ := g.Begin(ctx, iamUsers)
+		if err := holder.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer holder.End(nil)
+		late, _ := g.Begin(a, ec2Subnets)
+		if err := late.TryEnter(); !errors.Is(err, ErrNoSlot) {
+			t.Fatalf("TryEnter under a chain of contexts that loops: %v, want ErrNoSlot", err)
+		}
+		late.End(nil)
+		ga.End(nil)
+		gb.End(nil)
+	})
+}
+
+// loopCtx answers Value(any governor) with gd, which a test sets.
+type loopCtx struct {
+	context.Context
+	gd *Guard
+}
+
+func (c *loopCtx) Value(key any) any {
+	if _, ok := key.(*Governor); ok {
+		return c.gd
+	}
+	return c.Context.Value(key)
+}

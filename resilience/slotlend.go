@@ -58,9 +58,10 @@ func (l *slotLend) giveBack() {
 // runs only (see Guard.lookIn). It is looked up only when no slot is
 // free, so the common call pays nothing for it.
 func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-chan struct{}) {
-	for range maxNesting {
+	var w walk
+	for {
 		outer, ok := ctx.Value(gd.g).(*Guard)
-		if !ok || outer == gd {
+		if !ok || outer == gd || w.loops(outer) {
 			return false, nil
 		}
 		if outer.lookIn() {
@@ -79,13 +80,13 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 		}
 		ctx = outer.ctx
 	}
-	return false, nil
 }
 
 // holdsSlotOf reports whether the call holds a slot of b, or goes on one
 // it borrowed from an enclosing call.
 func (gd *Guard) holdsSlotOf(b *bulkhead.Bulkhead) bool {
-	for range maxNesting {
+	var w walk
+	for !w.loops(gd) {
 		if gd.slot == b {
 			return true
 		}
@@ -95,9 +96,6 @@ func (gd *Guard) holdsSlotOf(b *bulkhead.Bulkhead) bool {
 	}
 	return false
 }
-
-// maxNesting bounds the walk up the enclosing calls.
-const maxNesting = 16
 
 // errSlotBack is waitSlot's: the slot lent to another nested call came
 // back, which this call may borrow now.
