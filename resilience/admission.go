@@ -619,14 +619,14 @@ func (gd *Guard) sharedPaused(ctx context.Context, now, start time.Duration, lev
 // its deadline) has that wait recorded first, as a wait a context ends.
 // The tokens given back are r's (see cancel).
 func (gd *Guard) exceeds(now, until, limit, start time.Duration, level uint8, r *reservation) error {
-	if until <= limit && (!gd.bounded || until <= gd.admitBy) {
+	if until < limit && (!gd.bounded || until <= gd.admitBy) {
 		return nil
 	}
 	if now > start {
 		gd.recordWait(now-start, levelNames[level])
 	}
 	switch {
-	case until > limit:
+	case until >= limit: // at the deadline, the deadline is spent (see Enter)
 		return gd.passDeadline(now, until-now, r)
 	case gd.bounded && until > gd.admitBy:
 		gd.cancel(now, r)

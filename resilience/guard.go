@@ -177,7 +177,8 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //     the first attempt);
 //  4. a retry of a transient answer waits out the delay Retry gave;
 //  5. a token from the provider, account and leaf buckets, waiting for the
-//     slowest; a wait that would pass the deadline is not made;
+//     slowest; a wait that would reach or pass the deadline is not made (the call
+//     would arrive at its deadline spent);
 //  6. a slot of the provider x account bulkhead, unless one is held; a
 //     scope paused while the call waited for its slot (another call's
 //     throttle with a Retry-After) has it give the slot back and wait for
@@ -590,7 +591,7 @@ func (gd *Guard) After(err error) Kind {
 //   - a transient error under a ThrottlingOnly policy, or no attempts left:
 //     the breaker counts a failure, throttling is a give-up; err is the
 //     attempt's error;
-//   - a delay that would pass the deadline: recorded the same way; err is
+//   - a delay that would reach or pass the deadline: recorded the same way; err is
 //     a *DeadlineExceededError wrapping the attempt's error;
 //   - a provider's hint longer than the call may wait (WithMaxWait): no
 //     breaker failure, the call is lost as refused; err is a

@@ -113,7 +113,7 @@ const (
 // does not).
 func (gd *Guard) retryLimit(now, delay time.Duration, awaiting bool) retryStop {
 	switch {
-	case now+delay > gd.dl.at:
+	case now+delay >= gd.dl.at: // at the deadline, the deadline is spent (see Enter)
 		return pastDeadline
 	case gd.bind.bounded && gd.last.hasHint && !awaiting && hint.Cap(gd.last.hint) > gd.bind.maxWait:
 		return pastMaxWait

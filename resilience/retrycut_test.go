@@ -227,3 +227,79 @@ func TestAfterOpenWatchesTheLiveBreaker(t *testing.T) {
 		})
 	}
 }
+
+// A wait that would end at the call's deadline leaves the call nothing to
+// be sent in: its deadline is spent when the wait is over (Enter ends a
+// retry found at its deadline), and a context whose deadline it is is
+// done then, so that the call would be sent with a dead context, and how
+// it ended would hang on which of two timers due at the same instant ran
+// first. Such a wait is not made, as one that would pass the deadline is
+// not: a first attempt whose token comes at its deadline is refused at
+// once with a *DeadlineExceededError, nothing sent; a retry whose backoff
+// ends at the deadline ends the call at once with its answer, its failure
+// recorded.
+func TestAWaitEndingAtTheDeadlineIsNotMade(t *testing.T) {
+	cfg := Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}
+	t.Run("token", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, cfg)
+			if err := Do(context.Background(), ec2Vpcs, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+				t.Fatal(err) // the only token: the next is due in a second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			ctx, led := WithLedger(ctx, "task")
+			start, sent := time.Now(), 0
+			err := Do(ctx, ec2Vpcs, func(context.Context) error { sent++; return nil }, WithGovernor(g))
+			var de *DeadlineExceededError
+			if !errors.As(err, &de) || sent != 0 || time.Since(start) != 0 {
+				t.Fatalf("a call whose token comes at its deadline: %v, sent %d times, after %v; want a *DeadlineExceededError at once, nothing sent", err, sent, time.Since(start))
+			}
+			if led.Lost() != 1 {
+				t.Fatalf("the ledger lost %d calls, want 1", led.Lost())
+			}
+		})
+	})
+	t.Run("queue", func(t *testing.T) {
+		// Refused, the call takes no token: one taken and given back
+		// beside a queue would stay spent, and the next call wait longer.
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, cfg)
+			ok := func(context.Context) error { return nil }
+			Do(context.Background(), ec2Vpcs, ok, WithGovernor(g))    // the only token
+			go Do(context.Background(), ec2Vpcs, ok, WithGovernor(g)) // queued for the token due in a second
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // its token is due then
+			defer cancel()
+			var de *DeadlineExceededError
+			if err := Do(ctx, ec2Vpcs, ok, WithGovernor(g)); !errors.As(err, &de) {
+				t.Fatalf("a call whose token comes at its deadline: %v, want a *DeadlineExceededError", err)
+			}
+			start := time.Now()
+			Do(context.Background(), ec2Vpcs, ok, WithGovernor(g))
+			if waited := time.Since(start); waited != 2*time.Second {
+				t.Fatalf("the next call waited %v for its token, want 2s: the refused call took none", waited)
+			}
+		})
+	})
+	t.Run("backoff", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // longBackoff's delay
+			defer cancel()
+			ctx, led := WithLedger(ctx, "task")
+			start, sent := time.Now(), 0
+			err := Do(ctx, ec2Vpcs, func(context.Context) error { sent++; return transientErr() }, WithGovernor(g), longBackoff)
+			var ae *apiErr
+			if !errors.As(err, &ae) || errors.Is(err, context.DeadlineExceeded) || sent != 1 || time.Since(start) != 0 {
+				t.Fatalf("a call whose retry's backoff ends at its deadline: %v, sent %d times, after %v; want its answer at once, sent once", err, sent, time.Since(start))
+			}
+			if led.Lost() != 1 || led.Count(LossCancelled) != 0 {
+				t.Fatalf("the ledger lost %d calls (%d cancelled), want 1, as failed", led.Lost(), led.Count(LossCancelled))
+			}
+			if f := g.Inspect(ec2Vpcs).Breaker.Failures; f != 1 {
+				t.Fatalf("breaker failures %d, want the call's 1", f)
+			}
+		})
+	})
+}
