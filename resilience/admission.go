@@ -150,20 +150,30 @@ func (gd *Guard) tryAdmit(now time.Duration) (time.Duration, bool) {
 // closedTo reports, without asking the breaker for anything, whether it
 // would refuse the attempt at now, and for how long: it is open, or
 // half-open with the probe out in a call other than an enclosing one of
-// Begin's context (see borrowProbe). A breaker that never counted a
-// failure is not looked at further.
+// Begin's context (see borrowProbe), or closed on a scope found dead
+// without a new answer, whose breaker Enter's admission would open (for
+// its cooldown, as Delay says). A breaker that never counted a failure
+// is not looked at further.
 func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
-	if (!gd.retrying() && gd.lease.holds()) || gd.lease.ofProbe() || gd.e.breaker.Pristine() {
+	if (!gd.retrying() && gd.lease.holds()) || gd.lease.ofProbe() {
 		return 0, false
 	}
-	s := gd.e.breaker.Snapshot(now)
-	if s.State == state.HalfOpen && s.Wait > 0 {
-		if outer := gd.lender(gd.ctx); outer != nil {
-			outer.lookedIn()
-			return 0, false // tryAdmit borrows the probe
+	if !gd.e.breaker.Pristine() {
+		s := gd.e.breaker.Snapshot(now)
+		if s.State == state.HalfOpen && s.Wait > 0 {
+			if outer := gd.lender(gd.ctx); outer != nil {
+				outer.lookedIn()
+				return 0, false // tryAdmit borrows the probe
+			}
+		}
+		if s.State != state.Closed {
+			return s.Wait, s.Wait > 0
 		}
 	}
-	return s.Wait, s.State != state.Closed && s.Wait > 0
+	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDead(gd.p.set, now) {
+		return gd.p.set.breaker.Cooldown, true
+	}
+	return 0, false
 }
 
 // ask asks the breaker whether the call may be sent at now, and keeps what

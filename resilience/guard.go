@@ -337,8 +337,9 @@ func (gd *Guard) decided() {
 // or End. A call nested in another's attempt goes without a slot, and
 // as the probe, as Enter has it, with Begin's context. Its errors:
 //   - *CircuitOpenError: the breaker is open, or half-open with its probe
-//     out in a call Begin's context does not lead back to (wrapping the
-//     last answer on a retry);
+//     out in a call Begin's context does not lead back to, or the scope is
+//     found dead, whose breaker Enter would open (wrapping the last answer
+//     on a retry);
 //   - *WouldWaitError matching ErrNoToken: no token is usable now (the
 //     scope's rate, its pause, or a retry's Retry-After), with the wait;
 //   - *WouldWaitError matching ErrNoSlot: the account's bulkhead is full.

@@ -181,3 +181,53 @@ func TestTryEnterRetryRefusalWrapsTheAnswer(t *testing.T) {
 		gd.End(nil)
 	})
 }
+
+// TryEnter is Enter without waiting: a scope found dead without a new
+// answer (every answer throttled for breaker_dead_seconds, from five
+// calls), whose next Enter opens the breaker and is refused, is refused by
+// TryEnter too, with the wait Enter's refusal gives and Delay reports,
+// nothing sent, taken or recorded, and the breaker left as it was (a
+// refusal of TryEnter changes nothing).
+func TestTryEnterRefusesADeadScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var gds []*Guard
+		for i := range 5 {
+			if i > 0 {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			gd, _ := g.Begin(context.Background(), iamUsers)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(throttle())
+			gds = append(gds, gd)
+		}
+		time.Sleep(4 * time.Second) // 10 s after the first throttle, 4 s after the last
+		d, why := g.Delay(iamUsers)
+		if !errors.Is(why, ErrCircuitOpen) {
+			t.Fatalf("Delay: %v, %v; want ErrCircuitOpen (the scope is dead)", d, why)
+		}
+		ctx, ledger := WithLedger(context.Background(), "iam")
+		ctx, stats := WithStats(ctx)
+		before := g.Inspect(iamUsers)
+		gd, _ := g.Begin(ctx, iamUsers)
+		var coe *CircuitOpenError
+		if err := gd.TryEnter(); !errors.As(err, &coe) || coe.Wait != d {
+			t.Fatalf("TryEnter on a dead scope: %v; want a *CircuitOpenError with the wait Delay said, %v", err, d)
+		}
+		gd.End(nil)
+		after := g.Inspect(iamUsers)
+		if after.Breaker.State != before.Breaker.State || after.Leaf.Tokens != before.Leaf.Tokens || after.InFlight != 0 {
+			t.Fatalf("breaker %v -> %v, tokens %v -> %v, in flight %d: TryEnter's refusal changed something",
+				before.Breaker.State, after.Breaker.State, before.Leaf.Tokens, after.Leaf.Tokens, after.InFlight)
+		}
+		if tot := g.Summary(stats).Totals; tot.Calls != 0 || tot.Rejected != 0 || ledger.Lost() != 0 {
+			t.Fatalf("TryEnter's refusal counted %d calls, %d rejected, %d lost", tot.Calls, tot.Rejected, ledger.Lost())
+		}
+		for _, gd := range gds {
+			gd.End(throttle())
+		}
+	})
+}
