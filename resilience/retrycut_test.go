@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // longBackoff is a policy whose retry waits 20 s.
@@ -301,5 +303,30 @@ func TestAWaitEndingAtTheDeadlineIsNotMade(t *testing.T) {
 				t.Fatalf("breaker failures %d, want the call's 1", f)
 			}
 		})
+	})
+}
+
+// A wait for a breaker's verdict (breaker_wait) that would end at the
+// call's deadline, the breaker's cooldown ending then, is not made either:
+// the call is refused at once, as the open breaker refuses a call whose
+// deadline does not allow the wait, and sends nothing (let through at its
+// deadline, it would be the half-open breaker's probe with its deadline
+// spent, and a context deadline at the same instant would end it or not).
+func TestAVerdictWaitEndingAtTheDeadlineIsNotMade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 10}})
+		n := 0
+		Do(context.Background(), ec2Vpcs, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if st := g.Inspect(ec2Vpcs).Breaker; st.State != state.Open || st.Wait != 10*time.Second {
+			t.Fatalf("breaker %+v after a throttled call, want open for 10s", st)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // the cooldown's end
+		defer cancel()
+		start, sent := time.Now(), 0
+		err := Do(ctx, ec2Vpcs, always(&sent, nil), WithGovernor(g))
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || sent != 0 || time.Since(start) != 0 {
+			t.Fatalf("a call whose breaker's cooldown ends at its deadline: %v, sent %d times, after %v; want a *CircuitOpenError at once, nothing sent", err, sent, time.Since(start))
+		}
 	})
 }

@@ -108,13 +108,15 @@ func (gd *Guard) awaitRecovery(ctx context.Context, now time.Duration) (at time.
 	}
 }
 
-// waitLimit is the latest a wait for admission may end: the deadline, or
-// the call's max wait if sooner.
+// waitLimit is the latest a wait for admission may end: just before the
+// deadline (a call let through at its deadline would go with it spent:
+// see Enter), or the call's max wait if sooner.
 func (gd *Guard) waitLimit() time.Duration {
+	last := gd.deadlineAt() - 1
 	if gd.bounded {
-		return min(gd.deadlineAt(), gd.admitBy)
+		return min(last, gd.admitBy)
 	}
-	return gd.deadlineAt()
+	return last
 }
 
 // recovered is awaitRecovery without waiting, for TryEnter: whether the
