@@ -78,6 +78,15 @@ func (e *scopeEntry) noteSuccess() {
 	}
 }
 
+// failing reports whether a streak of failures of the scope is on: what
+// it learned, which the next failure may make dead (the reclaimer keeps
+// the scope, as it keeps a breaker that counted failures, where
+// breaker_dead_seconds finds dead scopes).
+func (e *scopeEntry) failing() bool {
+	h := e.health.Load()
+	return h != nil && h.failing.Load()
+}
+
 // end ends the streak of failures.
 func (h *health) end() {
 	h.mu.Lock()

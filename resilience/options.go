@@ -129,8 +129,9 @@ func WithLogger(l *slog.Logger) GovernorOption { return loggerOption{l} }
 func WithLogInterval(d time.Duration) GovernorOption { return logIntervalOption{d} }
 
 // WithReclaimAfter sets how long a scope must go unused, with nothing
-// learned (rate at its ceiling, bucket full, breaker closed) and no call
-// in flight, before its state is dropped (default one minute). Dropping
+// learned (rate at its ceiling, bucket full, breaker closed, no streak of
+// failed answers since its last success that breaker_dead_seconds may
+// find dead) and no call in flight, before its state is dropped (default one minute). Dropping
 // such a scope changes no behaviour; it keeps a sweep over millions of
 // scopes from keeping millions of buckets. A call in flight longer than
 // that keeps its scope listed by Governor.Scopes until it answers.

@@ -7,7 +7,9 @@ import (
 )
 
 // The reclaimer drops the scopes that hold nothing learned (rate at its
-// ceiling, bucket full, breaker closed), went unused for the reclaim
+// ceiling, bucket full, breaker closed, and where breaker_dead_seconds
+// finds dead scopes no streak of failures, which calls still retrying may
+// make dead), went unused for the reclaim
 // interval and have no call in flight (entryFlags), so that a sweep over
 // millions of scopes keeps only the ones in use or slowed. No goroutine of its own does it, and no call pays for
 // a whole table: once per interval a pass visits every slot of every
@@ -115,7 +117,7 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		if entries++; entries%reclaimClockEvery == 0 && time.Now().After(deadline) {
 			break
 		}
-		idle := !e.flags.dead() && e.breaker.Pristine() && e.leaf.Idle(now, t.g.idle)
+		idle := !e.flags.dead() && e.breaker.Pristine() && !(t.set.dead > 0 && e.failing()) && e.leaf.Idle(now, t.g.idle)
 		if idle && !moving {
 			// Before reclaim marks the entry dead, which hides its calls
 			// from the lifetime's readers until they are folded.

@@ -4,6 +4,7 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -232,5 +233,54 @@ func TestADroppedGuardLetsItsScopeGo(t *testing.T) {
 	_, e := g.resolve(ec2Vpcs)
 	if n := e.flags.busyCalls(); n != 0 {
 		t.Fatalf("the scope counts %d calls in flight after the dropped guard's slot was given back, want 0", n)
+	}
+}
+
+// A scope whose answers fail in a streak, its calls retrying (between
+// attempts, they hold no slot) and none ended, holds what it learned: the
+// streak, which makes the scope dead once it spans breaker_dead_seconds.
+// The reclaimer keeps it, as it keeps a breaker that counted failures
+// (dropping a scope changes no behaviour, WithReclaimAfter says): the
+// scope is found dead as it is without a reclaimer, and its next call
+// refused.
+func TestTheReclaimerKeepsAScopesStreakOfFailures(t *testing.T) {
+	for _, reclaim := range []time.Duration{time.Hour, time.Second} {
+		t.Run(fmt.Sprint("reclaim after ", reclaim), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{}, WithReclaimAfter(reclaim))
+				other := Scope{Provider: "aws", Account: "999", Service: "iam"}
+				var gds []*Guard
+				for i := range 5 {
+					if i > 0 {
+						for range 5 { // calls elsewhere take the reclaimer's steps
+							time.Sleep(500 * time.Millisecond)
+							Do(context.Background(), other, func(context.Context) error { return nil }, WithGovernor(g))
+						}
+					}
+					gd, _ := g.Begin(context.Background(), iamUsers)
+					if err := gd.Enter(context.Background()); err != nil {
+						t.Fatalf("call %d: %v", i, err)
+					}
+					gd.Release()
+					gd.After(transientErr())
+					if _, err := gd.Retry(time.Minute); err != nil {
+						t.Fatalf("call %d's retry: %v", i, err)
+					}
+					gds = append(gds, gd)
+				}
+				time.Sleep(500 * time.Millisecond) // 10.5 s after the first failure, 0.5 s after the last
+				if s := g.Inspect(iamUsers); s.Dead != "down" {
+					t.Fatalf("Inspect: Dead %q, breaker %v; want the scope found dead (\"down\")", s.Dead, s.Breaker.State)
+				}
+				sent := 0
+				var coe *CircuitOpenError
+				if err := Do(context.Background(), iamUsers, always(&sent, nil), WithGovernor(g)); !errors.As(err, &coe) || sent != 0 {
+					t.Fatalf("the next call: %v, %d sent; want it refused, the scope dead", err, sent)
+				}
+				for _, gd := range gds {
+					gd.End(transientErr())
+				}
+			})
+		})
 	}
 }

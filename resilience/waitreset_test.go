@@ -358,7 +358,10 @@ func TestACallMovedOffASweptEntryKeepsItsPlaceInTheAccountQueue(t *testing.T) {
 // was removed), and the pause ran its 30 s.
 func TestABackoffWatchesTheLiveBreakerAfterASweep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60}}, WithReclaimAfter(time.Second))
+		// No dead scopes: a streak of failures where they are found keeps
+		// its scope from the reclaimer.
+		noDead := 0.0
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60, BreakerDeadSeconds: &noDead}}, WithReclaimAfter(time.Second))
 		gd, err := g.Begin(context.Background(), ec2Vpcs)
 		if err != nil {
 			t.Fatal(err)
