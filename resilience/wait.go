@@ -36,9 +36,12 @@ func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 // Delay reports, changing nothing, how long a call to scope would wait now
 // before it could be sent, and which check binds: nil when it can go at
 // once; ErrCircuitOpen when its breaker is open, or half-open with its
-// probe out (the wait is until the breaker lets a probe through);
-// ErrNoToken when a rate token of the provider, account or leaf bucket, or
-// a pause of one, holds it (the wait is until the token is usable);
+// probe out (the wait is until the breaker lets a probe through), or when
+// the scope is dead (state.ScopeSnapshot's Dead: a streak of failures
+// the next call's admission opens the breaker for; the wait is the
+// breaker's cooldown); ErrNoToken when a rate token of the provider,
+// account or leaf bucket, or a pause of one, holds it (the wait is until
+// the token is usable);
 // ErrNoSlot when the account's concurrency cap is full (the wait is not
 // known, and 0). The breaker binds first, then the tokens, then the slot,
 // as Enter checks them. A scope the governor holds no state for can go at
