@@ -13,7 +13,8 @@
 //     a token) and ok;
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
 //     failed, refused, cancelled, errored, panicked), the longest wait for
-//     a token, and each provider's retry budget, once;
+//     a token, and each provider's retry budget, once (still after its
+//     scopes are reclaimed: only successes refund a budget);
 //   - the live scopes (resilience.Governor's Scopes), trouble first: the
 //     rows of a service scope together, the services by their worst row's
 //     state and then by key, a service's rows by state and then by key, so

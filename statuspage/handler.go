@@ -73,10 +73,13 @@ func New(opts ...Option) http.Handler {
 			o.apply(&c)
 		}
 	}
-	return &handler{c}
+	return &handler{c: c}
 }
 
-type handler struct{ c config }
+type handler struct {
+	c     config
+	known knownProviders
+}
 
 // wholeSeconds returns d in seconds, rounded up, and at least 1: the
 // refresh a browser reads, which takes only the integer part. The largest
@@ -116,7 +119,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		g = resilience.Default()
 	}
-	p, err := collect(r.Context(), g, h.c.limit)
+	p, err := collect(r.Context(), g, h.c.limit, &h.known)
 	if err != nil {
 		// The client went away, or gave up: no page for it, and no more
 		// scopes read for one.

@@ -188,10 +188,13 @@ type served struct {
 		} `json:"bucket"`
 		Queued int `json:"queued"`
 	} `json:"accounts"`
-	Providers []struct {
-		Name        string  `json:"name"`
-		RetryBudget float64 `json:"retry_budget"`
-	} `json:"providers"`
+	Providers []provided `json:"providers"`
+}
+
+// provided is a provider's retry budget as the JSON serves it.
+type provided struct {
+	Name        string  `json:"name"`
+	RetryBudget float64 `json:"retry_budget"`
 }
 
 func decode(t *testing.T, w *httptest.ResponseRecorder) served {

@@ -3,6 +3,7 @@
 package statuspage
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -183,4 +184,56 @@ func seconds(f *float64) string {
 		return "none"
 	}
 	return strconv.FormatFloat(*f, 'f', -1, 64)
+}
+
+// A provider's retry budget is shown as long as the governor has it, not
+// only while the provider has live scopes: a budget spent by throttled
+// retries stays spent (only successes refund it) after the scopes that
+// spent it recovered and were reclaimed, and the page still says so.
+func TestRetryBudgetOutlivesTheScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := 10
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: &budget}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		gov := resilience.WithGovernor(g)
+		vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2"}
+		assets := resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}
+		for range 12 { // every retry after the first two costs a token
+			n := 0
+			resilience.Do(ctx, vpcs, func(context.Context) error {
+				if n++; n <= 3 {
+					return throttled
+				}
+				return nil
+			}, gov)
+		}
+		h := New(WithGovernor(g))
+		// A look while the scope is live reads the budget it spent.
+		get(t, h, http.MethodGet, "/?format=json")
+		for range 40 { // the leaf recovers its rate, a success each 6 s
+			time.Sleep(6 * time.Second)
+			resilience.Do(ctx, vpcs, func(context.Context) error { return nil }, gov)
+		}
+		for range 4 { // the AWS scope is reclaimed; a GCP scope is called
+			time.Sleep(5 * time.Minute)
+			resilience.Do(ctx, assets, func(context.Context) error { return nil }, gov)
+		}
+		for sc := range g.Scopes() {
+			if sc.Provider == "aws" {
+				t.Fatalf("%v still live", sc)
+			}
+		}
+		left := g.Budget("aws")
+		if left >= 10 {
+			t.Fatalf("the AWS budget is full (%v)", left)
+		}
+		s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
+		i := slices.IndexFunc(s.Providers, func(p provided) bool { return p.Name == "aws" })
+		if i < 0 || s.Providers[i].RetryBudget != left {
+			t.Errorf("providers %+v, want aws with the %v tokens left", s.Providers, left)
+		}
+	})
 }

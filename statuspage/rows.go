@@ -6,6 +6,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
@@ -134,7 +135,7 @@ type page struct {
 	RefreshSeconds int64          `json:"refresh_seconds"`
 	Live           int            `json:"live_scopes"`    // every live scope; Scopes holds the first Limit
 	LiveAccounts   int            `json:"live_accounts"`  // every account of a live scope; Accounts holds the first Limit
-	LiveProviders  int            `json:"live_providers"` // every provider of a live scope; Providers holds the Limit with the least budget left
+	LiveProviders  int            `json:"live_providers"` // every provider whose budget the page reads (see knownProviders); Providers holds the Limit with the least budget left
 	Statuses       map[string]int `json:"statuses"`       // live scopes per status
 	Totals         totals         `json:"totals"`         // the governor's lifetime
 	Providers      []provider     `json:"providers"`
@@ -157,13 +158,45 @@ func (t totals) MarshalJSON() ([]byte, error) {
 		"backoff_seconds", c.Backoff, "max_pause_seconds", c.MaxPause)
 }
 
+// knownProviders remembers the providers whose retry budget the page
+// read, for the governor it read last: a budget outlives the provider's
+// scopes (only successes refund it), so that it is read, and shown, after
+// they are reclaimed. It is safe for concurrent use.
+type knownProviders struct {
+	mu    sync.Mutex
+	g     *resilience.Governor
+	names map[string]bool
+}
+
+// others records the providers g has live scopes of, seen, and returns
+// the ones read before that have none now.
+func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.g != g {
+		k.g, k.names = g, map[string]bool{} // another governor: its own providers
+	}
+	var out []string
+	for name := range k.names {
+		if _, ok := seen[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	for name := range seen {
+		k.names[name] = true
+	}
+	return out
+}
+
 // collect reads the governor's scopes and lifetime counters into a page
 // of at most limit rows (and limit accounts), the most troubled first. It
 // goes once over the live scopes, keeping of each only its scope and
 // status, and the snapshots of the rows it may show (see picker); the
-// counters it reads are the totals and those of the services shown. It
-// stops, with ctx's error, when ctx ends before it has read every scope.
-func collect(ctx context.Context, g *resilience.Governor, limit int) (page, error) {
+// counters it reads are the totals and those of the services shown. The
+// retry budgets are those of the providers with live scopes, and of
+// those known remembers from an earlier page (nil: none). It stops, with
+// ctx's error, when ctx ends before it has read every scope.
+func collect(ctx context.Context, g *resilience.Governor, limit int, known *knownProviders) (page, error) {
 	p := page{Time: g.Clock().Now(), Statuses: make(map[string]int, numStatuses)}
 	var counts [numStatuses]int
 	type acctKey struct{ provider, account string }
@@ -219,6 +252,11 @@ func collect(ctx context.Context, g *resilience.Governor, limit int) (page, erro
 	})
 	spanProviders(p.Accounts)
 
+	if known != nil {
+		for _, name := range known.others(g, budgets) {
+			budgets[name] = g.Budget(name)
+		}
+	}
 	p.Providers = make([]provider, 0, len(budgets))
 	for name, b := range budgets {
 		p.Providers = append(p.Providers, provider{name, b})
