@@ -13,9 +13,14 @@
 //     a token) and ok;
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
 //     failed, refused, cancelled, errored, panicked), the longest wait for
-//     a token, and each provider's retry budget, once (still after its
-//     scopes are reclaimed: only successes refund a budget);
-//   - the live scopes (resilience.Governor's Scopes), trouble first: the
+//     a token, each provider's retry budget, once (still after its
+//     scopes are reclaimed: only successes refund a budget), and the
+//     providers disabled, whose calls go straight through, ungoverned
+//     (what their scopes learned, which the governor keeps for when they
+//     are enabled again, is shown nowhere on the page: it is not where
+//     their calls stand);
+//   - the live scopes (resilience.Governor's Scopes) of the providers
+//     enabled, trouble first: the
 //     rows of a service scope together, the services by their worst row's
 //     state and then by key, a service's rows by state and then by key, so
 //     that a row stays where it is from one refresh to the next while its

@@ -189,6 +189,7 @@ type served struct {
 		Queued int `json:"queued"`
 	} `json:"accounts"`
 	Providers []provided `json:"providers"`
+	Disabled  []string   `json:"disabled_providers"`
 }
 
 // provided is a provider's retry budget as the JSON serves it.

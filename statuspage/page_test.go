@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -499,4 +500,67 @@ func TestTheLimitBoundsTheProvidersShown(t *testing.T) {
 	if len(s.Providers) != 3 || s.Providers[0].Name != "p00" || s.LiveProviders != 50 {
 		t.Errorf("JSON: providers %+v of %d, want p00, p01, p02 of 50", s.Providers, s.LiveProviders)
 	}
+}
+
+// A provider a Configure disabled is not governed: its calls go straight
+// through, with no pacing, no breaker and no retries. The governor keeps
+// what its scopes learned, for the day it is enabled again, but the page
+// does not show that as where they stand: an open breaker "refusing calls
+// for 1m0s" whose calls are sent. It leaves the provider's scopes,
+// accounts and budget out, and says the provider is disabled.
+func TestADisabledProvidersScopesAreNotShownAsGoverned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := estate(t)
+		cfg := g.Config()
+		off := false
+		cfg.AWS.Enabled = &off
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		sent := 0
+		if err := resilience.Do(t.Context(), open, func(context.Context) error { sent++; return nil }, resilience.WithGovernor(g)); err != nil || sent != 1 {
+			t.Fatalf("a call of the open scope: %v, sent %d times; want it sent once", err, sent)
+		}
+		h := New(WithGovernor(g))
+		s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
+		for _, r := range s.Scopes {
+			if r.Scope.Provider == "aws" {
+				t.Errorf("the JSON shows %s %s (%s), whose provider is disabled", r.Key, r.Status, r.Reason)
+			}
+		}
+		for _, a := range s.Accounts {
+			if a.Provider == "aws" {
+				t.Errorf("the JSON shows the account %s/%s, whose provider is disabled", a.Provider, a.Account)
+			}
+		}
+		for _, p := range s.Providers {
+			if p.Name == "aws" {
+				t.Errorf("the JSON shows aws's retry budget, %v, which no call of it draws", p.RetryBudget)
+			}
+		}
+		if s.Live != 6 || s.Statuses["open"] != 0 || s.Statuses["half_open"] != 0 {
+			t.Errorf("%d live scopes, statuses %v; want 6, none open or half-open", s.Live, s.Statuses)
+		}
+		if !slices.Equal(s.Disabled, []string{"aws"}) {
+			t.Errorf("disabled_providers %q, want [aws]", s.Disabled)
+		}
+		body := get(t, h, http.MethodGet, "/").Body.String()
+		if want := `disabled, calls sent ungoverned: <b>aws</b>`; !strings.Contains(body, want) {
+			i := strings.Index(body, `<section class="totals"`)
+			t.Errorf("the page does not say %q:\n%s", want, body[i:i+strings.Index(body[i:], "</section>")])
+		}
+		if strings.Contains(body, "DescribeSubnets") {
+			t.Error("the page shows the disabled provider's open scope")
+		}
+
+		off = false
+		if err := g.Configure(resilience.Config{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		s = decode(t, get(t, h, http.MethodGet, "/?format=json"))
+		if s.Live != 0 || len(s.Scopes) != 0 || len(s.Accounts) != 0 || len(s.Providers) != 0 || !slices.Equal(s.Disabled, []string{"aws", "azure", "gcp"}) {
+			t.Errorf("with every provider disabled: %d live scopes, %d rows, %d accounts, providers %v, disabled %q; want none, and aws, azure and gcp disabled",
+				s.Live, len(s.Scopes), len(s.Accounts), s.Providers, s.Disabled)
+		}
+	})
 }

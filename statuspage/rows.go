@@ -133,7 +133,7 @@ type provider struct {
 type page struct {
 	Time           time.Time      `json:"time"` // on the governor's clock
 	RefreshSeconds int64          `json:"refresh_seconds"`
-	Live           int            `json:"live_scopes"`    // every live scope; Scopes holds the first Limit
+	Live           int            `json:"live_scopes"`    // every live scope of a provider enabled; Scopes holds the first Limit
 	LiveAccounts   int            `json:"live_accounts"`  // every account of a live scope; Accounts holds the first Limit
 	LiveProviders  int            `json:"live_providers"` // every provider whose budget the page reads (see knownProviders); Providers holds the Limit with the least budget left
 	Statuses       map[string]int `json:"statuses"`       // live scopes per status
@@ -141,6 +141,12 @@ type page struct {
 	Providers      []provider     `json:"providers"`
 	Accounts       []account      `json:"accounts"`
 	Scopes         []row          `json:"scopes"`
+	// Disabled are the providers a Configure turned off (aws, azure, gcp,
+	// and those with live scopes or a budget the page read), sorted:
+	// their calls go straight through, ungoverned, and the state their
+	// scopes learned, which the governor keeps for when they are enabled
+	// again, is not shown as where they stand.
+	Disabled []string `json:"disabled_providers"`
 }
 
 // totals are the governor's lifetime totals as the page serves them:
@@ -203,12 +209,24 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 	accounts := map[acctKey]int{} // index in p.Accounts
 	budgets := map[string]float64{}
 	pk := picker{limit: limit}
+	enabled := map[string]bool{}
+	isEnabled := func(name string) bool {
+		en, ok := enabled[name]
+		if !ok {
+			en = g.Enabled(name)
+			enabled[name] = en
+		}
+		return en
+	}
 	done := ctx.Done()
 	for sc, snap := range g.Scopes() {
 		select {
 		case <-done:
 			return page{}, ctx.Err()
 		default:
+		}
+		if !isEnabled(sc.Provider) {
+			continue // ungoverned: what its scopes learned is not in force
 		}
 		st := statusOf(snap)
 		counts[st]++
@@ -254,9 +272,21 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 
 	if known != nil {
 		for _, name := range known.others(g, budgets) {
-			budgets[name] = g.Budget(name)
+			if isEnabled(name) {
+				budgets[name] = g.Budget(name)
+			}
 		}
 	}
+	for _, name := range []string{"aws", "azure", "gcp"} {
+		isEnabled(name)
+	}
+	p.Disabled = []string{}
+	for name, en := range enabled {
+		if !en {
+			p.Disabled = append(p.Disabled, name)
+		}
+	}
+	slices.Sort(p.Disabled)
 	p.Providers = make([]provider, 0, len(budgets))
 	for name, b := range budgets {
 		p.Providers = append(p.Providers, provider{name, b})
