@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -561,6 +562,55 @@ func TestADisabledProvidersScopesAreNotShownAsGoverned(t *testing.T) {
 		if s.Live != 0 || len(s.Scopes) != 0 || len(s.Accounts) != 0 || len(s.Providers) != 0 || !slices.Equal(s.Disabled, []string{"aws", "azure", "gcp"}) {
 			t.Errorf("with every provider disabled: %d live scopes, %d rows, %d accounts, providers %v, disabled %q; want none, and aws, azure and gcp disabled",
 				s.Live, len(s.Scopes), len(s.Accounts), s.Providers, s.Disabled)
+		}
+	})
+}
+
+// A scope found dead without a new answer (five calls throttled over six
+// seconds, none ended, ten seconds after the first) is dead while its
+// breaker is still closed: the next call's admission opens it and is
+// refused. The state's tooltip says that, not that its breaker opened.
+func TestADeadScopeWhoseBreakerIsClosedSaysItsNextCallOpensIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var gds []*resilience.Guard
+		for i := range 5 {
+			if i > 0 {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			gd, _ := g.Begin(ctx, dead)
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(tooMany)
+			gds = append(gds, gd)
+		}
+		time.Sleep(4 * time.Second)
+		defer func() {
+			for _, gd := range gds {
+				gd.End(tooMany)
+			}
+		}()
+		h := New(WithGovernor(g))
+		row := rowsOf(get(t, h, http.MethodGet, "/").Body.String(), "scopes")[0]
+		want := `title="dead, throttled for good: every answer failed for at least the provider&#39;s breaker_dead_seconds; its breaker opens at its next call, which it refuses"`
+		if !strings.Contains(row, `class="dead"`) || !strings.Contains(row, `<span class="breaker closed">closed</span>`) || !strings.Contains(row, want) {
+			t.Errorf("the dead scope's row\n%s\nwant a closed breaker and %s", row, want)
+		}
+		sent := 0
+		err = resilience.Do(ctx, dead, func(context.Context) error { sent++; return nil }, resilience.WithGovernor(g))
+		if !errors.Is(err, resilience.ErrCircuitOpen) || sent != 0 {
+			t.Fatalf("the next call: %v, sent %d times; want it refused", err, sent)
+		}
+		row = rowsOf(get(t, h, http.MethodGet, "/").Body.String(), "scopes")[0]
+		want = `title="dead, throttled for good: every answer failed for at least the provider&#39;s breaker_dead_seconds, and its breaker opened at once"`
+		if !strings.Contains(row, `<span class="breaker open">open</span>`) || !strings.Contains(row, want) {
+			t.Errorf("the dead scope's row once its breaker opened\n%s\nwant %s", row, want)
 		}
 	})
 }

@@ -172,6 +172,11 @@ func explain(r row) string {
 		if r.Reason != "" {
 			what += ", " + r.Reason
 		}
+		if s.Breaker.State == state.Closed {
+			// Found dead without a new answer: the next call's admission
+			// opens the breaker, and refuses the call.
+			return what + ": every answer failed for at least the provider's breaker_dead_seconds; its breaker opens at its next call, which it refuses"
+		}
 		return what + ": every answer failed for at least the provider's breaker_dead_seconds, and its breaker opened at once"
 	case statusSlowed:
 		return "slowed: " + rate(s.Leaf.Rate) + " of its " + rate(s.Leaf.Ceiling) + " calls per second"
