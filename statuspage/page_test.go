@@ -614,3 +614,43 @@ func TestADeadScopeWhoseBreakerIsClosedSaysItsNextCallOpensIt(t *testing.T) {
 		}
 	})
 }
+
+// Under breaker_wait an open breaker refuses no call: a call waits,
+// within its deadline, for the breaker's verdict. The state's tooltip
+// says so, rather than that calls are refused.
+func TestOpenBreakerUnderBreakerWaitSaysCallsWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		resilience.Do(ctx, open, func(context.Context) error { return transient }, resilience.WithGovernor(g), once)
+		// Turned on once the breaker is open: the call that opened it
+		// would otherwise wait for the verdict itself.
+		if err := g.Configure(resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1, BreakerWait: true}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		done := make(chan error, 1)
+		go func() {
+			done <- resilience.Do(ctx, open, func(context.Context) error { return nil }, resilience.WithGovernor(g))
+		}()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("a call of the open scope ended at once: %v; want it to wait for the verdict", err)
+		default:
+		}
+		row := rowsOf(get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String(), "scopes")[0]
+		want := `title="open: calls wait 59s more for its verdict (breaker_wait), within their deadline, then one goes as its probe; it opened after errors"`
+		if !strings.Contains(row, `class="open"`) || !strings.Contains(row, want) {
+			_, chip, _ := strings.Cut(row, `<span class="chip`)
+			chip, _, _ = strings.Cut(chip, ">")
+			t.Errorf("the open scope's state says\n%s\nwant %s", chip, want)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("the waiting call: %v, want it sent as the probe", err)
+		}
+	})
+}

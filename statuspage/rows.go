@@ -96,8 +96,11 @@ type row struct {
 
 	// Span is the rows the service's counters cell spans in the HTML; 0
 	// when an earlier row holds it.
-	Span    int    `json:"-"`
-	service string // the service scope's key
+	Span int `json:"-"`
+	// BreakerWait is set when the provider has breaker_wait: its open
+	// breaker makes calls wait for its verdict rather than refusing them.
+	BreakerWait bool   `json:"-"`
+	service     string // the service scope's key
 }
 
 // account is one account of the page: the values its scopes share, shown
@@ -245,6 +248,16 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 	}
 	p.Live = pk.live
 	p.Scopes = pk.rows(g.Inspect)
+	var cfg *resilience.Config
+	for i, r := range p.Scopes {
+		if r.Status == statusOpen {
+			if cfg == nil {
+				c := g.Config()
+				cfg = &c
+			}
+			p.Scopes[i].BreakerWait = cfg.Provider(r.Scope.Provider).BreakerWait
+		}
+	}
 	services := make([]resilience.Scope, len(p.Scopes))
 	for i, r := range p.Scopes {
 		services[i] = r.Scope.ServiceScope()

@@ -159,6 +159,9 @@ func explain(r row) string {
 		if s.Breaker.Wait <= 0 {
 			return "open: its cooldown is over, and the next call goes as its probe" + because(r.Reason)
 		}
+		if r.BreakerWait {
+			return "open: calls wait " + duration(s.Breaker.Wait) + " more for its verdict (breaker_wait), within their deadline, then one goes as its probe" + because(r.Reason)
+		}
 		return "open: calls are refused for " + duration(s.Breaker.Wait) + " more, then one probe goes" + because(r.Reason)
 	case statusHalfOpen:
 		if s.Breaker.Wait <= 0 {
