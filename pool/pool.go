@@ -341,12 +341,17 @@ func (p *Pool) pick() *task {
 		}
 		d, why := p.gov.Delay(q.scope)
 		switch {
-		case why == nil, p.failsFast(q.scope, why):
+		case why == nil, p.failsFast(q.scope, why), p.foundDead(q.scope, why):
 			// Ready; or its breaker is open, and the governor decides at
 			// once (a refusal, recorded: a dead scope's queue fails fast).
 			// Not a breaker that waits for its verdict (breaker_wait): its
 			// first call would only be deferred, so its queue is parked
-			// until the breaker lets a probe through.
+			// until the breaker lets a probe through. Unless the scope was
+			// found dead with its breaker still closed: only a call's
+			// admission opens it, and the first call, deferred for the
+			// cooldown, holds the queue until the probe may go (parked,
+			// the queue would go once the streak of failures grew old,
+			// long before the cooldown, its calls sent to a dead scope).
 			t := q.pop()
 			p.hold(q, t, now) // until its first call is decided
 			p.start(t)
@@ -373,6 +378,14 @@ func (p *Pool) heldByAnOldState(q *queue) bool {
 // its breakers' verdicts (breaker_wait), nor is a probe out. p.mu is held.
 func (p *Pool) failsFast(scope resilience.Scope, why error) bool {
 	return errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(p.gov, scope) && !p.breakerWaits(scope.Provider)
+}
+
+// foundDead reports whether why, what Delay said of scope, is a scope
+// found dead whose breaker is still closed, of a provider that waits for
+// its breakers' verdicts (breaker_wait): the admission of its next call
+// opens the breaker, which nothing else does. p.mu is held.
+func (p *Pool) foundDead(scope resilience.Scope, why error) bool {
+	return errors.Is(why, resilience.ErrCircuitOpen) && p.breakerWaits(scope.Provider) && p.gov.Inspect(scope).Breaker.State == state.Closed
 }
 
 // breakerWaits is breakerWaits for the pool's governor, kept for the

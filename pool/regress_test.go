@@ -21,6 +21,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/childtest"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // A scope of a disabled provider is not paced, and its tasks run side by
@@ -1019,6 +1020,80 @@ func TestProgressShowsTheHoldOfARefusal(t *testing.T) {
 		}
 		if err := p.Wait(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// foundDead makes s dead without opening its breaker: five calls
+// throttled over six seconds, their outcomes still open (end ends them),
+// and four seconds of quiet. Delay says the scope cannot go, for the
+// breaker's cooldown; the next call's admission opens the breaker.
+func foundDead(t *testing.T, g *resilience.Governor, s resilience.Scope) (end func()) {
+	t.Helper()
+	var gds []*resilience.Guard
+	for i := range 5 {
+		if i > 0 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		gd, err := g.Begin(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		gd.After(&apiErr{code: "Throttling", status: 400})
+		gds = append(gds, gd)
+	}
+	time.Sleep(4 * time.Second)
+	if _, why := g.Delay(s); !errors.Is(why, resilience.ErrCircuitOpen) || g.Inspect(s).Breaker.State != state.Closed {
+		t.Fatalf("%v: Delay says %v, breaker %v; want found dead, its breaker closed", s, why, g.Inspect(s).Breaker.State)
+	}
+	return func() {
+		for _, gd := range gds {
+			gd.End(&apiErr{code: "Throttling", status: 400})
+		}
+	}
+}
+
+// A scope found dead with its breaker still closed, of a provider that
+// waits for its breakers' verdicts (breaker_wait), sends nothing before
+// the breaker's cooldown has passed, as a call made outside the pool
+// waits for it, and as Progress's ETA says. Before, the pool parked the
+// queue, asking Delay again each second, and no call's admission opened
+// the breaker: once the streak of failures grew old (half of
+// breaker_dead_seconds after its last), Delay said the scope could go, and
+// the queue's calls were sent to the dead scope at 2 s.
+func TestADeadScopeWhoseBreakerWaitsSendsNothingBeforeTheCooldown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fixed := false
+		g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{Adaptive: &fixed, BreakerWait: true}})
+		s := scope("dead")
+		defer foundDead(t, g, s)()
+		cooldown, _ := g.Delay(s)
+		p, ctx := New(context.Background(), WithGovernor(g))
+		start := time.Now()
+		var first atomic.Int64
+		for range 3 {
+			p.Go(ctx, s, func(ctx context.Context) error {
+				return resilience.Do(ctx, s, func(context.Context) error {
+					first.CompareAndSwap(0, int64(time.Since(start)))
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		synctest.Wait()
+		eta := p.Progress().ETA
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if sent := time.Duration(first.Load()); sent < cooldown {
+			t.Fatalf("the dead scope's first call was sent at %v, want not before its breaker's cooldown (%v)", sent, cooldown)
+		}
+		if !etaFits(eta, took, time.Second) {
+			t.Fatalf("ETA %v, the queue took %v", eta, took)
 		}
 	})
 }
