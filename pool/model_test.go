@@ -5,7 +5,8 @@ package pool
 // The stateful model test of the Pool: random sequences of steps against
 // one pool (1 to 4 workers, a max wait of 0 or a little) over a real
 // resilience.Governor (four scopes at 1 to 5 rps, burst 1, sometimes a
-// concurrency cap on their account and a breaker quick to open), each
+// concurrency cap on their account, a breaker quick to open, calls that
+// wait for their breakers' verdicts, scopes found dead in a second), each
 // sequence in its own testing/synctest bubble, so that minutes of virtual
 // time pass in milliseconds. The steps: Go, of one task or a burst, of the
 // four scopes or of the zero scope, whose functions make one governed
@@ -13,9 +14,10 @@ package pool
 // panics inside it, or goes on after it; panic before any call; make two
 // calls (a paginator); call another scope first; make no call; or submit
 // tasks of their own (children drawn with them); time passing; a scope
-// paused, or a token and slot taken, by calls outside the pool; Progress;
-// and, rarely, a cancel of the pool's parent context. Each task's
-// function records its runs and returns in the model.
+// paused, a token and slot taken, or, rarely, the scope made dead (its
+// breaker still closed) by calls outside the pool; Progress; and, rarely,
+// a reset of the governor, or a cancel of the pool's parent context. Each
+// task's function records its runs and returns in the model.
 //
 // After every step the bubble is let settle (synctest.Wait: every
 // goroutine in it blocked on time or a channel) and machine.invariants
@@ -54,6 +56,7 @@ package pool
 // it (taskOf).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -297,6 +300,12 @@ type machine struct {
 	resets     int // reset steps so far
 	cancelled  bool
 	violations []string
+
+	// The dying step's calls outside the pool, their answers throttled and
+	// their outcomes open (ended as the sequence ends), and its settings.
+	dyingCalls  []*resilience.Guard
+	threshold   int
+	deadSeconds float64
 }
 
 const numScopes = 4 // besides the zero scope
@@ -307,6 +316,10 @@ func newMachine(rt *rapid.T) *machine {
 	m.maxWait = rapid.SampledFrom([]time.Duration{0, 0, 100 * time.Millisecond, time.Second}).Draw(rt, "maxWait")
 	maxConc := rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(rt, "maxConcurrency")
 	threshold := rapid.SampledFrom([]int{0, 2}).Draw(rt, "breakerThreshold")
+	breakerWait := rapid.Bool().Draw(rt, "breakerWait")
+	// A second: scopes whose throttled calls back off found dead while
+	// their breakers are closed (Delay's ErrCircuitOpen, the cooldown).
+	deadSeconds := rapid.SampledFrom([]float64{10, 1}).Draw(rt, "breakerDeadSeconds")
 
 	cfg := resilience.Config{}
 	perOp := true
@@ -314,6 +327,8 @@ func newMachine(rt *rapid.T) *machine {
 	cfg.AWS.MaxConcurrency = maxConc
 	cfg.AWS.BreakerThreshold = threshold
 	cfg.AWS.BreakerCooldownSeconds = 5
+	cfg.AWS.BreakerWait = breakerWait
+	cfg.AWS.BreakerDeadSeconds = &deadSeconds
 	m.scopes = []resilience.Scope{{}}
 	rates := make([]float64, numScopes)
 	for i := range numScopes {
@@ -327,10 +342,11 @@ func newMachine(rt *rapid.T) *machine {
 		rt.Fatal(err)
 	}
 	m.gov = g
+	m.threshold, m.deadSeconds = cmp.Or(threshold, 5), deadSeconds
 	parent, cancel := context.WithCancelCause(context.Background())
 	m.cancel = cancel
 	m.p, m.pctx = New(parent, Workers(m.limit), WithGovernor(g), MaxWait(m.maxWait))
-	m.desc = fmt.Sprintf("workers %d, max wait %v, max concurrency %d, breaker threshold %d, rates %v", m.limit, m.maxWait, maxConc, threshold, rates)
+	m.desc = fmt.Sprintf("workers %d, max wait %v, max concurrency %d, breaker threshold %d, breaker_wait %v, breaker_dead_seconds %v, rates %v", m.limit, m.maxWait, maxConc, threshold, breakerWait, deadSeconds, rates)
 	watch.Lock()
 	watch.steps = nil
 	watch.Unlock()
@@ -349,6 +365,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"progress": m.progress,
 		"cancel":   m.cancelPool,
 		"reset":    m.reset,
+		"dying":    m.dying,
 	}
 }
 
@@ -551,10 +568,20 @@ func (m *machine) enter(r *rec, ctx context.Context) {
 	r.t = t
 }
 
-// dead reports whether scope sc's breaker is open: its calls are refused
-// at once.
+// dead reports whether scope sc's breaker is open, or the scope was found
+// dead with its breaker closed (the next call's admission opens it): its
+// calls are refused at once.
 func (m *machine) dead(sc int) bool {
-	return m.gov.Inspect(m.scopes[sc]).Breaker.State == state.Open
+	switch m.gov.Inspect(m.scopes[sc]).Breaker.State {
+	case state.Open:
+		return true
+	case state.Closed:
+		if _, why := m.gov.Delay(m.scopes[sc]); errors.Is(why, resilience.ErrCircuitOpen) {
+			reach("enter: a scope found dead, its breaker closed")
+			return true
+		}
+	}
+	return false
 }
 
 // leave records that r's function ends: err is what it returns, until
@@ -713,6 +740,49 @@ func (m *machine) progress(rt *rapid.T) {
 		}
 	}
 	_ = pr.String()
+}
+
+// dying makes a scope dead, rarely, by calls outside the pool:
+// breaker_threshold calls throttled over six tenths of
+// breaker_dead_seconds (longer when their tokens come slower), their
+// outcomes left open, and quiet for the rest: the scope is found dead
+// with its breaker closed (Delay says ErrCircuitOpen, for the cooldown),
+// or its breaker opened when the span reached breaker_dead_seconds. The
+// calls end as the sequence does.
+func (m *machine) dying(rt *rapid.T) {
+	if rapid.IntRange(0, 4).Draw(rt, "roll") != 0 {
+		return
+	}
+	sc := rapid.IntRange(1, numScopes).Draw(rt, "scope")
+	step("dying s%d", sc)
+	dead := time.Duration(m.deadSeconds * float64(time.Second))
+	for i := range m.threshold {
+		if i > 0 {
+			time.Sleep(dead * 6 / 10 / time.Duration(m.threshold-1))
+		}
+		gd, err := m.gov.Begin(context.Background(), m.scopes[sc])
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := gd.Enter(context.Background()); err != nil {
+			gd.End(err) // its breaker open
+			break
+		}
+		gd.Release()
+		gd.After(&apiErr{code: "Throttling", status: 400})
+		m.dyingCalls = append(m.dyingCalls, gd)
+	}
+	time.Sleep(dead * 4 / 10)
+	reach("step: dying")
+	synctest.Wait()
+}
+
+// endDying ends the dying step's calls, failed.
+func (m *machine) endDying() {
+	for _, gd := range m.dyingCalls {
+		gd.End(&apiErr{code: "Throttling", status: 400})
+	}
+	m.dyingCalls = nil
 }
 
 // reset has the governor forget what it learned (rates, pauses, breakers)
@@ -923,6 +993,9 @@ func (m *machine) invariants() error {
 			}
 		}
 		_, why := p.gov.Delay(sc)
+		if errors.Is(why, resilience.ErrCircuitOpen) && p.gov.Inspect(sc).Breaker.State == state.Closed {
+			reach("state: a queue of a scope found dead, its breaker closed")
+		}
 		if why != nil && (!errors.Is(why, resilience.ErrCircuitOpen) || probeOut(p.gov, sc)) {
 			continue // it waits for a token, a slot, or the verdict of a probe
 		}
@@ -1032,6 +1105,7 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 
 // end waits for the pool and checks the final invariants.
 func (m *machine) end(rt *rapid.T) {
+	m.endDying()
 	// Wait, from one goroutine or two at once.
 	waiters := rapid.IntRange(1, 2).Draw(rt, "waiters")
 	step("wait (%d)", waiters)
@@ -1194,6 +1268,7 @@ func (m *machine) abandon() {
 		return
 	}
 	m.over = true
+	m.endDying()
 	m.cancel(errors.New("model: sequence abandoned"))
 	done := make(chan struct{})
 	go func() {
