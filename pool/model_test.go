@@ -16,8 +16,9 @@ package pool
 // tasks of their own (children drawn with them); time passing; a scope
 // paused, a token and slot taken, or, rarely, the scope made dead (its
 // breaker still closed) by calls outside the pool; Progress; and, rarely,
-// a reset of the governor, or a cancel of the pool's parent context. Each
-// task's function records its runs and returns in the model.
+// a reset of the governor, the provider turned off or on (a Configure),
+// or a cancel of the pool's parent context. Each task's function records
+// its runs and returns in the model.
 //
 // After every step the bubble is let settle (synctest.Wait: every
 // goroutine in it blocked on time or a channel) and machine.invariants
@@ -306,6 +307,7 @@ type machine struct {
 	dyingCalls  []*resilience.Guard
 	threshold   int
 	deadSeconds float64
+	cfg         resilience.Config // the configuration in force
 }
 
 const numScopes = 4 // besides the zero scope
@@ -342,6 +344,7 @@ func newMachine(rt *rapid.T) *machine {
 		rt.Fatal(err)
 	}
 	m.gov = g
+	m.cfg = cfg
 	m.threshold, m.deadSeconds = cmp.Or(threshold, 5), deadSeconds
 	parent, cancel := context.WithCancelCause(context.Background())
 	m.cancel = cancel
@@ -366,6 +369,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"cancel":   m.cancelPool,
 		"reset":    m.reset,
 		"dying":    m.dying,
+		"toggle":   m.toggle,
 	}
 }
 
@@ -738,6 +742,11 @@ func (m *machine) progress(rt *rapid.T) {
 		if (s.Queued == 0) != (s.State == "idle") {
 			rt.Fatalf("Progress of %v: %d queued, state %q", s.Scope, s.Queued, s.State)
 		}
+		if s.Queued > 0 && s.Scope.Provider != "" && !m.gov.Enabled(s.Scope.Provider) && (s.State != ScopeReady || s.Wait != 0 || s.ETA != 0) {
+			// Nothing paces or refuses its calls, and no refusal in the
+			// state in force holds its queue.
+			rt.Fatalf("Progress of %v, its provider off: %+v; want ready, no wait, an ETA of 0", s.Scope, s)
+		}
 	}
 	_ = pr.String()
 }
@@ -802,6 +811,34 @@ func (m *machine) reset(rt *rapid.T) {
 	m.gov.Reset()
 	m.mu.Unlock()
 	reach("step: reset")
+	synctest.Wait()
+}
+
+// toggle turns the provider off, or back on, rarely: a Configure, which
+// replaces the governor's state as a reset does. Turned off, its calls go
+// at once, unpaced and unrefused, and their tasks' first calls decide
+// their admission as they begin.
+func (m *machine) toggle(rt *rapid.T) {
+	if rapid.IntRange(0, 4).Draw(rt, "roll") != 0 {
+		return
+	}
+	on := m.cfg.AWS.Enabled != nil && !*m.cfg.AWS.Enabled
+	step("provider on: %v", on)
+	m.mu.Lock()
+	m.resets++
+	for _, r := range m.tasks {
+		r.notBefore = time.Time{}
+	}
+	m.cfg.AWS.Enabled = &on
+	if err := m.gov.Configure(m.cfg); err != nil {
+		rt.Fatal(err)
+	}
+	m.mu.Unlock()
+	if on {
+		reach("step: provider on")
+	} else {
+		reach("step: provider off")
+	}
 	synctest.Wait()
 }
 
