@@ -202,8 +202,9 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // calls then fail fast) or the governor's state is replaced
 // (Governor.Reset, Governor.Configure: see Governor.Generation), when the
 // queue asks the governor again within a second. A task whose ctx is done
-// by the time its turn comes is dropped, not run (recorded as cancelled in
-// the ledger ctx carries), and Wait returns ctx's cause with the errors.
+// by the time its turn comes (its deadline come, at that instant too) is
+// dropped, not run (recorded as cancelled in the ledger ctx carries), and
+// Wait returns ctx's cause with the errors.
 // Go does not block. It panics once Wait has returned, and on a nil ctx
 // or fn.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
@@ -477,12 +478,24 @@ func (p *Pool) nextHold() (time.Duration, bool) {
 // dropDone drops the tasks at the head of q whose context is done: they
 // would be run only to return its error. p.mu is held.
 func (p *Pool) dropDone(q *queue) {
-	for q.n > 0 && q.head.ctx.Err() != nil {
+	for q.n > 0 && expired(q.head.ctx) {
 		t := q.pop()
 		p.queued--
 		p.dropTask(t, t.ctx, false)
 		p.settle()
 	}
+}
+
+// expired reports whether ctx is done, or its deadline has come: a task
+// whose turn comes at its deadline (the wait its scope gave ending then)
+// is not run, as a call's wait ending at its deadline is not made,
+// whichever of the pool's wake-up and the context's timer runs first.
+func expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // start marks t running. The queues left in turn get a worker of their
@@ -714,6 +727,9 @@ func (p *Pool) drop() {
 // such context's cause, once. p.mu is held.
 func (p *Pool) dropTask(t *task, ctx context.Context, stop bool) {
 	cause := context.Cause(ctx)
+	if cause == nil { // its deadline came, its timer not run yet (expired)
+		cause = context.DeadlineExceeded
+	}
 	t.q.dropped++
 	p.dropped++
 	p.addCause(cause)

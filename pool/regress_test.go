@@ -1097,3 +1097,35 @@ func TestADeadScopeWhoseBreakerWaitsSendsNothingBeforeTheCooldown(t *testing.T) 
 		}
 	})
 }
+
+// A task whose turn comes at its deadline (the wait its scope gave, a
+// pause here, ends then) is dropped, not run, whichever of the pool's
+// wake-up and its context's timer runs first at that instant: its
+// context is done then, as a call's wait that ends at its deadline is not
+// made. Before, the order of the two decided: the task was dropped (most
+// runs), or run and its call refused at its deadline, or run and its call
+// sent with its deadline spent.
+func TestATaskWhoseTurnComesAtItsDeadlineIsDropped(t *testing.T) {
+	for i := range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, 1, resilience.Config{})
+			s := scope("paused")
+			pause(t, g, s, 5*time.Second)
+			turn, _ := g.Delay(s)
+			ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+			p, pctx := New(ctx, WithGovernor(g))
+			tctx, cancel := context.WithTimeout(pctx, turn)
+			defer cancel()
+			ran := false
+			p.Go(tctx, s, func(ctx context.Context) error {
+				ran = true
+				return call(g, s, 0)(ctx)
+			})
+			err := p.Wait()
+			if pr := p.Progress(); ran || pr.Dropped != 1 || !errors.Is(err, context.DeadlineExceeded) || ledger.Count(resilience.LossCancelled) != 1 {
+				t.Fatalf("run %d: a task whose turn came at its deadline (%v): ran %v, %v, Wait: %v, ledger %q; want dropped unrun, recorded as cancelled",
+					i, turn, ran, pr, err, ledger.Describe())
+			}
+		})
+	}
+}
