@@ -550,6 +550,20 @@ func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	return state.BreakerSnapshot{State: st, Failures: failures, Cooldown: cooldown, Wait: wait}
 }
 
+// Stale reports whether the view is past WithBreakerStaleness at now, so
+// that the next Allow of a closed breaker asks Redis instead of trusting
+// it (the governor's Delay then reads the breaker in Redis, which another
+// process may have opened, rather than Pristine). While Redis does not
+// answer, the local breaker, which Pristine accounts for, decides: never.
+func (b *sharedBreaker) Stale(now time.Duration) bool {
+	if b.s.degraded.Load() {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return now-b.fetched >= b.s.cfg.breakerStale
+}
+
 // Pristine reports whether the breaker is closed with no failures as far
 // as this process knows, and its local breaker holds nothing that was not
 // written back to Redis yet (so that the governor does not drop a scope

@@ -61,7 +61,7 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 	now := g.now()
 	if e != nil {
 		closed := true
-		if !e.breaker.Pristine() {
+		if !e.breaker.Pristine() || staleView(e.breaker, now) {
 			s := e.breaker.Snapshot(now)
 			if s.State != state.Closed && s.Wait > 0 {
 				return s.Wait, ErrCircuitOpen
@@ -90,6 +90,23 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 		return 0, ErrNoSlot
 	}
 	return 0, nil
+}
+
+// viewedBreaker is the optional interface of a breaker whose Pristine
+// reads a cached view of a state kept elsewhere (a fleet's shared
+// breaker): Stale reports whether that view is too old at now for its
+// Allow to trust, so that the next call asks the store, which may hold a
+// breaker another process opened.
+type viewedBreaker interface {
+	Stale(now time.Duration) bool
+}
+
+// staleView reports whether b is a viewedBreaker whose view is stale at
+// now: Delay then reads the breaker (Snapshot) instead of trusting
+// Pristine, as the next call's Allow does.
+func staleView(b state.Breaker, now time.Duration) bool {
+	v, ok := b.(viewedBreaker)
+	return ok && v.Stale(now)
 }
 
 // LedgerOf returns the Ledger ctx carries (WithLedger), or nil: for a
