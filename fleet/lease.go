@@ -201,6 +201,25 @@ func (b *sharedBucket) hit(t time.Duration) time.Duration {
 	return wait
 }
 
+// LeaseWait reports the wait of the token a caller at now would take from
+// the process's lease, as reserve gives it, without taking it: ok is false
+// when the caller would take none of it (no lease open, callers queued for
+// a lease request, or Redis does not answer), and the bucket's balance in
+// Redis, which the lease's tokens were taken from, says when it can go.
+// The governor's Delay asks it.
+func (b *sharedBucket) LeaseWait(now time.Duration) (time.Duration, bool) {
+	if b.s.degraded.Load() {
+		return 0, false
+	}
+	t := mono()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) > 0 || !b.leaseOpen(t) {
+		return 0, false
+	}
+	return b.peek(t), true
+}
+
 // use records a use at now (the caller's clock) and t (mono). mu must be
 // held.
 func (b *sharedBucket) use(now, t time.Duration) {

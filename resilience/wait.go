@@ -113,13 +113,28 @@ func staleView(b state.Breaker, now time.Duration) bool {
 // scheduler that drops a task and records its loss, say.
 func LedgerOf(ctx context.Context) *Ledger { return bindingOf(ctx).ledger }
 
+// leasedBucket is the optional interface of a bucket whose process holds
+// tokens its Snapshot does not show (a fleet's shared bucket: its lease
+// borrowed them from the balance in the store): LeaseWait reports the wait
+// of the token a caller at now would take from the lease, ok false when
+// the caller would take none of it (it asks the store).
+type leasedBucket interface {
+	LeaseWait(now time.Duration) (wait time.Duration, ok bool)
+}
+
 // tokenWait is how long a caller arriving at now would wait for a token of
-// b (nil: none), read from its snapshot.
+// b (nil: none), read from its snapshot, or from its lease when no pause
+// holds it (leasedBucket).
 func tokenWait(b state.Bucket, now time.Duration) time.Duration {
 	if b == nil {
 		return 0
 	}
 	s := b.Snapshot(now)
+	if l, ok := b.(leasedBucket); ok && s.Paused <= 0 {
+		if w, ok := l.LeaseWait(now); ok {
+			return w
+		}
+	}
 	w := s.Paused
 	if s.Tokens < 1 && s.Rate > 0 {
 		w += time.Duration((1 - s.Tokens) / s.Rate * float64(time.Second))

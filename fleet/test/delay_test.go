@@ -42,3 +42,51 @@ func TestDelaySaysOfABreakerAnotherProcessOpened(t *testing.T) {
 		}
 	})
 }
+
+// TestDelayCountsTheTokensOfTheProcesssLease: a token the process's lease
+// holds, usable at once, is one the next call takes at once (no Redis
+// operation); Delay says the call can go, though the tokens the lease
+// borrowed are gone from the bucket in Redis.
+func TestDelayCountsTheTokensOfTheProcesssLease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
+		p := newProcess(t, be, prefix, cfg)
+		if err := p.do(t, vpcs, ok); err != nil { // borrows a lease
+			t.Fatal(err)
+		}
+		d, why := p.gov.Delay(vpcs)
+		ops := p.store.Stats().RedisCalls
+		start := time.Now()
+		if err := p.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		took, used := time.Since(start), p.store.Stats().RedisCalls-ops
+		if used != 0 || took > 100*time.Millisecond {
+			t.Fatalf("the next call took %v and %d Redis operations; want a token of the lease, at once", took, used)
+		}
+		if why != nil || d != 0 {
+			t.Fatalf("Delay: %v, %v; the next call took a token of the lease at once (the bucket in Redis: %+v)", d, why, p.gov.Inspect(vpcs).Leaf)
+		}
+	})
+}
+
+// TestDelaySaysOfAPauseOfAnotherProcess: a pause another process set (a
+// throttle's Retry-After) holds this process's next call, whatever tokens
+// its lease holds, and Delay says so.
+func TestDelaySaysOfAPauseOfAnotherProcess(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
+		if err := b.do(t, vpcs, ok); err != nil { // B borrows a lease
+			t.Fatal(err)
+		}
+		a.do(t, vpcs, func(context.Context) error { return &apiErr{code: "Throttling", status: 400, retry: "2"} }, once)
+		d, why := b.gov.Delay(vpcs)
+		if !errors.Is(why, resilience.ErrNoToken) || d < 1500*time.Millisecond || d > 2100*time.Millisecond {
+			t.Fatalf("B's Delay after A's throttle with a Retry-After of 2 s: %v, %v; want ErrNoToken for about 2 s", d, why)
+		}
+	})
+}
