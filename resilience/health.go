@@ -59,6 +59,29 @@ func (h *health) isDead(p *providerSettings, now time.Duration) bool {
 	return h.deadAt(p, now)
 }
 
+// isDeadClosed is isDead for a scope whose breaker the caller read
+// closed: a streak that opened the breaker (tripped) and finds it closed
+// again was ended by the success that closed it, its probe's (in fleet
+// mode, maybe another process's, an answer this process never saw), and
+// no longer makes the scope dead (see endTripped).
+func (h *health) isDeadClosed(p *providerSettings, now time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.tripped && h.deadAt(p, now)
+}
+
+// endTripped ends the streak if it opened the breaker, which the caller
+// read closed again (see isDeadClosed), and reports whether it did.
+func (h *health) endTripped() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.tripped || !h.failing.Load() {
+		return false
+	}
+	h.failing.Store(false)
+	return true
+}
+
 // deadAt is isDead with h.mu held: a streak of failures from at least
 // breaker_threshold calls spans breaker_dead_seconds by now, and the last
 // of them is recent (within half of that), so that a burst of throttling
@@ -121,13 +144,17 @@ func trip(b state.Breaker, now time.Duration, threshold int, why string) bool {
 // for good", "down", or "" when it is not): its streak of failures, from
 // breaker_threshold calls, spans breaker_dead_seconds (between its first
 // and last failure, or by now, as the next call's admission finds it:
-// deadAt) or opened its breaker, and no success ended it since. It also
-// returns why its breaker last opened.
-func (h *health) report(p *providerSettings, now time.Duration) (dead string, opened string) {
+// deadAt) or opened its breaker, and no success ended it since (nor
+// closed the breaker it opened: closed, as its snapshot reads it). It
+// also returns why its breaker last opened.
+func (h *health) report(p *providerSettings, now time.Duration, closed bool) (dead string, opened string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0:
+	case h.tripped && closed:
+		// The breaker the streak opened closed since: a success did it
+		// (see isDeadClosed).
 	case !h.tripped && h.last-h.since < p.dead && !h.deadAt(p, now):
 		// Its failures do not span the time that makes a scope dead, nor
 		// would the next call find it dead, and they did not open its

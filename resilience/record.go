@@ -171,7 +171,13 @@ func (gd *Guard) openDead(now time.Duration, forGood bool) string {
 	if forGood {
 		reason = "throttled for good"
 	}
-	if b.Snapshot(now).State != state.Closed || !trip(b, now, gd.p.set.breaker.Threshold, reason) {
+	if b.Snapshot(now).State != state.Closed {
+		return ""
+	}
+	if h := gd.e.health.Load(); h != nil && h.endTripped() {
+		return "" // the breaker this streak opened closed since: a success ended it
+	}
+	if !trip(b, now, gd.p.set.breaker.Threshold, reason) {
 		return ""
 	}
 	if forGood {

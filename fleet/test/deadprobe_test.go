@@ -1,0 +1,75 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// TestAScopeFoundDeadIsAliveAfterTheFleetsProbe: process A finds a scope
+// dead (every answer throttled for breaker_dead_seconds, from
+// breaker_threshold calls) and opens the fleet's breaker; after the
+// cooldown, B's call is the fleet's probe, and its success closes the
+// breaker. The scope is alive: A's next call is sent, and neither A's
+// Delay nor its Inspect says otherwise, though A saw no answer since its
+// streak of failures (before, A opened the fleet's breaker again at once,
+// with no new answer, refusing its own call and B's, each cooldown until
+// its last failure was half of breaker_dead_seconds old).
+func TestAScopeFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		dead := 4.0
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 2, BreakerCooldownSeconds: 1, BreakerDeadSeconds: &dead}}
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
+		throttled := &apiErr{code: "Throttling", status: 400}
+		// Three calls of A answered with throttling, 0, 2 and 4.3 s in,
+		// each in its retries (its backoff), none given up.
+		start := time.Now()
+		var gds []*resilience.Guard
+		for _, at := range []time.Duration{0, 2000 * time.Millisecond, 4300 * time.Millisecond} {
+			time.Sleep(time.Until(start.Add(at)))
+			gd := a.begin(t)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gd.After(throttled)
+			gds = append(gds, gd)
+		}
+		t.Cleanup(func() {
+			for _, gd := range gds {
+				gd.End(throttled)
+			}
+		})
+		time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // dead: 4 s of failures, the last recent
+		var coe *resilience.CircuitOpenError
+		if err := a.do(t, vpcs, ok); !errors.As(err, &coe) {
+			t.Fatalf("A's call to the dead scope: %v, want refused", err)
+		}
+		time.Sleep(1100 * time.Millisecond) // the cooldown
+		if err := b.do(t, vpcs, ok); err != nil {
+			t.Fatalf("B's probe: %v", err)
+		}
+		if st := b.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
+			t.Fatalf("the breaker is %v after B's probe succeeded, want closed", st)
+		}
+		if dead := a.gov.Inspect(vpcs).Dead; dead != "" {
+			t.Errorf("A's Inspect after the fleet's probe succeeded: Dead %q, want none", dead)
+		}
+		if d, why := a.gov.Delay(vpcs); why != nil {
+			t.Errorf("A's Delay after the fleet's probe succeeded: %v, %v; want it can go", d, why)
+		}
+		sent := 0
+		if err := a.do(t, vpcs, func(context.Context) error { sent++; return nil }); err != nil || sent != 1 {
+			t.Errorf("A's call after the fleet's probe succeeded: %v, %d sent; want sent", err, sent)
+		}
+		if st := b.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
+			t.Errorf("the fleet's breaker is %v after A's call, want closed", st)
+		}
+	})
+}
