@@ -21,7 +21,13 @@
 // errors. A task declares the scope of its first call: resilience.Scope
 // for Call and Do, and for an SDK call the scope its integration computes
 // (cloudgaws.Scope, cloudgazure.ScopeOf, cloudggcp.Scope). A task of the
-// zero scope (a fan-out that calls nothing) is always ready.
+// zero scope (a fan-out that calls nothing) is always ready. A task
+// submits and returns, as below; it should not wait for a task it
+// submitted, which the pool runs only once its scope can go, on a worker
+// of its own: a task waiting inside a call that holds its account's last
+// slot (a Do made resilience.WithNestedCalls, whose nested calls would
+// borrow it) keeps the submitted task's scope from going until its
+// deadline.
 //
 //	p, ctx := pool.New(ctx, pool.Workers(16))
 //	for _, region := range regions {
