@@ -101,6 +101,18 @@ func (s *shared) retries(status int) bool {
 // budget are the provider's. It is made once: an option holds a pointer.
 var azcoreLoop = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: math.MaxInt})
 
+// ungoverned sends req at once, for a provider a Configure disabled. It
+// begins and ends a Guard first, which decides the admission the
+// request's context may carry (a scheduler's hold on the scope's next
+// task, package pool's), as the core's calls of a disabled provider do.
+func ungoverned(gov *resilience.Governor, req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	if gd, err := gov.Begin(raw.Context(), ScopeOf(raw.URL.Path), azcoreLoop); err == nil {
+		gd.End(nil)
+	}
+	return req.Next()
+}
+
 // perCallPolicy runs once per request, around azcore's retry policy: it
 // resolves the scope, begins the request's Guard, hands the request's
 // state to the per-retry policy through the request's operation values
@@ -110,17 +122,11 @@ type perCallPolicy struct{ s *shared }
 
 func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	gov := p.s.cfg.governor()
+	if !gov.Enabled(Provider) {
+		return ungoverned(gov, req)
+	}
 	raw := req.Raw()
 	ctx := raw.Context()
-	if !gov.Enabled(Provider) {
-		// Sent at once, ungoverned. Begin decides the admission ctx may
-		// carry (a scheduler's hold on the scope's next task, package
-		// pool's), as the core's calls of a disabled provider do.
-		if gd, err := gov.Begin(ctx, ScopeOf(raw.URL.Path), azcoreLoop); err == nil {
-			gd.End(nil)
-		}
-		return req.Next()
-	}
 	scope := ScopeOf(raw.URL.Path)
 	gd, err := gov.Begin(ctx, scope, azcoreLoop)
 	if err != nil {
@@ -182,11 +188,7 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		// call of its own, not counted as a retry).
 		gov := p.s.cfg.governor()
 		if !gov.Enabled(Provider) {
-			// Ungoverned; Begin decides the admission ctx may carry.
-			if gd, err := gov.Begin(ctx, ScopeOf(req.Raw().URL.Path), azcoreLoop); err == nil {
-				gd.End(nil)
-			}
-			return req.Next()
+			return ungoverned(gov, req)
 		}
 		gd, err := gov.Begin(ctx, ScopeOf(req.Raw().URL.Path), azcoreLoop)
 		if err != nil {

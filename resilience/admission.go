@@ -170,7 +170,7 @@ func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
 			return s.Wait, s.Wait > 0
 		}
 	}
-	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDeadClosed(gd.p.set, now) {
+	if gd.e.deadClosed(gd.p.set, now) {
 		return gd.p.set.breaker.Cooldown, true
 	}
 	return 0, false

@@ -66,18 +66,13 @@ func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...
 	if fn == nil {
 		return ErrNilFunc
 	}
-	var rp *RetryPolicy
-	for _, o := range opts {
-		if po, ok := o.(policyOption); ok {
-			rp = po.p
-		}
-	}
+	_, rp, nest := pickOptions(opts)
 	at := b.resolved()
 	if at.e == nil {
 		b.g.admitUngoverned(ctx)
 		return fn(ctx)
 	}
-	if nests(opts) {
+	if nest {
 		nc := new(nestingCall)
 		nc.gd.beginAt(ctx, b.g, b.scope, at.p, at.e, rp)
 		return nc.loop(ctx, fn)
@@ -89,12 +84,7 @@ func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...
 
 // Begin is Governor.Begin for the bound scope.
 func (b *Bound) Begin(ctx context.Context, opts ...CallOption) (*Guard, error) {
-	var rp *RetryPolicy
-	for _, o := range opts {
-		if po, ok := o.(policyOption); ok {
-			rp = po.p
-		}
-	}
+	_, rp, _ := pickOptions(opts)
 	at := b.resolved()
 	gd := new(Guard)
 	if at.e == nil {

@@ -68,7 +68,7 @@ func Wrap[T any](scope Scope, fn func(context.Context) (T, error), opts ...CallO
 		if fn == nil {
 			return res, ErrNilFunc
 		}
-		g, _ := callOptions(opts)
+		g, _, _ := callOptions(opts)
 		b := bound.Load()
 		if b == nil || b.g != g {
 			nb, err := g.Bind(scope)
@@ -100,7 +100,7 @@ func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, er
 			return res, ErrNilFunc
 		}
 		sc := scopeOf(a)
-		g, _ := callOptions(opts)
+		g, _, _ := callOptions(opts)
 		call := func(ctx context.Context) error {
 			var err error
 			res, err = fn(ctx, a)
@@ -121,11 +121,11 @@ func WrapArg[A, T any](scopeOf func(A) Scope, fn func(context.Context, A) (T, er
 
 // do is the retry loop of Call and Do, on a Guard kept on the stack.
 func do(ctx context.Context, scope Scope, fn func(context.Context) error, opts []CallOption) error {
-	g, rp := callOptions(opts)
+	g, rp, nest := callOptions(opts)
 	if scope.Provider == "" {
 		return ErrNoProvider
 	}
-	if nests(opts) {
+	if nest {
 		nc := new(nestingCall)
 		if !nc.gd.begin(ctx, g, scope, rp) {
 			return fn(ctx)

@@ -70,6 +70,15 @@ func (h *health) isDeadClosed(p *providerSettings, now time.Duration) bool {
 	return !h.tripped && h.deadAt(p, now)
 }
 
+// deadClosed reports whether the scope, its breaker read closed, is dead
+// at now by the settings of p, without a new answer (isDeadClosed): the
+// next call's admission would open the breaker and refuse it. A scope that
+// never failed pays one atomic load.
+func (e *scopeEntry) deadClosed(p *providerSettings, now time.Duration) bool {
+	h := e.health.Load()
+	return h != nil && h.failing.Load() && h.isDeadClosed(p, now)
+}
+
 // endTripped ends the streak if it opened the breaker, which the caller
 // read closed again (see isDeadClosed), and reports whether it did.
 func (h *health) endTripped() bool {

@@ -51,6 +51,34 @@ var (
 	iamUsers   = Scope{Provider: "aws", Account: "123456789012", Service: "iam", Operation: "ListUsers"}
 )
 
+// throttledStreak throttles five calls of sc, 1.5 s apart, and leaves
+// them open (after their answer, before their retry or End, as an SDK's
+// calls between attempts are): a streak of failures over six seconds,
+// which makes the scope dead once it spans breaker_dead_seconds (10 s),
+// while its breaker, which counts a call as it ends, stays closed. It
+// returns what ends the calls. Inside a synctest bubble, in virtual time.
+func throttledStreak(t *testing.T, g *Governor, sc Scope) (end func()) {
+	t.Helper()
+	var gds []*Guard
+	for i := range 5 {
+		if i > 0 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		gd, _ := g.Begin(context.Background(), sc)
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		gd.After(throttle())
+		gds = append(gds, gd)
+	}
+	return func() {
+		for _, gd := range gds {
+			gd.End(throttle())
+		}
+	}
+}
+
 // newGov makes a governor with a fixed random source; inside a synctest
 // bubble it runs in virtual time.
 func newGov(t *testing.T, cfg Config, opts ...GovernorOption) *Governor {

@@ -882,19 +882,7 @@ func TestTryEnterRetryRefusalRecordedAtEnd(t *testing.T) {
 func TestInspectSaysDeadWhatTheNextCallFindsDead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
-		var gds []*Guard
-		for i := range 5 {
-			if i > 0 {
-				time.Sleep(1500 * time.Millisecond)
-			}
-			gd, _ := g.Begin(context.Background(), iamUsers)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			gd.Release()
-			gd.After(throttle())
-			gds = append(gds, gd)
-		}
+		endStreak := throttledStreak(t, g, iamUsers)
 		time.Sleep(4 * time.Second) // 10 s after the first throttle, 4 s after the last
 		before := g.Inspect(iamUsers)
 		sent := 0
@@ -906,9 +894,7 @@ func TestInspectSaysDeadWhatTheNextCallFindsDead(t *testing.T) {
 		if before.Dead != "throttled for good" {
 			t.Errorf("Inspect before the call: Dead %q, want %q, as the call found it", before.Dead, "throttled for good")
 		}
-		for _, gd := range gds {
-			gd.End(throttle())
-		}
+		endStreak()
 	})
 }
 
@@ -948,19 +934,7 @@ func TestEndOfAFatalAnswerAfterTheContextLosesNothing(t *testing.T) {
 func TestDelaySaysOfADeadScopeThatItCannotGo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
-		var gds []*Guard
-		for i := range 5 {
-			if i > 0 {
-				time.Sleep(1500 * time.Millisecond)
-			}
-			gd, _ := g.Begin(context.Background(), iamUsers)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			gd.Release()
-			gd.After(throttle())
-			gds = append(gds, gd)
-		}
+		endStreak := throttledStreak(t, g, iamUsers)
 		if d, why := g.Delay(iamUsers); errors.Is(why, ErrCircuitOpen) {
 			t.Fatalf("Delay 6 s after the first throttle: %v, %v; want no open breaker (not dead yet)", d, why)
 		}
@@ -978,8 +952,6 @@ func TestDelaySaysOfADeadScopeThatItCannotGo(t *testing.T) {
 		if !errors.Is(why, ErrCircuitOpen) || d != coe.Wait {
 			t.Errorf("Delay before the call: %v, %v; want %v, ErrCircuitOpen, as the call found it", d, why, coe.Wait)
 		}
-		for _, gd := range gds {
-			gd.End(throttle())
-		}
+		endStreak()
 	})
 }

@@ -82,16 +82,6 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // context itself).
 func WithNestedCalls() CallOption { return nestingOption{} }
 
-// nests reports whether opts hold WithNestedCalls.
-func nests(opts []CallOption) bool {
-	for _, o := range opts {
-		if _, ok := o.(nestingOption); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // WithClock makes the governor read time from c and sleep on it. A nil c
 // is the time package.
 func WithClock(c Clock) GovernorOption { return clockOption{c} }
@@ -148,20 +138,30 @@ func WithStateStore(s state.Store) GovernorOption { return storeOption{s} }
 // takes the governor's logger unless it was given one of its own.
 type loggerUser interface{ UseLogger(*slog.Logger) }
 
-// callOptions picks the call options out of opts. A type switch rather
-// than a method call: calling through the interface would move the
-// options to the heap on every call.
-func callOptions(opts []CallOption) (g *Governor, p *RetryPolicy) {
+// callOptions picks the call options out of opts, the process governor
+// when none is chosen. A type switch rather than a method call: calling
+// through the interface would move the options to the heap on every call.
+func callOptions(opts []CallOption) (g *Governor, p *RetryPolicy, nest bool) {
+	g, p, nest = pickOptions(opts)
+	if g == nil {
+		g = Default()
+	}
+	return g, p, nest
+}
+
+// pickOptions is callOptions without the default governor, for a Bound,
+// whose governor is its own: the governor chosen (nil when none), the
+// retry policy, and whether the call nests (WithNestedCalls).
+func pickOptions(opts []CallOption) (g *Governor, p *RetryPolicy, nest bool) {
 	for _, o := range opts {
 		switch o := o.(type) {
 		case governorChoice:
 			g = o.g
 		case policyOption:
 			p = o.p
+		case nestingOption:
+			nest = true
 		}
 	}
-	if g == nil {
-		g = Default()
-	}
-	return g, p
+	return g, p, nest
 }

@@ -191,19 +191,7 @@ func TestTryEnterRetryRefusalWrapsTheAnswer(t *testing.T) {
 func TestTryEnterRefusesADeadScope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{})
-		var gds []*Guard
-		for i := range 5 {
-			if i > 0 {
-				time.Sleep(1500 * time.Millisecond)
-			}
-			gd, _ := g.Begin(context.Background(), iamUsers)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			gd.Release()
-			gd.After(throttle())
-			gds = append(gds, gd)
-		}
+		endStreak := throttledStreak(t, g, iamUsers)
 		time.Sleep(4 * time.Second) // 10 s after the first throttle, 4 s after the last
 		d, why := g.Delay(iamUsers)
 		if !errors.Is(why, ErrCircuitOpen) {
@@ -226,8 +214,6 @@ func TestTryEnterRefusesADeadScope(t *testing.T) {
 		if tot := g.Summary(stats).Totals; tot.Calls != 0 || tot.Rejected != 0 || ledger.Lost() != 0 {
 			t.Fatalf("TryEnter's refusal counted %d calls, %d rejected, %d lost", tot.Calls, tot.Rejected, ledger.Lost())
 		}
-		for _, gd := range gds {
-			gd.End(throttle())
-		}
+		endStreak()
 	})
 }

@@ -68,7 +68,7 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 			}
 			closed = s.State == state.Closed
 		}
-		if h := e.health.Load(); closed && h != nil && h.failing.Load() && h.isDeadClosed(p.set, now) {
+		if closed && e.deadClosed(p.set, now) {
 			// Found dead without a new answer: the next call's admission
 			// opens the breaker and is refused, as Inspect's Dead says.
 			return p.set.breaker.Cooldown, ErrCircuitOpen

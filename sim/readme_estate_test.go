@@ -93,12 +93,12 @@ func estateDiffs(t *testing.T, sc *Scenario, simReadme, head string, rows map[st
 	if !strings.Contains(simReadme, out.String()) {
 		diffs = append(diffs, fmt.Sprintf("sim/README.md does not show %s's runs in TestEstateGoals as it prints them now:\n%s", name, out.String()))
 	}
-	ideal := regexp.MustCompile(`(?m)^ideal makespan ([0-9.]+s)`).FindStringSubmatch(printed)
+	ideal := idealLine.FindStringSubmatch(printed)
 	if ideal == nil || !strings.Contains(head, ideal[1]) {
 		diffs = append(diffs, fmt.Sprintf("README.md's estate table heads %s %q; the sweep's ideal is %v", name, head, ideal))
 	}
 	for _, line := range strings.Split(printed, "\n") {
-		cells := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1)
+		cells := columnGap.Split(strings.TrimSpace(line), -1)
 		label, ok := labels[cells[0]]
 		if !ok || len(cells) < 3 {
 			continue
@@ -114,6 +114,12 @@ func estateDiffs(t *testing.T, sc *Scenario, simReadme, head string, rows map[st
 	}
 	return diffs
 }
+
+// columnGap parts a printed row's columns; idealLine finds a sweep's ideal.
+var (
+	columnGap = regexp.MustCompile(`\s{2,}`)
+	idealLine = regexp.MustCompile(`(?m)^ideal makespan ([0-9.]+s)`)
+)
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()
