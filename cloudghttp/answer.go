@@ -2,11 +2,13 @@ package cloudghttp
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
@@ -172,20 +174,104 @@ func rewindAfter(r *http.Request, resp *http.Response) (next *http.Request, ok b
 // waits.
 const maxHeld = 64 << 10
 
-// hold drains and closes the body of a response about to be retried, so
-// that its connection goes back to the pool before the wait. A body of at
-// most maxHeld bytes is kept in memory, and the response with it is
-// returned, to give back if the retry cannot be sent after all; a longer
-// one is dropped (nil).
-func hold(resp *http.Response) *http.Response {
-	if resp == nil || resp.Body == nil {
-		return resp
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHeld+1))
-	_ = resp.Body.Close()
-	if err != nil || len(b) > maxHeld {
+// drainGrace is the least time the body of a retried response is read
+// for, so that a retry that waits less than it (a Retry-After of 0) still
+// finds the body's connection back in the pool.
+const drainGrace = time.Second
+
+// draining is the body of a response whose retry waits, read into memory
+// in a goroutine of its own while the retry waits, so that the connection
+// it came on goes back to the pool before the retry is sent.
+type draining struct {
+	resp  *http.Response
+	body  io.ReadCloser
+	once  sync.Once
+	timer *time.Timer
+	done  chan struct{} // closed once the read has ended
+	kept  []byte        // the whole body, when it was read in time and fits maxHeld
+	whole bool
+}
+
+// drain starts reading the body of resp, a response about to be retried,
+// into memory: up to maxHeld bytes, for at most bound (or drainGrace, when
+// longer). The body is closed when read, or when bound has passed,
+// whichever comes first, which drops the connection of a body still
+// arriving (Close is then called while a Read is in progress, which
+// net/http's response bodies allow). A response without a body is held
+// as it is; nil is not.
+func drain(resp *http.Response, bound time.Duration) *draining {
+	if resp == nil {
 		return nil
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return resp
+	d := &draining{resp: resp, body: resp.Body, done: make(chan struct{})}
+	if d.body == nil {
+		d.whole = true
+		close(d.done)
+		return d
+	}
+	d.timer = time.AfterFunc(max(bound, drainGrace), d.close)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(d.body, maxHeld+1))
+		d.timer.Stop()
+		d.close()
+		d.kept, d.whole = b, err == nil && len(b) <= maxHeld
+		close(d.done)
+	}()
+	return d
+}
+
+// close closes the body, once.
+func (d *draining) close() {
+	d.once.Do(func() { _ = d.body.Close() })
+}
+
+// held returns the response, its body in memory, to give back when its
+// retry cannot be sent after all: once its body has been read whole,
+// which it waits for, for at most drainGrace or until ctx ends; nil when
+// the body was not read by then, did not fit maxHeld or failed. Call it
+// once, in place of the response.
+func (d *draining) held(ctx context.Context) *http.Response {
+	if d == nil {
+		return nil
+	}
+	if !d.settle(ctx) || !d.whole {
+		return nil
+	}
+	if d.body != nil {
+		d.resp.Body = io.NopCloser(bytes.NewReader(d.kept))
+	}
+	return d.resp
+}
+
+// settle waits for the body's read to end, for at most drainGrace or
+// until ctx ends, and reports whether it has: a retry sent then finds the
+// body's connection back in the pool. The read ends by drainGrace after
+// the retry's wait at the latest, when its bound closes the body.
+func (d *draining) settle(ctx context.Context) bool {
+	if d == nil {
+		return false
+	}
+	select {
+	case <-d.done:
+		return true
+	default:
+	}
+	t := time.NewTimer(drainGrace)
+	defer t.Stop()
+	select {
+	case <-d.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// stop closes the body at once, read or not: the response will not be
+// given back.
+func (d *draining) stop() {
+	if d != nil && d.body != nil {
+		d.timer.Stop()
+		d.close()
+	}
 }

@@ -74,10 +74,14 @@ func (t *Transport) CloseIdleConnections() {
 //     budget), after a decorrelated-jitter backoff or the provider's hint
 //     (Retry-After, capped at resilience.MaxPause), whichever is longer.
 //     The body of the response it retries is read (up to 64 KiB) and
-//     closed before the wait. The wait ends early when the scope's breaker
-//     opens meanwhile and would still refuse the retry when the wait
-//     ended (a dead scope): the next Enter refuses the retry then, not
-//     after the rest of the wait.
+//     closed while the retry waits, in a goroutine of its own, so that its
+//     connection goes back to the pool before the retry is sent: for as
+//     long as the wait, and at least a second, after which a body still
+//     arriving is closed (its connection dropped). A body slow to arrive
+//     holds the retry back a second after the answer at most. The wait ends
+//     early when the scope's breaker opens meanwhile and would still
+//     refuse the retry when the wait ended (a dead scope): the next Enter
+//     refuses the retry then, not after the rest of the wait.
 //
 // The caller gets the last response as a response, not as an error, so
 // that the client's handling of error statuses keeps working; a throttled
@@ -86,9 +90,11 @@ func (t *Transport) CloseIdleConnections() {
 // Transport may not send the request again (step 3), or the Guard's own
 // when it refused the retry. When the breaker opens (at once), or the
 // deadline passes, while a retry waits, the last response comes back as
-// it was (its body from memory); a response whose body was too large to
-// keep cannot, and the governor's error (a *resilience.CircuitOpenError,
-// or the deadline's error, wrapping a *StatusError) comes back instead.
+// it was (its body from memory, waited for at most a second more when it
+// is still arriving); a response whose body was too large to keep, or was
+// not read whole by then, cannot, and the governor's error (a
+// *resilience.CircuitOpenError, or the deadline's error, wrapping a
+// *StatusError) comes back instead.
 // Before the first attempt those errors come back alone, nothing sent.
 //
 // A request whose context carries resilience.WithMaxWait waits no longer
@@ -164,17 +170,20 @@ type exchange struct {
 func (x *exchange) run() (*http.Response, error) {
 	ctx := x.orig.Context()
 	req := x.orig
-	var held *http.Response // the last answer, read into memory, while its retry waits
+	var last *draining // the last answer, its body being read into memory, while its retry waits
 	for {
 		if err := x.gd.Enter(ctx); err != nil {
 			closeBody(req)
 			x.gd.End(err)
-			if _, refused := err.(*resilience.WouldWaitError); held != nil && ctx.Err() == nil && !refused {
-				return held, nil
+			if _, refused := err.(*resilience.WouldWaitError); ctx.Err() == nil && !refused {
+				if held := last.held(ctx); held != nil {
+					return held, nil
+				}
 			}
+			last.stop()
 			return nil, err
 		}
-		held = nil
+		last = nil // its body goes on being read, to the end of its bound
 		resp, err := x.send(req)
 		var answer error
 		if err != nil {
@@ -227,16 +236,22 @@ func (x *exchange) run() (*http.Response, error) {
 			}
 			return nil, retryStop(err, rerr)
 		}
-		held = hold(resp)
+		// The answer's body is read while the retry waits, not before,
+		// and the retry goes once it is read (its connection back in the
+		// pool) or closed, when the wait has lasted a second at least: a
+		// body slow to arrive holds the retry back a second at most.
+		last = drain(resp, delay)
 		// The backoff ends early when the scope's breaker opens meanwhile
 		// and would still refuse the retry when it ended (a dead scope):
 		// the next Enter refuses the retry then, as it would have after
 		// the backoff.
 		if _, serr := x.gd.Backoff(ctx, delay); serr != nil {
+			last.stop()
 			closeBody(next)
 			x.gd.End(serr)
 			return nil, fmt.Errorf("cloudghttp: %w while waiting to retry after: %w", serr, answer)
 		}
+		last.settle(ctx)
 		req = next
 	}
 }
