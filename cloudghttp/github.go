@@ -148,14 +148,21 @@ func githubQuota(gd *resilience.Guard, h http.Header, now time.Time) {
 }
 
 // resetIn returns the time from now until x-ratelimit-reset (0 when it
-// has passed).
+// has passed). A reset past maxResetEpoch, which a time.Time cannot hold
+// (time.Unix wraps it around to a date in the past), is read as
+// maxResetEpoch: far away, not passed.
 func resetIn(h http.Header, now time.Time) (time.Duration, bool) {
 	epoch, ok := headerInt(h, hdrReset)
 	if !ok {
 		return 0, false
 	}
-	return max(0, time.Unix(epoch, 0).Sub(now)), true
+	return max(0, time.Unix(min(epoch, maxResetEpoch), 0).Sub(now)), true
 }
+
+// maxResetEpoch is the latest x-ratelimit-reset read as it is: 2^53
+// seconds, some 285 million years from 1970, which time.Unix holds and
+// Time.Sub saturates to the longest Duration.
+const maxResetEpoch = 1 << 53
 
 // headerInt reads a non-negative integer header.
 func headerInt(h http.Header, key string) (int64, bool) {

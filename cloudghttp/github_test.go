@@ -61,3 +61,28 @@ func TestGitHubQuotaIsLowUnderATenthWhateverItsNumbers(t *testing.T) {
 		})
 	}
 }
+
+// A spent GitHub quota whose x-ratelimit-reset is too far away for a
+// time.Time to hold (an epoch near 2^63 seconds) pauses the scope for
+// MaxPause, as any reset more than MaxPause away does; it must not wrap
+// around to a reset in the past, read as no pause at all.
+func TestGitHubResetTooFarForATimeIsCappedAtMaxPause(t *testing.T) {
+	for _, reset := range []string{"9999999999", strconv.FormatInt(math.MaxInt64-62135596800, 10), strconv.FormatInt(math.MaxInt64, 10)} {
+		for _, code := range []int{http.StatusForbidden, http.StatusOK} {
+			t.Run(strconv.Itoa(code)+"/"+reset, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					gov := newGov(t, resilience.Config{})
+					f := &fakeAPI{}
+					f.script(status(code, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", reset))
+					scope := cloudghttp.GitHub("octo")
+					hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov), cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+					resp := do(t, hc, http.MethodGet, "https://api.github.com/repos/octo/hello", nil)
+					readAll(t, resp)
+					if p := gov.Inspect(scope(resp.Request)).Leaf.Paused; p != resilience.MaxPause {
+						t.Errorf("%d with nothing left, reset %s: scope paused %v, want MaxPause (%v)", code, reset, p, resilience.MaxPause)
+					}
+				})
+			})
+		}
+	}
+}
