@@ -19,10 +19,12 @@ import (
 // Transport reports it to the governor: its status and headers, which the
 // core classifier reads through HTTPStatusCode and Header, and, for a
 // provider with rules of its own (GitHub), the verdict and delay those
-// rules read from the headers. A status the core's table does not list
-// (400, 403, 404) decides nothing by itself; the verdict is then read from
-// the status line, the server's only words the Transport reads: a throttle
-// when it mentions throttling ("400 Rate Exceeded"), else a fatal answer. The caller meets it only inside an error of
+// rules read from the headers (and, for a GitHub secondary limit, from
+// the body). A status the core's table does not list (400, 403, 404)
+// decides nothing by itself; the verdict is then read from the status
+// line, the server's only words the Transport reads otherwise: a throttle
+// when it mentions throttling ("400 Rate Exceeded"), else a fatal answer.
+// The caller meets it only inside an error of
 // the governor (a *resilience.CircuitOpenError, a deadline's error, a
 // context's end while a retry waited) after the response it stands for was
 // retried; errors.As finds it. It is safe for concurrent use once made:
@@ -86,6 +88,7 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	}
 	if x.github {
 		githubAnswer(e, x.gov.Clock().Now())
+		githubSecondary(e, resp)
 	}
 	if e.kind == errread.None && !listedStatus(e.code) {
 		e.kind = reasonKind(e.status)

@@ -14,7 +14,8 @@
 // 500, 502 and 504 and connection errors are transient; other error
 // statuses are fatal answers, unless the status line mentions throttling,
 // as in "400 Rate Exceeded"), except for GitHub's scopes, whose rate-limit
-// headers are read too (see GitHub).
+// headers are read too, and the body of a 403 or 429 that they say
+// nothing of, for a secondary rate limit (see GitHub).
 //
 // The Transport retries by itself what is safe to send again (see
 // Transport.RoundTrip), never sooner than the provider's hint, within the

@@ -1,6 +1,8 @@
 package cloudghttp
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -77,6 +79,11 @@ const lowShare = 10
 //     answer has one;
 //   - a 403 or 429 with retry-after (a secondary limit) is a throttle with
 //     that delay;
+//   - a 403 or 429 whose body says that a secondary rate limit was
+//     exceeded (its message or documentation_url, as go-github reads
+//     them; GitHub sends some without retry-after) is a throttle whose
+//     retry waits a minute, as GitHub asks; the body is read for it, up to
+//     4 KiB, while the attempt holds its slot, and given back whole;
 //   - any other 403 (a permission) is a fatal answer, and a 429 a throttle
 //     as for any API;
 //   - any other answer, a success above all, whose x-ratelimit-remaining is
@@ -126,6 +133,52 @@ func githubAnswer(e *StatusError, now time.Time) {
 	if len(h[hdrRetryAfter]) > 0 {
 		e.kind = errread.Throttled // the core reads the delay from the header
 	}
+}
+
+// githubSecondaryWait is the wait of a secondary rate limit that gives
+// none: GitHub asks for at least a minute.
+const githubSecondaryWait = time.Minute
+
+// maxPeek bounds what is read of the body of a GitHub 403 or 429 whose
+// headers say nothing of a limit: GitHub's error bodies are a few hundred
+// bytes of JSON.
+const maxPeek = 4 << 10
+
+// githubSecondary reads the body of a 403 or 429 whose headers decided
+// nothing (no retry-after, a primary quota not spent) for GitHub's words
+// for a secondary rate limit, which it may answer with no header of its
+// own: such an answer is a throttle whose retry waits githubSecondaryWait.
+// The body is read up to maxPeek bytes and given back to resp whole (what
+// was read, then the rest), so that the client reads it as it came.
+func githubSecondary(e *StatusError, resp *http.Response) {
+	if e.kind != errread.None || (e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests) || resp.Body == nil || resp.Body == http.NoBody {
+		return
+	}
+	rest := resp.Body
+	peek, _ := io.ReadAll(io.LimitReader(rest, maxPeek))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(peek), rest), rest}
+	if secondaryWords(peek) {
+		e.kind, e.hint, e.hasHint = errread.Throttled, githubSecondaryWait, true
+	}
+}
+
+// secondaryWords reports whether the body of an error answer says that a
+// secondary rate limit was exceeded: its message ("You have exceeded a
+// secondary rate limit", "You have triggered an abuse detection
+// mechanism", as GitHub said before) or its documentation_url
+// ("#about-secondary-rate-limits", "#abuse-rate-limits"), as go-github
+// reads them.
+func secondaryWords(body []byte) bool {
+	body = bytes.ToLower(body)
+	for _, w := range [...]string{"secondary rate limit", "secondary-rate-limits", "abuse detection", "abuse-rate-limits"} {
+		if bytes.Contains(body, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // githubQuota slows a scope whose quota runs low (see GitHub); h are the

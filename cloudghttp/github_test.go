@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,4 +86,22 @@ func TestGitHubResetTooFarForATimeIsCappedAtMaxPause(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The body of a GitHub 403 read for a secondary limit's words reaches the
+// caller whole, however long: what was read, then the rest.
+func TestGitHubForbiddenBodyIsGivenBackWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		long := `{"message":"Resource not accessible by integration","padding":"` + strings.Repeat("x", 10<<10) + `"}`
+		f.script(reply{status: http.StatusForbidden, header: http.Header{}, body: long})
+		hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(newGov(t, resilience.Config{})))}
+		resp := do(t, hc, http.MethodGet, "https://api.github.com/repos/octo/hello", nil)
+		if got := readAll(t, resp); resp.StatusCode != http.StatusForbidden || got != long {
+			t.Fatalf("status %d, %d bytes of body, want the 403's %d", resp.StatusCode, len(got), len(long))
+		}
+		if n := len(f.recorded()); n != 1 {
+			t.Fatalf("%d attempts, want 1 (a permission)", n)
+		}
+	})
 }

@@ -58,7 +58,8 @@ func (t *Transport) CloseIdleConnections() {
 //  2. the answer (Guard.After): a response under 400 is a success; an
 //     error status is classified by its status (429 and 503 throttle, 408,
 //     500, 502 and 504 are transient, others fatal) and, for a GitHub
-//     scope, GitHub's rate-limit headers (see GitHub); an error of the
+//     scope, GitHub's rate-limit headers and a secondary limit's words
+//     in the body of a 403 or 429 (see GitHub); an error of the
 //     base transport is classified as the core classifies net/http's
 //     client's errors, inside a *url.Error (connection resets and
 //     refusals, a connection closed before any answer, after an HTTP/2

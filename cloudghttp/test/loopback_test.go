@@ -132,3 +132,26 @@ func TestPausesOverLoopback(t *testing.T) {
 		t.Fatalf("search paused %v, want about 1s (100s / 100 requests)", p)
 	}
 }
+
+// A secondary limit that says so only in its body, over 127.0.0.1: a
+// throttle, the scope paused a minute, go-github's *AbuseRateLimitError
+// for the caller when nothing retries; not a permission error.
+func TestSecondaryLimitWithoutRetryAfterOverLoopback(t *testing.T) {
+	f := newFake()
+	gov := newGov(t)
+	c := loopbackClient(t, f, gov, false, once)
+	ctx, stats := resilience.WithStats(context.Background())
+	f.script(svcREST, secondaryLimitAlone(http.StatusForbidden))
+	_, _, err := c.Repositories.Get(ctx, account, "app")
+	var are *github.AbuseRateLimitError
+	if !errors.As(err, &are) || are.Message != "You have exceeded a secondary rate limit." {
+		t.Fatalf("err %v, want go-github's *AbuseRateLimitError with GitHub's message", err)
+	}
+	tot := gov.Summary(stats).Totals
+	if tot.Throttled != 1 || tot.GaveUp != 1 {
+		t.Fatalf("totals %v, want the secondary limit throttled and given up", tot)
+	}
+	if p := gov.Inspect(scopeOf(svcREST)).Leaf.Paused; p < 50*time.Second || p > time.Minute {
+		t.Fatalf("rest paused %v, want a minute", p)
+	}
+}

@@ -322,3 +322,42 @@ func TestGitHubRunsAtTheGenericDefaults(t *testing.T) {
 		}
 	})
 }
+
+// secondaryLimitAlone is GitHub's answer to a secondary rate limit that
+// says so only in its body: no retry-after, and the primary quota's
+// headers, which every answer carries, far from spent.
+func secondaryLimitAlone(status int) reply {
+	r := secondaryLimit(status, "")
+	r.header = quota(5000, 4990, time.Hour)
+	return r
+}
+
+// A secondary limit without retry-after is a throttle all the same, whose
+// retry waits a minute, as GitHub asks ("otherwise, wait for at least
+// one minute before retrying"); neither the primary quota's reset, an
+// hour away, nor a plain 403's verdict (a permission: fatal) is its.
+func TestSecondaryLimitWithoutRetryAfterWaitsAMinute(t *testing.T) {
+	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake()
+				f.script(svcREST, secondaryLimitAlone(status))
+				gov := newGov(t)
+				ctx, stats := resilience.WithStats(context.Background())
+				if _, _, err := memClient(t, f, gov, quick).Repositories.Get(ctx, account, "app"); err != nil {
+					t.Fatalf("err %v, want the retry's success", err)
+				}
+				hits := f.hitsOf(svcREST)
+				if len(hits) != 2 {
+					t.Fatalf("%d requests, want 2: the secondary limit retried", len(hits))
+				}
+				if gap := hits[1].at.Sub(hits[0].at); gap < time.Minute || gap > time.Minute+time.Second {
+					t.Fatalf("retry after %v, want a minute", gap)
+				}
+				if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.Retries != 1 {
+					t.Fatalf("totals %v, want 1 throttle, 1 retry", tot)
+				}
+			})
+		})
+	}
+}
