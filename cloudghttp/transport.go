@@ -1,6 +1,7 @@
 package cloudghttp
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -110,8 +111,13 @@ func (t *Transport) CloseIdleConnections() {
 // the last answer), and nothing more is learned from the call. It also
 // carries the run's resilience.Stats and resilience.Ledger. As an
 // http.RoundTripper must, RoundTrip closes the request's body in every
-// case and never modifies req. The response's Request is req, as after
-// net/http's own retries, even when a copy of it was sent again.
+// case and never modifies req. Each attempt is sent as a copy of req
+// whose context carries the call, so that a governed call the base
+// transport makes with that context (a credential fetched while
+// signing, a Transport below this one) is nested in the attempt, as in a
+// resilience.Do made WithNestedCalls: it never waits for the slot the
+// attempt holds. The response's Request is req, as after net/http's own
+// retries.
 //
 // A panic of the base transport, of the request's body or of its GetBody
 // reaches the caller as it was, never recovered: the slot is given back,
@@ -170,7 +176,13 @@ type exchange struct {
 
 func (x *exchange) run() (*http.Response, error) {
 	ctx := x.orig.Context()
-	req := x.orig
+	// Each attempt is sent with a context that carries the call, so that
+	// a governed call the base transport makes with it (a credential
+	// fetched while signing, a Transport below this one) is known to be
+	// nested in the attempt (see resilience.Guard.Enter). The request is
+	// sent as a copy that carries it; the caller's is never modified.
+	first := x.orig.WithContext(&attemptContext{Context: ctx, gov: x.gov, gd: x.gd})
+	req := first
 	var last *draining // the last answer, its body being read into memory, while its retry waits
 	for {
 		if err := x.gd.Enter(ctx); err != nil {
@@ -192,8 +204,8 @@ func (x *exchange) run() (*http.Response, error) {
 		} else if se := x.answerOf(resp); se != nil {
 			answer = se
 		}
-		if resp != nil && req != x.orig && resp.Request == req {
-			resp.Request = x.orig // the caller's request, not the retry's copy
+		if resp != nil && resp.Request == req {
+			resp.Request = x.orig // the caller's request, not the copy sent
 		}
 		// The slot goes back once the answer's pauses are set, so that a
 		// request waiting for it sees the pause a throttle's Retry-After,
@@ -214,7 +226,7 @@ func (x *exchange) run() (*http.Response, error) {
 			x.gd.End(answer)
 			return resp, err
 		}
-		next, ok := rewindAfter(x.orig, resp)
+		next, ok := rewindAfter(first, resp)
 		if !ok {
 			x.gd.End(answer)
 			return resp, err
@@ -255,6 +267,22 @@ func (x *exchange) run() (*http.Response, error) {
 		last.settle(ctx)
 		req = next
 	}
+}
+
+// attemptContext is the context of a request's attempts: the request's
+// own, which also answers Value(gov) with the call's Guard, as the core
+// looks for the call a governed call is nested in.
+type attemptContext struct {
+	context.Context
+	gov *resilience.Governor
+	gd  *resilience.Guard
+}
+
+func (c *attemptContext) Value(key any) any {
+	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
+		return c.gd
+	}
+	return c.Context.Value(key)
 }
 
 // quota pauses a GitHub scope whose quota resp says is nearly spent (see
