@@ -133,12 +133,33 @@ func TestMaxWaitRefusalClosesTheResponse(t *testing.T) {
 			t.Fatalf("refused after %v, want at once", took)
 		}
 		refusedShape(t, err, resilience.ErrNoToken, 29*time.Second)
+		synctest.Wait() // its drain
 		if n := mem.closed.Load(); n != 1 {
 			t.Fatalf("%d response bodies closed, want the 503's", n)
 		}
 		lostOnly(t, gov, stats, ledger, resilience.LossRefused, 1)
 		if f := gov.Inspect(apiScope).Breaker.Failures; f != 0 {
 			t.Fatalf("the refusal counted %d breaker failures", f)
+		}
+	})
+}
+
+// The body of the response a max-wait refusal leaves is drained before it
+// is closed, as a retried response's is, so that its connection goes back
+// to the pool rather than be dropped.
+func TestMaxWaitRefusalDrainsTheResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(reply{status: 429, header: http.Header{"Retry-After": {"30"}}, body: `{"message":"slow down"}`})
+		mem := newMem(f)
+		ctx, _, _ := newRun("items")
+		req, _ := http.NewRequestWithContext(resilience.WithMaxWait(ctx, 10*time.Second), http.MethodGet, "http://api.test/items", nil)
+		if _, err := client(mem, newGov(t, resilience.Config{}), quick).Do(req); err == nil {
+			t.Fatal("not refused")
+		}
+		synctest.Wait()
+		if eof, closed := mem.ateEOF.Load(), mem.closed.Load(); eof != 1 || closed != 1 {
+			t.Fatalf("the refused 429's body read to its end %d times and closed %d times, want once each: closed unread, its connection is dropped", eof, closed)
 		}
 	})
 }

@@ -103,8 +103,9 @@ func (t *Transport) CloseIdleConnections() {
 // than it allows for its breaker, a token or a pause, a slot, or the hint
 // of a retry: a longer wait ends it at once, nothing more sent, with the
 // core's *resilience.WouldWaitError (wrapping the last answer's
-// *StatusError on a retry), not with the last response: the caller asked
-// to be refused, which it counts as refused, rather than to wait.
+// *StatusError on a retry, whose body is drained in the background and
+// closed, as a retried answer's), not with the last response: the caller
+// asked to be refused, which it counts as refused, rather than to wait.
 //
 // The request's context bounds every wait, and its deadline the whole
 // call; when it ends during a wait the call ends with its error (wrapping
@@ -188,7 +189,10 @@ func (x *exchange) run() (*http.Response, error) {
 		if err := x.gd.Enter(ctx); err != nil {
 			closeBody(req)
 			x.gd.End(err)
-			if _, refused := err.(*resilience.WouldWaitError); ctx.Err() == nil && !refused {
+			if _, refused := err.(*resilience.WouldWaitError); refused {
+				return nil, err // the last answer's body is left to its drain
+			}
+			if ctx.Err() == nil {
 				if held := last.held(ctx); held != nil {
 					return held, nil
 				}
@@ -239,9 +243,9 @@ func (x *exchange) run() (*http.Response, error) {
 			if ww, ok := rerr.(*resilience.WouldWaitError); ok {
 				// The caller asked to be refused rather than wait
 				// (resilience.WithMaxWait): the refusal, not the answer.
-				if resp != nil && resp.Body != nil {
-					_ = resp.Body.Close()
-				}
+				// The answer's body is drained in the background
+				// (closed unread, its connection would be dropped).
+				drain(resp, 0)
 				return nil, ww
 			}
 			if resp != nil {
