@@ -594,6 +594,13 @@ func (b *sharedBucket) Recovering() bool {
 	return b.goodput || b.adaptive && b.rate() < b.spec.Rate
 }
 
+// Snapshot reads the bucket in Redis. Its balance there is the fleet's,
+// less the tokens this process's lease holds and no caller took yet: they
+// are counted back, as if given back (up to the bucket's capacity), so
+// that a balance below zero counts callers waiting for their tokens, as
+// in one process, not tokens borrowed in advance. The tokens other
+// processes' leases hold are not known here: they count as taken, for at
+// most a lease window (see Leases in the package documentation).
 func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
 	if !ok || len(res) < 3 {
@@ -605,6 +612,12 @@ func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	tokens, ok := number(res[1])
 	if !ok {
 		tokens = 0
+	}
+	b.mu.Lock()
+	leased := b.lease
+	b.mu.Unlock()
+	if leased > 0 && tokens < b.capacity() {
+		tokens = math.Min(b.capacity(), tokens+float64(leased))
 	}
 	return state.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: b.s.micros(res[2])}
 }

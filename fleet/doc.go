@@ -39,7 +39,11 @@
 // lease at once). At 20 rps shared by 8 processes the lease is one token,
 // so every token is a round trip and pacing is exact; at 1,000 rps in one
 // process it is 64 tokens, one round trip per 64 calls. WithLeaseWindow
-// and WithMaxLease tune it.
+// and WithMaxLease tune it. A bucket's snapshot (the governor's Inspect)
+// counts the tokens the process's lease holds as the bucket's, so that
+// its Queued counts callers waiting for a token, not tokens borrowed;
+// those of other processes' leases, which Redis cannot tell from their
+// callers', count as queued for at most a lease window.
 //
 // A fleet bucket gives its burst as the in-process bucket does: the tokens
 // its stored balance holds are usable at once, whether a process takes
