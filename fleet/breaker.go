@@ -41,6 +41,11 @@ type sharedBreaker struct {
 	readBack time.Duration // when the answer that carried it came back (mono)
 	why      string        // why the breaker last opened, as the process that opened it said ("" when none did)
 	told     int64         // the Store's staleTick when a success was last sent to Redis
+	// lastOK is when (on the callers' clock) the last success Redis
+	// recorded for the scope came, any process's (see LastSuccess); okKnown
+	// is false while the view knows of none.
+	lastOK  time.Duration
+	okKnown bool
 	// clockNow and clockMono are one instant read on the callers' clock
 	// and on mono, so that a time on one converts to the other.
 	clockNow, clockMono time.Duration
@@ -97,11 +102,13 @@ func breakerState(v any) (st state.BreakerState, ok bool) {
 
 // A reading is what an answer says of a breaker: its state, wait (µs),
 // failures and cooldown (µs) as a script replies them, the time Redis read
-// them (at, on its clock, in µs), and the time this process sent the
-// request (sent, mono).
+// them (at, on its clock, in µs), how long before that the last success
+// Redis recorded for it came (ok, in µs; -1 or absent: none), and the time
+// this process sent the request (sent, mono).
 type reading struct {
 	st, wait, failures, cooldown, at any
 	why                              any // why the breaker last opened (see whyOf)
+	ok                               any
 	sent                             time.Duration
 }
 
@@ -174,6 +181,15 @@ func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState
 	}
 	b.state, b.failures, b.cooldown, b.fetched, b.why = st, failures, cooldown, now, whyOf(r.why)
 	b.until = now + wait
+	if age, ok := number(r.ok); ok && age >= 0 {
+		// Counted from before the request was sent, at the earliest: a
+		// streak of failures that began after the success is not ended by
+		// it for a round trip's error.
+		at := now - queueMicros(r.ok) - max(0, b.readBack-r.sent)
+		if !b.okKnown || at > b.lastOK {
+			b.lastOK, b.okKnown = at, true
+		}
+	}
 	return st, wait, failures
 }
 
@@ -368,7 +384,7 @@ func (b *sharedBreaker) writeBack() bool {
 	case err != nil:
 		b.s.refused(b.keys[0], err) // no use sending it again
 	case len(res) >= 5:
-		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], why: elem(res, 5), sent: t})
+		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], why: elem(res, 5), ok: elem(res, 6), sent: t})
 	}
 	b.localMu.Lock()
 	if b.learned == learned {
@@ -408,7 +424,7 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 	if !ok || len(res) < 4 {
 		return b.localAllow(now)
 	}
-	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), sent: sent})
+	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), ok: elem(res, 7), sent: sent})
 	if toInt(res[0]) == 1 {
 		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a
@@ -441,7 +457,7 @@ func (b *sharedBreaker) snapshot(now time.Duration) (res []any, st state.Breaker
 	if !ok || len(res) < 4 {
 		return nil, state.Closed, 0, 0, false
 	}
-	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], cooldown: res[2], at: elem(res, 4), why: elem(res, 5), sent: sent})
+	st, wait, failures = b.update(now, reading{st: res[0], wait: res[3], failures: res[1], cooldown: res[2], at: elem(res, 4), why: elem(res, 5), ok: elem(res, 6), sent: sent})
 	return res, st, wait, failures, true
 }
 
@@ -524,8 +540,21 @@ func (b *sharedBreaker) FailureFor(now time.Duration, why string) bool {
 	if !ok || len(res) < 4 {
 		return b.localFailure(now, unsent)
 	}
-	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), sent: sent})
+	b.update(now, reading{st: res[1], wait: res[3], failures: res[2], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), ok: elem(res, 7), sent: sent})
 	return toInt(res[0]) == 1
+}
+
+// LastSuccess returns when (on the callers' clock) the last success of the
+// scope that Redis recorded came, whichever process's: the fleet's probe
+// that closed the breaker, or a success that reset its failures; ok is
+// false when the view knows of none. It reads the view: no Redis
+// operation. The governor ends a streak of failures this process saw
+// before it (a scope it would otherwise find dead), as a success of its
+// own would.
+func (b *sharedBreaker) LastSuccess() (at time.Duration, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastOK, b.okKnown
 }
 
 // OpenReason returns why the breaker last opened, as the process that

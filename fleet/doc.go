@@ -71,6 +71,16 @@
 // only within about one period. The refunds of successes to the retry
 // budget are sent a token at a time.
 //
+// A dead scope (breaker_dead_seconds) is found by each process from the
+// answers of its own calls; the process that finds it opens the fleet's
+// breaker, saying why, so that every process refuses its calls, and
+// Delay and Inspect say so while the breaker is not closed. A success
+// Redis recorded for the breaker (the fleet's probe that closed it, or a
+// success that reset its failures), whichever process's, ends every
+// process's streak of failures that began before it, as its own success
+// would: no process finds the scope dead again, and opens the fleet's
+// breaker again, once the fleet's probe found it alive.
+//
 // # When Redis fails
 //
 // No Redis wait outlasts the timeout (WithTimeout, 250 ms), whichever

@@ -519,7 +519,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		}
 		now := batch[0].now + answered - batch[0].at // the breaker's cache is on the callers' clock
 		b.mu.Unlock()
-		b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), cooldown: elem(res, 10), why: elem(res, 12), sent: sent})
+		b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), cooldown: elem(res, 10), why: elem(res, 12), ok: elem(res, 13), sent: sent})
 	}
 }
 
@@ -567,7 +567,7 @@ func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 	b.s.misses.Add(1)
 	b.setRate(res[3])
 	b.learnPause(sent, mono(), b.s.micros(elem(res, 11)))
-	b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), cooldown: elem(res, 10), why: elem(res, 12), sent: sent})
+	b.s.refreshBreaker(b.keys[1], now, reading{st: res[4], wait: res[5], failures: res[6], at: elem(res, 9), cooldown: elem(res, 10), why: elem(res, 12), ok: elem(res, 13), sent: sent})
 	granted := toInt(res[0]) >= 1
 	t = mono()
 	b.mu.Lock()

@@ -429,7 +429,7 @@ end
 // misses refresh every process's view of it.
 // Reply: {granted, first_wait_us, interval_us, rate, breaker_state,
 // breaker_wait_us, breaker_failures, usable_now, next_wait_us, now_us,
-// breaker_cooldown_us, paused_us, breaker_why}
+// breaker_cooldown_us, paused_us, breaker_why, breaker_ok_age_us}
 // (now_us: Redis's clock when it read the breaker; see update): the first
 // usable_now tokens of the lease are usable at once (the bucket's stored
 // balance: its burst, as in the in-process bucket), and token i from
@@ -468,13 +468,24 @@ else
   b.t0 = b.t0 + k * b.interval
 end
 save_bucket(KEYS[1], b, now)
-local br = call('HMGET', KEYS[2], 'state', 'until', 'failures', 'cooldown', 'why')
+local br = call('HMGET', KEYS[2], 'state', 'until', 'failures', 'cooldown', 'why', 'since', 'reset')
 local bwait, bcool, blong = tonumber(br[2]) or 0, tonumber(br[4]) or 0, tonumber(ARGV[ARG0 + 6])
 local bstate = br[1] or 'closed'
 if not finite(bwait) or bwait > now + blong or not finite(bcool) or bcool > blong then bstate = 'invalid' end
+-- The last success (see the breaker's ok_age): none known for times that
+-- are not ones, or in the future.
+local bsince, breset = tonumber(br[6]) or 0, tonumber(br[7]) or 0
+if not finite(bsince) or bsince > now + SKEW_US then bsince = 0 end
+if not finite(breset) or breset > now + SKEW_US then breset = 0 end
+local boka = '-1'
+if bstate ~= 'invalid' then
+  local at = breset
+  if bstate == 'closed' and bsince > at then at = bsince end
+  if at > 0 then boka = num(math.max(0, now - at)) end
+end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
-  usable, num(nextw), num(now), num(math.max(0, bcool)), num(math.max(0, b.paused - now)), why_of(br[5])}
+  usable, num(nextw), num(now), num(math.max(0, bcool)), num(math.max(0, b.paused - now)), why_of(br[5]), boka}
 `)
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
@@ -585,9 +596,19 @@ local function load_breaker(key, now)
   redis.call('DEL', key)
   return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0, reset = 0, ft = '', why = ''}
 end
--- reading is a breaker's reply: {state, failures, cooldown_us, wait_us, now_us, why}.
+-- ok_age is how long ago (µs) the last success Redis recorded for the
+-- breaker came: the probe's that closed it (since, while closed), or one
+-- that reset its failures; -1 when none.
+local function ok_age(state, since, reset, now)
+  local at = reset
+  if state == 'closed' and since > at then at = since end
+  if not (at > 0) then return '-1' end
+  return num(math.max(0, now - at))
+end
+-- reading is a breaker's reply: {state, failures, cooldown_us, wait_us, now_us, why, ok_age_us}.
 local function reading(br, now)
-  return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now), br.why}
+  return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now), br.why,
+    ok_age(br.state, br.since, br.reset, now)}
 end
 -- counted appends the time now to the times of the failures counted
 -- before it (failures): a list longer than that many could hold (written
@@ -619,18 +640,19 @@ end
 // allowScript lets a call through a closed breaker; an open breaker whose
 // cooldown ended (or a half-open one whose probe's lease ran out) lets this
 // caller through as the fleet's one probe, with a lease of one cooldown.
-// Reply: {ok, wait_us, state, failures, now_us, cooldown_us, why}.
+// Reply: {ok, wait_us, state, failures, now_us, cooldown_us, why, ok_age_us}.
 var allowScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
 local cd = num(br.cooldown)
 touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now), cd, br.why} end
-if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now), cd, br.why} end
+local oka = ok_age(br.state, br.since, br.reset, now)
+if br.state == 'closed' then return {1, '0', 'closed', br.failures, num(now), cd, br.why, oka} end
+if now < br.untilv then return {0, num(br.untilv - now), br.state, br.failures, num(now), cd, br.why, oka} end
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown), 'cooldown', cd,
   'failures', num(br.failures), 'since', num(now), 'whyat', num(now))
 expire(KEYS[1], TTL_MS, now, now + br.cooldown)
-return {1, '0', 'half_open', br.failures, num(now), cd, br.why}
+return {1, '0', 'half_open', br.failures, num(now), cd, br.why, oka}
 `)
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
@@ -656,7 +678,8 @@ return {0, br.state, num(now), num(br.cooldown)}
 // failures open a closed breaker; a failed probe reopens a half-open one
 // with the cooldown doubled up to the longest. ARGV[6], when given, is
 // why (see the breaker's hash), written when the failure opens it.
-// Reply: {opened, state, failures, wait_us, now_us, cooldown_us, why}.
+// Reply: {opened, state, failures, wait_us, now_us, cooldown_us, why,
+// ok_age_us}.
 var breakerFailureScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
@@ -667,22 +690,23 @@ if br.state == 'closed' then
     redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', num(failures), 'cooldown', num(cooldown), 'until', 0,
       'ft', counted(br, now))
     expire(KEYS[1], TTL_MS, now, now)
-    return {0, 'closed', failures, '0', num(now), num(cooldown), br.why}
+    return {0, 'closed', failures, '0', num(now), num(cooldown), br.why, ok_age('closed', br.since, br.reset, now)}
   end
 elseif br.state == 'half_open' then
   cooldown = math.min(2 * cooldown, MAX_US)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)
-  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown), br.why}
+  return {0, br.state, br.failures, num(math.max(0, br.untilv - now)), num(now), num(cooldown), br.why,
+    ok_age(br.state, br.since, br.reset, now)}
 end
 local why = why_of(ARGV[6])
 redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cooldown), 'until', num(now + cooldown),
   'since', num(now), 'ft', '', 'why', why, 'whyat', num(now))
 expire(KEYS[1], TTL_MS, now, now + cooldown)
-return {1, 'open', 0, num(cooldown), num(now), num(cooldown), why}
+return {1, 'open', 0, num(cooldown), num(now), num(cooldown), why, ok_age('open', br.since, br.reset, now)}
 `)
 
-// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us, why}.
+// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us, why, ok_age_us}.
 var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)

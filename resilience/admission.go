@@ -85,7 +85,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	// breaker, and reports the change once it knows the breaker's answer
 	// (a refusal recorded first).
 	var dead string
-	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDead(gd.p.set, now) {
+	if h := gd.e.health.Load(); h != nil && h.failing.Load() && h.isDead(gd.p.set, now, gd.e.sharedSuccess()) {
 		dead = gd.openDead(now, h.onlyThrottled())
 	}
 	// ask, in line: the common call pays no call for it.

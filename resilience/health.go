@@ -30,15 +30,52 @@ type health struct {
 	tripped   bool          // the streak opened the breaker: the scope was found dead
 }
 
+// successBreaker is the optional interface of a breaker shared through a
+// state store (fleet mode's): LastSuccess returns when, on the governor's
+// clock, the last success of the scope that the store recorded came,
+// whichever process's (the probe's that closed the breaker, or one that
+// reset its failures); ok is false when it knows of none. It reads what
+// the breaker knows, with no store operation.
+type successBreaker interface {
+	LastSuccess() (at time.Duration, ok bool)
+}
+
+// sharedOK is the last success of a scope that its shared breaker knows
+// of (successBreaker); known is false when none, or the breaker is not
+// shared.
+type sharedOK struct {
+	at    time.Duration
+	known bool
+}
+
+// sharedSuccess returns the last success of the scope that its shared
+// breaker knows of: another process's success ends this process's streak
+// of failures that began before it, as a success of its own would, so
+// that a process does not find dead (and open the fleet's breaker of) a
+// scope the fleet's probe found alive.
+func (e *scopeEntry) sharedSuccess() sharedOK {
+	if sb, ok := e.breaker.(successBreaker); ok {
+		at, known := sb.LastSuccess()
+		return sharedOK{at, known}
+	}
+	return sharedOK{}
+}
+
+// ends reports whether the success came after the first failure of a
+// streak that began at since: it ended that streak.
+func (s sharedOK) ends(since time.Duration) bool { return s.known && s.at >= since }
+
 // noteFailure records a failed answer at now, throttling or not, of the
 // call that last counted in streak noted, and reports whether the scope is
 // dead by the settings of p, whether only throttling answered, and the
-// streak the call now counts in.
+// streak the call now counts in. A streak a success of another process
+// ended (sharedSuccess) is over: the failure begins a new one.
 func (e *scopeEntry) noteFailure(p *providerSettings, now time.Duration, throttled bool, noted uint32) (dead, forGood bool, streak uint32) {
+	ok := e.sharedSuccess()
 	h := e.healthOf()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.failing.Load() {
+	if !h.failing.Load() || ok.ends(h.since) {
 		h.streak++
 		h.since, h.calls, h.throttled, h.tripped = now, 0, true, false
 		h.failing.Store(true)
@@ -51,23 +88,24 @@ func (e *scopeEntry) noteFailure(p *providerSettings, now time.Duration, throttl
 	return h.deadAt(p, now), h.throttled, h.streak
 }
 
-// deadAt reports whether the scope is dead at now by the settings of p,
-// without a new answer: a call about to ask its breaker finds out.
-func (h *health) isDead(p *providerSettings, now time.Duration) bool {
+// isDead reports whether the scope is dead at now by the settings of p,
+// without a new answer: a call about to ask its breaker finds out. A
+// streak that ok, a success of another process, ended is not.
+func (h *health) isDead(p *providerSettings, now time.Duration, ok sharedOK) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.deadAt(p, now)
+	return !ok.ends(h.since) && h.deadAt(p, now)
 }
 
 // isDeadClosed is isDead for a scope whose breaker the caller read
 // closed: a streak that opened the breaker (tripped) and finds it closed
 // again was ended by the success that closed it, its probe's (in fleet
 // mode, maybe another process's, an answer this process never saw), and
-// no longer makes the scope dead (see endTripped).
-func (h *health) isDeadClosed(p *providerSettings, now time.Duration) bool {
+// no longer makes the scope dead (see endClosed).
+func (h *health) isDeadClosed(p *providerSettings, now time.Duration, ok sharedOK) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.tripped && h.deadAt(p, now)
+	return !h.tripped && !ok.ends(h.since) && h.deadAt(p, now)
 }
 
 // deadClosed reports whether the scope, its breaker read closed, is dead
@@ -76,15 +114,17 @@ func (h *health) isDeadClosed(p *providerSettings, now time.Duration) bool {
 // never failed pays one atomic load.
 func (e *scopeEntry) deadClosed(p *providerSettings, now time.Duration) bool {
 	h := e.health.Load()
-	return h != nil && h.failing.Load() && h.isDeadClosed(p, now)
+	return h != nil && h.failing.Load() && h.isDeadClosed(p, now, e.sharedSuccess())
 }
 
-// endTripped ends the streak if it opened the breaker, which the caller
-// read closed again (see isDeadClosed), and reports whether it did.
-func (h *health) endTripped() bool {
+// endClosed ends the streak if a success ended it that this process did
+// not see, and reports whether it did: the streak opened the breaker,
+// which the caller read closed again (see isDeadClosed), or ok, a success
+// of another process, came after its first failure.
+func (h *health) endClosed(ok sharedOK) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.tripped || !h.failing.Load() {
+	if !h.failing.Load() || !h.tripped && !ok.ends(h.since) {
 		return false
 	}
 	h.failing.Store(false)
@@ -154,13 +194,14 @@ func trip(b state.Breaker, now time.Duration, threshold int, why string) bool {
 // breaker_threshold calls, spans breaker_dead_seconds (between its first
 // and last failure, or by now, as the next call's admission finds it:
 // deadAt) or opened its breaker, and no success ended it since (nor
-// closed the breaker it opened: closed, as its snapshot reads it). It
-// also returns why its breaker last opened.
-func (h *health) report(p *providerSettings, now time.Duration, closed bool) (dead string, opened string) {
+// closed the breaker it opened: closed, as its snapshot reads it; nor ok,
+// a success of another process). It also returns why its breaker last
+// opened.
+func (h *health) report(p *providerSettings, now time.Duration, closed bool, ok sharedOK) (dead string, opened string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0:
+	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0 || ok.ends(h.since):
 	case h.tripped && closed:
 		// The breaker the streak opened closed since: a success did it
 		// (see isDeadClosed).

@@ -174,8 +174,8 @@ func (gd *Guard) openDead(now time.Duration, forGood bool) string {
 	if b.Snapshot(now).State != state.Closed {
 		return ""
 	}
-	if h := gd.e.health.Load(); h != nil && h.endTripped() {
-		return "" // the breaker this streak opened closed since: a success ended it
+	if h := gd.e.health.Load(); h != nil && h.endClosed(gd.e.sharedSuccess()) {
+		return "" // a success ended the streak: the probe's that closed the breaker it opened, or another process's
 	}
 	if !trip(b, now, gd.p.set.breaker.Threshold, reason) {
 		return ""

@@ -126,7 +126,7 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, a
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
 	s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
 	if h := e.health.Load(); h != nil {
-		s.Dead, s.OpenReason = h.report(p.set, now, s.Breaker.State == state.Closed)
+		s.Dead, s.OpenReason = h.report(p.set, now, s.Breaker.State == state.Closed, e.sharedSuccess())
 	}
 	if rb, ok := e.breaker.(reasonBreaker); ok {
 		// A shared breaker says why it opened as the process that opened

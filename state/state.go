@@ -230,7 +230,9 @@ type ScopeSnapshot struct {
 	// failed answer was throttling) or "down"; empty when it is not. A
 	// scope found dead stays dead, through its breaker's cooldown and any
 	// quiet after it (nothing answered since), until an answer shows it
-	// works.
+	// works (with a shared store that records its successes, as fleet's
+	// does, any process's answer: the probe's that closed the shared
+	// breaker, or a success that reset its failures).
 	Dead string `json:"dead,omitempty"`
 	// OpenReason says why the breaker last opened: "throttling" or
 	// "errors" (calls failed after their retries, the last with that kind

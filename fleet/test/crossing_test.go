@@ -12,10 +12,10 @@ import (
 )
 
 // leaseAnswer matches the answer of a lease request (the take script's,
-// an array of 13 elements, the breaker's reason last). The test that
-// slows it checks that it held one, so that it fails when the answer
-// changes its length.
-func leaseAnswer(answer []byte) bool { return bytes.HasPrefix(answer, []byte("*13\r\n")) }
+// an array of 14 elements, the age of the breaker's last success last).
+// The test that slows it checks that it held one, so that it fails when
+// the answer changes its length.
+func leaseAnswer(answer []byte) bool { return bytes.HasPrefix(answer, []byte("*14\r\n")) }
 
 // A lease request's answer, whose reading of the breaker Redis made before
 // this process opened it and which arrives after the answer that opened

@@ -73,3 +73,72 @@ func TestAScopeFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 		}
 	})
 }
+
+// TestAScopeAnotherProcessFoundDeadIsAliveAfterTheFleetsProbe: processes A
+// and B both saw every answer of a scope throttled for
+// breaker_dead_seconds; A found it dead first and opened the fleet's
+// breaker, so that B's streak never opened it. After the cooldown, C's
+// call is the fleet's probe, and its success closes the breaker. The scope
+// is alive for B too: B's next call is sent, and neither B's Delay nor its
+// Inspect says otherwise, though B saw no answer since its streak.
+func TestAScopeAnotherProcessFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		dead := 4.0
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 2, BreakerCooldownSeconds: 1, BreakerDeadSeconds: &dead}}
+		a := newProcess(t, be, prefix, cfg)
+		b := newProcess(t, be, prefix, cfg)
+		c := newProcess(t, be, prefix, cfg)
+		throttled := &apiErr{code: "Throttling", status: 400}
+		// Three calls of A and three of B answered with throttling, 0, 2
+		// and 4.3 s in, each in its retries, none given up.
+		start := time.Now()
+		var gds []*resilience.Guard
+		for _, at := range []time.Duration{0, 2000 * time.Millisecond, 4300 * time.Millisecond} {
+			time.Sleep(time.Until(start.Add(at)))
+			var now []*resilience.Guard
+			for _, p := range []*process{a, b} {
+				gd := p.begin(t)
+				if err := gd.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				gd.Release()
+				now = append(now, gd)
+			}
+			for _, gd := range now { // A's last answer finds the scope dead
+				gd.After(throttled)
+			}
+			gds = append(gds, now...)
+		}
+		t.Cleanup(func() {
+			for _, gd := range gds {
+				gd.End(throttled)
+			}
+		})
+		time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // dead for both
+		var coe *resilience.CircuitOpenError
+		if err := a.do(t, vpcs, ok); !errors.As(err, &coe) {
+			t.Fatalf("A's call to the dead scope: %v, want refused", err)
+		}
+		time.Sleep(1100 * time.Millisecond) // the cooldown
+		if err := c.do(t, vpcs, ok); err != nil {
+			t.Fatalf("C's probe: %v", err)
+		}
+		if st := c.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
+			t.Fatalf("the breaker is %v after C's probe succeeded, want closed", st)
+		}
+		if dead := b.gov.Inspect(vpcs).Dead; dead != "" {
+			t.Errorf("B's Inspect after the fleet's probe succeeded: Dead %q, want none", dead)
+		}
+		if d, why := b.gov.Delay(vpcs); why != nil {
+			t.Errorf("B's Delay after the fleet's probe succeeded: %v, %v; want it can go", d, why)
+		}
+		sent := 0
+		if err := b.do(t, vpcs, func(context.Context) error { sent++; return nil }); err != nil || sent != 1 {
+			t.Errorf("B's call after the fleet's probe succeeded: %v, %d sent; want sent", err, sent)
+		}
+		if st := c.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
+			t.Errorf("the fleet's breaker is %v after B's call, want closed", st)
+		}
+	})
+}
