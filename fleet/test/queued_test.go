@@ -26,9 +26,9 @@ func TestQueuedCountsCallersNotLeasedTokens(t *testing.T) {
 			t.Fatalf("one call done, none waiting: Queued %d, the leaf's %d (tokens %.1f); want 0", s.Queued, s.Leaf.Queued(), s.Leaf.Tokens)
 		}
 
-		// 2 rps with a burst of 1: a lease of one token; of 4 callers at
-		// once, 3 wait for their tokens (0.5, 1 and 1.5 s).
-		slow := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 2, Burst: 1}}}}
+		// 1 rps with a burst of 1: a lease of one token; of 4 callers at
+		// once, 3 wait for their tokens (1, 2 and 3 s after the first).
+		slow := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}
 		q := newProcess(t, be, uniquePrefix(t), slow)
 		done := make(chan struct{}, 4)
 		for range 4 {
@@ -38,9 +38,13 @@ func TestQueuedCountsCallersNotLeasedTokens(t *testing.T) {
 			}()
 		}
 		<-done // the one at once
+		first := time.Now()
 		time.Sleep(100 * time.Millisecond)
-		if s := q.gov.Inspect(vpcs); s.Queued != 3 {
-			t.Fatalf("3 callers waiting for their tokens: Queued %d (tokens %.2f); want 3", s.Queued, s.Leaf.Tokens)
+		s := q.gov.Inspect(vpcs)
+		// Within a second of the first token, the 3 wait; a loaded machine
+		// may read later, when the next has gone.
+		if took := time.Since(first); s.Queued != 3 && (took < 900*time.Millisecond || s.Queued != 2) {
+			t.Fatalf("3 callers waiting for their tokens: Queued %d (tokens %.2f) %v after the first token; want 3", s.Queued, s.Leaf.Tokens, took)
 		}
 		for range 3 {
 			<-done
