@@ -425,6 +425,13 @@ func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
 		return b.localAllow(now)
 	}
 	st, wait, _ := b.update(now, reading{st: res[2], wait: res[1], failures: res[3], at: elem(res, 4), cooldown: elem(res, 5), why: elem(res, 6), ok: elem(res, 7), sent: sent})
+	if toInt(res[0]) != 1 && st == state.Closed {
+		// A refusal of a closed breaker (or of one whose reading its
+		// settings could not give): no script answers so. The local
+		// breaker decides, as when Redis refuses the operation.
+		b.s.unreadable(b.keys[0], res)
+		return b.localAllow(now)
+	}
 	if toInt(res[0]) == 1 {
 		if st == state.HalfOpen {
 			// This process holds the probe; others see half-open with a

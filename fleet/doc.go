@@ -138,7 +138,11 @@
 // lives forever, counted from the time what the key holds stops mattering
 // (a bucket's pause over and its balance full again, a breaker's cooldown
 // over), so that no key expires with a pause, a queue or an open breaker in
-// it.
+// it. An answer that is not what its script answers (another type or
+// length, a number that is none, a lease of fewer tokens than asked for,
+// a closed breaker refusing a call) is not read: that operation goes on
+// with local limits, as one Redis refused, and the store logs it at most
+// once a minute.
 //
 // # Keys
 //

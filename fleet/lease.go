@@ -435,8 +435,15 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		sent := mono()
 		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge, b.s.longestWait.Load()}, pairs...)...)...)
 		answered := mono()
+		if ok && toInt(res[0]) < int64(len(batch)) {
+			// Fewer tokens than callers: the script grants one for each
+			// caller the request asks for, however far ahead. Asked again,
+			// such an answer would keep them waiting without end.
+			b.s.unreadable(b.keys[0], res)
+			ok = false
+		}
 		b.mu.Lock()
-		if !ok || len(res) < 9 {
+		if !ok {
 			b.onLocal = b.onLocal || charge > 0 // still owed to the shared bucket
 			for _, w := range batch {
 				if !w.done && !w.gone {
@@ -561,7 +568,7 @@ func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 	b.mu.Unlock()
 	sent := mono()
 	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge, b.s.longestWait.Load()}, pairs...)...)...)
-	if !ok || len(res) < 9 {
+	if !ok {
 		return b.tryLocal(now) // which owes the charge again
 	}
 	b.s.misses.Add(1)

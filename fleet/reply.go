@@ -73,3 +73,28 @@ func toString(v any) string {
 	}
 	return ""
 }
+
+// fits reports whether res, a script's reply, has the shape the script
+// gives its replies (script.answers): as many elements, each of its
+// kind. Anything else was not written by the script (a server that
+// only speaks the protocol, a proxy in the way, a broken script engine),
+// and is not read: the operation goes on with local limits, as one Redis
+// refused.
+func (sc *script) fits(res []any) bool {
+	if len(res) != len(sc.shape) {
+		return false
+	}
+	for i, k := range []byte(sc.shape) {
+		switch k {
+		case 'n':
+			if _, ok := number(res[i]); !ok {
+				return false
+			}
+		case 's', 'S':
+			if _, ok := breakerState(res[i]); !ok && !(k == 'S' && toString(res[i]) == "invalid") {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -38,12 +38,22 @@ import (
 // govern). A script runs at most once per call, whatever the client's
 // options: one whose answer is lost is an operation Redis did not answer.
 type script struct {
-	src, hash any // strings, boxed once: the command's arguments
+	src, hash any    // strings, boxed once: the command's arguments
+	shape     string // what its reply holds (see fits)
 }
 
 func newScript(src string) *script {
 	h := sha1.Sum([]byte(src))
 	return &script{src: src, hash: hex.EncodeToString(h[:])}
+}
+
+// answers sets the shape of the script's reply, which fits checks: one
+// letter per element, n for a finite number (an integer, or a string that
+// reads as one), s for a breaker's state, S for a breaker's state or
+// "invalid", and . for any value.
+func (sc *script) answers(shape string) *script {
+	sc.shape = shape
+	return sc
 }
 
 // The commands' names, boxed once.
@@ -486,7 +496,7 @@ end
 if br[1] then touch(KEYS[2], TTL_MS, now, bstate == 'invalid' and now or bwait) end
 return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0, bwait - now)), num(tonumber(br[3]) or 0),
   usable, num(nextw), num(now), num(math.max(0, bcool)), num(math.max(0, b.paused - now)), why_of(br[5]), boka}
-`)
+`).answers("nnnnSnnnnnnn.n")
 
 // giveScript gives back ARGV[ARG0] tokens reserved and not used (a caller
 // whose wait would have passed its deadline): the balance goes up by that
@@ -498,7 +508,7 @@ local eff = math.max(now, b.paused)
 b.t0 = math.max(b.t0 - math.max(0, tonumber(ARGV[ARG0]) or 0) * b.interval, eff - b.capus)
 save_bucket(KEYS[1], b, now)
 return {1}
-`)
+`).answers("n")
 
 // throttleScript records a throttling answer with the controller of the
 // bucket's mode; ARGV[ARG0] > 0 pauses it that many microseconds. The
@@ -512,7 +522,7 @@ local dec = throttle(b, now)
 pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b, now)
 return {dec, tostring(b.rate)}
-`)
+`).answers("nn")
 
 // successScript records the success counts from ARGV[ARG0] on, and gives
 // the rate its increase when one is due. Reply: {increased, rate}.
@@ -523,7 +533,7 @@ record_served(b, now, ARG0)
 local inc = increase(b, now)
 save_bucket(KEYS[1], b, now)
 return {inc, tostring(b.rate)}
-`)
+`).answers("nn")
 
 // servedScript records the success counts from ARGV[ARG0] on.
 var servedScript = newScript(bucketPrelude + `
@@ -532,7 +542,7 @@ local b = load_bucket(KEYS[1], now)
 record_served(b, now, ARG0)
 save_bucket(KEYS[1], b, now)
 return {1}
-`)
+`).answers("n")
 
 // pauseScript holds every caller of the bucket for ARGV[ARG0] microseconds.
 var pauseScript = newScript(bucketPrelude + `
@@ -541,7 +551,7 @@ local b = load_bucket(KEYS[1], now)
 pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b, now)
 return {1}
-`)
+`).answers("n")
 
 // bucketSnapshotScript reads a bucket. Reply: {rate, tokens, paused_us}.
 var bucketSnapshotScript = newScript(bucketPrelude + `
@@ -551,7 +561,7 @@ touch(KEYS[1], TTL_MS, now, settled(b))
 local eff = math.max(now, b.paused)
 local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
-`)
+`).answers("nnn")
 
 // A breaker is a hash {state, failures, cooldown, until, since, reset, ft, why}:
 // since is when its state last changed (it opened, let a probe through, or
@@ -653,7 +663,7 @@ redis.call('HSET', KEYS[1], 'state', 'half_open', 'until', num(now + br.cooldown
   'failures', num(br.failures), 'since', num(now), 'whyat', num(now))
 expire(KEYS[1], TTL_MS, now, now + br.cooldown)
 return {1, '0', 'half_open', br.failures, num(now), cd, br.why, oka}
-`)
+`).answers("nnsnnn.n")
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
 // with the base cooldown. Reply: {closed, state, now_us, cooldown_us}.
@@ -672,7 +682,7 @@ redis.call('HSET', KEYS[1], 'state', br.state, 'failures', 0, 'cooldown', num(br
   'reset', num(now), 'ft', '')
 expire(KEYS[1], TTL_MS, now, br.untilv)
 return {0, br.state, num(now), num(br.cooldown)}
-`)
+`).answers("nsnn")
 
 // breakerFailureScript counts a failed call: THRESHOLD consecutive
 // failures open a closed breaker; a failed probe reopens a half-open one
@@ -704,7 +714,7 @@ redis.call('HSET', KEYS[1], 'state', 'open', 'failures', 0, 'cooldown', num(cool
   'since', num(now), 'ft', '', 'why', why, 'whyat', num(now))
 expire(KEYS[1], TTL_MS, now, now + cooldown)
 return {1, 'open', 0, num(cooldown), num(now), num(cooldown), why, ok_age('open', br.since, br.reset, now)}
-`)
+`).answers("nsnnnn.n")
 
 // breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us, why, ok_age_us}.
 var breakerSnapshotScript = newScript(breakerPrelude + `
@@ -712,7 +722,7 @@ local now = now_us()
 local br = load_breaker(KEYS[1], now)
 touch(KEYS[1], TTL_MS, now, br.untilv)
 return reading(br, now)
-`)
+`).answers("snnnn.n")
 
 // breakerLearnedScript writes back what a process's local breaker learned
 // while Redis did not answer it: ARGV[6] its state, ARGV[7] its cooldown
@@ -799,7 +809,7 @@ else
   touch(KEYS[1], TTL_MS, now, br.untilv)
 end
 return reading(br, now)
-`)
+`).answers("snnnn.n")
 
 // budgetScript refunds ARGV[3] units (budget.Unit per token) and, when
 // ARGV[4] is 1, takes one retry's cost if the budget can pay; the budget
@@ -818,7 +828,7 @@ if ARGV[4] == '1' and v >= cost then
 end
 redis.call('SET', KEYS[1], num(v), 'PX', ARGV[2])
 return {taken, v}
-`, budget.RetryCost*budget.Unit))
+`, budget.RetryCost*budget.Unit)).answers("nn")
 
 // heartbeatScript records this process as live for ARGV[2] ms, forgets the
 // processes whose heartbeat ran out (or that claim to live past the key's
@@ -831,4 +841,4 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + math.max(tonumber(ARGV[2]), tonumber(ARGV[3]))), '+inf')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {redis.call('ZCARD', KEYS[1])}
-`)
+`).answers("n")

@@ -371,7 +371,9 @@ func (s *Store) heartbeat() {
 		return
 	case err != nil:
 		s.refused(s.key("procs"), err)
-	case len(res) == 1:
+	case !heartbeatScript.fits(res):
+		s.unreadable(s.key("procs"), res)
+	default:
 		s.procs.Store(max(1, toInt(res[0])))
 	}
 	if (s.degraded.Load() || s.pending.Load()) && !s.writeBack() && s.degraded.Load() {
@@ -420,6 +422,22 @@ func (s *Store) fail(err error) {
 			msg = "cloudg fleet: Redis answers as a cluster node; local limits divided among the live processes (give Open the cluster's nodes as addr= parameters, or New a *redis.ClusterClient)"
 		}
 		s.logger().Warn(msg, "processes", s.procs.Load(), "error", err.Error())
+	}
+}
+
+// unreadable records an answer to an operation on key that is not what its
+// script answers (script.fits): not Redis's script's, whatever sent it (a
+// server that only speaks the protocol, a proxy in the way, a broken
+// script engine). The operation goes on with local limits, as one Redis
+// refused (whether the script ran is not known: nothing it counted is
+// sent again), and the answer is logged as a refusal is, at most once a
+// minute.
+func (s *Store) unreadable(key string, res []any) {
+	s.errors.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.refusedLogged.Load(); now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
+		s.logger().Warn("cloudg fleet: Redis gave an answer no script of the store gives; the operation went on with local limits",
+			"key", key, "elements", len(res)) // not the answer itself: whatever sent it, it is not ours to log
 	}
 }
 
@@ -489,6 +507,8 @@ func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, 
 	s.calls.Add(1)
 	res, err := s.call(script, keys, args)
 	switch {
+	case err == nil && !script.fits(res):
+		s.unreadable(keys[0], res)
 	case err == nil:
 		return res, true, false
 	case s.closed():
