@@ -336,8 +336,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		if !ok {
 			// Refused with no token taken (see reserveShared), past the
 			// limit, which exceeds reads too; its wait counts from now.
-			if now = gd.g.now(); ctx.Err() != nil {
-				return gd.stopByContext(ctx.Err())
+			if now = gd.g.now(); gd.g.ctxErr(ctx, now) != nil {
+				return gd.stopByContext(gd.g.ctxErr(ctx, now))
 			}
 			if err := gd.exceeds(now, now+w, gd.deadlineAt(), now, 0, nil); err != nil {
 				return err
@@ -348,10 +348,10 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 		}
 		// The reservation may have waited for the store: the wait it gave
 		// counts from its return, and the deadline is checked then too.
-		if now = gd.g.now(); ctx.Err() != nil {
+		if now = gd.g.now(); gd.g.ctxErr(ctx, now) != nil {
 			r := justReserved(now, pt, at, lt)
 			gd.cancel(now, &r)
-			return gd.stopByContext(ctx.Err())
+			return gd.stopByContext(gd.g.ctxErr(ctx, now))
 		}
 	} else {
 		var ok bool

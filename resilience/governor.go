@@ -261,6 +261,21 @@ func (g *Governor) ctxLimit(ctx context.Context, now time.Duration) (time.Durati
 	return now + min(left, maxDuration), true
 }
 
+// ctxErr returns ctx's error, or context.DeadlineExceeded when ctx's
+// deadline has come by now and the timer due then has not run yet: a
+// call sent then would arrive with its deadline spent, as one whose wait
+// ends at its deadline would (see Guard.Enter), and how it ended would
+// hang on which of the two ran first.
+func (g *Governor) ctxErr(ctx context.Context, now time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cl, ok := g.ctxLimit(ctx, now); ok && cl <= now {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 func (g *Governor) random() float64 {
 	if g.src != nil {
 		return g.src.float64()

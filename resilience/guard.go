@@ -186,7 +186,11 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //  7. one call, and the retry it is, counted.
 //
 // A context that ends during a wait returns its error, joined to the last
-// error; the slot wait is made with ctx. A call made inside another's
+// error; the slot wait is made with ctx. A context whose deadline has come
+// is done, though the timer due then has not run yet: a call at its
+// deadline, or whose slot comes back then, is not sent, and ends as one
+// whose context is done does (recorded as cancelled; before the first
+// attempt, a *DeadlineExceededError). A call made inside another's
 // attempt, whose context answers Value(gov) with that call's *Guard
 // holding a slot of the same bulkhead (or one it borrowed so), takes a
 // slot only if one is free and otherwise borrows its caller's: it never
@@ -239,7 +243,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	if err := gd.g.ctxErr(ctx, now); err != nil {
 		return gd.stopByContext(err)
 	}
 	if gd.retrying() {
@@ -273,6 +277,15 @@ func (gd *Guard) Enter(ctx context.Context) error {
 				return gd.refuseWait(0, ErrNoSlot)
 			}
 			return gd.stopByContext(err)
+		}
+		if waited {
+			// A slot that came back at the deadline, before the
+			// context's timer due then ran: the deadline is spent.
+			if err := gd.g.ctxErr(ctx, gd.g.now()); err != nil {
+				gd.Release()
+				gd.cancel(gd.g.now(), nil)
+				return gd.stopByContext(err)
+			}
 		}
 		// A scope paused while the call waited for its slot sends
 		// nothing until the pause ends, and then at its rate: the call
@@ -346,7 +359,8 @@ func (gd *Guard) decided() {
 //
 // A *WouldWaitError of a retry wraps the last answer too (Last).
 //
-// A deadline already spent on a retry, or a done context, ends the call as
+// A deadline already spent on a retry, or a done context (one at its
+// deadline too, its timer run or not: see Enter), ends the call as
 // Enter would. A call whose provider a Configure disabled after the call
 // began asks no breaker and takes no token, as Enter has it.
 func (gd *Guard) TryEnter() error {
@@ -359,7 +373,7 @@ func (gd *Guard) TryEnter() error {
 	if err := gd.request(now); err != nil {
 		return err
 	}
-	if err := gd.ctx.Err(); err != nil {
+	if err := gd.g.ctxErr(gd.ctx, now); err != nil {
 		return gd.stopByContext(err)
 	}
 	if gd.retrying() {
@@ -740,7 +754,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	token := gd.p.set.enabled && (at != now || (throttleToken && gd.last.kind == Throttled))
 	now = at
 	if token {
-		if err := ctx.Err(); err != nil {
+		if err := gd.g.ctxErr(ctx, now); err != nil {
 			return gd.stopByContext(err)
 		}
 		if err := gd.takeToken(ctx, now); err != nil {

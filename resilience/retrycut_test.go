@@ -330,3 +330,84 @@ func TestAVerdictWaitEndingAtTheDeadlineIsNotMade(t *testing.T) {
 		}
 	})
 }
+
+// atDeadline is a context whose deadline is now and whose timer has not
+// run yet: Err is nil, as a context's is at its deadline until the timer
+// due then runs.
+type atDeadline struct{ context.Context }
+
+func (atDeadline) Deadline() (time.Time, bool) { return time.Now(), true }
+
+// A call made at its context's deadline is not sent, whichever of the
+// call and the context's timer, due at the same instant, runs first: a
+// wait ending at the deadline is not made (TestAWaitEndingAtTheDeadlineIsNotMade),
+// nor is a task run whose turn comes then (the pool drops it), and a call
+// with no wait at all is not sent either. It is refused at once, nothing
+// sent, recorded as cancelled (its context was done, or as good as), and
+// its error is a *DeadlineExceededError, which is context.DeadlineExceeded.
+func TestACallAtItsDeadlineIsNotSent(t *testing.T) {
+	check := func(t *testing.T, run int, err error, sent int, led *Ledger) {
+		t.Helper()
+		var de *DeadlineExceededError
+		if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || sent != 0 {
+			t.Fatalf("run %d: a call at its deadline: %v, sent %d times; want a *DeadlineExceededError that is context.DeadlineExceeded, nothing sent", run, err, sent)
+		}
+		if led.Lost() != 1 || led.Count(LossCancelled) != 1 {
+			t.Fatalf("run %d: the ledger lost %d calls (%d cancelled): %q; want 1, cancelled", run, led.Lost(), led.Count(LossCancelled), led.Describe())
+		}
+	}
+	t.Run("timer not run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{})
+			ctx, led := WithLedger(atDeadline{context.Background()}, "task")
+			sent := 0
+			err := Do(ctx, ec2Vpcs, func(context.Context) error { sent++; return nil }, WithGovernor(g))
+			check(t, 0, err, sent, led)
+		})
+	})
+	t.Run("TryEnter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{})
+			ctx, led := WithLedger(atDeadline{context.Background()}, "task")
+			gd, _ := g.Begin(ctx, ec2Vpcs)
+			err := gd.TryEnter()
+			sent := 0
+			if err == nil {
+				sent = 1
+				gd.End(nil)
+			}
+			check(t, 0, err, sent, led)
+		})
+	})
+	t.Run("either timer first", func(t *testing.T) {
+		for i := range 50 {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				ctx, led := WithLedger(ctx, "task")
+				time.Sleep(time.Second) // the context's timer is due now too
+				sent := 0
+				err := Do(ctx, ec2Vpcs, func(context.Context) error { sent++; return nil }, WithGovernor(g))
+				check(t, i, err, sent, led)
+			})
+		}
+	})
+	t.Run("slot at the deadline", func(t *testing.T) {
+		// The slot comes back at the deadline: the call that waited for
+		// it is not sent then.
+		for i := range 50 {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				go Do(context.Background(), ec2Vpcs, func(context.Context) error { time.Sleep(time.Second); return nil }, WithGovernor(g))
+				synctest.Wait() // it holds the only slot for a second
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				ctx, led := WithLedger(ctx, "task")
+				sent := 0
+				err := Do(ctx, ec2Vpcs, func(context.Context) error { sent++; return nil }, WithGovernor(g))
+				check(t, i, err, sent, led)
+			})
+		}
+	})
+}
