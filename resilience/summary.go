@@ -36,7 +36,7 @@ type Summary struct {
 	Skipped       map[Scope]string                `json:"skipped"`
 	Scopes        map[Scope]Counters              `json:"scopes"`
 	SlowedBuckets map[Scope]state.BucketSnapshot  `json:"slowed_buckets"` // leaf buckets below their ceiling or paused
-	Breakers      map[Scope]state.BreakerSnapshot `json:"breakers"`       // breakers open, half-open or counting failures
+	Breakers      map[Scope]state.BreakerSnapshot `json:"breakers"`       // breakers open, half-open, counting failures, or of a scope found dead (see Governor.Delay)
 	// SlowedAccounts holds the account buckets below their ceiling or
 	// paused (Guard.PauseAccount holds every call of the account), keyed
 	// by Scope{Provider: ..., Account: ...}. In JSON they are in
@@ -103,11 +103,13 @@ func (g *Governor) Summary(s *Stats) Summary {
 		}
 	}
 	now := g.now()
-	g.eachEntry(func(e *scopeEntry, _ *provider) {
+	g.eachEntry(func(e *scopeEntry, p *provider) {
 		if b := e.leaf.Snapshot(now); slowed(b) {
 			sum.SlowedBuckets[e.key] = b
 		}
-		if br := e.breaker.Snapshot(now); br.State != state.Closed || br.Failures > 0 {
+		// A closed breaker of a scope found dead is one the next call
+		// opens, as Delay says: listed as it stands.
+		if br := e.breaker.Snapshot(now); br.State != state.Closed || br.Failures > 0 || e.deadClosed(p.set, now) {
 			sum.Breakers[e.key] = br
 		}
 	})

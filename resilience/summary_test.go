@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,4 +201,39 @@ type countingBreaker struct {
 func (b countingBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	b.reads.Add(1)
 	return b.Breaker.Snapshot(now)
+}
+
+// A scope found dead while its breaker is still closed (five calls
+// throttled over six seconds, their outcomes open, so that the breaker
+// counted no failure) is one whose next call is refused: Delay says
+// ErrCircuitOpen and Inspect and Scopes say Dead. Summary's Breakers, the
+// governor's unhealthy breakers, list it too, its breaker as it stands
+// (closed: the read opens nothing).
+func TestSummaryListsTheBreakerOfADeadScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		endStreak := throttledStreak(t, g, iamUsers)
+		time.Sleep(4 * time.Second) // 10 s after the first throttle, 4 s after the last
+		if _, why := g.Delay(iamUsers); !errors.Is(why, ErrCircuitOpen) {
+			t.Fatalf("Delay: %v, want ErrCircuitOpen (the scope is dead)", why)
+		}
+		dead := 0
+		for sc, s := range g.Scopes() {
+			if s.Dead == "" {
+				continue
+			}
+			dead++
+			br, ok := g.Summary(nil).Breakers[sc]
+			if !ok {
+				t.Fatalf("Scopes and Inspect say %v dead (%q) and Delay ErrCircuitOpen; Summary's Breakers do not list it: %v", sc, s.Dead, g.Summary(nil).Breakers)
+			}
+			if br != s.Breaker || br.State != state.Closed {
+				t.Fatalf("Summary's breaker of %v: %+v, Inspect's %+v; want the same, closed (a read opens nothing)", sc, br, s.Breaker)
+			}
+		}
+		if dead != 1 {
+			t.Fatalf("%d scopes dead, want 1", dead)
+		}
+		endStreak()
+	})
 }
