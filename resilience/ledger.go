@@ -20,7 +20,9 @@ type Loss uint8
 const (
 	// LossGaveUp: sent, retried, and still throttled when retrying stopped
 	// (no attempts left, the deadline, the breaker, the SDK's own loop, or
-	// the empty retry budget).
+	// the empty retry budget). A call the empty retry budget stopped,
+	// given up, failed or errored, is listed with "retry budget exhausted
+	// after " and its last answer.
 	LossGaveUp Loss = iota
 	// LossSkipped: refused by an open circuit breaker, nothing sent.
 	LossSkipped

@@ -347,14 +347,17 @@ func (gd *Guard) recordSpent(reason string) {
 }
 
 // spend counts and lists the loss recordSpent records, reporting nothing.
-func (gd *Guard) spend() {
+func (gd *Guard) spend() { gd.spendAs(gd.last.desc) }
+
+// spendAs is spend with desc, what the ledger lists for the loss.
+func (gd *Guard) spendAs(desc string) {
 	switch gd.last.kind {
 	case Throttled:
 		gd.live()
 		gd.recordError()
-		gd.lose(LossGaveUp, gd.last.desc)
+		gd.lose(LossGaveUp, desc)
 	case Transient:
-		gd.lose(LossFailed, gd.last.desc)
+		gd.lose(LossFailed, desc)
 	}
 }
 
@@ -407,12 +410,18 @@ type reasonBreaker interface {
 
 // recordBudgetExhausted records a call the empty retry budget stopped: no
 // breaker failure, since the budget and not the service stopped it; the
-// call is lost as recordSpent says.
+// call is lost as recordSpent says, and the ledger says the budget ended
+// it (budgetDesc).
 func (gd *Guard) recordBudgetExhausted() {
-	gd.spend()
+	gd.spendAs(budgetDesc(gd.last.desc))
 	gd.recordBudgetEvent()
 	gd.emitSpent("budget")
 }
+
+// budgetDesc is what the ledger lists for a call the empty retry budget
+// stopped, whose last answer desc describes: the budget, not the answer
+// alone (which a call whose attempts ran out gives up on), ended it.
+func budgetDesc(desc string) string { return "retry budget exhausted after " + desc }
 
 // recordBudgetEvent reports the retry budget refusing a retry.
 func (gd *Guard) recordBudgetEvent() {

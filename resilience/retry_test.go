@@ -303,6 +303,38 @@ func TestDeadlineDuringATokenWaitIsAGiveUp(t *testing.T) {
 	})
 }
 
+// A throttled call the empty retry budget stops gives up, and its
+// ledger's reason says the budget ended it, not the throttle alone (a
+// call whose retries ran out gives up on the throttle): the task's
+// coverage line tells a provider whose budget ran dry, which stops every
+// call's third retry, from a scope that throttled a call through all its
+// attempts. Do returns the provider's error, as when its attempts run out;
+// the SDK's loop gets a *RetryBudgetExhaustedError, which is both
+// ErrBudgetExhausted and the throttle.
+func TestABudgetGiveUpSaysTheBudgetEndedIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(0)}})
+		orig := throttle()
+		want := "aws/123456789012/*/iam/ListUsers: retry budget exhausted after throttled: " + orig.Error()
+		ctx, ledger := WithLedger(context.Background(), "t")
+		n := 0
+		if err := Do(ctx, iamUsers, always(&n, orig), WithGovernor(g)); err != orig || n != 3 {
+			t.Fatalf("Do: %v after %d attempts, want the provider's error after 3", err, n)
+		}
+		if r := ledger.Reasons(); ledger.Count(LossGaveUp) != 1 || len(r) != 1 || r[0] != want {
+			t.Fatalf("Do: ledger %q, reasons %q; want one give-up, %q", ledger.Describe(), r, want)
+		}
+		ctx, ledger = WithLedger(context.Background(), "t")
+		_, err := sdkLoop(ctx, g, iamUsers, 11, func() error { return orig })
+		if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, orig) {
+			t.Fatalf("the SDK's loop: %v; want ErrBudgetExhausted and the throttle", err)
+		}
+		if r := ledger.Reasons(); ledger.Count(LossGaveUp) != 1 || len(r) != 1 || r[0] != want {
+			t.Fatalf("the SDK's loop: ledger %q, reasons %q; want one give-up, %q", ledger.Describe(), r, want)
+		}
+	})
+}
+
 // The empty budget's stop of a transient error is not a throttled
 // give-up, but the call is lost: it failed after its retries.
 func TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp(t *testing.T) {
@@ -313,7 +345,7 @@ func TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp(t *testing.T) {
 		Do(ctx, iamUsers, always(&n, transientErr()), WithGovernor(g))
 		tot := g.Summary(nil).Totals
 		if n != 3 || tot.GaveUp != 0 || tot.Failed != 1 || ledger.Count(LossFailed) != 1 ||
-			ledger.Describe() != "degraded: 1 call(s) failed after retries (transient errors) (aws/123456789012/*/iam/ListUsers: InternalError)" {
+			ledger.Describe() != "degraded: 1 call(s) failed after retries (transient errors) (aws/123456789012/*/iam/ListUsers: retry budget exhausted after InternalError)" {
 			t.Fatalf("%d attempts, ledger %q, totals %v", n, ledger.Describe(), tot)
 		}
 	})
