@@ -195,16 +195,21 @@ func trip(b state.Breaker, now time.Duration, threshold int, why string) bool {
 // and last failure, or by now, as the next call's admission finds it:
 // deadAt) or opened its breaker, and no success ended it since (nor
 // closed the breaker it opened: closed, as its snapshot reads it; nor ok,
-// a success of another process). It also returns why its breaker last
-// opened.
+// a success of another process). While the breaker is closed, the scope
+// is dead only as the next call's admission finds it (isDeadClosed), which
+// Governor.Delay says too. It also returns why its breaker last opened.
 func (h *health) report(p *providerSettings, now time.Duration, closed bool, ok sharedOK) (dead string, opened string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0 || ok.ends(h.since):
-	case h.tripped && closed:
-		// The breaker the streak opened closed since: a success did it
-		// (see isDeadClosed).
+	case closed && (h.tripped || !h.deadAt(p, now)):
+		// A closed breaker's scope is dead as the next call's admission
+		// finds it, and Delay says (isDeadClosed): not when the breaker
+		// the streak opened closed since (a success did it), nor when its
+		// failures, which spanned breaker_dead_seconds while the breaker
+		// was open (and which another process's probe closed), are long
+		// past.
 	case !h.tripped && h.last-h.since < p.dead && !h.deadAt(p, now):
 		// Its failures do not span the time that makes a scope dead, nor
 		// would the next call find it dead, and they did not open its

@@ -237,3 +237,54 @@ func TestSummaryListsTheBreakerOfADeadScope(t *testing.T) {
 		endStreak()
 	})
 }
+
+// Inspect says a scope is dead only when Delay does and its next call is
+// refused. In fleet mode another process's probe may close the shared
+// breaker, which this process's streak of failures did not open as dead
+// (the breaker was open by its threshold when the streak came to span
+// breaker_dead_seconds): the streak, which only this process's answers
+// end, spans the ten seconds but its last failure is long past, so that
+// the next call's admission does not find the scope dead (a burst of
+// throttling followed by quiet is not a dead scope), Delay says it can go
+// and the call is sent. Inspect and Scopes said Dead "throttled for good"
+// of it. The other process's probe is played here on the breaker itself.
+func TestInspectSaysDeadOnlyWhatDelaySays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		var gds []*Guard
+		for range 6 {
+			gd, _ := g.Begin(context.Background(), iamUsers)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			gd.Release()
+			gds = append(gds, gd)
+		}
+		for _, gd := range gds[:5] {
+			gd.After(throttle())
+			gd.End(throttle())
+		}
+		if st := g.Inspect(iamUsers).Breaker.State; st != state.Open {
+			t.Fatalf("setup: breaker %v after five failures, want open", st)
+		}
+		time.Sleep(10500 * time.Millisecond)
+		gds[5].After(throttle()) // the streak spans 10.5 s now, the breaker open already
+		gds[5].End(throttle())
+		time.Sleep(61 * time.Second) // the cooldown
+		e, _ := g.provider("aws").scopes.peek(iamUsers)
+		if _, ok, probe := e.breaker.Allow(g.now()); !ok || !probe {
+			t.Fatal("setup: no probe after the cooldown")
+		}
+		e.breaker.Success() // another process's probe succeeded
+		_, why := g.Delay(iamUsers)
+		in := g.Inspect(iamUsers)
+		if errors.Is(why, ErrCircuitOpen) != (in.Dead != "") {
+			t.Fatalf("Delay says %v, Inspect says Dead %q (breaker %v): they disagree", why, in.Dead, in.Breaker.State)
+		}
+		sent := 0
+		err := Do(context.Background(), iamUsers, func(context.Context) error { sent++; return nil }, WithGovernor(g))
+		if (err != nil) != (in.Dead != "") {
+			t.Fatalf("the next call: %v, sent %d; Inspect said Dead %q before", err, sent, in.Dead)
+		}
+	})
+}
