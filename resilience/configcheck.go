@@ -21,7 +21,9 @@ import (
 // breaker counts), a rate
 // too low to serve a call (a token less often than once per
 // deadline_seconds, or a max_rps below the floor of the adaptive rate),
-// two settings that contradict each other (min_rps above max_rps,
+// two settings that contradict each other (min_rps above max_rps, a
+// provider's or a service's min_rps above the max_rps of a built-in
+// service or operation it floors among them,
 // base_delay_seconds above max_backoff_seconds, a breaker_cooldown_seconds
 // outside [1 s, 600 s] or above breaker_max_cooldown_seconds, which has no
 // upper bound of its own, a burst below one token or
@@ -173,7 +175,9 @@ func (p *ProviderConfig) validate(name, path string) []error {
 	}
 	// A service's ceiling is compared with the provider's floor only when
 	// that floor is itself valid.
-	errs = append(errs, p.validateServices(name, path, d, deadline, len(floorErrs) == 0 && !slow["min_rps"])...)
+	floorOK := len(floorErrs) == 0 && !slow["min_rps"]
+	errs = append(errs, p.validateServices(name, path, d, deadline, floorOK)...)
+	errs = append(errs, p.validateBuiltinFloors(path, d, floorOK)...)
 	return errs
 }
 
@@ -256,21 +260,78 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 			}
 		}
 		if s.MinRPS > 0 {
-			// The ceiling in force: the entry's, its service's (an
-			// operation starts from its service), built in, the leaf's.
-			rate := positiveOr(p.MaxRPS, d.rate)
-			for _, k := range []string{svc, name} {
-				if bd, ok := d.services[k]; ok {
-					rate = bd.rate
-				}
-				if u, ok := p.Services[k]; ok && u.MaxRPS > 0 {
-					rate = u.MaxRPS
-				}
-			}
-			if s.MinRPS > rate {
+			if rate := p.ceilingOf(d, name); s.MinRPS > rate {
 				errs = append(errs, fieldErr(sp+".min_rps", fmt.Sprintf("%s is above the max_rps in force here (%s)", rps(s.MinRPS), rps(rate))))
 			}
 		}
+	}
+	return errs
+}
+
+// ceilingOf returns the max_rps in force for the service or operation key
+// k: the entry's, its service's (an operation starts from its service),
+// built in, the provider leaf's.
+func (p *ProviderConfig) ceilingOf(d providerDefault, k string) float64 {
+	svc, _, _ := strings.Cut(k, ".")
+	rate := positiveOr(p.MaxRPS, d.rate)
+	for _, e := range []string{svc, k} {
+		if bd, ok := d.services[e]; ok {
+			rate = bd.rate
+		}
+		if u, ok := p.Services[e]; ok && u.MaxRPS > 0 {
+			rate = u.MaxRPS
+		}
+	}
+	return rate
+}
+
+// validateBuiltinFloors reports a floor set above the ceiling of a
+// built-in entry that the document gives neither a max_rps nor a min_rps
+// of its own (whose own are checked with it): the provider's min_rps over
+// a built-in service or operation, a service's over a built-in operation
+// of it. The bucket would clamp the floor to the ceiling, and no throttle
+// would slow the leaf. Each floor is one error, which lists the entries.
+// floorOK says the provider's min_rps is valid; an operation whose
+// service's min_rps is above the service's ceiling, which is reported at
+// that key, is not compared.
+func (p *ProviderConfig) validateBuiltinFloors(path string, d providerDefault, floorOK bool) []error {
+	keys := make([]string, 0, len(d.services))
+	for k := range d.services {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var order []string             // the floors' key paths, as first met
+	over := map[string][]string{}  // a floor's key path -> the entries it is above
+	floors := map[string]float64{} // a floor's key path -> its value
+	for _, k := range keys {
+		if u, ok := p.Services[k]; ok && (u.MaxRPS > 0 || u.MinRPS > 0) {
+			continue
+		}
+		floor, from := 0.0, ""
+		if floorOK && p.MinRPS > 0 {
+			floor, from = p.MinRPS, path+".min_rps"
+		}
+		if svc, _, isOp := strings.Cut(k, "."); isOp {
+			if u, ok := p.Services[svc]; ok && u.MinRPS > 0 {
+				if u.MinRPS > p.ceilingOf(d, svc) {
+					continue // the service's floor, reported at its key
+				}
+				floor, from = u.MinRPS, path+".services."+svc+".min_rps"
+			}
+		}
+		if rate := d.services[k].rate; from != "" && floor > rate {
+			if _, ok := floors[from]; !ok {
+				order = append(order, from)
+			}
+			floors[from] = floor
+			over[from] = append(over[from], fmt.Sprintf("%s (%s, built in)", k, rps(rate)))
+		}
+	}
+	var errs []error
+	for _, from := range order {
+		first, _, _ := strings.Cut(over[from][0], " ")
+		errs = append(errs, fieldErr(from, fmt.Sprintf("%s is above the max_rps in force for services %s: no throttle would slow them; give each a min_rps at or below its max_rps (%s.services.%s.min_rps)",
+			rps(floors[from]), strings.Join(over[from], ", "), path, first)))
 	}
 	return errs
 }

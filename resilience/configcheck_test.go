@@ -99,7 +99,7 @@ func TestMinRPSNotAboveMaxRPS(t *testing.T) {
 		"ratelimit.aws.services.iam.ListRoles.min_rps: 4 rps is above the max_rps in force here (3 rps)")
 	wantMistakes(t, "gcp: {max_rps: 2, services: {compute: {min_rps: 3}}}\n",
 		"ratelimit.gcp.services.compute.min_rps: 3 rps is above the max_rps in force here (2 rps)")
-	accepted(t, "aws: {min_rps: 5, max_rps: 5}\n")
+	accepted(t, "aws: {min_rps: 2, max_rps: 2}\n") // controltower's 2 rps too
 	accepted(t, "aws: {services: {iam: {max_rps: 30, min_rps: 20}}}\n")
 }
 
@@ -228,4 +228,41 @@ func TestDuplicateSectionKeys(t *testing.T) {
 	// The short form's aws is the section's own key, which the decoder
 	// reports.
 	wantMistakes(t, "aws: {max_rps: 5}\naws: {max_rps: 50}\n", "ratelimit.aws: duplicate key")
+}
+
+// A provider's min_rps is the floor of every leaf of the provider, the
+// built-in services' and operations' included: one above a built-in
+// ceiling (aws controltower, 2 rps) is refused as a min_rps above the
+// max_rps in force is where a service entry of the document sets either,
+// since the bucket would clamp the floor to the ceiling and the leaf's
+// rate would never fall on a throttle. The same holds of a service's
+// min_rps over its built-in operations (gcp cloudasset.ListAssets).
+func TestFloorAboveABuiltInCeiling(t *testing.T) {
+	wantMistakes(t, "aws: {min_rps: 6}\n",
+		"ratelimit.aws.min_rps: 6 rps is above the max_rps in force for services cloudcontrol (5 rps, built in), cloudformation (5 rps, built in), controltower (2 rps, built in), organizations (5 rps, built in), resourcegroupstaggingapi (5 rps, built in), route53 (5 rps, built in): no throttle would slow them; give each a min_rps at or below its max_rps (ratelimit.aws.services.cloudcontrol.min_rps)")
+	wantMistakes(t, "gcp: {services: {cloudasset: {min_rps: 2}}}\n",
+		"ratelimit.gcp.services.cloudasset.min_rps: 2 rps is above the max_rps in force for services cloudasset.ListAssets (1.5 rps, built in): no throttle would slow them; give each a min_rps at or below its max_rps (ratelimit.gcp.services.cloudasset.ListAssets.min_rps)")
+	// A built-in entry the document keeps, setting only its burst, keeps
+	// its ceiling.
+	wantMistakes(t, "azure: {min_rps: 0.5, services: {storage: {burst: 5}}}\n",
+		"ratelimit.azure.min_rps: 0.5 rps is above the max_rps in force for services storage (0.33 rps, built in): no throttle would slow them; give each a min_rps at or below its max_rps (ratelimit.azure.services.storage.min_rps)")
+	// The same settings written out were refused already, and still are.
+	wantMistakes(t, "aws: {min_rps: 3, services: {controltower: {max_rps: 2}}}\n",
+		"ratelimit.aws.services.controltower.max_rps: 2 rps is below the floor of the adaptive rate in force here (3 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low")
+	// An entry that gives the built-in service a floor or a ceiling of its
+	// own is what holds there.
+	accepted(t, "aws: {min_rps: 3, services: {controltower: {min_rps: 1}}}\n")
+	accepted(t, "aws: {min_rps: 3, services: {controltower: {max_rps: 4}}}\n")
+	accepted(t, "gcp: {services: {cloudasset: {min_rps: 2}, cloudasset.ListAssets: {min_rps: 1}}}\n")
+	// A service's floor above its own ceiling is reported once, at its
+	// key: it, not the provider's, is its operations' floor.
+	wantMistakes(t, "gcp: {min_rps: 2, services: {cloudasset: {min_rps: 11}}}\n",
+		"ratelimit.gcp.services.cloudasset.min_rps: 11 rps is above the max_rps in force here (10 rps)")
+	accepted(t, "aws: {min_rps: 2}\n")
+	// What the check guards: the leaf's rate falls on a throttle.
+	cfg := accepted(t, "aws: {min_rps: 1}\n")
+	sp := newGov(t, cfg).provider("aws").set.leafSpec(Scope{Service: "controltower"})
+	if sp.Floor != 1 || sp.Rate != 2 {
+		t.Errorf("controltower: %+v, want rate 2 floor 1", sp)
+	}
 }

@@ -34,6 +34,14 @@ import (
 // none, and no figure depends on the machine's load.
 var testSizes = estate.Sizes{Instances: 6, VPCs: 1, Subnets: 3, SecurityGroups: 2, Secrets: 22, Tables: 4, Roles: 5}
 
+// slowBuiltins gives the built-in AWS services whose ceiling is under the
+// tests' min_rps of 10 their ceiling as their floor, which a provider's
+// min_rps above it is refused for: they keep the fixed rate they had.
+var slowBuiltins = map[string]resilience.ServiceConfig{
+	"organizations": {MinRPS: 5}, "controltower": {MinRPS: 2}, "route53": {MinRPS: 5},
+	"resourcegroupstaggingapi": {MinRPS: 5}, "cloudcontrol": {MinRPS: 5}, "cloudformation": {MinRPS: 5},
+}
+
 func testOptions(args ...string) func(t *testing.T) options {
 	return func(t *testing.T) options {
 		t.Helper()
@@ -43,7 +51,7 @@ func testOptions(args ...string) func(t *testing.T) options {
 		}
 		o.sizes = testSizes
 		o.inProcess = true
-		o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10}}
+		o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, Services: slowBuiltins}}
 		o.awsOpts = []cloudgaws.Option{cloudgaws.WithMaxRetries(4), cloudgaws.WithBaseRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
 				so.RateLimiter = ratelimit.None
@@ -309,7 +317,7 @@ func TestScopePoolScenarios(t *testing.T) {
 		{"dead", []string{"-dead", dead}, nil, false, true},
 		// Tasks race for the slots: on more than one CPU some first calls
 		// find their account's slots taken after the pool saw one free.
-		{"two calls in flight per account", nil, &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 2}}, true, true},
+		{"two calls in flight per account", nil, &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 2, Services: slowBuiltins}}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(append([]string{"-pool", "scope"}, tc.args...)...)(t)
@@ -339,7 +347,7 @@ func TestScopePoolScenarios(t *testing.T) {
 // of a scope, and holds it for 100 ms.
 func TestScopePoolDeferredFirstCall(t *testing.T) {
 	o := testOptions("-pool", "scope")(t)
-	o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 1}}
+	o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 1, Services: slowBuiltins}}
 	var taken atomic.Bool
 	o.beforeTask = func(gov *resilience.Governor, sc resilience.Scope) {
 		if sc.Account != "111111111111" || sc.Operation != "DescribeSecret" || !taken.CompareAndSwap(false, true) {
