@@ -266,3 +266,27 @@ func TestFloorAboveABuiltInCeiling(t *testing.T) {
 		t.Errorf("controltower: %+v, want rate 2 floor 1", sp)
 	}
 }
+
+// A document without a ratelimit key whose top level has a likely
+// misspelling of it (RateLimit, ratelimits, rate_limit) is refused,
+// naming the key it is near: beside the SDK's aws section it was passed
+// over as another program's section, and every governor setting under it
+// ignored in silence; as the short form's key it was said to be another
+// provider, to be moved under providers.
+func TestAMisspeltRatelimitKeyIsRefused(t *testing.T) {
+	for _, key := range []string{"ratelimits", "RateLimit", "rate_limit", "ratelimt", "Rate-Limits"} {
+		wantMistakes(t, "aws: {max_retries: 3, retry_mode: standard}\n"+key+": {aws: {max_rps: 5}}\napp: {x: 1}\n",
+			key+": unknown key (did you mean ratelimit?)")
+		wantMistakes(t, key+": {aws: {max_rps: 5}}\n",
+			"ratelimit."+key+": unknown key (did you mean ratelimit?)")
+	}
+	// A program's own section further from it is another section.
+	if cfg := accepted(t, "aws: {max_retries: 3, retry_mode: standard}\nratelimiter: {x: 1}\n"); cfg.AWS.MaxRPS != 0 {
+		t.Errorf("beside the SDK's section: %+v", cfg.AWS)
+	}
+	// Beside a ratelimit key, the document's other keys are other
+	// sections, whatever their names.
+	if cfg := accepted(t, "ratelimit: {aws: {max_rps: 5}}\nratelimiter: {x: 1}\n"); cfg.AWS.MaxRPS != 5 {
+		t.Errorf("long form: %+v", cfg.AWS)
+	}
+}

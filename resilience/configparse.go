@@ -21,8 +21,9 @@ import (
 // top-level aws holds retry_mode, which only the SDK's section has: then
 // it sets no governor setting (aws: {max_retries: 3, retry_mode:
 // standard} alone is the SDK's), and a governor setting beside retry_mode,
-// or a key that only the section has (providers, live_*) at the top of
-// such a document, is an error, since neither reader would read it. A top-level aws
+// or a key that only the section has (providers, live_*) or a likely
+// misspelling of ratelimit (RateLimit, rate_limit) at the top of such a
+// document, is an error, since neither reader would read it. A top-level aws
 // holding max_retries alone, a key of both sections, is the governor's
 // when the document has another key of the section (enabled, azure, gcp,
 // providers, live_*), and otherwise an error that says how to write
@@ -72,11 +73,16 @@ func ParseConfig(data []byte) (Config, error) {
 var configDecoder = yamlconf.Decoder{Skip: liveKeys, Hint: providerHint}
 
 // providerHint explains an unknown key at the top of the section that
-// holds a mapping: another provider's settings, which go under providers.
+// holds a mapping: a misspelt ratelimit, the key of the section in a
+// whole configuration, or else another provider's settings, which go
+// under providers.
 func providerHint(path string, mapping bool) string {
 	name, ok := strings.CutPrefix(path, "ratelimit.")
 	if !ok || !mapping || strings.Contains(name, ".") {
 		return ""
+	}
+	if hint := yamlconf.NearRatelimit(name); hint != "" {
+		return hint
 	}
 	return yamlconf.OtherProvider(name)
 }

@@ -24,7 +24,8 @@ import (
 //     a whole configuration without a ratelimit section. A governor
 //     setting beside it would be read by neither reader, so it is an
 //     error, and so is a top-level key that only the governor's section
-//     has (providers, live_*).
+//     has (providers, live_*), or a likely misspelling of ratelimit
+//     (NearRatelimit), whose settings no reader would read.
 //   - max_retries alone, a key of both sections: the governor's section
 //     alone when the document has another key of it (enabled, azure, gcp,
 //     providers, live_*); otherwise nothing tells the SDK's retries from
@@ -93,9 +94,15 @@ func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
 		// Nor is the governor's section the document's top, where its
 		// keys that no other section could have are read by no reader.
 		for i := 0; i+1 < len(top.Content); i += 2 {
-			if k := deref(top.Content[i]).Value; k == "providers" || strings.HasPrefix(k, "live_") {
+			k := deref(top.Content[i]).Value
+			if k == "providers" || strings.HasPrefix(k, "live_") {
 				errs = append(errs, errorf(k, "a setting of the governor's section, which this document does not have at its top: "+
 					"retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under ratelimit."+k))
+			}
+			// Nor is a misspelt ratelimit another section, whose
+			// governor settings no reader would read.
+			if hint := NearRatelimit(k); hint != "" {
+				errs = append(errs, errorf(k, "unknown key"+hint))
 			}
 		}
 		return nil, aws, errors.Join(errs...)
@@ -139,6 +146,23 @@ func RatelimitSection(top *yaml.Node) (*yaml.Node, error) {
 	return sec, err
 }
 
+// NearRatelimit returns what an error about the unknown key name at the
+// top of a document without a ratelimit key adds when name is a likely
+// misspelling of ratelimit, " (did you mean ratelimit?)", and ""
+// otherwise: beside the SDK's section (Layout) it would be passed over as
+// another section, and as the short form's key (SectionHint) taken for
+// another provider. A likely misspelling is one edit from ratelimit once
+// case, "_" and "-" are set aside (RateLimit, rate_limit, ratelimits,
+// ratelimt); a program's own section one more edit away (ratelimiter) is
+// not one.
+func NearRatelimit(name string) string {
+	norm := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
+	if name == "ratelimit" || distance(norm, "ratelimit") > 1 {
+		return ""
+	}
+	return " (did you mean ratelimit?)"
+}
+
 // OtherProvider returns what an error about the key name at the top of
 // the governor's section, holding a mapping, adds: a provider other than
 // aws, azure and gcp is tuned under providers. Both readers of the
@@ -150,9 +174,9 @@ func OtherProvider(name string) string {
 // SectionHint returns what an error about the unknown key name at the top
 // of the governor's section, holding a mapping, adds, as the decoder of
 // resilience.ParseConfig words it: the key of the section that name is a
-// likely misspelling of (see Nearest), " (did you mean aws?)", or else
-// OtherProvider's. package liveop, which reads the live keys of such a
-// mapping, refuses it in these words.
+// likely misspelling of (see Nearest), " (did you mean aws?)", or
+// NearRatelimit's, or else OtherProvider's. package liveop, which reads
+// the live keys of such a mapping, refuses it in these words.
 func SectionHint(name string) string {
 	near := Nearest(name, func(yield func(string) bool) {
 		if !yield("aws") {
@@ -166,6 +190,9 @@ func SectionHint(name string) string {
 	})
 	if near != "" {
 		return " (did you mean " + near + "?)"
+	}
+	if hint := NearRatelimit(name); hint != "" {
+		return hint
 	}
 	return OtherProvider(name)
 }
