@@ -62,7 +62,8 @@ type ProviderConfig struct {
 	// throttle; when the queue of waiting callers shows the demand ending,
 	// double the rate until the next throttle, so that the last calls use
 	// what the provider stored; fleet mode leaves the drains and that last
-	// rule out).
+	// rule out). goodput beside Adaptive false, whose leaf rates are
+	// fixed, is an error.
 	Controller string `yaml:"controller,omitempty" json:"controller,omitempty"`
 
 	// The leaf bucket (per account x region x service, or operation).

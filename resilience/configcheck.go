@@ -27,7 +27,8 @@ import (
 // base_delay_seconds above max_backoff_seconds, a breaker_cooldown_seconds
 // outside [1 s, 600 s] or above breaker_max_cooldown_seconds, which has no
 // upper bound of its own, a burst below one token or
-// set for a bucket that is off), a name under Providers that has a field
+// set for a bucket that is off, the goodput controller beside adaptive:
+// false), a name under Providers that has a field
 // of its own (aws, azure, gcp), and a service key that no call can match:
 // one spelt as no scope of the provider is (an AWS service in upper
 // case), or, where an SDK integration is imported that knows its
@@ -105,7 +106,11 @@ func (p *ProviderConfig) validate(name, path string) []error {
 		bad("max_attempts", "set max_attempts or max_retries, not both")
 	}
 	switch p.Controller {
-	case "", controllerAIMD, controllerGoodput:
+	case "", controllerAIMD:
+	case controllerGoodput:
+		if p.Adaptive != nil && !*p.Adaptive {
+			bad("controller", "has no effect: adaptive is false (the leaf rates are fixed)")
+		}
 	default:
 		bad("controller", fmt.Sprintf("unknown controller %q (aimd or goodput)", p.Controller))
 	}

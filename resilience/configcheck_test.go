@@ -290,3 +290,20 @@ func TestAMisspeltRatelimitKeyIsRefused(t *testing.T) {
 		t.Errorf("long form: %+v", cfg.AWS)
 	}
 }
+
+// The goodput controller chooses how an adaptive leaf reacts to
+// throttling: beside adaptive: false, which keeps the leaf rates fixed,
+// it has no effect, and is refused as a burst whose bucket is off is,
+// rather than ignored in silence.
+func TestGoodputControllerNeedsAnAdaptiveLeaf(t *testing.T) {
+	wantMistakes(t, "aws: {adaptive: false, controller: goodput}\n",
+		"ratelimit.aws.controller: has no effect: adaptive is false (the leaf rates are fixed)")
+	fixed := false
+	err := Config{Providers: map[string]ProviderConfig{"github": {Adaptive: &fixed, Controller: "goodput"}}}.Validate()
+	if err == nil || err.Error() != "ratelimit.providers.github.controller: has no effect: adaptive is false (the leaf rates are fixed)" {
+		t.Errorf("Validate: %v", err)
+	}
+	// aimd, the default, names what fixed rates leave out anyway.
+	accepted(t, "aws: {adaptive: false, controller: aimd}\n")
+	accepted(t, "aws: {adaptive: true, controller: goodput}\n")
+}
