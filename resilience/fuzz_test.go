@@ -1,10 +1,15 @@
 package resilience
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"testing"
+
+	"github.com/cloudg/cloudg/internal/breaker"
+	"github.com/cloudg/cloudg/state"
 )
 
 func FuzzClassify(f *testing.F) {
@@ -53,6 +58,13 @@ func FuzzClassify(f *testing.F) {
 	})
 }
 
+// FuzzParseConfig holds ParseConfig to what its documentation promises
+// of any document: a refusal is *ConfigErrors only, each naming the key
+// path it is about; an accepted configuration validates, makes a
+// governor, reads back from its own JSON as the same settings, and every leaf it
+// makes can serve a call and slow down on a throttle (a rate above zero,
+// a whole token, a floor not above the ceiling, which the bucket would
+// otherwise clamp), with the controller it asked for.
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{
 		"aws:\n  services:\n    ec2:\n      brust: 10\n",
@@ -64,12 +76,20 @@ func FuzzParseConfig(f *testing.F) {
 		"aws: {max_rps: 1e-9, min_rps: 1e-9}\n",
 		"aws: {max_retries: 3}\n",
 		"azure: {services: {Microsoft.Network: {max_rps: 2}}}\n",
+		"aws: {min_rps: 6}\n",
+		"gcp: {services: {cloudasset: {min_rps: 2}}}\n",
+		"gcp: {services: {}}\n",
+		"aws: {adaptive: false, controller: goodput}\n",
+		"aws: {per_operation: true, services: {ec2: {per_operation: false}, iam.ListRoles: {burst: 3}}}\n",
+		"aws: {retry_mode: standard}\nrate_limit: {aws: {max_rps: 5}}\n",
+		"enabled: false\nazure: {account_max_rps: 5, account_burst: 7, global_max_rps: 50, deadline_seconds: 1m}\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfig(data)
 		if err != nil {
+			checkConfigErrors(t, err)
 			return
 		}
 		if err := cfg.Validate(); err != nil {
@@ -78,5 +98,75 @@ func FuzzParseConfig(f *testing.F) {
 		if _, err := NewGovernor(cfg); err != nil {
 			t.Fatalf("NewGovernor rejected a parsed config: %v", err)
 		}
+		// Its own JSON, as the long form, reads back as the same config.
+		js, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseConfig([]byte(`{"ratelimit": ` + string(js) + `}`))
+		if err != nil {
+			t.Fatalf("its JSON %s: %v", js, err)
+		}
+		names := []string{"aws", "azure", "gcp"}
+		for name := range cfg.Providers {
+			names = append(names, name)
+		}
+		if (cfg.Enabled == nil) != (again.Enabled == nil) || len(again.Providers) != len(cfg.Providers) {
+			t.Fatalf("its JSON %s reads back as %+v", js, again)
+		}
+		for _, name := range names {
+			pc := cfg.Provider(name)
+			set := resolveProvider(name, pc, true)
+			if back := resolveProvider(name, again.Provider(name), true); !set.limitsEqual(back) || set.retry != back.retry ||
+				set.budget != back.budget || set.dead != back.dead || set.breakerWait != back.breakerWait {
+				t.Fatalf("%s: its JSON %s reads back as other settings", name, js)
+			}
+			specs := map[string]state.BucketSpec{"leaf": set.leaf}
+			for k, v := range set.services {
+				specs["services."+k] = v.spec
+			}
+			for k, v := range set.ops {
+				specs["services."+k.service+"."+k.operation] = v
+			}
+			for k, sp := range specs {
+				if !(sp.Rate > 0) || math.IsInf(sp.Rate, 0) || sp.Capacity() < 1 || !(sp.Floor > 0) || sp.Floor > sp.Rate {
+					t.Fatalf("%s %s: %+v: a leaf that cannot serve a call or that no throttle slows", name, k, sp)
+				}
+				if sp.Goodput != (pc.Controller == controllerGoodput) {
+					t.Fatalf("%s %s: %+v: controller %q", name, k, sp, pc.Controller)
+				}
+			}
+			for k, sp := range map[string]*state.BucketSpec{"global": set.global, "account": set.account} {
+				if sp != nil && (!(sp.Rate > 0) || sp.Capacity() < 1) {
+					t.Fatalf("%s %s bucket: %+v", name, k, sp)
+				}
+			}
+			r := set.retry
+			if r.attempts < 1 || r.base <= 0 || r.maxBackoff <= 0 || r.deadline <= 0 || set.budget < 0 || set.dead < 0 {
+				t.Fatalf("%s: retry %+v, budget %d, dead %v", name, r, set.budget, set.dead)
+			}
+			if b := set.breaker; b.Threshold < 1 || b.Threshold > breaker.MaxThreshold || b.Cooldown < minCooldown || b.Cooldown > maxCooldown || b.MaxCooldown < b.Cooldown {
+				t.Fatalf("%s: breaker %+v", name, b)
+			}
+		}
 	})
+}
+
+// checkConfigErrors fails unless every error err joins is a *ConfigError
+// with a key path and a message, as ParseConfig's documentation says.
+func checkConfigErrors(t *testing.T, err error) {
+	t.Helper()
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%T %v: no *ConfigError", err, err)
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			checkConfigErrors(t, e)
+		}
+		return
+	}
+	if !errors.As(err, &ce) || err != error(ce) || ce.Path == "" || ce.Msg == "" {
+		t.Fatalf("%T %q: not a *ConfigError with a path and a message", err, err)
+	}
 }
