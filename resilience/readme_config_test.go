@@ -18,47 +18,22 @@ func TestREADMEConfigBlocksParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := yamlBlocks(string(data))
+	blocks := resilience.YAMLBlocks(string(data))
 	n := 0
 	for _, b := range blocks {
-		if !strings.HasPrefix(b.text, "ratelimit:") {
+		if !strings.HasPrefix(b.Text, "ratelimit:") {
 			continue
 		}
 		n++
-		if _, err := resilience.ParseConfig([]byte(b.text)); err != nil {
-			t.Errorf("README.md:%d: resilience.ParseConfig: %v", b.line, err)
+		if _, err := resilience.ParseConfig([]byte(b.Text)); err != nil {
+			t.Errorf("README.md:%d: resilience.ParseConfig: %v", b.Line, err)
 		}
-		if _, err := liveop.ParseConfig([]byte(b.text)); err != nil {
-			t.Errorf("README.md:%d: liveop.ParseConfig: %v", b.line, err)
+		if _, err := liveop.ParseConfig([]byte(b.Text)); err != nil {
+			t.Errorf("README.md:%d: liveop.ParseConfig: %v", b.Line, err)
 		}
 	}
 	// The configuration reference and the other providers' example.
 	if n < 2 {
 		t.Fatalf("README.md: %d ratelimit blocks found, want at least 2 (the reference and the other providers')", n)
 	}
-}
-
-type fenced struct {
-	line int // of the block's first line
-	text string
-}
-
-// yamlBlocks returns the text of each ```yaml block of a Markdown text.
-func yamlBlocks(md string) []fenced {
-	var out []fenced
-	var cur *strings.Builder
-	start := 0
-	for i, line := range strings.Split(md, "\n") {
-		switch {
-		case cur == nil && strings.TrimSpace(line) == "```yaml":
-			cur, start = &strings.Builder{}, i+2
-		case cur != nil && strings.TrimSpace(line) == "```":
-			out = append(out, fenced{start, cur.String()})
-			cur = nil
-		case cur != nil:
-			cur.WriteString(line)
-			cur.WriteByte('\n')
-		}
-	}
-	return out
 }
