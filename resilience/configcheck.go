@@ -29,7 +29,8 @@ import (
 // upper bound of its own, a burst below one token or
 // set for a bucket that is off, the goodput controller beside adaptive:
 // false), a name under Providers that has a field
-// of its own (aws, azure, gcp), and a service key that no call can match:
+// of its own (aws, azure, gcp) or space around it, and a service key
+// that no call can match: one with space around its names,
 // one spelt as no scope of the provider is (an AWS service in upper
 // case), or, where an SDK integration is imported that knows its
 // provider's names (cloudgaws does for aws, cloudghttp for github), a
@@ -64,6 +65,10 @@ func (c Config) Validate() error {
 			// Another provider to the governor (names are compared as
 			// they are), which no call of the integrations uses.
 			errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.%s (provider names are case-sensitive)", name, own, own)))
+			continue
+		}
+		if trimmed := strings.TrimSpace(name); trimmed != name {
+			errs = append(errs, fieldErr(path, fmt.Sprintf("a provider name has no space around it (%s)", trimmed)))
 			continue
 		}
 		pc := c.Providers[name]
@@ -216,6 +221,14 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 		sp := path + ".services." + name
 		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Count(name, ".") > 1 {
 			errs = append(errs, fieldErr(sp, `a service key is "<service>" or "<service>.<Operation>"`))
+			continue
+		}
+		if svc, op, isOp := strings.Cut(name, "."); strings.TrimSpace(svc) != svc || strings.TrimSpace(op) != op {
+			want := strings.TrimSpace(svc)
+			if isOp {
+				want += "." + strings.TrimSpace(op)
+			}
+			errs = append(errs, fieldErr(sp, fmt.Sprintf("a service key has no space around its names (%s)", want)))
 			continue
 		}
 		if msg := neverMatches(provider, name); msg != "" {

@@ -307,3 +307,18 @@ func TestGoodputControllerNeedsAnAdaptiveLeaf(t *testing.T) {
 	accepted(t, "aws: {adaptive: false, controller: aimd}\n")
 	accepted(t, "aws: {adaptive: true, controller: goodput}\n")
 }
+
+// A provider name or a service key with space around a name is refused:
+// it would tune a provider or a service no integration's scope names,
+// and the settings under it would be ignored in silence (aws's service
+// keys are checked against the SDK's names only where cloudgaws is
+// imported, and other providers' not at all).
+func TestSpaceAroundANameIsRefused(t *testing.T) {
+	wantMistakes(t, "aws: {services: {' ec2': {max_rps: 1}, 'iam ': {max_rps: 1}}}\n",
+		"ratelimit.aws.services. ec2: a service key has no space around its names (ec2)",
+		"ratelimit.aws.services.iam : a service key has no space around its names (iam)")
+	wantMistakes(t, "providers: {' github': {max_rps: 1}, acme: {services: {'orders. List': {max_rps: 1}}}}\n",
+		"ratelimit.providers. github: a provider name has no space around it (github)",
+		"ratelimit.providers.acme.services.orders. List: a service key has no space around its names (orders.List)")
+	accepted(t, "providers: {github: {services: {rest: {max_rps: 1}}}, acme: {services: {orders.List: {max_rps: 1}}}}\n")
+}
