@@ -3,12 +3,15 @@
 package resilience
 
 import (
+	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/yamlconf"
@@ -405,4 +408,23 @@ func TestConfigureKeepsItsOwnCopy(t *testing.T) {
 			t.Errorf("ProviderConfig.clone shares %s", v.Type().Field(i).Name)
 		}
 	}
+}
+
+// A max_retries set in code beyond what a document can give (math.MaxInt,
+// to retry until the deadline) is that many retries, as many attempts
+// as an int holds: the attempt it adds must not wrap the count negative,
+// which retried nothing, and told the SDK integrations, which configure
+// their own retry loop from Governor.Policy, a negative MaxAttempts.
+func TestHugeMaxRetriesSaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		huge := math.MaxInt
+		g := newGov(t, Config{AWS: ProviderConfig{MaxRetries: &huge, BaseDelaySeconds: 1, MaxBackoffSeconds: 1}})
+		if a := g.Policy("aws").MaxAttempts; a != math.MaxInt {
+			t.Errorf("max_retries %d: Policy().MaxAttempts %d, want %d", huge, a, math.MaxInt)
+		}
+		n := 0
+		if err := Do(context.Background(), iamUsers, failing(&n, transientErr(), transientErr()), WithGovernor(g)); err != nil || n != 3 {
+			t.Errorf("max_retries %d: Do: %v after %d attempts, want success after 3", huge, err, n)
+		}
+	})
 }

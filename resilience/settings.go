@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -139,7 +140,9 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 			MaxCooldown: orSeconds(pc.BreakerMaxCooldownSeconds, defaultBreakerMaxCooldown),
 		},
 		retry: retryLimits{
-			attempts:   derefOr(pc.MaxAttempts, derefOr(pc.MaxRetries, defaultMaxRetries)+1),
+			// max_retries and the first attempt, without wrapping a huge
+			// max_retries (math.MaxInt, set in code) negative.
+			attempts:   derefOr(pc.MaxAttempts, min(derefOr(pc.MaxRetries, defaultMaxRetries), math.MaxInt-1)+1),
 			base:       orSeconds(pc.BaseDelaySeconds, defaultBaseDelay),
 			maxBackoff: orSeconds(pc.MaxBackoffSeconds, defaultMaxBackoff),
 			deadline:   orSeconds(pc.DeadlineSeconds, defaultDeadline),
