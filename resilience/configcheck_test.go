@@ -322,3 +322,13 @@ func TestSpaceAroundANameIsRefused(t *testing.T) {
 		"ratelimit.providers.acme.services.orders. List: a service key has no space around its names (orders.List)")
 	accepted(t, "providers: {github: {services: {rest: {max_rps: 1}}}, acme: {services: {orders.List: {max_rps: 1}}}}\n")
 }
+
+// An explicit empty string where a setting takes a name (controller: "")
+// is refused, as an explicit zero rate is: it reads as the default, which
+// the key left out says, and is more likely a value lost on its way into
+// the file (controller: ${CONTROLLER}) than a choice.
+func TestAnEmptyNameIsRefused(t *testing.T) {
+	wantMistakes(t, "aws: {controller: ''}\n", "ratelimit.aws.controller: must not be empty (leave the key out for the default)")
+	wantMistakes(t, `{"ratelimit": {"providers": {"github": {"controller": ""}}}}`, "ratelimit.providers.github.controller: must not be empty (leave the key out for the default)")
+	accepted(t, "aws: {controller: ~}\n")
+}

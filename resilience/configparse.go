@@ -31,8 +31,9 @@ import (
 // for the governor's).
 //
 // Unknown keys, explicit zero or negative rates, bursts, thresholds and
-// times, malformed values and settings that contradict each other or
-// cannot work (see Config.Validate) are errors that name the key path,
+// times, malformed values, empty strings and settings that contradict
+// each other or cannot work (see Config.Validate) are errors that name
+// the key path,
 // all of a document's at once (joined with errors.Join; errors.As finds
 // the first *ConfigError), such as
 //

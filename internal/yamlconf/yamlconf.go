@@ -1,6 +1,6 @@
 // Package yamlconf decodes configuration sections from YAML or JSON
-// strictly: unknown keys, duplicate keys, malformed values and values of
-// the wrong type are errors that name the key path
+// strictly: unknown keys, duplicate keys, malformed values, values of
+// the wrong type and empty strings are errors that name the key path
 // (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
 // every mistake of a document at once (errors.Join). Keys ending in _seconds
 // take a number of seconds or a Go duration string ("90s"). Numbers are
@@ -402,6 +402,11 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 	case reflect.String:
 		if n.ShortTag() != "!!str" {
 			return errorf(path, fmt.Sprintf("%q is not a string", n.Value))
+		}
+		if n.Value == "" {
+			// As an explicit zero rate is: "" is the default, which
+			// leaving the key out says.
+			return errorf(path, "must not be empty (leave the key out for the default)")
 		}
 		v.SetString(n.Value)
 	case reflect.Int:
