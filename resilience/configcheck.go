@@ -14,28 +14,25 @@ import (
 	"github.com/cloudg/cloudg/internal/yamlconf"
 )
 
-// Validate reports every setting that cannot work, each naming its key
-// path (ratelimit.aws.max_rps: must be > 0), joined with errors.Join: a
-// value out of its range (the ranges the YAML reader applies too, and a
-// breaker_threshold above 268435456, the most consecutive failures a
-// breaker counts), a rate
-// too low to serve a call (a token less often than once per
-// deadline_seconds, or a max_rps below the floor of the adaptive rate),
-// two settings that contradict each other (min_rps above max_rps, a
-// provider's or a service's min_rps above the max_rps of a built-in
-// service or operation it floors among them,
-// base_delay_seconds above max_backoff_seconds, a breaker_cooldown_seconds
-// outside [1 s, 600 s] or above breaker_max_cooldown_seconds, which has no
-// upper bound of its own, a burst below one token or
-// set for a bucket that is off, the goodput controller beside adaptive:
-// false), a name under Providers that has a field
-// of its own (aws, azure, gcp) or space around it, and a service key
-// that no call can match: one with space around its names,
-// one spelt as no scope of the provider is (an AWS service in upper
-// case), or, where an SDK integration is imported that knows its
-// provider's names (cloudgaws does for aws, cloudghttp for github), a
-// name it does not know. A setting compared
-// with one left unset is compared with that one's built-in default,
+// Validate reports every setting that cannot work, each naming its key path
+// (ratelimit.aws.max_rps: must be > 0), joined with errors.Join: a value out
+// of its range (the ranges the YAML reader applies too, and a
+// breaker_threshold above 268435456, the most consecutive failures a breaker
+// counts), a rate too low to serve a call (a token less often than once per
+// deadline_seconds, or a max_rps below the floor of the adaptive rate), two
+// settings that contradict each other (min_rps above max_rps, a provider's
+// or a service's min_rps above the max_rps of a built-in service or
+// operation it floors among them, base_delay_seconds above
+// max_backoff_seconds, a breaker_cooldown_seconds outside [1 s, 600 s] or
+// above breaker_max_cooldown_seconds, which has no upper bound of its own, a
+// burst below one token or set for a bucket that is off, the goodput
+// controller beside adaptive: false), a name under Providers that has a
+// field of its own (aws, azure, gcp) or space around it, and a service key
+// that no call can match: one with space around its names, one spelt as no
+// scope of the provider is (an AWS service in upper case), or, where an SDK
+// integration is imported that knows its provider's names (cloudgaws does
+// for aws, cloudghttp for github), a name it does not know. A setting
+// compared with one left unset is compared with that one's built-in default,
 // except that an unset base_delay_seconds is not compared: a
 // max_backoff_seconds below its default caps every backoff at itself.
 func (c Config) Validate() error {
