@@ -39,6 +39,12 @@ var (
 // operation get when its function panicked.
 var ErrPanicked = errors.New("liveop: the operation panicked")
 
+// ErrNested is matched (errors.Is) by the error Run returns when it is
+// called, with the context an operation's function was given, for the
+// request of that operation (its key) or of one it runs inside: joining
+// it, the call would wait for its own result.
+var ErrNested = errors.New("liveop: Run inside the operation it would join")
+
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut
 // off (timeout). Its message is the one to show a person or an agent; it
 // ends by pointing at the cached dataset. MarshalJSON gives the form for a

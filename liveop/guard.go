@@ -83,6 +83,7 @@ func (g *Guard) init() {
 
 // flight is one running operation.
 type flight struct {
+	parent  *flight // the operation whose function started this one, if any
 	key     string
 	scopes  []string
 	start   time.Time
@@ -95,6 +96,21 @@ type flight struct {
 	cancel  context.CancelCauseFunc
 }
 
+// operationKey is the key of the *flight a function's context carries:
+// the operation it runs.
+type operationKey struct{}
+
+// within reports whether ctx is the context of f's function or of one
+// that f's function started, however deeply: a Run with it waits for f.
+func within(ctx context.Context, f *flight) bool {
+	for op, _ := ctx.Value(operationKey{}).(*flight); op != nil; op = op.parent {
+		if op == f {
+			return true
+		}
+	}
+	return false
+}
+
 // errAbandoned is the cause of an operation cancelled because every
 // caller waiting for it has gone.
 var errAbandoned = errors.New("liveop: every caller of the operation has gone")
@@ -105,7 +121,10 @@ var errAbandoned = errors.New("liveop: every caller of the operation has gone")
 // error (a busy refusal wrapping it, while waiting for a slot). fn runs on
 // its own goroutine with a context that keeps ctx's values but not its
 // cancellation (see the package documentation for when it is cancelled),
-// and must return a value of the same type for every caller of a key.
+// and must return a value of the same type for every caller of a key. A
+// Run with the context fn was given, or one derived from it, for the key
+// of fn's own operation returns an error matching ErrNested rather than
+// wait for its own result.
 func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if fn == nil {
@@ -139,6 +158,10 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 		g.mu.Lock()
 		g.init()
 		if f := g.flights[req.Key]; f != nil {
+			if within(ctx, f) {
+				g.mu.Unlock()
+				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
+			}
 			f.waiters++
 			g.joined++
 			g.mu.Unlock()
@@ -248,7 +271,8 @@ func (g *Guard) start(ctx context.Context, now time.Time, scopes []string, req R
 	g.running[f] = struct{}{}
 	g.broadcast()
 
-	opCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	f.parent, _ = ctx.Value(operationKey{}).(*flight)
+	opCtx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), operationKey{}, f))
 	f.cancel = cancel
 	stop := func() {}
 	if f.timeout > 0 {
