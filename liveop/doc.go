@@ -34,7 +34,9 @@
 //     Config.MaxConcurrentTotal in all; past that a new operation is
 //     refused (ErrBusy), or, with Request.Wait, waits for a slot (its
 //     context bounds the wait) and joins an identical operation that
-//     starts meanwhile.
+//     starts meanwhile. A Run inside an operation's function that would
+//     wait for a slot only that operation (or one it runs inside) can
+//     free is refused at once, the busy refusal wrapping ErrNested.
 //
 // An admitted operation takes its slots and its quota entry before it
 // starts, so a caller racing it sees them.

@@ -90,7 +90,9 @@ func (e *RefusedError) Is(target error) bool {
 
 // Unwrap returns what ended a wait: context.DeadlineExceeded for a
 // timeout, the caller's context error for a busy refusal that ended a
-// Request.Wait; nil otherwise.
+// Request.Wait, ErrNested for a busy refusal of a Request.Wait that would
+// wait for a slot only the operation the caller runs inside can free;
+// nil otherwise.
 func (e *RefusedError) Unwrap() error { return e.cause }
 
 // MarshalJSON returns {reason, message, retry_after_seconds, scopes,

@@ -47,7 +47,8 @@ type Request struct {
 	// Bypass skips the cooldown, for operators.
 	Bypass bool
 	// Wait waits for a slot, within the context, instead of a busy
-	// refusal.
+	// refusal, unless only the operation the caller runs inside could
+	// free it (see ErrNested).
 	Wait bool
 	// Timeout bounds the operation: 0 takes the guard's operation
 	// timeout; a negative Timeout means none.
@@ -175,7 +176,12 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 			return f, nil
 		}
 		changed := g.changed
+		futile := refused.Reason == ReasonBusy && req.Wait && g.waitsForItself(ctx, scopes)
 		g.mu.Unlock()
+		if futile {
+			refused.cause = ErrNested
+			return nil, refused
+		}
 		if refused.Reason != ReasonBusy || !req.Wait {
 			return nil, refused
 		}
@@ -191,6 +197,37 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 			return nil, refused
 		}
 	}
+}
+
+// waitsForItself reports whether the slot a new operation on scopes waits
+// for can free only when an operation that the caller runs inside (ctx is
+// its function's context, or that of one it started) ends, so that the
+// caller would wait for itself: those operations alone hold the total cap,
+// or the cap of one of scopes; g.mu is held.
+func (g *Guard) waitsForItself(ctx context.Context, scopes []string) bool {
+	held := map[string]int{}
+	total := 0
+	for op, _ := ctx.Value(operationKey{}).(*flight); op != nil; op = op.parent {
+		if _, running := g.running[op]; !running {
+			continue // its function has returned, freeing its slots
+		}
+		total++
+		for _, s := range op.scopes {
+			held[s]++
+		}
+	}
+	if total == 0 {
+		return false
+	}
+	if total >= g.cfg.maxTotal {
+		return true
+	}
+	for _, s := range scopes {
+		if held[s] >= g.cfg.maxPerScope {
+			return true
+		}
+	}
+	return false
 }
 
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,

@@ -35,3 +35,54 @@ func TestANestedRunOfTheSameKeyDoesNotWaitForItself(t *testing.T) {
 		}
 	})
 }
+
+// An operation whose function waits (Request.Wait) for a slot that only
+// the operation itself, or one it runs inside, can free would wait for
+// ever: the nested Run is refused as busy at once, its refusal wrapping
+// ErrNested. A slot another operation holds is still waited for.
+func TestANestedRunDoesNotWaitForItsOwnSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			cfg    Config
+			scopes []string
+		}{
+			{"its scope", Config{MaxConcurrentTotal: 5}, []string{"aws/1", "aws/2"}},
+			{"the total cap", Config{MaxConcurrentTotal: 1}, []string{"aws/2"}},
+		} {
+			g := newGuard(t, c.cfg)
+			var inner error
+			outer := func(ctx context.Context) (string, error) {
+				w := Request{Key: "b", Scopes: c.scopes, Wait: true}
+				_, inner = Run(ctx, g, w, (&counted{val: "x"}).run)
+				return "outer", nil
+			}
+			a := goRun(context.Background(), g, req("a", "aws/1"), outer)
+			synctest.Wait()
+			o, ok := received(a)
+			if !ok {
+				t.Fatalf("%s: the operation waits for itself", c.name)
+			}
+			if !errors.Is(inner, ErrBusy) || !errors.Is(inner, ErrNested) || o.val != "outer" {
+				t.Fatalf("%s: the nested Run got %v; want a busy refusal wrapping ErrNested", c.name, inner)
+			}
+		}
+
+		// A slot of another operation frees: the nested Run waits for it.
+		g := newGuard(t, Config{MaxConcurrentTotal: 2})
+		other := goRun(context.Background(), g, req("other", "aws/2"), (&counted{d: time.Minute}).run)
+		synctest.Wait()
+		var inner error
+		var v string
+		start := time.Now()
+		outer := func(ctx context.Context) (string, error) {
+			v, inner = Run(ctx, g, Request{Key: "b", Scopes: []string{"gcp/p"}, Wait: true}, (&counted{val: "x"}).run)
+			return "outer", nil
+		}
+		if _, err := Run(context.Background(), g, req("a", "aws/1"), outer); err != nil || inner != nil || v != "x" ||
+			time.Since(start) != time.Minute {
+			t.Fatalf("got %v, nested %q %v after %v", err, v, inner, time.Since(start))
+		}
+		<-other
+	})
+}
