@@ -89,9 +89,9 @@ type flight struct {
 	scopes  []string
 	start   time.Time
 	timeout time.Duration
-	waiters int  // callers waiting for the result
-	over    bool // the result is set and done closed (or nobody is left to get it)
-	done    chan struct{}
+	phase   phase         // written by Guard.to only
+	waiters int           // callers waiting for the result, while the operation runs
+	done    chan struct{} // closed when the result is set: on leaving phaseRunning, but for phaseAbandoned
 	val     any
 	err     error
 	cancel  context.CancelCauseFunc
@@ -163,8 +163,7 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
-			f.waiters++
-			g.joined++
+			g.join(f)
 			g.mu.Unlock()
 			return f, nil
 		}
@@ -350,11 +349,36 @@ func (g *Guard) run(ctx context.Context, f *flight, fn func(context.Context) (an
 	returned = true
 }
 
-// finish frees the operation's slots, starts its scopes' cooldown and
-// gives its callers the result, unless its timeout already did.
+// The verbs of an operation's life: join, finish, expire and leave. Each
+// starts from the operation's phase and moves it only through Guard.to.
+
+// join adds a caller to the running operation f; g.mu is held.
+func (g *Guard) join(f *flight) {
+	if checkPhases && f.phase != phaseRunning {
+		panic(fmt.Sprintf("liveop: joined an operation %v", f.phase))
+	}
+	f.waiters++
+	g.joined++
+}
+
+// finish ends the operation f, whose function returned val and err (or
+// the timeout refusal, past its timeout): it frees the operation's slots,
+// starts its scopes' cooldown and gives its callers the result, unless its
+// timeout already did or every caller has gone.
 func (g *Guard) finish(f *flight, val any, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var failed bool
+	switch f.phase {
+	case phaseRunning:
+		failed = err != nil
+		f.deliver(val, err)
+	case phaseTimedOut, phaseAbandoned:
+		// Nobody is left to get the result: the operation failed,
+		// whatever its function returned.
+		failed = true
+	}
+	g.to(f, phaseEnded) // from phaseEnded, a function that returned twice: panics under cloudgdebug
 	delete(g.running, f)
 	for _, s := range f.scopes {
 		if g.active[s]--; g.active[s] <= 0 {
@@ -362,13 +386,9 @@ func (g *Guard) finish(f *flight, val any, err error) {
 		}
 	}
 	g.total--
-	// An operation whose result nobody is left to get (it timed out, or
-	// every caller has gone) failed, whatever its function returned.
-	failed := err != nil || f.over
 	if !failed || g.cfg.coolAfterFailure {
 		g.coolDown(time.Now(), f.scopes)
 	}
-	g.deliver(f, val, err)
 	g.broadcast()
 }
 
@@ -381,20 +401,25 @@ func (g *Guard) expire(f *flight, ctx context.Context) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.deliver(f, nil, timeoutError(slices.Clone(f.scopes), f.timeout, context.DeadlineExceeded))
+	g.timeOut(f)
 }
 
-// deliver sets the operation's result once and stops it being joined;
-// g.mu is held.
-func (g *Guard) deliver(f *flight, val any, err error) {
-	if f.over {
+// timeOut gives the callers of the running operation f the timeout
+// refusal; g.mu is held. An operation that has ended, or that every
+// caller has left, has nobody left to tell.
+func (g *Guard) timeOut(f *flight) {
+	if f.phase != phaseRunning {
 		return
 	}
-	f.over, f.val, f.err = true, val, err
+	f.deliver(nil, timeoutError(slices.Clone(f.scopes), f.timeout, context.DeadlineExceeded))
+	g.to(f, phaseTimedOut)
+}
+
+// deliver sets the result of the running operation f and wakes its
+// callers; g.mu is held. The caller moves f out of phaseRunning.
+func (f *flight) deliver(val any, err error) {
+	f.val, f.err = val, err
 	close(f.done)
-	if f.key != "" && g.flights[f.key] == f {
-		delete(g.flights, f.key)
-	}
 }
 
 // await waits for the operation's result or for ctx; the last caller to go
@@ -406,23 +431,38 @@ func (g *Guard) await(ctx context.Context, f *flight) (any, error) {
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
-	if f.over {
-		g.mu.Unlock()
+	delivered, abandoned := g.leave(f)
+	g.mu.Unlock()
+	if delivered {
 		return f.val, f.err
 	}
-	f.waiters--
-	abandoned := f.waiters == 0
-	if abandoned {
-		f.over = true // nobody is left to get a result
-		if g.flights[f.key] == f {
-			delete(g.flights, f.key)
-		}
-	}
-	g.mu.Unlock()
 	if abandoned {
 		f.cancel(errAbandoned)
 	}
 	return nil, ctx.Err()
+}
+
+// leave takes a caller whose context ended off the operation f; g.mu is
+// held. It reports whether f's result was set meanwhile (the caller takes
+// it), and whether the caller was the last, so that f is abandoned (and
+// is to be cancelled, outside the lock).
+func (g *Guard) leave(f *flight) (delivered, abandoned bool) {
+	switch f.phase {
+	case phaseRunning:
+		f.waiters--
+		if f.waiters == 0 {
+			g.to(f, phaseAbandoned)
+			return false, true
+		}
+		return false, false
+	case phaseAbandoned:
+		// Only its last caller leaves it so, once.
+		if checkPhases {
+			panic("liveop: a caller left an abandoned operation")
+		}
+		return false, false
+	}
+	return true, false // timed out or ended: the result is set
 }
 
 // coolDown starts the cooldown of scopes; g.mu is held.

@@ -117,7 +117,7 @@ func (g *Guard) Status() Status {
 	})
 	for _, f := range running {
 		op := Operation{Key: f.key, Scopes: slices.Clone(f.scopes), RunningSeconds: tenths(now.Sub(f.start))}
-		if !f.over {
+		if f.phase == phaseRunning {
 			op.Callers = f.waiters
 		}
 		st.InFlight = append(st.InFlight, op)
