@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -38,6 +39,12 @@ var (
 // ErrPanicked is matched (errors.Is) by the error the callers of an
 // operation get when its function panicked.
 var ErrPanicked = errors.New("liveop: the operation panicked")
+
+// ErrResultType is matched (errors.Is) by the error Run returns to a
+// caller that joined an operation whose function returned a value of
+// another type than the caller's (Run[int] joining a Run[string] of the
+// same key): a program error, not the operation's failure.
+var ErrResultType = errors.New("liveop: the operation returned another type")
 
 // ErrNested is matched (errors.Is) by the error Run returns when it is
 // called, with the context an operation's function was given, for the
@@ -160,4 +167,29 @@ func (e *panicError) Unwrap() []error {
 		return []error{ErrPanicked, err}
 	}
 	return []error{ErrPanicked}
+}
+
+// resultTypeError is what a caller gets that joined an operation whose
+// function returned a value of another type than the caller's.
+type resultTypeError struct {
+	key       string
+	got, want reflect.Type
+	err       error // the operation's own error, if it returned one too
+}
+
+func (e *resultTypeError) Error() string {
+	msg := fmt.Sprintf("liveop: operation %q returned %v, not %v", e.key, e.got, e.want)
+	if e.err != nil {
+		msg += " (and the error: " + e.err.Error() + ")"
+	}
+	return msg
+}
+
+// Unwrap returns ErrResultType and, when the operation returned an error
+// with its value, that error.
+func (e *resultTypeError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrResultType, e.err}
+	}
+	return []error{ErrResultType}
 }

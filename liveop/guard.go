@@ -122,7 +122,9 @@ var errAbandoned = errors.New("liveop: every caller of the operation has gone")
 // error (a busy refusal wrapping it, while waiting for a slot). fn runs on
 // its own goroutine with a context that keeps ctx's values but not its
 // cancellation (see the package documentation for when it is cancelled),
-// and must return a value of the same type for every caller of a key. A
+// and must return a value of the same type for every caller of a key: a
+// caller of another type that joins it gets an error matching
+// ErrResultType (and the operation's error, if it returned one). A
 // Run with the context fn was given, or one derived from it, for the key
 // of fn's own operation returns an error matching ErrNested rather than
 // wait for its own result.
@@ -141,7 +143,7 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	}
 	v, ok := val.(T)
 	if !ok {
-		return zero, fmt.Errorf("liveop: operation %q returned %T, not %v", req.Key, val, reflect.TypeFor[T]())
+		return zero, &resultTypeError{key: req.Key, got: reflect.TypeOf(val), want: reflect.TypeFor[T](), err: err}
 	}
 	return v, err
 }

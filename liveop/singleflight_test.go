@@ -114,12 +114,26 @@ func TestJoinWithAnotherResultType(t *testing.T) {
 			stringer <- err
 		}()
 		n, err := Run(context.Background(), g, req("k", "aws/1"), func(context.Context) (int, error) { return 1, nil })
-		if n != 0 || err == nil || err.Error() != `liveop: operation "k" returned string, not int` {
-			t.Fatalf("%d %v", n, err)
+		if n != 0 || err == nil || err.Error() != `liveop: operation "k" returned string, not int` || !errors.Is(err, ErrResultType) {
+			t.Fatalf("got %d, %v (matches ErrResultType: %v); want the type's error", n, err, errors.Is(err, ErrResultType))
 		}
-		if err := <-stringer; err == nil || err.Error() != `liveop: operation "k" returned string, not fmt.Stringer` {
+		if err := <-stringer; err == nil || err.Error() != `liveop: operation "k" returned string, not fmt.Stringer` || !errors.Is(err, ErrResultType) {
 			t.Fatal(err)
 		}
 		<-a
+
+		// The operation's own error, returned with its value, is not lost.
+		partial := errors.New("partial")
+		b := goRun(context.Background(), g, req("p", "aws/2"), func(context.Context) (string, error) {
+			time.Sleep(time.Second)
+			return "some", partial
+		})
+		synctest.Wait()
+		n, err = Run(context.Background(), g, req("p", "aws/2"), func(context.Context) (int, error) { return 1, nil })
+		if !errors.Is(err, ErrResultType) || !errors.Is(err, partial) ||
+			err.Error() != `liveop: operation "p" returned string, not int (and the error: partial)` {
+			t.Fatalf("%d %v", n, err)
+		}
+		<-b
 	})
 }
