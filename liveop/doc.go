@@ -58,5 +58,8 @@
 //
 // Every wait is a select on a channel and the context, and time is read
 // with time.Now, so a Guard used inside a testing/synctest bubble runs in
-// virtual time.
+// virtual time. A Guard keeps nothing of a bubble once the bubble's
+// operations have ended and its callers have gone, so that one Guard per
+// process serves test after test, each in a bubble of its own (but not
+// two bubbles at once, nor a bubble and goroutines outside it).
 package liveop

@@ -27,7 +27,7 @@ type Guard struct {
 	starts  map[string][]time.Time // caller -> starts inside the window, oldest first
 	started int64
 	joined  int64
-	changed chan struct{} // closed, and replaced, when an operation starts or ends
+	changed chan struct{} // made by a caller that waits for a slot; closed, and forgotten, when an operation starts or ends
 }
 
 // Request describes one live operation. The zero Request has no key (it
@@ -79,7 +79,6 @@ func (g *Guard) init() {
 	g.active = map[string]int{}
 	g.cooling = map[string]time.Time{}
 	g.starts = map[string][]time.Time{}
-	g.changed = make(chan struct{})
 }
 
 // flight is one running operation.
@@ -176,8 +175,18 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 			g.mu.Unlock()
 			return f, nil
 		}
-		changed := g.changed
-		futile := refused.Reason == ReasonBusy && req.Wait && g.waitsForItself(ctx, scopes)
+		wait := refused.Reason == ReasonBusy && req.Wait
+		futile := wait && g.waitsForItself(ctx, scopes)
+		var changed chan struct{}
+		if wait && !futile {
+			// Made by the caller that waits on it, inside its
+			// testing/synctest bubble if it is in one, not kept from an
+			// earlier bubble.
+			if g.changed == nil {
+				g.changed = make(chan struct{})
+			}
+			changed = g.changed
+		}
 		g.mu.Unlock()
 		if futile {
 			refused.cause = ErrNested
@@ -493,6 +502,8 @@ func (g *Guard) sweep(now time.Time) {
 
 // broadcast wakes the callers waiting for a slot; g.mu is held.
 func (g *Guard) broadcast() {
-	close(g.changed)
-	g.changed = make(chan struct{})
+	if g.changed != nil {
+		close(g.changed)
+		g.changed = nil
+	}
 }
