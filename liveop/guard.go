@@ -100,10 +100,11 @@ type flight struct {
 // the operation it runs.
 type operationKey struct{}
 
-// within reports whether ctx is the context of f's function or of one
-// that f's function started, however deeply: a Run with it waits for f.
-func within(ctx context.Context, f *flight) bool {
-	for op, _ := ctx.Value(operationKey{}).(*flight); op != nil; op = op.parent {
+// within reports whether inside, the operation whose function's context a
+// caller has (or nil), is f or one that f's function started, however
+// deeply: the caller's Run waits for f.
+func within(inside, f *flight) bool {
+	for op := inside; op != nil; op = op.parent {
 		if op == f {
 			return true
 		}
@@ -156,11 +157,13 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 	scopes := slices.Clone(req.Scopes)
 	slices.Sort(scopes)
 	scopes = slices.Compact(scopes)
+	// Asked once, outside the lock: a Context is the caller's code.
+	inside, _ := ctx.Value(operationKey{}).(*flight)
 	for {
 		g.mu.Lock()
 		g.init()
 		if f := g.flights[req.Key]; f != nil {
-			if within(ctx, f) {
+			if within(inside, f) {
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
@@ -171,12 +174,12 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 		now := time.Now()
 		refused := g.refusal(now, scopes, req)
 		if refused == nil {
-			f := g.start(ctx, now, scopes, req, fn)
+			f := g.start(ctx, inside, now, scopes, req, fn)
 			g.mu.Unlock()
 			return f, nil
 		}
 		wait := refused.Reason == ReasonBusy && req.Wait
-		futile := wait && g.waitsForItself(ctx, scopes)
+		futile := wait && g.waitsForItself(inside, scopes)
 		var changed chan struct{}
 		if wait && !futile {
 			// Made by the caller that waits on it, inside its
@@ -210,14 +213,15 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 }
 
 // waitsForItself reports whether the slot a new operation on scopes waits
-// for can free only when an operation that the caller runs inside (ctx is
-// its function's context, or that of one it started) ends, so that the
-// caller would wait for itself: those operations alone hold the total cap,
-// or the cap of one of scopes; g.mu is held.
-func (g *Guard) waitsForItself(ctx context.Context, scopes []string) bool {
+// for can free only when an operation that the caller runs inside (inside,
+// whose function's context the caller has, and the operations that
+// started it) ends, so that the caller would wait for itself: those
+// operations alone hold the total cap, or the cap of one of scopes; g.mu
+// is held.
+func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 	held := map[string]int{}
 	total := 0
-	for op, _ := ctx.Value(operationKey{}).(*flight); op != nil; op = op.parent {
+	for op := inside; op != nil; op = op.parent {
 		if _, running := g.running[op]; !running {
 			continue // its function has returned, freeing its slots
 		}
@@ -295,9 +299,9 @@ func (g *Guard) inWindow(now time.Time, caller string) []time.Time {
 	return starts[i:]
 }
 
-// start takes the operation's slots and quota entry and starts fn; g.mu is
-// held.
-func (g *Guard) start(ctx context.Context, now time.Time, scopes []string, req Request, fn func(context.Context) (any, error)) *flight {
+// start takes the operation's slots and quota entry and starts fn, inside
+// the operation parent (nil: none); g.mu is held.
+func (g *Guard) start(ctx context.Context, parent *flight, now time.Time, scopes []string, req Request, fn func(context.Context) (any, error)) *flight {
 	g.sweep(now)
 	timeout := req.Timeout
 	if timeout == 0 {
@@ -318,7 +322,7 @@ func (g *Guard) start(ctx context.Context, now time.Time, scopes []string, req R
 	g.running[f] = struct{}{}
 	g.broadcast()
 
-	f.parent, _ = ctx.Value(operationKey{}).(*flight)
+	f.parent = parent
 	opCtx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), operationKey{}, f))
 	f.cancel = cancel
 	stop := func() {}

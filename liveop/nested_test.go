@@ -86,3 +86,41 @@ func TestANestedRunDoesNotWaitForItsOwnSlot(t *testing.T) {
 		<-other
 	})
 }
+
+// lockingCtx is a context whose Value reads the guard's Status, as a
+// context that logs or traces might: the guard must not ask it for a
+// value while it holds its lock.
+type lockingCtx struct {
+	context.Context
+	g *Guard
+}
+
+func (c lockingCtx) Value(key any) any {
+	c.g.Status()
+	return c.Context.Value(key)
+}
+
+// The guard asks a caller's context for its values (which operation the
+// caller runs inside) outside its lock: a Context is the caller's code.
+func TestACallersContextIsAskedOutsideTheLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 1})
+		ctx := lockingCtx{context.Background(), g}
+		a := goRun(ctx, g, req("a", "aws/1"), (&counted{d: time.Minute, val: "a"}).run)
+		synctest.Wait()
+		if _, ok := received(a); ok || g.Status().Active != 1 {
+			t.Fatal("the first Run did not start")
+		}
+		b := goRun(ctx, g, req("a", "aws/1"), (&counted{d: time.Minute}).run) // joins
+		w := req("b", "aws/2")
+		w.Wait = true
+		c := goRun(ctx, g, w, (&counted{d: time.Second, val: "c"}).run) // waits
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		for _, ch := range []<-chan outcome{a, b, c} {
+			if o, ok := received(ch); !ok || o.err != nil {
+				t.Fatalf("%+v %v", o, ok)
+			}
+		}
+	})
+}
