@@ -32,7 +32,9 @@ type Guard struct {
 
 // Request describes one live operation. The zero Request has no key (it
 // joins nothing), no scopes (only the total cap applies to it) and the
-// caller "".
+// caller "". Of a Request that joins a running operation only the Key
+// counts: the operation keeps the scopes and the timeout of the Request
+// that started it.
 type Request struct {
 	// Key makes operations with the same key one (see Key); "" never
 	// joins.
