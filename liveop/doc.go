@@ -14,11 +14,11 @@
 //  1. Single flight. A Request whose Key matches an operation still
 //     running joins it: the operation is not started again, every caller
 //     gets the same result or the same error, and Status counts the join.
-//     Joining uses no quota and is never refused, but by the operation
-//     itself: a Run given the context of an operation's function (or of
-//     an operation that function started) for that operation's key would
-//     wait for its own result, and returns an error matching ErrNested at
-//     once. Key makes keys from the parts of a request, so the same
+//     Joining uses no quota and is never refused, but where it would
+//     wait for itself: a Run given the context of an operation's function
+//     for the key of that operation (or of one it runs inside, or of one
+//     that waits for it, such as an operation whose function joined it)
+//     returns an error matching ErrNested at once. Key makes keys from the parts of a request, so the same
 //     request in another key order is the same operation.
 //  2. Quota. A caller starts at most Config.CallerMaxOperations operations
 //     in a sliding window of Config.CallerWindowSeconds; past that it is

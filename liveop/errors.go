@@ -47,9 +47,10 @@ var ErrPanicked = errors.New("liveop: the operation panicked")
 var ErrResultType = errors.New("liveop: the operation returned another type")
 
 // ErrNested is matched (errors.Is) by the error Run returns when it is
-// called, with the context an operation's function was given, for the
-// request of that operation (its key) or of one it runs inside: joining
-// it, the call would wait for its own result.
+// called, with the context an operation's function was given, for the key
+// of that operation, of one it runs inside, or of one that waits for it
+// (its function runs, or joined, a Run that waits for it, however
+// indirectly): joining it, the call would wait for its own result.
 var ErrNested = errors.New("liveop: Run inside the operation it would join")
 
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut

@@ -85,7 +85,8 @@ func (g *Guard) init() {
 
 // flight is one running operation.
 type flight struct {
-	parent  *flight // the operation whose function started this one, if any
+	parent  *flight         // the operation whose function started this one, if any
+	awaits  map[*flight]int // the operations Runs made inside this one's function wait for, and how many Runs; g.mu
 	key     string
 	scopes  []string
 	start   time.Time
@@ -96,6 +97,43 @@ type flight struct {
 	val     any
 	err     error
 	cancel  context.CancelCauseFunc
+}
+
+// await records that a Run made inside f's function waits for the
+// operation o (f nil: none); g.mu is held. Guard.await undoes it.
+func (f *flight) await(o *flight) {
+	if f == nil {
+		return
+	}
+	if f.awaits == nil {
+		f.awaits = map[*flight]int{}
+	}
+	f.awaits[o]++
+}
+
+// reaches reports whether f waits for o, or for an operation that waits
+// for o, however far: Runs made inside f's function wait for them (see
+// flight.await), and so f, whose function waits for its Runs. g.mu is
+// held.
+func (f *flight) reaches(o *flight) bool {
+	seen := map[*flight]bool{}
+	var walk func(*flight) bool
+	walk = func(f *flight) bool {
+		if f == o {
+			return true
+		}
+		if seen[f] {
+			return false
+		}
+		seen[f] = true
+		for next := range f.awaits {
+			if walk(next) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(f)
 }
 
 // operationKey is the key of the *flight a function's context carries:
@@ -128,18 +166,19 @@ var errAbandoned = errors.New("liveop: every caller of the operation has gone")
 // caller of another type that joins it gets an error matching
 // ErrResultType (and the operation's error, if it returned one). A
 // Run with the context fn was given, or one derived from it, for the key
-// of fn's own operation returns an error matching ErrNested rather than
-// wait for its own result.
+// of fn's own operation (or of one that waits for it) returns an error
+// matching ErrNested rather than wait for its own result.
 func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if fn == nil {
 		return zero, errors.New("liveop: Run with a nil function")
 	}
-	f, err := g.admit(ctx, req, func(ctx context.Context) (any, error) { return fn(ctx) })
+	inside, _ := ctx.Value(operationKey{}).(*flight) // asked outside the lock: a Context is the caller's code
+	f, err := g.admit(ctx, inside, req, func(ctx context.Context) (any, error) { return fn(ctx) })
 	if err != nil {
 		return zero, err
 	}
-	val, err := g.await(ctx, f)
+	val, err := g.await(ctx, inside, f)
 	if val == nil {
 		return zero, err
 	}
@@ -151,25 +190,25 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 }
 
 // admit joins req's operation, starts it, or refuses it, waiting for a
-// slot with req.Wait.
-func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context) (any, error)) (*flight, error) {
+// slot with req.Wait; inside is the operation whose function's context
+// ctx is (nil: none), which then waits for the one admitted.
+func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(context.Context) (any, error)) (*flight, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	scopes := slices.Clone(req.Scopes)
 	slices.Sort(scopes)
 	scopes = slices.Compact(scopes)
-	// Asked once, outside the lock: a Context is the caller's code.
-	inside, _ := ctx.Value(operationKey{}).(*flight)
 	for {
 		g.mu.Lock()
 		g.init()
 		if f := g.flights[req.Key]; f != nil {
-			if within(inside, f) {
+			if within(inside, f) || inside != nil && f.reaches(inside) {
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
 			g.join(f)
+			inside.await(f)
 			g.mu.Unlock()
 			return f, nil
 		}
@@ -177,6 +216,7 @@ func (g *Guard) admit(ctx context.Context, req Request, fn func(context.Context)
 		refused := g.refusal(now, scopes, req)
 		if refused == nil {
 			f := g.start(ctx, inside, now, scopes, req, fn)
+			inside.await(f)
 			g.mu.Unlock()
 			return f, nil
 		}
@@ -440,8 +480,18 @@ func (f *flight) deliver(val any, err error) {
 }
 
 // await waits for the operation's result or for ctx; the last caller to go
-// cancels the operation.
-func (g *Guard) await(ctx context.Context, f *flight) (any, error) {
+// cancels the operation. inside is the operation whose function made the
+// Run (nil: none), which waits for f no more once await returns.
+func (g *Guard) await(ctx context.Context, inside, f *flight) (any, error) {
+	if inside != nil {
+		defer func() {
+			g.mu.Lock()
+			if inside.awaits[f]--; inside.awaits[f] <= 0 {
+				delete(inside.awaits, f)
+			}
+			g.mu.Unlock()
+		}()
+	}
 	select {
 	case <-f.done:
 		return f.val, f.err

@@ -124,3 +124,30 @@ func TestACallersContextIsAskedOutsideTheLock(t *testing.T) {
 		}
 	})
 }
+
+// Two operations whose functions each run the other's request would each
+// wait for the other for ever, every caller gone: the Run that would close
+// the circle is refused at once with ErrNested instead.
+func TestOperationsThatWaitForEachOtherAreRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 5})
+		other := func(key string) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				time.Sleep(time.Second)
+				return Run(ctx, g, req(key, "gcp/"+key), (&counted{d: time.Second, val: key}).run)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		a := goRun(ctx, g, req("A", "aws/1"), other("B"))
+		b := goRun(ctx, g, req("B", "aws/2"), other("A"))
+		oa, ob := <-a, <-b
+		if !errors.Is(oa.err, ErrNested) || !errors.Is(ob.err, ErrNested) {
+			t.Fatalf("got %q, %v and %q, %v; want both to match ErrNested", oa.val, oa.err, ob.val, ob.err)
+		}
+		synctest.Wait()
+		if st := g.Status(); st.Active != 0 || len(st.InFlight) != 0 {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
