@@ -50,7 +50,9 @@ var ErrResultType = errors.New("liveop: the operation returned another type")
 // called, with the context an operation's function was given, for the key
 // of that operation, of one it runs inside, or of one that waits for it
 // (its function runs, or joined, a Run that waits for it, however
-// indirectly): joining it, the call would wait for its own result.
+// indirectly): joining it, the call would wait for its own result. Only
+// the operations of the Guard the Run is given count: a Run on another
+// Guard is nested in none of them.
 var ErrNested = errors.New("liveop: Run inside the operation it would join")
 
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut

@@ -85,6 +85,7 @@ func (g *Guard) init() {
 
 // flight is one running operation.
 type flight struct {
+	guard   *Guard          // the guard that started it
 	parent  *flight         // the operation whose function started this one, if any
 	awaits  map[*flight]int // the operations Runs made inside this one's function wait for, and how many Runs; g.mu
 	key     string
@@ -174,6 +175,9 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 		return zero, errors.New("liveop: Run with a nil function")
 	}
 	inside, _ := ctx.Value(operationKey{}).(*flight) // asked outside the lock: a Context is the caller's code
+	if inside != nil && inside.guard != g {
+		inside = nil // an operation of another guard, whose lock guards it
+	}
 	f, err := g.admit(ctx, inside, req, func(ctx context.Context) (any, error) { return fn(ctx) })
 	if err != nil {
 		return zero, err
@@ -349,7 +353,7 @@ func (g *Guard) start(ctx context.Context, parent *flight, now time.Time, scopes
 	if timeout == 0 {
 		timeout = g.cfg.operationTimeout
 	}
-	f := &flight{key: req.Key, scopes: scopes, start: now, timeout: max(timeout, 0), waiters: 1, done: make(chan struct{})}
+	f := &flight{guard: g, key: req.Key, scopes: scopes, start: now, timeout: max(timeout, 0), waiters: 1, done: make(chan struct{})}
 	for _, s := range scopes {
 		g.active[s]++
 	}

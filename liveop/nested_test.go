@@ -5,6 +5,7 @@ package liveop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -150,4 +151,30 @@ func TestOperationsThatWaitForEachOtherAreRefused(t *testing.T) {
 			t.Fatalf("status %+v", st)
 		}
 	})
+}
+
+// A Run on another guard inside an operation's function is nested in
+// nothing of that guard's: the two guards' locks guard their own
+// operations only (the race detector sees a guard read what the other
+// wrote otherwise).
+func TestARunOnAnotherGuardIsNotNested(t *testing.T) {
+	g1 := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+	g2 := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+	started := make(chan struct{})
+	a := goRun(context.Background(), g1, req("A", "aws/1"), func(ctx context.Context) (string, error) {
+		close(started)
+		for i := range 50 {
+			if _, err := Run(ctx, g2, req(fmt.Sprint(i), "aws/1"), func(context.Context) (string, error) { return "", nil }); err != nil {
+				return "", err
+			}
+		}
+		return "a", nil
+	})
+	<-started
+	b := goRun(context.Background(), g1, req("B", "aws/2"), func(ctx context.Context) (string, error) {
+		return Run(ctx, g1, req("A", "aws/1"), func(context.Context) (string, error) { return "", nil })
+	})
+	if oa, ob := <-a, <-b; oa.val != "a" || ob.val != "a" || oa.err != nil || ob.err != nil {
+		t.Fatalf("%+v %+v", oa, ob)
+	}
 }
