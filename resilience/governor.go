@@ -265,8 +265,18 @@ func (g *Governor) ctxLimit(ctx context.Context, now time.Duration) (time.Durati
 // deadline has come by now and the timer due then has not run yet: a
 // call sent then would arrive with its deadline spent, as one whose wait
 // ends at its deadline would (see Guard.Enter), and how it ended would
-// hang on which of the two ran first.
+// hang on which of the two ran first. A context that can never be done
+// (its Done is nil: context.Background, and a deadline makes Done
+// non-nil) costs one call.
 func (g *Governor) ctxErr(ctx context.Context, now time.Duration) error {
+	if ctx.Done() == nil {
+		return nil
+	}
+	return g.doneErr(ctx, now)
+}
+
+// doneErr is ctxErr for a context that can be done.
+func (g *Governor) doneErr(ctx context.Context, now time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

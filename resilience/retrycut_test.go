@@ -333,10 +333,14 @@ func TestAVerdictWaitEndingAtTheDeadlineIsNotMade(t *testing.T) {
 
 // atDeadline is a context whose deadline is now and whose timer has not
 // run yet: Err is nil, as a context's is at its deadline until the timer
-// due then runs.
+// due then runs. Its Done is a channel that is not closed yet, as a
+// context with a deadline has one (only a context that can never be done
+// has none).
 type atDeadline struct{ context.Context }
 
 func (atDeadline) Deadline() (time.Time, bool) { return time.Now(), true }
+
+func (atDeadline) Done() <-chan struct{} { return make(chan struct{}) }
 
 // A call made at its context's deadline is not sent, whichever of the
 // call and the context's timer, due at the same instant, runs first: a
