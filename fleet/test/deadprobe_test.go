@@ -47,30 +47,7 @@ func TestAScopeFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 			}
 		})
 		time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // dead: 4 s of failures, the last recent
-		var coe *resilience.CircuitOpenError
-		if err := a.do(t, vpcs, ok); !errors.As(err, &coe) {
-			t.Fatalf("A's call to the dead scope: %v, want refused", err)
-		}
-		time.Sleep(1100 * time.Millisecond) // the cooldown
-		if err := b.do(t, vpcs, ok); err != nil {
-			t.Fatalf("B's probe: %v", err)
-		}
-		if st := b.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
-			t.Fatalf("the breaker is %v after B's probe succeeded, want closed", st)
-		}
-		if dead := a.gov.Inspect(vpcs).Dead; dead != "" {
-			t.Errorf("A's Inspect after the fleet's probe succeeded: Dead %q, want none", dead)
-		}
-		if d, why := a.gov.Delay(vpcs); why != nil {
-			t.Errorf("A's Delay after the fleet's probe succeeded: %v, %v; want it can go", d, why)
-		}
-		sent := 0
-		if err := a.do(t, vpcs, func(context.Context) error { sent++; return nil }); err != nil || sent != 1 {
-			t.Errorf("A's call after the fleet's probe succeeded: %v, %d sent; want sent", err, sent)
-		}
-		if st := b.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
-			t.Errorf("the fleet's breaker is %v after A's call, want closed", st)
-		}
+		probedAlive(t, named{a, "A"}, named{b, "B"}, named{a, "A"})
 	})
 }
 
@@ -116,29 +93,46 @@ func TestAScopeAnotherProcessFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 			}
 		})
 		time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // dead for both
-		var coe *resilience.CircuitOpenError
-		if err := a.do(t, vpcs, ok); !errors.As(err, &coe) {
-			t.Fatalf("A's call to the dead scope: %v, want refused", err)
-		}
-		time.Sleep(1100 * time.Millisecond) // the cooldown
-		if err := c.do(t, vpcs, ok); err != nil {
-			t.Fatalf("C's probe: %v", err)
-		}
-		if st := c.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
-			t.Fatalf("the breaker is %v after C's probe succeeded, want closed", st)
-		}
-		if dead := b.gov.Inspect(vpcs).Dead; dead != "" {
-			t.Errorf("B's Inspect after the fleet's probe succeeded: Dead %q, want none", dead)
-		}
-		if d, why := b.gov.Delay(vpcs); why != nil {
-			t.Errorf("B's Delay after the fleet's probe succeeded: %v, %v; want it can go", d, why)
-		}
-		sent := 0
-		if err := b.do(t, vpcs, func(context.Context) error { sent++; return nil }); err != nil || sent != 1 {
-			t.Errorf("B's call after the fleet's probe succeeded: %v, %d sent; want sent", err, sent)
-		}
-		if st := c.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
-			t.Errorf("the fleet's breaker is %v after B's call, want closed", st)
-		}
+		probedAlive(t, named{a, "A"}, named{c, "C"}, named{b, "B"})
 	})
+}
+
+// named is a process and its name in a test's messages.
+type named struct {
+	*process
+	name string
+}
+
+// probedAlive has opener, which finds the scope vpcs dead, open the
+// fleet's breaker with its call; after the cooldown, prober's call is the
+// fleet's probe, and its success closes the breaker. It then checks that
+// checked, whose streak of failures no answer of its own has ended, finds
+// the scope alive: its Inspect and Delay say so, its next call is sent and
+// leaves the fleet's breaker closed.
+func probedAlive(t *testing.T, opener, prober, checked named) {
+	t.Helper()
+	var coe *resilience.CircuitOpenError
+	if err := opener.do(t, vpcs, ok); !errors.As(err, &coe) {
+		t.Fatalf("%s's call to the dead scope: %v, want refused", opener.name, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the cooldown
+	if err := prober.do(t, vpcs, ok); err != nil {
+		t.Fatalf("%s's probe: %v", prober.name, err)
+	}
+	if st := prober.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
+		t.Fatalf("the breaker is %v after %s's probe succeeded, want closed", st, prober.name)
+	}
+	if dead := checked.gov.Inspect(vpcs).Dead; dead != "" {
+		t.Errorf("%s's Inspect after the fleet's probe succeeded: Dead %q, want none", checked.name, dead)
+	}
+	if d, why := checked.gov.Delay(vpcs); why != nil {
+		t.Errorf("%s's Delay after the fleet's probe succeeded: %v, %v; want it can go", checked.name, d, why)
+	}
+	sent := 0
+	if err := checked.do(t, vpcs, func(context.Context) error { sent++; return nil }); err != nil || sent != 1 {
+		t.Errorf("%s's call after the fleet's probe succeeded: %v, %d sent; want sent", checked.name, err, sent)
+	}
+	if st := prober.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
+		t.Errorf("the fleet's breaker is %v after %s's call, want closed", st, checked.name)
+	}
 }
