@@ -48,6 +48,17 @@ func ClientOption(opts ...Option) option.ClientOption {
 //     delay; a transient one is counted; a fatal provider answer resets the
 //     breaker.
 //
+// Each attempt is sent with a context that carries its call's
+// *resilience.Guard (the interceptor's own, the Retry option's, or that of
+// the listing or Do the attempt is made in), as package resilience looks
+// for the call a governed call is nested in: a governed call that grpc,
+// the connection or an interceptor after this one makes with that
+// context while the attempt is sent (per-RPC credentials fetching a
+// token through a governed client) borrows the slot the attempt holds
+// rather than wait for it, as in a resilience.Do made
+// resilience.WithNestedCalls, and goes as the probe the attempt holds
+// when its breaker is half-open.
+//
 // The interceptor cannot see the SDK's retry loop, so each attempt is a
 // call of its own: it neither charges the retry budget nor counts a breaker
 // failure for a throttled or transient attempt, which gax may retry. Pass
@@ -68,7 +79,9 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
 		if st := stateOf(copts); st != nil {
 			if st.paced {
-				return invoker(ctx, method, req, reply, cc, copts...)
+				// The attempt goes on the slot of the listing's or Do's
+				// guard, which a call nested in it borrows.
+				return invoker(st.attemptContext(ctx), method, req, reply, cc, copts...)
 			}
 			if st.ended != nil {
 				return st.ended // the context ended the call while the Retryer slept
@@ -92,7 +105,8 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		if cc != nil && cfg.service == "" {
 			target = cc.Target()
 		}
-		gd, err := cfg.governor().Begin(ctx, cfg.scope(ctx, method, req, target))
+		gov := cfg.governor()
+		gd, err := gov.Begin(ctx, cfg.scope(ctx, method, req, target))
 		if err != nil {
 			return err
 		}
@@ -102,12 +116,45 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		// The attempt's answer, and no End: a throttled or transient
 		// attempt stays open, since gax may retry it and the interceptor
 		// cannot tell whether it will, so no breaker failure is counted.
-		return invokeAttempt(ctx, gd, nil, method, req, reply, cc, invoker, copts)
+		return invokeAttempt(ctx, gov, gd, nil, method, req, reply, cc, invoker, copts)
 	}
 }
 
-// invokeAttempt sends the attempt gd entered, records its answer and gives
-// its slot back: a success's slot first, since After (or, for the Retry
+// attemptContext is the context an attempt is sent with: the caller's,
+// which also answers Value(gov) with the Guard of the call the attempt is
+// made in, as the core looks for the call a governed call is nested in
+// (see resilience.WithNestedCalls). A governed call that grpc, the
+// connection or an interceptor after this one makes with it while the
+// attempt is sent (per-RPC credentials fetching a token) is nested in the
+// attempt: it borrows the slot the attempt holds rather than wait for it,
+// and goes as the probe the attempt holds when its breaker is half-open.
+type attemptContext struct {
+	context.Context
+	gov *resilience.Governor
+	gd  *resilience.Guard
+}
+
+// Value returns the call's Guard for its governor, and asks the caller's
+// context otherwise.
+func (c *attemptContext) Value(key any) any {
+	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
+		return c.gd
+	}
+	return c.Context.Value(key)
+}
+
+// attemptContext returns the context of an attempt of the call: ctx,
+// carrying the call's Guard (see attemptContext).
+func (s *callState) attemptContext(ctx context.Context) context.Context {
+	if s.gov == nil || s.gd == nil {
+		return ctx
+	}
+	return &attemptContext{Context: ctx, gov: s.gov, gd: s.gd}
+}
+
+// invokeAttempt sends the attempt gd (of gov) entered, with a context
+// that carries gd (see attemptContext), records its answer and gives its
+// slot back: a success's slot first, since After (or, for the Retry
 // option's call st, succeed) records it at once; a failure's once After
 // recorded it, so that a call waiting for the slot sees the pause a
 // throttle's RetryInfo set (a shared store's takes a round trip). When
@@ -115,7 +162,7 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 // after this one, the connection; or what After calls: the governor's
 // log handler), gd ends the call as lost to the panic, which goes on, and
 // gives the slot back.
-func invokeAttempt(ctx context.Context, gd *resilience.Guard, st *callState, method string, req, reply any,
+func invokeAttempt(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, st *callState, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
 	returned := false
 	defer func() {
@@ -123,7 +170,7 @@ func invokeAttempt(ctx context.Context, gd *resilience.Guard, st *callState, met
 			gd.EndPanicked()
 		}
 	}()
-	err := invoker(ctx, method, req, reply, cc, copts...)
+	err := invoker(&attemptContext{Context: ctx, gov: gov, gd: gd}, method, req, reply, cc, copts...)
 	if err == nil {
 		gd.Release()
 		if st != nil {
@@ -173,7 +220,7 @@ func (s *callState) enter(ctx context.Context) error {
 // to the panic, which goes on.
 func (s *callState) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
-	return invokeAttempt(ctx, s.gd, s, method, req, reply, cc, invoker, copts)
+	return invokeAttempt(ctx, s.gov, s.gd, s, method, req, reply, cc, invoker, copts)
 }
 
 // MethodScope returns the scope in which the interceptor made with opts

@@ -82,7 +82,7 @@ func newListing[T any](ctx context.Context, scope resilience.Scope, opts []Optio
 	gov := cfg.governor()
 	p := gov.Policy(scope.Provider)
 	l := &Listing[T]{ctx: ctx, gov: gov}
-	l.st = callState{ctx: ctx, scope: scope, maxBackoff: p.MaxBackoff, paced: true}
+	l.st = callState{ctx: ctx, scope: scope, gov: gov, maxBackoff: p.MaxBackoff, paced: true}
 	l.opt.init(&l.st, p.Deadline)
 	it, fetch := start(&l.opt)
 	l.it, l.fetch = it, *fetch

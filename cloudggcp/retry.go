@@ -58,7 +58,8 @@ func (e *RetryStoppedError) Unwrap() []error { return []error{e.Err, e.Reason} }
 type callState struct {
 	ctx        context.Context
 	scope      resilience.Scope
-	gd         *resilience.Guard // a listing's once its first page is fetched
+	gov        *resilience.Governor // gd's
+	gd         *resilience.Guard    // a listing's once its first page is fetched
 	maxBackoff time.Duration
 	paced      bool // the caller (a listing, Do) paces the call and reports its success
 
@@ -497,7 +498,7 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 		return // a scope without a provider: not governed, the client's settings kept
 	}
 	o.timeout.Resolve(cs)
-	st := &callState{ctx: o.ctx, scope: o.scope, gd: gd, maxBackoff: o.maxBackoff}
+	st := &callState{ctx: o.ctx, scope: o.scope, gov: o.gov, gd: gd, maxBackoff: o.maxBackoff}
 	cs.Retry = func() gax.Retryer { return st }
 	gate := retryGate{st: st}
 	for _, o := range cs.GRPC {
@@ -657,7 +658,7 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 	d := &struct {
 		st  callState
 		opt stateOption
-	}{st: callState{ctx: ctx, scope: scope, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
+	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
 	d.opt.init(&d.st, p.Deadline)
 	res, err := call(ctx, &d.opt)
 	returned = true

@@ -1,0 +1,94 @@
+package cloudggcp
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/resilience"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+)
+
+// governedCreds are per-RPC credentials whose token is fetched with a
+// governed call of the same account (a token exchange, a key read from
+// the project's Secret Manager), made with the context grpc asks them
+// with: the attempt's.
+type governedCreds struct {
+	gov     *resilience.Governor
+	fetches chan time.Duration // how long each fetch waited
+}
+
+func (c governedCreds) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	start := time.Now()
+	err := resilience.Do(ctx, Scope("projects/p1", "GetToken"), func(context.Context) error { return nil },
+		resilience.WithGovernor(c.gov))
+	c.fetches <- time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"authorization": "Bearer t"}, nil
+}
+
+func (governedCreds) RequireTransportSecurity() bool { return false }
+
+// A governed call made inside an attempt the interceptor governs (the
+// call's credentials fetching a token with the attempt's context) is
+// nested in it, as in cloudghttp's Transport and the core's
+// WithNestedCalls: it borrows the slot the attempt holds rather than wait
+// for it. Before, the interceptor sent the attempt with the caller's
+// context, which did not lead to the attempt's Guard: with
+// max_concurrency 1 the token's call waited for the slot its own attempt
+// held until the call's deadline (GetFeed's own timeout, 60 s), and the
+// call failed. Through the interceptor alone, with the Retry option on a
+// client with the interceptor, with Do and with a listing (whose slot the
+// interceptor's attempt goes on).
+func TestACallMadeInsideAnInterceptedAttemptIsNested(t *testing.T) {
+	flavours := []struct {
+		name string
+		call func(ctx context.Context, gov *resilience.Governor, c assetClient) error
+	}{
+		{"interceptor", func(ctx context.Context, _ *resilience.Governor, c assetClient) error {
+			_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed})
+			return err
+		}},
+		{"Retry option with the interceptor", retryOptionCall},
+		{"Do", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
+				return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
+			}, WithGovernor(gov))
+			return err
+		}},
+		{"listing", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			_, err := ListAssets(ctx, c, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
+			return err
+		}},
+	}
+	for _, tc := range flavours {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{MaxConcurrency: 1}})
+				creds := governedCreds{gov: gov, fetches: make(chan time.Duration, 10)}
+				client := startBuf(t, newFake(0), ClientOption(WithGovernor(gov)),
+					option.WithGRPCDialOption(grpc.WithPerRPCCredentials(creds)))
+				start := time.Now()
+				if err := tc.call(context.Background(), gov, client); err != nil {
+					t.Fatalf("err %v after %v, want the feed at once: the token's call waited for the slot its own attempt held",
+						err, time.Since(start))
+				}
+				if d := time.Since(start); d != 0 {
+					t.Fatalf("the call took %v, want no wait", d)
+				}
+				if n := len(creds.fetches); n != 1 {
+					t.Fatalf("%d token fetches, want 1", n)
+				}
+				if in := gov.Inspect(feedScope()).InFlight; in != 0 {
+					t.Fatalf("%d slots held after the call", in)
+				}
+			})
+		})
+	}
+}
