@@ -34,7 +34,10 @@ func ClientOption(opts ...Option) option.ClientOption {
 //   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
 //     request's parent, scope, project or name (or the x-goog-request-params
 //     metadata), the service from WithService, the *.googleapis.com target,
-//     or the RPC's package (google.cloud.asset.v1 is cloudasset);
+//     or the RPC's package, as the API's default endpoint names it
+//     (google.cloud.asset.v1 is cloudasset, google.iam.admin.v1 iam,
+//     google.spanner.admin.database.v1 spanner; a package the interceptor
+//     does not know is its last name, google.pubsub.v1 pubsub);
 //   - before the attempt: the breaker (an open circuit returns
 //     *resilience.CircuitOpenError, nothing sent, which gax does not
 //     retry), one counted call, one token, one bulkhead slot, released when
@@ -264,7 +267,10 @@ func (c *config) scope(ctx context.Context, method string, req any, target strin
 }
 
 // splitMethod splits "/google.cloud.asset.v1.AssetService/ListAssets" into
-// the service named by its package ("cloudasset") and the RPC.
+// the service named by its package ("cloudasset") and the RPC: the
+// service of packageServices for the package or the nearest package that
+// holds it, or else the package's last name that is not a version
+// (google.pubsub.v1 is pubsub).
 func splitMethod(method string) (service, rpc string) {
 	method = strings.TrimPrefix(method, "/")
 	full, rpc, _ := strings.Cut(method, "/")
@@ -273,25 +279,53 @@ func splitMethod(method string) (service, rpc string) {
 		pkg = full[:i] // google.cloud.asset.v1
 	}
 	parts := strings.Split(pkg, ".")
-	for i := len(parts) - 1; i >= 0; i-- {
-		p := parts[i]
-		if isVersion(p) || p == "" {
-			continue
+	names := parts[:0:0]
+	for _, p := range parts {
+		if !isVersion(p) && p != "" {
+			names = append(names, p)
 		}
-		service = p
-		break
 	}
-	if s, ok := packageServices[service]; ok {
-		service = s
+	for n := len(names); n > 0; n-- {
+		if s, ok := packageServices[strings.Join(names[:n], ".")]; ok {
+			return s, rpc
+		}
+	}
+	if len(names) > 0 {
+		service = names[len(names)-1]
 	}
 	return service, rpc
 }
 
-// packageServices maps proto package names to the API's service name
-// where they differ.
+// packageServices maps proto packages (without their version) to the
+// service their clients' default endpoints name (<service>.googleapis.com)
+// where the package's last name is not it, so that an API is one service
+// whichever endpoint its client is pointed at. A package not listed
+// takes the entry of the nearest package that holds it
+// (google.spanner.admin.database is google.spanner's).
 var packageServices = map[string]string{
-	"asset":           "cloudasset",
-	"resourcemanager": "cloudresourcemanager",
+	"google.cloud.asset":                 "cloudasset",
+	"google.cloud.resourcemanager":       "cloudresourcemanager",
+	"google.cloud.kms":                   "cloudkms",
+	"google.iam":                         "iam",
+	"google.iam.credentials":             "iamcredentials",
+	"google.cloud.osconfig":              "osconfig",
+	"google.spanner":                     "spanner",
+	"google.firestore":                   "firestore",
+	"google.datastore":                   "datastore",
+	"google.bigtable.admin":              "bigtableadmin",
+	"google.cloud.bigquery.storage":      "bigquerystorage",
+	"google.cloud.bigquery.datatransfer": "bigquerydatatransfer",
+	"google.cloud.bigquery.reservation":  "bigqueryreservation",
+	"google.cloud.bigquery.connection":   "bigqueryconnection",
+	"google.cloud.functions":             "cloudfunctions",
+	"google.cloud.scheduler":             "cloudscheduler",
+	"google.cloud.tasks":                 "cloudtasks",
+	"google.cloud.billing":               "cloudbilling",
+	"google.cloud.billing.budgets":       "billingbudgets",
+	"google.cloud.dialogflow":            "dialogflow",
+	"google.cloud.redis":                 "redis",
+	"google.cloud.workflows.executions":  "workflowexecutions",
+	"google.monitoring":                  "monitoring",
 }
 
 func isVersion(p string) bool {

@@ -90,8 +90,8 @@ func TestMethodScope(t *testing.T) {
 	}{
 		{"cloudkms.googleapis.com:443", nil, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
 		{"dns:///cloudkms.googleapis.com:443", nil, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
-		{"", nil, "gcp/projects/p1/*/kms/ListKeyRings"},
-		{"127.0.0.1:9000", nil, "gcp/projects/p1/*/kms/ListKeyRings"},
+		{"", nil, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
+		{"127.0.0.1:9000", nil, "gcp/projects/p1/*/cloudkms/ListKeyRings"},
 		{"cloudkms.googleapis.com:443", []Option{WithService("keys")}, "gcp/projects/p1/*/keys/ListKeyRings"},
 	} {
 		if got := MethodScope(tc.target, method, req, tc.opts...).String(); got != tc.want {
@@ -154,5 +154,57 @@ func TestPrivateServiceConnectEndpointNamesTheService(t *testing.T) {
 	}
 	if got, want := RESTScope()(r).String(), "gcp/projects/p1/*/secretmanager/secrets_addVersion"; got != want {
 		t.Errorf("RESTScope = %s, want %s", got, want)
+	}
+}
+
+// The service read from an RPC's proto package, when the connection's
+// target names none (an emulator, a proxy on an address, a universe
+// other than googleapis.com: iam.UNIVERSE_DOMAIN:443), is the service
+// the client's default endpoint names, so that one API is one service key
+// whichever endpoint its client is pointed at. Before, it was the
+// package's last name: IAM's admin API, Firestore's, Datastore's and
+// Spanner's were all "admin", "database" or "instance", sharing a scope
+// and missing their own service keys, and IAM Credentials (the token
+// exchange of impersonated credentials) was "credentials". The default
+// endpoints of IAM, IAM Credentials and OS Config's agent endpoint are
+// those of their clients in cloud.google.com/go/iam v1.14.0 and
+// cloud.google.com/go/osconfig v1.22.0.
+func TestPackageNamesTheServiceOfItsEndpoint(t *testing.T) {
+	for _, tc := range []struct{ method, endpoint string }{
+		{"/google.iam.admin.v1.IAM/ListServiceAccounts", "iam.googleapis.com:443"},
+		{"/google.iam.credentials.v1.IAMCredentials/GenerateAccessToken", "iamcredentials.googleapis.com:443"},
+		{"/google.cloud.osconfig.agentendpoint.v1.AgentEndpointService/ReceiveTaskNotification", "osconfig.googleapis.com:443"},
+		{"/google.cloud.osconfig.v1.OsConfigService/ListPatchJobs", "osconfig.googleapis.com:443"},
+		{"/google.iam.v2.Policies/ListPolicies", "iam.googleapis.com:443"},
+		{"/google.cloud.kms.v1.KeyManagementService/ListKeyRings", "cloudkms.googleapis.com:443"},
+		{"/google.spanner.admin.database.v1.DatabaseAdmin/ListDatabases", "spanner.googleapis.com:443"},
+		{"/google.spanner.admin.instance.v1.InstanceAdmin/ListInstances", "spanner.googleapis.com:443"},
+		{"/google.spanner.v1.Spanner/ExecuteSql", "spanner.googleapis.com:443"},
+		{"/google.firestore.admin.v1.FirestoreAdmin/ListIndexes", "firestore.googleapis.com:443"},
+		{"/google.datastore.admin.v1.DatastoreAdmin/ListIndexes", "datastore.googleapis.com:443"},
+		{"/google.bigtable.admin.v2.BigtableInstanceAdmin/ListInstances", "bigtableadmin.googleapis.com:443"},
+		{"/google.cloud.bigquery.storage.v1.BigQueryRead/CreateReadSession", "bigquerystorage.googleapis.com:443"},
+		{"/google.cloud.bigquery.datatransfer.v1.DataTransferService/ListTransferConfigs", "bigquerydatatransfer.googleapis.com:443"},
+		{"/google.cloud.bigquery.reservation.v1.ReservationService/ListReservations", "bigqueryreservation.googleapis.com:443"},
+		{"/google.cloud.bigquery.connection.v1.ConnectionService/ListConnections", "bigqueryconnection.googleapis.com:443"},
+		{"/google.cloud.functions.v2.FunctionService/ListFunctions", "cloudfunctions.googleapis.com:443"},
+		{"/google.cloud.scheduler.v1.CloudScheduler/ListJobs", "cloudscheduler.googleapis.com:443"},
+		{"/google.cloud.tasks.v2.CloudTasks/ListQueues", "cloudtasks.googleapis.com:443"},
+		{"/google.cloud.billing.v1.CloudBilling/ListBillingAccounts", "cloudbilling.googleapis.com:443"},
+		{"/google.cloud.billing.budgets.v1.BudgetService/ListBudgets", "billingbudgets.googleapis.com:443"},
+		{"/google.cloud.dialogflow.cx.v3.Sessions/DetectIntent", "dialogflow.googleapis.com:443"},
+		{"/google.cloud.redis.cluster.v1.CloudRedisCluster/ListClusters", "redis.googleapis.com:443"},
+		{"/google.cloud.workflows.executions.v1.Executions/ListExecutions", "workflowexecutions.googleapis.com:443"},
+		{"/google.monitoring.dashboard.v1.DashboardsService/ListDashboards", "monitoring.googleapis.com:443"},
+		{"/google.cloud.asset.v1.AssetService/ListFeeds", "cloudasset.googleapis.com:443"},
+		{"/google.pubsub.v1.Publisher/ListTopics", "pubsub.googleapis.com:443"},
+	} {
+		req := parentReq{"projects/p1"}
+		want := MethodScope(tc.endpoint, tc.method, req)
+		for _, target := range []string{"", "127.0.0.1:9000", "dns:///api.example.internal:443"} {
+			if got := MethodScope(target, tc.method, req); got != want {
+				t.Errorf("%s on %q: %s, want %s, as on its default endpoint %s", tc.method, target, got, want, tc.endpoint)
+			}
+		}
 	}
 }
