@@ -85,8 +85,8 @@ type callState struct {
 	// The Retry option's call on a client with the interceptor, whose
 	// Retryer sleeps the backoff (see sleep): the context of its last
 	// attempt, which gax would sleep on, and the error of that context
-	// once it ended the Retryer's sleep (the call is over, the guard the
-	// watch's).
+	// once it ended the Retryer's sleep (the call is over, and recorded:
+	// see sleep).
 	attemptCtx context.Context
 	ended      error
 }
@@ -165,8 +165,9 @@ func restAnswer(err error) bool {
 // A context that ends during the sleep, or during the wait for a verdict,
 // ends the call as it ends during gax's sleep: Do and the listings return
 // a *RetryStoppedError with the provider's error and the context's; the
-// Retry option's call returns the context's error, and the watch of its
-// context (see watchSleep) records it as cancelled.
+// Retry option's call returns the context's error, recorded as cancelled
+// as the sleep ends, whether the context is the option's or the call's
+// own.
 func (s *callState) sleep(ctx context.Context, d time.Duration) (time.Duration, bool) {
 	_, err := s.gd.Backoff(ctx, d)
 	switch {
@@ -174,12 +175,19 @@ func (s *callState) sleep(ctx context.Context, d time.Duration) (time.Duration, 
 		s.final = &RetryStoppedError{Scope: s.scope, Err: s.last, Reason: err}
 		return 0, false
 	case err != nil:
-		// gax returns the context's error, from its own sleep or from the
-		// interceptor's next attempt (see UnaryClientInterceptor), as it
-		// does when the context ends during its sleep; the watch ends the
-		// guard, as it does then.
+		// The context of the call's attempts ended the pause: the run's
+		// (the option's), or the call's own (a timeout of its own), which
+		// a watch of the run's context would never see. The call ends
+		// here, lost as cancelled, as Enter ends a retry whose context is
+		// done (an ungoverned call's records nothing); gax returns the
+		// context's error, from its own sleep, or the call's, from the
+		// interceptor's next attempt (see UnaryClientInterceptor), which
+		// sends nothing.
+		if eerr := s.gd.Enter(ctx); eerr != nil {
+			err = eerr
+		}
+		s.gd.End(err)
 		s.ended = err
-		s.watchSleep()
 		return 0, true
 	case s.paced:
 		if err := s.gd.Admit(ctx); err != nil {
@@ -251,10 +259,12 @@ const (
 // (its next attempt, or gax's report of it), and reports whether the call
 // is still on: false when its context ended it during the sleep. The
 // watch has then started, and the guard is its own: the call does not
-// touch it again, and does not wait for the watch to finish.
+// touch it again, and does not wait for the watch to finish. A call whose
+// context ended the Retryer's own sleep (ended) is over too, and
+// recorded.
 func (s *callState) woke() bool {
 	if s.ended != nil {
-		return false // the watch is the guard's: it is left running
+		return false // sleep ended the call
 	}
 	if s.unwatch != nil {
 		if !s.unwatch() {
@@ -430,11 +440,17 @@ type governed struct {
 // once the breaker let the attempt through; given after it, they replace
 // the option's, and the retry goes without asking the breaker.
 //
-// A call whose context ends while gax, or its Retryer, sleeps before a
-// retry is recorded as cancelled by a watch of ctx, since gax returns
-// without telling its Retryer: the record is made as ctx ends, on a
-// goroutine of its own, and may come a moment after the call returned (Do
-// and the listings record it before they return).
+// A call whose context ends while its Retryer sleeps before a retry (on a
+// client with the interceptor) is recorded as cancelled as the sleep
+// ends, whether that context is ctx or the call's own (a timeout of its
+// own, a child of ctx). One whose ctx ends while gax sleeps (on a client
+// without the interceptor) is recorded as cancelled by a watch of ctx,
+// since gax returns without telling its Retryer: the record is made as ctx
+// ends, on a goroutine of its own, and may come a moment after the call
+// returned (Do and the listings record it before they return). That
+// watch sees ctx alone: of a call made without the interceptor, with a
+// context of its own that ends during gax's sleep, nothing is recorded
+// until ctx ends; install the interceptor for such calls.
 //
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
