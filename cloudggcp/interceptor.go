@@ -32,8 +32,9 @@ func ClientOption(opts ...Option) option.ClientOption {
 // attempt of a unary call, gax's retries included:
 //
 //   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
-//     request's parent, scope, project or name (or the x-goog-request-params
-//     metadata), the service from WithService, the *.googleapis.com target,
+//     request's parent, scope, project, name or resource (or the
+//     x-goog-request-params metadata), the service from WithService, the
+//     *.googleapis.com target,
 //     or the RPC's package, as the API's default endpoint names it
 //     (google.cloud.asset.v1 is cloudasset, google.iam.admin.v1 iam,
 //     google.spanner.admin.database.v1 spanner; a package the interceptor
@@ -231,7 +232,8 @@ func (s *callState) invoke(ctx context.Context, method string, req, reply any, c
 // RPC's full name, "/google.cloud.kms.v1.KeyManagementService/ListKeyRings")
 // with request req, on a client connected to target (its endpoint,
 // "cloudkms.googleapis.com:443"; "" when not known): the account from
-// req's parent, scope, project or name, the service from WithService, the
+// req's parent, scope, project, name or resource (an IAM policy method's),
+// the service from WithService, the
 // *.googleapis.com target, or the RPC's package. A ScopeFunc of opts is
 // asked first, with a background context; so are no request metadata.
 // MethodScope reads and changes nothing, so a scheduler may ask the
@@ -365,7 +367,7 @@ func targetService(target string) (string, bool) {
 }
 
 // requestAccount finds the account of a request: its parent, scope,
-// project or name field, or the routing metadata gax adds.
+// project, name or resource field, or the routing metadata gax adds.
 func requestAccount(ctx context.Context, req any) string {
 	if r, ok := req.(interface{ GetParent() string }); ok && r.GetParent() != "" {
 		return Account(r.GetParent())
@@ -382,6 +384,13 @@ func requestAccount(ctx context.Context, req any) string {
 	}
 	if r, ok := req.(interface{ GetName() string }); ok {
 		if a, ok := knownAccount(r.GetName()); ok {
+			return a
+		}
+	}
+	if r, ok := req.(interface{ GetResource() string }); ok {
+		// The IAM policy methods' (GetIamPolicy, SetIamPolicy,
+		// TestIamPermissions), which every Google API serves.
+		if a, ok := knownAccount(r.GetResource()); ok {
 			return a
 		}
 	}

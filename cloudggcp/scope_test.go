@@ -3,9 +3,12 @@ package cloudggcp
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/cloudg/cloudg/resilience"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -206,5 +209,34 @@ func TestPackageNamesTheServiceOfItsEndpoint(t *testing.T) {
 				t.Errorf("%s on %q: %s, want %s, as on its default endpoint %s", tc.method, target, got, want, tc.endpoint)
 			}
 		}
+	}
+}
+
+type resourceReq struct{ resource string }
+
+func (r resourceReq) GetResource() string { return r.resource }
+
+// MethodScope gives the scope the interceptor governs an attempt in, for
+// the IAM policy methods every Google API serves too (GetIamPolicy,
+// SetIamPolicy, TestIamPermissions), whose requests name their resource
+// in a resource field: the interceptor read the account from the routing
+// metadata gax adds ("resource=projects%2Fp1%2F..."), which MethodScope
+// is not given, so a scheduler asking the governor how long such a call
+// would wait asked about the scope gcp//*/iam/GetIamPolicy, never used.
+func TestMethodScopeReadsTheResourceOfAnIAMPolicyCall(t *testing.T) {
+	const method = "/google.iam.v1.IAMPolicy/GetIamPolicy"
+	req := resourceReq{"projects/p1/secrets/s1"}
+	gov := newGov(t, resilience.Config{})
+	ctx, stats := resilience.WithStats(context.Background())
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-goog-request-params", "resource="+url.QueryEscape(req.resource))
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	if err := UnaryClientInterceptor(WithGovernor(gov))(ctx, method, req, nil, nil, invoker); err != nil {
+		t.Fatal(err)
+	}
+	want := MethodScope("", method, req)
+	service := want
+	service.Operation = ""
+	if c := scopeStats(gov, stats, service.String()); c.Calls != 1 {
+		t.Fatalf("MethodScope = %s, where the interceptor governed nothing; want gcp/projects/p1/*/iam/GetIamPolicy", want)
 	}
 }
