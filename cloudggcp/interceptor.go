@@ -34,11 +34,11 @@ func ClientOption(opts ...Option) option.ClientOption {
 //   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
 //     request's parent, scope, project, name or resource (or the
 //     x-goog-request-params metadata), the service from WithService, the
-//     *.googleapis.com target,
-//     or the RPC's package, as the API's default endpoint names it
-//     (google.cloud.asset.v1 is cloudasset, google.iam.admin.v1 iam,
-//     google.spanner.admin.database.v1 spanner; a package the interceptor
-//     does not know is its last name, google.pubsub.v1 pubsub);
+//     *.googleapis.com target, or the RPC's package, as the API's default
+//     endpoint names it (google.cloud.asset.v1 is cloudasset,
+//     google.iam.admin.v1 iam, google.spanner.admin.database.v1 spanner;
+//     a package the interceptor does not know is its last name,
+//     google.pubsub.v1 pubsub);
 //   - before the attempt: the breaker (an open circuit returns
 //     *resilience.CircuitOpenError, nothing sent, which gax does not
 //     retry), one counted call, one token, one bulkhead slot, released when
@@ -233,11 +233,10 @@ func (s *callState) invoke(ctx context.Context, method string, req, reply any, c
 // with request req, on a client connected to target (its endpoint,
 // "cloudkms.googleapis.com:443"; "" when not known): the account from
 // req's parent, scope, project, name or resource (an IAM policy method's),
-// the service from WithService, the
-// *.googleapis.com target, or the RPC's package. A ScopeFunc of opts is
-// asked first, with a background context; so are no request metadata.
-// MethodScope reads and changes nothing, so a scheduler may ask the
-// governor how long such a call would wait now:
+// the service from WithService, the *.googleapis.com target, or the RPC's
+// package. A ScopeFunc of opts is asked first, with a background context;
+// so are no request metadata. MethodScope reads and changes nothing, so a
+// scheduler may ask the governor how long such a call would wait now:
 //
 //	scope := cloudggcp.MethodScope("cloudkms.googleapis.com:443",
 //		"/google.cloud.kms.v1.KeyManagementService/ListKeyRings", req)
