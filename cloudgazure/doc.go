@@ -22,7 +22,7 @@
 // azcore's pipeline runs the per-call policies once per request, then its
 // retry policy, which clones the request for every attempt and runs the
 // per-retry policies on each clone. The per-call policy
-// resolves the scope from the URL (ScopeOf), begins a
+// resolves the scope from the URL (ScopeOfURL), begins a
 // resilience.Guard and stores the request's state with SetOperationValue;
 // azcore's clones share the operation values, so the per-retry policy
 // finds the same state on every attempt. Per attempt the

@@ -107,7 +107,7 @@ var azcoreLoop = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: math.
 // task, package pool's), as the core's calls of a disabled provider do.
 func ungoverned(gov *resilience.Governor, req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	if gd, err := gov.Begin(raw.Context(), ScopeOf(raw.URL.Path), azcoreLoop); err == nil {
+	if gd, err := gov.Begin(raw.Context(), ScopeOfURL(raw.URL), azcoreLoop); err == nil {
 		gd.End(nil)
 	}
 	return req.Next()
@@ -127,7 +127,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	raw := req.Raw()
 	ctx := raw.Context()
-	scope := ScopeOf(raw.URL.Path)
+	scope := ScopeOfURL(raw.URL)
 	gd, err := gov.Begin(ctx, scope, azcoreLoop)
 	if err != nil {
 		return req.Next()
@@ -190,7 +190,7 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		if !gov.Enabled(Provider) {
 			return ungoverned(gov, req)
 		}
-		gd, err := gov.Begin(ctx, ScopeOf(req.Raw().URL.Path), azcoreLoop)
+		gd, err := gov.Begin(ctx, ScopeOfURL(req.Raw().URL), azcoreLoop)
 		if err != nil {
 			return req.Next()
 		}

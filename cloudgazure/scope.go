@@ -1,6 +1,7 @@
 package cloudgazure
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/cloudg/cloudg/internal/cowmap"
@@ -16,7 +17,61 @@ const (
 	ServiceResources = "resources"
 	// ServiceResourceGraph is Resource Graph's service.
 	ServiceResourceGraph = "resourcegraph"
+	// ServiceKeyVault is the service of a key vault's data plane
+	// (<vault>.vault.azure.net).
+	ServiceKeyVault = "keyvault"
+	// ServiceManagedHSM is the service of a managed HSM's data plane
+	// (<hsm>.managedhsm.azure.net).
+	ServiceManagedHSM = "managedhsm"
 )
+
+// storageServices are the services of a storage account's data plane, the
+// second label of its hosts (<account>.blob.core.windows.net).
+var storageServices = [...]string{"blob", "queue", "table", "file", "dfs", "web"}
+
+// ScopeOfURL returns the scope of a request's URL. A data-plane host names
+// the resource whose limits the request counts against, and its scope
+// has that resource as its account, since it has no subscription in its
+// URL:
+//
+//   - a storage account's, <account>.<service>.core.<cloud> (blob, queue,
+//     table, file, dfs, web; a -secondary account is the account):
+//     azure/<account>/*/<service>;
+//   - a key vault's, <vault>.vault.<cloud>: azure/<vault>/*/keyvault;
+//   - a managed HSM's, <hsm>.managedhsm.<cloud>: azure/<hsm>/*/managedhsm.
+//
+// Any other host is Resource Manager's (or a host it cannot tell from it,
+// such as a test server's): the scope of the URL's path, as ScopeOf reads
+// it. The names are lower-cased. The policies of ClientOptions and
+// Policies resolve every request's scope with it.
+func ScopeOfURL(u *url.URL) resilience.Scope {
+	name, rest, ok := strings.Cut(u.Hostname(), ".")
+	if !ok || name == "" {
+		return ScopeOf(u.Path)
+	}
+	svc, rest, _ := strings.Cut(rest, ".")
+	switch {
+	case strings.EqualFold(svc, "vault") && rest != "":
+		return dataPlane(name, ServiceKeyVault)
+	case strings.EqualFold(svc, "managedhsm") && rest != "":
+		return dataPlane(name, ServiceManagedHSM)
+	case len(rest) > len("core.") && strings.EqualFold(rest[:len("core.")], "core."):
+		for _, s := range storageServices {
+			if strings.EqualFold(svc, s) {
+				if n := len(name) - len("-secondary"); n > 0 && strings.EqualFold(name[n:], "-secondary") {
+					name = name[:n]
+				}
+				return dataPlane(name, s)
+			}
+		}
+	}
+	return ScopeOf(u.Path)
+}
+
+// dataPlane is the scope of a data-plane resource's requests.
+func dataPlane(resource, service string) resilience.Scope {
+	return resilience.Scope{Provider: Provider, Account: lower(resource), Service: service}
+}
 
 // GraphScope returns Resource Graph's scope, azure/*/*/resourcegraph: no
 // subscription, since its quota follows the caller, not the subscription.

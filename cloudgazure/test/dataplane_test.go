@@ -1,0 +1,142 @@
+package test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// hostTransport answers a data-plane request by its host: 503 ServerBusy
+// with a Retry-After of 30 s for a host that starts with "busy", 200
+// otherwise. It records the hosts it was sent, in order.
+type hostTransport struct{ hosts *[]string }
+
+func (h hostTransport) Do(req *http.Request) (*http.Response, error) {
+	*h.hosts = append(*h.hosts, req.URL.Host)
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}
+	if strings.HasPrefix(req.URL.Host, "busy") {
+		resp.StatusCode = http.StatusServiceUnavailable
+		resp.Header.Set("Retry-After", "30")
+		resp.Header.Set("x-ms-error-code", "ServerBusy")
+	}
+	return resp, nil
+}
+
+// A data-plane request (a storage account's blob, a key vault's secret)
+// is governed in a scope of its own resource: the storage account's or
+// the vault's, by its host. Storage and Key Vault throttle per account and
+// per vault, so one busy storage account must not pause another account,
+// a vault, or the tenant's ARM calls (/subscriptions, a token's tenant),
+// which, with a path that names no subscription, all mapped to
+// azure/*/*/resources.
+func TestDataPlaneRequestsAreScopedByTheirResource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		var hosts []string
+		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
+		o := policy.ClientOptions{
+			Transport:        hostTransport{&hosts},
+			Retry:            policy.RetryOptions{MaxRetries: -1},
+			PerCallPolicies:  []policy.Policy{perCall},
+			PerRetryPolicies: []policy.Policy{perRetry},
+		}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+		ctx, stats := resilience.WithStats(context.Background())
+		send := func(url string) (int, time.Duration) {
+			t.Helper()
+			req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			resp, err := pl.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", url, err)
+			}
+			return resp.StatusCode, time.Since(start)
+		}
+		if st, _ := send("https://busyacct.blob.core.windows.net/c/b"); st != http.StatusServiceUnavailable {
+			t.Fatalf("busy account answered %d", st)
+		}
+		for _, url := range []string{
+			"https://otheracct.blob.core.windows.net/c/b",
+			"https://myvault.vault.azure.net/secrets/s?api-version=7.4",
+			"https://management.azure.com/subscriptions?api-version=2022-12-01",
+		} {
+			if st, took := send(url); st != http.StatusOK || took != 0 {
+				t.Errorf("%s: %d after %v, want 200 at once: another storage account's 503 ServerBusy held it", url, st, took)
+			}
+		}
+		want := map[resilience.Scope]bool{
+			{Provider: "azure", Account: "busyacct", Service: "blob"}:    true,
+			{Provider: "azure", Account: "otheracct", Service: "blob"}:   true,
+			{Provider: "azure", Account: "myvault", Service: "keyvault"}: true,
+			{Provider: "azure", Service: "resources"}:                    true,
+		}
+		got := gov.Summary(stats).Scopes
+		for sc := range got {
+			if !want[sc] {
+				t.Errorf("calls recorded in scope %v, want only %v", sc, want)
+			}
+		}
+		for sc := range want {
+			if got[sc].Calls != 1 {
+				t.Errorf("scope %v: %d calls, want 1", sc, got[sc].Calls)
+			}
+		}
+	})
+}
+
+func TestScopeOfURL(t *testing.T) {
+	az := func(account, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
+	}
+	cases := []struct {
+		url  string
+		want resilience.Scope
+	}{
+		{"https://acct.blob.core.windows.net/c/b", az("acct", "blob")},
+		{"https://ACCT.Blob.Core.Windows.Net/c/b", az("acct", "blob")},
+		{"https://acct-secondary.blob.core.windows.net/c/b", az("acct", "blob")},
+		{"https://acct.queue.core.chinacloudapi.cn/q/messages", az("acct", "queue")},
+		{"https://acct.table.core.usgovcloudapi.net/t", az("acct", "table")},
+		{"https://acct.file.core.windows.net/s/d", az("acct", "file")},
+		{"https://acct.dfs.core.windows.net:443/fs/p", az("acct", "dfs")},
+		{"https://MyVault.vault.azure.net/secrets/s", az("myvault", "keyvault")},
+		{"https://v.vault.usgovcloudapi.net/keys/k", az("v", "keyvault")},
+		{"https://hsm.managedhsm.azure.net/keys/k", az("hsm", "managedhsm")},
+		// Resource Manager, and any host it cannot tell from it: the path.
+		{"https://management.azure.com/subscriptions/" + subA + "/providers/Microsoft.Network/x", az(subALower, "network")},
+		{"http://127.0.0.1:1/subscriptions/" + subB + "/resourcegroups", az(subB, "resources")},
+		{"https://management.azure.com/providers/Microsoft.ResourceGraph/resources", az("", "resourcegraph")},
+		{"https://login.microsoftonline.com/tenant/oauth2/v2.0/token", az("", "resources")},
+		// Not a storage or vault host: a label named so elsewhere.
+		{"https://blob.core.windows.net/c", az("", "resources")},
+		{"https://acct.blob.example.com/subscriptions/" + subB, az(subB, "resources")},
+		{"https://acct.vault/x", az("", "resources")},
+		{"http://[::1]:8080/subscriptions/" + subB, az(subB, "resources")},
+	}
+	for _, c := range cases {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u); got != c.want {
+			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
+		}
+	}
+	u, _ := url.Parse("https://acct.blob.core.windows.net/c/b")
+	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
+		t.Errorf("ScopeOfURL allocates %v times", n)
+	}
+}
