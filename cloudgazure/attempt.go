@@ -41,6 +41,7 @@ var delayHeaders = [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "Retry-A
 // attempts of a request one after another, so it needs no lock.
 type callState struct {
 	s   *shared
+	gov *resilience.Governor // gd's
 	gd  *resilience.Guard
 	ctx context.Context // the request's (an attempt's may have a TryTimeout)
 	// perCall: the per-call policy made the state and ends the request,
@@ -61,15 +62,16 @@ type callState struct {
 
 	// The cut of azcore's backoff sleep when the scope's breaker opens
 	// (see watch): raw is the per-call policy's request, whose context is
-	// rc, the request's but for the cut, until the request ends, so that a
+	// rc, the request's but for the cut (and for the Guard it carries, see
+	// requestContext), until the request ends, so that a
 	// request a later policy derives from it, and azcore's retry policy,
 	// which sleeps on its request's context, see the cut. A cut ends rc
 	// for good: the per-call policy gives the request a new one (renew),
 	// the first being first, in the state. stopWatch stops the watch of
 	// the sleep in progress.
 	raw       *http.Request
-	rc        *cutctx.Context
-	first     cutctx.Context
+	rc        *requestContext
+	first     requestContext
 	stopWatch func() bool
 	// entered: the per-call policy entered the Guard for the attempt
 	// azcore sends next (a retry the breaker let through after a cut).
@@ -77,6 +79,49 @@ type callState struct {
 	// recut: an attempt ended azcore's loop because its context was the
 	// cut one (see attempt).
 	recut bool
+}
+
+// requestContext is the context the per-call policy gives a request
+// until it ends: the request's, but for the cut of azcore's sleep, and it
+// answers Value(gov) with the request's Guard, as the core looks for the
+// call a governed call is nested in. A governed call made with it, or a
+// context derived from it, inside an attempt (by the transport, or a
+// policy after the package's) is then nested in the attempt, as in a
+// resilience.Do made WithNestedCalls: it takes a free slot of the
+// account's bulkhead or borrows the attempt's, never waiting for the slot
+// its own caller holds, and on the attempt's scope it goes as the probe
+// the attempt holds (see resilience.Guard.Enter). Outside an attempt the
+// Guard holds no slot and is no probe out, so that a call made then (a
+// credential's token fetch by azcore's bearer token policy, which runs
+// before the per-retry policy) is not nested in it.
+type requestContext struct {
+	cutctx.Context
+	gov *resilience.Governor
+	gd  *resilience.Guard
+}
+
+func (c *requestContext) Value(key any) any {
+	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
+		return c.gd
+	}
+	return c.Context.Value(key)
+}
+
+// attemptContext is the context of an attempt of a request the per-call
+// policy does not govern (Policies' per-retry policy alone): the
+// attempt's, answering Value(gov) with the request's Guard as a
+// requestContext does.
+type attemptContext struct {
+	context.Context
+	gov *resilience.Governor
+	gd  *resilience.Guard
+}
+
+func (c *attemptContext) Value(key any) any {
+	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
+		return c.gd
+	}
+	return c.Context.Value(key)
 }
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
@@ -127,6 +172,14 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 func (st *callState) send(req *policy.Request) (resp *http.Response, err error) {
 	returned := false
 	defer st.sent(&returned)
+	if !st.perCall {
+		// The attempt is sent with a context that carries the request's
+		// Guard (see requestContext), and given its own back.
+		raw := req.Raw()
+		ctx := raw.Context()
+		*raw = *raw.WithContext(&attemptContext{Context: ctx, gov: st.gov, gd: st.gd})
+		defer func() { *raw = *raw.WithContext(ctx) }()
+	}
 	if resp, err = req.Next(); err != nil {
 		resp, err = st.failedAttempt(resp, err)
 	} else {
@@ -272,7 +325,7 @@ func (st *callState) endCut() {
 // request's, after a cut ended the last.
 func (st *callState) renew() {
 	st.endCut()
-	st.rc = new(cutctx.Context)
+	st.rc = &requestContext{gov: st.gov, gd: st.gd}
 	st.rc.Init(st.ctx)
 	*st.raw = *st.raw.WithContext(st.rc)
 }

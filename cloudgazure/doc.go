@@ -49,6 +49,13 @@
 //     and resets the breaker, but a 400 without a code whose message reads
 //     "Rate exceeded" is throttling.
 //
+// Until the request ends, its context answers Value(gov) with the
+// request's Guard, so that a governed call made inside an attempt with
+// it (by the transport, or a policy after the package's) is nested in
+// the attempt, as in a resilience.Do made WithNestedCalls: it borrows the
+// attempt's slot rather than wait for it, and goes as the probe the
+// attempt holds (see resilience.Guard.Enter).
+//
 // Before azcore retries an answer the Guard's Retry decides: the first two
 // retries of a request are free, each further one costs a token of the
 // provider's retry budget, and an empty budget ends azcore's loop with a

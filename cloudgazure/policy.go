@@ -132,12 +132,13 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return req.Next()
 	}
-	st := &callState{s: p.s, gd: gd, ctx: ctx, perCall: true, raw: raw}
+	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, perCall: true, raw: raw}
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
 	}
 	req.SetOperationValue(st)
 	st.first.Init(ctx)
+	st.first.gov, st.first.gd = gov, gd
 	st.rc = &st.first
 	*raw = *raw.WithContext(st.rc) // see callState.raw
 	returned := false
@@ -194,7 +195,7 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		if err != nil {
 			return req.Next()
 		}
-		st = &callState{s: p.s, gd: gd, ctx: ctx}
+		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx}
 		req.SetOperationValue(st)
 	}
 	return st.attempt(req)
