@@ -110,7 +110,9 @@ func (l QueryLimits) resolve() QueryLimits {
 //     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)
 //     and is retried as QueryLimits say; after the last retry it is
 //     recorded as given up; a success with x-ms-user-quota-remaining: 0
-//     pauses the scope until the quota resets.
+//     pauses the scope until the quota resets. The backoff before a retry
+//     ends when the scope's breaker opens with a cooldown that outlasts
+//     it (resilience.Guard.Backoff), and the retry is refused then.
 //
 // When a page finally fails, QueryResources returns the rows of the pages
 // before it together with the error. A panic of client, or of the
@@ -241,7 +243,11 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		}
 		delay, rerr := gd.Retry(limits.Backoff[min(i, len(limits.Backoff)-1)])
 		if rerr == nil {
-			rerr = gov.Clock().Sleep(ctx, delay)
+			// The backoff ends early when the scope's breaker opens
+			// meanwhile and would still refuse the retry when it ended
+			// (a dead scope): the next Enter refuses the retry then, as
+			// it would have after the backoff.
+			_, rerr = gd.Backoff(ctx, delay)
 		}
 		if rerr != nil {
 			gd.End(err)

@@ -170,3 +170,48 @@ func TestAPanicInAzcoresLoopLeavesNoWatch(t *testing.T) {
 		// The bubble fails the test if the watch is left blocked.
 	})
 }
+
+// QueryResources' own backoff before the retry of a throttled page (of a
+// client its pipeline does not govern) ends when the scope's breaker
+// opens with a cooldown that outlasts it, as azcore's sleep does under the
+// policies and as resilience.Guard.Backoff has it: the retry is refused
+// then, nothing more sent, rather than after the rest of the backoff (here
+// 30 s).
+func TestBreakerOpeningEndsQueryResourcesBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		e.srv.forever(routeGraph, throttled(""))
+		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
+		opts := append(e.opts(), cloudgazure.WithQueryLimits(cloudgazure.QueryLimits{Backoff: []time.Duration{30 * time.Second}}))
+		ctx, ledger := resilience.WithLedger(context.Background(), "graph")
+		start := time.Now()
+		var at time.Duration
+		done := make(chan error)
+		go func() {
+			_, err := cloudgazure.QueryResources(ctx, plain, query, opts...)
+			at = time.Since(start)
+			done <- err
+		}()
+		synctest.Wait() // throttled once, asleep in the helper's 30 s backoff
+		time.Sleep(time.Second)
+		for range 5 { // five calls of the scope give up: the breaker opens
+			resilience.Do(context.Background(), graphScope, func(context.Context) error { return tooMany{} },
+				resilience.WithGovernor(e.gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		}
+		opened := time.Since(start)
+		if s := e.gov.Inspect(graphScope).Breaker.State; s != state.Open {
+			t.Fatalf("the breaker is %v, want open", s)
+		}
+		err := <-done
+		var coe *resilience.CircuitOpenError
+		if !errors.As(err, &coe) || at != opened {
+			t.Fatalf("the query ended at %v with %v; the breaker opened at %v: want a CircuitOpenError then", at, err, opened)
+		}
+		if n := e.srv.count(routeGraph); n != 1 {
+			t.Fatalf("%d requests, want 1", n)
+		}
+		if gu, sk := ledger.Counts(); gu != 1 || sk != 0 {
+			t.Fatalf("ledger: %d gave up, %d skipped; want 1, 0 (%s)", gu, sk, ledger.Describe())
+		}
+	})
+}
