@@ -100,7 +100,10 @@
 // cut ends azcore's loop, whether it comes during the sleep or as it
 // ends, and the per-call policy asks for the retry itself, on a new such
 // context, and sends it, if the breaker lets it go, in a loop of azcore's
-// own. Two limits: a cancellable context such a policy derives
+// own, with the request's body whole: azcore closes the body it is given
+// when its loop ends, so the per-call policy gives it one whose Close does
+// nothing, and closes the caller's once, when the request ends. Two
+// limits: a cancellable context such a policy derives
 // (context.WithTimeout, a per-call timeout) is bound, when it is made,
 // to the caller's context's cancellation, not to the cut, which is made
 // at the first retry: azcore then sleeps the whole backoff, and the retry

@@ -2,6 +2,7 @@ package cloudgazure
 
 import (
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"sync"
@@ -141,10 +142,12 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	st.first.gov, st.first.gd = gov, gd
 	st.rc = &st.first
 	*raw = *raw.WithContext(st.rc) // see callState.raw
+	kept := keepBody(req)
 	returned := false
-	defer func() { // even on a panic: the request gets its context back
+	defer func() { // even on a panic: the request gets its context and body back
 		st.endCut()
 		*raw = *raw.WithContext(ctx)
+		kept.end()
 		if !returned {
 			// A policy or the transport below panicked: the slot goes
 			// back, the request is lost to the panic, and the panic goes
@@ -171,6 +174,47 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	gd.End(st.final(resp, err))
 	returned = true
 	return resp, err
+}
+
+// keptBody is a request's body as the per-call policy hands it to
+// azcore's retry policy, which closes the body it is given when its loop
+// ends: its Close does nothing, so that the body is still whole when a
+// cut of azcore's sleep ended the loop and the per-call policy sends the
+// retry through azcore's loop again. The per-call policy closes the
+// caller's body, once, when the request ends (end).
+type keptBody struct {
+	io.ReadSeekCloser
+	raw     *http.Request
+	body    io.ReadCloser                 // the request's Body, as the caller set it
+	getBody func() (io.ReadCloser, error) // and its GetBody
+}
+
+func (*keptBody) Close() error { return nil }
+
+// keepBody gives req, the per-call policy's request, a keptBody in place
+// of its body, and returns it (nil for a request without a body, or one
+// whose body cannot be measured, which azcore's loop then fails on).
+func keepBody(req *policy.Request) *keptBody {
+	b := req.Body()
+	if b == nil {
+		return nil
+	}
+	raw := req.Raw()
+	k := &keptBody{ReadSeekCloser: b, raw: raw, body: raw.Body, getBody: raw.GetBody}
+	if req.SetBody(k, raw.Header.Get("Content-Type")) != nil {
+		return nil
+	}
+	return k
+}
+
+// end gives the request its body back and closes it, as azcore's retry
+// policy would have at the end of its loop.
+func (k *keptBody) end() {
+	if k == nil {
+		return
+	}
+	k.raw.Body, k.raw.GetBody = k.body, k.getBody
+	_ = k.ReadSeekCloser.Close()
 }
 
 // perRetryPolicy runs around every HTTP attempt, retries included.
