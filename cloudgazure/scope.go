@@ -27,7 +27,7 @@ const (
 
 // storageServices are the services of a storage account's data plane, the
 // second label of its hosts (<account>.blob.core.windows.net).
-var storageServices = [...]string{"blob", "queue", "table", "file", "dfs", "web"}
+var storageServices = [...]string{"blob", "queue", "table", "file", "dfs"}
 
 // ScopeOfURL returns the scope of a request's URL. A data-plane host names
 // the resource whose limits the request counts against, and its scope
@@ -35,7 +35,7 @@ var storageServices = [...]string{"blob", "queue", "table", "file", "dfs", "web"
 // URL:
 //
 //   - a storage account's, <account>.<service>.core.<cloud> (blob, queue,
-//     table, file, dfs, web; a -secondary account is the account):
+//     table, file, dfs; a -secondary account is the account):
 //     azure/<account>/*/<service>;
 //   - a key vault's, <vault>.vault.<cloud>: azure/<vault>/*/keyvault;
 //   - a managed HSM's, <hsm>.managedhsm.<cloud>: azure/<hsm>/*/managedhsm.

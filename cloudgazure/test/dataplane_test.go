@@ -124,6 +124,8 @@ func TestScopeOfURL(t *testing.T) {
 		{"https://blob.core.windows.net/c", az("", "resources")},
 		{"https://acct.blob.example.com/subscriptions/" + subB, az(subB, "resources")},
 		{"https://acct.vault/x", az("", "resources")},
+		// A static website's host is no data plane of the account's API.
+		{"https://acct.z13.web.core.windows.net/index.html", az("", "resources")},
 		{"http://[::1]:8080/subscriptions/" + subB, az(subB, "resources")},
 	}
 	for _, c := range cases {
