@@ -142,3 +142,20 @@ func TestScopeOfURL(t *testing.T) {
 		t.Errorf("ScopeOfURL allocates %v times", n)
 	}
 }
+
+func FuzzScopeOfURL(f *testing.F) {
+	f.Add("acct.blob.core.windows.net", "/c/b")
+	f.Add("MyVault.vault.azure.net", "/secrets/s")
+	f.Add("management.azure.com", "/subscriptions/"+subA+"/providers/Microsoft.Network/x")
+	f.Fuzz(func(t *testing.T, host, path string) {
+		s := cloudgazure.ScopeOfURL(&url.URL{Scheme: "https", Host: host, Path: path})
+		if s.Provider != "azure" || s.Service == "" || s.Region != "" || s.Operation != "" {
+			t.Fatalf("ScopeOfURL(%q, %q) = %#v", host, path, s)
+		}
+		for _, c := range s.Account + s.Service {
+			if c >= 'A' && c <= 'Z' {
+				t.Fatalf("ScopeOfURL(%q, %q) = %#v: not lower-case", host, path, s)
+			}
+		}
+	})
+}
