@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // nestingTransport makes, before it sends a request, a governed call of
@@ -18,13 +20,18 @@ import (
 // a credential, or one governed itself), then sends the request with
 // next. It records the nested call's error.
 type nestingTransport struct {
-	gov  *resilience.Governor
-	next policy.Transporter
-	errs *[]error
+	gov   *resilience.Governor
+	next  policy.Transporter
+	errs  *[]error
+	scope resilience.Scope // the nested call's; zero: resourcesA
 }
 
 func (n nestingTransport) Do(req *http.Request) (*http.Response, error) {
-	err := resilience.Do(req.Context(), resourcesA, func(context.Context) error { return nil }, resilience.WithGovernor(n.gov))
+	scope := n.scope
+	if scope == (resilience.Scope{}) {
+		scope = resourcesA
+	}
+	err := resilience.Do(req.Context(), scope, func(context.Context) error { return nil }, resilience.WithGovernor(n.gov))
 	*n.errs = append(*n.errs, err)
 	return n.next.Do(req)
 }
@@ -64,4 +71,33 @@ func TestACallNestedInAnAttemptBorrowsItsSlot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A governed call the transport makes on the attempt's own scope, whose
+// breaker is half-open with its probe out in the attempt, goes as the
+// probe in the attempt's stead rather than be refused by it; it used to
+// get a CircuitOpenError.
+func TestACallNestedInAnAttemptTakesOverItsProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{})
+		openScope(e.gov, 5)
+		if st := e.gov.Inspect(networkA).Breaker.State; st != state.Open {
+			t.Fatalf("breaker %v, want open", st)
+		}
+		time.Sleep(time.Minute) // the cooldown: the next request is the probe
+		var errs []error
+		base := *e.base
+		base.Transport = nestingTransport{gov: e.gov, next: e.base.Transport, errs: &errs, scope: networkA}
+		c, err := cloudgazure.NewSubscriptionClient(armnetwork.NewVirtualNetworksClient, subA, fakeCred{}, &base, e.opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Get(context.Background(), "rg", "vnet", nil)
+		if len(errs) != 1 || errs[0] != nil || err != nil {
+			t.Fatalf("nested %v, request %v; want both to succeed: the nested call is the probe", errs, err)
+		}
+		if st := e.gov.Inspect(networkA).Breaker.State; st != state.Closed {
+			t.Fatalf("breaker %v after the probe's success, want closed", st)
+		}
+	})
 }
