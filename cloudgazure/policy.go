@@ -142,7 +142,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	st.first.gov, st.first.gd = gov, gd
 	st.rc = &st.first
 	*raw = *raw.WithContext(st.rc) // see callState.raw
-	kept := keepBody(req)
+	var kept *keptBody
 	returned := false
 	defer func() { // even on a panic: the request gets its context and body back
 		st.endCut()
@@ -155,6 +155,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 			gd.EndPanicked()
 		}
 	}()
+	kept = keepBody(req) // after the defer: the body's Seek may panic
 	resp, err := req.Next()
 	for st.cutEnded(err) {
 		// The breaker opened while azcore slept before a retry, which

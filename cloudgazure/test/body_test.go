@@ -128,3 +128,52 @@ func TestARetrySentAfterACutCarriesTheBody(t *testing.T) {
 		}
 	})
 }
+
+// seekPanics is a request body whose Seek panics once armed.
+type seekPanics struct {
+	*bytes.Reader
+	armed bool
+}
+
+func (b *seekPanics) Seek(off int64, whence int) (int64, error) {
+	if b.armed {
+		panic(boom)
+	}
+	return b.Reader.Seek(off, whence)
+}
+
+func (*seekPanics) Close() error { return nil }
+
+// A request body whose Seek panics as the per-call policy readies it
+// (hands azcore a body it cannot close): the panic reaches the caller as
+// it was, and the request gets its own context back, as on any panic
+// below the policy.
+func TestABodyThatPanicsLeavesTheRequestItsContext(t *testing.T) {
+	gov := newGov(t, resilience.Config{})
+	o := cloudgazure.ClientOptions(nil, cloudgazure.WithGovernor(gov))
+	o.Transport = putTransport{new([]string)}
+	pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o.ClientOptions)
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "caller")
+	req, err := runtime.NewRequest(ctx, http.MethodPut, "http://127.0.0.1:1/subscriptions/"+subA+
+		"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v?api-version=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := &seekPanics{Reader: bytes.NewReader([]byte(`{"a":1}`))}
+	if err := req.SetBody(body, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	body.armed = true
+	func() {
+		defer func() {
+			if r := recover(); r != boom {
+				t.Fatalf("recovered %v, want the body's panic", r)
+			}
+		}()
+		_, _ = pl.Do(req)
+	}()
+	if got := req.Raw().Context(); got != ctx {
+		t.Fatalf("after the panic the request's context is %T, want the caller's", got)
+	}
+}
