@@ -49,8 +49,14 @@ type callState struct {
 	perCall bool
 
 	last *statusError // the last error answer, or nil
-	// tries counts the attempts, as azcore's loop numbers them (from 1).
+	// tries counts the attempts, as azcore's loop numbers them (from 1):
+	// the tries of azcore's loop, each sent as a clone of the request of
+	// its own, whose raw request was tried. An attempt sent again within
+	// a try (azcore's bearer token policy answering a continuous access
+	// evaluation challenge sends the same clone again, with a new token)
+	// is no try of its own.
 	tries int32
+	tried *http.Request
 	// owed: azcore may retry the last attempt, and the Guard was not asked
 	// whether it may (shared.known is false): the next attempt asks first.
 	owed bool
@@ -138,7 +144,10 @@ func (c *attemptContext) Value(key any) any {
 // azcore's loop: a *resilience.CircuitOpenError, a
 // *resilience.WouldWaitError, a deadline's or the context's error.
 func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
-	st.tries++
+	if raw := req.Raw(); raw != st.tried {
+		st.tries++
+		st.tried = raw
+	}
 	if st.owed {
 		// azcore retries an answer the policies could not tell it would:
 		// the retry is asked for now that it is sent.
