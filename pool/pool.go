@@ -20,7 +20,7 @@
 // may submit tasks: pages, accounts to regions to resources), Wait for the
 // errors. A task declares the scope of its first call: resilience.Scope
 // for Call and Do, and for an SDK call the scope its integration computes
-// (cloudgaws.Scope, cloudgazure.ScopeOf, cloudggcp.Scope). A task of the
+// (cloudgaws.Scope, cloudgazure.ScopeOfURL, cloudggcp.Scope). A task of the
 // zero scope (a fan-out that calls nothing) is always ready. A task
 // submits and returns, as below; it should not wait for a task it
 // submitted, which the pool runs only once its scope can go, on a worker
