@@ -88,7 +88,7 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	}
 	if x.github {
 		githubAnswer(e, x.gov.Clock().Now())
-		githubSecondary(e, resp)
+		githubSecondary(x.orig.Context(), e, resp)
 	}
 	if e.kind == errread.None && !listedStatus(e.code) {
 		e.kind = reasonKind(e.status)
@@ -184,7 +184,10 @@ const drainGrace = time.Second
 
 // draining is the body of a response whose retry waits, read into memory
 // in a goroutine of its own while the retry waits, so that the connection
-// it came on goes back to the pool before the retry is sent.
+// it came on goes back to the pool before the retry is sent (drain); or
+// the start of a GitHub error answer's body, read for a secondary limit's
+// words while the attempt holds its slot, and waited for no longer than
+// drainGrace (githubSecondary).
 type draining struct {
 	resp  *http.Response
 	body  io.ReadCloser
@@ -213,14 +216,24 @@ func drain(resp *http.Response, bound time.Duration) *draining {
 		return d
 	}
 	d.timer = time.AfterFunc(max(bound, drainGrace), d.close)
-	go func() {
-		b, err := io.ReadAll(io.LimitReader(d.body, maxHeld+1))
+	d.read(maxHeld, func() {
 		d.timer.Stop()
 		d.close()
-		d.kept, d.whole = b, err == nil && len(b) <= maxHeld
+	})
+	return d
+}
+
+// read reads the body into kept, up to limit bytes and one more (whole
+// reports that it ended within limit, without error), in a goroutine of
+// its own, which calls then once the read has ended and before done is
+// closed.
+func (d *draining) read(limit int64, then func()) {
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(d.body, limit+1))
+		then()
+		d.kept, d.whole = b, err == nil && int64(len(b)) <= limit
 		close(d.done)
 	}()
-	return d
 }
 
 // close closes the body, once.

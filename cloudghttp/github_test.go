@@ -3,6 +3,7 @@
 package cloudghttp_test
 
 import (
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -104,4 +105,43 @@ func TestGitHubForbiddenBodyIsGivenBackWhole(t *testing.T) {
 			t.Fatalf("%d attempts, want 1 (a permission)", n)
 		}
 	})
+}
+
+// A GitHub 403 whose body stalls after its headers holds its attempt's
+// slot (and every request of the account waiting for it) no longer than
+// the drain's grace, a second, however long the body takes: the body is
+// read for a secondary limit's words only for that long, and still
+// reaches the caller whole when it comes.
+func TestGitHubForbiddenBodyThatStallsDoesNotHoldTheSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const head, tail = `{"message":"Resource not`, ` accessible by integration"}`
+		release := make(chan struct{})
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = io.WriteString(pw, head)
+			select { // the rest comes when the test says, or after an hour
+			case <-release:
+			case <-time.After(time.Hour):
+			}
+			_, _ = io.WriteString(pw, tail)
+			_ = pw.Close()
+		}()
+		hc := &http.Client{Transport: cloudghttp.NewTransport(forbiddenBase{pr}, cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(newGov(t, resilience.Config{})))}
+		start := time.Now()
+		resp := do(t, hc, http.MethodGet, "https://api.github.com/repos/octo/hello", nil)
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("the 403 came back %v after the request, want at most a second: its stalling body held the attempt's slot", took)
+		}
+		close(release)
+		if got := readAll(t, resp); resp.StatusCode != http.StatusForbidden || got != head+tail {
+			t.Fatalf("status %d, body %q, want the 403's %q", resp.StatusCode, got, head+tail)
+		}
+	})
+}
+
+// forbiddenBase answers every request with a 403 of body, no header.
+type forbiddenBase struct{ body io.ReadCloser }
+
+func (b forbiddenBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{}, Body: b.body, Request: req}, nil
 }
