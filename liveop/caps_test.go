@@ -5,7 +5,9 @@ package liveop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -219,4 +221,106 @@ func TestWaitEndedByTheContextStartsNothing(t *testing.T) {
 				i, err, op.calls.Load(), g.Status())
 		}
 	}
+}
+
+// Callers waiting for a slot get it in the order they came: a caller
+// that waits is not overtaken, when a slot frees, by one that came after
+// it, however many come (with every waiting caller woken to race for
+// each freed slot, the last to come took it, round after round, and the
+// first starved).
+func TestAWaitingCallerIsNotOvertaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 1, CooldownSeconds: ptr(0.0)})
+		var mu sync.Mutex
+		var order []string
+		op := func(name string) func(context.Context) (string, error) {
+			return func(context.Context) (string, error) {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				time.Sleep(10 * time.Second)
+				return name, nil
+			}
+		}
+		waiting := func(key string) Request {
+			return Request{Key: key, Scopes: []string{"aws/" + key}, Caller: "agent", Wait: true}
+		}
+		outs := []<-chan outcome{goRun(context.Background(), g, req("holder", "aws/holder"), op("holder"))}
+		synctest.Wait()
+		outs = append(outs, goRun(context.Background(), g, waiting("first"), op("first")))
+		synctest.Wait()
+		// Each round, another caller comes a second before the slot frees.
+		want := []string{"holder", "first"}
+		for i := range 5 {
+			time.Sleep(9 * time.Second)
+			key := fmt.Sprintf("later%d", i+1)
+			want = append(want, key)
+			outs = append(outs, goRun(context.Background(), g, waiting(key), op(key)))
+			synctest.Wait()
+			time.Sleep(time.Second)
+		}
+		for _, o := range outs {
+			if o := <-o; o.err != nil {
+				t.Fatal(o.err)
+			}
+		}
+		if !slices.Equal(order, want) {
+			t.Fatalf("operations started in the order %v, want %v (the order their callers came)", order, want)
+		}
+	})
+}
+
+// A slot handed to a waiting caller whose context ends before it takes
+// the slot goes to the next caller waiting, which starts at once: it is
+// not kept for the caller that has gone.
+func TestASlotHandedToACallerThatHasGoneGoesToTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 1, CooldownSeconds: ptr(0.0)})
+		release := make(chan struct{})
+		a := goRun(context.Background(), g, req("a", "aws/1"), func(context.Context) (string, error) {
+			<-release
+			return "a", nil
+		})
+		synctest.Wait()
+		queued := func(n int) bool {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return len(g.queue) == n
+		}
+		// The first caller's context ends as it waits, once the second
+		// waits behind it and the slot has been handed to it.
+		first := &endingCtx{Context: context.Background(), done: make(chan struct{}), onDone: func() {
+			for !queued(2) {
+				runtime.Gosched()
+			}
+			close(release)
+			for {
+				g.mu.Lock()
+				handed := g.queue[0].holds
+				g.mu.Unlock()
+				if handed {
+					return
+				}
+				runtime.Gosched()
+			}
+		}}
+		w1, w2 := req("b", "aws/2"), req("c", "aws/3")
+		w1.Wait, w2.Wait = true, true
+		op := &counted{val: "x"}
+		b := goRun(first, g, w1, op.run)
+		for !queued(1) {
+			runtime.Gosched()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		start := time.Now()
+		v, err := Run(ctx, g, w2, op.run)
+		if err != nil || v != "x" || time.Since(start) != 0 {
+			t.Fatalf("the second caller got %q, %v after %v; want its result at once, when the first had gone", v, err, time.Since(start))
+		}
+		if o := <-b; !errors.Is(o.err, ErrBusy) || !errors.Is(o.err, context.Canceled) {
+			t.Fatalf("the first caller got %v, want a busy refusal wrapping context.Canceled", o.err)
+		}
+		<-a
+	})
 }

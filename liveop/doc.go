@@ -34,7 +34,10 @@
 //     Config.MaxConcurrentTotal in all; past that a new operation is
 //     refused (ErrBusy), or, with Request.Wait, waits for a slot (its
 //     context bounds the wait) and joins an identical operation that
-//     starts meanwhile. A Run inside an operation's function that would
+//     starts meanwhile. Waiting callers get slots in the order they
+//     came: a freed slot goes to the first of them it lets start, and is
+//     kept for it, so that no caller that came later (waiting or not)
+//     takes it. A Run inside an operation's function that would
 //     wait for a slot only that operation (or one it runs inside) can
 //     free is refused at once, the busy refusal wrapping ErrNested.
 //

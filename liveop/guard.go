@@ -27,7 +27,20 @@ type Guard struct {
 	starts  map[string][]time.Time // caller -> starts inside the window, oldest first
 	started int64
 	joined  int64
-	changed chan struct{} // made by a caller that waits for a slot; closed, and forgotten, when an operation starts or ends
+	queue   []*waiter      // the callers waiting for a slot, in the order they came
+	held    map[string]int // slots kept for waiting callers a slot was handed to, per scope (see Guard.handOff)
+	heldAll int            // slots kept for them in all
+}
+
+// waiter is a caller waiting for a slot (Request.Wait), in Guard.queue
+// from its first wait until its Run starts, joins or is refused an
+// operation.
+type waiter struct {
+	req    Request
+	scopes []string      // req.Scopes, sorted, without duplicates
+	ready  chan struct{} // made by the caller, in its testing/synctest bubble if it is in one; closed when it is to look again
+	woken  bool          // ready is closed
+	holds  bool          // a slot of each of its scopes and one of the total are kept for it
 }
 
 // Request describes one live operation. The zero Request has no key (it
@@ -50,7 +63,9 @@ type Request struct {
 	Bypass bool
 	// Wait waits for a slot, within the context, instead of a busy
 	// refusal, unless only the operation the caller runs inside could
-	// free it (see ErrNested).
+	// free it (see ErrNested). Waiting callers get slots in the order
+	// they came: a freed slot goes to the first of them it lets start,
+	// and no caller that came later takes it.
 	Wait bool
 	// Timeout bounds the operation: 0 takes the guard's operation
 	// timeout; a negative Timeout means none.
@@ -81,6 +96,7 @@ func (g *Guard) init() {
 	g.active = map[string]int{}
 	g.cooling = map[string]time.Time{}
 	g.starts = map[string][]time.Time{}
+	g.held = map[string]int{}
 }
 
 // flight is one running operation.
@@ -203,10 +219,14 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 	scopes := slices.Clone(req.Scopes)
 	slices.Sort(scopes)
 	scopes = slices.Compact(scopes)
+	var w *waiter // the caller's place in the queue, once it waits
 	for {
 		g.mu.Lock()
 		g.init()
+		now := time.Now()
+		g.unhold(w) // a slot handed to the caller is its own to take below
 		if f := g.flights[req.Key]; f != nil {
+			g.dequeue(w, now)
 			if within(inside, f) || inside != nil && f.reaches(inside) {
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
@@ -216,46 +236,106 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 			g.mu.Unlock()
 			return f, nil
 		}
-		now := time.Now()
 		refused := g.refusal(now, scopes, req)
 		if refused == nil {
+			g.dequeue(w, now)
 			f := g.start(ctx, inside, now, scopes, req, fn)
 			inside.await(f)
 			g.mu.Unlock()
 			return f, nil
 		}
-		wait := refused.Reason == ReasonBusy && req.Wait
-		futile := wait && g.waitsForItself(inside, scopes)
-		var changed chan struct{}
-		if wait && !futile {
-			// Made by the caller that waits on it, inside its
-			// testing/synctest bubble if it is in one, not kept from an
-			// earlier bubble.
-			if g.changed == nil {
-				g.changed = make(chan struct{})
-			}
-			changed = g.changed
+		if refused.Reason != ReasonBusy || !req.Wait {
+			g.dequeue(w, now)
+			g.mu.Unlock()
+			return nil, refused
 		}
-		g.mu.Unlock()
-		if futile {
+		if g.waitsForItself(inside, scopes) {
+			g.dequeue(w, now)
+			g.mu.Unlock()
 			refused.cause = ErrNested
 			return nil, refused
 		}
-		if refused.Reason != ReasonBusy || !req.Wait {
-			return nil, refused
+		if w == nil {
+			w = &waiter{req: req, scopes: scopes}
+			g.queue = append(g.queue, w)
 		}
+		// Made by the caller that waits on it, inside its
+		// testing/synctest bubble if it is in one.
+		w.ready, w.woken = make(chan struct{}), false
+		g.handOff(now) // a slot it let go of goes to the next
+		ready := w.ready
+		g.mu.Unlock()
 		select {
-		case <-changed:
+		case <-ready:
 		case <-ctx.Done():
 		}
-		// The context bounds the wait even when a slot freed at the same
-		// moment (select chooses at random): a caller that has gone starts
-		// nothing.
+		// The context bounds the wait even when a slot was handed to
+		// the caller at the same moment (select chooses at random): a
+		// caller that has gone starts nothing, and the slot goes to the
+		// next.
 		if err := ctx.Err(); err != nil {
+			g.mu.Lock()
+			g.dequeue(w, time.Now())
+			g.mu.Unlock()
 			refused.cause = err
 			return nil, refused
 		}
 	}
+}
+
+// handOff wakes the callers waiting for a slot that may go on now, in the
+// order they came: one an operation of its key can be joined by, one a
+// rule other than the caps now refuses, and one the caps let start, for
+// which it keeps the slots (Guard.held), so that no caller that comes or
+// looks later takes them, and the callers after it find the caps as if it
+// had started. g.mu is held.
+func (g *Guard) handOff(now time.Time) {
+	for _, w := range g.queue {
+		if w.woken {
+			continue // it looks again, with what was handed to it
+		}
+		if g.flights[w.req.Key] == nil {
+			r := g.firstBroken(now, w.scopes, w.req)
+			if r != nil && r.Reason == ReasonBusy {
+				continue
+			}
+			if r == nil {
+				w.holds = true
+				for _, s := range w.scopes {
+					g.held[s]++
+				}
+				g.heldAll++
+			}
+		}
+		w.woken = true
+		close(w.ready)
+	}
+}
+
+// unhold frees the slots kept for the waiting caller w (nil: none); g.mu
+// is held.
+func (g *Guard) unhold(w *waiter) {
+	if w == nil || !w.holds {
+		return
+	}
+	w.holds = false
+	for _, s := range w.scopes {
+		if g.held[s]--; g.held[s] <= 0 {
+			delete(g.held, s)
+		}
+	}
+	g.heldAll--
+}
+
+// dequeue takes the caller w (nil: none) off the queue, as it stops
+// waiting, and hands the slots kept for it to the next; g.mu is held.
+func (g *Guard) dequeue(w *waiter, now time.Time) {
+	if w == nil {
+		return
+	}
+	g.unhold(w)
+	g.queue = slices.DeleteFunc(g.queue, func(x *waiter) bool { return x == w })
+	g.handOff(now)
 }
 
 // waitsForItself reports whether the slot a new operation on scopes waits
@@ -323,11 +403,11 @@ func (g *Guard) firstBroken(now time.Time, scopes []string, req Request) *Refuse
 	}
 	var full []string
 	for _, s := range scopes {
-		if g.active[s] >= g.cfg.maxPerScope {
+		if g.active[s]+g.held[s] >= g.cfg.maxPerScope {
 			full = append(full, s)
 		}
 	}
-	if len(full) > 0 || g.total >= g.cfg.maxTotal {
+	if len(full) > 0 || g.total+g.heldAll >= g.cfg.maxTotal {
 		return busyError(full)
 	}
 	return nil
@@ -366,7 +446,7 @@ func (g *Guard) start(ctx context.Context, parent *flight, now time.Time, scopes
 		g.flights[req.Key] = f
 	}
 	g.running[f] = struct{}{}
-	g.broadcast()
+	g.handOff(now) // callers waiting with its key join it
 
 	f.parent = parent
 	opCtx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), operationKey{}, f))
@@ -447,10 +527,11 @@ func (g *Guard) finish(f *flight, val any, err error) {
 		}
 	}
 	g.total--
+	now := time.Now()
 	if !failed || g.cfg.coolAfterFailure {
-		g.coolDown(time.Now(), f.scopes)
+		g.coolDown(now, f.scopes)
 	}
-	g.broadcast()
+	g.handOff(now)
 }
 
 // expire ends the callers' wait when the operation's context is done: at
@@ -557,13 +638,5 @@ func (g *Guard) sweep(now time.Time) {
 		if len(g.inWindow(now, c)) == 0 {
 			delete(g.starts, c)
 		}
-	}
-}
-
-// broadcast wakes the callers waiting for a slot; g.mu is held.
-func (g *Guard) broadcast() {
-	if g.changed != nil {
-		close(g.changed)
-		g.changed = nil
 	}
 }

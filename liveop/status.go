@@ -9,7 +9,8 @@ import (
 
 // Check returns what a new Run of req would get now, changing nothing:
 // nil when it would start or join an operation, or the *RefusedError it
-// would get (a busy one even with req.Wait).
+// would get (a busy one even with req.Wait, and when the free slots it
+// needs are kept for a caller that waited for them).
 func (g *Guard) Check(req Request) error {
 	scopes := slices.Clone(req.Scopes)
 	slices.Sort(scopes)
