@@ -43,7 +43,8 @@ package liveop
 // told not to, a start leaving the quota window a moment late, a
 // timed-out operation left joinable) fails it within a few hundred
 // sequences. A waiting caller that spins at one instant stops virtual
-// time, and hangs the run until go test's -timeout.
+// time, and would hang the run until go test's -timeout: the watchdog
+// then ends the process with the sequence's steps.
 //
 // CI runs modelChecks sequences of about modelSteps steps. A long soak:
 //
@@ -76,6 +77,7 @@ func TestModel(t *testing.T) {
 	modeltest.Budget(t, modelChecks, modelSteps)
 	reached.Reset()
 	defer reached.Log(t)
+	defer watch.Start("TestModel", time.Minute)()
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			m := newMachine(rt)
@@ -88,6 +90,9 @@ func TestModel(t *testing.T) {
 
 // reached tallies what the sequences of a run reached; go test -v logs it.
 var reached modeltest.Tally
+
+// watch records the steps of the sequence running, for the watchdog.
+var watch modeltest.Watch
 
 // kind is what an operation's function does.
 type kind uint8
@@ -189,6 +194,8 @@ func newMachine(rt *rapid.T) *machine {
 	if err != nil {
 		rt.Fatal(err)
 	}
+	watch.Begin("new guard: cooldown %vs (%v), after a failure %v, %d per scope, %d in all, %d per caller in 30s, timeout %vs",
+		*cfg.CooldownSeconds, cfg.ProviderCooldownSeconds, *cfg.CooldownAfterFailure, cfg.MaxConcurrent, cfg.MaxConcurrentTotal, cfg.CallerMaxOperations, cfg.OperationTimeoutSeconds)
 	return &machine{g: g, cfg: cfg, set: cfg.settings(), byID: map[int]*mop{},
 		cooling: map[string]time.Time{}, starts: map[string][]time.Time{}, cooledAt: map[string]time.Time{}, before: map[string]time.Time{}}
 }
@@ -237,6 +244,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"check":   m.check,
 		"mark": func(rt *rapid.T) {
 			scopes := m.drawScopes(rt)
+			watch.Step("mark %v", scopes)
 			m.g.MarkCompleted(scopes...)
 			now := time.Now()
 			for _, s := range scopes {
@@ -248,6 +256,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		},
 		"reset": func(rt *rapid.T) {
 			s := rapid.SampledFrom(modelScopes).Draw(rt, "scope")
+			watch.Step("reset %s", s)
 			m.g.Reset(s)
 			delete(m.cooling, s)
 			m.settle(rt)
@@ -256,6 +265,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			if rapid.IntRange(0, 4).Draw(rt, "rarely") != 0 {
 				return
 			}
+			watch.Step("reset all")
 			m.g.ResetAll()
 			clear(m.cooling)
 			clear(m.starts)
@@ -284,6 +294,7 @@ func (m *machine) run(rt *rapid.T) {
 		kind: kind(rapid.IntRange(0, len(kindNames)-1).Draw(rt, "kind")),
 		d:    rapid.SampledFrom([]time.Duration{5 * time.Second, 40 * time.Second}).Draw(rt, "d")}
 	m.calls = append(m.calls, c)
+	watch.Step("run %d: %+v, %s after %v", c.id, c.req, kindNames[c.kind], c.d)
 	now := time.Now()
 	join, refused := m.decide(c.req, now)
 	var ctx context.Context
@@ -316,7 +327,9 @@ func (m *machine) run(rt *rapid.T) {
 }
 
 func (m *machine) advance(rt *rapid.T) {
-	time.Sleep(rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second, 20 * time.Second, 45 * time.Second}).Draw(rt, "sleep"))
+	d := rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second, 20 * time.Second, 45 * time.Second}).Draw(rt, "sleep")
+	watch.Step("sleep %v", d)
+	time.Sleep(d)
 	m.settle(rt)
 }
 
@@ -341,6 +354,7 @@ func (m *machine) cancelOne(rt *rapid.T) {
 }
 
 func (m *machine) cancelCall(c *call) {
+	watch.Step("cancel %d", c.id)
 	c.cancel()
 	if c.waiting {
 		reached.Add("cancel: waiting for a slot")
@@ -360,6 +374,7 @@ func (m *machine) cancelCall(c *call) {
 
 func (m *machine) check(rt *rapid.T) {
 	r := m.drawRequest(rt)
+	watch.Step("check %+v", r)
 	join, refused := m.decide(r, time.Now())
 	err := m.g.Check(r)
 	if join != nil || refused == nil {
@@ -821,6 +836,7 @@ func (m *machine) end(rt *rapid.T) {
 		m.settle(rt)
 	}
 	for range 3 {
+		watch.Step("end: sleep 1m")
 		time.Sleep(time.Minute)
 		m.settle(rt)
 	}

@@ -95,7 +95,7 @@ func TestModel(t *testing.T) {
 	modeltest.Budget(t, modelChecks, modelSteps)
 	reached.Reset()
 	defer reached.Log(t)
-	defer watchdog(time.Minute)()
+	defer watch.Start("TestModel", time.Minute)()
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			m := newMachine(rt)
@@ -111,54 +111,11 @@ var reached modeltest.Tally
 
 func reach(what string) { reached.Add(what) }
 
-// watch is what the watchdog sees of the sequence running: its steps so
-// far, and how many steps all sequences took.
-var watch struct {
-	sync.Mutex
-	steps []string
-	moves int
-}
+// watch records the steps of the sequence running, for the watchdog.
+var watch modeltest.Watch
 
 // step records the step a sequence takes.
-func step(format string, args ...any) {
-	watch.Lock()
-	watch.steps = append(watch.steps, fmt.Sprintf(format, args...))
-	watch.moves++
-	watch.Unlock()
-}
-
-// watchdog ends the process with the sequence running if no step begins
-// within limit of real time: a goroutine spinning at one instant of a
-// bubble's clock (virtual time cannot pass, so synctest.Wait never
-// returns) would otherwise hang the run until -timeout, with no sequence
-// to replay. It returns the function that stops it.
-func watchdog(limit time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(limit / 4)
-		defer tick.Stop()
-		last, since := -1, time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			watch.Lock()
-			moves, steps := watch.moves, slices.Clone(watch.steps)
-			watch.Unlock()
-			if moves != last {
-				last, since = moves, time.Now()
-				continue
-			}
-			if time.Since(since) >= limit {
-				panic(fmt.Sprintf("TestModel: no step began in %v of real time: a goroutine spins at one instant of the bubble's clock. The sequence:\n  %s",
-					limit, strings.Join(steps, "\n  ")))
-			}
-		}
-	}()
-	return func() { close(done) }
-}
+func step(format string, args ...any) { watch.Step(format, args...) }
 
 // ---- what a task does ----
 
@@ -350,10 +307,7 @@ func newMachine(rt *rapid.T) *machine {
 	m.cancel = cancel
 	m.p, m.pctx = New(parent, Workers(m.limit), WithGovernor(g), MaxWait(m.maxWait))
 	m.desc = fmt.Sprintf("workers %d, max wait %v, max concurrency %d, breaker threshold %d, breaker_wait %v, breaker_dead_seconds %v, rates %v", m.limit, m.maxWait, maxConc, threshold, breakerWait, deadSeconds, rates)
-	watch.Lock()
-	watch.steps = nil
-	watch.Unlock()
-	step("new pool: %s", m.desc)
+	watch.Begin("new pool: %s", m.desc)
 	return m
 }
 
