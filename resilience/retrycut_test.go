@@ -415,3 +415,53 @@ func TestACallAtItsDeadlineIsNotSent(t *testing.T) {
 		}
 	})
 }
+
+// deadlineAt is a context whose deadline is dl and whose timer never
+// runs: Err stays nil past it, as a context's is at its deadline until
+// the timer due then runs. Its Done is a channel never closed, as a
+// context with a deadline has one (only a context that can never be done
+// has none).
+type deadlineAt struct {
+	context.Context
+	dl   time.Time
+	done chan struct{}
+}
+
+func (c deadlineAt) Deadline() (time.Time, bool) { return c.dl, true }
+
+func (c deadlineAt) Done() <-chan struct{} { return c.done }
+
+// A retry an SDK paces (Guard.Pace, after a throttled answer: it takes a
+// fresh token) at its context's deadline, the timer due then not run yet,
+// is not sent either, as a call at its deadline is not
+// (TestACallAtItsDeadlineIsNotSent): Pace ends the call with the
+// deadline's error joined to the throttled answer, recorded as
+// cancelled.
+func TestARetryPacedAtItsDeadlineIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, led := WithLedger(deadlineAt{context.Background(), time.Now().Add(time.Second), make(chan struct{})}, "task")
+		gd, err := g.Begin(ctx, ec2Vpcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.After(throttle())
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the SDK's backoff ends at the deadline
+		err = gd.Pace(ctx)
+		var ae *apiErr
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
+			gd.End(err)
+			t.Fatalf("a retry paced at its deadline: %v; want the deadline's error with the throttled answer, nothing sent", err)
+		}
+		gd.End(err)
+		if led.Lost() != 1 || led.Count(LossCancelled) != 1 {
+			t.Fatalf("the ledger lost %d calls (%d cancelled): %q; want 1, cancelled", led.Lost(), led.Count(LossCancelled), led.Describe())
+		}
+	})
+}
