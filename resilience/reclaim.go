@@ -100,6 +100,7 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 	if tab == nil || t.retired {
 		return 0, 0, true
 	}
+	set := t.g.settingsOf(t)
 	if from == 0 {
 		// The entries the pass keeps, to rebuild a mostly empty index from
 		// them at its end without scanning its slots again.
@@ -117,7 +118,7 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		if entries++; entries%reclaimClockEvery == 0 && time.Now().After(deadline) {
 			break
 		}
-		idle := !e.flags.dead() && e.breaker.Pristine() && !(t.set.dead > 0 && e.failing()) && e.leaf.Idle(now, t.g.idle)
+		idle := !e.flags.dead() && e.breaker.Pristine() && !(set.dead > 0 && e.failing()) && e.leaf.Idle(now, t.g.idle)
 		if idle && !moving {
 			// Before reclaim marks the entry dead, which hides its calls
 			// from the lifetime's readers until they are folded.
@@ -171,6 +172,18 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 	}
 	t.kept, t.keeping = nil, false
 	return max(end-from, 0), spent, true
+}
+
+// settingsOf returns the settings in force for the scopes of t: those of
+// the provider whose table t is, which a Configure that kept t (one that
+// changed no bucket, breaker or bulkhead setting, only, say,
+// breaker_dead_seconds) made anew, or t's own, those it was made with,
+// once t is no longer in force.
+func (g *Governor) settingsOf(t *scopeTable) *providerSettings {
+	if p := g.existing(t.set.name); p != nil && p.scopes == t {
+		return p.set
+	}
+	return t.set
 }
 
 // keep notes an entry the pass keeps, while they are few enough for the

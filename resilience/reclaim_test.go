@@ -284,3 +284,52 @@ func TestTheReclaimerKeepsAScopesStreakOfFailures(t *testing.T) {
 		})
 	}
 }
+
+// A Configure that turns breaker_dead_seconds on (from 0 to 10 s, the
+// only setting it changes, so that the scopes are kept) makes the
+// reclaimer keep a scope's streak of failures from then on, as a governor
+// configured so from the start does (TestTheReclaimerKeepsAScopesStreakOfFailures):
+// the reclaimer reads the settings in force, not those the scopes were
+// made with, and the scope is found dead once its streak spans 10 s.
+func TestTheReclaimerKeepsAStreakOnceConfigureTurnsDeadScopesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A cap of its own, so that the governor's first scope table is
+		// made with breaker_dead_seconds 0, not with the defaults that
+		// NewGovernor starts from.
+		off, on := 0.0, 10.0
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 7, BreakerDeadSeconds: &off}}, WithReclaimAfter(time.Second))
+		other := Scope{Provider: "aws", Account: "999", Service: "iam"}
+		Do(context.Background(), other, func(context.Context) error { return nil }, WithGovernor(g))
+		if err := g.Configure(Config{AWS: ProviderConfig{MaxConcurrency: 7, BreakerDeadSeconds: &on}}); err != nil {
+			t.Fatal(err)
+		}
+		var gds []*Guard
+		for i := range 5 {
+			if i > 0 {
+				for range 5 { // calls elsewhere take the reclaimer's steps
+					time.Sleep(500 * time.Millisecond)
+					Do(context.Background(), other, func(context.Context) error { return nil }, WithGovernor(g))
+				}
+			}
+			gd, _ := g.Begin(context.Background(), iamUsers)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			gd.Release()
+			gd.After(transientErr())
+			if _, err := gd.Retry(time.Minute); err != nil {
+				t.Fatalf("call %d's retry: %v", i, err)
+			}
+			gds = append(gds, gd)
+		}
+		time.Sleep(500 * time.Millisecond) // 10.5 s after the first failure, 0.5 s after the last
+		defer func() {
+			for _, gd := range gds {
+				gd.End(transientErr())
+			}
+		}()
+		if s := g.Inspect(iamUsers); s.Dead != "down" {
+			t.Fatalf("Inspect: Dead %q, breaker %v; want the scope found dead (\"down\"): the reclaimer forgot its streak, reading breaker_dead_seconds 0 of the settings before Configure", s.Dead, s.Breaker.State)
+		}
+	})
+}

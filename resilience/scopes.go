@@ -16,7 +16,11 @@ import (
 // leaf scope, bulkheads and account buckets per account, the provider
 // bucket.
 type scopeTable struct {
-	g   *Governor
+	g *Governor
+	// set is the settings the table was made with: its buckets',
+	// breakers' and bulkheads', which hold while it is in force. A
+	// Configure that changes none of them keeps the table with new
+	// settings, which the provider has (Governor.settingsOf).
 	set *providerSettings
 
 	// index finds a leaf scope's entry without a lock; mu guards its
