@@ -698,6 +698,9 @@ func (gd *Guard) Resend() bool {
 // that waited takes a fresh token; a refused one ends the call with a
 // *CircuitOpenError wrapping the last answer. A retry Retry was not asked
 // for is asked now, as Enter does; in any other phase Pace does nothing.
+// A retry readied with its context done, or at its deadline (its timer
+// run or not, as Enter has it), is not sent: Pace ends the call with the
+// context's error joined to the last answer, recorded as cancelled.
 // A retry whose provider a Configure disabled after the call began asks
 // no breaker and takes no token, as Enter has it.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
@@ -715,7 +718,8 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // takes a fresh token, as the calls the verdict lets through do. Unlike
 // Pace, a retry after a throttled answer takes no token. A context that
 // ends during a wait ends the call with its error, joined to the last
-// answer, recorded as cancelled. The time the SDK slept since Retry
+// answer, recorded as cancelled, and so does one done, or at its
+// deadline, when Admit is called. The time the SDK slept since Retry
 // allowed the retry is counted as the call's backoff, and the retry as
 // sent. A retry Retry was not asked for is asked now; in any other phase
 // Admit does nothing. A retry whose provider a Configure disabled after
@@ -753,10 +757,12 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	}
 	token := gd.p.set.enabled && (at != now || (throttleToken && gd.last.kind == Throttled))
 	now = at
+	// A retry readied at its deadline, or with its context done, is not
+	// sent, whether it takes a token or not, as Enter has it.
+	if err := gd.g.ctxErr(ctx, now); err != nil {
+		return gd.stopByContext(err)
+	}
 	if token {
-		if err := gd.g.ctxErr(ctx, now); err != nil {
-			return gd.stopByContext(err)
-		}
 		if err := gd.takeToken(ctx, now); err != nil {
 			return err
 		}

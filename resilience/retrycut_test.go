@@ -331,16 +331,11 @@ func TestAVerdictWaitEndingAtTheDeadlineIsNotMade(t *testing.T) {
 	})
 }
 
-// atDeadline is a context whose deadline is now and whose timer has not
-// run yet: Err is nil, as a context's is at its deadline until the timer
-// due then runs. Its Done is a channel that is not closed yet, as a
-// context with a deadline has one (only a context that can never be done
-// has none).
-type atDeadline struct{ context.Context }
-
-func (atDeadline) Deadline() (time.Time, bool) { return time.Now(), true }
-
-func (atDeadline) Done() <-chan struct{} { return make(chan struct{}) }
+// atDeadline returns a context whose deadline is now and whose timer has
+// not run (see deadlineAt).
+func atDeadline() context.Context {
+	return deadlineAt{context.Background(), time.Now(), make(chan struct{})}
+}
 
 // A call made at its context's deadline is not sent, whichever of the
 // call and the context's timer, due at the same instant, runs first: a
@@ -363,7 +358,7 @@ func TestACallAtItsDeadlineIsNotSent(t *testing.T) {
 	t.Run("timer not run", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			g := newGov(t, Config{})
-			ctx, led := WithLedger(atDeadline{context.Background()}, "task")
+			ctx, led := WithLedger(atDeadline(), "task")
 			sent := 0
 			err := Do(ctx, ec2Vpcs, func(context.Context) error { sent++; return nil }, WithGovernor(g))
 			check(t, 0, err, sent, led)
@@ -372,7 +367,7 @@ func TestACallAtItsDeadlineIsNotSent(t *testing.T) {
 	t.Run("TryEnter", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			g := newGov(t, Config{})
-			ctx, led := WithLedger(atDeadline{context.Background()}, "task")
+			ctx, led := WithLedger(atDeadline(), "task")
 			gd, _ := g.Begin(ctx, ec2Vpcs)
 			err := gd.TryEnter()
 			sent := 0
@@ -431,37 +426,50 @@ func (c deadlineAt) Deadline() (time.Time, bool) { return c.dl, true }
 
 func (c deadlineAt) Done() <-chan struct{} { return c.done }
 
-// A retry an SDK paces (Guard.Pace, after a throttled answer: it takes a
-// fresh token) at its context's deadline, the timer due then not run yet,
-// is not sent either, as a call at its deadline is not
-// (TestACallAtItsDeadlineIsNotSent): Pace ends the call with the
-// deadline's error joined to the throttled answer, recorded as
-// cancelled.
+// A retry an SDK readies at its context's deadline, the timer due then
+// not run yet, is not sent either, as a call at its deadline is not
+// (TestACallAtItsDeadlineIsNotSent), whether it takes a fresh token
+// (Guard.Pace after a throttled answer) or not (Pace after a transient
+// one, and Guard.Admit): it ends the call with the deadline's error
+// joined to the last answer, recorded as cancelled.
 func TestARetryPacedAtItsDeadlineIsNotSent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, Config{})
-		ctx, led := WithLedger(deadlineAt{context.Background(), time.Now().Add(time.Second), make(chan struct{})}, "task")
-		gd, err := g.Begin(ctx, ec2Vpcs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := gd.Enter(ctx); err != nil {
-			t.Fatal(err)
-		}
-		gd.After(throttle())
-		if _, err := gd.Retry(0); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second) // the SDK's backoff ends at the deadline
-		err = gd.Pace(ctx)
-		var ae *apiErr
-		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
-			gd.End(err)
-			t.Fatalf("a retry paced at its deadline: %v; want the deadline's error with the throttled answer, nothing sent", err)
-		}
-		gd.End(err)
-		if led.Lost() != 1 || led.Count(LossCancelled) != 1 {
-			t.Fatalf("the ledger lost %d calls (%d cancelled): %q; want 1, cancelled", led.Lost(), led.Count(LossCancelled), led.Describe())
-		}
-	})
+	for _, tc := range []struct {
+		name   string
+		answer func() error
+		pace   func(*Guard, context.Context) error
+	}{
+		{"Pace after a throttle", throttle, (*Guard).Pace},
+		{"Pace after a transient error", transientErr, (*Guard).Pace},
+		{"Admit after a throttle", throttle, (*Guard).Admit},
+		{"Admit after a transient error", transientErr, (*Guard).Admit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				ctx, led := WithLedger(deadlineAt{context.Background(), time.Now().Add(time.Second), make(chan struct{})}, "task")
+				gd, err := g.Begin(ctx, ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gd.After(tc.answer())
+				if _, err := gd.Retry(0); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Second) // the SDK's backoff ends at the deadline
+				err = tc.pace(gd, ctx)
+				var ae *apiErr
+				if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
+					gd.End(err)
+					t.Fatalf("a retry readied at its deadline: %v; want the deadline's error with the last answer, nothing sent", err)
+				}
+				gd.End(err)
+				if led.Lost() != 1 || led.Count(LossCancelled) != 1 {
+					t.Fatalf("the ledger lost %d calls (%d cancelled): %q; want 1, cancelled", led.Lost(), led.Count(LossCancelled), led.Describe())
+				}
+			})
+		})
+	}
 }
