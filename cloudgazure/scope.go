@@ -18,10 +18,12 @@ const (
 	// ServiceResourceGraph is Resource Graph's service.
 	ServiceResourceGraph = "resourcegraph"
 	// ServiceKeyVault is the service of a key vault's data plane
-	// (<vault>.vault.azure.net).
+	// (<vault>.vault.azure.net, and its sovereign clouds' suffixes; see
+	// ScopeOfURL).
 	ServiceKeyVault = "keyvault"
 	// ServiceManagedHSM is the service of a managed HSM's data plane
-	// (<hsm>.managedhsm.azure.net).
+	// (<hsm>.managedhsm.azure.net, and its sovereign clouds' suffixes; see
+	// ScopeOfURL).
 	ServiceManagedHSM = "managedhsm"
 )
 
@@ -29,33 +31,66 @@ const (
 // second label of its hosts (<account>.blob.core.windows.net).
 var storageServices = [...]string{"blob", "queue", "table", "file", "dfs"}
 
-// ScopeOfURL returns the scope of a request's URL. A data-plane host names
-// the resource whose limits the request counts against, and its scope
-// has that resource as its account, since it has no subscription in its
-// URL:
+// The DNS suffixes of the data planes of Azure's clouds (public, China,
+// US Government), as Microsoft's documentation and the Azure SDKs' cloud
+// settings give them. A host under any other suffix is not taken for a
+// data plane, whatever its labels are named.
+var (
+	// storageSuffixes follow <account>.<service>.
+	storageSuffixes = [...]string{"core.windows.net", "core.chinacloudapi.cn", "core.usgovcloudapi.net"}
+	// vaultSuffixes follow <vault>.vault.
+	vaultSuffixes = [...]string{"azure.net", "azure.cn", "usgovcloudapi.net"}
+	// hsmSuffixes follow <hsm>.managedhsm. Azure operated by 21Vianet
+	// documents managedhsm.chinacloudapi.cn; the SDKs' China cloud
+	// settings name managedhsm.azure.cn: both are read.
+	hsmSuffixes = [...]string{"azure.net", "azure.cn", "chinacloudapi.cn", "usgovcloudapi.net"}
+)
+
+// oneOf reports whether s is one of suffixes, ignoring case.
+func oneOf(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.EqualFold(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// ScopeOfURL returns the scope of a request's URL. A data-plane host of
+// one of Azure's clouds (public, China, US Government) names the
+// resource whose limits the request counts against, and its scope has
+// that resource as its account, since it has no subscription in its URL:
 //
-//   - a storage account's, <account>.<service>.core.<cloud> (blob, queue,
-//     table, file, dfs; a -secondary account is the account):
-//     azure/<account>/*/<service>;
-//   - a key vault's, <vault>.vault.<cloud>: azure/<vault>/*/keyvault;
-//   - a managed HSM's, <hsm>.managedhsm.<cloud>: azure/<hsm>/*/managedhsm.
+//   - a storage account's, <account>.<service>.<suffix> for a service of
+//     blob, queue, table, file and dfs and a suffix of core.windows.net,
+//     core.chinacloudapi.cn and core.usgovcloudapi.net (a -secondary
+//     account is the account): azure/<account>/*/<service>;
+//   - a key vault's, <vault>.vault.<suffix> for a suffix of azure.net,
+//     azure.cn and usgovcloudapi.net: azure/<vault>/*/keyvault;
+//   - a managed HSM's, <hsm>.managedhsm.<suffix> for a suffix of
+//     azure.net, azure.cn, chinacloudapi.cn and usgovcloudapi.net:
+//     azure/<hsm>/*/managedhsm.
 //
 // Any other host is Resource Manager's (or a host it cannot tell from it,
-// such as a test server's): the scope of the URL's path, as ScopeOf reads
-// it. The names are lower-cased. The policies of ClientOptions and
-// Policies resolve every request's scope with it.
+// such as a test server's, or a user's own host whose labels happen to
+// read vault or blob.core, such as foo.vault.example.com): the scope of
+// the URL's path, as ScopeOf reads it. A host's final dot is ignored and
+// its labels match case-insensitively; the names are lower-cased. The
+// policies of ClientOptions and Policies resolve every request's scope
+// with it.
 func ScopeOfURL(u *url.URL) resilience.Scope {
-	name, rest, ok := strings.Cut(u.Hostname(), ".")
+	host := strings.TrimSuffix(u.Hostname(), ".")
+	name, rest, ok := strings.Cut(host, ".")
 	if !ok || name == "" {
 		return ScopeOf(u.Path)
 	}
 	svc, rest, _ := strings.Cut(rest, ".")
 	switch {
-	case strings.EqualFold(svc, "vault") && rest != "":
+	case strings.EqualFold(svc, "vault") && oneOf(rest, vaultSuffixes[:]):
 		return dataPlane(name, ServiceKeyVault)
-	case strings.EqualFold(svc, "managedhsm") && rest != "":
+	case strings.EqualFold(svc, "managedhsm") && oneOf(rest, hsmSuffixes[:]):
 		return dataPlane(name, ServiceManagedHSM)
-	case len(rest) > len("core.") && strings.EqualFold(rest[:len("core.")], "core."):
+	case oneOf(rest, storageSuffixes[:]):
 		for _, s := range storageServices {
 			if strings.EqualFold(svc, s) {
 				if n := len(name) - len("-secondary"); n > 0 && strings.EqualFold(name[n:], "-secondary") {

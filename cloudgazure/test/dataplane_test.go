@@ -115,6 +115,11 @@ func TestScopeOfURL(t *testing.T) {
 		{"https://MyVault.vault.azure.net/secrets/s", az("myvault", "keyvault")},
 		{"https://v.vault.usgovcloudapi.net/keys/k", az("v", "keyvault")},
 		{"https://hsm.managedhsm.azure.net/keys/k", az("hsm", "managedhsm")},
+		{"https://v.vault.azure.cn/secrets/s", az("v", "keyvault")},
+		{"https://hsm.managedhsm.azure.cn/keys/k", az("hsm", "managedhsm")},
+		{"https://hsm.managedhsm.chinacloudapi.cn/keys/k", az("hsm", "managedhsm")},
+		{"https://hsm.managedhsm.usgovcloudapi.net/keys/k", az("hsm", "managedhsm")},
+		{"https://acct.blob.core.windows.net./c/b", az("acct", "blob")},
 		// Resource Manager, and any host it cannot tell from it: the path.
 		{"https://management.azure.com/subscriptions/" + subA + "/providers/Microsoft.Network/x", az(subALower, "network")},
 		{"http://127.0.0.1:1/subscriptions/" + subB + "/resourcegroups", az(subB, "resources")},
@@ -124,6 +129,17 @@ func TestScopeOfURL(t *testing.T) {
 		{"https://blob.core.windows.net/c", az("", "resources")},
 		{"https://acct.blob.example.com/subscriptions/" + subB, az(subB, "resources")},
 		{"https://acct.vault/x", az("", "resources")},
+		// A host of the user's own, under no suffix of Azure's clouds: by
+		// its path, however its labels are named.
+		{"https://foo.vault.example.com/subscriptions/" + subB, az(subB, "resources")},
+		{"https://a.blob.core.mycorp.internal/c/b", az("", "resources")},
+		{"https://hsm.managedhsm.example.com/keys/k", az("", "resources")},
+		{"https://acct.blob.core.windows.net.example.com/c/b", az("", "resources")},
+		{"https://v.vault.azure.net.example.com/secrets/s", az("", "resources")},
+		{"https://acct.blob.core.windows.nett/c/b", az("", "resources")},
+		{"https://acct.blob.core.chinacloudapi.cn.evil/c/b", az("", "resources")},
+		{"https://v.vault.core.windows.net/secrets/s", az("", "resources")},
+		{"https://acct.web.core.windows.net/index.html", az("", "resources")},
 		// A static website's host is no data plane of the account's API.
 		{"https://acct.z13.web.core.windows.net/index.html", az("", "resources")},
 		{"http://[::1]:8080/subscriptions/" + subB, az(subB, "resources")},
