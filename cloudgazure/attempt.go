@@ -32,6 +32,33 @@ const (
 	hdrQuotaResets    = "X-Ms-User-Quota-Resets-After"
 )
 
+// armQuota is one of the remaining-requests headers of Resource Manager's
+// token buckets, and the value under which it pauses the account of the
+// request's scope for readsPause: one second's refill of its bucket.
+type armQuota struct {
+	header string
+	below  int
+	// tenant: the tenant's bucket, read only on a tenant-level request
+	// (its scope has no account), since a subscription's or a data
+	// plane's account is no tenant.
+	tenant bool
+}
+
+// armQuotas are the remaining-requests headers the policies read. ARM's
+// buckets (since 2024) refill reads at 25 a second, writes and deletes at
+// 10, per subscription and per tenant; a subscription's global bucket,
+// shared by all its principals, at fifteen times as much (375, 150).
+var armQuotas = [...]armQuota{
+	{hdrRemainingReads, lowReads, false}, // the spec's rule
+	{"X-Ms-Ratelimit-Remaining-Subscription-Writes", 10, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Deletes", 10, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Reads", 15 * lowReads, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Writes", 15 * 10, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes", 15 * 10, false},
+	{"X-Ms-Ratelimit-Remaining-Tenant-Reads", lowReads, true},
+	{"X-Ms-Ratelimit-Remaining-Tenant-Writes", 10, true},
+}
+
 // delayHeaders are the headers azcore's retry policy reads its delay from
 // (shared.RetryAfter). The per-retry policy hides them from azcore on a
 // response azcore is about to retry, and the Guard does the waiting.
@@ -44,6 +71,9 @@ type callState struct {
 	gov *resilience.Governor // gd's
 	gd  *resilience.Guard
 	ctx context.Context // the request's (an attempt's may have a TryTimeout)
+	// tenant: the request is tenant-level, its scope has no account (no
+	// subscription in its path, no data plane's resource in its host).
+	tenant bool
 	// perCall: the per-call policy made the state and ends the request,
 	// putting back the headers strip hid. Without it, nothing is hidden.
 	perCall bool
@@ -372,12 +402,23 @@ func drained(resp *http.Response, err error) error {
 }
 
 // proactive reads a success's quota headers: Resource Graph's quota at 0
-// pauses its scope until the quota resets; ARM's remaining subscription
-// reads under 25 pause the whole subscription for a second.
+// pauses its scope until the quota resets; a Resource Manager bucket
+// with less than a second's refill left (armQuotas: remaining
+// subscription reads under 25, writes and deletes under 10, the global
+// ones under fifteen times as much; a tenant-level request's remaining
+// tenant reads under 25 and writes under 10) pauses the account of the
+// request's scope, the whole subscription or the tenant-level requests,
+// for a second, once however many are low.
 func (st *callState) proactive(h http.Header) {
-	if v := h[hdrRemainingReads]; len(v) > 0 {
-		if n, err := strconv.Atoi(strings.TrimSpace(v[0])); err == nil && n < lowReads {
-			st.gd.PauseAccount(readsPause)
+	for _, q := range armQuotas {
+		if q.tenant && !st.tenant {
+			continue
+		}
+		if v := h[q.header]; len(v) > 0 {
+			if n, err := strconv.Atoi(strings.TrimSpace(v[0])); err == nil && n < q.below {
+				st.gd.PauseAccount(readsPause)
+				break
+			}
 		}
 	}
 	if d, ok := quotaReset(h); ok {

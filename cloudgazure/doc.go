@@ -42,7 +42,12 @@
 //   - success: additive recovery and breaker reset; Resource Graph's
 //     x-ms-user-quota-remaining: 0 pauses its scope until the quota
 //     resets; x-ms-ratelimit-remaining-subscription-reads under 25 pauses
-//     the whole subscription for a second;
+//     the whole subscription for a second, and so do Resource Manager's
+//     other remaining-requests headers under a second's refill of their
+//     buckets (subscription writes and deletes under 10, global reads
+//     under 375, global writes and deletes under 150), and the tenant's
+//     (reads under 25, writes under 10) pause the tenant-level requests,
+//     read only on those;
 //   - other error statuses: classified as resilience.Classify classifies
 //     the *azcore.ResponseError, by its error code or, without one, by its
 //     message; usually a fatal answer, which proves the service reachable

@@ -133,7 +133,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return req.Next()
 	}
-	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, perCall: true, raw: raw}
+	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
 	}
@@ -236,11 +236,12 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		if !gov.Enabled(Provider) {
 			return ungoverned(gov, req)
 		}
-		gd, err := gov.Begin(ctx, ScopeOfURL(req.Raw().URL), azcoreLoop)
+		scope := ScopeOfURL(req.Raw().URL)
+		gd, err := gov.Begin(ctx, scope, azcoreLoop)
 		if err != nil {
 			return req.Next()
 		}
-		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx}
+		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, tenant: scope.Account == ""}
 		req.SetOperationValue(st)
 	}
 	return st.attempt(req)

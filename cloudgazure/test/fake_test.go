@@ -36,6 +36,9 @@ const (
 	routeVnetGet   = "vnets.get"     // GET .../providers/Microsoft.Network/virtualNetworks/{name}
 	routeVnetList  = "vnets.listall" // GET /subscriptions/{sub}/providers/Microsoft.Network/virtualNetworks
 	routeGraph     = "graph"         // POST /providers/Microsoft.ResourceGraph/resources
+	routeGroupPut  = "groups.put"    // PUT /subscriptions/{sub}/resourcegroups/{rg}
+	routeGroupDel  = "groups.delete" // DELETE /subscriptions/{sub}/resourcegroups/{rg}
+	routeProvider  = "providers.get" // GET /providers/{namespace}, a tenant-level request
 )
 
 // reply is one scripted answer of the fake server.
@@ -81,7 +84,8 @@ type hit struct {
 }
 
 // fakeARM is an ARM endpoint good enough for the real clients: resource
-// groups (get, paged list), virtual networks (get, list all) and Resource
+// groups (get, create, delete, paged list), resource providers at the
+// tenant's scope (get), virtual networks (get, list all) and Resource
 // Graph queries (paged with skip tokens). Replies are scripted per route:
 // a queue, then a reply that repeats, then success.
 type fakeARM struct {
@@ -171,8 +175,14 @@ func route(method, path string) (name, sub, rest string) {
 		return routeGraph, "", ""
 	case len(low) == 3 && low[0] == "subscriptions" && low[2] == "resourcegroups":
 		return routeGroupList, segs[1], ""
+	case method == http.MethodPut && len(low) == 4 && low[0] == "subscriptions" && low[2] == "resourcegroups":
+		return routeGroupPut, segs[1], segs[3]
+	case method == http.MethodDelete && len(low) == 4 && low[0] == "subscriptions" && low[2] == "resourcegroups":
+		return routeGroupDel, segs[1], segs[3]
 	case len(low) == 4 && low[0] == "subscriptions" && low[2] == "resourcegroups":
 		return routeGroupGet, segs[1], segs[3]
+	case method == http.MethodGet && len(low) == 2 && low[0] == "providers":
+		return routeProvider, "", segs[1]
 	case len(low) == 5 && low[0] == "subscriptions" && low[3] == "microsoft.network" && low[4] == "virtualnetworks":
 		return routeVnetList, segs[1], ""
 	case len(low) == 8 && low[0] == "subscriptions" && low[5] == "microsoft.network" && low[6] == "virtualnetworks":
@@ -236,6 +246,10 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	f.mu.Unlock()
+	if name == routeGroupDel {
+		w.WriteHeader(http.StatusOK) // deleted: no body, nothing to poll
+		return
+	}
 	host := r.Host
 	if host == "" {
 		host = r.URL.Host
@@ -244,8 +258,10 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	var out any
 	switch name {
-	case routeGroupGet:
+	case routeGroupGet, routeGroupPut:
 		out = group(sub, rest)
+	case routeProvider:
+		out = map[string]any{"id": "/providers/" + rest, "namespace": rest, "registrationState": "Registered"}
 	case routeGroupList:
 		from, _ := strconv.Atoi(skip)
 		var items []any
