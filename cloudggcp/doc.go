@@ -19,7 +19,10 @@
 //   - Do governs one unary call the way a listing governs its first page.
 //   - UnaryClientInterceptor (ClientOption) governs every attempt of the
 //     unary calls of any gRPC-based Google client; its streaming RPCs are
-//     not governed.
+//     not governed unless StreamClientInterceptor (StreamClientOption) is
+//     installed too, which paces a stream's opening as a call, gives its
+//     slot back once the stream is open, and records the stream's end as
+//     the call's outcome.
 //   - RESTClientOption governs every request of a REST-based Google client
 //     (compute's NewInstancesRESTClient) with a cloudghttp.Transport, in
 //     scopes read from the URL (RESTScope:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/cloudg/cloudg/resilience"
 	"google.golang.org/api/option"
@@ -20,7 +21,8 @@ import (
 // stream interceptor, so a streaming RPC (Pub/Sub's StreamingPull,
 // BigQuery Storage's ReadRows, any server-, client- or bidirectional
 // stream) is sent as it would be without it: no breaker check, token,
-// slot, counted call or recorded outcome.
+// slot, counted call or recorded outcome. Give the client
+// StreamClientOption too for its streams to be governed.
 //
 // A client without a gRPC transport (compute's NewInstancesRESTClient, and
 // the REST constructors of the others) takes RESTClientOption instead.
@@ -405,4 +407,169 @@ func requestAccount(ctx context.Context, req any) string {
 		}
 	}
 	return ""
+}
+
+// StreamClientOption returns the client option that installs
+// StreamClientInterceptor on a gRPC-based Google client, beside
+// ClientOption, which governs its unary calls:
+//
+//	client, err := pubsub.NewSubscriberClient(ctx,
+//		cloudggcp.ClientOption(), cloudggcp.StreamClientOption())
+//
+// A client given ClientOption alone sends its streaming RPCs ungoverned.
+func StreamClientOption(opts ...Option) option.ClientOption {
+	return option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(StreamClientInterceptor(opts...)))
+}
+
+// StreamClientInterceptor returns a gRPC interceptor that governs the
+// streaming RPCs (server-, client- and bidirectional streams) of a
+// gRPC-based Google client, in the scopes UnaryClientInterceptor's are
+// (a ScopeFunc is asked with a nil request: a stream's requests are sent
+// once it is open). Opening a stream is paced as a call is: the breaker
+// (an open circuit returns *resilience.CircuitOpenError, nothing sent),
+// one counted call, one token, one bulkhead slot; the slot is given back
+// as soon as the stream is open (or failed to open), so that a stream
+// held open for long (a Watch, a StreamingPull) does not hold the
+// account's slot for its lifetime, and the account's calls are not kept
+// waiting by it. The stream's end is its outcome, recorded once, as
+// grpc ends it: io.EOF (or a status OK) is a success, which resets the
+// breaker; a status the stream ended with is the call's final answer,
+// recorded as a unary call's last answer is when no retry follows (a
+// throttled stream, ResourceExhausted or Unavailable, halves the
+// scope's rate and pauses it for RetryInfo's delay, and is a give-up
+// counted towards the breaker; a transient one is a failure; a fatal
+// provider answer resets the breaker); a stream ended by its context (its
+// caller cancelled it, or its deadline passed) is lost as cancelled
+// (resilience.LossCancelled), as a unary call ended by its context is.
+// A stream that failed to open is recorded as a failed attempt of a
+// unary call is (its answer, no breaker failure: gax may retry the
+// opening). Nothing in between (the messages sent and received) is paced
+// or counted.
+//
+// Calls of a paced listing or of Do pass through untouched. A stream
+// opened with the Retry option is governed on the option's guard, as
+// above: the option then records nothing more of it (see Retry).
+func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
+	cfg := newConfig(opts)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if st := stateOf(copts); st != nil {
+			if st.paced {
+				return streamer(st.attemptContext(ctx), desc, cc, method, copts...)
+			}
+			if st.ended != nil {
+				return nil, st.ended
+			}
+			if !st.woke() {
+				return nil, st.ctx.Err()
+			}
+			if st.refusal != nil {
+				st.refused, st.refusal = st.refusal, nil
+				return nil, st.refused
+			}
+			st.intercepted, st.attemptCtx = true, ctx
+			if err := st.enter(ctx); err != nil {
+				return nil, err
+			}
+			return openStream(ctx, st.gov, st.gd, st, desc, cc, method, streamer, copts)
+		}
+		target := ""
+		if cc != nil && cfg.service == "" {
+			target = cc.Target()
+		}
+		gov := cfg.governor()
+		gd, err := gov.Begin(ctx, cfg.scope(ctx, method, nil, target))
+		if err != nil {
+			return nil, err
+		}
+		if err := gd.Enter(ctx); err != nil {
+			return nil, err
+		}
+		return openStream(ctx, gov, gd, nil, desc, cc, method, streamer, copts)
+	}
+}
+
+// openStream opens the stream gd (of gov) entered, with a context that
+// carries gd (see attemptContext), and gives its slot back once the
+// stream is open or failed to open. A stream that failed to open is
+// recorded as a failed attempt (After; for the Retry option's call st,
+// which Retry then reads, as invokeAttempt records one). The end of an
+// open stream ends gd with the stream's final status (see streamEnd). A
+// panic of the streamer ends gd as lost to it, and goes on.
+func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, st *callState, desc *grpc.StreamDesc,
+	cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts []grpc.CallOption) (grpc.ClientStream, error) {
+	end := &streamEnd{gd: gd, st: st}
+	copts = append(copts[:len(copts):len(copts)], grpc.OnFinish(end.finish))
+	returned := false
+	defer func() {
+		if !returned {
+			gd.EndPanicked()
+		}
+	}()
+	cs, err := streamer(&attemptContext{Context: ctx, gov: gov, gd: gd}, desc, cc, method, copts...)
+	if err != nil {
+		gd.After(err)
+		if st != nil {
+			st.recorded = true
+		}
+		gd.Release()
+		returned = true
+		return nil, err
+	}
+	gd.Release()
+	returned = true
+	end.opened()
+	return cs, nil
+}
+
+// streamEnd ends the guard of an open stream as grpc finishes the stream
+// (grpc.OnFinish): on the goroutine that read its end, or on grpc's own
+// when its context ended it, once. grpc also finishes a stream that failed
+// to open, before the streamer returns: openStream records that one, and
+// streamEnd nothing. The mutex orders the stream's opening before its end;
+// the guard is ended outside it.
+type streamEnd struct {
+	gd *resilience.Guard
+	st *callState // the Retry option's call, or nil
+
+	mu       sync.Mutex
+	open     bool  // openStream is done with the guard
+	finished bool  // grpc finished the stream
+	err      error // its final status, once finished
+}
+
+// finish is the stream's grpc.OnFinish callback.
+func (e *streamEnd) finish(err error) {
+	e.mu.Lock()
+	e.finished, e.err = true, err
+	open := e.open
+	e.mu.Unlock()
+	if open {
+		e.end(err)
+	}
+}
+
+// opened hands the guard of the open stream to its end, and ends it when
+// the stream finished meanwhile.
+func (e *streamEnd) opened() {
+	e.mu.Lock()
+	e.open = true
+	finished, err := e.finished, e.err
+	e.mu.Unlock()
+	if finished {
+		e.end(err)
+	}
+}
+
+// end records the stream's final status: nil (io.EOF) a success, which
+// the Retry option's call st reports once (its own grpc.OnFinish may
+// have reported it first).
+func (e *streamEnd) end(err error) {
+	if err == nil {
+		if e.st != nil {
+			e.st.succeed()
+			return
+		}
+		e.gd.After(nil)
+	}
+	e.gd.End(err)
 }

@@ -55,7 +55,9 @@ func WithService(name string) Option {
 
 // A ScopeFunc returns the scope of one attempt of a unary RPC (method is the
 // full name, "/google.cloud.asset.v1.AssetService/BatchGetAssetsHistory"),
-// or false to let the interceptor resolve it. The interceptor calls it from
+// or of the opening of a stream (StreamClientInterceptor; req is nil, a
+// stream's requests being sent once it is open), or false to let the
+// interceptor resolve it. The interceptor calls it from
 // every goroutine that makes a call, so it must be safe for concurrent
 // use. A nil ScopeFunc resolves nothing: the interceptor resolves every
 // scope itself.

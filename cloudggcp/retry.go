@@ -491,6 +491,19 @@ type governed struct {
 // RESTClientOption records each request of a REST client, its success
 // too: do not give the option to such a client, whose answers both would
 // record (and both retry).
+//
+// The option is made for unary calls. gax retries a streaming RPC's
+// opening alone, and on a context without a deadline the option's
+// timeout cancels the stream as soon as it is open (gax.Invoke ends the
+// timeout's context as it returns): the stream's first Recv returns
+// Canceled. On a client with StreamClientInterceptor (StreamClientOption)
+// a stream opened with the option, on a context with a deadline of its
+// own, is governed on the option's guard as that interceptor governs any
+// stream, and its end recorded once. On a client without it, the option
+// sees only grpc.OnFinish: a stream that ends with io.EOF is recorded as
+// a success of a call never counted (the breaker reset, the budget's
+// refund), and one that fails is not recorded. Do not give the option to
+// a streaming RPC there.
 func Retry(ctx context.Context, scope resilience.Scope, opts ...Option) gax.CallOption {
 	cfg := newConfig(opts)
 	gov := cfg.governor()

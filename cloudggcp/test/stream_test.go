@@ -1,0 +1,228 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/option"
+	gtransport "google.golang.org/api/transport/grpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/cloudg/cloudg/cloudggcp"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// fakeHealth is a gRPC health service whose Watch, a server-streaming
+// RPC, plays the script its request's service names.
+type fakeHealth struct {
+	healthpb.UnimplementedHealthServer
+	opened chan struct{} // a "hold" stream sent its first message
+}
+
+func (f *fakeHealth) Watch(req *healthpb.HealthCheckRequest, s healthpb.Health_WatchServer) error {
+	serving := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}
+	switch req.GetService() {
+	case "eof":
+		return s.Send(serving)
+	case "exhausted-at-open":
+		return status.Error(codes.ResourceExhausted, "quota exceeded")
+	case "unavailable-mid-stream":
+		if err := s.Send(serving); err != nil {
+			return err
+		}
+		return status.Error(codes.Unavailable, "backend went away")
+	case "exhausted-mid-stream":
+		if err := s.Send(serving); err != nil {
+			return err
+		}
+		return status.Error(codes.ResourceExhausted, "quota exceeded")
+	default: // "hold": open until the client goes
+		if err := s.Send(serving); err != nil {
+			return err
+		}
+		<-s.Context().Done()
+		return s.Context().Err()
+	}
+}
+
+var watchScope = resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "health", Operation: "Watch"}
+
+// streamClient returns a health client on a fresh fake on 127.0.0.1,
+// its connection made as a Google client makes it, with opts (the
+// package's client options).
+func streamClient(t *testing.T, opts ...option.ClientOption) healthpb.HealthClient {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, &fakeHealth{})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	opts = append([]option.ClientOption{
+		option.WithEndpoint(lis.Addr().String()), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}, opts...)
+	conn, err := gtransport.Dial(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return healthpb.NewHealthClient(conn)
+}
+
+// A streaming RPC on a client with the interceptors (ClientOption and
+// StreamClientOption), made as a Google client makes one (gax.Invoke
+// opening the stream, with the Retry option or without), against a real
+// gRPC server on 127.0.0.1 (the health service's Watch): the stream's opening is one counted call,
+// paced, whose slot goes back once the stream is open; its end is its
+// outcome, recorded once: a success at io.EOF, a failure with the
+// status it ended with (throttling a give-up, counted towards the
+// breaker), a context that ended it as cancelled.
+func TestAStreamIsGovernedFromItsOpeningToItsEnd(t *testing.T) {
+	type want struct {
+		calls, throttled, gaveUp, cancelled, lost int64
+		failures                                  int
+		code                                      codes.Code
+	}
+	for _, tc := range []struct {
+		service string
+		retry   bool
+		want    want
+	}{
+		{"eof", false, want{calls: 1, code: codes.OK}},
+		{"eof", true, want{calls: 1, code: codes.OK}},
+		{"exhausted-at-open", false, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.ResourceExhausted}},
+		{"exhausted-at-open", true, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.ResourceExhausted}},
+		{"exhausted-mid-stream", false, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.ResourceExhausted}},
+		{"unavailable-mid-stream", true, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.Unavailable}},
+		{"hold", false, want{calls: 1, cancelled: 1, lost: 1, code: codes.Canceled}},
+		{"hold", true, want{calls: 1, cancelled: 1, lost: 1, code: codes.Canceled}},
+	} {
+		name := tc.service
+		if tc.retry {
+			name += "/retry"
+		}
+		t.Run(name, func(t *testing.T) {
+			gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{MaxConcurrency: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gopts := []cloudggcp.Option{cloudggcp.WithGovernor(gov),
+				cloudggcp.WithScopeFunc(func(context.Context, string, any) (resilience.Scope, bool) { return watchScope, true })}
+			c := streamClient(t, cloudggcp.ClientOption(gopts...), cloudggcp.StreamClientOption(gopts...))
+			base, cancelRun := context.WithCancel(context.Background())
+			defer cancelRun()
+			run, stats := resilience.WithStats(base)
+			run, ledger := resilience.WithLedger(run, "health")
+			ctx, cancel := context.WithCancel(run)
+			defer cancel()
+			var opts []gax.CallOption
+			if tc.retry {
+				// A deadline of the stream's own: without one the option's
+				// timeout would cancel the stream as gax.Invoke returns
+				// (see Retry).
+				ctx, cancel = context.WithTimeout(run, time.Minute)
+				defer cancel()
+				opts = append(opts, cloudggcp.Retry(run, watchScope, gopts...))
+			}
+			var stream healthpb.Health_WatchClient
+			err = gax.Invoke(ctx, func(ctx context.Context, settings gax.CallSettings) error {
+				var err error
+				stream, err = c.Watch(ctx, &healthpb.HealthCheckRequest{Service: tc.service}, settings.GRPC...)
+				return err
+			}, opts...)
+			if err != nil {
+				t.Fatalf("opening the stream: %v", err)
+			}
+			var end error
+			for {
+				if _, end = stream.Recv(); end != nil {
+					break
+				}
+				// An open stream holds no slot of the account's: a
+				// call (cap 1) is not kept waiting for its lifetime.
+				if n := gov.Inspect(watchScope).InFlight; n != 0 {
+					t.Errorf("a stream open holds %d slots, want none", n)
+				}
+				if tc.service == "hold" {
+					// The stream's context ends: the run's, for the Retry
+					// option's call, whose guard is the run's.
+					cancel()
+					cancelRun()
+				}
+			}
+			if errors.Is(end, io.EOF) {
+				end = nil
+			}
+			if got := status.Code(end); got != tc.want.code {
+				t.Fatalf("the stream ended with %v, want %v", end, tc.want.code)
+			}
+			// The end is recorded as the stream ends (a context's end, on
+			// grpc's goroutine, a moment after Recv returned).
+			var got want
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				tot := gov.Summary(stats).Totals
+				snap := gov.Inspect(watchScope)
+				got = want{calls: tot.Calls, throttled: tot.Throttled, gaveUp: tot.GaveUp, cancelled: tot.Cancelled,
+					lost: int64(ledger.Lost()), failures: snap.Breaker.Failures, code: tc.want.code}
+				if got == tc.want && snap.InFlight == 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if got != tc.want {
+				t.Errorf("recorded %+v (ledger %q), want %+v", got, ledger.Describe(), tc.want)
+			}
+			if n := gov.Inspect(watchScope).InFlight; n != 0 {
+				t.Errorf("%d slots held once the stream ended, want none", n)
+			}
+		})
+	}
+}
+
+// A stream that fails to open (nothing listens on its address: grpc's
+// NewStream returns Unavailable) is recorded as a failed attempt of a
+// unary call on the interceptor's own guard is: one counted call, the
+// throttle, no breaker failure (gax may retry the opening), and its slot
+// given back.
+func TestAStreamThatFailsToOpenGivesItsSlotBack(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close()
+	gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{MaxConcurrency: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gopts := []cloudggcp.Option{cloudggcp.WithGovernor(gov),
+		cloudggcp.WithScopeFunc(func(context.Context, string, any) (resilience.Scope, bool) { return watchScope, true })}
+	conn, err := gtransport.Dial(context.Background(), option.WithEndpoint(addr), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		cloudggcp.StreamClientOption(gopts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	run, stats := resilience.WithStats(context.Background())
+	_, err = healthpb.NewHealthClient(conn).Watch(run, &healthpb.HealthCheckRequest{Service: "eof"})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("opening a stream to nothing: %v, want Unavailable", err)
+	}
+	tot, snap := gov.Summary(stats).Totals, gov.Inspect(watchScope)
+	if tot.Calls != 1 || tot.Throttled != 1 || tot.Lost() != 0 || snap.Breaker.Failures != 0 || snap.InFlight != 0 {
+		t.Fatalf("totals %+v, breaker %+v, %d slots held: want one call, throttled, no breaker failure, no slot held",
+			tot, snap.Breaker, snap.InFlight)
+	}
+}
