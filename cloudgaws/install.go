@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"reflect"
+	"strings"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
@@ -169,10 +171,12 @@ const (
 //
 // Installing again, on cfg or on a copy of it (say with the account id
 // after an AssumeRole), replaces the earlier installation: every client
-// made afterwards is governed once, with the latest settings. Install never
-// breaks cfg: on failure (a nil cfg, an invalid option) it leaves cfg as it
-// was, so that its clients work ungoverned, logs the error at warn level
-// (a program that drops the error still hears of it) and returns it.
+// made afterwards is governed once, with the latest settings. Install
+// never breaks cfg: on failure (a nil cfg, an invalid option, an account
+// id with space in it, as one read from a file with its newline) it leaves
+// cfg as it was, so that its clients work ungoverned, logs the error at
+// warn level (a program that drops the error still hears of it) and
+// returns it.
 func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	var c config
 	for _, o := range opts {
@@ -198,6 +202,11 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	}
 	if len(c.errs) > 0 {
 		return fmt.Errorf("cloudgaws: install: %w", errors.Join(c.errs...))
+	}
+	if strings.ContainsFunc(accountID, unicode.IsSpace) {
+		// One read from a file with its newline: its scopes would match
+		// no other install, override or scheduler's question.
+		return fmt.Errorf("cloudgaws: install: account id %q has space in it", accountID)
 	}
 	if accountID == "*" {
 		accountID = "" // unknown: one scope, shown as *, whichever way it is spelled

@@ -135,6 +135,24 @@ func TestInstallFailureLeavesConfigUsable(t *testing.T) {
 	if cfg.APIOptions != nil {
 		t.Fatal("a failed install changed the config")
 	}
+
+	// An account id with space in it (one read from a file with its
+	// newline) names scopes that no other install, no override and no
+	// Delay a scheduler asks would match: refused, the config left alone.
+	for _, id := range []string{testAccount + "\n", " " + testAccount, "1111 2222 3333", "\t"} {
+		logged.Reset()
+		cfg := aws.Config{}
+		err := cloudgaws.Install(&cfg, id, cloudgaws.WithLogger(logger))
+		if err == nil || !strings.Contains(err.Error(), "account id") {
+			t.Fatalf("Install with the account id %q: %v, want refused", id, err)
+		}
+		if cfg.APIOptions != nil || cfg.Retryer != nil {
+			t.Fatalf("a refused account id %q changed the config", id)
+		}
+		if !strings.Contains(logged.String(), "level=WARN") {
+			t.Fatalf("the refused account id %q logged %q", id, logged.String())
+		}
+	}
 }
 
 // Where the SDK's retry settings come from: the options, else what the
