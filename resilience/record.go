@@ -211,8 +211,10 @@ func (gd *Guard) recordPause(b state.Bucket, level string, d time.Duration) {
 
 // recordError keeps the last attempt's description as the scope's last
 // error.
-func (gd *Guard) recordError() {
-	desc := gd.last.desc
+func (gd *Guard) recordError() { gd.recordErrorAs(gd.last.desc) }
+
+// recordErrorAs keeps desc as the scope's last error.
+func (gd *Guard) recordErrorAs(desc string) {
 	gd.e.lifeCounters(gd.g).lastErr.Store(&desc)
 	if gd.run != nil {
 		gd.run.lastErr.Store(&desc)
@@ -354,7 +356,7 @@ func (gd *Guard) spendAs(desc string) {
 	switch gd.last.kind {
 	case Throttled:
 		gd.live()
-		gd.recordError()
+		gd.recordErrorAs(desc) // what ended it, the budget's stop too
 		gd.lose(LossGaveUp, desc)
 	case Transient:
 		gd.lose(LossFailed, desc)

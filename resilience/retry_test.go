@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -323,6 +324,11 @@ func TestABudgetGiveUpSaysTheBudgetEndedIt(t *testing.T) {
 		}
 		if r := ledger.Reasons(); ledger.Count(LossGaveUp) != 1 || len(r) != 1 || r[0] != want {
 			t.Fatalf("Do: ledger %q, reasons %q; want one give-up, %q", ledger.Describe(), r, want)
+		}
+		// The report says so too, of the scope the call gave up in.
+		sum := g.Summary(nil)
+		if len(sum.Skipped) != 1 || !strings.HasSuffix(sum.Skipped[iamUsers.ServiceScope()], "retry budget exhausted after throttled: "+orig.Error()) {
+			t.Fatalf("Do: Summary's Skipped %q; want the budget named for %v", sum.Skipped, iamUsers.ServiceScope())
 		}
 		ctx, ledger = WithLedger(context.Background(), "t")
 		_, err := sdkLoop(ctx, g, iamUsers, 11, func() error { return orig })

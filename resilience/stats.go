@@ -249,10 +249,13 @@ type Counters struct {
 	// from the moment the governor allowed a retry to its sending, before
 	// its token wait. It is not part of Wait, which is the time calls
 	// waited for the rate limit.
-	Backoff   time.Duration `json:"-"`
-	Rate      float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen, in requests per second; 0: never changed
-	MinRate   float64       `json:"min_rate_rps,omitempty"` // the lowest, in requests per second; 0: never slowed
-	LastError string        `json:"last_error,omitempty"`
+	Backoff time.Duration `json:"-"`
+	Rate    float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen, in requests per second; 0: never changed
+	MinRate float64       `json:"min_rate_rps,omitempty"` // the lowest, in requests per second; 0: never slowed
+	// LastError describes the last throttled or failed answer, or, for a
+	// call the empty retry budget stopped, "retry budget exhausted after"
+	// that answer.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // MarshalJSON writes Wait, MaxWait, WaitElapsed, Backoff, Paused and
