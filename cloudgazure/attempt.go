@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/internal/cutctx"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
@@ -136,29 +137,7 @@ type requestContext struct {
 	gd  *resilience.Guard
 }
 
-func (c *requestContext) Value(key any) any {
-	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
-		return c.gd
-	}
-	return c.Context.Value(key)
-}
-
-// attemptContext is the context of an attempt of a request the per-call
-// policy does not govern (Policies' per-retry policy alone): the
-// attempt's, answering Value(gov) with the request's Guard as a
-// requestContext does.
-type attemptContext struct {
-	context.Context
-	gov *resilience.Governor
-	gd  *resilience.Guard
-}
-
-func (c *attemptContext) Value(key any) any {
-	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
-		return c.gd
-	}
-	return c.Context.Value(key)
-}
+func (c *requestContext) Value(key any) any { return attemptctx.Value(&c.Context, c.gov, c.gd, key) }
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
 // the rest of a transient answer's hint on a retry, count, token, slot),
@@ -216,7 +195,7 @@ func (st *callState) send(req *policy.Request) (resp *http.Response, err error) 
 		// Guard (see requestContext), and given its own back.
 		raw := req.Raw()
 		ctx := raw.Context()
-		*raw = *raw.WithContext(&attemptContext{Context: ctx, gov: st.gov, gd: st.gd})
+		*raw = *raw.WithContext(&attemptctx.Context{Context: ctx, Gov: st.gov, Guard: st.gd})
 		defer func() { *raw = *raw.WithContext(ctx) }()
 	}
 	if resp, err = req.Next(); err != nil {

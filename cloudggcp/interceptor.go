@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/resilience"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -126,40 +127,20 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	}
 }
 
-// attemptContext is the context an attempt is sent with: the caller's,
-// which also answers Value(gov) with the Guard of the call the attempt is
-// made in, as the core looks for the call a governed call is nested in
-// (see resilience.WithNestedCalls). A governed call that grpc, the
-// connection or an interceptor after this one makes with it while the
-// attempt is sent (per-RPC credentials fetching a token) is nested in the
-// attempt: it borrows the slot the attempt holds rather than wait for it,
-// and goes as the probe the attempt holds when its breaker is half-open.
-type attemptContext struct {
-	context.Context
-	gov *resilience.Governor
-	gd  *resilience.Guard
-}
-
-// Value returns the call's Guard for its governor, and asks the caller's
-// context otherwise.
-func (c *attemptContext) Value(key any) any {
-	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
-		return c.gd
-	}
-	return c.Context.Value(key)
-}
-
 // attemptContext returns the context of an attempt of the call: ctx,
-// carrying the call's Guard (see attemptContext).
+// carrying the call's Guard (an attemptctx.Context), so that a governed
+// call that grpc, the connection or an interceptor after this one makes
+// with it while the attempt is sent (per-RPC credentials fetching a
+// token) is nested in the attempt.
 func (s *callState) attemptContext(ctx context.Context) context.Context {
 	if s.gov == nil || s.gd == nil {
 		return ctx
 	}
-	return &attemptContext{Context: ctx, gov: s.gov, gd: s.gd}
+	return &attemptctx.Context{Context: ctx, Gov: s.gov, Guard: s.gd}
 }
 
 // invokeAttempt sends the attempt gd (of gov) entered, with a context
-// that carries gd (see attemptContext), records its answer and gives its
+// that carries gd (an attemptctx.Context), records its answer and gives its
 // slot back: a success's slot first, since After (or, for the Retry
 // option's call st, succeed) records it at once; a failure's once After
 // recorded it, so that a call waiting for the slot sees the pause a
@@ -176,7 +157,7 @@ func invokeAttempt(ctx context.Context, gov *resilience.Governor, gd *resilience
 			gd.EndPanicked()
 		}
 	}()
-	err := invoker(&attemptContext{Context: ctx, gov: gov, gd: gd}, method, req, reply, cc, copts...)
+	err := invoker(&attemptctx.Context{Context: ctx, Gov: gov, Guard: gd}, method, req, reply, cc, copts...)
 	if err == nil {
 		gd.Release()
 		if st != nil {
@@ -489,7 +470,7 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 }
 
 // openStream opens the stream gd (of gov) entered, with a context that
-// carries gd (see attemptContext), and gives its slot back once the
+// carries gd (an attemptctx.Context), and gives its slot back once the
 // stream is open or failed to open. A stream that failed to open is
 // recorded as a failed attempt (After; for the Retry option's call st,
 // which Retry then reads, as invokeAttempt records one). The end of an
@@ -505,7 +486,7 @@ func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Gu
 			gd.EndPanicked()
 		}
 	}()
-	cs, err := streamer(&attemptContext{Context: ctx, gov: gov, gd: gd}, desc, cc, method, copts...)
+	cs, err := streamer(&attemptctx.Context{Context: ctx, Gov: gov, Guard: gd}, desc, cc, method, copts...)
 	if err != nil {
 		gd.After(err)
 		if st != nil {

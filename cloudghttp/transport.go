@@ -1,7 +1,6 @@
 package cloudghttp
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -182,7 +182,7 @@ func (x *exchange) run() (*http.Response, error) {
 	// fetched while signing, a Transport below this one) is known to be
 	// nested in the attempt (see resilience.Guard.Enter). The request is
 	// sent as a copy that carries it; the caller's is never modified.
-	first := x.orig.WithContext(&attemptContext{Context: ctx, gov: x.gov, gd: x.gd})
+	first := x.orig.WithContext(&attemptctx.Context{Context: ctx, Gov: x.gov, Guard: x.gd})
 	req := first
 	var last *draining // the last answer, its body being read into memory, while its retry waits
 	for {
@@ -271,22 +271,6 @@ func (x *exchange) run() (*http.Response, error) {
 		last.settle(ctx)
 		req = next
 	}
-}
-
-// attemptContext is the context of a request's attempts: the request's
-// own, which also answers Value(gov) with the call's Guard, as the core
-// looks for the call a governed call is nested in.
-type attemptContext struct {
-	context.Context
-	gov *resilience.Governor
-	gd  *resilience.Guard
-}
-
-func (c *attemptContext) Value(key any) any {
-	if g, ok := key.(*resilience.Governor); ok && g == c.gov {
-		return c.gd
-	}
-	return c.Context.Value(key)
 }
 
 // quota pauses a GitHub scope whose quota resp says is nearly spent (see

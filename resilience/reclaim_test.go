@@ -248,27 +248,7 @@ func TestTheReclaimerKeepsAScopesStreakOfFailures(t *testing.T) {
 		t.Run(fmt.Sprint("reclaim after ", reclaim), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{}, WithReclaimAfter(reclaim))
-				other := Scope{Provider: "aws", Account: "999", Service: "iam"}
-				var gds []*Guard
-				for i := range 5 {
-					if i > 0 {
-						for range 5 { // calls elsewhere take the reclaimer's steps
-							time.Sleep(500 * time.Millisecond)
-							Do(context.Background(), other, func(context.Context) error { return nil }, WithGovernor(g))
-						}
-					}
-					gd, _ := g.Begin(context.Background(), iamUsers)
-					if err := gd.Enter(context.Background()); err != nil {
-						t.Fatalf("call %d: %v", i, err)
-					}
-					gd.Release()
-					gd.After(transientErr())
-					if _, err := gd.Retry(time.Minute); err != nil {
-						t.Fatalf("call %d's retry: %v", i, err)
-					}
-					gds = append(gds, gd)
-				}
-				time.Sleep(500 * time.Millisecond) // 10.5 s after the first failure, 0.5 s after the last
+				gds := failingStreak(t, g)
 				if s := g.Inspect(iamUsers); s.Dead != "down" {
 					t.Fatalf("Inspect: Dead %q, breaker %v; want the scope found dead (\"down\")", s.Dead, s.Breaker.State)
 				}
@@ -303,26 +283,7 @@ func TestTheReclaimerKeepsAStreakOnceConfigureTurnsDeadScopesOn(t *testing.T) {
 		if err := g.Configure(Config{AWS: ProviderConfig{MaxConcurrency: 7, BreakerDeadSeconds: &on}}); err != nil {
 			t.Fatal(err)
 		}
-		var gds []*Guard
-		for i := range 5 {
-			if i > 0 {
-				for range 5 { // calls elsewhere take the reclaimer's steps
-					time.Sleep(500 * time.Millisecond)
-					Do(context.Background(), other, func(context.Context) error { return nil }, WithGovernor(g))
-				}
-			}
-			gd, _ := g.Begin(context.Background(), iamUsers)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatalf("call %d: %v", i, err)
-			}
-			gd.Release()
-			gd.After(transientErr())
-			if _, err := gd.Retry(time.Minute); err != nil {
-				t.Fatalf("call %d's retry: %v", i, err)
-			}
-			gds = append(gds, gd)
-		}
-		time.Sleep(500 * time.Millisecond) // 10.5 s after the first failure, 0.5 s after the last
+		gds := failingStreak(t, g)
 		defer func() {
 			for _, gd := range gds {
 				gd.End(transientErr())
@@ -332,4 +293,35 @@ func TestTheReclaimerKeepsAStreakOnceConfigureTurnsDeadScopesOn(t *testing.T) {
 			t.Fatalf("Inspect: Dead %q, breaker %v; want the scope found dead (\"down\"): the reclaimer forgot its streak, reading breaker_dead_seconds 0 of the settings before Configure", s.Dead, s.Breaker.State)
 		}
 	})
+}
+
+// failingStreak makes five calls of iamUsers fail with transient errors,
+// 2.5 s apart, each left waiting for its retry a minute away, while calls
+// of another scope every 0.5 s take the reclaimer's steps; it returns 0.5
+// s after the last failure, 10.5 s after the first, with the calls' Guards
+// for the caller to end.
+func failingStreak(t *testing.T, g *Governor) []*Guard {
+	t.Helper()
+	other := Scope{Provider: "aws", Account: "999", Service: "iam"}
+	var gds []*Guard
+	for i := range 5 {
+		if i > 0 {
+			for range 5 { // calls elsewhere take the reclaimer's steps
+				time.Sleep(500 * time.Millisecond)
+				Do(context.Background(), other, func(context.Context) error { return nil }, WithGovernor(g))
+			}
+		}
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		gd.Release()
+		gd.After(transientErr())
+		if _, err := gd.Retry(time.Minute); err != nil {
+			t.Fatalf("call %d's retry: %v", i, err)
+		}
+		gds = append(gds, gd)
+	}
+	time.Sleep(500 * time.Millisecond) // 10.5 s after the first failure, 0.5 s after the last
+	return gds
 }
