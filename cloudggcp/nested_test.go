@@ -8,7 +8,6 @@ import (
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
 	"github.com/cloudg/cloudg/resilience"
-	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 )
@@ -47,26 +46,10 @@ func (governedCreds) RequireTransportSecurity() bool { return false }
 // client with the interceptor, with Do and with a listing (whose slot the
 // interceptor's attempt goes on).
 func TestACallMadeInsideAnInterceptedAttemptIsNested(t *testing.T) {
-	flavours := []struct {
-		name string
-		call func(ctx context.Context, gov *resilience.Governor, c assetClient) error
-	}{
-		{"interceptor", func(ctx context.Context, _ *resilience.Governor, c assetClient) error {
-			_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed})
-			return err
-		}},
-		{"Retry option with the interceptor", retryOptionCall},
-		{"Do", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
-			_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
-				return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
-			}, WithGovernor(gov))
-			return err
-		}},
-		{"listing", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
-			_, err := ListAssets(ctx, c, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
-			return err
-		}},
-	}
+	flavours := append(getFeedFlavours(), getFeedFlavour{"listing", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+		_, err := ListAssets(ctx, c, &assetpb.ListAssetsRequest{Parent: "projects/p1"}, WithGovernor(gov)).Collect()
+		return err
+	}})
 	for _, tc := range flavours {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -24,23 +24,7 @@ import (
 // the slot got it, found the scope not paused yet, and was sent at once
 // into the 30 s pause (0.5 s; GetFeed's own timeout is 60 s).
 func TestACallWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) {
-	flavours := []struct {
-		name string
-		call func(ctx context.Context, gov *resilience.Governor, c assetClient) error
-	}{
-		{"interceptor", func(ctx context.Context, _ *resilience.Governor, c assetClient) error {
-			_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed})
-			return err
-		}},
-		{"Retry option with the interceptor", retryOptionCall},
-		{"Do", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
-			_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
-				return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
-			}, WithGovernor(gov))
-			return err
-		}},
-	}
-	for _, tc := range flavours {
+	for _, tc := range getFeedFlavours() {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newFake(0)
@@ -78,5 +62,31 @@ func TestACallWaitingForTheSlotOfAThrottledOneIsHeldByItsPause(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A getFeedFlavour is one way of making a GetFeed call governed: name,
+// and the call.
+type getFeedFlavour struct {
+	name string
+	call func(ctx context.Context, gov *resilience.Governor, c assetClient) error
+}
+
+// getFeedFlavours returns the ways of governing a GetFeed call: the
+// interceptor alone, the Retry option on a client with the interceptor,
+// and Do.
+func getFeedFlavours() []getFeedFlavour {
+	return []getFeedFlavour{
+		{"interceptor", func(ctx context.Context, _ *resilience.Governor, c assetClient) error {
+			_, err := c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed})
+			return err
+		}},
+		{"Retry option with the interceptor", retryOptionCall},
+		{"Do", func(ctx context.Context, gov *resilience.Governor, c assetClient) error {
+			_, err := Do(ctx, feedScope(), func(ctx context.Context, opts ...gax.CallOption) (*assetpb.Feed, error) {
+				return c.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opts...)
+			}, WithGovernor(gov))
+			return err
+		}},
 	}
 }
