@@ -20,10 +20,12 @@ import (
 // core classifier reads through HTTPStatusCode and Header, and, for a
 // provider with rules of its own (GitHub), the verdict and delay those
 // rules read from the headers (and, for a GitHub secondary limit, from
-// the body). A status the core's table does not list (400, 403, 404)
-// decides nothing by itself; the verdict is then read from the status
-// line, the server's only words the Transport reads otherwise: a throttle
-// when it mentions throttling ("400 Rate Exceeded"), else a fatal answer.
+// the body). A CDN's answer that it could not reach the origin
+// (Cloudflare's 520 to 524) is transient, as the Transport reads it. Any
+// other status the core's table does not list (400, 403, 404) decides
+// nothing by itself; the verdict is then read from the status line, the
+// server's only words the Transport reads otherwise: a throttle when it
+// mentions throttling ("400 Rate Exceeded"), else a fatal answer.
 // The caller meets it only inside an error of
 // the governor (a *resilience.CircuitOpenError, a deadline's error, a
 // context's end while a retry waited) after the response it stands for was
@@ -90,10 +92,31 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 		githubAnswer(e, x.gov.Clock().Now())
 		githubSecondary(x.orig.Context(), e, resp)
 	}
-	if e.kind == errread.None && !listedStatus(e.code) {
-		e.kind = reasonKind(e.status)
+	if e.kind == errread.None {
+		switch {
+		case originFailure(e.code):
+			e.kind = errread.Transient
+		case !listedStatus(e.code):
+			e.kind = reasonKind(e.status)
+		}
 	}
 	return e
+}
+
+// originFailure reports whether status is a CDN's answer that it could not
+// get the origin's: Cloudflare's 520 (the origin's answer was empty or
+// could not be read), 521 (the origin refused the connection), 522 (the
+// connection timed out), 523 (the origin could not be reached) and 524
+// (the origin took the request and did not answer in time). Each is
+// transient, as a 502 or a 504 from a gateway is, which the core's status
+// table does not know: alone it would make them fatal. A 524 may come after
+// the origin acted on the request, so that, as for any transient answer, a
+// request that is not idempotent is not sent again (see
+// Transport.RoundTrip). Cloudflare's 525 and 526 (a failed TLS handshake
+// with the origin, an invalid certificate of the origin's) are the
+// origin's configuration, which no retry mends, and stay fatal.
+func originFailure(status int) bool {
+	return status >= 520 && status <= 524
 }
 
 // listedStatus reports whether the core's status table decides an answer

@@ -11,11 +11,12 @@
 // provider, account and leaf buckets, and a bulkhead slot held while the
 // attempt is on the wire. The answer is classified by its status (429 and
 // 503 throttle: the leaf's rate is halved and paused for Retry-After; 408,
-// 500, 502 and 504 and connection errors are transient; other error
-// statuses are fatal answers, unless the status line mentions throttling,
-// as in "400 Rate Exceeded"), except for GitHub's scopes, whose rate-limit
-// headers are read too, and the body of a 403 or 429 that they say
-// nothing of, for a secondary rate limit (see GitHub).
+// 500, 502 and 504, a CDN's answers that it could not reach the origin
+// (Cloudflare's 520 to 524) and connection errors are transient; other
+// error statuses are fatal answers, unless the status line mentions
+// throttling, as in "400 Rate Exceeded"), except for GitHub's scopes,
+// whose rate-limit headers are read too, and the body of a 403 or 429
+// that they say nothing of, for a secondary rate limit (see GitHub).
 //
 // The Transport retries by itself what is safe to send again (see
 // Transport.RoundTrip), never sooner than the provider's hint, within the

@@ -57,8 +57,9 @@ func (t *Transport) CloseIdleConnections() {
 //     throttle's, or GitHub's spent quota's: a request waiting for the
 //     slot sees them);
 //  2. the answer (Guard.After): a response under 400 is a success; an
-//     error status is classified by its status (429 and 503 throttle, 408,
-//     500, 502 and 504 are transient, others fatal) and, for a GitHub
+//     error status is classified by its status (429 and 503 throttle; 408,
+//     500, 502 and 504, and a CDN's 520 to 524, its answers that it could
+//     not get the origin's, are transient; others fatal) and, for a GitHub
 //     scope, GitHub's rate-limit headers and a secondary limit's words
 //     in the body of a 403 or 429 (see GitHub); an error of the
 //     base transport is classified as the core classifies net/http's
