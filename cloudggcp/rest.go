@@ -40,8 +40,9 @@ const cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
 //
 // Each HTTP request is one governed call in the scope RESTScope gives it,
 // retried by the Transport as cloudghttp retries (429 and 503 throttle,
-// paced and retried no sooner than Retry-After; 408, 500, 502 and 504 and
-// connection errors retried when the request is idempotent). A client
+// paced and retried no sooner than Retry-After, a 503 only when the
+// request is idempotent; 408, 500, 502 and 504 and connection errors
+// retried when the request is idempotent). A client
 // whose own retry settings retry 503 and 504 (compute's gets and lists)
 // retries the Transport's last answer again, each time as a new call.
 func RESTClientOption(ctx context.Context, clientOpts []option.ClientOption, opts ...Option) (option.ClientOption, error) {

@@ -74,12 +74,13 @@ func TestConnectionErrorsAreRetried(t *testing.T) {
 	})
 }
 
-// A throttle says the server did not act on the request: a POST whose
-// body can be rewound is sent again, body and all.
+// A 429 says the server did not act on the request: a POST whose body
+// can be rewound is sent again, body and all (after a 503, which does not
+// say so, it is not: TestUnavailablePostIsNotResent).
 func TestThrottledPostIsResentWithItsBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeAPI{}
-		f.script(status(429), status(503))
+		f.script(status(429), status(429, "Retry-After", "1"))
 		c := client(newMem(f), newGov(t, resilience.Config{}), quick)
 		resp := do(t, c, http.MethodPost, "http://api.test/items", body(`{"name":"a"}`))
 		readAll(t, resp)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/attemptctx"
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -70,8 +71,11 @@ func (t *Transport) CloseIdleConnections() {
 //     transient);
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
-//     answer is a throttle (the server did not act on the request), or the
-//     method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an
+//     answer is a throttle that says the server did not act on the
+//     request (a 429, a status line that mentions throttling, GitHub's
+//     rate limits; not a 503, which a gateway also answers for an
+//     upstream that failed after it took the request), or the method is
+//     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an
 //     Idempotency-Key header), or WithRetryNonIdempotent is set. The retry
 //     goes when the Guard allows it (Guard.Retry: attempts, deadline, retry
 //     budget), after a decorrelated-jitter backoff or the provider's hint
@@ -227,7 +231,7 @@ func (x *exchange) run() (*http.Response, error) {
 			}
 			x.gd.Release()
 		}
-		if answer == nil || kind == resilience.Fatal || ctx.Err() != nil || !x.mayResend(kind) {
+		if answer == nil || kind == resilience.Fatal || ctx.Err() != nil || !x.mayResend(kind, answer) {
 			x.gd.End(answer)
 			return resp, err
 		}
@@ -354,14 +358,28 @@ type exchangeLost struct{ error }
 func (e exchangeLost) ConnectionError() bool { return true }
 func (e exchangeLost) Unwrap() error         { return e.error }
 
-// mayResend reports whether the request may be sent again after an answer
+// mayResend reports whether the request may be sent again after answer,
 // of kind: see RoundTrip.
-func (x *exchange) mayResend(kind resilience.Kind) bool {
+func (x *exchange) mayResend(kind resilience.Kind, answer error) bool {
 	r := x.orig
 	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
 		return false
 	}
-	return kind == resilience.Throttled || idempotent(r) || x.t.cfg.unsafeToo
+	return kind == resilience.Throttled && !unavailable(answer) || idempotent(r) || x.t.cfg.unsafeToo
+}
+
+// unavailable reports whether answer is a 503 that its status alone
+// makes a throttle (no provider's rule read more in it). It slows the
+// scope as a throttle does, but it does not say that the server left the
+// request alone, as a 429 or a quota's answer does: a gateway answers 503
+// for an upstream that failed after it took the request (Envoy does, for
+// a connection reset before the upstream's answer), and RFC 9110 (section
+// 9.2.2) asks a client not to send a request that is not idempotent again
+// unless it knows that the first was not applied. Google's own clients
+// retry a 503 of a get or a list, never of an insert.
+func unavailable(answer error) bool {
+	se, ok := answer.(*StatusError)
+	return ok && se.code == http.StatusServiceUnavailable && se.kind == errread.None
 }
 
 // idempotent reports whether sending r twice has the effect of sending it

@@ -202,11 +202,12 @@ func TestRESTGetIsGovernedPerMethod(t *testing.T) {
 	}
 }
 
-// A throttled insert (a POST) is sent again with its body: the throttle
-// says Compute did not act on it.
+// A throttled insert (a POST) is sent again with its body: a 429 says
+// Compute did not act on it. (A 503 does not: the insert is not sent
+// again after one, as compute's own client does not retry it.)
 func TestRESTInsertThrottleIsResent(t *testing.T) {
 	f, c, _ := setup(t)
-	f.script("insert", reply{status: http.StatusServiceUnavailable, reason: "backendError", retryAfter: "0"})
+	f.script("insert", reply{status: http.StatusTooManyRequests, reason: "rateLimitExceeded", retryAfter: "0"})
 	op, err := c.Insert(context.Background(), &computepb.InsertInstanceRequest{
 		Project: "p1", Zone: "europe-west1-b",
 		InstanceResource: &computepb.Instance{Name: proto.String("vm-new"), MachineType: proto.String("e2-small")},
@@ -217,6 +218,25 @@ func TestRESTInsertThrottleIsResent(t *testing.T) {
 	hits := f.hitsOf("insert")
 	if op.Name() != "op-1" || len(hits) != 2 || hits[0].body != hits[1].body || !strings.Contains(hits[0].body, "vm-new") {
 		t.Fatalf("operation %q after %+v, want op-1 after the same body twice", op.Name(), hits)
+	}
+}
+
+// An insert answered 503 is not sent again (Compute may have acted on it
+// behind the front end that answered): the client gets the 503, and the
+// scope is slowed as by a throttle.
+func TestRESTInsertUnavailableIsNotResent(t *testing.T) {
+	f, c, _ := setup(t)
+	f.script("insert", reply{status: http.StatusServiceUnavailable, reason: "backendError", retryAfter: "0"})
+	_, err := c.Insert(context.Background(), &computepb.InsertInstanceRequest{
+		Project: "p1", Zone: "europe-west1-b",
+		InstanceResource: &computepb.Instance{Name: proto.String("vm-new"), MachineType: proto.String("e2-small")},
+	})
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) || ge.Code != http.StatusServiceUnavailable {
+		t.Fatalf("err %v, want a *googleapi.Error 503", err)
+	}
+	if n := len(f.hitsOf("insert")); n != 1 {
+		t.Fatalf("%d inserts sent, want 1", n)
 	}
 }
 
