@@ -87,7 +87,12 @@
 // instrumented STS client while signing) finds the enclosing call's guard
 // in its context and never waits for the slot that call holds. Its
 // failure (the governor's stop, or its provider's answer: STS's throttle)
-// is charged to its own scope only.
+// is charged to its own scope only. More generally, an attempt that fails
+// before its request reaches the HTTP client (credentials that could not
+// be had, an endpoint that could not be resolved, a request that could
+// not be signed) is a local error of its call, whatever its error says:
+// nothing was sent to the scope, which is neither slowed, paused nor
+// failed, and a call that ends with it is lost as errored.
 //
 // Importing the package also teaches the core classifier the status and
 // headers of the SDK's HTTP response errors, so the guard and

@@ -84,15 +84,17 @@ func (e *notRetryable) Error() string        { return e.err.Error() }
 func (e *notRetryable) Unwrap() error        { return e.err }
 func (e *notRetryable) RetryableError() bool { return false }
 
-// nestedError is, for the guard, the error of an attempt that failed in
-// another SDK call made inside it (see ownAnswer): a local error, which
-// says nothing of the attempt's scope. It hides the other call's answer
-// from the classifier (it has no Unwrap), and the error reader reads it
-// as Fatal, so that its message is not searched for throttling either.
-// The caller gets the SDK's error, never this one.
-type nestedError struct{ err error }
+// unsentError is, for the guard, the error of an attempt that failed
+// before its request reached the HTTP client (see callState.ownAnswer):
+// a local error, which says nothing of the attempt's scope. It hides from
+// the classifier what the error holds (it has no Unwrap): a credential
+// server's refused connection, another SDK call's answer (STS's
+// throttle); and the error reader reads it as Fatal, so that its message
+// is not searched for throttling either. The caller gets the SDK's error,
+// never this one.
+type unsentError struct{ err error }
 
-func (e *nestedError) Error() string { return e.err.Error() }
+func (e *unsentError) Error() string { return e.err.Error() }
 
 // httpResponder is what *smithyhttp.ResponseError and *awshttp.ResponseError
 // (which embeds it) have in common: the HTTP response of the attempt.
@@ -110,12 +112,13 @@ type httpResponder interface {
 // an answer whose connection went silent), which the SDK retries: a
 // timeout, Transient, as the core reads the transport's own timeouts, not
 // the fatal answer the 200 above it would make of it; and the error of an
-// attempt that failed in another call (*nestedError) as a local one.
+// attempt that failed before its request was sent (*unsentError) as a
+// local one.
 func readResponseError(err error) (errread.Details, bool) {
 	switch err.(type) {
 	case *awshttp.ResponseTimeoutError:
 		return errread.Details{Kind: errread.Transient}, true
-	case *nestedError:
+	case *unsentError:
 		return errread.Details{Kind: errread.Fatal}, true
 	}
 	hr, ok := err.(httpResponder)

@@ -137,6 +137,7 @@ type installation struct {
 const (
 	initializeID = "cloudgaws.Governor"
 	attemptID    = "cloudgaws.Attempt"
+	wireID       = "cloudgaws.Wire"
 	retryID      = "Retry" // the SDK's retry loop (retry.Attempt)
 )
 
@@ -295,7 +296,9 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 // addTo adds the middleware to one call's stack: once per logical call in
 // Initialize (after the SDK's input validation), once per attempt in
 // Finalize right after the SDK's Retry middleware (after its backoff sleep,
-// before signing). A stack that already has them, from an installation
+// before signing), and innermost in Deserialize the mark of an attempt
+// that reached the HTTP client (wireMiddleware, which holds nothing of an
+// installation's). A stack that already has them, from an installation
 // that APIOptions still lists, gets this installation's instead. A stack
 // without the SDK's Retry middleware sends nothing to govern (a presigner's
 // stack signs a URL locally) and is left alone. It never fails the call.
@@ -312,6 +315,9 @@ func (inst *installation) addTo(stack *middleware.Stack) error {
 		_, _ = stack.Finalize.Swap(attemptID, &inst.perAttempt)
 	} else {
 		_ = stack.Finalize.Insert(&inst.perAttempt, retryID, middleware.After)
+	}
+	if _, ok := stack.Deserialize.Get(wireID); !ok {
+		_ = stack.Deserialize.Add(wireMiddleware{}, middleware.After)
 	}
 	return nil
 }

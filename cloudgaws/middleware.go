@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
@@ -39,6 +38,7 @@ type callState struct {
 	gd  *resilience.Guard // nil: the call is not governed (provider disabled)
 
 	sent           bool                // an attempt was sent: the next one is a retry
+	onWire         bool                // the attempt in progress reached the HTTP client (wireMiddleware)
 	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
 	retryAccounted bool                // the retryer accounted for the retry about to be sent
 	stopErr        error               // the error with which the governor ended the SDK's loop
@@ -331,29 +331,48 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		st.first, _ = in.Request.(*smithyhttp.Request)
 	}
 	st.sent = true
+	st.onWire = false
 	out, md, err = next.HandleFinalize(ctx, in)
-	st.gd.After(ownAnswer(err))
+	st.gd.After(st.ownAnswer(err))
 	return out, md, err
 }
 
-// ownAnswer is what the guard records of an attempt that ended with err:
-// err itself, unless it is the error of another SDK call made inside the
-// attempt (credentials fetched through STS while signing), which a
-// *smithy.OperationError in its chain marks (a call's own wraps its error
-// above its stack, never inside an attempt). That call's answer (STS's
-// throttle) is its own scope's, which it was charged to; nothing was sent
-// to this call's scope, which it must neither slow, pause nor fail: it is
-// recorded as a local error (nestedError). The governor's stop of that
-// call is left as it is: the core reads it as another call's stop.
-func ownAnswer(err error) error {
-	if err == nil {
-		return nil
-	}
-	var oe *smithy.OperationError
-	if !errors.As(err, &oe) || governorStop(err) {
+// ownAnswer is what the guard records of the attempt that ended with err:
+// err itself when the attempt's request reached the HTTP client (see
+// wireMiddleware), whose error (a refused connection, a reset, the
+// service's answer) is the scope's. An attempt that failed before (its
+// credentials could not be had, from a credential server or through
+// another SDK call made inside it, STS's while signing; its endpoint could
+// not be resolved; it could not be signed) sent nothing to the scope,
+// which it must neither slow, pause nor fail, whatever its error says (a
+// refused connection to a credential server, a throttle of STS's): it is
+// recorded as a local error (unsentError), a call lost as errored if it
+// ends with it. The governor's stop of a call made inside the attempt is
+// left as it is: the core reads it as another call's stop.
+func (s *callState) ownAnswer(err error) error {
+	if err == nil || s.onWire || governorStop(err) {
 		return err
 	}
-	return &nestedError{err: err}
+	return &unsentError{err: err}
+}
+
+// wireMiddleware marks the attempt in progress as having reached the HTTP
+// client: it is the innermost middleware of the Deserialize step, the
+// last before the SDK hands the signed request to the client. An attempt's
+// error before it (in the Finalize step's credentials, endpoint resolution
+// and signing, which run after the attempt middleware) is no answer of
+// the scope's (see callState.ownAnswer).
+type wireMiddleware struct{}
+
+func (wireMiddleware) ID() string { return wireID }
+
+func (wireMiddleware) HandleDeserialize(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (
+	out middleware.DeserializeOutput, md middleware.Metadata, err error,
+) {
+	if st := stateFrom(ctx); st != nil {
+		st.onWire = true
+	}
+	return next.HandleDeserialize(ctx, in)
 }
 
 // governorStop reports whether err holds one of the governor's own errors.

@@ -1,0 +1,97 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// An attempt that fails before its request leaves the process (its
+// credentials could not be had, here from a credential server on
+// 127.0.0.1 that refuses the connection, or that answers in words of
+// throttling) says nothing of the service it was for, to which nothing
+// was sent: it is not the service's transient error or throttle, the
+// scope is neither slowed nor failed, and the call, lost, is in the
+// ledger as errored (a local error). The caller gets the SDK's error.
+func TestAnAttemptThatNeverLeftIsNoAnswer(t *testing.T) {
+	refusing := "http://" + closedAddr(t) + "/credentials"
+	for name, creds := range map[string]aws.CredentialsProviderFunc{
+		"refused": func(ctx context.Context) (aws.Credentials, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, refusing, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				return aws.Credentials{}, errors.New("the credential server answered")
+			}
+			return aws.Credentials{}, err
+		},
+		"throttling words": func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, fmt.Errorf("credential server: Rate exceeded")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t)
+			cfg, g := tcpGoverned(t, f, fastEC2, cloudgaws.WithMaxRetries(2), cloudgaws.WithBaseRetryer(quickRetryer))
+			cfg.Credentials = creds
+			ctx, stats := resilience.WithStats(context.Background())
+			ctx, ledger := resilience.WithLedger(ctx, "vpcs")
+			err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+			if err == nil || !strings.Contains(err.Error(), "get identity") {
+				t.Fatalf("err %v, want the SDK's credentials error", err)
+			}
+			if n := f.count("DescribeVpcs"); n != 0 {
+				t.Fatalf("DescribeVpcs sent %d times without credentials", n)
+			}
+			s := scopeStats(g, stats, ec2Key)
+			if s.Throttled != 0 || s.TransientErrors != 0 || s.Failed != 0 || s.GaveUp != 0 || s.Errored != 1 {
+				t.Fatalf("ec2 counters %v; want no throttle, no transient error, the call errored", s)
+			}
+			if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+				t.Fatalf("ledger %q, want the call lost as errored", ledger.Describe())
+			}
+			snap := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+			if snap.Leaf.Rate != snap.Leaf.Ceiling || snap.Leaf.Paused != 0 || snap.Breaker.Failures != 0 {
+				t.Fatalf("scope %+v; want its rate, pause and breaker untouched", snap)
+			}
+		})
+	}
+}
+
+// The service's own endpoint refusing the connection is the scope's
+// transient error, as before: the request left the process for it.
+func TestARefusedEndpointIsTheScopesTransientError(t *testing.T) {
+	f := newFake(t)
+	cfg, g := tcpGoverned(t, f, fastEC2, cloudgaws.WithMaxRetries(2), cloudgaws.WithBaseRetryer(quickRetryer))
+	cfg.BaseEndpoint = aws.String("http://" + closedAddr(t))
+	ctx, stats := resilience.WithStats(context.Background())
+	err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		t.Fatalf("err %v, want the connection's *url.Error", err)
+	}
+	if s := scopeStats(g, stats, ec2Key); s.TransientErrors != 3 || s.Failed != 1 {
+		t.Fatalf("ec2 counters %v; want 3 transient errors, the call failed", s)
+	}
+}
