@@ -28,6 +28,12 @@
 //     scopes read from the URL (RESTScope:
 //     gcp/projects/<id>/*/compute/instances_get).
 //
+// With the gcp provider disabled (ratelimit.enabled or
+// ratelimit.gcp.enabled false) each of them makes the call once, directly,
+// as the core's Do calls its function: no pacing, no GCP retry, nothing
+// recorded; the call keeps the client's own retry and timeout settings,
+// which are the SDK's.
+//
 // Each of them drives one resilience.Guard per call (per listing, for a
 // listing): Enter before an attempt, After with its answer, Retry before
 // gax retries, End when the call is over. The guard classifies and records.

@@ -40,6 +40,10 @@ import (
 // throttling is recorded as a give-up and throttling or transient errors
 // count toward the breaker.
 //
+// When the gcp provider is disabled, each page is fetched once, directly,
+// with the client's own retry settings: nothing paced, retried by the GCP
+// retry, or recorded.
+//
 // A panic of the client while it fetches a page reaches the caller as it
 // was, never recovered: the listing ends, its slot given back, recorded as
 // lost to the panic (resilience.LossPanicked).
@@ -131,6 +135,26 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 		return nil, "", ErrClosed
 	}
 	l.token = pageToken // the page to resume at if this fetch fails, sent or not
+	if l.st.gd == nil && !l.st.off && !l.gov.Enabled(l.st.scope.Provider) {
+		// A disabled provider: the listing's pages are fetched once each,
+		// directly, with the client's own settings, as the core's Do
+		// calls its function. Begin decides the admission the listing's
+		// context may carry (a scheduler's hold).
+		l.st.off = true
+		if gd, err := l.gov.Begin(l.ctx, l.st.scope); err == nil {
+			gd.End(nil)
+		}
+	}
+	if l.st.off {
+		items, next, err := l.fetch(pageSize, pageToken)
+		if err != nil {
+			l.err, l.ended = err, true
+			return nil, "", err
+		}
+		l.pages++
+		l.ended = next == ""
+		return items, next, nil
+	}
 	if l.st.gd == nil {
 		// The listing's call starts with its first page.
 		gd, err := l.gov.Begin(l.ctx, l.st.scope)

@@ -62,6 +62,7 @@ type callState struct {
 	gd         *resilience.Guard    // a listing's once its first page is fetched
 	maxBackoff time.Duration
 	paced      bool // the caller (a listing, Do) paces the call and reports its success
+	off        bool // a listing of a disabled provider: its pages are fetched once each, ungoverned
 
 	n        int   // retries of this page or call
 	last     error // the last provider error seen by Retry
@@ -457,8 +458,9 @@ type governed struct {
 // and ctx's ledger); an empty budget is a give-up without a breaker
 // failure. ctx is the context the calls are made with: it carries the
 // run's Stats and Ledger, and its deadline bounds the retries. Make one per
-// run, not per call. A scope without a provider leaves the call to the
-// client's own retry and timeout settings.
+// run, not per call. A scope without a provider, or of a disabled one
+// (ratelimit.gcp.enabled false), leaves the call to the client's own retry
+// and timeout settings: it is made as if the option were not given.
 //
 // gax's Retryer cannot replace the error gax returns, so a call made with
 // this option alone returns the provider error when a limit stops it; Do
@@ -522,6 +524,9 @@ type retryOption struct {
 // Resolve is called by gax.Invoke at the start of every call: each call
 // gets its own guard and state.
 func (o *retryOption) Resolve(cs *gax.CallSettings) {
+	if !o.gov.Enabled(o.scope.Provider) {
+		return // a disabled provider: not governed, the client's settings kept
+	}
 	gd, err := o.gov.Begin(o.ctx, o.scope)
 	if err != nil {
 		return // a scope without a provider: not governed, the client's settings kept
@@ -628,6 +633,9 @@ func (o *stateOption) init(st *callState, deadline time.Duration) {
 }
 
 func (o *stateOption) Resolve(cs *gax.CallSettings) {
+	if o.st.off {
+		return // a listing of a disabled provider: the client's settings kept
+	}
 	cs.Retry = o.retryer
 	if o.timeout != nil {
 		o.timeout.Resolve(cs)
@@ -657,7 +665,10 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // (breaker_wait) the retry waits for the verdict, within the deadline. The
 // retry takes no token unless it waited for a verdict. A panic of call
 // reaches the caller as it was, never recovered: the slot is given back
-// and the call is recorded as lost to it (resilience.LossPanicked).
+// and the call is recorded as lost to it (resilience.LossPanicked). When
+// scope's provider is disabled, call is called once, directly, with no
+// option of Do's (the client's own retry settings apply), as the core's Do
+// calls its function.
 //
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),
 //		func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
@@ -667,6 +678,15 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 	var zero T
 	cfg := newConfig(opts)
 	gov := cfg.governor()
+	if scope.Provider != "" && !gov.Enabled(scope.Provider) {
+		// Made once, directly, with the client's own settings, as the
+		// core's Do calls its function. Begin decides the admission ctx
+		// may carry (a scheduler's hold), as for any disabled call.
+		if gd, err := gov.Begin(ctx, scope); err == nil {
+			gd.End(nil)
+		}
+		return call(ctx)
+	}
 	gd, err := gov.Begin(ctx, scope)
 	if err != nil {
 		return zero, err
