@@ -175,16 +175,16 @@ func TestABreakerThatLetsAProbeThroughLeavesTheBackoffWhole(t *testing.T) {
 	}
 }
 
-// The Retry option's call on a client without the interceptor is not cut
-// short: its Retryer does not know the call's context, so gax sleeps the
-// whole pause (20 s) although the breaker opened a second into it. Its
-// retry asks the breaker as grpc sends it (retryGate): still open, the
-// breaker refuses it then, a *resilience.CircuitOpenError wrapping the
-// answer, and nothing more is sent.
-func TestRetryOptionAloneSleepsItsWholeBackoff(t *testing.T) {
+// The Retry option's call on a client without the interceptor is cut
+// short too: its gate (retryGate) sleeps the pause before the retry, as
+// grpc asks it for the retry's metadata, watching the breaker, and gax
+// goes on at once. The breaker opened a second into the 20 s pause ends
+// it then, and the retry is refused, a *resilience.CircuitOpenError
+// wrapping the answer, nothing more sent.
+func TestRetryOptionAloneCutsItsBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := runPause(t, retryAlone, newFake(0), newGov(t, resilience.Config{}))
-		coe := r.refused(t, retryAlone.rpc, 20*time.Second)
+		coe := r.refused(t, retryAlone.rpc, r.opened)
 		// As the interceptor's refusal: status Unknown, classified as the
 		// refusal itself is.
 		if c, k := status.Code(r.err), resilience.Classify(r.err); c != codes.Unknown || k != resilience.Classify(coe) {

@@ -14,13 +14,15 @@ import (
 // The Retry option is made once per run, with the run's context; a call
 // made with it may have a context of its own (a per-call timeout, a
 // cancellation of its own), on which the Retryer of a client with the
-// interceptor sleeps the pause before a retry. When that context ends
-// during the pause, the call ends then and is lost once, as cancelled,
-// as it is when the run's context ends. Before, the call ended but its
+// interceptor, or the option's per-RPC credentials on a client without
+// it, sleep the pause before a retry. When that context ends during the
+// pause, the call ends then and is lost once, as cancelled, as it is when
+// the run's context ends. Before, the call ended but its
 // loss was left to a watch of the run's context, which had not ended: the
 // ledger and the stats recorded nothing (and the watch stayed registered
 // on the run's context until the run ended, when it recorded the call,
-// long over, as cancelled then).
+// long over, as cancelled then), with the interceptor (bf46a75) and,
+// where gax slept the pause, without it.
 func TestACallsOwnContextEndingDuringThePauseIsRecorded(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -36,34 +38,45 @@ func TestACallsOwnContextEndingDuringThePauseIsRecorded(t *testing.T) {
 			return ctx, cancel
 		}, context.Canceled},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				srv := newFake(0)
-				srv.fail("GetFeed", "", throttled(20*time.Second))
-				gov := newGov(t, resilience.Config{})
-				client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
-				run, stats := resilience.WithStats(context.Background())
-				run, ledger := resilience.WithLedger(run, "feeds")
-				opt := Retry(run, feedScope(), WithGovernor(gov)) // one per run
-				ctx, cancel := tc.end(run)
-				defer cancel()
-				start := time.Now()
-				_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opt)
-				if !errors.Is(err, tc.want) || time.Since(start) != 5*time.Second {
-					t.Fatalf("err %v after %v, want %v at 5s", err, time.Since(start), tc.want)
-				}
-				synctest.Wait()
-				if n := len(srv.reqs("GetFeed")); n != 1 {
-					t.Fatalf("%d requests, want 1", n)
-				}
-				if lost, c := ledger.Lost(), ledger.Count(resilience.LossCancelled); lost != 1 || c != 1 {
-					t.Fatalf("ledger: %d lost, %d cancelled (%v), want the call lost once as cancelled when its context ended",
-						lost, c, ledger.Reasons())
-				}
-				if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Cancelled != 1 {
-					t.Fatalf("stats %+v, want one cancelled call", sc)
-				}
+		for _, bare := range []bool{false, true} {
+			name := tc.name
+			if bare {
+				name += "/without the interceptor"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					srv := newFake(0)
+					srv.fail("GetFeed", "", throttled(20*time.Second))
+					gov := newGov(t, resilience.Config{})
+					var client assetClient
+					if bare {
+						client = startBuf(t, srv)
+					} else {
+						client = startBuf(t, srv, ClientOption(WithGovernor(gov)))
+					}
+					run, stats := resilience.WithStats(context.Background())
+					run, ledger := resilience.WithLedger(run, "feeds")
+					opt := Retry(run, feedScope(), WithGovernor(gov)) // one per run
+					ctx, cancel := tc.end(run)
+					defer cancel()
+					start := time.Now()
+					_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opt)
+					if !errors.Is(err, tc.want) || time.Since(start) != 5*time.Second {
+						t.Fatalf("err %v after %v, want %v at 5s", err, time.Since(start), tc.want)
+					}
+					synctest.Wait()
+					if n := len(srv.reqs("GetFeed")); n != 1 {
+						t.Fatalf("%d requests, want 1", n)
+					}
+					if lost, c := ledger.Lost(), ledger.Count(resilience.LossCancelled); lost != 1 || c != 1 {
+						t.Fatalf("ledger: %d lost, %d cancelled (%v), want the call lost once as cancelled when its context ended",
+							lost, c, ledger.Reasons())
+					}
+					if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Cancelled != 1 {
+						t.Fatalf("stats %+v, want one cancelled call", sc)
+					}
+				})
 			})
-		})
+		}
 	}
 }

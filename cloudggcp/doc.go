@@ -47,7 +47,10 @@
 // delay. For that the Retryer sleeps the pause itself, on the governor's
 // clock and the call's context, watching the breaker
 // (resilience.Guard.Backoff), and lets gax go on at once: for Do, the
-// listings, and the Retry option on a client with the interceptor.
+// listings, and the Retry option on a client with the interceptor. On a
+// gRPC client without the interceptor the Retry option's per-RPC
+// credentials sleep it, as grpc asks them for the retry's metadata, on
+// the retry's context, which ends with the call's own.
 //
 // Every retry asks the breaker before it is sent, after a cut pause or a
 // whole one: the interceptor's Enter asks it for the Retry option on a
@@ -64,13 +67,15 @@
 // until its verdict within the deadline; a half-open one lets it through
 // as its probe.
 //
-// Two pauses are not cut short, since gax sleeps them on a context the
-// Retryer does not know: the Retry option's on a client without the
-// interceptor (its call ends when the pause does, its retry refused), and
-// a retry that a client's own retry settings make through the
+// Three pauses are not cut short, since gax sleeps them on a context the
+// Retryer does not know: the Retry option's on a REST client, or on a
+// gRPC client without the interceptor whose call's own per-RPC
+// credentials, given after the option, replace the option's (its call
+// ends when the pause does, its retry refused, or, for a REST call, sent),
+// and a retry that a client's own retry settings make through the
 // interceptor alone (the next attempt's Enter refuses it after gax's
-// sleep). Install the interceptor (ClientOption) and pass the Retry option,
-// or use Do, for a dead scope's calls to end when its breaker opens. The
+// sleep). Pass the Retry option, or use Do, for a dead scope's calls to
+// end when its breaker opens. The
 // REST clients' Transport (package cloudghttp) ends its wait as the
 // Retryer does.
 //

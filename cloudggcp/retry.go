@@ -90,6 +90,12 @@ type callState struct {
 	// see sleep).
 	attemptCtx context.Context
 	ended      error
+
+	// The Retry option's call on a client without the interceptor, whose
+	// gate (retryGate) sleeps the pause before a retry: gated, the gate
+	// saw the last attempt; pause, the pause its next attempt waits for.
+	gated bool
+	pause time.Duration
 }
 
 // reset starts a new page fetch or call.
@@ -105,10 +111,12 @@ func (s *callState) reset() {
 // the backoff (Guard.Retry: max_retries, the deadline, the retry budget).
 // The pause before it (the backoff, or the provider's hint when longer) is
 // slept here, watching the scope's breaker (see sleep), and gax is told to
-// go at once; only the Retry option's call on a client without the
-// interceptor, whose Retryer does not know the call's context, leaves the
-// pause to gax's own sleep (its retry asks the breaker as grpc sends it:
-// see retryGate; a REST call's retry asks nothing: see watchPause).
+// go at once. The Retry option's call on a gRPC client without the
+// interceptor, whose Retryer does not know the call's context, has its
+// gate sleep the pause on the retry's context (see retryGate), and gax
+// go on at once; when the gate did not see the attempt (the call's own
+// credentials replaced it), and for a REST call, the pause is left to
+// gax's own sleep (a REST call's retry asks nothing: see watchPause).
 func (s *callState) Retry(err error) (time.Duration, bool) {
 	if !s.woke() {
 		return 0, false // the context ended the call while gax or the Retryer slept
@@ -132,7 +140,18 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 	case restAnswer(err):
 		s.watchPause(d)
 		return d, ok
+	case s.gated && s.pause == 0:
+		// The gate (see retryGate) saw the attempt: it sleeps the pause
+		// before the retry on the retry's context, a child of the call's
+		// own, as grpc asks it for the retry's metadata, and gax goes on
+		// at once.
+		s.gated, s.pause = false, max(d, time.Nanosecond)
+		return 0, true
 	}
+	// The gate did not see the attempt (the call's own credentials
+	// replaced it, or grpc failed the attempt before asking it): gax
+	// sleeps, and a watch of ctx records the call if ctx ends meanwhile.
+	s.gated, s.pause = false, 0
 	s.watchSleep()
 	return d, ok
 }
@@ -424,13 +443,11 @@ type governed struct {
 // retry when the pause ended (a dead scope): the interceptor's Enter then
 // refuses the retry as it refuses it after a full pause (a
 // *resilience.CircuitOpenError, the call lost as failed after its
-// retries). On a client without the interceptor gax sleeps the whole pause
-// on the call's context, which the Retryer does not know: the breaker's
-// opening does not end it, and a dead scope's call ends only when the
-// pause does. Install the interceptor (ClientOption) for that. The retry
-// still asks the breaker before it is sent, through per-RPC credentials
-// the option gives the call (grpc asks them for each attempt, with its
-// context, before sending it; they add no metadata): an open breaker
+// retries). On a gRPC client without the interceptor the per-RPC
+// credentials the option gives the call (grpc asks them for each attempt,
+// with its context, a child of the call's, before sending it; they add no
+// metadata) sleep the pause before the retry, and end it as the Retryer
+// does. The retry then asks the breaker before it is sent: an open breaker
 // refuses it, nothing sent, and the call ends with a
 // *resilience.CircuitOpenError wrapping the last answer (its gRPC status
 // Unknown, as the interceptor's refusal), lost as failed after its
@@ -439,19 +456,19 @@ type governed struct {
 // having waited, takes a token). A call's own per-RPC credentials
 // (grpc.PerRPCCredentials) given before the option are kept, and asked
 // once the breaker let the attempt through; given after it, they replace
-// the option's, and the retry goes without asking the breaker.
+// the option's: gax sleeps the whole pause, and the retry goes without
+// asking the breaker.
 //
-// A call whose context ends while its Retryer sleeps before a retry (on a
-// client with the interceptor) is recorded as cancelled as the sleep
-// ends, whether that context is ctx or the call's own (a timeout of its
-// own, a child of ctx). One whose ctx ends while gax sleeps (on a client
-// without the interceptor) is recorded as cancelled by a watch of ctx,
-// since gax returns without telling its Retryer: the record is made as ctx
-// ends, on a goroutine of its own, and may come a moment after the call
-// returned (Do and the listings record it before they return). That
-// watch sees ctx alone: of a call made without the interceptor, with a
-// context of its own that ends during gax's sleep, nothing is recorded
-// until ctx ends; install the interceptor for such calls.
+// A call whose context ends while its Retryer, or its credentials, sleep
+// before a retry is recorded as cancelled as the sleep ends, whether that
+// context is ctx or the call's own (a timeout of its own, a child of
+// ctx). One whose ctx ends while gax sleeps (a REST call, or one whose
+// own credentials replaced the option's) is recorded as cancelled by a
+// watch of ctx, since gax returns without telling its Retryer: the record
+// is made as ctx ends, on a goroutine of its own, and may come a moment
+// after the call returned (Do and the listings record it before they
+// return). That watch sees ctx alone: of such a call, with a context of
+// its own that ends during gax's sleep, nothing is recorded.
 //
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
@@ -544,11 +561,17 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 		grpc.PerRPCCredentials(gate))
 }
 
-// retryGate asks the breaker for the retry of the Retry option's call on a
-// client without the interceptor, just before it is sent: grpc asks a
-// call's credentials for each attempt's metadata, with the attempt's
-// context, before it sends anything, and fails the attempt, unsent, with
-// the gRPC status of the error they return. The retry asks the guard's
+// retryGate sleeps the pause before the retry of the Retry option's call
+// on a gRPC client without the interceptor and asks the breaker for it,
+// just before it is sent: grpc asks a call's credentials for each
+// attempt's metadata, with the attempt's context (a child of the call's
+// own), before it sends anything, and fails the attempt, unsent, with
+// the gRPC status of the error they return. The pause is slept as the
+// Retryer sleeps it on a client with the interceptor (see sleep): a
+// breaker that opens meanwhile and would still refuse the retry when it
+// ended ends it; a context that ends it ends the call, recorded as
+// cancelled, with the context's error (its gRPC status the context's,
+// errors.Is finds the context's error). The retry then asks the guard's
 // Admit (as Do's does): an open breaker refuses it, a half-open one lets
 // it through as its probe, and with breaker_wait it waits for the verdict
 // on the attempt's context. It does nothing for the call's first attempt
@@ -565,9 +588,37 @@ type retryGate struct {
 func (g retryGate) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
 	if s := g.st; !s.intercepted {
 		if !s.woke() {
+			if s.ended != nil {
+				// The context ended the call while the gate slept, and the
+				// gate recorded it: nothing more is sent.
+				reason := context.Canceled
+				if errors.Is(s.ended, context.DeadlineExceeded) {
+					reason = context.DeadlineExceeded
+				}
+				return nil, &refusedRetry{err: s.ended, ctx: reason}
+			}
 			// The context ended the call while gax slept, and the watch
 			// recorded it: nothing more is sent.
 			return nil, status.FromContextError(s.ctx.Err()).Err()
+		}
+		s.gated = true
+		if d := s.pause; d > 0 {
+			// The pause before this retry, slept here, on the retry's
+			// context, which ends with the call's own, as the Retryer of
+			// a client with the interceptor sleeps it (see sleep): a
+			// breaker that opens meanwhile, and would still refuse the
+			// retry when the pause ended, ends it, and Admit refuses the
+			// retry; a context that ends it ends the call, recorded as
+			// cancelled.
+			s.pause = 0
+			if _, err := s.gd.Backoff(ctx, d); err != nil {
+				if eerr := s.gd.Enter(ctx); eerr != nil {
+					err = eerr
+				}
+				s.gd.End(err)
+				s.ended = err
+				return nil, &refusedRetry{err: err, ctx: ctx.Err()}
+			}
 		}
 		if err := s.gd.Admit(ctx); err != nil {
 			s.refused = err

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -181,7 +182,9 @@ func TestZeroValues(t *testing.T) {
 }
 
 // The watch that ends the Retry option's call when its context ends during
-// gax's sleep runs the governor's
+// gax's sleep (on a client without the interceptor, whose call's own
+// credentials, given after the option, replace its gate, which would
+// sleep the pause itself) runs the governor's
 // observer outside every lock, and the call does not wait for it: an
 // observer that calls back into the governor and waits for the call to
 // return sees it return.
@@ -219,7 +222,9 @@ func TestWatchRunsTheObserverOutsideTheCall(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)))
+			var n atomic.Int32
+			_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, Retry(ctx, feedScope(), WithGovernor(gov)),
+				gax.WithGRPCOptions(grpc.PerRPCCredentials(countingCreds{&n})))
 			returned.Store(true)
 			done <- err
 		}()

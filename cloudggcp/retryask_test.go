@@ -25,8 +25,8 @@ import (
 // asks as grpc sends it.
 
 // askFlavours are cutFlavours and the Retry option's call on a client
-// without the interceptor, whose pause gax sleeps, always whole: its
-// retry asks the guard's Admit just before grpc sends it.
+// without the interceptor, whose pause its gate sleeps (see retryGate):
+// its retry asks the guard's Admit just before grpc sends it.
 var askFlavours = append(cutFlavours[:len(cutFlavours):len(cutFlavours)], retryAlone)
 
 // retryAlone is the Retry option's call on a client without the
