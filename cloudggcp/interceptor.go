@@ -2,15 +2,19 @@ package cloudggcp
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/resilience"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // ClientOption returns the client option that installs UnaryClientInterceptor
@@ -419,9 +423,14 @@ func StreamClientOption(opts ...Option) option.ClientOption {
 // throttled stream, ResourceExhausted or Unavailable, halves the
 // scope's rate and pauses it for RetryInfo's delay, and is a give-up
 // counted towards the breaker; a transient one is a failure; a fatal
-// provider answer resets the breaker); a stream ended by its context (its
-// caller cancelled it, or its deadline passed) is lost as cancelled
-// (resilience.LossCancelled), as a unary call ended by its context is.
+// provider answer resets the breaker). A stream its caller cancelled
+// once it had delivered a message (a Watch or StreamingPull shut down,
+// the way such a stream ends) was served: it is a success, not a lost
+// call, so that a task holding one does not read as degraded in its
+// ledger. A stream ended by its context otherwise (cancelled before it
+// delivered anything, or its deadline passed, which may have cut a
+// finite stream short) is lost as cancelled (resilience.LossCancelled),
+// as a unary call ended by its context is.
 // A stream that failed to open is recorded as a failed attempt of a
 // unary call is (its answer, no breaker failure: gax may retry the
 // opening). Nothing in between (the messages sent and received) is paced
@@ -478,7 +487,7 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 // panic of the streamer ends gd as lost to it, and goes on.
 func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, st *callState, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts []grpc.CallOption) (grpc.ClientStream, error) {
-	end := &streamEnd{gd: gd, st: st}
+	end := &streamEnd{gd: gd, st: st, ctx: ctx}
 	copts = append(copts[:len(copts):len(copts)], grpc.OnFinish(end.finish))
 	returned := false
 	defer func() {
@@ -499,7 +508,23 @@ func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Gu
 	gd.Release()
 	returned = true
 	end.opened()
-	return cs, nil
+	return &servedStream{ClientStream: cs, end: end}, nil
+}
+
+// servedStream is an open stream that tells its end whether it delivered
+// a message (see streamEnd.end).
+type servedStream struct {
+	grpc.ClientStream
+	end *streamEnd
+}
+
+// RecvMsg implements grpc.ClientStream.
+func (s *servedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err == nil {
+		s.end.served.Store(true)
+	}
+	return err
 }
 
 // streamEnd ends the guard of an open stream as grpc finishes the stream
@@ -509,8 +534,10 @@ func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Gu
 // streamEnd nothing. The mutex orders the stream's opening before its end;
 // the guard is ended outside it.
 type streamEnd struct {
-	gd *resilience.Guard
-	st *callState // the Retry option's call, or nil
+	gd     *resilience.Guard
+	st     *callState      // the Retry option's call, or nil
+	ctx    context.Context // the stream's
+	served atomic.Bool     // the stream delivered a message
 
 	mu       sync.Mutex
 	open     bool  // openStream is done with the guard
@@ -543,8 +570,13 @@ func (e *streamEnd) opened() {
 
 // end records the stream's final status: nil (io.EOF) a success, which
 // the Retry option's call st reports once (its own grpc.OnFinish may
-// have reported it first).
+// have reported it first). A stream its caller cancelled once it had
+// delivered a message (a Watch shut down, as a Watch ends) was served:
+// a success too, not a call lost as cancelled.
 func (e *streamEnd) end(err error) {
+	if err != nil && e.served.Load() && status.Code(err) == codes.Canceled && errors.Is(e.ctx.Err(), context.Canceled) {
+		err = nil
+	}
 	if err == nil {
 		if e.st != nil {
 			e.st.succeed()

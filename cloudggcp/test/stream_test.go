@@ -88,7 +88,8 @@ func streamClient(t *testing.T, opts ...option.ClientOption) healthpb.HealthClie
 // paced, whose slot goes back once the stream is open; its end is its
 // outcome, recorded once: a success at io.EOF, a failure with the
 // status it ended with (throttling a give-up, counted towards the
-// breaker), a context that ended it as cancelled.
+// breaker), its caller's cancellation once it was served a success
+// (TestAStreamItsCallerEndsAfterItWasServedIsNotLost).
 func TestAStreamIsGovernedFromItsOpeningToItsEnd(t *testing.T) {
 	type want struct {
 		calls, throttled, gaveUp, cancelled, lost int64
@@ -106,8 +107,8 @@ func TestAStreamIsGovernedFromItsOpeningToItsEnd(t *testing.T) {
 		{"exhausted-at-open", true, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.ResourceExhausted}},
 		{"exhausted-mid-stream", false, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.ResourceExhausted}},
 		{"unavailable-mid-stream", true, want{calls: 1, throttled: 1, gaveUp: 1, lost: 1, failures: 1, code: codes.Unavailable}},
-		{"hold", false, want{calls: 1, cancelled: 1, lost: 1, code: codes.Canceled}},
-		{"hold", true, want{calls: 1, cancelled: 1, lost: 1, code: codes.Canceled}},
+		{"hold", false, want{calls: 1, code: codes.Canceled}},
+		{"hold", true, want{calls: 1, code: codes.Canceled}},
 	} {
 		name := tc.service
 		if tc.retry {
@@ -224,5 +225,82 @@ func TestAStreamThatFailsToOpenGivesItsSlotBack(t *testing.T) {
 	if tot.Calls != 1 || tot.Throttled != 1 || tot.Lost() != 0 || snap.Breaker.Failures != 0 || snap.InFlight != 0 {
 		t.Fatalf("totals %+v, breaker %+v, %d slots held: want one call, throttled, no breaker failure, no slot held",
 			tot, snap.Breaker, snap.InFlight)
+	}
+}
+
+// A stream its caller shuts down by cancelling its context once it was
+// open and served (a Watch that received its messages, as every Watch,
+// StreamingPull or Listen ends) is not a lost call: the provider served
+// it, and the ledger, which marks a task degraded, counts it nowhere; the
+// stream is a success. One cancelled before it delivered anything is
+// lost as cancelled, as a unary call ended by its context is. Before, both
+// were lost as cancelled: every run holding a Watch read as degraded.
+func TestAStreamItsCallerEndsAfterItWasServedIsNotLost(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		retry, recv     bool
+		cancelled, lost int64
+		breakerFailures int
+	}{
+		{"served", false, true, 0, 0, 0},
+		{"served/retry", true, true, 0, 0, 0},
+		{"nothing received", false, false, 1, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gov, err := resilience.NewGovernor(resilience.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gopts := []cloudggcp.Option{cloudggcp.WithGovernor(gov),
+				cloudggcp.WithScopeFunc(func(context.Context, string, any) (resilience.Scope, bool) { return watchScope, true })}
+			c := streamClient(t, cloudggcp.ClientOption(gopts...), cloudggcp.StreamClientOption(gopts...))
+			run, stats := resilience.WithStats(context.Background())
+			run, ledger := resilience.WithLedger(run, "health")
+			// A deadline of its own, far off: the Retry option's timeout
+			// would end a stream opened on a context without one (see Retry).
+			ctx, cancel := context.WithTimeout(run, time.Hour)
+			defer cancel()
+			var opts []gax.CallOption
+			if tc.retry {
+				opts = append(opts, cloudggcp.Retry(run, watchScope, gopts...))
+			}
+			var stream healthpb.Health_WatchClient
+			err = gax.Invoke(ctx, func(ctx context.Context, settings gax.CallSettings) error {
+				var err error
+				stream, err = c.Watch(ctx, &healthpb.HealthCheckRequest{Service: "hold"}, settings.GRPC...)
+				return err
+			}, opts...)
+			if err != nil {
+				t.Fatalf("opening the stream: %v", err)
+			}
+			if tc.recv {
+				if _, err := stream.Recv(); err != nil {
+					t.Fatalf("the stream's first message: %v", err)
+				}
+			}
+			cancel() // the caller is done with the stream
+			for {
+				if _, err = stream.Recv(); err != nil {
+					break
+				}
+			}
+			if status.Code(err) != codes.Canceled {
+				t.Fatalf("the stream ended with %v, want Canceled", err)
+			}
+			var tot resilience.Counters
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				tot = gov.Summary(stats).Totals
+				if tot.Cancelled == tc.cancelled && int64(ledger.Lost()) == tc.lost && gov.Inspect(watchScope).InFlight == 0 && (tc.lost == 1 || tot.Calls == 1) {
+					break
+				}
+			}
+			if tot.Calls != 1 || tot.Cancelled != tc.cancelled || int64(ledger.Lost()) != tc.lost {
+				t.Fatalf("calls %d, cancelled %d, ledger %d lost (%q); want 1 call, %d cancelled, %d lost",
+					tot.Calls, tot.Cancelled, ledger.Lost(), ledger.Describe(), tc.cancelled, tc.lost)
+			}
+			if n := gov.Inspect(watchScope).Breaker.Failures; n != tc.breakerFailures {
+				t.Fatalf("%d breaker failures, want %d", n, tc.breakerFailures)
+			}
+		})
 	}
 }
