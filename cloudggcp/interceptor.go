@@ -584,5 +584,15 @@ func (e *streamEnd) end(err error) {
 		}
 		e.gd.After(nil)
 	}
+	if cerr := e.ctx.Err(); err != nil && e.st != nil && cerr != nil {
+		// The Retry option's guard, begun on the run's context, does not
+		// know the stream's own, which ended it: lost as cancelled, as
+		// the interceptor's own guard records it, not as the local error
+		// the context's gRPC status reads as.
+		if eerr := e.gd.Enter(e.ctx); eerr != nil {
+			cerr = eerr
+		}
+		err = cerr
+	}
 	e.gd.End(err)
 }

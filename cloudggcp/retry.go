@@ -121,6 +121,9 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 	if !s.woke() {
 		return 0, false // the context ended the call while gax or the Retryer slept
 	}
+	if !s.paced && s.refused == nil && s.attemptCtx != nil && s.attemptCtx.Err() != nil {
+		return s.endedByContext(err)
+	}
 	d, ok := s.retry(err)
 	switch {
 	case !ok:
@@ -154,6 +157,27 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 	s.gated, s.pause = false, 0
 	s.watchSleep()
 	return d, ok
+}
+
+// endedByContext ends the Retry option's call whose attempt, sent through
+// the interceptor, the context of the call's attempts ended (the run's,
+// or the call's own: a timeout or cancel of its own, which the guard,
+// begun on the run's, does not know): the call is lost as cancelled, as
+// when that context ends the pause before a retry (see sleep), not
+// retried, nor recorded as the local error the context's gRPC status
+// reads as.
+func (s *callState) endedByContext(err error) (time.Duration, bool) {
+	if !s.recorded {
+		s.gd.After(err)
+	}
+	s.recorded, s.last = false, err
+	cerr := s.attemptCtx.Err()
+	if eerr := s.gd.Enter(s.attemptCtx); eerr != nil {
+		cerr = eerr
+	}
+	s.gd.End(cerr)
+	s.ended = cerr
+	return 0, false
 }
 
 // restAnswer reports whether err is a REST client's answer (gax's
@@ -462,7 +486,8 @@ type governed struct {
 // A call whose context ends while its Retryer, or its credentials, sleep
 // before a retry is recorded as cancelled as the sleep ends, whether that
 // context is ctx or the call's own (a timeout of its own, a child of
-// ctx). One whose ctx ends while gax sleeps (a REST call, or one whose
+// ctx); so is one, on a client with the interceptor, whose context ends
+// while an attempt (or a stream it opened) is out. One whose ctx ends while gax sleeps (a REST call, or one whose
 // own credentials replaced the option's) is recorded as cancelled by a
 // watch of ctx, since gax returns without telling its Retryer: the record
 // is made as ctx ends, on a goroutine of its own, and may come a moment

@@ -234,7 +234,9 @@ func TestAStreamThatFailsToOpenGivesItsSlotBack(t *testing.T) {
 // it, and the ledger, which marks a task degraded, counts it nowhere; the
 // stream is a success. One cancelled before it delivered anything is
 // lost as cancelled, as a unary call ended by its context is. Before, both
-// were lost as cancelled: every run holding a Watch read as degraded.
+// were lost, as cancelled (or, for the Retry option's, whose guard's
+// context is the run's, as errored: a local error): every run holding a
+// Watch read as degraded.
 func TestAStreamItsCallerEndsAfterItWasServedIsNotLost(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
@@ -245,6 +247,7 @@ func TestAStreamItsCallerEndsAfterItWasServedIsNotLost(t *testing.T) {
 		{"served", false, true, 0, 0, 0},
 		{"served/retry", true, true, 0, 0, 0},
 		{"nothing received", false, false, 1, 1, 0},
+		{"nothing received/retry", true, false, 1, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gov, err := resilience.NewGovernor(resilience.Config{})
