@@ -20,9 +20,10 @@ type Loss uint8
 const (
 	// LossGaveUp: sent, retried, and still throttled when retrying stopped
 	// (no attempts left, the deadline, the breaker, the SDK's own loop, or
-	// the empty retry budget). A call the empty retry budget stopped,
-	// given up, failed or errored, is listed with "retry budget exhausted
-	// after " and its last answer.
+	// the empty retry budget). A call, given up, failed or errored, that
+	// the empty retry budget, its deadline or an open breaker stopped is
+	// listed with what stopped it ("retry budget exhausted", "deadline
+	// exceeded", "circuit open"), " after " and its last answer.
 	LossGaveUp Loss = iota
 	// LossSkipped: refused by an open circuit breaker, nothing sent.
 	LossSkipped

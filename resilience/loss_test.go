@@ -661,7 +661,8 @@ func TestLostErroredByALocalError(t *testing.T) {
 		}
 
 		// The SDK's retry of the local error comes after the call's
-		// deadline: Enter stops it, and the call is lost all the same.
+		// deadline: Enter stops it, and the call is lost all the same,
+		// listed as stopped by the deadline as the budget's stop is.
 		r = newRun(context.Background())
 		gd, _ = g.Begin(r.ctx, iamUsers, WithPolicy(RetryPolicy{Deadline: 5 * time.Second}))
 		gd.Enter(r.ctx)
@@ -675,7 +676,10 @@ func TestLostErroredByALocalError(t *testing.T) {
 			t.Fatal("a retry past the deadline was let through")
 		}
 		gd.End(err)
-		check("a local error whose retry the deadline stopped", r, 1)
+		r.lost(t, g, LossErrored, 1)
+		if d := r.ledger.Describe(); d != "degraded: 1 call(s) errored (local errors, no provider answer) (aws/123456789012/*/iam/ListUsers: deadline exceeded after signing failed)" {
+			t.Errorf("deadline: ledger %q", d)
+		}
 	})
 }
 

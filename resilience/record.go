@@ -288,7 +288,7 @@ func (gd *Guard) recordFailedDead(now time.Duration, reason, dead string) {
 		// breaker stopped: the service is not to blame. A local error
 		// still ends the call lost.
 		if gd.last.local {
-			gd.lose(LossErrored, gd.last.err.Error())
+			gd.lose(LossErrored, stoppedDesc(reason, gd.last.err.Error()))
 		}
 		gd.reportDead(dead)
 		if gd.last.local {
@@ -297,7 +297,7 @@ func (gd *Guard) recordFailedDead(now time.Duration, reason, dead string) {
 		return
 	}
 	opened, from := gd.failBreaker(now)
-	gd.spend()
+	gd.spend(reason)
 	gd.reportDead(dead)
 	gd.reportOpened(opened, from)
 	gd.emitSpent(reason)
@@ -344,21 +344,23 @@ func (gd *Guard) openedFor() string {
 // when retrying stopped for reason: a give-up when the last answer was
 // throttling, a failure when it was a transient error.
 func (gd *Guard) recordSpent(reason string) {
-	gd.spend()
+	gd.spend(reason)
 	gd.emitSpent(reason)
 }
 
-// spend counts and lists the loss recordSpent records, reporting nothing.
-func (gd *Guard) spend() { gd.spendAs(gd.last.desc) }
-
-// spendAs is spend with desc, what the ledger lists for the loss.
-func (gd *Guard) spendAs(desc string) {
+// spend counts and lists the loss recordSpent records, reporting nothing:
+// the ledger lists, and the scope's last error keeps, what stopped the
+// retries for reason with the last answer (stoppedDesc).
+func (gd *Guard) spend(reason string) {
+	desc := stoppedDesc(reason, gd.last.desc)
 	switch gd.last.kind {
 	case Throttled:
 		gd.live()
-		gd.recordErrorAs(desc) // what ended it, the budget's stop too
+		gd.recordErrorAs(desc)
 		gd.lose(LossGaveUp, desc)
 	case Transient:
+		gd.live()
+		gd.recordErrorAs(desc)
 		gd.lose(LossFailed, desc)
 	}
 }
@@ -413,17 +415,31 @@ type reasonBreaker interface {
 // recordBudgetExhausted records a call the empty retry budget stopped: no
 // breaker failure, since the budget and not the service stopped it; the
 // call is lost as recordSpent says, and the ledger says the budget ended
-// it (budgetDesc).
+// it (stoppedDesc).
 func (gd *Guard) recordBudgetExhausted() {
-	gd.spendAs(budgetDesc(gd.last.desc))
+	gd.spend("budget")
 	gd.recordBudgetEvent()
 	gd.emitSpent("budget")
 }
 
-// budgetDesc is what the ledger lists for a call the empty retry budget
-// stopped, whose last answer desc describes: the budget, not the answer
-// alone (which a call whose attempts ran out gives up on), ended it.
-func budgetDesc(desc string) string { return "retry budget exhausted after " + desc }
+// stoppedDesc is what the ledger lists, and the scope's last error keeps,
+// for a call lost when retrying stopped for reason, whose last answer
+// desc describes: for the empty retry budget ("budget"), the deadline
+// ("deadline") and an open breaker ("breaker"), what stopped the retries
+// and "after" the answer, since the answer alone (which a call whose
+// attempts ran out gives up on) did not end the call; for any other
+// reason, desc.
+func stoppedDesc(reason, desc string) string {
+	switch reason {
+	case "budget":
+		return state.ErrBudgetExhausted.Error() + " after " + desc
+	case "deadline":
+		return "deadline exceeded after " + desc
+	case "breaker":
+		return state.ErrCircuitOpen.Error() + " after " + desc
+	}
+	return desc
+}
 
 // recordBudgetEvent reports the retry budget refusing a retry.
 func (gd *Guard) recordBudgetEvent() {

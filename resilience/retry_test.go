@@ -354,6 +354,10 @@ func TestBudgetStopOfATransientErrorIsNotAThrottledGiveUp(t *testing.T) {
 			ledger.Describe() != "degraded: 1 call(s) failed after retries (transient errors) (aws/123456789012/*/iam/ListUsers: retry budget exhausted after InternalError)" {
 			t.Fatalf("%d attempts, ledger %q, totals %v", n, ledger.Describe(), tot)
 		}
+		// The scope's last error says so too (Counters.LastError).
+		if le := g.Summary(nil).Scopes[iamUsers.ServiceScope()].LastError; le != "retry budget exhausted after InternalError" {
+			t.Fatalf("the scope's LastError %q; want the budget named", le)
+		}
 	})
 }
 
@@ -396,4 +400,64 @@ func TestRetryOfAnEndlessWaitIsPastTheDeadline(t *testing.T) {
 			gd.End(err)
 		}
 	})
+}
+
+// A call whose retries its deadline (the policy's or the context's) or an
+// opened breaker stopped says so, in the ledger and in its scope's last
+// error, in the grammar of the empty budget's stop: what stopped the
+// retries, "after" the last answer. The last answer alone reads as if the
+// provider's answer had ended the call, as when its attempts run out.
+func TestARetryStopSaysWhatStoppedIt(t *testing.T) {
+	throttled := "throttled: " + throttle().Error()
+	for _, c := range []struct {
+		name string
+		sc   Scope
+		stop string // what the ledger says stopped the retries
+		run  func(t *testing.T, g *Governor, ctx context.Context) error
+	}{
+		{"the policy's deadline", iamUsers, "deadline exceeded", func(t *testing.T, g *Governor, ctx context.Context) error {
+			n := 0
+			return Do(ctx, iamUsers, always(&n, throttleAfter(30*time.Second)), WithGovernor(g), WithPolicy(RetryPolicy{Deadline: 10 * time.Second}))
+		}},
+		{"the context's deadline", iamUsers, "deadline exceeded", func(t *testing.T, g *Governor, ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			n := 0
+			return Do(ctx, iamUsers, always(&n, throttleAfter(30*time.Second)), WithGovernor(g))
+		}},
+		{"a breaker opened between attempts", ec2Subnets, "circuit open", func(t *testing.T, g *Governor, ctx context.Context) error {
+			gd, _ := g.Begin(ctx, ec2Subnets)
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatal(err)
+			}
+			gd.After(throttle())
+			if _, err := gd.Retry(0); err != nil {
+				t.Fatalf("Retry: %v", err)
+			}
+			openBreaker(t, g)
+			err := gd.Pace(ctx)
+			gd.End(err)
+			if !errors.Is(err, ErrCircuitOpen) {
+				t.Fatalf("Pace: %v, want the open breaker's refusal", err)
+			}
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				ctx, ledger := WithLedger(context.Background(), "t")
+				if err := c.run(t, g, ctx); err == nil {
+					t.Fatal("the call succeeded")
+				}
+				want := c.sc.String() + ": " + c.stop + " after " + throttled
+				if r := ledger.Reasons(); ledger.Count(LossGaveUp) != 1 || len(r) != 1 || r[0] != want {
+					t.Fatalf("ledger %q, reasons %q; want one give-up, %q", ledger.Describe(), r, want)
+				}
+				if le := g.Summary(nil).Scopes[c.sc.ServiceScope()].LastError; le != c.stop+" after "+throttled {
+					t.Fatalf("the scope's LastError %q; want %q", le, c.stop+" after "+throttled)
+				}
+			})
+		})
+	}
 }

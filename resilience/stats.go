@@ -253,8 +253,9 @@ type Counters struct {
 	Rate    float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen, in requests per second; 0: never changed
 	MinRate float64       `json:"min_rate_rps,omitempty"` // the lowest, in requests per second; 0: never slowed
 	// LastError describes the last throttled or failed answer, or, for a
-	// call the empty retry budget stopped, "retry budget exhausted after"
-	// that answer.
+	// call whose retries the empty retry budget, its deadline or an open
+	// breaker stopped, what stopped them ("retry budget exhausted",
+	// "deadline exceeded", "circuit open") "after" that answer.
 	LastError string `json:"last_error,omitempty"`
 }
 
