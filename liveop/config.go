@@ -155,8 +155,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // it, a merge key (<<) that brings live_* keys into the section, a
 // provider's mapping or providers (ratelimit.aws.<<: unknown key, as
 // resilience.ParseConfig says),
-// malformed values, negative ones, and an explicit
-// zero live_max_concurrent, live_max_concurrent_total,
+// malformed values, negative ones, a null (live_cooldown_seconds: ~,
+// which would read as the default that leaving the key out says), and an
+// explicit zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0), all
 // of a document's at once (joined with errors.Join; errors.As finds the

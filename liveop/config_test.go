@@ -69,7 +69,7 @@ func TestResilienceReadsTheSameSection(t *testing.T) {
 }
 
 func TestParseConfigDefaults(t *testing.T) {
-	for _, doc := range []string{"", "ratelimit: {aws: {max_rps: 5}}\n", `{"ratelimit": {}}`, "ratelimit:\n", "live_operation_timeout_seconds: null\n"} {
+	for _, doc := range []string{"", "ratelimit: {aws: {max_rps: 5}}\n", `{"ratelimit": {}}`, "ratelimit:\n"} {
 		cfg, err := ParseConfig([]byte(doc))
 		if err != nil || cfg.OperationTimeoutSeconds != 3600 || cfg.CooldownSeconds != nil || cfg.ProviderCooldownSeconds != nil {
 			t.Errorf("%q: %+v, %v", doc, cfg, err)
@@ -92,6 +92,7 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"live_max_concurrent_total: 0\n", "ratelimit.live_max_concurrent_total: must be > 0"},
 		{"live_caller_window_seconds: 0\n", "ratelimit.live_caller_window_seconds: must be > 0"},
 		{"live_operation_timeout_seconds: 0\n", "ratelimit.live_operation_timeout_seconds: must be > 0"},
+		{"live_operation_timeout_seconds: null\n", "ratelimit.live_operation_timeout_seconds: must be a number, not null (leave the key out for the default)"},
 		{"live_max_concurrent: 1.5\n", `ratelimit.live_max_concurrent: "1.5" is not a whole number`},
 		{"live_caller_max_operations: -1\n", "ratelimit.live_caller_max_operations: must be >= 0"},
 		{"live_cooldown_seconds: -5\n", "ratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},

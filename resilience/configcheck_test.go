@@ -332,3 +332,22 @@ func TestAnEmptyNameIsRefused(t *testing.T) {
 	wantMistakes(t, `{"ratelimit": {"providers": {"github": {"controller": ""}}}}`, "ratelimit.providers.github.controller: must not be empty (leave the key out for the default)")
 	accepted(t, "aws: {controller: ~}\n")
 }
+
+// An explicit null where a setting takes a number (max_rps: ~, max_rps:
+// with nothing after it, "max_rps": null) is refused, as an explicit zero
+// rate and an empty name are: it reads as the default, which the key left
+// out says, so a user who wrote it meant something else: no limit, a
+// bucket or a budget turned off, or a value lost on its way into the file
+// (max_rps: ${MAX_RPS}, an unset variable). A null section or service
+// (aws: with every key under it commented out) is still an empty one.
+func TestAnExplicitNullNumberIsRefused(t *testing.T) {
+	wantMistakes(t, "aws: {max_rps: ~}\n", "ratelimit.aws.max_rps: must be a number, not null (leave the key out for the default)")
+	wantMistakes(t, "aws:\n  services:\n    ec2:\n      max_rps:\n", "ratelimit.aws.services.ec2.max_rps: must be a number, not null (leave the key out for the default)")
+	wantMistakes(t, `{"ratelimit": {"gcp": {"retry_budget": null, "deadline_seconds": null}}}`,
+		"ratelimit.gcp.retry_budget: must be a number, not null (leave the key out for the default)",
+		"ratelimit.gcp.deadline_seconds: must be a number, not null (leave the key out for the default)")
+	// Where 0 turns a thing off, the message says so.
+	wantMistakes(t, "azure: {account_max_rps: ~}\n", "ratelimit.azure.account_max_rps: must be a number, not null (leave the key out for the default; 0 turns the bucket off)")
+	wantMistakes(t, "providers: {github: {max_concurrency: null}}\n", "ratelimit.providers.github.max_concurrency: must be a number, not null (leave the key out for the default)")
+	accepted(t, "aws: ~\nazure:\ngcp: {services: {cloudasset: ~}}\nproviders: {github: ~}\n")
+}

@@ -1,6 +1,7 @@
 // Package yamlconf decodes configuration sections from YAML or JSON
 // strictly: unknown keys, duplicate keys, malformed values, values of
-// the wrong type and empty strings are errors that name the key path
+// the wrong type, empty strings and a null number are errors that name
+// the key path
 // (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
 // every mistake of a document at once (errors.Join). Keys ending in _seconds
 // take a number of seconds or a Go duration string ("90s"). Numbers are
@@ -279,6 +280,15 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// isNumber reports whether t, or the type a pointer t points to, is a
+// number the decoder reads (an int or a float64).
+func isNumber(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Int || t.Kind() == reflect.Float64
+}
+
 // decode decodes n into v strictly; path, of keys keys, is n's; key is v's
 // own key name ("" for the root), which decides whether it must be
 // positive or may be a duration, and rule its field's range, if any. lenient ignores keys a struct at
@@ -289,7 +299,18 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 		return errorf(path, "alias nesting too deep")
 	}
 	if isNull(n) {
-		v.SetZero()
+		if isNumber(v.Type()) {
+			// As an explicit zero rate and an empty name are: null reads
+			// as the default, which leaving the key out says, so a user
+			// who wrote it meant another thing (none, off) or lost a value
+			// on its way into the file (max_rps: ${MAX_RPS}).
+			msg := "must be a number, not null (leave the key out for the default"
+			if rule != nil && rule.note != "" {
+				msg += "; " + rule.note
+			}
+			return errorf(path, msg+")")
+		}
+		v.SetZero() // a section, a mapping, a name or a switch left empty
 		return nil
 	}
 	switch v.Kind() {
