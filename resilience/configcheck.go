@@ -27,7 +27,10 @@ import (
 // above breaker_max_cooldown_seconds, which has no upper bound of its own, a
 // burst below one token or set for a bucket that is off, the goodput
 // controller beside adaptive: false), a name under Providers that has a
-// field of its own (aws, azure, gcp) or space around it, and a service key
+// field of its own (aws, azure, gcp) or space around it, or that differs in
+// case alone from one an imported integration knows (GitHub, where
+// cloudghttp is imported and its scopes say github) or from another name
+// under Providers (myapi and MyAPI), and a service key
 // that no call can match: one with space around its names, one spelt as no
 // scope of the provider is (an AWS service in upper case), or, where an SDK
 // integration is imported that knows its provider's names (cloudgaws does
@@ -68,6 +71,16 @@ func (c Config) Validate() error {
 			errs = append(errs, fieldErr(path, fmt.Sprintf("a provider name has no space around it (%s)", trimmed)))
 			continue
 		}
+		if known := registeredNear(name); known != "" {
+			// As for aws, azure and gcp: an integration's scopes say
+			// known, so no call goes by name.
+			errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.providers.%s (provider names are case-sensitive)", name, known, known)))
+			continue
+		}
+		if twin := caseTwin(name, names); twin != "" {
+			errs = append(errs, fieldErr(path, fmt.Sprintf("%q and %q differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say", name, twin)))
+			continue
+		}
 		pc := c.Providers[name]
 		errs = append(errs, pc.validate(name, path)...)
 	}
@@ -80,6 +93,30 @@ func builtinNear(name string) string {
 	for _, own := range []string{"aws", "azure", "gcp"} {
 		if strings.EqualFold(strings.TrimSpace(name), own) {
 			return own
+		}
+	}
+	return ""
+}
+
+// registeredNear returns the provider name an imported integration knows
+// (scopenames) that name is in another case, and "" when there is none
+// or name is one.
+func registeredNear(name string) string {
+	for _, known := range scopenames.Providers() {
+		if known != name && strings.EqualFold(known, name) {
+			return known
+		}
+	}
+	return ""
+}
+
+// caseTwin returns the first other name of names, in their order, that
+// differs from name in case alone, and "" when there is none. Both of a
+// pair are reported, each naming the other.
+func caseTwin(name string, names []string) string {
+	for _, other := range names {
+		if other != name && strings.EqualFold(other, name) {
+			return other
 		}
 	}
 	return ""

@@ -284,3 +284,19 @@ func TestRegisteredNameCheck(t *testing.T) {
 	wantMistakes(t, "providers: {acme: {services: {order: {max_rps: 5}, orders.List: {max_rps: 2}}}}\n",
 		"ratelimit.providers.acme.services.order: unknown acme service (did you mean orders?)")
 }
+
+// A provider name under providers that differs in case alone from one an
+// imported integration knows (GitHub, where cloudghttp's scopes say
+// github) tunes no call, as AWS does not tune aws's: it is refused, as
+// that is; so is a pair of names that differ in case alone (acme and
+// Acme), of which a user could have meant one at most.
+func TestAProviderNameInAnotherCaseIsRefused(t *testing.T) {
+	scopenames.Register("acme", func(service, op string) string { return "" })
+	defer scopenames.Register("acme", nil)
+	wantMistakes(t, "providers: {Acme: {max_rps: 5}}\n",
+		`ratelimit.providers.Acme: "Acme" is not acme, whose calls go by ratelimit.providers.acme (provider names are case-sensitive)`)
+	wantMistakes(t, "providers: {myapi: {max_rps: 5}, MyAPI: {max_rps: 2}}\n",
+		`ratelimit.providers.MyAPI: "MyAPI" and "myapi" differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say`,
+		`ratelimit.providers.myapi: "myapi" and "MyAPI" differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say`)
+	accepted(t, "providers: {acme: {max_rps: 5}, MyAPI: {max_rps: 2}}\n")
+}

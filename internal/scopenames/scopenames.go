@@ -8,7 +8,10 @@
 // errread; the core itself imports no SDK.
 package scopenames
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // A Check explains why an override key of a provider matches no scope the
 // integration makes, "unknown AWS service (did you mean secretsmanager?)",
@@ -32,6 +35,18 @@ func Register(provider string, c Check) {
 		return
 	}
 	checks[provider] = c
+}
+
+// Providers returns the providers that have a check, in byte order.
+func Providers() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	names := make([]string, 0, len(checks))
+	for name := range checks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Lookup returns the check of provider's keys, or nil.
