@@ -324,3 +324,85 @@ func TestASlotHandedToACallerThatHasGoneGoesToTheNext(t *testing.T) {
 		<-a
 	})
 }
+
+// A waiting caller that needs two scopes, one free and one held, keeps
+// its place for the free one: a caller that comes later for that scope
+// alone waits behind it, and does not take the slot the first needs, so
+// that the first starts when its other scope frees. (It used to take it,
+// and callers coming in turn for either scope could starve the first for
+// ever.)
+func TestAWaiterForTwoScopesIsNotOvertakenOnOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+		var mu sync.Mutex
+		var order []string
+		op := func(name string) func(context.Context) (string, error) {
+			return func(context.Context) (string, error) {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				time.Sleep(10 * time.Second)
+				return name, nil
+			}
+		}
+		waiting := func(key string, scopes ...string) Request {
+			r := req(key, scopes...)
+			r.Wait = true
+			return r
+		}
+		outs := []<-chan outcome{goRun(context.Background(), g, req("holder", "aws/b"), op("holder"))}
+		synctest.Wait()
+		outs = append(outs, goRun(context.Background(), g, waiting("both", "aws/a", "aws/b"), op("both")))
+		synctest.Wait()
+		time.Sleep(time.Second)
+		outs = append(outs, goRun(context.Background(), g, waiting("later", "aws/a"), op("later")))
+		synctest.Wait()
+		for _, o := range outs {
+			if o := <-o; o.err != nil {
+				t.Fatal(o.err)
+			}
+		}
+		if want := []string{"holder", "both", "later"}; !slices.Equal(order, want) {
+			t.Fatalf("operations started in the order %v, want %v (the order their callers came)", order, want)
+		}
+	})
+}
+
+// A Run inside an operation's function is not held back by a slot kept
+// for a caller waiting for that operation's scope: the waiter waits for
+// the operation, which waits for the Run, so that keeping the slot from
+// the Run would leave all three waiting for ever.
+func TestANestedRunTakesASlotKeptForACallerWaitingForItsOperation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+		started := make(chan struct{})
+		release := make(chan struct{})
+		var nested outcome
+		outer := goRun(context.Background(), g, req("outer", "aws/a"), func(ctx context.Context) (string, error) {
+			close(started)
+			<-release
+			inner := req("inner", "aws/b")
+			inner.Wait = true
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			start := time.Now()
+			nested.val, nested.err = Run(ctx, g, inner, func(context.Context) (string, error) { return "inner", nil })
+			if nested.err == nil && time.Since(start) != 0 {
+				nested.err = fmt.Errorf("started after %v", time.Since(start))
+			}
+			return "outer", nil
+		})
+		<-started
+		both := req("both", "aws/a", "aws/b")
+		both.Wait = true
+		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
+		synctest.Wait()
+		close(release)
+		if o := <-outer; o.err != nil || nested.err != nil || nested.val != "inner" {
+			t.Fatalf("the outer operation: %v; the Run inside it: %q, %v; want it started at once", o.err, nested.val, nested.err)
+		}
+		if o := <-waiter; o.err != nil || o.val != "both" {
+			t.Fatalf("the waiting caller: %q, %v", o.val, o.err)
+		}
+	})
+}

@@ -37,7 +37,12 @@
 //     starts meanwhile. Waiting callers get slots in the order they
 //     came: a freed slot goes to the first of them it lets start, and is
 //     kept for it, so that no caller that came later (waiting or not)
-//     takes it. A Run inside an operation's function that would
+//     takes it; and a caller that needs two scopes, one of them still
+//     full, keeps the free slot of the other, so that a caller that came
+//     later for that scope alone does not take it. A Run inside an
+//     operation's function takes such a slot all the same (the caller
+//     that keeps it may be waiting for that operation, which waits for
+//     the Run), and one that would
 //     wait for a slot only that operation (or one it runs inside) can
 //     free is refused at once, the busy refusal wrapping ErrNested.
 //

@@ -30,6 +30,7 @@ type Guard struct {
 	queue   []*waiter      // the callers waiting for a slot, in the order they came
 	held    map[string]int // slots kept for waiting callers a slot was handed to, per scope (see Guard.handOff)
 	heldAll int            // slots kept for them in all
+	kept    map[string]int // slots kept for waiting callers still waiting for another of their scopes, per scope (see Guard.handOff)
 }
 
 // waiter is a caller waiting for a slot (Request.Wait), in Guard.queue
@@ -41,6 +42,8 @@ type waiter struct {
 	ready  chan struct{} // made by the caller, in its testing/synctest bubble if it is in one; closed when it is to look again
 	woken  bool          // ready is closed
 	holds  bool          // a slot of each of its scopes and one of the total are kept for it
+	kept   []string      // its scopes whose slot is kept for it while it waits for the others
+	nested bool          // its Run is inside an operation's function (see Guard.firstBroken)
 }
 
 // Request describes one live operation. The zero Request has no key (it
@@ -65,7 +68,9 @@ type Request struct {
 	// refusal, unless only the operation the caller runs inside could
 	// free it (see ErrNested). Waiting callers get slots in the order
 	// they came: a freed slot goes to the first of them it lets start,
-	// and no caller that came later takes it.
+	// and no caller that came later takes it; a caller still waiting for
+	// one of its scopes keeps the free slots of the others, except from
+	// a Run inside an operation's function.
 	Wait bool
 	// Timeout bounds the operation: 0 takes the guard's operation
 	// timeout; a negative Timeout means none.
@@ -97,6 +102,7 @@ func (g *Guard) init() {
 	g.cooling = map[string]time.Time{}
 	g.starts = map[string][]time.Time{}
 	g.held = map[string]int{}
+	g.kept = map[string]int{}
 }
 
 // flight is one running operation.
@@ -236,7 +242,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 			g.mu.Unlock()
 			return f, nil
 		}
-		refused := g.refusal(now, scopes, req)
+		refused := g.refusal(now, scopes, req, inside != nil)
 		if refused == nil {
 			g.dequeue(w, now)
 			f := g.start(ctx, inside, now, scopes, req, fn)
@@ -256,7 +262,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 			return nil, refused
 		}
 		if w == nil {
-			w = &waiter{req: req, scopes: scopes}
+			w = &waiter{req: req, scopes: scopes, nested: inside != nil}
 			g.queue = append(g.queue, w)
 		}
 		// Made by the caller that waits on it, inside its
@@ -288,15 +294,22 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 // rule other than the caps now refuses, and one the caps let start, for
 // which it keeps the slots (Guard.held), so that no caller that comes or
 // looks later takes them, and the callers after it find the caps as if it
-// had started. g.mu is held.
+// had started. A caller the caps still hold back keeps the free slots of
+// its scopes (Guard.kept), so that a caller that comes later for one of
+// them does not take a slot the first needs, and the first starts when
+// its other scopes free (a Run inside an operation's function, which the
+// first may be waiting for, is not held back by those: see
+// Guard.firstBroken). g.mu is held.
 func (g *Guard) handOff(now time.Time) {
 	for _, w := range g.queue {
 		if w.woken {
 			continue // it looks again, with what was handed to it
 		}
+		g.unkeep(w) // looked at afresh, after the callers before it
 		if g.flights[w.req.Key] == nil {
-			r := g.firstBroken(now, w.scopes, w.req)
+			r := g.firstBroken(now, w.scopes, w.req, w.nested)
 			if r != nil && r.Reason == ReasonBusy {
+				g.keep(w)
 				continue
 			}
 			if r == nil {
@@ -312,10 +325,36 @@ func (g *Guard) handOff(now time.Time) {
 	}
 }
 
+// keep keeps for the waiting caller w, which the caps hold back, the
+// free slots of its scopes; g.mu is held.
+func (g *Guard) keep(w *waiter) {
+	for _, s := range w.scopes {
+		if g.active[s]+g.held[s]+g.kept[s] < g.cfg.maxPerScope {
+			g.kept[s]++
+			w.kept = append(w.kept, s)
+		}
+	}
+}
+
+// unkeep frees the slots keep kept for the waiting caller w; g.mu is
+// held.
+func (g *Guard) unkeep(w *waiter) {
+	for _, s := range w.kept {
+		if g.kept[s]--; g.kept[s] <= 0 {
+			delete(g.kept, s)
+		}
+	}
+	w.kept = nil
+}
+
 // unhold frees the slots kept for the waiting caller w (nil: none); g.mu
 // is held.
 func (g *Guard) unhold(w *waiter) {
-	if w == nil || !w.holds {
+	if w == nil {
+		return
+	}
+	g.unkeep(w)
+	if !w.holds {
 		return
 	}
 	w.holds = false
@@ -371,9 +410,10 @@ func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 }
 
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,
-// in that order, to a new operation; g.mu is held. It changes nothing.
-func (g *Guard) refusal(now time.Time, scopes []string, req Request) *RefusedError {
-	r := g.firstBroken(now, scopes, req)
+// in that order, to a new operation, of a Run inside an operation's
+// function when nested; g.mu is held. It changes nothing.
+func (g *Guard) refusal(now time.Time, scopes []string, req Request, nested bool) *RefusedError {
+	r := g.firstBroken(now, scopes, req, nested)
 	if r != nil {
 		r.Caller = req.Caller
 	}
@@ -381,8 +421,11 @@ func (g *Guard) refusal(now time.Time, scopes []string, req Request) *RefusedErr
 }
 
 // firstBroken returns the refusal of the first rule req breaks, without its
-// caller.
-func (g *Guard) firstBroken(now time.Time, scopes []string, req Request) *RefusedError {
+// caller. The slots kept for waiting callers count as held, except, for a
+// Run inside an operation's function (nested), those kept for callers
+// still waiting for another of their scopes (Guard.kept): such a caller
+// may be waiting for that very operation, which waits for the Run.
+func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested bool) *RefusedError {
 	if max := g.cfg.callerMax; max > 0 {
 		if in := g.inWindow(now, req.Caller); len(in) >= max {
 			return quotaError(req.Caller, max, g.cfg.callerWindowLabel, in[0].Add(g.cfg.callerWindow).Sub(now))
@@ -403,7 +446,11 @@ func (g *Guard) firstBroken(now time.Time, scopes []string, req Request) *Refuse
 	}
 	var full []string
 	for _, s := range scopes {
-		if g.active[s]+g.held[s] >= g.cfg.maxPerScope {
+		n := g.active[s] + g.held[s]
+		if !nested {
+			n += g.kept[s]
+		}
+		if n >= g.cfg.maxPerScope {
 			full = append(full, s)
 		}
 	}

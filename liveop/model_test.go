@@ -296,7 +296,7 @@ func (m *machine) run(rt *rapid.T) {
 	m.calls = append(m.calls, c)
 	watch.Step("run %d: %+v, %s after %v", c.id, c.req, kindNames[c.kind], c.d)
 	now := time.Now()
-	join, refused := m.decide(c.req, now)
+	join, refused := m.decide(c.req, now, m.kept(nil))
 	var ctx context.Context
 	ctx, c.cancel = context.WithCancel(context.Background())
 	fn := m.fn(c)
@@ -375,7 +375,7 @@ func (m *machine) cancelCall(c *call) {
 func (m *machine) check(rt *rapid.T) {
 	r := m.drawRequest(rt)
 	watch.Step("check %+v", r)
-	join, refused := m.decide(r, time.Now())
+	join, refused := m.decide(r, time.Now(), m.kept(nil))
 	err := m.g.Check(r)
 	if join != nil || refused == nil {
 		if err != nil {
@@ -430,8 +430,11 @@ func (m *machine) joinable(key string) *mop {
 }
 
 // decide is the rules of the package documentation, at now: the
-// operation r joins, or its refusal (nil: it starts).
-func (m *machine) decide(r Request, now time.Time) (*mop, *RefusedError) {
+// operation r joins, or its refusal (nil: it starts), with the slots kept
+// for the callers waiting before it (kept; nil: none counted, for a check
+// of what happened at an instant whose order of events the records do not
+// keep, where only the running operations are sure to count).
+func (m *machine) decide(r Request, now time.Time, kept map[string]int) (*mop, *RefusedError) {
 	if op := m.joinable(r.Key); op != nil {
 		return op, nil
 	}
@@ -460,7 +463,7 @@ func (m *machine) decide(r Request, now time.Time) (*mop, *RefusedError) {
 			return nil, &RefusedError{Reason: ReasonCooldown, RetryAfter: longest, Scopes: cooling, Caller: r.Caller}
 		}
 	}
-	if full, busy := m.busy(scopes); busy {
+	if full, busy := m.busy(scopes, kept); busy {
 		return nil, &RefusedError{Reason: ReasonBusy, Scopes: full, Caller: r.Caller}
 	}
 	return nil, nil
@@ -496,12 +499,13 @@ func (m *machine) coolingOf(got, want *RefusedError, at time.Time) *RefusedError
 	return want
 }
 
-// busy applies the caps to an operation on scopes.
-func (m *machine) busy(scopes []string) ([]string, bool) {
+// busy applies the caps to an operation on scopes, the slots kept for
+// callers waiting before it counted as held.
+func (m *machine) busy(scopes []string, kept map[string]int) ([]string, bool) {
 	var full []string
 	running := m.running()
 	for _, s := range scopes {
-		n := 0
+		n := kept[s]
 		for _, op := range running {
 			if slices.Contains(op.scopes, s) {
 				n++
@@ -512,6 +516,39 @@ func (m *machine) busy(scopes []string) ([]string, bool) {
 		}
 	}
 	return full, len(full) > 0 || len(running) >= m.set.maxTotal
+}
+
+// kept returns the slots kept, per scope, for the callers waiting before
+// the call upTo (nil: every caller waiting), in the order they came: each
+// the caps hold back keeps the free slots of its scopes, so that a caller
+// after it does not take them.
+func (m *machine) kept(upTo *call) map[string]int {
+	kept := map[string]int{}
+	for _, c := range m.calls {
+		if c == upTo {
+			break
+		}
+		if !c.waiting {
+			continue
+		}
+		scopes := slices.Compact(slices.Sorted(slices.Values(c.req.Scopes)))
+		if _, busy := m.busy(scopes, kept); !busy {
+			continue
+		}
+		free := []string{}
+		for _, s := range scopes {
+			if full, _ := m.busy([]string{s}, kept); len(full) == 0 {
+				free = append(free, s)
+			}
+		}
+		for _, s := range free {
+			kept[s]++
+		}
+	}
+	if len(kept) > 0 {
+		reached.Add("slots kept for a waiting caller")
+	}
+	return kept
 }
 
 // settle lets the bubble settle, replays what happened in it and checks
@@ -643,7 +680,7 @@ func (m *machine) started(rt *rapid.T, c *call, at time.Time) {
 		cooling := m.cooling
 		m.cooling = maps.Clone(cooling)
 		maps.DeleteFunc(m.cooling, func(s string, _ time.Time) bool { return m.cooledAt[s].Equal(at) })
-		join, refused := m.decide(c.req, at)
+		join, refused := m.decide(c.req, at, nil)
 		m.cooling = cooling
 		if join != nil || refused != nil {
 			rt.Fatalf("call %d started an operation at %v; the model: join %v, %+v", c.id, at, join != nil, refused)
@@ -682,7 +719,7 @@ func (m *machine) outcome(rt *rapid.T, c *call, got outcome, at time.Time) {
 		// Refused when a slot freed or an operation started: the model
 		// must refuse it then too, for the same reason.
 		m.hideFrom = at
-		join, refused := m.decide(c.req, at)
+		join, refused := m.decide(c.req, at, nil)
 		m.hideFrom = time.Time{}
 		if r := (*RefusedError)(nil); errors.As(got.err, &r) && (refused == nil || r.Reason != refused.Reason) {
 			// Operations that started at this instant start one after
@@ -694,7 +731,7 @@ func (m *machine) outcome(rt *rapid.T, c *call, got outcome, at time.Time) {
 				m.starts[c] = slices.DeleteFunc(slices.Clone(ts), func(t time.Time) bool { return t.Equal(at) })
 			}
 			m.hideFrom = at
-			join, refused = m.decide(c.req, at)
+			join, refused = m.decide(c.req, at, nil)
 			m.hideFrom = time.Time{}
 			m.starts = starts
 		}
@@ -748,7 +785,7 @@ func (m *machine) invariants(rt *rapid.T, now time.Time) {
 			// A caller left waiting would be refused by the caps now, and
 			// has no operation of its key to join.
 			scopes := slices.Compact(slices.Sorted(slices.Values(c.req.Scopes)))
-			if _, busy := m.busy(scopes); !busy || m.joinable(c.req.Key) != nil {
+			if _, busy := m.busy(scopes, m.kept(c)); !busy || m.joinable(c.req.Key) != nil {
 				rt.Fatalf("call %d still waits for a slot, which is free (or it has an operation to join)", c.id)
 			}
 		}

@@ -10,7 +10,8 @@ import (
 // Check returns what a new Run of req would get now, changing nothing:
 // nil when it would start or join an operation, or the *RefusedError it
 // would get (a busy one even with req.Wait, and when the free slots it
-// needs are kept for a caller that waited for them).
+// needs are kept for a caller that waits for them), as a Run outside any
+// operation's function would.
 func (g *Guard) Check(req Request) error {
 	scopes := slices.Clone(req.Scopes)
 	slices.Sort(scopes)
@@ -21,7 +22,7 @@ func (g *Guard) Check(req Request) error {
 	if g.flights[req.Key] != nil {
 		return nil
 	}
-	if r := g.refusal(time.Now(), scopes, req); r != nil {
+	if r := g.refusal(time.Now(), scopes, req, false); r != nil {
 		return r
 	}
 	return nil
