@@ -58,8 +58,8 @@
 // refusal (ErrTimeout) at once; it is also cancelled when every caller
 // waiting for it has gone (each gets its own context's error). Its slots
 // are freed, and its scopes start cooling down, when its function returns:
-// normally, with an error, or by panicking (the callers then get an error
-// matching ErrPanicked). A function that ignores its context keeps its
+// normally, with an error, or by panicking (the callers then get a
+// *PanicError, matching ErrPanicked, with the panic's value and stack). A function that ignores its context keeps its
 // slots until it returns, because it may still be calling the cloud.
 //
 // # Time

@@ -151,22 +151,27 @@ func timeoutError(scopes []string, timeout time.Duration, cause error) *RefusedE
 
 func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(max(d, 0).Seconds())) }
 
-// panicError is what the callers of a panicking operation get: the value
-// it panicked with and the stack of its goroutine, as x/sync/singleflight
-// reports a panic.
-type panicError struct {
-	value any
-	stack []byte
+// PanicError is what the callers of a panicking operation get (errors.As
+// finds it; it matches ErrPanicked): Value is what the function panicked
+// with, Stack the stack of its goroutine at the panic, as
+// x/sync/singleflight reports a panic. A program that shows the error to
+// someone who cannot act on a stack (an agent, through a tool result)
+// shows Value, and logs Stack.
+type PanicError struct {
+	Value any
+	Stack []byte
 }
 
-func (e *panicError) Error() string {
-	return fmt.Sprintf("liveop: the operation panicked: %v\n\n%s", e.value, e.stack)
+// Error returns "liveop: the operation panicked: <value>", then a blank
+// line and the stack.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("%v: %v\n\n%s", ErrPanicked, e.Value, e.Stack)
 }
 
 // Unwrap returns ErrPanicked and, when the operation panicked with an
 // error, that error.
-func (e *panicError) Unwrap() []error {
-	if err, ok := e.value.(error); ok {
+func (e *PanicError) Unwrap() []error {
+	if err, ok := e.Value.(error); ok {
 		return []error{ErrPanicked, err}
 	}
 	return []error{ErrPanicked}

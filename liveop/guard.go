@@ -522,7 +522,7 @@ func (g *Guard) run(ctx context.Context, f *flight, fn func(context.Context) (an
 			if r == nil {
 				r = "runtime.Goexit"
 			}
-			err = &panicError{value: r, stack: debug.Stack()}
+			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 		if f.timeout > 0 && context.Cause(ctx) == context.DeadlineExceeded {
 			// fn returned on its timeout, maybe before expire ran: the

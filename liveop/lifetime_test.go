@@ -174,6 +174,12 @@ func TestPanicFreesSlotsAndCoolsDown(t *testing.T) {
 				!strings.Contains(o.err.Error(), "lifetime_test.go") {
 				t.Fatalf("%v", o.err)
 			}
+			// Its value and stack apart, for a program that shows one
+			// and logs the other.
+			var pe *PanicError
+			if !errors.As(o.err, &pe) || pe.Value != "boom" || !strings.Contains(string(pe.Stack), "lifetime_test.go") {
+				t.Fatalf("errors.As(%v, *PanicError): %+v", o.err, pe)
+			}
 		}
 		if st := g.Status(); st.Active != 0 || len(st.InFlight) != 0 || g.CooldownRemaining("aws/1") != 120*time.Second {
 			t.Fatalf("status %+v", st)

@@ -19,6 +19,7 @@ type estate struct {
 	services  map[string]int // resources per region
 	latency   time.Duration
 	throttled string // region/service whose first attempt is throttled
+	panics    string // region/service whose listing panics, as a collector's bug would ("": none)
 	attempts  atomic.Int64
 	once      atomic.Bool
 }
@@ -49,6 +50,9 @@ func (e *estate) list(ctx context.Context, region, service string) (int, error) 
 	case <-t.C:
 	case <-ctx.Done():
 		return 0, ctx.Err()
+	}
+	if region+"/"+service == e.panics {
+		panic(fmt.Sprintf("no lister for %s/%s", region, service))
 	}
 	if region+"/"+service == e.throttled && e.once.CompareAndSwap(false, true) {
 		return 0, throttleError{}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/cloudg/cloudg/liveop"
@@ -65,5 +66,7 @@ func newScanner(path string) (*scanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &scanner{gov: gov, guard: guard, estate: newEstate(), cache: map[string]*Dataset{}}, nil
+	// Standard output carries the protocol: the log goes to standard error.
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	return &scanner{gov: gov, guard: guard, estate: newEstate(), log: log, cache: map[string]*Dataset{}}, nil
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,7 +67,7 @@ func newTestScanner(t *testing.T) *scanner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &scanner{gov: gov, guard: guard, estate: newEstate(), cache: map[string]*Dataset{}}
+	return &scanner{gov: gov, guard: guard, estate: newEstate(), log: slog.New(slog.DiscardHandler), cache: map[string]*Dataset{}}
 }
 
 // Two agents ask for the same scan at once: one collection runs and both
@@ -170,4 +173,30 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A collection that panics gives the agent the panic's value in a short
+// message, as the scan tool's error, and writes its stack to the log, not
+// to the agent: a stack is for whoever runs the server, and in a tool
+// result it costs the agent tokens and tells it nothing it can act on.
+func TestAPanickingScanGivesTheAgentItsValueAndLogsItsStack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScanner(t)
+		var logged bytes.Buffer
+		s.log = slog.New(slog.NewTextHandler(&logged, nil))
+		s.estate.panics = "us-east-1/iam"
+		cs := connect(t, newServer(s), "agent")
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "scan", Arguments: map[string]any{"provider": "aws", "account": "123456789012"}})
+		if err != nil || !res.IsError || len(res.Content) != 1 {
+			t.Fatalf("scan: %+v, %v; want a tool error", res, err)
+		}
+		text, _ := res.Content[0].(*mcp.TextContent)
+		const want = "scan of aws/123456789012 failed: liveop: the operation panicked: no lister for us-east-1/iam"
+		if text == nil || text.Text != want {
+			t.Fatalf("the agent got %q\nwant %q", text.Text, want)
+		}
+		if log := logged.String(); !strings.Contains(log, "no lister for us-east-1/iam") || !strings.Contains(log, "goroutine ") || !strings.Contains(log, "(*estate).list") {
+			t.Fatalf("the log %q; want the panic's value and stack", log)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/cloudg/cloudg/liveop"
@@ -19,6 +20,7 @@ type scanner struct {
 	gov    *resilience.Governor
 	guard  *liveop.Guard
 	estate *estate
+	log    *slog.Logger // where a panicking collection's stack goes
 
 	mu    sync.Mutex
 	cache map[string]*Dataset
@@ -101,11 +103,33 @@ func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInp
 		s.mu.Unlock()
 		return &mcp.CallToolResult{IsError: true}, out, nil
 	}
+	var panicked *liveop.PanicError
+	if errors.As(err, &panicked) {
+		// The agent gets what went wrong; the stack, which it cannot act
+		// on, goes to the log.
+		s.log.Error("mcpscan: the scan panicked", "scope", scope, "panic", fmt.Sprint(panicked.Value), "stack", string(panicked.Stack))
+		return nil, ScanOutput{}, &scanError{scope: scope, value: panicked.Value, err: err}
+	}
 	if err != nil {
 		return nil, ScanOutput{}, err
 	}
 	return nil, ScanOutput{Dataset: d}, nil
 }
+
+// scanError is the scan tool's error for a collection that panicked:
+// its message is the panic's value, without the stack (logged instead);
+// errors.Is and errors.As see the *liveop.PanicError it wraps.
+type scanError struct {
+	scope string
+	value any
+	err   error
+}
+
+func (e *scanError) Error() string {
+	return fmt.Sprintf("scan of %s failed: %v: %v", e.scope, liveop.ErrPanicked, e.value)
+}
+
+func (e *scanError) Unwrap() error { return e.err }
 
 // refusal converts a refusal through its JSON form, the one liveop gives
 // tools.
