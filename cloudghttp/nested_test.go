@@ -5,9 +5,13 @@ package cloudghttp_test
 import (
 	"context"
 	"net/http"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/resilience"
 )
 
 // signingBase fetches a token through a governed client, with the
@@ -63,4 +67,61 @@ func TestACallMadeByTheBaseTransportIsNested(t *testing.T) {
 			t.Fatalf("%d in flight, %d waiting after the call, want none", s.InFlight, s.Waiting)
 		}
 	})
+}
+
+// keepingBase answers every request with 200 ok and, as net/http's
+// dialer and an SDK's background refresh do, starts a governed call of
+// the same account with the request's context that it does not wait for:
+// a context that outlives the attempt it was sent with.
+type keepingBase struct {
+	gov  *resilience.Governor
+	wg   *sync.WaitGroup
+	late resilience.Scope
+}
+
+func (k keepingBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	k.wg.Go(func() {
+		_ = resilience.Do(ctx, k.late, func(context.Context) error { return nil }, resilience.WithGovernor(k.gov))
+	})
+	runtime.Gosched()
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+}
+
+// A context is safe for simultaneous use by goroutines, and the one a
+// request's attempt is sent with is no exception: a goroutine the base
+// transport starts, and does not wait for, may make its governed call
+// with it while the request gives its slot back, records its answer and
+// ends. With the account's bulkhead full (another call holds its other
+// slot), that call looks the request up as the call it is nested in, and
+// reads nothing the request writes meanwhile (run with -race): it is
+// nested in the request while its attempt runs only, as a call nested in
+// a resilience.Do made WithNestedCalls is.
+func TestAContextOutlivingTheAttemptIsSafe(t *testing.T) {
+	fast := 1e9 // no call waits for a token
+	gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{
+		MaxConcurrency: 2, MaxRPS: fast, Burst: fast, GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
+	}})
+	parked, err := gov.Begin(context.Background(), resilience.Scope{Provider: "gcp", Account: apiScope.Account, Service: "parked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parked.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	late := resilience.Scope{Provider: "gcp", Account: apiScope.Account, Service: "tokens"}
+	c := client(keepingBase{gov: gov, wg: &wg, late: late}, gov, quick)
+	for range 100 {
+		resp, err := c.Get("http://api.test/items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+	}
+	parked.End(nil)
+	wg.Wait()
+	if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
+		t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+	}
 }

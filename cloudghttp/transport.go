@@ -122,7 +122,10 @@ func (t *Transport) CloseIdleConnections() {
 // transport makes with that context (a credential fetched while
 // signing, a Transport below this one) is nested in the attempt, as in a
 // resilience.Do made WithNestedCalls: it never waits for the slot the
-// attempt holds. The response's Request is req, as after net/http's own
+// attempt holds. It is nested while the base transport has the attempt
+// only: a goroutine that keeps the context (a dial net/http goes on with)
+// and makes its call once the base transport returned waits for a slot
+// as any call does. The response's Request is req, as after net/http's own
 // retries.
 //
 // A panic of the base transport, of the request's body or of its GetBody
@@ -153,12 +156,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.baseTransport().RoundTrip(req)
 	}
 	x := exchange{t: t, gov: gov, gd: gd, scope: scope, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
+	// Each attempt is sent with a context that carries the call, so that
+	// a governed call the base transport makes with it (a credential
+	// fetched while signing, a Transport below this one) is known to be
+	// nested in the attempt (see resilience.Guard.Enter), while the
+	// attempt is sent only: its gate closes as the base transport
+	// returns, and a goroutine that keeps the context (a dial net/http
+	// goes on with) reads the Guard no more.
+	x.actx = &attemptctx.Context{Context: req.Context(), Gov: gov, Guard: gd}
+	x.actx.Gate.Attach(gd)
 	returned := false
 	defer func() {
 		if !returned {
 			// The base transport, the request's body or its GetBody
 			// panicked: the slot goes back, the call is lost to the
 			// panic, and the panic goes on.
+			x.actx.Gate.Close()
 			gd.EndPanicked()
 		}
 	}()
@@ -174,20 +187,18 @@ type exchange struct {
 	gd       *resilience.Guard
 	scope    resilience.Scope
 	orig     *http.Request
-	provider string // the scope's, whose retry policy the backoff follows
-	github   bool   // read GitHub's rate-limit headers
+	actx     *attemptctx.Context // the context each attempt is sent with, carrying gd and its gate
+	provider string              // the scope's, whose retry policy the backoff follows
+	github   bool                // read GitHub's rate-limit headers
 
 	backoff backoff
 }
 
 func (x *exchange) run() (*http.Response, error) {
 	ctx := x.orig.Context()
-	// Each attempt is sent with a context that carries the call, so that
-	// a governed call the base transport makes with it (a credential
-	// fetched while signing, a Transport below this one) is known to be
-	// nested in the attempt (see resilience.Guard.Enter). The request is
-	// sent as a copy that carries it; the caller's is never modified.
-	first := x.orig.WithContext(&attemptctx.Context{Context: ctx, Gov: x.gov, Guard: x.gd})
+	// The request is sent as a copy that carries the attempt's context
+	// (see RoundTrip); the caller's is never modified.
+	first := x.orig.WithContext(x.actx)
 	req := first
 	var last *draining // the last answer, its body being read into memory, while its retry waits
 	for {
@@ -206,7 +217,9 @@ func (x *exchange) run() (*http.Response, error) {
 			return nil, err
 		}
 		last = nil // its body goes on being read, to the end of its bound
+		x.actx.Gate.Open()
 		resp, err := x.send(req)
+		x.actx.Gate.Close()
 		var answer error
 		if err != nil {
 			answer = x.transportError(err)

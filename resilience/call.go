@@ -2,8 +2,9 @@ package resilience
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
+
+	"github.com/cloudg/cloudg/internal/nestgate"
 )
 
 // Call calls fn under scope's circuit breaker, rate limits, bulkhead and
@@ -147,45 +148,40 @@ type nestingCall struct {
 	ctx nestingCtx
 
 	// gate orders the lookups of the calls nested in gd's attempts
-	// (Guard.nested, Guard.lender), which may run in goroutines fn
+	// (Guard.borrowSlot, Guard.lender), which may run in goroutines fn
 	// started and did not wait for, with gd's own goroutine: open while
 	// fn runs (gd is still then), it closes as fn returns, once no lookup
 	// reads gd, so that a lookup reads nothing gd writes after, and a
 	// call made with the context once the attempt is over is not nested
 	// in it.
-	gate sync.RWMutex
-	open bool
+	gate nestgate.Gate
 }
 
-// setOpen opens or closes the gate of the calls nested in gd's attempt.
-func (nc *nestingCall) setOpen(open bool) {
-	nc.gate.Lock()
-	nc.open = open
-	nc.gate.Unlock()
+func init() {
+	// The integrations' attempt contexts (package attemptctx) gate their
+	// Guards' attempts as WithNestedCalls does.
+	nestgate.Attach = func(guard any, g *nestgate.Gate) {
+		gd := guard.(*Guard)
+		if gd.gate != nil {
+			panic("resilience: a Guard's attempts already have a gate")
+		}
+		gd.gate = g
+	}
 }
 
 // lookIn readies outer, an enclosing call a nested call's context led
 // to, for the nested call to read what it holds: it reports whether
-// outer's attempt is running (always, for a Guard not made
-// WithNestedCalls, which an integration puts in its attempt's context
-// itself), and if so the caller reads outer and then calls lookedIn.
+// outer's attempt is running (always, for a Guard without a gate: one
+// that a caller of Governor.Begin put in a context of its own), and if
+// so the caller reads outer and then calls lookedIn.
 func (outer *Guard) lookIn() bool {
-	n := outer.nest
-	if n == nil {
-		return true
-	}
-	n.gate.RLock()
-	if !n.open {
-		n.gate.RUnlock()
-		return false
-	}
-	return true
+	return outer.gate == nil || outer.gate.LookIn()
 }
 
 // lookedIn ends what lookIn began.
 func (outer *Guard) lookedIn() {
-	if n := outer.nest; n != nil {
-		n.gate.RUnlock()
+	if g := outer.gate; g != nil {
+		g.LookedIn()
 	}
 }
 
@@ -209,10 +205,10 @@ func (c *nestingCtx) Value(key any) any {
 // fn the context that carries it.
 func (nc *nestingCall) loop(ctx context.Context, fn func(context.Context) error) error {
 	nc.ctx = nestingCtx{Context: ctx, gd: &nc.gd}
-	nc.gd.nest = nc
+	nc.gd.gate = &nc.gate
 	return nc.gd.loop(ctx, func(context.Context) error {
-		nc.setOpen(true)
-		defer nc.setOpen(false) // a panic's too
+		nc.gate.SetOpen(true)
+		defer nc.gate.SetOpen(false) // a panic's too
 		return fn(&nc.ctx)
 	})
 }

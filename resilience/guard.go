@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
+	"github.com/cloudg/cloudg/internal/nestgate"
 )
 
 // Guard is the state machine of one logical call to one scope. Call and Do
@@ -43,6 +44,12 @@ import (
 // Value(governor) with that Guard, shares what the Guard holds: it never
 // waits for the Guard's bulkhead slot, and on the same scope it takes over
 // the Guard's half-open probe rather than be refused by it (see Enter).
+// Such a call reads the Guard as it finds it: the context is for the
+// attempt's own work, done by the time the attempt's answer is reported.
+// The integrations of this module, whose attempt contexts may outlive the
+// attempt (a dial net/http goes on with), read their Guards through a
+// gate, as a call made WithNestedCalls is read: only while its attempt
+// runs.
 //
 // Every event (a call counted, a wait, a throttle and the rate it leaves, a
 // pause, a retry, a breaker change, a give-up, a rejection, an empty
@@ -66,7 +73,7 @@ type Guard struct {
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it
 	slotOf *Guard             // the enclosing call whose slot this one borrowed (see borrowSlot), or nil
-	nest   *nestingCall       // the call WithNestedCalls made, whose context other goroutines may hold; nil otherwise
+	gate   *nestgate.Gate     // orders the lookups of the calls nested in this one's attempts, whose context other goroutines may hold (WithNestedCalls, an integration's attempt context); nil: none
 
 	rp      *RetryPolicy // the call's policy option
 	lim     retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)

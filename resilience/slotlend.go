@@ -54,8 +54,9 @@ func (l *slotLend) giveBack() {
 // nearest first. It reports whether the call may go without a slot of its
 // own; when the slot is lent to another nested call, it returns a channel
 // closed once it comes back (nil when no enclosing call holds a slot of
-// b). An enclosing call made WithNestedCalls is read while its attempt
-// runs only (see Guard.lookIn). It is looked up only when no slot is
+// b). An enclosing call with a gate (made WithNestedCalls, or sent by an
+// integration with its attempt context) is read while its attempt runs
+// only (see Guard.lookIn). It is looked up only when no slot is
 // free, so the common call pays nothing for it.
 func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-chan struct{}) {
 	var w walk

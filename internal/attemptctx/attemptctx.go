@@ -7,21 +7,52 @@
 // as the probe the attempt holds (see resilience.Guard.Enter). It is what
 // resilience.WithNestedCalls gives a Do's function, for the integrations
 // that drive a resilience.Guard themselves.
+//
+// Such a context may outlive the attempt (a dial net/http goes on with,
+// a goroutine of the caller's, an SDK's background refresh), so the
+// Guard is read through a Gate, as WithNestedCalls's is: a call nested in
+// the attempt reads the Guard only while the Gate is open, which the
+// integration opens as the attempt is sent and closes as soon as it is
+// over, before the Guard's next verb; a call made with the context once
+// the attempt is over is not nested in it.
 package attemptctx
 
 import (
 	"context"
 
+	"github.com/cloudg/cloudg/internal/nestgate"
 	"github.com/cloudg/cloudg/resilience"
 )
+
+// Gate is the gate of the calls nested in one Guard's attempts. Its zero
+// value is closed and attached to no Guard. It is safe for concurrent
+// use.
+type Gate struct{ g nestgate.Gate }
+
+// Attach makes g the Guard's gate, for its life: call it once, before a
+// context that carries gd is made. A Guard has one gate.
+func (g *Gate) Attach(gd *resilience.Guard) { nestgate.Attach(gd, &g.g) }
+
+// Open opens the gate as the Guard's attempt is sent: Enter (or Pace)
+// returned, and the Guard's goroutine calls none of its verbs until
+// Close.
+func (g *Gate) Open() { g.g.SetOpen(true) }
+
+// Close closes the gate as the attempt is over, before any verb of the
+// Guard (After, Release, End, EndPanicked): it waits for the nested calls
+// reading the Guard. Closing a closed gate does nothing.
+func (g *Gate) Close() { g.g.SetOpen(false) }
 
 // Context is a context that answers Value(Gov) with Guard, and asks the
 // embedded context for every other key. It is safe for concurrent use as
 // its embedded context is; its fields are set once, before it is used.
+// Gate is there for an integration that makes one Context for the life
+// of its Guard (one request's), and attaches it to the Guard.
 type Context struct {
 	context.Context
 	Gov   *resilience.Governor
 	Guard *resilience.Guard
+	Gate  Gate
 }
 
 // Value returns Guard for Gov, and the embedded context's value otherwise.

@@ -1,0 +1,53 @@
+// Package nestgate is the gate of the calls nested in a governed call's
+// attempt: a call made with a context that leads to the Guard of an
+// enclosing call reads what that Guard holds (its slot, its probe) only
+// while the gate is open, that is while the enclosing call's attempt runs
+// and its own goroutine leaves the Guard still. The context may outlive
+// the attempt (a goroutine the attempt started and did not wait for, a
+// dial net/http goes on with, an SDK's background refresh): the gate
+// orders such a call's reads before what the Guard's goroutine writes once
+// the attempt is over, and a call made once it is over is not nested in
+// it. It is the one gate package resilience gives the calls of
+// resilience.WithNestedCalls and, through package attemptctx, the
+// integrations that send an attempt with a context of their own.
+package nestgate
+
+import "sync"
+
+// Gate orders the lookups of the calls nested in a Guard's attempts with
+// the goroutine that drives the Guard. Its zero value is closed. It is
+// safe for concurrent use.
+type Gate struct {
+	mu   sync.RWMutex
+	open bool
+}
+
+// SetOpen opens or closes the gate. Closing it waits for the lookups in
+// progress, so that none of them reads what the Guard's goroutine writes
+// after it.
+func (g *Gate) SetOpen(open bool) {
+	g.mu.Lock()
+	g.open = open
+	g.mu.Unlock()
+}
+
+// LookIn reports whether the gate is open; when it is, it stays open
+// until LookedIn, which the caller calls once it has read the Guard.
+func (g *Gate) LookIn() bool {
+	g.mu.RLock()
+	if !g.open {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// LookedIn ends what LookIn began.
+func (g *Gate) LookedIn() { g.mu.RUnlock() }
+
+// Attach makes g the gate of guard's attempts, guard being a
+// *resilience.Guard, which has no gate yet: from then on a call nested in
+// guard's attempt reads guard only while g is open. Package resilience
+// sets it (package attemptctx, which imports resilience, calls it), so
+// that resilience exports nothing for it.
+var Attach func(guard any, g *Gate)
