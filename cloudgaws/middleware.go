@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
+	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/internal/cutctx"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -36,6 +37,13 @@ var sdkPolicy = resilience.WithPolicy(resilience.RetryPolicy{
 type callState struct {
 	gov *resilience.Governor
 	gd  *resilience.Guard // nil: the call is not governed (provider disabled)
+
+	// gate is gd's: a call made with this context (credentials fetched
+	// through STS while signing) reads gd, and is nested in the call,
+	// only while an attempt is sent (see Value). The context may outlive
+	// the attempt (a goroutine the credentials provider started); the
+	// gate closes as each attempt returns, before the guard records it.
+	gate attemptctx.Gate
 
 	sent           bool                // an attempt was sent: the next one is a retry
 	onWire         bool                // the attempt in progress reached the HTTP client (wireMiddleware)
@@ -64,6 +72,9 @@ type callState struct {
 // of gov (gd nil: not governed).
 func newCallState(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard) *callState {
 	st := &callState{gov: gov, gd: gd}
+	if gd != nil {
+		st.gate.Attach(gd)
+	}
 	st.cut.Init(ctx)
 	return st
 }
@@ -129,15 +140,18 @@ type stateKey struct{}
 // Value returns the state itself for stateKey and the call's guard for
 // its governor (so that a call made inside this one's attempt, credentials
 // fetched through STS while signing, never waits for the slot this call
-// holds); it defers to the parent context for every other key.
+// holds); it defers to the parent context for every other key. The guard
+// is read through the call's gate, as package resilience reads a call made
+// resilience.WithNestedCalls: a call made with this context is nested in
+// this one while an attempt is sent only (from Enter until the attempt
+// returns, and from a retry's Pace until it returns), not while the SDK
+// sleeps before a retry or once the call is over, though the call holds
+// its slot across the SDK's retries.
 func (s *callState) Value(key any) any {
 	if key == (stateKey{}) {
 		return s
 	}
-	if s.gd != nil && key == any(s.gov) {
-		return s.gd
-	}
-	return s.cut.Value(key)
+	return attemptctx.Value(&s.cut, s.gov, s.gd, key)
 }
 
 func stateFrom(ctx context.Context) *callState {
@@ -216,17 +230,24 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		gd.End(err)
 		return out, md, refusal(err)
 	}
+	var st *callState
 	returned := false
 	defer func() {
 		if !returned {
 			// A panic below (a middleware, the HTTP client): the slot goes
 			// back, the call is lost to the panic, and the panic goes on.
+			if st != nil {
+				st.gate.Close()
+			}
 			gd.EndPanicked()
 		}
 	}()
 
-	st := newCallState(ctx, gov, gd)
+	st = newCallState(ctx, gov, gd)
 	defer st.endCut() // even on a panic: nothing derived from ctx is left behind
+	// The first attempt is entered: a call made with st is nested in it
+	// until the attempt middleware closes the gate, once it is sent.
+	st.gate.Open()
 	out, md, err = next.HandleInitialize(st, in)
 	for st.unwatch() && st.stopErr == nil && sleepCut(ctx, err) {
 		// The breaker opened while the SDK slept before a retry, which
@@ -264,6 +285,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		err = st.stopErr
 	}
 	// After the call: the slot, and the outcome the SDK's loop left open.
+	st.gate.Close() // a loop that ended before its attempt was sent left it open
 	gd.End(err)
 	returned = true
 	return out, md, err
@@ -332,7 +354,9 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	}
 	st.sent = true
 	st.onWire = false
+	st.gate.Open()
 	out, md, err = next.HandleFinalize(ctx, in)
+	st.gate.Close()
 	st.gd.After(st.ownAnswer(err))
 	return out, md, err
 }

@@ -3,8 +3,11 @@ package test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -174,6 +177,59 @@ func TestTwoLevelNestedCallDoesNotDeadlock(t *testing.T) {
 		}
 		if got := freeSlots(g); got != 1 {
 			t.Fatalf("%d slots free", got)
+		}
+	})
+}
+
+// A call made with the context of another call's attempt once that
+// attempt is over is nested in it no more: a goroutine the credentials
+// provider started keeps the context it was given (as net/http's dialer
+// keeps a request's, without its cancellation) and makes its governed
+// call while the SDK sleeps before a retry. The call whose context it is
+// holds the account's only slot across the SDK's retries; had the late
+// call borrowed it, it would be on the wire beside the retry, two calls
+// against a cap of one. It waits for the slot instead, as any call does,
+// and goes once the call whose context it kept has ended.
+func TestACallMadeWithAnAttemptsContextOnceTheAttemptIsOverIsNotNested(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Throttle, ok)
+		f.hold = func(r *http.Request) {
+			if r.Form.Get("Action") == "GetCallerIdentity" {
+				time.Sleep(30 * time.Second)
+			}
+		}
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}}, slowRetryer(2))
+		stsClient := sts.NewFromConfig(cfg)
+		outer := cfg.Copy()
+		var wg sync.WaitGroup
+		var once sync.Once
+		var late error
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			kept := context.WithoutCancel(ctx)
+			once.Do(func() {
+				wg.Go(func() {
+					time.Sleep(10 * time.Second) // into the SDK's 20 s sleep before its retry
+					late = getCallerIdentity(kept, stsClient)
+				})
+			})
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
+		})
+		if err := describeVpcs(context.Background(), ec2.NewFromConfig(outer)); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if late != nil {
+			t.Fatalf("the late call: %v", late)
+		}
+		if f.count("DescribeVpcs") != 2 || f.count("GetCallerIdentity") != 1 {
+			t.Fatalf("sent %d DescribeVpcs, %d GetCallerIdentity; want 2, 1", f.count("DescribeVpcs"), f.count("GetCallerIdentity"))
+		}
+		if most := f.maxInFlight(); most != 1 {
+			t.Fatalf("%d calls on the wire at once, want 1: the account's cap is 1, and the late call borrowed the slot of a call between its attempts", most)
+		}
+		if got := freeSlots(g); got != 1 {
+			t.Fatalf("%d slots free after the calls, want 1", got)
 		}
 	})
 }
