@@ -72,6 +72,12 @@ type callState struct {
 	gov *resilience.Governor // gd's
 	gd  *resilience.Guard
 	ctx context.Context // the request's (an attempt's may have a TryTimeout)
+	// gate is gd's: a call made with the request's context (rc, or an
+	// attempt's) reads gd, and is nested in the request, only while an
+	// attempt is sent (see send). The context may outlive the attempt (a
+	// dial net/http goes on with); the gate closes as the attempt
+	// returns, before the Guard records it.
+	gate attemptctx.Gate
 	// tenant: the request is tenant-level, its scope has no account (no
 	// subscription in its path, no data plane's resource in its host).
 	tenant bool
@@ -128,9 +134,10 @@ type callState struct {
 // account's bulkhead or borrows the attempt's, never waiting for the slot
 // its own caller holds, and on the attempt's scope it goes as the probe
 // the attempt holds (see resilience.Guard.Enter). Outside an attempt the
-// Guard holds no slot and is no probe out, so that a call made then (a
-// credential's token fetch by azcore's bearer token policy, which runs
-// before the per-retry policy) is not nested in it.
+// Guard's gate is closed (see callState.send), so that a call made then
+// (a credential's token fetch by azcore's bearer token policy, which runs
+// before the per-retry policy, or one of a goroutine that kept the
+// context) is not nested in it, and reads nothing of the Guard.
 type requestContext struct {
 	cutctx.Context
 	gov *resilience.Governor
@@ -186,7 +193,9 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 // code of the caller's panics meanwhile: a later policy or the transport,
 // or what recording the answer calls (the governor's log handler). The
 // per-call policy ends a request whose attempt panicked; without it, the
-// request is ended here, as lost to the panic, which goes on.
+// request is ended here, as lost to the panic, which goes on. The gate is
+// open while the attempt is sent only: a call made with its context is
+// nested in it then, and not once it has returned.
 func (st *callState) send(req *policy.Request) (resp *http.Response, err error) {
 	returned := false
 	defer st.sent(&returned)
@@ -198,7 +207,10 @@ func (st *callState) send(req *policy.Request) (resp *http.Response, err error) 
 		*raw = *raw.WithContext(&attemptctx.Context{Context: ctx, Gov: st.gov, Guard: st.gd})
 		defer func() { *raw = *raw.WithContext(ctx) }()
 	}
-	if resp, err = req.Next(); err != nil {
+	st.gate.Open()
+	resp, err = req.Next()
+	st.gate.Close()
+	if err != nil {
 		resp, err = st.failedAttempt(resp, err)
 	} else {
 		resp, err = st.answered(resp)
@@ -210,6 +222,9 @@ func (st *callState) send(req *policy.Request) (resp *http.Response, err error) 
 // sent gives the slot of an attempt that did not return back, and ends
 // the request as lost to the panic when no per-call policy ends it.
 func (st *callState) sent(returned *bool) {
+	if !*returned {
+		st.gate.Close()
+	}
 	switch {
 	case *returned:
 	case !st.perCall:

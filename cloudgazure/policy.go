@@ -134,6 +134,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		return req.Next()
 	}
 	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
+	st.gate.Attach(gd)
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
 	}
@@ -242,6 +243,7 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 			return req.Next()
 		}
 		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, tenant: scope.Account == ""}
+		st.gate.Attach(gd)
 		req.SetOperationValue(st)
 	}
 	return st.attempt(req)

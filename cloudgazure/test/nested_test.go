@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"net/http"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -100,4 +102,68 @@ func TestACallNestedInAnAttemptTakesOverItsProbe(t *testing.T) {
 			t.Fatalf("breaker %v after the probe's success, want closed", st)
 		}
 	})
+}
+
+// keepingTransport starts, for each request it sends with next, a
+// governed call of the subscription's with the request's context that it
+// does not wait for, as net/http's dialer and an SDK's background refresh
+// keep a request's context: a context that outlives the attempt.
+type keepingTransport struct {
+	gov  *resilience.Governor
+	next policy.Transporter
+	wg   *sync.WaitGroup
+}
+
+func (k keepingTransport) Do(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	k.wg.Go(func() {
+		_ = resilience.Do(ctx, resourcesA, func(context.Context) error { return nil }, resilience.WithGovernor(k.gov))
+	})
+	runtime.Gosched()
+	return k.next.Do(req)
+}
+
+// A context is safe for simultaneous use by goroutines, and the one an
+// attempt is sent with is no exception: a goroutine the transport starts,
+// and does not wait for, may make its governed call with it while the
+// request gives its slot back, records its answer and ends. With the
+// subscription's bulkhead full (another call holds its other slot), that
+// call looks the request up as the call it is nested in, and reads
+// nothing the request writes meanwhile (run with -race): it is nested in
+// the request while its attempt is sent only, as a call nested in a
+// resilience.Do made WithNestedCalls is.
+func TestAContextOutlivingTheAttemptIsSafe(t *testing.T) {
+	for _, withPerCall := range []bool{true, false} {
+		fast := 1e9 // no call waits for a token
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{
+			MaxConcurrency: 2, MaxRPS: fast, Burst: fast, GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
+		}})
+		parked, err := e.gov.Begin(context.Background(), resilience.Scope{Provider: "azure", Account: subALower, Service: "parked"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := parked.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		perCall, perRetry := cloudgazure.Policies(e.opts()...)
+		o := policy.ClientOptions{Transport: keepingTransport{gov: e.gov, next: e.base.Transport, wg: &wg}, Retry: cloudgazure.RetryOptions(e.opts()...)}
+		if withPerCall {
+			o.PerCallPolicies = []policy.Policy{perCall}
+		}
+		o.PerRetryPolicies = []policy.Policy{perRetry}
+		for range 100 {
+			pl, req := ownPipeline(t, &o)
+			resp, err := pl.Do(req)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("per call %v: %v %v", withPerCall, resp, err)
+			}
+			_ = resp.Body.Close()
+		}
+		parked.End(nil)
+		wg.Wait()
+		if n := freeSlots(e.gov, subALower); n != 2 {
+			t.Fatalf("per call %v: %d free slots after the calls, want 2", withPerCall, n)
+		}
+	}
 }
