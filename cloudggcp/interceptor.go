@@ -91,7 +91,10 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		if st := stateOf(copts); st != nil {
 			if st.paced {
 				// The attempt goes on the slot of the listing's or Do's
-				// guard, which a call nested in it borrows.
+				// guard, which a call nested in it borrows while it is
+				// sent.
+				st.nested.Open()
+				defer st.nested.Close() // a panic's too: the listing or Do ends the guard
 				return invoker(st.attemptContext(ctx), method, req, reply, cc, copts...)
 			}
 			if st.ended != nil {
@@ -135,12 +138,31 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 // carrying the call's Guard (an attemptctx.Context), so that a governed
 // call that grpc, the connection or an interceptor after this one makes
 // with it while the attempt is sent (per-RPC credentials fetching a
-// token) is nested in the attempt.
+// token) is nested in the attempt. The Guard is read through the call's
+// gate (nested), which the caller opens as it sends the attempt and
+// closes as soon as the attempt returns: a call made with the context
+// once the attempt is over (by a goroutine that kept it) is not nested
+// in it, and reads nothing of the Guard.
 func (s *callState) attemptContext(ctx context.Context) context.Context {
 	if s.gov == nil || s.gd == nil {
 		return ctx
 	}
 	return &attemptctx.Context{Context: ctx, Gov: s.gov, Guard: s.gd}
+}
+
+// sendContext returns the context an attempt of gd (of gov) is sent with,
+// carrying gd (an attemptctx.Context), and the gate of gd's attempts,
+// which the caller opens as it sends the attempt and closes as soon as
+// it returns, before any verb of gd's: st's, for the Retry option's call
+// st, or for a call of the interceptor's own (st nil), whose Guard is
+// the attempt's alone, the context's, attached to gd.
+func sendContext(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, st *callState) (*attemptctx.Context, *attemptctx.Gate) {
+	c := &attemptctx.Context{Context: ctx, Gov: gov, Guard: gd}
+	if st != nil {
+		return c, &st.nested
+	}
+	c.Gate.Attach(gd)
+	return c, &c.Gate
 }
 
 // invokeAttempt sends the attempt gd (of gov) entered, with a context
@@ -155,13 +177,17 @@ func (s *callState) attemptContext(ctx context.Context) context.Context {
 // gives the slot back.
 func invokeAttempt(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, st *callState, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts []grpc.CallOption) error {
+	actx, gate := sendContext(ctx, gov, gd, st)
 	returned := false
 	defer func() {
 		if !returned {
+			gate.Close()
 			gd.EndPanicked()
 		}
 	}()
-	err := invoker(&attemptctx.Context{Context: ctx, Gov: gov, Guard: gd}, method, req, reply, cc, copts...)
+	gate.Open()
+	err := invoker(actx, method, req, reply, cc, copts...)
+	gate.Close()
 	if err == nil {
 		gd.Release()
 		if st != nil {
@@ -444,6 +470,8 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts ...grpc.CallOption) (grpc.ClientStream, error) {
 		if st := stateOf(copts); st != nil {
 			if st.paced {
+				st.nested.Open()
+				defer st.nested.Close()
 				return streamer(st.attemptContext(ctx), desc, cc, method, copts...)
 			}
 			if st.ended != nil {
@@ -489,13 +517,17 @@ func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Gu
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts []grpc.CallOption) (grpc.ClientStream, error) {
 	end := &streamEnd{gd: gd, st: st, ctx: ctx}
 	copts = append(copts[:len(copts):len(copts)], grpc.OnFinish(end.finish))
+	actx, gate := sendContext(ctx, gov, gd, st)
 	returned := false
 	defer func() {
 		if !returned {
+			gate.Close()
 			gd.EndPanicked()
 		}
 	}()
-	cs, err := streamer(&attemptctx.Context{Context: ctx, Gov: gov, Guard: gd}, desc, cc, method, copts...)
+	gate.Open()
+	cs, err := streamer(actx, desc, cc, method, copts...)
+	gate.Close()
 	if err != nil {
 		gd.After(err)
 		if st != nil {

@@ -162,6 +162,7 @@ func (l *Listing[T]) fetchPage(pageSize int, pageToken string) ([]T, string, err
 			return nil, "", l.fail(err)
 		}
 		l.st.gd = gd
+		l.st.nested.Attach(gd)
 	}
 	// The first page: breaker, count, token, slot (a rejected listing is
 	// counted as rejected, not as a call). A further page, after the

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/googleapi"
@@ -61,8 +62,14 @@ type callState struct {
 	gov        *resilience.Governor // gd's
 	gd         *resilience.Guard    // a listing's once its first page is fetched
 	maxBackoff time.Duration
-	paced      bool // the caller (a listing, Do) paces the call and reports its success
-	off        bool // a listing of a disabled provider: its pages are fetched once each, ungoverned
+	// nested is gd's gate: a call made with an attempt's context (per-RPC
+	// credentials fetching a token) reads gd, and is nested in the call,
+	// only while an attempt is sent (see attemptContext). The context may
+	// outlive the attempt; the gate closes as the attempt returns, before
+	// the guard records it or gax's Retryer asks it for a retry.
+	nested attemptctx.Gate
+	paced  bool // the caller (a listing, Do) paces the call and reports its success
+	off    bool // a listing of a disabled provider: its pages are fetched once each, ungoverned
 
 	n        int   // retries of this page or call
 	last     error // the last provider error seen by Retry
@@ -405,8 +412,12 @@ func (s *callState) succeed() {
 }
 
 // finished is the grpc.OnFinish callback of the Retry option: it sees the
-// success that gax does not show a Retryer. Failures go to Retry.
+// success that gax does not show a Retryer. Failures go to Retry. grpc
+// calls it as the attempt's answer is read, before the invoker returns:
+// the gate of the calls nested in the attempt closes first, before the
+// guard records the success and ends.
 func (s *callState) finished(err error) {
+	s.nested.Close()
 	if err == nil && s.woke() {
 		s.succeed()
 	}
@@ -575,6 +586,7 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	}
 	o.timeout.Resolve(cs)
 	st := &callState{ctx: o.ctx, scope: o.scope, gov: o.gov, gd: gd, maxBackoff: o.maxBackoff}
+	st.nested.Attach(gd)
 	cs.Retry = func() gax.Retryer { return st }
 	gate := retryGate{st: st}
 	for _, o := range cs.GRPC {
@@ -784,6 +796,7 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 		st  callState
 		opt stateOption
 	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
+	d.st.nested.Attach(gd)
 	d.opt.init(&d.st, p.Deadline)
 	res, err := call(ctx, &d.opt)
 	returned = true
