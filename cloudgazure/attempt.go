@@ -34,8 +34,8 @@ const (
 )
 
 // armQuota is one of the remaining-requests headers of Resource Manager's
-// token buckets, and the value under which it pauses the account of the
-// request's scope for readsPause: one second's refill of its bucket.
+// token buckets, and the value under which it pauses the request's
+// account or scope for readsPause: one second's refill of its bucket.
 type armQuota struct {
 	header string
 	below  int
@@ -43,6 +43,13 @@ type armQuota struct {
 	// (its scope has no account), since a subscription's or a data
 	// plane's account is no tenant.
 	tenant bool
+	// reads: the bucket counts reads, and a low one pauses the account of
+	// the request's scope (the spec's rule for the subscription's reads:
+	// every call of the subscription, whatever the resource provider). A
+	// writes or deletes bucket pauses only the request's own scope, so
+	// that the reads of the subscription's other resource providers go
+	// on.
+	reads bool
 }
 
 // armQuotas are the remaining-requests headers the policies read. ARM's
@@ -50,14 +57,55 @@ type armQuota struct {
 // 10, per subscription and per tenant; a subscription's global bucket,
 // shared by all its principals, at fifteen times as much (375, 150).
 var armQuotas = [...]armQuota{
-	{hdrRemainingReads, lowReads, false}, // the spec's rule
-	{"X-Ms-Ratelimit-Remaining-Subscription-Writes", 10, false},
-	{"X-Ms-Ratelimit-Remaining-Subscription-Deletes", 10, false},
-	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Reads", 15 * lowReads, false},
-	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Writes", 15 * 10, false},
-	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes", 15 * 10, false},
-	{"X-Ms-Ratelimit-Remaining-Tenant-Reads", lowReads, true},
-	{"X-Ms-Ratelimit-Remaining-Tenant-Writes", 10, true},
+	{hdrRemainingReads, lowReads, false, true}, // the spec's rule
+	{"X-Ms-Ratelimit-Remaining-Subscription-Writes", 10, false, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Deletes", 10, false, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Reads", 15 * lowReads, false, true},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Writes", 15 * 10, false, false},
+	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes", 15 * 10, false, false},
+	{"X-Ms-Ratelimit-Remaining-Tenant-Reads", lowReads, true, true},
+	{"X-Ms-Ratelimit-Remaining-Tenant-Writes", 10, true, false},
+}
+
+// armPause is what a success's remaining-requests headers pause.
+type armPause uint8
+
+const (
+	pauseNothing armPause = iota
+	pauseScope            // a writes or deletes bucket is low: the request's scope (Guard.Pause)
+	pauseAccount          // a reads bucket is low: the account of the request's scope (Guard.PauseAccount)
+)
+
+// armQuotaLow reads a success's remaining-requests headers (armQuotas) on
+// a request that is tenant-level or not, and returns the widest pause the
+// low ones ask for: the account when a reads bucket is low, else the
+// scope when a writes or deletes bucket is.
+func armQuotaLow(h http.Header, tenant bool) armPause {
+	p := pauseNothing
+	for _, q := range armQuotas {
+		if q.tenant && !tenant {
+			continue
+		}
+		if v := h[q.header]; len(v) > 0 {
+			if n, err := strconv.Atoi(strings.TrimSpace(v[0])); err == nil && n < q.below {
+				if q.reads {
+					return pauseAccount
+				}
+				p = pauseScope
+			}
+		}
+	}
+	return p
+}
+
+// pauseFor sets the pause armQuotaLow asked for, for readsPause.
+func pauseFor(gd *resilience.Guard, p armPause) {
+	switch p {
+	case pauseAccount:
+		gd.PauseAccount(readsPause)
+	case pauseScope:
+		gd.Pause(readsPause)
+	}
 }
 
 // delayHeaders are the headers azcore's retry policy reads its delay from
@@ -397,24 +445,16 @@ func drained(resp *http.Response, err error) error {
 
 // proactive reads a success's quota headers: Resource Graph's quota at 0
 // pauses its scope until the quota resets; a Resource Manager bucket
-// with less than a second's refill left (armQuotas: remaining
-// subscription reads under 25, writes and deletes under 10, the global
-// ones under fifteen times as much; a tenant-level request's remaining
-// tenant reads under 25 and writes under 10) pauses the account of the
-// request's scope, the whole subscription or the tenant-level requests,
-// for a second, once however many are low.
+// with less than a second's refill left (armQuotas) pauses the request
+// for a second, once however many are low: remaining subscription reads
+// under 25 (global reads under 375; a tenant-level request's tenant reads
+// under 25) pause the account of the request's scope, the whole
+// subscription or the tenant-level requests; remaining writes or deletes
+// under 10 (global ones under 150; a tenant-level request's tenant writes
+// under 10) pause the request's own scope, its resource provider of the
+// subscription, so that the subscription's other reads go on.
 func (st *callState) proactive(h http.Header) {
-	for _, q := range armQuotas {
-		if q.tenant && !st.tenant {
-			continue
-		}
-		if v := h[q.header]; len(v) > 0 {
-			if n, err := strconv.Atoi(strings.TrimSpace(v[0])); err == nil && n < q.below {
-				st.gd.PauseAccount(readsPause)
-				break
-			}
-		}
-	}
+	pauseFor(st.gd, armQuotaLow(h, st.tenant))
 	if d, ok := quotaReset(h); ok {
 		st.gd.Pause(d)
 	}

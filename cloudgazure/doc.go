@@ -42,12 +42,14 @@
 //   - success: additive recovery and breaker reset; Resource Graph's
 //     x-ms-user-quota-remaining: 0 pauses its scope until the quota
 //     resets; x-ms-ratelimit-remaining-subscription-reads under 25 pauses
-//     the whole subscription for a second, and so do Resource Manager's
-//     other remaining-requests headers under a second's refill of their
-//     buckets (subscription writes and deletes under 10, global reads
-//     under 375, global writes and deletes under 150), and the tenant's
-//     (reads under 25, writes under 10) pause the tenant-level requests,
-//     read only on those;
+//     the whole subscription for a second, and so does the subscription's
+//     global reads header under 375, and the tenant's reads under 25 the
+//     tenant-level requests (read only on those); the headers of
+//     Resource Manager's writes and deletes buckets under a second's
+//     refill (subscription writes and deletes under 10, global writes
+//     and deletes under 150, the tenant's writes under 10) pause only the
+//     request's scope, its resource provider, for a second, so that the
+//     subscription's other resource providers go on reading;
 //   - other error statuses: classified as resilience.Classify classifies
 //     the *azcore.ResponseError, by its error code or, without one, by its
 //     message; usually a fatal answer, which proves the service reachable

@@ -17,11 +17,14 @@ import (
 // subscription in a global bucket fifteen times a principal's; a success
 // says what each has left. Under one second's refill of its bucket (reads
 // 25, writes and deletes 10; global reads 375, global writes and deletes
-// 150) the subscription is paused for a second, as remaining reads under
-// 25 pause it (TestLowRemainingReadsPauseSubscription); a tenant's header
-// pauses the tenant-level requests (no subscription in the path), and is
-// not read on a subscription's request. At the threshold nothing is
-// paused.
+// 150) a reads bucket pauses the subscription for a second, as remaining
+// reads under 25 pause it (TestLowRemainingReadsPauseSubscription), and a
+// writes or deletes bucket the request's scope, its resource provider of
+// the subscription (TestSpentWritesHoldOnlyTheirScope shows that the
+// subscription's other resource providers go on); a tenant's header
+// pauses the tenant-level requests (no subscription in the path), or the
+// tenant-level write's scope, and is not read on a subscription's
+// request. At the threshold nothing is paused.
 func TestLowRemainingARMQuotaPausesItsScope(t *testing.T) {
 	type sender func(e *env) error
 	getGroup := func(e *env) error { _, err := e.groups(subA).Get(context.Background(), "rg", nil); return err }
@@ -40,6 +43,16 @@ func TestLowRemainingARMQuotaPausesItsScope(t *testing.T) {
 			return err
 		}
 	}
+	register := func(ns string) sender {
+		return func(e *env) error {
+			c, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, fakeCred{}, e.base, e.opts()...)
+			if err != nil {
+				return err
+			}
+			_, err = c.RegisterAtManagementGroupScope(context.Background(), ns, "mg", nil)
+			return err
+		}
+	}
 	vnetA := func(e *env) error { _, err := e.vnets(subA).Get(context.Background(), "rg", "vnet", nil); return err }
 	groupB := func(e *env) error { _, err := e.groups(subB).Get(context.Background(), "rg", nil); return err }
 
@@ -55,13 +68,13 @@ func TestLowRemainingARMQuotaPausesItsScope(t *testing.T) {
 		// ignored: the header is not read on this request at all.
 		ignored bool
 	}{
-		{"subscription writes", routeGroupPut, putGroup, "x-ms-ratelimit-remaining-subscription-writes", 10, vnetA, groupB, false},
-		{"subscription deletes", routeGroupDel, deleteGroup, "x-ms-ratelimit-remaining-subscription-deletes", 10, vnetA, groupB, false},
+		{"subscription writes", routeGroupPut, putGroup, "x-ms-ratelimit-remaining-subscription-writes", 10, putGroup, groupB, false},
+		{"subscription deletes", routeGroupDel, deleteGroup, "x-ms-ratelimit-remaining-subscription-deletes", 10, deleteGroup, groupB, false},
 		{"subscription global reads", routeGroupGet, getGroup, "x-ms-ratelimit-remaining-subscription-global-reads", 375, vnetA, groupB, false},
-		{"subscription global writes", routeGroupPut, putGroup, "x-ms-ratelimit-remaining-subscription-global-writes", 150, vnetA, groupB, false},
-		{"subscription global deletes", routeGroupDel, deleteGroup, "x-ms-ratelimit-remaining-subscription-global-deletes", 150, vnetA, groupB, false},
+		{"subscription global writes", routeGroupPut, putGroup, "x-ms-ratelimit-remaining-subscription-global-writes", 150, putGroup, groupB, false},
+		{"subscription global deletes", routeGroupDel, deleteGroup, "x-ms-ratelimit-remaining-subscription-global-deletes", 150, deleteGroup, groupB, false},
 		{"tenant reads", routeProvider, provider("Microsoft.Compute"), "x-ms-ratelimit-remaining-tenant-reads", 25, provider("Microsoft.Network"), vnetA, false},
-		{"tenant writes", routeProvider, provider("Microsoft.Compute"), "x-ms-ratelimit-remaining-tenant-writes", 10, provider("Microsoft.Network"), vnetA, false},
+		{"tenant writes", routeRegister, register("Microsoft.Compute"), "x-ms-ratelimit-remaining-tenant-writes", 10, register("Microsoft.Compute"), vnetA, false},
 		{"tenant reads on a subscription's request", routeGroupGet, getGroup, "x-ms-ratelimit-remaining-tenant-reads", 25, vnetA, groupB, true},
 	}
 	for _, c := range cases {

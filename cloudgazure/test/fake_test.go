@@ -39,6 +39,9 @@ const (
 	routeGroupPut  = "groups.put"    // PUT /subscriptions/{sub}/resourcegroups/{rg}
 	routeGroupDel  = "groups.delete" // DELETE /subscriptions/{sub}/resourcegroups/{rg}
 	routeProvider  = "providers.get" // GET /providers/{namespace}, a tenant-level request
+	// POST /providers/Microsoft.Management/managementGroups/{group}/providers/{namespace}/register,
+	// a tenant-level write
+	routeRegister = "providers.register"
 )
 
 // reply is one scripted answer of the fake server.
@@ -85,9 +88,10 @@ type hit struct {
 
 // fakeARM is an ARM endpoint good enough for the real clients: resource
 // groups (get, create, delete, paged list), resource providers at the
-// tenant's scope (get), virtual networks (get, list all) and Resource
-// Graph queries (paged with skip tokens). Replies are scripted per route:
-// a queue, then a reply that repeats, then success.
+// tenant's scope (get, and registration at a management group's), virtual
+// networks (get, list all) and Resource Graph queries (paged with skip
+// tokens). Replies are scripted per route: a queue, then a reply that
+// repeats, then success.
 type fakeARM struct {
 	mu      sync.Mutex
 	queue   map[string][]reply
@@ -183,6 +187,9 @@ func route(method, path string) (name, sub, rest string) {
 		return routeGroupGet, segs[1], segs[3]
 	case method == http.MethodGet && len(low) == 2 && low[0] == "providers":
 		return routeProvider, "", segs[1]
+	case method == http.MethodPost && len(low) == 7 && low[0] == "providers" && low[1] == "microsoft.management" &&
+		low[2] == "managementgroups" && low[4] == "providers" && low[6] == "register":
+		return routeRegister, "", segs[5]
 	case len(low) == 5 && low[0] == "subscriptions" && low[3] == "microsoft.network" && low[4] == "virtualnetworks":
 		return routeVnetList, segs[1], ""
 	case len(low) == 8 && low[0] == "subscriptions" && low[5] == "microsoft.network" && low[6] == "virtualnetworks":
@@ -260,7 +267,7 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch name {
 	case routeGroupGet, routeGroupPut:
 		out = group(sub, rest)
-	case routeProvider:
+	case routeProvider, routeRegister:
 		out = map[string]any{"id": "/providers/" + rest, "namespace": rest, "registrationState": "Registered"}
 	case routeGroupList:
 		from, _ := strconv.Atoi(skip)
