@@ -110,7 +110,11 @@ func (l QueryLimits) resolve() QueryLimits {
 //     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)
 //     and is retried as QueryLimits say; after the last retry it is
 //     recorded as given up; a success with x-ms-user-quota-remaining: 0
-//     pauses the scope until the quota resets. The backoff before a retry
+//     pauses the scope until the quota resets, and one with Resource
+//     Manager's x-ms-ratelimit-remaining-tenant-reads under 25 pauses the
+//     scope's account (the tenant-level requests') for a second, and
+//     -tenant-writes under 10 the scope, as the policies do on a query's
+//     answer. The backoff before a retry
 //     ends when the scope's breaker opens with a cooldown that outlasts
 //     it (resilience.Guard.Backoff), and the retry is refused then.
 //
@@ -259,8 +263,10 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // sendPage sends one page and, unless the client's pipeline turned out to
 // be governed (fetchPaced gives that page's slot back), learns from its
 // answer, whose response *raw captured, and gives the slot back: a
-// success's spent quota pauses the scope before the slot goes back, so
-// that a page waiting for it sees the pause, and the slot goes back
+// success's spent quota (Resource Graph's, or Resource Manager's tenant
+// buckets', read as the policies read them) pauses the scope, or its
+// account, before the slot goes back, so that a page waiting for it sees
+// the pause, and the slot goes back
 // before After, which records the success at once; a failure's slot goes
 // back once After recorded it (kind is its kind), so that a page waiting
 // for the slot sees the pause a throttle's hint set. When the client
@@ -285,6 +291,10 @@ func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier, q 
 	case mark.governed.Load():
 	case err == nil:
 		if r := *raw; r != nil {
+			// As the policies read a query's answer (a query is a
+			// tenant-level request): Resource Manager's tenant headers,
+			// then Resource Graph's quota.
+			pauseFor(gd, armQuotaLow(r.Header, true))
 			if d, ok := quotaReset(r.Header); ok {
 				gd.Pause(d)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -53,6 +54,14 @@ func TestLowRemainingARMQuotaPausesItsScope(t *testing.T) {
 			return err
 		}
 	}
+	graphQuery := func(e *env) error { _, err := e.graph().Resources(context.Background(), query, nil); return err }
+	// A query of a client whose pipeline is not governed, paced page by
+	// page by QueryResources.
+	pagedQuery := func(e *env) error {
+		e.srv.graphPages = 1
+		_, err := cloudgazure.QueryResources(context.Background(), e.plainGraph(policy.RetryOptions{MaxRetries: -1}), query, e.opts()...)
+		return err
+	}
 	vnetA := func(e *env) error { _, err := e.vnets(subA).Get(context.Background(), "rg", "vnet", nil); return err }
 	groupB := func(e *env) error { _, err := e.groups(subB).Get(context.Background(), "rg", nil); return err }
 
@@ -75,6 +84,15 @@ func TestLowRemainingARMQuotaPausesItsScope(t *testing.T) {
 		{"subscription global deletes", routeGroupDel, deleteGroup, "x-ms-ratelimit-remaining-subscription-global-deletes", 150, deleteGroup, groupB, false},
 		{"tenant reads", routeProvider, provider("Microsoft.Compute"), "x-ms-ratelimit-remaining-tenant-reads", 25, provider("Microsoft.Network"), vnetA, false},
 		{"tenant writes", routeRegister, register("Microsoft.Compute"), "x-ms-ratelimit-remaining-tenant-writes", 10, register("Microsoft.Compute"), vnetA, false},
+		// A Resource Graph query is a tenant-level request: the tenant's
+		// reads header pauses its account, shared with the tenant-level
+		// requests, and the writes header its scope; whether the policies
+		// or QueryResources, for a client they do not govern, read the
+		// answer.
+		{"tenant reads on a Resource Graph query", routeGraph, graphQuery, "x-ms-ratelimit-remaining-tenant-reads", 25, provider("Microsoft.Network"), vnetA, false},
+		{"tenant writes on a Resource Graph query", routeGraph, graphQuery, "x-ms-ratelimit-remaining-tenant-writes", 10, graphQuery, vnetA, false},
+		{"tenant reads on a page QueryResources paces", routeGraph, pagedQuery, "x-ms-ratelimit-remaining-tenant-reads", 25, provider("Microsoft.Network"), vnetA, false},
+		{"tenant writes on a page QueryResources paces", routeGraph, pagedQuery, "x-ms-ratelimit-remaining-tenant-writes", 10, pagedQuery, vnetA, false},
 		{"tenant reads on a subscription's request", routeGroupGet, getGroup, "x-ms-ratelimit-remaining-tenant-reads", 25, vnetA, groupB, true},
 	}
 	for _, c := range cases {
