@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -118,16 +119,23 @@ var delayHeaders = [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "Retry-A
 type callState struct {
 	s   *shared
 	gov *resilience.Governor // gd's
-	gd  *resilience.Guard
-	ctx context.Context // the request's (an attempt's may have a TryTimeout)
-	// gate is gd's: a call made with the request's context (rc, or an
-	// attempt's) reads gd, and is nested in the request, only while an
-	// attempt is sent (see send). The context may outlive the attempt (a
-	// dial net/http goes on with); the gate closes as the attempt
+	// gd is the request's Guard, begun on scope. The per-call policy
+	// begins it at once, but for a tenant-level request other than a
+	// Resource Graph query: its tenant is read from the bearer token,
+	// which azcore's bearer token policy sets after the per-call policy
+	// has run, and its Guard is begun by its first attempt (see guard).
+	gd    *resilience.Guard
+	scope resilience.Scope
+	ctx   context.Context // the request's (an attempt's may have a TryTimeout)
+	// gate is gd's, attached as gd is begun, before a context carrying
+	// gd is made or given gd: a call made with the request's context (rc,
+	// or an attempt's) reads gd, and is nested in the request, only while
+	// an attempt is sent (see send). The context may outlive the attempt
+	// (a dial net/http goes on with); the gate closes as the attempt
 	// returns, before the Guard records it.
 	gate attemptctx.Gate
-	// tenant: the request is tenant-level, its scope has no account (no
-	// subscription in its path, no data plane's resource in its host).
+	// tenant: the request is tenant-level, its URL's scope has no account
+	// (no subscription in its path, no data plane's resource in its host).
 	tenant bool
 	// perCall: the per-call policy made the state and ends the request,
 	// putting back the headers strip hid. Without it, nothing is hidden.
@@ -185,14 +193,50 @@ type callState struct {
 // Guard's gate is closed (see callState.send), so that a call made then
 // (a credential's token fetch by azcore's bearer token policy, which runs
 // before the per-retry policy, or one of a goroutine that kept the
-// context) is not nested in it, and reads nothing of the Guard.
+// context) is not nested in it, and reads nothing of the Guard; nor is
+// one made before a tenant-level request's first attempt has begun its
+// Guard, when the context answers Value(gov) as the request's own
+// context does. gd is atomic: the first attempt sets it while a
+// goroutine the credential or a policy started with the context may ask
+// for it.
 type requestContext struct {
 	cutctx.Context
 	gov *resilience.Governor
-	gd  *resilience.Guard
+	gd  atomic.Pointer[resilience.Guard]
 }
 
-func (c *requestContext) Value(key any) any { return attemptctx.Value(&c.Context, c.gov, c.gd, key) }
+func (c *requestContext) Value(key any) any {
+	if gd := c.gd.Load(); gd != nil {
+		return attemptctx.Value(&c.Context, c.gov, gd, key)
+	}
+	return c.Context.Value(key)
+}
+
+// guard returns the request's Guard, beginning it on the request's scope
+// if no attempt has yet (a tenant-level request, see callState.gd): on
+// its tenant's scope, tenantScope's, when raw, the attempt's request,
+// carries a bearer token that names the tenant, and on scope otherwise
+// (raw nil: the request ends before any attempt, the bearer token
+// policy having failed or the context ended). It attaches the gate
+// (callState.gate) to the Guard before the request's context carries
+// it. Begin fails only for a scope without a provider, and an Azure
+// scope has one.
+func (st *callState) guard(raw *http.Request) *resilience.Guard {
+	if st.gd != nil {
+		return st.gd
+	}
+	if raw != nil && st.tenant && st.scope.Service != ServiceResourceGraph {
+		st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
+	}
+	st.gd, _ = st.gov.Begin(st.ctx, st.scope, azcoreLoop)
+	// The gate is the Guard's before rc carries it: a goroutine that
+	// kept rc reads the Guard's gate once it reads the Guard.
+	st.gate.Attach(st.gd)
+	if st.rc != nil {
+		st.rc.gd.Store(st.gd)
+	}
+	return st.gd
+}
 
 // attempt governs one HTTP attempt: the Guard's Enter (breaker, deadline,
 // the rest of a transient answer's hint on a retry, count, token, slot),
@@ -208,6 +252,9 @@ func (c *requestContext) Value(key any) any { return attemptctx.Value(&c.Context
 // azcore's loop: a *resilience.CircuitOpenError, a
 // *resilience.WouldWaitError, a deadline's or the context's error.
 func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
+	if st.gd == nil {
+		st.guard(req.Raw())
+	}
 	if raw := req.Raw(); raw != st.tried {
 		st.tries++
 		st.tried = raw
@@ -406,7 +453,8 @@ func (st *callState) endCut() {
 // request's, after a cut ended the last.
 func (st *callState) renew() {
 	st.endCut()
-	st.rc = &requestContext{gov: st.gov, gd: st.gd}
+	st.rc = &requestContext{gov: st.gov}
+	st.rc.gd.Store(st.gd)
 	st.rc.Init(st.ctx)
 	*st.raw = *st.raw.WithContext(st.rc)
 }

@@ -23,7 +23,11 @@
 // retry policy, which clones the request for every attempt and runs the
 // per-retry policies on each clone. The per-call policy
 // resolves the scope from the URL (ScopeOfURL), begins a
-// resilience.Guard and stores the request's state with SetOperationValue;
+// resilience.Guard (a tenant-level request, whose path names no
+// subscription, is governed in its tenant's account, tenants/<tenant id>,
+// when its bearer token names the tenant: its first attempt, once azcore's
+// bearer token policy has set the token, begins its Guard) and stores the
+// request's state with SetOperationValue;
 // azcore's clones share the operation values, so the per-retry policy
 // finds the same state on every attempt. Per attempt the
 // Guard's Enter checks the breaker and the deadline, counts the call,
@@ -44,7 +48,7 @@
 //     resets; x-ms-ratelimit-remaining-subscription-reads under 25 pauses
 //     the whole subscription for a second, and so does the subscription's
 //     global reads header under 375, and the tenant's reads under 25 the
-//     tenant-level requests (read only on those); the headers of
+//     tenant's tenant-level requests (read only on those); the headers of
 //     Resource Manager's writes and deletes buckets under a second's
 //     refill (subscription writes and deletes under 10, global writes
 //     and deletes under 150, the tenant's writes under 10) pause only the

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -29,6 +30,25 @@ type shared struct {
 	maxRetries int32
 	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when known.
 	retryDelay, maxRetryDelay time.Duration
+
+	// lastTenant is the Authorization header of the last tenant-level
+	// request, and its tenant's account (tenantAccount): a client sends
+	// the same token for an hour or so, whose JWT is then decoded once.
+	lastTenant atomic.Pointer[tenantToken]
+}
+
+// tenantToken is an Authorization header and its tenant's account.
+type tenantToken struct{ authorization, account string }
+
+// tenantAccount is the package's tenantAccount, remembering the last
+// header it read.
+func (s *shared) tenantAccount(authorization string) string {
+	if t := s.lastTenant.Load(); t != nil && t.authorization == authorization {
+		return t.account
+	}
+	account := tenantAccount(authorization)
+	s.lastTenant.Store(&tenantToken{authorization, account})
+	return account
 }
 
 // newShared returns the policies' shared part for a pipeline whose retry
@@ -115,7 +135,9 @@ func ungoverned(gov *resilience.Governor, req *policy.Request) (*http.Response, 
 }
 
 // perCallPolicy runs once per request, around azcore's retry policy: it
-// resolves the scope, begins the request's Guard, hands the request's
+// resolves the scope, begins the request's Guard (a tenant-level
+// request's first attempt begins it, once the token that names its
+// tenant is set: see callState.gd), hands the request's
 // state to the per-retry policy through the request's operation values
 // (which azcore's retry clones share), and ends the Guard with azcore's
 // final answer.
@@ -129,18 +151,24 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	ctx := raw.Context()
 	scope := ScopeOfURL(raw.URL)
-	gd, err := gov.Begin(ctx, scope, azcoreLoop)
-	if err != nil {
-		return req.Next()
+	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
+	if !st.tenant || scope.Service == ServiceResourceGraph {
+		// A tenant-level request's Guard waits for its token (see
+		// callState.gd).
+		gd, err := gov.Begin(ctx, scope, azcoreLoop)
+		if err != nil {
+			return req.Next()
+		}
+		st.gd = gd
+		st.gate.Attach(gd) // before st.first carries gd
 	}
-	st := &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
-	st.gate.Attach(gd)
 	if scope.Service == ServiceResourceGraph {
 		markGoverned(ctx)
 	}
 	req.SetOperationValue(st)
 	st.first.Init(ctx)
-	st.first.gov, st.first.gd = gov, gd
+	st.first.gov = gov
+	st.first.gd.Store(st.gd)
 	st.rc = &st.first
 	*raw = *raw.WithContext(st.rc) // see callState.raw
 	var kept *keptBody
@@ -153,7 +181,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 			// A policy or the transport below panicked: the slot goes
 			// back, the request is lost to the panic, and the panic goes
 			// on.
-			gd.EndPanicked()
+			st.guard(nil).EndPanicked()
 		}
 	}()
 	kept = keepBody(req) // after the defer: the body's Seek may panic
@@ -165,7 +193,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		// request; let through after all (its cooldown ended meanwhile),
 		// it is sent, in a loop of azcore's own.
 		st.renew()
-		if eerr := gd.Enter(ctx); eerr != nil {
+		if eerr := st.gd.Enter(ctx); eerr != nil {
 			resp, err = nil, stop(reveal(eerr))
 			break
 		}
@@ -173,7 +201,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		resp, err = req.Next()
 	}
 	st.restore()
-	gd.End(st.final(resp, err))
+	st.guard(nil).End(st.final(resp, err))
 	returned = true
 	return resp, err
 }
@@ -237,13 +265,10 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		if !gov.Enabled(Provider) {
 			return ungoverned(gov, req)
 		}
-		scope := ScopeOfURL(req.Raw().URL)
-		gd, err := gov.Begin(ctx, scope, azcoreLoop)
-		if err != nil {
-			return req.Next()
-		}
-		st = &callState{s: p.s, gov: gov, gd: gd, ctx: ctx, tenant: scope.Account == ""}
-		st.gate.Attach(gd)
+		raw := req.Raw()
+		scope := ScopeOfURL(raw.URL)
+		st = &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == ""}
+		st.guard(raw) // the token is set by now; the gate is attached
 		req.SetOperationValue(st)
 	}
 	return st.attempt(req)

@@ -1,6 +1,8 @@
 package cloudgazure
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -77,7 +79,12 @@ func oneOf(s string, suffixes []string) bool {
 // the URL's path, as ScopeOf reads it. A host's final dot is ignored and
 // its labels match case-insensitively; the names are lower-cased. The
 // policies of ClientOptions and Policies resolve every request's scope
-// with it.
+// with it, and govern a tenant-level request (its scope has no account,
+// and it is no Resource Graph query) whose bearer token is a JWT naming
+// its tenant in that tenant's account, tenants/<tenant id> (lower-cased),
+// since Resource Manager throttles each tenant apart: the tenant is in no
+// URL, and a scheduler that declares such a request's scope puts it in
+// ScopeOfURL's.
 func ScopeOfURL(u *url.URL) resilience.Scope {
 	host := strings.TrimSuffix(u.Hostname(), ".")
 	name, rest, ok := strings.Cut(host, ".")
@@ -101,6 +108,88 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 		}
 	}
 	return ScopeOf(u.Path)
+}
+
+// tenantPrefix begins the account of a tenant's tenant-level requests,
+// tenants/<tenant id> (see tenantScope), as GCP's accounts name their kind
+// of resource (projects/<id>).
+const tenantPrefix = "tenants/"
+
+// tenantScope returns the scope of a tenant-level request (sc, ScopeOfURL's
+// scope, with no account) whose bearer token names its tenant: Resource
+// Manager throttles a tenant's requests per tenant, so that one tenant's
+// throttle or spent bucket must not hold another's. account is the
+// tenant's, tenants/<tenant id> (tenantAccount). A token that names no
+// tenant (account ""), and a Resource Graph query, whose scope is its
+// own, keep sc.
+func tenantScope(sc resilience.Scope, account string) resilience.Scope {
+	if account == "" || sc.Account != "" || sc.Service == ServiceResourceGraph {
+		return sc
+	}
+	sc.Account = account
+	return sc
+}
+
+// tenantAccount returns the account of the tenant-level requests of the
+// tenant an Authorization header's bearer token names (tenantOf),
+// tenants/<tenant id>, or "" when it names none.
+func tenantAccount(authorization string) string {
+	if tid := tenantOf(authorization); tid != "" {
+		return tenantPrefix + tid
+	}
+	return ""
+}
+
+// tenantOf returns the tenant a bearer token was issued in, lower-cased:
+// the tid claim of a JWT's payload, read without checking the token's
+// signature (the token is the one the request is sent with, and the
+// tenant only names its scope). "" when authorization is no bearer JWT,
+// or its tid is no GUID.
+func tenantOf(authorization string) string {
+	tok, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok {
+		return ""
+	}
+	_, rest, ok := strings.Cut(tok, ".")
+	if !ok {
+		return ""
+	}
+	payload, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(payload, "="))
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Tid string `json:"tid"`
+	}
+	if json.Unmarshal(b, &claims) != nil || !isGUID(claims.Tid) {
+		return ""
+	}
+	return strings.ToLower(claims.Tid)
+}
+
+// isGUID reports whether s is a GUID in its 8-4-4-4-12 hexadecimal form.
+func isGUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // dataPlane is the scope of a data-plane resource's requests.

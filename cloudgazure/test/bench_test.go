@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
@@ -112,5 +113,45 @@ func BenchmarkPipeline(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTenantPipeline is BenchmarkPipeline for a tenant-level request
+// (no subscription in its path), whose token names its tenant (a JWT with
+// a tid claim, as Microsoft Entra ID's are) or names none.
+func BenchmarkTenantPipeline(b *testing.B) {
+	gov := newGov(b, fast())
+	base := armOptions("http://127.0.0.1:1", staticTransport{})
+	url := "http://127.0.0.1:1/providers/Microsoft.Compute?api-version=1"
+	for _, cred := range []struct {
+		name string
+		cred azcore.TokenCredential
+	}{{"tenant", tenantCred{tenantA}}, {"no tenant", fakeCred{}}} {
+		for _, c := range []struct {
+			name string
+			opts *arm.ClientOptions
+		}{
+			{"ungoverned", base},
+			{"governed", cloudgazure.ClientOptions(base, cloudgazure.WithGovernor(gov))},
+		} {
+			b.Run(cred.name+"/"+c.name, func(b *testing.B) {
+				cl, err := arm.NewClient("cloudgazure.bench", "v0.0.1", cred.cred, c.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pl := cl.Pipeline()
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := pl.Do(req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -2,8 +2,10 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -105,19 +107,24 @@ func TestACallNestedInAnAttemptTakesOverItsProbe(t *testing.T) {
 }
 
 // keepingTransport starts, for each request it sends with next, a
-// governed call of the subscription's with the request's context that it
-// does not wait for, as net/http's dialer and an SDK's background refresh
-// keep a request's context: a context that outlives the attempt.
+// governed call of scope's (zero: resourcesA) with the request's context
+// that it does not wait for, as net/http's dialer and an SDK's background
+// refresh keep a request's context: a context that outlives the attempt.
 type keepingTransport struct {
-	gov  *resilience.Governor
-	next policy.Transporter
-	wg   *sync.WaitGroup
+	gov   *resilience.Governor
+	next  policy.Transporter
+	wg    *sync.WaitGroup
+	scope resilience.Scope
 }
 
 func (k keepingTransport) Do(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	scope := k.scope
+	if scope == (resilience.Scope{}) {
+		scope = resourcesA
+	}
 	k.wg.Go(func() {
-		_ = resilience.Do(ctx, resourcesA, func(context.Context) error { return nil }, resilience.WithGovernor(k.gov))
+		_ = resilience.Do(ctx, scope, func(context.Context) error { return nil }, resilience.WithGovernor(k.gov))
 	})
 	runtime.Gosched()
 	return k.next.Do(req)
@@ -127,43 +134,61 @@ func (k keepingTransport) Do(req *http.Request) (*http.Response, error) {
 // attempt is sent with is no exception: a goroutine the transport starts,
 // and does not wait for, may make its governed call with it while the
 // request gives its slot back, records its answer and ends. With the
-// subscription's bulkhead full (another call holds its other slot), that
-// call looks the request up as the call it is nested in, and reads
-// nothing the request writes meanwhile (run with -race): it is nested in
-// the request while its attempt is sent only, as a call nested in a
-// resilience.Do made WithNestedCalls is.
+// account's bulkhead full (another call holds its other slot), that call
+// looks the request up as the call it is nested in, and reads nothing
+// the request writes meanwhile (run with -race): it is nested in the
+// request while its attempt is sent only, as a call nested in a
+// resilience.Do made WithNestedCalls is. So with a tenant-level request
+// too, whose Guard its first attempt begins, in its tenant's account,
+// once the request's context has been made.
 func TestAContextOutlivingTheAttemptIsSafe(t *testing.T) {
-	for _, withPerCall := range []bool{true, false} {
-		fast := 1e9 // no call waits for a token
-		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{
-			MaxConcurrency: 2, MaxRPS: fast, Burst: fast, GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
-		}})
-		parked, err := e.gov.Begin(context.Background(), resilience.Scope{Provider: "azure", Account: subALower, Service: "parked"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := parked.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		perCall, perRetry := cloudgazure.Policies(e.opts()...)
-		o := policy.ClientOptions{Transport: keepingTransport{gov: e.gov, next: e.base.Transport, wg: &wg}, Retry: cloudgazure.RetryOptions(e.opts()...)}
-		if withPerCall {
-			o.PerCallPolicies = []policy.Policy{perCall}
-		}
-		o.PerRetryPolicies = []policy.Policy{perRetry}
-		for range 100 {
-			pl, req := ownPipeline(t, &o)
-			resp, err := pl.Do(req)
-			if err != nil || resp.StatusCode != http.StatusOK {
-				t.Fatalf("per call %v: %v %v", withPerCall, resp, err)
-			}
-			_ = resp.Body.Close()
-		}
-		parked.End(nil)
-		wg.Wait()
-		if n := freeSlots(e.gov, subALower); n != 2 {
-			t.Fatalf("per call %v: %d free slots after the calls, want 2", withPerCall, n)
+	tok, _ := tenantCred{tenantA}.GetToken(context.Background(), policy.TokenRequestOptions{})
+	for _, tenant := range []bool{false, true} {
+		for _, withPerCall := range []bool{true, false} {
+			t.Run(fmt.Sprintf("tenant-level %v, per call %v", tenant, withPerCall), func(t *testing.T) {
+				fast := 1e9 // no call waits for a token
+				e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{
+					MaxConcurrency: 2, MaxRPS: fast, Burst: fast, GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
+				}})
+				account, nested := subALower, resilience.Scope{}
+				if tenant {
+					account = "tenants/" + strings.ToLower(tenantA)
+					nested = resilience.Scope{Provider: "azure", Account: account, Service: "resources"}
+				}
+				parked, err := e.gov.Begin(context.Background(), resilience.Scope{Provider: "azure", Account: account, Service: "parked"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := parked.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				perCall, perRetry := cloudgazure.Policies(e.opts()...)
+				o := policy.ClientOptions{Transport: keepingTransport{gov: e.gov, next: e.base.Transport, wg: &wg, scope: nested}, Retry: cloudgazure.RetryOptions(e.opts()...)}
+				if withPerCall {
+					o.PerCallPolicies = []policy.Policy{perCall}
+				}
+				o.PerRetryPolicies = []policy.Policy{perRetry}
+				for range 100 {
+					pl, req := ownPipeline(t, &o)
+					if tenant {
+						// The tenant's token is set before the first
+						// attempt, as azcore's bearer token policy sets it.
+						req.Raw().URL.Path = "/providers/Microsoft.Compute"
+						req.Raw().Header.Set("Authorization", "Bearer "+tok.Token)
+					}
+					resp, err := pl.Do(req)
+					if err != nil || resp.StatusCode != http.StatusOK {
+						t.Fatalf("%v %v", resp, err)
+					}
+					_ = resp.Body.Close()
+				}
+				parked.End(nil)
+				wg.Wait()
+				if n := freeSlots(e.gov, account); n != 2 {
+					t.Fatalf("%d free slots of %s after the calls, want 2", n, account)
+				}
+			})
 		}
 	}
 }
