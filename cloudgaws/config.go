@@ -68,8 +68,9 @@ func (c Config) Validate() error {
 //
 // The section is strict: a key other than those two is an error, not
 // ignored. A document without an aws section is the zero Config.
-// Malformed values, and a null max_retries (which would read as the
-// default that leaving the key out says), are errors naming the key path,
+// Malformed values, and a null max_retries or retry_mode (which would
+// read as the default that leaving the key out says), are errors naming
+// the key path,
 // all of them at once (errors.Join):
 //
 //	aws.max_retries: "three" is not a number

@@ -29,7 +29,6 @@ func TestParseConfig(t *testing.T) {
 		{"sdk section alone", "aws:\n  retry_mode: standard\n", nil, aws.RetryModeStandard},
 		{"json", `{"aws": {"max_retries": 0, "retry_mode": "adaptive"}, "ratelimit": {"aws": {"max_rps": 5}}}`, new(0), aws.RetryModeAdaptive},
 		{"mode case and spaces", "aws:\n  retry_mode: ' Standard '\n", nil, aws.RetryModeStandard},
-		{"null mode", "aws:\n  retry_mode: ~\n", nil, ""},
 		{"null section", "aws:\n", nil, ""},
 		{"whole float", "aws: {max_retries: 2.0, retry_mode: standard}", new(2), aws.RetryModeStandard},
 		// The short form: the governor's section alone, no SDK section.
@@ -62,7 +61,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"aws:\n  max_retries: 2.5\n  retry_mode: standard\n", `aws.max_retries: "2.5" is not a whole number`},
 		{"aws:\n  max_retries: -1\nratelimit: {}\n", "aws.max_retries: must be >= 0"},
 		// A null number reads as the default, which no one writes it for.
-		{"aws:\n  max_retries: null\n  retry_mode: ~\n", "aws.max_retries: must be a number, not null (leave the key out for the default)"},
+		{"aws:\n  max_retries: null\n  retry_mode: standard\n", "aws.max_retries: must be a number, not null (leave the key out for the default)"},
+		// A null mode too: it reads as the default, which leaving the key
+		// out says, and is more likely a value lost on its way into the
+		// file (retry_mode: ${AWS_RETRY_MODE}) than a choice.
+		{"aws:\n  retry_mode: ~\n", "aws.retry_mode: must be a string, not null (leave the key out for the default)"},
+		{"aws:\n  max_retries: 3\n  retry_mode:\n", "aws.retry_mode: must be a string, not null (leave the key out for the default)"},
 		{"aws:\n  max_retries: [1]\nratelimit: {}\n", "aws.max_retries: must be a single value"},
 		{"aws:\n  retry_mode: legacy\n", `aws.retry_mode: unknown retry mode "legacy" (standard or adaptive)`},
 		{"aws:\n  retry_mode: 3\n", `aws.retry_mode: "3" is not a string`},

@@ -155,8 +155,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // it, a merge key (<<) that brings live_* keys into the section, a
 // provider's mapping or providers (ratelimit.aws.<<: unknown key, as
 // resilience.ParseConfig says),
-// malformed values, negative ones, a null (live_cooldown_seconds: ~,
-// which would read as the default that leaving the key out says), and an
+// malformed values, negative ones, a null (live_cooldown_seconds: ~, or
+// live_cooldown_after_failure: with nothing after it, which would read as
+// the default, true, that leaving the key out says), and an
 // explicit zero live_max_concurrent, live_max_concurrent_total,
 // live_caller_window_seconds or live_operation_timeout_seconds are errors
 // that name the key path (ratelimit.live_max_concurrent: must be > 0), all

@@ -98,6 +98,10 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"live_cooldown_seconds: -5\n", "ratelimit.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
 		{"live_cooldown_seconds: soon\n", `ratelimit.live_cooldown_seconds: malformed duration "soon" (seconds, or a duration such as 90s)`},
 		{"live_cooldown_after_failure: 1\n", `ratelimit.live_cooldown_after_failure: "1" is not true or false`},
+		// A null switch reads as the default, true, which a user who wrote
+		// live_cooldown_after_failure: with nothing after it did not mean.
+		{"live_cooldown_after_failure: ~\n", "ratelimit.live_cooldown_after_failure: must be true or false, not null (leave the key out for the default)"},
+		{"ratelimit:\n  live_cooldown_after_failure:\n", "ratelimit.live_cooldown_after_failure: must be true or false, not null (leave the key out for the default)"},
 		{"aws: {live_cooldown_seconds: -1}\n", "ratelimit.aws.live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)"},
 		{"ratelimit:\n  azure:\n    live_cooldown_seconds: [1]\n", "ratelimit.azure.live_cooldown_seconds: must be a single value"},
 		{"[1]\n", "ratelimit: must be a mapping"},

@@ -330,7 +330,6 @@ func TestSpaceAroundANameIsRefused(t *testing.T) {
 func TestAnEmptyNameIsRefused(t *testing.T) {
 	wantMistakes(t, "aws: {controller: ''}\n", "ratelimit.aws.controller: must not be empty (leave the key out for the default)")
 	wantMistakes(t, `{"ratelimit": {"providers": {"github": {"controller": ""}}}}`, "ratelimit.providers.github.controller: must not be empty (leave the key out for the default)")
-	accepted(t, "aws: {controller: ~}\n")
 }
 
 // An explicit null where a setting takes a number (max_rps: ~, max_rps:
@@ -350,4 +349,30 @@ func TestAnExplicitNullNumberIsRefused(t *testing.T) {
 	wantMistakes(t, "azure: {account_max_rps: ~}\n", "ratelimit.azure.account_max_rps: must be a number, not null (leave the key out for the default; 0 turns the bucket off)")
 	wantMistakes(t, "providers: {github: {max_concurrency: null}}\n", "ratelimit.providers.github.max_concurrency: must be a number, not null (leave the key out for the default)")
 	accepted(t, "aws: ~\nazure:\ngcp: {services: {cloudasset: ~}}\nproviders: {github: ~}\n")
+}
+
+// An explicit null where a setting takes true or false or a name
+// (enabled: ~, enabled: with nothing after it, controller: ~) is refused,
+// as a null number is: it reads as the default, which the key left out
+// says, and a user who wrote it meant another thing. enabled:, adaptive:
+// or per_operation: with nothing after it reads as "no" to a reader but
+// as the default, true (or ec2's per operation), to the decoder; a null
+// breaker_wait is more likely a value lost on its way into the file
+// (breaker_wait: ${WAIT}) than a choice; controller: ~ is no controller
+// to a reader, which fixed rates (adaptive: false) are, not aimd's; and
+// an unset ${CONTROLLER} leaves controller: with nothing after it, the
+// null, not "", that TestAnEmptyNameIsRefused refuses.
+func TestAnExplicitNullSwitchOrNameIsRefused(t *testing.T) {
+	wantMistakes(t, "enabled: ~\n", "ratelimit.enabled: must be true or false, not null (leave the key out for the default)")
+	wantMistakes(t, "ratelimit:\n  enabled:\n  aws: {max_rps: 5}\n", "ratelimit.enabled: must be true or false, not null (leave the key out for the default)")
+	wantMistakes(t, "aws:\n  enabled:\n  adaptive: null\n  breaker_wait: ~\n  per_operation:\n",
+		"ratelimit.aws.enabled: must be true or false, not null (leave the key out for the default)",
+		"ratelimit.aws.adaptive: must be true or false, not null (leave the key out for the default)",
+		"ratelimit.aws.breaker_wait: must be true or false, not null (leave the key out for the default)",
+		"ratelimit.aws.per_operation: must be true or false, not null (leave the key out for the default)")
+	wantMistakes(t, "aws: {services: {ec2: {per_operation: ~}}}\n", "ratelimit.aws.services.ec2.per_operation: must be true or false, not null (leave the key out for the default)")
+	wantMistakes(t, "aws: {controller: ~}\n", "ratelimit.aws.controller: must be a string, not null (leave the key out for the default)")
+	wantMistakes(t, `{"ratelimit": {"providers": {"github": {"controller": null}}}}`, "ratelimit.providers.github.controller: must be a string, not null (leave the key out for the default)")
+	// A null section, service or provider is still an empty one.
+	accepted(t, "aws: ~\nproviders: ~\ngcp: {services: ~}\n")
 }

@@ -31,9 +31,10 @@ import (
 // for the governor's).
 //
 // Unknown keys, explicit zero or negative rates, bursts, thresholds and
-// times, malformed values, empty strings, a null where a number goes
-// (max_rps: ~, which reads as the default that leaving the key out says)
-// and settings that contradict
+// times, malformed values, empty strings, a null where a number, true or
+// false or a string goes (max_rps: ~, enabled: with nothing after it,
+// controller: ~, each of which reads as the default that leaving the key
+// out says) and settings that contradict
 // each other or cannot work (see Config.Validate) are errors that name
 // the key path,
 // all of a document's at once (joined with errors.Join; errors.As finds

@@ -1,7 +1,8 @@
 // Package yamlconf decodes configuration sections from YAML or JSON
 // strictly: unknown keys, duplicate keys, malformed values, values of
-// the wrong type, empty strings and a null number are errors that name
-// the key path
+// the wrong type, empty strings and a null setting (a number, true or
+// false, a string; a null section or mapping is an empty one) are errors
+// that name the key path
 // (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
 // every mistake of a document at once (errors.Join). Keys ending in _seconds
 // take a number of seconds or a Go duration string ("90s"). Numbers are
@@ -280,13 +281,23 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// isNumber reports whether t, or the type a pointer t points to, is a
-// number the decoder reads (an int or a float64).
-func isNumber(t reflect.Type) bool {
+// nullMsg returns what a null given to a setting of type t is told, a
+// pointer's element type looked at: "must be a number, not null", "must
+// be true or false, not null" or "must be a string, not null"; "" where
+// null is an empty section, mapping or list (a struct, a map).
+func nullMsg(t reflect.Type) string {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	return t.Kind() == reflect.Int || t.Kind() == reflect.Float64
+	switch t.Kind() {
+	case reflect.Int, reflect.Float64:
+		return "must be a number, not null"
+	case reflect.Bool:
+		return "must be true or false, not null"
+	case reflect.String:
+		return "must be a string, not null"
+	}
+	return ""
 }
 
 // decode decodes n into v strictly; path, of keys keys, is n's; key is v's
@@ -299,18 +310,19 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 		return errorf(path, "alias nesting too deep")
 	}
 	if isNull(n) {
-		if isNumber(v.Type()) {
+		if msg := nullMsg(v.Type()); msg != "" {
 			// As an explicit zero rate and an empty name are: null reads
 			// as the default, which leaving the key out says, so a user
-			// who wrote it meant another thing (none, off) or lost a value
-			// on its way into the file (max_rps: ${MAX_RPS}).
-			msg := "must be a number, not null (leave the key out for the default"
+			// who wrote it meant another thing (none, off, false: enabled:
+			// with nothing after it) or lost a value on its way into the
+			// file (max_rps: ${MAX_RPS}).
+			msg += " (leave the key out for the default"
 			if rule != nil && rule.note != "" {
 				msg += "; " + rule.note
 			}
 			return errorf(path, msg+")")
 		}
-		v.SetZero() // a section, a mapping, a name or a switch left empty
+		v.SetZero() // a section, a service or a provider left empty
 		return nil
 	}
 	switch v.Kind() {
