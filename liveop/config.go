@@ -62,7 +62,11 @@ type Config struct {
 
 // Validate reports every setting that cannot work, each naming its key path
 // (ratelimit.live_max_concurrent: must be >= 0), joined with errors.Join:
-// errors.As finds the first.
+// errors.As finds the first. A provider name of ProviderCooldownSeconds
+// that no scope's provider can be is one of them, as it is to
+// resilience's Config.Validate (AWS, Acme where an imported integration's
+// scopes say acme, myapi beside MyAPI, a name with space around it), and
+// so is one with a "/" or ":".
 func (c Config) Validate() error {
 	var errs []error
 	for _, f := range []struct {
@@ -85,6 +89,8 @@ func (c Config) Validate() error {
 	for _, p := range sortedKeys(c.ProviderCooldownSeconds) {
 		if p == "" {
 			errs = append(errs, fieldErr("ratelimit.providers", "a provider name is not empty")) // resilience's words
+		} else if err := providerKey(p, c.ProviderCooldownSeconds); err != nil {
+			errs = append(errs, err)
 		} else if strings.ContainsAny(p, "/:") {
 			errs = append(errs, fieldErr(providerPath(p), badProviderName))
 		} else if !nonNegative(c.ProviderCooldownSeconds[p]) {
@@ -94,16 +100,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// builtinNear returns aws, azure or gcp when name is that name in another
-// case or with spaces around it (not the name itself), and "" otherwise,
-// as resilience's configuration check has it.
-func builtinNear(name string) string {
-	for _, own := range []string{"aws", "azure", "gcp"} {
-		if name != own && strings.EqualFold(strings.TrimSpace(name), own) {
-			return own
-		}
+// providerKey checks the provider name p of a Config's
+// ProviderCooldownSeconds, other than aws, azure and gcp (which are
+// ratelimit.aws, not keys under providers), as resilience's Validate
+// checks a name under providers: against the other names of cooldowns
+// and the names the imported integrations know (yamlconf.ProviderKey).
+func providerKey(p string, cooldowns map[string]float64) error {
+	if yamlconf.BuiltinProvider(p) {
+		return nil
 	}
-	return ""
+	return yamlconf.ProviderKey(p, sortedKeys(cooldowns))
 }
 
 // badProviderName says why a provider name is refused.
@@ -150,8 +156,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // live_max_concurrent, any in a service's mapping, or one in another case:
 // LIVE_MAX_CONCURRENT), a
 // live_* key of a provider other than aws, azure and gcp at the top of
-// the section or of aws, azure or gcp (in any case) under providers (refused as
-// resilience.ParseConfig refuses that provider there), a provider's key or providers given twice with a live_* key in
+// the section or of a name under providers that resilience.ParseConfig
+// refuses there, in its words (aws, azure or gcp in any case, a name with
+// space around it, or one that differs in case alone from one an
+// imported integration knows, GitHub where cloudghttp is imported, or
+// from another name under providers, myapi and MyAPI), a provider's key or providers given twice with a live_* key in
 // it, a merge key (<<) that brings live_* keys into the section, a
 // provider's mapping or providers (ratelimit.aws.<<: unknown key, as
 // resilience.ParseConfig says),
@@ -204,9 +213,18 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		errs = append(errs, duplicateLiveKeys(n, path)...)
 	}
+	// The names under providers, against which each is checked
+	// (yamlconf.ProviderKey: myapi and MyAPI).
+	var providerNames []string
 	var provider func(name, path string, value *yaml.Node)
 	provider = func(name, path string, value *yaml.Node) {
 		if path == "ratelimit.providers" {
+			for i := 0; i+1 < len(value.Content); i += 2 {
+				if k, _ := keyName(value.Content[i]); k != "" && !yamlconf.IsMerge(value.Content[i]) {
+					providerNames = append(providerNames, k)
+				}
+			}
+			sort.Strings(providerNames) // as resilience's Validate has them
 			// A merge key here brings in providers' mappings.
 			errs = append(errs, mergedLiveKeys(value, path, 2)...)
 			// A live setting here, not under a provider's name, is read
@@ -233,23 +251,18 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 			return
 		}
-		if path == "ratelimit.providers."+name && yamlconf.BuiltinProvider(name) {
-			// aws, azure or gcp under providers: resilience.ParseConfig
-			// refuses them there, so a live key among them is refused
-			// too, not read over the one under their own key.
-			if hasLiveKey(value) {
-				errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
+		if path == "ratelimit.providers."+name && name != "" {
+			// A name no call goes by (aws, which has its own key, AWS,
+			// Acme where an integration's scopes say acme, myapi beside
+			// MyAPI, one with space around it): resilience.ParseConfig
+			// refuses it, so a live key under it is refused too, in its
+			// words, not read.
+			if err := yamlconf.ProviderKey(name, providerNames); err != nil {
+				if hasLiveKey(value) {
+					errs = append(errs, err)
+				}
+				return
 			}
-			return
-		}
-		if own := builtinNear(name); path == "ratelimit.providers."+name && own != "" {
-			// aws, azure or gcp in another case or with spaces: another
-			// provider to both readers, whose cooldown no scope of the
-			// builtin one would take. Refused in resilience's words.
-			if hasLiveKey(value) {
-				errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.%s (provider names are case-sensitive)", name, own, own)))
-			}
-			return
 		}
 		if path == "ratelimit.providers."+name && (name == "" || strings.ContainsAny(name, "/:")) {
 			// A name no scope's provider can have: reported here, at its

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/scopenames"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -65,6 +66,45 @@ func TestResilienceReadsTheSameSection(t *testing.T) {
 		if rerr == nil || lerr == nil || rerr.Error() != c.want || lerr.Error() != c.want {
 			t.Errorf("%q: resilience %v, liveop %v; want %s", c.doc, rerr, lerr, c.want)
 		}
+	}
+}
+
+// A provider name under providers that no call can go by, one that
+// differs in case alone from one an imported integration knows (Acme,
+// where acme's scopes say acme, as GitHub where cloudghttp's say github),
+// or from another name there (myapi and MyAPI), or that has space around
+// it, is refused by both readers, in the same words, one check: a
+// cooldown under it would cool no scope down.
+func TestAProviderNameNoCallGoesByIsRefusedAsResilienceRefusesIt(t *testing.T) {
+	scopenames.Register("acme", func(service, op string) string { return "" })
+	defer scopenames.Register("acme", nil)
+	for _, c := range []struct{ doc, want string }{
+		{"providers: {Acme: {live_cooldown_seconds: 30}}\n",
+			`ratelimit.providers.Acme: "Acme" is not acme, whose calls go by ratelimit.providers.acme (provider names are case-sensitive)`},
+		{"providers: {MyAPI: {live_cooldown_seconds: 2}, myapi: {live_cooldown_seconds: 5}}\n",
+			`ratelimit.providers.MyAPI: "MyAPI" and "myapi" differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say` + "\n" +
+				`ratelimit.providers.myapi: "myapi" and "MyAPI" differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say`},
+		{"providers: {' acme': {live_cooldown_seconds: 5}}\n", "ratelimit.providers. acme: a provider name has no space around it (acme)"},
+		{"providers: {AWS: {live_cooldown_seconds: 5}}\n", `ratelimit.providers.AWS: "AWS" is not aws, whose calls go by ratelimit.aws (provider names are case-sensitive)`},
+	} {
+		_, rerr := resilience.ParseConfig([]byte(c.doc))
+		_, lerr := ParseConfig([]byte(c.doc))
+		if rerr == nil || lerr == nil || rerr.Error() != c.want || lerr.Error() != c.want {
+			t.Errorf("%q:\nresilience %v\nliveop     %v\nwant       %s", c.doc, rerr, lerr, c.want)
+		}
+	}
+	// The twin whose mapping has no live key is resilience's to report.
+	want := `ratelimit.providers.MyAPI: "MyAPI" and "myapi" differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say`
+	if _, err := ParseConfig([]byte("providers: {MyAPI: {live_cooldown_seconds: 2}, myapi: {max_rps: 5}}\n")); err == nil || err.Error() != want {
+		t.Errorf("one twin with a cooldown: %v, want %s", err, want)
+	}
+	// A Config built in code is held to the same rule.
+	want = `ratelimit.providers.Acme: "Acme" is not acme, whose calls go by ratelimit.providers.acme (provider names are case-sensitive)`
+	if _, err := New(Config{ProviderCooldownSeconds: map[string]float64{"Acme": 30}}); err == nil || err.Error() != want {
+		t.Errorf("New: %v, want %s", err, want)
+	}
+	if _, err := ParseConfig([]byte("providers: {acme: {live_cooldown_seconds: 30}, MyAPI: {live_cooldown_seconds: 2}}\n")); err != nil {
+		t.Errorf("acme and MyAPI: %v", err)
 	}
 }
 

@@ -53,73 +53,18 @@ func (c Config) Validate() error {
 	sort.Strings(names)
 	for _, name := range names {
 		path := "ratelimit.providers." + name
-		switch name {
-		case "":
+		if name == "" {
 			errs = append(errs, fieldErr("ratelimit.providers", "a provider name is not empty"))
 			continue
-		case "aws", "azure", "gcp":
-			errs = append(errs, fieldErr(path, name+" has its own key: ratelimit."+name))
-			continue
 		}
-		if own := builtinNear(name); own != "" {
-			// Another provider to the governor (names are compared as
-			// they are), which no call of the integrations uses.
-			errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.%s (provider names are case-sensitive)", name, own, own)))
-			continue
-		}
-		if trimmed := strings.TrimSpace(name); trimmed != name {
-			errs = append(errs, fieldErr(path, fmt.Sprintf("a provider name has no space around it (%s)", trimmed)))
-			continue
-		}
-		if known := registeredNear(name); known != "" {
-			// As for aws, azure and gcp: an integration's scopes say
-			// known, so no call goes by name.
-			errs = append(errs, fieldErr(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.providers.%s (provider names are case-sensitive)", name, known, known)))
-			continue
-		}
-		if twin := caseTwin(name, names); twin != "" {
-			errs = append(errs, fieldErr(path, fmt.Sprintf("%q and %q differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say", name, twin)))
+		if err := yamlconf.ProviderKey(name, names); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		pc := c.Providers[name]
 		errs = append(errs, pc.validate(name, path)...)
 	}
 	return errors.Join(errs...)
-}
-
-// builtinNear returns aws, azure or gcp when name is that name in
-// another case or with spaces around it, and "" otherwise.
-func builtinNear(name string) string {
-	for _, own := range []string{"aws", "azure", "gcp"} {
-		if strings.EqualFold(strings.TrimSpace(name), own) {
-			return own
-		}
-	}
-	return ""
-}
-
-// registeredNear returns the provider name an imported integration knows
-// (scopenames) that name is in another case, and "" when there is none
-// or name is one.
-func registeredNear(name string) string {
-	for _, known := range scopenames.Providers() {
-		if known != name && strings.EqualFold(known, name) {
-			return known
-		}
-	}
-	return ""
-}
-
-// caseTwin returns the first other name of names, in their order, that
-// differs from name in case alone, and "" when there is none. Both of a
-// pair are reported, each naming the other.
-func caseTwin(name string, names []string) string {
-	for _, other := range names {
-		if other != name && strings.EqualFold(other, name) {
-			return other
-		}
-	}
-	return ""
 }
 
 // A breaker's first cooldown (breaker_cooldown_seconds) is kept within

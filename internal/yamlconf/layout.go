@@ -2,8 +2,10 @@ package yamlconf
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/cloudg/cloudg/internal/scopenames"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -200,3 +202,45 @@ func SectionHint(name string) string {
 // BuiltinProvider reports whether name is a provider the governor's
 // section tunes under its own key (aws, azure, gcp).
 func BuiltinProvider(name string) bool { return name == "aws" || name == "azure" || name == "gcp" }
+
+// ProviderKey returns the error of name, a non-empty key under
+// ratelimit.providers beside the keys names (name among them or not), at
+// its path, when no call can go by it, and nil otherwise: aws, azure and
+// gcp, which have keys of their own; one of them in another case or with
+// space around it (AWS); another name with space around it; a name that
+// differs in case alone from one an imported integration knows (GitHub,
+// where cloudghttp is imported and its scopes say github: see
+// scopenames.Providers) or from another of names (myapi and MyAPI, each
+// reported naming the other). Provider names are case-sensitive. Both
+// readers of the section (resilience's Config.Validate and liveop's
+// ParseConfig and Config.Validate) check a name with it, so that they
+// refuse the same names in the same words.
+func ProviderKey(name string, names []string) error {
+	path := "ratelimit.providers." + name
+	if BuiltinProvider(name) {
+		return errorf(path, name+" has its own key: ratelimit."+name)
+	}
+	for _, own := range []string{"aws", "azure", "gcp"} {
+		if strings.EqualFold(strings.TrimSpace(name), own) {
+			// Another provider to the governor (names are compared as
+			// they are), which no call of the integrations uses.
+			return errorf(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.%s (provider names are case-sensitive)", name, own, own))
+		}
+	}
+	if trimmed := strings.TrimSpace(name); trimmed != name {
+		return errorf(path, fmt.Sprintf("a provider name has no space around it (%s)", trimmed))
+	}
+	for _, known := range scopenames.Providers() {
+		if known != name && strings.EqualFold(known, name) {
+			// As for aws, azure and gcp: an integration's scopes say
+			// known, so no call goes by name.
+			return errorf(path, fmt.Sprintf("%q is not %s, whose calls go by ratelimit.providers.%s (provider names are case-sensitive)", name, known, known))
+		}
+	}
+	for _, twin := range names {
+		if twin != name && strings.EqualFold(twin, name) {
+			return errorf(path, fmt.Sprintf("%q and %q differ in case alone, and name two providers (provider names are case-sensitive): keep the one your scopes say", name, twin))
+		}
+	}
+	return nil
+}
