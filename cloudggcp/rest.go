@@ -45,6 +45,10 @@ const cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
 // retried when the request is idempotent). A client
 // whose own retry settings retry 503 and 504 (compute's gets and lists)
 // retries the Transport's last answer again, each time as a new call.
+// A request whose token could not be had (its token endpoint refused the
+// connection, or answered 429 "Rate exceeded") was not sent to the API:
+// the Transport records it as a local error of its call, not as the
+// scope's transient error or throttle, and does not send it again.
 func RESTClientOption(ctx context.Context, clientOpts []option.ClientOption, opts ...Option) (option.ClientOption, error) {
 	all := make([]option.ClientOption, 0, len(clientOpts)+2)
 	all = append(all, internaloption.WithDefaultScopes(cloudPlatform), internaloption.EnableNewAuthLibrary())

@@ -151,9 +151,13 @@ type statusLineError string
 func (e statusLineError) Error() string { return string(e) }
 
 // The reader tells the core classifier what a provider's rules decided
-// about a StatusError (its status and headers it reads by method).
+// about a StatusError (its status and headers it reads by method), and
+// that an unsentError is a local error.
 func init() {
 	errread.Register(func(err error) (errread.Details, bool) {
+		if _, ok := err.(*unsentError); ok {
+			return errread.Details{Kind: errread.Fatal}, true
+		}
 		e, ok := err.(*StatusError)
 		if !ok || (e.kind == errread.None && !e.hasHint) {
 			return errread.Details{}, false

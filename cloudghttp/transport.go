@@ -1,6 +1,7 @@
 package cloudghttp
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -68,7 +69,15 @@ func (t *Transport) CloseIdleConnections() {
 //     refusals, a connection closed before any answer, after an HTTP/2
 //     GOAWAY with the request in flight, for want of an answer to HTTP/2
 //     pings, or as idle as the request was written, and timeouts are
-//     transient);
+//     transient); an error of the base transport that is no such failure
+//     of the request itself is a local error of the call, which neither
+//     slows, pauses nor fails the scope and is not sent again, whatever it
+//     says: the base failed before it sent the request (a token it could
+//     not fetch, from a token endpoint that refused the connection or
+//     answered 429 "Rate exceeded", which an http.Client's *url.Error for
+//     another URL, or an error that carries an answer or says nothing of
+//     the network, marks: net/http's Transport returns neither, and a
+//     RoundTripper gives the server's answer as a response);
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -222,7 +231,7 @@ func (x *exchange) run() (*http.Response, error) {
 		x.actx.Gate.Close()
 		var answer error
 		if err != nil {
-			answer = x.transportError(err)
+			answer = x.attemptError(err)
 		} else if se := x.answerOf(resp); se != nil {
 			answer = se
 		}
@@ -311,6 +320,68 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// attemptError is what the Guard records of an attempt that the base
+// transport failed with err: its transportError when err is a failure of
+// the attempt's own request on its way to the scope (a refused or reset
+// connection, a timeout), or one of the governor's own errors (a
+// governed call made inside the attempt, refused); otherwise an
+// unsentError, a local error. By the http.RoundTripper contract, a base
+// transport's error is never the server's answer, which comes back as a
+// response: an error that carries an answer (an HTTP status or an error
+// code) or nothing the core reads as a network failure is of something
+// the base did before it sent the request, as is a *url.Error (the error
+// of an http.Client, which net/http's Transport never returns) for
+// another URL than the request's: the token a base transport such as
+// golang.org/x/oauth2's fetches before it sends the request, from a token
+// endpoint that refused the connection or answered 429 "Rate exceeded".
+// Nothing was sent to the scope, which must be neither slowed, paused nor
+// failed for it.
+func (x *exchange) attemptError(err error) error {
+	answer := x.transportError(err)
+	if governorStop(err) {
+		return answer
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && !sameEndpoint(ue.URL, x.orig.URL) {
+		return &unsentError{answer}
+	}
+	if _, ok := resilience.ClassifyStrict(answer); !ok || resilience.IsProviderAnswer(answer) {
+		return &unsentError{answer}
+	}
+	return answer
+}
+
+// governorStop reports whether err holds one of the governor's own
+// errors.
+func governorStop(err error) bool {
+	var (
+		coe *resilience.CircuitOpenError
+		rbe *resilience.RetryBudgetExhaustedError
+		wwe *resilience.WouldWaitError
+		dee *resilience.DeadlineExceededError
+	)
+	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &wwe) || errors.As(err, &dee)
+}
+
+// sameEndpoint reports whether raw, the URL an http.Client's *url.Error
+// names (its password hidden), is u's: the same scheme, host and path.
+func sameEndpoint(raw string, u *url.URL) bool {
+	p, err := url.Parse(raw)
+	return err == nil && u != nil && strings.EqualFold(p.Scheme, u.Scheme) &&
+		strings.EqualFold(p.Host, u.Host) && p.Path == u.Path
+}
+
+// unsentError is, for the Guard, the error of an attempt that failed
+// before its request was sent (see exchange.attemptError): a local error,
+// which says nothing of the attempt's scope. It hides from the classifier
+// what the error holds (it has no Unwrap): a token endpoint's refused
+// connection, its "Rate exceeded"; and the error reader reads it as
+// Fatal, so that its message is not searched for throttling either. The
+// caller gets the base transport's error, never this one.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string { return e.err.Error() }
 
 // transportError is err, a failure of the base transport, as net/http's
 // client reports it to its caller: a *url.Error (the URL without its
