@@ -92,7 +92,9 @@
 // be had, an endpoint that could not be resolved, a request that could
 // not be signed) is a local error of its call, whatever its error says:
 // nothing was sent to the scope, which is neither slowed, paused nor
-// failed, and a call that ends with it is lost as errored.
+// failed, and a call that ends with it is lost as errored. The SDK's
+// retry of such an attempt adds no load to the provider: it is neither
+// counted as a retry nor paid from the provider's retry budget.
 //
 // Importing the package also teaches the core classifier the status and
 // headers of the SDK's HTTP response errors, so the guard and

@@ -47,6 +47,7 @@ type callState struct {
 
 	sent           bool                // an attempt was sent: the next one is a retry
 	onWire         bool                // the attempt in progress reached the HTTP client (wireMiddleware)
+	unsent         error               // the last attempt never left (an *unsentError), not yet recorded (see HandleFinalize)
 	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
 	retryAccounted bool                // the retryer accounted for the retry about to be sent
 	stopErr        error               // the error with which the governor ended the SDK's loop
@@ -172,8 +173,14 @@ func stateFrom(ctx context.Context) *callState {
 //
 // A retry of an error the core took for a fatal one (a clock-skewed
 // AuthFailure, which the SDK retries) is counted and paid from the
-// budget like any other, and the empty budget ends it the same way.
+// budget like any other, and the empty budget ends it the same way. A
+// retry of an attempt that never left the process (credentials that
+// could not be had) is not asked: it adds no load to the provider, whose
+// retry budget it does not pay (see attemptMiddleware).
 func (s *callState) retry() error {
+	if s.unsent != nil {
+		return nil
+	}
 	_, err := s.gd.Retry(0)
 	switch e := err.(type) {
 	case nil:
@@ -279,6 +286,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		st.retryAccounted = true
 		out, md, err = next.HandleInitialize(st, in)
 	}
+	st.endUnsent()
 	if st.stopErr != nil {
 		// The SDK joins its last error with the retryer's; the caller
 		// gets one error, the governor's, which wraps the provider's.
@@ -326,7 +334,16 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	if st == nil || st.gd == nil {
 		return next.HandleFinalize(ctx, in)
 	}
-	if st.sent {
+	if st.sent && st.unsent != nil {
+		// The attempt before never left the process (see ownAnswer): this
+		// one goes on its admission, as the call's first to the scope,
+		// which it adds no load to. It is no retry of the scope's: not
+		// counted, paid from the retry budget or paced.
+		st.unsent = nil
+		st.retryAccounted = false
+		st.unwatch()
+		st.cut.Reset()
+	} else if st.sent {
 		// The SDK's sleep is over: the watch ends, and the retry runs on
 		// the call's own context (if the breaker opened as the sleep
 		// ended, the cut one is done, and the retry asks the guard below).
@@ -357,8 +374,25 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	st.gate.Open()
 	out, md, err = next.HandleFinalize(ctx, in)
 	st.gate.Close()
-	st.gd.After(st.ownAnswer(err))
+	if ans := st.ownAnswer(err); ans != err {
+		// Nothing was sent: the guard is told when the call ends with it
+		// (endUnsent), not before the SDK's retry, which it would count
+		// and pay from the retry budget.
+		st.unsent = ans
+	} else {
+		st.gd.After(err)
+	}
 	return out, md, err
+}
+
+// endUnsent records the attempt the call ended with, when it never left
+// the process (see HandleFinalize), as a local error: the call is lost as
+// errored.
+func (s *callState) endUnsent() {
+	if s.unsent != nil {
+		s.gd.After(s.unsent)
+		s.unsent = nil
+	}
 }
 
 // ownAnswer is what the guard records of the attempt that ended with err:

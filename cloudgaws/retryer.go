@@ -91,7 +91,9 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 		return release, err
 	}
 	st := stateFrom(ctx)
-	if st == nil || st.gd == nil {
+	if st == nil || st.gd == nil || st.unsent != nil {
+		// Not governed, or the retry of an attempt that never left the
+		// process: no retry of the scope's, nothing to ask or watch.
 		return release, nil
 	}
 	if stop := st.retry(); stop != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,5 +94,45 @@ func TestARefusedEndpointIsTheScopesTransientError(t *testing.T) {
 	}
 	if s := scopeStats(g, stats, ec2Key); s.TransientErrors != 3 || s.Failed != 1 {
 		t.Fatalf("ec2 counters %v; want 3 transient errors, the call failed", s)
+	}
+}
+
+// The SDK's retries of attempts that never left the process (credentials
+// that could not be had, the credential server on 127.0.0.1 refusing the
+// connection three times) add no load to the service: they are not
+// counted as retries of the scope and cost nothing of the provider's
+// retry budget, the shared budget against retry storms on the provider.
+// The attempt that gets its credentials at last is the call's first to
+// EC2, and succeeds, whatever the budget holds.
+func TestRetriesOfAttemptsThatNeverLeftCostNoBudget(t *testing.T) {
+	refusing := "http://" + closedAddr(t) + "/credentials"
+	var asked atomic.Int32
+	creds := aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+		if asked.Add(1) <= 3 {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, refusing, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				return aws.Credentials{}, errors.New("the credential server answered")
+			}
+			return aws.Credentials{}, err
+		}
+		return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+	})
+	budget := 0
+	rc := resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: &budget, Services: fastEC2.AWS.Services}}
+	f := newFake(t)
+	cfg, g := tcpGoverned(t, f, rc, cloudgaws.WithMaxRetries(4), cloudgaws.WithBaseRetryer(quickRetryer))
+	cfg.Credentials = creds
+	ctx, stats := resilience.WithStats(context.Background())
+	if err := describeVpcs(ctx, ec2.NewFromConfig(cfg)); err != nil {
+		t.Fatalf("err %v; want the call to succeed once it has its credentials", err)
+	}
+	if n, a := f.count("DescribeVpcs"), asked.Load(); n != 1 || a != 4 {
+		t.Fatalf("DescribeVpcs sent %d times, credentials asked %d times; want 1 and 4", n, a)
+	}
+	s := scopeStats(g, stats, ec2Key)
+	if s.Calls != 1 || s.Retries != 0 || s.Errored != 0 || s.TransientErrors != 0 {
+		t.Fatalf("ec2 counters %v; want one call, no retry, nothing lost", s)
 	}
 }
