@@ -23,6 +23,7 @@ import (
 type tokenBase struct {
 	tokenURL string
 	next     http.RoundTripper
+	coded    bool // the token's error answer has an HTTPStatusCode method
 }
 
 // tokenError is the token server's error answer, as oauth2's
@@ -36,6 +37,12 @@ func (e *tokenError) Error() string {
 	return fmt.Sprintf("oauth2: cannot fetch token: %v\nResponse: %s", e.Response.Status, e.Body)
 }
 
+// codedTokenError is a tokenError that gives its status as the core
+// classifier reads one.
+type codedTokenError struct{ *tokenError }
+
+func (e codedTokenError) HTTPStatusCode() int { return e.Response.StatusCode }
+
 func (b tokenBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	tr, err := http.NewRequestWithContext(req.Context(), http.MethodPost, b.tokenURL, nil)
 	if err != nil {
@@ -48,6 +55,9 @@ func (b tokenBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		if b.coded {
+			return nil, codedTokenError{&tokenError{Response: resp, Body: body}}
+		}
 		return nil, &tokenError{Response: resp, Body: body}
 	}
 	r := req.Clone(req.Context())
@@ -69,21 +79,27 @@ func closedURL(t *testing.T, path string) string {
 
 // A request whose base transport failed before sending it (its token
 // could not be had: the token endpoint on 127.0.0.1 refuses the
-// connection, or answers 429 "Rate exceeded") says nothing of the API's
+// connection, or answers 429 "Rate exceeded", in words or in an error
+// that gives its status as the API's would) says nothing of the API's
 // scope, to which nothing was sent: it is neither the scope's transient
 // error nor its throttle; the scope is neither slowed, paused nor failed,
 // the request is not sent again, and the call is lost as errored (a
 // local error). The caller gets the base transport's error.
 func TestARequestThatNeverLeftIsNoAnswer(t *testing.T) {
-	for name, tokenURL := range map[string]func() string{
-		"refused": func() string { return closedURL(t, "/token") },
-		"rate exceeded": func() string {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				http.Error(w, "Rate exceeded", http.StatusTooManyRequests)
-			}))
-			t.Cleanup(srv.Close)
-			return srv.URL + "/token"
-		},
+	throttling := func() string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "Rate exceeded", http.StatusTooManyRequests)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/token"
+	}
+	for name, tc := range map[string]struct {
+		tokenURL func() string
+		coded    bool
+	}{
+		"refused":       {tokenURL: func() string { return closedURL(t, "/token") }},
+		"rate exceeded": {tokenURL: throttling},
+		"429 status":    {tokenURL: throttling, coded: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{}
@@ -94,7 +110,7 @@ func TestARequestThatNeverLeftIsNoAnswer(t *testing.T) {
 			ctx, stats := resilience.WithStats(context.Background())
 			ctx, ledger := resilience.WithLedger(ctx, "items")
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/items", nil)
-			resp, err := client(tokenBase{tokenURL: tokenURL(), next: tr}, gov, quick).Do(req)
+			resp, err := client(tokenBase{tokenURL: tc.tokenURL(), next: tr, coded: tc.coded}, gov, quick).Do(req)
 			if err == nil {
 				_ = resp.Body.Close()
 				t.Fatal("the request succeeded without a token")
