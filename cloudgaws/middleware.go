@@ -408,7 +408,7 @@ func (s *callState) endUnsent() {
 // ends with it. The governor's stop of a call made inside the attempt is
 // left as it is: the core reads it as another call's stop.
 func (s *callState) ownAnswer(err error) error {
-	if err == nil || s.onWire || governorStop(err) {
+	if err == nil || s.onWire || attemptctx.GovernorStop(err) {
 		return err
 	}
 	return &unsentError{err: err}
@@ -431,17 +431,6 @@ func (wireMiddleware) HandleDeserialize(ctx context.Context, in middleware.Deser
 		st.onWire = true
 	}
 	return next.HandleDeserialize(ctx, in)
-}
-
-// governorStop reports whether err holds one of the governor's own errors.
-func governorStop(err error) bool {
-	var (
-		coe *resilience.CircuitOpenError
-		rbe *resilience.RetryBudgetExhaustedError
-		wwe *resilience.WouldWaitError
-		dee *resilience.DeadlineExceededError
-	)
-	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &wwe) || errors.As(err, &dee)
 }
 
 // refusal is the error of a call the guard refused before sending it: an

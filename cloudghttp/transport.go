@@ -339,7 +339,7 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // failed for it.
 func (x *exchange) attemptError(err error) error {
 	answer := x.transportError(err)
-	if governorStop(err) {
+	if attemptctx.GovernorStop(err) {
 		return answer
 	}
 	var ue *url.Error
@@ -350,18 +350,6 @@ func (x *exchange) attemptError(err error) error {
 		return &unsentError{answer}
 	}
 	return answer
-}
-
-// governorStop reports whether err holds one of the governor's own
-// errors.
-func governorStop(err error) bool {
-	var (
-		coe *resilience.CircuitOpenError
-		rbe *resilience.RetryBudgetExhaustedError
-		wwe *resilience.WouldWaitError
-		dee *resilience.DeadlineExceededError
-	)
-	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &wwe) || errors.As(err, &dee)
 }
 
 // sameEndpoint reports whether raw, the URL an http.Client's *url.Error

@@ -19,6 +19,7 @@ package attemptctx
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cloudg/cloudg/internal/nestgate"
 	"github.com/cloudg/cloudg/resilience"
@@ -67,4 +68,20 @@ func Value(parent context.Context, gov *resilience.Governor, gd *resilience.Guar
 		return gd
 	}
 	return parent.Value(key)
+}
+
+// GovernorStop reports whether err, the error an attempt ended with,
+// holds one of the governor's own errors (an open breaker's, an empty
+// retry budget's, a wait's bound, a deadline's) rather than an answer or
+// a failure of the attempt's request: a governed call made inside the
+// attempt (a credential's token fetch) that the governor refused, which
+// the core reads as that call's stop, not as the attempt's scope's.
+func GovernorStop(err error) bool {
+	var (
+		coe *resilience.CircuitOpenError
+		rbe *resilience.RetryBudgetExhaustedError
+		wwe *resilience.WouldWaitError
+		dee *resilience.DeadlineExceededError
+	)
+	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &wwe) || errors.As(err, &dee)
 }
