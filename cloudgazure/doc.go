@@ -11,6 +11,14 @@
 //	opts := cloudgazure.ClientOptions(nil)
 //	vnets, err := armnetwork.NewVirtualNetworksClient(sub, cred, opts)
 //
+// While the azure provider is disabled (ratelimit.enabled or
+// ratelimit.azure.enabled false) the policies step aside, as the core's Do
+// calls its function once, directly: nothing is paced, counted or
+// recorded, and azcore retries a request of a client built with
+// ClientOptions with the retry options the client was given (base's
+// Retry, azcore's defaults when unset, or the call's own
+// policy.WithRetryOptions), which are the SDK's, not the governor's.
+//
 // Build, NewSubscriptionClient and NewTenantClient build a client the same
 // way, and fall back to a plain build (logged at debug level) when the
 // client rejects the options. NewGraphClient and QueryResources cover

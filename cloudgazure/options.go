@@ -92,6 +92,12 @@ func (c *config) log() *slog.Logger {
 //     decides azcore's retries instead of the statuses, a retry is asked
 //     of the Guard when azcore sends it, as with Policies.
 //
+// While the azure provider is disabled (ratelimit.enabled or
+// ratelimit.azure.enabled false) the policies step aside: a request is
+// sent as the client would send it without them, azcore retrying it with
+// base's Retry (azcore's defaults when unset), or with the call's own
+// policy.WithRetryOptions, not with the governor's retry policy.
+//
 // Any armxxx.NewXxxClient(sub, cred, ClientOptions(base)) is then governed.
 // Options that already carry this package's policies are not governed twice.
 func ClientOptions(base *arm.ClientOptions, opts ...Option) *arm.ClientOptions {
@@ -106,8 +112,10 @@ func clientOptions(base *arm.ClientOptions, cfg config) *arm.ClientOptions {
 	if hasPolicies(o.PerCallPolicies) {
 		return &o
 	}
+	own := o.Retry
 	o.Retry = retryOptions(o.Retry, cfg.governor().Policy(Provider))
 	g := newShared(cfg, &o.Retry)
+	g.own = &own
 	o.PerCallPolicies = appendPolicy(o.PerCallPolicies, perCallPolicy{g})
 	o.PerRetryPolicies = appendPolicy(o.PerRetryPolicies, perRetryPolicy{g})
 	return &o

@@ -1,10 +1,12 @@
 package cloudgazure
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,11 @@ type shared struct {
 	maxRetries int32
 	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when known.
 	retryDelay, maxRetryDelay time.Duration
+
+	// own is the retry options the client was given (ClientOptions' base's
+	// Retry), which azcore applies to a request of a disabled provider;
+	// nil for Policies, whose pipeline has the caller's options.
+	own *policy.RetryOptions
 
 	// lastTenant is the Authorization header of the last tenant-level
 	// request, and its tenant's account (tenantAccount): a client sends
@@ -126,12 +133,47 @@ var azcoreLoop = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: math.
 // begins and ends a Guard first, which decides the admission the
 // request's context may carry (a scheduler's hold on the scope's next
 // task, package pool's), as the core's calls of a disabled provider do.
+// A Guard of a disabled provider makes no state and records nothing.
 func ungoverned(gov *resilience.Governor, req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	if gd, err := gov.Begin(raw.Context(), ScopeOfURL(raw.URL), azcoreLoop); err == nil {
 		gd.End(nil)
 	}
 	return req.Next()
+}
+
+// ungovernedOwn is ungoverned for the per-call policy of a client built
+// with ClientOptions, which gave azcore's retry policy the governor's
+// retry options: the request goes through azcore's retry policy with own,
+// the options the client was given, as it would have without
+// ClientOptions. A call's own policy.WithRetryOptions is azcore's to
+// apply, and is kept (see ownRetryContext).
+func ungovernedOwn(gov *resilience.Governor, req *policy.Request, own *policy.RetryOptions) (*http.Response, error) {
+	raw := req.Raw()
+	ctx := raw.Context()
+	*raw = *raw.WithContext(ownRetryContext{Context: ctx, own: *own})
+	defer func() { *raw = *raw.WithContext(ctx) }() // even on a panic
+	return ungoverned(gov, req)
+}
+
+// ownRetryContext answers azcore's lookup of a call's retry options
+// (policy.WithRetryOptions) with own when the context it wraps has none,
+// and every other lookup as that context does. azcore's key is a type of
+// its internal package: it is known by its name.
+type ownRetryContext struct {
+	context.Context
+	own policy.RetryOptions
+}
+
+func (c ownRetryContext) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	if t := reflect.TypeOf(key); t != nil && t.Name() == "CtxWithRetryOptionsKey" &&
+		t.PkgPath() == "github.com/Azure/azure-sdk-for-go/sdk/azcore/internal/shared" {
+		return c.own
+	}
+	return nil
 }
 
 // perCallPolicy runs once per request, around azcore's retry policy: it
@@ -146,6 +188,9 @@ type perCallPolicy struct{ s *shared }
 func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	gov := p.s.cfg.governor()
 	if !gov.Enabled(Provider) {
+		if p.s.own != nil {
+			return ungovernedOwn(gov, req, p.s.own)
+		}
 		return ungoverned(gov, req)
 	}
 	raw := req.Raw()

@@ -1,0 +1,134 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// disabledConfigs are the two ways to disable the azure provider
+// (ratelimit.azure.enabled: false, ratelimit.enabled: false), each with
+// the provider's max_retries set to retries (nil: the default, 8).
+func disabledConfigs(retries *int) []struct {
+	name string
+	cfg  resilience.Config
+} {
+	return []struct {
+		name string
+		cfg  resilience.Config
+	}{
+		{"azure disabled", resilience.Config{Azure: resilience.ProviderConfig{Enabled: ptr(false), MaxRetries: retries}}},
+		{"all disabled", resilience.Config{Enabled: ptr(false), Azure: resilience.ProviderConfig{MaxRetries: retries}}},
+	}
+}
+
+// With the azure provider disabled the spec calls fn once, directly, with
+// no pacing and no retries of the governor's: a client built with
+// ClientOptions steps aside, and azcore retries its requests with the
+// retry options the client was given (base's Retry, azcore's defaults
+// when unset, or a call's own policy.WithRetryOptions), not with those
+// ClientOptions made of the governor's retry policy. A fake ARM server on
+// 127.0.0.1 answers 429 (retry-after-ms: 1), then 200.
+func TestADisabledProviderKeepsTheClientsRetryOptions(t *testing.T) {
+	cases := []struct {
+		name    string
+		retries *int                // the provider's max_retries
+		user    policy.RetryOptions // the client's, base's Retry
+		ctx     func(context.Context) context.Context
+		want    int // requests the server gets
+	}{
+		// The governor would retry (8 retries); the client does not.
+		{name: "the client's MaxRetries -1", user: policy.RetryOptions{MaxRetries: -1}, want: 1},
+		// The governor would not retry (max_retries 0); azcore's
+		// defaults (3 retries) do.
+		{name: "azcore's defaults, max_retries 0", retries: ptr(0), want: 2},
+		// The client retries no 429.
+		{name: "the client's StatusCodes", user: policy.RetryOptions{StatusCodes: []int{http.StatusServiceUnavailable}}, want: 1},
+		// A call's own options are azcore's to apply, over the client's.
+		{name: "a call's own WithRetryOptions", retries: ptr(0), ctx: func(ctx context.Context) context.Context {
+			return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: 2})
+		}, want: 2},
+		{name: "a call's own WithRetryOptions, no retries", ctx: func(ctx context.Context) context.Context {
+			return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
+		}, want: 1},
+	}
+	for _, tc := range cases {
+		for _, dc := range disabledConfigs(tc.retries) {
+			t.Run(dc.name+"/"+tc.name, func(t *testing.T) {
+				e := tcpEnv(t, dc.cfg)
+				e.base.Retry = tc.user
+				e.srv.script(routeGroupGet, withHeader(throttled(""), "retry-after-ms", "1"))
+				ctx, stats := resilience.WithStats(context.Background())
+				if tc.ctx != nil {
+					ctx = tc.ctx(ctx)
+				}
+				_, err := e.groups(subA).Get(ctx, "rg", nil)
+				n := e.srv.count(routeGroupGet)
+				if n != tc.want {
+					t.Errorf("%d requests, want %d: a disabled provider's request is retried as the client's own retry options say", n, tc.want)
+				}
+				var re *azcore.ResponseError
+				if throttledAnswer := errors.As(err, &re) && re.StatusCode == http.StatusTooManyRequests; throttledAnswer != (tc.want == 1) {
+					t.Errorf("err %s, want the 429 only when it is not retried", short(err))
+				}
+				if tot := e.gov.Summary(stats).Totals; tot.Calls != 0 || tot.Throttled != 0 || tot.Retries != 0 {
+					t.Errorf("totals %+v, want nothing recorded", tot)
+				}
+			})
+		}
+	}
+}
+
+// The client's MaxRetryDelay and RetryDelay, not the governor's
+// max_backoff_seconds (60 s) and base_delay_seconds (0.5 s), decide
+// azcore's waits for a disabled provider's request: a Retry-After of 2 s
+// over the client's MaxRetryDelay of 1 s is not retried, and a 503
+// without a hint is retried after the client's RetryDelay of 5 s (azcore's
+// jitter: 4 to 6.5 s).
+func TestADisabledProviderKeepsTheClientsRetryDelays(t *testing.T) {
+	for _, dc := range disabledConfigs(nil) {
+		t.Run(dc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, dc.cfg)
+				e.base.Retry = policy.RetryOptions{MaxRetryDelay: time.Second}
+				e.srv.script(routeGroupGet, throttled("2"))
+				if _, err := e.groups(subA).Get(context.Background(), "rg", nil); err == nil {
+					t.Error("a Retry-After over the client's MaxRetryDelay: the request succeeded, want the 429")
+				}
+				if n := e.srv.count(routeGroupGet); n != 1 {
+					t.Errorf("a Retry-After over the client's MaxRetryDelay: %d requests, want 1", n)
+				}
+
+				e = memEnv(t, dc.cfg)
+				e.base.Retry = policy.RetryOptions{RetryDelay: 5 * time.Second}
+				e.srv.script(routeGroupGet, reply{status: http.StatusServiceUnavailable})
+				if _, err := e.groups(subA).Get(context.Background(), "rg", nil); err != nil {
+					t.Fatal(err)
+				}
+				if hs := e.srv.hitsOf(routeGroupGet); len(hs) != 2 || gap(hs, 0, 1) < 4*time.Second || gap(hs, 0, 1) > 6500*time.Millisecond {
+					t.Errorf("the client's RetryDelay 5s: %d requests, the retry %v after the first, want 2, 4 to 6.5 s apart", len(hs), gap(hs, 0, len(hs)-1))
+				}
+			})
+		})
+	}
+}
+
+// short is an error's gist: a response error's status, or the error.
+func short(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return "ResponseError " + re.ErrorCode + " " + http.StatusText(re.StatusCode)
+	}
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
