@@ -57,7 +57,9 @@ func NewGraphClient(cred azcore.TokenCredential, base *arm.ClientOptions, opts .
 
 // QueryLimits bound the retries QueryResources makes itself, for a page of
 // a client that is not governed by this package's policies (a governed
-// client retries inside its pipeline, and its final error is final). The
+// client retries inside its pipeline, and its final error is final), while
+// the azure provider is enabled (a disabled provider's page is fetched
+// once). The
 // zero QueryLimits is the defaults (5 retries after 2, 4, 8, 16, 30 s). A
 // QueryLimits is a plain value, only read by the package: goroutines may
 // share one that none of them changes.
@@ -118,6 +120,13 @@ func (l QueryLimits) resolve() QueryLimits {
 //     ends when the scope's breaker opens with a cooldown that outlasts
 //     it (resilience.Guard.Backoff), and the retry is refused then.
 //
+// While the azure provider is disabled (ratelimit.enabled or
+// ratelimit.azure.enabled false) each page is fetched once, directly, as
+// the core's Do calls its function: nothing is paced, retried by
+// QueryResources (QueryLimits do not apply) or recorded; the client's own
+// retry options apply (a governed client's steps aside as ClientOptions
+// says).
+//
 // When a page finally fails, QueryResources returns the rows of the pages
 // before it together with the error. A panic of client, or of the
 // governor's log handler as a page's answer is recorded, reaches the
@@ -148,6 +157,8 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		var err error
 		if governed || mark.governed.Load() {
 			page, err = client.Resources(ctx, q, nil)
+		} else if gov := cfg.governor(); !gov.Enabled(Provider) {
+			page, err = fetchOnce(ctx, gov, client, q)
 		} else {
 			page, err = fetchPaced(ctx, &cfg, client, q, mark)
 		}
@@ -175,6 +186,20 @@ func markGoverned(ctx context.Context) {
 	if m, ok := ctx.Value(graphMarkKey{}).(*graphMark); ok {
 		m.governed.Store(true)
 	}
+}
+
+// fetchOnce fetches one page of a client whose pipeline is not governed,
+// for a disabled provider: once, directly, with the client's own retry
+// options, as the core's Do calls its function. It begins and ends a
+// Guard first, which decides the admission ctx may carry (a scheduler's
+// hold on the scope's next task), as the core's calls of a disabled
+// provider do; that Guard makes no state and records nothing.
+func fetchOnce(ctx context.Context, gov *resilience.Governor, client GraphQuerier,
+	q armresourcegraph.QueryRequest) (armresourcegraph.ClientResourcesResponse, error) {
+	if gd, err := gov.Begin(ctx, GraphScope()); err == nil {
+		gd.End(nil)
+	}
+	return client.Resources(ctx, q, nil)
 }
 
 // fetchPaced fetches one page of a client whose pipeline is not governed,

@@ -47,7 +47,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithQueryLimits sets how QueryResources retries a throttled page of a
-// client that is not governed by this package's policies.
+// client that is not governed by this package's policies, while the azure
+// provider is enabled.
 func WithQueryLimits(l QueryLimits) Option {
 	return optionFunc(func(c *config) { c.limits = l })
 }

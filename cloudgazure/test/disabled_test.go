@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
+	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -131,4 +132,48 @@ func short(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// With the azure provider disabled QueryResources fetches each page once,
+// directly, with the client's own retry options, as the core's Do calls
+// its function once: a client that is not governed is neither paced nor
+// retried by QueryResources (QueryLimits are for a governed provider),
+// and nothing is recorded. Before, a throttled page of such a client was
+// retried after the longer of QueryLimits' backoff and its hint, through
+// a Guard whose Retry still allowed QueryLimits' attempts.
+func TestADisabledProviderFetchesEachPageOnce(t *testing.T) {
+	for _, dc := range disabledConfigs(nil) {
+		t.Run(dc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, dc.cfg)
+				e.srv.graphPages = 2
+				e.srv.script(routeGraph, throttled("7"))
+				ctx, stats := resilience.WithStats(context.Background())
+				start := time.Now()
+				rows, err := cloudgazure.QueryResources(ctx, e.plainGraph(policy.RetryOptions{MaxRetries: -1}), query, e.opts()...)
+				var re *azcore.ResponseError
+				if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests || len(rows) != 0 || time.Since(start) != 0 {
+					t.Errorf("a client that does not retry: %d rows, err %s after %v, want the 429 at once", len(rows), short(err), time.Since(start))
+				}
+				if n := e.srv.count(routeGraph); n != 1 {
+					t.Errorf("a client that does not retry: %d requests, want 1: a disabled provider's page is fetched once", n)
+				}
+
+				// The client's own retries are its own: azcore retries the
+				// throttled page after its hint, and QueryResources goes on.
+				e.srv.script(routeGraph, throttled("2"))
+				start = time.Now()
+				rows, err = cloudgazure.QueryResources(ctx, e.plainGraph(policy.RetryOptions{}), query, e.opts()...)
+				if err != nil || len(rows) != 4 || time.Since(start) != 2*time.Second {
+					t.Errorf("a client that retries: %d rows, err %s after %v, want 4 rows after its 2 s retry", len(rows), short(err), time.Since(start))
+				}
+				if n := e.srv.count(routeGraph); n != 4 {
+					t.Errorf("%d requests in all, want 4: the first query's page, then the second's throttled page, its retry and page 2", n)
+				}
+				if tot := e.gov.Summary(stats).Totals; tot.Calls != 0 || tot.Throttled != 0 || tot.Retries != 0 {
+					t.Errorf("totals %+v, want nothing recorded", tot)
+				}
+			})
+		})
+	}
 }

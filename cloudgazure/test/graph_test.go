@@ -258,23 +258,6 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 	})
 }
 
-// With the governor disabled, the backoff of an ungoverned client's
-// throttled page is stretched to the server's hint.
-func TestQueryResourcesBackoffStretchedWhenDisabled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := memEnv(t, resilience.Config{Enabled: ptr(false)})
-		e.srv.graphPages = 1
-		e.srv.script(routeGraph, throttled("7"))
-		plain := e.plainGraph(policy.RetryOptions{MaxRetries: -1})
-		if _, err := cloudgazure.QueryResources(context.Background(), plain, query, e.opts()...); err != nil {
-			t.Fatal(err)
-		}
-		if hs := e.srv.hitsOf(routeGraph); len(hs) != 2 || gap(hs, 0, 1) != 7*time.Second {
-			t.Fatalf("attempts %v, want 2, 7 s apart", hs)
-		}
-	})
-}
-
 // A client built with ClientOptions but not through NewGraphClient is
 // recognised on its first page: later pages are paced by its pipeline
 // only (the first page costs one token more).
