@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 
 	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
@@ -172,6 +175,61 @@ func TestADisabledProviderFetchesEachPageOnce(t *testing.T) {
 				}
 				if tot := e.gov.Summary(stats).Totals; tot.Calls != 0 || tot.Throttled != 0 || tot.Retries != 0 {
 					t.Errorf("totals %+v, want nothing recorded", tot)
+				}
+			})
+		})
+	}
+}
+
+// A disabled provider's requests (a subscription's, a tenant-level one
+// whose token names its tenant and one whose token does not, Resource
+// Graph queries through the policies and paced by nothing), throttled
+// ones included, leave nothing a reader sees: no live scope (Scopes),
+// each scope as a governor no request used shows it (Inspect), and no
+// calls in the lifetime's or the run's Summary. The begun and ended Guard
+// that decides a scheduler's admission makes no state.
+func TestADisabledProviderLeavesNoState(t *testing.T) {
+	for _, dc := range disabledConfigs(nil) {
+		t.Run(dc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, dc.cfg)
+				ctx, stats := resilience.WithStats(context.Background())
+				e.srv.script(routeGroupGet, throttled("1"))
+				if _, err := e.groups(subA).Get(ctx, "rg", nil); err != nil {
+					t.Fatal(err)
+				}
+				for _, cred := range []azcore.TokenCredential{tenantCred{tenantA}, fakeCred{}} {
+					e.srv.script(routeProvider, withHeader(reply{status: http.StatusTooManyRequests, code: "TenantRequestsThrottled"}, "Retry-After", "1"))
+					c, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, cred, e.base, e.opts()...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := c.GetAtTenantScope(ctx, "Microsoft.Compute", nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, client := range []cloudgazure.GraphQuerier{e.graph(), e.plainGraph(policy.RetryOptions{})} {
+					e.srv.script(routeGraph, throttled("1"))
+					if _, err := cloudgazure.QueryResources(ctx, client, query, e.opts()...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for scope := range e.gov.Scopes() {
+					t.Errorf("live scope %v, want none", scope)
+				}
+				fresh := newGov(t, dc.cfg)
+				tenantScope := resilience.Scope{Provider: "azure", Account: "tenants/" + strings.ToLower(tenantA), Service: "compute"}
+				shared := resilience.Scope{Provider: "azure", Service: "compute"}
+				for _, s := range []resilience.Scope{resourcesA, tenantScope, shared, graphScope} {
+					if got, want := e.gov.Inspect(s), fresh.Inspect(s); !reflect.DeepEqual(got, want) {
+						t.Errorf("Inspect(%v) = %+v, want %+v, as for a governor no request used", s, got, want)
+					}
+				}
+				if sum := e.gov.Summary(nil); sum.Totals.Calls != 0 || len(sum.Scopes) != 0 {
+					t.Errorf("lifetime: %+v, want no calls", sum)
+				}
+				if sum := e.gov.Summary(stats); sum.Totals.Calls != 0 || len(sum.Scopes) != 0 {
+					t.Errorf("run: %+v, want no calls", sum)
 				}
 			})
 		})
