@@ -494,7 +494,10 @@ func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 // process keeps succeeding, the fleet hears of a success of it at least
 // once per period (at once when its view, which every lease request
 // refreshes, shows a failure), so that other processes' failures count as
-// consecutive across its successes only within about one period.
+// consecutive across its successes only within about one period. Redis
+// records every success sent as the scope's last (LastSuccess), whether
+// or not it found failures to reset, so that it ends the other processes'
+// streaks of failed answers too.
 func (b *sharedBreaker) Success() bool {
 	if b.s.degraded.Load() {
 		return b.localSuccess()
@@ -553,7 +556,9 @@ func (b *sharedBreaker) FailureFor(now time.Duration, why string) bool {
 
 // LastSuccess returns when (on the callers' clock) the last success of the
 // scope that Redis recorded came, whichever process's: the fleet's probe
-// that closed the breaker, or a success that reset its failures; ok is
+// that closed the breaker, or a success Success sent (one that reset
+// failures, or found none: a process whose view shows none sends the
+// first of each WithBreakerStaleness period); ok is
 // false when the view knows of none. It reads the view: no Redis
 // operation. The governor ends a streak of failures this process saw
 // before it (a scope it would otherwise find dead), as a success of its

@@ -76,10 +76,11 @@
 // breaker, saying why, so that every process refuses its calls, and
 // Delay and Inspect say so while the breaker is not closed. A success
 // Redis recorded for the breaker (the fleet's probe that closed it, or a
-// success that reset its failures), whichever process's, ends every
-// process's streak of failures that began before it, as its own success
-// would: no process finds the scope dead again, and opens the fleet's
-// breaker again, once the fleet's probe found it alive.
+// success sent as above, whether or not it found failures to reset),
+// whichever process's, ends every process's streak of failures that began
+// before it, as its own success would: no process finds the scope dead
+// while another process's calls to it succeed, nor again, opening the
+// fleet's breaker again, once the fleet's probe found it alive.
 //
 // # When Redis fails
 //

@@ -666,12 +666,20 @@ return {1, '0', 'half_open', br.failures, num(now), cd, br.why, oka}
 `).answers("nnsnnn.n")
 
 // breakerSuccessScript resets the failures and closes a half-open breaker
-// with the base cooldown. Reply: {closed, state, now_us, cooldown_us}.
+// with the base cooldown. It records the success as the breaker's last
+// (reset) in every state but half-open, where closing records it (since),
+// also when there was no failure to reset: every process reads it as the
+// scope's last success (ok_age), which ends the streaks of failed answers
+// that began before it (a process does not find dead a scope another's
+// calls succeed on). Reply: {closed, state, now_us, cooldown_us}.
 var breakerSuccessScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
-touch(KEYS[1], TTL_MS, now, br.untilv)
-if br.state == 'closed' and br.failures == 0 then return {0, br.state, num(now), num(br.cooldown)} end
+if br.state == 'closed' and br.failures == 0 then
+  redis.call('HSET', KEYS[1], 'reset', num(now))
+  expire(KEYS[1], TTL_MS, now, br.untilv)
+  return {0, br.state, num(now), num(br.cooldown)}
+end
 if br.state == 'half_open' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0, 'cooldown', ARGV[1], 'until', 0, 'since', num(now),
     'ft', '', 'whyat', num(now))
