@@ -67,7 +67,7 @@ type sharedBucket struct {
 	sending     bool      // a dispatcher sends the queue's lease requests
 	log         tokenLog  // the tokens handed out lately and to come
 	onLocal     bool      // reservations went to the local fallback since Redis last granted one
-	giveBack    int       // tokens Cancel gives back, not yet sent
+	giveBack    int       // tokens to give back, not yet sent: Cancel's, a lease's a pause dropped
 	giving      bool      // a goroutine sends them
 	lastUse     time.Duration
 	lastUseMono time.Duration // mono at lastUse
@@ -338,26 +338,28 @@ func (b *sharedBucket) sendGiveBack(now time.Duration) {
 	}
 }
 
-// dropLease drops the borrowed tokens, so that this process slows at once.
-func (b *sharedBucket) dropLease() {
-	b.mu.Lock()
-	b.takeLease()
-	b.mu.Unlock()
-}
-
 // Throttle sends the success counts not yet sent with the throttle: the
 // goodput controller measures what the fleet was served up to now. While
 // Redis does not answer they are kept for it (flushServed).
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.paused(pause)
 	b.mu.Lock()
-	b.takeLease()
+	// The lease goes, so that this process slows at once. With a pause,
+	// its tokens go back with the throttle: the pause would move them past
+	// its end, where they would hold the fleet's first tokens after it
+	// back and count as callers queued until then. Without one, they stay
+	// spent: at most a lease window of the fleet's tokens, at the rate
+	// before the throttle.
+	unused := b.takeLease()
+	if pause <= 0 {
+		unused = 0
+	}
 	var pairs []any
 	if !b.s.degraded.Load() { // else kept for Redis (flushServed)
 		pairs = b.takeServed()
 	}
 	b.mu.Unlock()
-	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds()}, pairs...)...)...)
+	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
 	if !ok || len(res) < 2 {
 		b.owe(pause)
 		return b.fallback(now).Throttle(now, pause)
@@ -370,8 +372,10 @@ func (b *sharedBucket) Pause(now, pause time.Duration) {
 		return
 	}
 	b.paused(pause)
-	b.dropLease()
-	if _, ok := b.s.run(pauseScript, b.keys[:1], b.argsWith(pause.Microseconds())...); !ok {
+	b.mu.Lock()
+	unused := b.takeLease() // given back with the pause
+	b.mu.Unlock()
+	if _, ok := b.s.run(pauseScript, b.keys[:1], b.argsWith(pause.Microseconds(), unused)...); !ok {
 		b.owe(pause)
 		b.fallback(now).Pause(now, pause)
 	}
@@ -541,7 +545,7 @@ func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 	b.learnPause(sent, mono(), p)
 	b.mu.Lock()
 	if p > 0 && b.lease > 0 && (b.leaseNow > 0 || b.leaseNext < sent+p) {
-		b.takeLease()
+		b.giveBack += b.takeLease() // with the next request (see dispatch)
 	}
 	b.pauseCheck = nil
 	close(ch)
@@ -600,7 +604,8 @@ func (b *sharedBucket) Recovering() bool {
 // that a balance below zero counts callers waiting for their tokens, as
 // in one process, not tokens borrowed in advance. The tokens other
 // processes' leases hold are not known here: they count as taken, for at
-// most a lease window (see Leases in the package documentation).
+// most a lease window, or until a lease window after a pause set
+// meanwhile ends (see Leases in the package documentation).
 func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
 	if !ok || len(res) < 3 {

@@ -41,9 +41,12 @@
 // process it is 64 tokens, one round trip per 64 calls. WithLeaseWindow
 // and WithMaxLease tune it. A bucket's snapshot (the governor's Inspect)
 // counts the tokens the process's lease holds as the bucket's, so that
-// its Queued counts callers waiting for a token, not tokens borrowed;
-// those of other processes' leases, which Redis cannot tell from their
-// callers', count as queued for at most a lease window.
+// its Queued counts the fleet's callers waiting for a token, not tokens
+// borrowed; those of other processes' leases, which Redis cannot tell
+// from their callers', count as queued for at most a lease window, or
+// until a lease window after a pause set meanwhile ends (a lease dropped
+// for a pause gives its tokens back, but a process that makes no call
+// during the pause keeps its lease).
 //
 // A fleet bucket gives its burst as the in-process bucket does: the tokens
 // its stored balance holds are usable at once, whether a process takes

@@ -263,6 +263,14 @@ local function pause(b, now, d)
   b.t0 = math.max(b.t0 + (untilp - start), untilp)
   b.paused = untilp
 end
+-- give_back gives back n tokens reserved and not used (a lease's that no
+-- caller took, a caller's that would have passed its deadline): the
+-- balance goes up by that many, never above the capacity.
+local function give_back(b, now, n)
+  n = tonumber(n) or 0
+  if not finite(n) then n = 0 end
+  b.t0 = math.max(b.t0 - math.max(0, n) * b.interval, math.max(now, b.paused) - b.capus)
+end
 -- settled is when the bucket's state stops mattering: its pause is over
 -- and its balance full again, as a fresh bucket's.
 local function settled(b) return math.max(b.paused, b.t0 + b.capus) end
@@ -458,8 +466,7 @@ local need = math.max(1, math.min(want, tonumber(ARGV[ARG0 + 4]) or 1))
 local charge = math.max(0, tonumber(ARGV[ARG0 + 5]) or 0)
 record_served(b, now, ARG0 + 7)
 local eff = math.max(now, b.paused)
-if give > 0 then b.t0 = b.t0 - give * b.interval end
-b.t0 = math.max(b.t0, eff - b.capus)
+give_back(b, now, give)
 if charge > 0 then b.t0 = b.t0 + math.min(charge * b.interval, HORIZON_US) end
 local k, wait, usable, nextw = 0, 0, 0, 0
 if ARGV[ARG0 + 2] == '1' then
@@ -504,20 +511,23 @@ return {k, num(wait), num(b.interval), tostring(b.rate), bstate, num(math.max(0,
 var giveScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-local eff = math.max(now, b.paused)
-b.t0 = math.max(b.t0 - math.max(0, tonumber(ARGV[ARG0]) or 0) * b.interval, eff - b.capus)
+give_back(b, now, ARGV[ARG0])
 save_bucket(KEYS[1], b, now)
 return {1}
 `).answers("n")
 
 // throttleScript records a throttling answer with the controller of the
-// bucket's mode; ARGV[ARG0] > 0 pauses it that many microseconds. The
-// throttled process's success counts follow from ARGV[ARG0+1].
+// bucket's mode; ARGV[ARG0] > 0 pauses it that many microseconds. First it
+// gives back ARGV[ARG0+1] tokens: those of the lease the throttled process
+// drops for a pause, which no caller took (the pause would otherwise move
+// them past its end, where they would count as callers queued). The
+// throttled process's success counts follow from ARGV[ARG0+2].
 // Reply: {decreased, rate}.
 var throttleScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-record_served(b, now, ARG0 + 1)
+give_back(b, now, ARGV[ARG0 + 1])
+record_served(b, now, ARG0 + 2)
 local dec = throttle(b, now)
 pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b, now)
@@ -544,10 +554,13 @@ save_bucket(KEYS[1], b, now)
 return {1}
 `).answers("n")
 
-// pauseScript holds every caller of the bucket for ARGV[ARG0] microseconds.
+// pauseScript holds every caller of the bucket for ARGV[ARG0]
+// microseconds, after giving back ARGV[ARG0+1] tokens (when given): those
+// of the lease the pausing process drops, as throttleScript does.
 var pauseScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
+give_back(b, now, ARGV[ARG0 + 1])
 pause(b, now, tonumber(ARGV[ARG0]))
 save_bucket(KEYS[1], b, now)
 return {1}

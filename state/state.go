@@ -220,7 +220,10 @@ type ScopeSnapshot struct {
 	Waiting     int       `json:"waiting"`   // calls waiting for one
 	// Queued is the calls waiting for a token of the scope's leaf or
 	// account bucket (a pause holds them there), as the bucket's balance
-	// below zero counts them.
+	// below zero counts them. With a Store shared by processes, the
+	// balance is the fleet's: it counts every process's callers, and may
+	// count tokens another process borrowed in advance and has not handed
+	// out (see the store's documentation).
 	Queued int `json:"queued"`
 	// Dead says how a scope every answer of which failed for the
 	// provider's breaker_dead_seconds, from at least breaker_threshold

@@ -1,9 +1,11 @@
 package test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -48,6 +50,56 @@ func TestQueuedCountsCallersNotLeasedTokens(t *testing.T) {
 		}
 		for range 3 {
 			<-done
+		}
+	})
+}
+
+// TestALeaseDroppedForAPauseIsNotQueued: the tokens of a lease that a
+// pause drops (the process's own throttle, or a pause another process set,
+// which a call of this process finds) are given back, not left in Redis's
+// balance as if callers held them: they are no callers, and the pause
+// would otherwise shift them past its end, so that every process's Queued
+// counted them for the whole pause (and the fleet's first tokens after it
+// came as much later).
+func TestALeaseDroppedForAPauseIsNotQueued(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 200 rps with a burst of 1 and a lease window of 300 ms, shared by
+		// two processes: leases of 30 tokens, 5 ms apart, the second
+		// process's after the first's.
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 200, Burst: 1}}}}
+		a := newProcess(t, be, prefix, cfg, fleet.WithLeaseWindow(300*time.Millisecond))
+		b := newProcess(t, be, prefix, cfg, fleet.WithLeaseWindow(300*time.Millisecond))
+		waitFor(t, time.Second, "two processes", func() bool { return a.store.Stats().Processes == 2 && b.store.Stats().Processes == 2 })
+		for _, p := range []*process{a, b} { // each borrows a lease
+			if err := p.do(t, vpcs, ok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A's call is throttled for 2 s: A drops its lease.
+		a.do(t, vpcs, func(context.Context) error { return &apiErr{code: "Throttling", status: 400, retry: "2"} }, once)
+		// B's next call, a lease window later, finds the pause and drops
+		// its lease; it waits for the pause to end, queued.
+		time.Sleep(350 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- resilience.Do(ctx, vpcs, ok, resilience.WithGovernor(b.gov))
+		}()
+		time.Sleep(150 * time.Millisecond)
+		for _, p := range []named{{a, "A"}, {b, "B"}} {
+			s := p.gov.Inspect(vpcs)
+			if s.Leaf.Paused < time.Second {
+				t.Fatalf("%s: paused %v, want most of 2 s", p.name, s.Leaf.Paused)
+			}
+			if s.Queued > 1 {
+				t.Errorf("%s's Inspect in the pause, one caller (B's) waiting: Queued %d (tokens %.1f); want at most 1", p.name, s.Queued, s.Leaf.Tokens)
+			}
+		}
+		start := time.Now()
+		if err := <-done; err != nil || time.Since(start) < time.Second {
+			t.Fatalf("B's call: %v, %v after the Inspects; want sent after A's pause", err, time.Since(start))
 		}
 	})
 }
