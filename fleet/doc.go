@@ -144,9 +144,14 @@
 // over), so that no key expires with a pause, a queue or an open breaker in
 // it. An answer that is not what its script answers (another type or
 // length, a number that is none, a lease of fewer tokens than asked for,
-// a closed breaker refusing a call) is not read: that operation goes on
-// with local limits, as one Redis refused, and the store logs it at most
-// once a minute.
+// a closed breaker refusing a call, a nil) is not read: that operation
+// goes on with local limits, as one Redis refused, and the store logs it
+// at most once a minute. Three such answers in a row, none readable
+// between them, are an outage, as a Redis that does not answer is (a
+// server that cannot run the scripts would otherwise cost a round trip
+// per operation for nothing): the process switches to local limits,
+// counts and logs the switch, and the heartbeat probes until Redis answers
+// it as its script does (echoing the process's id).
 //
 // # Keys
 //

@@ -851,9 +851,11 @@ redis.call('SET', KEYS[1], num(v), 'PX', ARGV[2])
 return {taken, v}
 `, budget.RetryCost*budget.Unit)).answers("nn")
 
-// heartbeatScript records this process as live for ARGV[2] ms, forgets the
-// processes whose heartbeat ran out (or that claim to live past the key's
-// TTL, ARGV[3] ms), and counts the live ones.
+// heartbeatScript records this process (ARGV[1]) as live for ARGV[2] ms,
+// forgets the processes whose heartbeat ran out (or that claim to live
+// past the key's TTL, ARGV[3] ms), and counts the live ones. Reply:
+// {live, ARGV[1]}: the process's id, echoed, tells the script's answer
+// from a server's that only looks like it (see Store's unreadable).
 var heartbeatScript = newScript(common + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -861,5 +863,5 @@ call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + math.max(tonumber(ARGV[2]), tonumber(ARGV[3]))), '+inf')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return {redis.call('ZCARD', KEYS[1])}
-`).answers("n")
+return {redis.call('ZCARD', KEYS[1]), ARGV[1]}
+`).answers("n.")

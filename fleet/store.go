@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"os"
 	"strconv"
@@ -47,6 +48,9 @@ type Store struct {
 
 	calls, errors, hits, misses, fallbacks atomic.Int64
 	refusedLogged                          atomic.Int64 // when a refusal was last logged (Unix ns)
+	// garbled counts the answers in a row that no script of the store
+	// gives (unreadable); garbageOutage of them are an outage.
+	garbled atomic.Int64
 
 	log atomic.Pointer[slog.Logger] // WithLogger's, the governor's (UseLogger), or slog.Default()
 	ctx context.Context             // the parent of its operations' contexts, naming the store to go-redis's log
@@ -369,11 +373,17 @@ func (s *Store) heartbeat() {
 	case err != nil && unavailable(err):
 		s.fail(err)
 		return
-	case err != nil:
+	case err != nil && !errors.Is(err, redis.Nil):
 		s.refused(s.key("procs"), err)
-	case !heartbeatScript.fits(res):
+	case err != nil || !heartbeatScript.fits(res) || toString(res[1]) != s.cfg.id:
+		// Not the script's answer (it echoes the process's id): no answer
+		// from Redis, on local limits (see unreadable).
 		s.unreadable(s.key("procs"), res)
+		if s.degraded.Load() {
+			return
+		}
 	default:
+		s.readable()
 		s.procs.Store(max(1, toInt(res[0])))
 	}
 	if (s.degraded.Load() || s.pending.Load()) && !s.writeBack() && s.degraded.Load() {
@@ -418,10 +428,32 @@ func (s *Store) fail(err error) {
 		s.episode.Add(1)
 		s.fallbacks.Add(1)
 		msg := "cloudg fleet: Redis does not answer; local limits divided among the live processes"
-		if redirected(err) {
+		switch {
+		case redirected(err):
 			msg = "cloudg fleet: Redis answers as a cluster node; local limits divided among the live processes (give Open the cluster's nodes as addr= parameters, or New a *redis.ClusterClient)"
+		case errors.Is(err, errUnreadable):
+			msg = "cloudg fleet: Redis gives answers no script of the store gives; local limits divided among the live processes"
 		}
 		s.logger().Warn(msg, "processes", s.procs.Load(), "error", err.Error())
+	}
+}
+
+// errUnreadable is why a store went to local limits when Redis gave,
+// garbageOutage times in a row, answers that no script of the store gives
+// (see Store's unreadable): the error its log line of the switch carries.
+var errUnreadable = errors.New("redis: answers no script of the store gives")
+
+// garbageOutage is how many answers in a row that no script gives are an
+// outage: one may be a proxy's hiccup, a few in a row a server that cannot
+// run the scripts, whose every operation would cost a round trip for
+// nothing.
+const garbageOutage = 3
+
+// readable records an answer that is what its script answers: it ends a
+// run of unreadable ones. A store that never had any pays one atomic load.
+func (s *Store) readable() {
+	if s.garbled.Load() != 0 {
+		s.garbled.Store(0)
 	}
 }
 
@@ -431,8 +463,16 @@ func (s *Store) fail(err error) {
 // script engine). The operation goes on with local limits, as one Redis
 // refused (whether the script ran is not known: nothing it counted is
 // sent again), and the answer is logged as a refusal is, at most once a
-// minute.
+// minute. garbageOutage such answers in a row, with none readable between
+// them, are an outage (fail, with errUnreadable): the store switches
+// to local limits, counts and logs the switch, and sends nothing but the
+// heartbeat's probe until Redis answers it as its script does, as for a
+// Redis that does not answer.
 func (s *Store) unreadable(key string, res []any) {
+	if s.garbled.Add(1) >= garbageOutage {
+		s.fail(errUnreadable)
+		return
+	}
 	s.errors.Add(1)
 	now := time.Now().UnixNano()
 	if last := s.refusedLogged.Load(); now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
@@ -507,9 +547,13 @@ func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, 
 	s.calls.Add(1)
 	res, err := s.call(script, keys, args)
 	switch {
-	case err == nil && !script.fits(res):
+	case err == nil && !script.fits(res), errors.Is(err, redis.Nil):
+		// No script answers nil: nor is it a refusal (whether the script
+		// ran is not known).
 		s.unreadable(keys[0], res)
+		return nil, false, false
 	case err == nil:
+		s.readable()
 		return res, true, false
 	case s.closed():
 	case unavailable(err):

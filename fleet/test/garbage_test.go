@@ -192,3 +192,54 @@ func TestARedisAnsweringGarbage(t *testing.T) {
 		})
 	}
 }
+
+// TestARedisAnsweringGarbageIsAnOutage: a server that answers every
+// script with garbage is a Redis the store cannot use, as a dead one is:
+// after a few such answers in a row the store switches to local limits,
+// counts the switch (Fallbacks), logs it once, and sends nothing more but
+// the heartbeat's probe, which keeps it there while the answers stay
+// garbage. Calls cost no round trip each, and none fails.
+func TestARedisAnsweringGarbageIsAnOutage(t *testing.T) {
+	for _, c := range garbageReplies {
+		t.Run(c.name, func(t *testing.T) {
+			srv := startGarbage(t, c.reply)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.ln.Addr().String(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+			t.Cleanup(func() { rdb.Close() })
+			var logs syncBuffer
+			store := fleet.New(rdb, fleet.WithPrefix(uniquePrefix(t)), fleet.WithTimeout(100*time.Millisecond),
+				fleet.WithHeartbeat(50*time.Millisecond), fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			t.Cleanup(func() { store.Close() })
+			cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 1000, Burst: 10}}}}
+			gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const calls = 50
+			before := store.Stats()
+			start := time.Now()
+			for i := range calls {
+				if err := resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(gov)); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			took := time.Since(start)
+			after := store.Stats()
+			// The heartbeat's probes, one per 50 ms, are not the calls'.
+			beats := int64(took/(50*time.Millisecond)) + 2
+			if ops := after.RedisCalls - before.RedisCalls; ops > beats+5 {
+				t.Errorf("%d calls cost %d Redis operations in %v (at most %d heartbeats), %.2f per call; want the garbage taken for an outage after a few",
+					calls, ops, took, beats, float64(ops)/calls)
+			}
+			if !after.Degraded || after.Fallbacks != 1 {
+				t.Errorf("after %d calls answered with garbage: Degraded %v, Fallbacks %d; want on local limits, switched once", calls, after.Degraded, after.Fallbacks)
+			}
+			time.Sleep(200 * time.Millisecond) // heartbeats, each answered with garbage
+			if st := store.Stats(); !st.Degraded || st.Fallbacks != 1 {
+				t.Errorf("after the heartbeats' garbage: Degraded %v, Fallbacks %d; want still on local limits, switched once", st.Degraded, st.Fallbacks)
+			}
+			if n := strings.Count(logs.String(), "local limits divided among the live processes"); n != 1 {
+				t.Errorf("the switch to local limits logged %d times, want once: %q", n, logs.String())
+			}
+		})
+	}
+}
