@@ -1,6 +1,7 @@
 package cloudghttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -71,13 +72,22 @@ func (t *Transport) CloseIdleConnections() {
 //     pings, or as idle as the request was written, and timeouts are
 //     transient); an error of the base transport that is no such failure
 //     of the request itself is a local error of the call, which neither
-//     slows, pauses nor fails the scope and is not sent again, whatever it
-//     says: the base failed before it sent the request (a token it could
-//     not fetch, from a token endpoint that refused the connection or
-//     answered 429 "Rate exceeded", which an http.Client's *url.Error for
-//     another URL, or an error that carries an answer or says nothing of
-//     the network, marks: net/http's Transport returns neither, and a
-//     RoundTripper gives the server's answer as a response);
+//     slows, pauses nor fails the scope, whatever it says: the base failed
+//     before it sent the request (a token it could not fetch, from a token
+//     endpoint that refused the connection or answered 429 "Rate
+//     exceeded", which an http.Client's *url.Error for another URL, or an
+//     error that carries an answer or says nothing of the network, marks:
+//     net/http's Transport returns neither, and a RoundTripper gives the
+//     server's answer as a response). When the core reads the failure it
+//     holds as one that passes (transient or throttled: a refused or reset
+//     connection, a timeout, a 503 or 429) and the body can be rewound,
+//     the request is sent again after a decorrelated-jitter backoff of the
+//     policy's, within its attempts and its deadline (the context's too),
+//     on the admission of the attempt that failed: its slot is held
+//     through the backoff, and the scope counts no retry of it, pays
+//     nothing from its retry budget and records the call's end only (lost
+//     as errored when the failure ends it). A failure that does not pass
+//     (a token server's 400 or 401) ends the call at once;
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -201,6 +211,10 @@ type exchange struct {
 	github   bool                // read GitHub's rate-limit headers
 
 	backoff backoff
+
+	start   time.Time // the call's, on the governor's clock: its policy's deadline counts from it
+	resends int       // the attempts sent again after they failed before they were sent (see resendUnsent)
+	unsent  backoff   // the backoff of those
 }
 
 func (x *exchange) run() (*http.Response, error) {
@@ -209,6 +223,7 @@ func (x *exchange) run() (*http.Response, error) {
 	// (see RoundTrip); the caller's is never modified.
 	first := x.orig.WithContext(x.actx)
 	req := first
+	x.start = x.gov.Clock().Now()
 	var last *draining // the last answer, its body being read into memory, while its retry waits
 	for {
 		if err := x.gd.Enter(ctx); err != nil {
@@ -230,10 +245,33 @@ func (x *exchange) run() (*http.Response, error) {
 		resp, err := x.send(req)
 		x.actx.Gate.Close()
 		var answer error
-		if err != nil {
+		for err != nil {
 			answer = x.attemptError(err)
-		} else if se := x.answerOf(resp); se != nil {
-			answer = se
+			if u, ok := answer.(*unsentError); !ok || !u.passes {
+				break
+			}
+			// Nothing was sent, for a failure that passes (a token
+			// endpoint's refused connection or 503): the request goes
+			// again, on this attempt's admission, after a backoff.
+			next, werr := x.resendUnsent(ctx, first)
+			if werr != nil {
+				x.gd.After(answer) // recorded as cancelled: the context is done
+				x.gd.End(werr)
+				return nil, fmt.Errorf("cloudghttp: %w while waiting to send again after: %w", werr, err)
+			}
+			if next == nil {
+				break
+			}
+			req = next
+			x.actx.Gate.Open()
+			resp, err = x.send(req)
+			x.actx.Gate.Close()
+			answer = nil
+		}
+		if err == nil {
+			if se := x.answerOf(resp); se != nil {
+				answer = se
+			}
 		}
 		if resp != nil && resp.Request == req {
 			resp.Request = x.orig // the caller's request, not the copy sent
@@ -344,12 +382,60 @@ func (x *exchange) attemptError(err error) error {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) && !sameEndpoint(ue.URL, x.orig.URL) {
-		return &unsentError{answer}
+		return newUnsentError(answer)
 	}
 	if _, ok := resilience.ClassifyStrict(answer); !ok || resilience.IsProviderAnswer(answer) {
-		return &unsentError{answer}
+		return newUnsentError(answer)
 	}
 	return answer
+}
+
+// resendUnsent readies the request's next send after an attempt that
+// failed before it was sent, with a failure that passes (see unsentError):
+// a copy of first with its body rewound, once a backoff of the policy's
+// (the decorrelated jitter of the Transport's retries, from the policy's
+// base delay to its max backoff) has passed. The request goes on the
+// admission its attempt had (its token, its slot, held through the
+// backoff): nothing was sent to the scope, which counts no retry of it and
+// pays nothing from its retry budget. It returns nil, and the attempt's
+// failure ends the call as a local error, when the policy's attempts are
+// spent (each send counts, the first included), the backoff would reach
+// or pass the call's deadline (the policy's, or the context's), the body
+// cannot be rewound, or the context is done; and the context's error when
+// it ends during the backoff.
+func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http.Request, error) {
+	x.resends++
+	attempts, deadline := x.t.cfg.policy.MaxAttempts, x.t.cfg.policy.Deadline
+	if attempts <= 0 || deadline <= 0 {
+		p := x.gov.Policy(x.provider)
+		if attempts <= 0 {
+			attempts = p.MaxAttempts
+		}
+		if deadline <= 0 {
+			deadline = p.Deadline
+		}
+	}
+	if x.resends >= attempts || ctx.Err() != nil {
+		return nil, nil
+	}
+	delay := x.unsent.next(x)
+	x.unsent.prev = delay
+	clock := x.gov.Clock()
+	if !clock.Now().Add(delay).Before(x.start.Add(deadline)) {
+		return nil, nil
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(delay).Before(dl) {
+		return nil, nil
+	}
+	next, ok := rewindAfter(first, nil)
+	if !ok {
+		return nil, nil
+	}
+	if err := clock.Sleep(ctx, delay); err != nil {
+		closeBody(next)
+		return nil, err
+	}
+	return next, nil
 }
 
 // sameEndpoint reports whether raw, the URL an http.Client's *url.Error
@@ -367,7 +453,20 @@ func sameEndpoint(raw string, u *url.URL) bool {
 // connection, its "Rate exceeded"; and the error reader reads it as
 // Fatal, so that its message is not searched for throttling either. The
 // caller gets the base transport's error, never this one.
-type unsentError struct{ err error }
+//
+// The failure passes when the core classifies the error it holds as
+// transient or throttled (a token endpoint that refused or reset the
+// connection, or timed out; a token server's 5xx or 429 that says so):
+// the request is sent again then (see exchange.resendUnsent). One that
+// does not (a token server's 400 or 401, a bad key) ends the call at once.
+type unsentError struct {
+	err    error
+	passes bool
+}
+
+func newUnsentError(err error) *unsentError {
+	return &unsentError{err: err, passes: resilience.Classify(err) != resilience.Fatal}
+}
 
 func (e *unsentError) Error() string { return e.err.Error() }
 

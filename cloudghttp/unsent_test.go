@@ -83,8 +83,10 @@ func closedURL(t *testing.T, path string) string {
 // that gives its status as the API's would) says nothing of the API's
 // scope, to which nothing was sent: it is neither the scope's transient
 // error nor its throttle; the scope is neither slowed, paused nor failed,
-// the request is not sent again, and the call is lost as errored (a
-// local error). The caller gets the base transport's error.
+// and the call, which the token never comes to (the request is sent again
+// within the policy's attempts, on its first attempt's admission: see
+// TestAnUnsentAttemptWhoseFailurePassesIsSentAgain), is lost as errored
+// (a local error). The caller gets the base transport's error.
 func TestARequestThatNeverLeftIsNoAnswer(t *testing.T) {
 	throttling := func() string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -110,7 +112,7 @@ func TestARequestThatNeverLeftIsNoAnswer(t *testing.T) {
 			ctx, stats := resilience.WithStats(context.Background())
 			ctx, ledger := resilience.WithLedger(ctx, "items")
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/items", nil)
-			resp, err := client(tokenBase{tokenURL: tc.tokenURL(), next: tr, coded: tc.coded}, gov, quick).Do(req)
+			resp, err := client(tokenBase{tokenURL: tc.tokenURL(), next: tr, coded: tc.coded}, gov, withAttempts(3)).Do(req)
 			if err == nil {
 				_ = resp.Body.Close()
 				t.Fatal("the request succeeded without a token")
