@@ -49,8 +49,8 @@ const cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
 // connection, or answered 429 "Rate exceeded") was not sent to the API:
 // the Transport records it as a local error of its call, not as the
 // scope's transient error or throttle. It sends it again when the failure
-// passes (a refused connection, a 429), after a backoff, within the
-// policy's attempts and deadline, as no retry of the scope's.
+// passes (a refused connection, a 429, a 500 or 503), after a backoff,
+// within the policy's attempts and deadline, as no retry of the scope's.
 func RESTClientOption(ctx context.Context, clientOpts []option.ClientOption, opts ...Option) (option.ClientOption, error) {
 	all := make([]option.ClientOption, 0, len(clientOpts)+2)
 	all = append(all, internaloption.WithDefaultScopes(cloudPlatform), internaloption.EnableNewAuthLibrary())

@@ -80,7 +80,9 @@ func tokenAnswer(code int, body string, coded bool) error {
 }
 
 // A request whose token could not be had for a while (its token endpoint
-// refused the connection, or answered 503 or 429 "Rate exceeded", twice)
+// refused the connection, or answered 500, 503 or 429 "Rate exceeded",
+// twice, in an error that carries the token server's answer as oauth2's
+// RetrieveError does, or gives its status by method)
 // is sent again after a backoff of the policy's, on the admission of its
 // first attempt: the call succeeds once the token comes, as the AWS SDK
 // rides out its credentials' failures. Nothing was sent to the API's
@@ -90,6 +92,8 @@ func TestAnUnsentAttemptWhoseFailurePassesIsSentAgain(t *testing.T) {
 	for name, fail := range map[string]func() error{
 		"refused":       tokenRefused,
 		"503 status":    func() error { return tokenAnswer(http.StatusServiceUnavailable, "backend error", true) },
+		"503":           func() error { return tokenAnswer(http.StatusServiceUnavailable, "backend error", false) },
+		"500":           func() error { return tokenAnswer(http.StatusInternalServerError, "backend error", false) },
 		"rate exceeded": func() error { return tokenAnswer(http.StatusTooManyRequests, "Rate exceeded", false) },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -80,7 +81,9 @@ func (t *Transport) CloseIdleConnections() {
 //     net/http's Transport returns neither, and a RoundTripper gives the
 //     server's answer as a response). When the core reads the failure it
 //     holds as one that passes (transient or throttled: a refused or reset
-//     connection, a timeout, a 503 or 429) and the body can be rewound,
+//     connection, a timeout, a 503 or 429, also the status of a token
+//     server's answer that the error carries as a field, as oauth2's
+//     RetrieveError does) and the body can be rewound,
 //     the request is sent again after a decorrelated-jitter backoff of the
 //     policy's, within its attempts and its deadline (the context's too),
 //     on the admission of the attempt that failed: its slot is held
@@ -456,17 +459,60 @@ func sameEndpoint(raw string, u *url.URL) bool {
 //
 // The failure passes when the core classifies the error it holds as
 // transient or throttled (a token endpoint that refused or reset the
-// connection, or timed out; a token server's 5xx or 429 that says so):
-// the request is sent again then (see exchange.resendUnsent). One that
-// does not (a token server's 400 or 401, a bad key) ends the call at once.
+// connection, or timed out; a token server's 5xx or 429 that says so), or
+// the status of the token server's answer that the error carries (see
+// carriedStatus) as the core classifies a status (429 and 503 throttle;
+// 408, 500, 502 and 504 are transient): the request is sent again then
+// (see exchange.resendUnsent). One that does not (a token server's 400 or
+// 401, a bad key) ends the call at once.
 type unsentError struct {
 	err    error
 	passes bool
 }
 
 func newUnsentError(err error) *unsentError {
-	return &unsentError{err: err, passes: resilience.Classify(err) != resilience.Fatal}
+	passes := resilience.Classify(err) != resilience.Fatal
+	if code := carriedStatus(err); !passes && code > 0 {
+		passes = resilience.Classify(statusOnly(code)) != resilience.Fatal
+	}
+	return &unsentError{err: err, passes: passes}
 }
+
+// carriedStatus is the status of the server's answer that an error of
+// err's chain (errors.Unwrap's, ten deep at most) carries in an exported
+// field Response *http.Response, as the token errors of golang.org/x/oauth2
+// (RetrieveError) and cloud.google.com/go/auth (Error) carry the token
+// server's answer, with no method that gives its status: 0 when none
+// does. It is read only for an attempt that failed before it was sent.
+func carriedStatus(err error) int {
+	for i := 0; err != nil && i < 10; i, err = i+1, errors.Unwrap(err) {
+		v := reflect.ValueOf(err)
+		if v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			continue
+		}
+		sf, ok := v.Type().FieldByName("Response")
+		if !ok || !sf.IsExported() || sf.Type != responseType {
+			continue
+		}
+		f, ferr := v.FieldByIndexErr(sf.Index) // an embedded nil pointer on the way is an error, not a panic
+		if ferr != nil || f.IsNil() {
+			continue
+		}
+		return f.Interface().(*http.Response).StatusCode
+	}
+	return 0
+}
+
+var responseType = reflect.TypeFor[*http.Response]()
+
+// statusOnly is an HTTP status alone, as the core classifier reads one.
+type statusOnly int
+
+func (s statusOnly) Error() string       { return http.StatusText(int(s)) }
+func (s statusOnly) HTTPStatusCode() int { return int(s) }
 
 func (e *unsentError) Error() string { return e.err.Error() }
 

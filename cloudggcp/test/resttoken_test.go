@@ -161,3 +161,63 @@ func TestRESTRefusedAPIIsTheScopesTransientError(t *testing.T) {
 		t.Fatalf("totals %v; want 3 transient errors, the call failed", tot)
 	}
 }
+
+// A token endpoint on 127.0.0.1 that answers 503 or 500 twice, then a
+// token: cloud.google.com/go/auth's error (an *auth.Error that carries the
+// token server's answer) is a failure that passes, and the Transport
+// sends the request again until the token comes; the get succeeds,
+// Compute gets one request, and its scope counts one call, no retry, no
+// throttle or transient error, nothing lost.
+func TestRESTTokenOutageIsRiddenOut(t *testing.T) {
+	for name, status := range map[string]int{"503": http.StatusServiceUnavailable, "500": http.StatusInternalServerError} {
+		t.Run(name, func(t *testing.T) {
+			var asked atomic.Int32
+			tok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if asked.Add(1) <= 2 {
+					http.Error(w, "backend error", status)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"access_token":"t0k3n","token_type":"Bearer","expires_in":3600}`))
+			}))
+			t.Cleanup(tok.Close)
+			f := &fakeCompute{}
+			var hits atomic.Int32
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				f.ServeHTTP(w, r)
+			}))
+			t.Cleanup(api.Close)
+			gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{
+				BaseDelaySeconds: 0.001, MaxBackoffSeconds: 0.01,
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			rest, err := cloudggcp.RESTClientOption(ctx, []option.ClientOption{
+				option.WithAuthCredentialsJSON(option.ServiceAccount, serviceAccountJSON(t, tok.URL+"/token")),
+			}, cloudggcp.WithGovernor(gov))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint(api.URL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			ctx, stats := resilience.WithStats(ctx)
+			ctx, ledger := resilience.WithLedger(ctx, "get")
+			if _, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "europe-west1-b", Instance: "vm-1"}); err != nil {
+				t.Fatalf("err %v; want the get to succeed once it has its token", err)
+			}
+			if n, a := hits.Load(), asked.Load(); n != 1 || a != 3 {
+				t.Fatalf("Compute got %d requests, the token was asked for %d times; want 1 and 3", n, a)
+			}
+			tot := gov.Summary(stats).Totals
+			if tot.Calls != 1 || tot.Retries != 0 || tot.Throttled != 0 || tot.TransientErrors != 0 || ledger.Lost() != 0 {
+				t.Fatalf("totals %v, ledger %q; want one call, no retry, no throttle or transient error, nothing lost", tot, ledger.Describe())
+			}
+		})
+	}
+}
