@@ -23,11 +23,17 @@
 // (cloudgaws.Scope, cloudgazure.ScopeOfURL, cloudggcp.Scope). A task of the
 // zero scope (a fan-out that calls nothing) is always ready. A task
 // submits and returns, as below; it should not wait for a task it
-// submitted, which the pool runs only once its scope can go, on a worker
-// of its own: a task waiting inside a call that holds its account's last
-// slot (a Do made resilience.WithNestedCalls, whose nested calls would
-// borrow it) keeps the submitted task's scope from going until its
-// deadline.
+// submitted (fan out, then join), which the pool runs on a worker of its
+// own once its scope can go. A task waiting so holds its worker: once
+// every worker is held by such a task, no task runs, and Wait never
+// returns. A task waiting so inside a governed call that holds its
+// account's last slot (max_concurrency) keeps every task of the account
+// from running, the one it waits for included, until that call ends: at
+// the latest when its context is done, and if that never is, never. A
+// call made resilience.WithNestedCalls does not help: its nested calls
+// would borrow its slot, but the pool runs no task of the account while
+// resilience.Governor.Delay says the account has no slot free, so the
+// nested call is never made.
 //
 //	p, ctx := pool.New(ctx, pool.Workers(16))
 //	for _, region := range regions {
