@@ -968,6 +968,12 @@ func (m *machine) invariants() error {
 			return fmt.Errorf("%d queues wait for a slot, with no wake-up armed and no task running", len(p.slots))
 		}
 		reach("state: slotted")
+		// Two queues of an account waiting for a slot: what a task's end
+		// puts back in turn, the second not asked again once the first
+		// finds the account full (pick's noSlot).
+		if len(p.slots) > 1 {
+			reach("state: several queues wait for a slot")
+		}
 	}
 	for sc, q := range p.scopes {
 		if q.n == 0 {
@@ -1485,7 +1491,7 @@ func (r *rig) finish(t *task, err error) {
 func (r *rig) unslot() {
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
-	r.p.unslot()
+	r.p.unslot(true)
 }
 
 func (r *rig) where(sc resilience.Scope) where {
@@ -1795,6 +1801,32 @@ func TestQueueTransitions(t *testing.T) {
 				return t
 			},
 			verb: func(r *rig, t *task) { r.finish(t, nil) },
+		},
+		{
+			// Put back in turn by a task's end (unslot, noSlot), a queue is
+			// asked again unless a pass found its account full before it:
+			// here none did, and the slot is free.
+			name: "slotted to admitting by a task's end and pick (its account's slot freed)",
+			cfg:  resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
+			from: slotted, to: admitting,
+			setup: func(r *rig) *task {
+				r.holdSlot()
+				r.submit(zero)
+				t := r.pick()
+				r.submit(sc)
+				if r.pick() != nil {
+					r.t.Fatal("pick started a task with no slot free")
+				}
+				r.hold() // the call outside the pool ends: the slot is free
+				r.holding.Wait()
+				return t
+			},
+			verb: func(r *rig, t *task) {
+				r.finish(t, nil)
+				if r.pick() == nil {
+					r.t.Fatal("a task's end put the queue back in turn, and pick did not start its task, the slot free")
+				}
+			},
 		},
 		{
 			// Its run held no slot: its end frees none (see

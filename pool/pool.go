@@ -321,12 +321,22 @@ func (p *Pool) next() *task {
 // or nil. p.mu is held.
 func (p *Pool) pick() *task {
 	now := p.now()
+	// The accounts found with no slot free in this pass: the queues a
+	// task's end put back in turn (unslot), whose last answer was no slot,
+	// are not asked again when their account is one of them. A task's end
+	// frees one slot at most, and asking every queue of an account with
+	// thousands of scopes queued made each task's end cost as many
+	// answers of Delay.
+	var fullBuf [2]account
+	full := fullBuf[:0]
 	p.endHolds(now)
 	for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 		p.ring.push(p.parked.popMin())
 	}
 	for n := p.ring.len(); n > 0; n-- {
 		q := p.ring.pop()
+		noSlot := q.noSlot
+		q.noSlot = false
 		p.dropDone(q)
 		if q.n == 0 {
 			q.where = nowhere
@@ -352,6 +362,11 @@ func (p *Pool) pick() *task {
 			p.start(t)
 			return t
 		}
+		acct := account{q.scope.Provider, q.scope.Account}
+		if noSlot && slices.Contains(full, acct) {
+			p.slot(q, now)
+			continue
+		}
 		d, why := p.gov.Delay(q.scope)
 		switch {
 		case why == nil, p.failsFast(q.scope, why), p.foundDead(q.scope, why):
@@ -370,6 +385,9 @@ func (p *Pool) pick() *task {
 			p.start(t)
 			return t
 		case errors.Is(why, resilience.ErrNoSlot):
+			if !slices.Contains(full, acct) {
+				full = append(full, acct)
+			}
 			p.slot(q, now)
 		default:
 			p.park(q, now+min(d, parkRecheck))
@@ -569,10 +587,20 @@ func (p *Pool) slot(q *queue, now time.Duration) {
 	p.arm(now + slotRecheck)
 }
 
-// unslot puts the queues waiting for a slot back in turn. p.mu is held.
-func (p *Pool) unslot() {
+// account is the provider and account of a scope, whose slots its
+// scopes share.
+type account struct{ provider, account string }
+
+// unslot puts the queues waiting for a slot back in turn. taskEnded says
+// that a task's end does it, which frees one slot at most: the queues
+// are then marked noSlot, and a pass of pick that finds their account
+// still full does not ask the governor of each again. The recheck every
+// slotRecheck asks every one (a breaker opened meanwhile, a slot freed by
+// calls outside the pool). p.mu is held.
+func (p *Pool) unslot(taskEnded bool) {
 	for _, q := range p.slots {
 		if q.where == slotted {
+			q.noSlot = taskEnded
 			p.ring.push(q)
 		}
 	}
@@ -605,7 +633,7 @@ func (p *Pool) arm(at time.Duration) {
 			return
 		}
 		p.armedAt, p.armStop = 0, nil
-		p.unslot()
+		p.unslot(false)
 		// The parked queues whose time has come go back in turn now, as
 		// pick would put them. Left parked while every worker is busy (wake
 		// starts none), the soonest would re-arm the wake-up for a time
@@ -656,8 +684,11 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 		// end: it was refused before it took one, and its own queue, put
 		// back in turn at once, would run it again at once if its scope
 		// looks ready (an open breaker; a first call to another account):
-		// a busy loop until a slot is free.
-		p.unslot()
+		// a busy loop until a slot is free. Its own queue is asked again
+		// whatever its account says: what the task met may have opened
+		// its scope's breaker, whose calls then fail fast.
+		p.unslot(true)
+		q.noSlot = false
 	}
 	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.

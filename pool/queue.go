@@ -24,6 +24,7 @@ type queue struct {
 	head, tail *task
 	n          int
 	where      where
+	noSlot     bool          // put back in turn by a task's end, its last answer no slot (see Pool.unslot)
 	parkedAt   uint32        // parked: the pool's count of parks when it was parked
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
