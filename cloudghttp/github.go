@@ -3,7 +3,6 @@ package cloudghttp
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
+	"github.com/cloudg/cloudg/internal/peek"
 	"github.com/cloudg/cloudg/internal/scopenames"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
@@ -151,43 +151,20 @@ const maxPeek = 4 << 10
 // nothing (no retry-after, a primary quota not spent) for GitHub's words
 // for a secondary rate limit, which it may answer with no header of its
 // own: such an answer is a throttle whose retry waits githubSecondaryWait.
-// The body is read up to maxPeek bytes, in a goroutine of its own (the
-// read of a draining body), and waited for at most drainGrace or until
+// The body is read up to maxPeek bytes, in a goroutine of its own
+// (peek.Body), and waited for at most drainGrace or until
 // ctx ends, since the attempt holds its slot meanwhile: a body that has
 // not come by then decides nothing. Either way it is given back to resp
 // whole (what was read, then the rest, once that read has ended), so that
 // the client reads it as it came; closing it closes the body.
 func githubSecondary(ctx context.Context, e *StatusError, resp *http.Response) {
-	if e.kind != errread.None || (e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests) || resp.Body == nil || resp.Body == http.NoBody {
+	if e.kind != errread.None || (e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests) {
 		return
 	}
-	d := &draining{resp: resp, body: resp.Body, done: make(chan struct{})}
-	d.read(maxPeek, func() {})
-	resp.Body = &peekedBody{d: d}
-	if d.settle(ctx) && secondaryWords(d.kept) {
+	if b, _ := peek.Body(ctx, resp, maxPeek, drainGrace); secondaryWords(b) {
 		e.kind, e.hint, e.hasHint = errread.Throttled, githubSecondaryWait, true
 	}
 }
-
-// peekedBody is a response body whose start a draining reads (see
-// githubSecondary): its reads wait for that read to end, then give what it
-// read and the rest of the body.
-type peekedBody struct {
-	d *draining
-	r io.Reader // nil until the draining's read has ended
-}
-
-func (b *peekedBody) Read(p []byte) (int, error) {
-	if b.r == nil {
-		<-b.d.done
-		b.r = io.MultiReader(bytes.NewReader(b.d.kept), b.d.body)
-	}
-	return b.r.Read(p)
-}
-
-// Close closes the body, which also ends a read of it still waiting (as
-// net/http's response bodies allow).
-func (b *peekedBody) Close() error { return b.d.body.Close() }
 
 // secondaryWords reports whether the body of an error answer says that a
 // secondary rate limit was exceeded: its message ("You have exceeded a
