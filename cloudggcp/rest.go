@@ -1,7 +1,6 @@
 package cloudggcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,12 +8,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/api/option"
 	"google.golang.org/api/option/internaloption"
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/cloudg/cloudg/cloudghttp"
+	"github.com/cloudg/cloudg/internal/hint"
+	"github.com/cloudg/cloudg/internal/peek"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -40,8 +42,10 @@ const cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
 //
 // Each HTTP request is one governed call in the scope RESTScope gives it,
 // retried by the Transport as cloudghttp retries (429 and 503 throttle,
-// paced and retried no sooner than Retry-After, a 503 only when the
-// request is idempotent; 408, 500, 502 and 504 and connection errors
+// paced and retried no sooner than Retry-After, or than the retryDelay of
+// a google.rpc.RetryInfo in the JSON error's details when the answer has
+// no Retry-After (see RESTTransport), a 503 only when the request is
+// idempotent; 408, 500, 502 and 504 and connection errors
 // retried when the request is idempotent). A client
 // whose own retry settings retry 503 and 504 (compute's gets and lists)
 // retries the Transport's last answer again, each time as a new call.
@@ -75,9 +79,16 @@ func RESTClientOption(ctx context.Context, clientOpts []option.ClientOption, opt
 // the throttle resilience.Classify reads in the client's
 // *googleapi.Error: its status line gains "; rate limit exceeded
 // (<reason>)", which the Transport reads as throttling, so that the scope
-// is slowed and the request retried as after a 429. Its body (up to 64
-// KiB; a longer one is not read for its reason) is read ahead for that,
-// and given to the client whole.
+// is slowed and the request retried as after a 429. An error answer whose
+// JSON error's details hold a google.rpc.RetryInfo, whatever its status,
+// asks for its retryDelay, as Google's front ends ask with a rate quota's
+// 429 RESOURCE_EXHAUSTED: the Transport reads it as the answer's hint
+// when it has no Retry-After header, pausing the scope and waiting at
+// least that long before the retry, as for a Retry-After. The body of an
+// error answer (never a success's) is read ahead for both: up to 64 KiB,
+// waited for a second at most while the attempt holds its slot (a longer
+// body, or one not in by then, decides nothing), and given to the client
+// whole.
 func RESTTransport(base http.RoundTripper, opts ...Option) *cloudghttp.Transport {
 	cfg := newConfig(opts)
 	var topts []cloudghttp.Option
@@ -87,15 +98,24 @@ func RESTTransport(base http.RoundTripper, opts ...Option) *cloudghttp.Transport
 	return cloudghttp.NewTransport(rateReasons{base}, RESTScope(opts...), topts...)
 }
 
-// rateReasons marks the answers a REST client's *googleapi.Error reads as
-// rate-limited (see rateLimited) in their status line, which the
-// cloudghttp Transport above it reads: their status alone (a 403) would
-// be a fatal answer to it, never retried, and proof that the scope is
-// well.
+// rateReasons reads what a Google error answer says in its JSON body for
+// the cloudghttp Transport above it, which reads the status line and the
+// headers only: a rate-limit reason (see rateLimited), which it marks in
+// the status line, since the status alone (a 403) would be a fatal answer
+// to the Transport, never retried, and proof that the scope is well; and
+// the delay of a google.rpc.RetryInfo among the error's details, which it
+// gives the Transport as the answer's hint (a Retry-After header still
+// comes first). Only error answers' bodies are read, never a success's.
 type rateReasons struct{ base http.RoundTripper }
 
-// maxReasonBody bounds the body of an error answer read for its reason.
+// maxReasonBody bounds the body of an error answer read for its reason
+// and its RetryInfo.
 const maxReasonBody = 64 << 10
+
+// reasonGrace bounds the wait for an error answer's body, which the
+// attempt holds its slot for: a second, as cloudghttp's Transport waits
+// for a GitHub error's body.
+const reasonGrace = time.Second
 
 func (t rateReasons) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.base
@@ -103,35 +123,64 @@ func (t rateReasons) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(req)
-	if err != nil || resp == nil || resp.Body == nil || !byReason(resp.StatusCode) {
+	if err != nil || resp == nil || resp.StatusCode < http.StatusBadRequest {
 		return resp, err
 	}
-	b, rerr := io.ReadAll(io.LimitReader(resp.Body, maxReasonBody))
-	resp.Body = readCloser{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
-	if rerr != nil {
-		return resp, nil // the client reads the rest, and the error, as it would have
+	b, whole := peek.Body(req.Context(), resp, maxReasonBody, reasonGrace)
+	if !whole {
+		return resp, nil // the client reads the body, and its error, as it would have
 	}
 	var e struct {
 		Error struct {
 			Errors []struct {
 				Reason string `json:"reason"`
 			} `json:"errors"`
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &e) != nil {
 		return resp, nil
 	}
-	for _, it := range e.Error.Errors {
-		if rateLimitReason(it.Reason) {
-			if resp.Status == "" {
-				resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+	if byReason(resp.StatusCode) {
+		for _, it := range e.Error.Errors {
+			if rateLimitReason(it.Reason) {
+				if resp.Status == "" {
+					resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+				}
+				resp.Status += "; rate limit exceeded (" + it.Reason + ")"
+				break
 			}
-			resp.Status += "; rate limit exceeded (" + it.Reason + ")"
-			break
 		}
+	}
+	for _, d := range e.Error.Details {
+		if d.Type != retryInfoType {
+			continue
+		}
+		if delay, err := time.ParseDuration(d.RetryDelay); err == nil {
+			resp.Body = hintedBody{resp.Body, delay}
+		}
+		break
 	}
 	return resp, nil
 }
+
+// retryInfoType is the type URL of a google.rpc.RetryInfo in a JSON error's
+// details, whose retryDelay is a protobuf Duration in JSON ("30s",
+// "1.500s").
+const retryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
+
+// hintedBody is the body of an error answer whose RetryInfo asks for
+// delay: the cloudghttp Transport reads it as the answer's hint
+// (hint.Body).
+type hintedBody struct {
+	io.ReadCloser
+	delay time.Duration
+}
+
+func (b hintedBody) BodyRetryAfter() time.Duration { return b.delay }
 
 // byReason reports whether an answer of status is classified by what it
 // says rather than by its status: an error status on none of the
@@ -145,14 +194,6 @@ func byReason(status int) bool {
 	}
 	return status >= http.StatusBadRequest
 }
-
-// readCloser reads r and closes c, the body r reads the rest of.
-type readCloser struct {
-	io.Reader
-	c io.Closer
-}
-
-func (r readCloser) Close() error { return r.c.Close() }
 
 // RESTScope returns the scope function of Google's REST APIs: the scope
 // of a request is gcp/<account>/*/<service>/<collection>_<method>, read
@@ -314,3 +355,5 @@ func collectionVerb(method string, pathVerbs bool) string {
 	}
 	return strings.ToLower(method)
 }
+
+var _ hint.Body = hintedBody{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/errread"
+	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -20,7 +21,9 @@ import (
 // core classifier reads through HTTPStatusCode and Header, and, for a
 // provider with rules of its own (GitHub), the verdict and delay those
 // rules read from the headers (and, for a GitHub secondary limit, from
-// the body). A CDN's answer that it could not reach the origin
+// the body), or the delay a Google error's body asks for (the retryDelay
+// of its google.rpc.RetryInfo), which cloudggcp's REST transport, below
+// the Transport, reads. A CDN's answer that it could not reach the origin
 // (Cloudflare's 520 to 524) is transient, as the Transport reads it. Any
 // other status the core's table does not list (400, 403, 404) decides
 // nothing by itself; the verdict is then read from the status line, the
@@ -91,6 +94,11 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	if x.github {
 		githubAnswer(e, x.gov.Clock().Now())
 		githubSecondary(x.orig.Context(), e, resp)
+	}
+	if hb, ok := resp.Body.(hint.Body); ok && !e.hasHint {
+		// The delay a transport below found in the body (a Google
+		// error's RetryInfo); a Retry-After header comes first still.
+		e.hint, e.hasHint = hb.BodyRetryAfter(), true
 	}
 	if e.kind == errread.None {
 		switch {

@@ -101,7 +101,9 @@ func (t *Transport) CloseIdleConnections() {
 //     Idempotency-Key header), or WithRetryNonIdempotent is set. The retry
 //     goes when the Guard allows it (Guard.Retry: attempts, deadline, retry
 //     budget), after a decorrelated-jitter backoff or the provider's hint
-//     (Retry-After, capped at resilience.MaxPause), whichever is longer.
+//     (Retry-After, capped at resilience.MaxPause; or, without one, the
+//     delay a Google error's body asks for, which cloudggcp's REST
+//     transport reads below this one), whichever is longer.
 //     The body of the response it retries is read (up to 64 KiB) and
 //     closed while the retry waits, in a goroutine of its own, so that its
 //     connection goes back to the pool before the retry is sent: for as

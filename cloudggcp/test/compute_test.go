@@ -34,6 +34,7 @@ type reply struct {
 	reason     string
 	retryAfter string
 	message    string // the error's message; the reason when empty
+	retryDelay string // a google.rpc.RetryInfo's retryDelay in the error's details ("30s"); none when empty
 }
 
 type hit struct{ route, method, body string }
@@ -100,10 +101,20 @@ func (f *fakeCompute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = rp.reason
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		e := map[string]any{
 			"code": rp.status, "message": msg,
 			"errors": []any{map[string]any{"domain": "usageLimits", "reason": rp.reason, "message": msg}},
-		}})
+		}
+		if rp.retryDelay != "" {
+			// As Google's front ends answer a rate quota: the delay in the
+			// error's details, no Retry-After header.
+			e["status"] = "RESOURCE_EXHAUSTED"
+			e["details"] = []any{
+				map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": rp.retryDelay},
+				map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "domain": "googleapis.com"},
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
 		return
 	}
 	var out any

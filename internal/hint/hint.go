@@ -163,3 +163,12 @@ func seconds(s float64) (time.Duration, bool) {
 
 // Cap limits a provider's hint to [0, MaxPause].
 func Cap(d time.Duration) time.Duration { return min(max(d, 0), MaxPause) }
+
+// A Body is the body of an error answer that a transport read ahead and
+// found in it the delay the answer asks for outside its headers (a Google
+// REST error's google.rpc.RetryInfo, which cloudggcp's REST transport
+// reads): cloudghttp's Transport, above it, reads BodyRetryAfter as the
+// answer's hint, after a hint of its headers.
+type Body interface {
+	BodyRetryAfter() time.Duration
+}
