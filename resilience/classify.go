@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -243,8 +244,12 @@ func isNetworkError(e error) bool {
 // anything does it search the message for throttling phrases ("rate
 // exceeded", "throttl", "too many requests"), on word boundaries: a 400
 // without a code whose message is "Throttling: Rate exceeded" is
-// Throttled, a 404 without one that mentions no throttling is Fatal. A nil
-// error is Fatal.
+// Throttled, a 404 without one that mentions no throttling is Fatal. An
+// error that nothing of that decides and that gives HTTP/2's error code
+// ENHANCE_YOUR_CALM (a stream reset or a GOAWAY of net/http's or
+// grpc-go's, which say it only in their text) is Throttled: the server
+// refuses the client's rate; unless it is a GOAWAY for too_many_pings, a
+// client's keepalive settings. A nil error is Fatal.
 func Classify(err error) Kind {
 	if err == nil {
 		return Fatal
@@ -259,23 +264,48 @@ func (f *facts) kind(err error) Kind {
 	if k, ok := f.decide(); ok {
 		return k
 	}
-	if mentionsThrottling(err.Error()) {
+	if msg := err.Error(); mentionsThrottling(msg) || enhanceYourCalm(msg) {
 		return Throttled
 	}
 	return Fatal
+}
+
+// enhanceYourCalm reports whether msg, the text of an error nothing else
+// decides, gives HTTP/2's error code ENHANCE_YOUR_CALM (0xb) of an
+// RST_STREAM or a GOAWAY the server sent: RFC 9113 (section 7) gives it
+// to an endpoint that "detected that its peer is exhibiting a behavior
+// that might be generating excessive load", a server refusing the
+// client's rate. net/http's bundled http2 ("stream error: stream ID 3;
+// ENHANCE_YOUR_CALM; received from peer", "http2: server sent GOAWAY and
+// closed the connection; ... ErrCode=ENHANCE_YOUR_CALM, ...") and grpc-go
+// ("received prior goaway: code: ENHANCE_YOUR_CALM") give it only in their
+// errors' text, their types being unexported. A GOAWAY whose debug data
+// is too_many_pings, which grpc servers send to a client that pings more
+// often than their keepalive policy allows, is the client's keepalive
+// settings, not its rate, and is not one.
+func enhanceYourCalm(msg string) bool {
+	return strings.Contains(msg, "ENHANCE_YOUR_CALM") && !strings.Contains(msg, "too_many_pings")
 }
 
 // ClassifyStrict is Classify without the message search: ok is false when
 // no cloudg error, error code, status, reader or network error says
 // anything. A status on no list without a code (a bare 400 or 404) says
 // nothing: ok is false, and Classify reads it as Fatal unless its message
-// mentions throttling.
+// mentions throttling. HTTP/2's error code ENHANCE_YOUR_CALM, read from
+// the text of an error that nothing else decides (see Classify), is a
+// protocol's error code, not a phrase: Throttled, ok.
 func ClassifyStrict(err error) (kind Kind, ok bool) {
 	if err == nil {
 		return Fatal, false
 	}
 	f := inspect(err)
-	return f.decide()
+	if k, ok := f.decide(); ok {
+		return k, ok
+	}
+	if enhanceYourCalm(err.Error()) {
+		return Throttled, true // an HTTP/2 error code, not a phrase
+	}
+	return Fatal, false
 }
 
 // IsProviderAnswer reports whether err carries a provider's error code or
