@@ -71,7 +71,11 @@ func (t *Transport) CloseIdleConnections() {
 //     refusals, a connection closed before any answer, after an HTTP/2
 //     GOAWAY with the request in flight, for want of an answer to HTTP/2
 //     pings, or as idle as the request was written, and timeouts are
-//     transient); an error of the base transport that is no such failure
+//     transient; an HTTP/2 stream reset, or a GOAWAY, of
+//     ENHANCE_YOUR_CALM, a server refusing the client's rate, is a
+//     throttle, unless the GOAWAY is for too_many_pings, a client's
+//     keepalive settings, which is a lost connection); an error of the
+//     base transport that is no such failure
 //     of the request itself is a local error of the call, which neither
 //     slows, pauses nor fails the scope, whatever it says: the base failed
 //     before it sent the request (a token it could not fetch, from a token
@@ -96,7 +100,8 @@ func (t *Transport) CloseIdleConnections() {
 //     answer is a throttle that says the server did not act on the
 //     request (a 429, a status line that mentions throttling, GitHub's
 //     rate limits; not a 503, which a gateway also answers for an
-//     upstream that failed after it took the request), or the method is
+//     upstream that failed after it took the request, nor an HTTP/2
+//     ENHANCE_YOUR_CALM), or the method is
 //     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an
 //     Idempotency-Key header), or WithRetryNonIdempotent is set. The retry
 //     goes when the Guard allows it (Guard.Retry: attempts, deadline, retry
@@ -532,11 +537,30 @@ func (x *exchange) transportError(err error) error {
 	if m := x.orig.Method; m != "" {
 		op = m[:1] + strings.ToLower(m[1:])
 	}
-	if lostExchange(err) {
+	switch {
+	case peerRefusal(err):
+		err = refusedByPeer{err}
+	case lostExchange(err):
 		err = exchangeLost{err}
 	}
 	return &url.Error{Op: op, URL: bareURL(x.orig.URL), Err: err}
 }
+
+// peerRefusal reports whether err is an HTTP/2 server's refusal of the
+// client's rate: a stream reset, or a GOAWAY, of ENHANCE_YOUR_CALM, which
+// the core classifies as a throttle (see resilience.Classify) and which a
+// GOAWAY's error must not hide as a lost exchange.
+func peerRefusal(err error) bool {
+	k, ok := resilience.ClassifyStrict(err)
+	return ok && k == resilience.Throttled
+}
+
+// refusedByPeer marks a transport error as an HTTP/2 server's refusal of
+// the client's rate (see peerRefusal): a throttle, which unlike a 429
+// does not say that the server left the request alone.
+type refusedByPeer struct{ error }
+
+func (e refusedByPeer) Unwrap() error { return e.error }
 
 // lostExchanges are what net/http's errors (and golang.org/x/net/http2's)
 // say of a request whose connection or stream was lost under it, in
@@ -584,7 +608,22 @@ func (x *exchange) mayResend(kind resilience.Kind, answer error) bool {
 	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
 		return false
 	}
-	return kind == resilience.Throttled && !unavailable(answer) || idempotent(r) || x.t.cfg.unsafeToo
+	return kind == resilience.Throttled && !unavailable(answer) && !refusedStream(answer) || idempotent(r) || x.t.cfg.unsafeToo
+}
+
+// refusedStream reports whether answer is an HTTP/2 server's refusal of
+// the client's rate (ENHANCE_YOUR_CALM, see peerRefusal): it slows the
+// scope as a throttle does, but, as a 503, it does not say that the
+// server did not act on the request (RFC 9113 says so of a REFUSED_STREAM
+// and of the streams above a GOAWAY's last one, which net/http sends
+// again by itself, not of ENHANCE_YOUR_CALM).
+func refusedStream(answer error) bool {
+	ue, ok := answer.(*url.Error)
+	if !ok {
+		return false
+	}
+	_, ok = ue.Err.(refusedByPeer)
+	return ok
 }
 
 // unavailable reports whether answer is a 503 that its status alone
