@@ -377,8 +377,8 @@ func (gd *Guard) takeToken(ctx context.Context, now time.Duration) error {
 	// over, as long as it was, at the level of the bucket it ended on.
 	start := now
 	r.queue(gd.e.leaf)
-	r.queueAccount(gd.e.acct.bucket, now)
-	r.queueProvider(gd.e.acct.global, now)
+	r.queueAt(1, gd.e.acct.bucket, now)
+	r.queueAt(0, gd.e.acct.global, now)
 	_, level := longest(r.due)
 	recheck := gd.retrying() || gd.phase == phaseIdle
 	for {
@@ -531,7 +531,7 @@ func (gd *Guard) accountPaused(now time.Duration, r *reservation) bool {
 		return false
 	}
 	r.take(1, b, now)
-	r.queueAccount(b, now)
+	r.queueAt(1, b, now)
 	return true
 }
 
@@ -685,24 +685,15 @@ func (r *reservation) queue(leaf state.Bucket) {
 	r.q[leafLevel], _ = leaf.(queueBucket)
 }
 
-// queueAccount follows the call's place in the queue of acct, the
-// account's bucket, when it queues the call (its token is not due at now),
-// so that the call follows a pause of the account (see accountPaused).
-func (r *reservation) queueAccount(acct state.Bucket, now time.Duration) {
-	r.q[1] = nil
-	if q, ok := acct.(queueBucket); ok && r.due[1] > now {
-		r.q[1] = q
-	}
-}
-
-// queueProvider follows the call's place in the queue of global, the
-// provider's bucket, when it queues the call (its token is not due at
-// now), so that a call queued before it that gives its place up moves it
-// up (see cancel).
-func (r *reservation) queueProvider(global state.Bucket, now time.Duration) {
-	r.q[0] = nil
-	if q, ok := global.(queueBucket); ok && r.due[0] > now {
-		r.q[0] = q
+// queueAt follows the call's place in the queue of b, the bucket of level
+// i above the leaf (the account's, 1, or the provider's, 0), when it
+// queues the call (its token is not due at now): so that the call follows
+// a pause of the account (see accountPaused), and a call queued before it
+// that gives its place up moves it up (see cancel).
+func (r *reservation) queueAt(i int, b state.Bucket, now time.Duration) {
+	r.q[i] = nil
+	if q, ok := b.(queueBucket); ok && r.due[i] > now {
+		r.q[i] = q
 	}
 }
 
@@ -765,13 +756,10 @@ func (gd *Guard) followRetired(now time.Duration, r *reservation) bool {
 		if b != nil {
 			r.take(i, b, now)
 		}
-		switch i {
-		case leafLevel:
+		if i == leafLevel {
 			r.queue(b)
-		case 1:
-			r.queueAccount(b, now)
-		default:
-			r.queueProvider(b, now)
+		} else {
+			r.queueAt(i, b, now)
 		}
 	}
 	return true
