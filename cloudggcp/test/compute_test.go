@@ -157,17 +157,26 @@ func setup(t *testing.T, configure ...func(*resilience.ProviderConfig)) (*fakeCo
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, restInstances(t, gov, srv.URL, option.WithoutAuthentication()), gov
+}
+
+// restInstances is compute's REST instances client at endpoint, built
+// with cloudggcp.RESTClientOption on gov and the authentication auth says
+// (option.WithoutAuthentication, or a service account whose token
+// endpoint a test serves), closed when the test ends.
+func restInstances(t *testing.T, gov *resilience.Governor, endpoint string, auth ...option.ClientOption) *compute.InstancesClient {
+	t.Helper()
 	ctx := context.Background()
-	rest, err := cloudggcp.RESTClientOption(ctx, []option.ClientOption{option.WithoutAuthentication()}, cloudggcp.WithGovernor(gov))
+	rest, err := cloudggcp.RESTClientOption(ctx, auth, cloudggcp.WithGovernor(gov))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint(srv.URL))
+	c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint(endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return f, c, gov
+	return c
 }
 
 // A throttled get is paced in its own scope

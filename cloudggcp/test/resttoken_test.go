@@ -13,11 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/option"
 
-	"github.com/cloudg/cloudg/cloudggcp"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -91,17 +89,7 @@ func TestRESTTokenFailureIsNoAnswerOfTheAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			rest, err := cloudggcp.RESTClientOption(ctx, []option.ClientOption{
-				option.WithAuthCredentialsJSON(option.ServiceAccount, serviceAccountJSON(t, tokenURL())),
-			}, cloudggcp.WithGovernor(gov))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint(api.URL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			c := restInstances(t, gov, api.URL, option.WithAuthCredentialsJSON(option.ServiceAccount, serviceAccountJSON(t, tokenURL())))
 
 			ctx, stats := resilience.WithStats(ctx)
 			ctx, ledger := resilience.WithLedger(ctx, "get")
@@ -144,15 +132,7 @@ func TestRESTRefusedAPIIsTheScopesTransientError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rest, err := cloudggcp.RESTClientOption(ctx, []option.ClientOption{option.WithoutAuthentication()}, cloudggcp.WithGovernor(gov))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint("http://"+addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := restInstances(t, gov, "http://"+addr, option.WithoutAuthentication())
 	ctx, stats := resilience.WithStats(ctx)
 	if _, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "z", Instance: "vm-1"}); err == nil {
 		t.Fatal("the get succeeded against a closed port")
@@ -195,17 +175,7 @@ func TestRESTTokenOutageIsRiddenOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			rest, err := cloudggcp.RESTClientOption(ctx, []option.ClientOption{
-				option.WithAuthCredentialsJSON(option.ServiceAccount, serviceAccountJSON(t, tok.URL+"/token")),
-			}, cloudggcp.WithGovernor(gov))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint(api.URL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			c := restInstances(t, gov, api.URL, option.WithAuthCredentialsJSON(option.ServiceAccount, serviceAccountJSON(t, tok.URL+"/token")))
 			ctx, stats := resilience.WithStats(ctx)
 			ctx, ledger := resilience.WithLedger(ctx, "get")
 			if _, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "europe-west1-b", Instance: "vm-1"}); err != nil {

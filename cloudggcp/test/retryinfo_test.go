@@ -9,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/option"
 
-	"github.com/cloudg/cloudg/cloudggcp"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -77,15 +75,7 @@ func TestRESTRetryInfoDelaysTheRetry(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			rest, err := cloudggcp.RESTClientOption(ctx, []option.ClientOption{option.WithoutAuthentication()}, cloudggcp.WithGovernor(gov))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := compute.NewInstancesRESTClient(ctx, rest, option.WithEndpoint(srv.URL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			c := restInstances(t, gov, srv.URL, option.WithoutAuthentication())
 			inst, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "europe-west1-b", Instance: "vm-1"})
 			if err != nil {
 				t.Fatal(err)
