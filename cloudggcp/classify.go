@@ -36,9 +36,10 @@ func init() { errread.Register(readError) }
 // refused") is: nothing but its message, which a server relaying its
 // upstream's error sends too, tells it from the service's, so it reads as
 // Throttled and an answer. A *googleapi.Error (a REST client's) is read by
-// its HTTP status and headers, and so is an *apierror.APIError made from
-// one: its gRPC code is gax's mapping of the HTTP status, not a code the
-// service sent. A REST answer whose reason is
+// its HTTP status and headers, and by the retryDelay of a
+// google.rpc.RetryInfo among the details of its JSON body; so is an
+// *apierror.APIError made from one: its gRPC code is gax's mapping of the
+// HTTP status, not a code the service sent. A REST answer whose reason is
 // rateLimitExceeded or userRateLimitExceeded is throttling whatever its
 // status (Compute's rate quotas answer 403 rateLimitExceeded, with a
 // message that names the quota). A REST answer whose status is on no list
@@ -56,6 +57,9 @@ func readError(err error) (errread.Details, bool) {
 		d := errread.Details{Status: e.Code, Header: e.Header, Answer: true}
 		if rateLimited(e) {
 			d.Kind = errread.Throttled
+		}
+		if delay, ok := restRetryDelay(e); ok {
+			d.RetryAfter, d.HasRetryAfter = delay, true
 		}
 		return d, true
 	}
@@ -101,6 +105,30 @@ func rateLimited(e *googleapi.Error) bool {
 		}
 	}
 	return false
+}
+
+// restRetryDelay reads the retryDelay of the first google.rpc.RetryInfo
+// among a REST error's details, which googleapi decodes from the JSON
+// body's error.details as JSON objects, the way RESTTransport reads it
+// from the body: a protobuf Duration in JSON ("30s", "1.500s").
+// The details of an *apierror.APIError made from the error are no help
+// here: gax decodes the body with a schema that has no errors field, and
+// gives no details for a body that has the legacy errors list beside
+// them, as Google's front ends answer a rate quota.
+func restRetryDelay(e *googleapi.Error) (time.Duration, bool) {
+	for _, det := range e.Details {
+		m, ok := det.(map[string]any)
+		if !ok || m["@type"] != retryInfoType {
+			continue
+		}
+		s, ok := m["retryDelay"].(string)
+		if !ok {
+			return 0, false
+		}
+		delay, err := time.ParseDuration(s)
+		return delay, err == nil
+	}
+	return 0, false
 }
 
 // rateLimitReason reports whether a REST error's reason says a rate quota

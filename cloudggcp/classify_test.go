@@ -228,3 +228,53 @@ func TestLocalCredentialsFailureIsNoAnswer(t *testing.T) {
 		t.Errorf("breaker failures %d after the local failure, want 2 still", n)
 	}
 }
+
+// restRetryInfoBody is a Google front end's answer to a request past a
+// rate quota, as Compute sends it: the delay in a google.rpc.RetryInfo
+// among the error's details, no Retry-After header, and the legacy
+// errors list beside the details.
+const restRetryInfoBody = `{"error": {"code": 429, "message": "Quota exceeded for quota metric 'Read requests'",
+"errors": [{"message": "Quota exceeded for quota metric 'Read requests'", "domain": "global", "reason": "rateLimitExceeded"}],
+"status": "RESOURCE_EXHAUSTED",
+"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "30s"},
+{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "domain": "googleapis.com"}]}}`
+
+// A REST client's *googleapi.Error whose JSON body carries a
+// google.rpc.RetryInfo gives its retryDelay as the error's Retry-After, as
+// a gRPC status's RetryInfo does: bare, as a REST client's call makes it
+// from the answer (googleapi.CheckResponseWithBody, which compute's
+// clients call), under the *apierror.APIError gax.Invoke returns (whose
+// own details are empty when the body has the errors list, which its
+// schema does not know), and wrapped. A Retry-After header comes first.
+func TestClassifyRESTRetryInfo(t *testing.T) {
+	answer := func(h http.Header) *googleapi.Error {
+		t.Helper()
+		resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: h}
+		var ge *googleapi.Error
+		if !errors.As(googleapi.CheckResponseWithBody(resp, []byte(restRetryInfoBody)), &ge) || len(ge.Details) != 2 {
+			t.Fatalf("googleapi.CheckResponseWithBody did not make the error with its two details")
+		}
+		return ge
+	}
+	ge := answer(http.Header{"Content-Type": {"application/json"}})
+	for name, err := range map[string]error{"googleapi": ge, "api": apiErr(t, ge), "wrapped": fmt.Errorf("get: %w", apiErr(t, ge))} {
+		if d, ok := resilience.RetryAfter(err); !ok || d != 30*time.Second {
+			t.Errorf("%s: RetryAfter %v, %v; want the body's RetryInfo, 30s", name, d, ok)
+		}
+		if k := resilience.Classify(err); k != resilience.Throttled {
+			t.Errorf("%s: %v, want THROTTLED", name, k)
+		}
+	}
+	if d, ok := resilience.RetryAfter(apiErr(t, answer(http.Header{"Retry-After": {"5"}}))); !ok || d != 5*time.Second {
+		t.Errorf("with a Retry-After header: RetryAfter %v, %v; want the header's 5s", d, ok)
+	}
+	for name, details := range map[string][]any{
+		"none":        nil,
+		"unparsable":  {map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "soon"}},
+		"other types": {map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "retryDelay": "30s"}, "30s"},
+	} {
+		if d, ok := resilience.RetryAfter(&googleapi.Error{Code: http.StatusTooManyRequests, Details: details}); ok {
+			t.Errorf("details %s: RetryAfter %v, want no hint", name, d)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -92,4 +93,36 @@ func TestRESTRetryInfoDelaysTheRetry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same answer to a compute REST client whose HTTP client is not
+// governed, with the Retry option on its call: the client's
+// *googleapi.Error gives the body's RetryInfo to the option's retry,
+// which waits its 30s before sending the request again (its backoff
+// alone is 1s).
+func TestRetryOptionWaitsForTheRESTBodysRetryInfo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeCompute{}
+		gov, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{MaxBackoffSeconds: 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := compute.NewInstancesRESTClient(context.Background(), option.WithHTTPClient(&http.Client{Transport: inProcess{f}}),
+			option.WithEndpoint("http://compute.test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		f.script("get", reply{status: http.StatusTooManyRequests, reason: "rateLimitExceeded", retryDelay: "30s"})
+		ctx := context.Background()
+		start := time.Now()
+		inst, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: "p1", Zone: "europe-west1-b", Instance: "vm-1"},
+			cloudggcp.Retry(ctx, scope("instances_get"), cloudggcp.WithGovernor(gov)))
+		if err != nil || inst.GetName() != "vm-1" || len(f.hitsOf("get")) != 2 {
+			t.Fatalf("instance %q, err %v after %d requests, want vm-1 after 2", inst.GetName(), err, len(f.hitsOf("get")))
+		}
+		if waited := time.Since(start); waited != 30*time.Second {
+			t.Errorf("the retry was sent after %v, want the 30s of the body's RetryInfo", waited)
+		}
+	})
 }
