@@ -23,6 +23,7 @@ func init() { errread.Register(readError) }
 //
 //	ResourceExhausted (429), Unavailable (503)   Throttled
 //	DeadlineExceeded (504), Internal (500)       Transient
+//	Unavailable for too_many_pings               Transient, no answer
 //	Unknown (500)                                Transient (by status)
 //	DataLoss                                     Fatal: no retry brings lost data back
 //	PermissionDenied, NotFound, ... (4xx, 501)   Fatal, a provider answer
@@ -35,8 +36,15 @@ func init() { errread.Register(readError) }
 // a connection it could not make ("connection error: desc = ... connection
 // refused") is: nothing but its message, which a server relaying its
 // upstream's error sends too, tells it from the service's, so it reads as
-// Throttled and an answer. A *googleapi.Error (a REST client's) is read by
-// its HTTP status and headers, and by the retryDelay of a
+// Throttled and an answer. grpc's own Unavailable for a connection whose
+// server sent a GOAWAY of ENHANCE_YOUR_CALM for too_many_pings ("received
+// prior goaway: code: ENHANCE_YOUR_CALM, debug data: \"too_many_pings\""),
+// the server's answer to a client that pings more often than its
+// keepalive policy allows, is a lost connection, Transient and no answer,
+// as cloudghttp's Transport reads that GOAWAY (resilience.Classify takes
+// no GOAWAY for too_many_pings for a throttle either): the client's
+// keepalive settings, not its rate. A *googleapi.Error (a REST client's)
+// is read by its HTTP status and headers, and by the retryDelay of a
 // google.rpc.RetryInfo among the details of its JSON body; so is an
 // *apierror.APIError made from one: its gRPC code is gax's mapping of the
 // HTTP status, not a code the service sent. A REST answer whose reason is
@@ -154,6 +162,12 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 			// grpc's status for the caller's own context deadline.
 			return errread.Details{Kind: errread.Transient}, true
 		}
+	case codes.Unavailable:
+		if strings.Contains(msg, tooManyPings) {
+			// grpc's status for a connection the server closed for the
+			// client's keepalive pings: a lost connection, no answer.
+			return errread.Details{Kind: errread.Transient}, true
+		}
 	}
 	d := errread.Details{Code: c.String(), Status: httpStatus(c), Answer: true}
 	switch c {
@@ -168,6 +182,14 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 	}
 	return d, true
 }
+
+// tooManyPings is what grpc-go's Unavailable says of a connection whose
+// server sent a GOAWAY of ENHANCE_YOUR_CALM with the debug data
+// too_many_pings ("closing transport due to: ..., received prior goaway:
+// code: ENHANCE_YOUR_CALM, debug data: \"too_many_pings\""), as a gRPC
+// server does when a client pings more often than its keepalive policy
+// allows: the client's keepalive settings, not its rate.
+const tooManyPings = `code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`
 
 // credentialsFailed reports whether msg is grpc's own for a call whose
 // per-RPC credentials failed before it was sent (a token that could not

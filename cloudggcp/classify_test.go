@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	asset "cloud.google.com/go/asset/apiv1"
 	"cloud.google.com/go/asset/apiv1/assetpb"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
@@ -17,7 +20,10 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 )
 
 func apiErr(t *testing.T, err error) *apierror.APIError {
@@ -277,4 +283,82 @@ func TestClassifyRESTRetryInfo(t *testing.T) {
 			t.Errorf("details %s: RetryAfter %v, want no hint", name, d)
 		}
 	}
+}
+
+// tooManyPingsStatus is grpc-go's status for the calls of a connection that the
+// server closed after a GOAWAY of ENHANCE_YOUR_CALM with the debug data
+// too_many_pings (internal/transport's http2Client.Close).
+const tooManyPingsStatus = `closing transport due to: connection error: desc = "error reading from server: EOF", ` +
+	`received prior goaway: code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`
+
+// A GOAWAY of ENHANCE_YOUR_CALM for too_many_pings is the server's answer
+// to a client that pings more often than its keepalive policy allows: the
+// client's settings, not its rate. grpc-go fails the connection's calls
+// with Unavailable for it, which is a lost connection, as cloudghttp
+// reads the GOAWAY: transient, not a throttle, and no answer of the
+// service. Every other Unavailable is the service's, throttling as
+// the spec's ServiceUnavailable (503) is, a GOAWAY of ENHANCE_YOUR_CALM
+// without too_many_pings (a server refusing the client's rate) among them.
+func TestClassifyTooManyPingsIsALostConnection(t *testing.T) {
+	st := status.New(codes.Unavailable, tooManyPingsStatus)
+	for name, err := range map[string]error{"status": st.Err(), "api": apiErr(t, st.Err()), "wrapped": fmt.Errorf("get: %w", apiErr(t, st.Err()))} {
+		if k := resilience.Classify(err); k != resilience.Transient {
+			t.Errorf("%s: %v, want TRANSIENT", name, k)
+		}
+		if resilience.IsProviderAnswer(err) {
+			t.Errorf("%s: a provider answer, want a lost connection", name)
+		}
+	}
+	for _, msg := range []string{
+		"The service is currently unavailable.",
+		`closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: ENHANCE_YOUR_CALM`,
+		`closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: ENHANCE_YOUR_CALM, debug data: "rate"`,
+		`closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: NO_ERROR, debug data: "too_many_pings"`,
+		"upstream: too_many_pings",
+	} {
+		err := status.Error(codes.Unavailable, msg)
+		if k := resilience.Classify(err); k != resilience.Throttled || !resilience.IsProviderAnswer(err) {
+			t.Errorf("%q: %v, answer %v; want THROTTLED, an answer", msg, k, resilience.IsProviderAnswer(err))
+		}
+	}
+}
+
+// The same with grpc-go itself: a server whose keepalive policy allows a
+// ping an hour, a client that pings every 10 s while its call is held
+// (virtual time): the server sends the GOAWAY on the third strike and
+// closes the connection, and the call fails with grpc-go's Unavailable,
+// which classifies as a lost connection.
+func TestTooManyPingsFailsTheCallAsALostConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(1)
+		f.fail("GetFeed", "", errHold)
+		lis := bufconn.Listen(1 << 20)
+		gs := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Hour}))
+		assetpb.RegisterAssetServiceServer(gs, f)
+		go gs.Serve(lis)
+		client, err := asset.NewClient(context.Background(),
+			option.WithEndpoint("passthrough:///bufconn"),
+			option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+				return lis.DialContext(ctx)
+			})),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+			option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: time.Minute})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			client.Close()
+			gs.Stop()
+			lis.Close()
+		}()
+		_, err = client.GetFeed(context.Background(), &assetpb.GetFeedRequest{Name: "projects/p1/feeds/f"},
+			gax.WithRetry(func() gax.Retryer { return nil }))
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), `debug data: "too_many_pings"`) {
+			t.Fatalf("err %v, want grpc's Unavailable for the GOAWAY of too_many_pings", err)
+		}
+		if k := resilience.Classify(err); k != resilience.Transient || resilience.IsProviderAnswer(err) {
+			t.Errorf("Classify(%v) = %v, answer %v; want TRANSIENT, no answer", err, k, resilience.IsProviderAnswer(err))
+		}
+	})
 }

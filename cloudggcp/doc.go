@@ -83,8 +83,10 @@
 // *apierror.APIError, gRPC status errors and *googleapi.Error classify by
 // their code (ResourceExhausted and Unavailable are
 // throttling, DeadlineExceeded and Internal transient, other codes fatal
-// provider answers; a REST answer by its reason when it is
-// rateLimitExceeded or userRateLimitExceeded, which is throttling, else by
-// its HTTP status, and, when the status is on no list, by its message),
-// with RetryInfo's delay as the Retry-After.
+// provider answers; grpc's own Unavailable for a GOAWAY of too_many_pings,
+// a client's keepalive settings, is a lost connection, transient; a REST
+// answer by its reason when it is rateLimitExceeded or
+// userRateLimitExceeded, which is throttling, else by its HTTP status,
+// and, when the status is on no list, by its message), with RetryInfo's
+// delay (a REST answer's, from its JSON body) as the Retry-After.
 package cloudggcp
