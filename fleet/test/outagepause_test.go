@@ -46,7 +46,12 @@ func TestAPauseSetDuringAnOutageOutlivesIt(t *testing.T) {
 				if err := px.Up(); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, time.Second, "A back on the shared state", func() bool { return !a.store.Stats().Degraded })
+				// B, which made no call during the outage, may have found it
+				// too (its heartbeat, or a reply the proxy cut); the pause is
+				// carried to Redis for B to find once both are back on it.
+				waitFor(t, time.Second, "A and B back on the shared state", func() bool {
+					return !a.store.Stats().Degraded && !b.store.Stats().Degraded
+				})
 				ps := []*process{a, b}
 				if tc.secondOutage {
 					px.Down()
@@ -65,7 +70,9 @@ func TestAPauseSetDuringAnOutageOutlivesIt(t *testing.T) {
 							return nil
 						}, once)
 						if err != nil || sent < pause {
-							t.Errorf("process %c's call, the scope paused for %v during an outage: sent at %v (%v)", 'A'+i, pause, sent, err)
+							st := p.store.Stats()
+							t.Errorf("process %c's call, the scope paused for %v during an outage: sent at %v (%v; its store degraded %v, fallbacks %d)",
+								'A'+i, pause, sent, err, st.Degraded, st.Fallbacks)
 						}
 					})
 				}
