@@ -73,6 +73,7 @@ type Guard struct {
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
 	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it
 	slotOf *Guard             // the enclosing call whose slot this one borrowed (see borrowSlot), or nil
+	slotIn *bulkhead.Bulkhead // the bulkhead of the slot this one borrowed, while slotOf is not nil
 	gate   *nestgate.Gate     // orders the lookups of the calls nested in this one's attempts, whose context other goroutines may hold (WithNestedCalls, an integration's attempt context); nil: none
 
 	rp      *RetryPolicy // the call's policy option
@@ -785,7 +786,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 func (gd *Guard) Release() {
 	if gd.slotOf != nil {
 		gd.slotOf.lent.giveBack()
-		gd.slotOf = nil
+		gd.slotOf, gd.slotIn = nil, nil
 	}
 	if gd.slot != nil {
 		if gd.orphan == nil || gd.orphan.drop() {

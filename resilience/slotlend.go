@@ -71,7 +71,7 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 			var back <-chan struct{}
 			if held {
 				if ok, back = outer.lent.take(); ok {
-					gd.slotOf = outer
+					gd.slotOf, gd.slotIn = outer, b
 				}
 			}
 			outer.lookedIn()
@@ -84,18 +84,11 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 }
 
 // holdsSlotOf reports whether the call holds a slot of b, or goes on one
-// it borrowed from an enclosing call.
+// it borrowed from an enclosing call. It reads the call only: the call
+// that lent the slot (or the one that lent it to that one) may be over
+// its attempt, its goroutine writing its Guard, while this call goes on.
 func (gd *Guard) holdsSlotOf(b *bulkhead.Bulkhead) bool {
-	var w walk
-	for !w.loops(gd) {
-		if gd.slot == b {
-			return true
-		}
-		if gd = gd.slotOf; gd == nil {
-			return false
-		}
-	}
-	return false
+	return gd.slot == b || (gd.slotOf != nil && gd.slotIn == b)
 }
 
 // errSlotBack is waitSlot's: the slot lent to another nested call came
