@@ -205,7 +205,10 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // waits for a slot its own caller holds. One nested call at a time
 // borrows it; another, nested in the same attempt at once (a function
 // that fans out with its context), waits for a free slot or for the
-// borrowed one to come back, so that the calls stay within the cap.
+// borrowed one to come back, so that the calls stay within the cap. A
+// nested call that goes on once the attempt is over (a goroutine's) keeps
+// the slot it borrowed: the enclosing call's Release leaves it taken
+// until the nested call gives it back.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that
@@ -782,7 +785,10 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 }
 
 // Release gives the slot back, if one is held. It is safe to call more
-// than once; the slot is released exactly once.
+// than once; the slot is released exactly once. A slot lent to a call
+// nested in the Guard's attempt that is still going on (made by a
+// goroutine the attempt started and did not wait for) stays taken until
+// that call gives it back, so that the account stays within its cap.
 func (gd *Guard) Release() {
 	if gd.slotOf != nil {
 		gd.slotOf.lent.giveBack()
@@ -795,7 +801,9 @@ func (gd *Guard) Release() {
 			if !gd.e.flags.unbusy() {
 				gd.g.unbusyLive(gd.scope)
 			}
-			gd.slot.Release()
+			if !gd.lent.lent() || !gd.lent.keep(gd.slot) {
+				gd.slot.Release()
+			}
 		}
 		gd.slot = nil
 	}

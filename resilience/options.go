@@ -69,7 +69,9 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // is half-open (see Guard.Enter). It is nested while the attempt the
 // context was given to runs: a goroutine the function started may use
 // the context, and a call it makes once that attempt is over is nested in
-// it no more.
+// it no more. A nested call that borrowed the slot and goes on once the
+// attempt is over keeps it: the slot goes back to the bulkhead when that
+// call gives it back, not when the enclosing call does.
 //
 // Without it the function is given the caller's context as it was, and a
 // governed call made inside it waits for a slot as any other call does: an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
@@ -13,21 +14,31 @@ import (
 // slot of its own; another waits for a free slot or for the slot to come
 // back, so that calls nested at once (a function that fans out with its
 // context) stay within the account's cap, and none waits for the slot its
-// own caller holds. Its zero value has lent nothing. It is safe for
-// concurrent use.
+// own caller holds. A nested call made by a goroutine the attempt started
+// and did not wait for may go on after the attempt is over: the slot the
+// enclosing call gives back meanwhile (Guard.Release) stays taken (keep)
+// until the loan comes back (giveBack), so that the nested call is still
+// counted against the cap. Its zero value has lent nothing. It is safe
+// for concurrent use.
 type slotLend struct {
 	mu   sync.Mutex
-	busy bool          // a nested call holds the slot
-	back chan struct{} // closed as the slot comes back; made by the first call to wait for it
+	st   atomic.Uint32      // lendBusy, and lendKept with it; changed by take and giveBack under mu, and by keep
+	back chan struct{}      // closed as the slot comes back; made by the first call to wait for it
+	kept *bulkhead.Bulkhead // the bulkhead of the slot keep kept: written before it sets lendKept, read once giveBack finds it set
 }
+
+const (
+	lendBusy uint32 = 1 << iota // a nested call holds the slot
+	lendKept                    // the lender gave its slot back meanwhile (keep), kept until the loan comes back
+)
 
 // take lends the slot and reports true when no nested call holds it;
 // otherwise it returns a channel closed once the slot comes back.
 func (l *slotLend) take() (bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.busy {
-		l.busy = true
+	if l.st.Load() == 0 {
+		l.st.Store(lendBusy)
 		return true, nil
 	}
 	if l.back == nil {
@@ -37,14 +48,48 @@ func (l *slotLend) take() (bool, <-chan struct{}) {
 }
 
 // giveBack ends the loan take made, and wakes the calls waiting for it.
+// The slot the lender gave back meanwhile (keep) goes back to its
+// bulkhead now.
 func (l *slotLend) giveBack() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.busy = false
+	var kept *bulkhead.Bulkhead
+	if l.st.Swap(0)&lendKept != 0 {
+		kept, l.kept = l.kept, nil
+	}
 	if l.back != nil {
 		close(l.back)
 		l.back = nil
 	}
+	l.mu.Unlock()
+	if kept != nil {
+		kept.Release()
+	}
+}
+
+// lent reports whether a nested call holds the slot: the lender giving
+// its slot back then keeps it for the loan (keep). It is one load, which
+// the common call, whose slot no call borrowed, pays as it gives its slot
+// back.
+func (l *slotLend) lent() bool { return l.st.Load() != 0 }
+
+// keep keeps the lender's slot of b, which the lender is giving back while
+// it is lent, until the loan comes back (giveBack): the nested call that
+// borrowed it outlived the attempt. It reports false when the loan came
+// back meanwhile, or kept a slot of the lender's already (given back
+// after an earlier attempt, the nested call still going on), which is all
+// it needs: the caller then releases b. It takes no lock, so that the
+// Guard of the common call, on its caller's stack, does not escape to the
+// heap.
+func (l *slotLend) keep(b *bulkhead.Bulkhead) bool {
+	if l.st.Load() != lendBusy {
+		return false
+	}
+	l.kept = b // read by giveBack only once the compare-and-swap below set lendKept
+	if l.st.CompareAndSwap(lendBusy, lendBusy|lendKept) {
+		return true
+	}
+	l.kept = nil
+	return false
 }
 
 // borrowSlot lends this call the slot of b that an enclosing call holds

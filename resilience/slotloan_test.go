@@ -7,7 +7,72 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
+
+// A call nested in another's attempt borrows the slot the enclosing call
+// holds; made by a goroutine the attempt started and did not wait for, it
+// may go on after the attempt is over. The slot stays taken until that
+// call gives it back: the account keeps within its cap, whether the
+// enclosing call returns (and another call wants the slot) or retries
+// (and its next attempt wants one). With max_concurrency 1, the nested
+// call's 10 s and the other call's (or the retry's) 1 s run one after
+// the other.
+func TestASlotLentToACallOutlivingTheAttemptStaysTakenUntilItComesBack(t *testing.T) {
+	for _, retry := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the enclosing call returns", true: "the enclosing call retries"}[retry], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				var mu sync.Mutex
+				inFlight, most := 0, 0
+				work := func(d time.Duration) func(context.Context) error {
+					return func(context.Context) error {
+						mu.Lock()
+						inFlight++
+						most = max(most, inFlight)
+						mu.Unlock()
+						time.Sleep(d)
+						mu.Lock()
+						inFlight--
+						mu.Unlock()
+						return nil
+					}
+				}
+				nested := make(chan error, 1)
+				attempts := 0
+				err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+					if attempts++; attempts > 1 {
+						return work(time.Second)(ctx) // the retry, on a slot of its own
+					}
+					go func() { nested <- Do(ctx, ec2Subnets, work(10*time.Second), WithGovernor(g)) }()
+					time.Sleep(time.Second) // the nested call borrows the slot, and goes on
+					if retry {
+						return transientErr()
+					}
+					return nil
+				}, WithGovernor(g), WithNestedCalls())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !retry {
+					if err := Do(context.Background(), iamUsers, work(time.Second), WithGovernor(g)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := <-nested; err != nil {
+					t.Fatalf("the nested call: %v", err)
+				}
+				if most != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the nested call still went on the slot it borrowed", most)
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
 
 // A call nested in a call that borrowed its caller's slot (a call
 // WithNestedCalls, nested in another's attempt) finds that slot through
