@@ -187,7 +187,8 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //  5. a token from the provider, account and leaf buckets, waiting for the
 //     slowest; a wait that would reach or pass the deadline is not made (the call
 //     would arrive at its deadline spent);
-//  6. a slot of the provider x account bulkhead, unless one is held; a
+//  6. a slot of the provider x account bulkhead, unless one is held (and
+//     not lent to a call nested in an attempt before, which goes on); a
 //     scope paused while the call waited for its slot (another call's
 //     throttle with a Retry-After) has it give the slot back and wait for
 //     tokens again, which the pause holds;
@@ -279,7 +280,12 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			}
 		}
 		if gd.slot != nil {
-			break
+			if !gd.lent.lentOut() {
+				break
+			}
+			// Lent to a call nested in an attempt before, which
+			// goes on: kept for it, and this attempt takes another.
+			gd.Release()
 		}
 		from, waited, err := gd.acquire(ctx)
 		if err != nil {
@@ -438,6 +444,9 @@ func (gd *Guard) TryEnter() error {
 			gd.cancel(now, r)
 			return gd.wouldWait(w, ErrNoToken)
 		}
+	}
+	if gd.slot != nil && gd.lent.lentOut() {
+		gd.Release() // kept for the call it is lent to, as Enter has it
 	}
 	held := gd.slot != nil
 	if !held && !gd.tryAcquire() {

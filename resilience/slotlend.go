@@ -72,6 +72,11 @@ func (l *slotLend) giveBack() {
 // back.
 func (l *slotLend) lent() bool { return l.st.Load() != 0 }
 
+// lentOut reports whether a nested call holds the slot and no slot of
+// the lender's is kept for it yet: a lender that holds its slot across
+// attempts sends none on it then (Guard.Enter, Guard.TryEnter).
+func (l *slotLend) lentOut() bool { return l.st.Load() == lendBusy }
+
 // keep keeps the lender's slot of b, which the lender is giving back while
 // it is lent, until the loan comes back (giveBack): the nested call that
 // borrowed it outlived the attempt. It reports false when the loan came

@@ -4,11 +4,14 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudg/cloudg/internal/nestgate"
 )
 
 // A call nested in another's attempt borrows the slot the enclosing call
@@ -65,6 +68,77 @@ func TestASlotLentToACallOutlivingTheAttemptStaysTakenUntilItComesBack(t *testin
 				}
 				if most != 1 {
 					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the nested call still went on the slot it borrowed", most)
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
+
+// An integration's Guard may hold its slot across attempts (a listing's
+// pages, through Enter or TryEnter). A call nested in one attempt that
+// borrowed the slot and goes on after it keeps it: the next attempt is
+// not sent on it while it is lent, and takes a slot of its own. With
+// max_concurrency 1, the nested call's 10 s and the next page's 1 s run
+// one after the other.
+func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *testing.T) {
+	for _, try := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Enter", true: "TryEnter"}[try], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				var mu sync.Mutex
+				inFlight, most := 0, 0
+				work := func(d time.Duration) func(context.Context) error {
+					return func(context.Context) error {
+						mu.Lock()
+						inFlight++
+						most = max(most, inFlight)
+						mu.Unlock()
+						time.Sleep(d)
+						mu.Lock()
+						inFlight--
+						mu.Unlock()
+						return nil
+					}
+				}
+				ctx := context.Background()
+				gd, err := g.Begin(ctx, ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var gate nestgate.Gate
+				nestgate.Attach(gd, &gate)
+				actx := &loopCtx{Context: ctx, gd: gd}
+				if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gate.SetOpen(true)
+				nested := make(chan error, 1)
+				go func() { nested <- Do(actx, ec2Subnets, work(10*time.Second), WithGovernor(g)) }()
+				time.Sleep(time.Second) // the nested call borrows the slot, and goes on
+				gate.SetOpen(false)
+				gd.After(nil) // the first page; the Guard holds its slot
+				if try {
+					if err := gd.TryEnter(); !errors.Is(err, ErrNoSlot) {
+						t.Fatalf("TryEnter of the next page, its slot lent to a call still going on and the cap 1: %v, want ErrNoSlot", err)
+					}
+					time.Sleep(10 * time.Second) // the nested call gives the slot back
+					if err := gd.TryEnter(); err != nil {
+						t.Fatalf("TryEnter of the next page once the nested call is over: %v", err)
+					}
+				} else if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				work(time.Second)(ctx) // the next page
+				gd.After(nil)
+				gd.End(nil)
+				if err := <-nested; err != nil {
+					t.Fatalf("the nested call: %v", err)
+				}
+				if most != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next page was sent on the slot lent to the nested call", most)
 				}
 				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
 					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
