@@ -722,7 +722,10 @@ func (gd *Guard) Resend() bool {
 // run or not, as Enter has it), is not sent: Pace ends the call with the
 // context's error joined to the last answer, recorded as cancelled.
 // A retry whose provider a Configure disabled after the call began asks
-// no breaker and takes no token, as Enter has it.
+// no breaker and takes no token, as Enter has it. A slot the Guard holds
+// across the SDK's retries that is lent to a call nested in an attempt
+// before, which goes on, is kept for that call, and the retry waits for
+// another, as Enter has it.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -744,6 +747,7 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // sent. A retry Retry was not asked for is asked now; in any other phase
 // Admit does nothing. A retry whose provider a Configure disabled after
 // the call began asks no breaker and takes no token, as Enter has it.
+// A held slot lent to a call that goes on is left to it, as Pace has it.
 func (gd *Guard) Admit(ctx context.Context) error { return gd.pace(ctx, false) }
 
 // pace readies a retry sent without Enter: Pace when throttleToken (a
@@ -787,6 +791,18 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 			return err
 		}
 		gd.held = nil // the tokens are used
+	}
+	if gd.slot != nil && gd.lent.lentOut() {
+		// The slot held across the SDK's retries is lent to a call
+		// nested in an attempt before, which goes on: kept for it, and
+		// this retry takes another, as Enter has it.
+		gd.Release()
+		if _, _, err := gd.acquire(ctx); err != nil {
+			if err == errSlotWait {
+				return gd.refuseWait(0, ErrNoSlot)
+			}
+			return gd.stopByContext(err)
+		}
 	}
 	gd.recordRetry()
 	gd.to(phaseSent)

@@ -78,14 +78,15 @@ func TestASlotLentToACallOutlivingTheAttemptStaysTakenUntilItComesBack(t *testin
 }
 
 // An integration's Guard may hold its slot across attempts (a listing's
-// pages, through Enter or TryEnter). A call nested in one attempt that
-// borrowed the slot and goes on after it keeps it: the next attempt is
-// not sent on it while it is lent, and takes a slot of its own. With
-// max_concurrency 1, the nested call's 10 s and the next page's 1 s run
-// one after the other.
+// pages, through Enter or TryEnter; an SDK's retries, through Pace or
+// Admit). A
+// call nested in one attempt that borrowed the slot and goes on after it
+// keeps it: the next attempt is not sent on it while it is lent, and
+// takes a slot of its own. With max_concurrency 1, the nested call's 10 s
+// and the next attempt's 1 s run one after the other.
 func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *testing.T) {
-	for _, try := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Enter", true: "TryEnter"}[try], func(t *testing.T) {
+	for _, verb := range []string{"Enter", "TryEnter", "Pace", "Admit"} {
+		t.Run(verb, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
 				var mu sync.Mutex
@@ -119,8 +120,14 @@ func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *te
 				go func() { nested <- Do(actx, ec2Subnets, work(10*time.Second), WithGovernor(g)) }()
 				time.Sleep(time.Second) // the nested call borrows the slot, and goes on
 				gate.SetOpen(false)
-				gd.After(nil) // the first page; the Guard holds its slot
-				if try {
+				switch verb {
+				case "Enter":
+					gd.After(nil) // the first page; the Guard holds its slot
+					if err := gd.Enter(ctx); err != nil {
+						t.Fatal(err)
+					}
+				case "TryEnter":
+					gd.After(nil)
 					if err := gd.TryEnter(); !errors.Is(err, ErrNoSlot) {
 						t.Fatalf("TryEnter of the next page, its slot lent to a call still going on and the cap 1: %v, want ErrNoSlot", err)
 					}
@@ -128,17 +135,29 @@ func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *te
 					if err := gd.TryEnter(); err != nil {
 						t.Fatalf("TryEnter of the next page once the nested call is over: %v", err)
 					}
-				} else if err := gd.Enter(ctx); err != nil {
-					t.Fatal(err)
+				case "Pace", "Admit":
+					gd.After(transientErr()) // the SDK retries, holding the slot
+					delay, err := gd.Retry(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(delay)
+					ready := gd.Pace
+					if verb == "Admit" {
+						ready = gd.Admit
+					}
+					if err := ready(ctx); err != nil {
+						t.Fatal(err)
+					}
 				}
-				work(time.Second)(ctx) // the next page
+				work(time.Second)(ctx) // the next attempt
 				gd.After(nil)
 				gd.End(nil)
 				if err := <-nested; err != nil {
 					t.Fatalf("the nested call: %v", err)
 				}
 				if most != 1 {
-					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next page was sent on the slot lent to the nested call", most)
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the slot lent to the nested call", most)
 				}
 				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
 					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
