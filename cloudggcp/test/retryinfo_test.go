@@ -10,9 +10,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/option"
 
+	"github.com/cloudg/cloudg/cloudggcp"
 	"github.com/cloudg/cloudg/resilience"
 )
 
