@@ -816,7 +816,9 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // that call gives it back, so that the account stays within its cap.
 func (gd *Guard) Release() {
 	if gd.slotOf != nil {
-		gd.slotOf.lent.giveBack()
+		if gd.orphan == nil || gd.orphan.repay() {
+			gd.slotOf.lent.giveBack()
+		}
 		gd.slotOf, gd.slotIn = nil, nil
 	}
 	if gd.slot != nil {
@@ -865,7 +867,9 @@ func (g *Governor) unbusyLive(scope Scope) {
 // per-attempt hook that cannot know whether its SDK will retry leaves the
 // outcome to whoever can. Its slot, if it holds one, stays held until the
 // garbage collector finds the guard unreachable; then the slot is given
-// back, and the governor's first such leak is logged.
+// back, and the governor's first such leak is logged. So does a slot it
+// borrowed from an enclosing call (see Enter), which that call, its
+// attempt over, keeps for the loan until it comes back.
 func (gd *Guard) End(err error) {
 	gd.Release()
 	switch {

@@ -12,10 +12,14 @@ import (
 // orphanSlot gives back the slot of a Guard dropped without Release or End
 // (an SDK hook that never fired, a listing abandoned without Close) when
 // the garbage collector finds the guard unreachable, so that the account's
-// bulkhead does not lose a slot for good. It lives apart from the guard,
-// which it must not keep alive.
+// bulkhead does not lose a slot for good: the slot the guard holds, or
+// the one it borrowed from an enclosing call (see Guard.borrowSlot),
+// which that call, its attempt over, keeps for the loan until it comes
+// back (slotLend.keep). It lives apart from the guard, which it must not
+// keep alive.
 type orphanSlot struct {
 	held  atomic.Pointer[bulkhead.Bulkhead]
+	loan  atomic.Pointer[slotLend] // the enclosing call's, whose slot the guard borrowed
 	g     *Governor
 	scope Scope
 }
@@ -29,20 +33,33 @@ func watchOrphan(gd *Guard) *orphanSlot {
 
 func (o *orphanSlot) hold(b *bulkhead.Bulkhead) { o.held.Store(b) }
 
+// borrow notes the loan the guard took of l, an enclosing call's slot.
+func (o *orphanSlot) borrow(l *slotLend) { o.loan.Store(l) }
+
+// repay forgets the loan the guard is about to give back; false when the
+// collector gave it back already, as drop has it.
+func (o *orphanSlot) repay() bool { return o.loan.Swap(nil) != nil }
+
 // drop forgets the slot the guard is about to release; false when the
 // collector released it already (the guard cannot be both released and
 // collected, but the check keeps the release exactly once).
 func (o *orphanSlot) drop() bool { return o.held.Swap(nil) != nil }
 
-// collected runs once the guard is unreachable: a slot it still held is
-// given back, and the first such leak of the governor is logged.
+// collected runs once the guard is unreachable: a slot it still held, or
+// borrowed, is given back, and the first such leak of the governor is
+// logged.
 func (o *orphanSlot) collected() {
-	b := o.held.Swap(nil)
-	if b == nil {
+	b, l := o.held.Swap(nil), o.loan.Swap(nil)
+	if b == nil && l == nil {
 		return
 	}
-	o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags); first, as Release
-	b.Release()
+	if l != nil {
+		l.giveBack() // a borrower is not counted in flight
+	}
+	if b != nil {
+		o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags); first, as Release
+		b.Release()
+	}
 	if o.g.leakLogged.CompareAndSwap(false, true) {
 		l := o.g.logger
 		if l == nil {

@@ -66,3 +66,54 @@ func TestEndedGuardIsNotReleasedAgain(t *testing.T) {
 	}
 	held.End(nil)
 }
+
+// A borrower (a Guard of an integration's, nested in another call's
+// attempt, that borrowed that call's slot) dropped without End gives the
+// slot back when it is garbage collected, as it would a slot of its own:
+// the enclosing call, its attempt over, kept its slot for the loan, which
+// no one else would give back. The first such leak is logged, as a
+// Guard's own slot is.
+func TestDroppedBorrowerGivesTheKeptSlotBackWhenCollected(t *testing.T) {
+	var buf logBuffer
+	g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithLogger(buf.logger()))
+	// The borrower stays reachable until the enclosing call is over, so
+	// that a collection meanwhile cannot end the loan early.
+	var borrowers []*Guard
+	err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+		gd, err := g.Begin(ctx, ec2Subnets)
+		if err != nil {
+			return err
+		}
+		if err := gd.Enter(ctx); err != nil {
+			return err
+		}
+		borrowers = append(borrowers, gd)
+		return nil
+	}, WithGovernor(g), WithNestedCalls())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account)
+	if used, _ := bh.InUse(); used != 1 {
+		t.Fatalf("bulkhead %d used once the enclosing call is over, want 1: the borrower still goes on its slot", used)
+	}
+	runtime.KeepAlive(borrowers)
+	borrowers = nil
+	for i := 0; ; i++ {
+		if used, _ := bh.InUse(); used == 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("bulkhead still 1 used after %d collections: the slot kept for the dropped borrower leaked", i)
+		}
+		runtime.GC()
+	}
+	other, _ := g.Begin(context.Background(), iamUsers)
+	if err := other.TryEnter(); err != nil {
+		t.Fatalf("after the collection: %v", err)
+	}
+	other.End(nil)
+	if n := strings.Count(buf.String(), "dropped without End"); n != 1 || !buf.contains("aws/") {
+		t.Fatalf("log (%d lines): %s", n, buf.String())
+	}
+}

@@ -122,6 +122,9 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 			if held {
 				if ok, back = outer.lent.take(); ok {
 					gd.slotOf, gd.slotIn = outer, b
+					if gd.orphan != nil {
+						gd.orphan.borrow(&outer.lent)
+					}
 				}
 			}
 			outer.lookedIn()
