@@ -725,7 +725,9 @@ func (gd *Guard) Resend() bool {
 // no breaker and takes no token, as Enter has it. A slot the Guard holds
 // across the SDK's retries that is lent to a call nested in an attempt
 // before, which goes on, is kept for that call, and the retry waits for
-// another, as Enter has it.
+// another, as Enter has it: a retry that gets none (within the call's
+// max wait, ErrNoSlot; or its context ends) is not sent, and the token
+// it took goes back.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -790,20 +792,22 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 		if err := gd.takeToken(ctx, now); err != nil {
 			return err
 		}
-		gd.held = nil // the tokens are used
 	}
 	if gd.slot != nil && gd.lent.lentOut() {
 		// The slot held across the SDK's retries is lent to a call
 		// nested in an attempt before, which goes on: kept for it, and
-		// this retry takes another, as Enter has it.
+		// this retry takes another, as Enter has it; a retry that gets
+		// none gives its tokens back, as Enter's attempt does.
 		gd.Release()
 		if _, _, err := gd.acquire(ctx); err != nil {
+			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
 			if err == errSlotWait {
 				return gd.refuseWait(0, ErrNoSlot)
 			}
 			return gd.stopByContext(err)
 		}
 	}
+	gd.held = nil // the tokens are used
 	gd.recordRetry()
 	gd.to(phaseSent)
 	return nil

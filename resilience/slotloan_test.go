@@ -203,3 +203,64 @@ func TestACallNestedInABorrowerReadsNothingOfTheLender(t *testing.T) {
 		t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
 	}
 }
+
+// A retry that Pace readies takes its token before its slot; when the
+// Guard's held slot is lent to a call that goes on and no other slot
+// comes within the call's max wait (or the call's context ends while it
+// waits), the retry is not sent, and its token goes back to the scope's
+// buckets, as Enter gives back the tokens of an attempt refused for want
+// of a slot. The account's rate is slow, so that what its bucket earns
+// meanwhile is a small part of a token.
+func TestARetryRefusedForWantOfASlotGivesItsTokenBack(t *testing.T) {
+	for _, how := range []string{"max wait", "context ends"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				slow := 0.05
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &slow, AccountBurst: 5}})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if how == "max wait" {
+					ctx = WithMaxWait(ctx, 2*time.Second)
+				}
+				gd, err := g.Begin(ctx, ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var gate nestgate.Gate
+				nestgate.Attach(gd, &gate)
+				actx := &loopCtx{Context: ctx, gd: gd}
+				if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gate.SetOpen(true)
+				nested := make(chan error, 1)
+				go func() {
+					nested <- Do(actx, ec2Subnets, func(context.Context) error { time.Sleep(10 * time.Second); return nil }, WithGovernor(g))
+				}()
+				time.Sleep(time.Second) // the nested call borrows the slot, and goes on
+				gate.SetOpen(false)
+				gd.After(throttle()) // the SDK retries, holding the slot
+				delay, err := gd.Retry(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(delay)
+				before := g.Inspect(ec2Vpcs).Account.Tokens
+				if how == "context ends" {
+					time.AfterFunc(2*time.Second, cancel)
+				}
+				err = gd.Pace(ctx)
+				if how == "max wait" && !errors.Is(err, ErrNoSlot) || how == "context ends" && !errors.Is(err, context.Canceled) {
+					t.Fatalf("Pace, the slot lent to a call going on for 10s: %v", err)
+				}
+				if after := g.Inspect(ec2Vpcs).Account.Tokens; after < before {
+					t.Errorf("the account's bucket holds %.3f tokens after the retry was refused, %.3f before it was readied: the retry that was not sent kept its token", after, before)
+				}
+				gd.End(err)
+				if err := <-nested; err != nil {
+					t.Fatalf("the nested call: %v", err)
+				}
+			})
+		})
+	}
+}
