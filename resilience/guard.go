@@ -817,10 +817,14 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // than once; the slot is released exactly once. A slot lent to a call
 // nested in the Guard's attempt that is still going on (made by a
 // goroutine the attempt started and did not wait for) stays taken until
-// that call gives it back, so that the account stays within its cap.
+// that call gives it back, so that the account stays within its cap: the
+// Guard's own, and one the Guard borrowed from an enclosing call and lent
+// on, whose loan the Guard gives back then.
 func (gd *Guard) Release() {
 	if gd.slotOf != nil {
-		if gd.orphan == nil || gd.orphan.repay() {
+		// A slot it borrowed that it lent on in turn is kept, as its own
+		// would be.
+		if (gd.orphan == nil || gd.orphan.repay()) && (!gd.lent.lent() || !gd.lent.keep(nil, &gd.slotOf.lent)) {
 			gd.slotOf.lent.giveBack()
 		}
 		gd.slotOf, gd.slotIn = nil, nil
@@ -832,7 +836,7 @@ func (gd *Guard) Release() {
 			if !gd.e.flags.unbusy() {
 				gd.g.unbusyLive(gd.scope)
 			}
-			if !gd.lent.lent() || !gd.lent.keep(gd.slot) {
+			if !gd.lent.lent() || !gd.lent.keep(gd.slot, nil) {
 				gd.slot.Release()
 			}
 		}

@@ -18,13 +18,24 @@ import (
 // and did not wait for may go on after the attempt is over: the slot the
 // enclosing call gives back meanwhile (Guard.Release) stays taken (keep)
 // until the loan comes back (giveBack), so that the nested call is still
-// counted against the cap. Its zero value has lent nothing. It is safe
-// for concurrent use.
+// counted against the cap. A lender that borrowed the slot itself (a
+// call nested in another's attempt) keeps its loan so rather than give
+// it back to its own lender. Its zero value has lent nothing.
+// It is safe for concurrent use.
 type slotLend struct {
 	mu   sync.Mutex
-	st   atomic.Uint32      // lendBusy, and lendKept with it; changed by take and giveBack under mu, and by keep
-	back chan struct{}      // closed as the slot comes back; made by the first call to wait for it
-	kept *bulkhead.Bulkhead // the bulkhead of the slot keep kept: written before it sets lendKept, read once giveBack finds it set
+	st   atomic.Uint32 // lendBusy, and lendKept with it; changed by take and giveBack under mu, and by keep
+	back chan struct{} // closed as the slot comes back; made by the first call to wait for it
+	kept *keptSlot     // what keep kept: written before it sets lendKept, read once giveBack finds it set
+}
+
+// keptSlot is what a lender keeps for a loan that outlived its attempt
+// (slotLend.keep): a slot of b, or its own loan of of, an enclosing
+// call's slot. It is made only then, so that a Guard keeps one pointer
+// for it, and the common call's Guard stays in its size class.
+type keptSlot struct {
+	b  *bulkhead.Bulkhead
+	of *slotLend
 }
 
 const (
@@ -52,7 +63,7 @@ func (l *slotLend) take() (bool, <-chan struct{}) {
 // bulkhead now.
 func (l *slotLend) giveBack() {
 	l.mu.Lock()
-	var kept *bulkhead.Bulkhead
+	var kept *keptSlot
 	if l.st.Swap(0)&lendKept != 0 {
 		kept, l.kept = l.kept, nil
 	}
@@ -61,8 +72,12 @@ func (l *slotLend) giveBack() {
 		l.back = nil
 	}
 	l.mu.Unlock()
-	if kept != nil {
-		kept.Release()
+	switch {
+	case kept == nil:
+	case kept.b != nil:
+		kept.b.Release()
+	default:
+		kept.of.giveBack()
 	}
 }
 
@@ -79,17 +94,19 @@ func (l *slotLend) lentOut() bool { return l.st.Load() == lendBusy }
 
 // keep keeps the lender's slot of b, which the lender is giving back while
 // it is lent, until the loan comes back (giveBack): the nested call that
-// borrowed it outlived the attempt. It reports false when the loan came
-// back meanwhile, or kept a slot of the lender's already (given back
+// borrowed it outlived the attempt. A lender that goes on a slot it
+// borrowed keeps its loan of of, an enclosing call's slot, instead (b
+// nil), which giveBack then gives back. It reports false when the loan
+// came back meanwhile, or kept a slot of the lender's already (given back
 // after an earlier attempt, the nested call still going on), which is all
-// it needs: the caller then releases b. It takes no lock, so that the
-// Guard of the common call, on its caller's stack, does not escape to the
-// heap.
-func (l *slotLend) keep(b *bulkhead.Bulkhead) bool {
+// it needs: the caller then releases b, or gives its loan of of back. It
+// takes no lock, so that the Guard of the common call, on its caller's
+// stack, does not escape to the heap.
+func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
 	if l.st.Load() != lendBusy {
 		return false
 	}
-	l.kept = b // read by giveBack only once the compare-and-swap below set lendKept
+	l.kept = &keptSlot{b: b, of: of} // read by giveBack only once the compare-and-swap below set lendKept
 	if l.st.CompareAndSwap(lendBusy, lendBusy|lendKept) {
 		return true
 	}
