@@ -187,8 +187,10 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //  5. a token from the provider, account and leaf buckets, waiting for the
 //     slowest; a wait that would reach or pass the deadline is not made (the call
 //     would arrive at its deadline spent);
-//  6. a slot of the provider x account bulkhead, unless one is held (and
-//     not lent to a call nested in an attempt before, which goes on); a
+//  6. a slot of the provider x account bulkhead, unless one is held, or
+//     borrowed from an enclosing call (see below) for an attempt before
+//     (and not lent to a call nested in an attempt before, which goes
+//     on); a
 //     scope paused while the call waited for its slot (another call's
 //     throttle with a Retry-After) has it give the slot back and wait for
 //     tokens again, which the pause holds;
@@ -279,7 +281,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 				return err
 			}
 		}
-		if gd.slot != nil {
+		if gd.slot != nil || gd.slotOf != nil { // held, or borrowed, across attempts
 			if !gd.lent.lentOut() {
 				break
 			}
@@ -445,10 +447,11 @@ func (gd *Guard) TryEnter() error {
 			return gd.wouldWait(w, ErrNoToken)
 		}
 	}
-	if gd.slot != nil && gd.lent.lentOut() {
+	held := gd.slot != nil || gd.slotOf != nil // or borrowed, across attempts
+	if held && gd.lent.lentOut() {
 		gd.Release() // kept for the call it is lent to, as Enter has it
+		held = false
 	}
-	held := gd.slot != nil
 	if !held && !gd.tryAcquire() {
 		gd.cancel(now, r)
 		return gd.wouldWait(0, ErrNoSlot)
@@ -793,11 +796,12 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 			return err
 		}
 	}
-	if gd.slot != nil && gd.lent.lentOut() {
-		// The slot held across the SDK's retries is lent to a call
-		// nested in an attempt before, which goes on: kept for it, and
-		// this retry takes another, as Enter has it; a retry that gets
-		// none gives its tokens back, as Enter's attempt does.
+	if (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut() {
+		// The slot held (or borrowed) across the SDK's retries is lent
+		// to a call nested in an attempt before, which goes on: kept
+		// for it, and this retry takes another, as Enter has it; a
+		// retry that gets none gives its tokens back, as Enter's
+		// attempt does.
 		gd.Release()
 		if _, _, err := gd.acquire(ctx); err != nil {
 			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel

@@ -264,3 +264,141 @@ func TestARetryRefusedForWantOfASlotGivesItsTokenBack(t *testing.T) {
 		})
 	}
 }
+
+// An integration's Guard nested in another call's attempt that borrowed
+// the enclosing call's slot, and holds it across its own attempts (a
+// listing's pages, through Enter or TryEnter; an SDK's retries), goes on
+// the loan: its next attempt does not wait for the slot it holds itself.
+func TestABorrowerHoldingItsLoanAcrossAttemptsDoesNotWaitForItself(t *testing.T) {
+	for _, verb := range []string{"Enter", "TryEnter"} {
+		t.Run(verb, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				ctx := context.Background()
+				outer, err := g.Begin(ctx, ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var gate nestgate.Gate
+				nestgate.Attach(outer, &gate)
+				if err := outer.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gate.SetOpen(true)
+				actx := WithMaxWait(&loopCtx{Context: ctx, gd: outer}, 5*time.Second)
+				gd, err := g.Begin(actx, ec2Subnets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := gd.Enter(actx); err != nil {
+					t.Fatal(err)
+				}
+				gd.After(nil) // the first page, on the borrowed slot
+				start := time.Now()
+				if verb == "Enter" {
+					err = gd.Enter(actx)
+				} else {
+					err = gd.TryEnter()
+				}
+				if err != nil || time.Since(start) != 0 {
+					t.Errorf("%s of the next page, on the slot the Guard borrowed: %v after %v, want nil at once", verb, err, time.Since(start))
+				}
+				gd.After(nil)
+				gd.End(nil)
+				gate.SetOpen(false)
+				outer.After(nil)
+				outer.End(nil)
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
+
+// A Guard that borrowed its slot and holds the loan across its attempts
+// lends it on to a call nested in one attempt, as it would a slot of its
+// own: when that call goes on once the attempt is over, the next attempt
+// (Enter, or an SDK's retry readied with Pace) is not sent on the loan,
+// and waits for another slot. With max_concurrency 1, the innermost
+// call's 10 s and the next attempt's 1 s run one after the other.
+func TestABorrowersNextAttemptIsNotSentOnALoanLentOn(t *testing.T) {
+	for _, verb := range []string{"Enter", "Pace"} {
+		t.Run(verb, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				var mu sync.Mutex
+				inFlight, most := 0, 0
+				work := func(d time.Duration) func(context.Context) error {
+					return func(context.Context) error {
+						mu.Lock()
+						inFlight++
+						most = max(most, inFlight)
+						mu.Unlock()
+						time.Sleep(d)
+						mu.Lock()
+						inFlight--
+						mu.Unlock()
+						return nil
+					}
+				}
+				ctx := context.Background()
+				outer, err := g.Begin(ctx, ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ogate nestgate.Gate
+				nestgate.Attach(outer, &ogate)
+				if err := outer.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				ogate.SetOpen(true)
+				octx := &loopCtx{Context: ctx, gd: outer}
+				gd, err := g.Begin(octx, ec2Subnets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var gate nestgate.Gate
+				nestgate.Attach(gd, &gate)
+				if err := gd.Enter(octx); err != nil { // borrows outer's slot
+					t.Fatal(err)
+				}
+				gate.SetOpen(true)
+				inner := make(chan error, 1)
+				go func() { inner <- Do(&loopCtx{Context: ctx, gd: gd}, iamUsers, work(10*time.Second), WithGovernor(g)) }()
+				time.Sleep(time.Second) // the innermost call borrows the slot, and goes on
+				gate.SetOpen(false)
+				switch verb {
+				case "Enter":
+					gd.After(nil) // the first page; the Guard holds its loan
+					err = gd.Enter(octx)
+				case "Pace":
+					gd.After(transientErr()) // the SDK retries, holding the loan
+					var delay time.Duration
+					if delay, err = gd.Retry(0); err == nil {
+						time.Sleep(delay)
+						err = gd.Pace(octx)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				work(time.Second)(ctx) // the next attempt
+				gd.After(nil)
+				gd.End(nil)
+				ogate.SetOpen(false)
+				outer.After(nil)
+				outer.End(nil)
+				if err := <-inner; err != nil {
+					t.Fatalf("the innermost call: %v", err)
+				}
+				if most != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the loan lent to the innermost call", most)
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
