@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -20,14 +21,7 @@ type countingClock struct{ reads atomic.Int64 }
 
 func (c *countingClock) Now() time.Time { c.reads.Add(1); return time.Now() }
 func (c *countingClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleep.For(ctx, d)
 }
 
 // The queues waiting for a slot of a full account are not all asked
