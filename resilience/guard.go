@@ -730,7 +730,8 @@ func (gd *Guard) Resend() bool {
 // before, which goes on, is kept for that call, and the retry waits for
 // another, as Enter has it: a retry that gets none (within the call's
 // max wait, ErrNoSlot; or its context ends) is not sent, and the token
-// it took goes back.
+// it took goes back; nor is one whose slot comes back at its deadline,
+// the timer due then not run yet, as Enter has it.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -791,25 +792,41 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	if err := gd.g.ctxErr(ctx, now); err != nil {
 		return gd.stopByContext(err)
 	}
-	if token {
-		if err := gd.takeToken(ctx, now); err != nil {
-			return err
+	// The slot held (or borrowed) across the SDK's retries, lent to a
+	// call nested in an attempt before, which goes on: kept for it, and
+	// this retry takes another, as Enter has it.
+	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut()
+	for {
+		if token {
+			if err := gd.takeToken(ctx, now); err != nil {
+				return err
+			}
 		}
-	}
-	if (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut() {
-		// The slot held (or borrowed) across the SDK's retries is lent
-		// to a call nested in an attempt before, which goes on: kept
-		// for it, and this retry takes another, as Enter has it; a
-		// retry that gets none gives its tokens back, as Enter's
-		// attempt does.
+		if !slot {
+			break
+		}
 		gd.Release()
-		if _, _, err := gd.acquire(ctx); err != nil {
+		_, waited, err := gd.acquire(ctx)
+		if err != nil {
+			// A retry that gets no slot gives its tokens back, as
+			// Enter's attempt does.
 			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
 			if err == errSlotWait {
 				return gd.refuseWait(0, ErrNoSlot)
 			}
 			return gd.stopByContext(err)
 		}
+		if !waited {
+			break
+		}
+		// A slot that came back at the deadline, before the context's
+		// timer due then ran: the deadline is spent, as Enter has it.
+		if err := gd.g.ctxErr(ctx, gd.g.now()); err != nil {
+			gd.Release()
+			gd.cancel(gd.g.now(), nil)
+			return gd.stopByContext(err)
+		}
+		break
 	}
 	gd.held = nil // the tokens are used
 	gd.recordRetry()

@@ -1,0 +1,87 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/internal/nestgate"
+)
+
+// pacedOnALentSlot begins a call of ec2Vpcs on g with ctx, holding its
+// slot across the SDK's retries, and lends that slot to a call nested in
+// its first attempt (on a context of its own, which never ends) that goes
+// on for 10 s once the attempt is over. The attempt gets answer at 1 s,
+// and the SDK sleeps the delay Retry gives: the Guard is ready for its
+// retry (Pace or Admit), which finds its slot lent. It returns the Guard
+// and the nested call's outcome.
+func pacedOnALentSlot(t *testing.T, g *Governor, ctx context.Context, answer error) (*Guard, <-chan error) {
+	t.Helper()
+	gd, err := g.Begin(ctx, ec2Vpcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gate nestgate.Gate
+	nestgate.Attach(gd, &gate)
+	if err := gd.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate.SetOpen(true)
+	nested := make(chan error, 1)
+	actx := &loopCtx{Context: context.Background(), gd: gd}
+	go func() {
+		nested <- Do(actx, ec2Subnets, func(context.Context) error { time.Sleep(10 * time.Second); return nil }, WithGovernor(g))
+	}()
+	time.Sleep(time.Second) // the nested call borrows the slot, and goes on
+	gate.SetOpen(false)
+	gd.After(answer) // the SDK retries, holding the slot
+	delay, err := gd.Retry(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	return gd, nested
+}
+
+// A retry an SDK readies with Pace or Admit whose held slot is lent to a
+// call that goes on waits for another; one whose slot comes back at its
+// context's deadline, the timer due then not run yet, is not sent, as
+// Enter's attempt is not (TestARetryPacedAtItsDeadlineIsNotSent for a
+// retry readied at the deadline): it ends the call with the deadline's
+// error joined to the last answer, recorded as cancelled.
+func TestARetryWhoseSlotComesBackAtItsDeadlineIsNotSent(t *testing.T) {
+	for _, verb := range []string{"Pace", "Admit"} {
+		t.Run(verb, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				start := time.Now()
+				// The nested call gives the slot back at 10 s.
+				ctx, led := WithLedger(deadlineAt{context.Background(), start.Add(10 * time.Second), make(chan struct{})}, "task")
+				gd, nested := pacedOnALentSlot(t, g, ctx, transientErr())
+				ready := gd.Pace
+				if verb == "Admit" {
+					ready = gd.Admit
+				}
+				err := ready(ctx)
+				var ae *apiErr
+				if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
+					t.Errorf("%s, the slot back at the context's deadline (10s) after %v: %v; want the deadline's error with the last answer, nothing sent", verb, time.Since(start), err)
+				}
+				gd.End(err)
+				if err := <-nested; err != nil {
+					t.Fatalf("the nested call: %v", err)
+				}
+				if led.Lost() != 1 || led.Count(LossCancelled) != 1 {
+					t.Errorf("the ledger lost %d calls (%d cancelled): %q; want 1, cancelled", led.Lost(), led.Count(LossCancelled), led.Describe())
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
