@@ -731,7 +731,11 @@ func (gd *Guard) Resend() bool {
 // another, as Enter has it: a retry that gets none (within the call's
 // max wait, ErrNoSlot; or its context ends) is not sent, and the token
 // it took goes back; nor is one whose slot comes back at its deadline,
-// the timer due then not run yet, as Enter has it.
+// the timer due then not run yet, as Enter has it. A retry that took a
+// token and waited for its slot while the scope was paused (another
+// call's throttle with a Retry-After, PauseAccount) gives the slot back
+// and waits for tokens again, which the pause holds, as Enter's attempt
+// does.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -806,7 +810,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 			break
 		}
 		gd.Release()
-		_, waited, err := gd.acquire(ctx)
+		from, waited, err := gd.acquire(ctx)
 		if err != nil {
 			// A retry that gets no slot gives its tokens back, as
 			// Enter's attempt does.
@@ -826,7 +830,12 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 			gd.cancel(gd.g.now(), nil)
 			return gd.stopByContext(err)
 		}
-		break
+		// A scope paused while the retry waited for its slot holds a
+		// retry that takes a token, as it holds Enter's attempt: it
+		// waits for tokens again, which the pause holds.
+		if now = gd.g.now(); !token || !gd.pausedDuringSlotWait(now, from) {
+			break
+		}
 	}
 	gd.held = nil // the tokens are used
 	gd.recordRetry()

@@ -85,3 +85,48 @@ func TestARetryWhoseSlotComesBackAtItsDeadlineIsNotSent(t *testing.T) {
 		})
 	}
 }
+
+// A retry Pace readies after a throttled answer takes a fresh token
+// before it waits for a slot (its held slot lent to a call that goes on).
+// A scope paused meanwhile (another call's throttle with a Retry-After,
+// or PauseAccount) holds it as it holds Enter's attempt
+// (TestACallWaitingForItsSlotIsHeldByAPause): the token, due before the
+// pause began, does not know of it, and the retry, its slot back at
+// 10 s, waits for tokens again, which the pause (from 3 s, for 60 s)
+// holds.
+func TestARetryWaitingForItsSlotIsHeldByAPause(t *testing.T) {
+	for _, how := range []string{"Retry-After", "PauseAccount"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				start := time.Now()
+				ctx := context.Background()
+				gd, nested := pacedOnALentSlot(t, g, ctx, throttle())
+				go func() {
+					time.Sleep(3*time.Second - time.Since(start))
+					// Another call of the scope, whose answer End
+					// records (the slot is taken: it is sent on none).
+					other, _ := g.Begin(ctx, ec2Vpcs)
+					if how == "PauseAccount" {
+						other.PauseAccount(60 * time.Second)
+						other.End(nil)
+						return
+					}
+					other.End(throttleAfter(60 * time.Second))
+				}()
+				err := gd.Pace(ctx)
+				if sent := time.Since(start); err != nil || sent < 63*time.Second {
+					t.Errorf("Pace after a throttle, its slot back at 10s and the scope paused from 3s for 60s: sent at %v (%v), want after the pause", sent, err)
+				}
+				gd.After(nil)
+				gd.End(nil)
+				if err := <-nested; err != nil {
+					t.Fatalf("the nested call: %v", err)
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
