@@ -130,3 +130,52 @@ func TestARetryWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 		})
 	}
 }
+
+// A retry Admit readies takes a token only when it waited for the
+// breaker's verdict (breaker_wait), as the calls the verdict lets through
+// do; when its held slot is lent to a call that goes on and no other slot
+// comes within the call's max wait (or its context ends while it waits),
+// the retry is not sent, and that token goes back to the scope's buckets,
+// as TestARetryRefusedForWantOfASlotGivesItsTokenBack has it for Pace.
+// The account's rate is slow, so that what its bucket earns meanwhile is
+// a small part of a token.
+func TestARetryAdmittedByAVerdictAndRefusedForWantOfASlotGivesItsTokenBack(t *testing.T) {
+	for _, how := range []string{"max wait", "context ends"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				slow := 0.01
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &slow, AccountBurst: 5,
+					BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 2}})
+				start := time.Now()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if how == "max wait" {
+					ctx = WithMaxWait(ctx, 5*time.Second)
+				}
+				gd, nested := pacedOnALentSlot(t, g, ctx, transientErr())
+				// Another call of the scope fails: the breaker (threshold
+				// 1) opens for 2 s, and the retry waits for its verdict.
+				other, _ := g.Begin(context.Background(), ec2Vpcs)
+				other.End(transientErr())
+				if s := g.Inspect(ec2Vpcs).Breaker.State.String(); s != "open" {
+					t.Fatalf("breaker %s, want open", s)
+				}
+				before := g.Inspect(ec2Vpcs).Account.Tokens
+				if how == "context ends" {
+					time.AfterFunc(8*time.Second, cancel)
+				}
+				err := gd.Admit(ctx)
+				if how == "max wait" && !errors.Is(err, ErrNoSlot) || how == "context ends" && !errors.Is(err, context.Canceled) {
+					t.Fatalf("Admit, the breaker open for 2s and the slot lent to a call going on until 10s: %v after %v", err, time.Since(start))
+				}
+				if after := g.Inspect(ec2Vpcs).Account.Tokens; after < before {
+					t.Errorf("the account's bucket holds %.3f tokens after the retry was refused at %v, %.3f before it was readied: the retry that was not sent kept its token", after, time.Since(start), before)
+				}
+				gd.End(err)
+				if err := <-nested; err != nil {
+					t.Fatalf("the nested call: %v", err)
+				}
+			})
+		})
+	}
+}
