@@ -537,7 +537,11 @@ func (gd *Guard) send(now time.Duration) {
 //     operation (a listing's next page) gets its own free retries. A call
 //     that still holds its slot (an SDK call with its retries, a listing)
 //     has its success recorded by End, once, so that a probe holds its
-//     lease until the call is over;
+//     lease until the call is over. A call that goes on a slot borrowed
+//     from an enclosing call (see Enter), held across its attempts or
+//     not, records each success at once, as a call that holds no slot
+//     does: as the probe it took over from that call, its success is the
+//     verdict, which closes the breaker at once;
 //   - a throttling answer halves the leaf's rate (once per congestion
 //     event) and pauses it for the provider's hint, capped at MaxPause;
 //   - a transient error is counted;
