@@ -532,8 +532,8 @@ func (b *sharedBucket) readPause(ctx context.Context, t time.Duration) error {
 
 // readPauseNow is readPause's round trip. A pause it finds drops the
 // lease's tokens that are due before the pause ends: borrowed before it
-// began, they are spent (as when this process pauses the bucket), and the
-// callers take tokens Redis gives after it.
+// began, they go back to Redis with the next request (giveBack, see
+// dispatch), and the callers take tokens Redis gives after it.
 func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 	sent := mono()
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
