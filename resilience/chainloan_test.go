@@ -10,6 +10,33 @@ import (
 	"time"
 )
 
+// flights counts the calls in flight at once: work(d) is a call's
+// function that takes d, and most the most that ran at once.
+type flights struct {
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (f *flights) work(d time.Duration) func(context.Context) error {
+	return func(context.Context) error {
+		f.mu.Lock()
+		f.now++
+		f.peak = max(f.peak, f.now)
+		f.mu.Unlock()
+		time.Sleep(d)
+		f.mu.Lock()
+		f.now--
+		f.mu.Unlock()
+		return nil
+	}
+}
+
+func (f *flights) most() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peak
+}
+
 // A call nested in a borrower's attempt (a call WithNestedCalls that
 // borrowed its caller's slot) borrows that slot in turn; made by a
 // goroutine the attempt started and did not wait for, it may go on once
@@ -19,21 +46,8 @@ import (
 func TestASlotLentOnByABorrowerStaysTakenUntilItComesBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
-		var mu sync.Mutex
-		inFlight, most := 0, 0
-		work := func(d time.Duration) func(context.Context) error {
-			return func(context.Context) error {
-				mu.Lock()
-				inFlight++
-				most = max(most, inFlight)
-				mu.Unlock()
-				time.Sleep(d)
-				mu.Lock()
-				inFlight--
-				mu.Unlock()
-				return nil
-			}
-		}
+		var fl flights
+		work := fl.work
 		inner := make(chan error, 1)
 		err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
 			return Do(ctx, ec2Subnets, func(ctx context.Context) error {
@@ -51,8 +65,8 @@ func TestASlotLentOnByABorrowerStaysTakenUntilItComesBack(t *testing.T) {
 		if err := <-inner; err != nil {
 			t.Fatalf("the innermost call: %v", err)
 		}
-		if most != 1 {
-			t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the innermost call still went on the slot it borrowed", most)
+		if fl.most() != 1 {
+			t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the innermost call still went on the slot it borrowed", fl.most())
 		}
 		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
 			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)

@@ -27,21 +27,8 @@ func TestASlotLentToACallOutlivingTheAttemptStaysTakenUntilItComesBack(t *testin
 		t.Run(map[bool]string{false: "the enclosing call returns", true: "the enclosing call retries"}[retry], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
-				var mu sync.Mutex
-				inFlight, most := 0, 0
-				work := func(d time.Duration) func(context.Context) error {
-					return func(context.Context) error {
-						mu.Lock()
-						inFlight++
-						most = max(most, inFlight)
-						mu.Unlock()
-						time.Sleep(d)
-						mu.Lock()
-						inFlight--
-						mu.Unlock()
-						return nil
-					}
-				}
+				var fl flights
+				work := fl.work
 				nested := make(chan error, 1)
 				attempts := 0
 				err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
@@ -66,8 +53,8 @@ func TestASlotLentToACallOutlivingTheAttemptStaysTakenUntilItComesBack(t *testin
 				if err := <-nested; err != nil {
 					t.Fatalf("the nested call: %v", err)
 				}
-				if most != 1 {
-					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the nested call still went on the slot it borrowed", most)
+				if fl.most() != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the nested call still went on the slot it borrowed", fl.most())
 				}
 				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
 					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
@@ -89,21 +76,8 @@ func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *te
 		t.Run(verb, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
-				var mu sync.Mutex
-				inFlight, most := 0, 0
-				work := func(d time.Duration) func(context.Context) error {
-					return func(context.Context) error {
-						mu.Lock()
-						inFlight++
-						most = max(most, inFlight)
-						mu.Unlock()
-						time.Sleep(d)
-						mu.Lock()
-						inFlight--
-						mu.Unlock()
-						return nil
-					}
-				}
+				var fl flights
+				work := fl.work
 				ctx := context.Background()
 				gd, err := g.Begin(ctx, ec2Vpcs)
 				if err != nil {
@@ -156,8 +130,8 @@ func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *te
 				if err := <-nested; err != nil {
 					t.Fatalf("the nested call: %v", err)
 				}
-				if most != 1 {
-					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the slot lent to the nested call", most)
+				if fl.most() != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the slot lent to the nested call", fl.most())
 				}
 				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
 					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
@@ -327,21 +301,8 @@ func TestABorrowersNextAttemptIsNotSentOnALoanLentOn(t *testing.T) {
 		t.Run(verb, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
-				var mu sync.Mutex
-				inFlight, most := 0, 0
-				work := func(d time.Duration) func(context.Context) error {
-					return func(context.Context) error {
-						mu.Lock()
-						inFlight++
-						most = max(most, inFlight)
-						mu.Unlock()
-						time.Sleep(d)
-						mu.Lock()
-						inFlight--
-						mu.Unlock()
-						return nil
-					}
-				}
+				var fl flights
+				work := fl.work
 				ctx := context.Background()
 				outer, err := g.Begin(ctx, ec2Vpcs)
 				if err != nil {
@@ -392,8 +353,8 @@ func TestABorrowersNextAttemptIsNotSentOnALoanLentOn(t *testing.T) {
 				if err := <-inner; err != nil {
 					t.Fatalf("the innermost call: %v", err)
 				}
-				if most != 1 {
-					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the loan lent to the innermost call", most)
+				if fl.most() != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the loan lent to the innermost call", fl.most())
 				}
 				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
 					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
