@@ -11,6 +11,9 @@
 //	gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
 //	defer obs.Unregister()
 //
+// The gauges read every governor made with the Observer while its user
+// holds it (they keep none alive), until Observer.Detach or Unregister.
+//
 // NewObserver and RegisterGauges, the same in two phases (the observer
 // before the governor, the gauges after it), are deprecated.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"weak"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -43,11 +44,24 @@ func Instrument(opts ...Option) (*Observer, error) {
 }
 
 // Attach makes the Observer's gauges read g's live scopes: NewGovernor
-// calls it when g is made with the Observer (resilience.WithObserver). An
-// Observer of NewObserver has no gauges, and ignores it.
+// calls it when g is made with the Observer (resilience.WithObserver). The
+// gauges do not keep g alive: once its user lets go of it, they read it no
+// more, so that a governor made for one job and dropped is not added up
+// with the next one's scopes. An Observer of NewObserver has no gauges,
+// and ignores it.
 func (o *Observer) Attach(g *resilience.Governor) {
 	if o != nil && o.gauges != nil && g != nil {
 		o.gauges.attach(g)
+	}
+}
+
+// Detach stops the Observer's gauges reading g, a governor still in use
+// whose scopes should no longer be reported (Attach reads it again). The
+// Observer still records g's events. Detaching a governor the gauges do
+// not read does nothing.
+func (o *Observer) Detach(g *resilience.Governor) {
+	if o != nil && o.gauges != nil && g != nil {
+		o.gauges.detach(g)
 	}
 }
 
@@ -62,12 +76,13 @@ func (o *Observer) Unregister() error {
 	return o.gauges.unregister()
 }
 
-// gauges are an Instrument's gauges and the governors they read.
+// gauges are an Instrument's gauges and the governors they read, held by
+// weak pointers so that the gauges keep none alive.
 type gauges struct {
 	reg     metric.Registration
 	mu      sync.Mutex
-	govs    []*resilience.Governor // replaced, never changed in place
-	stopped bool                   // unregistered: a governor made afterwards is not kept
+	govs    []weak.Pointer[resilience.Governor]
+	stopped bool // unregistered: a governor made afterwards is not kept
 }
 
 func (gs *gauges) attach(g *resilience.Governor) {
@@ -76,18 +91,33 @@ func (gs *gauges) attach(g *resilience.Governor) {
 	if gs.stopped {
 		return
 	}
-	for _, x := range gs.govs {
-		if x == g {
-			return
-		}
+	p := weak.Make(g)
+	if !slices.Contains(gs.govs, p) {
+		gs.govs = append(gs.govs, p)
 	}
-	gs.govs = append(gs.govs[:len(gs.govs):len(gs.govs)], g)
 }
 
+func (gs *gauges) detach(g *resilience.Governor) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	p := weak.Make(g)
+	gs.govs = slices.DeleteFunc(gs.govs, func(x weak.Pointer[resilience.Governor]) bool { return x == p })
+}
+
+// governors returns the governors still in use, and forgets those
+// collected since.
 func (gs *gauges) governors() []*resilience.Governor {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	return gs.govs
+	live := make([]*resilience.Governor, 0, len(gs.govs))
+	gs.govs = slices.DeleteFunc(gs.govs, func(p weak.Pointer[resilience.Governor]) bool {
+		g := p.Value()
+		if g != nil {
+			live = append(live, g)
+		}
+		return g == nil
+	})
+	return live
 }
 
 func (gs *gauges) unregister() error {
@@ -239,10 +269,11 @@ type providerGauge struct {
 // budgetProviders remembers the providers whose retry budget the gauges
 // read, per governor: a budget outlives the provider's scopes (only
 // successes refund it), so that it is read after they are reclaimed. It
-// is safe for concurrent use.
+// holds the governors by weak pointers, keeping none alive. It is safe for
+// concurrent use.
 type budgetProviders struct {
 	mu sync.Mutex
-	m  map[*resilience.Governor]map[string]bool
+	m  map[weak.Pointer[resilience.Governor]]map[string]bool
 }
 
 // others records the providers g has live scopes of, seen, and returns
@@ -251,12 +282,13 @@ func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) [
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		b.m = map[*resilience.Governor]map[string]bool{}
+		b.m = map[weak.Pointer[resilience.Governor]]map[string]bool{}
 	}
-	known := b.m[g]
+	p := weak.Make(g)
+	known := b.m[p]
 	if known == nil {
 		known = map[string]bool{}
-		b.m[g] = known
+		b.m[p] = known
 	}
 	var out []string
 	for name := range known {
@@ -275,9 +307,9 @@ func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) [
 func (b *budgetProviders) keep(govs []*resilience.Governor) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for g := range b.m {
-		if !slices.Contains(govs, g) {
-			delete(b.m, g)
+	for p := range b.m {
+		if g := p.Value(); g == nil || !slices.Contains(govs, g) {
+			delete(b.m, p)
 		}
 	}
 }

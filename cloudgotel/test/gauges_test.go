@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -415,4 +416,53 @@ func TestRetryBudgetGaugeOutlivesTheScopes(t *testing.T) {
 			t.Errorf("cloudg.retry_budget{aws} = %v (%v), want the %v tokens left", b, has, left)
 		}
 	})
+}
+
+// A governor its user let go of is not read by the gauges any more: the
+// Observer does not keep it alive, and its scopes are not added to those
+// of a live governor with the same attributes. Detach stops the gauges
+// reading a governor still in use.
+func TestTheGaugesReadOnlyGovernorsStillInUse(t *testing.T) {
+	m := newMeter()
+	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Unregister()
+	k := key(scopeKV(vpcs)...)
+	rate := func() float64 { return gauge[float64](t, m.collect(t)["cloudg.rate"])[k] }
+	func() {
+		old, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(old))
+		if r := rate(); r != 20 {
+			t.Fatalf("rate %v, want the first governor's 20", r)
+		}
+	}()
+	live, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(live))
+	var r float64
+	for range 10 {
+		runtime.GC()
+		if r = rate(); r == 20 {
+			break
+		}
+	}
+	if r != 20 {
+		t.Errorf("rate %v once the first governor is dropped, want the live governor's 20 alone", r)
+	}
+	obs.Detach(live)
+	if mt, has := m.collect(t)["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
+		t.Errorf("gauges after Detach: %+v", mt.Data)
+	}
+	obs.Attach(live)
+	if r := rate(); r != 20 {
+		t.Errorf("rate %v attached again, want 20", r)
+	}
+	runtime.KeepAlive(live)
 }
