@@ -993,7 +993,7 @@ func (m *machine) invariants() error {
 		if errors.Is(why, resilience.ErrCircuitOpen) && p.gov.Inspect(sc).Breaker.State == state.Closed {
 			reach("state: a queue of a scope found dead, its breaker closed")
 		}
-		if why != nil && (!errors.Is(why, resilience.ErrCircuitOpen) || probeOut(p.gov, sc)) {
+		if why != nil && (!errors.Is(why, resilience.ErrCircuitOpen) || p.gov.Inspect(sc).Breaker.State == state.HalfOpen) {
 			continue // it waits for a token, a slot, or the verdict of a probe
 		}
 		// Work conserving: a queue whose next task can go (pick would

@@ -369,7 +369,7 @@ func (p *Pool) pick() *task {
 		}
 		d, why := p.gov.Delay(q.scope)
 		switch {
-		case why == nil, p.failsFast(q.scope, why), p.foundDead(q.scope, why):
+		case why == nil, p.runsOpen(q.scope, why):
 			// Ready; or its breaker is open, and the governor decides at
 			// once (a refusal, recorded: a dead scope's queue fails fast).
 			// Not a breaker that waits for its verdict (breaker_wait): its
@@ -405,18 +405,47 @@ func (p *Pool) heldByAnOldState(q *queue) bool {
 }
 
 // failsFast reports whether why, what Delay said of scope, is an open
-// breaker that refuses its calls at once: its provider does not wait for
-// its breakers' verdicts (breaker_wait), nor is a probe out. p.mu is held.
+// breaker that refuses its calls at once (see circuit). p.mu is held.
 func (p *Pool) failsFast(scope resilience.Scope, why error) bool {
-	return errors.Is(why, resilience.ErrCircuitOpen) && !probeOut(p.gov, scope) && !p.breakerWaits(scope.Provider)
+	failsFast, _ := p.circuit(scope, why)
+	return failsFast
 }
 
-// foundDead reports whether why, what Delay said of scope, is a scope
-// found dead whose breaker is still closed, of a provider that waits for
-// its breakers' verdicts (breaker_wait): the admission of its next call
-// opens the breaker, which nothing else does. p.mu is held.
-func (p *Pool) foundDead(scope resilience.Scope, why error) bool {
-	return errors.Is(why, resilience.ErrCircuitOpen) && p.breakerWaits(scope.Provider) && p.gov.Inspect(scope).Breaker.State == state.Closed
+// runsOpen reports whether why, what Delay said of scope, is an open
+// circuit whose queue's head runs all the same: a breaker that refuses
+// its calls at once, or, with breaker_wait, a scope found dead whose
+// breaker is still closed (see circuit). p.mu is held.
+func (p *Pool) runsOpen(scope resilience.Scope, why error) bool {
+	failsFast, foundDead := p.circuit(scope, why)
+	return failsFast || foundDead
+}
+
+// circuit reads what why, what Delay said of scope, means for scope's
+// queue when it is ErrCircuitOpen, from one snapshot of the scope
+// (Governor.Inspect) taken after Delay's answer. failsFast: the breaker
+// refuses its calls at once, open or closed on a scope found dead (the
+// next call's admission opens it), and the provider does not wait for its
+// breakers' verdicts (breaker_wait). foundDead: the scope was found dead
+// with its breaker still closed, and the provider waits for its
+// breakers' verdicts: the admission of its next call opens the breaker,
+// which nothing else does. Neither for a half-open breaker whose probe is
+// out, an open one with breaker_wait, nor a breaker closed since Delay
+// read it on a scope that is not dead (its probe's success, which took
+// the scope's token): the queue is parked until a task of it ends, or
+// parkRecheck, and its scope is asked again. One snapshot for both
+// answers: read again for each, a breaker that closed between the reads
+// was taken for a dead scope's, or one that fails fast, and the queue's
+// next task was run only for its first call to be deferred. p.mu is held.
+func (p *Pool) circuit(scope resilience.Scope, why error) (failsFast, foundDead bool) {
+	if !errors.Is(why, resilience.ErrCircuitOpen) {
+		return false, false
+	}
+	s := p.gov.Inspect(scope)
+	dead := s.Breaker.State == state.Closed && s.Dead != ""
+	if p.breakerWaits(scope.Provider) {
+		return false, dead
+	}
+	return s.Breaker.State == state.Open || dead, false
 }
 
 // breakerWaits is breakerWaits for the pool's governor, kept for the
@@ -436,15 +465,6 @@ func (p *Pool) breakerWaits(provider string) bool {
 		p.waits[provider] = w
 	}
 	return w
-}
-
-// probeOut reports whether scope's breaker is half-open with its probe
-// out, which Delay reports as ErrCircuitOpen too: the scope is not dead
-// but waits for the probe's verdict, and its queue with it (parked until
-// the probe's lease ends, a task of the queue ends, or parkRecheck), so
-// that its tasks are not run at once and refused.
-func probeOut(g *resilience.Governor, scope resilience.Scope) bool {
-	return g.Inspect(scope).Breaker.State == state.HalfOpen
 }
 
 // admitHold bounds how long a queue's next task waits for the first call

@@ -42,15 +42,15 @@ func scope(op string) resilience.Scope {
 }
 
 // newGov is a governor with every operation its own leaf at rate rps
-// (burst 1), and a fixed random source.
-func newGov(t *testing.T, rps float64, cfg resilience.Config) *resilience.Governor {
+// (burst 1), a fixed random source, and opts.
+func newGov(t *testing.T, rps float64, cfg resilience.Config, opts ...resilience.GovernorOption) *resilience.Governor {
 	t.Helper()
 	if cfg.AWS.Services == nil {
 		cfg.AWS.Services = map[string]resilience.ServiceConfig{}
 	}
 	perOp := true
 	cfg.AWS.Services["svc"] = resilience.ServiceConfig{MaxRPS: rps, Burst: 1, PerOperation: &perOp}
-	g, err := resilience.NewGovernor(cfg, resilience.WithRandom(rand.NewPCG(1, 2)))
+	g, err := resilience.NewGovernor(cfg, append([]resilience.GovernorOption{resilience.WithRandom(rand.NewPCG(1, 2))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
