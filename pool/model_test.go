@@ -1190,6 +1190,11 @@ func (m *machine) end(rt *rapid.T) {
 			if r.state == stFailed {
 				want = append(want, r)
 			}
+			// A task that panicked (or called runtime.Goexit) is in its
+			// ledger once, inside a governed call or not; no other is.
+			if c, w := r.ledger.Count(resilience.LossPanicked), b2i(r.panicked || r.spec.kind == kGoexit); c != w {
+				rt.Fatalf("task %d (%s) %s, panicked %v: its ledger counts %d panicked, want %d: %q", r.id, r.spec, r.state, r.panicked, c, w, reasons)
+			}
 		default:
 			rt.Fatalf("task %d (%s) still %s after Wait", r.id, r.spec, r.state)
 		}
@@ -1903,4 +1908,12 @@ func TestQueueTransitions(t *testing.T) {
 			})
 		})
 	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

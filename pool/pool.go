@@ -54,6 +54,14 @@
 // ones are dropped (each recorded as cancelled in the ledger its context
 // carries), and Wait returns once the running ones have returned; no
 // goroutine of the pool outlives it.
+//
+// A task that panics, or calls runtime.Goexit, ends failed (a *PanicError,
+// ErrGoexit) and is lost work: it is recorded in the resilience.Ledger its
+// context carries as panicked (resilience.LossPanicked), once. A panic
+// inside one of its governed calls, which the call records in that ledger
+// as it goes on to the task, is not recorded again; a panic recorded so
+// in another ledger (one the task bound with resilience.WithLedger) is
+// recorded in the task's too.
 package pool
 
 import (
@@ -68,6 +76,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/panicmark"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -928,9 +937,18 @@ type task struct {
 
 // run calls the task's function with its first call held by the governor
 // (resilience.WithAdmission), turning a panic into an error: returned says
-// whether the function returned, rather than panicked.
+// whether the function returned, rather than panicked or called
+// runtime.Goexit. A task that did not return is lost work, recorded as
+// panicked (resilience.LossPanicked) in the ledger its context carries,
+// once: unless a governed call made with its context recorded a panic
+// there already, which the mark its context carries says.
 func (t *task) run() (err error, returned bool) {
 	ctx := t.ctx
+	var mark *panicmark.Mark
+	ledger := resilience.LedgerOf(ctx)
+	if ledger != nil {
+		ctx, mark = panicmark.With(ctx, ledger)
+	}
 	defer func() {
 		// A call the task left running (in a goroutine of its own) that
 		// has not made the first call yet makes an ordinary one: the task
@@ -938,6 +956,9 @@ func (t *task) run() (err error, returned bool) {
 		resilience.EndAdmission(ctx)
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+		if !returned && ledger != nil && !mark.Noted() {
+			ledger.Record(resilience.LossPanicked, t.lostReason())
 		}
 	}()
 	if t.q.scope.Provider != "" {
@@ -949,6 +970,15 @@ func (t *task) run() (err error, returned bool) {
 	}
 	err = t.fn(ctx)
 	return err, true
+}
+
+// lostReason is what the ledger lists for a task that panicked: its
+// scope's, as a governed call's loss is listed, when it declared one.
+func (t *task) lostReason() string {
+	if t.q.scope == (resilience.Scope{}) {
+		return "task panicked"
+	}
+	return t.q.scope.String() + ": task panicked"
 }
 
 // Decided implements resilience.Admission: the task's first call went (or
@@ -1011,7 +1041,8 @@ func (t *task) refused(wait time.Duration, err error) {
 }
 
 // PanicError is the error of a task that panicked: the pool recovers it,
-// so that one task does not end the scan, and reports it with the others.
+// so that one task does not end the scan, and reports it with the others
+// (and records it in the task's ledger: see the package's documentation).
 // The pool changes it no more once made: it is safe to read from several
 // goroutines at once. Its zero value is a panic with nil and no stack.
 type PanicError struct {

@@ -46,7 +46,8 @@ const (
 	// LossPanicked: ended by a panic of the function Call, Do or a Bound's
 	// Do ran for it, or of code an integration ran for it (a transport, a
 	// middleware: see Guard.EndPanicked), or by such code otherwise not
-	// returning; the panic goes on to the caller.
+	// returning; the panic goes on to the caller. Package pool records a
+	// task that panicked outside its governed calls so.
 	LossPanicked
 	numLosses
 )

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/hint"
+	"github.com/cloudg/cloudg/internal/panicmark"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
 )
@@ -533,10 +534,15 @@ func (gd *Guard) recordErrored(reason string) {
 // not return) during its attempt. It runs while the goroutine unwinds for
 // that panic (or runtime.Goexit): EndPanicked is only for a call whose
 // code did not return. So it drops a panic of the log handler on the
-// call's line, which would replace the panic the caller recovers.
+// call's line, which would replace the panic the caller recovers. A
+// scheduler that recovers the panic (package pool) learns from the mark
+// its task's context carries that the panic is in the task's ledger.
 func (gd *Guard) recordPanicked() {
 	if gd.g.logger != nil { // only the log handler's panics go on from a record
 		defer dropPanic()
+	}
+	if gd.e != nil && gd.bind.ledger != nil {
+		panicmark.Note(gd.ctx, gd.bind.ledger)
 	}
 	gd.recordLost(LossPanicked, "panic", "function panicked", nil)
 }

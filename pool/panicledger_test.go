@@ -1,0 +1,108 @@
+//go:build go1.25
+
+package pool
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A task that panics (or calls runtime.Goexit) is lost work: the ledger
+// its context carries counts it once as panicked, whether it panicked
+// before any governed call, inside one (which records the panic itself),
+// or after recovering the panic of one; two tasks sharing a ledger count
+// once each.
+func TestAPanickingTaskIsCountedOnceInItsLedger(t *testing.T) {
+	sc := scope("Describe")
+	panicIn := func(g *resilience.Governor) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return resilience.Do(ctx, sc, func(context.Context) error { panic("in the call") }, resilience.WithGovernor(g))
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		scope resilience.Scope
+		tasks func(g *resilience.Governor) []func(context.Context) error
+		want  int
+	}{
+		{"before any call", sc, func(*resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{func(context.Context) error { panic("before the call") }}
+		}, 1},
+		{"a fan-out that calls nothing", resilience.Scope{}, func(*resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{func(context.Context) error { panic("in a fan-out") }}
+		}, 1},
+		{"after a call", sc, func(g *resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{func(ctx context.Context) error {
+				if err := call(g, sc, 0)(ctx); err != nil {
+					return err
+				}
+				panic("after the call")
+			}}
+		}, 1},
+		{"calls runtime.Goexit", sc, func(*resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{func(context.Context) error { runtime.Goexit(); return nil }}
+		}, 1},
+		{"inside a governed call", sc, func(g *resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{panicIn(g)}
+		}, 1},
+		{"after recovering a governed call's panic", sc, func(g *resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{func(ctx context.Context) error {
+				func() {
+					defer func() { _ = recover() }()
+					_ = panicIn(g)(ctx)
+				}()
+				panic("after the recovered one")
+			}}
+		}, 1},
+		{"two tasks on one ledger, one inside a call", sc, func(g *resilience.Governor) []func(context.Context) error {
+			return []func(context.Context) error{panicIn(g), func(context.Context) error { panic("before the call") }}
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, 100, resilience.Config{})
+				ctx, l := resilience.WithLedger(context.Background(), "scan")
+				p, pctx := New(ctx, Workers(2), WithGovernor(g))
+				for _, fn := range c.tasks(g) {
+					p.Go(pctx, c.scope, fn)
+				}
+				if err := p.Wait(); err == nil {
+					t.Fatal("Wait returned nil: the task's panic is not among its errors")
+				}
+				if n := l.Count(resilience.LossPanicked); n != c.want {
+					t.Fatalf("the ledger counts %d panicked, want %d (%q)", n, c.want, l.Reasons())
+				}
+				if !l.Degraded() || !strings.Contains(l.Describe(), "panicked") {
+					t.Fatalf("the ledger reads %q: the task's lost work is not in it", l.Describe())
+				}
+			})
+		})
+	}
+}
+
+// A governed call that records its panic in a ledger of its own
+// (resilience.WithLedger inside the task) leaves the task's ledger to
+// the pool: each ledger counts the panic it was told of once.
+func TestAPanicRecordedInAnotherLedgerIsCountedInTheTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		ctx, l := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(1), WithGovernor(g))
+		var sub *resilience.Ledger
+		sc := scope("Describe")
+		p.Go(pctx, sc, func(ctx context.Context) error {
+			var sctx context.Context
+			sctx, sub = resilience.WithLedger(ctx, "item")
+			return resilience.Do(sctx, sc, func(context.Context) error { panic("in the call") }, resilience.WithGovernor(g))
+		})
+		p.Wait()
+		if n, m := l.Count(resilience.LossPanicked), sub.Count(resilience.LossPanicked); n != 1 || m != 1 {
+			t.Fatalf("the task's ledger counts %d panicked, the call's %d: want 1 each", n, m)
+		}
+	})
+}
