@@ -406,3 +406,67 @@ func TestANestedRunTakesASlotKeptForACallerWaitingForItsOperation(t *testing.T) 
 		}
 	})
 }
+
+// A Run made inside an operation's function with a context of its own (a
+// helper that starts from context.Background, say), not the function's,
+// is still inside the operation: a slot kept for a caller waiting for the
+// operation's scope does not hold it back, or the three would wait for
+// one another until the Run's context ended (for ever, without a
+// deadline). The Run is made on the function's goroutine, directly or by
+// a helper it calls.
+func TestARunInsideAnOperationWithAContextOfItsOwnTakesAKeptSlot(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(g *Guard, r Request) (string, error)
+	}{
+		{"context.Background", func(g *Guard, r Request) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return Run(ctx, g, r, func(context.Context) (string, error) { return "inner", nil })
+		}},
+		{"a helper's", func(g *Guard, r Request) (string, error) { return innerHelper(g, r) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+				started := make(chan struct{})
+				release := make(chan struct{})
+				var nested outcome
+				outer := goRun(context.Background(), g, req("outer", "aws/a"), func(context.Context) (string, error) {
+					close(started)
+					<-release
+					inner := req("inner", "aws/b")
+					inner.Wait = true
+					start := time.Now()
+					nested.val, nested.err = c.run(g, inner)
+					if d := time.Since(start); d != 0 {
+						nested.err = fmt.Errorf("ended after %v: %w", d, nested.err)
+					}
+					return "outer", nil
+				})
+				<-started
+				both := req("both", "aws/a", "aws/b")
+				both.Wait = true
+				waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
+				synctest.Wait()
+				close(release)
+				if o := <-outer; o.err != nil || nested.err != nil || nested.val != "inner" {
+					t.Fatalf("the outer operation: %v; the Run inside it: %q, %v; want it started at once", o.err, nested.val, nested.err)
+				}
+				if o := <-waiter; o.err != nil || o.val != "both" {
+					t.Fatalf("the waiting caller: %q, %v", o.val, o.err)
+				}
+			})
+		})
+	}
+}
+
+// innerHelper is a helper of an operation's function that makes its Run
+// with a context of its own, a minute long.
+//
+//go:noinline
+func innerHelper(g *Guard, r Request) (string, error) {
+	ctx, cancel := context.WithTimeout(context.TODO(), time.Minute)
+	defer cancel()
+	return Run(ctx, g, r, func(context.Context) (string, error) { return "inner", nil })
+}

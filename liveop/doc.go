@@ -42,9 +42,14 @@
 //     later for that scope alone does not take it. A Run inside an
 //     operation's function takes such a slot all the same (the caller
 //     that keeps it may be waiting for that operation, which waits for
-//     the Run), and one that would
+//     the Run): a Run made on the function's goroutine, with whatever
+//     context (a helper's own, context.Background), or on another
+//     goroutine with a context derived from the function's. A Run made
+//     with the function's context, or one derived from it, that would
 //     wait for a slot only that operation (or one it runs inside) can
 //     free is refused at once, the busy refusal wrapping ErrNested.
+//     Those refusals, and single flight's, need the context: a Run with
+//     a context of its own cannot tell which operation it is inside.
 //
 // An admitted operation takes its slots and its quota entry before it
 // starts, so a caller racing it sees them.

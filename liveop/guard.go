@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -70,7 +71,8 @@ type Request struct {
 	// they came: a freed slot goes to the first of them it lets start,
 	// and no caller that came later takes it; a caller still waiting for
 	// one of its scopes keeps the free slots of the others, except from
-	// a Run inside an operation's function.
+	// a Run inside an operation's function (on its goroutine, or with
+	// its context: see the package documentation).
 	Wait bool
 	// Timeout bounds the operation: 0 takes the guard's operation
 	// timeout; a negative Timeout means none.
@@ -200,7 +202,10 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	if inside != nil && inside.guard != g {
 		inside = nil // an operation of another guard, whose lock guards it
 	}
-	f, err := g.admit(ctx, inside, req, func(ctx context.Context) (any, error) { return fn(ctx) })
+	// A Run on an operation function's goroutine whose context does not
+	// say so (a helper's own) is inside that operation all the same.
+	nested := inside != nil || onOperationGoroutine()
+	f, err := g.admit(ctx, inside, nested, req, func(ctx context.Context) (any, error) { return fn(ctx) })
 	if err != nil {
 		return zero, err
 	}
@@ -217,8 +222,10 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 
 // admit joins req's operation, starts it, or refuses it, waiting for a
 // slot with req.Wait; inside is the operation whose function's context
-// ctx is (nil: none), which then waits for the one admitted.
-func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(context.Context) (any, error)) (*flight, error) {
+// ctx is (nil: none), which then waits for the one admitted, and nested
+// says that the caller runs inside an operation's function, inside's or
+// one whose goroutine it runs on.
+func (g *Guard) admit(ctx context.Context, inside *flight, nested bool, req Request, fn func(context.Context) (any, error)) (*flight, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -242,7 +249,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 			g.mu.Unlock()
 			return f, nil
 		}
-		refused := g.refusal(now, scopes, req, inside != nil)
+		refused := g.refusal(now, scopes, req, nested)
 		if refused == nil {
 			g.dequeue(w, now)
 			f := g.start(ctx, inside, now, scopes, req, fn)
@@ -262,7 +269,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, req Request, fn func(
 			return nil, refused
 		}
 		if w == nil {
-			w = &waiter{req: req, scopes: scopes, nested: inside != nil}
+			w = &waiter{req: req, scopes: scopes, nested: nested}
 			g.queue = append(g.queue, w)
 		}
 		// Made by the caller that waits on it, inside its
@@ -533,8 +540,45 @@ func (g *Guard) run(ctx context.Context, f *flight, fn func(context.Context) (an
 		g.finish(f, val, err)
 		f.cancel(context.Canceled)
 	}()
-	val, err = fn(ctx)
+	val, err = callOperation(ctx, fn)
 	returned = true
+}
+
+// callOperation calls an operation's function, fn, on the operation's
+// goroutine: its frame, below every frame of fn's, tells a Run made by fn
+// with a context of its own that it is inside an operation's function
+// (onOperationGoroutine).
+//
+//go:noinline
+func callOperation(ctx context.Context, fn func(context.Context) (any, error)) (any, error) {
+	return fn(ctx)
+}
+
+// operationFrame is the name of callOperation's frame.
+var operationFrame = runtime.FuncForPC(reflect.ValueOf(callOperation).Pointer()).Name()
+
+// onOperationGoroutine reports whether its caller runs on the goroutine
+// of an operation's function (of any Guard), below callOperation's
+// frame. A goroutine the function started is not one.
+func onOperationGoroutine() bool {
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n == len(pcs) {
+			pcs = make([]uintptr, 2*len(pcs))
+			continue // deeper than that: read it whole
+		}
+		frames := runtime.CallersFrames(pcs[:n])
+		for {
+			f, more := frames.Next()
+			if f.Function == operationFrame {
+				return true
+			}
+			if !more {
+				return false
+			}
+		}
+	}
 }
 
 // The verbs of an operation's life: join, finish, expire and leave. Each
