@@ -109,6 +109,29 @@ func pauseFor(gd *resilience.Guard, p armPause) {
 	}
 }
 
+// pauseGraphReads sets the pause a low reads bucket asks for
+// (armQuotaLow's pauseAccount) on the answer to a Resource Graph query,
+// gd's, whose bearer token names the tenant account (tenantAccount's;
+// "": none). The query's scope, GraphScope, is every tenant's, but its
+// answer's tenant buckets are its tenant's: they pause the account of the
+// tenant's tenant-level requests, tenants/<tenant id> (tenantScope),
+// through a Guard of that account begun with ctx for the pause alone,
+// which sends nothing and records nothing else. A token that names no
+// tenant pauses the query's account, as pauseFor does, which the
+// tenant-level requests whose tokens name no tenant share.
+func pauseGraphReads(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, account string) {
+	if account == "" {
+		gd.PauseAccount(readsPause)
+		return
+	}
+	sc := GraphScope()
+	sc.Account = account
+	if tg, err := gov.Begin(ctx, sc); err == nil {
+		tg.PauseAccount(readsPause)
+		tg.End(nil)
+	}
+}
+
 // delayHeaders are the headers azcore's retry policy reads its delay from
 // (shared.RetryAfter). The per-retry policy hides them from azcore on a
 // response azcore is about to retry, and the Guard does the waiting.
@@ -500,9 +523,15 @@ func drained(resp *http.Response, err error) error {
 // subscription or the tenant-level requests; remaining writes or deletes
 // under 10 (global ones under 150; a tenant-level request's tenant writes
 // under 10) pause the request's own scope, its resource provider of the
-// subscription, so that the subscription's other reads go on.
+// subscription, so that the subscription's other reads go on. A Resource
+// Graph query's low tenant reads pause its tenant's tenant-level requests,
+// the tenant its token names (pauseGraphReads).
 func (st *callState) proactive(h http.Header) {
-	pauseFor(st.gd, armQuotaLow(h, st.tenant))
+	if p := armQuotaLow(h, st.tenant); p == pauseAccount && st.scope == GraphScope() && st.tried != nil {
+		pauseGraphReads(st.ctx, st.gov, st.gd, st.s.tenantAccount(st.tried.Header.Get("Authorization")))
+	} else {
+		pauseFor(st.gd, p)
+	}
 	if d, ok := quotaReset(h); ok {
 		st.gd.Pause(d)
 	}

@@ -114,7 +114,10 @@ func (l QueryLimits) resolve() QueryLimits {
 //     recorded as given up; a success with x-ms-user-quota-remaining: 0
 //     pauses the scope until the quota resets, and one with Resource
 //     Manager's x-ms-ratelimit-remaining-tenant-reads under 25 pauses the
-//     scope's account (the tenant-level requests') for a second, and
+//     tenant-level requests of the query's tenant for a second (the
+//     account tenants/<tenant id> of the tenant the request's bearer token
+//     names; for a token that names none, the scope's account, which the
+//     tenant-level requests whose tokens name none share), and
 //     -tenant-writes under 10 the scope, as the policies do on a query's
 //     answer. The backoff before a retry
 //     ends when the scope's breaker opens with a cooldown that outlasts
@@ -246,7 +249,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return zero, err
 		}
 		raw = nil
-		page, kind, err := sendPage(sctx, gd, client, q, mark, &raw)
+		page, kind, err := sendPage(sctx, gov, gd, client, q, mark, &raw)
 		if mark.governed.Load() {
 			// The pipeline is governed: its own Guard paced this page
 			// inside this attempt, and recorded its outcome (a success, a
@@ -299,7 +302,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // handler), the page is lost to the panic, which goes on: gd ends it,
 // unless the client's pipeline turned out to be governed (its own Guard
 // ended the page), and gives the slot back.
-func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier, q armresourcegraph.QueryRequest,
+func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, client GraphQuerier, q armresourcegraph.QueryRequest,
 	mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, err error) {
 	returned := false
 	defer func() {
@@ -319,7 +322,11 @@ func sendPage(ctx context.Context, gd *resilience.Guard, client GraphQuerier, q 
 			// As the policies read a query's answer (a query is a
 			// tenant-level request): Resource Manager's tenant headers,
 			// then Resource Graph's quota.
-			pauseFor(gd, armQuotaLow(r.Header, true))
+			if p := armQuotaLow(r.Header, true); p == pauseAccount && r.Request != nil {
+				pauseGraphReads(ctx, gov, gd, tenantAccount(r.Request.Header.Get("Authorization")))
+			} else {
+				pauseFor(gd, p)
+			}
 			if d, ok := quotaReset(r.Header); ok {
 				gd.Pause(d)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -189,4 +190,79 @@ type failingCred struct{}
 
 func (failingCred) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
 	return azcore.AccessToken{}, errNoToken
+}
+
+// A Resource Graph query is paced in its own scope, shared by every
+// tenant's queries, but its answer's x-ms-ratelimit-remaining-tenant-reads
+// is its tenant's: under 25 it pauses that tenant's tenant-level requests
+// (the account tenants/<tenant id>) for a second, and no other tenant's,
+// whether the policies read the answer (a *GraphClient, alone or paged by
+// QueryResources) or QueryResources does, for a client it does not govern.
+func TestAQuerysLowTenantReadsPauseItsTenant(t *testing.T) {
+	get := func(e *env, tid string) error {
+		c, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, tenantCred{tid}, e.base, e.opts()...)
+		if err != nil {
+			return err
+		}
+		_, err = c.GetAtTenantScope(context.Background(), "Microsoft.Compute", nil)
+		return err
+	}
+	governed := func(e *env) cloudgazure.GraphQuerier {
+		c, err := cloudgazure.NewGraphClient(tenantCred{tenantA}, e.base, e.opts()...)
+		if err != nil || !c.Governed() {
+			e.t.Fatalf("graph client: %v, governed %v", err, c.Governed())
+		}
+		return c
+	}
+	plain := func(e *env) cloudgazure.GraphQuerier {
+		o := *e.base
+		o.Retry = policy.RetryOptions{MaxRetries: -1}
+		c, err := armresourcegraph.NewClient(tenantCred{tenantA}, &o)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name  string
+		query func(e *env) error
+	}{
+		{"a *GraphClient's query", func(e *env) error {
+			_, err := governed(e).Resources(context.Background(), query, nil)
+			return err
+		}},
+		{"QueryResources on a *GraphClient", func(e *env) error {
+			e.srv.graphPages = 1
+			_, err := cloudgazure.QueryResources(context.Background(), governed(e), query, e.opts()...)
+			return err
+		}},
+		{"QueryResources pacing a client it does not govern", func(e *env) error {
+			e.srv.graphPages = 1
+			_, err := cloudgazure.QueryResources(context.Background(), plain(e), query, e.opts()...)
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, fast())
+				e.srv.okHeaders(routeGraph, "x-ms-ratelimit-remaining-tenant-reads", "24")
+				if err := c.query(e); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				if err := get(e, tenantB); err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("tenant B's tenant-level request waited %v after tenant A's query, want none", d)
+				}
+				if err := get(e, tenantA); err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); !near(d, time.Second, time.Millisecond) {
+					t.Errorf("tenant A's tenant-level request waited %v after its tenant's query left 24 tenant reads, want 1s", d)
+				}
+			})
+		})
+	}
 }
