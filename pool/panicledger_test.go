@@ -106,3 +106,24 @@ func TestAPanicRecordedInAnotherLedgerIsCountedInTheTasks(t *testing.T) {
 		}
 	})
 }
+
+// A governed call made with a context not derived from the task's (the
+// pool's, captured by the task's closure) leaves no mark on the task's:
+// when it carries the task's ledger, the panic it records there is
+// recorded again by the pool, counted twice, as the package's
+// documentation says.
+func TestAPanicInACallWithoutTheTasksContextIsCountedTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		ctx, l := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(1), WithGovernor(g))
+		sc := scope("Describe")
+		p.Go(pctx, sc, func(context.Context) error {
+			return resilience.Do(pctx, sc, func(context.Context) error { panic("in the call") }, resilience.WithGovernor(g))
+		})
+		p.Wait()
+		if n := l.Count(resilience.LossPanicked); n != 2 {
+			t.Fatalf("the ledger counts %d panicked, want 2 (the call's and the task's)", n)
+		}
+	})
+}

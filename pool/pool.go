@@ -58,10 +58,13 @@
 // A task that panics, or calls runtime.Goexit, ends failed (a *PanicError,
 // ErrGoexit) and is lost work: it is recorded in the resilience.Ledger its
 // context carries as panicked (resilience.LossPanicked), once. A panic
-// inside one of its governed calls, which the call records in that ledger
-// as it goes on to the task, is not recorded again; a panic recorded so
-// in another ledger (one the task bound with resilience.WithLedger) is
-// recorded in the task's too.
+// inside one of its governed calls made with its context (or one derived
+// from it), which the call records in that ledger as it goes on to the
+// task, is not recorded again; a panic recorded so in another ledger (one
+// the task bound with resilience.WithLedger) is recorded in the task's
+// too, and so is one of a call made with a context not derived from the
+// task's (the pool's, say) that carries the same ledger, which counts it
+// twice.
 package pool
 
 import (
