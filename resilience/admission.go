@@ -1132,6 +1132,17 @@ func pausedSince(b state.Bucket, now, from time.Duration) bool {
 	return b.Snapshot(now).Paused > 0
 }
 
+// pausedNow reports whether the scope's leaf or account bucket is paused
+// at now (see pausedAt): a pause holds a retry that would take no token
+// (see Guard.Admit).
+func (gd *Guard) pausedNow(now time.Duration) bool {
+	if pausedAt(gd.e.leaf, now) {
+		return true
+	}
+	b := gd.e.acct.bucket
+	return b != nil && pausedAt(b, now)
+}
+
 // acquire takes a slot of the account's bulkhead, waiting with ctx, and
 // counts the call on its entry (entryFlags). The entry is checked after
 // the slot is taken: a sweep marks an entry dead before it looks at its

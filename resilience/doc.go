@@ -50,7 +50,8 @@
 //     the backoff (Backoff, which an integration that sleeps its SDK's
 //     pause itself calls too). An SDK that retries on its own sends its
 //     retries through Pace rather than Enter (or Admit, when its retries
-//     take no token: it asks the breaker only), ends its own backoff sleep
+//     take no token: it asks the breaker, and waits out a pause of the
+//     scope, which holds every retry), ends its own backoff sleep
 //     with AfterOpen, and asks Resend when its own attempts ran out.
 //
 // A Guard's state is one phase (idle, sent, failed, retryable, awaiting a

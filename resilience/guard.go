@@ -35,10 +35,11 @@ import (
 //
 // Enter counts one call; an SDK whose retries are not calls of their own
 // (the AWS SDK's) sends them without Enter, pacing a throttled one with
-// Pace; one whose retries take no token at all (Google's paged calls)
-// readies them with Admit, which asks the breaker only. A slot is held
-// until Release or End: an integration chooses whether it covers an
-// attempt, a call with its retries, or a whole listing.
+// Pace; one whose retries take no token of their own (Google's paged
+// calls) readies them with Admit, which asks the breaker and waits out a
+// pause of the scope only. A slot is held until Release or End: an
+// integration chooses whether it covers an attempt, a call with its
+// retries, or a whole listing.
 //
 // A call made inside a Guard's attempt, with a context that answers
 // Value(governor) with that Guard, shares what the Guard holds: it never
@@ -717,8 +718,10 @@ func (gd *Guard) Resend() bool {
 // allowed it, and counts it as sent. A retry after a throttled answer
 // takes a fresh token: it waits for the scope's rate and pause on top of
 // the SDK's backoff, and a wait that would pass the deadline ends the
-// call with the throttled answer, recorded as failed. The time the SDK
-// slept since Retry allowed the retry is counted as the call's backoff.
+// call with the throttled answer, recorded as failed. A retry after a
+// transient answer takes none, unless its scope is paused, as Admit has
+// it. The time the SDK slept since Retry allowed the retry is counted as
+// the call's backoff.
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // every retry first asks the breaker as Enter does: an open breaker or a
 // probe out holds it until the verdict, within the deadline, and a retry
@@ -739,7 +742,8 @@ func (gd *Guard) Resend() bool {
 // token and waited for its slot while the scope was paused (another
 // call's throttle with a Retry-After, PauseAccount) gives the slot back
 // and waits for tokens again, which the pause holds, as Enter's attempt
-// does.
+// does; one that took none and finds the scope still paused as its slot
+// comes gives the slot back and takes a token, which the pause holds.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -753,7 +757,18 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // for its breakers' verdicts (breaker_wait), the retry waits for the
 // verdict instead, within the deadline, and only a retry that waited
 // takes a fresh token, as the calls the verdict lets through do. Unlike
-// Pace, a retry after a throttled answer takes no token. A context that
+// Pace, a retry after a throttled answer takes no token, unless its
+// scope is paused: a paused scope sends nothing until its pause ends, a
+// retry that takes no token of its own included. A retry readied while
+// another call's Retry-After or a PauseAccount holds the scope's leaf or
+// account bucket (or that finds it so as its slot comes, below) takes a
+// token, which the pause holds, and goes at the scope's rate once the
+// pause ends, as the calls the pause held do; one whose wait would reach
+// its deadline ends the call at once with the last answer, recorded as
+// failed after its retries (a give-up when throttled), as Enter's retry
+// that would wait past it does, and one that would wait longer than the
+// call's max wait is refused with a *WouldWaitError matching ErrNoToken.
+// A context that
 // ends during a wait ends the call with its error, joined to the last
 // answer, recorded as cancelled, and so does one done, or at its
 // deadline, when Admit is called. The time the SDK slept since Retry
@@ -793,7 +808,10 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	if err != nil {
 		return err
 	}
-	token := gd.p.set.enabled && (at != now || (throttleToken && gd.last.kind == Throttled))
+	// A retry that would take no token takes one when its scope is
+	// paused (another call's Retry-After, PauseAccount): a paused scope
+	// sends nothing until its pause ends, and then at its rate.
+	token := gd.p.set.enabled && (at != now || (throttleToken && gd.last.kind == Throttled) || gd.pausedNow(at))
 	now = at
 	// A retry readied at its deadline, or with its context done, is not
 	// sent, whether it takes a token or not, as Enter has it.
@@ -836,8 +854,17 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 		}
 		// A scope paused while the retry waited for its slot holds a
 		// retry that takes a token, as it holds Enter's attempt: it
-		// waits for tokens again, which the pause holds.
-		if now = gd.g.now(); !token || !gd.pausedDuringSlotWait(now, from) {
+		// waits for tokens again, which the pause holds. One that takes
+		// none is held by a pause still in force: it gives the slot
+		// back and takes a token, which the pause holds.
+		if now = gd.g.now(); token {
+			if !gd.pausedDuringSlotWait(now, from) {
+				break
+			}
+		} else if gd.p.set.enabled && gd.pausedNow(now) {
+			gd.Release()
+			token = true
+		} else {
 			break
 		}
 	}
