@@ -19,7 +19,9 @@ func (e h2Err) Error() string { return string(e) }
 // refusing the client's rate: a throttle, also for the strict
 // classification (it is the protocol's error code, not a phrase), but not
 // a provider's answer. A GOAWAY of ENHANCE_YOUR_CALM for too_many_pings
-// is the client's keepalive, not its rate: not a throttle.
+// is the client's keepalive, not its rate: the connection is lost, and the
+// call may go again on a new one, transient (strictly too), as cloudghttp
+// and cloudggcp read it, and no provider's answer.
 func TestEnhanceYourCalmIsAThrottle(t *testing.T) {
 	wrap := func(e error) error {
 		return &url.Error{Op: "Get", URL: "https://compute.googleapis.com/compute/v1/projects/p1", Err: e}
@@ -44,6 +46,18 @@ func TestEnhanceYourCalmIsAThrottle(t *testing.T) {
 	for _, err := range []error{
 		wrap(h2Err(`http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=ENHANCE_YOUR_CALM, debug="too_many_pings"`)),
 		h2Err(`code = Unavailable desc = closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`),
+	} {
+		if k := Classify(err); k != Transient {
+			t.Errorf("%v: %v, want TRANSIENT", err, k)
+		}
+		if k, ok := ClassifyStrict(err); !ok || k != Transient {
+			t.Errorf("strict: %v: %v, %v, want TRANSIENT", err, k, ok)
+		}
+		if IsProviderAnswer(err) {
+			t.Errorf("%v: a provider's answer, want none", err)
+		}
+	}
+	for _, err := range []error{
 		wrap(h2Err("stream error: stream ID 3; INTERNAL_ERROR; received from peer")),
 		errors.New("enhance your calm"),
 	} {

@@ -249,7 +249,9 @@ func isNetworkError(e error) bool {
 // ENHANCE_YOUR_CALM (a stream reset or a GOAWAY of net/http's or
 // grpc-go's, which say it only in their text) is Throttled: the server
 // refuses the client's rate; unless it is a GOAWAY for too_many_pings, a
-// client's keepalive settings. A nil error is Fatal.
+// client's keepalive settings, which is Transient: the connection is lost,
+// and the call may go again on a new one (as cloudghttp's Transport and
+// cloudggcp read it). A nil error is Fatal.
 func Classify(err error) Kind {
 	if err == nil {
 		return Fatal
@@ -264,7 +266,13 @@ func (f *facts) kind(err error) Kind {
 	if k, ok := f.decide(); ok {
 		return k
 	}
-	if msg := err.Error(); mentionsThrottling(msg) || enhanceYourCalm(msg) {
+	// HTTP/2's error code first, a protocol's word, as ClassifyStrict
+	// reads it; then the phrases.
+	msg := err.Error()
+	if k, ok := enhanceYourCalm(msg); ok {
+		return k
+	}
+	if mentionsThrottling(msg) {
 		return Throttled
 	}
 	return Fatal
@@ -279,12 +287,20 @@ func (f *facts) kind(err error) Kind {
 // ENHANCE_YOUR_CALM; received from peer", "http2: server sent GOAWAY and
 // closed the connection; ... ErrCode=ENHANCE_YOUR_CALM, ...") and grpc-go
 // ("received prior goaway: code: ENHANCE_YOUR_CALM") give it only in their
-// errors' text, their types being unexported. A GOAWAY whose debug data
-// is too_many_pings, which grpc servers send to a client that pings more
-// often than their keepalive policy allows, is the client's keepalive
-// settings, not its rate, and is not one.
-func enhanceYourCalm(msg string) bool {
-	return strings.Contains(msg, "ENHANCE_YOUR_CALM") && !strings.Contains(msg, "too_many_pings")
+// errors' text, their types being unexported: Throttled, ok. A GOAWAY
+// whose debug data is too_many_pings, which grpc servers send to a client
+// that pings more often than their keepalive policy allows, is the
+// client's keepalive settings, not its rate: the server closes the
+// connection, and the call may go again on a new one, Transient, ok. Any
+// other msg is not ok.
+func enhanceYourCalm(msg string) (Kind, bool) {
+	switch {
+	case !strings.Contains(msg, "ENHANCE_YOUR_CALM"):
+		return Fatal, false
+	case strings.Contains(msg, "too_many_pings"):
+		return Transient, true
+	}
+	return Throttled, true
 }
 
 // ClassifyStrict is Classify without the message search: ok is false when
@@ -293,7 +309,8 @@ func enhanceYourCalm(msg string) bool {
 // nothing: ok is false, and Classify reads it as Fatal unless its message
 // mentions throttling. HTTP/2's error code ENHANCE_YOUR_CALM, read from
 // the text of an error that nothing else decides (see Classify), is a
-// protocol's error code, not a phrase: Throttled, ok.
+// protocol's error code, not a phrase: Throttled, ok (Transient, ok, for a
+// GOAWAY for too_many_pings).
 func ClassifyStrict(err error) (kind Kind, ok bool) {
 	if err == nil {
 		return Fatal, false
@@ -302,8 +319,8 @@ func ClassifyStrict(err error) (kind Kind, ok bool) {
 	if k, ok := f.decide(); ok {
 		return k, ok
 	}
-	if enhanceYourCalm(err.Error()) {
-		return Throttled, true // an HTTP/2 error code, not a phrase
+	if k, ok := enhanceYourCalm(err.Error()); ok {
+		return k, true // an HTTP/2 error code, not a phrase
 	}
 	return Fatal, false
 }

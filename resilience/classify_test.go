@@ -184,6 +184,11 @@ func TestClassifyTable(t *testing.T) {
 		{"message: accelerate is not rate", errors.New("accelerate exceeded"), Fatal},
 		{"message phrase after a code: the code wins", codeErr{"AccessDenied", "rate exceeded"}, Fatal},
 
+		{"HTTP/2 RST_STREAM of ENHANCE_YOUR_CALM: the server refuses the rate", h2Err("stream error: stream ID 3; ENHANCE_YOUR_CALM; received from peer"), Throttled},
+		{"net/http's GOAWAY of ENHANCE_YOUR_CALM for too_many_pings: a lost connection", h2Err(`http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=ENHANCE_YOUR_CALM, debug="too_many_pings"`), Transient},
+		{"grpc-go's GOAWAY of ENHANCE_YOUR_CALM for too_many_pings: a lost connection", h2Err(`rpc error: code = Unavailable desc = closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`), Transient},
+		{"too_many_pings without ENHANCE_YOUR_CALM says nothing", h2Err("upstream: too_many_pings"), Fatal},
+
 		{"own: circuit open", &CircuitOpenError{Scope: ec2Vpcs}, Throttled},
 		{"own: budget wrapping a 404", &RetryBudgetExhaustedError{Scope: ec2Vpcs, Err: statusErr(404)}, Throttled},
 		{"own: deadline", &DeadlineExceededError{Scope: ec2Vpcs}, Transient},
