@@ -226,10 +226,19 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // probe if the nested call gave no verdict, and is refused if the verdict
 // opened the breaker). The breaker reports no second move to half-open.
 // What the caller records of the attempt afterwards is recorded as well:
-// an integration whose nested call recorded the attempt's outcome does
-// not end the caller's Guard with it. The context is looked up only when
-// no slot is free, or when the breaker refused the call: the common call
-// pays nothing for it.
+// the attempt is a counted call of the caller's, and its success (which
+// reports no second change of a breaker the nested call closed) refunds
+// the retry budget as any call's does; an integration whose nested call
+// recorded the attempt's outcome does not end the caller's Guard with it.
+// A call on a borrowed slot records each success as it comes (see After),
+// as a call that gives its slot back after each attempt does, though it
+// holds the loan across its attempts: one success for each of its
+// counted calls (a listing of three pages refunds the budget three times,
+// 0.30), never more, where a call holding a slot of its own across its
+// attempts records one, at End, so that a probe holds its lease until
+// the call is over; as the probe, the borrower's success is the verdict
+// at once. The context is looked up only when no slot is free, or when
+// the breaker refused the call: the common call pays nothing for it.
 //
 // A call whose provider a Configure disabled after the call began is no
 // longer governed from then on: its attempts ask no breaker, wait for no
