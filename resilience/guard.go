@@ -212,7 +212,14 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // borrowed one to come back, so that the calls stay within the cap. A
 // nested call that goes on once the attempt is over (a goroutine's) keeps
 // the slot it borrowed: the enclosing call's Release leaves it taken
-// until the nested call gives it back.
+// until the nested call gives it back. The call lends one slot at a time,
+// whichever attempt the calls were nested in: a call nested in a later
+// attempt, no slot free and the loan of an earlier attempt still out (a
+// goroutine's call going on), waits for a free slot or for that loan to
+// come back, as a second call nested in the same attempt does. Such a
+// wait ends when the earlier call does: an earlier nested call that
+// waits for the later one (or for the attempt it is nested in) waits for
+// good when the account's cap is full.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that
