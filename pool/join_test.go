@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -27,8 +28,12 @@ func TestTasksWaitingForTheirChildrenOnEveryWorkerRunNothing(t *testing.T) {
 		p, ctx := New(context.Background(), Workers(2))
 		release := make(chan struct{})
 		var children atomic.Int64
+		var running sync.WaitGroup // both tasks hold a worker before either submits its child
+		running.Add(2)
 		for range 2 {
 			p.Go(ctx, resilience.Scope{}, func(ctx context.Context) error {
+				running.Done()
+				running.Wait()
 				done := make(chan struct{})
 				p.Go(ctx, resilience.Scope{}, func(context.Context) error { children.Add(1); close(done); return nil })
 				select {
