@@ -470,3 +470,31 @@ func innerHelper(g *Guard, r Request) (string, error) {
 	defer cancel()
 	return Run(ctx, g, r, func(context.Context) (string, error) { return "inner", nil })
 }
+
+// A scope whose slot no running operation holds, only one kept for a
+// caller waiting ahead, refuses a caller that does not wait, and says so:
+// not that an operation is running for it, which is untrue, and would
+// send the caller looking for one.
+func TestASlotKeptForAWaitingCallerIsNotSaidToRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+		started, release := make(chan struct{}), make(chan struct{})
+		outer := goRun(context.Background(), g, req("outer", "aws/a"), func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "outer", nil
+		})
+		<-started
+		both := req("both", "aws/a", "aws/b")
+		both.Wait = true
+		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
+		synctest.Wait()
+		defer func() { close(release); <-outer; <-waiter }()
+		_, err := Run(context.Background(), g, req("late", "aws/b"), func(context.Context) (string, error) { return "late", nil })
+		refused(t, err, ReasonBusy, "a live operation waiting before this one holds aws/b; retry when it starts and finishes or use the cached dataset")
+		_, err = Run(context.Background(), g, req("late", "aws/a"), func(context.Context) (string, error) { return "late", nil })
+		refused(t, err, ReasonBusy, "a live operation is already running for aws/a; retry when it finishes or use the cached dataset")
+		_, err = Run(context.Background(), g, req("late", "aws/a", "aws/b"), func(context.Context) (string, error) { return "late", nil })
+		refused(t, err, ReasonBusy, "a live operation is already running for aws/a, and one waiting before this one holds aws/b; retry when they finish or use the cached dataset")
+	})
+}

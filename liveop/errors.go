@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,7 +19,8 @@ const (
 	// ReasonCooldown: a scope of the operation ran recently.
 	ReasonCooldown Reason = "cooldown"
 	// ReasonBusy: a scope, or the guard, is at its cap of running
-	// operations.
+	// operations, counting the slots kept for callers that wait
+	// (Request.Wait) before this one; the message says which.
 	ReasonBusy Reason = "busy"
 	// ReasonQuota: the caller started its quota of operations in the
 	// window.
@@ -127,14 +129,31 @@ func cooldownError(scopes []string, wait time.Duration) *RefusedError {
 }
 
 // busyError refuses for the scopes at their cap, or for every scope when
-// there are none (the total cap).
-func busyError(scopes []string) *RefusedError {
-	which := "all scopes"
-	if len(scopes) > 0 {
-		which = strings.Join(scopes, ", ")
+// there are none (the total cap). Of those, waiting are the ones full of
+// the slots kept for callers waiting before this one (Request.Wait),
+// whose operations have yet to start, not of operations that run.
+func busyError(scopes, waiting []string) *RefusedError {
+	running := slices.DeleteFunc(slices.Clone(scopes), func(s string) bool { return slices.Contains(waiting, s) })
+	var msg string
+	switch {
+	case len(scopes) == 0:
+		msg = "a live operation is already running for all scopes; retry when it finishes or use the cached dataset"
+	case len(waiting) == 0:
+		msg = fmt.Sprintf("a live operation is already running for %s; retry when it finishes or use the cached dataset", strings.Join(scopes, ", "))
+	case len(running) == 0:
+		msg = fmt.Sprintf("a live operation waiting before this one holds %s; retry when it starts and finishes or use the cached dataset", strings.Join(scopes, ", "))
+	default:
+		msg = fmt.Sprintf("a live operation is already running for %s, and one waiting before this one holds %s; retry when they finish or use the cached dataset",
+			strings.Join(running, ", "), strings.Join(waiting, ", "))
 	}
-	return &RefusedError{Reason: ReasonBusy, Scopes: scopes,
-		msg: fmt.Sprintf("a live operation is already running for %s; retry when it finishes or use the cached dataset", which)}
+	return &RefusedError{Reason: ReasonBusy, Scopes: scopes, msg: msg}
+}
+
+// busyWaitingError refuses for the total cap, full of the slots kept for
+// callers waiting before this one, whose operations have yet to start.
+func busyWaitingError() *RefusedError {
+	return &RefusedError{Reason: ReasonBusy,
+		msg: "a live operation waiting before this one holds the last slot of all scopes; retry when it starts and finishes or use the cached dataset"}
 }
 
 func quotaError(caller string, max int, window string, wait time.Duration) *RefusedError {

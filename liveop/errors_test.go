@@ -21,7 +21,7 @@ func TestRefusalJSON(t *testing.T) {
 			`{"reason":"cooldown","message":"live collection of aws/1, aws/2 ran recently; cooling down, retry in 120s or use the cached dataset","retry_after_seconds":120,"scopes":["aws/1","aws/2"]}`},
 		{quotaError("agent", 3, "90.5", 12340*time.Millisecond),
 			`{"reason":"quota","message":"caller 'agent' reached its quota of 3 live operations per 90.5s; retry in 13s or use the cached dataset","retry_after_seconds":12.4}`},
-		{busyError(nil),
+		{busyError(nil, nil),
 			`{"reason":"busy","message":"a live operation is already running for all scopes; retry when it finishes or use the cached dataset"}`},
 		{timeoutError([]string{"gcp/projects/p"}, 1500*time.Millisecond, context.DeadlineExceeded),
 			`{"reason":"timeout","message":"live operation did not finish within 1.5s and was cancelled; retry later or use the cached dataset","scopes":["gcp/projects/p"]}`},

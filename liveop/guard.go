@@ -451,7 +451,7 @@ func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested 
 			return cooldownError(cooling, longest)
 		}
 	}
-	var full []string
+	var full, waiting []string // waiting: those full of slots kept for waiting callers, not of operations that run
 	for _, s := range scopes {
 		n := g.active[s] + g.held[s]
 		if !nested {
@@ -459,10 +459,16 @@ func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested 
 		}
 		if n >= g.cfg.maxPerScope {
 			full = append(full, s)
+			if g.active[s] < g.cfg.maxPerScope {
+				waiting = append(waiting, s)
+			}
 		}
 	}
-	if len(full) > 0 || g.total+g.heldAll >= g.cfg.maxTotal {
-		return busyError(full)
+	if len(full) > 0 || g.total >= g.cfg.maxTotal {
+		return busyError(full, waiting)
+	}
+	if g.total+g.heldAll >= g.cfg.maxTotal {
+		return busyWaitingError()
 	}
 	return nil
 }
