@@ -93,8 +93,11 @@ func (t *Transport) CloseIdleConnections() {
 //     on the admission of the attempt that failed: its slot is held
 //     through the backoff, and the scope counts no retry of it, pays
 //     nothing from its retry budget and records the call's end only (lost
-//     as errored when the failure ends it). A failure that does not pass
-//     (a token server's 400 or 401) ends the call at once;
+//     as errored when the failure ends it). A slot lent to a call nested
+//     in the failed attempt that goes on stays that call's: the resend
+//     waits for another (with the request's context, within its max
+//     wait), as an attempt does. A failure that does not pass (a token
+//     server's 400 or 401) ends the call at once;
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -407,12 +410,16 @@ func (x *exchange) attemptError(err error) error {
 // base delay to its max backoff) has passed. The request goes on the
 // admission its attempt had (its token, its slot, held through the
 // backoff): nothing was sent to the scope, which counts no retry of it and
-// pays nothing from its retry budget. It returns nil, and the attempt's
-// failure ends the call as a local error, when the policy's attempts are
-// spent (each send counts, the first included), the backoff would reach
-// or pass the call's deadline (the policy's, or the context's), the body
-// cannot be rewound, or the context is done; and the context's error when
-// it ends during the backoff.
+// pays nothing from its retry budget. A slot lent to a call nested in the
+// attempt that goes on is left to it, and the resend waits for another
+// (attemptctx.ReadyResend). It returns nil, and the attempt's failure
+// ends the call as a local error, when the policy's attempts are spent
+// (each send counts, the first included), the backoff would reach or pass
+// the call's deadline (the policy's, or the context's), the body cannot
+// be rewound, or the context is done; and the context's error when it
+// ends during the backoff or the wait for a slot, or the
+// *resilience.WouldWaitError of a slot that did not come within the
+// call's max wait.
 func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http.Request, error) {
 	x.resends++
 	attempts, deadline := x.t.cfg.policy.MaxAttempts, x.t.cfg.policy.Deadline
@@ -442,6 +449,10 @@ func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http
 		return nil, nil
 	}
 	if err := clock.Sleep(ctx, delay); err != nil {
+		closeBody(next)
+		return nil, err
+	}
+	if err := attemptctx.ReadyResend(ctx, x.gd); err != nil {
 		closeBody(next)
 		return nil, err
 	}

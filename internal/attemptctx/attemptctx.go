@@ -22,6 +22,7 @@ import (
 	"errors"
 
 	"github.com/cloudg/cloudg/internal/nestgate"
+	"github.com/cloudg/cloudg/internal/resendslot"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -68,6 +69,23 @@ func Value(parent context.Context, gov *resilience.Governor, gd *resilience.Guar
 		return gd
 	}
 	return parent.Value(key)
+}
+
+// ReadyResend readies the resend of gd's attempt in progress (Enter or
+// Pace let it through, its answer not reported yet), which failed before
+// its request left the process and which the integration sends again on
+// the attempt's admission, after a wait of its own: nothing is taken,
+// counted or recorded for it but a slot. It returns nil when the resend
+// may go: the Guard holds a slot that no call nested in the attempt
+// still goes on, or has taken one, waiting with ctx. Otherwise the
+// resend is not sent, and the integration ends the call with the
+// attempt's failure as it records it: a *resilience.WouldWaitError
+// matching resilience.ErrNoSlot when no slot came within the call's max
+// wait (resilience.WithMaxWait); the context's error when it ended. Call
+// it with the Guard's gate closed, as any of its verbs. A Guard with no
+// attempt in progress is ready.
+func ReadyResend(ctx context.Context, gd *resilience.Guard) error {
+	return resendslot.Ready(ctx, gd)
 }
 
 // GovernorStop reports whether err, the error an attempt ended with,

@@ -1,0 +1,119 @@
+//go:build go1.25
+
+package cloudghttp_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// flights counts the calls in flight at once, and the most there were.
+type flights struct {
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (f *flights) in() {
+	f.mu.Lock()
+	f.now++
+	f.peak = max(f.peak, f.now)
+	f.mu.Unlock()
+}
+
+func (f *flights) out() {
+	f.mu.Lock()
+	f.now--
+	f.mu.Unlock()
+}
+
+func (f *flights) most() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peak
+}
+
+// lendingTokenBase is an authenticating base transport whose first token
+// fetch starts a governed call of the API's account with the request's
+// context (a refresh it does not wait for, nested in the attempt: it
+// borrows the attempt's slot), waits until that call is in, and fails
+// with a refused connection to the token endpoint, as oauth2's Transport
+// does; the call goes on for 10 s. Every later request is sent with next,
+// each counted in flight for a second.
+type lendingTokenBase struct {
+	gov    *resilience.Governor
+	fl     *flights
+	next   http.RoundTripper
+	mu     sync.Mutex
+	asked  int
+	nested chan error
+}
+
+func (b *lendingTokenBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.asked++
+	first := b.asked == 1
+	b.mu.Unlock()
+	if first {
+		in := make(chan struct{})
+		ctx := req.Context()
+		go func() {
+			b.nested <- resilience.Do(ctx, tokenScope, func(context.Context) error {
+				b.fl.in()
+				close(in)
+				time.Sleep(10 * time.Second)
+				b.fl.out()
+				return nil
+			}, resilience.WithGovernor(b.gov))
+		}()
+		<-in
+		return nil, tokenRefused()
+	}
+	b.fl.in()
+	defer b.fl.out()
+	time.Sleep(time.Second)
+	return b.next.RoundTrip(req)
+}
+
+// tokenScope is the scope of a governed call the base transport makes:
+// the API's account, so the account's bulkhead.
+var tokenScope = resilience.Scope{Provider: apiScope.Provider, Account: apiScope.Account, Service: "tokens"}
+
+// The resend of an attempt that failed before it was sent (its token
+// endpoint refused the connection) does not go on the slot its attempt
+// lent to a call nested in it that goes on (a token refresh the base
+// transport started with the request's context and did not wait for):
+// the slot stays that call's until it is over, and the resend waits for
+// a slot, so that the account stays within its cap of 1.
+func TestAnUnsentAttemptIsNotSentAgainOnASlotLentToACallThatGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		gov := newGov(t, oneSlot())
+		fl := &flights{}
+		base := &lendingTokenBase{gov: gov, fl: fl, next: newMem(f), nested: make(chan error, 1)}
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.test/items", nil)
+		start := time.Now()
+		resp, err := client(base, gov, withAttempts(5)).Do(req)
+		if err != nil {
+			t.Fatalf("err %v; want the call to succeed once it has its token", err)
+		}
+		readAll(t, resp)
+		if err := <-base.nested; err != nil {
+			t.Fatalf("the nested call: %v", err)
+		}
+		if fl.most() != 1 {
+			t.Fatalf("%d calls in flight at once, want 1: the account's cap is 1, and the resend went on the slot lent to the nested call", fl.most())
+		}
+		if took := time.Since(start); took != 11*time.Second {
+			t.Fatalf("the call took %v; want 11s: the resend waits for the nested call's 10s, and takes 1s", took)
+		}
+		if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
+			t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+		}
+	})
+}

@@ -1,0 +1,69 @@
+package resilience
+
+import (
+	"context"
+
+	"github.com/cloudg/cloudg/internal/resendslot"
+)
+
+func init() {
+	// The integrations' resends of an attempt that was never sent
+	// (package attemptctx) are readied as readyResend has it.
+	resendslot.Ready = func(ctx context.Context, guard any) error {
+		return guard.(*Guard).readyResend(ctx)
+	}
+}
+
+// readyResend readies the resend of the attempt in progress (Enter or
+// Pace let it through, and its answer is not reported), whose request
+// failed before it left the process (a credential that could not be had)
+// and that an integration sends again on the attempt's admission: nothing
+// was sent to the scope, so the resend takes no token and is neither
+// counted nor recorded, here or on any error, which the integration
+// records as the attempt's end. What the wait before the resend may have
+// changed is looked at again, as Enter looks at it before an attempt:
+//   - a context done, or at its deadline (its timer run or not), returns
+//     its error;
+//   - the slot: one held (or borrowed) across the wait and not lent to a
+//     call nested in the attempt that goes on is the resend's; one lent
+//     so is left to that call (Release keeps it for it), and the resend
+//     takes another, as does a Guard that gave its slot back for the
+//     wait, waiting for it with ctx, within the call's max wait
+//     (WithMaxWait) from now: past it, a *WouldWaitError matching
+//     ErrNoSlot. A slot that comes back at the context's deadline is
+//     given back, and the deadline's error returned.
+//
+// A Guard not governed (its provider disabled since Begin, or from the
+// start), or with no attempt in progress, is ready as it is.
+func (gd *Guard) readyResend(ctx context.Context) error {
+	if gd.e == nil || gd.phase != phaseSent {
+		return nil
+	}
+	gd.live()
+	now := gd.g.now()
+	if gd.bounded = false; gd.bind.held {
+		gd.bound(now) // the max wait, from now: no scheduler's claim once sent
+	}
+	if err := gd.g.ctxErr(ctx, now); err != nil {
+		return err
+	}
+	if gd.slot != nil || gd.slotOf != nil {
+		if !gd.lent.lentOut() {
+			return nil
+		}
+		gd.Release() // kept for the call it is lent to, as Enter has it
+	}
+	_, waited, err := gd.acquire(ctx)
+	switch {
+	case err == errSlotWait:
+		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
+	case err != nil:
+		return err
+	case waited:
+		if err := gd.g.ctxErr(ctx, gd.g.now()); err != nil {
+			gd.Release()
+			return err
+		}
+	}
+	return nil
+}
