@@ -90,14 +90,14 @@ func (t *Transport) CloseIdleConnections() {
 //     RetrieveError does) and the body can be rewound,
 //     the request is sent again after a decorrelated-jitter backoff of the
 //     policy's, within its attempts and its deadline (the context's too),
-//     on the admission of the attempt that failed: its slot is held
-//     through the backoff, and the scope counts no retry of it, pays
-//     nothing from its retry budget and records the call's end only (lost
-//     as errored when the failure ends it). A slot lent to a call nested
-//     in the failed attempt that goes on stays that call's: the resend
-//     waits for another (with the request's context, within its max
-//     wait), as an attempt does. A failure that does not pass (a token
-//     server's 400 or 401) ends the call at once;
+//     on the admission of the attempt that failed (its token): the scope
+//     counts no retry of it, pays nothing from its retry budget and
+//     records the call's end only (lost as errored when the failure ends
+//     it). The backoff holds no slot, as the core's retries hold none;
+//     the resend takes one again as an attempt does (waiting for it with
+//     the request's context, within its max wait), never the one lent to
+//     a call nested in the failed attempt that goes on. A failure that
+//     does not pass (a token server's 400 or 401) ends the call at once;
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -408,18 +408,18 @@ func (x *exchange) attemptError(err error) error {
 // a copy of first with its body rewound, once a backoff of the policy's
 // (the decorrelated jitter of the Transport's retries, from the policy's
 // base delay to its max backoff) has passed. The request goes on the
-// admission its attempt had (its token, its slot, held through the
-// backoff): nothing was sent to the scope, which counts no retry of it and
-// pays nothing from its retry budget. A slot lent to a call nested in the
-// attempt that goes on is left to it, and the resend waits for another
-// (attemptctx.ReadyResend). It returns nil, and the attempt's failure
-// ends the call as a local error, when the policy's attempts are spent
-// (each send counts, the first included), the backoff would reach or pass
-// the call's deadline (the policy's, or the context's), the body cannot
-// be rewound, or the context is done; and the context's error when it
-// ends during the backoff or the wait for a slot, or the
-// *resilience.WouldWaitError of a slot that did not come within the
-// call's max wait.
+// admission its attempt had (its token): nothing was sent to the scope,
+// which counts no retry of it and pays nothing from its retry budget.
+// The backoff holds no slot: the Guard gives its slot back for it (a slot
+// lent to a call nested in the attempt that goes on stays that call's),
+// and takes one again once it is over (attemptctx.ReadyResend). It
+// returns nil, and the attempt's failure ends the call as a local error,
+// when the policy's attempts are spent (each send counts, the first
+// included), the backoff would reach or pass the call's deadline (the
+// policy's, or the context's), the body cannot be rewound, or the context
+// is done; and the context's error when it ends during the backoff or the
+// wait for a slot, or the *resilience.WouldWaitError of a slot that did
+// not come within the call's max wait.
 func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http.Request, error) {
 	x.resends++
 	attempts, deadline := x.t.cfg.policy.MaxAttempts, x.t.cfg.policy.Deadline
@@ -448,6 +448,10 @@ func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http
 	if !ok {
 		return nil, nil
 	}
+	// The wait holds no slot, as the core's retries back off without one;
+	// a slot lent to a call nested in the attempt that goes on stays that
+	// call's (see resilience.Guard.Release).
+	x.gd.Release()
 	if err := clock.Sleep(ctx, delay); err != nil {
 		closeBody(next)
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -111,6 +112,60 @@ func TestAnUnsentAttemptIsNotSentAgainOnASlotLentToACallThatGoesOn(t *testing.T)
 		}
 		if took := time.Since(start); took != 11*time.Second {
 			t.Fatalf("the call took %v; want 11s: the resend waits for the nested call's 10s, and takes 1s", took)
+		}
+		if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
+			t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+		}
+	})
+}
+
+// pathTokenBase fails the first token fetch of each path in fail with a
+// refused connection to the token endpoint, and sends every other request
+// with next.
+type pathTokenBase struct {
+	mu     sync.Mutex
+	fail   map[string]bool
+	failed map[string]bool
+	next   http.RoundTripper
+}
+
+func (b *pathTokenBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	fail := b.fail[req.URL.Path] && !b.failed[req.URL.Path]
+	if fail {
+		b.failed[req.URL.Path] = true
+	}
+	b.mu.Unlock()
+	if fail {
+		return nil, tokenRefused()
+	}
+	return b.next.RoundTrip(req)
+}
+
+// everySecond is a policy whose backoff is one second exactly.
+var everySecond = cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 5, BaseDelay: time.Second, MaxBackoff: time.Second})
+
+// A request whose token could not be had waits to be sent again without
+// a slot, as the core's retries back off without one: another request of
+// the account, under a cap of 1, goes meanwhile, at once.
+func TestAnUnsentAttemptHoldsNoSlotWhileItWaitsToBeSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		gov := newGov(t, oneSlot())
+		base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
+		c := client(base, gov, everySecond)
+		var wg sync.WaitGroup
+		start := time.Now()
+		wg.Go(func() { readAll(t, do(t, c, http.MethodGet, "http://api.test/a", nil)) })
+		time.Sleep(100 * time.Millisecond)
+		readAll(t, do(t, c, http.MethodGet, "http://api.test/b", nil))
+		if took := time.Since(start); took != 100*time.Millisecond {
+			t.Errorf("/b answered at %v; want at once, at 100ms: the request waiting to be sent again held the only slot", took)
+		}
+		wg.Wait()
+		hits := f.recorded()
+		if len(hits) != 2 || hits[1].path != "/a" || hits[1].at.Sub(start) != time.Second {
+			t.Fatalf("the API got %v; want /b, then /a at 1s", hits)
 		}
 		if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
 			t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
