@@ -96,8 +96,10 @@ func (t *Transport) CloseIdleConnections() {
 //     it). The backoff holds no slot, as the core's retries hold none;
 //     the resend takes one again as an attempt does (waiting for it with
 //     the request's context, within its max wait), never the one lent to
-//     a call nested in the failed attempt that goes on. A failure that
-//     does not pass (a token server's 400 or 401) ends the call at once;
+//     a call nested in the failed attempt that goes on, and a breaker
+//     that opened meanwhile and would refuse a retry stops the resends
+//     (see resilience.Guard.Enter). A failure that does not pass (a
+//     token server's 400 or 401) ends the call at once;
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -416,8 +418,9 @@ func (x *exchange) attemptError(err error) error {
 // returns nil, and the attempt's failure ends the call as a local error,
 // when the policy's attempts are spent (each send counts, the first
 // included), the backoff would reach or pass the call's deadline (the
-// policy's, or the context's), the body cannot be rewound, or the context
-// is done; and the context's error when it ends during the backoff or the
+// policy's, or the context's), the body cannot be rewound, the context is
+// done, or the scope's breaker opened during the backoff and would refuse
+// a retry; and the context's error when it ends during the backoff or the
 // wait for a slot, or the *resilience.WouldWaitError of a slot that did
 // not come within the call's max wait.
 func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http.Request, error) {
@@ -458,6 +461,9 @@ func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http
 	}
 	if err := attemptctx.ReadyResend(ctx, x.gd); err != nil {
 		closeBody(next)
+		if _, open := err.(*resilience.CircuitOpenError); open {
+			return nil, nil // the breaker opened meanwhile: no resend
+		}
 		return nil, err
 	}
 	return next, nil

@@ -4,14 +4,17 @@ package cloudghttp_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // flights counts the calls in flight at once, and the most there were.
@@ -169,6 +172,54 @@ func TestAnUnsentAttemptHoldsNoSlotWhileItWaitsToBeSentAgain(t *testing.T) {
 		}
 		if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
 			t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+		}
+	})
+}
+
+// A request whose token could not be had, and whose scope's breaker
+// opened while it waited to be sent again (another request failed), is
+// not sent: the breaker lets no request of the scope through but its
+// probe, as it refuses a retry. The call ends with the token's failure,
+// a local error of the call, lost as errored, as when its resends are
+// spent.
+func TestAnUnsentAttemptIsNotSentAgainThroughAnOpenBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(http.StatusInternalServerError))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}})
+		base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "items")
+		var errA error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+			resp, err := client(base, gov, everySecond).Do(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+			errA = err
+		})
+		time.Sleep(100 * time.Millisecond)
+		readAll(t, do(t, client(base, gov, withAttempts(1)), http.MethodGet, "http://api.test/b", nil))
+		if br := gov.Inspect(apiScope).Breaker; br.State != state.Open {
+			t.Fatalf("breaker %+v after /b's 500; want open", br)
+		}
+		wg.Wait()
+		if hits := f.recorded(); len(hits) != 1 {
+			t.Fatalf("the API got %v; want /b alone: /a was sent again through the open breaker", hits)
+		}
+		if !errors.Is(errA, syscall.ECONNREFUSED) {
+			t.Fatalf("/a: %v; want the token's refused connection", errA)
+		}
+		if n := ledger.Count(resilience.LossErrored); n != 1 {
+			t.Fatalf("ledger %q; want /a lost as errored", ledger.Describe())
+		}
+		if tot := gov.Summary(stats).Totals; tot.Errored != 1 {
+			t.Fatalf("totals %v; want /a errored", tot)
+		}
+		if s := gov.Inspect(apiScope); s.Breaker.State != state.Open || s.InFlight != 0 {
+			t.Fatalf("scope %+v; want the breaker /b opened, no slot held", s)
 		}
 	})
 }

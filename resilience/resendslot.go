@@ -24,6 +24,11 @@ func init() {
 // changed is looked at again, as Enter looks at it before an attempt:
 //   - a context done, or at its deadline (its timer run or not), returns
 //     its error;
+//   - the breaker: a call that holds the probe's lease resends as the
+//     probe, and a call nested in an enclosing call's probe attempt
+//     borrows it (see Enter); otherwise a breaker that would refuse a
+//     call now (open, or half-open with its probe out in another call)
+//     refuses the resend with a *CircuitOpenError;
 //   - the slot: one held (or borrowed) across the wait and not lent to a
 //     call nested in the attempt that goes on is the resend's; one lent
 //     so is left to that call (Release keeps it for it), and the resend
@@ -46,6 +51,11 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 	}
 	if err := gd.g.ctxErr(ctx, now); err != nil {
 		return err
+	}
+	if gd.p.set.enabled {
+		if wait, ok := gd.ask(now); !ok && !gd.borrowProbe(ctx, now) {
+			return gd.openError(wait)
+		}
 	}
 	if gd.slot != nil || gd.slotOf != nil {
 		if !gd.lent.lentOut() {
