@@ -338,11 +338,20 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		// The attempt before never left the process (see ownAnswer): this
 		// one goes on its admission, as the call's first to the scope,
 		// which it adds no load to. It is no retry of the scope's: not
-		// counted, paid from the retry budget or paced.
-		st.unsent = nil
+		// counted, paid from the retry budget or paced. What the SDK's
+		// sleep may have changed is asked again (attemptctx.ReadyResend):
+		// a breaker that opened meanwhile refuses it, as it refuses a
+		// retry, and the slot held across the SDK's retries, when it is
+		// lent to a call nested in the attempt before that goes on (a
+		// credentials refresh), is left to that call while this attempt
+		// waits for another.
 		st.retryAccounted = false
 		st.unwatch()
 		st.cut.Reset()
+		if err := attemptctx.ReadyResend(ctx, st.gd); err != nil {
+			return out, md, st.unsentStop(ctx, err)
+		}
+		st.unsent = nil
 	} else if st.sent {
 		// The SDK's sleep is over: the watch ends, and the retry runs on
 		// the call's own context (if the breaker opened as the sleep
@@ -383,6 +392,28 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		st.gd.After(err)
 	}
 	return out, md, err
+}
+
+// unsentStop is the error that ends the SDK's loop when the retry of an
+// attempt that never left the process may not go (see
+// attemptctx.ReadyResend), which the SDK does not retry: the caller's
+// context ended, a canceled request; no slot came within the call's max
+// wait (resilience.WithMaxWait), a *ThrottlingError wrapping the core's
+// *resilience.WouldWaitError; the scope's breaker opened, the attempt's
+// own failure, as when the SDK's attempts run out. The call ends with
+// that attempt's failure, recorded as endUnsent records it: lost as
+// errored (cancelled, when the context ended).
+func (s *callState) unsentStop(ctx context.Context, err error) error {
+	switch err.(type) {
+	case *resilience.CircuitOpenError:
+		return &notRetryable{err: s.unsent.(*unsentError).err}
+	case *resilience.WouldWaitError:
+		return &ThrottlingError{Err: err}
+	}
+	if ctx.Err() != nil {
+		return &aws.RequestCanceledError{Err: err}
+	}
+	return &notRetryable{err: err}
 }
 
 // endUnsent records the attempt the call ended with, when it never left

@@ -1,0 +1,124 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/cloudg/cloudg/cloudgaws"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// credentialsRefused is the error of an http.Client whose credential
+// server refused the connection, which the SDK retries.
+func credentialsRefused() error {
+	return &url.Error{Op: "Get", URL: "http://127.0.0.1:1/credentials", Err: &net.OpError{
+		Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED},
+	}}
+}
+
+// The SDK's retry of an attempt that never left the process (its
+// credentials could not be had) does not go on the slot the call lent to
+// a call nested in that attempt that goes on (an STS call the credentials
+// provider started with the attempt's context and did not wait for, a
+// refresh in the background): the slot stays that call's until it is
+// over, and the retry waits for a slot, so that the account stays within
+// its cap of 1.
+func TestAnUnsentAttemptsRetryIsNotSentOnASlotLentToACallThatGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.hold = func(r *http.Request) {
+			if r.Form == nil { // STS's form is read into r.Form as EC2's is
+				return
+			}
+			if r.Form.Get("Action") == "GetCallerIdentity" {
+				time.Sleep(10 * time.Second)
+			}
+		}
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		stsClient := sts.NewFromConfig(cfg)
+		var asked atomic.Int32
+		var wg sync.WaitGroup
+		nested := make(chan error, 1)
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if asked.Add(1) == 1 {
+				wg.Go(func() { nested <- getCallerIdentity(ctx, stsClient) })
+				for f.count("GetCallerIdentity") == 0 { // until the refresh is in, on the attempt's slot
+					time.Sleep(time.Millisecond)
+				}
+				return aws.Credentials{}, credentialsRefused()
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+		})
+		if err := describeVpcs(context.Background(), ec2.NewFromConfig(outer)); err != nil {
+			t.Fatalf("err %v; want the call to succeed once it has its credentials", err)
+		}
+		wg.Wait()
+		if err := <-nested; err != nil {
+			t.Fatalf("the nested STS call: %v", err)
+		}
+		if n := f.count("DescribeVpcs"); n != 1 {
+			t.Fatalf("DescribeVpcs sent %d times, want 1", n)
+		}
+		if most := f.maxInFlight(); most != 1 {
+			t.Fatalf("%d calls in flight at once, want 1: the account's cap is 1, and the retry went on the slot lent to the nested call", most)
+		}
+		if got := freeSlots(g); got != 1 {
+			t.Fatalf("%d slots free after the calls, want 1", got)
+		}
+	})
+}
+
+// The SDK's retry of an attempt that never left the process (its
+// credentials could not be had) is not sent through a breaker that
+// opened meanwhile (another call of the operation failed), as the retry
+// of an answer is not: the call ends with the attempt's failure, a local
+// error of the call, lost as errored.
+func TestAnUnsentAttemptsRetryIsNotSentThroughAnOpenBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Internal, ok)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1}})
+		other := cfg.Copy()
+		if err := cloudgaws.Install(&other, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithRetryMode(aws.RetryModeStandard), cloudgaws.WithMaxRetries(0)); err != nil {
+			t.Fatal(err)
+		}
+		var asked atomic.Int32
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if asked.Add(1) == 1 {
+				// Another call of the operation fails, and opens its breaker.
+				_ = describeVpcs(context.Background(), ec2.NewFromConfig(other))
+				return aws.Credentials{}, credentialsRefused()
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+		})
+		ctx, ledger := resilience.WithLedger(context.Background(), "vpcs")
+		err := describeVpcs(ctx, ec2.NewFromConfig(outer))
+		if n := f.count("DescribeVpcs"); n != 1 {
+			t.Fatalf("DescribeVpcs sent %d times (err %v); want once, the other call's: the retry went through the open breaker", n, err)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("err %v; want the credentials' refused connection", err)
+		}
+		if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+			t.Fatalf("ledger %q; want the call lost as errored", ledger.Describe())
+		}
+		if s := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}); s.InFlight != 0 {
+			t.Fatalf("%d in flight after the calls, want none", s.InFlight)
+		}
+	})
+}
