@@ -138,7 +138,8 @@ const (
 	initializeID = "cloudgaws.Governor"
 	attemptID    = "cloudgaws.Attempt"
 	wireID       = "cloudgaws.Wire"
-	retryID      = "Retry" // the SDK's retry loop (retry.Attempt)
+	rawID        = "AddRawResponseToMetadata" // the SDK's, which keeps an attempt's raw response (awsmiddleware.AddRawResponse)
+	retryID      = "Retry"                    // the SDK's retry loop (retry.Attempt)
 )
 
 // Install puts every client later made from cfg under the governor:
@@ -296,9 +297,11 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 // addTo adds the middleware to one call's stack: once per logical call in
 // Initialize (after the SDK's input validation), once per attempt in
 // Finalize right after the SDK's Retry middleware (after its backoff sleep,
-// before signing), and innermost in Deserialize the mark of an attempt
-// that reached the HTTP client (wireMiddleware, which holds nothing of an
-// installation's). A stack that already has them, from an installation
+// before signing); and, in a stack without the SDK's
+// AddRawResponseToMetadata (every AWS client's stack has it), innermost in
+// Deserialize the mark of an attempt that reached the HTTP client
+// (wireMiddleware, which holds nothing of an installation's; see
+// callState.reachedClient). A stack that already has them, from an installation
 // that APIOptions still lists, gets this installation's instead. A stack
 // without the SDK's Retry middleware sends nothing to govern (a presigner's
 // stack signs a URL locally) and is left alone. It never fails the call.
@@ -316,8 +319,10 @@ func (inst *installation) addTo(stack *middleware.Stack) error {
 	} else {
 		_ = stack.Finalize.Insert(&inst.perAttempt, retryID, middleware.After)
 	}
-	if _, ok := stack.Deserialize.Get(wireID); !ok {
-		_ = stack.Deserialize.Add(wireMiddleware{}, middleware.After)
+	if _, raw := stack.Deserialize.Get(rawID); !raw {
+		if _, ok := stack.Deserialize.Get(wireID); !ok {
+			_ = stack.Deserialize.Add(wireMiddleware{}, middleware.After)
+		}
 	}
 	return nil
 }

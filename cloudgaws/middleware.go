@@ -46,7 +46,7 @@ type callState struct {
 	gate attemptctx.Gate
 
 	sent           bool                // an attempt was sent: the next one is a retry
-	onWire         bool                // the attempt in progress reached the HTTP client (wireMiddleware)
+	onWire         bool                // the attempt in progress reached the HTTP client, in a stack with wireMiddleware
 	unsent         error               // the last attempt never left (an *unsentError), not yet recorded (see HandleFinalize)
 	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
 	retryAccounted bool                // the retryer accounted for the retry about to be sent
@@ -383,7 +383,7 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	st.gate.Open()
 	out, md, err = next.HandleFinalize(ctx, in)
 	st.gate.Close()
-	if ans := st.ownAnswer(err); ans != err {
+	if ans := st.ownAnswer(err, md); ans != err {
 		// Nothing was sent: the guard is told when the call ends with it
 		// (endUnsent), not before the SDK's retry, which it would count
 		// and pay from the retry budget.
@@ -426,9 +426,9 @@ func (s *callState) endUnsent() {
 	}
 }
 
-// ownAnswer is what the guard records of the attempt that ended with err:
-// err itself when the attempt's request reached the HTTP client (see
-// wireMiddleware), whose error (a refused connection, a reset, the
+// ownAnswer is what the guard records of the attempt that ended with err
+// and md: err itself when the attempt's request reached the HTTP client
+// (see reachedClient), whose error (a refused connection, a reset, the
 // service's answer) is the scope's. An attempt that failed before (its
 // credentials could not be had, from a credential server or through
 // another SDK call made inside it, STS's while signing; its endpoint could
@@ -438,19 +438,37 @@ func (s *callState) endUnsent() {
 // recorded as a local error (unsentError), a call lost as errored if it
 // ends with it. The governor's stop of a call made inside the attempt is
 // left as it is: the core reads it as another call's stop.
-func (s *callState) ownAnswer(err error) error {
-	if err == nil || s.onWire || attemptctx.GovernorStop(err) {
+func (s *callState) ownAnswer(err error, md middleware.Metadata) error {
+	if err == nil || s.reachedClient(md) || attemptctx.GovernorStop(err) {
 		return err
 	}
 	return &unsentError{err: err}
 }
 
+// reachedClient reports whether the attempt that ended with md reached the
+// HTTP client. The SDK's client handler, the innermost of the Deserialize
+// step, gives every request it hands the client a raw response (an empty
+// one when the client failed it), which the SDK's AddRawResponseToMetadata
+// middleware, in every AWS client's stack, puts in the attempt's metadata:
+// the attempt middleware reads it there once the attempt returns, so that
+// the governor adds no middleware to the call's stack, which would cost an
+// allocation a call. The error is not read: one of another SDK call made
+// inside the attempt (STS's answer while signing) carries that call's
+// response. A stack without that middleware has a mark of its own
+// (wireMiddleware, see installation.addTo). An attempt's error before
+// the client (in the Finalize step's credentials, endpoint resolution and
+// signing, which run after the attempt middleware, or the client
+// handler's checks of the request) is no answer of the scope's (see
+// callState.ownAnswer).
+func (s *callState) reachedClient(md middleware.Metadata) bool {
+	return s.onWire || awsmiddleware.GetRawResponse(md) != nil
+}
+
 // wireMiddleware marks the attempt in progress as having reached the HTTP
-// client: it is the innermost middleware of the Deserialize step, the
-// last before the SDK hands the signed request to the client. An attempt's
-// error before it (in the Finalize step's credentials, endpoint resolution
-// and signing, which run after the attempt middleware) is no answer of
-// the scope's (see callState.ownAnswer).
+// client, in a stack without the SDK's AddRawResponseToMetadata (see
+// callState.reachedClient): it is the innermost middleware of the
+// Deserialize step, the last before the SDK hands the signed request to
+// the client.
 type wireMiddleware struct{}
 
 func (wireMiddleware) ID() string { return wireID }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -134,5 +136,39 @@ func TestRetriesOfAttemptsThatNeverLeftCostNoBudget(t *testing.T) {
 	s := scopeStats(g, stats, ec2Key)
 	if s.Calls != 1 || s.Retries != 0 || s.Errored != 0 || s.TransientErrors != 0 {
 		t.Fatalf("ec2 counters %v; want one call, no retry, nothing lost", s)
+	}
+}
+
+// In a stack without the SDK's AddRawResponseToMetadata (every AWS
+// client's has it; an APIOption of the caller's, listed before the
+// installation, removed it here), whose metadata says nothing of the
+// attempt's raw response, the governor marks the attempts that reached
+// the HTTP client itself: the service's own refused endpoint is still
+// the scope's transient error, not a local one.
+func TestARefusedEndpointIsTheScopesTransientErrorWithoutTheRawResponse(t *testing.T) {
+	f := newFake(t)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	g, err := resilience.NewGovernor(fastEC2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := awsConfig(f, srv)
+	cfg.APIOptions = append(cfg.APIOptions, func(s *middleware.Stack) error {
+		_, err := s.Deserialize.Remove("AddRawResponseToMetadata")
+		return err
+	})
+	if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithMaxRetries(2), cloudgaws.WithBaseRetryer(quickRetryer)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.BaseEndpoint = aws.String("http://" + closedAddr(t))
+	ctx, stats := resilience.WithStats(context.Background())
+	err = describeVpcs(ctx, ec2.NewFromConfig(cfg))
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		t.Fatalf("err %v, want the connection's *url.Error", err)
+	}
+	if s := scopeStats(g, stats, ec2Key); s.TransientErrors != 3 || s.Failed != 1 {
+		t.Fatalf("ec2 counters %v; want 3 transient errors, the call failed", s)
 	}
 }
