@@ -270,7 +270,10 @@ func (x *exchange) run() (*http.Response, error) {
 			// again, on this attempt's admission, after a backoff.
 			next, werr := x.resendUnsent(ctx, first)
 			if werr != nil {
-				x.gd.After(answer) // recorded as cancelled: the context is done
+				// Recorded as cancelled when the context is done, and
+				// otherwise (no slot within the max wait) as the
+				// attempt's local error, lost as errored.
+				x.gd.After(answer)
 				x.gd.End(werr)
 				return nil, fmt.Errorf("cloudghttp: %w while waiting to send again after: %w", werr, err)
 			}

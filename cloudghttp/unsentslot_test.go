@@ -223,3 +223,74 @@ func TestAnUnsentAttemptIsNotSentAgainThroughAnOpenBreaker(t *testing.T) {
 		}
 	})
 }
+
+// A request whose token could not be had, and for which no slot comes
+// back once it may be sent again (another call of the account holds the
+// only one), waits for one as an attempt does: no longer than its
+// context's max wait allows, which ends it with the core's
+// *resilience.WouldWaitError of ErrNoSlot; and until its context ends,
+// which ends it with the context's error, recorded as cancelled. Nothing
+// is sent; the call, lost, holds no slot.
+func TestAnUnsentAttemptWaitsForASlotWithinItsBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func(context.Context) (context.Context, context.CancelFunc)
+		is   error
+		loss resilience.Loss
+	}{
+		{"max wait", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return resilience.WithMaxWait(ctx, 500*time.Millisecond), func() {}
+		}, resilience.ErrNoSlot, resilience.LossErrored},
+		{"context", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 1500*time.Millisecond)
+		}, context.DeadlineExceeded, resilience.LossCancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				gov := newGov(t, oneSlot())
+				base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
+				ctx, stats := resilience.WithStats(context.Background())
+				ctx, ledger := resilience.WithLedger(ctx, "items")
+				ctx, cancel := tc.ctx(ctx)
+				defer cancel()
+				var errA error
+				var wg sync.WaitGroup
+				start := time.Now()
+				wg.Go(func() {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+					_, errA = client(base, gov, everySecond).Do(req)
+				})
+				time.Sleep(100 * time.Millisecond) // /a backs off without its slot
+				parked, err := gov.Begin(context.Background(), tokenScope)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := parked.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				wg.Wait()
+				took := time.Since(start)
+				parked.End(nil)
+				if !errors.Is(errA, tc.is) {
+					t.Fatalf("/a: %v after %v; want %v", errA, took, tc.is)
+				}
+				if took != 1500*time.Millisecond {
+					t.Fatalf("/a ended after %v; want 1.5s: sent again at 1s, waiting for a slot for 0.5s", took)
+				}
+				if n := len(f.recorded()); n != 0 {
+					t.Fatalf("the API got %d requests; want none", n)
+				}
+				if ledger.Count(tc.loss) != 1 || ledger.Lost() != 1 {
+					t.Fatalf("ledger %q; want /a lost as %v", ledger.Describe(), tc.loss)
+				}
+				if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Retries != 0 {
+					t.Fatalf("totals %v; want one call, no retry", tot)
+				}
+				if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
+					t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+				}
+			})
+		})
+	}
+}
