@@ -67,7 +67,8 @@ type sharedBucket struct {
 	sending     bool      // a dispatcher sends the queue's lease requests
 	log         tokenLog  // the tokens handed out lately and to come
 	onLocal     bool      // reservations went to the local fallback since Redis last granted one
-	giveBack    int       // tokens to give back, not yet sent: Cancel's, a lease's a pause dropped
+	giveBack    int       // Cancel's tokens to give back, not yet sent: to the local limits when Redis does not take them
+	unused      int       // Redis's tokens no caller will take (a lease a pause dropped, gone callers'), not yet sent: dropped when Redis does not take them
 	giving      bool      // a goroutine sends them
 	lastUse     time.Duration
 	lastUseMono time.Duration // mono at lastUse
@@ -317,19 +318,22 @@ func (b *sharedBucket) CancelAt(now, at time.Duration) {
 	b.Cancel(now)
 }
 
-// sendGiveBack gives the tokens of Cancel back to Redis, until none is
-// left; to the local limits when Redis does not answer.
+// sendGiveBack gives the tokens of Cancel, and those Redis granted that
+// no caller will take (unused), back to Redis, until none is left. When
+// Redis does not take them, Cancel's go to the local limits, as Cancel
+// gives them there while Redis does not answer; the unused ones are
+// dropped: they were Redis's, and the local limits never had them.
 func (b *sharedBucket) sendGiveBack(now time.Duration) {
 	for {
 		b.mu.Lock()
-		n := b.giveBack
-		b.giveBack = 0
-		b.giving = n > 0
+		n, unused := b.giveBack, b.unused
+		b.giveBack, b.unused = 0, 0
+		b.giving = n+unused > 0
 		b.mu.Unlock()
-		if n == 0 {
+		if n+unused == 0 {
 			return
 		}
-		if _, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(n)...); !ok {
+		if _, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(n+unused)...); !ok && n > 0 {
 			local := b.fallback(now)
 			for range n {
 				local.Cancel(now)
@@ -532,8 +536,9 @@ func (b *sharedBucket) readPause(ctx context.Context, t time.Duration) error {
 
 // readPauseNow is readPause's round trip. A pause it finds drops the
 // lease's tokens that are due before the pause ends: borrowed before it
-// began, they go back to Redis with the next request (giveBack, see
-// dispatch), and the callers take tokens Redis gives after it.
+// began, they go back to Redis with the next request (unused, see
+// dispatch), or are dropped when Redis does not take them, and the
+// callers take tokens Redis gives after it.
 func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 	sent := mono()
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
@@ -545,7 +550,7 @@ func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 	b.learnPause(sent, mono(), p)
 	b.mu.Lock()
 	if p > 0 && b.lease > 0 && (b.leaseNow > 0 || b.leaseNext < sent+p) {
-		b.giveBack += b.takeLease() // with the next request (see dispatch)
+		b.unused += b.takeLease() // with the next request (see dispatch)
 	}
 	b.pauseCheck = nil
 	close(ch)

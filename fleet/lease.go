@@ -406,7 +406,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		if len(b.queue) == 0 || self != nil && self.done {
 			more := len(b.queue) > 0
 			b.sending = more
-			give := !more && b.giveBack > 0 && !b.giving // Cancel's, that came after the last request
+			give := !more && b.giveBack+b.unused > 0 && !b.giving // those that came after the last request
 			b.giving = b.giving || give
 			now := b.lastUse
 			b.mu.Unlock()
@@ -420,8 +420,8 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		}
 		batch := append([]*waiter(nil), b.queue...)
 		cancels := b.giveBack
-		give := cancels
-		b.giveBack = 0
+		give := cancels + b.unused
+		b.giveBack, b.unused = 0, 0
 		give += b.takeLease() // expired: its tokens are the fleet's again
 		charge := 0
 		if b.onLocal {
@@ -452,7 +452,10 @@ func (b *sharedBucket) dispatch(self *waiter) {
 				}
 			}
 			b.mu.Unlock()
-			if cancels > 0 { // Cancel's tokens go back to the local limits
+			// Cancel's tokens go back to the local limits; the lease's and
+			// the unused ones were Redis's, which the local limits never
+			// had: they are dropped.
+			if cancels > 0 {
 				now := batch[0].now + answered - batch[0].at
 				local := b.fallback(now)
 				for range cancels {
@@ -516,7 +519,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			// so that a process whose callers give up holds no more of the
 			// fleet's tokens than its lease.
 			k -= extra
-			b.giveBack += extra
+			b.unused += extra
 		}
 		if spare := k - i; spare > 0 {
 			b.lease = spare

@@ -1,0 +1,150 @@
+package test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// pauseReader is the fleet bucket's PausedFor, which the governor asks
+// before it sends a call.
+type pauseReader interface {
+	PausedFor(ctx context.Context) (time.Duration, error)
+}
+
+// TestALeaseDroppedForAPauseGivesTheLocalLimitsNothing: the tokens of a
+// lease dropped for a pause another process set are Redis's, given back
+// with the next request; when that request fails (Redis gone, frozen, or
+// answering garbage), they are dropped, not given to the local limits,
+// which never had them. Given there, they filled the local bucket up to
+// its burst, which the pause (known to the local limits too) would
+// otherwise have left empty at its end, so that the process sent a burst
+// above its local share as the pause ended, with Redis down.
+func TestALeaseDroppedForAPauseGivesTheLocalLimitsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fail   func(px *redisproxy.Proxy)
+		outage bool // the store is on local limits after it
+	}{
+		{"Redis gone", func(px *redisproxy.Proxy) { px.Down() }, true},
+		{"Redis frozen", func(px *redisproxy.Proxy) { px.Freeze() }, true},
+		// The lease request's answer and the snapshot's, which then reads
+		// the local limits: two answers of garbage are no outage yet.
+		{"garbage", func(px *redisproxy.Proxy) { px.Garble(2) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachSingleNode(t, func(t *testing.T, be backend) {
+				px, url := proxied(t, be)
+				t.Cleanup(px.Thaw)
+				prefix := uniquePrefix(t)
+				// 100 rps with a burst of 20 and a lease window of 500 ms:
+				// a lease of 50 tokens, 20 of them usable at once.
+				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+					fleet.WithLeaseWindow(500*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				spec := state.BucketSpec{Rate: 100, Burst: 20}
+				ab := a.Bucket(vpcsKey, spec, 0)
+				ab.Reserve(0) // A borrows a lease: 49 tokens left in it
+				other := newProcess(t, be, prefix, resilience.Config{})
+				other.store.Bucket(vpcsKey, spec, 0).Pause(0, 5*time.Second)
+				// A lease window later, A reads the pause and drops its lease,
+				// to give it back with its next request.
+				time.Sleep(600 * time.Millisecond)
+				if p, err := ab.(pauseReader).PausedFor(context.Background()); err != nil || p < 4*time.Second {
+					t.Fatalf("A's PausedFor: %v, %v; want most of the other process's 5 s pause", p, err)
+				}
+				tc.fail(px)
+				ab.Reserve(0) // its request, with the lease's 49 tokens, fails: a token of the local limits
+				// The local limits know of the pause, which leaves no token
+				// stored at its end; A took one of them.
+				snap := ab.Snapshot(0)
+				if snap.Paused < 3*time.Second {
+					t.Fatalf("A's local limits: paused %v, want most of the other process's 5 s pause (%+v)", snap.Paused, snap)
+				}
+				if snap.Tokens > 0.5 {
+					t.Errorf("A's local limits hold %.1f tokens at the pause's end, want none: the 49 tokens of the lease dropped for the pause were Redis's, and went to the local limits when the request giving them back failed", snap.Tokens)
+				}
+				if !tc.outage {
+					return
+				}
+				// The token A took of the local limits, given back, goes back
+				// to them.
+				ab.Cancel(0)
+				if after := ab.Snapshot(0); after.Tokens < snap.Tokens+0.9 || after.Tokens > snap.Tokens+1.1 {
+					t.Errorf("A's local limits hold %.2f tokens after A gave back the token it took of them, %.2f before; want one more", after.Tokens, snap.Tokens)
+				}
+			})
+		})
+	}
+}
+
+// TestTheTokensOfGoneCallersGiveTheLocalLimitsNothing: the tokens a lease
+// request's answer brings for callers whose contexts ended while they
+// waited for it (past a lease's worth) are Redis's too, given back in an
+// operation of their own; when Redis does not take them (here it answers
+// after the operation timeout), they are dropped, not given to the local
+// limits, which the process's calls before had drained.
+func TestTheTokensOfGoneCallersGiveTheLocalLimitsNothing(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		// 10 rps with a burst of 50: a lease of one token (100 ms), and
+		// a call at the start charges the local limits of an outage in
+		// the next 5 s (the burst's time) with their whole burst.
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		spec := state.BucketSpec{Rate: 10, Burst: 50}
+		ab := a.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0) // Redis holds the scripts: EVALSHA, not EVAL
+		ab.Reserve(0)
+		// Lease requests are answered 500 ms late; the operation giving
+		// tokens back ("*1\r\n:1\r\n"), 3 s late, past the timeout.
+		px.SlowAnswers(func(answer []byte) bool {
+			if string(answer) == "*1\r\n:1\r\n" {
+				time.Sleep(3 * time.Second)
+				return false
+			}
+			return strings.HasPrefix(string(answer), "*14\r\n")
+		}, 500*time.Millisecond)
+		t.Cleanup(func() { px.SlowAnswers(nil, 0) })
+		first := make(chan struct{})
+		go func() { // its request in flight, the others queue for the next
+			ab.Reserve(0)
+			close(first)
+		}()
+		time.Sleep(50 * time.Millisecond)
+		const gone = 15
+		var wg sync.WaitGroup
+		for range gone {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+				defer cancel()
+				if _, err := ab.(interface {
+					ReserveContext(context.Context, time.Duration) (time.Duration, error)
+				}).ReserveContext(ctx, 0); err == nil {
+					t.Error("a caller queued behind a request 500 ms late, and for the next, took a token within 700 ms")
+				}
+			})
+		}
+		wg.Wait()
+		<-first
+		waitFor(t, 10*time.Second, "local limits", func() bool { return a.Stats().Degraded })
+		if snap := ab.Snapshot(0); snap.Tokens > 5 {
+			t.Errorf("A's local limits hold %.1f tokens; want none but their refill: A drained them (a call in their burst's time), and the %d tokens of its callers gone went to them when Redis did not take them back", snap.Tokens, gone-1)
+		}
+	})
+}
