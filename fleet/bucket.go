@@ -353,7 +353,10 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	// its end, where they would hold the fleet's first tokens after it
 	// back and count as callers queued until then. Without one, they stay
 	// spent: at most a lease window of the fleet's tokens, at the rate
-	// before the throttle.
+	// before the throttle. Given back, they would move the fleet's queue
+	// back under the tokens other processes borrowed after them, which
+	// keep their times at that rate, and the tokens granted after the
+	// throttle would go among those (a pause moves them all past its end).
 	unused := b.takeLease()
 	if pause <= 0 {
 		unused = 0

@@ -148,3 +148,45 @@ func TestTheTokensOfGoneCallersGiveTheLocalLimitsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestALeaseDroppedForAThrottleStaysSpent pins why a lease dropped for a
+// throttle without a pause is not given back, as one dropped for a pause
+// is: its tokens were granted at the rate the throttle halved, and those
+// another process borrowed after them keep their times at that rate.
+// Given back, they would move the fleet's queue back under those times,
+// so that the tokens granted after the throttle, at the halved rate, went
+// among them: more than the old rate right after a throttle. Kept spent,
+// they hold the fleet's next tokens back by the lease's span, at most a
+// lease window, and the tokens after the throttle follow the old ones.
+func TestALeaseDroppedForAThrottleStaysSpent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 100 rps with a burst of 1, adaptive: leases of 15 tokens, 10 ms
+		// apart; A's first, then B's after it.
+		spec := state.BucketSpec{Rate: 100, Burst: 1, Floor: 1, Adaptive: true}
+		opts := []fleet.Option{fleet.WithLeaseWindow(300 * time.Millisecond), fleet.WithMaxLease(15)}
+		a := newProcess(t, be, prefix, resilience.Config{}, opts...)
+		b := newProcess(t, be, prefix, resilience.Config{}, opts...)
+		ba := a.store.Bucket(vpcsKey, spec, 0)
+		bb := b.store.Bucket(vpcsKey, spec, 0)
+		ba.Reserve(0) // A borrows a lease: 14 tokens left in it
+		var bLast time.Time
+		for range 15 { // B borrows the next and takes them all
+			if at := time.Now().Add(bb.Reserve(0)); at.After(bLast) {
+				bLast = at
+			}
+		}
+		ba.Throttle(0, 0) // halves the rate to 50 rps; A drops its lease
+		w := ba.Reserve(0)
+		aNext := time.Now().Add(w)
+		// A's next token follows B's last, 20 ms on; given back, A's 14
+		// would have put it 140 ms earlier, among B's.
+		if aNext.Before(bLast) {
+			t.Errorf("A's first token after the throttle is due %v before the last B borrowed at the old rate: the tokens of A's dropped lease were given back under B's, and the tokens after the throttle go among them", bLast.Sub(aNext))
+		}
+		t.Logf("%s: A's first token after the throttle is due %v after the last B borrowed", be.name, aNext.Sub(bLast))
+		if r := ba.Snapshot(0).Rate; r != 50 {
+			t.Errorf("rate %v after the throttle, want 50", r)
+		}
+	})
+}
