@@ -611,9 +611,11 @@ func (b *sharedBucket) Recovering() bool {
 // are counted back, as if given back (up to the bucket's capacity), so
 // that a balance below zero counts callers waiting for their tokens, as
 // in one process, not tokens borrowed in advance. The tokens other
-// processes' leases hold are not known here: they count as taken, for at
-// most a lease window, or until a lease window after a pause set
-// meanwhile ends (see Leases in the package documentation).
+// processes' leases hold are not known here: they count as taken until
+// their times, at most a lease window ahead but for those of callers
+// refused or gone while they waited for a lease answer, and later when a
+// pause set meanwhile moved them (see Leases in the package
+// documentation).
 func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
 	if !ok || len(res) < 3 {

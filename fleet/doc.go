@@ -43,10 +43,13 @@
 // counts the tokens the process's lease holds as the bucket's, so that
 // its Queued counts the fleet's callers waiting for a token, not tokens
 // borrowed; those of other processes' leases, which Redis cannot tell
-// from their callers', count as queued for at most a lease window, or
-// until a lease window after a pause set meanwhile ends (a lease dropped
-// for a pause gives its tokens back, but a process that makes no call
-// during the pause keeps its lease).
+// from their callers', count as queued until their times: at most a lease
+// window ahead, but for the tokens of callers refused (their limit) or
+// gone while they waited for a lease answer, which stay in the lease at
+// those callers' places in the fleet's queue, however far ahead; a pause
+// set meanwhile moves them past its end (a lease dropped for a pause gives
+// its tokens back, but a process that makes no call during the pause
+// keeps its lease).
 //
 // A fleet bucket gives its burst as the in-process bucket does: the tokens
 // its stored balance holds are usable at once, whether a process takes

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // TestQueuedCountsCallersNotLeasedTokens: Inspect's Queued is the callers
@@ -100,6 +101,50 @@ func TestALeaseDroppedForAPauseIsNotQueued(t *testing.T) {
 		start := time.Now()
 		if err := <-done; err != nil || time.Since(start) < time.Second {
 			t.Fatalf("B's call: %v, %v after the Inspects; want sent after A's pause", err, time.Since(start))
+		}
+	})
+}
+
+// TestAnotherProcesssLeasedTokensCountUntilTheirTime: the tokens another
+// process's lease holds and no caller of its took count in this process's
+// Queued (its bucket's Tokens below zero) until their times, which a lease
+// request asks no further than a lease window ahead; a token of a caller
+// that was refused (its limit, ReserveBy) or gone while it waited for the
+// answer stays in the lease (a lease's worth of them), due at that
+// caller's place in the fleet's queue, however far ahead, and counts
+// until then.
+func TestAnotherProcesssLeasedTokensCountUntilTheirTime(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 2 rps with a burst of 1 and a lease window of 100 ms: leases of
+		// one token.
+		spec := state.BucketSpec{Rate: 2, Burst: 1}
+		a := newProcess(t, be, prefix, resilience.Config{})
+		b := newProcess(t, be, prefix, resilience.Config{})
+		ba := a.store.Bucket(vpcsKey, spec, 0)
+		bb := b.store.Bucket(vpcsKey, spec, 0)
+		for range 4 { // B's callers: tokens at once, and 0.5, 1 and 1.5 s on
+			bb.Reserve(0)
+		}
+		// A's caller will not wait past 300 ms: its token, 2 s on, stays in
+		// A's lease.
+		w, ok, err := ba.(interface {
+			ReserveBy(ctx context.Context, now, latest time.Duration) (time.Duration, bool, error)
+		}).ReserveBy(context.Background(), 0, 300*time.Millisecond)
+		if ok || err != nil || w < 1500*time.Millisecond {
+			t.Fatalf("A's ReserveBy within 300 ms: %v, %v, %v; want refused, its token about 2 s on", w, ok, err)
+		}
+		// 1.1 s on (11 lease windows), B's caller of 1.5 s waits, and A's
+		// leased token still counts in B's bucket, where A's counts its own
+		// lease back.
+		time.Sleep(1100 * time.Millisecond)
+		if d := ba.Snapshot(0).Tokens - bb.Snapshot(0).Tokens; d < 0.8 {
+			t.Errorf("1.1 s on, B's bucket counts %.2f callers queued more than A's, which counts its own lease back; want one more: A's leased token of 2 s, which counts until its time (the docs say so)", d)
+		}
+		// Past its time it counts no more.
+		time.Sleep(1100 * time.Millisecond)
+		if q := -bb.Snapshot(0).Tokens; q > 0.5 {
+			t.Errorf("B's bucket 2.2 s on counts %.2f callers queued; want none: A's leased token was due at 2 s", q)
 		}
 	})
 }
