@@ -81,15 +81,17 @@ func TestACallsOwnContextEndingDuringThePauseIsRecorded(t *testing.T) {
 	}
 }
 
-// A call made with the Retry option on a client with the interceptor,
-// whose own context (a timeout or cancel of its own under the run's, the
-// option's) ends while an attempt is out, is lost once, as cancelled, as
-// one whose context ends during the pause before a retry is. Before, a
-// timeout's DeadlineExceeded was allowed a retry that gax never made (its
-// sleep on the ended context returned at once), so that nothing was
-// recorded but a watch of the run's context, left to record the call
-// when the run ended; a cancellation's Canceled was recorded as a local
-// error (errored).
+// A call made with the Retry option, whose own context (a timeout or
+// cancel of its own under the run's, the option's) ends while an attempt
+// is out, is lost once, as cancelled, as one whose context ends during
+// the pause before a retry is, on a client with the interceptor or
+// without it. Before, a timeout's DeadlineExceeded was allowed a retry
+// that gax never made (its sleep on the ended context returned at once),
+// so that nothing was recorded but a watch of the run's context, left to
+// record the call when the run ended; a cancellation's Canceled was
+// recorded as a local error (errored): with the interceptor until
+// 5556641, without it until the option's credentials read the context
+// they saw as grpc reports the attempt's end (before grpc cancels it).
 func TestACallsOwnContextEndingDuringAnAttemptIsRecorded(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -104,34 +106,45 @@ func TestACallsOwnContextEndingDuringAnAttemptIsRecorded(t *testing.T) {
 			return ctx, cancel
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				srv := newFake(0)
-				srv.fail("GetFeed", "", errHold)
-				gov := newGov(t, resilience.Config{})
-				client := startBuf(t, srv, ClientOption(WithGovernor(gov)))
-				run, stats := resilience.WithStats(context.Background())
-				run, ledger := resilience.WithLedger(run, "feeds")
-				opt := Retry(run, feedScope(), WithGovernor(gov)) // one per run
-				ctx, cancel := tc.end(run)
-				defer cancel()
-				start := time.Now()
-				_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opt)
-				if err == nil || time.Since(start) != 5*time.Second {
-					t.Fatalf("err %v after %v, want the context's at 5s", err, time.Since(start))
-				}
-				synctest.Wait()
-				if n := len(srv.reqs("GetFeed")); n != 1 {
-					t.Fatalf("%d requests, want 1", n)
-				}
-				if lost, c := ledger.Lost(), ledger.Count(resilience.LossCancelled); lost != 1 || c != 1 {
-					t.Fatalf("ledger: %d lost, %d cancelled (%v), want the call lost once as cancelled when its context ended",
-						lost, c, ledger.Reasons())
-				}
-				if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Cancelled != 1 {
-					t.Fatalf("stats %+v, want one cancelled call", sc)
-				}
+		for _, bare := range []bool{false, true} {
+			name := tc.name
+			if bare {
+				name += "/without the interceptor"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					srv := newFake(0)
+					srv.fail("GetFeed", "", errHold)
+					gov := newGov(t, resilience.Config{})
+					var client assetClient
+					if bare {
+						client = startBuf(t, srv)
+					} else {
+						client = startBuf(t, srv, ClientOption(WithGovernor(gov)))
+					}
+					run, stats := resilience.WithStats(context.Background())
+					run, ledger := resilience.WithLedger(run, "feeds")
+					opt := Retry(run, feedScope(), WithGovernor(gov)) // one per run
+					ctx, cancel := tc.end(run)
+					defer cancel()
+					start := time.Now()
+					_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed}, opt)
+					if err == nil || time.Since(start) != 5*time.Second {
+						t.Fatalf("err %v after %v, want the context's at 5s", err, time.Since(start))
+					}
+					synctest.Wait()
+					if n := len(srv.reqs("GetFeed")); n != 1 {
+						t.Fatalf("%d requests, want 1", n)
+					}
+					if lost, c := ledger.Lost(), ledger.Count(resilience.LossCancelled); lost != 1 || c != 1 {
+						t.Fatalf("ledger: %d lost, %d cancelled (%v), want the call lost once as cancelled when its context ended",
+							lost, c, ledger.Reasons())
+					}
+					if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Cancelled != 1 {
+						t.Fatalf("stats %+v, want one cancelled call", sc)
+					}
+				})
 			})
-		})
+		}
 	}
 }

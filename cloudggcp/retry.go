@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -94,7 +95,8 @@ type callState struct {
 	// Retryer sleeps the backoff (see sleep): the context of its last
 	// attempt, which gax would sleep on, and the error of that context
 	// once it ended the Retryer's sleep (the call is over, and recorded:
-	// see sleep).
+	// see sleep). On a client without the interceptor, attemptCtx is set
+	// only when the call's context ended an attempt (see finished).
 	attemptCtx context.Context
 	ended      error
 
@@ -103,6 +105,9 @@ type callState struct {
 	// saw the last attempt; pause, the pause its next attempt waits for.
 	gated bool
 	pause time.Duration
+	// sent is the context grpc gave the gate for the attempt it let
+	// through, until grpc reports the attempt's end (see finished).
+	sent context.Context
 }
 
 // reset starts a new page fetch or call.
@@ -128,7 +133,7 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 	if !s.woke() {
 		return 0, false // the context ended the call while gax or the Retryer slept
 	}
-	if !s.paced && s.refused == nil && s.attemptCtx != nil && s.attemptCtx.Err() != nil {
+	if !s.paced && s.refused == nil && s.attemptCtx != nil && ctxEnded(s.attemptCtx) != nil {
 		return s.endedByContext(err)
 	}
 	d, ok := s.retry(err)
@@ -167,9 +172,10 @@ func (s *callState) Retry(err error) (time.Duration, bool) {
 }
 
 // endedByContext ends the Retry option's call whose attempt, sent through
-// the interceptor, the context of the call's attempts ended (the run's,
-// or the call's own: a timeout or cancel of its own, which the guard,
-// begun on the run's, does not know): the call is lost as cancelled, as
+// the interceptor or let through by the gate (see finished), the context
+// of the call's attempts ended (the run's, or the call's own: a timeout
+// or cancel of its own, which the guard, begun on the run's, does not
+// know): the call is lost as cancelled, as
 // when that context ends the pause before a retry (see sleep), not
 // retried, nor recorded as the local error the context's gRPC status
 // reads as.
@@ -178,7 +184,7 @@ func (s *callState) endedByContext(err error) (time.Duration, bool) {
 		s.gd.After(err)
 	}
 	s.recorded, s.last = false, err
-	cerr := s.attemptCtx.Err()
+	cerr := ctxEnded(s.attemptCtx)
 	if eerr := s.gd.Enter(s.attemptCtx); eerr != nil {
 		cerr = eerr
 	}
@@ -416,11 +422,60 @@ func (s *callState) succeed() {
 // calls it as the attempt's answer is read, before the invoker returns:
 // the gate of the calls nested in the attempt closes first, before the
 // guard records the success and ends.
+//
+// On a client without the interceptor it also tells Retry whether the
+// call's own context ended the attempt the gate let through: grpc asks
+// the gate with a context it cancels as the attempt ends, but only after
+// it called the OnFinish callbacks (clientStream.finish cancels last), so
+// that context is done here only when one it derives from is: the call's
+// own (a timeout or cancel of its own, under the run's), or gax's timeout.
+// An attempt that failed with that context's error is then the context's
+// end, which Retry records as it does on a client with the interceptor
+// (see endedByContext). grpc cancels first when it fails to open the
+// attempt's stream after asking the gate, and reports the failure's own
+// error, which is not the context's.
 func (s *callState) finished(err error) {
 	s.nested.Close()
+	sent := s.sent
+	s.sent = nil
+	if err != nil && sent != nil && endedBy(err, sent) {
+		s.attemptCtx = sent
+	}
 	if err == nil && s.woke() {
 		s.succeed()
 	}
+}
+
+// endedBy reports whether err, the failure of an attempt, is the end of
+// ctx, the context grpc gave the attempt: ctx ended (see ctxEnded), and
+// err has the gRPC status of its end, DeadlineExceeded (the client's, or
+// the server's, which may come before the client's timer has run), or
+// Canceled for the context's cancellation ("context canceled"), not
+// grpc's own Canceled for a connection closing.
+func endedBy(err error, ctx context.Context) bool {
+	cerr := ctxEnded(ctx)
+	if cerr == nil {
+		return false
+	}
+	st := status.Convert(err)
+	if errors.Is(cerr, context.DeadlineExceeded) {
+		return st.Code() == codes.DeadlineExceeded
+	}
+	return st.Code() == codes.Canceled && strings.Contains(st.Message(), cerr.Error())
+}
+
+// ctxEnded returns ctx's error, or context.DeadlineExceeded once its
+// deadline has come though the timer due then has not run yet, as the
+// governor reads a context (see resilience.Guard.Enter): an attempt may
+// fail with the server's DeadlineExceeded at that instant.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // outcome returns the error a fetch or call ends with, given gax's err.
@@ -497,14 +552,18 @@ type governed struct {
 // A call whose context ends while its Retryer, or its credentials, sleep
 // before a retry is recorded as cancelled as the sleep ends, whether that
 // context is ctx or the call's own (a timeout of its own, a child of
-// ctx); so is one, on a client with the interceptor, whose context ends
-// while an attempt (or a stream it opened) is out. One whose ctx ends while gax sleeps (a REST call, or one whose
-// own credentials replaced the option's) is recorded as cancelled by a
-// watch of ctx, since gax returns without telling its Retryer: the record
-// is made as ctx ends, on a goroutine of its own, and may come a moment
-// after the call returned (Do and the listings record it before they
-// return). That watch sees ctx alone: of such a call, with a context of
-// its own that ends during gax's sleep, nothing is recorded.
+// ctx); so is one whose context ends while an attempt is out, on a
+// client with the interceptor (or a stream it opened there) or on a gRPC
+// client without it, where the option's credentials saw the attempt:
+// grpc reports the attempt's end, through grpc.OnFinish, before it
+// cancels the context it gave them, which is done then only when the
+// call's context is. One whose ctx ends while gax sleeps (a REST call, or
+// one whose own credentials replaced the option's) is recorded as
+// cancelled by a watch of ctx, since gax returns without telling its
+// Retryer: the record is made as ctx ends, on a goroutine of its own, and
+// may come a moment after the call returned (Do and the listings record
+// it before they return). That watch sees ctx alone: of such a call, with
+// a context of its own that ends during gax's sleep, nothing is recorded.
 //
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
@@ -662,10 +721,17 @@ func (g retryGate) GetRequestMetadata(ctx context.Context, uri ...string) (map[s
 			return nil, &refusedRetry{err: err, ctx: ctx.Err()}
 		}
 	}
+	var md map[string]string
 	if g.next != nil {
-		return g.next.GetRequestMetadata(ctx, uri...)
+		var err error
+		if md, err = g.next.GetRequestMetadata(ctx, uri...); err != nil {
+			return nil, err
+		}
 	}
-	return nil, nil
+	if s := g.st; !s.intercepted {
+		s.sent = ctx // the attempt goes: finished reads its context
+	}
+	return md, nil
 }
 
 // RequireTransportSecurity implements credentials.PerRPCCredentials: the
