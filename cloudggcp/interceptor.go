@@ -77,8 +77,12 @@ func ClientOption(opts ...Option) option.ClientOption {
 // attempt and the retry policy reports the errors, charges the budget,
 // bounds the retries and records the final outcome, and sleeps the pause
 // before each retry itself, ending it when the scope's breaker opens
-// (see Retry). Without the option, gax sleeps the client's own backoff,
-// whole, and the next attempt's Enter asks the breaker after it. Calls of a paced
+// (see Retry); an attempt of such a call whose client gave it no timeout,
+// and whose context has no deadline, is sent with the provider's deadline
+// from the call's start, which the option then gives gax no timeout for,
+// so that a stream is not cut (see Retry). Without the option, gax sleeps
+// the client's own backoff, whole, and the next attempt's Enter asks the
+// breaker after it. Calls of a paced
 // listing or of Do pass through untouched: they are paced per page or call
 // already. A panic under the interceptor (an interceptor after it, the
 // connection), or of the governor's log handler as the interceptor
@@ -110,6 +114,8 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 				return st.refused
 			}
 			st.intercepted, st.attemptCtx = true, ctx
+			ctx, done := st.bounded(ctx)
+			defer done()
 			if err := st.enter(ctx); err != nil {
 				return err
 			}

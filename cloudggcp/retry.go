@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -108,6 +109,37 @@ type callState struct {
 	// sent is the context grpc gave the gate for the attempt it let
 	// through, until grpc reports the attempt's end (see finished).
 	sent context.Context
+
+	// bound is the deadline of the Retry option's call its client gave no
+	// timeout (see Resolve), which the interceptor gives each unary
+	// attempt whose context has none (see bounded); zero when gax's
+	// timeout bounds the call.
+	bound time.Time
+}
+
+// bounded returns the context a unary attempt of the Retry option's call
+// is sent with through the interceptor: ctx, or, when the call's client
+// gave it no timeout (the option gave gax none, see Resolve) and ctx has
+// no deadline, a child of ctx with the call's bound, the provider's
+// deadline from the call's start, as gax's timeout would have given it.
+// done, called as the attempt returns, releases the child, or, when it
+// ended (its bound came, or ctx ended), leaves it to Retry as the
+// attempt's context, which ended the call (see endedByContext).
+func (s *callState) bounded(ctx context.Context) (actx context.Context, done func()) {
+	if s.bound.IsZero() {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	bctx, cancel := context.WithDeadline(ctx, s.bound)
+	return bctx, func() {
+		if ctxEnded(bctx) == nil {
+			cancel()
+			return
+		}
+		s.attemptCtx = bctx // ended: the timer due at the bound releases it
+	}
 }
 
 // reset starts a new page fetch or call.
@@ -524,8 +556,13 @@ type governed struct {
 //   - the first two retries of a call are free, each further one costs a
 //     token of the provider's retry budget; at most max_retries (8)
 //     retries are made;
-//   - the call's timeout is the provider's deadline (900 s) when ctx has
-//     none; a retry whose pause would pass the deadline is not made.
+//   - a unary call whose context has no deadline is bounded by the
+//     provider's deadline (900 s): the option replaces the timeout its
+//     client gives it (gax.WithTimeout; a generated client gives one to
+//     each unary method its service config bounds), and the interceptor
+//     gives each attempt of one its client gives none the deadline from
+//     the call's start; a stream gets none (see below); a retry whose
+//     pause would pass the deadline is not made.
 //
 // On a client with the interceptor, the call's Retryer sleeps the pause
 // before a retry itself, on the context of the call's attempts, and ends
@@ -606,23 +643,31 @@ type governed struct {
 // too: do not give the option to such a client, whose answers both would
 // record (and both retry).
 //
-// The option is made for unary calls. gax retries a streaming RPC's
-// opening alone, and on a context without a deadline the option's
-// timeout cancels the stream as soon as it is open (gax.Invoke ends the
-// timeout's context as it returns): the stream's first Recv returns
-// Canceled. On a client with StreamClientInterceptor (StreamClientOption)
-// a stream opened with the option, on a context with a deadline of its
-// own, is governed on the option's guard as that interceptor governs any
-// stream, and its end recorded once. On a client without it, the option
-// sees only grpc.OnFinish: a stream that ends with io.EOF is recorded as
-// a success of a call never counted (the breaker reset, the budget's
-// refund), and one that fails is not recorded. Do not give the option to
-// a streaming RPC there.
+// The option is made for unary calls; gax retries a streaming RPC's
+// opening alone. It gives a stream no timeout: gax.Invoke cancels the
+// context of its timeout as it returns, which for a stream is as soon as
+// it is open, so a generated client gives its streaming methods none,
+// and the option gives gax its deadline only as a timeout the client
+// gave the call, a unary method's. A stream opened with the option on a
+// context without a deadline is served until its caller ends it. Nothing
+// else the option sees (gax's settings, grpc's call options) tells a
+// stream from a unary call: on a gRPC client without the interceptor, and
+// on a REST client, a unary call its client gives no timeout (a generated
+// method without one, a call made with gax.Invoke directly) is bounded by
+// its context alone. On a client with StreamClientInterceptor
+// (StreamClientOption) a stream opened with the option is governed on the
+// option's guard as that interceptor governs any stream, and its end
+// recorded once. On a client without it, the option sees only
+// grpc.OnFinish: a stream that ends with io.EOF is recorded as a success
+// of a call never counted (the breaker reset, the budget's refund), and
+// one that fails is not recorded. Do not give the option to a streaming
+// RPC there.
 func Retry(ctx context.Context, scope resilience.Scope, opts ...Option) gax.CallOption {
 	cfg := newConfig(opts)
 	gov := cfg.governor()
 	p := gov.Policy(scope.Provider)
-	return &retryOption{ctx: ctx, scope: scope, gov: gov, maxBackoff: p.MaxBackoff, timeout: gax.WithTimeout(p.Deadline)}
+	return &retryOption{ctx: ctx, scope: scope, gov: gov, maxBackoff: p.MaxBackoff, deadline: p.Deadline,
+		timeout: gax.WithTimeout(p.Deadline)}
 }
 
 type retryOption struct {
@@ -630,11 +675,17 @@ type retryOption struct {
 	scope      resilience.Scope
 	gov        *resilience.Governor
 	maxBackoff time.Duration
-	timeout    gax.CallOption
+	deadline   time.Duration  // the provider's
+	timeout    gax.CallOption // gax.WithTimeout(deadline)
 }
 
 // Resolve is called by gax.Invoke at the start of every call: each call
-// gets its own guard and state.
+// gets its own guard and state. A call its client gave a timeout (see
+// clientTimeout) gets the provider's deadline as its gax timeout instead;
+// one it gave none (a stream, or a unary method without one) gets none,
+// so that a stream is not cut as gax.Invoke returns: the interceptor
+// bounds each attempt of a unary call by the deadline instead (see
+// bounded).
 func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	if !o.gov.Enabled(o.scope.Provider) {
 		return // a disabled provider: not governed, the client's settings kept
@@ -643,8 +694,12 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	if err != nil {
 		return // a scope without a provider: not governed, the client's settings kept
 	}
-	o.timeout.Resolve(cs)
 	st := &callState{ctx: o.ctx, scope: o.scope, gov: o.gov, gd: gd, maxBackoff: o.maxBackoff}
+	if clientTimeout(cs) {
+		o.timeout.Resolve(cs)
+	} else if o.deadline > 0 {
+		st.bound = time.Now().Add(o.deadline)
+	}
 	st.nested.Attach(gd)
 	cs.Retry = func() gax.Retryer { return st }
 	gate := retryGate{st: st}
@@ -655,6 +710,25 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	}
 	cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], governed{st: st}, grpc.OnFinish(st.finished),
 		grpc.PerRPCCredentials(gate))
+}
+
+// clientTimeout reports whether the options gax resolved before the Retry
+// option gave the call a timeout (gax.WithTimeout, which CallSettings
+// holds unexported): a generated client gives one to each unary method
+// its service config bounds, and none to a streaming method, since
+// gax.Invoke cancels the context of its timeout as it returns, which for a
+// stream is as soon as it is open. It compares the settings with a copy
+// whose timeout gax.WithTimeout(0) cleared; the Retryer is left out, as
+// reflect.DeepEqual finds no two funcs equal. A field gax may add that
+// reflect.DeepEqual cannot compare reads as a timeout: the call keeps the
+// provider's deadline as its gax timeout, as it did before streams were
+// told apart.
+func clientTimeout(cs *gax.CallSettings) bool {
+	with := *cs
+	with.Retry = nil
+	without := with
+	gax.WithTimeout(0).Resolve(&without)
+	return !reflect.DeepEqual(with, without)
 }
 
 // retryGate sleeps the pause before the retry of the Retry option's call

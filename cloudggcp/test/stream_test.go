@@ -130,9 +130,9 @@ func TestAStreamIsGovernedFromItsOpeningToItsEnd(t *testing.T) {
 			defer cancel()
 			var opts []gax.CallOption
 			if tc.retry {
-				// A deadline of the stream's own: without one the option's
-				// timeout would cancel the stream as gax.Invoke returns
-				// (see Retry).
+				// A deadline of the stream's own, which the option keeps
+				// (on a context without one it gives a stream none:
+				// cloudggcp's TestARetriedStreamIsNotCutByTheDeadline).
 				ctx, cancel = context.WithTimeout(run, time.Minute)
 				defer cancel()
 				opts = append(opts, cloudggcp.Retry(run, watchScope, gopts...))
@@ -259,8 +259,8 @@ func TestAStreamItsCallerEndsAfterItWasServedIsNotLost(t *testing.T) {
 			c := streamClient(t, cloudggcp.ClientOption(gopts...), cloudggcp.StreamClientOption(gopts...))
 			run, stats := resilience.WithStats(context.Background())
 			run, ledger := resilience.WithLedger(run, "health")
-			// A deadline of its own, far off: the Retry option's timeout
-			// would end a stream opened on a context without one (see Retry).
+			// A deadline of its own, far off, which the stream's end by
+			// its caller comes before.
 			ctx, cancel := context.WithTimeout(run, time.Hour)
 			defer cancel()
 			var opts []gax.CallOption
