@@ -45,6 +45,9 @@ func (f *fakeHealth) Watch(req *healthpb.HealthCheckRequest, s healthpb.Health_W
 			return err
 		}
 		return status.Error(codes.ResourceExhausted, "quota exceeded")
+	case "silent": // open until the client goes, sending nothing
+		<-s.Context().Done()
+		return s.Context().Err()
 	default: // "hold": open until the client goes
 		if err := s.Send(serving); err != nil {
 			return err
@@ -268,9 +271,16 @@ func TestAStreamItsCallerEndsAfterItWasServedIsNotLost(t *testing.T) {
 				opts = append(opts, cloudggcp.Retry(run, watchScope, gopts...))
 			}
 			var stream healthpb.Health_WatchClient
+			// A stream that sends nothing for the case that receives
+			// nothing: "hold"'s first message, come before the caller's
+			// end, would be handed over by a Recv after it.
+			service := "hold"
+			if !tc.recv {
+				service = "silent"
+			}
 			err = gax.Invoke(ctx, func(ctx context.Context, settings gax.CallSettings) error {
 				var err error
-				stream, err = c.Watch(ctx, &healthpb.HealthCheckRequest{Service: "hold"}, settings.GRPC...)
+				stream, err = c.Watch(ctx, &healthpb.HealthCheckRequest{Service: service}, settings.GRPC...)
 				return err
 			}, opts...)
 			if err != nil {
