@@ -55,7 +55,8 @@
 // Every retry asks the breaker before it is sent, after a cut pause or a
 // whole one: the interceptor's Enter asks it for the Retry option on a
 // client with the interceptor; Do and the listings, whose retries are
-// sent without Enter and take no token, ask Guard.Admit; the Retry option
+// sent without Enter and take no token (unless a pause of the scope holds
+// them), ask Guard.Admit; the Retry option
 // on a client without the interceptor asks Guard.Admit through per-RPC
 // credentials of its own, which grpc asks before it sends an attempt (on
 // a REST client, whose retries gax sends with nothing of the option's in

@@ -245,7 +245,9 @@ func restAnswer(err error) bool {
 // retry asks the breaker before it goes: the interceptor's Enter asks it
 // for the Retry option's retry; Do and the listings, whose retries are
 // sent without Enter, ask the guard's Admit, which takes no token (GCP's
-// retries are paced by the provider's answers, not by tokens). An open
+// retries are paced by the provider's answers, not by tokens) unless
+// another call's pause holds the scope: then it waits for the pause's end
+// and goes at the scope's rate. An open
 // breaker refuses the retry with a *resilience.CircuitOpenError wrapping
 // the last answer, the call lost as failed after its retries (a give-up
 // when throttled); a provider that waits for its breakers' verdicts
@@ -623,7 +625,8 @@ type governed struct {
 // interceptor returns the refusal for the attempt gax makes next, sending
 // nothing); without the interceptor, the call returns the provider error. The option sees a gRPC call's success through
 // grpc.OnFinish; it counts no calls and takes no tokens (but for a retry
-// that waited for a breaker's verdict): the interceptor (ClientOption) or
+// that waited for a breaker's verdict, or that a pause of the scope
+// holds): the interceptor (ClientOption) or
 // Do does that.
 //
 // On a REST client (compute's) the option retries as above, but gax tells
@@ -891,7 +894,8 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // whole pause the retry asks the breaker too: an open one refuses it the
 // same way, and for a provider that waits for its breakers' verdicts
 // (breaker_wait) the retry waits for the verdict, within the deadline. The
-// retry takes no token unless it waited for a verdict. A panic of call
+// retry takes no token unless it waited for a verdict or a pause of the
+// scope holds it. A panic of call
 // reaches the caller as it was, never recovered: the slot is given back
 // and the call is recorded as lost to it (resilience.LossPanicked). When
 // scope's provider is disabled, call is called once, directly, with no
