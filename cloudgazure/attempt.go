@@ -109,29 +109,6 @@ func pauseFor(gd *resilience.Guard, p armPause) {
 	}
 }
 
-// pauseGraphReads sets the pause a low reads bucket asks for
-// (armQuotaLow's pauseAccount) on the answer to a Resource Graph query,
-// gd's, whose bearer token names the tenant account (tenantAccount's;
-// "": none). The query's scope, GraphScope, is every tenant's, but its
-// answer's tenant buckets are its tenant's: they pause the account of the
-// tenant's tenant-level requests, tenants/<tenant id> (tenantScope),
-// through a Guard of that account begun with ctx for the pause alone,
-// which sends nothing and records nothing else. A token that names no
-// tenant pauses the query's account, as pauseFor does, which the
-// tenant-level requests whose tokens name no tenant share.
-func pauseGraphReads(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, account string) {
-	if account == "" {
-		gd.PauseAccount(readsPause)
-		return
-	}
-	sc := GraphScope()
-	sc.Account = account
-	if tg, err := gov.Begin(ctx, sc); err == nil {
-		tg.PauseAccount(readsPause)
-		tg.End(nil)
-	}
-}
-
 // delayHeaders are the headers azcore's retry policy reads its delay from
 // (shared.RetryAfter). The per-retry policy hides them from azcore on a
 // response azcore is about to retry, and the Guard does the waiting.
@@ -143,8 +120,8 @@ type callState struct {
 	s   *shared
 	gov *resilience.Governor // gd's
 	// gd is the request's Guard, begun on scope. The per-call policy
-	// begins it at once, but for a tenant-level request other than a
-	// Resource Graph query: its tenant is read from the bearer token,
+	// begins it at once, but for a tenant-level request (a Resource Graph
+	// query among them): its tenant is read from the bearer token,
 	// which azcore's bearer token policy sets after the per-call policy
 	// has run, and its Guard is begun by its first attempt (see guard).
 	gd    *resilience.Guard
@@ -248,7 +225,7 @@ func (st *callState) guard(raw *http.Request) *resilience.Guard {
 	if st.gd != nil {
 		return st.gd
 	}
-	if raw != nil && st.tenant && st.scope.Service != ServiceResourceGraph {
+	if raw != nil && st.tenant {
 		st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
 	}
 	st.gd, _ = st.gov.Begin(st.ctx, st.scope, azcoreLoop)
@@ -520,18 +497,14 @@ func drained(resp *http.Response, err error) error {
 // for a second, once however many are low: remaining subscription reads
 // under 25 (global reads under 375; a tenant-level request's tenant reads
 // under 25) pause the account of the request's scope, the whole
-// subscription or the tenant-level requests; remaining writes or deletes
-// under 10 (global ones under 150; a tenant-level request's tenant writes
-// under 10) pause the request's own scope, its resource provider of the
-// subscription, so that the subscription's other reads go on. A Resource
-// Graph query's low tenant reads pause its tenant's tenant-level requests,
-// the tenant its token names (pauseGraphReads).
+// subscription or the tenant-level requests of its tenant (its Resource
+// Graph queries among them); remaining writes or deletes under 10 (global
+// ones under 150; a tenant-level request's tenant writes under 10) pause
+// the request's own scope, its resource provider of the subscription, so
+// that the subscription's other reads go on. With the account bucket
+// turned off, a pause of the account falls back to the request's scope.
 func (st *callState) proactive(h http.Header) {
-	if p := armQuotaLow(h, st.tenant); p == pauseAccount && st.scope == GraphScope() && st.tried != nil {
-		pauseGraphReads(st.ctx, st.gov, st.gd, st.s.tenantAccount(st.tried.Header.Get("Authorization")))
-	} else {
-		pauseFor(st.gd, p)
-	}
+	pauseFor(st.gd, armQuotaLow(h, st.tenant))
 	if d, ok := quotaReset(h); ok {
 		st.gd.Pause(d)
 	}

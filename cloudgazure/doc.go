@@ -22,7 +22,9 @@
 // Build, NewSubscriptionClient and NewTenantClient build a client the same
 // way, and fall back to a plain build (logged at debug level) when the
 // client rejects the options. NewGraphClient and QueryResources cover
-// Resource Graph: its own scope, azure/*/*/resourcegraph, its quota
+// Resource Graph: its own scope, azure/*/*/resourcegraph, or
+// azure/tenants/<tenant id>/*/resourcegraph for a query whose bearer token
+// names its tenant (its quota is a user's of that tenant), its quota
 // headers, and a query that follows skip tokens paced per page.
 //
 // # Per request and per attempt
@@ -32,8 +34,9 @@
 // per-retry policies on each clone. The per-call policy
 // resolves the scope from the URL (ScopeOfURL), begins a
 // resilience.Guard (a tenant-level request, whose path names no
-// subscription, is governed in its tenant's account, tenants/<tenant id>,
-// when its bearer token names the tenant: its first attempt, once azcore's
+// subscription, a Resource Graph query among them, is governed in its
+// tenant's account, tenants/<tenant id>, when its bearer token names the
+// tenant: its first attempt, once azcore's
 // bearer token policy has set the token, begins its Guard) and stores the
 // request's state with SetOperationValue;
 // azcore's clones share the operation values, so the per-retry policy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 
+	"github.com/cloudg/cloudg/internal/cowmap"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -93,8 +95,10 @@ func (l QueryLimits) resolve() QueryLimits {
 // default it sets when query.Options has no ResultFormat; a table's rows
 // otherwise). query is not modified.
 //
-// Every page is paced in the scope azure/*/*/resourcegraph (3 rps, burst
-// 15 by default):
+// Every page is paced in Resource Graph's scope (3 rps, burst 15 by
+// default): azure/tenants/<tenant id>/*/resourcegraph when the client's
+// bearer token names its tenant, since the quota is a user's of that
+// tenant, and azure/*/*/resourcegraph (GraphScope) when it names none:
 //
 //   - a client whose pipeline is governed (a *GraphClient from
 //     NewGraphClient, or any client built with ClientOptions, which the
@@ -119,7 +123,11 @@ func (l QueryLimits) resolve() QueryLimits {
 //     names; for a token that names none, the scope's account, which the
 //     tenant-level requests whose tokens name none share), and
 //     -tenant-writes under 10 the scope, as the policies do on a query's
-//     answer. The backoff before a retry
+//     answer. Such a client sets its token where QueryResources cannot see
+//     it before a page is sent: a page is paced in the scope of the tenant
+//     the client's last page named (the first page of a client in
+//     azure/*/*/resourcegraph), and a success whose token names another
+//     tenant pauses that tenant's scope. The backoff before a retry
 //     ends when the scope's breaker opens with a cooldown that outlasts
 //     it (resilience.Guard.Backoff), and the retry is refused then.
 //
@@ -222,10 +230,11 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	var zero armresourcegraph.ClientResourcesResponse
 	gov := cfg.governor()
 	limits := cfg.limits.resolve()
-	if cfg.graph == nil || cfg.graphGov != gov {
-		// Every page of the query is a call of the same scope: resolved
+	sc := tenantScope(GraphScope(), pacedTenant(client))
+	if cfg.graph == nil || cfg.graphGov != gov || cfg.graph.Scope() != sc {
+		// The pages of the query are calls of the same scope: resolved
 		// once, so that the later pages skip hashing it.
-		b, err := gov.Bind(GraphScope())
+		b, err := gov.Bind(sc)
 		if err != nil {
 			return zero, err
 		}
@@ -249,7 +258,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return zero, err
 		}
 		raw = nil
-		page, kind, err := sendPage(sctx, gov, gd, client, q, mark, &raw)
+		page, kind, err := sendPage(sctx, gov, gd, sc, client, q, mark, &raw)
 		if mark.governed.Load() {
 			// The pipeline is governed: its own Guard paced this page
 			// inside this attempt, and recorded its outcome (a success, a
@@ -288,13 +297,16 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	}
 }
 
-// sendPage sends one page and, unless the client's pipeline turned out to
-// be governed (fetchPaced gives that page's slot back), learns from its
-// answer, whose response *raw captured, and gives the slot back: a
-// success's spent quota (Resource Graph's, or Resource Manager's tenant
-// buckets', read as the policies read them) pauses the scope, or its
-// account, before the slot goes back, so that a page waiting for it sees
-// the pause, and the slot goes back
+// sendPage sends one page and remembers the tenant its bearer token named
+// (the request of the response *raw captured) as the client's
+// (pacedTenant). Unless the client's pipeline turned out to be governed
+// (fetchPaced gives that page's slot back), it learns from the answer and
+// gives the slot back: a success's spent quota (Resource Graph's, or
+// Resource Manager's tenant buckets', read as the policies read them)
+// pauses the scope, or its account, before the slot goes back, so that a
+// page waiting for it sees the pause (the scope of the tenant the token
+// named: gd's, sc, unless the client's token named another tenant than
+// the one remembered, see pauseTenant), and the slot goes back
 // before After, which records the success at once; a failure's slot goes
 // back once After recorded it (kind is its kind), so that a page waiting
 // for the slot sees the pause a throttle's hint set. When the client
@@ -302,8 +314,8 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // handler), the page is lost to the panic, which goes on: gd ends it,
 // unless the client's pipeline turned out to be governed (its own Guard
 // ended the page), and gives the slot back.
-func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, client GraphQuerier, q armresourcegraph.QueryRequest,
-	mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, err error) {
+func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
+	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, err error) {
 	returned := false
 	defer func() {
 		switch {
@@ -315,6 +327,11 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 		}
 	}()
 	page, err = client.Resources(ctx, q, nil)
+	account := sc.Account
+	if r := *raw; r != nil && r.Request != nil {
+		account = tenantAccount(r.Request.Header.Get("Authorization"))
+		rememberTenant(client, account)
+	}
 	switch {
 	case mark.governed.Load():
 	case err == nil:
@@ -322,13 +339,15 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 			// As the policies read a query's answer (a query is a
 			// tenant-level request): Resource Manager's tenant headers,
 			// then Resource Graph's quota.
-			if p := armQuotaLow(r.Header, true); p == pauseAccount && r.Request != nil {
-				pauseGraphReads(ctx, gov, gd, tenantAccount(r.Request.Header.Get("Authorization")))
-			} else {
+			p := armQuotaLow(r.Header, true)
+			d, reset := quotaReset(r.Header)
+			if account == sc.Account {
 				pauseFor(gd, p)
-			}
-			if d, ok := quotaReset(r.Header); ok {
-				gd.Pause(d)
+				if reset {
+					gd.Pause(d)
+				}
+			} else if p != pauseNothing || reset {
+				pauseTenant(ctx, gov, account, p, d, reset)
 			}
 		}
 		gd.Release()
@@ -339,6 +358,70 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 	}
 	returned = true
 	return page, kind, err
+}
+
+// maxPacedTenants bounds pacedTenants: past it, the memory starts again.
+const maxPacedTenants = 1024
+
+// pacedTenants maps a client QueryResources paces (by its pointer) to the
+// tenant account its bearer token named on its last page (tenantAccount's,
+// "" for none). A client that is not governed sends its token where
+// QueryResources cannot see it before the page is sent: the tenant its
+// last page named is taken for its next page's. The pointer is kept as a
+// number, which keeps no client alive; a client made where a dropped one
+// was is taken for it until its first page is answered.
+var pacedTenants cowmap.Map[uintptr, string]
+
+// clientKey returns the key of client in pacedTenants, or 0 for a client
+// that is no pointer.
+func clientKey(client GraphQuerier) uintptr {
+	if v := reflect.ValueOf(client); v.Kind() == reflect.Pointer {
+		return v.Pointer()
+	}
+	return 0
+}
+
+// pacedTenant returns the tenant account client's last page named, or ""
+// when none did or the client has no page yet.
+func pacedTenant(client GraphQuerier) string {
+	if k := clientKey(client); k != 0 {
+		a, _ := pacedTenants.Load(k)
+		return a
+	}
+	return ""
+}
+
+// rememberTenant records the tenant account client's page named.
+func rememberTenant(client GraphQuerier, account string) {
+	k := clientKey(client)
+	if k == 0 {
+		return
+	}
+	if a, ok := pacedTenants.Load(k); ok && a == account {
+		return
+	}
+	if pacedTenants.Len() >= maxPacedTenants {
+		pacedTenants.Clear()
+	}
+	pacedTenants.Store(k, account)
+}
+
+// pauseTenant sets the pauses a query's success asks for (p, and the
+// quota's reset after d when reset) in the Resource Graph scope of the
+// tenant its token named (tenantScope's, GraphScope for account ""), when
+// it was paced in another tenant's, the one its client's last page named:
+// through a Guard of that scope begun with ctx for the pauses alone, which
+// sends nothing and records nothing else.
+func pauseTenant(ctx context.Context, gov *resilience.Governor, account string, p armPause, d time.Duration, reset bool) {
+	tg, err := gov.Begin(ctx, tenantScope(GraphScope(), account))
+	if err != nil {
+		return
+	}
+	pauseFor(tg, p)
+	if reset {
+		tg.Pause(d)
+	}
+	tg.End(nil)
 }
 
 // appendRows appends a page's rows: an objectArray page is a []any; a

@@ -197,9 +197,9 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := raw.Context()
 	scope := ScopeOfURL(raw.URL)
 	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
-	if !st.tenant || scope.Service == ServiceResourceGraph {
-		// A tenant-level request's Guard waits for its token (see
-		// callState.gd).
+	if !st.tenant {
+		// A tenant-level request's Guard, a Resource Graph query's too,
+		// waits for its token (see callState.gd).
 		gd, err := gov.Begin(ctx, scope, azcoreLoop)
 		if err != nil {
 			return req.Next()

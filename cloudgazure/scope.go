@@ -82,9 +82,11 @@ func oneOf(s string, suffixes []string) bool {
 // with it, and govern a tenant-level request (its scope has no account,
 // and it is no Resource Graph query) whose bearer token is a JWT naming
 // its tenant in that tenant's account, tenants/<tenant id> (lower-cased),
-// since Resource Manager throttles each tenant apart: the tenant is in no
-// URL, and a scheduler that declares such a request's scope puts it in
-// ScopeOfURL's.
+// since Resource Manager throttles each tenant apart, and Resource Graph
+// each tenant's users: a Resource Graph query whose token names its
+// tenant goes in azure/tenants/<tenant id>/*/resourcegraph, one whose
+// token names none in GraphScope. The tenant is in no URL, and a
+// scheduler that declares such a request's scope puts it in ScopeOfURL's.
 func ScopeOfURL(u *url.URL) resilience.Scope {
 	host := strings.TrimSuffix(u.Hostname(), ".")
 	name, rest, ok := strings.Cut(host, ".")
@@ -119,11 +121,14 @@ const tenantPrefix = "tenants/"
 // scope, with no account) whose bearer token names its tenant: Resource
 // Manager throttles a tenant's requests per tenant, so that one tenant's
 // throttle or spent bucket must not hold another's. account is the
-// tenant's, tenants/<tenant id> (tenantAccount). A token that names no
-// tenant (account ""), and a Resource Graph query, whose scope is its
-// own, keep sc.
+// tenant's, tenants/<tenant id> (tenantAccount). A Resource Graph query
+// is one too: its quota is its user's, a principal of the tenant the
+// token names, and Resource Manager's tenant buckets its answer reports
+// are that tenant's, so that it goes in
+// azure/tenants/<tenant id>/*/resourcegraph. A token that names no tenant
+// (account "") keeps sc.
 func tenantScope(sc resilience.Scope, account string) resilience.Scope {
-	if account == "" || sc.Account != "" || sc.Service == ServiceResourceGraph {
+	if account == "" || sc.Account != "" {
 		return sc
 	}
 	sc.Account = account
@@ -199,6 +204,10 @@ func dataPlane(resource, service string) resilience.Scope {
 
 // GraphScope returns Resource Graph's scope, azure/*/*/resourcegraph: no
 // subscription, since its quota follows the caller, not the subscription.
+// The policies and QueryResources govern a query in it when its bearer
+// token names no tenant; a query whose token names its tenant goes in
+// that tenant's account, azure/tenants/<tenant id>/*/resourcegraph (see
+// ScopeOfURL), since the quota is a user's of that tenant.
 func GraphScope() resilience.Scope {
 	return resilience.Scope{Provider: Provider, Service: ServiceResourceGraph}
 }

@@ -192,12 +192,13 @@ func (failingCred) GetToken(context.Context, policy.TokenRequestOptions) (azcore
 	return azcore.AccessToken{}, errNoToken
 }
 
-// A Resource Graph query is paced in its own scope, shared by every
-// tenant's queries, but its answer's x-ms-ratelimit-remaining-tenant-reads
+// A Resource Graph query's answer's x-ms-ratelimit-remaining-tenant-reads
 // is its tenant's: under 25 it pauses that tenant's tenant-level requests
 // (the account tenants/<tenant id>) for a second, and no other tenant's,
 // whether the policies read the answer (a *GraphClient, alone or paged by
-// QueryResources) or QueryResources does, for a client it does not govern.
+// QueryResources) or QueryResources does, for a client it does not govern
+// (here on the client's first page, paced in azure/*/*/resourcegraph
+// before the page shows the client's tenant).
 func TestAQuerysLowTenantReadsPauseItsTenant(t *testing.T) {
 	get := func(e *env, tid string) error {
 		c, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, tenantCred{tid}, e.base, e.opts()...)
