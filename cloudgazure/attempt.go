@@ -215,7 +215,9 @@ func (c *requestContext) Value(key any) any {
 // guard returns the request's Guard, beginning it on the request's scope
 // if no attempt has yet (a tenant-level request, see callState.gd): on
 // its tenant's scope, tenantScope's, when raw, the attempt's request,
-// carries a bearer token that names the tenant, and on scope otherwise
+// carries a bearer token that names the tenant (a Resource Graph page
+// QueryResources paces on a Guard of its own: on that Guard's scope,
+// pagedScope's), and on scope otherwise
 // (raw nil: the request ends before any attempt, the bearer token
 // policy having failed or the context ended). It attaches the gate
 // (callState.gate) to the Guard before the request's context carries
@@ -226,7 +228,11 @@ func (st *callState) guard(raw *http.Request) *resilience.Guard {
 		return st.gd
 	}
 	if raw != nil && st.tenant {
-		st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
+		if sc, ok := pagedScope(st.ctx); ok && st.scope.Service == ServiceResourceGraph {
+			st.scope = sc // a page QueryResources paces on its own Guard
+		} else {
+			st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
+		}
 	}
 	st.gd, _ = st.gov.Begin(st.ctx, st.scope, azcoreLoop)
 	// The gate is the Guard's before rc carries it: a goroutine that

@@ -199,6 +199,21 @@ func markGoverned(ctx context.Context) {
 	}
 }
 
+// pagedScopeKey is the key of the scope of the page fetchPaced sends in
+// the page's context (see pagedScope).
+type pagedScopeKey struct{}
+
+// pagedScope returns the scope of the page fetchPaced is sending with ctx,
+// if any: a governed pipeline found out on that page begins its Guard
+// there, nested in fetchPaced's on the same scope, whatever the tenant
+// its token names, so that it shares the slot and the half-open breaker's
+// probe fetchPaced's Guard holds (fetchPaced's Guard, left without End,
+// gives its probe to no other scope's Guard).
+func pagedScope(ctx context.Context) (resilience.Scope, bool) {
+	sc, ok := ctx.Value(pagedScopeKey{}).(resilience.Scope)
+	return sc, ok
+}
+
 // fetchOnce fetches one page of a client whose pipeline is not governed,
 // for a disabled provider: once, directly, with the client's own retry
 // options, as the core's Do calls its function. It begins and ends a
@@ -221,7 +236,7 @@ func fetchOnce(ctx context.Context, gov *resilience.Governor, client GraphQuerie
 // server's hint. Other errors end the page at once. A page whose pipeline
 // turns out to be governed is the pipeline's Guard's: it is returned as
 // it is, and this Guard records nothing of it. That Guard, begun inside
-// this one's attempt on the same scope, shares what this one holds: the
+// this one's attempt on the same scope (pagedScope), shares what this one holds: the
 // slot, and the half-open breaker's probe if this one took it (it goes as
 // the probe, and this one's probe is lent to it), so that the page's
 // outcome, which that Guard records, is the probe's verdict.
@@ -252,6 +267,7 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	// this Guard holds, nor is refused by the half-open breaker whose probe
 	// this Guard took (it borrows the probe).
 	sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
+	sctx = context.WithValue(sctx, pagedScopeKey{}, sc)
 	for i := 0; ; i++ {
 		if err := gd.Enter(ctx); err != nil {
 			gd.End(err)

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 
 	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Resource Graph's quota is a user's (a security principal's, of the
@@ -181,4 +184,48 @@ func TestResourceGraphIsGovernedPerTenant(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A client built with ClientOptions that is no *GraphClient is paced by
+// QueryResources on its first page, and its pipeline's Guard, nested in
+// the helper's attempt, goes in the helper's scope whatever the tenant
+// its token names: the client's first page is paced in
+// azure/*/*/resourcegraph (the helper has not seen its token yet), and
+// when the helper took that scope's half-open probe, the pipeline's Guard
+// goes as the probe in its stead, so that the page's success closes the
+// breaker and the next query of the scope goes. Later queries of the
+// client go in its tenant's scope.
+func TestQueryResourcesDetectedPipelineOfATenantSharesTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(3), BreakerThreshold: 1}}
+		e := memEnv(t, cfg)
+		c, err := armresourcegraph.NewClient(tenantCred{tenantA}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A query without a tenant given up after its 3 retries opens
+		// the shared scope's breaker; after its cooldown the next call is
+		// its half-open probe.
+		e.srv.script(routeGraph, throttled("1"), throttled("1"), throttled("1"), throttled("1"))
+		if _, err := cloudgazure.QueryResources(context.Background(), e.graph(), query, e.opts()...); err == nil {
+			t.Fatal("the scripted 429s did not fail the query")
+		}
+		time.Sleep(e.gov.Inspect(graphScope).Breaker.Wait)
+		ctx, stats := resilience.WithStats(context.Background())
+		if rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...); err != nil || len(rows) != 6 {
+			t.Fatalf("tenant A's query: %d rows, %v; want the 6 rows of 3 pages", len(rows), err)
+		}
+		if b := e.gov.Inspect(graphScope).Breaker; b.State != state.Closed {
+			t.Errorf("breaker of %v %+v after tenant A's first page, its probe, succeeded; want closed", graphScope, b)
+		}
+		if rows, err := cloudgazure.QueryResources(context.Background(), e.graph(), query, e.opts()...); err != nil || len(rows) != 6 {
+			t.Errorf("the next query without a tenant: %d rows, %v", len(rows), err)
+		}
+		tenantGraph := resilience.Scope{Provider: "azure", Account: "tenants/" + strings.ToLower(tenantA), Service: "resourcegraph"}
+		// The first page is counted by the helper's Guard and the
+		// pipeline's, the page being paced twice.
+		if got := e.gov.Summary(stats).Scopes; got[graphScope].Calls != 2 || got[tenantGraph].Calls != 2 {
+			t.Errorf("tenant A's query: %+v; want its first page in %v (2 calls), the other two in %v", got, graphScope, tenantGraph)
+		}
+	})
 }
