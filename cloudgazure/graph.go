@@ -376,50 +376,48 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 	return page, kind, err
 }
 
-// maxPacedTenants bounds pacedTenants: past it, the memory starts again.
-const maxPacedTenants = 1024
+// maxPacedTenants bounds pacedTenants, and so the clients it keeps
+// alive: past it, the memory starts again.
+const maxPacedTenants = 256
 
-// pacedTenants maps a client QueryResources paces (by its pointer) to the
+// pacedTenants maps a client QueryResources paces (a pointer) to the
 // tenant account its bearer token named on its last page (tenantAccount's,
 // "" for none). A client that is not governed sends its token where
 // QueryResources cannot see it before the page is sent: the tenant its
-// last page named is taken for its next page's. The pointer is kept as a
-// number, which keeps no client alive; a client made where a dropped one
-// was is taken for it until its first page is answered.
-var pacedTenants cowmap.Map[uintptr, string]
+// last page named is taken for its next page's. The map holds the client
+// itself, so that no other client made where a dropped one was is taken
+// for it; it keeps at most maxPacedTenants clients alive.
+var pacedTenants cowmap.Map[GraphQuerier, string]
 
-// clientKey returns the key of client in pacedTenants, or 0 for a client
-// that is no pointer.
-func clientKey(client GraphQuerier) uintptr {
-	if v := reflect.ValueOf(client); v.Kind() == reflect.Pointer {
-		return v.Pointer()
-	}
-	return 0
+// remembered reports whether pacedTenants may hold client: a pointer,
+// which is comparable (a map key of another kind might not be, and would
+// panic).
+func remembered(client GraphQuerier) bool {
+	return reflect.ValueOf(client).Kind() == reflect.Pointer
 }
 
 // pacedTenant returns the tenant account client's last page named, or ""
 // when none did or the client has no page yet.
 func pacedTenant(client GraphQuerier) string {
-	if k := clientKey(client); k != 0 {
-		a, _ := pacedTenants.Load(k)
-		return a
+	if !remembered(client) {
+		return ""
 	}
-	return ""
+	a, _ := pacedTenants.Load(client)
+	return a
 }
 
 // rememberTenant records the tenant account client's page named.
 func rememberTenant(client GraphQuerier, account string) {
-	k := clientKey(client)
-	if k == 0 {
+	if !remembered(client) {
 		return
 	}
-	if a, ok := pacedTenants.Load(k); ok && a == account {
+	if a, ok := pacedTenants.Load(client); ok && a == account {
 		return
 	}
 	if pacedTenants.Len() >= maxPacedTenants {
 		pacedTenants.Clear()
 	}
-	pacedTenants.Store(k, account)
+	pacedTenants.Store(client, account)
 }
 
 // pauseTenant sets the pauses a query's success asks for (p, and the
