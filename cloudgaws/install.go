@@ -306,7 +306,7 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 // without the SDK's Retry middleware sends nothing to govern (a presigner's
 // stack signs a URL locally) and is left alone. It never fails the call.
 func (inst *installation) addTo(stack *middleware.Stack) error {
-	if _, ok := stack.Finalize.Get(retryID); !ok {
+	if _, ok := stack.Finalize.Get(retryID); !ok || isIMDS(stack) {
 		return nil
 	}
 	if _, ok := stack.Initialize.Get(initializeID); ok {
@@ -325,6 +325,31 @@ func (inst *installation) addTo(stack *middleware.Stack) error {
 		}
 	}
 	return nil
+}
+
+// imdsPkg is the package of the EC2 instance metadata service's client.
+const imdsPkg = "github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+
+// isIMDS reports whether stack is a call of the EC2 instance metadata
+// service's client (package feature/ec2/imds), which a client made from
+// an installed config carries APIOptions into: the instance's own
+// service, not an account's API, which no account's limits, slots or
+// breakers are about. Such a stack is left alone, ungoverned. The client
+// names no service in the call's context; its stack is known by its
+// operation timeout and its serializer's package.
+func isIMDS(stack *middleware.Stack) bool {
+	if _, ok := stack.Initialize.Get("OperationTimeout"); !ok {
+		return false
+	}
+	m, ok := stack.Serialize.Get("OperationSerializer")
+	if !ok {
+		return false
+	}
+	t := reflect.TypeOf(m)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() == imdsPkg
 }
 
 // governor returns the governor of a call.
