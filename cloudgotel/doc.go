@@ -11,8 +11,10 @@
 //	gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
 //	defer obs.Unregister()
 //
-// The gauges read every governor made with the Observer while its user
-// holds it (they keep none alive), until Observer.Detach or Unregister.
+// The gauges read every governor made with the Observer until
+// Observer.Detach or Unregister, or until the garbage collector frees a
+// governor its user let go of (they keep none alive): Detach a governor
+// that another replaced to stop adding up its scopes at once.
 //
 // NewObserver and RegisterGauges, the same in two phases (the observer
 // before the governor, the gauges after it), are deprecated.

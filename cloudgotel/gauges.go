@@ -45,10 +45,12 @@ func Instrument(opts ...Option) (*Observer, error) {
 
 // Attach makes the Observer's gauges read g's live scopes: NewGovernor
 // calls it when g is made with the Observer (resilience.WithObserver). The
-// gauges do not keep g alive: once its user lets go of it, they read it no
-// more, so that a governor made for one job and dropped is not added up
-// with the next one's scopes. An Observer of NewObserver has no gauges,
-// and ignores it.
+// gauges do not keep g alive: once its user lets go of it and the garbage
+// collector has freed it, they read it no more. Until then (in a program
+// that allocates little, the collector may take minutes), its scopes are
+// still added up with those of a governor that replaced it: Detach the
+// replaced one (after resilience.SetDefault, say) to stop at once. An
+// Observer of NewObserver has no gauges, and ignores it.
 func (o *Observer) Attach(g *resilience.Governor) {
 	if o != nil && o.gauges != nil && g != nil {
 		o.gauges.attach(g)
