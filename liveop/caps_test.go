@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -496,5 +497,43 @@ func TestASlotKeptForAWaitingCallerIsNotSaidToRun(t *testing.T) {
 		refused(t, err, ReasonBusy, "a live operation is already running for aws/a; retry when it finishes or use the cached dataset")
 		_, err = Run(context.Background(), g, req("late", "aws/a", "aws/b"), func(context.Context) (string, error) { return "late", nil })
 		refused(t, err, ReasonBusy, "a live operation is already running for aws/a, and one waiting before this one holds aws/b; retry when they finish or use the cached dataset")
+	})
+}
+
+// A Run looks for an operation's frame on its goroutine's stack, which
+// costs microseconds, only when it matters: when a slot kept for a
+// waiting caller would hold it back, or it waits. A Run nothing holds
+// back walks no stack.
+func TestARunWalksItsStackOnlyWhenAKeptSlotHoldsItBack(t *testing.T) {
+	var walks atomic.Int32
+	defer func(f func() bool) { operationGoroutine = f }(operationGoroutine)
+	operationGoroutine = func() bool { walks.Add(1); return onOperationGoroutine() }
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+		if _, err := Run(context.Background(), g, req("free", "aws/b"), func(context.Context) (string, error) { return "", nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n := walks.Load(); n != 0 {
+			t.Fatalf("a Run nothing held back walked its stack %d times, want none", n)
+		}
+		started, release := make(chan struct{}), make(chan struct{})
+		outer := goRun(context.Background(), g, req("outer", "aws/a"), func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "", nil
+		})
+		<-started
+		both := req("both", "aws/a", "aws/b")
+		both.Wait = true
+		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "", nil })
+		synctest.Wait()
+		walks.Store(0)
+		_, err := Run(context.Background(), g, req("late", "aws/b"), func(context.Context) (string, error) { return "", nil })
+		close(release)
+		<-outer
+		<-waiter
+		if err == nil || walks.Load() != 1 {
+			t.Fatalf("a Run a kept slot holds back: %v, its stack walked %d times; want refused, walked once", err, walks.Load())
+		}
 	})
 }

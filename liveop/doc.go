@@ -44,7 +44,10 @@
 //     that keeps it may be waiting for that operation, which waits for
 //     the Run): a Run made on the function's goroutine, with whatever
 //     context (a helper's own, context.Background), or on another
-//     goroutine with a context derived from the function's. A Run made
+//     goroutine with a context derived from the function's. (On the
+//     function's goroutine, one Guard's Run cannot tell whose operation
+//     it is inside: a Run of another Guard there takes that Guard's kept
+//     slots too, ahead of its waiting callers.) A Run made
 //     with the function's context, or one derived from it, that would
 //     wait for a slot only that operation (or one it runs inside) can
 //     free is refused at once, the busy refusal wrapping ErrNested.

@@ -44,7 +44,7 @@ type waiter struct {
 	woken  bool          // ready is closed
 	holds  bool          // a slot of each of its scopes and one of the total are kept for it
 	kept   []string      // its scopes whose slot is kept for it while it waits for the others
-	nested bool          // its Run is inside an operation's function (see Guard.firstBroken)
+	nested nesting       // whether its Run is inside an operation's function (see Guard.firstBroken)
 }
 
 // Request describes one live operation. The zero Request has no key (it
@@ -204,8 +204,8 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	}
 	// A Run on an operation function's goroutine whose context does not
 	// say so (a helper's own) is inside that operation all the same.
-	nested := inside != nil || onOperationGoroutine()
-	f, err := g.admit(ctx, inside, nested, req, func(ctx context.Context) (any, error) { return fn(ctx) })
+	nested := nesting{known: inside != nil, inside: inside != nil}
+	f, err := g.admit(ctx, inside, &nested, req, func(ctx context.Context) (any, error) { return fn(ctx) })
 	if err != nil {
 		return zero, err
 	}
@@ -223,9 +223,9 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 // admit joins req's operation, starts it, or refuses it, waiting for a
 // slot with req.Wait; inside is the operation whose function's context
 // ctx is (nil: none), which then waits for the one admitted, and nested
-// says that the caller runs inside an operation's function, inside's or
-// one whose goroutine it runs on.
-func (g *Guard) admit(ctx context.Context, inside *flight, nested bool, req Request, fn func(context.Context) (any, error)) (*flight, error) {
+// says whether the caller runs inside an operation's function, inside's
+// or one whose goroutine it runs on.
+func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req Request, fn func(context.Context) (any, error)) (*flight, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -269,7 +269,8 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested bool, req Requ
 			return nil, refused
 		}
 		if w == nil {
-			w = &waiter{req: req, scopes: scopes, nested: nested}
+			nested.is() // known before it waits: handOff asks on another goroutine
+			w = &waiter{req: req, scopes: scopes, nested: *nested}
 			g.queue = append(g.queue, w)
 		}
 		// Made by the caller that waits on it, inside its
@@ -314,7 +315,7 @@ func (g *Guard) handOff(now time.Time) {
 		}
 		g.unkeep(w) // looked at afresh, after the callers before it
 		if g.flights[w.req.Key] == nil {
-			r := g.firstBroken(now, w.scopes, w.req, w.nested)
+			r := g.firstBroken(now, w.scopes, w.req, &w.nested)
 			if r != nil && r.Reason == ReasonBusy {
 				g.keep(w)
 				continue
@@ -419,7 +420,7 @@ func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,
 // in that order, to a new operation, of a Run inside an operation's
 // function when nested; g.mu is held. It changes nothing.
-func (g *Guard) refusal(now time.Time, scopes []string, req Request, nested bool) *RefusedError {
+func (g *Guard) refusal(now time.Time, scopes []string, req Request, nested *nesting) *RefusedError {
 	r := g.firstBroken(now, scopes, req, nested)
 	if r != nil {
 		r.Caller = req.Caller
@@ -432,7 +433,7 @@ func (g *Guard) refusal(now time.Time, scopes []string, req Request, nested bool
 // Run inside an operation's function (nested), those kept for callers
 // still waiting for another of their scopes (Guard.kept): such a caller
 // may be waiting for that very operation, which waits for the Run.
-func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested bool) *RefusedError {
+func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested *nesting) *RefusedError {
 	if max := g.cfg.callerMax; max > 0 {
 		if in := g.inWindow(now, req.Caller); len(in) >= max {
 			return quotaError(req.Caller, max, g.cfg.callerWindowLabel, in[0].Add(g.cfg.callerWindow).Sub(now))
@@ -454,7 +455,7 @@ func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested 
 	var full, waiting []string // waiting: those full of slots kept for waiting callers, not of operations that run
 	for _, s := range scopes {
 		n := g.active[s] + g.held[s]
-		if !nested {
+		if g.kept[s] > 0 && !nested.is() {
 			n += g.kept[s]
 		}
 		if n >= g.cfg.maxPerScope {
@@ -562,6 +563,25 @@ func callOperation(ctx context.Context, fn func(context.Context) (any, error)) (
 
 // operationFrame is the name of callOperation's frame.
 var operationFrame = runtime.FuncForPC(reflect.ValueOf(callOperation).Pointer()).Name()
+
+// nesting is whether a Run is inside an operation's function, looked up
+// on the stack (onOperationGoroutine) only when it matters: when a slot
+// kept for a waiting caller would hold the Run back, or the Run waits.
+type nesting struct {
+	known, inside bool
+}
+
+// is reports whether the Run is inside an operation's function. It walks
+// the stack the first time, on the Run's goroutine.
+func (n *nesting) is() bool {
+	if !n.known {
+		n.known, n.inside = true, operationGoroutine()
+	}
+	return n.inside
+}
+
+// operationGoroutine is onOperationGoroutine, which a test counts.
+var operationGoroutine = onOperationGoroutine
 
 // onOperationGoroutine reports whether its caller runs on the goroutine
 // of an operation's function (of any Guard), below callOperation's

@@ -22,7 +22,7 @@ func (g *Guard) Check(req Request) error {
 	if g.flights[req.Key] != nil {
 		return nil
 	}
-	if r := g.refusal(time.Now(), scopes, req, false); r != nil {
+	if r := g.refusal(time.Now(), scopes, req, &nesting{known: true}); r != nil {
 		return r
 	}
 	return nil
