@@ -396,18 +396,21 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 
 // unsentStop is the error that ends the SDK's loop when the retry of an
 // attempt that never left the process may not go (see
-// attemptctx.ReadyResend), which the SDK does not retry: the caller's
-// context ended, a canceled request; no slot came within the call's max
-// wait (resilience.WithMaxWait), a *ThrottlingError wrapping the core's
-// *resilience.WouldWaitError; the scope's breaker opened, the attempt's
-// own failure, as when the SDK's attempts run out. The call ends with
-// that attempt's failure, recorded as endUnsent records it: lost as
-// errored (cancelled, when the context ended).
+// attemptctx.ReadyResend), which the SDK does not retry. The scope's
+// breaker opened: the attempt's own failure, as when the SDK's attempts
+// run out, recorded as endUnsent records it, lost as errored. Otherwise
+// the governor ended the call and recorded it, as it records a call it
+// does not send, and endUnsent records nothing more: the caller's
+// context ended, a canceled request (cancelled); no slot came within
+// the call's max wait (resilience.WithMaxWait), a *ThrottlingError
+// wrapping the core's *resilience.WouldWaitError (refused).
 func (s *callState) unsentStop(ctx context.Context, err error) error {
-	switch err.(type) {
-	case *resilience.CircuitOpenError:
-		return &notRetryable{err: s.unsent.(*unsentError).err}
-	case *resilience.WouldWaitError:
+	failure := s.unsent.(*unsentError).err
+	if _, open := err.(*resilience.CircuitOpenError); open {
+		return &notRetryable{err: failure}
+	}
+	s.unsent = nil // recorded by the governor
+	if _, wait := err.(*resilience.WouldWaitError); wait {
 		return &ThrottlingError{Err: err}
 	}
 	if ctx.Err() != nil {

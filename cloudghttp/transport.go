@@ -98,8 +98,12 @@ func (t *Transport) CloseIdleConnections() {
 //     the request's context, within its max wait), never the one lent to
 //     a call nested in the failed attempt that goes on, and a breaker
 //     that opened meanwhile and would refuse a retry stops the resends
-//     (see resilience.Guard.Enter). A failure that does not pass (a
-//     token server's 400 or 401) ends the call at once;
+//     (see resilience.Guard.Enter). A resend that gets no slot within
+//     the call's max wait is refused before it is sent, as the core
+//     refuses any such call, and the call is lost as refused: the
+//     *resilience.WouldWaitError, with the token's failure. A failure
+//     that does not pass (a token server's 400 or 401) ends the call at
+//     once;
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -268,12 +272,16 @@ func (x *exchange) run() (*http.Response, error) {
 			// Nothing was sent, for a failure that passes (a token
 			// endpoint's refused connection or 503): the request goes
 			// again, on this attempt's admission, after a backoff.
-			next, werr := x.resendUnsent(ctx, first)
+			next, recorded, werr := x.resendUnsent(ctx, first)
 			if werr != nil {
-				// Recorded as cancelled when the context is done, and
-				// otherwise (no slot within the max wait) as the
-				// attempt's local error, lost as errored.
-				x.gd.After(answer)
+				// A resend the governor did not let go (no slot within the
+				// max wait, the context's end while it waited for one)
+				// ended the call, recorded as refused or cancelled; a
+				// context that ended during the backoff is recorded here,
+				// as cancelled.
+				if !recorded {
+					x.gd.After(answer)
+				}
 				x.gd.End(werr)
 				return nil, fmt.Errorf("cloudghttp: %w while waiting to send again after: %w", werr, err)
 			}
@@ -423,10 +431,12 @@ func (x *exchange) attemptError(err error) error {
 // included), the backoff would reach or pass the call's deadline (the
 // policy's, or the context's), the body cannot be rewound, the context is
 // done, or the scope's breaker opened during the backoff and would refuse
-// a retry; and the context's error when it ends during the backoff or the
-// wait for a slot, or the *resilience.WouldWaitError of a slot that did
-// not come within the call's max wait.
-func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http.Request, error) {
+// a retry. It returns the context's error when it ends during the
+// backoff; and, recorded reporting true, the error the governor ended the
+// call with once the backoff was over (see attemptctx.ReadyResend): a
+// *resilience.WouldWaitError for a slot that did not come within the
+// call's max wait, the context's error when it ended during that wait.
+func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (_ *http.Request, recorded bool, _ error) {
 	x.resends++
 	attempts, deadline := x.t.cfg.policy.MaxAttempts, x.t.cfg.policy.Deadline
 	if attempts <= 0 || deadline <= 0 {
@@ -439,20 +449,20 @@ func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http
 		}
 	}
 	if x.resends >= attempts || ctx.Err() != nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	delay := x.unsent.next(x)
 	x.unsent.prev = delay
 	clock := x.gov.Clock()
 	if !clock.Now().Add(delay).Before(x.start.Add(deadline)) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(delay).Before(dl) {
-		return nil, nil
+		return nil, false, nil
 	}
 	next, ok := rewindAfter(first, nil)
 	if !ok {
-		return nil, nil
+		return nil, false, nil
 	}
 	// The wait holds no slot, as the core's retries back off without one;
 	// a slot lent to a call nested in the attempt that goes on stays that
@@ -460,16 +470,16 @@ func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (*http
 	x.gd.Release()
 	if err := clock.Sleep(ctx, delay); err != nil {
 		closeBody(next)
-		return nil, err
+		return nil, false, err
 	}
 	if err := attemptctx.ReadyResend(ctx, x.gd); err != nil {
 		closeBody(next)
 		if _, open := err.(*resilience.CircuitOpenError); open {
-			return nil, nil // the breaker opened meanwhile: no resend
+			return nil, false, nil // the breaker opened meanwhile: no resend
 		}
-		return nil, err
+		return nil, true, err
 	}
-	return next, nil
+	return next, false, nil
 }
 
 // sameEndpoint reports whether raw, the URL an http.Client's *url.Error

@@ -228,9 +228,10 @@ func TestAnUnsentAttemptIsNotSentAgainThroughAnOpenBreaker(t *testing.T) {
 // back once it may be sent again (another call of the account holds the
 // only one), waits for one as an attempt does: no longer than its
 // context's max wait allows, which ends it with the core's
-// *resilience.WouldWaitError of ErrNoSlot; and until its context ends,
-// which ends it with the context's error, recorded as cancelled. Nothing
-// is sent; the call, lost, holds no slot.
+// *resilience.WouldWaitError of ErrNoSlot, recorded as refused, as the
+// core records any call its max wait keeps from being sent; and until its
+// context ends, which ends it with the context's error, recorded as
+// cancelled. Nothing is sent; the call, lost, holds no slot.
 func TestAnUnsentAttemptWaitsForASlotWithinItsBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -240,7 +241,7 @@ func TestAnUnsentAttemptWaitsForASlotWithinItsBounds(t *testing.T) {
 	}{
 		{"max wait", func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return resilience.WithMaxWait(ctx, 500*time.Millisecond), func() {}
-		}, resilience.ErrNoSlot, resilience.LossErrored},
+		}, resilience.ErrNoSlot, resilience.LossRefused},
 		{"context", func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return context.WithTimeout(ctx, 1500*time.Millisecond)
 		}, context.DeadlineExceeded, resilience.LossCancelled},

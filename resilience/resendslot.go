@@ -19,27 +19,31 @@ func init() {
 // failed before it left the process (a credential that could not be had)
 // and that an integration sends again on the attempt's admission: nothing
 // was sent to the scope, so the resend takes no token and is neither
-// counted nor recorded, here or on any error, which the integration
-// records as the attempt's end. What the wait before the resend may have
-// changed is looked at again, as Enter looks at it before an attempt:
-//   - a context done, or at its deadline (its timer run or not), returns
-//     its error;
+// counted nor recorded. What the wait before the resend may have changed
+// is looked at again, as Enter looks at it before an attempt:
+//   - a context done, or at its deadline (its timer run or not), ends the
+//     call with its error, recorded as cancelled (see stopByContext);
 //   - the breaker: a call that holds the probe's lease resends as the
 //     probe, and a call nested in an enclosing call's probe attempt
 //     borrows it (see Enter); otherwise a breaker that would refuse a
 //     call now (open, or half-open with its probe out in another call)
-//     refuses the resend with a *CircuitOpenError;
+//     refuses the resend with a *CircuitOpenError, recording nothing:
+//     the integration ends the call with the attempt's failure;
 //   - the slot: one held (or borrowed) across the wait and not lent to a
 //     call nested in the attempt that goes on is the resend's; one lent
 //     so is left to that call (Release keeps it for it), and the resend
 //     takes another, as does a Guard that gave its slot back for the
 //     wait, waiting for it with ctx, within the call's max wait
 //     (WithMaxWait) from now: past it, a *WouldWaitError matching
-//     ErrNoSlot. A slot that comes back at the context's deadline is
-//     given back, and the deadline's error returned.
+//     ErrNoSlot, recorded as refused, as Enter records a call its max
+//     wait keeps from being sent. A slot that comes back at the
+//     context's deadline is given back, and the call ends as the
+//     context's end does.
 //
-// A Guard not governed (its provider disabled since Begin, or from the
-// start), or with no attempt in progress, is ready as it is.
+// A call ended here is recorded and over: End records nothing more for
+// it, and the integration reports no answer (After) before End. A Guard
+// not governed (its provider disabled since Begin, or from the start),
+// or with no attempt in progress, is ready as it is.
 func (gd *Guard) readyResend(ctx context.Context) error {
 	if gd.e == nil || gd.phase != phaseSent {
 		return nil
@@ -50,7 +54,7 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 		gd.bound(now) // the max wait, from now: no scheduler's claim once sent
 	}
 	if err := gd.g.ctxErr(ctx, now); err != nil {
-		return err
+		return gd.stopByContext(err)
 	}
 	if gd.p.set.enabled {
 		if wait, ok := gd.ask(now); !ok && !gd.borrowProbe(ctx, now) {
@@ -66,13 +70,13 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 	_, waited, err := gd.acquire(ctx)
 	switch {
 	case err == errSlotWait:
-		return &WouldWaitError{Scope: gd.scope, Err: ErrNoSlot}
+		return gd.refuseWait(0, ErrNoSlot)
 	case err != nil:
-		return err
+		return gd.stopByContext(err)
 	case waited:
 		if err := gd.g.ctxErr(ctx, gd.g.now()); err != nil {
 			gd.Release()
-			return err
+			return gd.stopByContext(err)
 		}
 	}
 	return nil

@@ -122,3 +122,47 @@ func TestAnUnsentAttemptsRetryIsNotSentThroughAnOpenBreaker(t *testing.T) {
 		}
 	})
 }
+
+// The SDK's retry of an attempt that never left the process, whose slot
+// was lent to a call nested in that attempt that goes on, and that gets
+// no other slot within its context's max wait, is refused before it is
+// sent, as the core refuses any call its max wait keeps from being sent:
+// a *ThrottlingError of the core's ErrNoSlot, recorded as refused.
+func TestAnUnsentAttemptsRetryWithNoSlotWithinTheMaxWaitIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.hold = func(r *http.Request) {
+			if r.Form != nil && r.Form.Get("Action") == "GetCallerIdentity" {
+				time.Sleep(10 * time.Second)
+			}
+		}
+		cfg, _ := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		stsClient := sts.NewFromConfig(cfg)
+		var asked atomic.Int32
+		var wg sync.WaitGroup
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if asked.Add(1) == 1 {
+				wg.Go(func() { _ = getCallerIdentity(ctx, stsClient) })
+				for f.count("GetCallerIdentity") == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				return aws.Credentials{}, credentialsRefused()
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+		})
+		ctx, ledger := resilience.WithLedger(context.Background(), "vpcs")
+		err := describeVpcs(resilience.WithMaxWait(ctx, 500*time.Millisecond), ec2.NewFromConfig(outer))
+		wg.Wait()
+		var te *cloudgaws.ThrottlingError
+		if !errors.As(err, &te) || !errors.Is(err, resilience.ErrNoSlot) {
+			t.Fatalf("err %v; want a *ThrottlingError of ErrNoSlot", err)
+		}
+		if n := f.count("DescribeVpcs"); n != 0 {
+			t.Fatalf("DescribeVpcs sent %d times, want none", n)
+		}
+		if ledger.Count(resilience.LossRefused) != 1 || ledger.Lost() != 1 {
+			t.Fatalf("ledger %q; want the call lost as refused", ledger.Describe())
+		}
+	})
+}
