@@ -3,6 +3,7 @@ package cloudgaws
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -341,10 +342,11 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		// counted, paid from the retry budget or paced. What the SDK's
 		// sleep may have changed is asked again (attemptctx.ReadyResend):
 		// a breaker that opened meanwhile refuses it, as it refuses a
-		// retry, and the slot held across the SDK's retries, when it is
-		// lent to a call nested in the attempt before that goes on (a
-		// credentials refresh), is left to that call while this attempt
-		// waits for another.
+		// retry; a pause of the scope holds it until it ends, as it
+		// holds every call of the scope; and the slot held across the
+		// SDK's retries, when it is lent to a call nested in the attempt
+		// before that goes on (a credentials refresh), is left to that
+		// call while this attempt waits for another.
 		st.retryAccounted = false
 		st.unwatch()
 		st.cut.Reset()
@@ -401,9 +403,12 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 // run out, recorded as endUnsent records it, lost as errored. Otherwise
 // the governor ended the call and recorded it, as it records a call it
 // does not send, and endUnsent records nothing more: the caller's
-// context ended, a canceled request (cancelled); no slot came within
-// the call's max wait (resilience.WithMaxWait), a *ThrottlingError
-// wrapping the core's *resilience.WouldWaitError (refused).
+// context ended, a canceled request (cancelled); no token or slot would
+// come within the call's max wait (resilience.WithMaxWait), a
+// *ThrottlingError wrapping the core's *resilience.WouldWaitError
+// (refused); the scope's pause outlasts the call's deadline, the core's
+// *resilience.DeadlineExceededError joined to the attempt's failure
+// (refused).
 func (s *callState) unsentStop(ctx context.Context, err error) error {
 	failure := s.unsent.(*unsentError).err
 	if _, open := err.(*resilience.CircuitOpenError); open {
@@ -416,7 +421,7 @@ func (s *callState) unsentStop(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &aws.RequestCanceledError{Err: err}
 	}
-	return &notRetryable{err: err}
+	return &notRetryable{err: fmt.Errorf("%w while waiting to send again after: %w", err, failure)}
 }
 
 // endUnsent records the attempt the call ended with, when it never left

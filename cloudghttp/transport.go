@@ -98,12 +98,17 @@ func (t *Transport) CloseIdleConnections() {
 //     the request's context, within its max wait), never the one lent to
 //     a call nested in the failed attempt that goes on, and a breaker
 //     that opened meanwhile and would refuse a retry stops the resends
-//     (see resilience.Guard.Enter). A resend that gets no slot within
-//     the call's max wait is refused before it is sent, as the core
-//     refuses any such call, and the call is lost as refused: the
-//     *resilience.WouldWaitError, with the token's failure. A failure
-//     that does not pass (a token server's 400 or 401) ends the call at
-//     once;
+//     (see resilience.Guard.Enter). A pause of the scope (another
+//     request's Retry-After, PauseAccount) holds the resend, as it holds
+//     every request of the scope: it takes a token, which the pause
+//     holds, and goes at the scope's rate once the pause ends. A resend
+//     whose wait would reach the call's deadline, or pass its max wait,
+//     is refused before it is sent, as the core refuses any such call,
+//     and the call is lost as refused: the deadline's
+//     *resilience.DeadlineExceededError or the
+//     *resilience.WouldWaitError, each with the token's failure. A
+//     failure that does not pass (a token server's 400 or 401) ends the
+//     call at once;
 //  3. a throttled or transient answer is sent again when that is safe: the
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
@@ -274,11 +279,11 @@ func (x *exchange) run() (*http.Response, error) {
 			// again, on this attempt's admission, after a backoff.
 			next, recorded, werr := x.resendUnsent(ctx, first)
 			if werr != nil {
-				// A resend the governor did not let go (no slot within the
-				// max wait, the context's end while it waited for one)
-				// ended the call, recorded as refused or cancelled; a
-				// context that ended during the backoff is recorded here,
-				// as cancelled.
+				// A resend the governor did not let go (a wait past the
+				// deadline or the max wait, the context's end while it
+				// waited for a token or a slot) ended the call, recorded
+				// as refused or cancelled; a context that ended during
+				// the backoff is recorded here, as cancelled.
 				if !recorded {
 					x.gd.After(answer)
 				}
@@ -421,8 +426,10 @@ func (x *exchange) attemptError(err error) error {
 // a copy of first with its body rewound, once a backoff of the policy's
 // (the decorrelated jitter of the Transport's retries, from the policy's
 // base delay to its max backoff) has passed. The request goes on the
-// admission its attempt had (its token): nothing was sent to the scope,
-// which counts no retry of it and pays nothing from its retry budget.
+// admission its attempt had: nothing was sent to the scope, which counts
+// no retry of it and pays nothing from its retry budget; it takes a
+// token only when its scope is paused, which holds it until the pause
+// ends (see attemptctx.ReadyResend).
 // The backoff holds no slot: the Guard gives its slot back for it (a slot
 // lent to a call nested in the attempt that goes on stays that call's),
 // and takes one again once it is over (attemptctx.ReadyResend). It
@@ -434,8 +441,10 @@ func (x *exchange) attemptError(err error) error {
 // a retry. It returns the context's error when it ends during the
 // backoff; and, recorded reporting true, the error the governor ended the
 // call with once the backoff was over (see attemptctx.ReadyResend): a
-// *resilience.WouldWaitError for a slot that did not come within the
-// call's max wait, the context's error when it ended during that wait.
+// *resilience.WouldWaitError for a token or slot that would not come
+// within the call's max wait, a *resilience.DeadlineExceededError for a
+// pause that outlasts its deadline, the context's error when it ended
+// during that wait.
 func (x *exchange) resendUnsent(ctx context.Context, first *http.Request) (_ *http.Request, recorded bool, _ error) {
 	x.resends++
 	attempts, deadline := x.t.cfg.policy.MaxAttempts, x.t.cfg.policy.Deadline

@@ -295,3 +295,100 @@ func TestAnUnsentAttemptWaitsForASlotWithinItsBounds(t *testing.T) {
 		})
 	}
 }
+
+// pauseAPI pauses the API's scope at once for 60 s, as another request
+// does: with a 429 that carries a Retry-After, or with PauseAccount.
+func pauseAPI(t *testing.T, gov *resilience.Governor, f *fakeAPI, base http.RoundTripper, how string) {
+	t.Helper()
+	if how == "PauseAccount" {
+		gd, err := gov.Begin(context.Background(), apiScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gd.PauseAccount(60 * time.Second)
+		gd.End(nil)
+		return
+	}
+	f.script(status(http.StatusTooManyRequests, "Retry-After", "60"))
+	resp := do(t, client(base, gov, withAttempts(1)), http.MethodGet, "http://api.test/b", nil)
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("/b answered %d; want the 429 that pauses the scope", resp.StatusCode)
+	}
+}
+
+// A request whose token could not be had is sent again no sooner than
+// its scope's pause ends: readied while another request's Retry-After or
+// a PauseAccount holds the scope (its leaf, or its account bucket), it
+// waits out the pause and goes at the scope's rate after it, as every
+// caller of a paused scope does; a pause that outlasts the call's
+// deadline ends it at once with the deadline's error and the token's,
+// recorded as refused, nothing sent. Before, it was sent at 1 s, into
+// the pause.
+func TestAnUnsentAttemptIsHeldByAPause(t *testing.T) {
+	acct := 20.0
+	for _, how := range []string{"Retry-After", "PauseAccount"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{AccountMaxRPS: &acct}})
+				base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
+				start := time.Now()
+				var wg sync.WaitGroup
+				wg.Go(func() { readAll(t, do(t, client(base, gov, everySecond), http.MethodGet, "http://api.test/a", nil)) })
+				time.Sleep(100 * time.Millisecond) // /a backs off
+				pauseAPI(t, gov, f, base, how)
+				wg.Wait()
+				var sent time.Duration
+				for _, h := range f.recorded() {
+					if h.path == "/a" {
+						sent = h.at.Sub(start)
+					}
+				}
+				if sent < 60100*time.Millisecond || sent > 61100*time.Millisecond {
+					t.Errorf("/a, the scope paused at 100ms for 60s (%s): sent at %v, want within a second after the pause's end", how, sent)
+				}
+
+				// The deadline comes before the pause's end.
+				f = &fakeAPI{}
+				gov = newGov(t, resilience.Config{GCP: resilience.ProviderConfig{AccountMaxRPS: &acct}})
+				base = &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
+				ctx, stats := resilience.WithStats(context.Background())
+				ctx, ledger := resilience.WithLedger(ctx, "items")
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				start = time.Now()
+				var errA error
+				var ended time.Duration
+				wg.Go(func() {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+					resp, err := client(base, gov, everySecond).Do(req)
+					if err == nil {
+						readAll(t, resp)
+					}
+					errA, ended = err, time.Since(start)
+				})
+				time.Sleep(100 * time.Millisecond)
+				pauseAPI(t, gov, f, base, how)
+				wg.Wait()
+				if !errors.Is(errA, context.DeadlineExceeded) || !errors.Is(errA, syscall.ECONNREFUSED) || ended != time.Second {
+					t.Errorf("/a, the scope paused for 60s (%s) and the deadline 30s away: %v at %v; want the deadline's error and the token's at 1s", how, errA, ended)
+				}
+				for _, h := range f.recorded() {
+					if h.path == "/a" {
+						t.Errorf("/a sent at %v; want nothing sent", h.at.Sub(start))
+					}
+				}
+				if ledger.Count(resilience.LossRefused) != 1 || ledger.Lost() != 1 {
+					t.Errorf("ledger %q; want /a lost as refused", ledger.Describe())
+				}
+				if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Refused != 1 {
+					t.Errorf("totals %v; want one call, refused", tot)
+				}
+				if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
+					t.Errorf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+				}
+			})
+		})
+	}
+}

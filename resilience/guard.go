@@ -838,6 +838,33 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	// call nested in an attempt before, which goes on: kept for it, and
 	// this retry takes another, as Enter has it.
 	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut()
+	if err := gd.readySend(ctx, now, token, slot); err != nil {
+		return err
+	}
+	gd.recordRetry()
+	gd.to(phaseSent)
+	return nil
+}
+
+// readySend takes what a request sent on the call's admission without
+// Enter (an SDK's retry readied by Pace or Admit, an integration's resend
+// of an attempt that was never sent: readyResend) takes before it goes,
+// from now: a token when token says so (its wait held to the deadline and
+// the max wait, and by the scope's pauses: see takeToken), and a slot of
+// its own when slot says so (the one the Guard holds, if any, is given
+// back, or kept for the call nested in an attempt it is lent to: see
+// Release), waiting for it within the max wait. A slot that comes back at
+// the deadline, the context's timer due then not run yet, is given back
+// and ends the call, as Enter has it. A scope paused while the request
+// waited for its slot holds it: one that took a token gives the slot
+// back and waits for tokens again, which the pause holds, as Enter's
+// attempt does; one that took none and finds the scope still paused
+// gives the slot back and takes a token, which the pause holds. A
+// request that gets no token or slot gives back what it took and ends
+// the call, recorded: a wait past the deadline or the max wait as
+// takeToken and refuseWait have it, a context's end as stopByContext
+// has it.
+func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot bool) error {
 	for {
 		if token {
 			if err := gd.takeToken(ctx, now); err != nil {
@@ -850,7 +877,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 		gd.Release()
 		from, waited, err := gd.acquire(ctx)
 		if err != nil {
-			// A retry that gets no slot gives its tokens back, as
+			// A request that gets no slot gives its tokens back, as
 			// Enter's attempt does.
 			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
 			if err == errSlotWait {
@@ -868,8 +895,8 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 			gd.cancel(gd.g.now(), nil)
 			return gd.stopByContext(err)
 		}
-		// A scope paused while the retry waited for its slot holds a
-		// retry that takes a token, as it holds Enter's attempt: it
+		// A scope paused while the request waited for its slot holds a
+		// request that takes a token, as it holds Enter's attempt: it
 		// waits for tokens again, which the pause holds. One that takes
 		// none is held by a pause still in force: it gives the slot
 		// back and takes a token, which the pause holds.
@@ -885,8 +912,6 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 		}
 	}
 	gd.held = nil // the tokens are used
-	gd.recordRetry()
-	gd.to(phaseSent)
 	return nil
 }
 

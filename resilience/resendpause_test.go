@@ -27,6 +27,70 @@ func unsentAttempt(t *testing.T, g *Governor, ctx context.Context) *Guard {
 	return gd
 }
 
+// A paused scope sends nothing until its pause ends, the resend of an
+// attempt that failed before it was sent included: readied while another
+// call's Retry-After or a PauseAccount holds the scope (its leaf, or its
+// account bucket), it waits out the pause and goes at the scope's rate
+// after it, as the calls the pause held do; a pause that outlasts the
+// call's deadline ends it at once with the deadline's error, and one
+// that outlasts its max wait with a *WouldWaitError of ErrNoToken, each
+// recorded as refused (nothing was sent), and End records nothing more.
+// Before, the resend went at once, into the pause.
+func TestAResendIsHeldByAPause(t *testing.T) {
+	acct := 20.0
+	for _, how := range []string{"Retry-After", "PauseAccount"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: &acct}})
+				start := time.Now()
+				gd := unsentAttempt(t, g, context.Background())
+				pauseScopeBy(g, how, 60*time.Second)
+				time.Sleep(time.Second) // the integration's backoff, within the pause
+				err := gd.readyResend(context.Background())
+				if sent := time.Since(start); err != nil || sent < 60*time.Second || sent > 61*time.Second {
+					t.Errorf("a resend, the scope paused at 0s for 60s (%s): sent at %v (%v), want within a second after the pause's end", how, sent, err)
+				}
+				gd.After(nil)
+				gd.End(nil)
+
+				// The deadline comes before the pause's end (a governor of
+				// its own: the first pause is over).
+				g = newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: &acct}})
+				r := newRun(context.Background())
+				ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+				defer cancel()
+				gd = unsentAttempt(t, g, ctx)
+				pauseScopeBy(g, how, 60*time.Second)
+				time.Sleep(time.Second)
+				readied := time.Now()
+				err = gd.readyResend(ctx)
+				var de *DeadlineExceededError
+				if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || time.Since(readied) != 0 {
+					t.Errorf("a resend, the scope paused for 60s (%s) and the deadline 30s away: %v after %v; want the deadline's *DeadlineExceededError at once, nothing sent", how, err, time.Since(readied))
+				}
+				gd.End(err)
+				r.lost(t, g, LossRefused, 1)
+
+				// The call's max wait comes before the pause's end.
+				g = newGov(t, Config{AWS: ProviderConfig{AccountMaxRPS: &acct}})
+				r = newRun(context.Background())
+				ctx = WithMaxWait(r.ctx, 5*time.Second)
+				gd = unsentAttempt(t, g, ctx)
+				pauseScopeBy(g, how, 60*time.Second)
+				time.Sleep(time.Second)
+				readied = time.Now()
+				err = gd.readyResend(ctx)
+				var ww *WouldWaitError
+				if !errors.As(err, &ww) || !errors.Is(err, ErrNoToken) || time.Since(readied) != 0 {
+					t.Errorf("a resend, the scope paused for 60s (%s) and a max wait of 5s: %v after %v; want a *WouldWaitError of ErrNoToken at once, nothing sent", how, err, time.Since(readied))
+				}
+				gd.End(err)
+				r.lost(t, g, LossRefused, 1)
+			})
+		})
+	}
+}
+
 // A resend that gets no slot within the call's max wait is refused as
 // any call whose wait for a slot would pass it is, before it is sent: a
 // *WouldWaitError matching ErrNoSlot, recorded as refused, and End records

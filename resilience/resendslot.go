@@ -18,9 +18,10 @@ func init() {
 // Pace let it through, and its answer is not reported), whose request
 // failed before it left the process (a credential that could not be had)
 // and that an integration sends again on the attempt's admission: nothing
-// was sent to the scope, so the resend takes no token and is neither
-// counted nor recorded. What the wait before the resend may have changed
-// is looked at again, as Enter looks at it before an attempt:
+// was sent to the scope, so the resend takes no token of its own (but
+// while its scope is paused, below) and is not counted, nor recorded
+// when it goes. What the wait before the resend may have changed is
+// looked at again, as Enter looks at it before an attempt:
 //   - a context done, or at its deadline (its timer run or not), ends the
 //     call with its error, recorded as cancelled (see stopByContext);
 //   - the breaker: a call that holds the probe's lease resends as the
@@ -29,16 +30,24 @@ func init() {
 //     call now (open, or half-open with its probe out in another call)
 //     refuses the resend with a *CircuitOpenError, recording nothing:
 //     the integration ends the call with the attempt's failure;
+//   - a pause: a scope whose leaf or account bucket is paused (another
+//     call's Retry-After, PauseAccount) sends nothing until its pause
+//     ends, so the resend takes a token, which the pause holds, and goes
+//     at the scope's rate once it ends, as Admit's retry does; a wait
+//     that would reach the call's deadline ends the call at once with a
+//     *DeadlineExceededError, and one longer than its max wait
+//     (WithMaxWait, from now) with a *WouldWaitError matching ErrNoToken,
+//     both recorded as refused, as Enter records a call it does not send;
 //   - the slot: one held (or borrowed) across the wait and not lent to a
 //     call nested in the attempt that goes on is the resend's; one lent
 //     so is left to that call (Release keeps it for it), and the resend
 //     takes another, as does a Guard that gave its slot back for the
-//     wait, waiting for it with ctx, within the call's max wait
-//     (WithMaxWait) from now: past it, a *WouldWaitError matching
-//     ErrNoSlot, recorded as refused, as Enter records a call its max
-//     wait keeps from being sent. A slot that comes back at the
-//     context's deadline is given back, and the call ends as the
-//     context's end does.
+//     wait, waiting for it with ctx, within the call's max wait: past
+//     it, a *WouldWaitError matching ErrNoSlot, recorded as refused. A
+//     slot that comes back at the context's deadline is given back, and
+//     the call ends as the context's end does; one that comes back while
+//     the scope is paused is held by the pause, as Admit has it (see
+//     readySend).
 //
 // A call ended here is recorded and over: End records nothing more for
 // it, and the integration reports no answer (After) before End. A Guard
@@ -61,23 +70,9 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 			return gd.openError(wait)
 		}
 	}
-	if gd.slot != nil || gd.slotOf != nil {
-		if !gd.lent.lentOut() {
-			return nil
-		}
-		gd.Release() // kept for the call it is lent to, as Enter has it
-	}
-	_, waited, err := gd.acquire(ctx)
-	switch {
-	case err == errSlotWait:
-		return gd.refuseWait(0, ErrNoSlot)
-	case err != nil:
-		return gd.stopByContext(err)
-	case waited:
-		if err := gd.g.ctxErr(ctx, gd.g.now()); err != nil {
-			gd.Release()
-			return gd.stopByContext(err)
-		}
-	}
-	return nil
+	// A slot held and not lent out is the resend's; otherwise it takes
+	// one. A paused scope holds it as it holds a retry that takes no
+	// token of its own (see pace).
+	slot := (gd.slot == nil && gd.slotOf == nil) || gd.lent.lentOut()
+	return gd.readySend(ctx, now, gd.p.set.enabled && gd.pausedNow(now), slot)
 }

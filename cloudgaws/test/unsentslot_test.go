@@ -123,6 +123,79 @@ func TestAnUnsentAttemptsRetryIsNotSentThroughAnOpenBreaker(t *testing.T) {
 	})
 }
 
+// The SDK's retry of an attempt that never left the process (its
+// credentials could not be had) is sent no sooner than its scope's pause
+// ends: readied while another call's Retry-After holds the scope, it
+// waits out the pause and goes at the scope's rate after it, as every
+// caller of a paused scope does; a pause that outlasts the call's
+// deadline ends it at once with the deadline's error and the
+// credentials', recorded as refused, nothing sent. Before, it was sent
+// after the SDK's backoff, into the pause.
+func TestAnUnsentAttemptsRetryIsHeldByAPause(t *testing.T) {
+	for _, deadline := range []bool{false, true} {
+		name := "after the pause"
+		if deadline {
+			name = "deadline first"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake(t)
+				f.script("DescribeVpcs", tooManyRequests("60"), ok)
+				cfg, g := governed(t, f, resilience.Config{})
+				other := cfg.Copy()
+				if err := cloudgaws.Install(&other, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithRetryMode(aws.RetryModeStandard), cloudgaws.WithMaxRetries(0)); err != nil {
+					t.Fatal(err)
+				}
+				var asked atomic.Int32
+				var paused time.Time
+				outer := cfg.Copy()
+				outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+					if asked.Add(1) == 1 {
+						// Another call of the operation is throttled, and
+						// pauses the scope for its Retry-After.
+						_ = describeVpcs(context.Background(), ec2.NewFromConfig(other))
+						paused = time.Now()
+						return aws.Credentials{}, credentialsRefused()
+					}
+					return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+				})
+				ctx, ledger := resilience.WithLedger(context.Background(), "vpcs")
+				if deadline {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+				}
+				start := time.Now()
+				err := describeVpcs(ctx, ec2.NewFromConfig(outer))
+				sent := f.sentAt("DescribeVpcs")
+				if !deadline {
+					if err != nil || len(sent) != 2 || sent[1].Sub(paused) < 60*time.Second || sent[1].Sub(paused) > 61*time.Second {
+						t.Fatalf("the retry, the scope paused for 60s: sent at %v after the pause began (err %v); want within a second after the pause's end", sentAfter(sent, paused), err)
+					}
+					return
+				}
+				if len(sent) != 1 {
+					t.Errorf("the retry, the scope paused for 60s and the deadline 30s away: sent at %v after the pause began; want nothing sent", sentAfter(sent, paused))
+				}
+				if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 2*time.Second {
+					t.Errorf("err %v after %v; want the deadline's error and the credentials' at once, after the SDK's backoff", err, time.Since(start))
+				}
+				if ledger.Count(resilience.LossRefused) != 1 || ledger.Lost() != 1 {
+					t.Errorf("ledger %q; want the call lost as refused", ledger.Describe())
+				}
+			})
+		})
+	}
+}
+
+// sentAfter is when the last of sent was, after from: none, -1.
+func sentAfter(sent []time.Time, from time.Time) time.Duration {
+	if len(sent) < 2 {
+		return -1
+	}
+	return sent[len(sent)-1].Sub(from)
+}
+
 // The SDK's retry of an attempt that never left the process, whose slot
 // was lent to a call nested in that attempt that goes on, and that gets
 // no other slot within its context's max wait, is refused before it is

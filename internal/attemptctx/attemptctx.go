@@ -74,19 +74,25 @@ func Value(parent context.Context, gov *resilience.Governor, gd *resilience.Guar
 // ReadyResend readies the resend of gd's attempt in progress (Enter or
 // Pace let it through, its answer not reported yet), which failed before
 // its request left the process and which the integration sends again on
-// the attempt's admission, after a wait of its own: nothing is taken or
-// counted for it but a slot. It returns nil when the resend may go: the
-// breaker would let a call through now (or the call holds its probe),
-// and the Guard holds a slot that no call nested in the attempt still
-// goes on, or has taken one, waiting with ctx. Otherwise the resend is
-// not sent. A *resilience.CircuitOpenError (the breaker opened
+// the attempt's admission, after a wait of its own: nothing is counted
+// for it, and it takes a slot, and a token only while its scope is
+// paused (another call's Retry-After, PauseAccount), which holds it until
+// the pause ends, as it holds every call of the scope. It returns nil
+// when the resend may go: the breaker would let a call through now (or
+// the call holds its probe), the scope is not paused or its pause is
+// over, and the Guard holds a slot that no call nested in the attempt
+// still goes on, or has taken one, waiting with ctx. Otherwise the
+// resend is not sent. A *resilience.CircuitOpenError (the breaker opened
 // meanwhile) records nothing: the integration ends the call with the
 // attempt's failure (After, then End), lost as errored. Any other error
 // ends the call and records it, as the core records a call it does not
 // send, and the integration only ends it (End), reporting no answer: a
-// *resilience.WouldWaitError matching resilience.ErrNoSlot when no slot
-// came within the call's max wait (resilience.WithMaxWait), lost as
-// refused; the context's error when it ended, lost as cancelled. Call it with the Guard's gate closed, as any
+// *resilience.WouldWaitError matching resilience.ErrNoSlot or
+// resilience.ErrNoToken when no slot or token would come within the
+// call's max wait (resilience.WithMaxWait), and a
+// *resilience.DeadlineExceededError when the scope's pause outlasts the
+// call's deadline, both lost as refused; the context's error when it
+// ended, lost as cancelled. Call it with the Guard's gate closed, as any
 // of its verbs. A Guard with no attempt in progress is ready.
 func ReadyResend(ctx context.Context, gd *resilience.Guard) error {
 	return resendslot.Ready(ctx, gd)

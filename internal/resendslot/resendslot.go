@@ -3,8 +3,9 @@
 // process (a credential that could not be had: a token endpoint that
 // refused the connection), on the admission the attempt had: no new call,
 // token or retry of the scope's, but the checks a request to the scope
-// makes that the wait before the resend may have changed (the breaker,
-// and a slot not lent to a call nested in the attempt that goes on).
+// makes that the wait before the resend may have changed (the breaker, a
+// pause of the scope, which holds it with a token, and a slot not lent
+// to a call nested in the attempt that goes on).
 // Package resilience sets Ready, so that it exports nothing for it; the
 // integrations reach it through package attemptctx.
 package resendslot
