@@ -392,3 +392,50 @@ func TestAnUnsentAttemptIsHeldByAPause(t *testing.T) {
 		})
 	}
 }
+
+// A request whose token could not be had, held by its scope's pause, is
+// not sent through a breaker that opened during the pause (a request
+// sent before it failed at 30 s): the breaker is asked again once the
+// pause is over, as for a retry waiting for its token, and the call ends
+// with the token's failure, lost as errored. Before, it was sent through
+// the open breaker at the pause's end.
+func TestAnUnsentAttemptHeldByAPauseIsNotSentThroughABreakerThatOpenedMeanwhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acct := 20.0
+		f := &fakeAPI{}
+		f.script(status(http.StatusInternalServerError))
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1, AccountMaxRPS: &acct}})
+		base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{},
+			next: slowTransport{base: newMem(f), delay: map[string]time.Duration{"/slow": 30 * time.Second}}}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			readAll(t, do(t, client(base, gov, withAttempts(1)), http.MethodGet, "http://api.test/slow", nil))
+		})
+		synctest.Wait() // /slow is on the wire
+		ctx, ledger := resilience.WithLedger(context.Background(), "items")
+		var errA error
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+			resp, err := client(base, gov, everySecond).Do(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+			errA = err
+		})
+		time.Sleep(100 * time.Millisecond)
+		pauseAPI(t, gov, f, base, "PauseAccount")
+		wg.Wait()
+		if hits := f.recorded(); len(hits) != 1 {
+			t.Fatalf("the API got %v; want /slow alone: /a was sent through the breaker /slow opened during the pause", hits)
+		}
+		if !errors.Is(errA, syscall.ECONNREFUSED) {
+			t.Fatalf("/a: %v; want the token's refused connection", errA)
+		}
+		if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+			t.Fatalf("ledger %q; want /a lost as errored", ledger.Describe())
+		}
+		if s := gov.Inspect(apiScope); s.InFlight != 0 || s.Waiting != 0 {
+			t.Fatalf("%d in flight, %d waiting after the calls, want none", s.InFlight, s.Waiting)
+		}
+	})
+}

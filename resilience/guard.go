@@ -841,6 +841,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	if err := gd.readySend(ctx, now, token, slot); err != nil {
 		return err
 	}
+	gd.held = nil // the tokens are used
 	gd.recordRetry()
 	gd.to(phaseSent)
 	return nil
@@ -863,7 +864,8 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // request that gets no token or slot gives back what it took and ends
 // the call, recorded: a wait past the deadline or the max wait as
 // takeToken and refuseWait have it, a context's end as stopByContext
-// has it.
+// has it. The tokens of a request that may go are still held (Guard.held)
+// when readySend returns: the caller uses them, or gives them back.
 func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot bool) error {
 	for {
 		if token {
@@ -911,7 +913,6 @@ func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot b
 			break
 		}
 	}
-	gd.held = nil // the tokens are used
 	return nil
 }
 

@@ -119,3 +119,48 @@ func TestAResendWithNoSlotWithinTheMaxWaitIsRefused(t *testing.T) {
 		r.lost(t, g, LossRefused, 1)
 	})
 }
+
+// A resend held by a pause asks the breaker again once the pause is
+// over, as a retry waiting for its token does: a breaker that opened
+// meanwhile (a call sent before the pause failed at 30 s) refuses it
+// with a *CircuitOpenError, recording nothing (the integration ends the
+// call with the attempt's failure), and the token the pause held goes
+// back. Before, the resend went through the open breaker at the pause's
+// end.
+func TestAResendHeldByAPauseAsksTheBreakerAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acct := 20.0
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, AccountMaxRPS: &acct}})
+		r := newRun(context.Background())
+		start := time.Now()
+		gd := unsentAttempt(t, g, r.ctx)
+		other, err := g.Begin(context.Background(), ec2Vpcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pauseScopeBy(g, "PauseAccount", 60*time.Second)
+		go func() {
+			time.Sleep(30 * time.Second)
+			other.After(transientErr())
+			other.End(transientErr())
+		}()
+		time.Sleep(time.Second)
+		err = gd.readyResend(r.ctx)
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) {
+			t.Fatalf("a resend held by a pause until %v, the breaker opened at 30s: %v; want a *CircuitOpenError, nothing sent", time.Since(start), err)
+		}
+		if acct := g.Inspect(ec2Vpcs).Account; acct.Tokens != 1 {
+			t.Errorf("the account bucket holds %v tokens after the refusal, 50ms after the pause's end at 20/s; want 1: the token the resend took goes back", acct.Tokens)
+		}
+		gd.After(errors.New("token: connection refused")) // the attempt's local failure
+		gd.End(err)
+		r.lost(t, g, LossErrored, 1)
+		if s := g.Inspect(ec2Vpcs); s.InFlight != 0 {
+			t.Fatalf("%d in flight after the calls, want none", s.InFlight)
+		}
+	})
+}

@@ -24,12 +24,15 @@ func init() {
 // looked at again, as Enter looks at it before an attempt:
 //   - a context done, or at its deadline (its timer run or not), ends the
 //     call with its error, recorded as cancelled (see stopByContext);
-//   - the breaker: a call that holds the probe's lease resends as the
-//     probe, and a call nested in an enclosing call's probe attempt
-//     borrows it (see Enter); otherwise a breaker that would refuse a
-//     call now (open, or half-open with its probe out in another call)
-//     refuses the resend with a *CircuitOpenError, recording nothing:
-//     the integration ends the call with the attempt's failure;
+//   - the breaker, before the resend waits and again once it waited
+//     (for a pause's end, or a slot), as a retry waiting for its token
+//     asks it: a call that holds the probe's lease resends as the probe,
+//     and a call nested in an enclosing call's probe attempt borrows it
+//     (see Enter); otherwise a breaker that would refuse a call now
+//     (open, or half-open with its probe out in another call) refuses
+//     the resend with a *CircuitOpenError, recording nothing (a token
+//     the resend took goes back): the integration ends the call with the
+//     attempt's failure;
 //   - a pause: a scope whose leaf or account bucket is paused (another
 //     call's Retry-After, PauseAccount) sends nothing until its pause
 //     ends, so the resend takes a token, which the pause holds, and goes
@@ -74,5 +77,18 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 	// one. A paused scope holds it as it holds a retry that takes no
 	// token of its own (see pace).
 	slot := (gd.slot == nil && gd.slotOf == nil) || gd.lent.lentOut()
-	return gd.readySend(ctx, now, gd.p.set.enabled && gd.pausedNow(now), slot)
+	if err := gd.readySend(ctx, now, gd.p.set.enabled && gd.pausedNow(now), slot); err != nil {
+		return err
+	}
+	// A breaker that opened while the resend waited (for a pause's end,
+	// a slot) refuses it, as it refuses a retry waiting for its token:
+	// the token goes back.
+	if at := gd.g.now(); at != now && gd.p.set.enabled {
+		if wait, ok := gd.ask(at); !ok && !gd.borrowProbe(ctx, at) {
+			gd.cancel(at, nil)
+			return gd.openError(wait)
+		}
+	}
+	gd.held = nil // the token is used
+	return nil
 }
