@@ -376,12 +376,8 @@ func TestAWaiterForTwoScopesIsNotOvertakenOnOne(t *testing.T) {
 func TestANestedRunTakesASlotKeptForACallerWaitingForItsOperation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
-		started := make(chan struct{})
-		release := make(chan struct{})
 		var nested outcome
-		outer := goRun(context.Background(), g, req("outer", "aws/a"), func(ctx context.Context) (string, error) {
-			close(started)
-			<-release
+		keptSlot(t, g, func(ctx context.Context) {
 			inner := req("inner", "aws/b")
 			inner.Wait = true
 			ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -391,21 +387,45 @@ func TestANestedRunTakesASlotKeptForACallerWaitingForItsOperation(t *testing.T) 
 			if nested.err == nil && time.Since(start) != 0 {
 				nested.err = fmt.Errorf("started after %v", time.Since(start))
 			}
-			return "outer", nil
-		})
-		<-started
-		both := req("both", "aws/a", "aws/b")
-		both.Wait = true
-		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
-		synctest.Wait()
+		})()
+		if nested.err != nil || nested.val != "inner" {
+			t.Fatalf("the Run inside the outer operation: %q, %v; want it started at once", nested.val, nested.err)
+		}
+	})
+}
+
+// keptSlot sets the scene of a slot kept for a waiting caller, with g's
+// scopes capped at one operation each: an operation of aws/a runs, and a
+// caller waiting for aws/a and aws/b keeps aws/b's free slot. The
+// operation's function calls inside (nil: nothing) once the returned
+// function lets it; that function ends the scene, and fails t unless the
+// operation and the waiting caller both ran.
+func keptSlot(t *testing.T, g *Guard, inside func(ctx context.Context)) (end func()) {
+	t.Helper()
+	started, release := make(chan struct{}), make(chan struct{})
+	outer := goRun(context.Background(), g, req("outer", "aws/a"), func(ctx context.Context) (string, error) {
+		close(started)
+		<-release
+		if inside != nil {
+			inside(ctx)
+		}
+		return "outer", nil
+	})
+	<-started
+	both := req("both", "aws/a", "aws/b")
+	both.Wait = true
+	waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
+	synctest.Wait()
+	return func() {
+		t.Helper()
 		close(release)
-		if o := <-outer; o.err != nil || nested.err != nil || nested.val != "inner" {
-			t.Fatalf("the outer operation: %v; the Run inside it: %q, %v; want it started at once", o.err, nested.val, nested.err)
+		if o := <-outer; o.err != nil || o.val != "outer" {
+			t.Fatalf("the outer operation: %q, %v", o.val, o.err)
 		}
 		if o := <-waiter; o.err != nil || o.val != "both" {
 			t.Fatalf("the waiting caller: %q, %v", o.val, o.err)
 		}
-	})
+	}
 }
 
 // A Run made inside an operation's function with a context of its own (a
@@ -430,12 +450,8 @@ func TestARunInsideAnOperationWithAContextOfItsOwnTakesAKeptSlot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
-				started := make(chan struct{})
-				release := make(chan struct{})
 				var nested outcome
-				outer := goRun(context.Background(), g, req("outer", "aws/a"), func(context.Context) (string, error) {
-					close(started)
-					<-release
+				keptSlot(t, g, func(context.Context) {
 					inner := req("inner", "aws/b")
 					inner.Wait = true
 					start := time.Now()
@@ -443,19 +459,9 @@ func TestARunInsideAnOperationWithAContextOfItsOwnTakesAKeptSlot(t *testing.T) {
 					if d := time.Since(start); d != 0 {
 						nested.err = fmt.Errorf("ended after %v: %w", d, nested.err)
 					}
-					return "outer", nil
-				})
-				<-started
-				both := req("both", "aws/a", "aws/b")
-				both.Wait = true
-				waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
-				synctest.Wait()
-				close(release)
-				if o := <-outer; o.err != nil || nested.err != nil || nested.val != "inner" {
-					t.Fatalf("the outer operation: %v; the Run inside it: %q, %v; want it started at once", o.err, nested.val, nested.err)
-				}
-				if o := <-waiter; o.err != nil || o.val != "both" {
-					t.Fatalf("the waiting caller: %q, %v", o.val, o.err)
+				})()
+				if nested.err != nil || nested.val != "inner" {
+					t.Fatalf("the Run inside the outer operation: %q, %v; want it started at once", nested.val, nested.err)
 				}
 			})
 		})
@@ -479,18 +485,7 @@ func innerHelper(g *Guard, r Request) (string, error) {
 func TestASlotKeptForAWaitingCallerIsNotSaidToRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
-		started, release := make(chan struct{}), make(chan struct{})
-		outer := goRun(context.Background(), g, req("outer", "aws/a"), func(context.Context) (string, error) {
-			close(started)
-			<-release
-			return "outer", nil
-		})
-		<-started
-		both := req("both", "aws/a", "aws/b")
-		both.Wait = true
-		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "both", nil })
-		synctest.Wait()
-		defer func() { close(release); <-outer; <-waiter }()
+		defer keptSlot(t, g, nil)()
 		_, err := Run(context.Background(), g, req("late", "aws/b"), func(context.Context) (string, error) { return "late", nil })
 		refused(t, err, ReasonBusy, "a live operation waiting before this one holds aws/b; retry when it starts and finishes or use the cached dataset")
 		_, err = Run(context.Background(), g, req("late", "aws/a"), func(context.Context) (string, error) { return "late", nil })
@@ -516,22 +511,10 @@ func TestARunWalksItsStackOnlyWhenAKeptSlotHoldsItBack(t *testing.T) {
 		if n := walks.Load(); n != 0 {
 			t.Fatalf("a Run nothing held back walked its stack %d times, want none", n)
 		}
-		started, release := make(chan struct{}), make(chan struct{})
-		outer := goRun(context.Background(), g, req("outer", "aws/a"), func(context.Context) (string, error) {
-			close(started)
-			<-release
-			return "", nil
-		})
-		<-started
-		both := req("both", "aws/a", "aws/b")
-		both.Wait = true
-		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) { return "", nil })
-		synctest.Wait()
+		end := keptSlot(t, g, nil)
 		walks.Store(0)
 		_, err := Run(context.Background(), g, req("late", "aws/b"), func(context.Context) (string, error) { return "", nil })
-		close(release)
-		<-outer
-		<-waiter
+		end()
 		if err == nil || walks.Load() != 1 {
 			t.Fatalf("a Run a kept slot holds back: %v, its stack walked %d times; want refused, walked once", err, walks.Load())
 		}
