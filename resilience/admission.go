@@ -31,10 +31,12 @@ func (gd *Guard) deadlineAt() time.Duration {
 }
 
 // setDeadline computes the current call's deadline: its start plus the
-// policy's deadline, or the context's deadline if sooner.
+// policy's deadline, or the context's deadline if sooner. The context's
+// is read on the governor's clock now, however long after the call's
+// start its deadline is first needed (see limits).
 func (gd *Guard) setDeadline() {
 	gd.dl = deadline{at: gd.start + gd.lim.deadline}
-	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.start); ok && cl < gd.dl.at {
+	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.g.now()); ok && cl < gd.dl.at {
 		gd.dl = deadline{at: cl, fromCtx: true}
 	}
 }

@@ -243,7 +243,9 @@ func (g *Governor) withTimeout(ctx context.Context, d time.Duration) (context.Co
 	}
 }
 
-// ctxLimit returns the context's deadline in governor time. A deadline
+// ctxLimit returns the context's deadline in governor time, now being
+// the governor's clock as the caller reads it now: the time the context
+// has left is counted from it. A deadline
 // further away than maxDuration is maxDuration away: the time left is
 // scaled in floating point and clamped before it is converted, so that a
 // far deadline on a fast clock does not wrap to one already past.
