@@ -342,11 +342,12 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		// counted, paid from the retry budget or paced. What the SDK's
 		// sleep may have changed is asked again (attemptctx.ReadyResend):
 		// a breaker that opened meanwhile refuses it, as it refuses a
-		// retry; a pause of the scope holds it until it ends, as it
-		// holds every call of the scope; and the slot held across the
-		// SDK's retries, when it is lent to a call nested in the attempt
-		// before that goes on (a credentials refresh), is left to that
-		// call while this attempt waits for another.
+		// retry (with breaker_wait, holds it until its verdict, as it
+		// holds a retry's Pace); a pause of the scope holds it until it
+		// ends, as it holds every call of the scope; and the slot held
+		// across the SDK's retries, when it is lent to a call nested in
+		// the attempt before that goes on (a credentials refresh), is
+		// left to that call while this attempt waits for another.
 		st.retryAccounted = false
 		st.unwatch()
 		st.cut.Reset()
@@ -399,7 +400,9 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 // unsentStop is the error that ends the SDK's loop when the retry of an
 // attempt that never left the process may not go (see
 // attemptctx.ReadyResend), which the SDK does not retry. The scope's
-// breaker opened: the attempt's own failure, as when the SDK's attempts
+// breaker opened (with breaker_wait, and no verdict let the attempt
+// through by the call's deadline or within its max wait): the attempt's
+// own failure, as when the SDK's attempts
 // run out, recorded as endUnsent records it, lost as errored. Otherwise
 // the governor ended the call and recorded it, as it records a call it
 // does not send, and endUnsent records nothing more: the caller's

@@ -98,7 +98,9 @@ func (t *Transport) CloseIdleConnections() {
 //     the request's context, within its max wait), never the one lent to
 //     a call nested in the failed attempt that goes on, and a breaker
 //     that opened meanwhile and would refuse a retry stops the resends
-//     (see resilience.Guard.Enter). A pause of the scope (another
+//     (see resilience.Guard.Enter); with breaker_wait, it holds the
+//     resend until its verdict, within the call's deadline and max wait,
+//     as it holds a retry, and a resend that waited takes a token. A pause of the scope (another
 //     request's Retry-After, PauseAccount) holds the resend, as it holds
 //     every request of the scope: it takes a token, which the pause
 //     holds, and goes at the scope's rate once the pause ends. A resend
@@ -438,7 +440,9 @@ func (x *exchange) attemptError(err error) error {
 // included), the backoff would reach or pass the call's deadline (the
 // policy's, or the context's), the body cannot be rewound, the context is
 // done, or the scope's breaker opened during the backoff and would refuse
-// a retry. It returns the context's error when it ends during the
+// a retry (with breaker_wait, once no verdict let the resend through by
+// the call's deadline or within its max wait: until then the resend
+// waits for it, see attemptctx.ReadyResend). It returns the context's error when it ends during the
 // backoff; and, recorded reporting true, the error the governor ended the
 // call with once the backoff was over (see attemptctx.ReadyResend): a
 // *resilience.WouldWaitError for a token or slot that would not come

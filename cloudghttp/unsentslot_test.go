@@ -439,3 +439,55 @@ func TestAnUnsentAttemptHeldByAPauseIsNotSentThroughABreakerThatOpenedMeanwhile(
 		}
 	})
 }
+
+// With breaker_wait (a provider that waits for its breakers' verdicts),
+// a request whose token could not be had, and whose scope's breaker
+// opened while it waited to be sent again (another request of the scope
+// failed), waits for the breaker's verdict, as the core's retries do,
+// within its deadline: once the cooldown is over it is sent as the
+// probe, and the call succeeds. Before, the breaker refused it at once,
+// and the call was lost as errored with the token's failure.
+func TestAnUnsentAttemptWaitsForTheVerdictWithBreakerWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		gov := newGov(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 10}})
+		base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
+		ctx, ledger := resilience.WithLedger(context.Background(), "items")
+		start := time.Now()
+		var errA error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+			resp, err := client(base, gov, everySecond).Do(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+			errA = err
+		})
+		// Another request of the scope, sent by an SDK of its own, fails
+		// at 100ms: the breaker opens for 10 s.
+		time.Sleep(100 * time.Millisecond)
+		other, err := gov.Begin(context.Background(), apiScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other.After(syscall.ECONNRESET)
+		other.End(syscall.ECONNRESET)
+		if br := gov.Inspect(apiScope).Breaker; br.State != state.Open {
+			t.Fatalf("breaker %+v after the other request's failure; want open", br)
+		}
+		wg.Wait()
+		if errA != nil {
+			t.Fatalf("/a: %v; want it sent once the breaker's cooldown is over, and a success", errA)
+		}
+		if hits := f.recorded(); len(hits) != 1 || hits[0].path != "/a" || hits[0].at.Sub(start) != 10100*time.Millisecond {
+			t.Fatalf("the API got %v; want /a at 10.1s, as the breaker's probe", hits)
+		}
+		if ledger.Lost() != 0 {
+			t.Fatalf("ledger %q; want nothing lost", ledger.Describe())
+		}
+		if s := gov.Inspect(apiScope); s.Breaker.State != state.Closed || s.InFlight != 0 || s.Waiting != 0 {
+			t.Fatalf("scope %+v; want the breaker closed by /a's success, no slot held", s)
+		}
+	})
+}

@@ -164,3 +164,113 @@ func TestAResendHeldByAPauseAsksTheBreakerAgain(t *testing.T) {
 		}
 	})
 }
+
+// A provider that waits for its breakers' verdicts (breaker_wait) holds
+// the resend of an attempt that failed before it was sent until the
+// verdict, as it holds a retry (Enter's, Pace's, Admit's): a breaker
+// another call opened lets the resend through once its cooldown is over,
+// as the probe, and the resend, which waited, goes at the scope's rate,
+// like a new call, taking a token; a verdict that does not come by the
+// call's deadline (a probe out in another call) refuses it then with a
+// *CircuitOpenError, recording nothing (the integration ends the call
+// with the attempt's failure, lost as errored). Before, the resend was
+// refused at once, and the call lost.
+func TestABreakerWaitResendWaitsForTheVerdict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}}
+		g := newGov(t, cfg)
+		r := newRun(context.Background())
+		gd := unsentAttempt(t, g, r.ctx) // the leaf's token at 0
+		// Another call of the scope fails, sent by an SDK without Enter:
+		// the breaker (threshold 1) opens for 60 s.
+		other, _ := g.Begin(context.Background(), ec2Vpcs)
+		other.After(transientErr())
+		other.End(transientErr())
+		time.Sleep(time.Second) // the integration's backoff
+		readied := time.Now()
+		err := gd.readyResend(r.ctx)
+		if waited := time.Since(readied); err != nil || waited != 59*time.Second {
+			t.Fatalf("a breaker_wait resend readied 1s after its breaker opened for 60s: %v after %v; want it sent as the probe after 59s", err, waited)
+		}
+		if leaf := g.Inspect(ec2Vpcs).Leaf; leaf.Tokens > 0.01 {
+			t.Errorf("the leaf holds %.2f tokens after the resend, at 1/s with a burst of 1; want none: a resend that waited for the verdict takes a token", leaf.Tokens)
+		}
+		gd.After(nil)
+		gd.End(nil)
+		r.lost(t, g, LossErrored, 0)
+		if s := g.Inspect(ec2Vpcs).Breaker.State.String(); s != "closed" {
+			t.Errorf("breaker %s after the resend's success as the probe, want closed", s)
+		}
+
+		// The breaker open again and its probe out in another call, whose
+		// verdict does not come by the call's deadline, 70 s away.
+		g = newGov(t, cfg)
+		r = newRun(context.Background())
+		ctx, cancel := context.WithTimeout(r.ctx, 70*time.Second)
+		defer cancel()
+		gd = unsentAttempt(t, g, ctx)
+		other, _ = g.Begin(context.Background(), ec2Vpcs)
+		other.After(transientErr())
+		other.End(transientErr())
+		time.Sleep(60 * time.Second)
+		probe, _ := g.Begin(context.Background(), ec2Vpcs)
+		if err := probe.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer probe.End(nil)
+		readied = time.Now()
+		err = gd.readyResend(ctx)
+		var coe *CircuitOpenError
+		if waited := time.Since(readied); !errors.As(err, &coe) || waited < 10*time.Second-time.Millisecond || waited > 10*time.Second {
+			t.Errorf("a breaker_wait resend, the probe out in another call and the deadline 10s away: %v after %v; want a *CircuitOpenError at the deadline, after 10s", err, waited)
+		}
+		gd.After(errors.New("token: connection refused")) // the attempt's local failure
+		gd.End(err)
+		r.lost(t, g, LossErrored, 1)
+	})
+}
+
+// A breaker_wait resend held by a pause, whose breaker opened meanwhile
+// (a call sent before the pause failed at 30 s, the cooldown 60 s), waits
+// at the pause's end for the verdict, as a retry waiting for its token
+// does, and goes once the cooldown is over, as the probe, taking a token
+// afresh. Before, it was refused at the pause's end.
+func TestABreakerWaitResendHeldByAPauseWaitsForTheVerdict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acct := 20.0
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60, AccountMaxRPS: &acct,
+			Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, MinRPS: 1, Burst: 1}}}})
+		r := newRun(context.Background())
+		gd := unsentAttempt(t, g, r.ctx)
+		other, err := g.Begin(context.Background(), ec2Vpcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pauseScopeBy(g, "PauseAccount", 60*time.Second)
+		opened := make(chan time.Time, 1)
+		go func() {
+			time.Sleep(30 * time.Second)
+			other.After(transientErr())
+			other.End(transientErr())
+			opened <- time.Now()
+		}()
+		time.Sleep(time.Second)
+		err = gd.readyResend(r.ctx)
+		if sent := time.Since(<-opened); err != nil || sent < 60*time.Second || sent > 61*time.Second {
+			t.Fatalf("a breaker_wait resend held by a pause of 60s, the breaker opened 30s into it for 60s: %v %v after the opening; want it sent as the probe within a second after the cooldown's end", err, sent)
+		}
+		if leaf := g.Inspect(ec2Vpcs).Leaf; leaf.Tokens > 0.01 {
+			t.Errorf("the leaf holds %.2f tokens after the resend at the cooldown's end, at 1/s with a burst of 1; want none: the resend took a token after its wait for the verdict", leaf.Tokens)
+		}
+		gd.After(nil)
+		gd.End(nil)
+		r.lost(t, g, LossErrored, 0)
+		if s := g.Inspect(ec2Vpcs); s.InFlight != 0 || s.Breaker.State.String() != "closed" {
+			t.Fatalf("%d in flight, breaker %s after the calls; want none, closed", s.InFlight, s.Breaker.State)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"time"
 
 	"github.com/cloudg/cloudg/internal/resendslot"
 )
@@ -19,8 +20,8 @@ func init() {
 // failed before it left the process (a credential that could not be had)
 // and that an integration sends again on the attempt's admission: nothing
 // was sent to the scope, so the resend takes no token of its own (but
-// while its scope is paused, below) and is not counted, nor recorded
-// when it goes. What the wait before the resend may have changed is
+// while its scope is paused, or once it waited for the breaker's
+// verdict, below) and is not counted, nor recorded when it goes. What the wait before the resend may have changed is
 // looked at again, as Enter looks at it before an attempt:
 //   - a context done, or at its deadline (its timer run or not), ends the
 //     call with its error, recorded as cancelled (see stopByContext);
@@ -32,7 +33,16 @@ func init() {
 //     (open, or half-open with its probe out in another call) refuses
 //     the resend with a *CircuitOpenError, recording nothing (a token
 //     the resend took goes back): the integration ends the call with the
-//     attempt's failure;
+//     attempt's failure. For a provider that waits for its breakers'
+//     verdicts (breaker_wait), the resend waits for the verdict instead,
+//     as Pace's and Admit's retry does (see admitResend), holding no
+//     token, and no slot it took (one held across the wait before it is
+//     kept); a resend that waited goes at the scope's rate, like a new
+//     call: it takes a token, and a slot, as below. It is refused as
+//     above, recording nothing, only when the verdict does not let it
+//     through by the call's deadline (or within its max wait), and a
+//     context that ends during that wait ends the call, recorded as
+//     cancelled;
 //   - a pause: a scope whose leaf or account bucket is paused (another
 //     call's Retry-After, PauseAccount) sends nothing until its pause
 //     ends, so the resend takes a token, which the pause holds, and goes
@@ -68,27 +78,83 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 	if err := gd.g.ctxErr(ctx, now); err != nil {
 		return gd.stopByContext(err)
 	}
-	if gd.p.set.enabled {
-		if wait, ok := gd.ask(now); !ok && !gd.borrowProbe(ctx, now) {
-			return gd.openError(wait)
-		}
-	}
 	// A slot held and not lent out is the resend's; otherwise it takes
-	// one. A paused scope holds it as it holds a retry that takes no
-	// token of its own (see pace).
+	// one.
 	slot := (gd.slot == nil && gd.slotOf == nil) || gd.lent.lentOut()
-	if err := gd.readySend(ctx, now, gd.p.set.enabled && gd.pausedNow(now), slot); err != nil {
-		return err
-	}
-	// A breaker that opened while the resend waited (for a pause's end,
-	// a slot) refuses it, as it refuses a retry waiting for its token:
-	// the token goes back.
-	if at := gd.g.now(); at != now && gd.p.set.enabled {
-		if wait, ok := gd.ask(at); !ok && !gd.borrowProbe(ctx, at) {
-			gd.cancel(at, nil)
+	for {
+		waited := false
+		if gd.p.set.enabled {
+			at, err := gd.admitResend(ctx, now)
+			if err != nil {
+				return err
+			}
+			if waited = at != now; waited {
+				// Held until the breaker's verdict: at its deadline, or
+				// with its context done, the resend is not sent.
+				now = at
+				if err := gd.g.ctxErr(ctx, now); err != nil {
+					return gd.stopByContext(err)
+				}
+			}
+		}
+		// A resend that waited for the verdict goes at the scope's rate,
+		// like a new call, and a paused scope holds it as it holds a
+		// retry that takes no token of its own (see pace): it takes a
+		// token.
+		token := gd.p.set.enabled && (waited || gd.pausedNow(now))
+		if err := gd.readySend(ctx, now, token, slot); err != nil {
+			return err
+		}
+		// A breaker that opened while the resend waited (for a pause's
+		// end, a slot) refuses it, as it refuses a retry waiting for its
+		// token: the token goes back. With breaker_wait, the resend gives
+		// back the slot it took too, and waits for the verdict, as above.
+		at := gd.g.now()
+		if at == now || !gd.p.set.enabled {
+			break
+		}
+		wait, ok := gd.ask(at)
+		if ok || gd.borrowProbe(ctx, at) {
+			break
+		}
+		gd.cancel(at, nil)
+		if !gd.p.set.breakerWait {
 			return gd.openError(wait)
 		}
+		if slot {
+			gd.Release() // the slot it took: taken again after the wait
+		}
+		now = at
 	}
 	gd.held = nil // the token is used
 	return nil
+}
+
+// admitResend asks the breaker whether the resend readyResend readies
+// may go at now, and returns the time it may: a call that holds the
+// probe's lease resends as the probe, and one nested in an enclosing
+// call's probe attempt borrows it (see borrowProbe). A breaker that
+// refuses it refuses it at once with a *CircuitOpenError, recording
+// nothing; for a provider that waits for its breakers' verdicts
+// (breaker_wait), the resend waits for the verdict first, as admit has
+// a retry wait (waitAdmitted: within the call's deadline and max wait),
+// and is refused so only when the verdict does not let it through by
+// then. A context that ends during that wait ends the call, recorded as
+// cancelled (see stopByContext).
+func (gd *Guard) admitResend(ctx context.Context, now time.Duration) (time.Duration, error) {
+	wait, ok := gd.ask(now)
+	if ok || gd.borrowProbe(ctx, now) {
+		return now, nil
+	}
+	if !gd.p.set.breakerWait {
+		return now, gd.openError(wait)
+	}
+	at, wait, ok, err := gd.waitAdmitted(ctx, now)
+	switch {
+	case err != nil:
+		return at, gd.stopByContext(err)
+	case !ok:
+		return at, gd.openError(wait)
+	}
+	return at, nil
 }

@@ -239,3 +239,51 @@ func TestAnUnsentAttemptsRetryWithNoSlotWithinTheMaxWaitIsRefused(t *testing.T) 
 		}
 	})
 }
+
+// With breaker_wait (a provider that waits for its breakers' verdicts),
+// the SDK's retry of an attempt that never left the process (its
+// credentials could not be had), whose operation's breaker opened
+// meanwhile (another call of the operation failed), waits for the
+// breaker's verdict, as the retry of an answer does, within the call's
+// deadline: once the cooldown is over it is sent as the probe, and the
+// call succeeds. Before, the breaker refused it at once, and the call was
+// lost as errored with the credentials' failure.
+func TestAnUnsentAttemptsRetryWaitsForTheVerdictWithBreakerWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 10}})
+		scope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
+		var asked atomic.Int32
+		var opened time.Time
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if asked.Add(1) == 1 {
+				// Another call of the operation, sent by an SDK of its
+				// own, fails: its breaker opens for 10 s.
+				other, err := g.Begin(context.Background(), scope)
+				if err != nil {
+					t.Error(err)
+				}
+				other.After(syscall.ECONNRESET)
+				other.End(syscall.ECONNRESET)
+				opened = time.Now()
+				return aws.Credentials{}, credentialsRefused()
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+		})
+		ctx, ledger := resilience.WithLedger(context.Background(), "vpcs")
+		err := describeVpcs(ctx, ec2.NewFromConfig(outer))
+		if err != nil {
+			t.Fatalf("err %v; want the retry sent once the breaker's cooldown is over, and a success", err)
+		}
+		if sent := f.sentAt("DescribeVpcs"); len(sent) != 1 || sent[0].Sub(opened) != 10*time.Second {
+			t.Fatalf("DescribeVpcs sent at %v; want once, 10s after the breaker opened at %v, as its probe", sent, opened)
+		}
+		if ledger.Lost() != 0 {
+			t.Fatalf("ledger %q; want nothing lost", ledger.Describe())
+		}
+		if s := g.Inspect(scope); s.Breaker.State.String() != "closed" || s.InFlight != 0 {
+			t.Fatalf("scope %+v; want the breaker closed by the retry's success, no slot held", s)
+		}
+	})
+}

@@ -77,16 +77,23 @@ func Value(parent context.Context, gov *resilience.Governor, gd *resilience.Guar
 // the attempt's admission, after a wait of its own: nothing is counted
 // for it, and it takes a slot, and a token only while its scope is
 // paused (another call's Retry-After, PauseAccount), which holds it until
-// the pause ends, as it holds every call of the scope. It returns nil
-// when the resend may go: the breaker would let a call through now (or
-// the call holds its probe), the scope is not paused or its pause is
-// over, and the Guard holds a slot that no call nested in the attempt
-// still goes on, or has taken one, waiting with ctx. Otherwise the
-// resend is not sent. A *resilience.CircuitOpenError (the breaker opened
-// meanwhile) records nothing: the integration ends the call with the
-// attempt's failure (After, then End), lost as errored. Any other error
-// ends the call and records it, as the core records a call it does not
-// send, and the integration only ends it (End), reporting no answer: a
+// the pause ends, as it holds every call of the scope, or once it waited
+// for the breaker's verdict (below). It returns nil when the resend may
+// go: the breaker would let a call through now (or the call holds its
+// probe), the scope is not paused or its pause is over, and the Guard
+// holds a slot that no call nested in the attempt still goes on, or has
+// taken one, waiting with ctx. For a provider that waits for its
+// breakers' verdicts (breaker_wait), a breaker that would refuse the
+// resend holds it until its verdict instead, as it holds a retry, within
+// the call's deadline and max wait; a resend that waited takes a token,
+// going at the scope's rate like a new call. Otherwise the resend is not
+// sent. A *resilience.CircuitOpenError (the breaker opened meanwhile,
+// or with breaker_wait, no verdict let the resend through by the call's
+// deadline or within its max wait) records nothing: the integration
+// ends the call with the attempt's failure (After, then End), lost as
+// errored. Any other error ends the call and records it, as the core
+// records a call it does not send, and the integration only ends it
+// (End), reporting no answer: a
 // *resilience.WouldWaitError matching resilience.ErrNoSlot or
 // resilience.ErrNoToken when no slot or token would come within the
 // call's max wait (resilience.WithMaxWait), and a
