@@ -118,7 +118,9 @@ func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
 // (or borrowed) inside its attempt: the call that made this one, found
 // through ctx (Value(gov) answers with its Guard), or the call that made
 // it, and so on (credentials fetched through a chain of roles), the
-// nearest first. It reports whether the call may go without a slot of its
+// nearest first. A ctx that answers with this call's own Guard (the
+// attempt context an integration readies the call's retry or resend
+// with) leads on to the context the call began with. It reports whether the call may go without a slot of its
 // own; when the slot is lent to another nested call, it returns a channel
 // closed once it comes back (nil when no enclosing call holds a slot of
 // b). An enclosing call with a gate (made WithNestedCalls, or sent by an
@@ -129,8 +131,14 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 	var w walk
 	for {
 		outer, ok := ctx.Value(gd.g).(*Guard)
-		if !ok || outer == gd || w.loops(outer) {
+		if !ok || w.loops(outer) {
 			return false, nil
+		}
+		if outer == gd {
+			// The call's own attempt context (an integration readies a
+			// retry or a resend with it): on to the call that made it.
+			ctx = gd.ctx
+			continue
 		}
 		if outer.lookIn() {
 			held := outer.holdsSlotOf(b)

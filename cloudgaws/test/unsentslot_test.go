@@ -287,3 +287,70 @@ func TestAnUnsentAttemptsRetryWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 		}
 	})
 }
+
+// The same retry of a call that borrowed its slot from an enclosing call
+// (an EC2 call made inside resilience.Do WithNestedCalls) borrows that
+// slot again once the call nested in its attempt gives it back: the SDK's
+// Finalize context, with which cloudgaws readies the retry, answers
+// Value(gov) with the EC2 call's own guard, and the core goes on from it
+// to the enclosing call. With max_concurrency 1 the retry goes as the
+// nested STS call's 10 s are over, rather than wait for the enclosing
+// call's slot until its deadline.
+func TestAnUnsentAttemptsRetryBorrowsTheEnclosingCallsSlotAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.hold = func(r *http.Request) {
+			if r.Form == nil {
+				return
+			}
+			if r.Form.Get("Action") == "GetCallerIdentity" {
+				time.Sleep(10 * time.Second)
+			}
+		}
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
+		stsClient := sts.NewFromConfig(cfg)
+		var asked atomic.Int32
+		var wg sync.WaitGroup
+		nested := make(chan error, 1)
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if asked.Add(1) == 1 {
+				wg.Go(func() { nested <- getCallerIdentity(ctx, stsClient) })
+				for f.count("GetCallerIdentity") == 0 { // until the refresh is in, on the loan
+					time.Sleep(time.Millisecond)
+				}
+				return aws.Credentials{}, credentialsRefused()
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+		})
+		start := time.Now()
+		var took time.Duration
+		var err error
+		scope := resilience.Scope{Provider: "aws", Account: testAccount, Service: "s3", Operation: "ListBuckets"}
+		if derr := resilience.Do(context.Background(), scope, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			err = describeVpcs(ctx, ec2.NewFromConfig(outer))
+			took = time.Since(start)
+			return nil // the enclosing call does not retry it
+		}, resilience.WithGovernor(g), resilience.WithNestedCalls()); derr != nil {
+			t.Fatal(derr)
+		}
+		if err != nil || took > 11*time.Second {
+			t.Fatalf("DescribeVpcs inside the enclosing call: %v after %v; want it sent once the nested call gives the slot back at 10s", err, took)
+		}
+		wg.Wait()
+		if err := <-nested; err != nil {
+			t.Fatalf("the nested STS call: %v", err)
+		}
+		if n := f.count("DescribeVpcs"); n != 1 {
+			t.Fatalf("DescribeVpcs sent %d times, want 1", n)
+		}
+		if most := f.maxInFlight(); most != 1 {
+			t.Fatalf("%d calls in flight at once, want 1: the account's cap is 1", most)
+		}
+		if got := freeSlots(g); got != 1 {
+			t.Fatalf("%d slots free after the calls, want 1", got)
+		}
+	})
+}
