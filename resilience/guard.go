@@ -760,6 +760,13 @@ func (gd *Guard) Resend() bool {
 // and waits for tokens again, which the pause holds, as Enter's attempt
 // does; one that took none and finds the scope still paused as its slot
 // comes gives the slot back and takes a token, which the pause holds.
+// A retry that takes a token gives the slot the Guard holds across the
+// SDK's retries back first, and takes one again once its token is due,
+// as Enter takes its tokens before its slot: the scope's pause or rate,
+// which the retry waits for, holds no other call of the account (with
+// max_concurrency 1, another service's calls go while a Retry-After holds
+// this one). A slot the Guard borrowed from an enclosing call is the
+// enclosing call's, and is kept.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -792,7 +799,9 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // sent. A retry Retry was not asked for is asked now; in any other phase
 // Admit does nothing. A retry whose provider a Configure disabled after
 // the call began asks no breaker and takes no token, as Enter has it.
-// A held slot lent to a call that goes on is left to it, as Pace has it.
+// A held slot lent to a call that goes on is left to it, and a retry that
+// takes a token gives its held slot back while it waits for the token,
+// as Pace has it.
 func (gd *Guard) Admit(ctx context.Context) error { return gd.pace(ctx, false) }
 
 // pace readies a retry sent without Enter: Pace when throttleToken (a
@@ -836,8 +845,13 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	}
 	// The slot held (or borrowed) across the SDK's retries, lent to a
 	// call nested in an attempt before, which goes on: kept for it, and
-	// this retry takes another, as Enter has it.
-	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut()
+	// this retry takes another, as Enter has it. A slot of the Guard's
+	// own, not lent, goes back while the retry waits for its token (a
+	// pause, a throttle), and the retry takes one again after it, in
+	// Enter's order: the account's other calls are not held by this
+	// scope's wait. A borrowed slot is the enclosing call's, which no
+	// other call of the account would take: it is kept.
+	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut() || token && gd.slot != nil
 	if err := gd.readySend(ctx, now, token, slot); err != nil {
 		return err
 	}
@@ -853,8 +867,9 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // from now: a token when token says so (its wait held to the deadline and
 // the max wait, and by the scope's pauses: see takeToken), and a slot of
 // its own when slot says so (the one the Guard holds, if any, is given
-// back, or kept for the call nested in an attempt it is lent to: see
-// Release), waiting for it within the max wait. A slot that comes back at
+// back before the token's wait, in Enter's order, or kept for the call
+// nested in an attempt it is lent to: see Release), waiting for it within
+// the max wait. A slot that comes back at
 // the deadline, the context's timer due then not run yet, is given back
 // and ends the call, as Enter has it. A scope paused while the request
 // waited for its slot holds it: one that took a token gives the slot
@@ -868,6 +883,9 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // when readySend returns: the caller uses them, or gives them back.
 func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot bool) error {
 	for {
+		if slot {
+			gd.Release()
+		}
 		if token {
 			if err := gd.takeToken(ctx, now); err != nil {
 				return err
@@ -876,7 +894,6 @@ func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot b
 		if !slot {
 			break
 		}
-		gd.Release()
 		from, waited, err := gd.acquire(ctx)
 		if err != nil {
 			// A request that gets no slot gives its tokens back, as

@@ -1,0 +1,91 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A retry an SDK readies without Enter, on the slot its Guard holds across
+// the SDK's retries (cloudgaws), that waits for a token (held by its
+// leaf's pause, another call's Retry-After or its own throttle's) does not
+// hold the account's slot meanwhile: Enter takes its tokens before its
+// slot, as the spec's rate limiter comes before its bulkhead. It gives
+// the slot back and takes one again once its token is due, so that with
+// max_concurrency 1 another leaf of the account, not paused, goes at
+// once, and the retry goes as the pause ends.
+func TestARetryWaitingForItsTokenDoesNotHoldTheAccountsSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func() error // the retried attempt's answer
+		pause  bool         // another call's Retry-After pauses the leaf
+		ready  func(*Guard, context.Context) error
+	}{
+		{"Pace after a transient error, the leaf paused", transientErr, true, (*Guard).Pace},
+		{"Admit after a transient error, the leaf paused", transientErr, true, (*Guard).Admit},
+		{"Admit after a throttle, the leaf paused", throttle, true, (*Guard).Admit},
+		{"Pace after its own throttle with a Retry-After", func() error { return throttleAfter(60 * time.Second) }, false, (*Guard).Pace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+				var fl flights
+				start := time.Now()
+				gd, err := g.Begin(context.Background(), ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := gd.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				gd.After(tc.answer()) // the slot held across the SDK's retries
+				if _, err := gd.Retry(0); err != nil {
+					t.Fatal(err)
+				}
+				if tc.pause {
+					pauseScopeBy(g, "Retry-After", 60*time.Second)
+				}
+				time.Sleep(time.Second) // the SDK's own backoff, within the pause
+				done := make(chan error, 1)
+				var sent time.Duration
+				go func() {
+					err := tc.ready(gd, context.Background())
+					sent = time.Since(start)
+					if err == nil {
+						fl.work(time.Second)(context.Background())
+						gd.After(nil)
+					}
+					gd.End(nil)
+					done <- err
+				}()
+				synctest.Wait() // the retry waits for its token
+				asked := time.Since(start)
+				var other time.Duration
+				if err := Do(context.Background(), ec2Subnets, func(ctx context.Context) error {
+					other = time.Since(start)
+					return fl.work(time.Second)(ctx)
+				}, WithGovernor(g)); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("the DescribeVpcs retry: %v", err)
+				}
+				if other != asked {
+					t.Errorf("DescribeSubnets (another leaf, not paused) asked at %v, sent at %v; want at once: the account's only slot was held by a DescribeVpcs retry waiting for its token", asked, other)
+				}
+				if sent < 60*time.Second || sent > 61*time.Second {
+					t.Errorf("the DescribeVpcs retry sent at %v; want within a second after its leaf's pause ends at 60s", sent)
+				}
+				if fl.most() != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1", fl.most())
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
