@@ -243,8 +243,8 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
 	return true
 }
 
-// lender returns the call of ctx's chain of enclosing calls (as nested
-// walks it) that holds the probe's lease of this call's breaker inside its
+// lender returns the call of ctx's chain of enclosing calls (as borrowSlot
+// walks it, past this call's own Guard) that holds the probe's lease of this call's breaker inside its
 // attempt (sent, its answer not yet reported). The breaker, not the entry:
 // a Configure that kept the breaker may have retired the enclosing call's
 // entry during the attempt, and this call looked up the live one. It
@@ -254,8 +254,14 @@ func (gd *Guard) lender(ctx context.Context) *Guard {
 	var w walk
 	for {
 		outer, ok := ctx.Value(gd.g).(*Guard)
-		if !ok || outer == gd || w.loops(outer) {
+		if !ok || w.loops(outer) {
 			return nil
+		}
+		if outer == gd {
+			// The call's own attempt context, as borrowSlot has it: on to
+			// the call that made it.
+			ctx = gd.ctx
+			continue
 		}
 		if outer.lookIn() {
 			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {

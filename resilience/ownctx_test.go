@@ -85,3 +85,52 @@ func TestARetryReadiedWithItsOwnAttemptContextBorrowsTheEnclosingSlot(t *testing
 		})
 	}
 }
+
+// So does a call's resend readied with its own attempt context find the
+// probe of the call it is nested in: a call nested in an attempt, let
+// through before the breaker opened, that readies its resend (its
+// request failed before it was sent) while its caller's next attempt is
+// the half-open breaker's probe borrows that probe, as it does when
+// readied with the context it began with.
+func TestAResendReadiedWithItsOwnAttemptContextBorrowsTheEnclosingProbe(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		with := map[bool]string{false: "the context it began with", true: "its own attempt context"}[own]
+		t.Run(with, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				ctx := context.Background()
+				outer, _ := g.Begin(ctx, ec2Vpcs)
+				if err := outer.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				attempt := context.WithValue(ctx, g, outer)
+				inner, _ := g.Begin(attempt, ec2Vpcs)
+				if err := inner.Enter(attempt); err != nil {
+					t.Fatal(err)
+				}
+				for range 5 { // other calls' throttles open the breaker
+					sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return throttle() })
+				}
+				outer.After(transientErr())
+				if _, err := outer.Retry(0); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Minute) // the cooldown: the caller's retry is the probe
+				if err := outer.Enter(ctx); err != nil || outer.lease != leaseProbe {
+					t.Fatalf("the caller's retry: %v, lease %v; want the probe", err, outer.lease)
+				}
+				rctx := context.Context(attempt)
+				if own {
+					rctx = &loopCtx{Context: attempt, gd: inner}
+				}
+				if err := inner.readyResend(rctx); err != nil || inner.lease != leaseProbe {
+					t.Errorf("the nested call's resend readied with %s: %v, lease %v; want it let through as the probe its caller's attempt lends", with, err, inner.lease)
+				}
+				inner.After(nil)
+				inner.End(nil)
+				outer.After(nil)
+				outer.End(nil)
+			})
+		})
+	}
+}
