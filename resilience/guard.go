@@ -740,8 +740,9 @@ func (gd *Guard) Resend() bool {
 // the call's backoff.
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // every retry first asks the breaker as Enter does: an open breaker or a
-// probe out holds it until the verdict, within the deadline, and a retry
-// that waited takes a fresh token; a refused one ends the call with a
+// probe out holds it until the verdict, within the deadline, with the
+// slot the Guard holds across the SDK's retries given back meanwhile (see
+// below), and a retry that waited takes a fresh token; a refused one ends the call with a
 // *CircuitOpenError wrapping the last answer. A retry Retry was not asked
 // for is asked now, as Enter does; in any other phase Pace does nothing.
 // A retry readied with its context done, or at its deadline (its timer
@@ -760,13 +761,14 @@ func (gd *Guard) Resend() bool {
 // and waits for tokens again, which the pause holds, as Enter's attempt
 // does; one that took none and finds the scope still paused as its slot
 // comes gives the slot back and takes a token, which the pause holds.
-// A retry that takes a token gives the slot the Guard holds across the
-// SDK's retries back first, and takes one again once its token is due,
-// as Enter takes its tokens before its slot: the scope's pause or rate,
-// which the retry waits for, holds no other call of the account (with
-// max_concurrency 1, another service's calls go while a Retry-After holds
-// this one). A slot the Guard borrowed from an enclosing call is the
-// enclosing call's, and is kept.
+// A retry that takes a token, or that a breaker_wait breaker holds until
+// its verdict, gives the slot the Guard holds across the SDK's retries
+// back first, and takes one again once its token is due, as Enter asks
+// the breaker and takes its tokens before its slot: the scope's verdict,
+// pause or rate, which the retry waits for, holds no other call of the
+// account (with max_concurrency 1, another service's calls go while a
+// Retry-After holds this one). A slot the Guard borrowed from an
+// enclosing call is the enclosing call's, and is kept.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -778,8 +780,9 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // failed after its retries (a give-up when throttled); a half-open
 // breaker lets the retry through as its probe. For a provider that waits
 // for its breakers' verdicts (breaker_wait), the retry waits for the
-// verdict instead, within the deadline, and only a retry that waited
-// takes a fresh token, as the calls the verdict lets through do. Unlike
+// verdict instead, within the deadline, its held slot given back
+// meanwhile as Pace has it, and only a retry that waited takes a fresh
+// token, as the calls the verdict lets through do. Unlike
 // Pace, a retry after a throttled answer takes no token, unless its
 // scope is paused: a paused scope sends nothing until its pause ends, a
 // retry that takes no token of its own included. A retry readied while
@@ -828,7 +831,16 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	// The retry asks the breaker first, so that a breaker that opened
 	// while the SDK slept stops its loop (with breaker_wait it waits for
 	// the verdict instead, and a retry that waited goes at the scope's
-	// rate, like a new call).
+	// rate, like a new call). One that a breaker_wait breaker holds
+	// until its verdict gives the slot of its own back for the wait, as
+	// for a token's below, and takes one again after it.
+	released := false
+	if gd.slot != nil && gd.p.set.enabled && gd.p.set.breakerWait {
+		if _, closed := gd.closedTo(now); closed || gd.phase == phaseAwaiting {
+			gd.Release()
+			released = true
+		}
+	}
 	at, err := gd.admit(ctx, now)
 	if err != nil {
 		return err
@@ -851,7 +863,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	// Enter's order: the account's other calls are not held by this
 	// scope's wait. A borrowed slot is the enclosing call's, which no
 	// other call of the account would take: it is kept.
-	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut() || token && gd.slot != nil
+	slot := released || (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut() || token && gd.slot != nil
 	if err := gd.readySend(ctx, now, token, slot); err != nil {
 		return err
 	}

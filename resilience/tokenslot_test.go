@@ -89,3 +89,72 @@ func TestARetryWaitingForItsTokenDoesNotHoldTheAccountsSlot(t *testing.T) {
 		})
 	}
 }
+
+// Nor does one that a provider waiting for its breakers' verdicts
+// (breaker_wait) holds until the verdict of a breaker another call's
+// failure opened: with max_concurrency 1, another leaf of the account
+// goes at once, and the retry goes as the probe once the cooldown is over.
+func TestARetryHeldForTheVerdictDoesNotHoldTheAccountsSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ready func(*Guard, context.Context) error
+	}{{"Pace", (*Guard).Pace}, {"Admit", (*Guard).Admit}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1, BreakerWait: true, BreakerThreshold: 1}})
+				var fl flights
+				start := time.Now()
+				gd, err := g.Begin(context.Background(), ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := gd.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				gd.After(transientErr()) // the slot held across the SDK's retries
+				if _, err := gd.Retry(0); err != nil {
+					t.Fatal(err)
+				}
+				other, _ := g.Begin(context.Background(), ec2Vpcs)
+				other.After(transientErr())
+				other.End(transientErr()) // opens the breaker (threshold 1)
+				done := make(chan error, 1)
+				var sent time.Duration
+				go func() {
+					err := tc.ready(gd, context.Background())
+					sent = time.Since(start)
+					if err == nil {
+						fl.work(time.Second)(context.Background())
+						gd.After(nil)
+					}
+					gd.End(nil)
+					done <- err
+				}()
+				synctest.Wait() // the retry waits for the verdict
+				asked := time.Since(start)
+				var subnets time.Duration
+				if err := Do(context.Background(), ec2Subnets, func(ctx context.Context) error {
+					subnets = time.Since(start)
+					return fl.work(time.Second)(ctx)
+				}, WithGovernor(g)); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("the DescribeVpcs retry: %v", err)
+				}
+				if subnets != asked {
+					t.Errorf("DescribeSubnets (another leaf, its breaker closed) asked at %v, sent at %v; want at once: the account's only slot was held by a DescribeVpcs retry waiting for its breaker's verdict", asked, subnets)
+				}
+				if cooldown := 60 * time.Second; sent < cooldown || sent > cooldown+time.Second {
+					t.Errorf("the DescribeVpcs retry sent at %v; want as the probe, within a second after the cooldown's end at %v", sent, cooldown)
+				}
+				if fl.most() != 1 {
+					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1", fl.most())
+				}
+				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+				}
+			})
+		})
+	}
+}
