@@ -158,3 +158,76 @@ func TestARetryHeldForTheVerdictDoesNotHoldTheAccountsSlot(t *testing.T) {
 		})
 	}
 }
+
+// The resend of an attempt that failed before it was sent, on the slot
+// its Guard holds across the SDK's retries (cloudgaws's), held by its
+// leaf's pause or by a breaker_wait breaker until its verdict, does not
+// hold the account's slot meanwhile either, as Pace's and Admit's retries
+// do not: with max_concurrency 1 another leaf of the account goes at
+// once, and the resend goes once the pause or the cooldown is over.
+func TestAResendWaitingForItsTokenOrVerdictDoesNotHoldTheAccountsSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   ProviderConfig
+		block func(g *Governor)
+	}{
+		{"the leaf paused", ProviderConfig{MaxConcurrency: 1}, func(g *Governor) { pauseScopeBy(g, "Retry-After", 60*time.Second) }},
+		{"breaker_wait, the breaker open", ProviderConfig{MaxConcurrency: 1, BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60},
+			func(g *Governor) {
+				// Another call of the operation, sent by an SDK without
+				// Enter, fails: the breaker (threshold 1) opens for 60 s.
+				other, _ := g.Begin(context.Background(), ec2Vpcs)
+				other.After(transientErr())
+				other.End(transientErr())
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: tc.cfg})
+				var fl flights
+				start := time.Now()
+				gd, err := g.Begin(context.Background(), ec2Vpcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := gd.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				// The attempt fails before it is sent; the Guard keeps its
+				// slot, as across the SDK's retries, and its scope is held
+				// meanwhile.
+				tc.block(g)
+				done := make(chan error, 1)
+				var sent time.Duration
+				go func() {
+					err := gd.readyResend(context.Background())
+					sent = time.Since(start)
+					if err == nil {
+						fl.work(time.Second)(context.Background())
+						gd.After(nil)
+					}
+					gd.End(nil)
+					done <- err
+				}()
+				synctest.Wait()
+				asked := time.Since(start)
+				var other time.Duration
+				if err := Do(context.Background(), ec2Subnets, func(ctx context.Context) error {
+					other = time.Since(start)
+					return fl.work(time.Second)(ctx)
+				}, WithGovernor(g)); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("the DescribeVpcs resend: %v", err)
+				}
+				if other != asked {
+					t.Errorf("DescribeSubnets (another leaf) asked at %v, sent at %v; want at once: the account's only slot was held by a DescribeVpcs resend", asked, other)
+				}
+				if sent < 60*time.Second || sent > 61*time.Second {
+					t.Errorf("the DescribeVpcs resend sent at %v; want within a second after 60s", sent)
+				}
+			})
+		})
+	}
+}
