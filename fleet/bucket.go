@@ -272,13 +272,13 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 // process may use it before its turn. The caller does not wait for Redis
 // (it is often one whose deadline has come): the tokens given back go
 // with the next lease request, or, when none is being sent, in an
-// operation of their own, several at a time.
+// operation of their own, several at a time; until Redis took them they
+// stay in the token log, so that local limits made meanwhile are charged
+// for them before they are given back there (cancelLocal). While Redis
+// does not answer, the token goes to the local limits.
 func (b *sharedBucket) Cancel(now time.Duration) {
-	b.mu.Lock()
-	b.log.dropLast()
-	b.mu.Unlock()
 	if b.s.degraded.Load() {
-		b.fallback(now).Cancel(now)
+		b.cancelLocal(now, 1)
 		return
 	}
 	b.mu.Lock()
@@ -333,12 +333,35 @@ func (b *sharedBucket) sendGiveBack(now time.Duration) {
 		if n+unused == 0 {
 			return
 		}
-		if _, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(n+unused)...); !ok && n > 0 {
-			local := b.fallback(now)
+		_, ok := b.s.run(giveScript, b.keys[:1], b.argsWith(n+unused)...)
+		switch {
+		case n == 0:
+		case ok: // Redis took them back
+			b.mu.Lock()
 			for range n {
-				local.Cancel(now)
+				b.log.dropLast()
 			}
+			b.mu.Unlock()
+		default:
+			b.cancelLocal(now, n)
 		}
+	}
+}
+
+// cancelLocal gives n tokens back to the local limits and forgets them in
+// the token log. Local limits made now are charged for them first (they
+// are still logged), so that a token given back there once counts once:
+// taken out of the charge and given back on top, it put them a token
+// ahead of the callers queued.
+func (b *sharedBucket) cancelLocal(now time.Duration, n int) {
+	local := b.fallback(now)
+	b.mu.Lock()
+	for range n {
+		b.log.dropLast()
+	}
+	b.mu.Unlock()
+	for range n {
+		local.Cancel(now)
 	}
 }
 

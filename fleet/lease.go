@@ -140,16 +140,21 @@ func (l *tokenLog) known() {
 	}
 }
 
-// dropLast forgets the latest token: the one a caller whose deadline it
-// would pass gives back is at the end of the queue.
-func (l *tokenLog) dropLast() {
+// latest returns the index of the latest token logged, -1 when none is.
+func (l *tokenLog) latest() int {
 	last := -1
 	for i := l.head; i < len(l.t); i++ {
 		if last < 0 || l.t[i].at > l.t[last].at {
 			last = i
 		}
 	}
-	if last >= 0 {
+	return last
+}
+
+// dropLast forgets the latest token: the one a caller whose deadline it
+// would pass gives back is at the end of the queue.
+func (l *tokenLog) dropLast() {
+	if last := l.latest(); last >= 0 {
 		copy(l.t[last:], l.t[last+1:])
 		l.t = l.t[:len(l.t)-1]
 	}
@@ -452,21 +457,20 @@ func (b *sharedBucket) dispatch(self *waiter) {
 				}
 			}
 			b.mu.Unlock()
-			// Cancel's tokens go back to the local limits; the lease's and
-			// the unused ones were Redis's, which the local limits never
-			// had: they are dropped.
+			// Cancel's tokens go back to the local limits (cancelLocal); the
+			// lease's and the unused ones were Redis's, which the local
+			// limits never had: they are dropped.
 			if cancels > 0 {
-				now := batch[0].now + answered - batch[0].at
-				local := b.fallback(now)
-				for range cancels {
-					local.Cancel(now)
-				}
+				b.cancelLocal(batch[0].now+answered-batch[0].at, cancels)
 			}
 			continue
 		}
 		b.learnPause(sent, answered, b.s.micros(elem(res, 11)))
 		if charge > 0 {
 			b.log.known()
+		}
+		for range cancels { // Redis took them back
+			b.log.dropLast()
 		}
 		// The first usable of the k tokens are the stored balance's: usable
 		// at once. Redis's "now" was during the round trip: the others'
