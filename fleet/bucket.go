@@ -274,10 +274,16 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 // with the next lease request, or, when none is being sent, in an
 // operation of their own, several at a time; until Redis took them they
 // stay in the token log, so that local limits made meanwhile are charged
-// for them before they are given back there (cancelLocal). While Redis
-// does not answer, the token goes to the local limits.
+// for them before they are given back there (cancelLocal). A token the
+// local limits gave (the latest logged is theirs: Redis refused the
+// request, or did not answer, and was not charged for it since) goes back
+// to them, not to Redis, which never gave it; so does every token while
+// Redis does not answer.
 func (b *sharedBucket) Cancel(now time.Duration) {
-	if b.s.degraded.Load() {
+	b.mu.Lock()
+	local := b.log.lastLocal()
+	b.mu.Unlock()
+	if local || b.s.degraded.Load() {
 		b.cancelLocal(now, 1)
 		return
 	}

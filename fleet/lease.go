@@ -151,6 +151,14 @@ func (l *tokenLog) latest() int {
 	return last
 }
 
+// lastLocal reports whether the latest token logged is one Redis does not
+// know of: the local limits gave it (Redis refused the request, or did not
+// answer), and Redis was not charged for it since.
+func (l *tokenLog) lastLocal() bool {
+	last := l.latest()
+	return last >= 0 && !l.t[last].redis
+}
+
 // dropLast forgets the latest token: the one a caller whose deadline it
 // would pass gives back is at the end of the queue.
 func (l *tokenLog) dropLast() {

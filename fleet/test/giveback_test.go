@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -56,4 +57,41 @@ func TestACancelGivesTheLocalLimitsItsTokenOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestATokenOfTheLocalLimitsGoesBackToThem: a token a caller took of the
+// local limits while the store was on the shared state (Redis refused the
+// lease request once) goes back to the local
+// limits when the caller gives it back, not to Redis, which never gave it:
+// given to Redis, it raised the fleet's balance by a token.
+func TestATokenOfTheLocalLimitsGoesBackToThem(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		// 0.2 rps with a burst of 5: leases of one token; A takes three.
+		spec := state.BucketSpec{Rate: 0.2, Burst: 5}
+		ab := a.Bucket(vpcsKey, spec, 0)
+		for range 3 {
+			ab.Reserve(0)
+		}
+		other := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		px.RefuseNext([]byte("-ERR refused by the test\r\n"))
+		ab.Reserve(0) // Redis refuses the lease request: a token of the local limits
+		if a.Stats().Degraded {
+			t.Fatal("one refusal took the store to local limits")
+		}
+		before := time.Now()
+		was := other.Snapshot(0).Tokens
+		ab.Cancel(0)
+		time.Sleep(200 * time.Millisecond) // a give-back's operation, if one goes
+		now := other.Snapshot(0).Tokens
+		if refill := time.Since(before).Seconds() * spec.Rate; now-was-refill > 0.5 {
+			t.Errorf("Redis's balance went from %.2f to %.2f (%.2f of it refill) when A gave back the token it took of its local limits: Redis gained a token it never gave", was, now, refill)
+		}
+	})
 }

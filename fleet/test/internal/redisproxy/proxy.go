@@ -1,9 +1,10 @@
 // Package redisproxy is a TCP proxy for tests: it forwards to a Redis
 // server and can go down, come back on the same address, delay traffic,
 // hold it (a Redis frozen, as by SIGSTOP, whose kernel still accepts
-// connections), garble an answer, lose one, or hold some answers back, to
-// show what fleet mode does when Redis fails, is slow, does not answer,
-// answers nonsense, or answers late or not at all after it ran a command.
+// connections), garble an answer, lose one, refuse a command, or hold
+// some answers back, to show what fleet mode does when Redis fails, is
+// slow, does not answer, answers nonsense, refuses, or answers late or
+// not at all after it ran a command.
 package redisproxy
 
 import (
@@ -26,6 +27,7 @@ type Proxy struct {
 	garble int           // answers still to garble
 	junk   uint64        // the state of the garbage's generator
 	drop   bool          // lose the next answer, closing its connection
+	refuse []byte        // the answer to the next command, which Redis does not get; nil for none
 	slow   func([]byte) bool
 	slowD  time.Duration
 }
@@ -66,6 +68,15 @@ func (p *Proxy) Garble(n int) {
 func (p *Proxy) DropAnswer() {
 	p.mu.Lock()
 	p.drop = true
+	p.mu.Unlock()
+}
+
+// RefuseNext answers the next chunk of data a client sends (a command)
+// with answer, such as an error reply ("-ERR ...\r\n"), in Redis's
+// place: Redis does not get it, as when Redis refuses a command.
+func (p *Proxy) RefuseNext(answer []byte) {
+	p.mu.Lock()
+	p.refuse = answer
 	p.mu.Unlock()
 }
 
@@ -189,6 +200,14 @@ func (p *Proxy) pipe(dst, src net.Conn, answers bool) {
 				p.drop = false
 				p.mu.Unlock()
 				return // the answer is lost: the deferred closes reset the connection
+			}
+			if refuse := p.refuse; !answers && refuse != nil {
+				p.refuse = nil
+				p.mu.Unlock()
+				if _, werr := src.Write(refuse); werr != nil || err != nil {
+					return
+				}
+				continue
 			}
 			if answers && p.slow != nil && p.slow(buf[:n]) {
 				d += p.slowD
