@@ -636,14 +636,16 @@ func (b *sharedBucket) Recovering() bool {
 }
 
 // Snapshot reads the bucket in Redis. Its balance there is the fleet's,
-// less the tokens this process's lease holds and no caller took yet: they
-// are counted back, as if given back (up to the bucket's capacity), so
-// that a balance below zero counts callers waiting for their tokens, as
-// in one process, not tokens borrowed in advance. The tokens other
-// processes' leases hold are not known here: they count as taken until
-// their times, at most a lease window ahead but for those of callers
-// refused or gone while they waited for a lease answer, and later when a
-// pause set meanwhile moved them (see Leases in the package
+// less the tokens this process's lease holds and no caller took yet: while
+// the lease lasts they are counted back, as if given back (up to the
+// bucket's capacity), so that a balance below zero counts callers waiting
+// for their tokens, as in one process, not tokens borrowed in advance.
+// Once it ended they are no caller's (they go back with the next request,
+// if one comes), and count as taken, as another process reads them. The
+// tokens other processes' leases hold are not known here: they count as
+// taken until their times, at most a lease window ahead but for those of
+// callers refused or gone while they waited for a lease answer, and later
+// when a pause set meanwhile moved them (see Leases in the package
 // documentation).
 func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
@@ -657,8 +659,11 @@ func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	if !ok {
 		tokens = 0
 	}
+	leased := 0
 	b.mu.Lock()
-	leased := b.lease
+	if b.leaseOpen(mono()) {
+		leased = b.lease
+	}
 	b.mu.Unlock()
 	if leased > 0 && tokens < b.capacity() {
 		tokens = math.Min(b.capacity(), tokens+float64(leased))

@@ -40,9 +40,9 @@
 // so every token is a round trip and pacing is exact; at 1,000 rps in one
 // process it is 64 tokens, one round trip per 64 calls. WithLeaseWindow
 // and WithMaxLease tune it. A bucket's snapshot (the governor's Inspect)
-// counts the tokens the process's lease holds as the bucket's, so that
-// its Queued counts the fleet's callers waiting for a token, not tokens
-// borrowed; those of other processes' leases, which Redis cannot tell
+// counts the tokens the process's lease holds as the bucket's while the
+// lease lasts, so that its Queued counts the fleet's callers waiting for
+// a token, not tokens borrowed; those of other processes' leases, which Redis cannot tell
 // from their callers', count as queued until their times: at most a lease
 // window ahead, but for the tokens of callers refused (their limit) or
 // gone while they waited for a lease answer, which stay in the lease at

@@ -95,3 +95,40 @@ func TestATokenOfTheLocalLimitsGoesBackToThem(t *testing.T) {
 		}
 	})
 }
+
+// TestAnEndedLeaseIsNotCountedInTheProcesssSnapshot: the tokens of a
+// lease no caller took are counted in the process's snapshot as the
+// bucket's while the lease lasts, its callers' to take; once it ended,
+// none of them is any caller's (they go back with the next request, if one
+// comes), and the process reads the balance Redis holds, as every other
+// process does. Counted on, they showed the process a lease more than the
+// fleet had, for as long as it made no call.
+func TestAnEndedLeaseIsNotCountedInTheProcesssSnapshot(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 10 rps with a burst of 10 and a lease window of 500 ms: a lease
+		// of 5 tokens, all usable at once.
+		spec := state.BucketSpec{Rate: 10, Burst: 10}
+		opts := []fleet.Option{fleet.WithLeaseWindow(500 * time.Millisecond)}
+		a := newProcess(t, be, prefix, resilience.Config{}, opts...)
+		ab := a.store.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0) // 4 tokens left in A's lease
+		time.Sleep(700 * time.Millisecond)
+		// Another process drains the bucket, so that its balance is below
+		// its capacity, and a third, with no lease, reads it.
+		b := newProcess(t, be, prefix, resilience.Config{}, opts...).store.Bucket(vpcsKey, spec, 0)
+		for range 25 {
+			b.Reserve(0)
+		}
+		c := newProcess(t, be, prefix, resilience.Config{}, opts...).store.Bucket(vpcsKey, spec, 0)
+		fleetReads := c.Snapshot(0).Tokens
+		own := ab.Snapshot(0).Tokens
+		if fleetReads > 0 {
+			t.Fatalf("the bucket holds %.2f tokens after 25 taken; want it drained", fleetReads)
+		}
+		// 10 rps: a tenth of a token per 10 ms between the two readings.
+		if own-fleetReads > 0.5 {
+			t.Errorf("A's snapshot reads %.2f tokens, the fleet's %.2f: A's lease, ended, was counted as the bucket's", own, fleetReads)
+		}
+	})
+}
