@@ -568,9 +568,11 @@ func (b *sharedBucket) readPause(ctx context.Context, t time.Duration) error {
 
 // readPauseNow is readPause's round trip. A pause it finds drops the
 // lease's tokens that are due before the pause ends: borrowed before it
-// began, they go back to Redis with the next request (unused, see
-// dispatch), or are dropped when Redis does not take them, and the
-// callers take tokens Redis gives after it.
+// began, they go back to Redis (unused) with the request in flight's
+// successor (see dispatch) or, when none is in flight, in an operation of
+// their own (sendGiveBack), so that they do not wait for a call that may
+// never come; they are dropped when Redis does not take them. The callers
+// take tokens Redis gives after the pause.
 func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 	sent := mono()
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
@@ -581,12 +583,19 @@ func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 	}
 	b.learnPause(sent, mono(), p)
 	b.mu.Lock()
+	give := false
 	if p > 0 && b.lease > 0 && (b.leaseNow > 0 || b.leaseNext < sent+p) {
-		b.unused += b.takeLease() // with the next request (see dispatch)
+		b.unused += b.takeLease()
+		give = !b.sending && !b.giving // else with the next request (see dispatch), or sendGiveBack's
+		b.giving = b.giving || give
 	}
+	now := b.lastUse
 	b.pauseCheck = nil
 	close(ch)
 	b.mu.Unlock()
+	if give {
+		go b.sendGiveBack(now)
+	}
 }
 
 // Success counts a success for the goodput controller (see count), and
@@ -671,7 +680,9 @@ func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	return state.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: b.s.micros(res[2])}
 }
 
-// Idle: the local object can be dropped when it holds no lease, the fleet's
+// Idle: the local object can be dropped when it holds no lease, no
+// tokens to give back to Redis (giveBack, unused: dropped with it, they
+// would stay spent there) and no operation giving them back, the fleet's
 // rate was at its ceiling at the last answer, and it went unused. The
 // state in Redis lives on until its key expires.
 func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
@@ -680,7 +691,8 @@ func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 	// An expired lease's tokens are the fleet's again; its end is read on
 	// the caller's clock, from the last use.
 	noLease := b.lease == 0 || now-b.lastUse >= b.leaseEnd-b.lastUseMono
-	return noLease && len(b.queue) == 0 && !b.sending && b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
+	return noLease && b.giveBack+b.unused == 0 && !b.giving && len(b.queue) == 0 && !b.sending &&
+		b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
 }
 
 var _ state.Bucket = (*sharedBucket)(nil)

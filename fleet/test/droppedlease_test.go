@@ -21,8 +21,9 @@ type pauseReader interface {
 
 // TestALeaseDroppedForAPauseGivesTheLocalLimitsNothing: the tokens of a
 // lease dropped for a pause another process set are Redis's, given back
-// with the next request; when that request fails (Redis gone, frozen, or
-// answering garbage), they are dropped, not given to the local limits,
+// at once, in an operation of their own when no request is in flight; when
+// the operation carrying them fails (Redis gone, frozen, or answering
+// garbage as it goes), they are dropped, not given to the local limits,
 // which never had them. Given there, they filled the local bucket up to
 // its burst, which the pause (known to the local limits too) would
 // otherwise have left empty at its end, so that the process sent a burst
@@ -58,13 +59,13 @@ func TestALeaseDroppedForAPauseGivesTheLocalLimitsNothing(t *testing.T) {
 				other := newProcess(t, be, prefix, resilience.Config{})
 				other.store.Bucket(vpcsKey, spec, 0).Pause(0, 5*time.Second)
 				// A lease window later, A reads the pause and drops its lease,
-				// to give it back with its next request.
+				// to give it back (before Redis fails, or as it does).
 				time.Sleep(600 * time.Millisecond)
 				if p, err := ab.(pauseReader).PausedFor(context.Background()); err != nil || p < 4*time.Second {
 					t.Fatalf("A's PausedFor: %v, %v; want most of the other process's 5 s pause", p, err)
 				}
 				tc.fail(px)
-				ab.Reserve(0) // its request, with the lease's 49 tokens, fails: a token of the local limits
+				ab.Reserve(0) // its request fails: a token of the local limits
 				// The local limits know of the pause, which leaves no token
 				// stored at its end; A took one of them.
 				snap := ab.Snapshot(0)

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -129,6 +130,43 @@ func TestAnEndedLeaseIsNotCountedInTheProcesssSnapshot(t *testing.T) {
 		// 10 rps: a tenth of a token per 10 ms between the two readings.
 		if own-fleetReads > 0.5 {
 			t.Errorf("A's snapshot reads %.2f tokens, the fleet's %.2f: A's lease, ended, was counted as the bucket's", own, fleetReads)
+		}
+	})
+}
+
+// TestABucketIsNotIdleWithTokensToGiveBack: a bucket holding tokens of
+// Redis's that no caller will take (here the lease a pause another
+// process set dropped) is not idle until they went back: dropped as idle,
+// its tokens stayed spent in Redis, the fleet's first tokens after the
+// pause a lease later. They go back at once, so that the bucket is idle
+// soon after.
+func TestABucketIsNotIdleWithTokensToGiveBack(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 100 rps with a burst of 20 and a lease window of 500 ms: a lease
+		// of 50 tokens, 20 of them usable at once.
+		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(500*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		spec := state.BucketSpec{Rate: 100, Burst: 20}
+		ab := a.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
+		other := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		other.Pause(0, 5*time.Second)
+		// A lease window later, A reads the pause and drops its lease.
+		time.Sleep(600 * time.Millisecond)
+		if p, err := ab.(pauseReader).PausedFor(context.Background()); err != nil || p < 4*time.Second {
+			t.Fatalf("A's PausedFor: %v, %v; want most of the other process's 5 s pause", p, err)
+		}
+		waitFor(t, 2*time.Second, "A's bucket idle", func() bool { return ab.Idle(0, 0) })
+		// The pause leaves no token stored at its end, and moved the 30 of
+		// A's lease past it; given back, the balance at its end is full
+		// but for the one A took.
+		if tokens := other.Snapshot(0).Tokens; tokens < 10 {
+			t.Errorf("A's bucket went idle with the 49 tokens of the lease the pause dropped not given back: the bucket holds %.1f tokens at the pause's end; want 19", tokens)
 		}
 	})
 }
