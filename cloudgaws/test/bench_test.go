@@ -58,7 +58,7 @@ func BenchmarkDescribeVpcs(b *testing.B) {
 // attempt reached the HTTP client) must not allocate before it, and the
 // governor adds no middleware to the stack's Deserialize step. (Under
 // -race, sync.Pool drops some of what it is given, and the counts vary
-// by one from run to run.)
+// by one from run to run: raceSlack allows it.)
 func TestGovernedCallAllocations(t *testing.T) {
 	allocs := func(governed bool) float64 {
 		f := newFake(nil)
@@ -72,8 +72,8 @@ func TestGovernedCallAllocations(t *testing.T) {
 		})
 	}
 	bare, governed := allocs(false), allocs(true)
-	if governed > bare+3 {
-		t.Fatalf("a governed DescribeVpcs allocates %v objects, the ungoverned one %v: want at most 3 more", governed, bare)
+	if governed > bare+3+raceSlack {
+		t.Fatalf("a governed DescribeVpcs allocates %v objects, the ungoverned one %v: want at most 3 more (%d more under -race)", governed, bare, raceSlack)
 	}
 }
 
