@@ -377,7 +377,8 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 }
 
 // maxPacedTenants bounds pacedTenants, and so the clients it keeps
-// alive: past it, the memory starts again.
+// alive: past it, a client it holds, chosen at random, makes room for a
+// new one.
 const maxPacedTenants = 256
 
 // pacedTenants maps a client QueryResources paces (a pointer) to the
@@ -415,7 +416,12 @@ func rememberTenant(client GraphQuerier, account string) {
 		return
 	}
 	if pacedTenants.Len() >= maxPacedTenants {
-		pacedTenants.Clear()
+		// Full: one client, chosen at random (a map's order), makes room,
+		// so that the others keep their tenants.
+		for k := range pacedTenants.Snapshot() {
+			pacedTenants.Delete(k)
+			break
+		}
 	}
 	pacedTenants.Store(client, account)
 }
