@@ -80,6 +80,10 @@ func TestAPanickingTaskIsCountedOnceInItsLedger(t *testing.T) {
 				if !l.Degraded() || !strings.Contains(l.Describe(), "panicked") {
 					t.Fatalf("the ledger reads %q: the task's lost work is not in it", l.Describe())
 				}
+				// What the task panicked with is in the reason.
+				if want := "task panicked: before the call"; c.name == "before any call" && !strings.Contains(l.Describe(), want) {
+					t.Errorf("the ledger reads %q: want what the task panicked with, %q", l.Describe(), want)
+				}
 			})
 		})
 	}

@@ -957,11 +957,12 @@ func (t *task) run() (err error, returned bool) {
 		// has not made the first call yet makes an ordinary one: the task
 		// will not run again.
 		resilience.EndAdmission(ctx)
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 		if !returned && ledger != nil && !mark.Noted() {
-			ledger.Record(resilience.LossPanicked, t.lostReason())
+			ledger.Record(resilience.LossPanicked, t.lostReason(r))
 		}
 	}()
 	if t.q.scope.Provider != "" {
@@ -975,13 +976,18 @@ func (t *task) run() (err error, returned bool) {
 	return err, true
 }
 
-// lostReason is what the ledger lists for a task that panicked: its
-// scope's, as a governed call's loss is listed, when it declared one.
-func (t *task) lostReason() string {
-	if t.q.scope == (resilience.Scope{}) {
-		return "task panicked"
+// lostReason is what the ledger lists for a task that panicked with v
+// (nil: it called runtime.Goexit): its scope's, as a governed call's loss
+// is listed, when it declared one, and what it panicked with.
+func (t *task) lostReason(v any) string {
+	why := "task panicked"
+	if v != nil {
+		why = fmt.Sprintf("task panicked: %v", v)
 	}
-	return t.q.scope.String() + ": task panicked"
+	if t.q.scope == (resilience.Scope{}) {
+		return why
+	}
+	return t.q.scope.String() + ": " + why
 }
 
 // Decided implements resilience.Admission: the task's first call went (or

@@ -657,9 +657,9 @@ func TestCancelledScanAccountsForEveryTask(t *testing.T) {
 }
 
 // A call that panics under the scope pool is in its collection's ledger
-// twice, as the call the governor saw panic and as the task the pool
-// recovered, and neither is a failed call: together they must not offset
-// a failed call that no ledger counts. Here the first DescribeTable of an
+// once, as the call the governor saw panic (the pool, which recovers the
+// task's panic, records nothing more), and it is no failed call: it must
+// not offset a failed call that no ledger counts. Here the first DescribeTable of an
 // account panics in the transport and the second is denied. Before, the
 // silent partial results subtracted one ledger entry per panicked task,
 // and the denied call was hidden behind the panic's second entry (0

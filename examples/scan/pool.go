@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -117,8 +116,9 @@ type byScope struct {
 // call fail with a *resilience.WouldWaitError, and the pool runs it again
 // once its scope can go; Run returns how many times it did
 // (Progress.Deferred). A task that panics loses what it had left to do,
-// which no call's error shows: the loss goes in the ledger its context
-// carries (resilience.LossPanicked), and the pool recovers the panic.
+// which no call's error shows: the pool recovers the panic and records
+// the task in the ledger its context carries (resilience.LossPanicked),
+// once (a panic inside a governed call is that call's record).
 // The pool drops the tasks a cancelled scan has left, recording each in
 // its ledger too, so that Wait's error adds nothing a ledger lacks.
 func (p byScope) Run(ctx context.Context, tasks []Task) int {
@@ -126,12 +126,6 @@ func (p byScope) Run(ctx context.Context, tasks []Task) int {
 	var submit func(Task)
 	submit = func(t Task) {
 		wp.Go(t.Context, t.Scope, func(ctx context.Context) error {
-			defer func() {
-				if v := recover(); v != nil {
-					resilience.LedgerOf(t.Context).Record(resilience.LossPanicked, fmt.Sprintf("%s: task panicked: %v", t.Scope, v))
-					panic(v)
-				}
-			}()
 			t.Run(ctx, submit) // ctx carries the pool's hold on the task's first call
 			return nil
 		})
