@@ -156,10 +156,7 @@ const (
 // rate token, a bulkhead slot held across the SDK's retries. Each attempt:
 // throttling halves the scope's rate and pauses it for Retry-After or
 // x-amz-retry-after, transient errors are counted, and a throttled retry
-// waits for a fresh token on top of the SDK's backoff, as does any retry
-// while its scope is paused, with the call's slot given back meanwhile
-// (taken again after the token, so that the pause holds no other call of
-// the account). Every retry the SDK
+// waits for a fresh token on top of the SDK's backoff. Every retry the SDK
 // is about to make costs, after the first two of the call, a retry-budget
 // token, and is counted when sent; an empty budget ends the SDK's loop
 // with a *ThrottlingError, and a Retry-After that would pass the context's

@@ -740,9 +740,8 @@ func (gd *Guard) Resend() bool {
 // the call's backoff.
 // For a provider that waits for its breakers' verdicts (breaker_wait),
 // every retry first asks the breaker as Enter does: an open breaker or a
-// probe out holds it until the verdict, within the deadline, with the
-// slot the Guard holds across the SDK's retries given back meanwhile (see
-// below), and a retry that waited takes a fresh token; a refused one ends the call with a
+// probe out holds it until the verdict, within the deadline, and a retry
+// that waited takes a fresh token; a refused one ends the call with a
 // *CircuitOpenError wrapping the last answer. A retry Retry was not asked
 // for is asked now, as Enter does; in any other phase Pace does nothing.
 // A retry readied with its context done, or at its deadline (its timer
@@ -761,14 +760,6 @@ func (gd *Guard) Resend() bool {
 // and waits for tokens again, which the pause holds, as Enter's attempt
 // does; one that took none and finds the scope still paused as its slot
 // comes gives the slot back and takes a token, which the pause holds.
-// A retry that takes a token, or that a breaker_wait breaker holds until
-// its verdict, gives the slot the Guard holds across the SDK's retries
-// back first, and takes one again once its token is due, as Enter asks
-// the breaker and takes its tokens before its slot: the scope's verdict,
-// pause or rate, which the retry waits for, holds no other call of the
-// account (with max_concurrency 1, another service's calls go while a
-// Retry-After holds this one). A slot the Guard borrowed from an
-// enclosing call is the enclosing call's, and is kept.
 func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 
 // Admit readies, as Pace does, the retry of an attempt that an SDK sends
@@ -780,9 +771,8 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // failed after its retries (a give-up when throttled); a half-open
 // breaker lets the retry through as its probe. For a provider that waits
 // for its breakers' verdicts (breaker_wait), the retry waits for the
-// verdict instead, within the deadline, its held slot given back
-// meanwhile as Pace has it, and only a retry that waited takes a fresh
-// token, as the calls the verdict lets through do. Unlike
+// verdict instead, within the deadline, and only a retry that waited
+// takes a fresh token, as the calls the verdict lets through do. Unlike
 // Pace, a retry after a throttled answer takes no token, unless its
 // scope is paused: a paused scope sends nothing until its pause ends, a
 // retry that takes no token of its own included. A retry readied while
@@ -802,9 +792,7 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // sent. A retry Retry was not asked for is asked now; in any other phase
 // Admit does nothing. A retry whose provider a Configure disabled after
 // the call began asks no breaker and takes no token, as Enter has it.
-// A held slot lent to a call that goes on is left to it, and a retry that
-// takes a token gives its held slot back while it waits for the token,
-// as Pace has it.
+// A held slot lent to a call that goes on is left to it, as Pace has it.
 func (gd *Guard) Admit(ctx context.Context) error { return gd.pace(ctx, false) }
 
 // pace readies a retry sent without Enter: Pace when throttleToken (a
@@ -831,16 +819,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	// The retry asks the breaker first, so that a breaker that opened
 	// while the SDK slept stops its loop (with breaker_wait it waits for
 	// the verdict instead, and a retry that waited goes at the scope's
-	// rate, like a new call). One that a breaker_wait breaker holds
-	// until its verdict gives the slot of its own back for the wait, as
-	// for a token's below, and takes one again after it.
-	released := false
-	if gd.slot != nil && gd.p.set.enabled && gd.p.set.breakerWait {
-		if _, closed := gd.closedTo(now); closed || gd.phase == phaseAwaiting {
-			gd.Release()
-			released = true
-		}
-	}
+	// rate, like a new call).
 	at, err := gd.admit(ctx, now)
 	if err != nil {
 		return err
@@ -857,13 +836,8 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	}
 	// The slot held (or borrowed) across the SDK's retries, lent to a
 	// call nested in an attempt before, which goes on: kept for it, and
-	// this retry takes another, as Enter has it. A slot of the Guard's
-	// own, not lent, goes back while the retry waits for its token (a
-	// pause, a throttle), and the retry takes one again after it, in
-	// Enter's order: the account's other calls are not held by this
-	// scope's wait. A borrowed slot is the enclosing call's, which no
-	// other call of the account would take: it is kept.
-	slot := released || (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut() || token && gd.slot != nil
+	// this retry takes another, as Enter has it.
+	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut()
 	if err := gd.readySend(ctx, now, token, slot); err != nil {
 		return err
 	}
@@ -879,9 +853,8 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // from now: a token when token says so (its wait held to the deadline and
 // the max wait, and by the scope's pauses: see takeToken), and a slot of
 // its own when slot says so (the one the Guard holds, if any, is given
-// back before the token's wait, in Enter's order, or kept for the call
-// nested in an attempt it is lent to: see Release), waiting for it within
-// the max wait. A slot that comes back at
+// back, or kept for the call nested in an attempt it is lent to: see
+// Release), waiting for it within the max wait. A slot that comes back at
 // the deadline, the context's timer due then not run yet, is given back
 // and ends the call, as Enter has it. A scope paused while the request
 // waited for its slot holds it: one that took a token gives the slot
@@ -895,9 +868,6 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // when readySend returns: the caller uses them, or gives them back.
 func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot bool) error {
 	for {
-		if slot {
-			gd.Release()
-		}
 		if token {
 			if err := gd.takeToken(ctx, now); err != nil {
 				return err
@@ -906,6 +876,7 @@ func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot b
 		if !slot {
 			break
 		}
+		gd.Release()
 		from, waited, err := gd.acquire(ctx)
 		if err != nil {
 			// A request that gets no slot gives its tokens back, as

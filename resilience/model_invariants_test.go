@@ -465,8 +465,7 @@ func (m *machine) checkTokens(t *rapid.T, gv *govM) {
 
 // checkInFlight: the slots the bulkhead holds are those the model's calls
 // and guards hold (each slot released once, none leaked), for every
-// account touched in the step, and at most the slots a guard's Pace may
-// have given back for its token (guardM.maybeSlot) more.
+// account touched in the step.
 func (m *machine) checkInFlight(t *rapid.T, gv *govM, touched map[int]bool) {
 	seen := map[string]bool{}
 	for _, i := range m.scopes {
@@ -474,14 +473,13 @@ func (m *machine) checkInFlight(t *rapid.T, gv *govM, touched map[int]bool) {
 		acct := sd.account()
 		m.mu.Lock()
 		want, ever := gv.held[acct]
-		maybe := gv.maybe[acct]
 		m.mu.Unlock()
 		if seen[acct] || !ever || !touchedAccount(touched, acct) {
 			continue
 		}
 		seen[acct] = true
-		if got := gv.g.Inspect(sd.sc).InFlight; got < want || got > want+maybe {
-			t.Fatalf("gov%d: Inspect(%v).InFlight = %d; the model's calls and guards hold %d, and %d more that a Pace may have given back", gv.idx, sd.sc, got, want, maybe)
+		if got := gv.g.Inspect(sd.sc).InFlight; got != want {
+			t.Fatalf("gov%d: Inspect(%v).InFlight = %d; the model's calls and guards hold %d", gv.idx, sd.sc, got, want)
 		}
 	}
 }

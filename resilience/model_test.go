@@ -450,7 +450,6 @@ type govM struct {
 	specs    map[string]spec     // of the buckets in the current epoch
 	held     map[string]int      // slots held, by provider/account
 	heldBy   map[int]int         // slots held, by scope (index in modelScopes)
-	maybe    map[string]int      // slots held or not, by provider/account: a guard's Pace may give its slot back for its token (see guardM.maybeSlot)
 	paused   map[string]pauseRec // the last pause of each bucket in the current epoch
 }
 
@@ -506,7 +505,6 @@ type guardM struct {
 	busy      bool
 	verb      string
 	slot      bool
-	maybeSlot bool   // Pace may have given the slot back (for its token), and not taken one again (it failed, or waits)
 	phase     string // loose: idle, sent, failed, retrying, final, closed
 	entered   int    // Enter and TryEnter successes while governed
 	cancelled bool
@@ -572,7 +570,6 @@ func (m *machine) newGov(cfg resilience.Config, observed bool) *govM {
 	gv.transRun = map[resilience.Scope]*span{}
 	gv.held = map[string]int{}
 	gv.heldBy = map[int]int{}
-	gv.maybe = map[string]int{}
 	gv.breaker = map[resilience.Scope]state.BreakerState{}
 	gv.unknown = map[resilience.Scope]bool{}
 	gv.unsure = map[resilience.Scope]bool{}
@@ -976,15 +973,6 @@ func (m *machine) fnExit(c *callM) {
 	}
 }
 
-// forgetMaybeSlot forgets the slot gm's Pace may have given back: the
-// guard gives it back (Release, End), or holds one again. m.mu is held.
-func (m *machine) forgetMaybeSlot(gm *guardM) {
-	if gm.maybeSlot {
-		gm.maybeSlot = false
-		gm.gov.maybe[modelScopes[gm.sd].account()]--
-	}
-}
-
 // takeSlot notes a slot taken and checks the cap in force. m.mu is held.
 func (m *machine) takeSlot(gv *govM, sd int, who string) {
 	acct := modelScopes[sd].account()
@@ -1198,35 +1186,13 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 				err = gd.TryEnter()
 				tryErr = err
 			default:
-				// A retry that takes a token gives its slot back for the
-				// wait, and takes one again after it: the model lets go
-				// of the slot first, as Release's, and knows the guard
-				// holds one again once Pace lets the retry go.
-				m.mu.Lock()
-				if gm.slot {
-					gm.slot = false
-					gv.held[modelScopes[sd].account()]--
-					gv.heldBy[sd]--
-					gm.maybeSlot = true
-					gv.maybe[modelScopes[sd].account()]++
-				}
-				m.mu.Unlock()
 				err = gd.Pace(gm.ctx)
 			}
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			if verb == "Pace" && err == nil && gm.maybeSlot {
-				// Kept, or taken again: not held to the cap in force,
-				// which a Configure may have lowered under a slot kept.
-				m.forgetMaybeSlot(gm)
-				gm.slot = true
-				gv.held[modelScopes[sd].account()]++
-				gv.heldBy[sd]++
-			}
 			if verb != "Pace" && err == nil {
 				if gm.governed {
 					gm.entered++
-					m.forgetMaybeSlot(gm) // the guard holds one slot now
 					if !gm.slot {
 						gm.slot = true
 						m.takeSlot(gv, sd, fmt.Sprintf("guard #%d", gm.id))
@@ -1306,7 +1272,6 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 				gv.held[modelScopes[sd].account()]--
 				gv.heldBy[sd]--
 			}
-			m.forgetMaybeSlot(gm)
 			m.mu.Unlock()
 			if verb == "End" {
 				gd.End(a.err())
@@ -1580,7 +1545,7 @@ func (m *machine) drain(t *rapid.T) {
 		for _, g := range m.guards {
 			if g.busy {
 				busy++
-			} else if !g.gone && (g.phase != "idle" || g.slot || g.maybeSlot) {
+			} else if !g.gone && (g.phase != "idle" || g.slot) {
 				idle = append(idle, g)
 			}
 		}
@@ -1642,7 +1607,6 @@ func (m *machine) endGuard(gm *guardM) {
 			gm.gov.held[modelScopes[gm.sd].account()]--
 			gm.gov.heldBy[gm.sd]--
 		}
-		m.forgetMaybeSlot(gm)
 		m.mu.Unlock()
 		gm.gd.End(nil)
 		m.mu.Lock()

@@ -36,8 +36,8 @@ func init() {
 //     attempt's failure. For a provider that waits for its breakers'
 //     verdicts (breaker_wait), the resend waits for the verdict instead,
 //     as Pace's and Admit's retry does (see admitResend), holding no
-//     token and no slot of its own (a slot it borrowed from an enclosing
-//     call is kept); a resend that waited goes at the scope's rate, like a new
+//     token, and no slot it took (one held across the wait before it is
+//     kept); a resend that waited goes at the scope's rate, like a new
 //     call: it takes a token, and a slot, as below. It is refused as
 //     above, recording nothing, only when the verdict does not let it
 //     through by the call's deadline (or within its max wait), and a
@@ -52,11 +52,7 @@ func init() {
 //     (WithMaxWait, from now) with a *WouldWaitError matching ErrNoToken,
 //     both recorded as refused, as Enter records a call it does not send;
 //   - the slot: one held (or borrowed) across the wait and not lent to a
-//     call nested in the attempt that goes on is the resend's, but for a
-//     slot of its own while it waits for a token (a pause), which goes
-//     back and is taken again after it, in Enter's order, as Pace's
-//     retry has it, so that the scope's wait holds no other call of the
-//     account; one lent
+//     call nested in the attempt that goes on is the resend's; one lent
 //     so is left to that call (Release keeps it for it), and the resend
 //     takes another, as does a Guard that gave its slot back for the
 //     wait, waiting for it with ctx, within the call's max wait: past
@@ -88,11 +84,10 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 	for {
 		waited := false
 		if gd.p.set.enabled {
-			at, released, err := gd.admitResend(ctx, now)
+			at, err := gd.admitResend(ctx, now)
 			if err != nil {
 				return err
 			}
-			slot = slot || released
 			if waited = at != now; waited {
 				// Held until the breaker's verdict: at its deadline, or
 				// with its context done, the resend is not sent.
@@ -107,9 +102,7 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 		// retry that takes no token of its own (see pace): it takes a
 		// token.
 		token := gd.p.set.enabled && (waited || gd.pausedNow(now))
-		// A slot of its own goes back while it waits for its token (a
-		// pause), and it takes one again after it, as Pace's retry does.
-		if err := gd.readySend(ctx, now, token, slot || token && gd.slot != nil); err != nil {
+		if err := gd.readySend(ctx, now, token, slot); err != nil {
 			return err
 		}
 		// A breaker that opened while the resend waited (for a pause's
@@ -128,9 +121,8 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 		if !gd.p.set.breakerWait {
 			return gd.openError(wait)
 		}
-		if gd.slot != nil {
-			gd.Release() // a slot of its own: taken again after the wait
-			slot = true
+		if slot {
+			gd.Release() // the slot it took: taken again after the wait
 		}
 		now = at
 	}
@@ -148,29 +140,21 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 // a retry wait (waitAdmitted: within the call's deadline and max wait),
 // and is refused so only when the verdict does not let it through by
 // then. A context that ends during that wait ends the call, recorded as
-// cancelled (see stopByContext). A slot of the Guard's own goes back for
-// that wait (released: the resend takes one again).
-func (gd *Guard) admitResend(ctx context.Context, now time.Duration) (at time.Duration, released bool, err error) {
+// cancelled (see stopByContext).
+func (gd *Guard) admitResend(ctx context.Context, now time.Duration) (time.Duration, error) {
 	wait, ok := gd.ask(now)
 	if ok || gd.borrowProbe(ctx, now) {
-		return now, false, nil
+		return now, nil
 	}
 	if !gd.p.set.breakerWait {
-		return now, false, gd.openError(wait)
+		return now, gd.openError(wait)
 	}
-	// A slot of its own goes back for the wait, as Pace's retry held for
-	// the verdict gives it back: the scope's verdict holds no other call
-	// of the account.
-	if gd.slot != nil {
-		gd.Release()
-		released = true
-	}
-	at, wait, ok, err = gd.waitAdmitted(ctx, now)
+	at, wait, ok, err := gd.waitAdmitted(ctx, now)
 	switch {
 	case err != nil:
-		return at, released, gd.stopByContext(err)
+		return at, gd.stopByContext(err)
 	case !ok:
-		return at, released, gd.openError(wait)
+		return at, gd.openError(wait)
 	}
-	return at, released, nil
+	return at, nil
 }
