@@ -190,22 +190,13 @@ func TestAnUnsentAttemptIsNotSentAgainThroughAnOpenBreaker(t *testing.T) {
 		base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
 		ctx, stats := resilience.WithStats(context.Background())
 		ctx, ledger := resilience.WithLedger(ctx, "items")
-		var errA error
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
-			resp, err := client(base, gov, everySecond).Do(req)
-			if err == nil {
-				readAll(t, resp)
-			}
-			errA = err
-		})
+		waitA := getA(t, ctx, base, gov)
 		time.Sleep(100 * time.Millisecond)
 		readAll(t, do(t, client(base, gov, withAttempts(1)), http.MethodGet, "http://api.test/b", nil))
 		if br := gov.Inspect(apiScope).Breaker; br.State != state.Open {
 			t.Fatalf("breaker %+v after /b's 500; want open", br)
 		}
-		wg.Wait()
+		errA := waitA()
 		if hits := f.recorded(); len(hits) != 1 {
 			t.Fatalf("the API got %v; want /b alone: /a was sent again through the open breaker", hits)
 		}
@@ -413,17 +404,10 @@ func TestAnUnsentAttemptHeldByAPauseIsNotSentThroughABreakerThatOpenedMeanwhile(
 		})
 		synctest.Wait() // /slow is on the wire
 		ctx, ledger := resilience.WithLedger(context.Background(), "items")
-		var errA error
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
-			resp, err := client(base, gov, everySecond).Do(req)
-			if err == nil {
-				readAll(t, resp)
-			}
-			errA = err
-		})
+		waitA := getA(t, ctx, base, gov)
 		time.Sleep(100 * time.Millisecond)
 		pauseAPI(t, gov, f, base, "PauseAccount")
+		errA := waitA()
 		wg.Wait()
 		if hits := f.recorded(); len(hits) != 1 {
 			t.Fatalf("the API got %v; want /slow alone: /a was sent through the breaker /slow opened during the pause", hits)
@@ -454,16 +438,7 @@ func TestAnUnsentAttemptWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 		base := &pathTokenBase{fail: map[string]bool{"/a": true}, failed: map[string]bool{}, next: newMem(f)}
 		ctx, ledger := resilience.WithLedger(context.Background(), "items")
 		start := time.Now()
-		var errA error
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
-			resp, err := client(base, gov, everySecond).Do(req)
-			if err == nil {
-				readAll(t, resp)
-			}
-			errA = err
-		})
+		waitA := getA(t, ctx, base, gov)
 		// Another request of the scope, sent by an SDK of its own, fails
 		// at 100ms: the breaker opens for 10 s.
 		time.Sleep(100 * time.Millisecond)
@@ -476,7 +451,7 @@ func TestAnUnsentAttemptWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 		if br := gov.Inspect(apiScope).Breaker; br.State != state.Open {
 			t.Fatalf("breaker %+v after the other request's failure; want open", br)
 		}
-		wg.Wait()
+		errA := waitA()
 		if errA != nil {
 			t.Fatalf("/a: %v; want it sent once the breaker's cooldown is over, and a success", errA)
 		}
@@ -490,4 +465,20 @@ func TestAnUnsentAttemptWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 			t.Fatalf("scope %+v; want the breaker closed by /a's success, no slot held", s)
 		}
 	})
+}
+
+// getA sends GET /a with ctx through a client of base and gov whose
+// policy retries every second, in a goroutine of its own, reading its
+// answer; the function it returns waits for it and returns its error.
+func getA(t *testing.T, ctx context.Context, base http.RoundTripper, gov *resilience.Governor) func() error {
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/a", nil)
+		resp, err := client(base, gov, everySecond).Do(req)
+		if err == nil {
+			readAll(t, resp)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
