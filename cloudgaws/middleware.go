@@ -402,12 +402,13 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 // attemptctx.ReadyResend), which the SDK does not retry. The scope's
 // breaker opened (with breaker_wait, and no verdict let the attempt
 // through by the call's deadline or within its max wait): the attempt's
-// own failure, as when the SDK's attempts
-// run out, recorded as endUnsent records it, lost as errored. Otherwise
-// the governor ended the call and recorded it, as it records a call it
-// does not send, and endUnsent records nothing more: the caller's
-// context ended, a canceled request (cancelled); no token or slot would
-// come within the call's max wait (resilience.WithMaxWait), a
+// own failure, as when the SDK's attempts run out, recorded as endUnsent
+// records it, lost as errored. Otherwise the governor ended the call and
+// recorded it, as it records a call it does not send, and endUnsent
+// records nothing more: the caller's context ended, or its deadline came
+// before the timer due then ran (see contextEnded), a canceled request
+// (cancelled); no token or slot would come within the call's max wait
+// (resilience.WithMaxWait), a
 // *ThrottlingError wrapping the core's *resilience.WouldWaitError
 // (refused); the scope's pause outlasts the call's deadline, the core's
 // *resilience.DeadlineExceededError joined to the attempt's failure
@@ -421,10 +422,23 @@ func (s *callState) unsentStop(ctx context.Context, err error) error {
 	if _, wait := err.(*resilience.WouldWaitError); wait {
 		return &ThrottlingError{Err: err}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || contextEnded(err) {
 		return &aws.RequestCanceledError{Err: err}
 	}
 	return &notRetryable{err: fmt.Errorf("%w while waiting to send again after: %w", err, failure)}
+}
+
+// contextEnded reports whether err, with which the guard ended a call
+// before sending it, is the context's end the governor read before the
+// context said so (its deadline come, the timer due then not run yet):
+// context.DeadlineExceeded, or a *resilience.DeadlineExceededError of no
+// wait. A *resilience.DeadlineExceededError with a wait (a pause that
+// outlasts the deadline) is the governor's refusal, not the context's end.
+func contextEnded(err error) bool {
+	if de, ok := err.(*resilience.DeadlineExceededError); ok {
+		return de.Wait == 0
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // endUnsent records the attempt the call ended with, when it never left

@@ -188,6 +188,56 @@ func TestAnUnsentAttemptsRetryIsHeldByAPause(t *testing.T) {
 	}
 }
 
+// deadlineAt is a context whose deadline is dl and whose timer never
+// runs: Err stays nil past it, as a context's does at its deadline until
+// the timer due then runs. Its Done is a channel never closed, as a
+// context with a deadline has one.
+type deadlineAt struct {
+	context.Context
+	dl   time.Time
+	done chan struct{}
+}
+
+func (c deadlineAt) Deadline() (time.Time, bool) { return c.dl, true }
+
+func (c deadlineAt) Done() <-chan struct{} { return c.done }
+
+// The SDK's retry of an attempt that never left the process (its
+// credentials could not be had), readied at its context's deadline
+// before the timer due then has run, ends the call as the context's end
+// does: a canceled request (*aws.RequestCanceledError) that is also the
+// deadline's error, recorded as cancelled, nothing sent. Before, the
+// governor's read of the deadline as ended came back as an error the SDK
+// does not retry, and no canceled request.
+func TestAnUnsentAttemptsRetryAtItsDeadlineEndsAsACanceledRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, _ := governed(t, f, resilience.Config{})
+		start := time.Now()
+		var asked atomic.Int32
+		outer := cfg.Copy()
+		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			if asked.Add(1) == 1 {
+				time.Sleep(5 * time.Second) // the deadline, 5s away, comes
+				return aws.Credentials{}, credentialsRefused()
+			}
+			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+		})
+		ctx, ledger := resilience.WithLedger(deadlineAt{context.Background(), start.Add(5 * time.Second), make(chan struct{})}, "vpcs")
+		err := describeVpcs(ctx, ec2.NewFromConfig(outer))
+		var rc *aws.RequestCanceledError
+		if !errors.As(err, &rc) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v; want a canceled request (*aws.RequestCanceledError) of the deadline's error, as the context's end gives", err)
+		}
+		if n := f.count("DescribeVpcs"); n != 0 {
+			t.Fatalf("DescribeVpcs sent %d times, want none", n)
+		}
+		if ledger.Count(resilience.LossCancelled) != 1 || ledger.Lost() != 1 {
+			t.Fatalf("ledger %q; want the call lost as cancelled", ledger.Describe())
+		}
+	})
+}
+
 // sentAfter is when the last of sent was, after from: none, -1.
 func sentAfter(sent []time.Time, from time.Time) time.Duration {
 	if len(sent) < 2 {
