@@ -520,3 +520,41 @@ func TestARunWalksItsStackOnlyWhenAKeptSlotHoldsItBack(t *testing.T) {
 		}
 	})
 }
+
+// A Run walks its stack (operationGoroutine: runtime.Callers and the
+// symbols of its frames, microseconds and allocations) with the Guard's
+// lock let go, so that no other caller of the Guard waits for it: when a
+// slot kept for a waiting caller holds the Run back, and before the Run
+// waits for a slot.
+func TestARunWalksItsStackWithTheGuardUnlocked(t *testing.T) {
+	var walks, locked atomic.Int32
+	var g *Guard
+	defer func(f func() bool) { operationGoroutine = f }(operationGoroutine)
+	operationGoroutine = func() bool {
+		walks.Add(1)
+		if g.mu.TryLock() { // every other goroutine of the bubble is blocked
+			g.mu.Unlock()
+		} else {
+			locked.Add(1)
+		}
+		return onOperationGoroutine()
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g = newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+		end := keptSlot(t, g, nil) // its waiting caller walks before it waits
+		// Held back by the slot kept for the waiting caller.
+		if _, err := Run(context.Background(), g, req("late", "aws/b"), func(context.Context) (string, error) { return "", nil }); err == nil {
+			t.Fatal("a Run a kept slot holds back was let through")
+		}
+		// Waits for the slot of aws/a, which the outer operation holds.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		wait := req("waits", "aws/a")
+		wait.Wait = true
+		_, err := Run(ctx, g, wait, func(context.Context) (string, error) { return "", nil })
+		cancel()
+		end()
+		if err == nil || walks.Load() != 3 || locked.Load() != 0 {
+			t.Fatalf("a caller that waits, a Run held back, then one that waits (%v): stacks walked %d times, %d of them with the Guard's lock held; want 3 walks, none locked", err, walks.Load(), locked.Load())
+		}
+	})
+}

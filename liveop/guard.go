@@ -250,6 +250,14 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			return f, nil
 		}
 		refused := g.refusal(now, scopes, req, nested)
+		if nested.unknown() {
+			// The answer hangs on whether the caller runs inside an
+			// operation's function: looked up with the lock let go, and
+			// the state looked at again.
+			g.mu.Unlock()
+			nested.resolve()
+			continue
+		}
 		if refused == nil {
 			g.dequeue(w, now)
 			f := g.start(ctx, inside, now, scopes, req, fn)
@@ -269,7 +277,14 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			return nil, refused
 		}
 		if w == nil {
-			nested.is() // known before it waits: handOff asks on another goroutine
+			if !nested.known {
+				// Known before it waits, as handOff asks on another
+				// goroutine: looked up with the lock let go, and the
+				// state looked at again.
+				g.mu.Unlock()
+				nested.resolve()
+				continue
+			}
 			w = &waiter{req: req, scopes: scopes, nested: *nested}
 			g.queue = append(g.queue, w)
 		}
@@ -419,7 +434,9 @@ func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,
 // in that order, to a new operation, of a Run inside an operation's
-// function when nested; g.mu is held. It changes nothing.
+// function when nested; g.mu is held. It changes nothing of the Guard's;
+// when nested is not known and the answer hangs on it, the refusal is no
+// answer (nesting.unknown), and the caller asks again once it is known.
 func (g *Guard) refusal(now time.Time, scopes []string, req Request, nested *nesting) *RefusedError {
 	r := g.firstBroken(now, scopes, req, nested)
 	if r != nil {
@@ -432,7 +449,9 @@ func (g *Guard) refusal(now time.Time, scopes []string, req Request, nested *nes
 // caller. The slots kept for waiting callers count as held, except, for a
 // Run inside an operation's function (nested), those kept for callers
 // still waiting for another of their scopes (Guard.kept): such a caller
-// may be waiting for that very operation, which waits for the Run.
+// may be waiting for that very operation, which waits for the Run. It
+// asks nested only where such a slot counts, and walks no stack (see
+// nesting.is).
 func (g *Guard) firstBroken(now time.Time, scopes []string, req Request, nested *nesting) *RefusedError {
 	if max := g.cfg.callerMax; max > 0 {
 		if in := g.inWindow(now, req.Caller); len(in) >= max {
@@ -567,17 +586,35 @@ var operationFrame = runtime.FuncForPC(reflect.ValueOf(callOperation).Pointer())
 // nesting is whether a Run is inside an operation's function, looked up
 // on the stack (onOperationGoroutine) only when it matters: when a slot
 // kept for a waiting caller would hold the Run back, or the Run waits.
+// The Guard's lock is let go for the lookup (see Guard.admit), which
+// costs microseconds and allocates.
 type nesting struct {
 	known, inside bool
+	wanted        bool // is was asked before the answer was known
 }
 
-// is reports whether the Run is inside an operation's function. It walks
-// the stack the first time, on the Run's goroutine.
+// is reports whether the Run is inside an operation's function, as far as
+// that is known: it walks no stack, as its caller holds the Guard's lock.
+// Not known yet, it reports false and notes that the answer was wanted
+// (unknown), which the caller then looks up (resolve) with the lock let
+// go, before it asks again.
 func (n *nesting) is() bool {
+	if !n.known {
+		n.wanted = true
+	}
+	return n.inside
+}
+
+// unknown reports whether is was asked while the answer was not known:
+// what it reported then is no answer.
+func (n *nesting) unknown() bool { return n.wanted && !n.known }
+
+// resolve looks the answer up, if it is not known: it walks the stack,
+// on the Run's goroutine, with no lock held.
+func (n *nesting) resolve() {
 	if !n.known {
 		n.known, n.inside = true, operationGoroutine()
 	}
-	return n.inside
 }
 
 // operationGoroutine is onOperationGoroutine, which a test counts.
