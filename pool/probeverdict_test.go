@@ -151,3 +151,92 @@ func TestADeadScopeWhoseBreakerIsClosedFailsFast(t *testing.T) {
 		}
 	})
 }
+
+// verdictStore is a store whose breakers have their half-open probe
+// answer at the first read that finds them half-open once armed, after
+// that read: the reader gets the snapshot of the half-open breaker, and
+// the next read finds the probe's verdict (answer runs it, on another
+// goroutine, and returns once it is in).
+type verdictStore struct {
+	state.Store
+	armed  atomic.Bool
+	answer func()
+}
+
+func (s *verdictStore) Breaker(_ string, spec state.BreakerSpec) state.Breaker {
+	return &verdictBreaker{Breaker: breaker.New(spec), s: s}
+}
+
+// verdictBreaker is a breaker of a verdictStore: the memory store's, with
+// its optional methods, and a Snapshot that lets the probe answer after
+// it reads.
+type verdictBreaker struct {
+	*breaker.Breaker
+	s *verdictStore
+}
+
+func (b *verdictBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
+	snap := b.Breaker.Snapshot(now)
+	if snap.State == state.HalfOpen && b.s.armed.CompareAndSwap(true, false) {
+		b.s.answer()
+	}
+	return snap
+}
+
+// Progress reads a queued scope as pick does (see Pool.circuit): Delay,
+// then the scope's snapshot, so that a probe's verdict between the two
+// reads shows the scope as what its breaker is after it. A probe that
+// fails as Progress reads its half-open breaker leaves it open: the scope
+// is open, not waiting for the verdict, and without breaker_wait its tasks
+// fail fast when run, an ETA of 0. Before, Progress read the snapshot
+// first, found the breaker half-open, and took Delay's answer for the
+// reopened breaker for the probe's wait.
+func TestProgressOfAScopeWhoseProbeFailsAsItIsReadIsOpen(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		t.Run("breaker_wait="+strconv.FormatBool(wait), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fixed := false
+				store := &verdictStore{Store: resilience.MemoryStore()}
+				g := newGov(t, 1, resilience.Config{AWS: resilience.ProviderConfig{Adaptive: &fixed, BreakerWait: wait}},
+					resilience.WithStateStore(store))
+				s := scope("dead")
+				openBreaker(t, g, s)
+				cooldown, _ := g.Delay(s)
+				time.Sleep(cooldown)
+				// The probe, a call outside the pool, out until it fails.
+				probe, err := g.Begin(context.Background(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := probe.Enter(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				store.answer = func() {
+					done := make(chan struct{})
+					go func() {
+						fail := &apiErr{code: "InternalError", status: 500}
+						probe.After(fail)
+						probe.End(fail)
+						close(done)
+					}()
+					<-done
+				}
+				p, ctx := New(context.Background(), WithGovernor(g))
+				for range 3 {
+					p.Go(ctx, s, call(g, s, 0))
+				}
+				synctest.Wait() // the pool parks the queue: the breaker is half-open, its probe out
+				store.armed.Store(true)
+				pr := p.Progress()
+				answered := !store.armed.Swap(false)
+				_ = p.Wait() // the tasks fail fast, or wait for the breaker's verdict
+				if !answered {
+					t.Fatal("Progress did not read the breaker half-open: the probe did not answer while it read")
+				}
+				if len(pr.Scopes) != 1 || pr.Scopes[0].State != ScopeOpen || !wait && pr.Scopes[0].ETA != 0 {
+					t.Fatalf("a scope whose probe failed as Progress read it: %+v; want open (an ETA of 0 without breaker_wait)", pr.Scopes)
+				}
+			})
+		})
+	}
+}

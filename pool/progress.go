@@ -122,29 +122,38 @@ func (p *Pool) Progress() Progress {
 			}
 			continue
 		}
+		if s.Queued == 0 || !p.gov.Enabled(s.Scope.Provider) {
+			s.Rate = p.gov.Inspect(s.Scope).Leaf.Rate
+			if s.Queued > 0 {
+				s.State = ScopeReady // its calls go straight through, unpaced
+				held(s, holds[i])
+			}
+			continue
+		}
+		// Read as pick reads it (see Pool.circuit): Delay, then one
+		// snapshot, so that a probe's verdict between the two reads
+		// shows the scope as its breaker is after it.
+		d, why := p.gov.Delay(s.Scope)
 		snap := p.gov.Inspect(s.Scope)
 		s.Rate = snap.Leaf.Rate
-		if s.Queued == 0 {
-			continue
-		}
-		if !p.gov.Enabled(s.Scope.Provider) {
-			s.State = ScopeReady // its calls go straight through, unpaced
-			held(s, holds[i])
-			continue
-		}
-		d, why := p.gov.Delay(s.Scope)
+		open := errors.Is(why, resilience.ErrCircuitOpen)
 		switch {
 		case why == nil:
 			s.State = ScopeReady
-		case errors.Is(why, resilience.ErrCircuitOpen) && snap.Breaker.State == state.HalfOpen:
+		case open && snap.Breaker.State == state.HalfOpen:
 			s.State, s.Wait = ScopeWaiting, d // for the probe's verdict
-		case errors.Is(why, resilience.ErrCircuitOpen):
+		case open && (snap.Breaker.State == state.Open || snap.Dead != ""):
 			s.State, s.Wait = ScopeOpen, d
 			if !breakerWaits(p.gov, s.Scope.Provider) {
 				// pick runs its tasks at once, and their calls fail fast,
 				// taking no token.
 				continue
 			}
+		case open:
+			// Closed since Delay read it, on a scope not found dead: the
+			// probe's success, which took the scope's token. pick parks
+			// the queue as for a token, which the ETA counts.
+			s.State = ScopeWaiting
 		case errors.Is(why, resilience.ErrNoSlot):
 			s.State = ScopeNoSlot
 		default:
