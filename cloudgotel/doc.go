@@ -11,10 +11,10 @@
 //	gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
 //	defer obs.Unregister()
 //
-// The gauges read every governor made with the Observer until
-// Observer.Detach or Unregister, or until the garbage collector frees a
-// governor its user let go of (they keep none alive): Detach a governor
-// that another replaced to stop adding up its scopes at once.
+// The gauges read, and keep, every governor made with the Observer until
+// Observer.Detach or Unregister: detach a governor the program is done
+// with (one made for a job, one another replaced), whose scopes would
+// otherwise be added up with those of the next.
 //
 // NewObserver and RegisterGauges, the same in two phases (the observer
 // before the governor, the gauges after it), are deprecated.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"weak"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -45,22 +44,21 @@ func Instrument(opts ...Option) (*Observer, error) {
 
 // Attach makes the Observer's gauges read g's live scopes: NewGovernor
 // calls it when g is made with the Observer (resilience.WithObserver). The
-// gauges do not keep g alive: once its user lets go of it and the garbage
-// collector has freed it, they read it no more. Until then (in a program
-// that allocates little, the collector may take minutes), its scopes are
-// still added up with those of a governor that replaced it: Detach the
-// replaced one (after resilience.SetDefault, say) to stop at once. An
-// Observer of NewObserver has no gauges, and ignores it.
+// gauges read g, and keep it, until Detach or Unregister: a program that
+// makes a governor per job, or replaces one (resilience.SetDefault),
+// detaches the one it is done with, whose scopes would otherwise be added
+// up with those of the next. An Observer of NewObserver has no gauges,
+// and ignores it.
 func (o *Observer) Attach(g *resilience.Governor) {
 	if o != nil && o.gauges != nil && g != nil {
 		o.gauges.attach(g)
 	}
 }
 
-// Detach stops the Observer's gauges reading g, a governor still in use
-// whose scopes should no longer be reported (Attach reads it again). The
-// Observer still records g's events. Detaching a governor the gauges do
-// not read does nothing.
+// Detach stops the Observer's gauges reading g, and lets go of it: a
+// governor its program is done with, or whose scopes should no longer be
+// reported (Attach reads it again). The Observer still records g's
+// events. Detaching a governor the gauges do not read does nothing.
 func (o *Observer) Detach(g *resilience.Governor) {
 	if o != nil && o.gauges != nil && g != nil {
 		o.gauges.detach(g)
@@ -78,48 +76,33 @@ func (o *Observer) Unregister() error {
 	return o.gauges.unregister()
 }
 
-// gauges are an Instrument's gauges and the governors they read, held by
-// weak pointers so that the gauges keep none alive.
+// gauges are an Instrument's gauges and the governors they read.
 type gauges struct {
 	reg     metric.Registration
 	mu      sync.Mutex
-	govs    []weak.Pointer[resilience.Governor]
-	stopped bool // unregistered: a governor made afterwards is not kept
+	govs    []*resilience.Governor // replaced, never changed in place
+	stopped bool                   // unregistered: a governor made afterwards is not kept
 }
 
 func (gs *gauges) attach(g *resilience.Governor) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	if gs.stopped {
+	if gs.stopped || slices.Contains(gs.govs, g) {
 		return
 	}
-	p := weak.Make(g)
-	if !slices.Contains(gs.govs, p) {
-		gs.govs = append(gs.govs, p)
-	}
+	gs.govs = append(gs.govs[:len(gs.govs):len(gs.govs)], g)
 }
 
 func (gs *gauges) detach(g *resilience.Governor) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	p := weak.Make(g)
-	gs.govs = slices.DeleteFunc(gs.govs, func(x weak.Pointer[resilience.Governor]) bool { return x == p })
+	gs.govs = slices.DeleteFunc(slices.Clone(gs.govs), func(x *resilience.Governor) bool { return x == g })
 }
 
-// governors returns the governors still in use, and forgets those
-// collected since.
 func (gs *gauges) governors() []*resilience.Governor {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	live := make([]*resilience.Governor, 0, len(gs.govs))
-	gs.govs = slices.DeleteFunc(gs.govs, func(p weak.Pointer[resilience.Governor]) bool {
-		g := p.Value()
-		if g != nil {
-			live = append(live, g)
-		}
-		return g == nil
-	})
-	return live
+	return gs.govs
 }
 
 func (gs *gauges) unregister() error {
@@ -271,11 +254,10 @@ type providerGauge struct {
 // budgetProviders remembers the providers whose retry budget the gauges
 // read, per governor: a budget outlives the provider's scopes (only
 // successes refund it), so that it is read after they are reclaimed. It
-// holds the governors by weak pointers, keeping none alive. It is safe for
-// concurrent use.
+// is safe for concurrent use.
 type budgetProviders struct {
 	mu sync.Mutex
-	m  map[weak.Pointer[resilience.Governor]]map[string]bool
+	m  map[*resilience.Governor]map[string]bool
 }
 
 // others records the providers g has live scopes of, seen, and returns
@@ -284,13 +266,12 @@ func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) [
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		b.m = map[weak.Pointer[resilience.Governor]]map[string]bool{}
+		b.m = map[*resilience.Governor]map[string]bool{}
 	}
-	p := weak.Make(g)
-	known := b.m[p]
+	known := b.m[g]
 	if known == nil {
 		known = map[string]bool{}
-		b.m[p] = known
+		b.m[g] = known
 	}
 	var out []string
 	for name := range known {
@@ -309,9 +290,9 @@ func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) [
 func (b *budgetProviders) keep(govs []*resilience.Governor) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for p := range b.m {
-		if g := p.Value(); g == nil || !slices.Contains(govs, g) {
-			delete(b.m, p)
+	for g := range b.m {
+		if !slices.Contains(govs, g) {
+			delete(b.m, g)
 		}
 	}
 }
