@@ -39,30 +39,8 @@ func credentialsRefused() error {
 func TestAnUnsentAttemptsRetryIsNotSentOnASlotLentToACallThatGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
-		f.hold = func(r *http.Request) {
-			if r.Form == nil { // STS's form is read into r.Form as EC2's is
-				return
-			}
-			if r.Form.Get("Action") == "GetCallerIdentity" {
-				time.Sleep(10 * time.Second)
-			}
-		}
 		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
-		stsClient := sts.NewFromConfig(cfg)
-		var asked atomic.Int32
-		var wg sync.WaitGroup
-		nested := make(chan error, 1)
-		outer := cfg.Copy()
-		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
-			if asked.Add(1) == 1 {
-				wg.Go(func() { nested <- getCallerIdentity(ctx, stsClient) })
-				for f.count("GetCallerIdentity") == 0 { // until the refresh is in, on the attempt's slot
-					time.Sleep(time.Millisecond)
-				}
-				return aws.Credentials{}, credentialsRefused()
-			}
-			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
-		})
+		outer, nested, wg := lentCredentials(f, cfg)
 		if err := describeVpcs(context.Background(), ec2.NewFromConfig(outer)); err != nil {
 			t.Fatalf("err %v; want the call to succeed once it has its credentials", err)
 		}
@@ -254,26 +232,8 @@ func sentAfter(sent []time.Time, from time.Time) time.Duration {
 func TestAnUnsentAttemptsRetryWithNoSlotWithinTheMaxWaitIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
-		f.hold = func(r *http.Request) {
-			if r.Form != nil && r.Form.Get("Action") == "GetCallerIdentity" {
-				time.Sleep(10 * time.Second)
-			}
-		}
 		cfg, _ := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
-		stsClient := sts.NewFromConfig(cfg)
-		var asked atomic.Int32
-		var wg sync.WaitGroup
-		outer := cfg.Copy()
-		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
-			if asked.Add(1) == 1 {
-				wg.Go(func() { _ = getCallerIdentity(ctx, stsClient) })
-				for f.count("GetCallerIdentity") == 0 {
-					time.Sleep(time.Millisecond)
-				}
-				return aws.Credentials{}, credentialsRefused()
-			}
-			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
-		})
+		outer, _, wg := lentCredentials(f, cfg)
 		ctx, ledger := resilience.WithLedger(context.Background(), "vpcs")
 		err := describeVpcs(resilience.WithMaxWait(ctx, 500*time.Millisecond), ec2.NewFromConfig(outer))
 		wg.Wait()
@@ -349,30 +309,8 @@ func TestAnUnsentAttemptsRetryWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 func TestAnUnsentAttemptsRetryBorrowsTheEnclosingCallsSlotAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
-		f.hold = func(r *http.Request) {
-			if r.Form == nil {
-				return
-			}
-			if r.Form.Get("Action") == "GetCallerIdentity" {
-				time.Sleep(10 * time.Second)
-			}
-		}
 		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
-		stsClient := sts.NewFromConfig(cfg)
-		var asked atomic.Int32
-		var wg sync.WaitGroup
-		nested := make(chan error, 1)
-		outer := cfg.Copy()
-		outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
-			if asked.Add(1) == 1 {
-				wg.Go(func() { nested <- getCallerIdentity(ctx, stsClient) })
-				for f.count("GetCallerIdentity") == 0 { // until the refresh is in, on the loan
-					time.Sleep(time.Millisecond)
-				}
-				return aws.Credentials{}, credentialsRefused()
-			}
-			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
-		})
+		outer, nested, wg := lentCredentials(f, cfg)
 		start := time.Now()
 		var took time.Duration
 		var err error
@@ -403,4 +341,33 @@ func TestAnUnsentAttemptsRetryBorrowsTheEnclosingCallsSlotAgain(t *testing.T) {
 			t.Fatalf("%d slots free after the calls, want 1", got)
 		}
 	})
+}
+
+// lentCredentials returns cfg with credentials whose first fetch outlives
+// its attempt: it starts STS's GetCallerIdentity with the attempt's
+// context (a call nested in the attempt, on its slot), which f holds for
+// 10 s, waits until f has it, and fails as a refused connection; later
+// fetches succeed. nested gets the STS call's error, wg waits for it.
+func lentCredentials(f *fakeAWS, cfg aws.Config) (outer aws.Config, nested <-chan error, wg *sync.WaitGroup) {
+	f.hold = func(r *http.Request) {
+		if r.Form != nil && r.Form.Get("Action") == "GetCallerIdentity" { // STS's form is read into r.Form as EC2's is
+			time.Sleep(10 * time.Second)
+		}
+	}
+	stsClient := sts.NewFromConfig(cfg)
+	var asked atomic.Int32
+	wg = &sync.WaitGroup{}
+	done := make(chan error, 1)
+	outer = cfg.Copy()
+	outer.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+		if asked.Add(1) == 1 {
+			wg.Go(func() { done <- getCallerIdentity(ctx, stsClient) })
+			for f.count("GetCallerIdentity") == 0 { // until the STS call is in, on the attempt's slot
+				time.Sleep(time.Millisecond)
+			}
+			return aws.Credentials{}, credentialsRefused()
+		}
+		return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", Source: "test"}, nil
+	})
+	return outer, done, wg
 }
