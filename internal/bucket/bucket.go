@@ -49,8 +49,8 @@ const never = time.Duration(math.MinInt64 / 4)
 // Bucket is a token bucket. It is safe for concurrent use. The zero value
 // is not usable; call New or Init.
 //
-// The balance lives in one atomic word, t0: the time at which the balance
-// is zero, so that the balance at time t is (t - t0) / interval, capped at
+// The balance lives in one atomic word, its epoch's t0: the time at which
+// the balance is zero, so that the balance at time t is (t - t0) / interval, capped at
 // the capacity. Taking a token moves t0 one interval
 // later with a compare-and-swap, so the call path takes no lock; a
 // negative balance (t0 in the future) is the queue of callers waiting, in
@@ -59,8 +59,7 @@ const never = time.Duration(math.MinInt64 / 4)
 // reservation is made in the units of one epoch, and the callers already
 // queued follow theirs into the next.
 type Bucket struct {
-	t0    atomicDuration        // the time at which the balance is zero; frozen during a change
-	ep    atomic.Pointer[epoch] // the current rate and pause
+	ep    atomic.Pointer[epoch] // the current rate, pause and balance
 	first epoch                 // the first epoch, in place: a new bucket is no allocation of its own
 
 	mu  sync.Mutex
@@ -188,8 +187,8 @@ func (b *Bucket) Init(s state.BucketSpec, now time.Duration) {
 	}
 	p := cfg.initial
 	b.first = epoch{p: p, paused: never}
+	b.first.t0.Store(now - p.capNS)
 	b.ep.Store(&b.first)
-	b.t0.Store(now - p.capNS)
 }
 
 // Reserve takes one token and returns how long the caller must wait before
@@ -215,12 +214,12 @@ func (b *Bucket) Reserve(now time.Duration) (wait time.Duration) {
 // the bucket's first epoch one on the heap (see ticketable).
 func (b *Bucket) ReserveBy(now, latest time.Duration) (Ticket, bool) {
 	for {
-		t := b.t0.Load() // before the epoch: see epoch
+		e := b.ep.Load()
+		t := e.t0.Load()
 		if t == frozen {
 			b.currentSlow() // a change is being published
 			continue
 		}
-		e := b.ep.Load()
 		nt, at := e.take(t, now)
 		if at > latest {
 			return Ticket{at: at}, false
@@ -231,7 +230,7 @@ func (b *Bucket) ReserveBy(now, latest time.Duration) (Ticket, bool) {
 			b.ticketable()
 			continue
 		}
-		if b.t0.CompareAndSwap(t, nt) {
+		if e.t0.CompareAndSwap(t, nt) {
 			return Ticket{e: e, at: at}, true
 		}
 	}
@@ -262,7 +261,7 @@ func (b *Bucket) TryReserve(now time.Duration) bool {
 		if nt > now {
 			return false
 		}
-		if b.t0.CompareAndSwap(t, nt) {
+		if e.t0.CompareAndSwap(t, nt) {
 			return true
 		}
 	}
@@ -275,7 +274,7 @@ func (b *Bucket) Cancel(now time.Duration) {
 	for {
 		e, t := b.current()
 		nt := max(t-e.p.interval, max(now, e.paused)-e.p.capNS)
-		if nt == t || b.t0.CompareAndSwap(t, nt) {
+		if nt == t || e.t0.CompareAndSwap(t, nt) {
 			return
 		}
 	}
@@ -304,7 +303,7 @@ func (b *Bucket) CancelAt(now, at time.Duration) {
 			floor = e.paused // no token stored at the pause's end
 		}
 		nt := max(t-e.p.interval, floor)
-		if nt == t || b.t0.CompareAndSwap(t, nt) {
+		if nt == t || e.t0.CompareAndSwap(t, nt) {
 			return
 		}
 	}

@@ -6,19 +6,25 @@ import (
 	"time"
 )
 
-// An epoch is the bucket's rate and pause between two changes of either:
-// both are fixed for the epoch's life, while the balance (the bucket's t0)
-// moves with every reservation. A change supersedes the epoch: it freezes
-// t0 (no reservation can land while it is frozen), publishes the new epoch,
-// and gives t0 its value in the new units; the callers queued in the old
-// epoch follow their reservations into the new one (Follow). A
-// reservation reads t0 before the epoch, so that one made in an epoch is in
-// that epoch's units: it could not have been made once the change had
-// frozen t0, which the change does before it publishes the new epoch.
+// An epoch is the bucket's rate and pause between two changes of either,
+// with the balance (t0) of the reservations made in it: the rate and pause
+// are fixed for the epoch's life, while t0 moves with every reservation.
+// A change supersedes the epoch: it freezes the old epoch's t0 for good
+// (no reservation can land in it after that), gives the new epoch's t0
+// the old value in the new units, and publishes the new epoch; the callers
+// queued in the old epoch follow their reservations into the new one
+// (Follow). A reservation is a compare-and-swap on the t0 of the epoch it
+// read, so that one made in an epoch is in that epoch's units. One t0 for
+// every epoch would not do: a reservation that read it and the epoch just
+// before a change could land after it, once the reservations made since
+// had brought t0 back to the value it read, in the new epoch's units with
+// a ticket of the old, and Follow would move it a second time, beside
+// another caller.
 type epoch struct {
-	p      *params       // the rate
-	paused time.Duration // no token is usable before this time
-	next   *successor    // the epoch that superseded this one; set under the bucket's mu
+	t0     atomicDuration // the time at which the balance is zero; frozen once superseded
+	p      *params        // the rate
+	paused time.Duration  // no token is usable before this time
+	next   *successor     // the epoch that superseded this one; set under the bucket's mu
 }
 
 // successor is an epoch that superseded another, with the move of the
@@ -29,8 +35,8 @@ type successor struct {
 	move *move // nil: reservations keep their times
 }
 
-// frozen marks t0 while a change is being published. No real balance time
-// is this far in the past.
+// frozen marks the t0 of an epoch that was superseded. No real balance
+// time is this far in the past.
 const frozen = time.Duration(math.MinInt64)
 
 // move maps the time of a reservation made in one epoch into the next;
@@ -65,19 +71,22 @@ func shiftBy(start, until time.Duration) *move {
 }
 
 // current returns the bucket's epoch and its balance time, waiting out the
-// instant in which a change is being published. It is small enough to be
-// inlined on the call path; the wait is in currentSlow.
+// instant in which a change is being published. ReserveBy, on every
+// call's path, reads the two words itself: current is not small enough to
+// be inlined.
 func (b *Bucket) current() (*epoch, time.Duration) {
-	if t := b.t0.Load(); t != frozen {
-		return b.ep.Load(), t
+	e := b.ep.Load()
+	if t := e.t0.Load(); t != frozen {
+		return e, t
 	}
 	return b.currentSlow()
 }
 
 func (b *Bucket) currentSlow() (*epoch, time.Duration) {
 	for spins := 0; ; spins++ {
-		if t := b.t0.Load(); t != frozen {
-			return b.ep.Load(), t
+		e := b.ep.Load()
+		if t := e.t0.Load(); t != frozen {
+			return e, t
 		}
 		if spins > 8 {
 			runtime.Gosched() // the change's writer was preempted between its two steps
@@ -91,14 +100,9 @@ func (b *Bucket) currentSlow() (*epoch, time.Duration) {
 // reservations. mu must be held.
 func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time.Duration) time.Duration, m *move) {
 	old := b.ep.Load()
-	var t time.Duration
-	for {
-		t = b.t0.Load()
-		if b.t0.CompareAndSwap(t, frozen) {
-			break
-		}
-	}
+	t := time.Duration(old.t0.v.Swap(int64(frozen)))
 	ne := &successor{epoch: epoch{p: np, paused: paused}, move: m}
+	ne.t0.Store(balance(t))
 	if old != &b.first {
 		// The first epoch, embedded in the bucket, holds no ticket
 		// (ticketable), so it needs no link: linked, it would keep every
@@ -108,7 +112,6 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 		old.next = ne
 	}
 	b.ep.Store(&ne.epoch)
-	b.t0.Store(balance(t))
 	b.slowed.Store(np.rate < b.cfg.ceiling)
 	if b.l != nil && b.l.wake != nil {
 		close(b.l.wake)
