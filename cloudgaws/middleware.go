@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -429,16 +430,31 @@ func (s *callState) unsentStop(ctx context.Context, err error) error {
 }
 
 // contextEnded reports whether err, with which the guard ended a call
-// before sending it, is the context's end the governor read before the
-// context said so (its deadline come, the timer due then not run yet):
-// context.DeadlineExceeded, or a *resilience.DeadlineExceededError of no
+// before sending it (attemptctx.ReadyResend, resilience.Guard.Pace), is
+// the context's end the governor read before the context said so (its
+// deadline come, the timer due then not run yet): the context's error
+// (context.DeadlineExceeded) alone, or joined to the call's last answer
+// (Pace's, before a retry), or a *resilience.DeadlineExceededError of no
 // wait. A *resilience.DeadlineExceededError with a wait (a pause that
-// outlasts the deadline) is the governor's refusal, not the context's end.
+// outlasts the deadline) is the governor's refusal, not the context's
+// end; so is the last answer, which Pace returns as it is when a token's
+// wait would pass the deadline, or no verdict of the breaker came by it,
+// even when the answer matches context.DeadlineExceeded itself (a
+// transport's timeout): only the context's error itself, not one an
+// error wraps, is read.
 func contextEnded(err error) bool {
-	if de, ok := err.(*resilience.DeadlineExceededError); ok {
-		return de.Wait == 0
+	switch e := err.(type) {
+	case *resilience.DeadlineExceededError:
+		return e.Wait == 0
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), isContextError)
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return isContextError(err)
+}
+
+// isContextError reports whether err is a context's own error.
+func isContextError(err error) bool {
+	return err == context.DeadlineExceeded || err == context.Canceled
 }
 
 // endUnsent records the attempt the call ended with, when it never left
@@ -521,18 +537,22 @@ func refusal(err error) error {
 }
 
 // paceError is the error of a retry the guard did not let go: the
-// caller's context ended (the SDK does not retry a canceled request); the
-// breaker refused it, or its wait would pass the call's max wait
-// (resilience.WithMaxWait): a *ThrottlingError wrapping the core's error,
-// which wraps the provider's last error; or the wait would pass the
-// context's deadline, which ends the call with the provider's last error,
-// as resilience.Call does.
+// caller's context ended, or its deadline came before the timer due then
+// ran (see contextEnded), a canceled request, which the SDK does not
+// retry, as it gives one when a context ends; the breaker refused it, or
+// its wait would pass the call's max wait (resilience.WithMaxWait): a
+// *ThrottlingError wrapping the core's error, which wraps the provider's
+// last error; or the wait would pass the context's deadline, which ends
+// the call with the provider's last error, as resilience.Call does.
 func paceError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &aws.RequestCanceledError{Err: err}
 	}
 	if te, ok := refusal(err).(*ThrottlingError); ok {
 		return te
+	}
+	if contextEnded(err) {
+		return &aws.RequestCanceledError{Err: err}
 	}
 	return &notRetryable{err: err}
 }
