@@ -129,7 +129,6 @@ type installation struct {
 	explicitMax bool
 	mode        aws.RetryMode
 	base        func() aws.Retryer // nil: the SDK's retryer for mode
-	initialize  initializeMiddleware
 	perAttempt  attemptMiddleware
 }
 
@@ -253,7 +252,6 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	if err := (Config{RetryMode: inst.mode}).Validate(); err != nil {
 		return fmt.Errorf("cloudgaws: install: %w", err)
 	}
-	inst.initialize.inst = inst
 	inst.perAttempt.inst = inst
 
 	// A fresh slice: a copied aws.Config shares its APIOptions array with
@@ -295,34 +293,31 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 }
 
 // addTo adds the middleware to one call's stack: once per logical call in
-// Initialize (after the SDK's input validation), once per attempt in
-// Finalize right after the SDK's Retry middleware (after its backoff sleep,
-// before signing); and, in a stack without the SDK's
-// AddRawResponseToMetadata (every AWS client's stack has it), innermost in
-// Deserialize the mark of an attempt that reached the HTTP client
-// (wireMiddleware, which holds nothing of an installation's; see
-// callState.reachedClient). A stack that already has them, from an installation
-// that APIOptions still lists, gets this installation's instead. A stack
-// without the SDK's Retry middleware sends nothing to govern (a presigner's
-// stack signs a URL locally) and is left alone. It never fails the call.
+// Initialize (after the SDK's input validation), the call's own
+// initializeMiddleware, which holds its state; and once per attempt in
+// Finalize right after the SDK's Retry middleware (after its backoff
+// sleep, before signing). The mark of an attempt that reached the HTTP
+// client, which a stack without the SDK's AddRawResponseToMetadata needs,
+// is added as the call begins, once the call's options that run after
+// this one have (see initializeMiddleware.markWire). A stack that already
+// has them, from an installation that APIOptions still lists, gets this
+// installation's instead. A stack without the SDK's Retry middleware sends
+// nothing to govern (a presigner's stack signs a URL locally) and is left
+// alone. It never fails the call.
 func (inst *installation) addTo(stack *middleware.Stack) error {
 	if _, ok := stack.Finalize.Get(retryID); !ok || isIMDS(stack) {
 		return nil
 	}
+	m := &initializeMiddleware{inst: inst, deser: stack.Deserialize}
 	if _, ok := stack.Initialize.Get(initializeID); ok {
-		_, _ = stack.Initialize.Swap(initializeID, &inst.initialize)
+		_, _ = stack.Initialize.Swap(initializeID, m)
 	} else {
-		_ = stack.Initialize.Add(&inst.initialize, middleware.After)
+		_ = stack.Initialize.Add(m, middleware.After)
 	}
 	if _, ok := stack.Finalize.Get(attemptID); ok {
 		_, _ = stack.Finalize.Swap(attemptID, &inst.perAttempt)
 	} else {
 		_ = stack.Finalize.Insert(&inst.perAttempt, retryID, middleware.After)
-	}
-	if _, raw := stack.Deserialize.Get(rawID); !raw {
-		if _, ok := stack.Deserialize.Get(wireID); !ok {
-			_ = stack.Deserialize.Add(wireMiddleware{}, middleware.After)
-		}
 	}
 	return nil
 }

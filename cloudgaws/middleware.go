@@ -34,8 +34,10 @@ var sdkPolicy = resilience.WithPolicy(resilience.RetryPolicy{
 // Initialize middleware (once per call), the per-attempt middleware and
 // the retryer (once per retry). It is the context the rest of the call's
 // stack runs with: carrying the state as the context itself costs one
-// allocation per call instead of two (a state and a context.WithValue).
-// An SDK pipeline runs one attempt at a time, so its fields need no lock.
+// allocation per call instead of two (a state and a context.WithValue),
+// and it is held in the call's initializeMiddleware, made for the call's
+// stack, which costs the call no allocation more. An SDK pipeline runs
+// one attempt at a time, so its fields need no lock.
 type callState struct {
 	gov *resilience.Governor
 	gd  *resilience.Guard // nil: the call is not governed (provider disabled)
@@ -49,9 +51,10 @@ type callState struct {
 
 	sent           bool                // an attempt was sent: the next one is a retry
 	onWire         bool                // the attempt in progress reached the HTTP client, in a stack with wireMiddleware
+	retryAccounted bool                // the retryer accounted for the retry about to be sent
+	begun          bool                // the state is, or was, a call's (see initializeMiddleware.newState)
 	unsent         error               // the last attempt never left (an *unsentError), not yet recorded (see HandleFinalize)
 	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
-	retryAccounted bool                // the retryer accounted for the retry about to be sent
 	stopErr        error               // the error with which the governor ended the SDK's loop
 
 	// The call's context but for the cut of the SDK's backoff sleep when
@@ -71,10 +74,19 @@ type callState struct {
 	expectedErr error
 }
 
-// newCallState returns the state of a call made with ctx, governed by gd
-// of gov (gd nil: not governed).
-func newCallState(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard) *callState {
-	st := &callState{gov: gov, gd: gd}
+// newState returns the state of the call the middleware's stack makes
+// with ctx, governed by gd of gov (gd nil: not governed): the
+// middleware's own, or, when the stack runs again (a middleware of the
+// caller's before this one sends the call twice), a new one, since the
+// first may still be read (a context a credentials provider's goroutine
+// goes on with).
+func (m *initializeMiddleware) newState(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard) *callState {
+	st := &m.state
+	if st.begun {
+		st = new(callState)
+	}
+	st.begun = true
+	st.gov, st.gd = gov, gd
 	if gd != nil {
 		st.gate.Attach(gd)
 	}
@@ -198,8 +210,14 @@ func (s *callState) retry() error {
 }
 
 // initializeMiddleware runs once per logical call, before the SDK's retry
-// loop and after it.
-type initializeMiddleware struct{ inst *installation }
+// loop and after it. installation.addTo makes one for each call's stack,
+// with the call's state in it, so that it knows the stack it runs in once
+// every option of the call has run (see markWire).
+type initializeMiddleware struct {
+	inst  *installation
+	deser *middleware.DeserializeStep // the stack's Deserialize step
+	state callState
+}
 
 func (*initializeMiddleware) ID() string { return initializeID }
 
@@ -225,7 +243,7 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		}
 		if stateFrom(ctx) != nil {
 			// Hide the enclosing call's state from this call's retryer.
-			ctx = newCallState(ctx, nil, nil)
+			ctx = m.newState(ctx, nil, nil)
 		}
 		return next.HandleInitialize(ctx, in)
 	}
@@ -252,8 +270,9 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 		}
 	}()
 
-	st = newCallState(ctx, gov, gd)
+	st = m.newState(ctx, gov, gd)
 	defer st.endCut() // even on a panic: nothing derived from ctx is left behind
+	m.markWire()
 	// The first attempt is entered: a call made with st is nested in it
 	// until the attempt middleware closes the gate, once it is sent.
 	st.gate.Open()
@@ -496,13 +515,31 @@ func (s *callState) ownAnswer(err error, md middleware.Metadata) error {
 // allocation a call. The error is not read: one of another SDK call made
 // inside the attempt (STS's answer while signing) carries that call's
 // response. A stack without that middleware has a mark of its own
-// (wireMiddleware, see installation.addTo). An attempt's error before
+// (wireMiddleware, see initializeMiddleware.markWire). An attempt's error before
 // the client (in the Finalize step's credentials, endpoint resolution and
 // signing, which run after the attempt middleware, or the client
 // handler's checks of the request) is no answer of the scope's (see
 // callState.ownAnswer).
 func (s *callState) reachedClient(md middleware.Metadata) bool {
 	return s.onWire || awsmiddleware.GetRawResponse(md) != nil
+}
+
+// markWire adds wireMiddleware to the stack's Deserialize step, innermost,
+// when the step has not the SDK's AddRawResponseToMetadata (see
+// callState.reachedClient), nor the mark already. It looks as the call
+// begins, once every option of the call has run, whatever their order:
+// an option of the caller's that removes the SDK's middleware may run
+// after the installation's (a client's option, a call's), which would
+// leave every failed attempt read as one that never left the process.
+// Every AWS client's stack has the SDK's middleware: the governor then
+// adds nothing to it, which would cost an allocation a call.
+func (m *initializeMiddleware) markWire() {
+	if _, raw := m.deser.Get(rawID); raw {
+		return
+	}
+	if _, ok := m.deser.Get(wireID); !ok {
+		_ = m.deser.Add(wireMiddleware{}, middleware.After)
+	}
 }
 
 // wireMiddleware marks the attempt in progress as having reached the HTTP

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -171,4 +172,80 @@ func TestARefusedEndpointIsTheScopesTransientErrorWithoutTheRawResponse(t *testi
 	if s := scopeStats(g, stats, ec2Key); s.TransientErrors != 3 || s.Failed != 1 {
 		t.Fatalf("ec2 counters %v; want 3 transient errors, the call failed", s)
 	}
+}
+
+// withoutRawResponse removes the SDK's AddRawResponseToMetadata from a
+// call's stack.
+func withoutRawResponse(s *middleware.Stack) error {
+	_, err := s.Deserialize.Remove("AddRawResponseToMetadata")
+	return err
+}
+
+// Whatever order a call's options run in, an attempt that reached the
+// HTTP client is the scope's: the SDK's AddRawResponseToMetadata removed
+// by an option that runs after the installation's (a client's option, a
+// call's) leaves the service's answers what they are, a throttle that
+// halves the scope's rate, a transient error, not local errors of an
+// attempt that never left the process.
+func TestAnswersAreTheScopesWhicheverOptionRemovesTheRawResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func(aws.Config) *ec2.Client
+		call   []func(*ec2.Options)
+	}{
+		{"client option", func(cfg aws.Config) *ec2.Client {
+			return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.APIOptions = append(o.APIOptions, withoutRawResponse) })
+		}, nil},
+		{"call option", func(cfg aws.Config) *ec2.Client { return ec2.NewFromConfig(cfg) },
+			[]func(*ec2.Options){func(o *ec2.Options) { o.APIOptions = append(o.APIOptions, withoutRawResponse) }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake(t)
+				f.script("DescribeVpcs", ec2Throttle, ec2Internal, ok)
+				cfg, g := governed(t, f, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				if _, err := tc.client(cfg).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{}, tc.call...); err != nil {
+					t.Fatalf("err %v; want the call to succeed at its third attempt", err)
+				}
+				s := scopeStats(g, stats, ec2Key)
+				if s.Calls != 1 || s.Throttled != 1 || s.TransientErrors != 1 || s.Retries != 2 || s.Errored != 0 {
+					t.Fatalf("ec2 counters %v; want one call, one throttle, one transient error, two retries, nothing local", s)
+				}
+				snap := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+				if snap.Leaf.Rate >= snap.Leaf.Ceiling {
+					t.Fatalf("leaf %+v; want its rate halved by the throttle", snap.Leaf)
+				}
+			})
+		})
+	}
+}
+
+// A stack run twice (a middleware of the caller's, outside the
+// governor's, that sends the call again) is two governed calls, each
+// with a state of its own: the second does not end with the governor's
+// stop of the first (an empty retry budget).
+func TestAStackRunTwiceIsTwoCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ec2Throttle, ec2Throttle, ec2Throttle, ec2Throttle, ok)
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: ptr(1)}})
+		var first error
+		twice := middleware.InitializeMiddlewareFunc("twice", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			_, _, first = next.HandleInitialize(ctx, in)
+			return next.HandleInitialize(ctx, in)
+		})
+		client := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
+			o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error { return s.Initialize.Add(twice, middleware.Before) })
+		})
+		ctx, stats := resilience.WithStats(context.Background())
+		err := describeVpcs(ctx, client)
+		var rbe *resilience.RetryBudgetExhaustedError
+		if !errors.As(first, &rbe) || err != nil {
+			t.Fatalf("first run %v, second %v; want the budget's stop of the first, the second's success", first, err)
+		}
+		if s := scopeStats(g, stats, ec2Key); s.Calls != 2 || s.GaveUp != 1 || f.count("DescribeVpcs") != 5 {
+			t.Fatalf("ec2 counters %v, sent %d; want two calls, one given up, sent 5 times", s, f.count("DescribeVpcs"))
+		}
+	})
 }
