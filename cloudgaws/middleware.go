@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +14,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws/internal/awsname"
 	"github.com/cloudg/cloudg/internal/attemptctx"
+	"github.com/cloudg/cloudg/internal/ctxend"
 	"github.com/cloudg/cloudg/internal/cutctx"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -452,28 +452,19 @@ func (s *callState) unsentStop(ctx context.Context, err error) error {
 // before sending it (attemptctx.ReadyResend, resilience.Guard.Pace), is
 // the context's end the governor read before the context said so (its
 // deadline come, the timer due then not run yet): the context's error
-// (context.DeadlineExceeded) alone, or joined to the call's last answer
-// (Pace's, before a retry), or a *resilience.DeadlineExceededError of no
-// wait. A *resilience.DeadlineExceededError with a wait (a pause that
-// outlasts the deadline) is the governor's refusal, not the context's
-// end; so is the last answer, which Pace returns as it is when a token's
-// wait would pass the deadline, or no verdict of the breaker came by it,
-// even when the answer matches context.DeadlineExceeded itself (a
-// transport's timeout): only the context's error itself, not one an
-// error wraps, is read.
+// alone, or with the call's last answer (Pace's, before a retry; see
+// ctxend.Of), or a *resilience.DeadlineExceededError of no wait. A
+// *resilience.DeadlineExceededError with a wait (a pause that outlasts
+// the deadline) is the governor's refusal, not the context's end; so is
+// the last answer, which Pace returns as it is when a token's wait would
+// pass the deadline, or no verdict of the breaker came by it, even when
+// the answer matches context.DeadlineExceeded itself (a transport's
+// timeout).
 func contextEnded(err error) bool {
-	switch e := err.(type) {
-	case *resilience.DeadlineExceededError:
-		return e.Wait == 0
-	case interface{ Unwrap() []error }:
-		return slices.ContainsFunc(e.Unwrap(), isContextError)
+	if de, ok := err.(*resilience.DeadlineExceededError); ok {
+		return de.Wait == 0
 	}
-	return isContextError(err)
-}
-
-// isContextError reports whether err is a context's own error.
-func isContextError(err error) bool {
-	return err == context.DeadlineExceeded || err == context.Canceled
+	return ctxend.Of(err) != nil
 }
 
 // endUnsent records the attempt the call ended with, when it never left

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/cloudg/cloudg/internal/ctxend"
 )
 
 // timeoutError is a transport's timeout, which matches
@@ -19,7 +20,7 @@ func (timeoutError) Is(target error) bool { return target == context.DeadlineExc
 
 // A retry that Guard.Pace refused before the context said its deadline
 // had come ends as the context's end only when Pace read the deadline
-// (the context's error joined to the last answer): a last answer Pace
+// (the context's error with the last answer, a *ctxend.Error): a last answer Pace
 // returns as it is (a token's wait would pass the deadline) is the
 // provider's error, not retried, even when it matches
 // context.DeadlineExceeded, as a transport's timeout does.
@@ -30,7 +31,7 @@ func TestAPacedRetryIsCanceledOnlyByTheDeadlinesEnd(t *testing.T) {
 	if err := paceError(context.Background(), timedOut); errors.As(err, &rc) || !errors.As(err, &nr) || !errors.Is(err, timedOut) {
 		t.Errorf("a last answer that timed out, returned as it is: %T %v; want it not retried, no canceled request", err, err)
 	}
-	if err := paceError(context.Background(), errors.Join(context.DeadlineExceeded, timedOut)); !errors.As(err, &rc) || !errors.Is(err, context.DeadlineExceeded) {
+	if err := paceError(context.Background(), &ctxend.Error{Ctx: context.DeadlineExceeded, Last: timedOut}); !errors.As(err, &rc) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("the deadline's error joined to the last answer: %T %v; want a canceled request", err, err)
 	}
 }

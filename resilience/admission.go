@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
+	"github.com/cloudg/cloudg/internal/ctxend"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -1374,12 +1375,5 @@ func ctxError(ctxErr, lastErr error) error {
 	if lastErr == nil {
 		return ctxErr
 	}
-	return &abortedError{ctx: ctxErr, last: lastErr}
+	return &ctxend.Error{Ctx: ctxErr, Last: lastErr}
 }
-
-// abortedError is a context error with the provider error that was about to
-// be retried; errors.Is finds the first, errors.As the second.
-type abortedError struct{ ctx, last error }
-
-func (e *abortedError) Error() string   { return e.ctx.Error() + " (last error: " + e.last.Error() + ")" }
-func (e *abortedError) Unwrap() []error { return []error{e.ctx, e.last} }

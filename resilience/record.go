@@ -3,6 +3,7 @@ package resilience
 import (
 	"time"
 
+	"github.com/cloudg/cloudg/internal/ctxend"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/internal/panicmark"
 	"github.com/cloudg/cloudg/observe"
@@ -515,8 +516,8 @@ func (gd *Guard) recordRefused(err error) {
 func (gd *Guard) recordCancelled(err error) {
 	desc := err.Error()
 	if gd.last.err != nil {
-		if ae, ok := err.(*abortedError); ok {
-			desc = ae.ctx.Error() // its last error is said below
+		if ae, ok := err.(*ctxend.Error); ok {
+			desc = ae.Ctx.Error() // its last error is said below
 		}
 		desc += " after " + describe(gd.last.kind, gd.last.err)
 	}
