@@ -216,8 +216,8 @@ func (c *requestContext) Value(key any) any {
 // if no attempt has yet (a tenant-level request, see callState.gd): on
 // its tenant's scope, tenantScope's, when raw, the attempt's request,
 // carries a bearer token that names the tenant (a Resource Graph page
-// QueryResources paces on a Guard of its own: on that Guard's scope,
-// pagedScope's), and on scope otherwise
+// QueryResources paces on a Guard of another governor's: on that Guard's
+// scope, see pagedOf), and on scope otherwise
 // (raw nil: the request ends before any attempt, the bearer token
 // policy having failed or the context ended). It attaches the gate
 // (callState.gate) to the Guard before the request's context carries
@@ -228,8 +228,8 @@ func (st *callState) guard(raw *http.Request) *resilience.Guard {
 		return st.gd
 	}
 	if raw != nil && st.tenant {
-		if sc, ok := pagedScope(st.ctx); ok && st.scope.Service == ServiceResourceGraph {
-			st.scope = sc // a page QueryResources paces on its own Guard
+		if pg, ok := pagedOf(st.ctx); ok && st.scope.Service == ServiceResourceGraph {
+			st.scope = pg.sc // a page QueryResources paces on a Guard of another governor
 		} else {
 			st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
 		}

@@ -106,11 +106,12 @@ func (l QueryLimits) resolve() QueryLimits {
 //     per HTTP attempt, which also honours the quota headers; its final
 //     error was recorded by the policy and is returned as it is. The first
 //     page of a client that is not a *GraphClient is paced here as well,
-//     as below: the policy's Guard, begun inside this page's attempt, goes
-//     without a slot when this page holds the last one, and, when the
-//     scope's breaker is half-open and this page took its probe, goes as
-//     the probe in its stead; its outcome is the breaker's verdict, and
-//     the page is recorded once, by the policy;
+//     as below, on a Guard the policy takes over once the page is sent
+//     (its first attempt counted and paced here, its slot and the
+//     breaker's lease, a half-open breaker's probe among them, held), so
+//     that the page is one call, paced by one token per attempt and
+//     recorded once, by the policy, whose outcome is the breaker's
+//     verdict when the page is the probe;
 //   - any other client is paced here: a breaker check, one token and a
 //     bulkhead slot per page; a throttled page halves the scope's rate,
 //     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)
@@ -199,19 +200,30 @@ func markGoverned(ctx context.Context) {
 	}
 }
 
-// pagedScopeKey is the key of the scope of the page fetchPaced sends in
-// the page's context (see pagedScope).
-type pagedScopeKey struct{}
+// pagedKey is the key of the page fetchPaced sends in the page's context
+// (see pagedOf).
+type pagedKey struct{}
 
-// pagedScope returns the scope of the page fetchPaced is sending with ctx,
-// if any: a governed pipeline found out on that page begins its Guard
-// there, nested in fetchPaced's on the same scope, whatever the tenant
-// its token names, so that it shares the slot and the half-open breaker's
-// probe fetchPaced's Guard holds (fetchPaced's Guard, left without End,
-// gives its probe to no other scope's Guard).
-func pagedScope(ctx context.Context) (resilience.Scope, bool) {
-	sc, ok := ctx.Value(pagedScopeKey{}).(resilience.Scope)
-	return sc, ok
+// paged is the page fetchPaced is sending: its Guard, entered for the
+// page's first attempt, the Guard's governor, and its scope.
+type paged struct {
+	gov *resilience.Governor
+	gd  *resilience.Guard
+	sc  resilience.Scope
+}
+
+// pagedOf returns the page fetchPaced is sending with ctx, if any. A
+// governed pipeline found out on that page, whose governor is the page's,
+// takes the page's Guard over (see perCallPolicy): the page is one call,
+// counted once, paced by one token, whose outcome the pipeline records.
+// A pipeline of another governor begins its own Guard in the page's
+// scope, nested in the page's, whatever the tenant its token names, so
+// that it shares the slot and the half-open breaker's probe the page's
+// Guard holds (that Guard, left without End, gives its probe to no other
+// scope's Guard).
+func pagedOf(ctx context.Context) (*paged, bool) {
+	p, ok := ctx.Value(pagedKey{}).(*paged)
+	return p, ok
 }
 
 // fetchOnce fetches one page of a client whose pipeline is not governed,
@@ -234,12 +246,12 @@ func fetchOnce(ctx context.Context, gov *resilience.Governor, client GraphQuerie
 // pauses are set (a success's before After); a throttled page is
 // retried as QueryLimits say, after the longer of the backoff and the
 // server's hint. Other errors end the page at once. A page whose pipeline
-// turns out to be governed is the pipeline's Guard's: it is returned as
-// it is, and this Guard records nothing of it. That Guard, begun inside
-// this one's attempt on the same scope (pagedScope), shares what this one holds: the
-// slot, and the half-open breaker's probe if this one took it (it goes as
-// the probe, and this one's probe is lent to it), so that the page's
-// outcome, which that Guard records, is the probe's verdict.
+// turns out to be governed is the pipeline's: its per-call policy takes
+// this Guard over, entered for the page's first attempt (see pagedOf),
+// drives azcore's retries on it and ends it, and the page is returned as
+// it is. The Guard's retry policy is the pipeline's (azcoreLoop): the
+// bounds of a page of a client that is not governed, throttling only and
+// QueryLimits.MaxRetries, are applied here.
 func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armresourcegraph.QueryRequest,
 	mark *graphMark) (armresourcegraph.ClientResourcesResponse, error) {
 	var zero armresourcegraph.ClientResourcesResponse
@@ -255,19 +267,17 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		}
 		cfg.graph, cfg.graphGov = b, gov
 	}
-	gd, err := cfg.graph.Begin(ctx, resilience.WithPolicy(resilience.RetryPolicy{
-		MaxAttempts: limits.MaxRetries + 1, ThrottlingOnly: true,
-	}))
+	gd, err := cfg.graph.Begin(ctx, azcoreLoop)
 	if err != nil {
 		return zero, err
 	}
 	var raw *http.Response
-	// A governed pipeline found out on this page begins a Guard inside this
-	// one's attempt: the context says so, and it never waits for the slot
-	// this Guard holds, nor is refused by the half-open breaker whose probe
-	// this Guard took (it borrows the probe).
+	// A governed pipeline found out on this page takes this Guard over:
+	// the context says so. A call nested in the attempt finds the Guard
+	// too, and never waits for the slot it holds, nor is refused by the
+	// half-open breaker whose probe it took (it borrows the probe).
 	sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
-	sctx = context.WithValue(sctx, pagedScopeKey{}, sc)
+	sctx = context.WithValue(sctx, pagedKey{}, &paged{gov: gov, gd: gd, sc: sc})
 	for i := 0; ; i++ {
 		if err := gd.Enter(ctx); err != nil {
 			gd.End(err)
@@ -276,15 +286,18 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 		raw = nil
 		page, kind, err := sendPage(sctx, gov, gd, sc, client, q, mark, &raw)
 		if mark.governed.Load() {
-			// The pipeline is governed: its own Guard paced this page
-			// inside this attempt, and recorded its outcome (a success, a
-			// give-up, a cancellation), as the breaker's verdict too when
-			// this Guard had taken the half-open breaker's probe and lent
-			// it. This Guard is left without End, which would record the
-			// outcome a second time (the answer again, or a cancellation
-			// once the context is done): a Guard never ended records
-			// nothing more, its slot goes back here, and its probe, if it
-			// took one, is the pipeline Guard's.
+			// The pipeline is governed: its per-call policy took this
+			// Guard over and ended it, having recorded the page's
+			// outcome (a success, a give-up, a cancellation); or, a
+			// pipeline of another governor, its own Guard paced this
+			// page inside this attempt, and recorded its outcome, as the
+			// breaker's verdict too when this Guard had taken the
+			// half-open breaker's probe and lent it. This Guard is not
+			// ended here, which would record the outcome a second time
+			// (the answer again, or a cancellation once the context is
+			// done): a Guard never ended records nothing more, its slot
+			// goes back here, and its probe, if it took one, is the
+			// pipeline Guard's.
 			gd.Release()
 			return page, err
 		}
@@ -292,9 +305,13 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			gd.End(nil)
 			return page, nil
 		}
-		if kind == resilience.Fatal {
-			// A fatal answer, or a local error: the Guard's Retry would let
-			// an SDK retry it, but nothing here would change its answer.
+		if kind != resilience.Throttled || i >= limits.MaxRetries {
+			// A fatal answer or a local error, which nothing here would
+			// change (the Guard's Retry would let an SDK retry it); a
+			// transient one, which a page of a client that is not
+			// governed does not retry (its client's own retry options
+			// may have); or the last retry's throttle: the page ends,
+			// recorded as the client's loop giving up.
 			gd.End(err)
 			return zero, err
 		}

@@ -179,7 +179,8 @@ func (c ownRetryContext) Value(key any) any {
 // perCallPolicy runs once per request, around azcore's retry policy: it
 // resolves the scope, begins the request's Guard (a tenant-level
 // request's first attempt begins it, once the token that names its
-// tenant is set: see callState.gd), hands the request's
+// tenant is set: see callState.gd; a Resource Graph page QueryResources
+// paces takes that page's Guard over: see pagedOf), hands the request's
 // state to the per-retry policy through the request's operation values
 // (which azcore's retry clones share), and ends the Guard with azcore's
 // final answer.
@@ -197,7 +198,14 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := raw.Context()
 	scope := ScopeOfURL(raw.URL)
 	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
-	if !st.tenant {
+	if pg, ok := pagedOf(ctx); ok && pg.gov == gov && scope.Service == ServiceResourceGraph {
+		// A page QueryResources paces, not knowing the pipeline is
+		// governed: its Guard, entered for the first attempt (counted,
+		// paced, its slot and breaker's lease held), is the request's, so
+		// that the page is one call.
+		st.gd, st.scope, st.entered = pg.gd, pg.sc, true
+		st.gate.Attach(pg.gd) // before st.first carries it
+	} else if !st.tenant {
 		// A tenant-level request's Guard, a Resource Graph query's too,
 		// waits for its token (see callState.gd).
 		gd, err := gov.Begin(ctx, scope, azcoreLoop)

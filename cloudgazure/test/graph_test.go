@@ -259,8 +259,8 @@ func TestQueryResourcesPacesUngovernedClient(t *testing.T) {
 }
 
 // A client built with ClientOptions but not through NewGraphClient is
-// recognised on its first page: later pages are paced by its pipeline
-// only (the first page costs one token more).
+// recognised on its first page, whose Guard its pipeline takes over:
+// later pages are paced by its pipeline only, and each page is one call.
 func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := memEnv(t, resilience.Config{})
@@ -273,16 +273,59 @@ func TestQueryResourcesDetectsGovernedPipeline(t *testing.T) {
 		if err != nil || len(rows) != 6 {
 			t.Fatalf("%d rows, %v", len(rows), err)
 		}
-		if sc := e.gov.Summary(stats).Scopes[graphScope]; sc.Calls != 4 {
-			t.Fatalf("%d calls counted for 3 pages, want 4", sc.Calls)
+		if sc := e.gov.Summary(stats).Scopes[graphScope]; sc.Calls != 3 {
+			t.Fatalf("%d calls counted for 3 pages, want 3", sc.Calls)
 		}
 	})
 }
 
+// A page is one call however it is found to be governed: the first page
+// of a plain-typed client built with ClientOptions, which QueryResources
+// paces before its per-call policy shows that the pipeline is governed,
+// counts one call per HTTP attempt and takes one token per attempt, as a
+// *GraphClient's pages do (Resource Graph at 3 rps, burst 1: the first
+// page goes at once, each later request a third of a second after the
+// one before).
+func TestQueryResourcesDetectedPipelineCountsEachAttemptOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		script []reply
+	}{
+		{"every page answered", nil},
+		{"page 1 throttled twice then answered", []reply{throttled(""), throttled("")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, slowGraph(resilience.Config{}))
+				c, err := armresourcegraph.NewClient(fakeCred{}, cloudgazure.ClientOptions(e.base, e.opts()...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.srv.script(routeGraph, tt.script...)
+				ctx, stats := resilience.WithStats(context.Background())
+				start := time.Now()
+				rows, err := cloudgazure.QueryResources(ctx, c, query, e.opts()...)
+				if err != nil || len(rows) != 6 {
+					t.Fatalf("%d rows, %v", len(rows), err)
+				}
+				hs := e.srv.hitsOf(routeGraph)
+				sc := e.gov.Summary(stats).Scopes[graphScope]
+				if sc.Calls != int64(len(hs)) || sc.Retries != int64(len(tt.script)) {
+					t.Errorf("stats %+v for %d HTTP attempts (%d retries), want one call per attempt", sc, len(hs), len(tt.script))
+				}
+				if d := hs[0].at.Sub(start); d != 0 {
+					t.Errorf("the first page was sent %v after the query began, want at once (one token)", d)
+				}
+			})
+		})
+	}
+}
+
 // A plain-typed client built with ClientOptions whose first page fails
-// after its pipeline's retries: the pipeline records the give-up, and
-// QueryResources, which paced that page too, records nothing more: the
-// one call lost is one give-up, and no loss of any other kind.
+// after its pipeline's retries: the pipeline, which took over the Guard
+// QueryResources paced the page on, records the give-up, and
+// QueryResources records nothing more: the one call lost is one give-up,
+// and no loss of any other kind.
 func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(1)}})
@@ -303,8 +346,8 @@ func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 		}
 		lostOnly(t, e.gov, stats, ledger, resilience.LossGaveUp, 1)
 		sc := e.gov.Summary(stats).Scopes[graphScope]
-		if sc.Calls != 3 || sc.GaveUp != 1 || sc.Throttled != 2 || sc.Retries != 1 || sc.Lost() != 1 {
-			t.Fatalf("stats %+v, want 3 calls (one by the helper), 2 throttled, 1 retry, 1 gave up and nothing else lost", sc)
+		if sc.Calls != 2 || sc.GaveUp != 1 || sc.Throttled != 2 || sc.Retries != 1 || sc.Lost() != 1 {
+			t.Fatalf("stats %+v, want 2 calls, 2 throttled, 1 retry, 1 gave up and nothing else lost", sc)
 		}
 		if b := e.gov.Summary(nil).Breakers[graphScope]; b.Failures != 1 {
 			t.Fatalf("breaker %+v, want 1 failure", b)
@@ -314,9 +357,8 @@ func TestQueryResourcesDetectedPipelineRecordsOnce(t *testing.T) {
 
 // Every path of QueryResources records what happened to each page, once:
 // a governed client's pages by its pipeline; a plain-typed client built
-// with ClientOptions by its pipeline too (the helper paced its first page
-// and counts one call more, nothing else); a plain client's by the
-// helper. Per row: the rows and the error the caller gets; the calls,
+// with ClientOptions by its pipeline too (which takes over the Guard the
+// helper paced its first page on); a plain client's by the helper. Per row: the rows and the error the caller gets; the calls,
 // throttles and retries counted; the one loss of the right kind and none
 // of any other, in the ledger and the stats; the breaker's failures; the
 // retry budget (the third retry of a page costs a token, each success
@@ -371,31 +413,31 @@ func TestQueryResourcesRecordsEachPageOnce(t *testing.T) {
 		budget                    float64
 	}{
 		{governed, success, 3, 0, 0, 500},
-		{detected, success, 4, 0, 0, 500},
+		{detected, success, 3, 0, 0, 500},
 		{ungoverned, success, 3, 0, 0, 500},
 
 		{governed, throttledThenOK, 6, 3, 3, 499.3},
-		{detected, throttledThenOK, 7, 3, 3, 499.3},
+		{detected, throttledThenOK, 6, 3, 3, 499.3},
 		{ungoverned, throttledThenOK, 6, 3, 3, 499.3},
 
 		{governed, gaveUp1, 4, 4, 3, 499},
-		{detected, gaveUp1, 5, 4, 3, 499},
+		{detected, gaveUp1, 4, 4, 3, 499},
 		{ungoverned, gaveUp1, 4, 4, 3, 499},
 
 		{governed, gaveUp2, 5, 4, 3, 499},
-		{detected, gaveUp2, 6, 4, 3, 499},
+		{detected, gaveUp2, 5, 4, 3, 499},
 		{ungoverned, gaveUp2, 5, 4, 3, 499},
 
 		{governed, cancelled1, 1, 0, 0, 500},
-		{detected, cancelled1, 2, 0, 0, 500},
+		{detected, cancelled1, 1, 0, 0, 500},
 		{ungoverned, cancelled1, 1, 0, 0, 500},
 
 		{governed, cancelled2, 2, 0, 0, 500},
-		{detected, cancelled2, 3, 0, 0, 500},
+		{detected, cancelled2, 2, 0, 0, 500},
 		{ungoverned, cancelled2, 2, 0, 0, 500},
 
 		{governed, cancelledWaiting, 2, 1, 0, 500},
-		{detected, cancelledWaiting, 3, 1, 0, 500},
+		{detected, cancelledWaiting, 2, 1, 0, 500},
 		{ungoverned, cancelledWaiting, 2, 1, 0, 500},
 	}
 	for _, tt := range tests {
