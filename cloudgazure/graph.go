@@ -127,8 +127,12 @@ func (l QueryLimits) resolve() QueryLimits {
 //     answer. Such a client sets its token where QueryResources cannot see
 //     it before a page is sent: a page is paced in the scope of the tenant
 //     the client's last page named (the first page of a client in
-//     azure/*/*/resourcegraph), and a success whose token names another
-//     tenant pauses that tenant's scope. The backoff before a retry
+//     azure/*/*/resourcegraph), a success whose token names another
+//     tenant pauses that tenant's scope, and a failure whose token names
+//     another tenant is that tenant's: recorded in its scope (a throttle
+//     halves and pauses the tenant's queries, not the scope the page was
+//     paced in, whose call it stays), where the page's retries go on.
+//     The backoff before a retry
 //     ends when the scope's breaker opens with a cooldown that outlasts
 //     it (resilience.Guard.Backoff), and the retry is refused then.
 //
@@ -276,15 +280,27 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	// the context says so. A call nested in the attempt finds the Guard
 	// too, and never waits for the slot it holds, nor is refused by the
 	// half-open breaker whose probe it took (it borrows the probe).
-	sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
-	sctx = context.WithValue(sctx, pagedKey{}, &paged{gov: gov, gd: gd, sc: sc})
+	pageContext := func() context.Context {
+		sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
+		return context.WithValue(sctx, pagedKey{}, &paged{gov: gov, gd: gd, sc: sc})
+	}
+	sctx := pageContext()
 	for i := 0; ; i++ {
 		if err := gd.Enter(ctx); err != nil {
 			gd.End(err)
 			return zero, err
 		}
 		raw = nil
-		page, kind, err := sendPage(sctx, gov, gd, sc, client, q, mark, &raw)
+		page, kind, moved, err := sendPage(ctx, sctx, gov, gd, sc, client, q, mark, &raw)
+		if moved != nil {
+			// The answer, a failure, was another tenant's (see sendPage):
+			// the page goes on in that tenant's scope, on the Guard that
+			// recorded it. This Guard, its slot given back, is left
+			// without End: its call is counted where it was paced, and
+			// its outcome is the tenant's.
+			gd, sc = moved, tenantScope(GraphScope(), pacedTenant(client))
+			sctx = pageContext()
+		}
 		if mark.governed.Load() {
 			// The pipeline is governed: its per-call policy took this
 			// Guard over and ended it, having recorded the page's
@@ -330,8 +346,8 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	}
 }
 
-// sendPage sends one page and remembers the tenant its bearer token named
-// (the request of the response *raw captured) as the client's
+// sendPage sends one page with sctx and remembers the tenant its bearer
+// token named (the request of the response *raw captured) as the client's
 // (pacedTenant). Unless the client's pipeline turned out to be governed
 // (fetchPaced gives that page's slot back), it learns from the answer and
 // gives the slot back: a success's spent quota (Resource Graph's, or
@@ -342,13 +358,20 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // the one remembered, see pauseTenant), and the slot goes back
 // before After, which records the success at once; a failure's slot goes
 // back once After recorded it (kind is its kind), so that a page waiting
-// for the slot sees the pause a throttle's hint set. When the client
-// panics, or what recording the answer calls (the governor's log
-// handler), the page is lost to the panic, which goes on: gd ends it,
-// unless the client's pipeline turned out to be governed (its own Guard
-// ended the page), and gives the slot back.
-func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
-	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, err error) {
+// for the slot sees the pause a throttle's hint set. A failure whose
+// token named another tenant than sc's (a client's first page, paced in
+// azure/*/*/resourcegraph before its tenant was known, or a client whose
+// token changed tenant) is that tenant's: it is recorded by a Guard of
+// that tenant's scope (tenantScope's), begun with ctx, the query's
+// context, which sendPage returns as moved, so that a throttle halves and
+// pauses the tenant's queries, not the scope the page was paced in; gd
+// records nothing of it. When the client panics, or what recording the
+// answer calls (the governor's log handler), the page is lost to the
+// panic, which goes on: gd ends it, unless the client's pipeline turned
+// out to be governed (its own Guard ended the page), and gives the slot
+// back.
+func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
+	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, moved *resilience.Guard, err error) {
 	returned := false
 	defer func() {
 		switch {
@@ -359,7 +382,7 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 			gd.Release()
 		}
 	}()
-	page, err = client.Resources(ctx, q, nil)
+	page, err = client.Resources(sctx, q, nil)
 	account := sc.Account
 	if r := *raw; r != nil && r.Request != nil {
 		account = tenantAccount(r.Request.Header.Get("Authorization"))
@@ -380,17 +403,28 @@ func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guar
 					gd.Pause(d)
 				}
 			} else if p != pauseNothing || reset {
-				pauseTenant(ctx, gov, account, p, d, reset)
+				pauseTenant(sctx, gov, account, p, d, reset)
 			}
 		}
 		gd.Release()
 		gd.After(nil)
+	case account != sc.Account:
+		tg, berr := gov.Begin(ctx, tenantScope(GraphScope(), account), azcoreLoop)
+		if berr != nil {
+			// An Azure scope has a provider: not reached.
+			kind = gd.After(err)
+			gd.Release()
+			break
+		}
+		kind = tg.After(err) // an answer no Enter of tg's sent: recorded as such
+		gd.Release()
+		moved = tg
 	default:
 		kind = gd.After(err)
 		gd.Release()
 	}
 	returned = true
-	return page, kind, err
+	return page, kind, moved, err
 }
 
 // maxPacedTenants bounds pacedTenants, and so the clients it keeps

@@ -226,3 +226,55 @@ func TestQueryResourcesDetectedPipelineOfATenantSharesTheProbe(t *testing.T) {
 		}
 	})
 }
+
+// A client QueryResources paces shows its tenant only once its first
+// page is answered, and that page is paced in azure/*/*/resourcegraph:
+// a throttled first page is its tenant's throttle all the same, and holds
+// its tenant's queries (its own retry), not those of the shared scope,
+// another tenant's client's first page or a query whose token names no
+// tenant.
+func TestAClientsFirstPageThrottledHoldsOnlyItsTenant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, fast())
+		e.srv.graphPages = 1
+		plain := func(tid string) *armresourcegraph.Client {
+			o := *e.base
+			o.Retry = policy.RetryOptions{MaxRetries: -1}
+			c, err := armresourcegraph.NewClient(tenantCred{tid}, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		e.srv.script(routeGraph, throttled("5"))
+		done := make(chan error, 1)
+		go func() {
+			_, err := cloudgazure.QueryResources(context.Background(), plain(tenantA), query, e.opts()...)
+			done <- err
+		}()
+		synctest.Wait() // tenant A's first page throttled, its retry waiting
+		start := time.Now()
+		if _, err := cloudgazure.QueryResources(context.Background(), plain(tenantB), query, e.opts()...); err != nil {
+			t.Error(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("tenant B's first page waited %v while tenant A's first page was throttled for 5s, want none", d)
+		}
+		if _, err := cloudgazure.QueryResources(context.Background(), e.graph(), query, e.opts()...); err != nil {
+			t.Error(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("a query whose token names no tenant waited %v while tenant A's first page was throttled for 5s, want none", d)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if hs := e.srv.hitsOf(routeGraph); len(hs) != 4 || gap(hs, 0, 3) < 5*time.Second {
+			t.Errorf("tenant A's retry: hits %v, want the 4th 5s after the 1st, the throttled page", hs)
+		}
+		tenantGraph := resilience.Scope{Provider: "azure", Account: "tenants/" + strings.ToLower(tenantA), Service: "resourcegraph"}
+		if got := e.gov.Summary(nil).Scopes; got[graphScope].Throttled != 0 || got[tenantGraph].Throttled != 1 {
+			t.Errorf("throttles: %v %+v, %v %+v; want tenant A's one in its scope", graphScope, got[graphScope], tenantGraph, got[tenantGraph])
+		}
+	})
+}
