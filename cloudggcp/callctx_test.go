@@ -3,11 +3,15 @@ package cloudggcp
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc"
+
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -146,5 +150,65 @@ func TestACallsOwnContextEndingDuringAnAttemptIsRecorded(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// A call made with the Retry option on a gRPC client without the
+// interceptor, with per-RPC credentials of its own given before the
+// option (grpc.PerRPCCredentials), whose own context ends while an
+// attempt is out, is lost once, as cancelled, as one without credentials
+// of its own is (TestACallsOwnContextEndingDuringAnAttemptIsRecorded):
+// the option's credentials ask the call's, and see the attempt's
+// context. Given after the option, the call's credentials replace the
+// option's, which see nothing of the attempt: then nothing tells the
+// option that the call's context ended (see Retry), and the ledger showed
+// "0 lost, 0 cancelled" for the timeout and "1 lost, 0 cancelled
+// ([...: rpc error: code = Canceled desc = context canceled])", an
+// errored call, for the cancellation.
+func TestACallsOwnContextEndingDuringAnAttemptWithItsOwnCredentialsIsRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(context.Context) (context.Context, context.CancelFunc)
+	}{
+		{"timeout", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 5*time.Second)
+		}},
+		{"cancel", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(5*time.Second, cancel)
+			return ctx, cancel
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFake(0)
+				srv.fail("GetFeed", "", errHold)
+				gov := newGov(t, resilience.Config{})
+				client := startBuf(t, srv)
+				run, stats := resilience.WithStats(context.Background())
+				run, ledger := resilience.WithLedger(run, "feeds")
+				opt := Retry(run, feedScope(), WithGovernor(gov)) // one per run
+				ctx, cancel := tc.end(run)
+				defer cancel()
+				var n atomic.Int32
+				start := time.Now()
+				_, err := client.GetFeed(ctx, &assetpb.GetFeedRequest{Name: feed},
+					gax.WithGRPCOptions(grpc.PerRPCCredentials(countingCreds{&n})), opt)
+				if err == nil || time.Since(start) != 5*time.Second || n.Load() != 1 {
+					t.Fatalf("err %v after %v, own credentials asked %d times; want the context's at 5s, asked once", err, time.Since(start), n.Load())
+				}
+				synctest.Wait()
+				if n := len(srv.reqs("GetFeed")); n != 1 {
+					t.Fatalf("%d requests, want 1", n)
+				}
+				if lost, c := ledger.Lost(), ledger.Count(resilience.LossCancelled); lost != 1 || c != 1 {
+					t.Fatalf("ledger: %d lost, %d cancelled (%v), want the call lost once as cancelled when its context ended",
+						lost, c, ledger.Reasons())
+				}
+				if sc := scopeStats(gov, stats, "gcp/projects/p1/*/cloudasset"); sc.Cancelled != 1 {
+					t.Fatalf("stats %+v, want one cancelled call", sc)
+				}
+			})
+		})
 	}
 }

@@ -585,8 +585,8 @@ type governed struct {
 // having waited, takes a token). A call's own per-RPC credentials
 // (grpc.PerRPCCredentials) given before the option are kept, and asked
 // once the breaker let the attempt through; given after it, they replace
-// the option's: gax sleeps the whole pause, and the retry goes without
-// asking the breaker.
+// the option's: gax sleeps the whole pause, the retry goes without
+// asking the breaker, and the option sees no attempt's context (below).
 //
 // A call whose context ends while its Retryer, or its credentials, sleep
 // before a retry is recorded as cancelled as the sleep ends, whether that
@@ -601,8 +601,22 @@ type governed struct {
 // cancelled by a watch of ctx, since gax returns without telling its
 // Retryer: the record is made as ctx ends, on a goroutine of its own, and
 // may come a moment after the call returned (Do and the listings record
-// it before they return). That watch sees ctx alone: of such a call, with
-// a context of its own that ends during gax's sleep, nothing is recorded.
+// it before they return). That watch sees ctx alone: of a REST call with
+// a context of its own that ends during gax's sleep, nothing is recorded
+// (the watch ends with the pause); of a gRPC call whose own credentials
+// replaced the option's, the watch lasts until the call's next attempt
+// reports, so that such a call, which gax does not resend, is recorded as
+// cancelled when ctx ends, however long after. Nor is such a gRPC call's
+// own context known to have ended while an attempt was out: grpc asks
+// only the last per-RPC credentials given for an attempt's metadata, and
+// credentials are the only call option grpc gives the attempt's context
+// (grpc.OnFinish and gax's Retryer are given its error alone, and a
+// server's DeadlineExceeded, which a gRPC server answers when the deadline
+// the call sent it passes, reads as the call's own timeout's). The call's
+// timeout is then allowed a retry gax never makes (the call recorded as
+// cancelled when ctx ends, by the watch), and its cancellation is
+// recorded at once as a local error (resilience.LossErrored). Give a
+// call's own credentials before the option.
 //
 // When a limit stops the loop the outcome is recorded: max_retries and the
 // deadline count a breaker failure (throttling is a give-up in the stats
