@@ -224,17 +224,26 @@ func (b *Bucket) ReserveBy(now, latest time.Duration) (Ticket, bool) {
 		if at > latest {
 			return Ticket{at: at}, false
 		}
-		if at > now && e == &b.first {
-			// A reservation that waits is followed by its ticket, which
-			// the first epoch cannot hold.
-			b.ticketable()
-			continue
+		if at > now {
+			if e == &b.first {
+				// A reservation that waits is followed by its ticket,
+				// which the first epoch cannot hold.
+				b.ticketable()
+				continue
+			}
+			if testHookReserve != nil {
+				testHookReserve()
+			}
 		}
 		if e.t0.CompareAndSwap(t, nt) {
 			return Ticket{e: e, at: at}, true
 		}
 	}
 }
+
+// testHookReserve, set by tests only, runs in ReserveBy between its read
+// of the balance and its compare-and-swap, for a reservation that waits.
+var testHookReserve func()
 
 // horizon bounds the balance time. A queue of reservations at an absurd
 // rate, each up to maxSpan after the one before it, would otherwise run

@@ -923,3 +923,37 @@ func TestConcurrentReservationsAndCancelsKeepOnePlaceEach(t *testing.T) {
 		}
 	}
 }
+
+// A reservation that read the balance just before a change lands in the
+// epoch it read, or reads again: never in a later epoch with a ticket of
+// the one it read, which Follow would move a second time. The change
+// here is a caller giving up its place in the queue (every later
+// reservation moves a token earlier), after which another caller's
+// reservation brings the balance back to the value the first one read.
+// With one balance word for every epoch, the first one's compare-and-swap
+// succeeded, and its token came due beside the other caller's (the
+// failure TestConcurrentReservationsAndCancelsKeepOnePlaceEach caught
+// once in a while, under -race).
+func TestAReservationReadBeforeAChangeLandsInTheEpochItRead(t *testing.T) {
+	b := New(Spec{Rate: 1000, Burst: 1}, 0) // a token a millisecond; the clock stands still
+	first, _ := b.ReserveBy(0, math.MaxInt64)
+	gone, _ := b.ReserveBy(0, math.MaxInt64)
+	second, _ := b.ReserveBy(0, math.MaxInt64)
+	var other Ticket
+	testHookReserve = func() {
+		testHookReserve = nil // once: the reservation below runs it too
+		b.CancelTicket(0, gone)
+		other, _ = b.ReserveBy(0, math.MaxInt64)
+	}
+	t.Cleanup(func() { testHookReserve = nil })
+	last, _ := b.ReserveBy(0, math.MaxInt64)
+	var at []time.Duration
+	for _, tk := range []Ticket{first, second, other, last} {
+		tk, _ = b.Follow(tk)
+		at = append(at, tk.At())
+	}
+	want := []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
+	if !slices.Equal(at, want) {
+		t.Fatalf("the kept reservations are due at %v (the first three, then the one that read the balance before the change); want %v, a token apart", at, want)
+	}
+}
