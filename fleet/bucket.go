@@ -680,19 +680,46 @@ func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	return state.BucketSnapshot{Rate: r, Ceiling: b.spec.Rate, Tokens: tokens, Paused: b.s.micros(res[2])}
 }
 
-// Idle: the local object can be dropped when it holds no lease, no
-// tokens to give back to Redis (giveBack, unused: dropped with it, they
-// would stay spent there) and no operation giving them back, the fleet's
-// rate was at its ceiling at the last answer, and it went unused. The
-// state in Redis lives on until its key expires.
+// Idle: the local object can be dropped when it holds no lease a caller
+// may still take a token of (an ended lease's tokens no caller took go
+// back to Redis when the governor drops the bucket: Drop), no tokens to
+// give back to Redis (giveBack, unused: dropped with it, they would stay
+// spent there) and no operation giving them back, the fleet's rate was at
+// its ceiling at the last answer, and it went unused. The state in Redis
+// lives on until its key expires. Idle only reads.
 func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	// An expired lease's tokens are the fleet's again; its end is read on
-	// the caller's clock, from the last use.
+	// An ended lease is no caller's (Drop gives its tokens back); its end
+	// is read on the caller's clock, from the last use.
 	noLease := b.lease == 0 || now-b.lastUse >= b.leaseEnd-b.lastUseMono
 	return noLease && b.giveBack+b.unused == 0 && !b.giving && len(b.queue) == 0 && !b.sending &&
 		b.rate() >= b.spec.Rate && now-b.lastUse >= minIdle
 }
 
-var _ state.Bucket = (*sharedBucket)(nil)
+// Drop gives back to Redis, once the governor dropped the bucket, the
+// tokens of its lease that no caller took: Redis counts them as taken, and
+// they would have gone back with the bucket's next lease request, which a
+// dropped bucket does not send (a quiet scope's lease ends with them; while
+// other processes keep the bucket drained, they were lost to the fleet).
+// Drop does not wait for Redis: they go with the other tokens the bucket
+// has to give back, in an operation the store's senders of dropped
+// buckets send (a few at a time, however many buckets the governor drops
+// at once), or with a give-back or a lease request already on its way;
+// as every give-back of Redis's tokens, they are dropped when Redis does
+// not take them.
+func (b *sharedBucket) Drop(now time.Duration) {
+	b.mu.Lock()
+	b.unused += b.takeLease()
+	give := b.giveBack+b.unused > 0 && !b.giving && !b.sending
+	b.giving = b.giving || give
+	b.mu.Unlock()
+	if give {
+		b.s.giveBackDropped(b, now)
+	}
+}
+
+var (
+	_ state.Bucket  = (*sharedBucket)(nil)
+	_ state.Dropper = (*sharedBucket)(nil)
+)

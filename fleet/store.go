@@ -66,6 +66,14 @@ type Store struct {
 	// that is not written to Redis yet (sharedBucket.owe).
 	owedPauses sync.Map
 
+	// dropMu guards drops and dropSenders: the buckets the governor
+	// dropped with tokens to give back to Redis (sharedBucket.Drop), in the
+	// order they came, and the goroutines sending them, at most
+	// maxDropSenders.
+	dropMu      sync.Mutex
+	drops       []droppedBucket
+	dropSenders int
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -339,6 +347,53 @@ func (s *Store) loop() {
 				s.forgetDroppedBreakers()
 			}
 		}
+	}
+}
+
+// droppedBucket is a bucket the governor dropped at now (its clock), with
+// tokens to give back.
+type droppedBucket struct {
+	b   *sharedBucket
+	now time.Duration
+}
+
+// maxDropSenders bounds the goroutines that give back the tokens of the
+// buckets the governor dropped, and so their operations in flight: a
+// sweep of the governor may drop thousands of buckets at once.
+const maxDropSenders = 4
+
+// giveBackDropped gives back the tokens of b, which the governor dropped
+// at now, in the background (sharedBucket.sendGiveBack), after those of
+// the buckets dropped before it.
+func (s *Store) giveBackDropped(b *sharedBucket, now time.Duration) {
+	s.dropMu.Lock()
+	s.drops = append(s.drops, droppedBucket{b, now})
+	start := s.dropSenders < maxDropSenders
+	if start {
+		s.dropSenders++
+	}
+	s.dropMu.Unlock()
+	if start {
+		go s.sendDropped()
+	}
+}
+
+// sendDropped gives back the tokens of the dropped buckets queued, one
+// bucket at a time, until none is left.
+func (s *Store) sendDropped() {
+	for {
+		s.dropMu.Lock()
+		if len(s.drops) == 0 {
+			s.drops = nil
+			s.dropSenders--
+			s.dropMu.Unlock()
+			return
+		}
+		d := s.drops[0]
+		s.drops[0] = droppedBucket{}
+		s.drops = s.drops[1:]
+		s.dropMu.Unlock()
+		d.b.sendGiveBack(d.now)
 	}
 }
 

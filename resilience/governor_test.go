@@ -223,7 +223,7 @@ func TestReclaimedScopeBehavesAsBefore(t *testing.T) {
 		ok := func(context.Context) error { return nil }
 		Do(context.Background(), iamUsers, ok, WithGovernor(g))
 		time.Sleep(2 * time.Second)
-		g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
+		g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour), nil)
 		if g.liveScopes() != 0 {
 			t.Fatal("idle scope not reclaimed")
 		}
@@ -290,7 +290,7 @@ func TestCallHoldingAReclaimedEntry(t *testing.T) {
 		stale := tr.e
 		time.Sleep(time.Minute)
 		l := ps.scopes
-		l.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
+		l.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour), nil)
 		l.mu.Lock()
 		nAccounts := len(l.accounts)
 		l.mu.Unlock()

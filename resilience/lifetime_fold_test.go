@@ -30,7 +30,7 @@ func TestReclaimKeepsAServiceItsCalls(t *testing.T) {
 			t.Fatalf("setup: %v calls of %d in all, want 4 of 4", before.Scopes[svc].Calls, before.Totals.Calls)
 		}
 		time.Sleep(2 * time.Second)
-		g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
+		g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour), nil)
 		if g.peekEntry(ec2Subnets) {
 			t.Fatal("setup: the idle DescribeSubnets scope was not reclaimed")
 		}
@@ -80,7 +80,7 @@ func TestLifetimeReadersCountCallsMovedWhileTheyRead(t *testing.T) {
 		}},
 		{"a sweep", func(t *testing.T, g *Governor) {
 			time.Sleep(2 * time.Second)
-			g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
+			g.provider("aws").scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour), nil)
 			if g.peekEntry(ec2Subnets) {
 				t.Error("setup: the idle scope was not reclaimed")
 			}

@@ -66,7 +66,7 @@ func TestLifetimeTotalsModel(t *testing.T) {
 			}
 			sweep := func() {
 				for _, p := range g.providers() {
-					p.scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour))
+					p.scopes.sweep(g.now(), 0, 1<<20, time.Now().Add(time.Hour), nil)
 				}
 			}
 			// totals checks the totals got of a read (name) begun when from

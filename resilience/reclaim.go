@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // The reclaimer drops the scopes that hold nothing learned (rate at its
@@ -16,7 +18,9 @@ import (
 // provider's index, a small step at a time, each step taken by a call
 // that finds the pass due (Guard.Enter). A provider other than aws, azure
 // and gcp whose scopes are all gone, and whose retry budget is full, is
-// dropped too.
+// dropped too. The buckets a step dropped that are state.Droppers (a
+// shared store's, which may hold what their process alone knows of) are
+// told so once the step has released its locks.
 type reclaimer struct {
 	due atomic.Int64 // the time the next step may run; 0 during a pass
 
@@ -50,6 +54,12 @@ func (g *Governor) reclaimStep(now time.Duration) {
 	if !r.mu.TryLock() {
 		return // another call is taking this step
 	}
+	var drops []state.Dropper
+	defer func() { // after r.mu is released: callbacks never run under a lock
+		for _, d := range drops {
+			d.Drop(now)
+		}
+	}()
 	defer r.mu.Unlock()
 	if len(r.queue) == 0 {
 		if now < time.Duration(r.due.Load()) {
@@ -61,11 +71,11 @@ func (g *Governor) reclaimStep(now time.Duration) {
 	deadline := time.Now().Add(reclaimStepTime) // wall time, whatever the governor's clock
 	for budget := reclaimStep; budget > 0 && len(r.queue) > 0 && time.Now().Before(deadline); {
 		p := r.queue[0]
-		visited, spent, done := p.scopes.sweep(now, r.slot, budget, deadline)
+		visited, spent, done := p.scopes.sweep(now, r.slot, budget, deadline, &drops)
 		budget -= max(spent, 1)
 		r.slot += visited
 		if done {
-			g.forgetIfIdle(p)
+			g.forgetIfIdle(p, &drops)
 			r.queue[0] = nil
 			r.queue, r.slot = r.queue[1:], 0
 		}
@@ -82,8 +92,10 @@ func (g *Governor) reclaimStep(now time.Duration) {
 // entries, until it has spent budget (an entry costs one, an empty slot a
 // sixteenth) or the wall clock passes deadline. It reports the slots visited, the budget spent and whether it
 // reached the end, where it drops the accounts no entry uses and shrinks
-// the index if it is mostly empty.
-func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Time) (visited, spent int, done bool) {
+// the index if it is mostly empty. The buckets it drops that are
+// state.Droppers are added to drops, for the caller to tell once it holds
+// no lock.
+func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Time, drops *[]state.Dropper) (visited, spent int, done bool) {
 	wake := false   // a call waits on an entry reclaimed: woken once mu is released
 	moving := false // an entry's calls were folded: a move for the lifetime's readers
 	defer func() {
@@ -134,7 +146,8 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 		wake = wake || e.flags.watched() // after dead: see Guard.watch
 		t.index.deleteAt(tab, end)
 		t.g.foldCalls(e, e.calls.Swap(foldedCalls))
-		if e.acct.refs--; e.acct.refs == 0 && !t.dropAccount(e.key.Account, e.acct, now) {
+		addDropper(drops, e.leaf)
+		if e.acct.refs--; e.acct.refs == 0 && !t.dropAccount(e.key.Account, e.acct, now, drops) {
 			t.unused = append(t.unused, e.key.Account) // busy now: tried again at the end of the pass
 		}
 	}
@@ -144,7 +157,7 @@ func (t *scopeTable) sweep(now time.Duration, from, budget int, deadline time.Ti
 	}
 	kept := t.unused[:0]
 	for _, name := range t.unused {
-		if a, ok := t.accounts[name]; ok && a.refs == 0 && !t.dropAccount(name, a, now) {
+		if a, ok := t.accounts[name]; ok && a.refs == 0 && !t.dropAccount(name, a, now, drops) {
 			kept = append(kept, name)
 		}
 	}
@@ -200,9 +213,10 @@ func (t *scopeTable) keep(e *scopeEntry, slots int) {
 }
 
 // dropAccount removes the account name, which no entry uses, unless a call
-// holds or awaits one of its slots or its bucket holds something learned.
-// The table's mu is held.
-func (t *scopeTable) dropAccount(name string, a *accountEntry, now time.Duration) bool {
+// holds or awaits one of its slots or its bucket holds something learned;
+// its bucket, when it is a state.Dropper, is added to drops. The table's
+// mu is held.
+func (t *scopeTable) dropAccount(name string, a *accountEntry, now time.Duration, drops *[]state.Dropper) bool {
 	if !a.bulkhead.Idle() {
 		return false
 	}
@@ -210,7 +224,16 @@ func (t *scopeTable) dropAccount(name string, a *accountEntry, now time.Duration
 		return false
 	}
 	delete(t.accounts, name)
+	addDropper(drops, a.bucket)
 	return true
+}
+
+// addDropper adds b to drops when it is a state.Dropper (a nil bucket is
+// none); with drops nil (a test's sweep), it adds nothing.
+func addDropper(drops *[]state.Dropper, b state.Bucket) {
+	if d, ok := b.(state.Dropper); ok && drops != nil {
+		*drops = append(*drops, d)
+	}
 }
 
 // foldCalls adds the calls of a dropped entry to its service's lifetime
@@ -234,8 +257,9 @@ func (g *Governor) foldCalls(e *scopeEntry, calls int64) {
 
 // forgetIfIdle drops a provider other than aws, azure and gcp once its
 // scopes are all gone and its retry budget is full: a program that calls
-// many provider names does not keep each one.
-func (g *Governor) forgetIfIdle(p *provider) {
+// many provider names does not keep each one. Its provider bucket, when
+// it is a state.Dropper, is added to drops.
+func (g *Governor) forgetIfIdle(p *provider, drops *[]state.Dropper) {
 	switch p.set.name {
 	case "aws", "azure", "gcp":
 		return
@@ -255,5 +279,6 @@ func (g *Governor) forgetIfIdle(p *provider) {
 		t.mu.Unlock()
 		g.others.Delete(p.set.name)
 		g.replaced()
+		addDropper(drops, t.global)
 	}
 }

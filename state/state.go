@@ -104,8 +104,27 @@ type Bucket interface {
 	Snapshot(now time.Duration) BucketSnapshot
 	// Idle reports whether the bucket holds nothing learned and has been
 	// unused for minIdle: dropping it and making a new one later changes
-	// nothing.
+	// nothing. It only reads: a bucket that holds what it must hand back
+	// when it is dropped (a Dropper) does so in Drop.
 	Idle(now, minIdle time.Duration) bool
+}
+
+// A Dropper is a Bucket that holds what its process alone knows of, and
+// would lose if the governor let the bucket go as it is: fleet mode's
+// bucket holds the tokens its process borrowed from Redis that no caller
+// took (its lease), which Redis counts as taken. The governor drops the
+// buckets it no longer needs (an idle scope's leaf, the bucket of an
+// account none of its scopes uses any more, a forgotten provider's) and
+// then calls Drop, once per bucket, outside its locks. Drop gives back
+// what the bucket holds without waiting for a shared store (it may send
+// it in the background). The bucket stays usable: a call that held it as
+// it was dropped may still take a token of it, which Drop must not lose
+// either; a bucket the governor makes later for the same key is a new
+// one. The governor checks for Dropper with a type assertion: a Bucket
+// need not implement it.
+type Dropper interface {
+	// Drop tells the bucket that the governor dropped it at now.
+	Drop(now time.Duration)
 }
 
 // BreakerSpec describes a circuit breaker. It is a comparable value.

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
+	"github.com/cloudg/cloudg/internal/clocktest"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -190,4 +192,103 @@ func TestALeaseDroppedForAThrottleStaysSpent(t *testing.T) {
 			t.Errorf("rate %v after the throttle, want 50", r)
 		}
 	})
+}
+
+// TestADroppedBucketGivesItsLeaseBack: a quiet scope whose lease ended
+// with tokens no caller took is idle, and the governor's reclaimer drops
+// its bucket; the lease's tokens, which Redis counts as taken, go back to
+// Redis then, as the bucket's next lease request would have given them
+// (a dropped bucket sends none). While other processes keep the bucket
+// drained, tokens not given back are lost to the fleet, not late. A call
+// to the scope right after the drop makes a new bucket, which takes its
+// token beside the give-back: the tokens given back count once.
+func TestADroppedBucketGivesItsLeaseBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		again bool // a call to the scope right after the drop
+		want  float64
+	}{
+		{"dropped", false, 49}, // the lease's 49 tokens back
+		// The new bucket's token taken beside them (its lease request
+		// borrows no more: the drained bucket has none due within a
+		// lease window).
+		{"made again at once", true, 48},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, be backend) {
+				prefix := uniquePrefix(t)
+				// 100 rps with a burst of 20 and a lease window of 500 ms, A
+				// the only process it counts: leases of 50 tokens.
+				cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 20}}}}
+				clock := clocktest.Start(time.Now())
+				rdb := be.client()
+				st := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+					fleet.WithLeaseWindow(500*time.Millisecond))
+				t.Cleanup(func() {
+					st.Close()
+					rdb.Close()
+				})
+				g, err := resilience.NewGovernor(cfg, resilience.WithStateStore(st), resilience.WithClock(clock),
+					resilience.WithReclaimAfter(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := &process{store: st, gov: g, rdb: rdb}
+				if err := a.do(t, vpcs, ok); err != nil { // A borrows a lease: 49 tokens left in it
+					t.Fatal(err)
+				}
+				// Another process drains the bucket far below zero, so that
+				// the balance is not capped while the test reads it; a third,
+				// with no lease, reads it.
+				spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
+				drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+				for range 600 {
+					drain.Reserve(0)
+				}
+				reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+				time.Sleep(600 * time.Millisecond) // A's lease ended
+				// Times are read around each reading, whose time at Redis is
+				// taken as their midpoint.
+				before := time.Now()
+				was := reader.Snapshot(0).Tokens
+				start := before.Add(time.Since(before) / 2)
+				if was > -150 {
+					t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
+				}
+				clock.Advance(2 * time.Minute) // vpcs idle past WithReclaimAfter
+				other := vpcs
+				other.Operation = "DescribeSubnets"
+				for range 3 { // calls take the reclaimer's steps
+					if err := a.do(t, other, ok); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for sc := range g.Scopes() {
+					if sc == vpcs {
+						t.Fatal("the reclaimer kept vpcs, idle for two minutes")
+					}
+				}
+				if tc.again {
+					if err := a.do(t, vpcs, ok); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Redis's balance, less its refill at 100 rps since was.
+				var gain, now float64
+				for end := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+					before := time.Now()
+					now = reader.Snapshot(0).Tokens
+					gain = now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
+					if gain > tc.want-1.5 || time.Now().After(end) {
+						break
+					}
+				}
+				if gain < tc.want-2.5 || gain > tc.want+2.5 {
+					t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after the reclaimer dropped A's bucket, whose ended lease held 49 tokens no caller took; want %v", tc.name, gain, tc.want)
+				}
+				t.Logf("%s: balance %.1f, then %.1f %v later", be.name, was, now, time.Since(start).Round(time.Millisecond))
+				runtime.KeepAlive(g)
+			})
+		})
+	}
 }
