@@ -70,6 +70,7 @@ type sharedBucket struct {
 	giveBack    int       // Cancel's tokens to give back, not yet sent: to the local limits when Redis does not take them
 	unused      int       // Redis's tokens no caller will take (a lease a pause dropped, gone callers'), not yet sent: dropped when Redis does not take them
 	giving      bool      // a goroutine sends them
+	dropped     bool      // the governor dropped the bucket (Drop): it borrows no lease
 	lastUse     time.Duration
 	lastUseMono time.Duration // mono at lastUse
 	lastSuccess time.Duration // the last Success sent to Redis
@@ -707,9 +708,13 @@ func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 // buckets send (a few at a time, however many buckets the governor drops
 // at once), or with a give-back or a lease request already on its way;
 // as every give-back of Redis's tokens, they are dropped when Redis does
-// not take them.
+// not take them. A call that held the bucket as it was dropped may still
+// take a token of it: the bucket borrows no lease after Drop, which no one
+// would give back (the governor tells it once), and the tokens of an
+// answer in flight beyond its callers' go back too (dispatch).
 func (b *sharedBucket) Drop(now time.Duration) {
 	b.mu.Lock()
+	b.dropped = true
 	b.unused += b.takeLease()
 	give := b.giveBack+b.unused > 0 && !b.giving && !b.sending
 	b.giving = b.giving || give

@@ -442,6 +442,9 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		}
 		pairs := b.takeServed()
 		size := b.leaseSize()
+		if b.dropped {
+			size = 0 // see Drop
+		}
 		want := max(size, len(batch))
 		b.mu.Unlock()
 
@@ -523,6 +526,9 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			b.lag = answered - sent
 		}
 		b.leaseStep = step
+		if b.dropped {
+			size = 0 // dropped while the request was in flight: see Drop
+		}
 		if extra := k - i - size; extra > 0 {
 			// The tokens of the callers gone (their contexts ended while
 			// they waited for this answer) or refused (past their limit),

@@ -292,3 +292,78 @@ func TestADroppedBucketGivesItsLeaseBack(t *testing.T) {
 		})
 	}
 }
+
+// TestADroppedBucketBorrowsNoLease: a call that held a bucket as the
+// governor dropped it (it took its scope before the drop) may still take
+// a token of it after Drop gave its lease back; it takes that token, and
+// no lease beyond it, which no one would give back: the governor tells a
+// bucket it dropped once.
+func TestADroppedBucketBorrowsNoLease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 100 rps with a burst of 20 and a lease window of 500 ms, A the
+		// only process it counts: leases of 50 tokens.
+		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(500*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		spec := state.BucketSpec{Rate: 100, Burst: 20}
+		ab := a.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
+		ab.(state.Dropper).Drop(0)
+		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		waitFor(t, 2*time.Second, "the dropped lease given back", func() bool { return reader.Snapshot(0).Tokens > 15 })
+		ab.Reserve(0) // a call that held the bucket as it was dropped
+		if tokens := reader.Snapshot(0).Tokens; tokens < 17 {
+			t.Errorf("the bucket holds %.1f tokens after a call took one of the dropped bucket (its burst of 20 given back); want 19: the dropped bucket borrowed a lease beyond it, which no one gives back", tokens)
+		}
+	})
+}
+
+// TestABucketDroppedWithARequestInFlightKeepsNoLease: the answer to a
+// lease request that was in flight when the governor dropped the bucket
+// (a call that held it as it was dropped sent it) leaves no lease in the
+// bucket: the tokens beyond its callers' go back to Redis.
+func TestABucketDroppedWithARequestInFlightKeepsNoLease(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		// 10 rps with a burst of 20 and a lease window of 5 s, A the only
+		// process it counts: leases of 50 tokens, and a refill slow beside
+		// them.
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(5*time.Second), fleet.WithTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		spec := state.BucketSpec{Rate: 10, Burst: 20}
+		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		reader.Snapshot(0)
+		// Lease requests are answered 300 ms late.
+		px.SlowAnswers(func(answer []byte) bool { return strings.HasPrefix(string(answer), "*14\r\n") }, 300*time.Millisecond)
+		t.Cleanup(func() { px.SlowAnswers(nil, 0) })
+		ab := a.Bucket(vpcsKey, spec, 0)
+		done := make(chan struct{})
+		go func() {
+			ab.Reserve(0) // its request asks for a lease of 50
+			close(done)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		ab.(state.Dropper).Drop(0)
+		<-done
+		// The burst of 20, less the one token taken: 19; with the lease of
+		// 50 kept, -30 and its refill.
+		var tokens float64
+		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if tokens = reader.Snapshot(0).Tokens; tokens > 15 {
+				break
+			}
+		}
+		if tokens <= 15 {
+			t.Errorf("the bucket holds %.1f tokens a second after the answer to a lease request the dropped bucket sent before the drop; want 19: the answer's lease stayed in the dropped bucket, which no one gives back", tokens)
+		}
+	})
+}
