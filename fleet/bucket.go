@@ -279,7 +279,17 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 // local limits gave (the latest logged is theirs: Redis refused the
 // request, or did not answer, and was not charged for it since) goes back
 // to them, not to Redis, which never gave it; so does every token while
-// Redis does not answer.
+// Redis does not answer. A token of Redis's usable at once is not logged
+// (tokenLog): one given back while the latest logged is the local limits'
+// (Redis answered a request sent before the local one was taken) goes
+// back to them in its place, and the local one is forgotten, so that
+// the fleet's count stays right: Redis keeps as spent the token given
+// back, in place of the local one, which the next request does not charge
+// it for; at worst, when no request charges it within a capacity window,
+// one token stays spent, never one too many given. Only the local limits
+// of that episode count a call fewer. Read by its time instead, the
+// latest token would be Redis's, which would be given a token too many
+// whenever the local one is the one given back.
 func (b *sharedBucket) Cancel(now time.Duration) {
 	b.mu.Lock()
 	local := b.log.lastLocal()

@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,6 +169,70 @@ func TestABucketIsNotIdleWithTokensToGiveBack(t *testing.T) {
 		// but for the one A took.
 		if tokens := other.Snapshot(0).Tokens; tokens < 10 {
 			t.Errorf("A's bucket went idle with the 49 tokens of the lease the pause dropped not given back: the bucket holds %.1f tokens at the pause's end; want 19", tokens)
+		}
+	})
+}
+
+// testStart is about when the fleet package's monotonic clock began (the
+// test binary's start).
+var testStart = time.Now()
+
+// TestALocalTokenGivenBackAfterARedisOneGoesToTheLocalLimits pins which
+// limits a token given back goes to when the latest the process took was
+// Redis's and usable at once, which the token log does not keep (only its
+// time), while the latest logged is the local limits'. Here a caller took
+// a token of the local limits (Redis refused its lease request) while
+// another's request was in flight, which Redis then answered with a token
+// usable at once; the first gives its token back. It goes to the local
+// limits, which gave it: read by its time, the latest token was Redis's,
+// and Redis was given a token it never gave.
+func TestALocalTokenGivenBackAfterARedisOneGoesToTheLocalLimits(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		// 1 rps with a burst of 1: the local limits made for the refusal
+		// hold their burst when the process took no token in the last
+		// second (on the fleet package's clock: its first second counts as
+		// one with a token taken).
+		time.Sleep(time.Until(testStart.Add(1100 * time.Millisecond)))
+		spec := state.BucketSpec{Rate: 1, Burst: 1}
+		// Lease requests are answered 200 ms late. Two at once, before the
+		// test's, open the two connections its two requests go on (a
+		// connection opened later sends its handshake first, which the
+		// refusal below would hit), and leave the scripts in Redis.
+		px.SlowAnswers(func(answer []byte) bool { return strings.HasPrefix(string(answer), "*14\r\n") }, 200*time.Millisecond)
+		t.Cleanup(func() { px.SlowAnswers(nil, 0) })
+		var warm sync.WaitGroup
+		for _, key := range []string{"warm1", "warm2"} {
+			warm.Go(func() { a.Bucket(key, spec, 0).Reserve(0) })
+		}
+		warm.Wait()
+		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		ab := a.Bucket(vpcsKey, spec, 0)
+		// The try's request is answered with the bucket's one token, usable
+		// at once; meanwhile Redis refuses the other caller's lease
+		// request, which takes a token of the local limits.
+		tried := make(chan bool)
+		go func() { tried <- ab.TryReserve(0) }()
+		time.Sleep(50 * time.Millisecond)
+		px.RefuseNext([]byte("-ERR refused by the test\r\n"))
+		if w := ab.Reserve(0); w > 0 {
+			t.Fatalf("the local limits' token waits %v; want it usable at once", w)
+		}
+		if !<-tried {
+			t.Fatal("the try took no token of Redis")
+		}
+		ab.Cancel(0)                       // the local limits' token
+		time.Sleep(100 * time.Millisecond) // a give-back's operation, if one goes
+		// Redis's one token taken, and its refill since, a third of one.
+		if tokens := reader.Snapshot(0).Tokens; tokens > 0.75 {
+			t.Errorf("Redis's bucket holds %.2f tokens after its one token was taken and the local limits' token given back; want its refill, about 0.3: Redis was given the local limits' token", tokens)
 		}
 	})
 }
