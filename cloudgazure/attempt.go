@@ -216,7 +216,8 @@ func (c *requestContext) Value(key any) any {
 // if no attempt has yet (a tenant-level request, see callState.gd): on
 // its tenant's scope, tenantScope's, when raw, the attempt's request,
 // carries a bearer token that names the tenant (a Resource Graph page
-// QueryResources paces on a Guard of another governor's: on that Guard's
+// QueryResources paces on a Guard it does not take over, one of another
+// governor's or one the page's first request took: on that Guard's
 // scope, see pagedOf), and on scope otherwise
 // (raw nil: the request ends before any attempt, the bearer token
 // policy having failed or the context ended). It attaches the gate
@@ -229,7 +230,7 @@ func (st *callState) guard(raw *http.Request) *resilience.Guard {
 	}
 	if raw != nil && st.tenant {
 		if pg, ok := pagedOf(st.ctx); ok && st.scope.Service == ServiceResourceGraph {
-			st.scope = pg.sc // a page QueryResources paces on a Guard of another governor
+			st.scope = pg.sc // a page QueryResources paces on a Guard not taken over
 		} else {
 			st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
 		}

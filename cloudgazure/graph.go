@@ -209,17 +209,30 @@ func markGoverned(ctx context.Context) {
 type pagedKey struct{}
 
 // paged is the page fetchPaced is sending: its Guard, entered for the
-// page's first attempt, the Guard's governor, and its scope.
+// page's first attempt, the Guard's governor, and its scope. taken is set
+// by the per-call policy that takes the Guard over (see take).
 type paged struct {
-	gov *resilience.Governor
-	gd  *resilience.Guard
-	sc  resilience.Scope
+	gov   *resilience.Governor
+	gd    *resilience.Guard
+	sc    resilience.Scope
+	taken atomic.Bool
+}
+
+// take reports whether the per-call policy of a pipeline of gov may take
+// the page's Guard over: the first request of the page only. A later
+// request of the same page (a GraphQuerier of the caller's that calls
+// Resources again, its own retry) begins a Guard of its own, nested in
+// the page's, which the first request ended.
+func (p *paged) take(gov *resilience.Governor) bool {
+	return p.gov == gov && p.taken.CompareAndSwap(false, true)
 }
 
 // pagedOf returns the page fetchPaced is sending with ctx, if any. A
 // governed pipeline found out on that page, whose governor is the page's,
-// takes the page's Guard over (see perCallPolicy): the page is one call,
-// counted once, paced by one token, whose outcome the pipeline records.
+// takes the page's Guard over with the page's first request (see
+// perCallPolicy and paged.take): the page is one call, counted once,
+// paced by one token, whose outcome the pipeline records; a later request
+// of the page begins a Guard of its own, a call of its own.
 // A pipeline of another governor begins its own Guard in the page's
 // scope, nested in the page's, whatever the tenant its token names, so
 // that it shares the slot and the half-open breaker's probe the page's

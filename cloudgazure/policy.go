@@ -198,11 +198,13 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := raw.Context()
 	scope := ScopeOfURL(raw.URL)
 	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
-	if pg, ok := pagedOf(ctx); ok && pg.gov == gov && scope.Service == ServiceResourceGraph {
+	if pg, ok := pagedOf(ctx); ok && scope.Service == ServiceResourceGraph && pg.take(gov) {
 		// A page QueryResources paces, not knowing the pipeline is
 		// governed: its Guard, entered for the first attempt (counted,
-		// paced, its slot and breaker's lease held), is the request's, so
-		// that the page is one call.
+		// paced, its slot and breaker's lease held), is the page's first
+		// request's, so that the page is one call. Once taken, it is
+		// ended by that request: a later request of the page (a
+		// caller's wrapper sending it again) begins its own Guard.
 		st.gd, st.scope, st.entered = pg.gd, pg.sc, true
 		st.gate.Attach(pg.gd) // before st.first carries it
 	} else if !st.tenant {
