@@ -304,14 +304,16 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			return zero, err
 		}
 		raw = nil
-		page, kind, moved, err := sendPage(ctx, sctx, gov, gd, sc, client, q, mark, &raw)
+		page, kind, moved, to, err := sendPage(ctx, sctx, gov, gd, sc, client, q, mark, &raw)
 		if moved != nil {
 			// The answer, a failure, was another tenant's (see sendPage):
 			// the page goes on in that tenant's scope, on the Guard that
-			// recorded it. This Guard, its slot given back, is left
-			// without End: its call is counted where it was paced, and
-			// its outcome is the tenant's.
-			gd, sc = moved, tenantScope(GraphScope(), pacedTenant(client))
+			// recorded it, whatever the client's remembered tenant (a
+			// client that is no pointer, or one pacedTenants forgot, has
+			// none). This Guard, its slot given back, is left without
+			// End: its call is counted where it was paced, and its
+			// outcome is the tenant's.
+			gd, sc = moved, to
 			sctx = pageContext()
 		}
 		if mark.governed.Load() {
@@ -376,15 +378,15 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // azure/*/*/resourcegraph before its tenant was known, or a client whose
 // token changed tenant) is that tenant's: it is recorded by a Guard of
 // that tenant's scope (tenantScope's), begun with ctx, the query's
-// context, which sendPage returns as moved, so that a throttle halves and
-// pauses the tenant's queries, not the scope the page was paced in; gd
-// records nothing of it. When the client panics, or what recording the
+// context, which sendPage returns as moved, with its scope (to), so that
+// a throttle halves and pauses the tenant's queries, not the scope the
+// page was paced in; gd records nothing of it. When the client panics, or what recording the
 // answer calls (the governor's log handler), the page is lost to the
 // panic, which goes on: gd ends it, unless the client's pipeline turned
 // out to be governed (its own Guard ended the page), and gives the slot
 // back.
 func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
-	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, moved *resilience.Guard, err error) {
+	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, moved *resilience.Guard, to resilience.Scope, err error) {
 	returned := false
 	defer func() {
 		switch {
@@ -422,7 +424,8 @@ func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilienc
 		gd.Release()
 		gd.After(nil)
 	case account != sc.Account:
-		tg, berr := gov.Begin(ctx, tenantScope(GraphScope(), account), azcoreLoop)
+		to = tenantScope(GraphScope(), account)
+		tg, berr := gov.Begin(ctx, to, azcoreLoop)
 		if berr != nil {
 			// An Azure scope has a provider: not reached.
 			kind = gd.After(err)
@@ -437,7 +440,7 @@ func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilienc
 		gd.Release()
 	}
 	returned = true
-	return page, kind, moved, err
+	return page, kind, moved, to, err
 }
 
 // maxPacedTenants bounds pacedTenants, and so the clients it keeps
