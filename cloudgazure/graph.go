@@ -111,7 +111,11 @@ func (l QueryLimits) resolve() QueryLimits {
 //     breaker's lease, a half-open breaker's probe among them, held), so
 //     that the page is one call, paced by one token per attempt and
 //     recorded once, by the policy, whose outcome is the breaker's
-//     verdict when the page is the probe;
+//     verdict when the page is the probe. As for a client paced here
+//     (below), a first answer whose token names another tenant than the
+//     scope the page was paced in is that tenant's: a failure is recorded
+//     in the tenant's scope, where the page's retries go on and end, and
+//     a success's pauses are set there;
 //   - any other client is paced here: a breaker check, one token and a
 //     bulkhead slot per page; a throttled page halves the scope's rate,
 //     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)

@@ -59,3 +59,43 @@ func TestADetectedPipelinesFirstPageThrottledHoldsOnlyItsTenant(t *testing.T) {
 		}
 	})
 }
+
+// The same client's first page answered with Resource Graph's quota spent
+// (x-ms-user-quota-remaining: 0, resets after 5 s): the quota is tenant
+// A's, and its pause holds tenant A's next query and not tenant B's first
+// page, as for a plain client. The per-call policy set the pause on the
+// page's Guard, in azure/*/*/resourcegraph.
+func TestADetectedPipelinesFirstPageSpentQuotaHoldsOnlyItsTenant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, fast())
+		e.srv.graphPages = 1
+		cA, err := armresourcegraph.NewClient(tenantCred{tenantA}, cloudgazure.ClientOptions(e.base, e.opts()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := *e.base
+		o.Retry = policy.RetryOptions{MaxRetries: -1}
+		cB, err := armresourcegraph.NewClient(tenantCred{tenantB}, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.srv.script(routeGraph, withHeader(reply{}, "x-ms-user-quota-remaining", "0", "x-ms-user-quota-resets-after", "00:00:05"))
+		if _, err := cloudgazure.QueryResources(context.Background(), cA, query, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := cloudgazure.QueryResources(context.Background(), cB, query, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("tenant B's first page waited %v after tenant A's (ClientOptions client) first page spent its quota for 5s, want none", d)
+		}
+		start = time.Now()
+		if _, err := cloudgazure.QueryResources(context.Background(), cA, query, e.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 5*time.Second {
+			t.Errorf("tenant A's next query waited %v after its first page spent its quota for 5s, want 5s", d)
+		}
+	})
+}
