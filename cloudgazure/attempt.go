@@ -221,9 +221,10 @@ func (c *requestContext) Value(key any) any {
 // if no attempt has yet (a tenant-level request, see callState.gd): on
 // its tenant's scope, tenantScope's, when raw, the attempt's request,
 // carries a bearer token that names the tenant (a Resource Graph page
-// QueryResources paces on a Guard it does not take over, one of another
-// governor's or one the page's first request took: on that Guard's
-// scope, see pagedOf), and on scope otherwise
+// QueryResources paces on a Guard of another governor's: on that Guard's
+// scope, see pagedOf; a later request of a page whose Guard the page's
+// first request took over goes on its token's tenant's scope, as that
+// request's failure does, see callState.failed), and on scope otherwise
 // (raw nil: the request ends before any attempt, the bearer token
 // policy having failed or the context ended). It attaches the gate
 // (callState.gate) to the Guard before the request's context carries
@@ -234,8 +235,8 @@ func (st *callState) guard(raw *http.Request) *resilience.Guard {
 		return st.gd
 	}
 	if raw != nil && st.tenant {
-		if pg, ok := pagedOf(st.ctx); ok && st.scope.Service == ServiceResourceGraph {
-			st.scope = pg.sc // a page QueryResources paces on a Guard not taken over
+		if pg, ok := pagedOf(st.ctx); ok && pg.gov != st.gov && st.scope.Service == ServiceResourceGraph {
+			st.scope = pg.sc // a page QueryResources paces on a Guard of another governor
 		} else {
 			st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
 		}

@@ -225,8 +225,9 @@ type paged struct {
 // take reports whether the per-call policy of a pipeline of gov may take
 // the page's Guard over: the first request of the page only. A later
 // request of the same page (a GraphQuerier of the caller's that calls
-// Resources again, its own retry) begins a Guard of its own, nested in
-// the page's, which the first request ended.
+// Resources again, its own retry) begins a Guard of its own, in the scope
+// of the tenant its token names, nested in the page's, which the first
+// request ended.
 func (p *paged) take(gov *resilience.Governor) bool {
 	return p.gov == gov && p.taken.CompareAndSwap(false, true)
 }
@@ -236,7 +237,8 @@ func (p *paged) take(gov *resilience.Governor) bool {
 // takes the page's Guard over with the page's first request (see
 // perCallPolicy and paged.take): the page is one call, counted once,
 // paced by one token, whose outcome the pipeline records; a later request
-// of the page begins a Guard of its own, a call of its own.
+// of the page begins a Guard of its own, a call of its own, in the scope
+// of the tenant its token names, nested in the page's.
 // A pipeline of another governor begins its own Guard in the page's
 // scope, nested in the page's, whatever the tenant its token names, so
 // that it shares the slot and the half-open breaker's probe the page's
