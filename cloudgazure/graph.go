@@ -386,11 +386,11 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // that tenant's scope (tenantScope's), begun with ctx, the query's
 // context, which sendPage returns as moved, with its scope (to), so that
 // a throttle halves and pauses the tenant's queries, not the scope the
-// page was paced in; gd records nothing of it. When the client panics, or what recording the
-// answer calls (the governor's log handler), the page is lost to the
-// panic, which goes on: gd ends it, unless the client's pipeline turned
-// out to be governed (its own Guard ended the page), and gives the slot
-// back.
+// page was paced in; gd records nothing of it. When the client panics,
+// or what recording the answer calls (the governor's log handler), the
+// page is lost to the panic, which goes on: gd ends it, unless the
+// client's pipeline turned out to be governed (its own Guard ended the
+// page), and gives the slot back.
 func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
 	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, moved *resilience.Guard, to resilience.Scope, err error) {
 	returned := false
