@@ -33,9 +33,11 @@
 // tokens the fleet's current rate gives in one lease window (100 ms by
 // default) divided among the live processes, capped at 64. Taking a
 // borrowed token is local (a mutex, no I/O); tokens not used within the
-// window go back to Redis with the next request, or, when the scope goes
-// quiet and the governor drops its bucket as idle, then (the bucket is a
-// state.Dropper: until it goes, Redis counts them as taken). What it trades: a process
+// window go back to Redis with the next request, or when the governor
+// drops the bucket (the scope went quiet and the bucket idle, or a
+// Configure or Reset replaced it with a new one): the bucket is a
+// state.Dropper, told so, and until its lease goes, Redis counts its
+// tokens as taken. What it trades: a process
 // may spend the tokens it borrowed after another process's throttle halved
 // the rate (at most n per process; the throttled process drops its own
 // lease at once). At 20 rps shared by 8 processes the lease is one token,

@@ -150,7 +150,7 @@ func (g *Governor) init() {
 		} else {
 			g.epoch = time.Now()
 		}
-		g.cur.Store(g.build(Config{}, nil, false))
+		g.cur.Store(g.build(Config{}, nil, false, nil))
 	})
 }
 
@@ -319,7 +319,7 @@ func (g *Governor) provider(name string) *provider {
 		return p.(*provider)
 	}
 	c = g.cur.Load()
-	p := g.reconcile(nil, resolveProvider(name, c.cfg.Provider(name), c.enabled), false)
+	p := g.reconcile(nil, resolveProvider(name, c.cfg.Provider(name), c.enabled), false, nil)
 	g.others.Store(name, p)
 	return p
 }
@@ -344,22 +344,24 @@ func (g *Governor) existing(name string) *provider {
 
 // build makes the configuration for cfg, keeping what it can of old (the
 // slots calls hold, and with reset unset what the settings did not change).
-func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
+// The buckets it replaces that are state.Droppers are added to drops, for
+// the caller to tell once it holds no lock.
+func (g *Governor) build(cfg Config, old *configured, reset bool, drops *[]state.Dropper) *configured {
 	enabled := cfg.Enabled == nil || *cfg.Enabled
 	nc := &configured{cfg: cfg, enabled: enabled}
 	var prev configured
 	if old != nil {
 		prev = *old
 	}
-	nc.aws = g.reconcile(prev.aws, resolveProvider("aws", cfg.AWS, enabled), reset)
-	nc.azure = g.reconcile(prev.azure, resolveProvider("azure", cfg.Azure, enabled), reset)
-	nc.gcp = g.reconcile(prev.gcp, resolveProvider("gcp", cfg.GCP, enabled), reset)
+	nc.aws = g.reconcile(prev.aws, resolveProvider("aws", cfg.AWS, enabled), reset, drops)
+	nc.azure = g.reconcile(prev.azure, resolveProvider("azure", cfg.Azure, enabled), reset, drops)
+	nc.gcp = g.reconcile(prev.gcp, resolveProvider("gcp", cfg.GCP, enabled), reset, drops)
 	// The other providers change in place, one by one: mu is held, so
 	// that a call holding a table this retires waits for the change to be
 	// in force (scopeTable.create), and finds the new provider after it.
 	g.others.Range(func(k, v any) bool {
 		name := k.(string)
-		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, cfg.Provider(name), enabled), reset))
+		g.others.Store(name, g.reconcile(v.(*provider), resolveProvider(name, cfg.Provider(name), enabled), reset, drops))
 		return true
 	})
 	return nc
@@ -370,8 +372,10 @@ func (g *Governor) build(cfg Config, old *configured, reset bool) *configured {
 // changed, the breakers unless the breaker settings did, the budget unless
 // the retry settings did. The bulkheads are always kept, with the new cap,
 // so that the slots calls hold still count and the cap holds across any
-// change. reset forgets every learned thing but the slots held.
-func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *provider {
+// change. reset forgets every learned thing but the slots held. The
+// buckets it replaces that are state.Droppers are added to drops
+// (scopeTable.adopt).
+func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool, drops *[]state.Dropper) *provider {
 	if old == nil {
 		return &provider{set: set, scopes: g.newScopeTable(set), budget: g.store.Budget(set.name, set.budget)}
 	}
@@ -385,7 +389,7 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *
 	}
 	if reset || !old.set.limitsEqual(set) {
 		p.scopes = g.newScopeTable(set)
-		p.scopes.adopt(old.scopes, !reset && old.set.bucketsEqual(set), !reset && old.set.breaker == set.breaker)
+		p.scopes.adopt(old.scopes, !reset && old.set.bucketsEqual(set), !reset && old.set.breaker == set.breaker, drops)
 	}
 	return p
 }
@@ -399,17 +403,24 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool) *
 // is reconfigured, reset, disabled or enabled meanwhile. An invalid cfg
 // changes nothing. The governor keeps a copy of cfg: changing cfg's maps
 // or pointers afterwards changes nothing in force.
+//
+// The buckets a change of bucket settings replaces that are
+// state.Droppers (a shared store's) are told so once each, after the
+// change is in force and the governor's locks are released; a call that
+// took a token of one before may still take it.
 func (g *Governor) Configure(cfg Config) error {
 	cfg = cfg.clone() // the caller's maps stay the caller's
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	g.init()
+	var drops []state.Dropper
+	defer g.dropAll(&drops) // after mu is released: callbacks never run under a lock
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.moves.begin()
 	defer g.moves.end() // after replaced: once the retired table is out of force
-	g.cur.Store(g.build(cfg, g.cur.Load(), false))
+	g.cur.Store(g.build(cfg, g.cur.Load(), false, &drops))
 	g.replaced()
 	return nil
 }
@@ -420,21 +431,36 @@ func (g *Governor) Config() Config { return g.configured().cfg.clone() }
 
 // Reset forgets everything learned (rates, pauses, breakers, budgets,
 // lifetime stats) and keeps the configuration. Calls in flight keep their
-// concurrency slots, and the cap holds across it.
+// concurrency slots, and the cap holds across it. The buckets it replaces
+// that are state.Droppers are told so, as Configure tells them.
 func (g *Governor) Reset() {
 	g.init()
+	var drops []state.Dropper
+	defer g.dropAll(&drops) // after mu is released
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.moves.begin()
 	defer g.moves.end()
 	c := g.cur.Load()
-	g.cur.Store(g.build(c.cfg, c, true))
+	g.cur.Store(g.build(c.cfg, c, true, &drops))
 	g.life.clear()
 	g.waited.reset()
 	g.folded.Store(0)
 	// Last: a call it wakes records what it does next in the lifetime
 	// stats this Reset starts.
 	g.replaced()
+}
+
+// dropAll tells each of drops, the buckets a Configure or Reset replaced,
+// that it was dropped. No lock of the governor's is held.
+func (g *Governor) dropAll(drops *[]state.Dropper) {
+	if len(*drops) == 0 {
+		return
+	}
+	now := g.now()
+	for _, d := range *drops {
+		d.Drop(now)
+	}
 }
 
 // replaced counts a change of the providers' state (Generation) and wakes

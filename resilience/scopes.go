@@ -426,8 +426,12 @@ func (b *entryBlock) init(set *providerSettings, key Scope, now time.Duration) *
 // table's cap, so that the slots calls hold still count), the buckets when
 // keepBuckets is set and the breakers when keepBreakers is. Every entry of
 // old is marked dead, so that calls holding one move here when they next
-// record something. t must not be published yet.
-func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
+// record something. The buckets of old it does not take over (its live
+// entries' leaves, its accounts' buckets, its provider bucket) are added
+// to drops when they are state.Droppers, for the caller to tell once it
+// holds no lock; a call that still holds one may take a token of it. t
+// must not be published yet.
+func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool, drops *[]state.Dropper) {
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	t.mu.Lock()
@@ -435,6 +439,8 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 	old.retired = true
 	if keepBuckets {
 		t.global = old.global
+	} else {
+		addDropper(drops, old.global)
 	}
 	for name, a := range old.accounts {
 		a.bulkhead.SetLimit(t.set.bulkhead)
@@ -446,6 +452,9 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		default:
 			na.bucket = t.g.store.Bucket(accountKey(Scope{Provider: t.set.name, Account: name}), *t.set.account, t.g.now())
 		}
+		if na.bucket != a.bucket {
+			addDropper(drops, a.bucket)
+		}
 		t.accounts[name] = na
 	}
 	old.index.rangeLocked(func(e *scopeEntry) {
@@ -454,6 +463,9 @@ func (t *scopeTable) adopt(old *scopeTable, keepBuckets, keepBreakers bool) {
 		}
 		busy := e.flags.kill()
 		calls := e.calls.Swap(foldedCalls)
+		if !keepBuckets || t.set.leafKey(e.key) != e.key {
+			addDropper(drops, e.leaf) // not taken over: a new one is made
+		}
 		if t.set.leafKey(e.key) != e.key {
 			t.g.foldCalls(e, calls) // made afresh on its next call
 			return

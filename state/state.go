@@ -115,13 +115,15 @@ type Bucket interface {
 // took (its lease), which Redis counts as taken. The governor drops the
 // buckets it no longer needs (an idle scope's leaf, the bucket of an
 // account none of its scopes uses any more, a forgotten provider's) and
-// then calls Drop, once per bucket, outside its locks. Drop gives back
-// what the bucket holds without waiting for a shared store (it may send
-// it in the background). The bucket stays usable: a call that held it as
-// it was dropped may still take a token of it, which Drop must not lose
-// either; a bucket the governor makes later for the same key is a new
-// one. The governor checks for Dropper with a type assertion: a Bucket
-// need not implement it.
+// those it replaces with new ones (a Configure that changes a provider's
+// bucket settings, a Reset), and then calls Drop, once per bucket,
+// outside its locks. Drop gives back what the bucket holds without
+// waiting for a shared store (it may send it in the background). The
+// bucket stays usable: a call that held it as it was dropped may still
+// take a token of it, which Drop must not lose either; the bucket the
+// governor makes for the same key, later or (when it replaces one) before
+// Drop, is another one. The governor checks for Dropper with a type
+// assertion: a Bucket need not implement it.
 type Dropper interface {
 	// Drop tells the bucket that the governor dropped it at now.
 	Drop(now time.Duration)

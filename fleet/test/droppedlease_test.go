@@ -293,6 +293,91 @@ func TestADroppedBucketGivesItsLeaseBack(t *testing.T) {
 	}
 }
 
+// TestAReplacedBucketGivesItsLeaseBack: a Configure that changes a
+// provider's bucket settings, and a Reset, replace its buckets with new
+// ones; the lease a replaced bucket holds, which Redis counts as taken,
+// goes back to Redis, as it does when the reclaimer drops the bucket
+// (TestADroppedBucketGivesItsLeaseBack). While other processes keep the
+// bucket drained, tokens not given back are lost to the fleet. Here the
+// Configure adds an account bucket, which leaves the scope's leaf spec as
+// it was: the balance Redis holds reads the same after the change.
+func TestAReplacedBucketGivesItsLeaseBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(g *resilience.Governor, cfg resilience.Config) error
+	}{
+		{"Configure", func(g *resilience.Governor, cfg resilience.Config) error {
+			account := 1000.0
+			cfg.AWS.AccountMaxRPS = &account
+			return g.Configure(cfg)
+		}},
+		{"Reset", func(g *resilience.Governor, _ resilience.Config) error {
+			g.Reset()
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, be backend) {
+				prefix := uniquePrefix(t)
+				// 100 rps with a burst of 20 and a lease window of 500 ms, A
+				// the only process it counts: leases of 50 tokens.
+				cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 20}}}}
+				rdb := be.client()
+				st := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+					fleet.WithLeaseWindow(500*time.Millisecond))
+				t.Cleanup(func() {
+					st.Close()
+					rdb.Close()
+				})
+				g, err := resilience.NewGovernor(cfg, resilience.WithStateStore(st))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := &process{store: st, gov: g, rdb: rdb}
+				if err := a.do(t, vpcs, ok); err != nil { // A borrows a lease: 49 tokens left in it
+					t.Fatal(err)
+				}
+				// Another process drains the bucket far below zero, so that
+				// the balance is not capped while the test reads it; a third,
+				// with no lease, reads it.
+				spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
+				drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+				for range 600 {
+					drain.Reserve(0)
+				}
+				reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+				// Times are read around each reading, whose time at Redis is
+				// taken as their midpoint.
+				before := time.Now()
+				was := reader.Snapshot(0).Tokens
+				start := before.Add(time.Since(before) / 2)
+				if was > -150 {
+					t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
+				}
+				if err := tc.change(g, cfg); err != nil {
+					t.Fatal(err)
+				}
+				// Redis's balance, less its refill at 100 rps since was.
+				const want = 49 // the lease's tokens back
+				var gain, now float64
+				for end := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+					before := time.Now()
+					now = reader.Snapshot(0).Tokens
+					gain = now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
+					if gain > want-1.5 || time.Now().After(end) {
+						break
+					}
+				}
+				if gain < want-2.5 || gain > want+2.5 {
+					t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after the %s replaced A's bucket, whose lease held 49 tokens no caller took; want %v", be.name, gain, tc.name, want)
+				}
+				t.Logf("%s: balance %.1f, then %.1f %v later", be.name, was, now, time.Since(start).Round(time.Millisecond))
+				runtime.KeepAlive(g)
+			})
+		})
+	}
+}
+
 // TestADroppedBucketBorrowsNoLease: a call that held a bucket as the
 // governor dropped it (it took its scope before the drop) may still take
 // a token of it after Drop gave its lease back; it takes that token, and
