@@ -72,9 +72,9 @@ type Guard struct {
 	run    *counters          // the run's counters for the service scope, or nil
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
-	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it; once kept for a loan that outlived its attempt, the next slot's follows it (see lends)
-	loan   *slotLend          // the loan this call took of an enclosing call's slot (see borrowSlot), or nil
-	slotIn *bulkhead.Bulkhead // the bulkhead of the slot this one borrowed, while loan is not nil
+	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it
+	slotOf *Guard             // the enclosing call whose slot this one borrowed (see borrowSlot), or nil
+	slotIn *bulkhead.Bulkhead // the bulkhead of the slot this one borrowed, while slotOf is not nil
 	gate   *nestgate.Gate     // orders the lookups of the calls nested in this one's attempts, whose context other goroutines may hold (WithNestedCalls, an integration's attempt context); nil: none
 
 	rp      *RetryPolicy // the call's policy option
@@ -212,13 +212,14 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // borrowed one to come back, so that the calls stay within the cap. A
 // nested call that goes on once the attempt is over (a goroutine's) keeps
 // the slot it borrowed: the enclosing call's Release leaves it taken
-// until the nested call gives it back. The call lends each slot it holds
-// so, one loan at a time: the slot a later attempt takes while the one of
-// an earlier attempt is kept for its loan (a goroutine's call going on)
-// is lent to a call nested in the later attempt at once, so that the
-// later nested call does not wait for the earlier one, which may wait
-// for it. The kept slot stays taken until its loan comes back, and the
-// later slot is the attempt's own, so that the calls stay within the cap.
+// until the nested call gives it back. The call lends one slot at a time,
+// whichever attempt the calls were nested in: a call nested in a later
+// attempt, no slot free and the loan of an earlier attempt still out (a
+// goroutine's call going on), waits for a free slot or for that loan to
+// come back, as a second call nested in the same attempt does. Such a
+// wait ends when the earlier call does: an earlier nested call that
+// waits for the later one (or for the attempt it is nested in) waits for
+// good when the account's cap is full.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that
@@ -297,8 +298,8 @@ func (gd *Guard) Enter(ctx context.Context) error {
 				return err
 			}
 		}
-		if gd.slot != nil || gd.loan != nil { // held, or borrowed, across attempts
-			if !gd.lends().lent() {
+		if gd.slot != nil || gd.slotOf != nil { // held, or borrowed, across attempts
+			if !gd.lent.lentOut() {
 				break
 			}
 			// Lent to a call nested in an attempt before, which
@@ -463,8 +464,8 @@ func (gd *Guard) TryEnter() error {
 			return gd.wouldWait(w, ErrNoToken)
 		}
 	}
-	held := gd.slot != nil || gd.loan != nil // or borrowed, across attempts
-	if held && gd.lends().lent() {
+	held := gd.slot != nil || gd.slotOf != nil // or borrowed, across attempts
+	if held && gd.lent.lentOut() {
 		gd.Release() // kept for the call it is lent to, as Enter has it
 		held = false
 	}
@@ -836,7 +837,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	// The slot held (or borrowed) across the SDK's retries, lent to a
 	// call nested in an attempt before, which goes on: kept for it, and
 	// this retry takes another, as Enter has it.
-	slot := (gd.slot != nil || gd.loan != nil) && gd.lends().lent()
+	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut()
 	if err := gd.readySend(ctx, now, token, slot); err != nil {
 		return err
 	}
@@ -921,16 +922,15 @@ func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot b
 // goroutine the attempt started and did not wait for) stays taken until
 // that call gives it back, so that the account stays within its cap: the
 // Guard's own, and one the Guard borrowed from an enclosing call and lent
-// on, whose loan the Guard gives back then. A slot the Guard takes after
-// it is lent on its own, the kept one's loan still out (see Enter).
+// on, whose loan the Guard gives back then.
 func (gd *Guard) Release() {
-	if gd.loan != nil {
+	if gd.slotOf != nil {
 		// A slot it borrowed that it lent on in turn is kept, as its own
 		// would be.
-		if (gd.orphan == nil || gd.orphan.repay()) && (gd.lent.idle() || !gd.lends().keep(nil, gd.loan)) {
-			gd.loan.giveBack()
+		if (gd.orphan == nil || gd.orphan.repay()) && (!gd.lent.lent() || !gd.lent.keep(nil, &gd.slotOf.lent)) {
+			gd.slotOf.lent.giveBack()
 		}
-		gd.loan, gd.slotIn = nil, nil
+		gd.slotOf, gd.slotIn = nil, nil
 	}
 	if gd.slot != nil {
 		if gd.orphan == nil || gd.orphan.drop() {
@@ -939,7 +939,7 @@ func (gd *Guard) Release() {
 			if !gd.e.flags.unbusy() {
 				gd.g.unbusyLive(gd.scope)
 			}
-			if gd.lent.idle() || !gd.lends().keep(gd.slot, nil) {
+			if !gd.lent.lent() || !gd.lent.keep(gd.slot, nil) {
 				gd.slot.Release()
 			}
 		}

@@ -9,52 +9,42 @@ import (
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
-// slotLend is the loan of a bulkhead slot a call holds (or borrowed) to
-// the calls nested in the attempt it holds it for (see Guard.Enter): one
-// of them at a time goes on it, without a slot of its own; another waits
-// for a free slot or for the slot to come back, so that calls nested at
-// once (a function that fans out with its context) stay within the
-// account's cap, and none waits for the slot its own caller holds. A
-// nested call made by a goroutine the attempt started and did not wait
-// for may go on after the attempt is over: the slot the enclosing call
-// gives back meanwhile (Guard.Release) stays taken (keep) until the loan
-// comes back (giveBack), so that the nested call is still counted against
-// the cap. A lender that borrowed the slot itself (a call nested in
-// another's attempt) keeps its loan so rather than give it back to its
-// own lender. A call lends each slot it holds on a slotLend of its own:
-// the one a Guard holds inline lends its first slot, and once it is kept
-// for a loan that outlived its attempt, the call lends the slots it holds
-// after it on the next one, which keep made with what it kept
-// (Guard.lends), so that a later attempt's slot is lent at once, the
-// earlier loan still out. Its zero value has lent nothing.
+// slotLend is a call's bulkhead slot as lent to the calls nested in its
+// attempt (see Guard.Enter): one of them at a time goes on it, without a
+// slot of its own; another waits for a free slot or for the slot to come
+// back, so that calls nested at once (a function that fans out with its
+// context) stay within the account's cap, and none waits for the slot its
+// own caller holds. A nested call made by a goroutine the attempt started
+// and did not wait for may go on after the attempt is over: the slot the
+// enclosing call gives back meanwhile (Guard.Release) stays taken (keep)
+// until the loan comes back (giveBack), so that the nested call is still
+// counted against the cap. A lender that borrowed the slot itself (a
+// call nested in another's attempt) keeps its loan so rather than give
+// it back to its own lender. Its zero value has lent nothing.
 // It is safe for concurrent use.
 type slotLend struct {
 	mu   sync.Mutex
-	st   atomic.Uint32 // lendBusy, and lendKept; changed by take and giveBack under mu, and by keep
+	st   atomic.Uint32 // lendBusy, and lendKept with it; changed by take and giveBack under mu, and by keep
 	back chan struct{} // closed as the slot comes back; made by the first call to wait for it
-	kept *keptSlot     // what keep kept, and the lend after this one: written before keep sets lendKept, and no more once it is set
+	kept *keptSlot     // what keep kept: written before it sets lendKept, read once giveBack finds it set
 }
 
 // keptSlot is what a lender keeps for a loan that outlived its attempt
 // (slotLend.keep): a slot of b, or its own loan of of, an enclosing
-// call's slot, until the loan comes back; and the lend of the slots the
-// lender holds after it. It is made only then, so that a Guard keeps one
-// pointer for it, and the common call's Guard stays in its size class.
+// call's slot. It is made only then, so that a Guard keeps one pointer
+// for it, and the common call's Guard stays in its size class.
 type keptSlot struct {
-	b    *bulkhead.Bulkhead
-	of   *slotLend
-	next slotLend
+	b  *bulkhead.Bulkhead
+	of *slotLend
 }
 
 const (
 	lendBusy uint32 = 1 << iota // a nested call holds the slot
-	lendKept                    // the lender gave its slot back meanwhile (keep), kept until the loan comes back, and lends its next slots on kept.next; set for good
+	lendKept                    // the lender gave its slot back meanwhile (keep), kept until the loan comes back
 )
 
 // take lends the slot and reports true when no nested call holds it;
-// otherwise it returns a channel closed once the slot comes back. It is
-// asked of the lend a call lends its slot on now (Guard.lends), which
-// keep has not set lendKept on.
+// otherwise it returns a channel closed once the slot comes back.
 func (l *slotLend) take() (bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -70,22 +60,12 @@ func (l *slotLend) take() (bool, <-chan struct{}) {
 
 // giveBack ends the loan take made, and wakes the calls waiting for it.
 // The slot the lender gave back meanwhile (keep) goes back to its
-// bulkhead now; the lend stays kept, leading to the next one.
+// bulkhead now.
 func (l *slotLend) giveBack() {
 	l.mu.Lock()
-	var b *bulkhead.Bulkhead
-	var of *slotLend
-	for {
-		// keep may set lendKept meanwhile, without the lock.
-		st := l.st.Load()
-		if !l.st.CompareAndSwap(st, st&lendKept) {
-			continue
-		}
-		if st&lendKept != 0 {
-			b, of = l.kept.b, l.kept.of
-			l.kept.b, l.kept.of = nil, nil // given back once; nor is an enclosing call's lend kept alive by this one
-		}
-		break
+	var kept *keptSlot
+	if l.st.Swap(0)&lendKept != 0 {
+		kept, l.kept = l.kept, nil
 	}
 	if l.back != nil {
 		close(l.back)
@@ -93,57 +73,45 @@ func (l *slotLend) giveBack() {
 	}
 	l.mu.Unlock()
 	switch {
-	case b != nil:
-		b.Release()
-	case of != nil:
-		of.giveBack()
+	case kept == nil:
+	case kept.b != nil:
+		kept.b.Release()
+	default:
+		kept.of.giveBack()
 	}
 }
 
-// lent reports whether a nested call holds the slot: one that holds its
-// slot across attempts sends none on it (Guard.Enter, Guard.TryEnter),
-// and gives it back, kept for the loan (keep), before it takes another.
-func (l *slotLend) lent() bool { return l.st.Load()&lendBusy != 0 }
+// lent reports whether a nested call holds the slot: the lender giving
+// its slot back then keeps it for the loan (keep). It is one load, which
+// the common call, whose slot no call borrowed, pays as it gives its slot
+// back.
+func (l *slotLend) lent() bool { return l.st.Load() != 0 }
 
-// idle reports whether the lend has lent nothing and was never kept: the
-// lend of the slot the call holds, which no nested call holds. It is one
-// load, which the common call, whose slot no call borrowed, pays as it
-// gives its slot back; asked of a Guard's inline lend, false leads on to
-// the lend of the slot the call holds now (Guard.lends).
-func (l *slotLend) idle() bool { return l.st.Load() == 0 }
+// lentOut reports whether a nested call holds the slot and no slot of
+// the lender's is kept for it yet: a lender that holds its slot across
+// attempts sends none on it then (Guard.Enter, Guard.TryEnter).
+func (l *slotLend) lentOut() bool { return l.st.Load() == lendBusy }
 
 // keep keeps the lender's slot of b, which the lender is giving back while
 // it is lent, until the loan comes back (giveBack): the nested call that
 // borrowed it outlived the attempt. A lender that goes on a slot it
 // borrowed keeps its loan of of, an enclosing call's slot, instead (b
-// nil), which giveBack then gives back. The lender lends its next slots
-// on the next lend (Guard.lends). It reports false when the loan came
-// back meanwhile, which is all it needs: the caller then releases b, or
-// gives its loan of of back. It takes no lock, so that the Guard of the
-// common call, on its caller's stack, does not escape to the heap.
+// nil), which giveBack then gives back. It reports false when the loan
+// came back meanwhile, or kept a slot of the lender's already (given back
+// after an earlier attempt, the nested call still going on), which is all
+// it needs: the caller then releases b, or gives its loan of of back. It
+// takes no lock, so that the Guard of the common call, on its caller's
+// stack, does not escape to the heap.
 func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
 	if l.st.Load() != lendBusy {
 		return false
 	}
-	l.kept = &keptSlot{b: b, of: of} // read by giveBack and Guard.lends only once the compare-and-swap below set lendKept
+	l.kept = &keptSlot{b: b, of: of} // read by giveBack only once the compare-and-swap below set lendKept
 	if l.st.CompareAndSwap(lendBusy, lendBusy|lendKept) {
 		return true
 	}
 	l.kept = nil
 	return false
-}
-
-// lends returns the lend of the slot the call holds now, or holds next:
-// its inline one, or, once that was kept for a loan that outlived its
-// attempt (slotLend.keep), the one that follows it, and so on. Only the
-// call's own goroutine moves it on (Release), between attempts; a call
-// nested in an attempt reads it as it reads the slot the call holds.
-func (gd *Guard) lends() *slotLend {
-	l := &gd.lent
-	for l.st.Load()&lendKept != 0 {
-		l = &l.kept.next
-	}
-	return l
 }
 
 // borrowSlot lends this call the slot of b that an enclosing call holds
@@ -177,11 +145,10 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 			var ok bool
 			var back <-chan struct{}
 			if held {
-				loan := outer.lends()
-				if ok, back = loan.take(); ok {
-					gd.loan, gd.slotIn = loan, b
+				if ok, back = outer.lent.take(); ok {
+					gd.slotOf, gd.slotIn = outer, b
 					if gd.orphan != nil {
-						gd.orphan.borrow(loan)
+						gd.orphan.borrow(&outer.lent)
 					}
 				}
 			}
@@ -199,7 +166,7 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 // that lent the slot (or the one that lent it to that one) may be over
 // its attempt, its goroutine writing its Guard, while this call goes on.
 func (gd *Guard) holdsSlotOf(b *bulkhead.Bulkhead) bool {
-	return gd.slot == b || (gd.loan != nil && gd.slotIn == b)
+	return gd.slot == b || (gd.slotOf != nil && gd.slotIn == b)
 }
 
 // errSlotBack is waitSlot's: the slot lent to another nested call came
