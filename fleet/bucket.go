@@ -723,6 +723,7 @@ func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 // would give back (the governor tells it once), and the tokens of an
 // answer in flight beyond its callers' go back too (dispatch).
 func (b *sharedBucket) Drop(now time.Duration) {
+	b.s.forget(b)
 	b.mu.Lock()
 	b.dropped = true
 	b.unused += b.takeLease()
@@ -731,6 +732,34 @@ func (b *sharedBucket) Drop(now time.Duration) {
 	b.mu.Unlock()
 	if give {
 		b.s.giveBackDropped(b, now)
+	}
+}
+
+// closeOut is Close's Drop: it gives back, before it returns, the tokens
+// of the bucket's lease that no caller took and those it has to give back
+// (giveBack, unused), and marks it dropped, so that it borrows no lease
+// after. An operation of the bucket's in flight (a lease request, a
+// give-back) is waited for, as the tokens it brings back or has yet to
+// send are the bucket's to give back too; the wait ends at Close's
+// deadline (Store.closeBy), past which the store sends nothing.
+func (b *sharedBucket) closeOut() {
+	for {
+		b.mu.Lock()
+		b.dropped = true
+		b.unused += b.takeLease()
+		busy := b.giving || b.sending
+		give := !busy && b.giveBack+b.unused > 0
+		b.giving = b.giving || give
+		now := b.lastUse
+		b.mu.Unlock()
+		switch {
+		case give:
+			b.sendGiveBack(now)
+		case !busy || b.s.closeOver():
+			return
+		default:
+			time.Sleep(time.Millisecond) // for the operation in flight
+		}
 	}
 }
 

@@ -37,7 +37,9 @@
 // drops the bucket (the scope went quiet and the bucket idle, or a
 // Configure or Reset replaced it with a new one): the bucket is a
 // state.Dropper, told so, and until its lease goes, Redis counts its
-// tokens as taken. What it trades: a process
+// tokens as taken. Store.Close gives back the leases of the buckets the
+// governor still holds, so that a process that shuts down leaves none
+// spent. What it trades: a process
 // may spend the tokens it borrowed after another process's throttle halved
 // the rate (at most n per process; the throttled process drops its own
 // lease at once). At 20 rps shared by 8 processes the lease is one token,

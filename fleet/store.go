@@ -57,6 +57,17 @@ type Store struct {
 
 	mu      sync.Mutex
 	budgets map[string]*sharedBudget // by key: one per provider
+	// live holds, under mu, a weak pointer to each bucket the store made
+	// (Bucket) that the governor has not dropped (Drop removes it), so
+	// that Close gives their leases back; weak, so that it keeps alive
+	// none the governor let go of without telling it (the heartbeat
+	// removes their entries). closing is set, under mu, as Close gathers
+	// them: a bucket made after it borrows no lease.
+	live    map[weak.Pointer[sharedBucket]]struct{}
+	closing bool
+	// closeBy is when (mono) Close's operations with Redis must be done,
+	// its start and the operation timeout; 0 before Close (see call).
+	closeBy atomic.Int64
 	// breakers maps a scope's breaker key to a weak pointer to its
 	// breaker, so that the answers to token requests refresh it without
 	// keeping alive a breaker the governor dropped; the heartbeat removes
@@ -73,6 +84,7 @@ type Store struct {
 	dropMu      sync.Mutex
 	drops       []droppedBucket
 	dropSenders int
+	dropsDone   sync.Cond // on dropMu: broadcast when a sender of dropped buckets ends
 
 	stop chan struct{}
 	done chan struct{}
@@ -240,8 +252,10 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	s := &Store{
 		rdb: rdb, bounded: endsAtDeadline(rdb), cfg: cfg, local: resilience.MemoryStore(),
 		horizon: cfg.keyTTL + hint.MaxPause, budgets: map[string]*sharedBudget{},
+		live: map[weak.Pointer[sharedBucket]]struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	s.dropsDone.L = &s.dropMu
 	if cfg.logger != nil {
 		s.log.Store(cfg.logger)
 	} else {
@@ -257,15 +271,27 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	return s
 }
 
-// Close stops the heartbeat and, for a Store made by Open, closes its
-// Redis client. A call through the store after Close (or in flight at
-// Close) goes on with local limits, and reports no Redis outage.
+// Close stops the heartbeat, saves the retry budgets' spending, and gives
+// back to Redis the tokens the buckets the store made hold and no caller
+// took: their leases (Redis counts them as taken, and the fleet's other
+// processes would lose them until their times pass), the tokens given
+// back and not sent yet, and those of the buckets the governor dropped
+// whose give-back is still queued; a bucket the governor dropped is not
+// given back twice. Then, for a Store made by Open, it closes its Redis
+// client. Close's operations with Redis end within the operation timeout
+// (WithTimeout) from its start, however many buckets have tokens to give
+// back, and whether or not Redis answers; the tokens not given back by
+// then stay spent until their times pass. A call through the store after
+// Close (or in flight at Close) goes on with local limits, and reports no
+// Redis outage: a bucket Close gave its lease back borrows no new one.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.closeBy.Store(int64(mono() + s.cfg.timeout))
 		close(s.stop)
 		<-s.done
 		s.flushBudgets()
+		s.giveBackLeases()
 		s.shut.Store(true)
 		redisLog.remove(s)
 		if s.ownsRDB {
@@ -345,6 +371,7 @@ func (s *Store) loop() {
 			redisLog.flush()
 			if beat%60 == 0 {
 				s.forgetDroppedBreakers()
+				s.forgetLostBuckets()
 			}
 		}
 	}
@@ -386,6 +413,7 @@ func (s *Store) sendDropped() {
 		if len(s.drops) == 0 {
 			s.drops = nil
 			s.dropSenders--
+			s.dropsDone.Broadcast()
 			s.dropMu.Unlock()
 			return
 		}
@@ -395,6 +423,72 @@ func (s *Store) sendDropped() {
 		s.dropMu.Unlock()
 		d.b.sendGiveBack(d.now)
 	}
+}
+
+// giveBackLeases is Close's: it gives back the tokens of every live
+// bucket (sharedBucket.closeOut) and of the dropped buckets still
+// queued, maxDropSenders at a time, and waits for the senders of dropped
+// buckets to end, within closeBy.
+func (s *Store) giveBackLeases() {
+	s.mu.Lock()
+	s.closing = true
+	live := s.live
+	s.live = nil
+	s.mu.Unlock()
+	s.dropMu.Lock()
+	queued := s.drops
+	s.drops = nil
+	s.dropMu.Unlock()
+	work := make([]func(), 0, len(live)+len(queued))
+	for _, d := range queued { // Drop set giving: theirs to send
+		work = append(work, func() { d.b.sendGiveBack(d.now) })
+	}
+	for w := range live {
+		if b := w.Value(); b != nil {
+			work = append(work, b.closeOut)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(maxDropSenders, len(work)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(work)); i = next.Add(1) - 1 {
+				work[i]()
+			}
+		}()
+	}
+	wg.Wait()
+	s.dropMu.Lock()
+	for s.dropSenders > 0 {
+		s.dropsDone.Wait()
+	}
+	s.dropMu.Unlock()
+}
+
+// closeOver reports whether Close's deadline (closeBy) passed.
+func (s *Store) closeOver() bool {
+	by := s.closeBy.Load()
+	return by != 0 && mono() >= time.Duration(by)
+}
+
+// forget removes b from the live buckets: the governor dropped it.
+func (s *Store) forget(b *sharedBucket) {
+	s.mu.Lock()
+	delete(s.live, weak.Make(b))
+	s.mu.Unlock()
+}
+
+// forgetLostBuckets removes the entries of buckets gone without Drop.
+func (s *Store) forgetLostBuckets() {
+	s.mu.Lock()
+	for w := range s.live {
+		if w.Value() == nil {
+			delete(s.live, w)
+		}
+	}
+	s.mu.Unlock()
 }
 
 // forgetDroppedBreakers removes the entries of breakers the governor no
@@ -551,9 +645,16 @@ func (s *Store) refused(key string, err error) {
 
 // call runs script within the operation timeout, whichever client the
 // store has: one that ignores its context's deadline is left to finish
-// alone when the timeout passes.
+// alone when the timeout passes. Once Close began, it runs it by Close's
+// deadline (closeBy), and sends nothing past it.
 func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timeout)
+	d := s.cfg.timeout
+	if by := s.closeBy.Load(); by != 0 {
+		if d = min(d, time.Duration(by)-mono()); d <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, d)
 	defer cancel()
 	if s.bounded {
 		return script.run(ctx, s.rdb, keys, args)
@@ -639,7 +740,15 @@ func (s *Store) scopeKeys(key string) (bucket, brk string) {
 // Bucket returns the shared bucket of the scope whose state key is key.
 func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
 	bk, brk := s.scopeKeys(key)
-	return newSharedBucket(s, bk, brk, spec)
+	b := newSharedBucket(s, bk, brk, spec)
+	s.mu.Lock()
+	if s.closing {
+		b.dropped = true // Close gave the leases back: it borrows none
+	} else {
+		s.live[weak.Make(b)] = struct{}{}
+	}
+	s.mu.Unlock()
+	return b
 }
 
 // Breaker returns the shared breaker of the scope whose state key is key.

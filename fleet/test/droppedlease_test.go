@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -449,6 +450,188 @@ func TestABucketDroppedWithARequestInFlightKeepsNoLease(t *testing.T) {
 		}
 		if tokens <= 15 {
 			t.Errorf("the bucket holds %.1f tokens a second after the answer to a lease request the dropped bucket sent before the drop; want 19: the answer's lease stayed in the dropped bucket, which no one gives back", tokens)
+		}
+	})
+}
+
+// TestAClosedStoreGivesItsLeaseBack: a process that shuts down (a CI
+// job, a scanner run, a pod rolled) closes its Store while a bucket it
+// uses holds a lease with tokens no caller took; Close gives them back
+// to Redis before it returns, as the governor's Drop does for a bucket it
+// drops (TestADroppedBucketGivesItsLeaseBack). While other processes keep
+// the bucket drained, tokens not given back are lost to the fleet until
+// their times pass.
+func TestAClosedStoreGivesItsLeaseBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 100 rps with a burst of 20 and a lease window of 500 ms, A the
+		// only process it counts: leases of 50 tokens.
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 20}}}}
+		rdb := be.client()
+		t.Cleanup(func() { rdb.Close() })
+		st := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(500*time.Millisecond))
+		g, err := resilience.NewGovernor(cfg, resilience.WithStateStore(st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &process{store: st, gov: g, rdb: rdb}
+		if err := a.do(t, vpcs, ok); err != nil { // A borrows a lease: 49 tokens left in it
+			t.Fatal(err)
+		}
+		// Another process drains the bucket far below zero, so that the
+		// balance is not capped while the test reads it; a third, with no
+		// lease, reads it.
+		spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
+		drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		for range 600 {
+			drain.Reserve(0)
+		}
+		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		// Times are read around each reading, whose time at Redis is taken
+		// as their midpoint.
+		before := time.Now()
+		was := reader.Snapshot(0).Tokens
+		start := before.Add(time.Since(before) / 2)
+		if was > -150 {
+			t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Redis's balance, less its refill at 100 rps since was, read as
+		// Close returned: it gave them back before it did.
+		before = time.Now()
+		now := reader.Snapshot(0).Tokens
+		gain := now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
+		const want = 49 // the lease's tokens back
+		if gain < want-2.5 || gain > want+2.5 {
+			t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after A closed its Store, whose bucket's lease held 49 tokens no caller took; want %v", be.name, gain, want)
+		}
+		// A call in flight at Close, or after it, goes on with local
+		// limits: the closed bucket borrows no lease of Redis's.
+		before = time.Now()
+		if err := a.do(t, vpcs, ok); err != nil {
+			t.Fatal(err)
+		}
+		after := reader.Snapshot(0).Tokens
+		if moved := after - now - time.Since(before).Seconds()*spec.Rate; moved < -2.5 {
+			t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after a call of A's closed governor; want none taken", be.name, moved)
+		}
+		t.Logf("%s: balance %.1f, then %.1f at Close's return %v later", be.name, was, now, time.Since(start).Round(time.Millisecond))
+		runtime.KeepAlive(g)
+	})
+}
+
+// TestCloseGivesADroppedBucketsLeaseBackOnce: a bucket the governor
+// dropped just before Close has its give-back queued; Close sends it
+// before it returns, and not a second time as a live bucket's.
+func TestCloseGivesADroppedBucketsLeaseBackOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		prefix := uniquePrefix(t)
+		// 100 rps with a burst of 20 and a lease window of 500 ms, A the
+		// only process it counts: leases of 50 tokens.
+		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(500*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
+		ab := a.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
+		drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		for range 600 {
+			drain.Reserve(0)
+		}
+		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		before := time.Now()
+		was := reader.Snapshot(0).Tokens
+		start := before.Add(time.Since(before) / 2)
+		if was > -150 {
+			t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
+		}
+		ab.(state.Dropper).Drop(0)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		before = time.Now()
+		now := reader.Snapshot(0).Tokens
+		gain := now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
+		const want = 49 // the lease's tokens back, once
+		if gain < want-2.5 || gain > want+2.5 {
+			t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) as Close returned, after the governor dropped A's bucket, whose lease held 49 tokens no caller took, just before; want %v", be.name, gain, want)
+		}
+	})
+}
+
+// TestCloseIsBoundedWhenRedisDoesNotAnswer: Close gives the leases of
+// many buckets back, a few at a time; when Redis stops answering, it
+// returns within the store's operation timeout all the same, not a
+// timeout for each round of them.
+func TestCloseIsBoundedWhenRedisDoesNotAnswer(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		t.Cleanup(px.Thaw)
+		prefix := uniquePrefix(t)
+		const timeout = time.Second
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(500*time.Millisecond), fleet.WithTimeout(timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := state.BucketSpec{Rate: 100, Burst: 20}
+		const scopes = 16 // four rounds of the four senders
+		for i := range scopes {
+			a.Bucket(vpcsKey+strconv.Itoa(i), spec, 0).Reserve(0) // each borrows a lease
+		}
+		px.Freeze()
+		start := time.Now()
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > timeout+timeout/2 {
+			t.Errorf("Close took %v with Redis frozen and %d buckets' leases to give back; want at most the operation timeout, %v", took.Round(time.Millisecond), scopes, timeout)
+		}
+	})
+}
+
+// TestAStoreClosedWithARequestInFlightKeepsNoLease: the answer to a lease
+// request in flight at Close (a call in flight sent it) leaves no lease
+// of Redis's in the closed bucket: Close waits for it, within its
+// deadline, and gives the tokens beyond the caller's back.
+func TestAStoreClosedWithARequestInFlightKeepsNoLease(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		// 10 rps with a burst of 20 and a lease window of 5 s, A the only
+		// process it counts: leases of 50 tokens, and a refill slow beside
+		// them.
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+			fleet.WithLeaseWindow(5*time.Second), fleet.WithTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := state.BucketSpec{Rate: 10, Burst: 20}
+		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		reader.Snapshot(0)
+		// Lease requests are answered 300 ms late.
+		px.SlowAnswers(func(answer []byte) bool { return strings.HasPrefix(string(answer), "*14\r\n") }, 300*time.Millisecond)
+		t.Cleanup(func() { px.SlowAnswers(nil, 0) })
+		ab := a.Bucket(vpcsKey, spec, 0)
+		done := make(chan struct{})
+		go func() {
+			ab.Reserve(0) // its request asks for a lease of 50
+			close(done)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		// The burst of 20, less the one token taken: 19; with the lease of
+		// 50 kept, -30 and its refill.
+		if tokens := reader.Snapshot(0).Tokens; tokens <= 15 {
+			t.Errorf("the bucket holds %.1f tokens as Close returned, whose store had a lease request in flight; want 19: the answer's lease stayed in the closed bucket, which no one gives back", tokens)
 		}
 	})
 }
