@@ -53,6 +53,38 @@ func TestDroppedBreakersAreForgotten(t *testing.T) {
 	}
 }
 
+// The store's registry of live buckets, whose leases Close gives back,
+// lets go of a bucket the governor dropped (Drop) at once, and keeps
+// alive none the governor let go of without Drop.
+func TestTheLiveBucketsAreThoseTheGovernorHolds(t *testing.T) {
+	s := New(unreachable(), WithLogger(quiet))
+	defer s.Close()
+	spec := state.BucketSpec{Rate: 10, Burst: 10}
+	held := make([]state.Bucket, 0, 50)
+	for i := range 100 {
+		b := s.Bucket(fmt.Sprintf("aws/%d/us-east-1/ec2/DescribeVpcs", i), spec, 0)
+		if i%2 == 0 {
+			b.(state.Dropper).Drop(0)
+		}
+		held = append(held, b)
+	}
+	live := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.live)
+	}
+	if n := live(); n != 50 {
+		t.Fatalf("%d buckets live after the governor dropped 50 of the 100 it holds; want 50", n)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	runtime.GC()
+	s.forgetLostBuckets()
+	if n := live(); n > 5 { // a bucket may survive one GC cycle
+		t.Fatalf("%d buckets live after the governor let go of them all; want none", n)
+	}
+}
+
 // Durations Redis counts in milliseconds are at least one: a key TTL under
 // a millisecond would be PEXPIRE key 0 (deleting every key), a heartbeat
 // under a third of one would give the process's entry in the heartbeat
