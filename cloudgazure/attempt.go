@@ -178,11 +178,6 @@ type callState struct {
 	// recut: an attempt ended azcore's loop because its context was the
 	// cut one (see attempt).
 	recut bool
-	// paged is the page QueryResources paces whose Guard the per-call
-	// policy took over (gd, on the page's scope, chosen before the
-	// client's token was seen), until its first answer is learnt from
-	// (see pageTenant).
-	paged *paged
 }
 
 // requestContext is the context the per-call policy gives a request
@@ -221,10 +216,9 @@ func (c *requestContext) Value(key any) any {
 // if no attempt has yet (a tenant-level request, see callState.gd): on
 // its tenant's scope, tenantScope's, when raw, the attempt's request,
 // carries a bearer token that names the tenant (a Resource Graph page
-// QueryResources paces on a Guard of another governor's: on that Guard's
-// scope, see pagedOf; a later request of a page whose Guard the page's
-// first request took over goes on its token's tenant's scope, as that
-// request's failure does, see callState.failed), and on scope otherwise
+// QueryResources paces on a Guard it does not take over, one of another
+// governor's or one the page's first request took: on that Guard's
+// scope, see pagedOf), and on scope otherwise
 // (raw nil: the request ends before any attempt, the bearer token
 // policy having failed or the context ended). It attaches the gate
 // (callState.gate) to the Guard before the request's context carries
@@ -235,8 +229,8 @@ func (st *callState) guard(raw *http.Request) *resilience.Guard {
 		return st.gd
 	}
 	if raw != nil && st.tenant {
-		if pg, ok := pagedOf(st.ctx); ok && pg.gov != st.gov && st.scope.Service == ServiceResourceGraph {
-			st.scope = pg.sc // a page QueryResources paces on a Guard of another governor
+		if pg, ok := pagedOf(st.ctx); ok && st.scope.Service == ServiceResourceGraph {
+			st.scope = pg.sc // a page QueryResources paces on a Guard not taken over
 		} else {
 			st.scope = tenantScope(st.scope, st.s.tenantAccount(raw.Header.Get("Authorization")))
 		}
@@ -360,21 +354,15 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 		// The quota's pauses are set before the slot goes back, so that a
 		// request waiting for it sees them; the slot before After, which
 		// records the success at once.
-		if account, other := st.pageTenant(); other {
-			// A page's success recorded in the scope it was paced in,
-			// whose quota is the tenant's its token named.
-			d, reset := quotaReset(resp.Header)
-			pauseTenant(st.ctx, st.gov, account, armQuotaLow(resp.Header, true), d, reset)
-		} else {
-			st.proactive(resp.Header)
-		}
+		st.proactive(resp.Header)
 		st.gd.Release()
 		st.gd.After(nil)
 		return resp, nil
 	}
 	se := &statusError{resp: resp}
 	st.last = se
-	st.failed(se)
+	st.gd.After(se)
+	st.gd.Release()
 	if !st.s.retries(resp.StatusCode) || st.lastTry() {
 		st.owed = !st.s.known
 		return resp, nil // azcore will not retry it, as far as the policies know
@@ -390,53 +378,6 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	return resp, nil
 }
 
-// failed records a failed attempt's answer, err, and gives its slot back
-// once it is recorded, so that a request waiting for the slot sees the
-// pause a throttle's hint set. The first answer of a Resource Graph page
-// whose Guard the per-call policy took over (see callState.paged), whose
-// token names another tenant than the page's scope (a client's first
-// page, paced in azure/*/*/resourcegraph before QueryResources knew the
-// pipeline governed or its tenant), is that tenant's, as QueryResources
-// records a plain client's (see sendPage): a Guard of the tenant's scope,
-// begun with the request's context, records it, and the request goes on
-// on that Guard (its retries, its end), so that a throttle halves and
-// pauses the tenant's queries, not the scope the page was paced in. The
-// page's Guard, its slot given back, is left without End: its call is
-// counted where it was paced.
-func (st *callState) failed(err error) {
-	if account, other := st.pageTenant(); other {
-		sc := tenantScope(GraphScope(), account)
-		if tg, berr := st.gov.Begin(st.ctx, sc, azcoreLoop); berr == nil {
-			tg.After(err) // an answer no Enter of tg's sent: recorded as such
-			st.gd.Release()
-			// The gate is tg's before rc carries it (see guard): the
-			// page's Guard, left behind, shares it.
-			st.gate.Attach(tg)
-			st.gd, st.scope = tg, sc
-			st.rc.gd.Store(tg)
-			return
-		}
-		// An Azure scope has a provider: not reached.
-	}
-	st.gd.After(err)
-	st.gd.Release()
-}
-
-// pageTenant reports, for the first answer of a page whose Guard the
-// per-call policy took over (callState.paged), which it forgets, whether
-// the attempt's bearer token named another tenant than the page's scope,
-// and that tenant's account (tenantAccount's, "" for a token that names
-// none). Any other answer is the request's scope's.
-func (st *callState) pageTenant() (account string, other bool) {
-	pg := st.paged
-	if pg == nil || st.tried == nil {
-		return "", false
-	}
-	st.paged = nil
-	account = st.s.tenantAccount(st.tried.Header.Get("Authorization"))
-	return account, account != pg.sc.Account
-}
-
 // lastTry reports whether the attempt just made is the last azcore makes,
 // when the policies know azcore's MaxRetries.
 func (st *callState) lastTry() bool {
@@ -448,7 +389,8 @@ func (st *callState) lastTry() bool {
 // response with its error, and azcore drains it before retrying.
 func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Response, error) {
 	st.last = nil
-	st.failed(err)
+	st.gd.After(err)
+	st.gd.Release()
 	if st.ctx.Err() != nil || isNonRetriable(err) || st.lastTry() {
 		return resp, err // azcore stops here; the per-call policy ends the Guard
 	}

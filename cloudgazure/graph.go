@@ -111,11 +111,7 @@ func (l QueryLimits) resolve() QueryLimits {
 //     breaker's lease, a half-open breaker's probe among them, held), so
 //     that the page is one call, paced by one token per attempt and
 //     recorded once, by the policy, whose outcome is the breaker's
-//     verdict when the page is the probe. As for a client paced here
-//     (below), a first answer whose token names another tenant than the
-//     scope the page was paced in is that tenant's: a failure is recorded
-//     in the tenant's scope, where the page's retries go on and end, and
-//     a success's pauses are set there;
+//     verdict when the page is the probe;
 //   - any other client is paced here: a breaker check, one token and a
 //     bulkhead slot per page; a throttled page halves the scope's rate,
 //     pauses it for the hint (Retry-After, or x-ms-user-quota-resets-after)
@@ -131,12 +127,8 @@ func (l QueryLimits) resolve() QueryLimits {
 //     answer. Such a client sets its token where QueryResources cannot see
 //     it before a page is sent: a page is paced in the scope of the tenant
 //     the client's last page named (the first page of a client in
-//     azure/*/*/resourcegraph), a success whose token names another
-//     tenant pauses that tenant's scope, and a failure whose token names
-//     another tenant is that tenant's: recorded in its scope (a throttle
-//     halves and pauses the tenant's queries, not the scope the page was
-//     paced in, whose call it stays), where the page's retries go on.
-//     The backoff before a retry
+//     azure/*/*/resourcegraph), and a success whose token names another
+//     tenant pauses that tenant's scope. The backoff before a retry
 //     ends when the scope's breaker opens with a cooldown that outlasts
 //     it (resilience.Guard.Backoff), and the retry is refused then.
 //
@@ -225,9 +217,8 @@ type paged struct {
 // take reports whether the per-call policy of a pipeline of gov may take
 // the page's Guard over: the first request of the page only. A later
 // request of the same page (a GraphQuerier of the caller's that calls
-// Resources again, its own retry) begins a Guard of its own, in the scope
-// of the tenant its token names, nested in the page's, which the first
-// request ended.
+// Resources again, its own retry) begins a Guard of its own, nested in
+// the page's, which the first request ended.
 func (p *paged) take(gov *resilience.Governor) bool {
 	return p.gov == gov && p.taken.CompareAndSwap(false, true)
 }
@@ -237,8 +228,7 @@ func (p *paged) take(gov *resilience.Governor) bool {
 // takes the page's Guard over with the page's first request (see
 // perCallPolicy and paged.take): the page is one call, counted once,
 // paced by one token, whose outcome the pipeline records; a later request
-// of the page begins a Guard of its own, a call of its own, in the scope
-// of the tenant its token names, nested in the page's.
+// of the page begins a Guard of its own, a call of its own.
 // A pipeline of another governor begins its own Guard in the page's
 // scope, nested in the page's, whatever the tenant its token names, so
 // that it shares the slot and the half-open breaker's probe the page's
@@ -299,29 +289,15 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	// the context says so. A call nested in the attempt finds the Guard
 	// too, and never waits for the slot it holds, nor is refused by the
 	// half-open breaker whose probe it took (it borrows the probe).
-	pageContext := func() context.Context {
-		sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
-		return context.WithValue(sctx, pagedKey{}, &paged{gov: gov, gd: gd, sc: sc})
-	}
-	sctx := pageContext()
+	sctx := context.WithValue(policy.WithCaptureResponse(ctx, &raw), gov, gd)
+	sctx = context.WithValue(sctx, pagedKey{}, &paged{gov: gov, gd: gd, sc: sc})
 	for i := 0; ; i++ {
 		if err := gd.Enter(ctx); err != nil {
 			gd.End(err)
 			return zero, err
 		}
 		raw = nil
-		page, kind, moved, to, err := sendPage(ctx, sctx, gov, gd, sc, client, q, mark, &raw)
-		if moved != nil {
-			// The answer, a failure, was another tenant's (see sendPage):
-			// the page goes on in that tenant's scope, on the Guard that
-			// recorded it, whatever the client's remembered tenant (a
-			// client that is no pointer, or one pacedTenants forgot, has
-			// none). This Guard, its slot given back, is left without
-			// End: its call is counted where it was paced, and its
-			// outcome is the tenant's.
-			gd, sc = moved, to
-			sctx = pageContext()
-		}
+		page, kind, err := sendPage(sctx, gov, gd, sc, client, q, mark, &raw)
 		if mark.governed.Load() {
 			// The pipeline is governed: its per-call policy took this
 			// Guard over and ended it, having recorded the page's
@@ -367,8 +343,8 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 	}
 }
 
-// sendPage sends one page with sctx and remembers the tenant its bearer
-// token named (the request of the response *raw captured) as the client's
+// sendPage sends one page and remembers the tenant its bearer token named
+// (the request of the response *raw captured) as the client's
 // (pacedTenant). Unless the client's pipeline turned out to be governed
 // (fetchPaced gives that page's slot back), it learns from the answer and
 // gives the slot back: a success's spent quota (Resource Graph's, or
@@ -379,20 +355,13 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 // the one remembered, see pauseTenant), and the slot goes back
 // before After, which records the success at once; a failure's slot goes
 // back once After recorded it (kind is its kind), so that a page waiting
-// for the slot sees the pause a throttle's hint set. A failure whose
-// token named another tenant than sc's (a client's first page, paced in
-// azure/*/*/resourcegraph before its tenant was known, or a client whose
-// token changed tenant) is that tenant's: it is recorded by a Guard of
-// that tenant's scope (tenantScope's), begun with ctx, the query's
-// context, which sendPage returns as moved, with its scope (to), so that
-// a throttle halves and pauses the tenant's queries, not the scope the
-// page was paced in; gd records nothing of it. When the client panics,
-// or what recording the answer calls (the governor's log handler), the
-// page is lost to the panic, which goes on: gd ends it, unless the
-// client's pipeline turned out to be governed (its own Guard ended the
-// page), and gives the slot back.
-func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
-	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, moved *resilience.Guard, to resilience.Scope, err error) {
+// for the slot sees the pause a throttle's hint set. When the client
+// panics, or what recording the answer calls (the governor's log
+// handler), the page is lost to the panic, which goes on: gd ends it,
+// unless the client's pipeline turned out to be governed (its own Guard
+// ended the page), and gives the slot back.
+func sendPage(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, sc resilience.Scope, client GraphQuerier,
+	q armresourcegraph.QueryRequest, mark *graphMark, raw **http.Response) (page armresourcegraph.ClientResourcesResponse, kind resilience.Kind, err error) {
 	returned := false
 	defer func() {
 		switch {
@@ -403,7 +372,7 @@ func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilienc
 			gd.Release()
 		}
 	}()
-	page, err = client.Resources(sctx, q, nil)
+	page, err = client.Resources(ctx, q, nil)
 	account := sc.Account
 	if r := *raw; r != nil && r.Request != nil {
 		account = tenantAccount(r.Request.Header.Get("Authorization"))
@@ -424,29 +393,17 @@ func sendPage(ctx, sctx context.Context, gov *resilience.Governor, gd *resilienc
 					gd.Pause(d)
 				}
 			} else if p != pauseNothing || reset {
-				pauseTenant(sctx, gov, account, p, d, reset)
+				pauseTenant(ctx, gov, account, p, d, reset)
 			}
 		}
 		gd.Release()
 		gd.After(nil)
-	case account != sc.Account:
-		to = tenantScope(GraphScope(), account)
-		tg, berr := gov.Begin(ctx, to, azcoreLoop)
-		if berr != nil {
-			// An Azure scope has a provider: not reached.
-			kind = gd.After(err)
-			gd.Release()
-			break
-		}
-		kind = tg.After(err) // an answer no Enter of tg's sent: recorded as such
-		gd.Release()
-		moved = tg
 	default:
 		kind = gd.After(err)
 		gd.Release()
 	}
 	returned = true
-	return page, kind, moved, to, err
+	return page, kind, err
 }
 
 // maxPacedTenants bounds pacedTenants, and so the clients it keeps

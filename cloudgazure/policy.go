@@ -205,7 +205,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		// request's, so that the page is one call. Once taken, it is
 		// ended by that request: a later request of the page (a
 		// caller's wrapper sending it again) begins its own Guard.
-		st.gd, st.scope, st.entered, st.paged = pg.gd, pg.sc, true, pg
+		st.gd, st.scope, st.entered = pg.gd, pg.sc, true
 		st.gate.Attach(pg.gd) // before st.first carries it
 	} else if !st.tenant {
 		// A tenant-level request's Guard, a Resource Graph query's too,

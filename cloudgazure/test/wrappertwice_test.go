@@ -3,12 +3,9 @@ package test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -61,48 +58,6 @@ func TestAWrapperThatSendsTheFirstPageTwiceIsTwoCalls(t *testing.T) {
 		}
 		if in := e.gov.Inspect(graphScope); in.InFlight != 0 || in.Waiting != 0 {
 			t.Errorf("bulkhead %+v after the query, want nothing held", in)
-		}
-	})
-}
-
-// The same wrapper of a client of tenant A: the second request's throttle
-// (Retry-After: 5) is tenant A's, recorded in its scope, as the first
-// request's would be (TestADetectedPipelinesFirstPageThrottledHoldsOnlyItsTenant),
-// and holds no other tenant's first page.
-func TestAWrappersSecondRequestOfTheFirstPageIsItsTenants(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := memEnv(t, fast())
-		e.srv.graphPages = 1
-		cA, err := armresourcegraph.NewClient(tenantCred{tenantA}, cloudgazure.ClientOptions(e.base, e.opts()...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := *e.base
-		o.Retry = policy.RetryOptions{MaxRetries: -1}
-		cB, err := armresourcegraph.NewClient(tenantCred{tenantB}, &o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.srv.script(routeGraph, reply{status: http.StatusBadRequest, code: "BadRequest"}, throttled("5"))
-		done := make(chan error, 1)
-		go func() {
-			_, err := cloudgazure.QueryResources(context.Background(), &retryingQuerier{cA}, query, e.opts()...)
-			done <- err
-		}()
-		synctest.Wait()
-		start := time.Now()
-		if _, err := cloudgazure.QueryResources(context.Background(), cB, query, e.opts()...); err != nil {
-			t.Error(err)
-		}
-		if d := time.Since(start); d != 0 {
-			t.Errorf("tenant B's first page waited %v while the second request of tenant A's first page was throttled for 5s, want none", d)
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		tenantGraph := resilience.Scope{Provider: "azure", Account: "tenants/" + strings.ToLower(tenantA), Service: "resourcegraph"}
-		if got := e.gov.Summary(nil).Scopes; got[graphScope].Throttled != 0 || got[tenantGraph].Throttled != 1 {
-			t.Errorf("throttles: %v %+v, %v %+v; want tenant A's one in its scope", graphScope, got[graphScope], tenantGraph, got[tenantGraph])
 		}
 	})
 }
