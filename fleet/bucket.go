@@ -721,15 +721,24 @@ func (b *sharedBucket) Idle(now, minIdle time.Duration) bool {
 // not take them. A call that held the bucket as it was dropped may still
 // take a token of it: the bucket borrows no lease after Drop, which no one
 // would give back (the governor tells it once), and the tokens of an
-// answer in flight beyond its callers' go back too (dispatch).
+// answer in flight beyond its callers' go back too (dispatch). A bucket
+// with an operation in flight stays among the store's live buckets, so
+// that Store.Close waits for that operation and gives back what it
+// brings.
 func (b *sharedBucket) Drop(now time.Duration) {
-	b.s.forget(b)
 	b.mu.Lock()
 	b.dropped = true
 	b.unused += b.takeLease()
-	give := b.giveBack+b.unused > 0 && !b.giving && !b.sending
+	busy := b.giving || b.sending
+	give := b.giveBack+b.unused > 0 && !busy
 	b.giving = b.giving || give
 	b.mu.Unlock()
+	if !busy {
+		// An operation in flight (a lease request, a give-back) may bring
+		// tokens to give back after it, which Close waits for: the
+		// bucket stays among the store's live ones until then.
+		b.s.forget(b)
+	}
 	if give {
 		b.s.giveBackDropped(b, now)
 	}

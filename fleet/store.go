@@ -271,26 +271,28 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	return s
 }
 
-// Close stops the heartbeat, saves the retry budgets' spending, and gives
-// back to Redis the tokens the buckets the store made hold and no caller
-// took: their leases (Redis counts them as taken, and the fleet's other
-// processes would lose them until their times pass), the tokens given
-// back and not sent yet, and those of the buckets the governor dropped
-// whose give-back is still queued; a bucket the governor dropped is not
-// given back twice. Then, for a Store made by Open, it closes its Redis
-// client. Close's operations with Redis end within the operation timeout
-// (WithTimeout) from its start, however many buckets have tokens to give
-// back, and whether or not Redis answers; the tokens not given back by
-// then stay spent until their times pass. A call through the store after
-// Close (or in flight at Close) goes on with local limits, and reports no
-// Redis outage: a bucket Close gave its lease back borrows no new one.
+// Close stops the heartbeat, gives back to Redis the tokens the buckets
+// the store made hold and no caller took: their leases (Redis counts them
+// as taken, and the fleet's other processes would lose them until their
+// times pass), the tokens given back and not sent yet, and those of the
+// buckets the governor dropped whose give-back is still queued or whose
+// operation was in flight as it dropped them; a bucket the governor
+// dropped is not given back twice. It then saves the retry budgets'
+// spending (a fraction of a token each, where a lease is up to 64: a slow
+// Redis spends Close's time on the leases first). Then, for a Store made
+// by Open, it closes its Redis client. Close's operations with Redis end
+// within the operation timeout (WithTimeout) from its start, however many
+// buckets have tokens to give back, and whether or not Redis answers; the
+// tokens not given back by then stay spent until their times pass. A call
+// through the store after Close (or in flight at Close) goes on with local
+// limits, and reports no Redis outage: a bucket Close gave its lease back
+// borrows no new one.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
 		s.closeBy.Store(int64(mono() + s.cfg.timeout))
 		close(s.stop)
 		<-s.done
-		s.flushBudgets()
 		s.giveBackLeases()
 		s.shut.Store(true)
 		redisLog.remove(s)
@@ -427,13 +429,20 @@ func (s *Store) sendDropped() {
 
 // giveBackLeases is Close's: it gives back the tokens of every live
 // bucket (sharedBucket.closeOut) and of the dropped buckets still
-// queued, maxDropSenders at a time, and waits for the senders of dropped
-// buckets to end, within closeBy.
+// queued, maxDropSenders at a time, waits for the senders of dropped
+// buckets to end, and then saves the retry budgets' spending, all within
+// closeBy: a slow Redis spends the deadline on the leases, up to a
+// lease's tokens each, before the budgets, whose refunds are a fraction
+// of a token each.
 func (s *Store) giveBackLeases() {
 	s.mu.Lock()
 	s.closing = true
 	live := s.live
 	s.live = nil
+	budgets := make([]*sharedBudget, 0, len(s.budgets))
+	for _, b := range s.budgets {
+		budgets = append(budgets, b)
+	}
 	s.mu.Unlock()
 	s.dropMu.Lock()
 	queued := s.drops
@@ -465,6 +474,9 @@ func (s *Store) giveBackLeases() {
 		s.dropsDone.Wait()
 	}
 	s.dropMu.Unlock()
+	for _, b := range budgets {
+		b.flush()
+	}
 }
 
 // closeOver reports whether Close's deadline (closeBy) passed.
