@@ -238,24 +238,9 @@ func TestADroppedBucketGivesItsLeaseBack(t *testing.T) {
 				if err := a.do(t, vpcs, ok); err != nil { // A borrows a lease: 49 tokens left in it
 					t.Fatal(err)
 				}
-				// Another process drains the bucket far below zero, so that
-				// the balance is not capped while the test reads it; a third,
-				// with no lease, reads it.
-				spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
-				drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-				for range 600 {
-					drain.Reserve(0)
-				}
-				reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+				bal := drainedBalance(t, be, prefix, state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true})
 				time.Sleep(600 * time.Millisecond) // A's lease ended
-				// Times are read around each reading, whose time at Redis is
-				// taken as their midpoint.
-				before := time.Now()
-				was := reader.Snapshot(0).Tokens
-				start := before.Add(time.Since(before) / 2)
-				if was > -150 {
-					t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
-				}
+				bal.mark()
 				clock.Advance(2 * time.Minute) // vpcs idle past WithReclaimAfter
 				other := vpcs
 				other.Operation = "DescribeSubnets"
@@ -274,20 +259,11 @@ func TestADroppedBucketGivesItsLeaseBack(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				// Redis's balance, less its refill at 100 rps since was.
-				var gain, now float64
-				for end := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
-					before := time.Now()
-					now = reader.Snapshot(0).Tokens
-					gain = now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
-					if gain > tc.want-1.5 || time.Now().After(end) {
-						break
-					}
-				}
+				gain, now := bal.gainBy(tc.want)
 				if gain < tc.want-2.5 || gain > tc.want+2.5 {
 					t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after the reclaimer dropped A's bucket, whose ended lease held 49 tokens no caller took; want %v", tc.name, gain, tc.want)
 				}
-				t.Logf("%s: balance %.1f, then %.1f %v later", be.name, was, now, time.Since(start).Round(time.Millisecond))
+				t.Logf("%s: balance %.1f, then %.1f %v later", be.name, bal.was, now, time.Since(bal.start).Round(time.Millisecond))
 				runtime.KeepAlive(g)
 			})
 		})
@@ -338,41 +314,17 @@ func TestAReplacedBucketGivesItsLeaseBack(t *testing.T) {
 				if err := a.do(t, vpcs, ok); err != nil { // A borrows a lease: 49 tokens left in it
 					t.Fatal(err)
 				}
-				// Another process drains the bucket far below zero, so that
-				// the balance is not capped while the test reads it; a third,
-				// with no lease, reads it.
-				spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
-				drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-				for range 600 {
-					drain.Reserve(0)
-				}
-				reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-				// Times are read around each reading, whose time at Redis is
-				// taken as their midpoint.
-				before := time.Now()
-				was := reader.Snapshot(0).Tokens
-				start := before.Add(time.Since(before) / 2)
-				if was > -150 {
-					t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
-				}
+				bal := drainedBalance(t, be, prefix, state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true})
+				bal.mark()
 				if err := tc.change(g, cfg); err != nil {
 					t.Fatal(err)
 				}
-				// Redis's balance, less its refill at 100 rps since was.
 				const want = 49 // the lease's tokens back
-				var gain, now float64
-				for end := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
-					before := time.Now()
-					now = reader.Snapshot(0).Tokens
-					gain = now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
-					if gain > want-1.5 || time.Now().After(end) {
-						break
-					}
-				}
+				gain, now := bal.gainBy(want)
 				if gain < want-2.5 || gain > want+2.5 {
 					t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after the %s replaced A's bucket, whose lease held 49 tokens no caller took; want %v", be.name, gain, tc.name, want)
 				}
-				t.Logf("%s: balance %.1f, then %.1f %v later", be.name, was, now, time.Since(start).Round(time.Millisecond))
+				t.Logf("%s: balance %.1f, then %.1f %v later", be.name, bal.was, now, time.Since(bal.start).Round(time.Millisecond))
 				runtime.KeepAlive(g)
 			})
 		})
@@ -479,46 +431,29 @@ func TestAClosedStoreGivesItsLeaseBack(t *testing.T) {
 		if err := a.do(t, vpcs, ok); err != nil { // A borrows a lease: 49 tokens left in it
 			t.Fatal(err)
 		}
-		// Another process drains the bucket far below zero, so that the
-		// balance is not capped while the test reads it; a third, with no
-		// lease, reads it.
 		spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
-		drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-		for range 600 {
-			drain.Reserve(0)
-		}
-		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-		// Times are read around each reading, whose time at Redis is taken
-		// as their midpoint.
-		before := time.Now()
-		was := reader.Snapshot(0).Tokens
-		start := before.Add(time.Since(before) / 2)
-		if was > -150 {
-			t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
-		}
+		bal := drainedBalance(t, be, prefix, spec)
+		bal.mark()
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		// Redis's balance, less its refill at 100 rps since was, read as
-		// Close returned: it gave them back before it did.
-		before = time.Now()
-		now := reader.Snapshot(0).Tokens
-		gain := now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
+		// Read as Close returned: it gave them back before it did.
+		gain, now := bal.gain()
 		const want = 49 // the lease's tokens back
 		if gain < want-2.5 || gain > want+2.5 {
 			t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after A closed its Store, whose bucket's lease held 49 tokens no caller took; want %v", be.name, gain, want)
 		}
 		// A call in flight at Close, or after it, goes on with local
 		// limits: the closed bucket borrows no lease of Redis's.
-		before = time.Now()
+		before := time.Now()
 		if err := a.do(t, vpcs, ok); err != nil {
 			t.Fatal(err)
 		}
-		after := reader.Snapshot(0).Tokens
+		after := bal.reader.Snapshot(0).Tokens
 		if moved := after - now - time.Since(before).Seconds()*spec.Rate; moved < -2.5 {
 			t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) after a call of A's closed governor; want none taken", be.name, moved)
 		}
-		t.Logf("%s: balance %.1f, then %.1f at Close's return %v later", be.name, was, now, time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: balance %.1f, then %.1f at Close's return %v later", be.name, bal.was, now, time.Since(bal.start).Round(time.Millisecond))
 		runtime.KeepAlive(g)
 	})
 }
@@ -539,24 +474,13 @@ func TestCloseGivesADroppedBucketsLeaseBackOnce(t *testing.T) {
 		spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
-		drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-		for range 600 {
-			drain.Reserve(0)
-		}
-		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
-		before := time.Now()
-		was := reader.Snapshot(0).Tokens
-		start := before.Add(time.Since(before) / 2)
-		if was > -150 {
-			t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", was)
-		}
+		bal := drainedBalance(t, be, prefix, spec)
+		bal.mark()
 		ab.(state.Dropper).Drop(0)
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
-		before = time.Now()
-		now := reader.Snapshot(0).Tokens
-		gain := now - was - before.Add(time.Since(before)/2).Sub(start).Seconds()*spec.Rate
+		gain, _ := bal.gain()
 		const want = 49 // the lease's tokens back, once
 		if gain < want-2.5 || gain > want+2.5 {
 			t.Errorf("%s: Redis's balance moved by %.1f tokens (its refill aside) as Close returned, after the governor dropped A's bucket, whose lease held 49 tokens no caller took, just before; want %v", be.name, gain, want)

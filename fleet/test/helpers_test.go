@@ -18,6 +18,7 @@ import (
 	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // Every test runs against an in-process Redis (miniredis, which runs the
@@ -275,4 +276,59 @@ func inLoops(t testing.TB, n int, call func() bool) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// redisBalance measures how far the balance of vpcsKey's bucket in Redis
+// moves, its refill aside: another process drains the bucket far below
+// zero, so that the balance is not capped while it is read, and a third,
+// which holds no lease, reads it. Times are read around each reading,
+// whose time at Redis is taken as their midpoint.
+type redisBalance struct {
+	t      testing.TB
+	reader state.Bucket
+	rate   float64
+	was    float64   // the balance at mark
+	start  time.Time // mark's reading at Redis
+}
+
+// drainedBalance drains vpcsKey's bucket of spec in Redis (650 tokens
+// taken, with the 50 a first process may hold) through a process of its
+// own, and returns the measure of its balance, through another, to mark.
+func drainedBalance(t testing.TB, be backend, prefix string, spec state.BucketSpec) *redisBalance {
+	t.Helper()
+	drain := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+	for range 600 {
+		drain.Reserve(0)
+	}
+	return &redisBalance{t: t, reader: newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0), rate: spec.Rate}
+}
+
+// mark reads the balance the moves are measured from, and fails the test
+// unless the bucket is drained.
+func (b *redisBalance) mark() {
+	b.t.Helper()
+	before := time.Now()
+	b.was = b.reader.Snapshot(0).Tokens
+	b.start = before.Add(time.Since(before) / 2)
+	if b.was > -150 {
+		b.t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained", b.was)
+	}
+}
+
+// gain returns how far the balance moved since mark, less its refill
+// since, and the balance now.
+func (b *redisBalance) gain() (gain, now float64) {
+	before := time.Now()
+	now = b.reader.Snapshot(0).Tokens
+	return now - b.was - before.Add(time.Since(before)/2).Sub(b.start).Seconds()*b.rate, now
+}
+
+// gainBy is gain, read again every 20 ms for up to a second until it
+// comes within 1.5 tokens of want: a give-back in the background.
+func (b *redisBalance) gainBy(want float64) (gain, now float64) {
+	for end := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if gain, now = b.gain(); gain > want-1.5 || time.Now().After(end) {
+			return gain, now
+		}
+	}
 }
