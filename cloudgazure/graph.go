@@ -143,7 +143,11 @@ func (l QueryLimits) resolve() QueryLimits {
 // before it together with the error. A panic of client, or of the
 // governor's log handler as a page's answer is recorded, reaches the
 // caller as it was, never recovered; the page it panicked in is recorded
-// as lost to it (resilience.LossPanicked) and its slot given back.
+// as lost to it (resilience.LossPanicked) and its slot given back, unless
+// a governed pipeline had recorded the page's outcome already (a client
+// of the caller's that wraps a client built with ClientOptions and
+// panics after its request returned: the page stays recorded as the
+// pipeline recorded it).
 func QueryResources(ctx context.Context, client GraphQuerier, query armresourcegraph.QueryRequest, opts ...Option) ([]any, error) {
 	cfg := newConfig(opts)
 	q := query
@@ -229,11 +233,13 @@ func (p *paged) take(gov *resilience.Governor) bool {
 // perCallPolicy and paged.take): the page is one call, counted once,
 // paced by one token, whose outcome the pipeline records; a later request
 // of the page begins a Guard of its own, a call of its own.
-// A pipeline of another governor begins its own Guard in the page's
-// scope, nested in the page's, whatever the tenant its token names, so
-// that it shares the slot and the half-open breaker's probe the page's
-// Guard holds (that Guard, left without End, gives its probe to no other
-// scope's Guard).
+// A pipeline of another governor (a client built with ClientOptions that
+// name a governor other than QueryResources') governs the page in that
+// governor, whose slots and breakers are not the page's: the page's
+// Guard, left without End, gives its slot back, and, when it had taken
+// its breaker's half-open probe, gives that breaker no verdict, so that
+// the breaker lets the next probe through only once the probe's lease (a
+// cooldown) ends. Give QueryResources the client's governor.
 func pagedOf(ctx context.Context) (*paged, bool) {
 	p, ok := ctx.Value(pagedKey{}).(*paged)
 	return p, ok
@@ -303,14 +309,12 @@ func fetchPaced(ctx context.Context, cfg *config, client GraphQuerier, q armreso
 			// Guard over and ended it, having recorded the page's
 			// outcome (a success, a give-up, a cancellation); or, a
 			// pipeline of another governor, its own Guard paced this
-			// page inside this attempt, and recorded its outcome, as the
-			// breaker's verdict too when this Guard had taken the
-			// half-open breaker's probe and lent it. This Guard is not
-			// ended here, which would record the outcome a second time
-			// (the answer again, or a cancellation once the context is
-			// done): a Guard never ended records nothing more, its slot
-			// goes back here, and its probe, if it took one, is the
-			// pipeline Guard's.
+			// page in that governor, and recorded its outcome there. This
+			// Guard is not ended here, which would record the outcome a
+			// second time (the answer again, or a cancellation once the
+			// context is done): a Guard never ended records nothing more,
+			// its slot goes back here, and a half-open probe it took of
+			// this governor's breaker gets no verdict (see pagedOf).
 			gd.Release()
 			return page, err
 		}
