@@ -332,3 +332,31 @@ func (b *redisBalance) gainBy(want float64) (gain, now float64) {
 		}
 	}
 }
+
+// leasedConfig is the configuration of leasedProcess's governor: ec2 at
+// 100 rps with a burst of 20.
+var leasedConfig = resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 20}}}}
+
+// leasedProcess is a process A whose governor (leasedConfig, and opts) is
+// on a store with a lease window of 500 ms that counts A alone (its
+// heartbeat is an hour), so that its leases are of 50 tokens; it makes
+// one call to vpcs, which borrows a lease and leaves 49 tokens in it.
+func leasedProcess(t testing.TB, be backend, prefix string, opts ...resilience.GovernorOption) *process {
+	t.Helper()
+	rdb := be.client()
+	st := fleet.New(rdb, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		fleet.WithLeaseWindow(500*time.Millisecond))
+	t.Cleanup(func() {
+		st.Close()
+		rdb.Close()
+	})
+	g, err := resilience.NewGovernor(leasedConfig, append([]resilience.GovernorOption{resilience.WithStateStore(st)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &process{store: st, gov: g, rdb: rdb}
+	if err := a.do(t, vpcs, ok); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
