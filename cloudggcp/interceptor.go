@@ -359,7 +359,10 @@ func isVersion(p string) bool {
 // last hyphen of the first label is not part of the service, whose names
 // have none. A Private Service Connect endpoint,
 // "storage-vialink1.p.googleapis.com", is the service's: the endpoint's
-// name after the last hyphen is not part of it either.
+// name after the last hyphen is not part of it either. Google's shared
+// front end, "www.googleapis.com" (and "www.mtls.googleapis.com"), which
+// serves Drive's API and others that name themselves in the path
+// (/drive/v3/...), names no service: false.
 func targetService(target string) (string, bool) {
 	if i := strings.LastIndex(target, "/"); i >= 0 {
 		target = target[i+1:]
@@ -371,6 +374,9 @@ func targetService(target string) (string, bool) {
 	}
 	// cloudasset.mtls.googleapis.com: the first label
 	name, rest, _ := strings.Cut(name, ".")
+	if name == sharedFrontEnd {
+		return "", false
+	}
 	if rest == "p" {
 		// storage-vialink1.p.googleapis.com: <service>-<endpoint>
 		if i := strings.LastIndexByte(name, '-'); i >= 0 {
@@ -383,6 +389,10 @@ func targetService(target string) (string, bool) {
 	}
 	return name, name != ""
 }
+
+// sharedFrontEnd is the first label of the host that serves many of
+// Google's REST APIs at once, each under its own name in the path.
+const sharedFrontEnd = "www"
 
 // requestAccount finds the account of a request: its parent, scope,
 // project, name or resource field, or the routing metadata gax adds.

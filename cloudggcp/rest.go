@@ -207,7 +207,8 @@ func byReason(status int) bool {
 //     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
 //     Service Connect endpoint's name (compute-ep1.p.googleapis.com is
 //     compute), or the segment before the version in the path
-//     (/compute/v1/...);
+//     (/compute/v1/...), as for the APIs of Google's shared front end,
+//     www.googleapis.com (/drive/v3/... is drive);
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"

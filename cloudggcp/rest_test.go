@@ -122,3 +122,26 @@ func TestRESTScopeKeepsEscapedSlashesInTheirSegment(t *testing.T) {
 		}
 	}
 }
+
+// The APIs that Google serves from its shared front end,
+// www.googleapis.com (Drive's, and some fifty others of
+// google.golang.org/api), name themselves in the path before the version,
+// not in the host: each is its own service, never "www", which would put
+// Drive and every other such API in one scope.
+func TestRESTScopeOfTheSharedFrontEndIsThePathsService(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://www.googleapis.com/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
+		{"GET", "https://www.googleapis.com/drive/v3/files", "gcp/*/*/drive/files_list"},
+		{"POST", "https://www.googleapis.com/upload/drive/v3/files", "gcp/*/*/drive/files_insert"},
+		{"GET", "https://www.mtls.googleapis.com/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
+		{"GET", "https://www.googleapis.com/groups/v1/groups/g1", "gcp/*/*/groups/groups_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
