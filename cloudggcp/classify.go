@@ -3,6 +3,7 @@ package cloudggcp
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Importing the package teaches the core's classifier the error shapes of
@@ -133,10 +136,26 @@ func restRetryDelay(e *googleapi.Error) (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
-		delay, err := time.ParseDuration(s)
-		return delay, err == nil
+		return parseRetryDelay(s)
 	}
 	return 0, false
+}
+
+// parseRetryDelay reads the retryDelay of a RetryInfo in a JSON error's
+// details, a protobuf Duration in JSON ("30s", "1.500s"): as
+// time.ParseDuration reads it, or, for one too long for a time.Duration
+// (protobuf's go to ten thousand years), saturated, as durationpb's
+// AsDuration reads a gRPC status's, so that the governor caps it at
+// MaxPause rather than take it for no hint at all.
+func parseRetryDelay(s string) (time.Duration, bool) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, true
+	}
+	var pd durationpb.Duration
+	if protojson.Unmarshal([]byte(strconv.Quote(s)), &pd) != nil {
+		return 0, false
+	}
+	return pd.AsDuration(), true
 }
 
 // rateLimitReason reports whether a REST error's reason says a rate quota

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -18,12 +20,14 @@ import (
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 func apiErr(t *testing.T, err error) *apierror.APIError {
@@ -361,4 +365,37 @@ func TestTooManyPingsFailsTheCallAsALostConnection(t *testing.T) {
 			t.Errorf("Classify(%v) = %v, answer %v; want TRANSIENT, no answer", err, k, resilience.IsProviderAnswer(err))
 		}
 	})
+}
+
+// A RetryInfo's retryDelay too long for a time.Duration (protobuf's
+// Duration goes to 315,576,000,000 s, ten thousand years) is still the
+// delay the server asked for, saturated as a gRPC status's RetryInfo is
+// (durationpb's AsDuration) and as a Retry-After header's is, for the
+// governor to cap at MaxPause: never no hint, which would have the retry
+// sent after a backoff of a second. So in the REST body the Transport
+// reads and in a REST client's *googleapi.Error alike.
+func TestRESTRetryDelayTooLongForADurationSaturates(t *testing.T) {
+	const longest = "315576000000s"
+	body := `{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"` + longest + `"}]}}`
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+	})
+	req, _ := http.NewRequest("GET", "https://compute.googleapis.com/compute/v1/projects/p1", nil)
+	resp, err := rateReasons{base}.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb, ok := resp.Body.(hintedBody); !ok || hb.BodyRetryAfter() != math.MaxInt64 {
+		t.Errorf("REST transport: body %T, want a hint of the longest Duration for a retryDelay of %s", resp.Body, longest)
+	}
+	ge := &googleapi.Error{Code: http.StatusTooManyRequests, Details: []any{map[string]any{"@type": retryInfoType, "retryDelay": longest}}}
+	grpcErr := status.New(codes.ResourceExhausted, "quota").Err()
+	if st, err := status.New(codes.ResourceExhausted, "quota").WithDetails(&errdetails.RetryInfo{RetryDelay: &durationpb.Duration{Seconds: 315576000000}}); err == nil {
+		grpcErr = st.Err()
+	}
+	for name, err := range map[string]error{"googleapi": ge, "gRPC": grpcErr} {
+		if d, ok := resilience.RetryAfter(err); !ok || d != math.MaxInt64 {
+			t.Errorf("%s: RetryAfter %v, %v; want the longest Duration for a retryDelay of %s", name, d, ok, longest)
+		}
+	}
 }

@@ -159,7 +159,7 @@ func (t rateReasons) RoundTrip(req *http.Request) (*http.Response, error) {
 		if d.Type != retryInfoType {
 			continue
 		}
-		if delay, err := time.ParseDuration(d.RetryDelay); err == nil {
+		if delay, ok := parseRetryDelay(d.RetryDelay); ok {
 			resp.Body = hintedBody{resp.Body, delay}
 		}
 		break
