@@ -270,3 +270,39 @@ func TestAnUnsentAttemptsResendHonoursTheContext(t *testing.T) {
 		})
 	})
 }
+
+// Whether the failure of an attempt that was never sent passes is read in
+// the base transport's error, not in the request's URL, which the
+// Transport's own error names: a request to an API whose path or host
+// happens to say "throttling" or "rate limit" (a throttling policy's
+// resource, an internal throttler) and whose token the token server
+// refused for good (a 400 invalid_grant) ends at once, as any other, and
+// is not sent again for minutes as though its token endpoint throttled.
+func TestAnUnsentAttemptIsNotReadByItsURL(t *testing.T) {
+	for _, u := range []string{
+		"http://api.test/v1/throttlingPolicies/p1",
+		"http://api.test/v1/rate%20limits",
+		"http://throttler.test/items",
+	} {
+		t.Run(u, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				base := &memTokenBase{always: tokenAnswer(http.StatusBadRequest, `{"error":"invalid_grant"}`, true), next: newMem(f)}
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+				start := time.Now()
+				_, err := client(base, gov, withAttempts(5)).Do(req)
+				if err == nil {
+					t.Fatal("the request succeeded without a token")
+				}
+				if n, took := len(base.times()), time.Since(start); n != 1 || took != 0 {
+					t.Fatalf("the token was asked for %d times, the call ended after %v; want once, at once (err %v)", n, took, err)
+				}
+				if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Errored != 1 || tot.Retries != 0 {
+					t.Fatalf("totals %v; want one call, errored", tot)
+				}
+			})
+		})
+	}
+}

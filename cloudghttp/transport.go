@@ -511,7 +511,8 @@ func sameEndpoint(raw string, u *url.URL) bool {
 // Fatal, so that its message is not searched for throttling either. The
 // caller gets the base transport's error, never this one.
 //
-// The failure passes when the core classifies the error it holds as
+// The failure passes when the core classifies the error it holds, its
+// message read without the request's URL (see withoutURL), as
 // transient or throttled (a token endpoint that refused or reset the
 // connection, or timed out; a token server's 5xx or 429 that says so), or
 // the status of the token server's answer that the error carries (see
@@ -525,11 +526,25 @@ type unsentError struct {
 }
 
 func newUnsentError(err error) *unsentError {
-	passes := resilience.Classify(err) != resilience.Fatal
+	passes := resilience.Classify(withoutURL(err)) != resilience.Fatal
 	if code := carriedStatus(err); !passes && code > 0 {
 		passes = resilience.Classify(statusOnly(code)) != resilience.Fatal
 	}
 	return &unsentError{err: err, passes: passes}
+}
+
+// withoutURL is err, a transportError, with the request's URL left out
+// of its message: the core searches the message of an error nothing else
+// decides for throttling phrases, and whether an attempt that was never
+// sent may be sent again is the base transport's to say (its token
+// endpoint's "Rate exceeded"), not the request's URL's, whose path or host
+// may say "throttling" (a throttling policy's resource) as well as
+// anything.
+func withoutURL(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return &url.Error{Op: ue.Op, Err: ue.Err}
+	}
+	return err
 }
 
 // carriedStatus is the status of the server's answer that an error of
