@@ -55,7 +55,8 @@ func ExampleTransport() {
 	// acme/tenant-1/*/items: throttled 1x, slowed to 10.0 rps, 1 retry
 }
 
-// GitHub's scopes: search and GraphQL have limits of their own.
+// GitHub's scopes: search, code search and GraphQL have limits of their
+// own.
 func ExampleGitHub() {
 	scope := cloudghttp.GitHub("my-org")
 	for _, u := range []string{
@@ -69,7 +70,7 @@ func ExampleGitHub() {
 	}
 	// Output:
 	// github/my-org/*/rest
-	// github/my-org/*/search
+	// github/my-org/*/code_search
 	// github/my-org/*/graphql
 	// github/my-org/*/search
 }
@@ -108,7 +109,7 @@ func ExampleTransport_maxWait() {
 }
 
 // GitHub's limits are tuned under ratelimit.providers.github, per service
-// (rest, search, graphql); importing cloudghttp makes the configuration
+// (rest, search, code_search, graphql); importing cloudghttp makes the configuration
 // check refuse any other service.
 func ExampleGitHub_configuration() {
 	cfg, err := resilience.ParseConfig([]byte(`
@@ -121,7 +122,7 @@ ratelimit:
 `))
 	gov, _ := resilience.NewGovernor(cfg)
 	scope := cloudghttp.GitHub("octo")
-	req, _ := http.NewRequest("GET", "https://api.github.com/search/code?q=x", nil)
+	req, _ := http.NewRequest("GET", "https://api.github.com/search/issues?q=x", nil)
 	fmt.Println(gov.Inspect(scope(req)).Leaf.Rate, err)
 
 	_, err = resilience.ParseConfig([]byte("providers: {github: {services: {serach: {max_rps: 0.5}}}}\n"))

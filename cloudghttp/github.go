@@ -23,9 +23,10 @@ const ProviderGitHub = "github"
 
 // The services of GitHub's scopes: each has a rate limit of its own.
 const (
-	GitHubREST    = "rest"
-	GitHubSearch  = "search"
-	GitHubGraphQL = "graphql"
+	GitHubREST       = "rest"
+	GitHubSearch     = "search"
+	GitHubCodeSearch = "code_search"
+	GitHubGraphQL    = "graphql"
 )
 
 // Importing the package makes the core's configuration check refuse a
@@ -36,13 +37,13 @@ const (
 func init() {
 	scopenames.Register(ProviderGitHub, func(service, _ string) string {
 		switch service {
-		case GitHubREST, GitHubSearch, GitHubGraphQL:
+		case GitHubREST, GitHubSearch, GitHubCodeSearch, GitHubGraphQL:
 			return ""
 		}
-		if s := yamlconf.Nearest(service, slices.Values([]string{GitHubGraphQL, GitHubREST, GitHubSearch})); s != "" {
+		if s := yamlconf.Nearest(service, slices.Values([]string{GitHubCodeSearch, GitHubGraphQL, GitHubREST, GitHubSearch})); s != "" {
 			return "unknown GitHub service (did you mean " + s + "?)"
 		}
-		return "unknown GitHub service (rest, search or graphql)"
+		return "unknown GitHub service (rest, search, code_search or graphql)"
 	})
 }
 
@@ -63,9 +64,10 @@ const lowShare = 10
 // user, organisation or app installation whose token the client uses:
 // GitHub's limits are per token owner):
 //
-//	github/<account>/*/search   paths under /search/ (30 requests a minute)
-//	github/<account>/*/graphql  /graphql (points per hour)
-//	github/<account>/*/rest     every other path (5,000 requests an hour)
+//	github/<account>/*/code_search  /search/code (10 requests a minute)
+//	github/<account>/*/search       other paths under /search/ (30 requests a minute)
+//	github/<account>/*/graphql      /graphql (points per hour)
+//	github/<account>/*/rest         every other path (5,000 requests an hour)
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
@@ -96,12 +98,14 @@ const lowShare = 10
 //     reset; at 0 it is paused until the reset.
 func GitHub(account string) func(*http.Request) resilience.Scope {
 	rest := resilience.Scope{Provider: ProviderGitHub, Account: account, Service: GitHubREST}
-	search, graphql := rest, rest
-	search.Service, graphql.Service = GitHubSearch, GitHubGraphQL
+	search, code, graphql := rest, rest, rest
+	search.Service, code.Service, graphql.Service = GitHubSearch, GitHubCodeSearch, GitHubGraphQL
 	return func(r *http.Request) resilience.Scope {
 		switch githubService(r.URL.Path) {
 		case GitHubSearch:
 			return search
+		case GitHubCodeSearch:
+			return code
 		case GitHubGraphQL:
 			return graphql
 		}
@@ -116,6 +120,11 @@ func githubService(path string) string {
 		return GitHubGraphQL
 	}
 	path = strings.TrimPrefix(path, "/api/v3")
+	if path == "/search/code" {
+		// Limited apart from the other searches (x-ratelimit-resource
+		// code_search).
+		return GitHubCodeSearch
+	}
 	if strings.HasPrefix(path, "/search/") {
 		return GitHubSearch
 	}

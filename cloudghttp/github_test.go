@@ -145,3 +145,46 @@ type forbiddenBase struct{ body io.ReadCloser }
 func (b forbiddenBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{}, Body: b.body, Request: req}, nil
 }
+
+// GitHub limits its code search apart from its other searches (10
+// requests a minute against 30, x-ratelimit-resource code_search against
+// search): /search/code is a scope of its own, code_search, so that a
+// code search that spent its quota holds code searches only, not an
+// issue search, whose quota is whole, for up to a minute; and the code
+// search's scope is tuned under its own service key.
+func TestGitHubCodeSearchIsPausedApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		start := time.Now()
+		f.script(status(http.StatusForbidden, "X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", strconv.FormatInt(start.Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", "code_search"))
+		gov := newGov(t, resilience.Config{})
+		scope := cloudghttp.GitHub("octo")
+		c := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov),
+			cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+		code := do(t, c, http.MethodGet, "https://api.github.com/search/code?q=secret", nil)
+		readAll(t, code)
+		if code.StatusCode != http.StatusForbidden {
+			t.Fatalf("code search: status %d, want the 403", code.StatusCode)
+		}
+		sent := time.Now()
+		readAll(t, do(t, c, http.MethodGet, "https://api.github.com/search/issues?q=bug", nil))
+		if waited := time.Since(sent); waited != 0 {
+			t.Errorf("an issue search waited %v behind the code search's spent quota, want none", waited)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "https://ghe.example.com/api/v3/search/code?q=x", nil)
+		if got := scope(req).String(); got != "github/octo/*/code_search" {
+			t.Errorf("code search's scope %s, want github/octo/*/code_search", got)
+		}
+		if p := gov.Inspect(scope(req)).Leaf.Paused; p != 50*time.Second {
+			t.Errorf("code search paused %v, want 50s, until its reset", p)
+		}
+		cfg, err := resilience.ParseConfig([]byte("ratelimit: {providers: {github: {services: {code_search: {max_rps: 0.16, min_rps: 0.05}}}}}\n"))
+		if err != nil {
+			t.Fatalf("a code_search service key: %v", err)
+		}
+		if rate := newGov(t, cfg).Inspect(scope(req)).Leaf.Rate; rate != 0.16 {
+			t.Errorf("code search runs at %v rps, want its service key's 0.16", rate)
+		}
+	})
+}
