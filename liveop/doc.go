@@ -17,8 +17,9 @@
 //     Joining uses no quota and is never refused, but where it would
 //     wait for itself: a Run given the context of an operation's function
 //     for the key of that operation (or of one it runs inside, or of one
-//     that waits for it, such as an operation whose function joined it)
-//     returns an error matching ErrNested at once. Key makes keys from the parts of a request, so the same
+//     that waits for it, such as an operation whose function joined it
+//     or waits for a slot only it holds: see Caps) returns an error
+//     matching ErrNested at once. Key makes keys from the parts of a request, so the same
 //     request in another key order is the same operation.
 //  2. Quota. A caller starts at most Config.CallerMaxOperations operations
 //     in a sliding window of Config.CallerWindowSeconds; past that it is
@@ -49,8 +50,10 @@
 //     it is inside: a Run of another Guard there takes that Guard's kept
 //     slots too, ahead of its waiting callers.) A Run made
 //     with the function's context, or one derived from it, that would
-//     wait for a slot only that operation (or one it runs inside) can
-//     free is refused at once, the busy refusal wrapping ErrNested.
+//     wait for a slot only that operation (or one it runs inside, or
+//     one that waits for it, such as an operation whose function joined
+//     it) can free is refused at once, the busy refusal wrapping
+//     ErrNested.
 //     Those refusals, and single flight's, need the context: a Run with
 //     a context of its own cannot tell which operation it is inside.
 //

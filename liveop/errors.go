@@ -51,10 +51,11 @@ var ErrResultType = errors.New("liveop: the operation returned another type")
 // ErrNested is matched (errors.Is) by the error Run returns when it is
 // called, with the context an operation's function was given, for the key
 // of that operation, of one it runs inside, or of one that waits for it
-// (its function runs, or joined, a Run that waits for it, however
-// indirectly): joining it, the call would wait for its own result. Only
-// the operations of the Guard the Run is given count: a Run on another
-// Guard is nested in none of them.
+// (its function runs, or joined, a Run that waits for it, for its result
+// or for a slot that only it, or operations that wait for it, can free,
+// however indirectly): joining it, the call would wait for its own
+// result. Only the operations of the Guard the Run is given count: a Run
+// on another Guard is nested in none of them.
 var ErrNested = errors.New("liveop: Run inside the operation it would join")
 
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut
@@ -103,8 +104,8 @@ func (e *RefusedError) Is(target error) bool {
 // Unwrap returns what ended a wait: context.DeadlineExceeded for a
 // timeout, the caller's context error for a busy refusal that ended a
 // Request.Wait, ErrNested for a busy refusal of a Request.Wait that would
-// wait for a slot only the operation the caller runs inside can free;
-// nil otherwise.
+// wait for a slot only the operation the caller runs inside (or one that
+// waits for it) can free; nil otherwise.
 func (e *RefusedError) Unwrap() error { return e.cause }
 
 // MarshalJSON returns {reason, message, retry_after_seconds, scopes,

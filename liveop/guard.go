@@ -45,6 +45,7 @@ type waiter struct {
 	holds  bool          // a slot of each of its scopes and one of the total are kept for it
 	kept   []string      // its scopes whose slot is kept for it while it waits for the others
 	nested nesting       // whether its Run is inside an operation's function (see Guard.firstBroken)
+	inside *flight       // the operation whose function's context its Run has (nil: none), which waits for it (see Guard.endable)
 }
 
 // Request describes one live operation. The zero Request has no key (it
@@ -66,13 +67,14 @@ type Request struct {
 	// Bypass skips the cooldown, for operators.
 	Bypass bool
 	// Wait waits for a slot, within the context, instead of a busy
-	// refusal, unless only the operation the caller runs inside could
-	// free it (see ErrNested). Waiting callers get slots in the order
-	// they came: a freed slot goes to the first of them it lets start,
-	// and no caller that came later takes it; a caller still waiting for
-	// one of its scopes keeps the free slots of the others, except from
-	// a Run inside an operation's function (on its goroutine, or with
-	// its context: see the package documentation).
+	// refusal, unless only the operation the caller runs inside (or one
+	// that waits for it) could free it (see ErrNested). Waiting callers
+	// get slots in the order they came: a freed slot goes to the first
+	// of them it lets start, and no caller that came later takes it; a
+	// caller still waiting for one of its scopes keeps the free slots of
+	// the others, except from a Run inside an operation's function (on
+	// its goroutine, or with its context: see the package
+	// documentation).
 	Wait bool
 	// Timeout bounds the operation: 0 takes the guard's operation
 	// timeout; a negative Timeout means none.
@@ -136,29 +138,76 @@ func (f *flight) await(o *flight) {
 	f.awaits[o]++
 }
 
-// reaches reports whether f waits for o, or for an operation that waits
-// for o, however far: Runs made inside f's function wait for them (see
-// flight.await), and so f, whose function waits for its Runs. g.mu is
-// held.
-func (f *flight) reaches(o *flight) bool {
-	seen := map[*flight]bool{}
-	var walk func(*flight) bool
-	walk = func(f *flight) bool {
-		if f == o {
-			return true
-		}
-		if seen[f] {
-			return false
-		}
-		seen[f] = true
-		for next := range f.awaits {
-			if walk(next) {
-				return true
+// endable returns the running operations that can still end, as far as
+// the Guard can tell: every operation but those whose function waits,
+// through Runs made with its context, for one that cannot. An operation
+// cannot end while a Run of its function waits for an operation that
+// cannot (flight.awaits), or waits for a slot (a waiting caller with
+// that context, Guard.queue) of a scope, or of the total, whose slots
+// are all held by operations that cannot. An operation timed out or
+// abandoned can end: its context is cancelled, which ends those Runs.
+// The slots kept for waiting callers count as free, as they are once
+// those callers' operations end. It counts one more Run of the function
+// of the operation p (p nil: none), one that would wait for the
+// operation join, or, join nil, for a slot of scopes: p is not among
+// the operations it returns when that Run would wait for its own
+// result. g.mu is held.
+func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
+	ends := map[*flight]bool{}
+	for changed := true; changed; {
+		changed = false
+		// The slots held by the operations not known to end, in all and
+		// per scope, as this pass starts.
+		total, held := 0, map[string]int{}
+		for f := range g.running {
+			if !ends[f] {
+				total++
+				for _, s := range f.scopes {
+					held[s]++
+				}
 			}
 		}
-		return false
+		slotFrees := func(scopes []string) bool {
+			if total >= g.cfg.maxTotal {
+				return false
+			}
+			for _, s := range scopes {
+				if held[s] >= g.cfg.maxPerScope {
+					return false
+				}
+			}
+			return true
+		}
+		stuck := func(f *flight) bool { _, running := g.running[f]; return running && !ends[f] }
+		canEnd := func(f *flight) bool {
+			if f.phase != phaseRunning {
+				return true
+			}
+			for o := range f.awaits {
+				if stuck(o) {
+					return false
+				}
+			}
+			for _, w := range g.queue {
+				if w.inside == f && !w.woken && !slotFrees(w.scopes) {
+					return false
+				}
+			}
+			if f == p {
+				if join != nil {
+					return !stuck(join)
+				}
+				return slotFrees(scopes)
+			}
+			return true
+		}
+		for f := range g.running {
+			if !ends[f] && canEnd(f) {
+				ends[f], changed = true, true
+			}
+		}
 	}
-	return walk(f)
+	return ends
 }
 
 // operationKey is the key of the *flight a function's context carries:
@@ -240,7 +289,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.unhold(w) // a slot handed to the caller is its own to take below
 		if f := g.flights[req.Key]; f != nil {
 			g.dequeue(w, now)
-			if within(inside, f) || inside != nil && f.reaches(inside) {
+			if within(inside, f) || inside != nil && !g.endable(inside, f, nil)[inside] {
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
@@ -285,7 +334,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 				nested.resolve()
 				continue
 			}
-			w = &waiter{req: req, scopes: scopes, nested: *nested}
+			w = &waiter{req: req, scopes: scopes, nested: *nested, inside: inside}
 			g.queue = append(g.queue, w)
 		}
 		// Made by the caller that waits on it, inside its
@@ -404,8 +453,10 @@ func (g *Guard) dequeue(w *waiter, now time.Time) {
 // for can free only when an operation that the caller runs inside (inside,
 // whose function's context the caller has, and the operations that
 // started it) ends, so that the caller would wait for itself: those
-// operations alone hold the total cap, or the cap of one of scopes; g.mu
-// is held.
+// operations alone hold the total cap, or the cap of one of scopes, or,
+// with the operations that wait for inside however indirectly (one whose
+// function joined it, or waits for a slot only such operations hold),
+// they do (see Guard.endable); g.mu is held.
 func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 	held := map[string]int{}
 	total := 0
@@ -429,7 +480,7 @@ func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 			return true
 		}
 	}
-	return false
+	return !g.endable(inside, nil, scopes)[inside]
 }
 
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,

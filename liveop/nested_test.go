@@ -178,3 +178,60 @@ func TestARunOnAnotherGuardIsNotNested(t *testing.T) {
 		t.Fatalf("%+v %+v", oa, ob)
 	}
 }
+
+// An operation whose function waits (Request.Wait) for a slot that only
+// another operation can free, whose function joins the first, waits for
+// itself: the two would wait for each other until every caller had gone.
+// Whichever Run would close the circle is refused at once, wrapping
+// ErrNested: the join, when the wait came first (its error is ErrNested's
+// single-flight one), and the wait, a busy refusal, when the join came
+// first.
+func TestAnOperationWaitingForTheSlotOfOneThatJoinsItIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		waitAt, joinAt     time.Duration // when A's function waits for aws/2's slot, when B's joins A
+		waitErr, joinErr   error         // what each gets
+		aWants, bWants     string        // what each operation's caller gets
+		waitGets, joinGets string        // what the two Runs get
+	}{
+		{"the join after the wait", time.Second, 2 * time.Second, nil, ErrNested, "a", "", "x", ""},
+		{"the wait after the join", 2 * time.Second, time.Second, ErrNested, nil, "a", "a", "", "a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				var waitGot, joinGot string
+				var waitErr, joinErr error
+				a := goRun(ctx, g, req("A", "aws/1"), func(ctx context.Context) (string, error) {
+					time.Sleep(c.waitAt)
+					waitGot, waitErr = Run(ctx, g, Request{Key: "x", Scopes: []string{"aws/2"}, Wait: true}, (&counted{val: "x"}).run)
+					return "a", nil
+				})
+				b := goRun(ctx, g, req("B", "aws/2"), func(ctx context.Context) (string, error) {
+					time.Sleep(c.joinAt)
+					joinGot, joinErr = Run(ctx, g, req("A", "aws/1"), (&counted{val: "not run"}).run)
+					return joinGot, nil
+				})
+				start := time.Now()
+				oa, ob := <-a, <-b
+				synctest.Wait()
+				if took := time.Since(start); took >= time.Minute || oa.val != c.aWants || ob.val != c.bWants {
+					t.Fatalf("after %v: A's caller got %q %v, B's %q %v; the wait got %q %v, the join %q %v; want A's %q, B's %q at once",
+						took, oa.val, oa.err, ob.val, ob.err, waitGot, waitErr, joinGot, joinErr, c.aWants, c.bWants)
+				}
+				if !errors.Is(waitErr, c.waitErr) || c.waitErr == nil && waitErr != nil || waitGot != c.waitGets ||
+					!errors.Is(joinErr, c.joinErr) || c.joinErr == nil && joinErr != nil || joinGot != c.joinGets {
+					t.Fatalf("the wait got %q %v, the join %q %v; want %q %v and %q %v", waitGot, waitErr, joinGot, joinErr, c.waitGets, c.waitErr, c.joinGets, c.joinErr)
+				}
+				if c.waitErr != nil && !errors.Is(waitErr, ErrBusy) {
+					t.Fatalf("the wait got %v, want a busy refusal wrapping ErrNested", waitErr)
+				}
+				if st := g.Status(); st.Active != 0 || len(st.InFlight) != 0 {
+					t.Fatalf("status %+v", st)
+				}
+			})
+		})
+	}
+}
