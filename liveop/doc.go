@@ -67,7 +67,8 @@
 // cancelled after its timeout (Request.Timeout, or
 // Config.OperationTimeoutSeconds), and its callers then get a timeout
 // refusal (ErrTimeout) at once; it is also cancelled when every caller
-// waiting for it has gone (each gets its own context's error). Its slots
+// waiting for it has gone (each gets its own context's error; the
+// function's context has the cause ErrAbandoned). Its slots
 // are freed, and its scopes start cooling down, when its function returns:
 // normally, with an error, or by panicking (the callers then get a
 // *PanicError, matching ErrPanicked, with the panic's value and stack). A function that ignores its context keeps its

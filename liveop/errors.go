@@ -1,6 +1,7 @@
 package liveop
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,13 @@ var ErrPanicked = errors.New("liveop: the operation panicked")
 // another type than the caller's (Run[int] joining a Run[string] of the
 // same key): a program error, not the operation's failure.
 var ErrResultType = errors.New("liveop: the operation returned another type")
+
+// ErrAbandoned is the cause (context.Cause) of the context of an
+// operation's function cancelled because every caller waiting for its
+// result has gone. It wraps context.Canceled, so that errors.Is finds
+// either, as it finds context.DeadlineExceeded in the cause of an
+// operation cancelled at its timeout.
+var ErrAbandoned = fmt.Errorf("liveop: every caller of the operation has gone: %w", context.Canceled)
 
 // ErrNested is matched (errors.Is) by the error Run returns when it is
 // called, with the context an operation's function was given, for the key

@@ -226,10 +226,6 @@ func within(inside, f *flight) bool {
 	return false
 }
 
-// errAbandoned is the cause of an operation cancelled because every
-// caller waiting for it has gone.
-var errAbandoned = errors.New("liveop: every caller of the operation has gone")
-
 // Run runs fn as the live operation req describes, or joins the identical
 // operation already running, and returns its result. Refusals are
 // *RefusedError values; a caller whose ctx ends while it waits gets ctx's
@@ -794,7 +790,7 @@ func (g *Guard) await(ctx context.Context, inside, f *flight) (any, error) {
 		return f.val, f.err
 	}
 	if abandoned {
-		f.cancel(errAbandoned)
+		f.cancel(ErrAbandoned)
 	}
 	return nil, ctx.Err()
 }

@@ -139,7 +139,7 @@ func TestAbandonedOperationIsCancelled(t *testing.T) {
 		if o, ok := received(b); !ok || o.err != context.Canceled {
 			t.Fatalf("%+v %v", o, ok)
 		}
-		if cause != errAbandoned {
+		if cause != ErrAbandoned {
 			t.Fatalf("cause %v", cause)
 		}
 		if st := g.Status(); st.Active != 0 || g.CooldownRemaining("aws/1") != 120*time.Second {
@@ -231,4 +231,28 @@ func TestRunRefusesADoneContextAndANilFunction(t *testing.T) {
 	if d := g.CooldownRemaining("aws/1"); d <= 119*time.Second {
 		t.Fatalf("the zero Guard's cooldown: %v", d)
 	}
+}
+
+// The function of an operation every caller has left is told why its
+// context ended, in a cause errors.Is can match: a cancellation
+// (context.Canceled, as a timeout's cause is context.DeadlineExceeded),
+// and ErrAbandoned, so that it can tell that nobody waits for its result
+// from a timeout or its own cancellation.
+func TestAnAbandonedOperationsContextSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		causes := make(chan error, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		a := goRun(ctx, g, req("k", "aws/1"), func(ctx context.Context) (string, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return "", nil
+		})
+		synctest.Wait()
+		cancel()
+		<-a
+		if cause := <-causes; !errors.Is(cause, context.Canceled) || !errors.Is(cause, ErrAbandoned) {
+			t.Fatalf("the abandoned operation's context ended with the cause %v (%T), which matches neither context.Canceled nor an exported error", cause, cause)
+		}
+	})
 }
