@@ -558,3 +558,65 @@ func TestARunWalksItsStackWithTheGuardUnlocked(t *testing.T) {
 		}
 	})
 }
+
+// pausingCtx is a context whose Err, once armed, waits until resumed: a
+// caller woken from its wait for a slot looks at its context first, so
+// that the test holds it there, woken but not yet looking at the guard
+// again, as a busy scheduler might.
+type pausingCtx struct {
+	context.Context
+	armed  atomic.Bool
+	resume chan struct{}
+}
+
+func (c *pausingCtx) Err() error {
+	if c.armed.Load() {
+		<-c.resume
+	}
+	return c.Context.Err()
+}
+
+// A waiting caller woken to join an operation of its key that then ends
+// before the caller looks again is still the first of the waiting
+// callers: a slot that frees meanwhile and lets it start is kept for it,
+// not handed to a caller that came later.
+func TestAWaitingCallerWokenToJoinIsNotOvertaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+		var mu sync.Mutex
+		var order []string
+		op := func(name string) func(context.Context) (string, error) {
+			return func(context.Context) (string, error) {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				time.Sleep(time.Minute)
+				return name, nil
+			}
+		}
+		x := goRun(context.Background(), g, req("x", "aws/1"), op("x"))
+		synctest.Wait()
+		ctx := &pausingCtx{Context: context.Background(), resume: make(chan struct{})}
+		first := goRun(ctx, g, Request{Key: "k", Scopes: []string{"aws/1"}, Wait: true}, op("first"))
+		synctest.Wait()
+		later := goRun(context.Background(), g, Request{Key: "later", Scopes: []string{"aws/1"}, Wait: true}, op("later"))
+		synctest.Wait()
+		ctx.armed.Store(true)
+		// An operation of the first caller's key starts on aws/2 and wakes
+		// it to join; the caller pauses on its context, and the operation
+		// ends, then x, freeing aws/1.
+		k := goRun(context.Background(), g, req("k", "aws/2"), func(context.Context) (string, error) { return "k", nil })
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		close(ctx.resume)
+		for _, ch := range []<-chan outcome{x, k, first, later} {
+			if o := <-ch; o.err != nil {
+				t.Fatal(o.err)
+			}
+		}
+		if want := []string{"x", "first", "later"}; !slices.Equal(order, want) {
+			t.Fatalf("operations started in the order %v, want %v (the order their callers came)", order, want)
+		}
+	})
+}

@@ -367,13 +367,18 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 // them does not take a slot the first needs, and the first starts when
 // its other scopes free (a Run inside an operation's function, which the
 // first may be waiting for, is not held back by those: see
-// Guard.firstBroken). g.mu is held.
+// Guard.firstBroken). A caller woken before, to join or to be refused,
+// that has not looked again yet keeps its place all the same: the
+// operation it was to join may have ended meanwhile. g.mu is held.
 func (g *Guard) handOff(now time.Time) {
 	for _, w := range g.queue {
-		if w.woken {
-			continue // it looks again, with what was handed to it
+		if w.holds {
+			continue // woken, it looks again and takes what was handed to it
 		}
-		g.unkeep(w) // looked at afresh, after the callers before it
+		// Looked at afresh, after the callers before it; a caller already
+		// woken (to join, or to be refused) that has not looked again yet
+		// is still in its place, and is handed the slots it now needs.
+		g.unkeep(w)
 		if g.flights[w.req.Key] == nil {
 			r := g.firstBroken(now, w.scopes, w.req, &w.nested)
 			if r != nil && r.Reason == ReasonBusy {
@@ -388,8 +393,10 @@ func (g *Guard) handOff(now time.Time) {
 				g.heldAll++
 			}
 		}
-		w.woken = true
-		close(w.ready)
+		if !w.woken {
+			w.woken = true
+			close(w.ready)
+		}
 	}
 }
 
