@@ -78,8 +78,14 @@
 //
 // Every wait is a select on a channel and the context, and time is read
 // with time.Now, so a Guard used inside a testing/synctest bubble runs in
-// virtual time. A Guard keeps nothing of a bubble once the bubble's
-// operations have ended and its callers have gone, so that one Guard per
-// process serves test after test, each in a bubble of its own (but not
-// two bubbles at once, nor a bubble and goroutines outside it).
+// virtual time. A Guard keeps no channel or timer of a bubble once the
+// bubble's operations have ended and its callers have gone, so that one
+// Guard per process serves test after test, each in a bubble of its own
+// (but not two bubbles at once, nor a bubble and goroutines outside it).
+// It keeps the bubble's cooldowns and callers' starts, though, at the
+// times of the bubble's clock, which starts again at midnight UTC on
+// 2000-01-01 in the next bubble: there a cooldown begun an hour into the
+// last has that hour and its length left, longer than any cooldown, and
+// a start is in the quota window for that much longer. Call ResetAll
+// between such tests.
 package liveop
