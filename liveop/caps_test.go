@@ -620,3 +620,53 @@ func TestAWaitingCallerWokenToJoinIsNotOvertaken(t *testing.T) {
 		}
 	})
 }
+
+// panickyCtx is a context whose Err panics once armed: the caller's code,
+// which the guard calls while the caller waits.
+type panickyCtx struct {
+	context.Context
+	armed atomic.Bool
+}
+
+func (c *panickyCtx) Err() error {
+	if c.armed.Load() {
+		panic("the caller's context broke")
+	}
+	return c.Context.Err()
+}
+
+// A waiting caller whose context panics as it looks at it, once a slot
+// was handed to it, leaves the queue with the panic (which reaches its
+// caller): the slot goes to the next caller waiting, not kept for ever
+// for a caller that has gone.
+func TestAWaitingCallerWhoseContextPanicsLeavesTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CooldownSeconds: ptr(0.0)})
+		x := goRun(context.Background(), g, req("x", "aws/1"), (&counted{d: time.Minute, val: "x"}).run)
+		synctest.Wait()
+		ctx := &panickyCtx{Context: context.Background()}
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			Run(ctx, g, Request{Key: "p", Scopes: []string{"aws/1"}, Wait: true}, (&counted{val: "p"}).run)
+		}()
+		synctest.Wait()
+		ctx.armed.Store(true)
+		later, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		l := goRun(later, g, Request{Key: "l", Scopes: []string{"aws/1"}, Wait: true}, (&counted{val: "l"}).run)
+		start := time.Now()
+		if o := <-x; o.val != "x" {
+			t.Fatal(o)
+		}
+		if p := <-panicked; p != "the caller's context broke" {
+			t.Fatalf("the panicking caller's Run: recovered %v", p)
+		}
+		if o := <-l; o.val != "l" || o.err != nil || time.Since(start) != time.Minute {
+			t.Fatalf("the next caller got %q %v after %v; want its operation's result when x ended, after 1m0s", o.val, o.err, time.Since(start))
+		}
+		if st := g.Status(); st.Active != 0 || st.Started != 2 {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}

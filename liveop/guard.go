@@ -339,22 +339,36 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.handOff(now) // a slot it let go of goes to the next
 		ready := w.ready
 		g.mu.Unlock()
-		select {
-		case <-ready:
-		case <-ctx.Done():
-		}
-		// The context bounds the wait even when a slot was handed to
-		// the caller at the same moment (select chooses at random): a
-		// caller that has gone starts nothing, and the slot goes to the
-		// next.
-		if err := ctx.Err(); err != nil {
-			g.mu.Lock()
-			g.dequeue(w, time.Now())
-			g.mu.Unlock()
+		if err := g.wait(ctx, w, ready); err != nil {
 			refused.cause = err
 			return nil, refused
 		}
 	}
+}
+
+// wait waits, with g.mu not held, until the waiting caller w is woken
+// (ready) or ctx ends, and returns ctx's error, when the caller has gone
+// (off the queue then). The context bounds the wait even when a slot was
+// handed to the caller at the same moment (select chooses at random): a
+// caller that has gone starts nothing, and the slot goes to the next. A
+// panic of ctx's Done or Err, the caller's code, takes the caller off the
+// queue too as it goes on up, so that no slot stays kept for it.
+func (g *Guard) wait(ctx context.Context, w *waiter, ready <-chan struct{}) (err error) {
+	gone := true
+	defer func() {
+		if gone {
+			g.mu.Lock()
+			g.dequeue(w, time.Now())
+			g.mu.Unlock()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	err = ctx.Err()
+	gone = err != nil
+	return err
 }
 
 // handOff wakes the callers waiting for a slot that may go on now, in the
