@@ -237,7 +237,10 @@ func within(inside, f *flight) bool {
 // ErrResultType (and the operation's error, if it returned one). A
 // Run with the context fn was given, or one derived from it, for the key
 // of fn's own operation (or of one that waits for it) returns an error
-// matching ErrNested rather than wait for its own result.
+// matching ErrNested rather than wait for its own result. A panic of a
+// method of ctx, the caller's code, goes on up to the caller, which has
+// gone then as if ctx had ended: it keeps no slot and counts as no caller
+// of the operation.
 func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if fn == nil {
@@ -788,7 +791,9 @@ func (f *flight) deliver(val any, err error) {
 
 // await waits for the operation's result or for ctx; the last caller to go
 // cancels the operation. inside is the operation whose function made the
-// Run (nil: none), which waits for f no more once await returns.
+// Run (nil: none), which waits for f no more once await returns. A panic
+// of ctx's Done, the caller's code, takes the caller off f as it goes on
+// up, as the end of ctx does.
 func (g *Guard) await(ctx context.Context, inside, f *flight) (any, error) {
 	if inside != nil {
 		defer func() {
@@ -799,21 +804,36 @@ func (g *Guard) await(ctx context.Context, inside, f *flight) (any, error) {
 			g.mu.Unlock()
 		}()
 	}
+	waited := false
+	defer func() {
+		if !waited {
+			g.depart(f)
+		}
+	}()
 	select {
 	case <-f.done:
+		waited = true
 		return f.val, f.err
 	case <-ctx.Done():
 	}
+	waited = true
+	if g.depart(f) {
+		return f.val, f.err
+	}
+	return nil, ctx.Err()
+}
+
+// depart takes a caller that has gone off the operation f (Guard.leave),
+// and cancels f when the caller was its last; it reports whether f's
+// result was set meanwhile (the caller takes it). g.mu is not held.
+func (g *Guard) depart(f *flight) (delivered bool) {
 	g.mu.Lock()
 	delivered, abandoned := g.leave(f)
 	g.mu.Unlock()
-	if delivered {
-		return f.val, f.err
-	}
 	if abandoned {
 		f.cancel(ErrAbandoned)
 	}
-	return nil, ctx.Err()
+	return delivered
 }
 
 // leave takes a caller whose context ended off the operation f; g.mu is

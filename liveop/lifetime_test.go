@@ -256,3 +256,39 @@ func TestAnAbandonedOperationsContextSaysWhy(t *testing.T) {
 		}
 	})
 }
+
+// brokenDoneCtx is a context whose Done panics: the caller's code.
+type brokenDoneCtx struct{ context.Context }
+
+func (brokenDoneCtx) Done() <-chan struct{} { panic("the caller's context broke") }
+
+// A caller whose context panics as it waits for the operation's result
+// leaves the operation with the panic (which reaches it): the operation
+// its last caller has left so is abandoned and cancelled, not run on for
+// a caller that has gone.
+func TestACallerWhoseContextPanicsLeavesTheOperation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{})
+		causes := make(chan error, 1)
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			Run(brokenDoneCtx{context.Background()}, g, req("k", "aws/1"), func(ctx context.Context) (string, error) {
+				select {
+				case <-ctx.Done():
+					causes <- context.Cause(ctx)
+				case <-time.After(time.Hour):
+					causes <- nil
+				}
+				return "", nil
+			})
+		}()
+		start := time.Now()
+		if p := <-panicked; p != "the caller's context broke" {
+			t.Fatalf("the caller's Run: recovered %v", p)
+		}
+		if cause := <-causes; !errors.Is(cause, ErrAbandoned) || time.Since(start) != 0 {
+			t.Fatalf("the operation ran %v and ended with the cause %v; want it cancelled at once, its only caller gone (ErrAbandoned)", time.Since(start), cause)
+		}
+	})
+}
