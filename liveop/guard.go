@@ -210,6 +210,17 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 	return ends
 }
 
+// stuck reports whether a Run made with the context of the function of
+// the running operation p (nil: none) would leave p unable to end,
+// waiting for the operation join or, join nil, for a slot of scopes (see
+// Guard.endable); g.mu is held.
+func (g *Guard) stuck(p, join *flight, scopes []string) bool {
+	if _, running := g.running[p]; !running {
+		return false // none, or its function has returned
+	}
+	return !g.endable(p, join, scopes)[p]
+}
+
 // operationKey is the key of the *flight a function's context carries:
 // the operation it runs.
 type operationKey struct{}
@@ -288,7 +299,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.unhold(w) // a slot handed to the caller is its own to take below
 		if f := g.flights[req.Key]; f != nil {
 			g.dequeue(w, now)
-			if within(inside, f) || inside != nil && !g.endable(inside, f, nil)[inside] {
+			if within(inside, f) || g.stuck(inside, f, nil) {
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
@@ -500,7 +511,7 @@ func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
 			return true
 		}
 	}
-	return !g.endable(inside, nil, scopes)[inside]
+	return g.stuck(inside, nil, scopes)
 }
 
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,

@@ -235,3 +235,32 @@ func TestAnOperationWaitingForTheSlotOfOneThatJoinsItIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A Run with a context that keeps the values of an operation's function's
+// but not its cancellation (context.WithoutCancel, for work that outlives
+// the function), made once that function has returned, is inside no
+// running operation: it joins the operation of its key as any caller
+// does.
+func TestARunWithTheContextOfAnEndedOperationJoins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 5})
+		b := goRun(context.Background(), g, req("B", "aws/2"), (&counted{d: time.Minute, val: "b"}).run)
+		synctest.Wait()
+		later := make(chan outcome, 1)
+		if _, err := Run(context.Background(), g, req("A", "aws/1"), func(ctx context.Context) (string, error) {
+			go func(ctx context.Context) {
+				time.Sleep(time.Second) // A has ended
+				v, err := Run(ctx, g, req("B", "aws/2"), (&counted{val: "not run"}).run)
+				later <- outcome{v, err}
+			}(context.WithoutCancel(ctx))
+			return "a", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		o := <-later
+		<-b
+		if o.val != "b" || o.err != nil {
+			t.Fatalf("the Run after A ended got %q %v; want to join B and get %q", o.val, o.err, "b")
+		}
+	})
+}
