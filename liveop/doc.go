@@ -19,8 +19,9 @@
 //     for the key of that operation (or of one it runs inside, or of one
 //     that waits for it, such as an operation whose function joined it
 //     or waits for a slot only it holds: see Caps) returns an error
-//     matching ErrNested at once. Key makes keys from the parts of a request, so the same
-//     request in another key order is the same operation.
+//     matching ErrNested at once. Key makes keys from the parts of a
+//     request, so the same request in another key order is the same
+//     operation.
 //  2. Quota. A caller starts at most Config.CallerMaxOperations operations
 //     in a sliding window of Config.CallerWindowSeconds; past that it is
 //     refused (ErrQuota) until the oldest start leaves the window.
@@ -68,11 +69,12 @@
 // Config.OperationTimeoutSeconds), and its callers then get a timeout
 // refusal (ErrTimeout) at once; it is also cancelled when every caller
 // waiting for it has gone (each gets its own context's error; the
-// function's context has the cause ErrAbandoned). Its slots
-// are freed, and its scopes start cooling down, when its function returns:
+// function's context has the cause ErrAbandoned). Its slots are freed,
+// and its scopes start cooling down, when its function returns:
 // normally, with an error, or by panicking (the callers then get a
-// *PanicError, matching ErrPanicked, with the panic's value and stack). A function that ignores its context keeps its
-// slots until it returns, because it may still be calling the cloud.
+// *PanicError, matching ErrPanicked, with the panic's value and stack).
+// A function that ignores its context keeps its slots until it returns,
+// because it may still be calling the cloud.
 //
 // # Time
 //
