@@ -69,7 +69,10 @@
 // is paced per operation, a service otherwise) has five gauge series,
 // each account two more and each provider one (a provider's retry budget,
 // which only successes refund, is read after its scopes are dropped, once
-// a collection saw it). The counters have a series
+// a collection saw it). A provider a Configure disabled has none: its
+// calls go through ungoverned, and what its scopes learned, which the
+// governor keeps for when it is enabled again, is not where they stand.
+// The counters have a series
 // per call scope (the scope with its operation) and event: cloudg.calls
 // one per operation called, the others one per operation that had the
 // event (per reason or kind where they have one); the wait histogram has

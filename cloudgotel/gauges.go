@@ -299,7 +299,10 @@ func (b *budgetProviders) keep(govs []*resilience.Governor) {
 
 // read takes the live scopes of govs into one reading, and the retry
 // budgets of their providers: those with live scopes, and those known
-// remembers from an earlier reading.
+// remembers from an earlier reading. A provider a governor has disabled
+// (Governor.Enabled) is left out: its calls go through ungoverned, and
+// the state its scopes learned, which the governor keeps for when it is
+// enabled again, is not in force.
 func (c *config) read(govs []*resilience.Governor, known *budgetProviders) reading {
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
@@ -320,7 +323,19 @@ func (c *config) read(govs []*resilience.Governor, known *budgetProviders) readi
 	for _, g := range govs {
 		seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
 		seenProvider := map[string]bool{}          // each budget counted once
+		enabled := map[string]bool{}               // Governor.Enabled, read once per provider
+		isEnabled := func(name string) bool {
+			en, ok := enabled[name]
+			if !ok {
+				en = g.Enabled(name)
+				enabled[name] = en
+			}
+			return en
+		}
 		for sc, snap := range g.Scopes() {
+			if !isEnabled(sc.Provider) {
+				continue // ungoverned: what its scopes learned is not in force
+			}
 			set := attribute.NewSet(c.scopeAttrs(sc)...)
 			l, ok := leaves[set.Equivalent()]
 			if !ok {
@@ -357,7 +372,9 @@ func (c *config) read(govs []*resilience.Governor, known *budgetProviders) readi
 			}
 		}
 		for _, name := range known.others(g, seenProvider) {
-			budget(name, g.Budget(name))
+			if isEnabled(name) {
+				budget(name, g.Budget(name))
+			}
 		}
 	}
 	return r

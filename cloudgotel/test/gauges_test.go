@@ -456,3 +456,70 @@ func TestADetachedGovernorIsNotRead(t *testing.T) {
 		t.Errorf("rate %v attached again, want 40", r)
 	}
 }
+
+// A provider a Configure disabled is not governed: its calls go straight
+// through, with no pacing, no breaker and no retries. The governor keeps
+// what its scopes learned, for the day it is enabled again, but the
+// gauges do not report that as where they stand (an open breaker, a rate
+// halved, the slots of an account, a budget no call draws), as the status
+// page does not: an alert on cloudg.breaker.state would fire for a scope
+// whose calls are sent. The gauges read the providers still governed.
+func TestADisabledProvidersScopesAreNotReadAsGoverned(t *testing.T) {
+	m := newMeter()
+	g, obs, held := gaugeEstate(t, m)
+	defer obs.Unregister()
+	defer held.End(nil)
+	budgetOf := func() map[string]float64 { return gauge[float64](t, m.collect(t)["cloudg.retry_budget"]) }
+	if _, read := budgetOf()[key(attribute.String("cloud.provider", "aws"))]; !read {
+		t.Fatal("no retry budget read for aws while it is governed")
+	}
+	cfg := g.Config()
+	off := false
+	cfg.AWS.Enabled = &off
+	if err := g.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if sc := (func() resilience.Scope {
+		for sc := range g.Scopes() {
+			if sc.Provider == "aws" {
+				return sc
+			}
+		}
+		return resilience.Scope{}
+	})(); sc.Provider == "" {
+		t.Fatal("the governor keeps no AWS scope once AWS is disabled: the test shows nothing")
+	}
+	got := m.collect(t)
+	for _, name := range []string{"cloudg.rate", "cloudg.rate.ceiling", "cloudg.pause.remaining", "cloudg.retry_budget", "cloudg.breaker.state", "cloudg.queued", "cloudg.inflight", "cloudg.waiting"} {
+		mt, has := got[name]
+		if !has {
+			t.Errorf("no %s", name)
+			continue
+		}
+		var points []attribute.Set
+		switch d := mt.Data.(type) {
+		case metricdata.Gauge[float64]:
+			for _, p := range d.DataPoints {
+				points = append(points, p.Attributes)
+			}
+		case metricdata.Gauge[int64]:
+			for _, p := range d.DataPoints {
+				points = append(points, p.Attributes)
+			}
+		default:
+			t.Fatalf("%s is %T", name, mt.Data)
+		}
+		gcp := false
+		for _, set := range points {
+			switch p, _ := set.Value("cloud.provider"); p.AsString() {
+			case "aws":
+				t.Errorf("%s reads %v, whose provider is disabled", name, attrs(set))
+			case "gcp":
+				gcp = true
+			}
+		}
+		if !gcp {
+			t.Errorf("%s no longer reads GCP, still governed", name)
+		}
+	}
+}
