@@ -33,7 +33,8 @@
 //     service, fill one cell spanning the rows of the service (a count
 //     past 99,999 in three figures and a unit, 123k or 12.3M, the whole
 //     on hover, so that a long-running governor's counts keep the table's
-//     width);
+//     width, and a kind of lost calls goes under its count, 12345 above
+//     cancelled, when the table needs the room);
 //   - each account once: its slots in use against the cap, the callers
 //     waiting for a slot, and its own bucket where the provider has one.
 //

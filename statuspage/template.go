@@ -68,7 +68,7 @@ td.brk{line-height:1.2}
 td.hot{color:var(--c);font-weight:650}
 .bad{color:var(--open);font-weight:650}
 td.lost{line-height:1.2}
-td.lost span{display:block}
+td.lost span{display:block;white-space:normal}
 .dim{color:var(--dim);font-weight:400}
 th.r{text-align:right}
 .empty{margin:20px;color:var(--dim)}

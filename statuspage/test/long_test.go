@@ -20,18 +20,28 @@ import (
 //     as its cell after its label, which it passed by the label's width
 //     (at 800 px the service · operation reached 863 px in a 785 px
 //     viewport), and the totals' retry budgets wrote a provider whole, on
-//     one line (678 px wide at 500 px).
+//     one line (678 px wide at 500 px);
+//   - a long-running governor counts its lost calls in five figures
+//     (12345 cancelled): with a provider of a long name on the page, the
+//     lost cell written on one line made the scopes' table 1260 px wide
+//     at the least, in the 1225 px a 1280 px window leaves it beside its
+//     scroll bar.
 func TestLongPartsFitTheWindow(t *testing.T) {
 	bin := chromium(t)
-	for name, own := range map[string]resilience.Scope{
-		"a long provider": {Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod-0123456789-abcdefghij", Region: "eu-central", Service: "assets"},
-		"every part longer than a window": {
+	long := resilience.Scope{Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod-0123456789-abcdefghij", Region: "eu-central", Service: "assets"}
+	for name, c := range map[string]struct {
+		own       resilience.Scope
+		cancelled int // calls of own lost to their context
+	}{
+		"a long provider": {own: long},
+		"every part longer than a window": {own: resilience.Scope{
 			Provider: "internal-" + strings.Repeat("x", 90), Account: "acme-" + strings.Repeat("a", 120),
 			Region: "eu-" + strings.Repeat("r", 120), Service: "s" + strings.Repeat("s", 120), Operation: "Op" + strings.Repeat("o", 120),
-		},
+		}},
+		"a long provider that lost five figures of calls": {own: long, cancelled: 12_345},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := serve(t, scanWith(t, own))
+			srv := serve(t, scanWith(t, c.cancelled, c.own))
 			for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
 				checkFits(t, m, width)

@@ -115,11 +115,12 @@ type rendered struct {
 // default breaker_dead_seconds) without a success, so the open and the
 // half-open scopes fail within the last ten seconds before the page is
 // rendered, and Key Vault dies less than its 30 s cooldown before it.
-func scan(t *testing.T) rendered { return scanWith(t) }
+func scan(t *testing.T) rendered { return scanWith(t, 0) }
 
 // scanWith is scan with one call more to each of extra, among the scan's
-// first pages.
-func scanWith(t *testing.T, extra ...resilience.Scope) rendered {
+// first pages, and cancelled calls more to each, their context cancelled
+// before they were sent: the lost calls a long-running governor counts.
+func scanWith(t *testing.T, cancelled int, extra ...resilience.Scope) rendered {
 	var out rendered
 	synctest.Test(t, func(t *testing.T) {
 		cfg, err := resilience.ParseConfig([]byte(config))
@@ -159,6 +160,15 @@ func scanWith(t *testing.T, extra ...resilience.Scope) rendered {
 			})
 		}
 		wg.Wait()
+		if cancelled > 0 {
+			gone, cancel := context.WithCancel(ctx)
+			cancel()
+			for _, sc := range extra {
+				for range cancelled {
+					resilience.Do(gone, sc, ok, gov)
+				}
+			}
+		}
 
 		// DescribeInstances is throttled twice, a second apart: its rate
 		// is cut each time, and recovers slowly with the next pages.
