@@ -26,7 +26,9 @@ import (
 //
 // The gauges read every governor made with the Observer (the scopes of
 // two governors that share their attributes are added up as
-// WithoutAccount's are). Instrument fails when the meter provider refuses
+// WithoutAccount's are). A collection whose context ends while they read
+// the scopes (an exporter's timeout) stops reading there, observes none
+// of them, and fails with the context's error. Instrument fails when the meter provider refuses
 // an instrument or the gauges' callback.
 func Instrument(opts ...Option) (*Observer, error) {
 	c := newConfig(opts)
@@ -178,8 +180,11 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 		return nil, err
 	}
 	known := &budgetProviders{}
-	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		r := c.read(read(), known)
+	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		r, err := c.read(ctx, read(), known)
+		if err != nil {
+			return err // the collection was given up on: nothing observed
+		}
 		for _, l := range r.leaves {
 			opt := metric.WithAttributeSet(l.set)
 			o.ObserveFloat64(rate, l.rate, opt)
@@ -299,11 +304,14 @@ func (b *budgetProviders) keep(govs []*resilience.Governor) {
 
 // read takes the live scopes of govs into one reading, and the retry
 // budgets of their providers: those with live scopes, and those known
-// remembers from an earlier reading. A provider a governor has disabled
+// remembers from an earlier reading. It stops, with ctx's error, when ctx
+// ends before it has read every scope (a collection given up on, whose
+// reading of a shared store goes on a round trip per scope). A provider a governor has disabled
 // (Governor.Enabled) is left out: its calls go through ungoverned, and
 // the state its scopes learned, which the governor keeps for when it is
 // enabled again, is not in force.
-func (c *config) read(govs []*resilience.Governor, known *budgetProviders) reading {
+func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *budgetProviders) (reading, error) {
+	done := ctx.Done()
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
 	seenIn := map[accountIn]bool{} // each account's queue counted once per leaf series
@@ -333,6 +341,11 @@ func (c *config) read(govs []*resilience.Governor, known *budgetProviders) readi
 			return en
 		}
 		for sc, snap := range g.Scopes() {
+			select {
+			case <-done:
+				return reading{}, ctx.Err()
+			default:
+			}
 			if !isEnabled(sc.Provider) {
 				continue // ungoverned: what its scopes learned is not in force
 			}
@@ -377,5 +390,5 @@ func (c *config) read(govs []*resilience.Governor, known *budgetProviders) readi
 			}
 		}
 	}
-	return r
+	return r, nil
 }
