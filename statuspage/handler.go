@@ -46,11 +46,13 @@ func WithRefresh(d time.Duration) Option {
 }
 
 // WithLimit shows at most n scopes, the most troubled first, at most n
-// accounts, the most troubled kept and shown by provider, and at most n
-// providers' retry budgets, those nearest their end, so that a governor
-// with a million live scopes still serves a page a browser renders; the
-// default is 500, and n <= 0 keeps it. The counts of every status cover
-// all the live scopes, and the page says what the limit left out.
+// accounts, the most troubled kept and shown by provider, at most n
+// providers' retry budgets, those nearest their end, and at most n
+// providers disabled, the first by name, so that a governor with a
+// million live scopes, or a program calling many providers by name,
+// still serves a page a browser renders; the default is 500, and n <= 0
+// keeps it. The counts of every status cover all the live scopes, and
+// the page says what the limit left out.
 func WithLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {

@@ -190,6 +190,9 @@ type served struct {
 	} `json:"accounts"`
 	Providers []provided `json:"providers"`
 	Disabled  []string   `json:"disabled_providers"`
+	// DisabledCount is every provider disabled; Disabled holds the first
+	// the limit shows.
+	DisabledCount int `json:"disabled_count"`
 }
 
 // provided is a provider's retry budget as the JSON serves it.

@@ -503,6 +503,39 @@ func TestTheLimitBoundsTheProvidersShown(t *testing.T) {
 	}
 }
 
+// WithLimit bounds the disabled providers the page names as it bounds
+// their budgets: a program that calls many providers by name, all
+// disabled by the global switch, gets a page of the limit's size, which
+// names the first by name and says how many there are. Before, every
+// provider with live scopes or a budget the page had read was named, in
+// the totals and in the JSON, whatever the limit.
+func TestTheLimitBoundsTheDisabledProvidersShown(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		resilience.Do(context.Background(), resilience.Scope{Provider: fmt.Sprintf("p%02d", i), Account: "a", Service: "s"},
+			func(context.Context) error { return nil }, resilience.WithGovernor(g))
+	}
+	h := New(WithGovernor(g), WithLimit(3))
+	get(t, h, http.MethodGet, "/") // the page reads the 50 budgets
+	off := false
+	if err := g.Configure(resilience.Config{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	body := get(t, h, http.MethodGet, "/").Body.String()
+	want := `disabled, calls sent ungoverned: <b>aws</b>, <b>azure</b>, <b>gcp</b> (the first 3 of 53 providers)</span>`
+	if !strings.Contains(body, want) {
+		i := strings.Index(body, "disabled, calls")
+		t.Errorf("the page says\n%s\nwant %s", body[i:i+strings.Index(body[i:], "</span>")], want)
+	}
+	s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
+	if !slices.Equal(s.Disabled, []string{"aws", "azure", "gcp"}) || s.DisabledCount != 53 {
+		t.Errorf("JSON: disabled_providers %q of %d, want aws, azure, gcp of 53", s.Disabled, s.DisabledCount)
+	}
+}
+
 // A provider a Configure disabled is not governed: its calls go straight
 // through, with no pacing, no breaker and no retries. The governor keeps
 // what its scopes learned, for the day it is enabled again, but the page

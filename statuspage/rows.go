@@ -145,11 +145,12 @@ type page struct {
 	Accounts       []account      `json:"accounts"`
 	Scopes         []row          `json:"scopes"`
 	// Disabled are the providers a Configure turned off (aws, azure, gcp,
-	// and those with live scopes or a budget the page read), sorted:
-	// their calls go straight through, ungoverned, and the state their
-	// scopes learned, which the governor keeps for when they are enabled
-	// again, is not shown as where they stand.
-	Disabled []string `json:"disabled_providers"`
+	// and those with live scopes or a budget the page read), the first
+	// Limit by name: their calls go straight through, ungoverned, and the
+	// state their scopes learned, which the governor keeps for when they
+	// are enabled again, is not shown as where they stand.
+	Disabled      []string `json:"disabled_providers"`
+	DisabledCount int      `json:"disabled_count"` // every provider disabled; Disabled holds the first Limit
 }
 
 // totals are the governor's lifetime totals as the page serves them:
@@ -299,7 +300,10 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 			p.Disabled = append(p.Disabled, name)
 		}
 	}
-	slices.Sort(p.Disabled)
+	p.DisabledCount = len(p.Disabled)
+	// A program may call many providers by name, all disabled by the
+	// global switch: the limit keeps the page's size.
+	p.Disabled = smallest(p.Disabled, limit, strings.Compare)
 	p.Providers = make([]provider, 0, len(budgets))
 	for name, b := range budgets {
 		p.Providers = append(p.Providers, provider{name, b})
