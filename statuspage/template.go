@@ -66,6 +66,7 @@ td.brk{line-height:1.2}
 .fill{display:block;height:100%;border-radius:4px}
 .fill.full{background:var(--ok)}.fill.below{background:var(--slowed)}.fill.stop{background:var(--paused)}
 td.hot{color:var(--c);font-weight:650}
+td.hot.paused{white-space:normal}
 .bad{color:var(--open);font-weight:650}
 td.lost{line-height:1.2}
 td.lost span{display:block;white-space:normal}

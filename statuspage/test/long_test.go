@@ -3,6 +3,7 @@ package test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -25,23 +26,28 @@ import (
 //     (12345 cancelled): with a provider of a long name on the page, the
 //     lost cell written on one line made the scopes' table 1260 px wide
 //     at the least, in the 1225 px a 1280 px window leaves it beside its
-//     scroll bar.
+//     scroll bar;
+//   - an account paused for minutes (Azure's subscription, whose reads
+//     ran low) shows each of its scopes paused for "4m59s acct": written
+//     on one line, with a provider of a long name on the page, it made the
+//     page scroll sideways at 1024 and 961 px.
 func TestLongPartsFitTheWindow(t *testing.T) {
 	bin := chromium(t)
 	long := resilience.Scope{Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod-0123456789-abcdefghij", Region: "eu-central", Service: "assets"}
 	for name, c := range map[string]struct {
-		own       resilience.Scope
-		cancelled int // calls of own lost to their context
+		own  resilience.Scope
+		more more
 	}{
 		"a long provider": {own: long},
 		"every part longer than a window": {own: resilience.Scope{
 			Provider: "internal-" + strings.Repeat("x", 90), Account: "acme-" + strings.Repeat("a", 120),
 			Region: "eu-" + strings.Repeat("r", 120), Service: "s" + strings.Repeat("s", 120), Operation: "Op" + strings.Repeat("o", 120),
 		}},
-		"a long provider that lost five figures of calls": {own: long, cancelled: 12_345},
+		"a long provider that lost five figures of calls":      {own: long, more: more{cancelled: 12_345}},
+		"a long provider beside an account paused for minutes": {own: long, more: more{accountPause: 299 * time.Second}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := serve(t, scanWith(t, c.cancelled, c.own))
+			srv := serve(t, scanWith(t, c.more, c.own))
 			for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
 				checkFits(t, m, width)

@@ -115,12 +115,23 @@ type rendered struct {
 // default breaker_dead_seconds) without a success, so the open and the
 // half-open scopes fail within the last ten seconds before the page is
 // rendered, and Key Vault dies less than its 30 s cooldown before it.
-func scan(t *testing.T) rendered { return scanWith(t, 0) }
+func scan(t *testing.T) rendered { return scanWith(t, more{}) }
+
+// more is what scanWith adds to the scan.
+type more struct {
+	// cancelled is the calls more to each extra scope whose context was
+	// cancelled before they were sent: the lost calls a long-running
+	// governor counts.
+	cancelled int
+	// accountPause, when set, pauses the Azure subscription for that long
+	// as the page is rendered, as cloudgazure does when the
+	// subscription's reads run low (Guard.PauseAccount).
+	accountPause time.Duration
+}
 
 // scanWith is scan with one call more to each of extra, among the scan's
-// first pages, and cancelled calls more to each, their context cancelled
-// before they were sent: the lost calls a long-running governor counts.
-func scanWith(t *testing.T, cancelled int, extra ...resilience.Scope) rendered {
+// first pages, and what m adds.
+func scanWith(t *testing.T, m more, extra ...resilience.Scope) rendered {
 	var out rendered
 	synctest.Test(t, func(t *testing.T) {
 		cfg, err := resilience.ParseConfig([]byte(config))
@@ -160,11 +171,11 @@ func scanWith(t *testing.T, cancelled int, extra ...resilience.Scope) rendered {
 			})
 		}
 		wg.Wait()
-		if cancelled > 0 {
+		if m.cancelled > 0 {
 			gone, cancel := context.WithCancel(ctx)
 			cancel()
 			for _, sc := range extra {
-				for range cancelled {
+				for range m.cancelled {
 					resilience.Do(gone, sc, ok, gov)
 				}
 			}
@@ -248,6 +259,14 @@ func scanWith(t *testing.T, cancelled int, extra ...resilience.Scope) rendered {
 		time.Sleep(2 * time.Second) // two seconds into IAM's pause
 		synctest.Wait()
 
+		if m.accountPause > 0 {
+			gd, err := g.Begin(ctx, storage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gd.PauseAccount(m.accountPause)
+			gd.End(nil)
+		}
 		h := statuspage.New(statuspage.WithGovernor(g))
 		for _, target := range []string{"/debug/cloudg", "/debug/cloudg?format=json"} {
 			w := httptest.NewRecorder()
