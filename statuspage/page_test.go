@@ -61,12 +61,12 @@ func TestPageShowsEveryScopeTroubleFirst(t *testing.T) {
 		for i, want := range [][]string{
 			{`class="open"`, `>open<`, `DescribeSubnets`, `<span class="breaker open">open</span> <span class="dim">1m0s</span><span class="why open">errors</span>`,
 				// The counts of ec2 in eu-west-1, once for its two rows.
-				`<td class="num counted calls" rowspan="2" data-label="calls">3</td>`, `<span class="bad">1 skipped</span><span class="bad">2 failed</span>`},
+				`<td class="num counted calls" rowspan="2" data-label="calls">3</td>`, `<span class="bad">1 <span class="kind">skipped</span></span><span class="bad">2 <span class="kind">failed</span></span>`},
 			{`class="half_open"`, `>half-open<`, `DescribeVpcs`, `<span class="breaker half_open">half-open</span>`, `<span class="why half_open">errors</span>`},
 			{`class="paused"`, `projects/p1`, `<span class="cut reg">*</span>`, `ListAssets`, `<td class="num hot paused" data-label="paused" title="every call held until ` + until + `">1m30s</td>`,
 				`fill stop w100`, `1.5 / 1.5`, `<td class="num hot queued" data-label="queued">3</td>`},
-			{`class="dead"`, `>dead<`, `keyvault`, `<span class="why dead">throttled for good</span>`, `<span class="bad">4 gave up</span>`},
-			{`class="slowed"`, `projects/p2`, `SearchAllResources`, `fill below w50`, `3 / 6`, `<span class="breaker closed">closed</span> <span class="dim">1 failed</span>`, `<span class="bad">1 gave up</span>`},
+			{`class="dead"`, `>dead<`, `keyvault`, `<span class="why dead">throttled for good</span>`, `<span class="bad">4 <span class="kind">gave up</span></span>`},
+			{`class="slowed"`, `projects/p2`, `SearchAllResources`, `fill below w50`, `3 / 6`, `<span class="breaker closed">closed</span> <span class="dim">1 failed</span>`, `<span class="bad">1 <span class="kind">gave up</span></span>`},
 			{`class="queued"`, `projects/p3`, `fill full w100`, `<td class="num hot queued" data-label="queued">4</td>`},
 			{`class="ok"`, `sub-1`, `network`, `<td class="num zero" data-label="queued">·</td>`},
 			{`class="ok"`, `sub-2`, `compute`},

@@ -69,7 +69,8 @@ td.hot{color:var(--c);font-weight:650}
 td.hot.paused{white-space:normal}
 .bad{color:var(--open);font-weight:650}
 td.lost{line-height:1.2}
-td.lost span{display:block;white-space:normal}
+td.lost>span{display:block;white-space:normal}
+.kind{white-space:nowrap}
 .dim{color:var(--dim);font-weight:400}
 th.r{text-align:right}
 .empty{margin:20px;color:var(--dim)}
@@ -92,7 +93,7 @@ td.st::before{content:none}
 td.zero{display:none}
 td.who,.cut,.acct{white-space:normal;overflow-wrap:anywhere;max-width:100%}
 .cut{display:inline}
-.why,td.lost span{display:inline;margin-left:4px}
+.why,td.lost>span{display:inline;margin-left:4px}
 .bar{display:inline-block}.calls{display:block}
 }
 @media (max-width:560px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}

@@ -50,6 +50,23 @@ const measure = `(function () {
         out.abbreviated.push({text: el.textContent, title: t ? t.getAttribute('title') : ''});
       }
     });
+    out.split = [];
+    document.querySelectorAll('td.lost > span').forEach(function (sp) {
+      // The kind after the count ("gave up" of "3 gave up") on one line.
+      var text = sp.textContent, at = text.indexOf(' '), tops = {}, pos = 0, n;
+      var walk = document.createTreeWalker(sp, NodeFilter.SHOW_TEXT), r = document.createRange();
+      if (at < 0) return;
+      while ((n = walk.nextNode())) {
+        for (var k = 0; k < n.data.length; k++, pos++) {
+          if (pos <= at || n.data[k] === ' ') continue;
+          r.setStart(n, k);
+          r.setEnd(n, k + 1);
+          var b = r.getBoundingClientRect();
+          if (b.height > 0) tops[Math.round(b.top)] = true;
+        }
+      }
+      if (Object.keys(tops).length > 1) out.split.push(text);
+    });
     out.rows = [];
     document.querySelectorAll('table.scopes tbody tr').forEach(function (tr) {
       var chip = tr.querySelector('.chip'), r = chip.getBoundingClientRect();
@@ -87,6 +104,7 @@ type measured struct {
 	Outside        []string
 	Cut            []struct{ Element, Text, Title string }
 	Abbreviated    []struct{ Text, Title string }
+	Split          []string // lost calls whose kind is broken across lines
 	Rows           []struct {
 		Scope, Shown, Colour, Text string
 		Visible                    bool
@@ -256,7 +274,9 @@ func holdsWhole(title, text string) bool {
 
 // checkFits reports what of the page measured at width (m) does not fit
 // its window: a document wider than it, an element beyond its edge, a
-// value cut short without the whole in its tooltip.
+// value cut short without the whole in its tooltip; and a kind of lost
+// calls broken across lines to make room ("3 gave" above "up"), where
+// only its count may go above it.
 func checkFits(t *testing.T, m measured, width int) {
 	t.Helper()
 	if m.DocumentWidth > m.ViewportWidth {
@@ -269,5 +289,8 @@ func checkFits(t *testing.T, m measured, width int) {
 		if !holdsWhole(c.Title, c.Text) {
 			t.Errorf("at %d px %s shows %q cut short, without the whole in its tooltip (%q)", width, c.Element, c.Text, c.Title)
 		}
+	}
+	for _, s := range m.Split {
+		t.Errorf("at %d px the lost calls %q are written with their kind broken across lines", width, s)
 	}
 }
