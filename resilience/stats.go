@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -390,7 +391,8 @@ const minReportedWait = time.Second
 //	{n} calls refused, {n} calls cancelled, {n} calls errored,
 //	{n} calls panicked, {n} transient errors
 //
-// where the slowest rate is shown for a throttled scope, transient
+// where the slowest rate is shown for a throttled scope (with one
+// decimal, or two significant digits under 0.1 rps), transient
 // errors only for a scope that was not throttled, and the pauses' time
 // in wall-clock time. The waits are added up over the callers, as the
 // totals' wait_seconds; when that sum reads as more time than passed
@@ -408,7 +410,7 @@ func (c Counters) message(scope string) string {
 	if c.Throttled > 0 {
 		parts = append(parts, fmt.Sprintf("throttled %dx", c.Throttled))
 		if c.MinRate > 0 {
-			parts = append(parts, fmt.Sprintf("slowed to %.1f rps", c.MinRate))
+			parts = append(parts, "slowed to "+rateText(c.MinRate)+" rps")
 		}
 	}
 	paused := c.Paused >= minReportedWait
@@ -464,6 +466,17 @@ func (c Counters) message(scope string) string {
 		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))
 	}
 	return scope + ": " + strings.Join(parts, ", ")
+}
+
+// rateText writes a rate in requests per second as a scope's line says
+// it: with one decimal (5.0, the spec's worked example), or, under 0.1
+// rps, where one decimal would round it to twice what it is or to 0.0,
+// with two significant digits (gcp's floor, 0.05; 0.094).
+func rateText(r float64) string {
+	if r >= 0.1 {
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(r, 'g', 2, 64)
 }
 
 func plural(n int64, one, many string) string {
