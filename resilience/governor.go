@@ -126,6 +126,9 @@ func NewGovernor(cfg Config, opts ...GovernorOption) (*Governor, error) {
 	if err := g.Configure(cfg); err != nil {
 		return nil, err
 	}
+	// The configuration the governor is made with replaced no state anyone
+	// read: Generation starts at 0, as the zero Governor's does.
+	g.gen.Store(0)
 	if a, ok := g.observer.(attacher); ok {
 		a.Attach(g)
 	}
@@ -505,7 +508,8 @@ func (g *Governor) changes() <-chan struct{} {
 // call's refusal) keeps it while the generation is unchanged, and asks
 // again once it moves: the wait may have been forgotten with the state it
 // came from. It is a read with no side effects, safe for concurrent use;
-// it starts at 0.
+// it starts at 0, for the zero Governor and NewGovernor's alike (the
+// configuration a governor is made with is not a change).
 func (g *Governor) Generation() uint64 { return g.gen.Load() }
 
 // settings returns a provider's settings: those in force for a provider

@@ -150,6 +150,32 @@ func TestGenerationMovesWithConfigureAndResetOnly(t *testing.T) {
 	})
 }
 
+// Generation starts at 0, as its godoc says, whichever way the governor
+// was made: NewGovernor's and the zero Governor (Default's is one).
+// The configuration a governor is made with replaces no state a caller
+// could have read.
+func TestGenerationStartsAtZero(t *testing.T) {
+	g, err := NewGovernor(Config{AWS: ProviderConfig{MaxRPS: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero Governor
+	for _, c := range []struct {
+		name string
+		g    *Governor
+	}{{"NewGovernor's", g}, {"the zero Governor", &zero}} {
+		if got := c.g.Generation(); got != 0 {
+			t.Errorf("%s Generation is %d as it is made, want 0", c.name, got)
+		}
+	}
+	if err := g.Configure(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Generation(); got != 1 {
+		t.Errorf("Generation is %d after the first Configure of NewGovernor's governor, want 1", got)
+	}
+}
+
 // SetDefault(nil) replaces the process governor with a fresh one at the
 // built-in defaults (the original's reset_governor).
 func TestSetDefaultNilReplacesTheProcessGovernor(t *testing.T) {

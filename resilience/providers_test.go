@@ -183,10 +183,15 @@ func TestProvidersUnderResetAndConfigureChurn(t *testing.T) {
 	// The governor changes while the calls run: Resets, Configures that
 	// flip enabled and that change the aws cap, and (the clock ticking)
 	// the reclaimer's drops of idle scopes and providers.
+	// At least churns of them, and on until the reclaimer has dropped an
+	// idle provider (the generation counts each Reset, Configure and
+	// drop, from 0), so that a slow run (-race) still drops one.
 	churned := make(chan struct{})
+	var churnsDone uint64
 	go func() {
 		defer close(churned)
-		for i := range churns {
+		for i := 0; i < churns || g.gen.Load() == uint64(i) && i < 20*churns; i++ {
+			churnsDone = uint64(i) + 1
 			switch i % 3 {
 			case 0:
 				g.Reset()
@@ -212,10 +217,10 @@ func TestProvidersUnderResetAndConfigureChurn(t *testing.T) {
 		pprof.Lookup("goroutine").WriteTo(&buf, 1)
 		t.Fatalf("calls still running after a minute:\n%s", buf.String())
 	}
-	drops := g.gen.Load() - churns // Reset and Configure count one each
-	t.Logf("%d calls, %d drops of idle providers", calls.Load(), drops)
+	drops := g.gen.Load() - churnsDone // Reset and Configure count one each
+	t.Logf("%d calls, %d drops of idle providers during %d resets and configures", calls.Load(), drops, churnsDone)
 	if n := calls.Load(); n < workers*10 || drops == 0 {
-		t.Fatalf("only %d calls and %d drops of idle providers during %d resets and configures", n, drops, churns)
+		t.Fatalf("only %d calls and %d drops of idle providers during %d resets and configures", n, drops, churnsDone)
 	}
 	if err := g.Configure(Config{}); err != nil {
 		t.Fatal(err)
