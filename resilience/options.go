@@ -9,14 +9,16 @@ import (
 )
 
 // A GovernorOption configures a governor: NewGovernor takes them. WithClock,
-// WithRandom, WithLogger, WithReclaimAfter, WithObserver and
-// WithStateStore make them. A CallOption is a different type: one given
-// to NewGovernor does not compile.
+// WithRandom, WithLogger, WithLogInterval, WithReclaimAfter, WithObserver
+// and WithStateStore make them. A CallOption is a different type: one
+// given to NewGovernor does not compile. Options are values, safe to
+// reuse and to share between goroutines.
 type GovernorOption interface{ governorOption() }
 
 // A CallOption configures one call: Call, Do, Wrap, WrapArg,
-// Governor.Begin and a Bound's Do and Begin take them. WithGovernor and
-// WithPolicy make them.
+// Governor.Begin and a Bound's Do and Begin take them. WithGovernor,
+// WithPolicy and WithNestedCalls make them (Begin reads WithPolicy
+// only, and a Bound's Do and Begin do not read WithGovernor).
 //
 // Options are values: make one once and reuse it. Passing options to a
 // call does not allocate.
