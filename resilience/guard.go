@@ -17,17 +17,22 @@ import (
 //
 //	gd, err := gov.Begin(ctx, scope)  // resolve the scope
 //	for {
-//		if err := gd.Enter(ctx); err != nil { return err } // breaker, deadline, count, tokens, slot
-//		err := send(ctx)
+//		if err = gd.Enter(ctx); err != nil { break } // breaker, deadline, count, tokens, slot
+//		err = send(ctx)
 //		gd.After(err)                  // classify once: halve and pause, count
 //		gd.Release()                   // where a slot is held per attempt: after After,
 //		                               // so that a caller waiting for it sees the pause
 //		if err == nil { break }
 //		delay, rerr := gd.Retry(backoff) // retries, deadline, budget
-//		if rerr != nil { break }
+//		if rerr != nil { err = rerr; break } // the attempt's error, or what stopped it
 //		sleep(delay)
 //	}
 //	gd.End(err)                        // release, and the outcome if still open
+//	return err
+//
+// (a Begin that fails, for a scope without a provider, returns
+// ErrNoProvider and no Guard; every way out of the loop goes through End,
+// which gives back a slot an integration holds across its attempts.)
 //
 // Code of the caller's that panics during the call (the SDK's transport,
 // a middleware) leaves the call to EndPanicked, from a deferred function,
