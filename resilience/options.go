@@ -113,8 +113,11 @@ func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 // calls, make a line at their first event and then at most one per
 // interval (ten seconds, WithLogInterval), which counts the events since
 // the scope's last line; a pause makes a line when it holds the scope a
-// second or more longer than the log already said. By default the
-// governor logs nothing.
+// second or more longer than the log already said. Without WithLogger
+// the governor logs none of these. Three things it says once whatever
+// the logger, to this one or, without it, to slog.Default: the first
+// Guard dropped without End whose slot it gave back (at Warn), and the
+// first panic of its observer and of a scheduler's Admission (at Error).
 func WithLogger(l *slog.Logger) GovernorOption { return loggerOption{l} }
 
 // WithLogInterval sets how often, at most, the log of WithLogger says
