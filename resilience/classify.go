@@ -16,7 +16,8 @@ import (
 // readerKinds maps an error reader's verdict to a Kind.
 var readerKinds = [...]Kind{errread.Fatal: Fatal, errread.Transient: Transient, errread.Throttled: Throttled}
 
-// Kind is what an error means for pacing and retries.
+// Kind is what an error means for pacing and retries. The zero Kind is
+// Fatal.
 type Kind uint8
 
 const (

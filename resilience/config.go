@@ -17,6 +17,11 @@ import (
 // provider name (github, or your own API's) starts from the generic
 // defaults (20 rps, burst 40, floor 0.2, 64 in flight, 8 retries) and is
 // tuned under Providers.
+//
+// A Config is a value the governor copies (Configure, NewGovernor) and
+// never changes: several goroutines may read one, and changing one that
+// another goroutine reads (its maps, its pointers) is a race, as for any
+// Go map.
 type Config struct {
 	// Enabled: false turns every provider off; calls go straight through.
 	Enabled *bool          `yaml:"enabled,omitempty" json:"enabled,omitempty"`
@@ -47,7 +52,9 @@ func (c Config) Provider(name string) ProviderConfig {
 }
 
 // ProviderConfig tunes one provider. See the package README for the
-// defaults of each provider.
+// defaults of each provider. The zero ProviderConfig is every built-in
+// default of its provider. Like Config, it is a value the governor copies
+// and several goroutines may read.
 type ProviderConfig struct {
 	// Enabled: false calls fn once, directly, with no pacing and no retries.
 	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
@@ -135,7 +142,11 @@ type ProviderConfig struct {
 // Zero fields inherit the built-in service entry, then the provider's leaf,
 // except the burst of an entry that sets MaxRPS: without a Burst of its
 // own it is twice that rate (ec2: {max_rps: 5} bursts 10, not the built-in
-// entry's 100). An operation starts from its service's entry.
+// entry's 100). An operation starts from its service's entry. The zero
+// ServiceConfig sets no rate of its own: the entry takes its service's
+// settings as above (under an operation key, the operation still gets a
+// leaf and breaker of its own). Like Config, it is a value the governor
+// copies and several goroutines may read.
 type ServiceConfig struct {
 	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty" range:">0"`
 	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty" range:">0"`

@@ -24,6 +24,10 @@ import (
 // store that keeps why it opened (fleet's) gives the reason of the process
 // that opened it; it is empty when no process said (this process did not
 // see the breaker open, and the store does not keep it).
+// The governor returns it by pointer and never changes it afterwards, so
+// that any goroutine may read it. The zero value names no scope (its
+// Scope prints */*/*/*), no wait and no reason; it still matches
+// state.ErrCircuitOpen.
 type CircuitOpenError struct {
 	Scope  Scope
 	Wait   time.Duration // until the breaker lets a probe through
@@ -68,6 +72,9 @@ func (e *CircuitOpenError) Is(target error) bool { return target == state.ErrCir
 // error that would have been retried; Unwrap returns it. It classifies as
 // Throttled and reports the code Throttling, and errors.Is(err,
 // state.ErrBudgetExhausted) holds.
+// The governor returns it by pointer and never changes it afterwards, so
+// that any goroutine may read it. The zero value names no scope and
+// wraps no answer; it still matches state.ErrBudgetExhausted.
 type RetryBudgetExhaustedError struct {
 	Scope Scope
 	Err   error
@@ -107,6 +114,9 @@ func (e *RetryBudgetExhaustedError) Is(target error) bool { return target == sta
 // reports the code RequestTimeout, and errors.Is(err,
 // context.DeadlineExceeded) holds. Err is the provider error that was not
 // retried, or the context's error; Unwrap returns it.
+// The governor returns it by pointer and never changes it afterwards, so
+// that any goroutine may read it. The zero value names no scope, no
+// wait and no error; it still matches context.DeadlineExceeded.
 type DeadlineExceededError struct {
 	Scope Scope
 	Wait  time.Duration // the wait that would have overrun the deadline
@@ -158,6 +168,9 @@ func (e *DeadlineExceededError) Is(target error) bool { return target == context
 // It classifies as Throttled and reports the code Throttling, so that a
 // scheduler requeues the work rather than failing it; RetryAfter says
 // when the check may let the call through.
+// The governor returns it by pointer and never changes it afterwards, so
+// that any goroutine may read it. The zero value, whose Err is nil,
+// names no check: errors.Is finds none of the three in it.
 type WouldWaitError struct {
 	Scope Scope
 	Wait  time.Duration // until a token may be used, or the breaker lets a probe through; 0 when unknown (a slot)

@@ -13,7 +13,8 @@ import (
 // its Loss, in the governor's lifetime counters, the run's Stats and the
 // task's Ledger. A call that ends with cloudg's own error from another
 // governed call made inside its attempt (a credentials call an open
-// breaker refused, say) is not: that call recorded its own loss.
+// breaker refused, say) is not: that call recorded its own loss. The zero
+// Loss is LossGaveUp.
 type Loss uint8
 
 // The ways a call is lost.

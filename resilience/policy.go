@@ -6,6 +6,8 @@ import "time"
 // provider's setting (max_retries, base_delay_seconds, max_backoff_seconds,
 // deadline_seconds), so the zero RetryPolicy is the provider's policy.
 // Governor.Policy returns a provider's policy with every field filled in.
+// A RetryPolicy is a value: WithPolicy keeps a copy, and several
+// goroutines may share one.
 type RetryPolicy struct {
 	// MaxAttempts bounds the attempts of the call, the first included: 1
 	// tries once, without retries. 0 means the provider's max_retries + 1.

@@ -194,7 +194,9 @@ func bindingOf(ctx context.Context) *binding {
 // Summary's totals): calls, throttles, transient errors, retries, calls
 // given up, calls rejected by an open circuit, breaker trips, and the waits
 // for rate tokens. It marshals to JSON with the
-// snake_case names of the report, times in seconds.
+// snake_case names of the report, times in seconds. The zero Counters
+// count nothing. Counters are a snapshot the governor does not change
+// once it returned them: any goroutine may read them.
 type Counters struct {
 	// Scope is the service scope counted; zero for totals.
 	Scope Scope `json:"scope,omitzero"`

@@ -30,6 +30,10 @@ import (
 // account's bucket is not the leaf of a call scoped to the account alone
 // (azure/sub-1/*/*), which is why SlowedBuckets, keyed by Scope, holds the
 // leaves only.
+//
+// The zero Summary reports nothing, its maps nil (Governor.Summary makes
+// every one, empty or not). A Summary is a snapshot the governor does not
+// change once it returned it: any goroutine may read it.
 type Summary struct {
 	Totals        Counters                        `json:"totals"`
 	Messages      []string                        `json:"messages"`
