@@ -12,7 +12,10 @@ import (
 // runs in the bubble's virtual time. A simulator may run minutes of
 // provider time in seconds with a faster clock. A Clock must be safe for
 // concurrent use: the governor calls its methods (RealDuration too) from
-// the goroutines of the calls it governs, concurrently.
+// the goroutines of the calls it governs, concurrently. Now is also read
+// while the governor holds locks of its own (its table of scopes, as a
+// scope is made): it must return at once and must not call back into the
+// governor.
 //
 // A Clock whose time runs at another pace than the wall clock should also
 // implement RealDuration(d time.Duration) time.Duration, returning the wall

@@ -217,6 +217,14 @@ type Budget interface {
 // have distinct keys, the buckets of an account or a provider never share
 // a leaf's key, and a key is the same in every process, so that a shared
 // store shares state by it. A Store must be safe for concurrent use.
+//
+// A governor calls Bucket and Breaker while it holds the lock of its table
+// of scopes, and Budget while it holds its own, so that every other call
+// that makes a scope, and every read of the governor, waits for them: a
+// Store's methods must return without waiting on a network, and must not
+// call back into the governor that uses the store (Governor.Inspect, a
+// governed call), which waits for that lock for good. The state they
+// return is used outside those locks.
 type Store interface {
 	Bucket(key string, spec BucketSpec, now time.Duration) Bucket
 	Breaker(key string, spec BreakerSpec) Breaker
