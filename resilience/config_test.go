@@ -171,6 +171,14 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 	if _, err := NewGovernor(bad); err == nil {
 		t.Fatal("NewGovernor accepted an invalid config")
 	}
+	// A value that is not finite, which only code can set, is refused
+	// for being so, not for its bound: +Inf is > 0.
+	for _, v := range []float64{math.Inf(1), math.NaN(), math.Inf(-1)} {
+		err := Config{AWS: ProviderConfig{MaxRPS: v}}.Validate()
+		if want := "ratelimit.aws.max_rps: must be a finite number > 0"; err == nil || err.Error() != want {
+			t.Errorf("max_rps %v: %v; want %q", v, err, want)
+		}
+	}
 }
 
 // A time a document sets above zero but below a nanosecond is a

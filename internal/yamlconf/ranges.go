@@ -65,8 +65,13 @@ func (r rangeRule) holds(v float64) bool {
 	return v >= r.bound
 }
 
-// msg is the error of a value out of the range: "must be > 0".
-func (r rangeRule) msg() string {
+// msg is the error of v, a value out of the range: "must be > 0", or,
+// for a value that is not finite (which a document cannot give, but code
+// can), "must be a finite number > 0", since +Inf is > 0.
+func (r rangeRule) msg(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "must be a finite number " + r.text
+	}
 	if r.note != "" {
 		return "must be " + r.text + " (" + r.note + ")"
 	}
@@ -122,7 +127,7 @@ func CheckRanges(v any, path string) []error {
 		}
 		if !r.holds(x) {
 			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			errs = append(errs, errorf(path+"."+name, r.msg()))
+			errs = append(errs, errorf(path+"."+name, r.msg(x)))
 		}
 	}
 	return errs

@@ -478,7 +478,7 @@ func (d Decoder) inRange(f float64, path, key string, rule *rangeRule) error {
 		return errorf(path, "must be > 0")
 	}
 	if rule != nil && !rule.holds(f) {
-		return errorf(path, rule.msg())
+		return errorf(path, rule.msg(f))
 	}
 	return nil
 }
