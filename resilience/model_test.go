@@ -912,6 +912,13 @@ func (m *machine) runCall(c *callM, opts []resilience.CallOption) {
 		}
 	}()
 	ctxErr := c.ctx.Err()
+	if dl, ok := c.ctx.Deadline(); ctxErr == nil && ok && !time.Now().Before(dl) {
+		// The deadline has come, and the context's timer, which fires at
+		// the same instant, has not run yet: the governor reads a deadline
+		// that has come as the context's end, as it must (its own timers
+		// fire at that instant too, in either order).
+		ctxErr = context.DeadlineExceeded
+	}
 	m.mu.Lock()
 	c.done, c.err, c.result, c.panicked, c.ctxDone = true, err, res, pv, ctxErr != nil
 	m.touched[c.sd] = true
