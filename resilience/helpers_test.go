@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,6 +132,20 @@ func (b *logBuffer) String() string {
 }
 
 func (b *logBuffer) contains(s string) bool { return strings.Contains(b.String(), s) }
+
+// collectedLine waits, collecting, for the line a cleanup of a Guard
+// dropped without End writes: the cleanup gives the slot back before it
+// logs, on the runtime's cleanup goroutine, so that the line may come a
+// moment after the slot shows free. It reports whether the line came.
+func (b *logBuffer) collectedLine() bool {
+	for i := 0; i < 1000; i++ {
+		if b.contains("dropped without End") {
+			return true
+		}
+		runtime.GC()
+	}
+	return false
+}
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 

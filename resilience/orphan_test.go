@@ -40,6 +40,7 @@ func TestDroppedGuardReleasesItsSlotWhenCollected(t *testing.T) {
 		t.Fatalf("after the collection: %v", err)
 	}
 	other.End(nil)
+	buf.collectedLine()
 	if n := strings.Count(buf.String(), "dropped without End"); n != 1 || !strings.Contains(buf.String(), "level=WARN") || !buf.contains("gcp/projects/p1/*/cloudasset/ListAssets") {
 		t.Fatalf("log (%d lines): %s", n, buf.String())
 	}
@@ -113,6 +114,7 @@ func TestDroppedBorrowerGivesTheKeptSlotBackWhenCollected(t *testing.T) {
 		t.Fatalf("after the collection: %v", err)
 	}
 	other.End(nil)
+	buf.collectedLine()
 	if n := strings.Count(buf.String(), "dropped without End"); n != 1 || !buf.contains("aws/") {
 		t.Fatalf("log (%d lines): %s", n, buf.String())
 	}
