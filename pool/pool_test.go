@@ -338,14 +338,15 @@ func TestProgress(t *testing.T) {
 		// throttled call took, at the rate its throttle halved (1 rps).
 		// The dead one's breaker opened at its fifth failure, cooling down
 		// for a minute, while its tasks would fail fast. The capped one
-		// waits for account B's slot.
+		// waits for account B's slot. The fresh and capped ones hold a
+		// token each (burst 1), which their first task takes at once.
 		deadWait := g.Inspect(scope("dead")).Breaker.Wait
 		wants := []want{
 			{scope("dead"), ScopeOpen, 2, 0, deadWait, 0},
-			{scope("fresh"), ScopeReady, 4, 0, 0, 2 * time.Second},
+			{scope("fresh"), ScopeReady, 4, 0, 0, 1500 * time.Millisecond},
 			{scope("paused"), ScopeWaiting, 3, 0, 31 * time.Second, 34 * time.Second},
 			{inB("busy"), ScopeIdle, 0, 1, 0, 0},
-			{inB("capped"), ScopeNoSlot, 5, 0, 0, 2500 * time.Millisecond},
+			{inB("capped"), ScopeNoSlot, 5, 0, 0, 2 * time.Second},
 		}
 		if len(pr.Scopes) != len(wants) || deadWait <= 0 {
 			t.Fatalf("scopes %+v, the dead scope's breaker waits %v", pr.Scopes, deadWait)
@@ -597,8 +598,9 @@ func TestProgressETAOfADisabledProvider(t *testing.T) {
 }
 
 // etaFits reports whether eta predicted took: the ETA counts a token's
-// interval for each task, the first too, so that it may be one interval
-// late, and no more.
+// interval for each task its bucket's whole tokens do not cover, a
+// fraction of a token not counted, so that it may be one interval late,
+// and no more.
 func etaFits(eta, took, interval time.Duration) bool {
 	return eta >= took && eta <= took+interval
 }
@@ -633,6 +635,59 @@ func TestProgressETAOfScopesSharingABucket(t *testing.T) {
 						for _, op := range []string{"A", "B"} {
 							p.Go(ctx, scope(op), call(g, scope(op), 0))
 						}
+					}
+				})
+				if !etaFits(pr.ETA, took, c.interval) {
+					t.Fatalf("ETA %v, the queues took %v; scopes %+v", pr.ETA, took, pr.Scopes)
+				}
+				for _, s := range pr.Scopes[1:] {
+					if !etaFits(s.ETA, took, c.interval) {
+						t.Fatalf("%v: ETA %v, the queues took %v", s.Scope, s.ETA, took)
+					}
+				}
+			})
+		})
+	}
+}
+
+// The tokens a bucket holds are spent at once, not at its rate: a scope
+// fresh at a scan's start (ec2's built-in leaf bursts 100 at 20 rps, the
+// account bucket of Azure 200 at 20) goes through as many queued tasks
+// as its bucket holds tokens before its rate paces it, and its ETA says
+// so.
+func TestProgressETACountsTheTokensABucketHolds(t *testing.T) {
+	perOp, whole, fixed := true, false, false
+	for _, c := range []struct {
+		name     string
+		cfg      resilience.ProviderConfig
+		ops      []string
+		tasks    int
+		interval time.Duration // of the bucket that binds
+	}{
+		{"a leaf bursting 100 at 20 rps, 50 tasks", resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 20, Burst: 100, PerOperation: &perOp},
+		}}, []string{"A"}, 50, 50 * time.Millisecond},
+		{"a leaf bursting 100 at 20 rps, 140 tasks", resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 20, Burst: 100, PerOperation: &perOp},
+		}}, []string{"A"}, 140, 50 * time.Millisecond},
+		{"a leaf of two operations bursting 100 at 20 rps, 140 tasks", resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 20, Burst: 100, PerOperation: &whole},
+		}}, []string{"A", "B"}, 140, 50 * time.Millisecond},
+		{"an account bucket bursting 20 at 2 rps, 30 tasks", resilience.ProviderConfig{AccountMaxRPS: ptr(2.0), AccountBurst: 20, Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 100, Burst: 100, PerOperation: &perOp},
+		}}, []string{"A", "B"}, 30, 500 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c.cfg.Adaptive = &fixed
+				g, err := resilience.NewGovernor(resilience.Config{AWS: c.cfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr, took := etaAndMakespan(t, g, func(p *Pool, ctx context.Context) {
+					for i := range c.tasks {
+						op := c.ops[i%len(c.ops)]
+						p.Go(ctx, scope(op), call(g, scope(op), 0))
 					}
 				})
 				if !etaFits(pr.ETA, took, c.interval) {

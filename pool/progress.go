@@ -14,9 +14,9 @@ import (
 
 // Progress is where a pool's work stands: its tasks by state, per scope
 // and in all, and how long the queued work needs at the scopes' current
-// rates. It is a snapshot (Pool.Progress makes one), a value that nothing
-// updates: safe to read from several goroutines at once; its zero value
-// is an empty pool's.
+// rates, once the tokens their buckets hold are spent. It is a snapshot
+// (Pool.Progress makes one), a value that nothing updates: safe to read
+// from several goroutines at once; its zero value is an empty pool's.
 type Progress struct {
 	Queued, Running, Done, Failed int
 	// Deferred counts the first calls the governor refused before sending
@@ -52,10 +52,12 @@ type ScopeProgress struct {
 	Rate float64 // the scope's rate now, in calls per second
 	// ETA is when the scope's queued work should be done, one call per
 	// task: Wait, plus the queued tasks of every scope of the pool that
-	// shares its leaf bucket (the operations of a service paced as one)
-	// over the leaf's Rate, or, when its account has a bucket (Azure's by
-	// default) and that is longer, the queued tasks of every scope of the
-	// account over the account bucket's rate. A scope whose breaker is
+	// shares its leaf bucket (the operations of a service paced as one),
+	// less the whole tokens the leaf holds now (its burst, spent at
+	// once), over the leaf's Rate, or, when its account has a bucket
+	// (Azure's by default) and that is longer, the queued tasks of every
+	// scope of the account, less the account bucket's whole tokens, over
+	// its rate. A scope whose breaker is
 	// open has an ETA of 0 (its tasks run at once and fail fast, taking
 	// no token), unless its provider waits for its breakers' verdicts
 	// (breaker_wait): then its first task waits for the breaker (Wait)
@@ -160,10 +162,10 @@ func (p *Pool) Progress() Progress {
 			s.State, s.Wait = ScopeWaiting, d
 		}
 		held(s, holds[i])
-		of[i].leaf = share(leaves, snap.Scope, s.Rate, s.Queued)
+		of[i].leaf = share(leaves, snap.Scope, snap.Leaf, s.Queued)
 		if snap.Account.Rate > 0 {
 			acct := resilience.Scope{Provider: s.Scope.Provider, Account: s.Scope.Account}
-			of[i].account = share(accounts, acct, snap.Account.Rate, s.Queued)
+			of[i].account = share(accounts, acct, snap.Account, s.Queued)
 		}
 	}
 	for i := range pr.Scopes {
@@ -189,32 +191,41 @@ func held(s *ScopeProgress, hold time.Duration) {
 	}
 }
 
-// shared is a bucket that scopes of the pool share: its rate, and the
-// tasks queued for its tokens.
+// shared is a bucket that scopes of the pool share: its rate, the whole
+// tokens it holds now, and the tasks queued for its tokens.
 type shared struct {
 	rate   float64
+	tokens float64
 	queued int
 }
 
-// share counts queued tasks of a scope whose bucket key has rate: the
-// bucket in m, made if new.
-func share(m map[resilience.Scope]*shared, key resilience.Scope, rate float64, queued int) *shared {
+// share counts queued tasks of a scope whose bucket, read as snap, has
+// key: the bucket in m, made if new.
+func share(m map[resilience.Scope]*shared, key resilience.Scope, snap state.BucketSnapshot, queued int) *shared {
 	b := m[key]
 	if b == nil {
-		b = &shared{rate: rate}
+		b = &shared{rate: snap.Rate}
+		if snap.Tokens > 0 { // not NaN, nor a balance callers queue in
+			b.tokens = math.Floor(snap.Tokens)
+		}
 		m[key] = b
 	}
 	b.queued += queued
 	return b
 }
 
-// time is how long b's queued tasks need at its rate, a token each (0 for
-// no bucket, or one that does not pace).
+// time is how long b's queued tasks need, a token each: those its tokens
+// cover go at once, the others at its rate (0 for no bucket, or one that
+// does not pace).
 func (b *shared) time() time.Duration {
 	if b == nil || b.rate <= 0 {
 		return 0
 	}
-	ns := float64(b.queued) / b.rate * float64(time.Second)
+	left := float64(b.queued) - b.tokens
+	if left <= 0 {
+		return 0
+	}
+	ns := left / b.rate * float64(time.Second)
 	if ns >= math.MaxInt64 {
 		return math.MaxInt64 // too long for a Duration: the longest one, not a wrapped one
 	}
