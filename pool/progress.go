@@ -50,24 +50,24 @@ type ScopeProgress struct {
 	// open, until its breaker lets a probe through.
 	Wait time.Duration
 	Rate float64 // the scope's rate now, in calls per second
-	// ETA is when the scope's queued work should be done, one call per
-	// task: Wait, plus the queued tasks of every scope of the pool that
-	// shares its leaf bucket (the operations of a service paced as one),
-	// less the whole tokens the leaf holds now (its burst, spent at
-	// once), over the leaf's Rate, or, when its account has a bucket
-	// (Azure's by default) and that is longer, the queued tasks of every
-	// scope of the account, less the account bucket's whole tokens, over
-	// its rate. A scope whose breaker is
-	// open has an ETA of 0 (its tasks run at once and fail fast, taking
-	// no token), unless its provider waits for its breakers' verdicts
-	// (breaker_wait): then its first task waits for the breaker (Wait)
-	// and the others follow. A scope of a provider that is turned off
-	// has an ETA of 0: nothing paces its calls. The ETA does not see the provider-wide
-	// bucket (global_max_rps), which Governor.Inspect does not show,
-	// beyond its part in Wait; nor calls made outside the pool, nor a
-	// task's calls after its first (pages, retries). An ETA too long for
-	// a time.Duration (a million tasks at a call a day) is the longest
-	// one.
+	// ETA is when the scope's queued work should be done, one call per task:
+	// Wait, plus the queued tasks of every scope of the pool that shares its
+	// leaf bucket (the operations of a service paced as one), less the whole
+	// tokens the leaf holds now (its burst, spent at once), over the leaf's
+	// Rate, or, when its account has a bucket (Azure's by default) and that
+	// is longer, the queued tasks of every scope of the account, less the
+	// account bucket's whole tokens, over its rate. A scope whose breaker is
+	// open has an ETA of 0 (its tasks run at once and fail fast, taking no
+	// token), unless its provider waits for its breakers' verdicts
+	// (breaker_wait): then its first task waits for the breaker (Wait) and
+	// the others follow. A scope of a provider that is turned off (or the
+	// zero scope) has an ETA of 0, nothing pacing its calls, unless the
+	// refusal of a first call to another scope holds its queue: then its
+	// Wait. The ETA does not see the provider-wide bucket (global_max_rps),
+	// which Governor.Inspect does not show, beyond its part in Wait; nor
+	// calls made outside the pool, nor a task's calls after its first
+	// (pages, retries). An ETA too long for a time.Duration (a million tasks
+	// at a call a day) is the longest one.
 	ETA time.Duration
 }
 
@@ -121,15 +121,22 @@ func (p *Pool) Progress() Progress {
 			if s.Queued > 0 {
 				s.State = ScopeReady
 				held(s, holds[i])
+				s.ETA = s.Wait
 			}
+			pr.ETA = max(pr.ETA, s.ETA)
 			continue
 		}
 		if s.Queued == 0 || !p.gov.Enabled(s.Scope.Provider) {
 			s.Rate = p.gov.Inspect(s.Scope).Leaf.Rate
 			if s.Queued > 0 {
-				s.State = ScopeReady // its calls go straight through, unpaced
+				// Its calls go straight through, unpaced: once the hold of
+				// a refusal of its first call (to a governed scope) ends,
+				// if one holds it.
+				s.State = ScopeReady
 				held(s, holds[i])
+				s.ETA = s.Wait
 			}
+			pr.ETA = max(pr.ETA, s.ETA)
 			continue
 		}
 		// Read as pick reads it (see Pool.circuit): Delay, then one

@@ -1024,6 +1024,46 @@ func TestProgressShowsTheHoldOfARefusal(t *testing.T) {
 	})
 }
 
+// A queue of a provider that is turned off, held by the refusal of its
+// head's first call to a scope of another provider (paused for 30 s),
+// waits as any held queue does, and its ETA is not shorter than its
+// wait: the pool runs none of its tasks until the hold ends, though
+// nothing paces the queue's own calls. Before, Progress said it waited
+// for the hold and gave an ETA of 0.
+func TestProgressOfAHeldQueueOfAProviderTurnedOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		g := newGov(t, 1, resilience.Config{GCP: resilience.ProviderConfig{Enabled: &off}})
+		own := resilience.Scope{Provider: "gcp", Account: "projects/p", Region: "global", Service: "compute", Operation: "list"}
+		other := scope("other")
+		pause(t, g, other, 30*time.Second)
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		for range 2 {
+			p.Go(ctx, own, func(ctx context.Context) error {
+				return call(g, other, 0)(ctx) // refused for the pause: run again after it
+			})
+		}
+		synctest.Wait()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		pr := p.Progress()
+		for _, sp := range pr.Scopes {
+			if sp.Scope != own {
+				continue
+			}
+			if sp.State != ScopeWaiting || sp.Wait < 20*time.Second {
+				t.Errorf("5 s into the hold of a refusal for a 30 s pause, the queue of a provider turned off is %q, wait %v; want waiting about 25 s", sp.State, sp.Wait)
+			}
+			if sp.ETA < sp.Wait || pr.ETA < sp.ETA {
+				t.Errorf("the held queue's ETA %v is shorter than its wait %v (the pool's ETA %v)", sp.ETA, sp.Wait, pr.ETA)
+			}
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // foundDead makes s dead without opening its breaker: five calls
 // throttled over six seconds, their outcomes still open (end ends them),
 // and four seconds of quiet. Delay says the scope cannot go, for the
