@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -83,6 +84,11 @@ func TestAPanickingTaskIsCountedOnceInItsLedger(t *testing.T) {
 				// What the task panicked with is in the reason.
 				if want := "task panicked: before the call"; c.name == "before any call" && !strings.Contains(l.Describe(), want) {
 					t.Errorf("the ledger reads %q: want what the task panicked with, %q", l.Describe(), want)
+				}
+				// A task that called runtime.Goexit did not panic: its
+				// reason says what it did, as its error (ErrGoexit) does.
+				if want := sc.String() + ": task called runtime.Goexit"; c.name == "calls runtime.Goexit" && !slices.Contains(l.Reasons(), want) {
+					t.Errorf("the ledger's reasons are %q: want %q", l.Reasons(), want)
 				}
 			})
 		})

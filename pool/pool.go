@@ -977,10 +977,12 @@ func (t *task) run() (err error, returned bool) {
 }
 
 // lostReason is what the ledger lists for a task that panicked with v
-// (nil: it called runtime.Goexit): its scope's, as a governed call's loss
-// is listed, when it declared one, and what it panicked with.
+// (nil: it called runtime.Goexit, a panic with nil being a
+// *runtime.PanicNilError): its scope's, as a governed call's loss is
+// listed, when it declared one, and what it panicked with, or that it
+// called runtime.Goexit.
 func (t *task) lostReason(v any) string {
-	why := "task panicked"
+	why := "task called runtime.Goexit"
 	if v != nil {
 		why = fmt.Sprintf("task panicked: %v", v)
 	}
