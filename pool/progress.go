@@ -66,8 +66,11 @@ type ScopeProgress struct {
 	// Wait. The ETA does not see the provider-wide bucket (global_max_rps),
 	// which Governor.Inspect does not show, beyond its part in Wait; nor
 	// calls made outside the pool, nor a task's calls after its first
-	// (pages, retries). An ETA too long for a time.Duration (a million tasks
-	// at a call a day) is the longest one.
+	// (pages, retries); nor how long the calls take, so that a queue the
+	// workers (Workers) or its account's concurrency cap (max_concurrency)
+	// hold back, its calls slow, is done later than its ETA says. An ETA
+	// too long for a time.Duration (a million tasks at a call a day) is the
+	// longest one.
 	ETA time.Duration
 }
 
