@@ -139,6 +139,7 @@ type Pool struct {
 	parks    uint32          // queues parked so far (wrapping around), for the heap's order
 	slots    []*queue        // queues waiting for a concurrency slot
 	holds    fifo[heldQueue] // admitting queues, by the end of their hold
+	ends     uint64          // tasks ended (not deferred runs), for ask
 	waits    map[string]bool // breakerWaits by provider, for waitsGen
 	waitsGen uint64
 	armedAt  time.Duration
@@ -229,7 +230,9 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // by the time its turn comes (its deadline come, at that instant too) is
 // dropped, not run (recorded as cancelled in the ledger ctx carries), and
 // Wait returns ctx's cause with the errors.
-// Go does not block. It panics once Wait has returned, and on a nil ctx
+// Go does not block: the workers ask the governor about the queues
+// without the pool's lock held, whose store a fleet's processes read
+// across the network. It panics once Wait has returned, and on a nil ctx
 // or fn.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	switch {
@@ -320,17 +323,24 @@ func (p *Pool) next() *task {
 	defer p.record() // the tasks pick dropped
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ctx.Err() == nil {
+	for p.ctx.Err() == nil {
 		if t := p.pick(); t != nil {
 			return t
 		}
+		if p.ring.len() == 0 {
+			break
+		}
+		// A queue pick put back in turn, asked about while a task ended
+		// (see pick), or put there while pick asked about another: looked
+		// at again, not left in turn with no worker to look.
 	}
 	p.workers--
 	return nil
 }
 
 // pick returns a task whose scope can go now, taking the queues in turn,
-// or nil. p.mu is held.
+// or nil. p.mu is held, and released while the governor is asked about a
+// queue (see ask).
 func (p *Pool) pick() *task {
 	now := p.now()
 	// The accounts found with no slot free in this pass: the queues a
@@ -338,14 +348,15 @@ func (p *Pool) pick() *task {
 	// are not asked again when their account is one of them. A task's end
 	// frees one slot at most, and asking every queue of an account with
 	// thousands of scopes queued made each task's end cost as many
-	// answers of Delay.
+	// answers of Delay. A task that ends while a queue is asked about
+	// empties the list: its slot may be free.
 	var fullBuf [2]account
 	full := fullBuf[:0]
 	p.endHolds(now)
 	for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 		p.ring.push(p.parked.popMin())
 	}
-	for n := p.ring.len(); n > 0; n-- {
+	for n := p.ring.len(); n > 0 && p.ring.len() > 0; n-- {
 		q := p.ring.pop()
 		noSlot := q.noSlot
 		q.noSlot = false
@@ -354,6 +365,8 @@ func (p *Pool) pick() *task {
 			q.where = nowhere
 			continue
 		}
+		var a answer
+		asked := false
 		if q.heldUntil > now {
 			// A refusal of its head holds it until then, looked at again
 			// within parkRecheck (for its tasks whose contexts ended):
@@ -361,8 +374,24 @@ func (p *Pool) pick() *task {
 			// (Reset, Configure), and Delay decides again, or its scope is
 			// dead since, its breaker open, and its calls fail fast.
 			if !p.heldByAnOldState(q) {
-				if _, why := p.gov.Delay(q.scope); !p.failsFast(q.scope, why) {
-					p.repark(q, min(q.heldUntil, now+parkRecheck))
+				var ok bool
+				if a, ok = p.ask(q); !ok {
+					return nil
+				}
+				now, asked = p.now(), true
+				if a.ended {
+					full = full[:0]
+				}
+				if q.n == 0 {
+					q.where = nowhere
+					continue
+				}
+				if !a.failsFast {
+					if a.taskEnded {
+						p.ring.push(q) // its task's end may have opened the breaker
+					} else {
+						p.repark(q, min(q.heldUntil, now+parkRecheck))
+					}
 					continue
 				}
 			}
@@ -375,13 +404,32 @@ func (p *Pool) pick() *task {
 			return t
 		}
 		acct := account{q.scope.Provider, q.scope.Account}
-		if noSlot && slices.Contains(full, acct) {
+		if !asked && noSlot && slices.Contains(full, acct) {
 			p.slot(q, now)
 			continue
 		}
-		d, why := p.gov.Delay(q.scope)
+		if !asked {
+			var ok bool
+			if a, ok = p.ask(q); !ok {
+				return nil
+			}
+			now = p.now()
+			if a.ended {
+				full = full[:0]
+			}
+			if q.n == 0 {
+				q.where = nowhere
+				continue
+			}
+			if q.heldUntil > now && !p.heldByAnOldState(q) && !a.failsFast {
+				// A task of it refused while its scope was asked about:
+				// its queue waits for the wait the refusal gave.
+				p.repark(q, min(q.heldUntil, now+parkRecheck))
+				continue
+			}
+		}
 		switch {
-		case why == nil, p.runsOpen(q.scope, why):
+		case a.why == nil, a.failsFast || a.foundDead:
 			// Ready; or its breaker is open, and the governor decides at
 			// once (a refusal, recorded: a dead scope's queue fails fast).
 			// Not a breaker that waits for its verdict (breaker_wait): its
@@ -396,16 +444,75 @@ func (p *Pool) pick() *task {
 			p.hold(q, t, now) // until its first call is decided
 			p.start(t)
 			return t
-		case errors.Is(why, resilience.ErrNoSlot):
+		case errors.Is(a.why, resilience.ErrNoSlot) && a.ended:
+			// A task ended while its scope was asked about: its slot may
+			// be free. Asked again in turn, as the task's end puts the
+			// queues waiting for a slot (unslot), rather than slotted by
+			// an answer from before.
+			q.noSlot = true
+			p.ring.push(q)
+		case errors.Is(a.why, resilience.ErrNoSlot):
 			if !slices.Contains(full, acct) {
 				full = append(full, acct)
 			}
 			p.slot(q, now)
+		case a.taskEnded:
+			// A task of it ended while its scope was asked about: what it
+			// met may have opened the breaker. Asked again in turn, as the
+			// task's end puts its parked queue (unpark), rather than
+			// parked by an answer from before.
+			p.ring.push(q)
 		default:
-			p.park(q, now+min(d, parkRecheck))
+			p.park(q, now+min(a.d, parkRecheck))
 		}
 	}
 	return nil
+}
+
+// answer is what the governor said of a queue's scope (see ask).
+type answer struct {
+	d   time.Duration // Delay's wait
+	why error         // Delay's reason
+	// What an open circuit means for the queue (see circuit).
+	failsFast, foundDead bool
+	// A task of the pool ended while the governor was asked, which may
+	// have freed a slot of the scope's account; taskEnded: a task of the
+	// queue, which may have opened its breaker. The answer may not show
+	// either.
+	ended, taskEnded bool
+}
+
+// ask asks the governor about q's scope, which pick took from the ring:
+// Delay, and for an open circuit one snapshot of the scope (see circuit).
+// Both read the governor's store, which for a fleet's is a round trip
+// across the network: p.mu is released meanwhile, so that Go, the tasks'
+// ends and the other workers do not wait for it, and q is asking, out of
+// every structure, placed by pick alone. It reports false, q put
+// nowhere, when the pool was stopped meanwhile (the stop drops q's tasks,
+// if it has not yet); otherwise q's head is a task whose context is not
+// done, if it has tasks left. p.mu is held, and released meanwhile.
+func (p *Pool) ask(q *queue) (a answer, ok bool) {
+	q.where, q.taskEnded = asking, false
+	ends := p.ends
+	p.mu.Unlock()
+	var snap state.ScopeSnapshot
+	a.d, a.why = p.gov.Delay(q.scope)
+	open := errors.Is(a.why, resilience.ErrCircuitOpen)
+	if open {
+		snap = p.gov.Inspect(q.scope)
+	}
+	p.mu.Lock()
+	q.where = nowhere
+	if p.ctx.Err() != nil {
+		return a, false
+	}
+	a.ended, a.taskEnded = p.ends != ends, q.taskEnded
+	q.taskEnded = false
+	if open {
+		a.failsFast, a.foundDead = p.circuit(q.scope, snap)
+	}
+	p.dropDone(q)
+	return a, true
 }
 
 // heldByAnOldState reports whether q's hold may come from a state of the
@@ -416,43 +523,25 @@ func (p *Pool) heldByAnOldState(q *queue) bool {
 	return uint32(p.gov.Generation()) != q.heldGen
 }
 
-// failsFast reports whether why, what Delay said of scope, is an open
-// breaker that refuses its calls at once (see circuit). p.mu is held.
-func (p *Pool) failsFast(scope resilience.Scope, why error) bool {
-	failsFast, _ := p.circuit(scope, why)
-	return failsFast
-}
-
-// runsOpen reports whether why, what Delay said of scope, is an open
-// circuit whose queue's head runs all the same: a breaker that refuses
-// its calls at once, or, with breaker_wait, a scope found dead whose
-// breaker is still closed (see circuit). p.mu is held.
-func (p *Pool) runsOpen(scope resilience.Scope, why error) bool {
-	failsFast, foundDead := p.circuit(scope, why)
-	return failsFast || foundDead
-}
-
-// circuit reads what why, what Delay said of scope, means for scope's
-// queue when it is ErrCircuitOpen, from one snapshot of the scope
-// (Governor.Inspect) taken after Delay's answer. failsFast: the breaker
-// refuses its calls at once, open or closed on a scope found dead (the
-// next call's admission opens it), and the provider does not wait for its
-// breakers' verdicts (breaker_wait). foundDead: the scope was found dead
-// with its breaker still closed, and the provider waits for its
-// breakers' verdicts: the admission of its next call opens the breaker,
-// which nothing else does. Neither for a half-open breaker whose probe is
-// out, an open one with breaker_wait, nor a breaker closed since Delay
-// read it on a scope that is not dead (its probe's success, which took
-// the scope's token): the queue is parked until a task of it ends, or
-// parkRecheck, and its scope is asked again. One snapshot for both
-// answers: read again for each, a breaker that closed between the reads
-// was taken for a dead scope's, or one that fails fast, and the queue's
-// next task was run only for its first call to be deferred. p.mu is held.
-func (p *Pool) circuit(scope resilience.Scope, why error) (failsFast, foundDead bool) {
-	if !errors.Is(why, resilience.ErrCircuitOpen) {
-		return false, false
-	}
-	s := p.gov.Inspect(scope)
+// circuit reads what an open circuit (Delay's ErrCircuitOpen) means for
+// scope's queue, from s, one snapshot of the scope (Governor.Inspect)
+// taken after Delay's answer. failsFast: the breaker refuses its calls
+// at once, open or closed on a scope found dead (the next call's
+// admission opens it), and the provider does not wait for its breakers'
+// verdicts (breaker_wait): the queue's head runs, and its call fails
+// fast. foundDead: the scope was found dead with its breaker still
+// closed, and the provider waits for its breakers' verdicts: the
+// admission of its next call opens the breaker, which nothing else does,
+// so the queue's head runs all the same. Neither for a half-open breaker
+// whose probe is out, an open one with breaker_wait, nor a breaker closed
+// since Delay read it on a scope that is not dead (its probe's success,
+// which took the scope's token): the queue is parked until a task of it
+// ends, or parkRecheck, and its scope is asked again. One snapshot for
+// both answers: read again for each, a breaker that closed between the
+// reads was taken for a dead scope's, or one that fails fast, and the
+// queue's next task was run only for its first call to be deferred.
+// p.mu is held.
+func (p *Pool) circuit(scope resilience.Scope, s state.ScopeSnapshot) (failsFast, foundDead bool) {
 	dead := s.Breaker.State == state.Closed && s.Dead != ""
 	if p.breakerWaits(scope.Provider) {
 		return false, dead
@@ -721,6 +810,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 		// its scope's breaker, whose calls then fail fast.
 		p.unslot(true)
 		q.noSlot = false
+		p.ends++
 	}
 	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
@@ -755,6 +845,8 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 		// A queue a refusal holds is parked again by pick, keeping its
 		// turn, unless its breaker opened.
 		p.unpark(q)
+	} else if ran && q.where == asking {
+		q.taskEnded = true // the same, once pick has the answer
 	}
 	p.settle()
 }

@@ -16,6 +16,7 @@ const (
 	parked                 // its scope cannot go before wakeAt
 	slotted                // its scope waits for a concurrency slot
 	admitting              // a task of it runs, its first call not decided yet
+	asking                 // pick asks the governor about its scope, p.mu released (see Pool.ask)
 )
 
 // queue is one scope's tasks, first in first out.
@@ -25,6 +26,7 @@ type queue struct {
 	n          int
 	where      where
 	noSlot     bool          // put back in turn by a task's end, its last answer no slot (see Pool.unslot)
+	taskEnded  bool          // asking: a task of it ended meanwhile (see Pool.ask)
 	parkedAt   uint32        // parked: the pool's count of parks when it was parked
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
