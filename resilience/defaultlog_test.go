@@ -2,10 +2,6 @@ package resilience
 
 import (
 	"context"
-	"go/doc"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -49,12 +45,7 @@ func TestAGovernorWithoutALoggerSaysItsOnceLinesToSlogDefault(t *testing.T) {
 		}
 	}
 
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, typ := range doc.New(pkgs["resilience"], "resilience", 0).Types {
+	for _, typ := range packageDoc(t).Types {
 		for _, f := range typ.Funcs {
 			if f.Name == "WithLogger" && (strings.Contains(f.Doc, "logs nothing") || !strings.Contains(f.Doc, "slog.Default")) {
 				t.Errorf("WithLogger's godoc says where the governor's lines go without a logger as:\n%s", f.Doc)

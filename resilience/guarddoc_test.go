@@ -2,10 +2,8 @@ package resilience
 
 import (
 	"go/ast"
-	"go/doc"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"strings"
 	"testing"
 )
@@ -17,13 +15,8 @@ import (
 // no path leaves the loop without End, which gives back a slot held
 // across the attempts.
 func TestGuardsLoopEndsWithTheCallsError(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var text string
-	for _, typ := range doc.New(pkgs["resilience"], "resilience", 0).Types {
+	for _, typ := range packageDoc(t).Types {
 		if typ.Name == "Guard" {
 			text = typ.Doc
 		}
@@ -40,6 +33,7 @@ func TestGuardsLoopEndsWithTheCallsError(t *testing.T) {
 		t.Fatalf("no code block in Guard's godoc:\n%s", text)
 	}
 	src := "package p\nfunc sketch() error {\n" + strings.Join(code, "\n") + "\n}\n"
+	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "sketch.go", src, 0)
 	if err != nil {
 		t.Fatalf("Guard's loop does not parse: %v\n%s", err, src)

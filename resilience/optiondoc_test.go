@@ -2,10 +2,6 @@ package resilience
 
 import (
 	"go/ast"
-	"go/doc"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"strings"
 	"testing"
 )
@@ -14,12 +10,7 @@ import (
 // makes one, and so does NewGovernor's every governor option, so that a
 // reader who starts from the type finds each option there is.
 func TestOptionTypesNameEveryOption(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := doc.New(pkgs["resilience"], "github.com/cloudg/cloudg/resilience", 0)
+	p := packageDoc(t)
 	docs := map[string]string{}
 	makers := map[string][]string{} // type -> the functions that return one
 	for _, f := range p.Funcs {

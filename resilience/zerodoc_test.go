@@ -2,10 +2,6 @@ package resilience
 
 import (
 	"go/ast"
-	"go/doc"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"strings"
 	"testing"
 )
@@ -16,12 +12,7 @@ import (
 // values may be used from several goroutines at once, so that neither
 // has to be found out from the source.
 func TestEveryTypeSaysItsZeroValueAndItsConcurrency(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, typ := range doc.New(pkgs["resilience"], "resilience", 0).Types {
+	for _, typ := range packageDoc(t).Types {
 		spec := typ.Decl.Specs[0].(*ast.TypeSpec)
 		if spec.Assign.IsValid() {
 			continue // an alias: its own package's godoc says
