@@ -3,6 +3,8 @@ package fleet
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -83,6 +85,122 @@ func TestTheLiveBucketsAreThoseTheGovernorHolds(t *testing.T) {
 	if n := live(); n > 5 { // a bucket may survive one GC cycle
 		t.Fatalf("%d buckets live after the governor let go of them all; want none", n)
 	}
+}
+
+// The heartbeat's sweep of the registry of live buckets
+// (forgetLostBuckets), which walks every entry, does not hold the store's
+// lock for the whole walk: Store.Bucket and Drop, called in a loop while
+// the sweep walks 200,000 entries of buckets the governor let go of, get
+// the lock before the sweep is done, as the count of the entries left
+// shows. Holding it throughout, the sweep kept every Bucket, Drop and
+// Budget of the process waiting for about 0.1 µs an entry (0.1 s a
+// minute for a million live scopes).
+func TestBucketDoesNotWaitForAWholeSweep(t *testing.T) {
+	const n = 200_000
+	s := New(unreachable(), WithLogger(quiet), WithHeartbeat(time.Hour)) // no sweep but the test's
+	defer s.Close()
+	spec := state.BucketSpec{Rate: 10, Burst: 10}
+	for i := range n {
+		s.Bucket("aws/"+strconv.Itoa(i)+"/us-east-1/ec2/DescribeVpcs", spec, 0)
+	}
+	runtime.GC() // a bucket may survive one GC cycle: two
+	runtime.GC()
+	entries := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.live)
+	}
+	lost := 0
+	s.mu.Lock()
+	for w := range s.live {
+		if w.Value() == nil {
+			lost++
+		}
+	}
+	s.mu.Unlock()
+	if lost < n/2 {
+		t.Fatalf("%d of the %d buckets let go of are collected; want most", lost, n)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.forgetLostBuckets()
+	}()
+	// Each Bucket, and its Drop, leaves the registry as it was: between
+	// them, it holds n entries before the sweep and n-lost after it.
+	var seen []int
+	for swept := false; !swept; {
+		select {
+		case <-done:
+			swept = true
+		default:
+		}
+		s.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).(state.Dropper).Drop(0)
+		if k := entries(); k < n && k > n-lost {
+			seen = append(seen, k)
+			break // got in mid-sweep
+		}
+	}
+	<-done
+	if len(seen) == 0 {
+		t.Fatalf("Store.Bucket and Drop, called in a loop during the sweep of the registry of live buckets (%d entries, %d of them lost), got the store's lock only before it or after it: the sweep held it throughout; want them to get in while entries of lost buckets are still to be swept", n, lost)
+	}
+	if k := entries(); k != n-lost {
+		t.Fatalf("%d entries in the registry after the sweep; want %d: the lost ones gone", k, n-lost)
+	}
+}
+
+// BenchmarkBucketDuringSweep measures how long Store.Bucket waits while the
+// heartbeat's sweep of the registry of live buckets (forgetLostBuckets)
+// walks a million of them, every one still held by the governor: the
+// longest and the 99th percentile wait of the Bucket calls made during a
+// sweep (max-Bucket-ns, p99-Bucket-ns), and the longest sweep (sweep-ns).
+// Run it with -benchtime=5x: the million buckets are made anew for each
+// run of the function.
+func BenchmarkBucketDuringSweep(b *testing.B) {
+	const n = 1_000_000
+	s := New(unreachable(), WithLogger(quiet), WithHeartbeat(time.Hour)) // no sweep but the benchmark's
+	defer s.Close()
+	spec := state.BucketSpec{Rate: 10, Burst: 10}
+	held := make([]state.Bucket, n)
+	for i := range held {
+		held[i] = s.Bucket("aws/"+strconv.Itoa(i)+"/us-east-1/ec2/DescribeVpcs", spec, 0)
+	}
+	var sweep time.Duration
+	var waits []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		runtime.GC()
+		b.StartTimer()
+		started, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			close(started)
+			t := time.Now()
+			s.forgetLostBuckets()
+			sweep = max(sweep, time.Since(t))
+			close(done)
+		}()
+		<-started
+		for swept := false; !swept; {
+			select {
+			case <-done:
+				swept = true
+			default:
+			}
+			t := time.Now()
+			bk := s.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0)
+			waits = append(waits, time.Since(t))
+			bk.(state.Dropper).Drop(0)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)-1].Nanoseconds()), "max-Bucket-ns")
+	b.ReportMetric(float64(waits[len(waits)*99/100].Nanoseconds()), "p99-Bucket-ns")
+	b.ReportMetric(float64(sweep.Nanoseconds()), "sweep-ns")
+	b.ReportMetric(float64(len(waits))/float64(b.N), "Bucket-calls/sweep")
+	runtime.KeepAlive(held)
 }
 
 // Durations Redis counts in milliseconds are at least one: a key TTL under
