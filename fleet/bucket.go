@@ -77,6 +77,7 @@ type sharedBucket struct {
 	served      []served      // success counts not yet sent (goodput), one per slot, oldest first; flush sends them within a slot
 	flush       *time.Timer   // sends them a slot after the first of them
 	pauseCheck  chan struct{} // closed when the pause read by readPause is known; nil when none is being read
+	settled     chan struct{} // made by closeOut for an operation in flight (sending, giving), closed by settle when none is; nil when no one waits
 
 	localMu sync.Mutex
 	local   state.Bucket // fallback while Redis does not answer
@@ -346,6 +347,7 @@ func (b *sharedBucket) sendGiveBack(now time.Duration) {
 		n, unused := b.giveBack, b.unused
 		b.giveBack, b.unused = 0, 0
 		b.giving = n+unused > 0
+		b.settle()
 		b.mu.Unlock()
 		if n+unused == 0 {
 			return
@@ -749,8 +751,9 @@ func (b *sharedBucket) Drop(now time.Duration) {
 // (giveBack, unused), and marks it dropped, so that it borrows no lease
 // after. An operation of the bucket's in flight (a lease request, a
 // give-back) is waited for, as the tokens it brings back or has yet to
-// send are the bucket's to give back too; the wait ends at Close's
-// deadline (Store.closeBy), past which the store sends nothing.
+// send are the bucket's to give back too: settle signals its end
+// (settled); the wait ends at Close's deadline (Store.closeBy), past
+// which the store sends nothing.
 func (b *sharedBucket) closeOut() {
 	for {
 		b.mu.Lock()
@@ -760,15 +763,30 @@ func (b *sharedBucket) closeOut() {
 		give := !busy && b.giveBack+b.unused > 0
 		b.giving = b.giving || give
 		now := b.lastUse
+		var settled chan struct{}
+		if busy {
+			if b.settled == nil {
+				b.settled = make(chan struct{})
+			}
+			settled = b.settled
+		}
 		b.mu.Unlock()
 		switch {
 		case give:
 			b.sendGiveBack(now)
-		case !busy || b.s.closeOver():
+		case !busy || !b.s.closeWait(settled):
 			return
-		default:
-			time.Sleep(time.Millisecond) // for the operation in flight
 		}
+	}
+}
+
+// settle closes settled, which closeOut waits on, once the bucket has no
+// operation in flight (neither sending nor giving). Whoever ends an
+// operation calls it. mu must be held.
+func (b *sharedBucket) settle() {
+	if b.settled != nil && !b.sending && !b.giving {
+		close(b.settled)
+		b.settled = nil
 	}
 }
 

@@ -421,6 +421,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 			b.sending = more
 			give := !more && b.giveBack+b.unused > 0 && !b.giving // those that came after the last request
 			b.giving = b.giving || give
+			b.settle()
 			now := b.lastUse
 			b.mu.Unlock()
 			if more {

@@ -480,10 +480,21 @@ func (s *Store) giveBackLeases() {
 	}
 }
 
-// closeOver reports whether Close's deadline (closeBy) passed.
-func (s *Store) closeOver() bool {
-	by := s.closeBy.Load()
-	return by != 0 && mono() >= time.Duration(by)
+// closeWait waits for ch to be closed until Close's deadline (closeBy),
+// and reports whether it was: false when the deadline came first.
+func (s *Store) closeWait(ch <-chan struct{}) bool {
+	d := time.Duration(s.closeBy.Load()) - mono()
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // forget removes b from the live buckets: the governor dropped it.
