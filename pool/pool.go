@@ -75,6 +75,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -981,9 +982,12 @@ func (p *Pool) record() {
 
 // Wait waits until every task submitted (by Go, from anywhere, tasks
 // included) has returned or been dropped, cancels the pool's context, and
-// returns the tasks' errors joined (errors.Join), with the context's cause
-// when the pool was stopped with tasks still queued, and the cause of each
-// task's own context that was done before the task ran (each cause once).
+// returns the tasks' errors joined (as errors.Join joins them), with the
+// context's cause when the pool was stopped with tasks still queued, and
+// the cause of each task's own context that was done before the task ran
+// (each cause once). errors.Is and errors.As see every one of them, and
+// so does a caller that lists them (Unwrap() []error); the message lists
+// the first ten, one a line, and then how many more there are.
 // A task refused before it sent anything and run again counts once, by
 // its last run. Wait must not be called from a task of the pool, nor from
 // anything a task waits for: it would wait for that task too, forever.
@@ -1007,8 +1011,41 @@ func (p *Pool) Wait() error {
 	}
 	p.cancel(context.Canceled)
 	p.wg.Wait()
-	return errors.Join(errs...)
+	return joinErrors(errs)
 }
+
+// maxListed is how many errors the message of Wait's error lists at most.
+const maxListed = 10
+
+// joinErrors is errors.Join of errs (none nil), whose message lists at
+// most maxListed of them (see manyErrors).
+func joinErrors(errs []error) error {
+	if len(errs) <= maxListed {
+		return errors.Join(errs...)
+	}
+	return &manyErrors{errs}
+}
+
+// manyErrors is Wait's error when more than maxListed tasks failed: every
+// error is in it, for errors.Is and errors.As and for a caller that lists
+// them (Unwrap() []error, as errors.Join's), but its message gives the
+// first maxListed, one a line as errors.Join writes them, and then how
+// many more there are, so that a scan whose dead scope failed a hundred
+// thousand tasks does not print a hundred thousand lines. It is never
+// changed once Wait returns it.
+type manyErrors struct{ errs []error }
+
+func (e *manyErrors) Error() string {
+	var b strings.Builder
+	for _, err := range e.errs[:maxListed] {
+		b.WriteString(err.Error())
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "... and %d more errors (%d in all)", len(e.errs)-maxListed, len(e.errs))
+	return b.String()
+}
+
+func (e *manyErrors) Unwrap() []error { return e.errs }
 
 // task is one queued function.
 type task struct {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1167,5 +1168,42 @@ func TestATaskWhoseTurnComesAtItsDeadlineIsDropped(t *testing.T) {
 					i, turn, ran, pr, err, ledger.Describe())
 			}
 		})
+	}
+}
+
+// Wait's error holds every task's error, for errors.Is and errors.As and
+// for a caller that lists them, but its message lists ten at most and
+// then how many more: a scan whose dead scope failed thousands of tasks
+// printed as many lines. With ten or fewer it is errors.Join's message.
+func TestWaitsErrorListsTenAndCountsTheRest(t *testing.T) {
+	errLast := errors.New("the last task's error")
+	for _, n := range []int{3, 10, 11, 2500} {
+		p, ctx := New(context.Background(), Workers(4))
+		for i := range n {
+			p.Go(ctx, resilience.Scope{}, func(context.Context) error {
+				if i == n-1 {
+					return errLast
+				}
+				return errors.New("task " + strconv.Itoa(i) + " failed")
+			})
+		}
+		err := p.Wait()
+		if !errors.Is(err, errLast) {
+			t.Errorf("%d tasks failed: errors.Is does not find the last one's error in %q", n, err)
+		}
+		if u, ok := err.(interface{ Unwrap() []error }); !ok || len(u.Unwrap()) != n {
+			t.Errorf("%d tasks failed: Wait's error %T does not unwrap to the %d errors", n, err, n)
+		}
+		lines := strings.Split(err.Error(), "\n")
+		want := min(n, 10)
+		if n > 10 {
+			want++
+			if last := lines[len(lines)-1]; last != "... and "+strconv.Itoa(n-10)+" more errors ("+strconv.Itoa(n)+" in all)" {
+				t.Errorf("%d tasks failed: the message ends %q", n, last)
+			}
+		}
+		if len(lines) != want {
+			t.Errorf("%d tasks failed: Wait's error's message has %d lines, want %d", n, len(lines), want)
+		}
 	}
 }
