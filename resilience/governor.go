@@ -553,7 +553,8 @@ func (g *Governor) Budget(provider string) float64 {
 }
 
 // Inspect returns where scope stands now: its leaf bucket's rate,
-// ceiling, pause and tokens, its account bucket's, its breaker, the calls
+// ceiling, pause and tokens, its account bucket's, its provider bucket's
+// (global_max_rps), its breaker, the calls
 // in flight and waiting in its account's bulkhead, and its provider's
 // retry budget. It is a read: a scope (or provider) no call has used
 // makes no state, and shows what its first call would find: a full bucket
@@ -569,15 +570,22 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 	if p == nil {
 		c := g.configured()
 		set := resolveProvider(scope.Provider, c.cfg.Provider(scope.Provider), c.enabled)
-		return g.stored(fresh(set, scope, nil, float64(set.budget)), set, nil, now)
+		s := fresh(set, scope, nil, float64(set.budget))
+		if g.sharedBuckets && set.global != nil {
+			s.Provider = g.store.Bucket(providerKey(set.name), *set.global, now).Snapshot(now)
+		}
+		return g.stored(s, set, nil, now)
 	}
 	e, acct := p.scopes.peek(scope)
 	if e != nil {
-		return e.snapshot(g.epoch, now, p, nil)
+		return e.snapshot(g.epoch, now, p, accountReads{})
 	}
 	s := fresh(p.set, scope, acct, p.budget.Remaining())
 	if acct != nil && acct.bucket != nil {
 		s.Account = acct.bucket.Snapshot(now)
+	}
+	if b := p.scopes.global; b != nil {
+		s.Provider = b.Snapshot(now)
 	}
 	return g.stored(s, p.set, acct, now)
 }
@@ -588,7 +596,8 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 // from the store, through handles made for the read and dropped (the
 // governor keeps nothing). In-process, s stands as it is. Either way the
 // calls queued in its buckets (its account's, for a new scope of an
-// account in use) and the pause holding it are counted in.
+// account in use, and its provider's) and the pause holding it are
+// counted in.
 func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *accountEntry, now time.Duration) state.ScopeSnapshot {
 	if g.sharedBuckets {
 		key := s.Scope
@@ -598,8 +607,8 @@ func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *ac
 			s.Account = g.store.Bucket(accountKey(key), *set.account, now).Snapshot(now)
 		}
 	}
-	s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
-	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
+	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
+	if p := max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused); p > 0 {
 		s.PausedUntil = g.epoch.Add(now + p)
 	}
 	return s
@@ -620,6 +629,9 @@ func fresh(set *providerSettings, scope Scope, acct *accountEntry, budget float6
 	}
 	if set.account != nil {
 		s.Account = state.BucketSnapshot{Rate: set.account.Rate, Ceiling: set.account.Rate, Tokens: set.account.Capacity()}
+	}
+	if set.global != nil {
+		s.Provider = state.BucketSnapshot{Rate: set.global.Rate, Ceiling: set.global.Rate, Tokens: set.global.Capacity()}
 	}
 	if acct != nil {
 		s.InFlight, s.Waiting = acct.bulkhead.InUse()

@@ -111,9 +111,9 @@ func (e *scopeEntry) lifeCounters(g *Governor) *counters {
 }
 
 // snapshot returns where the entry stands at now, epoch being the
-// governor's. Its account's bucket is read through accounts when it is
-// not nil.
-func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, accounts accountReads) state.ScopeSnapshot {
+// governor's. Its account's bucket and its provider's are read through
+// reads.
+func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, reads accountReads) state.ScopeSnapshot {
 	s := state.ScopeSnapshot{
 		Scope:       e.key,
 		Leaf:        e.leaf.Snapshot(now),
@@ -122,13 +122,16 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, a
 		RetryBudget: p.budget.Remaining(),
 	}
 	if e.acct.bucket != nil {
-		s.Account = accounts.snapshot(e.acct, now)
+		s.Account = reuse(reads.accounts, e.acct, e.acct.bucket, now)
 	}
-	if p := max(s.Leaf.Paused, s.Account.Paused); p > 0 {
+	if e.acct.global != nil {
+		s.Provider = reuse(reads.providers, p, e.acct.global, now)
+	}
+	if p := max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused); p > 0 {
 		s.PausedUntil = epoch.Add(now + p)
 	}
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
-	s.Queued = max(s.Leaf.Queued(), s.Account.Queued())
+	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
 	if h := e.health.Load(); h != nil {
 		s.Dead, s.OpenReason = h.report(p.set, now, s.Breaker.State == state.Closed, e.sharedSuccess())
 	}
@@ -147,13 +150,23 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, a
 }
 
 // accountReads keeps, during one iteration over many scopes, the last
-// snapshot of each account's bucket, for accountReuse: with a shared
-// store (fleet mode) each snapshot is a round trip, and the scopes of an
-// account would read its one bucket once each. A nil accountReads reads
-// every time. It is not safe for concurrent use.
-type accountReads map[*accountEntry]accountRead
+// snapshot of each account's bucket and of each provider's provider
+// bucket, for accountReuse: with a shared store (fleet mode) each
+// snapshot is a round trip, and the scopes of an account (of a provider)
+// would read its one bucket once each. Its zero value, with nil maps,
+// reads every time. It is not safe for concurrent use.
+type accountReads struct {
+	accounts  map[*accountEntry]accountRead
+	providers map[*provider]accountRead
+}
 
-// accountRead is a snapshot of an account's bucket and when it was taken.
+// newAccountReads returns an accountReads that keeps its snapshots.
+func newAccountReads() accountReads {
+	return accountReads{accounts: map[*accountEntry]accountRead{}, providers: map[*provider]accountRead{}}
+}
+
+// accountRead is a snapshot of an account's bucket (or a provider's) and
+// when it was taken.
 type accountRead struct {
 	at   time.Duration
 	snap state.BucketSnapshot
@@ -162,23 +175,24 @@ type accountRead struct {
 // accountReuse is how long an account's snapshot stands for the next
 // scopes of the account in one iteration: a status page's read of
 // thousands of scopes reads each account's bucket about ten times a
-// second, not once per scope.
+// second, not once per scope. A provider's bucket is read as often.
 const accountReuse = 100 * time.Millisecond
 
-// snapshot returns the snapshot at now of a's bucket, which is not nil:
-// the one taken within accountReuse before, with what is left of its
-// pause, or a new one.
-func (r accountReads) snapshot(a *accountEntry, now time.Duration) state.BucketSnapshot {
-	if r == nil {
-		return a.bucket.Snapshot(now)
+// reuse returns the snapshot at now of b, the bucket of owner (an
+// account's or a provider's), which is not nil: the one m holds, taken
+// within accountReuse before, with what is left of its pause, or a new
+// one, kept in m. A nil m reads every time.
+func reuse[K comparable](m map[K]accountRead, owner K, b state.Bucket, now time.Duration) state.BucketSnapshot {
+	if m == nil {
+		return b.Snapshot(now)
 	}
-	if c, ok := r[a]; ok && now >= c.at && now-c.at < accountReuse {
+	if c, ok := m[owner]; ok && now >= c.at && now-c.at < accountReuse {
 		s := c.snap
 		s.Paused = max(0, s.Paused-(now-c.at))
 		return s
 	}
-	s := a.bucket.Snapshot(now)
-	r[a] = accountRead{now, s}
+	s := b.Snapshot(now)
+	m[owner] = accountRead{now, s}
 	return s
 }
 

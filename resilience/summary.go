@@ -286,20 +286,21 @@ func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counte
 // iteration reaches it, in no particular order; the snapshots are taken
 // as they are yielded, outside every lock. With a shared store (fleet
 // mode), where each read of a bucket is a round trip, an account's bucket
-// is read once per 100 ms of the iteration and its snapshot given to the
-// account's scopes of that time, with what is left of its pause.
+// (and a provider's provider-wide bucket) is read once per 100 ms of the
+// iteration and its snapshot given to the account's (the provider's)
+// scopes of that time, with what is left of its pause.
 func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
 	return func(yield func(Scope, state.ScopeSnapshot) bool) {
-		var accounts accountReads
+		var reads accountReads
 		if g.sharedBuckets {
-			accounts = accountReads{}
+			reads = newAccountReads()
 		}
 		for _, p := range g.providers() {
 			if p = g.inForce(p); p == nil {
 				continue
 			}
 			for _, e := range p.scopes.live() {
-				if !yield(e.key, e.snapshot(g.epoch, g.now(), p, accounts)) {
+				if !yield(e.key, e.snapshot(g.epoch, g.now(), p, reads)) {
 					return
 				}
 			}

@@ -232,27 +232,34 @@ type Store interface {
 }
 
 // ScopeSnapshot is where one scope stands: its leaf bucket, its account
-// bucket (zero when the provider has none), its breaker, its account's
-// bulkhead and its provider's retry budget.
+// bucket (zero when the provider has none), its provider's provider-wide
+// bucket (global_max_rps; zero when the provider has none), its breaker,
+// its account's bulkhead and its provider's retry budget.
 type ScopeSnapshot struct {
 	// Scope is the leaf the scope's state is kept under: the scope with
 	// its operation where the service is paced per operation, without it
 	// where the service is one leaf.
-	Scope   Scope           `json:"scope"`
-	Leaf    BucketSnapshot  `json:"leaf"`
-	Account BucketSnapshot  `json:"account,omitzero"`
-	Breaker BreakerSnapshot `json:"breaker"`
+	Scope   Scope          `json:"scope"`
+	Leaf    BucketSnapshot `json:"leaf"`
+	Account BucketSnapshot `json:"account,omitzero"`
+	// Provider is the provider-wide bucket every scope of the provider
+	// takes a token of (global_max_rps), shared by its accounts; zero
+	// when the provider has none.
+	Provider BucketSnapshot  `json:"provider,omitzero"`
+	Breaker  BreakerSnapshot `json:"breaker"`
 	// PausedUntil is the end of the longest pause holding the scope (its
-	// leaf's or its account's), on the governor's clock; zero when none.
+	// leaf's, its account's or its provider's), on the governor's clock;
+	// zero when none.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 	InFlight    int       `json:"in_flight"` // calls holding a slot of the account's bulkhead
 	Waiting     int       `json:"waiting"`   // calls waiting for one
-	// Queued is the calls waiting for a token of the scope's leaf or
-	// account bucket (a pause holds them there), as the bucket's balance
-	// below zero counts them. With a Store shared by processes, the
-	// balance is the fleet's: it counts every process's callers, and may
-	// count tokens another process borrowed in advance and has not handed
-	// out (see the store's documentation).
+	// Queued is the calls waiting for a token of the scope's leaf,
+	// account or provider bucket (a pause holds them there), as the
+	// bucket's balance below zero counts them (the most of the three).
+	// With a Store shared by processes, the balance is the fleet's: it
+	// counts every process's callers, and may count tokens another
+	// process borrowed in advance and has not handed out (see the store's
+	// documentation).
 	Queued int `json:"queued"`
 	// Dead says how a scope every answer of which failed for the
 	// provider's breaker_dead_seconds, from at least breaker_threshold
