@@ -10,11 +10,14 @@
 //     probe), half-open (one probe is out), paused (a pause holds every
 //     call), dead (every answer fails: throttled for good, or down),
 //     slowed (the rate is held below its ceiling), queued (callers wait for
-//     a token) and ok;
+//     a token of the scope's bucket, its account's or its provider's) and
+//     ok;
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
 //     failed, refused, cancelled, errored, panicked), the longest wait for
 //     a token, each provider's retry budget, once (still after its
-//     scopes are reclaimed: only successes refund a budget), and the
+//     scopes are reclaimed: only successes refund a budget), each
+//     provider's provider-wide bucket (global_max_rps) with the callers
+//     queued on it, once, and the
 //     providers disabled, whose calls go straight through, ungoverned
 //     (what their scopes learned, which the governor keeps for when they
 //     are enabled again, is shown nowhere on the page: it is not where
@@ -28,7 +31,9 @@
 //     the whole on hover), its rate against its ceiling as a bar, the time
 //     left in a pause, its breaker with the time to its probe and why it
 //     opened (throttling or errors after retries; a dead scope throttled
-//     for good or down), and the callers queued for its tokens; the
+//     for good or down), and the callers queued for its tokens, or for
+//     its account's bucket (marked acct) or its provider's (prov) when
+//     more wait there, where its next call would wait behind them; the
 //     throttles, retries and lost calls, which the governor counts per
 //     service, fill one cell spanning the rows of the service (a count
 //     past 99,999 in three figures and a unit, 123k or 12.3M, the whole
@@ -37,7 +42,9 @@
 //     cancelled, when the table needs the room, as does an account's mark
 //     under the time left in its pause);
 //   - each account once: its slots in use against the cap, the callers
-//     waiting for a slot, and its own bucket where the provider has one.
+//     waiting for a slot, and its own bucket where the provider has one,
+//     with the callers queued on it (or on its provider's bucket, marked
+//     prov, when more wait there).
 //
 // Narrower windows degrade: below 1240 pixels the rate bars and the calls
 // column go and long values are cut shorter; below 960 each row becomes a

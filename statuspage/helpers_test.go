@@ -195,10 +195,16 @@ type served struct {
 	DisabledCount int `json:"disabled_count"`
 }
 
-// provided is a provider's retry budget as the JSON serves it.
+// provided is a provider's retry budget, and its provider-wide bucket,
+// as the JSON serves them.
 type provided struct {
 	Name        string  `json:"name"`
 	RetryBudget float64 `json:"retry_budget"`
+	Bucket      *struct {
+		Rate    float64 `json:"rate_rps"`
+		Ceiling float64 `json:"ceiling_rps"`
+	} `json:"bucket"`
+	Queued int `json:"queued"`
 }
 
 func decode(t *testing.T, w *httptest.ResponseRecorder) served {

@@ -25,7 +25,7 @@ const (
 	statusPaused                 // a pause holds every call
 	statusDead                   // every answer fails: throttled for good, or down
 	statusSlowed                 // the adaptive rate is below the ceiling
-	statusQueued                 // callers wait for a token (an account's: for a slot)
+	statusQueued                 // callers wait for a token of one of its buckets (an account: or for a slot)
 	statusOK
 	numStatuses
 )
@@ -53,14 +53,36 @@ func statusOf(s state.ScopeSnapshot) status {
 		return statusPaused
 	case s.Leaf.Rate < s.Leaf.Ceiling:
 		return statusSlowed
-	case s.Leaf.Queued() > 0:
+	case queuedFor(s) > 0:
 		return statusQueued
 	}
 	return statusOK
 }
 
 // pausedFor returns the time left in the longest pause holding the scope.
-func pausedFor(s state.ScopeSnapshot) time.Duration { return max(s.Leaf.Paused, s.Account.Paused) }
+func pausedFor(s state.ScopeSnapshot) time.Duration {
+	return max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused)
+}
+
+// queuedFor returns the callers waiting for a token of the scope's
+// longest queue: its own bucket's, its account's or its provider's
+// (global_max_rps), where a call of the scope would wait behind them.
+func queuedFor(s state.ScopeSnapshot) int {
+	return max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
+}
+
+// queuedOn names the bucket of the scope's longest queue when it is not
+// the scope's own: "acct" (its account's bucket) or "prov" (its
+// provider's), "" when its own is as long.
+func queuedOn(s state.ScopeSnapshot) string {
+	switch n := queuedFor(s); {
+	case n == 0 || s.Leaf.Queued() == n:
+		return ""
+	case s.Account.Queued() == n:
+		return "acct"
+	}
+	return "prov"
+}
 
 // reasonOf says why a scope is open, half-open or dead: why its breaker
 // last opened, and for a dead scope whether it is throttled for good
@@ -110,7 +132,8 @@ type account struct {
 	Account  string `json:"account"`
 	// Status is paused (its bucket's pause holds every scope of the
 	// account), slowed (its bucket below its ceiling), queued (callers
-	// wait for a slot or for its bucket's tokens) or ok.
+	// wait for a slot, for its bucket's tokens or for its provider
+	// bucket's) or ok.
 	Status      status `json:"status"`
 	Scopes      int    `json:"scopes"`        // its live scopes
 	InFlight    int    `json:"in_flight"`     // calls holding a slot of its bulkhead
@@ -119,6 +142,10 @@ type account struct {
 	// Bucket is the account's own bucket, nil when its provider has none.
 	Bucket *state.BucketSnapshot `json:"bucket,omitempty"`
 	Queued int                   `json:"queued"` // callers waiting for a token of the account's bucket
+	// providerQueued is the callers waiting for a token of its
+	// provider's bucket (global_max_rps), which the page shows in its
+	// queued cell when they are more, and in the provider's JSON.
+	providerQueued int
 
 	// Span is the rows the provider's cells span in the HTML; 0 when an
 	// earlier row holds them. RetryBudget is the provider's.
@@ -126,10 +153,16 @@ type account struct {
 	RetryBudget float64 `json:"-"`
 }
 
-// provider is a provider's retry budget, shown once.
+// provider is a provider's retry budget and its provider-wide bucket,
+// shown once.
 type provider struct {
 	Name        string  `json:"name"`
 	RetryBudget float64 `json:"retry_budget"` // tokens left
+	// Bucket is the provider-wide bucket (global_max_rps) as a live
+	// scope of the provider read it, nil when the provider has none (or
+	// no live scope).
+	Bucket *state.BucketSnapshot `json:"bucket,omitempty"`
+	Queued int                   `json:"queued"` // callers waiting for a token of the provider's bucket
 }
 
 // page is what the handler serves, as HTML or JSON.
@@ -212,6 +245,7 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 	type acctKey struct{ provider, account string }
 	accounts := map[acctKey]int{} // index in p.Accounts
 	budgets := map[string]float64{}
+	buckets := map[string]state.BucketSnapshot{} // the providers' buckets
 	pk := picker{limit: limit}
 	enabled := map[string]bool{}
 	isEnabled := func(name string) bool {
@@ -236,6 +270,9 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 		counts[st]++
 		pk.add(sc, snap, st)
 		budgets[sc.Provider] = snap.RetryBudget
+		if snap.Provider.Ceiling > 0 {
+			buckets[sc.Provider] = snap.Provider
+		}
 		k := acctKey{sc.Provider, sc.Account}
 		if i, ok := accounts[k]; ok {
 			p.Accounts[i].Scopes++
@@ -306,7 +343,11 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 	p.Disabled = smallest(p.Disabled, limit, strings.Compare)
 	p.Providers = make([]provider, 0, len(budgets))
 	for name, b := range budgets {
-		p.Providers = append(p.Providers, provider{name, b})
+		pv := provider{Name: name, RetryBudget: b}
+		if bk, ok := buckets[name]; ok {
+			pv.Bucket, pv.Queued = &bk, bk.Queued()
+		}
+		p.Providers = append(p.Providers, pv)
 	}
 	p.LiveProviders = len(p.Providers)
 	// A program may call many providers by name: the limit keeps the
@@ -518,15 +559,31 @@ func accountOf(sc resilience.Scope, s state.ScopeSnapshot) account {
 		a.Bucket = &b
 		a.Queued = b.Queued()
 	}
+	a.providerQueued = s.Provider.Queued()
 	switch {
 	case s.Account.Paused > 0:
 		a.Status = statusPaused
 	case a.Bucket != nil && a.Bucket.Rate < a.Bucket.Ceiling:
 		a.Status = statusSlowed
-	case a.Waiting > 0 || a.Queued > 0:
+	case a.Waiting > 0 || a.Queued > 0 || a.providerQueued > 0:
 		a.Status = statusQueued
 	}
 	return a
+}
+
+// queuedNow returns the callers waiting for a token of the account's
+// bucket or, when they are more, of its provider's: what the page's
+// queued cell shows.
+func (a account) queuedNow() int { return max(a.Queued, a.providerQueued) }
+
+// queuedOn is "prov" when the callers waiting for a token of the
+// account's provider's bucket are more than those of its own, "" when
+// not: the mark of the page's queued cell.
+func (a account) queuedOn() string {
+	if a.providerQueued > a.Queued {
+		return "prov"
+	}
+	return ""
 }
 
 // order sorts the rows so that trouble comes first and a row stays where

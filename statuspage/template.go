@@ -66,7 +66,7 @@ td.brk{line-height:1.2}
 .fill{display:block;height:100%;border-radius:4px}
 .fill.full{background:var(--ok)}.fill.below{background:var(--slowed)}.fill.stop{background:var(--paused)}
 td.hot{color:var(--c);font-weight:650}
-td.hot.paused{white-space:normal}
+td.hot.paused,td.hot.queued{white-space:normal}
 .bad{color:var(--open);font-weight:650}
 td.lost{line-height:1.2}
 td.lost>span{display:block;white-space:normal}
@@ -122,23 +122,27 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return out
 	},
-	"label":    func(s status) string { return strings.ReplaceAll(s.String(), "_", "-") },
-	"meaning":  func(s status) string { return meanings[s] },
-	"explain":  explain,
-	"breaker":  func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
-	"part":     part,
-	"short":    short,
-	"rate":     rate,
-	"duration": duration,
-	"seconds":  func(s int64) string { return duration(time.Duration(s) * time.Second) },
-	"paused":   pausedFor,
-	"width":    func(s state.ScopeSnapshot) int { return 2 * int(math.Round(share(s)*50)) },
-	"level":    level,
-	"budget":   func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
-	"count":    count,
-	"whole":    whole,
-	"lost":     lost,
-	"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"label":        func(s status) string { return strings.ReplaceAll(s.String(), "_", "-") },
+	"meaning":      func(s status) string { return meanings[s] },
+	"explain":      explain,
+	"breaker":      func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
+	"part":         part,
+	"short":        short,
+	"rate":         rate,
+	"duration":     duration,
+	"seconds":      func(s int64) string { return duration(time.Duration(s) * time.Second) },
+	"paused":       pausedFor,
+	"queued":       queuedFor,
+	"queuedOn":     queuedOn,
+	"acctQueued":   account.queuedNow,
+	"acctQueuedOn": account.queuedOn,
+	"width":        func(s state.ScopeSnapshot) int { return 2 * int(math.Round(share(s)*50)) },
+	"level":        level,
+	"budget":       func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
+	"count":        count,
+	"whole":        whole,
+	"lost":         lost,
+	"clock":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(strings.Replace(pageSource, "/*STYLE*/", style, 1)))
 
 // meanings says what each status means, on its card: the page's legend.
@@ -186,9 +190,16 @@ func explain(r row) string {
 	case statusSlowed:
 		return "slowed: " + rate(s.Leaf.Rate) + " of its " + rate(s.Leaf.Ceiling) + " calls per second"
 	case statusQueued:
-		return "queued: " + strconv.Itoa(r.Queued) + " callers wait for a token"
+		return "queued: " + strconv.Itoa(queuedFor(s)) + " callers wait for a token" + queuedWhere[queuedOn(s)]
 	}
 	return "ok: at its ceiling, nothing waits"
+}
+
+// queuedWhere says, by queuedOn's mark, on which bucket a scope's callers
+// wait when it is not its own.
+var queuedWhere = map[string]string{
+	"acct": " of its account's bucket",
+	"prov": " of the provider's bucket (global_max_rps)",
 }
 
 // because says why a breaker opened, when it is known.

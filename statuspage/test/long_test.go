@@ -30,7 +30,10 @@ import (
 //   - an account paused for minutes (Azure's subscription, whose reads
 //     ran low) shows each of its scopes paused for "4m59s acct": written
 //     on one line, with a provider of a long name on the page, it made the
-//     page scroll sideways at 1024 and 961 px.
+//     page scroll sideways at 1024 and 961 px;
+//   - a provider with a provider-wide bucket (global_max_rps) on which
+//     12345 callers queue shows each of its scopes queued for "12345
+//     prov", and its bucket among the totals.
 func TestLongPartsFitTheWindow(t *testing.T) {
 	bin := chromium(t)
 	long := resilience.Scope{Provider: "internal-inventory-api-gateway-of-the-platform-team", Account: "acme-prod-0123456789-abcdefghij", Region: "eu-central", Service: "assets"}
@@ -45,12 +48,21 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 		}},
 		"a long provider that lost five figures of calls":      {own: long, more: more{cancelled: 12_345}},
 		"a long provider beside an account paused for minutes": {own: long, more: more{accountPause: 299 * time.Second}},
+		"a long provider whose bucket queues five figures":     {own: long, more: more{providerQueue: 12_346}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := serve(t, scanWith(t, c.more, c.own))
 			for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
 				checkFits(t, m, width)
+				if c.more.providerQueue == 0 {
+					continue
+				}
+				for _, row := range m.Rows {
+					if row.Scope == c.own.Key() && !strings.Contains(row.Text, "12345 prov") {
+						t.Errorf("at %d px the row of %s does not say its 12345 callers queue on its provider's bucket: %q", width, c.own, row.Text)
+					}
+				}
 			}
 		})
 	}

@@ -127,6 +127,11 @@ type more struct {
 	// as the page is rendered, as cloudgazure does when the
 	// subscription's reads run low (Guard.PauseAccount).
 	accountPause time.Duration
+	// providerQueue, when set, gives the provider of the first extra
+	// scope a provider-wide bucket (global_max_rps 20, burst 1) and
+	// queues that many callers of the scope on it as the page is
+	// rendered: all but the first wait for a token.
+	providerQueue int
 }
 
 // scanWith is scan with one call more to each of extra, among the scan's
@@ -137,6 +142,15 @@ func scanWith(t *testing.T, m more, extra ...resilience.Scope) rendered {
 		cfg, err := resilience.ParseConfig([]byte(config))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if m.providerQueue > 0 {
+			rps := 20.0
+			if cfg.Providers == nil {
+				cfg.Providers = map[string]resilience.ProviderConfig{}
+			}
+			pc := cfg.Providers[extra[0].Provider]
+			pc.GlobalMaxRPS, pc.GlobalBurst = &rps, 1
+			cfg.Providers[extra[0].Provider] = pc
 		}
 		clock := shiftedClock{time.Until(scanStart)}
 		g, err := resilience.NewGovernor(cfg, resilience.WithRandom(rand.NewPCG(27, 1)), resilience.WithClock(clock))
@@ -267,6 +281,10 @@ func scanWith(t *testing.T, m more, extra ...resilience.Scope) rendered {
 			gd.PauseAccount(m.accountPause)
 			gd.End(nil)
 		}
+		for range m.providerQueue {
+			wg.Go(func() { resilience.Do(ctx, extra[0], ok, gov) })
+		}
+		synctest.Wait()
 		h := statuspage.New(statuspage.WithGovernor(g))
 		for _, target := range []string{"/debug/cloudg", "/debug/cloudg?format=json"} {
 			w := httptest.NewRecorder()

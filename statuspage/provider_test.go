@@ -1,0 +1,92 @@
+//go:build go1.25
+
+package statuspage
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A scope whose callers wait for the provider's provider-wide bucket
+// (global_max_rps) is queued, and says on which bucket they wait; so is
+// every scope of the provider, whose next call waits behind them, and
+// every account; the provider's bucket is shown once, with its queue, in
+// the HTML and the JSON. Before, with AWS at global_max_rps 1 and 5
+// callers queued on it, every scope and account read "ok: at its
+// ceiling, nothing waits".
+func TestPageShowsTheProviderBucketsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		one := 1.0
+		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		gov := resilience.WithGovernor(g)
+		ok := func(context.Context) error { return nil }
+		vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+		users := resilience.Scope{Provider: "aws", Account: "222222222222", Region: "us-east-1", Service: "iam", Operation: "ListUsers"}
+		if err := resilience.Do(ctx, users, ok, gov); err != nil { // the bucket's one token
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
+		}
+		synctest.Wait()
+		defer func() { cancel(); wg.Wait() }()
+
+		h := New(WithGovernor(g))
+		body := get(t, h, http.MethodGet, "/debug/cloudg").Body.String()
+		rows := rowsOf(body, "scopes")
+		if n := strings.Count(body, `title="ok: at its ceiling, nothing waits"`); n > 0 {
+			t.Errorf("%d of %d scopes read \"ok: at its ceiling, nothing waits\" while 5 callers queue on the provider bucket", n, len(rows))
+		}
+		if len(rows) != 2 {
+			t.Fatalf("%d scope rows, want 2:\n%s", len(rows), body)
+		}
+		for i, r := range rows {
+			for _, s := range []string{
+				`data-status="queued"`,
+				`title="queued: 5 callers wait for a token of the provider&#39;s bucket (global_max_rps)"`,
+				`<td class="num hot queued" data-label="queued">5 <span class="dim">prov</span></td>`,
+			} {
+				if !strings.Contains(r, s) {
+					t.Errorf("scope row %d lacks %s:\n%s", i, s, r)
+				}
+			}
+		}
+		accounts := rowsOf(body, "accounts")
+		for i, r := range accounts {
+			for _, s := range []string{`data-status="queued"`, `<td class="num hot queued" data-label="queued">5 <span class="dim">prov</span></td>`} {
+				if !strings.Contains(r, s) {
+					t.Errorf("account row %d lacks %s:\n%s", i, s, r)
+				}
+			}
+		}
+		if want := `provider bucket: aws <b>1 / 1</b> rps, <b>5</b> queued`; !strings.Contains(body, want) {
+			_, totals, _ := strings.Cut(body, `<section class="totals"`)
+			totals, _, _ = strings.Cut(totals, "</section>")
+			t.Errorf("the page's totals lack %s:\n%s", want, totals)
+		}
+
+		js := get(t, h, http.MethodGet, "/debug/cloudg?format=json")
+		s := decode(t, js)
+		if len(s.Providers) != 1 || s.Providers[0].Bucket == nil || s.Providers[0].Bucket.Ceiling != 1 || s.Providers[0].Queued != 5 {
+			t.Errorf("the JSON's providers: %+v; want aws with its bucket (ceiling 1) and 5 queued:\n%s", s.Providers, js.Body)
+		}
+		for _, r := range s.Scopes {
+			if r.Status != "queued" {
+				t.Errorf("the JSON's scope %s is %s, want queued", r.Key, r.Status)
+			}
+		}
+		time.Sleep(time.Minute)
+	})
+}
