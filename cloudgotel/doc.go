@@ -35,11 +35,14 @@
 //	cloudg.rate             gauge      {request}/s  a scope's adaptive rate
 //	cloudg.rate.ceiling     gauge      {request}/s  its configured ceiling
 //	cloudg.breaker.state    gauge                   0 closed, 1 half-open, 2 open
-//	cloudg.queued           gauge      {call}       calls waiting for a rate token of a scope (or its account), a pause holding them
+//	cloudg.queued           gauge      {call}       calls waiting for a rate token of a scope (or its account, or its provider), a pause holding them
 //	cloudg.pause.remaining  gauge      s            the time left of the pause holding a scope, 0 when none
 //	cloudg.inflight         gauge      {call}       calls holding a slot of an account's bulkhead
 //	cloudg.waiting          gauge      {call}       calls waiting for a slot of an account's bulkhead
 //	cloudg.retry_budget     gauge      {token}      tokens left in a provider's retry budget
+//	cloudg.provider.rate    gauge      {request}/s  the rate of a provider's provider-wide bucket (global_max_rps)
+//	cloudg.provider.rate.ceiling gauge {request}/s  its configured rate
+//	cloudg.provider.queued  gauge      {call}       calls waiting for a rate token of the provider's bucket
 //
 // Through the OpenTelemetry Prometheus exporter they read cloudg_calls_total,
 // cloudg_wait_duration_seconds, cloudg_rate_per_second and so on.
@@ -50,8 +53,9 @@
 // the last to name the RPC service on its own): cloud.provider,
 // cloud.account.id, cloud.region, rpc.service and rpc.method, each only
 // when the part is set. cloudg.inflight and cloudg.waiting have the
-// provider and account only, and cloudg.retry_budget the provider only,
-// since those are what they belong to. WithoutAccount and
+// provider and account only, and cloudg.retry_budget and the
+// cloudg.provider gauges the provider only, since those are what they
+// belong to. WithoutAccount and
 // WithoutOperation drop cloud.account.id or rpc.method to bound the
 // number of series of an estate of thousands of accounts, or of
 // operations (WithoutOperation makes each service's operations one
@@ -60,16 +64,18 @@
 // or give their worst (breaker state, the longest pause). Callers queued
 // are counted once per bucket: a scope's own reading counts the callers
 // its account's bucket holds, whichever scope of the account they called,
-// so the series shows its scopes' own callers added up, or their
-// accounts' added up (each account once) when that is more.
+// and those its provider's bucket holds, so the series shows its scopes'
+// own callers added up, their accounts' added up (each account once) or
+// their provider's, whichever is more.
 //
 // # Series
 //
 // Each live scope (a leaf of the governor: an operation where the service
 // is paced per operation, a service otherwise) has five gauge series,
-// each account two more and each provider one (a provider's retry budget,
+// each account two more, each provider one (a provider's retry budget,
 // which only successes refund, is read after its scopes are dropped, once
-// a collection saw it). A provider a Configure disabled has none: its
+// a collection saw it) and three more when it has a provider-wide bucket
+// (its rate, ceiling and callers queued). A provider a Configure disabled has none: its
 // calls go through ungoverned, and what its scopes learned, which the
 // governor keeps for when it is enabled again, is not where they stand.
 // The counters have a series

@@ -136,7 +136,9 @@ func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration
 // governors read returns at each collection: cloudg.rate,
 // cloudg.rate.ceiling, cloudg.breaker.state, cloudg.queued and
 // cloudg.pause.remaining per scope, cloudg.inflight and cloudg.waiting
-// per account, cloudg.retry_budget per provider.
+// per account, cloudg.retry_budget per provider, and
+// cloudg.provider.rate, cloudg.provider.rate.ceiling and
+// cloudg.provider.queued per provider with a provider-wide bucket.
 func registerGauges(c *config, read func() []*resilience.Governor) (metric.Registration, error) {
 	m := c.meter()
 	rate, err := m.Float64ObservableGauge("cloudg.rate", metric.WithUnit("{request}/s"),
@@ -155,12 +157,12 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 		return nil, err
 	}
 	queued, err := m.Int64ObservableGauge("cloudg.queued", metric.WithUnit("{call}"),
-		metric.WithDescription("Calls waiting for a rate token of a scope's bucket or its account's, a pause holding them."))
+		metric.WithDescription("Calls waiting for a rate token of a scope's bucket, its account's or its provider's, a pause holding them."))
 	if err != nil {
 		return nil, err
 	}
 	paused, err := m.Float64ObservableGauge("cloudg.pause.remaining", metric.WithUnit("s"),
-		metric.WithDescription("The time left of the pause holding a scope (its own or its account's); 0 when none."))
+		metric.WithDescription("The time left of the pause holding a scope (its own, its account's or its provider's); 0 when none."))
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +178,21 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 	}
 	budget, err := m.Float64ObservableGauge("cloudg.retry_budget", metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens left in a provider's retry budget."))
+	if err != nil {
+		return nil, err
+	}
+	provRate, err := m.Float64ObservableGauge("cloudg.provider.rate", metric.WithUnit("{request}/s"),
+		metric.WithDescription("The rate of a provider's provider-wide bucket (global_max_rps)."))
+	if err != nil {
+		return nil, err
+	}
+	provCeiling, err := m.Float64ObservableGauge("cloudg.provider.rate.ceiling", metric.WithUnit("{request}/s"),
+		metric.WithDescription("The configured rate of a provider's provider-wide bucket (global_max_rps)."))
+	if err != nil {
+		return nil, err
+	}
+	provQueued, err := m.Int64ObservableGauge("cloudg.provider.queued", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls waiting for a rate token of a provider's provider-wide bucket (global_max_rps), a pause holding them."))
 	if err != nil {
 		return nil, err
 	}
@@ -199,10 +216,16 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 			o.ObserveInt64(waiting, a.waiting, opt)
 		}
 		for _, p := range r.providers {
-			o.ObserveFloat64(budget, p.left, metric.WithAttributeSet(p.set))
+			opt := metric.WithAttributeSet(p.set)
+			o.ObserveFloat64(budget, p.left, opt)
+			if p.bucket {
+				o.ObserveFloat64(provRate, p.rate, opt)
+				o.ObserveFloat64(provCeiling, p.ceiling, opt)
+				o.ObserveInt64(provQueued, p.queued, opt)
+			}
 		}
 		return nil
-	}, rate, ceiling, breaker, queued, paused, inflight, waiting, budget)
+	}, rate, ceiling, breaker, queued, paused, inflight, waiting, budget, provRate, provCeiling, provQueued)
 }
 
 // breakerValue is the gauge's number for a breaker's position.
@@ -230,21 +253,24 @@ type leafGauge struct {
 	set                   attribute.Set
 	rate, ceiling, paused float64
 	breaker               int64
-	// The callers queued in the leaves' own buckets, and in their
-	// accounts' (each account's once): the series shows the larger, as a
-	// scope's reading (state.ScopeSnapshot.Queued) does.
-	leafQueued, acctQueued int64
+	// The callers queued in the leaves' own buckets, in their accounts'
+	// (each account's once) and in their providers' (each provider's
+	// once): the series shows the largest, as a scope's reading
+	// (state.ScopeSnapshot.Queued) does.
+	leafQueued, acctQueued, provQueued int64
 }
 
-// accountIn is an account bucket (one per governor) in a leaf series.
+// accountIn is an account bucket (one per governor) in a leaf series, or,
+// with provider set, the bucket of acct's provider.
 type accountIn struct {
-	series attribute.Distinct
-	g      *resilience.Governor
-	acct   resilience.Scope
+	series   attribute.Distinct
+	g        *resilience.Governor
+	acct     resilience.Scope
+	provider bool
 }
 
 // queued is the callers the series shows queued.
-func (l *leafGauge) queued() int64 { return max(l.leafQueued, l.acctQueued) }
+func (l *leafGauge) queued() int64 { return max(l.leafQueued, l.acctQueued, l.provQueued) }
 
 type accountGauge struct {
 	set               attribute.Set
@@ -254,6 +280,11 @@ type accountGauge struct {
 type providerGauge struct {
 	set  attribute.Set
 	left float64
+	// The provider-wide bucket, when a governor's provider has one:
+	// rates and callers added up over the governors.
+	bucket        bool
+	rate, ceiling float64
+	queued        int64
 }
 
 // budgetProviders remembers the providers whose retry budget the gauges
@@ -314,10 +345,10 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 	done := ctx.Done()
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
-	seenIn := map[accountIn]bool{} // each account's queue counted once per leaf series
+	seenIn := map[accountIn]bool{} // each account's (provider's) queue counted once per leaf series
 	accounts := map[attribute.Distinct]*accountGauge{}
 	providers := map[attribute.Distinct]*providerGauge{}
-	budget := func(name string, left float64) {
+	provider := func(name string) *providerGauge {
 		set := attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: name})...)
 		p, ok := providers[set.Equivalent()]
 		if !ok {
@@ -325,8 +356,9 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 			providers[set.Equivalent()] = p
 			r.providers = append(r.providers, p)
 		}
-		p.left += left
+		return p
 	}
+	budget := func(name string, left float64) { provider(name).left += left }
 	known.keep(govs)
 	for _, g := range govs {
 		seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
@@ -361,11 +393,15 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 			l.breaker = max(l.breaker, breakerValue(snap.Breaker.State))
 			l.leafQueued += int64(snap.Leaf.Queued())
 			acct := resilience.Scope{Provider: sc.Provider, Account: sc.Account}
-			if in := (accountIn{set.Equivalent(), g, acct}); !seenIn[in] {
+			if in := (accountIn{set.Equivalent(), g, acct, false}); !seenIn[in] {
 				seenIn[in] = true
 				l.acctQueued += int64(snap.Account.Queued())
 			}
-			l.paused = max(l.paused, max(snap.Leaf.Paused, snap.Account.Paused).Seconds())
+			if in := (accountIn{set.Equivalent(), g, resilience.Scope{Provider: sc.Provider}, true}); !seenIn[in] {
+				seenIn[in] = true
+				l.provQueued += int64(snap.Provider.Queued())
+			}
+			l.paused = max(l.paused, max(snap.Leaf.Paused, snap.Account.Paused, snap.Provider.Paused).Seconds())
 
 			if !seenAccount[acct] {
 				seenAccount[acct] = true
@@ -382,6 +418,13 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 			if !seenProvider[sc.Provider] {
 				seenProvider[sc.Provider] = true
 				budget(sc.Provider, snap.RetryBudget)
+				if b := snap.Provider; b.Ceiling > 0 {
+					p := provider(sc.Provider)
+					p.bucket = true
+					p.rate += b.Rate
+					p.ceiling += b.Ceiling
+					p.queued += int64(b.Queued())
+				}
 			}
 		}
 		for _, name := range known.others(g, seenProvider) {
