@@ -608,7 +608,9 @@ func etaFits(eta, took, interval time.Duration) bool {
 // Scopes that share a bucket share its rate, and their ETA says so: the
 // operations of a service paced as one leaf (per_operation false) wait
 // for each other's tokens, and so do the scopes of an account whose
-// provider has an account bucket.
+// provider has an account bucket, and the scopes of a provider with a
+// provider-wide bucket (global_max_rps), which the ETA did not see: it
+// said 900ms for 20 tasks at 2 rps that took 9.5s.
 func TestProgressETAOfScopesSharingABucket(t *testing.T) {
 	whole, perOp, fixed := false, true, false
 	for _, c := range []struct {
@@ -620,6 +622,9 @@ func TestProgressETAOfScopesSharingABucket(t *testing.T) {
 			"svc": {MaxRPS: 1, Burst: 1, PerOperation: &whole},
 		}}, time.Second},
 		{"an account bucket", resilience.ProviderConfig{AccountMaxRPS: ptr(2.0), AccountBurst: 1, Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 10, Burst: 1, PerOperation: &perOp},
+		}}, 500 * time.Millisecond},
+		{"a provider bucket", resilience.ProviderConfig{GlobalMaxRPS: ptr(2.0), GlobalBurst: 1, Services: map[string]resilience.ServiceConfig{
 			"svc": {MaxRPS: 10, Burst: 1, PerOperation: &perOp},
 		}}, 500 * time.Millisecond},
 	} {
@@ -652,7 +657,8 @@ func TestProgressETAOfScopesSharingABucket(t *testing.T) {
 
 // The tokens a bucket holds are spent at once, not at its rate: a scope
 // fresh at a scan's start (ec2's built-in leaf bursts 100 at 20 rps, the
-// account bucket of Azure 200 at 20) goes through as many queued tasks
+// account bucket of Azure 200 at 20, a provider-wide bucket its
+// global_burst) goes through as many queued tasks
 // as its bucket holds tokens before its rate paces it, and its ETA says
 // so.
 func TestProgressETACountsTheTokensABucketHolds(t *testing.T) {
@@ -674,6 +680,9 @@ func TestProgressETACountsTheTokensABucketHolds(t *testing.T) {
 			"svc": {MaxRPS: 20, Burst: 100, PerOperation: &whole},
 		}}, []string{"A", "B"}, 140, 50 * time.Millisecond},
 		{"an account bucket bursting 20 at 2 rps, 30 tasks", resilience.ProviderConfig{AccountMaxRPS: ptr(2.0), AccountBurst: 20, Services: map[string]resilience.ServiceConfig{
+			"svc": {MaxRPS: 100, Burst: 100, PerOperation: &perOp},
+		}}, []string{"A", "B"}, 30, 500 * time.Millisecond},
+		{"a provider bucket bursting 20 at 2 rps, 30 tasks", resilience.ProviderConfig{GlobalMaxRPS: ptr(2.0), GlobalBurst: 20, Services: map[string]resilience.ServiceConfig{
 			"svc": {MaxRPS: 100, Burst: 100, PerOperation: &perOp},
 		}}, []string{"A", "B"}, 30, 500 * time.Millisecond},
 	} {

@@ -54,23 +54,23 @@ type ScopeProgress struct {
 	// Wait, plus the queued tasks of every scope of the pool that shares its
 	// leaf bucket (the operations of a service paced as one), less the whole
 	// tokens the leaf holds now (its burst, spent at once), over the leaf's
-	// Rate, or, when its account has a bucket (Azure's by default) and that
-	// is longer, the queued tasks of every scope of the account, less the
-	// account bucket's whole tokens, over its rate. A scope whose breaker is
-	// open has an ETA of 0 (its tasks run at once and fail fast, taking no
-	// token), unless its provider waits for its breakers' verdicts
-	// (breaker_wait): then its first task waits for the breaker (Wait) and
-	// the others follow. A scope of a provider that is turned off (or the
-	// zero scope) has an ETA of 0, nothing pacing its calls, unless the
-	// refusal of a first call to another scope holds its queue: then its
-	// Wait. The ETA does not see the provider-wide bucket (global_max_rps),
-	// which Governor.Inspect does not show, beyond its part in Wait; nor
-	// calls made outside the pool, nor a task's calls after its first
-	// (pages, retries); nor how long the calls take, so that a queue the
-	// workers (Workers) or its account's concurrency cap (max_concurrency)
-	// hold back, its calls slow, is done later than its ETA says. An ETA
-	// too long for a time.Duration (a million tasks at a call a day) is the
-	// longest one.
+	// Rate, or, when its account has a bucket (Azure's by default) and that is
+	// longer, the queued tasks of every scope of the account, less the account
+	// bucket's whole tokens, over its rate, or, when its provider has a
+	// provider-wide bucket (global_max_rps) and that is longer, the queued
+	// tasks of every scope of the provider, less that bucket's whole tokens,
+	// over its rate. A scope whose breaker is open has an ETA of 0 (its tasks
+	// run at once and fail fast, taking no token), unless its provider waits
+	// for its breakers' verdicts (breaker_wait): then its first task waits for
+	// the breaker (Wait) and the others follow. A scope of a provider that is
+	// turned off (or the zero scope) has an ETA of 0, nothing pacing its
+	// calls, unless the refusal of a first call to another scope holds its
+	// queue: then its Wait. The ETA does not see calls made outside the pool,
+	// nor a task's calls after its first (pages, retries); nor how long the
+	// calls take, so that a queue the workers (Workers) or its account's
+	// concurrency cap (max_concurrency) hold back, its calls slow, is done
+	// later than its ETA says. An ETA too long for a time.Duration (a million
+	// tasks at a call a day) is the longest one.
 	ETA time.Duration
 }
 
@@ -111,11 +111,12 @@ func (p *Pool) Progress() Progress {
 	}
 	p.mu.Unlock()
 	// The buckets the scopes share: a leaf (the operations of a service
-	// paced as one), an account's bucket. Each counts the queued tasks
-	// that will take its tokens.
+	// paced as one), an account's bucket, a provider's. Each counts the
+	// queued tasks that will take its tokens.
 	leaves := map[resilience.Scope]*shared{}
 	accounts := map[resilience.Scope]*shared{}
-	type buckets struct{ leaf, account *shared }
+	providers := map[resilience.Scope]*shared{}
+	type buckets struct{ leaf, account, provider *shared }
 	of := make([]buckets, len(pr.Scopes))
 	for i := range pr.Scopes {
 		s := &pr.Scopes[i]
@@ -177,13 +178,16 @@ func (p *Pool) Progress() Progress {
 			acct := resilience.Scope{Provider: s.Scope.Provider, Account: s.Scope.Account}
 			of[i].account = share(accounts, acct, snap.Account, s.Queued)
 		}
+		if snap.Provider.Rate > 0 {
+			of[i].provider = share(providers, resilience.Scope{Provider: s.Scope.Provider}, snap.Provider, s.Queued)
+		}
 	}
 	for i := range pr.Scopes {
 		s := &pr.Scopes[i]
 		if of[i].leaf == nil {
 			continue
 		}
-		s.ETA = addETA(s.Wait, max(of[i].leaf.time(), of[i].account.time()))
+		s.ETA = addETA(s.Wait, max(of[i].leaf.time(), of[i].account.time(), of[i].provider.time()))
 		pr.ETA = max(pr.ETA, s.ETA)
 	}
 	slices.SortFunc(pr.Scopes, func(a, b ScopeProgress) int {
