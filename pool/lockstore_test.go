@@ -4,6 +4,8 @@ package pool
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,11 +19,25 @@ import (
 // lockStore is a store whose buckets note each read (Snapshot) made while
 // a pool's lock is held, as a store shared by a fleet's processes would
 // be read across the network (fleet's Redis store reads a bucket with a
-// round trip, and its client may wait for a connection).
+// round trip, and its client may wait for a connection). With a latency,
+// each read while p is set takes that long (a round trip, in the bubble's
+// virtual time) and is noted in readAt, by when it began.
 type lockStore struct {
 	state.Store
 	p             atomic.Pointer[Pool] // the pool whose lock is looked at
 	reads, locked atomic.Int32         // reads while p is set; those with its lock held
+	latency       time.Duration        // how long a read takes while p is set
+	epoch         time.Time            // readAt counts from then
+
+	mu     sync.Mutex
+	readAt []time.Duration // when each read while p is set began, since epoch
+}
+
+// readTimes returns when the reads made while p was set began.
+func (s *lockStore) readTimes() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.readAt)
 }
 
 func (s *lockStore) Bucket(_ string, spec state.BucketSpec, now time.Duration) state.Bucket {
@@ -42,6 +58,12 @@ func (b *lockBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 			p.mu.Unlock()
 		} else {
 			b.s.locked.Add(1)
+		}
+		if b.s.latency > 0 {
+			b.s.mu.Lock()
+			b.s.readAt = append(b.s.readAt, time.Since(b.s.epoch))
+			b.s.mu.Unlock()
+			time.Sleep(b.s.latency)
 		}
 	}
 	return b.Bucket.Snapshot(now)
@@ -81,6 +103,46 @@ func TestThePoolReadsTheGovernorsStoreWithoutItsLock(t *testing.T) {
 		}
 		if pr := p.Progress(); pr.Done != 9 {
 			t.Fatalf("progress %v, want 9 done", pr)
+		}
+	})
+}
+
+// A queue parked for its scope's token is asked about again when the
+// governor said the token comes, not a read of its store later: Delay's
+// wait counts from when it was asked, and the pool, which asks with its
+// lock released while the store is read across the network, parked the
+// queue for that wait from when the answer came back, a round trip late,
+// then asked again (another round trip) before it ran the task; a scope
+// paced at r calls a second went at r/(1+r*RTT), the lost round trip
+// one per token.
+func TestAParkedQueueIsAskedAgainWhenItsTokenComes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const latency = 10 * time.Millisecond
+		store := &lockStore{Store: resilience.MemoryStore(), latency: latency, epoch: time.Now()}
+		g := newGov(t, 1, resilience.Config{}, resilience.WithStateStore(store)) // 1 rps, burst 1
+		s := scope("a")
+		if err := call(g, s, 0)(context.Background()); err != nil { // takes the token: the next comes at 1s
+			t.Fatal(err)
+		}
+		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		store.p.Store(p)
+		var started atomic.Int64
+		p.Go(ctx, s, func(ctx context.Context) error {
+			started.Store(int64(time.Since(store.epoch)))
+			return call(g, s, 0)(ctx)
+		})
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		reads := store.readTimes()
+		if len(reads) < 2 || reads[0] != 0 {
+			t.Fatalf("the store was read at %v: want a read at 0s, when the task was queued, and more once its token came", reads)
+		}
+		// The reads of the ask that found the token there: the last ones,
+		// begun by the task's start.
+		if again := reads[len(reads)-1]; again > time.Second {
+			t.Errorf("the pool asked about the queue again at %v (the task started at %v), its token due at 1s: a read of the store takes %v (reads at %v)",
+				again, time.Duration(started.Load()), latency, reads)
 		}
 	})
 }
