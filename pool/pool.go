@@ -464,7 +464,10 @@ func (p *Pool) pick() *task {
 			// parked by an answer from before.
 			p.ring.push(q)
 		default:
-			p.park(q, now+min(a.d, parkRecheck))
+			// Delay's wait counts from when it was asked, not from when
+			// its answer came back: a read of the store across the
+			// network later.
+			p.park(q, a.at+min(a.d, parkRecheck))
 		}
 	}
 	return nil
@@ -472,6 +475,7 @@ func (p *Pool) pick() *task {
 
 // answer is what the governor said of a queue's scope (see ask).
 type answer struct {
+	at  time.Duration // when it was asked, the pool's time: d counts from then
 	d   time.Duration // Delay's wait
 	why error         // Delay's reason
 	// What an open circuit means for the queue (see circuit).
@@ -495,6 +499,7 @@ type answer struct {
 func (p *Pool) ask(q *queue) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
 	ends := p.ends
+	a.at = p.now()
 	p.mu.Unlock()
 	var snap state.ScopeSnapshot
 	a.d, a.why = p.gov.Delay(q.scope)
