@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,14 +21,15 @@ import (
 // a pool's lock is held, as a store shared by a fleet's processes would
 // be read across the network (fleet's Redis store reads a bucket with a
 // round trip, and its client may wait for a connection). With a latency,
-// each read while p is set takes that long (a round trip, in the bubble's
-// virtual time) and is noted in readAt, by when it began.
+// each read while p is set takes as long as it says for the bucket's key
+// (a round trip, in the bubble's virtual time) and is noted in readAt, by
+// when it began.
 type lockStore struct {
 	state.Store
-	p             atomic.Pointer[Pool] // the pool whose lock is looked at
-	reads, locked atomic.Int32         // reads while p is set; those with its lock held
-	latency       time.Duration        // how long a read takes while p is set
-	epoch         time.Time            // readAt counts from then
+	p             atomic.Pointer[Pool]           // the pool whose lock is looked at
+	reads, locked atomic.Int32                   // reads while p is set; those with its lock held
+	latency       func(key string) time.Duration // how long a read of the bucket of key takes while p is set
+	epoch         time.Time                      // readAt counts from then
 
 	mu     sync.Mutex
 	readAt []time.Duration // when each read while p is set began, since epoch
@@ -40,15 +42,16 @@ func (s *lockStore) readTimes() []time.Duration {
 	return slices.Clone(s.readAt)
 }
 
-func (s *lockStore) Bucket(_ string, spec state.BucketSpec, now time.Duration) state.Bucket {
-	return &lockBucket{Bucket: bucket.New(spec, now), s: s}
+func (s *lockStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	return &lockBucket{Bucket: bucket.New(spec, now), s: s, key: key}
 }
 
 // lockBucket is a bucket of a lockStore: the memory store's, whose
 // Snapshot notes whether the pool's lock is held as it is read.
 type lockBucket struct {
 	*bucket.Bucket
-	s *lockStore
+	s   *lockStore
+	key string
 }
 
 func (b *lockBucket) Snapshot(now time.Duration) state.BucketSnapshot {
@@ -59,11 +62,11 @@ func (b *lockBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 		} else {
 			b.s.locked.Add(1)
 		}
-		if b.s.latency > 0 {
+		if b.s.latency != nil {
 			b.s.mu.Lock()
 			b.s.readAt = append(b.s.readAt, time.Since(b.s.epoch))
 			b.s.mu.Unlock()
-			time.Sleep(b.s.latency)
+			time.Sleep(b.s.latency(b.key))
 		}
 	}
 	return b.Bucket.Snapshot(now)
@@ -118,7 +121,8 @@ func TestThePoolReadsTheGovernorsStoreWithoutItsLock(t *testing.T) {
 func TestAParkedQueueIsAskedAgainWhenItsTokenComes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const latency = 10 * time.Millisecond
-		store := &lockStore{Store: resilience.MemoryStore(), latency: latency, epoch: time.Now()}
+		store := &lockStore{Store: resilience.MemoryStore(), epoch: time.Now()}
+		store.latency = func(string) time.Duration { return latency }
 		g := newGov(t, 1, resilience.Config{}, resilience.WithStateStore(store)) // 1 rps, burst 1
 		s := scope("a")
 		if err := call(g, s, 0)(context.Background()); err != nil { // takes the token: the next comes at 1s
@@ -143,6 +147,56 @@ func TestAParkedQueueIsAskedAgainWhenItsTokenComes(t *testing.T) {
 		if again := reads[len(reads)-1]; again > time.Second {
 			t.Errorf("the pool asked about the queue again at %v (the task started at %v), its token due at 1s: a read of the store takes %v (reads at %v)",
 				again, time.Duration(started.Load()), latency, reads)
+		}
+	})
+}
+
+// Queues due at the same time for a token of a bucket their scopes share
+// take it in the order they were in turn, whatever order the governor's
+// answers about them come back in: the workers ask about them at once,
+// their lock released, and a read of the store across the network takes
+// as long as it takes. Here three operations share an account bucket at
+// 1 rps; the store answers about C first and A last, though A was in turn
+// first. Before, each queue was parked behind those whose answers came
+// back before its own, and a queue whose store reads were slow (or whose
+// worker was scheduled late) lost its turn to the others, pass after pass.
+func TestQueuesDueAtOnceTakeASharedTokenInTheirTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		one := 1.0
+		cfg := resilience.Config{}
+		cfg.AWS.AccountMaxRPS, cfg.AWS.AccountBurst = &one, 1
+		store := &lockStore{Store: resilience.MemoryStore(), epoch: time.Now()}
+		slow := map[string]time.Duration{"A": 30 * time.Millisecond, "B": 20 * time.Millisecond, "C": 10 * time.Millisecond}
+		store.latency = func(key string) time.Duration {
+			return slow[key[strings.LastIndexByte(key, '/')+1:]] // a leaf's, by its operation
+		}
+		g := newGov(t, 100, cfg, resilience.WithStateStore(store)) // leaves at 100 rps, the account at 1
+		ops := []string{"A", "B", "C"}
+		for _, op := range ops { // the scopes' leaves, which Delay reads; the last takes the account's token
+			if err := call(g, scope(op), 0)(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, ctx := New(context.Background(), Workers(3), WithGovernor(g))
+		store.p.Store(p)
+		var mu sync.Mutex
+		var order []string
+		for _, op := range ops {
+			s := scope(op)
+			p.Go(ctx, s, func(ctx context.Context) error {
+				return resilience.Do(ctx, s, func(context.Context) error {
+					mu.Lock()
+					defer mu.Unlock()
+					order = append(order, op)
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(order, ops) {
+			t.Errorf("the scopes took the account's tokens in the order %v, want %v, the order they were in turn (the store answers about A in 30ms, B in 20ms, C in 10ms)", order, ops)
 		}
 	})
 }
