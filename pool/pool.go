@@ -137,7 +137,7 @@ type Pool struct {
 	scopes   map[resilience.Scope]*queue
 	ring     ring            // queues whose head may be ready, in turn
 	parked   parkedHeap      // queues waiting for their scope, by time
-	parks    uint32          // queues parked so far (wrapping around), for the heap's order
+	turns    uint32          // queues asked about so far (wrapping around), for the parked heap's order
 	slots    []*queue        // queues waiting for a concurrency slot
 	holds    fifo[heldQueue] // admitting queues, by the end of their hold
 	ends     uint64          // tasks ended (not deferred runs), for ask
@@ -467,7 +467,7 @@ func (p *Pool) pick() *task {
 			// Delay's wait counts from when it was asked, not from when
 			// its answer came back: a read of the store across the
 			// network later.
-			p.park(q, a.at+min(a.d, parkRecheck))
+			p.park(q, a.at+min(a.d, parkRecheck), a.turn)
 		}
 	}
 	return nil
@@ -475,9 +475,10 @@ func (p *Pool) pick() *task {
 
 // answer is what the governor said of a queue's scope (see ask).
 type answer struct {
-	at  time.Duration // when it was asked, the pool's time: d counts from then
-	d   time.Duration // Delay's wait
-	why error         // Delay's reason
+	at   time.Duration // when it was asked, the pool's time: d counts from then
+	turn uint32        // the queue's turn: the pool's count of asks when it was asked
+	d    time.Duration // Delay's wait
+	why  error         // Delay's reason
 	// What an open circuit means for the queue (see circuit).
 	failsFast, foundDead bool
 	// A task of the pool ended while the governor was asked, which may
@@ -500,6 +501,8 @@ func (p *Pool) ask(q *queue) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
 	ends := p.ends
 	a.at = p.now()
+	p.turns++
+	a.turn = p.turns
 	p.mu.Unlock()
 	var snap state.ScopeSnapshot
 	a.d, a.why = p.gov.Delay(q.scope)
@@ -676,11 +679,13 @@ func (p *Pool) start(t *task) {
 // does not see (made by calls outside it) is seen within parkRecheck.
 const parkRecheck = time.Second
 
-// park makes q wait until at, after the queues parked before it for the
-// same time. p.mu is held.
-func (p *Pool) park(q *queue, at time.Duration) {
-	p.parks++
-	q.parkedAt = p.parks
+// park makes q wait until at, after the queues due at the same time whose
+// turn came before its own: turn is when it was asked about (ask), not
+// when the answer came back, which the workers asking about several queues
+// at once, their store read across the network, get in no fair order.
+// p.mu is held.
+func (p *Pool) park(q *queue, at time.Duration, turn uint32) {
+	q.parkedAt = turn
 	p.repark(q, at)
 }
 

@@ -27,7 +27,7 @@ type queue struct {
 	where      where
 	noSlot     bool          // put back in turn by a task's end, its last answer no slot (see Pool.unslot)
 	taskEnded  bool          // asking: a task of it ended meanwhile (see Pool.ask)
-	parkedAt   uint32        // parked: the pool's count of parks when it was parked
+	parkedAt   uint32        // parked: its turn when it was parked, the pool's count of asks when it was asked about (see Pool.park)
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
 	heldGen    uint32        // the governor's Generation when the tasks whose refusals make the hold were started (truncated)
@@ -117,7 +117,7 @@ func (f *fifo[T]) pop() T {
 
 // parkedHeap is the parked queues, soonest first, and of those due at the
 // same time (scopes waiting for the same token of a bucket they share)
-// the one parked first: the others then take the token in turn.
+// the one whose turn came first: the others then take the token in turn.
 type parkedHeap []*queue
 
 func (h parkedHeap) Len() int { return len(h) }
