@@ -6,7 +6,9 @@ package pool
 // one pool (1 to 4 workers, a max wait of 0 or a little) over a real
 // resilience.Governor (four scopes at 1 to 5 rps, burst 1, sometimes a
 // concurrency cap on their account, a breaker quick to open, calls that
-// wait for their breakers' verdicts, scopes found dead in a second), each
+// wait for their breakers' verdicts, scopes found dead in a second, and
+// a store whose reads by the workers asking about a queue may take a
+// while, as a fleet's store read across the network does), each
 // sequence in its own testing/synctest bubble, so that minutes of virtual
 // time pass in milliseconds. The steps: Go, of one task or a burst, of the
 // four scopes or of the zero scope, whose functions make one governed
@@ -75,6 +77,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/childtest"
 	"github.com/cloudg/cloudg/internal/modeltest"
 	"github.com/cloudg/cloudg/resilience"
@@ -199,6 +202,60 @@ func fatalErr() error { return &apiErr{code: "AccessDenied", status: 403} }
 
 // ---- the model ----
 
+// askStore is the memory store whose bucket reads made by the pool's
+// workers asking about a queue (Pool.ask) take latency, in the bubble's
+// virtual time, as a store read across the network does: the model's own
+// reads (invariants, under the pool's lock) and the calls' are not slowed.
+type askStore struct {
+	state.Store
+	latency time.Duration
+
+	mu      sync.Mutex
+	lastAsk time.Time // when the last slowed read ended
+}
+
+func (s *askStore) Bucket(_ string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	return &askBucket{Bucket: bucket.New(spec, now), s: s}
+}
+
+// askBucket is a bucket of an askStore.
+type askBucket struct {
+	*bucket.Bucket
+	s *askStore
+}
+
+func (b *askBucket) Snapshot(now time.Duration) state.BucketSnapshot {
+	if b.s.latency > 0 && askedByThePool() {
+		time.Sleep(b.s.latency)
+		b.s.mu.Lock()
+		b.s.lastAsk = time.Now()
+		b.s.mu.Unlock()
+	}
+	return b.Bucket.Snapshot(now)
+}
+
+// lastAskEnd returns when the last read slowed by the store ended.
+func (s *askStore) lastAskEnd() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastAsk
+}
+
+// askedByThePool reports whether its caller was called from Pool.ask.
+func askedByThePool() bool {
+	pc := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(3, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, ".(*Pool).ask") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
 // taskState is where the model has a task.
 type taskState uint8
 
@@ -239,6 +296,7 @@ var errStop = errors.New("model: scan stopped")
 // machine is one sequence's pool, governor and model.
 type machine struct {
 	gov     *resilience.Governor
+	store   *askStore
 	p       *Pool
 	pctx    context.Context
 	cancel  context.CancelCauseFunc
@@ -296,7 +354,12 @@ func newMachine(rt *rapid.T) *machine {
 		cfg.AWS.Services["svc."+op] = resilience.ServiceConfig{MaxRPS: rates[i], Burst: 1}
 		m.scopes = append(m.scopes, scope(op))
 	}
-	g, err := resilience.NewGovernor(cfg, resilience.WithRandom(rand.NewPCG(1, 2)))
+	// The pool reads the governor's store with its lock released (Pool.ask):
+	// a store read across the network takes a while, during which tasks
+	// end, are submitted and refused, and other workers pick.
+	m.store = &askStore{Store: resilience.MemoryStore()}
+	m.store.latency = rapid.SampledFrom([]time.Duration{0, 0, 5 * time.Millisecond, 50 * time.Millisecond, 300 * time.Millisecond}).Draw(rt, "storeLatency")
+	g, err := resilience.NewGovernor(cfg, resilience.WithRandom(rand.NewPCG(1, 2)), resilience.WithStateStore(m.store))
 	if err != nil {
 		rt.Fatal(err)
 	}
@@ -306,7 +369,7 @@ func newMachine(rt *rapid.T) *machine {
 	parent, cancel := context.WithCancelCause(context.Background())
 	m.cancel = cancel
 	m.p, m.pctx = New(parent, Workers(m.limit), WithGovernor(g), MaxWait(m.maxWait))
-	m.desc = fmt.Sprintf("workers %d, max wait %v, max concurrency %d, breaker threshold %d, breaker_wait %v, breaker_dead_seconds %v, rates %v", m.limit, m.maxWait, maxConc, threshold, breakerWait, deadSeconds, rates)
+	m.desc = fmt.Sprintf("workers %d, max wait %v, max concurrency %d, breaker threshold %d, breaker_wait %v, breaker_dead_seconds %v, rates %v, store latency %v", m.limit, m.maxWait, maxConc, threshold, breakerWait, deadSeconds, rates, m.store.latency)
 	watch.Begin("new pool: %s", m.desc)
 	return m
 }
@@ -909,9 +972,23 @@ func (m *machine) invariants() error {
 	if p.running > p.limit || p.workers > p.limit {
 		return fmt.Errorf("%d running, %d workers, over the limit %d", p.running, p.workers, p.limit)
 	}
-	// A worker blocks only in a task: settled, every worker runs one.
-	if p.workers != p.running {
-		return fmt.Errorf("%d workers alive for %d running tasks", p.workers, p.running)
+	// A worker blocks only in a task, or reading the store about a queue
+	// (asking, which no other worker looks at meanwhile): settled, every
+	// worker does one or the other.
+	nasking := 0
+	for _, q := range p.scopes {
+		if q.where == asking {
+			nasking++
+		}
+	}
+	if p.workers != p.running+nasking {
+		return fmt.Errorf("%d workers alive for %d running tasks and %d queues asked about", p.workers, p.running, nasking)
+	}
+	if nasking > 0 {
+		reach("state: a queue asked about, the store read")
+		if nasking > 1 {
+			reach("state: several queues asked about at once")
+		}
 	}
 	for sc, q := range p.scopes {
 		ps := want[sc]
@@ -997,8 +1074,9 @@ func (m *machine) invariants() error {
 			continue // it waits for a token, a slot, or the verdict of a probe
 		}
 		// Work conserving: a queue whose next task can go (pick would
-		// start it) waits in turn only while every worker is busy.
-		if q.where == inRing && p.workers < p.limit {
+		// start it) waits in turn only while every worker is busy, or a
+		// worker's pass, which looks at it, is reading the store.
+		if q.where == inRing && p.workers < p.limit && nasking == 0 {
 			return fmt.Errorf("queue %v (%d tasks) can go now and waits in turn, with %d workers of %d", sc, q.n, p.workers, p.limit)
 		}
 		if why != nil {
@@ -1135,11 +1213,12 @@ func (m *machine) end(rt *rapid.T) {
 	}
 	timer.Stop()
 	// Wait returns as the last task ends: nothing of the pool (a wake-up
-	// armed, a worker) outlives its tasks.
+	// armed, a worker) outlives its tasks; but a worker reading the store
+	// when the pool was stopped, whose read Wait waits for.
 	m.mu.Lock()
 	last := m.lastEnd
 	m.mu.Unlock()
-	if returned := time.Now(); !returned.Equal(start) && !returned.Equal(last) {
+	if returned := time.Now(); !returned.Equal(start) && !returned.Equal(last) && !returned.Equal(m.store.lastAskEnd()) {
 		rt.Fatalf("Wait returned %v after it was called, %v after the last task ended", returned.Sub(start), returned.Sub(last))
 	}
 	m.over = true
