@@ -3,7 +3,6 @@ package fleet
 import (
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/cloudg/cloudg/internal/breaker"
 	"github.com/cloudg/cloudg/state"
@@ -123,15 +122,17 @@ func whyOf(v any) string {
 	return ""
 }
 
-// refreshBreaker updates the cached view of the breaker at key from the
-// answer to a token request.
+// refreshBreaker updates the cached view of the breakers at key (one for
+// each spec: see Store.Breaker) from the answer to a token request.
 func (s *Store) refreshBreaker(key string, now time.Duration, r reading) {
 	v, ok := s.breakers.Load(key)
 	if !ok {
 		return
 	}
-	if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
-		b.update(now, r)
+	for _, w := range v.(*breakerRefs).ws {
+		if b := w.Value(); b != nil {
+			b.update(now, r)
+		}
 	}
 }
 

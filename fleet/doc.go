@@ -80,8 +80,11 @@
 // once per WithBreakerStaleness period, so that it resets the failures of
 // other processes that the cache does not show yet: while a process keeps
 // succeeding, others' failures count as consecutive across its successes
-// only within about one period. The refunds of successes to the retry
-// budget are sent a token at a time.
+// only within about one period. A store keeps one breaker for a scope and
+// its settings while anything holds it (Store.Breaker gives it again): a
+// read of a scope the governor holds no entry of (Inspect) goes through
+// the breaker the scope's calls use, if any. The refunds of successes to
+// the retry budget are sent a token at a time.
 //
 // A dead scope (breaker_dead_seconds) is found by each process from the
 // answers of its own calls; the process that finds it opens the fleet's

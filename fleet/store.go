@@ -69,10 +69,12 @@ type Store struct {
 	// closeBy is when (mono) Close's operations with Redis must be done,
 	// its start and the operation timeout; 0 before Close (see call).
 	closeBy atomic.Int64
-	// breakers maps a scope's breaker key to a weak pointer to its
-	// breaker, so that the answers to token requests refresh it without
-	// keeping alive a breaker the governor dropped; the heartbeat removes
-	// the entries whose breaker is gone.
+	// breakers maps a scope's breaker key to its breakerRefs: weak
+	// pointers to the breakers of the key the store made that something
+	// still holds, one for each spec, so that the answers to token
+	// requests refresh each and the heartbeat writes back what each
+	// learned, without keeping alive a breaker the governor dropped; the
+	// heartbeat removes the pointers whose breaker is gone.
 	breakers sync.Map
 	// owedPauses holds the buckets with a pause set on the local limits
 	// that is not written to Redis yet (sharedBucket.owe).
@@ -536,12 +538,17 @@ func (s *Store) forgetLostBuckets() {
 // forgetLostBuckets walks per hold of the store's lock: about 0.1 ms.
 const sweepChunk = 1024
 
-// forgetDroppedBreakers removes the entries of breakers the governor no
-// longer holds (reclaimed idle scopes).
+// forgetDroppedBreakers removes the pointers to breakers nothing holds
+// any longer (reclaimed idle scopes, reads' handles), and the entries left
+// with none.
 func (s *Store) forgetDroppedBreakers() {
 	s.breakers.Range(func(k, v any) bool {
-		if v.(weak.Pointer[sharedBreaker]).Value() == nil {
+		refs := v.(*breakerRefs)
+		switch live := refs.live(); {
+		case len(live) == 0:
 			s.breakers.CompareAndDelete(k, v)
+		case len(live) < len(refs.ws):
+			s.breakers.CompareAndSwap(k, v, &breakerRefs{live}) // else Breaker changed it: swept next time
 		}
 		return true
 	})
@@ -602,8 +609,12 @@ func (s *Store) writeBack() bool {
 	})
 	if ok {
 		s.breakers.Range(func(_, v any) bool {
-			if b := v.(weak.Pointer[sharedBreaker]).Value(); b != nil {
-				ok = b.writeBack()
+			for _, w := range v.(*breakerRefs).ws {
+				if b := w.Value(); b != nil {
+					if ok = b.writeBack(); !ok {
+						break
+					}
+				}
 			}
 			return ok
 		})
@@ -796,17 +807,65 @@ func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) sta
 	return b
 }
 
-// Breaker returns the shared breaker of the scope whose state key is key.
+// Breaker returns the shared breaker of the scope whose state key is key:
+// the one the store made for key with the same spec while anything holds
+// it (a governor's scope, a read's handle), so that the process has one
+// view of the scope's breaker, which every answer that carries the
+// breaker refreshes and whose local breaker's knowledge of an outage is
+// written back, however often it is asked: a governor's read of a scope
+// it holds no entry of (Inspect), another governor on the store. A
+// breaker of other settings (a Configure changed them, another governor
+// has its own) is made anew, and kept beside the other while held, each
+// refreshed and written back.
 func (s *Store) Breaker(key string, spec state.BreakerSpec) state.Breaker {
 	_, brk := s.scopeKeys(key)
-	b := newSharedBreaker(s, brk, spec)
-	s.breakers.Store(brk, weak.Make(b))
-	for w := b.maxWait().Microseconds(); ; {
-		if l := s.longestWait.Load(); l >= w || s.longestWait.CompareAndSwap(l, w) {
-			break
+	for {
+		v, found := s.breakers.Load(brk)
+		var live []weak.Pointer[sharedBreaker]
+		if found {
+			refs := v.(*breakerRefs)
+			for _, w := range refs.ws {
+				if b := w.Value(); b != nil && b.spec == spec {
+					return b
+				}
+			}
+			live = refs.live()
+		}
+		b := newSharedBreaker(s, brk, spec)
+		refs := &breakerRefs{append(live, weak.Make(b))}
+		if found && !s.breakers.CompareAndSwap(brk, v, refs) {
+			continue // another Breaker of the key came first: its breaker may be this one's
+		}
+		if !found {
+			if _, loaded := s.breakers.LoadOrStore(brk, refs); loaded {
+				continue
+			}
+		}
+		for w := b.maxWait().Microseconds(); ; {
+			if l := s.longestWait.Load(); l >= w || s.longestWait.CompareAndSwap(l, w) {
+				break
+			}
+		}
+		return b
+	}
+}
+
+// breakerRefs is the store's registry entry of a breaker key: weak
+// pointers to the breakers of the key it made, one for each spec. It is
+// not changed once stored: a change stores a new one.
+type breakerRefs struct {
+	ws []weak.Pointer[sharedBreaker]
+}
+
+// live returns a new slice of the pointers whose breaker is not gone.
+func (r *breakerRefs) live() []weak.Pointer[sharedBreaker] {
+	live := make([]weak.Pointer[sharedBreaker], 0, len(r.ws)+1)
+	for _, w := range r.ws {
+		if w.Value() != nil {
+			live = append(live, w)
 		}
 	}
-	return b
+	return live
 }
 
 // Budget returns the shared retry budget of provider: one per provider,

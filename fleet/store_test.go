@@ -55,6 +55,53 @@ func TestDroppedBreakersAreForgotten(t *testing.T) {
 	}
 }
 
+// Store.Breaker gives the breaker it made for a key and spec while
+// something holds it, so that reads of a scope (the governor's Inspect of
+// a scope it holds no entry of, every time) make no breaker beside the one
+// the scope's entry holds; a breaker of other settings is made anew, and
+// both stay registered (refreshed, written back) while held.
+func TestOneBreakerPerKeyAndSpec(t *testing.T) {
+	s := New(unreachable(), WithLogger(quiet))
+	defer s.Close()
+	key := "aws/1/us-east-1/ec2/DescribeVpcs"
+	spec := state.BreakerSpec{Threshold: 5, Cooldown: time.Minute, MaxCooldown: time.Hour}
+	other := spec
+	other.Threshold = 3
+	a := s.Breaker(key, spec)
+	if b := s.Breaker(key, spec); b != a {
+		t.Fatal("Store.Breaker made a second breaker of a key and spec while the first is held")
+	}
+	registered := func() []*sharedBreaker {
+		var bs []*sharedBreaker
+		s.breakers.Range(func(_, v any) bool {
+			for _, w := range v.(*breakerRefs).ws {
+				if b := w.Value(); b != nil {
+					bs = append(bs, b)
+				}
+			}
+			return true
+		})
+		return bs
+	}
+	func() {
+		o := s.Breaker(key, other)
+		if o == a || o.(*sharedBreaker).spec != other {
+			t.Fatalf("Store.Breaker of other settings gave %p (spec %+v), the first %p", o, o.(*sharedBreaker).spec, a)
+		}
+		if bs := registered(); len(bs) != 2 || !slices.Contains(bs, a.(*sharedBreaker)) || !slices.Contains(bs, o.(*sharedBreaker)) {
+			t.Fatalf("registered %d breakers of the key; want both held ones", len(bs))
+		}
+		runtime.KeepAlive(o)
+	}()
+	runtime.GC()
+	runtime.GC()
+	s.forgetDroppedBreakers()
+	if v, ok := s.breakers.Load(s.key("{"+key+"}", "breaker")); !ok || len(v.(*breakerRefs).ws) != 1 || v.(*breakerRefs).ws[0].Value() != a {
+		t.Fatal("after the breaker of other settings was let go of and the registry swept: want the held one alone registered")
+	}
+	runtime.KeepAlive(a)
+}
+
 // The store's registry of live buckets, whose leases Close gives back,
 // lets go of a bucket the governor dropped (Drop) at once, and keeps
 // alive none the governor let go of without Drop.
