@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/state"
@@ -71,6 +72,7 @@ type sharedBucket struct {
 	unused      int       // Redis's tokens no caller will take (a lease a pause dropped, gone callers'), not yet sent: dropped when Redis does not take them
 	giving      bool      // a goroutine sends them
 	dropped     bool      // the governor dropped the bucket (Drop): it borrows no lease
+	registered  bool      // in the store's registry of live buckets (register)
 	lastUse     time.Duration
 	lastUseMono time.Duration // mono at lastUse
 	lastSuccess time.Duration // the last Success sent to Redis
@@ -300,6 +302,7 @@ func (b *sharedBucket) Cancel(now time.Duration) {
 		return
 	}
 	b.mu.Lock()
+	b.register()
 	b.spaced -= b.leaseStep // as Redis's balance, the queue's end moves back a token
 	b.giveBack++
 	start := !b.giving && !b.sending
@@ -734,8 +737,9 @@ func (b *sharedBucket) Drop(now time.Duration) {
 	busy := b.giving || b.sending
 	give := b.giveBack+b.unused > 0 && !busy
 	b.giving = b.giving || give
+	registered := b.registered
 	b.mu.Unlock()
-	if !busy {
+	if !busy && registered {
 		// An operation in flight (a lease request, a give-back) may bring
 		// tokens to give back after it, which Close waits for: the
 		// bucket stays among the store's live ones until then.
@@ -778,6 +782,28 @@ func (b *sharedBucket) closeOut() {
 			return
 		}
 	}
+}
+
+// register puts the bucket in the store's registry of live buckets, whose
+// tokens Close gives back, before its first operation that takes tokens
+// of Redis's or gives some back (a lease request, a give-back), once: a
+// bucket that never did (made for a read, the governor's Inspect of a
+// scope it holds no entry of) has none to give back, and the store keeps
+// no entry for it. Once Close began, the bucket is dropped instead: it
+// borrows no lease. A dropped bucket is not registered again. mu must be
+// held (the store's lock is taken under it).
+func (b *sharedBucket) register() {
+	if b.registered || b.dropped {
+		return
+	}
+	b.registered = true
+	b.s.mu.Lock()
+	if b.s.closing {
+		b.dropped = true // Close gave the leases back: it borrows none
+	} else {
+		b.s.live[weak.Make(b)] = struct{}{}
+	}
+	b.s.mu.Unlock()
 }
 
 // settle closes settled, which closeOut waits on, once the bucket has no

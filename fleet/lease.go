@@ -309,6 +309,7 @@ func (b *sharedBucket) reserve(ctx context.Context, now, latest time.Duration, r
 		b.s.hits.Add(1)
 		return wait, true, nil
 	}
+	b.register()
 	w := &waiter{now: now, at: t, by: by, ready: make(chan struct{})}
 	b.queue = append(b.queue, w)
 	start := !b.sending
@@ -587,6 +588,7 @@ func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 		charge, b.onLocal = b.log.charge(t, true, b.capacity()), false
 	}
 	pairs := b.takeServed()
+	b.register()
 	b.mu.Unlock()
 	sent := mono()
 	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge, b.s.longestWait.Load()}, pairs...)...)...)

@@ -59,11 +59,13 @@ type Store struct {
 	mu      sync.Mutex
 	budgets map[string]*sharedBudget // by key: one per provider
 	// live holds, under mu, a weak pointer to each bucket the store made
-	// (Bucket) that the governor has not dropped (Drop removes it), so
-	// that Close gives their leases back; weak, so that it keeps alive
-	// none the governor let go of without telling it (the heartbeat
-	// removes their entries). closing is set, under mu, as Close gathers
-	// them: a bucket made after it borrows no lease.
+	// that asked Redis for tokens or gave some back (sharedBucket.register)
+	// and that the governor has not dropped (Drop removes it), so that
+	// Close gives their leases back; a bucket made for a read never enters
+	// it. Weak, so that it keeps alive none the governor let go of without
+	// telling it (the heartbeat removes their entries). closing is set,
+	// under mu, as Close gathers them: a bucket that registers after it
+	// borrows no lease.
 	live    map[weak.Pointer[sharedBucket]]struct{}
 	closing bool
 	// closeBy is when (mono) Close's operations with Redis must be done,
@@ -508,9 +510,9 @@ func (s *Store) forget(b *sharedBucket) {
 
 // forgetLostBuckets removes the entries of buckets gone without Drop. It
 // walks the registry sweepChunk entries at a time, releasing mu between
-// them, so that Bucket, Drop and Budget wait for a chunk at most, not for
-// the whole walk (about 0.1 s for a million live buckets). An entry made
-// meanwhile is walked now or at the next sweep, one removed meanwhile not
+// them, so that a bucket's registration (sharedBucket.register), Drop and
+// Budget wait for a chunk at most, not for the whole walk (about 0.1 s for
+// a million live buckets). An entry made meanwhile is walked now or at the next sweep, one removed meanwhile not
 // at all (Go's map iteration allows both); Close, which takes the
 // registry, waits first for the heartbeat's loop, which runs the sweep.
 func (s *Store) forgetLostBuckets() {
@@ -796,15 +798,7 @@ func (s *Store) scopeKeys(key string) (bucket, brk string) {
 // Bucket returns the shared bucket of the scope whose state key is key.
 func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
 	bk, brk := s.scopeKeys(key)
-	b := newSharedBucket(s, bk, brk, spec)
-	s.mu.Lock()
-	if s.closing {
-		b.dropped = true // Close gave the leases back: it borrows none
-	} else {
-		s.live[weak.Make(b)] = struct{}{}
-	}
-	s.mu.Unlock()
-	return b
+	return newSharedBucket(s, bk, brk, spec) // registered at its first lease request or give-back
 }
 
 // Breaker returns the shared breaker of the scope whose state key is key:
