@@ -264,3 +264,93 @@ func TestARunWithTheContextOfAnEndedOperationJoins(t *testing.T) {
 		}
 	})
 }
+
+// An operation whose function no longer waits for an operation it started
+// (its Run for it gave up at a deadline of its own, the started one
+// running on for another caller), or whose function has returned (the
+// Run made with a context that outlives it, context.WithoutCancel), does
+// not wait for what that operation's function runs: a Run made there
+// joins the first operation, or waits for its slot, as any caller does,
+// rather than be refused with ErrNested.
+func TestARunInsideAnOperationItsParentNoLongerWaitsForIsNotNested(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// ended: the Run is made by work of A's that outlives A's
+		// function; otherwise by A's function, which P gave up on.
+		ended bool
+		wait  bool // the Run waits for P's slot instead of joining P
+		// timedOut: P gives up on A at its own timeout, its function
+		// returning a minute later (not at its deadline of its own).
+		timedOut bool
+	}{
+		{"P gave up on A, A joins P", false, false, false},
+		{"P gave up on A, A waits for P's slot", false, true, false},
+		{"A has returned, its work joins P", true, false, false},
+		{"A has returned, its work waits for P's slot", true, true, false},
+		{"P timed out, A waits for P's slot", false, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+				start := time.Now()
+				got := make(chan outcome, 1)
+				inner := func(ctx context.Context) {
+					r := req("P", "aws/1")
+					if c.wait {
+						r = Request{Key: "x", Scopes: []string{"aws/1"}, Wait: true}
+					}
+					v, err := Run(ctx, g, r, (&counted{val: "x"}).run)
+					got <- outcome{v, err}
+				}
+				a := func(ctx context.Context) (string, error) {
+					if c.ended {
+						go func(ctx context.Context) {
+							time.Sleep(2 * time.Second) // A has returned
+							inner(ctx)
+						}(context.WithoutCancel(ctx))
+						return "a", nil
+					}
+					time.Sleep(2 * time.Second) // P has given up on A
+					inner(ctx)
+					return "a", nil
+				}
+				preq := req("P", "aws/1")
+				if c.timedOut {
+					preq.Timeout = time.Second
+				}
+				pReturned := make(chan struct{})
+				p := goRun(context.Background(), g, preq, func(ctx context.Context) (string, error) {
+					defer close(pReturned)
+					short, cancel := context.WithTimeout(ctx, time.Second)
+					defer cancel()
+					if c.timedOut {
+						short = ctx
+					}
+					Run(short, g, req("A", "gcp/p"), a)
+					time.Sleep(time.Minute)
+					return "p", nil
+				})
+				var joiner <-chan outcome
+				if !c.ended {
+					time.Sleep(time.Second / 2)
+					joiner = goRun(context.Background(), g, req("A", "gcp/p"), (&counted{val: "not run"}).run) // keeps A running
+				}
+				o := <-got
+				took := time.Since(start)
+				want := outcome{"p", nil}
+				if c.wait {
+					want = outcome{"x", nil}
+				}
+				if o != want {
+					t.Errorf("the Run got %q %v (ErrNested: %v) at %v; want %q once P ended (P waits for A no more)",
+						o.val, o.err, errors.Is(o.err, ErrNested), took, want.val)
+				}
+				<-p
+				<-pReturned
+				if joiner != nil {
+					<-joiner
+				}
+			})
+		})
+	}
+}
