@@ -19,9 +19,10 @@
 //     for the key of that operation (or of one it runs inside, or of one
 //     that waits for it, such as an operation whose function joined it
 //     or waits for a slot only it holds: see Caps) returns an error
-//     matching ErrNested at once. Key makes keys from the parts of a
-//     request, so the same request in another key order is the same
-//     operation.
+//     matching ErrNested at once (an operation it runs inside waits for
+//     it only while that operation's Run for it has not returned). Key
+//     makes keys from the parts of a request, so the same request in
+//     another key order is the same operation.
 //  2. Quota. A caller starts at most Config.CallerMaxOperations operations
 //     in a sliding window of Config.CallerWindowSeconds; past that it is
 //     refused (ErrQuota) until the oldest start leaves the window.

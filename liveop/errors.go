@@ -62,8 +62,12 @@ var ErrAbandoned = fmt.Errorf("liveop: every caller of the operation has gone: %
 // (its function runs, or joined, a Run that waits for it, for its result
 // or for a slot that only it, or operations that wait for it, can free,
 // however indirectly): joining it, the call would wait for its own
-// result. Only the operations of the Guard the Run is given count: a Run
-// on another Guard is nested in none of them.
+// result. An operation that the caller's operation runs inside waits
+// for it only while its function's Run for it has not returned (it may
+// return at a deadline of its own, or at the operation's timeout), and
+// nothing waits for a Run made once the function whose context it has
+// has returned. Only the operations of the Guard the Run is given count:
+// a Run on another Guard is nested in none of them.
 var ErrNested = errors.New("liveop: Run inside the operation it would join")
 
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut

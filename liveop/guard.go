@@ -112,7 +112,6 @@ func (g *Guard) init() {
 // flight is one running operation.
 type flight struct {
 	guard   *Guard          // the guard that started it
-	parent  *flight         // the operation whose function started this one, if any
 	awaits  map[*flight]int // the operations Runs made inside this one's function wait for, and how many Runs; g.mu
 	key     string
 	scopes  []string
@@ -225,18 +224,6 @@ func (g *Guard) stuck(p, join *flight, scopes []string) bool {
 // the operation it runs.
 type operationKey struct{}
 
-// within reports whether inside, the operation whose function's context a
-// caller has (or nil), is f or one that f's function started, however
-// deeply: the caller's Run waits for f.
-func within(inside, f *flight) bool {
-	for op := inside; op != nil; op = op.parent {
-		if op == f {
-			return true
-		}
-	}
-	return false
-}
-
 // Run runs fn as the live operation req describes, or joins the identical
 // operation already running, and returns its result. Refusals are
 // *RefusedError values; a caller whose ctx ends while it waits gets ctx's
@@ -299,7 +286,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.unhold(w) // a slot handed to the caller is its own to take below
 		if f := g.flights[req.Key]; f != nil {
 			g.dequeue(w, now)
-			if within(inside, f) || g.stuck(inside, f, nil) {
+			if g.stuck(inside, f, nil) {
 				g.mu.Unlock()
 				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
@@ -319,7 +306,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		}
 		if refused == nil {
 			g.dequeue(w, now)
-			f := g.start(ctx, inside, now, scopes, req, fn)
+			f := g.start(ctx, now, scopes, req, fn)
 			inside.await(f)
 			g.mu.Unlock()
 			return f, nil
@@ -481,36 +468,15 @@ func (g *Guard) dequeue(w *waiter, now time.Time) {
 }
 
 // waitsForItself reports whether the slot a new operation on scopes waits
-// for can free only when an operation that the caller runs inside (inside,
-// whose function's context the caller has, and the operations that
-// started it) ends, so that the caller would wait for itself: those
-// operations alone hold the total cap, or the cap of one of scopes, or,
-// with the operations that wait for inside however indirectly (one whose
-// function joined it, or waits for a slot only such operations hold),
-// they do (see Guard.endable); g.mu is held.
+// for can free only when an operation that waits for the caller ends, so
+// that the caller would wait for itself: inside, whose function's context
+// the caller has, or one that waits for inside however indirectly (one
+// whose function's Run for it has not returned, such as the one that
+// started it, or one whose function joined it, or waits for a slot only
+// such operations hold) holds the slot (see Guard.endable); g.mu is held.
+// An operation whose Run for inside has returned (at a deadline of its
+// own, or cancelled at its timeout) waits for it no more.
 func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
-	held := map[string]int{}
-	total := 0
-	for op := inside; op != nil; op = op.parent {
-		if _, running := g.running[op]; !running {
-			continue // its function has returned, freeing its slots
-		}
-		total++
-		for _, s := range op.scopes {
-			held[s]++
-		}
-	}
-	if total == 0 {
-		return false
-	}
-	if total >= g.cfg.maxTotal {
-		return true
-	}
-	for _, s := range scopes {
-		if held[s] >= g.cfg.maxPerScope {
-			return true
-		}
-	}
 	return g.stuck(inside, nil, scopes)
 }
 
@@ -587,9 +553,9 @@ func (g *Guard) inWindow(now time.Time, caller string) []time.Time {
 	return starts[i:]
 }
 
-// start takes the operation's slots and quota entry and starts fn, inside
-// the operation parent (nil: none); g.mu is held.
-func (g *Guard) start(ctx context.Context, parent *flight, now time.Time, scopes []string, req Request, fn func(context.Context) (any, error)) *flight {
+// start takes the operation's slots and quota entry and starts fn; g.mu is
+// held.
+func (g *Guard) start(ctx context.Context, now time.Time, scopes []string, req Request, fn func(context.Context) (any, error)) *flight {
 	g.sweep(now)
 	timeout := req.Timeout
 	if timeout == 0 {
@@ -610,7 +576,6 @@ func (g *Guard) start(ctx context.Context, parent *flight, now time.Time, scopes
 	g.running[f] = struct{}{}
 	g.handOff(now) // callers waiting with its key join it
 
-	f.parent = parent
 	opCtx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), operationKey{}, f))
 	f.cancel = cancel
 	stop := func() {}
