@@ -495,6 +495,35 @@ func TestASlotKeptForAWaitingCallerIsNotSaidToRun(t *testing.T) {
 	})
 }
 
+// A Run made with a context that outlives the function of an operation
+// that has ended (context.WithoutCancel of it, for work that goes on
+// after the function) is inside no operation: nothing waits for it, so a
+// slot kept for a caller waiting ahead holds it back as it holds back
+// any caller that came later.
+func TestARunWithTheContextOfAnEndedOperationDoesNotTakeAKeptSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 3, CooldownSeconds: ptr(0.0)})
+		end := keptSlot(t, g, nil)
+		later := make(chan outcome, 1)
+		if _, err := Run(context.Background(), g, req("ended", "gcp/p"), func(ctx context.Context) (string, error) {
+			go func(ctx context.Context) {
+				time.Sleep(time.Second) // the operation has ended
+				v, err := Run(ctx, g, req("late", "aws/b"), func(context.Context) (string, error) { return "late", nil })
+				later <- outcome{v, err}
+			}(context.WithoutCancel(ctx))
+			return "ended", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		o := <-later
+		end()
+		if o.err == nil {
+			t.Fatalf("the Run after the operation ended got %q, taking the slot of aws/b kept for the caller waiting ahead; want it refused as busy", o.val)
+		}
+		refused(t, o.err, ReasonBusy, "a live operation waiting before this one holds aws/b; retry when it starts and finishes or use the cached dataset")
+	})
+}
+
 // A Run looks for an operation's frame on its goroutine's stack, which
 // costs microseconds, only when it matters: when a slot kept for a
 // waiting caller would hold it back, or it waits. A Run nothing holds
