@@ -47,7 +47,10 @@
 //     that keeps it may be waiting for that operation, which waits for
 //     the Run): a Run made on the function's goroutine, with whatever
 //     context (a helper's own, context.Background), or on another
-//     goroutine with a context derived from the function's. (On the
+//     goroutine with a context derived from the function's, made while
+//     the function runs (work that outlives it, with a
+//     context.WithoutCancel of its context, is inside no operation once
+//     it has returned). (On the
 //     function's goroutine, one Guard's Run cannot tell whose operation
 //     it is inside: a Run of another Guard there takes that Guard's kept
 //     slots too, ahead of its waiting callers.) A Run made

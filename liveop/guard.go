@@ -251,7 +251,7 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 	// A Run on an operation function's goroutine whose context does not
 	// say so (a helper's own) is inside that operation all the same.
 	nested := nesting{known: inside != nil, inside: inside != nil}
-	f, err := g.admit(ctx, inside, &nested, req, func(ctx context.Context) (any, error) { return fn(ctx) })
+	f, inside, err := g.admit(ctx, inside, &nested, req, func(ctx context.Context) (any, error) { return fn(ctx) })
 	if err != nil {
 		return zero, err
 	}
@@ -270,10 +270,13 @@ func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Cont
 // slot with req.Wait; inside is the operation whose function's context
 // ctx is (nil: none), which then waits for the one admitted, and nested
 // says whether the caller runs inside an operation's function, inside's
-// or one whose goroutine it runs on.
-func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req Request, fn func(context.Context) (any, error)) (*flight, error) {
+// or one whose goroutine it runs on. An operation whose function has
+// returned as the caller comes waits for nothing: inside is then nil,
+// and nested is looked up on the stack when it matters. admit returns
+// the operation admitted and inside.
+func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req Request, fn func(context.Context) (any, error)) (_, _ *flight, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	scopes := slices.Clone(req.Scopes)
 	slices.Sort(scopes)
@@ -284,16 +287,21 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.init()
 		now := time.Now()
 		g.unhold(w) // a slot handed to the caller is its own to take below
+		if _, running := g.running[inside]; inside != nil && !running && w == nil {
+			// A context that outlived its operation's function (see
+			// Guard.stuck): the Run is inside no operation.
+			inside, *nested = nil, nesting{}
+		}
 		if f := g.flights[req.Key]; f != nil {
 			g.dequeue(w, now)
 			if g.stuck(inside, f, nil) {
 				g.mu.Unlock()
-				return nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
+				return nil, nil, fmt.Errorf("%w %q: it would wait for its own result", ErrNested, req.Key)
 			}
 			g.join(f)
 			inside.await(f)
 			g.mu.Unlock()
-			return f, nil
+			return f, inside, nil
 		}
 		refused := g.refusal(now, scopes, req, nested)
 		if nested.unknown() {
@@ -309,18 +317,18 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			f := g.start(ctx, now, scopes, req, fn)
 			inside.await(f)
 			g.mu.Unlock()
-			return f, nil
+			return f, inside, nil
 		}
 		if refused.Reason != ReasonBusy || !req.Wait {
 			g.dequeue(w, now)
 			g.mu.Unlock()
-			return nil, refused
+			return nil, nil, refused
 		}
 		if g.waitsForItself(inside, scopes) {
 			g.dequeue(w, now)
 			g.mu.Unlock()
 			refused.cause = ErrNested
-			return nil, refused
+			return nil, nil, refused
 		}
 		if w == nil {
 			if !nested.known {
@@ -342,7 +350,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.mu.Unlock()
 		if err := g.wait(ctx, w, ready); err != nil {
 			refused.cause = err
-			return nil, refused
+			return nil, nil, refused
 		}
 	}
 }
