@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +44,9 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 		"cloudg_breaker_state", "cloudg_inflight", "cloudg_retry_budget", "cloudg_queued", "cloudg_pause_remaining_seconds",
 		"cloudg_waiting", "cloudg_lost_total"}
 	var missing []string
+	var fams map[string]any
 	for deadline := time.Now().Add(4 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		fams := scrape(t, metrics)
+		fams = scrape(t, metrics)
 		missing = missing[:0]
 		for _, name := range want {
 			if _, ok := fams[name]; !ok {
@@ -58,6 +60,7 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("/metrics lacks %v", missing)
 	}
+	checkREADMEsHelp(t, fams, want)
 
 	body := get(t, status)
 	if !strings.Contains(body, "governor status") || strings.Count(body, ` data-scope="`) != len(estate) {
@@ -82,6 +85,38 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 	}
 	if !strings.Contains(string(rest), "totals: {calls: ") || !strings.Contains(string(rest), "throttled") {
 		t.Errorf("the report:\n%s", rest)
+	}
+}
+
+// checkREADMEsHelp checks that the scrape the README shows says what the
+// instruments say: each of its HELP lines of a family in fams (scraped
+// from the example) is the family's help, and the README shows each
+// family of want.
+func checkREADMEsHelp(t *testing.T, fams map[string]any, want []string) {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]bool{}
+	for _, l := range strings.Split(string(readme), "\n") {
+		name, help, ok := strings.Cut(strings.TrimPrefix(l, "# HELP "), " ")
+		if !ok || !strings.HasPrefix(l, "# HELP ") {
+			continue
+		}
+		shown[name] = true
+		f, ok := fams[name].(interface{ GetHelp() string })
+		if !ok {
+			continue // not in this run's scrape
+		}
+		if f.GetHelp() != help {
+			t.Errorf("the README's scrape says of %s %q; the example serves %q", name, help, f.GetHelp())
+		}
+	}
+	for _, name := range want {
+		if !shown[name] {
+			t.Errorf("the README's scrape has no HELP line of %s", name)
+		}
 	}
 }
 
