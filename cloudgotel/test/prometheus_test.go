@@ -167,7 +167,8 @@ func series(t *testing.T, url string) map[string]int {
 }
 
 // The series are what the README says: per live scope (leaf) five gauges,
-// per account two, per provider one, and per operation called one
+// per account two, per provider one and three more for a provider with a
+// provider-wide bucket (global_max_rps), and per operation called one
 // cloudg_calls_total (with a series more per operation for each other
 // event it had, and nineteen per operation and bucket level that
 // waited). WithoutOperation makes the operations of a service one scope:
@@ -178,11 +179,14 @@ func TestSeriesPerLiveScope(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts []cloudgotel.Option
-		// leaves, accounts, providers, operations
-		l, a, p, o int
+		// leaves, accounts, providers, operations, providers with a
+		// provider-wide bucket
+		l, a, p, o, b int
 	}{
-		{"default", nil, 9 * 6, 3, 1, 9 * 8},
-		{"WithoutOperation", []cloudgotel.Option{cloudgotel.WithoutOperation()}, 9 * 3, 3, 1, 9 * 3},
+		{"default", nil, 9 * 6, 3, 1, 9 * 8, 0},
+		{"WithoutOperation", []cloudgotel.Option{cloudgotel.WithoutOperation()}, 9 * 3, 3, 1, 9 * 3, 0},
+		{"a provider bucket", nil, 9 * 6, 3, 1, 9 * 8, 1},
+		{"a provider bucket WithoutOperation", []cloudgotel.Option{cloudgotel.WithoutOperation()}, 9 * 3, 3, 1, 9 * 3, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
@@ -197,7 +201,12 @@ func TestSeriesPerLiveScope(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer obs.Unregister()
-			g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+			var cfg resilience.Config
+			if c.b > 0 {
+				rps := 1000.0 // no call waits
+				cfg.AWS.GlobalMaxRPS, cfg.AWS.GlobalBurst = &rps, 1000
+			}
+			g, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,8 +241,8 @@ func TestSeriesPerLiveScope(t *testing.T) {
 			for _, n := range got {
 				total += n
 			}
-			if want := 5*c.l + 2*c.a + c.p + c.o; total != want {
-				t.Errorf("%d series, want 5 x %d leaves + 2 x %d accounts + %d provider + %d operations = %d: %v", total, c.l, c.a, c.p, c.o, want, got)
+			if want := 5*c.l + 2*c.a + c.p + c.o + 3*c.b; total != want {
+				t.Errorf("%d series, want 5 x %d leaves + 2 x %d accounts + %d provider + %d operations + 3 x %d provider buckets = %d: %v", total, c.l, c.a, c.p, c.o, c.b, want, got)
 			}
 		})
 	}
