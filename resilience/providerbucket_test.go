@@ -57,24 +57,35 @@ func TestInspectShowsTheProviderBucket(t *testing.T) {
 // With a shared store (fleet mode), a process that has not used the
 // provider reads the provider bucket the store holds, which another
 // process's callers queue on: Inspect counts them, as it counts an
-// account's. Before, it read Queued 0.
+// account's. Before, it read Queued 0. AWS is a provider the governor
+// always holds (its table's bucket is read); a provider known by name
+// only, which no call of the process has used, has none (a handle made
+// for the read is).
 func TestInspectReadsTheStoredProviderBucket(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		one := 1.0
-		cfg := Config{AWS: ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}}
-		store := &sharingStore{buckets: map[string]state.Bucket{}}
-		busy, idle := newGov(t, cfg, WithStateStore(store)), newGov(t, cfg, WithStateStore(store))
-		ec2 := Scope{Provider: "aws", Account: "111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
-		ok := func(context.Context) error { return nil }
-		for range 6 {
-			go Do(context.Background(), ec2, ok, WithGovernor(busy))
-		}
-		synctest.Wait()
-		if s := idle.Inspect(ec2); s.Provider.Queued() != 5 || s.Queued != 5 {
-			t.Errorf("Inspect by a process that has not used aws: Queued %d, its provider bucket %+v; want 5 queued on the provider bucket", s.Queued, s.Provider)
-		}
-		time.Sleep(time.Minute)
-	})
+	for _, name := range []string{"aws", "oci"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				one := 1.0
+				pc := ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}
+				cfg := Config{AWS: pc, Providers: map[string]ProviderConfig{"oci": pc}}
+				store := &sharingStore{buckets: map[string]state.Bucket{}}
+				busy, idle := newGov(t, cfg, WithStateStore(store)), newGov(t, cfg, WithStateStore(store))
+				sc := Scope{Provider: name, Account: "111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+				ok := func(context.Context) error { return nil }
+				for range 6 {
+					go Do(context.Background(), sc, ok, WithGovernor(busy))
+				}
+				synctest.Wait()
+				if s := idle.Inspect(sc); s.Provider.Queued() != 5 || s.Queued != 5 {
+					t.Errorf("Inspect by a process that has not used %s: Queued %d, its provider bucket %+v; want 5 queued on the provider bucket", name, s.Queued, s.Provider)
+				}
+				if name != "aws" && idle.existing(name) != nil {
+					t.Errorf("Inspect made the state of %s, which no call of the process used", name)
+				}
+				time.Sleep(time.Minute)
+			})
+		})
+	}
 }
 
 // sharingStore is the memory store sharing its buckets by key between the
