@@ -24,25 +24,25 @@
 // These names are a contract: dashboards and alerts are built on them, and
 // they do not change.
 //
-//	cloudg.calls            counter    {call}       calls sent: an attempt, an HTTP attempt, a page; an AWS SDK operation once, its retries in cloudg.retries
-//	cloudg.throttles        counter    {throttle}   attempts the provider throttled
-//	cloudg.retries          counter    {retry}      retries sent
-//	cloudg.gave_up          counter    {call}       calls lost to throttling after their retries (cloudg.reason)
-//	cloudg.rejected         counter    {call}       calls an open breaker refused before sending
-//	cloudg.lost             counter    {call}       calls lost, by cloudg.loss: gave_up, skipped, failed, refused, cancelled, errored, panicked
-//	cloudg.breaker.trips    counter    {trip}       breakers opened, by cloudg.reason: throttling, errors, throttled for good, down
-//	cloudg.wait.duration    histogram  s            waits for a rate token (cloudg.level: the slowest bucket)
-//	cloudg.rate             gauge      {request}/s  a scope's adaptive rate
-//	cloudg.rate.ceiling     gauge      {request}/s  its configured ceiling
-//	cloudg.breaker.state    gauge                   0 closed, 1 half-open, 2 open
-//	cloudg.queued           gauge      {call}       calls waiting for a rate token of a scope (or its account, or its provider), a pause holding them
-//	cloudg.pause.remaining  gauge      s            the time left of the pause holding a scope, 0 when none
-//	cloudg.inflight         gauge      {call}       calls holding a slot of an account's bulkhead
-//	cloudg.waiting          gauge      {call}       calls waiting for a slot of an account's bulkhead
-//	cloudg.retry_budget     gauge      {token}      tokens left in a provider's retry budget
-//	cloudg.provider.rate    gauge      {request}/s  the rate of a provider's provider-wide bucket (global_max_rps)
-//	cloudg.provider.rate.ceiling gauge {request}/s  its configured rate
-//	cloudg.provider.queued  gauge      {call}       calls waiting for a rate token of the provider's bucket
+//	cloudg.calls                 counter    {call}       calls sent: an attempt, an HTTP attempt, a page; an AWS SDK operation once, its retries in cloudg.retries
+//	cloudg.throttles             counter    {throttle}   attempts the provider throttled
+//	cloudg.retries               counter    {retry}      retries sent
+//	cloudg.gave_up               counter    {call}       calls lost to throttling after their retries (cloudg.reason)
+//	cloudg.rejected              counter    {call}       calls an open breaker refused before sending
+//	cloudg.lost                  counter    {call}       calls lost, by cloudg.loss: gave_up, skipped, failed, refused, cancelled, errored, panicked
+//	cloudg.breaker.trips         counter    {trip}       breakers opened, by cloudg.reason: throttling, errors, throttled for good, down
+//	cloudg.wait.duration         histogram  s            waits for a rate token (cloudg.level: the slowest bucket)
+//	cloudg.rate                  gauge      {request}/s  a scope's adaptive rate
+//	cloudg.rate.ceiling          gauge      {request}/s  its configured ceiling
+//	cloudg.breaker.state         gauge                   0 closed, 1 half-open, 2 open
+//	cloudg.queued                gauge      {call}       calls waiting for a rate token of a scope (or its account, or its provider), a pause holding them
+//	cloudg.pause.remaining       gauge      s            the time left of the pause holding a scope, 0 when none
+//	cloudg.inflight              gauge      {call}       calls holding a slot of an account's bulkhead
+//	cloudg.waiting               gauge      {call}       calls waiting for a slot of an account's bulkhead
+//	cloudg.retry_budget          gauge      {token}      tokens left in a provider's retry budget
+//	cloudg.provider.rate         gauge      {request}/s  the rate of a provider's provider-wide bucket (global_max_rps)
+//	cloudg.provider.rate.ceiling gauge      {request}/s  its configured rate
+//	cloudg.provider.queued       gauge      {call}       calls waiting for a rate token of the provider's bucket
 //
 // Through the OpenTelemetry Prometheus exporter they read cloudg_calls_total,
 // cloudg_wait_duration_seconds, cloudg_rate_per_second and so on.
