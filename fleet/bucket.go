@@ -436,7 +436,8 @@ func (b *sharedBucket) Pause(now, pause time.Duration) {
 // owe records that a pause of d from now, set on the local limits, is to
 // be written to Redis when it answers again (the store's writeBack), so
 // that the pause holds the other processes, and this one's calls on the
-// shared state, until it ends.
+// shared state, until it ends. After Close, nothing is written back, and
+// the store keeps no bucket for it (Store.hold).
 func (b *sharedBucket) owe(d time.Duration) {
 	if d <= 0 {
 		return
@@ -448,8 +449,9 @@ func (b *sharedBucket) owe(d time.Duration) {
 			break
 		}
 	}
-	b.s.owedPauses.Store(b, struct{}{})
-	b.s.pending.Store(true)
+	if b.s.hold(&b.s.owedPauses, b) {
+		b.s.pending.Store(true)
+	}
 }
 
 // writePause writes the rest of the pause owed to Redis (owe); false when

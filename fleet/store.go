@@ -79,7 +79,8 @@ type Store struct {
 	// heartbeat removes the pointers whose breaker is gone.
 	breakers sync.Map
 	// owedPauses holds the buckets with a pause set on the local limits
-	// that is not written to Redis yet (sharedBucket.owe).
+	// that is not written to Redis yet (sharedBucket.owe), until the
+	// heartbeat writes it (writeBack) or Close lets go of it (hold).
 	owedPauses sync.Map
 
 	// dropMu guards drops and dropSenders: the buckets the governor
@@ -291,13 +292,17 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 // tokens not given back by then stay spent until their times pass. A call
 // through the store after Close (or in flight at Close) goes on with local
 // limits, and reports no Redis outage: a bucket Close gave its lease back
-// borrows no new one.
+// borrows no new one. What the local limits learned while Redis did not
+// answer and the heartbeat has not written back yet (a pause set on a
+// bucket) is not written back: Close lets go of it, and the store keeps
+// none of what they learn after it, nothing being written back any more.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
 		s.closeBy.Store(int64(mono() + s.cfg.timeout))
 		close(s.stop)
 		<-s.done
+		s.owedPauses.Clear() // the heartbeat, which writes them back, is done (hold)
 		s.giveBackLeases()
 		s.shut.Store(true)
 		redisLog.remove(s)
@@ -625,6 +630,20 @@ func (s *Store) writeBack() bool {
 		s.pending.Store(true)
 	}
 	return ok
+}
+
+// hold keeps k in m, the store's set of what the heartbeat writes back
+// to Redis (owedPauses), until it is written back, and reports whether it
+// does: once Close began, nothing is written back, and the store keeps
+// nothing for it (Close lets go of what m holds after the heartbeat
+// stopped; one kept as it did is let go of here).
+func (s *Store) hold(m *sync.Map, k any) bool {
+	m.Store(k, struct{}{})
+	if s.closed() {
+		m.Delete(k)
+		return false
+	}
+	return true
 }
 
 // fail records that Redis does not answer and switches to local limits,

@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// outageRedis is a Redis client's hook: while down is set, every command
+// goes to the client's server, where nothing listens (a Redis that does
+// not answer); otherwise the hook refuses it at once (an error reply:
+// Redis answers, and a write-back it refuses is not sent again).
+type outageRedis struct{ down atomic.Bool }
+
+// refusedByTest is outageRedis's error reply.
+type refusedByTest struct{}
+
+func (refusedByTest) Error() string { return "ERR refused by the test" }
+func (refusedByTest) RedisError()   {}
+
+func (h *outageRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *outageRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *outageRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.down.Load() {
+			return next(ctx, cmd)
+		}
+		cmd.SetErr(refusedByTest{})
+		return refusedByTest{}
+	}
+}
+
+// inOutage returns a store on a Redis that does not answer (on local
+// limits from its first heartbeat, which New sends) and the hook that
+// brings Redis back; the heartbeat runs when the test says (heartbeat).
+func inOutage(t *testing.T) (*Store, *outageRedis) {
+	t.Helper()
+	h := &outageRedis{}
+	h.down.Store(true)
+	rdb := unreachable()
+	rdb.AddHook(h)
+	t.Cleanup(func() { rdb.Close() })
+	s := New(rdb, WithLogger(quiet), WithHeartbeat(time.Hour), WithTimeout(100*time.Millisecond))
+	if !s.Stats().Degraded {
+		t.Fatal("a store whose Redis does not answer is not on local limits")
+	}
+	return s, h
+}
+
+var unwrittenSpec = state.BreakerSpec{Threshold: 3, Cooldown: time.Minute, MaxCooldown: 4 * time.Minute}
+
+// letGo returns a weak pointer to the breaker of key, after failures
+// failures counted on it; nothing else holds the breaker.
+//
+//go:noinline
+func letGo(s *Store, key string, failures int) weak.Pointer[sharedBreaker] {
+	b := s.Breaker(key, unwrittenSpec).(*sharedBreaker)
+	for range failures {
+		b.Failure(0)
+	}
+	return weak.Make(b)
+}
+
+// collect runs the garbage collector until what only weak pointers reach
+// is gone.
+func collect() {
+	for range 3 {
+		runtime.GC()
+	}
+}
+
+// Close lets go of what the local limits learned and the heartbeat would
+// have written back: a bucket's pause owed to Redis and a breaker's
+// failures, held before Close and those that come after it (a closed store
+// writes nothing back), so that a governor that goes on with local limits
+// after Close keeps none of the buckets and breakers it lets go of. (The
+// store kept each bucket that owed a pause, one more for every bucket
+// paused after Close, for as long as the store lived.)
+func TestAClosedStoreKeepsNothingUnwritten(t *testing.T) {
+	for _, c := range []string{"learned before Close", "learned after Close"} {
+		t.Run(c, func(t *testing.T) {
+			s, _ := inOutage(t)
+			if c == "learned after Close" {
+				s.Close()
+			}
+			bucket := func() weak.Pointer[sharedBucket] {
+				b := s.Bucket("aws/1/us-east-1/ec2/DescribeVpcs", state.BucketSpec{Rate: 10, Burst: 10}, 0).(*sharedBucket)
+				b.Pause(0, time.Minute)
+				return weak.Make(b)
+			}()
+			breaker := letGo(s, "aws/1/us-east-1/ec2/DescribeVpcs", 1)
+			s.Close()
+			collect()
+			if bucket.Value() != nil {
+				t.Errorf("a bucket paused during an outage (%s) was kept after Close", c)
+			}
+			if breaker.Value() != nil {
+				t.Errorf("a breaker that counted a failure during an outage (%s) was kept after Close", c)
+			}
+			runtime.KeepAlive(s) // as a governor that goes on after Close holds its store
+		})
+	}
+}
