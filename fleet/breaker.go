@@ -51,8 +51,11 @@ type sharedBreaker struct {
 
 	// unwritten is set while the local breaker holds what writeBack has
 	// not sent yet; such a breaker is not Pristine, so that the governor
-	// keeps its scope (and this breaker) until it is written back. mu
-	// guards it, so that Pristine reads it at no cost.
+	// keeps its scope (and this breaker) until it is written back, and
+	// the store holds it meanwhile (Store's unwrittenBreakers), so that
+	// one the governor let go of all the same (a Reset, a Configure that
+	// replaced it) is written back too. mu guards it, so that Pristine
+	// reads it at no cost; setUnwritten changes it.
 	unwritten bool
 
 	localMu sync.Mutex
@@ -222,7 +225,7 @@ func (b *sharedBreaker) fallback() (*breaker.Breaker, int64) {
 		b.mu.Lock()
 		b.local.Restore(b.state, b.failures, b.cooldown, b.until)
 		b.known = b.local.Snapshot(b.until).Failures
-		b.unwritten = false
+		b.setUnwritten(false)
 		b.mu.Unlock()
 	}
 	return b.local, b.localEp
@@ -258,9 +261,28 @@ func (b *sharedBreaker) restart(t time.Duration, changed bool) {
 // and the store as having such a breaker. localMu must be held.
 func (b *sharedBreaker) noteUnwritten() {
 	b.mu.Lock()
-	b.unwritten = true
+	held := b.setUnwritten(true)
 	b.mu.Unlock()
-	b.s.pending.Store(true)
+	if held {
+		b.s.pending.Store(true)
+	}
+}
+
+// setUnwritten sets unwritten to v, and the store holds the breaker while
+// it is set (Store.hold), so that the heartbeat writes back what it
+// learned whoever still holds it; it reports whether the store holds it
+// (false once Close began: nothing is written back any more). mu must be
+// held.
+func (b *sharedBreaker) setUnwritten(v bool) bool {
+	switch {
+	case v && !b.unwritten:
+		b.unwritten = true
+		return b.s.hold(&b.s.unwrittenBreakers, b)
+	case !v && b.unwritten:
+		b.unwritten = false
+		b.s.unwrittenBreakers.Delete(b)
+	}
+	return v && !b.s.closed()
 }
 
 // The local breaker's operations, for when Redis does not answer. Each
@@ -345,7 +367,7 @@ func (b *sharedBreaker) writeBack() bool {
 		// Nothing to send, or a local breaker of an earlier outage, whose
 		// knowledge the next one's (made from the view) replaces.
 		b.mu.Lock()
-		b.unwritten = false
+		b.setUnwritten(false)
 		b.mu.Unlock()
 		b.localMu.Unlock()
 		return true
@@ -396,7 +418,7 @@ func (b *sharedBreaker) writeBack() bool {
 	}
 	if b.learned == 0 && b.okAt == 0 && len(b.fails) == 0 {
 		b.mu.Lock()
-		b.unwritten = false // else what came meanwhile goes at the next heartbeat (pending)
+		b.setUnwritten(false) // else what came meanwhile goes at the next heartbeat (pending)
 		b.mu.Unlock()
 	}
 	b.localMu.Unlock()

@@ -126,7 +126,9 @@
 // join the fleet's in the order they came (those of several processes add
 // up; a success drops the failures before it), so that the fleet's breaker
 // opens when the failures seen warrant it. A scope whose breaker holds
-// what was not written back yet is not reclaimed by the governor. At
+// what was not written back yet is not reclaimed by the governor, and the
+// store holds such a breaker until it is written back, whatever lets go of
+// it meanwhile (the governor's Reset, a Configure that replaced it). At
 // either switch, the callers already queued keep their tokens and their
 // times, and the new bucket is charged for them: they take the head of its
 // queue instead of going on top of its balance. A failover is such an outage:

@@ -74,14 +74,19 @@ type Store struct {
 	// breakers maps a scope's breaker key to its breakerRefs: weak
 	// pointers to the breakers of the key the store made that something
 	// still holds, one for each spec, so that the answers to token
-	// requests refresh each and the heartbeat writes back what each
-	// learned, without keeping alive a breaker the governor dropped; the
-	// heartbeat removes the pointers whose breaker is gone.
+	// requests refresh each, without keeping alive a breaker the governor
+	// dropped; the heartbeat removes the pointers whose breaker is gone.
 	breakers sync.Map
 	// owedPauses holds the buckets with a pause set on the local limits
-	// that is not written to Redis yet (sharedBucket.owe), until the
-	// heartbeat writes it (writeBack) or Close lets go of it (hold).
-	owedPauses sync.Map
+	// that is not written to Redis yet (sharedBucket.owe), and
+	// unwrittenBreakers the breakers whose local breaker learned what is
+	// not written back yet (sharedBreaker.setUnwritten), each until the
+	// heartbeat writes it (writeBack) or Close lets go of it (hold):
+	// strongly, so that what the governor let go of meanwhile (a Reset,
+	// a Configure that replaced it) is written back all the same, whether
+	// or not the collector ran.
+	owedPauses        sync.Map
+	unwrittenBreakers sync.Map
 
 	// dropMu guards drops and dropSenders: the buckets the governor
 	// dropped with tokens to give back to Redis (sharedBucket.Drop), in the
@@ -294,8 +299,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 // limits, and reports no Redis outage: a bucket Close gave its lease back
 // borrows no new one. What the local limits learned while Redis did not
 // answer and the heartbeat has not written back yet (a pause set on a
-// bucket) is not written back: Close lets go of it, and the store keeps
-// none of what they learn after it, nothing being written back any more.
+// bucket, a breaker's change of state or failures) is not written back:
+// Close lets go of it, and the store keeps none of what they learn after
+// it, nothing being written back any more.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
@@ -303,6 +309,7 @@ func (s *Store) Close() error {
 		close(s.stop)
 		<-s.done
 		s.owedPauses.Clear() // the heartbeat, which writes them back, is done (hold)
+		s.unwrittenBreakers.Clear()
 		s.giveBackLeases()
 		s.shut.Store(true)
 		redisLog.remove(s)
@@ -604,9 +611,11 @@ func (s *Store) heartbeat() {
 }
 
 // writeBack writes back the pauses set on the local limits that have not
-// ended (sharedBucket.owe), and what every breaker's local breaker learned
-// while Redis did not answer; false when Redis stopped answering, pending
-// then set again for the next heartbeat.
+// ended (sharedBucket.owe), and what the breakers' local breakers learned
+// while Redis did not answer and was not written back yet (the store holds
+// each such breaker, whoever else still does: unwrittenBreakers); false
+// when Redis stopped answering, pending then set again for the next
+// heartbeat.
 func (s *Store) writeBack() bool {
 	s.pending.Store(false)
 	ok := true
@@ -615,14 +624,8 @@ func (s *Store) writeBack() bool {
 		return ok
 	})
 	if ok {
-		s.breakers.Range(func(_, v any) bool {
-			for _, w := range v.(*breakerRefs).ws {
-				if b := w.Value(); b != nil {
-					if ok = b.writeBack(); !ok {
-						break
-					}
-				}
-			}
+		s.unwrittenBreakers.Range(func(k, _ any) bool {
+			ok = k.(*sharedBreaker).writeBack()
 			return ok
 		})
 	}
@@ -632,8 +635,9 @@ func (s *Store) writeBack() bool {
 	return ok
 }
 
-// hold keeps k in m, the store's set of what the heartbeat writes back
-// to Redis (owedPauses), until it is written back, and reports whether it
+// hold keeps k in m, one of the store's sets of what the heartbeat writes
+// back to Redis (owedPauses, unwrittenBreakers), until it is written back,
+// and reports whether it
 // does: once Close began, nothing is written back, and the store keeps
 // nothing for it (Close lets go of what m holds after the heartbeat
 // stopped; one kept as it did is let go of here).

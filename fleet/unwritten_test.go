@@ -79,6 +79,37 @@ func collect() {
 	}
 }
 
+// The store holds a breaker whose local breaker learned what was not
+// written back to Redis yet until it is written back, whatever let go of
+// it (the governor's Reset, a Configure that replaced it): its knowledge
+// does not depend on the collector. It holds no other: a breaker with
+// nothing to write back, and one written back, are the collector's once
+// nothing else holds them. (The store held every breaker by a weak pointer
+// alone: one let go of during an outage was written back only when the
+// collector had not taken it yet.)
+func TestABreakerIsKeptUntilWrittenBack(t *testing.T) {
+	s, h := inOutage(t)
+	defer s.Close()
+	quiet := letGo(s, "aws/1/us-east-1/ec2/DescribeVpcs", 0)
+	failed := letGo(s, "aws/1/us-east-1/ec2/DescribeSubnets", 1)
+	collect()
+	if quiet.Value() != nil {
+		t.Error("a breaker with nothing to write back was kept after it was let go of")
+	}
+	if failed.Value() == nil {
+		t.Fatal("a breaker that counted a failure while Redis did not answer was collected after it was let go of, before it was written back: the failure is lost")
+	}
+	h.down.Store(false)
+	s.heartbeat() // the write-back: Redis refuses it, which is final
+	if s.Stats().Degraded {
+		t.Fatal("a Redis that answers the heartbeat: still on local limits")
+	}
+	collect()
+	if failed.Value() != nil {
+		t.Error("a breaker written back was kept after it was let go of")
+	}
+}
+
 // Close lets go of what the local limits learned and the heartbeat would
 // have written back: a bucket's pause owed to Redis and a breaker's
 // failures, held before Close and those that come after it (a closed store

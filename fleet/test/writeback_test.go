@@ -343,3 +343,55 @@ func TestAScopeIdleDuringAnOutageIsWrittenBack(t *testing.T) {
 		runtime.KeepAlive(g) // as a program keeps its governor
 	})
 }
+
+// A breaker that learned something while Redis did not answer is written
+// back when Redis answers again, even when the governor dropped its scope
+// meanwhile: a Reset, or a Configure that changed the breaker's settings
+// (the scope's entry then holds a breaker of the new settings), and the
+// garbage collector ran before Redis came back. (The store held such a
+// breaker by a weak pointer alone: it wrote its failure back only when
+// the collector had not taken it yet, which it had after a Reset and
+// two collections.)
+func TestABreakerDroppedDuringAnOutageIsWrittenBack(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 3, BreakerCooldownSeconds: 60, BreakerMaxCooldownSeconds: 240}}
+		changed := cfg
+		changed.AWS.BreakerThreshold = 4
+		for _, c := range []struct {
+			name string
+			drop func(g *resilience.Governor) error
+		}{
+			{"Reset", func(g *resilience.Governor) error { g.Reset(); return nil }},
+			{"Configure of the breaker's settings", func(g *resilience.Governor) error { return g.Configure(changed) }},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				px, _ := proxied(t, be)
+				prefix := uniquePrefix(t)
+				p := newProcess(t, at(px.Addr()), prefix, cfg, fleet.WithTimeout(100*time.Millisecond))
+				q := newProcess(t, be, prefix, cfg)
+				if err := p.do(t, vpcs, ok); err != nil { // the scope's breaker, on the shared state
+					t.Fatal(err)
+				}
+				px.Down()
+				waitFor(t, 3*time.Second, "local limits", func() bool { return p.store.Stats().Degraded })
+				if err := p.do(t, vpcs, func(context.Context) error { return transient }, once); err == nil {
+					t.Fatal("the failing call succeeded")
+				}
+				if err := c.drop(p.gov); err != nil {
+					t.Fatal(err)
+				}
+				for range 3 { // the dropped breaker is the collector's to take
+					runtime.GC()
+				}
+				if err := px.Up(); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !p.store.Stats().Degraded })
+				if s := q.gov.Inspect(vpcs).Breaker; s.State != state.Closed || s.Failures != 1 {
+					t.Fatalf("after p counted a failure during an outage, then its governor's %s dropped the scope and the collector ran: the fleet's breaker %+v, want closed with 1 failure", c.name, s)
+				}
+				runtime.KeepAlive(p.gov) // as a program keeps its governor
+			})
+		}
+	})
+}
