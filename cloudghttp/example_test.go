@@ -55,8 +55,9 @@ func ExampleTransport() {
 	// acme/tenant-1/*/items: throttled 1x, slowed to 10.0 rps, 1 retry
 }
 
-// GitHub's scopes: search, code search and GraphQL have limits of their
-// own.
+// GitHub's scopes: search, code search, GraphQL and the REST operations
+// GitHub limits apart, such as an organisation's audit log, have limits of
+// their own.
 func ExampleGitHub() {
 	scope := cloudghttp.GitHub("my-org")
 	for _, u := range []string{
@@ -64,6 +65,7 @@ func ExampleGitHub() {
 		"https://api.github.com/search/code?q=foo",
 		"https://api.github.com/graphql",
 		"https://ghe.example.com/api/v3/search/issues?q=bar",
+		"https://api.github.com/orgs/my-org/audit-log",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
 		fmt.Println(scope(req))
@@ -73,6 +75,7 @@ func ExampleGitHub() {
 	// github/my-org/*/code_search
 	// github/my-org/*/graphql
 	// github/my-org/*/search
+	// github/my-org/*/audit_log
 }
 
 // A scheduler asks how long a request would wait now (Governor.Delay on
@@ -109,7 +112,7 @@ func ExampleTransport_maxWait() {
 }
 
 // GitHub's limits are tuned under ratelimit.providers.github, per service
-// (rest, search, code_search, graphql); importing cloudghttp makes the configuration
+// (rest, search, code_search, graphql, audit_log...); importing cloudghttp makes the configuration
 // check refuse any other service.
 func ExampleGitHub_configuration() {
 	cfg, err := resilience.ParseConfig([]byte(`

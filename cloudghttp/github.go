@@ -21,13 +21,37 @@ import (
 // provider, whatever function made the scope.
 const ProviderGitHub = "github"
 
-// The services of GitHub's scopes: each has a rate limit of its own.
+// The services of GitHub's scopes: each has a rate limit of its own, the
+// resource of the same name in the resources of GitHub's GET /rate_limit
+// (rest's is core), which GitHub names in x-ratelimit-resource.
 const (
 	GitHubREST       = "rest"
 	GitHubSearch     = "search"
 	GitHubCodeSearch = "code_search"
 	GitHubGraphQL    = "graphql"
+	// GitHubIntegrationManifest is the service of POST
+	// /app-manifests/{code}/conversions, a GitHub App made from a manifest.
+	GitHubIntegrationManifest = "integration_manifest"
+	// GitHubDependencySnapshots is the service of POST
+	// /repos/{owner}/{repo}/dependency-graph/snapshots, a snapshot
+	// submitted to the dependency graph.
+	GitHubDependencySnapshots = "dependency_snapshots"
+	// GitHubDependencySBOM is the service of GET
+	// /repos/{owner}/{repo}/dependency-graph/sbom, a repository's SBOM.
+	GitHubDependencySBOM = "dependency_sbom"
+	// GitHubAuditLog is the service of GET /orgs/{org}/audit-log and GET
+	// /enterprises/{enterprise}/audit-log. GitHub counts that quota per
+	// organisation or enterprise as well; the scope holds the audit logs
+	// of every organisation and enterprise the account reads.
+	GitHubAuditLog = "audit_log"
 )
+
+// githubServices are GitHub's services, in the order the configuration
+// check names them.
+var githubServices = []string{
+	GitHubREST, GitHubSearch, GitHubCodeSearch, GitHubGraphQL,
+	GitHubIntegrationManifest, GitHubDependencySnapshots, GitHubDependencySBOM, GitHubAuditLog,
+}
 
 // Importing the package makes the core's configuration check refuse a
 // service key of provider github that is none of GitHub's services
@@ -35,15 +59,17 @@ const (
 // (did you mean search?)): GitHub's limits are per service, and a scope
 // of another service would take the provider's leaf settings.
 func init() {
+	byName := slices.Sorted(slices.Values(githubServices)) // Nearest prefers the first in byte order
+	last := len(githubServices) - 1
+	unknown := "unknown GitHub service (" + strings.Join(githubServices[:last], ", ") + " or " + githubServices[last] + ")"
 	scopenames.Register(ProviderGitHub, func(service, _ string) string {
-		switch service {
-		case GitHubREST, GitHubSearch, GitHubCodeSearch, GitHubGraphQL:
+		if slices.Contains(githubServices, service) {
 			return ""
 		}
-		if s := yamlconf.Nearest(service, slices.Values([]string{GitHubCodeSearch, GitHubGraphQL, GitHubREST, GitHubSearch})); s != "" {
+		if s := yamlconf.Nearest(service, slices.Values(byName)); s != "" {
 			return "unknown GitHub service (did you mean " + s + "?)"
 		}
-		return "unknown GitHub service (rest, search, code_search or graphql)"
+		return unknown
 	})
 }
 
@@ -64,10 +90,23 @@ const lowShare = 10
 // user, organisation or app installation whose token the client uses:
 // GitHub's limits are per token owner):
 //
-//	github/<account>/*/code_search  /search/code (10 requests a minute)
-//	github/<account>/*/search       other paths under /search/ (30 requests a minute)
-//	github/<account>/*/graphql      /graphql (points per hour)
-//	github/<account>/*/rest         every other path (5,000 requests an hour)
+//	github/<account>/*/code_search           /search/code (10 requests a minute)
+//	github/<account>/*/search                other paths under /search/ (30 requests a minute)
+//	github/<account>/*/graphql               /graphql (points per hour)
+//	github/<account>/*/integration_manifest  /app-manifests/{code}/conversions
+//	github/<account>/*/dependency_snapshots  /repos/{owner}/{repo}/dependency-graph/snapshots
+//	github/<account>/*/dependency_sbom       /repos/{owner}/{repo}/dependency-graph/sbom
+//	github/<account>/*/audit_log             /orgs/{org}/audit-log, /enterprises/{enterprise}/audit-log
+//	github/<account>/*/rest                  every other path (5,000 requests an hour)
+//
+// Each is the resource of its name in GitHub's GET /rate_limit (rest's is
+// core), limited apart, so that a quota spent on one holds none of the
+// others. GitHub's other resources stay in rest: code_scanning_upload,
+// which GitHub has joined to core, source_import, which no path uses any
+// more, and those whose paths GitHub's documentation does not give
+// (actions_runner_registration, scim, code_scanning_autofix,
+// audit_log_streaming): when one of those quotas is spent, its answer
+// pauses every REST call of the account.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
@@ -97,19 +136,12 @@ const lowShare = 10
 //     by the requests left plus one, so that what is left lasts until the
 //     reset; at 0 it is paused until the reset.
 func GitHub(account string) func(*http.Request) resilience.Scope {
-	rest := resilience.Scope{Provider: ProviderGitHub, Account: account, Service: GitHubREST}
-	search, code, graphql := rest, rest, rest
-	search.Service, code.Service, graphql.Service = GitHubSearch, GitHubCodeSearch, GitHubGraphQL
+	scopes := make(map[string]resilience.Scope, len(githubServices))
+	for _, s := range githubServices {
+		scopes[s] = resilience.Scope{Provider: ProviderGitHub, Account: account, Service: s}
+	}
 	return func(r *http.Request) resilience.Scope {
-		switch githubService(r.URL.Path) {
-		case GitHubSearch:
-			return search
-		case GitHubCodeSearch:
-			return code
-		case GitHubGraphQL:
-			return graphql
-		}
-		return rest
+		return scopes[githubService(r.URL.Path)]
 	}
 }
 
@@ -128,7 +160,44 @@ func githubService(path string) string {
 	if strings.HasPrefix(path, "/search/") {
 		return GitHubSearch
 	}
+	first, path := pathSegment(path)
+	switch first {
+	case "app-manifests": // /app-manifests/{code}/conversions
+		if code, path := pathSegment(path); code != "" && path == "/conversions" {
+			return GitHubIntegrationManifest
+		}
+	case "orgs", "enterprises": // /orgs/{org}/audit-log, /enterprises/{enterprise}/audit-log
+		if name, path := pathSegment(path); name != "" && path == "/audit-log" {
+			return GitHubAuditLog
+		}
+	case "repos": // /repos/{owner}/{repo}/dependency-graph/...
+		owner, path := pathSegment(path)
+		repo, path := pathSegment(path)
+		if owner == "" || repo == "" {
+			break
+		}
+		switch path {
+		case "/dependency-graph/snapshots":
+			return GitHubDependencySnapshots
+		case "/dependency-graph/sbom":
+			return GitHubDependencySBOM
+		}
+	}
 	return GitHubREST
+}
+
+// pathSegment splits the first segment off a path that begins with a
+// slash: "/repos/octo/hello" gives "repos" and "/octo/hello". A path
+// without its slash gives "" and the path.
+func pathSegment(path string) (string, string) {
+	if !strings.HasPrefix(path, "/") {
+		return "", path
+	}
+	seg, _, found := strings.Cut(path[1:], "/")
+	if !found {
+		return seg, ""
+	}
+	return seg, path[len(seg)+1:]
 }
 
 // githubAnswer applies GitHub's rules to an error answer (see GitHub).

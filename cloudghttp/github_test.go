@@ -188,3 +188,86 @@ func TestGitHubCodeSearchIsPausedApart(t *testing.T) {
 		}
 	})
 }
+
+// GitHub limits some REST operations apart from the rest of its REST API,
+// each with a quota of its own in the resources of GET /rate_limit: a
+// quota spent on one of them (a 403 with x-ratelimit-remaining: 0 and its
+// x-ratelimit-resource) pauses that operation's scope only, never the
+// account's other REST calls, whose core quota is whole; the scope is
+// tuned under its own service key, as the resource is named. The paths
+// are those GitHub's documentation gives each quota, on github.com and
+// behind an Enterprise Server's /api/v3.
+func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
+	for _, c := range []struct {
+		resource, method, path string
+	}{
+		{"integration_manifest", http.MethodPost, "/app-manifests/0123abcd/conversions"},
+		{"dependency_snapshots", http.MethodPost, "/repos/octo/hello/dependency-graph/snapshots"},
+		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom"},
+		{"audit_log", http.MethodGet, "/orgs/octo/audit-log"},
+		{"audit_log", http.MethodGet, "/enterprises/octo-corp/audit-log"},
+	} {
+		t.Run(c.resource+c.path, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				start := time.Now()
+				f.script(status(http.StatusForbidden, "X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "0",
+					"X-RateLimit-Reset", strconv.FormatInt(start.Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", c.resource))
+				gov := newGov(t, resilience.Config{})
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov),
+					cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+				spent := do(t, hc, c.method, "https://api.github.com"+c.path, nil)
+				readAll(t, spent)
+				if spent.StatusCode != http.StatusForbidden {
+					t.Fatalf("%s %s: status %d, want the 403", c.method, c.path, spent.StatusCode)
+				}
+				sent := time.Now()
+				readAll(t, do(t, hc, http.MethodGet, "https://api.github.com/repos/octo/hello/issues", nil))
+				if waited := time.Since(sent); waited != 0 {
+					t.Errorf("a REST call waited %v behind %s's spent quota (%s %s), want none", waited, c.resource, c.method, c.path)
+				}
+				want := "github/octo/*/" + c.resource
+				for _, u := range []string{"https://api.github.com" + c.path, "https://ghe.example.com/api/v3" + c.path} {
+					req, _ := http.NewRequest(c.method, u, nil)
+					if got := scope(req).String(); got != want {
+						t.Errorf("%s %s: scope %s, want %s", c.method, u, got, want)
+					}
+				}
+				req, _ := http.NewRequest(c.method, "https://api.github.com"+c.path, nil)
+				if p := gov.Inspect(scope(req)).Leaf.Paused; p != 50*time.Second {
+					t.Errorf("%s paused %v, want 50s, until its reset", c.resource, p)
+				}
+				cfg, err := resilience.ParseConfig([]byte("ratelimit: {providers: {github: {services: {" + c.resource + ": {max_rps: 0.02, min_rps: 0.01}}}}}\n"))
+				if err != nil {
+					t.Fatalf("a %s service key: %v", c.resource, err)
+				}
+				if rate := newGov(t, cfg).Inspect(scope(req)).Leaf.Rate; rate != 0.02 {
+					t.Errorf("%s runs at %v rps, want its service key's 0.02", c.resource, rate)
+				}
+			})
+		})
+	}
+}
+
+// The paths near those of GitHub's separate quotas that GitHub's
+// documentation does not put under them stay in rest: reading a SARIF
+// upload's status, the dependency graph's compare, an organisation's
+// other settings.
+func TestGitHubPathsNearSeparateQuotasStayREST(t *testing.T) {
+	scope := cloudghttp.GitHub("octo")
+	for _, p := range []string{
+		"/app-manifests/0123abcd",
+		"/repos/octo/hello/dependency-graph/compare/main...dev",
+		"/repos/octo/hello/code-scanning/sarifs",
+		"/orgs/octo/audit-log-x",
+		"/orgs/octo/hooks",
+		"/repos/octo/audit-log",
+		"/orgs/octo/repos/dependency-graph/sbom",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+p, nil)
+		if got := scope(req).String(); got != "github/octo/*/rest" {
+			t.Errorf("%s: scope %s, want github/octo/*/rest", p, got)
+		}
+	}
+}
