@@ -171,7 +171,9 @@ func (t *Transport) CloseIdleConnections() {
 // only: a goroutine that keeps the context (a dial net/http goes on with)
 // and makes its call once the base transport returned waits for a slot
 // as any call does. The response's Request is req, as after net/http's own
-// retries.
+// retries, whatever the base transport named: the copy it was given, a
+// copy of its own that it sent (an authenticating base's, which adds a
+// header), or none.
 //
 // A panic of the base transport, of the request's body or of its GetBody
 // reaches the caller as it was, never recovered: the slot is given back,
@@ -306,8 +308,11 @@ func (x *exchange) run() (*http.Response, error) {
 				answer = se
 			}
 		}
-		if resp != nil && resp.Request == req {
-			resp.Request = x.orig // the caller's request, not the copy sent
+		if resp != nil {
+			// The caller's request, not the copy sent, which carries the
+			// attempt's context, nor a copy of it the base sent (an
+			// authenticating base's), nor none.
+			resp.Request = x.orig
 		}
 		// The slot goes back once the answer's pauses are set, so that a
 		// request waiting for it sees the pause a throttle's Retry-After,

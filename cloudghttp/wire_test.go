@@ -5,6 +5,7 @@ package cloudghttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -332,5 +333,62 @@ func TestBaseWithoutResponseOrErrorFailsTheRequest(t *testing.T) {
 	}
 	if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Errored != 1 {
 		t.Fatalf("totals %v, want one call, errored", tot)
+	}
+}
+
+// cloningBase sends a copy of each request with a header of its own, as
+// an authenticating base does (golang.org/x/oauth2's Transport sends a
+// clone that carries the token), and answers with what its base answered,
+// whose Request is that copy; with dropRequest, with no Request at all.
+type cloningBase struct {
+	base        http.RoundTripper
+	dropRequest bool
+}
+
+func (b cloningBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := req.Clone(req.Context())
+	c.Header.Set("Authorization", "Bearer secret")
+	resp, err := b.base.RoundTrip(c)
+	if resp != nil && b.dropRequest {
+		resp.Request = nil
+	}
+	return resp, err
+}
+
+// The response's Request is the caller's, with the caller's context,
+// whatever the base transport sent: net/http's Transport names the
+// request it was given, not the copies it sent, and so must the
+// Transport, whose copy carries the attempt's context (the call's Guard,
+// which the response would keep alive for as long as it is kept), even
+// when the base sent a copy of that copy (an authenticating base) or named
+// no request; on a first answer and on a retried one.
+func TestResponseCarriesTheCallersRequestWhateverTheBaseSent(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		for _, retried := range []bool{false, true} {
+			t.Run(fmt.Sprintf("dropRequest=%v/retried=%v", drop, retried), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					f := &fakeAPI{}
+					if retried {
+						f.script(status(503, "Retry-After", "1"))
+					}
+					req, _ := http.NewRequest(http.MethodGet, "http://api.test/items/1", nil)
+					resp, err := client(cloningBase{base: newMem(f), dropRequest: drop}, newGov(t, resilience.Config{}), quick).Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					readAll(t, resp)
+					if resp.StatusCode != 200 {
+						t.Fatalf("status %d, want 200", resp.StatusCode)
+					}
+					if resp.Request != req {
+						var sent string
+						if resp.Request != nil {
+							sent = fmt.Sprintf(" (Authorization %q, context %T)", resp.Request.Header.Get("Authorization"), resp.Request.Context())
+						}
+						t.Fatalf("response's request %p%s, want the caller's %p", resp.Request, sent, req)
+					}
+				})
+			})
+		}
 	}
 }
