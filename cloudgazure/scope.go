@@ -65,7 +65,9 @@ func oneOf(s string, suffixes []string) bool {
 //
 //   - a storage account's, <account>.<service>.<suffix> for a service of
 //     blob, queue, table, file and dfs and a suffix of core.windows.net,
-//     core.chinacloudapi.cn and core.usgovcloudapi.net (a -secondary
+//     core.chinacloudapi.cn and core.usgovcloudapi.net, or, for an account
+//     made with Azure DNS zone endpoints,
+//     <account>.z<00-99>.<service>.storage.azure.net (a -secondary
 //     account is the account): azure/<account>/*/<service>;
 //   - a key vault's, <vault>.vault.<suffix> for a suffix of azure.net,
 //     azure.cn and usgovcloudapi.net: azure/<vault>/*/keyvault;
@@ -100,16 +102,44 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 	case strings.EqualFold(svc, "managedhsm") && oneOf(rest, hsmSuffixes[:]):
 		return dataPlane(name, ServiceManagedHSM)
 	case oneOf(rest, storageSuffixes[:]):
-		for _, s := range storageServices {
-			if strings.EqualFold(svc, s) {
-				if n := len(name) - len("-secondary"); n > 0 && strings.EqualFold(name[n:], "-secondary") {
-					name = name[:n]
-				}
-				return dataPlane(name, s)
+		if sc, ok := storagePlane(name, svc); ok {
+			return sc
+		}
+	case dnsZone(svc):
+		// An Azure DNS zone endpoint: <account>.z<NN>.<service>.storage.azure.net.
+		if svc, rest, _ := strings.Cut(rest, "."); strings.EqualFold(rest, dnsZoneSuffix) {
+			if sc, ok := storagePlane(name, svc); ok {
+				return sc
 			}
 		}
 	}
 	return ScopeOf(u.Path)
+}
+
+// dnsZoneSuffix follows <account>.z<NN>.<service> in the hosts of a
+// storage account made with Azure DNS zone endpoints.
+const dnsZoneSuffix = "storage.azure.net"
+
+// dnsZone reports whether label is the zone label of an Azure DNS zone
+// endpoint, z00 to z99 (either case).
+func dnsZone(label string) bool {
+	return len(label) == 3 && (label[0] == 'z' || label[0] == 'Z') &&
+		'0' <= label[1] && label[1] <= '9' && '0' <= label[2] && label[2] <= '9'
+}
+
+// storagePlane returns the scope of a storage account's data plane, the
+// account name and the service label of one of its hosts, when the label
+// is a storage service's (a -secondary account is the account).
+func storagePlane(name, svc string) (resilience.Scope, bool) {
+	for _, s := range storageServices {
+		if strings.EqualFold(svc, s) {
+			if n := len(name) - len("-secondary"); n > 0 && strings.EqualFold(name[n:], "-secondary") {
+				name = name[:n]
+			}
+			return dataPlane(name, s), true
+		}
+	}
+	return resilience.Scope{}, false
 }
 
 // tenantPrefix begins the account of a tenant's tenant-level requests,

@@ -175,3 +175,85 @@ func FuzzScopeOfURL(f *testing.F) {
 		}
 	})
 }
+
+// A storage account made with Azure DNS zone endpoints has hosts of
+// another form, <account>.z<00-99>.<service>.storage.azure.net
+// ("Query for a Blob Storage endpoint using the Azure Storage management
+// library", learn.microsoft.com): its requests are the account's, as its
+// standard endpoint's are, so that one such account's 503 ServerBusy
+// holds back neither another account nor the tenant's Resource Manager
+// calls, which, with a path that names no subscription, all shared
+// azure/*/*/resources.
+func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
+	az := func(account, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
+	}
+	for _, c := range []struct {
+		url  string
+		want resilience.Scope
+	}{
+		{"https://acct.z24.blob.storage.azure.net/c/b", az("acct", "blob")},
+		{"https://ACCT.Z00.Queue.Storage.Azure.Net/q/messages", az("acct", "queue")},
+		{"https://acct.z99.table.storage.azure.net/t", az("acct", "table")},
+		{"https://acct.z07.file.storage.azure.net/s/d", az("acct", "file")},
+		{"https://acct.z50.dfs.storage.azure.net:443/fs/p", az("acct", "dfs")},
+		{"https://acct-secondary.z24.blob.storage.azure.net/c/b", az("acct", "blob")},
+		{"https://acct.z24.blob.storage.azure.net./c/b", az("acct", "blob")},
+		// Not a DNS zone endpoint: by its path.
+		{"https://acct.z24.web.storage.azure.net/index.html", az("", "resources")},
+		{"https://acct.zz.blob.storage.azure.net/c/b", az("", "resources")},
+		{"https://acct.z100.blob.storage.azure.net/c/b", az("", "resources")},
+		{"https://acct.z2.blob.storage.azure.net/c/b", az("", "resources")},
+		{"https://acct.z24.blob.storage.azure.net.example.com/c/b", az("", "resources")},
+		{"https://z24.blob.storage.azure.net/c/b", az("", "resources")},
+	} {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u); got != c.want {
+			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
+		}
+	}
+	u, _ := url.Parse("https://acct.z24.blob.storage.azure.net/c/b")
+	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
+		t.Errorf("ScopeOfURL of a DNS zone endpoint allocates %v times", n)
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		var hosts []string
+		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
+		o := policy.ClientOptions{
+			Transport:        hostTransport{&hosts},
+			Retry:            policy.RetryOptions{MaxRetries: -1},
+			PerCallPolicies:  []policy.Policy{perCall},
+			PerRetryPolicies: []policy.Policy{perRetry},
+		}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+		send := func(url string) (int, time.Duration) {
+			t.Helper()
+			req, err := runtime.NewRequest(context.Background(), http.MethodGet, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			resp, err := pl.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", url, err)
+			}
+			return resp.StatusCode, time.Since(start)
+		}
+		if st, _ := send("https://busyacct.z24.blob.storage.azure.net/c/b"); st != http.StatusServiceUnavailable {
+			t.Fatalf("busy account answered %d", st)
+		}
+		for _, url := range []string{
+			"https://otheracct.z24.blob.storage.azure.net/c/b",
+			"https://management.azure.com/subscriptions?api-version=2022-12-01",
+		} {
+			if st, took := send(url); st != http.StatusOK || took != 0 {
+				t.Errorf("%s: %d after %v, want 200 at once: a DNS zone endpoint's 503 ServerBusy held it", url, st, took)
+			}
+		}
+	})
+}
