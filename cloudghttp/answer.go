@@ -16,8 +16,9 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// StatusError is an error answer (a status of 400 or more) as the
-// Transport reports it to the governor: its status and headers, which the
+// StatusError is an error answer (a status of 400 or more, or GitHub's
+// GraphQL answer that its rate limit is exceeded, whose status is 200) as
+// the Transport reports it to the governor: its status and headers, which the
 // core classifier reads through HTTPStatusCode and Header, and, for a
 // provider with rules of its own (GitHub), the verdict and delay those
 // rules read from the headers (and, for a GitHub secondary limit, from
@@ -77,20 +78,17 @@ func (e *StatusError) Header() http.Header { return e.header }
 // scope.
 func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	if resp.StatusCode < http.StatusBadRequest {
+		if x.github && githubGraphQLLimited(x.orig, resp) {
+			// GitHub's GraphQL answer that its primary quota is spent:
+			// a throttle, whatever its status (see GitHub).
+			e := x.statusError(resp)
+			e.kind = errread.Throttled
+			e.hint, e.hasHint = resetIn(resp.Header, x.gov.Clock().Now())
+			return e
+		}
 		return nil
 	}
-	// The headers and the URL are copied: the caller owns the response and
-	// the request, and may change them while the error is still read (an
-	// observer keeps its events).
-	e := &StatusError{method: x.orig.Method, url: bareURL(x.orig.URL), status: resp.Status, code: resp.StatusCode, header: resp.Header.Clone()}
-	if e.method == "" {
-		e.method = http.MethodGet // as net/http sends it
-	}
-	if e.status == "" {
-		// No status line (a hand-made response): the code and its reason
-		// phrase, as net/http's client gives a status.
-		e.status = strings.TrimSpace(strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode))
-	}
+	e := x.statusError(resp)
 	if x.github {
 		githubAnswer(e, x.gov.Clock().Now())
 		githubSecondary(x.orig.Context(), e, resp)
@@ -107,6 +105,23 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 		case !listedStatus(e.code):
 			e.kind = reasonKind(e.status)
 		}
+	}
+	return e
+}
+
+// statusError is resp as a StatusError, before any rule is read. The
+// headers and the URL are copied: the caller owns the response and the
+// request, and may change them while the error is still read (an observer
+// keeps its events).
+func (x *exchange) statusError(resp *http.Response) *StatusError {
+	e := &StatusError{method: x.orig.Method, url: bareURL(x.orig.URL), status: resp.Status, code: resp.StatusCode, header: resp.Header.Clone()}
+	if e.method == "" {
+		e.method = http.MethodGet // as net/http sends it
+	}
+	if e.status == "" {
+		// No status line (a hand-made response): the code and its reason
+		// phrase, as net/http's client gives a status.
+		e.status = strings.TrimSpace(strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode))
 	}
 	return e
 }

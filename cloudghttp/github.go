@@ -3,6 +3,7 @@ package cloudghttp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -130,6 +131,13 @@ const lowShare = 10
 //     read as below), and given back whole;
 //   - any other 403 (a permission) is a fatal answer, and a 429 a throttle
 //     as for any API;
+//   - a GraphQL answer whose status is 200 but that says the primary rate
+//     limit is exceeded (x-ratelimit-remaining: 0, no data, an error of
+//     type RATE_LIMITED), as GitHub answers a query made once the quota
+//     is spent, is a throttle until x-ratelimit-reset: the query, which
+//     GitHub did not run, is sent again after the reset, and one given up
+//     is recorded so (its body, up to 4 KiB, is read for it as a 403's
+//     is, and given back whole);
 //   - any other answer, a success above all, whose x-ratelimit-remaining is
 //     under a tenth of x-ratelimit-limit slows the scope before the limit
 //     is hit: the scope is paused for the time left until the reset divided
@@ -254,6 +262,44 @@ func secondaryWords(body []byte) bool {
 	body = bytes.ToLower(body)
 	for _, w := range [...]string{"secondary rate limit", "secondary-rate-limits", "abuse detection", "abuse-rate-limits"} {
 		if bytes.Contains(body, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// githubGraphQLLimited reports whether resp, a success's status answered
+// to a GraphQL request of GitHub's, says that the primary rate limit is
+// exceeded, as GitHub answers a query made once its quota is spent: a 200
+// with x-ratelimit-remaining: 0 whose body holds no data, only errors, one
+// of type RATE_LIMITED or saying that a rate limit is exceeded. The body
+// is read for it only when nothing is left, up to maxPeek bytes (such an
+// answer is a few hundred bytes of JSON; a longer body is a query's
+// data), while the attempt holds its slot, for a second at most, as
+// githubSecondary reads a 403's, and given back whole.
+func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
+	if githubService(req.URL.Path) != GitHubGraphQL {
+		return false
+	}
+	if n, ok := headerInt(resp.Header, hdrRemaining); !ok || n != 0 {
+		return false
+	}
+	b, whole := peek.Body(req.Context(), resp, maxPeek, drainGrace)
+	if !whole {
+		return false
+	}
+	var answer struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(b, &answer) != nil || len(answer.Data) > 0 && string(answer.Data) != "null" {
+		return false
+	}
+	for _, e := range answer.Errors {
+		if strings.EqualFold(e.Type, "RATE_LIMITED") || strings.Contains(strings.ToLower(e.Message), "rate limit") {
 			return true
 		}
 	}

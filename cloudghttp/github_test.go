@@ -3,6 +3,7 @@
 package cloudghttp_test
 
 import (
+	"context"
 	"io"
 	"math"
 	"net/http"
@@ -270,4 +271,103 @@ func TestGitHubPathsNearSeparateQuotasStayREST(t *testing.T) {
 			t.Errorf("%s: scope %s, want github/octo/*/rest", p, got)
 		}
 	}
+}
+
+// GitHub answers a GraphQL query made once its primary quota is spent
+// with a 200 whose body holds only errors, of type RATE_LIMITED, and
+// x-ratelimit-remaining: 0 ("Rate limits and query limits for the GraphQL
+// API", docs.github.com: the status is still 200, and no request should
+// be sent again before x-ratelimit-reset). Such an answer is a throttle,
+// as a REST 403 with nothing left is: the query, which GitHub did not
+// run, is sent again after the reset, and one whose attempts are spent
+// is the caller's last response, recorded as given up to throttling
+// (the run's stats, its ledger), not as a success. A query that spent the
+// last point and was answered (its data) is a success, which pauses the
+// scope until the reset.
+func TestGitHubGraphQLRateLimitedAnswerIsAThrottle(t *testing.T) {
+	const limited = `{"errors":[{"type":"RATE_LIMITED","code":"graphql_rate_limit","message":"API rate limit exceeded for user ID 1."}]}`
+	const query = `{"query":"query { viewer { login } }"}`
+	spent := func(body string) reply {
+		r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(30*time.Second).Unix(), 10), "X-RateLimit-Resource", "graphql")
+		r.body = body
+		return r
+	}
+	t.Run("retried after the reset", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			f.script(spent(limited))
+			gov := newGov(t, resilience.Config{})
+			ctx, stats := resilience.WithStats(context.Background())
+			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
+			start := time.Now()
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, resp); got != "ok" {
+				t.Fatalf("body %q after %v, want the query sent again after the reset and answered", got, time.Since(start))
+			}
+			hits := f.recorded()
+			if len(hits) != 2 || hits[1].body != query || hits[1].at.Sub(hits[0].at) < 30*time.Second {
+				t.Fatalf("%d attempts (%v), want the query sent again, whole, 30 s later, after the reset", len(hits), hits)
+			}
+			if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.Retries != 1 || tot.GaveUp != 0 {
+				t.Fatalf("totals %+v, want 1 throttle, 1 retry, no give-up", tot)
+			}
+		})
+	})
+	t.Run("given up", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			f.script(spent(limited))
+			gov := newGov(t, resilience.Config{})
+			ctx, stats := resilience.WithStats(context.Background())
+			ctx, ledger := resilience.WithLedger(ctx, "graphql")
+			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov),
+				cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, resp); resp.StatusCode != http.StatusOK || got != limited {
+				t.Fatalf("status %d body %q, want GitHub's 200 with its errors, whole", resp.StatusCode, got)
+			}
+			if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.GaveUp != 1 {
+				t.Errorf("totals %+v, want the query recorded as throttled and given up", tot)
+			}
+			if !ledger.Degraded() {
+				t.Error("the ledger does not show the query lost to GitHub's rate limit")
+			}
+		})
+	})
+	t.Run("answered", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeAPI{}
+			f.script(spent(`{"data":{"viewer":{"login":"octo"}}}`))
+			gov := newGov(t, resilience.Config{})
+			ctx, stats := resilience.WithStats(context.Background())
+			scope := cloudghttp.GitHub("octo")
+			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov))}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, resp); got != `{"data":{"viewer":{"login":"octo"}}}` {
+				t.Fatalf("body %q, want the query's data", got)
+			}
+			if n := len(f.recorded()); n != 1 {
+				t.Fatalf("%d attempts, want 1: the query was answered", n)
+			}
+			if tot := gov.Summary(stats).Totals; tot.Throttled != 0 || tot.GaveUp != 0 || tot.Calls != 1 {
+				t.Errorf("totals %+v, want one call, a success", tot)
+			}
+			if p := gov.Inspect(scope(req)).Leaf.Paused; p != 30*time.Second {
+				t.Errorf("graphql paused %v, want 30s, until its reset", p)
+			}
+		})
+	})
 }
