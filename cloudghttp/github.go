@@ -37,8 +37,10 @@ const (
 	// /repos/{owner}/{repo}/dependency-graph/snapshots, a snapshot
 	// submitted to the dependency graph.
 	GitHubDependencySnapshots = "dependency_snapshots"
-	// GitHubDependencySBOM is the service of GET
-	// /repos/{owner}/{repo}/dependency-graph/sbom, a repository's SBOM.
+	// GitHubDependencySBOM is the service of the requests of a
+	// repository's SBOM: GET /repos/{owner}/{repo}/dependency-graph/sbom
+	// and, since GitHub made SBOMs asynchronous, its
+	// dependency-graph/sbom/generate-report.
 	GitHubDependencySBOM = "dependency_sbom"
 	// GitHubAuditLog is the service of GET /orgs/{org}/audit-log and GET
 	// /enterprises/{enterprise}/audit-log. GitHub counts that quota per
@@ -96,7 +98,7 @@ const lowShare = 10
 //	github/<account>/*/graphql               /graphql (points per hour)
 //	github/<account>/*/integration_manifest  /app-manifests/{code}/conversions
 //	github/<account>/*/dependency_snapshots  /repos/{owner}/{repo}/dependency-graph/snapshots
-//	github/<account>/*/dependency_sbom       /repos/{owner}/{repo}/dependency-graph/sbom
+//	github/<account>/*/dependency_sbom       /repos/{owner}/{repo}/dependency-graph/sbom, .../sbom/generate-report
 //	github/<account>/*/audit_log             /orgs/{org}/audit-log, /enterprises/{enterprise}/audit-log
 //	github/<account>/*/rest                  every other path (5,000 requests an hour)
 //
@@ -106,7 +108,9 @@ const lowShare = 10
 // which GitHub has joined to core, source_import, which no path uses any
 // more, and those whose paths GitHub's documentation does not give
 // (actions_runner_registration, scim, code_scanning_autofix,
-// audit_log_streaming): when one of those quotas is spent, its answer
+// audit_log_streaming), as does an asynchronous SBOM's
+// sbom/fetch-report/{uuid}, whose quota it does not name: when one of
+// those quotas is spent, its answer
 // pauses every REST call of the account.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
@@ -187,7 +191,7 @@ func githubService(path string) string {
 		switch path {
 		case "/dependency-graph/snapshots":
 			return GitHubDependencySnapshots
-		case "/dependency-graph/sbom":
+		case "/dependency-graph/sbom", "/dependency-graph/sbom/generate-report":
 			return GitHubDependencySBOM
 		}
 	}

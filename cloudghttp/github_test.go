@@ -205,6 +205,7 @@ func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
 		{"integration_manifest", http.MethodPost, "/app-manifests/0123abcd/conversions"},
 		{"dependency_snapshots", http.MethodPost, "/repos/octo/hello/dependency-graph/snapshots"},
 		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom"},
+		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom/generate-report"},
 		{"audit_log", http.MethodGet, "/orgs/octo/audit-log"},
 		{"audit_log", http.MethodGet, "/enterprises/octo-corp/audit-log"},
 	} {
