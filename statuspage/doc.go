@@ -29,7 +29,8 @@
 //     that a row stays where it is from one refresh to the next while its
 //     state holds. A row shows its state, its parts (a long one abbreviated,
 //     the whole on hover), its rate against its ceiling as a bar, the time
-//     left in a pause, its breaker with the time to its probe and why it
+//     left in the longest pause holding it (its account's marked acct, its
+//     provider bucket's prov, when longer than its own), its breaker with the time to its probe and why it
 //     opened (throttling or errors after retries; a dead scope throttled
 //     for good or down), and the callers queued for its tokens, or for
 //     its account's bucket (marked acct) or its provider's (prov) when
@@ -43,8 +44,9 @@
 //     under the time left in its pause);
 //   - each account once: its slots in use against the cap, the callers
 //     waiting for a slot, and its own bucket where the provider has one,
-//     with the callers queued on it (or on its provider's bucket, marked
-//     prov, when more wait there).
+//     with the time left in its pause and the callers queued on it (or
+//     its provider bucket's pause, which holds the account's calls too,
+//     and the callers queued there, each marked prov, when longer or more).
 //
 // Narrower windows degrade: below 1240 pixels the rate bars and the calls
 // column go and long values are cut shorter; below 960 each row becomes a

@@ -64,6 +64,20 @@ func pausedFor(s state.ScopeSnapshot) time.Duration {
 	return max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused)
 }
 
+// pausedOn names the bucket of the longest pause holding the scope when
+// it is not the scope's own: "acct" (its account's bucket) or "prov" (its
+// provider's, global_max_rps), "" when its own is as long; the marks of
+// queuedOn.
+func pausedOn(s state.ScopeSnapshot) string {
+	switch d := pausedFor(s); {
+	case d <= 0 || s.Leaf.Paused == d:
+		return ""
+	case s.Account.Paused == d:
+		return "acct"
+	}
+	return "prov"
+}
+
 // queuedFor returns the callers waiting for a token of the scope's
 // longest queue: its own bucket's, its account's or its provider's
 // (global_max_rps), where a call of the scope would wait behind them.
@@ -130,8 +144,8 @@ type row struct {
 type account struct {
 	Provider string `json:"provider"`
 	Account  string `json:"account"`
-	// Status is paused (its bucket's pause holds every scope of the
-	// account), slowed (its bucket below its ceiling), queued (callers
+	// Status is paused (its bucket's pause, or its provider bucket's,
+	// holds every scope of the account), slowed (its bucket below its ceiling), queued (callers
 	// wait for a slot, for its bucket's tokens or for its provider
 	// bucket's) or ok.
 	Status      status `json:"status"`
@@ -146,6 +160,10 @@ type account struct {
 	// provider's bucket (global_max_rps), which the page shows in its
 	// queued cell when they are more, and in the provider's JSON.
 	providerQueued int
+	// providerPaused is the time left in its provider bucket's pause,
+	// which holds the account's calls too: the page shows it in its
+	// paused cell when it is longer than the account's own.
+	providerPaused time.Duration
 
 	// Span is the rows the provider's cells span in the HTML; 0 when an
 	// earlier row holds them. RetryBudget is the provider's.
@@ -560,8 +578,9 @@ func accountOf(sc resilience.Scope, s state.ScopeSnapshot) account {
 		a.Queued = b.Queued()
 	}
 	a.providerQueued = s.Provider.Queued()
+	a.providerPaused = s.Provider.Paused
 	switch {
-	case s.Account.Paused > 0:
+	case a.pausedFor() > 0:
 		a.Status = statusPaused
 	case a.Bucket != nil && a.Bucket.Rate < a.Bucket.Ceiling:
 		a.Status = statusSlowed
@@ -582,6 +601,28 @@ func (a account) queuedNow() int { return max(a.Queued, a.providerQueued) }
 func (a account) queuedOn() string {
 	if a.providerQueued > a.Queued {
 		return "prov"
+	}
+	return ""
+}
+
+// pausedFor returns the time left in the longest pause holding the
+// account's calls: its bucket's, or its provider's (global_max_rps).
+func (a account) pausedFor() time.Duration {
+	d := a.providerPaused
+	if a.Bucket != nil {
+		d = max(d, a.Bucket.Paused)
+	}
+	return d
+}
+
+// pausedOn is "prov" when the pause of the account's provider's bucket
+// is longer than its own, "" when not: the mark of the page's paused
+// cell.
+func (a account) pausedOn() string {
+	if a.Bucket == nil || a.providerPaused > a.Bucket.Paused {
+		if a.providerPaused > 0 {
+			return "prov"
+		}
 	}
 	return ""
 }

@@ -132,6 +132,10 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"duration":     duration,
 	"seconds":      func(s int64) string { return duration(time.Duration(s) * time.Second) },
 	"paused":       pausedFor,
+	"pausedOn":     pausedOn,
+	"pausedBy":     func(s state.ScopeSnapshot) string { return pausedWhere[pausedOn(s)] },
+	"acctPaused":   account.pausedFor,
+	"acctPausedOn": account.pausedOn,
 	"queued":       queuedFor,
 	"queuedOn":     queuedOn,
 	"acctQueued":   account.queuedNow,
@@ -175,7 +179,7 @@ func explain(r row) string {
 		}
 		return "half-open: one probe call is out; its answer closes or reopens the breaker" + because(r.Reason)
 	case statusPaused:
-		return "paused: every call is held for " + duration(pausedFor(s)) + " more"
+		return "paused: every call is held for " + duration(pausedFor(s)) + " more" + pausedWhere[pausedOn(s)]
 	case statusDead:
 		what := "dead"
 		if r.Reason != "" {
@@ -200,6 +204,13 @@ func explain(r row) string {
 var queuedWhere = map[string]string{
 	"acct": " of its account's bucket",
 	"prov": " of the provider's bucket (global_max_rps)",
+}
+
+// pausedWhere says, by pausedOn's mark, which bucket's pause holds a
+// scope when it is not its own.
+var pausedWhere = map[string]string{
+	"acct": " by its account's pause",
+	"prov": " by its provider's pause (global_max_rps)",
 }
 
 // because says why a breaker opened, when it is known.
