@@ -52,7 +52,15 @@
 // column go and long values are cut shorter; below 960 each row becomes a
 // block of labelled values. The page reloads itself every few seconds; the
 // same rows, accounts and providers, in the same order, are JSON at
-// ?format=json.
+// ?format=json, with the values the cells show: a row's or an account's
+// queued is its queued cell's count, the callers its next call would
+// wait behind, and queued_on names the bucket they wait on when it is
+// not its own ("account" or "provider", the cell's acct or prov); an
+// account's paused_seconds is its paused cell's time, and a row's or an
+// account's paused_on names whose pause it is when not its own, in the
+// same way. A queue or a pause of an account's or a provider's bucket is
+// in each row (and account) it holds; the provider's own queue is in its
+// provider's queued, once.
 //
 // The page is read-only (GET and HEAD; nothing it serves changes the
 // governor), has no external assets (its style is inline, allowed by a

@@ -141,12 +141,14 @@ type served struct {
 		Rejected int64 `json:"rejected"`
 	} `json:"totals"`
 	Scopes []struct {
-		Scope  resilience.Scope `json:"scope"`
-		Key    string           `json:"key"`
-		Status string           `json:"status"`
-		Reason string           `json:"reason"`
-		Queued int              `json:"queued"`
-		State  struct {
+		Scope    resilience.Scope `json:"scope"`
+		Key      string           `json:"key"`
+		Status   string           `json:"status"`
+		Reason   string           `json:"reason"`
+		Queued   int              `json:"queued"`
+		QueuedOn *string          `json:"queued_on"`
+		PausedOn *string          `json:"paused_on"`
+		State    struct {
 			Leaf struct {
 				Rate    float64 `json:"rate_rps"`
 				Ceiling float64 `json:"ceiling_rps"`
@@ -186,7 +188,10 @@ type served struct {
 			Rate    float64 `json:"rate_rps"`
 			Ceiling float64 `json:"ceiling_rps"`
 		} `json:"bucket"`
-		Queued int `json:"queued"`
+		Queued        int      `json:"queued"`
+		QueuedOn      *string  `json:"queued_on"`
+		PausedSeconds *float64 `json:"paused_seconds"`
+		PausedOn      *string  `json:"paused_on"`
 	} `json:"accounts"`
 	Providers []provided `json:"providers"`
 	Disabled  []string   `json:"disabled_providers"`

@@ -82,39 +82,12 @@ func (s *pausableStore) pause(t *testing.T, key string, d time.Duration) {
 // less read, nor as the scope's own, without a mark, which the others
 // read; and it holds every account, which reads paused with the
 // provider's mark, as a queue on the provider's bucket makes the account
-// queued. The account's own pause, when it is the longest, keeps its
+// queued. A scope whose account's own pause is the longest keeps that
 // mark (acct).
 func TestAProviderBucketsPauseIsMarkedAsTheProviders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rps := 100.0
-		st := &pausableStore{Store: resilience.MemoryStore()}
-		g, err := resilience.NewGovernor(resilience.Config{Azure: resilience.ProviderConfig{GlobalMaxRPS: &rps, GlobalBurst: 100}},
-			resilience.WithStateStore(st))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		gov := resilience.WithGovernor(g)
-		ok := func(context.Context) error { return nil }
-		compute := resilience.Scope{Provider: "azure", Account: "sub-1", Service: "compute"}
-		network := resilience.Scope{Provider: "azure", Account: "sub-2", Service: "network"}
-		graph := resilience.Scope{Provider: "azure", Account: "sub-3", Service: "resourcegraph"}
-		if err := resilience.Do(ctx, compute, ok, gov); err != nil {
-			t.Fatal(err)
-		}
-		for _, sc := range []resilience.Scope{network, graph} {
-			gd, err := g.Begin(ctx, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := gd.Enter(ctx); err != nil {
-				t.Fatal(err)
-			}
-			gd.PauseAccount(map[resilience.Scope]time.Duration{network: 10 * time.Second, graph: time.Minute}[sc])
-			gd.End(nil)
-		}
-		st.pause(t, "azure", 30*time.Second) // the provider's bucket
-
+		g := pausedEstate(t)
+		compute, network, graph := pausedScopes[0], pausedScopes[1], pausedScopes[2]
 		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
 		until := func(d time.Duration) string {
 			return g.Clock().Now().Add(d).UTC().Format("2006-01-02 15:04:05 UTC")
@@ -164,6 +137,46 @@ func TestAProviderBucketsPauseIsMarkedAsTheProviders(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The scopes of pausedEstate: one in each of three accounts of azure.
+var pausedScopes = [3]resilience.Scope{
+	{Provider: "azure", Account: "sub-1", Service: "compute"},
+	{Provider: "azure", Account: "sub-2", Service: "network"},
+	{Provider: "azure", Account: "sub-3", Service: "resourcegraph"},
+}
+
+// pausedEstate makes a governor, in the caller's synctest bubble, of
+// azure with a provider-wide bucket (global_max_rps) paused for 30 s,
+// and a scope in each of three accounts (pausedScopes): sub-1's not
+// paused, sub-2's paused for 10 s (Guard.PauseAccount), sub-3's for a
+// minute.
+func pausedEstate(t *testing.T) *resilience.Governor {
+	t.Helper()
+	rps := 100.0
+	st := &pausableStore{Store: resilience.MemoryStore()}
+	g, err := resilience.NewGovernor(resilience.Config{Azure: resilience.ProviderConfig{GlobalMaxRPS: &rps, GlobalBurst: 100}},
+		resilience.WithStateStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := resilience.Do(ctx, pausedScopes[0], func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []time.Duration{10 * time.Second, time.Minute} {
+		gd, err := g.Begin(ctx, pausedScopes[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.PauseAccount(d)
+		gd.End(nil)
+	}
+	st.pause(t, "azure", 30*time.Second) // the provider's bucket
+	return g
 }
 
 // statusIn is the data-status of a row of the page.

@@ -90,3 +90,91 @@ func TestPageShowsTheProviderBucketsQueue(t *testing.T) {
 		time.Sleep(time.Minute)
 	})
 }
+
+// The JSON says what the HTML shows: an account's (and a scope's) queued
+// is the callers its next call would wait behind, those of its
+// provider's bucket when they are more, with queued_on saying so, and an
+// account held by its provider bucket's pause has that pause in
+// paused_seconds, with paused_on saying whose it is. Before, with 5
+// callers queued on AWS's provider bucket, each account read "queued"
+// with queued 0 beside the HTML's "5 prov".
+func TestJSONSaysWhereAnAccountQueuesAndPauses(t *testing.T) {
+	str := func(p *string) string {
+		if p == nil {
+			return "none"
+		}
+		return *p
+	}
+	t.Run("queued", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			one := 1.0
+			g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			gov := resilience.WithGovernor(g)
+			ok := func(context.Context) error { return nil }
+			vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+			users := resilience.Scope{Provider: "aws", Account: "222222222222", Region: "us-east-1", Service: "iam", Operation: "ListUsers"}
+			if err := resilience.Do(ctx, users, ok, gov); err != nil { // the bucket's one token
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range 5 {
+				wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
+			}
+			synctest.Wait()
+			defer func() { cancel(); wg.Wait() }()
+
+			js := get(t, New(WithGovernor(g)), http.MethodGet, "/?format=json")
+			s := decode(t, js)
+			if len(s.Accounts) != 2 || len(s.Scopes) != 2 {
+				t.Fatalf("%d accounts and %d scopes, want 2 and 2:\n%s", len(s.Accounts), len(s.Scopes), js.Body)
+			}
+			for _, a := range s.Accounts {
+				if a.Status != "queued" || a.Queued != 5 || str(a.QueuedOn) != "provider" {
+					t.Errorf("the JSON's account %s: %s, queued %d, queued_on %s; want queued, 5, on the provider (the HTML's \"5 prov\")",
+						a.Account, a.Status, a.Queued, str(a.QueuedOn))
+				}
+			}
+			for _, r := range s.Scopes {
+				if r.Status != "queued" || r.Queued != 5 || str(r.QueuedOn) != "provider" {
+					t.Errorf("the JSON's scope %s: %s, queued %d, queued_on %s; want queued, 5, on the provider (the HTML's \"5 prov\")",
+						r.Key, r.Status, r.Queued, str(r.QueuedOn))
+				}
+			}
+			time.Sleep(time.Minute)
+		})
+	})
+	t.Run("paused", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := pausedEstate(t)
+			js := get(t, New(WithGovernor(g)), http.MethodGet, "/?format=json")
+			s := decode(t, js)
+			want := map[string]struct {
+				seconds    float64
+				on, scopes string
+			}{
+				"sub-1": {30, "provider", "provider"},
+				"sub-2": {30, "provider", "provider"},
+				"sub-3": {60, "none", "account"},
+			}
+			if len(s.Accounts) != 3 || len(s.Scopes) != 3 {
+				t.Fatalf("%d accounts and %d scopes, want 3 and 3:\n%s", len(s.Accounts), len(s.Scopes), js.Body)
+			}
+			for _, a := range s.Accounts {
+				w := want[a.Account]
+				if a.Status != "paused" || a.PausedSeconds == nil || *a.PausedSeconds != w.seconds || str(a.PausedOn) != w.on {
+					t.Errorf("the JSON's account %s: %s, paused_seconds %s, paused_on %s; want paused, %v, on %s",
+						a.Account, a.Status, seconds(a.PausedSeconds), str(a.PausedOn), w.seconds, w.on)
+				}
+			}
+			for _, r := range s.Scopes {
+				if w := want[r.Scope.Account]; r.Status != "paused" || str(r.PausedOn) != w.scopes {
+					t.Errorf("the JSON's scope %s: %s, paused_on %s; want paused, on the %s", r.Key, r.Status, str(r.PausedOn), w.scopes)
+				}
+			}
+		})
+	})
+}

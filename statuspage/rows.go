@@ -65,18 +65,27 @@ func pausedFor(s state.ScopeSnapshot) time.Duration {
 }
 
 // pausedOn names the bucket of the longest pause holding the scope when
-// it is not the scope's own: "acct" (its account's bucket) or "prov" (its
-// provider's, global_max_rps), "" when its own is as long; the marks of
-// queuedOn.
+// it is not the scope's own: "account" (its account's bucket) or
+// "provider" (its provider's, global_max_rps), "" when its own is as
+// long; the page marks them acct and prov, as queuedOn's.
 func pausedOn(s state.ScopeSnapshot) string {
 	switch d := pausedFor(s); {
 	case d <= 0 || s.Leaf.Paused == d:
 		return ""
 	case s.Account.Paused == d:
-		return "acct"
+		return onAccount
 	}
-	return "prov"
+	return onProvider
 }
+
+// The buckets queuedOn and pausedOn name, as the JSON names them, and
+// the marks the HTML shows for them.
+const (
+	onAccount  = "account"
+	onProvider = "provider"
+)
+
+var marks = map[string]string{onAccount: "acct", onProvider: "prov"}
 
 // queuedFor returns the callers waiting for a token of the scope's
 // longest queue: its own bucket's, its account's or its provider's
@@ -86,16 +95,16 @@ func queuedFor(s state.ScopeSnapshot) int {
 }
 
 // queuedOn names the bucket of the scope's longest queue when it is not
-// the scope's own: "acct" (its account's bucket) or "prov" (its
+// the scope's own: "account" (its account's bucket) or "provider" (its
 // provider's), "" when its own is as long.
 func queuedOn(s state.ScopeSnapshot) string {
 	switch n := queuedFor(s); {
 	case n == 0 || s.Leaf.Queued() == n:
 		return ""
 	case s.Account.Queued() == n:
-		return "acct"
+		return onAccount
 	}
-	return "prov"
+	return onProvider
 }
 
 // reasonOf says why a scope is open, half-open or dead: why its breaker
@@ -123,9 +132,21 @@ type row struct {
 	// Reason says why the scope is open, half-open or dead: "throttling"
 	// or "errors" (why its breaker opened), "throttled for good" or
 	// "down" (why it is dead).
-	Reason string              `json:"reason,omitempty"`
-	Queued int                 `json:"queued"` // callers waiting for a token of the scope's own bucket
-	State  state.ScopeSnapshot `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Queued is the callers a call of the scope would wait behind for a
+	// token: those of its own bucket, or of its account's or its
+	// provider's (global_max_rps) when more wait there, which QueuedOn
+	// then names ("account" or "provider"; omitted for its own): the
+	// count and the mark of the page's queued cell (State.Queued, the
+	// same count). A queue on its account's or provider's bucket is
+	// counted in the rows of each scope it holds.
+	Queued   int    `json:"queued"`
+	QueuedOn string `json:"queued_on,omitempty"`
+	// PausedOn names the bucket of the longest pause holding the scope
+	// (State.PausedUntil) when it is not its own: "account" or
+	// "provider", the mark of the page's paused cell.
+	PausedOn string              `json:"paused_on,omitempty"`
+	State    state.ScopeSnapshot `json:"state"`
 	// Counters are the service scope's (Counters.Scope), shared by the
 	// rows of its operations.
 	Counters resilience.Counters `json:"counters"`
@@ -155,15 +176,20 @@ type account struct {
 	Waiting     int    `json:"waiting"`       // callers waiting for a slot
 	// Bucket is the account's own bucket, nil when its provider has none.
 	Bucket *state.BucketSnapshot `json:"bucket,omitempty"`
-	Queued int                   `json:"queued"` // callers waiting for a token of the account's bucket
-	// providerQueued is the callers waiting for a token of its
-	// provider's bucket (global_max_rps), which the page shows in its
-	// queued cell when they are more, and in the provider's JSON.
-	providerQueued int
-	// providerPaused is the time left in its provider bucket's pause,
-	// which holds the account's calls too: the page shows it in its
-	// paused cell when it is longer than the account's own.
-	providerPaused time.Duration
+	// Queued is the callers a call of the account would wait behind for
+	// a token: those of its bucket, or of its provider's bucket
+	// (global_max_rps) when more wait there, which QueuedOn then names
+	// ("provider"; omitted for its own): the count and the mark of the
+	// page's queued cell. A queue on the provider's bucket is counted in
+	// each account of the provider, and once in the provider's queued.
+	Queued   int    `json:"queued"`
+	QueuedOn string `json:"queued_on,omitempty"`
+	// Paused is the time left in the pause holding the account's calls,
+	// paused_seconds in the JSON: its bucket's, or its provider bucket's
+	// when longer, which PausedOn then names ("provider"; omitted for its
+	// own); 0 when none.
+	Paused   time.Duration `json:"-"`
+	PausedOn string        `json:"paused_on,omitempty"`
 
 	// Span is the rows the provider's cells span in the HTML; 0 when an
 	// earlier row holds them. RetryBudget is the provider's.
@@ -559,7 +585,7 @@ func (pk *picker) rows(reread func(resilience.Scope) state.ScopeSnapshot) []row 
 		svc := s.sc.ServiceScope()
 		rows[i] = row{
 			Scope: s.sc, Key: s.sc.Key(), Status: st, Reason: reasonOf(snap),
-			Queued: snap.Leaf.Queued(), State: snap, service: svc.Key(),
+			Queued: queuedFor(snap), QueuedOn: queuedOn(snap), PausedOn: pausedOn(snap), State: snap, service: svc.Key(),
 		}
 	}
 	return rows
@@ -577,54 +603,29 @@ func accountOf(sc resilience.Scope, s state.ScopeSnapshot) account {
 		a.Bucket = &b
 		a.Queued = b.Queued()
 	}
-	a.providerQueued = s.Provider.Queued()
-	a.providerPaused = s.Provider.Paused
+	a.Paused = s.Account.Paused // zero without an account bucket
+	if n := s.Provider.Queued(); n > a.Queued {
+		a.Queued, a.QueuedOn = n, onProvider
+	}
+	if d := s.Provider.Paused; d > a.Paused {
+		a.Paused, a.PausedOn = d, onProvider
+	}
 	switch {
-	case a.pausedFor() > 0:
+	case a.Paused > 0:
 		a.Status = statusPaused
 	case a.Bucket != nil && a.Bucket.Rate < a.Bucket.Ceiling:
 		a.Status = statusSlowed
-	case a.Waiting > 0 || a.Queued > 0 || a.providerQueued > 0:
+	case a.Waiting > 0 || a.Queued > 0:
 		a.Status = statusQueued
 	}
 	return a
 }
 
-// queuedNow returns the callers waiting for a token of the account's
-// bucket or, when they are more, of its provider's: what the page's
-// queued cell shows.
-func (a account) queuedNow() int { return max(a.Queued, a.providerQueued) }
-
-// queuedOn is "prov" when the callers waiting for a token of the
-// account's provider's bucket are more than those of its own, "" when
-// not: the mark of the page's queued cell.
-func (a account) queuedOn() string {
-	if a.providerQueued > a.Queued {
-		return "prov"
-	}
-	return ""
-}
-
-// pausedFor returns the time left in the longest pause holding the
-// account's calls: its bucket's, or its provider's (global_max_rps).
-func (a account) pausedFor() time.Duration {
-	d := a.providerPaused
-	if a.Bucket != nil {
-		d = max(d, a.Bucket.Paused)
-	}
-	return d
-}
-
-// pausedOn is "prov" when the pause of the account's provider's bucket
-// is longer than its own, "" when not: the mark of the page's paused
-// cell.
-func (a account) pausedOn() string {
-	if a.Bucket == nil || a.providerPaused > a.Bucket.Paused {
-		if a.providerPaused > 0 {
-			return "prov"
-		}
-	}
-	return ""
+// MarshalJSON writes the account as its fields say, with Paused as
+// paused_seconds.
+func (a account) MarshalJSON() ([]byte, error) {
+	type plain account
+	return jsonsec.Marshal(plain(a), "paused_seconds", a.Paused)
 }
 
 // order sorts the rows so that trouble comes first and a row stays where

@@ -122,31 +122,25 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return out
 	},
-	"label":        func(s status) string { return strings.ReplaceAll(s.String(), "_", "-") },
-	"meaning":      func(s status) string { return meanings[s] },
-	"explain":      explain,
-	"breaker":      func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
-	"part":         part,
-	"short":        short,
-	"rate":         rate,
-	"duration":     duration,
-	"seconds":      func(s int64) string { return duration(time.Duration(s) * time.Second) },
-	"paused":       pausedFor,
-	"pausedOn":     pausedOn,
-	"pausedBy":     func(s state.ScopeSnapshot) string { return pausedWhere[pausedOn(s)] },
-	"acctPaused":   account.pausedFor,
-	"acctPausedOn": account.pausedOn,
-	"queued":       queuedFor,
-	"queuedOn":     queuedOn,
-	"acctQueued":   account.queuedNow,
-	"acctQueuedOn": account.queuedOn,
-	"width":        func(s state.ScopeSnapshot) int { return 2 * int(math.Round(share(s)*50)) },
-	"level":        level,
-	"budget":       func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
-	"count":        count,
-	"whole":        whole,
-	"lost":         lost,
-	"clock":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"label":    func(s status) string { return strings.ReplaceAll(s.String(), "_", "-") },
+	"meaning":  func(s status) string { return meanings[s] },
+	"explain":  explain,
+	"breaker":  func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
+	"part":     part,
+	"short":    short,
+	"rate":     rate,
+	"duration": duration,
+	"seconds":  func(s int64) string { return duration(time.Duration(s) * time.Second) },
+	"paused":   pausedFor,
+	"pausedBy": func(on string) string { return pausedWhere[on] },
+	"mark":     func(on string) string { return marks[on] },
+	"width":    func(s state.ScopeSnapshot) int { return 2 * int(math.Round(share(s)*50)) },
+	"level":    level,
+	"budget":   func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', -1, 64) },
+	"count":    count,
+	"whole":    whole,
+	"lost":     lost,
+	"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(strings.Replace(pageSource, "/*STYLE*/", style, 1)))
 
 // meanings says what each status means, on its card: the page's legend.
@@ -199,18 +193,18 @@ func explain(r row) string {
 	return "ok: at its ceiling, nothing waits"
 }
 
-// queuedWhere says, by queuedOn's mark, on which bucket a scope's callers
-// wait when it is not its own.
+// queuedWhere says, by queuedOn's name, on which bucket a scope's
+// callers wait when it is not its own.
 var queuedWhere = map[string]string{
-	"acct": " of its account's bucket",
-	"prov": " of the provider's bucket (global_max_rps)",
+	onAccount:  " of its account's bucket",
+	onProvider: " of the provider's bucket (global_max_rps)",
 }
 
-// pausedWhere says, by pausedOn's mark, which bucket's pause holds a
+// pausedWhere says, by pausedOn's name, which bucket's pause holds a
 // scope when it is not its own.
 var pausedWhere = map[string]string{
-	"acct": " by its account's pause",
-	"prov": " by its provider's pause (global_max_rps)",
+	onAccount:  " by its account's pause",
+	onProvider: " by its provider's pause (global_max_rps)",
 }
 
 // because says why a breaker opened, when it is known.
