@@ -289,16 +289,18 @@ type providerGauge struct {
 
 // budgetProviders remembers the providers whose retry budget the gauges
 // read, per governor: a budget outlives the provider's scopes (only
-// successes refund it), so that it is read after they are reclaimed. It
-// is safe for concurrent use.
+// successes refund it), so that it is read after they are reclaimed,
+// until the governor forgets the provider (resilience.Governor.Providers).
+// It is safe for concurrent use.
 type budgetProviders struct {
 	mu sync.Mutex
 	m  map[*resilience.Governor]map[string]bool
 }
 
 // others records the providers g has live scopes of, seen, and returns
-// the ones read before that have none now.
-func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) []string {
+// the ones read before that have none now and that g still holds, held
+// (Governor.Providers, sorted); it forgets the others.
+func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool, held []string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
@@ -311,9 +313,14 @@ func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool) [
 	}
 	var out []string
 	for name := range known {
-		if !seen[name] {
-			out = append(out, name)
+		if seen[name] {
+			continue
 		}
+		if _, ok := slices.BinarySearch(held, name); !ok {
+			delete(known, name) // forgotten by the governor: no budget to report
+			continue
+		}
+		out = append(out, name)
 	}
 	for name := range seen {
 		known[name] = true
@@ -335,7 +342,7 @@ func (b *budgetProviders) keep(govs []*resilience.Governor) {
 
 // read takes the live scopes of govs into one reading, and the retry
 // budgets of their providers: those with live scopes, and those known
-// remembers from an earlier reading. It stops, with ctx's error, when ctx
+// remembers from an earlier reading that the governor still holds. It stops, with ctx's error, when ctx
 // ends before it has read every scope (a collection given up on, whose
 // reading of a shared store goes on a round trip per scope). A provider a governor has disabled
 // (Governor.Enabled) is left out: its calls go through ungoverned, and
@@ -427,7 +434,7 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 				}
 			}
 		}
-		for _, name := range known.others(g, seenProvider) {
+		for _, name := range known.others(g, seenProvider, g.Providers()) {
 			if isEnabled(name) {
 				budget(name, g.Budget(name))
 			}

@@ -75,8 +75,9 @@
 // (throttles at Debug; long pauses, breaker changes, an empty budget and
 // give-ups at Info and Warn) with each scope part an attribute.
 // Governor.Summary reports a run; Governor.Inspect shows where one scope
-// stands, and Governor.Scopes lists every live scope with the same
-// snapshot.
+// stands, Governor.Scopes lists every live scope with the same
+// snapshot, and Governor.Providers the providers whose state (a retry
+// budget that outlives their scopes) the governor holds.
 //
 // The learned state (buckets, breakers, budgets) sits behind the
 // interfaces of package state, made by a state.Store: MemoryStore by

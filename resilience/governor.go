@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -532,6 +533,26 @@ func (g *Governor) Enabled(provider string) bool {
 		return false
 	}
 	return g.settings(provider).enabled
+}
+
+// Providers returns the names of the providers whose state the governor
+// holds, sorted: aws, azure and gcp always, and any other provider from
+// the first call that uses it until the governor forgets it, once its
+// scopes are all reclaimed and its retry budget is full (a program that
+// calls many provider names does not keep each one). A provider disabled
+// is among them: the governor keeps what it learned for when it is
+// enabled again (Enabled says whether its calls are governed). A status
+// page or a gauge that keeps showing a provider's retry budget after its
+// scopes are reclaimed shows it while the provider is among them. It is
+// a read that makes nothing, safe for concurrent use.
+func (g *Governor) Providers() []string {
+	ps := g.providers()
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
+		names = append(names, p.set.name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Policy returns provider's retry policy with every field filled in: the

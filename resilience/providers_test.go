@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,6 +140,51 @@ func TestGenericProviderAfterItIsReclaimed(t *testing.T) {
 		if !g.Enabled("github") {
 			t.Fatal("github disabled after its reclamation")
 		}
+	})
+}
+
+// Providers lists the providers the governor holds: aws, azure and gcp
+// from the start, a generic provider from its first call (a read, such
+// as Enabled, Budget or Inspect, makes none), still while it is
+// disabled, and no more once the reclaimer forgot it; a Configure that
+// drops its settings keeps it, as the governor does, with the generic
+// defaults.
+func TestProvidersListsWhatTheGovernorHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := 7
+		g := newGov(t, Config{Providers: map[string]ProviderConfig{"github": {RetryBudget: &budget}}})
+		check := func(when string, want ...string) {
+			t.Helper()
+			if got := g.Providers(); !slices.Equal(got, want) {
+				t.Errorf("%s: Providers() = %q, want %q", when, got, want)
+			}
+		}
+		check("at the start", "aws", "azure", "gcp")
+		g.Enabled("slack")
+		g.Budget("slack")
+		g.Inspect(Scope{Provider: "slack", Service: "chat"})
+		check("after reads of slack", "aws", "azure", "gcp")
+		n := 0
+		Do(context.Background(), githubRest, failing(&n), WithGovernor(g))
+		check("after a call to github", "aws", "azure", "gcp", "github")
+		if err := g.Configure(Config{Enabled: new(false)}); err != nil {
+			t.Fatal(err)
+		}
+		check("after a Configure that disabled every provider and dropped github's settings", "aws", "azure", "gcp", "github")
+		if err := g.Configure(Config{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Budget("github"); got != 500 {
+			t.Fatalf("setup: github's budget %v after a Configure that dropped its settings, want the generic 500", got)
+		}
+		for range 180 { // calls to aws take the reclaimer's steps
+			time.Sleep(time.Second)
+			Do(context.Background(), iamUsers, failing(&n), WithGovernor(g))
+		}
+		if generic(g, "github") != nil {
+			t.Fatal("setup: github not reclaimed after three idle minutes")
+		}
+		check("after the reclaimer forgot github", "aws", "azure", "gcp")
 	})
 }
 

@@ -15,7 +15,8 @@
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
 //     failed, refused, cancelled, errored, panicked), the longest wait for
 //     a token, each provider's retry budget, once (still after its
-//     scopes are reclaimed: only successes refund a budget), each
+//     scopes are reclaimed: only successes refund a budget; until the
+//     governor forgets the provider, resilience.Governor.Providers), each
 //     provider's provider-wide bucket (global_max_rps) with the callers
 //     queued on it, once, and the
 //     providers disabled, whose calls go straight through, ungoverned

@@ -237,3 +237,52 @@ func TestRetryBudgetOutlivesTheScopes(t *testing.T) {
 		}
 	})
 }
+
+// A provider the governor forgot is no longer shown: a provider other
+// than aws, azure and gcp, whose scopes were all reclaimed and whose
+// retry budget is full, is dropped by the governor, and the page, which
+// read its budget while it was live, no longer lists it with a budget
+// the governor does not hold (nor reads its budget again at every load,
+// for each name the program ever called). Before, github stayed in the
+// page's providers, at its full budget, for as long as the handler lived.
+func TestAForgottenProviderIsNotShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		gov := resilience.WithGovernor(g)
+		ok := func(context.Context) error { return nil }
+		github := resilience.Scope{Provider: "github", Account: "octo", Service: "rest"}
+		users := resilience.Scope{Provider: "aws", Account: "111111111111", Service: "iam"}
+		if err := resilience.Do(ctx, github, ok, gov); err != nil {
+			t.Fatal(err)
+		}
+		h := New(WithGovernor(g))
+		names := func(s served) []string {
+			var out []string
+			for _, p := range s.Providers {
+				out = append(out, p.Name)
+			}
+			return out
+		}
+		if s := decode(t, get(t, h, http.MethodGet, "/?format=json")); !slices.Contains(names(s), "github") {
+			t.Fatalf("setup: the providers %q lack github, live", names(s))
+		}
+		gen := g.Generation()
+		for range 180 { // calls to aws take the reclaimer's steps
+			time.Sleep(time.Second)
+			resilience.Do(ctx, users, ok, gov)
+		}
+		// Nothing but the reclaimer changes the governor's state as a
+		// whole here: a new generation is its forgetting github.
+		if g.Generation() == gen {
+			t.Fatal("setup: github not forgotten after three idle minutes")
+		}
+		s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
+		if got := names(s); !slices.Equal(got, []string{"aws"}) || s.LiveProviders != 1 {
+			t.Errorf("after the governor forgot github, the page's providers are %q of %d; want [aws] of 1", got, s.LiveProviders)
+		}
+	})
+}

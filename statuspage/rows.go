@@ -248,7 +248,8 @@ func (t totals) MarshalJSON() ([]byte, error) {
 // knownProviders remembers the providers whose retry budget the page
 // read, for the governor it read last: a budget outlives the provider's
 // scopes (only successes refund it), so that it is read, and shown, after
-// they are reclaimed. It is safe for concurrent use.
+// they are reclaimed, until the governor forgets the provider
+// (resilience.Governor.Providers). It is safe for concurrent use.
 type knownProviders struct {
 	mu    sync.Mutex
 	g     *resilience.Governor
@@ -256,8 +257,9 @@ type knownProviders struct {
 }
 
 // others records the providers g has live scopes of, seen, and returns
-// the ones read before that have none now.
-func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64) []string {
+// the ones read before that have none now and that g still holds, held
+// (Governor.Providers, sorted); it forgets the others.
+func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64, held []string) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.g != g {
@@ -265,9 +267,14 @@ func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64)
 	}
 	var out []string
 	for name := range k.names {
-		if _, ok := seen[name]; !ok {
-			out = append(out, name)
+		if _, ok := seen[name]; ok {
+			continue
 		}
+		if _, ok := slices.BinarySearch(held, name); !ok {
+			delete(k.names, name) // forgotten by the governor: no budget to show
+			continue
+		}
+		out = append(out, name)
 	}
 	for name := range seen {
 		k.names[name] = true
@@ -281,7 +288,8 @@ func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64)
 // status, and the snapshots of the rows it may show (see picker); the
 // counters it reads are the totals and those of the services shown. The
 // retry budgets are those of the providers with live scopes, and of
-// those known remembers from an earlier page (nil: none). It stops, with
+// those known remembers from an earlier page (nil: none) that the
+// governor still holds. It stops, with
 // ctx's error, when ctx ends before it has read every scope.
 func collect(ctx context.Context, g *resilience.Governor, limit int, known *knownProviders) (page, error) {
 	p := page{Time: g.Clock().Now(), Statuses: make(map[string]int, numStatuses)}
@@ -366,7 +374,7 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 	spanProviders(p.Accounts)
 
 	if known != nil {
-		for _, name := range known.others(g, budgets) {
+		for _, name := range known.others(g, budgets, g.Providers()) {
 			if isEnabled(name) {
 				budgets[name] = g.Budget(name)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -414,6 +415,52 @@ func TestRetryBudgetGaugeOutlivesTheScopes(t *testing.T) {
 		budget := gauge[float64](t, m.collect(t)["cloudg.retry_budget"])
 		if b, has := budget[key(attribute.String("cloud.provider", "aws"))]; !has || b != left {
 			t.Errorf("cloudg.retry_budget{aws} = %v (%v), want the %v tokens left", b, has, left)
+		}
+	})
+}
+
+// A provider the governor forgot has no cloudg.retry_budget series: a
+// provider other than aws, azure and gcp, whose scopes were all
+// reclaimed and whose retry budget is full, is dropped by the governor,
+// and the gauges, which read its budget while it was live, no longer
+// report a budget the governor does not hold (nor read it again at every
+// collection, for each name the program ever called). Before, github's
+// series stayed, at its full budget, for as long as the gauges read the
+// governor.
+func TestAForgottenProvidersBudgetIsNotReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		g := governed(t, m, resilience.Config{})
+		ctx := context.Background()
+		gov := resilience.WithGovernor(g)
+		github := resilience.Scope{Provider: "github", Account: "octo", Service: "rest"}
+		if err := resilience.Do(ctx, github, ok, gov); err != nil {
+			t.Fatal(err)
+		}
+		series := func() []string {
+			var out []string
+			for _, p := range m.collect(t)["cloudg.retry_budget"].Data.(metricdata.Gauge[float64]).DataPoints {
+				name, _ := p.Attributes.Value("cloud.provider")
+				out = append(out, name.Emit())
+			}
+			slices.Sort(out)
+			return out
+		}
+		if got := series(); !slices.Contains(got, "github") {
+			t.Fatalf("setup: cloudg.retry_budget has %q, no github, live", got)
+		}
+		gen := g.Generation()
+		for range 180 { // calls to aws take the reclaimer's steps
+			time.Sleep(time.Second)
+			resilience.Do(ctx, vpcs, ok, gov)
+		}
+		// Nothing but the reclaimer changes the governor's state as a
+		// whole here: a new generation is its forgetting github.
+		if g.Generation() == gen {
+			t.Fatal("setup: github not forgotten after three idle minutes")
+		}
+		if got := series(); !slices.Equal(got, []string{"aws"}) {
+			t.Errorf("after the governor forgot github, cloudg.retry_budget has the series of %q; want [aws]", got)
 		}
 	})
 }
