@@ -78,13 +78,13 @@ func pausedOn(s state.ScopeSnapshot) string {
 	return onProvider
 }
 
-// The buckets queuedOn and pausedOn name, as the JSON names them, and
-// the marks the HTML shows for them.
+// The buckets queuedOn and pausedOn name, as the JSON names them.
 const (
 	onAccount  = "account"
 	onProvider = "provider"
 )
 
+// marks are the HTML's marks of the buckets queuedOn and pausedOn name.
 var marks = map[string]string{onAccount: "acct", onProvider: "prov"}
 
 // queuedFor returns the callers waiting for a token of the scope's
@@ -166,9 +166,9 @@ type account struct {
 	Provider string `json:"provider"`
 	Account  string `json:"account"`
 	// Status is paused (its bucket's pause, or its provider bucket's,
-	// holds every scope of the account), slowed (its bucket below its ceiling), queued (callers
-	// wait for a slot, for its bucket's tokens or for its provider
-	// bucket's) or ok.
+	// holds every scope of the account), slowed (its bucket below its
+	// ceiling), queued (callers wait for a slot, for its bucket's tokens
+	// or for its provider bucket's) or ok.
 	Status      status `json:"status"`
 	Scopes      int    `json:"scopes"`        // its live scopes
 	InFlight    int    `json:"in_flight"`     // calls holding a slot of its bulkhead
