@@ -51,7 +51,8 @@ type sharedBreaker struct {
 
 	// unwritten is set while the local breaker holds what writeBack has
 	// not sent yet; such a breaker is not Pristine, so that the governor
-	// keeps its scope (and this breaker) until it is written back, and
+	// keeps its scope (and this breaker) until it is written back (or,
+	// once the store is closed, until its local breaker is pristine), and
 	// the store holds it meanwhile (Store's unwrittenBreakers), so that
 	// one the governor let go of all the same (a Reset, a Configure that
 	// replaced it) is written back too. mu guards it, so that Pristine
@@ -631,11 +632,26 @@ func (b *sharedBreaker) Stale(now time.Duration) bool {
 // Pristine reports whether the breaker is closed with no failures as far
 // as this process knows, and its local breaker holds nothing that was not
 // written back to Redis yet (so that the governor does not drop a scope
-// whose breaker learned something while Redis did not answer).
+// whose breaker learned something while Redis did not answer). Once the
+// store is closed, nothing is written back any more, and the local
+// breaker of one that learned something decides the scope's calls alone:
+// the breaker is Pristine when that local breaker is (closed with no
+// failures), so that the governor drops its scope as it drops one of an
+// in-process breaker, not never.
 func (b *sharedBreaker) Pristine() bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state == state.Closed && b.failures == 0 && !b.unwritten
+	pristine, unwritten := b.state == state.Closed && b.failures == 0, b.unwritten
+	b.mu.Unlock()
+	if !unwritten {
+		return pristine
+	}
+	if !b.s.closed() {
+		return false
+	}
+	b.localMu.Lock()
+	l := b.local
+	b.localMu.Unlock()
+	return l != nil && l.Pristine()
 }
 
 var _ state.Breaker = (*sharedBreaker)(nil)

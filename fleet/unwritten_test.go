@@ -142,3 +142,48 @@ func TestAClosedStoreKeepsNothingUnwritten(t *testing.T) {
 		})
 	}
 }
+
+// Once Close let go of a breaker whose local breaker learned something
+// while Redis did not answer, nothing will write it back: the local
+// breaker alone decides the scope's calls, and the breaker is Pristine as
+// soon as its local breaker is (closed with no failures), so that the
+// governor's reclaimer can drop the scope as it drops one of an in-process
+// breaker. Until then it is not: a failure counted, an open breaker, are
+// the scope's to keep. Before Close, such a breaker is not Pristine
+// whatever its local breaker holds: what it learned waits for Redis.
+// (After Close the breaker stayed not Pristine for good, and the governor
+// kept its scope for as long as it lived.)
+func TestAClosedStoresBreakerIsPristineOnceItsLocalBreakerIs(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		failures int // counted during the outage
+	}{
+		{"a failure counted", 1},
+		{"opened", unwrittenSpec.Threshold},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := inOutage(t)
+			b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+			for range c.failures {
+				b.Failure(0)
+			}
+			if b.Pristine() {
+				t.Fatalf("%s during an outage: Pristine before Close, with nothing written back", c.name)
+			}
+			s.Close()
+			if b.Pristine() {
+				t.Fatalf("%s during an outage, then Close: Pristine while its local breaker is not (%+v)", c.name, b.Snapshot(0))
+			}
+			if c.failures >= unwrittenSpec.Threshold {
+				if _, ok, probe := b.Allow(unwrittenSpec.Cooldown); !ok || !probe {
+					t.Fatalf("%s during an outage, then Close: no probe at the end of the cooldown", c.name)
+				}
+			}
+			b.Success() // resets the failure, or the probe's: closes the breaker
+			if !b.Pristine() {
+				t.Errorf("%s during an outage, then Close, and its local breaker closed with no failures: not Pristine (%+v), the governor keeps its scope for good",
+					c.name, b.Snapshot(2*unwrittenSpec.Cooldown))
+			}
+		})
+	}
+}
