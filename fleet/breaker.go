@@ -394,9 +394,10 @@ func (b *sharedBreaker) writeBack() bool {
 	b.s.calls.Add(1)
 	res, err := b.s.call(breakerLearnedScript, b.keys, args)
 	switch {
-	case err != nil && b.s.closed():
 	case err != nil && unavailable(err):
-		b.s.errors.Add(1)
+		if !b.s.closed() { // else Close's: no outage reported (see Store.run)
+			b.s.errors.Add(1)
+		}
 		if notRun(err) {
 			b.localMu.Lock()
 			if b.run == run {
@@ -405,8 +406,9 @@ func (b *sharedBreaker) writeBack() bool {
 			b.localMu.Unlock()
 		}
 		return false
-	case err != nil:
+	case err != nil && !b.s.closed():
 		b.s.refused(b.keys[0], err) // no use sending it again
+	case err != nil: // refused at Close: not sent again either
 	case len(res) >= 5:
 		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], why: elem(res, 5), ok: elem(res, 6), sent: t})
 	}

@@ -463,11 +463,12 @@ func (b *sharedBucket) writePause() bool {
 		b.s.calls.Add(1)
 		_, err := b.s.call(pauseScript, b.keys[:1], b.argsWith(d.Microseconds()))
 		switch {
-		case err != nil && b.s.closed():
 		case err != nil && unavailable(err):
-			b.s.errors.Add(1)
+			if !b.s.closed() { // else Close's: no outage reported (see run)
+				b.s.errors.Add(1)
+			}
 			return false
-		case err != nil:
+		case err != nil && !b.s.closed():
 			b.s.refused(b.keys[0], err) // no use sending it again
 		}
 	}

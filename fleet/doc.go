@@ -128,7 +128,12 @@
 // opens when the failures seen warrant it. A scope whose breaker holds
 // what was not written back yet is not reclaimed by the governor, and the
 // store holds such a breaker until it is written back, whatever lets go of
-// it meanwhile (the governor's Reset, a Configure that replaced it). At
+// it meanwhile (the governor's Reset, a Configure that replaced it).
+// Store.Close writes back what was not written back yet when Redis answers
+// it (it may have come back since the last heartbeat), within its
+// deadline, and lets go of the rest: a breaker it let go of is then
+// pristine, its scope reclaimable, once its local breaker is closed with
+// no failures. At
 // either switch, the callers already queued keep their tokens and their
 // times, and the new bucket is charged for them: they take the head of its
 // queue instead of going on top of its balance. A failover is such an outage:

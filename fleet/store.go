@@ -282,32 +282,43 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	return s
 }
 
-// Close stops the heartbeat, gives back to Redis the tokens the buckets
-// the store made hold and no caller took: their leases (Redis counts them
-// as taken, and the fleet's other processes would lose them until their
-// times pass), the tokens given back and not sent yet, and those of the
-// buckets the governor dropped whose give-back is still queued or whose
-// operation was in flight as it dropped them; a bucket the governor
-// dropped is not given back twice. It then saves the retry budgets'
-// spending (a fraction of a token each, where a lease is up to 64: a slow
-// Redis spends Close's time on the leases first). Then, for a Store made
-// by Open, it closes its Redis client. Close's operations with Redis end
-// within the operation timeout (WithTimeout) from its start, however many
-// buckets have tokens to give back, and whether or not Redis answers; the
-// tokens not given back by then stay spent until their times pass. A call
-// through the store after Close (or in flight at Close) goes on with local
-// limits, and reports no Redis outage: a bucket Close gave its lease back
-// borrows no new one. What the local limits learned while Redis did not
-// answer and the heartbeat has not written back yet (a pause set on a
-// bucket, a breaker's change of state or failures) is not written back:
-// Close lets go of it, and the store keeps none of what they learn after
-// it, nothing being written back any more.
+// Close stops the heartbeat, and first writes back what the local limits
+// learned while Redis did not answer and the heartbeat has not written
+// back yet (a pause set on a bucket, a breaker's change of state or
+// failures), as the heartbeat's next tick would: Redis may have come back
+// since its last, and what a process learned then reaches the fleet. It
+// gives that up at the first operation Redis does not answer. It then
+// gives back to Redis the tokens the buckets the store made hold and no
+// caller took: their leases (Redis counts them as taken, and the fleet's
+// other processes would lose them until their times pass), the tokens
+// given back and not sent yet, and those of the buckets the governor
+// dropped whose give-back is still queued or whose operation was in flight
+// as it dropped them; a bucket the governor dropped is not given back
+// twice. It then saves the retry budgets' spending (a fraction of a token
+// each, where a lease is up to 64: a slow Redis spends Close's time on the
+// write-back and the leases first). Then, for a Store made by Open, it
+// closes its Redis client. Close's operations with Redis end within the
+// operation timeout (WithTimeout) from its start, however many buckets
+// have tokens to give back or breakers and buckets have something to write
+// back, and whether or not Redis answers: a Close while Redis does not
+// answer takes that timeout when there is something to write back, and no
+// time otherwise; the tokens not given back by then stay spent until
+// their times pass. A call through the store after Close (or in flight at
+// Close) goes on with local limits, and reports no Redis outage: a bucket
+// Close gave its lease back borrows no new one. What Close did not write
+// back (Redis did not answer, or the deadline passed) is not written back
+// later: Close lets go of it, and the store keeps none of what the local
+// limits learn once Close began, nothing being written back any more.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
 		s.closeBy.Store(int64(mono() + s.cfg.timeout))
 		close(s.stop)
 		<-s.done
+		// What the heartbeat would have written back at its next tick:
+		// Redis may have come back since its last. Bounded by closeBy, and
+		// given up at the first operation Redis does not answer.
+		s.writeBack()
 		s.owedPauses.Clear() // the heartbeat, which writes them back, is done (hold)
 		s.unwrittenBreakers.Clear()
 		s.giveBackLeases()
