@@ -147,21 +147,24 @@
 //
 // # What Redis holds is not trusted
 //
-// The scripts validate what they read. A key of another type is deleted; a
+// The scripts validate what they read. A key of another type, and a
 // bucket or breaker holding a value the local settings could not have
 // written (not a finite number, a rate below the floor, a pause past the
 // key's TTL and the longest pause ahead, a balance time past the key's own
 // expiry, a breaker state, cooldown, wait or change time no settings
-// give) counts as absent and is rebuilt from the local settings; a rate
+// give), count as absent: a script that writes deletes such a key and
+// rebuilds it from the local settings; a rate
 // above the ceiling (one lowered by configuration) is brought down to it; a
 // budget below zero is full. A queue of reserved tokens is as long as the callers queued make
 // it, past that horizon if need be, and is kept with the bucket's rate:
 // every write puts the key's expiry past the time the bucket is full again.
-// Every script gives the keys it touches their TTL again, so that no key
-// lives forever, counted from the time what the key holds stops mattering
-// (a bucket's pause over and its balance full again, a breaker's cooldown
-// over), so that no key expires with a pause, a queue or an open breaker in
-// it. An answer that is not what its script answers (another type or
+// Every script that writes gives the keys it touches their TTL again, so
+// that no key lives forever, counted from the time what the key holds
+// stops mattering (a bucket's pause over and its balance full again, a
+// breaker's cooldown over), so that no key expires with a pause, a queue
+// or an open breaker in it. A read (the governor's Inspect and Delay, a
+// bucket's look for a pause) changes nothing in Redis: not a key's TTL,
+// not a key it finds invalid. An answer that is not what its script answers (another type or
 // length, a number that is none, a lease of fewer tokens than asked for,
 // a closed breaker refusing a call, a nil) is not read: that operation
 // goes on with local limits, as one Redis refused, and the store logs it

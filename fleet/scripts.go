@@ -19,13 +19,15 @@ import (
 //
 // Nothing read from Redis is trusted: anyone with access to the keys, an
 // older version or a bug may have written anything there. A key of another
-// type is deleted; a hash holding a value the local settings could not
-// have written (not a number, infinite, a rate below the floor, a time
-// past the horizon) counts as absent, and is deleted too; every script
-// gives the keys it touches their TTL again (one it only reads, when it
-// has none), counted from the time their state stops mattering: the end
-// of a bucket's pause and the time its balance is full again, the end of
-// a breaker's cooldown or of its probe's lease.
+// type counts as absent, and so does a hash holding a value the local
+// settings could not have written (not a number, infinite, a rate below
+// the floor, a time past the horizon); a script that writes deletes it,
+// and gives the keys it touches their TTL again (one it only reads, when
+// it has none), counted from the time their state stops mattering: the
+// end of a bucket's pause and the time its balance is full again, the end
+// of a breaker's cooldown or of its probe's lease. A script that only
+// reads (bucketSnapshotScript, breakerSnapshotScript: a read of the
+// fleet's state) changes nothing, not a key's TTL, not an invalid key.
 
 // A script is one of the Lua scripts below. The store runs it with
 // EVALSHA, and with EVAL when Redis does not hold it yet, as go-redis's
@@ -113,6 +115,14 @@ local function call(cmd, key, ...)
   end
   return r
 end
+-- read runs a read command on key for a script that only reads: when key
+-- holds a value of another type, it answers {}, as for no key, and
+-- leaves it as it is.
+local function read(cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r.err then return {} end
+  return r
+end
 -- expire gives key the key TTL (ttl, in ms) counted from at, the time its
 -- state stops mattering (microseconds on Redis's clock: the end of a pause
 -- or a cooldown), or from now when that time is past: a key outlives what
@@ -185,7 +195,9 @@ local function fresh(b, now)
 end
 
 -- load_bucket reads the bucket at key; invalid state is deleted and the
--- bucket starts afresh, full at its ceiling. A rate above the ceiling (one
+-- bucket starts afresh, full at its ceiling. With ro (a script that only
+-- reads), nothing is deleted: invalid state, or a key of another type,
+-- reads as a fresh bucket and is left for the next write to repair. A rate above the ceiling (one
 -- lowered by configuration) is brought down to it. The goodput
 -- controller's counts are read only by a bucket of MODE 2.
 --
@@ -197,8 +209,9 @@ end
 -- every write puts past the time the bucket is full again (save_bucket),
 -- with the clock skew a failover may bring; by the horizon when that is
 -- later (a key written by an older version, or made persistent).
-local function load_bucket(key, now)
+local function load_bucket(key, now, ro)
   local h
+  local call = ro and read or call
   if MODE == '2' then
     h = call('HMGET', key, 't0', 'paused', 'rate', 'ldec', 'lthr', 'linc', 'gcl', unpack(SERVED_FIELDS))
   else
@@ -227,7 +240,7 @@ local function load_bucket(key, now)
     b.ldec, b.lthr, b.linc, b.climbs = ldec, lthr, linc, climbs
     return b
   end
-  if redis.call('EXISTS', key) == 1 then redis.call('DEL', key) end
+  if not ro and redis.call('EXISTS', key) == 1 then redis.call('DEL', key) end
   fresh(b, now)
   return b
 end
@@ -566,11 +579,12 @@ save_bucket(KEYS[1], b, now)
 return {1}
 `).answers("n")
 
-// bucketSnapshotScript reads a bucket. Reply: {rate, tokens, paused_us}.
+// bucketSnapshotScript reads a bucket, and changes nothing: not its
+// value, not its TTL, not an invalid one (load_bucket's ro). Reply: {rate,
+// tokens, paused_us}.
 var bucketSnapshotScript = newScript(bucketPrelude + `
 local now = now_us()
-local b = load_bucket(KEYS[1], now)
-touch(KEYS[1], TTL_MS, now, settled(b))
+local b = load_bucket(KEYS[1], now, true)
 local eff = math.max(now, b.paused)
 local t0 = math.max(b.t0, eff - b.capus)
 return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.paused - now))}
@@ -600,10 +614,13 @@ local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
 local SKEW_US = tonumber(ARGV[5])
 -- load_breaker reads the breaker at key; invalid state (an unknown state,
 -- a cooldown longer than the longest, a wait past it, a change or a reset
--- in the future) is deleted and the breaker is closed. ft, the failures'
--- times, is read as a string: run_times parses it when a script needs it.
-local function load_breaker(key, now)
-  local h = call('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since', 'reset', 'ft', 'why', 'whyat')
+-- in the future) is deleted and the breaker is closed; with ro (a script
+-- that only reads), nothing is deleted: invalid state, or a key of another
+-- type, reads as a closed breaker and is left for the next write to
+-- repair. ft, the failures' times, is read as a string: run_times parses
+-- it when a script needs it.
+local function load_breaker(key, now, ro)
+  local h = (ro and read or call)('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since', 'reset', 'ft', 'why', 'whyat')
   local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US),
     untilv = tonumber(h[4] or 0), since = tonumber(h[5] or 0), reset = tonumber(h[6] or 0), ft = h[7] or '',
     why = why_of(h[8])}
@@ -616,7 +633,7 @@ local function load_breaker(key, now)
       finite(br.reset) and br.reset <= now + SKEW_US then
     return br
   end
-  redis.call('DEL', key)
+  if not ro then redis.call('DEL', key) end
   return {state = 'closed', failures = 0, cooldown = BASE_US, untilv = 0, since = 0, reset = 0, ft = '', why = ''}
 end
 -- ok_age is how long ago (µs) the last success Redis recorded for the
@@ -737,11 +754,12 @@ expire(KEYS[1], TTL_MS, now, now + cooldown)
 return {1, 'open', 0, num(cooldown), num(now), num(cooldown), why, ok_age('open', br.since, br.reset, now)}
 `).answers("nsnnnn.n")
 
-// breakerSnapshotScript reads a breaker. Reply: {state, failures, cooldown_us, wait_us, now_us, why, ok_age_us}.
+// breakerSnapshotScript reads a breaker, and changes nothing: not its
+// value, not its TTL, not an invalid one (load_breaker's ro). Reply:
+// {state, failures, cooldown_us, wait_us, now_us, why, ok_age_us}.
 var breakerSnapshotScript = newScript(breakerPrelude + `
 local now = now_us()
-local br = load_breaker(KEYS[1], now)
-touch(KEYS[1], TTL_MS, now, br.untilv)
+local br = load_breaker(KEYS[1], now, true)
 return reading(br, now)
 `).answers("snnnn.n")
 
