@@ -154,7 +154,7 @@ type Pool struct {
 	deferred int
 	dropped  int
 	errs     []error
-	waited   bool // Wait returned: the pool is over
+	waited   bool // Wait found the pool quiet: the pool is over, Go panics
 	wg       sync.WaitGroup
 
 	// The causes of the contexts that dropped tasks, each once, for Wait:
@@ -233,8 +233,15 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // Wait returns ctx's cause with the errors.
 // Go does not block: the workers ask the governor about the queues
 // without the pool's lock held, whose store a fleet's processes read
-// across the network. It panics once Wait has returned, and on a nil ctx
-// or fn.
+// across the network. It panics on a nil ctx or fn, and once Wait has
+// found the pool quiet (nothing queued, running or left to record):
+// Wait then cancels the pool's context and waits for the pool's
+// goroutines before it returns, so that a Go racing Wait's end panics
+// though Wait has not returned yet, from the moment the pool's context
+// is done by Wait at the latest. A Go made by a running task (or by
+// anything the task waits for before it returns) is always accepted: a
+// running task keeps Wait from finding the pool quiet, and its task runs
+// before Wait returns.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	switch {
 	case ctx == nil:
@@ -247,7 +254,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.waited {
-		panic("pool: Go after Wait returned")
+		panic("pool: Go after Wait found the pool quiet")
 	}
 	q := p.scopes[scope]
 	if q == nil {
@@ -1001,6 +1008,8 @@ func (p *Pool) record() {
 // A task refused before it sent anything and run again counts once, by
 // its last run. Wait must not be called from a task of the pool, nor from
 // anything a task waits for: it would wait for that task too, forever.
+// From the moment Wait finds the pool quiet, before it cancels the pool's
+// context, Go panics (see Go).
 func (p *Pool) Wait() error {
 	p.mu.Lock()
 	for p.busy() {
