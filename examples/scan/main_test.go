@@ -376,6 +376,70 @@ func TestScopePoolDeferredFirstCall(t *testing.T) {
 	}
 }
 
+// A first call the scope pool deferred whose task the cancellation then
+// dropped is a task the pool did not run again: the report's deferred
+// line, which says the pool ran their tasks again, does not count it
+// (the tasks line counts it dropped unrun). Here one worker runs the
+// scan, another caller takes account 111111111111's only slot as the
+// pool hands a worker that account's first DescribeSecret, for 100 ms,
+// and the scan is cancelled 30 ms later: that task's first call is
+// deferred, and the task dropped before the slot is free. Before, the
+// report said "deferred 1 first call(s) refused before sending [...];
+// the pool ran their tasks again".
+func TestCancelledScanCountsNoDeferredTaskItDropped(t *testing.T) {
+	o := testOptions("-pool", "scope", "-workers", "1")(t)
+	o.gov = &resilience.Config{AWS: resilience.ProviderConfig{MinRPS: 10, MaxConcurrency: 1, Services: slowBuiltins}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var taken atomic.Bool
+	var laterRuns atomic.Int64 // tasks of the account run after the slot was taken
+	o.beforeTask = func(gov *resilience.Governor, sc resilience.Scope) {
+		if sc.Account != "111111111111" {
+			return
+		}
+		if taken.Load() {
+			laterRuns.Add(1)
+			return
+		}
+		if sc.Operation != "DescribeSecret" || !taken.CompareAndSwap(false, true) {
+			return
+		}
+		other, err := gov.Begin(context.Background(), sc)
+		if err == nil {
+			err = other.Enter(context.Background())
+		}
+		if err != nil {
+			t.Errorf("the other caller: %v", err)
+			return
+		}
+		time.AfterFunc(100*time.Millisecond, func() { other.End(nil); other.Release() })
+		time.AfterFunc(30*time.Millisecond, cancel)
+	}
+	var out bytes.Buffer
+	var runs []*scanRun
+	var err error
+	synctest.Test(t, func(*testing.T) { runs, err = run(ctx, &out, nil, o) })
+	report := out.String()
+	t.Log("\n" + report)
+	if !errors.Is(err, context.Canceled) || len(runs) != 1 {
+		t.Fatalf("run: %v, %d runs; want the cancellation and the run it cut", err, len(runs))
+	}
+	r := runs[0]
+	if !taken.Load() || r.rerun == 0 || laterRuns.Load() != 0 {
+		t.Fatalf("setup: slot taken %t, %d task(s) queued again by the pool, %d task(s) of the account run after; want a task deferred and none run after",
+			taken.Load(), r.rerun, laterRuns.Load())
+	}
+	var n int64
+	if i := strings.Index(report, "  deferred            "); i >= 0 {
+		if _, err := fmt.Sscanf(report[i:], "  deferred            %d first call(s)", &n); err != nil {
+			t.Fatalf("deferred line: %v", err)
+		}
+	}
+	if n != 0 || r.deferred.Load() != 0 {
+		t.Errorf("the report says the pool ran the tasks of %d deferred first call(s) again (counted %d); it ran none: the task was dropped unrun", n, r.deferred.Load())
+	}
+}
+
 // A task that panics under the scope pool loses the rest of its work
 // (here a listing and the detail tasks it would have submitted), and the
 // scan says so: the loss is in its collection's ledger, which the report

@@ -114,9 +114,10 @@ type byScope struct {
 // task whose first call the governor refuses before sending (its scope
 // busy after all: a token or a concurrency slot taken meanwhile) sees the
 // call fail with a *resilience.WouldWaitError, and the pool runs it again
-// once its scope can go; Run returns how many times it did
-// (Progress.Deferred). A task that panics loses what it had left to do,
-// which no call's error shows: the pool recovers the panic and records
+// once its scope can go; Run returns how many times it queued a task
+// again so (Progress.Deferred), a task that the cancellation of the scan
+// then dropped unrun included. A task that panics loses what it had left
+// to do, which no call's error shows: the pool recovers the panic and records
 // the task in the ledger its context carries (resilience.LossPanicked),
 // once (a panic inside a governed call is that call's record).
 // The pool drops the tasks a cancelled scan has left, recording each in

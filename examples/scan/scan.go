@@ -225,8 +225,8 @@ type scanRun struct {
 	stats    *resilience.Stats
 	colls    map[string]*collection
 	done     atomic.Int64 // calls made, for the progress line
-	deferred atomic.Int64 // first calls the pool's admission refused, not made
-	rerun    int          // tasks the pool ran again, as it counts them
+	deferred atomic.Int64 // first calls the pool's admission refused, not made, whose tasks the pool ran again
+	rerun    int          // tasks the pool queued again (Progress.Deferred), a cancellation's drops among them
 	// cancelled is set when the scan's context ended before the run did,
 	// cancelledAt then being when, from the start.
 	cancelled   bool
@@ -339,23 +339,32 @@ type taskRun struct {
 // the task timeout from the moment the task starts. A task whose context
 // is done when it starts (the scan was cancelled while it was queued) is
 // dropped unrun, its loss in the ledger, as the scope pool drops the
-// tasks it still holds.
+// tasks it still holds. A run whose first call the pool deferred is
+// counted in the run's deferred as the task runs again: a task the
+// cancellation drops before that is dropped unrun, not run again.
 func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, t *taskRun, submit func(Task))) Task {
 	c := r.colls[sc.Account+"/"+sc.Service]
 	gs := r.s.governed(sc)
 	c.submitted.Add(1) // every task made is submitted, once
+	// Whether the task's last run ended with its first call deferred.
+	// The pool runs a task's runs one after the other.
+	deferredRun := false
 	return Task{Scope: gs, Context: c.ctx, Run: func(ctx context.Context, submit func(Task)) {
 		if ctx.Err() != nil {
 			c.ledger.Record(resilience.LossCancelled, fmt.Sprintf("%s: task not run: %v", gs, context.Cause(ctx)))
 			return
 		}
+		if deferredRun {
+			r.deferred.Add(1) // run again
+		}
 		t := &taskRun{c: c}
 		returned := false
 		defer func() {
+			deferredRun = returned && t.deferred
 			switch {
 			case !returned:
 				c.panicked.Add(1)
-			case t.deferred: // run again by the pool
+			case t.deferred: // to be run again by the pool, or dropped
 			case t.failed:
 				c.failedTasks.Add(1)
 			default:
@@ -392,13 +401,12 @@ func deferred(err error) bool {
 
 // record counts a call of task run t that returned err, and reports
 // whether it succeeded. A call the pool deferred is no call made: it is
-// counted apart, and reported as not succeeded, so that the task stops
-// and returns to the pool.
+// not counted (the task's next run counts it: see task), and reported as
+// not succeeded, so that the task stops and returns to the pool.
 func (r *scanRun) record(t *taskRun, err error) bool {
 	c := t.c
 	if deferred(err) {
 		t.deferred = true
-		r.deferred.Add(1)
 		return false
 	}
 	o := outcomeOf(err)
