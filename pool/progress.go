@@ -90,7 +90,11 @@ const (
 )
 
 // Progress returns where the pool's work stands now. It reads the
-// governor, changing nothing.
+// governor, changing nothing: one resilience.Survey of the pool's scopes,
+// which reads each scope's buckets once, and each account's bucket and
+// provider's provider-wide bucket once for all their scopes (once per
+// 100 ms of a Progress that takes longer): with a fleet's store each
+// read is a round trip.
 func (p *Pool) Progress() Progress {
 	p.mu.Lock()
 	pr := Progress{Queued: p.queued, Running: p.running, Done: p.done, Failed: p.failed, Deferred: p.deferred, Dropped: p.dropped}
@@ -118,6 +122,10 @@ func (p *Pool) Progress() Progress {
 	providers := map[resilience.Scope]*shared{}
 	type buckets struct{ leaf, account, provider *shared }
 	of := make([]buckets, len(pr.Scopes))
+	// One read of each scope's state, and of each account's and
+	// provider's bucket for all their scopes: with a fleet's store each
+	// read is a round trip.
+	survey := p.gov.Survey()
 	for i := range pr.Scopes {
 		s := &pr.Scopes[i]
 		s.State = ScopeIdle
@@ -130,8 +138,10 @@ func (p *Pool) Progress() Progress {
 			pr.ETA = max(pr.ETA, s.ETA)
 			continue
 		}
+		look := survey.Look(s.Scope)
+		snap := look.Snapshot
+		s.Rate = snap.Leaf.Rate
 		if s.Queued == 0 || !p.gov.Enabled(s.Scope.Provider) {
-			s.Rate = p.gov.Inspect(s.Scope).Leaf.Rate
 			if s.Queued > 0 {
 				// Its calls go straight through, unpaced: once the hold of
 				// a refusal of its first call (to a governed scope) ends,
@@ -143,12 +153,10 @@ func (p *Pool) Progress() Progress {
 			pr.ETA = max(pr.ETA, s.ETA)
 			continue
 		}
-		// Read as pick reads it (see Pool.circuit): Delay, then one
-		// snapshot, so that a probe's verdict between the two reads
-		// shows the scope as its breaker is after it.
-		d, why := p.gov.Delay(s.Scope)
-		snap := p.gov.Inspect(s.Scope)
-		s.Rate = snap.Leaf.Rate
+		// Read as pick reads it (see Pool.circuit): Delay, then the
+		// snapshot's breaker, so that a probe's verdict between the two
+		// reads shows the scope as its breaker is after it.
+		d, why := look.Wait, look.Why
 		open := errors.Is(why, resilience.ErrCircuitOpen)
 		switch {
 		case why == nil:

@@ -583,6 +583,12 @@ func (g *Governor) Budget(provider string) float64 {
 // mode), the state the store holds for it, which other processes may
 // have taught. A scope without a provider has the zero snapshot.
 func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
+	return g.inspect(scope, accountReads{})
+}
+
+// inspect is Inspect, its account buckets and provider buckets read
+// through reads (the zero accountReads reads every time).
+func (g *Governor) inspect(scope Scope, reads accountReads) state.ScopeSnapshot {
 	if scope.Provider == "" {
 		return state.ScopeSnapshot{}
 	}
@@ -593,44 +599,65 @@ func (g *Governor) Inspect(scope Scope) state.ScopeSnapshot {
 		set := resolveProvider(scope.Provider, c.cfg.Provider(scope.Provider), c.enabled)
 		s := fresh(set, scope, nil, float64(set.budget))
 		if g.sharedBuckets && set.global != nil {
-			s.Provider = g.store.Bucket(providerKey(set.name), *set.global, now).Snapshot(now)
+			s.Provider = g.storedBucket(reads.stored, providerKey(set.name), *set.global, now)
 		}
-		return g.stored(s, set, nil, now)
+		return g.stored(s, set, nil, now, reads)
 	}
 	e, acct := p.scopes.peek(scope)
+	return g.inspectIn(p, e, acct, scope, now, reads)
+}
+
+// inspectIn is inspect of scope, of provider p, whose entry is e and
+// account acct (either nil: none yet), at now.
+func (g *Governor) inspectIn(p *provider, e *scopeEntry, acct *accountEntry, scope Scope, now time.Duration, reads accountReads) state.ScopeSnapshot {
 	if e != nil {
-		return e.snapshot(g.epoch, now, p, accountReads{})
+		return e.snapshot(g.epoch, now, p, reads)
 	}
 	s := fresh(p.set, scope, acct, p.budget.Remaining())
 	if acct != nil && acct.bucket != nil {
-		s.Account = acct.bucket.Snapshot(now)
+		s.Account = reuse(reads.accounts, acct, acct.bucket, now)
 	}
 	if b := p.scopes.global; b != nil {
-		s.Provider = b.Snapshot(now)
+		s.Provider = reuse(reads.providers, p, b, now)
 	}
-	return g.stored(s, p.set, acct, now)
+	return g.stored(s, p.set, acct, now, reads)
 }
 
 // stored completes the fresh snapshot s of a scope this process has not
 // used. With a shared store (fleet mode) other processes may have taught
 // the scope's state: its leaf bucket, breaker and account bucket are read
 // from the store, through handles made for the read and dropped (the
-// governor keeps nothing). In-process, s stands as it is. Either way the
-// calls queued in its buckets (its account's, for a new scope of an
-// account in use, and its provider's) and the pause holding it are
-// counted in.
-func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *accountEntry, now time.Duration) state.ScopeSnapshot {
+// governor keeps nothing), the account bucket through reads. In-process,
+// s stands as it is. Either way the calls queued in its buckets (its
+// account's, for a new scope of an account in use, and its provider's)
+// and the pause holding it are counted in.
+func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *accountEntry, now time.Duration, reads accountReads) state.ScopeSnapshot {
 	if g.sharedBuckets {
 		key := s.Scope
 		s.Leaf = g.store.Bucket(key.Key(), set.leafSpec(key), now).Snapshot(now)
 		s.Breaker = g.store.Breaker(key.Key(), set.breaker).Snapshot(now)
 		if set.account != nil && (acct == nil || acct.bucket == nil) {
-			s.Account = g.store.Bucket(accountKey(key), *set.account, now).Snapshot(now)
+			s.Account = g.storedBucket(reads.stored, accountKey(key), *set.account, now)
 		}
 	}
 	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
 	if p := max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused); p > 0 {
 		s.PausedUntil = g.epoch.Add(now + p)
+	}
+	return s
+}
+
+// storedBucket is the snapshot at now of the store's bucket of key and
+// spec (an account's or a provider's, which the governor holds no handle
+// of), read through a handle made for the read, or the one m holds (see
+// reuse), the handle then not made.
+func (g *Governor) storedBucket(m map[string]accountRead, key string, spec state.BucketSpec, now time.Duration) state.BucketSnapshot {
+	if s, ok := cached(m, key, now); ok {
+		return s
+	}
+	s := g.store.Bucket(key, spec, now).Snapshot(now)
+	if m != nil {
+		m[key] = accountRead{now, s}
 	}
 	return s
 }

@@ -153,16 +153,20 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, r
 // snapshot of each account's bucket and of each provider's provider
 // bucket, for accountReuse: with a shared store (fleet mode) each
 // snapshot is a round trip, and the scopes of an account (of a provider)
-// would read its one bucket once each. Its zero value, with nil maps,
-// reads every time. It is not safe for concurrent use.
+// would read its one bucket once each. stored keeps, by their keys, those
+// read from the store through handles made for the read (of accounts and
+// providers the governor holds none of: see Governor.stored). Its zero
+// value, with nil maps, reads every time. It is not safe for concurrent
+// use.
 type accountReads struct {
 	accounts  map[*accountEntry]accountRead
 	providers map[*provider]accountRead
+	stored    map[string]accountRead
 }
 
 // newAccountReads returns an accountReads that keeps its snapshots.
 func newAccountReads() accountReads {
-	return accountReads{accounts: map[*accountEntry]accountRead{}, providers: map[*provider]accountRead{}}
+	return accountReads{accounts: map[*accountEntry]accountRead{}, providers: map[*provider]accountRead{}, stored: map[string]accountRead{}}
 }
 
 // accountRead is a snapshot of an account's bucket (or a provider's) and
@@ -186,14 +190,23 @@ func reuse[K comparable](m map[K]accountRead, owner K, b state.Bucket, now time.
 	if m == nil {
 		return b.Snapshot(now)
 	}
-	if c, ok := m[owner]; ok && now >= c.at && now-c.at < accountReuse {
-		s := c.snap
-		s.Paused = max(0, s.Paused-(now-c.at))
+	if s, ok := cached(m, owner, now); ok {
 		return s
 	}
 	s := b.Snapshot(now)
 	m[owner] = accountRead{now, s}
 	return s
+}
+
+// cached returns the snapshot m holds of owner's bucket, when it was
+// taken within accountReuse before now, with what is left of its pause.
+func cached[K comparable](m map[K]accountRead, owner K, now time.Duration) (state.BucketSnapshot, bool) {
+	if c, ok := m[owner]; ok && now >= c.at && now-c.at < accountReuse {
+		s := c.snap
+		s.Paused = max(0, s.Paused-(now-c.at))
+		return s, true
+	}
+	return state.BucketSnapshot{}, false
 }
 
 func (g *Governor) newScopeTable(set *providerSettings) *scopeTable {

@@ -58,15 +58,33 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 		return 0, nil
 	}
 	e, acct := p.scopes.peek(scope)
-	now := g.now()
+	return delay(p, e, acct, g.now(), nil, nil)
+}
+
+// delay is Delay's answer at now for a scope of p, enabled, whose entry
+// is e and account acct (either nil: none yet). Its breaker and buckets
+// are read where Delay needs them, unless given: breaker, when not nil,
+// is e's breaker read at now, and s, when not nil, the scope's snapshot
+// at now, whose buckets' parts stand for the buckets' (see Survey, which
+// reads each once).
+func delay(p *provider, e *scopeEntry, acct *accountEntry, now time.Duration, breaker *state.BreakerSnapshot, s *state.ScopeSnapshot) (time.Duration, error) {
+	var leaf, account, global *state.BucketSnapshot
+	if s != nil {
+		leaf, account, global = &s.Leaf, &s.Account, &s.Provider
+	}
 	if e != nil {
 		closed := true
 		if !e.breaker.Pristine() || staleView(e.breaker, now) {
-			s := e.breaker.Snapshot(now)
-			if s.State != state.Closed && s.Wait > 0 {
-				return s.Wait, ErrCircuitOpen
+			var b state.BreakerSnapshot
+			if breaker != nil {
+				b = *breaker
+			} else {
+				b = e.breaker.Snapshot(now)
 			}
-			closed = s.State == state.Closed
+			if b.State != state.Closed && b.Wait > 0 {
+				return b.Wait, ErrCircuitOpen
+			}
+			closed = b.State == state.Closed
 		}
 		if closed && e.deadClosed(p.set, now) {
 			// Found dead without a new answer: the next call's admission
@@ -76,12 +94,12 @@ func (g *Governor) Delay(scope Scope) (time.Duration, error) {
 	}
 	var w time.Duration
 	if acct != nil {
-		w = max(tokenWait(acct.global, now), tokenWait(acct.bucket, now))
+		w = max(tokenWait(acct.global, global, now), tokenWait(acct.bucket, account, now))
 	} else {
-		w = tokenWait(p.scopes.global, now)
+		w = tokenWait(p.scopes.global, global, now)
 	}
 	if e != nil {
-		w = max(w, tokenWait(e.leaf, now))
+		w = max(w, tokenWait(e.leaf, leaf, now))
 	}
 	if w > 0 {
 		return w, ErrNoToken
@@ -123,13 +141,18 @@ type leasedBucket interface {
 }
 
 // tokenWait is how long a caller arriving at now would wait for a token of
-// b (nil: none), read from its snapshot, or from its lease when no pause
-// holds it (leasedBucket).
-func tokenWait(b state.Bucket, now time.Duration) time.Duration {
+// b (nil: none), read from its snapshot (snap, when not nil: b's at now,
+// read already), or from its lease when no pause holds it (leasedBucket).
+func tokenWait(b state.Bucket, snap *state.BucketSnapshot, now time.Duration) time.Duration {
 	if b == nil {
 		return 0
 	}
-	s := b.Snapshot(now)
+	var s state.BucketSnapshot
+	if snap != nil {
+		s = *snap
+	} else {
+		s = b.Snapshot(now)
+	}
 	if l, ok := b.(leasedBucket); ok && s.Paused <= 0 {
 		if w, ok := l.LeaseWait(now); ok {
 			return w
