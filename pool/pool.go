@@ -135,13 +135,15 @@ type Pool struct {
 	mu       sync.Mutex
 	quiet    sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
 	scopes   map[resilience.Scope]*queue
-	ring     ring            // queues whose head may be ready, in turn
-	parked   parkedHeap      // queues waiting for their scope, by time
-	turns    uint32          // queues asked about so far (wrapping around), for the parked heap's order
-	slots    []*queue        // queues waiting for a concurrency slot
-	holds    fifo[heldQueue] // admitting queues, by the end of their hold
-	ends     uint64          // tasks ended (not deferred runs), for ask
-	waits    map[string]bool // breakerWaits by provider, for waitsGen
+	ring     ring                 // queues whose head may be ready, in turn
+	parked   parkedHeap           // queues waiting for their scope, by time
+	turns    uint32               // queues asked about so far (wrapping around), for the parked heap's order
+	slots    []*queue             // queues waiting for a concurrency slot
+	holds    fifo[heldQueue]      // admitting queues, by the end of their hold
+	ends     uint64               // tasks ended (not deferred runs), for ask
+	full     map[account]fullMark // accounts found with no slot free (see markFull)
+	fullGen  uint64               // marks made, for fullMark's gen
+	waits    map[string]bool      // breakerWaits by provider, for waitsGen
 	waitsGen uint64
 	armedAt  time.Duration
 	armStop  context.CancelFunc // stops the wake-up armed for armedAt
@@ -351,22 +353,13 @@ func (p *Pool) next() *task {
 // queue (see ask).
 func (p *Pool) pick() *task {
 	now := p.now()
-	// The accounts found with no slot free in this pass: the queues a
-	// task's end put back in turn (unslot), whose last answer was no slot,
-	// are not asked again when their account is one of them. A task's end
-	// frees one slot at most, and asking every queue of an account with
-	// thousands of scopes queued made each task's end cost as many
-	// answers of Delay. A task that ends while a queue is asked about
-	// empties the list: its slot may be free.
-	var fullBuf [2]account
-	full := fullBuf[:0]
 	p.endHolds(now)
 	for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 		p.ring.push(p.parked.popMin())
 	}
 	for n := p.ring.len(); n > 0 && p.ring.len() > 0; n-- {
 		q := p.ring.pop()
-		noSlot := q.noSlot
+		noSlot, turn := q.noSlot, q.turn
 		q.noSlot = false
 		p.dropDone(q)
 		if q.n == 0 {
@@ -387,9 +380,6 @@ func (p *Pool) pick() *task {
 					return nil
 				}
 				now, asked = p.now(), true
-				if a.ended {
-					full = full[:0]
-				}
 				if q.n == 0 {
 					q.where = nowhere
 					continue
@@ -412,19 +402,23 @@ func (p *Pool) pick() *task {
 			return t
 		}
 		acct := account{q.scope.Provider, q.scope.Account}
-		if !asked && noSlot && slices.Contains(full, acct) {
+		if !asked && noSlot && p.isFull(acct) {
 			p.slot(q, now)
 			continue
 		}
 		if !asked {
+			// Asked about for a slot a task's end freed: the slot is the
+			// queue's while it is asked about (see markFull).
+			gen, reserved := p.reserve(acct, noSlot)
 			var ok bool
-			if a, ok = p.ask(q); !ok {
+			a, ok = p.ask(q)
+			if reserved {
+				p.unreserve(acct, gen)
+			}
+			if !ok {
 				return nil
 			}
 			now = p.now()
-			if a.ended {
-				full = full[:0]
-			}
 			if q.n == 0 {
 				q.where = nowhere
 				continue
@@ -448,6 +442,11 @@ func (p *Pool) pick() *task {
 			// cooldown, holds the queue until the probe may go (parked,
 			// the queue would go once the streak of failures grew old,
 			// long before the cooldown, its calls sent to a dead scope).
+			if noSlot && a.why == nil {
+				// A slot a task's end freed, taken: the account's other
+				// queues put back by that end wait for the next one.
+				p.tookSlot(acct)
+			}
 			t := q.pop()
 			p.hold(q, t, now) // until its first call is decided
 			p.start(t)
@@ -459,10 +458,10 @@ func (p *Pool) pick() *task {
 			// an answer from before.
 			q.noSlot = true
 			p.ring.push(q)
+			p.keepTurn(q, noSlot, turn)
 		case errors.Is(a.why, resilience.ErrNoSlot):
-			if !slices.Contains(full, acct) {
-				full = append(full, acct)
-			}
+			p.markFull(acct)
+			p.keepTurn(q, noSlot, turn)
 			p.slot(q, now)
 		case a.taskEnded:
 			// A task of it ended while its scope was asked about: what it
@@ -510,6 +509,7 @@ func (p *Pool) ask(q *queue) (a answer, ok bool) {
 	a.at = p.now()
 	p.turns++
 	a.turn = p.turns
+	q.turn = a.turn
 	p.mu.Unlock()
 	var snap state.ScopeSnapshot
 	a.d, a.why = p.gov.Delay(q.scope)
@@ -719,23 +719,113 @@ func (p *Pool) unpark(q *queue) {
 const slotRecheck = 50 * time.Millisecond
 
 // slot makes q wait for a concurrency slot: until a task of the pool ends,
-// or slotRecheck. p.mu is held.
+// or slotRecheck. The queues waiting so are kept in turn, by when they
+// were last asked about (ask), not by when the answer came back, which
+// the workers asking about several queues at once get in no fair order:
+// a task's end puts them back in the ring in that order (unslot), and the
+// first asked takes the slot. p.mu is held.
 func (p *Pool) slot(q *queue, now time.Duration) {
 	q.where = slotted
-	p.slots = append(p.slots, q)
+	// After the last one whose turn came before q's: most come in turn,
+	// and are appended.
+	i := len(p.slots)
+	for i > 0 && int32(q.turn-p.slots[i-1].turn) < 0 { // wraps around
+		i--
+	}
+	p.slots = slices.Insert(p.slots, i, q)
 	p.arm(now + slotRecheck)
+}
+
+// keepTurn gives q, told no slot, back the turn it had before it was
+// asked about, when it was waiting for a slot already (noSlot): it keeps
+// its place among the queues waiting for one (see slot), not sent to the
+// back of the line for being asked. p.mu is held.
+func (p *Pool) keepTurn(q *queue, noSlot bool, turn uint32) {
+	if noSlot {
+		q.turn = turn
+	}
+}
+
+// fullMark is what the pool knows of an account's slots: it had none free
+// when the pool's count of task ends was at; of the slots the ends since
+// freed, the pool has given starts a task, and asking are promised to
+// queues it asks about (see markFull). gen tells it from the marks made
+// before it.
+type fullMark struct {
+	at, starts, asking, gen uint64
+}
+
+// markFull notes that acct has no slot free now (Delay's answer): a task's
+// end frees one slot at most, so that until the next end, a queue of acct
+// put back in turn by a task's end (noSlot) waits for a slot again
+// without asking the governor (pick), and after k ends, once k of them
+// were given a task (tookSlot). The workers looking for work at once
+// would otherwise each ask about the account (with a fleet's store, a
+// round trip each), and be told of the slot a task just started, or a
+// queue asked about meanwhile, has not taken yet: a task started for
+// nothing, its first call refused, and tasks started out of turn. p.mu is
+// held; the answer was asked for with no task ending meanwhile.
+func (p *Pool) markFull(acct account) {
+	if p.full == nil {
+		p.full = map[account]fullMark{}
+	}
+	p.fullGen++
+	p.full[acct] = fullMark{at: p.ends, gen: p.fullGen}
+}
+
+// reserve promises a slot of acct, found full (markFull) and freed since
+// by a task's end, to a queue put back in turn by a task's end (noSlot)
+// that pick asks about, until unreserve: the other workers do not ask
+// about the account for it meanwhile. It reports whether it did, and the
+// mark it did it in. p.mu is held.
+func (p *Pool) reserve(acct account, noSlot bool) (gen uint64, ok bool) {
+	m, ok := p.full[acct]
+	if !noSlot || !ok {
+		return 0, false
+	}
+	m.asking++
+	p.full[acct] = m
+	return m.gen, true
+}
+
+// unreserve ends the promise reserve made in mark gen, unless acct was
+// found full again since, which ended it. p.mu is held.
+func (p *Pool) unreserve(acct account, gen uint64) {
+	if m, ok := p.full[acct]; ok && m.gen == gen && m.asking > 0 {
+		m.asking--
+		p.full[acct] = m
+	}
+}
+
+// tookSlot notes that a task of acct was started for a slot that a
+// task's end freed (see markFull). p.mu is held.
+func (p *Pool) tookSlot(acct account) {
+	if m, ok := p.full[acct]; ok {
+		m.starts++
+		p.full[acct] = m
+	}
+}
+
+// isFull reports whether acct has no slot free as far as the pool knows:
+// it was found full, and every slot that the tasks' ends freed since was
+// given a task, or is promised to a queue asked about (markFull). p.mu is
+// held.
+func (p *Pool) isFull(acct account) bool {
+	m, ok := p.full[acct]
+	return ok && p.ends-m.at <= m.starts+m.asking
 }
 
 // account is the provider and account of a scope, whose slots its
 // scopes share.
 type account struct{ provider, account string }
 
-// unslot puts the queues waiting for a slot back in turn. taskEnded says
-// that a task's end does it, which frees one slot at most: the queues
-// are then marked noSlot, and a pass of pick that finds their account
-// still full does not ask the governor of each again. The recheck every
-// slotRecheck asks every one (a breaker opened meanwhile, a slot freed by
-// calls outside the pool). p.mu is held.
+// unslot puts the queues waiting for a slot back in turn, in their turn
+// (see slot). taskEnded says that a task's end does it, which frees one
+// slot at most: the queues are then marked noSlot, and once their account
+// is found full again, or its freed slot given to a task (markFull), by
+// any worker, the governor is not asked of each again until the next
+// end. The recheck every slotRecheck asks every one (a breaker opened
+// meanwhile, a slot freed by calls outside the pool). p.mu is held.
 func (p *Pool) unslot(taskEnded bool) {
 	for _, q := range p.slots {
 		if q.where == slotted {

@@ -31,6 +31,7 @@ type queue struct {
 	wakeAt     time.Duration // parked: when its scope may go
 	heldUntil  time.Duration // the end of the wait the last refusal of its head gave
 	heldGen    uint32        // the governor's Generation when the tasks whose refusals make the hold were started (truncated)
+	turn       uint32        // its turn when it was last asked about, the pool's count of asks then (see Pool.ask, Pool.slot)
 	holder     *task         // admitting: the task whose first call it waits for
 	admitUntil time.Duration // admitting: when its hold ends, if not decided before
 	heap       int           // its index in the parked heap; -1: not in it

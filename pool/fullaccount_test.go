@@ -1,0 +1,208 @@
+//go:build go1.25
+
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// fullAccount is a pool of workers workers on a shared store (a fleet's,
+// each read a round trip), whose governor lets account 123456789012 one
+// call in flight (max_concurrency 1), given a task of each of n
+// operations of the account: each task's call lasts until the test ends
+// it. end ends the call in flight and returns, once the pool has settled,
+// the reads of the account's bucket meanwhile, and the
+// operations whose calls began, in the order they began.
+type fullAccount struct {
+	p       *Pool
+	store   *readStore
+	mu      sync.Mutex
+	began   []int
+	release []chan struct{}
+}
+
+func newFullAccount(t *testing.T, workers, n int) *fullAccount {
+	return newCappedAccount(t, workers, n, 1)
+}
+
+// newCappedAccount is newFullAccount with slots calls in flight.
+func newCappedAccount(t *testing.T, workers, n, slots int) *fullAccount {
+	acctRPS := 1000.0
+	f := &fullAccount{store: newReadStore()}
+	g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: slots, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+		resilience.WithStateStore(f.store))
+	p, ctx := New(context.Background(), Workers(workers), WithGovernor(g))
+	f.p = p
+	for range n {
+		f.release = append(f.release, make(chan struct{}))
+	}
+	for i := range n {
+		sc := scope(fmt.Sprint("op", i))
+		p.Go(ctx, sc, func(ctx context.Context) error {
+			return resilience.Do(ctx, sc, func(context.Context) error {
+				f.mu.Lock()
+				f.began = append(f.began, i)
+				f.mu.Unlock()
+				<-f.release[i]
+				return nil
+			}, resilience.WithGovernor(g))
+		})
+	}
+	synctest.Wait()
+	t.Cleanup(func() {
+		for _, r := range f.release {
+			select {
+			case <-r:
+			default:
+				close(r)
+			}
+		}
+		if err := p.Wait(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+func (f *fullAccount) end() (reads int, began []int) {
+	return f.endAll(1)
+}
+
+// endAll is end of the k calls begun last, at once.
+func (f *fullAccount) endAll(k int) (reads int, began []int) {
+	f.store.counts()
+	f.mu.Lock()
+	for _, op := range f.began[len(f.began)-k:] {
+		close(f.release[op])
+	}
+	f.mu.Unlock()
+	synctest.Wait()
+	buckets, _ := f.store.counts()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return buckets["aws/123456789012"], slices.Clone(f.began)
+}
+
+// The tasks waiting for a slot of an account whose concurrency cap is
+// full start in turn, whatever the number of workers: as their queues
+// were asked about, not as the answers came back, which the workers
+// asking about several queues at once get in no fair order. Here 40
+// operations of an account with one slot, each task's call lasting until
+// the test ends it, and 8 workers: once the first call took the slot,
+// the others begin in the operations' order. (Which task takes the slot
+// first is a race: the workers ask about the first queues at once, each
+// told the slot is free, and the first call to reach the governor takes
+// it, the others refused and queued again.) Before, the queues waited
+// for the slot in the order their answers came (in about one run of
+// four: ten runs here).
+func TestAFullAccountsTasksStartInTurn(t *testing.T) {
+	for range 10 {
+		startInTurn(t)
+	}
+}
+
+func startInTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 40
+		f := newFullAccount(t, 8, n)
+		var began []int
+		for range n / 2 {
+			_, began = f.end()
+		}
+		want := slices.DeleteFunc(slices.Collect(func(yield func(int) bool) {
+			for op := range n {
+				if !yield(op) {
+					return
+				}
+			}
+		}), func(op int) bool { return op == began[0] })[:len(began)-1]
+		if !slices.Equal(began[1:], want) {
+			t.Fatalf("the account's calls began in the order %v; want the first's, then the others' in the operations' order", began)
+		}
+	})
+}
+
+// A task's end frees one slot of its account at most: the pool asks the
+// governor about the account once, and gives the slot to one task, however
+// many workers look for work at once. Here 40 operations of an account
+// with one slot, each task's call lasting until the test ends it, and 8
+// workers; after each end, the account's bucket is read once (with a
+// fleet's store, a round trip), and no task started is refused its first
+// call for want of the slot (a run for nothing, its task queued again).
+// Before, a worker woken as the first task started asked about the next
+// queue before that task's call took the slot, and was told the slot was
+// free.
+func TestATaskEndAsksAboutAFullAccountOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFullAccount(t, 8, 40)
+		for e := range 20 {
+			before := f.p.Progress().Deferred
+			reads, _ := f.end()
+			if d := f.p.Progress().Deferred - before; reads != 1 || d != 0 {
+				t.Fatalf("after task end %d: the account's bucket read %d times, %d first call(s) refused for the slot; want 1 read, none refused", e+1, reads, d)
+			}
+		}
+	})
+}
+
+// Tasks' ends free as many slots as tasks ended: the pool gives each a
+// task at once, not one a task's end and the others at the next recheck
+// of the queues waiting for a slot. Here an account with two slots, both
+// calls in flight ending at once, each time two more calls begin.
+func TestTasksEndingAtOnceFreeTheirSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newCappedAccount(t, 8, 40, 2)
+		for e := range 10 {
+			start := time.Now()
+			_, began := f.endAll(2)
+			if len(began) != 2*(e+2) || time.Since(start) != 0 {
+				t.Fatalf("after two calls of the account ended at once (%d times): %d calls began, %v later; want %d at once (%v, deferred %d)", e+1, len(began), time.Since(start), 2*(e+2), began, f.p.Progress().Deferred)
+			}
+		}
+	})
+}
+
+// A queue waiting for a slot keeps its place when it is asked about and
+// told the account is still full: here a call outside the pool, waiting
+// for the account's one slot, takes it as the pool's task ends, so that
+// the first queue in line is asked about and told no slot; when that
+// call ends, the first queue still goes first. Before, it went to the
+// back of the line, as if it had just come.
+func TestAQueueToldNoSlotKeepsItsPlace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFullAccount(t, 8, 10)
+		g := f.p.gov
+		other, err := g.Begin(context.Background(), scope("outside"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entered := make(chan error, 1)
+		go func() { entered <- other.Enter(context.Background()) }()
+		synctest.Wait() // the outside call waits for the slot
+		_, began := f.end()
+		if err := <-entered; err != nil || len(began) != 1 {
+			t.Fatalf("setup: the outside call entered: %v; %v began; want the slot taken by it", err, began)
+		}
+		other.End(nil)
+		other.Release()
+		time.Sleep(time.Second) // the pool looks at the queues waiting for a slot again
+		f.mu.Lock()
+		began = slices.Clone(f.began)
+		f.mu.Unlock()
+		first := 0 // in line, the first call aside (see TestAFullAccountsTasksStartInTurn)
+		if began[0] == 0 {
+			first = 1
+		}
+		if len(began) != 2 || began[1] != first {
+			t.Fatalf("the account's calls began in the order %v; want the first's, then operation %d's, first in line", began, first)
+		}
+	})
+}
