@@ -2,7 +2,6 @@ package cloudgazure
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"reflect"
 	"sync/atomic"
@@ -140,8 +139,14 @@ func (l QueryLimits) resolve() QueryLimits {
 // says).
 //
 // When a page finally fails, QueryResources returns the rows of the pages
-// before it together with the error. A panic of client, or of the
-// governor's log handler as a page's answer is recorded, reaches the
+// before it together with the error. When every page was answered but the
+// rows are not the query's whole result, it returns them with an
+// *IncompleteQueryError: a page's skip token is one the query had already
+// followed, or started from (ErrSkipTokenRepeated: following it would
+// page for ever; the tokens followed are kept while the query runs, one
+// per page). No call was lost, so nothing is recorded in the ledger: the
+// caller has the error. A panic of client, or of the governor's log
+// handler as a page's answer is recorded, reaches the
 // caller as it was, never recovered; the page it panicked in is recorded
 // as lost to it (resilience.LossPanicked) and its slot given back, unless
 // a governed pipeline had recorded the page's outcome already (a client
@@ -168,7 +173,13 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		governed = g.Governed()
 	}
 	var rows []any
-	for {
+	// The skip tokens the query started from and followed: a page that
+	// returns one of them again would start a cycle.
+	seen := map[string]struct{}{}
+	if o.SkipToken != nil && *o.SkipToken != "" {
+		seen[*o.SkipToken] = struct{}{}
+	}
+	for pages := 1; ; pages++ {
 		var page armresourcegraph.ClientResourcesResponse
 		var err error
 		if governed || mark.governed.Load() {
@@ -185,9 +196,11 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		if page.SkipToken == nil || *page.SkipToken == "" {
 			return rows, nil
 		}
-		if o.SkipToken != nil && *o.SkipToken == *page.SkipToken {
-			return rows, fmt.Errorf("cloudgazure: Resource Graph returned the skip token it was given (%q)", *page.SkipToken)
+		if _, ok := seen[*page.SkipToken]; ok {
+			return rows, &IncompleteQueryError{Check: ErrSkipTokenRepeated, Pages: pages, Rows: len(rows),
+				SkipToken: *page.SkipToken}
 		}
+		seen[*page.SkipToken] = struct{}{}
 		o.SkipToken = page.SkipToken
 	}
 }

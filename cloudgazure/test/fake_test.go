@@ -103,6 +103,9 @@ type fakeARM struct {
 	groups     int // resource groups in the list
 	groupPage  int // per page
 	graphPages int // pages of a Resource Graph query, two rows each
+	// graphNext, when set, is the skip token of the answer to a page
+	// asked with a skip token ("" for the first page): none when absent.
+	graphNext map[string]string
 }
 
 func newFakeARM() *fakeARM {
@@ -294,8 +297,15 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"id": fmt.Sprintf("/r/%d-1", p)},
 		}
 		page := map[string]any{"totalRecords": 2 * f.graphPages, "count": 2, "data": rows, "resultTruncated": "false"}
+		next := ""
 		if p+1 < f.graphPages {
-			page["$skipToken"] = fmt.Sprintf("p%d", p+1)
+			next = fmt.Sprintf("p%d", p+1)
+		}
+		if f.graphNext != nil {
+			next = f.graphNext[skip]
+		}
+		if next != "" {
+			page["$skipToken"] = next
 		}
 		out = page
 	}

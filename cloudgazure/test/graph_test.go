@@ -517,7 +517,7 @@ func TestQueryResourcesDetectedPipelineSharesSlot(t *testing.T) {
 }
 
 // A server that hands back the skip token it was given ends the query
-// with an error instead of a loop.
+// with an *IncompleteQueryError (ErrSkipTokenRepeated) instead of a loop.
 func TestQueryResourcesStopsOnRepeatedSkipToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := memEnv(t, resilience.Config{})
@@ -530,7 +530,8 @@ func TestQueryResourcesStopsOnRepeatedSkipToken(t *testing.T) {
 		// paces the first page, on the process governor otherwise, whose
 		// timers a later run's bubble must not touch.
 		rows, err := cloudgazure.QueryResources(context.Background(), stuck, q, e.opts()...)
-		if err == nil || !strings.Contains(err.Error(), "skip token") || len(rows) != 2 {
+		var ie *cloudgazure.IncompleteQueryError
+		if !errors.Is(err, cloudgazure.ErrSkipTokenRepeated) || !errors.As(err, &ie) || ie.SkipToken != "p1" || len(rows) != 2 {
 			t.Fatalf("%d rows, %v", len(rows), err)
 		}
 		if *q.Options.SkipToken != "p1" {

@@ -1,0 +1,75 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// graphClients are the clients QueryResources pages, each made in e: a
+// *GraphClient, and a plain client it paces itself (with the test's
+// governor).
+func graphClients(e *env) []struct {
+	name   string
+	client cloudgazure.GraphQuerier
+	opts   []cloudgazure.Option
+} {
+	return []struct {
+		name   string
+		client cloudgazure.GraphQuerier
+		opts   []cloudgazure.Option
+	}{
+		{"governed", e.graph(), nil},
+		{"ungoverned", e.plainGraph(policy.RetryOptions{MaxRetries: -1}), e.opts()},
+	}
+}
+
+// A server whose skip tokens go round in a cycle of two (p1, p2, p1, ...)
+// ends the query at the first token it returns a second time, with the
+// rows of the pages before and an *IncompleteQueryError saying which
+// token repeated: three pages asked, not a query paging (and paced) for
+// ever. The test's minute bounds the query the check would not.
+func TestQueryResourcesStopsOnACycleOfSkipTokens(t *testing.T) {
+	for _, c := range []string{"governed", "ungoverned"} {
+		t.Run(c, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, resilience.Config{})
+				e.srv.graphNext = map[string]string{"": "p1", "p1": "p2", "p2": "p1"}
+				var client cloudgazure.GraphQuerier
+				var opts []cloudgazure.Option
+				for _, gc := range graphClients(e) {
+					if gc.name == c {
+						client, opts = gc.client, gc.opts
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				ctx, ledger := resilience.WithLedger(ctx, "azure_graph")
+				rows, err := cloudgazure.QueryResources(ctx, client, query, opts...)
+				pages := e.srv.count(routeGraph)
+				var ie *cloudgazure.IncompleteQueryError
+				if pages != 3 || !errors.Is(err, cloudgazure.ErrSkipTokenRepeated) || !errors.As(err, &ie) {
+					t.Fatalf("skip tokens p1, p2, p1: %d pages asked in a minute, %d rows, error %v; "+
+						"want 3 pages, and an *IncompleteQueryError (ErrSkipTokenRepeated)", pages, len(rows), err)
+				}
+				if got := fmt.Sprint(rowIDs(rows)); got != "[/r/0-0 /r/0-1 /r/1-0 /r/1-1 /r/2-0 /r/2-1]" {
+					t.Fatalf("rows %s, want the three pages'", got)
+				}
+				if ie.SkipToken != "p1" || ie.Pages != 3 || ie.Rows != 6 {
+					t.Fatalf("%+v: want token p1 repeated on page 3, 6 rows", *ie)
+				}
+				if ledger.Lost() != 0 {
+					t.Fatalf("ledger %q: the caller has the error, no call was lost", ledger.Describe())
+				}
+			})
+		})
+	}
+}
