@@ -144,15 +144,21 @@ func (l QueryLimits) resolve() QueryLimits {
 // *IncompleteQueryError: a page's skip token is one the query had already
 // followed, or started from (ErrSkipTokenRepeated: following it would
 // page for ever; the tokens followed are kept while the query runs, one
-// per page). No call was lost, so nothing is recorded in the ledger: the
-// caller has the error. A panic of client, or of the governor's log
-// handler as a page's answer is recorded, reaches the
-// caller as it was, never recovered; the page it panicked in is recorded
-// as lost to it (resilience.LossPanicked) and its slot given back, unless
-// a governed pipeline had recorded the page's outcome already (a client
-// of the caller's that wraps a client built with ClientOptions and
-// panics after its request returned: the page stays recorded as the
-// pipeline recorded it).
+// per page), or a page says its result was truncated (resultTruncated
+// true) and gives no skip token (ErrResultTruncated: Resource Graph could
+// not page the query, whose output has no id column, or a take, limit or
+// sample operator disables paging, and it matched more rows than a page
+// holds). A truncated page whose count is its totalRecords, or whose rows
+// are all the query's Options.Top asked for, is no error. No call was
+// lost, so nothing is recorded in the ledger: the caller has the error.
+//
+// A panic of client, or of the governor's log handler as a page's answer
+// is recorded, reaches the caller as it was, never recovered; the page it
+// panicked in is recorded as lost to it (resilience.LossPanicked) and its
+// slot given back, unless a governed pipeline had recorded the page's
+// outcome already (a client of the caller's that wraps a client built
+// with ClientOptions and panics after its request returned: the page
+// stays recorded as the pipeline recorded it).
 func QueryResources(ctx context.Context, client GraphQuerier, query armresourcegraph.QueryRequest, opts ...Option) ([]any, error) {
 	cfg := newConfig(opts)
 	q := query
@@ -194,6 +200,10 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		}
 		rows = appendRows(rows, page.Data)
 		if page.SkipToken == nil || *page.SkipToken == "" {
+			if truncated(page.QueryResponse, o.Top, len(rows)) {
+				return rows, &IncompleteQueryError{Check: ErrResultTruncated, Pages: pages, Rows: len(rows),
+					Count: orMinusOne(page.Count), TotalRecords: orMinusOne(page.TotalRecords)}
+			}
 			return rows, nil
 		}
 		if _, ok := seen[*page.SkipToken]; ok {
@@ -203,6 +213,33 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		seen[*page.SkipToken] = struct{}{}
 		o.SkipToken = page.SkipToken
 	}
+}
+
+// truncated reports whether the last page of a query, r, says the
+// query's result was truncated with rows left out that the caller asked
+// for: resultTruncated true (Resource Graph could not page the query: its
+// output has no id column, or a take, limit or sample operator disables
+// paging, and the rows it matched are more than a page holds), unless
+// the page's count is its totalRecords (nothing was left out), or the
+// caller's $top (top) asked for no more than the rows returned.
+func truncated(r armresourcegraph.QueryResponse, top *int32, rows int) bool {
+	switch {
+	case r.ResultTruncated == nil || *r.ResultTruncated != armresourcegraph.ResultTruncatedTrue:
+		return false
+	case r.Count != nil && r.TotalRecords != nil && *r.Count >= *r.TotalRecords:
+		return false
+	case top != nil && int64(rows) >= int64(*top):
+		return false
+	}
+	return true
+}
+
+// orMinusOne is *n, or -1 for nil.
+func orMinusOne(n *int64) int64 {
+	if n == nil {
+		return -1
+	}
+	return *n
 }
 
 // graphMark travels in the context of QueryResources' pages; the per-call

@@ -106,6 +106,11 @@ type fakeARM struct {
 	// graphNext, when set, is the skip token of the answer to a page
 	// asked with a skip token ("" for the first page): none when absent.
 	graphNext map[string]string
+	// graphTruncated answers every page with resultTruncated true;
+	// graphTotal, when set, is every page's totalRecords (else two rows
+	// a page).
+	graphTruncated bool
+	graphTotal     int
 }
 
 func newFakeARM() *fakeARM {
@@ -296,7 +301,14 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"id": fmt.Sprintf("/r/%d-0", p)},
 			map[string]any{"id": fmt.Sprintf("/r/%d-1", p)},
 		}
-		page := map[string]any{"totalRecords": 2 * f.graphPages, "count": 2, "data": rows, "resultTruncated": "false"}
+		total, truncated := 2*f.graphPages, "false"
+		if f.graphTotal != 0 {
+			total = f.graphTotal
+		}
+		if f.graphTruncated {
+			truncated = "true"
+		}
+		page := map[string]any{"totalRecords": total, "count": 2, "data": rows, "resultTruncated": truncated}
 		next := ""
 		if p+1 < f.graphPages {
 			next = fmt.Sprintf("p%d", p+1)

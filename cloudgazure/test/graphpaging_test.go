@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
 
 	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
@@ -68,6 +69,55 @@ func TestQueryResourcesStopsOnACycleOfSkipTokens(t *testing.T) {
 				}
 				if ledger.Lost() != 0 {
 					t.Fatalf("ledger %q: the caller has the error, no call was lost", ledger.Describe())
+				}
+			})
+		})
+	}
+}
+
+// A page that says its result was truncated (resultTruncated true: a
+// query Resource Graph cannot page, whose output has no id column) and
+// gives no skip token ends the query with its rows and an
+// *IncompleteQueryError (ErrResultTruncated), not the rows alone, as if
+// they were all the query matched. A truncation the caller asked for
+// ($top 2, and 2 rows came back), or a page whose count is its
+// totalRecords (nothing left out), is no error.
+func TestQueryResourcesReportsATruncatedResult(t *testing.T) {
+	for _, c := range []string{"governed", "ungoverned"} {
+		t.Run(c, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := memEnv(t, resilience.Config{})
+				e.srv.graphPages = 1
+				e.srv.graphTruncated = true
+				e.srv.graphTotal = 1000
+				var client cloudgazure.GraphQuerier
+				var opts []cloudgazure.Option
+				for _, gc := range graphClients(e) {
+					if gc.name == c {
+						client, opts = gc.client, gc.opts
+					}
+				}
+				rows, err := cloudgazure.QueryResources(context.Background(), client, query, opts...)
+				var ie *cloudgazure.IncompleteQueryError
+				if !errors.Is(err, cloudgazure.ErrResultTruncated) || !errors.As(err, &ie) || len(rows) != 2 {
+					t.Fatalf("a page of 2 of 1000 records, resultTruncated true, no skip token: %d rows, error %v; "+
+						"want 2 rows and an *IncompleteQueryError (ErrResultTruncated)", len(rows), err)
+				}
+				if ie.Count != 2 || ie.TotalRecords != 1000 || ie.Pages != 1 || ie.Rows != 2 {
+					t.Fatalf("%+v: want page 1, 2 of 1000 records, 2 rows", *ie)
+				}
+
+				top := query
+				top.Options = &armresourcegraph.QueryRequestOptions{Top: ptr(int32(2))}
+				rows, err = cloudgazure.QueryResources(context.Background(), client, top, opts...)
+				if err != nil || len(rows) != 2 {
+					t.Fatalf("$top 2, 2 rows of 1000 truncated: %d rows, %v; want the 2 rows asked for, no error", len(rows), err)
+				}
+
+				e.srv.graphTotal = 2
+				rows, err = cloudgazure.QueryResources(context.Background(), client, query, opts...)
+				if err != nil || len(rows) != 2 {
+					t.Fatalf("resultTruncated true, count 2 of 2 records: %d rows, %v; want 2 rows, no error", len(rows), err)
 				}
 			})
 		})
