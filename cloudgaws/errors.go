@@ -21,7 +21,11 @@ import (
 // *resilience.RetryBudgetExhaustedError or *resilience.WouldWaitError
 // (and, under them, the provider error that would have been retried, if
 // any). resilience.Classify reads it as Throttled and resilience.RetryAfter
-// as the core error's wait. The SDK never retries it.
+// as the core error's wait. The SDK never retries it: when the governor
+// stops a call inside the SDK's retry loop, the loop gets the error's
+// message without its chain (no code for a retryer such as
+// retry.AddWithErrorCodes(r, "Throttling") to match), and the call
+// returns the *ThrottlingError.
 //
 // Its methods only read it: any number of goroutines may use one at once
 // while none changes Err. The zero ThrottlingError (no Err) reads

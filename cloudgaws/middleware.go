@@ -355,6 +355,12 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	if st == nil || st.gd == nil {
 		return next.HandleFinalize(ctx, in)
 	}
+	if st.stopErr != nil {
+		// The governor ended the call at an attempt before: a retryer
+		// that retried it anyway, whatever its RetryableError says (see
+		// stop), sends nothing more.
+		return out, md, &stopped{err: st.stopErr}
+	}
 	if st.sent && st.unsent != nil {
 		// The attempt before never left the process (see ownAnswer): this
 		// one goes on its admission, as the call's first to the scope,
@@ -372,7 +378,7 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 		st.unwatch()
 		st.cut.Reset()
 		if err := attemptctx.ReadyResend(ctx, st.gd); err != nil {
-			return out, md, st.unsentStop(ctx, err)
+			return out, md, st.stop(st.unsentStop(ctx, err))
 		}
 		st.unsent = nil
 	} else if st.sent {
@@ -388,14 +394,14 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 			// The client's retryer is not the one Install set (replaced
 			// per client): account for the retry here.
 			if stop := st.retry(); stop != nil {
-				return out, md, stop
+				return out, md, st.stop(stop)
 			}
 		}
 		st.retryAccounted = false
 		// A throttled retry waits for a fresh token (and for the scope's
 		// Retry-After pause) on top of the SDK's backoff.
 		if perr := st.gd.Pace(ctx); perr != nil {
-			return out, md, paceError(ctx, perr)
+			return out, md, st.stop(paceError(ctx, perr))
 		}
 	}
 	if !st.sent {
@@ -416,6 +422,32 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	}
 	return out, md, err
 }
+
+// stop makes err, with which the governor ends the call at the attempt
+// about to be sent (its refusal, or the end of the call's context), the
+// call's error, and returns what the SDK's retry loop gets in its place:
+// a *stopped, which no retryer retries by its code. A retryer of the
+// caller's that reads error codes before RetryableError
+// (retry.AddWithErrorCodes, wrapped around the governed retryer or put
+// in its place) would take err for an error to retry, by its own code
+// (Throttling) or by the code of the provider's answer it wraps: the
+// retry would be refused again, or sent without its token once the guard
+// had ended the call. The Initialize middleware returns err, as the SDK's
+// loop would have with the governed retryer alone.
+func (s *callState) stop(err error) error {
+	s.stopErr = err
+	return &stopped{err: err}
+}
+
+// stopped is what the SDK's retry loop gets of the error with which the
+// governor ended the call before an attempt (see callState.stop): its
+// message, and RetryableError false, but nothing of its chain, which a
+// retryer would search for an error code to retry (errors.As); the
+// Initialize middleware returns the error itself.
+type stopped struct{ err error }
+
+func (e *stopped) Error() string        { return e.err.Error() }
+func (e *stopped) RetryableError() bool { return false }
 
 // unsentStop is the error that ends the SDK's loop when the retry of an
 // attempt that never left the process may not go (see

@@ -73,7 +73,8 @@ func (inst *installation) newRetryer() aws.Retryer {
 func (r *retryer) IsErrorRetryable(err error) bool {
 	var te *ThrottlingError
 	var nr *notRetryable
-	if errors.As(err, &te) || errors.As(err, &nr) {
+	var sp *stopped
+	if errors.As(err, &te) || errors.As(err, &nr) || errors.As(err, &sp) {
 		return false
 	}
 	return r.RetryerV2.IsErrorRetryable(err)
