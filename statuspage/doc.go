@@ -20,9 +20,10 @@
 //     provider's provider-wide bucket (global_max_rps) with the callers
 //     queued on it, once, and the
 //     providers disabled, whose calls go straight through, ungoverned
-//     (what their scopes learned, which the governor keeps for when they
-//     are enabled again, is shown nowhere on the page: it is not where
-//     their calls stand);
+//     (each one the page has seen, for as long as it is disabled, though
+//     the governor forgets such a provider between its calls; what their
+//     scopes learned is shown nowhere on the page: it is not where their
+//     calls stand);
 //   - the live scopes (resilience.Governor's Scopes) of the providers
 //     enabled, trouble first: the
 //     rows of a service scope together, the services by their worst row's

@@ -286,3 +286,66 @@ func TestAForgottenProviderIsNotShown(t *testing.T) {
 		}
 	})
 }
+
+// A provider disabled while the program goes on calling it, ungoverned,
+// is named among the disabled providers at every load, however often the
+// reclaimer forgets it between its calls (it holds no scope, and is made
+// afresh by the next call); so is one disabled from the start, which no
+// call ever governed. Before, the page forgot a disabled provider for
+// good at the first load that found it forgotten, and never named one it
+// had not seen governed. Enabled again and called no more, they are
+// forgotten.
+func TestADisabledProviderStaysNamedWhileItIsCalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		g, err := resilience.NewGovernor(resilience.Config{Providers: map[string]resilience.ProviderConfig{"slack": {Enabled: &off}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		gov := resilience.WithGovernor(g)
+		ok := func(context.Context) error { return nil }
+		github := resilience.Scope{Provider: "github", Account: "octo", Service: "rest"}
+		slack := resilience.Scope{Provider: "slack", Account: "team", Service: "chat"}
+		users := resilience.Scope{Provider: "aws", Account: "111111111111", Service: "iam"}
+		if err := resilience.Do(ctx, github, ok, gov); err != nil {
+			t.Fatal(err)
+		}
+		h := New(WithGovernor(g))
+		decode(t, get(t, h, http.MethodGet, "/?format=json")) // github seen, governed
+		if err := g.Configure(resilience.Config{Providers: map[string]resilience.ProviderConfig{"github": {Enabled: &off}, "slack": {Enabled: &off}}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 240 { // calls to aws take the reclaimer's steps
+			time.Sleep(time.Second)
+			resilience.Do(ctx, github, ok, gov) // ungoverned
+			resilience.Do(ctx, slack, ok, gov)  // ungoverned
+			resilience.Do(ctx, users, ok, gov)
+			if i%2 == 0 {
+				get(t, h, http.MethodGet, "/") // a browser's reloads
+			}
+		}
+		s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
+		for _, name := range []string{"github", "slack"} {
+			if !slices.Contains(s.Disabled, name) {
+				t.Errorf("after four minutes of calls to %s, disabled, the page's disabled providers are %q; want %s among them", name, s.Disabled, name)
+			}
+		}
+		// Enabled again and called no more, they are forgotten.
+		if err := g.Configure(resilience.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 240 {
+			time.Sleep(time.Second)
+			resilience.Do(ctx, users, ok, gov)
+		}
+		s = decode(t, get(t, h, http.MethodGet, "/?format=json"))
+		var names []string
+		for _, p := range s.Providers {
+			names = append(names, p.Name)
+		}
+		if len(s.Disabled) != 0 || !slices.Equal(names, []string{"aws"}) {
+			t.Errorf("github and slack enabled again and forgotten: the page's disabled providers are %q and its providers %q; want none and [aws]", s.Disabled, names)
+		}
+	})
+}

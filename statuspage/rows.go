@@ -222,10 +222,11 @@ type page struct {
 	Accounts       []account      `json:"accounts"`
 	Scopes         []row          `json:"scopes"`
 	// Disabled are the providers a Configure turned off (aws, azure, gcp,
-	// and those with live scopes or a budget the page read), the first
-	// Limit by name: their calls go straight through, ungoverned, and the
-	// state their scopes learned, which the governor keeps for when they
-	// are enabled again, is not shown as where they stand.
+	// those with live scopes, those the governor holds, and those an
+	// earlier page read or found disabled, for as long as they are), the
+	// first Limit by name: their calls go straight through, ungoverned,
+	// and the state their scopes learned is not shown as where they
+	// stand.
 	Disabled      []string `json:"disabled_providers"`
 	DisabledCount int      `json:"disabled_count"` // every provider disabled; Disabled holds the first Limit
 }
@@ -249,28 +250,39 @@ func (t totals) MarshalJSON() ([]byte, error) {
 // read, for the governor it read last: a budget outlives the provider's
 // scopes (only successes refund it), so that it is read, and shown, after
 // they are reclaimed, until the governor forgets the provider
-// (resilience.Governor.Providers). It is safe for concurrent use.
+// (resilience.Governor.Providers). It remembers too the providers it
+// found disabled, for as long as they are: the governor forgets a
+// disabled provider between its calls (they make no scope), and makes it
+// again at the next, which goes through ungoverned. It is safe for
+// concurrent use.
 type knownProviders struct {
 	mu    sync.Mutex
 	g     *resilience.Governor
 	names map[string]bool
 }
 
-// others records the providers g has live scopes of, seen, and returns
-// the ones read before that have none now and that g still holds, held
-// (Governor.Providers, sorted); it forgets the others.
-func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64, held []string) []string {
+// others records the providers g has live scopes of, seen, and those it
+// holds, held (Governor.Providers, sorted), that enabled says are
+// disabled, and returns the ones read before that have no live scope now
+// and that g still holds or that are disabled; it forgets the others.
+// enabled is called under k's lock: it must not call back into k.
+func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64, held []string, enabled func(string) bool) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.g != g {
 		k.g, k.names = g, map[string]bool{} // another governor: its own providers
+	}
+	for _, name := range held {
+		if !enabled(name) {
+			k.names[name] = true
+		}
 	}
 	var out []string
 	for name := range k.names {
 		if _, ok := seen[name]; ok {
 			continue
 		}
-		if _, ok := slices.BinarySearch(held, name); !ok {
+		if _, ok := slices.BinarySearch(held, name); !ok && enabled(name) {
 			delete(k.names, name) // forgotten by the governor: no budget to show
 			continue
 		}
@@ -373,14 +385,17 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 	})
 	spanProviders(p.Accounts)
 
+	held := g.Providers()
 	if known != nil {
-		for _, name := range known.others(g, budgets, g.Providers()) {
+		// A disabled provider is named (isEnabled records it), an enabled
+		// one's budget read.
+		for _, name := range known.others(g, budgets, held, isEnabled) {
 			if isEnabled(name) {
 				budgets[name] = g.Budget(name)
 			}
 		}
 	}
-	for _, name := range []string{"aws", "azure", "gcp"} {
+	for _, name := range held { // aws, azure and gcp among them
 		isEnabled(name)
 	}
 	p.Disabled = []string{}
