@@ -173,7 +173,8 @@ func (t *Transport) CloseIdleConnections() {
 // as any call does. The response's Request is req, as after net/http's own
 // retries, whatever the base transport named: the copy it was given, a
 // copy of its own that it sent (an authenticating base's, which adds a
-// header), or none.
+// header), or none; so it is too for a request sent ungoverned (no
+// provider, or a provider disabled).
 //
 // A panic of the base transport, of the request's body or of its GetBody
 // reaches the caller as it was, never recovered: the slot is given back,
@@ -186,7 +187,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	gov := t.cfg.governor()
 	if scope.Provider == "" {
-		return t.baseTransport().RoundTrip(req)
+		return t.ungoverned(req)
 	}
 	if !gov.Enabled(scope.Provider) {
 		// Sent at once, ungoverned. Begin decides the admission the
@@ -196,11 +197,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if gd, err := gov.Begin(req.Context(), scope, t.cfg.begin...); err == nil {
 			gd.End(nil)
 		}
-		return t.baseTransport().RoundTrip(req)
+		return t.ungoverned(req)
 	}
 	gd, err := gov.Begin(req.Context(), scope, t.cfg.begin...)
 	if err != nil {
-		return t.baseTransport().RoundTrip(req)
+		return t.ungoverned(req)
 	}
 	x := exchange{t: t, gov: gov, gd: gd, scope: scope, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
 	// Each attempt is sent with a context that carries the call, so that
@@ -224,6 +225,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}()
 	resp, err := x.run()
 	returned = true
+	return resp, err
+}
+
+// ungoverned sends req with the base transport, as it is, and names req
+// as its response's Request, as a governed request's response does (see
+// RoundTrip): a base that sent a copy of its own, or named none, does not
+// decide it, whether the governor governs the request or not.
+func (t *Transport) ungoverned(req *http.Request) (*http.Response, error) {
+	resp, err := t.baseTransport().RoundTrip(req)
+	if resp != nil {
+		resp.Request = req
+	}
 	return resp, err
 }
 

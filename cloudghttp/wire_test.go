@@ -392,3 +392,44 @@ func TestResponseCarriesTheCallersRequestWhateverTheBaseSent(t *testing.T) {
 		}
 	}
 }
+
+// A request the Transport sends ungoverned (its provider disabled, as
+// the configuration's enabled: false turns every provider off in an
+// incident, or a scope with no provider) gets the caller's request as
+// its response's Request too, as net/http's Transport names it: turning
+// the governor off must not hand the caller the copy an authenticating
+// base sent, with its token in the Authorization header, nor no request.
+func TestUngovernedResponseCarriesTheCallersRequest(t *testing.T) {
+	off := false
+	for _, c := range []struct {
+		name  string
+		cfg   resilience.Config
+		scope func(*http.Request) resilience.Scope
+	}{
+		{"disabled", resilience.Config{Enabled: &off}, scopeOf},
+		{"no provider", resilience.Config{}, func(*http.Request) resilience.Scope { return resilience.Scope{} }},
+	} {
+		for _, drop := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/dropRequest=%v", c.name, drop), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					f := &fakeAPI{}
+					hc := &http.Client{Transport: cloudghttp.NewTransport(cloningBase{base: newMem(f), dropRequest: drop}, c.scope,
+						cloudghttp.WithGovernor(newGov(t, c.cfg)))}
+					req, _ := http.NewRequest(http.MethodGet, "http://api.test/items/1", nil)
+					resp, err := hc.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					readAll(t, resp)
+					if resp.Request != req {
+						var sent string
+						if resp.Request != nil {
+							sent = fmt.Sprintf(" (Authorization %q)", resp.Request.Header.Get("Authorization"))
+						}
+						t.Fatalf("response's request %p%s, want the caller's %p", resp.Request, sent, req)
+					}
+				})
+			})
+		}
+	}
+}
