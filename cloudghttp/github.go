@@ -2,8 +2,10 @@ package cloudghttp
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -141,7 +143,7 @@ const lowShare = 10
 //     is spent, is a throttle until x-ratelimit-reset: the query, which
 //     GitHub did not run, is sent again after the reset, and one given up
 //     is recorded so (its body, up to 4 KiB, is read for it as a 403's
-//     is, and given back whole);
+//     is, decompressed when it is gzip-encoded, and given back whole);
 //   - any other answer, a success above all, whose x-ratelimit-remaining is
 //     under a tenth of x-ratelimit-limit slows the scope before the limit
 //     is hit: the scope is paused for the time left until the reset divided
@@ -280,7 +282,9 @@ func secondaryWords(body []byte) bool {
 // is read for it only when nothing is left, up to maxPeek bytes (such an
 // answer is a few hundred bytes of JSON; a longer body is a query's
 // data), while the attempt holds its slot, for a second at most, as
-// githubSecondary reads a 403's, and given back whole.
+// githubSecondary reads a 403's, and given back whole; a gzip-encoded
+// body (a client that asked for gzip itself) is read decompressed, and
+// given back as it came.
 func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
 	if githubService(req.URL.Path) != GitHubGraphQL {
 		return false
@@ -290,6 +294,9 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
 	}
 	b, whole := peek.Body(req.Context(), resp, maxPeek, drainGrace)
 	if !whole {
+		return false
+	}
+	if b = decoded(resp, b); b == nil {
 		return false
 	}
 	var answer struct {
@@ -308,6 +315,35 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
 		}
 	}
 	return false
+}
+
+// decoded is b, the whole body of resp that peek.Body read, as its
+// server wrote it before compressing it: b itself when resp has no
+// Content-Encoding (net/http removes it from an answer it decompressed),
+// b gunzipped, up to maxPeek bytes, when it is gzip, as GitHub answers a
+// client that asks for gzip itself (Accept-Encoding: gzip, which net/http
+// then leaves compressed); nil when it cannot be read so. The body the
+// caller reads is left as it came.
+func decoded(resp *http.Response, b []byte) []byte {
+	switch enc := resp.Header.Values("Content-Encoding"); {
+	case len(enc) == 0:
+		return b
+	case len(enc) > 1:
+		return nil
+	case strings.EqualFold(strings.TrimSpace(enc[0]), "identity"):
+		return b
+	case !strings.EqualFold(strings.TrimSpace(enc[0]), "gzip") && !strings.EqualFold(strings.TrimSpace(enc[0]), "x-gzip"):
+		return nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	text, err := io.ReadAll(io.LimitReader(zr, maxPeek+1))
+	if err != nil || len(text) > maxPeek {
+		return nil
+	}
+	return text
 }
 
 // githubQuota slows a scope whose quota runs low (see GitHub); h are the

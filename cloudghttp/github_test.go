@@ -3,6 +3,8 @@
 package cloudghttp_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"math"
@@ -371,4 +373,52 @@ func TestGitHubGraphQLRateLimitedAnswerIsAThrottle(t *testing.T) {
 			}
 		})
 	})
+}
+
+// A client that asks for gzip itself (Accept-Encoding: gzip) gets GitHub's
+// answers as they came, compressed (net/http decompresses only what it
+// asked for): GitHub's GraphQL 200 that its rate limit is exceeded is
+// still a throttle, its body read decompressed, and the caller gets it
+// as it came, compressed.
+func TestGitHubGraphQLRateLimitedAnswerIsAThrottleCompressed(t *testing.T) {
+	const limited = `{"errors":[{"type":"RATE_LIMITED","code":"graphql_rate_limit","message":"API rate limit exceeded for user ID 1."}]}`
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	io.WriteString(zw, limited)
+	zw.Close()
+	r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+		"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(30*time.Second).Unix(), 10), "Content-Encoding", "gzip")
+	r.body = z.String()
+	for _, attempts := range []int{0, 1} {
+		name := map[int]string{0: "retried after the reset", 1: "given up"}[attempts]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(r)
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				opts := []cloudghttp.Option{cloudghttp.WithGovernor(gov)}
+				if attempts > 0 {
+					opts = append(opts, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: attempts}))
+				}
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), opts...)}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
+				req.Header.Set("Accept-Encoding", "gzip")
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				tot := gov.Summary(stats).Totals
+				switch {
+				case attempts == 0 && (got != "ok" || len(f.recorded()) != 2):
+					t.Fatalf("body of %d bytes (gzip %v) after %d attempts, want the query sent again after the reset and answered", len(got), strings.HasPrefix(got, "\x1f\x8b"), len(f.recorded()))
+				case attempts == 1 && got != z.String():
+					t.Fatalf("body %q, want GitHub's 200, compressed as it came", got)
+				case tot.Throttled != 1 || tot.GaveUp != int64(attempts):
+					t.Fatalf("totals %+v, want 1 throttle and %d given up", tot, attempts)
+				}
+			})
+		})
+	}
 }
