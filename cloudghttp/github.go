@@ -132,9 +132,10 @@ const lowShare = 10
 //     exceeded (its message or documentation_url, as go-github reads
 //     them; GitHub sends some without retry-after) is a throttle whose
 //     retry waits a minute, as GitHub asks; the body is read for it, up to
-//     4 KiB, while the attempt holds its slot, for a second at most (a
-//     body that has not come by then decides nothing, and the answer is
-//     read as below), and given back whole;
+//     4 KiB, decompressed when it is gzip-encoded, while the attempt holds
+//     its slot, for a second at most (a body that has not come by then
+//     decides nothing, and the answer is read as below), and given back
+//     whole;
 //   - any other 403 (a permission) is a fatal answer, and a 429 a throttle
 //     as for any API;
 //   - a GraphQL answer whose status is 200 but that says the primary rate
@@ -246,14 +247,16 @@ const maxPeek = 4 << 10
 // The body is read up to maxPeek bytes, in a goroutine of its own
 // (peek.Body), and waited for at most drainGrace or until
 // ctx ends, since the attempt holds its slot meanwhile: a body that has
-// not come by then decides nothing. Either way it is given back to resp
-// whole (what was read, then the rest, once that read has ended), so that
+// not come by then decides nothing; a gzip-encoded one (a client that
+// asked for gzip itself) is read decompressed. Either way it is given
+// back to resp whole (what was read, then the rest, once that read has ended), so that
 // the client reads it as it came; closing it closes the body.
 func githubSecondary(ctx context.Context, e *StatusError, resp *http.Response) {
 	if e.kind != errread.None || (e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests) {
 		return
 	}
-	if b, _ := peek.Body(ctx, resp, maxPeek, drainGrace); secondaryWords(b) {
+	b, _ := peek.Body(ctx, resp, maxPeek, drainGrace)
+	if text, _ := decoded(resp, b); secondaryWords(text) {
 		e.kind, e.hint, e.hasHint = errread.Throttled, githubSecondaryWait, true
 	}
 }
@@ -296,7 +299,7 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
 	if !whole {
 		return false
 	}
-	if b = decoded(resp, b); b == nil {
+	if b, whole = decoded(resp, b); !whole {
 		return false
 	}
 	var answer struct {
@@ -317,33 +320,35 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
 	return false
 }
 
-// decoded is b, the whole body of resp that peek.Body read, as its
+// decoded is b, the start of resp's body that peek.Body read, as its
 // server wrote it before compressing it: b itself when resp has no
 // Content-Encoding (net/http removes it from an answer it decompressed),
 // b gunzipped, up to maxPeek bytes, when it is gzip, as GitHub answers a
 // client that asks for gzip itself (Accept-Encoding: gzip, which net/http
-// then leaves compressed); nil when it cannot be read so. The body the
-// caller reads is left as it came.
-func decoded(resp *http.Response, b []byte) []byte {
+// then leaves compressed); nil for an encoding it cannot read. whole
+// reports that the text is all b holds (for b itself, always; for a gzip
+// body, one that b holds to its end). The body the caller reads is left
+// as it came.
+func decoded(resp *http.Response, b []byte) (text []byte, whole bool) {
 	switch enc := resp.Header.Values("Content-Encoding"); {
 	case len(enc) == 0:
-		return b
+		return b, true
 	case len(enc) > 1:
-		return nil
+		return nil, false
 	case strings.EqualFold(strings.TrimSpace(enc[0]), "identity"):
-		return b
+		return b, true
 	case !strings.EqualFold(strings.TrimSpace(enc[0]), "gzip") && !strings.EqualFold(strings.TrimSpace(enc[0]), "x-gzip"):
-		return nil
+		return nil, false
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	text, err := io.ReadAll(io.LimitReader(zr, maxPeek+1))
-	if err != nil || len(text) > maxPeek {
-		return nil
+	text, err = io.ReadAll(io.LimitReader(zr, maxPeek+1))
+	if len(text) > maxPeek {
+		return text[:maxPeek], false
 	}
-	return text
+	return text, err == nil
 }
 
 // githubQuota slows a scope whose quota runs low (see GitHub); h are the

@@ -422,3 +422,42 @@ func TestGitHubGraphQLRateLimitedAnswerIsAThrottleCompressed(t *testing.T) {
 		})
 	}
 }
+
+// A GitHub 403 that says only in its body that a secondary rate limit was
+// exceeded is a throttle whose retry waits a minute for a client that
+// asks for gzip itself too, which gets the body gzip-encoded: the body is
+// read decompressed for GitHub's words, and the caller gets it as it came.
+func TestGitHubSecondaryLimitWordsAreReadCompressed(t *testing.T) {
+	const words = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"403"}`
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	io.WriteString(zw, words)
+	zw.Close()
+	r := status(http.StatusForbidden, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4990",
+		"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10), "Content-Encoding", "gzip")
+	r.body = z.String()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(r)
+		gov := newGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/app", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		hits := f.recorded()
+		if len(hits) != 2 || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d after %d requests, want 200 after 2: the secondary limit retried", resp.StatusCode, len(hits))
+		}
+		if gap := hits[1].at.Sub(hits[0].at); gap < time.Minute || gap > time.Minute+time.Second {
+			t.Fatalf("retry after %v, want a minute", gap)
+		}
+		if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.Retries != 1 {
+			t.Fatalf("totals %+v, want 1 throttle, 1 retry", tot)
+		}
+	})
+}
