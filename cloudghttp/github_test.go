@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -458,6 +459,66 @@ func TestGitHubSecondaryLimitWordsAreReadCompressed(t *testing.T) {
 		}
 		if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.Retries != 1 {
 			t.Fatalf("totals %+v, want 1 throttle, 1 retry", tot)
+		}
+	})
+}
+
+// onceFailing is a response body that gives part, then fails once with
+// err, then reports its end: a body whose failure is not repeated on the
+// next read, as the io.Reader contract allows.
+type onceFailing struct {
+	part   *strings.Reader
+	err    error
+	failed bool
+}
+
+func (b *onceFailing) Read(p []byte) (int, error) {
+	if b.part.Len() > 0 {
+		return b.part.Read(p)
+	}
+	if !b.failed {
+		b.failed = true
+		return 0, b.err
+	}
+	return 0, io.EOF
+}
+
+func (b *onceFailing) Close() error { return nil }
+
+// failingBody answers every request with a GraphQL 200 whose quota is
+// spent (x-ratelimit-remaining: 0), as the last point's answer is, and
+// whose body fails after its first bytes.
+type failingBody struct{ err error }
+
+func (f failingBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := http.Header{}
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10))
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: h, Request: req,
+		Body: &onceFailing{part: strings.NewReader(`{"data":{"viewer":`), err: f.err}}, nil
+}
+
+// The body of GitHub's GraphQL answer that spent the last point, which
+// the Transport reads ahead for RATE_LIMITED, gives the caller what it
+// gives: when its read fails (a connection lost midway), the caller's
+// read fails with that error after the bytes that came, never reads a
+// truncated body to its end as if it were whole, whatever the base's body
+// says on the read after.
+func TestPeekedBodyKeepsItsReadError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lost := errors.New("connection lost midway")
+		gov := newGov(t, resilience.Config{})
+		hc := &http.Client{Transport: cloudghttp.NewTransport(failingBody{lost}, cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+		req, _ := http.NewRequest(http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if !errors.Is(err, lost) || string(b) != `{"data":{"viewer":` {
+			t.Fatalf("the caller read %q and %v, want %q and the body's error", b, err, `{"data":{"viewer":`)
 		}
 	})
 }

@@ -19,9 +19,12 @@ import (
 // has not come decides nothing), and whether that is the body whole (it
 // ended within limit, without error). resp.Body is replaced by a body
 // that gives what was read and then the rest, its reads waiting for the
-// read ahead to end; closing it closes the body, which also ends a read
-// ahead still waiting (as net/http's response bodies allow). A response
-// without a body is left as it is.
+// read ahead to end, or, when the read ahead failed, what was read and
+// then that error, at every read after (a body need not repeat its
+// error, and the rest it would give after one is not the body's); closing
+// it closes the body, which also ends a read ahead still waiting (as
+// net/http's response bodies allow). A response without a body is left as
+// it is.
 func Body(ctx context.Context, resp *http.Response, limit int64, grace time.Duration) (b []byte, whole bool) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil, false
@@ -29,7 +32,7 @@ func Body(ctx context.Context, resp *http.Response, limit int64, grace time.Dura
 	p := &peeked{body: resp.Body, done: make(chan struct{})}
 	go func() {
 		kept, err := io.ReadAll(io.LimitReader(p.body, limit+1))
-		p.kept, p.whole = kept, err == nil && int64(len(kept)) <= limit
+		p.kept, p.err, p.whole = kept, err, err == nil && int64(len(kept)) <= limit
 		close(p.done)
 	}()
 	resp.Body = p
@@ -54,6 +57,7 @@ type peeked struct {
 	body  io.ReadCloser
 	done  chan struct{} // closed once the read ahead has ended
 	kept  []byte
+	err   error // the read ahead's failure
 	whole bool
 	r     io.Reader // nil until the read ahead has ended
 }
@@ -61,9 +65,18 @@ type peeked struct {
 func (p *peeked) Read(b []byte) (int, error) {
 	if p.r == nil {
 		<-p.done
-		p.r = io.MultiReader(bytes.NewReader(p.kept), p.body)
+		var rest io.Reader = p.body
+		if p.err != nil {
+			rest = failed{p.err}
+		}
+		p.r = io.MultiReader(bytes.NewReader(p.kept), rest)
 	}
 	return p.r.Read(b)
 }
+
+// failed is a reader whose every read fails with err.
+type failed struct{ err error }
+
+func (f failed) Read([]byte) (int, error) { return 0, f.err }
 
 func (p *peeked) Close() error { return p.body.Close() }
