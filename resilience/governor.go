@@ -540,11 +540,15 @@ func (g *Governor) Enabled(provider string) bool {
 // the first call that uses it until the governor forgets it, once its
 // scopes are all reclaimed and its retry budget is full (a program that
 // calls many provider names does not keep each one). A provider disabled
-// is among them: the governor keeps what it learned for when it is
-// enabled again (Enabled says whether its calls are governed). A status
-// page or a gauge that keeps showing a provider's retry budget after its
-// scopes are reclaimed shows it while the provider is among them. It is
-// a read that makes nothing, safe for concurrent use.
+// is among them while the governor holds it, by the same rule: its
+// calls go through ungoverned and make no scope, so that the governor
+// keeps what its scopes learned for when it is enabled again (Enabled
+// says whether its calls are governed), but forgets one with no such
+// scope and a full budget (one disabled before any call learned
+// anything), and makes it again at its next call. A status page or a
+// gauge that keeps showing a provider's retry budget after its scopes
+// are reclaimed shows it while the provider is among them. It is a read
+// that makes nothing, safe for concurrent use.
 func (g *Governor) Providers() []string {
 	ps := g.providers()
 	names := make([]string, 0, len(ps))
