@@ -78,12 +78,19 @@ func (e *StatusError) Header() http.Header { return e.header }
 // scope.
 func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	if resp.StatusCode < http.StatusBadRequest {
-		if x.github && githubGraphQLLimited(x.orig, resp) {
-			// GitHub's GraphQL answer that its primary quota is spent:
-			// a throttle, whatever its status (see GitHub).
+		if !x.github {
+			return nil
+		}
+		if limited, primary := githubGraphQLLimited(x.orig, resp); limited {
+			// GitHub's GraphQL answer that its primary quota is spent,
+			// or that a secondary limit was hit: a throttle, whatever
+			// its status (see GitHub), until the reset or for
+			// retry-after, which the core reads from the header.
 			e := x.statusError(resp)
 			e.kind = errread.Throttled
-			e.hint, e.hasHint = resetIn(resp.Header, x.gov.Clock().Now())
+			if primary {
+				e.hint, e.hasHint = resetIn(resp.Header, x.gov.Clock().Now())
+			}
 			return e
 		}
 		return nil

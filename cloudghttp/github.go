@@ -141,10 +141,14 @@ const lowShare = 10
 //   - a GraphQL answer whose status is 200 but that says the primary rate
 //     limit is exceeded (x-ratelimit-remaining: 0, no data, an error of
 //     type RATE_LIMITED), as GitHub answers a query made once the quota
-//     is spent, is a throttle until x-ratelimit-reset: the query, which
-//     GitHub did not run, is sent again after the reset, and one given up
-//     is recorded so (its body, up to 4 KiB, is read for it as a 403's
-//     is, decompressed when it is gzip-encoded, and given back whole);
+//     is spent, is a throttle until x-ratelimit-reset, and one that says
+//     a secondary limit was hit with retry-after (GitHub answers those
+//     with a 200 or a 403) a throttle with that delay: the query, which
+//     GitHub did not run, is sent again then, and one given up is
+//     recorded so (its body, up to 4 KiB, is read for it as a 403's is,
+//     decompressed when it is gzip-encoded, and given back whole; a
+//     secondary limit's 200 without retry-after, whose headers say
+//     nothing, is not read for, which would hold every query's slot);
 //   - any other answer, a success above all, whose x-ratelimit-remaining is
 //     under a tenth of x-ratelimit-limit slows the scope before the limit
 //     is hit: the scope is paused for the time left until the reset divided
@@ -278,29 +282,35 @@ func secondaryWords(body []byte) bool {
 }
 
 // githubGraphQLLimited reports whether resp, a success's status answered
-// to a GraphQL request of GitHub's, says that the primary rate limit is
-// exceeded, as GitHub answers a query made once its quota is spent: a 200
-// with x-ratelimit-remaining: 0 whose body holds no data, only errors, one
-// of type RATE_LIMITED or saying that a rate limit is exceeded. The body
-// is read for it only when nothing is left, up to maxPeek bytes (such an
-// answer is a few hundred bytes of JSON; a longer body is a query's
-// data), while the attempt holds its slot, for a second at most, as
-// githubSecondary reads a 403's, and given back whole; a gzip-encoded
-// body (a client that asked for gzip itself) is read decompressed, and
-// given back as it came.
-func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
+// to a GraphQL request of GitHub's, says that a rate limit is exceeded,
+// as GitHub answers a query it did not run for it: a 200 whose body holds
+// no data, only errors, one of type RATE_LIMITED or saying that a rate
+// limit is exceeded, with x-ratelimit-remaining: 0 (the primary quota
+// spent: primary reports it, and the wait is until x-ratelimit-reset) or
+// with retry-after (a secondary limit, which GitHub answers with a 200
+// or a 403: the wait is retry-after's). The body is read for it only when
+// one of those headers says so, up to maxPeek bytes (such an answer is a
+// few hundred bytes of JSON; a longer body is a query's data), while the
+// attempt holds its slot, for a second at most, as githubSecondary reads
+// a 403's, and given back whole; a gzip-encoded body (a client that asked
+// for gzip itself) is read decompressed, and given back as it came. A
+// secondary limit's 200 without retry-after, whose headers say nothing,
+// is not read for: that would hold every query's slot for its body.
+func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary bool) {
 	if githubService(req.URL.Path) != GitHubGraphQL {
-		return false
+		return false, false
 	}
-	if n, ok := headerInt(resp.Header, hdrRemaining); !ok || n != 0 {
-		return false
+	n, ok := headerInt(resp.Header, hdrRemaining)
+	primary = ok && n == 0
+	if !primary && len(resp.Header[hdrRetryAfter]) == 0 {
+		return false, false
 	}
 	b, whole := peek.Body(req.Context(), resp, maxPeek, drainGrace)
 	if !whole {
-		return false
+		return false, false
 	}
 	if b, whole = decoded(resp, b); !whole {
-		return false
+		return false, false
 	}
 	var answer struct {
 		Data   json.RawMessage `json:"data"`
@@ -310,14 +320,14 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
 		} `json:"errors"`
 	}
 	if json.Unmarshal(b, &answer) != nil || len(answer.Data) > 0 && string(answer.Data) != "null" {
-		return false
+		return false, false
 	}
 	for _, e := range answer.Errors {
 		if strings.EqualFold(e.Type, "RATE_LIMITED") || strings.Contains(strings.ToLower(e.Message), "rate limit") {
-			return true
+			return true, primary
 		}
 	}
-	return false
+	return false, false
 }
 
 // decoded is b, the start of resp's body that peek.Body read, as its

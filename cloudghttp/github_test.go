@@ -522,3 +522,67 @@ func TestPeekedBodyKeepsItsReadError(t *testing.T) {
 		}
 	})
 }
+
+// GitHub answers a GraphQL query that hit a secondary rate limit with a
+// 200 or a 403 ("Rate limits and query limits for the GraphQL API",
+// docs.github.com), with retry-after when it says how long to wait. Such
+// a 200 (no data, an error saying a rate limit was exceeded) with
+// retry-after is a throttle whose retry waits that long, as the 403 is:
+// the query, which GitHub did not run, is sent again (a POST too), and
+// one given up is recorded so. An answer with data and retry-after stays
+// a success.
+func TestGitHubGraphQLSecondaryLimitAnswerIsAThrottle(t *testing.T) {
+	const limited = `{"errors":[{"type":"RATE_LIMITED","message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}]}`
+	const query = `{"query":"mutation { addStar(input: {starrableId: \"R_1\"}) { clientMutationId } }"}`
+	secondary := func(body string) reply {
+		r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4200",
+			"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10), "Retry-After", "20")
+		r.body = body
+		return r
+	}
+	for _, c := range []struct {
+		name     string
+		body     string
+		attempts int
+	}{
+		{"retried after retry-after", limited, 0},
+		{"given up", limited, 1},
+		{"answered", `{"data":{"addStar":{"clientMutationId":null}}}`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(secondary(c.body))
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				opts := []cloudghttp.Option{cloudghttp.WithGovernor(gov)}
+				if c.attempts > 0 {
+					opts = append(opts, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: c.attempts}))
+				}
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), opts...)}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				hits := f.recorded()
+				tot := gov.Summary(stats).Totals
+				switch c.name {
+				case "retried after retry-after":
+					if got != "ok" || len(hits) != 2 || hits[1].body != query || hits[1].at.Sub(hits[0].at) < 20*time.Second {
+						t.Fatalf("body %q after %d attempts, want the query sent again, whole, 20 s later, and answered", got, len(hits))
+					}
+				case "given up":
+					if got != limited || tot.Throttled != 1 || tot.GaveUp != 1 {
+						t.Fatalf("body %q, totals %+v, want GitHub's 200 whole, recorded as throttled and given up", got, tot)
+					}
+				case "answered":
+					if got != c.body || len(hits) != 1 || tot.Throttled != 0 {
+						t.Fatalf("body %q after %d attempts, totals %+v, want the data at once, a success", got, len(hits), tot)
+					}
+				}
+			})
+		})
+	}
+}
