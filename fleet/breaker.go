@@ -23,7 +23,10 @@ import (
 // While Redis does not answer, a local breaker stands in, started from the
 // view (fallback); what it learns (it opened, let a probe through, closed
 // after one; the failures it counted, a success that reset them) is
-// written back to Redis when Redis answers again (writeBack).
+// written back to Redis when Redis answers again (writeBack). Once it
+// holds nothing unwritten, a newer view (or a new outage) replaces it at
+// its next use, so that a local breaker of an earlier outage does not
+// decide calls after the fleet's breaker moved on.
 type sharedBreaker struct {
 	s    *Store
 	keys []string
@@ -38,6 +41,7 @@ type sharedBreaker struct {
 	fetched  time.Duration // when the view was last refreshed, in local time
 	readAt   int64         // when Redis read the view's breaker, on its clock (µs)
 	readBack time.Duration // when the answer that carried it came back (mono)
+	view     int64         // counts the view's changes (see fallback)
 	why      string        // why the breaker last opened, as the process that opened it said ("" when none did)
 	told     int64         // the Store's staleTick when a success was last sent to Redis
 	// lastOK is when (on the callers' clock) the last success Redis
@@ -61,8 +65,11 @@ type sharedBreaker struct {
 
 	localMu sync.Mutex
 	local   *breaker.Breaker
-	localEp int64
-	learned time.Duration // mono when the local breaker last changed its state; 0: not since it was made or written back
+	localEp int64 // the episode the local breaker was made for or kept into
+	// localView is the view (its count of changes) the local breaker was
+	// made from: a newer one replaces it once it holds nothing unwritten.
+	localView int64
+	learned   time.Duration // mono when the local breaker last changed its state; 0: not since it was made or written back
 	// The local breaker's count of failures since it was made, its state
 	// last changed or a success last reset it: known are those Redis may
 	// have counted (from the view, or sent to Redis without an answer),
@@ -75,6 +82,10 @@ type sharedBreaker struct {
 	fails []time.Duration
 	okAt  time.Duration
 	run   int64
+	// sending is set while writeBack sends what the local breaker
+	// learned, which it took out of it: fallback keeps the local breaker
+	// meanwhile, so that failures Redis did not run go back into it.
+	sending bool
 }
 
 func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreaker {
@@ -180,6 +191,7 @@ func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState
 	}
 	b.readAt, b.readBack = toInt(r.at), mono()
 	b.clockNow, b.clockMono = now, b.readBack
+	b.view++
 	if !valid {
 		b.state, b.failures, b.cooldown, b.fetched, b.until, b.why = state.Closed, 0, b.spec.Cooldown, never, now, ""
 		return st, wait, failures
@@ -207,35 +219,68 @@ func (b *sharedBreaker) newer(r reading) bool {
 	return r.sent >= b.readBack || toInt(r.at) >= b.readAt
 }
 
-// fallback returns the local breaker used while Redis does not answer. A
-// new one starts from the last known view of the fleet's breaker, as the
-// local bucket starts from the fleet's last known rate: an open breaker
-// stays open until the end of its cooldown, and a half-open one until its
-// probe's lease ends (the fleet's probe is out, or this process's, whose
-// retries and verdict it takes), a local probe going then; both with the
-// fleet's current cooldown, so that a failed local probe doubles it from
-// there, as the fleet's would; a closed one keeps its failures.
-// It returns the episode the local breaker was made for too (see learn).
-func (b *sharedBreaker) fallback() (*breaker.Breaker, int64) {
+// fallback returns the local breaker used while Redis does not take an
+// operation. A new one starts from the last known view of the fleet's
+// breaker, as the local bucket starts from the fleet's last known rate: an
+// open breaker stays open until the end of its cooldown, and a half-open
+// one until its probe's lease ends (the fleet's probe is out, or this
+// process's, whose retries and verdict it takes), a local probe going
+// then; both with the fleet's current cooldown, so that a failed local
+// probe doubles it from there, as the fleet's would; a closed one keeps
+// its failures.
+//
+// The local breaker is made again from the view when a new outage began
+// or the view changed since it was made, unless it changed state or a
+// success reset its count since it was made or last written back (what
+// it learned is newer than the view until Redis has it: it is kept, and
+// the write-back merges it with the fleet's), or a write-back is on its
+// way. The failures it alone
+// counted (fails) are counted again on the new one, and still written
+// back. So a local breaker left from an earlier outage, written back
+// since, is not reused after Close, or for a single operation Redis
+// refuses or leaves unanswered: the fallback starts from what the fleet
+// last told this process, not from a cooldown it may have ended.
+func (b *sharedBreaker) fallback() *breaker.Breaker {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
-		b.local = breaker.New(b.spec)
-		b.localEp, b.learned, b.okAt, b.fails = ep, 0, 0, nil
-		b.run++
-		b.mu.Lock()
-		b.local.Restore(b.state, b.failures, b.cooldown, b.until)
-		b.known = b.local.Snapshot(b.until).Failures
-		b.setUnwritten(false)
-		b.mu.Unlock()
+	ep := b.s.episode.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.local != nil && b.localEp == ep && b.localView == b.view:
+		return b.local
+	case b.local != nil && (b.learned != 0 || b.okAt != 0 || b.sending):
+		b.localEp = ep // kept into the new outage: what it learned waits for Redis
+		return b.local
 	}
-	return b.local, b.localEp
+	b.local = breaker.New(b.spec)
+	b.localEp, b.localView, b.learned, b.okAt = ep, b.view, 0, 0
+	b.run++
+	b.local.Restore(b.state, b.failures, b.cooldown, b.until)
+	b.known = b.local.Snapshot(b.until).Failures
+	if len(b.fails) == 0 {
+		b.setUnwritten(false)
+		return b.local
+	}
+	now := b.clockNow + mono() - b.clockMono
+	for range b.fails {
+		if opened, _ := b.local.FailureFrom(now); opened {
+			// Its failures opened it: the change of state is written back,
+			// as when the local breaker counts them as they come.
+			b.learned, b.known, b.fails = max(1, mono()), 0, nil
+			b.run++
+			break
+		}
+	}
+	if b.setUnwritten(true) {
+		b.s.pending.Store(true)
+	}
+	return b.local
 }
 
-// at returns the local breaker (and its episode) for a call at now on the
-// callers' clock, which it notes as the clock's latest reading (see
-// writeBack).
-func (b *sharedBreaker) at(now time.Duration) (*breaker.Breaker, int64) {
+// at returns the local breaker for a call at now on the callers' clock,
+// which it notes as the clock's latest reading (see writeBack).
+func (b *sharedBreaker) at(now time.Duration) *breaker.Breaker {
 	t := mono()
 	b.mu.Lock()
 	b.clockNow, b.clockMono = now, t
@@ -288,25 +333,27 @@ func (b *sharedBreaker) setUnwritten(v bool) bool {
 
 // The local breaker's operations, for when Redis does not answer. Each
 // runs under localMu with its note of what the local breaker learned, so
-// that the notes are in the order of the operations.
+// that the notes are in the order of the operations; a note is taken only
+// for the local breaker in place (fallback may have replaced it since the
+// operation got it).
 
 func (b *sharedBreaker) localAllow(now time.Duration) (time.Duration, bool, bool) {
-	l, ep := b.at(now)
+	l := b.at(now)
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	wait, ok, probe := l.Allow(now)
-	if probe && b.localEp == ep {
+	if probe && b.local == l {
 		b.restart(max(1, mono()), true)
 	}
 	return wait, ok, probe
 }
 
 func (b *sharedBreaker) localSuccess() bool {
-	l, ep := b.fallback()
+	l := b.fallback()
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	closed := l.Success()
-	if b.localEp == ep && (closed || b.known > 0 || len(b.fails) > 0) {
+	if b.local == l && (closed || b.known > 0 || len(b.fails) > 0) {
 		b.restart(max(1, mono()), closed)
 	}
 	return closed
@@ -319,11 +366,11 @@ func (b *sharedBreaker) localSuccess() bool {
 // an answer: Redis may have counted it, and a failure is counted at most
 // once.
 func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
-	l, ep := b.at(now)
+	l := b.at(now)
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	opened, from := l.FailureFrom(now)
-	if b.localEp != ep {
+	if b.local != l {
 		return opened
 	}
 	switch {
@@ -340,18 +387,17 @@ func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
 }
 
 func (b *sharedBreaker) localAllowProbe(now time.Duration) (time.Duration, bool) {
-	l, _ := b.at(now)
-	return l.AllowProbe(now)
+	return b.at(now).AllowProbe(now)
 }
 
 func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
-	l, _ := b.at(now)
-	return l.Snapshot(now)
+	return b.at(now).Snapshot(now)
 }
 
-// writeBack writes to Redis what the local breaker of the current episode
-// learned while Redis did not answer, since it was made from the view or
-// last written back: a change of its state, with how long ago it last
+// writeBack writes to Redis what the local breaker learned while Redis
+// did not take its operations, since it was made from the view or last
+// written back (of this outage or of an earlier one: fallback keeps a
+// local breaker until it holds nothing unwritten): a change of its state, with how long ago it last
 // changed, so that the newer of Redis's state and its own wins; the
 // failures it alone counted, with how long ago each was, and the last
 // success that reset its count, so that Redis merges them with the
@@ -364,9 +410,7 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 func (b *sharedBreaker) writeBack() bool {
 	b.localMu.Lock()
 	l, learned, okAt, fails, run := b.local, b.learned, b.okAt, b.fails, b.run
-	if l == nil || b.localEp != b.s.episode.Load() || (learned == 0 && okAt == 0 && len(fails) == 0) {
-		// Nothing to send, or a local breaker of an earlier outage, whose
-		// knowledge the next one's (made from the view) replaces.
+	if l == nil || (learned == 0 && okAt == 0 && len(fails) == 0) {
 		b.mu.Lock()
 		b.setUnwritten(false)
 		b.mu.Unlock()
@@ -374,6 +418,7 @@ func (b *sharedBreaker) writeBack() bool {
 		return true
 	}
 	b.fails = nil // sent at most once (put back below when Redis did not run the script)
+	b.sending = true
 	b.mu.Lock()
 	t := mono()
 	now := b.clockNow + t - b.clockMono
@@ -398,13 +443,12 @@ func (b *sharedBreaker) writeBack() bool {
 		if !b.s.closed() { // else Close's: no outage reported (see Store.run)
 			b.s.errors.Add(1)
 		}
-		if notRun(err) {
-			b.localMu.Lock()
-			if b.run == run {
-				b.fails = append(fails, b.fails...)
-			}
-			b.localMu.Unlock()
+		b.localMu.Lock()
+		b.sending = false
+		if notRun(err) && b.run == run {
+			b.fails = append(fails, b.fails...)
 		}
+		b.localMu.Unlock()
 		return false
 	case err != nil && !b.s.closed():
 		b.s.refused(b.keys[0], err) // no use sending it again
@@ -413,6 +457,7 @@ func (b *sharedBreaker) writeBack() bool {
 		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], why: elem(res, 5), ok: elem(res, 6), sent: t})
 	}
 	b.localMu.Lock()
+	b.sending = false
 	if b.learned == learned {
 		b.learned = 0
 	}
@@ -548,6 +593,7 @@ func (b *sharedBreaker) Success() bool {
 	b.mu.Lock()
 	if r := (reading{at: elem(res, 2), sent: sent}); b.newer(r) {
 		b.readAt, b.readBack = toInt(r.at), mono()
+		b.view++
 		b.failures = 0
 		b.state = st
 		if cok {

@@ -145,6 +145,18 @@
 // limits, the rest of the process stays on the shared state, and the
 // refusal is logged at most once a minute.
 //
+// Every fallback to a local breaker (an outage's start, one operation
+// Redis refuses or does not answer, every call after Close) starts from
+// the latest state of the fleet's breaker this process read, once what an
+// earlier outage's local breaker learned was written back: a local breaker
+// that holds nothing unwritten is made again from a newer reading (or at a
+// new outage), so that a process does not refuse calls for the rest of a
+// cooldown the fleet has ended since. One that holds what Redis has not
+// heard of yet (it opened, let a probe through or closed, a success reset
+// its failures) stays until it is written back, and the failures it alone
+// counted still count on the one made after it and are still written
+// back.
+//
 // # What Redis holds is not trusted
 //
 // The scripts validate what they read. A key of another type, and a

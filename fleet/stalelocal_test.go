@@ -1,0 +1,121 @@
+package fleet
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// toldClosed gives b an answer of Redis's, as every script's answer
+// reaches the view (sharedBreaker.update): the fleet's breaker is closed
+// with no failures, read now (another process's probe closed it).
+func toldClosed(b *sharedBreaker) {
+	b.update(0, reading{st: "closed", failures: "0", cooldown: strconv.FormatInt(unwrittenSpec.Cooldown.Microseconds(), 10),
+		wait: "0", at: strconv.FormatInt(time.Now().UnixMicro(), 10), sent: mono()})
+}
+
+// outageOver opens b's local breaker during an outage (its threshold of
+// failures, at 0 on the callers' clock), then brings Redis back: the
+// heartbeat writes back what the local breaker learned (the hook refuses
+// it, which is final: written), and the store is on the shared state
+// again. Then the fleet's breaker is closed, as far as the process knows
+// (toldClosed).
+func outageOver(t *testing.T, s *Store, h *outageRedis, b *sharedBreaker) {
+	t.Helper()
+	for range unwrittenSpec.Threshold {
+		b.Failure(0)
+	}
+	if _, ok, _ := b.Allow(0); ok {
+		t.Fatal("the threshold of failures during an outage: the local breaker is not open")
+	}
+	h.down.Store(false)
+	s.heartbeat()
+	if s.Stats().Degraded {
+		t.Fatal("a Redis that answers the heartbeat: still on local limits")
+	}
+	b.mu.Lock()
+	unwritten := b.unwritten
+	b.mu.Unlock()
+	if unwritten {
+		t.Fatal("Redis back: the outage's breaker is not written back")
+	}
+	toldClosed(b)
+}
+
+// The local breaker that stands in for the fleet's when Redis does not
+// take an operation starts from the latest state the fleet told the
+// process (the view), once what an earlier outage taught was written
+// back: not from that outage's local breaker, whose cooldown the fleet
+// may have ended since. That holds after Close (a closed store's calls go
+// to the local breaker) and for a single operation Redis refuses. The
+// calls are made past WithBreakerStaleness (a second) after the view was
+// read, so that the closed view is not trusted without asking Redis.
+// (The local breaker of the earlier outage was reused: open, it refused
+// the scope's calls for the rest of a cooldown the fleet had ended.)
+func TestTheLocalBreakerStartsFromTheViewOnceWrittenBack(t *testing.T) {
+	for _, c := range []string{"after Close", "an operation Redis refuses"} {
+		t.Run(c, func(t *testing.T) {
+			s, h := inOutage(t)
+			defer s.Close()
+			b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+			outageOver(t, s, h, b)
+			if c == "after Close" {
+				s.Close()
+			}
+			now := 2 * time.Second
+			if wait, ok, _ := b.Allow(now); !ok {
+				t.Errorf("an outage's local breaker opened and written back, the fleet's breaker closed since, then %s: Allow refused the call by the local breaker %+v (wait %v), want the fleet's closed breaker",
+					c, b.localSnapshot(now), wait)
+			}
+		})
+	}
+}
+
+// What the local breaker counted that Redis has not heard of yet still
+// counts when the local breaker starts again from the view: a failure an
+// operation Redis refused counted (to be written back at the next
+// heartbeat), when an outage begins before that heartbeat; and an
+// outage's open breaker not written back at Close (Redis still gone).
+// (A new outage's local breaker started from the view alone, the failure
+// forgotten, by the local breaker and the write-back both.)
+func TestTheLocalBreakerKeepsWhatIsUnwritten(t *testing.T) {
+	t.Run("a refused operation's failure, then an outage", func(t *testing.T) {
+		s, h := inOutage(t)
+		defer s.Close()
+		b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+		h.down.Store(false)
+		s.heartbeat()
+		toldClosed(b)
+		b.Failure(0) // refused by Redis: the local breaker counts it, for the write-back
+		h.down.Store(true)
+		s.heartbeat() // Redis does not answer: a new outage
+		if !s.Stats().Degraded {
+			t.Fatal("a Redis that does not answer the heartbeat: not on local limits")
+		}
+		b.Failure(0)
+		if got := b.Snapshot(0); got.Failures != 2 {
+			t.Errorf("a failure Redis refused to count, then an outage and a failure during it: the local breaker %+v, want 2 failures", got)
+		}
+		b.mu.Lock()
+		unwritten := b.unwritten
+		b.mu.Unlock()
+		b.localMu.Lock()
+		fails := len(b.fails)
+		b.localMu.Unlock()
+		if !unwritten || fails != 2 {
+			t.Errorf("a failure Redis refused to count, then an outage and a failure during it: %d failures to write back (unwritten %v), want 2", fails, unwritten)
+		}
+	})
+	t.Run("an outage's open breaker at Close", func(t *testing.T) {
+		s, _ := inOutage(t)
+		b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+		for range unwrittenSpec.Threshold {
+			b.Failure(0)
+		}
+		toldClosed(b) // an answer that was in flight as the outage began
+		s.Close()
+		if _, ok, _ := b.Allow(2 * time.Second); ok {
+			t.Error("an outage's local breaker opened and not written back (Redis gone at Close): after Close, Allow let a call through within its cooldown")
+		}
+	})
+}
