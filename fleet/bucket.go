@@ -26,6 +26,7 @@ type sharedBucket struct {
 	adaptive bool
 	goodput  bool
 	rateFB   atomic.Uint64 // float64 bits of the last rate Redis reported
+	rates    atomic.Int64  // counts the rates Redis reported (see fallback)
 	// pausedUntil is the end (mono) of the latest pause this process set
 	// (Pause, or Throttle with a Retry-After): the callers holding tokens
 	// granted before it look at it before they send (PausedFor).
@@ -81,9 +82,11 @@ type sharedBucket struct {
 	pauseCheck  chan struct{} // closed when the pause read by readPause is known; nil when none is being read
 	settled     chan struct{} // made by closeOut for an operation in flight (sending, giving), closed by settle when none is; nil when no one waits
 
-	localMu sync.Mutex
-	local   state.Bucket // fallback while Redis does not answer
-	localEp int64        // the episode the fallback was made for
+	localMu   sync.Mutex
+	local     state.Bucket // fallback while Redis does not answer
+	localEp   int64        // the episode the fallback was made for
+	localRate int64        // the rate it was made from (its count: rates)
+	localOut  bool         // made while the store was on local limits (an outage's)
 }
 
 // served counts the successes of one slot of bucket.GoodputSlot, the last
@@ -160,6 +163,7 @@ func (b *sharedBucket) rate() float64 { return math.Float64frombits(b.rateFB.Loa
 func (b *sharedBucket) setRate(v any) float64 {
 	if r, ok := number(v); ok && r >= b.floor*(1-1e-9) && r <= b.spec.Rate*(1+1e-9) {
 		b.rateFB.Store(math.Float64bits(r))
+		b.rates.Add(1)
 		return r
 	}
 	return b.rate()
@@ -244,17 +248,27 @@ func (b *sharedBucket) takeServed() []any {
 // is charged for the tokens the process took lately and has yet to use
 // (tokenLog): the callers already queued go at their times, at the head of
 // its queue, instead of on top of its balance.
+//
+// An outage's local bucket serves that outage: a new outage makes another.
+// Once the store is back on the shared state, the next fallback (an
+// operation Redis refuses or does not answer, a call after Close) makes it
+// again from the fleet's rate as last read when it was an outage's, or
+// Redis reported a rate since it was made, so that the rate a throttle
+// left on an earlier outage's local bucket, which the fleet never took,
+// does not hold the process after it. A pause it set is not lost: the
+// process knows of it (pausedFor), and holds the new one too.
 func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
+	ep, out, rates := b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()
+	if b.local == nil || b.localEp != ep || !out && (b.localOut || b.localRate != rates) {
 		r := b.rate()
 		spec := b.spec
 		spec.Rate = b.s.share(r)
 		spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
 		spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
 		b.local = b.s.local.Bucket("", spec, now)
-		b.localEp = ep
+		b.localEp, b.localOut, b.localRate = ep, out, rates
 		if p := b.pausedFor(mono()); p > 0 {
 			// A pause known to this process (set on an earlier outage's
 			// local limits, or on Redis) holds the new local limits too.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // toldClosed gives b an answer of Redis's, as every script's answer
@@ -118,4 +120,37 @@ func TestTheLocalBreakerKeepsWhatIsUnwritten(t *testing.T) {
 			t.Error("an outage's local breaker opened and not written back (Redis gone at Close): after Close, Allow let a call through within its cooldown")
 		}
 	})
+}
+
+// The local bucket that stands in for the fleet's when Redis does not take
+// an operation starts from the fleet's rate as the process last read it,
+// once the outage whose local bucket slowed is over: after Close, and for
+// a single operation Redis refuses. (The local bucket of the earlier
+// outage was reused, at the rate a throttle during it left, which the
+// fleet's never took.)
+func TestTheLocalBucketStartsFromTheViewAfterAnOutage(t *testing.T) {
+	spec := state.BucketSpec{Rate: 10, Burst: 10, Adaptive: true}
+	for _, c := range []string{"after Close", "an operation Redis refuses"} {
+		t.Run(c, func(t *testing.T) {
+			s, h := inOutage(t)
+			defer s.Close()
+			b := s.Bucket("aws/1/us-east-1/ec2/DescribeVpcs", spec, 0).(*sharedBucket)
+			b.Throttle(0, 0) // the local bucket slows
+			if r := b.Snapshot(0).Rate; r >= spec.Rate {
+				t.Fatalf("a throttle during an outage: the local bucket's rate %v, want below %v", r, spec.Rate)
+			}
+			h.down.Store(false)
+			s.heartbeat()
+			if s.Stats().Degraded {
+				t.Fatal("a Redis that answers the heartbeat: still on local limits")
+			}
+			if c == "after Close" {
+				s.Close()
+			}
+			if got := b.Snapshot(time.Second); got.Rate != spec.Rate {
+				t.Errorf("a throttle during an outage that ended, the fleet's rate %v as far as the process knows, then %s: the local bucket %+v, want the fleet's rate",
+					b.rate(), c, got)
+			}
+		})
+	}
 }

@@ -67,3 +67,41 @@ func TestAClosedStoresBreakerStartsFromTheFleets(t *testing.T) {
 		}
 	})
 }
+
+// A closed store's calls go to a local bucket made from the fleet's rate
+// as the process last read it, not to the local bucket of an outage that
+// ended before Close, at the rate a throttle during that outage left (the
+// fleet never took it). (TestTheLocalBucketStartsFromTheViewAfterAnOutage,
+// in package fleet, states the rule for an operation Redis refuses too.)
+// (The outage's local bucket was reused after Close, at half the fleet's
+// rate.)
+func TestAClosedStoresBucketStartsFromTheFleets(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		spec := state.BucketSpec{Rate: 10, Burst: 10, Adaptive: true}
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		p, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(50*time.Millisecond),
+			fleet.WithTimeout(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		bk := p.Bucket("stalelocal/bkt", spec, 0)
+		px.Down()
+		waitFor(t, 3*time.Second, "local limits", func() bool { return p.Stats().Degraded })
+		bk.Throttle(0, 0)
+		if r := bk.Snapshot(0).Rate; r >= spec.Rate {
+			t.Fatalf("a throttle during an outage: the local bucket's rate %v, want below %v", r, spec.Rate)
+		}
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !p.Stats().Degraded })
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s := bk.Snapshot(time.Second); s.Rate != spec.Rate {
+			t.Errorf("a throttle during an outage that ended, then Close: the local bucket %+v, want the fleet's rate %v", s, spec.Rate)
+		}
+	})
+}
