@@ -13,16 +13,25 @@ import (
 // the refunds of successes (a tenth each) are added up locally and sent
 // with the next spend, a whole token's worth, or the heartbeat, which also
 // refreshes the process's view of the budget.
+//
+// Its local budget, for when Redis does not take an operation, starts
+// from the fleet's budget as the process last read it (known), shared
+// among the live processes (fallback); after Close it is the budget alone,
+// spent by the retries and refilled by the successes, as the in-process
+// one.
 type sharedBudget struct {
 	s       *Store
 	keys    []string
 	units   atomic.Int64 // size in tenths
 	pending atomic.Int64 // refunds not yet sent
 	known   atomic.Int64 // units at Redis's last answer
+	reads   atomic.Int64 // counts Redis's answers (see fallback)
 
-	mu      sync.Mutex
-	local   state.Budget
-	localEp int64
+	mu         sync.Mutex
+	local      state.Budget
+	localEp    int64 // the episode it was made for
+	localReads int64 // the answer it was made from (its count: reads)
+	localOut   bool  // made while the store was on local limits (an outage's)
 }
 
 func newSharedBudget(s *Store, key string, size int) *sharedBudget {
@@ -40,15 +49,27 @@ func (b *sharedBudget) resize(size int) {
 	b.units.Store(min(int64(max(0, size)), budget.MaxSize) * budget.Unit)
 }
 
+// fallback returns the local budget. An outage's serves that outage: a
+// new outage makes another. Once the store is back on the shared state,
+// the next fallback (an operation Redis refuses or does not answer, a
+// call after Close) makes it again from the fleet's budget as last read
+// when it was an outage's, or Redis answered since it was made, so that
+// an earlier outage's local budget, spent then, does not refuse the
+// retries after it.
 func (b *sharedBudget) fallback() state.Budget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ep := b.s.episode.Load(); b.local == nil || b.localEp != ep {
+	ep, out, reads := b.s.episode.Load(), b.s.degraded.Load(), b.reads.Load()
+	if b.local == nil || b.localEp != ep || !out && (b.localOut || b.localReads != reads) {
 		b.local = b.s.local.Budget("", int(b.s.share(float64(b.known.Load()/budget.Unit))))
-		b.localEp = ep
+		b.localEp, b.localOut, b.localReads = ep, out, reads
 	}
 	return b.local
 }
+
+// onLocal reports whether the budget is the local one: while Redis does
+// not answer, and after Close.
+func (b *sharedBudget) onLocal() bool { return b.s.degraded.Load() || b.s.shut.Load() }
 
 // exchange sends the pending refunds and, when take is set, spends a
 // token; it reports whether the token was spent. Refunds Redis did not
@@ -72,6 +93,7 @@ func (b *sharedBudget) exchange(take bool) (taken, ok bool) {
 		return false, false
 	}
 	b.known.Store(min(max(0, toInt(res[1])), b.units.Load()))
+	b.reads.Add(1)
 	return toInt(res[0]) == 1, true
 }
 
@@ -82,8 +104,11 @@ func (b *sharedBudget) Take() bool {
 	return b.fallback().Take()
 }
 
+// Succeed refunds a tenth of a token: to Redis (added up, see
+// sharedBudget), or to the local budget while Redis does not answer and
+// after Close, which nothing sends to Redis any more.
 func (b *sharedBudget) Succeed() {
-	if b.s.degraded.Load() {
+	if b.onLocal() {
 		b.fallback().Succeed()
 		return
 	}
@@ -95,8 +120,11 @@ func (b *sharedBudget) Succeed() {
 	}
 }
 
+// Remaining returns the tokens left: the fleet's as far as the process
+// knows, with its refunds not yet sent; the local budget's while Redis
+// does not answer and after Close.
 func (b *sharedBudget) Remaining() float64 {
-	if b.s.degraded.Load() {
+	if b.onLocal() {
 		return b.fallback().Remaining()
 	}
 	return float64(min(b.units.Load(), b.known.Load()+b.pending.Load())) / budget.Unit

@@ -159,6 +159,10 @@
 // the store is back on the shared state the next fallback makes one from
 // the fleet's rate as last read (a pause the process knows of holds it
 // too), not from the rate a throttle left on the outage's local bucket.
+// And for the local retry budget: once back on the shared state, it
+// starts from the fleet's budget as last read, not from an outage's,
+// spent then; after Close it is the budget alone, which the successes
+// refill as they refill the in-process one.
 //
 // # What Redis holds is not trusted
 //
