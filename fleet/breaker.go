@@ -234,12 +234,12 @@ func (b *sharedBreaker) newer(r reading) bool {
 // success reset its count since it was made or last written back (what
 // it learned is newer than the view until Redis has it: it is kept, and
 // the write-back merges it with the fleet's), or a write-back is on its
-// way. The failures it alone
-// counted (fails) are counted again on the new one, and still written
-// back. So a local breaker left from an earlier outage, written back
-// since, is not reused after Close, or for a single operation Redis
-// refuses or leaves unanswered: the fallback starts from what the fleet
-// last told this process, not from a cooldown it may have ended.
+// way. The failures it alone counted (fails) are counted again on the new
+// one, and still written back. So a local breaker left from an earlier
+// outage, written back since, is not reused after Close, or for a single
+// operation Redis refuses or leaves unanswered: the fallback starts from
+// what the fleet last told this process, not from a cooldown it may have
+// ended.
 func (b *sharedBreaker) fallback() *breaker.Breaker {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
@@ -397,12 +397,12 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 // writeBack writes to Redis what the local breaker learned while Redis
 // did not take its operations, since it was made from the view or last
 // written back (of this outage or of an earlier one: fallback keeps a
-// local breaker until it holds nothing unwritten): a change of its state, with how long ago it last
-// changed, so that the newer of Redis's state and its own wins; the
-// failures it alone counted, with how long ago each was, and the last
-// success that reset its count, so that Redis merges them with the
-// fleet's failures in the order they came (breakerLearnedScript). The
-// answer becomes the view. It reports false when Redis did not answer:
+// local breaker until it holds nothing unwritten): a change of its state,
+// with how long ago it last changed, so that the newer of Redis's state
+// and its own wins; the failures it alone counted, with how long ago each
+// was, and the last success that reset its count, so that Redis merges
+// them with the fleet's failures in the order they came
+// (breakerLearnedScript). The answer becomes the view. It reports false when Redis did not answer:
 // the change and the success are kept for the next try (writing either
 // twice changes nothing), and the failures too when Redis refused the
 // script or the connection was not made (it did not run it); otherwise
