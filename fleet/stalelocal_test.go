@@ -1,9 +1,13 @@
 package fleet
 
 import (
+	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/state"
 )
@@ -152,5 +156,78 @@ func TestTheLocalBucketStartsFromTheViewAfterAnOutage(t *testing.T) {
 					b.rate(), c, got)
 			}
 		})
+	}
+}
+
+// gatedRedis is a Redis client's hook: while down is set, every command
+// goes to the client's server, where nothing listens; otherwise the first
+// command is refused at once (an error reply), and every later one waits
+// until the test releases it (entered tells it is waiting), then gets a
+// LOADING reply: Redis did not run it, and does not answer.
+type gatedRedis struct {
+	down    atomic.Bool
+	n       atomic.Int64
+	entered chan struct{}
+	release chan struct{}
+}
+
+type loadingByTest struct{}
+
+func (loadingByTest) Error() string { return "LOADING Redis is loading the dataset in memory" }
+func (loadingByTest) RedisError()   {}
+
+func (h *gatedRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *gatedRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *gatedRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.down.Load() {
+			return next(ctx, cmd)
+		}
+		if h.n.Add(1) == 1 {
+			cmd.SetErr(refusedByTest{})
+			return refusedByTest{}
+		}
+		h.entered <- struct{}{}
+		<-h.release
+		cmd.SetErr(loadingByTest{})
+		return loadingByTest{}
+	}
+}
+
+// A failure an outage's local breaker counted is not lost when a newer
+// view comes while the write-back that sends it is on its way and Redis
+// then does not run it: the local breaker is not made again from the view
+// meanwhile (it would not count the failure, and the failure would not go
+// back to it for the next try).
+func TestAWriteBackOnItsWayKeepsTheLocalBreaker(t *testing.T) {
+	h := &gatedRedis{entered: make(chan struct{}), release: make(chan struct{})}
+	h.down.Store(true)
+	rdb := unreachable()
+	rdb.AddHook(h)
+	defer rdb.Close()
+	s := New(rdb, WithLogger(quiet), WithHeartbeat(time.Hour), WithTimeout(100*time.Millisecond))
+	defer s.Close()
+	b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+	b.Failure(0) // Redis does not answer: counted by the local breaker alone
+	h.down.Store(false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.heartbeat() // refused, then the write-back, which waits
+	}()
+	<-h.entered
+	toldClosed(b) // an answer that was in flight
+	during := b.Snapshot(0)
+	h.release <- struct{}{}
+	<-done
+	b.localMu.Lock()
+	fails := len(b.fails)
+	b.localMu.Unlock()
+	if got := b.Snapshot(0); during.Failures != 1 || got.Failures != 1 || fails != 1 {
+		t.Errorf("a failure counted during an outage, a newer view while its write-back was on its way, which Redis did not run: the local breaker %+v during the write-back, %+v after it, %d failures to write back; want 1 failure each",
+			during, got, fails)
 	}
 }
