@@ -2,6 +2,7 @@ package cloudgazure
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sync/atomic"
@@ -148,9 +149,15 @@ func (l QueryLimits) resolve() QueryLimits {
 // true) and gives no skip token (ErrResultTruncated: Resource Graph could
 // not page the query, whose output has no id column, or a take, limit or
 // sample operator disables paging, and it matched more rows than a page
-// holds). A truncated page whose count is its totalRecords, or whose rows
-// are all the query's Options.Top asked for, is no error. No call was
-// lost, so nothing is recorded in the ledger: the caller has the error.
+// holds), or a page's rows cannot be read (ErrPageUnreadable: its data is
+// not the shape of the format asked for, a table for an object array or
+// the other way round, a table without rows, null while its count is not
+// 0, or a value of another type; the rows returned are those of the pages
+// before it), or are not as many as its count says (ErrRowCountMismatched:
+// the page's rows are returned with the others). A truncated page whose
+// count is its totalRecords, or whose rows are all the query's
+// Options.Top asked for, is no error. No call was lost, so nothing is
+// recorded in the ledger: the caller has the error.
 //
 // A panic of client, or of the governor's log handler as a page's answer
 // is recorded, reaches the caller as it was, never recovered; the page it
@@ -198,7 +205,16 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 		if err != nil {
 			return rows, err
 		}
-		rows = appendRows(rows, page.Data)
+		read, shape, ok := pageRows(*o.ResultFormat, page.Data, page.Count)
+		if !ok {
+			return rows, &IncompleteQueryError{Check: ErrPageUnreadable, Pages: pages, Rows: len(rows),
+				Count: orMinusOne(page.Count), TotalRecords: orMinusOne(page.TotalRecords), DataShape: shape}
+		}
+		rows = append(rows, read...)
+		if page.Count != nil && *page.Count != int64(len(read)) {
+			return rows, &IncompleteQueryError{Check: ErrRowCountMismatched, Pages: pages, Rows: len(rows),
+				Count: *page.Count, TotalRecords: orMinusOne(page.TotalRecords), PageRows: len(read)}
+		}
 		if page.SkipToken == nil || *page.SkipToken == "" {
 			if truncated(page.QueryResponse, o.Top, len(rows)) {
 				return rows, &IncompleteQueryError{Check: ErrResultTruncated, Pages: pages, Rows: len(rows),
@@ -528,16 +544,33 @@ func pauseTenant(ctx context.Context, gov *resilience.Governor, account string, 
 	tg.End(nil)
 }
 
-// appendRows appends a page's rows: an objectArray page is a []any; a
-// table page is {"columns": ..., "rows": [...]}.
-func appendRows(rows []any, data any) []any {
+// pageRows returns the rows of a page's data in the format the query
+// asked for: an objectArray page's data is a []any of rows; a table
+// page's, {"columns": ..., "rows": [...]}. ok is false when the data is
+// not that shape (another format's, a table without rows, null, or a
+// value of another type), and shape then says what it was; a page with
+// no data that says its count is 0 has no rows and is read. A format
+// other than these two accepts either shape.
+func pageRows(format armresourcegraph.ResultFormat, data any, count *int64) (rows []any, shape string, ok bool) {
 	switch d := data.(type) {
-	case []any:
-		return append(rows, d...)
-	case map[string]any:
-		if r, ok := d["rows"].([]any); ok {
-			return append(rows, r...)
+	case nil:
+		if count != nil && *count == 0 {
+			return nil, "", true
 		}
+		return nil, "null", false
+	case []any:
+		if format == armresourcegraph.ResultFormatTable {
+			break
+		}
+		return d, "", true
+	case map[string]any:
+		if format == armresourcegraph.ResultFormatObjectArray {
+			break
+		}
+		if r, ok := d["rows"].([]any); ok {
+			return r, "", true
+		}
+		return nil, "a table without rows", false
 	}
-	return rows
+	return nil, fmt.Sprintf("%T", data), false
 }

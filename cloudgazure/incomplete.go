@@ -16,43 +16,69 @@ var (
 	// ErrResultTruncated: a page said its result was truncated
 	// (resultTruncated true) and gave no skip token to fetch the rest.
 	ErrResultTruncated = errors.New("cloudgazure: Resource Graph truncated the result and gave no skip token")
+	// ErrPageUnreadable: a page's data is not the shape of the format the
+	// query asked for (a table for an object array, or the other way
+	// round, a table without rows, null, or a value of another type), so
+	// that none of its rows could be read.
+	ErrPageUnreadable = errors.New("cloudgazure: Resource Graph answered a page whose rows could not be read")
+	// ErrRowCountMismatched: a page's rows are not as many as its count
+	// says (fewer: rows left out; more: a page that contradicts itself).
+	ErrRowCountMismatched = errors.New("cloudgazure: Resource Graph answered a page whose rows are not as many as its count")
 )
 
 // IncompleteQueryError is the error QueryResources returns, with the rows
 // it has, when Resource Graph answered every page but the rows are not
-// the query's whole result. Check is ErrSkipTokenRepeated or
-// ErrResultTruncated, the check that found it: errors.Is finds it, and
-// errors.As the *IncompleteQueryError.
+// the query's whole result. Check is ErrSkipTokenRepeated,
+// ErrResultTruncated, ErrPageUnreadable or ErrRowCountMismatched, the
+// check that found it: errors.Is finds it, and errors.As the
+// *IncompleteQueryError.
 //
 // Its methods only read it: any number of goroutines may use one at once
 // while none changes it.
 type IncompleteQueryError struct {
-	// Check is ErrSkipTokenRepeated or ErrResultTruncated.
+	// Check is ErrSkipTokenRepeated, ErrResultTruncated,
+	// ErrPageUnreadable or ErrRowCountMismatched.
 	Check error
 	// Pages is the number of pages answered, the one the check failed on
 	// included.
 	Pages int
-	// Rows is the number of rows QueryResources returns with the error.
+	// Rows is the number of rows QueryResources returns with the error:
+	// those of the pages before the one the check failed on, and that
+	// page's own unless they could not be read (ErrPageUnreadable).
 	Rows int
 	// SkipToken is the repeated skip token (ErrSkipTokenRepeated); ""
 	// otherwise.
 	SkipToken string
-	// Count and TotalRecords are what the truncated page said
-	// (ErrResultTruncated): its own records, and the records the query
-	// matched, -1 when it did not say; zero otherwise.
+	// Count and TotalRecords are what the page the check failed on said
+	// (ErrResultTruncated, ErrPageUnreadable, ErrRowCountMismatched): its
+	// own records, and the records the query matched, -1 when it did not
+	// say; zero otherwise.
 	Count, TotalRecords int64
+	// PageRows is the number of rows read from the page whose count did
+	// not match them (ErrRowCountMismatched); zero otherwise.
+	PageRows int
+	// DataShape says what the unreadable page's data was (ErrPageUnreadable):
+	// "null", "a table without rows", or its Go type as fmt's %T prints
+	// it; "" otherwise.
+	DataShape string
 }
 
 // Error says which check failed and where: Check's message, then the
-// repeated skip token and its page, or the truncated page's count and
-// totalRecords, then the rows returned. The zero IncompleteQueryError
-// reads "cloudgazure: Resource Graph query incomplete: 0 rows".
+// repeated skip token and its page, the truncated page's count and
+// totalRecords, what the unreadable page's data was, or the mismatched
+// page's count and the rows read of it, then the rows returned. The zero
+// IncompleteQueryError reads "cloudgazure: Resource Graph query
+// incomplete: 0 rows".
 func (e *IncompleteQueryError) Error() string {
 	switch e.Check {
 	case ErrSkipTokenRepeated:
 		return fmt.Sprintf("%v (%q, on page %d): %d rows", e.Check, e.SkipToken, e.Pages, e.Rows)
 	case ErrResultTruncated:
 		return fmt.Sprintf("%v (page %d: %d of %d records): %d rows", e.Check, e.Pages, e.Count, e.TotalRecords, e.Rows)
+	case ErrPageUnreadable:
+		return fmt.Sprintf("%v (page %d: data %s): %d rows", e.Check, e.Pages, e.DataShape, e.Rows)
+	case ErrRowCountMismatched:
+		return fmt.Sprintf("%v (page %d: count %d, %d rows read): %d rows", e.Check, e.Pages, e.Count, e.PageRows, e.Rows)
 	case nil:
 		return fmt.Sprintf("cloudgazure: Resource Graph query incomplete: %d rows", e.Rows)
 	}

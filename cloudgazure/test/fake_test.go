@@ -111,6 +111,9 @@ type fakeARM struct {
 	// a page).
 	graphTruncated bool
 	graphTotal     int
+	// graphEdit, when set, edits the answer to a Resource Graph page
+	// asked with a skip token ("" for the first page) before it is sent.
+	graphEdit func(skip string, page map[string]any)
 }
 
 func newFakeARM() *fakeARM {
@@ -221,14 +224,17 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, _ = io.ReadAll(r.Body)
 	}
 	skip := r.URL.Query().Get("$skiptoken")
+	graphFormat := ""
 	if name == routeGraph {
 		var q struct {
 			Options struct {
-				SkipToken string `json:"$skipToken"`
+				SkipToken    string `json:"$skipToken"`
+				ResultFormat string `json:"resultFormat"`
 			} `json:"options"`
 		}
 		_ = json.Unmarshal(body, &q)
 		skip = q.Options.SkipToken
+		graphFormat = q.Options.ResultFormat
 	}
 	f.mu.Lock()
 	f.hits = append(f.hits, hit{route: name, sub: sub, at: time.Now(), skip: skip})
@@ -297,9 +303,15 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if skip != "" {
 			p, _ = strconv.Atoi(strings.TrimPrefix(skip, "p"))
 		}
-		rows := []any{
+		var rows any = []any{
 			map[string]any{"id": fmt.Sprintf("/r/%d-0", p)},
 			map[string]any{"id": fmt.Sprintf("/r/%d-1", p)},
+		}
+		if graphFormat == "table" {
+			rows = map[string]any{
+				"columns": []any{map[string]any{"name": "id", "type": "string"}},
+				"rows":    []any{[]any{fmt.Sprintf("/r/%d-0", p)}, []any{fmt.Sprintf("/r/%d-1", p)}},
+			}
 		}
 		total, truncated := 2*f.graphPages, "false"
 		if f.graphTotal != 0 {
@@ -318,6 +330,12 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if next != "" {
 			page["$skipToken"] = next
+		}
+		f.mu.Lock()
+		edit := f.graphEdit
+		f.mu.Unlock()
+		if edit != nil {
+			edit(skip, page)
 		}
 		out = page
 	}

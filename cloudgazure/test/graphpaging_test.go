@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -121,5 +122,107 @@ func TestQueryResourcesReportsATruncatedResult(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A page Resource Graph answered whose rows QueryResources cannot read
+// (its data not the shape of the format the query asked for: a table for
+// an object array, a table without rows, an object array for a table,
+// null, a string), or whose rows are not as many as its count says, ends
+// the query with the rows read so far and an *IncompleteQueryError
+// (ErrPageUnreadable, ErrRowCountMismatched) naming the page: not fewer
+// rows with a nil error, as if they were all the query matched. Nothing
+// is lost to the ledger: the caller has the error. A table asked for and
+// answered, or an empty result (its data empty, or null with a count of
+// 0), is no error.
+func TestQueryResourcesReportsAPageItCouldNotRead(t *testing.T) {
+	table := armresourcegraph.ResultFormatTable
+	onPage2 := func(edit func(page map[string]any)) func(string, map[string]any) {
+		return func(skip string, page map[string]any) {
+			if skip == "p1" {
+				edit(page)
+			}
+		}
+	}
+	setData := func(v any) func(string, map[string]any) {
+		return onPage2(func(page map[string]any) { page["data"] = v })
+	}
+	cases := []struct {
+		name   string
+		format *armresourcegraph.ResultFormat
+		pages  int
+		edit   func(skip string, page map[string]any)
+		check  error // nil: no error
+		rows   int
+		data   string // IncompleteQueryError.DataShape
+		count  int64
+		read   int // IncompleteQueryError.PageRows
+	}{
+		{name: "object array asked, a table answered", pages: 3, check: cloudgazure.ErrPageUnreadable, rows: 2,
+			data: "map[string]interface {}",
+			edit: setData(map[string]any{"columns": []any{map[string]any{"name": "id"}}, "rows": []any{[]any{"/r/1-0"}, []any{"/r/1-1"}}})},
+		{name: "table without rows", format: &table, pages: 3, check: cloudgazure.ErrPageUnreadable, rows: 2,
+			data: "a table without rows",
+			edit: onPage2(func(page map[string]any) { delete(page["data"].(map[string]any), "rows") })},
+		{name: "table asked, an object array answered", format: &table, pages: 3, check: cloudgazure.ErrPageUnreadable, rows: 2,
+			data: "[]interface {}", edit: setData([]any{map[string]any{"id": "/r/1-0"}, map[string]any{"id": "/r/1-1"}})},
+		{name: "data null", pages: 3, check: cloudgazure.ErrPageUnreadable, rows: 2, data: "null", edit: setData(nil)},
+		{name: "data a string", pages: 3, check: cloudgazure.ErrPageUnreadable, rows: 2, data: "string", edit: setData("rows")},
+		{name: "count 2, one row", pages: 3, check: cloudgazure.ErrRowCountMismatched, rows: 3, count: 2, read: 1,
+			edit: setData([]any{map[string]any{"id": "/r/1-0"}})},
+		{name: "count 2, three rows", pages: 3, check: cloudgazure.ErrRowCountMismatched, rows: 5, count: 2, read: 3,
+			edit: setData([]any{map[string]any{"id": "/r/1-0"}, map[string]any{"id": "/r/1-1"}, map[string]any{"id": "/r/1-2"}})},
+		{name: "table asked and answered", format: &table, pages: 3, rows: 6},
+		{name: "empty result", pages: 1, rows: 0, edit: func(_ string, page map[string]any) {
+			page["data"], page["count"], page["totalRecords"] = []any{}, 0, 0
+		}},
+		{name: "empty result, data null", pages: 1, rows: 0, edit: func(_ string, page map[string]any) {
+			page["data"], page["count"], page["totalRecords"] = nil, 0, 0
+		}},
+	}
+	for _, c := range cases {
+		for _, client := range []string{"governed", "ungoverned"} {
+			t.Run(c.name+"/"+client, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					e := memEnv(t, resilience.Config{})
+					e.srv.graphPages = c.pages
+					e.srv.graphEdit = c.edit
+					var gq cloudgazure.GraphQuerier
+					var opts []cloudgazure.Option
+					for _, gc := range graphClients(e) {
+						if gc.name == client {
+							gq, opts = gc.client, gc.opts
+						}
+					}
+					q := query
+					q.Options = &armresourcegraph.QueryRequestOptions{ResultFormat: c.format}
+					ctx, ledger := resilience.WithLedger(context.Background(), "azure_graph")
+					rows, err := cloudgazure.QueryResources(ctx, gq, q, opts...)
+					if c.check == nil {
+						if err != nil || len(rows) != c.rows {
+							t.Fatalf("%d rows, error %v; want %d rows, no error", len(rows), err, c.rows)
+						}
+						return
+					}
+					var ie *cloudgazure.IncompleteQueryError
+					if !errors.Is(err, c.check) || !errors.As(err, &ie) || len(rows) != c.rows {
+						t.Fatalf("page 2 answered 200 (%s): %d rows, error %v; want %d rows and an *IncompleteQueryError (%v)",
+							c.name, len(rows), err, c.rows, c.check)
+					}
+					if ie.Pages != 2 || ie.Rows != c.rows || ie.DataShape != c.data || ie.PageRows != c.read || (c.count != 0 && ie.Count != c.count) {
+						t.Fatalf("%+v: want page 2, %d rows, data %q, count %d, %d rows read of the page", *ie, c.rows, c.data, c.count, c.read)
+					}
+					if !strings.Contains(err.Error(), "page 2") {
+						t.Fatalf("error %q, want it to name page 2", err)
+					}
+					if n := e.srv.count(routeGraph); n != 2 {
+						t.Fatalf("%d pages asked, want the query to end at page 2", n)
+					}
+					if ledger.Lost() != 0 {
+						t.Fatalf("ledger %q: the caller has the error, no call was lost", ledger.Describe())
+					}
+				})
+			})
+		}
 	}
 }
