@@ -159,6 +159,18 @@ func (l QueryLimits) resolve() QueryLimits {
 // Options.Top asked for, is no error. No call was lost, so nothing is
 // recorded in the ledger: the caller has the error.
 //
+// A query whose Options.AllowPartialScopes is true (a tenant's or a
+// management group's) lets Resource Graph answer for only some of the
+// scope's subscriptions when they are more than it allows, and its answer
+// does not say so: QueryResponse's fields (totalRecords, count,
+// resultTruncated, $skipToken, data, facets) count the rows of the
+// subscriptions it queried, and no field or header it documents names the
+// subscriptions left out. QueryResources cannot see such a partial result
+// and returns it with a nil error. A caller that sets the option records
+// the query's coverage as possibly partial itself, in its
+// resilience.Ledger (Ledger.Record), or queries the subscriptions in
+// batches instead.
+//
 // A panic of client, or of the governor's log handler as a page's answer
 // is recorded, reaches the caller as it was, never recovered; the page it
 // panicked in is recorded as lost to it (resilience.LossPanicked) and its
