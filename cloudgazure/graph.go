@@ -142,22 +142,31 @@ func (l QueryLimits) resolve() QueryLimits {
 // When a page finally fails, QueryResources returns the rows of the pages
 // before it together with the error. When every page was answered but the
 // rows are not the query's whole result, it returns them with an
-// *IncompleteQueryError: a page's skip token is one the query had already
-// followed, or started from (ErrSkipTokenRepeated: following it would
-// page for ever; the tokens followed are kept while the query runs, one
-// per page), or a page says its result was truncated (resultTruncated
-// true) and gives no skip token (ErrResultTruncated: Resource Graph could
-// not page the query, whose output has no id column, or a take, limit or
-// sample operator disables paging, and it matched more rows than a page
-// holds), or a page's rows cannot be read (ErrPageUnreadable: its data is
-// not the shape of the format asked for, a table for an object array or
-// the other way round, a table without rows, null while its count is not
-// 0, or a value of another type; the rows returned are those of the pages
-// before it), or are not as many as its count says (ErrRowCountMismatched:
-// the page's rows are returned with the others). A truncated page whose
-// count is its totalRecords, or whose rows are all the query's
-// Options.Top asked for, is no error. No call was lost, so nothing is
-// recorded in the ledger: the caller has the error.
+// *IncompleteQueryError whose Check says why:
+//
+//   - ErrSkipTokenRepeated: a page's skip token is one the query had
+//     already followed, or started from; following it would page for ever
+//     (the tokens followed are kept while the query runs, one per page);
+//   - ErrResultTruncated: a page says its result was truncated
+//     (resultTruncated true) and gives no skip token: Resource Graph could
+//     not page the query, whose output has no id column, or a take, limit
+//     or sample operator disables paging, and it matched more rows than a
+//     page holds. A truncated page whose count is its totalRecords, or
+//     whose rows are all the query's Options.Top asked for, is no error;
+//   - ErrSkipTokenMissing: the last page gives no skip token while the rows
+//     of a query read from its start are fewer than the records it says
+//     the query matched (totalRecords, or Options.Top when smaller, less
+//     Options.Skip): Resource Graph stopped paging early. A query the
+//     caller started from a skip token of its own is not checked;
+//   - ErrPageUnreadable: a page's data is not the shape of the format
+//     asked for (a table for an object array or the other way round, a
+//     table without rows, null while its count is not 0, or a value of
+//     another type); the rows returned are those of the pages before it;
+//   - ErrRowCountMismatched: a page's rows are not as many as its count
+//     says; the page's rows are returned with the others.
+//
+// No call was lost, so nothing is recorded in the ledger: the caller has
+// the error.
 //
 // A query whose Options.AllowPartialScopes is true (a tenant's or a
 // management group's) lets Resource Graph answer for only some of the
@@ -201,7 +210,8 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 	// The skip tokens the query started from and followed: a page that
 	// returns one of them again would start a cycle.
 	seen := map[string]struct{}{}
-	if o.SkipToken != nil && *o.SkipToken != "" {
+	fromStart := o.SkipToken == nil || *o.SkipToken == ""
+	if !fromStart {
 		seen[*o.SkipToken] = struct{}{}
 	}
 	for pages := 1; ; pages++ {
@@ -232,6 +242,10 @@ func QueryResources(ctx context.Context, client GraphQuerier, query armresourceg
 				return rows, &IncompleteQueryError{Check: ErrResultTruncated, Pages: pages, Rows: len(rows),
 					Count: orMinusOne(page.Count), TotalRecords: orMinusOne(page.TotalRecords)}
 			}
+			if fromStart && endedEarly(page.QueryResponse, o.Top, o.Skip, len(rows)) {
+				return rows, &IncompleteQueryError{Check: ErrSkipTokenMissing, Pages: pages, Rows: len(rows),
+					Count: orMinusOne(page.Count), TotalRecords: orMinusOne(page.TotalRecords)}
+			}
 			return rows, nil
 		}
 		if _, ok := seen[*page.SkipToken]; ok {
@@ -260,6 +274,26 @@ func truncated(r armresourcegraph.QueryResponse, top *int32, rows int) bool {
 		return false
 	}
 	return true
+}
+
+// endedEarly reports whether the last page of a query read from its
+// start, r, which gave no skip token, leaves records of the query unread:
+// the rows read are fewer than the records it says the query matched
+// (totalRecords; top when smaller), less the caller's $skip (skip). A
+// page that does not say its totalRecords leaves nothing unread that
+// QueryResources can tell.
+func endedEarly(r armresourcegraph.QueryResponse, top, skip *int32, rows int) bool {
+	if r.TotalRecords == nil {
+		return false
+	}
+	want := *r.TotalRecords
+	if skip != nil && *skip > 0 {
+		want -= int64(*skip)
+	}
+	if top != nil && int64(*top) < want {
+		want = int64(*top)
+	}
+	return int64(rows) < want
 }
 
 // orMinusOne is *n, or -1 for nil.

@@ -16,6 +16,12 @@ var (
 	// ErrResultTruncated: a page said its result was truncated
 	// (resultTruncated true) and gave no skip token to fetch the rest.
 	ErrResultTruncated = errors.New("cloudgazure: Resource Graph truncated the result and gave no skip token")
+	// ErrSkipTokenMissing: the last page gave no skip token (and did not
+	// say its result was truncated) while the rows read of a query read
+	// from its start are fewer than the records the page said the query
+	// matched (totalRecords, or the query's Options.Top when smaller,
+	// less its Options.Skip).
+	ErrSkipTokenMissing = errors.New("cloudgazure: Resource Graph gave no skip token with records of the query left to read")
 	// ErrPageUnreadable: a page's data is not the shape of the format the
 	// query asked for (a table for an object array, or the other way
 	// round, a table without rows, null, or a value of another type), so
@@ -29,7 +35,8 @@ var (
 // IncompleteQueryError is the error QueryResources returns, with the rows
 // it has, when Resource Graph answered every page but the rows are not
 // the query's whole result. Check is ErrSkipTokenRepeated,
-// ErrResultTruncated, ErrPageUnreadable or ErrRowCountMismatched, the
+// ErrResultTruncated, ErrSkipTokenMissing, ErrPageUnreadable or
+// ErrRowCountMismatched, the
 // check that found it: errors.Is finds it, and errors.As the
 // *IncompleteQueryError.
 //
@@ -37,7 +44,7 @@ var (
 // while none changes it.
 type IncompleteQueryError struct {
 	// Check is ErrSkipTokenRepeated, ErrResultTruncated,
-	// ErrPageUnreadable or ErrRowCountMismatched.
+	// ErrSkipTokenMissing, ErrPageUnreadable or ErrRowCountMismatched.
 	Check error
 	// Pages is the number of pages answered, the one the check failed on
 	// included.
@@ -50,7 +57,8 @@ type IncompleteQueryError struct {
 	// otherwise.
 	SkipToken string
 	// Count and TotalRecords are what the page the check failed on said
-	// (ErrResultTruncated, ErrPageUnreadable, ErrRowCountMismatched): its
+	// (ErrResultTruncated, ErrSkipTokenMissing, ErrPageUnreadable,
+	// ErrRowCountMismatched): its
 	// own records, and the records the query matched, -1 when it did not
 	// say; zero otherwise.
 	Count, TotalRecords int64
@@ -65,8 +73,9 @@ type IncompleteQueryError struct {
 
 // Error says which check failed and where: Check's message, then the
 // repeated skip token and its page, the truncated page's count and
-// totalRecords, what the unreadable page's data was, or the mismatched
-// page's count and the rows read of it, then the rows returned. The zero
+// totalRecords, the rows read of the records the last page said the query
+// matched, what the unreadable page's data was, or the mismatched page's
+// count and the rows read of it, then the rows returned. The zero
 // IncompleteQueryError reads "cloudgazure: Resource Graph query
 // incomplete: 0 rows".
 func (e *IncompleteQueryError) Error() string {
@@ -75,6 +84,8 @@ func (e *IncompleteQueryError) Error() string {
 		return fmt.Sprintf("%v (%q, on page %d): %d rows", e.Check, e.SkipToken, e.Pages, e.Rows)
 	case ErrResultTruncated:
 		return fmt.Sprintf("%v (page %d: %d of %d records): %d rows", e.Check, e.Pages, e.Count, e.TotalRecords, e.Rows)
+	case ErrSkipTokenMissing:
+		return fmt.Sprintf("%v (page %d: %d of %d records read): %d rows", e.Check, e.Pages, e.Rows, e.TotalRecords, e.Rows)
 	case ErrPageUnreadable:
 		return fmt.Sprintf("%v (page %d: data %s): %d rows", e.Check, e.Pages, e.DataShape, e.Rows)
 	case ErrRowCountMismatched:

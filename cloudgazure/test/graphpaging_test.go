@@ -226,3 +226,69 @@ func TestQueryResourcesReportsAPageItCouldNotRead(t *testing.T) {
 		}
 	}
 }
+
+// A page that gives no skip token, and does not say its result was
+// truncated, while the rows read of a query read from its start are
+// fewer than the records it says the query matched (totalRecords; the
+// query's $top when smaller, less its $skip), ends the query with the
+// rows and an *IncompleteQueryError (ErrSkipTokenMissing), not the rows
+// alone as if they were all: Resource Graph stopped paging early. A query
+// whose $top, or $skip, accounts for the rows, or one the caller started
+// from a skip token of its own (the rows before it are not QueryResources'
+// to count), is no error.
+func TestQueryResourcesReportsPagingEndedEarly(t *testing.T) {
+	cases := []struct {
+		name    string
+		options armresourcegraph.QueryRequestOptions
+		rows    int
+		missing bool
+	}{
+		{name: "no skip token on page 2 of 3", rows: 4, missing: true},
+		{name: "$top 4", options: armresourcegraph.QueryRequestOptions{Top: ptr(int32(4))}, rows: 4},
+		{name: "$top 5", options: armresourcegraph.QueryRequestOptions{Top: ptr(int32(5))}, rows: 4, missing: true},
+		{name: "$skip 2", options: armresourcegraph.QueryRequestOptions{Skip: ptr(int32(2))}, rows: 4},
+		{name: "started from the caller's skip token", options: armresourcegraph.QueryRequestOptions{SkipToken: ptr("p1")}, rows: 2},
+	}
+	for _, c := range cases {
+		for _, client := range []string{"governed", "ungoverned"} {
+			t.Run(c.name+"/"+client, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					e := memEnv(t, resilience.Config{})
+					// Three pages of two records (totalRecords 6), but
+					// page 2 (p1) gives no skip token.
+					e.srv.graphPages = 3
+					e.srv.graphNext = map[string]string{"": "p1"}
+					var gq cloudgazure.GraphQuerier
+					var opts []cloudgazure.Option
+					for _, gc := range graphClients(e) {
+						if gc.name == client {
+							gq, opts = gc.client, gc.opts
+						}
+					}
+					q := query
+					o := c.options
+					q.Options = &o
+					ctx, ledger := resilience.WithLedger(context.Background(), "azure_graph")
+					rows, err := cloudgazure.QueryResources(ctx, gq, q, opts...)
+					if !c.missing {
+						if err != nil || len(rows) != c.rows {
+							t.Fatalf("%d rows, error %v; want %d rows, no error", len(rows), err, c.rows)
+						}
+						return
+					}
+					var ie *cloudgazure.IncompleteQueryError
+					if !errors.Is(err, cloudgazure.ErrSkipTokenMissing) || !errors.As(err, &ie) || len(rows) != c.rows {
+						t.Fatalf("page 2 of 3 (6 records) without a skip token, %s: %d rows, error %v; "+
+							"want %d rows and an *IncompleteQueryError (ErrSkipTokenMissing)", c.name, len(rows), err, c.rows)
+					}
+					if ie.Pages != 2 || ie.Rows != c.rows || ie.Count != 2 || ie.TotalRecords != 6 || !strings.Contains(err.Error(), "page 2") {
+						t.Fatalf("%+v (%q): want page 2, its count 2 of 6 records, %d rows", *ie, err, c.rows)
+					}
+					if ledger.Lost() != 0 {
+						t.Fatalf("ledger %q: the caller has the error, no call was lost", ledger.Describe())
+					}
+				})
+			})
+		}
+	}
+}
