@@ -175,10 +175,11 @@ func (l QueryLimits) resolve() QueryLimits {
 // resultTruncated, $skipToken, data, facets) count the rows of the
 // subscriptions it queried, and no field or header it documents names the
 // subscriptions left out. QueryResources cannot see such a partial result
-// and returns it with a nil error. A caller that sets the option records
-// the query's coverage as possibly partial itself, in its
-// resilience.Ledger (Ledger.Record), or queries the subscriptions in
-// batches instead.
+// and returns it with a nil error. Leave the option unset and query the
+// subscriptions in batches within Resource Graph's limit, so that every
+// answer is whole; a caller that sets it reports the query's coverage as
+// unknown itself (no resilience.Loss kind describes an answer that may
+// be partial).
 //
 // A panic of client, or of the governor's log handler as a page's answer
 // is recorded, reaches the caller as it was, never recovered; the page it
