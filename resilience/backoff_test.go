@@ -5,6 +5,7 @@ package resilience
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -40,8 +41,10 @@ func TestBackoffIsCountedApartFromWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 		gd.After(nil)
-		if err := gd.Pace(ctx); err != nil { // no retry is open: nothing more is counted
-			t.Fatal(err)
+		// The request succeeded: no retry is open, the SDK's is refused,
+		// and nothing more is counted.
+		if err := gd.Pace(ctx); !errors.Is(err, ErrCallEnded) {
+			t.Fatalf("Pace after the success: %v, want ErrCallEnded", err)
 		}
 		gd.End(nil)
 

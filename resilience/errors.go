@@ -210,6 +210,48 @@ func (e *WouldWaitError) Unwrap() []error {
 	return []error{e.Err}
 }
 
+// CallEndedError is returned by Guard.Pace and Guard.Admit, which send
+// nothing then, for a retry readied on a Guard whose call's request has
+// already ended: its outcome recorded (a stop the governor made, a
+// refusal, a give-up, a context's end, a success), or its success held
+// for End to record (a call that holds its slot across the SDK's
+// retries). Nothing is recorded for it (the call's end was, once), and
+// nothing is paced: an SDK that retried what ended the call (a retryer
+// that retries the governor's refusal by its error code) sends nothing
+// more. Err is the call's last answer, which Guard.Retry returns after
+// the call ended; Unwrap returns it, so that errors.As finds the
+// provider's error, and errors.Is(err, ErrCallEnded) holds. It is
+// cloudg's own error: classified Fatal whatever it wraps (retrying it
+// sends nothing), no provider's answer, and After and End record nothing
+// of it.
+// The governor returns it by pointer and never changes it afterwards, so
+// that any goroutine may read it. The zero value names no scope and wraps
+// no answer; it still matches ErrCallEnded.
+type CallEndedError struct {
+	Scope Scope
+	Err   error // the call's last answer; nil after a success
+}
+
+// Error returns "call to <scope> already ended; the retry was not sent",
+// with the last answer after a colon when there is one.
+func (e *CallEndedError) Error() string {
+	msg := fmt.Sprintf("call to %s already ended; the retry was not sent", e.Scope)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the call's last answer, or nil.
+func (e *CallEndedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCallEnded.
+func (e *CallEndedError) Is(target error) bool { return target == ErrCallEnded }
+
+// ErrCallEnded matches a *CallEndedError: a retry readied (Guard.Pace,
+// Guard.Admit) after its call's request ended, which was not sent.
+var ErrCallEnded = errors.New("resilience: call already ended")
+
 // Sentinels of the checks that refuse a call which may not wait
 // (WouldWaitError): no rate token is usable now (the scope's rate, its
 // pause, or the provider's Retry-After for a retry), or no slot of the
@@ -227,6 +269,8 @@ func ownKind(e error) (Kind, bool) {
 		return Throttled, true
 	case *DeadlineExceededError:
 		return Transient, true
+	case *CallEndedError:
+		return Fatal, true // retrying it sends nothing
 	}
 	return Fatal, false
 }

@@ -748,7 +748,20 @@ func (gd *Guard) Resend() bool {
 // probe out holds it until the verdict, within the deadline, and a retry
 // that waited takes a fresh token; a refused one ends the call with a
 // *CircuitOpenError wrapping the last answer. A retry Retry was not asked
-// for is asked now, as Enter does; in any other phase Pace does nothing.
+// for is asked now, as Enter does. A request that ended has no retry to
+// ready, and nothing of it may go unpaced: once the call's outcome is
+// recorded (a stop of the governor's, whether Retry, Enter or Pace made
+// it, a refusal, a give-up, a context's end, another call's stop, a
+// success) or its success is held for End (a call that holds its slot
+// across the SDK's retries), Pace refuses the retry with a
+// *CallEndedError matching ErrCallEnded, which wraps the last answer:
+// it waits for nothing, takes nothing and records nothing (the call's
+// end was recorded, once), and the SDK sends nothing, though it retried
+// what ended the call (a retryer that retries the governor's refusal by
+// its error code). A Guard with no attempt of its call yet (as Begin
+// gives it, and End leaves it for the next call) or with an attempt out
+// (its answer not reported yet: a transport's own resend of it) has
+// nothing to ready either: Pace leaves it as it is and returns nil.
 // A retry readied with its context done, or at its deadline (its timer
 // run or not, as Enter has it), is not sent: Pace ends the call with the
 // context's error joined to the last answer, recorded as cancelled.
@@ -794,8 +807,12 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // answer, recorded as cancelled, and so does one done, or at its
 // deadline, when Admit is called. The time the SDK slept since Retry
 // allowed the retry is counted as the call's backoff, and the retry as
-// sent. A retry Retry was not asked for is asked now; in any other phase
-// Admit does nothing. A retry whose provider a Configure disabled after
+// sent. A retry Retry was not asked for is asked now. A retry of a
+// request that ended (its outcome recorded, or its success held for End)
+// is refused with a *CallEndedError matching ErrCallEnded, sending,
+// taking and recording nothing, and a Guard with no attempt of its call
+// yet or with one out is left as it is, with nil, as Pace has it. A
+// retry whose provider a Configure disabled after
 // the call began asks no breaker and takes no token, as Enter has it.
 // A held slot lent to a call that goes on is left to it, as Pace has it.
 func (gd *Guard) Admit(ctx context.Context) error { return gd.pace(ctx, false) }
@@ -806,15 +823,19 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	if gd.e == nil {
 		return nil
 	}
-	gd.live()
 	switch gd.phase {
-	case phaseRetryable, phaseAwaiting:
-	case phaseFailed, phaseFinal:
+	case phaseSucceeded, phaseDone:
+		// The request ended: nothing to ready, and nothing may go
+		// unpaced. Refused, recording nothing (its end was recorded).
+		return &CallEndedError{Scope: gd.scope, Err: gd.last.err}
+	case phaseIdle, phaseSent:
+		return nil // no attempt yet, or one out: nothing to ready
+	}
+	gd.live()
+	if gd.phase == phaseFailed || gd.phase == phaseFinal {
 		if _, err := gd.Retry(0); err != nil {
 			return err
 		}
-	default:
-		return nil
 	}
 	now := gd.g.now()
 	if gd.bounded = false; gd.bind.held {

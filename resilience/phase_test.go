@@ -165,7 +165,8 @@ type row struct {
 }
 
 const (
-	noResend = "*errors.errorString" // Resend reported false
+	noResend  = "*errors.errorString"        // Resend reported false
+	callEnded = "*resilience.CallEndedError" // Pace or Admit refused the retry of a request that ended
 )
 
 // table states, for each phase and verb, the phase after and the effects.
@@ -193,16 +194,20 @@ var table = []row{
 	{phaseSucceeded, false, "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
 	{phaseDone, false, "TryEnter", phaseSent, effects{calls: 1, slot: true, lease: leasePass}},
 
-	// Pace sends an allowed retry (asking Retry first where needed) and
-	// does nothing elsewhere; with breaker_wait it waits for the verdict.
+	// Pace sends an allowed retry (asking Retry first where needed); with
+	// breaker_wait it waits for the verdict. A request that ended (its
+	// success held for End, or the call's outcome recorded) has no retry
+	// to ready: Pace refuses it, sending and recording nothing, so that
+	// an SDK that retries anyway sends nothing unpaced. Before an attempt
+	// and while one is out it does nothing.
 	{phaseIdle, false, "Pace", phaseIdle, effects{}},
 	{phaseSent, false, "Pace", phaseSent, effects{slot: true, lease: leasePass}},
 	{phaseFailed, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
 	{phaseRetryable, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
 	{phaseAwaiting, true, "Pace", phaseSent, effects{retries: 1, failures: 1, lease: leasePass}},
 	{phaseFinal, false, "Pace", phaseSent, effects{retries: 1, lease: leasePass}},
-	{phaseSucceeded, false, "Pace", phaseSucceeded, effects{slot: true, lease: leasePass}},
-	{phaseDone, false, "Pace", phaseDone, effects{lease: leasePass}},
+	{phaseSucceeded, false, "Pace", phaseSucceeded, effects{slot: true, lease: leasePass, err: callEnded}},
+	{phaseDone, false, "Pace", phaseDone, effects{lease: leasePass, err: callEnded}},
 
 	// After(nil): a success, held while the slot is.
 	{phaseIdle, false, "After(nil)", phaseDone, effects{}},
