@@ -210,9 +210,10 @@ func (e *WouldWaitError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// CallEndedError is returned by Guard.Pace and Guard.Admit, which send
-// nothing then, for a retry readied on a Guard whose call's request has
-// already ended: its outcome recorded (a stop the governor made, a
+// CallEndedError is returned, without sending anything, for a retry
+// readied (Guard.Pace, Guard.Admit, and the integrations' resend of an
+// attempt that never left the process) on a Guard whose call's request
+// has already ended: its outcome recorded (a stop the governor made, a
 // refusal, a give-up, a context's end, a success), or its success held
 // for End to record (a call that holds its slot across the SDK's
 // retries). Nothing is recorded for it (the call's end was, once), and

@@ -126,3 +126,42 @@ func TestARetryReadiedAfterItsCallEndedIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// The resend of an attempt that never left the process (an integration's
+// attemptctx.ReadyResend) fails closed as Pace does: on a Guard whose
+// call ended (here, its retry refused for its max wait) it is refused
+// with a *CallEndedError, at once, recording and taking nothing, not
+// readied as a Guard with no attempt in progress is.
+func TestAResendReadiedAfterItsCallEndedIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		ctx, stats := WithStats(context.Background())
+		ctx, led := WithLedger(ctx, "task")
+		ctx = WithMaxWait(ctx, 2*time.Second)
+		gd, err := g.Begin(ctx, ec2Vpcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		gd.After(throttleAfter(19 * time.Second))
+		if _, err := gd.Retry(0); err == nil {
+			t.Fatal("the retry was allowed, want it refused for the max wait")
+		}
+		before, tokens := g.Summary(stats).Totals, g.Inspect(ec2Vpcs).Leaf.Tokens
+		start := time.Now()
+		err = gd.readyResend(ctx)
+		if !errors.Is(err, ErrCallEnded) || time.Since(start) != 0 || gd.phase != phaseDone {
+			t.Errorf("the resend of a call that ended (phase done): %v after %v, phase %v; want a *CallEndedError at once, nothing sent", err, time.Since(start), gd.phase)
+		}
+		if after := g.Summary(stats).Totals; after != before || g.Inspect(ec2Vpcs).Leaf.Tokens != tokens || led.Lost() != 1 {
+			t.Errorf("the refused resend recorded or took something: stats %+v (were %+v), ledger %q", after, before, led.Describe())
+		}
+		gd.End(err)
+		if led.Lost() != 1 {
+			t.Errorf("End after the refused resend: the ledger lost %d calls, want 1: %q", led.Lost(), led.Describe())
+		}
+	})
+}

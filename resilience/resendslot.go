@@ -63,11 +63,18 @@ func init() {
 //     readySend).
 //
 // A call ended here is recorded and over: End records nothing more for
-// it, and the integration reports no answer (After) before End. A Guard
-// not governed (its provider disabled since Begin, or from the start),
-// or with no attempt in progress, is ready as it is.
+// it, and the integration reports no answer (After) before End. A
+// resend on a Guard whose call's request already ended (its outcome
+// recorded, or its success held for End) is refused, as Pace refuses a
+// retry then: a *CallEndedError, nothing sent, taken or recorded. A
+// Guard not governed (its provider disabled since Begin, or from the
+// start), or with no attempt of its call yet or in progress, is ready
+// as it is.
 func (gd *Guard) readyResend(ctx context.Context) error {
 	if gd.e == nil || gd.phase != phaseSent {
+		if gd.e != nil && (gd.phase == phaseDone || gd.phase == phaseSucceeded) {
+			return &CallEndedError{Scope: gd.scope, Err: gd.last.err}
+		}
 		return nil
 	}
 	gd.live()

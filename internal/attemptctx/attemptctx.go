@@ -100,7 +100,10 @@ func Value(parent context.Context, gov *resilience.Governor, gd *resilience.Guar
 // *resilience.DeadlineExceededError when the scope's pause outlasts the
 // call's deadline, both lost as refused; the context's error when it
 // ended, lost as cancelled. Call it with the Guard's gate closed, as any
-// of its verbs. A Guard with no attempt in progress is ready.
+// of its verbs. A Guard whose call's request already ended (its outcome
+// recorded, or its success held for End) refuses the resend with a
+// *resilience.CallEndedError, recording nothing, as Pace refuses a retry
+// then; any other Guard with no attempt in progress is ready.
 func ReadyResend(ctx context.Context, gd *resilience.Guard) error {
 	return resendslot.Ready(ctx, gd)
 }
