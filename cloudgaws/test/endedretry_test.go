@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,4 +73,54 @@ func TestNothingIsSentAfterTheGovernorEndedTheCall(t *testing.T) {
 			})
 		})
 	}
+}
+
+// nestedStopClient is an HTTP client that makes a governed call of its
+// own for the first request (a transport of the caller's, governed by
+// another scope), which the governor refuses: the attempt ends with that
+// call's stop. Later requests go to the fake.
+type nestedStopClient struct {
+	n    int
+	next memClient
+}
+
+func (c *nestedStopClient) Do(req *http.Request) (*http.Response, error) {
+	if c.n++; c.n == 1 {
+		return nil, &resilience.CircuitOpenError{Scope: resilience.Scope{Provider: "aws", Service: "sts"}, Wait: time.Second}
+	}
+	return c.next.Do(req)
+}
+
+// An attempt that ends with another call's stop (a call made inside it,
+// refused by the governor) ends the call: the core reads it as that
+// call's, records nothing of it, and retries nothing. The SDK's retryer
+// retries it all the same (its code is Throttling); the retry is refused
+// by the guard, with a *resilience.CallEndedError wrapping the other
+// call's refusal, and nothing is sent. Before, the retry went out at
+// once, with no token, counted as no retry, and the call succeeded.
+func TestAnAttemptEndedByAnotherCallsStopIsNotRetriedUnpaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.script("DescribeVpcs", ok)
+		g, err := resilience.NewGovernor(resilience.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := awsConfig(f, nil)
+		cfg.HTTPClient = &nestedStopClient{next: memClient{f}}
+		if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g), cloudgaws.WithRetryMode(aws.RetryModeStandard)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "vpcs")
+		err = describeVpcs(ctx, ec2.NewFromConfig(cfg))
+		tot := g.Summary(stats).Totals
+		var coe *resilience.CircuitOpenError
+		if !errors.Is(err, resilience.ErrCallEnded) || !errors.As(err, &coe) || coe.Scope.Service != "sts" ||
+			f.count("DescribeVpcs") != 0 || tot.Calls != 1 || tot.Retries != 0 || ledger.Lost() != 0 {
+			t.Fatalf("the call ended with %v; %d requests sent, %d calls and %d retries counted, ledger %q; "+
+				"want a *resilience.CallEndedError wrapping sts's refusal, nothing sent, 1 call, no retry, nothing lost",
+				err, f.count("DescribeVpcs"), tot.Calls, tot.Retries, ledger.Describe())
+		}
+	})
 }
