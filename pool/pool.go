@@ -406,10 +406,13 @@ func (p *Pool) pick() *task {
 			p.slot(q, now)
 			continue
 		}
+		// Asked about for a slot a task's end freed: the slot is the
+		// queue's while it is asked about (see markFull), and, should the
+		// queue not take it, the next in line's (passOn).
+		var reserved bool
 		if !asked {
-			// Asked about for a slot a task's end freed: the slot is the
-			// queue's while it is asked about (see markFull).
-			gen, reserved := p.reserve(acct, noSlot)
+			var gen uint64
+			gen, reserved = p.reserve(acct, noSlot)
 			var ok bool
 			a, ok = p.ask(q)
 			if reserved {
@@ -421,12 +424,14 @@ func (p *Pool) pick() *task {
 			now = p.now()
 			if q.n == 0 {
 				q.where = nowhere
+				p.passOn(acct, reserved)
 				continue
 			}
 			if q.heldUntil > now && !p.heldByAnOldState(q) && !a.failsFast {
 				// A task of it refused while its scope was asked about:
 				// its queue waits for the wait the refusal gave.
 				p.repark(q, min(q.heldUntil, now+parkRecheck))
+				p.passOn(acct, reserved)
 				continue
 			}
 		}
@@ -449,6 +454,7 @@ func (p *Pool) pick() *task {
 			}
 			t := q.pop()
 			p.hold(q, t, now) // until its first call is decided
+			p.passOn(acct, reserved)
 			p.start(t)
 			return t
 		case errors.Is(a.why, resilience.ErrNoSlot) && a.ended:
@@ -475,6 +481,7 @@ func (p *Pool) pick() *task {
 			// network later.
 			p.park(q, a.at+min(a.d, parkRecheck), a.turn)
 		}
+		p.passOn(acct, reserved)
 	}
 	return nil
 }
@@ -794,6 +801,34 @@ func (p *Pool) unreserve(acct account, gen uint64) {
 	if m, ok := p.full[acct]; ok && m.gen == gen && m.asking > 0 {
 		m.asking--
 		p.full[acct] = m
+	}
+}
+
+// passOn puts back in turn the queues of acct waiting for a slot, when
+// reserved says that the queue just asked about was promised a slot a
+// task's end freed (reserve) and the slot is free as far as the pool
+// knows (isFull): the queue did not take it (its tasks dropped, its scope
+// waiting for a token or failing fast), or more slots were freed
+// meanwhile. The queues of acct that other workers found full while the
+// promise held wait for that slot no longer than the queue asked about:
+// the next in line is asked about at once, not at the next recheck
+// (slotRecheck). p.mu is held.
+func (p *Pool) passOn(acct account, reserved bool) {
+	if !reserved || p.isFull(acct) {
+		return
+	}
+	moved := false
+	p.slots = slices.DeleteFunc(p.slots, func(q *queue) bool {
+		if q.where != slotted || (account{q.scope.Provider, q.scope.Account}) != acct {
+			return false
+		}
+		q.noSlot = true
+		p.ring.push(q)
+		moved = true
+		return true
+	})
+	if moved {
+		p.wake()
 	}
 }
 

@@ -1,0 +1,137 @@
+//go:build go1.25
+
+package pool
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
+)
+
+// gateStore is a state store, shared as a fleet's is, whose next read of
+// the bucket of key by a worker asking the governor about a queue (once
+// armed) waits until the test opens the gate: a round trip that takes a
+// while, during which the pool's other workers look for work.
+type gateStore struct {
+	state.Store
+	key string
+
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{} // closed as the gated read begins
+	open    chan struct{} // closed by the test: the read goes on
+}
+
+func (s *gateStore) arm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed, s.entered, s.open = true, make(chan struct{}), make(chan struct{})
+}
+
+func (s *gateStore) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
+	b := s.Store.Bucket(key, spec, now)
+	if key != s.key {
+		return b
+	}
+	return gateBucket{b, s}
+}
+
+type gateBucket struct {
+	state.Bucket
+	s *gateStore
+}
+
+func (b gateBucket) Snapshot(now time.Duration) state.BucketSnapshot {
+	s := b.s
+	s.mu.Lock()
+	gated := s.armed && askedByThePool()
+	var entered, open chan struct{}
+	if gated {
+		s.armed, entered, open = false, s.entered, s.open
+	}
+	s.mu.Unlock()
+	if gated {
+		close(entered)
+		<-open
+	}
+	return b.Bucket.Snapshot(now)
+}
+
+// A slot a task's end freed, promised to the queue first in line while
+// the governor is asked about it, goes to the next queue in line at once
+// when the first does not take it (its task dropped, its scope waiting
+// for a token, its breaker open): not at the next recheck of the queues
+// waiting for a slot, slotRecheck later. Here an account with one slot,
+// held by a task's call; operations x and y wait for it, x first in
+// line; as the call ends, x's queue is asked about (a fleet's store,
+// read across the network), and meanwhile x's task's context is
+// cancelled and a task of the zero scope is submitted (a fan-out, still
+// running), whose worker finds y in turn, the account's slot promised to
+// x. y's call should begin as
+// x's queue is found empty.
+func TestAFreedSlotNotTakenGoesToTheNextInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		store := &gateStore{Store: resilience.MemoryStore(), key: "aws/123456789012"}
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+			resilience.WithStateStore(store))
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var mu sync.Mutex
+		began := map[string]time.Time{}
+		release := make(chan struct{})
+		submit := func(ctx context.Context, op string, hold bool) {
+			sc := scope(op)
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				return resilience.Do(ctx, sc, func(context.Context) error {
+					mu.Lock()
+					began[op] = time.Now()
+					mu.Unlock()
+					if hold {
+						<-release
+					}
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		submit(ctx, "a", true)
+		synctest.Wait()
+		xctx, cancelX := context.WithCancel(ctx)
+		defer cancelX()
+		submit(xctx, "x", false)
+		synctest.Wait()
+		submit(ctx, "y", false)
+		synctest.Wait() // x and y wait for the slot, x first
+		store.arm()
+		start := time.Now()
+		close(release)
+		<-store.entered // x's queue is asked about
+		cancelX()
+		fanout := make(chan struct{})
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { <-fanout; return nil })
+		synctest.Wait()
+		close(store.open)
+		synctest.Wait()
+		mu.Lock()
+		_, xBegan := began["x"]
+		yAt, yBegan := began["y"]
+		mu.Unlock()
+		if !yBegan {
+			time.Sleep(time.Second)
+			mu.Lock()
+			yAt, yBegan = began["y"]
+			mu.Unlock()
+		}
+		if xBegan || !yBegan || yAt.Sub(start) != 0 {
+			t.Errorf("the slot freed as a's call ended: x's call began: %v; y's began: %v, %v later; want x's not, y's at once", xBegan, yBegan, yAt.Sub(start))
+		}
+		close(fanout)
+		if err := p.Wait(); err == nil {
+			t.Error("Wait returned nil; want x's cancellation")
+		}
+	})
+}
