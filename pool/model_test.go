@@ -18,8 +18,8 @@ package pool
 // tasks of their own (children drawn with them); time passing; a scope
 // paused, a token and slot taken, or, rarely, the scope made dead (its
 // breaker still closed) by calls outside the pool; Progress; and, rarely,
-// a reset of the governor, the provider turned off or on (a Configure),
-// or a cancel of the pool's parent context. Each task's function records
+// a reset of the governor, the provider turned off or on or its
+// account's concurrency cap changed (a Configure), or a cancel of the pool's parent context. Each task's function records
 // its runs and returns in the model.
 //
 // After every step the bubble is let settle (synctest.Wait: every
@@ -387,6 +387,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"reset":    m.reset,
 		"dying":    m.dying,
 		"toggle":   m.toggle,
+		"recap":    m.recap,
 	}
 }
 
@@ -856,6 +857,30 @@ func (m *machine) toggle(rt *rapid.T) {
 	} else {
 		reach("step: provider off")
 	}
+	synctest.Wait()
+}
+
+// recap changes the account's concurrency cap (max_concurrency: none, 1
+// or 2), rarely: a Configure, which replaces the governor's state as a
+// reset does, with calls in flight and queues waiting for a slot, which
+// the pool found full under the cap before (Pool.markFull).
+func (m *machine) recap(rt *rapid.T) {
+	if rapid.IntRange(0, 4).Draw(rt, "roll") != 0 {
+		return
+	}
+	c := rapid.IntRange(0, 2).Draw(rt, "maxConcurrency")
+	step("max concurrency: %d", c)
+	m.mu.Lock()
+	m.resets++
+	for _, r := range m.tasks {
+		r.notBefore = time.Time{}
+	}
+	m.cfg.AWS.MaxConcurrency = c
+	if err := m.gov.Configure(m.cfg); err != nil {
+		rt.Fatal(err)
+	}
+	m.mu.Unlock()
+	reach(fmt.Sprintf("step: max concurrency %d", c))
 	synctest.Wait()
 }
 
