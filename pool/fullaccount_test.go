@@ -206,3 +206,33 @@ func TestAQueueToldNoSlotKeepsItsPlace(t *testing.T) {
 		}
 	})
 }
+
+// A task's end after the account's concurrency cap was raised (a
+// Configure: the governor's state replaced, Generation moved) starts as
+// many tasks as the new cap has slots free at once: what the pool found
+// of the account's slots under the old cap no longer holds. Here an
+// account with one slot, held by a task's call, and 9 more waiting; the
+// cap is raised to 4 and the call ends: 4 calls begin at once, not one
+// and the others at the next recheck of the queues waiting for a slot.
+func TestARaisedCapsSlotsAreTakenAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFullAccount(t, 8, 10)
+		acctRPS := 1000.0
+		perOp := true
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000,
+			Services: map[string]resilience.ServiceConfig{"svc": {MaxRPS: 1000, Burst: 1, PerOperation: &perOp}}}}
+		if err := f.p.gov.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, began := f.end()
+		atOnce := len(began)
+		time.Sleep(time.Second)
+		f.mu.Lock()
+		later := len(f.began)
+		f.mu.Unlock()
+		if atOnce != 5 || later != 5 || time.Since(start) != time.Second {
+			t.Fatalf("after the cap was raised from 1 to 4 and the call in flight ended: %d calls in all began at once, %d a second later; want 5 at once (the first and 4 more)", atOnce, later)
+		}
+	})
+}

@@ -466,7 +466,7 @@ func (p *Pool) pick() *task {
 			p.ring.push(q)
 			p.keepTurn(q, noSlot, turn)
 		case errors.Is(a.why, resilience.ErrNoSlot):
-			p.markFull(acct)
+			p.markFull(acct, a.gen)
 			p.keepTurn(q, noSlot, turn)
 			p.slot(q, now)
 		case a.taskEnded:
@@ -490,6 +490,7 @@ func (p *Pool) pick() *task {
 type answer struct {
 	at   time.Duration // when it was asked, the pool's time: d counts from then
 	turn uint32        // the queue's turn: the pool's count of asks when it was asked
+	gen  uint64        // the governor's Generation when it was asked, before Delay read its state
 	d    time.Duration // Delay's wait
 	why  error         // Delay's reason
 	// What an open circuit means for the queue (see circuit).
@@ -518,6 +519,7 @@ func (p *Pool) ask(q *queue) (a answer, ok bool) {
 	a.turn = p.turns
 	q.turn = a.turn
 	p.mu.Unlock()
+	a.gen = p.gov.Generation()
 	var snap state.ScopeSnapshot
 	a.d, a.why = p.gov.Delay(q.scope)
 	open := errors.Is(a.why, resilience.ErrCircuitOpen)
@@ -754,12 +756,12 @@ func (p *Pool) keepTurn(q *queue, noSlot bool, turn uint32) {
 }
 
 // fullMark is what the pool knows of an account's slots: it had none free
-// when the pool's count of task ends was at; of the slots the ends since
-// freed, the pool has given starts a task, and asking are promised to
-// queues it asks about (see markFull). gen tells it from the marks made
-// before it.
+// when the pool's count of task ends was at, in the governor's state of
+// Generation govGen; of the slots the ends since freed, the pool has given
+// starts a task, and asking are promised to queues it asks about (see
+// markFull). gen tells it from the marks made before it.
 type fullMark struct {
-	at, starts, asking, gen uint64
+	at, starts, asking, gen, govGen uint64
 }
 
 // markFull notes that acct has no slot free now (Delay's answer): a task's
@@ -770,14 +772,16 @@ type fullMark struct {
 // would otherwise each ask about the account (with a fleet's store, a
 // round trip each), and be told of the slot a task just started, or a
 // queue asked about meanwhile, has not taken yet: a task started for
-// nothing, its first call refused, and tasks started out of turn. p.mu is
-// held; the answer was asked for with no task ending meanwhile.
-func (p *Pool) markFull(acct account) {
+// nothing, its first call refused, and tasks started out of turn. The
+// mark holds for the governor's state it was found in, of Generation
+// govGen: a Configure (a cap raised) or a Reset replaces it. p.mu is held;
+// the answer was asked for with no task ending meanwhile.
+func (p *Pool) markFull(acct account, govGen uint64) {
 	if p.full == nil {
 		p.full = map[account]fullMark{}
 	}
 	p.fullGen++
-	p.full[acct] = fullMark{at: p.ends, gen: p.fullGen}
+	p.full[acct] = fullMark{at: p.ends, gen: p.fullGen, govGen: govGen}
 }
 
 // reserve promises a slot of acct, found full (markFull) and freed since
@@ -842,12 +846,12 @@ func (p *Pool) tookSlot(acct account) {
 }
 
 // isFull reports whether acct has no slot free as far as the pool knows:
-// it was found full, and every slot that the tasks' ends freed since was
-// given a task, or is promised to a queue asked about (markFull). p.mu is
-// held.
+// it was found full in the governor's state in force, and every slot that
+// the tasks' ends freed since was given a task, or is promised to a queue
+// asked about (markFull). p.mu is held.
 func (p *Pool) isFull(acct account) bool {
 	m, ok := p.full[acct]
-	return ok && p.ends-m.at <= m.starts+m.asking
+	return ok && m.govGen == p.gov.Generation() && p.ends-m.at <= m.starts+m.asking
 }
 
 // account is the provider and account of a scope, whose slots its
