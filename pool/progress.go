@@ -138,10 +138,10 @@ func (p *Pool) Progress() Progress {
 			pr.ETA = max(pr.ETA, s.ETA)
 			continue
 		}
-		look := survey.Look(s.Scope)
-		snap := look.Snapshot
-		s.Rate = snap.Leaf.Rate
 		if s.Queued == 0 || !p.gov.Enabled(s.Scope.Provider) {
+			// Its snapshot alone: Delay's answer, which nothing here
+			// reads, would read a breaker that is not pristine again.
+			s.Rate = survey.Inspect(s.Scope).Leaf.Rate
 			if s.Queued > 0 {
 				// Its calls go straight through, unpaced: once the hold of
 				// a refusal of its first call (to a governed scope) ends,
@@ -156,6 +156,9 @@ func (p *Pool) Progress() Progress {
 		// Read as pick reads it (see Pool.circuit): Delay, then the
 		// snapshot's breaker, so that a probe's verdict between the two
 		// reads shows the scope as its breaker is after it.
+		look := survey.Look(s.Scope)
+		snap := look.Snapshot
+		s.Rate = snap.Leaf.Rate
 		d, why := look.Wait, look.Why
 		open := errors.Is(why, resilience.ErrCircuitOpen)
 		switch {

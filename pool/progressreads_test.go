@@ -158,3 +158,33 @@ func TestProgressReadsEachBucketOnce(t *testing.T) {
 		}
 	})
 }
+
+// Progress reads the breaker of a scope with no task queued once, as it
+// read it before the pool's Progress went through a resilience.Survey: it
+// needs the scope's snapshot, not Delay's answer, which reads a breaker
+// that is not pristine a second time (with a fleet's store, a round trip
+// each). Here a scope whose one task's call failed (its breaker no longer
+// pristine, closed), nothing queued: one Progress reads its breaker once.
+func TestProgressReadsAnIdleScopesBreakerOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newReadStore()
+		g := newGov(t, 2, resilience.Config{}, resilience.WithStateStore(store))
+		sc := scope("op")
+		p, ctx := New(context.Background(), Workers(1), WithGovernor(g))
+		p.Go(ctx, sc, func(ctx context.Context) error {
+			return resilience.Do(ctx, sc, func(context.Context) error { return &apiErr{code: "InternalError", status: 500} },
+				resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		})
+		synctest.Wait()
+		store.counts()
+		pr := p.Progress()
+		_, breakers := store.counts()
+		if pr.Failed != 1 || pr.Queued != 0 {
+			t.Fatalf("setup: %+v; want the task failed, none queued", pr)
+		}
+		if n := breakers[sc.Key()]; n != 1 {
+			t.Errorf("one Progress read the breaker of %v, idle, %d times; want once", sc, n)
+		}
+		p.Wait()
+	})
+}

@@ -8,17 +8,18 @@ import (
 
 // A Survey reads where many scopes stand for one report over them (a
 // scheduler's progress, say): for each scope what Delay and Inspect would
-// report, from one read of each of its buckets, and each account's
-// bucket and each provider's provider-wide bucket (global_max_rps) read
-// once for all the scopes of the survey that share it, as Scopes reads
-// them: with a shared store (fleet mode) each read is a round trip, and
-// Delay and Inspect asked of each scope in turn read the account's and
-// the provider's buckets twice per scope. A snapshot of an account's (a
-// provider's) bucket stands for the survey's next scopes for 100 ms, with
-// what is left of its pause. A Survey changes nothing, as Delay and
-// Inspect do not; make one per report with Governor.Survey (the zero
-// Survey is not usable: Look panics). It is not safe for concurrent use:
-// one goroutine makes a report.
+// report (Look), or Inspect alone (Survey.Inspect), from one read of each
+// of its buckets, and each account's bucket and each provider's
+// provider-wide bucket (global_max_rps) read once for all the scopes of
+// the survey that share it, as Scopes reads them: with a shared store
+// (fleet mode) each read is a round trip, and Delay and Inspect asked of
+// each scope in turn read the account's and the provider's buckets twice
+// per scope. A snapshot of an account's (a provider's) bucket stands for
+// the survey's next scopes for 100 ms, with what is left of its pause. A
+// Survey changes nothing, as Delay and Inspect do not; make one per
+// report with Governor.Survey (the zero Survey is not usable: Look and
+// Inspect panic). It is not safe for concurrent use: one goroutine makes
+// a report.
 type Survey struct {
 	g     *Governor
 	reads accountReads
@@ -73,4 +74,13 @@ func (sv *Survey) Look(scope Scope) Standing {
 	st := Standing{Snapshot: g.inspectIn(p, e, acct, scope, now, sv.reads)}
 	st.Wait, st.Why = delay(p, e, acct, now, breaker, &st.Snapshot)
 	return st
+}
+
+// Inspect returns what Governor.Inspect reports of scope, its account's
+// and provider's buckets read as Look reads them: for a report that needs
+// no Delay's answer of a scope (no work waits for it), which Look's read
+// of a breaker that is not pristine, or whose shared view is stale, would
+// make a second read of the breaker.
+func (sv *Survey) Inspect(scope Scope) state.ScopeSnapshot {
+	return sv.g.inspect(scope, sv.reads)
 }

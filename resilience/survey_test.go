@@ -9,7 +9,8 @@ import (
 	"testing/synctest"
 )
 
-// A Survey's Look of a scope is what Delay and Inspect report of it, in
+// A Survey's Look of a scope is what Delay and Inspect report of it, and
+// its Inspect what Inspect reports, in
 // every state the scope may be in (a breaker open, an account's bucket
 // spent, its slot taken, a scope, account or provider no call used, a
 // provider turned off, the zero scope), in-process and
@@ -73,6 +74,9 @@ func TestSurveyLooksAsDelayAndInspect(t *testing.T) {
 					}
 					if !reflect.DeepEqual(st.Snapshot, snap) {
 						t.Errorf("%v: Look's snapshot\n%+v\nInspect's\n%+v", sc, st.Snapshot, snap)
+					}
+					if got := sv.Inspect(sc); !reflect.DeepEqual(got, snap) {
+						t.Errorf("%v: the survey's Inspect\n%+v\nthe governor's\n%+v", sc, got, snap)
 					}
 				}
 				for _, why := range []error{nil, ErrCircuitOpen, ErrNoToken, ErrNoSlot} {
