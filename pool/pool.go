@@ -764,18 +764,22 @@ type fullMark struct {
 	at, starts, asking, gen, govGen uint64
 }
 
-// markFull notes that acct has no slot free now (Delay's answer): a task's
-// end frees one slot at most, so that until the next end, a queue of acct
-// put back in turn by a task's end (noSlot) waits for a slot again
-// without asking the governor (pick), and after k ends, once k of them
-// were given a task (tookSlot). The workers looking for work at once
+// markFull notes that acct has no slot free now (Delay's answer): the pool
+// counts a task's end as freeing one slot, so that until the next end, a
+// queue of acct put back in turn by a task's end (noSlot) waits for a slot
+// again without asking the governor (pick), and after k ends, once k of
+// them were given a task (tookSlot). The workers looking for work at once
 // would otherwise each ask about the account (with a fleet's store, a
 // round trip each), and be told of the slot a task just started, or a
 // queue asked about meanwhile, has not taken yet: a task started for
-// nothing, its first call refused, and tasks started out of turn. The
-// mark holds for the governor's state it was found in, of Generation
-// govGen: a Configure (a cap raised) or a Reset replaces it. p.mu is held;
-// the answer was asked for with no task ending meanwhile.
+// nothing, its first call refused, and tasks started out of turn. One slot
+// is a bet: a task whose calls ran at once held as many slots as calls,
+// and a task started for the freed slot whose first call goes elsewhere,
+// or is refused for a token, takes none; a slot so left free is given at
+// the next recheck of the queues waiting for one (slotRecheck), or the
+// next end. The mark holds for the governor's state it was found in, of
+// Generation govGen: a Configure (a cap raised) or a Reset replaces it.
+// p.mu is held; the answer was asked for with no task ending meanwhile.
 func (p *Pool) markFull(acct account, govGen uint64) {
 	if p.full == nil {
 		p.full = map[account]fullMark{}
@@ -859,12 +863,12 @@ func (p *Pool) isFull(acct account) bool {
 type account struct{ provider, account string }
 
 // unslot puts the queues waiting for a slot back in turn, in their turn
-// (see slot). taskEnded says that a task's end does it, which frees one
-// slot at most: the queues are then marked noSlot, and once their account
-// is found full again, or its freed slot given to a task (markFull), by
-// any worker, the governor is not asked of each again until the next
-// end. The recheck every slotRecheck asks every one (a breaker opened
-// meanwhile, a slot freed by calls outside the pool). p.mu is held.
+// (see slot). taskEnded says that a task's end does it, counted as freeing
+// one slot (see markFull): the queues are then marked noSlot, and once
+// their account is found full again, or its freed slot given to a task
+// (markFull), by any worker, the governor is not asked of each again until
+// the next end. The recheck every slotRecheck asks every one (a breaker
+// opened meanwhile, a slot freed by calls outside the pool). p.mu is held.
 func (p *Pool) unslot(taskEnded bool) {
 	for _, q := range p.slots {
 		if q.where == slotted {
