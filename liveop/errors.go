@@ -49,6 +49,10 @@ var ErrPanicked = errors.New("liveop: the operation panicked")
 // same key): a program error, not the operation's failure.
 var ErrResultType = errors.New("liveop: the operation returned another type")
 
+// ErrNilFunc is the error Run returns, starting and joining nothing, when
+// it is given a nil function: a program error, as ErrResultType is.
+var ErrNilFunc = errors.New("liveop: Run with a nil function")
+
 // ErrAbandoned is the cause (context.Cause) of the context of an
 // operation's function cancelled because every caller waiting for its
 // result has gone. It wraps context.Canceled, so that errors.Is finds

@@ -235,14 +235,14 @@ type operationKey struct{}
 // ErrResultType (and the operation's error, if it returned one). A
 // Run with the context fn was given, or one derived from it, for the key
 // of fn's own operation (or of one that waits for it) returns an error
-// matching ErrNested rather than wait for its own result. A panic of a
-// method of ctx, the caller's code, goes on up to the caller, which has
-// gone then as if ctx had ended: it keeps no slot and counts as no caller
-// of the operation.
+// matching ErrNested rather than wait for its own result. A nil fn gets
+// ErrNilFunc, and nothing starts. A panic of a method of ctx, the
+// caller's code, goes on up to the caller, which has gone then as if ctx
+// had ended: it keeps no slot and counts as no caller of the operation.
 func Run[T any](ctx context.Context, g *Guard, req Request, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if fn == nil {
-		return zero, errors.New("liveop: Run with a nil function")
+		return zero, ErrNilFunc
 	}
 	inside, _ := ctx.Value(operationKey{}).(*flight) // asked outside the lock: a Context is the caller's code
 	if inside != nil && inside.guard != g {

@@ -219,8 +219,8 @@ func TestRunRefusesADoneContextAndANilFunction(t *testing.T) {
 	if _, err := Run(ctx, &g, req("k", "aws/1"), (&counted{}).run); err != context.Canceled {
 		t.Fatal(err)
 	}
-	if _, err := Run[string](context.Background(), &g, req("k", "aws/1"), nil); err == nil {
-		t.Fatal("a nil function was accepted")
+	if _, err := Run[string](context.Background(), &g, req("k", "aws/1"), nil); !errors.Is(err, ErrNilFunc) {
+		t.Fatalf("Run with a nil function got %v, want an error matching ErrNilFunc", err)
 	}
 	if st := g.Status(); st.Started != 0 {
 		t.Fatalf("status %+v", st)
