@@ -152,57 +152,105 @@ func (f *flight) await(o *flight) {
 // the operations it returns when that Run would wait for its own
 // result. g.mu is held.
 func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
-	ends := map[*flight]bool{}
-	for changed := true; changed; {
-		changed = false
-		// The slots held by the operations not known to end, in all and
-		// per scope, as this pass starts.
-		total, held := 0, map[string]int{}
-		for f := range g.running {
-			if !ends[f] {
-				total++
-				for _, s := range f.scopes {
+	// A worklist from the operations that can end at once: each running
+	// operation counts the conditions it waits for that are not met yet
+	// (pending), each an operation's end or a free slot of a scope or of
+	// the total, and is found to end when the last is met. A slot frees
+	// when the operations not known to end hold fewer than the cap, which
+	// happens once, as they are found to end one by one. Each operation,
+	// each of its waits and each scope of a waiting caller is walked a
+	// bounded number of times: the time is linear in the running
+	// operations, their Runs' waits and the waiting callers' scopes.
+	total := len(g.running)
+	var (
+		held    map[string]int        // slots held per scope by the operations not known to end, once a slot of a scope is waited for
+		pending map[*flight]int       // operation -> its conditions not met yet
+		onEnd   map[*flight][]*flight // operation -> the operations waiting for its end
+		onScope map[string][]*flight  // scope -> the operations waiting for a slot of it
+		onTotal []*flight             // the operations waiting for a slot of the total
+	)
+	wants := func(f *flight) {
+		if pending == nil {
+			pending = map[*flight]int{}
+		}
+		pending[f]++
+	}
+	waitEnd := func(f, o *flight) {
+		if _, running := g.running[o]; running {
+			wants(f)
+			if onEnd == nil {
+				onEnd = map[*flight][]*flight{}
+			}
+			onEnd[o] = append(onEnd[o], f)
+		}
+	}
+	waitSlot := func(f *flight, scopes []string) {
+		if total >= g.cfg.maxTotal {
+			wants(f)
+			onTotal = append(onTotal, f)
+		}
+		if len(scopes) > 0 && held == nil {
+			held, onScope = map[string]int{}, map[string][]*flight{}
+			for o := range g.running {
+				for _, s := range o.scopes {
 					held[s]++
 				}
 			}
 		}
-		slotFrees := func(scopes []string) bool {
-			if total >= g.cfg.maxTotal {
-				return false
+		for _, s := range scopes {
+			if held[s] >= g.cfg.maxPerScope {
+				wants(f)
+				onScope[s] = append(onScope[s], f)
 			}
-			for _, s := range scopes {
-				if held[s] >= g.cfg.maxPerScope {
-					return false
-				}
-			}
-			return true
 		}
-		stuck := func(f *flight) bool { _, running := g.running[f]; return running && !ends[f] }
-		canEnd := func(f *flight) bool {
-			if f.phase != phaseRunning {
-				return true
-			}
-			for o := range f.awaits {
-				if stuck(o) {
-					return false
-				}
-			}
-			for _, w := range g.queue {
-				if w.inside == f && !w.woken && !slotFrees(w.scopes) {
-					return false
-				}
-			}
-			if f == p {
-				if join != nil {
-					return !stuck(join)
-				}
-				return slotFrees(scopes)
-			}
-			return true
+	}
+	for f := range g.running {
+		if f.phase != phaseRunning {
+			continue // cancelled: it can end
 		}
-		for f := range g.running {
-			if !ends[f] && canEnd(f) {
-				ends[f], changed = true, true
+		for o := range f.awaits {
+			waitEnd(f, o)
+		}
+		if f == p {
+			if join != nil {
+				waitEnd(f, join)
+			} else {
+				waitSlot(f, scopes)
+			}
+		}
+	}
+	for _, w := range g.queue {
+		if _, running := g.running[w.inside]; running && w.inside.phase == phaseRunning && !w.woken {
+			waitSlot(w.inside, w.scopes)
+		}
+	}
+	ends := make(map[*flight]bool, len(g.running))
+	ready := make([]*flight, 0, len(g.running))
+	for f := range g.running {
+		if pending[f] == 0 {
+			ready = append(ready, f)
+		}
+	}
+	met := func(waiting []*flight) {
+		for _, f := range waiting {
+			if pending[f]--; pending[f] == 0 {
+				ready = append(ready, f)
+			}
+		}
+	}
+	for len(ready) > 0 {
+		f := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		ends[f] = true
+		met(onEnd[f])
+		if total--; total == g.cfg.maxTotal-1 {
+			met(onTotal)
+		}
+		if onScope != nil {
+			for _, s := range f.scopes {
+				if held[s]--; held[s] == g.cfg.maxPerScope-1 {
+					met(onScope[s])
+				}
 			}
 		}
 	}
