@@ -166,6 +166,25 @@ func busyError(scopes, waiting []string) *RefusedError {
 	return &RefusedError{Reason: ReasonBusy, Scopes: scopes, msg: msg}
 }
 
+// selfWaitError turns the busy refusal r of a Run inside an operation's
+// function into the refusal of a Run that would wait for itself
+// (Guard.waitsForItself): the slot it would wait for (of the scopes
+// holding; none: of the total) is held only by operations that cannot
+// end while it waits, the one it runs inside or ones that wait for it.
+// It wraps ErrNested, and its message says to make the Run once the
+// operation it runs inside has returned, not to retry when those
+// operations finish, which they do not while the Run waits. r keeps its
+// Scopes, those at their cap.
+func selfWaitError(r *RefusedError, holding []string) *RefusedError {
+	what := "every slot of all scopes"
+	if len(holding) > 0 {
+		what = strings.Join(holding, ", ")
+	}
+	r.msg = fmt.Sprintf("the live operations holding %s cannot finish while this one waits for a slot: this one runs inside one of them, or inside one they wait for; run this one once the operation it runs inside has returned, or use the cached dataset", what)
+	r.cause = ErrNested
+	return r
+}
+
 // busyWaitingError refuses for the total cap, full of the slots kept for
 // callers waiting before this one, whose operations have yet to start.
 func busyWaitingError() *RefusedError {

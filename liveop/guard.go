@@ -372,11 +372,10 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			g.mu.Unlock()
 			return nil, nil, refused
 		}
-		if g.waitsForItself(inside, scopes) {
+		if stuck, holding := g.waitsForItself(inside, scopes); stuck {
 			g.dequeue(w, now)
 			g.mu.Unlock()
-			refused.cause = ErrNested
-			return nil, nil, refused
+			return nil, nil, selfWaitError(refused, holding)
 		}
 		if w == nil {
 			if !nested.known {
@@ -531,9 +530,29 @@ func (g *Guard) dequeue(w *waiter, now time.Time) {
 // started it, or one whose function joined it, or waits for a slot only
 // such operations hold) holds the slot (see Guard.endable); g.mu is held.
 // An operation whose Run for inside has returned (at a deadline of its
-// own, or cancelled at its timeout) waits for it no more.
-func (g *Guard) waitsForItself(inside *flight, scopes []string) bool {
-	return g.stuck(inside, nil, scopes)
+// own, or cancelled at its timeout) waits for it no more. When it does,
+// it returns too the scopes whose every slot such operations hold (none:
+// the total's).
+func (g *Guard) waitsForItself(inside *flight, scopes []string) (stuck bool, holding []string) {
+	if _, running := g.running[inside]; !running {
+		return false, nil // none, or its function has returned
+	}
+	ends := g.endable(inside, nil, scopes)
+	if ends[inside] {
+		return false, nil
+	}
+	for _, s := range scopes {
+		n := 0
+		for f := range g.running {
+			if !ends[f] && slices.Contains(f.scopes, s) {
+				n++
+			}
+		}
+		if n >= g.cfg.maxPerScope {
+			holding = append(holding, s)
+		}
+	}
+	return true, holding
 }
 
 // refusal applies the quota, the cooldown (unless bypassed) and the caps,

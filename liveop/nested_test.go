@@ -40,16 +40,22 @@ func TestANestedRunOfTheSameKeyDoesNotWaitForItself(t *testing.T) {
 // An operation whose function waits (Request.Wait) for a slot that only
 // the operation itself, or one it runs inside, can free would wait for
 // ever: the nested Run is refused as busy at once, its refusal wrapping
-// ErrNested. A slot another operation holds is still waited for.
+// ErrNested, and its message says so, and to run it once the operation
+// has returned, rather than to retry when the operation finishes (which
+// it cannot while the Run waits). A slot another operation holds is
+// still waited for.
 func TestANestedRunDoesNotWaitForItsOwnSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, c := range []struct {
 			name   string
 			cfg    Config
 			scopes []string
+			msg    string
 		}{
-			{"its scope", Config{MaxConcurrentTotal: 5}, []string{"aws/1", "aws/2"}},
-			{"the total cap", Config{MaxConcurrentTotal: 1}, []string{"aws/2"}},
+			{"its scope", Config{MaxConcurrentTotal: 5}, []string{"aws/1", "aws/2"},
+				"the live operations holding aws/1 cannot finish while this one waits for a slot: this one runs inside one of them, or inside one they wait for; run this one once the operation it runs inside has returned, or use the cached dataset"},
+			{"the total cap", Config{MaxConcurrentTotal: 1}, []string{"aws/2"},
+				"the live operations holding every slot of all scopes cannot finish while this one waits for a slot: this one runs inside one of them, or inside one they wait for; run this one once the operation it runs inside has returned, or use the cached dataset"},
 		} {
 			g := newGuard(t, c.cfg)
 			var inner error
@@ -66,6 +72,9 @@ func TestANestedRunDoesNotWaitForItsOwnSlot(t *testing.T) {
 			}
 			if !errors.Is(inner, ErrBusy) || !errors.Is(inner, ErrNested) || o.val != "outer" {
 				t.Fatalf("%s: the nested Run got %v; want a busy refusal wrapping ErrNested", c.name, inner)
+			}
+			if inner.Error() != c.msg {
+				t.Errorf("%s: the nested Run's refusal says\n%q\nwant\n%q", c.name, inner.Error(), c.msg)
 			}
 		}
 
@@ -227,6 +236,9 @@ func TestAnOperationWaitingForTheSlotOfOneThatJoinsItIsRefused(t *testing.T) {
 				}
 				if c.waitErr != nil && !errors.Is(waitErr, ErrBusy) {
 					t.Fatalf("the wait got %v, want a busy refusal wrapping ErrNested", waitErr)
+				}
+				if want := "the live operations holding aws/2 cannot finish while this one waits for a slot: this one runs inside one of them, or inside one they wait for; run this one once the operation it runs inside has returned, or use the cached dataset"; c.waitErr != nil && waitErr.Error() != want {
+					t.Fatalf("the wait's refusal says\n%q\nwant\n%q", waitErr.Error(), want)
 				}
 				if st := g.Status(); st.Active != 0 || len(st.InFlight) != 0 {
 					t.Fatalf("status %+v", st)
