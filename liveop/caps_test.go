@@ -524,6 +524,55 @@ func TestARunWithTheContextOfAnEndedOperationDoesNotTakeAKeptSlot(t *testing.T) 
 	})
 }
 
+// A caller waiting for a slot (Request.Wait) with a context that
+// outlives the function of an operation (context.WithoutCancel of it,
+// for work that goes on after the function) is inside that operation
+// only while the function runs: once it has returned, nothing waits for
+// the caller, and a slot kept for a caller waiting ahead holds it back as
+// it holds back any caller that came later, as it holds back a Run made
+// with that context after the function returned
+// (TestARunWithTheContextOfAnEndedOperationDoesNotTakeAKeptSlot).
+func TestAWaitingCallerWhoseOperationEndedDoesNotTakeAKeptSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{MaxConcurrentTotal: 4, CooldownSeconds: ptr(0.0)})
+		begin := time.Now()
+		a := goRun(context.Background(), g, req("a", "aws/a"), (&counted{d: 10 * time.Second, val: "a"}).run)
+		b := goRun(context.Background(), g, req("b", "aws/b"), (&counted{d: 20 * time.Second, val: "b"}).run)
+		synctest.Wait()
+		both := req("both", "aws/a", "aws/b")
+		both.Wait = true
+		var bothAt, lateAt time.Duration // when each waiting caller's operation started
+		waiter := goRun(context.Background(), g, both, func(context.Context) (string, error) {
+			bothAt = time.Since(begin)
+			time.Sleep(time.Minute)
+			return "both", nil
+		})
+		synctest.Wait()
+		late := make(chan outcome, 1)
+		if _, err := Run(context.Background(), g, req("ended", "gcp/p"), func(ctx context.Context) (string, error) {
+			go func(ctx context.Context) {
+				r := req("late", "aws/a")
+				r.Wait = true
+				v, err := Run(ctx, g, r, func(context.Context) (string, error) { lateAt = time.Since(begin); return "late", nil })
+				late <- outcome{v, err}
+			}(context.WithoutCancel(ctx))
+			time.Sleep(time.Second) // the Run waits for aws/a, behind the caller waiting for both scopes
+			return "ended", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range []<-chan outcome{a, b, waiter, late} {
+			if o := <-ch; o.err != nil {
+				t.Fatal(o.err)
+			}
+		}
+		if lateAt < bothAt+time.Minute {
+			t.Fatalf("the Run waiting with the context of an operation that had ended started its operation at %v, taking the slot of aws/a kept for the caller waiting ahead for aws/a and aws/b, which started at %v; want it to start after that caller's operation, at %v",
+				lateAt, bothAt, bothAt+time.Minute)
+		}
+	})
+}
+
 // A Run looks for an operation's frame on its goroutine's stack, which
 // costs microseconds, only when it matters: when a slot kept for a
 // waiting caller would hold it back, or it waits. A Run nothing holds

@@ -47,11 +47,11 @@
 //     that keeps it may be waiting for that operation, which waits for
 //     the Run): a Run made on the function's goroutine, with whatever
 //     context (a helper's own, context.Background), or on another
-//     goroutine with a context derived from the function's, made while
-//     the function runs (work that outlives it, with a
+//     goroutine with a context derived from the function's, for as long
+//     as the function runs (work that outlives it, with a
 //     context.WithoutCancel of its context, is inside no operation once
-//     it has returned). (On the
-//     function's goroutine, one Guard's Run cannot tell whose operation
+//     the function has returned, even a Run of it that was waiting for a
+//     slot then). (On the function's goroutine, one Guard's Run cannot tell whose operation
 //     it is inside: a Run of another Guard there takes that Guard's kept
 //     slots too, ahead of its waiting callers.) A Run made
 //     with the function's context, or one derived from it, that would

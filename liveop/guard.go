@@ -44,8 +44,8 @@ type waiter struct {
 	woken  bool          // ready is closed
 	holds  bool          // a slot of each of its scopes and one of the total are kept for it
 	kept   []string      // its scopes whose slot is kept for it while it waits for the others
-	nested nesting       // whether its Run is inside an operation's function (see Guard.firstBroken)
-	inside *flight       // the operation whose function's context its Run has (nil: none), which waits for it (see Guard.endable)
+	nested nesting       // whether its Run is inside an operation's function (see Guard.firstBroken); not known (inside none, to handOff) from the end of inside's function until the caller looks again
+	inside *flight       // the operation whose function's context its Run has (nil: none, or its function has returned), which waits for it (see Guard.endable)
 }
 
 // Request describes one live operation. The zero Request has no key (it
@@ -335,10 +335,16 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.init()
 		now := time.Now()
 		g.unhold(w) // a slot handed to the caller is its own to take below
-		if _, running := g.running[inside]; inside != nil && !running && w == nil {
+		if _, running := g.running[inside]; inside != nil && !running {
 			// A context that outlived its operation's function (see
-			// Guard.stuck): the Run is inside no operation.
+			// Guard.stuck), or whose operation's function returned while
+			// the caller waited (see Guard.finish): the Run is inside
+			// that operation no more, and inside another only if it runs
+			// on its goroutine, which is looked up when it matters.
 			inside, *nested = nil, nesting{}
+			if w != nil {
+				w.inside, w.nested = nil, nesting{}
+			}
 		}
 		if f := g.flights[req.Key]; f != nil {
 			g.dequeue(w, now)
@@ -377,18 +383,19 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			g.mu.Unlock()
 			return nil, nil, selfWaitError(refused, holding)
 		}
+		if !nested.known {
+			// Known before it waits, as handOff asks on another
+			// goroutine: looked up with the lock let go, and the state
+			// looked at again.
+			g.mu.Unlock()
+			nested.resolve()
+			continue
+		}
 		if w == nil {
-			if !nested.known {
-				// Known before it waits, as handOff asks on another
-				// goroutine: looked up with the lock let go, and the
-				// state looked at again.
-				g.mu.Unlock()
-				nested.resolve()
-				continue
-			}
-			w = &waiter{req: req, scopes: scopes, nested: *nested, inside: inside}
+			w = &waiter{req: req, scopes: scopes, inside: inside}
 			g.queue = append(g.queue, w)
 		}
+		w.nested = *nested
 		// Made by the caller that waits on it, inside its
 		// testing/synctest bubble if it is in one.
 		w.ready, w.woken = make(chan struct{}), false
@@ -803,6 +810,18 @@ func (g *Guard) finish(f *flight, val any, err error) {
 		}
 	}
 	g.total--
+	for _, w := range g.queue {
+		if w.inside == f {
+			// Its Run is inside f no more: until it has looked again
+			// (woken), and found out whether it runs on another
+			// operation's goroutine, it counts as inside none.
+			w.inside, w.nested = nil, nesting{}
+			if !w.woken {
+				w.woken = true
+				close(w.ready)
+			}
+		}
+	}
 	now := time.Now()
 	if !failed || g.cfg.coolAfterFailure {
 		g.coolDown(now, f.scopes)
