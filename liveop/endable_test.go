@@ -263,3 +263,16 @@ func TestEndableAgreesWithItsFixpoint(t *testing.T) {
 		}
 	})
 }
+
+// A nested Run's admission allocates about as much with hundreds of
+// operations running as with a few (a map and a slice or two, which
+// grow with them, and the refusal): what each operation waits for is not
+// a slice of its own.
+func TestANestedAdmitAllocatesLittleWithManyOperationsRunning(t *testing.T) {
+	const running, most = 300, 80
+	g, ctx0, release := nestedChain(t, running, running)
+	defer release()
+	if n := testing.AllocsPerRun(20, func() { nestedAdmit(t, g, ctx0) }); n > most {
+		t.Fatalf("a nested admission with %d operations running in a chain and %d callers waiting made %.0f allocations, want at most %d", running, running, n, most)
+	}
+}

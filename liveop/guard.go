@@ -162,35 +162,42 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 	// bounded number of times: the time is linear in the running
 	// operations, their Runs' waits and the waiting callers' scopes.
 	total := len(g.running)
+	// The operations waiting for one condition are a list, its links in
+	// links: a list is the index+1 of its last link, 0 when empty.
+	type link struct {
+		f    *flight
+		prev int // the list before this link
+	}
 	var (
-		held    map[string]int        // slots held per scope by the operations not known to end, once a slot of a scope is waited for
-		pending map[*flight]int       // operation -> its conditions not met yet
-		onEnd   map[*flight][]*flight // operation -> the operations waiting for its end
-		onScope map[string][]*flight  // scope -> the operations waiting for a slot of it
-		onTotal []*flight             // the operations waiting for a slot of the total
+		held    map[string]int  // slots held per scope by the operations not known to end, once a slot of a scope is waited for
+		pending map[*flight]int // operation -> its conditions not met yet
+		links   []link
+		onEnd   map[*flight]int // operation -> the operations waiting for its end
+		onScope map[string]int  // scope -> the operations waiting for a slot of it
+		onTotal int             // the operations waiting for a slot of the total
 	)
-	wants := func(f *flight) {
+	wants := func(f *flight, list int) int {
 		if pending == nil {
-			pending = map[*flight]int{}
+			pending, links = map[*flight]int{}, make([]link, 0, len(g.running))
 		}
 		pending[f]++
+		links = append(links, link{f, list})
+		return len(links)
 	}
 	waitEnd := func(f, o *flight) {
 		if _, running := g.running[o]; running {
-			wants(f)
 			if onEnd == nil {
-				onEnd = map[*flight][]*flight{}
+				onEnd = map[*flight]int{}
 			}
-			onEnd[o] = append(onEnd[o], f)
+			onEnd[o] = wants(f, onEnd[o])
 		}
 	}
 	waitSlot := func(f *flight, scopes []string) {
 		if total >= g.cfg.maxTotal {
-			wants(f)
-			onTotal = append(onTotal, f)
+			onTotal = wants(f, onTotal)
 		}
 		if len(scopes) > 0 && held == nil {
-			held, onScope = map[string]int{}, map[string][]*flight{}
+			held, onScope = map[string]int{}, map[string]int{}
 			for o := range g.running {
 				for _, s := range o.scopes {
 					held[s]++
@@ -199,8 +206,7 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 		}
 		for _, s := range scopes {
 			if held[s] >= g.cfg.maxPerScope {
-				wants(f)
-				onScope[s] = append(onScope[s], f)
+				onScope[s] = wants(f, onScope[s])
 			}
 		}
 	}
@@ -231,8 +237,9 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 			ready = append(ready, f)
 		}
 	}
-	met := func(waiting []*flight) {
-		for _, f := range waiting {
+	met := func(list int) {
+		for ; list != 0; list = links[list-1].prev {
+			f := links[list-1].f
 			if pending[f]--; pending[f] == 0 {
 				ready = append(ready, f)
 			}
