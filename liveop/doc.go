@@ -51,14 +51,15 @@
 //     as the function runs (work that outlives it, with a
 //     context.WithoutCancel of its context, is inside no operation once
 //     the function has returned, even a Run of it that was waiting for a
-//     slot then). (On the function's goroutine, one Guard's Run cannot tell whose operation
-//     it is inside: a Run of another Guard there takes that Guard's kept
-//     slots too, ahead of its waiting callers.) A Run made
-//     with the function's context, or one derived from it, that would
-//     wait for a slot only that operation (or one it runs inside, or
-//     one that waits for it, such as an operation whose function joined
-//     it) can free is refused at once, the busy refusal wrapping
-//     ErrNested.
+//     slot then). (On the function's goroutine, one Guard's Run cannot
+//     tell whose operation it is inside: a Run of another Guard there
+//     takes that Guard's kept slots too, ahead of its waiting callers.) A
+//     Run made with the function's context, or one derived from it, that
+//     would wait for a slot only that operation (or one it runs inside,
+//     or one that waits for it, such as an operation whose function
+//     joined it) can free is refused at once, the busy refusal wrapping
+//     ErrNested, whose message says to make it once the operation it
+//     runs inside has returned.
 //     Those refusals, and single flight's, need the context: a Run with
 //     a context of its own cannot tell which operation it is inside.
 //
