@@ -236,3 +236,62 @@ func TestARaisedCapsSlotsAreTakenAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A task whose calls ran at once held as many of its account's slots, and
+// its end frees them all: the pool gives each a task at once, not one at
+// the task's end and the others at the next recheck of the queues waiting
+// for a slot. Here an account with two slots, both held by one task's two
+// calls at once, and four operations waiting: as the task ends, two calls
+// begin at once.
+func TestATasksConcurrentCallsFreeTheirSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		pair := make(chan struct{})
+		p.Go(ctx, scope("pair"), func(ctx context.Context) error {
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					_ = resilience.Do(ctx, scope("pair"), func(context.Context) error {
+						<-pair
+						return nil
+					}, resilience.WithGovernor(g))
+				})
+			}
+			wg.Wait()
+			return nil
+		})
+		time.Sleep(time.Second) // the task's two calls hold both slots (the second paced by its leaf's token)
+		var start time.Time
+		var mu sync.Mutex
+		var began []time.Duration
+		release := make(chan struct{})
+		for i := range 4 {
+			sc := scope(fmt.Sprint("op", i))
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				return resilience.Do(ctx, sc, func(context.Context) error {
+					mu.Lock()
+					began = append(began, time.Since(start))
+					mu.Unlock()
+					<-release
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		time.Sleep(time.Second) // the four wait for a slot
+		start = time.Now()
+		close(pair)
+		time.Sleep(time.Second)
+		mu.Lock()
+		got := slices.Clone(began)
+		mu.Unlock()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, []time.Duration{0, 0}) {
+			t.Fatalf("after a task whose two calls held both of its account's slots ended, the next calls began at %v; want [0s 0s], both at once", got)
+		}
+	})
+}

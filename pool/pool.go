@@ -376,7 +376,7 @@ func (p *Pool) pick() *task {
 			// dead since, its breaker open, and its calls fail fast.
 			if !p.heldByAnOldState(q) {
 				var ok bool
-				if a, ok = p.ask(q); !ok {
+				if a, ok = p.ask(q, false); !ok {
 					return nil
 				}
 				now, asked = p.now(), true
@@ -410,11 +410,11 @@ func (p *Pool) pick() *task {
 		// queue's while it is asked about (see markFull), and, should the
 		// queue not take it, the next in line's (passOn).
 		var reserved bool
+		var gen uint64
 		if !asked {
-			var gen uint64
 			gen, reserved = p.reserve(acct, noSlot)
 			var ok bool
-			a, ok = p.ask(q)
+			a, ok = p.ask(q, reserved)
 			if reserved {
 				p.unreserve(acct, gen)
 			}
@@ -449,8 +449,12 @@ func (p *Pool) pick() *task {
 			// long before the cooldown, its calls sent to a dead scope).
 			if noSlot && a.why == nil {
 				// A slot a task's end freed, taken: the account's other
-				// queues put back by that end wait for the next one.
+				// queues put back by that end wait for the next one,
+				// unless the answer showed more slots free (freedMore).
 				p.tookSlot(acct)
+				if reserved && !a.ended {
+					p.freedMore(acct, gen, a.free-1)
+				}
 			}
 			t := q.pop()
 			p.hold(q, t, now) // until its first call is decided
@@ -493,6 +497,11 @@ type answer struct {
 	gen  uint64        // the governor's Generation when it was asked, before Delay read its state
 	d    time.Duration // Delay's wait
 	why  error         // Delay's reason
+	// The slots of the scope's account free for the pool's tasks (its
+	// cap less the calls holding one and those waiting for one), when the
+	// queue was asked about for a slot a task's end freed (see ask); 0
+	// otherwise.
+	free int
 	// What an open circuit means for the queue (see circuit).
 	failsFast, foundDead bool
 	// A task of the pool ended while the governor was asked, which may
@@ -503,15 +512,19 @@ type answer struct {
 }
 
 // ask asks the governor about q's scope, which pick took from the ring:
-// Delay, and for an open circuit one snapshot of the scope (see circuit).
-// Both read the governor's store, which for a fleet's is a round trip
-// across the network: p.mu is released meanwhile, so that Go, the tasks'
+// Delay, and for an open circuit one snapshot of the scope (see circuit);
+// or, when slots says that q is asked about for a slot a task's end freed
+// (see reserve), Delay's answer and the snapshot from one
+// resilience.Survey's Look, whose count of the account's calls in flight
+// tells how many slots that end freed (a task whose calls ran at once
+// held as many). Both read the governor's store, which for a fleet's is
+// a round trip across the network: p.mu is released meanwhile, so that Go, the tasks'
 // ends and the other workers do not wait for it, and q is asking, out of
 // every structure, placed by pick alone. It reports false, q put
 // nowhere, when the pool was stopped meanwhile (the stop drops q's tasks,
 // if it has not yet); otherwise q's head is a task whose context is not
 // done, if it has tasks left. p.mu is held, and released meanwhile.
-func (p *Pool) ask(q *queue) (a answer, ok bool) {
+func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
 	ends := p.ends
 	a.at = p.now()
@@ -521,9 +534,15 @@ func (p *Pool) ask(q *queue) (a answer, ok bool) {
 	p.mu.Unlock()
 	a.gen = p.gov.Generation()
 	var snap state.ScopeSnapshot
-	a.d, a.why = p.gov.Delay(q.scope)
+	if slots {
+		st := p.gov.Survey().Look(q.scope)
+		a.d, a.why, snap = st.Wait, st.Why, st.Snapshot
+		a.free = snap.MaxInFlight - snap.InFlight - snap.Waiting
+	} else {
+		a.d, a.why = p.gov.Delay(q.scope)
+	}
 	open := errors.Is(a.why, resilience.ErrCircuitOpen)
-	if open {
+	if open && !slots {
 		snap = p.gov.Inspect(q.scope)
 	}
 	p.mu.Lock()
@@ -757,11 +776,12 @@ func (p *Pool) keepTurn(q *queue, noSlot bool, turn uint32) {
 
 // fullMark is what the pool knows of an account's slots: it had none free
 // when the pool's count of task ends was at, in the governor's state of
-// Generation govGen; of the slots the ends since freed, the pool has given
-// starts a task, and asking are promised to queues it asks about (see
-// markFull). gen tells it from the marks made before it.
+// Generation govGen; of the slots the ends since freed, and more found
+// free since (freedMore), the pool has given starts a task, and asking are
+// promised to queues it asks about (see markFull). gen tells it from the
+// marks made before it.
 type fullMark struct {
-	at, starts, asking, gen, govGen uint64
+	at, more, starts, asking, gen, govGen uint64
 }
 
 // markFull notes that acct has no slot free now (Delay's answer): the pool
@@ -773,11 +793,12 @@ type fullMark struct {
 // round trip each), and be told of the slot a task just started, or a
 // queue asked about meanwhile, has not taken yet: a task started for
 // nothing, its first call refused, and tasks started out of turn. One slot
-// is a bet: a task whose calls ran at once held as many slots as calls,
-// and a task started for the freed slot whose first call goes elsewhere,
-// or is refused for a token, takes none; a slot so left free is given at
-// the next recheck of the queues waiting for one (slotRecheck), or the
-// next end. The mark holds for the governor's state it was found in, of
+// is a bet, which the queue asked about for it corrects: a task whose
+// calls ran at once held as many slots as calls, which that queue's answer
+// shows free (freedMore). A task started for the freed slot whose first
+// call goes elsewhere, or is refused for a token, takes none; a slot so
+// left free is given at the next recheck of the queues waiting for one
+// (slotRecheck), or the next end. The mark holds for the governor's state it was found in, of
 // Generation govGen: a Configure (a cap raised) or a Reset replaces it.
 // p.mu is held; the answer was asked for with no task ending meanwhile.
 func (p *Pool) markFull(acct account, govGen uint64) {
@@ -840,6 +861,32 @@ func (p *Pool) passOn(acct account, reserved bool) {
 	}
 }
 
+// freedMore notes that n slots of acct more than the one just taken were
+// free when a queue promised a slot a task's end freed was asked about
+// (the answer's free less one), in mark gen, no task ending meanwhile: a
+// task whose calls ran at once freed as many slots. The slots promised to
+// the other queues being asked about, and those of the tasks started
+// whose first call is not decided yet (admitting), are counted among
+// them: what is left is added to the slots the pool gives without asking
+// again, so that passOn puts the queues waiting for one back in turn at
+// once, each asked about in its turn. p.mu is held.
+func (p *Pool) freedMore(acct account, gen uint64, n int) {
+	m, ok := p.full[acct]
+	if !ok || m.gen != gen {
+		return
+	}
+	for _, h := range p.holds.all() {
+		if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
+			n-- // its first call may not have taken its slot yet
+		}
+	}
+	known := int64(p.ends-m.at+m.more) - int64(m.starts+m.asking) // free as far as the pool knows
+	if add := int64(n) - int64(m.asking) - known; add > 0 {
+		m.more += uint64(add)
+		p.full[acct] = m
+	}
+}
+
 // tookSlot notes that a task of acct was started for a slot that a
 // task's end freed (see markFull). p.mu is held.
 func (p *Pool) tookSlot(acct account) {
@@ -855,7 +902,7 @@ func (p *Pool) tookSlot(acct account) {
 // asked about (markFull). p.mu is held.
 func (p *Pool) isFull(acct account) bool {
 	m, ok := p.full[acct]
-	return ok && m.govGen == p.gov.Generation() && p.ends-m.at <= m.starts+m.asking
+	return ok && m.govGen == p.gov.Generation() && p.ends-m.at+m.more <= m.starts+m.asking
 }
 
 // account is the provider and account of a scope, whose slots its
