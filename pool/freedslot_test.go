@@ -135,3 +135,62 @@ func TestAFreedSlotNotTakenGoesToTheNextInLine(t *testing.T) {
 		}
 	})
 }
+
+// A slot a task's end freed, given a task whose first call is refused (it
+// went to another account's scope, whose token was not there), is still
+// free: the next queue in line is asked about at once and takes it, not
+// at the next recheck of the queues waiting for a slot, slotRecheck
+// later. Here an account with one slot, held by a task's call; x and y
+// wait for it, x first in line; x's task calls first a scope of another
+// account whose token the test took.
+func TestAFreedSlotWhoseTaskIsRefusedGoesToTheNextInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000,
+			Services: map[string]resilience.ServiceConfig{"slow": {MaxRPS: 1, Burst: 1}}}})
+		other := resilience.Scope{Provider: "aws", Account: "210987654321", Region: "eu-west-1", Service: "slow", Operation: "z"}
+		if err := resilience.Do(context.Background(), other, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err) // the other account's token taken: its next call waits a second
+		}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var mu sync.Mutex
+		began := map[string]time.Duration{}
+		var start time.Time
+		release := make(chan struct{})
+		call := func(ctx context.Context, sc resilience.Scope, hold bool) error {
+			return resilience.Do(ctx, sc, func(context.Context) error {
+				mu.Lock()
+				if _, ok := began[sc.Operation]; !ok {
+					began[sc.Operation] = time.Since(start)
+				}
+				mu.Unlock()
+				if hold {
+					<-release
+				}
+				return nil
+			}, resilience.WithGovernor(g))
+		}
+		p.Go(ctx, scope("a"), func(ctx context.Context) error { return call(ctx, scope("a"), true) })
+		synctest.Wait()
+		p.Go(ctx, scope("x"), func(ctx context.Context) error {
+			if err := call(ctx, other, false); err != nil {
+				return err
+			}
+			return call(ctx, scope("x"), false)
+		})
+		synctest.Wait()
+		p.Go(ctx, scope("y"), func(ctx context.Context) error { return call(ctx, scope("y"), false) })
+		synctest.Wait() // x and y wait for the slot, x first
+		start = time.Now()
+		close(release)
+		time.Sleep(2 * time.Second)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if y, ok := began["y"]; !ok || y != 0 || p.Progress().Deferred != 1 {
+			t.Errorf("the slot freed as a's call ended, x's first call refused (deferred %d): y's call began: %v, %v later; want at once", p.Progress().Deferred, ok, y)
+		}
+	})
+}

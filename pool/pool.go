@@ -457,6 +457,9 @@ func (p *Pool) pick() *task {
 				}
 			}
 			t := q.pop()
+			if noSlot && a.why == nil {
+				t.slotMark = p.full[acct].gen
+			}
 			p.hold(q, t, now) // until its first call is decided
 			p.passOn(acct, reserved)
 			p.start(t)
@@ -518,9 +521,9 @@ type answer struct {
 // resilience.Survey's Look, whose count of the account's calls in flight
 // tells how many slots that end freed (a task whose calls ran at once
 // held as many). Both read the governor's store, which for a fleet's is
-// a round trip across the network: p.mu is released meanwhile, so that Go, the tasks'
-// ends and the other workers do not wait for it, and q is asking, out of
-// every structure, placed by pick alone. It reports false, q put
+// a round trip across the network: p.mu is released meanwhile, so that
+// Go, the tasks' ends and the other workers do not wait for it, and q is
+// asking, out of every structure, placed by pick alone. It reports false, q put
 // nowhere, when the pool was stopped meanwhile (the stop drops q's tasks,
 // if it has not yet); otherwise q's head is a task whose context is not
 // done, if it has tasks left. p.mu is held, and released meanwhile.
@@ -796,9 +799,11 @@ type fullMark struct {
 // is a bet, which the queue asked about for it corrects: a task whose
 // calls ran at once held as many slots as calls, which that queue's answer
 // shows free (freedMore). A task started for the freed slot whose first
-// call goes elsewhere, or is refused for a token, takes none; a slot so
-// left free is given at the next recheck of the queues waiting for one
-// (slotRecheck), or the next end. The mark holds for the governor's state it was found in, of
+// call is refused (for a token, say) takes none, and gives it back
+// (gaveBack); one whose first call goes to another account's scope, let
+// through, takes none either, and a slot so left free is given at the
+// next recheck of the queues waiting for one (slotRecheck), or the next
+// end. The mark holds for the governor's state it was found in, of
 // Generation govGen: a Configure (a cap raised) or a Reset replaces it.
 // p.mu is held; the answer was asked for with no task ending meanwhile.
 func (p *Pool) markFull(acct account, govGen uint64) {
@@ -835,12 +840,13 @@ func (p *Pool) unreserve(acct account, gen uint64) {
 
 // passOn puts back in turn the queues of acct waiting for a slot, when
 // reserved says that the queue just asked about was promised a slot a
-// task's end freed (reserve) and the slot is free as far as the pool
-// knows (isFull): the queue did not take it (its tasks dropped, its scope
-// waiting for a token or failing fast), or more slots were freed
-// meanwhile. The queues of acct that other workers found full while the
-// promise held wait for that slot no longer than the queue asked about:
-// the next in line is asked about at once, not at the next recheck
+// task's end freed (reserve), or the task started for one gave it back
+// (gaveBack), and the slot is free as far as the pool knows (isFull): the
+// queue did not take it (its tasks dropped, its scope waiting for a token
+// or failing fast, its task's first call refused), or more slots were
+// freed meanwhile. The queues of acct that other workers found full while
+// the promise held wait for that slot no longer than the queue asked
+// about: the next in line is asked about at once, not at the next recheck
 // (slotRecheck). p.mu is held.
 func (p *Pool) passOn(acct account, reserved bool) {
 	if !reserved || p.isFull(acct) {
@@ -894,6 +900,28 @@ func (p *Pool) tookSlot(acct account) {
 		m.starts++
 		p.full[acct] = m
 	}
+}
+
+// gaveBack notes that t, started for a slot a task's end freed (tookSlot),
+// did not take it: its first call was refused (for a token or a pause, a
+// slot, an open breaker; of its scope or another one), before it took
+// one. The slot is given to the next queue of the account in line at
+// once (passOn), not at the next recheck of the queues waiting for one
+// (slotRecheck). p.mu is held.
+func (p *Pool) gaveBack(t *task) {
+	gen := t.slotMark
+	if gen == 0 {
+		return
+	}
+	t.slotMark = 0
+	acct := account{t.q.scope.Provider, t.q.scope.Account}
+	m, ok := p.full[acct]
+	if !ok || m.gen != gen || m.starts == 0 {
+		return // found full again since: the mark is newer than the slot
+	}
+	m.starts--
+	p.full[acct] = m
+	p.passOn(acct, true)
 }
 
 // isFull reports whether acct has no slot free as far as the pool knows:
@@ -1261,7 +1289,10 @@ type task struct {
 	// The governor's Generation when it was started (truncated: it fits
 	// beside decided, and only its changes count), for a refusal of its
 	// first call.
-	gen          uint32
+	gen uint32
+	// The mark of its account's slots (fullMark's gen) it was started
+	// for a slot of, which a task's end freed (see tookSlot); 0: none.
+	slotMark     uint64
 	deferredWait time.Duration
 	deferredErr  error
 }
@@ -1351,6 +1382,7 @@ func (t *task) refused(wait time.Duration, err error) {
 		t.decided, t.deferredWait, t.deferredErr = true, wait, err
 	}
 	q := t.q
+	p.gaveBack(t)
 	if wait > 0 {
 		// Its queue runs nothing before then, wherever it is now, unless
 		// its scope's breaker opens or the governor's state is replaced:
