@@ -235,7 +235,8 @@ func (b *sharedBreaker) newer(r reading) bool {
 // it learned is newer than the view until Redis has it: it is kept, and
 // the write-back merges it with the fleet's), or a write-back is on its
 // way. The failures it alone counted (fails) are counted again on the new
-// one, and still written back. So a local breaker left from an earlier
+// one, and still written back, until a success ends their run (the local
+// breaker's, or one Redis ran: succeeded). So a local breaker left from an earlier
 // outage, written back since, is not reused after Close, or for a single
 // operation Redis refuses or leaves unanswered: the fallback starts from
 // what the fleet last told this process, not from a cooldown it may have
@@ -556,7 +557,9 @@ func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 }
 
 // Success resets the fleet's count of consecutive failures. It is sent to
-// Redis when the view shows failures or a breaker not closed, and
+// Redis when the view shows failures or a breaker not closed, or the
+// local breaker holds what was not written back (failures Redis refused
+// to count, which the success ends: succeeded), and
 // otherwise (the view pristine: no failure as far as this process knows)
 // when no success was sent in the current period of WithBreakerStaleness
 // (the store's ticker counts them; no clock is read on this path):
@@ -575,7 +578,7 @@ func (b *sharedBreaker) Success() bool {
 	}
 	tick := b.s.staleTick.Load()
 	b.mu.Lock()
-	quiet := b.state == state.Closed && b.failures == 0 && b.told == tick && b.s.cfg.breakerStale > 0
+	quiet := b.state == state.Closed && b.failures == 0 && !b.unwritten && b.told == tick && b.s.cfg.breakerStale > 0
 	if !quiet {
 		b.told = tick
 	}
@@ -604,7 +607,43 @@ func (b *sharedBreaker) Success() bool {
 		}
 	}
 	b.mu.Unlock()
+	b.succeeded(sent)
 	return toInt(res[0]) == 1
+}
+
+// succeeded notes that Redis ran a success sent at t (mono): it ended the
+// run of the failures the local breaker alone counted before t (fails),
+// which the write-back no longer sends (Redis would merge them with the
+// failures after the scope's last success only) and which no local
+// breaker counts again (fallback), and a success the local breaker noted
+// before it, which Redis has now (okAt). A local breaker that holds
+// nothing else unwritten is made again from the view at its next use.
+func (b *sharedBreaker) succeeded(t time.Duration) {
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
+	if b.local == nil || (len(b.fails) == 0 && b.okAt == 0 && !b.sending) {
+		return
+	}
+	var kept []time.Duration
+	for _, f := range b.fails {
+		if f >= t {
+			kept = append(kept, f)
+		}
+	}
+	b.fails = kept
+	b.run++ // those a write-back on its way sends are not put back
+	if b.okAt < t {
+		b.okAt = 0
+	}
+	if b.learned != 0 || b.okAt != 0 || b.sending {
+		return
+	}
+	b.local = nil // its count holds the failures before t
+	if len(b.fails) == 0 {
+		b.mu.Lock()
+		b.setUnwritten(false)
+		b.mu.Unlock()
+	}
 }
 
 func (b *sharedBreaker) Failure(now time.Duration) bool { return b.FailureFor(now, "") }

@@ -155,7 +155,9 @@
 // heard of yet (it opened, let a probe through or closed, a success reset
 // its failures) stays until it is written back, and the failures it alone
 // counted still count on the one made after it and are still written
-// back. So for a local bucket: an outage's serves that outage, and once
+// back, until a success ends their run: one the local breaker counts, or
+// one Redis runs (a success is then sent to Redis even in a period whose
+// success was sent already). So for a local bucket: an outage's serves that outage, and once
 // the store is back on the shared state the next fallback makes one from
 // the fleet's rate as last read (a pause the process knows of holds it
 // too), not from the rate a throttle left on the outage's local bucket.
