@@ -474,8 +474,13 @@ func (b *sharedBreaker) writeBack() bool {
 	return true
 }
 
+// Allow asks the view of the fleet's breaker, or Redis when the view
+// cannot answer alone (see the cases below). While Redis does not answer,
+// and once the store is closed, the local breaker decides: after Close a
+// closed view, however fresh, does not let a call through that the local
+// breaker, which counts the failures after Close, refuses.
 func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
-	if b.s.degraded.Load() {
+	if b.s.degraded.Load() || b.s.shut.Load() {
 		return b.localAllow(now)
 	}
 	b.mu.Lock()

@@ -88,3 +88,28 @@ func TestASuccessEndsTheFailuresRedisRefused(t *testing.T) {
 		})
 	}
 }
+
+// After Close every call goes to the local breaker: Allow does not let a
+// call through on the view of the fleet's breaker (closed, read within
+// WithBreakerStaleness) once the local breaker opened on failures counted
+// after Close.
+func TestAClosedStoresAllowAsksTheLocalBreaker(t *testing.T) {
+	h := &successRedis{}
+	rdb := unreachable()
+	rdb.AddHook(h)
+	defer rdb.Close()
+	s := New(rdb, WithLogger(quiet), WithHeartbeat(time.Hour), WithTimeout(100*time.Millisecond))
+	b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+	toldClosed(b)
+	s.Close()
+	opened := false
+	for range unwrittenSpec.Threshold {
+		opened = b.Failure(0)
+	}
+	if !opened {
+		t.Fatal("the threshold of failures after Close: the local breaker did not open")
+	}
+	if wait, ok, _ := b.Allow(0); ok {
+		t.Errorf("the threshold of failures after Close, the fleet's breaker read closed just before: Allow let a call through (wait %v), want the local breaker's refusal", wait)
+	}
+}
