@@ -244,6 +244,11 @@ func (b *sharedBreaker) newer(r reading) bool {
 func (b *sharedBreaker) fallback() *breaker.Breaker {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
+	return b.fallbackLocked()
+}
+
+// fallbackLocked is fallback with localMu held.
+func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
 	ep := b.s.episode.Load()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -282,11 +287,16 @@ func (b *sharedBreaker) fallback() *breaker.Breaker {
 // at returns the local breaker for a call at now on the callers' clock,
 // which it notes as the clock's latest reading (see writeBack).
 func (b *sharedBreaker) at(now time.Duration) *breaker.Breaker {
+	b.clock(now)
+	return b.fallback()
+}
+
+// clock notes now, on the callers' clock, as the clock's latest reading.
+func (b *sharedBreaker) clock(now time.Duration) {
 	t := mono()
 	b.mu.Lock()
 	b.clockNow, b.clockMono = now, t
 	b.mu.Unlock()
-	return b.fallback()
 }
 
 // restart notes that the local breaker's count of failures started again
@@ -333,28 +343,27 @@ func (b *sharedBreaker) setUnwritten(v bool) bool {
 }
 
 // The local breaker's operations, for when Redis does not answer. Each
-// runs under localMu with its note of what the local breaker learned, so
-// that the notes are in the order of the operations; a note is taken only
-// for the local breaker in place (fallback may have replaced it since the
-// operation got it).
+// runs under localMu, from getting the local breaker (fallbackLocked) to
+// its note of what the local breaker learned, so that the notes are in
+// the order of the operations, and no operation's goes to a local breaker
+// made again meanwhile (its failure would be lost).
 
 func (b *sharedBreaker) localAllow(now time.Duration) (time.Duration, bool, bool) {
-	l := b.at(now)
+	b.clock(now)
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	wait, ok, probe := l.Allow(now)
-	if probe && b.local == l {
+	wait, ok, probe := b.fallbackLocked().Allow(now)
+	if probe {
 		b.restart(max(1, mono()), true)
 	}
 	return wait, ok, probe
 }
 
 func (b *sharedBreaker) localSuccess() bool {
-	l := b.fallback()
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	closed := l.Success()
-	if b.local == l && (closed || b.known > 0 || len(b.fails) > 0) {
+	closed := b.fallbackLocked().Success()
+	if closed || b.known > 0 || len(b.fails) > 0 {
 		b.restart(max(1, mono()), closed)
 	}
 	return closed
@@ -367,13 +376,10 @@ func (b *sharedBreaker) localSuccess() bool {
 // an answer: Redis may have counted it, and a failure is counted at most
 // once.
 func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
-	l := b.at(now)
+	b.clock(now)
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	opened, from := l.FailureFrom(now)
-	if b.local != l {
-		return opened
-	}
+	opened, from := b.fallbackLocked().FailureFrom(now)
 	switch {
 	case opened:
 		b.restart(max(1, mono()), true)
