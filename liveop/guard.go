@@ -32,6 +32,7 @@ type Guard struct {
 	held    map[string]int // slots kept for waiting callers a slot was handed to, per scope (see Guard.handOff)
 	heldAll int            // slots kept for them in all
 	kept    map[string]int // slots kept for waiting callers still waiting for another of their scopes, per scope (see Guard.handOff)
+	steps   int            // the steps Guard.endable has taken, in all: what a test counts of its work
 }
 
 // waiter is a caller waiting for a slot (Request.Wait), in Guard.queue
@@ -162,6 +163,7 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 	// bounded number of times: the time is linear in the running
 	// operations, their Runs' waits and the waiting callers' scopes.
 	total := len(g.running)
+	steps := 0 // each operation, wait, scope and link walked: added to g.steps
 	// The operations waiting for one condition are a list, its links in
 	// links: a list is the index+1 of its last link, 0 when empty.
 	type link struct {
@@ -200,21 +202,25 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 			held, onScope = map[string]int{}, map[string]int{}
 			for o := range g.running {
 				for _, s := range o.scopes {
+					steps++
 					held[s]++
 				}
 			}
 		}
 		for _, s := range scopes {
+			steps++
 			if held[s] >= g.cfg.maxPerScope {
 				onScope[s] = wants(f, onScope[s])
 			}
 		}
 	}
 	for f := range g.running {
+		steps++
 		if f.phase != phaseRunning {
 			continue // cancelled: it can end
 		}
 		for o := range f.awaits {
+			steps++
 			waitEnd(f, o)
 		}
 		if f == p {
@@ -226,6 +232,7 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 		}
 	}
 	for _, w := range g.queue {
+		steps++
 		if _, running := g.running[w.inside]; running && w.inside.phase == phaseRunning && !w.woken {
 			waitSlot(w.inside, w.scopes)
 		}
@@ -239,6 +246,7 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 	}
 	met := func(list int) {
 		for ; list != 0; list = links[list-1].prev {
+			steps++
 			f := links[list-1].f
 			if pending[f]--; pending[f] == 0 {
 				ready = append(ready, f)
@@ -248,6 +256,7 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 	for len(ready) > 0 {
 		f := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
+		steps++
 		ends[f] = true
 		met(onEnd[f])
 		if total--; total == g.cfg.maxTotal-1 {
@@ -255,12 +264,14 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 		}
 		if onScope != nil {
 			for _, s := range f.scopes {
+				steps++
 				if held[s]--; held[s] == g.cfg.maxPerScope-1 {
 					met(onScope[s])
 				}
 			}
 		}
 	}
+	g.steps += steps
 	return ends
 }
 
