@@ -415,6 +415,39 @@ func (m *nestMachine) joinable(key string) *nop {
 	return nil
 }
 
+// abandonedAsItReturned reports whether the operation op, whose function
+// returned with its context not cancelled, had no caller left to take
+// its result: every Run that waited for it has returned with its own
+// context's end, not the result, the last at the instant the function
+// returned (a deadline or a timeout set at the step that set the one
+// ending the Run the function waited in, after which it returned its
+// value, its life over). The function's return and the last caller's
+// leaving then come at one instant of the bubble's clock, in no order
+// that the test or the guard sets: the guard ends the operation as it
+// finds the one or the other first under its lock, finished (the callers
+// still there take its result, and its scopes cool down) or abandoned (a
+// failure: every caller has gone, each with its own context's error).
+// The Runs' results say which it found. A Run that left earlier leaves
+// the operation to the others; were they all gone before the function
+// returned, its context would have been cancelled (ErrAbandoned) first.
+// m.mu is held.
+func (m *nestMachine) abandonedAsItReturned(op *nop) bool {
+	var last time.Time
+	for _, r := range m.runs {
+		if r.awaits != op {
+			continue
+		}
+		var re *RefusedError
+		if !r.done || errors.As(r.out.err, &re) || !errors.Is(r.out.err, context.Canceled) && !errors.Is(r.out.err, context.DeadlineExceeded) {
+			return false // it waits still, or took the result (or a refusal)
+		}
+		if r.at.After(last) {
+			last = r.at
+		}
+	}
+	return last.Equal(op.endedAt) && !last.IsZero()
+}
+
 // endable returns the running operations that can end, worked out from
 // what the functions and Runs recorded: a cancelled one can; one whose
 // function waits in a Run for an operation that cannot, or for a slot
@@ -530,25 +563,6 @@ func (m *nestMachine) settle(rt *rapid.T) {
 	defer m.mu.Unlock()
 	now := time.Now()
 
-	// The ends of functions, in time order, start their scopes' cooldowns.
-	var ended []*nop
-	for _, op := range m.ops {
-		if op.returned && !op.cooled {
-			ended = append(ended, op)
-		}
-	}
-	sort.SliceStable(ended, func(i, j int) bool { return ended[i].endedAt.Before(ended[j].endedAt) })
-	for _, op := range ended {
-		op.cooled = true
-		if !op.failed || m.set.coolAfterFailure {
-			for _, s := range op.scopes {
-				if d := m.set.cooldownOf(s); d > 0 {
-					m.cooling[s] = op.endedAt.Add(d)
-				}
-			}
-		}
-	}
-
 	// The operation each Run waits for: the one it started, or the
 	// running one of its key, which a Run waiting for a slot joins as it
 	// starts.
@@ -572,6 +586,32 @@ func (m *nestMachine) settle(rt *rapid.T) {
 				r.joined = true
 				m.joined++
 				nestedReached.Add("joined and returned within a step")
+			}
+		}
+	}
+
+	// The ends of functions, in time order, start their scopes'
+	// cooldowns, but for a failure (with no cooldown after one): an
+	// error, a cancelled context, or every caller gone at the instant
+	// the function returned (abandonedAsItReturned).
+	var ended []*nop
+	for _, op := range m.ops {
+		if op.returned && !op.cooled {
+			ended = append(ended, op)
+		}
+	}
+	sort.SliceStable(ended, func(i, j int) bool { return ended[i].endedAt.Before(ended[j].endedAt) })
+	for _, op := range ended {
+		op.cooled = true
+		if !op.failed && m.abandonedAsItReturned(op) {
+			op.failed = true
+			nestedReached.Add("abandoned as its function returned")
+		}
+		if !op.failed || m.set.coolAfterFailure {
+			for _, s := range op.scopes {
+				if d := m.set.cooldownOf(s); d > 0 {
+					m.cooling[s] = op.endedAt.Add(d)
+				}
 			}
 		}
 	}
