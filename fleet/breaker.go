@@ -252,36 +252,55 @@ func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
 	ep := b.s.episode.Load()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch {
-	case b.local != nil && b.localEp == ep && b.localView == b.view:
-		return b.local
-	case b.local != nil && (b.learned != 0 || b.okAt != 0 || b.sending):
-		b.localEp = ep // kept into the new outage: what it learned waits for Redis
+	if b.keepsLocal(ep) {
+		b.localEp = ep // kept into the new outage when it changed: what it learned waits for Redis
 		return b.local
 	}
-	b.local = breaker.New(b.spec)
+	l, known, opened := b.fromView(b.clockNow + mono() - b.clockMono)
+	b.local = l
 	b.localEp, b.localView, b.learned, b.okAt = ep, b.view, 0, 0
 	b.run++
-	b.local.Restore(b.state, b.failures, b.cooldown, b.until)
-	b.known = b.local.Snapshot(b.until).Failures
+	b.known = known
 	if len(b.fails) == 0 {
 		b.setUnwritten(false)
-		return b.local
+		return l
 	}
-	now := b.clockNow + mono() - b.clockMono
-	for range b.fails {
-		if opened, _ := b.local.FailureFrom(now); opened {
-			// Its failures opened it: the change of state is written back,
-			// as when the local breaker counts them as they come.
-			b.learned, b.known, b.fails = max(1, mono()), 0, nil
-			b.run++
-			break
-		}
+	if opened {
+		// Its failures opened it: the change of state is written back, as
+		// when the local breaker counts them as they come.
+		b.learned, b.known, b.fails = max(1, mono()), 0, nil
+		b.run++
 	}
 	if b.setUnwritten(true) {
 		b.s.pending.Store(true)
 	}
-	return b.local
+	return l
+}
+
+// keepsLocal reports whether fallback keeps the local breaker for the
+// outage ep (see fallback): it was made for ep from the current view, or
+// it holds what it learned and Redis does not have yet. localMu and mu
+// must be held.
+func (b *sharedBreaker) keepsLocal(ep int64) bool {
+	return b.local != nil && (b.localEp == ep && b.localView == b.view || b.learned != 0 || b.okAt != 0 || b.sending)
+}
+
+// fromView returns a new local breaker made from the view, with the
+// failures the local breaker alone counted (fails) counted again on it at
+// now (on the callers' clock); known is the count of failures it took from
+// the view, and opened whether those it alone counted opened it. It
+// changes nothing of b: fallback installs what it returns, and
+// localSnapshot only reads it. mu must be held.
+func (b *sharedBreaker) fromView(now time.Duration) (l *breaker.Breaker, known int, opened bool) {
+	l = breaker.New(b.spec)
+	l.Restore(b.state, b.failures, b.cooldown, b.until)
+	known = l.Snapshot(b.until).Failures
+	for range b.fails {
+		if opened, _ = l.FailureFrom(now); opened {
+			break
+		}
+	}
+	return l, known, opened
 }
 
 // at returns the local breaker for a call at now on the callers' clock,
@@ -397,8 +416,24 @@ func (b *sharedBreaker) localAllowProbe(now time.Duration) (time.Duration, bool)
 	return b.at(now).AllowProbe(now)
 }
 
+// localSnapshot returns the state at now of the local breaker the next
+// call Redis does not take would use: the local breaker, when fallback
+// keeps it, and otherwise the one fallback would make from the view,
+// which it makes only to read (a read has no side effect: it installs no
+// local breaker, notes no clock reading, and schedules no write-back,
+// even when the failures the local breaker alone counted would open the
+// new one).
 func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
-	return b.at(now).Snapshot(now)
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
+	ep := b.s.episode.Load()
+	b.mu.Lock()
+	l := b.local
+	if !b.keepsLocal(ep) {
+		l, _, _ = b.fromView(now)
+	}
+	b.mu.Unlock()
+	return l.Snapshot(now)
 }
 
 // writeBack writes to Redis what the local breaker learned while Redis
