@@ -60,11 +60,25 @@ func (b *sharedBudget) fallback() state.Budget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ep, out, reads := b.s.episode.Load(), b.s.degraded.Load(), b.reads.Load()
-	if b.local == nil || b.localEp != ep || !out && (b.localOut || b.localReads != reads) {
-		b.local = b.s.local.Budget("", int(b.s.share(float64(b.known.Load()/budget.Unit))))
+	if !b.keepsLocal(ep, out, reads) {
+		b.local = b.fromKnown()
 		b.localEp, b.localOut, b.localReads = ep, out, reads
 	}
 	return b.local
+}
+
+// keepsLocal reports whether fallback keeps the local budget, in the
+// outage ep (out: the store is on local limits), Redis having answered
+// reads times (see fallback). mu must be held.
+func (b *sharedBudget) keepsLocal(ep int64, out bool, reads int64) bool {
+	return b.local != nil && b.localEp == ep && (out || !b.localOut && b.localReads == reads)
+}
+
+// fromKnown returns a new local budget: the process's share of the
+// fleet's budget as last read. It changes nothing of b: fallback installs
+// it, and Remaining only reads it.
+func (b *sharedBudget) fromKnown() state.Budget {
+	return b.s.local.Budget("", int(b.s.share(float64(b.known.Load()/budget.Unit))))
 }
 
 // onLocal reports whether the budget is the local one: while Redis does
@@ -121,11 +135,19 @@ func (b *sharedBudget) Succeed() {
 }
 
 // Remaining returns the tokens left: the fleet's as far as the process
-// knows, with its refunds not yet sent; the local budget's while Redis
-// does not answer and after Close.
+// knows, with its refunds not yet sent; while Redis does not answer and
+// after Close, those of the local budget the next retry would spend: the
+// one fallback keeps, or the one it would make, which Remaining makes
+// only to read (a read has no side effect: it installs no local budget).
 func (b *sharedBudget) Remaining() float64 {
 	if b.onLocal() {
-		return b.fallback().Remaining()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		l := b.local
+		if !b.keepsLocal(b.s.episode.Load(), b.s.degraded.Load(), b.reads.Load()) {
+			l = b.fromKnown()
+		}
+		return l.Remaining()
 	}
 	return float64(min(b.units.Load(), b.known.Load()+b.pending.Load())) / budget.Unit
 }

@@ -2,9 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,5 +107,85 @@ func TestABreakerSnapshotRedisRefusesChangesNothing(t *testing.T) {
 	if with.pristine != without.pristine || with.allowed != without.allowed || with.writes != without.writes {
 		t.Errorf("the same calls with a Snapshot Redis refused between them: Pristine %v, Allow %v, writes %s; without it: Pristine %v, Allow %v, writes %s",
 			with.pristine, with.allowed, with.writes, without.pristine, without.allowed, without.writes)
+	}
+}
+
+// lateRedis refuses every command (an error reply: Redis is up) but a
+// retry budget's exchange, which it holds until release is closed, then
+// answers as Redis would the spend of the fleet's last retry; while down
+// is set, it answers none (a connection that failed: an outage).
+type lateRedis struct {
+	down    atomic.Bool
+	held    chan struct{} // closed when the exchange is held
+	release chan struct{}
+}
+
+func (h *lateRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lateRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *lateRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if c, ok := cmd.(onceCmd); ok && len(args) > 1 && args[1] == budgetScript.hash {
+			close(h.held)
+			<-h.release
+			c.SetVal([]any{int64(1), int64(0)})
+			return nil
+		}
+		if h.down.Load() {
+			err := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("refused by the test")}
+			cmd.SetErr(err)
+			return err
+		}
+		cmd.SetErr(refusedByTest{})
+		return refusedByTest{}
+	}
+}
+
+// Reads have no side effects: a retry budget's Remaining while the store
+// is on local limits returns what the local budget the next retry would
+// spend holds, and makes none. So the same calls, with a read between
+// them or not, leave the same retries. Here a spend sent before an outage
+// is answered after it began, with the fleet's budget spent: the next
+// retry's local budget starts from that answer, the latest the process
+// has of the fleet's budget.
+func TestABudgetsRemainingOnLocalLimitsChangesNothing(t *testing.T) {
+	const size = 4
+	run := func(read bool) (remaining float64, retry bool) {
+		h := &lateRedis{held: make(chan struct{}), release: make(chan struct{})}
+		rdb := unreachable()
+		rdb.AddHook(h)
+		defer rdb.Close()
+		s := New(rdb, WithLogger(quiet), WithHeartbeat(time.Hour), WithTimeout(time.Minute))
+		defer s.Close()
+		if s.Stats().Degraded {
+			t.Fatal("a Redis that refuses the heartbeat: on local limits")
+		}
+		b := s.Budget("aws", size)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b.Take() // answered late
+		}()
+		<-h.held
+		h.down.Store(true)
+		s.heartbeat() // no answer: an outage begins
+		if !s.Stats().Degraded {
+			t.Fatal("a Redis that does not answer the heartbeat: not on local limits")
+		}
+		if read {
+			remaining = b.Remaining()
+		}
+		close(h.release)
+		<-done
+		return remaining, b.Take()
+	}
+	_, without := run(false)
+	read, with := run(true)
+	if with != without || read != size {
+		t.Errorf("a budget of %d, a spend answered after an outage began with the fleet's budget spent: a retry %v with a Remaining before the answer between (which read %v), %v without; want the same, and Remaining %d (the budget as last read, the next retry's then)",
+			size, with, read, without, size)
 	}
 }
