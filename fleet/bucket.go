@@ -261,27 +261,57 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	ep, out, rates := b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()
-	if b.local == nil || b.localEp != ep || !out && (b.localOut || b.localRate != rates) {
-		r := b.rate()
-		spec := b.spec
-		spec.Rate = b.s.share(r)
-		spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
-		spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
-		b.local = b.s.local.Bucket("", spec, now)
+	if !b.keepsLocal(ep, out, rates) {
+		b.local = b.fromRate(now)
 		b.localEp, b.localOut, b.localRate = ep, out, rates
-		if p := b.pausedFor(mono()); p > 0 {
-			// A pause known to this process (set on an earlier outage's
-			// local limits, or on Redis) holds the new local limits too.
-			b.local.Pause(now, p)
-		}
-		b.mu.Lock()
-		owed := b.log.charge(mono(), false, spec.Capacity())
-		b.mu.Unlock()
-		for range owed {
-			b.local.Reserve(now)
-		}
 	}
 	return b.local
+}
+
+// keepsLocal reports whether fallback keeps the local bucket, in the
+// outage ep (out: the store is on local limits), Redis having reported
+// rates rates. localMu must be held.
+func (b *sharedBucket) keepsLocal(ep int64, out bool, rates int64) bool {
+	return b.local != nil && b.localEp == ep && (out || !b.localOut && b.localRate == rates)
+}
+
+// fromRate returns a new local bucket made at now from the fleet's last
+// known rate (see fallback), held by the pause the process knows of and
+// charged for the tokens it took lately. It changes nothing of b:
+// fallback installs it, and Snapshot only reads it.
+func (b *sharedBucket) fromRate(now time.Duration) state.Bucket {
+	r := b.rate()
+	spec := b.spec
+	spec.Rate = b.s.share(r)
+	spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
+	spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
+	l := b.s.local.Bucket("", spec, now)
+	if p := b.pausedFor(mono()); p > 0 {
+		// A pause known to this process (set on an earlier outage's local
+		// limits, or on Redis) holds the new local limits too.
+		l.Pause(now, p)
+	}
+	b.mu.Lock()
+	owed := b.log.charge(mono(), false, spec.Capacity())
+	b.mu.Unlock()
+	for range owed {
+		l.Reserve(now)
+	}
+	return l
+}
+
+// localSnapshot returns the state at now of the local bucket the next
+// call Redis does not take would use: the one fallback keeps, or the one
+// it would make, which localSnapshot makes only to read (a read has no
+// side effect: it installs no local bucket).
+func (b *sharedBucket) localSnapshot(now time.Duration) state.BucketSnapshot {
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
+	l := b.local
+	if !b.keepsLocal(b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()) {
+		l = b.fromRate(now)
+	}
+	return l.Snapshot(now)
 }
 
 // Cancel gives a reserved token back to the fleet's bucket. The token may
@@ -688,11 +718,13 @@ func (b *sharedBucket) Recovering() bool {
 // taken until their times, at most a lease window ahead but for those of
 // callers refused or gone while they waited for a lease answer, and later
 // when a pause set meanwhile moved them (see Leases in the package
-// documentation).
+// documentation). While Redis does not answer, or refuses the read, it
+// returns the state of the local bucket the next call would reserve on
+// (localSnapshot), installing none.
 func (b *sharedBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 	res, ok := b.s.run(bucketSnapshotScript, b.keys[:1], b.args...)
 	if !ok || len(res) < 3 {
-		s := b.fallback(now).Snapshot(now)
+		s := b.localSnapshot(now)
 		s.Ceiling = b.spec.Rate
 		return s
 	}

@@ -189,3 +189,38 @@ func TestABudgetsRemainingOnLocalLimitsChangesNothing(t *testing.T) {
 			size, with, read, without, size)
 	}
 }
+
+// Reads have no side effects: a bucket's Snapshot while the store is on
+// local limits returns what the local bucket the next call would reserve
+// on holds, and makes none. So the same calls, with a read between them
+// or not, give the same waits. Here a call took a token on an outage's
+// local limits, Redis came back, and a second outage began: its local
+// bucket, made at the next call, is charged for the tokens taken lately
+// (a burst's worth), from that call's time on.
+func TestABucketsSnapshotOnLocalLimitsChangesNothing(t *testing.T) {
+	spec := state.BucketSpec{Rate: 1, Burst: 2}
+	later := 10 * time.Second
+	run := func(read bool) (snap state.BucketSnapshot, wait time.Duration) {
+		s, h := inOutage(t)
+		defer s.Close()
+		bk := s.Bucket("aws/1/us-east-1/ec2/DescribeVpcs", spec, 0)
+		bk.Reserve(0) // on the first outage's local limits
+		h.down.Store(false)
+		s.heartbeat() // refused: Redis is up
+		h.down.Store(true)
+		s.heartbeat() // no answer: a second outage
+		if !s.Stats().Degraded {
+			t.Fatal("a Redis that does not answer the heartbeat: not on local limits")
+		}
+		if read {
+			snap = bk.Snapshot(0)
+		}
+		return snap, bk.Reserve(later)
+	}
+	_, without := run(false)
+	snap, with := run(true)
+	if with != without {
+		t.Errorf("a token taken on an outage's local limits, then a second outage: a call at %v waits %v with a Snapshot at 0 between (which read %+v), %v without; want the same",
+			later, with, snap, without)
+	}
+}
