@@ -23,25 +23,7 @@ import (
 // ceiling, nothing waits".
 func TestPageShowsTheProviderBucketsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		one := 1.0
-		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		gov := resilience.WithGovernor(g)
-		ok := func(context.Context) error { return nil }
-		vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
-		users := resilience.Scope{Provider: "aws", Account: "222222222222", Region: "us-east-1", Service: "iam", Operation: "ListUsers"}
-		if err := resilience.Do(ctx, users, ok, gov); err != nil { // the bucket's one token
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		for range 5 {
-			wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
-		}
-		synctest.Wait()
-		defer func() { cancel(); wg.Wait() }()
+		g := queuedOnTheProviderBucket(t)
 
 		h := New(WithGovernor(g))
 		body := get(t, h, http.MethodGet, "/debug/cloudg").Body.String()
@@ -107,25 +89,7 @@ func TestJSONSaysWhereAnAccountQueuesAndPauses(t *testing.T) {
 	}
 	t.Run("queued", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			one := 1.0
-			g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			gov := resilience.WithGovernor(g)
-			ok := func(context.Context) error { return nil }
-			vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
-			users := resilience.Scope{Provider: "aws", Account: "222222222222", Region: "us-east-1", Service: "iam", Operation: "ListUsers"}
-			if err := resilience.Do(ctx, users, ok, gov); err != nil { // the bucket's one token
-				t.Fatal(err)
-			}
-			var wg sync.WaitGroup
-			for range 5 {
-				wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
-			}
-			synctest.Wait()
-			defer func() { cancel(); wg.Wait() }()
+			g := queuedOnTheProviderBucket(t)
 
 			js := get(t, New(WithGovernor(g)), http.MethodGet, "/?format=json")
 			s := decode(t, js)
@@ -177,4 +141,33 @@ func TestJSONSaysWhereAnAccountQueuesAndPauses(t *testing.T) {
 			}
 		})
 	})
+}
+
+// queuedOnTheProviderBucket returns a governor whose AWS provider bucket
+// (global_max_rps 1, burst 1) a call to users, account 222222222222, has
+// spent, with five calls to vpcs, account 111111111111, queued on it; it
+// runs in the caller's synctest bubble, and the queued calls end (their
+// context cancelled) when the test does.
+func queuedOnTheProviderBucket(t *testing.T) *resilience.Governor {
+	t.Helper()
+	one := 1.0
+	g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{GlobalMaxRPS: &one, GlobalBurst: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gov := resilience.WithGovernor(g)
+	ok := func(context.Context) error { return nil }
+	vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+	users := resilience.Scope{Provider: "aws", Account: "222222222222", Region: "us-east-1", Service: "iam", Operation: "ListUsers"}
+	if err := resilience.Do(ctx, users, ok, gov); err != nil { // the bucket's one token
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { resilience.Do(ctx, vpcs, ok, gov) })
+	}
+	synctest.Wait()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return g
 }
