@@ -27,6 +27,32 @@ const (
 	// (<hsm>.managedhsm.azure.net, and its sovereign clouds' suffixes; see
 	// ScopeOfURL).
 	ServiceManagedHSM = "managedhsm"
+	// ServiceCosmosDB is the service of a Cosmos DB account's data plane
+	// (<account>.documents.azure.com, <account>.table.cosmos.azure.com,
+	// and their sovereign clouds' suffixes; see ScopeOfURL).
+	ServiceCosmosDB = "cosmosdb"
+	// ServiceMessaging is the service of a Service Bus or Event Hubs
+	// namespace's data plane (<namespace>.servicebus.windows.net, and its
+	// sovereign clouds' suffixes; see ScopeOfURL). It is not servicebus,
+	// the service of Resource Manager's Microsoft.ServiceBus requests, so
+	// that a service override of the configuration names one of the two.
+	ServiceMessaging = "messaging"
+	// ServiceAppConfig is the service of an App Configuration store's data
+	// plane (<store>.azconfig.io, and its sovereign clouds' suffixes; see
+	// ScopeOfURL).
+	ServiceAppConfig = "appconfig"
+	// ServiceAIServices is the service of an Azure AI services account's
+	// data plane, Azure OpenAI's included
+	// (<account>.cognitiveservices.azure.com, <account>.openai.azure.com,
+	// and their sovereign clouds' suffixes; see ScopeOfURL). It is not
+	// cognitiveservices, the service of Resource Manager's
+	// Microsoft.CognitiveServices requests.
+	ServiceAIServices = "aiservices"
+	// ServiceContainerRegistry is the service of a container registry's
+	// data plane (<registry>.azurecr.io, and its sovereign clouds'
+	// suffixes; see ScopeOfURL). It is not containerregistry, the service
+	// of Resource Manager's Microsoft.ContainerRegistry requests.
+	ServiceContainerRegistry = "acr"
 )
 
 // storageServices are the services of a storage account's data plane, the
@@ -47,6 +73,48 @@ var (
 	// settings name managedhsm.azure.cn: both are read.
 	hsmSuffixes = [...]string{"azure.net", "azure.cn", "chinacloudapi.cn", "usgovcloudapi.net"}
 )
+
+// A plane is a data plane whose hosts are <resource>.<label>.<suffix>: a
+// resource that counts its requests against limits of its own, named by
+// the host's first label.
+type plane struct {
+	label    string   // the host's second label
+	suffixes []string // what follows the label, one per cloud
+	service  string   // the scope's service
+}
+
+// planes are the data planes ScopeOfURL reads besides storage, key vaults
+// and managed HSMs, with the suffixes of Azure's clouds (public, China, US
+// Government) as Microsoft's documentation ("Azure Private Endpoint
+// private DNS zone values", "Compare Azure Government and global Azure")
+// and the Azure SDKs' cloud settings name them.
+var planes = [...]plane{
+	// Cosmos DB's NoSQL API, and its Table API: request units per account.
+	{"documents", []string{"azure.com", "azure.cn", "azure.us"}, ServiceCosmosDB},
+	{"table", []string{"cosmos.azure.com", "cosmos.azure.cn", "cosmos.azure.us"}, ServiceCosmosDB},
+	// Service Bus and Event Hubs namespaces: credits, throughput or
+	// messaging units per namespace.
+	{"servicebus", []string{"windows.net", "chinacloudapi.cn", "usgovcloudapi.net"}, ServiceMessaging},
+	// App Configuration: requests per store.
+	{"azconfig", []string{"io", "azure.cn", "azure.us"}, ServiceAppConfig},
+	// Azure AI services accounts, whose Azure OpenAI endpoint is another
+	// host of the same account.
+	{"cognitiveservices", []string{"azure.com", "azure.cn", "azure.us"}, ServiceAIServices},
+	{"openai", []string{"azure.com", "azure.cn", "azure.us"}, ServiceAIServices},
+	// Container Registry: operations per registry.
+	{"azurecr", []string{"io", "cn", "us"}, ServiceContainerRegistry},
+}
+
+// otherPlane returns the scope of a host of one of planes: name, its first
+// label, label, its second, and rest, what follows.
+func otherPlane(name, label, rest string) (resilience.Scope, bool) {
+	for i := range planes {
+		if p := &planes[i]; strings.EqualFold(label, p.label) && oneOf(rest, p.suffixes) {
+			return dataPlane(name, p.service), true
+		}
+	}
+	return resilience.Scope{}, false
+}
 
 // oneOf reports whether s is one of suffixes, ignoring case.
 func oneOf(s string, suffixes []string) bool {
@@ -73,12 +141,30 @@ func oneOf(s string, suffixes []string) bool {
 //     azure.cn and usgovcloudapi.net: azure/<vault>/*/keyvault;
 //   - a managed HSM's, <hsm>.managedhsm.<suffix> for a suffix of
 //     azure.net, azure.cn, chinacloudapi.cn and usgovcloudapi.net:
-//     azure/<hsm>/*/managedhsm.
+//     azure/<hsm>/*/managedhsm;
+//   - a Cosmos DB account's, <account>.documents.<suffix> or
+//     <account>.table.cosmos.<suffix> for a suffix of azure.com, azure.cn
+//     and azure.us: azure/<account>/*/cosmosdb (a regional endpoint,
+//     <account>-<region>.documents.azure.com, is read as an account named
+//     so, the region's);
+//   - a Service Bus or Event Hubs namespace's,
+//     <namespace>.servicebus.<suffix> for a suffix of windows.net,
+//     chinacloudapi.cn and usgovcloudapi.net: azure/<namespace>/*/messaging;
+//   - an App Configuration store's, <store>.azconfig.<suffix> for a suffix
+//     of io, azure.cn and azure.us: azure/<store>/*/appconfig;
+//   - an Azure AI services account's, Azure OpenAI's included,
+//     <account>.cognitiveservices.<suffix> or <account>.openai.<suffix> for
+//     a suffix of azure.com, azure.cn and azure.us:
+//     azure/<account>/*/aiservices;
+//   - a container registry's, <registry>.azurecr.<suffix> for a suffix of
+//     io, cn and us: azure/<registry>/*/acr.
 //
 // Any other host is Resource Manager's (or a host it cannot tell from it,
-// such as a test server's, or a user's own host whose labels happen to
-// read vault or blob.core, such as foo.vault.example.com): the scope of
-// the URL's path, as ScopeOf reads it. A host's final dot is ignored and
+// such as a test server's, a region's shared endpoint such as
+// westus.api.cognitive.microsoft.com, or a user's own host whose labels
+// happen to read vault, blob.core or documents.azure, such as
+// foo.vault.example.com or foo.documents.azure.com.example.org): the
+// scope of the URL's path, as ScopeOf reads it. A host's final dot is ignored and
 // its labels match case-insensitively; the names are lower-cased. The
 // policies of ClientOptions and Policies resolve every request's scope
 // with it, and govern a tenant-level request (its scope has no account,
@@ -111,6 +197,10 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 			if sc, ok := storagePlane(name, svc); ok {
 				return sc
 			}
+		}
+	default:
+		if sc, ok := otherPlane(name, svc, rest); ok {
+			return sc
 		}
 	}
 	return ScopeOf(u.Path)
