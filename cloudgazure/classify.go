@@ -14,12 +14,26 @@ import (
 // resilience.Classify, RetryAfter, DescribeError and every Guard then read
 // it by the core's tables: SubscriptionRequestsThrottled is throttling,
 // RetryableErrorDueToAnotherOperation transient, a 404 fatal, and
-// Retry-After or x-ms-user-quota-resets-after the provider's hint.
+// Retry-After or x-ms-user-quota-resets-after the provider's hint. It
+// also teaches it the errors of Azure data-plane SDKs that carry their
+// answer by a RawResponse() *http.Response method rather than in
+// *azcore.ResponseError (azcosmos's, azservicebus's Atom administration
+// errors): their status and headers are read, so that Cosmos DB's 429
+// gives its x-ms-retry-after-ms to resilience.RetryAfter, and a 429
+// without a body is throttling.
 func init() { errread.Register(readResponseError) }
 
-// readResponseError reads an *azcore.ResponseError, and the per-retry
-// policy's view of an answer (a statusError), whose status and headers the
-// core reads by method. A status the core's table lists (429 and 503
+// responseCarrier is an error that carries the HTTP answer it reports by
+// a method: the errors of azcosmos and azservicebus's Atom administration
+// client. Its ErrorCode() string, when it has one, the core reads itself.
+type responseCarrier interface {
+	RawResponse() *http.Response
+}
+
+// readResponseError reads an *azcore.ResponseError, an error that carries
+// its answer by RawResponse (a responseCarrier: its status and headers),
+// and the per-retry policy's view of an answer (a statusError), whose
+// status and headers the core reads by method. A status the core's table lists (429 and 503
 // throttling, 408, 500, 502 and 504 transient) decides the policy's view
 // alone, whatever the answer's error code; for any other status the reader
 // gives the answer's error code, so that the policy classifies the answer
@@ -39,6 +53,10 @@ func readResponseError(err error) (errread.Details, bool) {
 		}
 		if re, ok := e.response().(*azcore.ResponseError); ok && re.ErrorCode != "" {
 			return errread.Details{Code: re.ErrorCode}, true
+		}
+	case responseCarrier:
+		if resp := e.RawResponse(); resp != nil {
+			return errread.Details{Status: resp.StatusCode, Header: resp.Header}, true
 		}
 	}
 	return errread.Details{}, false
