@@ -49,7 +49,8 @@ const (
 	// Microsoft.CognitiveServices requests.
 	ServiceAIServices = "aiservices"
 	// ServiceContainerRegistry is the service of a container registry's
-	// data plane (<registry>.azurecr.io, and its sovereign clouds'
+	// data plane (<registry>.azurecr.io, its dedicated data endpoints
+	// <registry>.<region>.data.azurecr.io, and their sovereign clouds'
 	// suffixes; see ScopeOfURL). It is not containerregistry, the service
 	// of Resource Manager's Microsoft.ContainerRegistry requests.
 	ServiceContainerRegistry = "acr"
@@ -102,7 +103,23 @@ var planes = [...]plane{
 	{"cognitiveservices", []string{"azure.com", "azure.cn", "azure.us"}, ServiceAIServices},
 	{"openai", []string{"azure.com", "azure.cn", "azure.us"}, ServiceAIServices},
 	// Container Registry: operations per registry.
-	{"azurecr", []string{"io", "cn", "us"}, ServiceContainerRegistry},
+	{"azurecr", acrSuffixes, ServiceContainerRegistry},
+}
+
+// acrSuffixes follow azurecr in a container registry's hosts: its login
+// server, <registry>.azurecr.<suffix>, and its dedicated data endpoints,
+// <registry>.<region>.data.azurecr.<suffix>.
+var acrSuffixes = []string{"io", "cn", "us"}
+
+// registryData reports whether a host <registry>.<region>.<rest> is a
+// container registry's dedicated data endpoint, whose rest is
+// data.azurecr.<suffix> for a suffix of acrSuffixes: the host from which
+// the registry in a region serves its layers' blobs.
+func registryData(region, rest string) bool {
+	data, rest, _ := strings.Cut(rest, ".")
+	label, rest, _ := strings.Cut(rest, ".")
+	return region != "" && strings.EqualFold(data, "data") &&
+		strings.EqualFold(label, "azurecr") && oneOf(rest, acrSuffixes)
 }
 
 // otherPlane returns the scope of a host of one of planes: name, its first
@@ -156,8 +173,9 @@ func oneOf(s string, suffixes []string) bool {
 //     <account>.cognitiveservices.<suffix> or <account>.openai.<suffix> for
 //     a suffix of azure.com, azure.cn and azure.us:
 //     azure/<account>/*/aiservices;
-//   - a container registry's, <registry>.azurecr.<suffix> for a suffix of
-//     io, cn and us: azure/<registry>/*/acr.
+//   - a container registry's, <registry>.azurecr.<suffix>, or one of its
+//     dedicated data endpoints, <registry>.<region>.data.azurecr.<suffix>,
+//     for a suffix of io, cn and us: azure/<registry>/*/acr.
 //
 // Any other host is Resource Manager's (or a host it cannot tell from it,
 // such as a test server's, a region's shared endpoint such as
@@ -198,6 +216,8 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 				return sc
 			}
 		}
+	case registryData(svc, rest):
+		return dataPlane(name, ServiceContainerRegistry)
 	default:
 		if sc, ok := otherPlane(name, svc, rest); ok {
 			return sc

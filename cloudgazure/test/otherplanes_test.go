@@ -193,3 +193,47 @@ func TestScopeOfURLReadsOtherDataPlanes(t *testing.T) {
 		}
 	}
 }
+
+// A container registry with dedicated data endpoints serves its layers'
+// blobs from <registry>.<region>.data.azurecr.<io|cn|us>, one host per
+// region the registry is replicated to (Microsoft's "Azure Private
+// Endpoint private DNS zone values": {regionName}.data.azurecr.io). Its
+// downloads count against the registry's own limits, so that such a host
+// is governed in the registry's scope, azure/<registry>/*/acr, as its
+// login server <registry>.azurecr.io is, and not in azure/*/*/resources,
+// the scope of the tenant's Resource Manager calls. A host of no such
+// shape, or under a suffix of no Azure cloud, stays Resource Manager's.
+func TestScopeOfURLReadsRegistryDataEndpoints(t *testing.T) {
+	az := func(account, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
+	}
+	for _, c := range []struct {
+		url  string
+		want resilience.Scope
+	}{
+		{"https://reg.eastus.data.azurecr.io/v2/img/blobs/sha256:00", az("reg", "acr")},
+		{"https://Reg.WestEurope.Data.AzureCR.io:443/v2/img/blobs/sha256:00", az("reg", "acr")},
+		{"https://reg.eastus.data.azurecr.io./v2/", az("reg", "acr")},
+		{"https://reg.chinaeast2.data.azurecr.cn/v2/", az("reg", "acr")},
+		{"https://reg.usgovvirginia.data.azurecr.us/v2/", az("reg", "acr")},
+		// No registry, no region, another label, another suffix: by the path.
+		{"https://eastus.data.azurecr.io/v2/", az("", "resources")},
+		{"https://reg..data.azurecr.io/v2/", az("", "resources")},
+		{"https://reg.eastus.blob.azurecr.io/v2/", az("", "resources")},
+		{"https://reg.eastus.data.azurecr.io.example.org/v2/", az("", "resources")},
+		{"https://reg.eastus.data.azurecr.com/v2/", az("", "resources")},
+		{"https://a.reg.eastus.data.azurecr.io/v2/", az("", "resources")},
+	} {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u); got != c.want {
+			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
+		}
+	}
+	u, _ := url.Parse("https://reg.eastus.data.azurecr.io/v2/img/blobs/sha256:00")
+	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
+		t.Errorf("ScopeOfURL(%q) allocates %v times", u, n)
+	}
+}
