@@ -341,7 +341,8 @@ func (st *callState) sent(returned *bool) {
 // 504 transient; any other error status is classified by the answer's
 // error code (a fatal answer, which proves the service reachable, unless
 // the code is a throttling or transient one), or, without a code, by its
-// message (a 400 "Rate exceeded" is throttling).
+// message (a 400 "Rate exceeded" is throttling); Cosmos DB's 449 Retry
+// With is transient, whatever its code.
 //
 // The Guard is asked for a retry only when azcore sends one: at once when
 // the policies know azcore retries the answer (its status is one azcore

@@ -20,7 +20,10 @@ import (
 // *azcore.ResponseError (azcosmos's, azservicebus's Atom administration
 // errors): their status and headers are read, so that Cosmos DB's 429
 // gives its x-ms-retry-after-ms to resilience.RetryAfter, and a 429
-// without a body is throttling.
+// without a body is throttling. An Azure answer with Cosmos DB's status
+// 449 Retry With, which the core's tables do not list, is transient,
+// whatever its error code: a write that collided with concurrent writes
+// to the same item, safe to retry.
 func init() { errread.Register(readResponseError) }
 
 // responseCarrier is an error that carries the HTTP answer it reports by
@@ -36,13 +39,15 @@ type responseCarrier interface {
 // status and headers the core reads by method. A status the core's table lists (429 and 503
 // throttling, 408, 500, 502 and 504 transient) decides the policy's view
 // alone, whatever the answer's error code; for any other status the reader
-// gives the answer's error code, so that the policy classifies the answer
-// as resilience.Classify does the *azcore.ResponseError the caller gets:
-// by its code, or, without one, by its message.
+// gives the answer's error code, and Cosmos DB's 449 its verdict
+// (statusVerdict), so that the policy classifies the answer as
+// resilience.Classify does the *azcore.ResponseError the caller gets: a
+// 449 as transient, any other by its code, or, without one, by its
+// message.
 func readResponseError(err error) (errread.Details, bool) {
 	switch e := err.(type) {
 	case *azcore.ResponseError:
-		d := errread.Details{Code: e.ErrorCode, Status: e.StatusCode}
+		d := errread.Details{Code: e.ErrorCode, Status: e.StatusCode, Kind: statusVerdict(e.StatusCode)}
 		if e.RawResponse != nil {
 			d.Header = e.RawResponse.Header
 		}
@@ -51,15 +56,34 @@ func readResponseError(err error) (errread.Details, bool) {
 		if byStatus(e.resp.StatusCode) {
 			return errread.Details{}, false
 		}
-		if re, ok := e.response().(*azcore.ResponseError); ok && re.ErrorCode != "" {
-			return errread.Details{Code: re.ErrorCode}, true
+		d := errread.Details{Kind: statusVerdict(e.resp.StatusCode)}
+		if re, ok := e.response().(*azcore.ResponseError); ok {
+			d.Code = re.ErrorCode
 		}
+		return d, d.Code != "" || d.Kind != errread.None
 	case responseCarrier:
 		if resp := e.RawResponse(); resp != nil {
-			return errread.Details{Status: resp.StatusCode, Header: resp.Header}, true
+			return errread.Details{Status: resp.StatusCode, Header: resp.Header, Kind: statusVerdict(resp.StatusCode)}, true
 		}
 	}
 	return errread.Details{}, false
+}
+
+// statusRetryWith is Cosmos DB's 449 Retry With, a status of Microsoft's
+// that net/http does not name.
+const statusRetryWith = 449
+
+// statusVerdict returns the kind of an Azure answer's status when the
+// status decides it whatever the answer's error code: 449 Retry With,
+// which Cosmos DB gives a write that collided with concurrent writes to
+// the same item, is transient (Microsoft's guide to resilient Cosmos DB
+// applications: "safe to retry"), though the core's tables do not list
+// it. errread.None for any other status, which the tables decide.
+func statusVerdict(status int) errread.Kind {
+	if status == statusRetryWith {
+		return errread.Transient
+	}
+	return errread.None
 }
 
 // byStatus reports whether the per-retry policy reads an answer of status

@@ -69,7 +69,8 @@
 //     the *azcore.ResponseError, by its error code or, without one, by its
 //     message; usually a fatal answer, which proves the service reachable
 //     and resets the breaker, but a 400 without a code whose message reads
-//     "Rate exceeded" is throttling.
+//     "Rate exceeded" is throttling, and Cosmos DB's 449 Retry With is
+//     transient, whatever its code.
 //
 // Until the request ends, its context answers Value(gov) with the
 // request's Guard, so that a governed call made inside an attempt with
