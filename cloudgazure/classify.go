@@ -1,7 +1,10 @@
 package cloudgazure
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
@@ -23,7 +26,11 @@ import (
 // without a body is throttling. An Azure answer with Cosmos DB's status
 // 449 Retry With, which the core's tables do not list, is transient,
 // whatever its error code: a write that collided with concurrent writes
-// to the same item, safe to retry.
+// to the same item, safe to retry. An App Configuration store's 429 whose
+// body names its Storage quota, the size of the store's data, which no
+// wait replenishes, is fatal, as a quota on resources rather than a rate
+// is (the per-retry policy, which reads a 429 by its status alone, still
+// takes the answer for throttling).
 func init() { errread.Register(readResponseError) }
 
 // responseCarrier is an error that carries the HTTP answer it reports by
@@ -50,6 +57,9 @@ func readResponseError(err error) (errread.Details, bool) {
 		d := errread.Details{Code: e.ErrorCode, Status: e.StatusCode, Kind: statusVerdict(e.StatusCode)}
 		if e.RawResponse != nil {
 			d.Header = e.RawResponse.Header
+			if storageQuota(e.RawResponse) {
+				d.Kind = errread.Fatal
+			}
 		}
 		return d, true
 	case *statusError:
@@ -96,4 +106,37 @@ func byStatus(status int) bool {
 		return true
 	}
 	return false
+}
+
+// appConfigTooMany is the type of App Configuration's 429 answers, an
+// application/problem+json document whose policy names the store's quota
+// that was spent ("Throttling", App Configuration's REST API reference).
+const appConfigTooMany = "https://azconfig.io/errors/too-many-requests"
+
+// storageQuota reports whether resp is App Configuration's 429 for its
+// Storage quota, the total size of the store's data: a quota on
+// resources, which no wait replenishes, not a rate (TotalRequests,
+// WriteRequests, Bandwidth), so that the answer is fatal, as the core
+// reads a LimitExceededException that speaks of no rate. The body is read
+// only when azcore keeps it in memory, as runtime.NewResponseError leaves
+// it (a body with a Bytes method); a body still to be read, or closed, is
+// neither read nor replaced, and the answer stays throttling by its
+// status.
+func storageQuota(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	kept, ok := resp.Body.(interface{ Bytes() []byte })
+	if !ok {
+		return false
+	}
+	b := kept.Bytes()
+	if !bytes.Contains(b, []byte(appConfigTooMany)) {
+		return false
+	}
+	var problem struct{ Type, Policy string }
+	if json.Unmarshal(b, &problem) != nil {
+		return false
+	}
+	return problem.Type == appConfigTooMany && strings.EqualFold(problem.Policy, "Storage")
 }
