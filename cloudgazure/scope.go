@@ -44,7 +44,8 @@ const (
 	// ServiceAIServices is the service of an Azure AI services account's
 	// data plane, Azure OpenAI's included
 	// (<account>.cognitiveservices.azure.com, <account>.openai.azure.com,
-	// and their sovereign clouds' suffixes; see ScopeOfURL). It is not
+	// <account>.services.ai.azure.com, and their sovereign clouds'
+	// suffixes; see ScopeOfURL). It is not
 	// cognitiveservices, the service of Resource Manager's
 	// Microsoft.CognitiveServices requests.
 	ServiceAIServices = "aiservices"
@@ -98,10 +99,11 @@ var planes = [...]plane{
 	{"servicebus", []string{"windows.net", "chinacloudapi.cn", "usgovcloudapi.net"}, ServiceMessaging},
 	// App Configuration: requests per store.
 	{"azconfig", []string{"io", "azure.cn", "azure.us"}, ServiceAppConfig},
-	// Azure AI services accounts, whose Azure OpenAI endpoint is another
-	// host of the same account.
+	// Azure AI services accounts, whose Azure OpenAI endpoint and Foundry
+	// endpoint are other hosts of the same account.
 	{"cognitiveservices", []string{"azure.com", "azure.cn", "azure.us"}, ServiceAIServices},
 	{"openai", []string{"azure.com", "azure.cn", "azure.us"}, ServiceAIServices},
+	{"services", []string{"ai.azure.com", "ai.azure.cn", "ai.azure.us"}, ServiceAIServices},
 	// Container Registry: operations per registry.
 	{"azurecr", acrSuffixes, ServiceContainerRegistry},
 }
@@ -170,9 +172,9 @@ func oneOf(s string, suffixes []string) bool {
 //   - an App Configuration store's, <store>.azconfig.<suffix> for a suffix
 //     of io, azure.cn and azure.us: azure/<store>/*/appconfig;
 //   - an Azure AI services account's, Azure OpenAI's included,
-//     <account>.cognitiveservices.<suffix> or <account>.openai.<suffix> for
-//     a suffix of azure.com, azure.cn and azure.us:
-//     azure/<account>/*/aiservices;
+//     <account>.cognitiveservices.<suffix>, <account>.openai.<suffix> or
+//     <account>.services.ai.<suffix> (its Foundry endpoint) for a suffix
+//     of azure.com, azure.cn and azure.us: azure/<account>/*/aiservices;
 //   - a container registry's, <registry>.azurecr.<suffix>, or one of its
 //     dedicated data endpoints, <registry>.<region>.data.azurecr.<suffix>,
 //     for a suffix of io, cn and us: azure/<registry>/*/acr.

@@ -237,3 +237,41 @@ func TestScopeOfURLReadsRegistryDataEndpoints(t *testing.T) {
 		t.Errorf("ScopeOfURL(%q) allocates %v times", u, n)
 	}
 }
+
+// An Azure AI services (Foundry) account answers on three hosts, which
+// Microsoft's "Azure Private Endpoint private DNS zone values" lists for
+// one private endpoint of Microsoft.CognitiveServices/accounts:
+// <account>.cognitiveservices.azure.com, <account>.openai.azure.com and
+// <account>.services.ai.azure.com (the Foundry models and agents
+// endpoint). Its deployments' quotas are the account's, whichever host a
+// request names, so that the third is governed in the account's scope,
+// azure/<account>/*/aiservices, as the other two are, and not in
+// azure/*/*/resources with the tenant's Resource Manager calls.
+func TestScopeOfURLReadsTheAIServicesFoundryHost(t *testing.T) {
+	az := func(account, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
+	}
+	for _, c := range []struct {
+		url  string
+		want resilience.Scope
+	}{
+		{"https://ai.services.ai.azure.com/models/chat/completions?api-version=2024-05-01-preview", az("ai", "aiservices")},
+		{"https://AI.Services.AI.Azure.com:443/api/projects/p/agents", az("ai", "aiservices")},
+		{"https://ai.services.ai.azure.com./models", az("ai", "aiservices")},
+		{"https://ai.services.ai.azure.cn/models", az("ai", "aiservices")},
+		{"https://ai.services.ai.azure.us/models", az("ai", "aiservices")},
+		// Another label, another suffix, no account: by the path.
+		{"https://ai.services.example.azure.com/models", az("", "resources")},
+		{"https://ai.services.ai.azure.com.example.org/models", az("", "resources")},
+		{"https://services.ai.azure.com/models", az("", "resources")},
+		{"https://ai.services.azure.com/models", az("", "resources")},
+	} {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u); got != c.want {
+			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
+		}
+	}
+}
