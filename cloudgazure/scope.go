@@ -28,8 +28,9 @@ const (
 	// ScopeOfURL).
 	ServiceManagedHSM = "managedhsm"
 	// ServiceCosmosDB is the service of a Cosmos DB account's data plane
-	// (<account>.documents.azure.com, <account>.table.cosmos.azure.com,
-	// and their sovereign clouds' suffixes; see ScopeOfURL).
+	// (<account>.documents.azure.com, <account>.sqlx.cosmos.azure.com,
+	// <account>.table.cosmos.azure.com, and their sovereign clouds'
+	// suffixes; see ScopeOfURL).
 	ServiceCosmosDB = "cosmosdb"
 	// ServiceMessaging is the service of a Service Bus or Event Hubs
 	// namespace's data plane (<namespace>.servicebus.windows.net, and its
@@ -91,8 +92,10 @@ type plane struct {
 // private DNS zone values", "Compare Azure Government and global Azure")
 // and the Azure SDKs' cloud settings name them.
 var planes = [...]plane{
-	// Cosmos DB's NoSQL API, and its Table API: request units per account.
+	// Cosmos DB's NoSQL API, its dedicated gateway (the integrated
+	// cache's) and its Table API: request units per account.
 	{"documents", []string{"azure.com", "azure.cn", "azure.us"}, ServiceCosmosDB},
+	{"sqlx", []string{"cosmos.azure.com", "cosmos.azure.cn", "cosmos.azure.us"}, ServiceCosmosDB},
 	{"table", []string{"cosmos.azure.com", "cosmos.azure.cn", "cosmos.azure.us"}, ServiceCosmosDB},
 	// Service Bus and Event Hubs namespaces: credits, throughput or
 	// messaging units per namespace.
@@ -161,7 +164,8 @@ func oneOf(s string, suffixes []string) bool {
 //   - a managed HSM's, <hsm>.managedhsm.<suffix> for a suffix of
 //     azure.net, azure.cn, chinacloudapi.cn and usgovcloudapi.net:
 //     azure/<hsm>/*/managedhsm;
-//   - a Cosmos DB account's, <account>.documents.<suffix> or
+//   - a Cosmos DB account's, <account>.documents.<suffix>, its dedicated
+//     gateway's <account>.sqlx.cosmos.<suffix> or its Table API's
 //     <account>.table.cosmos.<suffix> for a suffix of azure.com, azure.cn
 //     and azure.us: azure/<account>/*/cosmosdb (a regional endpoint,
 //     <account>-<region>.documents.azure.com, is read as an account named

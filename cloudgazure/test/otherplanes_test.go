@@ -275,3 +275,38 @@ func TestScopeOfURLReadsTheAIServicesFoundryHost(t *testing.T) {
 		}
 	}
 }
+
+// A Cosmos DB account's dedicated gateway, through which its integrated
+// cache serves reads, answers at <account>.sqlx.cosmos.azure.com (Cosmos
+// DB's "Dedicated gateway" and "Configure Azure Private Link" documents,
+// the SqlDedicated subresource), which the NoSQL SDKs are pointed at
+// instead of <account>.documents.azure.com. Its cache misses spend the
+// account's request units, so that it is governed in the account's scope,
+// azure/<account>/*/cosmosdb, and not in azure/*/*/resources with the
+// tenant's Resource Manager calls.
+func TestScopeOfURLReadsTheCosmosDedicatedGateway(t *testing.T) {
+	az := func(account, svc string) resilience.Scope {
+		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
+	}
+	for _, c := range []struct {
+		url  string
+		want resilience.Scope
+	}{
+		{"https://acct.sqlx.cosmos.azure.com/dbs/d/colls/c/docs/x", az("acct", "cosmosdb")},
+		{"https://ACCT.SQLX.Cosmos.Azure.com:443/dbs/d", az("acct", "cosmosdb")},
+		{"https://acct.sqlx.cosmos.azure.com./dbs/d", az("acct", "cosmosdb")},
+		{"https://acct.sqlx.cosmos.azure.cn/dbs/d", az("acct", "cosmosdb")},
+		{"https://acct.sqlx.cosmos.azure.us/dbs/d", az("acct", "cosmosdb")},
+		{"https://acct.sqlx.cosmos.example.com/dbs/d", az("", "resources")},
+		{"https://acct.sqlx.cosmos.azure.com.example.org/dbs/d", az("", "resources")},
+		{"https://sqlx.cosmos.azure.com/dbs/d", az("", "resources")},
+	} {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u); got != c.want {
+			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
+		}
+	}
+}
