@@ -215,8 +215,12 @@ func byReason(status int) bool {
 //     (compute.instances_get): a custom method after a colon
 //     (secrets_addVersion from .../secrets/s:addVersion), or a verb
 //     segment after a resource in an API whose paths name the API before
-//     the version (compute: instances_start from .../instances/i/start),
-//     or aggregatedList; otherwise the HTTP method on the last collection:
+//     the version (compute: instances_start from .../instances/i/start;
+//     not the collections a Cloud Storage bucket or object holds, o, acl,
+//     defaultObjectAcl, notificationConfigs, folders, managedFolders,
+//     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
+//     /upload/storage/v1/b/<bucket>/o o_insert), or aggregatedList;
+//     otherwise the HTTP method on the last collection:
 //     get, update (PUT), patch and delete on a resource, list and insert
 //     (create, in an API whose paths start with the version) on a
 //     collection.
@@ -302,6 +306,16 @@ var parents = map[string]bool{
 	"locations": true, "zones": true, "regions": true,
 }
 
+// collections are the collections that a resource of an API whose paths
+// name the API before the version holds, where a segment after a
+// resource's id is otherwise the resource's verb (compute's
+// instances/i/start): Cloud Storage's, which a bucket
+// (/storage/v1/b/<bucket>/o) or an object (.../o/<object>/acl) holds.
+var collections = map[string]bool{
+	"o": true, "acl": true, "defaultObjectAcl": true, "notificationConfigs": true,
+	"folders": true, "managedFolders": true, "anywhereCaches": true,
+}
+
 // restOperation names the method of a REST path (see RESTScope); toks
 // is the path after the version.
 func restOperation(method string, toks []string, pathVerbs bool) string {
@@ -328,7 +342,7 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 	if n%2 == 0 { // ends on a resource id
 		return t[n-2] + opSep + resourceVerb(method)
 	}
-	if pathVerbs && n >= 3 && !parents[t[n-3]] {
+	if pathVerbs && n >= 3 && !parents[t[n-3]] && !collections[t[n-1]] {
 		return t[n-3] + opSep + t[n-1] // instances/i/start
 	}
 	return t[n-1] + opSep + collectionVerb(method, pathVerbs)

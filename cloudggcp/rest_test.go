@@ -145,3 +145,41 @@ func TestRESTScopeOfTheSharedFrontEndIsThePathsService(t *testing.T) {
 		}
 	}
 }
+
+// Cloud Storage's JSON API names the collections a bucket holds after
+// its id (/storage/v1/b/<bucket>/o, acl, defaultObjectAcl, ...), in an
+// API whose paths name it before the version, where a segment after a
+// resource is otherwise the resource's verb (compute's instances/i/start):
+// an object listing (objects.list) and an upload (objects.insert, at
+// /upload/storage/v1/b/<bucket>/o) are each an operation of the objects'
+// collection, o_list and o_insert, not one operation b_o for both; an
+// object's ACL is acl_list; a bucket's own verbs (lockRetentionPolicy,
+// restore) stay b_<verb>.
+func TestRESTScopeOfAStorageBucketsCollections(t *testing.T) {
+	const st = "https://storage.googleapis.com/storage/v1/b/bkt"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", st + "/o", "gcp/*/*/storage/o_list"},
+		{"GET", st + "/o?prefix=logs%2F&pageToken=x", "gcp/*/*/storage/o_list"},
+		{"POST", "https://storage.googleapis.com/upload/storage/v1/b/bkt/o?uploadType=multipart", "gcp/*/*/storage/o_insert"},
+		{"POST", "https://storage.mtls.googleapis.com/upload/storage/v1/b/bkt/o?uploadType=resumable", "gcp/*/*/storage/o_insert"},
+		{"GET", "https://storage.googleapis.com/download/storage/v1/b/bkt/o/dir%2Ffile.txt?alt=media", "gcp/*/*/storage/o_get"},
+		{"GET", st + "/acl", "gcp/*/*/storage/acl_list"},
+		{"POST", st + "/defaultObjectAcl", "gcp/*/*/storage/defaultObjectAcl_insert"},
+		{"GET", st + "/notificationConfigs", "gcp/*/*/storage/notificationConfigs_list"},
+		{"GET", st + "/managedFolders", "gcp/*/*/storage/managedFolders_list"},
+		{"GET", st + "/anywhereCaches", "gcp/*/*/storage/anywhereCaches_list"},
+		{"POST", st + "/folders", "gcp/*/*/storage/folders_insert"},
+		{"GET", st + "/o/file.txt/acl", "gcp/*/*/storage/acl_list"},
+		{"POST", st + "/o/dst.txt/compose", "gcp/*/*/storage/o_compose"},
+		{"POST", st + "/lockRetentionPolicy?ifMetagenerationMatch=3", "gcp/*/*/storage/b_lockRetentionPolicy"},
+		{"POST", st + "/restore?generation=1", "gcp/*/*/storage/b_restore"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
