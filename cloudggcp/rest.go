@@ -200,8 +200,10 @@ func byReason(status int) bool {
 // from its URL:
 //
 //   - the account is the path's first projects/<id>, organizations/<id>
-//     or folders/<id>, or projects/<project> from a project query
-//     parameter;
+//     or folders/<id> (an organization's or folder's id a number, as
+//     Resource Manager's are: a Cloud Storage folder,
+//     /b/<bucket>/folders/logs%2F, names none), or projects/<project>
+//     from a project query parameter;
 //   - the service is WithService's, or the host's first label
 //     (compute.googleapis.com), less a regional endpoint's location
 //     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
@@ -283,7 +285,7 @@ func restAccount(r *http.Request, toks []string) string {
 		switch toks[i] {
 		case "projects", "organizations", "folders":
 			id, _, _ := strings.Cut(toks[i+1], ":")
-			if id != "" {
+			if id != "" && resourceManagerID(toks[i], id) {
 				return toks[i] + "/" + id
 			}
 		}
@@ -292,6 +294,23 @@ func restAccount(r *http.Request, toks []string) string {
 		return "projects/" + p
 	}
 	return ""
+}
+
+// resourceManagerID reports whether id, after a segment kind, can be the
+// id of a resource of that collection: only a number for an organization
+// or a folder, whose Resource Manager ids are numbers, so that a segment
+// of another API's that has the same name (a Cloud Storage folder,
+// /b/<bucket>/folders/logs%2F) is not read as one; any id otherwise.
+func resourceManagerID(kind, id string) bool {
+	if kind != "organizations" && kind != "folders" {
+		return true
+	}
+	for _, c := range []byte(id) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // opSep joins a REST method's collection and verb in an operation name
@@ -342,7 +361,7 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 	if n%2 == 0 { // ends on a resource id
 		return t[n-2] + opSep + resourceVerb(method)
 	}
-	if pathVerbs && n >= 3 && !parents[t[n-3]] && !collections[t[n-1]] {
+	if pathVerbs && n >= 3 && !(parents[t[n-3]] && resourceManagerID(t[n-3], t[n-2])) && !collections[t[n-1]] {
 		return t[n-3] + opSep + t[n-1] // instances/i/start
 	}
 	return t[n-1] + opSep + collectionVerb(method, pathVerbs)

@@ -183,3 +183,28 @@ func TestRESTScopeOfAStorageBucketsCollections(t *testing.T) {
 		}
 	}
 }
+
+// A Cloud Storage folder (of a bucket with a hierarchical namespace,
+// /storage/v1/b/<bucket>/folders/<folder>) is no Resource Manager folder:
+// its name is no account, or every folder of a bucket would be an
+// account of its own, with its own concurrency cap and buckets. Resource
+// Manager's folders and organizations have numeric ids; a storage
+// folder's name (dir%2F) is not one.
+func TestRESTScopeOfAStorageFolderNamesNoAccount(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/folders/logs%2F", "gcp/*/*/storage/folders_get"},
+		{"DELETE", "https://storage.googleapis.com/storage/v1/b/bkt/folders/a%2Fb%2F", "gcp/*/*/storage/folders_delete"},
+		{"POST", "https://storage.googleapis.com/storage/v1/b/bkt/folders/logs%2F/deleteRecursive", "gcp/*/*/storage/folders_deleteRecursive"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3/folders/42", "gcp/folders/42/*/cloudresourcemanager/folders_get"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v1/organizations/123:getIamPolicy", "gcp/organizations/123/*/cloudresourcemanager/organizations_getIamPolicy"},
+		{"GET", "https://cloudasset.googleapis.com/v1/folders/9/assets", "gcp/folders/9/*/cloudasset/assets_list"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
