@@ -221,7 +221,10 @@ func byReason(status int) bool {
 //     not the collections a Cloud Storage bucket or object holds, o, acl,
 //     defaultObjectAcl, notificationConfigs, folders, managedFolders,
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
-//     /upload/storage/v1/b/<bucket>/o o_insert), or aggregatedList;
+//     /upload/storage/v1/b/<bucket>/o o_insert; and a verb that names a
+//     second resource after it, Cloud Storage's copyTo, rewriteTo, moveTo
+//     and renameTo, whatever follows: o_rewriteTo from
+//     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList;
 //     otherwise the HTTP method on the last collection:
 //     get, update (PUT), patch and delete on a resource, list and insert
 //     (create, in an API whose paths start with the version) on a
@@ -335,6 +338,14 @@ var collections = map[string]bool{
 	"folders": true, "managedFolders": true, "anywhereCaches": true,
 }
 
+// destinationVerbs are the verbs after a resource that name a second
+// resource after them, in an API whose paths name it before the version:
+// Cloud Storage's copy, rewrite and move of an object, and rename of a
+// folder (/b/<bucket>/o/<object>/rewriteTo/b/<bucket>/o/<object>).
+var destinationVerbs = map[string]bool{
+	"copyTo": true, "rewriteTo": true, "moveTo": true, "renameTo": true,
+}
+
 // restOperation names the method of a REST path (see RESTScope); toks
 // is the path after the version.
 func restOperation(method string, toks []string, pathVerbs bool) string {
@@ -347,6 +358,15 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 	n := len(t)
 	if n == 0 {
 		return ""
+	}
+	if pathVerbs {
+		// storage's /b/<bucket>/o/<object>/rewriteTo/b/<bucket>/o/<object>:
+		// the first resource's verb, whatever the second's name.
+		for i := 2; i < n; i++ {
+			if destinationVerbs[t[i]] {
+				return t[i-2] + opSep + t[i]
+			}
+		}
 	}
 	if n >= 2 && t[n-2] == "aggregated" {
 		return t[n-1] + opSep + "aggregatedList"

@@ -208,3 +208,28 @@ func TestRESTScopeOfAStorageFolderNamesNoAccount(t *testing.T) {
 		}
 	}
 }
+
+// Cloud Storage's copy, rewrite and rename name a second resource after
+// their verb (/b/<bucket>/o/<object>/rewriteTo/b/<bucket>/o/<object>, as
+// the storage client's Copier sends): the operation is the verb of the
+// first resource's collection, o_rewriteTo, whatever the objects' names,
+// not one read off the destination's bucket and object (one operation,
+// one leaf bucket and one breaker per object copied).
+func TestRESTScopeOfAStorageCopyIsItsVerb(t *testing.T) {
+	const st = "https://storage.googleapis.com/storage/v1/b/"
+	for _, tc := range []struct{ method, url, want string }{
+		{"POST", st + "src/o/a.txt/rewriteTo/b/dst/o/b.txt", "gcp/*/*/storage/o_rewriteTo"},
+		{"POST", st + "src/o/a.txt/rewriteTo/b/dst/o/dir%2Fc.txt?rewriteToken=t", "gcp/*/*/storage/o_rewriteTo"},
+		{"POST", st + "src/o/a.txt/copyTo/b/dst/o/b.txt", "gcp/*/*/storage/o_copyTo"},
+		{"POST", st + "bkt/o/a.txt/moveTo/o/b.txt", "gcp/*/*/storage/o_moveTo"},
+		{"POST", st + "bkt/folders/a%2F/renameTo/folders/b%2F", "gcp/*/*/storage/folders_renameTo"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
