@@ -231,7 +231,12 @@ func byReason(status int) bool {
 //     collection.
 //
 // So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
-// and List gcp/projects/p1/*/compute/instances_list. The path is read
+// and List gcp/projects/p1/*/compute/instances_list. A request of Cloud
+// Storage's XML API (a path with no version: /<bucket>/<object>, as the
+// storage client reads an object's content) names the object's or the
+// bucket's operation as the JSON API names it, never a name of theirs:
+// o_get (GET, HEAD), o_insert (PUT, POST) and o_delete for an object,
+// o_list (GET) for a bucket, in no account. The path is read
 // segment by segment as it was escaped: an escaped slash (a Cloud Storage
 // object's name, dir%2Ffile) is part of its segment. The operation is a
 // reading of the path, not the API's schema: an API with nested
@@ -262,9 +267,61 @@ func restScope(r *http.Request, service string) resilience.Scope {
 			service = segs[ver-1]
 		}
 	}
+	if service == storageService && (ver < 1 || segs[ver-1] != storageService) {
+		// Cloud Storage's XML API: /<bucket>/<object>, no version.
+		return resilience.Scope{Provider: "gcp", Service: service, Operation: xmlOperation(r.Method, segs)}
+	}
 	toks := segs[ver+1:]
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, toks), Service: service,
 		Operation: restOperation(r.Method, toks, pathVerbs)}
+}
+
+// storageService is Cloud Storage's service, whose JSON API's paths
+// start /storage/v1 (after /upload, /download or /batch), and whose XML
+// API's, which the storage client reads objects' content with, name a
+// bucket and an object, and no version.
+const storageService = "storage"
+
+// xmlOperation names a request of Cloud Storage's XML API by what its
+// path (segs) names, as the JSON API names its methods: an object
+// (/<bucket>/<object>, its name unescaped, slashes and all) o_get (GET,
+// HEAD), o_insert (PUT, POST) or o_delete; a bucket (/<bucket>) o_list
+// (GET, the listing of its objects), or b_get (HEAD), b_insert (PUT),
+// b_delete; the service (/) b_list. No name of a bucket or an object is
+// part of it.
+func xmlOperation(method string, segs []string) string {
+	if method == "" {
+		method = http.MethodGet
+	}
+	n := 0
+	for _, s := range segs {
+		if s != "" {
+			n++
+		}
+	}
+	switch {
+	case n >= 2:
+		switch method {
+		case http.MethodGet, http.MethodHead:
+			return "o" + opSep + "get"
+		case http.MethodPut, http.MethodPost:
+			return "o" + opSep + "insert"
+		}
+		return "o" + opSep + strings.ToLower(method)
+	case n == 1 && method == http.MethodGet:
+		return "o" + opSep + "list"
+	case n == 1:
+		switch method {
+		case http.MethodHead:
+			return "b" + opSep + "get"
+		case http.MethodPut:
+			return "b" + opSep + "insert"
+		}
+		return "b" + opSep + strings.ToLower(method)
+	case method == http.MethodGet:
+		return "b" + opSep + "list"
+	}
+	return "b" + opSep + strings.ToLower(method)
 }
 
 // pathSegments returns the segments of u's path, each unescaped: an

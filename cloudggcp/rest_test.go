@@ -233,3 +233,41 @@ func TestRESTScopeOfAStorageCopyIsItsVerb(t *testing.T) {
 		}
 	}
 }
+
+// The storage client (cloud.google.com/go/storage) reads an object's
+// content through Cloud Storage's XML API, https://storage.googleapis.com/
+// <bucket>/<object> (GET, or HEAD for a zero-length read), with the
+// object's name unescaped, slashes and all; a client's XML requests name
+// no version. The operation is the object's or the bucket's, as the JSON
+// API names them (o_get, o_insert, o_delete; o_list for a bucket's
+// listing), whatever the bucket's and the object's names, never one read
+// off them (an operation, a leaf bucket and a breaker per object read).
+func TestRESTScopeOfStoragesXMLAPI(t *testing.T) {
+	for _, tc := range []struct {
+		method, url string
+		opts        []Option
+		want        string
+	}{
+		{"GET", "https://storage.googleapis.com/bkt/file.txt", nil, "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.googleapis.com/bkt/logs/2026/12/x.json?generation=7", nil, "gcp/*/*/storage/o_get"},
+		{"HEAD", "https://storage.googleapis.com/bkt/logs/x.json", nil, "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.mtls.googleapis.com/other-bkt/a/b", nil, "gcp/*/*/storage/o_get"},
+		{"PUT", "https://storage.googleapis.com/bkt/dir/new.txt", nil, "gcp/*/*/storage/o_insert"},
+		{"DELETE", "https://storage.googleapis.com/bkt/dir/old.txt", nil, "gcp/*/*/storage/o_delete"},
+		{"GET", "https://storage.googleapis.com/bkt", nil, "gcp/*/*/storage/o_list"},
+		{"GET", "https://storage.googleapis.com/bkt/", nil, "gcp/*/*/storage/o_list"},
+		{"GET", "https://storage.googleapis.com/v1/x", nil, "gcp/*/*/storage/o_get"}, // a bucket named v1
+		{"GET", "http://127.0.0.1:9000/bkt/dir/file.txt", []Option{WithService("storage")}, "gcp/*/*/storage/o_get"},
+		// The JSON API's, unchanged.
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/o/dir%2Ffile.txt", nil, "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b?project=p3", nil, "gcp/projects/p3/*/storage/b_list"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope(tc.opts...)(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
