@@ -39,10 +39,12 @@ func ClientOption(opts ...Option) option.ClientOption {
 // attempt of a unary call, gax's retries included:
 //
 //   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
-//     request's parent, scope, project, name or resource (or the
-//     x-goog-request-params metadata), the service from WithService, the
-//     *.googleapis.com target, or the RPC's package, as the API's default
-//     endpoint names it (google.cloud.asset.v1 is cloudasset,
+//     request's parent, scope, project, project_id (Dataproc's,
+//     Datastore's: projects/<id>), name or resource (or the
+//     x-goog-request-params metadata: a resource name, or a project_id),
+//     the service from WithService, the *.googleapis.com target, or the
+//     RPC's package, as the API's default endpoint names it
+//     (google.cloud.asset.v1 is cloudasset,
 //     google.iam.admin.v1 iam, google.spanner.admin.database.v1 spanner;
 //     a package the interceptor does not know is its last name,
 //     google.pubsub.v1 pubsub);
@@ -251,9 +253,9 @@ func (s *callState) invoke(ctx context.Context, method string, req, reply any, c
 // RPC's full name, "/google.cloud.kms.v1.KeyManagementService/ListKeyRings")
 // with request req, on a client connected to target (its endpoint,
 // "cloudkms.googleapis.com:443"; "" when not known): the account from
-// req's parent, scope, project, name or resource (an IAM policy method's),
-// the service from WithService, the *.googleapis.com target, or the RPC's
-// package. A ScopeFunc of opts is asked first, with a background context;
+// req's parent, scope, project, project_id, name or resource (an IAM
+// policy method's), the service from WithService, the *.googleapis.com
+// target, or the RPC's package. A ScopeFunc of opts is asked first, with a background context;
 // so are no request metadata. MethodScope reads and changes nothing, so a
 // scheduler may ask the governor how long such a call would wait now:
 //
@@ -395,7 +397,8 @@ func targetService(target string) (string, bool) {
 const sharedFrontEnd = "www"
 
 // requestAccount finds the account of a request: its parent, scope,
-// project, name or resource field, or the routing metadata gax adds.
+// project, project_id, name or resource field, or the routing metadata
+// gax adds (a resource name, or a project_id or project).
 func requestAccount(ctx context.Context, req any) string {
 	if r, ok := req.(interface{ GetParent() string }); ok && r.GetParent() != "" {
 		return Account(r.GetParent())
@@ -404,11 +407,11 @@ func requestAccount(ctx context.Context, req any) string {
 		return Account(r.GetScope())
 	}
 	if r, ok := req.(interface{ GetProject() string }); ok && r.GetProject() != "" {
-		p := r.GetProject()
-		if !strings.Contains(p, "/") {
-			return "projects/" + p
-		}
-		return Account(p)
+		return projectAccount(r.GetProject())
+	}
+	if r, ok := req.(interface{ GetProjectId() string }); ok && r.GetProjectId() != "" {
+		// Dataproc's, Datastore's, Cloud Build's: the project's id.
+		return projectAccount(r.GetProjectId())
 	}
 	if r, ok := req.(interface{ GetName() string }); ok {
 		if a, ok := knownAccount(r.GetName()); ok {
@@ -425,15 +428,27 @@ func requestAccount(ctx context.Context, req any) string {
 	md, _ := metadata.FromOutgoingContext(ctx)
 	for _, v := range md.Get("x-goog-request-params") {
 		for _, kv := range strings.Split(v, "&") {
-			_, val, _ := strings.Cut(kv, "=")
+			key, val, _ := strings.Cut(kv, "=")
 			if val, err := url.QueryUnescape(val); err == nil {
 				if a, ok := knownAccount(val); ok {
 					return a
+				}
+				if (key == "project_id" || key == "project") && val != "" {
+					return projectAccount(val)
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// projectAccount returns the account of a request's project field: a
+// project's id or number is projects/<id>; a resource name, its account.
+func projectAccount(p string) string {
+	if !strings.Contains(p, "/") {
+		return "projects/" + p
+	}
+	return Account(p)
 }
 
 // StreamClientOption returns the client option that installs

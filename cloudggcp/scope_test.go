@@ -240,3 +240,32 @@ func TestMethodScopeReadsTheResourceOfAnIAMPolicyCall(t *testing.T) {
 		t.Fatalf("MethodScope = %s, where the interceptor governed nothing; want gcp/projects/p1/*/iam/GetIamPolicy", want)
 	}
 }
+
+type projectIDReq struct{ project, region string }
+
+func (r projectIDReq) GetProjectId() string { return r.project }
+func (r projectIDReq) GetRegion() string    { return r.region }
+
+// The APIs whose REST paths name the project by its id
+// (/v1/projects/{project_id}/regions/{region}/clusters: Dataproc's,
+// Datastore's /v1/projects/{project_id}:lookup, Cloud Build's) name it in
+// their requests' project_id field (GetProjectId), and gax routes them
+// with x-goog-request-params project_id=<id>: that is the project the
+// call is made in, its account, as a project field's is. Without it
+// every such call of every project was in the account "", one
+// concurrency cap and one account bucket for all projects.
+func TestTheAccountOfARequestThatNamesItsProjectID(t *testing.T) {
+	const method = "/google.cloud.dataproc.v1.ClusterController/ListClusters"
+	req := projectIDReq{"p1", "us-central1"}
+	if got, want := MethodScope("dataproc.googleapis.com:443", method, req).String(), "gcp/projects/p1/*/dataproc/ListClusters"; got != want {
+		t.Errorf("MethodScope = %s, want %s", got, want)
+	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-goog-request-params", "project_id=p2&region=us-central1")
+	if got := requestAccount(ctx, struct{}{}); got != "projects/p2" {
+		t.Errorf("from metadata project_id=p2&region=us-central1: account %q, want projects/p2", got)
+	}
+	ctx = metadata.AppendToOutgoingContext(context.Background(), "x-goog-request-params", "project_id=p3&database_id=")
+	if got := requestAccount(ctx, struct{}{}); got != "projects/p3" {
+		t.Errorf("from metadata project_id=p3&database_id=: account %q, want projects/p3", got)
+	}
+}
