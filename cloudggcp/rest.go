@@ -221,9 +221,11 @@ func byReason(status int) bool {
 //     not the collections a Cloud Storage bucket or object holds, o, acl,
 //     defaultObjectAcl, notificationConfigs, folders, managedFolders,
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
-//     /upload/storage/v1/b/<bucket>/o o_insert; and a verb that names a
-//     second resource after it, Cloud Storage's copyTo, rewriteTo, moveTo
-//     and renameTo, whatever follows: o_rewriteTo from
+//     /upload/storage/v1/b/<bucket>/o o_insert; nor those a BigQuery
+//     dataset or table holds, tables, models, routines, data,
+//     rowAccessPolicies: .../datasets/d/tables is tables_list; and a verb
+//     that names a second resource after it, Cloud Storage's copyTo,
+//     rewriteTo, moveTo and renameTo, whatever follows: o_rewriteTo from
 //     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList;
 //     otherwise the HTTP method on the last collection:
 //     get, update (PUT), patch and delete on a resource, list and insert
@@ -389,10 +391,13 @@ var parents = map[string]bool{
 // name the API before the version holds, where a segment after a
 // resource's id is otherwise the resource's verb (compute's
 // instances/i/start): Cloud Storage's, which a bucket
-// (/storage/v1/b/<bucket>/o) or an object (.../o/<object>/acl) holds.
+// (/storage/v1/b/<bucket>/o) or an object (.../o/<object>/acl) holds, and
+// BigQuery's, which a dataset (/bigquery/v2/projects/p/datasets/d/tables)
+// or a table (.../tables/t/data) holds.
 var collections = map[string]bool{
 	"o": true, "acl": true, "defaultObjectAcl": true, "notificationConfigs": true,
 	"folders": true, "managedFolders": true, "anywhereCaches": true,
+	"tables": true, "models": true, "routines": true, "data": true, "rowAccessPolicies": true,
 }
 
 // destinationVerbs are the verbs after a resource that name a second

@@ -271,3 +271,37 @@ func TestRESTScopeOfStoragesXMLAPI(t *testing.T) {
 		}
 	}
 }
+
+// BigQuery's REST API (which cloud.google.com/go/bigquery calls) names the
+// collections a dataset holds after its id
+// (/bigquery/v2/projects/p/datasets/d/tables, models, routines) and those
+// a table holds after its (.../tables/t/data, rowAccessPolicies): listing
+// a dataset's tables (tables.list) and creating one (tables.insert) are
+// operations of the tables' collection, tables_list and tables_insert, not
+// one operation datasets_tables for both; a table's rows (tabledata.list)
+// are data_list. A table's verb (insertAll) and a job's (cancel) stay
+// their resource's.
+func TestRESTScopeOfBigQuerysCollections(t *testing.T) {
+	const bq = "https://bigquery.googleapis.com/bigquery/v2/projects/p1"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", bq + "/datasets/d1/tables", "gcp/projects/p1/*/bigquery/tables_list"},
+		{"POST", bq + "/datasets/d1/tables", "gcp/projects/p1/*/bigquery/tables_insert"},
+		{"GET", bq + "/datasets/d1/models", "gcp/projects/p1/*/bigquery/models_list"},
+		{"GET", bq + "/datasets/d1/routines", "gcp/projects/p1/*/bigquery/routines_list"},
+		{"GET", bq + "/datasets/d1/tables/t1/data?maxResults=10", "gcp/projects/p1/*/bigquery/data_list"},
+		{"GET", bq + "/datasets/d1/tables/t1/rowAccessPolicies", "gcp/projects/p1/*/bigquery/rowAccessPolicies_list"},
+		{"POST", bq + "/datasets/d1/tables/t1/insertAll", "gcp/projects/p1/*/bigquery/tables_insertAll"},
+		{"POST", bq + "/jobs/j1/cancel", "gcp/projects/p1/*/bigquery/jobs_cancel"},
+		{"GET", bq + "/datasets/d1/tables/t1", "gcp/projects/p1/*/bigquery/tables_get"},
+		{"GET", bq + "/datasets", "gcp/projects/p1/*/bigquery/datasets_list"},
+		{"POST", "https://bigquery.googleapis.com/upload/bigquery/v2/projects/p1/jobs?uploadType=resumable", "gcp/projects/p1/*/bigquery/jobs_insert"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
