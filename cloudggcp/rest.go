@@ -223,7 +223,10 @@ func byReason(status int) bool {
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
 //     /upload/storage/v1/b/<bucket>/o o_insert; nor those a BigQuery
 //     dataset or table holds, tables, models, routines, data,
-//     rowAccessPolicies: .../datasets/d/tables is tables_list; and a verb
+//     rowAccessPolicies: .../datasets/d/tables is tables_list; nor Cloud
+//     DNS's changes, rrsets (a record set, rrsets/<name>/<type>, is one
+//     resource) and rules, Cloud SQL Admin's databases, users, sslCerts
+//     and backupRuns, compute's resizeRequests and wireGroups; and a verb
 //     that names a second resource after it, Cloud Storage's copyTo,
 //     rewriteTo, moveTo and renameTo, whatever follows: o_rewriteTo from
 //     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList;
@@ -391,14 +394,25 @@ var parents = map[string]bool{
 // name the API before the version holds, where a segment after a
 // resource's id is otherwise the resource's verb (compute's
 // instances/i/start): Cloud Storage's, which a bucket
-// (/storage/v1/b/<bucket>/o) or an object (.../o/<object>/acl) holds, and
+// (/storage/v1/b/<bucket>/o) or an object (.../o/<object>/acl) holds;
 // BigQuery's, which a dataset (/bigquery/v2/projects/p/datasets/d/tables)
-// or a table (.../tables/t/data) holds.
+// or a table (.../tables/t/data) holds; Cloud DNS's, which a managed zone
+// (/dns/v1/projects/p/managedZones/z/rrsets) or a response policy holds;
+// Cloud SQL Admin's, which an instance holds
+// (/sql/v1beta4/projects/p/instances/i/databases); and compute's, which an
+// instance group manager or a cross-site network holds.
 var collections = map[string]bool{
 	"o": true, "acl": true, "defaultObjectAcl": true, "notificationConfigs": true,
-	"folders": true, "managedFolders": true, "anywhereCaches": true,
+	"folders": true, "managedFolders": true, "anywhereCaches": true, "rapidCaches": true,
 	"tables": true, "models": true, "routines": true, "data": true, "rowAccessPolicies": true,
+	"changes": true, "rrsets": true, "rules": true,
+	"databases": true, "users": true, "sslCerts": true, "backupRuns": true,
+	"resizeRequests": true, "wireGroups": true,
 }
+
+// pairKeyed are the collections whose resources are named by two
+// segments: Cloud DNS's record sets, rrsets/<name>/<type>.
+var pairKeyed = map[string]bool{"rrsets": true}
 
 // destinationVerbs are the verbs after a resource that name a second
 // resource after them, in an API whose paths name it before the version:
@@ -439,6 +453,9 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 			return head + opSep + verb
 		}
 		return t[n-2+n%2] + opSep + verb // nothing but the verb, or a resource's
+	}
+	if n >= 3 && pairKeyed[t[n-3]] { // rrsets/www.example.com./A
+		return t[n-3] + opSep + resourceVerb(method)
 	}
 	if n%2 == 0 { // ends on a resource id
 		return t[n-2] + opSep + resourceVerb(method)

@@ -305,3 +305,53 @@ func TestRESTScopeOfBigQuerysCollections(t *testing.T) {
 		}
 	}
 }
+
+// The collections other Google Cloud APIs whose paths name the API before
+// the version nest under a resource: Cloud DNS's (a managed zone's
+// changes and rrsets, a response policy's rules), Cloud SQL Admin's
+// (/sql/v1beta4/projects/p/instances/i/databases, users, sslCerts,
+// backupRuns), compute's (an instance group manager's resizeRequests, a
+// cross-site network's wireGroups) and Cloud Storage's rapidCaches:
+// listing and creating are two operations, <collection>_list and
+// <collection>_insert, not one <parent>_<collection> for both. A DNS
+// record set, rrsets/<name>/<type>, is one resource: its get is
+// rrsets_get whatever its type, not an operation per record type.
+func TestRESTScopeOfNestedCollections(t *testing.T) {
+	const (
+		dns = "https://dns.googleapis.com/dns/v1/projects/p1"
+		sql = "https://sqladmin.googleapis.com/sql/v1beta4/projects/p1/instances/db1"
+		ce  = "https://compute.googleapis.com/compute/v1/projects/p1"
+	)
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", dns + "/managedZones/z1/changes", "gcp/projects/p1/*/dns/changes_list"},
+		{"POST", dns + "/managedZones/z1/changes", "gcp/projects/p1/*/dns/changes_insert"},
+		{"GET", dns + "/managedZones/z1/changes/42", "gcp/projects/p1/*/dns/changes_get"},
+		{"GET", dns + "/managedZones/z1/rrsets", "gcp/projects/p1/*/dns/rrsets_list"},
+		{"POST", dns + "/managedZones/z1/rrsets", "gcp/projects/p1/*/dns/rrsets_insert"},
+		{"GET", dns + "/managedZones/z1/rrsets/www.example.com./A", "gcp/projects/p1/*/dns/rrsets_get"},
+		{"DELETE", dns + "/managedZones/z1/rrsets/www.example.com./CNAME", "gcp/projects/p1/*/dns/rrsets_delete"},
+		{"GET", dns + "/responsePolicies/rp1/rules", "gcp/projects/p1/*/dns/rules_list"},
+		{"GET", dns + "/managedZones/z1", "gcp/projects/p1/*/dns/managedZones_get"},
+		{"GET", sql + "/databases", "gcp/projects/p1/*/sqladmin/databases_list"},
+		{"POST", sql + "/databases", "gcp/projects/p1/*/sqladmin/databases_insert"},
+		{"GET", sql + "/users", "gcp/projects/p1/*/sqladmin/users_list"},
+		{"DELETE", sql + "/users?name=u&host=%25", "gcp/projects/p1/*/sqladmin/users_delete"},
+		{"GET", sql + "/sslCerts", "gcp/projects/p1/*/sqladmin/sslCerts_list"},
+		{"POST", sql + "/backupRuns", "gcp/projects/p1/*/sqladmin/backupRuns_insert"},
+		{"POST", sql + "/restart", "gcp/projects/p1/*/sqladmin/instances_restart"},
+		{"GET", ce + "/zones/z/instanceGroupManagers/m1/resizeRequests", "gcp/projects/p1/*/compute/resizeRequests_list"},
+		{"POST", ce + "/zones/z/instanceGroupManagers/m1/resizeRequests", "gcp/projects/p1/*/compute/resizeRequests_insert"},
+		{"POST", ce + "/zones/z/instanceGroupManagers/m1/resizeRequests/r1/cancel", "gcp/projects/p1/*/compute/resizeRequests_cancel"},
+		{"GET", ce + "/global/crossSiteNetworks/n1/wireGroups", "gcp/projects/p1/*/compute/wireGroups_list"},
+		{"POST", ce + "/zones/z/instanceGroupManagers/m1/resize", "gcp/projects/p1/*/compute/instanceGroupManagers_resize"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/rapidCaches", "gcp/*/*/storage/rapidCaches_list"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
