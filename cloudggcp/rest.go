@@ -209,7 +209,8 @@ func byReason(status int) bool {
 //     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
 //     Service Connect endpoint's name (compute-ep1.p.googleapis.com is
 //     compute), or the segment before the version in the path
-//     (/compute/v1/...), as for the APIs of Google's shared front end,
+//     (/compute/v1/..., or compute's /compute/beta/... and
+//     /compute/alpha/...), as for the APIs of Google's shared front end,
 //     www.googleapis.com (/drive/v3/... is drive);
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
@@ -259,7 +260,8 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	// The API's own prefix (/compute/v1/...) and the version.
 	ver := -1
 	for i, s := range segs {
-		if isVersion(s) {
+		if isVersion(s) || i > 0 && (s == "beta" || s == "alpha") {
+			// compute's beta and alpha: /compute/beta/projects/...
 			ver = i
 			break
 		}

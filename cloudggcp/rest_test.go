@@ -355,3 +355,31 @@ func TestRESTScopeOfNestedCollections(t *testing.T) {
 		}
 	}
 }
+
+// compute's beta and alpha APIs (cloud.google.com/go/compute/apiv1beta,
+// google.golang.org/api/compute/v0.beta) name their version beta or
+// alpha, /compute/beta/projects/p1/...: their methods are named as v1's
+// are, a verb segment after a resource the resource's verb
+// (instances_start) and a POST on a collection an insert, not a
+// collection of the verb's name created (start_create), which gave every
+// verb of every resource (setLabels of a disk, of an instance, ...) one
+// operation.
+func TestRESTScopeOfComputeBeta(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"POST", "https://compute.googleapis.com/compute/beta/projects/p1/zones/z/instances/vm1/start", "gcp/projects/p1/*/compute/instances_start"},
+		{"POST", "https://compute.googleapis.com/compute/beta/projects/p1/zones/z/disks/d1/setLabels", "gcp/projects/p1/*/compute/disks_setLabels"},
+		{"POST", "https://compute.googleapis.com/compute/alpha/projects/p1/zones/z/instances/vm1/setLabels", "gcp/projects/p1/*/compute/instances_setLabels"},
+		{"POST", "https://compute.googleapis.com/compute/beta/projects/p1/zones/z/instances", "gcp/projects/p1/*/compute/instances_insert"},
+		{"GET", "https://compute.googleapis.com/compute/beta/projects/p1/zones/z/instances", "gcp/projects/p1/*/compute/instances_list"},
+		{"GET", "https://compute.googleapis.com/compute/beta/projects/p1/zones/z/instances/vm1", "gcp/projects/p1/*/compute/instances_get"},
+		{"GET", "https://compute.googleapis.com/compute/beta/projects/p1/aggregated/instances", "gcp/projects/p1/*/compute/instances_aggregatedList"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
