@@ -230,7 +230,8 @@ func byReason(status int) bool {
 //     and backupRuns, compute's resizeRequests and wireGroups; and a verb
 //     that names a second resource after it, Cloud Storage's copyTo,
 //     rewriteTo, moveTo and renameTo, whatever follows: o_rewriteTo from
-//     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList;
+//     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList,
+//     or compute's images_getFromFamily (.../images/family/<family>);
 //     otherwise the HTTP method on the last collection:
 //     get, update (PUT), patch and delete on a resource, list and insert
 //     (create, in an API whose paths start with the version) on a
@@ -242,12 +243,15 @@ func byReason(status int) bool {
 // storage client reads an object's content) names the object's or the
 // bucket's operation as the JSON API names it, never a name of theirs:
 // o_get (GET, HEAD), o_insert (PUT, POST) and o_delete for an object,
-// o_list (GET) for a bucket, in no account. The path is read
-// segment by segment as it was escaped: an escaped slash (a Cloud Storage
-// object's name, dir%2Ffile) is part of its segment. The operation is a
-// reading of the path, not the API's schema: an API with nested
-// collections and verbs in path segments alike may name a collection as a
-// verb; govern such an API with a scope function of your own.
+// o_list (GET) for a bucket, in no account. compute's /global/ segment
+// (/projects/p/global/networks) is skipped, but not the location global
+// of a resource name (/projects/p/locations/global/keyRings/k). The path
+// is read segment by segment as it was escaped: an escaped slash (a Cloud
+// Storage object's name, dir%2Ffile) is part of its segment. The
+// operation is a reading of the path, not the API's schema: an API with
+// nested collections and verbs in path segments alike may name a
+// collection as a verb; govern such an API with a scope function of your
+// own.
 func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 	cfg := newConfig(opts)
 	return func(r *http.Request) resilience.Scope {
@@ -429,13 +433,18 @@ var destinationVerbs = map[string]bool{
 func restOperation(method string, toks []string, pathVerbs bool) string {
 	var t []string
 	for _, s := range toks {
-		if s != "" && s != "global" { // compute's /global/networks
+		// compute's /global/networks, but not the location global of
+		// /locations/global/firewallPolicies
+		if s != "" && (s != "global" || len(t) > 0 && t[len(t)-1] == "locations") {
 			t = append(t, s)
 		}
 	}
 	n := len(t)
 	if n == 0 {
 		return ""
+	}
+	if pathVerbs && n >= 3 && t[n-3] == "images" && t[n-2] == "family" {
+		return "images" + opSep + "getFromFamily" // compute's images/family/<family>
 	}
 	if pathVerbs {
 		// storage's /b/<bucket>/o/<object>/rewriteTo/b/<bucket>/o/<object>:

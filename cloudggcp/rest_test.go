@@ -383,3 +383,41 @@ func TestRESTScopeOfComputeBeta(t *testing.T) {
 		}
 	}
 }
+
+// RESTScope skips compute's /global/ scope segment (/projects/p/global/
+// networks), but global is also a location's id, in any API's resource
+// names (Cloud KMS's /v1/projects/p/locations/global/keyRings/k, IAM's
+// workload identity pools, compute's organization firewall policies and
+// operations under /compute/v1/locations/global/...): skipped there, it
+// shifted every segment after it, so that ids were read as collections
+// and the operation named a key ring, a key, a policy or an operation
+// (k1_get, c1_encrypt, fp-1_list, operation-123_list): scopes without
+// bound, that no service key reaches. An image family,
+// /projects/p/global/images/family/<family>, is images.getFromFamily,
+// whatever the family, not images_<family>.
+func TestRESTScopeOfTheLocationGlobal(t *testing.T) {
+	const ce = "https://compute.googleapis.com/compute/v1"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", ce + "/locations/global/firewallPolicies/fp-1", "gcp/*/*/compute/firewallPolicies_get"},
+		{"POST", ce + "/locations/global/firewallPolicies/fp-1/addRule", "gcp/*/*/compute/firewallPolicies_addRule"},
+		{"GET", ce + "/locations/global/firewallPolicies?parentId=organizations%2F123", "gcp/*/*/compute/firewallPolicies_list"},
+		{"GET", ce + "/locations/global/operations/operation-123", "gcp/*/*/compute/operations_get"},
+		{"GET", ce + "/locations/global/securityPolicies/sp-1", "gcp/*/*/compute/securityPolicies_get"},
+		{"GET", ce + "/projects/debian-cloud/global/images/family/debian-12", "gcp/projects/debian-cloud/*/compute/images_getFromFamily"},
+		{"GET", ce + "/projects/p1/global/images/img-1", "gcp/projects/p1/*/compute/images_get"},
+		{"GET", ce + "/projects/p1/global/networks", "gcp/projects/p1/*/compute/networks_list"},
+		// The location global of any API's resource names.
+		{"GET", "https://cloudkms.googleapis.com/v1/projects/p1/locations/global/keyRings/k1/cryptoKeys", "gcp/projects/p1/*/cloudkms/cryptoKeys_list"},
+		{"GET", "https://cloudkms.googleapis.com/v1/projects/p1/locations/global/keyRings/k1", "gcp/projects/p1/*/cloudkms/keyRings_get"},
+		{"POST", "https://cloudkms.googleapis.com/v1/projects/p1/locations/global/keyRings/k1/cryptoKeys/c1:encrypt", "gcp/projects/p1/*/cloudkms/cryptoKeys_encrypt"},
+		{"GET", "https://iam.googleapis.com/v1/projects/p1/locations/global/workloadIdentityPools/pool-1", "gcp/projects/p1/*/iam/workloadIdentityPools_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
