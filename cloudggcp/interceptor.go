@@ -364,7 +364,9 @@ func isVersion(p string) bool {
 // name after the last hyphen is not part of it either. Google's shared
 // front end, "www.googleapis.com" (and "www.mtls.googleapis.com"), which
 // serves Drive's API and others that name themselves in the path
-// (/drive/v3/...), names no service: false.
+// (/drive/v3/...), names no service: false; nor do the virtual IPs of
+// Private Google Access and VPC Service Controls, "private.googleapis.com"
+// and "restricted.googleapis.com", which serve every API.
 func targetService(target string) (string, bool) {
 	if i := strings.LastIndex(target, "/"); i >= 0 {
 		target = target[i+1:]
@@ -376,7 +378,7 @@ func targetService(target string) (string, bool) {
 	}
 	// cloudasset.mtls.googleapis.com: the first label
 	name, rest, _ := strings.Cut(name, ".")
-	if name == sharedFrontEnd {
+	if sharedFrontEnds[name] {
 		return "", false
 	}
 	if rest == "p" {
@@ -392,9 +394,12 @@ func targetService(target string) (string, bool) {
 	return name, name != ""
 }
 
-// sharedFrontEnd is the first label of the host that serves many of
-// Google's REST APIs at once, each under its own name in the path.
-const sharedFrontEnd = "www"
+// sharedFrontEnds are the first labels of the hosts that serve many of
+// Google's APIs at once, each under its own name in the path (or a gRPC
+// method's package): www.googleapis.com, and the virtual IPs of Private
+// Google Access and of VPC Service Controls, private.googleapis.com and
+// restricted.googleapis.com.
+var sharedFrontEnds = map[string]bool{"www": true, "private": true, "restricted": true}
 
 // requestAccount finds the account of a request: its parent, scope,
 // project, project_id, name or resource field, or the routing metadata

@@ -211,7 +211,8 @@ func byReason(status int) bool {
 //     compute), or the segment before the version in the path
 //     (/compute/v1/..., or compute's /compute/beta/... and
 //     /compute/alpha/...), as for the APIs of Google's shared front end,
-//     www.googleapis.com (/drive/v3/... is drive);
+//     www.googleapis.com (/drive/v3/... is drive), and of the virtual IPs
+//     private.googleapis.com and restricted.googleapis.com;
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"

@@ -269,3 +269,34 @@ func TestTheAccountOfARequestThatNamesItsProjectID(t *testing.T) {
 		t.Errorf("from metadata project_id=p3&database_id=: account %q, want projects/p3", got)
 	}
 }
+
+// private.googleapis.com and restricted.googleapis.com are the virtual
+// IPs of Private Google Access and of VPC Service Controls: one front end
+// for every Google API, each under its own name (a REST path's
+// /compute/v1, a gRPC method's package). A client pointed at one by
+// name names no service in the host: its scope's service is the path's
+// or the package's, never "private" or "restricted", which would put
+// every API reached through the VIP in one scope.
+func TestPrivateAccessVIPsNameNoService(t *testing.T) {
+	for _, target := range []string{"private.googleapis.com:443", "dns:///restricted.googleapis.com:443", "restricted.googleapis.com"} {
+		if got, ok := targetService(target); ok {
+			t.Errorf("targetService(%q) = %q, want none", target, got)
+		}
+	}
+	if got, want := MethodScope("restricted.googleapis.com:443", "/google.cloud.kms.v1.KeyManagementService/ListKeyRings",
+		parentReq{"projects/p1/locations/global"}).String(), "gcp/projects/p1/*/cloudkms/ListKeyRings"; got != want {
+		t.Errorf("MethodScope = %s, want %s", got, want)
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"https://restricted.googleapis.com/compute/v1/projects/p1/zones/z/instances", "gcp/projects/p1/*/compute/instances_list"},
+		{"https://private.googleapis.com/storage/v1/b/bkt/o", "gcp/*/*/storage/o_list"},
+	} {
+		r, err := http.NewRequest("GET", tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(r).String(); got != tc.want {
+			t.Errorf("RESTScope(GET %s) = %s, want %s", tc.url, got, tc.want)
+		}
+	}
+}
