@@ -348,6 +348,16 @@ var packageServices = map[string]string{
 	"google.cloud.redis":                 "redis",
 	"google.cloud.workflows.executions":  "workflowexecutions",
 	"google.monitoring":                  "monitoring",
+	"google.cloud.kms.inventory":         "kmsinventory",
+	"google.cloud.talent":                "jobs",
+	"google.cloud.clouddms":              "datamigration",
+	"google.cloud.filestore":             "file",
+	"google.cloud.translation":           "translate",
+	"google.cloud.orchestration.airflow": "composer",
+	"google.cloud.channel":               "cloudchannel",
+	"google.cloud.deploy":                "clouddeploy",
+	"google.storage":                     "storage",
+	"google.cloud.beyondcorp":            "beyondcorp",
 }
 
 func isVersion(p string) bool {

@@ -201,6 +201,19 @@ func TestPackageNamesTheServiceOfItsEndpoint(t *testing.T) {
 		{"/google.monitoring.dashboard.v1.DashboardsService/ListDashboards", "monitoring.googleapis.com:443"},
 		{"/google.cloud.asset.v1.AssetService/ListFeeds", "cloudasset.googleapis.com:443"},
 		{"/google.pubsub.v1.Publisher/ListTopics", "pubsub.googleapis.com:443"},
+		// A package under one the table names that its API serves from
+		// an endpoint of its own, and packages whose last name is not
+		// their endpoint's.
+		{"/google.cloud.kms.inventory.v1.KeyDashboardService/ListCryptoKeys", "kmsinventory.googleapis.com:443"},
+		{"/google.cloud.talent.v4.JobService/ListJobs", "jobs.googleapis.com:443"},
+		{"/google.cloud.clouddms.v1.DataMigrationService/ListMigrationJobs", "datamigration.googleapis.com:443"},
+		{"/google.cloud.filestore.v1.CloudFilestoreManager/ListInstances", "file.googleapis.com:443"},
+		{"/google.cloud.translation.v3.TranslationService/TranslateText", "translate.googleapis.com:443"},
+		{"/google.cloud.orchestration.airflow.service.v1.Environments/ListEnvironments", "composer.googleapis.com:443"},
+		{"/google.cloud.channel.v1.CloudChannelService/ListCustomers", "cloudchannel.googleapis.com:443"},
+		{"/google.cloud.deploy.v1.CloudDeploy/ListTargets", "clouddeploy.googleapis.com:443"},
+		{"/google.storage.control.v2.StorageControl/ListFolders", "storage.googleapis.com:443"},
+		{"/google.cloud.beyondcorp.appconnections.v1.AppConnectionsService/ListAppConnections", "beyondcorp.googleapis.com:443"},
 	} {
 		req := parentReq{"projects/p1"}
 		want := MethodScope(tc.endpoint, tc.method, req)
