@@ -255,9 +255,10 @@ func (s *callState) invoke(ctx context.Context, method string, req, reply any, c
 // "cloudkms.googleapis.com:443"; "" when not known): the account from
 // req's parent, scope, project, project_id, name or resource (an IAM
 // policy method's), the service from WithService, the *.googleapis.com
-// target, or the RPC's package. A ScopeFunc of opts is asked first, with a background context;
-// so are no request metadata. MethodScope reads and changes nothing, so a
-// scheduler may ask the governor how long such a call would wait now:
+// target, or the RPC's package. A ScopeFunc of opts is asked first, with
+// a background context; so are no request metadata. MethodScope reads
+// and changes nothing, so a scheduler may ask the governor how long such
+// a call would wait now:
 //
 //	scope := cloudggcp.MethodScope("cloudkms.googleapis.com:443",
 //		"/google.cloud.kms.v1.KeyManagementService/ListKeyRings", req)

@@ -449,8 +449,10 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 	}
 	if pathVerbs {
 		// storage's /b/<bucket>/o/<object>/rewriteTo/b/<bucket>/o/<object>:
-		// the first resource's verb, whatever the second's name.
-		for i := 2; i < n; i++ {
+		// the first resource's verb, whatever the second's name; a verb
+		// comes after a collection and an id, where a name (an object
+		// named rewriteTo) does not.
+		for i := 2; i < n; i += 2 {
 			if destinationVerbs[t[i]] {
 				return t[i-2] + opSep + t[i]
 			}
@@ -466,7 +468,7 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 		}
 		return t[n-2+n%2] + opSep + verb // nothing but the verb, or a resource's
 	}
-	if n >= 3 && pairKeyed[t[n-3]] { // rrsets/www.example.com./A
+	if n >= 3 && n%2 == 1 && pairKeyed[t[n-3]] { // rrsets/www.example.com./A, not a zone named rrsets
 		return t[n-3] + opSep + resourceVerb(method)
 	}
 	if n%2 == 0 { // ends on a resource id

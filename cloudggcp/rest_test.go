@@ -223,6 +223,9 @@ func TestRESTScopeOfAStorageCopyIsItsVerb(t *testing.T) {
 		{"POST", st + "src/o/a.txt/copyTo/b/dst/o/b.txt", "gcp/*/*/storage/o_copyTo"},
 		{"POST", st + "bkt/o/a.txt/moveTo/o/b.txt", "gcp/*/*/storage/o_moveTo"},
 		{"POST", st + "bkt/folders/a%2F/renameTo/folders/b%2F", "gcp/*/*/storage/folders_renameTo"},
+		// An object named as a verb is an object.
+		{"GET", st + "bkt/o/rewriteTo", "gcp/*/*/storage/o_get"},
+		{"DELETE", st + "bkt/o/copyTo", "gcp/*/*/storage/o_delete"},
 	} {
 		req, err := http.NewRequest(tc.method, tc.url, nil)
 		if err != nil {
@@ -332,6 +335,8 @@ func TestRESTScopeOfNestedCollections(t *testing.T) {
 		{"DELETE", dns + "/managedZones/z1/rrsets/www.example.com./CNAME", "gcp/projects/p1/*/dns/rrsets_delete"},
 		{"GET", dns + "/responsePolicies/rp1/rules", "gcp/projects/p1/*/dns/rules_list"},
 		{"GET", dns + "/managedZones/z1", "gcp/projects/p1/*/dns/managedZones_get"},
+		// A zone named as the collection is a zone.
+		{"GET", dns + "/managedZones/rrsets/changes/42", "gcp/projects/p1/*/dns/changes_get"},
 		{"GET", sql + "/databases", "gcp/projects/p1/*/sqladmin/databases_list"},
 		{"POST", sql + "/databases", "gcp/projects/p1/*/sqladmin/databases_insert"},
 		{"GET", sql + "/users", "gcp/projects/p1/*/sqladmin/users_list"},
