@@ -461,3 +461,31 @@ func TestARetryStopSaysWhatStoppedIt(t *testing.T) {
 		})
 	}
 }
+
+// A retry budget larger than a budget holds (budget.MaxSize tokens)
+// saturates, and every read says so alike: Budget and Inspect of a
+// provider no call has used, which show what its first call would find,
+// read what they read once a call has made the budget, and a provider
+// other than aws, azure and gcp whose huge budget is full is forgotten
+// once its scopes are reclaimed, as any other.
+func TestAHugeRetryBudgetReadsTheSameBeforeAndAfterACall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{Providers: map[string]ProviderConfig{"github": {RetryBudget: new(math.MaxInt)}}})
+		ctx, gov := context.Background(), WithGovernor(g)
+		ok := func(context.Context) error { return nil }
+		before, inspected := g.Budget("github"), g.Inspect(githubRest).RetryBudget
+		if err := Do(ctx, githubRest, ok, gov); err != nil {
+			t.Fatal(err)
+		}
+		if after := g.Budget("github"); before != after || inspected != after {
+			t.Errorf("retry_budget %d: before any call Budget %v and Inspect %v, after one Budget %v; want one size", math.MaxInt, before, inspected, after)
+		}
+		for range 180 { // calls to aws take the reclaimer's steps
+			time.Sleep(time.Second)
+			Do(ctx, iamUsers, ok, gov)
+		}
+		if p := generic(g, "github"); p != nil {
+			t.Errorf("github, its scopes reclaimed and its budget full (%v of retry_budget %d), is still held after three idle minutes", g.Budget("github"), math.MaxInt)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/budget"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -105,7 +106,7 @@ type providerSettings struct {
 	bulkhead int
 	breaker  state.BreakerSpec
 	retry    retryLimits
-	budget   int // the retry budget's size, in tokens
+	budget   int // the retry budget's size, in tokens, at most budget.MaxSize
 	// breakerWait makes a call wait for the breaker's verdict, within its
 	// deadline, instead of failing at once.
 	breakerWait bool
@@ -149,7 +150,10 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 			useBudget:  true,
 			transient:  true,
 		},
-		budget:      derefOr(pc.RetryBudget, defaultRetryBudget),
+		// A size past what a budget holds saturates here, where every
+		// read of it (Budget, Inspect, the reclaimer's test of a full
+		// budget) finds it, as it does in the budget the store makes.
+		budget:      int(min(int64(derefOr(pc.RetryBudget, defaultRetryBudget)), budget.MaxSize)),
 		breakerWait: pc.BreakerWait,
 		dead:        defaultBreakerDead,
 	}
