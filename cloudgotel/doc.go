@@ -73,10 +73,10 @@
 // Each live scope (a leaf of the governor: an operation where the service
 // is paced per operation, a service otherwise) has five gauge series,
 // each account two more, each provider one (a provider's retry budget,
-// which only successes refund, is read after its scopes are dropped, once
-// a collection saw it, until the governor forgets the provider:
-// resilience.Governor.Providers) and three more when it has a provider-wide bucket
-// (its rate, ceiling and callers queued). A provider a Configure disabled has none: its
+// which only successes refund, is read after its scopes are dropped
+// while the governor holds it spent: resilience.Governor.Providers, its
+// Budget below its BudgetSize) and three more when it has a
+// provider-wide bucket (its rate, ceiling and callers queued). A provider a Configure disabled has none: its
 // calls go through ungoverned, and what its scopes learned, which the
 // governor keeps for when it is enabled again, is not where they stand.
 // The counters have a series

@@ -196,9 +196,8 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 	if err != nil {
 		return nil, err
 	}
-	known := &budgetProviders{}
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		r, err := c.read(ctx, read(), known)
+		r, err := c.read(ctx, read())
 		if err != nil {
 			return err // the collection was given up on: nothing observed
 		}
@@ -287,68 +286,17 @@ type providerGauge struct {
 	queued        int64
 }
 
-// budgetProviders remembers the providers whose retry budget the gauges
-// read, per governor: a budget outlives the provider's scopes (only
-// successes refund it), so that it is read after they are reclaimed,
-// until the governor forgets the provider (resilience.Governor.Providers).
-// It is safe for concurrent use.
-type budgetProviders struct {
-	mu sync.Mutex
-	m  map[*resilience.Governor]map[string]bool
-}
-
-// others records the providers g has live scopes of, seen, and returns
-// the ones read before that have none now and that g still holds, held
-// (Governor.Providers, sorted); it forgets the others.
-func (b *budgetProviders) others(g *resilience.Governor, seen map[string]bool, held []string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = map[*resilience.Governor]map[string]bool{}
-	}
-	known := b.m[g]
-	if known == nil {
-		known = map[string]bool{}
-		b.m[g] = known
-	}
-	var out []string
-	for name := range known {
-		if seen[name] {
-			continue
-		}
-		if _, ok := slices.BinarySearch(held, name); !ok {
-			delete(known, name) // forgotten by the governor: no budget to report
-			continue
-		}
-		out = append(out, name)
-	}
-	for name := range seen {
-		known[name] = true
-	}
-	return out
-}
-
-// keep forgets the governors other than govs, which the gauges read no
-// more.
-func (b *budgetProviders) keep(govs []*resilience.Governor) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for g := range b.m {
-		if !slices.Contains(govs, g) {
-			delete(b.m, g)
-		}
-	}
-}
-
 // read takes the live scopes of govs into one reading, and the retry
-// budgets of their providers: those with live scopes, and those known
-// remembers from an earlier reading that the governor still holds. It stops, with ctx's error, when ctx
-// ends before it has read every scope (a collection given up on, whose
-// reading of a shared store goes on a round trip per scope). A provider a governor has disabled
+// budgets of their providers: those with live scopes, and those the
+// governor holds spent (Governor.Providers, Budget below BudgetSize),
+// whose scopes are gone (only successes refund a budget). It stops, with
+// ctx's error, when ctx ends before it has read every scope (a
+// collection given up on, whose reading of a shared store goes on a
+// round trip per scope). A provider a governor has disabled
 // (Governor.Enabled) is left out: its calls go through ungoverned, and
 // the state its scopes learned, which the governor keeps for when it is
 // enabled again, is not in force.
-func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *budgetProviders) (reading, error) {
+func (c *config) read(ctx context.Context, govs []*resilience.Governor) (reading, error) {
 	done := ctx.Done()
 	var r reading
 	leaves := map[attribute.Distinct]*leafGauge{}
@@ -366,7 +314,6 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 		return p
 	}
 	budget := func(name string, left float64) { provider(name).left += left }
-	known.keep(govs)
 	for _, g := range govs {
 		seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
 		seenProvider := map[string]bool{}          // each budget counted once
@@ -434,9 +381,12 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor, known *b
 				}
 			}
 		}
-		for _, name := range known.others(g, seenProvider, g.Providers()) {
-			if isEnabled(name) {
-				budget(name, g.Budget(name))
+		for _, name := range g.Providers() {
+			if seenProvider[name] || !isEnabled(name) {
+				continue
+			}
+			if left := g.Budget(name); left < float64(g.BudgetSize(name)) {
+				budget(name, left) // spent, after the scopes that spent it
 			}
 		}
 	}

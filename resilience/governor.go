@@ -547,8 +547,10 @@ func (g *Governor) Enabled(provider string) bool {
 // scope and a full budget (one disabled before any call learned
 // anything), and makes it again at its next call. A status page or a
 // gauge that keeps showing a provider's retry budget after its scopes
-// are reclaimed shows it while the provider is among them. It is a read
-// that makes nothing, safe for concurrent use.
+// are reclaimed shows it while the provider is among them and its budget
+// is spent (Budget below BudgetSize): aws, azure and gcp, always among
+// them, with a full budget, are where a first call would find them. It
+// is a read that makes nothing, safe for concurrent use.
 func (g *Governor) Providers() []string {
 	ps := g.providers()
 	names := make([]string, 0, len(ps))
@@ -569,12 +571,23 @@ func (g *Governor) Policy(provider string) RetryPolicy {
 
 // Budget returns what is left of provider's retry budget, in tokens: a
 // read that makes nothing (a provider no call has used has its full
-// budget).
+// budget, BudgetSize).
 func (g *Governor) Budget(provider string) float64 {
 	if p := g.existing(provider); p != nil {
 		return p.budget.Remaining()
 	}
 	return float64(g.settings(provider).budget)
+}
+
+// BudgetSize returns the size of provider's retry budget, in tokens (its
+// retry_budget, 500 by default): what Budget reports of it full. A budget
+// below its size is spent: the governor holds it (Providers) until
+// successes refund it, after the scopes that spent it are reclaimed, so
+// that a status page or a gauge shows the budgets of the providers with
+// live scopes and those Budget reports below BudgetSize. It is a read
+// that makes nothing, as Budget is, safe for concurrent use.
+func (g *Governor) BudgetSize(provider string) int {
+	return g.settings(provider).budget
 }
 
 // Inspect returns where scope stands now: its leaf bucket's rate,

@@ -465,7 +465,8 @@ func TestARetryStopSaysWhatStoppedIt(t *testing.T) {
 // A retry budget larger than a budget holds (budget.MaxSize tokens)
 // saturates, and every read says so alike: Budget and Inspect of a
 // provider no call has used, which show what its first call would find,
-// read what they read once a call has made the budget, and a provider
+// read what they read once a call has made the budget, BudgetSize reads
+// what Budget reads of it full, and a provider
 // other than aws, azure and gcp whose huge budget is full is forgotten
 // once its scopes are reclaimed, as any other.
 func TestAHugeRetryBudgetReadsTheSameBeforeAndAfterACall(t *testing.T) {
@@ -477,8 +478,8 @@ func TestAHugeRetryBudgetReadsTheSameBeforeAndAfterACall(t *testing.T) {
 		if err := Do(ctx, githubRest, ok, gov); err != nil {
 			t.Fatal(err)
 		}
-		if after := g.Budget("github"); before != after || inspected != after {
-			t.Errorf("retry_budget %d: before any call Budget %v and Inspect %v, after one Budget %v; want one size", math.MaxInt, before, inspected, after)
+		if after := g.Budget("github"); before != after || inspected != after || float64(g.BudgetSize("github")) != after {
+			t.Errorf("retry_budget %d: before any call Budget %v and Inspect %v, after one Budget %v, BudgetSize %d; want one size", math.MaxInt, before, inspected, after, g.BudgetSize("github"))
 		}
 		for range 180 { // calls to aws take the reclaimer's steps
 			time.Sleep(time.Second)
@@ -488,4 +489,24 @@ func TestAHugeRetryBudgetReadsTheSameBeforeAndAfterACall(t *testing.T) {
 			t.Errorf("github, its scopes reclaimed and its budget full (%v of retry_budget %d), is still held after three idle minutes", g.Budget("github"), math.MaxInt)
 		}
 	})
+}
+
+// BudgetSize is the size of a provider's retry budget, what Budget reads
+// of it full: the configuration's retry_budget, 500 by default, for a
+// provider a call has used and for one none has, and the new size once a
+// Configure changes it.
+func TestBudgetSizeIsWhatBudgetReadsFull(t *testing.T) {
+	g := newGov(t, Config{AWS: ProviderConfig{RetryBudget: new(10)}})
+	Do(context.Background(), iamUsers, func(context.Context) error { return nil }, WithGovernor(g))
+	for name, want := range map[string]int{"aws": 10, "azure": 500, "github": 500} {
+		if got := g.BudgetSize(name); got != want || g.Budget(name) != float64(want) {
+			t.Errorf("%s: BudgetSize %d, Budget %v; want %d", name, got, g.Budget(name), want)
+		}
+	}
+	if err := g.Configure(Config{AWS: ProviderConfig{RetryBudget: new(7)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.BudgetSize("aws"); got != 7 || g.Budget("aws") != 7 {
+		t.Errorf("retry_budget 7 configured: BudgetSize %d, Budget %v; want 7", got, g.Budget("aws"))
+	}
 }

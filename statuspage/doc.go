@@ -15,8 +15,9 @@
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
 //     failed, refused, cancelled, errored, panicked), the longest wait for
 //     a token, each provider's retry budget, once (still after its
-//     scopes are reclaimed: only successes refund a budget; until the
-//     governor forgets the provider, resilience.Governor.Providers), each
+//     scopes are reclaimed, while the governor holds it spent: only
+//     successes refund a budget; resilience.Governor.Providers, its
+//     Budget below its BudgetSize, whatever the page read before), each
 //     provider's provider-wide bucket (global_max_rps) with the callers
 //     queued on it, once, and the
 //     providers disabled, whose calls go straight through, ungoverned

@@ -5,6 +5,7 @@ package statuspage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -186,54 +187,91 @@ func seconds(f *float64) string {
 	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
+// spentThenReclaimed spends AWS's retry budget of 10 with throttled
+// retries, then lets the scope that spent it recover and be reclaimed
+// (a GCP scope is called meanwhile), and returns the governor and the
+// tokens left, fewer than 10: only successes refund a budget. live, when
+// set, is called once while the AWS scope is live, with its budget spent.
+func spentThenReclaimed(t *testing.T, live func(*resilience.Governor)) (*resilience.Governor, float64) {
+	t.Helper()
+	budget := 10
+	g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: &budget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	gov := resilience.WithGovernor(g)
+	vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2"}
+	assets := resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}
+	for range 12 { // every retry after the first two costs a token
+		n := 0
+		resilience.Do(ctx, vpcs, func(context.Context) error {
+			if n++; n <= 3 {
+				return throttled
+			}
+			return nil
+		}, gov)
+	}
+	if live != nil {
+		live(g)
+	}
+	for range 40 { // the leaf recovers its rate, a success each 6 s
+		time.Sleep(6 * time.Second)
+		resilience.Do(ctx, vpcs, func(context.Context) error { return nil }, gov)
+	}
+	for range 4 { // the AWS scope is reclaimed; a GCP scope is called
+		time.Sleep(5 * time.Minute)
+		resilience.Do(ctx, assets, func(context.Context) error { return nil }, gov)
+	}
+	for sc := range g.Scopes() {
+		if sc.Provider == "aws" {
+			t.Fatalf("%v still live", sc)
+		}
+	}
+	left := g.Budget("aws")
+	if left >= 10 {
+		t.Fatalf("the AWS budget is full (%v)", left)
+	}
+	return g, left
+}
+
 // A provider's retry budget is shown as long as the governor has it, not
 // only while the provider has live scopes: a budget spent by throttled
 // retries stays spent (only successes refund it) after the scopes that
 // spent it recovered and were reclaimed, and the page still says so.
 func TestRetryBudgetOutlivesTheScopes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := 10
-		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: &budget}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := t.Context()
-		gov := resilience.WithGovernor(g)
-		vpcs := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2"}
-		assets := resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}
-		for range 12 { // every retry after the first two costs a token
-			n := 0
-			resilience.Do(ctx, vpcs, func(context.Context) error {
-				if n++; n <= 3 {
-					return throttled
-				}
-				return nil
-			}, gov)
-		}
-		h := New(WithGovernor(g))
-		// A look while the scope is live reads the budget it spent.
-		get(t, h, http.MethodGet, "/?format=json")
-		for range 40 { // the leaf recovers its rate, a success each 6 s
-			time.Sleep(6 * time.Second)
-			resilience.Do(ctx, vpcs, func(context.Context) error { return nil }, gov)
-		}
-		for range 4 { // the AWS scope is reclaimed; a GCP scope is called
-			time.Sleep(5 * time.Minute)
-			resilience.Do(ctx, assets, func(context.Context) error { return nil }, gov)
-		}
-		for sc := range g.Scopes() {
-			if sc.Provider == "aws" {
-				t.Fatalf("%v still live", sc)
-			}
-		}
-		left := g.Budget("aws")
-		if left >= 10 {
-			t.Fatalf("the AWS budget is full (%v)", left)
-		}
+		var h http.Handler
+		_, left := spentThenReclaimed(t, func(g *resilience.Governor) {
+			h = New(WithGovernor(g))
+			// A look while the scope is live reads the budget it spent.
+			get(t, h, http.MethodGet, "/?format=json")
+		})
 		s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
 		i := slices.IndexFunc(s.Providers, func(p provided) bool { return p.Name == "aws" })
 		if i < 0 || s.Providers[i].RetryBudget != left {
 			t.Errorf("providers %+v, want aws with the %v tokens left", s.Providers, left)
+		}
+	})
+}
+
+// The page shows the retry budgets the governor holds spent, whatever
+// the handler read before: one made after the scopes that spent AWS's
+// budget were reclaimed (a program that mounts its debug page late, a
+// handler per request) shows it, as one made before does. A budget the
+// governor holds full, of a provider without live scopes (aws, azure and
+// gcp, which it always holds), is what a first call would find, and is
+// not shown.
+func TestAPageMadeAfterTheScopesShowsTheSpentBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, left := spentThenReclaimed(t, nil)
+		s := decode(t, get(t, New(WithGovernor(g)), http.MethodGet, "/?format=json"))
+		var got []string
+		for _, p := range s.Providers {
+			got = append(got, fmt.Sprintf("%s %v", p.Name, p.RetryBudget))
+		}
+		if want := []string{fmt.Sprintf("aws %v", left), "gcp 500"}; !slices.Equal(got, want) || s.LiveProviders != 2 {
+			t.Errorf("a page made after AWS's scopes were reclaimed shows the budgets %q of %d providers; want %q of 2", got, s.LiveProviders, want)
 		}
 	})
 }

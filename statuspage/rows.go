@@ -215,7 +215,7 @@ type page struct {
 	RefreshSeconds int64          `json:"refresh_seconds"`
 	Live           int            `json:"live_scopes"`    // every live scope of a provider enabled; Scopes holds the first Limit
 	LiveAccounts   int            `json:"live_accounts"`  // every account of a live scope; Accounts holds the first Limit
-	LiveProviders  int            `json:"live_providers"` // every provider whose budget the page reads (see knownProviders); Providers holds the Limit with the least budget left
+	LiveProviders  int            `json:"live_providers"` // every provider whose budget the page reads (see collect); Providers holds the Limit with the least budget left
 	Statuses       map[string]int `json:"statuses"`       // live scopes per status
 	Totals         totals         `json:"totals"`         // the governor's lifetime
 	Providers      []provider     `json:"providers"`
@@ -246,15 +246,14 @@ func (t totals) MarshalJSON() ([]byte, error) {
 		"backoff_seconds", c.Backoff, "max_pause_seconds", c.MaxPause)
 }
 
-// knownProviders remembers the providers whose retry budget the page
-// read, for the governor it read last: a budget outlives the provider's
-// scopes (only successes refund it), so that it is read, and shown, after
-// they are reclaimed, until the governor forgets the provider
-// (resilience.Governor.Providers). It remembers too the providers it
-// found disabled, for as long as they are: the governor forgets a
-// disabled provider between its calls (they make no scope), and makes it
-// again at the next, which goes through ungoverned. It is safe for
-// concurrent use.
+// knownProviders remembers the providers the page read, for the governor
+// it read last, until the governor forgets them
+// (resilience.Governor.Providers), and those it found disabled, for as
+// long as they are, so that the page names them disabled: the governor
+// forgets a disabled provider between its calls (they make no scope),
+// and makes it again at the next, which goes through ungoverned. The
+// retry budgets shown are not its: they are those the governor holds
+// (see collect). It is safe for concurrent use.
 type knownProviders struct {
 	mu    sync.Mutex
 	g     *resilience.Governor
@@ -283,7 +282,7 @@ func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64,
 			continue
 		}
 		if _, ok := slices.BinarySearch(held, name); !ok && enabled(name) {
-			delete(k.names, name) // forgotten by the governor: no budget to show
+			delete(k.names, name) // forgotten by the governor, and governed: not to be named
 			continue
 		}
 		out = append(out, name)
@@ -299,10 +298,11 @@ func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64,
 // goes once over the live scopes, keeping of each only its scope and
 // status, and the snapshots of the rows it may show (see picker); the
 // counters it reads are the totals and those of the services shown. The
-// retry budgets are those of the providers with live scopes, and of
-// those known remembers from an earlier page (nil: none) that the
-// governor still holds. It stops, with
-// ctx's error, when ctx ends before it has read every scope.
+// retry budgets are those of the providers with live scopes, and those
+// the governor holds spent (Budget below BudgetSize), whose scopes are
+// gone: only successes refund a budget. The providers disabled are those
+// the governor holds, and those known remembers (nil: none). It stops,
+// with ctx's error, when ctx ends before it has read every scope.
 func collect(ctx context.Context, g *resilience.Governor, limit int, known *knownProviders) (page, error) {
 	p := page{Time: g.Clock().Now(), Statuses: make(map[string]int, numStatuses)}
 	var counts [numStatuses]int
@@ -387,16 +387,19 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 
 	held := g.Providers()
 	if known != nil {
-		// A disabled provider is named (isEnabled records it), an enabled
-		// one's budget read.
+		// A disabled provider an earlier page read or found disabled is
+		// named: isEnabled records it.
 		for _, name := range known.others(g, budgets, held, isEnabled) {
-			if isEnabled(name) {
-				budgets[name] = g.Budget(name)
-			}
+			isEnabled(name)
 		}
 	}
 	for _, name := range held { // aws, azure and gcp among them
-		isEnabled(name)
+		if _, live := budgets[name]; live || !isEnabled(name) {
+			continue
+		}
+		if left := g.Budget(name); left < float64(g.BudgetSize(name)) {
+			budgets[name] = left // spent, after the scopes that spent it
+		}
 	}
 	p.Disabled = []string{}
 	for name, en := range enabled {

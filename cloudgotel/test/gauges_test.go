@@ -379,42 +379,79 @@ func TestANilObserverRecordsNothing(t *testing.T) {
 	}
 }
 
-// A provider's retry budget, once read, is read as long as the governor
-// has it, not only while the provider has live scopes: a budget spent by
+// spentThenReclaimed spends AWS's retry budget of 10 with throttled
+// retries on a governor instrumented on m, then lets the scope that spent
+// it recover and be reclaimed (a GCP scope is called meanwhile), and
+// returns the tokens left, fewer than 10: only successes refund a budget.
+// live, when set, is called once while the AWS scope is live, with its
+// budget spent.
+func spentThenReclaimed(t *testing.T, m meter, live func()) float64 {
+	t.Helper()
+	g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(10)}})
+	ctx := context.Background()
+	gov := resilience.WithGovernor(g)
+	for range 12 { // every retry after the first two costs a token
+		resilience.Do(ctx, vpcs, failing(throttled, throttled, throttled), gov)
+	}
+	if live != nil {
+		live()
+	}
+	for range 40 { // the leaf recovers its rate, a success each 6 s
+		time.Sleep(6 * time.Second)
+		resilience.Do(ctx, vpcs, ok, gov)
+	}
+	for range 4 { // the AWS scope is reclaimed; a GCP scope is called
+		time.Sleep(5 * time.Minute)
+		resilience.Do(ctx, assets, ok, gov)
+	}
+	for sc := range g.Scopes() {
+		if sc.Provider == "aws" {
+			t.Fatalf("%v still live", sc)
+		}
+	}
+	left := g.Budget("aws")
+	if left >= 10 {
+		t.Fatalf("the AWS budget is full (%v)", left)
+	}
+	return left
+}
+
+// A provider's retry budget is read as long as the governor holds it
+// spent, not only while the provider has live scopes: a budget spent by
 // throttled retries stays spent (only successes refund it) after the
 // scopes that spent it recovered and were reclaimed, and its gauge still
 // says so.
 func TestRetryBudgetGaugeOutlivesTheScopes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMeter()
-		g := governed(t, m, resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(10)}})
-		ctx := context.Background()
-		gov := resilience.WithGovernor(g)
-		for range 12 { // every retry after the first two costs a token
-			resilience.Do(ctx, vpcs, failing(throttled, throttled, throttled), gov)
-		}
 		// A scrape while the scope is live reads the budget it spent.
-		m.collect(t)
-		for range 40 { // the leaf recovers its rate, a success each 6 s
-			time.Sleep(6 * time.Second)
-			resilience.Do(ctx, vpcs, ok, gov)
-		}
-		for range 4 { // the AWS scope is reclaimed; a GCP scope is called
-			time.Sleep(5 * time.Minute)
-			resilience.Do(ctx, assets, ok, gov)
-		}
-		for sc := range g.Scopes() {
-			if sc.Provider == "aws" {
-				t.Fatalf("%v still live", sc)
-			}
-		}
-		left := g.Budget("aws")
-		if left >= 10 {
-			t.Fatalf("the AWS budget is full (%v)", left)
-		}
+		left := spentThenReclaimed(t, m, func() { m.collect(t) })
 		budget := gauge[float64](t, m.collect(t)["cloudg.retry_budget"])
 		if b, has := budget[key(attribute.String("cloud.provider", "aws"))]; !has || b != left {
 			t.Errorf("cloudg.retry_budget{aws} = %v (%v), want the %v tokens left", b, has, left)
+		}
+	})
+}
+
+// The gauges report the retry budgets the governor holds spent, whatever
+// they read before: with no collection while the scopes that spent AWS's
+// budget were live (a reader's interval longer than their life, an
+// exporter started late), cloudg.retry_budget{aws} still reads what is
+// left. A budget the governor holds full, of a provider without live
+// scopes (aws, azure and gcp, which it always holds), is what a first
+// call would find, and has no series.
+func TestASpentBudgetIsReportedWithoutAnEarlierCollection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter()
+		left := spentThenReclaimed(t, m, nil)
+		var got []string
+		for _, p := range m.collect(t)["cloudg.retry_budget"].Data.(metricdata.Gauge[float64]).DataPoints {
+			name, _ := p.Attributes.Value("cloud.provider")
+			got = append(got, fmt.Sprintf("%s %v", name.Emit(), p.Value))
+		}
+		slices.Sort(got)
+		if want := []string{fmt.Sprintf("aws %v", left), "gcp 500"}; !slices.Equal(got, want) {
+			t.Errorf("the first collection after AWS's scopes were reclaimed: cloudg.retry_budget %q; want %q", got, want)
 		}
 	})
 }
