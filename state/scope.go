@@ -20,8 +20,9 @@ import (
 //	Operation  DescribeVpcs        ""                               ListAssets
 //
 // Use the values the SDK integrations use, or your calls land in other
-// buckets and protect nothing. Scope is a comparable value; the zero Scope
-// is invalid (a call needs a provider). Package resilience names it
+// buckets and protect nothing. Scope is a comparable value, which any
+// number of goroutines may copy and read at once; the zero Scope is
+// invalid (a call needs a provider). Package resilience names it
 // resilience.Scope; it is defined here so that the packages below the
 // governor (the stores, package observe's events) share it.
 //

@@ -30,7 +30,10 @@ var (
 	ErrBudgetExhausted = errors.New("retry budget exhausted")
 )
 
-// BucketSpec describes a token bucket. It is a comparable value.
+// BucketSpec describes a token bucket. It is a comparable value, which
+// any number of goroutines may read at once. The zero BucketSpec, with
+// no rate, describes no bucket: the governor passes a Store the specs of
+// its validated configuration, whose rates are positive.
 type BucketSpec struct {
 	Rate     float64 // the ceiling, in tokens per second; > 0
 	Burst    float64 // capacity at the ceiling; <= 0 means twice the rate; never below 1
@@ -49,7 +52,11 @@ func (s BucketSpec) Capacity() float64 {
 	return math.Max(1, c)
 }
 
-// BucketSnapshot is a bucket's state at one time.
+// BucketSnapshot is a bucket's state at one time: a value that nothing
+// updates, which any number of goroutines may read at once. The zero
+// BucketSnapshot is no bucket (no rate, no tokens, no pause): a
+// ScopeSnapshot's Account and Provider are zero when the scope's
+// provider has no such bucket.
 type BucketSnapshot struct {
 	Rate    float64       `json:"rate_rps"`    // the current rate
 	Ceiling float64       `json:"ceiling_rps"` // the configured rate
@@ -123,13 +130,19 @@ type Bucket interface {
 // take a token of it, which Drop must not lose either; the bucket the
 // governor makes for the same key, later or (when it replaces one) before
 // Drop, is another one. The governor checks for Dropper with a type
-// assertion: a Bucket need not implement it.
+// assertion: a Bucket need not implement it. Drop may run while other
+// goroutines still call the bucket's other methods, and must be safe for
+// concurrent use with them.
 type Dropper interface {
 	// Drop tells the bucket that the governor dropped it at now.
 	Drop(now time.Duration)
 }
 
-// BreakerSpec describes a circuit breaker. It is a comparable value.
+// BreakerSpec describes a circuit breaker. It is a comparable value,
+// which any number of goroutines may read at once. The zero BreakerSpec
+// is none the governor passes a Store (its validated configuration's
+// threshold is at least 1); the in-process breaker reads a threshold
+// below 1 as 1.
 type BreakerSpec struct {
 	Threshold   int           // consecutive failures that open it; at least 1
 	Cooldown    time.Duration // the base open time
@@ -161,7 +174,9 @@ func (s BreakerState) String() string {
 // MarshalText returns the String form, so that JSON shows the name.
 func (s BreakerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// BreakerSnapshot is a breaker's state at one time.
+// BreakerSnapshot is a breaker's state at one time: a value that nothing
+// updates, which any number of goroutines may read at once. The zero
+// BreakerSnapshot is a closed breaker with no failures.
 type BreakerSnapshot struct {
 	State    BreakerState  `json:"state"`
 	Failures int           `json:"failures"` // consecutive failures while closed
@@ -234,7 +249,10 @@ type Store interface {
 // ScopeSnapshot is where one scope stands: its leaf bucket, its account
 // bucket (zero when the provider has none), its provider's provider-wide
 // bucket (global_max_rps; zero when the provider has none), its breaker,
-// its account's bulkhead and its provider's retry budget.
+// its account's bulkhead and its provider's retry budget. It is a value
+// that nothing updates, which any number of goroutines may read at once;
+// the zero ScopeSnapshot is what Governor.Inspect of package resilience
+// returns for a scope without a provider.
 type ScopeSnapshot struct {
 	// Scope is the leaf the scope's state is kept under: the scope with
 	// its operation where the service is paced per operation, without it
