@@ -15,10 +15,11 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"time"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
-	"time"
 )
 
 // Sentinels for the errors.Is checks of the governor's own errors: a call
@@ -159,15 +160,18 @@ const (
 	Open                         // calls are rejected until the cooldown ends
 )
 
-// String returns closed, half_open or open.
+// String returns closed, half_open or open; for any other value, which
+// is no position, state.BreakerState(n).
 func (s BreakerState) String() string {
 	switch s {
+	case Closed:
+		return "closed"
 	case Open:
 		return "open"
 	case HalfOpen:
 		return "half_open"
 	default:
-		return "closed"
+		return fmt.Sprintf("state.BreakerState(%d)", int32(s))
 	}
 }
 

@@ -2,7 +2,9 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -115,5 +117,21 @@ func TestScopeUnmarshalNullIsANoOp(t *testing.T) {
 	s := set
 	if err := json.Unmarshal([]byte(`null`), &s); err != nil || s != set {
 		t.Errorf("null into a set Scope: %+v, %v; want it left as %+v", s, err, set)
+	}
+}
+
+// A BreakerState that is none of the three (a hand-made value, or one a
+// Store decoded from a corrupt record) says what it is, as observe.Kind
+// does, in String and in JSON: written "closed", it would pass for a
+// breaker that lets calls through.
+func TestAnUnknownBreakerStateSaysWhatItIs(t *testing.T) {
+	for _, s := range []BreakerState{-1, 3, 7} {
+		want := fmt.Sprintf("state.BreakerState(%d)", int32(s))
+		if got := s.String(); got != want {
+			t.Errorf("BreakerState(%d).String() = %q, want %q", int32(s), got, want)
+		}
+		if b, err := json.Marshal(BreakerSnapshot{State: s}); err != nil || !strings.Contains(string(b), `"state":"`+want+`"`) {
+			t.Errorf("BreakerSnapshot{State: %d} marshals to %s, %v; want its state %q", int32(s), b, err, want)
+		}
 	}
 }
