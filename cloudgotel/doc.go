@@ -14,7 +14,13 @@
 // The gauges read, and keep, every governor made with the Observer until
 // Observer.Detach or Unregister: detach a governor the program is done
 // with (one made for a job, one another replaced), whose scopes would
-// otherwise be added up with those of the next.
+// otherwise be added up with those of the next. The Observers of
+// Instrument on one meter provider share one callback, which reads the
+// governors of them all, so that their series alike are added up (and a
+// governor attached to two alike read once) rather than observed twice,
+// of which a collection would keep one; unregister each Observer when
+// done with its meter provider: until the last one is, the package keeps
+// the provider's callback.
 //
 // NewObserver and RegisterGauges, the same in two phases (the observer
 // before the governor, the gauges after it), are deprecated.

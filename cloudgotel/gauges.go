@@ -2,6 +2,7 @@ package cloudgotel
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -26,18 +27,23 @@ import (
 //
 // The gauges read every governor made with the Observer (the scopes of
 // two governors that share their attributes are added up as
-// WithoutAccount's are). A collection whose context ends while they read
-// the scopes (an exporter's timeout) stops reading there, observes none
-// of them, and fails with the context's error. Instrument fails when the meter provider refuses
-// an instrument or the gauges' callback.
+// WithoutAccount's are), and, on a meter provider that has the gauges of
+// other Observers of Instrument, those made with them: one callback per
+// meter provider reads them all, so that their series alike are added
+// up too (each Observer's governors with its own options), where a
+// collection of two callbacks' would keep one's. A collection whose
+// context ends while they read the scopes (an exporter's timeout) stops
+// reading there, observes none of them, and fails with the context's
+// error. Instrument fails when the meter provider refuses an instrument
+// or the gauges' callback.
 func Instrument(opts ...Option) (*Observer, error) {
 	c := newConfig(opts)
 	o, err := newObserver(&c)
 	if err != nil {
 		return nil, err
 	}
-	gs := &gauges{}
-	if gs.reg, err = registerGauges(&c, gs.governors); err != nil {
+	gs := &gauges{c: &c}
+	if err := join(gs); err != nil {
 		return nil, err
 	}
 	o.gauges = gs
@@ -69,7 +75,9 @@ func (o *Observer) Detach(g *resilience.Governor) {
 
 // Unregister stops the gauges of an Observer from Instrument and lets go
 // of the governors they read, and of any made with the Observer
-// afterwards; the Observer still records events. It returns the meter
+// afterwards; the Observer still records events. The gauges of the other
+// Observers of Instrument on its meter provider go on; the last one
+// unregistered removes the callback they share. It returns the meter
 // provider's error, if any.
 func (o *Observer) Unregister() error {
 	if o == nil || o.gauges == nil {
@@ -78,12 +86,140 @@ func (o *Observer) Unregister() error {
 	return o.gauges.unregister()
 }
 
-// gauges are an Instrument's gauges and the governors they read.
+// gauges are an Instrument's gauges: the governors they read, with the
+// options of its Observer, on the callback of its meter provider.
 type gauges struct {
-	reg     metric.Registration
+	c       *config
+	shared  *meterGauges
 	mu      sync.Mutex
 	govs    []*resilience.Governor // replaced, never changed in place
 	stopped bool                   // unregistered: a governor made afterwards is not kept
+}
+
+// meterGauges are the gauges registered on one meter provider: one
+// callback reads the governors of every Instrument Observer on it (its
+// members), so that their series alike are added up as one Observer's
+// governors' are. Two callbacks would each observe such a series, and a
+// collection keep one of the two (an observable gauge keeps the last
+// observation of a series). It is safe for concurrent use.
+type meterGauges struct {
+	key     metric.MeterProvider // nil: not in meters (a provider not comparable)
+	reg     metric.Registration  // nil once the last member left; meters.mu guards it
+	mu      sync.Mutex
+	members []*gauges // replaced, never changed in place
+}
+
+// meters are the meterGauges of each meter provider with Instrument
+// Observers' gauges registered on it.
+var meters = struct {
+	mu sync.Mutex
+	m  map[metric.MeterProvider]*meterGauges
+}{m: map[metric.MeterProvider]*meterGauges{}}
+
+// join adds gs to the gauges of its meter provider, registering them on
+// it when it has none. The meter provider is called outside meters' lock.
+func join(gs *gauges) error {
+	mp := gs.c.provider
+	keyed := keyable(mp) // a map key; else a callback of its own
+	if keyed && joined(mp, gs, nil) {
+		return nil
+	}
+	mg := &meterGauges{}
+	reg, err := registerGauges(gs.c.meter(), mg.read)
+	if err != nil {
+		return err
+	}
+	mg.reg = reg
+	if !keyed {
+		mg.add(gs)
+		return nil
+	}
+	if !joined(mp, gs, mg) {
+		// Another Instrument registered the provider's gauges meanwhile:
+		// gs joins those, and these go.
+		return reg.Unregister()
+	}
+	return nil
+}
+
+// joined adds gs to the gauges of mp, if it has some; when it has none
+// and fresh is set, fresh becomes its gauges, with gs. With fresh nil it
+// reports whether gs joined; with fresh set, whether fresh is in use
+// (gs joins either way).
+func joined(mp metric.MeterProvider, gs *gauges, fresh *meterGauges) bool {
+	meters.mu.Lock()
+	defer meters.mu.Unlock()
+	if mg := meters.m[mp]; mg != nil {
+		mg.add(gs)
+		return fresh == nil
+	}
+	if fresh == nil {
+		return false
+	}
+	fresh.key = mp
+	meters.m[mp] = fresh
+	fresh.add(gs)
+	return true
+}
+
+// add makes gs a member.
+func (mg *meterGauges) add(gs *gauges) {
+	mg.mu.Lock()
+	mg.members = append(mg.members[:len(mg.members):len(mg.members)], gs)
+	mg.mu.Unlock()
+	gs.shared = mg
+}
+
+// keyable reports whether mp can key a map: a value whose dynamic
+// type is not comparable (or holds one that is not) panics as one.
+func keyable(mp metric.MeterProvider) (ok bool) {
+	if t := reflect.TypeOf(mp); t == nil || !t.Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = map[metric.MeterProvider]bool{mp: true}
+	return true
+}
+
+// leave removes gs from its meter provider's gauges, and unregisters them
+// when it was the last member, outside meters' lock.
+func (mg *meterGauges) leave(gs *gauges) error {
+	meters.mu.Lock()
+	mg.mu.Lock()
+	mg.members = slices.DeleteFunc(slices.Clone(mg.members), func(x *gauges) bool { return x == gs })
+	last := len(mg.members) == 0
+	mg.mu.Unlock()
+	reg := mg.reg
+	if last {
+		if mg.key != nil && meters.m[mg.key] == mg {
+			delete(meters.m, mg.key)
+		}
+		mg.reg = nil
+	}
+	meters.mu.Unlock()
+	if !last || reg == nil {
+		return nil
+	}
+	return reg.Unregister()
+}
+
+// read is the reading of every member's governors, each with its
+// options.
+func (mg *meterGauges) read(ctx context.Context) (reading, error) {
+	mg.mu.Lock()
+	members := mg.members
+	mg.mu.Unlock()
+	rd := newReader()
+	for _, gs := range members {
+		if err := rd.add(ctx, gs.c, gs.governors()); err != nil {
+			return reading{}, err
+		}
+	}
+	return rd.r, nil
 }
 
 func (gs *gauges) attach(g *resilience.Governor) {
@@ -111,12 +247,15 @@ func (gs *gauges) unregister() error {
 	gs.mu.Lock()
 	gs.govs, gs.stopped = nil, true
 	gs.mu.Unlock()
-	return gs.reg.Unregister()
+	return gs.shared.leave(gs)
 }
 
 // RegisterGauges registers observable gauges over g's live scopes
 // (resilience.Governor.Scopes), read at each collection: those Instrument
-// registers (see the package's documentation). Unregister the returned
+// registers (see the package's documentation), on a callback of their
+// own, which an Instrument Observer's on the same meter provider does not
+// add up with (a collection keeps one observation of a series both
+// observe). Unregister the returned
 // registration to stop reading g. A nil g is the process governor
 // (resilience.Default, looked up at each collection). It fails when the
 // meter provider refuses an instrument or the callback.
@@ -125,22 +264,25 @@ func (gs *gauges) unregister() error {
 // on one meter provider, and reads the governor made with it.
 func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration, error) {
 	c := newConfig(opts)
-	if g == nil {
-		return registerGauges(&c, func() []*resilience.Governor { return []*resilience.Governor{resilience.Default()} })
-	}
-	govs := []*resilience.Governor{g}
-	return registerGauges(&c, func() []*resilience.Governor { return govs })
+	return registerGauges(c.meter(), func(ctx context.Context) (reading, error) {
+		gov := g
+		if gov == nil {
+			gov = resilience.Default()
+		}
+		rd := newReader()
+		err := rd.add(ctx, &c, []*resilience.Governor{gov})
+		return rd.r, err
+	})
 }
 
-// registerGauges registers the gauges on c's meter provider, reading the
-// governors read returns at each collection: cloudg.rate,
+// registerGauges registers the gauges on m, observing at each collection
+// the reading read returns (none when it fails): cloudg.rate,
 // cloudg.rate.ceiling, cloudg.breaker.state, cloudg.queued and
 // cloudg.pause.remaining per scope, cloudg.inflight and cloudg.waiting
 // per account, cloudg.retry_budget per provider, and
 // cloudg.provider.rate, cloudg.provider.rate.ceiling and
 // cloudg.provider.queued per provider with a provider-wide bucket.
-func registerGauges(c *config, read func() []*resilience.Governor) (metric.Registration, error) {
-	m := c.meter()
+func registerGauges(m metric.Meter, read func(context.Context) (reading, error)) (metric.Registration, error) {
 	rate, err := m.Float64ObservableGauge("cloudg.rate", metric.WithUnit("{request}/s"),
 		metric.WithDescription("A scope's adaptive rate."))
 	if err != nil {
@@ -197,7 +339,7 @@ func registerGauges(c *config, read func() []*resilience.Governor) (metric.Regis
 		return nil, err
 	}
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		r, err := c.read(ctx, read())
+		r, err := read(ctx)
 		if err != nil {
 			return err // the collection was given up on: nothing observed
 		}
@@ -286,37 +428,88 @@ type providerGauge struct {
 	queued        int64
 }
 
-// read takes the live scopes of govs into one reading, and the retry
-// budgets of their providers: those with live scopes, and those the
-// governor holds spent (Governor.Providers, Budget below BudgetSize),
-// whose scopes are gone (only successes refund a budget). It stops, with
-// ctx's error, when ctx ends before it has read every scope (a
-// collection given up on, whose reading of a shared store goes on a
-// round trip per scope). A provider a governor has disabled
+// reader takes the live scopes of governors into one reading, each
+// series once: the governors of one Observer, or of every Observer of
+// Instrument on a meter provider (meterGauges), each with its options.
+type reader struct {
+	r         reading
+	leaves    map[attribute.Distinct]*leafGauge
+	seenIn    map[accountIn]bool // each account's (provider's) queue counted once per leaf series
+	accounts  map[attribute.Distinct]*accountGauge
+	providers map[attribute.Distinct]*providerGauge
+	// A governor's provider gauges (its budget, its provider-wide
+	// bucket) are counted once, whatever the options it is read with,
+	// and a governor read twice with the same options (attached to two
+	// Observers alike) once.
+	seenProvider map[governorProvider]bool
+	seenGov      map[governorRead]bool
+}
+
+type governorProvider struct {
+	g    *resilience.Governor
+	name string
+}
+
+type governorRead struct {
+	g                      *resilience.Governor
+	noAccount, noOperation bool
+}
+
+func newReader() *reader {
+	return &reader{
+		leaves:       map[attribute.Distinct]*leafGauge{},
+		seenIn:       map[accountIn]bool{},
+		accounts:     map[attribute.Distinct]*accountGauge{},
+		providers:    map[attribute.Distinct]*providerGauge{},
+		seenProvider: map[governorProvider]bool{},
+		seenGov:      map[governorRead]bool{},
+	}
+}
+
+// provider returns the gauges of the provider name.
+func (rd *reader) provider(c *config, name string) *providerGauge {
+	set := attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: name})...)
+	p, ok := rd.providers[set.Equivalent()]
+	if !ok {
+		p = &providerGauge{set: set}
+		rd.providers[set.Equivalent()] = p
+		rd.r.providers = append(rd.r.providers, p)
+	}
+	return p
+}
+
+// providerOf adds the provider gauges of snap, a live scope of provider
+// name: its budget, and its provider-wide bucket when it has one.
+func (rd *reader) providerOf(c *config, name string, snap state.ScopeSnapshot) {
+	p := rd.provider(c, name)
+	p.left += snap.RetryBudget
+	if b := snap.Provider; b.Ceiling > 0 {
+		p.bucket = true
+		p.rate += b.Rate
+		p.ceiling += b.Ceiling
+		p.queued += int64(b.Queued())
+	}
+}
+
+// add takes the live scopes of govs, read with c's options, into the
+// reading, and the retry budgets of their providers: those with live
+// scopes, and those the governor holds spent (Governor.Providers, Budget
+// below BudgetSize), whose scopes are gone (only successes refund a
+// budget). It stops, with ctx's error, when ctx ends before it has read
+// every scope (a collection given up on, whose reading of a shared store
+// goes on a round trip per scope). A provider a governor has disabled
 // (Governor.Enabled) is left out: its calls go through ungoverned, and
 // the state its scopes learned, which the governor keeps for when it is
 // enabled again, is not in force.
-func (c *config) read(ctx context.Context, govs []*resilience.Governor) (reading, error) {
+func (rd *reader) add(ctx context.Context, c *config, govs []*resilience.Governor) error {
 	done := ctx.Done()
-	var r reading
-	leaves := map[attribute.Distinct]*leafGauge{}
-	seenIn := map[accountIn]bool{} // each account's (provider's) queue counted once per leaf series
-	accounts := map[attribute.Distinct]*accountGauge{}
-	providers := map[attribute.Distinct]*providerGauge{}
-	provider := func(name string) *providerGauge {
-		set := attribute.NewSet(c.scopeAttrs(resilience.Scope{Provider: name})...)
-		p, ok := providers[set.Equivalent()]
-		if !ok {
-			p = &providerGauge{set: set}
-			providers[set.Equivalent()] = p
-			r.providers = append(r.providers, p)
-		}
-		return p
-	}
-	budget := func(name string, left float64) { provider(name).left += left }
 	for _, g := range govs {
+		read := governorRead{g, c.noAccount, c.noOperation}
+		if rd.seenGov[read] {
+			continue
+		}
+		rd.seenGov[read] = true
 		seenAccount := map[resilience.Scope]bool{} // each bulkhead counted once
-		seenProvider := map[string]bool{}          // each budget counted once
 		enabled := map[string]bool{}               // Governor.Enabled, read once per provider
 		isEnabled := func(name string) bool {
 			en, ok := enabled[name]
@@ -329,30 +522,30 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor) (reading
 		for sc, snap := range g.Scopes() {
 			select {
 			case <-done:
-				return reading{}, ctx.Err()
+				return ctx.Err()
 			default:
 			}
 			if !isEnabled(sc.Provider) {
 				continue // ungoverned: what its scopes learned is not in force
 			}
 			set := attribute.NewSet(c.scopeAttrs(sc)...)
-			l, ok := leaves[set.Equivalent()]
+			l, ok := rd.leaves[set.Equivalent()]
 			if !ok {
 				l = &leafGauge{set: set}
-				leaves[set.Equivalent()] = l
-				r.leaves = append(r.leaves, l)
+				rd.leaves[set.Equivalent()] = l
+				rd.r.leaves = append(rd.r.leaves, l)
 			}
 			l.rate += snap.Leaf.Rate
 			l.ceiling += snap.Leaf.Ceiling
 			l.breaker = max(l.breaker, breakerValue(snap.Breaker.State))
 			l.leafQueued += int64(snap.Leaf.Queued())
 			acct := resilience.Scope{Provider: sc.Provider, Account: sc.Account}
-			if in := (accountIn{set.Equivalent(), g, acct, false}); !seenIn[in] {
-				seenIn[in] = true
+			if in := (accountIn{set.Equivalent(), g, acct, false}); !rd.seenIn[in] {
+				rd.seenIn[in] = true
 				l.acctQueued += int64(snap.Account.Queued())
 			}
-			if in := (accountIn{set.Equivalent(), g, resilience.Scope{Provider: sc.Provider}, true}); !seenIn[in] {
-				seenIn[in] = true
+			if in := (accountIn{set.Equivalent(), g, resilience.Scope{Provider: sc.Provider}, true}); !rd.seenIn[in] {
+				rd.seenIn[in] = true
 				l.provQueued += int64(snap.Provider.Queued())
 			}
 			l.paused = max(l.paused, max(snap.Leaf.Paused, snap.Account.Paused, snap.Provider.Paused).Seconds())
@@ -360,35 +553,30 @@ func (c *config) read(ctx context.Context, govs []*resilience.Governor) (reading
 			if !seenAccount[acct] {
 				seenAccount[acct] = true
 				set := attribute.NewSet(c.scopeAttrs(acct)...)
-				a, ok := accounts[set.Equivalent()]
+				a, ok := rd.accounts[set.Equivalent()]
 				if !ok {
 					a = &accountGauge{set: set}
-					accounts[set.Equivalent()] = a
-					r.accounts = append(r.accounts, a)
+					rd.accounts[set.Equivalent()] = a
+					rd.r.accounts = append(rd.r.accounts, a)
 				}
 				a.inflight += int64(snap.InFlight)
 				a.waiting += int64(snap.Waiting)
 			}
-			if !seenProvider[sc.Provider] {
-				seenProvider[sc.Provider] = true
-				budget(sc.Provider, snap.RetryBudget)
-				if b := snap.Provider; b.Ceiling > 0 {
-					p := provider(sc.Provider)
-					p.bucket = true
-					p.rate += b.Rate
-					p.ceiling += b.Ceiling
-					p.queued += int64(b.Queued())
-				}
+			if k := (governorProvider{g, sc.Provider}); !rd.seenProvider[k] {
+				rd.seenProvider[k] = true
+				rd.providerOf(c, sc.Provider, snap)
 			}
 		}
 		for _, name := range g.Providers() {
-			if seenProvider[name] || !isEnabled(name) {
+			k := governorProvider{g, name}
+			if rd.seenProvider[k] || !isEnabled(name) {
 				continue
 			}
 			if left := g.Budget(name); left < float64(g.BudgetSize(name)) {
-				budget(name, left) // spent, after the scopes that spent it
+				rd.seenProvider[k] = true
+				rd.provider(c, name).left += left // spent, after the scopes that spent it
 			}
 		}
 	}
-	return r, nil
+	return nil
 }

@@ -3,6 +3,7 @@ package cloudgotel
 import (
 	"testing"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/cloudg/cloudg/resilience"
@@ -27,5 +28,33 @@ func TestUnregisteredGaugesHoldNoGovernor(t *testing.T) {
 	}
 	if n := len(obs.gauges.governors()); n != 0 {
 		t.Fatalf("the unregistered gauges hold %d governors, want none", n)
+	}
+}
+
+// unhashable is a meter provider whose type is not comparable, and
+// wrapped one whose type is but whose value cannot key a map either.
+type (
+	unhashable struct {
+		noop.MeterProvider
+		_ map[string]int
+	}
+	wrapped struct{ metric.MeterProvider }
+)
+
+// A meter provider that cannot key a map (its type, or the value it
+// holds, is not comparable) gets gauges of its own: Instrument neither
+// panics nor fails on it, and Unregister removes them.
+func TestAMeterProviderThatCannotKeyAMapHasGaugesOfItsOwn(t *testing.T) {
+	for _, mp := range []metric.MeterProvider{unhashable{}, wrapped{unhashable{}}} {
+		obs, err := Instrument(WithMeterProvider(mp))
+		if err != nil {
+			t.Fatalf("%T: %v", mp, err)
+		}
+		if obs.gauges.shared == nil || obs.gauges.shared.key != nil {
+			t.Errorf("%T: gauges %+v, want their own, in no map", mp, obs.gauges.shared)
+		}
+		if err := obs.Unregister(); err != nil || obs.gauges.shared.reg != nil {
+			t.Errorf("%T: Unregister: %v, registration %v left", mp, err, obs.gauges.shared.reg)
+		}
 	}
 }

@@ -607,3 +607,64 @@ func TestADisabledProvidersScopesAreNotReadAsGoverned(t *testing.T) {
 		}
 	}
 }
+
+// Observers of Instrument on one meter provider (a program that
+// instruments each governor it makes, on the global meter provider)
+// report their governors' gauges as one Observer given every governor
+// does: the rates of scopes alike added up, 20 + 20 rps, and a provider's
+// retry budgets, 500 tokens each, whatever the options of each (the third
+// here leaves the account off), and a governor attached to two of them
+// alike once. Unregistering one leaves the others' governors read;
+// unregistering all leaves no gauge.
+func TestObserversOnOneMeterProviderAddUp(t *testing.T) {
+	m := newMeter()
+	var obs []*cloudgotel.Observer
+	var govs []*resilience.Governor
+	for _, opts := range [][]cloudgotel.Option{nil, nil, {cloudgotel.WithoutAccount()}} {
+		o, err := cloudgotel.Instrument(append(opts, cloudgotel.WithMeterProvider(m))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Unregister()
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g))
+		obs, govs = append(obs, o), append(govs, g)
+	}
+	noAccount := vpcs
+	noAccount.Account = ""
+	withAccount, withoutAccount := key(scopeKV(vpcs)...), key(scopeKV(noAccount)...)
+	aws := key(attribute.String("cloud.provider", "aws"))
+	read := func() (rates, budgets map[string]float64) {
+		all := m.collect(t)
+		rates, budgets = map[string]float64{}, map[string]float64{}
+		if mt, has := all["cloudg.rate"]; has {
+			rates = gauge[float64](t, mt)
+		}
+		if mt, has := all["cloudg.retry_budget"]; has {
+			budgets = gauge[float64](t, mt)
+		}
+		return rates, budgets
+	}
+	if rates, budgets := read(); len(rates) != 2 || rates[withAccount] != 40 || rates[withoutAccount] != 20 || budgets[aws] != 1500 {
+		t.Errorf("three Observers on one meter provider, each with a governor: cloudg.rate %v, cloudg.retry_budget{aws} %v; want 40 with the account (two governors), 20 without, and the budgets added up, 1500", rates, budgets[aws])
+	}
+	obs[1].Attach(govs[0])
+	if rates, budgets := read(); len(rates) != 2 || rates[withAccount] != 40 || rates[withoutAccount] != 20 || budgets[aws] != 1500 {
+		t.Errorf("the first governor attached to the second Observer too: cloudg.rate %v, cloudg.retry_budget{aws} %v; want it read once: 40, 20, 1500", rates, budgets[aws])
+	}
+	obs[1].Detach(govs[0])
+	if err := obs[0].Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if rates, budgets := read(); len(rates) != 2 || rates[withAccount] != 20 || rates[withoutAccount] != 20 || budgets[aws] != 1000 {
+		t.Errorf("the first Observer unregistered: cloudg.rate %v, cloudg.retry_budget{aws} %v; want the others' governors': 20 with the account, 20 without, 1000", rates, budgets[aws])
+	}
+	obs[1].Unregister()
+	obs[2].Unregister()
+	if rates, budgets := read(); len(rates) != 0 || len(budgets) != 0 {
+		t.Errorf("every Observer unregistered: cloudg.rate %v, cloudg.retry_budget %v; want no gauge", rates, budgets)
+	}
+}
