@@ -1,8 +1,10 @@
 package cloudgotel
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -24,23 +26,37 @@ const (
 )
 
 // scopeAttrs returns the attributes of sc, less those the configuration
-// drops.
+// drops. A part is caller data, which may hold any bytes; an attribute's
+// value is valid UTF-8 (text), which the OpenTelemetry attribute values
+// and the exporters' formats require (Prometheus's registry refuses a
+// whole scrape for one label value that is not): each run of bytes that
+// is not is written U+FFFD, so that scopes that differ only there share
+// their series, added up as WithoutAccount's are.
 func (c *config) scopeAttrs(sc resilience.Scope) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 6)
-	kv = append(kv, semconv.CloudProviderKey.String(sc.Provider))
+	kv = append(kv, semconv.CloudProviderKey.String(text(sc.Provider)))
 	if sc.Account != "" && !c.noAccount {
-		kv = append(kv, semconv.CloudAccountID(sc.Account))
+		kv = append(kv, semconv.CloudAccountID(text(sc.Account)))
 	}
 	if sc.Region != "" {
-		kv = append(kv, semconv.CloudRegion(sc.Region))
+		kv = append(kv, semconv.CloudRegion(text(sc.Region)))
 	}
 	if sc.Service != "" {
-		kv = append(kv, semconv.RPCService(sc.Service))
+		kv = append(kv, semconv.RPCService(text(sc.Service)))
 	}
 	if sc.Operation != "" && !c.noOperation {
-		kv = append(kv, semconv.RPCMethod(sc.Operation))
+		kv = append(kv, semconv.RPCMethod(text(sc.Operation)))
 	}
 	return kv
+}
+
+// text returns s as valid UTF-8: s itself when it is, else with U+FFFD
+// for each run of bytes that is not.
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // maxCached bounds the attribute sets an Observer keeps: a sweep over a

@@ -58,7 +58,10 @@
 // A scope's parts are the attributes of the semantic conventions (v1.38.0,
 // the last to name the RPC service on its own): cloud.provider,
 // cloud.account.id, cloud.region, rpc.service and rpc.method, each only
-// when the part is set. cloudg.inflight and cloudg.waiting have the
+// when the part is set, as valid UTF-8 (a part that is not, caller data,
+// has U+FFFD for each run of bytes that is not, as has a throttle's
+// answer on a span: an exporter refuses such a value, Prometheus's
+// registry the whole scrape). cloudg.inflight and cloudg.waiting have the
 // provider and account only, and cloudg.retry_budget and the
 // cloudg.provider gauges the provider only, since those are what they
 // belong to. WithoutAccount and

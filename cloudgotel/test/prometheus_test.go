@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,8 +19,11 @@ import (
 	"github.com/prometheus/common/model"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cloudg/cloudg/cloudgotel"
+	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -245,5 +250,79 @@ func TestSeriesPerLiveScope(t *testing.T) {
 				t.Errorf("%d series, want 5 x %d leaves + 2 x %d accounts + %d provider + %d operations + 3 x %d provider buckets = %d: %v", total, c.l, c.a, c.p, c.o, c.b, want, got)
 			}
 		})
+	}
+}
+
+// A scope's parts are caller data, and may hold any bytes (an account id
+// read from a file, a header): the attributes are valid UTF-8, which the
+// OpenTelemetry attribute values and the exporters' formats require, with
+// U+FFFD for each run of bytes that is not, so that one such scope does
+// not fail the scrape of every metric (before, Prometheus's registry
+// refused the whole scrape, 500, "label value \"\xff\xfe\" is not valid
+// UTF-8") and its calls are counted; so are the attributes of the
+// events added to a call's span, an answer's text among them.
+func TestAScopeOfInvalidUTF8DoesNotFailTheScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	defer mp.Shutdown(context.Background())
+	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Unregister()
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := vpcs
+	bad.Account, bad.Operation = "\xff\xfe12", "Describe\xc3"
+	for _, sc := range []resilience.Scope{vpcs, bad} {
+		if err := resilience.Do(context.Background(), sc, ok, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, first, _ := strings.Cut(string(body), "\n* ")
+		first, _, _ = strings.Cut(first, "\n")
+		if i := strings.Index(first, "}}: "); i >= 0 {
+			first = first[i+4:] // the error, after the metric's description
+		}
+		t.Fatalf("a scope of account %q and operation %q: the scrape is %s, the first of its errors: %s", bad.Account, bad.Operation, resp.Status, first)
+	}
+	fams := scrape(t, srv.URL+"/metrics")
+	found := false
+	for _, m := range fams["cloudg_calls_total"].GetMetric() {
+		if l := labels(m); l["cloud_account_id"] == "\uFFFD12" && l["rpc_method"] == "Describe\uFFFD" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("cloudg_calls_total has no series of account \"\\uFFFD12\" and operation \"Describe\\uFFFD\": %v", fams["cloudg_calls_total"].GetMetric())
+	}
+
+	// A throttle's event on a recording span: its attributes, the
+	// answer's text among them, are valid UTF-8 too.
+	rec := tracetest.NewSpanRecorder()
+	ctx, span := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test").Start(context.Background(), "call")
+	obs.Observe(observe.Event{Kind: observe.Throttle, Scope: bad, Context: ctx, Err: errors.New("Throttling: rate of \xff exceeded")})
+	span.End()
+	for _, ev := range rec.Ended()[0].Events() {
+		for _, kv := range ev.Attributes {
+			if v := kv.Value.Emit(); !utf8.ValidString(v) {
+				t.Errorf("span event %s: %s is %q, not valid UTF-8", ev.Name, kv.Key, v)
+			}
+		}
 	}
 }
