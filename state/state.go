@@ -244,6 +244,16 @@ type Budget interface {
 // call back into the governor that uses the store (Governor.Inspect, a
 // governed call), which waits for that lock for good. The state they
 // return is used outside those locks.
+//
+// A read of the governor calls Bucket and Breaker too, outside those
+// locks: Governor.Inspect, or a Survey's, of a scope no call of this
+// process has used asks the Store given to the governor
+// (resilience.WithStateStore; the governor's own, in the process, is not
+// asked) for the scope's leaf bucket and breaker, and its account's
+// bucket, only to take their Snapshot, and then lets them go without
+// Drop. A bucket or breaker must
+// therefore hold nothing its process alone knows of until a call uses
+// it, and a Store must not count on the governor keeping what it made.
 type Store interface {
 	Bucket(key string, spec BucketSpec, now time.Duration) Bucket
 	Breaker(key string, spec BreakerSpec) Breaker
