@@ -6,7 +6,9 @@ import (
 )
 
 // An Option configures what Instrument makes (or NewObserver and
-// RegisterGauges).
+// RegisterGauges). An Option is a value that changes nothing once made:
+// any number of goroutines may give the same one to Instrument at once.
+// A nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type config struct {
@@ -34,7 +36,7 @@ func newConfig(opts []Option) config {
 
 // WithMeterProvider records to mp instead of the global meter provider
 // (otel.GetMeterProvider, looked up when the Observer or the gauges are
-// made).
+// made); a nil mp is the global one.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) { c.provider = mp })
 }

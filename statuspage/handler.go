@@ -14,7 +14,9 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// An Option configures the page's handler.
+// An Option configures the page's handler. An Option is a value that
+// changes nothing once made: any number of goroutines may give the same
+// one to New at once. A nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type config struct {
