@@ -20,8 +20,8 @@ type GovernorOption interface{ governorOption() }
 // WithPolicy and WithNestedCalls make them (Begin reads WithPolicy
 // only, and a Bound's Do and Begin do not read WithGovernor).
 //
-// Options are values: make one once and reuse it. Passing options to a
-// call does not allocate.
+// Options are values: make one once and reuse it, from any number of
+// goroutines at once. Passing options to a call does not allocate.
 type CallOption interface{ callOption() }
 
 // Option is CallOption, the options of a call.
