@@ -43,28 +43,8 @@ func TestDataPlaneRequestsAreScopedByTheirResource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
 		var hosts []string
-		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-		o := policy.ClientOptions{
-			Transport:        hostTransport{&hosts},
-			Retry:            policy.RetryOptions{MaxRetries: -1},
-			PerCallPolicies:  []policy.Policy{perCall},
-			PerRetryPolicies: []policy.Policy{perRetry},
-		}
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
 		ctx, stats := resilience.WithStats(context.Background())
-		send := func(url string) (int, time.Duration) {
-			t.Helper()
-			req, err := runtime.NewRequest(ctx, http.MethodGet, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			resp, err := pl.Do(req)
-			if err != nil {
-				t.Fatalf("%s: %v", url, err)
-			}
-			return resp.StatusCode, time.Since(start)
-		}
+		send := governedSend(t, ctx, gov, hostTransport{&hosts})
 		if st, _ := send("https://busyacct.blob.core.windows.net/c/b"); st != http.StatusServiceUnavailable {
 			t.Fatalf("busy account answered %d", st)
 		}
@@ -223,27 +203,7 @@ func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
 		var hosts []string
-		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-		o := policy.ClientOptions{
-			Transport:        hostTransport{&hosts},
-			Retry:            policy.RetryOptions{MaxRetries: -1},
-			PerCallPolicies:  []policy.Policy{perCall},
-			PerRetryPolicies: []policy.Policy{perRetry},
-		}
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
-		send := func(url string) (int, time.Duration) {
-			t.Helper()
-			req, err := runtime.NewRequest(context.Background(), http.MethodGet, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			resp, err := pl.Do(req)
-			if err != nil {
-				t.Fatalf("%s: %v", url, err)
-			}
-			return resp.StatusCode, time.Since(start)
-		}
+		send := governedSend(t, context.Background(), gov, hostTransport{&hosts})
 		if st, _ := send("https://busyacct.z24.blob.storage.azure.net/c/b"); st != http.StatusServiceUnavailable {
 			t.Fatalf("busy account answered %d", st)
 		}
@@ -256,4 +216,32 @@ func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
 			}
 		}
 	})
+}
+
+// governedSend returns a send of a GET of a URL with ctx through a
+// pipeline with both of cloudgazure's policies for gov, over transport,
+// azcore's own retries off: the answer's status and how long it took. A
+// request that fails before it is answered fails the test.
+func governedSend(t *testing.T, ctx context.Context, gov *resilience.Governor, transport policy.Transporter) func(url string) (int, time.Duration) {
+	perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
+	o := policy.ClientOptions{
+		Transport:        transport,
+		Retry:            policy.RetryOptions{MaxRetries: -1},
+		PerCallPolicies:  []policy.Policy{perCall},
+		PerRetryPolicies: []policy.Policy{perRetry},
+	}
+	pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+	return func(url string) (int, time.Duration) {
+		t.Helper()
+		req, err := runtime.NewRequest(ctx, http.MethodGet, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := pl.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		return resp.StatusCode, time.Since(start)
+	}
 }

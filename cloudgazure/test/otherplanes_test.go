@@ -9,9 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-
 	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -72,27 +69,7 @@ func TestOtherDataPlanesAreScopedByTheirResource(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				gov := newGov(t, resilience.Config{})
-				perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-				o := policy.ClientOptions{
-					Transport:        throttleTransport{c.hint, c.value},
-					Retry:            policy.RetryOptions{MaxRetries: -1},
-					PerCallPolicies:  []policy.Policy{perCall},
-					PerRetryPolicies: []policy.Policy{perRetry},
-				}
-				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
-				send := func(url string) (int, time.Duration) {
-					t.Helper()
-					req, err := runtime.NewRequest(context.Background(), http.MethodGet, url)
-					if err != nil {
-						t.Fatal(err)
-					}
-					start := time.Now()
-					resp, err := pl.Do(req)
-					if err != nil {
-						t.Fatalf("%s: %v", url, err)
-					}
-					return resp.StatusCode, time.Since(start)
-				}
+				send := governedSend(t, context.Background(), gov, throttleTransport{c.hint, c.value})
 				if st, _ := send(c.busy); st != http.StatusTooManyRequests {
 					t.Fatalf("busy resource answered %d", st)
 				}
