@@ -28,7 +28,7 @@ func (gd *Guard) limits() *retryLimits {
 // deadlineAt returns the current call's deadline.
 func (gd *Guard) deadlineAt() time.Duration {
 	gd.limits()
-	return gd.dl.at
+	return gd.dl
 }
 
 // setDeadline computes the current call's deadline: its start plus the
@@ -36,9 +36,9 @@ func (gd *Guard) deadlineAt() time.Duration {
 // is read on the governor's clock now, however long after the call's
 // start its deadline is first needed (see limits).
 func (gd *Guard) setDeadline() {
-	gd.dl = deadline{at: gd.start + gd.lim.deadline}
-	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.g.now()); ok && cl < gd.dl.at {
-		gd.dl = deadline{at: cl, fromCtx: true}
+	gd.dl, gd.dlCtx = gd.start+gd.lim.deadline, false
+	if cl, ok := gd.g.ctxLimit(gd.ctx, gd.g.now()); ok && cl < gd.dl {
+		gd.dl, gd.dlCtx = cl, true
 	}
 }
 
@@ -304,7 +304,7 @@ func (gd *Guard) stopByContext(err error) error {
 	case gd.retrying():
 		err = ctxError(err, gd.last.err)
 	case err == context.DeadlineExceeded:
-		if gd.limits(); gd.dl.fromCtx {
+		if gd.limits(); gd.dlCtx {
 			err = &DeadlineExceededError{Scope: gd.scope, Err: context.DeadlineExceeded}
 		}
 	}
@@ -814,7 +814,7 @@ func (gd *Guard) passDeadline(now, w time.Duration, r *reservation) error {
 		return gd.failAt(now, "deadline", gd.last.err)
 	}
 	de := &DeadlineExceededError{Scope: gd.scope, Wait: w}
-	if gd.dl.fromCtx {
+	if gd.dlCtx {
 		de.Err = context.DeadlineExceeded
 	}
 	gd.recordRefused(de)

@@ -52,8 +52,8 @@ func TestABorrowersProbeSuccessClosesTheBreakerOnceAndLeavesNoProbeOut(t *testin
 					if err := inner.Enter(attempt); err != nil {
 						t.Fatalf("page %d of the nested call: %v", page+1, err)
 					}
-					if inner.slot != nil || inner.slotOf != outer || inner.lease != leaseProbe {
-						t.Fatalf("page %d of the nested call: slot %p, borrowed from %p (the caller %p), lease %v; want the caller's slot and the probe", page+1, inner.slot, inner.slotOf, outer, inner.lease)
+					if inner.slot != nil || inner.loan != outer.lends() || inner.lease != leaseProbe {
+						t.Fatalf("page %d of the nested call: slot %p, a loan of %p (the caller's slot: %p), lease %v; want the caller's slot and the probe", page+1, inner.slot, inner.loan, outer.lends(), inner.lease)
 					}
 					inner.After(nil)
 					if st := g.Inspect(ec2Vpcs).Breaker.State; st != state.Closed {

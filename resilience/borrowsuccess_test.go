@@ -49,7 +49,7 @@ func TestABorrowerRecordsOneSuccessPerCountedCall(t *testing.T) {
 					if err := inner.Enter(attempt); err != nil {
 						t.Fatalf("page %d of the nested listing: %v", page+1, err)
 					}
-					if borrowed := inner.slotOf == outer; borrowed != (tc.cap == 1) {
+					if borrowed := inner.loan == outer.lends(); borrowed != (tc.cap == 1) {
 						t.Fatalf("page %d of the nested listing: on the caller's slot %v, want %v", page+1, borrowed, tc.cap == 1)
 					}
 					if tc.release {

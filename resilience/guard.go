@@ -77,21 +77,23 @@ type Guard struct {
 	run    *counters          // the run's counters for the service scope, or nil
 	slot   *bulkhead.Bulkhead // the bulkhead a held slot belongs to, or nil
 	orphan *orphanSlot        // gives the slot back if a guard from Begin is dropped; nil on Do's stack
-	lent   slotLend           // this call's slot (held or borrowed), as lent to a call nested in it
-	slotOf *Guard             // the enclosing call whose slot this one borrowed (see borrowSlot), or nil
-	slotIn *bulkhead.Bulkhead // the bulkhead of the slot this one borrowed, while slotOf is not nil
+	lent   slotLend           // the first slot this call holds (or borrowed), as lent to a call nested in it
+	lend   *slotLend          // the lend of the slot it holds now, when not lent: the first's is kept for a loan still out (see lends); nil: lent
+	loan   *slotLend          // the enclosing call's lend of the slot this one borrowed (see borrowSlot), or nil
+	slotIn *bulkhead.Bulkhead // the bulkhead of the slot this one borrowed, while loan is not nil
 	gate   *nestgate.Gate     // orders the lookups of the calls nested in this one's attempts, whose context other goroutines may hold (WithNestedCalls, an integration's attempt context); nil: none
 
 	rp      *RetryPolicy // the call's policy option
 	lim     retryLimits  // rp resolved against the provider's, on first need (attempts 0 until then)
 	start   time.Duration
-	dl      deadline      // the current call's, resolved with lim
+	dl      time.Duration // the current call's deadline, resolved with lim
 	admitBy time.Duration // the attempt being admitted waits no later, when its context bounds the wait (WithMaxWait)
 
 	phase   phase
+	dlCtx   bool // the context's deadline, sooner than the policy's, is the one that binds (dl)
+	bounded bool // admitBy bounds the attempt being admitted
 	lease   lease
 	noted   uint32     // the scope's streak of failures this call counted in (health)
-	bounded bool       // admitBy bounds the attempt being admitted
 	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
 	retries int        // retries of the current call; the first freeRetries are free
 	renewed int        // retries made before the call's attempts were renewed (breaker_wait)
@@ -112,13 +114,6 @@ type answer struct {
 	hint    time.Duration
 	hasHint bool
 	local   bool // a fatal error no provider answered: the call is lost if it ends with it
-}
-
-// deadline is the current call's deadline, and whether the context's
-// deadline, sooner than the policy's, is the one that binds.
-type deadline struct {
-	at      time.Duration
-	fromCtx bool
 }
 
 // Begin starts a logical call to scope. WithPolicy among opts sets the
@@ -217,14 +212,14 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // borrowed one to come back, so that the calls stay within the cap. A
 // nested call that goes on once the attempt is over (a goroutine's) keeps
 // the slot it borrowed: the enclosing call's Release leaves it taken
-// until the nested call gives it back. The call lends one slot at a time,
-// whichever attempt the calls were nested in: a call nested in a later
-// attempt, no slot free and the loan of an earlier attempt still out (a
-// goroutine's call going on), waits for a free slot or for that loan to
-// come back, as a second call nested in the same attempt does. Such a
-// wait ends when the earlier call does: an earlier nested call that
-// waits for the later one (or for the attempt it is nested in) waits for
-// good when the account's cap is full.
+// until the nested call gives it back. The call lends each slot it holds
+// so, one loan at a time: the slot a later attempt takes while the one of
+// an earlier attempt is kept for its loan (a goroutine's call going on)
+// is lent to a call nested in the later attempt at once, so that the
+// later nested call does not wait for the earlier one, which may wait
+// for it (a paginator's goroutine inside a retried call). The kept slot
+// stays taken until its loan comes back, and the later slot is the
+// attempt's own, so that the calls stay within the cap.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that
@@ -303,8 +298,8 @@ func (gd *Guard) Enter(ctx context.Context) error {
 				return err
 			}
 		}
-		if gd.slot != nil || gd.slotOf != nil { // held, or borrowed, across attempts
-			if !gd.lent.lentOut() {
+		if gd.slot != nil || gd.loan != nil { // held, or borrowed, across attempts
+			if !gd.lends().lentOut() {
 				break
 			}
 			// Lent to a call nested in an attempt before, which
@@ -469,8 +464,8 @@ func (gd *Guard) TryEnter() error {
 			return gd.wouldWait(w, ErrNoToken)
 		}
 	}
-	held := gd.slot != nil || gd.slotOf != nil // or borrowed, across attempts
-	if held && gd.lent.lentOut() {
+	held := gd.slot != nil || gd.loan != nil // or borrowed, across attempts
+	if held && gd.lends().lentOut() {
 		gd.Release() // kept for the call it is lent to, as Enter has it
 		held = false
 	}
@@ -863,7 +858,7 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	// The slot held (or borrowed) across the SDK's retries, lent to a
 	// call nested in an attempt before, which goes on: kept for it, and
 	// this retry takes another, as Enter has it.
-	slot := (gd.slot != nil || gd.slotOf != nil) && gd.lent.lentOut()
+	slot := (gd.slot != nil || gd.loan != nil) && gd.lends().lentOut()
 	if err := gd.readySend(ctx, now, token, slot); err != nil {
 		return err
 	}
@@ -948,15 +943,16 @@ func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot b
 // goroutine the attempt started and did not wait for) stays taken until
 // that call gives it back, so that the account stays within its cap: the
 // Guard's own, and one the Guard borrowed from an enclosing call and lent
-// on, whose loan the Guard gives back then.
+// on, whose loan the Guard gives back then. A slot the Guard holds after
+// it is lent on its own, the kept one's loan still out (see Enter).
 func (gd *Guard) Release() {
-	if gd.slotOf != nil {
+	if l := gd.loan; l != nil {
 		// A slot it borrowed that it lent on in turn is kept, as its own
 		// would be.
-		if (gd.orphan == nil || gd.orphan.repay()) && (!gd.lent.lent() || !gd.lent.keep(nil, &gd.slotOf.lent)) {
-			gd.slotOf.lent.giveBack()
+		if (gd.orphan == nil || gd.orphan.repay()) && !gd.keepLent(nil, l) {
+			l.giveBack()
 		}
-		gd.slotOf, gd.slotIn = nil, nil
+		gd.loan, gd.slotIn = nil, nil
 	}
 	if gd.slot != nil {
 		if gd.orphan == nil || gd.orphan.drop() {
@@ -965,7 +961,7 @@ func (gd *Guard) Release() {
 			if !gd.e.flags.unbusy() {
 				gd.g.unbusyLive(gd.scope)
 			}
-			if !gd.lent.lent() || !gd.lent.keep(gd.slot, nil) {
+			if !gd.keepLent(gd.slot, nil) {
 				gd.slot.Release()
 			}
 		}

@@ -2,9 +2,12 @@ package resilience
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/cloudg/cloudg/internal/nestgate"
 )
 
 // A guard dropped without End gives its slot back when it is garbage
@@ -117,5 +120,82 @@ func TestDroppedBorrowerGivesTheKeptSlotBackWhenCollected(t *testing.T) {
 	buf.collectedLine()
 	if n := strings.Count(buf.String(), "dropped without End"); n != 1 || !buf.contains("aws/") {
 		t.Fatalf("log (%d lines): %s", n, buf.String())
+	}
+}
+
+// A lender from Begin dropped without End, its second attempt's slot lent
+// to a call nested in that attempt and its first attempt's slot kept for
+// a call nested in that one (both going on), gives back only what it
+// holds once it is collected, after the loans: the nested calls keep it
+// reachable (their contexts lead to it), each loan gives its slot back
+// as it comes back, the first attempt's at once, and the second
+// attempt's, which the lender still holds, once the lender is collected.
+// With max_concurrency 2, no other call goes while both loans are out.
+func TestADroppedLenderLeavesItsLoansTheirSlots(t *testing.T) {
+	g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}}, WithLogger(slog.New(slog.DiscardHandler)))
+	other := func() bool {
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		defer gd.End(nil)
+		return gd.TryEnter() == nil
+	}
+	x, _ := g.Begin(context.Background(), iamUsers)
+	if err := x.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bh := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account)
+	lender, _ := g.Begin(context.Background(), ec2Vpcs)
+	var gate nestgate.Gate
+	nestgate.Attach(lender, &gate)
+	actx := &loopCtx{Context: context.Background(), gd: lender}
+	nested := func() *Guard {
+		gate.SetOpen(true)
+		defer gate.SetOpen(false)
+		gd, _ := g.Begin(actx, ec2Subnets)
+		if err := gd.TryEnter(); err != nil || gd.loan == nil {
+			t.Fatalf("the nested call: %v, on a loan: %v; want it sent on its caller's slot", err, gd.loan != nil)
+		}
+		return gd
+	}
+	if err := lender.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := nested()
+	lender.After(transientErr())
+	lender.Release() // kept for the first nested call
+	x.End(nil)
+	if _, err := lender.Retry(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := lender.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	second := nested()
+	lender = nil // dropped: no After, no End
+	for range 20 {
+		runtime.GC()
+	}
+	if used, _ := bh.InUse(); used != 2 || other() {
+		t.Fatalf("bulkhead %d used with both loans out and the lender dropped; want 2, and no other call sent", used)
+	}
+	first.After(nil)
+	first.End(nil)
+	if used, _ := bh.InUse(); used != 1 {
+		t.Fatalf("bulkhead %d used once the first loan came back; want 1: the second attempt's slot", used)
+	}
+	second.After(nil)
+	second.End(nil)
+	runtime.KeepAlive(actx)
+	first, second, actx = nil, nil, nil
+	for i := 0; ; i++ {
+		if used, _ := bh.InUse(); used == 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("bulkhead still used after %d collections: the dropped lender's slot leaked", i)
+		}
+		runtime.GC()
+	}
+	if !other() || !other() {
+		t.Fatal("another call refused once every slot came back")
 	}
 }

@@ -87,7 +87,7 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 	}
 	// A slot held and not lent out is the resend's; otherwise it takes
 	// one.
-	slot := (gd.slot == nil && gd.slotOf == nil) || gd.lent.lentOut()
+	slot := (gd.slot == nil && gd.loan == nil) || gd.lends().lentOut()
 	for {
 		waited := false
 		if gd.p.set.enabled {

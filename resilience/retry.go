@@ -24,7 +24,7 @@ func (gd *Guard) outOfAttempts() bool {
 // moves it to wait for a verdict before one more attempt and returns nil.
 func (gd *Guard) exhausted(now time.Duration) error {
 	l := gd.limits()
-	if gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient || now >= gd.dl.at {
+	if gd.e == nil || !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient || now >= gd.dl {
 		gd.recordFailed(now, "retries")
 		gd.stop()
 		return gd.last.err
@@ -113,7 +113,7 @@ const (
 // does not).
 func (gd *Guard) retryLimit(now, delay time.Duration, awaiting bool) retryStop {
 	switch {
-	case now+delay >= gd.dl.at: // at the deadline, the deadline is spent (see Enter)
+	case now+delay >= gd.dl: // at the deadline, the deadline is spent (see Enter)
 		return pastDeadline
 	case gd.bind.bounded && gd.last.hasHint && !awaiting && hint.Cap(gd.last.hint) > gd.bind.maxWait:
 		return pastMaxWait

@@ -9,19 +9,22 @@ import (
 	"github.com/cloudg/cloudg/internal/bulkhead"
 )
 
-// slotLend is a call's bulkhead slot as lent to the calls nested in its
-// attempt (see Guard.Enter): one of them at a time goes on it, without a
-// slot of its own; another waits for a free slot or for the slot to come
-// back, so that calls nested at once (a function that fans out with its
-// context) stay within the account's cap, and none waits for the slot its
-// own caller holds. A nested call made by a goroutine the attempt started
-// and did not wait for may go on after the attempt is over: the slot the
-// enclosing call gives back meanwhile (Guard.Release) stays taken (keep)
-// until the loan comes back (giveBack), so that the nested call is still
-// counted against the cap. A lender that borrowed the slot itself (a
-// call nested in another's attempt) keeps its loan so rather than give
-// it back to its own lender. Its zero value has lent nothing.
-// It is safe for concurrent use.
+// slotLend is one bulkhead slot a call holds (or borrowed) as lent to the
+// calls nested in the attempt it holds it for (see Guard.Enter): one of
+// them at a time goes on it, without a slot of its own; another waits for
+// a free slot or for the slot to come back, so that calls nested at once
+// (a function that fans out with its context) stay within the account's
+// cap, and none waits for the slot its own caller holds. A nested call
+// made by a goroutine the attempt started and did not wait for may go on
+// after the attempt is over: the slot the enclosing call gives back
+// meanwhile (Guard.Release) stays taken (keep) until the loan comes back
+// (giveBack), so that the nested call is still counted against the cap,
+// and the lend stays with that loan: the call lends the next slot it
+// holds on another lend (Guard.lends), so that a call nested in a later
+// attempt goes on that attempt's slot at once. A lender that borrowed the
+// slot itself (a call nested in another's attempt) keeps its loan so
+// rather than give it back to its own lender. Its zero value has lent
+// nothing. It is safe for concurrent use.
 type slotLend struct {
 	mu   sync.Mutex
 	st   atomic.Uint32 // lendBusy, and lendKept with it; changed by take and giveBack under mu, and by keep
@@ -97,11 +100,9 @@ func (l *slotLend) lentOut() bool { return l.st.Load() == lendBusy }
 // borrowed it outlived the attempt. A lender that goes on a slot it
 // borrowed keeps its loan of of, an enclosing call's slot, instead (b
 // nil), which giveBack then gives back. It reports false when the loan
-// came back meanwhile, or kept a slot of the lender's already (given back
-// after an earlier attempt, the nested call still going on), which is all
-// it needs: the caller then releases b, or gives its loan of of back. It
-// takes no lock, so that the Guard of the common call, on its caller's
-// stack, does not escape to the heap.
+// came back meanwhile, or kept a slot already: the caller then releases
+// b, or gives its loan of of back. It takes no lock, so that the Guard of
+// the common call, on its caller's stack, does not escape to the heap.
 func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
 	if l.st.Load() != lendBusy {
 		return false
@@ -112,6 +113,39 @@ func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
 	}
 	l.kept = nil
 	return false
+}
+
+// lends returns the lend of the slot the call holds now (or borrowed):
+// its inline one, unless that is kept for a loan that outlived the
+// attempt it was taken in (see keepLent).
+func (gd *Guard) lends() *slotLend {
+	if gd.lend != nil {
+		return gd.lend
+	}
+	return &gd.lent
+}
+
+// keepLent keeps the slot the call is giving back, of b (or its loan of
+// of, an enclosing call's slot, b nil), for the nested call it is lent
+// to, if any, until that loan comes back (see slotLend.keep), and reports
+// whether it did: otherwise the caller gives the slot back. A lend kept
+// so stays with its loan, which alone gives it back: the call lends the
+// slot it holds next on its inline lend if that is free, or on a new one
+// (the rare call whose nested calls outlive two attempts in a row, the
+// first still going on), and keeps no other, so that a call lending slot
+// after slot (a listing's pages) holds one lend besides its inline one,
+// however many of its loans are still out.
+func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
+	l := gd.lends()
+	if !l.lent() || !l.keep(b, of) {
+		return false
+	}
+	if l != &gd.lent && gd.lent.st.Load() == 0 {
+		gd.lend = nil // the inline lend's loan came back: it lends the next slot
+	} else {
+		gd.lend = new(slotLend)
+	}
+	return true
 }
 
 // borrowSlot lends this call the slot of b that an enclosing call holds
@@ -145,10 +179,11 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 			var ok bool
 			var back <-chan struct{}
 			if held {
-				if ok, back = outer.lent.take(); ok {
-					gd.slotOf, gd.slotIn = outer, b
+				l := outer.lends()
+				if ok, back = l.take(); ok {
+					gd.loan, gd.slotIn = l, b
 					if gd.orphan != nil {
-						gd.orphan.borrow(&outer.lent)
+						gd.orphan.borrow(l)
 					}
 				}
 			}
@@ -166,7 +201,7 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 // that lent the slot (or the one that lent it to that one) may be over
 // its attempt, its goroutine writing its Guard, while this call goes on.
 func (gd *Guard) holdsSlotOf(b *bulkhead.Bulkhead) bool {
-	return gd.slot == b || (gd.slotOf != nil && gd.slotIn == b)
+	return gd.slot == b || (gd.loan != nil && gd.slotIn == b)
 }
 
 // errSlotBack is waitSlot's: the slot lent to another nested call came
