@@ -19,15 +19,18 @@ import (
 // attempt, or held across its attempts, as an integration's listing
 // holds it), calls nested in them (in an attempt, or made with the
 // context once the attempt is over, as a goroutine's), which go on for
-// as long as the sequence says, and other calls of the account. A call
+// as long as the sequence says, calls nested in those (credentials
+// fetched through a chain of roles), which borrow the slot or the loan
+// their caller goes on, and other calls of the account. A call
 // takes a free slot if there is one; otherwise a call nested in a running
 // attempt borrows the slot its caller holds for that attempt, unless
 // another nested call holds that loan; otherwise it is refused
 // (ErrNoSlot). A lender whose slot is lent to a call still going on
 // keeps it for that call as it gives it back, and its next attempt takes
-// another, which it lends anew. After every step the account's bulkhead
+// another, which it lends anew; a call that borrowed a slot and lent it
+// on keeps its loan so as it ends. After every step the account's bulkhead
 // holds what the model holds, never more than the cap are in flight (a
-// lender's attempt whose slot a nested call borrowed counts once), and
+// call whose slot a nested call borrowed counts once), and
 // no loan is held by two calls at once; once every call ends, every slot
 // is back. The run fails if no sequence lent a later attempt's slot while
 // an earlier loan of its lender was kept: the case the rule is for.
@@ -55,6 +58,7 @@ func TestSlotLendingModel(t *testing.T) {
 			"answer":  m.answer,
 			"end":     m.end,
 			"nested":  m.nested,
+			"chained": m.chained,
 			"other":   m.other,
 			"done":    m.done,
 		})
@@ -89,13 +93,16 @@ type lendCaller struct {
 	lentTo  *lendCall       // the call its slot is lent to, if any
 }
 
-// lendCall is a call that goes on: nested in a lender's attempt (of), or
-// another call of the account (of -1).
+// lendCall is a call that goes on: nested in a lender's attempt (of), in
+// another call's (by), or another call of the account (of -1).
 type lendCall struct {
-	gd   *Guard
-	of   int
-	loan bool // on a lender's slot it borrowed
-	kept bool // that slot, given back by the lender meanwhile, kept for it
+	gd     *Guard
+	of     int
+	by     *lendCall       // the call it is nested in, when not a lender's
+	ctx    context.Context // answers Value(gov) with gd: the calls nested in it
+	loan   bool            // on its caller's slot (or loan) it borrowed
+	kept   bool            // that slot, given back by its caller meanwhile, kept for it
+	lentTo *lendCall       // the call its slot (or loan) is lent to, if any
 }
 
 var lendScopes = [2]Scope{ec2Vpcs, {Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeInstances"}}
@@ -193,7 +200,7 @@ func (m *lendModel) nested(t *rapid.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.gd = gd
+	c.gd, c.ctx = gd, &loopCtx{Context: context.Background(), gd: gd}
 	free := m.used < m.caps
 	borrows := !free && l.running && l.holds && l.lentTo == nil
 	err = gd.TryEnter()
@@ -222,6 +229,43 @@ func (m *lendModel) nested(t *rapid.T) {
 	m.calls = append(m.calls, c)
 }
 
+// chained makes a call nested in a call going on (credentials fetched
+// through a chain of roles): it takes a free slot if there is one, and
+// otherwise borrows the slot (or the loan) that call goes on, unless it
+// is lent already. A call whose slot is lent to a call nested in it that
+// goes on keeps it for that call as it ends, a loan as its own slot.
+func (m *lendModel) chained(t *rapid.T) {
+	if len(m.calls) == 0 {
+		t.Skip("no call going on")
+	}
+	by := m.calls[rapid.IntRange(0, len(m.calls)-1).Draw(t, "caller")]
+	gd, err := m.g.Begin(by.ctx, ec2Subnets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &lendCall{gd: gd, of: -1, by: by, ctx: &loopCtx{Context: context.Background(), gd: gd}}
+	free := m.used < m.caps
+	borrows := !free && by.lentTo == nil
+	err = gd.TryEnter()
+	if got := err == nil; got != (free || borrows) {
+		t.Fatalf("a call nested in a call going on (on a loan: %v, lent to another call: %v; %d of %d slots taken): %v, want it sent %v",
+			by.loan, by.lentTo != nil, m.used, m.caps, err, free || borrows)
+	}
+	if err != nil {
+		gd.End(nil)
+		return
+	}
+	if c.loan = onLoan(gd) != nil; c.loan != borrows {
+		t.Fatalf("a call nested in a call going on went on a loan %v, want %v (%d of %d slots taken)", c.loan, borrows, m.used, m.caps)
+	}
+	if borrows {
+		by.lentTo = c
+	} else {
+		m.used++
+	}
+	m.calls = append(m.calls, c)
+}
+
 // other sends a call of the account nested in no call.
 func (m *lendModel) other(t *rapid.T) {
 	gd, err := m.g.Begin(context.Background(), iamUsers)
@@ -236,7 +280,7 @@ func (m *lendModel) other(t *rapid.T) {
 		return
 	}
 	m.used++
-	m.calls = append(m.calls, &lendCall{gd: gd, of: -1})
+	m.calls = append(m.calls, &lendCall{gd: gd, of: -1, ctx: &loopCtx{Context: context.Background(), gd: gd}})
 }
 
 // done ends one of the calls going on.
@@ -253,11 +297,27 @@ func (m *lendModel) finish(k int) {
 	m.calls = append(m.calls[:k], m.calls[k+1:]...)
 	c.gd.After(nil)
 	c.gd.End(nil)
+	if c.lentTo != nil {
+		c.lentTo.kept = true // its slot, or its loan, kept for the call nested in it
+		return
+	}
+	m.giveBack(c)
+}
+
+// giveBack is what c's End gives back, lent to no call: its own slot, or
+// its loan, and with the loan what its caller kept for it.
+func (m *lendModel) giveBack(c *lendCall) {
 	switch {
-	case !c.loan || c.kept:
-		m.used-- // its own slot, or the lender's kept for it
-	default:
+	case !c.loan:
+		m.used--
+	case !c.kept && c.by == nil:
 		m.lenders[c.of].lentTo = nil
+	case !c.kept:
+		c.by.lentTo = nil
+	case c.by == nil:
+		m.used-- // a lender's own slot, kept for it
+	default:
+		m.giveBack(c.by) // the caller's own slot, or its loan, kept for it
 	}
 }
 
@@ -267,7 +327,12 @@ func (m *lendModel) check(t *rapid.T) {
 	if used, waiting := b.InUse(); used != m.used || waiting != 0 {
 		t.Fatalf("bulkhead %d used, %d waiting; want %d, 0", used, waiting, m.used)
 	}
-	going := len(m.calls)
+	going := 0
+	for _, c := range m.calls {
+		if c.lentTo == nil {
+			going++ // one whose slot is lent waits for the call it is lent to
+		}
+	}
 	for i := range m.lenders {
 		l := &m.lenders[i]
 		if l.running && !lentNow(l.gd) {
@@ -302,7 +367,7 @@ func (m *lendModel) drain(t *rapid.T) {
 		m.release(&m.lenders[i])
 	}
 	for len(m.calls) > 0 {
-		m.finish(len(m.calls) - 1)
+		m.finish(0)
 	}
 	m.check(t)
 	if m.used != 0 {
