@@ -310,7 +310,7 @@ func (gd *Guard) stopByContext(err error) error {
 	}
 	gd.recordCancelled(err)
 	gd.stop()
-	return err
+	return gd.endWith(err)
 }
 
 // takeToken takes a token from every bucket level and waits until it may
@@ -819,7 +819,7 @@ func (gd *Guard) passDeadline(now, w time.Duration, r *reservation) error {
 	}
 	gd.recordRefused(de)
 	gd.stop()
-	return de
+	return gd.endWith(de)
 }
 
 // refuseWait ends a call that would wait w for check (ErrNoToken,
@@ -836,13 +836,13 @@ func (gd *Guard) refuseWait(w time.Duration, check error) error {
 	}
 	if a := gd.adm; a != nil && a.deferCall(gd, w, ww) {
 		// A scheduler's first call: not lost, the task runs again.
-		return ww
+		return gd.endWith(ww)
 	}
 	// Any other call, or a scheduler's first call whose task has returned
 	// (EndAdmission): lost, and for the first call, decided (stop).
 	gd.recordRefused(ww)
 	gd.stop()
-	return ww
+	return gd.endWith(ww)
 }
 
 // refuseOpen ends a call the breaker refused at now, wait before it lets a
@@ -860,7 +860,7 @@ func (gd *Guard) refuseOpen(now, wait time.Duration, dead string) error {
 		gd.recordRejected(coe, dead)
 	}
 	gd.stop()
-	return coe
+	return gd.endWith(coe)
 }
 
 // openError is the refusal of the scope's open breaker, wait before it

@@ -219,9 +219,13 @@ func (e *WouldWaitError) Unwrap() []error {
 // retries). Nothing is recorded for it (the call's end was, once), and
 // nothing is paced: an SDK that retried what ended the call (a retryer
 // that retries the governor's refusal by its error code) sends nothing
-// more. Err is the call's last answer, which Guard.Retry returns after
-// the call ended; Unwrap returns it, so that errors.As finds the
-// provider's error, and errors.Is(err, ErrCallEnded) holds. It is
+// more. Err is the error the call ended with, which Guard.Retry returns
+// after the call ended: the refusal that stopped it (a
+// *RetryBudgetExhaustedError, a *WouldWaitError, a *CircuitOpenError, a
+// *DeadlineExceededError, the context's error), which wraps the last
+// answer, or else the last answer; Unwrap returns it, so that errors.Is
+// finds the refusal's sentinel, errors.As the provider's error, and
+// errors.Is(err, ErrCallEnded) holds. It is
 // cloudg's own error: classified Fatal whatever it wraps (retrying it
 // sends nothing), no provider's answer, and After and End record nothing
 // of it.
@@ -230,11 +234,11 @@ func (e *WouldWaitError) Unwrap() []error {
 // no answer; it still matches ErrCallEnded.
 type CallEndedError struct {
 	Scope Scope
-	Err   error // the call's last answer; nil after a success
+	Err   error // the error the call ended with (the refusal that stopped it, or its last answer); nil after a success
 }
 
 // Error returns "call to <scope> already ended; the retry was not sent",
-// with the last answer after a colon when there is one.
+// with the error the call ended with after a colon when there is one.
 func (e *CallEndedError) Error() string {
 	msg := fmt.Sprintf("call to %s already ended; the retry was not sent", e.Scope)
 	if e.Err != nil {
@@ -243,7 +247,7 @@ func (e *CallEndedError) Error() string {
 	return msg
 }
 
-// Unwrap returns the call's last answer, or nil.
+// Unwrap returns the error the call ended with, or nil.
 func (e *CallEndedError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrCallEnded.

@@ -672,7 +672,10 @@ func (gd *Guard) After(err error) Kind {
 // lets it, counted and paid from the budget like any retry, learning
 // nothing from it. A retry already allowed and not yet sent is allowed
 // again with no delay. After a success or a stop Retry returns the error
-// the call ended with.
+// the call ended with: nil after a success; after a stop the refusal that
+// stopped it (Retry's, Enter's or Pace's, the same value again), or the
+// last answer when the stop returned that (no attempts left, a deadline
+// Enter found spent).
 func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 	switch gd.phase {
 	case phaseFailed:
@@ -749,7 +752,8 @@ func (gd *Guard) Resend() bool {
 // it, a refusal, a give-up, a context's end, another call's stop, a
 // success) or its success is held for End (a call that holds its slot
 // across the SDK's retries), Pace refuses the retry with a
-// *CallEndedError matching ErrCallEnded, which wraps the last answer:
+// *CallEndedError matching ErrCallEnded, which wraps the error the call
+// ended with (the refusal that stopped it, or the last answer):
 // it waits for nothing, takes nothing and records nothing (the call's
 // end was recorded, once), and the SDK sends nothing, though it retried
 // what ended the call (a retryer that retries the governor's refusal by

@@ -14,7 +14,8 @@ import (
 // after its call's request ended (the governor refused its retry, gave it
 // up at its deadline, its context ended it, or it succeeded holding its
 // slot) is refused with a *CallEndedError matching ErrCallEnded, which
-// wraps the call's last answer, at once: nothing is sent, nothing waits,
+// wraps what the call ended with (the refusal, which wraps the call's last
+// answer), at once: nothing is sent, nothing waits,
 // no token is taken, and nothing more is recorded, then or at End, whose
 // ledger and stats count the call once. Before, Pace and Admit returned
 // nil at once: an SDK that retried the governor's refusal (a retryer

@@ -46,7 +46,7 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 		case pastDeadline:
 			gd.recordFailed(now, "deadline")
 			gd.stop()
-			return 0, &DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err}
+			return 0, gd.endWith(&DeadlineExceededError{Scope: gd.scope, Wait: delay, Err: gd.last.err})
 		case pastMaxWait:
 			// The provider asks for a longer wait than the call may make
 			// (WithMaxWait): refused now, before anyone sleeps.
@@ -56,7 +56,7 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 			if !gd.p.set.breakerWait || gd.last.kind != Transient || !l.transient {
 				gd.recordBudgetExhausted()
 				gd.stop()
-				return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
+				return 0, gd.endWith(&RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err})
 			}
 			// A provider that waits for verdicts: the budget ran dry on a
 			// scope that is failing (an outage spends it on every call in
@@ -142,7 +142,18 @@ func (gd *Guard) refuseRetry(h time.Duration) error {
 	ww := &WouldWaitError{Scope: gd.scope, Wait: h, Err: ErrNoToken, Last: gd.last.err}
 	gd.recordRefused(ww)
 	gd.stop()
-	return ww
+	return gd.endWith(ww)
+}
+
+// endWith keeps err, the refusal that stopped the call (wrapping its last
+// answer, if any), as the error the call ended with, and returns it:
+// Retry answers it again, and a retry readied after the stop (Pace,
+// Admit, readyResend) is refused with a *CallEndedError wrapping it, so
+// that errors.Is finds the refusal's sentinel and its message says why
+// the call ended. It is called once the stop is recorded.
+func (gd *Guard) endWith(err error) error {
+	gd.last.err = err
+	return err
 }
 
 // retryWithJitter is Retry for the loop of Call and Do: the wait is the
@@ -191,7 +202,7 @@ func (gd *Guard) retryFinal() (time.Duration, error) {
 		if gd.last.local {
 			gd.emitLost(LossErrored, "budget", gd.last.err)
 		}
-		return 0, &RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err}
+		return 0, gd.endWith(&RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err})
 	}
 	gd.retries++
 	gd.prevSleep, gd.notBefore, gd.retryAt = 0, 0, gd.g.now() // the delay it gives, which its Retry event reports
