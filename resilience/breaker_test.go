@@ -224,6 +224,56 @@ func TestProbeWithRetries(t *testing.T) {
 	})
 }
 
+// While a half-open breaker's probe backs off before its retry, it still
+// holds the probe (a probe is a whole call, its retries included, as
+// TestProbeWithRetries has it; the spec's probe call holds a lease of one
+// cooldown): another call of the scope is refused at once with a
+// *CircuitOpenError whose Wait is what is left of the probe's lease, when
+// the next call becomes the probe should the probe not report back, and
+// which sends nothing. Once the probe's retry succeeds, the breaker
+// closes and the next call goes.
+func TestOtherCallsAreRefusedWhileTheProbeBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		n := 0
+		for range 5 {
+			Do(context.Background(), ec2Subnets, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		}
+		time.Sleep(60 * time.Second)
+		leased := time.Now()
+		backingOff := make(chan struct{})
+		probed := make(chan error)
+		go func() {
+			attempts := 0
+			probed <- Do(context.Background(), ec2Subnets, func(context.Context) error {
+				if attempts++; attempts == 1 {
+					defer close(backingOff)
+					return throttle()
+				}
+				return nil
+			}, WithGovernor(g))
+		}()
+		<-backingOff
+		time.Sleep(100 * time.Millisecond) // the probe's backoff is at least 500ms
+		sent := 0
+		err := Do(context.Background(), ec2Subnets, always(&sent, nil), WithGovernor(g))
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) || sent != 0 || coe.Wait != 60*time.Second-time.Since(leased) {
+			t.Fatalf("another call during the probe's backoff: %v (wait %v), %d sent; want a *CircuitOpenError with a wait of %v (the lease left), nothing sent",
+				err, coe, sent, 60*time.Second-time.Since(leased))
+		}
+		if st := g.Inspect(ec2Subnets).Breaker.State; st != state.HalfOpen {
+			t.Fatalf("breaker %v during the probe's backoff, want half-open", st)
+		}
+		if err := <-probed; err != nil {
+			t.Fatalf("the probe: %v; want its retry's success", err)
+		}
+		if err := Do(context.Background(), ec2Subnets, always(&sent, nil), WithGovernor(g)); err != nil || sent != 1 {
+			t.Fatalf("a call after the probe's success: %v, %d sent; want it sent", err, sent)
+		}
+	})
+}
+
 // TestRetryRefusedByAnOpenBreakerIsAFailedCall: another call opened the
 // breaker while this one backed off: its retry is refused, and the call is
 // recorded as failed (sent, throttled, given up), not as skipped.
