@@ -81,15 +81,19 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 		if !x.github {
 			return nil
 		}
-		if limited, primary := githubGraphQLLimited(x.orig, resp); limited {
+		if limited, primary, secondary := githubGraphQLLimited(x.orig, resp); limited {
 			// GitHub's GraphQL answer that its primary quota is spent,
 			// or that a secondary limit was hit: a throttle, whatever
-			// its status (see GitHub), until the reset or for
-			// retry-after, which the core reads from the header.
+			// its status (see GitHub), until the reset, for
+			// retry-after, which the core reads from the header, or,
+			// without it, for the minute GitHub asks for.
 			e := x.statusError(resp)
 			e.kind = errread.Throttled
-			if primary {
+			switch {
+			case primary:
 				e.hint, e.hasHint = resetIn(resp.Header, x.gov.Clock().Now())
+			case secondary:
+				e.hint, e.hasHint = githubSecondaryWait, true
 			}
 			return e
 		}

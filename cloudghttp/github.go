@@ -142,13 +142,16 @@ const lowShare = 10
 //     limit is exceeded (x-ratelimit-remaining: 0, no data, an error of
 //     type RATE_LIMITED), as GitHub answers a query made once the quota
 //     is spent, is a throttle until x-ratelimit-reset, and one that says
-//     a secondary limit was hit with retry-after (GitHub answers those
-//     with a 200 or a 403) a throttle with that delay: the query, which
-//     GitHub did not run, is sent again then, and one given up is
-//     recorded so (its body, up to 4 KiB, is read for it as a 403's is,
-//     decompressed when it is gzip-encoded, and given back whole; a
-//     secondary limit's 200 without retry-after, whose headers say
-//     nothing, is not read for, which would hold every query's slot);
+//     a secondary limit was hit (GitHub answers those with a 200 or a
+//     403) a throttle for retry-after, or for a minute without it, as
+//     GitHub asks: the query, which GitHub did not run, is sent again
+//     then, and one given up is recorded so. Every GraphQL 200's body is
+//     read for it, decompressed when it is gzip-encoded, and given back
+//     whole, but only as far as it must be: an answer whose first member
+//     is its data (not null) is read no further than its first bytes,
+//     which come with its headers, so that the query's slot is not held
+//     for the rest of its body; any other up to 4 KiB, while the attempt
+//     holds its slot, for a second at most, as a 403's;
 //   - any other answer, a success above all, whose x-ratelimit-remaining is
 //     under a tenth of x-ratelimit-limit slows the scope before the limit
 //     is hit: the scope is paused for the time left until the reset divided
@@ -260,7 +263,7 @@ func githubSecondary(ctx context.Context, e *StatusError, resp *http.Response) {
 		return
 	}
 	b, _ := peek.Body(ctx, resp, maxPeek, drainGrace)
-	if text, _ := decoded(resp, b); secondaryWords(text) {
+	if text, _ := decoded(contentEncoding(resp), b); secondaryWords(text) {
 		e.kind, e.hint, e.hasHint = errread.Throttled, githubSecondaryWait, true
 	}
 }
@@ -285,32 +288,42 @@ func secondaryWords(body []byte) bool {
 // to a GraphQL request of GitHub's, says that a rate limit is exceeded,
 // as GitHub answers a query it did not run for it: a 200 whose body holds
 // no data, only errors, one of type RATE_LIMITED or saying that a rate
-// limit is exceeded, with x-ratelimit-remaining: 0 (the primary quota
-// spent: primary reports it, and the wait is until x-ratelimit-reset) or
-// with retry-after (a secondary limit, which GitHub answers with a 200
-// or a 403: the wait is retry-after's). The body is read for it only when
-// one of those headers says so, up to maxPeek bytes (such an answer is a
-// few hundred bytes of JSON; a longer body is a query's data), while the
-// attempt holds its slot, for a second at most, as githubSecondary reads
-// a 403's, and given back whole; a gzip-encoded body (a client that asked
-// for gzip itself) is read decompressed, and given back as it came. A
-// secondary limit's 200 without retry-after, whose headers say nothing,
-// is not read for: that would hold every query's slot for its body.
-func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary bool) {
+// limit is exceeded. With x-ratelimit-remaining: 0 the primary quota is
+// spent (primary reports it, and the wait is until x-ratelimit-reset);
+// otherwise a secondary limit was hit, which GitHub answers with a 200 or
+// a 403, with retry-after when it says how long to wait (the core reads
+// it from the header) and without it when the client is to wait a minute
+// at least (secondary reports that: the wait is githubSecondaryWait).
+// The body is read for it in a goroutine of its own (peek.Until) only
+// until its first member decides: an answer whose first member is its
+// data, not null, is a query's answer, and its body is read no further
+// than its first bytes, which come with the headers; any other is read
+// up to maxPeek bytes (a rate limit's answer is a few hundred bytes of
+// JSON; a longer one is a query's). The read is waited for while the
+// attempt holds its slot, for a second at most or until the request's
+// context ends (a body that has not come by then decides nothing), and
+// the body is given back whole; a gzip-encoded body (a client that asked
+// for gzip itself) is read decompressed, and given back as it came.
+func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary, secondary bool) {
 	if githubService(req.URL.Path) != GitHubGraphQL {
-		return false, false
+		return false, false, false
 	}
-	n, ok := headerInt(resp.Header, hdrRemaining)
-	primary = ok && n == 0
-	if !primary && len(resp.Header[hdrRetryAfter]) == 0 {
-		return false, false
-	}
-	b, whole := peek.Body(req.Context(), resp, maxPeek, drainGrace)
+	// The encoding is read before the read ahead, which may go on, past
+	// the wait for it, in a goroutine that must not read resp, the
+	// caller's by then.
+	enc := contentEncoding(resp)
+	b, whole := peek.Until(req.Context(), resp, maxPeek, drainGrace, func(b []byte) bool {
+		if !readableEncoding(enc) {
+			return true // nothing more to learn from it
+		}
+		text, _ := decoded(enc, b)
+		return graphQLAnswered(text)
+	})
 	if !whole {
-		return false, false
+		return false, false, false
 	}
-	if b, whole = decoded(resp, b); !whole {
-		return false, false
+	if b, whole = decoded(enc, b); !whole {
+		return false, false, false
 	}
 	var answer struct {
 		Data   json.RawMessage `json:"data"`
@@ -320,34 +333,64 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, prim
 		} `json:"errors"`
 	}
 	if json.Unmarshal(b, &answer) != nil || len(answer.Data) > 0 && string(answer.Data) != "null" {
-		return false, false
+		return false, false, false
 	}
 	for _, e := range answer.Errors {
 		if strings.EqualFold(e.Type, "RATE_LIMITED") || strings.Contains(strings.ToLower(e.Message), "rate limit") {
-			return true, primary
+			n, ok := headerInt(resp.Header, hdrRemaining)
+			primary = ok && n == 0
+			return true, primary, !primary && len(resp.Header[hdrRetryAfter]) == 0
 		}
 	}
-	return false, false
+	return false, false, false
 }
 
-// decoded is b, the start of resp's body that peek.Body read, as its
-// server wrote it before compressing it: b itself when resp has no
+// graphQLAnswered reports whether text, the start of a GraphQL answer's
+// body, already says that the answer is no rate limit's: it is no JSON
+// object, or its first member is data whose value is not null. An answer
+// whose first member is another (errors) is not decided by its start.
+func graphQLAnswered(text []byte) bool {
+	const space = " \t\r\n"
+	t := bytes.TrimLeft(text, space)
+	if len(t) == 0 {
+		return false
+	}
+	if t[0] != '{' {
+		return true
+	}
+	t = bytes.TrimLeft(t[1:], space)
+	const data = `"data"`
+	if len(t) < len(data) {
+		return false
+	}
+	if !bytes.HasPrefix(t, []byte(data)) {
+		return false
+	}
+	t = bytes.TrimLeft(t[len(data):], space)
+	if len(t) == 0 || t[0] != ':' {
+		return len(t) > 0 // no JSON after all
+	}
+	t = bytes.TrimLeft(t[1:], space)
+	return len(t) > 0 && t[0] != 'n'
+}
+
+// decoded is b, the start of a response's body that peek.Body or
+// peek.Until read, as its server wrote it before compressing it, enc
+// being the response's contentEncoding: b itself when the response has no
 // Content-Encoding (net/http removes it from an answer it decompressed),
-// b gunzipped, up to maxPeek bytes, when it is gzip, as GitHub answers a
+// b gunzipped, up to maxPeek bytes, when it is gzip (what b holds of it
+// when b is its start only), as GitHub answers a
 // client that asks for gzip itself (Accept-Encoding: gzip, which net/http
 // then leaves compressed); nil for an encoding it cannot read. whole
 // reports that the text is all b holds (for b itself, always; for a gzip
 // body, one that b holds to its end). The body the caller reads is left
 // as it came.
-func decoded(resp *http.Response, b []byte) (text []byte, whole bool) {
-	switch enc := resp.Header.Values("Content-Encoding"); {
-	case len(enc) == 0:
+func decoded(enc string, b []byte) (text []byte, whole bool) {
+	switch enc {
+	case "", "identity":
 		return b, true
-	case len(enc) > 1:
-		return nil, false
-	case strings.EqualFold(strings.TrimSpace(enc[0]), "identity"):
-		return b, true
-	case !strings.EqualFold(strings.TrimSpace(enc[0]), "gzip") && !strings.EqualFold(strings.TrimSpace(enc[0]), "x-gzip"):
+	case "gzip", "x-gzip":
+	default:
 		return nil, false
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
@@ -359,6 +402,29 @@ func decoded(resp *http.Response, b []byte) (text []byte, whole bool) {
 		return text[:maxPeek], false
 	}
 	return text, err == nil
+}
+
+// readableEncoding reports whether decoded reads a body of encoding enc
+// (contentEncoding's): none, identity, or gzip.
+func readableEncoding(enc string) bool {
+	switch enc {
+	case "", "identity", "gzip", "x-gzip":
+		return true
+	}
+	return false
+}
+
+// contentEncoding is resp's one Content-Encoding, lower-case, "" when it
+// has none and "," when it has several (no encoding's name).
+func contentEncoding(resp *http.Response) string {
+	enc := resp.Header.Values("Content-Encoding")
+	switch {
+	case len(enc) == 0:
+		return ""
+	case len(enc) > 1 || strings.Contains(enc[0], ","):
+		return ","
+	}
+	return strings.ToLower(strings.TrimSpace(enc[0]))
 }
 
 // githubQuota slows a scope whose quota runs low (see GitHub); h are the

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -584,5 +585,187 @@ func TestGitHubGraphQLSecondaryLimitAnswerIsAThrottle(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// GitHub answers a GraphQL query that hit a secondary rate limit with a
+// 200 or a 403, with retry-after only when it says how long to wait:
+// without it, and with x-ratelimit-remaining above 0, the client is to
+// "wait for at least one minute before retrying" ("Rate limits and query
+// limits for the GraphQL API", docs.github.com), the body alone saying
+// that the query was not run. Such a 200 is a throttle whose retry waits
+// a minute, as a 403 that says so only in its body is: the query is sent
+// again (a POST too), one given up is recorded so, and the caller gets
+// the answer whole, as it came (compressed when it asked for gzip
+// itself).
+func TestGitHubGraphQLSecondaryLimitWithoutRetryAfterIsAThrottle(t *testing.T) {
+	const limited = `{"errors":[{"type":"RATE_LIMITED","message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}]}`
+	const query = `{"query":"mutation { addStar(input: {starrableId: \"R_1\"}) { clientMutationId } }"}`
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	io.WriteString(zw, limited)
+	zw.Close()
+	for _, c := range []struct {
+		name     string
+		body     string
+		gzip     bool
+		attempts int
+	}{
+		{"retried after a minute", limited, false, 0},
+		{"given up", limited, false, 1},
+		{"retried after a minute, gzip", z.String(), true, 0},
+		{"given up, gzip", z.String(), true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4200",
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10), "X-RateLimit-Resource", "graphql")
+				if c.gzip {
+					r.header.Set("Content-Encoding", "gzip")
+				}
+				r.body = c.body
+				f := &fakeAPI{}
+				f.script(r)
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				ctx, ledger := resilience.WithLedger(ctx, "graphql")
+				opts := []cloudghttp.Option{cloudghttp.WithGovernor(gov)}
+				if c.attempts > 0 {
+					opts = append(opts, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: c.attempts}))
+				}
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), opts...)}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
+				if c.gzip {
+					req.Header.Set("Accept-Encoding", "gzip")
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				hits := f.recorded()
+				tot := gov.Summary(stats).Totals
+				if c.attempts == 0 {
+					if got != "ok" || len(hits) != 2 {
+						t.Fatalf("body %q after %d attempts, want the query sent again a minute later and answered", got, len(hits))
+					}
+					if gap := hits[1].at.Sub(hits[0].at); hits[1].body != query || gap < time.Minute || gap > time.Minute+time.Second {
+						t.Fatalf("the query sent again %v later (body %q), want a minute later, whole", gap, hits[1].body)
+					}
+					return
+				}
+				if got != c.body {
+					t.Errorf("body %q, want GitHub's 200 whole, as it came", got)
+				}
+				if tot.Throttled != 1 || tot.GaveUp != 1 {
+					t.Errorf("totals %+v, want the query recorded as throttled and given up", tot)
+				}
+				if !ledger.Degraded() {
+					t.Error("the ledger does not show the query lost to GitHub's secondary limit")
+				}
+			})
+		})
+	}
+}
+
+// stallingGraphQL answers every request with a GraphQL 200 whose body
+// gives first, then nothing until it is closed (a large answer still on
+// its way), counting the bytes the body gave.
+type stallingGraphQL struct {
+	first string
+	read  *atomic.Int64
+}
+
+func (s stallingGraphQL) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := http.Header{}
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Remaining", "4200")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = io.WriteString(pw, s.first)
+		<-req.Context().Done() // the rest never comes before the caller closes the body
+	}()
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: h, Request: req,
+		Body: &countingBody{ReadCloser: pr, n: s.read}}, nil
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// What reading a GraphQL 200 for a rate limit costs a query that was
+// answered: its body is read only until its first member says so (data,
+// not null), so that the Transport returns the answer, and gives its slot
+// back, as soon as those first bytes are in, not once 4 KiB or the body's
+// end came, and the caller reads what was read ahead, then the rest.
+func TestGitHubGraphQLAnswerIsReadOnlyToItsData(t *testing.T) {
+	const first = `{"data":{"viewer":{"login":"octo","repositories":{"nodes":[`
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		read := new(atomic.Int64)
+		gov := newGov(t, resilience.Config{})
+		scope := cloudghttp.GitHub("octo")
+		hc := &http.Client{Transport: cloudghttp.NewTransport(stallingGraphQL{first, read}, scope, cloudghttp.WithGovernor(gov))}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
+		start := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("the answer came back %v after its headers and first bytes, want at once", d)
+		}
+		if n := read.Load(); n > int64(len(first)) {
+			t.Fatalf("%d bytes read ahead, want at most the %d that came", n, len(first))
+		}
+		if s := gov.Inspect(scope(req)); s.InFlight != 0 {
+			t.Errorf("%d in flight once the answer is back, want its slot given back", s.InFlight)
+		}
+		b := make([]byte, len(first))
+		if _, err := io.ReadFull(resp.Body, b); err != nil || string(b) != first {
+			t.Errorf("the caller read %q (%v), want %q", b, err, first)
+		}
+	})
+}
+
+// The same over 127.0.0.1, net/http's own client and transport (which
+// asks for gzip itself and decompresses what it asked for): GitHub's
+// GraphQL 200 that a secondary limit was hit, without retry-after, given
+// up after its one attempt, is recorded as throttled and given up, and
+// the caller reads it whole.
+func TestGitHubGraphQLSecondaryLimitWithoutRetryAfterOverLoopback(t *testing.T) {
+	const limited = `{"errors":[{"type":"RATE_LIMITED","message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}]}`
+	f := &fakeAPI{}
+	r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4200",
+		"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	r.body = limited
+	f.script(r)
+	srv := loopback(t, f)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	gov := newGov(t, resilience.Config{})
+	ctx, stats := resilience.WithStats(context.Background())
+	hc := &http.Client{Transport: cloudghttp.NewTransport(tr, cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov),
+		cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); got != limited {
+		t.Errorf("body %q, want GitHub's 200 whole", got)
+	}
+	if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.GaveUp != 1 {
+		t.Errorf("totals %+v, want the query recorded as throttled and given up", tot)
 	}
 }
