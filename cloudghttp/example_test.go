@@ -57,7 +57,7 @@ func ExampleTransport() {
 
 // GitHub's scopes: search, code search, GraphQL and the REST operations
 // GitHub limits apart, such as an organisation's audit log, have limits of
-// their own.
+// their own (the audit log's, one for each organisation).
 func ExampleGitHub() {
 	scope := cloudghttp.GitHub("my-org")
 	for _, u := range []string{
@@ -75,7 +75,7 @@ func ExampleGitHub() {
 	// github/my-org/*/code_search
 	// github/my-org/*/graphql
 	// github/my-org/*/search
-	// github/my-org/*/audit_log
+	// github/my-org/orgs/my-org/audit_log
 }
 
 // A scheduler asks how long a request would wait now (Governor.Delay on

@@ -46,8 +46,9 @@ const (
 	GitHubDependencySBOM = "dependency_sbom"
 	// GitHubAuditLog is the service of GET /orgs/{org}/audit-log and GET
 	// /enterprises/{enterprise}/audit-log. GitHub counts that quota per
-	// organisation or enterprise as well; the scope holds the audit logs
-	// of every organisation and enterprise the account reads.
+	// organisation or enterprise as well as per user, so that each
+	// organisation's and each enterprise's audit log is a scope of its
+	// own, its Region naming it: orgs/<org> or enterprises/<enterprise>.
 	GitHubAuditLog = "audit_log"
 )
 
@@ -95,25 +96,32 @@ const lowShare = 10
 // user, organisation or app installation whose token the client uses:
 // GitHub's limits are per token owner):
 //
-//	github/<account>/*/code_search           /search/code (10 requests a minute)
-//	github/<account>/*/search                other paths under /search/ (30 requests a minute)
-//	github/<account>/*/graphql               /graphql (points per hour)
-//	github/<account>/*/integration_manifest  /app-manifests/{code}/conversions
-//	github/<account>/*/dependency_snapshots  /repos/{owner}/{repo}/dependency-graph/snapshots
-//	github/<account>/*/dependency_sbom       /repos/{owner}/{repo}/dependency-graph/sbom, .../sbom/generate-report
-//	github/<account>/*/audit_log             /orgs/{org}/audit-log, /enterprises/{enterprise}/audit-log
-//	github/<account>/*/rest                  every other path (5,000 requests an hour)
+//	github/<account>/*/code_search                       /search/code (10 requests a minute)
+//	github/<account>/*/search                            other paths under /search/ (30 requests a minute)
+//	github/<account>/*/graphql                           /graphql (points per hour)
+//	github/<account>/*/integration_manifest              /app-manifests/{code}/conversions
+//	github/<account>/*/dependency_snapshots              /repos/{owner}/{repo}/dependency-graph/snapshots
+//	github/<account>/*/dependency_sbom                   /repos/{owner}/{repo}/dependency-graph/sbom, .../sbom/generate-report
+//	github/<account>/orgs/<org>/audit_log                /orgs/{org}/audit-log
+//	github/<account>/enterprises/<enterprise>/audit_log  /enterprises/{enterprise}/audit-log
+//	github/<account>/*/rest                              every other path (5,000 requests an hour)
 //
 // Each is the resource of its name in GitHub's GET /rate_limit (rest's is
 // core), limited apart, so that a quota spent on one holds none of the
-// others. GitHub's other resources stay in rest: code_scanning_upload,
+// others. GitHub counts the audit log's quota (1,750 queries an hour) for
+// each user and organisation, or user and enterprise, apart, so that an
+// organisation's or an enterprise's audit log is a scope of its own, its
+// name in lower case in the scope's Region: the audit logs of several
+// organisations read with one token each run at the rate of the
+// audit_log service key, and one whose quota is spent holds none of the
+// others back. GitHub's other resources stay in rest: code_scanning_upload,
 // which GitHub has joined to core, source_import, which no path uses any
 // more, and those whose paths GitHub's documentation does not give
 // (actions_runner_registration, scim, code_scanning_autofix,
 // audit_log_streaming), as does an asynchronous SBOM's
 // sbom/fetch-report/{uuid}, whose quota it does not name: when one of
-// those quotas is spent, its answer
-// pauses every REST call of the account.
+// those quotas is spent, its answer pauses every REST call of the
+// account.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
@@ -163,34 +171,48 @@ func GitHub(account string) func(*http.Request) resilience.Scope {
 		scopes[s] = resilience.Scope{Provider: ProviderGitHub, Account: account, Service: s}
 	}
 	return func(r *http.Request) resilience.Scope {
-		return scopes[githubService(r.URL.Path)]
+		service, entity := githubRoute(r.URL.Path)
+		sc := scopes[service]
+		if entity != "" {
+			sc.Region = entity
+		}
+		return sc
 	}
 }
 
 // githubService returns the service of a GitHub API path.
 func githubService(path string) string {
+	service, _ := githubRoute(path)
+	return service
+}
+
+// githubRoute returns the service of a GitHub API path and, for the audit
+// log's, the entity whose quota it counts against: "orgs/<org>" or
+// "enterprises/<enterprise>", the name in lower case (GitHub's names are
+// case-insensitive); "" for the other services.
+func githubRoute(path string) (service, entity string) {
 	switch path {
 	case "/graphql", "/api/graphql":
-		return GitHubGraphQL
+		return GitHubGraphQL, ""
 	}
 	path = strings.TrimPrefix(path, "/api/v3")
 	if path == "/search/code" {
 		// Limited apart from the other searches (x-ratelimit-resource
 		// code_search).
-		return GitHubCodeSearch
+		return GitHubCodeSearch, ""
 	}
 	if strings.HasPrefix(path, "/search/") {
-		return GitHubSearch
+		return GitHubSearch, ""
 	}
 	first, path := pathSegment(path)
 	switch first {
 	case "app-manifests": // /app-manifests/{code}/conversions
 		if code, path := pathSegment(path); code != "" && path == "/conversions" {
-			return GitHubIntegrationManifest
+			return GitHubIntegrationManifest, ""
 		}
 	case "orgs", "enterprises": // /orgs/{org}/audit-log, /enterprises/{enterprise}/audit-log
 		if name, path := pathSegment(path); name != "" && path == "/audit-log" {
-			return GitHubAuditLog
+			return GitHubAuditLog, first + "/" + strings.ToLower(name)
 		}
 	case "repos": // /repos/{owner}/{repo}/dependency-graph/...
 		owner, path := pathSegment(path)
@@ -200,12 +222,12 @@ func githubService(path string) string {
 		}
 		switch path {
 		case "/dependency-graph/snapshots":
-			return GitHubDependencySnapshots
+			return GitHubDependencySnapshots, ""
 		case "/dependency-graph/sbom", "/dependency-graph/sbom/generate-report":
-			return GitHubDependencySBOM
+			return GitHubDependencySBOM, ""
 		}
 	}
-	return GitHubREST
+	return GitHubREST, ""
 }
 
 // pathSegment splits the first segment off a path that begins with a

@@ -205,13 +205,14 @@ func TestGitHubCodeSearchIsPausedApart(t *testing.T) {
 func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
 	for _, c := range []struct {
 		resource, method, path string
+		region                 string // the scope's, * but for the audit log's entity
 	}{
-		{"integration_manifest", http.MethodPost, "/app-manifests/0123abcd/conversions"},
-		{"dependency_snapshots", http.MethodPost, "/repos/octo/hello/dependency-graph/snapshots"},
-		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom"},
-		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom/generate-report"},
-		{"audit_log", http.MethodGet, "/orgs/octo/audit-log"},
-		{"audit_log", http.MethodGet, "/enterprises/octo-corp/audit-log"},
+		{"integration_manifest", http.MethodPost, "/app-manifests/0123abcd/conversions", "*"},
+		{"dependency_snapshots", http.MethodPost, "/repos/octo/hello/dependency-graph/snapshots", "*"},
+		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom", "*"},
+		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom/generate-report", "*"},
+		{"audit_log", http.MethodGet, "/orgs/octo/audit-log", "orgs/octo"},
+		{"audit_log", http.MethodGet, "/enterprises/octo-corp/audit-log", "enterprises/octo-corp"},
 	} {
 		t.Run(c.resource+c.path, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -233,7 +234,7 @@ func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
 				if waited := time.Since(sent); waited != 0 {
 					t.Errorf("a REST call waited %v behind %s's spent quota (%s %s), want none", waited, c.resource, c.method, c.path)
 				}
-				want := "github/octo/*/" + c.resource
+				want := "github/octo/" + c.region + "/" + c.resource
 				for _, u := range []string{"https://api.github.com" + c.path, "https://ghe.example.com/api/v3" + c.path} {
 					req, _ := http.NewRequest(c.method, u, nil)
 					if got := scope(req).String(); got != want {
@@ -768,4 +769,60 @@ func TestGitHubGraphQLSecondaryLimitWithoutRetryAfterOverLoopback(t *testing.T) 
 	if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.GaveUp != 1 {
 		t.Errorf("totals %+v, want the query recorded as throttled and given up", tot)
 	}
+}
+
+// GitHub counts the audit log's quota (1,750 queries an hour) "on each
+// combination of an individual user, IP address and entity path
+// (/orgs/<org_name>/audit_log or /enterprises/<enterprise_name>/audit_log)
+// independently" (GitHub's changelog of 2023-08-01, "New rate limit for
+// the audit log API endpoints is active"): a token that reads the audit
+// logs of several organisations has a quota for each. An organisation
+// whose quota is spent holds back its own audit log only, never another
+// organisation's or an enterprise's, and each runs at the audit_log
+// service key's rate, not all of them together.
+func TestGitHubAuditLogIsPacedPerOrganisation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		start := time.Now()
+		f.script(status(http.StatusForbidden, "X-RateLimit-Limit", "1750", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", strconv.FormatInt(start.Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", "audit_log"))
+		gov := newGov(t, resilience.Config{})
+		scope := cloudghttp.GitHub("octo")
+		hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov),
+			cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+		readAll(t, do(t, hc, http.MethodGet, "https://api.github.com/orgs/acme/audit-log", nil))
+		for _, other := range []string{"/orgs/globex/audit-log", "/enterprises/acme/audit-log"} {
+			sent := time.Now()
+			readAll(t, do(t, hc, http.MethodGet, "https://api.github.com"+other, nil))
+			if waited := time.Since(sent); waited != 0 {
+				t.Errorf("GET %s waited %v behind /orgs/acme/audit-log's spent quota, want none", other, waited)
+			}
+		}
+		for path, want := range map[string]string{
+			"https://api.github.com/orgs/acme/audit-log":                   "github/octo/orgs/acme/audit_log",
+			"https://api.github.com/orgs/ACME/audit-log?phrase=action:git": "github/octo/orgs/acme/audit_log",
+			"https://ghe.example.com/api/v3/orgs/acme/audit-log":           "github/octo/orgs/acme/audit_log",
+			"https://api.github.com/enterprises/acme/audit-log":            "github/octo/enterprises/acme/audit_log",
+		} {
+			req, _ := http.NewRequest(http.MethodGet, path, nil)
+			if got := scope(req).String(); got != want {
+				t.Errorf("GET %s: scope %s, want %s", path, got, want)
+			}
+		}
+		cfg, err := resilience.ParseConfig([]byte("ratelimit: {providers: {github: {services: {audit_log: {max_rps: 0.48}}}}}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuned := newGov(t, cfg)
+		a, _ := http.NewRequest(http.MethodGet, "https://api.github.com/orgs/acme/audit-log", nil)
+		b, _ := http.NewRequest(http.MethodGet, "https://api.github.com/orgs/globex/audit-log", nil)
+		if sa, sb := scope(a), scope(b); sa == sb {
+			t.Errorf("two organisations' audit logs share the scope %s, whose leaf paces them together, want one each", sa)
+		}
+		for _, r := range []*http.Request{a, b} {
+			if rate := tuned.Inspect(scope(r)).Leaf.Rate; rate != 0.48 {
+				t.Errorf("%s runs at %v rps, want the audit_log service key's 0.48", scope(r), rate)
+			}
+		}
+	})
 }
