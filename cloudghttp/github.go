@@ -115,13 +115,19 @@ const lowShare = 10
 // organisations read with one token each run at the rate of the
 // audit_log service key, and one whose quota is spent holds none of the
 // others back. GitHub's other resources stay in rest: code_scanning_upload,
-// which GitHub has joined to core, source_import, which no path uses any
-// more, and those whose paths GitHub's documentation does not give
-// (actions_runner_registration, scim, code_scanning_autofix,
-// audit_log_streaming), as does an asynchronous SBOM's
+// which GitHub has joined to core (its changelog of 2026-05-19 removed it
+// from GET /rate_limit, uploads being "governed by the standard core rate
+// limit"), source_import, which no path uses any more, and those whose
+// paths GitHub's documentation does not give (actions_runner_registration,
+// scim, code_scanning_autofix, audit_log_streaming,
+// copilot_usage_records), as does an asynchronous SBOM's
 // sbom/fetch-report/{uuid}, whose quota it does not name: when one of
 // those quotas is spent, its answer pauses every REST call of the
-// account.
+// account. The x-ratelimit-resource of an answer names the quota its call
+// counted against, but only once the call was made, in the scope chosen
+// before it was sent, in which it is recorded; it moves no call, and
+// does not tell the scope of the next one, whose path differs (a SCIM
+// user's, an alert's autofix).
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
