@@ -31,6 +31,10 @@ const (
 // ratelimit section by ParseConfig. Fields left at their zero value (nil,
 // for pointers) take the default each states, so the zero Config is every
 // default; pointer fields are the ones where zero is a meaningful setting.
+// A Config is a plain value, which Validate and New only read: one Config
+// may be given to them from several goroutines at once, as long as none
+// changes it meanwhile. New copies what it needs (ProviderCooldownSeconds
+// too), so a Config changed after New does not change the Guard.
 type Config struct {
 	// CooldownSeconds is how long a scope cools down after an operation on
 	// it ends. nil: 120; 0: no cooldown.

@@ -211,7 +211,12 @@ func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(max(d, 0).Secon
 // with, Stack the stack of its goroutine at the panic, as
 // x/sync/singleflight reports a panic. A program that shows the error to
 // someone who cannot act on a stack (an agent, through a tool result)
-// shows Value, and logs Stack.
+// shows Value, and logs Stack. Every caller of the operation gets the same
+// *PanicError, which neither the Guard nor its methods change: it may be
+// read from several goroutines at once, as long as none changes its
+// fields (or Value, which they share). The zero PanicError, which the
+// Guard never returns, still matches ErrPanicked and says the operation
+// panicked with <nil>, with no stack.
 type PanicError struct {
 	Value any
 	Stack []byte

@@ -53,7 +53,9 @@ type waiter struct {
 // joins nothing), no scopes (only the total cap applies to it) and the
 // caller "". Of a Request that joins a running operation only the Key
 // counts: the operation keeps the scopes and the timeout of the Request
-// that started it.
+// that started it. Run and Check only read a Request (they sort a copy of
+// its Scopes), so one Request may be given to them from several
+// goroutines at once, as long as none changes it meanwhile.
 type Request struct {
 	// Key makes operations with the same key one (see Key); "" never
 	// joins.

@@ -66,7 +66,9 @@ func (g *Guard) ResetAll() {
 // times in seconds rounded to 0.1 (a cooldown's time left rounded up). An
 // idle Guard that never ran an operation has a Status of zeros and empty
 // (non-nil) InFlight, ActiveScopes and Cooling, which marshal as [] and {}
-// rather than null.
+// rather than null. Nothing else holds a Status's maps and slices, so its
+// receiver may read it from several goroutines at once, as long as none
+// changes it meanwhile.
 type Status struct {
 	// InFlight are the operations whose function has not returned,
 	// oldest first.
@@ -83,7 +85,10 @@ type Status struct {
 	Joined  int64 `json:"joined"`
 }
 
-// Operation is a running operation in a Status, a copy like the Status.
+// Operation is a running operation in a Status, a copy like the Status:
+// it may be read from several goroutines at once, as long as none changes
+// it meanwhile. The zero Operation reads as one of no key and no scopes,
+// just started, that no caller waits for.
 type Operation struct {
 	Key    string   `json:"key,omitempty"`
 	Scopes []string `json:"scopes"`
