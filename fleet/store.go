@@ -356,8 +356,10 @@ func (s *Store) closed() bool {
 
 // StoreStats are a process's counters of its use of the shared state: its
 // Redis operations and leases, not the governor's call statistics. A
-// StoreStats is a copy (Store.Stats makes one) that nothing updates; the
-// zero value is a store's that has done nothing.
+// StoreStats is a copy (Store.Stats makes one) that nothing updates, so it
+// may be read from several goroutines at once; Store.Stats reads its
+// counters one by one, not all at one instant. The zero value is a
+// store's that has done nothing.
 type StoreStats struct {
 	RedisCalls  int64 // operations sent to Redis
 	RedisErrors int64 // operations that failed or timed out
