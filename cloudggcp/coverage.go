@@ -20,8 +20,9 @@ const (
 )
 
 // Coverage is the coverage record of one listing: what a collector reports
-// for the task. It is a plain value, safe to share while nobody changes
-// it; the zero Coverage names no listing and has no status.
+// for the task. It is a plain value, which several goroutines may read at
+// once while none changes it; the zero Coverage names no listing and has
+// no status.
 type Coverage struct {
 	Name    string `json:"name"` // the listing's scope, gcp/projects/p1/*/cloudasset/ListAssets
 	Status  Status `json:"status"`
@@ -48,8 +49,9 @@ func NewCoverage(name string, items int, err error) Coverage {
 
 // Inventory is what ListInventory collected: the assets of ListAssets, or,
 // when ListAssets was unavailable, the resources of SearchAllResources. It
-// is a plain value, safe to share while nobody changes it; the zero
-// Inventory holds nothing.
+// is a plain value, which several goroutines may read at once (its assets
+// and resources too) while none changes it; the zero Inventory holds
+// nothing.
 type Inventory struct {
 	Assets    []*assetpb.Asset
 	Resources []*assetpb.ResourceSearchResult
