@@ -2,7 +2,9 @@ package cloudghttp
 
 import "github.com/cloudg/cloudg/resilience"
 
-// An Option configures a Transport.
+// An Option configures a Transport: NewTransport takes them. An Option is
+// a value that changes nothing once made: any number of goroutines may
+// give the same one to NewTransport at once. A nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type config struct {
