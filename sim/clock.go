@@ -16,7 +16,8 @@ type Clock = resilience.Clock
 
 // SystemClock is the time package. Inside a testing/synctest bubble its time
 // is the bubble's virtual time: sleeping costs nothing and a run takes only
-// the CPU time of its requests. Its zero value is ready to use.
+// the CPU time of its requests. Its zero value is ready to use, and it
+// holds nothing: any number of goroutines may use one at once.
 type SystemClock struct{}
 
 // Now returns time.Now().
@@ -30,7 +31,9 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error { return sl
 // 6 s of wall time. The command runs every strategy on one, so that a
 // scenario of minutes takes seconds. It implements RealDuration, which the
 // governor uses to compare its waits with a context's deadline (wall time).
-// It is safe for concurrent use. Make one with NewScaledClock.
+// It is safe for concurrent use. Make one with NewScaledClock: the zero
+// ScaledClock is not a clock, its time standing still at the zero
+// time.Time and its Sleep and RealDuration dividing by a scale of 0.
 type ScaledClock struct {
 	scale float64
 	start time.Time // the wall time at which the clock was made; also its origin

@@ -81,7 +81,10 @@ func (e *Estate) oracleConfig(base resilience.Config) resilience.Config {
 // listing task that fetches the service's pages one after another and, for
 // every item of a page, submits a detail task. Every (account, region,
 // service, operation) is a scope of the provider, throttled by its own
-// bucket at the operation's limit.
+// bucket at the operation's limit. The zero Estate has no account, region
+// or service: a scan of nothing. A Run only reads a scenario's Estate, so
+// Runs on several goroutines may read one at once, as long as nothing
+// changes it meanwhile.
 type Estate struct {
 	Accounts []string
 	Regions  []string
@@ -97,7 +100,11 @@ type Estate struct {
 
 // EstateService is a service of an estate: its listing operation, paged,
 // and its detail operation, one call per item, each with the provider's
-// limit (rps; the burst is BurstSeconds of it).
+// limit (rps; the burst is BurstSeconds of it). Like its Estate, it is a
+// plain value that several goroutines may read at once while none changes
+// it. The zero EstateService lists one empty page (a PageSize of 0 is 1)
+// of an unnamed operation whose limit is 0 rps, with a burst of one
+// token: set every field.
 type EstateService struct {
 	Name       string
 	List       string

@@ -12,7 +12,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// Outcome is what the provider did with one request.
+// Outcome is what the provider did with one request. The zero Outcome is
+// OK.
 type Outcome uint8
 
 // Outcomes of a request.
@@ -26,7 +27,9 @@ const (
 // the (possibly changing) true rate, shared with an invisible tenant, with
 // latency, transient errors and outages. Its answers have the shapes the AWS
 // SDK produces, so the SDK's retryers and the governor classify them as
-// they would a real EC2 answer. It is safe for concurrent use.
+// they would a real EC2 answer. It is safe for concurrent use. A Run makes
+// the Provider of its scenario; the zero Provider is not one (Request
+// panics on it).
 type Provider struct {
 	spec  *ProviderSpec
 	clock Clock
@@ -216,6 +219,10 @@ func (p *Provider) latency(u1, u2 float64) time.Duration {
 // *smithy.GenericAPIError (code, message). It also has Header(), the method
 // the governor reads hints from, which the SDK's shapes lack (the AWS
 // integration teaches the governor those shapes with an error reader).
+// Each answer is an APIError of its own, which its methods only read:
+// several goroutines may read one at once, as long as none changes its
+// Header. Only the provider makes them: the zero APIError's methods but
+// Unwrap panic.
 type APIError struct {
 	resp *smithyhttp.ResponseError
 	api  *smithy.GenericAPIError

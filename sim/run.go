@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-// Result holds the figures of one strategy's run of a scenario.
+// Result holds the figures of one strategy's run of a scenario. Execute
+// returns a new one, which nothing changes after: several goroutines may
+// read it at once, as long as none changes it. The zero Result is a run
+// of no calls, whose RejectedShare, Efficiency and Goodput are 0.
 type Result struct {
 	Strategy string
 
@@ -76,7 +79,10 @@ func (r *Result) DoneExcept(except string) time.Duration {
 // pause or kill ended (DoneExcept of Affected).
 func (r *Result) Unaffected() time.Duration { return r.DoneExcept(r.Affected) }
 
-// Sample is one second of a run.
+// Sample is one second of a run, a plain value that several goroutines
+// may read at once while none changes it. The zero Sample is a second in
+// which nothing was sent or ended, under a rate limit of 0: a second of a
+// run whose strategy exposes no rate has a Rate of NaN instead.
 type Sample struct {
 	Sent      int     // requests sent in the second
 	OK        int     // of which succeeded
@@ -160,7 +166,10 @@ func (r *recorder) rate(t time.Duration, v float64) {
 	r.mu.Unlock()
 }
 
-// Run is one strategy's run of a scenario, in progress or done.
+// Run is one strategy's run of a scenario, in progress or done: make one
+// with NewRun and Execute it once. Progress and Strategy may be called
+// from any goroutine while Execute runs. The zero Run has no scenario:
+// its Execute panics.
 type Run struct {
 	sc       *Scenario
 	strategy string

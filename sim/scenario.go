@@ -16,7 +16,13 @@ import (
 )
 
 // Scenario is one simulated run: a provider model, a workload, the settings
-// of the client strategies, and the strategies to compare.
+// of the client strategies, and the strategies to compare. Runs and the
+// Scenario's methods only read it, so the Runs of one Scenario may execute
+// from several goroutines at once (the command runs its strategies so), as
+// long as nothing changes it meanwhile. The zero Scenario is refused by
+// Validate ("workload.workers: must be > 0"), as Parse and LoadFile refuse
+// a scenario it refuses; Execute does not validate, and runs no call of
+// it.
 type Scenario struct {
 	Name        string
 	Description string
@@ -53,7 +59,10 @@ type Scenario struct {
 	observer observe.Observer // the cloudg strategies' governors report to it; tests set it
 }
 
-// ModelFigures are what the discrete-event model predicted for a strategy.
+// ModelFigures are what the discrete-event model predicted for a strategy,
+// a plain value that several goroutines may read at once while none
+// changes it. The zero ModelFigures gives no efficiency and no makespan,
+// but a rejected share of 0.
 type ModelFigures struct {
 	Efficiency float64       // ideal makespan / makespan; 0: not given
 	Rejected   float64       // share of requests rejected, 0..1; <0: not given
@@ -62,6 +71,9 @@ type ModelFigures struct {
 
 // Workload is the work of a run: Calls logical calls spread round-robin over
 // Actions, made by Workers goroutines that each make one call at a time.
+// Like its Scenario, it is a plain value that several goroutines may read
+// at once while none changes it. The zero Workload is refused by
+// Scenario.Validate ("workload.workers: must be > 0").
 type Workload struct {
 	Workers int
 	Calls   int
@@ -69,7 +81,11 @@ type Workload struct {
 }
 
 // ProviderSpec models the provider side: a token bucket per action (the
-// scope the provider throttles), with its own burst and refill.
+// scope the provider throttles), with its own burst and refill. Like its
+// Scenario, it is a plain value that several goroutines may read at once
+// while none changes it (each Run's Provider keeps its buckets apart). The
+// zero ProviderSpec is refused by Scenario.Validate ("provider.service:
+// must not be empty").
 type ProviderSpec struct {
 	Service string // ec2
 	Account string
@@ -110,13 +126,20 @@ type ProviderSpec struct {
 	Outages []Window
 }
 
-// Limit is a bucket's refill and capacity.
+// Limit is a bucket's refill and capacity, a plain value that several
+// goroutines may read at once while none changes it. In ProviderSpec.Per a
+// zero field leaves the provider's Rate or Burst: the zero Limit overrides
+// nothing.
 type Limit struct {
 	Rate  float64
 	Burst float64
 }
 
-// Change sets the limit of one action ("" for all) at a time of the run.
+// Change sets the limit of one action ("" for all) at a time of the run. It
+// is a plain value that several goroutines may read at once while none
+// changes it. The zero Change, which would stop every action's refill at
+// the start, is refused by Scenario.Validate ("provider.changes[i].rate:
+// must be > 0").
 type Change struct {
 	At     time.Duration
 	Action string
@@ -127,7 +150,10 @@ type Change struct {
 // Tenant is a second tenant of the provider's buckets. It takes Rate (or
 // Share of the action's limit) out of the refill of every action it uses,
 // from From until Until; with Walk, only a level between 0 and 1 of it,
-// which moves over time.
+// which moves over time. It is a plain value that several goroutines may
+// read at once while none changes it (each Run draws its walk apart). The
+// zero Tenant, which would take nothing, is refused by Scenario.Validate
+// ("provider.tenant.rate: must be > 0"); a nil one is no tenant.
 type Tenant struct {
 	Rate    float64  // requests per second per action it uses; with Walk, the most it takes
 	Share   float64  // instead of Rate (when > 0): this share of the action's limit at the time
@@ -143,7 +169,10 @@ type Tenant struct {
 // every Every moves by up to Step either way (a move past 0 or 1 is
 // reflected back). The tenant takes the level times its Rate (or Share of
 // the limit), one level a step: the limit left to the other clients moves
-// in steps, at times no client is told.
+// in steps, at times no client is told. It is a plain value that several
+// goroutines may read at once while none changes it. The zero Walk is
+// refused by Scenario.Validate ("provider.tenant.walk.every_seconds: must
+// be > 0"); a nil one is a tenant that takes all of its rate.
 type Walk struct {
 	Every time.Duration
 	Step  float64
@@ -154,20 +183,28 @@ type Walk struct {
 // with a throttle carrying Retry-After. From and To count from the start
 // of the run or, with AtFirst, from the action's first request: the
 // provider pauses the scope when a client first meets it (for the ideal,
-// a client that meets it at once).
+// a client that meets it at once). It is a plain value that several
+// goroutines may read at once while none changes it. The zero Pause is
+// refused by Scenario.Validate ("provider.pauses[i].action: must name an
+// action").
 type Pause struct {
 	Action   string
 	From, To time.Duration
 	AtFirst  bool
 }
 
-// Window is a span of the run.
+// Window is a span of the run, a plain value that several goroutines may
+// read at once while none changes it. The zero Window is empty; as an
+// outage, Scenario.Validate refuses it ("provider.outages[i].to_seconds:
+// must be after from_seconds").
 type Window struct{ From, To time.Duration }
 
 // ClientSpec configures the strategies that are not the governor. Rate and
 // Burst are the configured (guessed) limit per action of the static and
 // failsafe-go limiters; MaxRetries, BaseDelay and MaxBackoff bound their
-// retries.
+// retries. It is a plain value that several goroutines may read at once
+// while none changes it. The zero ClientSpec is refused by
+// Scenario.Validate ("client.rate: must be > 0").
 type ClientSpec struct {
 	Rate       float64
 	Burst      float64

@@ -32,7 +32,10 @@ func (s *Sweep) Add(seed uint64, results []*Result) {
 	s.Results = append(s.Results, results)
 }
 
-// Spread is a figure's mean, minimum and maximum over the seeds.
+// Spread is a figure's mean, minimum and maximum over the seeds, a plain
+// value that several goroutines may read at once while none changes it.
+// The zero Spread is that of no seeds, as Figures returns for a strategy
+// the sweep did not run.
 type Spread struct{ Mean, Min, Max float64 }
 
 func spreadOf(vs []float64) Spread {
