@@ -12,8 +12,11 @@ import (
 )
 
 // Sweep holds the runs of a scenario's strategies over several seeds:
-// Results[i][j] is seed Seeds[i]'s run of Strategies[j]. Its zero value is
-// empty; fill it with Add. It is not safe for concurrent use.
+// Results[i][j] is seed Seeds[i]'s run of Strategies[j]. Make one with
+// NewSweep and fill it with Add. The zero Sweep has no Scenario and no
+// Strategies: Figures and Wins find no run in it, whatever Add gave it,
+// and WriteSweep panics on it (WriteCSV writes its rows). It is not safe
+// for concurrent use.
 type Sweep struct {
 	Scenario   *Scenario
 	Seeds      []uint64
