@@ -50,7 +50,9 @@ func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
 				case m.Makespan > 0:
 					eff = fmt.Sprintf("%.2f (%s)", float64(ideal)/float64(m.Makespan), secs(m.Makespan))
 				}
-				rej = fmt.Sprintf("%.1f%%", 100*m.Rejected)
+				if m.Rejected >= 0 {
+					rej = fmt.Sprintf("%.1f%%", 100*m.Rejected)
+				}
 			}
 			line += eff + "\t" + rej + "\t"
 		}
