@@ -49,7 +49,8 @@ func (g *Gate) Close() { g.g.SetOpen(false) }
 // embedded context for every other key. It is safe for concurrent use as
 // its embedded context is; its fields are set once, before it is used.
 // Gate is there for an integration that makes one Context for the life
-// of its Guard (one request's), and attaches it to the Guard.
+// of its Guard (one request's), and attaches it to the Guard. The zero
+// Context is no context: its methods panic on its nil embedded context.
 type Context struct {
 	context.Context
 	Gov   *resilience.Governor

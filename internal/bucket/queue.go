@@ -120,7 +120,9 @@ func (b *Bucket) supersede(np *params, paused time.Duration, balance func(t time
 }
 
 // Ticket is a reservation: the time its token may be used, and the epoch
-// it was made in. The zero Ticket is no reservation.
+// it was made in. The zero Ticket is no reservation. A Ticket is a value
+// that nothing changes (Follow returns the ticket brought up to date):
+// copies of one may be used from several goroutines at once.
 type Ticket struct {
 	e  *epoch
 	at time.Duration

@@ -12,7 +12,10 @@ import "context"
 
 // Error is a context's error with the provider's last answer: errors.Is
 // finds the context's error (context.Canceled, context.DeadlineExceeded),
-// errors.As the answer's types. Ctx and Last are never nil.
+// errors.As the answer's types. Ctx and Last are never nil in the ones
+// package resilience returns, which nothing changes once returned: several
+// goroutines may read one at once. The zero Error is no error: its Error
+// panics.
 type Error struct {
 	Ctx  error // the context's own error
 	Last error // the provider's last answer

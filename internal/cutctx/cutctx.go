@@ -19,6 +19,8 @@ import (
 // the cut; one derived with WithValue asks it, and does. Init a Context
 // before its first use; its Done, Err, Deadline and Value may then be
 // called from any goroutine, and Arm, Reset and Close from the owner's.
+// The zero Context has no parent: its methods but Reset and Close panic
+// until Init gives it one.
 type Context struct {
 	parent context.Context
 	cut    atomic.Pointer[cut]

@@ -12,7 +12,8 @@ import (
 )
 
 // Kind is a reader's verdict on an error, when it knows better than the
-// code and status tables (gRPC's ResourceExhausted, say).
+// code and status tables (gRPC's ResourceExhausted, say). The zero Kind is
+// None.
 type Kind uint8
 
 // The verdicts; None leaves the decision to the tables.
@@ -23,7 +24,11 @@ const (
 	Throttled
 )
 
-// Details is what one error of a chain says about itself.
+// Details is what one error of a chain says about itself. The zero
+// Details says nothing: no code, status, header or verdict, and not an
+// answer. A Details is a value whose Header may be the error's own map:
+// several goroutines may read one at once, and none may change its
+// Header.
 type Details struct {
 	Code   string      // the provider's error code ("Throttling", "SubscriptionRequestsThrottled")
 	Status int         // the HTTP status; 0 when none

@@ -168,7 +168,9 @@ func Cap(d time.Duration) time.Duration { return min(max(d, 0), MaxPause) }
 // found in it the delay the answer asks for outside its headers (a Google
 // REST error's google.rpc.RetryInfo, which cloudggcp's REST transport
 // reads): cloudghttp's Transport, above it, reads BodyRetryAfter as the
-// answer's hint, after a hint of its headers.
+// answer's hint, after a hint of its headers. The Transport calls
+// BodyRetryAfter once per answer, on the goroutine that got it: a Body
+// need not be safe for concurrent use.
 type Body interface {
 	BodyRetryAfter() time.Duration
 }

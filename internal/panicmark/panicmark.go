@@ -18,7 +18,8 @@ import (
 
 // Mark is what a task's context carries: whether a governed call made
 // with it recorded a panic in the task's ledger. It is safe for
-// concurrent use.
+// concurrent use. The zero Mark is of no ledger and not noted, and no
+// context carries it: With makes the Marks that Note finds.
 type Mark struct {
 	ledger any // the task's *resilience.Ledger
 	noted  atomic.Bool

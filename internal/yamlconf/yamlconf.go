@@ -29,7 +29,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Error is a configuration problem at a key path.
+// Error is a configuration problem at a key path. Nothing changes an
+// Error once returned: several goroutines may read one at once. The zero
+// Error, of no path and no message, reads ": ".
 type Error struct {
 	Path string // ratelimit.aws.services.ec2.brust
 	Msg  string // unknown key
@@ -41,6 +43,12 @@ func errorf(path, msg string) error { return &Error{Path: path, Msg: msg} }
 
 // A Decoder decodes into structs whose fields have yaml tags. A field's
 // range tag (see CheckRanges) bounds the value a document may give it.
+// The zero Decoder is ready to use: no key is held to be positive but by
+// its range tag, none is skipped, and an unknown key that is no
+// misspelling of a known one gets no hint. Its
+// methods only read it, so one Decoder (a package's, in a variable) may
+// decode on several goroutines at once, as long as nothing changes its
+// maps, and its Hint may be called so.
 type Decoder struct {
 	// Positive lists the keys whose values must be > 0 when given at all,
 	// for structs whose fields have no range tags.
