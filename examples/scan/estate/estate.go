@@ -39,7 +39,10 @@ import (
 )
 
 // A Limit is a token bucket: Rate requests a second on average, Burst at
-// once after a quiet spell.
+// once after a quiet spell. It is a plain value that several goroutines
+// may read at once while none changes it. The zero Limit, given to
+// SetLimit, lets one request through (a Burst under 1 is 1) and throttles
+// every later one, as it never refills.
 type Limit struct {
 	Rate  float64
 	Burst int
@@ -74,7 +77,9 @@ func DefaultLimit(service, action string) Limit {
 	return fallbackLimit
 }
 
-// Config is what New builds an estate from.
+// Config is what New builds an estate from, a plain value that several
+// goroutines may read at once while none changes it. The zero Config is
+// the estate of seed 0 at DefaultSizes.
 type Config struct {
 	// Seed chooses the generated names and ids; the same seed gives the
 	// same estate.
@@ -84,7 +89,9 @@ type Config struct {
 }
 
 // Count is what an estate answered in one scope: every request, and those
-// it throttled.
+// it throttled. Counts returns copies, which the estate does not change:
+// several goroutines may read one at once. The zero Count is a scope no
+// request reached.
 type Count struct {
 	Requests  int64
 	Throttled int64

@@ -8,7 +8,10 @@ import (
 )
 
 // Sizes is how many resources an estate holds: per account and region for
-// the regional services, per account for IAM.
+// the regional services, per account for IAM. It is a plain value that
+// several goroutines may read at once while none changes it. The zero
+// Sizes, in a Config, means DefaultSizes: no estate holds nothing at
+// all.
 type Sizes struct {
 	Instances      int // EC2 instances, one per reservation
 	VPCs           int

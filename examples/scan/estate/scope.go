@@ -9,7 +9,10 @@ import (
 // A Scope names what an estate's request is about: an account, a region, a
 // service (its signing name: ec2, iam, secretsmanager, dynamodb) and an
 // action (DescribeInstances). As a selector, an empty field matches any
-// value, so Scope{Service: "ec2"} selects every EC2 action everywhere.
+// value, so Scope{Service: "ec2"} selects every EC2 action everywhere, and
+// the zero Scope, written "*", selects every action of every account and
+// region. A Scope is a plain value, which its methods only read: several
+// goroutines may use one at once while none changes it.
 type Scope struct {
 	Account string
 	Region  string
