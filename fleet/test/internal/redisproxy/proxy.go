@@ -14,7 +14,12 @@ import (
 	"time"
 )
 
-// Proxy forwards connections from its address to a target address.
+// Proxy forwards connections from its address to a target address. Its
+// knobs (SetDelay, Garble, DropAnswer, RefuseNext, SlowAnswers, Freeze,
+// Thaw, Down, Close) take its lock, and may be called from any goroutine
+// while it forwards; Up is for one goroutine, after Down. The zero Proxy
+// has no target and no address, and forwards nothing: make one with
+// Start.
 type Proxy struct {
 	target string
 	addr   string
