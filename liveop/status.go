@@ -66,7 +66,8 @@ func (g *Guard) ResetAll() {
 // times in seconds rounded to 0.1 (a cooldown's time left rounded up). An
 // idle Guard that never ran an operation has a Status of zeros and empty
 // (non-nil) InFlight, ActiveScopes and Cooling, which marshal as [] and {}
-// rather than null. Nothing else holds a Status's maps and slices, so its
+// rather than null; the Scopes of an Operation without scopes is empty
+// and non-nil too. Nothing else holds a Status's maps and slices, so its
 // receiver may read it from several goroutines at once, as long as none
 // changes it meanwhile.
 type Status struct {
@@ -123,7 +124,9 @@ func (g *Guard) Status() Status {
 		return running[i].key < running[j].key
 	})
 	for _, f := range running {
-		op := Operation{Key: f.key, Scopes: slices.Clone(f.scopes), RunningSeconds: tenths(now.Sub(f.start))}
+		// Scopes non-nil: an operation without scopes marshals [], as the
+		// Status's own collections do.
+		op := Operation{Key: f.key, Scopes: append([]string{}, f.scopes...), RunningSeconds: tenths(now.Sub(f.start))}
 		if f.phase == phaseRunning {
 			op.Callers = f.waiters
 		}
