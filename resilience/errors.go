@@ -298,7 +298,9 @@ var (
 // is the key path (ratelimit.aws.services.ec2.burst), Msg what is wrong
 // with it. Validation reports every mistake at once, joined
 // (errors.Join): errors.As finds the first, and the joined error's
-// Unwrap() []error lists them all.
+// Unwrap() []error lists them all. Nothing changes a ConfigError once
+// returned: several goroutines may read one at once. The zero ConfigError,
+// of no path and no message, reads ": ".
 type ConfigError = yamlconf.Error
 
 // Errors for calls that cannot be governed.

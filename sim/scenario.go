@@ -673,5 +673,7 @@ func (s *Scenario) validateActions() error {
 // says what is wrong, and Error() returns "<Path>: <Msg>". It is the type of
 // the governor's configuration errors too (resilience.ParseConfig's, whose
 // paths start with ratelimit.), so that one errors.As finds the key path of
-// any error Parse returns.
+// any error Parse returns. Nothing changes an Error once returned: several
+// goroutines may read one at once. The zero Error, of no path and no
+// message, reads ": ".
 type Error = yamlconf.Error
