@@ -159,7 +159,9 @@ const lowShare = 10
 //     a secondary limit was hit (GitHub answers those with a 200 or a
 //     403) a throttle for retry-after, or for a minute without it, as
 //     GitHub asks: the query, which GitHub did not run, is sent again
-//     then, and one given up is recorded so. Every GraphQL 200's body is
+//     then, and one given up is recorded so (an error that points at a
+//     place in the query, a parse or validation error, which may quote
+//     it, is the query's own, whatever its message says). Every GraphQL 200's body is
 //     read for it, decompressed when it is gzip-encoded, and given back
 //     whole, but only as far as it must be: an answer whose first member
 //     is its data (not null) is read no further than its first bytes,
@@ -315,8 +317,9 @@ func secondaryWords(body []byte) bool {
 // githubGraphQLLimited reports whether resp, a success's status answered
 // to a GraphQL request of GitHub's, says that a rate limit is exceeded,
 // as GitHub answers a query it did not run for it: a 200 whose body holds
-// no data, only errors, one of type RATE_LIMITED or saying that a rate
-// limit is exceeded. With x-ratelimit-remaining: 0 the primary quota is
+// no data, only errors, one of them GitHub's that a rate limit was hit
+// (graphQLError's rateLimited: of type RATE_LIMITED, or saying that a
+// rate limit is exceeded and pointing at no place in the query). With x-ratelimit-remaining: 0 the primary quota is
 // spent (primary reports it, and the wait is until x-ratelimit-reset);
 // otherwise a secondary limit was hit, which GitHub answers with a 200 or
 // a 403, with retry-after when it says how long to wait (the core reads
@@ -355,22 +358,52 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, prim
 	}
 	var answer struct {
 		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"errors"`
+		Errors []graphQLError  `json:"errors"`
 	}
 	if json.Unmarshal(b, &answer) != nil || len(answer.Data) > 0 && string(answer.Data) != "null" {
 		return false, false, false
 	}
 	for _, e := range answer.Errors {
-		if strings.EqualFold(e.Type, "RATE_LIMITED") || strings.Contains(strings.ToLower(e.Message), "rate limit") {
+		if e.rateLimited() {
 			n, ok := headerInt(resp.Header, hdrRemaining)
 			primary = ok && n == 0
 			return true, primary, !primary && len(resp.Header[hdrRetryAfter]) == 0
 		}
 	}
 	return false, false, false
+}
+
+// graphQLError is an error of a GraphQL answer, as GitHub writes it.
+type graphQLError struct {
+	Type      string          `json:"type"`
+	Code      string          `json:"code"`
+	Message   string          `json:"message"`
+	Locations json.RawMessage `json:"locations"`
+	Path      json.RawMessage `json:"path"`
+}
+
+// rateLimited reports whether e says that a rate limit of GitHub's was
+// hit: its type is RATE_LIMITED (or RATE_LIMIT, as GitHub has also sent
+// it, its code graphql_rate_limit), or its message says "rate limit" and
+// it points at no place in the query (no locations, no path). An error
+// that does (a parse or validation error, a field's) is the query's own,
+// whose message may quote the query ("Parse error on \"rate limit\""
+// (STRING) at [1, 17]").
+func (e *graphQLError) rateLimited() bool {
+	switch strings.ToUpper(e.Type) {
+	case "RATE_LIMITED", "RATE_LIMIT":
+		return true
+	}
+	if strings.EqualFold(e.Code, "graphql_rate_limit") {
+		return true
+	}
+	return !jsonSet(e.Locations) && !jsonSet(e.Path) && strings.Contains(strings.ToLower(e.Message), "rate limit")
+}
+
+// jsonSet reports whether v, a member of a JSON object, was there and not
+// null.
+func jsonSet(v json.RawMessage) bool {
+	return len(v) > 0 && string(v) != "null"
 }
 
 // graphQLAnswered reports whether text, the start of a GraphQL answer's

@@ -826,3 +826,71 @@ func TestGitHubAuditLogIsPacedPerOrganisation(t *testing.T) {
 		}
 	})
 }
+
+// GitHub's GraphQL answer to a query it could not parse or validate is a
+// 200 without data whose errors point at the query (their locations, a
+// path) and quote it: a query that searches for "rate limit" with a colon
+// missing gets `Parse error on "rate limit" (STRING) at [1, 17]`, one that
+// gives the search's type as that string an invalid value ("rate
+// limit"). Such an
+// answer is the query's own fault, a success's status that no retry
+// mends: it is answered at once, sent once, not recorded as throttled,
+// and pauses no other query of the account. An error of GitHub's rate
+// limits, which points at no place in the query (type RATE_LIMITED, or
+// RATE_LIMIT, as GitHub has also been seen to send it), stays a
+// throttle.
+func TestGitHubGraphQLQueryErrorQuotingRateLimitIsNoThrottle(t *testing.T) {
+	const parse = `{"errors":[{"message":"Parse error on \"rate limit\" (STRING) at [1, 17]","locations":[{"line":1,"column":17}]}]}`
+	const invalid = `{"errors":[{"path":["query","search","type"],"extensions":{"code":"argumentLiteralsIncompatible","typeName":"Field","argumentName":"type"},"locations":[{"line":1,"column":3}],"message":"Argument 'type' on Field 'search' has an invalid value (\"rate limit\"). Expected type 'SearchType!'."}]}`
+	const limited = `{"errors":[{"type":"RATE_LIMIT","code":"graphql_rate_limit","message":"API rate limit already exceeded for user ID 1."}]}`
+	for _, c := range []struct {
+		name, body string
+		throttle   bool
+	}{
+		{"parse error", parse, false},
+		{"invalid argument", invalid, false},
+		{"RATE_LIMIT", limited, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+				if !c.throttle {
+					r.header.Set("X-RateLimit-Remaining", "4200")
+				}
+				r.body = c.body
+				f := &fakeAPI{}
+				f.script(r)
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov),
+					cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 3}))}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql",
+					strings.NewReader(`{"query":"{ search(query \"rate limit\", type: ISSUE, first: 10) { issueCount } }"}`))
+				start := time.Now()
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				tot := gov.Summary(stats).Totals
+				if c.throttle {
+					if tot.Throttled == 0 {
+						t.Errorf("totals %+v, want GitHub's rate limit recorded as a throttle", tot)
+					}
+					return
+				}
+				if got != c.body || len(f.recorded()) != 1 || time.Since(start) != 0 {
+					t.Errorf("body %q after %d attempts and %v, want the query's errors at once, after one", got, len(f.recorded()), time.Since(start))
+				}
+				if tot.Throttled != 0 {
+					t.Errorf("totals %+v, want no throttle: the query's own error", tot)
+				}
+				if p := gov.Inspect(scope(req)).Leaf.Paused; p != 0 {
+					t.Errorf("graphql paused %v after the query's own error, want not paused", p)
+				}
+			})
+		})
+	}
+}
