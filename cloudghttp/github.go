@@ -153,9 +153,12 @@ const lowShare = 10
 //   - any other 403 (a permission) is a fatal answer, and a 429 a throttle
 //     as for any API;
 //   - a GraphQL answer whose status is 200 but that says the primary rate
-//     limit is exceeded (x-ratelimit-remaining: 0, no data, an error of
-//     type RATE_LIMITED), as GitHub answers a query made once the quota
-//     is spent, is a throttle until x-ratelimit-reset, and one that says
+//     limit is exceeded (no data, an error of type RATE_LIMITED that says
+//     nothing of a secondary limit, or x-ratelimit-remaining: 0 and an
+//     error saying a rate limit), as GitHub answers a query made once the
+//     quota is spent, or one costing more points than are left (its
+//     x-ratelimit-remaining showing them), is a throttle until
+//     x-ratelimit-reset, and one that says
 //     a secondary limit was hit (GitHub answers those with a 200 or a
 //     403) a throttle for retry-after, or for a minute without it, as
 //     GitHub asks: the query, which GitHub did not run, is sent again
@@ -319,9 +322,13 @@ func secondaryWords(body []byte) bool {
 // as GitHub answers a query it did not run for it: a 200 whose body holds
 // no data, only errors, one of them GitHub's that a rate limit was hit
 // (graphQLError's rateLimited: of type RATE_LIMITED, or saying that a
-// rate limit is exceeded and pointing at no place in the query). With x-ratelimit-remaining: 0 the primary quota is
-// spent (primary reports it, and the wait is until x-ratelimit-reset);
-// otherwise a secondary limit was hit, which GitHub answers with a 200 or
+// rate limit is exceeded and pointing at no place in the query). With
+// x-ratelimit-remaining: 0, or an error whose type says a rate limit and
+// whose message says nothing of a secondary one (GitHub's answer to a
+// query that costs more points than are left, whose
+// x-ratelimit-remaining shows them), the primary quota is spent (primary
+// reports it, and the wait is until x-ratelimit-reset); otherwise a
+// secondary limit was hit, which GitHub answers with a 200 or
 // a 403, with retry-after when it says how long to wait (the core reads
 // it from the header) and without it when the client is to wait a minute
 // at least (secondary reports that: the wait is githubSecondaryWait).
@@ -366,7 +373,7 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, prim
 	for _, e := range answer.Errors {
 		if e.rateLimited() {
 			n, ok := headerInt(resp.Header, hdrRemaining)
-			primary = ok && n == 0
+			primary = ok && n == 0 || e.typed() && !secondaryWords([]byte(e.Message))
 			return true, primary, !primary && len(resp.Header[hdrRetryAfter]) == 0
 		}
 	}
@@ -390,14 +397,20 @@ type graphQLError struct {
 // whose message may quote the query ("Parse error on \"rate limit\""
 // (STRING) at [1, 17]").
 func (e *graphQLError) rateLimited() bool {
+	return e.typed() || !jsonSet(e.Locations) && !jsonSet(e.Path) && strings.Contains(strings.ToLower(e.Message), "rate limit")
+}
+
+// typed reports whether e's type (RATE_LIMITED, RATE_LIMIT) or code
+// (graphql_rate_limit) says that it is a rate limit's: unless its message
+// says that the limit is a secondary one, the primary limit's, which
+// GitHub also answers while x-ratelimit-remaining shows points left, for
+// a query that costs more than are left.
+func (e *graphQLError) typed() bool {
 	switch strings.ToUpper(e.Type) {
 	case "RATE_LIMITED", "RATE_LIMIT":
 		return true
 	}
-	if strings.EqualFold(e.Code, "graphql_rate_limit") {
-		return true
-	}
-	return !jsonSet(e.Locations) && !jsonSet(e.Path) && strings.Contains(strings.ToLower(e.Message), "rate limit")
+	return strings.EqualFold(e.Code, "graphql_rate_limit")
 }
 
 // jsonSet reports whether v, a member of a JSON object, was there and not

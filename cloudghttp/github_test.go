@@ -894,3 +894,46 @@ func TestGitHubGraphQLQueryErrorQuotingRateLimitIsNoThrottle(t *testing.T) {
 		})
 	}
 }
+
+// GitHub refuses a GraphQL query that costs more points than are left
+// with its primary limit's answer, a 200 whose error is of type
+// RATE_LIMITED ("API rate limit already exceeded"), while
+// x-ratelimit-remaining still shows the points left, not 0, as octokit's
+// throttling plugin found (octokit/plugin-throttling.js #632, #636, which
+// waits until x-ratelimit-reset for any RATE_LIMITED error, and a minute
+// only for one whose message says "secondary rate"). No point comes back
+// before the reset, so that the query is sent again after it, not a
+// minute later, when GitHub would refuse it again.
+func TestGitHubGraphQLPrimaryLimitWithPointsLeftWaitsForTheReset(t *testing.T) {
+	const limited = `{"errors":[{"type":"RATE_LIMITED","code":"graphql_rate_limit","message":"API rate limit already exceeded for user ID 1."}]}`
+	synctest.Test(t, func(t *testing.T) {
+		reset := time.Now().Add(4 * time.Minute)
+		r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "12",
+			"X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10), "X-RateLimit-Resource", "graphql")
+		r.body = limited
+		f := &fakeAPI{}
+		f.script(r)
+		gov := newGov(t, resilience.Config{})
+		ctx, stats := resilience.WithStats(context.Background())
+		hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql",
+			strings.NewReader(`{"query":"query { search(query: \"is:pr\", type: ISSUE, first: 100) { issueCount } }"}`))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "ok" {
+			t.Fatalf("body %q, want the query sent again and answered", got)
+		}
+		hits := f.recorded()
+		if len(hits) != 2 {
+			t.Fatalf("%d attempts, want 2", len(hits))
+		}
+		if hits[1].at.Before(reset) {
+			t.Errorf("the query sent again %v later, want after the reset, %v later", hits[1].at.Sub(hits[0].at), reset.Sub(hits[0].at))
+		}
+		if tot := gov.Summary(stats).Totals; tot.Throttled != 1 || tot.GaveUp != 0 {
+			t.Errorf("totals %+v, want 1 throttle, no give-up", tot)
+		}
+	})
+}
