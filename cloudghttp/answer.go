@@ -81,6 +81,13 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 		if !x.github {
 			return nil
 		}
+		if githubService(x.orig.URL.Path) == GitHubGraphQL && githubHeadersQuiet(resp.Header) {
+			// Nothing in the headers says a limit, and no pause is to be
+			// set before the slot goes back: the slot goes back now, as
+			// a success's whose body is not read, so that the wait for
+			// the body below holds no other call of the account back.
+			x.gd.Release()
+		}
 		if limited, primary, secondary := githubGraphQLLimited(x.orig, resp); limited {
 			// GitHub's GraphQL answer that its primary quota is spent,
 			// or that a secondary limit was hit: a throttle, whatever

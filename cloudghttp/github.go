@@ -164,13 +164,15 @@ const lowShare = 10
 //     GitHub asks: the query, which GitHub did not run, is sent again
 //     then, and one given up is recorded so (an error that points at a
 //     place in the query, a parse or validation error, which may quote
-//     it, is the query's own, whatever its message says). Every GraphQL 200's body is
-//     read for it, decompressed when it is gzip-encoded, and given back
-//     whole, but only as far as it must be: an answer whose first member
-//     is its data (not null) is read no further than its first bytes,
-//     which come with its headers, so that the query's slot is not held
-//     for the rest of its body; any other up to 4 KiB, while the attempt
-//     holds its slot, for a second at most, as a 403's;
+//     it, is the query's own, whatever its message says). Every GraphQL
+//     200's body is read for it, decompressed when it is gzip-encoded,
+//     and given back whole, but only as far as it must be: an answer
+//     whose first member is its data (not null) is read no further than
+//     its first bytes, which come with its headers; any other up to 4
+//     KiB, for a second at most, as a 403's. The attempt's slot goes back
+//     before that read when the headers say nothing of a limit (no
+//     retry-after, a quota neither spent nor low), so that a slow body
+//     holds no other call of the account back;
 //   - any other answer, a success above all, whose x-ratelimit-remaining is
 //     under a tenth of x-ratelimit-limit slows the scope before the limit
 //     is hit: the scope is paused for the time left until the reset divided
@@ -337,10 +339,11 @@ func secondaryWords(body []byte) bool {
 // data, not null, is a query's answer, and its body is read no further
 // than its first bytes, which come with the headers; any other is read
 // up to maxPeek bytes (a rate limit's answer is a few hundred bytes of
-// JSON; a longer one is a query's). The read is waited for while the
-// attempt holds its slot, for a second at most or until the request's
-// context ends (a body that has not come by then decides nothing), and
-// the body is given back whole; a gzip-encoded body (a client that asked
+// JSON; a longer one is a query's). The read is waited for, for a
+// second at most or until the request's context ends (a body that has
+// not come by then decides nothing), the attempt's slot given back
+// before it when the headers say nothing of a limit (githubHeadersQuiet),
+// and the body is given back whole; a gzip-encoded body (a client that asked
 // for gzip itself) is read decompressed, and given back as it came.
 func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary, secondary bool) {
 	if githubService(req.URL.Path) != GitHubGraphQL {
@@ -504,20 +507,36 @@ func contentEncoding(resp *http.Response) string {
 // githubQuota slows a scope whose quota runs low (see GitHub); h are the
 // headers of an answer that was not a throttle.
 func githubQuota(gd *resilience.Guard, h http.Header, now time.Time) {
-	left, ok := headerInt(h, hdrRemaining)
-	if !ok {
+	if !quotaLow(h) {
 		return
 	}
-	// left*lowShare >= limit, written so that no header value overflows
-	// it; left+1 below then cannot overflow either.
-	if limit, ok := headerInt(h, hdrLimit); left > 0 && (!ok || left > (limit-1)/lowShare) {
-		return
-	}
+	left, _ := headerInt(h, hdrRemaining)
 	reset, ok := resetIn(h, now)
 	if !ok {
 		return
 	}
-	gd.Pause(reset / time.Duration(left+1))
+	gd.Pause(reset / time.Duration(left+1)) // left+1 cannot overflow: quotaLow
+}
+
+// quotaLow reports whether h, an answer's headers, say that its quota is
+// spent (x-ratelimit-remaining: 0) or low (under a tenth of
+// x-ratelimit-limit), for which githubQuota pauses the scope.
+func quotaLow(h http.Header) bool {
+	left, ok := headerInt(h, hdrRemaining)
+	if !ok {
+		return false
+	}
+	// left*lowShare < limit, written so that no header value overflows it.
+	limit, ok := headerInt(h, hdrLimit)
+	return left == 0 || ok && left <= (limit-1)/lowShare
+}
+
+// githubHeadersQuiet reports whether h, the headers of a GitHub answer
+// whose status is a success's, say nothing of a limit: no retry-after,
+// and a quota neither spent nor low. Such an answer sets no pause, so
+// that the attempt's slot may go back before its body is read.
+func githubHeadersQuiet(h http.Header) bool {
+	return len(h[hdrRetryAfter]) == 0 && !quotaLow(h)
 }
 
 // resetIn returns the time from now until x-ratelimit-reset (0 when it

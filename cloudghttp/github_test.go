@@ -937,3 +937,44 @@ func TestGitHubGraphQLPrimaryLimitWithPointsLeftWaitsForTheReset(t *testing.T) {
 		}
 	})
 }
+
+// Reading a GraphQL 200 for a rate limit that its headers do not show
+// (no retry-after, points left, the quota not low) holds no slot: the
+// account's slot goes back with the answer's headers, as it did before
+// every GraphQL 200 was read, while the Transport waits, a second at
+// most, for the body's first bytes (an answer whose headers came first)
+// or for an answer that begins with its errors (a partial answer whose
+// data is still coming), so that a slow body holds no other call of the
+// account back.
+func TestGitHubGraphQLSlowBodyHoldsNoSlot(t *testing.T) {
+	for _, c := range []struct{ name, first string }{
+		{"no bytes yet", ""},
+		{"errors first", `{"errors":[{"type":"NOT_FOUND","path":["repository"],"locations":[{"line":1,"column":3}],"message":"Could not resolve to a Repository with the name 'octo/gone'."}],"data":{"viewer":`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				gov := newGov(t, resilience.Config{})
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(stallingGraphQL{c.first, new(atomic.Int64)}, scope, cloudghttp.WithGovernor(gov))}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					resp, err := hc.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp.Body.Close()
+				}()
+				time.Sleep(500 * time.Millisecond)
+				if s := gov.Inspect(scope(req)); s.InFlight != 0 {
+					t.Errorf("%d in flight while the answer's body is awaited, want its slot given back with its headers", s.InFlight)
+				}
+				<-done
+			})
+		})
+	}
+}

@@ -330,7 +330,9 @@ func (x *exchange) run() (*http.Response, error) {
 		// The slot goes back once the answer's pauses are set, so that a
 		// request waiting for it sees the pause a throttle's Retry-After,
 		// or GitHub's spent quota, set (a shared store's takes a round
-		// trip); a success's before After, which records it at once.
+		// trip); a success's before After, which records it at once. (A
+		// GitHub GraphQL 200 whose headers say nothing of a limit gave
+		// it back already, before its body was read: answerOf.)
 		var kind resilience.Kind
 		if answer == nil {
 			x.quota(resp)
