@@ -397,17 +397,17 @@ type graphQLError struct {
 // it, its code graphql_rate_limit), or its message says "rate limit" and
 // it points at no place in the query (no locations, no path). An error
 // that does (a parse or validation error, a field's) is the query's own,
-// whose message may quote the query ("Parse error on \"rate limit\""
-// (STRING) at [1, 17]").
+// whose message may quote the query: Parse error on "rate limit" (STRING)
+// at [1, 17].
 func (e *graphQLError) rateLimited() bool {
 	return e.typed() || !jsonSet(e.Locations) && !jsonSet(e.Path) && strings.Contains(strings.ToLower(e.Message), "rate limit")
 }
 
 // typed reports whether e's type (RATE_LIMITED, RATE_LIMIT) or code
-// (graphql_rate_limit) says that it is a rate limit's: unless its message
-// says that the limit is a secondary one, the primary limit's, which
-// GitHub also answers while x-ratelimit-remaining shows points left, for
-// a query that costs more than are left.
+// (graphql_rate_limit) says that it is a rate limit's. Such an error is
+// the primary limit's unless its message says that the limit is a
+// secondary one: GitHub answers so a query that costs more points than
+// are left, while x-ratelimit-remaining still shows those points.
 func (e *graphQLError) typed() bool {
 	switch strings.ToUpper(e.Type) {
 	case "RATE_LIMITED", "RATE_LIMIT":
