@@ -200,9 +200,11 @@ func byReason(status int) bool {
 // from its URL:
 //
 //   - the account is the path's first projects/<id>, organizations/<id>
-//     or folders/<id> (an organization's or folder's id a number, as
-//     Resource Manager's are: a Cloud Storage folder,
-//     /b/<bucket>/folders/logs%2F, names none), or projects/<project>
+//     or folders/<id> where a collection comes (not an id so named: a
+//     bucket named projects names none), before any verb that names a
+//     second resource, an organization's or folder's id a number, as
+//     Resource Manager's are (a Cloud Storage folder,
+//     /b/<bucket>/folders/logs%2F, names none); or projects/<project>
 //     from a project query parameter;
 //   - the service is WithService's, or the host's first label
 //     (compute.googleapis.com), less a regional endpoint's location
@@ -228,8 +230,8 @@ func byReason(status int) bool {
 //     rowAccessPolicies: .../datasets/d/tables is tables_list; nor Cloud
 //     DNS's changes, rrsets (a record set, rrsets/<name>/<type>, is one
 //     resource) and rules, Cloud SQL Admin's databases, users, sslCerts
-//     and backupRuns, compute's resizeRequests and wireGroups; and a verb
-//     that names a second resource after it, Cloud Storage's copyTo,
+//     and backupRuns, compute's resizeRequests and wireGroups;
+//     and a verb that names a second resource after it, Cloud Storage's copyTo,
 //     rewriteTo, moveTo and renameTo, whatever follows: o_rewriteTo from
 //     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList,
 //     or compute's images_getFromFamily (.../images/family/<family>);
@@ -245,14 +247,19 @@ func byReason(status int) bool {
 // bucket's operation as the JSON API names it, never a name of theirs:
 // o_get (GET, HEAD), o_insert (PUT, POST) and o_delete for an object,
 // o_list (GET) for a bucket, in no account. compute's /global/ segment
+// after a project, an organization or a folder
 // (/projects/p/global/networks) is skipped, but not the location global
-// of a resource name (/projects/p/locations/global/keyRings/k). The path
-// is read segment by segment as it was escaped: an escaped slash (a Cloud
-// Storage object's name, dir%2Ffile) is part of its segment. The
-// operation is a reading of the path, not the API's schema: an API with
-// nested collections and verbs in path segments alike may name a
-// collection as a verb; govern such an API with a scope function of your
-// own.
+// of a resource name (/projects/p/locations/global/keyRings/k). The names
+// RESTScope knows (global, aggregated, the collections above, the verbs
+// that name a second resource, an image's family) are read only where a
+// collection or a verb comes, never where an id does: a bucket, dataset,
+// key ring or object may be named so. The path is read segment by segment
+// as it was escaped: an escaped slash (a Cloud Storage object's name,
+// dir%2Ffile) is part of its segment. The operation is a reading of the path, not the
+// API's schema: an API with nested collections and verbs in path segments
+// alike (Drive's files/<id>/comments) may name a collection as a verb, and
+// a GET verb after a collection (Resource Manager's tagKeys/namespaced)
+// reads as a get; govern such an API with a scope function of your own.
 func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 	cfg := newConfig(opts)
 	return func(r *http.Request) resilience.Scope {
@@ -283,9 +290,9 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		// Cloud Storage's XML API: /<bucket>/<object>, no version.
 		return resilience.Scope{Provider: "gcp", Service: service, Operation: xmlOperation(r.Method, segs)}
 	}
-	toks := segs[ver+1:]
-	return resilience.Scope{Provider: "gcp", Account: restAccount(r, toks), Service: service,
-		Operation: restOperation(r.Method, toks, pathVerbs)}
+	t := restTokens(segs[ver+1:])
+	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
+		Operation: restOperation(r.Method, t, pathVerbs)}
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths
@@ -351,14 +358,36 @@ func pathSegments(u *url.URL) []string {
 	return segs
 }
 
-// restAccount finds the account of a REST request.
-func restAccount(r *http.Request, toks []string) string {
-	for i := 0; i+1 < len(toks); i++ {
-		switch toks[i] {
-		case "projects", "organizations", "folders":
-			id, _, _ := strings.Cut(toks[i+1], ":")
-			if id != "" && resourceManagerID(toks[i], id) {
-				return toks[i] + "/" + id
+// restTokens returns the segments of a REST path after the version that
+// name collections and ids, in turn: not the empty ones, nor compute's
+// /global/ after a project, an organization or a folder
+// (/projects/p/global/networks; an id global, the location of
+// /locations/global/keyRings, a bucket, a dataset or an image family so
+// named, stays).
+func restTokens(toks []string) []string {
+	var t []string
+	for _, s := range toks {
+		switch {
+		case s == "" || s == "global" && len(t) >= 2 && len(t)%2 == 0 && accountKinds[t[len(t)-2]]:
+		default:
+			t = append(t, s)
+		}
+	}
+	return t
+}
+
+// restAccount finds the account of a REST request: the first
+// projects/<id>, organizations/<id> or folders/<id> where a collection and
+// its id come in t (see restTokens), so that an id so named (a bucket
+// named projects, /b/projects/o) is none, and before a verb that names a
+// second resource (a copy's destination bucket, .../rewriteTo/b/projects),
+// or the project query parameter.
+func restAccount(r *http.Request, t []string) string {
+	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
+		if accountKinds[t[i]] {
+			id, _, _ := strings.Cut(t[i+1], ":")
+			if id != "" && resourceManagerID(t[i], id) {
+				return t[i] + "/" + id
 			}
 		}
 	}
@@ -389,6 +418,10 @@ func resourceManagerID(kind, id string) bool {
 // (instances_get): not a dot, which separates a service from its
 // operation in the configuration's service keys (compute.instances_get).
 const opSep = "_"
+
+// accountKinds are the collections whose resources are accounts:
+// projects, organizations and folders.
+var accountKinds = map[string]bool{"projects": true, "organizations": true, "folders": true}
 
 // parents are the collections whose resources hold other collections
 // (a segment after one of their ids is a collection, never a verb).
@@ -429,22 +462,16 @@ var destinationVerbs = map[string]bool{
 	"copyTo": true, "rewriteTo": true, "moveTo": true, "renameTo": true,
 }
 
-// restOperation names the method of a REST path (see RESTScope); toks
-// is the path after the version.
-func restOperation(method string, toks []string, pathVerbs bool) string {
-	var t []string
-	for _, s := range toks {
-		// compute's /global/networks, but not the location global of
-		// /locations/global/firewallPolicies
-		if s != "" && (s != "global" || len(t) > 0 && t[len(t)-1] == "locations") {
-			t = append(t, s)
-		}
-	}
+// restOperation names the method of a REST path (see RESTScope): t are
+// its collections and ids after the version (restTokens).
+func restOperation(method string, t []string, pathVerbs bool) string {
 	n := len(t)
 	if n == 0 {
 		return ""
 	}
-	if pathVerbs && n >= 3 && t[n-3] == "images" && t[n-2] == "family" {
+	// Each name below is read only where a collection comes (an even
+	// index of t), never where an id does: a resource may be named so.
+	if pathVerbs && n >= 3 && n%2 == 1 && t[n-3] == "images" && t[n-2] == "family" && (method == "" || method == http.MethodGet) {
 		return "images" + opSep + "getFromFamily" // compute's images/family/<family>
 	}
 	if pathVerbs {
@@ -458,7 +485,7 @@ func restOperation(method string, toks []string, pathVerbs bool) string {
 			}
 		}
 	}
-	if n >= 2 && t[n-2] == "aggregated" {
+	if n >= 2 && n%2 == 0 && t[n-2] == "aggregated" {
 		return t[n-1] + opSep + "aggregatedList"
 	}
 	if head, verb, ok := strings.Cut(t[n-1], ":"); ok {

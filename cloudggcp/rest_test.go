@@ -426,3 +426,40 @@ func TestRESTScopeOfTheLocationGlobal(t *testing.T) {
 		}
 	}
 }
+
+// The names RESTScope knows (compute's global and aggregated, the
+// collections projects, organizations and folders of an account, an image
+// family) are read only where a collection comes, never where an id does:
+// a bucket, a dataset, a key ring, a Pub/Sub topic may be named so.
+func TestRESTScopeReadsNoIDAsACollection(t *testing.T) {
+	const bq = "https://bigquery.googleapis.com/bigquery/v2/projects/p1"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", bq + "/datasets/global/tables", "gcp/projects/p1/*/bigquery/tables_list"},
+		{"GET", bq + "/jobs/global", "gcp/projects/p1/*/bigquery/jobs_get"},
+		{"POST", bq + "/datasets/aggregated/routines", "gcp/projects/p1/*/bigquery/routines_insert"},
+		{"PATCH", "https://pubsub.googleapis.com/v1/projects/global/topics/t1", "gcp/projects/global/*/pubsub/topics_patch"},
+		{"GET", "https://cloudkms.googleapis.com/v1/projects/p1/locations/global/keyRings/global/cryptoKeys", "gcp/projects/p1/*/cloudkms/cryptoKeys_list"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b/global/o", "gcp/*/*/storage/o_list"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b/aggregated/anywhereCaches", "gcp/*/*/storage/anywhereCaches_list"},
+		// A bucket named projects names no account.
+		{"GET", "https://storage.googleapis.com/storage/v1/b/projects/o/x.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://iam.googleapis.com/v1/locations/global/workforcePools/projects/providers", "gcp/*/*/iam/providers_list"},
+		{"POST", "https://storage.googleapis.com/storage/v1/b/src/o/a.txt/rewriteTo/b/projects/o/b.txt", "gcp/*/*/storage/o_rewriteTo"},
+		// An image named family.
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/p1/global/images/family", "gcp/projects/p1/*/compute/images_get"},
+		{"POST", "https://compute.googleapis.com/compute/v1/projects/p1/global/images/family/setLabels", "gcp/projects/p1/*/compute/images_setLabels"},
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/p1/global/images/family/global", "gcp/projects/p1/*/compute/images_getFromFamily"},
+		{"GET", "https://compute.googleapis.com/compute/beta/organizations/123/global/rolloutPlans", "gcp/organizations/123/*/compute/rolloutPlans_list"},
+		// compute's own still are.
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/p1/aggregated/instances", "gcp/projects/p1/*/compute/instances_aggregatedList"},
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/global/global/networks", "gcp/projects/global/*/compute/networks_list"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
