@@ -204,8 +204,9 @@ func byReason(status int) bool {
 //     bucket named projects names none), before any verb that names a
 //     second resource, an organization's or folder's id a number, as
 //     Resource Manager's are (a Cloud Storage folder,
-//     /b/<bucket>/folders/logs%2F, names none); or projects/<project>
-//     from a project query parameter;
+//     /b/<bucket>/folders/logs%2F, names none), a domain-scoped project's
+//     id whole (projects/example.com:p1); or projects/<project> from a
+//     project query parameter;
 //   - the service is WithService's, or the host's first label
 //     (compute.googleapis.com), less a regional endpoint's location
 //     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
@@ -218,12 +219,14 @@ func byReason(status int) bool {
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"
-//     (compute.instances_get): a custom method after a colon
-//     (secrets_addVersion from .../secrets/s:addVersion), or a verb
-//     segment after a resource in an API whose paths name the API before
-//     the version (compute: instances_start from .../instances/i/start;
-//     not the collections a Cloud Storage bucket or object holds, o, acl,
-//     defaultObjectAcl, notificationConfigs, folders, managedFolders,
+//     (compute.instances_get): a custom method after a colon in the
+//     path's last segment (secrets_addVersion from
+//     .../secrets/s:addVersion; an escaped colon, %3A, is part of an
+//     id), or a verb segment after a resource in an API whose paths name
+//     the API before the version (compute: instances_start from
+//     .../instances/i/start; not the collections a Cloud Storage bucket
+//     or object holds, o, acl, defaultObjectAcl, notificationConfigs,
+//     folders, managedFolders,
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
 //     /upload/storage/v1/b/<bucket>/o o_insert; nor those a BigQuery
 //     dataset or table holds, tables, models, routines, data,
@@ -268,7 +271,7 @@ func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 }
 
 func restScope(r *http.Request, service string) resilience.Scope {
-	segs := pathSegments(r.URL)
+	segs, verb := pathSegments(r.URL)
 	// The API's own prefix (/compute/v1/...) and the version.
 	ver := -1
 	for i, s := range segs {
@@ -288,11 +291,14 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	}
 	if service == storageService && (ver < 1 || segs[ver-1] != storageService) {
 		// Cloud Storage's XML API: /<bucket>/<object>, no version.
+		if verb != "" {
+			segs[len(segs)-1] += ":" + verb // an object's name
+		}
 		return resilience.Scope{Provider: "gcp", Service: service, Operation: xmlOperation(r.Method, segs)}
 	}
 	t := restTokens(segs[ver+1:])
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
-		Operation: restOperation(r.Method, t, pathVerbs)}
+		Operation: restOperation(r.Method, t, verb, pathVerbs)}
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths
@@ -343,11 +349,19 @@ func xmlOperation(method string, segs []string) string {
 	return "b" + opSep + strings.ToLower(method)
 }
 
-// pathSegments returns the segments of u's path, each unescaped: an
-// escaped slash (a Cloud Storage object's name, dir%2Ffile) stays in its
-// segment rather than split it.
-func pathSegments(u *url.URL) []string {
-	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+// pathSegments returns the segments of u's path, each unescaped, and the
+// custom method after a colon in the last (secrets_addVersion from
+// .../secrets/s:addVersion), the colon as sent: an escaped slash or colon
+// (%2F, %3A: a Cloud Storage object's name, dir%2Ffile, a domain-scoped
+// project's id, example.com%3Aproj) is part of its segment, and a colon
+// in a segment before the last (a domain-scoped project's id, sent as is
+// in a resource name) is no method's either.
+func pathSegments(u *url.URL) (segs []string, verb string) {
+	segs = strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	last := len(segs) - 1
+	if head, v, ok := strings.Cut(segs[last], ":"); ok {
+		segs[last], verb = head, v
+	}
 	for i, s := range segs {
 		if strings.IndexByte(s, '%') >= 0 {
 			if v, err := url.PathUnescape(s); err == nil {
@@ -355,7 +369,7 @@ func pathSegments(u *url.URL) []string {
 			}
 		}
 	}
-	return segs
+	return segs, verb
 }
 
 // restTokens returns the segments of a REST path after the version that
@@ -384,11 +398,8 @@ func restTokens(toks []string) []string {
 // or the project query parameter.
 func restAccount(r *http.Request, t []string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
-		if accountKinds[t[i]] {
-			id, _, _ := strings.Cut(t[i+1], ":")
-			if id != "" && resourceManagerID(t[i], id) {
-				return t[i] + "/" + id
-			}
+		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) {
+			return t[i] + "/" + t[i+1]
 		}
 	}
 	if p := r.URL.Query().Get("project"); p != "" {
@@ -463,9 +474,19 @@ var destinationVerbs = map[string]bool{
 }
 
 // restOperation names the method of a REST path (see RESTScope): t are
-// its collections and ids after the version (restTokens).
-func restOperation(method string, t []string, pathVerbs bool) string {
+// its collections and ids after the version (restTokens), verb the custom
+// method after its colon.
+func restOperation(method string, t []string, verb string, pathVerbs bool) string {
 	n := len(t)
+	if verb != "" {
+		switch {
+		case n == 0: // a method of the API's own: /v3:fetchResourceSemantics
+			return verb
+		case n%2 == 1: // a collection's custom method (instances:batchGet)
+			return t[n-1] + opSep + verb
+		}
+		return t[n-2] + opSep + verb // a resource's
+	}
 	if n == 0 {
 		return ""
 	}
@@ -487,13 +508,6 @@ func restOperation(method string, t []string, pathVerbs bool) string {
 	}
 	if n >= 2 && n%2 == 0 && t[n-2] == "aggregated" {
 		return t[n-1] + opSep + "aggregatedList"
-	}
-	if head, verb, ok := strings.Cut(t[n-1], ":"); ok {
-		t[n-1] = head
-		if n%2 == 1 && head != "" { // a collection's custom method (instances:batchGet)
-			return head + opSep + verb
-		}
-		return t[n-2+n%2] + opSep + verb // nothing but the verb, or a resource's
 	}
 	if n >= 3 && n%2 == 1 && pairKeyed[t[n-3]] { // rrsets/www.example.com./A, not a zone named rrsets
 		return t[n-3] + opSep + resourceVerb(method)

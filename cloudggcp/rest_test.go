@@ -463,3 +463,28 @@ func TestRESTScopeReadsNoIDAsACollection(t *testing.T) {
 		}
 	}
 }
+
+// A custom method follows a colon as sent, in the path's last segment: an
+// escaped colon (%3A, in an object's name) is part of its id, and so is a
+// colon in a segment before the last (a domain-scoped project's id,
+// example.com:proj, as a resource name sends it).
+func TestRESTScopeOfAColonInAnID(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/o/a%3Ab", "gcp/*/*/storage/o_get"},
+		{"DELETE", "https://dns.googleapis.com/dns/v1/projects/p1/managedZones/z%3A1", "gcp/projects/p1/*/dns/managedZones_delete"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/example.com:proj-1/topics/t1", "gcp/projects/example.com:proj-1/*/pubsub/topics_get"},
+		{"POST", "https://pubsub.googleapis.com/v1/projects/example.com:proj-1/topics/t1:publish", "gcp/projects/example.com:proj-1/*/pubsub/topics_publish"},
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/example.com%3Aproj-1/zones/z/instances", "gcp/projects/example.com:proj-1/*/compute/instances_list"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3:fetchResourceSemantics", "gcp/*/*/cloudresourcemanager/fetchResourceSemantics"},
+		{"POST", "https://secretmanager.googleapis.com/v1/projects/p1/secrets/s:addVersion", "gcp/projects/p1/*/secretmanager/secrets_addVersion"},
+		{"POST", "https://compute.googleapis.com/compute/v1/projects/p1/zones/z/instances:bulkInsert", "gcp/projects/p1/*/compute/instances_bulkInsert"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
