@@ -224,9 +224,12 @@ func byReason(status int) bool {
 //     .../secrets/s:addVersion; an escaped colon, %3A, is part of an
 //     id), or a verb segment after a resource in an API whose paths name
 //     the API before the version (compute: instances_start from
-//     .../instances/i/start; not the collections a Cloud Storage bucket
-//     or object holds, o, acl, defaultObjectAcl, notificationConfigs,
-//     folders, managedFolders,
+//     .../instances/i/start; compute's verb of a collection where an id
+//     would come, a name with an upper-case letter, which compute's names
+//     have not: disks_bulkInsert from .../disks/bulkInsert,
+//     backendServices_listUsable;
+//     not the collections a Cloud Storage bucket or object holds, o, acl,
+//     defaultObjectAcl, notificationConfigs, folders, managedFolders,
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
 //     /upload/storage/v1/b/<bucket>/o o_insert; nor those a BigQuery
 //     dataset or table holds, tables, models, routines, data,
@@ -298,7 +301,7 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	}
 	t := restTokens(segs[ver+1:])
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
-		Operation: restOperation(r.Method, t, verb, pathVerbs)}
+		Operation: restOperation(r.Method, t, verb, pathVerbs, service)}
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths
@@ -306,6 +309,11 @@ func restScope(r *http.Request, service string) resilience.Scope {
 // API's, which the storage client reads objects' content with, name a
 // bucket and an object, and no version.
 const storageService = "storage"
+
+// computeService is Compute Engine's service, whose resources' names are
+// lower case (RFC 1035), so that a segment with an upper-case letter
+// where an id comes is a verb (.../backendServices/listUsable).
+const computeService = "compute"
 
 // xmlOperation names a request of Cloud Storage's XML API by what its
 // path (segs) names, as the JSON API names its methods: an object
@@ -473,10 +481,10 @@ var destinationVerbs = map[string]bool{
 	"copyTo": true, "rewriteTo": true, "moveTo": true, "renameTo": true,
 }
 
-// restOperation names the method of a REST path (see RESTScope): t are
-// its collections and ids after the version (restTokens), verb the custom
-// method after its colon.
-func restOperation(method string, t []string, verb string, pathVerbs bool) string {
+// restOperation names the method of a REST path of service (see
+// RESTScope): t are its collections and ids after the version
+// (restTokens), verb the custom method after its colon.
+func restOperation(method string, t []string, verb string, pathVerbs bool, service string) string {
 	n := len(t)
 	if verb != "" {
 		switch {
@@ -492,8 +500,10 @@ func restOperation(method string, t []string, verb string, pathVerbs bool) strin
 	}
 	// Each name below is read only where a collection comes (an even
 	// index of t), never where an id does: a resource may be named so.
-	if pathVerbs && n >= 3 && n%2 == 1 && t[n-3] == "images" && t[n-2] == "family" && (method == "" || method == http.MethodGet) {
-		return "images" + opSep + "getFromFamily" // compute's images/family/<family>
+	if pathVerbs && n >= 3 && n%2 == 1 && t[n-3] == "images" && t[n-2] == "family" && (method == "" || method == http.MethodGet) && !hasUpper(t[n-1]) {
+		// compute's images/family/<family>, not the verb (getIamPolicy,
+		// upper case, as no compute name is) of an image named family
+		return "images" + opSep + "getFromFamily"
 	}
 	if pathVerbs {
 		// storage's /b/<bucket>/o/<object>/rewriteTo/b/<bucket>/o/<object>:
@@ -512,6 +522,13 @@ func restOperation(method string, t []string, verb string, pathVerbs bool) strin
 	if n >= 3 && n%2 == 1 && pairKeyed[t[n-3]] { // rrsets/www.example.com./A, not a zone named rrsets
 		return t[n-3] + opSep + resourceVerb(method)
 	}
+	if service == computeService && pathVerbs && n%2 == 0 && hasUpper(t[n-1]) {
+		// compute's verb of a collection where an id comes
+		// (.../zones/z/disks/bulkInsert, .../backendServices/listUsable):
+		// compute's names are lower case (RFC 1035), as its reservation
+		// slot's is, which it posts to update.
+		return t[n-2] + opSep + t[n-1]
+	}
 	if n%2 == 0 { // ends on a resource id
 		return t[n-2] + opSep + resourceVerb(method)
 	}
@@ -519,6 +536,16 @@ func restOperation(method string, t []string, verb string, pathVerbs bool) strin
 		return t[n-3] + opSep + t[n-1] // instances/i/start
 	}
 	return t[n-1] + opSep + collectionVerb(method, pathVerbs)
+}
+
+// hasUpper reports whether s holds an upper-case ASCII letter.
+func hasUpper(s string) bool {
+	for _, c := range []byte(s) {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 func resourceVerb(method string) string {

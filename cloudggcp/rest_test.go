@@ -488,3 +488,53 @@ func TestRESTScopeOfAColonInAnID(t *testing.T) {
 		}
 	}
 }
+
+// A POST to a segment after one of compute's collections, where an id
+// would come, is the collection's verb (disks/bulkInsert,
+// advice/calendarMode) when it has an upper-case letter, as no compute
+// name has: a POST to a reservation slot's name updates it.
+func TestRESTScopeOfACollectionsVerbSegment(t *testing.T) {
+	const ce = "https://compute.googleapis.com/compute/v1/projects/p1"
+	for _, tc := range []struct{ method, url, want string }{
+		{"POST", ce + "/zones/z/disks/bulkInsert", "gcp/projects/p1/*/compute/disks_bulkInsert"},
+		{"POST", ce + "/zones/z/disks/bulkSetLabels", "gcp/projects/p1/*/compute/disks_bulkSetLabels"},
+		{"POST", ce + "/zones/z/disks/stopGroupAsyncReplication", "gcp/projects/p1/*/compute/disks_stopGroupAsyncReplication"},
+		{"POST", ce + "/regions/r/advice/calendarMode", "gcp/projects/p1/*/compute/advice_calendarMode"},
+		{"GET", ce + "/zones/z/disks/d1", "gcp/projects/p1/*/compute/disks_get"},
+		{"POST", ce + "/zones/z/reservations/r1/reservationBlocks/b1/reservationSubBlocks/s1/reservationSlots/slot-1", "gcp/projects/p1/*/compute/reservationSlots_post"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
+
+// compute's verbs of a collection that a GET reads
+// (backendServices/listUsable, sslPolicies/listAvailableFeatures), and an
+// image named family's (getIamPolicy), are theirs, not a get of a resource
+// so named or of an image family: compute's names are lower case. Another
+// API's id may not be (a BigQuery table T1).
+func TestRESTScopeOfComputesGetVerbOfACollection(t *testing.T) {
+	const ce = "https://compute.googleapis.com/compute/v1/projects/p1"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", ce + "/global/backendServices/listUsable", "gcp/projects/p1/*/compute/backendServices_listUsable"},
+		{"GET", ce + "/regions/r/backendBuckets/listUsable", "gcp/projects/p1/*/compute/backendBuckets_listUsable"},
+		{"GET", ce + "/global/sslPolicies/listAvailableFeatures", "gcp/projects/p1/*/compute/sslPolicies_listAvailableFeatures"},
+		{"GET", ce + "/global/firewallPolicies/fp1", "gcp/projects/p1/*/compute/firewallPolicies_get"},
+		{"GET", "https://compute.googleapis.com/compute/v1/locations/global/firewallPolicies/listAssociations", "gcp/*/*/compute/firewallPolicies_listAssociations"},
+		{"GET", ce + "/global/images/family/getIamPolicy", "gcp/projects/p1/*/compute/images_getIamPolicy"},
+		{"GET", "https://bigquery.googleapis.com/bigquery/v2/projects/p1/datasets/D1/tables/T1", "gcp/projects/p1/*/bigquery/tables_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
