@@ -236,7 +236,7 @@ func byReason(status int) bool {
 //     rowAccessPolicies: .../datasets/d/tables is tables_list; nor Cloud
 //     DNS's changes, rrsets (a record set, rrsets/<name>/<type>, is one
 //     resource) and rules, Cloud SQL Admin's databases, users, sslCerts
-//     and backupRuns, compute's resizeRequests and wireGroups;
+//     and backupRuns, compute's resizeRequests, wireGroups and hosts;
 //     and a verb that names a second resource after it, Cloud Storage's copyTo,
 //     rewriteTo, moveTo and renameTo, whatever follows: o_rewriteTo from
 //     .../o/<object>/rewriteTo/b/<bucket>/o/<object>), or aggregatedList,
@@ -261,7 +261,10 @@ func byReason(status int) bool {
 // collection or a verb comes, never where an id does: a bucket, dataset,
 // key ring or object may be named so. The path is read segment by segment
 // as it was escaped: an escaped slash (a Cloud Storage object's name,
-// dir%2Ffile) is part of its segment. The operation is a reading of the path, not the
+// dir%2Ffile) is part of its segment, but for a resource name sent
+// escaped in one segment where a collection comes (compute's host
+// association, reservations%2Fr%2FreservationBlocks%2Fb), which is its
+// collections and ids. The operation is a reading of the path, not the
 // API's schema: an API with nested collections and verbs in path segments
 // alike (Drive's files/<id>/comments) may name a collection as a verb, and
 // a GET verb after a collection (Resource Manager's tagKeys/namespaced)
@@ -385,12 +388,21 @@ func pathSegments(u *url.URL) (segs []string, verb string) {
 // /global/ after a project, an organization or a folder
 // (/projects/p/global/networks; an id global, the location of
 // /locations/global/keyRings, a bucket, a dataset or an image family so
-// named, stays).
+// named, stays); and a resource name sent escaped in one
+// segment where a collection would come (compute's host association,
+// .../zones/z/reservations%2Fr%2FreservationBlocks%2Fb/hosts) is its
+// collections and ids.
 func restTokens(toks []string) []string {
 	var t []string
 	for _, s := range toks {
 		switch {
 		case s == "" || s == "global" && len(t) >= 2 && len(t)%2 == 0 && accountKinds[t[len(t)-2]]:
+		case len(t)%2 == 0 && strings.IndexByte(s, '/') >= 0:
+			for _, p := range strings.Split(s, "/") {
+				if p != "" {
+					t = append(t, p)
+				}
+			}
 		default:
 			t = append(t, s)
 		}
@@ -459,14 +471,15 @@ var parents = map[string]bool{
 // (/dns/v1/projects/p/managedZones/z/rrsets) or a response policy holds;
 // Cloud SQL Admin's, which an instance holds
 // (/sql/v1beta4/projects/p/instances/i/databases); and compute's, which an
-// instance group manager or a cross-site network holds.
+// instance group manager, a cross-site network or a reservation's sub-block
+// holds.
 var collections = map[string]bool{
 	"o": true, "acl": true, "defaultObjectAcl": true, "notificationConfigs": true,
 	"folders": true, "managedFolders": true, "anywhereCaches": true, "rapidCaches": true,
 	"tables": true, "models": true, "routines": true, "data": true, "rowAccessPolicies": true,
 	"changes": true, "rrsets": true, "rules": true,
 	"databases": true, "users": true, "sslCerts": true, "backupRuns": true,
-	"resizeRequests": true, "wireGroups": true,
+	"resizeRequests": true, "wireGroups": true, "hosts": true,
 }
 
 // pairKeyed are the collections whose resources are named by two

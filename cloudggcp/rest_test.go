@@ -513,6 +513,27 @@ func TestRESTScopeOfACollectionsVerbSegment(t *testing.T) {
 	}
 }
 
+// A resource name sent escaped in one segment where a collection comes
+// (compute's host of a reservation sub-block: the client's {association}
+// is reservations/r/reservationBlocks/b/reservationSubBlocks/s) is its
+// collections and ids, so that what follows it is read in its place.
+func TestRESTScopeOfAnEscapedResourceName(t *testing.T) {
+	const hosts = "https://compute.googleapis.com/compute/v1/projects/p1/zones/z/reservations%2Fr1%2FreservationBlocks%2Fb1%2FreservationSubBlocks%2Fs1/hosts"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", hosts, "gcp/projects/p1/*/compute/hosts_list"},
+		{"GET", hosts + "/h1", "gcp/projects/p1/*/compute/hosts_get"},
+		{"POST", hosts + "/h1/getVersion", "gcp/projects/p1/*/compute/hosts_getVersion"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
+
 // compute's verbs of a collection that a GET reads
 // (backendServices/listUsable, sslPolicies/listAvailableFeatures), and an
 // image named family's (getIamPolicy), are theirs, not a get of a resource
