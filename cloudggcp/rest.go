@@ -227,7 +227,9 @@ func byReason(status int) bool {
 //     .../instances/i/start; compute's verb of a collection where an id
 //     would come, a name with an upper-case letter, which compute's names
 //     have not: disks_bulkInsert from .../disks/bulkInsert,
-//     backendServices_listUsable;
+//     backendServices_listUsable; a Cloud Storage bucket's, object's or
+//     managed folder's IAM policy, b_getIamPolicy (GET .../b/<bucket>/iam),
+//     b_setIamPolicy (PUT), b_testIamPermissions (.../iam/testPermissions);
 //     not the collections a Cloud Storage bucket or object holds, o, acl,
 //     defaultObjectAcl, notificationConfigs, folders, managedFolders,
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
@@ -534,6 +536,18 @@ func restOperation(method string, t []string, verb string, pathVerbs bool, servi
 	}
 	if n >= 3 && n%2 == 1 && pairKeyed[t[n-3]] { // rrsets/www.example.com./A, not a zone named rrsets
 		return t[n-3] + opSep + resourceVerb(method)
+	}
+	if service == storageService && pathVerbs {
+		// a bucket's, an object's or a managed folder's IAM policy,
+		// .../b/<bucket>/iam, named as compute names its methods
+		switch {
+		case n >= 3 && n%2 == 1 && t[n-1] == "iam" && (method == "" || method == http.MethodGet):
+			return t[n-3] + opSep + "getIamPolicy"
+		case n >= 3 && n%2 == 1 && t[n-1] == "iam" && method == http.MethodPut:
+			return t[n-3] + opSep + "setIamPolicy"
+		case n >= 4 && n%2 == 0 && t[n-2] == "iam" && t[n-1] == "testPermissions":
+			return t[n-4] + opSep + "testIamPermissions"
+		}
 	}
 	if service == computeService && pathVerbs && n%2 == 0 && hasUpper(t[n-1]) {
 		// compute's verb of a collection where an id comes

@@ -559,3 +559,30 @@ func TestRESTScopeOfComputesGetVerbOfACollection(t *testing.T) {
 		}
 	}
 }
+
+// The IAM policy of a Cloud Storage bucket, object or managed folder
+// (.../iam) is read (GET) and set (PUT) in two operations, and its
+// permissions tested (.../iam/testPermissions) in a third of the
+// resource's, named as compute names them (b_getIamPolicy,
+// b_setIamPolicy, b_testIamPermissions).
+func TestRESTScopeOfAStorageIAMPolicy(t *testing.T) {
+	const st = "https://storage.googleapis.com/storage/v1/b/bkt"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", st + "/iam", "gcp/*/*/storage/b_getIamPolicy"},
+		{"PUT", st + "/iam", "gcp/*/*/storage/b_setIamPolicy"},
+		{"GET", st + "/iam/testPermissions?permissions=storage.buckets.get", "gcp/*/*/storage/b_testIamPermissions"},
+		{"GET", st + "/o/dir%2Fa.txt/iam", "gcp/*/*/storage/o_getIamPolicy"},
+		{"PUT", st + "/o/dir%2Fa.txt/iam", "gcp/*/*/storage/o_setIamPolicy"},
+		{"GET", st + "/o/dir%2Fa.txt/iam/testPermissions", "gcp/*/*/storage/o_testIamPermissions"},
+		{"GET", st + "/managedFolders/mf/iam/testPermissions", "gcp/*/*/storage/managedFolders_testIamPermissions"},
+		{"GET", st + "/o/iam", "gcp/*/*/storage/o_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
