@@ -1,0 +1,557 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cloudg/cloudg/cloudggcp"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// discoveryAPIs are the APIs whose discovery documents, as
+// google.golang.org/api ships them (<dir>/<name>-api.json), are read
+// through RESTScope by TestRESTScopeReadsEveryDiscoveredMethod: those
+// RESTScope's godoc and the README name (Cloud Storage, BigQuery, Compute
+// Engine v1, beta and alpha, Cloud DNS, Cloud SQL Admin, Cloud KMS), and a
+// sample of other AIP-style APIs and of the shared front end's (Drive).
+// Not Firestore's, whose document paths name collections the user chose
+// (.../documents/<doc>/<collectionId>), nor Vertex AI's, whose paths hold
+// a second version (.../publishers/<p>/v1/responses): RESTScope reads
+// neither.
+var discoveryAPIs = []string{
+	"storage/v1", "bigquery/v2", "compute/v1", "compute/v0.beta", "compute/v0.alpha", "dns/v1",
+	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
+	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
+	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
+}
+
+// A discovery document: its API's name and URLs, and its resources'
+// methods.
+type discoveryDoc struct {
+	Name        string                       `json:"name"`
+	RootURL     string                       `json:"rootUrl"`
+	ServicePath string                       `json:"servicePath"`
+	Resources   map[string]discoveryResource `json:"resources"`
+	Methods     map[string]discoveryMethod   `json:"methods"`
+}
+
+type discoveryResource struct {
+	Resources map[string]discoveryResource `json:"resources"`
+	Methods   map[string]discoveryMethod   `json:"methods"`
+}
+
+type discoveryMethod struct {
+	ID         string `json:"id"`
+	Path       string `json:"path"`
+	FlatPath   string `json:"flatPath"`
+	HTTPMethod string `json:"httpMethod"`
+	Parameters map[string]struct {
+		Location string `json:"location"`
+		Required bool   `json:"required"`
+	} `json:"parameters"`
+	MediaUpload *struct {
+		Protocols map[string]struct {
+			Path string `json:"path"`
+		} `json:"protocols"`
+	} `json:"mediaUpload"`
+}
+
+// discoveryDir is where the module cache holds google.golang.org/api, the
+// version this module requires.
+func discoveryDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "google.golang.org/api").Output()
+	if err != nil {
+		t.Fatalf("go list -m google.golang.org/api: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		t.Fatal("go list -m google.golang.org/api: no directory (the module is not downloaded)")
+	}
+	return dir
+}
+
+// A method of a discovery document, as its client sends it: its HTTP
+// method, its URL's host and path template, and its required query
+// parameters.
+type discoveredMethod struct {
+	api   string // storage/v1
+	id    string // storage.objects.list; storage.objects.insert/upload for its upload path
+	http  string
+	host  string // https://storage.googleapis.com
+	tmpl  string // /storage/v1/b/{bucket}/o
+	flat  bool   // tmpl is a flatPath: its variables are sent as one {+name}
+	query []string
+}
+
+// A path variable of a method: its name, the literal segment before it
+// (projects for projects/{project}), and how it is escaped.
+type pathVar struct {
+	name, kind string
+	reserved   bool // escaped as {+var}: reserved characters, : and / among them, kept
+	last       bool // in the path's last segment
+}
+
+// A request of a method, with the ids in its path.
+type discoveredCall struct {
+	method  string
+	http    string
+	url     string
+	ids     []string // the ids given to the path's variables (idsOf)
+	account string   // the account the path names: projects/<id>, ...
+}
+
+// vars returns m's path variables, in order.
+func (m discoveredMethod) vars() []pathVar {
+	var vs []pathVar
+	tmpl := m.tmpl
+	var done strings.Builder
+	for {
+		i := strings.IndexByte(tmpl, '{')
+		if i < 0 {
+			return vs
+		}
+		j := strings.IndexByte(tmpl[i:], '}') + i
+		done.WriteString(tmpl[:i])
+		name := tmpl[i+1 : j]
+		prefix := strings.TrimSuffix(done.String(), "/")
+		vs = append(vs, pathVar{
+			name:     strings.TrimPrefix(name, "+"),
+			kind:     prefix[strings.LastIndexByte(prefix, '/')+1:],
+			reserved: m.flat || strings.HasPrefix(name, "+"),
+			last:     !strings.Contains(tmpl[j+1:], "/"),
+		})
+		done.WriteString("{}")
+		tmpl = tmpl[j+1:]
+	}
+}
+
+// call returns the request of m whose variables have the values value
+// gives them, escaped as the generated clients escape them
+// (googleapi.Expand: a simple variable's reserved characters too; not a
+// {+variable}'s, nor a flat path's, which the clients send as one
+// {+name}), and the account of its first projects/<id>,
+// organizations/<id> or folders/<id> (the ids numbers, as Resource
+// Manager's are), or of its project query parameter.
+func (m discoveredMethod) call(value func(i int, v pathVar) string) discoveredCall {
+	c := discoveredCall{method: m.id, http: m.http}
+	var b strings.Builder
+	tmpl := m.tmpl
+	prev, prevStructural := "", false
+	for i, v := range m.vars() {
+		at := strings.IndexByte(tmpl, '{')
+		end := strings.IndexByte(tmpl, '}')
+		b.WriteString(tmpl[:at])
+		if v.kind == "{}" && prevStructural {
+			// A flat path's {v2Id}/{v2Id1} (logging's parent): the
+			// first the collection, the second its id.
+			v.kind = prev
+		}
+		id := value(i, v)
+		prev, prevStructural = id, structural(v)
+		c.ids = append(c.ids, idsOf(v, id)...)
+		if c.account == "" && (v.kind == "projects" || (v.kind == "organizations" || v.kind == "folders") && isNumber(id)) {
+			c.account = v.kind + "/" + id
+		}
+		b.WriteString(escapeValue(id, v.reserved))
+		tmpl = tmpl[end+1:]
+	}
+	b.WriteString(tmpl)
+	c.url = m.host + b.String()
+	if len(m.query) > 0 {
+		q := url.Values{}
+		for _, name := range m.query {
+			id := realID(pathVar{name: name})
+			q.Set(name, id)
+			if name == "project" && c.account == "" {
+				c.account = "projects/" + id
+			}
+		}
+		c.url += "?" + q.Encode()
+	}
+	return c
+}
+
+// structural reports whether v is no id but a collection's name: the
+// first of a flat path's {v2Id}/{v2Id1} (logging's parent,
+// projects/<id>, folders/<id>, ...), after the version.
+func structural(v pathVar) bool {
+	return len(v.kind) > 1 && v.kind[0] == 'v' && v.kind[1] >= '0' && v.kind[1] <= '9'
+}
+
+// catchAll reports whether v is a part of a resource name that is more
+// than one segment, sent as it is ({+name} of a flat path's
+// .../{locationsId}/{locationsId1}:exportImage, Cloud Run's) or escaped in
+// one segment (compute's {association} of a host,
+// reservations/r/reservationBlocks/b/reservationSubBlocks/s).
+func catchAll(v pathVar) bool {
+	return v.name == "association" || strings.HasSuffix(v.name, "Id1") && v.kind == "{}"
+}
+
+// idsOf returns the ids that id, the value of v, holds, which no
+// operation may: none of a structural variable; of a resource name of
+// several segments (catchAll), the ids after its collections; of a Cloud
+// Storage object's name, the name and its last part; the value itself
+// otherwise.
+func idsOf(v pathVar, id string) []string {
+	switch {
+	case structural(v):
+		return nil
+	case catchAll(v):
+		var ids []string
+		for i, p := range strings.Split(id, "/") {
+			if i%2 == 1 {
+				ids = append(ids, p)
+			}
+		}
+		return ids
+	case isObject(v):
+		return []string{id, id[strings.LastIndexByte(id, '/')+1:]}
+	}
+	return []string{id}
+}
+
+func isNumber(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// escapeValue escapes v as RFC 6570's simple expansion does (all but the
+// unreserved characters), or as its reserved expansion does ({+var}: the
+// reserved characters kept).
+func escapeValue(v string, reserved bool) string {
+	var b strings.Builder
+	for _, c := range []byte(v) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~", c) >= 0:
+			b.WriteByte(c)
+		case reserved && strings.IndexByte(":/?#[]@!$&'()*+,;=", c) >= 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// discoveredMethods reads the methods of api's discovery document in dir
+// (a method with a media upload also as its upload), and the API's name.
+func discoveredMethods(t *testing.T, dir, api string) (string, []discoveredMethod) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(api), "*-api.json"))
+	if len(files) != 1 {
+		t.Fatalf("%s: discovery documents %q, want one", api, files)
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc discoveryDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", files[0], err)
+	}
+	root, err := url.Parse(doc.RootURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := root.Scheme + "://" + root.Host
+	var ms []discoveredMethod
+	var walk func(map[string]discoveryMethod, map[string]discoveryResource)
+	walk = func(methods map[string]discoveryMethod, rs map[string]discoveryResource) {
+		for _, m := range methods {
+			var query []string
+			for name, p := range m.Parameters {
+				if p.Location == "query" && p.Required {
+					query = append(query, name)
+				}
+			}
+			sort.Strings(query)
+			dm := discoveredMethod{api: api, id: m.ID, http: m.HTTPMethod, host: host, query: query}
+			if m.FlatPath != "" && strings.Contains(m.Path, "{+") {
+				// The client sends a {+name}, which its flat path spells.
+				dm.tmpl, dm.flat = "/"+doc.ServicePath+m.FlatPath, true
+			} else {
+				dm.tmpl = "/" + doc.ServicePath + m.Path
+			}
+			ms = append(ms, dm)
+			if m.MediaUpload != nil {
+				// Not a {+parent} of an upload path (Artifact
+				// Registry's), which no flat path spells.
+				if s, ok := m.MediaUpload.Protocols["simple"]; ok && !strings.Contains(s.Path, "{+") {
+					up := dm
+					up.id, up.tmpl, up.flat = m.ID+"/upload", s.Path, false
+					ms = append(ms, up)
+				}
+			}
+		}
+		for _, r := range rs {
+			walk(r.Methods, r.Resources)
+		}
+	}
+	walk(doc.Methods, doc.Resources)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].id < ms[j].id })
+	return doc.Name, ms
+}
+
+// realID is an id like a real one of v's kind, and unlike any name of a
+// collection or a verb, so that an operation holding it is seen to.
+func realID(v pathVar) string {
+	switch {
+	case structural(v):
+		return "projects"
+	case isObject(v):
+		return "dir/sub/obj-7a1.txt"
+	case v.name == "association":
+		return "reservations/res-7a1/reservationBlocks/blk-7a1/reservationSubBlocks/sub-7a1"
+	case catchAll(v):
+		return "services/svc-7a1"
+	}
+	switch v.kind {
+	case "projects":
+		return "proj-7a1"
+	case "organizations":
+		return "4471"
+	case "folders":
+		return "8812"
+	case "locations", "regions":
+		return "us-east7"
+	case "zones":
+		return "us-east7-b"
+	}
+	switch v.name {
+	case "project", "projectId":
+		return "proj-7a1"
+	}
+	return strings.ToLower(v.name) + "-7a1"
+}
+
+// isObject reports whether v is a Cloud Storage object's or folder's
+// name, which may hold slashes (escaped in its one segment).
+func isObject(v pathVar) bool {
+	switch v.name {
+	case "object", "sourceObject", "destinationObject", "folder", "sourceFolder", "destinationFolder", "managedFolder":
+		return true
+	}
+	return false
+}
+
+// adversarialIDs are ids a variable is given in turn, the others real
+// ones: names of collections and verbs that RESTScope knows, a location
+// named global, a version's name.
+var adversarialIDs = []string{
+	"o", "b", "acl", "defaultObjectAcl", "folders", "managedFolders", "tables", "data", "models",
+	"rrsets", "changes", "rules", "users", "databases", "sslCerts", "backupRuns", "resizeRequests",
+	"projects", "organizations", "locations", "zones", "regions", "global", "aggregated", "family",
+	"images", "instances", "operations", "rewriteTo", "copyTo", "moveTo", "renameTo", "start",
+	"setLabels", "v1", "beta", "storage", "upload", "download", "batch",
+}
+
+// adversarialObjects are Cloud Storage objects' names, each escaped as
+// one segment: slashes, dots, empty segments, a colon, a percent sign.
+var adversarialObjects = []string{
+	"../x", "a//b", "dir/", "/lead", "a/b/rewriteTo/b/c/o/d", "50%", "a:b", "x?y#z", "o/b", "b/bkt/o",
+}
+
+// adversarialFor returns the adversarial ids of v, a variable of api.
+func adversarialFor(api string, v pathVar) []string {
+	switch {
+	case structural(v), catchAll(v), v.kind == "organizations", v.kind == "folders" && !isObject(v), v.name == "type":
+		// No id, a name of several segments, a Resource Manager id (a
+		// number), a DNS record type (A, AAAA, CNAME, ...).
+		return nil
+	}
+	words := slices.Clone(adversarialIDs)
+	if strings.HasPrefix(api, "compute/") {
+		// compute's names are lower case (RFC 1035).
+		words = slices.DeleteFunc(words, func(w string) bool { return strings.ToLower(w) != w })
+	}
+	if isObject(v) {
+		words = append(words, adversarialObjects...)
+	}
+	if v.kind == "projects" || v.name == "project" || v.name == "projectId" {
+		// A domain-scoped project (example.com:proj-7a1), but not as a
+		// {+name}'s last segment, where its colon is a custom method's.
+		if !v.reserved || !v.last {
+			words = append(words, "example.com:proj-7a1")
+		}
+	} else if !v.reserved {
+		words = append(words, "a:b") // escaped: %3A
+	}
+	return words
+}
+
+// methodName is the collection and verb a method's id names (the last
+// two names of storage.objects.list, objects.list), which the operation
+// names too, so that the same collection's methods under different
+// parents share it: the verb alone of a method of a parent (Cloud KMS's
+// projects.getAutokeyConfig and folders.getAutokeyConfig, logging's
+// getSettings of every parent and its own), and compute's zonal,
+// regional, global, folder's, organization's and network's collections
+// as theirs (disks.get and regionDisks.get, operations.get and
+// globalOrganizationOperations.get, firewallPolicies.get and
+// networkFirewallPolicies.get are disks.get, operations.get and
+// firewallPolicies.get).
+func methodName(id string) string {
+	id = strings.TrimSuffix(id, "/upload")
+	parts := strings.Split(id, ".")
+	parts = parts[max(0, len(parts)-2):]
+	if len(parts) < 2 {
+		return id
+	}
+	switch parts[0] {
+	case "projects", "organizations", "folders", "billingAccounts", "locations", strings.Split(id, ".")[0]:
+		return parts[1]
+	}
+	if strings.HasPrefix(id, "compute.") {
+		c := parts[0]
+		for again := true; again; {
+			again = false
+			for _, p := range []string{"folder", "global", "region", "zone", "organization", "network"} {
+				if rest, ok := strings.CutPrefix(c, p); ok && rest != "" && rest[0] >= 'A' && rest[0] <= 'Z' {
+					c, again = strings.ToLower(rest[:1])+rest[1:], true
+				}
+			}
+		}
+		if c == "endpointGroups" { // networkEndpointGroups, not network's
+			c = "networkEndpointGroups"
+		}
+		parts[0] = c
+	}
+	return strings.Join(parts, ".")
+}
+
+// TestRESTScopeReadsEveryDiscoveredMethod reads every method of the
+// discovery documents of discoveryAPIs (those of the google.golang.org/api
+// this module requires) through RESTScope, its path's variables given real
+// ids and then each, in turn, adversarial ones (adversarialFor), and
+// states RESTScope's rules: the scope's service is the API's name; the
+// account is the first project, organization or folder the path names (or
+// its project query parameter); there is an operation, no id is part of
+// it, and it is the same whatever the ids; and two methods of different
+// collections or verbs never share an operation, but for the known
+// exceptions (sharedOperations), listed with why.
+func TestRESTScopeReadsEveryDiscoveredMethod(t *testing.T) {
+	dir := discoveryDir(t)
+	scope := cloudggcp.RESTScope()
+	read := func(c discoveredCall) resilience.Scope {
+		req, err := http.NewRequest(c.http, c.url, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.method, err)
+		}
+		return scope(req)
+	}
+	for _, api := range discoveryAPIs {
+		name, methods := discoveredMethods(t, dir, api)
+		if len(methods) == 0 {
+			t.Fatalf("%s: no methods", api)
+		}
+		ops := map[string][]string{} // operation -> the methods named so
+		var errs []string
+		for _, m := range methods {
+			c := m.call(func(_ int, v pathVar) string { return realID(v) })
+			s := read(c)
+			if s.Service != name {
+				errs = append(errs, fmt.Sprintf("%s %s %s: service %q, want %q", m.id, c.http, c.url, s.Service, name))
+			}
+			if s.Account != c.account {
+				errs = append(errs, fmt.Sprintf("%s %s %s: account %q, want %q", m.id, c.http, c.url, s.Account, c.account))
+			}
+			if s.Operation == "" {
+				errs = append(errs, fmt.Sprintf("%s %s %s: no operation", m.id, c.http, c.url))
+			}
+			for _, id := range c.ids {
+				if strings.Contains(s.Operation, id) {
+					errs = append(errs, fmt.Sprintf("%s %s %s: operation %q holds the id %q", m.id, c.http, c.url, s.Operation, id))
+				}
+			}
+			if n := methodName(m.id); !slices.Contains(ops[s.Operation], n) {
+				ops[s.Operation] = append(ops[s.Operation], n)
+			}
+			if strings.HasPrefix(api, "compute/v0.") {
+				continue // v1's paths, read with adversarial ids once
+			}
+			for k, v := range m.vars() {
+				for _, w := range adversarialFor(api, v) {
+					adv := m.call(func(i int, v pathVar) string {
+						if i == k {
+							return w
+						}
+						return realID(v)
+					})
+					got := read(adv)
+					if got.Operation != s.Operation || got.Service != s.Service || got.Account != adv.account {
+						errs = append(errs, fmt.Sprintf("%s %s %s: scope %s %s %s, want %s %s %s, as with real ids",
+							m.id, adv.http, adv.url, got.Account, got.Service, got.Operation, adv.account, s.Service, s.Operation))
+					}
+				}
+			}
+		}
+		for op, names := range ops {
+			sort.Strings(names)
+			if len(names) > 1 && !slices.Equal(sharedOperations[api+" "+op], names) {
+				errs = append(errs, fmt.Sprintf("%s: methods %q share the operation %q", api, names, op))
+			}
+		}
+		sort.Strings(errs)
+		for i, e := range errs {
+			if i == 40 {
+				t.Errorf("%s: and %d more", api, len(errs)-i)
+				break
+			}
+			t.Error(e)
+		}
+	}
+}
+
+// sharedOperations are the operations that methods of different
+// collections or verbs share, by API and operation: their paths do not
+// tell them apart, and RESTScope reads nothing else.
+var sharedOperations = map[string][]string{
+	// A bucket's ACL and an object's are each acl in the path
+	// (.../b/<bucket>/acl/<entity>, .../o/<object>/acl/<entity>): the
+	// operation names the collection, not its parent's kind.
+	"storage/v1 acl_delete": {"bucketAccessControls.delete", "objectAccessControls.delete"},
+	"storage/v1 acl_get":    {"bucketAccessControls.get", "objectAccessControls.get"},
+	"storage/v1 acl_insert": {"bucketAccessControls.insert", "objectAccessControls.insert"},
+	"storage/v1 acl_list":   {"bucketAccessControls.list", "objectAccessControls.list"},
+	"storage/v1 acl_patch":  {"bucketAccessControls.patch", "objectAccessControls.patch"},
+	"storage/v1 acl_update": {"bucketAccessControls.update", "objectAccessControls.update"},
+	// A managed zone's operations and a location's are operations in
+	// the path.
+	"dns/v1 operations_get": {"managedZoneOperations.get", "operations.get"},
+	// Their {+name} is a resource name of any kind and length
+	// (catchAll gives both services/<id>): the operation names its
+	// last collection.
+	"run/v2 services_exportStatus": {"executions.exportStatus", "revisions.exportStatus"},
+	// A database's scans (v1/<database>/scans) and the project's
+	// (v1/scans) are scans in the path.
+	"spanner/v1 scans_list": {"databases.getScans", "scans.list"},
+	// An API whose paths start with the version: a GET verb after a
+	// collection (v3/tagKeys/namespaced?name=...) is read as a get of
+	// a resource so named, as an id would be.
+	"cloudresourcemanager/v3 tagKeys_get":   {"tagKeys.get", "tagKeys.getNamespaced"},
+	"cloudresourcemanager/v3 tagValues_get": {"tagValues.get", "tagValues.getNamespaced"},
+	// Drive's collections nested in a file (files/<id>/comments,
+	// permissions, replies) are read as the file's verbs, and its
+	// verbs of the collection (files/generateIds, files/trash) as a
+	// file: RESTScope's godoc says to govern such an API with a scope
+	// function of one's own.
+	"drive/v3 files_comments":    {"comments.create", "comments.list"},
+	"drive/v3 files_delete":      {"files.delete", "files.emptyTrash"},
+	"drive/v3 files_get":         {"files.generateCseToken", "files.generateIds", "files.get"},
+	"drive/v3 files_permissions": {"permissions.create", "permissions.list"},
+	"drive/v3 comments_replies":  {"replies.create", "replies.list"},
+}
