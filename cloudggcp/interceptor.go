@@ -359,6 +359,18 @@ var packageServices = map[string]string{
 	"google.cloud.deploy":                "clouddeploy",
 	"google.storage":                     "storage",
 	"google.cloud.beyondcorp":            "beyondcorp",
+	"google.cloud.sql":                   "sqladmin",
+	"google.cloud.bigquery.datapolicies": "bigquerydatapolicy",
+	"google.cloud.bigquery.migration":    "bigquerymigration",
+	"google.cloud.bigquery.dataexchange": "analyticshub",
+	"google.cloud.datacatalog.lineage":   "datalineage",
+	"google.cloud.support":               "cloudsupport",
+	"google.cloud.shell":                 "cloudshell",
+	"google.cloud.video.stitcher":        "videostitcher",
+	"google.cloud.gkeconnect.gateway":    "connectgateway",
+	"google.cloud.optimization":          "cloudoptimization",
+
+	"google.cloud.commerce.consumer.procurement": "cloudcommerceconsumerprocurement",
 }
 
 func isVersion(p string) bool {

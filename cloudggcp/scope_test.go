@@ -214,6 +214,17 @@ func TestPackageNamesTheServiceOfItsEndpoint(t *testing.T) {
 		{"/google.cloud.deploy.v1.CloudDeploy/ListTargets", "clouddeploy.googleapis.com:443"},
 		{"/google.storage.control.v2.StorageControl/ListFolders", "storage.googleapis.com:443"},
 		{"/google.cloud.beyondcorp.appconnections.v1.AppConnectionsService/ListAppConnections", "beyondcorp.googleapis.com:443"},
+		{"/google.cloud.sql.v1.SqlInstancesService/List", "sqladmin.googleapis.com:443"},
+		{"/google.cloud.bigquery.datapolicies.v1.DataPolicyService/ListDataPolicies", "bigquerydatapolicy.googleapis.com:443"},
+		{"/google.cloud.bigquery.migration.v2.MigrationService/ListMigrationWorkflows", "bigquerymigration.googleapis.com:443"},
+		{"/google.cloud.bigquery.dataexchange.v1beta1.AnalyticsHubService/ListDataExchanges", "analyticshub.googleapis.com:443"},
+		{"/google.cloud.datacatalog.lineage.v1.Lineage/ListProcesses", "datalineage.googleapis.com:443"},
+		{"/google.cloud.support.v2.CaseService/ListCases", "cloudsupport.googleapis.com:443"},
+		{"/google.cloud.shell.v1.CloudShellService/GetEnvironment", "cloudshell.googleapis.com:443"},
+		{"/google.cloud.video.stitcher.v1.VideoStitcherService/ListCdnKeys", "videostitcher.googleapis.com:443"},
+		{"/google.cloud.gkeconnect.gateway.v1beta1.GatewayService/GetResource", "connectgateway.googleapis.com:443"},
+		{"/google.cloud.optimization.v1.FleetRouting/OptimizeTours", "cloudoptimization.googleapis.com:443"},
+		{"/google.cloud.commerce.consumer.procurement.v1.ConsumerProcurementService/ListOrders", "cloudcommerceconsumerprocurement.googleapis.com:443"},
 	} {
 		req := parentReq{"projects/p1"}
 		want := MethodScope(tc.endpoint, tc.method, req)
