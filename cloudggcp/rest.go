@@ -233,7 +233,8 @@ func byReason(status int) bool {
 //     not the collections a Cloud Storage bucket or object holds, o, acl,
 //     defaultObjectAcl, notificationConfigs, folders, managedFolders,
 //     anywhereCaches: /storage/v1/b/<bucket>/o is o_list, an upload to
-//     /upload/storage/v1/b/<bucket>/o o_insert; nor those a BigQuery
+//     /upload/storage/v1/b/<bucket>/o o_insert, and so is each chunk of a
+//     resumable one, a PUT to its session URI (an upload_id); nor those a BigQuery
 //     dataset or table holds, tables, models, routines, data,
 //     rowAccessPolicies: .../datasets/d/tables is tables_list; nor Cloud
 //     DNS's changes, rrsets (a record set, rrsets/<name>/<type>, is one
@@ -304,9 +305,15 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		}
 		return resilience.Scope{Provider: "gcp", Service: service, Operation: xmlOperation(r.Method, segs)}
 	}
+	method := r.Method
+	if method == http.MethodPut && r.URL.Query().Has("upload_id") {
+		// a resumable upload's chunk, PUT to its session URI: the
+		// upload's own method
+		method = http.MethodPost
+	}
 	t := restTokens(segs[ver+1:])
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
-		Operation: restOperation(r.Method, t, verb, pathVerbs, service)}
+		Operation: restOperation(method, t, verb, pathVerbs, service)}
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths

@@ -586,3 +586,26 @@ func TestRESTScopeOfAStorageIAMPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A resumable upload's chunks, each a PUT to the session URI the upload's
+// POST was answered with (its path and an upload_id), as Cloud Storage's
+// and BigQuery's upload protocols send them, are the upload's method:
+// o_insert and jobs_insert, not a PUT of the collection (Google's Go
+// clients send their chunks with POST, which is o_insert already).
+func TestRESTScopeOfAResumableUploadsChunk(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"POST", "https://storage.googleapis.com/upload/storage/v1/b/bkt/o?uploadType=resumable&name=dir%2Fa.txt", "gcp/*/*/storage/o_insert"},
+		{"PUT", "https://storage.googleapis.com/upload/storage/v1/b/bkt/o?uploadType=resumable&name=dir%2Fa.txt&upload_id=ADPycdu", "gcp/*/*/storage/o_insert"},
+		{"PUT", "https://bigquery.googleapis.com/upload/bigquery/v2/projects/p1/jobs?uploadType=resumable&upload_id=ADPycdu", "gcp/projects/p1/*/bigquery/jobs_insert"},
+		{"POST", "https://storage.googleapis.com/upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=ADPycdu", "gcp/*/*/storage/o_insert"},
+		{"PUT", "https://storage.googleapis.com/storage/v1/b/bkt/o/a.txt", "gcp/*/*/storage/o_update"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
