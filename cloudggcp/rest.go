@@ -251,11 +251,12 @@ func byReason(status int) bool {
 //
 // So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
 // and List gcp/projects/p1/*/compute/instances_list. A request of Cloud
-// Storage's XML API (a path with no version: /<bucket>/<object>, as the
-// storage client reads an object's content) names the object's or the
-// bucket's operation as the JSON API names it, never a name of theirs:
-// o_get (GET, HEAD), o_insert (PUT, POST) and o_delete for an object,
-// o_list (GET) for a bucket, in no account. compute's /global/ segment
+// Storage's XML API (a path that is not /storage/<version>, nor one
+// after /upload, /download or /batch: /<bucket>/<object>, as the storage
+// client reads an object's content, whatever the object's name) names the
+// object's or the bucket's operation as the JSON API names it, never a
+// name of theirs: o_get (GET, HEAD), o_insert (PUT, POST) and o_delete
+// for an object, o_list (GET) for a bucket, in no account. compute's /global/ segment
 // after a project, an organization or a folder
 // (/projects/p/global/networks) is skipped, but not the location global
 // of a resource name (/projects/p/locations/global/keyRings/k). The names
@@ -298,8 +299,8 @@ func restScope(r *http.Request, service string) resilience.Scope {
 			service = segs[ver-1]
 		}
 	}
-	if service == storageService && (ver < 1 || segs[ver-1] != storageService) {
-		// Cloud Storage's XML API: /<bucket>/<object>, no version.
+	if service == storageService && !storageJSON(segs, ver) {
+		// Cloud Storage's XML API: /<bucket>/<object>.
 		if verb != "" {
 			segs[len(segs)-1] += ":" + verb // an object's name
 		}
@@ -317,15 +318,30 @@ func restScope(r *http.Request, service string) resilience.Scope {
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths
-// start /storage/v1 (after /upload, /download or /batch), and whose XML
-// API's, which the storage client reads objects' content with, name a
-// bucket and an object, and no version.
+// start /storage/v1 (after /upload, /download or /batch: storageJSON),
+// and whose XML API's, which the storage client reads objects' content
+// with, name a bucket and an object, and no version.
 const storageService = "storage"
 
 // computeService is Compute Engine's service, whose resources' names are
 // lower case (RFC 1035), so that a segment with an upper-case letter
 // where an id comes is a verb (.../backendServices/listUsable).
 const computeService = "compute"
+
+// storageJSON reports whether a Cloud Storage path (segs, its version at
+// ver) is the JSON API's: /storage/<version>, after nothing but /upload,
+// /download, /batch or /resumable/upload; not an object of the XML API's
+// whose name holds storage and a version (/<bucket>/backups/storage/v1/x).
+func storageJSON(segs []string, ver int) bool {
+	if ver < 1 || segs[ver-1] != storageService {
+		return false
+	}
+	switch strings.Join(segs[:ver-1], "/") {
+	case "", "upload", "download", "batch", "resumable/upload":
+		return true
+	}
+	return false
+}
 
 // xmlOperation names a request of Cloud Storage's XML API by what its
 // path (segs) names, as the JSON API names its methods: an object

@@ -609,3 +609,29 @@ func TestRESTScopeOfAResumableUploadsChunk(t *testing.T) {
 		}
 	}
 }
+
+// A Cloud Storage object of the XML API whose name holds storage and a
+// version (/<bucket>/backups/storage/v1/data.json, as the storage client
+// reads it, slashes and all) is the XML API's: the JSON API's paths start
+// /storage/<version>, or /upload, /download, /batch or /resumable/upload
+// before it.
+func TestRESTScopeOfAStorageObjectNamedAsTheJSONAPI(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://storage.googleapis.com/bkt/backups/storage/v1/data.json", "gcp/*/*/storage/o_get"},
+		{"PUT", "https://storage.googleapis.com/bkt/mirror/storage/v1/b/x/o", "gcp/*/*/storage/o_insert"},
+		{"GET", "https://storage.googleapis.com/bkt/storage/beta/x", "gcp/*/*/storage/o_get"},
+		// The JSON API's paths.
+		{"GET", "https://storage.googleapis.com/storage/v1/b/bkt/o", "gcp/*/*/storage/o_list"},
+		{"POST", "https://storage.googleapis.com/upload/storage/v1/b/bkt/o", "gcp/*/*/storage/o_insert"},
+		{"POST", "https://storage.googleapis.com/resumable/upload/storage/v1/b/bkt/o", "gcp/*/*/storage/o_insert"},
+		{"GET", "https://storage.googleapis.com/download/storage/v1/b/bkt/o/a.txt?alt=media", "gcp/*/*/storage/o_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
