@@ -194,3 +194,58 @@ func TestAFreedSlotWhoseTaskIsRefusedGoesToTheNextInLine(t *testing.T) {
 		}
 	})
 }
+
+// A slot a task's end freed, given a task whose first call goes through
+// to another account's scope (a task that reads another account first),
+// is still free: that call took none of the account's slots, and the next
+// queue in line takes it at once, not at the next recheck of the queues
+// waiting for a slot, slotRecheck later. Here an account with one slot,
+// held by a task's call; x and y wait for it, x first in line; x's task
+// calls a scope of another account, whose call lasts until the test ends
+// it.
+func TestAFreedSlotWhoseTaskCallsAnotherAccountGoesToTheNextInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		other := resilience.Scope{Provider: "aws", Account: "210987654321", Region: "eu-west-1", Service: "svc", Operation: "z"}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var mu sync.Mutex
+		began := map[string]time.Duration{}
+		var start time.Time
+		release := make(chan struct{})
+		call := func(ctx context.Context, sc resilience.Scope) error {
+			return resilience.Do(ctx, sc, func(context.Context) error {
+				mu.Lock()
+				if _, ok := began[sc.Operation]; !ok {
+					began[sc.Operation] = time.Since(start)
+				}
+				mu.Unlock()
+				<-release
+				return nil
+			}, resilience.WithGovernor(g))
+		}
+		hold := make(chan struct{})
+		p.Go(ctx, scope("a"), func(ctx context.Context) error {
+			return resilience.Do(ctx, scope("a"), func(context.Context) error { <-hold; return nil }, resilience.WithGovernor(g))
+		})
+		synctest.Wait()
+		p.Go(ctx, scope("x"), func(ctx context.Context) error { return call(ctx, other) })
+		synctest.Wait()
+		p.Go(ctx, scope("y"), func(ctx context.Context) error { return call(ctx, scope("y")) })
+		synctest.Wait() // x and y wait for the slot, x first
+		start = time.Now()
+		close(hold)
+		time.Sleep(time.Second)
+		mu.Lock()
+		z, zok := began["z"]
+		y, yok := began["y"]
+		mu.Unlock()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !zok || z != 0 || !yok || y != 0 {
+			t.Errorf("the slot freed as a's call ended, x's first call sent to another account (began %v, %v later): y's call began: %v, %v later; want both at once", zok, z, yok, y)
+		}
+	})
+}

@@ -801,9 +801,8 @@ type fullMark struct {
 // shows free (freedMore). A task started for the freed slot whose first
 // call is refused (for a token, say) takes none, and gives it back
 // (gaveBack); one whose first call goes to another account's scope, let
-// through, takes none either, and a slot so left free is given at the
-// next recheck of the queues waiting for one (slotRecheck), or the next
-// end. The mark holds for the governor's state it was found in, of
+// through, takes none either, and gives it back as that call's admission
+// is decided (DecidedIn). The mark holds for the governor's state it was found in, of
 // Generation govGen: a Configure (a cap raised) or a Reset replaces it.
 // p.mu is held; the answer was asked for with no task ending meanwhile.
 func (p *Pool) markFull(acct account, govGen uint64) {
@@ -905,7 +904,7 @@ func (p *Pool) tookSlot(acct account) {
 // gaveBack notes that t, started for a slot a task's end freed (tookSlot),
 // did not take it: its first call was refused (for a token or a pause, a
 // slot, an open breaker; of its scope or another one), before it took
-// one. The slot is given to the next queue of the account in line at
+// one, or was made to another account's scope (DecidedIn). The slot is given to the next queue of the account in line at
 // once (passOn), not at the next recheck of the queues waiting for one
 // (slotRecheck). p.mu is held.
 func (p *Pool) gaveBack(t *task) {
@@ -1353,11 +1352,24 @@ func (t *task) lostReason(v any) string {
 
 // Decided implements resilience.Admission: the task's first call went (or
 // ended, recorded): the next task of its scope may be given a worker.
-func (t *task) Decided() {
+func (t *task) Decided() { t.DecidedIn(t.q.scope) }
+
+// DecidedIn implements resilience.ScopedAdmission: Decided, for a first
+// call made to scope. A task started for a slot a task's end freed
+// (tookSlot) whose first call was made to another account's scope took
+// none of its own account's slots: the slot is given to the next queue of
+// the account in line at once (gaveBack), not at the next recheck of the
+// queues waiting for one (slotRecheck).
+func (t *task) DecidedIn(scope resilience.Scope) {
 	p := t.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.decided = true
+	if !t.ended && (account{scope.Provider, scope.Account}) != (account{t.q.scope.Provider, t.q.scope.Account}) {
+		// Not a call the task left running after it returned: its end
+		// was counted as freeing the slot already.
+		p.gaveBack(t)
+	}
 	if t.q.holder == t { // not a task whose hold ended before: the queue's hold now is another's
 		p.decide(t.q)
 	}

@@ -275,3 +275,53 @@ func TestARefusalAfterEndAdmissionIsLost(t *testing.T) {
 		}
 	})
 }
+
+// scopedRec is a ScopedAdmission that keeps the scopes its first calls
+// were decided in.
+type scopedRec struct {
+	admissionRec
+	in []Scope
+}
+
+func (a *scopedRec) DecidedIn(sc Scope) { a.in = append(a.in, sc) }
+
+// A ScopedAdmission is told the scope its first call was made to, in place
+// of Decided: a call sent (Do, a bound scope's Do), one ended before
+// sending and recorded (an open breaker's skip), and one of a provider
+// turned off, sent at once ungoverned.
+func TestAScopedAdmissionIsToldTheFirstCallsScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		g := newGov(t, Config{GCP: ProviderConfig{Enabled: &off}})
+		gcp := Scope{Provider: "gcp", Account: "proj", Service: "compute", Operation: "list"}
+		n := 0
+		for range 5 { // five throttles open iamUsers's breaker
+			Do(context.Background(), iamUsers, always(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		}
+		cases := []struct {
+			sc  Scope
+			do  func(ctx context.Context, sc Scope) error
+			why string
+		}{
+			{ec2Vpcs, func(ctx context.Context, sc Scope) error { return Do(ctx, sc, always(&n, nil), WithGovernor(g)) }, "sent"},
+			{ec2Subnets, func(ctx context.Context, sc Scope) error {
+				b, err := g.Bind(sc)
+				if err != nil {
+					return err
+				}
+				return b.Do(ctx, always(&n, nil))
+			}, "sent, bound"},
+			{iamUsers, func(ctx context.Context, sc Scope) error { return Do(ctx, sc, always(&n, nil), WithGovernor(g)) }, "skipped, breaker open"},
+			{gcp, func(ctx context.Context, sc Scope) error { return Do(ctx, sc, always(&n, nil), WithGovernor(g)) }, "provider off"},
+		}
+		for _, c := range cases {
+			var a scopedRec
+			ctx := WithAdmission(context.Background(), &a, time.Second)
+			c.do(ctx, c.sc)
+			c.do(ctx, c.sc) // a later call: not the first
+			if len(a.in) != 1 || a.in[0] != c.sc || a.decided != 0 || len(a.deferred) != 0 {
+				t.Errorf("%s: DecidedIn %v, Decided %d times, deferred %v; want DecidedIn [%v] alone", c.why, a.in, a.decided, a.deferred, c.sc)
+			}
+		}
+	})
+}

@@ -69,7 +69,7 @@ func (b *Bound) Do(ctx context.Context, fn func(context.Context) error, opts ...
 	_, rp, nest := pickOptions(opts)
 	at := b.resolved()
 	if at.e == nil {
-		b.g.admitUngoverned(ctx)
+		b.g.admitUngoverned(ctx, b.scope)
 		return fn(ctx)
 	}
 	if nest {
@@ -89,7 +89,7 @@ func (b *Bound) Begin(ctx context.Context, opts ...CallOption) (*Guard, error) {
 	gd := new(Guard)
 	if at.e == nil {
 		gd.g, gd.p, gd.scope, gd.ctx, gd.rp = b.g, at.p, b.scope, ctx, rp
-		b.g.admitUngoverned(ctx)
+		b.g.admitUngoverned(ctx, b.scope)
 		return gd, nil
 	}
 	gd.beginAt(ctx, b.g, b.scope, at.p, at.e, rp)

@@ -146,7 +146,7 @@ func (gd *Guard) begin(ctx context.Context, g *Governor, scope Scope, rp *RetryP
 	p := g.provider(scope.Provider)
 	if !p.set.enabled {
 		gd.g, gd.p, gd.scope, gd.ctx, gd.rp = g, p, scope, ctx, rp
-		g.admitUngoverned(ctx)
+		g.admitUngoverned(ctx, scope)
 		return false
 	}
 	if e := p.scopes.lookup(scope); g.provider(scope.Provider) == p {
@@ -374,7 +374,7 @@ func (gd *Guard) bound(now time.Duration) {
 func (gd *Guard) decided() {
 	a := gd.adm
 	gd.adm = nil
-	gd.g.admissionDecided(a.a)
+	gd.g.admissionDecided(a.a, gd.scope)
 }
 
 // TryEnter is Enter without waiting: the attempt goes now, with what Enter

@@ -186,6 +186,18 @@ type Admission interface {
 	Deferred(wait time.Duration, err error)
 }
 
+// A ScopedAdmission is an Admission that is told the scope the first call
+// was made to: the governor calls its DecidedIn in place of Decided. A
+// scheduler that gave the task a concurrency slot of the account of the
+// scope it declared (max_concurrency) learns so that a first call made to
+// another account's scope took none of the account's slots, and may give
+// the slot to another task at once.
+type ScopedAdmission interface {
+	Admission
+	// DecidedIn is Decided, for a first call made to scope.
+	DecidedIn(scope Scope)
+}
+
 // admission is WithAdmission's hold, claimed by the first call.
 type admission struct {
 	a       Admission
@@ -249,15 +261,20 @@ func EndAdmission(ctx context.Context) {
 // is sent at once, ungoverned, and a scheduler holding the next task of
 // its scope until the first call is decided would otherwise hold it until
 // the task ends.
-func (g *Governor) admitUngoverned(ctx context.Context) {
+func (g *Governor) admitUngoverned(ctx context.Context, scope Scope) {
 	if a := bindingOf(ctx).adm; a != nil && a.claim() {
-		g.admissionDecided(a.a)
+		g.admissionDecided(a.a, scope)
 	}
 }
 
-// admissionDecided calls a.Decided, recovering a panic (see Admission).
-func (g *Governor) admissionDecided(a Admission) {
+// admissionDecided calls a.Decided, or a.DecidedIn with scope, the first
+// call's, for a ScopedAdmission, recovering a panic (see Admission).
+func (g *Governor) admissionDecided(a Admission, scope Scope) {
 	defer g.recoverAdmission("Decided")
+	if sa, ok := a.(ScopedAdmission); ok {
+		sa.DecidedIn(scope)
+		return
+	}
 	a.Decided()
 }
 
@@ -295,7 +312,8 @@ func (g *Governor) logPanicOnce(once *atomic.Bool, msg string, attrs ...slog.Att
 // bound it, except that a call refused for it is not lost: a tells the
 // scheduler to run the task again (Deferred), and nothing is recorded
 // (unless the task has returned: see EndAdmission). A tells it too when
-// the first call's admission was decided (Decided), so that it may
+// the first call's admission was decided (Decided, or DecidedIn with the
+// call's scope for a ScopedAdmission), so that it may
 // dispatch the next task of the scope. Later calls under the
 // context wait as any call does: a task runs again only if nothing of it
 // was sent. An open breaker still refuses the first call at once (unless
