@@ -295,3 +295,102 @@ func TestATasksConcurrentCallsFreeTheirSlots(t *testing.T) {
 		}
 	})
 }
+
+// The recheck of the queues waiting for a slot (every slotRecheck, for a
+// slot that calls outside the pool freed) asks about one queue of a full
+// account, the first in line, not every one: told the account is still
+// full, the others wait on without asking, as after a task's end; told a
+// slot is free, it takes it, and the next in line is asked in turn. Every
+// queue is asked once a second (parkRecheck), to see a breaker that
+// opened meanwhile. Here 40 operations of an account with one slot, held
+// by a task's call for the whole test, and 8 workers: over a second, the
+// account's bucket (with a fleet's store, a round trip a read) is read
+// once per recheck, and 39 times once. Before, it was read 39 times per
+// recheck, 780 times a second.
+func TestTheSlotRecheckAsksAboutAFullAccountOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFullAccount(t, 8, 40)
+		time.Sleep(time.Second) // past the first rechecks
+		f.store.counts()
+		var reads []int
+		total := 0
+		for range time.Second / slotRecheck {
+			time.Sleep(slotRecheck)
+			synctest.Wait()
+			buckets, _ := f.store.counts()
+			reads = append(reads, buckets["aws/123456789012"])
+			total += buckets["aws/123456789012"]
+		}
+		if most := int(time.Second/slotRecheck) + 39; total > most {
+			t.Fatalf("over a second of rechecks, the full account's bucket was read %d times (%v a recheck); want at most %d, once a recheck and once more for each of the 39 queues waiting", total, reads, most)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.began) != 1 {
+			t.Fatalf("%d calls began; want 1, the slot held", len(f.began))
+		}
+	})
+}
+
+// The slots calls outside the pool free are all taken at the next
+// recheck, though it asks about the first queue in line alone: told a
+// slot is free (and how many), it takes one, and the next queues in line
+// are asked at once for the others, not one a recheck. Here an account
+// with two slots, both held by calls outside the pool, and 10 operations
+// waiting; both calls end at once: two of the pool's calls begin at the
+// same instant, within slotRecheck.
+func TestSlotsFreedOutsideThePoolAreTakenAtOneRecheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+			resilience.WithStateStore(newReadStore()))
+		var outside []*resilience.Guard
+		for i := range 2 {
+			gd, err := g.Begin(context.Background(), scope(fmt.Sprint("outside", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			outside = append(outside, gd)
+		}
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		var mu sync.Mutex
+		var began []time.Time
+		release := make(chan struct{})
+		for i := range 10 {
+			sc := scope(fmt.Sprint("op", i))
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				return resilience.Do(ctx, sc, func(context.Context) error {
+					mu.Lock()
+					began = append(began, time.Now())
+					mu.Unlock()
+					<-release
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		time.Sleep(1234 * time.Millisecond) // past a recheck that asks every queue
+		start := time.Now()
+		for _, gd := range outside {
+			gd.End(nil)
+			gd.Release()
+		}
+		time.Sleep(time.Second)
+		mu.Lock()
+		got := slices.Clone(began)
+		mu.Unlock()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0] != got[1] || got[0].Sub(start) > slotRecheck {
+			var at []time.Duration
+			for _, b := range got {
+				at = append(at, b.Sub(start))
+			}
+			t.Fatalf("after the two calls outside the pool holding both slots ended, the pool's calls began at %v; want two, at once, within %v", at, slotRecheck)
+		}
+	})
+}

@@ -49,7 +49,11 @@
 // probe is out is not dead yet: its queue waits for the probe's verdict.
 // A queue waiting for its scope's tokens or pause is asked about again as
 // soon as one of its tasks ends, and at least once a second, so that it
-// sees a breaker that opened meanwhile within that time. Cancelling the
+// sees a breaker that opened meanwhile within that time. The queues
+// waiting for a slot of their account's concurrency cap (max_concurrency)
+// are asked about in turn as a task's end frees one, the first in line
+// every 50 ms for a slot that calls outside the pool freed, and every one
+// at least once a second, likewise. Cancelling the
 // context given to New stops the pool: no further task starts, the queued
 // ones are dropped (each recorded as cancelled in the ledger its context
 // carries), and Wait returns once the running ones have returned; no
@@ -142,6 +146,7 @@ type Pool struct {
 	holds    fifo[heldQueue]      // admitting queues, by the end of their hold
 	ends     uint64               // tasks ended (not deferred runs), for ask
 	full     map[account]fullMark // accounts found with no slot free (see markFull)
+	askAll   time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
 	fullGen  uint64               // marks made, for fullMark's gen
 	waits    map[string]bool      // breakerWaits by provider, for waitsGen
 	waitsGen uint64
@@ -746,7 +751,7 @@ func (p *Pool) unpark(q *queue) {
 
 // slotRecheck is how often queues waiting for a concurrency slot are looked
 // at again when no task of the pool ends (the slots may be held by calls
-// outside the pool).
+// outside the pool): the first in line of each account (see recheck).
 const slotRecheck = 50 * time.Millisecond
 
 // slot makes q wait for a concurrency slot: until a task of the pool ends,
@@ -937,20 +942,60 @@ func (p *Pool) isFull(acct account) bool {
 type account struct{ provider, account string }
 
 // unslot puts the queues waiting for a slot back in turn, in their turn
-// (see slot). taskEnded says that a task's end does it, counted as freeing
-// one slot (see markFull): the queues are then marked noSlot, and once
-// their account is found full again, or its freed slot given to a task
-// (markFull), by any worker, the governor is not asked of each again until
-// the next end. The recheck every slotRecheck asks every one (a breaker
-// opened meanwhile, a slot freed by calls outside the pool). p.mu is held.
-func (p *Pool) unslot(taskEnded bool) {
+// (see slot). counted says that a slot freed is counted for each account
+// (markFull): a task's end, counted as freeing one, or the recheck (see
+// recheck). The queues are then marked noSlot, and once their account is
+// found full again, or its freed slot given to a task (markFull), by any
+// worker, the governor is not asked of each again until the next end or
+// recheck. Otherwise every one is asked (the recheck once per
+// parkRecheck: a breaker opened meanwhile). p.mu is held.
+func (p *Pool) unslot(counted bool) {
 	for _, q := range p.slots {
 		if q.where == slotted {
-			q.noSlot = taskEnded
+			q.noSlot = counted
 			p.ring.push(q)
 		}
 	}
 	p.slots = p.slots[:0]
+}
+
+// recheck puts the queues waiting for a slot back in turn when no task of
+// the pool ended (a wake-up: the slots may be held by calls outside the
+// pool, which end unseen). Every one is asked again (unslot) once per
+// parkRecheck, so that a queue whose scope's breaker opened meanwhile
+// fails fast within that time; otherwise the pool counts one slot of each
+// full account as freed, as a task's end frees one (markFull): the first
+// queue of the account in line is asked, and told no slot, the others
+// wait on without asking (pick's noSlot), one read of the account's
+// buckets rather than one a queue (a round trip each with a fleet's
+// store); told a slot is free, it takes it, and the next in line is
+// asked in turn, as after an end (passOn). p.mu is held.
+func (p *Pool) recheck() {
+	if len(p.slots) == 0 {
+		return
+	}
+	if now := p.now(); now >= p.askAll {
+		p.askAll = now + parkRecheck
+		p.unslot(false)
+		return
+	}
+	gen := p.gov.Generation()
+	for _, q := range p.slots {
+		if q.where != slotted {
+			continue
+		}
+		acct := account{q.scope.Provider, q.scope.Account}
+		m, ok := p.full[acct]
+		if !ok || m.govGen != gen {
+			p.markFull(acct, gen)
+			m = p.full[acct]
+		} else if !p.isFull(acct) {
+			continue // a slot free as far as the pool knows: one queue is asked for it
+		}
+		m.more++
+		p.full[acct] = m
+	}
+	p.unslot(true)
 }
 
 // arm makes sure a worker is started at at, when a parked queue may go. p.mu
@@ -979,7 +1024,7 @@ func (p *Pool) arm(at time.Duration) {
 			return
 		}
 		p.armedAt, p.armStop = 0, nil
-		p.unslot(false)
+		p.recheck()
 		// The parked queues whose time has come go back in turn now, as
 		// pick would put them. Left parked while every worker is busy (wake
 		// starts none), the soonest would re-arm the wake-up for a time

@@ -31,9 +31,9 @@ func (c *countingClock) Sleep(ctx context.Context, d time.Duration) error {
 // max_concurrency 1, 16 workers: 250 µs of CPU a task, against 3 µs with
 // no cap). The work of the pool and the governor, counted in readings of
 // the governor's clock, is about the same a task for 250 scopes and for
-// 2000 in a scan of the same length, 1 s (the recheck every slotRecheck
-// asks every queue waiting for a slot: a cost with the scopes and the
-// time, not with the tasks ended).
+// 2000 in a scan of the same length, 1 s (the recheck asks every queue
+// waiting for a slot once a second: a cost with the scopes and the time,
+// not with the tasks ended).
 func TestATasksEndDoesNotAskEverySlottedQueue(t *testing.T) {
 	perTask := map[int]float64{}
 	for _, n := range []int{250, 2000} {
