@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -99,8 +100,9 @@ func (f *fullAccount) endAll(k int) (reads int, began []int) {
 // the test ends it, and 8 workers: once the first call took the slot,
 // the others begin in the operations' order. (Which task takes the slot
 // first is a race: the workers ask about the first queues at once, each
-// told the slot is free, and the first call to reach the governor takes
-// it, the others refused and queued again.) Before, the queues waited
+// told the slot is free, and the first answer back starts its task; the
+// others wait for its first call, see
+// TestACappedAccountsTasksAreNotStartedForASlotTaken.) Before, the queues waited
 // for the slot in the order their answers came (in about one run of
 // four: ten runs here).
 func TestAFullAccountsTasksStartInTurn(t *testing.T) {
@@ -391,6 +393,53 @@ func TestSlotsFreedOutsideThePoolAreTakenAtOneRecheck(t *testing.T) {
 				at = append(at, b.Sub(start))
 			}
 			t.Fatalf("after the two calls outside the pool holding both slots ended, the pool's calls began at %v; want two, at once, within %v", at, slotRecheck)
+		}
+	})
+}
+
+// The tasks of an account whose concurrency cap the pool has not met yet
+// are not started for a slot that the first call of a task started before
+// them, still to come, takes: the workers looking for work at once do not
+// each ask about a queue of the account, each told the slot is free, and
+// each start a task, whose first call the first to reach the governor
+// then beats (the others refused, their tasks run for nothing, counted
+// Deferred, and queued again). Here 40 operations of an account with one
+// slot, submitted at once, 8 workers, each task working 1 ms before its
+// call: one task runs, and its call takes the slot.
+func TestACappedAccountsTasksAreNotStartedForASlotTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		var mu sync.Mutex
+		var began []int
+		var runs atomic.Int64
+		release := make(chan struct{})
+		for i := range 40 {
+			sc := scope(fmt.Sprint("op", i))
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				runs.Add(1)
+				time.Sleep(time.Millisecond) // its own work, before its first call
+				return resilience.Do(ctx, sc, func(context.Context) error {
+					mu.Lock()
+					began = append(began, i)
+					mu.Unlock()
+					<-release
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		time.Sleep(time.Second)
+		mu.Lock()
+		got := slices.Clone(began)
+		mu.Unlock()
+		d, n := p.Progress().Deferred, runs.Load()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if d != 0 || n != 1 || len(got) != 1 {
+			t.Fatalf("40 operations of an account with one slot, 8 workers: %d task run(s), %d of them for nothing (Deferred), calls begun %v; want 1 run, none for nothing, one call", n, d, got)
 		}
 	})
 }

@@ -146,9 +146,12 @@ type Pool struct {
 	holds    fifo[heldQueue]      // admitting queues, by the end of their hold
 	ends     uint64               // tasks ended (not deferred runs), for ask
 	full     map[account]fullMark // accounts found with no slot free (see markFull)
-	askAll   time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
 	fullGen  uint64               // marks made, for fullMark's gen
-	waits    map[string]bool      // breakerWaits by provider, for waitsGen
+	askAll   time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
+	caps     map[account]int      // accounts' concurrency caps as asked, in the governor's state of Generation capsGen (see mayRace)
+	capsGen  uint64
+	heldBack map[account]bool // accounts with queues held back for their tasks' first calls (see holdBack)
+	waits    map[string]bool  // breakerWaits by provider, for waitsGen
 	waitsGen uint64
 	armedAt  time.Duration
 	armStop  context.CancelFunc // stops the wake-up armed for armedAt
@@ -365,7 +368,7 @@ func (p *Pool) pick() *task {
 	for n := p.ring.len(); n > 0 && p.ring.len() > 0; n-- {
 		q := p.ring.pop()
 		noSlot, turn := q.noSlot, q.turn
-		q.noSlot = false
+		q.noSlot, q.heldBack = false, false
 		p.dropDone(q)
 		if q.n == 0 {
 			q.where = nowhere
@@ -419,7 +422,7 @@ func (p *Pool) pick() *task {
 		if !asked {
 			gen, reserved = p.reserve(acct, noSlot)
 			var ok bool
-			a, ok = p.ask(q, reserved)
+			a, ok = p.ask(q, reserved || p.mayRace(acct))
 			if reserved {
 				p.unreserve(acct, gen)
 			}
@@ -427,6 +430,9 @@ func (p *Pool) pick() *task {
 				return nil
 			}
 			now = p.now()
+			if a.surveyed {
+				p.learnCap(acct, a)
+			}
 			if q.n == 0 {
 				q.where = nowhere
 				p.passOn(acct, reserved)
@@ -437,6 +443,18 @@ func (p *Pool) pick() *task {
 				// its queue waits for the wait the refusal gave.
 				p.repark(q, min(q.heldUntil, now+parkRecheck))
 				p.passOn(acct, reserved)
+				continue
+			}
+		}
+		if a.why == nil && !reserved && p.mayRace(acct) {
+			if !a.surveyed {
+				// A task of the account started while its scope was asked
+				// about: asked again in turn, for the slots free.
+				p.ring.push(q)
+				continue
+			}
+			if a.free <= p.liveHolds(acct) {
+				p.holdBack(q, noSlot, turn, now)
 				continue
 			}
 		}
@@ -506,10 +524,11 @@ type answer struct {
 	d    time.Duration // Delay's wait
 	why  error         // Delay's reason
 	// The slots of the scope's account free for the pool's tasks (its
-	// cap less the calls holding one and those waiting for one), when the
-	// queue was asked about for a slot a task's end freed (see ask); 0
-	// otherwise.
-	free int
+	// cap less the calls holding one and those waiting for one), and its
+	// cap, when surveyed says the queue was asked about for the slots free
+	// (see ask); 0 otherwise.
+	free, cap int
+	surveyed  bool
 	// What an open circuit means for the queue (see circuit).
 	failsFast, foundDead bool
 	// A task of the pool ended while the governor was asked, which may
@@ -521,11 +540,12 @@ type answer struct {
 
 // ask asks the governor about q's scope, which pick took from the ring:
 // Delay, and for an open circuit one snapshot of the scope (see circuit);
-// or, when slots says that q is asked about for a slot a task's end freed
-// (see reserve), Delay's answer and the snapshot from one
+// or, when slots says that q is asked about for the slots free (a slot a
+// task's end freed, see reserve; slots the first calls of tasks started
+// may take, see mayRace), Delay's answer and the snapshot from one
 // resilience.Survey's Look, whose count of the account's calls in flight
-// tells how many slots that end freed (a task whose calls ran at once
-// held as many). Both read the governor's store, which for a fleet's is
+// tells how many slots are free (a task whose calls ran at once held as
+// many). Both read the governor's store, which for a fleet's is
 // a round trip across the network: p.mu is released meanwhile, so that
 // Go, the tasks' ends and the other workers do not wait for it, and q is
 // asking, out of every structure, placed by pick alone. It reports false, q put
@@ -546,6 +566,7 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 		st := p.gov.Survey().Look(q.scope)
 		a.d, a.why, snap = st.Wait, st.Why, st.Snapshot
 		a.free = snap.MaxInFlight - snap.InFlight - snap.Waiting
+		a.cap, a.surveyed = snap.MaxInFlight, true
 	} else {
 		a.d, a.why = p.gov.Delay(q.scope)
 	}
@@ -885,15 +906,103 @@ func (p *Pool) freedMore(acct account, gen uint64, n int) {
 	if !ok || m.gen != gen {
 		return
 	}
-	for _, h := range p.holds.all() {
-		if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
-			n-- // its first call may not have taken its slot yet
-		}
-	}
+	// The tasks started whose first call is not decided yet: their
+	// calls may not have taken their slots yet.
+	n -= p.liveHolds(acct)
 	known := int64(p.ends-m.at+m.more) - int64(m.starts+m.asking) // free as far as the pool knows
 	if add := int64(n) - int64(m.asking) - known; add > 0 {
 		m.more += uint64(add)
 		p.full[acct] = m
+	}
+}
+
+// liveHolds counts the tasks of acct started whose first call is not
+// decided yet, their holds in force: the slots those calls will take may
+// still show free. p.mu is held.
+func (p *Pool) liveHolds(acct account) int {
+	n := 0
+	for _, h := range p.holds.all() {
+		if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
+			n++
+		}
+	}
+	return n
+}
+
+// mayRace reports whether the first calls of acct's tasks started, not
+// decided yet (liveHolds), may take every slot of acct that a queue asked
+// about now would be told free: there are some, and the account's cap
+// (max_concurrency) is not known to exceed the pool's workers. The
+// workers looking for work at once would otherwise each ask about a queue
+// of the account, each be told the slot is free, and each start a task,
+// whose first call the first to reach the governor beats: the others
+// refused, their tasks run for nothing and queued again, and the slot
+// taken out of turn. Such a queue is asked about for the slots free
+// (ask), and started only if they outnumber those calls (holdBack). An
+// account whose cap exceeds the workers is asked as any, its calls
+// racing only with calls outside the pool. p.mu is held.
+func (p *Pool) mayRace(acct account) bool {
+	if c, ok := p.capOf(acct); ok && c > p.limit {
+		return false
+	}
+	return p.liveHolds(acct) > 0
+}
+
+// capOf returns acct's concurrency cap, if a queue of it was asked about
+// for the slots free in the governor's state in force. p.mu is held.
+func (p *Pool) capOf(acct account) (int, bool) {
+	if p.caps == nil || p.capsGen != p.gov.Generation() {
+		return 0, false
+	}
+	c, ok := p.caps[acct]
+	return c, ok
+}
+
+// learnCap keeps acct's concurrency cap from a, an answer for the slots
+// free. p.mu is held.
+func (p *Pool) learnCap(acct account, a answer) {
+	if p.caps == nil || p.capsGen != a.gen {
+		p.caps, p.capsGen = map[account]int{}, a.gen
+	}
+	p.caps[acct] = a.cap
+}
+
+// holdBack makes q, whose account's slots free are no more than the first
+// calls of its tasks started may take (mayRace), wait for a slot until
+// one of those is decided (unholdBack), a task ends, or the recheck: the
+// account is not found full, and q is not counted as told so (markFull).
+// p.mu is held.
+func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
+	acct := account{q.scope.Provider, q.scope.Account}
+	if p.heldBack == nil {
+		p.heldBack = map[account]bool{}
+	}
+	p.heldBack[acct] = true
+	p.keepTurn(q, noSlot, turn)
+	p.slot(q, now)
+	q.heldBack = true
+}
+
+// unholdBack puts the queues of acct that holdBack made wait back in turn,
+// as a first call of a task of acct is decided (or its hold ends): they
+// are asked again, in their turn. p.mu is held.
+func (p *Pool) unholdBack(acct account) {
+	if !p.heldBack[acct] {
+		return
+	}
+	delete(p.heldBack, acct)
+	moved := false
+	p.slots = slices.DeleteFunc(p.slots, func(q *queue) bool {
+		if q.where != slotted || !q.heldBack || (account{q.scope.Provider, q.scope.Account}) != acct {
+			return false
+		}
+		q.heldBack = false
+		p.ring.push(q)
+		moved = true
+		return true
+	})
+	if moved {
+		p.wake()
 	}
 }
 
@@ -1146,6 +1255,7 @@ func (p *Pool) decide(q *queue) {
 		p.ring.push(q)
 		p.wake()
 	}
+	p.unholdBack(account{q.scope.Provider, q.scope.Account})
 }
 
 // drop drops every queued task of a stopped pool. p.mu is held.
@@ -1465,6 +1575,7 @@ func (t *task) refused(wait time.Duration, err error) {
 		} else {
 			p.slot(q, p.now())
 		}
+		p.unholdBack(account{q.scope.Provider, q.scope.Account})
 	}
 }
 
