@@ -253,13 +253,22 @@ func TestATasksConcurrentCallsFreeTheirSlots(t *testing.T) {
 		pair := make(chan struct{})
 		p.Go(ctx, scope("pair"), func(ctx context.Context) error {
 			var wg sync.WaitGroup
-			for range 2 {
+			for i := range 2 {
+				sent := make(chan struct{})
 				wg.Go(func() {
 					_ = resilience.Do(ctx, scope("pair"), func(context.Context) error {
+						close(sent)
 						<-pair
 						return nil
 					}, resilience.WithGovernor(g))
 				})
+				if i == 0 {
+					// The first call, the task's admission, is sent before
+					// the second is made: made at once, the second could
+					// take the leaf's token first, and the first, refused
+					// it, would run the task again, one slot left free.
+					<-sent
+				}
 			}
 			wg.Wait()
 			return nil
