@@ -48,9 +48,13 @@ func TestGoPanicsOnceWaitFoundThePoolQuiet(t *testing.T) {
 		clock := gatedClock{gate: make(chan struct{})}
 		g := newGov(t, 100, resilience.Config{}, resilience.WithClock(clock))
 		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
-		for range 2 {
-			p.Go(ctx, scope("op"), func(context.Context) error { return nil })
-		}
+		// The first task returns once the second is queued behind its
+		// hold, for which Go arms the wake-up: returned before, it would
+		// have ended its hold, and none would be armed.
+		submitted := make(chan struct{})
+		p.Go(ctx, scope("op"), func(context.Context) error { <-submitted; return nil })
+		p.Go(ctx, scope("op"), func(context.Context) error { return nil })
+		close(submitted)
 		var returned atomic.Bool
 		waited := make(chan error)
 		go func() {
