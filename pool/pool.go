@@ -365,6 +365,7 @@ func (p *Pool) pick() *task {
 	for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 		p.ring.push(p.parked.popMin())
 	}
+queues:
 	for n := p.ring.len(); n > 0 && p.ring.len() > 0; n-- {
 		q := p.ring.pop()
 		noSlot, turn := q.noSlot, q.turn
@@ -419,15 +420,23 @@ func (p *Pool) pick() *task {
 		// queue not take it, the next in line's (passOn).
 		var reserved bool
 		var gen uint64
-		if !asked {
+		for survey, again := p.mayRace(acct), false; !asked; again = true {
 			gen, reserved = p.reserve(acct, noSlot)
 			var ok bool
-			a, ok = p.ask(q, reserved || p.mayRace(acct))
+			var first uint32
+			if again {
+				first = a.turn
+			}
+			a, ok = p.ask(q, reserved || survey)
 			if reserved {
 				p.unreserve(acct, gen)
 			}
 			if !ok {
 				return nil
+			}
+			if again {
+				// Asked again, in the same turn.
+				a.turn, q.turn = first, first
 			}
 			now = p.now()
 			if a.surveyed {
@@ -436,27 +445,28 @@ func (p *Pool) pick() *task {
 			if q.n == 0 {
 				q.where = nowhere
 				p.passOn(acct, reserved)
-				continue
+				continue queues
 			}
 			if q.heldUntil > now && !p.heldByAnOldState(q) && !a.failsFast {
 				// A task of it refused while its scope was asked about:
 				// its queue waits for the wait the refusal gave.
 				p.repark(q, min(q.heldUntil, now+parkRecheck))
 				p.passOn(acct, reserved)
-				continue
+				continue queues
 			}
-		}
-		if a.why == nil && !reserved && p.mayRace(acct) {
-			if !a.surveyed {
+			if a.why == nil && !reserved && !a.surveyed && p.mayRace(acct) {
 				// A task of the account started while its scope was asked
-				// about: asked again in turn, for the slots free.
-				p.ring.push(q)
+				// about: asked again, for the slots free.
+				survey = true
 				continue
 			}
-			if a.free <= p.liveHolds(acct) {
-				p.holdBack(q, noSlot, turn, now)
-				continue
-			}
+			break
+		}
+		if a.why == nil && a.surveyed && !reserved && p.mayRace(acct) && a.free <= p.liveHolds(acct) {
+			// The first calls of the account's tasks started may take the
+			// slots free: it waits for those calls, in its turn.
+			p.holdBack(q, noSlot, turn, now)
+			continue
 		}
 		switch {
 		case a.why == nil, a.failsFast || a.foundDead:
@@ -938,7 +948,9 @@ func (p *Pool) liveHolds(acct account) int {
 // whose first call the first to reach the governor beats: the others
 // refused, their tasks run for nothing and queued again, and the slot
 // taken out of turn. Such a queue is asked about for the slots free
-// (ask), and started only if they outnumber those calls (holdBack). An
+// (ask; asked again so, in the same turn, when a task of the account
+// started while it was asked about), and its task started only if they
+// outnumber those calls (holdBack). An
 // account whose cap exceeds the workers is asked as any, its calls
 // racing only with calls outside the pool. p.mu is held.
 func (p *Pool) mayRace(acct account) bool {
@@ -985,7 +997,8 @@ func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 
 // unholdBack puts the queues of acct that holdBack made wait back in turn,
 // as a first call of a task of acct is decided (or its hold ends): they
-// are asked again, in their turn. p.mu is held.
+// are asked again, in their turn, as queues put back by a task's end are
+// (noSlot). p.mu is held.
 func (p *Pool) unholdBack(acct account) {
 	if !p.heldBack[acct] {
 		return
@@ -996,7 +1009,9 @@ func (p *Pool) unholdBack(acct account) {
 		if q.where != slotted || !q.heldBack || (account{q.scope.Provider, q.scope.Account}) != acct {
 			return false
 		}
-		q.heldBack = false
+		// In turn as a queue told no slot, which keeps its place among
+		// those waiting for one (keepTurn) unless it takes one.
+		q.heldBack, q.noSlot = false, true
 		p.ring.push(q)
 		moved = true
 		return true
