@@ -1004,7 +1004,8 @@ func (g *Governor) unbusyLive(scope Scope) {
 // per-attempt hook that cannot know whether its SDK will retry leaves the
 // outcome to whoever can. Its slot, if it holds one, stays held until the
 // garbage collector finds the guard unreachable; then the slot is given
-// back, and the governor's first such leak is logged. So does a slot it
+// back (one lent to a call nested in its attempt that goes on, once that
+// call gives it back), and the governor's first such leak is logged. So does a slot it
 // borrowed from an enclosing call (see Enter), which that call, its
 // attempt over, keeps for the loan until it comes back.
 func (gd *Guard) End(err error) {

@@ -15,11 +15,14 @@ import (
 // bulkhead does not lose a slot for good: the slot the guard holds, or
 // the one it borrowed from an enclosing call (see Guard.borrowSlot),
 // which that call, its attempt over, keeps for the loan until it comes
-// back (slotLend.keep). It lives apart from the guard, which it must not
-// keep alive.
+// back (slotLend.keep). What the guard holds and lent to a call that goes
+// on, on a lend of its own (Guard.keepLent), is kept so until that loan
+// comes back. It lives apart from the guard, which it must not keep
+// alive.
 type orphanSlot struct {
 	held  atomic.Pointer[bulkhead.Bulkhead]
 	loan  atomic.Pointer[slotLend] // the enclosing call's, whose slot the guard borrowed
+	lend  atomic.Pointer[slotLend] // the guard's lend of what it holds, when not its inline one (Guard.lend)
 	g     *Governor
 	scope Scope
 }
@@ -35,6 +38,10 @@ func (o *orphanSlot) hold(b *bulkhead.Bulkhead) { o.held.Store(b) }
 
 // borrow notes the loan the guard took of l, an enclosing call's slot.
 func (o *orphanSlot) borrow(l *slotLend) { o.loan.Store(l) }
+
+// lendOn notes the lend the guard lends what it holds on now, l (nil:
+// its inline one, which a loan of keeps the guard reachable).
+func (o *orphanSlot) lendOn(l *slotLend) { o.lend.Store(l) }
 
 // repay forgets the loan the guard is about to give back; false when the
 // collector gave it back already, as drop has it.
@@ -53,12 +60,22 @@ func (o *orphanSlot) collected() {
 	if b == nil && l == nil {
 		return
 	}
-	if l != nil {
+	// What the guard holds may be lent to a call still going on, on a lend
+	// apart from the guard (Guard.keepLent), which does not keep it
+	// reachable: kept for that loan until it comes back, as Release keeps
+	// it. The guard is unreachable, so nothing else keeps on the lend.
+	ln := o.lend.Swap(nil)
+	kept := func(b *bulkhead.Bulkhead, of *slotLend) bool {
+		return ln != nil && ln.lent() && ln.keep(b, of)
+	}
+	if l != nil && !kept(nil, l) {
 		l.giveBack() // a borrower is not counted in flight
 	}
 	if b != nil {
 		o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags); first, as Release
-		b.Release()
+		if !kept(b, nil) {
+			b.Release()
+		}
 	}
 	if o.g.leakLogged.CompareAndSwap(false, true) {
 		l := o.g.logger

@@ -199,3 +199,73 @@ func TestADroppedLenderLeavesItsLoansTheirSlots(t *testing.T) {
 		t.Fatal("another call refused once every slot came back")
 	}
 }
+
+// A lender dropped without End gives back the slot it holds only once the
+// call that borrowed it is done with it, when that loan is on the lend a
+// later attempt's slot is lent on (its first attempt's kept for a call
+// still going on) and nothing but the loan leads the borrower to the
+// lender: a borrower that began with a context of its own and entered its
+// attempt with the lender's attempt context. With max_concurrency 2, the
+// second loan out and the lender collected, one slot stays taken, for
+// that loan, until it comes back.
+func TestACollectedLenderKeepsItsSlotForALoanOnALaterLend(t *testing.T) {
+	g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}}, WithLogger(slog.New(slog.DiscardHandler)))
+	// The lender is made in a function of its own, so that nothing on
+	// this test's stack leads to it once the function returns.
+	var gate nestgate.Gate
+	first, second := func() (*Guard, *Guard) {
+		lender, _ := g.Begin(context.Background(), ec2Vpcs)
+		nestgate.Attach(lender, &gate)
+		actx := &loopCtx{Context: context.Background(), gd: lender}
+		nested := func() *Guard {
+			gate.SetOpen(true)
+			defer gate.SetOpen(false)
+			gd, _ := g.Begin(context.Background(), ec2Subnets)
+			if err := gd.Enter(actx); err != nil || gd.loan == nil {
+				t.Fatalf("the nested call: %v, on a loan: %v; want it sent on its caller's slot", err, gd.loan != nil)
+			}
+			return gd
+		}
+		if err := lender.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		x, _ := g.Begin(context.Background(), iamUsers)
+		if err := x.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		first := nested()
+		x.End(nil)
+		lender.After(transientErr())
+		lender.Release() // kept for the first nested call
+		if _, err := lender.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := lender.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		second := nested()
+		return first, second // the lender dropped: no After, no End
+	}()
+	bh := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account)
+	first.After(nil)
+	first.End(nil)
+	first = nil
+	for range 50 {
+		runtime.GC()
+	}
+	if used, _ := bh.InUse(); used != 1 {
+		t.Fatalf("bulkhead %d used with the second loan out, the first back and the lender dropped; want 1: the slot the second loan is on", used)
+	}
+	second.After(nil)
+	second.End(nil)
+	second = nil
+	for i := 0; ; i++ {
+		if used, _ := bh.InUse(); used == 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("bulkhead still used after %d collections: the dropped lender's slot leaked", i)
+		}
+		runtime.GC()
+	}
+}

@@ -145,6 +145,12 @@ func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 	} else {
 		gd.lend = new(slotLend)
 	}
+	if gd.orphan != nil {
+		// A loan of a lend apart from the Guard does not keep the Guard
+		// reachable, as one of its inline lend does: collected meanwhile,
+		// it keeps what it holds for that loan (see orphanSlot).
+		gd.orphan.lendOn(gd.lend)
+	}
 	return true
 }
 
