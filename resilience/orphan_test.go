@@ -250,7 +250,10 @@ func TestACollectedLenderKeepsItsSlotForALoanOnALaterLend(t *testing.T) {
 	first.After(nil)
 	first.End(nil)
 	first = nil
-	for range 50 {
+	for i := 0; !g.leakLogged.Load(); i++ {
+		if i == 1000 {
+			t.Fatalf("the dropped lender not collected after %d collections", i)
+		}
 		runtime.GC()
 	}
 	if used, _ := bh.InUse(); used != 1 {
@@ -268,4 +271,79 @@ func TestACollectedLenderKeepsItsSlotForALoanOnALaterLend(t *testing.T) {
 		}
 		runtime.GC()
 	}
+}
+
+// So with a lender that went on a slot it borrowed (a call nested in
+// another's attempt) and lent that loan on: collected while the call it
+// lent it to goes on, it keeps its loan for that call, rather than give
+// it back to the enclosing call, whose slot another call nested in it
+// would then borrow while the first still goes on it. With
+// max_concurrency 2: the enclosing call's slot, and the lender's first
+// attempt's, kept for a call nested in it that goes on, then another
+// call's once that call is over.
+func TestACollectedLenderKeepsItsLoanForALoanOnALaterLend(t *testing.T) {
+	g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}}, WithLogger(slog.New(slog.DiscardHandler)))
+	outer, _ := g.Begin(context.Background(), iamUsers)
+	var outerGate nestgate.Gate
+	nestgate.Attach(outer, &outerGate)
+	octx := &loopCtx{Context: context.Background(), gd: outer}
+	if err := outer.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	outerGate.SetOpen(true)
+	defer outerGate.SetOpen(false)
+	var gate nestgate.Gate
+	second := func() *Guard {
+		lender, _ := g.Begin(context.Background(), ec2Vpcs)
+		nestgate.Attach(lender, &gate)
+		actx := &loopCtx{Context: context.Background(), gd: lender}
+		nested := func() *Guard {
+			gate.SetOpen(true)
+			defer gate.SetOpen(false)
+			gd, _ := g.Begin(context.Background(), ec2Subnets)
+			if err := gd.Enter(actx); err != nil || gd.loan == nil {
+				t.Fatalf("the call nested in the lender: %v, on a loan: %v; want it sent on its caller's slot", err, gd.loan != nil)
+			}
+			return gd
+		}
+		if err := lender.Enter(octx); err != nil || lender.loan != nil {
+			t.Fatalf("the lender's first attempt: %v, on a loan: %v; want it sent on the free slot", err, lender.loan != nil)
+		}
+		first := nested()
+		lender.After(transientErr())
+		lender.Release() // kept for the first nested call
+		if _, err := lender.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := lender.Enter(octx); err != nil || lender.loan == nil {
+			t.Fatalf("the lender's retry: %v, on a loan: %v; want it sent on the enclosing call's slot", err, lender.loan != nil)
+		}
+		second := nested()
+		first.After(nil)
+		first.End(nil)
+		return second // the lender dropped: no After, no End
+	}()
+	x, _ := g.Begin(context.Background(), iamUsers)
+	if err := x.TryEnter(); err != nil {
+		t.Fatalf("another call, the first loan back: %v; want it sent on the slot that loan was on", err)
+	}
+	defer x.End(nil)
+	for i := 0; !g.leakLogged.Load(); i++ {
+		if i == 1000 {
+			t.Fatalf("the dropped lender not collected after %d collections", i)
+		}
+		runtime.GC()
+	}
+	another, _ := g.Begin(octx, ec2Subnets)
+	if err := another.TryEnter(); err == nil {
+		t.Fatalf("another call nested in the enclosing call went while the call the collected lender lent its loan to still goes on it (max_concurrency 2: the enclosing call's slot, and another call's); want ErrNoSlot")
+	}
+	another.End(nil)
+	second.After(nil)
+	second.End(nil)
+	if err := another.TryEnter(); err != nil || another.loan == nil {
+		t.Fatalf("another call nested in the enclosing call once that loan came back: %v, on a loan: %v; want it sent on the enclosing call's slot", err, another.loan != nil)
+	}
+	another.After(nil)
+	another.End(nil)
 }
