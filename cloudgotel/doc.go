@@ -18,9 +18,12 @@
 // Instrument on one meter provider share one callback, which reads the
 // governors of them all, so that their series alike are added up (and a
 // governor attached to two alike read once) rather than observed twice,
-// of which a collection would keep one; unregister each Observer when
-// done with its meter provider: until the last one is, the package keeps
-// the provider's callback.
+// of which a collection would keep one: those whose meter providers give
+// the same meter, as a value wrapping a provider gives its meters, and
+// the global provider of before otel.SetMeterProvider the meters of the
+// provider set. Unregister each Observer when done with its meter
+// provider: until the last one is, the package keeps the provider's
+// callback.
 //
 // NewObserver and RegisterGauges, the same in two phases (the observer
 // before the governor, the gauges after it), are deprecated.

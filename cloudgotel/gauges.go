@@ -27,11 +27,16 @@ import (
 //
 // The gauges read every governor made with the Observer (the scopes of
 // two governors that share their attributes are added up as
-// WithoutAccount's are), and, on a meter provider that has the gauges of
-// other Observers of Instrument, those made with them: one callback per
-// meter provider reads them all, so that their series alike are added
-// up too (each Observer's governors with its own options), where a
-// collection of two callbacks' would keep one's. A collection whose
+// WithoutAccount's are), and, when other Observers of Instrument record
+// to the same meter provider, those made with them: one callback per
+// meter reads them all, so that their series alike are added up too
+// (each Observer's governors with its own options), where a collection
+// of two callbacks' would keep one's. Observers record to the same meter
+// provider when their providers give the same meter: one provider, a
+// value wrapping it that gives its meters, or the global provider
+// otel.GetMeterProvider returns before otel.SetMeterProvider, which
+// forwards to the provider set then (an Observer made before the
+// program sets it, another after). A collection whose
 // context ends while they read the scopes (an exporter's timeout) stops
 // reading there, observes none of them, and fails with the context's
 // error. Instrument fails when the meter provider refuses an instrument
@@ -90,90 +95,158 @@ func (o *Observer) Unregister() error {
 // options of its Observer, on the callback of its meter provider.
 type gauges struct {
 	c       *config
-	shared  *meterGauges
+	shared  *meterGauges // meters.mu guards it: a merge moves gs
 	mu      sync.Mutex
 	govs    []*resilience.Governor // replaced, never changed in place
 	stopped bool                   // unregistered: a governor made afterwards is not kept
 }
 
-// meterGauges are the gauges registered on one meter provider: one
-// callback reads the governors of every Instrument Observer on it (its
-// members), so that their series alike are added up as one Observer's
-// governors' are. Two callbacks would each observe such a series, and a
-// collection keep one of the two (an observable gauge keeps the last
-// observation of a series). It is safe for concurrent use.
+// meterGauges are the gauges registered on one meter: one callback reads
+// the governors of every Instrument Observer whose meter provider gives
+// that meter (its members), so that their series alike are added up as
+// one Observer's governors' are. Two callbacks would each observe such a
+// series, and a collection keep one of the two (an observable gauge keeps
+// the last observation of a series). It is safe for concurrent use.
 type meterGauges struct {
-	key     metric.MeterProvider // nil: not in meters (a provider not comparable)
-	reg     metric.Registration  // nil once the last member left; meters.mu guards it
+	provider metric.MeterProvider // the one its callback was registered through
+	// The meter provider's meter when last asked (meters.mu guards it):
+	// the meter, not the provider, says where the gauges record, for a
+	// value wrapping a provider gives the provider's meters, and the
+	// global provider of before otel.SetMeterProvider gives, after it,
+	// the meters of the provider set.
+	meter   metric.Meter
+	reg     metric.Registration // nil once the last member left; meters.mu guards it
 	mu      sync.Mutex
 	members []*gauges // replaced, never changed in place
 }
 
-// meters are the meterGauges of each meter provider with Instrument
-// Observers' gauges registered on it.
-var meters = struct {
-	mu sync.Mutex
-	m  map[metric.MeterProvider]*meterGauges
-}{m: map[metric.MeterProvider]*meterGauges{}}
+// meters are the meterGauges shared by the Instrument Observers whose
+// meter provider gives them a meter that can key a map: at most one per
+// meter.
+var meters struct {
+	mu  sync.Mutex
+	all []*meterGauges
+}
 
-// join adds gs to the gauges of its meter provider, registering them on
-// it when it has none. The meter provider is called outside meters' lock.
+// join adds gs to the gauges of its meter provider's meter, registering
+// them on it when it has none. The meter providers are called outside
+// meters' lock: the callback of gauges registered on one may run while
+// the provider holds a lock of its own.
 func join(gs *gauges) error {
-	mp := gs.c.provider
-	keyed := keyable(mp) // a map key; else a callback of its own
-	if keyed && joined(mp, gs, nil) {
-		return nil
+	m := gs.c.meter()
+	keyed := keyable(m) // else a callback of its own
+	if keyed {
+		rekey()
+		if joined(m, gs, nil) {
+			return nil
+		}
 	}
-	mg := &meterGauges{}
-	reg, err := registerGauges(gs.c.meter(), mg.read)
+	mg := &meterGauges{provider: gs.c.provider}
+	reg, err := registerGauges(m, mg.read)
 	if err != nil {
 		return err
 	}
 	mg.reg = reg
 	if !keyed {
+		meters.mu.Lock()
 		mg.add(gs)
+		meters.mu.Unlock()
 		return nil
 	}
-	if !joined(mp, gs, mg) {
-		// Another Instrument registered the provider's gauges meanwhile:
-		// gs joins those, and these go.
+	if !joined(m, gs, mg) {
+		// Another Instrument registered the meter's gauges meanwhile: gs
+		// joins those, and these, which read no member, go.
 		return reg.Unregister()
 	}
 	return nil
 }
 
-// joined adds gs to the gauges of mp, if it has some; when it has none
-// and fresh is set, fresh becomes its gauges, with gs. With fresh nil it
-// reports whether gs joined; with fresh set, whether fresh is in use
-// (gs joins either way).
-func joined(mp metric.MeterProvider, gs *gauges, fresh *meterGauges) bool {
+// joined adds gs to the gauges of meter m, if it has some; when it has
+// none and fresh is set, fresh becomes its gauges, with gs. With fresh
+// nil it reports whether gs joined; with fresh set, whether fresh is in
+// use (gs joins either way).
+func joined(m metric.Meter, gs *gauges, fresh *meterGauges) bool {
 	meters.mu.Lock()
 	defer meters.mu.Unlock()
-	if mg := meters.m[mp]; mg != nil {
-		mg.add(gs)
-		return fresh == nil
+	for _, mg := range meters.all {
+		if mg.meter == m {
+			mg.add(gs)
+			return fresh == nil
+		}
 	}
 	if fresh == nil {
 		return false
 	}
-	fresh.key = mp
-	meters.m[mp] = fresh
+	fresh.meter = m
+	meters.all = append(meters.all, fresh)
 	fresh.add(gs)
 	return true
 }
 
-// add makes gs a member.
+// rekey asks the meter provider of each shared meterGauges for its meter
+// again (a provider's meter changes when the global provider of before
+// otel.SetMeterProvider starts forwarding to the one set), outside
+// meters' lock, and merges the gauges whose providers now give one meter:
+// the first made takes the members of the others, whose callbacks it
+// unregisters. A provider's error unregistering one is not the caller's
+// (whose Instrument is not the one that made it), and leaves a callback
+// that reads no member: it observes nothing.
+func rekey() {
+	meters.mu.Lock()
+	all := slices.Clone(meters.all)
+	meters.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	now := make([]metric.Meter, len(all))
+	for i, mg := range all {
+		if m := mg.provider.Meter(meterName); keyable(m) {
+			now[i] = m
+		}
+	}
+	var gone []metric.Registration
+	meters.mu.Lock()
+	for i, mg := range all {
+		if now[i] != nil && slices.Contains(meters.all, mg) {
+			mg.meter = now[i]
+		}
+	}
+	kept := meters.all[:0:0]
+	for _, mg := range meters.all {
+		i := slices.IndexFunc(kept, func(k *meterGauges) bool { return k.meter == mg.meter })
+		if i < 0 {
+			kept = append(kept, mg)
+			continue
+		}
+		mg.mu.Lock()
+		moved := mg.members
+		mg.members = nil
+		mg.mu.Unlock()
+		for _, gs := range moved {
+			kept[i].add(gs)
+		}
+		gone = append(gone, mg.reg)
+		mg.reg = nil
+	}
+	meters.all = kept
+	meters.mu.Unlock()
+	for _, reg := range gone {
+		_ = reg.Unregister()
+	}
+}
+
+// add makes gs a member. meters.mu is held.
 func (mg *meterGauges) add(gs *gauges) {
 	mg.mu.Lock()
-	mg.members = append(mg.members[:len(mg.members):len(mg.members)], gs)
+	mg.members = append(slices.Clip(mg.members), gs)
 	mg.mu.Unlock()
 	gs.shared = mg
 }
 
-// keyable reports whether mp can key a map: a value whose dynamic
-// type is not comparable (or holds one that is not) panics as one.
-func keyable(mp metric.MeterProvider) (ok bool) {
-	if t := reflect.TypeOf(mp); t == nil || !t.Comparable() {
+// keyable reports whether m can key a map: a value whose dynamic type is
+// not comparable (or holds one that is not) panics as one.
+func keyable(m metric.Meter) (ok bool) {
+	if t := reflect.TypeOf(m); t == nil || !t.Comparable() {
 		return false
 	}
 	defer func() {
@@ -181,23 +254,22 @@ func keyable(mp metric.MeterProvider) (ok bool) {
 			ok = false
 		}
 	}()
-	_ = map[metric.MeterProvider]bool{mp: true}
+	_ = map[metric.Meter]bool{m: true}
 	return true
 }
 
-// leave removes gs from its meter provider's gauges, and unregisters them
-// when it was the last member, outside meters' lock.
-func (mg *meterGauges) leave(gs *gauges) error {
+// leave removes gs from its meter's gauges, and unregisters them when it
+// was the last member, outside meters' lock.
+func (gs *gauges) leave() error {
 	meters.mu.Lock()
+	mg := gs.shared
 	mg.mu.Lock()
 	mg.members = slices.DeleteFunc(slices.Clone(mg.members), func(x *gauges) bool { return x == gs })
 	last := len(mg.members) == 0
 	mg.mu.Unlock()
 	reg := mg.reg
 	if last {
-		if mg.key != nil && meters.m[mg.key] == mg {
-			delete(meters.m, mg.key)
-		}
+		meters.all = slices.DeleteFunc(meters.all, func(x *meterGauges) bool { return x == mg })
 		mg.reg = nil
 	}
 	meters.mu.Unlock()
@@ -247,7 +319,7 @@ func (gs *gauges) unregister() error {
 	gs.mu.Lock()
 	gs.govs, gs.stopped = nil, true
 	gs.mu.Unlock()
-	return gs.shared.leave(gs)
+	return gs.leave()
 }
 
 // RegisterGauges registers observable gauges over g's live scopes
