@@ -2,6 +2,7 @@ package cloudgotel
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -155,8 +156,12 @@ func join(gs *gauges) error {
 	}
 	if !joined(m, gs, mg) {
 		// Another Instrument registered the meter's gauges meanwhile: gs
-		// joins those, and these, which read no member, go.
-		return reg.Unregister()
+		// joins those, and these, which read no member, go. When the
+		// provider refuses, Instrument fails: gs leaves those it joined,
+		// whose last member would otherwise be one no Observer holds.
+		if err := reg.Unregister(); err != nil {
+			return errors.Join(err, gs.leave())
+		}
 	}
 	return nil
 }

@@ -2,14 +2,18 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cloudg/cloudg/cloudgotel"
 	"github.com/cloudg/cloudg/resilience"
@@ -96,4 +100,172 @@ func child(t *testing.T) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "CLOUDGOTEL_GLOBAL_CHILD=1")
 	return cmd
+}
+
+// counting is a meter provider that gives one meter, m's, and counts the
+// callbacks registered on it that are not unregistered. A callback
+// unregistered twice is counted in twice.
+type counting struct {
+	metric.MeterProvider
+	meter *countingMeter
+}
+
+type countingMeter struct {
+	metric.Meter
+	live, twice atomic.Int64
+	// register, when set, is called before each callback is registered;
+	// unregister's error is what each Unregister returns.
+	register   func()
+	unregister error
+}
+
+type countingReg struct {
+	metric.Registration
+	m    *countingMeter
+	done atomic.Bool
+}
+
+func newCounting(m meter) *counting {
+	return &counting{m.MeterProvider, &countingMeter{Meter: m.Meter("github.com/cloudg/cloudg/cloudgotel")}}
+}
+
+func (c *counting) Meter(string, ...metric.MeterOption) metric.Meter { return c.meter }
+
+func (m *countingMeter) RegisterCallback(f metric.Callback, insts ...metric.Observable) (metric.Registration, error) {
+	if m.register != nil {
+		m.register()
+	}
+	reg, err := m.Meter.RegisterCallback(f, insts...)
+	if err != nil {
+		return nil, err
+	}
+	m.live.Add(1)
+	return &countingReg{Registration: reg, m: m}, nil
+}
+
+func (r *countingReg) Unregister() error {
+	if r.done.Swap(true) {
+		r.m.twice.Add(1)
+		return nil
+	}
+	r.m.live.Add(-1)
+	if err := r.Registration.Unregister(); err != nil {
+		return err
+	}
+	return r.m.unregister
+}
+
+// Observers made and unregistered on one meter provider from many
+// goroutines at once, each unregistered twice at once, while it is
+// collected, lose none of the Observers kept: one callback reads their
+// governors, which add up, none is unregistered twice, and none is left
+// once the last Observer is unregistered.
+func TestObserversMadeAndUnregisteredAtOnceShareOneCallback(t *testing.T) {
+	m := newMeter()
+	c := newCounting(m)
+	const keep, churn, rounds = 4, 8, 40
+	kept := make([]*cloudgotel.Observer, keep)
+	stop := make(chan struct{})
+	var collecting sync.WaitGroup
+	collecting.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				var rm metricdata.ResourceMetrics
+				if err := m.reader.Collect(context.Background(), &rm); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for i := range keep {
+		wg.Go(func() {
+			o, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(c))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			kept[i] = o
+		})
+	}
+	for range churn {
+		wg.Go(func() {
+			for range rounds {
+				o, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(c))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var twice sync.WaitGroup
+				for range 2 {
+					twice.Go(func() {
+						if err := o.Unregister(); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				twice.Wait()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	collecting.Wait()
+	if t.Failed() {
+		return
+	}
+	if n, twice := c.meter.live.Load(), c.meter.twice.Load(); n != 1 || twice != 0 {
+		t.Errorf("%d Observers kept of %d made: %d callbacks registered, %d unregistered twice; want 1 and none", keep, keep+churn*rounds, n, twice)
+	}
+	if msg := addsUp(t, m, kept...); msg != "" {
+		t.Errorf("the %d Observers kept: %s", keep, msg)
+	}
+	for _, o := range kept {
+		if err := o.Unregister(); err != nil {
+			t.Error(err)
+		}
+	}
+	if n := c.meter.live.Load(); n != 0 {
+		t.Errorf("every Observer unregistered: %d callbacks registered, want none", n)
+	}
+}
+
+// An Instrument that fails leaves nothing behind: when two Observers'
+// gauges are made on one meter provider at once, the one that finds the
+// other's registered gives its own callback back, and when the provider
+// refuses that, Instrument fails, its gauges no member of the other's,
+// which the other Observer's Unregister then removes.
+func TestAFailedInstrumentLeavesNoMemberBehind(t *testing.T) {
+	m := newMeter()
+	c := newCounting(m)
+	c.meter.unregister = errors.New("refused")
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	c.meter.register = func() {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+	}
+	failed := make(chan error)
+	go func() {
+		_, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(c))
+		failed <- err
+	}()
+	<-started
+	other, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-failed; err == nil {
+		t.Fatal("Instrument succeeded, its own callback not given back")
+	}
+	other.Unregister()
+	if n := c.meter.live.Load(); n != 0 {
+		t.Errorf("the failed Instrument's gauges joined another Observer's, which is unregistered: %d callbacks left registered, want none", n)
+	}
 }
