@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -489,6 +490,36 @@ func TestAHugeRetryBudgetReadsTheSameBeforeAndAfterACall(t *testing.T) {
 			t.Errorf("github, its scopes reclaimed and its budget full (%v of retry_budget %d), is still held after three idle minutes", g.Budget("github"), math.MaxInt)
 		}
 	})
+}
+
+// A full retry budget reads its size, however large: a size that a
+// float64 does not hold exactly (past 2^53 tokens, or units of a tenth of
+// a token) is no exception, for a full budget read below its size is
+// spent, shown by a status page and a gauge, and its provider never
+// forgotten.
+func TestALargeRetryBudgetReadsFullAtItsSize(t *testing.T) {
+	for _, size := range []int{9007199254740999, 10000000000000007} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{Providers: map[string]ProviderConfig{"github": {RetryBudget: new(size)}}})
+				ctx, gov := context.Background(), WithGovernor(g)
+				ok := func(context.Context) error { return nil }
+				if err := Do(ctx, githubRest, ok, gov); err != nil {
+					t.Fatal(err)
+				}
+				if left, full := g.Budget("github"), g.BudgetSize("github"); left != float64(full) {
+					t.Errorf("retry_budget %d, no retry taken: Budget %v, BudgetSize %d; want Budget to read the size", size, left, full)
+				}
+				for range 180 { // calls to aws take the reclaimer's steps
+					time.Sleep(time.Second)
+					Do(ctx, iamUsers, ok, gov)
+				}
+				if p := generic(g, "github"); p != nil {
+					t.Errorf("github, its scopes reclaimed and its budget full (%v of retry_budget %d), is still held after three idle minutes", g.Budget("github"), size)
+				}
+			})
+		})
+	}
 }
 
 // BudgetSize is the size of a provider's retry budget, what Budget reads

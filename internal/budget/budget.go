@@ -4,7 +4,6 @@
 package budget
 
 import (
-	"math"
 	"sync/atomic"
 
 	"github.com/cloudg/cloudg/state"
@@ -27,9 +26,12 @@ type Budget struct {
 	max   int64
 }
 
-// MaxSize is the largest budget, in tokens: larger sizes saturate to it,
-// so that the count of units cannot overflow.
-const MaxSize = math.MaxInt64 / Unit / 2
+// MaxSize is the largest budget, in tokens (about 9e14): larger sizes
+// saturate to it, so that the count of units cannot overflow, and so that
+// a float64 holds every count of units exactly (2^53 at most): Remaining
+// of a full budget reads its size, as the governor's reads of a budget
+// compare it with (a full budget read below its size would be spent).
+const MaxSize = 1 << 53 / Unit
 
 // New returns a full budget of size tokens (at most MaxSize).
 func New(size int) *Budget {
