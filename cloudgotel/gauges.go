@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -28,8 +29,9 @@ import (
 //
 // The gauges read every governor made with the Observer (the scopes of
 // two governors that share their attributes are added up as
-// WithoutAccount's are), and, when other Observers of Instrument record
-// to the same meter provider, those made with them: one callback per
+// WithoutAccount's are), and, when other Observers of Instrument (or
+// RegisterGauges) record to the same meter provider, those made with
+// them (or given to it): one callback per
 // meter reads them all, so that their series alike are added up too
 // (each Observer's governors with its own options), where a collection
 // of two callbacks' would keep one's. Observers record to the same meter
@@ -92,19 +94,21 @@ func (o *Observer) Unregister() error {
 	return o.gauges.unregister()
 }
 
-// gauges are an Instrument's gauges: the governors they read, with the
-// options of its Observer, on the callback of its meter provider.
+// gauges are an Instrument's gauges, or RegisterGauges's: the governors
+// they read, with the options of its Observer (or of RegisterGauges), on
+// the callback of its meter provider.
 type gauges struct {
 	c       *config
 	shared  *meterGauges // meters.mu guards it: a merge moves gs
 	mu      sync.Mutex
 	govs    []*resilience.Governor // replaced, never changed in place
 	stopped bool                   // unregistered: a governor made afterwards is not kept
+	process bool                   // RegisterGauges of nil: resilience.Default, at each collection
 }
 
 // meterGauges are the gauges registered on one meter: one callback reads
-// the governors of every Instrument Observer whose meter provider gives
-// that meter (its members), so that their series alike are added up as
+// the governors of every Instrument Observer and RegisterGauges whose
+// meter provider gives that meter (its members), so that their series alike are added up as
 // one Observer's governors' are. Two callbacks would each observe such a
 // series, and a collection keep one of the two (an observable gauge keeps
 // the last observation of a series). It is safe for concurrent use.
@@ -316,8 +320,12 @@ func (gs *gauges) detach(g *resilience.Governor) {
 
 func (gs *gauges) governors() []*resilience.Governor {
 	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	return gs.govs
+	govs, process := gs.govs, gs.process && !gs.stopped
+	gs.mu.Unlock()
+	if process {
+		return []*resilience.Governor{resilience.Default()}
+	}
+	return govs
 }
 
 func (gs *gauges) unregister() error {
@@ -329,10 +337,9 @@ func (gs *gauges) unregister() error {
 
 // RegisterGauges registers observable gauges over g's live scopes
 // (resilience.Governor.Scopes), read at each collection: those Instrument
-// registers (see the package's documentation), on a callback of their
-// own, which an Instrument Observer's on the same meter provider does not
-// add up with (a collection keeps one observation of a series both
-// observe). Unregister the returned
+// registers (see the package's documentation), read by the callback of
+// the Instrument Observers and other RegisterGauges on the same meter
+// provider, so that their series alike add up. Unregister the returned
 // registration to stop reading g. A nil g is the process governor
 // (resilience.Default, looked up at each collection). It fails when the
 // meter provider refuses an instrument or the callback.
@@ -341,16 +348,23 @@ func (gs *gauges) unregister() error {
 // on one meter provider, and reads the governor made with it.
 func RegisterGauges(g *resilience.Governor, opts ...Option) (metric.Registration, error) {
 	c := newConfig(opts)
-	return registerGauges(c.meter(), func(ctx context.Context) (reading, error) {
-		gov := g
-		if gov == nil {
-			gov = resilience.Default()
-		}
-		rd := newReader()
-		err := rd.add(ctx, &c, []*resilience.Governor{gov})
-		return rd.r, err
-	})
+	gs := &gauges{c: &c, process: g == nil}
+	if g != nil {
+		gs.govs = []*resilience.Governor{g}
+	}
+	if err := join(gs); err != nil {
+		return nil, err
+	}
+	return registration{gs: gs}, nil
 }
+
+// registration is RegisterGauges's: its Unregister stops its gauges.
+type registration struct {
+	embedded.Registration
+	gs *gauges
+}
+
+func (r registration) Unregister() error { return r.gs.unregister() }
 
 // registerGauges registers the gauges on m, observing at each collection
 // the reading read returns (none when it fails): cloudg.rate,

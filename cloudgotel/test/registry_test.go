@@ -269,3 +269,50 @@ func TestAFailedInstrumentLeavesNoMemberBehind(t *testing.T) {
 		t.Errorf("the failed Instrument's gauges joined another Observer's, which is unregistered: %d callbacks left registered, want none", n)
 	}
 }
+
+// The gauges of RegisterGauges, the deprecated second phase, on a meter
+// provider where Instrument Observers' are (a program moving to
+// Instrument one governor at a time), or another RegisterGauges's (the
+// two phases for each governor), are read by their one callback: their
+// governors add up, and the registration's Unregister stops reading its
+// governor alone.
+func TestRegisterGaugesBesideInstrumentAddUp(t *testing.T) {
+	m := newMeter()
+	o, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Unregister()
+	var regs []metric.Registration
+	for i := range 3 {
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g))
+		if i == 0 {
+			continue // the Observer's
+		}
+		o.Detach(g) // RegisterGauges's
+		reg, err := cloudgotel.RegisterGauges(g, cloudgotel.WithMeterProvider(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reg.Unregister()
+		regs = append(regs, reg)
+	}
+	read := func() (rate, budget float64) {
+		all := m.collect(t)
+		return gauge[float64](t, all["cloudg.rate"])[key(scopeKV(vpcs)...)],
+			gauge[float64](t, all["cloudg.retry_budget"])[key(attribute.String("cloud.provider", "aws"))]
+	}
+	if rate, budget := read(); rate != 60 || budget != 1500 {
+		t.Errorf("an Instrument Observer's governor and two of RegisterGauges: cloudg.rate %v, cloudg.retry_budget{aws} %v; want 60 and 1500", rate, budget)
+	}
+	if err := regs[0].Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if rate, budget := read(); rate != 40 || budget != 1000 {
+		t.Errorf("one RegisterGauges unregistered: cloudg.rate %v, cloudg.retry_budget{aws} %v; want 40 and 1000", rate, budget)
+	}
+}
