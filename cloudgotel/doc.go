@@ -22,8 +22,9 @@
 // the same meter, as a value wrapping a provider gives its meters, and
 // the global provider of before otel.SetMeterProvider the meters of the
 // provider set. Unregister each Observer when done with its meter
-// provider: until the last one is, the package keeps the provider's
-// callback.
+// provider: until the last one is, or the program lets go of the
+// provider and the Observers, the provider keeps the callback, which
+// reads their governors.
 //
 // NewObserver and RegisterGauges, the same in two phases (the observer
 // before the governor, the gauges after it), are deprecated.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"weak"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -127,10 +128,37 @@ type meterGauges struct {
 
 // meters are the meterGauges shared by the Instrument Observers whose
 // meter provider gives them a meter that can key a map: at most one per
-// meter.
+// meter. They are held weakly: the meter provider holds its callback,
+// and the Observers their gauges, so that a provider the program lets go
+// of, and the Observers on it, are let go of with their governors,
+// unregistered or not, as gauges registered on the provider alone were.
 var meters struct {
 	mu  sync.Mutex
-	all []*meterGauges
+	all []weak.Pointer[meterGauges]
+}
+
+// sharedGauges returns the meterGauges in meters still reachable,
+// forgetting the others. meters.mu is held.
+func sharedGauges() []*meterGauges {
+	var out []*meterGauges
+	kept := meters.all[:0]
+	for _, w := range meters.all {
+		if mg := w.Value(); mg != nil {
+			out = append(out, mg)
+			kept = append(kept, w)
+		}
+	}
+	clear(meters.all[len(kept):])
+	meters.all = kept
+	return out
+}
+
+// setSharedGauges makes all the meterGauges in meters. meters.mu is held.
+func setSharedGauges(all []*meterGauges) {
+	meters.all = meters.all[:0]
+	for _, mg := range all {
+		meters.all = append(meters.all, weak.Make(mg))
+	}
 }
 
 // join adds gs to the gauges of its meter provider's meter, registering
@@ -177,7 +205,7 @@ func join(gs *gauges) error {
 func joined(m metric.Meter, gs *gauges, fresh *meterGauges) bool {
 	meters.mu.Lock()
 	defer meters.mu.Unlock()
-	for _, mg := range meters.all {
+	for _, mg := range sharedGauges() {
 		if mg.meter == m {
 			mg.add(gs)
 			return fresh == nil
@@ -187,7 +215,7 @@ func joined(m metric.Meter, gs *gauges, fresh *meterGauges) bool {
 		return false
 	}
 	fresh.meter = m
-	meters.all = append(meters.all, fresh)
+	meters.all = append(meters.all, weak.Make(fresh))
 	fresh.add(gs)
 	return true
 }
@@ -202,7 +230,7 @@ func joined(m metric.Meter, gs *gauges, fresh *meterGauges) bool {
 // that reads no member: it observes nothing.
 func rekey() {
 	meters.mu.Lock()
-	all := slices.Clone(meters.all)
+	all := sharedGauges()
 	meters.mu.Unlock()
 	if len(all) == 0 {
 		return
@@ -215,13 +243,14 @@ func rekey() {
 	}
 	var gone []metric.Registration
 	meters.mu.Lock()
+	live := sharedGauges()
 	for i, mg := range all {
-		if now[i] != nil && slices.Contains(meters.all, mg) {
+		if now[i] != nil && slices.Contains(live, mg) {
 			mg.meter = now[i]
 		}
 	}
-	kept := meters.all[:0:0]
-	for _, mg := range meters.all {
+	var kept []*meterGauges
+	for _, mg := range live {
 		i := slices.IndexFunc(kept, func(k *meterGauges) bool { return k.meter == mg.meter })
 		if i < 0 {
 			kept = append(kept, mg)
@@ -237,7 +266,7 @@ func rekey() {
 		gone = append(gone, mg.reg)
 		mg.reg = nil
 	}
-	meters.all = kept
+	setSharedGauges(kept)
 	meters.mu.Unlock()
 	for _, reg := range gone {
 		_ = reg.Unregister()
@@ -278,7 +307,7 @@ func (gs *gauges) leave() error {
 	mg.mu.Unlock()
 	reg := mg.reg
 	if last {
-		meters.all = slices.DeleteFunc(meters.all, func(x *meterGauges) bool { return x == mg })
+		setSharedGauges(slices.DeleteFunc(sharedGauges(), func(x *meterGauges) bool { return x == mg }))
 		mg.reg = nil
 	}
 	meters.mu.Unlock()

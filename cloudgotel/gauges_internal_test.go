@@ -63,7 +63,10 @@ func TestAMeterThatCannotKeyAMapHasGaugesOfItsOwn(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%T: %v", mp, err)
 		}
-		if obs.gauges.shared == nil || slices.Contains(meters.all, obs.gauges.shared) {
+		meters.mu.Lock()
+		in := slices.Contains(sharedGauges(), obs.gauges.shared)
+		meters.mu.Unlock()
+		if obs.gauges.shared == nil || in {
 			t.Errorf("%T: gauges %+v, want their own, shared with none", mp, obs.gauges.shared)
 		}
 		if err := obs.Unregister(); err != nil || obs.gauges.shared.reg != nil {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -315,4 +317,37 @@ func TestRegisterGaugesBesideInstrumentAddUp(t *testing.T) {
 	if rate, budget := read(); rate != 40 || budget != 1000 {
 		t.Errorf("one RegisterGauges unregistered: cloudg.rate %v, cloudg.retry_budget{aws} %v; want 40 and 1000", rate, budget)
 	}
+}
+
+// A program that lets go of a meter provider without unregistering the
+// Observers of Instrument on it (one made for a job, shut down at its
+// end) lets go of their governors with it, as it would of gauges
+// registered on the provider alone: the callback the Observers share is
+// not kept for the life of the process.
+func TestAMeterProviderLetGoOfLetsItsGovernorsGo(t *testing.T) {
+	job := func() weak.Pointer[resilience.Governor] {
+		m := newMeter()
+		o, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g))
+		m.collect(t)
+		if err := m.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return weak.Make(g)
+	}
+	gone := job()
+	for range 5 {
+		runtime.GC()
+		if gone.Value() == nil {
+			return
+		}
+	}
+	t.Error("a job's meter provider, shut down and let go of with its Observer, its governor and its reader: the governor is still reachable after 5 collections of garbage")
 }
