@@ -56,6 +56,9 @@
 //
 // Through the OpenTelemetry Prometheus exporter they read cloudg_calls_total,
 // cloudg_wait_duration_seconds, cloudg_rate_per_second and so on.
+// cloudg.breaker.state's numbers are state.BreakerState's: a state that
+// is none of the three (a Store's, decoded from a corrupt record) reads
+// as its number, not as closed.
 //
 // # Attributes
 //

@@ -489,16 +489,11 @@ func registerGauges(m metric.Meter, read func(context.Context) (reading, error))
 	}, rate, ceiling, breaker, queued, paused, inflight, waiting, budget, provRate, provCeiling, provQueued)
 }
 
-// breakerValue is the gauge's number for a breaker's position.
-func breakerValue(s state.BreakerState) int64 {
-	switch s {
-	case state.Open:
-		return 2
-	case state.HalfOpen:
-		return 1
-	}
-	return 0
-}
+// breakerValue is the gauge's number for a breaker's state: the
+// position's (0 closed, 1 half-open, 2 open), and a state that is none
+// of them (a Store's, decoded from a corrupt record) as it is, not as a
+// position it is not, as its String names it state.BreakerState(n).
+func breakerValue(s state.BreakerState) int64 { return int64(s) }
 
 // reading is one collection's gauges, each series once: scopes whose
 // attributes are alike once the configuration drops some are added up
@@ -651,7 +646,9 @@ func (rd *reader) add(ctx context.Context, c *config, govs []*resilience.Governo
 			set := attribute.NewSet(c.scopeAttrs(sc)...)
 			l, ok := rd.leaves[set.Equivalent()]
 			if !ok {
-				l = &leafGauge{set: set}
+				// The series' breaker is its scopes' greatest: the first's,
+				// whatever it is, to begin with.
+				l = &leafGauge{set: set, breaker: breakerValue(snap.Breaker.State)}
 				rd.leaves[set.Equivalent()] = l
 				rd.r.leaves = append(rd.r.leaves, l)
 			}

@@ -119,3 +119,49 @@ func (b countingBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	b.s.read()
 	return b.Breaker.Snapshot(now)
 }
+
+// A breaker state that is none of the three positions (a Store's, decoded
+// from a corrupt record) is not reported as closed: cloudg.breaker.state,
+// whose numbers are the positions' (0 closed, 1 half-open, 2 open), reads
+// the state's number as it is, as its String names it
+// state.BreakerState(n).
+func TestAnUnknownBreakerStateIsNotReportedClosed(t *testing.T) {
+	for _, bad := range []state.BreakerState{3, -1} {
+		m := newMeter()
+		obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer obs.Unregister()
+		st := &badBreakerStore{resilience.MemoryStore(), bad}
+		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs), resilience.WithStateStore(st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(g))
+		if got := gauge[int64](t, m.collect(t)["cloudg.breaker.state"])[key(scopeKV(vpcs)...)]; got != int64(bad) {
+			t.Errorf("a store's breaker in %v: cloudg.breaker.state %d, want %d", bad, got, int64(bad))
+		}
+	}
+}
+
+// badBreakerStore's breakers report the state bad in their snapshots.
+type badBreakerStore struct {
+	state.Store
+	bad state.BreakerState
+}
+
+func (s *badBreakerStore) Breaker(key string, spec state.BreakerSpec) state.Breaker {
+	return badBreaker{s.Store.Breaker(key, spec), s.bad}
+}
+
+type badBreaker struct {
+	state.Breaker
+	bad state.BreakerState
+}
+
+func (b badBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
+	snap := b.Breaker.Snapshot(now)
+	snap.State = b.bad
+	return snap
+}
