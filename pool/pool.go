@@ -981,9 +981,9 @@ func (p *Pool) learnCap(acct account, a answer) {
 
 // holdBack makes q, whose account's slots free are no more than the first
 // calls of its tasks started may take (mayRace), wait for a slot until
-// one of those is decided (unholdBack), a task ends, or the recheck: the
-// account is not found full, and q is not counted as told so (markFull).
-// p.mu is held.
+// one of those is decided or its hold ends (admitHold; unholdBack), a
+// task ends, or the recheck: the account is not found full, and q is not
+// counted as told so (markFull). p.mu is held.
 func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 	acct := account{q.scope.Provider, q.scope.Account}
 	if p.heldBack == nil {
@@ -993,6 +993,13 @@ func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 	p.keepTurn(q, noSlot, turn)
 	p.slot(q, now)
 	q.heldBack = true
+	// The holds it waits for end by admitHold (endHolds, then
+	// unholdBack): a wake-up is armed for the first, which hold arms
+	// only when the holder's own queue has tasks left. The wake-up
+	// re-arms for the next one.
+	if at, ok := p.nextHold(); ok {
+		p.arm(at)
+	}
 }
 
 // unholdBack puts the queues of acct that holdBack made wait back in turn,

@@ -1,0 +1,63 @@
+//go:build go1.25
+
+package pool
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// A queue held back for the first call of a task of its account (its
+// account's slots free no more than those calls may take) waits for that
+// call no longer than the task's hold lasts (admitHold), as a queue of the
+// task's own scope does: though the task's queue has no task left (its
+// hold then arms no wake-up of its own), the hold's end puts the held-back
+// queue in turn at once, not at the next recheck of the queues waiting
+// for a slot (slotRecheck). Here an account
+// with one slot; op0's task works 200 ms before its first call, op1's is
+// submitted once op0's runs: op1's call begins as op0's hold ends (and
+// op0's, refused the slot, is made again once op1's ends).
+func TestAHeldBackQueueGoesAtTheEndOfTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		start := time.Now()
+		release := make(chan struct{})
+		var mu sync.Mutex
+		began := map[string]time.Duration{}
+		task := func(op string, work time.Duration) func(context.Context) error {
+			return func(ctx context.Context) error {
+				time.Sleep(work)
+				return resilience.Do(ctx, scope(op), func(context.Context) error {
+					mu.Lock()
+					if _, ok := began[op]; !ok {
+						began[op] = time.Since(start)
+					}
+					mu.Unlock()
+					<-release
+					return nil
+				}, resilience.WithGovernor(g))
+			}
+		}
+		p.Go(ctx, scope("op0"), task("op0", 200*time.Millisecond))
+		synctest.Wait() // op0's task runs, its first call to come
+		p.Go(ctx, scope("op1"), task("op1", 0))
+		time.Sleep(time.Second)
+		mu.Lock()
+		at, ok := began["op1"]
+		mu.Unlock()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !ok || at != admitHold {
+			t.Fatalf("op1's call began %v at %v; want at %v, as the hold of op0's task ended", ok, at, admitHold)
+		}
+	})
+}
