@@ -4,7 +4,9 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,6 +60,41 @@ func TestAHeldBackQueueGoesAtTheEndOfTheHold(t *testing.T) {
 		}
 		if !ok || at != admitHold {
 			t.Fatalf("op1's call began %v at %v; want at %v, as the hold of op0's task ended", ok, at, admitHold)
+		}
+	})
+}
+
+// The recheck of the queues waiting for a slot (slotRecheck), which counts
+// one slot of a full account as freed and asks the first queue in line
+// for it, does not start a task of the account for a slot that the first
+// call of a task started before, still to come, takes: the queue waits for
+// that call (holdBack), as a queue asked otherwise does. Here 40
+// operations of an account with one slot, 8 workers, each task working 8
+// ms (less than admitHold) before its call, which lasts 23 ms, so that the
+// rechecks fall at every moment of a task's work: no task runs for
+// nothing (Deferred).
+func TestTheSlotRecheckStartsNoTaskForASlotAFirstCallTakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		var runs atomic.Int64
+		for i := range 40 {
+			sc := scope(fmt.Sprint("op", i))
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				runs.Add(1)
+				time.Sleep(8 * time.Millisecond)
+				return resilience.Do(ctx, sc, func(context.Context) error {
+					time.Sleep(23 * time.Millisecond)
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if d, n := p.Progress().Deferred, runs.Load(); d != 0 || n != 40 {
+			t.Fatalf("40 operations of an account with one slot, each task working 8 ms before its call: %d runs, %d of them for nothing (Deferred); want 40, none for nothing", n, d)
 		}
 	})
 }

@@ -462,9 +462,12 @@ queues:
 			}
 			break
 		}
-		if a.why == nil && a.surveyed && !reserved && p.mayRace(acct) && a.free <= p.liveHolds(acct) {
+		if a.why == nil && a.surveyed && p.mayRace(acct) && a.free <= p.liveHolds(acct) {
 			// The first calls of the account's tasks started may take the
-			// slots free: it waits for those calls, in its turn.
+			// slots free: it waits for those calls, in its turn. So does a
+			// queue asked for a slot the pool counted free (reserved): the
+			// recheck's is a bet (see recheck), and a task's end, its
+			// answer shows, freed no slot those calls will not take.
 			p.holdBack(q, noSlot, turn, now)
 			continue
 		}
@@ -1100,7 +1103,9 @@ func (p *Pool) unslot(counted bool) {
 // wait on without asking (pick's noSlot), one read of the account's
 // buckets rather than one a queue (a round trip each with a fleet's
 // store); told a slot is free, it takes it, and the next in line is
-// asked in turn, as after an end (passOn). p.mu is held.
+// asked in turn, as after an end (passOn), unless the first calls of the
+// account's tasks started, still to come, may take the slots free: it
+// then waits for those (holdBack). p.mu is held.
 func (p *Pool) recheck() {
 	if len(p.slots) == 0 {
 		return
