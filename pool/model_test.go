@@ -1077,6 +1077,29 @@ func (m *machine) invariants() error {
 			reach("state: several queues wait for a slot")
 		}
 	}
+	for _, q := range p.slots {
+		if !q.heldBack {
+			continue
+		}
+		// A queue held back for the first calls of its account's tasks
+		// started (holdBack) waits for one of those holds, and no longer
+		// than the first ends (admitHold): a wake-up is armed by then.
+		reach("state: a queue held back for its account's first calls")
+		acct := account{q.scope.Provider, q.scope.Account}
+		first, ok := time.Duration(0), false
+		for _, h := range p.holds.all() {
+			if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
+				first, ok = h.until, true
+				break
+			}
+		}
+		if !ok {
+			return fmt.Errorf("queue %v is held back for its account's first calls, with no hold of the account in force", q.scope)
+		}
+		if p.armedAt == 0 || p.armedAt > first {
+			return fmt.Errorf("queue %v is held back for a hold that ends at %v, the wake-up is armed at %v", q.scope, first, p.armedAt)
+		}
+	}
 	for sc, q := range p.scopes {
 		if q.n == 0 {
 			continue
