@@ -325,3 +325,33 @@ func TestAScopedAdmissionIsToldTheFirstCallsScope(t *testing.T) {
 		}
 	})
 }
+
+// panickingScoped is a ScopedAdmission whose DecidedIn panics.
+type panickingScoped struct{ admissionRec }
+
+func (a *panickingScoped) DecidedIn(Scope) { panic("scheduler bug in DecidedIn") }
+
+// A ScopedAdmission whose DecidedIn panics is recovered as one whose
+// Decided panics (see TestPanickingAdmissionLeaksNoSlot): the call is
+// sent, holds no slot after it, and the panic is logged once, naming the
+// method that panicked, DecidedIn, and not Decided, which the governor
+// did not call.
+func TestAPanickingDecidedInIsRecoveredAndNamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf logBuffer
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}}, WithLogger(buf.logger()))
+		var a panickingScoped
+		sent := 0
+		err, escaped := doRecovering(WithAdmission(context.Background(), &a, time.Minute), iamUsers,
+			func(context.Context) error { sent++; return nil }, WithGovernor(g))
+		if escaped != nil || err != nil || sent != 1 || a.decided != 0 {
+			t.Fatalf("DecidedIn panicking: err %v, %d sent, Decided called %d times, panic escaped: %v", err, sent, a.decided, escaped)
+		}
+		if s := g.Inspect(iamUsers); s.InFlight != 0 {
+			t.Fatalf("DecidedIn panicking: %d slots still held after it", s.InFlight)
+		}
+		if log := buf.String(); strings.Count(log, "Admission panicked") != 1 || !strings.Contains(log, "method=DecidedIn") {
+			t.Fatalf("the panic logged as %q; want once, with method=DecidedIn", log)
+		}
+	})
+}

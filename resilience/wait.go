@@ -169,7 +169,8 @@ func tokenWait(b state.Bucket, snap *state.BucketSnapshot, now time.Duration) ti
 // makes (see WithAdmission). The governor calls it from the call's
 // goroutine, outside its locks (Deferred under the hold's own, which
 // EndAdmission waits for), exactly once per context. A panic in
-// Decided or Deferred is recovered and logged once per governor: the call
+// Decided or Deferred (or a ScopedAdmission's DecidedIn) is recovered and
+// logged once per governor, with the method's name: the call
 // goes on as if the method had returned, and keeps or gives back its
 // concurrency slot as it would have.
 type Admission interface {
@@ -187,7 +188,9 @@ type Admission interface {
 }
 
 // A ScopedAdmission is an Admission that is told the scope the first call
-// was made to: the governor calls its DecidedIn in place of Decided. A
+// was made to: the governor calls its DecidedIn in place of Decided (never
+// both), as it calls Decided: from the call's goroutine, outside its
+// locks, once per context, a panic recovered and logged (see Admission). A
 // scheduler that gave the task a concurrency slot of the account of the
 // scope it declared (max_concurrency) learns so that a first call made to
 // another account's scope took none of the account's slots, and may give
@@ -270,11 +273,12 @@ func (g *Governor) admitUngoverned(ctx context.Context, scope Scope) {
 // admissionDecided calls a.Decided, or a.DecidedIn with scope, the first
 // call's, for a ScopedAdmission, recovering a panic (see Admission).
 func (g *Governor) admissionDecided(a Admission, scope Scope) {
-	defer g.recoverAdmission("Decided")
 	if sa, ok := a.(ScopedAdmission); ok {
+		defer g.recoverAdmission("DecidedIn")
 		sa.DecidedIn(scope)
 		return
 	}
+	defer g.recoverAdmission("Decided")
 	a.Decided()
 }
 
