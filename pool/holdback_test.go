@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,6 +96,39 @@ func TestTheSlotRecheckStartsNoTaskForASlotAFirstCallTakes(t *testing.T) {
 		}
 		if d, n := p.Progress().Deferred, runs.Load(); d != 0 || n != 40 {
 			t.Fatalf("40 operations of an account with one slot, each task working 8 ms before its call: %d runs, %d of them for nothing (Deferred); want 40, none for nothing", n, d)
+		}
+	})
+}
+
+// The tasks of a provider turned off (its calls sent at once, ungoverned,
+// taking no slot) are not held back for one another's first calls, though
+// its configuration gives its accounts a concurrency cap: nothing they do
+// takes a slot. Here the provider is off, its max_concurrency 1, and 8
+// operations of an account, each task working 100 ms before its call, on 8
+// workers: the 8 tasks start at once.
+func TestAProviderTurnedOffHoldsNoQueueBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{Enabled: &off, MaxConcurrency: 1}})
+		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
+		start := time.Now()
+		var mu sync.Mutex
+		var started []time.Duration
+		for i := range 8 {
+			sc := scope(fmt.Sprint("op", i))
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				mu.Lock()
+				started = append(started, time.Since(start))
+				mu.Unlock()
+				time.Sleep(100 * time.Millisecond)
+				return resilience.Do(ctx, sc, func(context.Context) error { return nil }, resilience.WithGovernor(g))
+			})
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if len(started) != 8 || slices.Max(started) != 0 {
+			t.Fatalf("8 tasks of a provider turned off, on 8 workers, started at %v; want all 8 at once", started)
 		}
 	})
 }

@@ -955,12 +955,14 @@ func (p *Pool) liveHolds(acct account) int {
 // started while it was asked about), and its task started only if they
 // outnumber those calls (holdBack). An
 // account whose cap exceeds the workers is asked as any, its calls
-// racing only with calls outside the pool. p.mu is held.
+// racing only with calls outside the pool; so is an account of a
+// provider turned off, whose calls take no slot (sent at once,
+// ungoverned), though its configuration gives it a cap. p.mu is held.
 func (p *Pool) mayRace(acct account) bool {
 	if c, ok := p.capOf(acct); ok && c > p.limit {
 		return false
 	}
-	return p.liveHolds(acct) > 0
+	return p.liveHolds(acct) > 0 && p.gov.Enabled(acct.provider)
 }
 
 // capOf returns acct's concurrency cap, if a queue of it was asked about
