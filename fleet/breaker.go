@@ -82,6 +82,11 @@ type sharedBreaker struct {
 	fails []time.Duration
 	okAt  time.Duration
 	run   int64
+	// ended is when (mono) the latest success Redis ran was sent
+	// (succeeded): it ended the failures the local breaker alone counted
+	// before it, and no others, so that a write-back Redis did not run
+	// puts back those it carried that came after it.
+	ended time.Duration
 	// sending is set while writeBack sends what the local breaker
 	// learned, which it took out of it: fallback keeps the local breaker
 	// meanwhile, so that failures Redis did not run go back into it.
@@ -488,7 +493,7 @@ func (b *sharedBreaker) writeBack() bool {
 		b.localMu.Lock()
 		b.sending = false
 		if notRun(err) && b.run == run {
-			b.fails = append(fails, b.fails...)
+			b.fails = append(since(fails, b.ended), b.fails...)
 		}
 		b.localMu.Unlock()
 		return false
@@ -670,14 +675,8 @@ func (b *sharedBreaker) succeeded(t time.Duration) {
 	if b.local == nil || (len(b.fails) == 0 && b.okAt == 0 && !b.sending) {
 		return
 	}
-	var kept []time.Duration
-	for _, f := range b.fails {
-		if f >= t {
-			kept = append(kept, f)
-		}
-	}
-	b.fails = kept
-	b.run++ // those a write-back on its way sends are not put back
+	b.ended = max(b.ended, t) // of those a write-back on its way sends, only the later ones are put back
+	b.fails = since(b.fails, t)
 	if b.okAt < t {
 		b.okAt = 0
 	}
@@ -693,6 +692,17 @@ func (b *sharedBreaker) succeeded(t time.Duration) {
 }
 
 func (b *sharedBreaker) Failure(now time.Duration) bool { return b.FailureFor(now, "") }
+
+// since returns the times of fails (mono) at or after t, in order.
+func since(fails []time.Duration, t time.Duration) []time.Duration {
+	var kept []time.Duration
+	for _, f := range fails {
+		if f >= t {
+			kept = append(kept, f)
+		}
+	}
+	return kept
+}
 
 // FailureFor is Failure from a call that says why a failure that opens the
 // breaker opened it ("throttling", "errors", "throttled for good" or
