@@ -261,7 +261,7 @@ func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
 		b.localEp = ep // kept into the new outage when it changed: what it learned waits for Redis
 		return b.local
 	}
-	l, known, opened := b.fromView(b.clockNow + mono() - b.clockMono)
+	l, known, openedAt := b.fromView(b.clockNow + mono() - b.clockMono)
 	b.local = l
 	b.localEp, b.localView, b.learned, b.okAt = ep, b.view, 0, 0
 	b.run++
@@ -270,10 +270,11 @@ func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
 		b.setUnwritten(false)
 		return l
 	}
-	if opened {
+	if openedAt != 0 {
 		// Its failures opened it: the change of state is written back, as
-		// when the local breaker counts them as they come.
-		b.learned, b.known, b.fails = max(1, mono()), 0, nil
+		// of the failure that opened it, as when the local breaker counts
+		// them as they come.
+		b.learned, b.known, b.fails = openedAt, 0, nil
 		b.run++
 	}
 	if b.setUnwritten(true) {
@@ -290,22 +291,26 @@ func (b *sharedBreaker) keepsLocal(ep int64) bool {
 	return b.local != nil && (b.localEp == ep && b.localView == b.view || b.learned != 0 || b.okAt != 0 || b.sending)
 }
 
-// fromView returns a new local breaker made from the view, with the
-// failures the local breaker alone counted (fails) counted again on it at
-// now (on the callers' clock); known is the count of failures it took from
-// the view, and opened whether those it alone counted opened it. It
-// changes nothing of b: fallback installs what it returns, and
-// localSnapshot only reads it. mu must be held.
-func (b *sharedBreaker) fromView(now time.Duration) (l *breaker.Breaker, known int, opened bool) {
+// fromView returns a new local breaker made at now (on the callers'
+// clock) from the view, with the failures the local breaker alone counted
+// (fails) counted again on it, each at its own time, so that one that
+// opens it opens it as of then, its cooldown running from then, as the
+// write-back opens the fleet's; known is the count of failures it took
+// from the view, and openedAt the time (mono) of the failure of those it
+// alone counted that opened it, 0 when none did. It changes nothing of b:
+// fallback installs what it returns, and localSnapshot only reads it. mu
+// must be held.
+func (b *sharedBreaker) fromView(now time.Duration) (l *breaker.Breaker, known int, openedAt time.Duration) {
 	l = breaker.New(b.spec)
 	l.Restore(b.state, b.failures, b.cooldown, b.until)
 	known = l.Snapshot(b.until).Failures
-	for range b.fails {
-		if opened, _ = l.FailureFrom(now); opened {
-			break
+	t := mono()
+	for _, f := range b.fails {
+		if opened, _ := l.FailureFrom(now - max(0, t-f)); opened {
+			return l, known, f
 		}
 	}
-	return l, known, opened
+	return l, known, 0
 }
 
 // at returns the local breaker for a call at now on the callers' clock,
