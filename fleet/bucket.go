@@ -41,8 +41,12 @@ type sharedBucket struct {
 	pauseRead   atomic.Int64
 	// owedPause is the end (mono) of the latest pause this process set on
 	// the local limits, while Redis did not answer, and not written to
-	// Redis yet (writePause), 0 when none is owed.
+	// Redis yet (writeOwed), 0 when none is owed.
 	owedPause atomic.Int64
+	// owedThrottle is when (mono) the latest throttle came that Redis did
+	// not run (it refused its script, or did not answer) and that is not
+	// written back yet (writeOwed), 0 when none is owed.
+	owedThrottle atomic.Int64
 
 	mu        sync.Mutex
 	lease     int           // tokens borrowed and not yet used
@@ -435,6 +439,7 @@ func (b *sharedBucket) cancelLocal(now time.Duration, n int) {
 // goodput controller measures what the fleet was served up to now. While
 // Redis does not answer they are kept for it (flushServed).
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
+	at := max(1, mono())
 	b.paused(pause)
 	b.mu.Lock()
 	// The lease goes, so that this process slows at once. With a pause,
@@ -457,10 +462,31 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.mu.Unlock()
 	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
 	if !ok || len(res) < 2 {
+		b.oweThrottle(at)
 		b.owe(pause)
 		return b.fallback(now).Throttle(now, pause)
 	}
 	return b.setRate(res[1]), toInt(res[0]) == 1
+}
+
+// oweThrottle records that a throttle that came at at (mono), whose
+// script Redis did not run or did not answer, is to be written to Redis
+// when it answers again (the store's writeBack), as of then
+// (throttledScript), so that it slows the fleet, as the local limits it
+// slowed, and the next local limits, made from the fleet's rate, start
+// from the rate it left: the cut the local limits made is not lost with
+// them. A throttle Redis ran, whose answer was lost, counts once, as
+// does one of a congestion event a throttle Redis ran counted already.
+// Only the latest throttle owed is written back. After Close, nothing is
+// written back (Store.hold).
+func (b *sharedBucket) oweThrottle(at time.Duration) {
+	if !b.adaptive {
+		return
+	}
+	storeMax(&b.owedThrottle, int64(at))
+	if b.s.hold(&b.s.owed, b) {
+		b.s.pending.Store(true)
+	}
 }
 
 func (b *sharedBucket) Pause(now, pause time.Duration) {
@@ -493,14 +519,38 @@ func (b *sharedBucket) owe(d time.Duration) {
 			break
 		}
 	}
-	if b.s.hold(&b.s.owedPauses, b) {
+	if b.s.hold(&b.s.owed, b) {
 		b.s.pending.Store(true)
 	}
 }
 
-// writePause writes the rest of the pause owed to Redis (owe); false when
-// Redis did not answer, the pause then still owed.
-func (b *sharedBucket) writePause() bool {
+// writeOwed writes to Redis what the local limits owe it: the latest
+// throttle Redis did not run, as of its time (oweThrottle), with the
+// success counts not sent yet (the goodput controller's event measures
+// them, as a throttle's on the shared state does; like those, they are
+// not sent again when Redis does not answer), and the rest of the pause
+// owed (owe); false when Redis did not answer, what was not written then
+// still owed.
+func (b *sharedBucket) writeOwed() bool {
+	if th := b.owedThrottle.Load(); th != 0 {
+		b.mu.Lock()
+		pairs := b.takeServed()
+		b.mu.Unlock()
+		b.s.calls.Add(1)
+		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append([]any{(mono() - time.Duration(th)).Microseconds()}, pairs...)...))
+		switch {
+		case err != nil && unavailable(err):
+			if !b.s.closed() { // else Close's: no outage reported (see run)
+				b.s.errors.Add(1)
+			}
+			return false
+		case err != nil && !b.s.closed():
+			b.s.refused(b.keys[0], err) // no use sending it again
+		case err == nil && len(res) >= 2:
+			b.setRate(res[1])
+		}
+		b.owedThrottle.CompareAndSwap(th, 0)
+	}
 	until := b.owedPause.Load()
 	d := time.Duration(until) - mono()
 	if until != 0 && d > 0 {
@@ -516,11 +566,10 @@ func (b *sharedBucket) writePause() bool {
 			b.s.refused(b.keys[0], err) // no use sending it again
 		}
 	}
-	if b.owedPause.CompareAndSwap(until, 0) {
-		b.s.owedPauses.Delete(b)
-		if b.owedPause.Load() != 0 { // owed meanwhile
-			b.s.owedPauses.Store(b, struct{}{})
-		}
+	b.owedPause.CompareAndSwap(until, 0)
+	b.s.owed.Delete(b)
+	if b.owedPause.Load() != 0 || b.owedThrottle.Load() != 0 { // owed meanwhile
+		b.s.owed.Store(b, struct{}{})
 	}
 	return true
 }

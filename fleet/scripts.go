@@ -547,6 +547,37 @@ save_bucket(KEYS[1], b, now)
 return {dec, tostring(b.rate)}
 `).answers("nn")
 
+// throttledScript writes back a throttle Redis did not run when it came
+// (it refused its script, or did not answer), ARGV[ARG0] microseconds ago,
+// as of then: the controller of the bucket's mode records it as
+// throttleScript would have, a decrease at most once per
+// DECREASE_INTERVAL across the fleet, counted from the throttle's time,
+// so that a decrease Redis made since, or within the interval before it
+// (a throttle of the same event by another process; this one, when its
+// answer was lost and Redis ran it), takes its place; the last throttle
+// is the later of Redis's and this one. The process's success counts
+// not sent yet follow from ARGV[ARG0+1], recorded first, as
+// throttleScript records those sent with a throttle. Reply: {decreased,
+// rate}.
+var throttledScript = newScript(bucketPrelude + `
+local now = now_us()
+local b = load_bucket(KEYS[1], now)
+record_served(b, now, ARG0 + 1)
+local age = tonumber(ARGV[ARG0])
+local dec = 0
+if finite(age) and age >= 0 then
+  local at = now - math.min(age, HORIZON_US)
+  local lthr, climbs = b.lthr, b.climbs
+  if MODE ~= '0' and at - b.ldec >= DECREASE_INTERVAL_US then
+    dec = throttle(b, now)
+    b.ldec = at
+  end
+  if at >= lthr then b.lthr, b.climbs = at, 0 else b.lthr, b.climbs = lthr, climbs end
+end
+save_bucket(KEYS[1], b, now)
+return {dec, tostring(b.rate)}
+`).answers("nn")
+
 // successScript records the success counts from ARGV[ARG0] on, and gives
 // the rate its increase when one is due. Reply: {increased, rate}.
 var successScript = newScript(bucketPrelude + `

@@ -77,15 +77,16 @@ type Store struct {
 	// requests refresh each, without keeping alive a breaker the governor
 	// dropped; the heartbeat removes the pointers whose breaker is gone.
 	breakers sync.Map
-	// owedPauses holds the buckets with a pause set on the local limits
-	// that is not written to Redis yet (sharedBucket.owe), and
+	// owed holds the buckets with a pause set on the local limits, or a
+	// throttle Redis did not run, that is not written to Redis yet
+	// (sharedBucket.owe, sharedBucket.oweThrottle), and
 	// unwrittenBreakers the breakers whose local breaker learned what is
 	// not written back yet (sharedBreaker.setUnwritten), each until the
 	// heartbeat writes it (writeBack) or Close lets go of it (hold):
 	// strongly, so that what the governor let go of meanwhile (a Reset,
 	// a Configure that replaced it) is written back all the same, whether
 	// or not the collector ran.
-	owedPauses        sync.Map
+	owed              sync.Map
 	unwrittenBreakers sync.Map
 
 	// dropMu guards drops and dropSenders: the buckets the governor
@@ -284,8 +285,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 
 // Close stops the heartbeat, and first writes back what the local limits
 // learned while Redis did not answer and the heartbeat has not written
-// back yet (a pause set on a bucket, a breaker's change of state or
-// failures), as the heartbeat's next tick would: Redis may have come back
+// back yet (a pause set on a bucket, a throttle Redis did not run, a
+// breaker's change of state or failures), as the heartbeat's next tick
+// would: Redis may have come back
 // since its last, and what a process learned then reaches the fleet. It
 // gives that up at the first operation Redis does not answer. It then
 // gives back to Redis the tokens the buckets the store made hold and no
@@ -319,7 +321,7 @@ func (s *Store) Close() error {
 		// Redis may have come back since its last. Bounded by closeBy, and
 		// given up at the first operation Redis does not answer.
 		s.writeBack()
-		s.owedPauses.Clear() // the heartbeat, which writes them back, is done (hold)
+		s.owed.Clear() // the heartbeat, which writes them back, is done (hold)
 		s.unwrittenBreakers.Clear()
 		s.giveBackLeases()
 		s.shut.Store(true)
@@ -624,7 +626,8 @@ func (s *Store) heartbeat() {
 }
 
 // writeBack writes back the pauses set on the local limits that have not
-// ended (sharedBucket.owe), and what the breakers' local breakers learned
+// ended (sharedBucket.owe), the throttles Redis did not run
+// (sharedBucket.oweThrottle), and what the breakers' local breakers learned
 // while Redis did not answer and was not written back yet (the store holds
 // each such breaker, whoever else still does: unwrittenBreakers); false
 // when Redis stopped answering, pending then set again for the next
@@ -632,8 +635,8 @@ func (s *Store) heartbeat() {
 func (s *Store) writeBack() bool {
 	s.pending.Store(false)
 	ok := true
-	s.owedPauses.Range(func(k, _ any) bool {
-		ok = k.(*sharedBucket).writePause()
+	s.owed.Range(func(k, _ any) bool {
+		ok = k.(*sharedBucket).writeOwed()
 		return ok
 	})
 	if ok {
@@ -649,7 +652,7 @@ func (s *Store) writeBack() bool {
 }
 
 // hold keeps k in m, one of the store's sets of what the heartbeat writes
-// back to Redis (owedPauses, unwrittenBreakers), until it is written back,
+// back to Redis (owed, unwrittenBreakers), until it is written back,
 // and reports whether it
 // does: once Close began, nothing is written back, and the store keeps
 // nothing for it (Close lets go of what m holds after the heartbeat

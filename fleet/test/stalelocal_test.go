@@ -70,11 +70,14 @@ func TestAClosedStoresBreakerStartsFromTheFleets(t *testing.T) {
 
 // A closed store's calls go to a local bucket made from the fleet's rate
 // as the process last read it, not to the local bucket of an outage that
-// ended before Close, at the rate a throttle during that outage left (the
-// fleet never took it). (TestTheLocalBucketStartsFromTheViewAfterAnOutage,
-// in package fleet, states the rule for an operation Redis refuses too.)
-// (The outage's local bucket was reused after Close, at half the fleet's
-// rate.)
+// ended before Close, at the rate the throttles during that outage left:
+// of those, the fleet takes the latest only, written back when Redis
+// answers again (TestAThrottleRedisDidNotRunReachesTheFleet), so that two
+// throttles of two congestion events during the outage leave the fleet at
+// half its rate, and the outage's local bucket at a quarter.
+// (TestTheLocalBucketStartsFromTheViewAfterAnOutage, in package fleet,
+// states the rule for an operation Redis refuses too.) (The outage's local
+// bucket was reused after Close, at a quarter of the fleet's first rate.)
 func TestAClosedStoresBucketStartsFromTheFleets(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		spec := state.BucketSpec{Rate: 10, Burst: 10, Adaptive: true}
@@ -90,8 +93,9 @@ func TestAClosedStoresBucketStartsFromTheFleets(t *testing.T) {
 		px.Down()
 		waitFor(t, 3*time.Second, "local limits", func() bool { return p.Stats().Degraded })
 		bk.Throttle(0, 0)
-		if r := bk.Snapshot(0).Rate; r >= spec.Rate {
-			t.Fatalf("a throttle during an outage: the local bucket's rate %v, want below %v", r, spec.Rate)
+		bk.Throttle(2*time.Second, 0) // another congestion event
+		if r := bk.Snapshot(2 * time.Second).Rate; r != spec.Rate/4 {
+			t.Fatalf("two throttles during an outage, 2s apart: the local bucket's rate %v, want %v", r, spec.Rate/4)
 		}
 		if err := px.Up(); err != nil {
 			t.Fatal(err)
@@ -100,8 +104,8 @@ func TestAClosedStoresBucketStartsFromTheFleets(t *testing.T) {
 		if err := p.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if s := bk.Snapshot(time.Second); s.Rate != spec.Rate {
-			t.Errorf("a throttle during an outage that ended, then Close: the local bucket %+v, want the fleet's rate %v", s, spec.Rate)
+		if s := bk.Snapshot(3 * time.Second); s.Rate != spec.Rate/2 {
+			t.Errorf("two throttles during an outage that ended, the latest written back, then Close: the local bucket %+v, want the fleet's rate %v", s, spec.Rate/2)
 		}
 	})
 }

@@ -1,0 +1,86 @@
+package test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/state"
+)
+
+// A throttle whose script Redis did not run (it refused it, or did not
+// answer: an outage) is written back to Redis when it answers again (the
+// heartbeat, or Close, as here), as of the time it came: it halves the
+// fleet's rate, as it would have had Redis run it then, once per
+// congestion event, so that the local limits' cut is not lost with them
+// and the fleet does not go on at the old rate after the outage. A
+// throttle Redis ran and whose answer was lost is not counted twice, nor
+// is one of an event another process's throttle, which Redis ran, already
+// counted: each halves the rate once. (The cut stayed on the local
+// limits, which the next fallback made again from the fleet's rate as last
+// read: the fleet's rate stayed at 100 rps after each.)
+func TestAThrottleRedisDidNotRunReachesTheFleet(t *testing.T) {
+	const (
+		refused = "Redis refuses the throttle"
+		outage  = "Redis does not answer the throttle (an outage)"
+		lost    = "Redis runs the throttle, its answer lost"
+		oneEv   = "Redis refuses the throttle, another process's throttle of the event runs 0.1s after it, written back 1.2s after it"
+	)
+	for _, c := range []struct {
+		name string
+		want float64
+	}{{refused, 50}, {outage, 50}, {lost, 50}, {oneEv, 50}} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachSingleNode(t, func(t *testing.T, be backend) {
+				px, url := proxied(t, be)
+				prefix := uniquePrefix(t)
+				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer o.Close()
+				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
+				ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
+				ab.Reserve(0) // the fleet's bucket, at 100 rps, read by A
+				// Redis holds the throttle's script (a throttle of another
+				// scope), so that a lost answer is the script's.
+				o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
+				switch c.name {
+				case refused, oneEv:
+					px.RefuseNext([]byte("-ERR refused by the test\r\n"))
+				case outage:
+					px.Down()
+				case lost:
+					px.DropAnswer()
+				}
+				if _, dec := ab.Throttle(0, 0); !dec && c.name != lost {
+					t.Fatalf("%s: the local limits did not slow", c.name)
+				}
+				if c.name == oneEv {
+					time.Sleep(100 * time.Millisecond)
+					if r, dec := ob.Throttle(0, 0); !dec || r != 50 {
+						t.Fatalf("another process's throttle: rate %v (decreased %v), want 50", r, dec)
+					}
+					time.Sleep(1100 * time.Millisecond)
+				}
+				if c.name == outage {
+					if !a.Stats().Degraded {
+						t.Fatal("a throttle Redis did not answer: not on local limits")
+					}
+					if err := px.Up(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				a.Close() // writes back what the heartbeat has not yet
+				if got := ob.Snapshot(0).Rate; got != c.want {
+					t.Errorf("%s, then A closed: the fleet's rate %v rps, want %v", c.name, got, c.want)
+				}
+			})
+		})
+	}
+}
