@@ -94,7 +94,10 @@ const lowShare = 10
 
 // GitHub returns the scope function of GitHub's API for account (the
 // user, organisation or app installation whose token the client uses:
-// GitHub's limits are per token owner):
+// GitHub's limits are per token owner). The account is put in lower case,
+// as GitHub's logins are case-insensitive: GitHub("Octo") and
+// GitHub("octo") make the same scopes, whose account's bucket, pauses
+// and bulkhead they share:
 //
 //	github/<account>/*/code_search                       /search/code (10 requests a minute)
 //	github/<account>/*/search                            other paths under /search/ (30 requests a minute)
@@ -179,6 +182,7 @@ const lowShare = 10
 //     by the requests left plus one, so that what is left lasts until the
 //     reset; at 0 it is paused until the reset.
 func GitHub(account string) func(*http.Request) resilience.Scope {
+	account = strings.ToLower(account)
 	scopes := make(map[string]resilience.Scope, len(githubServices))
 	for _, s := range githubServices {
 		scopes[s] = resilience.Scope{Provider: ProviderGitHub, Account: account, Service: s}

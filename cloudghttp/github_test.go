@@ -978,3 +978,36 @@ func TestGitHubGraphQLSlowBodyHoldsNoSlot(t *testing.T) {
 		})
 	}
 }
+
+// GitHub's logins are case-insensitive: a token's owner named Octo in one
+// client and octo in another is one account with one quota, as the
+// audit log's organisation in a scope's Region is one whatever its case.
+// GitHub("Octo") and GitHub("octo") make the same scopes, the account in
+// lower case, so that a throttle answered to one client's call holds back
+// the other's calls of the token until GitHub's reset, and the two share
+// the account's bucket and bulkhead.
+func TestGitHubAccountIsCaseInsensitive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		upper, lower := cloudghttp.GitHub("Octo"), cloudghttp.GitHub("octo")
+		for _, p := range []string{"/user", "/search/code", "/graphql", "/orgs/ACME/audit-log"} {
+			req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+p, nil)
+			if a, b := upper(req), lower(req); a != b {
+				t.Errorf("GET %s: GitHub(\"Octo\") gives the scope %s, GitHub(\"octo\") %s; want one scope", p, a, b)
+			}
+		}
+		f := &fakeAPI{}
+		start := time.Now()
+		f.script(status(http.StatusForbidden, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", strconv.FormatInt(start.Add(50*time.Second).Unix(), 10)))
+		gov := newGov(t, resilience.Config{})
+		one := resilience.RetryPolicy{MaxAttempts: 1}
+		a := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), upper, cloudghttp.WithGovernor(gov), cloudghttp.WithPolicy(one))}
+		b := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), lower, cloudghttp.WithGovernor(gov), cloudghttp.WithPolicy(one))}
+		readAll(t, do(t, a, http.MethodGet, "https://api.github.com/user", nil))
+		sent := time.Now()
+		readAll(t, do(t, b, http.MethodGet, "https://api.github.com/user", nil))
+		if waited := time.Since(sent); waited < 49*time.Second {
+			t.Errorf("GitHub(\"octo\")'s call waited %v after GitHub(\"Octo\")'s spent the token's quota until a reset 50s away; want it held until the reset", waited)
+		}
+	})
+}
