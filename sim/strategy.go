@@ -45,15 +45,18 @@ var StrategyNames = []string{AWSStandard, AWSAdaptive, Static, Failsafe, CloudgA
 // them (Scenario.Strategies, cloudg-sim -strategies).
 var ReferenceNames = []string{Oracle}
 
-// StrategyList returns the strategies the scenario runs.
+// StrategyList returns the strategies the scenario runs: its Strategies,
+// else StrategyNames, or EstateStrategyNames for an estate. The list is a
+// copy, which the caller may change without changing the scenario's or
+// the package's.
 func (s *Scenario) StrategyList() []string {
 	switch {
 	case len(s.Strategies) > 0:
-		return s.Strategies
+		return slices.Clone(s.Strategies)
 	case s.Estate != nil:
-		return EstateStrategyNames
+		return slices.Clone(EstateStrategyNames)
 	}
-	return StrategyNames
+	return slices.Clone(StrategyNames)
 }
 
 // strategy is a client: it makes one logical call, calling attempt once per

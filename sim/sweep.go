@@ -26,7 +26,7 @@ type Sweep struct {
 
 // NewSweep returns an empty sweep of sc's strategies.
 func NewSweep(sc *Scenario) *Sweep {
-	return &Sweep{Scenario: sc, Strategies: slices.Clone(sc.StrategyList())}
+	return &Sweep{Scenario: sc, Strategies: sc.StrategyList()}
 }
 
 // Add records the runs of one seed, in the order of Strategies.
