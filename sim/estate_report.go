@@ -99,7 +99,9 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 		fig := func(f func(r *Result) float64) Spread {
 			var vs []float64
 			for _, r := range runs {
-				vs = append(vs, f(r))
+				if r != nil {
+					vs = append(vs, f(r))
+				}
 			}
 			return spreadOf(vs)
 		}
@@ -111,7 +113,9 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 		if plain != nil {
 			var vs []float64
 			for i, r := range runs {
-				vs = append(vs, ratio(plain[i].Makespan, r.Makespan))
+				if r != nil && plain[i] != nil {
+					vs = append(vs, ratio(plain[i].Makespan, r.Makespan))
+				}
 			}
 			line += fixedSpread(spreadOf(vs)) + "\t"
 		}

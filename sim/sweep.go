@@ -12,7 +12,9 @@ import (
 )
 
 // Sweep holds the runs of a scenario's strategies over several seeds:
-// Results[i][j] is seed Seeds[i]'s run of Strategies[j]. Make one with
+// Results[i][j] is seed Seeds[i]'s run of Strategies[j]; a seed's results
+// may stop short, the strategies past them not run on it, which its
+// figures and wins leave out. Make one with
 // NewSweep and fill it with Add. The zero Sweep has no Scenario and no
 // Strategies: Figures and Wins find no run in it, whatever Add gave it,
 // and WriteSweep panics on it (WriteCSV writes its rows). It is not safe
@@ -54,11 +56,14 @@ func spreadOf(vs []float64) Spread {
 	return sp
 }
 
-// Figures returns a strategy's figures over the seeds: goodput and
-// rejected share (0..1), calls lost, and makespan in seconds.
+// Figures returns a strategy's figures over the seeds that ran it:
+// goodput and rejected share (0..1), calls lost, and makespan in seconds.
 func (s *Sweep) Figures(strategy string) (goodput, rejected, lost, makespan Spread) {
 	var g, r, l, m []float64
 	for _, res := range s.runs(strategy) {
+		if res == nil {
+			continue
+		}
 		g, r = append(g, res.Goodput()), append(r, res.RejectedShare())
 		l, m = append(l, float64(res.Lost)), append(m, res.Makespan.Seconds())
 	}
@@ -67,10 +72,13 @@ func (s *Sweep) Figures(strategy string) (goodput, rejected, lost, makespan Spre
 
 // Wins counts the seeds on which strategy did better than baseline: its
 // goodput at least baseline's and its rejected share below it (both), and
-// each on its own.
+// each on its own. A seed that did not run both counts for neither.
 func (s *Sweep) Wins(strategy, baseline string) (both, goodput, rejected int) {
 	a, b := s.runs(strategy), s.runs(baseline)
 	for i := range min(len(a), len(b)) {
+		if a[i] == nil || b[i] == nil {
+			continue
+		}
 		g := a[i].Goodput() >= b[i].Goodput()
 		r := a[i].RejectedShare() < b[i].RejectedShare()
 		if g {
@@ -86,7 +94,9 @@ func (s *Sweep) Wins(strategy, baseline string) (both, goodput, rejected int) {
 	return both, goodput, rejected
 }
 
-// runs returns strategy's result for each seed (nil when not run).
+// runs returns strategy's result for each seed, nil for a seed that did
+// not run it (one whose results stop before the strategy's place); nil
+// for a strategy the sweep has not.
 func (s *Sweep) runs(strategy string) []*Result {
 	j := slices.Index(s.Strategies, strategy)
 	if j < 0 {
@@ -94,7 +104,9 @@ func (s *Sweep) runs(strategy string) []*Result {
 	}
 	out := make([]*Result, len(s.Results))
 	for i, rs := range s.Results {
-		out[i] = rs[j]
+		if j < len(rs) {
+			out[i] = rs[j]
+		}
 	}
 	return out
 }

@@ -62,6 +62,52 @@ func TestSweepFiguresAndWins(t *testing.T) {
 	}
 }
 
+// A seed may have fewer runs than the sweep has strategies (a caller's
+// Add of the runs that finished): the strategies it did not run have no
+// run on that seed, which Figures, Wins and the tables leave out, the
+// others' figures and wins counting the seeds they ran, with no panic.
+func TestSweepSeedWithFewerRunsThanStrategies(t *testing.T) {
+	figures := func(t *testing.T, what string, sw *Sweep, write func(*bytes.Buffer) error, checks func()) {
+		t.Helper()
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("%s whose seed 2 has fewer runs than Strategies: panic %v; want the figures of the runs made", what, p)
+			}
+		}()
+		checks()
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			t.Errorf("writing the sweep: %v", err)
+		}
+	}
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Strategies = []string{AWSAdaptive, CloudgGoodput}
+	sw := NewSweep(sc)
+	sw.Add(1, []*Result{fakeResult(AWSAdaptive, 990, 30, 0, 111*time.Second), fakeResult(CloudgGoodput, 995, 20, 0, 110*time.Second)})
+	sw.Add(2, []*Result{fakeResult(AWSAdaptive, 980, 40, 0, 112*time.Second)})
+	figures(t, "a sweep", sw, func(b *bytes.Buffer) error { return WriteSweep(b, sw, AWSAdaptive) }, func() {
+		if gp, _, _, mk := sw.Figures(CloudgGoodput); gp != (Spread{Mean: 0.995, Min: 0.995, Max: 0.995}) || mk != (Spread{Mean: 110, Min: 110, Max: 110}) {
+			t.Errorf("cloudg-goodput, run on seed 1 only: goodput %+v, makespan %+v; want seed 1's alone", gp, mk)
+		}
+		if gp, _, _, _ := sw.Figures(AWSAdaptive); gp.Mean != 0.985 {
+			t.Errorf("aws-adaptive, run on both seeds: goodput %+v, want a mean of 0.985", gp)
+		}
+		if both, g, r := sw.Wins(CloudgGoodput, AWSAdaptive); both != 1 || g != 1 || r != 1 {
+			t.Errorf("cloudg-goodput's wins over aws-adaptive %d (goodput %d, rejected %d), want 1 (1, 1): seed 1's", both, g, r)
+		}
+	})
+	est, _ := Builtin(ScenarioEstateUniform)
+	est.Strategies = []string{PoolAIMD, Plain} // the plain pool, whose makespan the table divides by the others', not run on seed 2
+	esw := NewSweep(est)
+	esw.Add(1, []*Result{fakeResult(PoolAIMD, 1000, 0, 0, 60*time.Second), fakeResult(Plain, 1000, 0, 0, 120*time.Second)})
+	esw.Add(2, []*Result{fakeResult(PoolAIMD, 1000, 0, 0, 80*time.Second)})
+	figures(t, "an estate's sweep", esw, func(b *bytes.Buffer) error { return WriteSweep(b, esw, "") }, func() {
+		if _, _, _, mk := esw.Figures(Plain); mk != (Spread{Mean: 120, Min: 120, Max: 120}) {
+			t.Errorf("an estate's plain pool, run on seed 1 only: makespan %+v, want seed 1's alone", mk)
+		}
+	})
+}
+
 type callCounter struct{ calls, retries, throttles atomic.Int32 }
 
 func (c *callCounter) Observe(ev observe.Event) {
