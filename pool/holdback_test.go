@@ -132,3 +132,52 @@ func TestAProviderTurnedOffHoldsNoQueueBack(t *testing.T) {
 		}
 	})
 }
+
+// An account whose concurrency cap equals the pool's workers (GCP's and
+// Azure's default max_concurrency, 16, is the pool's default) has its
+// queues held back for its tasks' first calls as one capped below: the
+// pool's workers alone never fill more slots than the cap, but a call
+// outside the pool (or a task's second call at once, or a call inside a
+// call made without resilience.WithNestedCalls) holds one they count on,
+// and a worker told the last slot free would start a task whose first
+// call another task's, started before, beats: run for nothing, counted
+// Deferred, and queued again. Here an account with four slots, one held
+// by a call outside the pool for the whole scan, four workers, and eight
+// operations, each task working 5 ms before its 10 ms call: no task runs
+// for nothing. (Asked as an account capped above the workers, with
+// Delay, 1 or 2 of the 8 did, in every run.)
+func TestACapEqualToTheWorkersHoldsQueuesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		outside, err := g.Begin(context.Background(), scope("outside"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := outside.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var runs atomic.Int64
+		for i := range 8 {
+			sc := scope(fmt.Sprint("op", i))
+			p.Go(ctx, sc, func(ctx context.Context) error {
+				runs.Add(1)
+				time.Sleep(5 * time.Millisecond) // its own work, before its first call
+				return resilience.Do(ctx, sc, func(context.Context) error {
+					time.Sleep(10 * time.Millisecond)
+					return nil
+				}, resilience.WithGovernor(g))
+			})
+		}
+		err = p.Wait()
+		outside.End(nil)
+		outside.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, n := p.Progress().Deferred, runs.Load(); d != 0 || n != 8 {
+			t.Fatalf("8 operations of an account whose cap, 4, equals the workers, one slot held outside the pool: %d runs, %d of them for nothing (Deferred); want 8, none for nothing", n, d)
+		}
+	})
+}

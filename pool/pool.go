@@ -954,10 +954,19 @@ func (p *Pool) liveHolds(acct account) int {
 // (ask; asked again so, in the same turn, when a task of the account
 // started while it was asked about), and its task started only if they
 // outnumber those calls (holdBack). An
-// account whose cap exceeds the workers is asked as any, its calls
-// racing only with calls outside the pool; so is an account of a
-// provider turned off, whose calls take no slot (sent at once,
-// ungoverned), though its configuration gives it a cap. p.mu is held.
+// account whose cap exceeds the workers is asked as any (Delay): its
+// calls race only with calls that take a slot beside the one each task
+// holds (calls outside the pool, a task's calls at once, a call inside a
+// call made without resilience.WithNestedCalls), more of which than the
+// cap exceeds the workers by must be in flight for a task to run for
+// nothing. An account whose cap equals the workers (GCP's and Azure's
+// default max_concurrency, the pool's default workers) is not asked so,
+// though the workers alone never fill more slots than the cap: with no
+// slot to spare, a single such call makes a worker told the last slot
+// free start a task that another's first call beats, run for nothing.
+// An account of a provider turned off is asked as any, its calls taking
+// no slot (sent at once, ungoverned), though its configuration gives it
+// a cap. p.mu is held.
 func (p *Pool) mayRace(acct account) bool {
 	if c, ok := p.capOf(acct); ok && c > p.limit {
 		return false
