@@ -525,7 +525,9 @@ func (b *sharedBucket) owe(d time.Duration) {
 }
 
 // writeOwed writes to Redis what the local limits owe it: the latest
-// throttle Redis did not run, as of its time (oweThrottle), with the
+// throttle Redis did not run, as of its time (oweThrottle: its age when
+// sent, and the operation timeout, the longest the write-back may take to
+// reach Redis, so that one slow on its way counts once), with the
 // success counts not sent yet (the goodput controller's event measures
 // them, as a throttle's on the shared state does; like those, they are
 // not sent again when Redis does not answer), and the rest of the pause
@@ -537,7 +539,7 @@ func (b *sharedBucket) writeOwed() bool {
 		pairs := b.takeServed()
 		b.mu.Unlock()
 		b.s.calls.Add(1)
-		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append([]any{(mono() - time.Duration(th)).Microseconds()}, pairs...)...))
+		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append([]any{(mono() - time.Duration(th)).Microseconds(), b.s.cfg.timeout.Microseconds()}, pairs...)...))
 		switch {
 		case err != nil && unavailable(err):
 			if !b.s.closed() { // else Close's: no outage reported (see run)

@@ -84,3 +84,59 @@ func TestAThrottleRedisDidNotRunReachesTheFleet(t *testing.T) {
 		})
 	}
 }
+
+// A throttle written back is counted once however long its write-back
+// takes to reach Redis, within the operation timeout: Redis reads the
+// throttle's time as the age the process sent, from when the script runs,
+// so that a write-back slow on its way places the throttle later than it
+// came, by as much. A decrease Redis made up to that much before, for the
+// same event (this throttle's own, when its answer was lost; another
+// process's), takes its place all the same. Here the write-back takes
+// 1.2s to reach Redis (a timeout of 10s: a script Redis has not loaded yet takes two round trips, a new connection more), more than the decrease interval.
+func TestASlowThrottleWriteBackCountsOnce(t *testing.T) {
+	const (
+		lost  = "Redis runs the throttle, its answer lost"
+		oneEv = "Redis refuses the throttle, another process's throttle of the event runs 0.1s after it"
+	)
+	for _, name := range []string{lost, oneEv} {
+		t.Run(name, func(t *testing.T) {
+			forEachSingleNode(t, func(t *testing.T, be backend) {
+				px, url := proxied(t, be)
+				prefix := uniquePrefix(t)
+				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithTimeout(10*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer o.Close()
+				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
+				ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
+				ab.Reserve(0) // the fleet's bucket, at 100 rps, read by A
+				// Redis holds the throttle's script (a throttle of another
+				// scope), so that a lost answer is the script's.
+				o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
+				if name == lost {
+					px.DropAnswer()
+				} else {
+					px.RefuseNext([]byte("-ERR refused by the test\r\n"))
+				}
+				ab.Throttle(0, 0)
+				if name == oneEv {
+					time.Sleep(100 * time.Millisecond)
+					if r, dec := ob.Throttle(0, 0); !dec || r != 50 {
+						t.Fatalf("another process's throttle: rate %v (decreased %v), want 50", r, dec)
+					}
+				}
+				px.SetDelay(1200 * time.Millisecond)
+				a.Close() // writes back the throttle, 1.2s on its way
+				if got := ob.Snapshot(0).Rate; got != 50 {
+					t.Errorf("%s, its write-back 1.2s on its way to Redis: the fleet's rate %v rps, want 50", name, got)
+				}
+			})
+		})
+	}
+}
