@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -294,20 +295,34 @@ func (b *sharedBreaker) keepsLocal(ep int64) bool {
 // fromView returns a new local breaker made at now (on the callers'
 // clock) from the view, with the failures the local breaker alone counted
 // (fails) counted again on it, each at its own time, so that one that
-// opens it opens it as of then, its cooldown running from then, as the
-// write-back opens the fleet's; known is the count of failures it took
-// from the view, and openedAt the time (mono) of the failure of those it
-// alone counted that opened it, 0 when none did. It changes nothing of b:
-// fallback installs what it returns, and localSnapshot only reads it. mu
-// must be held.
+// opens it opens it as of the failure that reached the threshold in time,
+// its cooldown running from then, as the write-back opens the fleet's
+// (Redis sorts the failures it is told of with those it holds). The
+// view's failures came by the time it was read (readBack), at the latest:
+// when they are counted, the failure that opens it opens it as of the
+// later of its own time and theirs, unless the failures it alone counted
+// reached the threshold before it by themselves. known is the count of
+// failures it took from the view, and openedAt the time (mono) as of which
+// the failures it alone counted opened it, 0 when they did not. It changes
+// nothing of b: fallback installs what it returns, and localSnapshot only
+// reads it. mu must be held.
 func (b *sharedBreaker) fromView(now time.Duration) (l *breaker.Breaker, known int, openedAt time.Duration) {
 	l = breaker.New(b.spec)
 	l.Restore(b.state, b.failures, b.cooldown, b.until)
 	known = l.Snapshot(b.until).Failures
+	view := b.readBack
+	if known > 0 && len(b.fails) >= b.spec.Threshold {
+		sorted := slices.Sorted(slices.Values(b.fails))
+		view = min(view, sorted[b.spec.Threshold-1])
+	}
 	t := mono()
 	for _, f := range b.fails {
-		if opened, _ := l.FailureFrom(now - max(0, t-f)); opened {
-			return l, known, f
+		at := f
+		if known > 0 {
+			at = max(f, view)
+		}
+		if opened, _ := l.FailureFrom(now - max(0, t-at)); opened {
+			return l, known, at
 		}
 	}
 	return l, known, 0

@@ -63,3 +63,44 @@ func TestCarriedFailuresCountAtTheirTime(t *testing.T) {
 		t.Errorf("the local breaker opened by the carried failures: its change written back as %v ago, want about 40s (the third failure's time)", since)
 	}
 }
+
+// The failures the local breaker alone counted open a local breaker made
+// again from a newer view as of the failure that reached the threshold in
+// time, as the write-back opens the fleet's (Redis sorts the failures it
+// is told of with those it holds): when the view's failures reach it, the
+// breaker opens as of the latest time they may have come, when the view
+// was read, not as of the carried failure counted last, which came before
+// them. Here 2 failures Redis refused at 0, a view read at 30s with
+// another process's failure (3 of a threshold of 3), and the next call at
+// 40s: the cooldown of 1m runs from 30s, to 90s.
+func TestCarriedFailuresOpenAsOfTheViewsLaterFailure(t *testing.T) {
+	s, h := inOutage(t)
+	defer s.Close()
+	b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+	h.down.Store(false)
+	s.heartbeat() // refused: back on the shared state, every operation refused
+	if s.Stats().Degraded {
+		t.Fatal("a Redis that refuses the heartbeat: on local limits")
+	}
+	toldClosed(b)
+	for range unwrittenSpec.Threshold - 1 {
+		b.Failure(0) // refused: counted by the local breaker alone, for the write-back
+	}
+	ago(b, 30*time.Second)
+	// Another process's failure, in the answer to a request in flight, read at 30s.
+	b.update(30*time.Second, reading{st: "closed", failures: "1", cooldown: strconv.FormatInt(unwrittenSpec.Cooldown.Microseconds(), 10),
+		wait: "0", at: strconv.FormatInt(time.Now().UnixMicro(), 10), sent: mono()})
+	ago(b, 10*time.Second)
+	wait40, ok40, _ := b.Allow(40 * time.Second)
+	b.localMu.Lock()
+	learned := b.learned
+	b.localMu.Unlock()
+	_, ok70, probe70 := b.Allow(70 * time.Second)
+	if ok40 || wait40 < 50*time.Second-time.Second || wait40 > 50*time.Second+time.Second || ok70 || probe70 {
+		t.Errorf("2 failures Redis refused at 0, a view read at 30s with a third, threshold 3, cooldown %v: at 40s allowed %v with a wait of %v, at 70s allowed %v (probe %v); want refused for about 50s at 40s, and at 70s",
+			unwrittenSpec.Cooldown, ok40, wait40, ok70, probe70)
+	}
+	if since := mono() - learned; learned == 0 || since < 9*time.Second || since > 11*time.Second {
+		t.Errorf("the local breaker opened by the carried failures with the view's: its change written back as %v ago, want about 10s (when the view's failure was read)", since)
+	}
+}
