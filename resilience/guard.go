@@ -219,7 +219,11 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // later nested call does not wait for the earlier one, which may wait
 // for it (a paginator's goroutine inside a retried call). The kept slot
 // stays taken until its loan comes back, and the later slot is the
-// attempt's own, so that the calls stay within the cap.
+// attempt's own, so that the calls stay within the cap. A call waiting
+// for the earlier slot to come back looks again for a slot as the
+// attempt ends and the slot is kept: it goes on one it may borrow then
+// (an enclosing call's, free while the call waits to retry), or waits for
+// a free one, rather than for that loan, which gives it none.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that

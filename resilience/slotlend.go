@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -28,7 +29,8 @@ import (
 type slotLend struct {
 	mu   sync.Mutex
 	st   atomic.Uint32 // lendBusy, and lendKept with it; changed by take and giveBack under mu, and by keep
-	back chan struct{} // closed as the slot comes back; made by the first call to wait for it
+	bk   atomic.Uint32 // 1 while back is read or written (lockBack): wake, which takes no mutex, writes it too
+	back chan struct{} // closed as the slot comes back, or is kept (wake); made by the first call to wait for it
 	kept *keptSlot     // what keep kept: written before it sets lendKept, read once giveBack finds it set
 }
 
@@ -55,10 +57,13 @@ func (l *slotLend) take() (bool, <-chan struct{}) {
 		l.st.Store(lendBusy)
 		return true, nil
 	}
+	l.lockBack()
 	if l.back == nil {
 		l.back = make(chan struct{})
 	}
-	return false, l.back
+	back := l.back
+	l.bk.Store(0)
+	return false, back
 }
 
 // giveBack ends the loan take made, and wakes the calls waiting for it.
@@ -70,10 +75,7 @@ func (l *slotLend) giveBack() {
 	if l.st.Swap(0)&lendKept != 0 {
 		kept, l.kept = l.kept, nil
 	}
-	if l.back != nil {
-		close(l.back)
-		l.back = nil
-	}
+	l.wake()
 	l.mu.Unlock()
 	switch {
 	case kept == nil:
@@ -115,6 +117,34 @@ func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
 	return false
 }
 
+// wake wakes the calls waiting for the slot to come back (take's
+// channel): the lender kept it for its loan (keep), so that its coming
+// back gives it to none of them (it goes back to its bulkhead, or to the
+// lender's own lender), and they look again for a slot they may go on;
+// giveBack wakes them too. It takes no mutex, as keep does. A call that
+// takes the lend after it (take) is given a channel that giveBack
+// closes; a call nested in a gated attempt takes it only while the
+// attempt runs (see borrowSlot), before the lender keeps the lend.
+func (l *slotLend) wake() {
+	l.lockBack()
+	back := l.back
+	l.back = nil
+	l.bk.Store(0)
+	if back != nil {
+		close(back)
+	}
+}
+
+// lockBack readies back to be read or written, until bk is stored 0. It
+// spins, as the others hold it for a few instructions only, and takes no
+// mutex, whose slow path would move the common call's Guard (its inline
+// lend, which keepLent wakes) to the heap.
+func (l *slotLend) lockBack() {
+	for !l.bk.CompareAndSwap(0, 1) {
+		runtime.Gosched()
+	}
+}
+
 // lends returns the lend of the slot the call holds now (or borrowed):
 // its inline one, unless that is kept for a loan that outlived the
 // attempt it was taken in (see keepLent).
@@ -134,7 +164,8 @@ func (gd *Guard) lends() *slotLend {
 // (the rare call whose nested calls outlive two attempts in a row, the
 // first still going on), and keeps no other, so that a call lending slot
 // after slot (a listing's pages) holds one lend besides its inline one,
-// however many of its loans are still out.
+// however many of its loans are still out. The calls waiting for the
+// lend kept so (see borrowSlot) are woken, to look again for a slot.
 func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 	l := gd.lends()
 	if !l.lent() || !l.keep(b, of) {
@@ -151,6 +182,10 @@ func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 		// it keeps what it holds for that loan (see orphanSlot).
 		gd.orphan.lendOn(gd.lend)
 	}
+	// The calls waiting for this lend's loan look again, once the lend
+	// of the call's next slot is set: the slot of an enclosing call may
+	// be free meanwhile.
+	l.wake()
 	return true
 }
 
