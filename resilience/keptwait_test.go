@@ -89,3 +89,50 @@ func TestACallWaitingForAKeptSlotLooksAgain(t *testing.T) {
 		})
 	}
 }
+
+// With max_concurrency 1 the one slot is the kept one: a call nested in
+// the first attempt that waits for it, woken as the attempt ends and the
+// slot is kept (it looks again: no enclosing call's attempt runs, no slot
+// is free), waits for a free slot, first in line, ahead of the retry. The
+// first nested call gives the slot back at 10 s, to the bulkhead, which
+// hands it to the waiting call then: it goes at 10 s, the retry after it.
+func TestACallWaitingForTheOneKeptSlotGoesAsItComesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		var fl flights
+		start := time.Now()
+		nested := make(chan error, 2)
+		var went, retry time.Duration
+		attempts := 0
+		err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+			if attempts++; attempts > 1 {
+				retry = time.Since(start)
+				return nil
+			}
+			go func() { nested <- Do(ctx, ec2Subnets, fl.work(10*time.Second), WithGovernor(g)) }()
+			time.Sleep(time.Millisecond) // the first nested call borrows the attempt's slot
+			go func() {
+				nested <- Do(ctx, ec2Subnets, func(ctx context.Context) error {
+					went = time.Since(start)
+					return fl.work(time.Second)(ctx)
+				}, WithGovernor(g))
+			}()
+			time.Sleep(time.Second) // the second waits for that slot
+			return transientErr()
+		}, WithGovernor(g), WithNestedCalls())
+		for range 2 {
+			if err := <-nested; err != nil {
+				t.Fatalf("a nested call: %v", err)
+			}
+		}
+		if err != nil || attempts != 2 {
+			t.Fatalf("the enclosing call: %v after %d attempts; want a success at the retry", err, attempts)
+		}
+		if want := 10 * time.Second; went != want || retry != want+time.Second {
+			t.Errorf("the second nested call went at %v, the retry at %v; want at %v, as the first gave the slot back, and at %v, after it", went, retry, want, want+time.Second)
+		}
+		if fl.most() != 1 {
+			t.Errorf("%d calls in flight at once, want 1: the account's cap", fl.most())
+		}
+	})
+}
