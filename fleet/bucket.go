@@ -540,15 +540,10 @@ func (b *sharedBucket) writeOwed() bool {
 		b.mu.Unlock()
 		b.s.calls.Add(1)
 		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append([]any{(mono() - time.Duration(th)).Microseconds(), b.s.cfg.timeout.Microseconds()}, pairs...)...))
-		switch {
-		case err != nil && unavailable(err):
-			if !b.s.closed() { // else Close's: no outage reported (see run)
-				b.s.errors.Add(1)
-			}
+		if !b.owedAnswered(err) {
 			return false
-		case err != nil && !b.s.closed():
-			b.s.refused(b.keys[0], err) // no use sending it again
-		case err == nil && len(res) >= 2:
+		}
+		if err == nil && len(res) >= 2 {
 			b.setRate(res[1])
 		}
 		b.owedThrottle.CompareAndSwap(th, 0)
@@ -557,21 +552,32 @@ func (b *sharedBucket) writeOwed() bool {
 	d := time.Duration(until) - mono()
 	if until != 0 && d > 0 {
 		b.s.calls.Add(1)
-		_, err := b.s.call(pauseScript, b.keys[:1], b.argsWith(d.Microseconds()))
-		switch {
-		case err != nil && unavailable(err):
-			if !b.s.closed() { // else Close's: no outage reported (see run)
-				b.s.errors.Add(1)
-			}
+		if _, err := b.s.call(pauseScript, b.keys[:1], b.argsWith(d.Microseconds())); !b.owedAnswered(err) {
 			return false
-		case err != nil && !b.s.closed():
-			b.s.refused(b.keys[0], err) // no use sending it again
 		}
 	}
 	b.owedPause.CompareAndSwap(until, 0)
 	b.s.owed.Delete(b)
 	if b.owedPause.Load() != 0 || b.owedThrottle.Load() != 0 { // owed meanwhile
 		b.s.owed.Store(b, struct{}{})
+	}
+	return true
+}
+
+// owedAnswered reports whether Redis answered a write-back of what is
+// owed (writeOwed), err its error: false when it did not (an outage, which
+// it counts unless the store is closing), and what was owed stays owed; a
+// refusal is reported (refused) and the debt dropped, as sending it again
+// would be refused again.
+func (b *sharedBucket) owedAnswered(err error) bool {
+	switch {
+	case err != nil && unavailable(err):
+		if !b.s.closed() { // else Close's: no outage reported (see run)
+			b.s.errors.Add(1)
+		}
+		return false
+	case err != nil && !b.s.closed():
+		b.s.refused(b.keys[0], err) // no use sending it again
 	}
 	return true
 }
