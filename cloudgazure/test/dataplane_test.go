@@ -78,13 +78,7 @@ func TestDataPlaneRequestsAreScopedByTheirResource(t *testing.T) {
 }
 
 func TestScopeOfURL(t *testing.T) {
-	az := func(account, svc string) resilience.Scope {
-		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
-	}
-	cases := []struct {
-		url  string
-		want resilience.Scope
-	}{
+	checkScopeOfURL(t, []scopeCase{
 		{"https://acct.blob.core.windows.net/c/b", az("acct", "blob")},
 		{"https://ACCT.Blob.Core.Windows.Net/c/b", az("acct", "blob")},
 		{"https://acct-secondary.blob.core.windows.net/c/b", az("acct", "blob")},
@@ -123,16 +117,7 @@ func TestScopeOfURL(t *testing.T) {
 		// A static website's host is no data plane of the account's API.
 		{"https://acct.z13.web.core.windows.net/index.html", az("", "resources")},
 		{"http://[::1]:8080/subscriptions/" + subB, az(subB, "resources")},
-	}
-	for _, c := range cases {
-		u, err := url.Parse(c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cloudgazure.ScopeOfURL(u); got != c.want {
-			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
-		}
-	}
+	})
 	u, _ := url.Parse("https://acct.blob.core.windows.net/c/b")
 	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
 		t.Errorf("ScopeOfURL allocates %v times", n)
@@ -165,13 +150,7 @@ func FuzzScopeOfURL(f *testing.F) {
 // calls, which, with a path that names no subscription, all shared
 // azure/*/*/resources.
 func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
-	az := func(account, svc string) resilience.Scope {
-		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
-	}
-	for _, c := range []struct {
-		url  string
-		want resilience.Scope
-	}{
+	checkScopeOfURL(t, []scopeCase{
 		{"https://acct.z24.blob.storage.azure.net/c/b", az("acct", "blob")},
 		{"https://ACCT.Z00.Queue.Storage.Azure.Net/q/messages", az("acct", "queue")},
 		{"https://acct.z99.table.storage.azure.net/t", az("acct", "table")},
@@ -186,15 +165,7 @@ func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
 		{"https://acct.z2.blob.storage.azure.net/c/b", az("", "resources")},
 		{"https://acct.z24.blob.storage.azure.net.example.com/c/b", az("", "resources")},
 		{"https://z24.blob.storage.azure.net/c/b", az("", "resources")},
-	} {
-		u, err := url.Parse(c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cloudgazure.ScopeOfURL(u); got != c.want {
-			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
-		}
-	}
+	})
 	u, _ := url.Parse("https://acct.z24.blob.storage.azure.net/c/b")
 	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
 		t.Errorf("ScopeOfURL of a DNS zone endpoint allocates %v times", n)
@@ -243,5 +214,32 @@ func governedSend(t *testing.T, ctx context.Context, gov *resilience.Governor, t
 			t.Fatalf("%s: %v", url, err)
 		}
 		return resp.StatusCode, time.Since(start)
+	}
+}
+
+// az is the Azure scope of account and service, of no region and no
+// operation, as ScopeOfURL reads a data plane's host.
+func az(account, svc string) resilience.Scope {
+	return resilience.Scope{Provider: "azure", Account: account, Service: svc}
+}
+
+// A scopeCase is a URL and the scope ScopeOfURL must read from it.
+type scopeCase struct {
+	url  string
+	want resilience.Scope
+}
+
+// checkScopeOfURL fails t for each case whose URL ScopeOfURL reads as
+// another scope.
+func checkScopeOfURL(t *testing.T, cases []scopeCase) {
+	t.Helper()
+	for _, c := range cases {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u); got != c.want {
+			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
+		}
 	}
 }

@@ -92,13 +92,7 @@ func TestOtherDataPlanesAreScopedByTheirResource(t *testing.T) {
 // and global Azure") and the Azure SDKs' cloud settings name them, and
 // no host of a user's own whose labels read the same.
 func TestScopeOfURLReadsOtherDataPlanes(t *testing.T) {
-	az := func(account, svc string) resilience.Scope {
-		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
-	}
-	for _, c := range []struct {
-		url  string
-		want resilience.Scope
-	}{
+	checkScopeOfURL(t, []scopeCase{
 		// Cosmos DB: the NoSQL API's and the Table API's hosts.
 		{"https://acct.documents.azure.com/dbs/d", az("acct", "cosmosdb")},
 		{"https://ACCT.Documents.Azure.Com:443/dbs/d", az("acct", "cosmosdb")},
@@ -150,15 +144,7 @@ func TestScopeOfURLReadsOtherDataPlanes(t *testing.T) {
 		// Shared endpoints, in no resource's host: by their path.
 		{"https://api.openai.com/v1/models", az("", "resources")},
 		{"https://westus.api.cognitive.microsoft.com/x", az("", "resources")},
-	} {
-		u, err := url.Parse(c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cloudgazure.ScopeOfURL(u); got != c.want {
-			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
-		}
-	}
+	})
 	for _, s := range []string{
 		"https://acct.documents.azure.com/dbs/d",
 		"https://acct.table.cosmos.azure.us/t",
@@ -181,13 +167,7 @@ func TestScopeOfURLReadsOtherDataPlanes(t *testing.T) {
 // the scope of the tenant's Resource Manager calls. A host of no such
 // shape, or under a suffix of no Azure cloud, stays Resource Manager's.
 func TestScopeOfURLReadsRegistryDataEndpoints(t *testing.T) {
-	az := func(account, svc string) resilience.Scope {
-		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
-	}
-	for _, c := range []struct {
-		url  string
-		want resilience.Scope
-	}{
+	checkScopeOfURL(t, []scopeCase{
 		{"https://reg.eastus.data.azurecr.io/v2/img/blobs/sha256:00", az("reg", "acr")},
 		{"https://Reg.WestEurope.Data.AzureCR.io:443/v2/img/blobs/sha256:00", az("reg", "acr")},
 		{"https://reg.eastus.data.azurecr.io./v2/", az("reg", "acr")},
@@ -200,15 +180,7 @@ func TestScopeOfURLReadsRegistryDataEndpoints(t *testing.T) {
 		{"https://reg.eastus.data.azurecr.io.example.org/v2/", az("", "resources")},
 		{"https://reg.eastus.data.azurecr.com/v2/", az("", "resources")},
 		{"https://a.reg.eastus.data.azurecr.io/v2/", az("", "resources")},
-	} {
-		u, err := url.Parse(c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cloudgazure.ScopeOfURL(u); got != c.want {
-			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
-		}
-	}
+	})
 	u, _ := url.Parse("https://reg.eastus.data.azurecr.io/v2/img/blobs/sha256:00")
 	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
 		t.Errorf("ScopeOfURL(%q) allocates %v times", u, n)
@@ -225,13 +197,7 @@ func TestScopeOfURLReadsRegistryDataEndpoints(t *testing.T) {
 // azure/<account>/*/aiservices, as the other two are, and not in
 // azure/*/*/resources with the tenant's Resource Manager calls.
 func TestScopeOfURLReadsTheAIServicesFoundryHost(t *testing.T) {
-	az := func(account, svc string) resilience.Scope {
-		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
-	}
-	for _, c := range []struct {
-		url  string
-		want resilience.Scope
-	}{
+	checkScopeOfURL(t, []scopeCase{
 		{"https://ai.services.ai.azure.com/models/chat/completions?api-version=2024-05-01-preview", az("ai", "aiservices")},
 		{"https://AI.Services.AI.Azure.com:443/api/projects/p/agents", az("ai", "aiservices")},
 		{"https://ai.services.ai.azure.com./models", az("ai", "aiservices")},
@@ -242,15 +208,7 @@ func TestScopeOfURLReadsTheAIServicesFoundryHost(t *testing.T) {
 		{"https://ai.services.ai.azure.com.example.org/models", az("", "resources")},
 		{"https://services.ai.azure.com/models", az("", "resources")},
 		{"https://ai.services.azure.com/models", az("", "resources")},
-	} {
-		u, err := url.Parse(c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cloudgazure.ScopeOfURL(u); got != c.want {
-			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
-		}
-	}
+	})
 }
 
 // A Cosmos DB account's dedicated gateway, through which its integrated
@@ -262,13 +220,7 @@ func TestScopeOfURLReadsTheAIServicesFoundryHost(t *testing.T) {
 // azure/<account>/*/cosmosdb, and not in azure/*/*/resources with the
 // tenant's Resource Manager calls.
 func TestScopeOfURLReadsTheCosmosDedicatedGateway(t *testing.T) {
-	az := func(account, svc string) resilience.Scope {
-		return resilience.Scope{Provider: "azure", Account: account, Service: svc}
-	}
-	for _, c := range []struct {
-		url  string
-		want resilience.Scope
-	}{
+	checkScopeOfURL(t, []scopeCase{
 		{"https://acct.sqlx.cosmos.azure.com/dbs/d/colls/c/docs/x", az("acct", "cosmosdb")},
 		{"https://ACCT.SQLX.Cosmos.Azure.com:443/dbs/d", az("acct", "cosmosdb")},
 		{"https://acct.sqlx.cosmos.azure.com./dbs/d", az("acct", "cosmosdb")},
@@ -277,13 +229,5 @@ func TestScopeOfURLReadsTheCosmosDedicatedGateway(t *testing.T) {
 		{"https://acct.sqlx.cosmos.example.com/dbs/d", az("", "resources")},
 		{"https://acct.sqlx.cosmos.azure.com.example.org/dbs/d", az("", "resources")},
 		{"https://sqlx.cosmos.azure.com/dbs/d", az("", "resources")},
-	} {
-		u, err := url.Parse(c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cloudgazure.ScopeOfURL(u); got != c.want {
-			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
-		}
-	}
+	})
 }
