@@ -9,8 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/cloudg/cloudg/internal/nestgate"
 )
 
 // A call lends each slot it holds to one call nested in the attempt it
@@ -132,17 +130,7 @@ func TestACallNestedInALaterAttemptDoesNotWaitForAnEarlierLoanWaitingForIt(t *te
 					}
 				case "Pace":
 					ctx := context.Background()
-					gd, err := g.Begin(ctx, ec2Vpcs)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var gate nestgate.Gate
-					nestgate.Attach(gd, &gate)
-					actx := &loopCtx{Context: ctx, gd: gd}
-					if err := gd.Enter(ctx); err != nil {
-						t.Fatal(err)
-					}
-					gate.SetOpen(true)
+					gd, gate, actx := enterGated(t, g, ctx, ec2Vpcs)
 					earlier(actx)
 					gate.SetOpen(false)
 					gd.After(transientErr()) // the SDK retries, holding the slot

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/nestgate"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -356,4 +357,24 @@ func (c *loopCtx) Value(key any) any {
 		return c.gd
 	}
 	return c.Context.Value(key)
+}
+
+// enterGated begins a call of scope on g with ctx and enters its first
+// attempt as an SDK integration does: a gate attached to the Guard, open
+// while the attempt runs, and the attempt's context, through which a call
+// nested in the attempt finds the Guard. It returns the Guard, its gate
+// (the caller closes it as the attempt ends) and the attempt's context.
+func enterGated(t *testing.T, g *Governor, ctx context.Context, scope Scope) (*Guard, *nestgate.Gate, *loopCtx) {
+	t.Helper()
+	gd, err := g.Begin(ctx, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := new(nestgate.Gate)
+	nestgate.Attach(gd, gate)
+	if err := gd.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate.SetOpen(true)
+	return gd, gate, &loopCtx{Context: ctx, gd: gd}
 }

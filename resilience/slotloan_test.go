@@ -79,17 +79,7 @@ func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *te
 				var fl flights
 				work := fl.work
 				ctx := context.Background()
-				gd, err := g.Begin(ctx, ec2Vpcs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var gate nestgate.Gate
-				nestgate.Attach(gd, &gate)
-				actx := &loopCtx{Context: ctx, gd: gd}
-				if err := gd.Enter(ctx); err != nil {
-					t.Fatal(err)
-				}
-				gate.SetOpen(true)
+				gd, gate, actx := enterGated(t, g, ctx, ec2Vpcs)
 				nested := make(chan error, 1)
 				go func() { nested <- Do(actx, ec2Subnets, work(10*time.Second), WithGovernor(g)) }()
 				time.Sleep(time.Second) // the nested call borrows the slot, and goes on
@@ -196,17 +186,7 @@ func TestARetryRefusedForWantOfASlotGivesItsTokenBack(t *testing.T) {
 				if how == "max wait" {
 					ctx = WithMaxWait(ctx, 2*time.Second)
 				}
-				gd, err := g.Begin(ctx, ec2Vpcs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var gate nestgate.Gate
-				nestgate.Attach(gd, &gate)
-				actx := &loopCtx{Context: ctx, gd: gd}
-				if err := gd.Enter(ctx); err != nil {
-					t.Fatal(err)
-				}
-				gate.SetOpen(true)
+				gd, gate, actx := enterGated(t, g, ctx, ec2Vpcs)
 				nested := make(chan error, 1)
 				go func() {
 					nested <- Do(actx, ec2Subnets, func(context.Context) error { time.Sleep(10 * time.Second); return nil }, WithGovernor(g))
