@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -32,24 +33,7 @@ func TestAThrottleRedisDidNotRunReachesTheFleet(t *testing.T) {
 	}{{refused, 50}, {outage, 50}, {lost, 50}, {oneEv, 50}} {
 		t.Run(c.name, func(t *testing.T) {
 			forEachSingleNode(t, func(t *testing.T, be backend) {
-				px, url := proxied(t, be)
-				prefix := uniquePrefix(t)
-				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer a.Close()
-				o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer o.Close()
-				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
-				ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
-				ab.Reserve(0) // the fleet's bucket, at 100 rps, read by A
-				// Redis holds the throttle's script (a throttle of another
-				// scope), so that a lost answer is the script's.
-				o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
+				px, a, ab, ob := throttleScene(t, be)
 				switch c.name {
 				case refused, oneEv:
 					px.RefuseNext([]byte("-ERR refused by the test\r\n"))
@@ -101,24 +85,7 @@ func TestASlowThrottleWriteBackCountsOnce(t *testing.T) {
 	for _, name := range []string{lost, oneEv} {
 		t.Run(name, func(t *testing.T) {
 			forEachSingleNode(t, func(t *testing.T, be backend) {
-				px, url := proxied(t, be)
-				prefix := uniquePrefix(t)
-				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithTimeout(10*time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer a.Close()
-				o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer o.Close()
-				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
-				ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
-				ab.Reserve(0) // the fleet's bucket, at 100 rps, read by A
-				// Redis holds the throttle's script (a throttle of another
-				// scope), so that a lost answer is the script's.
-				o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
+				px, a, ab, ob := throttleScene(t, be, fleet.WithTimeout(10*time.Second))
 				if name == lost {
 					px.DropAnswer()
 				} else {
@@ -139,4 +106,32 @@ func TestASlowThrottleWriteBackCountsOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// throttleScene opens two stores of one fleet on be: A through a proxy,
+// with opts, and O directly, each with a heartbeat that does not come
+// during the test (A's Close writes back what it owes), closed as the test
+// ends. A has read the fleet's bucket of vpcsKey at 100 rps (burst 10,
+// adaptive), and Redis holds the throttle's script (O throttled another
+// scope), so that an answer the proxy drops is the script's. It returns
+// the proxy, A, and A's and O's buckets of vpcsKey.
+func throttleScene(t *testing.T, be backend, opts ...fleet.Option) (*redisproxy.Proxy, *fleet.Store, state.Bucket, state.Bucket) {
+	t.Helper()
+	px, url := proxied(t, be)
+	prefix := uniquePrefix(t)
+	a, err := fleet.Open(url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
+	ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
+	ab.Reserve(0)
+	o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
+	return px, a, ab, ob
 }
