@@ -34,18 +34,7 @@ func ago(b *sharedBreaker, d time.Duration) {
 // the spec's cooldown from the third failure ends at 60s: a call at 70s
 // was refused for 30s more instead of going as the probe.)
 func TestCarriedFailuresCountAtTheirTime(t *testing.T) {
-	s, h := inOutage(t)
-	defer s.Close()
-	b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
-	h.down.Store(false)
-	s.heartbeat() // refused: back on the shared state, every operation refused
-	if s.Stats().Degraded {
-		t.Fatal("a Redis that refuses the heartbeat: on local limits")
-	}
-	toldClosed(b)
-	for range unwrittenSpec.Threshold - 1 {
-		b.Failure(0) // refused: counted by the local breaker alone, for the write-back
-	}
+	b := carriedFailures(t)
 	// Another process's failure, in the answer to a request in flight.
 	b.update(0, reading{st: "closed", failures: "1", cooldown: strconv.FormatInt(unwrittenSpec.Cooldown.Microseconds(), 10),
 		wait: "0", at: strconv.FormatInt(time.Now().UnixMicro(), 10), sent: mono()})
@@ -74,18 +63,7 @@ func TestCarriedFailuresCountAtTheirTime(t *testing.T) {
 // another process's failure (3 of a threshold of 3), and the next call at
 // 40s: the cooldown of 1m runs from 30s, to 90s.
 func TestCarriedFailuresOpenAsOfTheViewsLaterFailure(t *testing.T) {
-	s, h := inOutage(t)
-	defer s.Close()
-	b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
-	h.down.Store(false)
-	s.heartbeat() // refused: back on the shared state, every operation refused
-	if s.Stats().Degraded {
-		t.Fatal("a Redis that refuses the heartbeat: on local limits")
-	}
-	toldClosed(b)
-	for range unwrittenSpec.Threshold - 1 {
-		b.Failure(0) // refused: counted by the local breaker alone, for the write-back
-	}
+	b := carriedFailures(t)
 	ago(b, 30*time.Second)
 	// Another process's failure, in the answer to a request in flight, read at 30s.
 	b.update(30*time.Second, reading{st: "closed", failures: "1", cooldown: strconv.FormatInt(unwrittenSpec.Cooldown.Microseconds(), 10),
@@ -103,4 +81,25 @@ func TestCarriedFailuresOpenAsOfTheViewsLaterFailure(t *testing.T) {
 	if since := mono() - learned; learned == 0 || since < 9*time.Second || since > 11*time.Second {
 		t.Errorf("the local breaker opened by the carried failures with the view's: its change written back as %v ago, want about 10s (when the view's failure was read)", since)
 	}
+}
+
+// carriedFailures returns a breaker of a store back on the shared state
+// after an outage, Redis refusing every operation, told closed, with one
+// failure fewer than unwrittenSpec's threshold counted at 0 by the local
+// breaker alone, for the write-back. The store is closed as the test ends.
+func carriedFailures(t *testing.T) *sharedBreaker {
+	t.Helper()
+	s, h := inOutage(t)
+	t.Cleanup(func() { s.Close() })
+	b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
+	h.down.Store(false)
+	s.heartbeat() // refused: back on the shared state, every operation refused
+	if s.Stats().Degraded {
+		t.Fatal("a Redis that refuses the heartbeat: on local limits")
+	}
+	toldClosed(b)
+	for range unwrittenSpec.Threshold - 1 {
+		b.Failure(0) // refused: counted by the local breaker alone, for the write-back
+	}
+	return b
 }
