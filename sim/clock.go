@@ -31,11 +31,11 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error { return sl
 // 6 s of wall time. The command runs every strategy on one, so that a
 // scenario of minutes takes seconds. It implements RealDuration, which the
 // governor uses to compare its waits with a context's deadline (wall time).
-// It is safe for concurrent use. Make one with NewScaledClock: the zero
-// ScaledClock is not a clock, its time standing still at the zero
-// time.Time and its Sleep and RealDuration dividing by a scale of 0.
+// It is safe for concurrent use. Make one with NewScaledClock; the zero
+// ScaledClock is the wall clock, a clock at x1 (as NewScaledClock(0) is,
+// but for its origin, which does not matter at x1).
 type ScaledClock struct {
-	scale float64
+	scale float64   // 0 in the zero ScaledClock: x1
 	start time.Time // the wall time at which the clock was made; also its origin
 }
 
@@ -49,12 +49,21 @@ func NewScaledClock(scale float64) *ScaledClock {
 	return &ScaledClock{scale: scale, start: time.Now()}
 }
 
-// Scale returns how many times faster than the wall clock c runs.
-func (c *ScaledClock) Scale() float64 { return c.scale }
+// Scale returns how many times faster than the wall clock c runs: 1 for
+// the zero ScaledClock.
+func (c *ScaledClock) Scale() float64 {
+	if c.scale == 0 {
+		return 1
+	}
+	return c.scale
+}
 
 // Now returns the time the clock was made plus the wall time elapsed since,
-// scaled.
+// scaled; for the zero ScaledClock, time.Now().
 func (c *ScaledClock) Now() time.Time {
+	if c.scale == 0 {
+		return time.Now()
+	}
 	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.scale))
 }
 
@@ -66,7 +75,7 @@ func (c *ScaledClock) Sleep(ctx context.Context, d time.Duration) error {
 
 // RealDuration returns the wall time that d of clock time takes.
 func (c *ScaledClock) RealDuration(d time.Duration) time.Duration {
-	return time.Duration(float64(d) / c.scale)
+	return time.Duration(float64(d) / c.Scale())
 }
 
 // scaleOf returns how many times faster than the wall clock c runs: from its

@@ -145,3 +145,22 @@ func TestScaledClockDeadline(t *testing.T) {
 		}
 	})
 }
+
+// The zero ScaledClock is a clock at x1, the wall clock: its time moves
+// with the wall clock's and its Sleep waits as long as asked, rather than
+// standing still at the zero time.Time while every Sleep returns at once.
+func TestZeroScaledClockIsTheWallClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c ScaledClock
+		t0, w0 := c.Now(), time.Now()
+		if err := c.Sleep(context.Background(), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got, wall := c.Now().Sub(t0), time.Since(w0); got != 30*time.Second || wall != 30*time.Second {
+			t.Fatalf("a 30 s sleep on the zero ScaledClock: %v of clock time in %v of wall time, want 30s in 30s", got, wall)
+		}
+		if c.Scale() != 1 || c.RealDuration(time.Minute) != time.Minute || scaleOf(&c) != 1 {
+			t.Fatalf("the zero ScaledClock: scale %v, a minute takes %v, scaleOf %v; want 1, 1m0s, 1", c.Scale(), c.RealDuration(time.Minute), scaleOf(&c))
+		}
+	})
+}
