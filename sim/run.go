@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -167,15 +168,21 @@ func (r *recorder) rate(t time.Duration, v float64) {
 }
 
 // Run is one strategy's run of a scenario, in progress or done: make one
-// with NewRun and Execute it once. Progress and Strategy may be called
-// from any goroutine while Execute runs. The zero Run has no scenario:
-// its Execute panics.
+// with NewRun and Execute it once: a second Execute returns
+// ErrRunExecuted. Progress and Strategy may be called from any goroutine
+// while Execute runs. The zero Run has no scenario: its Execute panics,
+// saying so.
 type Run struct {
 	sc       *Scenario
 	strategy string
+	executed atomic.Bool // Execute was called
 	done     atomic.Int64
 	elapsed  atomic.Int64 // simulated time of the last progress sample
 }
+
+// ErrRunExecuted is the error of a second Execute of one Run, which runs
+// nothing: a Run counts the calls of one run (Progress).
+var ErrRunExecuted = errors.New("sim: the Run was executed already: make another with NewRun")
 
 // NewRun prepares a run of strategy on sc.
 func NewRun(sc *Scenario, strategy string) *Run { return &Run{sc: sc, strategy: strategy} }
@@ -195,6 +202,12 @@ func (r *Run) Strategy() string { return r.strategy }
 // own package variables: with any clock but SystemClock, install the clock
 // with UseSDKClock first.
 func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
+	if r.sc == nil {
+		panic("sim: Execute of a Run without a scenario: make one with NewRun")
+	}
+	if r.executed.Swap(true) {
+		return nil, ErrRunExecuted
+	}
 	if r.sc.Estate != nil {
 		return r.executeEstate(ctx, clock)
 	}
