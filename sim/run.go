@@ -200,13 +200,17 @@ func (r *Run) Strategy() string { return r.strategy }
 // makespan the time it was cut. Inside a testing/synctest bubble, with
 // SystemClock, it runs in virtual time. The AWS SDK reads time through its
 // own package variables: with any clock but SystemClock, install the clock
-// with UseSDKClock first.
+// with UseSDKClock first. A scenario that Scenario.Validate refuses is
+// not run: Execute returns Validate's *Error, naming the key.
 func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 	if r.sc == nil {
 		panic("sim: Execute of a Run without a scenario: make one with NewRun")
 	}
 	if r.executed.Swap(true) {
 		return nil, ErrRunExecuted
+	}
+	if err := r.sc.Validate(); err != nil {
+		return nil, err
 	}
 	if r.sc.Estate != nil {
 		return r.executeEstate(ctx, clock)

@@ -20,9 +20,8 @@ import (
 // Scenario's methods only read it, so the Runs of one Scenario may execute
 // from several goroutines at once (the command runs its strategies so), as
 // long as nothing changes it meanwhile. The zero Scenario is refused by
-// Validate ("workload.workers: must be > 0"), as Parse and LoadFile refuse
-// a scenario it refuses; Execute does not validate, and runs no call of
-// it.
+// Validate ("workload.workers: must be > 0"), as Parse, LoadFile and
+// Run.Execute refuse a scenario it refuses.
 type Scenario struct {
 	Name        string
 	Description string
