@@ -75,10 +75,8 @@ func writeEstateTable(w io.Writer, sc *Scenario, results []*Result) error {
 // ledger; the requests throttled.
 func writeEstateSweep(w io.Writer, s *Sweep) error {
 	var ideals []time.Duration
-	for _, rs := range s.Results {
-		if len(rs) > 0 {
-			ideals = append(ideals, rs[0].Ideal)
-		}
+	for _, r := range s.seedRuns() {
+		ideals = append(ideals, r.Ideal)
 	}
 	writeEstateHeader(w, s.Scenario, ideals)
 	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))

@@ -13,12 +13,12 @@ import (
 
 // Sweep holds the runs of a scenario's strategies over several seeds:
 // Results[i][j] is seed Seeds[i]'s run of Strategies[j]; a seed's results
-// may stop short, the strategies past them not run on it, which its
-// figures and wins leave out. Make one with
-// NewSweep and fill it with Add. The zero Sweep has no Scenario and no
-// Strategies: Figures and Wins find no run in it, whatever Add gave it,
-// and WriteSweep panics on it (WriteCSV writes its rows). It is not safe
-// for concurrent use.
+// may stop short, or hold a nil run, the strategies past them or of the
+// nil runs not run on it, which its figures, wins and tables leave out.
+// Make one with NewSweep and fill it with Add. The zero Sweep has no
+// Scenario and no Strategies: Figures and Wins find no run in it, whatever
+// Add gave it, and WriteSweep panics on it (WriteCSV writes its rows). It
+// is not safe for concurrent use.
 type Sweep struct {
 	Scenario   *Scenario
 	Seeds      []uint64
@@ -124,13 +124,7 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 	if s.Scenario.Estate != nil {
 		return writeEstateSweep(w, s)
 	}
-	var first []*Result
-	for _, rs := range s.Results {
-		if len(rs) > 0 {
-			first = append(first, rs[0])
-		}
-	}
-	writeHeader(w, s.Scenario, first...)
+	writeHeader(w, s.Scenario, s.seedRuns()...)
 	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
 	wins := baseline != "" && slices.Contains(s.Strategies, baseline)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -174,6 +168,18 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 	return nil
 }
 
+// seedRuns returns one run of each seed that has any, the first of its
+// runs that is not nil.
+func (s *Sweep) seedRuns() []*Result {
+	var out []*Result
+	for _, rs := range s.Results {
+		if i := slices.IndexFunc(rs, func(r *Result) bool { return r != nil }); i >= 0 {
+			out = append(out, rs[i])
+		}
+	}
+	return out
+}
+
 // WriteCSV writes one row per seed and strategy: seed, strategy, goodput
 // and rejected share (0..1), calls lost, makespan in seconds, and the
 // tokens the provider's buckets held at the end and lost while full
@@ -193,6 +199,9 @@ func WriteCSV(w io.Writer, s *Sweep) error {
 	}
 	for i, rs := range s.Results {
 		for _, r := range rs {
+			if r == nil {
+				continue // not run on this seed
+			}
 			row := []string{
 				strconv.FormatUint(s.Seeds[i], 10), r.Strategy,
 				strconv.FormatFloat(r.Goodput(), 'f', 6, 64), strconv.FormatFloat(r.RejectedShare(), 'f', 6, 64),

@@ -197,3 +197,36 @@ func TestInstalledStrategyGovernsTheProvidersService(t *testing.T) {
 		}
 	}
 }
+
+// A seed's results may hold a nil run (a strategy whose run failed, as
+// the command leaves it): WriteSweep and WriteCSV leave it out as Figures
+// does, whichever strategy it is, rather than panicking on the first.
+func TestSweepWithANilRun(t *testing.T) {
+	for _, name := range []string{ScenarioDefault, ScenarioEstateUniform} {
+		sc, _ := Builtin(name)
+		a, b := AWSAdaptive, CloudgGoodput
+		if sc.Estate != nil {
+			a, b = PoolAIMD, Plain
+		}
+		sc.Strategies = []string{a, b}
+		sw := NewSweep(sc)
+		sw.Add(1, []*Result{nil, fakeResult(b, 995, 20, 0, 110*time.Second)})
+		sw.Add(2, []*Result{fakeResult(a, 990, 30, 0, 111*time.Second), fakeResult(b, 990, 10, 0, 112*time.Second)})
+		for what, write := range map[string]func(*bytes.Buffer) error{
+			"WriteSweep": func(w *bytes.Buffer) error { return WriteSweep(w, sw, a) },
+			"WriteCSV":   func(w *bytes.Buffer) error { return WriteCSV(w, sw) },
+		} {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("%s of the %s sweep, whose seed 1 has a nil first run: panic %v; want the figures of the runs made", what, name, p)
+					}
+				}()
+				var buf bytes.Buffer
+				if err := write(&buf); err != nil {
+					t.Errorf("%s of the %s sweep: %v", what, name, err)
+				}
+			}()
+		}
+	}
+}
