@@ -79,7 +79,7 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 		ideals = append(ideals, r.Ideal)
 	}
 	writeEstateHeader(w, s.Scenario, ideals)
-	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
+	s.writeRunCount(w)
 	affected := s.Scenario.Estate.Affected != ""
 	plain := s.runs(Plain)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -104,7 +104,7 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 			return spreadOf(vs)
 		}
 		mk := fig(func(r *Result) float64 { return r.Makespan.Seconds() })
-		line := fmt.Sprintf("%s\t%s\t%s\t", name, secsSpread(mk), fixedSpread(fig(func(r *Result) float64 { return ratio(r.Makespan, r.Ideal) })))
+		line := fmt.Sprintf("%s\t%s\t%s\t", s.label(name), secsSpread(mk), fixedSpread(fig(func(r *Result) float64 { return ratio(r.Makespan, r.Ideal) })))
 		if affected {
 			line += secsSpread(fig(func(r *Result) float64 { return r.Unaffected().Seconds() })) + "\t"
 		}

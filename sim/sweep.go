@@ -14,11 +14,12 @@ import (
 // Sweep holds the runs of a scenario's strategies over several seeds:
 // Results[i][j] is seed Seeds[i]'s run of Strategies[j]; a seed's results
 // may stop short, or hold a nil run, the strategies past them or of the
-// nil runs not run on it, which its figures, wins and tables leave out.
-// Make one with NewSweep and fill it with Add. The zero Sweep has no
-// Scenario and no Strategies: Figures and Wins find no run in it, whatever
-// Add gave it, and WriteSweep panics on it (WriteCSV writes its rows). It
-// is not safe for concurrent use.
+// nil runs not run on it, which its figures, wins and tables leave out
+// (a strategy run on fewer seeds than the sweep has carries the number
+// of its runs in WriteSweep's table). Make one with NewSweep and fill it
+// with Add. The zero Sweep has no Scenario and no Strategies: Figures and
+// Wins find no run in it, whatever Add gave it, and WriteSweep panics on
+// it (WriteCSV writes its rows). It is not safe for concurrent use.
 type Sweep struct {
 	Scenario   *Scenario
 	Seeds      []uint64
@@ -112,8 +113,10 @@ func (s *Sweep) runs(strategy string) []*Result {
 }
 
 // WriteSweep writes each strategy's figures over the seeds, mean (min-max),
-// and the seeds on which it did better than baseline (Wins); an empty
-// baseline, or one the sweep did not run, leaves the wins out.
+// and the seeds on which it did better than baseline (Wins), out of those
+// that ran both; an empty baseline, or one the sweep did not run, leaves
+// the wins out. A strategy that ran on fewer seeds than the sweep has
+// carries its runs after its name.
 //
 // An estate's sweep has its own figures (see EstateStrategyNames): the
 // makespan against the seed's ideal, when the scopes a pause or a dead
@@ -125,7 +128,7 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 		return writeEstateSweep(w, s)
 	}
 	writeHeader(w, s.Scenario, s.seedRuns()...)
-	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
+	s.writeRunCount(w)
 	wins := baseline != "" && slices.Contains(s.Strategies, baseline)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "strategy\tmakespan\tgoodput\trejected %\tlost\t"
@@ -141,7 +144,7 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 			mark, lostAny = "*", true
 		}
 		line := fmt.Sprintf("%s\t%s (%s-%s)\t%.1f%%%s (%.1f-%.1f)\t%.2f%% (%.2f-%.2f)\t%s (%s-%s)\t",
-			name, secs(seconds(m.Mean)), secs(seconds(m.Min)), secs(seconds(m.Max)),
+			s.label(name), secs(seconds(m.Mean)), secs(seconds(m.Min)), secs(seconds(m.Max)),
 			100*g.Mean, mark, 100*g.Min, 100*g.Max, 100*r.Mean, 100*r.Min, 100*r.Max,
 			count(l.Mean), count(l.Min), count(l.Max))
 		if wins {
@@ -149,7 +152,7 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 				line += "-\t"
 			} else {
 				both, gw, rw := s.Wins(name, baseline)
-				line += fmt.Sprintf("%d/%d (goodput %d, rejected %d)\t", both, len(s.Seeds), gw, rw)
+				line += fmt.Sprintf("%d/%d (goodput %d, rejected %d)\t", both, s.ranBoth(name, baseline), gw, rw)
 			}
 		}
 		fmt.Fprintln(tw, line)
@@ -178,6 +181,47 @@ func (s *Sweep) seedRuns() []*Result {
 		}
 	}
 	return out
+}
+
+// ranBoth counts the seeds that ran both a and b.
+func (s *Sweep) ranBoth(a, b string) int {
+	ra, rb := s.runs(a), s.runs(b)
+	n := 0
+	for i := range min(len(ra), len(rb)) {
+		if ra[i] != nil && rb[i] != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// ran counts the seeds that ran strategy.
+func (s *Sweep) ran(strategy string) int { return s.ranBoth(strategy, strategy) }
+
+// writeRunCount writes the line that says how many runs the figures are
+// over: every strategy's seeds, or, when some ran on fewer seeds than the
+// sweep has, that their names carry their runs (label).
+func (s *Sweep) writeRunCount(w io.Writer) {
+	for _, name := range s.Strategies {
+		if s.ran(name) < len(s.Seeds) {
+			fmt.Fprintf(w, "seeds %s: mean (min-max) over the runs of each strategy, %d seeds; a strategy run on fewer has its runs after its name\n\n", seedRange(s.Seeds), len(s.Seeds))
+			return
+		}
+	}
+	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
+}
+
+// label returns a strategy's name in a sweep's table, with its runs when
+// it ran on fewer seeds than the sweep has.
+func (s *Sweep) label(strategy string) string {
+	n := s.ran(strategy)
+	switch {
+	case n == len(s.Seeds):
+		return strategy
+	case n == 1:
+		return strategy + " (1 run)"
+	}
+	return fmt.Sprintf("%s (%d runs)", strategy, n)
 }
 
 // WriteCSV writes one row per seed and strategy: seed, strategy, goodput

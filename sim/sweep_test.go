@@ -230,3 +230,28 @@ func TestSweepWithANilRun(t *testing.T) {
 		}
 	}
 }
+
+// The table says how many runs each strategy's figures are over: a
+// strategy a short seed lacks is not said to have run on every seed, and
+// its wins are counted out of the seeds on which both it and the baseline
+// ran.
+func TestSweepCountsTheRunsOfAStrategyAShortSeedLacks(t *testing.T) {
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Strategies = []string{AWSAdaptive, CloudgGoodput}
+	sw := NewSweep(sc)
+	sw.Add(1, []*Result{fakeResult(AWSAdaptive, 990, 30, 0, 111*time.Second), fakeResult(CloudgGoodput, 995, 20, 0, 110*time.Second)})
+	sw.Add(2, []*Result{fakeResult(AWSAdaptive, 980, 40, 0, 112*time.Second)})
+	var b bytes.Buffer
+	if err := WriteSweep(&b, sw, AWSAdaptive); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "over 2 runs of each strategy") {
+		t.Errorf("the table says every strategy ran on both seeds; cloudg-goodput ran on seed 1 only:\n%s", out)
+	}
+	for _, want := range []string{"cloudg-goodput (1 run)", "1/1 (goodput 1, rejected 1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
