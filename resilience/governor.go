@@ -584,10 +584,26 @@ func (g *Governor) Budget(provider string) float64 {
 // below its size is spent: the governor holds it (Providers) until
 // successes refund it, after the scopes that spent it are reclaimed, so
 // that a status page or a gauge shows the budgets of the providers with
-// live scopes and those Budget reports below BudgetSize. It is a read
-// that makes nothing, as Budget is, safe for concurrent use.
+// live scopes and those Budget reports below BudgetSize (BudgetAndSize
+// reads both at once). It is a read that makes nothing, as Budget is,
+// safe for concurrent use.
 func (g *Governor) BudgetSize(provider string) int {
 	return g.settings(provider).budget
+}
+
+// BudgetAndSize returns Budget and BudgetSize of provider in one read, of
+// one budget: read apart, a Configure between them that changes the
+// provider's retry settings (and so replaces its budget) pairs the
+// tokens of one budget with the size of another, and a full budget reads
+// as spent. It is a read that makes nothing, as Budget is, safe for
+// concurrent use.
+func (g *Governor) BudgetAndSize(provider string) (left float64, size int) {
+	if p := g.existing(provider); p != nil {
+		return p.budget.Remaining(), p.set.budget
+	}
+	c := g.configured()
+	set := resolveProvider(provider, c.cfg.Provider(provider), c.enabled)
+	return float64(set.budget), set.budget
 }
 
 // Inspect returns where scope stands now: its leaf bucket's rate,

@@ -17,7 +17,8 @@
 //     a token, each provider's retry budget, once (still after its
 //     scopes are reclaimed, while the governor holds it spent: only
 //     successes refund a budget; resilience.Governor.Providers, its
-//     Budget below its BudgetSize, whatever the page read before), each
+//     tokens below its size, both read at once by
+//     resilience.Governor.BudgetAndSize, whatever the page read before), each
 //     provider's provider-wide bucket (global_max_rps) with the callers
 //     queued on it, once, and the
 //     providers disabled, whose calls go straight through, ungoverned

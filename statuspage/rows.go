@@ -299,10 +299,11 @@ func (k *knownProviders) others(g *resilience.Governor, seen map[string]float64,
 // status, and the snapshots of the rows it may show (see picker); the
 // counters it reads are the totals and those of the services shown. The
 // retry budgets are those of the providers with live scopes, and those
-// the governor holds spent (Budget below BudgetSize), whose scopes are
-// gone: only successes refund a budget. The providers disabled are those
-// the governor holds, and those known remembers (nil: none). It stops,
-// with ctx's error, when ctx ends before it has read every scope.
+// the governor holds spent (Governor.BudgetAndSize: its tokens below its
+// size), whose scopes are gone: only successes refund a budget. The
+// providers disabled are those the governor holds, and those known
+// remembers (nil: none). It stops, with ctx's error, when ctx ends before
+// it has read every scope.
 func collect(ctx context.Context, g *resilience.Governor, limit int, known *knownProviders) (page, error) {
 	p := page{Time: g.Clock().Now(), Statuses: make(map[string]int, numStatuses)}
 	var counts [numStatuses]int
@@ -397,7 +398,7 @@ func collect(ctx context.Context, g *resilience.Governor, limit int, known *know
 		if _, live := budgets[name]; live || !isEnabled(name) {
 			continue
 		}
-		if left := g.Budget(name); left < float64(g.BudgetSize(name)) {
+		if left, size := g.BudgetAndSize(name); left < float64(size) {
 			budgets[name] = left // spent, after the scopes that spent it
 		}
 	}
