@@ -91,7 +91,8 @@
 // each account two more, each provider one (a provider's retry budget,
 // which only successes refund, is read after its scopes are dropped
 // while the governor holds it spent: resilience.Governor.Providers, its
-// Budget below its BudgetSize) and three more when it has a
+// tokens below its size, both read at once by
+// resilience.Governor.BudgetAndSize) and three more when it has a
 // provider-wide bucket (its rate, ceiling and callers queued). A provider a Configure disabled has none: its
 // calls go through ungoverned, and what its scopes learned, which the
 // governor keeps for when it is enabled again, is not where they stand.

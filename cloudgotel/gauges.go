@@ -608,10 +608,10 @@ func (rd *reader) providerOf(c *config, name string, snap state.ScopeSnapshot) {
 
 // add takes the live scopes of govs, read with c's options, into the
 // reading, and the retry budgets of their providers: those with live
-// scopes, and those the governor holds spent (Governor.Providers, Budget
-// below BudgetSize), whose scopes are gone (only successes refund a
-// budget). It stops, with ctx's error, when ctx ends before it has read
-// every scope (a collection given up on, whose reading of a shared store
+// scopes, and those the governor holds spent (Governor.Providers, their
+// tokens below their size, both read at once by Governor.BudgetAndSize),
+// whose scopes are gone (only successes refund a budget). It stops, with
+// ctx's error, when ctx ends before it has read every scope (a collection given up on, whose reading of a shared store
 // goes on a round trip per scope). A provider a governor has disabled
 // (Governor.Enabled) is left out: its calls go through ungoverned, and
 // the state its scopes learned, which the governor keeps for when it is
@@ -689,7 +689,7 @@ func (rd *reader) add(ctx context.Context, c *config, govs []*resilience.Governo
 			if rd.seenProvider[k] || !isEnabled(name) {
 				continue
 			}
-			if left := g.Budget(name); left < float64(g.BudgetSize(name)) {
+			if left, size := g.BudgetAndSize(name); left < float64(size) {
 				rd.seenProvider[k] = true
 				rd.provider(c, name).left += left // spent, after the scopes that spent it
 			}
