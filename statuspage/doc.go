@@ -7,7 +7,9 @@
 //
 //   - a card per state with the live scopes in it and what the state means,
 //     which is the page's legend: open (the breaker refuses calls until its
-//     probe), half-open (one probe is out), paused (a pause holds every
+//     probe; a breaker in a state that is none of closed, half-open and
+//     open is counted here too, its row saying its state is unknown),
+//     half-open (one probe is out), paused (a pause holds every
 //     call), dead (every answer fails: throttled for good, or down),
 //     slowed (the rate is held below its ceiling), queued (callers wait for
 //     a token of the scope's bucket, its account's or its provider's) and

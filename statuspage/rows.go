@@ -40,12 +40,16 @@ func (s status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // statusOf classifies a scope by where it stands. A dead scope is dead
 // whatever its breaker does (it opened because the scope was found dead,
 // and its probes fail): it is the one status that says there is nothing
-// to wait for.
+// to wait for. A breaker in a state that is none of closed, half-open and
+// open (knownBreaker; as a Store's breaker decoded from a corrupt record
+// may report) is open: the governor takes a breaker that is not closed for one
+// that refuses calls while it reports a wait, and the row says that its
+// state is unknown (explain).
 func statusOf(s state.ScopeSnapshot) status {
 	switch {
 	case s.Dead != "":
 		return statusDead
-	case s.Breaker.State == state.Open:
+	case s.Breaker.State == state.Open || !knownBreaker(s.Breaker.State):
 		return statusOpen
 	case s.Breaker.State == state.HalfOpen:
 		return statusHalfOpen
@@ -57,6 +61,12 @@ func statusOf(s state.ScopeSnapshot) status {
 		return statusQueued
 	}
 	return statusOK
+}
+
+// knownBreaker reports whether b is a breaker's position: closed,
+// half-open or open.
+func knownBreaker(b state.BreakerState) bool {
+	return b == state.Closed || b == state.HalfOpen || b == state.Open
 }
 
 // pausedFor returns the time left in the longest pause holding the scope.

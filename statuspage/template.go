@@ -160,6 +160,13 @@ func explain(r row) string {
 	s := r.State
 	switch r.Status {
 	case statusOpen:
+		if st := s.Breaker.State; !knownBreaker(st) {
+			what := "open: its breaker is in an unknown state, " + st.String() + ", none of closed, half-open and open (as a store's breaker decoded from a corrupt record may report), which the governor takes for not closed"
+			if s.Breaker.Wait <= 0 {
+				return what + "; it reports no wait, and calls go as the breaker lets them" + because(r.Reason)
+			}
+			return what + ": calls are refused for " + duration(s.Breaker.Wait) + " more" + because(r.Reason)
+		}
 		if s.Breaker.Wait <= 0 {
 			return "open: its cooldown is over, and the next call goes as its probe" + because(r.Reason)
 		}
