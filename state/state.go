@@ -143,7 +143,8 @@ type Dropper interface {
 // which any number of goroutines may read at once. The zero BreakerSpec
 // is none the governor passes a Store (its validated configuration's
 // threshold is at least 1); the in-process breaker reads a threshold
-// below 1 as 1.
+// below 1 as 1, and one above the most consecutive failures it counts
+// (1<<28) as that most.
 type BreakerSpec struct {
 	Threshold   int           // consecutive failures that open it; at least 1
 	Cooldown    time.Duration // the base open time

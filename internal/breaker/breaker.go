@@ -69,11 +69,11 @@ func New(s state.BreakerSpec) *Breaker {
 }
 
 // Init makes b, a zero Breaker (one embedded in a larger allocation, say),
-// a closed breaker. It must not be called on a breaker in use.
+// a closed breaker. It must not be called on a breaker in use. A
+// threshold below 1 is read as 1, and one above MaxThreshold, which its
+// count of failures would never reach, as MaxThreshold.
 func (b *Breaker) Init(s state.BreakerSpec) {
-	if s.Threshold < 1 {
-		s.Threshold = 1
-	}
+	s.Threshold = min(max(s.Threshold, 1), MaxThreshold)
 	if s.MaxCooldown < s.Cooldown {
 		s.MaxCooldown = s.Cooldown
 	}

@@ -339,3 +339,19 @@ func TestRestoreEndsForAnySpec(t *testing.T) {
 		}
 	}
 }
+
+// A threshold above MaxThreshold, which its count of failures never
+// reaches, is read as MaxThreshold, as one below 1 is read as 1: a Store
+// (resilience.MemoryStore) given such a spec makes a breaker that opens
+// once it has counted the most failures it counts, not one that never
+// opens.
+func TestAThresholdAboveMaxThresholdOpensAtIt(t *testing.T) {
+	b := New(state.BreakerSpec{Threshold: 2 * MaxThreshold, Cooldown: 60 * sec, MaxCooldown: 600 * sec})
+	b.Restore(state.Closed, math.MaxInt, 60*sec, 0)
+	if s := b.Snapshot(0); s.Failures != MaxThreshold-1 {
+		t.Fatalf("restored with every failure it counts: %+v, want %d failures", s, MaxThreshold-1)
+	}
+	if !b.Failure(0) {
+		t.Fatalf("threshold %d: did not open after %d failures, the most it counts", 2*MaxThreshold, MaxThreshold)
+	}
+}
