@@ -108,8 +108,16 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	}
 	e := x.statusError(resp)
 	if x.github {
-		githubAnswer(e, x.gov.Clock().Now())
+		githubAnswer(e, x.orig.URL.Path, x.gov.Clock().Now())
 		githubSecondary(x.orig.Context(), e, resp)
+		if e.kind == errread.None && otherQuota(e.header, x.orig.URL.Path) {
+			// Another quota's refusal (its x-ratelimit-resource), with
+			// no secondary limit's retry-after or words: the scope,
+			// whose quota it is not, is neither slowed nor paused, and
+			// the caller gets GitHub's answer, which says when that
+			// quota resets.
+			e.kind = errread.Fatal
+		}
 	}
 	if hb, ok := resp.Body.(hint.Body); ok && !e.hasHint {
 		// The delay a transport below found in the body (a Google

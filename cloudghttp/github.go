@@ -124,13 +124,17 @@ const lowShare = 10
 // paths GitHub's documentation does not give (actions_runner_registration,
 // scim, code_scanning_autofix, audit_log_streaming,
 // copilot_usage_records), as does an asynchronous SBOM's
-// sbom/fetch-report/{uuid}, whose quota it does not name: when one of
-// those quotas is spent, its answer pauses every REST call of the
-// account. The x-ratelimit-resource of an answer names the quota its call
-// counted against, but only once the call was made, in the scope chosen
-// before it was sent, in which it is recorded; it moves no call, and
-// does not tell the scope of the next one, whose path differs (a SCIM
-// user's, an alert's autofix).
+// sbom/fetch-report/{uuid}, whose quota it does not name. The
+// x-ratelimit-resource of an answer names the quota its call counted
+// against, but only once the call was made, in the scope chosen before it
+// was sent, in which it is recorded; it moves no call, and does not tell
+// the scope of the next one, whose path differs (a SCIM user's, an
+// alert's autofix). Headers that name another quota than the one the
+// call's path counts against (core for rest) pace nothing: that quota
+// spent or low neither pauses nor slows the call's scope, and a 403 or 429
+// of it (no retry-after, no secondary limit's words in its body) is a
+// fatal answer, not retried, whose headers tell the caller when that quota
+// resets.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
@@ -139,7 +143,9 @@ const lowShare = 10
 // GitHub's limits; what keeps them under those limits is what the answers
 // say, which the Transport reads for every scope of ProviderGitHub:
 //
-//   - a 403 or 429 with x-ratelimit-remaining: 0 is a throttle: the scope's
+//   - a 403 or 429 with x-ratelimit-remaining: 0 (of the quota the call's
+//     path counts against, as every rule on x-ratelimit-remaining is) is a
+//     throttle: the scope's
 //     rate is halved and the scope paused until x-ratelimit-reset (epoch
 //     seconds), capped at resilience.MaxPause, or for Retry-After when the
 //     answer has one;
@@ -261,13 +267,14 @@ func pathSegment(path string) (string, string) {
 	return seg, path[len(seg)+1:]
 }
 
-// githubAnswer applies GitHub's rules to an error answer (see GitHub).
-func githubAnswer(e *StatusError, now time.Time) {
+// githubAnswer applies GitHub's rules to an error answer (see GitHub) to
+// a request of path.
+func githubAnswer(e *StatusError, path string, now time.Time) {
 	if e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests {
 		return
 	}
 	h := e.header
-	if n, ok := headerInt(h, hdrRemaining); ok && n == 0 {
+	if n, ok := headerInt(h, hdrRemaining); ok && n == 0 && !otherQuota(h, path) {
 		e.kind = errread.Throttled
 		e.hint, e.hasHint = resetIn(h, now)
 		return
@@ -275,6 +282,25 @@ func githubAnswer(e *StatusError, now time.Time) {
 	if len(h[hdrRetryAfter]) > 0 {
 		e.kind = errread.Throttled // the core reads the delay from the header
 	}
+}
+
+// hdrResource names the quota an answer's x-ratelimit-* headers count.
+const hdrResource = "X-Ratelimit-Resource"
+
+// otherQuota reports whether h, the headers of an answer to a request of
+// path, count another quota than the one path's calls count against
+// (githubRoute's service; rest's quota is core): their x-ratelimit-resource
+// names another. Such headers pace none of the calls of path's scope.
+func otherQuota(h http.Header, path string) bool {
+	v := h[hdrResource]
+	if len(v) == 0 {
+		return false
+	}
+	resource := githubService(path)
+	if resource == GitHubREST {
+		resource = "core"
+	}
+	return !strings.EqualFold(strings.TrimSpace(v[0]), resource)
 }
 
 // githubSecondaryWait is the wait of a secondary rate limit that gives
@@ -509,9 +535,10 @@ func contentEncoding(resp *http.Response) string {
 }
 
 // githubQuota slows a scope whose quota runs low (see GitHub); h are the
-// headers of an answer that was not a throttle.
-func githubQuota(gd *resilience.Guard, h http.Header, now time.Time) {
-	if !quotaLow(h) {
+// headers of an answer to a request of path that was not a throttle. The
+// headers of another quota than path's (otherQuota) slow nothing.
+func githubQuota(gd *resilience.Guard, h http.Header, path string, now time.Time) {
+	if !quotaLow(h) || otherQuota(h, path) {
 		return
 	}
 	left, _ := headerInt(h, hdrRemaining)

@@ -1011,3 +1011,58 @@ func TestGitHubAccountIsCaseInsensitive(t *testing.T) {
 		}
 	})
 }
+
+// GitHub names in x-ratelimit-resource the quota an answer's
+// x-ratelimit-* headers count (docs.github.com's "Rate limits for the
+// REST API"): an answer whose headers are another quota's than the one
+// its path counts against (search's, or one GitHub's documentation gives
+// no paths for and whose calls are in rest: audit_log_streaming, scim)
+// paces none of the account's calls of the path's quota. That quota
+// spent, or nearly, neither pauses nor slows the scope: a core REST call
+// made next goes at once, at the scope's full rate. A 403 of that spent
+// quota comes back to the caller after its one attempt, GitHub's headers
+// telling it when the quota resets, and is not retried in a scope whose
+// quota it does not know. A search call whose headers are search's own
+// paces only the search scope, as before.
+func TestGitHubAnotherQuotasHeadersPaceOnlyThatQuota(t *testing.T) {
+	for _, c := range []struct {
+		code           int
+		resource, path string
+		remaining      string
+	}{
+		{http.StatusOK, "search", "/search/issues", "0"},
+		{http.StatusForbidden, "search", "/search/issues", "0"},
+		{http.StatusOK, "search", "/repos/octo/hello", "0"},
+		{http.StatusForbidden, "search", "/repos/octo/hello", "0"},
+		{http.StatusOK, "audit_log_streaming", "/enterprises/octo-corp/audit-log/streams", "0"},
+		{http.StatusOK, "audit_log_streaming", "/enterprises/octo-corp/audit-log/streams", "1"},
+		{http.StatusForbidden, "audit_log_streaming", "/enterprises/octo-corp/audit-log/streams", "0"},
+		{http.StatusTooManyRequests, "scim", "/scim/v2/organizations/octo/Users", "0"},
+	} {
+		t.Run(strconv.Itoa(c.code)+"/"+c.resource+c.path+"/"+c.remaining, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(status(c.code, "X-RateLimit-Limit", "30", "X-RateLimit-Remaining", c.remaining,
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", c.resource))
+				gov := newGov(t, resilience.Config{})
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov))}
+				core, _ := http.NewRequest(http.MethodGet, "https://api.github.com/repos/octo/hello/issues", nil)
+				rate := gov.Inspect(scope(core)).Leaf.Rate
+				other := do(t, hc, http.MethodGet, "https://api.github.com"+c.path, nil)
+				readAll(t, other)
+				if own := c.path == "/search/issues"; !own && (other.StatusCode != c.code || len(f.recorded()) != 1) {
+					t.Errorf("%s: status %d after %d attempts, want the %d of %s's quota back after one", c.path, other.StatusCode, len(f.recorded()), c.code, c.resource)
+				}
+				if s := gov.Inspect(scope(core)).Leaf; s.Paused != 0 || s.Rate != rate {
+					t.Errorf("%s's quota (%s left) answered to %s: rest paused %v at %v rps, want no pause at %v rps", c.resource, c.remaining, c.path, s.Paused, s.Rate, rate)
+				}
+				sent := time.Now()
+				readAll(t, do(t, hc, http.MethodGet, core.URL.String(), nil))
+				if waited := time.Since(sent); waited != 0 {
+					t.Errorf("a core REST call waited %v behind %s's quota (%s left) answered to %s, want none", waited, c.resource, c.remaining, c.path)
+				}
+			})
+		})
+	}
+}
