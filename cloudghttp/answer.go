@@ -51,6 +51,9 @@ type StatusError struct {
 	kind    errread.Kind
 	hint    time.Duration
 	hasHint bool
+	// partial: GitHub's GraphQL answer that holds data as well as its
+	// rate limit's error, a request GitHub acted on in part.
+	partial bool
 }
 
 // Error returns "<method> <url without query>: <status>".
@@ -88,14 +91,17 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 			// the body below holds no other call of the account back.
 			x.gd.Release()
 		}
-		if limited, primary, secondary := githubGraphQLLimited(x.orig, resp); limited {
+		if limited, primary, secondary, partial := githubGraphQLLimited(x.orig, resp); limited {
 			// GitHub's GraphQL answer that its primary quota is spent,
 			// or that a secondary limit was hit: a throttle, whatever
 			// its status (see GitHub), until the reset, for
 			// retry-after, which the core reads from the header, or,
 			// without it, for the minute GitHub asks for.
+			// A partial answer (data as well) is one GitHub acted on
+			// in part: it is not sent again unless the request may be
+			// (see mayResend).
 			e := x.statusError(resp)
-			e.kind = errread.Throttled
+			e.kind, e.partial = errread.Throttled, partial
 			switch {
 			case primary:
 				e.hint, e.hasHint = resetIn(resp.Header, x.gov.Clock().Now())

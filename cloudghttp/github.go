@@ -173,12 +173,21 @@ const lowShare = 10
 //     GitHub asks: the query, which GitHub did not run, is sent again
 //     then, and one given up is recorded so (an error that points at a
 //     place in the query, a parse or validation error, which may quote
-//     it, is the query's own, whatever its message says). Every GraphQL
+//     it, is the query's own, whatever its message says). An answer
+//     that holds data as well as such an error (a partial answer, which
+//     GitHub ran in part) is such a throttle too, but, as GitHub acted on
+//     the request, it is not sent again unless the request may be (an
+//     Idempotency-Key, or WithRetryNonIdempotent): the caller gets it,
+//     and the call is recorded as throttled and given up. Every GraphQL
 //     200's body is read for it, decompressed when it is gzip-encoded,
 //     and given back whole, but only as far as it must be: an answer
 //     whose first member is its data (not null) is read no further than
-//     its first bytes, which come with its headers; any other up to 4
-//     KiB, for a second at most, as a 403's. The attempt's slot goes back
+//     its first bytes, which come with its headers, unless they say the
+//     quota is spent or carry retry-after; any other up to 4 KiB, for a
+//     second at most, as a 403's (the errors that follow the data of an
+//     answer whose headers say neither, or that follow its first 4 KiB,
+//     are not read: such a partial answer passes as a success). The
+//     attempt's slot goes back
 //     before that read when the headers say nothing of a limit (no
 //     retry-after, a quota neither spent nor low), so that a slow body
 //     holds no other call of the account back;
@@ -352,9 +361,11 @@ func secondaryWords(body []byte) bool {
 // githubGraphQLLimited reports whether resp, a success's status answered
 // to a GraphQL request of GitHub's, says that a rate limit is exceeded,
 // as GitHub answers a query it did not run for it: a 200 whose body holds
-// no data, only errors, one of them GitHub's that a rate limit was hit
+// errors, one of them GitHub's that a rate limit was hit
 // (graphQLError's rateLimited: of type RATE_LIMITED, or saying that a
-// rate limit is exceeded and pointing at no place in the query). With
+// rate limit is exceeded and pointing at no place in the query); partial
+// reports that the body holds data as well (not null), a request GitHub
+// ran in part before the limit held the rest back. With
 // x-ratelimit-remaining: 0, or an error whose type says a rate limit and
 // whose message says nothing of a secondary one (GitHub's answer to a
 // query that costs more points than are left, whose
@@ -367,50 +378,61 @@ func secondaryWords(body []byte) bool {
 // The body is read for it in a goroutine of its own (peek.Until) only
 // until its first member decides: an answer whose first member is its
 // data, not null, is a query's answer, and its body is read no further
-// than its first bytes, which come with the headers; any other is read
-// up to maxPeek bytes (a rate limit's answer is a few hundred bytes of
-// JSON; a longer one is a query's). The read is waited for, for a
+// than its first bytes, which come with the headers, unless those headers
+// say that the quota is spent (x-ratelimit-remaining: 0) or when to retry
+// (retry-after), when the errors of a partial answer may follow its data;
+// any other is read up to maxPeek bytes (a rate limit's answer is a few
+// hundred bytes of JSON; a longer one is a query's, whose errors, if any,
+// are not read). The read is waited for, for a
 // second at most or until the request's context ends (a body that has
 // not come by then decides nothing), the attempt's slot given back
 // before it when the headers say nothing of a limit (githubHeadersQuiet),
 // and the body is given back whole; a gzip-encoded body (a client that asked
 // for gzip itself) is read decompressed, and given back as it came.
-func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary, secondary bool) {
+func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary, secondary, partial bool) {
 	if githubService(req.URL.Path) != GitHubGraphQL {
-		return false, false, false
+		return false, false, false, false
 	}
 	// The encoding is read before the read ahead, which may go on, past
 	// the wait for it, in a goroutine that must not read resp, the
 	// caller's by then.
 	enc := contentEncoding(resp)
+	// An answer whose headers say that the quota is spent, or when to
+	// retry, may be a partial one whose errors follow its data: it is
+	// read on past its data.
+	n, ok := headerInt(resp.Header, hdrRemaining)
+	spent := ok && n == 0 || len(resp.Header[hdrRetryAfter]) > 0
 	b, whole := peek.Until(req.Context(), resp, maxPeek, drainGrace, func(b []byte) bool {
 		if !readableEncoding(enc) {
 			return true // nothing more to learn from it
+		}
+		if spent {
+			return false
 		}
 		text, _ := decoded(enc, b)
 		return graphQLAnswered(text)
 	})
 	if !whole {
-		return false, false, false
+		return false, false, false, false
 	}
 	if b, whole = decoded(enc, b); !whole {
-		return false, false, false
+		return false, false, false, false
 	}
 	var answer struct {
 		Data   json.RawMessage `json:"data"`
 		Errors []graphQLError  `json:"errors"`
 	}
-	if json.Unmarshal(b, &answer) != nil || len(answer.Data) > 0 && string(answer.Data) != "null" {
-		return false, false, false
+	if json.Unmarshal(b, &answer) != nil {
+		return false, false, false, false
 	}
+	partial = jsonSet(answer.Data)
 	for _, e := range answer.Errors {
 		if e.rateLimited() {
-			n, ok := headerInt(resp.Header, hdrRemaining)
 			primary = ok && n == 0 || e.typed() && !secondaryWords([]byte(e.Message))
-			return true, primary, !primary && len(resp.Header[hdrRetryAfter]) == 0
+			return true, primary, !primary && len(resp.Header[hdrRetryAfter]) == 0, partial
 		}
 	}
-	return false, false, false
+	return false, false, false, false
 }
 
 // graphQLError is an error of a GraphQL answer, as GitHub writes it.

@@ -1066,3 +1066,75 @@ func TestGitHubAnotherQuotasHeadersPaceOnlyThatQuota(t *testing.T) {
 		})
 	}
 }
+
+// A GraphQL 200 that carries data and an error of GitHub's rate limit (a
+// partial answer: GitHub ran part of the request before the limit held
+// the rest back) is no success: the caller's result is missing what the
+// limit held back. It is a throttle, which slows and pauses the scope as
+// a data-less one does (until the reset for the primary limit), and,
+// since GitHub acted on part of the request (a mutation's fields may have
+// run), it is not sent again unless the request may be (an
+// Idempotency-Key, or WithRetryNonIdempotent): the caller gets the
+// partial answer, whole, and the call is recorded as throttled and given
+// up, in the run's stats and its ledger. That holds whether the errors
+// come first (read as any answer that does not begin with its data) or
+// after the data, as GitHub writes them, of an answer whose headers say
+// the quota is spent.
+func TestGitHubGraphQLPartialAnswerWithARateLimitIsNoSuccess(t *testing.T) {
+	const limited = `{"type":"RATE_LIMITED","message":"API rate limit already exceeded for user ID 1."}`
+	const data = `"data":{"viewer":{"login":"octo","repositories":null}}`
+	const query = `{"query":"query { viewer { login repositories(first: 100) { nodes { name } } } }"}`
+	for _, c := range []struct {
+		name, body, remaining string
+		key                   bool // an Idempotency-Key: sent again after the reset
+	}{
+		{"errors first", `{"errors":[` + limited + `],` + data + `}`, "4200", false},
+		{"data first, quota spent", `{` + data + `,"errors":[` + limited + `]}`, "0", false},
+		{"errors first, idempotency key", `{"errors":[` + limited + `],` + data + `}`, "4200", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				r := status(http.StatusOK, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", c.remaining,
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(30*time.Second).Unix(), 10), "X-RateLimit-Resource", "graphql")
+				r.body = c.body
+				f.script(r)
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				ctx, ledger := resilience.WithLedger(ctx, "graphql")
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov))}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
+				if c.key {
+					req.Header.Set("Idempotency-Key", "k1")
+				}
+				start := time.Now()
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				hits := f.recorded()
+				tot := gov.Summary(stats).Totals
+				if c.key {
+					if got != "ok" || len(hits) != 2 || hits[1].at.Sub(hits[0].at) < 30*time.Second {
+						t.Fatalf("body %q after %d attempts and %v, want the request sent again after the reset, 30s later, and answered", got, len(hits), time.Since(start))
+					}
+					return
+				}
+				if got != c.body || len(hits) != 1 {
+					t.Errorf("body %q after %d attempts, want the partial answer whole after one: GitHub ran part of the request", got, len(hits))
+				}
+				if tot.Throttled != 1 || tot.GaveUp != 1 {
+					t.Errorf("totals %+v, want the partial answer recorded as throttled and given up", tot)
+				}
+				if ledger.Count(resilience.LossGaveUp) != 1 {
+					t.Errorf("the ledger (%s) does not show the call lost to GitHub's rate limit", ledger.Describe())
+				}
+				if p := gov.Inspect(scope(req)).Leaf.Paused; p != 30*time.Second {
+					t.Errorf("graphql paused %v, want 30s, until the reset", p)
+				}
+			})
+		})
+	}
+}

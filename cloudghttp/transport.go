@@ -115,7 +115,8 @@ func (t *Transport) CloseIdleConnections() {
 //     request's body can be rewound (none, or GetBody) and either the
 //     answer is a throttle that says the server did not act on the
 //     request (a 429, a status line that mentions throttling, GitHub's
-//     rate limits; not a 503, which a gateway also answers for an
+//     rate limits, but for a GraphQL answer that holds data as well, which
+//     GitHub ran in part; not a 503, which a gateway also answers for an
 //     upstream that failed after it took the request, nor an HTTP/2
 //     ENHANCE_YOUR_CALM), or the method is
 //     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an
@@ -690,7 +691,17 @@ func (x *exchange) mayResend(kind resilience.Kind, answer error) bool {
 	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
 		return false
 	}
-	return kind == resilience.Throttled && !unavailable(answer) && !refusedStream(answer) || idempotent(r) || x.t.cfg.unsafeToo
+	return kind == resilience.Throttled && !unavailable(answer) && !refusedStream(answer) && !partialAnswer(answer) || idempotent(r) || x.t.cfg.unsafeToo
+}
+
+// partialAnswer reports whether answer is GitHub's GraphQL answer that
+// holds data as well as its rate limit's error (a partial answer). It
+// slows the scope as a throttle does, but GitHub ran part of the request
+// (a mutation's fields may have been applied), so that, as a 503, it
+// does not say that the server left the request alone.
+func partialAnswer(answer error) bool {
+	se, ok := answer.(*StatusError)
+	return ok && se.partial
 }
 
 // refusedStream reports whether answer is an HTTP/2 server's refusal of
