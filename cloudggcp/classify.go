@@ -2,6 +2,7 @@ package cloudggcp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ func init() { errread.Register(readError) }
 //	ResourceExhausted (429), Unavailable (503)   Throttled
 //	DeadlineExceeded (504), Internal (500)       Transient
 //	Unavailable for too_many_pings               Transient, no answer
+//	ResourceExhausted for a message size limit   Fatal (no answer when not sent)
 //	Unknown (500)                                Transient (by status)
 //	DataLoss                                     Fatal: no retry brings lost data back
 //	PermissionDenied, NotFound, ... (4xx, 501)   Fatal, a provider answer
@@ -181,6 +183,17 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 			// grpc's status for the caller's own context deadline.
 			return errread.Details{Kind: errread.Transient}, true
 		}
+	case codes.ResourceExhausted:
+		if tooLarge, received := messageTooLarge(msg); tooLarge {
+			// grpc-go's status for a message over a size limit: the
+			// same message is as large on every retry. A received one
+			// is an answer; one grpc would not send is not.
+			d := errread.Details{Kind: errread.Fatal}
+			if received {
+				d.Code, d.Answer = c.String(), true
+			}
+			return d, true
+		}
 	case codes.Unavailable:
 		if strings.Contains(msg, tooManyPings) {
 			// grpc's status for a connection the server closed for the
@@ -209,6 +222,28 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 // server does when a client pings more often than its keepalive policy
 // allows: the client's keepalive settings, not its rate.
 const tooManyPings = `code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`
+
+// messageTooLarge reports whether msg is grpc-go's own for a
+// ResourceExhausted over a message size limit (its rpc_util.go and
+// stream.go, v1.67 to v1.85), and whether the message was received (an
+// answer larger than the client's MaxCallRecvMsgSize, or the server's
+// status for a request larger than its own limit, which it sends with the
+// same text) rather than refused before it was sent ("trying to send
+// message larger than max", "grpc: message too large"). Such an error is
+// no throttle: retrying sends or receives the same message.
+func messageTooLarge(msg string) (tooLarge, received bool) {
+	for _, p := range []string{
+		"grpc: received message larger than max ",
+		"grpc: message after decompression larger than max ",
+		"grpc: received message after decompression larger than max ",
+	} {
+		if strings.HasPrefix(msg, p) {
+			return true, true
+		}
+	}
+	return strings.HasPrefix(msg, "trying to send message larger than max (") ||
+		strings.HasPrefix(msg, "grpc: message too large ("), false
+}
 
 // credentialsFailed reports whether msg is grpc's own for a call whose
 // per-RPC credentials failed before it was sent (a token that could not
@@ -257,12 +292,22 @@ func retryDelay(st *status.Status) (d time.Duration, ok bool) {
 	return 0, false
 }
 
-// retryable reports whether the GCP retry retries an error with gRPC code
-// c: ResourceExhausted, Unavailable, DeadlineExceeded and Internal. Whether
-// a retry is then allowed is the governor's decision (Guard.Retry).
-func retryable(c codes.Code) bool {
-	switch c {
-	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.Internal:
+// retryable reports whether the GCP retry retries err by its gRPC code:
+// ResourceExhausted, Unavailable, DeadlineExceeded and Internal, but not
+// grpc-go's own ResourceExhausted for a message over a size limit
+// (messageTooLarge), which every retry would meet again. Whether a retry
+// is then allowed is the governor's decision (Guard.Retry).
+func retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		var se interface{ GRPCStatus() *status.Status }
+		if errors.As(err, &se) {
+			// the status's own message, not a wrapping error's text
+			tooLarge, _ := messageTooLarge(se.GRPCStatus().Message())
+			return !tooLarge
+		}
+		return true
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal:
 		return true
 	}
 	return false

@@ -170,11 +170,11 @@ func TestRetryableCodes(t *testing.T) {
 		codes.ResourceExhausted: true, codes.Unavailable: true, codes.DeadlineExceeded: true, codes.Internal: true,
 		codes.PermissionDenied: false, codes.Unknown: false, codes.Aborted: false, codes.NotFound: false,
 	} {
-		if ok := retryable(status.Code(apiErr(t, status.Error(c, "m")))); ok != want {
+		if ok := retryable(apiErr(t, status.Error(c, "m"))); ok != want {
 			t.Errorf("%v retryable %v", c, ok)
 		}
 	}
-	if retryable(status.Code(errors.New("local"))) {
+	if retryable(errors.New("local")) {
 		t.Error("a local error is retryable")
 	}
 	if !Unavailable(apiErr(t, denied())) || !Unavailable(status.Error(codes.Unimplemented, "")) || Unavailable(throttled(0)) {

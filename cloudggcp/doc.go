@@ -10,7 +10,8 @@
 //     record (PARTIAL "listing truncated: throttled: ...", or FAILED), and
 //     ListInventory falls back from ListAssets to SearchAllResources.
 //   - Retry is the gax.CallOption of the GCP retry for one scope:
-//     ResourceExhausted, Unavailable, DeadlineExceeded and Internal retried
+//     ResourceExhausted (not grpc's for a message size limit), Unavailable,
+//     DeadlineExceeded and Internal retried
 //     after 1 s, doubling up to the provider's max backoff, never sooner
 //     than RetryInfo; each attempt's answer reported; the retry budget after
 //     each page's first two retries; at most max_retries in a row (past
@@ -85,7 +86,10 @@
 // their code (ResourceExhausted and Unavailable are
 // throttling, DeadlineExceeded and Internal transient, other codes fatal
 // provider answers; grpc's own Unavailable for a GOAWAY of too_many_pings,
-// a client's keepalive settings, is a lost connection, transient; a REST
+// a client's keepalive settings, is a lost connection, transient; grpc's
+// own ResourceExhausted for a message over a size limit ("grpc: received
+// message larger than max"), which every retry meets again, is fatal and
+// not retried; a REST
 // answer by its reason when it is rateLimitExceeded or
 // userRateLimitExceeded, which is throttling, else by its HTTP status,
 // and, when the status is on no list, by its message), with RetryInfo's

@@ -377,7 +377,7 @@ func (s *callState) retry(err error) (time.Duration, bool) {
 	} else {
 		s.gd.After(err)
 	}
-	if !retryable(status.Code(err)) || s.ctx.Err() != nil {
+	if !retryable(err) || s.ctx.Err() != nil {
 		return 0, false
 	}
 	delay, rerr := s.gd.Retry(backoff(s.n+1, s.maxBackoff))
@@ -548,8 +548,8 @@ type governed struct {
 // Retry returns a gax.CallOption for calls in scope (gcp/<parent>/*/<service>/<Rpc>,
 // see Scope) that replaces the method's retry settings with the GCP retry:
 //
-//   - ResourceExhausted, Unavailable, DeadlineExceeded and Internal are
-//     retried, after 1 s, doubling, capped at the provider's max backoff
+//   - ResourceExhausted (but grpc's own for a message over a size limit),
+//     Unavailable, DeadlineExceeded and Internal are retried, after 1 s, doubling, capped at the provider's max backoff
 //     (60 s), never sooner than the error's RetryInfo delay (capped at
 //     resilience.MaxPause);
 //   - each attempt's answer is reported to the governor: throttling halves
