@@ -250,7 +250,16 @@ func byReason(status int) bool {
 //     collection.
 //
 // So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
-// and List gcp/projects/p1/*/compute/instances_list. A request of Cloud
+// and List gcp/projects/p1/*/compute/instances_list. In an API whose paths start
+// with the version, a singleton resource that holds collections (AIP-156:
+// agent, ragEngineConfig, securityHealthAnalyticsSettings,
+// eventThreatDetectionSettings, siteSearchEngine, dataConnector, firewall,
+// analytics, traceConfig, dicomWeb, iap_tunnel, telemetry, where a
+// collection comes) is its collection and its id at once, so that no id
+// after it is part of the operation: Dialogflow ES's
+// /v2/projects/<p>/agent/intents/<i> is intents_get, Vertex AI's
+// .../ragEngineConfig/operations/<op> operations_get, /v2/projects/<p>/agent
+// agent_get. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name) names the
@@ -312,7 +321,7 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		// upload's own method
 		method = http.MethodPost
 	}
-	t := restTokens(segs[ver+1:])
+	t := restTokens(segs[ver+1:], pathVerbs)
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
 		Operation: restOperation(method, t, verb, pathVerbs, service)}
 }
@@ -416,12 +425,17 @@ func pathSegments(u *url.URL) (segs []string, verb string) {
 // named, stays); and a resource name sent escaped in one
 // segment where a collection would come (compute's host association,
 // .../zones/z/reservations%2Fr%2FreservationBlocks%2Fb/hosts) is its
-// collections and ids.
-func restTokens(toks []string) []string {
+// collections and ids; and in an API whose paths start with the version,
+// a singleton where a collection comes (Dialogflow ES's
+// projects/<p>/agent/intents/<i>: singletons) is its collection and its
+// id at once, so that the collections it holds come where collections do.
+func restTokens(toks []string, pathVerbs bool) []string {
 	var t []string
 	for _, s := range toks {
 		switch {
 		case s == "" || s == "global" && len(t) >= 2 && len(t)%2 == 0 && accountKinds[t[len(t)-2]]:
+		case !pathVerbs && len(t)%2 == 0 && singletons[s]:
+			t = append(t, s, s)
 		case len(t)%2 == 0 && strings.IndexByte(s, '/') >= 0:
 			for _, p := range strings.Split(s, "/") {
 				if p != "" {
@@ -505,6 +519,28 @@ var collections = map[string]bool{
 	"changes": true, "rrsets": true, "rules": true,
 	"databases": true, "users": true, "sslCerts": true, "backupRuns": true,
 	"resizeRequests": true, "wireGroups": true, "hosts": true,
+}
+
+// singletons are the singleton resources (AIP-156: one per parent, named
+// by a literal segment where a collection comes) that hold collections of
+// resources with ids, in the APIs whose paths start with the version, as
+// the discovery documents google.golang.org/api ships name them (a literal
+// after an id, then a collection and its id): Dialogflow ES's agent
+// (projects/<p>/agent/intents/<i>), Vertex AI's ragEngineConfig
+// (.../ragEngineConfig/operations/<op>), Security Command Center's
+// securityHealthAnalyticsSettings and eventThreatDetectionSettings
+// (.../customModules/<m>), Discovery Engine's siteSearchEngine and
+// dataConnector, App Engine's firewall (apps/<a>/firewall/ingressRules/<r>),
+// Apigee's analytics and traceConfig, Cloud Healthcare's dicomWeb, IAP's
+// iap_tunnel and Chrome Management's telemetry. Not names that are a
+// collection of ids too in some API (apps, documents, and Cloud
+// Healthcare's fhir and Firebase Data Connect's postgrest, whose next
+// segment is an id or a name alike).
+var singletons = map[string]bool{
+	"agent": true, "ragEngineConfig": true,
+	"securityHealthAnalyticsSettings": true, "eventThreatDetectionSettings": true,
+	"siteSearchEngine": true, "dataConnector": true, "firewall": true,
+	"analytics": true, "traceConfig": true, "dicomWeb": true, "iap_tunnel": true, "telemetry": true,
 }
 
 // pairKeyed are the collections whose resources are named by two

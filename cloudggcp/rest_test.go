@@ -635,3 +635,44 @@ func TestRESTScopeOfAStorageObjectNamedAsTheJSONAPI(t *testing.T) {
 		}
 	}
 }
+
+// A singleton resource (AIP-156: one per parent, named by a literal where
+// a collection comes, Dialogflow ES's projects/<p>/agent, Vertex AI's
+// .../locations/<l>/ragEngineConfig) that holds collections is its
+// collection and its id at once: the ids after it are the ids of its
+// collections, never part of an operation (one leaf bucket and breaker
+// per id, scopes without bound). An id so named stays an id.
+func TestRESTScopeOfASingletonsCollections(t *testing.T) {
+	const df = "https://dialogflow.googleapis.com/v2/projects/p1"
+	const vx = "https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/us-central1"
+	const scc = "https://securitycenter.googleapis.com/v1/organizations/123"
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", df + "/agent/intents/i1", "gcp/projects/p1/*/dialogflow/intents_get"},
+		{"PATCH", df + "/agent/intents/i2", "gcp/projects/p1/*/dialogflow/intents_patch"},
+		{"GET", df + "/agent/intents", "gcp/projects/p1/*/dialogflow/intents_list"},
+		{"POST", df + "/agent/intents:batchUpdate", "gcp/projects/p1/*/dialogflow/intents_batchUpdate"},
+		{"GET", df + "/agent/sessions/s1/contexts/c1", "gcp/projects/p1/*/dialogflow/contexts_get"},
+		{"POST", df + "/agent/sessions/s1:detectIntent", "gcp/projects/p1/*/dialogflow/sessions_detectIntent"},
+		{"GET", df + "/locations/global/agent/entityTypes/e1", "gcp/projects/p1/*/dialogflow/entityTypes_get"},
+		{"GET", df + "/agent", "gcp/projects/p1/*/dialogflow/agent_get"},
+		{"POST", df + "/agent:train", "gcp/projects/p1/*/dialogflow/agent_train"},
+		{"GET", vx + "/ragEngineConfig/operations/op-123", "gcp/projects/p1/*/aiplatform/operations_get"},
+		{"GET", vx + "/ragEngineConfig/operations/op-456", "gcp/projects/p1/*/aiplatform/operations_get"},
+		{"GET", vx + "/ragEngineConfig", "gcp/projects/p1/*/aiplatform/ragEngineConfig_get"},
+		{"PATCH", vx + "/ragEngineConfig", "gcp/projects/p1/*/aiplatform/ragEngineConfig_patch"},
+		{"DELETE", scc + "/securityHealthAnalyticsSettings/customModules/m1", "gcp/organizations/123/*/securitycenter/customModules_delete"},
+		{"GET", "https://appengine.googleapis.com/v1/apps/a1/firewall/ingressRules/r1", "gcp/*/*/appengine/ingressRules_get"},
+		// An id named as a singleton is an id.
+		{"GET", df + "/agent/intents/agent", "gcp/projects/p1/*/dialogflow/intents_get"},
+		{"GET", "https://secretmanager.googleapis.com/v1/projects/p1/secrets/agent", "gcp/projects/p1/*/secretmanager/secrets_get"},
+		{"GET", "https://secretmanager.googleapis.com/v1/projects/agent/secrets/s1", "gcp/projects/agent/*/secretmanager/secrets_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -22,16 +23,25 @@ import (
 // through RESTScope by TestRESTScopeReadsEveryDiscoveredMethod: those
 // RESTScope's godoc and the README name (Cloud Storage, BigQuery, Compute
 // Engine v1, beta and alpha, Cloud DNS, Cloud SQL Admin, Cloud KMS), and a
-// sample of other AIP-style APIs and of the shared front end's (Drive).
+// sample of other AIP-style APIs and of the shared front end's (Drive),
+// and APIs whose singletons hold collections (Dialogflow ES's
+// projects/<p>/agent/intents/<i>, Security Command Center's
+// .../securityHealthAnalyticsSettings/customModules/<m>, App Engine's
+// apps/<a>/firewall/ingressRules/<r>: RESTScope's singletons).
 // Not Firestore's, whose document paths name collections the user chose
 // (.../documents/<doc>/<collectionId>), nor Vertex AI's, whose paths hold
-// a second version (.../publishers/<p>/v1/responses): RESTScope reads
-// neither.
+// a second version (.../publishers/<p>/v1/responses), nor Discovery
+// Engine's, whose paths name a collection's own operations
+// (.../siteSearchEngine/targetSites/operations/<op>): RESTScope reads
+// none of them. Vertex AI's ragEngineConfig is read by
+// TestRESTScopeOfASingletonsCollections, and every singleton of every
+// shipped document by TestRESTScopeReadsEverySingletonsCollections.
 var discoveryAPIs = []string{
 	"storage/v1", "bigquery/v2", "compute/v1", "compute/v0.beta", "compute/v0.alpha", "dns/v1",
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
 	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
 	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
+	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1",
 }
 
 // A discovery document: its API's name and URLs, and its resources'
@@ -554,4 +564,98 @@ var sharedOperations = map[string][]string{
 	"drive/v3 files_get":         {"files.generateCseToken", "files.generateIds", "files.get"},
 	"drive/v3 files_permissions": {"permissions.create", "permissions.list"},
 	"drive/v3 comments_replies":  {"replies.create", "replies.list"},
+	// A session's contexts deleted at once (DELETE .../sessions/<s>/contexts)
+	// and one of them: a DELETE of the collection and of its resource.
+	"dialogflow/v2 contexts_delete": {"contexts.delete", "sessions.deleteContexts"},
+	// An agent's validation result and a flow's are each the singleton
+	// validationResult in the path, as a bucket's ACL and an object's.
+	"dialogflow/v3 validationResult_list": {"agents.getValidationResult", "flows.getValidationResult"},
+	// An asset's security marks and a finding's alike.
+	"securitycenter/v1 securityMarks_patch": {"assets.updateSecurityMarks", "findings.updateSecurityMarks"},
 }
+
+// singletonExceptions are the literals after an id, then a collection and
+// its id, in the shipped discovery documents whose paths start with the
+// version, that RESTScope does not read as singletons, with why: a second
+// version (Vertex AI's publishers/<p>/v1/responses, Service Broker's
+// brokers/<b>/v2/service_instances), compute-style global (read already),
+// and names that are a collection of ids too in some API (apps,
+// documents) or whose next segment is an id or a name alike (Cloud
+// Healthcare's fhir/<type>/<id> and fhir/<id>, Firebase Data Connect's
+// postgrest/<id> and postgrest/rpc/<rpc>).
+var singletonExceptions = map[string]bool{
+	"v1": true, "v2": true, "global": true, "apps": true, "documents": true, "fhir": true, "postgrest": true,
+}
+
+// TestRESTScopeReadsEverySingletonsCollections reads through RESTScope
+// every method of every discovery document google.golang.org/api ships
+// whose path starts with the version and names a singleton that holds a
+// collection (a literal after an id, then a collection and its id:
+// Dialogflow ES's projects/{p}/agent/intents/{i}, Vertex AI's
+// .../locations/{l}/ragEngineConfig/operations/{op}), its variables given
+// real ids, and states that no id is part of the operation: one leaf
+// bucket and breaker per id would be scopes without bound.
+func TestRESTScopeReadsEverySingletonsCollections(t *testing.T) {
+	dir := discoveryDir(t)
+	docs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*-api.json"))
+	scope := cloudggcp.RESTScope()
+	seen := map[string]bool{}
+	read := 0
+	for _, f := range docs {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !singletonPath.Match(raw) {
+			continue // no path of the document names one: not decoded, which is most of the test's time
+		}
+		rel, _ := filepath.Rel(dir, filepath.Dir(f))
+		api := filepath.ToSlash(rel)
+		_, methods := discoveredMethods(t, dir, api)
+		for _, m := range methods {
+			if strings.Contains(m.tmpl, "{+") {
+				continue // a path spelled by its {+name}s alone, which no flat path spells
+			}
+			segs := strings.Split(strings.TrimPrefix(m.tmpl, "/"), "/")
+			if len(segs) == 0 || len(segs[0]) < 2 || segs[0][0] != 'v' || segs[0][1] < '0' || segs[0][1] > '9' {
+				continue // not a path that starts with the version
+			}
+			singleton := ""
+			for i := 1; i+2 < len(segs); i++ {
+				if isVar(segs[i-1]) && !isVar(segs[i]) && !isVar(segs[i+1]) && isVar(segs[i+2]) && !singletonExceptions[segs[i]] {
+					singleton = segs[i]
+					break
+				}
+			}
+			if singleton == "" {
+				continue
+			}
+			seen[singleton] = true
+			c := m.call(func(_ int, v pathVar) string { return realID(v) })
+			req, err := http.NewRequest(c.http, c.url, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", m.id, err)
+			}
+			read++
+			s := scope(req)
+			for _, id := range c.ids {
+				if strings.Contains(s.Operation, id) {
+					t.Errorf("%s %s %s: operation %q holds the id %q", m.id, c.http, c.url, s.Operation, id)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"agent", "ragEngineConfig", "securityHealthAnalyticsSettings", "siteSearchEngine"} {
+		if !seen[name] {
+			t.Errorf("no method of a singleton %s among %d documents: the test reads none", name, len(docs))
+		}
+	}
+	t.Logf("%d methods of %d singletons in %d documents", read, len(seen), len(docs))
+}
+
+// singletonPath matches a path template's literal after an id, then a
+// literal and an id: a document with none has no singleton to read.
+var singletonPath = regexp.MustCompile(`\}/[A-Za-z_.-]+/[A-Za-z_.-]+/\{`)
+
+// isVar reports whether a segment of a path template is a variable.
+func isVar(seg string) bool { return strings.HasPrefix(seg, "{") }
