@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -215,7 +216,12 @@ func byReason(status int) bool {
 //     (/compute/v1/..., or compute's /compute/beta/... and
 //     /compute/alpha/...), as for the APIs of Google's shared front end,
 //     www.googleapis.com (/drive/v3/... is drive), and of the virtual IPs
-//     private.googleapis.com and restricted.googleapis.com;
+//     private.googleapis.com and restricted.googleapis.com; or, for a host
+//     of another universe (option.WithUniverseDomain: pubsub.s3nsapis.fr)
+//     and a path that starts with the version, the host's first label, as
+//     for googleapis.com (a host of two labels or fewer, localhost, or an
+//     IP address, an emulator's, names none; a proxy's of three or more
+//     names its first label);
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"
@@ -306,6 +312,8 @@ func restScope(r *http.Request, service string) resilience.Scope {
 			service = s
 		} else if pathVerbs {
 			service = segs[ver-1]
+		} else if s, ok := universeService(r.URL.Hostname()); ok {
+			service = s
 		}
 	}
 	if service == storageService && !storageJSON(segs, ver) {
@@ -324,6 +332,28 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	t := restTokens(segs[ver+1:], pathVerbs)
 	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
 		Operation: restOperation(method, t, verb, pathVerbs, service)}
+}
+
+// universeService returns the service a host of another universe than
+// googleapis.com names (Google Cloud Dedicated, a Trusted Partner Cloud:
+// option.WithUniverseDomain, the endpoint <service>.<universe domain>,
+// pubsub.s3nsapis.fr), as targetService reads a googleapis.com host: its
+// first label, less a regional endpoint's location
+// (us-central1-aiplatform). A host of fewer than three labels
+// (localhost, an emulator's), an IP address, or a shared front end's
+// (www) names none.
+func universeService(host string) (string, bool) {
+	if net.ParseIP(host) != nil || strings.Count(host, ".") < 2 {
+		return "", false
+	}
+	name, _, _ := strings.Cut(host, ".")
+	if sharedFrontEnds[name] {
+		return "", false
+	}
+	if i := strings.LastIndexByte(name, '-'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name, name != ""
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths

@@ -676,3 +676,35 @@ func TestRESTScopeOfASingletonsCollections(t *testing.T) {
 		}
 	}
 }
+
+// A client of another universe (Google Cloud Dedicated, a Trusted Partner
+// Cloud: option.WithUniverseDomain, the endpoint <service>.<universe
+// domain>) sends an AIP-style API's paths, which start with the version,
+// to a host that is not googleapis.com: the host's first label is the
+// service, as on googleapis.com, never "" (which would put every API of
+// the universe in one scope per operation). A host that names no service
+// that way (an emulator on localhost or an IP, a name of two labels)
+// still names none; a path that names its API before the version names
+// it whatever the host.
+func TestRESTScopeOfAnotherUniverse(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://pubsub.s3nsapis.fr/v1/projects/p1/topics/t1", "gcp/projects/p1/*/pubsub/topics_get"},
+		{"POST", "https://secretmanager.apis-berlin-build0.goog/v1/projects/p1/secrets/s1:addVersion", "gcp/projects/p1/*/secretmanager/secrets_addVersion"},
+		{"GET", "https://us-central1-aiplatform.s3nsapis.fr/v1/projects/p1/locations/us-central1/endpoints", "gcp/projects/p1/*/aiplatform/endpoints_list"},
+		{"GET", "https://pubsub.mtls.s3nsapis.fr:443/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
+		{"GET", "https://storage.s3nsapis.fr/bkt/dir/a.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://compute.s3nsapis.fr/compute/v1/projects/p1/zones/z/instances", "gcp/projects/p1/*/compute/instances_list"},
+		{"GET", "https://www.s3nsapis.fr/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
+		// No service in the host.
+		{"GET", "http://localhost:8085/v1/projects/p1/topics/t1", "gcp/projects/p1/*/*/topics_get"},
+		{"GET", "http://127.0.0.1:8085/v1/projects/p1/topics/t1", "gcp/projects/p1/*/*/topics_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
