@@ -484,10 +484,11 @@ func restTokens(toks []string, pathVerbs bool) []string {
 // its id come in t (see restTokens), so that an id so named (a bucket
 // named projects, /b/projects/o) is none, and before a verb that names a
 // second resource (a copy's destination bucket, .../rewriteTo/b/projects),
-// or the project query parameter.
+// but a wildcard project (IAM's projects/-/serviceAccounts/<email>), or
+// the project query parameter.
 func restAccount(r *http.Request, t []string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
-		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) {
+		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && !wildcardID(t[i+1]) {
 			return t[i] + "/" + t[i+1]
 		}
 	}

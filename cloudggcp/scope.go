@@ -26,8 +26,9 @@ func Scope(parent, rpc string) resilience.Scope {
 }
 
 // Account returns the scope account of a resource name: its leading
-// projects/<id>, organizations/<id> or folders/<id>, or name itself when it
-// starts otherwise. A full resource name
+// projects/<id>, organizations/<id> or folders/<id>, none ("") for a
+// wildcard id (projects/_/buckets/<bucket>, projects/-/...), or name
+// itself when it starts otherwise. A full resource name
 // ("//cloudresourcemanager.googleapis.com/projects/p1") loses its host.
 func Account(name string) string {
 	if a, ok := knownAccount(name); ok {
@@ -37,7 +38,10 @@ func Account(name string) string {
 }
 
 // knownAccount returns the leading projects/<id>, organizations/<id> or
-// folders/<id> of name.
+// folders/<id> of name; "" for a wildcard id, projects/_ (Cloud Storage's
+// gRPC API's projects/_/buckets/<bucket>) or projects/- (a project
+// inferred from the resource, IAM's projects/-/serviceAccounts/<email>),
+// which names no account.
 func knownAccount(name string) (string, bool) {
 	if strings.HasPrefix(name, "//") {
 		if i := strings.IndexByte(name[2:], '/'); i >= 0 {
@@ -53,11 +57,19 @@ func knownAccount(name string) (string, bool) {
 	default:
 		return "", false
 	}
+	id := rest
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		if i == 0 {
 			return "", false
 		}
-		return name[:len(kind)+1+i], true
+		id, name = rest[:i], name[:len(kind)+1+i]
+	}
+	if wildcardID(id) {
+		return "", true
 	}
 	return name, true
 }
+
+// wildcardID reports whether id, after projects/, organizations/ or
+// folders/, is a wildcard that names no resource: _ or -.
+func wildcardID(id string) bool { return id == "_" || id == "-" }

@@ -324,3 +324,60 @@ func TestPrivateAccessVIPsNameNoService(t *testing.T) {
 		}
 	}
 }
+
+// bucketReq is a request of Cloud Storage's gRPC API that names its
+// bucket only (google.storage.v2's ReadObjectRequest, GetBucketRequest's
+// name).
+type bucketReq struct{ bucket string }
+
+func (r bucketReq) GetBucket() string { return r.bucket }
+
+// nameReq is a request that names its resource (a Get).
+type nameReq struct{ name string }
+
+func (r nameReq) GetName() string { return r.name }
+
+// A wildcard project, projects/_ (Cloud Storage's gRPC API names every
+// bucket projects/_/buckets/<bucket>, in the request and in its routing
+// header) or
+// projects/- (IAM's projects/-/serviceAccounts/<email>: the project is
+// inferred from the resource), is no project: it names no account, never
+// the account projects/_ or projects/-, which no configuration can key
+// and which is no project's.
+func TestAWildcardProjectIsNoAccount(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		req    any
+		md     string
+		want   string
+	}{
+		{"/google.storage.v2.Storage/ListObjects", parentReq{"projects/_/buckets/bkt"}, "", "gcp/*/*/storage/ListObjects"},
+		{"/google.storage.v2.Storage/ReadObject", bucketReq{"projects/_/buckets/bkt"}, "bucket=projects%2F_%2Fbuckets%2Fbkt", "gcp/*/*/storage/ReadObject"},
+		{"/google.iam.admin.v1.IAM/GetServiceAccount", nameReq{"projects/-/serviceAccounts/sa@p1.iam.gserviceaccount.com"}, "", "gcp/*/*/iam/GetServiceAccount"},
+		// A project that is one stays one.
+		{"/google.storage.v2.Storage/ListBuckets", parentReq{"projects/p1"}, "", "gcp/projects/p1/*/storage/ListBuckets"},
+	} {
+		ctx := context.Background()
+		if tc.md != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "x-goog-request-params", tc.md)
+		}
+		cfg := newConfig(nil)
+		if got := cfg.scope(ctx, tc.method, tc.req, "").String(); got != tc.want {
+			t.Errorf("%s %+v: scope %s, want %s", tc.method, tc.req, got, tc.want)
+		}
+	}
+	if got := Account("projects/_/buckets/bkt"); got != "" {
+		t.Errorf("Account(projects/_/buckets/bkt) = %q, want none", got)
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"https://iam.googleapis.com/v1/projects/-/serviceAccounts/sa@p1.iam.gserviceaccount.com", "gcp/*/*/iam/serviceAccounts_get"},
+	} {
+		r, err := http.NewRequest("GET", tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(r).String(); got != tc.want {
+			t.Errorf("RESTScope(GET %s) = %s, want %s", tc.url, got, tc.want)
+		}
+	}
+}
