@@ -206,8 +206,12 @@ func byReason(status int) bool {
 //     second resource, an organization's or folder's id a number, as
 //     Resource Manager's are (a Cloud Storage folder,
 //     /b/<bucket>/folders/logs%2F, names none), a domain-scoped project's
-//     id whole (projects/example.com:p1); or projects/<project> from a
-//     project query parameter;
+//     id whole (projects/example.com:p1), not a wildcard project
+//     (projects/-, projects/_); or projects/<project> from a project
+//     query parameter; or the organization, folder or project a parentId
+//     or parent query parameter names (compute's organization-level
+//     firewall policies, ?parentId=organizations/123; Resource Manager's
+//     ?parent=folders/456);
 //   - the service is WithService's, or the host's first label
 //     (compute.googleapis.com), less a regional endpoint's location
 //     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
@@ -484,18 +488,43 @@ func restTokens(toks []string, pathVerbs bool) []string {
 // its id come in t (see restTokens), so that an id so named (a bucket
 // named projects, /b/projects/o) is none, and before a verb that names a
 // second resource (a copy's destination bucket, .../rewriteTo/b/projects),
-// but a wildcard project (IAM's projects/-/serviceAccounts/<email>), or
-// the project query parameter.
+// but a wildcard project (IAM's projects/-/serviceAccounts/<email>); or
+// the project query parameter's project; or the organization, folder or
+// project a parentId or parent query parameter names (queryAccount).
 func restAccount(r *http.Request, t []string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
 		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && !wildcardID(t[i+1]) {
 			return t[i] + "/" + t[i+1]
 		}
 	}
-	if p := r.URL.Query().Get("project"); p != "" {
+	q := r.URL.Query()
+	if p := q.Get("project"); p != "" {
 		return "projects/" + p
 	}
+	for _, k := range []string{"parentId", "parent"} {
+		if a := queryAccount(q.Get(k)); a != "" {
+			return a
+		}
+	}
 	return ""
+}
+
+// queryAccount returns the account a parentId or parent query parameter
+// names (compute's organization-level firewall and security policies,
+// ?parentId=organizations/123; Resource Manager's lists of a folder's or
+// an organization's children, ?parent=folders/456): its
+// projects/<id>, or organizations/<id> or folders/<id> with a numeric
+// id; "" for any other value.
+func queryAccount(v string) string {
+	a, ok := knownAccount(v)
+	if !ok || a == "" {
+		return ""
+	}
+	kind, id, _ := strings.Cut(a, "/")
+	if !resourceManagerID(kind, id) {
+		return ""
+	}
+	return a
 }
 
 // resourceManagerID reports whether id, after a segment kind, can be the

@@ -405,7 +405,7 @@ func TestRESTScopeOfTheLocationGlobal(t *testing.T) {
 	for _, tc := range []struct{ method, url, want string }{
 		{"GET", ce + "/locations/global/firewallPolicies/fp-1", "gcp/*/*/compute/firewallPolicies_get"},
 		{"POST", ce + "/locations/global/firewallPolicies/fp-1/addRule", "gcp/*/*/compute/firewallPolicies_addRule"},
-		{"GET", ce + "/locations/global/firewallPolicies?parentId=organizations%2F123", "gcp/*/*/compute/firewallPolicies_list"},
+		{"GET", ce + "/locations/global/firewallPolicies?parentId=organizations%2F123", "gcp/organizations/123/*/compute/firewallPolicies_list"}, // the account: TestRESTScopeOfAnOrganizationInTheQuery
 		{"GET", ce + "/locations/global/operations/operation-123", "gcp/*/*/compute/operations_get"},
 		{"GET", ce + "/locations/global/securityPolicies/sp-1", "gcp/*/*/compute/securityPolicies_get"},
 		{"GET", ce + "/projects/debian-cloud/global/images/family/debian-12", "gcp/projects/debian-cloud/*/compute/images_getFromFamily"},
@@ -698,6 +698,41 @@ func TestRESTScopeOfAnotherUniverse(t *testing.T) {
 		// No service in the host.
 		{"GET", "http://localhost:8085/v1/projects/p1/topics/t1", "gcp/projects/p1/*/*/topics_get"},
 		{"GET", "http://127.0.0.1:8085/v1/projects/p1/topics/t1", "gcp/projects/p1/*/*/topics_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
+
+// compute's organization-level resources (hierarchical firewall policies,
+// organization security policies) are created and listed under the
+// organization or folder their parentId query parameter names
+// (POST /compute/v1/locations/global/firewallPolicies?parentId=organizations/123),
+// and Resource Manager lists a folder's or an organization's children
+// with a parent query parameter (GET /v3/projects?parent=folders/456): that
+// organization or folder is the call's account, as a project query
+// parameter's project is. A parameter that names none (a number alone, a
+// name that is no organization's or folder's) gives none.
+func TestRESTScopeOfAnOrganizationInTheQuery(t *testing.T) {
+	const fp = "https://compute.googleapis.com/compute/v1/locations/global/firewallPolicies"
+	for _, tc := range []struct{ method, url, want string }{
+		{"POST", fp + "?parentId=organizations%2F123", "gcp/organizations/123/*/compute/firewallPolicies_insert"},
+		{"GET", fp + "?parentId=organizations/123", "gcp/organizations/123/*/compute/firewallPolicies_list"},
+		{"GET", fp + "?parentId=folders/456", "gcp/folders/456/*/compute/firewallPolicies_list"},
+		{"POST", "https://compute.googleapis.com/compute/v1/locations/global/securityPolicies?parentId=organizations/123", "gcp/organizations/123/*/compute/securityPolicies_insert"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3/projects?parent=folders/456", "gcp/folders/456/*/cloudresourcemanager/projects_list"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3/tagKeys?parent=organizations/123", "gcp/organizations/123/*/cloudresourcemanager/tagKeys_list"},
+		// No organization or folder named.
+		{"GET", fp + "?parentId=123", "gcp/*/*/compute/firewallPolicies_list"},
+		{"GET", fp + "?parentId=folders/logs", "gcp/*/*/compute/firewallPolicies_list"},
+		{"GET", fp + "/fp-1", "gcp/*/*/compute/firewallPolicies_get"},
+		// The path's account comes first.
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/p1/global/firewalls?parentId=organizations/123", "gcp/projects/p1/*/compute/firewalls_list"},
 	} {
 		req, err := http.NewRequest(tc.method, tc.url, nil)
 		if err != nil {
