@@ -521,6 +521,15 @@ func StreamClientOption(opts ...Option) option.ClientOption {
 // opening). Nothing in between (the messages sent and received) is paced
 // or counted.
 //
+// A stream's account is read, before it opens, from the x-goog-request-params
+// routing header alone. A stream whose client sends none names no account
+// (Pub/Sub's StreamingPull, whose subscription is in its first message,
+// sent once the stream is open: every project's subscriptions share
+// gcp/*/*/pubsub/StreamingPull, its rate, slot pool and breaker). Reading
+// that message would mean opening the stream only at its first SendMsg,
+// after the scope is known: give such a client a ScopeFunc (WithScopeFunc)
+// that names the account, one client per project.
+//
 // Calls of a paced listing or of Do pass through untouched. A stream
 // opened with the Retry option is governed on the option's guard, as
 // above: the option then records nothing more of it (see Retry).

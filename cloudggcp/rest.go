@@ -275,7 +275,15 @@ func byReason(status int) bool {
 // client reads an object's content, whatever the object's name) names the
 // object's or the bucket's operation as the JSON API names it, never a
 // name of theirs: o_get (GET, HEAD), o_insert (PUT, POST) and o_delete
-// for an object, o_list (GET) for a bucket, in no account. compute's /global/ segment
+// for an object, o_list (GET) for a bucket, in no account. No call of a
+// bucket (nor its gRPC API's, whose buckets are projects/_/buckets/<b>)
+// names the project that owns the bucket, so none has an account but a
+// bucket's insert and the bucket list (?project=): not the userProject
+// query parameter, nor the x-goog-user-project header, which name the
+// project billed for the call (a requester-pays bucket's caller, the
+// client's quota project), not the bucket's, while Cloud Storage's
+// request rates are a bucket's and an object's whoever pays; and the
+// storage client is given no project of its own. compute's /global/ segment
 // after a project, an organization or a folder
 // (/projects/p/global/networks) is skipped, but not the location global
 // of a resource name (/projects/p/locations/global/keyRings/k). The names
