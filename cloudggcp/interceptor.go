@@ -400,7 +400,17 @@ func targetService(target string) (string, bool) {
 		return "", false
 	}
 	// cloudasset.mtls.googleapis.com: the first label
-	name, rest, _ := strings.Cut(name, ".")
+	first, rest, _ := strings.Cut(name, ".")
+	return labelService(first, rest)
+}
+
+// labelService returns the service a host's first label names, rest the
+// labels after it before the universe's domain (googleapis.com): none for
+// a shared front end's (www, private, restricted); a Private Service
+// Connect endpoint's (storage-vialink1, rest p) less its endpoint's name;
+// a regional endpoint's (us-central1-aiplatform, eu-documentai) less its
+// location.
+func labelService(name, rest string) (string, bool) {
 	if sharedFrontEnds[name] {
 		return "", false
 	}

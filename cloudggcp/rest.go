@@ -351,21 +351,17 @@ func restScope(r *http.Request, service string) resilience.Scope {
 // option.WithUniverseDomain, the endpoint <service>.<universe domain>,
 // pubsub.s3nsapis.fr), as targetService reads a googleapis.com host: its
 // first label, less a regional endpoint's location
-// (us-central1-aiplatform). A host of fewer than three labels
+// (us-central1-aiplatform) or a Private Service Connect endpoint's name
+// (pubsub-ep1.p.s3nsapis.fr). A host of fewer than three labels
 // (localhost, an emulator's), an IP address, or a shared front end's
 // (www) names none.
 func universeService(host string) (string, bool) {
 	if net.ParseIP(host) != nil || strings.Count(host, ".") < 2 {
 		return "", false
 	}
-	name, _, _ := strings.Cut(host, ".")
-	if sharedFrontEnds[name] {
-		return "", false
-	}
-	if i := strings.LastIndexByte(name, '-'); i >= 0 {
-		name = name[i+1:]
-	}
-	return name, name != ""
+	name, rest, _ := strings.Cut(host, ".")
+	second, _, _ := strings.Cut(rest, ".")
+	return labelService(name, second)
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths

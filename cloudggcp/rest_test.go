@@ -692,6 +692,7 @@ func TestRESTScopeOfAnotherUniverse(t *testing.T) {
 		{"POST", "https://secretmanager.apis-berlin-build0.goog/v1/projects/p1/secrets/s1:addVersion", "gcp/projects/p1/*/secretmanager/secrets_addVersion"},
 		{"GET", "https://us-central1-aiplatform.s3nsapis.fr/v1/projects/p1/locations/us-central1/endpoints", "gcp/projects/p1/*/aiplatform/endpoints_list"},
 		{"GET", "https://pubsub.mtls.s3nsapis.fr:443/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
+		{"GET", "https://pubsub-ep1.p.s3nsapis.fr/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
 		{"GET", "https://storage.s3nsapis.fr/bkt/dir/a.txt", "gcp/*/*/storage/o_get"},
 		{"GET", "https://compute.s3nsapis.fr/compute/v1/projects/p1/zones/z/instances", "gcp/projects/p1/*/compute/instances_list"},
 		{"GET", "https://www.s3nsapis.fr/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
