@@ -342,7 +342,10 @@ func (st *callState) sent(returned *bool) {
 // error code (a fatal answer, which proves the service reachable, unless
 // the code is a throttling or transient one), or, without a code, by its
 // message (a 400 "Rate exceeded" is throttling); Cosmos DB's 449 Retry
-// With is transient, whatever its code.
+// With is transient, whatever its code. App Configuration's 429 for its
+// Storage quota is fatal, and ends azcore's loop with its
+// *azcore.ResponseError: azcore would retry it by its status, and be
+// answered the same.
 //
 // The Guard is asked for a retry only when azcore sends one: at once when
 // the policies know azcore retries the answer (its status is one azcore
@@ -364,6 +367,13 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	st.last = se
 	st.gd.After(se)
 	st.gd.Release()
+	if storageQuota(resp) {
+		// App Configuration's Storage quota, which no wait replenishes:
+		// fatal, and a retry, which azcore makes of a 429, would be
+		// answered the same. azcore's loop ends with the answer.
+		st.owed = false
+		return nil, stop(se.response())
+	}
 	if !st.s.retries(resp.StatusCode) || st.lastTry() {
 		st.owed = !st.s.known
 		return resp, nil // azcore will not retry it, as far as the policies know

@@ -29,8 +29,8 @@ import (
 // to the same item, safe to retry. An App Configuration store's 429 whose
 // body names its Storage quota, the size of the store's data, which no
 // wait replenishes, is fatal, as a quota on resources rather than a rate
-// is (the per-retry policy, which reads a 429 by its status alone, still
-// takes the answer for throttling).
+// is; the per-retry policy reads it so too, and does not let azcore retry
+// it.
 func init() { errread.Register(readResponseError) }
 
 // responseCarrier is an error that carries the HTTP answer it reports by
@@ -45,7 +45,9 @@ type responseCarrier interface {
 // and the per-retry policy's view of an answer (a statusError), whose
 // status and headers the core reads by method. A status the core's table lists (429 and 503
 // throttling, 408, 500, 502 and 504 transient) decides the policy's view
-// alone, whatever the answer's error code; for any other status the reader
+// alone, whatever the answer's error code, but for App Configuration's 429
+// for its Storage quota, which is fatal (storageQuota); for any other
+// status the reader
 // gives the answer's error code, and Cosmos DB's 449 its verdict
 // (statusVerdict), so that the policy classifies the answer as
 // resilience.Classify does the *azcore.ResponseError the caller gets: a
@@ -63,6 +65,9 @@ func readResponseError(err error) (errread.Details, bool) {
 		}
 		return d, true
 	case *statusError:
+		if storageQuota(e.resp) {
+			return errread.Details{Kind: errread.Fatal}, true
+		}
 		if byStatus(e.resp.StatusCode) {
 			return errread.Details{}, false
 		}
@@ -119,7 +124,8 @@ const appConfigTooMany = "https://azconfig.io/errors/too-many-requests"
 // WriteRequests, Bandwidth), so that the answer is fatal, as the core
 // reads a LimitExceededException that speaks of no rate. The body is read
 // only when azcore keeps it in memory, as runtime.NewResponseError leaves
-// it (a body with a Bytes method); a body still to be read, or closed, is
+// it, and as azcore's body download policy leaves it before the per-retry
+// policy sees the answer (a body with a Bytes method); a body still to be read, or closed, is
 // neither read nor replaced, and the answer stays throttling by its
 // status.
 func storageQuota(resp *http.Response) bool {

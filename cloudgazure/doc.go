@@ -70,7 +70,9 @@
 //     message; usually a fatal answer, which proves the service reachable
 //     and resets the breaker, but a 400 without a code whose message reads
 //     "Rate exceeded" is throttling, and Cosmos DB's 449 Retry With is
-//     transient, whatever its code.
+//     transient, whatever its code; App Configuration's 429 for its
+//     Storage quota, which no wait replenishes, is fatal, and azcore does
+//     not retry it.
 //
 // Until the request ends, its context answers Value(gov) with the
 // request's Guard, so that a governed call made inside an attempt with

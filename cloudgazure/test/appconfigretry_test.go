@@ -1,0 +1,73 @@
+//go:build go1.25
+
+package test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// The per-retry policy reads App Configuration's 429 for its Storage
+// quota as resilience.Classify reads the *azcore.ResponseError the caller
+// gets: fatal, a provider's answer, since no wait replenishes the size of
+// the store's data. The answer is sent once, though azcore retries a 429
+// by its status (a retry would be answered the same), is not counted as
+// throttling, and neither halves nor pauses the store's scope; the
+// caller gets the 429. The store's rate quotas stay throttling, retried.
+func TestAppConfigStorageQuotaIsFatalPerAttempt(t *testing.T) {
+	body := `{"type":"https://azconfig.io/errors/too-many-requests","title":"Resource utilization has surpassed the assigned quota","policy":"Storage","status":429}`
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		var sent atomic.Int32
+		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
+		o := policy.ClientOptions{
+			Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				h := http.Header{}
+				h.Set("Content-Type", "application/problem+json; charset=utf-8")
+				h.Set("retry-after-ms", "5000")
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests",
+					Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil
+			}),
+			Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: 10 * time.Millisecond},
+			PerCallPolicies:  []policy.Policy{perCall},
+			PerRetryPolicies: []policy.Policy{perRetry},
+		}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+		ctx, stats := resilience.WithStats(context.Background())
+		req, err := runtime.NewRequest(ctx, http.MethodPut, "https://store.azconfig.io/kv/k?api-version=2023-10-01")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := pl.Do(req)
+		var re *azcore.ResponseError
+		switch {
+		case err == nil && (resp == nil || resp.StatusCode != http.StatusTooManyRequests):
+			t.Fatalf("got %v; want the 429", resp)
+		case err != nil && (!errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests):
+			t.Fatalf("got %v; want the 429", err)
+		}
+		if n := sent.Load(); n != 1 {
+			t.Errorf("the Storage quota's 429 was sent %d times in %v, want once: a retry is answered the same", n, time.Since(start))
+		}
+		sc := gov.Summary(stats).Scopes[resilience.Scope{Provider: "azure", Account: "store", Service: cloudgazure.ServiceAppConfig}]
+		if sc.Throttled != 0 || sc.GaveUp != 0 || sc.Pauses != 0 {
+			t.Errorf("the policy counted the Storage quota's 429 as %+v, want no throttling, give-up or pause", sc)
+		}
+	})
+}
