@@ -56,6 +56,14 @@ const (
 	// suffixes; see ScopeOfURL). It is not containerregistry, the service
 	// of Resource Manager's Microsoft.ContainerRegistry requests.
 	ServiceContainerRegistry = "acr"
+	// ServiceEventGrid is the service of an Event Grid topic's, domain's
+	// or namespace's data plane (<name>.<region>-1.eventgrid.azure.net,
+	// and its sovereign clouds' suffixes; see ScopeOfURL).
+	ServiceEventGrid = "eventgrid"
+	// ServiceWebPubSub is the service of a Web PubSub service's data
+	// plane (<name>.webpubsub.azure.com, and its sovereign clouds'
+	// suffixes; see ScopeOfURL).
+	ServiceWebPubSub = "webpubsub"
 )
 
 // storageServices are the services of a storage account's data plane, the
@@ -109,6 +117,34 @@ var planes = [...]plane{
 	{"services", []string{"ai.azure.com", "ai.azure.cn", "ai.azure.us"}, ServiceAIServices},
 	// Container Registry: operations per registry.
 	{"azurecr", acrSuffixes, ServiceContainerRegistry},
+	// Web PubSub: units per service.
+	{"webpubsub", []string{"azure.com", "azure.cn", "azure.us"}, ServiceWebPubSub},
+}
+
+// eventGridSuffixes follow eventgrid in the hosts of Event Grid topics,
+// domains and namespaces, <name>.<region>-1.eventgrid.<suffix>.
+var eventGridSuffixes = []string{"azure.net", "azure.cn", "azure.us"}
+
+// eventGrid returns the region of a host <name>.<label>.<rest> of an Event
+// Grid topic, domain or namespace, whose label is <region>-<n> (n digits;
+// Event Grid's hosts read -1) and rest eventgrid.<suffix> for a suffix of
+// eventGridSuffixes: a resource whose name is unique within its region
+// only, and whose publishing limits are its own.
+func eventGrid(label, rest string) (region string, ok bool) {
+	svc, rest, _ := strings.Cut(rest, ".")
+	if !strings.EqualFold(svc, "eventgrid") || !oneOf(rest, eventGridSuffixes) {
+		return "", false
+	}
+	i := strings.LastIndexByte(label, '-')
+	if i <= 0 || i == len(label)-1 {
+		return "", false
+	}
+	for j := i + 1; j < len(label); j++ {
+		if label[j] < '0' || label[j] > '9' {
+			return "", false
+		}
+	}
+	return label[:i], true
 }
 
 // acrSuffixes follow azurecr in a container registry's hosts: its login
@@ -181,7 +217,13 @@ func oneOf(s string, suffixes []string) bool {
 //     of azure.com, azure.cn and azure.us: azure/<account>/*/aiservices;
 //   - a container registry's, <registry>.azurecr.<suffix>, or one of its
 //     dedicated data endpoints, <registry>.<region>.data.azurecr.<suffix>,
-//     for a suffix of io, cn and us: azure/<registry>/*/acr.
+//     for a suffix of io, cn and us: azure/<registry>/*/acr;
+//   - an Event Grid topic's, domain's or namespace's,
+//     <name>.<region>-1.eventgrid.<suffix> for a suffix of azure.net,
+//     azure.cn and azure.us: azure/<name>/<region>/eventgrid, the region
+//     as the scope's, since such a name is unique within its region only;
+//   - a Web PubSub service's, <name>.webpubsub.<suffix> for a suffix of
+//     azure.com, azure.cn and azure.us: azure/<name>/*/webpubsub.
 //
 // Any other host is Resource Manager's (or a host it cannot tell from it,
 // such as a test server's, a region's shared endpoint such as
@@ -225,6 +267,11 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 	case registryData(svc, rest):
 		return dataPlane(name, ServiceContainerRegistry)
 	default:
+		if region, ok := eventGrid(svc, rest); ok {
+			sc := dataPlane(name, ServiceEventGrid)
+			sc.Region = lower(region)
+			return sc
+		}
 		if sc, ok := otherPlane(name, svc, rest); ok {
 			return sc
 		}

@@ -1,0 +1,89 @@
+//go:build go1.25
+
+package test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// azIn is the Azure scope of account and service in region, as ScopeOfURL
+// reads a data plane's host that names its region.
+func azIn(account, region, svc string) resilience.Scope {
+	return resilience.Scope{Provider: "azure", Account: account, Region: region, Service: svc}
+}
+
+// An Event Grid topic, domain or namespace answers at
+// <name>.<region>-1.eventgrid.<suffix> (azure.net, azure.cn, azure.us: the
+// "privatelink.eventgrid" zones of Microsoft's "Azure Private Endpoint
+// private DNS zone values", public, China and Government), its publishing
+// limits its own, and a name unique within its region only; a Web PubSub
+// service at <name>.webpubsub.<azure.com|azure.cn|azure.us>, its units
+// its own. Each is governed in its resource's scope,
+// azure/<name>/<region>/eventgrid and azure/<name>/*/webpubsub, and not
+// in azure/*/*/resources with the tenant's Resource Manager calls. A host
+// of no such shape, or under a suffix of no Azure cloud, stays Resource
+// Manager's.
+func TestScopeOfURLReadsEventGridAndWebPubSub(t *testing.T) {
+	checkScopeOfURL(t, []scopeCase{
+		{"https://topic.westus2-1.eventgrid.azure.net/api/events?api-version=2018-01-01", azIn("topic", "westus2", "eventgrid")},
+		{"https://Topic.EastUS-1.EventGrid.Azure.net:443/api/events", azIn("topic", "eastus", "eventgrid")},
+		{"https://ns.westeurope-1.eventgrid.azure.net/topics/t:publish?api-version=2023-11-01", azIn("ns", "westeurope", "eventgrid")},
+		{"https://topic.westus2-1.eventgrid.azure.net./api/events", azIn("topic", "westus2", "eventgrid")},
+		{"https://topic.chinaeast2-1.eventgrid.azure.cn/api/events", azIn("topic", "chinaeast2", "eventgrid")},
+		{"https://topic.usgovvirginia-1.eventgrid.azure.us/api/events", azIn("topic", "usgovvirginia", "eventgrid")},
+		{"https://hub.webpubsub.azure.com/api/hubs/chat/:send?api-version=2024-01-01", az("hub", "webpubsub")},
+		{"https://HUB.WebPubSub.Azure.com:443/api/health", az("hub", "webpubsub")},
+		{"https://hub.webpubsub.azure.cn/api/health", az("hub", "webpubsub")},
+		{"https://hub.webpubsub.azure.us/api/health", az("hub", "webpubsub")},
+		// No name, no region, a region label of another shape, another
+		// suffix: by the path.
+		{"https://westus2-1.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://topic.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://topic.-1.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://topic.westus2-.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://topic.westus2.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://topic.westus2-1.eventgrid.azure.net.example.org/api/events", az("", "resources")},
+		{"https://topic.westus2-1.eventgrid.example.net/api/events", az("", "resources")},
+		{"https://hub.webpubsub.azure.com.example.org/api/health", az("", "resources")},
+		{"https://webpubsub.azure.com/api/health", az("", "resources")},
+	})
+	for _, s := range []string{
+		"https://topic.westus2-1.eventgrid.azure.net/api/events",
+		"https://hub.webpubsub.azure.com/api/health",
+	} {
+		u, _ := url.Parse(s)
+		if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
+			t.Errorf("ScopeOfURL(%q) allocates %v times", s, n)
+		}
+	}
+
+	// A throttled topic (429, Retry-After: 30) holds neither another
+	// topic, a Web PubSub service nor the tenant's Resource Manager calls.
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		send := governedSend(t, context.Background(), gov, throttleTransport{"Retry-After", "30"})
+		if st, _ := send("https://busytopic.westus2-1.eventgrid.azure.net/api/events"); st != http.StatusTooManyRequests {
+			t.Fatalf("busy topic answered %d", st)
+		}
+		for _, u := range []string{
+			"https://othertopic.westus2-1.eventgrid.azure.net/api/events",
+			"https://hub.webpubsub.azure.com/api/health",
+			"https://management.azure.com/subscriptions?api-version=2022-12-01",
+		} {
+			if st, took := send(u); st != http.StatusOK || took != 0 {
+				t.Errorf("%s: %d after %v, want 200 at once: a topic's 429 held it", u, st, took)
+			}
+		}
+		if _, took := send("https://busytopic.westus2-1.eventgrid.azure.net/api/events"); took < 30*time.Second {
+			t.Errorf("the throttled topic's next request went after %v, want 30 s", took)
+		}
+	})
+}
