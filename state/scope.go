@@ -15,7 +15,7 @@ import (
 //	Part       AWS                 Azure                            GCP
 //	Provider   "aws"               "azure"                          "gcp"
 //	Account    account id          subscription id, lower-case      projects/<id>, organizations/<id>, folders/<id>
-//	Region     client region       "" or an Event Grid host's region ""
+//	Region     client region       "" or a regional host's region   ""
 //	Service    ec2, iam, sts       network, compute; resourcegraph  cloudasset
 //	Operation  DescribeVpcs        ""                               ListAssets
 //
