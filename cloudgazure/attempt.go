@@ -342,7 +342,8 @@ func (st *callState) sent(returned *bool) {
 // error code (a fatal answer, which proves the service reachable, unless
 // the code is a throttling or transient one), or, without a code, by its
 // message (a 400 "Rate exceeded" is throttling); Cosmos DB's 449 Retry
-// With is transient, whatever its code. App Configuration's 429 for its
+// With is transient, whatever its code, as is its 410 Gone for a
+// partition that split or moved. App Configuration's 429 for its
 // Storage quota is fatal, and ends azcore's loop with its
 // *azcore.ResponseError: azcore would retry it by its status, and be
 // answered the same.

@@ -26,7 +26,9 @@ import (
 // without a body is throttling. An Azure answer with Cosmos DB's status
 // 449 Retry With, which the core's tables do not list, is transient,
 // whatever its error code: a write that collided with concurrent writes
-// to the same item, safe to retry. An App Configuration store's 429 whose
+// to the same item, safe to retry; and so is Cosmos DB's 410 Gone with
+// the sub-status of a partition that split or moved (1002, 1007, 1008),
+// which azcosmos retries. An App Configuration store's 429 whose
 // body names its Storage quota, the size of the store's data, which no
 // wait replenishes, is fatal, as a quota on resources rather than a rate
 // is; the per-retry policy reads it so too, and does not let azcore retry
@@ -48,20 +50,21 @@ type responseCarrier interface {
 // alone, whatever the answer's error code, but for App Configuration's 429
 // for its Storage quota, which is fatal (storageQuota); for any other
 // status the reader
-// gives the answer's error code, and Cosmos DB's 449 its verdict
-// (statusVerdict), so that the policy classifies the answer as
-// resilience.Classify does the *azcore.ResponseError the caller gets: a
-// 449 as transient, any other by its code, or, without one, by its
-// message.
+// gives the answer's error code, and Cosmos DB's 449 and 410 for a
+// partition that split or moved their verdict (statusVerdict), so that
+// the policy classifies the answer as resilience.Classify does the
+// *azcore.ResponseError the caller gets: those as transient, any other by
+// its code, or, without one, by its message.
 func readResponseError(err error) (errread.Details, bool) {
 	switch e := err.(type) {
 	case *azcore.ResponseError:
-		d := errread.Details{Code: e.ErrorCode, Status: e.StatusCode, Kind: statusVerdict(e.StatusCode)}
+		d := errread.Details{Code: e.ErrorCode, Status: e.StatusCode}
 		if e.RawResponse != nil {
 			d.Header = e.RawResponse.Header
-			if storageQuota(e.RawResponse) {
-				d.Kind = errread.Fatal
-			}
+		}
+		d.Kind = statusVerdict(e.StatusCode, d.Header)
+		if e.RawResponse != nil && storageQuota(e.RawResponse) {
+			d.Kind = errread.Fatal
 		}
 		return d, true
 	case *statusError:
@@ -71,14 +74,14 @@ func readResponseError(err error) (errread.Details, bool) {
 		if byStatus(e.resp.StatusCode) {
 			return errread.Details{}, false
 		}
-		d := errread.Details{Kind: statusVerdict(e.resp.StatusCode)}
+		d := errread.Details{Kind: statusVerdict(e.resp.StatusCode, e.resp.Header)}
 		if re, ok := e.response().(*azcore.ResponseError); ok {
 			d.Code = re.ErrorCode
 		}
 		return d, d.Code != "" || d.Kind != errread.None
 	case responseCarrier:
 		if resp := e.RawResponse(); resp != nil {
-			return errread.Details{Status: resp.StatusCode, Header: resp.Header, Kind: statusVerdict(resp.StatusCode)}, true
+			return errread.Details{Status: resp.StatusCode, Header: resp.Header, Kind: statusVerdict(resp.StatusCode, resp.Header)}, true
 		}
 	}
 	return errread.Details{}, false
@@ -88,17 +91,40 @@ func readResponseError(err error) (errread.Details, bool) {
 // that net/http does not name.
 const statusRetryWith = 449
 
-// statusVerdict returns the kind of an Azure answer's status when the
-// status decides it whatever the answer's error code: 449 Retry With,
-// which Cosmos DB gives a write that collided with concurrent writes to
-// the same item, is transient (Microsoft's guide to resilient Cosmos DB
-// applications: "safe to retry"), though the core's tables do not list
-// it. errread.None for any other status, which the tables decide.
-func statusVerdict(status int) errread.Kind {
-	if status == statusRetryWith {
+// statusVerdict returns the kind of an Azure answer's status, with its
+// headers h (nil when unknown), when they decide it whatever the answer's
+// error code: 449 Retry With, which Cosmos DB gives a write that collided
+// with concurrent writes to the same item, is transient (Microsoft's
+// guide to resilient Cosmos DB applications: "safe to retry"), though the
+// core's tables do not list it; and so is Cosmos DB's 410 Gone for a
+// partition that split or moved (partitionGone), which azcosmos retries.
+// errread.None for any other answer, which the tables decide.
+func statusVerdict(status int, h http.Header) errread.Kind {
+	if status == statusRetryWith || partitionGone(status, h) {
 		return errread.Transient
 	}
 	return errread.None
+}
+
+// partitionGone reports whether an answer of status with headers h is
+// Cosmos DB's 410 Gone for a partition key range that is gone (sub-status
+// 1002), splitting (1007) or migrating (1008): azcosmos refreshes its
+// partition key ranges and retries such an answer
+// (isPartitionKeyRangeGoneError), as the .NET and Java SDKs do. A 410
+// with another sub-status, or none, is no such answer.
+func partitionGone(status int, h http.Header) bool {
+	if status != http.StatusGone {
+		return false
+	}
+	v := h["X-Ms-Substatus"]
+	if len(v) == 0 {
+		return false
+	}
+	switch strings.TrimSpace(v[0]) {
+	case "1002", "1007", "1008":
+		return true
+	}
+	return false
 }
 
 // byStatus reports whether the per-retry policy reads an answer of status

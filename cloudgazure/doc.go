@@ -70,7 +70,9 @@
 //     message; usually a fatal answer, which proves the service reachable
 //     and resets the breaker, but a 400 without a code whose message reads
 //     "Rate exceeded" is throttling, and Cosmos DB's 449 Retry With is
-//     transient, whatever its code; App Configuration's 429 for its
+//     transient, whatever its code, as is its 410 Gone for a partition
+//     that split or moved (sub-status 1002, 1007, 1008), which azcosmos
+//     retries; App Configuration's 429 for its
 //     Storage quota, which no wait replenishes, is fatal, and azcore does
 //     not retry it.
 //
