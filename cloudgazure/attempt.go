@@ -352,8 +352,9 @@ func (st *callState) sent(returned *bool) {
 // the policies know azcore retries the answer (its status is one azcore
 // retries, and the attempt is not azcore's last), so that a refusal ends
 // azcore's loop before its backoff; otherwise, when the caller's
-// ShouldRetry decides or the pipeline's retry options are unknown, by the
-// next attempt, if azcore makes one.
+// ShouldRetry decides or the pipeline's retry options are unknown, or
+// for a Cosmos DB request (see asksLate), by the next attempt, if one is
+// made.
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
 		// The quota's pauses are set before the slot goes back, so that a
@@ -379,7 +380,7 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 		st.owed = !st.s.known
 		return resp, nil // azcore will not retry it, as far as the policies know
 	}
-	if !st.s.known {
+	if st.asksLate() {
 		st.owed = true
 	} else if err := st.retry(); err != nil {
 		return nil, err
@@ -388,6 +389,19 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	}
 	st.strip(resp)
 	return resp, nil
+}
+
+// asksLate reports whether the Guard is asked for the retry of an answer
+// azcore retries when the retry is sent (by the next attempt), rather
+// than at once: when the policies do not know azcore's retry options, and
+// for a Cosmos DB request, whose SDK, azcosmos, runs a retry policy of its
+// own in the per-retry stage ahead of this package's (clientRetryPolicy:
+// on a 503, 408, 500, 502 or 504, or a failed connection, it sends the
+// attempt again at once, to another region, or gives the answer up as an
+// error azcore does not retry). Asked at once, a retry azcosmos gave up
+// would be paid for and counted, though never sent.
+func (st *callState) asksLate() bool {
+	return !st.s.known || st.scope.Service == ServiceCosmosDB
 }
 
 // lastTry reports whether the attempt just made is the last azcore makes,
@@ -406,7 +420,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 	if st.ctx.Err() != nil || isNonRetriable(err) || st.lastTry() {
 		return resp, err // azcore stops here; the per-call policy ends the Guard
 	}
-	if !st.s.known {
+	if st.asksLate() {
 		st.owed = true
 		return resp, err
 	}
