@@ -228,6 +228,12 @@ func az(account, svc string) resilience.Scope {
 	return resilience.Scope{Provider: "azure", Account: account, Service: svc}
 }
 
+// azIn is the Azure scope of account and service in region, as ScopeOfURL
+// reads a data plane's host that names its region.
+func azIn(account, region, svc string) resilience.Scope {
+	return resilience.Scope{Provider: "azure", Account: account, Region: region, Service: svc}
+}
+
 // A scopeCase is a URL and the scope ScopeOfURL must read from it.
 type scopeCase struct {
 	url  string

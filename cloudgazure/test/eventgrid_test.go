@@ -1,5 +1,3 @@
-//go:build go1.25
-
 package test
 
 import (
@@ -13,12 +11,6 @@ import (
 	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
-
-// azIn is the Azure scope of account and service in region, as ScopeOfURL
-// reads a data plane's host that names its region.
-func azIn(account, region, svc string) resilience.Scope {
-	return resilience.Scope{Provider: "azure", Account: account, Region: region, Service: svc}
-}
 
 // An Event Grid topic, domain or namespace answers at
 // <name>.<region>-1.eventgrid.<suffix> (azure.net, azure.cn, azure.us: the
