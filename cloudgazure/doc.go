@@ -52,7 +52,9 @@
 //   - 429 or 503, whatever the error code: the scope's rate halves and the
 //     scope pauses for the server's hint (Retry-After-Ms,
 //     x-ms-retry-after-ms, Retry-After, or x-ms-user-quota-resets-after
-//     when that is the only one), capped at resilience.MaxPause;
+//     when that is the only one), capped at resilience.MaxPause; but App
+//     Configuration's 429 for its Storage quota, which no wait
+//     replenishes, is fatal, and azcore does not retry it;
 //   - 408, 500, 502, 504: a transient answer, counted;
 //   - success: additive recovery and breaker reset; Resource Graph's
 //     x-ms-user-quota-remaining: 0 pauses its scope until the quota
@@ -72,9 +74,7 @@
 //     "Rate exceeded" is throttling, and Cosmos DB's 449 Retry With is
 //     transient, whatever its code, as is its 410 Gone for a partition
 //     that split or moved (sub-status 1002, 1007, 1008), which azcosmos
-//     retries; App Configuration's 429 for its
-//     Storage quota, which no wait replenishes, is fatal, and azcore does
-//     not retry it.
+//     retries.
 //
 // Until the request ends, its context answers Value(gov) with the
 // request's Guard, so that a governed call made inside an attempt with
