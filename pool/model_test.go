@@ -1101,6 +1101,13 @@ func (m *machine) invariants() error {
 		}
 	}
 	for sc, q := range p.scopes {
+		// A queue put back in turn to be asked for its account's queues
+		// held back (unholdBack) leads them until it is asked: it is in
+		// turn, or being asked about, and none of them waits behind a
+		// queue that will not be asked.
+		if q.leads && q.where != inRing && q.where != asking {
+			return fmt.Errorf("queue %v leads its account's queues held back, and is not in turn (where %d)", sc, q.where)
+		}
 		if q.n == 0 {
 			continue
 		}

@@ -368,11 +368,12 @@ func (p *Pool) pick() *task {
 queues:
 	for n := p.ring.len(); n > 0 && p.ring.len() > 0; n-- {
 		q := p.ring.pop()
-		noSlot, turn := q.noSlot, q.turn
+		noSlot, turn, lead := q.noSlot, q.turn, q.leads
 		q.noSlot, q.heldBack = false, false
 		p.dropDone(q)
 		if q.n == 0 {
 			q.where = nowhere
+			p.passLead(q, lead)
 			continue
 		}
 		var a answer
@@ -391,6 +392,7 @@ queues:
 				now, asked = p.now(), true
 				if q.n == 0 {
 					q.where = nowhere
+					p.passLead(q, lead)
 					continue
 				}
 				if !a.failsFast {
@@ -398,6 +400,7 @@ queues:
 						p.ring.push(q) // its task's end may have opened the breaker
 					} else {
 						p.repark(q, min(q.heldUntil, now+parkRecheck))
+						p.passLead(q, lead)
 					}
 					continue
 				}
@@ -413,6 +416,15 @@ queues:
 		acct := account{q.scope.Provider, q.scope.Account}
 		if !asked && noSlot && p.isFull(acct) {
 			p.slot(q, now)
+			p.fullBack(acct)
+			continue
+		}
+		if !asked && noSlot && !lead && p.heldBack[acct] && p.liveHolds(acct) > 0 {
+			// Put back in turn by a task's end or the recheck, its
+			// account's queues held back for their tasks' first calls
+			// (holdBack): it waits behind the first of them, which is
+			// asked for them all (unholdBack).
+			p.holdBack(q, noSlot, turn, now)
 			continue
 		}
 		// Asked about for a slot a task's end freed: the slot is the
@@ -445,6 +457,7 @@ queues:
 			if q.n == 0 {
 				q.where = nowhere
 				p.passOn(acct, reserved)
+				p.passLead(q, lead)
 				continue queues
 			}
 			if q.heldUntil > now && !p.heldByAnOldState(q) && !a.failsFast {
@@ -452,6 +465,7 @@ queues:
 				// its queue waits for the wait the refusal gave.
 				p.repark(q, min(q.heldUntil, now+parkRecheck))
 				p.passOn(acct, reserved)
+				p.passLead(q, lead)
 				continue queues
 			}
 			if a.why == nil && !reserved && !a.surveyed && p.mayRace(acct) {
@@ -498,6 +512,12 @@ queues:
 			}
 			p.hold(q, t, now) // until its first call is decided
 			p.passOn(acct, reserved)
+			if lead && (a.why != nil || !a.surveyed || a.free > p.liveHolds(acct)) {
+				// Slots free beyond the first calls to come, this one's
+				// included, or not known: the next queue held back is
+				// asked.
+				p.passLead(q, lead)
+			}
 			p.start(t)
 			return t
 		case errors.Is(a.why, resilience.ErrNoSlot) && a.ended:
@@ -512,6 +532,7 @@ queues:
 			p.markFull(acct, a.gen)
 			p.keepTurn(q, noSlot, turn)
 			p.slot(q, now)
+			p.fullBack(acct)
 		case a.taskEnded:
 			// A task of it ended while its scope was asked about: what it
 			// met may have opened the breaker. Asked again in turn, as the
@@ -523,6 +544,7 @@ queues:
 			// its answer came back: a read of the store across the
 			// network later.
 			p.park(q, a.at+min(a.d, parkRecheck), a.turn)
+			p.passLead(q, lead)
 		}
 		p.passOn(acct, reserved)
 	}
@@ -664,7 +686,7 @@ const admitHold = 10 * time.Millisecond
 // of t, just picked, is decided, or until admitHold has passed. p.mu is
 // held.
 func (p *Pool) hold(q *queue, t *task, now time.Duration) {
-	q.where, q.holder, q.admitUntil = admitting, t, now+admitHold
+	q.where, q.holder, q.admitUntil, q.leads = admitting, t, now+admitHold, false
 	p.holds.push(heldQueue{t, q.admitUntil})
 	if q.n > 0 {
 		p.arm(q.admitUntil)
@@ -770,7 +792,7 @@ func (p *Pool) park(q *queue, at time.Duration, turn uint32) {
 // the same time: a queue whose head was refused (another scope's call took
 // the token they share first) did not have its turn. p.mu is held.
 func (p *Pool) repark(q *queue, at time.Duration) {
-	q.where, q.wakeAt = parked, at
+	q.where, q.wakeAt, q.leads = parked, at, false
 	p.parked.push(q)
 	p.arm(at)
 }
@@ -795,7 +817,7 @@ const slotRecheck = 50 * time.Millisecond
 // a task's end puts them back in the ring in that order (unslot), and the
 // first asked takes the slot. p.mu is held.
 func (p *Pool) slot(q *queue, now time.Duration) {
-	q.where = slotted
+	q.where, q.leads = slotted, false
 	// After the last one whose turn came before q's: most come in turn,
 	// and are appended.
 	i := len(p.slots)
@@ -997,7 +1019,11 @@ func (p *Pool) learnCap(acct account, a answer) {
 // calls of its tasks started may take (mayRace), wait for a slot until
 // one of those is decided or its hold ends (admitHold; unholdBack), a
 // task ends, or the recheck: the account is not found full, and q is not
-// counted as told so (markFull). p.mu is held.
+// counted as told so (markFull). The queues of an account held back so
+// are asked again one at a time, the first in line for them all (see
+// unholdBack), and a queue of the account put back in turn by a task's
+// end or the recheck (noSlot) while some are, its first calls still to
+// come, waits behind them without asking. p.mu is held.
 func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 	acct := account{q.scope.Provider, q.scope.Account}
 	if p.heldBack == nil {
@@ -1016,29 +1042,63 @@ func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 	}
 }
 
-// unholdBack puts the queues of acct that holdBack made wait back in turn,
-// as a first call of a task of acct is decided (or its hold ends): they
-// are asked again, in their turn, as queues put back by a task's end are
-// (noSlot). p.mu is held.
+// unholdBack puts the first queue of acct that holdBack made wait back
+// in turn, as a first call of a task of acct is decided (or its hold
+// ends): it is asked again, in its turn, as a queue put back by a task's
+// end is (noSlot), and leads the others, which wait behind it rather
+// than each asking the governor for the slots free (with a fleet's
+// store, a round trip each) to learn what its answer tells: told no slot,
+// the others wait for one as queues told so do (fullBack); held back
+// again, they wait on behind it; otherwise (its task started with slots
+// free beyond the first calls to come, or it did not take the slot) the
+// next in line leads (passLead). p.mu is held.
 func (p *Pool) unholdBack(acct account) {
 	if !p.heldBack[acct] {
 		return
 	}
+	held := func(q *queue) bool {
+		return q.where == slotted && q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct
+	}
+	i := slices.IndexFunc(p.slots, held)
+	if i < 0 {
+		delete(p.heldBack, acct)
+		return
+	}
+	q := p.slots[i]
+	p.slots = slices.Delete(p.slots, i, i+1)
+	if !slices.ContainsFunc(p.slots[i:], held) {
+		delete(p.heldBack, acct)
+	}
+	// In turn as a queue told no slot, which keeps its place among
+	// those waiting for one (keepTurn) unless it takes one.
+	q.heldBack, q.noSlot, q.leads = false, true, true
+	p.ring.push(q)
+	p.wake()
+}
+
+// passLead ends q's lead of its account's queues held back (unholdBack),
+// when lead says it had it: the next in line leads. p.mu is held.
+func (p *Pool) passLead(q *queue, lead bool) {
+	q.leads = false
+	if lead {
+		p.unholdBack(account{q.scope.Provider, q.scope.Account})
+	}
+}
+
+// fullBack makes the queues of acct held back for its tasks' first calls
+// (holdBack) wait for a slot as queues told no slot do, acct found full:
+// a task's end or the recheck puts them back in turn (unslot), the
+// first asked, the others waiting without asking while the account is
+// full (markFull). p.mu is held.
+func (p *Pool) fullBack(acct account) {
+	if !p.heldBack[acct] {
+		return
+	}
 	delete(p.heldBack, acct)
-	moved := false
-	p.slots = slices.DeleteFunc(p.slots, func(q *queue) bool {
-		if q.where != slotted || !q.heldBack || (account{q.scope.Provider, q.scope.Account}) != acct {
-			return false
+	for _, q := range p.slots {
+		if q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct {
+			q.heldBack = false
 		}
-		// In turn as a queue told no slot, which keeps its place among
-		// those waiting for one (keepTurn) unless it takes one.
-		q.heldBack, q.noSlot = false, true
-		p.ring.push(q)
-		moved = true
-		return true
-	})
-	if moved {
-		p.wake()
 	}
 }
 
@@ -1095,13 +1155,39 @@ type account struct{ provider, account string }
 // recheck. Otherwise every one is asked (the recheck once per
 // parkRecheck: a breaker opened meanwhile). p.mu is held.
 func (p *Pool) unslot(counted bool) {
+	kept := p.slots[:0]
+	var led map[account]bool
 	for _, q := range p.slots {
-		if q.where == slotted {
-			q.noSlot = counted
-			p.ring.push(q)
+		if q.where != slotted {
+			continue
+		}
+		if q.heldBack && counted {
+			// Held back for its account's first calls: the first of the
+			// account leads the others (unholdBack), which wait behind it.
+			acct := account{q.scope.Provider, q.scope.Account}
+			if led[acct] {
+				kept = append(kept, q)
+				continue
+			}
+			if led == nil {
+				led = map[account]bool{}
+			}
+			led[acct] = true
+			q.leads = true
+		}
+		q.heldBack = false
+		q.noSlot = counted
+		p.ring.push(q)
+	}
+	clear(p.slots[len(kept):])
+	p.slots = kept
+	for acct := range p.heldBack {
+		if !led[acct] || !slices.ContainsFunc(p.slots, func(q *queue) bool {
+			return q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct
+		}) {
+			delete(p.heldBack, acct)
 		}
 	}
-	p.slots = p.slots[:0]
 }
 
 // recheck puts the queues waiting for a slot back in turn when no task of

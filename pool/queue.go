@@ -27,6 +27,7 @@ type queue struct {
 	where      where
 	noSlot     bool          // put back in turn by a task's end, its last answer no slot (see Pool.unslot)
 	heldBack   bool          // slotted: for the first calls of its account's tasks started, not for a slot found taken (see Pool.holdBack)
+	leads      bool          // put back in turn to be asked for its account's queues held back, which wait behind it (see Pool.unholdBack)
 	taskEnded  bool          // asking: a task of it ended meanwhile (see Pool.ask)
 	parkedAt   uint32        // parked: its turn when it was parked, the pool's count of asks when it was asked about (see Pool.park)
 	wakeAt     time.Duration // parked: when its scope may go
