@@ -22,7 +22,9 @@ type Progress struct {
 	// Deferred counts the first calls the governor refused before sending
 	// (the scope was busy after all) and whose tasks went back to their
 	// queues to run again; one that a stop drops before it runs again is
-	// counted in Dropped too.
+	// counted in Dropped too. A refusal whose task returns after the pool
+	// stopped is not: the task does not go back to its queue, and is
+	// counted in Dropped alone, as a task the stop drops from its queue.
 	Deferred int
 	// Dropped counts the tasks never run: the pool stopped, or their own
 	// contexts ended while they were queued.
@@ -86,10 +88,14 @@ const (
 	ScopeReady   ScopeState = "ready"   // its next task can go now
 	ScopeWaiting ScopeState = "waiting" // for a rate token, a pause, a half-open breaker's probe, or the end of the wait a refusal of its first call gave
 	ScopeOpen    ScopeState = "open"    // its breaker is open: its tasks fail fast when run, or wait for its cooldown (breaker_wait)
-	ScopeNoSlot  ScopeState = "slot"    // its account's concurrency cap is full
+	ScopeNoSlot  ScopeState = "slot"    // its account's concurrency cap is full, or its slots free are the first calls' of the account's tasks started (see Pool.Progress)
 )
 
-// Progress returns where the pool's work stands now. It reads the
+// Progress returns where the pool's work stands now. A queue the pool
+// holds back for the first calls of its account's tasks started, still
+// to come, which would take every slot the account has free (admitHold,
+// 10 ms, at most each), reads ScopeNoSlot, not ScopeReady: its next task
+// cannot go now, though the governor shows a slot free. It reads the
 // governor, changing nothing: one resilience.Survey of the pool's scopes,
 // which reads each scope's buckets once, and each account's bucket and
 // provider's provider-wide bucket once for all their scopes (once per
@@ -104,6 +110,10 @@ func (p *Pool) Progress() Progress {
 	// its scope, which may not see the wait (a first call to another
 	// scope, a pause another process of a fleet set).
 	holds := make([]time.Duration, 0, len(p.scopes))
+	// The queues held back for the first calls of their accounts' tasks
+	// started (see Pool.holdBack): the slots Delay shows free are those
+	// calls'.
+	back := make([]bool, 0, len(p.scopes))
 	now := p.now()
 	for _, q := range p.scopes {
 		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred, Dropped: q.dropped})
@@ -112,6 +122,7 @@ func (p *Pool) Progress() Progress {
 			hold = q.heldUntil - now
 		}
 		holds = append(holds, hold)
+		back = append(back, q.where == slotted && q.heldBack)
 	}
 	p.mu.Unlock()
 	// The buckets the scopes share: a leaf (the operations of a service
@@ -162,6 +173,8 @@ func (p *Pool) Progress() Progress {
 		d, why := look.Wait, look.Why
 		open := errors.Is(why, resilience.ErrCircuitOpen)
 		switch {
+		case why == nil && back[i]:
+			s.State = ScopeNoSlot // as it will be once those calls are made
 		case why == nil:
 			s.State = ScopeReady
 		case open && snap.Breaker.State == state.HalfOpen:
