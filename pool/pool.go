@@ -53,7 +53,12 @@
 // waiting for a slot of their account's concurrency cap (max_concurrency)
 // are asked about in turn as a task's end frees one, the first in line
 // every 50 ms for a slot that calls outside the pool freed, and every one
-// at least once a second, likewise. Cancelling the
+// at least once a second, likewise. A slot the pool does not see freed
+// waits for that recheck too, up to 50 ms idle: a call of a task that
+// ends while the task goes on (a page's call, the task then working on
+// the page), or a cap raised by resilience.Governor.Configure; the
+// governor tells the pool of neither (it tells it of a task's first call
+// alone, resilience.Admission). Cancelling the
 // context given to New stops the pool: no further task starts, the queued
 // ones are dropped (each recorded as cancelled in the ledger its context
 // carries), and Wait returns once the running ones have returned; no
