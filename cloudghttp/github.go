@@ -129,12 +129,16 @@ const lowShare = 10
 // against, but only once the call was made, in the scope chosen before it
 // was sent, in which it is recorded; it moves no call, and does not tell
 // the scope of the next one, whose path differs (a SCIM user's, an
-// alert's autofix). Headers that name another quota than the one the
-// call's path counts against (core for rest) pace nothing: that quota
-// spent or low neither pauses nor slows the call's scope, and a 403 or 429
-// of it (no retry-after, no secondary limit's words in its body) is a
-// fatal answer, not retried, whose headers tell the caller when that quota
-// resets.
+// alert's autofix). The headers of an answer to a rest call that name
+// another quota than core (code_scanning_upload, which GitHub counts in
+// core's pool, is core's) pace nothing: that quota spent or low neither
+// pauses nor slows rest, and a 403 or 429 of it (no retry-after, no
+// secondary limit's words in its body) is a fatal answer, not retried,
+// whose headers tell the caller when that quota resets. Every other scope
+// holds the calls of one operation, which count against one quota
+// whatever the server names it (an Enterprise Server counts a code search
+// against search, as its other searches), and its answers' headers pace
+// it.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
@@ -143,10 +147,9 @@ const lowShare = 10
 // GitHub's limits; what keeps them under those limits is what the answers
 // say, which the Transport reads for every scope of ProviderGitHub:
 //
-//   - a 403 or 429 with x-ratelimit-remaining: 0 (of the quota the call's
-//     path counts against, as every rule on x-ratelimit-remaining is) is a
-//     throttle: the scope's
-//     rate is halved and the scope paused until x-ratelimit-reset (epoch
+//   - a 403 or 429 with x-ratelimit-remaining: 0 (of the scope's quota,
+//     core for rest, as every rule on x-ratelimit-remaining is) is a
+//     throttle: the scope's rate is halved and the scope paused until x-ratelimit-reset (epoch
 //     seconds), capped at resilience.MaxPause, or for Retry-After when the
 //     answer has one;
 //   - a 403 or 429 with retry-after (a secondary limit) is a throttle with
@@ -297,19 +300,26 @@ func githubAnswer(e *StatusError, path string, now time.Time) {
 const hdrResource = "X-Ratelimit-Resource"
 
 // otherQuota reports whether h, the headers of an answer to a request of
-// path, count another quota than the one path's calls count against
-// (githubRoute's service; rest's quota is core): their x-ratelimit-resource
-// names another. Such headers pace none of the calls of path's scope.
+// path, count another quota than the one path's calls count against:
+// path's scope is rest, whose quota is core, and their
+// x-ratelimit-resource names another than core (code_scanning_upload,
+// which GitHub counts in core's pool, is core's). Such headers pace none
+// of rest's calls, most of which do not count against that quota. Every
+// other scope holds the calls of one operation (githubRoute), which all
+// count against one quota, whatever the server names it (search for a
+// code search on an Enterprise Server, which limits it as its other
+// searches; core where a server counts an operation in core): its
+// answers' headers are that quota's, and pace it.
 func otherQuota(h http.Header, path string) bool {
 	v := h[hdrResource]
-	if len(v) == 0 {
+	if len(v) == 0 || githubService(path) != GitHubREST {
 		return false
 	}
-	resource := githubService(path)
-	if resource == GitHubREST {
-		resource = "core"
+	switch strings.ToLower(strings.TrimSpace(v[0])) {
+	case "", "core", "code_scanning_upload":
+		return false
 	}
-	return !strings.EqualFold(strings.TrimSpace(v[0]), resource)
+	return true
 }
 
 // githubSecondaryWait is the wait of a secondary rate limit that gives

@@ -1138,3 +1138,55 @@ func TestGitHubGraphQLPartialAnswerWithARateLimitIsNoSuccess(t *testing.T) {
 		})
 	}
 }
+
+// Each scope but rest holds the calls of one operation (a search, a code
+// search, GraphQL, each REST operation GitHub limits apart), which all
+// count against one quota, whatever the server names it: GitHub's own
+// name (docs.github.com's "REST API endpoints for rate limits": search,
+// code_search, graphql, integration_manifest, dependency_snapshots,
+// dependency_sbom, audit_log), search for a code search on an Enterprise
+// Server, which limits code search as its other searches ("REST API
+// endpoints for search": 30 a minute for every search, code search apart
+// only on github.com and GHEC), core on a server that counts an operation
+// in core. rest's quota is core, and code_scanning_upload is core's too
+// (GitHub's changelog of 2026-05-05: it "shares the same limit pool as
+// core"). A 403 of that quota spent is a throttle of the call's scope:
+// the scope paused until the reset, and the call sent again then and
+// answered, not handed back as a fatal answer.
+func TestGitHubEachScopeIsPacedByItsOwnQuota(t *testing.T) {
+	for _, c := range []struct {
+		resource, method, url string
+	}{
+		{"search", http.MethodGet, "https://api.github.com/search/issues?q=bug"},
+		{"code_search", http.MethodGet, "https://api.github.com/search/code?q=secret"},
+		{"search", http.MethodGet, "https://ghe.example.com/api/v3/search/code?q=secret"},
+		{"graphql", http.MethodPost, "https://api.github.com/graphql"},
+		{"integration_manifest", http.MethodPost, "https://api.github.com/app-manifests/0123abcd/conversions"},
+		{"dependency_snapshots", http.MethodPost, "https://api.github.com/repos/octo/hello/dependency-graph/snapshots"},
+		{"dependency_sbom", http.MethodGet, "https://api.github.com/repos/octo/hello/dependency-graph/sbom"},
+		{"audit_log", http.MethodGet, "https://api.github.com/orgs/octo/audit-log"},
+		{"core", http.MethodGet, "https://ghe.example.com/api/v3/enterprises/octo-corp/audit-log"},
+		{"core", http.MethodGet, "https://api.github.com/repos/octo/hello/issues"},
+		{"code_scanning_upload", http.MethodPost, "https://api.github.com/repos/octo/hello/code-scanning/sarifs"},
+	} {
+		t.Run(c.resource+"/"+c.url, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(status(http.StatusForbidden, "X-RateLimit-Limit", "30", "X-RateLimit-Remaining", "0",
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", c.resource))
+				gov := newGov(t, resilience.Config{})
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+				var b io.Reader
+				if c.method == http.MethodPost {
+					b = strings.NewReader(`{"query":"query { viewer { login } }"}`)
+				}
+				resp := do(t, hc, c.method, c.url, b)
+				got := readAll(t, resp)
+				hits := f.recorded()
+				if resp.StatusCode != http.StatusOK || got != "ok" || len(hits) != 2 || hits[1].at.Sub(hits[0].at) < 50*time.Second {
+					t.Errorf("%s %s, its %s quota spent: status %d after %d attempts, want it sent again after the reset, 50s later, and answered", c.method, c.url, c.resource, resp.StatusCode, len(hits))
+				}
+			})
+		})
+	}
+}
