@@ -50,6 +50,18 @@ const (
 	// organisation's and each enterprise's audit log is a scope of its
 	// own, its Region naming it: orgs/<org> or enterprises/<enterprise>.
 	GitHubAuditLog = "audit_log"
+	// GitHubSCIM is the service of GitHub's SCIM API, the paths under
+	// /scim/v2/ (an organisation's or an enterprise's users and groups).
+	GitHubSCIM = "scim"
+	// GitHubAuditLogStreaming is the service of an enterprise's audit
+	// log streams: /enterprises/{enterprise}/audit-log/streams, a
+	// stream's .../streams/{stream_id} and .../audit-log/stream-key.
+	GitHubAuditLogStreaming = "audit_log_streaming"
+	// GitHubActionsRunnerRegistration is the service of a self-hosted
+	// runner's registration token: POST
+	// /repos/{owner}/{repo}/actions/runners/registration-token, and the
+	// same under /orgs/{org} and /enterprises/{enterprise}.
+	GitHubActionsRunnerRegistration = "actions_runner_registration"
 )
 
 // githubServices are GitHub's services, in the order the configuration
@@ -57,6 +69,7 @@ const (
 var githubServices = []string{
 	GitHubREST, GitHubSearch, GitHubCodeSearch, GitHubGraphQL,
 	GitHubIntegrationManifest, GitHubDependencySnapshots, GitHubDependencySBOM, GitHubAuditLog,
+	GitHubSCIM, GitHubAuditLogStreaming, GitHubActionsRunnerRegistration,
 }
 
 // Importing the package makes the core's configuration check refuse a
@@ -107,6 +120,9 @@ const lowShare = 10
 //	github/<account>/*/dependency_sbom                   /repos/{owner}/{repo}/dependency-graph/sbom, .../sbom/generate-report
 //	github/<account>/orgs/<org>/audit_log                /orgs/{org}/audit-log
 //	github/<account>/enterprises/<enterprise>/audit_log  /enterprises/{enterprise}/audit-log
+//	github/<account>/*/scim                              /scim/v2/...
+//	github/<account>/*/audit_log_streaming               /enterprises/{enterprise}/audit-log/streams..., .../audit-log/stream-key
+//	github/<account>/*/actions_runner_registration       .../actions/runners/registration-token (of a repository, organisation or enterprise)
 //	github/<account>/*/rest                              every other path (5,000 requests an hour)
 //
 // Each is the resource of its name in GitHub's GET /rate_limit (rest's is
@@ -121,15 +137,13 @@ const lowShare = 10
 // which GitHub has joined to core (its changelog of 2026-05-19 removed it
 // from GET /rate_limit, uploads being "governed by the standard core rate
 // limit"), source_import, which no path uses any more, and those whose
-// paths GitHub's documentation does not give (actions_runner_registration,
-// scim, code_scanning_autofix, audit_log_streaming,
+// paths GitHub's documentation does not give (code_scanning_autofix,
 // copilot_usage_records), as does an asynchronous SBOM's
 // sbom/fetch-report/{uuid}, whose quota it does not name. The
 // x-ratelimit-resource of an answer names the quota its call counted
 // against, but only once the call was made, in the scope chosen before it
 // was sent, in which it is recorded; it moves no call, and does not tell
-// the scope of the next one, whose path differs (a SCIM user's, an
-// alert's autofix). The headers of an answer to a rest call that name
+// the scope of the next one, whose path differs (an alert's autofix). The headers of an answer to a rest call that name
 // another quota than core (code_scanning_upload, which GitHub counts in
 // core's pool, is core's) pace nothing: that quota spent or low neither
 // pauses nor slows rest, and a 403 or 429 of it (no retry-after, no
@@ -245,11 +259,23 @@ func githubRoute(path string) (service, entity string) {
 		if code, path := pathSegment(path); code != "" && path == "/conversions" {
 			return GitHubIntegrationManifest, ""
 		}
-	case "orgs", "enterprises": // /orgs/{org}/audit-log, /enterprises/{enterprise}/audit-log
-		if name, path := pathSegment(path); name != "" && path == "/audit-log" {
-			return GitHubAuditLog, first + "/" + strings.ToLower(name)
+	case "scim": // /scim/v2/...
+		if strings.HasPrefix(path, "/v2/") {
+			return GitHubSCIM, ""
 		}
-	case "repos": // /repos/{owner}/{repo}/dependency-graph/...
+	case "orgs", "enterprises": // /orgs/{org}/..., /enterprises/{enterprise}/...
+		name, path := pathSegment(path)
+		switch {
+		case name == "":
+		case path == "/audit-log":
+			return GitHubAuditLog, first + "/" + strings.ToLower(name)
+		case path == runnerRegistration:
+			return GitHubActionsRunnerRegistration, ""
+		case first == "enterprises" && (path == "/audit-log/streams" || path == "/audit-log/stream-key" ||
+			strings.HasPrefix(path, "/audit-log/streams/")):
+			return GitHubAuditLogStreaming, ""
+		}
+	case "repos": // /repos/{owner}/{repo}/...
 		owner, path := pathSegment(path)
 		repo, path := pathSegment(path)
 		if owner == "" || repo == "" {
@@ -260,10 +286,16 @@ func githubRoute(path string) (service, entity string) {
 			return GitHubDependencySnapshots, ""
 		case "/dependency-graph/sbom", "/dependency-graph/sbom/generate-report":
 			return GitHubDependencySBOM, ""
+		case runnerRegistration:
+			return GitHubActionsRunnerRegistration, ""
 		}
 	}
 	return GitHubREST, ""
 }
+
+// runnerRegistration is the path, under a repository, an organisation or
+// an enterprise, of a self-hosted runner's registration token.
+const runnerRegistration = "/actions/runners/registration-token"
 
 // pathSegment splits the first segment off a path that begins with a
 // slash: "/repos/octo/hello" gives "repos" and "/octo/hello". A path

@@ -213,6 +213,14 @@ func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
 		{"dependency_sbom", http.MethodGet, "/repos/octo/hello/dependency-graph/sbom/generate-report", "*"},
 		{"audit_log", http.MethodGet, "/orgs/octo/audit-log", "orgs/octo"},
 		{"audit_log", http.MethodGet, "/enterprises/octo-corp/audit-log", "enterprises/octo-corp"},
+		{"scim", http.MethodGet, "/scim/v2/organizations/octo/Users", "*"},
+		{"scim", http.MethodPatch, "/scim/v2/enterprises/octo-corp/Groups/7", "*"},
+		{"audit_log_streaming", http.MethodGet, "/enterprises/octo-corp/audit-log/streams", "*"},
+		{"audit_log_streaming", http.MethodPut, "/enterprises/octo-corp/audit-log/streams/3", "*"},
+		{"audit_log_streaming", http.MethodGet, "/enterprises/octo-corp/audit-log/stream-key", "*"},
+		{"actions_runner_registration", http.MethodPost, "/repos/octo/hello/actions/runners/registration-token", "*"},
+		{"actions_runner_registration", http.MethodPost, "/orgs/octo/actions/runners/registration-token", "*"},
+		{"actions_runner_registration", http.MethodPost, "/enterprises/octo-corp/actions/runners/registration-token", "*"},
 	} {
 		t.Run(c.resource+c.path, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -271,6 +279,12 @@ func TestGitHubPathsNearSeparateQuotasStayREST(t *testing.T) {
 		"/orgs/octo/hooks",
 		"/repos/octo/audit-log",
 		"/orgs/octo/repos/dependency-graph/sbom",
+		"/scim",
+		"/orgs/octo/audit-log/streams",
+		"/enterprises/octo-corp/audit-log/streams-x",
+		"/repos/octo/hello/actions/runners",
+		"/repos/octo/hello/actions/runners/remove-token",
+		"/orgs/octo/actions/runners/registration-token/x",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+p, nil)
 		if got := scope(req).String(); got != "github/octo/*/rest" {
@@ -1014,10 +1028,10 @@ func TestGitHubAccountIsCaseInsensitive(t *testing.T) {
 
 // GitHub names in x-ratelimit-resource the quota an answer's
 // x-ratelimit-* headers count (docs.github.com's "Rate limits for the
-// REST API"): an answer whose headers are another quota's than the one
-// its path counts against (search's, or one GitHub's documentation gives
-// no paths for and whose calls are in rest: audit_log_streaming, scim)
-// paces none of the account's calls of the path's quota. That quota
+// REST API"): an answer to a rest call whose headers are another quota's
+// than core (search's, or one GitHub's documentation gives no paths for
+// and whose calls are in rest: code_scanning_autofix, source_import)
+// paces none of the account's core calls. That quota
 // spent, or nearly, neither pauses nor slows the scope: a core REST call
 // made next goes at once, at the scope's full rate. A 403 of that spent
 // quota comes back to the caller after its one attempt, GitHub's headers
@@ -1034,10 +1048,10 @@ func TestGitHubAnotherQuotasHeadersPaceOnlyThatQuota(t *testing.T) {
 		{http.StatusForbidden, "search", "/search/issues", "0"},
 		{http.StatusOK, "search", "/repos/octo/hello", "0"},
 		{http.StatusForbidden, "search", "/repos/octo/hello", "0"},
-		{http.StatusOK, "audit_log_streaming", "/enterprises/octo-corp/audit-log/streams", "0"},
-		{http.StatusOK, "audit_log_streaming", "/enterprises/octo-corp/audit-log/streams", "1"},
-		{http.StatusForbidden, "audit_log_streaming", "/enterprises/octo-corp/audit-log/streams", "0"},
-		{http.StatusTooManyRequests, "scim", "/scim/v2/organizations/octo/Users", "0"},
+		{http.StatusOK, "code_scanning_autofix", "/repos/octo/hello/code-scanning/alerts/7/autofix", "0"},
+		{http.StatusOK, "code_scanning_autofix", "/repos/octo/hello/code-scanning/alerts/7/autofix", "1"},
+		{http.StatusForbidden, "code_scanning_autofix", "/repos/octo/hello/code-scanning/alerts/7/autofix", "0"},
+		{http.StatusTooManyRequests, "source_import", "/repos/octo/hello/import", "0"},
 	} {
 		t.Run(strconv.Itoa(c.code)+"/"+c.resource+c.path+"/"+c.remaining, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -1185,6 +1199,63 @@ func TestGitHubEachScopeIsPacedByItsOwnQuota(t *testing.T) {
 				hits := f.recorded()
 				if resp.StatusCode != http.StatusOK || got != "ok" || len(hits) != 2 || hits[1].at.Sub(hits[0].at) < 50*time.Second {
 					t.Errorf("%s %s, its %s quota spent: status %d after %d attempts, want it sent again after the reset, 50s later, and answered", c.method, c.url, c.resource, resp.StatusCode, len(hits))
+				}
+			})
+		})
+	}
+}
+
+// A SCIM scan, an audit log stream's configuration or a self-hosted
+// runner's registration counts against a quota of its own (scim,
+// audit_log_streaming, actions_runner_registration in GitHub's GET
+// /rate_limit), whose paths are known: a 403 or 429 of that quota spent
+// is a throttle of the operation's own scope, which waits for the reset
+// and sends the call again then, answered, as a search's does (no
+// failure handed to the caller for a quota that resets within minutes);
+// that quota low paces its scope; neither holds back the account's other
+// REST calls, whose core quota is whole.
+func TestGitHubAKnownQuotasCallWaitsForItsReset(t *testing.T) {
+	for _, c := range []struct {
+		code                   int
+		resource, method, path string
+		remaining              string
+	}{
+		{http.StatusTooManyRequests, "scim", http.MethodGet, "/scim/v2/organizations/octo/Users", "0"},
+		{http.StatusForbidden, "scim", http.MethodGet, "/scim/v2/enterprises/octo-corp/Users", "0"},
+		{http.StatusForbidden, "audit_log_streaming", http.MethodGet, "/enterprises/octo-corp/audit-log/streams", "0"},
+		{http.StatusForbidden, "actions_runner_registration", http.MethodPost, "/orgs/octo/actions/runners/registration-token", "0"},
+		{http.StatusOK, "audit_log_streaming", http.MethodGet, "/enterprises/octo-corp/audit-log/streams", "1"},
+	} {
+		t.Run(strconv.Itoa(c.code)+"/"+c.resource+c.path, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(status(c.code, "X-RateLimit-Limit", "15", "X-RateLimit-Remaining", c.remaining,
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", c.resource))
+				gov := newGov(t, resilience.Config{})
+				ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov))}
+				req, _ := http.NewRequestWithContext(ctx, c.method, "https://api.github.com"+c.path, nil)
+				core, _ := http.NewRequest(http.MethodGet, "https://api.github.com/repos/octo/hello/issues", nil)
+				rate := gov.Inspect(scope(core)).Leaf.Rate
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				hits := f.recorded()
+				if c.code != http.StatusOK {
+					if resp.StatusCode != http.StatusOK || got != "ok" || len(hits) != 2 || hits[1].at.Sub(hits[0].at) < 50*time.Second {
+						t.Errorf("%s %s, its %s quota spent: status %d after %d attempts, want it sent again after the reset, 50s later, and answered", c.method, c.path, c.resource, resp.StatusCode, len(hits))
+					}
+					if n := ledger.Count(resilience.LossGaveUp) + ledger.Count(resilience.LossErrored); n != 0 {
+						t.Errorf("the ledger has %d calls lost (%s), want none", n, ledger.Describe())
+					}
+				} else if p := gov.Inspect(scope(req)).Leaf.Paused; p != 25*time.Second {
+					t.Errorf("%s %s, 1 of its %s quota left: its scope paused %v, want 25s (the reset shared by what is left)", c.method, c.path, c.resource, p)
+				}
+				if s := gov.Inspect(scope(core)).Leaf; s.Paused != 0 || s.Rate != rate {
+					t.Errorf("%s's quota (%s left) answered to %s: rest paused %v at %v rps, want no pause at %v rps", c.resource, c.remaining, c.path, s.Paused, s.Rate, rate)
 				}
 			})
 		})
