@@ -200,7 +200,8 @@ const lowShare = 10
 //     and given back whole, but only as far as it must be: an answer
 //     whose first member is its data (not null) is read no further than
 //     its first bytes, which come with its headers, unless they say the
-//     quota is spent or carry retry-after; any other up to 4 KiB, for a
+//     quota is spent or carry retry-after and its Content-Length does not
+//     say it is longer than 4 KiB; any other up to 4 KiB, for a
 //     second at most, as a 403's (the errors that follow the data of an
 //     answer whose headers say neither, or that follow its first 4 KiB,
 //     are not read: such a partial answer passes as a success). The
@@ -422,7 +423,9 @@ func secondaryWords(body []byte) bool {
 // data, not null, is a query's answer, and its body is read no further
 // than its first bytes, which come with the headers, unless those headers
 // say that the quota is spent (x-ratelimit-remaining: 0) or when to retry
-// (retry-after), when the errors of a partial answer may follow its data;
+// (retry-after), when the errors of a partial answer may follow its data,
+// and its Content-Length (unknown, -1, for a body net/http decompressed)
+// is not longer than maxPeek;
 // any other is read up to maxPeek bytes (a rate limit's answer is a few
 // hundred bytes of JSON; a longer one is a query's, whose errors, if any,
 // are not read). The read is waited for, for a
@@ -441,9 +444,11 @@ func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, prim
 	enc := contentEncoding(resp)
 	// An answer whose headers say that the quota is spent, or when to
 	// retry, may be a partial one whose errors follow its data: it is
-	// read on past its data.
+	// read on past its data, unless its Content-Length says that it is
+	// longer than maxPeek, when its end, and its errors, would not be
+	// read.
 	n, ok := headerInt(resp.Header, hdrRemaining)
-	spent := ok && n == 0 || len(resp.Header[hdrRetryAfter]) > 0
+	spent := (ok && n == 0 || len(resp.Header[hdrRetryAfter]) > 0) && resp.ContentLength <= maxPeek
 	b, whole := peek.Until(req.Context(), resp, maxPeek, drainGrace, func(b []byte) bool {
 		if !readableEncoding(enc) {
 			return true // nothing more to learn from it

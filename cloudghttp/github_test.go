@@ -1261,3 +1261,76 @@ func TestGitHubAKnownQuotasCallWaitsForItsReset(t *testing.T) {
 		})
 	}
 }
+
+// A GraphQL 200 whose headers say the quota is spent is read past its
+// data for a partial answer's errors only when it can be read to its end
+// (maxPeek, 4 KiB, and no more): one whose Content-Length is longer is a
+// success, as its errors would not be read, and it is given back with
+// its first bytes, at once, not when 4 KiB of it came or a second passed
+// (a query that spent the last point of the quota and whose long answer
+// streams slowly). It is recorded as a success, and the scope paused
+// until the reset. A short answer whose body stalls is still waited for,
+// for a second at most.
+func TestGitHubGraphQLSpentSuccessTooLongToReadIsNotHeldBack(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		length int64 // the Content-Length; -1: unknown
+		want   time.Duration
+	}{
+		{"longer than 4 KiB", 10 << 10, 0},
+		{"length unknown", -1, time.Second},
+		{"4 KiB", 4 << 10, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				scope := cloudghttp.GitHub("octo")
+				const head, tail = `{"data":{"viewer":{"login":"octo","repositories":{"nodes":[`, `]}}}}`
+				size := c.length // the body's
+				if size < 0 {
+					size = 10 << 10
+				}
+				base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					h := http.Header{}
+					h.Set("X-RateLimit-Limit", "5000")
+					h.Set("X-RateLimit-Remaining", "0")
+					h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(30*time.Second).Unix(), 10))
+					h.Set("X-RateLimit-Resource", "graphql")
+					pr, pw := io.Pipe()
+					go func() {
+						_, _ = io.WriteString(pw, head)
+						time.Sleep(5 * time.Second) // the rest of the answer, slow to come
+						_, _ = io.WriteString(pw, strings.Repeat(" ", int(size)-len(head)-len(tail))+tail)
+						pw.Close()
+					}()
+					return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: h, Request: req, ContentLength: c.length, Body: pr}, nil
+				})
+				hc := &http.Client{Transport: cloudghttp.NewTransport(base, scope, cloudghttp.WithGovernor(gov))}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
+				start := time.Now()
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if took := time.Since(start); took != c.want {
+					t.Errorf("Content-Length %d, quota spent: the answer came back after %v, want %v", c.length, took, c.want)
+				}
+				if got := readAll(t, resp); int64(len(got)) != size {
+					t.Errorf("%d bytes of body, want the answer whole", len(got))
+				}
+				if tot := gov.Summary(stats).Totals; tot.Calls != 1 || tot.Throttled != 0 || tot.GaveUp != 0 {
+					t.Errorf("totals %+v, want one call answered", tot)
+				}
+				if p := gov.Inspect(scope(req)).Leaf.Paused; p < 20*time.Second {
+					t.Errorf("graphql paused %v, want until the reset", p)
+				}
+			})
+		})
+	}
+}
+
+// roundTripFunc is a base transport made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
