@@ -146,9 +146,11 @@ const lowShare = 10
 // the scope of the next one, whose path differs (an alert's autofix). The headers of an answer to a rest call that name
 // another quota than core (code_scanning_upload, which GitHub counts in
 // core's pool, is core's) pace nothing: that quota spent or low neither
-// pauses nor slows rest, and a 403 or 429 of it (no retry-after, no
-// secondary limit's words in its body) is a fatal answer, not retried,
-// whose headers tell the caller when that quota resets. Every other scope
+// pauses nor slows rest, and a 403 or 429 of it spent
+// (x-ratelimit-remaining: 0, no retry-after, no secondary limit's words in
+// its body) is a fatal answer, not retried, whose headers tell the caller
+// when that quota resets; a 429 with requests left is a throttle, as any
+// 429. Every other scope
 // holds the calls of one operation, which count against one quota
 // whatever the server names it (an Enterprise Server counts a code search
 // against search, as its other searches), and its answers' headers pace

@@ -1334,3 +1334,40 @@ func TestGitHubGraphQLSpentSuccessTooLongToReadIsNotHeldBack(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Only another quota's refusal, its x-ratelimit-remaining 0, is handed
+// back to a rest call as a fatal answer (TestGitHubAnotherQuotasHeadersPaceOnlyThatQuota):
+// a 429 whose headers name another quota with requests left, or say
+// nothing of what is left, is no refusal of that quota's but a throttle
+// of the account's REST calls (a secondary limit that gave no
+// retry-after and no words), retried after a backoff as any 429.
+func TestGitHubA429OfAnotherQuotaNotSpentIsAThrottle(t *testing.T) {
+	for _, remaining := range []string{"5", ""} {
+		t.Run("remaining "+remaining, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				r := status(http.StatusTooManyRequests, "X-RateLimit-Resource", "code_scanning_autofix", "X-RateLimit-Limit", "10",
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10))
+				if remaining != "" {
+					r.header.Set("X-RateLimit-Remaining", remaining)
+				}
+				f.script(r)
+				gov := newGov(t, resilience.Config{})
+				ctx, stats := resilience.WithStats(context.Background())
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/hello/code-scanning/alerts/7/autofix", nil)
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, resp)
+				if n := len(f.recorded()); resp.StatusCode != http.StatusOK || got != "ok" || n != 2 {
+					t.Errorf("a 429 naming code_scanning_autofix, %q left: status %d after %d attempts, want it retried and answered", remaining, resp.StatusCode, n)
+				}
+				if tot := gov.Summary(stats).Totals; tot.Throttled != 1 {
+					t.Errorf("totals %+v, want the 429 counted as a throttle", tot)
+				}
+			})
+		})
+	}
+}
