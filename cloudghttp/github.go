@@ -62,6 +62,10 @@ const (
 	// /repos/{owner}/{repo}/actions/runners/registration-token, and the
 	// same under /orgs/{org} and /enterprises/{enterprise}.
 	GitHubActionsRunnerRegistration = "actions_runner_registration"
+	// GitHubCodeScanningAutofix is the service of a code scanning alert's
+	// autofix: /repos/{owner}/{repo}/code-scanning/alerts/{alert_number}/autofix
+	// (its creation and its status) and .../autofix/commits.
+	GitHubCodeScanningAutofix = "code_scanning_autofix"
 )
 
 // githubServices are GitHub's services, in the order the configuration
@@ -69,7 +73,7 @@ const (
 var githubServices = []string{
 	GitHubREST, GitHubSearch, GitHubCodeSearch, GitHubGraphQL,
 	GitHubIntegrationManifest, GitHubDependencySnapshots, GitHubDependencySBOM, GitHubAuditLog,
-	GitHubSCIM, GitHubAuditLogStreaming, GitHubActionsRunnerRegistration,
+	GitHubSCIM, GitHubAuditLogStreaming, GitHubActionsRunnerRegistration, GitHubCodeScanningAutofix,
 }
 
 // Importing the package makes the core's configuration check refuse a
@@ -123,6 +127,7 @@ const lowShare = 10
 //	github/<account>/*/scim                              /scim/v2/...
 //	github/<account>/*/audit_log_streaming               /enterprises/{enterprise}/audit-log/streams..., .../audit-log/stream-key
 //	github/<account>/*/actions_runner_registration       .../actions/runners/registration-token (of a repository, organisation or enterprise)
+//	github/<account>/*/code_scanning_autofix             /repos/{owner}/{repo}/code-scanning/alerts/{alert_number}/autofix, .../autofix/commits
 //	github/<account>/*/rest                              every other path (5,000 requests an hour)
 //
 // Each is the resource of its name in GitHub's GET /rate_limit (rest's is
@@ -136,14 +141,16 @@ const lowShare = 10
 // others back. GitHub's other resources stay in rest: code_scanning_upload,
 // which GitHub has joined to core (its changelog of 2026-05-19 removed it
 // from GET /rate_limit, uploads being "governed by the standard core rate
-// limit"), source_import, which no path uses any more, and those whose
-// paths GitHub's documentation does not give (code_scanning_autofix,
-// copilot_usage_records), as does an asynchronous SBOM's
-// sbom/fetch-report/{uuid}, whose quota it does not name. The
-// x-ratelimit-resource of an answer names the quota its call counted
-// against, but only once the call was made, in the scope chosen before it
-// was sent, in which it is recorded; it moves no call, and does not tell
-// the scope of the next one, whose path differs (an alert's autofix). The headers of an answer to a rest call that name
+// limit"), source_import, which no path uses any more, and
+// copilot_usage_records, whose paths GitHub's documentation does not give,
+// as does an asynchronous SBOM's sbom/fetch-report/{uuid}, whose quota it
+// does not name. The x-ratelimit-resource of an answer names the quota its
+// call counted against, but only once the call was made, in the scope
+// chosen before it was sent, in which it is recorded; it moves no call,
+// and does not tell the scope of the next one, whose path differs. A
+// scope of one operation whose calls the server counts against another
+// quota than the scope's name (an autofix's status, if GitHub counts it
+// in core) is paced by that quota's headers, as below. The headers of an answer to a rest call that name
 // another quota than core (code_scanning_upload, which GitHub counts in
 // core's pool, is core's) pace nothing: that quota spent or low neither
 // pauses nor slows rest, and a 403 or 429 of it spent
@@ -291,6 +298,12 @@ func githubRoute(path string) (service, entity string) {
 			return GitHubDependencySBOM, ""
 		case runnerRegistration:
 			return GitHubActionsRunnerRegistration, ""
+		}
+		if alert, ok := strings.CutPrefix(path, "/code-scanning/alerts/"); ok {
+			// .../code-scanning/alerts/{alert_number}/autofix[/commits]
+			if n, rest, _ := strings.Cut(alert, "/"); n != "" && (rest == "autofix" || rest == "autofix/commits") {
+				return GitHubCodeScanningAutofix, ""
+			}
 		}
 	}
 	return GitHubREST, ""

@@ -221,6 +221,8 @@ func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
 		{"actions_runner_registration", http.MethodPost, "/repos/octo/hello/actions/runners/registration-token", "*"},
 		{"actions_runner_registration", http.MethodPost, "/orgs/octo/actions/runners/registration-token", "*"},
 		{"actions_runner_registration", http.MethodPost, "/enterprises/octo-corp/actions/runners/registration-token", "*"},
+		{"code_scanning_autofix", http.MethodPost, "/repos/octo/hello/code-scanning/alerts/7/autofix", "*"},
+		{"code_scanning_autofix", http.MethodPost, "/repos/octo/hello/code-scanning/alerts/7/autofix/commits", "*"},
 	} {
 		t.Run(c.resource+c.path, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -285,6 +287,9 @@ func TestGitHubPathsNearSeparateQuotasStayREST(t *testing.T) {
 		"/repos/octo/hello/actions/runners",
 		"/repos/octo/hello/actions/runners/remove-token",
 		"/orgs/octo/actions/runners/registration-token/x",
+		"/repos/octo/hello/code-scanning/alerts/7",
+		"/repos/octo/hello/code-scanning/alerts/autofix",
+		"/repos/octo/hello/code-scanning/alerts/7/autofix/x",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, "https://api.github.com"+p, nil)
 		if got := scope(req).String(); got != "github/octo/*/rest" {
@@ -1030,7 +1035,7 @@ func TestGitHubAccountIsCaseInsensitive(t *testing.T) {
 // x-ratelimit-* headers count (docs.github.com's "Rate limits for the
 // REST API"): an answer to a rest call whose headers are another quota's
 // than core (search's, or one GitHub's documentation gives no paths for
-// and whose calls are in rest: code_scanning_autofix, source_import)
+// and whose calls are in rest: copilot_usage_records, source_import)
 // paces none of the account's core calls. That quota
 // spent, or nearly, neither pauses nor slows the scope: a core REST call
 // made next goes at once, at the scope's full rate. A 403 of that spent
@@ -1048,9 +1053,9 @@ func TestGitHubAnotherQuotasHeadersPaceOnlyThatQuota(t *testing.T) {
 		{http.StatusForbidden, "search", "/search/issues", "0"},
 		{http.StatusOK, "search", "/repos/octo/hello", "0"},
 		{http.StatusForbidden, "search", "/repos/octo/hello", "0"},
-		{http.StatusOK, "code_scanning_autofix", "/repos/octo/hello/code-scanning/alerts/7/autofix", "0"},
-		{http.StatusOK, "code_scanning_autofix", "/repos/octo/hello/code-scanning/alerts/7/autofix", "1"},
-		{http.StatusForbidden, "code_scanning_autofix", "/repos/octo/hello/code-scanning/alerts/7/autofix", "0"},
+		{http.StatusOK, "copilot_usage_records", "/repos/octo/hello/pulls", "0"},
+		{http.StatusOK, "copilot_usage_records", "/repos/octo/hello/pulls", "1"},
+		{http.StatusForbidden, "copilot_usage_records", "/repos/octo/hello/pulls", "0"},
 		{http.StatusTooManyRequests, "source_import", "/repos/octo/hello/import", "0"},
 	} {
 		t.Run(strconv.Itoa(c.code)+"/"+c.resource+c.path+"/"+c.remaining, func(t *testing.T) {
@@ -1205,9 +1210,10 @@ func TestGitHubEachScopeIsPacedByItsOwnQuota(t *testing.T) {
 	}
 }
 
-// A SCIM scan, an audit log stream's configuration or a self-hosted
-// runner's registration counts against a quota of its own (scim,
-// audit_log_streaming, actions_runner_registration in GitHub's GET
+// A SCIM scan, an audit log stream's configuration, a self-hosted
+// runner's registration or a code scanning alert's autofix counts against
+// a quota of its own (scim, audit_log_streaming,
+// actions_runner_registration, code_scanning_autofix in GitHub's GET
 // /rate_limit), whose paths are known: a 403 or 429 of that quota spent
 // is a throttle of the operation's own scope, which waits for the reset
 // and sends the call again then, answered, as a search's does (no
@@ -1224,6 +1230,7 @@ func TestGitHubAKnownQuotasCallWaitsForItsReset(t *testing.T) {
 		{http.StatusForbidden, "scim", http.MethodGet, "/scim/v2/enterprises/octo-corp/Users", "0"},
 		{http.StatusForbidden, "audit_log_streaming", http.MethodGet, "/enterprises/octo-corp/audit-log/streams", "0"},
 		{http.StatusForbidden, "actions_runner_registration", http.MethodPost, "/orgs/octo/actions/runners/registration-token", "0"},
+		{http.StatusTooManyRequests, "code_scanning_autofix", http.MethodPost, "/repos/octo/hello/code-scanning/alerts/7/autofix", "0"},
 		{http.StatusOK, "audit_log_streaming", http.MethodGet, "/enterprises/octo-corp/audit-log/streams", "1"},
 	} {
 		t.Run(strconv.Itoa(c.code)+"/"+c.resource+c.path, func(t *testing.T) {
@@ -1346,7 +1353,7 @@ func TestGitHubA429OfAnotherQuotaNotSpentIsAThrottle(t *testing.T) {
 		t.Run("remaining "+remaining, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fakeAPI{}
-				r := status(http.StatusTooManyRequests, "X-RateLimit-Resource", "code_scanning_autofix", "X-RateLimit-Limit", "10",
+				r := status(http.StatusTooManyRequests, "X-RateLimit-Resource", "source_import", "X-RateLimit-Limit", "10",
 					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10))
 				if remaining != "" {
 					r.header.Set("X-RateLimit-Remaining", remaining)
@@ -1355,14 +1362,14 @@ func TestGitHubA429OfAnotherQuotaNotSpentIsAThrottle(t *testing.T) {
 				gov := newGov(t, resilience.Config{})
 				ctx, stats := resilience.WithStats(context.Background())
 				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/hello/code-scanning/alerts/7/autofix", nil)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/hello/import", nil)
 				resp, err := hc.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got := readAll(t, resp)
 				if n := len(f.recorded()); resp.StatusCode != http.StatusOK || got != "ok" || n != 2 {
-					t.Errorf("a 429 naming code_scanning_autofix, %q left: status %d after %d attempts, want it retried and answered", remaining, resp.StatusCode, n)
+					t.Errorf("a 429 naming source_import, %q left: status %d after %d attempts, want it retried and answered", remaining, resp.StatusCode, n)
 				}
 				if tot := gov.Summary(stats).Totals; tot.Throttled != 1 {
 					t.Errorf("totals %+v, want the 429 counted as a throttle", tot)
