@@ -147,21 +147,18 @@ const lowShare = 10
 // does not name. The x-ratelimit-resource of an answer names the quota its
 // call counted against, but only once the call was made, in the scope
 // chosen before it was sent, in which it is recorded; it moves no call,
-// and does not tell the scope of the next one, whose path differs. A
-// scope of one operation whose calls the server counts against another
-// quota than the scope's name (an autofix's status, if GitHub counts it
-// in core) is paced by that quota's headers, as below. The headers of an answer to a rest call that name
-// another quota than core (code_scanning_upload, which GitHub counts in
-// core's pool, is core's) pace nothing: that quota spent or low neither
-// pauses nor slows rest, and a 403 or 429 of it spent
-// (x-ratelimit-remaining: 0, no retry-after, no secondary limit's words in
-// its body) is a fatal answer, not retried, whose headers tell the caller
-// when that quota resets; a 429 with requests left is a throttle, as any
-// 429. Every other scope
-// holds the calls of one operation, which count against one quota
-// whatever the server names it (an Enterprise Server counts a code search
-// against search, as its other searches), and its answers' headers pace
-// it.
+// and does not tell the scope of the next one, whose path differs. The
+// headers of an answer to a rest call that name another quota than core
+// (code_scanning_upload, which GitHub counts in core's pool, is core's)
+// pace nothing: that quota spent or low neither pauses nor slows rest, and
+// a 403 or 429 of it spent (x-ratelimit-remaining: 0, no retry-after, no
+// secondary limit's words in its body) is a fatal answer, not retried,
+// whose headers tell the caller when that quota resets; a 429 with
+// requests left is a throttle, as any 429. Every other scope holds the
+// calls of one operation, which count against one quota whatever the
+// server names it (an Enterprise Server counts a code search against
+// search, as its other searches; an autofix's status may count in core),
+// and its answers' headers pace it.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
 // understood. They run at the settings of ratelimit.providers.github
