@@ -1163,14 +1163,14 @@ func (gd *Guard) acquire(ctx context.Context) (from time.Duration, waited bool, 
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
-			borrowed, back := gd.borrowSlot(ctx, b)
+			borrowed, back, opened := gd.borrowSlot(ctx, b)
 			if borrowed {
 				return from, waited, nil
 			}
 			if !waited {
 				from, waited = gd.g.now(), true
 			}
-			if err := gd.waitSlot(ctx, b, back); err == errSlotBack {
+			if err := gd.waitSlot(ctx, b, back, opened); err == errSlotBack {
 				continue // borrow it, unless a slot is free now
 			} else if err != nil {
 				return from, waited, err
@@ -1227,20 +1227,26 @@ var errSlotWait = errors.New("resilience: no slot within the max wait")
 // waitSlot waits for a slot of b, within the call's max wait
 // (WithMaxWait): past it, errSlotWait. When back is not nil (the slot of
 // an enclosing call, lent to another nested call: see borrowSlot), it
-// stops as back closes, with errSlotBack.
-func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan struct{}) error {
+// stops as back closes, with errSlotBack; so as one of opened closes (an
+// enclosing call's next attempt began, whose slot the call may borrow).
+func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan struct{}, opened []<-chan struct{}) error {
 	wctx := ctx
-	if back != nil {
+	if back != nil || len(opened) > 0 {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-back:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
+		if back != nil {
+			opened = append(opened, back)
+		}
+		for _, c := range opened {
+			go func() {
+				select {
+				case <-c:
+					cancel()
+				case <-wctx.Done():
+				}
+			}()
+		}
 	}
 	var err error
 	if !gd.bounded {
@@ -1256,7 +1262,7 @@ func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan
 			return errSlotWait
 		}
 	}
-	if err != nil && ctx.Err() == nil && back != nil {
+	if err != nil && ctx.Err() == nil && (back != nil || len(opened) > 0) {
 		return errSlotBack
 	}
 	return err
@@ -1268,7 +1274,7 @@ func (gd *Guard) tryAcquire() bool {
 	for gd.slot == nil {
 		b := gd.e.acct.bulkhead
 		if !b.TryAcquire() {
-			borrowed, _ := gd.borrowSlot(gd.ctx, b)
+			borrowed, _, _ := gd.borrowSlot(gd.ctx, b)
 			return borrowed
 		}
 		if gd.hold(b) {

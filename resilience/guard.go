@@ -223,7 +223,12 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // for the earlier slot to come back looks again for a slot as the
 // attempt ends and the slot is kept: it goes on one it may borrow then
 // (an enclosing call's, free while the call waits to retry), or waits for
-// a free one, rather than for that loan, which gives it none.
+// a free one, rather than for that loan, which gives it none. A call made
+// with an attempt's context while no attempt of that call runs (a
+// goroutine's, between the attempts) is nested in none, and waits for a
+// free slot; it looks again as the next attempt of any call its context
+// leads to begins, and goes on that attempt's slot if no call borrowed
+// it, rather than wait that attempt out.
 //
 // Nor is such a call refused by the probe its own caller holds. When the
 // breaker of its scope is half-open and its probe is out in a call that

@@ -196,18 +196,22 @@ func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 // nearest first. A ctx that answers with this call's own Guard (the
 // attempt context an integration readies the call's retry or resend
 // with) leads on to the context the call began with. It reports whether the call may go without a slot of its
-// own; when the slot is lent to another nested call, it returns a channel
-// closed once it comes back (nil when no enclosing call holds a slot of
+// own; when the slot is lent to another nested call, it returns a channel,
+// back, closed once it comes back (nil when no enclosing call holds a slot of
 // b). An enclosing call with a gate (made WithNestedCalls, or sent by an
 // integration with its attempt context) is read while its attempt runs
-// only (see Guard.lookIn). It is looked up only when no slot is
-// free, so the common call pays nothing for it.
-func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-chan struct{}) {
+// only (see Guard.lookIn); for each the walk passed between its attempts,
+// opened holds a channel closed as its next attempt begins, when the
+// call, nested in it again, may borrow that attempt's slot: a call that
+// waits looks again then (see Guard.acquire), rather than wait that
+// attempt out. It is looked up only when no slot is free, so the common
+// call pays nothing for it.
+func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (ok bool, back <-chan struct{}, opened []<-chan struct{}) {
 	var w walk
 	for {
 		outer, ok := ctx.Value(gd.g).(*Guard)
 		if !ok || w.loops(outer) {
-			return false, nil
+			return false, nil, opened
 		}
 		if outer == gd {
 			// The call's own attempt context (an integration readies a
@@ -230,8 +234,10 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (bool, <-
 			}
 			outer.lookedIn()
 			if held {
-				return ok, back
+				return ok, back, opened
 			}
+		} else {
+			opened = append(opened, outer.gate.Opened()) // lookIn is false with a gate only
 		}
 		ctx = outer.ctx
 	}
@@ -246,5 +252,6 @@ func (gd *Guard) holdsSlotOf(b *bulkhead.Bulkhead) bool {
 }
 
 // errSlotBack is waitSlot's: the slot lent to another nested call came
-// back, which this call may borrow now.
+// back, which this call may borrow now, or the attempt of an enclosing
+// call began, whose slot it may borrow.
 var errSlotBack = errors.New("resilience: the enclosing call's slot came back")

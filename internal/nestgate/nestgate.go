@@ -18,16 +18,36 @@ import "sync"
 // the goroutine that drives the Guard. Its zero value is closed. It is
 // safe for concurrent use.
 type Gate struct {
-	mu   sync.RWMutex
-	open bool
+	mu sync.RWMutex
+	st chan struct{} // isOpen while open; while closed nil, or Opened's channel, closed as the gate opens
 }
+
+// isOpen is the state of an open Gate; it is never closed.
+var isOpen = make(chan struct{})
+
+// opened is Opened's answer for a gate open now: closed already.
+var opened = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // SetOpen opens or closes the gate. Closing it waits for the lookups in
 // progress, so that none of them reads what the Guard's goroutine writes
-// after it.
+// after it. Opening it closes the channel Opened returned meanwhile.
 func (g *Gate) SetOpen(open bool) {
 	g.mu.Lock()
-	g.open = open
+	switch {
+	case !open:
+		if g.st == isOpen {
+			g.st = nil
+		}
+	case g.st == nil:
+		g.st = isOpen
+	case g.st != isOpen:
+		close(g.st) // the lookups waiting for the next attempt look again
+		g.st = isOpen
+	}
 	g.mu.Unlock()
 }
 
@@ -35,7 +55,7 @@ func (g *Gate) SetOpen(open bool) {
 // until LookedIn, which the caller calls once it has read the Guard.
 func (g *Gate) LookIn() bool {
 	g.mu.RLock()
-	if !g.open {
+	if g.st != isOpen {
 		g.mu.RUnlock()
 		return false
 	}
@@ -44,6 +64,22 @@ func (g *Gate) LookIn() bool {
 
 // LookedIn ends what LookIn began.
 func (g *Gate) LookedIn() { g.mu.RUnlock() }
+
+// Opened returns a channel closed once the gate opens: a lookup that
+// found it closed (the Guard between its attempts) and waits looks again
+// as the Guard's next attempt begins. It is closed already when the gate
+// is open now.
+func (g *Gate) Opened() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch g.st {
+	case isOpen:
+		return opened
+	case nil:
+		g.st = make(chan struct{})
+	}
+	return g.st
+}
 
 // Attach makes g the gate of guard's attempts, guard being a
 // *resilience.Guard, which has no gate yet: from then on a call nested in

@@ -1,0 +1,138 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A call made with an attempt's context once that attempt is over (a
+// goroutine the attempt started and did not wait for) is not nested in
+// it, and waits for a free slot; as the call's next attempt begins, it is
+// nested in that one (the context answers with the same call), and looks
+// again: it goes on that attempt's slot, lent to no call, rather than
+// wait the attempt out. Here, max_concurrency 1: attempt 1 lends its slot
+// to a call that goes on until 10 s, and fails; a call made at 5 s waits;
+// the retry takes the slot as it comes back at 10 s and waits for what
+// the waiting call fetches, up to 100 s. Found by
+// TestSlotLendingWaitingModel ("stall: ... waits (waiting to enter), the
+// cap full (1), while the slot of call 0 ...'s running attempt 2 is lent
+// to no call").
+func TestACallWaitingBetweenAttemptsBorrowsTheNextAttemptsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		start := time.Now()
+		fetched := make(chan struct{})
+		nested := make(chan error, 2)
+		var went, retry time.Duration
+		attempts := 0
+		err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+			if attempts++; attempts > 1 {
+				retry = time.Since(start)
+				select {
+				case <-fetched:
+				case <-time.After(100 * time.Second):
+				}
+				return nil
+			}
+			go func() {
+				nested <- Do(ctx, ec2Subnets, func(context.Context) error {
+					time.Sleep(10 * time.Second)
+					return nil
+				}, WithGovernor(g))
+			}()
+			go func() {
+				time.Sleep(5 * time.Second) // the attempt is over
+				nested <- Do(ctx, ec2Subnets, func(context.Context) error {
+					went = time.Since(start)
+					close(fetched)
+					return nil
+				}, WithGovernor(g))
+			}()
+			time.Sleep(time.Second)
+			return transientErr()
+		}, WithGovernor(g), WithNestedCalls())
+		for range 2 {
+			if err := <-nested; err != nil {
+				t.Fatalf("a nested call: %v", err)
+			}
+		}
+		if err != nil || attempts != 2 {
+			t.Fatalf("the enclosing call: %v after %d attempts; want a success at the retry", err, attempts)
+		}
+		if retry != 10*time.Second || went != retry {
+			t.Errorf("the call made between the attempts went at %v, the retry at %v; want both at 10s: the call may borrow the retry's slot as the retry begins", went, retry)
+		}
+		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+		}
+	})
+}
+
+// So when the calls enclosing it are between their attempts, each of
+// them: the call looks again as any of them begins its next attempt. Here
+// with max_concurrency 2, one slot held by another call: Z holds the
+// other across its attempts, and A, nested in Z's attempt, borrowed it
+// and gave it back as its attempt failed; a call made with A's attempt
+// context once both attempts are over waits, and goes on Z's slot as Z's
+// next attempt begins (A's has not).
+func TestACallWaitingBetweenAttemptsOfItsCallersBorrowsFromTheFirstToBegin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}})
+		ctx := context.Background()
+		other, err := g.Begin(ctx, iamUsers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		z, zgate, zctx := enterGated(t, g, ctx, ec2Vpcs)
+		a, agate, actx := enterGated(t, g, zctx, ec2Subnets) // borrows Z's slot
+		agate.SetOpen(false)
+		a.After(transientErr())
+		a.Release()
+		zgate.SetOpen(false)
+		z.After(transientErr()) // Z holds its slot across its attempts
+		entered := make(chan error, 1)
+		go func() {
+			w, err := g.Begin(actx, ec2Subnets)
+			if err == nil {
+				err = w.Enter(actx)
+				w.After(nil)
+				w.End(nil)
+			}
+			entered <- err
+		}()
+		synctest.Wait()
+		if err := z.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		zgate.SetOpen(true)
+		synctest.Wait()
+		select {
+		case err = <-entered:
+		default:
+			t.Errorf("the call made with A's attempt context, A and Z between their attempts, still waits once Z's next attempt runs on its slot, lent to no call (max_concurrency 2, both slots taken)")
+			zgate.SetOpen(false)
+			z.After(nil)
+			z.Release() // the slot it waits for
+			err = <-entered
+		}
+		if err != nil {
+			t.Fatalf("the call made with A's attempt context: %v", err)
+		}
+		zgate.SetOpen(false)
+		z.After(nil)
+		z.End(nil)
+		a.End(transientErr())
+		other.After(nil)
+		other.End(nil)
+		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+		}
+	})
+}
