@@ -1,0 +1,637 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/cloudg/cloudg/internal/modeltest"
+	"github.com/cloudg/cloudg/internal/nestgate"
+)
+
+// The lending of bulkhead slots (see Guard.Enter, slotLend) against a
+// model of calls that wait, in virtual time: TestSlotLendingModel drives
+// its calls through TryEnter, which never waits, and so cannot see a call
+// that waits for a slot it could take. Random sequences start calls on
+// one of two accounts (Do WithNestedCalls, or Begin and Enter as an
+// integration does, its slot given back after each attempt or held
+// across them), make calls nested in a running attempt (on the attempt's
+// own goroutine, or on one it starts, as a paginator's), fail an attempt
+// (the call retries after its backoff), end one, cancel a call's context,
+// let time pass, and Reset or Configure (the cap raised) the governor
+// while calls are in flight. Each call runs on its own goroutine in the
+// bubble, its attempts waiting for the sequence's word.
+//
+// After every step, every goroutine blocked (synctest.Wait): the slots the
+// running attempts go on (their own, or the one they borrowed: the slot
+// their lender's attempt goes on) are no more than the cap, and no more
+// than the bulkhead counts taken; no two attempts borrowed one lender's
+// attempt at once; a call whose context is canceled waits for nothing;
+// and no call waits while it could go on (no stall): no call waits for a
+// slot while one is free, and a call nested in a running attempt (the
+// nearest enclosing call of its account whose attempt runs, as the
+// lookup walks) does not wait while that attempt's slot is lent to no
+// call. At the end every call is ended, attempt by attempt, and every
+// slot is back; a call that never ends is a deadlock, reported with the
+// sequence.
+func TestSlotLendingWaitingModel(t *testing.T) {
+	modeltest.Budget(t, 1000, 100)
+	reached := map[string]int{} // the sequences that reached each case the rules are for
+	rapid.Check(t, func(rt *rapid.T) {
+		// Each sequence runs in a bubble of its own.
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			m := newWaitModel(rt)
+			m.reached = map[string]bool{}
+			defer func() {
+				for k := range m.reached {
+					reached[k]++
+				}
+			}()
+			defer m.stop()
+			rt.Repeat(map[string]func(*rapid.T){
+				"":            m.check,
+				"start":       m.start,
+				"nested":      m.nested,
+				"nested too":  m.nested, // nested calls are what the rules are about: twice as likely
+				"fail":        m.fail,
+				"finish":      m.finish,
+				"cancel":      m.cancelOne,
+				"tick":        m.tick,
+				"reconfigure": m.reconfigure,
+			})
+			m.drain(rt)
+		})
+	})
+	t.Logf("sequences that reached each case: %v", reached)
+	for _, c := range waitCases {
+		if !t.Failed() && reached[c] == 0 {
+			t.Errorf("no sequence reached the case: %s", c)
+		}
+	}
+}
+
+// The cases the rules are for, which a run's sequences must reach.
+const (
+	caseWaitsForLoan = "a nested call waits for the slot of its lender's attempt, lent"
+	caseCallerRetry  = "a nested call waits, its caller between attempts and an enclosing call's attempt running"
+	caseLoanOutlives = "a loan outlives its lender's attempt"
+	caseLaterLoan    = "a call nested in a later attempt borrows, an earlier loan of its lender out"
+)
+
+var waitCases = []string{caseWaitsForLoan, caseCallerRetry, caseLoanOutlives, caseLaterLoan}
+
+// waitModel is the model of TestSlotLendingWaitingModel.
+type waitModel struct {
+	g      *Governor
+	cfg    Config
+	caps   int
+	actors []*wActor
+	next   int
+
+	reached map[string]bool // the cases this sequence reached
+	pub     chan struct{}   // closed as an attempt publishes what it goes on
+
+	mu  sync.Mutex // guards the actors' published state, and bad
+	bad string     // what an actor found wrong, reported by check
+}
+
+// wState is where a wActor's call is.
+type wState int
+
+const (
+	wEnter wState = iota // waiting for its attempt: a new call's first, or Enter's after the backoff
+	wRun                 // an attempt runs, waiting for the sequence's word
+	wBusy                // an attempt runs a call nested in it on its own goroutine
+	wRetry               // between attempts: the backoff, then Do's wait for the next
+	wDone
+)
+
+var wStates = [...]string{"waiting to enter", "running", "running a nested call", "between attempts", "done"}
+
+// How a wActor makes its call.
+const (
+	wDo     = iota // Do WithNestedCalls
+	wPerTry        // Begin, Enter, Release after each attempt
+	wHold          // Begin, Enter, its slot held across attempts
+	wModes
+)
+
+var wModeNames = [...]string{"Do", "Begin/Enter", "Begin/Enter holding"}
+
+var waitAccounts = [2]string{"111111111111", "222222222222"}
+
+// wActor is a call of the model, on its own goroutine.
+type wActor struct {
+	id     int
+	acct   int
+	mode   int
+	parent *wActor // the call in whose attempt it was made, or nil
+	inline bool    // made on its parent's attempt's goroutine
+	cmds   chan int
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Published under waitModel.mu.
+	st            wState
+	since         time.Time       // when st was set
+	attempt       int             // the attempts entered
+	key           string          // the slot the running attempt goes on
+	lender        *wActor         // the call whose attempt's slot it borrowed, or nil
+	lenderAttempt int             // that attempt
+	via           []wTry          // the attempts whose slot the running attempt borrowed: its lender's, that one's lender's, ...
+	loan          *slotLend       // the lend it borrowed from (Guard.loan), as its last attempt began
+	lend          *slotLend       // the lend of the slot its last attempt went on (Guard.lends)
+	actx          context.Context // the running attempt's context
+	err           error
+}
+
+// wTry is an attempt of a call.
+type wTry struct {
+	a       *wActor
+	attempt int
+}
+
+const (
+	cmdFail = iota
+	cmdFinish
+)
+
+func (a *wActor) String() string {
+	s := fmt.Sprintf("call %d (%s, account %d", a.id, wModeNames[a.mode], a.acct)
+	if a.parent != nil {
+		how := "a goroutine of"
+		if a.inline {
+			how = "the goroutine of"
+		}
+		s += fmt.Sprintf(", on %s call %d's attempt", how, a.parent.id)
+	}
+	return s + ")"
+}
+
+func newWaitModel(t *rapid.T) *waitModel {
+	fast := 1e9 // no call waits for a token
+	dead := 0.0 // no breaker opens at once
+	retries := 2
+	m := &waitModel{caps: rapid.IntRange(1, 3).Draw(t, "max_concurrency"), pub: make(chan struct{})}
+	m.cfg = Config{AWS: ProviderConfig{
+		MaxConcurrency: m.caps, GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
+		Services:         map[string]ServiceConfig{"ec2": {MaxRPS: fast, Burst: fast}},
+		BreakerThreshold: 1 << 28, BreakerDeadSeconds: &dead, MaxBackoffSeconds: 2, MaxRetries: &retries,
+	}}
+	g, err := NewGovernor(m.cfg, WithLogger(slog.New(slog.DiscardHandler)), WithRandom(rand.NewPCG(1, 2))) // the backoffs the same in every run
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.g = g
+	return m
+}
+
+func (m *waitModel) scope(a *wActor) Scope {
+	return Scope{Provider: "aws", Account: waitAccounts[a.acct], Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
+}
+
+func (m *waitModel) set(a *wActor, st wState) {
+	m.mu.Lock()
+	a.st, a.since = st, time.Now()
+	m.mu.Unlock()
+}
+
+// newActor makes a call, nested in parent's running attempt if parent is
+// not nil.
+func (m *waitModel) newActor(t *rapid.T, parent *wActor) *wActor {
+	live := 0
+	m.mu.Lock()
+	for _, a := range m.actors {
+		if a.st != wDone {
+			live++
+		}
+	}
+	var ctx context.Context = context.Background()
+	if parent != nil {
+		ctx = parent.actx
+	}
+	m.mu.Unlock()
+	if live >= 8 {
+		t.Skip("enough calls")
+	}
+	a := &wActor{
+		id:     m.next,
+		acct:   rapid.IntRange(0, 1).Draw(t, "account"),
+		mode:   rapid.IntRange(0, wModes-1).Draw(t, "how"),
+		parent: parent,
+		cmds:   make(chan int, 1),
+	}
+	m.next++
+	if parent != nil && rapid.IntRange(0, 3).Draw(t, "on its caller's account (not 0)") != 0 {
+		a.acct = parent.acct
+	}
+	a.ctx, a.cancel = context.WithCancel(ctx)
+	a.since = time.Now()
+	m.mu.Lock()
+	m.actors = append(m.actors, a)
+	m.mu.Unlock()
+	return a
+}
+
+// run makes a's call, on the goroutine it is called on.
+func (m *waitModel) run(a *wActor) {
+	var err error
+	if a.mode == wDo {
+		m.set(a, wEnter)
+		err = Do(a.ctx, m.scope(a), func(actx context.Context) error {
+			gd, _ := actx.Value(m.g).(*Guard)
+			return m.attempt(a, gd, actx)
+		}, WithGovernor(m.g), WithNestedCalls())
+	} else {
+		err = m.runGuard(a)
+	}
+	m.mu.Lock()
+	a.st, a.since, a.err = wDone, time.Now(), err
+	m.mu.Unlock()
+}
+
+// runGuard makes a's call as an SDK integration does: Begin with the
+// context it was given (a running attempt's, for a nested call), Enter
+// with it, a gate open while the attempt runs, and the retries.
+func (m *waitModel) runGuard(a *wActor) error {
+	gd, err := m.g.Begin(a.ctx, m.scope(a))
+	if err != nil {
+		return err
+	}
+	gate := new(nestgate.Gate)
+	nestgate.Attach(gd, gate)
+	actx := &loopCtx{Context: a.ctx, gd: gd}
+	m.set(a, wEnter)
+	for {
+		if err := gd.Enter(a.ctx); err != nil {
+			gd.End(err)
+			return err
+		}
+		gate.SetOpen(true)
+		res := m.attempt(a, gd, actx)
+		gate.SetOpen(false)
+		gd.After(res)
+		if res == nil || a.ctx.Err() != nil {
+			gd.End(res)
+			return res
+		}
+		if a.mode == wPerTry {
+			gd.Release()
+		}
+		delay, err := gd.Retry(0)
+		if err != nil {
+			gd.End(err)
+			return err
+		}
+		time.Sleep(delay)
+		m.set(a, wEnter)
+	}
+}
+
+// attempt is the function of a's attempt: it publishes the slot it goes
+// on, and waits for the sequence's word (or the context's end), making
+// the calls nested in it that the sequence makes on its goroutine.
+func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
+	var loan, lend *slotLend
+	if gd != nil {
+		loan, lend = onLoan(gd), gd.lends()
+	}
+	m.mu.Lock()
+	// The lender of a loan publishes its attempt as that begins, its gate
+	// open already: a call that borrowed meanwhile waits for it.
+	held := a.mode == wHold && loan != nil && loan == a.loan // a loan held across its attempts, as its own slot
+	for loan != nil && !held && m.lenderOf(a, loan) == nil && m.bad == "" {
+		pub := m.pub
+		m.mu.Unlock()
+		<-pub
+		m.mu.Lock()
+	}
+	close(m.pub)
+	m.pub = make(chan struct{})
+	a.lend = lend
+	a.attempt++
+	a.st, a.since, a.actx = wRun, time.Now(), actx
+	a.loan = loan
+	if !held {
+		a.lender, a.lenderAttempt, a.via = nil, 0, nil
+		a.key = fmt.Sprintf("%d/%d", a.id, a.attempt)
+	}
+	switch {
+	case held:
+	case gd == nil:
+		m.wrong(fmt.Sprintf("%v: its attempt's context answers no Guard", a))
+	case loan != nil:
+		p := m.lenderOf(a, loan)
+		if p == nil {
+			m.wrong(fmt.Sprintf("%v went on a loan with no attempt of an enclosing call of its account running", a))
+			break
+		}
+		a.lender, a.lenderAttempt, a.key = p, p.attempt, p.key
+		a.via = append([]wTry{{p, p.attempt}}, p.via...)
+	}
+	m.mu.Unlock()
+	for {
+		select {
+		case <-actx.Done():
+			m.set(a, wRetry)
+			return actx.Err()
+		case c := <-a.cmds:
+			if c >= 0 { // a call nested in the attempt, on this goroutine
+				m.mu.Lock()
+				child := m.actors[c]
+				m.mu.Unlock()
+				m.set(a, wBusy)
+				m.run(child)
+				m.set(a, wRun)
+				continue
+			}
+			m.set(a, wRetry)
+			if -c-1 == cmdFail {
+				return transientErr()
+			}
+			return nil
+		}
+	}
+}
+
+// wrong notes what an actor found wrong; m.mu is held.
+func (m *waitModel) wrong(s string) {
+	if m.bad == "" {
+		m.bad = s
+	}
+}
+
+// lenderOf is the call a call nested in an attempt borrows from (see
+// borrowSlot): the nearest enclosing call whose attempt runs on a slot
+// of a's account; with loan not nil, the one whose attempt lends it.
+// m.mu is held.
+func (m *waitModel) lenderOf(a *wActor, loan *slotLend) *wActor {
+	for p := a.parent; p != nil; p = p.parent {
+		if (p.st == wRun || p.st == wBusy) && p.acct == a.acct {
+			if loan == nil || p.lend == loan {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// lentNow returns a call running on the slot of p's running attempt,
+// which p lent (or which p's borrower lent on, and so on), or nil. m.mu is
+// held.
+func (m *waitModel) lentNow(p *wActor) *wActor {
+	for _, x := range m.actors {
+		if (x.st == wRun || x.st == wBusy) && x.borrowed(p) {
+			return x
+		}
+	}
+	return nil
+}
+
+// borrowed reports whether a's running attempt goes on the slot of p's
+// running attempt, which p lent (or which p's borrower lent on, and so on).
+func (a *wActor) borrowed(p *wActor) bool {
+	for _, v := range a.via {
+		if v.a == p && v.attempt == p.attempt {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *waitModel) pick(t *rapid.T, what string, ok func(*wActor) bool) *wActor {
+	var as []*wActor
+	m.mu.Lock()
+	for _, a := range m.actors {
+		if ok(a) {
+			as = append(as, a)
+		}
+	}
+	m.mu.Unlock()
+	if len(as) == 0 {
+		t.Skip("no call " + what)
+	}
+	return as[rapid.IntRange(0, len(as)-1).Draw(t, "call "+what)]
+}
+
+func (m *waitModel) start(t *rapid.T) {
+	a := m.newActor(t, nil)
+	go m.run(a)
+}
+
+func (m *waitModel) nested(t *rapid.T) {
+	p := m.pick(t, "running", func(a *wActor) bool { return a.st == wRun })
+	a := m.newActor(t, p)
+	if a.inline = rapid.Bool().Draw(t, "on the attempt's goroutine"); a.inline {
+		p.cmds <- a.id
+		return
+	}
+	go m.run(a)
+}
+
+func (m *waitModel) fail(t *rapid.T) {
+	m.pick(t, "running", func(a *wActor) bool { return a.st == wRun }).cmds <- -cmdFail - 1
+}
+
+func (m *waitModel) finish(t *rapid.T) {
+	m.pick(t, "running", func(a *wActor) bool { return a.st == wRun }).cmds <- -cmdFinish - 1
+}
+
+func (m *waitModel) cancelOne(t *rapid.T) {
+	m.pick(t, "not done", func(a *wActor) bool { return a.st != wDone && a.ctx.Err() == nil }).cancel()
+}
+
+func (m *waitModel) tick(t *rapid.T) {
+	time.Sleep(rapid.SampledFrom([]time.Duration{time.Millisecond, time.Second, 3 * time.Second}).Draw(t, "time passes"))
+}
+
+// reconfigure resets the governor, or configures it anew, the cap the
+// same or one more.
+func (m *waitModel) reconfigure(t *rapid.T) {
+	if rapid.Bool().Draw(t, "reset") {
+		m.g.Reset()
+		return
+	}
+	m.caps = rapid.IntRange(m.caps, min(m.caps+1, 4)).Draw(t, "max_concurrency now")
+	m.cfg.AWS.MaxConcurrency = m.caps
+	if err := m.g.Configure(m.cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check holds the invariants, every goroutine of the bubble blocked.
+func (m *waitModel) check(t *rapid.T) {
+	synctest.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bad != "" {
+		t.Fatal(m.bad)
+	}
+	for acct := range waitAccounts {
+		used, _ := m.inUse(acct)
+		keys := map[string][]*wActor{}
+		for _, a := range m.actors {
+			if a.acct != acct || (a.st != wRun && a.st != wBusy) {
+				continue
+			}
+			keys[a.key] = append(keys[a.key], a)
+			if p := a.lender; p != nil {
+				if (p.st != wRun && p.st != wBusy) || p.attempt != a.lenderAttempt {
+					m.reached[caseLoanOutlives] = true
+				}
+				for _, x := range m.actors {
+					if x.lender == p && x.lenderAttempt < a.lenderAttempt && (x.st == wRun || x.st == wBusy) {
+						m.reached[caseLaterLoan] = true
+					}
+				}
+			}
+		}
+		for k, as := range keys { // the calls on one slot: its holder, its borrower, the borrower's, ...
+			for i, a := range as {
+				for _, b := range as[i+1:] {
+					if !a.borrowed(b) && !b.borrowed(a) {
+						t.Fatalf("account %d: %v and %v go on one slot (%s), neither borrowing it from the other's attempt\n%s", acct, a, b, k, m.dump())
+					}
+				}
+			}
+		}
+		if len(keys) > m.caps || len(keys) > used {
+			t.Fatalf("account %d: the running attempts go on %d slots (%s), the bulkhead counts %d taken, the cap is %d", acct, len(keys), m.describe(keys), used, m.caps)
+		}
+		for _, a := range m.actors {
+			if a.acct != acct {
+				continue
+			}
+			waits := a.st == wEnter || (a.st == wRetry && time.Since(a.since) >= 3*time.Second)
+			if !waits {
+				continue
+			}
+			if p := m.lenderOf(a, nil); p != nil {
+				if m.lentNow(p) != nil {
+					m.reached[caseWaitsForLoan] = true
+				}
+				if a.parent.st != wRun && a.parent.st != wBusy {
+					m.reached[caseCallerRetry] = true
+				}
+			}
+			if a.ctx.Err() != nil {
+				t.Fatalf("%v still waits (%s), its context canceled", a, wStates[a.st])
+			}
+			if used < m.caps {
+				t.Fatalf("stall: %v waits (%s) while %d of %d slots of its account are taken", a, wStates[a.st], used, m.caps)
+			}
+			if p := m.lenderOf(a, nil); p != nil && m.lentNow(p) == nil {
+				t.Fatalf("stall: %v waits (%s), the cap full (%d), while the slot of %v's running attempt %d is lent to no call", a, wStates[a.st], m.caps, p, p.attempt)
+			}
+		}
+	}
+}
+
+// inUse is the account's bulkhead's InUse: 0, 0 before its first call.
+func (m *waitModel) inUse(acct int) (used, waiting int) {
+	t := m.g.provider("aws").scopes
+	t.mu.Lock()
+	a := t.accounts[waitAccounts[acct]]
+	t.mu.Unlock()
+	if a == nil {
+		return 0, 0
+	}
+	return a.bulkhead.InUse()
+}
+
+// dump describes every call; m.mu is held.
+func (m *waitModel) dump() string {
+	var b strings.Builder
+	for _, a := range m.actors {
+		fmt.Fprintf(&b, "%v: %s, attempt %d on %s", a, wStates[a.st], a.attempt, a.key)
+		for _, v := range a.via {
+			fmt.Fprintf(&b, ", borrowed from call %d's attempt %d", v.a.id, v.attempt)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (m *waitModel) describe(keys map[string][]*wActor) string {
+	var b strings.Builder
+	for k, as := range keys {
+		fmt.Fprintf(&b, "%s: %v; ", k, as)
+	}
+	return b.String()
+}
+
+// drain ends every call, attempt by attempt, and checks that every slot
+// is back; a call that never ends is a deadlock.
+func (m *waitModel) drain(t *rapid.T) {
+	m.endAll(t, false)
+	for acct := range waitAccounts {
+		if used, waiting := m.inUse(acct); used != 0 || waiting != 0 {
+			t.Fatalf("account %d: bulkhead %d used, %d waiting once every call ended; want 0, 0", acct, used, waiting)
+		}
+	}
+}
+
+// endAll ends every running attempt until every call is done, letting
+// time pass for the backoffs; with check, the invariants hold throughout.
+func (m *waitModel) endAll(t *rapid.T, quiet bool) {
+	idle := 0
+	for {
+		if quiet {
+			synctest.Wait()
+		} else {
+			m.check(t)
+		}
+		sent, live := 0, 0
+		m.mu.Lock()
+		for _, a := range m.actors {
+			switch a.st {
+			case wRun:
+				a.cmds <- -cmdFinish - 1
+				sent++
+			case wDone:
+				continue
+			}
+			live++
+		}
+		var stuck []string
+		for _, a := range m.actors {
+			if a.st != wDone {
+				stuck = append(stuck, fmt.Sprintf("%v %s", a, wStates[a.st]))
+			}
+		}
+		m.mu.Unlock()
+		if live == 0 {
+			return
+		}
+		if sent > 0 {
+			idle = 0
+			continue
+		}
+		if idle++; idle > 20 {
+			if !quiet {
+				t.Fatalf("deadlock: calls never end: %s", strings.Join(stuck, "; "))
+			}
+			return
+		}
+		time.Sleep(3 * time.Second)
+	}
+}
+
+// stop ends every call, canceling their contexts, so that the bubble's
+// goroutines end after a failed sequence too.
+func (m *waitModel) stop() {
+	for _, a := range m.actors {
+		a.cancel()
+	}
+	m.endAll(nil, true)
+}
