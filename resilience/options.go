@@ -68,12 +68,15 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // at once, a function fanning out with the context, go one after another
 // on the borrowed slot unless others are free, within the cap), and it is
 // let through as the probe its caller holds when the breaker of its scope
-// is half-open (see Guard.Enter). It is nested while the attempt the
-// context was given to runs: a goroutine the function started may use
-// the context, and a call it makes once that attempt is over is nested in
-// it no more. A nested call that borrowed the slot and goes on once the
-// attempt is over keeps it: the slot goes back to the bulkhead when that
-// call gives it back, not when the enclosing call does.
+// is half-open (see Guard.Enter). It is nested while an attempt of the
+// call runs: a goroutine the function started may use the context, and a
+// call it makes once that attempt is over is nested in no attempt until
+// the call's next one begins (the same context leads to the call in every
+// attempt); waiting for a slot meanwhile, it looks again as that attempt
+// begins, and may borrow its slot. A nested call that borrowed the slot
+// and goes on once the attempt is over keeps it: the slot goes back to
+// the bulkhead when that call gives it back, not when the enclosing call
+// does.
 //
 // Without it the function is given the caller's context as it was, and a
 // governed call made inside it waits for a slot as any other call does: an
