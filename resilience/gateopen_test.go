@@ -136,3 +136,89 @@ func TestACallWaitingBetweenAttemptsOfItsCallersBorrowsFromTheFirstToBegin(t *te
 		}
 	})
 }
+
+// The race suspected after 3516e46: a call nested in an attempt that
+// waits for the attempt's slot, lent to another nested call, is woken as
+// the attempt is over and the slot kept for that loan (keepLent), and
+// looks again between the lender's attempts, nested in none; it then
+// waits for a free slot, and looks again as the lender's next attempt
+// begins, rather than wait it out. Here, max_concurrency 2: another call
+// holds one slot, L holds the other across its attempts (as a listing
+// does) and lends it to a call going on; L's next attempt gives it back,
+// kept for that loan, and waits for a free slot, which comes as the other
+// call ends.
+func TestACallWokenBetweenItsLendersAttemptsBorrowsTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}})
+		ctx := context.Background()
+		other, err := g.Begin(ctx, iamUsers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, lgate, lctx := enterGated(t, g, ctx, ec2Vpcs)
+		first, err := g.Begin(lctx, ec2Subnets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Enter(lctx); err != nil { // borrows L's slot, and goes on
+			t.Fatal(err)
+		}
+		entered := make(chan error, 1)
+		go func() {
+			w, err := g.Begin(lctx, ec2Subnets)
+			if err == nil {
+				err = w.Enter(lctx) // waits for L's slot to come back
+				w.After(nil)
+				w.End(nil)
+			}
+			entered <- err
+		}()
+		synctest.Wait()
+		lgate.SetOpen(false)
+		l.After(transientErr()) // L holds its slot across its attempts
+		retried := make(chan error, 1)
+		go func() {
+			err := l.Enter(ctx) // the slot, lent to first, kept for it; another
+			if err == nil {
+				lgate.SetOpen(true)
+			}
+			retried <- err
+		}()
+		synctest.Wait()
+		other.After(nil)
+		other.End(nil) // a slot free: L's retry takes it
+		synctest.Wait()
+		select {
+		case err := <-retried:
+			if err != nil {
+				t.Fatalf("L's retry: %v", err)
+			}
+		default:
+			t.Fatal("L's retry still waits once the other call ended")
+		}
+		select {
+		case err = <-entered:
+		default:
+			t.Errorf("the call woken between L's attempts still waits once L's next attempt runs on a slot lent to no call (max_concurrency 2: the kept slot and the retry's)")
+			lgate.SetOpen(false)
+			l.After(nil)
+			l.Release() // the slot it waits for
+			lgate.SetOpen(true)
+			err = <-entered
+		}
+		if err != nil {
+			t.Fatalf("the woken call: %v", err)
+		}
+		lgate.SetOpen(false)
+		l.After(nil)
+		l.End(nil)
+		first.After(nil)
+		first.End(nil)
+		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+		}
+	})
+}
