@@ -116,14 +116,17 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	if x.github {
 		githubAnswer(e, x.orig.URL.Path, x.gov.Clock().Now())
 		githubSecondary(x.orig.Context(), e, resp)
-		if n, ok := headerInt(e.header, hdrRemaining); ok && n == 0 && e.kind == errread.None && otherQuota(e.header, x.orig.URL.Path) {
-			// Another quota's refusal (its x-ratelimit-resource, with
-			// nothing left), with no secondary limit's retry-after or
-			// words: the scope, whose quota it is not, is neither
-			// slowed nor paused, and the caller gets GitHub's answer,
-			// which says when that quota resets. A 429 naming another
-			// quota with requests left is no refusal of that quota's,
-			// and throttles as any 429.
+		if n, ok := headerInt(e.header, hdrRemaining); ok && n == 0 && e.kind == errread.None && refusal(e.code) && otherQuota(e.header, x.orig.URL.Path) {
+			// Another quota's refusal (a 403 or 429, its
+			// x-ratelimit-resource, with nothing left), with no
+			// secondary limit's retry-after or words: the scope, whose
+			// quota it is not, is neither slowed nor paused, and the
+			// caller gets GitHub's answer, which says when that quota
+			// resets. A 429 naming another quota with requests left is
+			// no refusal of that quota's, and throttles as any 429; a
+			// server error or a 503 with such headers (the call that
+			// spent the quota's last request, which then failed) is
+			// what its status says.
 			e.kind = errread.Fatal
 		}
 	}

@@ -324,10 +324,16 @@ func pathSegment(path string) (string, string) {
 	return seg, path[len(seg)+1:]
 }
 
+// refusal reports whether code is the status of GitHub's refusal for a
+// rate limit: 403 or 429.
+func refusal(code int) bool {
+	return code == http.StatusForbidden || code == http.StatusTooManyRequests
+}
+
 // githubAnswer applies GitHub's rules to an error answer (see GitHub) to
 // a request of path.
 func githubAnswer(e *StatusError, path string, now time.Time) {
-	if e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests {
+	if !refusal(e.code) {
 		return
 	}
 	h := e.header
@@ -388,7 +394,7 @@ const maxPeek = 4 << 10
 // back to resp whole (what was read, then the rest, once that read has ended), so that
 // the client reads it as it came; closing it closes the body.
 func githubSecondary(ctx context.Context, e *StatusError, resp *http.Response) {
-	if e.kind != errread.None || (e.code != http.StatusForbidden && e.code != http.StatusTooManyRequests) {
+	if e.kind != errread.None || !refusal(e.code) {
 		return
 	}
 	b, _ := peek.Body(ctx, resp, maxPeek, drainGrace)

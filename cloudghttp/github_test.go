@@ -1378,3 +1378,29 @@ func TestGitHubA429OfAnotherQuotaNotSpentIsAThrottle(t *testing.T) {
 		})
 	}
 }
+
+// Only a 403 or 429 of another quota's, spent, is a refusal of that
+// quota's handed back to a rest call as a fatal answer: a server error
+// (500, 502, 504) or a 503 whose headers name another quota with nothing
+// left is what its status says, a failure or a throttle of the account's
+// REST calls, and a GET is retried after a backoff and answered, as any
+// such answer's. GitHub's headers count the call that spent the quota's
+// last request even when the answer to it failed.
+func TestGitHubAServerErrorNamingAnotherSpentQuotaIsRetried(t *testing.T) {
+	for _, code := range []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(status(code, "X-RateLimit-Resource", "copilot_usage_records", "X-RateLimit-Limit", "10",
+					"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10)))
+				gov := newGov(t, resilience.Config{})
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
+				resp := do(t, hc, http.MethodGet, "https://api.github.com/repos/octo/hello/pulls", nil)
+				got := readAll(t, resp)
+				if n := len(f.recorded()); resp.StatusCode != http.StatusOK || got != "ok" || n != 2 {
+					t.Errorf("a %d naming copilot_usage_records, 0 left, to a GET: status %d after %d attempts, want it retried and answered", code, resp.StatusCode, n)
+				}
+			})
+		})
+	}
+}
