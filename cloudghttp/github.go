@@ -58,9 +58,11 @@ const (
 	// stream's .../streams/{stream_id} and .../audit-log/stream-key.
 	GitHubAuditLogStreaming = "audit_log_streaming"
 	// GitHubActionsRunnerRegistration is the service of a self-hosted
-	// runner's registration token: POST
-	// /repos/{owner}/{repo}/actions/runners/registration-token, and the
-	// same under /orgs/{org} and /enterprises/{enterprise}.
+	// runner's registration: POST /actions/runner-registration, which
+	// the runner's configuration (config.sh) sends with a registration
+	// token. The token's own creation, POST
+	// .../actions/runners/registration-token, counts against core, and
+	// is in GitHubREST.
 	GitHubActionsRunnerRegistration = "actions_runner_registration"
 	// GitHubCodeScanningAutofix is the service of a code scanning alert's
 	// autofix: /repos/{owner}/{repo}/code-scanning/alerts/{alert_number}/autofix
@@ -126,7 +128,7 @@ const lowShare = 10
 //	github/<account>/enterprises/<enterprise>/audit_log  /enterprises/{enterprise}/audit-log
 //	github/<account>/*/scim                              /scim/v2/...
 //	github/<account>/*/audit_log_streaming               /enterprises/{enterprise}/audit-log/streams..., .../audit-log/stream-key
-//	github/<account>/*/actions_runner_registration       .../actions/runners/registration-token (of a repository, organisation or enterprise)
+//	github/<account>/*/actions_runner_registration       /actions/runner-registration (a runner's registration, not its token's creation)
 //	github/<account>/*/code_scanning_autofix             /repos/{owner}/{repo}/code-scanning/alerts/{alert_number}/autofix, .../autofix/commits
 //	github/<account>/*/rest                              every other path (5,000 requests an hour)
 //
@@ -138,7 +140,11 @@ const lowShare = 10
 // name in lower case in the scope's Region: the audit logs of several
 // organisations read with one token each run at the rate of the
 // audit_log service key, and one whose quota is spent holds none of the
-// others back. GitHub's other resources stay in rest: code_scanning_upload,
+// others back. A self-hosted runner's registration token (POST
+// .../actions/runners/registration-token of a repository, organisation or
+// enterprise) is in rest: GitHub counts its creation against core, and
+// actions_runner_registration only the runner's registration with it
+// (its answer in actions/runner#1339). GitHub's other resources stay in rest: code_scanning_upload,
 // which GitHub has joined to core (its changelog of 2026-05-19 removed it
 // from GET /rate_limit, uploads being "governed by the standard core rate
 // limit"), source_import, which no path uses any more, and
@@ -266,6 +272,10 @@ func githubRoute(path string) (service, entity string) {
 		if code, path := pathSegment(path); code != "" && path == "/conversions" {
 			return GitHubIntegrationManifest, ""
 		}
+	case "actions": // /actions/runner-registration
+		if path == "/runner-registration" {
+			return GitHubActionsRunnerRegistration, ""
+		}
 	case "scim": // /scim/v2/...
 		if strings.HasPrefix(path, "/v2/") {
 			return GitHubSCIM, ""
@@ -276,8 +286,6 @@ func githubRoute(path string) (service, entity string) {
 		case name == "":
 		case path == "/audit-log":
 			return GitHubAuditLog, first + "/" + strings.ToLower(name)
-		case path == runnerRegistration:
-			return GitHubActionsRunnerRegistration, ""
 		case first == "enterprises" && (path == "/audit-log/streams" || path == "/audit-log/stream-key" ||
 			strings.HasPrefix(path, "/audit-log/streams/")):
 			return GitHubAuditLogStreaming, ""
@@ -293,8 +301,6 @@ func githubRoute(path string) (service, entity string) {
 			return GitHubDependencySnapshots, ""
 		case "/dependency-graph/sbom", "/dependency-graph/sbom/generate-report":
 			return GitHubDependencySBOM, ""
-		case runnerRegistration:
-			return GitHubActionsRunnerRegistration, ""
 		}
 		if alert, ok := strings.CutPrefix(path, "/code-scanning/alerts/"); ok {
 			// .../code-scanning/alerts/{alert_number}/autofix[/commits]
@@ -305,10 +311,6 @@ func githubRoute(path string) (service, entity string) {
 	}
 	return GitHubREST, ""
 }
-
-// runnerRegistration is the path, under a repository, an organisation or
-// an enterprise, of a self-hosted runner's registration token.
-const runnerRegistration = "/actions/runners/registration-token"
 
 // pathSegment splits the first segment off a path that begins with a
 // slash: "/repos/octo/hello" gives "repos" and "/octo/hello". A path
