@@ -6,6 +6,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,40 @@ func TestABreakerInAnUnknownStateIsNotOK(t *testing.T) {
 	rows := rowsOf(get(t, h, http.MethodGet, "/").Body.String(), "scopes")
 	if want := "unknown state, state.BreakerState(7)"; len(rows) != 1 || !strings.Contains(html.UnescapeString(rows[0]), want) {
 		t.Errorf("the scope's row does not say %q:\n%s", want, rows)
+	}
+}
+
+// The breaker cell of a scope whose breaker is in an unknown state has a
+// class the style sheet can name, "breaker unknown", coloured as an open
+// breaker's (the page counts it open), not the state's Go name, whose
+// dot and parentheses make a class no rule selects: every class of the
+// row is a plain name.
+func TestAnUnknownBreakersCellHasAPlainClass(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(oddStore{resilience.MemoryStore()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
+	if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+		t.Fatal(err)
+	}
+	body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+	rows := rowsOf(body, "scopes")
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(rows))
+	}
+	plain := regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	for _, m := range regexp.MustCompile(`class="([^"]*)"`).FindAllStringSubmatch(rows[0], -1) {
+		for _, c := range strings.Fields(m[1]) {
+			if !plain.MatchString(c) {
+				t.Errorf("the row of a breaker in state.BreakerState(7) has the class %q (of class=%q), no plain name", c, m[1])
+			}
+		}
+	}
+	if want := `<span class="breaker unknown">state.BreakerState(7)</span>`; !strings.Contains(rows[0], want) {
+		t.Errorf("the row does not hold %s:\n%s", want, rows[0])
+	}
+	if !strings.Contains(body, ".breaker.unknown") {
+		t.Error("the style sheet has no rule for .breaker.unknown")
 	}
 }

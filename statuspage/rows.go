@@ -69,6 +69,16 @@ func knownBreaker(b state.BreakerState) bool {
 	return b == state.Closed || b == state.HalfOpen || b == state.Open
 }
 
+// breakerClass returns the HTML class of a breaker in state b: its name
+// (closed, half_open, open), or unknown for a state that is none of them,
+// whose name (state.BreakerState(7)) is no class a style sheet selects.
+func breakerClass(b state.BreakerState) string {
+	if !knownBreaker(b) {
+		return "unknown"
+	}
+	return b.String()
+}
+
 // pausedFor returns the time left in the longest pause holding the scope.
 func pausedFor(s state.ScopeSnapshot) time.Duration {
 	return max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused)

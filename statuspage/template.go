@@ -59,7 +59,7 @@ td.st{padding-left:9px}
 .chip{display:inline-block;min-width:60px;text-align:center;padding:1px 5px;border-radius:9px;font-size:9.5px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
 .chip.slowed{color:#2e2400}
 .breaker{font-weight:650;color:var(--dim)}
-.breaker.half_open{color:var(--half_open)}.breaker.open{color:var(--open)}
+.breaker.half_open{color:var(--half_open)}.breaker.open,.breaker.unknown{color:var(--open)}
 td.brk{line-height:1.2}
 .why{display:block;font-size:11.5px;color:var(--c)}
 .bar{display:inline-block;vertical-align:middle;width:36px;height:8px;border-radius:4px;background:#e9edf1;overflow:hidden;margin-right:6px}
@@ -126,6 +126,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"meaning":  func(s status) string { return meanings[s] },
 	"explain":  explain,
 	"breaker":  func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
+	"brkClass": breakerClass,
 	"part":     part,
 	"short":    short,
 	"rate":     rate,
