@@ -169,9 +169,10 @@ func (r *recorder) rate(t time.Duration, v float64) {
 
 // Run is one strategy's run of a scenario, in progress or done: make one
 // with NewRun and Execute it once: a second Execute returns
-// ErrRunExecuted. Progress and Strategy may be called from any goroutine
-// while Execute runs. The zero Run has no scenario: its Execute panics,
-// saying so.
+// ErrRunExecuted (an Execute that Scenario.Validate refused ran nothing,
+// and does not count). Progress and Strategy may be called from any
+// goroutine while Execute runs. The zero Run has no scenario: its Execute
+// panics, saying so.
 type Run struct {
 	sc       *Scenario
 	strategy string
@@ -181,7 +182,8 @@ type Run struct {
 }
 
 // ErrRunExecuted is the error of a second Execute of one Run, which runs
-// nothing: a Run counts the calls of one run (Progress).
+// nothing: a Run counts the calls of one run (Progress). An Execute that
+// Scenario.Validate refused is not the first.
 var ErrRunExecuted = errors.New("sim: the Run was executed already: make another with NewRun")
 
 // NewRun prepares a run of strategy on sc.
@@ -206,11 +208,11 @@ func (r *Run) Execute(ctx context.Context, clock Clock) (*Result, error) {
 	if r.sc == nil {
 		panic("sim: Execute of a Run without a scenario: make one with NewRun")
 	}
+	if err := r.sc.Validate(); err != nil {
+		return nil, err // nothing ran: the Run may execute once its scenario is mended
+	}
 	if r.executed.Swap(true) {
 		return nil, ErrRunExecuted
-	}
-	if err := r.sc.Validate(); err != nil {
-		return nil, err
 	}
 	if r.sc.Estate != nil {
 		return r.executeEstate(ctx, clock)

@@ -71,3 +71,26 @@ func TestExecuteValidatesTheScenario(t *testing.T) {
 		})
 	}
 }
+
+// An Execute that Validate refused ran nothing: it is not the Run's
+// execution, and once the scenario is mended the Run executes, rather
+// than saying it was executed already (ErrRunExecuted) when it never ran.
+func TestARunRefusedByValidateStillExecutes(t *testing.T) {
+	sc, err := Parse([]byte("workload: {workers: 4, calls: 40}\nprovider: {rate: 10, burst: 20}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Workload.Workers = 0
+	synctest.Test(t, func(t *testing.T) {
+		run := NewRun(sc, Static)
+		var se *Error
+		if _, err := run.Execute(context.Background(), SystemClock{}); !errors.As(err, &se) || se.Path != "workload.workers" {
+			t.Fatalf("Execute with no workers: error %v, want the *Error of workload.workers", err)
+		}
+		sc.Workload.Workers = 4
+		res, err := run.Execute(context.Background(), SystemClock{})
+		if done, _ := run.Progress(); err != nil || res == nil || done != 40 {
+			t.Fatalf("Execute of a Run whose first Execute Validate refused, its scenario mended: result %v, error %v, Progress %d calls done; want the run of 40 calls", res != nil, err, done)
+		}
+	})
+}
