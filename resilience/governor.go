@@ -548,7 +548,9 @@ func (g *Governor) Enabled(provider string) bool {
 // anything), and makes it again at its next call. A status page or a
 // gauge that keeps showing a provider's retry budget after its scopes
 // are reclaimed shows it while the provider is among them and its budget
-// is spent (Budget below BudgetSize): aws, azure and gcp, always among
+// is spent (its tokens below its size, both read at once by
+// BudgetAndSize, not apart by Budget and BudgetSize, between which a
+// Configure may replace the budget): aws, azure and gcp, always among
 // them, with a full budget, are where a first call would find them. It
 // is a read that makes nothing, safe for concurrent use.
 func (g *Governor) Providers() []string {
