@@ -53,7 +53,10 @@ var black = color.RGBA{A: 0xff}
 //   - requests rejected, cumulative (log scale);
 //   - the client's rate limit where the strategy exposes one, beside the
 //     true capacity (dashed black).
+//
+// A nil run (one not made) is left out.
 func WriteChart(w io.Writer, sc *Scenario, results []*Result) error {
+	results = runsMade(results)
 	n := 0
 	for _, r := range results {
 		n = max(n, len(r.Series))

@@ -13,7 +13,9 @@ import (
 
 // WriteTable writes the figures of every strategy side by side, with the
 // discrete-event model's beside them where the scenario has its figures.
+// A nil run (one not made) is left out, as a Sweep's tables leave it out.
 func WriteTable(w io.Writer, sc *Scenario, results []*Result) error {
+	results = runsMade(results)
 	if sc.Estate != nil {
 		return writeEstateTable(w, sc, results)
 	}
@@ -138,8 +140,9 @@ func (s *Scenario) Summary() string {
 
 // WriteRates writes the adaptive rate over time: each strategy's rate
 // limit (summed over the actions) every step, where it exposes one, and
-// the requests it sent per second over each step.
+// the requests it sent per second over each step. A nil run is left out.
 func WriteRates(w io.Writer, sc *Scenario, results []*Result, step time.Duration) error {
+	results = runsMade(results)
 	n := 0
 	for _, r := range results {
 		n = max(n, len(r.Series))
@@ -179,6 +182,15 @@ func WriteRates(w io.Writer, sc *Scenario, results []*Result, step time.Duration
 	}
 	fmt.Fprintln(w, "each cell: the client's rate limit (rps, all actions; - where the strategy has none it exposes) / requests it sent per second")
 	return nil
+}
+
+// runsMade returns the runs of results that are not nil: results itself
+// when none is.
+func runsMade(results []*Result) []*Result {
+	if !slices.Contains(results, nil) {
+		return results
+	}
+	return slices.DeleteFunc(slices.Clone(results), func(r *Result) bool { return r == nil })
 }
 
 // secs writes d in seconds to three significant figures (whole seconds

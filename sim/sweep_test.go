@@ -231,6 +231,46 @@ func TestSweepWithANilRun(t *testing.T) {
 	}
 }
 
+// One seed's writers leave a nil run out as a sweep's do: the command
+// writes the first seed's runs (a Sweep's Results[0], which may hold a
+// nil run) with WriteTable, WriteRates and WriteChart, which wrote the
+// runs made, not a nil pointer dereference.
+func TestOneSeedsWritersWithANilRun(t *testing.T) {
+	for _, name := range []string{ScenarioDefault, ScenarioEstateUniform} {
+		sc, _ := Builtin(name)
+		b := CloudgGoodput
+		if sc.Estate != nil {
+			b = Plain
+		}
+		made := fakeResult(b, 995, 20, 0, 110*time.Second)
+		made.Series = []Sample{{Done: 10, Sent: 12, Throttled: 2}, {Done: 10, Sent: 10}}
+		results := []*Result{nil, made}
+		writers := map[string]func(*bytes.Buffer) error{
+			"WriteTable": func(w *bytes.Buffer) error { return WriteTable(w, sc, results) },
+		}
+		if sc.Estate == nil {
+			writers["WriteRates"] = func(w *bytes.Buffer) error { return WriteRates(w, sc, results, 10*time.Second) }
+			writers["WriteChart"] = func(w *bytes.Buffer) error { return WriteChart(w, sc, results) }
+		}
+		for what, write := range writers {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("%s of %s's runs, the first nil: panic %v; want the figures of the run made", what, name, p)
+					}
+				}()
+				var buf bytes.Buffer
+				if err := write(&buf); err != nil {
+					t.Errorf("%s of %s's runs, the first nil: %v", what, name, err)
+				}
+				if what != "WriteChart" && !strings.Contains(buf.String(), b) {
+					t.Errorf("%s of %s's runs, the first nil, does not name %s, the run made:\n%s", what, name, b, buf.String())
+				}
+			}()
+		}
+	}
+}
+
 // The table says how many runs each strategy's figures are over: a
 // strategy a short seed lacks is not said to have run on every seed, and
 // its wins are counted out of the seeds on which both it and the baseline
