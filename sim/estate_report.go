@@ -93,6 +93,10 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 	head += "lost\tof which elsewhere\tin ledger\tthrottled\t"
 	fmt.Fprintln(tw, head)
 	for _, name := range s.Strategies {
+		if s.ran(name) == 0 {
+			fmt.Fprintln(tw, noFigures(s.label(name), head))
+			continue
+		}
 		runs := s.runs(name)
 		fig := func(f func(r *Result) float64) Spread {
 			var vs []float64

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -114,9 +115,10 @@ func (s *Sweep) runs(strategy string) []*Result {
 
 // WriteSweep writes each strategy's figures over the seeds, mean (min-max),
 // and the seeds on which it did better than baseline (Wins), out of those
-// that ran both; an empty baseline, or one the sweep did not run, leaves
-// the wins out. A strategy that ran on fewer seeds than the sweep has
-// carries its runs after its name.
+// that ran both; an empty baseline, or one the sweep did not run (on any
+// seed), leaves the wins out. A strategy that ran on fewer seeds than the
+// sweep has carries its runs after its name, and one that ran on none a
+// dash in each cell.
 //
 // An estate's sweep has its own figures (see EstateStrategyNames): the
 // makespan against the seed's ideal, when the scopes a pause or a dead
@@ -129,7 +131,7 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 	}
 	writeHeader(w, s.Scenario, s.seedRuns()...)
 	s.writeRunCount(w)
-	wins := baseline != "" && slices.Contains(s.Strategies, baseline)
+	wins := baseline != "" && s.ran(baseline) > 0
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "strategy\tmakespan\tgoodput\trejected %\tlost\t"
 	if wins {
@@ -138,6 +140,10 @@ func WriteSweep(w io.Writer, s *Sweep, baseline string) error {
 	fmt.Fprintln(tw, head)
 	lostAny := false
 	for _, name := range s.Strategies {
+		if s.ran(name) == 0 {
+			fmt.Fprintln(tw, noFigures(s.label(name), head))
+			continue
+		}
 		g, r, l, m := s.Figures(name)
 		mark := ""
 		if l.Max > 0 {
@@ -209,6 +215,12 @@ func (s *Sweep) writeRunCount(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "seeds %s: mean (min-max) over %d runs of each strategy\n\n", seedRange(s.Seeds), len(s.Seeds))
+}
+
+// noFigures is the row of a strategy that ran on no seed, named label,
+// in a table whose header is head: a dash in each cell after its name.
+func noFigures(label, head string) string {
+	return label + "\t" + strings.Repeat("-\t", strings.Count(head, "\t")-1)
 }
 
 // label returns a strategy's name in a sweep's table, with its runs when

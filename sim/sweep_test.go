@@ -271,6 +271,57 @@ func TestOneSeedsWritersWithANilRun(t *testing.T) {
 	}
 }
 
+// A strategy that ran on no seed (each of its runs nil) has no figures:
+// its row in a sweep's table, an estate's too, says so with a dash in
+// each cell, rather than a makespan of 0s, a goodput of 0% and wins of
+// 0/0 read from no run.
+func TestSweepShowsNoFiguresForAStrategyThatNeverRan(t *testing.T) {
+	for _, name := range []string{ScenarioDefault, ScenarioEstateUniform} {
+		sc, _ := Builtin(name)
+		a, b := AWSAdaptive, CloudgGoodput
+		if sc.Estate != nil {
+			a, b = Plain, PoolAIMD
+		}
+		sc.Strategies = []string{a, b}
+		sw := NewSweep(sc)
+		sw.Add(1, []*Result{fakeResult(a, 990, 30, 0, 111*time.Second), nil})
+		sw.Add(2, []*Result{fakeResult(a, 980, 40, 0, 112*time.Second), nil})
+		var buf bytes.Buffer
+		if err := WriteSweep(&buf, sw, AWSAdaptive); err != nil {
+			t.Fatal(err)
+		}
+		var row string
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), b+" (0 runs)") {
+				row = l
+			}
+		}
+		if row == "" {
+			t.Fatalf("%s: no row of %s (0 runs):\n%s", name, b, buf.String())
+		}
+		for _, f := range strings.Fields(strings.TrimPrefix(strings.TrimSpace(row), b+" (0 runs)")) {
+			if f != "-" {
+				t.Errorf("%s: the row of %s, which ran on no seed, shows figures: %q, want a dash in each cell", name, b, row)
+				break
+			}
+		}
+	}
+	// A baseline that ran on no seed is one the sweep did not run: the
+	// table has no wins, as WriteSweep says.
+	sc, _ := Builtin(ScenarioDefault)
+	sc.Strategies = []string{AWSAdaptive, CloudgGoodput}
+	sw := NewSweep(sc)
+	sw.Add(1, []*Result{nil, fakeResult(CloudgGoodput, 995, 20, 0, 110*time.Second)})
+	sw.Add(2, []*Result{nil, fakeResult(CloudgGoodput, 990, 10, 0, 112*time.Second)})
+	var buf bytes.Buffer
+	if err := WriteSweep(&buf, sw, AWSAdaptive); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "wins") {
+		t.Errorf("the baseline, %s, ran on no seed, and the table counts wins against it:\n%s", AWSAdaptive, buf.String())
+	}
+}
+
 // The table says how many runs each strategy's figures are over: a
 // strategy a short seed lacks is not said to have run on every seed, and
 // its wins are counted out of the seeds on which both it and the baseline
