@@ -70,9 +70,10 @@ func writeEstateTable(w io.Writer, sc *Scenario, results []*Result) error {
 // writeEstateSweep writes each strategy's figures over the seeds of an
 // estate sweep, mean (min-max): makespan, and against the seed's ideal;
 // when a scope is paused or killed, when the other scopes were done; the
-// plain pool's makespan over the strategy's, seed by seed; the calls lost,
-// those of scopes the scenario does not kill, and those in the scan's
-// ledger; the requests throttled.
+// plain pool's makespan over the strategy's, seed by seed, over the seeds
+// that ran both (a dash where none did; no column when the plain pool ran
+// on no seed); the calls lost, those of scopes the scenario does not
+// kill, and those in the scan's ledger; the requests throttled.
 func writeEstateSweep(w io.Writer, s *Sweep) error {
 	var ideals []time.Duration
 	for _, r := range s.seedRuns() {
@@ -81,7 +82,10 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 	writeEstateHeader(w, s.Scenario, ideals)
 	s.writeRunCount(w)
 	affected := s.Scenario.Estate.Affected != ""
-	plain := s.runs(Plain)
+	var plain []*Result // nil: the plain pool ran on no seed, and nothing is compared with it
+	if s.ran(Plain) > 0 {
+		plain = s.runs(Plain)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "strategy\tmakespan\tmakespan/ideal\t"
 	if affected {
@@ -119,7 +123,11 @@ func writeEstateSweep(w io.Writer, s *Sweep) error {
 					vs = append(vs, ratio(plain[i].Makespan, r.Makespan))
 				}
 			}
-			line += fixedSpread(spreadOf(vs)) + "\t"
+			if len(vs) == 0 {
+				line += "-\t" // no seed ran both
+			} else {
+				line += fixedSpread(spreadOf(vs)) + "\t"
+			}
 		}
 		line += fmt.Sprintf("%s\t%s\t%s\t%s\t",
 			countSpread(fig(func(r *Result) float64 { return float64(r.Lost) })),

@@ -322,6 +322,41 @@ func TestSweepShowsNoFiguresForAStrategyThatNeverRan(t *testing.T) {
 	}
 }
 
+// An estate's column of the plain pool's makespan over a strategy's is
+// of the seeds that ran both: a strategy that never ran on a seed with
+// the plain pool has a dash there, not 0.00 (a ratio of no seeds, which
+// would say the plain pool took no time against it); a plain pool that
+// ran on no seed has no such column.
+func TestEstateSweepComparesWithPlainOnlyWhereBothRan(t *testing.T) {
+	sc, _ := Builtin(ScenarioEstateUniform)
+	sc.Strategies = []string{Plain, PoolAIMD}
+	sw := NewSweep(sc)
+	sw.Add(1, []*Result{fakeResult(Plain, 990, 30, 0, 200*time.Second), nil})
+	sw.Add(2, []*Result{nil, fakeResult(PoolAIMD, 990, 30, 0, 100*time.Second)})
+	var buf bytes.Buffer
+	if err := WriteSweep(&buf, sw, ""); err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), PoolAIMD) {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) < 8 || f[7] != "-" { // name (1 run), makespan (spread), makespan/ideal (spread), then plain's over its own
+		t.Errorf("pool-aimd ran on seed 2 only, the plain pool on seed 1 only: its row %q, want a dash for the plain pool's makespan over its own", row)
+	}
+	sw = NewSweep(sc)
+	sw.Add(1, []*Result{nil, fakeResult(PoolAIMD, 990, 30, 0, 100*time.Second)})
+	buf.Reset()
+	if err := WriteSweep(&buf, sw, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "plain's makespan") {
+		t.Errorf("the plain pool ran on no seed, and the table compares with it:\n%s", buf.String())
+	}
+}
+
 // The table says how many runs each strategy's figures are over: a
 // strategy a short seed lacks is not said to have run on every seed, and
 // its wins are counted out of the seeds on which both it and the baseline
