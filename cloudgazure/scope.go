@@ -168,67 +168,10 @@ func registryData(region, rest string) bool {
 func otherPlane(name, label, rest string) (resilience.Scope, bool) {
 	for i := range planes {
 		if p := &planes[i]; strings.EqualFold(label, p.label) && oneOf(rest, p.suffixes) {
-			if p.service == ServiceCosmosDB {
-				return cosmosPlane(name), true
-			}
 			return dataPlane(name, p.service), true
 		}
 	}
 	return resilience.Scope{}, false
-}
-
-// cosmosPlane returns the scope of a Cosmos DB account's host whose first
-// label is name: the account's, azure/<account>/*/cosmosdb, and for a
-// regional endpoint, <account>-<location name>, whose location name is
-// one of azureRegions, azure/<account>/<location name>/cosmosdb, the
-// account's scope in the region, whose request units are provisioned
-// apart. An account name may hold hyphens: a name whose last part is no
-// location name is the account's whole.
-func cosmosPlane(name string) resilience.Scope {
-	if i := strings.LastIndexByte(name, '-'); i > 0 {
-		if region := lower(name[i+1:]); azureRegions[region] {
-			sc := dataPlane(name[:i], ServiceCosmosDB)
-			sc.Region = region
-			return sc
-		}
-	}
-	return dataPlane(name, ServiceCosmosDB)
-}
-
-// azureRegions are the location names of Azure's regions (public, China,
-// US Government), as Resource Manager's locations list names them and
-// Cosmos DB's regional endpoints, <account>-<location name>, spell them.
-// A region opened since is not listed: its regional endpoints are read as
-// accounts of their own until it is.
-var azureRegions = map[string]bool{
-	// Americas.
-	"eastus": true, "eastus2": true, "eastus3": true, "centralus": true, "northcentralus": true,
-	"southcentralus": true, "westcentralus": true, "westus": true, "westus2": true, "westus3": true,
-	"canadacentral": true, "canadaeast": true, "brazilsouth": true, "brazilsoutheast": true,
-	"mexicocentral": true, "chilecentral": true, "centraluseuap": true, "eastus2euap": true,
-	// Europe.
-	"northeurope": true, "westeurope": true, "uksouth": true, "ukwest": true,
-	"francecentral": true, "francesouth": true, "germanywestcentral": true, "germanynorth": true,
-	"switzerlandnorth": true, "switzerlandwest": true, "norwayeast": true, "norwaywest": true,
-	"swedencentral": true, "swedensouth": true, "italynorth": true, "polandcentral": true,
-	"spaincentral": true, "austriaeast": true, "belgiumcentral": true, "denmarkeast": true,
-	"finlandcentral": true, "greececentral": true,
-	// Middle East and Africa.
-	"uaenorth": true, "uaecentral": true, "qatarcentral": true, "israelcentral": true,
-	"saudiarabiaeast": true, "southafricanorth": true, "southafricawest": true,
-	// Asia Pacific.
-	"eastasia": true, "southeastasia": true, "japaneast": true, "japanwest": true,
-	"koreacentral": true, "koreasouth": true, "centralindia": true, "southindia": true,
-	"westindia": true, "jioindiawest": true, "jioindiacentral": true,
-	"australiaeast": true, "australiasoutheast": true, "australiacentral": true, "australiacentral2": true,
-	"indonesiacentral": true, "malaysiawest": true, "newzealandnorth": true,
-	"taiwannorth": true, "taiwannorthwest": true,
-	// Azure operated by 21Vianet.
-	"chinaeast": true, "chinaeast2": true, "chinaeast3": true,
-	"chinanorth": true, "chinanorth2": true, "chinanorth3": true,
-	// US Government.
-	"usgovvirginia": true, "usgovarizona": true, "usgovtexas": true, "usgoviowa": true,
-	"usdodeast": true, "usdodcentral": true,
 }
 
 // oneOf reports whether s is one of suffixes, ignoring case.
@@ -260,12 +203,15 @@ func oneOf(s string, suffixes []string) bool {
 //   - a Cosmos DB account's, <account>.documents.<suffix>, its dedicated
 //     gateway's <account>.sqlx.cosmos.<suffix> or its Table API's
 //     <account>.table.cosmos.<suffix> for a suffix of azure.com, azure.cn
-//     and azure.us: azure/<account>/*/cosmosdb, and for a regional
-//     endpoint, <account>-<location name>.documents.<suffix> (or
-//     .sqlx.cosmos., .table.cosmos.) for an Azure region's location name
-//     (westus, chinaeast2, usgovvirginia), the account's scope in the
-//     region, azure/<account>/<location name>/cosmosdb, which shares the
-//     account's bucket;
+//     and azure.us: azure/<account>/*/cosmosdb, the first label whole.
+//     A regional endpoint (<account>-<location name>.documents.<suffix>,
+//     or whatever host the account's properties name) cannot be told by
+//     its name from an account named so (orders-eastus2 is a legal
+//     name): the policies govern an azcosmos request in the scope of its
+//     client's endpoint, which the per-call policy reads before azcosmos
+//     sends the attempts to regional endpoints; the per-retry policy
+//     alone, or a client made on a regional endpoint, governs them in
+//     the regional host's scope, one of its own;
 //   - a Service Bus or Event Hubs namespace's,
 //     <namespace>.servicebus.<suffix> for a suffix of windows.net,
 //     chinacloudapi.cn and usgovcloudapi.net: azure/<namespace>/*/messaging;

@@ -128,14 +128,14 @@ func FuzzScopeOfURL(f *testing.F) {
 	f.Add("acct.blob.core.windows.net", "/c/b")
 	f.Add("MyVault.vault.azure.net", "/secrets/s")
 	f.Add("Topic.WestUS2-1.eventgrid.azure.net", "/api/events")
-	f.Add("acct-WestUS.documents.azure.com", "/dbs/d")
+	f.Add("orders-WestUS.documents.azure.com", "/dbs/d")
 	f.Add("management.azure.com", "/subscriptions/"+subA+"/providers/Microsoft.Network/x")
 	f.Fuzz(func(t *testing.T, host, path string) {
 		s := cloudgazure.ScopeOfURL(&url.URL{Scheme: "https", Host: host, Path: path})
-		// Only a host that names its region (an Event Grid topic's, a
-		// Cosmos DB account's regional endpoint) gives the scope a region.
+		// Only a host that names its region (an Event Grid topic's) gives
+		// the scope a region.
 		if s.Provider != "azure" || s.Service == "" || s.Operation != "" ||
-			s.Region != "" && s.Service != cloudgazure.ServiceEventGrid && s.Service != cloudgazure.ServiceCosmosDB {
+			s.Region != "" && s.Service != cloudgazure.ServiceEventGrid {
 			t.Fatalf("ScopeOfURL(%q, %q) = %#v", host, path, s)
 		}
 		for _, c := range s.Account + s.Region + s.Service {
