@@ -226,8 +226,10 @@ func oneOf(s string, suffixes []string) bool {
 //     for a suffix of io, cn and us: azure/<registry>/*/acr;
 //   - an Event Grid topic's, domain's or namespace's,
 //     <name>.<region>-1.eventgrid.<suffix> for a suffix of azure.net,
-//     azure.cn and azure.us: azure/<name>/<region>/eventgrid, the region
-//     as the scope's, since such a name is unique within its region only;
+//     azure.cn and azure.us: azure/<name>.<region>/<region>/eventgrid,
+//     the region in the account as well as the scope's, since such a
+//     name is unique within its region only (orders in westus2 and
+//     orders in eastus are two topics, with an account each);
 //   - a Web PubSub service's, <name>.webpubsub.<suffix> for a suffix of
 //     azure.com, azure.cn and azure.us: azure/<name>/*/webpubsub.
 //
@@ -274,7 +276,9 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 		return dataPlane(name, ServiceContainerRegistry)
 	default:
 		if region, ok := eventGrid(svc, rest); ok {
-			sc := dataPlane(name, ServiceEventGrid)
+			// <name>.<region>, a substring of host: the name is unique
+			// within its region only.
+			sc := dataPlane(host[:len(name)+1+len(region)], ServiceEventGrid)
 			sc.Region = lower(region)
 			return sc
 		}

@@ -19,18 +19,18 @@ import (
 // limits its own, and a name unique within its region only; a Web PubSub
 // service at <name>.webpubsub.<azure.com|azure.cn|azure.us>, its units
 // its own. Each is governed in its resource's scope,
-// azure/<name>/<region>/eventgrid and azure/<name>/*/webpubsub, and not
+// azure/<name>.<region>/<region>/eventgrid and azure/<name>/*/webpubsub, and not
 // in azure/*/*/resources with the tenant's Resource Manager calls. A host
 // of no such shape, or under a suffix of no Azure cloud, stays Resource
 // Manager's.
 func TestScopeOfURLReadsEventGridAndWebPubSub(t *testing.T) {
 	checkScopeOfURL(t, []scopeCase{
-		{"https://topic.westus2-1.eventgrid.azure.net/api/events?api-version=2018-01-01", azIn("topic", "westus2", "eventgrid")},
-		{"https://Topic.EastUS-1.EventGrid.Azure.net:443/api/events", azIn("topic", "eastus", "eventgrid")},
-		{"https://ns.westeurope-1.eventgrid.azure.net/topics/t:publish?api-version=2023-11-01", azIn("ns", "westeurope", "eventgrid")},
-		{"https://topic.westus2-1.eventgrid.azure.net./api/events", azIn("topic", "westus2", "eventgrid")},
-		{"https://topic.chinaeast2-1.eventgrid.azure.cn/api/events", azIn("topic", "chinaeast2", "eventgrid")},
-		{"https://topic.usgovvirginia-1.eventgrid.azure.us/api/events", azIn("topic", "usgovvirginia", "eventgrid")},
+		{"https://topic.westus2-1.eventgrid.azure.net/api/events?api-version=2018-01-01", azIn("topic.westus2", "westus2", "eventgrid")},
+		{"https://Topic.EastUS-1.EventGrid.Azure.net:443/api/events", azIn("topic.eastus", "eastus", "eventgrid")},
+		{"https://ns.westeurope-1.eventgrid.azure.net/topics/t:publish?api-version=2023-11-01", azIn("ns.westeurope", "westeurope", "eventgrid")},
+		{"https://topic.westus2-1.eventgrid.azure.net./api/events", azIn("topic.westus2", "westus2", "eventgrid")},
+		{"https://topic.chinaeast2-1.eventgrid.azure.cn/api/events", azIn("topic.chinaeast2", "chinaeast2", "eventgrid")},
+		{"https://topic.usgovvirginia-1.eventgrid.azure.us/api/events", azIn("topic.usgovvirginia", "usgovvirginia", "eventgrid")},
 		{"https://hub.webpubsub.azure.com/api/hubs/chat/:send?api-version=2024-01-01", az("hub", "webpubsub")},
 		{"https://HUB.WebPubSub.Azure.com:443/api/health", az("hub", "webpubsub")},
 		{"https://hub.webpubsub.azure.cn/api/health", az("hub", "webpubsub")},
