@@ -353,8 +353,8 @@ func (st *callState) sent(returned *bool) {
 // retries, and the attempt is not azcore's last), so that a refusal ends
 // azcore's loop before its backoff; otherwise, when the caller's
 // ShouldRetry decides or the pipeline's retry options are unknown, or
-// for a Cosmos DB request (see asksLate), by the next attempt, if one is
-// made.
+// for a Cosmos DB request's answer that azcosmos may resend or give up
+// itself (see asksLate), by the next attempt, if one is made.
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
 		// The quota's pauses are set before the slot goes back, so that a
@@ -380,7 +380,7 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 		st.owed = !st.s.known
 		return resp, nil // azcore will not retry it, as far as the policies know
 	}
-	if st.asksLate() {
+	if st.asksLate(resp.StatusCode) {
 		st.owed = true
 	} else if err := st.retry(); err != nil {
 		return nil, err
@@ -392,16 +392,32 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 }
 
 // asksLate reports whether the Guard is asked for the retry of an answer
-// azcore retries when the retry is sent (by the next attempt), rather
-// than at once: when the policies do not know azcore's retry options, and
-// for a Cosmos DB request, whose SDK, azcosmos, runs a retry policy of its
-// own in the per-retry stage ahead of this package's (clientRetryPolicy:
-// on a 503, 408, 500, 502 or 504, or a failed connection, it sends the
-// attempt again at once, to another region, or gives the answer up as an
-// error azcore does not retry). Asked at once, a retry azcosmos gave up
-// would be paid for and counted, though never sent.
-func (st *callState) asksLate() bool {
-	return !st.s.known || st.scope.Service == ServiceCosmosDB
+// azcore retries, with status (0: a transport error), when the retry is
+// sent (by the next attempt), rather than at once: when the policies do
+// not know azcore's retry options, and for a Cosmos DB request answered
+// with a status azcosmos may resend or give up itself. azcosmos runs a
+// retry policy of its own in the per-retry stage ahead of this package's
+// (clientRetryPolicy: on a 503, 408, 500, 502 or 504, a 403 or 404 of
+// some sub-statuses, or a failed connection, it sends the attempt again
+// at once, to another region, or gives the answer up as an error azcore
+// does not retry): asked at once, a retry azcosmos gave up would be paid
+// for and counted, though never sent. Any other answer, a 429 among them,
+// azcosmos hands to azcore as it came, and its retry is asked at once, so
+// that a refusal comes before azcore's backoff and the breaker's opening
+// cuts the backoff (see watch).
+func (st *callState) asksLate(status int) bool {
+	if !st.s.known {
+		return true
+	}
+	if st.scope.Service != ServiceCosmosDB {
+		return false
+	}
+	switch status {
+	case 0, http.StatusServiceUnavailable, http.StatusRequestTimeout, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusForbidden, http.StatusNotFound:
+		return true
+	}
+	return false
 }
 
 // lastTry reports whether the attempt just made is the last azcore makes,
@@ -420,7 +436,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 	if st.ctx.Err() != nil || isNonRetriable(err) || st.lastTry() {
 		return resp, err // azcore stops here; the per-call policy ends the Guard
 	}
-	if st.asksLate() {
+	if st.asksLate(0) {
 		st.owed = true
 		return resp, err
 	}
