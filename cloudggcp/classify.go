@@ -230,19 +230,69 @@ const tooManyPings = `code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`
 // status for a request larger than its own limit, which it sends with the
 // same text) rather than refused before it was sent ("trying to send
 // message larger than max", "grpc: message too large"). Such an error is
-// no throttle: retrying sends or receives the same message.
+// no throttle: retrying sends or receives the same message. Only grpc-go's
+// texts whole, their sizes as it formats them (messageSizeTexts), are
+// read so: a service's own ResourceExhausted that starts like one and
+// goes on ("... larger than max request rate", "... (N vs. M); retry
+// later") stays its throttle.
 func messageTooLarge(msg string) (tooLarge, received bool) {
-	for _, p := range []string{
-		"grpc: received message larger than max ",
-		"grpc: message after decompression larger than max ",
-		"grpc: received message after decompression larger than max ",
-	} {
-		if strings.HasPrefix(msg, p) {
-			return true, true
+	for _, t := range messageSizeTexts {
+		if rest, ok := strings.CutPrefix(msg, t.text); ok && t.sizes(rest) {
+			return true, t.received
 		}
 	}
-	return strings.HasPrefix(msg, "trying to send message larger than max (") ||
-		strings.HasPrefix(msg, "grpc: message too large ("), false
+	return false, false
+}
+
+// messageSizeTexts are grpc-go's texts for a message over a size limit,
+// each with how its sizes follow and whether the message was received.
+var messageSizeTexts = []struct {
+	text     string
+	sizes    func(string) bool
+	received bool
+}{
+	{"grpc: received message larger than max ", twoSizes, true},
+	{"grpc: received message larger than max length allowed on current machine ", twoSizes, true},
+	{"grpc: message after decompression larger than max ", twoSizes, true},
+	{"grpc: received message after decompression larger than max ", twoSizes, true},
+	{"grpc: received message after decompression larger than max ", isSize, true},
+	{"trying to send message larger than max ", twoSizes, false},
+	{"grpc: message too large ", bytesSize, false},
+}
+
+// twoSizes reports whether s is grpc-go's "(%d vs. %d)".
+func twoSizes(s string) bool {
+	s, ok := strings.CutPrefix(s, "(")
+	if !ok {
+		return false
+	}
+	a, b, ok := strings.Cut(strings.TrimSuffix(s, ")"), " vs. ")
+	return ok && strings.HasSuffix(s, ")") && isSize(a) && isSize(b)
+}
+
+// bytesSize reports whether s is grpc-go's "(%d bytes)".
+func bytesSize(s string) bool {
+	n, ok := strings.CutPrefix(s, "(")
+	if !ok {
+		return false
+	}
+	n, ok = strings.CutSuffix(n, " bytes)")
+	return ok && isSize(n)
+}
+
+// isSize reports whether s is a size as grpc-go's %d formats it: decimal
+// digits, a minus sign before them for a negative limit.
+func isSize(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // credentialsFailed reports whether msg is grpc's own for a call whose

@@ -45,15 +45,31 @@ func TestClassifyGRPCMessageSizeIsFatal(t *testing.T) {
 			if a := resilience.IsProviderAnswer(err); a != tc.answer {
 				t.Errorf("%q %s: answer %v, want %v", tc.msg, name, a, tc.answer)
 			}
+			if retryable(err) {
+				t.Errorf("%q %s: retried, want not: the same message every time", tc.msg, name)
+			}
 		}
 	}
+	// Only grpc-go's texts, whole, as it formats them: a service's own
+	// ResourceExhausted that reads like one, or starts like one and goes
+	// on, is the service's throttle.
 	for _, msg := range []string{
 		"Quota exceeded for quota metric 'List Assets requests'",
 		"upstream: received message larger than max", // not grpc-go's own: a relayed text
+		"grpc: received message larger than max request rate of the project; retry later",
+		"grpc: received message larger than max (4194305 vs. 4194304); upstream throttled, retry later",
+		"trying to send message larger than max (quota 'Publish bytes per minute' exceeded)",
+		"trying to send message larger than max (4194305 vs. 4194304) after 3 attempts",
+		"grpc: message too large (rate limited: retry later)",
+		"grpc: received message after decompression larger than max quota",
+		"grpc: message after decompression larger than max (4194305 vs. )",
 	} {
 		err := status.Error(codes.ResourceExhausted, msg)
 		if k := resilience.Classify(err); k != resilience.Throttled {
 			t.Errorf("%q: %v, want THROTTLED", msg, k)
+		}
+		if !retryable(err) {
+			t.Errorf("%q: not retried, want a throttle's retry", msg)
 		}
 	}
 }
