@@ -224,11 +224,12 @@ func statusDetails(c codes.Code, msg string) (errread.Details, bool) {
 const tooManyPings = `code: ENHANCE_YOUR_CALM, debug data: "too_many_pings"`
 
 // messageTooLarge reports whether msg is grpc-go's own for a
-// ResourceExhausted over a message size limit (its rpc_util.go and
-// stream.go, v1.67 to v1.85), and whether the message was received (an
-// answer larger than the client's MaxCallRecvMsgSize, or the server's
-// status for a request larger than its own limit, which it sends with the
-// same text) rather than refused before it was sent ("trying to send
+// ResourceExhausted over a message size limit (its rpc_util.go,
+// stream.go and server.go, v1.67 to v1.85), and whether the message was
+// received (an answer larger than the client's MaxCallRecvMsgSize, or the
+// server's status for a request larger than its own limit, which it sends
+// with the same text, or for its own answer larger than its send limit,
+// "grpc: trying to send message larger than max" in v1.67) rather than refused before it was sent ("trying to send
 // message larger than max", "grpc: message too large"). Such an error is
 // no throttle: retrying sends or receives the same message. Only grpc-go's
 // texts whole, their sizes as it formats them (messageSizeTexts), are
@@ -256,6 +257,12 @@ var messageSizeTexts = []struct {
 	{"grpc: message after decompression larger than max ", twoSizes, true},
 	{"grpc: received message after decompression larger than max ", twoSizes, true},
 	{"grpc: received message after decompression larger than max ", isSize, true},
+	// grpc-go v1.67's server's status for its own unary answer over its
+	// send limit (its server.go), which the client receives.
+	{"grpc: trying to send message larger than max ", twoSizes, true},
+	// The client's own, for a request over its send limit, not sent; a
+	// server of a later grpc-go sends its status for its answer with the
+	// same text, which this reads as the client's.
 	{"trying to send message larger than max ", twoSizes, false},
 	{"grpc: message too large ", bytesSize, false},
 }
