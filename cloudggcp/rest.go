@@ -272,7 +272,9 @@ func byReason(status int) bool {
 // agent_get. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
-// client reads an object's content, whatever the object's name) names the
+// client reads an object's content, whatever the object's name; or a
+// virtual-hosted one, the bucket in the host, <bucket>.storage.googleapis.com/<object>,
+// as a V4 signed URL of storage.VirtualHostedStyle names it) names the
 // object's or the bucket's operation as the JSON API names it, never a
 // name of theirs: o_get (GET, HEAD), o_insert (PUT, POST) and o_delete
 // for an object, o_list (GET) for a bucket, in no account. No call of a
@@ -309,6 +311,12 @@ func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 
 func restScope(r *http.Request, service string) resilience.Scope {
 	segs, verb := pathSegments(r.URL)
+	if bucket, ok := virtualHostedBucket(r.URL.Hostname()); ok && (service == "" || service == storageService) {
+		// Cloud Storage's XML API, virtual-hosted style: the bucket in
+		// the host is the path's first segment of path style.
+		service = storageService
+		segs = append([]string{bucket}, segs...)
+	}
 	// The API's own prefix (/compute/v1/...) and the version.
 	ver := -1
 	for i, s := range segs {
@@ -362,6 +370,17 @@ func universeService(host string) (string, bool) {
 	name, rest, _ := strings.Cut(host, ".")
 	second, _, _ := strings.Cut(rest, ".")
 	return labelService(name, second)
+}
+
+// virtualHostedBucket returns the bucket a host of Cloud Storage's XML
+// API in virtual-hosted style names (<bucket>.storage.googleapis.com, a
+// bucket's name dots and all: a V4 signed URL of
+// storage.VirtualHostedStyle), and whether host is one; not Cloud
+// Storage's own hosts (storage.googleapis.com, storage.mtls.googleapis.com,
+// a regional endpoint's storage.<region>.rep.googleapis.com).
+func virtualHostedBucket(host string) (string, bool) {
+	bucket, ok := strings.CutSuffix(strings.TrimSuffix(host, "."), ".storage.googleapis.com")
+	return bucket, ok && bucket != ""
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths

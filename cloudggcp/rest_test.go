@@ -275,6 +275,39 @@ func TestRESTScopeOfStoragesXMLAPI(t *testing.T) {
 	}
 }
 
+// Cloud Storage's XML API is served virtual-hosted style too, the bucket
+// in the host (https://<bucket>.storage.googleapis.com/<object>: a V4
+// signed URL of storage.VirtualHostedStyle, a client of one's own): the
+// service is storage and the operation the object's or the bucket's, as
+// for path-style requests, never one read off the bucket's name (a
+// service per bucket) or the object's (an operation per object).
+func TestRESTScopeOfStoragesXMLAPIVirtualHosted(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://bkt.storage.googleapis.com/file.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://bkt.storage.googleapis.com/logs/2026/x.json?X-Goog-Signature=abc", "gcp/*/*/storage/o_get"},
+		{"HEAD", "https://bkt.storage.googleapis.com/logs/x.json", "gcp/*/*/storage/o_get"},
+		{"PUT", "https://bkt.storage.googleapis.com/dir/new.txt", "gcp/*/*/storage/o_insert"},
+		{"DELETE", "https://bkt.storage.googleapis.com/old.txt", "gcp/*/*/storage/o_delete"},
+		{"GET", "https://bkt.storage.googleapis.com/", "gcp/*/*/storage/o_list"},
+		{"GET", "https://bkt.storage.googleapis.com", "gcp/*/*/storage/o_list"},
+		{"HEAD", "https://bkt.storage.googleapis.com/", "gcp/*/*/storage/b_get"},
+		// A bucket named as a domain, dots and all; one named v1.
+		{"GET", "https://www.example.com.storage.googleapis.com/a/b.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://v1.storage.googleapis.com/projects/p1", "gcp/*/*/storage/o_get"},
+		// Not a bucket: Cloud Storage's own hosts.
+		{"GET", "https://storage.mtls.googleapis.com/bkt/a", "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.us-east1.rep.googleapis.com/bkt/a", "gcp/*/*/storage/o_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
+
 // BigQuery's REST API (which cloud.google.com/go/bigquery calls) names the
 // collections a dataset holds after its id
 // (/bigquery/v2/projects/p/datasets/d/tables, models, routines) and those
