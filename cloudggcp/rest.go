@@ -225,7 +225,9 @@ func byReason(status int) bool {
 //     and a path that starts with the version, the host's first label, as
 //     for googleapis.com (a host of two labels or fewer, localhost, or an
 //     IP address, an emulator's, names none; a proxy's of three or more
-//     names its first label);
+//     names its first label), and Cloud Storage's host of another
+//     universe (storage.s3nsapis.fr) whatever the path, an XML API
+//     object's name holding a version or not;
 //   - the operation is the method as the REST reference names it
 //     (instances.get), with an underscore for the dot, which the
 //     configuration's service keys keep for "<service>.<operation>"
@@ -329,6 +331,12 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	pathVerbs := ver > 0
 	if service == "" {
 		if s, ok := targetService(r.URL.Host); ok {
+			service = s
+		} else if s, ok := universeService(r.URL.Hostname()); ok && s == storageService {
+			// Cloud Storage's host of another universe, whose XML
+			// API's paths hold an object's name, a version and all
+			// (/<bucket>/backups/v2/data.json), where another API's
+			// name comes: storageJSON tells the two APIs apart.
 			service = s
 		} else if pathVerbs {
 			service = segs[ver-1]

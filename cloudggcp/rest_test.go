@@ -727,6 +727,12 @@ func TestRESTScopeOfAnotherUniverse(t *testing.T) {
 		{"GET", "https://pubsub.mtls.s3nsapis.fr:443/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
 		{"GET", "https://pubsub-ep1.p.s3nsapis.fr/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
 		{"GET", "https://storage.s3nsapis.fr/bkt/dir/a.txt", "gcp/*/*/storage/o_get"},
+		// An object's name that holds a version, as on googleapis.com.
+		{"GET", "https://storage.s3nsapis.fr/bkt/v1/x", "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.s3nsapis.fr/bkt/backups/v2/data.json", "gcp/*/*/storage/o_get"},
+		{"PUT", "https://storage.mtls.s3nsapis.fr/bkt/mirror/storage/v1/b/x/o", "gcp/*/*/storage/o_insert"},
+		{"GET", "https://storage.s3nsapis.fr/storage/v1/b/bkt/o", "gcp/*/*/storage/o_list"},
+		{"POST", "https://storage.s3nsapis.fr/upload/storage/v1/b/bkt/o?uploadType=media&name=a", "gcp/*/*/storage/o_insert"},
 		{"GET", "https://compute.s3nsapis.fr/compute/v1/projects/p1/zones/z/instances", "gcp/projects/p1/*/compute/instances_list"},
 		{"GET", "https://www.s3nsapis.fr/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
 		// No service in the host.
