@@ -360,8 +360,10 @@ func isObject(v pathVar) bool {
 
 // adversarialIDs are ids a variable is given in turn, the others real
 // ones: names of collections and verbs that RESTScope knows, a location
-// named global, a version's name.
+// named global, a version's name, a singleton's name (an agent named
+// agent, an ingress rule named firewall).
 var adversarialIDs = []string{
+	"agent", "firewall",
 	"o", "b", "acl", "defaultObjectAcl", "folders", "managedFolders", "tables", "data", "models",
 	"rrsets", "changes", "rules", "users", "databases", "sslCerts", "backupRuns", "resizeRequests",
 	"projects", "organizations", "locations", "zones", "regions", "global", "aggregated", "family",
