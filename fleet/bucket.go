@@ -43,12 +43,18 @@ type sharedBucket struct {
 	// the local limits, while Redis did not answer, and not written to
 	// Redis yet (writeOwed), 0 when none is owed.
 	owedPause atomic.Int64
-	// owedThrottle is when (mono) the latest throttle came that Redis did
-	// not run (it refused its script, or did not answer) and that is not
-	// written back yet (writeOwed), 0 when none is owed.
-	owedThrottle atomic.Int64
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// owedEvents are when (mono) the congestion events came, oldest
+	// first, whose throttles Redis did not run (it refused their script,
+	// or did not answer) and that are not written back yet (writeOwed):
+	// the first throttle of each, those within bucket.DecreaseInterval of
+	// it being of the event, as the local limits count them; at most
+	// maxOwedEvents, none when none is owed. owedLast is the latest such
+	// throttle.
+	owedEvents []time.Duration
+	owedLast   time.Duration
+
 	lease     int           // tokens borrowed and not yet used
 	leaseNow  int           // how many of them, the first, are usable at once (the stored balance's)
 	leaseNext time.Duration // when the next borrowed token after leaseNow is usable (mono)
@@ -477,17 +483,34 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 // from the rate it left: the cut the local limits made is not lost with
 // them. A throttle Redis ran, whose answer was lost, counts once, as
 // does one of a congestion event a throttle Redis ran counted already.
-// Only the latest throttle owed is written back. After Close, nothing is
-// written back (Store.hold).
+// Each congestion event owed is written back (the latest maxOwedEvents),
+// its first throttle standing for it. After Close, nothing is written
+// back (Store.hold).
 func (b *sharedBucket) oweThrottle(at time.Duration) {
 	if !b.adaptive {
 		return
 	}
-	storeMax(&b.owedThrottle, int64(at))
+	b.mu.Lock()
+	n := len(b.owedEvents)
+	if n == 0 || at > b.owedLast {
+		b.owedLast = at
+	}
+	if n == 0 || at-b.owedEvents[n-1] >= bucket.DecreaseInterval {
+		if n == maxOwedEvents {
+			b.owedEvents = append(b.owedEvents[:0], b.owedEvents[1:]...)
+		}
+		b.owedEvents = append(b.owedEvents, at)
+	}
+	b.mu.Unlock()
 	if b.s.hold(&b.s.owed, b) {
 		b.s.pending.Store(true)
 	}
 }
+
+// maxOwedEvents bounds the congestion events owed to Redis
+// (oweThrottle): more halve the rate from its ceiling to its floor, but
+// for a floor 2^-16 of the ceiling.
+const maxOwedEvents = 16
 
 func (b *sharedBucket) Pause(now, pause time.Duration) {
 	if pause <= 0 {
@@ -524,29 +547,39 @@ func (b *sharedBucket) owe(d time.Duration) {
 	}
 }
 
-// writeOwed writes to Redis what the local limits owe it: the latest
-// throttle Redis did not run, as of its time (oweThrottle: its age when
-// sent, and the operation timeout, the longest the write-back may take to
-// reach Redis, so that one slow on its way counts once), with the
-// success counts not sent yet (the goodput controller's event measures
-// them, as a throttle's on the shared state does; like those, they are
-// not sent again when Redis does not answer), and the rest of the pause
-// owed (owe); false when Redis did not answer, what was not written then
-// still owed.
+// writeOwed writes to Redis what the local limits owe it: the congestion
+// events Redis did not run a throttle of, each as of its time
+// (oweThrottle: their ages when sent, and the operation timeout, the
+// longest the write-back may take to reach Redis, so that one slow on its
+// way counts once), with the success counts not sent yet (the goodput
+// controller's event measures them, as a throttle's on the shared state
+// does; like those, they are not sent again when Redis does not answer),
+// and the rest of the pause owed (owe); false when Redis did not answer,
+// what was not written then still owed.
 func (b *sharedBucket) writeOwed() bool {
-	if th := b.owedThrottle.Load(); th != 0 {
-		b.mu.Lock()
-		pairs := b.takeServed()
-		b.mu.Unlock()
+	b.mu.Lock()
+	now := mono()
+	events, last := b.owedEvents, b.owedLast
+	b.owedEvents = nil
+	var pairs []any
+	if len(events) > 0 {
+		pairs = b.takeServed()
+	}
+	b.mu.Unlock()
+	if len(events) > 0 {
+		args := []any{(now - last).Microseconds(), b.s.cfg.timeout.Microseconds(), len(events)}
+		for _, at := range events {
+			args = append(args, (now - at).Microseconds())
+		}
 		b.s.calls.Add(1)
-		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append([]any{(mono() - time.Duration(th)).Microseconds(), b.s.cfg.timeout.Microseconds()}, pairs...)...))
+		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append(args, pairs...)...))
 		if !b.owedAnswered(err) {
+			b.reowe(events, last)
 			return false
 		}
 		if err == nil && len(res) >= 2 {
 			b.setRate(res[1])
 		}
-		b.owedThrottle.CompareAndSwap(th, 0)
 	}
 	until := b.owedPause.Load()
 	d := time.Duration(until) - mono()
@@ -558,10 +591,28 @@ func (b *sharedBucket) writeOwed() bool {
 	}
 	b.owedPause.CompareAndSwap(until, 0)
 	b.s.owed.Delete(b)
-	if b.owedPause.Load() != 0 || b.owedThrottle.Load() != 0 { // owed meanwhile
+	b.mu.Lock()
+	owed := len(b.owedEvents) > 0
+	b.mu.Unlock()
+	if owed || b.owedPause.Load() != 0 { // owed meanwhile
 		b.s.owed.Store(b, struct{}{})
 	}
 	return true
+}
+
+// reowe puts back what writeOwed took to write back and Redis did not
+// run: the congestion events owed and the latest throttle, before those
+// owed since.
+func (b *sharedBucket) reowe(events []time.Duration, last time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.owedEvents) == 0 || last > b.owedLast {
+		b.owedLast = last
+	}
+	b.owedEvents = append(events, b.owedEvents...)
+	if n := len(b.owedEvents); n > maxOwedEvents {
+		b.owedEvents = b.owedEvents[n-maxOwedEvents:]
+	}
 }
 
 // owedAnswered reports whether Redis answered a write-back of what is

@@ -125,10 +125,11 @@
 // dead during the outage nor keeps open one found alive, and the failures
 // join the fleet's in the order they came (those of several processes add
 // up; a success drops the failures before it), so that the fleet's breaker
-// opens when the failures seen warrant it. The latest throttle Redis did
-// not run (it refused the throttle's script, or did not answer it) is
-// written back too, as of the time it came, so that it halves the fleet's
-// rate as the local limits' (once per congestion event), and the fleet
+// opens when the failures seen warrant it. The throttles Redis did not
+// run (it refused the throttle's script, or did not answer it) are
+// written back too, each congestion event as of the time it came, so that
+// they halve the fleet's rate as the local limits' (once per congestion
+// event), and the fleet
 // does not go on at the old rate after the outage. A scope whose breaker holds
 // what was not written back yet is not reclaimed by the governor, and the
 // store holds such a breaker until it is written back, whatever lets go of

@@ -547,38 +547,51 @@ save_bucket(KEYS[1], b, now)
 return {dec, tostring(b.rate)}
 `).answers("nn")
 
-// throttledScript writes back a throttle Redis did not run when it came
-// (it refused its script, or did not answer), ARGV[ARG0] microseconds
-// before the process sent it, as of then: the controller of the bucket's
-// mode records it as throttleScript would have, a decrease at most once
-// per DECREASE_INTERVAL across the fleet, counted from the throttle's
-// time, so that a decrease Redis made since, or within the interval before
-// it (a throttle of the same event by another process; this one, when its
-// answer was lost and Redis ran it), takes its place; the last throttle
-// is the later of Redis's and this one. The age is counted from when the
-// script runs, which is later than when the process sent it by the time
-// the script took to reach Redis, at most ARGV[ARG0+1] microseconds (the
-// operation timeout): the throttle came that much earlier at most, and a
-// decrease within the interval before that earliest time takes its place
-// too, so that a write-back slow on its way is not counted as an event of
-// its own. The process's success counts not sent yet follow from
-// ARGV[ARG0+2], recorded first, as throttleScript records those sent with
-// a throttle. Reply: {decreased, rate}.
+// throttledScript writes back the throttles Redis did not run when they
+// came (it refused their script, or did not answer): ARGV[ARG0+2] (k)
+// congestion events, their first throttles ARGV[ARG0+3] to
+// ARGV[ARG0+2+k] microseconds before the process sent it, oldest first,
+// and the latest throttle ARGV[ARG0] microseconds before, as of then: the
+// controller of the bucket's mode records each as throttleScript would
+// have, a decrease at most once per DECREASE_INTERVAL across the fleet,
+// counted from the event's time, so that a decrease Redis made since, or
+// within the interval before it (a throttle of the same event by another
+// process; this one, when its answer was lost and Redis ran it), takes
+// its place; the last throttle is the later of Redis's and the latest
+// one. The ages are counted from when the script runs, which is later
+// than when the process sent it by the time the script took to reach
+// Redis, at most ARGV[ARG0+1] microseconds (the operation timeout): an
+// event came that much earlier at most, and a decrease Redis made within
+// the interval before that earliest time takes its place too, so that a
+// write-back slow on its way is not counted as an event of its own; the
+// events of the write-back are as far apart as the process saw them. The
+// process's success counts not sent yet follow from ARGV[ARG0+3+k],
+// recorded first, as throttleScript records those sent with a throttle.
+// Reply: {decreased, rate}.
 var throttledScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
-record_served(b, now, ARG0 + 2)
+local k = tonumber(ARGV[ARG0 + 2])
+if not finite(k) or k < 0 then k = 0 end
+k = math.min(math.floor(k), #ARGV - ARG0 - 2)
+record_served(b, now, ARG0 + 3 + k)
 local age, slack = tonumber(ARGV[ARG0]), tonumber(ARGV[ARG0 + 1])
 local dec = 0
 if finite(age) and age >= 0 then
   if not finite(slack) or slack < 0 then slack = 0 end
-  local at = now - math.min(age, HORIZON_US)
-  local earliest = at - math.min(slack, HORIZON_US)
-  local lthr, climbs = b.lthr, b.climbs
-  if MODE ~= '0' and earliest - b.ldec >= DECREASE_INTERVAL_US then
-    dec = throttle(b, now)
-    b.ldec = at
+  slack = math.min(slack, HORIZON_US)
+  local lthr, climbs, base, own = b.lthr, b.climbs, b.ldec, NEVER
+  for i = 1, k do
+    local ev = tonumber(ARGV[ARG0 + 2 + i])
+    if MODE ~= '0' and finite(ev) and ev >= 0 then
+      local at = now - math.min(ev, HORIZON_US)
+      if at - slack - base >= DECREASE_INTERVAL_US and at - own >= DECREASE_INTERVAL_US then
+        dec = math.max(dec, throttle(b, now))
+        b.ldec, own = at, at
+      end
+    end
   end
+  local at = now - math.min(age, HORIZON_US)
   if at >= lthr then b.lthr, b.climbs = at, 0 else b.lthr, b.climbs = lthr, climbs end
 end
 save_bucket(KEYS[1], b, now)
