@@ -551,26 +551,36 @@ func (b *sharedBucket) owe(d time.Duration) {
 // events Redis did not run a throttle of, each as of its time
 // (oweThrottle: their ages when sent, and the operation timeout, the
 // longest the write-back may take to reach Redis, so that one slow on its
-// way counts once), with the success counts not sent yet (the goodput
-// controller's event measures them, as a throttle's on the shared state
-// does; like those, they are not sent again when Redis does not answer),
-// and the rest of the pause owed (owe); false when Redis did not answer,
-// what was not written then still owed.
+// way counts once), but for those older than the horizon (the keys' TTL
+// and the longest pause), which the fleet has forgotten, and dropped; with
+// the success counts not sent yet (the goodput controller's event
+// measures them, as a throttle's on the shared state does; like those,
+// they are not sent again when Redis does not answer), and the rest of the
+// pause owed (owe); false when Redis did not answer, what was not written
+// then still owed.
 func (b *sharedBucket) writeOwed() bool {
 	b.mu.Lock()
 	now := mono()
 	events, last := b.owedEvents, b.owedLast
 	b.owedEvents = nil
+	if len(events) > 0 && now-last > b.s.horizon {
+		events = nil // the latest too old: all are, dropped
+	}
 	var pairs []any
 	if len(events) > 0 {
 		pairs = b.takeServed()
 	}
 	b.mu.Unlock()
 	if len(events) > 0 {
-		args := []any{(now - last).Microseconds(), b.s.cfg.timeout.Microseconds(), len(events)}
+		args := []any{(now - last).Microseconds(), b.s.cfg.timeout.Microseconds(), 0}
+		k := 0
 		for _, at := range events {
-			args = append(args, (now - at).Microseconds())
+			if now-at <= b.s.horizon {
+				args = append(args, (now - at).Microseconds())
+				k++
+			}
 		}
+		args[2] = k
 		b.s.calls.Add(1)
 		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append(args, pairs...)...))
 		if !b.owedAnswered(err) {
