@@ -554,10 +554,10 @@ func (b *sharedBucket) owe(d time.Duration) {
 // way counts once), but for those older than the horizon (the keys' TTL
 // and the longest pause), which the fleet has forgotten, and dropped; with
 // the success counts not sent yet (the goodput controller's event
-// measures them, as a throttle's on the shared state does; like those,
-// they are not sent again when Redis does not answer), and the rest of the
-// pause owed (owe); false when Redis did not answer, what was not written
-// then still owed.
+// measures them, as a throttle's on the shared state does; they are kept
+// for the next write-back when Redis surely did not run this one), and the
+// rest of the pause owed (owe); false when Redis did not answer, what was
+// not written then still owed.
 func (b *sharedBucket) writeOwed() bool {
 	b.mu.Lock()
 	now := mono()
@@ -566,8 +566,10 @@ func (b *sharedBucket) writeOwed() bool {
 	if len(events) > 0 && now-last > b.s.horizon {
 		events = nil // the latest too old: all are, dropped
 	}
+	var kept []served
 	var pairs []any
 	if len(events) > 0 {
+		kept = append(kept, b.served...)
 		pairs = b.takeServed()
 	}
 	b.mu.Unlock()
@@ -584,7 +586,7 @@ func (b *sharedBucket) writeOwed() bool {
 		b.s.calls.Add(1)
 		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append(args, pairs...)...))
 		if !b.owedAnswered(err) {
-			b.reowe(events, last)
+			b.reowe(events, last, kept, notRun(err))
 			return false
 		}
 		if err == nil && len(res) >= 2 {
@@ -612,8 +614,9 @@ func (b *sharedBucket) writeOwed() bool {
 
 // reowe puts back what writeOwed took to write back and Redis did not
 // run: the congestion events owed and the latest throttle, before those
-// owed since.
-func (b *sharedBucket) reowe(events []time.Duration, last time.Duration) {
+// owed since, and, with counts, the success counts kept, before those
+// counted since (the oldest go past maxServed).
+func (b *sharedBucket) reowe(events []time.Duration, last time.Duration, kept []served, counts bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.owedEvents) == 0 || last > b.owedLast {
@@ -622,6 +625,15 @@ func (b *sharedBucket) reowe(events []time.Duration, last time.Duration) {
 	b.owedEvents = append(events, b.owedEvents...)
 	if n := len(b.owedEvents); n > maxOwedEvents {
 		b.owedEvents = b.owedEvents[n-maxOwedEvents:]
+	}
+	if counts && len(kept) > 0 {
+		b.served = append(kept, b.served...)
+		if n := len(b.served); n > maxServed {
+			b.served = b.served[n-maxServed:]
+		}
+		if b.flush == nil && !b.s.closed() {
+			b.flush = time.AfterFunc(bucket.GoodputSlot, b.flushServed)
+		}
 	}
 }
 

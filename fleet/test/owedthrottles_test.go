@@ -1,8 +1,12 @@
 package test
 
 import (
+	"bytes"
 	"testing"
 	"time"
+
+	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/state"
 )
 
 // loading is Redis's answer while it loads its data set: it does not run
@@ -48,4 +52,52 @@ func TestAnOutagesThrottlesReachTheFleetEach(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The success counts of an outage go with the throttle written back,
+// whose event the goodput controller measures by them, when Redis runs
+// it, however many write-backs it takes: a write-back Redis did not run
+// (it answered LOADING) keeps them for the next. (They were taken for the
+// first and lost: the next measured nothing, and halved the rate, 100 rps
+// to 50, where 400 successes within a second or so measure more.)
+func TestTheCountsOfAThrottleWriteBackRedisDidNotRunAreKept(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		spec := state.BucketSpec{Rate: 100, Burst: 10, Goodput: true}
+		ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0) // the fleet's bucket starts counting
+		px.RefuseNext(loading)
+		a.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Reserve(0) // an outage
+		if !a.Stats().Degraded {
+			t.Fatal("an operation Redis did not run (LOADING): not on local limits")
+		}
+		for range 400 {
+			ab.Success(0)
+		}
+		ab.Throttle(0, 0)
+		px.RefuseNextMatching(func(cmd []byte) bool {
+			return bytes.Contains(cmd, []byte(":bucket")) // the write-back, not the heartbeat
+		}, loading)
+		deadline := time.Now().Add(5 * time.Second)
+		for a.Stats().Degraded && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if a.Stats().Degraded {
+			t.Fatal("A still on local limits 5s after Redis answers again")
+		}
+		if got := ob.Snapshot(0).Rate; got <= 50 {
+			t.Errorf("400 successes and a throttle during an outage, the throttle's first write-back not run (LOADING), the next run: the fleet's rate %v rps, want more than 50 (the goodput controller measuring the successes)", got)
+		}
+	})
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // Proxy forwards connections from its address to a target address. Its
-// knobs (SetDelay, Garble, DropAnswer, RefuseNext, SlowAnswers, Freeze,
+// knobs (SetDelay, Garble, DropAnswer, RefuseNext, RefuseNextMatching,
+// SlowAnswers, Freeze,
 // Thaw, Down, Close) take its lock, and may be called from any goroutine
 // while it forwards; Up is for one goroutine, after Down. The zero Proxy
 // has no target and no address, and forwards nothing: make one with
@@ -28,11 +29,12 @@ type Proxy struct {
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
 	delay  time.Duration
-	gate   chan struct{} // open while frozen; closed (or nil) lets data through
-	garble int           // answers still to garble
-	junk   uint64        // the state of the garbage's generator
-	drop   bool          // lose the next answer, closing its connection
-	refuse []byte        // the answer to the next command, which Redis does not get; nil for none
+	gate   chan struct{}     // open while frozen; closed (or nil) lets data through
+	garble int               // answers still to garble
+	junk   uint64            // the state of the garbage's generator
+	drop   bool              // lose the next answer, closing its connection
+	refuse []byte            // the answer to the next command, which Redis does not get; nil for none
+	refIf  func([]byte) bool // the commands refuse is for; nil for any
 	slow   func([]byte) bool
 	slowD  time.Duration
 }
@@ -81,7 +83,16 @@ func (p *Proxy) DropAnswer() {
 // place: Redis does not get it, as when Redis refuses a command.
 func (p *Proxy) RefuseNext(answer []byte) {
 	p.mu.Lock()
-	p.refuse = answer
+	p.refuse, p.refIf = answer, nil
+	p.mu.Unlock()
+}
+
+// RefuseNextMatching answers the next chunk of data a client sends (a
+// command) for which match returns true with answer, which Redis does not
+// get; the chunks before it go through.
+func (p *Proxy) RefuseNextMatching(match func(command []byte) bool, answer []byte) {
+	p.mu.Lock()
+	p.refuse, p.refIf = answer, match
 	p.mu.Unlock()
 }
 
@@ -206,8 +217,8 @@ func (p *Proxy) pipe(dst, src net.Conn, answers bool) {
 				p.mu.Unlock()
 				return // the answer is lost: the deferred closes reset the connection
 			}
-			if refuse := p.refuse; !answers && refuse != nil {
-				p.refuse = nil
+			if refuse := p.refuse; !answers && refuse != nil && (p.refIf == nil || p.refIf(buf[:n])) {
+				p.refuse, p.refIf = nil, nil
 				p.mu.Unlock()
 				if _, werr := src.Write(refuse); werr != nil || err != nil {
 					return
