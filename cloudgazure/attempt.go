@@ -32,7 +32,24 @@ const (
 	hdrRemainingReads = "X-Ms-Ratelimit-Remaining-Subscription-Reads"
 	hdrQuotaRemaining = "X-Ms-User-Quota-Remaining"
 	hdrQuotaResets    = "X-Ms-User-Quota-Resets-After"
+	// hdrCosmosCapabilities is the header azcosmos sets on every request
+	// it makes (Client.createRequest, and its endpoint manager's read of
+	// the account's properties), whatever its client's endpoint: the
+	// capabilities of the SDK, as a number.
+	hdrCosmosCapabilities = "X-Ms-Cosmos-Sdk-Supportedcapabilities"
 )
+
+// fromAzcosmos reports whether a request's headers carry azcosmos's mark
+// (hdrCosmosCapabilities): azcosmos made it, and runs its own retry
+// policy ahead of the package's per-retry policy (see
+// callState.asksLate). The mark, not the host, tells: the Cosmos DB
+// emulator's client (https://localhost:8081) and one on a host of one's
+// own are azcosmos's, and a request on a Cosmos DB host that another
+// client sends (aztables's, on the Table API's host) is not.
+func fromAzcosmos(h http.Header) bool {
+	_, ok := h[hdrCosmosCapabilities]
+	return ok
+}
 
 // armQuota is one of the remaining-requests headers of Resource Manager's
 // token buckets, and the value under which it pauses the request's
@@ -140,6 +157,9 @@ type callState struct {
 	// perCall: the per-call policy made the state and ends the request,
 	// putting back the headers strip hid. Without it, nothing is hidden.
 	perCall bool
+	// azcosmos: azcosmos made the request (fromAzcosmos), and its retry
+	// policy may resend or give up an answer before azcore sees it.
+	azcosmos bool
 
 	last *statusError // the last error answer, or nil
 	// tries counts the attempts, as azcore's loop numbers them (from 1):
@@ -353,8 +373,8 @@ func (st *callState) sent(returned *bool) {
 // retries, and the attempt is not azcore's last), so that a refusal ends
 // azcore's loop before its backoff; otherwise, when the caller's
 // ShouldRetry decides or the pipeline's retry options are unknown, or
-// for a Cosmos DB request's answer that azcosmos may resend or give up
-// itself (see asksLate), by the next attempt, if one is made.
+// for an answer to a request azcosmos made that azcosmos may resend or
+// give up itself (see asksLate), by the next attempt, if one is made.
 func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode < http.StatusBadRequest {
 		// The quota's pauses are set before the slot goes back, so that a
@@ -394,22 +414,26 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 // asksLate reports whether the Guard is asked for the retry of an answer
 // azcore retries, with status (0: a transport error), when the retry is
 // sent (by the next attempt), rather than at once: when the policies do
-// not know azcore's retry options, and for a Cosmos DB request answered
-// with a status azcosmos may resend or give up itself. azcosmos runs a
-// retry policy of its own in the per-retry stage ahead of this package's
-// (clientRetryPolicy: on a 503, 408, 500, 502 or 504, a 403 or 404 of
-// some sub-statuses, or a failed connection, it sends the attempt again
-// at once, to another region, or gives the answer up as an error azcore
-// does not retry): asked at once, a retry azcosmos gave up would be paid
-// for and counted, though never sent. Any other answer, a 429 among them,
-// azcosmos hands to azcore as it came, and its retry is asked at once, so
-// that a refusal comes before azcore's backoff and the breaker's opening
-// cuts the backoff (see watch).
+// not know azcore's retry options, and for a request azcosmos made
+// (fromAzcosmos: it carries the header azcosmos sets on every request,
+// whatever its client's endpoint, the emulator's or a host of one's own)
+// answered with a status azcosmos may resend or give up itself. azcosmos
+// runs a retry policy of its own in the per-retry stage ahead of this
+// package's (clientRetryPolicy: on a 503, 408, 500, 502 or 504, a 403 or
+// 404 of some sub-statuses, or a failed connection, it sends the attempt
+// again at once, to another region, or gives the answer up as an error
+// azcore does not retry): asked at once, a retry azcosmos gave up would
+// be paid for and counted, though never sent. Any other answer, a 429
+// among them, azcosmos hands to azcore as it came, and its retry is asked
+// at once, as is any answer of a request azcosmos did not make (one on a
+// Cosmos DB host too: aztables's on the Table API's), so that a refusal
+// comes before azcore's backoff and the breaker's opening cuts the
+// backoff (see watch).
 func (st *callState) asksLate(status int) bool {
 	if !st.s.known {
 		return true
 	}
-	if st.scope.Service != ServiceCosmosDB {
+	if !st.azcosmos {
 		return false
 	}
 	switch status {

@@ -197,7 +197,8 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	ctx := raw.Context()
 	scope := ScopeOfURL(raw.URL)
-	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw}
+	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw,
+		azcosmos: fromAzcosmos(raw.Header)}
 	if pg, ok := pagedOf(ctx); ok && scope.Service == ServiceResourceGraph && pg.take(gov) {
 		// A page QueryResources paces, not knowing the pipeline is
 		// governed: its Guard, entered for the first attempt (counted,
@@ -322,7 +323,7 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 		raw := req.Raw()
 		scope := ScopeOfURL(raw.URL)
-		st = &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == ""}
+		st = &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", azcosmos: fromAzcosmos(raw.Header)}
 		st.guard(raw) // the token is set by now; the gate is attached
 		req.SetOperationValue(st)
 	}

@@ -67,10 +67,7 @@ func TestCosmosRetryCancelledInBackoffIsLostOnce(t *testing.T) {
 				ctx, ledger := resilience.WithLedger(ctx, "cosmos")
 				ctx, cancel := context.WithCancel(ctx)
 				time.AfterFunc(100*time.Millisecond, cancel) // azcore sleeps 0.4 s or more first
-				req, err := runtime.NewRequest(ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
-				if err != nil {
-					t.Fatal(err)
-				}
+				req := newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
 				budget := gov.Inspect(az("acct", "cosmosdb")).RetryBudget
 				resp, err := pl.Do(req)
 				if !errors.Is(err, context.Canceled) {
@@ -111,12 +108,9 @@ func TestCosmosLateRetryRefusedByTheBudgetIsLostOnce(t *testing.T) {
 				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, opts, cosmosThrottled(&sent)))
 				ctx, stats := resilience.WithStats(context.Background())
 				ctx, ledger := resilience.WithLedger(ctx, "cosmos")
-				req, err := runtime.NewRequest(ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
-				if err != nil {
-					t.Fatal(err)
-				}
+				req := newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
 				start := time.Now()
-				_, err = pl.Do(req)
+				_, err := pl.Do(req)
 				took := time.Since(start)
 				var rbe *resilience.RetryBudgetExhaustedError
 				var re *azcore.ResponseError
@@ -158,10 +152,7 @@ func TestBreakerOpeningEndsACosmosRequestsBackoff(t *testing.T) {
 		var sent int
 		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, "ClientOptions", cosmosThrottled(&sent)))
 		ctx, ledger := resilience.WithLedger(context.Background(), "cosmos")
-		req, err := runtime.NewRequest(ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
 		start := time.Now()
 		var at time.Duration
 		done := make(chan error)
@@ -177,7 +168,7 @@ func TestBreakerOpeningEndsACosmosRequestsBackoff(t *testing.T) {
 				resilience.WithGovernor(gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
 		}
 		opened := time.Since(start)
-		err = <-done
+		err := <-done
 		var coe *resilience.CircuitOpenError
 		if !errors.As(err, &coe) || at != opened {
 			t.Fatalf("the request ended at %v with %v; the breaker opened at %v: want a CircuitOpenError then", at, err, opened)

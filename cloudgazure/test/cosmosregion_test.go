@@ -134,11 +134,7 @@ func TestCosmosRegionalAttemptsStayInTheCallsScope(t *testing.T) {
 					regionalHosts{[]string{"contoso-westus.documents.azure.com", "contoso-eastus.documents.azure.com"}},
 				}}, &o)
 				ctx, stats := resilience.WithStats(context.Background())
-				req, err := runtime.NewRequest(ctx, http.MethodGet, "https://contoso.documents.azure.com:443/dbs/d/colls/c/docs/x")
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := pl.Do(req)
+				resp, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://contoso.documents.azure.com:443/dbs/d/colls/c/docs/x"))
 				if err != nil || resp.StatusCode != http.StatusOK {
 					t.Fatalf("answered %v, %v; want 200", resp, err)
 				}

@@ -46,7 +46,8 @@ func (p regionRetry) Do(req *policy.Request) (*http.Response, error) {
 
 // A policy ahead of the package's per-retry policy may send an attempt's
 // request again itself, or give its answer up so that azcore does not
-// retry it, as azcosmos's retry policy does with a 503. The retries the
+// retry it, as azcosmos's retry policy does with a 503 of a request
+// azcosmos made (and marked so: see newAzcosmosRequest). The retries the
 // governor counts (and pays its budget for) are those sent: the
 // region's, not azcore's, which it never makes.
 func TestARetryAnEarlierPolicyGivesUpIsNotCounted(t *testing.T) {
@@ -71,11 +72,7 @@ func TestARetryAnEarlierPolicyGivesUpIsNotCounted(t *testing.T) {
 					pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1",
 						runtime.PipelineOptions{PerRetry: []policy.Policy{regionRetry{regions}}}, &o)
 					ctx, stats := resilience.WithStats(context.Background())
-					req, err := runtime.NewRequest(ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d")
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := pl.Do(req); err == nil {
+					if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d")); err == nil {
 						t.Fatal("the 503 came back without an error")
 					}
 					sc := gov.Summary(stats).Scopes[resilience.Scope{Provider: "azure", Account: "acct", Service: cloudgazure.ServiceCosmosDB}]

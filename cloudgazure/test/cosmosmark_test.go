@@ -1,0 +1,101 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/cloudg/cloudg/cloudgazure"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// newAzcosmosRequest makes a request as azcosmos does (Client.createRequest
+// and the endpoint manager's account read, every version since 0.3.5):
+// on its client's endpoint, whatever host that is, with the header
+// x-ms-cosmos-sdk-supportedcapabilities (its value the capabilities'
+// bits, "1" today).
+func newAzcosmosRequest(t *testing.T, ctx context.Context, method, endpoint string) *policy.Request {
+	t.Helper()
+	req, err := runtime.NewRequest(ctx, method, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Raw().Header.Set("x-ms-cosmos-sdk-supportedcapabilities", "1")
+	return req
+}
+
+// azcosmos's retry policy runs ahead of the package's in every client
+// azcosmos makes, whatever its endpoint: the Cosmos DB emulator's
+// (https://localhost:8081), a host of one's own, as well as
+// <account>.documents.azure.com. A 503 it resends or gives up itself is
+// no retry of azcore's: the retries counted are those sent.
+func TestAzcosmosRequestsAreKnownByTheirMark(t *testing.T) {
+	for _, endpoint := range []string{
+		"https://localhost:8081/dbs/d/colls/c/docs/x",
+		"https://cosmos.contoso.com/dbs/d/colls/c/docs/x",
+		"https://acct.documents.azure.com/dbs/d/colls/c/docs/x",
+	} {
+		for _, regions := range []int{0, 1} {
+			for _, opts := range []string{"Policies", "ClientOptions"} {
+				t.Run(fmt.Sprintf("%s, %s, %d other regions", endpoint, opts, regions), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						gov := newGov(t, resilience.Config{})
+						var sent int
+						pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1",
+							runtime.PipelineOptions{PerRetry: []policy.Policy{regionRetry{regions}}},
+							lateOptions(gov, opts, cosmosAnswers(&sent, http.StatusServiceUnavailable)))
+						ctx, stats := resilience.WithStats(context.Background())
+						if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, endpoint)); err == nil {
+							t.Fatal("the 503 came back without an error")
+						}
+						u, _ := url.Parse(endpoint)
+						sc := gov.Summary(stats).Scopes[cloudgazure.ScopeOfURL(u)]
+						if int64(sent) != sc.Calls || sc.Retries != int64(sent-1) {
+							t.Errorf("%d attempts sent, %d of them retries; the governor counted %v", sent, sent-1, sc)
+						}
+					})
+				})
+			}
+		}
+	}
+}
+
+// A request on a Cosmos DB host that azcosmos did not make (aztables's,
+// on the Table API's <account>.table.cosmos.azure.com, or one's own
+// pipeline's) has no retry policy of azcosmos's ahead of the package's:
+// azcore retries its 503 as it came, and with ClientOptions the retry is
+// asked for at once, so that an empty budget refuses it before azcore's
+// backoff, not after.
+func TestAnUnmarkedCosmosRequestsRetryIsAskedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(0)}})
+		var sent int
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{},
+			lateOptions(gov, "ClientOptions", cosmosAnswers(&sent, http.StatusServiceUnavailable)))
+		req, err := runtime.NewRequest(context.Background(), http.MethodGet, "https://acct.table.cosmos.azure.com/Tables('t')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = pl.Do(req)
+		took := time.Since(start)
+		var rbe *resilience.RetryBudgetExhaustedError
+		if !errors.As(err, &rbe) || sent != 3 {
+			t.Fatalf("got %v after %d attempts, want a RetryBudgetExhaustedError after 1 + 2 free retries", err, sent)
+		}
+		// azcore's backoffs before the two retries sent are 0.4 to 0.65 s
+		// and 1.2 to 1.95 s; the refused retry's, 2.8 to 4.55 s, is slept
+		// for nothing.
+		if took >= 4*time.Second {
+			t.Errorf("the refusal came after %v, want it before azcore's third backoff (the first two sum to 2.6 s at most, the three to 4.4 s at least)", took)
+		}
+	})
+}
