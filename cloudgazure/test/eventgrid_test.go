@@ -35,6 +35,11 @@ func TestScopeOfURLReadsEventGridAndWebPubSub(t *testing.T) {
 		{"https://HUB.WebPubSub.Azure.com:443/api/health", az("hub", "webpubsub")},
 		{"https://hub.webpubsub.azure.cn/api/health", az("hub", "webpubsub")},
 		{"https://hub.webpubsub.azure.us/api/health", az("hub", "webpubsub")},
+		// A port, a host in upper case, a region label's other digits:
+		// the same resource, in lower case.
+		{"https://ORDERS.WESTUS2-1.EVENTGRID.AZURE.NET:8443/api/events", azIn("orders.westus2", "westus2", "eventgrid")},
+		{"https://orders.westus2-12.eventgrid.azure.net/api/events", azIn("orders.westus2", "westus2", "eventgrid")},
+		{"https://hub.webpubsub.azure.com:8080/api/health", az("hub", "webpubsub")},
 		// No name, no region, a region label of another shape, another
 		// suffix: by the path.
 		{"https://westus2-1.eventgrid.azure.net/api/events", az("", "resources")},
@@ -46,6 +51,16 @@ func TestScopeOfURLReadsEventGridAndWebPubSub(t *testing.T) {
 		{"https://topic.westus2-1.eventgrid.example.net/api/events", az("", "resources")},
 		{"https://hub.webpubsub.azure.com.example.org/api/health", az("", "resources")},
 		{"https://webpubsub.azure.com/api/health", az("", "resources")},
+		// More labels than a resource's host has, IP literals (with a
+		// port, IPv6 with a zone): no resource's scope, none of a label.
+		{"https://a.orders.westus2-1.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://orders.westus2-1.a.eventgrid.azure.net/api/events", az("", "resources")},
+		{"https://a.hub.webpubsub.azure.com/api/health", az("", "resources")},
+		{"https://hub.a.webpubsub.azure.com/api/health", az("", "resources")},
+		{"https://10.0.0.4/api/events", az("", "resources")},
+		{"https://10.0.0.4:8443/api/health", az("", "resources")},
+		{"https://[2001:db8::1]:443/api/events", az("", "resources")},
+		{"https://[fe80::1%25eth0.5]/api/events", az("", "resources")},
 	})
 	for _, s := range []string{
 		"https://topic.westus2-1.eventgrid.azure.net/api/events",
