@@ -32,7 +32,11 @@
 // azcore's pipeline runs the per-call policies once per request, then its
 // retry policy, which clones the request for every attempt and runs the
 // per-retry policies on each clone. The per-call policy
-// resolves the scope from the URL (ScopeOfURL), begins a
+// resolves the scope from the URL (ScopeOfURL; a request azcosmos made,
+// known by the header x-ms-cosmos-sdk-supportedcapabilities, on a host
+// ScopeOfURL does not read as a Cosmos DB account's, the emulator's or
+// a host of one's own, goes in its endpoint's scope,
+// azure/<host name>/*/cosmosdb), begins a
 // resilience.Guard (a tenant-level request, whose path names no
 // subscription, a Resource Graph query among them, is governed in its
 // tenant's account, tenants/<tenant id>, when its bearer token names the

@@ -136,7 +136,8 @@ var azcoreLoop = resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: math.
 // A Guard of a disabled provider makes no state and records nothing.
 func ungoverned(gov *resilience.Governor, req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	if gd, err := gov.Begin(raw.Context(), ScopeOfURL(raw.URL), azcoreLoop); err == nil {
+	scope, _ := requestScope(raw)
+	if gd, err := gov.Begin(raw.Context(), scope, azcoreLoop); err == nil {
 		gd.End(nil)
 	}
 	return req.Next()
@@ -196,9 +197,9 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	raw := req.Raw()
 	ctx := raw.Context()
-	scope := ScopeOfURL(raw.URL)
+	scope, azcosmos := requestScope(raw)
 	st := &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", perCall: true, raw: raw,
-		azcosmos: fromAzcosmos(raw.Header)}
+		azcosmos: azcosmos}
 	if pg, ok := pagedOf(ctx); ok && scope.Service == ServiceResourceGraph && pg.take(gov) {
 		// A page QueryResources paces, not knowing the pipeline is
 		// governed: its Guard, entered for the first attempt (counted,
@@ -322,8 +323,8 @@ func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 			return ungoverned(gov, req)
 		}
 		raw := req.Raw()
-		scope := ScopeOfURL(raw.URL)
-		st = &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", azcosmos: fromAzcosmos(raw.Header)}
+		scope, azcosmos := requestScope(raw)
+		st = &callState{s: p.s, gov: gov, scope: scope, ctx: ctx, tenant: scope.Account == "", azcosmos: azcosmos}
 		st.guard(raw) // the token is set by now; the gate is attached
 		req.SetOperationValue(st)
 	}

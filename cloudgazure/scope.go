@@ -3,6 +3,7 @@ package cloudgazure
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -241,7 +242,12 @@ func oneOf(s string, suffixes []string) bool {
 // scope of the URL's path, as ScopeOf reads it. A host's final dot is ignored and
 // its labels match case-insensitively; the names are lower-cased. The
 // policies of ClientOptions and Policies resolve every request's scope
-// with it, and govern a tenant-level request (its scope has no account,
+// with it, but for a request azcosmos made (it carries the header
+// x-ms-cosmos-sdk-supportedcapabilities) on a host of no Cosmos DB
+// account's (the emulator's, https://localhost:8081, or a host of one's
+// own): its endpoint's, azure/<host name>/*/cosmosdb, rather than
+// Resource Manager's tenant-level scope (a scheduler that declares such a
+// request's scope declares that one). They govern a tenant-level request (its scope has no account,
 // and it is no Resource Graph query) whose bearer token is a JWT naming
 // its tenant in that tenant's account, tenants/<tenant id> (lower-cased),
 // since Resource Manager throttles each tenant apart, and Resource Graph
@@ -287,6 +293,27 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 		}
 	}
 	return ScopeOf(u.Path)
+}
+
+// requestScope returns the scope the policies give a request, raw, and
+// whether azcosmos made it (fromAzcosmos): ScopeOfURL's, but for a
+// request azcosmos made on a host ScopeOfURL does not read as a Cosmos DB
+// account's (the emulator's, https://localhost:8081, or a host of one's
+// own in front of an account), whose path names no subscription: its
+// endpoint's, azure/<host name>/*/cosmosdb, the host name lower-cased,
+// as a Cosmos DB account's host names the account. ScopeOfURL would put
+// it in azure/*/*/resources (a tenant-level request's scope), where its
+// throttling would halve and pause the tenant-level Resource Manager
+// calls.
+func requestScope(raw *http.Request) (resilience.Scope, bool) {
+	sc := ScopeOfURL(raw.URL)
+	if !fromAzcosmos(raw.Header) {
+		return sc, false
+	}
+	if host := strings.TrimSuffix(raw.URL.Hostname(), "."); sc.Service != ServiceCosmosDB && host != "" {
+		sc = dataPlane(host, ServiceCosmosDB)
+	}
+	return sc, true
 }
 
 // dnsZoneSuffix follows <account>.z<NN>.<service> in the hosts of a

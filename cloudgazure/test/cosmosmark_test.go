@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,10 +37,10 @@ func newAzcosmosRequest(t *testing.T, ctx context.Context, method, endpoint stri
 // <account>.documents.azure.com. A 503 it resends or gives up itself is
 // no retry of azcore's: the retries counted are those sent.
 func TestAzcosmosRequestsAreKnownByTheirMark(t *testing.T) {
-	for _, endpoint := range []string{
-		"https://localhost:8081/dbs/d/colls/c/docs/x",
-		"https://cosmos.contoso.com/dbs/d/colls/c/docs/x",
-		"https://acct.documents.azure.com/dbs/d/colls/c/docs/x",
+	for endpoint, scope := range map[string]resilience.Scope{
+		"https://localhost:8081/dbs/d/colls/c/docs/x":           az("localhost", cloudgazure.ServiceCosmosDB),
+		"https://cosmos.contoso.com/dbs/d/colls/c/docs/x":       az("cosmos.contoso.com", cloudgazure.ServiceCosmosDB),
+		"https://acct.documents.azure.com/dbs/d/colls/c/docs/x": az("acct", cloudgazure.ServiceCosmosDB),
 	} {
 		for _, regions := range []int{0, 1} {
 			for _, opts := range []string{"Policies", "ClientOptions"} {
@@ -56,10 +55,9 @@ func TestAzcosmosRequestsAreKnownByTheirMark(t *testing.T) {
 						if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, endpoint)); err == nil {
 							t.Fatal("the 503 came back without an error")
 						}
-						u, _ := url.Parse(endpoint)
-						sc := gov.Summary(stats).Scopes[cloudgazure.ScopeOfURL(u)]
-						if int64(sent) != sc.Calls || sc.Retries != int64(sent-1) {
-							t.Errorf("%d attempts sent, %d of them retries; the governor counted %v", sent, sent-1, sc)
+						got := gov.Summary(stats).Scopes
+						if sc := got[scope]; int64(sent) != sc.Calls || sc.Retries != int64(sent-1) {
+							t.Errorf("%d attempts sent, %d of them retries; the governor counted %v in %v (scopes: %v)", sent, sent-1, sc, scope, got)
 						}
 					})
 				})
@@ -96,6 +94,68 @@ func TestAnUnmarkedCosmosRequestsRetryIsAskedAtOnce(t *testing.T) {
 		// for nothing.
 		if took >= 4*time.Second {
 			t.Errorf("the refusal came after %v, want it before azcore's third backoff (the first two sum to 2.6 s at most, the three to 4.4 s at least)", took)
+		}
+	})
+}
+
+// A client azcosmos makes on a host that is no Cosmos DB account's (the
+// emulator's, https://localhost:8081, or a host of one's own in front of
+// an account) sends requests whose paths name no subscription: read as
+// Resource Manager's, they went in azure/*/*/resources with the
+// tenant-level Resource Manager calls, so that a throttled Cosmos DB
+// request halved and paused those. A request azcosmos made (its mark) is
+// Cosmos DB's: its scope is its endpoint's, azure/<host>/*/cosmosdb, as
+// an account's host, <account>.documents.azure.com, names the account.
+func TestAzcosmosRequestsOnAnotherHostAreTheirEndpoints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &policy.ClientOptions{
+			Transport:        throttleTransport{"x-ms-retry-after-ms", "30000"},
+			Retry:            policy.RetryOptions{MaxRetries: -1},
+			PerCallPolicies:  []policy.Policy{perCall},
+			PerRetryPolicies: []policy.Policy{perRetry},
+		})
+		ctx, stats := resilience.WithStats(context.Background())
+		send := func(endpoint string, azcosmos bool) (int, time.Duration) {
+			t.Helper()
+			req := newAzcosmosRequest(t, ctx, http.MethodGet, endpoint)
+			if !azcosmos {
+				req.Raw().Header.Del("x-ms-cosmos-sdk-supportedcapabilities")
+			}
+			start := time.Now()
+			resp, err := pl.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", endpoint, err)
+			}
+			return resp.StatusCode, time.Since(start)
+		}
+		if st, _ := send("https://busy.contoso.com/dbs/d/colls/c/docs/x", true); st != http.StatusTooManyRequests {
+			t.Fatalf("the busy endpoint answered %d", st)
+		}
+		for _, c := range []struct {
+			endpoint string
+			azcosmos bool
+		}{
+			{"https://management.azure.com/subscriptions?api-version=2022-12-01", false},
+			{"https://localhost:8081/dbs/d/colls/c/docs/x", true},
+		} {
+			if st, took := send(c.endpoint, c.azcosmos); st != http.StatusOK || took != 0 {
+				t.Errorf("%s: %d after %v, want 200 at once: a Cosmos DB endpoint's 429 held it", c.endpoint, st, took)
+			}
+		}
+		if _, took := send("https://busy.contoso.com/dbs/d/colls/c/docs/y", true); took < 30*time.Second {
+			t.Errorf("the throttled endpoint's next request went after %v, want 30 s", took)
+		}
+		got := gov.Summary(stats).Scopes
+		for sc, calls := range map[resilience.Scope]int64{
+			az("busy.contoso.com", cloudgazure.ServiceCosmosDB): 2,
+			az("localhost", cloudgazure.ServiceCosmosDB):        1,
+			az("", cloudgazure.ServiceResources):                1,
+		} {
+			if got[sc].Calls != calls {
+				t.Errorf("scope %v: %d calls, want %d (scopes: %v)", sc, got[sc].Calls, calls, got)
+			}
 		}
 	})
 }
