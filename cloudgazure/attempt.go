@@ -3,6 +3,7 @@ package cloudgazure
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -400,7 +401,7 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 		st.owed = !st.s.known
 		return resp, nil // azcore will not retry it, as far as the policies know
 	}
-	if st.asksLate(resp.StatusCode) {
+	if st.asksLate(resp.StatusCode, nil) {
 		st.owed = true
 	} else if err := st.retry(); err != nil {
 		return nil, err
@@ -412,32 +413,38 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 }
 
 // asksLate reports whether the Guard is asked for the retry of an answer
-// azcore retries, with status (0: a transport error), when the retry is
-// sent (by the next attempt), rather than at once: when the policies do
-// not know azcore's retry options, and for a request azcosmos made
-// (fromAzcosmos: it carries the header azcosmos sets on every request,
-// whatever its client's endpoint, the emulator's or a host of one's own)
-// answered with a status azcosmos may resend or give up itself. azcosmos
-// runs a retry policy of its own in the per-retry stage ahead of this
-// package's (clientRetryPolicy: on a 503, 408, 500, 502 or 504, a 403 or
-// 404 of some sub-statuses, or a failed connection, it sends the attempt
-// again at once, to another region, or gives the answer up as an error
-// azcore does not retry): asked at once, a retry azcosmos gave up would
-// be paid for and counted, though never sent. Any other answer, a 429
-// among them, azcosmos hands to azcore as it came, and its retry is asked
-// at once, as is any answer of a request azcosmos did not make (one on a
-// Cosmos DB host too: aztables's on the Table API's), so that a refusal
-// comes before azcore's backoff and the breaker's opening cuts the
-// backoff (see watch).
-func (st *callState) asksLate(status int) bool {
+// azcore retries, with status, or of a failed attempt, with err (status
+// 0), when the retry is sent (by the next attempt), rather than at once:
+// when the policies do not know azcore's retry options, and for a request
+// azcosmos made (fromAzcosmos: it carries the header azcosmos sets on
+// every request, whatever its client's endpoint, the emulator's or a host
+// of one's own) answered with a status, or failed with an error,
+// azcosmos may resend or give up itself. azcosmos runs a retry policy of
+// its own in the per-retry stage ahead of this package's
+// (clientRetryPolicy: on a 503, 408, 500, 502 or 504, a 403 or 404 of
+// some sub-statuses, or a failed name resolution, a *net.DNSError, it
+// sends the attempt again at once, to another region, or gives the answer
+// up as an error azcore does not retry): asked at once, a retry azcosmos
+// gave up would be paid for and counted, though never sent. Any other
+// answer, a 429 among them, and any other failed attempt (a reset
+// connection, a timeout), azcosmos hands to azcore as it came, and its
+// retry is asked at once, as is any answer of a request azcosmos did not
+// make (one on a Cosmos DB host too: aztables's on the Table API's), so
+// that a refusal comes before azcore's backoff and the breaker's opening
+// cuts the backoff (see watch).
+func (st *callState) asksLate(status int, err error) bool {
 	if !st.s.known {
 		return true
 	}
 	if !st.azcosmos {
 		return false
 	}
+	if err != nil {
+		var dns *net.DNSError
+		return errors.As(err, &dns)
+	}
 	switch status {
-	case 0, http.StatusServiceUnavailable, http.StatusRequestTimeout, http.StatusInternalServerError,
+	case http.StatusServiceUnavailable, http.StatusRequestTimeout, http.StatusInternalServerError,
 		http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusForbidden, http.StatusNotFound:
 		return true
 	}
@@ -460,7 +467,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 	if st.ctx.Err() != nil || isNonRetriable(err) || st.lastTry() {
 		return resp, err // azcore stops here; the per-call policy ends the Guard
 	}
-	if st.asksLate(0) {
+	if st.asksLate(0, err) {
 		st.owed = true
 		return resp, err
 	}

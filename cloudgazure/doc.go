@@ -95,7 +95,7 @@
 // attempt, or one the caller's ShouldRetry declines (with a ShouldRetry,
 // or with Policies, the Guard is asked when azcore sends the retry, after
 // its backoff). The retry of a 503, 408, 500, 502, 504, 403 or 404, or of
-// a failed connection, of a request azcosmos made (known by the header
+// a failed name resolution, of a request azcosmos made (known by the header
 // x-ms-cosmos-sdk-supportedcapabilities, which azcosmos sets on every
 // request, whatever its client's endpoint: the emulator's or a host of
 // one's own too) is asked for when it is sent, too: azcosmos runs a
@@ -103,7 +103,8 @@
 // such an answer again at once, to another region, or gives it up so that
 // azcore does not retry it; its resends are the retries counted, and
 // azcore's backoff before a retry is not watched. Any other answer, a 429
-// among them, azcosmos hands to azcore as it came, and its retry is asked
+// among them, and any other failed attempt (a reset connection, a
+// timeout), azcosmos hands to azcore as it came, and its retry is asked
 // for at once, as is any answer to a request azcosmos did not make (one
 // on a Cosmos DB host too: aztables's). When the request ends, the
 // per-call policy ends the Guard with azcore's final answer: a throttled or

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,6 +159,76 @@ func TestAzcosmosRequestsOnAnotherHostAreTheirEndpoints(t *testing.T) {
 			if got[sc].Calls != calls {
 				t.Errorf("scope %v: %d calls, want %d (scopes: %v)", sc, got[sc].Calls, calls, got)
 			}
+		}
+	})
+}
+
+// azcosmos's retry policy takes up, of the transport's errors, only a
+// failed name resolution (clientRetryPolicy.isNetworkConnectionError: a
+// *net.DNSError, in every version), which it may send again to another
+// region or hand on; any other failed attempt (a reset connection, a
+// timeout) it hands to azcore as it came, and azcore retries it. With
+// ClientOptions the retry of such an attempt is asked for at once, so
+// that an empty budget refuses it before azcore's backoff, not after.
+func TestAzcosmosConnectionResetIsAskedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(0)}})
+		var sent int
+		reset := transportFunc(func(*http.Request) (*http.Response, error) {
+			sent++
+			return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+		})
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, "ClientOptions", reset))
+		start := time.Now()
+		_, err := pl.Do(newAzcosmosRequest(t, context.Background(), http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x"))
+		took := time.Since(start)
+		var rbe *resilience.RetryBudgetExhaustedError
+		if !errors.As(err, &rbe) || !errors.Is(err, syscall.ECONNRESET) || sent != 3 {
+			t.Fatalf("got %v after %d attempts, want a RetryBudgetExhaustedError wrapping the reset after 1 + 2 free retries", err, sent)
+		}
+		// azcore's backoffs before the two retries sent are 0.4 to 0.65 s
+		// and 1.2 to 1.95 s; the refused retry's, 2.8 to 4.55 s, is slept
+		// for nothing.
+		if took >= 4*time.Second {
+			t.Errorf("the refusal came after %v, want it before azcore's third backoff (the first two sum to 2.6 s at most, the three to 4.4 s at least)", took)
+		}
+	})
+}
+
+// dnsGiveUp stands for azcosmos's retry policy on a failed name
+// resolution that it does not send again: it marks the endpoint
+// unavailable and refreshes the account's regions, which may fail
+// (attemptRetryOnNetworkError's error), and that error ends the request.
+type dnsGiveUp struct{}
+
+func (dnsGiveUp) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return nil, nonRetriable{fmt.Errorf("refreshing the account's regions: %w", err)}
+	}
+	return resp, err
+}
+
+// A failed name resolution is what azcosmos's retry policy takes up of a
+// transport's errors: its retry is asked for when it is sent, so that one
+// azcosmos ends is neither counted nor paid for.
+func TestAzcosmosDNSFailureIsAskedLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		var sent int
+		noHost := transportFunc(func(*http.Request) (*http.Response, error) {
+			sent++
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "acct-westus.documents.azure.com", IsNotFound: true}}
+		})
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{PerRetry: []policy.Policy{dnsGiveUp{}}},
+			lateOptions(gov, "ClientOptions", noHost))
+		ctx, stats := resilience.WithStats(context.Background())
+		if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")); err == nil {
+			t.Fatal("the failed name resolution came back without an error")
+		}
+		if sc := gov.Summary(stats).Scopes[az("acct", cloudgazure.ServiceCosmosDB)]; sent != 1 || sc.Calls != 1 || sc.Retries != 0 {
+			t.Errorf("%d attempts sent, none a retry; the governor counted %v", sent, sc)
 		}
 	})
 }
