@@ -271,7 +271,12 @@ func byReason(status int) bool {
 // after it is part of the operation: Dialogflow ES's
 // /v2/projects/<p>/agent/intents/<i> is intents_get, Vertex AI's
 // .../ragEngineConfig/operations/<op> operations_get, /v2/projects/<p>/agent
-// agent_get. A request of Cloud
+// agent_get; and so is a singleton's collection whose own long-running
+// operations follow it with no id between (Discovery Engine's
+// .../siteSearchEngine/targetSites/operations/<op> is operations_get,
+// .../targetSites/operations operations_list), read so after its
+// singleton only: a target site named operations would read as that
+// list. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
@@ -493,7 +498,9 @@ func pathSegments(u *url.URL) (segs []string, verb string) {
 // collections and ids; and in an API whose paths start with the version,
 // a singleton where a collection comes (Dialogflow ES's
 // projects/<p>/agent/intents/<i>: singletons) is its collection and its
-// id at once, so that the collections it holds come where collections do.
+// id at once, so that the collections it holds come where collections
+// do, and so is a singleton's collection whose own operations follow it
+// (siteSearchEngine/targetSites/operations/<op>: ownOperations).
 func restTokens(toks []string, pathVerbs bool) []string {
 	var t []string
 	for _, s := range toks {
@@ -501,6 +508,12 @@ func restTokens(toks []string, pathVerbs bool) []string {
 		case s == "" || s == "global" && len(t) >= 2 && len(t)%2 == 0 && accountKinds[t[len(t)-2]]:
 		case !pathVerbs && len(t)%2 == 0 && singletons[s]:
 			t = append(t, s, s)
+		case !pathVerbs && s == "operations" && len(t) >= 3 && len(t)%2 == 1 && ownOperations[t[len(t)-1]] &&
+			singletons[t[len(t)-2]] && t[len(t)-3] == t[len(t)-2]:
+			// a singleton's collection's own operations
+			// (siteSearchEngine/targetSites/operations/<op>): the
+			// collection is a singleton of its own there
+			t = append(t, t[len(t)-1], s)
 		case len(t)%2 == 0 && strings.IndexByte(s, '/') >= 0:
 			for _, p := range strings.Split(s, "/") {
 				if p != "" {
@@ -633,6 +646,18 @@ var singletons = map[string]bool{
 	"siteSearchEngine": true, "dataConnector": true, "firewall": true,
 	"analytics": true, "traceConfig": true, "dicomWeb": true, "iap_tunnel": true, "telemetry": true,
 }
+
+// ownOperations are the collections of a singleton that have
+// long-running operations of their own, a collection named operations
+// right after the collection's name, with no id between, as the
+// discovery documents google.golang.org/api ships name them: Discovery
+// Engine's target sites
+// (.../siteSearchEngine/targetSites/operations/<op>). There, and only
+// after the singleton, operations is that collection, not a target
+// site's id (which Discovery Engine generates); elsewhere an id so named
+// stays an id (a Dialogflow session named operations,
+// .../agent/sessions/operations/contexts).
+var ownOperations = map[string]bool{"targetSites": true}
 
 // pairKeyed are the collections whose resources are named by two
 // segments: Cloud DNS's record sets, rrsets/<name>/<type>.

@@ -710,6 +710,48 @@ func TestRESTScopeOfASingletonsCollections(t *testing.T) {
 	}
 }
 
+// Discovery Engine's target sites, a collection of the singleton
+// siteSearchEngine, have long-running operations of their own, a
+// collection after the collection's name with no id between
+// (.../siteSearchEngine/targetSites/operations/<op>): those operations
+// are the collection's, read as operations_get and operations_list, never
+// an operation named after each long-running operation's id (one leaf
+// bucket and breaker per operation) nor the list read as a target site's
+// get. A Dialogflow session named operations, whose contexts come where
+// an operation's id would, is still a session.
+func TestRESTScopeOfACollectionsOwnOperations(t *testing.T) {
+	const ds = "/projects/p1/locations/global/collections/default_collection/dataStores/ds1/siteSearchEngine"
+	const df = "https://dialogflow.googleapis.com/v2/projects/p1"
+	var cases []struct{ method, url, want string }
+	for _, v := range []string{"v1", "v1alpha", "v1beta"} {
+		de := "https://discoveryengine.googleapis.com/" + v + ds
+		cases = append(cases, []struct{ method, url, want string }{
+			{"GET", de + "/targetSites/operations/op-123", "gcp/projects/p1/*/discoveryengine/operations_get"},
+			{"GET", de + "/targetSites/operations/op-456", "gcp/projects/p1/*/discoveryengine/operations_get"},
+			{"GET", de + "/targetSites/operations", "gcp/projects/p1/*/discoveryengine/operations_list"},
+			{"GET", de + "/targetSites/ts-1", "gcp/projects/p1/*/discoveryengine/targetSites_get"},
+			{"GET", de + "/targetSites", "gcp/projects/p1/*/discoveryengine/targetSites_list"},
+			{"POST", de + "/targetSites:batchCreate", "gcp/projects/p1/*/discoveryengine/targetSites_batchCreate"},
+			{"GET", de + "/operations/op-123", "gcp/projects/p1/*/discoveryengine/operations_get"},
+		}...)
+	}
+	cases = append(cases, []struct{ method, url, want string }{
+		// A session named operations is a session.
+		{"GET", df + "/agent/sessions/operations/contexts", "gcp/projects/p1/*/dialogflow/contexts_list"},
+		{"GET", df + "/agent/sessions/operations/contexts/c1", "gcp/projects/p1/*/dialogflow/contexts_get"},
+		{"DELETE", df + "/agent/sessions/operations/contexts", "gcp/projects/p1/*/dialogflow/contexts_delete"},
+	}...)
+	for _, tc := range cases {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
+
 // A client of another universe (Google Cloud Dedicated, a Trusted Partner
 // Cloud: option.WithUniverseDomain, the endpoint <service>.<universe
 // domain>) sends an AIP-style API's paths, which start with the version,

@@ -30,12 +30,13 @@ import (
 // apps/<a>/firewall/ingressRules/<r>: RESTScope's singletons).
 // Not Firestore's, whose document paths name collections the user chose
 // (.../documents/<doc>/<collectionId>), nor Vertex AI's, whose paths hold
-// a second version (.../publishers/<p>/v1/responses), nor Discovery
-// Engine's, whose paths name a collection's own operations
-// (.../siteSearchEngine/targetSites/operations/<op>): RESTScope reads
-// none of them. Vertex AI's ragEngineConfig is read by
-// TestRESTScopeOfASingletonsCollections, and every singleton of every
-// shipped document by TestRESTScopeReadsEverySingletonsCollections.
+// a second version (.../publishers/<p>/v1/responses): RESTScope reads
+// neither. Nor Discovery Engine's, whose target sites' own operations
+// (.../siteSearchEngine/targetSites/operations) cannot be told from a
+// target site named operations, an adversarial id. Vertex AI's
+// ragEngineConfig is read by TestRESTScopeOfASingletonsCollections, and
+// every singleton of every shipped document, Discovery Engine's among
+// them, by TestRESTScopeReadsEverySingletonsCollections.
 var discoveryAPIs = []string{
 	"storage/v1", "bigquery/v2", "compute/v1", "compute/v0.beta", "compute/v0.alpha", "dns/v1",
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
@@ -591,12 +592,17 @@ var singletonExceptions = map[string]bool{
 
 // TestRESTScopeReadsEverySingletonsCollections reads through RESTScope
 // every method of every discovery document google.golang.org/api ships
-// whose path starts with the version and names a singleton that holds a
-// collection (a literal after an id, then a collection and its id:
-// Dialogflow ES's projects/{p}/agent/intents/{i}, Vertex AI's
-// .../locations/{l}/ragEngineConfig/operations/{op}), its variables given
-// real ids, and states that no id is part of the operation: one leaf
-// bucket and breaker per id would be scopes without bound.
+// whose path starts with the version and names, after an id, a singleton
+// of its document that holds a collection (singletonAt: Dialogflow ES's
+// projects/{p}/agent/intents/{i}, Vertex AI's
+// .../locations/{l}/ragEngineConfig/operations/{op}, Discovery Engine's
+// .../siteSearchEngine/targetSites/operations/{op}, a collection's own
+// operations): the singleton's own methods, its collections' lists and
+// its collections' resources alike, its variables given real ids. It
+// states that no id is part of the operation (one leaf bucket and breaker
+// per id would be scopes without bound), and that a standard method (get,
+// list, create, patch, delete) is read as its collection's
+// (operations.list is operations_list, never a target site's get).
 func TestRESTScopeReadsEverySingletonsCollections(t *testing.T) {
 	dir := discoveryDir(t)
 	docs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*-api.json"))
@@ -614,6 +620,8 @@ func TestRESTScopeReadsEverySingletonsCollections(t *testing.T) {
 		rel, _ := filepath.Rel(dir, filepath.Dir(f))
 		api := filepath.ToSlash(rel)
 		_, methods := discoveredMethods(t, dir, api)
+		var reads []discoveredMethod
+		singletons := map[string]bool{}
 		for _, m := range methods {
 			if strings.Contains(m.tmpl, "{+") {
 				continue // a path spelled by its {+name}s alone, which no flat path spells
@@ -622,7 +630,14 @@ func TestRESTScopeReadsEverySingletonsCollections(t *testing.T) {
 			if len(segs) == 0 || len(segs[0]) < 2 || segs[0][0] != 'v' || segs[0][1] < '0' || segs[0][1] > '9' {
 				continue // not a path that starts with the version
 			}
-			singleton, ok := singletonAt(segs)
+			if singleton, ok := singletonAt(segs); ok {
+				singletons[singleton] = true
+			}
+			reads = append(reads, m)
+		}
+		for _, m := range reads {
+			segs := strings.Split(strings.TrimPrefix(m.tmpl, "/"), "/")
+			singleton, ok := singletonIn(segs, singletons)
 			if !ok {
 				continue
 			}
@@ -637,6 +652,13 @@ func TestRESTScopeReadsEverySingletonsCollections(t *testing.T) {
 			for _, id := range c.ids {
 				if strings.Contains(s.Operation, id) {
 					t.Errorf("%s %s %s: operation %q holds the id %q", m.id, c.http, c.url, s.Operation, id)
+				}
+			}
+			parts := strings.Split(m.id, ".")
+			switch verb := parts[len(parts)-1]; verb {
+			case "get", "list", "create", "patch", "delete":
+				if want := parts[len(parts)-2] + "_" + verb; s.Operation != want {
+					t.Errorf("%s %s %s: operation %q, want %q", m.id, c.http, c.url, s.Operation, want)
 				}
 			}
 		}
@@ -681,12 +703,34 @@ func namesSingleton(raw []byte) bool {
 }
 
 // singletonAt returns the first singleton of a path template's segments:
-// a literal after an id, then a literal and an id, not one of
+// a literal after an id, then a literal and an id (a collection of the
+// singleton's and its id), or then a literal, operations and an id or the
+// path's end (a collection of the singleton's and that collection's own
+// operations, with no id between: Discovery Engine's
+// siteSearchEngine/targetSites/operations/{op}, not the location global's
+// operations, locations/global/operations/{op}); not one of
 // singletonExceptions.
 func singletonAt(segs []string) (string, bool) {
 	for i := 1; i+2 < len(segs); i++ {
-		if isVar(segs[i-1]) && !isVar(segs[i]) && !isVar(segs[i+1]) && isVar(segs[i+2]) && !singletonExceptions[segs[i]] {
+		if !isVar(segs[i-1]) || isVar(segs[i]) || isVar(segs[i+1]) || singletonExceptions[segs[i]] {
+			continue
+		}
+		if isVar(segs[i+2]) || segs[i+1] != "global" && segs[i+2] == "operations" && (i+3 == len(segs) || isVar(segs[i+3])) {
 			return segs[i], true
+		}
+	}
+	return "", false
+}
+
+// singletonIn returns the first of singletons a path template's segments
+// name after an id: its own methods' paths (.../{p}/agent,
+// .../{p}/agent:train), its collections' lists and its collections'
+// resources.
+func singletonIn(segs []string, singletons map[string]bool) (string, bool) {
+	for i := 1; i < len(segs); i++ {
+		name, _, _ := strings.Cut(segs[i], ":")
+		if isVar(segs[i-1]) && singletons[name] {
+			return name, true
 		}
 	}
 	return "", false
