@@ -41,7 +41,9 @@ func ClientOption(opts ...Option) option.ClientOption {
 //   - the scope is gcp/<account>/*/<service>/<Rpc>: the account from the
 //     request's parent, scope, project, project_id (Dataproc's,
 //     Datastore's: projects/<id>), name or resource (or the
-//     x-goog-request-params metadata: a resource name, or a project_id),
+//     x-goog-request-params metadata: a resource name, or a project_id;
+//     a wildcard project, projects/_, or a project or project_id of - or
+//     _, names none),
 //     the service from WithService, the *.googleapis.com target, or the
 //     RPC's package, as the API's default endpoint names it
 //     (google.cloud.asset.v1 is cloudasset,
@@ -481,9 +483,13 @@ func requestAccount(ctx context.Context, req any) string {
 }
 
 // projectAccount returns the account of a request's project field: a
-// project's id or number is projects/<id>; a resource name, its account.
+// project's id or number is projects/<id>, a wildcard (- or _) none; a
+// resource name, its account.
 func projectAccount(p string) string {
 	if !strings.Contains(p, "/") {
+		if wildcardID(p) {
+			return ""
+		}
 		return "projects/" + p
 	}
 	return Account(p)

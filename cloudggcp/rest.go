@@ -208,7 +208,7 @@ func byReason(status int) bool {
 //     /b/<bucket>/folders/logs%2F, names none), a domain-scoped project's
 //     id whole (projects/example.com:p1), not a wildcard project
 //     (projects/-, projects/_); or projects/<project> from a project
-//     query parameter; or the organization, folder or project a parentId
+//     query parameter, not a wildcard (?project=-); or the organization, folder or project a parentId
 //     or parent query parameter names (compute's organization-level
 //     firewall policies, ?parentId=organizations/123; Resource Manager's
 //     ?parent=folders/456);
@@ -533,8 +533,9 @@ func restTokens(toks []string, pathVerbs bool) []string {
 // named projects, /b/projects/o) is none, and before a verb that names a
 // second resource (a copy's destination bucket, .../rewriteTo/b/projects),
 // but a wildcard project (IAM's projects/-/serviceAccounts/<email>); or
-// the project query parameter's project; or the organization, folder or
-// project a parentId or parent query parameter names (queryAccount).
+// the project query parameter's project, but a wildcard (?project=-); or
+// the organization, folder or project a parentId or parent query
+// parameter names (queryAccount).
 func restAccount(r *http.Request, t []string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
 		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && !wildcardID(t[i+1]) {
@@ -542,7 +543,7 @@ func restAccount(r *http.Request, t []string) string {
 		}
 	}
 	q := r.URL.Query()
-	if p := q.Get("project"); p != "" {
+	if p := q.Get("project"); p != "" && !wildcardID(p) {
 		return "projects/" + p
 	}
 	for _, k := range []string{"parentId", "parent"} {

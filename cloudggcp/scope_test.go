@@ -332,6 +332,12 @@ type bucketReq struct{ bucket string }
 
 func (r bucketReq) GetBucket() string { return r.bucket }
 
+// projectReq is a request that names its project by its id alone
+// (compute's gRPC requests' project field).
+type projectReq struct{ project string }
+
+func (r projectReq) GetProject() string { return r.project }
+
 // nameReq is a request that names its resource (a Get).
 type nameReq struct{ name string }
 
@@ -343,7 +349,9 @@ func (r nameReq) GetName() string { return r.name }
 // projects/- (IAM's projects/-/serviceAccounts/<email>: the project is
 // inferred from the resource), is no project: it names no account, never
 // the account projects/_ or projects/-, which no configuration can key
-// and which is no project's.
+// and which is no project's; nor does a project field, a project_id
+// field, a routing header's project or project_id, or a REST request's
+// project query parameter that is a wildcard alone (- or _).
 func TestAWildcardProjectIsNoAccount(t *testing.T) {
 	for _, tc := range []struct {
 		method string
@@ -354,8 +362,17 @@ func TestAWildcardProjectIsNoAccount(t *testing.T) {
 		{"/google.storage.v2.Storage/ListObjects", parentReq{"projects/_/buckets/bkt"}, "", "gcp/*/*/storage/ListObjects"},
 		{"/google.storage.v2.Storage/ReadObject", bucketReq{"projects/_/buckets/bkt"}, "bucket=projects%2F_%2Fbuckets%2Fbkt", "gcp/*/*/storage/ReadObject"},
 		{"/google.iam.admin.v1.IAM/GetServiceAccount", nameReq{"projects/-/serviceAccounts/sa@p1.iam.gserviceaccount.com"}, "", "gcp/*/*/iam/GetServiceAccount"},
+		// A project or project_id field, or a routing header's, that
+		// is a wildcard alone.
+		{"/google.cloud.compute.v1.Instances/List", projectReq{"-"}, "", "gcp/*/*/compute/List"},
+		{"/google.cloud.compute.v1.Instances/List", projectReq{"_"}, "", "gcp/*/*/compute/List"},
+		{"/google.cloud.dataproc.v1.ClusterController/ListClusters", projectIDReq{"-", "us-central1"}, "", "gcp/*/*/dataproc/ListClusters"},
+		{"/google.cloud.dataproc.v1.ClusterController/ListClusters", projectIDReq{"_", "us-central1"}, "", "gcp/*/*/dataproc/ListClusters"},
+		{"/google.cloud.dataproc.v1.ClusterController/ListClusters", struct{}{}, "project_id=-&region=us-central1", "gcp/*/*/dataproc/ListClusters"},
+		{"/google.cloud.compute.v1.Instances/List", struct{}{}, "project=_&zone=z", "gcp/*/*/compute/List"},
 		// A project that is one stays one.
 		{"/google.storage.v2.Storage/ListBuckets", parentReq{"projects/p1"}, "", "gcp/projects/p1/*/storage/ListBuckets"},
+		{"/google.cloud.compute.v1.Instances/List", projectReq{"p1"}, "", "gcp/projects/p1/*/compute/List"},
 	} {
 		ctx := context.Background()
 		if tc.md != "" {
@@ -371,6 +388,10 @@ func TestAWildcardProjectIsNoAccount(t *testing.T) {
 	}
 	for _, tc := range []struct{ url, want string }{
 		{"https://iam.googleapis.com/v1/projects/-/serviceAccounts/sa@p1.iam.gserviceaccount.com", "gcp/*/*/iam/serviceAccounts_get"},
+		// A project query parameter that is a wildcard.
+		{"https://storage.googleapis.com/storage/v1/b?project=-", "gcp/*/*/storage/b_list"},
+		{"https://storage.googleapis.com/storage/v1/b?project=_", "gcp/*/*/storage/b_list"},
+		{"https://storage.googleapis.com/storage/v1/b?project=p1", "gcp/projects/p1/*/storage/b_list"},
 	} {
 		r, err := http.NewRequest("GET", tc.url, nil)
 		if err != nil {
