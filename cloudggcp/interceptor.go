@@ -483,11 +483,12 @@ func requestAccount(ctx context.Context, req any) string {
 }
 
 // projectAccount returns the account of a request's project field: a
-// project's id or number is projects/<id>, a wildcard (- or _) none; a
+// project's id or number is projects/<id>; a wildcard (- or _), or an id
+// that is none by Google Cloud's grammar (validAccountID), none; a
 // resource name, its account.
 func projectAccount(p string) string {
 	if !strings.Contains(p, "/") {
-		if wildcardID(p) {
+		if !validAccountID("projects", p) {
 			return ""
 		}
 		return "projects/" + p

@@ -207,8 +207,12 @@ func byReason(status int) bool {
 //     Resource Manager's are (a Cloud Storage folder,
 //     /b/<bucket>/folders/logs%2F, names none), a domain-scoped project's
 //     id whole (projects/example.com:p1), not a wildcard project
-//     (projects/-, projects/_); or projects/<project> from a project
-//     query parameter, not a wildcard (?project=-); or the organization, folder or project a parentId
+//     (projects/-, projects/_), nor an id that is none by Google
+//     Cloud's grammar, as unescaped (a newline, %0A, a space, an
+//     upper-case letter, an escaped slash: a project's id is lower-case
+//     letters, digits and hyphens, a letter first, 30 characters at
+//     most, or a number); or projects/<project> from a project query
+//     parameter, not a wildcard (?project=-) nor an invalid id; or the organization, folder or project a parentId
 //     or parent query parameter names (compute's organization-level
 //     firewall policies, ?parentId=organizations/123; Resource Manager's
 //     ?parent=folders/456);
@@ -532,18 +536,19 @@ func restTokens(toks []string, pathVerbs bool) []string {
 // its id come in t (see restTokens), so that an id so named (a bucket
 // named projects, /b/projects/o) is none, and before a verb that names a
 // second resource (a copy's destination bucket, .../rewriteTo/b/projects),
-// but a wildcard project (IAM's projects/-/serviceAccounts/<email>); or
-// the project query parameter's project, but a wildcard (?project=-); or
-// the organization, folder or project a parentId or parent query
-// parameter names (queryAccount).
+// but a wildcard project (IAM's projects/-/serviceAccounts/<email>) or an
+// id that is none by Google Cloud's grammar (validAccountID); or the
+// project query parameter's project, but a wildcard (?project=-) or an
+// invalid id; or the organization, folder or project a parentId or
+// parent query parameter names (queryAccount).
 func restAccount(r *http.Request, t []string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
-		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && !wildcardID(t[i+1]) {
+		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && validAccountID(t[i], t[i+1]) {
 			return t[i] + "/" + t[i+1]
 		}
 	}
 	q := r.URL.Query()
-	if p := q.Get("project"); p != "" && !wildcardID(p) {
+	if p := q.Get("project"); validAccountID("projects", p) {
 		return "projects/" + p
 	}
 	for _, k := range []string{"parentId", "parent"} {
@@ -559,7 +564,8 @@ func restAccount(r *http.Request, t []string) string {
 // ?parentId=organizations/123; Resource Manager's lists of a folder's or
 // an organization's children, ?parent=folders/456): its
 // projects/<id>, or organizations/<id> or folders/<id> with a numeric
-// id; "" for any other value.
+// id, each valid by Google Cloud's grammar (validAccountID); "" for any
+// other value.
 func queryAccount(v string) string {
 	a, ok := knownAccount(v)
 	if !ok || a == "" {

@@ -27,12 +27,20 @@ func Scope(parent, rpc string) resilience.Scope {
 
 // Account returns the scope account of a resource name: its leading
 // projects/<id>, organizations/<id> or folders/<id>, none ("") for a
-// wildcard id (projects/_/buckets/<bucket>, projects/-/...), or name
-// itself when it starts otherwise. A full resource name
+// wildcard id (projects/_/buckets/<bucket>, projects/-/...) or an id that
+// is none by Google Cloud's grammar (see validAccountID: projects/P1,
+// an id with a newline or a space), or name itself when it starts
+// otherwise, unless it holds a byte that is no printable ASCII
+// character, or a space (none then). A full resource name
 // ("//cloudresourcemanager.googleapis.com/projects/p1") loses its host.
 func Account(name string) string {
 	if a, ok := knownAccount(name); ok {
 		return a
+	}
+	for _, c := range []byte(name) {
+		if c <= ' ' || c > '~' {
+			return ""
+		}
 	}
 	return name
 }
@@ -41,7 +49,8 @@ func Account(name string) string {
 // folders/<id> of name; "" for a wildcard id, projects/_ (Cloud Storage's
 // gRPC API's projects/_/buckets/<bucket>) or projects/- (a project
 // inferred from the resource, IAM's projects/-/serviceAccounts/<email>),
-// which names no account.
+// or an id that is none by Google Cloud's grammar (validAccountID), which
+// names no account.
 func knownAccount(name string) (string, bool) {
 	if strings.HasPrefix(name, "//") {
 		if i := strings.IndexByte(name[2:], '/'); i >= 0 {
@@ -64,12 +73,82 @@ func knownAccount(name string) (string, bool) {
 		}
 		id, name = rest[:i], name[:len(kind)+1+i]
 	}
-	if wildcardID(id) {
+	if !validAccountID(kind, id) {
 		return "", true
 	}
 	return name, true
 }
 
-// wildcardID reports whether id, after projects/, organizations/ or
-// folders/, is a wildcard that names no resource: _ or -.
-func wildcardID(id string) bool { return id == "_" || id == "-" }
+// validAccountID reports whether id is, by Google Cloud's grammar, the id
+// of a resource of kind (projects, organizations, folders): an
+// organization's or a folder's number; a project's number, its id (a
+// lower-case letter, then lower-case letters, digits and hyphens, not
+// ending with a hyphen, 30 characters at most), or a legacy domain-scoped
+// project's id (example.com:my-project). A wildcard (- or _) is none, nor
+// is an id that holds anything else: a newline, a space, an upper-case
+// letter, a slash, which would carry it into logs, metrics labels and the
+// status page. Short ids (p1) are taken, though Google Cloud gives new
+// projects 6 characters at least: no id of another shape is taken so.
+func validAccountID(kind, id string) bool {
+	switch kind {
+	case "organizations", "folders":
+		return resourceNumber(id)
+	case "projects":
+		if domain, p, ok := strings.Cut(id, ":"); ok {
+			return validDomain(domain) && projectID(p)
+		}
+		return resourceNumber(id) || projectID(id)
+	}
+	return false
+}
+
+// resourceNumber reports whether id is a resource's number: 1 to 30
+// digits.
+func resourceNumber(id string) bool {
+	if id == "" || len(id) > 30 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// projectID reports whether id is a project's id: a lower-case letter,
+// then lower-case letters, digits and hyphens, not ending with a hyphen,
+// 30 characters at most.
+func projectID(id string) bool {
+	if id == "" || len(id) > 30 || id[0] < 'a' || id[0] > 'z' || id[len(id)-1] == '-' {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validDomain reports whether d is the domain of a domain-scoped project
+// (example.com in example.com:my-project): two labels or more of
+// lower-case letters, digits and hyphens, none starting or ending with a
+// hyphen.
+func validDomain(d string) bool {
+	labels := strings.Split(d, ".")
+	if len(d) > 253 || len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(l) {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -402,3 +402,87 @@ func TestAWildcardProjectIsNoAccount(t *testing.T) {
 		}
 	}
 }
+
+// An account's id, read from a REST path (unescaped), a query parameter,
+// a routing header or a request's field, is an account only when it is
+// one by Google Cloud's grammar: a project's id (lower-case letters,
+// digits and hyphens, a letter first, no hyphen last, 30 characters at
+// most), a legacy domain-scoped project's (example.com:my-project), or a
+// project's, organization's or folder's number. Anything else (a newline,
+// a space, an upper-case letter, a slash escaped into the id) names no
+// account, never one that carries it into logs, metrics labels and the
+// status page.
+func TestAnInvalidAccountIDIsNoAccount(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1%0Aevil/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1%20evil/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/P1/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/1p/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1-/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/a-project-id-of-more-than-thirty/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/example.com%3Ap1%0A/topics", "gcp/*/*/pubsub/topics_list"},
+		{"GET", "https://compute.googleapis.com/compute/v1/projects/p1%2Fx/zones/z/instances", "gcp/*/*/compute/instances_list"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3/folders/456%0A/tagBindings", "gcp/*/*/cloudresourcemanager/tagBindings_list"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b?project=p1%0Aevil", "gcp/*/*/storage/b_list"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b?project=Evil", "gcp/*/*/storage/b_list"},
+		{"GET", "https://compute.googleapis.com/compute/v1/locations/global/firewallPolicies?parentId=projects/p1%0Aevil", "gcp/*/*/compute/firewallPolicies_list"},
+		{"GET", "https://cloudresourcemanager.googleapis.com/v3/projects?parent=organizations/123%0A", "gcp/*/*/cloudresourcemanager/projects_list"},
+		// Accounts that are ones.
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/my-project-123/topics", "gcp/projects/my-project-123/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/a-project-id-of-thirty-chars-x/topics", "gcp/projects/a-project-id-of-thirty-chars-x/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/123456789012/topics", "gcp/projects/123456789012/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/example.com:my-project/topics", "gcp/projects/example.com:my-project/*/pubsub/topics_list"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/example.com%3Amy-project/topics", "gcp/projects/example.com:my-project/*/pubsub/topics_list"},
+		{"GET", "https://storage.googleapis.com/storage/v1/b?project=my-project", "gcp/projects/my-project/*/storage/b_list"},
+		{"GET", "https://compute.googleapis.com/compute/v1/locations/global/firewallPolicies?parentId=folders/789", "gcp/folders/789/*/compute/firewallPolicies_list"},
+	} {
+		r, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(r).String(); got != tc.want {
+			t.Errorf("RESTScope(%s %s) = %q, want %q", tc.method, tc.url, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		method string
+		req    any
+		md     string
+		want   string
+	}{
+		{"/google.pubsub.v1.Publisher/ListTopics", parentReq{"projects/p1\nevil"}, "", "gcp/*/*/pubsub/ListTopics"},
+		{"/google.cloud.kms.v1.KeyManagementService/ListKeyRings", parentReq{"projects/p1\nevil/locations/global"}, "", "gcp/*/*/cloudkms/ListKeyRings"},
+		{"/google.cloud.asset.v1.AssetService/SearchAllResources", parentReq{"organizations/12a"}, "", "gcp/*/*/cloudasset/SearchAllResources"},
+		{"/google.pubsub.v1.Publisher/ListTopics", parentReq{"evil\nparent"}, "", "gcp/*/*/pubsub/ListTopics"},
+		{"/google.pubsub.v1.Publisher/GetTopic", nameReq{"projects/P1/topics/t1"}, "", "gcp/*/*/pubsub/GetTopic"},
+		{"/google.iam.v1.IAMPolicy/GetIamPolicy", resourceReq{"projects/p1 evil/secrets/s1"}, "", "gcp/*/*/iam/GetIamPolicy"},
+		{"/google.cloud.compute.v1.Instances/List", projectReq{"p1\nevil"}, "", "gcp/*/*/compute/List"},
+		{"/google.cloud.dataproc.v1.ClusterController/ListClusters", projectIDReq{"P1", "us-central1"}, "", "gcp/*/*/dataproc/ListClusters"},
+		{"/google.cloud.dataproc.v1.ClusterController/ListClusters", struct{}{}, "project_id=p1%0Aevil&region=us-central1", "gcp/*/*/dataproc/ListClusters"},
+		{"/google.pubsub.v1.Publisher/ListTopics", struct{}{}, "parent=projects%2Fp1%0Aevil", "gcp/*/*/pubsub/ListTopics"},
+		// Accounts that are ones.
+		{"/google.cloud.compute.v1.Instances/List", projectReq{"example.com:my-project"}, "", "gcp/projects/example.com:my-project/*/compute/List"},
+		{"/google.cloud.dataproc.v1.ClusterController/ListClusters", struct{}{}, "project_id=123456789012&region=us-central1", "gcp/projects/123456789012/*/dataproc/ListClusters"},
+		{"/google.pubsub.v1.Publisher/GetTopic", nameReq{"projects/my-project/topics/t1"}, "", "gcp/projects/my-project/*/pubsub/GetTopic"},
+	} {
+		ctx := context.Background()
+		if tc.md != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "x-goog-request-params", tc.md)
+		}
+		cfg := newConfig(nil)
+		if got := cfg.scope(ctx, tc.method, tc.req, "").String(); got != tc.want {
+			t.Errorf("%s %+q %q: scope %q, want %q", tc.method, tc.req, tc.md, got, tc.want)
+		}
+	}
+	for in, want := range map[string]string{
+		"projects/p1\nevil/feeds/f": "",
+		"folders/9\n":               "",
+		"evil\nname":                "",
+		"projects/example.com:p1":   "projects/example.com:p1",
+	} {
+		if got := Account(in); got != want {
+			t.Errorf("Account(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -151,8 +152,9 @@ func (m discoveredMethod) vars() []pathVar {
 // (googleapi.Expand: a simple variable's reserved characters too; not a
 // {+variable}'s, nor a flat path's, which the clients send as one
 // {+name}), and the account of its first projects/<id>,
-// organizations/<id> or folders/<id> (the ids numbers, as Resource
-// Manager's are), or of its project query parameter.
+// organizations/<id> or folders/<id> (a project's id by
+// projectIDGrammar, the other ids numbers, as Resource Manager's are), or
+// of its project query parameter.
 func (m discoveredMethod) call(value func(i int, v pathVar) string) discoveredCall {
 	c := discoveredCall{method: m.id, http: m.http}
 	var b strings.Builder
@@ -170,7 +172,7 @@ func (m discoveredMethod) call(value func(i int, v pathVar) string) discoveredCa
 		id := value(i, v)
 		prev, prevStructural = id, structural(v)
 		c.ids = append(c.ids, idsOf(v, id)...)
-		if c.account == "" && (v.kind == "projects" || (v.kind == "organizations" || v.kind == "folders") && isNumber(id)) {
+		if c.account == "" && (v.kind == "projects" && projectIDGrammar.MatchString(id) || (v.kind == "organizations" || v.kind == "folders") && isNumber(id)) {
 			c.account = v.kind + "/" + id
 		}
 		b.WriteString(escapeValue(id, v.reserved))
@@ -191,6 +193,15 @@ func (m discoveredMethod) call(value func(i int, v pathVar) string) discoveredCa
 	}
 	return c
 }
+
+// projectIDGrammar is Google Cloud's grammar of a project's id (a
+// lower-case letter, then lower-case letters, digits and hyphens, not
+// ending with a hyphen, 30 characters at most; RESTScope takes ids
+// shorter than the 6 characters new projects are given), a legacy
+// domain-scoped project's (example.com:my-project), or a project's
+// number: a path's projects/<id> names an account only then
+// (defaultObjectAcl, an adversarial id, names none).
+var projectIDGrammar = regexp.MustCompile(`^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)+:)?(?:[a-z](?:[a-z0-9-]{0,28}[a-z0-9])?)$|^[0-9]{1,30}$`)
 
 // structural reports whether v is no id but a collection's name: the
 // first of a flat path's {v2Id}/{v2Id1} (logging's parent,
