@@ -391,13 +391,15 @@ func isVersion(p string) bool {
 // serves Drive's API and others that name themselves in the path
 // (/drive/v3/...), names no service: false; nor do the virtual IPs of
 // Private Google Access and VPC Service Controls, "private.googleapis.com"
-// and "restricted.googleapis.com", which serve every API.
+// and "restricted.googleapis.com", which serve every API. A host's name is
+// read in lower case, as it is case-insensitive: "PubSub.GoogleAPIs.com"
+// is "pubsub".
 func targetService(target string) (string, bool) {
 	if i := strings.LastIndex(target, "/"); i >= 0 {
 		target = target[i+1:]
 	}
 	host, _, _ := strings.Cut(target, ":")
-	name, ok := strings.CutSuffix(host, ".googleapis.com")
+	name, ok := strings.CutSuffix(strings.ToLower(host), ".googleapis.com") // a host's name is case-insensitive
 	if !ok {
 		return "", false
 	}

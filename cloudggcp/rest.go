@@ -217,7 +217,8 @@ func byReason(status int) bool {
 //     firewall policies, ?parentId=organizations/123; Resource Manager's
 //     ?parent=folders/456);
 //   - the service is WithService's, or the host's first label
-//     (compute.googleapis.com), less a regional endpoint's location
+//     (compute.googleapis.com; a host is read in lower case, as its
+//     name is case-insensitive: PubSub.GoogleAPIs.com is pubsub), less a regional endpoint's location
 //     (us-central1-aiplatform.googleapis.com is aiplatform) or a Private
 //     Service Connect endpoint's name (compute-ep1.p.googleapis.com is
 //     compute), or the segment before the version in the path
@@ -322,7 +323,10 @@ func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 
 func restScope(r *http.Request, service string) resilience.Scope {
 	segs, verb := pathSegments(r.URL)
-	if bucket, ok := virtualHostedBucket(r.URL.Hostname()); ok && (service == "" || service == storageService) {
+	// A host's name is case-insensitive: PubSub.GoogleAPIs.com is
+	// pubsub.googleapis.com (ToLower allocates only for an upper-case one).
+	host := strings.ToLower(r.URL.Hostname())
+	if bucket, ok := virtualHostedBucket(host); ok && (service == "" || service == storageService) {
 		// Cloud Storage's XML API, virtual-hosted style: the bucket in
 		// the host is the path's first segment of path style.
 		service = storageService
@@ -341,7 +345,7 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	if service == "" {
 		if s, ok := targetService(r.URL.Host); ok {
 			service = s
-		} else if s, ok := universeService(r.URL.Hostname()); ok && s == storageService {
+		} else if s, ok := universeService(host); ok && s == storageService {
 			// Cloud Storage's host of another universe, whose XML
 			// API's paths hold an object's name, a version and all
 			// (/<bucket>/backups/v2/data.json), where another API's
@@ -349,7 +353,7 @@ func restScope(r *http.Request, service string) resilience.Scope {
 			service = s
 		} else if pathVerbs {
 			service = segs[ver-1]
-		} else if s, ok := universeService(r.URL.Hostname()); ok {
+		} else if s, ok := universeService(host); ok {
 			service = s
 		}
 	}

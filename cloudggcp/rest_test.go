@@ -308,6 +308,45 @@ func TestRESTScopeOfStoragesXMLAPIVirtualHosted(t *testing.T) {
 	}
 }
 
+// A host's name is case-insensitive (RFC 4343): a client pointed at
+// PubSub.GoogleAPIs.com reaches pubsub.googleapis.com, and its requests
+// are Pub/Sub's, in the service pubsub that the configuration's service
+// keys name, never a service PubSub of their own; so for a regional
+// endpoint, Cloud Storage's hosts, a virtual-hosted bucket and the shared
+// front end, and for a gRPC client's target.
+func TestRESTScopeReadsAHostWhateverItsCase(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://PubSub.GoogleAPIs.com/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
+		{"GET", "https://PUBSUB.GOOGLEAPIS.COM:443/v1/projects/p1/topics/t1", "gcp/projects/p1/*/pubsub/topics_get"},
+		{"GET", "https://US-Central1-AIPlatform.googleapis.com/v1/projects/p1/locations/us-central1/endpoints", "gcp/projects/p1/*/aiplatform/endpoints_list"},
+		{"GET", "https://PubSub.S3nsAPIs.fr/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
+		{"GET", "https://Storage.GoogleAPIs.com/bkt/a.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://Storage.GoogleAPIs.com/storage/v1/b/bkt/o", "gcp/*/*/storage/o_list"},
+		{"GET", "https://Bkt.Storage.GoogleAPIs.com/file.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://Storage.S3nsAPIs.fr/bkt/backups/v2/data.json", "gcp/*/*/storage/o_get"},
+		{"GET", "https://WWW.GoogleAPIs.com/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != tc.want {
+			t.Errorf("%s %s: scope %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+	for target, want := range map[string]string{
+		"PubSub.GoogleAPIs.com:443":             "pubsub",
+		"dns:///CloudKMS.googleapis.com:443":    "cloudkms",
+		"US-Central1-AIPlatform.googleapis.com": "aiplatform",
+		"Storage-VIALink1.p.GoogleAPIs.com:443": "storage",
+		"Restricted.GoogleAPIs.com:443":         "",
+	} {
+		if got, _ := targetService(target); got != want {
+			t.Errorf("targetService(%q) = %q, want %q", target, got, want)
+		}
+	}
+}
+
 // BigQuery's REST API (which cloud.google.com/go/bigquery calls) names the
 // collections a dataset holds after its id
 // (/bigquery/v2/projects/p/datasets/d/tables, models, routines) and those
