@@ -286,7 +286,8 @@ func byReason(status int) bool {
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
 // virtual-hosted one, the bucket in the host, <bucket>.storage.googleapis.com/<object>,
-// as a V4 signed URL of storage.VirtualHostedStyle names it) names the
+// as a V4 signed URL of storage.VirtualHostedStyle names it, or
+// <bucket>.storage.<universe domain>/<object> of another universe) names the
 // object's or the bucket's operation as the JSON API names it, never a
 // name of theirs: o_get (GET, HEAD), o_insert (PUT, POST) and o_delete
 // for an object, o_list (GET) for a bucket, in no account. No call of a
@@ -393,15 +394,23 @@ func universeService(host string) (string, bool) {
 	return labelService(name, second)
 }
 
-// virtualHostedBucket returns the bucket a host of Cloud Storage's XML
-// API in virtual-hosted style names (<bucket>.storage.googleapis.com, a
-// bucket's name dots and all: a V4 signed URL of
-// storage.VirtualHostedStyle), and whether host is one; not Cloud
-// Storage's own hosts (storage.googleapis.com, storage.mtls.googleapis.com,
-// a regional endpoint's storage.<region>.rep.googleapis.com).
+// virtualHostedBucket returns the bucket a host (in lower case) of Cloud
+// Storage's XML API in virtual-hosted style names
+// (<bucket>.storage.googleapis.com, a bucket's name dots and all: a V4
+// signed URL of storage.VirtualHostedStyle; or
+// <bucket>.storage.<universe domain> of another universe,
+// bkt.storage.s3nsapis.fr), and whether host is one: the labels before
+// its last storage label, which a universe's domain of two labels or
+// more follows; not Cloud Storage's own hosts, which start with storage
+// (storage.googleapis.com, storage.mtls.s3nsapis.fr, a regional
+// endpoint's storage.<region>.rep.googleapis.com).
 func virtualHostedBucket(host string) (string, bool) {
-	bucket, ok := strings.CutSuffix(strings.TrimSuffix(host, "."), ".storage.googleapis.com")
-	return bucket, ok && bucket != ""
+	host = strings.TrimSuffix(host, ".")
+	i := strings.LastIndex(host, ".storage.")
+	if i <= 0 {
+		return "", false
+	}
+	return host[:i], strings.Contains(host[i+len(".storage."):], ".")
 }
 
 // storageService is Cloud Storage's service, whose JSON API's paths

@@ -297,6 +297,18 @@ func TestRESTScopeOfStoragesXMLAPIVirtualHosted(t *testing.T) {
 		// Not a bucket: Cloud Storage's own hosts.
 		{"GET", "https://storage.mtls.googleapis.com/bkt/a", "gcp/*/*/storage/o_get"},
 		{"GET", "https://storage.us-east1.rep.googleapis.com/bkt/a", "gcp/*/*/storage/o_get"},
+		// Another universe's (option.WithUniverseDomain), as
+		// googleapis.com's.
+		{"GET", "https://bkt.storage.s3nsapis.fr/file.txt", "gcp/*/*/storage/o_get"},
+		{"PUT", "https://bkt.storage.s3nsapis.fr/dir/new.txt", "gcp/*/*/storage/o_insert"},
+		{"GET", "https://bkt.storage.s3nsapis.fr/", "gcp/*/*/storage/o_list"},
+		{"GET", "https://bkt.storage.apis-berlin-build0.goog/logs/v1/x.json", "gcp/*/*/storage/o_get"},
+		{"GET", "https://www.example.com.storage.s3nsapis.fr/a/b.txt", "gcp/*/*/storage/o_get"},
+		{"GET", "https://v1.storage.s3nsapis.fr/projects/p1", "gcp/*/*/storage/o_get"},
+		{"GET", "https://storage.mtls.s3nsapis.fr/bkt/a", "gcp/*/*/storage/o_get"},
+		// Not a bucket: another universe's other services.
+		{"GET", "https://pubsub.s3nsapis.fr/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
+		{"GET", "https://pubsub-ep1.p.s3nsapis.fr/v1/projects/p1/topics", "gcp/projects/p1/*/pubsub/topics_list"},
 	} {
 		req, err := http.NewRequest(tc.method, tc.url, nil)
 		if err != nil {
