@@ -212,10 +212,13 @@ func byReason(status int) bool {
 //     upper-case letter, an escaped slash: a project's id is lower-case
 //     letters, digits and hyphens, a letter first, 30 characters at
 //     most, or a number); or projects/<project> from a project query
-//     parameter, not a wildcard (?project=-) nor an invalid id; or the organization, folder or project a parentId
-//     or parent query parameter names (compute's organization-level
+//     parameter, not a wildcard (?project=-) nor an invalid id; or the
+//     organization, folder or project a parentId or parent query
+//     parameter names (compute's organization-level
 //     firewall policies, ?parentId=organizations/123; Resource Manager's
-//     ?parent=folders/456);
+//     ?parent=folders/456), but a move's, whose parentId names the
+//     destination (.../firewallPolicies/<id>/move?parentId=folders/789:
+//     no account);
 //   - the service is WithService's, or the host's first label
 //     (compute.googleapis.com; a host is read in lower case, as its
 //     name is case-insensitive: PubSub.GoogleAPIs.com is pubsub), less a regional endpoint's location
@@ -372,8 +375,8 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		method = http.MethodPost
 	}
 	t := restTokens(segs[ver+1:], pathVerbs)
-	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t), Service: service,
-		Operation: restOperation(method, t, verb, pathVerbs, service)}
+	op := restOperation(method, t, verb, pathVerbs, service)
+	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t, op), Service: service, Operation: op}
 }
 
 // universeService returns the service a host of another universe than
@@ -553,8 +556,12 @@ func restTokens(toks []string, pathVerbs bool) []string {
 // id that is none by Google Cloud's grammar (validAccountID); or the
 // project query parameter's project, but a wildcard (?project=-) or an
 // invalid id; or the organization, folder or project a parentId or
-// parent query parameter names (queryAccount).
-func restAccount(r *http.Request, t []string) string {
+// parent query parameter names (queryAccount), but in a move (op, the
+// request's operation, is a move: compute's
+// firewallPolicies/<id>/move?parentId=folders/789), whose parentId names
+// the resource's new parent, its destination, which never names the
+// account.
+func restAccount(r *http.Request, t []string, op string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
 		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && validAccountID(t[i], t[i+1]) {
 			return t[i] + "/" + t[i+1]
@@ -563,6 +570,9 @@ func restAccount(r *http.Request, t []string) string {
 	q := r.URL.Query()
 	if p := q.Get("project"); validAccountID("projects", p) {
 		return "projects/" + p
+	}
+	if strings.HasSuffix(op, opSep+"move") {
+		return "" // the destination
 	}
 	for _, k := range []string{"parentId", "parent"} {
 		if a := queryAccount(q.Get(k)); a != "" {

@@ -850,7 +850,9 @@ func TestRESTScopeOfAnotherUniverse(t *testing.T) {
 // with a parent query parameter (GET /v3/projects?parent=folders/456): that
 // organization or folder is the call's account, as a project query
 // parameter's project is. A parameter that names none (a number alone, a
-// name that is no organization's or folder's) gives none.
+// name that is no organization's or folder's) gives none, nor does a
+// move's, which names the destination (POST
+// .../firewallPolicies/<id>/move?parentId=folders/789).
 func TestRESTScopeOfAnOrganizationInTheQuery(t *testing.T) {
 	const fp = "https://compute.googleapis.com/compute/v1/locations/global/firewallPolicies"
 	for _, tc := range []struct{ method, url, want string }{
@@ -864,6 +866,12 @@ func TestRESTScopeOfAnOrganizationInTheQuery(t *testing.T) {
 		{"GET", fp + "?parentId=123", "gcp/*/*/compute/firewallPolicies_list"},
 		{"GET", fp + "?parentId=folders/logs", "gcp/*/*/compute/firewallPolicies_list"},
 		{"GET", fp + "/fp-1", "gcp/*/*/compute/firewallPolicies_get"},
+		// A move's parentId names the policy's new parent, its
+		// destination, which never names the account.
+		{"POST", fp + "/fp-1/move?parentId=folders/789", "gcp/*/*/compute/firewallPolicies_move"},
+		{"POST", fp + "/123456/move?parentId=organizations%2F123", "gcp/*/*/compute/firewallPolicies_move"},
+		{"POST", "https://compute.googleapis.com/compute/v1/locations/global/securityPolicies/sp-1/move?parentId=folders/789", "gcp/*/*/compute/securityPolicies_move"},
+		{"POST", "https://compute.googleapis.com/compute/beta/locations/global/firewallPolicies/fp-1/move?parentId=folders/789", "gcp/*/*/compute/firewallPolicies_move"},
 		// The path's account comes first.
 		{"GET", "https://compute.googleapis.com/compute/v1/projects/p1/global/firewalls?parentId=organizations/123", "gcp/projects/p1/*/compute/firewalls_list"},
 	} {
