@@ -563,7 +563,7 @@ func restTokens(toks []string, pathVerbs bool) []string {
 // account.
 func restAccount(r *http.Request, t []string, op string) string {
 	for i := 0; i+1 < len(t) && !destinationVerbs[t[i]]; i += 2 {
-		if accountKinds[t[i]] && resourceManagerID(t[i], t[i+1]) && validAccountID(t[i], t[i+1]) {
+		if accountKinds[t[i]] && validAccountID(t[i], t[i+1]) {
 			return t[i] + "/" + t[i+1]
 		}
 	}
@@ -590,14 +590,7 @@ func restAccount(r *http.Request, t []string, op string) string {
 // id, each valid by Google Cloud's grammar (validAccountID); "" for any
 // other value.
 func queryAccount(v string) string {
-	a, ok := knownAccount(v)
-	if !ok || a == "" {
-		return ""
-	}
-	kind, id, _ := strings.Cut(a, "/")
-	if !resourceManagerID(kind, id) {
-		return ""
-	}
+	a, _ := knownAccount(v)
 	return a
 }
 
@@ -607,15 +600,7 @@ func queryAccount(v string) string {
 // of another API's that has the same name (a Cloud Storage folder,
 // /b/<bucket>/folders/logs%2F) is not read as one; any id otherwise.
 func resourceManagerID(kind, id string) bool {
-	if kind != "organizations" && kind != "folders" {
-		return true
-	}
-	for _, c := range []byte(id) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return id != ""
+	return kind != "organizations" && kind != "folders" || resourceNumber(id)
 }
 
 // opSep joins a REST method's collection and verb in an operation name
