@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,7 +111,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			gd.probing()
 		} else if ok {
 			gd.lease = leasePass
-		} else if gd.borrowProbe(ctx, now) {
+		} else if gd.borrowProbe(ctx, now, nil) {
 			ok = true // refused only: the common call pays nothing for the lookup
 		}
 	}
@@ -144,7 +145,7 @@ func (gd *Guard) tryAdmit(now time.Duration) (time.Duration, bool) {
 		return 0, true
 	}
 	wait, ok := gd.ask(now)
-	if !ok && gd.borrowProbe(gd.ctx, now) {
+	if !ok && gd.borrowProbe(gd.ctx, now, nil) {
 		return 0, true
 	}
 	return wait, ok
@@ -164,7 +165,7 @@ func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
 	if !gd.e.breaker.Pristine() {
 		s := gd.e.breaker.Snapshot(now)
 		if s.State == state.HalfOpen && s.Wait > 0 {
-			if outer := gd.lender(gd.ctx); outer != nil {
+			if outer := gd.lender(gd.ctx, nil); outer != nil {
 				outer.lookedIn()
 				return 0, false // tryAdmit borrows the probe
 			}
@@ -224,9 +225,11 @@ func (gd *Guard) probing() {
 // out). The breaker reports no change: its probe is still the one it let
 // through. borrowProbe reports whether it let the call through. It is
 // asked only once the breaker refused the call, as nested is asked only
-// when no slot is free, so the common call pays nothing for it.
-func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
-	outer := gd.lender(ctx)
+// when no slot is free, so the common call pays nothing for it. With
+// opened not nil, the lookup gathers there the channels a call that waits
+// for the verdict looks again on (see lender).
+func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<-chan struct{}) bool {
+	outer := gd.lender(ctx, opened)
 	if outer == nil {
 		return false
 	}
@@ -250,8 +253,15 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration) bool {
 // a Configure that kept the breaker may have retired the enclosing call's
 // entry during the attempt, and this call looked up the live one. It
 // returns nil when there is none, and otherwise the call with lookIn's
-// hold, which the caller ends with lookedIn.
-func (gd *Guard) lender(ctx context.Context) *Guard {
+// hold, which the caller ends with lookedIn. When opened is not nil, it
+// appends to it, for each enclosing call the walk passed between its
+// attempts (its gate closed), a channel closed as that call's next
+// attempt begins, as borrowSlot has it: a call that waits for the
+// probe's verdict (waitAdmitted) looks again then, since the probe's own
+// retry may be that attempt, and the call, nested in it, may borrow its
+// lease rather than wait for the verdict, or the lease's end, which that
+// retry may wait for the call to reach.
+func (gd *Guard) lender(ctx context.Context, opened *[]<-chan struct{}) *Guard {
 	var w walk
 	for {
 		outer, ok := ctx.Value(gd.g).(*Guard)
@@ -269,6 +279,8 @@ func (gd *Guard) lender(ctx context.Context) *Guard {
 				return outer
 			}
 			outer.lookedIn()
+		} else if opened != nil {
+			*opened = append(*opened, outer.gate.Opened()) // lookIn is false with a gate only
 		}
 		ctx = outer.ctx
 	}
@@ -1230,24 +1242,11 @@ var errSlotWait = errors.New("resilience: no slot within the max wait")
 // stops as back closes, with errSlotBack; so as one of opened closes (an
 // enclosing call's next attempt began, whose slot the call may borrow).
 func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan struct{}, opened []<-chan struct{}) error {
-	wctx := ctx
-	if back != nil || len(opened) > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		if back != nil {
-			opened = append(opened, back)
-		}
-		for _, c := range opened {
-			go func() {
-				select {
-				case <-c:
-					cancel()
-				case <-wctx.Done():
-				}
-			}()
-		}
+	if back != nil {
+		opened = append(opened, back)
 	}
+	wctx, stop := endOnAny(ctx, opened)
+	defer stop()
 	var err error
 	if !gd.bounded {
 		err = b.Acquire(wctx)
@@ -1262,10 +1261,40 @@ func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan
 			return errSlotWait
 		}
 	}
-	if err != nil && ctx.Err() == nil && (back != nil || len(opened) > 0) {
+	if err != nil && ctx.Err() == nil && len(opened) > 0 {
 		return errSlotBack
 	}
 	return err
+}
+
+// endOnAny returns a context that ends with ctx, or as soon as one of
+// chans closes (the channels borrowSlot and lender return: a lent slot
+// come back, an enclosing call's next attempt begun), so that a wait made
+// with it stops then, and its caller, finding ctx not done, looks again.
+// With no channel it returns ctx. The caller calls stop once the wait is
+// over, on every path: it ends the goroutines that watch chans, one for
+// each, and returns once they are over, so that none outlives the wait.
+func endOnAny(ctx context.Context, chans []<-chan struct{}) (wctx context.Context, stop func()) {
+	if len(chans) == 0 {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(len(chans))
+	for _, c := range chans {
+		go func() {
+			defer wg.Done()
+			select {
+			case <-c:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	return wctx, func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // tryAcquire is acquire without waiting, for TryEnter: it reports whether

@@ -241,6 +241,13 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // attempt asks the breaker as a probe's retry does (it goes on as the
 // probe if the nested call gave no verdict, and is refused if the verdict
 // opened the breaker). The breaker reports no second move to half-open.
+// A call made with the caller's attempt context between the caller's
+// attempts (a goroutine's) is nested in none, and is refused as any
+// call; for a provider with breaker_wait it waits for the verdict, and
+// looks again as the next attempt of any call its context leads to
+// begins: it goes as the probe if that call holds it then (the probe's
+// retry, which may wait for what the call fetches), rather than wait for
+// the probe's lease to run out.
 // What the caller records of the attempt afterwards is recorded as well:
 // the attempt is a counted call of the caller's, and its success (which
 // reports no second change of a breaker the nested call closed) refunds

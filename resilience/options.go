@@ -72,8 +72,9 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // call runs: a goroutine the function started may use the context, and a
 // call it makes once that attempt is over is nested in no attempt until
 // the call's next one begins (the same context leads to the call in every
-// attempt); waiting for a slot meanwhile, it looks again as that attempt
-// begins, and may borrow its slot. A nested call that borrowed the slot
+// attempt); waiting for a slot, or for its breaker's verdict, meanwhile,
+// it looks again as that attempt begins, and may borrow its slot, or the
+// probe it holds. A nested call that borrowed the slot
 // and goes on once the attempt is over keeps it: the slot goes back to
 // the bulkhead when that call gives it back, not when the enclosing call
 // does.

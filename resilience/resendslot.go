@@ -121,7 +121,7 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 			break
 		}
 		wait, ok := gd.ask(at)
-		if ok || gd.borrowProbe(ctx, at) {
+		if ok || gd.borrowProbe(ctx, at, nil) {
 			break
 		}
 		gd.cancel(at, nil)
@@ -150,7 +150,7 @@ func (gd *Guard) readyResend(ctx context.Context) error {
 // cancelled (see stopByContext).
 func (gd *Guard) admitResend(ctx context.Context, now time.Duration) (time.Duration, error) {
 	wait, ok := gd.ask(now)
-	if ok || gd.borrowProbe(ctx, now) {
+	if ok || gd.borrowProbe(ctx, now, nil) {
 		return now, nil
 	}
 	if !gd.p.set.breakerWait {

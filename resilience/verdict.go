@@ -50,7 +50,11 @@ func (gd *Guard) verdictChan() <-chan struct{} {
 // false when the call's deadline (or its max wait) does not allow the wait (the breaker
 // would open after it, or a probe's verdict has not come by then): the
 // call is then refused as without waiting, and wait is the breaker's last
-// answer. A context that ends during the wait returns its error.
+// answer. A context that ends during the wait returns its error. A probe
+// out in an enclosing call's running attempt lets the call through as
+// borrowProbe has it; the wait ends, and the call looks again, as the
+// next attempt of an enclosing call it found between its attempts begins
+// (see lender).
 func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait time.Duration, ok bool, err error) {
 	limit := gd.waitLimit()
 	for {
@@ -63,11 +67,21 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 		if ok {
 			return now, 0, true, nil
 		}
+		// The probe out in an enclosing call whose attempt runs is this
+		// call's to borrow (see borrowProbe); one between its attempts
+		// may be so as its next attempt begins: the wait ends then.
+		var opened []<-chan struct{}
+		if gd.borrowProbe(ctx, now, &opened) {
+			return now, 0, true, nil
+		}
 		open := gd.e.breaker.Snapshot(now).State == state.Open
 		if now >= limit || open && now+w > limit {
 			return now, w, false, nil
 		}
-		if _, err := gd.g.sleepOr(ctx, min(w, limit-now), verdict, changed, nil, nil, nil); err != nil {
+		wctx, stop := endOnAny(ctx, opened)
+		_, err := gd.g.sleepOr(wctx, min(w, limit-now), verdict, changed, nil, nil, nil)
+		stop()
+		if err != nil && ctx.Err() != nil {
 			return now, w, false, err
 		}
 		now = gd.g.now()
