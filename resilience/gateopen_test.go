@@ -222,3 +222,74 @@ func TestACallWokenBetweenItsLendersAttemptsBorrowsTheNext(t *testing.T) {
 		}
 	})
 }
+
+// A call nested in an attempt that waits for the attempt's slot, lent to
+// another nested call, looks again as the attempt ends though its caller
+// holds the slot across its attempts (an SDK retrying on a held slot, its
+// loan still out): nested in no attempt of that call then, it goes on the
+// slot of an enclosing call whose attempt runs, lent to no call, rather
+// than wait for the loan, which its caller's next attempt keeps anyway.
+// A call made then borrows that slot at once. Here, max_concurrency 2: Z
+// holds one slot, L, nested in Z's attempt, the other, across its
+// attempts; N1, nested in L's attempt, borrowed L's slot and goes on; N2
+// waits for it; L's attempt fails, and L waits to retry.
+func TestACallWaitingForALoanLooksAgainAsItsLendersAttemptEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 2}})
+		ctx := context.Background()
+		z, zgate, zctx := enterGated(t, g, ctx, ec2Vpcs)
+		l, lgate, lctx := enterGated(t, g, zctx, ec2Subnets) // the free slot: its own
+		if l.slot == nil {
+			t.Fatal("L, a slot free, took none")
+		}
+		n1, err := g.Begin(lctx, iamUsers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n1.Enter(lctx); err != nil || n1.loan == nil {
+			t.Fatalf("N1: %v, loan %v; want L's slot borrowed", err, n1.loan)
+		}
+		entered := make(chan error, 1)
+		go func() {
+			w, err := g.Begin(lctx, iamUsers)
+			if err == nil {
+				err = w.Enter(lctx) // waits for L's slot to come back
+				w.After(nil)
+				w.End(nil)
+			}
+			entered <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-entered:
+			t.Fatalf("N2 went (%v) while N1 goes on L's slot and Z's is held", err)
+		default:
+		}
+		lgate.SetOpen(false)
+		l.After(transientErr()) // L holds its slot across its attempts, lent to N1
+		synctest.Wait()
+		select {
+		case err = <-entered:
+		default:
+			t.Errorf("N2, nested in L's attempt and waiting for L's slot lent to N1, still waits once L's attempt is over, while Z's attempt runs on a slot lent to no call (max_concurrency 2)")
+			n1.After(nil)
+			n1.End(nil) // the loan it waits for
+			n1 = nil
+			err = <-entered
+		}
+		if err != nil {
+			t.Fatalf("N2: %v", err)
+		}
+		if n1 != nil {
+			n1.After(nil)
+			n1.End(nil)
+		}
+		l.End(transientErr())
+		zgate.SetOpen(false)
+		z.After(nil)
+		z.End(nil)
+		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
+		}
+	})
+}

@@ -223,7 +223,12 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // for the earlier slot to come back looks again for a slot as the
 // attempt ends and the slot is kept: it goes on one it may borrow then
 // (an enclosing call's, free while the call waits to retry), or waits for
-// a free one, rather than for that loan, which gives it none. A call made
+// a free one, rather than for that loan, which gives it none. So as the
+// attempt ends when the call holds the slot across its attempts (an SDK's
+// retries, a listing's pages), its loan still out: nested in no attempt
+// of the call until its next one, it goes on the slot of an enclosing
+// call whose attempt runs, lent to no call, as a call made then does,
+// rather than wait for the loan meanwhile. A call made
 // with an attempt's context while no attempt of that call runs (a
 // goroutine's, between the attempts) is nested in none, and waits for a
 // free slot; it looks again as the next attempt of any call its context
@@ -594,8 +599,12 @@ func (gd *Guard) send(now time.Duration) {
 // here. The outcome of a throttled or transient attempt stays open until
 // Retry or End closes it. After returns err's kind (Fatal for nil, as
 // Classify does), so that an integration need not classify the answer
-// again.
+// again. The calls nested in the attempt that wait for its slot, lent to
+// another nested call that goes on, look again for a slot as After is
+// called, though the Guard holds the slot across its attempts (see
+// Enter).
 func (gd *Guard) After(err error) Kind {
+	gd.attemptOver()
 	if gd.e != nil && gd.retrying() {
 		gd.recordRetry() // sent without Enter or Pace
 	}

@@ -189,6 +189,24 @@ func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 	return true
 }
 
+// attemptOver wakes the calls waiting for the slot the attempt just over
+// went on, lent to a call nested in it that goes on (see borrowSlot), as
+// keepLent wakes them when the slot is kept: the attempt's gate closed,
+// they are nested in no attempt of this call until its next one begins,
+// and look again, rather than wait for that loan while the call holds its
+// slot across its attempts (an SDK's retries, a listing's pages): an
+// enclosing call whose attempt runs may lend them its slot, as it would
+// lend it to a call made now. A call without a gate (whose nested calls
+// read it whether its attempt runs or not) wakes none. The common call
+// pays a comparison for it.
+func (gd *Guard) attemptOver() {
+	if gd.gate != nil {
+		if l := gd.lends(); l.lentOut() {
+			l.wake()
+		}
+	}
+}
+
 // borrowSlot lends this call the slot of b that an enclosing call holds
 // (or borrowed) inside its attempt: the call that made this one, found
 // through ctx (Value(gov) answers with its Guard), or the call that made
