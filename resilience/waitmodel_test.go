@@ -4,6 +4,7 @@ package resilience
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -25,7 +26,9 @@ import (
 // that waits for a slot it could take. Random sequences start calls on
 // one of two accounts (Do WithNestedCalls, or Begin and Enter as an
 // integration does, its slot given back after each attempt or held
-// across them), make calls nested in a running attempt (on the attempt's
+// across them, or held across an SDK's retries readied by Pace or Admit
+// after the SDK's backoff), some bounded by a max wait (WithMaxWait) or a
+// deadline, make calls nested in a running attempt (on the attempt's
 // own goroutine, or on one it starts, as a paginator's), fail an attempt
 // (the call retries after its backoff), end one, cancel a call's context,
 // let time pass, and Reset or Configure (the cap raised) the governor
@@ -41,9 +44,9 @@ import (
 // slot while one is free, and a call nested in a running attempt (the
 // nearest enclosing call of its account whose attempt runs, as the
 // lookup walks) does not wait while that attempt's slot is lent to no
-// call. At the end every call is ended, attempt by attempt, and every
-// slot is back; a call that never ends is a deadlock, reported with the
-// sequence.
+// call; nor does a call wait longer than its max wait at once. At the
+// end every call is ended, attempt by attempt, and every slot is back; a
+// call that never ends is a deadlock, reported with the sequence.
 func TestSlotLendingWaitingModel(t *testing.T) {
 	modeltest.Budget(t, 1000, 100)
 	reached := map[string]int{} // the sequences that reached each case the rules are for
@@ -86,9 +89,12 @@ const (
 	caseCallerRetry  = "a nested call waits, its caller between attempts and an enclosing call's attempt running"
 	caseLoanOutlives = "a loan outlives its lender's attempt"
 	caseLaterLoan    = "a call nested in a later attempt borrows, an earlier loan of its lender out"
+	casePacedLoan    = "a call nested in an SDK's retry (Pace or Admit) borrows its slot"
+	caseMaxWait      = "a call's max wait ends its wait for a slot"
+	caseDeadline     = "a call's deadline ends it"
 )
 
-var waitCases = []string{caseWaitsForLoan, caseCallerRetry, caseLoanOutlives, caseLaterLoan}
+var waitCases = []string{caseWaitsForLoan, caseCallerRetry, caseLoanOutlives, caseLaterLoan, casePacedLoan, caseMaxWait, caseDeadline}
 
 // waitModel is the model of TestSlotLendingWaitingModel.
 type waitModel struct {
@@ -123,10 +129,11 @@ const (
 	wDo     = iota // Do WithNestedCalls
 	wPerTry        // Begin, Enter, Release after each attempt
 	wHold          // Begin, Enter, its slot held across attempts
+	wPace          // Begin, Enter, its slot held across an SDK's retries, each readied by Pace (or Admit)
 	wModes
 )
 
-var wModeNames = [...]string{"Do", "Begin/Enter", "Begin/Enter holding"}
+var wModeNames = [...]string{"Do", "Begin/Enter", "Begin/Enter holding", "Begin/Enter, SDK retries"}
 
 var waitAccounts = [2]string{"111111111111", "222222222222"}
 
@@ -137,9 +144,14 @@ type wActor struct {
 	mode   int
 	parent *wActor // the call in whose attempt it was made, or nil
 	inline bool    // made on its parent's attempt's goroutine
+	admit  bool    // wPace: the retries readied by Admit, not Pace
 	cmds   chan int
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// maxWait bounds each of its attempts' waits (WithMaxWait), 0 none;
+	// deadline is its context's timeout, 0 none.
+	maxWait, deadline time.Duration
 
 	// Published under waitModel.mu.
 	st            wState
@@ -168,6 +180,15 @@ const (
 
 func (a *wActor) String() string {
 	s := fmt.Sprintf("call %d (%s, account %d", a.id, wModeNames[a.mode], a.acct)
+	if a.admit {
+		s += ", Admit"
+	}
+	if a.maxWait > 0 {
+		s += fmt.Sprintf(", max wait %v", a.maxWait)
+	}
+	if a.deadline > 0 {
+		s += fmt.Sprintf(", deadline %v", a.deadline)
+	}
 	if a.parent != nil {
 		how := "a goroutine of"
 		if a.inline {
@@ -235,7 +256,22 @@ func (m *waitModel) newActor(t *rapid.T, parent *wActor) *wActor {
 	if parent != nil && rapid.IntRange(0, 3).Draw(t, "on its caller's account (not 0)") != 0 {
 		a.acct = parent.acct
 	}
-	a.ctx, a.cancel = context.WithCancel(ctx)
+	if a.mode == wPace {
+		a.admit = rapid.Bool().Draw(t, "Admit")
+	}
+	bounds := []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}
+	switch rapid.IntRange(0, 5).Draw(t, "bounded (1 max wait, 2 deadline)") {
+	case 1:
+		a.maxWait = rapid.SampledFrom(bounds).Draw(t, "max wait")
+		ctx = WithMaxWait(ctx, a.maxWait)
+	case 2:
+		a.deadline = rapid.SampledFrom(bounds).Draw(t, "deadline")
+	}
+	if a.deadline > 0 {
+		a.ctx, a.cancel = context.WithTimeout(ctx, a.deadline)
+	} else {
+		a.ctx, a.cancel = context.WithCancel(ctx)
+	}
 	a.since = time.Now()
 	m.mu.Lock()
 	m.actors = append(m.actors, a)
@@ -257,12 +293,21 @@ func (m *waitModel) run(a *wActor) {
 	}
 	m.mu.Lock()
 	a.st, a.since, a.err = wDone, time.Now(), err
+	if errors.Is(err, ErrNoSlot) {
+		m.reached[caseMaxWait] = true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		m.reached[caseDeadline] = true
+	}
 	m.mu.Unlock()
 }
 
 // runGuard makes a's call as an SDK integration does: Begin with the
 // context it was given (a running attempt's, for a nested call), Enter
-// with it, a gate open while the attempt runs, and the retries.
+// with it, a gate open while the attempt runs, and the retries: Enter
+// again after the backoff Retry gave, or for an SDK that retries on the
+// slot the call holds, Pace or Admit with the attempt's context after the
+// SDK's backoff (a second at least).
 func (m *waitModel) runGuard(a *wActor) error {
 	gd, err := m.g.Begin(a.ctx, m.scope(a))
 	if err != nil {
@@ -272,8 +317,17 @@ func (m *waitModel) runGuard(a *wActor) error {
 	nestgate.Attach(gd, gate)
 	actx := &loopCtx{Context: a.ctx, gd: gd}
 	m.set(a, wEnter)
-	for {
-		if err := gd.Enter(a.ctx); err != nil {
+	for first := true; ; first = false {
+		var err error
+		switch {
+		case first || a.mode != wPace:
+			err = gd.Enter(a.ctx)
+		case a.admit:
+			err = gd.Admit(actx)
+		default:
+			err = gd.Pace(actx)
+		}
+		if err != nil {
 			gd.End(err)
 			return err
 		}
@@ -293,6 +347,9 @@ func (m *waitModel) runGuard(a *wActor) error {
 			gd.End(err)
 			return err
 		}
+		if a.mode == wPace {
+			delay = max(delay, time.Second) // the SDK's own backoff
+		}
 		time.Sleep(delay)
 		m.set(a, wEnter)
 	}
@@ -309,7 +366,7 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 	m.mu.Lock()
 	// The lender of a loan publishes its attempt as that begins, its gate
 	// open already: a call that borrowed meanwhile waits for it.
-	held := a.mode == wHold && loan != nil && loan == a.loan // a loan held across its attempts, as its own slot
+	held := (a.mode == wHold || a.mode == wPace) && loan != nil && loan == a.loan // a loan held across its attempts, as its own slot
 	for loan != nil && !held && m.lenderOf(a, loan) == nil && m.bad == "" {
 		pub := m.pub
 		m.mu.Unlock()
@@ -338,6 +395,9 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 		}
 		a.lender, a.lenderAttempt, a.key = p, p.attempt, p.key
 		a.via = append([]wTry{{p, p.attempt}}, p.via...)
+		if p.mode == wPace && p.attempt > 1 {
+			m.reached[casePacedLoan] = true
+		}
 	}
 	m.mu.Unlock()
 	for {
@@ -387,15 +447,24 @@ func (m *waitModel) lenderOf(a *wActor, loan *slotLend) *wActor {
 }
 
 // lentNow returns a call running on the slot of p's running attempt,
-// which p lent (or which p's borrower lent on, and so on), or nil. m.mu is
-// held.
+// which p lent (or which p's borrower lent on, and so on), or one that
+// holds that loan across its attempts (an SDK's retries on a held slot)
+// and is between them, or nil. m.mu is held.
 func (m *waitModel) lentNow(p *wActor) *wActor {
 	for _, x := range m.actors {
-		if (x.st == wRun || x.st == wBusy) && x.borrowed(p) {
+		if (x.st == wRun || x.st == wBusy || x.holdsLoan()) && x.borrowed(p) {
 			return x
 		}
 	}
 	return nil
+}
+
+// holdsLoan reports whether a is between the attempts of a call that
+// holds the slot it went on across them (wHold, wPace), a loan of an
+// enclosing call's slot included: a call nested in that call's attempt
+// at once waits for the loan, which goes on.
+func (a *wActor) holdsLoan() bool {
+	return (a.mode == wHold || a.mode == wPace) && (a.st == wRetry || a.st == wEnter) && a.attempt > 0
 }
 
 // borrowed reports whether a's running attempt goes on the slot of p's
@@ -527,11 +596,15 @@ func (m *waitModel) check(t *rapid.T) {
 			if a.ctx.Err() != nil {
 				t.Fatalf("%v still waits (%s), its context canceled", a, wStates[a.st])
 			}
+			// The backoff before Do's Enter is 2 s at most.
+			if waited := time.Since(a.since); a.maxWait > 0 && (a.st == wEnter && waited > a.maxWait || waited > a.maxWait+2*time.Second) {
+				t.Fatalf("%v still waits (%s) after %v, past its max wait", a, wStates[a.st], waited)
+			}
 			if used < m.caps {
 				t.Fatalf("stall: %v waits (%s) while %d of %d slots of its account are taken", a, wStates[a.st], used, m.caps)
 			}
 			if p := m.lenderOf(a, nil); p != nil && m.lentNow(p) == nil {
-				t.Fatalf("stall: %v waits (%s), the cap full (%d), while the slot of %v's running attempt %d is lent to no call", a, wStates[a.st], m.caps, p, p.attempt)
+				t.Fatalf("stall: %v waits (%s), the cap full (%d), while the slot of %v's running attempt %d is lent to no call\n%s", a, wStates[a.st], m.caps, p, p.attempt, m.dump())
 			}
 		}
 	}
@@ -553,7 +626,7 @@ func (m *waitModel) inUse(acct int) (used, waiting int) {
 func (m *waitModel) dump() string {
 	var b strings.Builder
 	for _, a := range m.actors {
-		fmt.Fprintf(&b, "%v: %s, attempt %d on %s", a, wStates[a.st], a.attempt, a.key)
+		fmt.Fprintf(&b, "%v: %s since %v, attempt %d on %s", a, wStates[a.st], time.Since(a.since), a.attempt, a.key)
 		for _, v := range a.via {
 			fmt.Fprintf(&b, ", borrowed from call %d's attempt %d", v.a.id, v.attempt)
 		}
