@@ -4,6 +4,7 @@ package resilience
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,4 +115,56 @@ func paceLoop(t *testing.T, g *Governor, scope Scope, attempt func(context.Conte
 		}
 		gate.SetOpen(true)
 	}
+}
+
+// panickyClock is the time package's clock, whose Sleep panics once armed.
+type panickyClock struct{ armed atomic.Bool }
+
+func (c *panickyClock) Now() time.Time { return time.Now() }
+
+func (c *panickyClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.armed.Load() {
+		panic("the clock's Sleep")
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// The goroutines a call waiting for the verdict starts to look again as
+// an enclosing call's next attempt begins end with the wait on every
+// path, a panic of what it calls included (a Clock's Sleep, here): none
+// is left waiting for an attempt that never comes. synctest.Test fails
+// on a goroutine of the bubble still blocked at its end.
+func TestAWaitForTheVerdictLeavesNoGoroutineWhenItPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := new(panickyClock)
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60}}, WithClock(clock))
+		sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+		time.Sleep(time.Minute) // the cooldown: the next call is the probe
+		ctx := context.Background()
+		p, pgate, pctx := enterGated(t, g, ctx, ec2Vpcs)
+		pgate.SetOpen(false)
+		p.After(transientErr()) // between the probe's attempts
+		clock.armed.Store(true)
+		var panicked any
+		func() {
+			defer func() { panicked = recover() }()
+			n, err := g.Begin(pctx, ec2Vpcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Enter(pctx) // waits for the verdict, watching P's gate
+		}()
+		if panicked == nil {
+			t.Fatal("the nested call's wait for the verdict did not panic with its clock")
+		}
+		clock.armed.Store(false)
+		p.End(transientErr()) // P's gate never opens again
+	})
 }

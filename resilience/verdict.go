@@ -78,14 +78,24 @@ func (gd *Guard) waitAdmitted(ctx context.Context, now time.Duration) (at, wait 
 		if now >= limit || open && now+w > limit {
 			return now, w, false, nil
 		}
-		wctx, stop := endOnAny(ctx, opened)
-		_, err := gd.g.sleepOr(wctx, min(w, limit-now), verdict, changed, nil, nil, nil)
-		stop()
-		if err != nil && ctx.Err() != nil {
+		if err := gd.sleepVerdict(ctx, min(w, limit-now), verdict, changed, opened); err != nil {
 			return now, w, false, err
 		}
 		now = gd.g.now()
 	}
+}
+
+// sleepVerdict is waitAdmitted's wait: d, or until verdict, changed or
+// one of opened closes (an enclosing call's next attempt began: see
+// lender), or ctx ends, whose error alone it returns. The goroutines that
+// watch opened end with it, on every path (see endOnAny).
+func (gd *Guard) sleepVerdict(ctx context.Context, d time.Duration, verdict, changed <-chan struct{}, opened []<-chan struct{}) error {
+	wctx, stop := endOnAny(ctx, opened)
+	defer stop()
+	if _, err := gd.g.sleepOr(wctx, d, verdict, changed, nil, nil, nil); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
 }
 
 // awaitRecovery is the wait of a call whose retries ran out on a transient
