@@ -1,6 +1,8 @@
 package cloudgaws
 
 import (
+	"net/http"
+	"strings"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -117,7 +119,10 @@ type httpResponder interface {
 // timeout, Transient, as the core reads the transport's own timeouts, not
 // the fatal answer the 200 above it would make of it; and the error of an
 // attempt that failed before its request was sent (*unsentError) as a
-// local one.
+// local one. The code S3's deserializers make up from the status of an
+// answer without a body (a HEAD's 503, ServiceUnavailable "Service
+// Unavailable", see statusStandIn) is no code of the service's: the status
+// decides, as for any answer without one (a 503 is throttling).
 func readResponseError(err error) (errread.Details, bool) {
 	switch err.(type) {
 	case *awshttp.ResponseTimeoutError:
@@ -133,7 +138,47 @@ func readResponseError(err error) (errread.Details, bool) {
 	if resp == nil || resp.Response == nil {
 		return errread.Details{}, false
 	}
-	return errread.Details{Status: resp.StatusCode, Header: resp.Header}, true
+	d := errread.Details{Status: resp.StatusCode, Header: resp.Header}
+	if statusStandIn(err, resp.StatusCode) {
+		// S3's deserializers make a code up from the status of an error
+		// answer without a body (a HEAD's): the status decides.
+		d.Kind = statusKind(resp.StatusCode)
+	}
+	return d, true
+}
+
+// statusStandIn reports whether the API error err wraps is the stand-in S3's
+// deserializers (and S3 Control's) make of an error answer whose body names
+// no code, as a HEAD answer's never does: the status text without spaces as
+// its code, the text itself as its message (ServiceUnavailable, "Service
+// Unavailable"). Such a code is not the service's word and says nothing the
+// status does not; a body of S3's with the same code has a message of its
+// own.
+func statusStandIn(err error, status int) bool {
+	u, ok := err.(interface{ Unwrap() error })
+	if !ok {
+		return false
+	}
+	ge, ok := u.Unwrap().(*smithy.GenericAPIError)
+	if !ok {
+		return false
+	}
+	text := http.StatusText(status)
+	return text != "" && ge.Message == text && ge.Code == strings.ReplaceAll(text, " ", "")
+}
+
+// statusKind is the kind of an HTTP status without a provider's code, the
+// core classifier's rule for one: a 429 or 503 is throttling, a 408, 500,
+// 502 or 504 transient; any other status says nothing (errread.None), and
+// the core's tables decide.
+func statusKind(status int) errread.Kind {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return errread.Throttled
+	case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return errread.Transient
+	}
+	return errread.None
 }
 
 func init() {
