@@ -119,7 +119,8 @@ type httpResponder interface {
 // timeout, Transient, as the core reads the transport's own timeouts, not
 // the fatal answer the 200 above it would make of it; and the error of an
 // attempt that failed before its request was sent (*unsentError) as a
-// local one. The code S3's deserializers make up from the status of an
+// local one; and the codes the SDK's service clients retry that the core's
+// tables do not have (see isServiceRetryable) as transient. The code S3's deserializers make up from the status of an
 // answer without a body (a HEAD's 503, ServiceUnavailable "Service
 // Unavailable", see statusStandIn) is no code of the service's: the status
 // decides, as for any answer without one (a 503 is throttling).
@@ -129,6 +130,9 @@ func readResponseError(err error) (errread.Details, bool) {
 		return errread.Details{Kind: errread.Transient}, true
 	case *unsentError:
 		return errread.Details{Kind: errread.Fatal}, true
+	}
+	if c, ok := err.(interface{ ErrorCode() string }); ok && isServiceRetryable(c.ErrorCode()) {
+		return errread.Details{Kind: errread.Transient}, true
 	}
 	hr, ok := err.(httpResponder)
 	if !ok {
@@ -146,6 +150,15 @@ func readResponseError(err error) (errread.Details, bool) {
 	}
 	return d, true
 }
+
+// isServiceRetryable reports whether code is one a service's client adds
+// to the SDK's retryable codes (retry.AddWithErrorCodes in the client's
+// constructor) that the core's tables, botocore's standard-mode lists, do
+// not have: STS's IDPCommunicationError, the identity provider STS asks to
+// verify a web identity or SAML token being unreachable, which botocore's
+// standard mode retries too. Such an answer is an outage behind the
+// service, transient, not a fatal answer about the request.
+func isServiceRetryable(code string) bool { return code == "IDPCommunicationError" }
 
 // statusStandIn reports whether the API error err wraps is the stand-in S3's
 // deserializers (and S3 Control's) make of an error answer whose body names
