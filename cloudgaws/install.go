@@ -112,7 +112,9 @@ func WithServiceName(serviceID, name string) Option {
 // standard or adaptive retryer. The governor still accounts for every retry
 // it allows and ends its loop when the retry budget is empty; the retry
 // mode does not apply, and the attempts are the retryer's own unless
-// WithMaxRetries or WithConfig sets them.
+// WithMaxRetries or WithConfig sets them. Its retry quota does not apply
+// either (the SDK's standard retryer's, 500 tokens a client): the
+// governor's retry budget takes its place, as for a retryer Install makes.
 func WithBaseRetryer(newRetryer func() aws.Retryer) Option {
 	return optionFunc(func(c *config) { c.base = newRetryer })
 }
@@ -167,8 +169,9 @@ const (
 // WithConfig); without them, from cfg.RetryMaxAttempts and cfg.RetryMode
 // when set (config.LoadDefaultConfig fills them from AWS_MAX_ATTEMPTS and
 // AWS_RETRY_MODE), else 10 retries in standard mode. The SDK's per-client
-// retry quota is turned off: the governor's retry budget, shared by every
-// client of the process, takes its place.
+// retry quota is turned off, a retryer of the caller's included (its quota
+// no longer refuses a retry the governor lets go): the governor's retry
+// budget, shared by every client of the process, takes its place.
 //
 // Installing again, on cfg or on a copy of it (say with the account id
 // after an AssumeRole), replaces the earlier installation: every client

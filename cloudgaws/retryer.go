@@ -86,13 +86,26 @@ func (r *retryer) IsErrorRetryable(err error) bool {
 // the provider's retry budget, and an empty budget ends the loop with a
 // *ThrottlingError; a Retry-After that would pass the context's deadline
 // ends it with the provider's error. The retry is counted when it is sent.
+//
+// The base retryer's retry quota (the SDK's per-client token bucket, whose
+// refusal is a ratelimit.QuotaExceededError: "retry quota exceeded") does
+// not refuse a retry the guard is asked about: the governor's retry
+// budget, shared by every client of the process, takes its place, as it
+// does for the SDK's retryer Install makes (whose quota is
+// ratelimit.None). A retryer of the caller's (kept from cfg.Retryer, or
+// WithBaseRetryer's) is most often the SDK's standard one, quota and all.
 func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) error, error) {
 	release, err := r.RetryerV2.GetRetryToken(ctx, opErr)
-	if err != nil {
-		return release, err
-	}
 	st := stateFrom(ctx)
-	if st == nil || st.gd == nil || st.unsent != nil {
+	governed := st != nil && st.gd != nil && st.unsent == nil
+	if err != nil {
+		var qe ratelimit.QuotaExceededError
+		if !governed || !errors.As(err, &qe) {
+			return release, err
+		}
+		release = noRelease // the quota took no token
+	}
+	if !governed {
 		// Not governed, or the retry of an attempt that never left the
 		// process: no retry of the scope's, nothing to ask or watch.
 		return release, nil
@@ -116,6 +129,9 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	st.rewatch(0)
 	return release, nil
 }
+
+// noRelease is the release of a retry token no quota gave.
+func noRelease(error) error { return nil }
 
 // RetryDelay is the base retryer's backoff. For a governed call whose
 // retry GetRetryToken allowed, the SDK sleeps it next (with the
