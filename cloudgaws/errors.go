@@ -1,6 +1,8 @@
 package cloudgaws
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -119,17 +121,27 @@ type httpResponder interface {
 // timeout, Transient, as the core reads the transport's own timeouts, not
 // the fatal answer the 200 above it would make of it; and the error of an
 // attempt that failed before its request was sent (*unsentError) as a
-// local one; and the codes the SDK's service clients retry that the core's
+// local one; and a request the SDK could not send because its endpoint's
+// host does not exist (a *smithyhttp.RequestSendError of a DNS error that
+// found no host, NXDOMAIN: a service a region does not offer) as a local
+// error, Fatal, as the SDK, which does not retry it, reads it, though the
+// SDK's connection error it comes in would read as a transient network
+// failure; and the codes the SDK's service clients retry that the core's
 // tables do not have (see isServiceRetryable) as transient. The code S3's deserializers make up from the status of an
 // answer without a body (a HEAD's 503, ServiceUnavailable "Service
 // Unavailable", see statusStandIn) is no code of the service's: the status
 // decides, as for any answer without one (a 503 is throttling).
 func readResponseError(err error) (errread.Details, bool) {
-	switch err.(type) {
+	switch e := err.(type) {
 	case *awshttp.ResponseTimeoutError:
 		return errread.Details{Kind: errread.Transient}, true
 	case *unsentError:
 		return errread.Details{Kind: errread.Fatal}, true
+	case *smithyhttp.RequestSendError:
+		var dns *net.DNSError
+		if errors.As(e.Err, &dns) && dns.IsNotFound {
+			return errread.Details{Kind: errread.Fatal}, true
+		}
 	}
 	if c, ok := err.(interface{ ErrorCode() string }); ok && isServiceRetryable(c.ErrorCode()) {
 		return errread.Details{Kind: errread.Transient}, true

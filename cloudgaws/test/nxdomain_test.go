@@ -1,0 +1,60 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// noSuchHost fails every request as net/http does when the endpoint's
+// host does not exist (NXDOMAIN): a scan of every region reaches it for a
+// service a region does not offer.
+type noSuchHost struct{}
+
+func (noSuchHost) Do(req *http.Request) (*http.Response, error) {
+	return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: &net.DNSError{Err: "no such host", Name: req.URL.Hostname(), IsNotFound: true}}}
+}
+
+// An endpoint whose host does not exist sends nothing to any service: the
+// SDK, which wraps every transport failure in a connection error, does not
+// retry it (RetryableConnectionError reads a DNS error that found no host
+// as final), and the governor does not take it for the scope's transient
+// error either. The call is lost as errored, a local error, as a call
+// whose endpoint could not be resolved is: no transient error counted, no
+// failure of the scope's breaker.
+func TestAHostThatDoesNotExistIsNoTransientError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, g := governed(t, f, resilience.Config{})
+		cfg.HTTPClient = noSuchHost{}
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "vpcs")
+		err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+		var dns *net.DNSError
+		if !errors.As(err, &dns) || !dns.IsNotFound {
+			t.Fatalf("err %v, want the transport's no such host", err)
+		}
+		if k := resilience.Classify(err); k != resilience.Fatal {
+			t.Fatalf("no such host: %v, want FATAL (nothing was sent; the SDK does not retry it)", k)
+		}
+		s := scopeStats(g, stats, ec2Key)
+		if s.Calls != 1 || s.Retries != 0 || s.TransientErrors != 0 || s.Failed != 0 || s.Errored != 1 {
+			t.Fatalf("ec2 counters %v; want one call, no retry, no transient error, lost as errored", s)
+		}
+		if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+			t.Fatalf("ledger %q, want the call lost as errored", ledger.Describe())
+		}
+		snap := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+		if snap.Breaker.Failures != 0 {
+			t.Fatalf("breaker %+v; want no failure of the scope's", snap.Breaker)
+		}
+	})
+}
