@@ -116,21 +116,25 @@ type httpResponder interface {
 // error a client returns. The error code the core reads by method already
 // (smithy.APIError's ErrorCode).
 //
-// It also reads the SDK's read timeout (*awshttp.ResponseTimeoutError, of
-// an answer whose connection went silent), which the SDK retries: a
-// timeout, Transient, as the core reads the transport's own timeouts, not
-// the fatal answer the 200 above it would make of it; and the error of an
-// attempt that failed before its request was sent (*unsentError) as a
-// local one; and a request the SDK could not send because its endpoint's
-// host does not exist (a *smithyhttp.RequestSendError of a DNS error that
-// found no host, NXDOMAIN: a service a region does not offer) as a local
-// error, Fatal, as the SDK, which does not retry it, reads it, though the
-// SDK's connection error it comes in would read as a transient network
-// failure; and the codes the SDK's service clients retry that the core's
-// tables do not have (see isServiceRetryable) as transient. The code S3's deserializers make up from the status of an
-// answer without a body (a HEAD's 503, ServiceUnavailable "Service
-// Unavailable", see statusStandIn) is no code of the service's: the status
-// decides, as for any answer without one (a 503 is throttling).
+// It also reads what the core's tables alone would read otherwise than the
+// SDK does:
+//   - the SDK's read timeout (*awshttp.ResponseTimeoutError, of an answer
+//     whose connection went silent), which the SDK retries: a timeout,
+//     Transient, as the core reads the transport's own timeouts, not the
+//     fatal answer the 200 above it would make of it;
+//   - the error of an attempt that failed before its request was sent
+//     (*unsentError): a local one, Fatal;
+//   - a request the SDK could not send because its endpoint's host does
+//     not exist (a *smithyhttp.RequestSendError of a DNS error that found
+//     no host, NXDOMAIN: a service a region does not offer): a local
+//     error, Fatal, as the SDK, which does not retry it, reads it, not the
+//     transient network failure the connection error around it would be;
+//   - the codes the SDK's service clients retry that the core's tables do
+//     not have (see isServiceRetryable): Transient;
+//   - the code S3's deserializers make up from the status of an answer
+//     without a body (a HEAD's 503, ServiceUnavailable "Service
+//     Unavailable", see statusStandIn), no code of the service's: the
+//     status decides, as for any answer without one (a 503 is throttling).
 func readResponseError(err error) (errread.Details, bool) {
 	switch e := err.(type) {
 	case *awshttp.ResponseTimeoutError:
