@@ -100,7 +100,12 @@
 // headers of the SDK's HTTP response errors, so the guard and
 // resilience.RetryAfter read Retry-After and x-amz-retry-after from any
 // error a client returns, and its read timeout as a transient error (the
-// SDK retries it); and it teaches the core's configuration check
+// SDK retries it), as it reads the errors the core's tables alone would
+// read otherwise than the SDK does: STS's IDPCommunicationError, which the
+// STS client retries, as transient; a request sent to a host that does
+// not exist (NXDOMAIN), which the SDK does not retry, as a local error;
+// the code S3's client makes up for an answer without a body (a HEAD's
+// 503) by its status, a throttle; and it teaches the core's configuration check
 // (resilience.Config's Validate, so ParseConfig, LoadConfig and
 // Configure) the SDK's services and operations, so that an override key
 // no call can match is an error with the name meant when it is near:
