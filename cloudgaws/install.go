@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"reflect"
 	"strings"
@@ -37,7 +38,8 @@ type config struct {
 }
 
 // WithGovernor governs the clients with g instead of the process governor
-// (resilience.Default, looked up at each call).
+// (resilience.Default, looked up at each call). Installed again without
+// it, a config keeps the governor of its earlier installation.
 func WithGovernor(g *resilience.Governor) Option {
 	return optionFunc(func(c *config) { c.gov = g })
 }
@@ -97,7 +99,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithServiceName names the service of an SDK service ID in scopes, for a
-// service whose botocore name ServiceName does not know.
+// service whose botocore name ServiceName does not know. Installed again,
+// a config keeps the names of its earlier installation, the options'
+// added to them.
 func WithServiceName(serviceID, name string) Option {
 	return optionFunc(func(c *config) {
 		if c.names == nil {
@@ -175,7 +179,10 @@ const (
 //
 // Installing again, on cfg or on a copy of it (say with the account id
 // after an AssumeRole), replaces the earlier installation: every client
-// made afterwards is governed once, with the latest settings. Install
+// made afterwards is governed once, with the latest settings. What the
+// options do not set is the earlier installation's: its governor
+// (WithGovernor), its service names (WithServiceName, to which the
+// options' are added) and its retry settings. Install
 // never breaks cfg: on failure (a nil cfg, an invalid option, an account
 // id with space in it, as one read from a file with its newline) it leaves
 // cfg as it was, so that its clients work ungoverned, logs the error at
@@ -216,6 +223,19 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 		accountID = "" // unknown: one scope, shown as *, whichever way it is spelled
 	}
 	inst := &installation{gov: c.gov, account: accountID, names: c.names, base: c.base, mode: c.mode}
+	if earlier := installed(*cfg); earlier != nil {
+		// Installed again (the assumed-role config, with its account):
+		// the earlier installation's governor and service names stay,
+		// unless the options name others.
+		if inst.gov == nil {
+			inst.gov = earlier.gov
+		}
+		if len(earlier.names) > 0 {
+			names := maps.Clone(earlier.names)
+			maps.Copy(names, c.names)
+			inst.names = names
+		}
+	}
 
 	// Settings the config already had: its own, or an earlier install's.
 	var prev *retryer
