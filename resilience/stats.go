@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
+	"github.com/cloudg/cloudg/internal/scopekey"
 )
 
 // A tally is one of the events counters count.
@@ -160,6 +161,11 @@ func WithStats(ctx context.Context) (context.Context, *Stats) {
 //
 //	aws/123456789012/eu-west-1/ec2: throttled 2x, slowed to 5.0 rps, 2 retries
 //	aws/123456789012/eu-west-1/secretsmanager: waited 5.0s for rate limit
+//
+// A scope whose string (Scope.String) holds a character that is not
+// printable, a newline or a byte that is not UTF-8, is written quoted as
+// strconv.Quote quotes it ("gcp/*/*/dri\nve": 1 call errored), so that
+// no part of a scope ends a line or forges another.
 func (s *Stats) Messages() []string {
 	if s == nil {
 		return nil
@@ -502,6 +508,11 @@ func messages(m map[Scope]Counters) []string {
 	})
 	var out []string
 	for _, r := range rows {
+		if !scopekey.Printable(r.name) {
+			// One line per scope: a part's newline, a byte that is not
+			// UTF-8, is written escaped.
+			r.name = strconv.Quote(r.name)
+		}
 		if line := r.c.message(r.name); line != "" {
 			out = append(out, line)
 		}

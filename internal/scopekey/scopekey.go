@@ -6,6 +6,8 @@ package scopekey
 import (
 	"errors"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Format writes the first n of parts (provider, account, region, service,
@@ -127,4 +129,28 @@ func AppendKey(dst []byte, parts *[5]string) []byte {
 		part(parts[4])
 	}
 	return dst
+}
+
+// Printable reports whether s is valid UTF-8 whose every character is
+// printable (unicode.IsPrint: letters, marks, numbers, punctuation,
+// symbols and the ASCII space), so that it reads on one line as it is:
+// no control character (a newline), no line or paragraph separator, no
+// format character (a bidirectional override), and no U+FFFD, which is
+// what a byte that is not UTF-8 reads as.
+func Printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' {
+			return printableRunes(s[i:])
+		}
+	}
+	return true
+}
+
+func printableRunes(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return false // RuneError: a byte that is not UTF-8 (or U+FFFD itself)
+		}
+	}
+	return true
 }

@@ -1,0 +1,33 @@
+package scopekey
+
+import (
+	"strings"
+	"testing"
+)
+
+// Printable takes text that reads on one line as it is, and nothing that
+// a terminal, a log or a page would read otherwise.
+func TestPrintable(t *testing.T) {
+	for s, want := range map[string]bool{
+		"":                       true,
+		"aws/123456789012/*/ec2": true,
+		"a b":                    true,
+		"ünïcödé 東京":             true,
+		"a\nb":                   false,
+		"a\rb":                   false,
+		"a\tb":                   false,
+		"\x00":                   false,
+		"\x7f":                   false,
+		"\u0085":                 false, // NEL, a C1 control
+		"a\u2028b":               false, // line separator
+		"\u202eevil":             false, // right-to-left override
+		"\xff":                   false,
+		"ok\xc3":                 false, // a truncated rune
+		"\ufffd":                 false, // the replacement character reads as a byte that was not UTF-8
+		strings.Repeat("x", 1e4): true,
+	} {
+		if got := Printable(s); got != want {
+			t.Errorf("Printable(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
