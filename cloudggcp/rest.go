@@ -18,6 +18,7 @@ import (
 	"github.com/cloudg/cloudg/cloudghttp"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/internal/peek"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -269,6 +270,12 @@ func byReason(status int) bool {
 //     (create, in an API whose paths start with the version) on a
 //     collection.
 //
+// A service or an operation so read that holds a character that is not
+// printable (a newline, %0A; a byte that is not UTF-8), a space, or more
+// than 128 bytes is none (*), so that a request's text reaches no log
+// line or metric label as it is and makes no scope without bound:
+// www.googleapis.com/dri%0Ave/v3/files/f1 is gcp/*/*/*/files_get.
+//
 // So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
 // and List gcp/projects/p1/*/compute/instances_list. In an API whose paths start
 // with the version, a singleton resource that holds collections (AIP-156:
@@ -376,7 +383,17 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	}
 	t := restTokens(segs[ver+1:], pathVerbs)
 	op := restOperation(method, t, verb, pathVerbs, service)
-	return resilience.Scope{Provider: "gcp", Account: restAccount(r, t, op), Service: service, Operation: op}
+	account := restAccount(r, t, op)
+	// A service or an operation read from a host or a path segment that
+	// holds a character that is not printable, a space, or more than
+	// scopekey.MaxPlain bytes is none.
+	if !scopekey.Plain(service) {
+		service = ""
+	}
+	if !scopekey.Plain(op) {
+		op = ""
+	}
+	return resilience.Scope{Provider: "gcp", Account: account, Service: service, Operation: op}
 }
 
 // universeService returns the service a host of another universe than

@@ -884,3 +884,40 @@ func TestRESTScopeOfAnOrganizationInTheQuery(t *testing.T) {
 		}
 	}
 }
+
+// A service or an operation read from a URL (a host's label, a path's
+// segment, unescaped) that holds a character that is not printable (a
+// newline, a byte that is not UTF-8, a bidirectional override), a space,
+// or more than 128 bytes is none: such a part would carry the request's
+// text into logs, metrics labels and the status page, and make scopes
+// without bound. The account is read by Google Cloud's grammar
+// (TestAnInvalidAccountIDIsNoAccount); the other parts keep their
+// reading.
+func TestRESTScopeTakesNoPartThatIsNotPlain(t *testing.T) {
+	long := strings.Repeat("x", 129)
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "https://www.googleapis.com/dri%0Ave/v3/files/f1", "gcp/*/*/*/files_get"},
+		{"GET", "https://www.googleapis.com/dri%20ve/v3/files/f1", "gcp/*/*/*/files_get"},
+		{"GET", "https://www.googleapis.com/dri%FFve/v3/files/f1", "gcp/*/*/*/files_get"},
+		{"GET", "https://www.googleapis.com/" + long + "/v3/files/f1", "gcp/*/*/*/files_get"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1/top%0Aics", "gcp/projects/p1/*/pubsub"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1/top%E2%80%AEics", "gcp/projects/p1/*/pubsub"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1/top%C2%85ics", "gcp/projects/p1/*/pubsub"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1/" + long, "gcp/projects/p1/*/pubsub"},
+		{"POST", "https://compute.googleapis.com/compute/v1/projects/p1/zones/z/instances/i/st%0Aart", "gcp/projects/p1/*/compute"},
+		{"GET", "https://%FF.googleapis.com/v1/projects/p1/topics", "gcp/projects/p1/*/*/topics_list"},
+		{"GET", "https://" + long + ".googleapis.com/v1/projects/p1/topics", "gcp/projects/p1/*/*/topics_list"},
+		{"GET", "https://ev%FFil.s3nsapis.fr/v1/projects/p1/topics", "gcp/projects/p1/*/*/topics_list"},
+		// Plain parts, up to 128 bytes, stay.
+		{"GET", "https://www.googleapis.com/drive/v3/files/f1", "gcp/*/*/drive/files_get"},
+		{"GET", "https://pubsub.googleapis.com/v1/projects/p1/" + long[:123], "gcp/projects/p1/*/pubsub/" + long[:123] + "_list"},
+	} {
+		r, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(r).String(); got != tc.want {
+			t.Errorf("RESTScope(%s %.80s) = %q, want %q", tc.method, tc.url, got, tc.want)
+		}
+	}
+}

@@ -154,3 +154,20 @@ func printableRunes(s string) bool {
 	}
 	return true
 }
+
+// MaxPlain is the most bytes of a part Plain takes: more than any
+// provider's name of a service, an operation, an account or a region
+// (DNS labels have 63 at most), so that a long segment of a request's
+// path (10 KB of it) does not become a scope.
+const MaxPlain = 128
+
+// Plain reports whether p, a part an integration reads from a request (a
+// URL's host, a path segment, unescaped), may be a scope's part: at most
+// MaxPlain bytes of Printable text, without a space. An integration gives
+// a part that is not the part's fallback (none, or its provider's
+// generic name for the service), so that a newline sent in a URL
+// (/dri%0Ave/v3/files) reaches no log line, metric label or page, and no
+// request's text makes scopes without bound.
+func Plain(p string) bool {
+	return len(p) <= MaxPlain && strings.IndexByte(p, ' ') < 0 && Printable(p)
+}

@@ -31,3 +31,23 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// Plain takes a part read from a request only when it is Printable, holds
+// no space and is MaxPlain bytes at most.
+func TestPlain(t *testing.T) {
+	for s, want := range map[string]bool{
+		"":                              true,
+		"pubsub":                        true,
+		"instances_get":                 true,
+		"projects/p1":                   true,
+		strings.Repeat("x", MaxPlain):   true,
+		strings.Repeat("x", MaxPlain+1): false,
+		"dri ve":                        false,
+		"dri\nve":                       false,
+		"dri\xffve":                     false,
+	} {
+		if got := Plain(s); got != want {
+			t.Errorf("Plain(%.40q) = %v, want %v", s, got, want)
+		}
+	}
+}
