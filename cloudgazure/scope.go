@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudg/cloudg/internal/cowmap"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -255,6 +256,14 @@ func oneOf(s string, suffixes []string) bool {
 // tenant goes in azure/tenants/<tenant id>/*/resourcegraph, one whose
 // token names none in GraphScope. The tenant is in no URL, and a
 // scheduler that declares such a request's scope puts it in ScopeOfURL's.
+//
+// A part read from the URL (a host's label, a path's segment, unescaped)
+// that holds a character that is not printable (a newline, %0A; a byte
+// that is not UTF-8), a space, or more than 128 bytes gives the part's
+// fallback, so that a request's text reaches no log line or metric label
+// as it is and makes no scope without bound: no account
+// (https://%FF.vault.azure.net is azure/*/*/keyvault), no region, and for
+// a namespace resources (see ScopeOf).
 func ScopeOfURL(u *url.URL) resilience.Scope {
 	host := strings.TrimSuffix(u.Hostname(), ".")
 	name, rest, ok := strings.Cut(host, ".")
@@ -285,7 +294,7 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 			// <name>.<region>, a substring of host: the name is unique
 			// within its region only.
 			sc := dataPlane(host[:len(name)+1+len(region)], ServiceEventGrid)
-			sc.Region = lower(region)
+			sc.Region = plainLower(region)
 			return sc
 		}
 		if sc, ok := otherPlane(name, svc, rest); ok {
@@ -429,7 +438,7 @@ func isGUID(s string) bool {
 
 // dataPlane is the scope of a data-plane resource's requests.
 func dataPlane(resource, service string) resilience.Scope {
-	return resilience.Scope{Provider: Provider, Account: lower(resource), Service: service}
+	return resilience.Scope{Provider: Provider, Account: plainLower(resource), Service: service}
 }
 
 // GraphScope returns Resource Graph's scope, azure/*/*/resourcegraph: no
@@ -449,7 +458,10 @@ func GraphScope() resilience.Scope {
 // follows a providers segment names a namespace: a resource group or a
 // resource named Microsoft.<something> (the portal names its deployments
 // Microsoft.Template-<time>) does not. Resource Graph paths map to
-// GraphScope. Segment names match case-insensitively, as ARM's do.
+// GraphScope. Segment names match case-insensitively, as ARM's do. A
+// subscription or a namespace that holds a character that is not
+// printable (a newline, a byte that is not UTF-8), a space, or more than
+// 128 bytes is none: no account, and the service resources.
 //
 //	/subscriptions/0B1F.../resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v
 //	  -> azure/0b1f.../*/network
@@ -481,14 +493,32 @@ func ScopeOf(path string) resilience.Scope {
 			ns = seg[len("microsoft."):]
 		}
 	}
-	if ns == "" {
-		return resilience.Scope{Provider: Provider, Account: lower(sub), Service: ServiceResources}
+	if ns != "" {
+		ns = plainLower(ns)
 	}
-	ns = lower(ns)
+	if ns == "" {
+		return resilience.Scope{Provider: Provider, Account: plainLower(sub), Service: ServiceResources}
+	}
 	if ns == ServiceResourceGraph {
 		return GraphScope()
 	}
-	return resilience.Scope{Provider: Provider, Account: lower(sub), Service: ns}
+	return resilience.Scope{Provider: Provider, Account: plainLower(sub), Service: ns}
+}
+
+// plainLower returns a part read from a URL (a host's label, a path's
+// segment) in lower case, or "" when it is not plain (scopekey.Plain: a
+// character that is not printable, a newline or a byte that is not
+// UTF-8, a space, or more than scopekey.MaxPlain bytes), so that a
+// request's text reaches no log line or metric label as it is, and makes
+// no scope without bound. A long part is not lower-cased, nor cached.
+func plainLower(s string) string {
+	if !scopekey.Plain(s) {
+		return ""
+	}
+	if s = lower(s); !scopekey.Plain(s) {
+		return ""
+	}
+	return s
 }
 
 // lower returns s in lower case. Strings already in lower case come back

@@ -1,6 +1,8 @@
 package test
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -96,6 +98,43 @@ func TestScopeOfNamespaceFollowsProviders(t *testing.T) {
 	for _, c := range cases {
 		if got := cloudgazure.ScopeOf(c.path); got != c.want {
 			t.Errorf("ScopeOf(%q) = %v, want %v", c.path, got, c.want)
+		}
+	}
+}
+
+// A part read from a URL (a host's label, a path's segment, unescaped)
+// that holds a character that is not printable (a newline, a byte that is
+// not UTF-8, a bidirectional override), a space, or more than 128 bytes
+// gives the part's fallback: no account, no region, and for a namespace
+// Resource Manager's generic service, resources. Such a part would carry
+// the request's text into logs, metrics labels and the status page, and
+// make scopes without bound.
+func TestScopeOfURLTakesNoPartThatIsNotPlain(t *testing.T) {
+	long := strings.Repeat("x", 129)
+	const arm = "https://management.azure.com"
+	for _, tc := range []struct{ url, want string }{
+		{arm + "/subscriptions/ab%0Acd/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v", "azure/*/*/network"},
+		{arm + "/subscriptions/ab%20cd/providers/Microsoft.Network/virtualNetworks", "azure/*/*/network"},
+		{arm + "/subscriptions/ab%FFcd/providers/Microsoft.Network/virtualNetworks", "azure/*/*/network"},
+		{arm + "/subscriptions/" + long + "/providers/Microsoft.Network/virtualNetworks", "azure/*/*/network"},
+		{arm + "/subscriptions/" + subB + "/providers/Microsoft.Net%0Awork/virtualNetworks", "azure/" + subB + "/*/resources"},
+		{arm + "/subscriptions/" + subB + "/providers/Microsoft.Net%E2%80%AEwork/virtualNetworks", "azure/" + subB + "/*/resources"},
+		{arm + "/subscriptions/" + subB + "/providers/Microsoft." + long + "/x", "azure/" + subB + "/*/resources"},
+		{"https://%FF.vault.azure.net/secrets/s", "azure/*/*/keyvault"},
+		{"https://" + long + ".blob.core.windows.net/c/b", "azure/*/*/blob"},
+		{"https://" + long + ".westus2-1.eventgrid.azure.net/api/events", "azure/*/westus2/eventgrid"},
+		{"https://orders." + long + "-1.eventgrid.azure.net/api/events", "azure/*/*/eventgrid"},
+		{"https://ev%FFil.documents.azure.com/dbs/d", "azure/*/*/cosmosdb"},
+		// Plain parts stay.
+		{"https://orders.westus2-1.eventgrid.azure.net/api/events", "azure/orders.westus2/westus2/eventgrid"},
+		{"https://" + long[:24] + ".vault.azure.net/secrets/s", "azure/" + long[:24] + "/*/keyvault"},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cloudgazure.ScopeOfURL(u).String(); got != tc.want {
+			t.Errorf("ScopeOfURL(%.90s) = %q, want %q", tc.url, got, tc.want)
 		}
 	}
 }

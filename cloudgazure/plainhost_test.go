@@ -1,0 +1,27 @@
+package cloudgazure
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A request azcosmos made on a host of no Cosmos DB account's goes in its
+// host's scope, but not in a host name that is not plain (a byte that is
+// not UTF-8, more than 128 bytes): that one has no account.
+func TestAzcosmosRequestOfAHostThatIsNotPlain(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"https://ev%FFil.example.com/dbs/d", "azure/*/*/cosmosdb"},
+		{"https://" + strings.Repeat("x", 120) + ".example.com/dbs/d", "azure/*/*/cosmosdb"},
+		{"https://localhost:8081/dbs/d", "azure/localhost/*/cosmosdb"},
+	} {
+		r, err := http.NewRequest(http.MethodGet, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set(hdrCosmosCapabilities, "1")
+		if sc, _ := requestScope(r); sc.String() != tc.want {
+			t.Errorf("requestScope(%.60s) = %q, want %q", tc.url, sc.String(), tc.want)
+		}
+	}
+}
