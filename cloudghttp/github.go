@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/internal/peek"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/internal/scopenames"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
@@ -140,7 +141,11 @@ const lowShare = 10
 // name in lower case in the scope's Region: the audit logs of several
 // organisations read with one token each run at the rate of the
 // audit_log service key, and one whose quota is spent holds none of the
-// others back. A self-hosted runner's registration token (POST
+// others back. A name that holds a character that is not printable (a
+// newline, %0A; a byte that is not UTF-8), a space, or that makes the
+// Region more than 128 bytes names none: /orgs/ev%0Ail/audit-log is
+// github/<account>/*/audit_log, so that a request's text reaches no log
+// line or metric label as it is and makes no scope without bound. A self-hosted runner's registration token (POST
 // .../actions/runners/registration-token of a repository, organisation or
 // enterprise) is in rest: GitHub counts its creation against core, and
 // actions_runner_registration only the runner's registration with it
@@ -251,7 +256,8 @@ func githubService(path string) string {
 // githubRoute returns the service of a GitHub API path and, for the audit
 // log's, the entity whose quota it counts against: "orgs/<org>" or
 // "enterprises/<enterprise>", the name in lower case (GitHub's names are
-// case-insensitive); "" for the other services.
+// case-insensitive), or "" when that is not plain (scopekey.Plain); "" for
+// the other services.
 func githubRoute(path string) (service, entity string) {
 	switch path {
 	case "/graphql", "/api/graphql":
@@ -285,7 +291,13 @@ func githubRoute(path string) (service, entity string) {
 		switch {
 		case name == "":
 		case path == "/audit-log":
-			return GitHubAuditLog, first + "/" + strings.ToLower(name)
+			// An entity is a name read from the path: one that is not
+			// plain (a newline, a byte that is not UTF-8, a space, too
+			// long) names none.
+			if entity := first + "/" + strings.ToLower(name); scopekey.Plain(entity) {
+				return GitHubAuditLog, entity
+			}
+			return GitHubAuditLog, ""
 		case first == "enterprises" && (path == "/audit-log/streams" || path == "/audit-log/stream-key" ||
 			strings.HasPrefix(path, "/audit-log/streams/")):
 			return GitHubAuditLogStreaming, ""

@@ -1447,3 +1447,34 @@ func TestGitHubRunnerRegistrationTokenCountsInCore(t *testing.T) {
 		})
 	}
 }
+
+// The audit log's entity is read from the path (unescaped): a name that
+// holds a character that is not printable (a newline, a byte that is not
+// UTF-8, a bidirectional override), a space, or that makes the scope's
+// region (orgs/<org>) more than 128 bytes names none, so that the request's text reaches no log line or metric
+// label as it is, and makes no scope without bound; the call is the
+// audit log's still, in the scope of no entity.
+func TestGitHubAuditLogEntityThatIsNotPlainIsNone(t *testing.T) {
+	long := strings.Repeat("x", 129)
+	scope := cloudghttp.GitHub("octo")
+	for _, c := range []struct{ path, want string }{
+		{"/orgs/ev%0Ail/audit-log", "github/octo/*/audit_log"},
+		{"/orgs/ev%20il/audit-log", "github/octo/*/audit_log"},
+		{"/orgs/ev%FFil/audit-log", "github/octo/*/audit_log"},
+		{"/orgs/ev%E2%80%AEil/audit-log", "github/octo/*/audit_log"},
+		{"/enterprises/" + long + "/audit-log", "github/octo/*/audit_log"},
+		{"/orgs/Octo-Org/audit-log", "github/octo/orgs/octo-org/audit_log"},
+		{"/enterprises/" + long[:116] + "/audit-log", "github/octo/enterprises/" + long[:116] + "/audit_log"}, // 128 bytes
+		{"/enterprises/" + long[:117] + "/audit-log", "github/octo/*/audit_log"},
+	} {
+		for _, u := range []string{"https://api.github.com" + c.path, "https://ghe.example.com/api/v3" + c.path} {
+			req, err := http.NewRequest(http.MethodGet, u, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := scope(req).String(); got != c.want {
+				t.Errorf("GET %.80s: scope %q, want %q", u, got, c.want)
+			}
+		}
+	}
+}
