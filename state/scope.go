@@ -30,7 +30,21 @@ import (
 // "projects/<id>"), and no call is refused for it. String is for reading
 // and may print two scopes alike (account "a/b" in region "c", and account
 // "a" in region "b/c"); Key is unambiguous, and the governor keys its state
-// and the Summary's maps by it.
+// and the Summary's maps by it. What shows a scope escapes it as its
+// medium asks: the governor's log lines as log/slog quotes an attribute,
+// the status page as HTML, package resilience's Stats.Messages quoted
+// when a part holds a character that is not printable; an error's
+// message (package resilience's CircuitOpenError) writes String as it
+// is, as Go's errors write the names they carry.
+//
+// The SDK integrations of this module read parts from requests (a URL's
+// host and path segments, unescaped) and never put in a scope a part that
+// holds a character that is not printable (a control character such as a
+// newline, a byte that is not UTF-8), a space, or more than 128 bytes: a
+// part read so that does gives the part's fallback instead, none (*) or
+// the provider's generic service (azure's resources), so that a request's
+// text reaches no log line or metric label as it is, and makes no scope
+// without bound. A scope function of your own should do the same.
 type Scope struct {
 	Provider  string `json:"provider"`
 	Account   string `json:"account,omitempty"`
