@@ -11,9 +11,10 @@
 //	}
 //	client := ec2.NewFromConfig(cfg)
 //
-// A program that does not know the account its credentials act in asks
-// STS once with AccountID, rather than installing with "*", which merges
-// every account the config reaches into one scope.
+// A program that does not know the account its credentials act in gets
+// it with AccountID (from the credentials when they carry it, else from
+// STS, once), rather than installing with "*", which merges every account
+// the config reaches into one scope.
 //
 // Each call is attributed to the scope aws/<account>/<region>/<service>/
 // <Operation>, with the botocore-style service name (ec2, secretsmanager,

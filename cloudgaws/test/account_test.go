@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
 	"github.com/cloudg/cloudg/cloudgaws"
@@ -106,5 +107,56 @@ func TestAccountIDRefusesAnAnswerWithoutAccount(t *testing.T) {
 	account, err := cloudgaws.AccountID(context.Background(), awsConfig(newFake(t), srv))
 	if account != "" || err == nil || !strings.Contains(err.Error(), "no account") {
 		t.Fatalf("AccountID = %q, %v; want an error", account, err)
+	}
+}
+
+// Credentials that carry their account (the SDK's SSO and assume-role
+// providers fill aws.Credentials.AccountID, and so do static credentials
+// read from AWS_ACCOUNT_ID) say it without a call: AccountID reads it
+// there and sends nothing to STS. Credentials without it still have STS
+// asked (TestAccountIDAsksSTSOnceThroughTheConfig).
+func TestAccountIDReadsTheCredentialsAccountWithoutACall(t *testing.T) {
+	f := newFake(t)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cfg := awsConfig(f, srv)
+	cfg.Credentials = aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Source: "test", AccountID: "210987654321"}, nil
+	}))
+
+	account, err := cloudgaws.AccountID(context.Background(), cfg)
+	if err != nil || account != "210987654321" {
+		t.Fatalf("AccountID = %q, %v; want the credentials' 210987654321", account, err)
+	}
+	if n := f.count("GetCallerIdentity"); n != 0 {
+		t.Fatalf("GetCallerIdentity sent %d time(s), want none: the credentials carry the account", n)
+	}
+}
+
+// Credentials that cannot be had fail AccountID with their error, once:
+// the STS call, which would sign with them, is not made to fail the same
+// way a second time (a cache does not keep a failure, and an instance
+// metadata service that does not answer takes its timeout again).
+func TestAccountIDReturnsTheCredentialsError(t *testing.T) {
+	f := newFake(t)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cfg := awsConfig(f, srv)
+	errNoCreds := errors.New("no credentials here")
+	var retrieved int
+	cfg.Credentials = aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		retrieved++
+		return aws.Credentials{}, errNoCreds
+	}))
+
+	account, err := cloudgaws.AccountID(context.Background(), cfg)
+	if account != "" || !errors.Is(err, errNoCreds) {
+		t.Fatalf("AccountID = %q, %v; want the credentials' error", account, err)
+	}
+	if !strings.HasPrefix(err.Error(), "cloudgaws: account id: ") {
+		t.Fatalf("error %q does not say where it comes from", err)
+	}
+	if n := f.count("GetCallerIdentity"); retrieved != 1 || n != 0 {
+		t.Fatalf("credentials retrieved %d time(s), GetCallerIdentity sent %d; want 1 and 0", retrieved, n)
 	}
 }
