@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -57,4 +58,55 @@ func TestAHostThatDoesNotExistIsNoTransientError(t *testing.T) {
 			t.Fatalf("breaker %+v; want no failure of the scope's", snap.Breaker)
 		}
 	})
+}
+
+// dnsFailure fails every request with the DNS error err, as net/http does
+// when the resolver cannot answer for the endpoint's host.
+type dnsFailure struct{ err *net.DNSError }
+
+func (d dnsFailure) Do(req *http.Request) (*http.Response, error) {
+	e := *d.err
+	e.Name = req.URL.Hostname()
+	return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: &net.OpError{Op: "dial", Net: "tcp", Err: &e}}
+}
+
+// Only a DNS answer that the host does not exist (net.DNSError.IsNotFound)
+// is a local error: a resolver that timed out (IsTimeout) or failed for
+// now (IsTemporary: SERVFAIL, "server misbehaving") says nothing of the
+// host, the SDK retries the call, and the governor reads each attempt as
+// the transient network failure it is, the call lost as failed after its
+// retries.
+func TestATemporaryDNSFailureStaysTransient(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  *net.DNSError
+	}{
+		{"timeout", &net.DNSError{Err: "i/o timeout", Server: "10.0.0.2:53", IsTimeout: true}},
+		{"SERVFAIL", &net.DNSError{Err: "server misbehaving", Server: "10.0.0.2:53", IsTemporary: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake(t)
+				cfg, g := governed(t, f, resilience.Config{}, cloudgaws.WithMaxRetries(2))
+				cfg.HTTPClient = dnsFailure{tc.err}
+				ctx, stats := resilience.WithStats(context.Background())
+				ctx, ledger := resilience.WithLedger(ctx, "vpcs")
+				err := describeVpcs(ctx, ec2.NewFromConfig(cfg))
+				var dns *net.DNSError
+				if !errors.As(err, &dns) || dns.IsNotFound {
+					t.Fatalf("err %v, want the transport's %s", err, tc.name)
+				}
+				if k := resilience.Classify(err); k != resilience.Transient {
+					t.Fatalf("DNS %s: %v, want TRANSIENT (the SDK retries it)", tc.name, k)
+				}
+				s := scopeStats(g, stats, ec2Key)
+				if s.Calls != 1 || s.Retries != 2 || s.TransientErrors != 3 || s.Failed != 1 || s.Errored != 0 {
+					t.Fatalf("ec2 counters %v; want one call, two retries, three transient errors, lost as failed", s)
+				}
+				if ledger.Count(resilience.LossFailed) != 1 {
+					t.Fatalf("ledger %q, want the call lost as failed", ledger.Describe())
+				}
+			})
+		})
+	}
 }
