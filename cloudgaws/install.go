@@ -93,7 +93,9 @@ func WithConfig(cfg Config) Option {
 }
 
 // WithLogger makes Install log a failure to install (at warn level) to l
-// instead of slog.Default().
+// instead of slog.Default(). Installed again without it, a config keeps
+// the logger of its earlier installation: a failure to install it again
+// is logged there.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l })
 }
@@ -127,6 +129,7 @@ func WithBaseRetryer(newRetryer func() aws.Retryer) Option {
 // the config's clients, and the factory of their retryers.
 type installation struct {
 	gov     *resilience.Governor // nil: resilience.Default()
+	logger  *slog.Logger         // WithLogger's; nil: slog.Default()
 	account string
 	names   map[string]string
 	cache   nameCache
@@ -181,13 +184,14 @@ const (
 // after an AssumeRole), replaces the earlier installation: every client
 // made afterwards is governed once, with the latest settings. What the
 // options do not set is the earlier installation's: its governor
-// (WithGovernor), its service names (WithServiceName, to which the
-// options' are added) and its retry settings. Install
-// never breaks cfg: on failure (a nil cfg, an invalid option, an account
-// id with space in it, as one read from a file with its newline) it leaves
-// cfg as it was, so that its clients work ungoverned, logs the error at
-// warn level (a program that drops the error still hears of it) and
-// returns it.
+// (WithGovernor), its logger (WithLogger), its service names
+// (WithServiceName, to which the options' are added) and its retry
+// settings. Install never breaks cfg: on failure (a nil cfg, an invalid
+// option, an account id with space in it, as one read from a file with
+// its newline) it leaves cfg as it was, so that its clients work
+// ungoverned, logs the error at warn level (to the logger of WithLogger,
+// or of the earlier installation; a program that drops the error still
+// hears of it) and returns it.
 func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	var c config
 	for _, o := range opts {
@@ -201,6 +205,11 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 		}
 		if err != nil {
 			logger := c.logger
+			if logger == nil && cfg != nil {
+				if earlier := installed(*cfg); earlier != nil {
+					logger = earlier.logger
+				}
+			}
 			if logger == nil {
 				logger = slog.Default()
 			}
@@ -222,13 +231,16 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	if accountID == "*" {
 		accountID = "" // unknown: one scope, shown as *, whichever way it is spelled
 	}
-	inst := &installation{gov: c.gov, account: accountID, names: c.names, base: c.base, mode: c.mode}
+	inst := &installation{gov: c.gov, account: accountID, names: c.names, base: c.base, mode: c.mode, logger: c.logger}
 	if earlier := installed(*cfg); earlier != nil {
 		// Installed again (the assumed-role config, with its account):
-		// the earlier installation's governor and service names stay,
-		// unless the options name others.
+		// the earlier installation's governor, logger and service names
+		// stay, unless the options name others.
 		if inst.gov == nil {
 			inst.gov = earlier.gov
+		}
+		if inst.logger == nil {
+			inst.logger = earlier.logger
 		}
 		if len(earlier.names) > 0 {
 			names := maps.Clone(earlier.names)

@@ -1,7 +1,10 @@
 package test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -71,4 +74,38 @@ func TestReinstallKeepsTheGovernorAndServiceNames(t *testing.T) {
 // now, in virtual time that has not moved.
 func tokens(g *resilience.Governor, service string) float64 {
 	return g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: service, Operation: "DescribeVpcs"}).Leaf.Tokens
+}
+
+// A failure to install again (an account id read with its newline, after
+// an AssumeRole) is logged to the logger of the earlier installation
+// (WithLogger), as the installation's other settings are kept, not to
+// slog.Default, where a program that gave its own logger does not look.
+func TestReinstallFailureLogsToTheInstallationsLogger(t *testing.T) {
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var dflt bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
+
+	base := awsConfig(newFake(t), nil)
+	if err := cloudgaws.Install(&base, "*", cloudgaws.WithLogger(logger)); err != nil {
+		t.Fatal(err)
+	}
+	assumed := base.Copy()
+	if err := cloudgaws.Install(&assumed, testAccount+"\n"); err == nil {
+		t.Fatal("an account id with its newline: no error")
+	}
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "account id") {
+		t.Fatalf("the installation's logger got %q, slog.Default %q; want the failure in the installation's", logged.String(), dflt.String())
+	}
+
+	// A logger given again replaces the installation's.
+	logged.Reset()
+	var other bytes.Buffer
+	if err := cloudgaws.Install(&assumed, testAccount+"\n", cloudgaws.WithLogger(slog.New(slog.NewTextHandler(&other, nil)))); err == nil {
+		t.Fatal("an account id with its newline: no error")
+	}
+	if logged.Len() != 0 || !strings.Contains(other.String(), "account id") {
+		t.Fatalf("the installation's logger got %q, the option's %q; want the failure in the option's", logged.String(), other.String())
+	}
 }
