@@ -23,9 +23,11 @@ import (
 // stand-in, not S3's word, which says nothing the status does not. The
 // status decides, as for any 503 without a code of the provider's:
 // throttling, which halves the scope's rate, the same answer S3 gives to
-// a GET as SlowDown. A HEAD's 500 (InternalServerError, made up alike)
-// stays transient, and a HEAD's 404 (NotFound, the client's modeled
-// error) fatal; a 503 whose body S3 wrote with the code
+// a GET as SlowDown, and so is a 429 (TooManyRequests). A HEAD's 500
+// (InternalServerError, made up alike), 502 and 504 stay transient, and a
+// HEAD's 404 (NotFound, the client's modeled error), 403 (Forbidden), 400
+// (BadRequest) and 412 (PreconditionFailed, a conditional HEAD's) fatal
+// answers; a 503 whose body S3 wrote with the code
 // ServiceUnavailable and a message of its own keeps that code's kind,
 // transient.
 func TestS3HeadWithoutBodyIsReadByItsStatus(t *testing.T) {
@@ -40,6 +42,12 @@ func TestS3HeadWithoutBodyIsReadByItsStatus(t *testing.T) {
 		{"HEAD 503", 503, "", "ServiceUnavailable", resilience.Throttled},
 		{"HEAD 500", 500, "", "InternalServerError", resilience.Transient},
 		{"HEAD 404", 404, "", "NotFound", resilience.Fatal},
+		{"HEAD 429", 429, "", "TooManyRequests", resilience.Throttled},
+		{"HEAD 502", 502, "", "BadGateway", resilience.Transient},
+		{"HEAD 504", 504, "", "GatewayTimeout", resilience.Transient},
+		{"HEAD 403", 403, "", "Forbidden", resilience.Fatal},
+		{"HEAD 400", 400, "", "BadRequest", resilience.Fatal},
+		{"HEAD 412", 412, "", "PreconditionFailed", resilience.Fatal},
 		{"503 ServiceUnavailable with a body", 503,
 			`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>Please reduce your request rate.</Message></Error>`,
 			"ServiceUnavailable", resilience.Transient},
