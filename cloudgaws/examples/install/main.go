@@ -7,8 +7,8 @@
 //	go run ./cloudgaws/examples/install
 //
 // With -real it uses your AWS configuration (credentials, region) instead.
-// The account the credentials act in is asked of STS once
-// (cloudgaws.AccountID) unless -account names it.
+// The account the credentials act in is read from them, or asked of STS
+// once (cloudgaws.AccountID), unless -account names it.
 package main
 
 import (
