@@ -77,7 +77,10 @@ type Request struct {
 	// caller still waiting for one of its scopes keeps the free slots of
 	// the others, except from a Run inside an operation's function (on
 	// its goroutine, or with its context: see the package
-	// documentation).
+	// documentation). A waiting caller is refused as soon as a rule
+	// before the caps refuses it: its caller's quota, filled meanwhile,
+	// or a cooldown of one of its scopes (unless Bypass), started when
+	// an operation on it ended or by MarkCompleted.
 	Wait bool
 	// Timeout bounds the operation: 0 takes the guard's operation
 	// timeout; a negative Timeout means none.

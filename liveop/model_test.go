@@ -31,7 +31,8 @@ package liveop
 // of its key or its caller's started then, or with a cooldown that an
 // operation ending then lengthened. Then the invariants hold:
 // every caller has the outcome the model expects and no other; a caller
-// still waiting for a slot would still be refused by the caps; Status is
+// still waiting for a slot would still be refused by the caps, and by no
+// rule before them (its quota, a cooldown); Status is
 // the model's (slots in all and per scope within the caps, the
 // operations in flight and their callers, started, joined, each cooldown
 // left), as is CooldownRemaining. Each sequence ends with every caller's
@@ -782,11 +783,18 @@ func (m *machine) invariants(rt *rapid.T, now time.Time) {
 			rt.Fatalf("call %d has no outcome; the model expects %q, %v", c.id, c.want.val, c.want.err)
 		}
 		if c.waiting {
-			// A caller left waiting would be refused by the caps now, and
-			// has no operation of its key to join.
-			scopes := slices.Compact(slices.Sorted(slices.Values(c.req.Scopes)))
-			if _, busy := m.busy(scopes, m.kept(c)); !busy || m.joinable(c.req.Key) != nil {
-				rt.Fatalf("call %d still waits for a slot, which is free (or it has an operation to join)", c.id)
+			// A caller left waiting would be refused by the caps now, by
+			// no rule before them (its quota, a cooldown: MarkCompleted's
+			// too), and has no operation of its key to join.
+			if join, refused := m.decide(c.req, now, m.kept(c)); join != nil || refused == nil || refused.Reason != ReasonBusy {
+				what := "it starts"
+				switch {
+				case join != nil:
+					what = "it joins"
+				case refused != nil:
+					what = fmt.Sprintf("refused %s, scopes %v", refused.Reason, refused.Scopes)
+				}
+				rt.Fatalf("call %d still waits for a slot; the model: %s", c.id, what)
 			}
 		}
 	}

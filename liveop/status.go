@@ -37,12 +37,17 @@ func (g *Guard) CooldownRemaining(scope string) time.Duration {
 }
 
 // MarkCompleted starts the cooldown of scopes as if an operation on them
-// had just ended: for a collection done out of band.
+// had just ended: for a collection done out of band. A caller waiting for
+// a slot (Request.Wait) of one of them, without Bypass, is refused at
+// once with the cooldown, as a new Run of its request is, and the slots
+// it kept go to the callers after it.
 func (g *Guard) MarkCompleted(scopes ...string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
-	g.coolDown(time.Now(), scopes)
+	now := time.Now()
+	g.coolDown(now, scopes)
+	g.handOff(now) // a waiting caller the cooldown now refuses is told
 }
 
 // Reset ends the cooldown of scope.
