@@ -390,7 +390,10 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			continue
 		}
 		if refused == nil {
-			g.dequeue(w, now)
+			// Off the queue with no hand-off: the slots kept for it are
+			// the ones it takes, and start hands on the rest once they
+			// are taken.
+			g.unqueue(w)
 			f := g.start(ctx, now, scopes, req, fn)
 			inside.await(f)
 			g.mu.Unlock()
@@ -547,9 +550,21 @@ func (g *Guard) dequeue(w *waiter, now time.Time) {
 	if w == nil {
 		return
 	}
+	g.unqueue(w)
+	g.handOff(now)
+}
+
+// unqueue takes the caller w (nil: none) off the queue and frees the
+// slots kept for it, handing them to nobody: for a caller about to take
+// them, whose Guard.start hands on what is left once it has, so that the
+// next waiting caller is not handed a slot the caller takes; g.mu is
+// held.
+func (g *Guard) unqueue(w *waiter) {
+	if w == nil {
+		return
+	}
 	g.unhold(w)
 	g.queue = slices.DeleteFunc(g.queue, func(x *waiter) bool { return x == w })
-	g.handOff(now)
 }
 
 // waitsForItself reports whether the slot a new operation on scopes waits
