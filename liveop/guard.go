@@ -357,6 +357,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.mu.Lock()
 		g.init()
 		now := time.Now()
+		handed := w != nil && w.holds
 		g.unhold(w) // a slot handed to the caller is its own to take below
 		if _, running := g.running[inside]; inside != nil && !running {
 			// A context that outlived its operation's function (see
@@ -384,7 +385,12 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		if nested.unknown() {
 			// The answer hangs on whether the caller runs inside an
 			// operation's function: looked up with the lock let go, and
-			// the state looked at again.
+			// the state looked at again. The slots handed to a waiting
+			// caller stay kept for it meanwhile, so that no caller that
+			// comes later takes them.
+			if handed {
+				g.hold(w)
+			}
 			g.mu.Unlock()
 			nested.resolve()
 			continue
@@ -489,11 +495,7 @@ func (g *Guard) handOff(now time.Time) {
 				continue
 			}
 			if r == nil {
-				w.holds = true
-				for _, s := range w.scopes {
-					g.held[s]++
-				}
-				g.heldAll++
+				g.hold(w)
 			}
 		}
 		if !w.woken {
@@ -523,6 +525,17 @@ func (g *Guard) unkeep(w *waiter) {
 		}
 	}
 	w.kept = nil
+}
+
+// hold keeps for the waiting caller w a slot of each of its scopes and
+// one of the total, which it is to take (see Guard.handOff); g.mu is
+// held.
+func (g *Guard) hold(w *waiter) {
+	w.holds = true
+	for _, s := range w.scopes {
+		g.held[s]++
+	}
+	g.heldAll++
 }
 
 // unhold frees the slots kept for the waiting caller w (nil: none); g.mu
