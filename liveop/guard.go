@@ -357,8 +357,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		g.mu.Lock()
 		g.init()
 		now := time.Now()
-		handed := w != nil && w.holds
-		g.unhold(w) // a slot handed to the caller is its own to take below
+		was := g.unhold(w) // a slot handed to the caller is its own to take below
 		if _, running := g.running[inside]; inside != nil && !running {
 			// A context that outlived its operation's function (see
 			// Guard.stuck), or whose operation's function returned while
@@ -386,11 +385,9 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			// The answer hangs on whether the caller runs inside an
 			// operation's function: looked up with the lock let go, and
 			// the state looked at again. The slots handed to a waiting
-			// caller stay kept for it meanwhile, so that no caller that
-			// comes later takes them.
-			if handed {
-				g.hold(w)
-			}
+			// caller, or kept for it, stay so meanwhile, so that no
+			// caller that comes later takes them.
+			g.rehold(w, was)
 			g.mu.Unlock()
 			nested.resolve()
 			continue
@@ -418,7 +415,9 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 		if !nested.known {
 			// Known before it waits, as handOff asks on another
 			// goroutine: looked up with the lock let go, and the state
-			// looked at again.
+			// looked at again, the slots kept for a waiting caller
+			// kept meanwhile.
+			g.rehold(w, was)
 			g.mu.Unlock()
 			nested.resolve()
 			continue
@@ -538,15 +537,16 @@ func (g *Guard) hold(w *waiter) {
 	g.heldAll++
 }
 
-// unhold frees the slots kept for the waiting caller w (nil: none); g.mu
-// is held.
-func (g *Guard) unhold(w *waiter) {
+// unhold frees the slots kept for the waiting caller w (nil: none), and
+// returns what they were, for rehold; g.mu is held.
+func (g *Guard) unhold(w *waiter) (was keptSlots) {
 	if w == nil {
-		return
+		return keptSlots{}
 	}
+	was = keptSlots{holds: w.holds, scopes: w.kept}
 	g.unkeep(w)
 	if !w.holds {
-		return
+		return was
 	}
 	w.holds = false
 	for _, s := range w.scopes {
@@ -555,6 +555,32 @@ func (g *Guard) unhold(w *waiter) {
 		}
 	}
 	g.heldAll--
+	return was
+}
+
+// keptSlots is what unhold freed of a waiting caller's: the slots handed
+// to it (holds), or those of its scopes kept for it while it waits for
+// the others.
+type keptSlots struct {
+	holds  bool
+	scopes []string
+}
+
+// rehold keeps again for the waiting caller w (nil: none) the slots
+// unhold freed, was, which nothing has taken since (g.mu was held), while
+// the caller looks something up with the lock let go and before it looks
+// at the Guard again; g.mu is held.
+func (g *Guard) rehold(w *waiter, was keptSlots) {
+	if w == nil {
+		return
+	}
+	if was.holds {
+		g.hold(w)
+	}
+	for _, s := range was.scopes {
+		g.kept[s]++
+	}
+	w.kept = slices.Clip(was.scopes) // keep starts a list of its own
 }
 
 // dequeue takes the caller w (nil: none) off the queue, as it stops
