@@ -46,7 +46,12 @@
 //     retry budget; an empty budget ends the loop with a *ThrottlingError
 //     wrapping *resilience.RetryBudgetExhaustedError, and a Retry-After
 //     that would pass the context's deadline ends it with the provider's
-//     error. The retry is counted when it is sent. While the SDK sleeps
+//     error; a Retry-After longer than the call's max wait
+//     (resilience.WithMaxWait) ends it with a *ThrottlingError wrapping
+//     *resilience.WouldWaitError. A refused retry ends the call at once:
+//     the SDK's sleep before returning a refused retry of a long-polling
+//     operation (SQS ReceiveMessage) is cut, so the account's bulkhead slot
+//     is not held for it. The retry is counted when it is sent. While the SDK sleeps
 //     its backoff (the retryer's RetryDelay, or the response's
 //     x-amz-retry-after when longer, by at most 5 s), Guard.AfterOpen
 //     watches the scope's breaker: should it open (a dead scope) with a

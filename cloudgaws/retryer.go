@@ -86,6 +86,12 @@ func (r *retryer) IsErrorRetryable(err error) bool {
 // the provider's retry budget, and an empty budget ends the loop with a
 // *ThrottlingError; a Retry-After that would pass the context's deadline
 // ends it with the provider's error. The retry is counted when it is sent.
+// A refused retry ends the call at once: the SDK's retry loop, which
+// sleeps the retryer's backoff (and the answer's x-amz-retry-after)
+// before returning a refused retry of a long-polling operation (SQS
+// ReceiveMessage), finds the call's context cut and sleeps none, so the
+// account's bulkhead slot the call holds across the SDK's retries is not
+// held for a sleep after which nothing is sent.
 //
 // The base retryer's retry quota (the SDK's per-client token bucket, whose
 // refusal is a ratelimit.QuotaExceededError: "retry quota exceeded") does
@@ -114,6 +120,11 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 		if release != nil {
 			_ = release(nil) // the base retryer's token goes back: no retry is made
 		}
+		// The SDK sleeps the retryer's RetryDelay before returning a
+		// refused retry of a long-polling operation (SQS ReceiveMessage),
+		// on the call's context: the cut ends that sleep at once, and the
+		// call ends at the refusal, its slot given back.
+		st.cut.Arm()()
 		return nil, stop
 	}
 	st.retryAccounted = true
