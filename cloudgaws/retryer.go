@@ -125,6 +125,9 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 		// on the call's context: the cut ends that sleep at once, and the
 		// call ends at the refusal, its slot given back.
 		st.cut.Arm()()
+		// The SDK asks RetryDelay for that sleep: it must find this call,
+		// or none, never another call's retry of the same error value.
+		r.expect(opErr, st)
 		return nil, stop
 	}
 	st.retryAccounted = true
@@ -147,10 +150,13 @@ func noRelease(error) error { return nil }
 // RetryDelay is the base retryer's backoff. For a governed call whose
 // retry GetRetryToken allowed, the SDK sleeps it next (with the
 // response's x-amz-retry-after, see sdkSleep): the call's watch of the
-// sleep starts here, knowing how long it is.
+// sleep starts here, knowing how long it is. After a retry GetRetryToken
+// refused, which the SDK asks it for before returning the refusal of a
+// long-polling operation, it watches nothing: the call's context is cut
+// already, and the SDK's sleep ends at once.
 func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
 	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
-	if st := r.take(opErr); st != nil && err == nil {
+	if st := r.take(opErr); st != nil && err == nil && st.stopErr == nil {
 		st.rewatch(sdkSleep(d, opErr))
 	}
 	return d, err

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/cloudg/cloudg/resilience"
 )
 
 // The retryer Install sets is the SDK's standard one by default, the
@@ -158,5 +161,83 @@ func TestRetryerNeverFindsAnotherCall(t *testing.T) {
 	}
 	if got := r.take(sentinel); got != nil && got != b {
 		t.Fatalf("b's RetryDelay found a's call (%p; a %p, b %p)", got, a, b)
+	}
+}
+
+// A RetryDelay the SDK asks after a retry the governor refused (it does
+// for a long-polling operation, SQS ReceiveMessage, before returning the
+// refusal) finds no call: not the refused one, whose sleep is cut and
+// nothing follows, and never another call of the client that retries the
+// same error value (a sentinel) and whose RetryDelay is still to come,
+// whose sleep it would watch from the refused call's goroutine.
+func TestRetryDelayAfterARefusalFindsNoCall(t *testing.T) {
+	gov, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{RetryBudget: new(int)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(op string) (*callState, *resilience.Guard) {
+		gd, err := gov.Begin(context.Background(), resilience.Scope{Provider: provider, Account: "*", Region: "r", Service: "sqs", Operation: op}, sdkPolicy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := &callState{gov: gov, gd: gd}
+		st.cut.Init(context.Background())
+		t.Cleanup(func() { st.endCut(); gd.End(nil) })
+		return st, gd
+	}
+	r := &retryer{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })}
+	sentinel := &smithyhttp.RequestSendError{Err: errors.New("connection reset")} // transient, a pointer
+
+	// b's retry of the sentinel is allowed; its RetryDelay is still to come.
+	b, gb := call("SendMessage")
+	gb.After(sentinel)
+	if _, err := r.GetRetryToken(b, sentinel); err != nil {
+		t.Fatal(err)
+	}
+	b.unwatch() // GetRetryToken's watch of b's sleep; RetryDelay's is looked for below
+
+	// refused spends a call's two free retries of opErr, and has its
+	// third refused (the budget is empty) and its RetryDelay asked, as the
+	// SDK asks it for a long poll.
+	refused := func(op string, opErr error) *callState {
+		st, gd := call(op)
+		for range 2 {
+			gd.After(opErr)
+			if _, err := gd.Retry(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := gd.Pace(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gd.After(opErr)
+		if _, err := r.GetRetryToken(st, opErr); err == nil {
+			t.Fatal("the third retry was allowed: the test proves nothing")
+		}
+		if _, err := r.RetryDelay(3, opErr); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	// The refused call's error is its alone.
+	if c := refused("ReceiveMessage", &smithyhttp.RequestSendError{Err: errors.New("reset")}); c.stopWatch != nil {
+		t.Fatal("the RetryDelay after a refused retry watched the refused call's sleep")
+	}
+
+	a := refused("ReceiveMessage", sentinel)
+	if b.stopWatch != nil || a.stopWatch != nil {
+		t.Fatalf("the RetryDelay after a's refused retry watched a sleep (a's: %v, b's: %v)", a.stopWatch != nil, b.stopWatch != nil)
+	}
+	if _, err := r.RetryDelay(1, sentinel); err != nil { // b's
+		t.Fatal(err)
+	}
+	a.forget()
+	b.forget()
+	if len(r.pending) != 0 {
+		t.Fatalf("%d expectations left behind", len(r.pending))
 	}
 }
