@@ -503,16 +503,24 @@ func xmlOperation(method string, segs []string) string {
 
 // pathSegments returns the segments of u's path, each unescaped, and the
 // custom method after a colon in the last (secrets_addVersion from
-// .../secrets/s:addVersion), the colon as sent: an escaped slash or colon
-// (%2F, %3A: a Cloud Storage object's name, dir%2Ffile, a domain-scoped
-// project's id, example.com%3Aproj) is part of its segment, and a colon
-// in a segment before the last (a domain-scoped project's id, sent as is
-// in a resource name) is no method's either.
+// .../secrets/s:addVersion), unescaped as the segments are
+// (s:addVer%73ion is s:addVersion's; s:add%0AVersion holds a newline, so
+// that RESTScope finds its operation not plain), the colon as sent: an
+// escaped slash or colon (%2F, %3A: a Cloud Storage object's name,
+// dir%2Ffile, a domain-scoped project's id, example.com%3Aproj) is part
+// of its segment, and a colon in a segment before the last (a
+// domain-scoped project's id, sent as is in a resource name) is no
+// method's either.
 func pathSegments(u *url.URL) (segs []string, verb string) {
 	segs = strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
 	last := len(segs) - 1
 	if head, v, ok := strings.Cut(segs[last], ":"); ok {
 		segs[last], verb = head, v
+		if strings.IndexByte(verb, '%') >= 0 {
+			if v, err := url.PathUnescape(verb); err == nil {
+				verb = v
+			}
+		}
 	}
 	for i, s := range segs {
 		if strings.IndexByte(s, '%') >= 0 {
