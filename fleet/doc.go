@@ -209,7 +209,9 @@
 // keys are built from the governor's state key, in which each part of the
 // scope is escaped, so that no two scopes share a key, and no account's or
 // provider's bucket a leaf's; that key, in braces, is the Redis Cluster
-// hash tag that keeps a scope's bucket and breaker in one slot.
+// hash tag that keeps a scope's bucket and breaker in one slot, a brace
+// it holds written %7B or %7D, so that the tag is the whole key whatever
+// a provider's name or a part holds.
 //
 // # Controllers
 //

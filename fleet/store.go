@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -828,11 +829,29 @@ func (s *Store) key(parts ...string) string {
 // scopeKeys returns the Redis keys of the bucket and the breaker of the
 // scope whose state key is key (the governor's, unambiguous: each part of
 // the scope escaped). The braces make key the hash tag of both, so that
-// they share a Redis Cluster slot, as a script touching both needs.
+// they share a Redis Cluster slot, as a script touching both needs; a
+// brace the key holds (a provider a user names, a part a URL gives) is
+// written %7B or %7D in it (hashTag), for a '}' would end the tag early:
+// at the key's start it left the tag empty, and the cluster hashed each
+// whole key, the bucket's and the breaker's apart (CROSSSLOT).
 func (s *Store) scopeKeys(key string) (bucket, brk string) {
-	tag := "{" + key + "}"
+	tag := "{" + hashTag(key) + "}"
 	return s.key(tag, "bucket"), s.key(tag, "breaker")
 }
+
+// hashTag returns key with its '{' and '}' written %7B and %7D, so that
+// it is whole between the braces of a Redis Cluster hash tag. The key
+// is the governor's escaped form, whose every '%' starts %25, %2F or
+// %2A, so no two keys give one tag; a key without a brace comes back as
+// it is.
+func hashTag(key string) string {
+	if !strings.ContainsAny(key, "{}") {
+		return key
+	}
+	return braces.Replace(key)
+}
+
+var braces = strings.NewReplacer("{", "%7B", "}", "%7D")
 
 // Bucket returns the shared bucket of the scope whose state key is key.
 func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) state.Bucket {
