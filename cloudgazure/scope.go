@@ -268,7 +268,7 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 	host := strings.TrimSuffix(u.Hostname(), ".")
 	name, rest, ok := strings.Cut(host, ".")
 	if !ok || name == "" {
-		return ScopeOf(u.Path)
+		return scopeOfPath(u)
 	}
 	svc, rest, _ := strings.Cut(rest, ".")
 	switch {
@@ -301,7 +301,7 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 			return sc
 		}
 	}
-	return ScopeOf(u.Path)
+	return scopeOfPath(u)
 }
 
 // requestScope returns the scope the policies give a request, raw, and
@@ -461,7 +461,11 @@ func GraphScope() resilience.Scope {
 // GraphScope. Segment names match case-insensitively, as ARM's do. A
 // subscription or a namespace that holds a character that is not
 // printable (a newline, a byte that is not UTF-8), a space, or more than
-// 128 bytes is none: no account, and the service resources.
+// 128 bytes is none: no account, and the service resources. ScopeOfURL
+// reads the path as it was sent, each segment unescaped on its own: a
+// subscription or a namespace that holds a slash sent escaped (%2F) is
+// none too, and a resource group's name so sent
+// (rg%2Fproviders%2FMicrosoft.Evil) names no namespace.
 //
 //	/subscriptions/0B1F.../resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v
 //	  -> azure/0b1f.../*/network
@@ -469,6 +473,25 @@ func GraphScope() resilience.Scope {
 // It does not allocate for lower-case subscription ids and for the
 // namespaces it has seen before.
 func ScopeOf(path string) resilience.Scope {
+	return scopeOf(path, false)
+}
+
+// scopeOfPath returns ScopeOf's scope of u's path read as it was sent:
+// each segment of the escaped path unescaped on its own, so that a slash
+// sent escaped (/subscriptions/<id>%2Fx) is part of its segment, not a
+// boundary that would name subscription <id>. A path that Go writes as
+// it is (no RawPath: no %2F in it) is ScopeOf's of u.Path, which
+// allocates nothing.
+func scopeOfPath(u *url.URL) resilience.Scope {
+	if u.RawPath == "" {
+		return ScopeOf(u.Path)
+	}
+	return scopeOf(u.EscapedPath(), true)
+}
+
+// scopeOf is ScopeOf's reading of path, the escaped path when escaped is
+// set: its segments are unescaped then, each on its own.
+func scopeOf(path string, escaped bool) resilience.Scope {
 	var sub, ns string
 	wantSub, afterProviders := false, false
 	for i := 0; i < len(path); {
@@ -482,6 +505,11 @@ func ScopeOf(path string) resilience.Scope {
 		}
 		seg := path[i:j]
 		i = j
+		if escaped && strings.IndexByte(seg, '%') >= 0 {
+			if v, err := url.PathUnescape(seg); err == nil {
+				seg = v
+			}
+		}
 		namespace := afterProviders
 		afterProviders = len(seg) == len("providers") && strings.EqualFold(seg, "providers")
 		switch {
@@ -493,8 +521,15 @@ func ScopeOf(path string) resilience.Scope {
 			ns = seg[len("microsoft."):]
 		}
 	}
-	if ns != "" {
+	// A subscription or a namespace holds no slash: one sent escaped in
+	// a segment (%2F) makes it none.
+	if strings.IndexByte(sub, '/') >= 0 {
+		sub = ""
+	}
+	if ns != "" && strings.IndexByte(ns, '/') < 0 {
 		ns = plainLower(ns)
+	} else {
+		ns = ""
 	}
 	if ns == "" {
 		return resilience.Scope{Provider: Provider, Account: plainLower(sub), Service: ServiceResources}
