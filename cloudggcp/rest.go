@@ -274,7 +274,9 @@ func byReason(status int) bool {
 // printable (a newline, %0A; a byte that is not UTF-8), a space, or more
 // than 128 bytes is none (*), so that a request's text reaches no log
 // line or metric label as it is and makes no scope without bound:
-// www.googleapis.com/dri%0Ave/v3/files/f1 is gcp/*/*/*/files_get.
+// www.googleapis.com/dri%0Ave/v3/files/f1 is gcp/*/*/*/files_get. A
+// service WithService names is the program's, not read from the request,
+// and is the scope's as it is.
 //
 // So compute's InstancesClient.Get is gcp/projects/p1/*/compute/instances_get
 // and List gcp/projects/p1/*/compute/instances_list. In an API whose paths start
@@ -333,6 +335,7 @@ func RESTScope(opts ...Option) func(*http.Request) resilience.Scope {
 }
 
 func restScope(r *http.Request, service string) resilience.Scope {
+	given := service != "" // WithService's: the program's, not read from r
 	segs, verb := pathSegments(r.URL)
 	// A host's name is case-insensitive: PubSub.GoogleAPIs.com is
 	// pubsub.googleapis.com (ToLower allocates only for an upper-case one).
@@ -386,8 +389,9 @@ func restScope(r *http.Request, service string) resilience.Scope {
 	account := restAccount(r, t, op)
 	// A service or an operation read from a host or a path segment that
 	// holds a character that is not printable, a space, or more than
-	// scopekey.MaxPlain bytes is none.
-	if !scopekey.Plain(service) {
+	// scopekey.MaxPlain bytes is none; the service WithService names is
+	// the program's and stays as it is.
+	if !given && !scopekey.Plain(service) {
 		service = ""
 	}
 	if !scopekey.Plain(op) {

@@ -2,6 +2,7 @@ package cloudggcp
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,24 @@ func TestRESTScopeReadsAVerbAsItReadsASegment(t *testing.T) {
 		}
 		if got := RESTScope()(r).String(); got != tc.want {
 			t.Errorf("RESTScope(POST %s%s) = %q, want %q", base, tc.verb, got, tc.want)
+		}
+	}
+}
+
+// TestRESTScopeKeepsTheServiceItIsGiven states that the service
+// WithService names is the scope's as it is: only a part read from the
+// request is held to scopekey.Plain, and a name the program gives is not
+// one (the core takes any part), so that a service named with a space or
+// at length is not silently none, out of its configuration's reach.
+func TestRESTScopeKeepsTheServiceItIsGiven(t *testing.T) {
+	long := strings.Repeat("s", 129)
+	for _, name := range []string{"my things", long, "línea\tuno"} {
+		r, err := http.NewRequest("GET", "https://things.example.com/v1/projects/p1/things/t1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope(WithService(name))(r); got.Service != name {
+			t.Errorf("RESTScope(WithService(%.20q)) = %q, want the service %.20q", name, got, name)
 		}
 	}
 }
