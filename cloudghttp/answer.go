@@ -84,7 +84,7 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 		if !x.github {
 			return nil
 		}
-		if githubService(x.orig.URL.Path) == GitHubGraphQL && githubHeadersQuiet(resp.Header) {
+		if githubService(githubPath(x.orig.URL)) == GitHubGraphQL && githubHeadersQuiet(resp.Header) {
 			// Nothing in the headers says a limit, and no pause is to be
 			// set before the slot goes back: the slot goes back now, as
 			// a success's whose body is not read, so that the wait for
@@ -114,9 +114,9 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 	}
 	e := x.statusError(resp)
 	if x.github {
-		githubAnswer(e, x.orig.URL.Path, x.gov.Clock().Now())
+		githubAnswer(e, githubPath(x.orig.URL), x.gov.Clock().Now())
 		githubSecondary(x.orig.Context(), e, resp)
-		if n, ok := headerInt(e.header, hdrRemaining); ok && n == 0 && e.kind == errread.None && refusal(e.code) && otherQuota(e.header, x.orig.URL.Path) {
+		if n, ok := headerInt(e.header, hdrRemaining); ok && n == 0 && e.kind == errread.None && refusal(e.code) && otherQuota(e.header, githubPath(x.orig.URL)) {
 			// Another quota's refusal (a 403 or 429, its
 			// x-ratelimit-resource, with nothing left), with no
 			// secondary limit's retry-after or words: the scope, whose

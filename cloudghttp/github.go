@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,7 +146,10 @@ const lowShare = 10
 // newline, %0A; a byte that is not UTF-8), a space, or that makes the
 // Region more than 128 bytes names none: /orgs/ev%0Ail/audit-log is
 // github/<account>/*/audit_log, so that a request's text reaches no log
-// line or metric label as it is and makes no scope without bound. A self-hosted runner's registration token (POST
+// line or metric label as it is and makes no scope without bound. The
+// path is read as it was sent: a slash sent escaped (%2F) is part of its
+// segment, as GitHub reads it (/orgs/acme%2Faudit-log is rest's, not
+// acme's audit log). A self-hosted runner's registration token (POST
 // .../actions/runners/registration-token of a repository, organisation or
 // enterprise) is in rest: GitHub counts its creation against core, and
 // actions_runner_registration only the runner's registration with it
@@ -238,13 +242,35 @@ func GitHub(account string) func(*http.Request) resilience.Scope {
 		scopes[s] = resilience.Scope{Provider: ProviderGitHub, Account: account, Service: s}
 	}
 	return func(r *http.Request) resilience.Scope {
-		service, entity := githubRoute(r.URL.Path)
+		service, entity := githubRoute(githubPath(r.URL))
 		sc := scopes[service]
 		if entity != "" {
 			sc.Region = entity
 		}
 		return sc
 	}
+}
+
+// githubPath returns the path of u that githubRoute reads: its
+// unescaped path, but for a slash sent escaped (%2F), which is part of
+// its segment as GitHub reads it and stays %2F, so that
+// /orgs/acme%2Faudit-log (the organisation "acme/audit-log") is no audit
+// log of acme's. A path without one is u.Path, not copied.
+func githubPath(u *url.URL) string {
+	if u.RawPath == "" {
+		return u.Path // Go writes it as it was sent: no %2F in it
+	}
+	ep := u.EscapedPath()
+	if !strings.Contains(ep, "%2F") && !strings.Contains(ep, "%2f") {
+		return u.Path
+	}
+	segs := strings.Split(ep, "/")
+	for i, s := range segs {
+		if v, err := url.PathUnescape(s); err == nil {
+			segs[i] = strings.ReplaceAll(v, "/", "%2F")
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // githubService returns the service of a GitHub API path.
@@ -294,7 +320,9 @@ func githubRoute(path string) (service, entity string) {
 			// An entity is a name read from the path: one that is not
 			// plain (a newline, a byte that is not UTF-8, a space, too
 			// long) names none.
-			if entity := first + "/" + strings.ToLower(name); scopekey.Plain(entity) {
+			// A slash sent escaped (githubPath keeps it %2F) is in
+			// no name GitHub gives either.
+			if entity := first + "/" + strings.ToLower(name); scopekey.Plain(entity) && !strings.Contains(entity, "%2f") {
 				return GitHubAuditLog, entity
 			}
 			return GitHubAuditLog, ""
@@ -467,7 +495,7 @@ func secondaryWords(body []byte) bool {
 // and the body is given back whole; a gzip-encoded body (a client that asked
 // for gzip itself) is read decompressed, and given back as it came.
 func githubGraphQLLimited(req *http.Request, resp *http.Response) (limited, primary, secondary, partial bool) {
-	if githubService(req.URL.Path) != GitHubGraphQL {
+	if githubService(githubPath(req.URL)) != GitHubGraphQL {
 		return false, false, false, false
 	}
 	// The encoding is read before the read ahead, which may go on, past

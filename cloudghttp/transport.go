@@ -396,7 +396,7 @@ func (x *exchange) run() (*http.Response, error) {
 // githubQuota).
 func (x *exchange) quota(resp *http.Response) {
 	if resp != nil && x.github {
-		githubQuota(x.gd, resp.Header, x.orig.URL.Path, x.gov.Clock().Now())
+		githubQuota(x.gd, resp.Header, githubPath(x.orig.URL), x.gov.Clock().Now())
 	}
 }
 
