@@ -405,13 +405,15 @@ end
 
 -- throttle records a throttling answer: an adaptive bucket decreases its
 -- rate (not below the floor) and drains its burst, at most once per
--- DECREASE_INTERVAL across the fleet. It returns 1 when it decreased.
-local function throttle(b, now)
+-- DECREASE_INTERVAL across the fleet. The goodput controller measures the
+-- event as of at (now when nil: a throttle written back measures it as of
+-- when it came). It returns 1 when it decreased.
+local function throttle(b, now, at)
   b.lthr, b.climbs = now, 0
   if MODE == '0' or now - b.ldec < DECREASE_INTERVAL_US then return 0 end
   b.ldec = now
   local r = b.rate * DECREASE_FACTOR
-  if b.g then r = goodput_rate(b, now) end
+  if b.g then r = goodput_rate(b, at or now) end
   r = math.max(FLOOR, r)
   local dec = 0
   if r < b.rate then dec = 1 else r = b.rate end
@@ -565,16 +567,30 @@ return {dec, tostring(b.rate)}
 // the interval before that earliest time takes its place too, so that a
 // write-back slow on its way is not counted as an event of its own; the
 // events of the write-back are as far apart as the process saw them. The
-// process's success counts not sent yet follow from ARGV[ARG0+3+k],
-// recorded first, as throttleScript records those sent with a throttle.
-// Reply: {decreased, rate}.
+// process's success counts not sent yet follow from ARGV[ARG0+3+k] (pairs
+// of an age and a count, oldest first), each recorded before the first
+// event that came after it, so that the goodput controller measures each
+// event, as of its time, by the successes since the event before, as the
+// local limits did; those after the last event are recorded last, for
+// the next. Reply: {decreased, rate}.
 var throttledScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
 local k = tonumber(ARGV[ARG0 + 2])
 if not finite(k) or k < 0 then k = 0 end
 k = math.min(math.floor(k), #ARGV - ARG0 - 2)
-record_served(b, now, ARG0 + 3 + k)
+-- count_to counts the success counts sent (oldest first) that came no
+-- later than t, all of them when t is nil, each once.
+local ci = ARG0 + 3 + k
+local function count_to(t)
+  while ci < #ARGV do
+    local age, n = tonumber(ARGV[ci]), tonumber(ARGV[ci + 1])
+    local ok = finite(age) and age >= 0
+    if t and ok and now - age > t then return end
+    if b.g and ok and finite(n) and n > 0 then count(b.g, now - age, n) end
+    ci = ci + 2
+  end
+end
 local age, slack = tonumber(ARGV[ARG0]), tonumber(ARGV[ARG0 + 1])
 local dec = 0
 if finite(age) and age >= 0 then
@@ -586,7 +602,8 @@ if finite(age) and age >= 0 then
     if MODE ~= '0' and finite(ev) and ev >= 0 then
       local at = now - math.min(ev, HORIZON_US)
       if at - slack - base >= DECREASE_INTERVAL_US and at - own >= DECREASE_INTERVAL_US then
-        dec = math.max(dec, throttle(b, now))
+        count_to(at)
+        dec = math.max(dec, throttle(b, now, at))
         b.ldec, own = at, at
       end
     end
@@ -594,6 +611,7 @@ if finite(age) and age >= 0 then
   local at = now - math.min(age, HORIZON_US)
   if at >= lthr then b.lthr, b.climbs = at, 0 else b.lthr, b.climbs = lthr, climbs end
 end
+count_to(nil)
 save_bucket(KEYS[1], b, now)
 return {dec, tostring(b.rate)}
 `).answers("nn")
