@@ -443,7 +443,10 @@ func (b *sharedBucket) cancelLocal(now time.Duration, n int) {
 
 // Throttle sends the success counts not yet sent with the throttle: the
 // goodput controller measures what the fleet was served up to now. While
-// Redis does not answer they are kept for it (flushServed).
+// Redis does not answer they are kept for it (flushServed), and so are
+// those sent with a throttle Redis surely did not run (it refused the
+// script, or the connection could not be made: keepServed), which go with
+// its write-back (writeOwed) or before it.
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	at := max(1, mono())
 	b.paused(pause)
@@ -462,12 +465,19 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 		unused = 0
 	}
 	var pairs []any
+	var kept []served
 	if !b.s.degraded.Load() { // else kept for Redis (flushServed)
+		kept = append(kept, b.served...)
 		pairs = b.takeServed()
 	}
 	b.mu.Unlock()
-	res, ok := b.s.run(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
+	res, ok, unsent := b.s.runOnce(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
 	if !ok || len(res) < 2 {
+		if unsent {
+			b.mu.Lock()
+			b.keepServed(kept)
+			b.mu.Unlock()
+		}
 		b.oweThrottle(at)
 		b.owe(pause)
 		return b.fallback(now).Throttle(now, pause)
@@ -626,14 +636,25 @@ func (b *sharedBucket) reowe(events []time.Duration, last time.Duration, kept []
 	if n := len(b.owedEvents); n > maxOwedEvents {
 		b.owedEvents = b.owedEvents[n-maxOwedEvents:]
 	}
-	if counts && len(kept) > 0 {
-		b.served = append(kept, b.served...)
-		if n := len(b.served); n > maxServed {
-			b.served = b.served[n-maxServed:]
-		}
-		if b.flush == nil && !b.s.closed() {
-			b.flush = time.AfterFunc(bucket.GoodputSlot, b.flushServed)
-		}
+	if counts {
+		b.keepServed(kept)
+	}
+}
+
+// keepServed puts back the success counts kept, taken for a script Redis
+// surely did not run, before those counted since (the oldest go past
+// maxServed), and makes sure they reach Redis (flushServed, or the next
+// script that takes them along). mu must be held.
+func (b *sharedBucket) keepServed(kept []served) {
+	if len(kept) == 0 {
+		return
+	}
+	b.served = append(kept, b.served...)
+	if n := len(b.served); n > maxServed {
+		b.served = b.served[n-maxServed:]
+	}
+	if b.flush == nil && !b.s.closed() {
+		b.flush = time.AfterFunc(bucket.GoodputSlot, b.flushServed)
 	}
 }
 

@@ -1,0 +1,35 @@
+package test
+
+import (
+	"testing"
+	"time"
+)
+
+// The success counts a throttle takes along are kept when Redis surely
+// did not run it (it answered LOADING): the throttle is written back when
+// Redis answers again, and its event measures them. (They were lost: the
+// write-back measured nothing and halved the rate, 100 rps to 50, where
+// 400 successes measure more.)
+func TestTheCountsOfAThrottleRedisDidNotRunAreKept(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, a, ab, ob := goodputScene(t, be, 300*time.Millisecond)
+		for range 400 {
+			ab.Success(0)
+		}
+		px.RefuseNext(loading)
+		ab.Throttle(0, 0)
+		if !a.Stats().Degraded {
+			t.Fatal("a throttle Redis did not run (LOADING): not on local limits")
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for a.Stats().Degraded && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if a.Stats().Degraded {
+			t.Fatal("A still on local limits 5s after Redis answers again")
+		}
+		if got := ob.Snapshot(0).Rate; got <= 50 {
+			t.Errorf("400 successes, then a throttle Redis did not run (LOADING), written back: the fleet's rate %v rps, want more than 50 (the goodput controller measuring the successes)", got)
+		}
+	})
+}
