@@ -663,7 +663,8 @@ return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.p
 // since is when its state last changed (it opened, let a probe through, or
 // closed after one), on Redis's clock, absent before any change; reset is
 // when a success last reset a count of failures; and ft holds the times of
-// the failures counted (a list of microseconds, oldest first), so that a
+// the latest failures counted, at most 64 of them (a list of microseconds,
+// oldest first; those before are of unknown times, older than any), so that a
 // write-back of failures counted elsewhere can order them against the
 // successes; why is why it last opened, as the process that opened it
 // said (breakerFailureScript's ARGV[6]: "throttling", "errors", "throttled
@@ -719,30 +720,36 @@ local function reading(br, now)
   return {br.state, br.failures, num(br.cooldown), num(math.max(0, br.untilv - now)), num(now), br.why,
     ok_age(br.state, br.since, br.reset, now)}
 end
+-- FT_MAX bounds the failure times ft keeps: the latest FT_MAX, so that
+-- a failure rewrites a short list whatever the threshold; the failures
+-- counted before them are of unknown times.
+local FT_MAX = 64
 -- counted appends the time now to the times of the failures counted
--- before it (failures): a list longer than that many could hold (written
--- by something else) is dropped, its failures then of unknown times.
+-- before it (failures), keeping the latest FT_MAX: a list longer than
+-- that many failures could hold (written by something else) is dropped,
+-- its failures then of unknown times.
 local function counted(br, now)
   if br.failures == 0 or #br.ft > 24 * br.failures then return num(now) end
-  return br.ft .. ' ' .. num(now)
+  local t = {}
+  for w in string.gmatch(br.ft, '%S+') do t[#t + 1] = w end
+  t[#t + 1] = num(now)
+  return table.concat(t, ' ', math.max(1, #t - FT_MAX + 1))
 end
--- run_times returns the times of the breaker's failures, oldest first, as
--- many as it counts (at most THRESHOLD): a failure whose time is not known
--- (a list shorter than the count, or a time that is not one) is as old as
--- can be, 0.
+-- run_times returns the number of the breaker's failures (as many as it
+-- counts, at most THRESHOLD) whose times are not known, as old as can be
+-- (more than the list holds, or a time that is not one), and the times of
+-- the others, oldest first (at most FT_MAX).
 local function run_times(br, now)
   local n = math.min(math.floor(br.failures), THRESHOLD)
   local t = {}
   for w in string.gmatch(br.ft, '%S+') do
     local x = tonumber(w)
-    if not finite(x) or x < 0 or x > now + SKEW_US then x = 0 end
-    t[#t + 1] = x
+    if finite(x) and x >= 0 and x <= now + SKEW_US then t[#t + 1] = x end
   end
   table.sort(t)
   local out = {}
-  for i = 1, n - #t do out[i] = 0 end
-  for i = math.max(1, #t - n + 1), #t do out[#out + 1] = t[i] end
-  return out
+  for i = math.max(1, #t - math.min(n, FT_MAX) + 1), #t do out[#out + 1] = t[i] end
+  return n - #out, out
 end
 `
 
@@ -865,16 +872,18 @@ for i = 11, math.min(#ARGV, 10 + THRESHOLD) do
   if finite(a) and a >= 0 then fails[#fails + 1] = now - a end
 end
 local write = false
--- save writes the breaker's run of failures (times t, sorted), opening it
--- at the threshold-th.
-local function save(t)
-  if #t >= THRESHOLD then
-    local at = math.max(t[THRESHOLD], br.since, br.reset)
+-- save writes the breaker's run of failures (unknown of unknown times,
+-- as old as can be, then those of times t, sorted), opening it at the
+-- threshold-th; it keeps the latest FT_MAX times.
+local function save(t, unknown)
+  unknown = unknown or 0
+  if unknown + #t >= THRESHOLD then
+    local at = math.max(t[THRESHOLD - unknown] or 0, br.since, br.reset)
     br.state, br.failures, br.since, br.untilv, br.ft, br.why = 'open', 0, at, at + br.cooldown, '', ''
   else
     local ft = {}
-    for i, x in ipairs(t) do ft[i] = num(x) end
-    br.failures, br.ft = #t, table.concat(ft, ' ')
+    for i = math.max(1, #t - FT_MAX + 1), #t do ft[#ft + 1] = num(t[i]) end
+    br.failures, br.ft = unknown + #t, table.concat(ft, ' ')
   end
   write = true
 end
@@ -897,8 +906,10 @@ elseif br.state == 'closed' then
   local ok = nil
   if finite(okage) and okage >= 0 then ok = now - okage end
   local last = math.max(br.since, br.reset)
+  local unknown, known = run_times(br, now)
+  if ok then unknown = 0 end -- as old as can be: before the success
   local t = {}
-  for _, x in ipairs(run_times(br, now)) do
+  for _, x in ipairs(known) do
     if not ok or x > ok then t[#t + 1] = x end
   end
   for _, x in ipairs(fails) do
@@ -906,7 +917,7 @@ elseif br.state == 'closed' then
   end
   if ok and ok > br.reset then br.reset = ok end
   table.sort(t)
-  if ok or #t ~= br.failures then save(t) end
+  if ok or unknown + #t ~= br.failures then save(t, unknown) end
 end
 if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),
