@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cloudg/cloudg/internal/breaker"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -868,8 +869,12 @@ func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) sta
 // it holds no entry of (Inspect), another governor on the store. A
 // breaker of other settings (a Configure changed them, another governor
 // has its own) is made anew, and kept beside the other while held, each
-// refreshed and written back.
+// refreshed and written back. The spec's threshold is read as the
+// in-process breaker reads it, below 1 as 1 and above 1<<28 (the most
+// failures it counts) as 1<<28, so that the fleet's breaker and its local
+// fallback open at the same count.
 func (s *Store) Breaker(key string, spec state.BreakerSpec) state.Breaker {
+	spec.Threshold = min(max(spec.Threshold, 1), breaker.MaxThreshold)
 	_, brk := s.scopeKeys(key)
 	for {
 		v, found := s.breakers.Load(brk)
