@@ -927,7 +927,13 @@ func (r *breakerRefs) live() []weak.Pointer[sharedBreaker] {
 
 // Budget returns the shared retry budget of provider: one per provider,
 // of the size asked last, however often the governor asks (it does on
-// every Reset and Configure).
+// every Reset and Configure). Asked again, it keeps the tokens Redis holds,
+// where the in-process store makes a full new budget: one process's Reset,
+// or each process of a rolling deploy resizing it, does not hand the whole
+// fleet a full budget of retries. A budget grown keeps what it held, and
+// reads as spent by the difference until the successes' refunds fill it;
+// one shrunk holds at most its new size, and so does the budget of a fleet
+// whose processes ask for different sizes: each clamps it to its own.
 func (s *Store) Budget(provider string, size int) state.Budget {
 	key := s.key("{budget:" + provider + "}")
 	s.mu.Lock()
