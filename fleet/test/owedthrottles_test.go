@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -98,6 +99,89 @@ func TestTheCountsOfAThrottleWriteBackRedisDidNotRunAreKept(t *testing.T) {
 		}
 		if got := ob.Snapshot(0).Rate; got <= 50 {
 			t.Errorf("400 successes and a throttle during an outage, the throttle's first write-back not run (LOADING), the next run: the fleet's rate %v rps, want more than 50 (the goodput controller measuring the successes)", got)
+		}
+	})
+}
+
+// An outage's throttles written back count once per event, however many
+// write-backs of them reach Redis: one Redis ran whose answer was lost is
+// sent again at the next heartbeat, and the events Redis counted already
+// (its last decrease is the latest event's) are not counted again; two
+// processes that owe the same two events (their throttles 0.1 s apart)
+// halve the fleet's rate twice, as one process's local limits, not four
+// times.
+func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
+	const (
+		lost = "two events written back, the answer lost, sent again"
+		two  = "the same two events owed by two processes"
+	)
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		for _, name := range []string{lost, two} {
+			t.Run(name, func(t *testing.T) {
+				prefix := uniquePrefix(t)
+				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
+				n := 1
+				if name == two {
+					n = 2
+				}
+				var pxs []*redisproxy.Proxy
+				var stores []*fleet.Store
+				var buckets []state.Bucket
+				for range n {
+					px, url := proxied(t, be)
+					s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond))
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { s.Close() })
+					b := s.Bucket(vpcsKey, spec, 0)
+					b.Reserve(0)
+					pxs, stores, buckets = append(pxs, px), append(stores, s), append(buckets, b)
+				}
+				o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer o.Close()
+				// A first write-back, of another scope's throttle, so that
+				// Redis holds its script: the answer lost is the script's.
+				pxs[0].RefuseNext(loading)
+				stores[0].Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
+				waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !stores[0].Stats().Degraded })
+				for i, px := range pxs {
+					px.Down()
+					waitFor(t, 5*time.Second, "on local limits", func() bool { return stores[i].Stats().Degraded })
+				}
+				start := time.Now()
+				for _, now := range []time.Duration{0, 1100 * time.Millisecond} {
+					time.Sleep(now - time.Since(start))
+					for _, b := range buckets {
+						b.Throttle(now, 0)
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+				for _, b := range buckets {
+					if r := b.Snapshot(0).Rate; r != 25/float64(n) { // each process's share
+						t.Fatalf("%s: the local limits' rate %v, want %v", name, r, 25/float64(n))
+					}
+				}
+				errs := stores[0].Stats().RedisErrors
+				if name == lost {
+					pxs[0].DropAnswerTo(func(cmd []byte) bool { return bytes.Contains(cmd, []byte(vpcsKey)) })
+				}
+				for i, px := range pxs {
+					if err := px.Up(); err != nil {
+						t.Fatal(err)
+					}
+					waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !stores[i].Stats().Degraded })
+				}
+				if name == lost && stores[0].Stats().RedisErrors == errs {
+					t.Fatal("the write-back's answer was not lost")
+				}
+				if got := o.Bucket(vpcsKey, spec, 0).Snapshot(0).Rate; got != 25 {
+					t.Errorf("%s: the fleet's rate %v rps, want 25 (halved once per event)", name, got)
+				}
+			})
 		}
 	})
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Proxy forwards connections from its address to a target address. Its
-// knobs (SetDelay, Garble, DropAnswer, RefuseNext, RefuseNextMatching,
+// knobs (SetDelay, Garble, DropAnswer, DropAnswerTo, RefuseNext, RefuseNextMatching,
 // SlowAnswers, Freeze,
 // Thaw, Down, Close) take its lock, and may be called from any goroutine
 // while it forwards; Up is for one goroutine, after Down. The zero Proxy
@@ -35,6 +35,7 @@ type Proxy struct {
 	drop   bool              // lose the next answer, closing its connection
 	refuse []byte            // the answer to the next command, which Redis does not get; nil for none
 	refIf  func([]byte) bool // the commands refuse is for; nil for any
+	dropIf func([]byte) bool // lose the answer to the next command it picks; nil for none
 	slow   func([]byte) bool
 	slowD  time.Duration
 }
@@ -75,6 +76,16 @@ func (p *Proxy) Garble(n int) {
 func (p *Proxy) DropAnswer() {
 	p.mu.Lock()
 	p.drop = true
+	p.mu.Unlock()
+}
+
+// DropAnswerTo loses the answer to the next chunk of data a client sends
+// (a command) for which match returns true, after Redis ran it, and
+// closes that connection, as a reset connection does; the answers to the
+// commands before it go through.
+func (p *Proxy) DropAnswerTo(match func(command []byte) bool) {
+	p.mu.Lock()
+	p.dropIf = match
 	p.mu.Unlock()
 }
 
@@ -197,13 +208,15 @@ func (p *Proxy) handle(c net.Conn) {
 		up.Close()
 		return
 	}
-	go p.pipe(up, c, false)
-	p.pipe(c, up, true)
+	var drop bool // the next answer on this connection is lost (dropIf); p.mu guards it
+	go p.pipe(up, c, false, &drop)
+	p.pipe(c, up, true, &drop)
 }
 
 // pipe copies from src to dst; answers is set for the copy of Redis's
-// answers to the client.
-func (p *Proxy) pipe(dst, src net.Conn, answers bool) {
+// answers to the client. drop is the connection's: its next answer is
+// lost.
+func (p *Proxy) pipe(dst, src net.Conn, answers bool, drop *bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
@@ -212,10 +225,13 @@ func (p *Proxy) pipe(dst, src net.Conn, answers bool) {
 		if n > 0 {
 			p.mu.Lock()
 			d, gate := p.delay, p.gate
-			if answers && p.drop {
-				p.drop = false
+			if answers && (p.drop || *drop) {
+				p.drop, *drop = false, false
 				p.mu.Unlock()
 				return // the answer is lost: the deferred closes reset the connection
+			}
+			if !answers && p.dropIf != nil && p.dropIf(buf[:n]) {
+				p.dropIf, *drop = nil, true
 			}
 			if refuse := p.refuse; !answers && refuse != nil && (p.refIf == nil || p.refIf(buf[:n])) {
 				p.refuse, p.refIf = nil, nil
