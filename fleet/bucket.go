@@ -518,8 +518,11 @@ func (b *sharedBucket) oweThrottle(at time.Duration) {
 }
 
 // maxOwedEvents bounds the congestion events owed to Redis
-// (oweThrottle): more halve the rate from its ceiling to its floor, but
-// for a floor 2^-16 of the ceiling.
+// (oweThrottle), the latest kept: 16 halvings take AIMD's rate from its
+// ceiling to 2^-16 of it, and the floor is often lower (the default,
+// bucket.DefaultFloor, for a ceiling above 65.5 rps), where the local
+// limits' more events took them; the next increase, a step of the
+// ceiling, leaves the two a hair apart.
 const maxOwedEvents = 16
 
 func (b *sharedBucket) Pause(now, pause time.Duration) {
