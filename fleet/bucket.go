@@ -218,7 +218,8 @@ const maxServed = 1024
 // flushServed sends the success counts no other script took along. While
 // Redis does not answer it keeps them, and looks again a slot later, so
 // that they reach Redis within a slot of its answering again, with the
-// first script that goes then.
+// first script that goes then; so it does with those of a flush Redis
+// surely did not run as it went away (keepUnsent).
 func (b *sharedBucket) flushServed() {
 	b.mu.Lock()
 	b.flush = nil
@@ -229,11 +230,28 @@ func (b *sharedBucket) flushServed() {
 		b.mu.Unlock()
 		return
 	}
+	kept := append([]served(nil), b.served...)
 	pairs := b.takeServed()
 	b.mu.Unlock()
 	if pairs != nil && !b.s.closed() {
-		b.s.run(servedScript, b.keys[:1], b.argsWith(pairs...)...)
+		if _, ok, unsent := b.s.runOnce(servedScript, b.keys[:1], b.argsWith(pairs...)...); !ok {
+			b.keepUnsent(kept, unsent)
+		}
 	}
+}
+
+// keepUnsent keeps the success counts kept, taken for a script that
+// failed, unsent when Redis surely did not run it, for when it answers
+// again (keepServed): when the failure was an outage's (the store is on
+// local limits), not a refusal of the script alone, which sending them
+// again would meet again.
+func (b *sharedBucket) keepUnsent(kept []served, unsent bool) {
+	if !unsent || !b.s.degraded.Load() {
+		return
+	}
+	b.mu.Lock()
+	b.keepServed(kept)
+	b.mu.Unlock()
 }
 
 // takeServed returns the success counts not yet sent, as the scripts read
@@ -444,9 +462,9 @@ func (b *sharedBucket) cancelLocal(now time.Duration, n int) {
 // Throttle sends the success counts not yet sent with the throttle: the
 // goodput controller measures what the fleet was served up to now. While
 // Redis does not answer they are kept for it (flushServed), and so are
-// those sent with a throttle Redis surely did not run (it refused the
-// script, or the connection could not be made: keepServed), which go with
-// its write-back (writeOwed) or before it.
+// those sent with a throttle Redis surely did not run as it went away
+// (an error reply such as LOADING, a connection not made: keepUnsent),
+// which go with its write-back (writeOwed) or before it.
 func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	at := max(1, mono())
 	b.paused(pause)
@@ -473,11 +491,7 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	b.mu.Unlock()
 	res, ok, unsent := b.s.runOnce(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
 	if !ok || len(res) < 2 {
-		if unsent {
-			b.mu.Lock()
-			b.keepServed(kept)
-			b.mu.Unlock()
-		}
+		b.keepUnsent(kept, unsent)
 		b.oweThrottle(at)
 		b.owe(pause)
 		return b.fallback(now).Throttle(now, pause)

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 )
@@ -30,6 +31,29 @@ func TestTheCountsOfAThrottleRedisDidNotRunAreKept(t *testing.T) {
 		}
 		if got := ob.Snapshot(0).Rate; got <= 50 {
 			t.Errorf("400 successes, then a throttle Redis did not run (LOADING), written back: the fleet's rate %v rps, want more than 50 (the goodput controller measuring the successes)", got)
+		}
+	})
+}
+
+// The success counts a flush sends (flushServed: a slot after the first of
+// them, when no other script took them along) are kept when Redis surely
+// did not run it (it answered LOADING), and sent when it answers again, so
+// that the fleet's next congestion event measures them. (They were lost:
+// the event measured nothing and halved the rate, 100 rps to 50.)
+func TestTheCountsOfAFlushRedisDidNotRunAreKept(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, a, ab, ob := goodputScene(t, be, 300*time.Millisecond)
+		px.RefuseNextMatching(func(cmd []byte) bool {
+			return bytes.Contains(cmd, []byte(vpcsKey)) // the flush, not the heartbeat
+		}, loading)
+		for range 400 {
+			ab.Success(0)
+		}
+		waitFor(t, 2*time.Second, "the flush refused: on local limits", func() bool { return a.Stats().Degraded })
+		waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+		time.Sleep(300 * time.Millisecond) // the flush after it
+		if got, _ := ob.Throttle(0, 0); got <= 50 {
+			t.Errorf("400 successes, their flush not run (LOADING), Redis back, then a throttle: the fleet's rate %v rps, want more than 50 (the goodput controller measuring the successes)", got)
 		}
 	})
 }
