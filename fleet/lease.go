@@ -411,6 +411,8 @@ func (b *sharedBucket) serveFromLease() {
 }
 
 // dispatch sends the queue's lease requests until no caller is queued.
+// Each takes along the success counts not sent yet, kept for Redis when
+// it surely did not run the request as it went away (keepUnsent).
 // With self, the caller that started it sends the first request itself,
 // and leaves the rest to a goroutine once it is served.
 func (b *sharedBucket) dispatch(self *waiter) {
@@ -442,6 +444,7 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		if b.onLocal {
 			charge, b.onLocal = b.log.charge(mono(), true, b.capacity()), false
 		}
+		kept := append([]served(nil), b.served...)
 		pairs := b.takeServed()
 		size := b.leaseSize()
 		if b.dropped {
@@ -451,8 +454,11 @@ func (b *sharedBucket) dispatch(self *waiter) {
 		b.mu.Unlock()
 
 		sent := mono()
-		res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge, b.s.longestWait.Load()}, pairs...)...)...)
+		res, ok, unsent := b.s.runOnce(takeScript, b.keys, b.argsWith(append([]any{want, give, "0", b.s.cfg.leaseWindow.Microseconds(), len(batch), charge, b.s.longestWait.Load()}, pairs...)...)...)
 		answered := mono()
+		if !ok {
+			b.keepUnsent(kept, unsent)
+		}
 		if ok && toInt(res[0]) < int64(len(batch)) {
 			// Fewer tokens than callers: the script grants one for each
 			// caller the request asks for, however far ahead. Asked again,
@@ -587,12 +593,14 @@ func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 	if b.onLocal {
 		charge, b.onLocal = b.log.charge(t, true, b.capacity()), false
 	}
+	kept := append([]served(nil), b.served...)
 	pairs := b.takeServed()
 	b.register()
 	b.mu.Unlock()
 	sent := mono()
-	res, ok := b.s.run(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge, b.s.longestWait.Load()}, pairs...)...)...)
+	res, ok, unsent := b.s.runOnce(takeScript, b.keys, b.argsWith(append([]any{1, give, "1", b.s.cfg.leaseWindow.Microseconds(), 1, charge, b.s.longestWait.Load()}, pairs...)...)...)
 	if !ok {
+		b.keepUnsent(kept, unsent)
 		return b.tryLocal(now) // which owes the charge again
 	}
 	b.s.misses.Add(1)

@@ -57,3 +57,31 @@ func TestTheCountsOfAFlushRedisDidNotRunAreKept(t *testing.T) {
 		}
 	})
 }
+
+// The success counts a lease request takes along are kept when Redis
+// surely did not run it (it answered LOADING), and sent when it answers
+// again, so that the fleet's next congestion event measures them. (They
+// were lost: the event measured nothing and halved the rate, 100 rps to
+// 50.)
+func TestTheCountsOfALeaseRequestRedisDidNotRunAreKept(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, a, ab, ob := goodputScene(t, be, 300*time.Millisecond)
+		for range 400 {
+			ab.Success(0)
+		}
+		px.RefuseNextMatching(func(cmd []byte) bool {
+			return bytes.Contains(cmd, []byte(vpcsKey)) // the lease request, not the heartbeat
+		}, loading)
+		for i := 0; !a.Stats().Degraded && i < 100; i++ {
+			ab.Reserve(0) // the lease's tokens, then a lease request
+		}
+		if !a.Stats().Degraded {
+			t.Fatal("100 reservations: no lease request refused")
+		}
+		waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+		time.Sleep(300 * time.Millisecond) // the flush after it
+		if got, _ := ob.Throttle(0, 0); got <= 50 {
+			t.Errorf("400 successes, a lease request not run (LOADING), Redis back, then a throttle: the fleet's rate %v rps, want more than 50 (the goodput controller measuring the successes)", got)
+		}
+	})
+}
