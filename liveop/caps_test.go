@@ -748,3 +748,41 @@ func TestAWaitingCallerWhoseContextPanicsLeavesTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// A waiting caller handed its slots (Request.Wait), woken but not yet
+// looking again (a busy scheduler, a context slow to answer), lets go of
+// them at once when an operation of its key starts meanwhile (on other
+// scopes), which it joins when it looks again: a caller that came later
+// for its scope is not refused for a slot kept for a caller that will not
+// use it.
+func TestAWokenCallerHandedItsSlotsLetsThemGoWhenItCanJoin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+		a := goRun(context.Background(), g, req("a", "aws/1"), (&counted{d: time.Minute, val: "a"}).run)
+		synctest.Wait()
+		ctx := &pausingCtx{Context: context.Background(), resume: make(chan struct{})}
+		w := req("k", "aws/1")
+		w.Wait = true
+		waiting := goRun(ctx, g, w, (&counted{d: time.Minute, val: "w"}).run)
+		synctest.Wait()
+		ctx.armed.Store(true)   // woken, the caller pauses before it looks again
+		time.Sleep(time.Minute) // a ends: its slot goes to the waiting caller
+		synctest.Wait()
+		if err := g.Check(req("before", "aws/1")); err == nil {
+			t.Fatal("aws/1's slot is not kept for the waiting caller a's end woke")
+		}
+		k := goRun(context.Background(), g, req("k", "aws/2"), (&counted{d: time.Minute, val: "k"}).run)
+		synctest.Wait()
+		err := g.Check(req("later", "aws/1"))
+		ctx.armed.Store(false)
+		close(ctx.resume)
+		if err != nil {
+			t.Errorf("a caller for aws/1, once an operation of the key of the woken caller handed aws/1 started: %v; want it to start", err)
+		}
+		if o := <-waiting; o.err != nil || o.val != "k" {
+			t.Errorf("the woken caller got %q %v; want k's result, joined", o.val, o.err)
+		}
+		<-a
+		<-k
+	})
+}

@@ -470,9 +470,12 @@ func (g *Guard) wait(ctx context.Context, w *waiter, ready <-chan struct{}) (err
 // rule other than the caps now refuses, and one the caps let start, for
 // which it keeps the slots (Guard.held), so that no caller that comes or
 // looks later takes them, and the callers after it find the caps as if it
-// had started. A caller the caps still hold back keeps the free slots of
-// its scopes (Guard.kept), so that a caller that comes later for one of
-// them does not take a slot the first needs, and the first starts when
+// had started, until it takes them or can no longer use them (an
+// operation of its key started, or a rule before the caps now refuses it:
+// see Guard.recheck), when they go on at once. A caller the caps still
+// hold back keeps the free slots of its scopes (Guard.kept), so that a
+// caller that comes later for one of them does not take a slot the first
+// needs, and the first starts when
 // its other scopes free (a Run inside an operation's function, which the
 // first may be waiting for, is not held back by those: see
 // Guard.firstBroken). A caller woken before, to join or to be refused,
@@ -481,7 +484,11 @@ func (g *Guard) wait(ctx context.Context, w *waiter, ready <-chan struct{}) (err
 func (g *Guard) handOff(now time.Time) {
 	for _, w := range g.queue {
 		if w.holds {
-			continue // woken, it looks again and takes what was handed to it
+			// Woken, it looks again and takes what was handed to it,
+			// unless it can no longer use it: it lets go of it at once,
+			// for the callers after it.
+			g.recheck(now, w)
+			continue
 		}
 		// Looked at afresh, after the callers before it; a caller already
 		// woken (to join, or to be refused) that has not looked again yet
@@ -501,6 +508,22 @@ func (g *Guard) handOff(now time.Time) {
 			w.woken = true
 			close(w.ready)
 		}
+	}
+}
+
+// recheck frees the slots handed to the waiting caller w, woken to take
+// them but not yet looking again, when it can no longer use them: an
+// operation of its key can be joined now, or a rule before the caps (its
+// caller's quota, a cooldown of one of its scopes) now refuses it, which
+// it finds when it looks again. Otherwise they stay kept for it. g.mu is
+// held.
+func (g *Guard) recheck(now time.Time, w *waiter) {
+	was := g.unhold(w)
+	if g.flights[w.req.Key] != nil {
+		return
+	}
+	if r := g.firstBroken(now, w.scopes, w.req, &w.nested); r == nil || r.Reason == ReasonBusy {
+		g.rehold(w, was)
 	}
 }
 

@@ -140,3 +140,43 @@ func TestCheckChangesNothing(t *testing.T) {
 		<-a
 	})
 }
+
+// A waiting caller handed its slots (Request.Wait), woken but not yet
+// looking again (a busy scheduler, a context slow to answer), whose
+// caller's quota an operation of the same caller then fills, lets go of
+// the slots handed to it at once: another caller that came later for that
+// scope is not refused for a slot kept for a caller that can no longer use
+// it.
+func TestAWokenCallerHandedItsSlotsLetsThemGoWhenItsQuotaFills(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGuard(t, Config{CallerMaxOperations: 2, CallerWindowSeconds: 3600, CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+		a := goRun(context.Background(), g, req("a", "aws/1"), (&counted{d: time.Minute, val: "a"}).run)
+		synctest.Wait()
+		ctx := &pausingCtx{Context: context.Background(), resume: make(chan struct{})}
+		w := req("w", "aws/1")
+		w.Wait = true
+		waiting := goRun(ctx, g, w, (&counted{d: time.Minute, val: "w"}).run)
+		synctest.Wait()
+		ctx.armed.Store(true)   // woken, the caller pauses before it looks again
+		time.Sleep(time.Minute) // a ends: its slot goes to the waiting caller
+		synctest.Wait()
+		later := req("later", "aws/1")
+		later.Caller = "operator"
+		if err := g.Check(later); err == nil {
+			t.Fatal("aws/1's slot is not kept for the waiting caller a's end woke")
+		}
+		x := goRun(context.Background(), g, req("x", "aws/2"), (&counted{d: time.Minute, val: "x"}).run) // the quota's second start
+		synctest.Wait()
+		err := g.Check(later)
+		ctx.armed.Store(false)
+		close(ctx.resume)
+		if err != nil {
+			t.Errorf("an operator's caller for aws/1, once the woken caller handed aws/1 reached its quota: %v; want it to start", err)
+		}
+		if o := <-waiting; !errors.Is(o.err, ErrQuota) {
+			t.Errorf("the woken caller, whose quota filled, got %q %v; want the quota refusal", o.val, o.err)
+		}
+		<-a
+		<-x
+	})
+}
