@@ -297,7 +297,7 @@ func TestASlotHandedToACallerThatHasGoneGoesToTheNext(t *testing.T) {
 			close(release)
 			for {
 				g.mu.Lock()
-				handed := g.queue[0].holds
+				handed := g.queue[0].phase == waitHanded
 				g.mu.Unlock()
 				if handed {
 					return

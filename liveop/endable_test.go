@@ -172,7 +172,7 @@ func (g *Guard) endableByPasses(p, join *flight, scopes []string) map[*flight]bo
 			}
 			for _, w := range g.queue {
 				g.steps++
-				if w.inside == f && !w.woken && !slotFrees(w.scopes) {
+				if w.inside == f && w.phase == waitAsleep && !slotFrees(w.scopes) {
 					return false
 				}
 			}
@@ -242,7 +242,7 @@ func TestEndableAgreesWithItsFixpoint(t *testing.T) {
 			}
 		}
 		for range rapid.IntRange(0, 6).Draw(rt, "waiting") {
-			g.queue = append(g.queue, &waiter{inside: anOp("inside"), woken: rapid.Bool().Draw(rt, "woken"), scopes: scopesOf("waiterScopes")})
+			g.queue = append(g.queue, &waiter{inside: anOp("inside"), phase: rapid.SampledFrom([]waitPhase{waitAsleep, waitWoken}).Draw(rt, "phase"), scopes: scopesOf("waiterScopes")})
 		}
 		p := anOp("p")
 		var join *flight

@@ -35,20 +35,6 @@ type Guard struct {
 	steps   int            // the steps Guard.endable has taken, in all: what a test counts of its work
 }
 
-// waiter is a caller waiting for a slot (Request.Wait), in Guard.queue
-// from its first wait until its Run starts, joins or is refused an
-// operation.
-type waiter struct {
-	req    Request
-	scopes []string      // req.Scopes, sorted, without duplicates
-	ready  chan struct{} // made by the caller, in its testing/synctest bubble if it is in one; closed when it is to look again
-	woken  bool          // ready is closed
-	holds  bool          // a slot of each of its scopes and one of the total are kept for it
-	kept   []string      // its scopes whose slot is kept for it while it waits for the others
-	nested nesting       // whether its Run is inside an operation's function (see Guard.firstBroken); not known (inside none, to handOff) from the end of inside's function until the caller looks again
-	inside *flight       // the operation whose function's context its Run has (nil: none, or its function has returned), which waits for it (see Guard.endable)
-}
-
 // Request describes one live operation. The zero Request has no key (it
 // joins nothing), no scopes (only the total cap applies to it) and the
 // caller "". Of a Request that joins a running operation only the Key
@@ -238,7 +224,7 @@ func (g *Guard) endable(p, join *flight, scopes []string) map[*flight]bool {
 	}
 	for _, w := range g.queue {
 		steps++
-		if _, running := g.running[w.inside]; running && w.inside.phase == phaseRunning && !w.woken {
+		if _, running := g.running[w.inside]; running && w.inside.phase == phaseRunning && w.phase == waitAsleep {
 			waitSlot(w.inside, w.scopes)
 		}
 	}
@@ -366,7 +352,7 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			// on its goroutine, which is looked up when it matters.
 			inside, *nested = nil, nesting{}
 			if w != nil {
-				w.inside, w.nested = nil, nesting{}
+				g.outlive(w)
 			}
 		}
 		if f := g.flights[req.Key]; f != nil {
@@ -423,15 +409,10 @@ func (g *Guard) admit(ctx context.Context, inside *flight, nested *nesting, req 
 			continue
 		}
 		if w == nil {
-			w = &waiter{req: req, scopes: scopes, inside: inside}
-			g.queue = append(g.queue, w)
+			w = g.enqueue(req, scopes, inside)
 		}
-		w.nested = *nested
-		// Made by the caller that waits on it, inside its
-		// testing/synctest bubble if it is in one.
-		w.ready, w.woken = make(chan struct{}), false
+		ready := g.sleep(w, *nested)
 		g.handOff(now) // a slot it let go of goes to the next
-		ready := w.ready
 		g.mu.Unlock()
 		if err := g.wait(ctx, w, ready); err != nil {
 			refused.cause = err
@@ -483,7 +464,7 @@ func (g *Guard) wait(ctx context.Context, w *waiter, ready <-chan struct{}) (err
 // operation it was to join may have ended meanwhile. g.mu is held.
 func (g *Guard) handOff(now time.Time) {
 	for _, w := range g.queue {
-		if w.holds {
+		if w.phase == waitHanded {
 			// Woken, it looks again and takes what was handed to it,
 			// unless it can no longer use it: it lets go of it at once,
 			// for the callers after it.
@@ -504,10 +485,7 @@ func (g *Guard) handOff(now time.Time) {
 				g.hold(w)
 			}
 		}
-		if !w.woken {
-			w.woken = true
-			close(w.ready)
-		}
+		g.wake(w) // a caller handed its slots is awake already
 	}
 }
 
@@ -527,85 +505,6 @@ func (g *Guard) recheck(now time.Time, w *waiter) {
 	}
 }
 
-// keep keeps for the waiting caller w, which the caps hold back, the
-// free slots of its scopes; g.mu is held.
-func (g *Guard) keep(w *waiter) {
-	for _, s := range w.scopes {
-		if g.active[s]+g.held[s]+g.kept[s] < g.cfg.maxPerScope {
-			g.kept[s]++
-			w.kept = append(w.kept, s)
-		}
-	}
-}
-
-// unkeep frees the slots keep kept for the waiting caller w; g.mu is
-// held.
-func (g *Guard) unkeep(w *waiter) {
-	for _, s := range w.kept {
-		if g.kept[s]--; g.kept[s] <= 0 {
-			delete(g.kept, s)
-		}
-	}
-	w.kept = nil
-}
-
-// hold keeps for the waiting caller w a slot of each of its scopes and
-// one of the total, which it is to take (see Guard.handOff); g.mu is
-// held.
-func (g *Guard) hold(w *waiter) {
-	w.holds = true
-	for _, s := range w.scopes {
-		g.held[s]++
-	}
-	g.heldAll++
-}
-
-// unhold frees the slots kept for the waiting caller w (nil: none), and
-// returns what they were, for rehold; g.mu is held.
-func (g *Guard) unhold(w *waiter) (was keptSlots) {
-	if w == nil {
-		return keptSlots{}
-	}
-	was = keptSlots{holds: w.holds, scopes: w.kept}
-	g.unkeep(w)
-	if !w.holds {
-		return was
-	}
-	w.holds = false
-	for _, s := range w.scopes {
-		if g.held[s]--; g.held[s] <= 0 {
-			delete(g.held, s)
-		}
-	}
-	g.heldAll--
-	return was
-}
-
-// keptSlots is what unhold freed of a waiting caller's: the slots handed
-// to it (holds), or those of its scopes kept for it while it waits for
-// the others.
-type keptSlots struct {
-	holds  bool
-	scopes []string
-}
-
-// rehold keeps again for the waiting caller w (nil: none) the slots
-// unhold freed, was, which nothing has taken since (g.mu was held), while
-// the caller looks something up with the lock let go and before it looks
-// at the Guard again; g.mu is held.
-func (g *Guard) rehold(w *waiter, was keptSlots) {
-	if w == nil {
-		return
-	}
-	if was.holds {
-		g.hold(w)
-	}
-	for _, s := range was.scopes {
-		g.kept[s]++
-	}
-	w.kept = slices.Clip(was.scopes) // keep starts a list of its own
-}
-
 // dequeue takes the caller w (nil: none) off the queue, as it stops
 // waiting, and hands the slots kept for it to the next; g.mu is held.
 func (g *Guard) dequeue(w *waiter, now time.Time) {
@@ -614,19 +513,6 @@ func (g *Guard) dequeue(w *waiter, now time.Time) {
 	}
 	g.unqueue(w)
 	g.handOff(now)
-}
-
-// unqueue takes the caller w (nil: none) off the queue and frees the
-// slots kept for it, handing them to nobody: for a caller about to take
-// them, whose Guard.start hands on what is left once it has, so that the
-// next waiting caller is not handed a slot the caller takes; g.mu is
-// held.
-func (g *Guard) unqueue(w *waiter) {
-	if w == nil {
-		return
-	}
-	g.unhold(w)
-	g.queue = slices.DeleteFunc(g.queue, func(x *waiter) bool { return x == w })
 }
 
 // waitsForItself reports whether the slot a new operation on scopes waits
@@ -912,14 +798,9 @@ func (g *Guard) finish(f *flight, val any, err error) {
 	g.total--
 	for _, w := range g.queue {
 		if w.inside == f {
-			// Its Run is inside f no more: until it has looked again
-			// (woken), and found out whether it runs on another
-			// operation's goroutine, it counts as inside none.
-			w.inside, w.nested = nil, nesting{}
-			if !w.woken {
-				w.woken = true
-				close(w.ready)
-			}
+			// Its Run is inside f no more: it looks again (woken).
+			g.outlive(w)
+			g.wake(w)
 		}
 	}
 	now := time.Now()
