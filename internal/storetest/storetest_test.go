@@ -28,3 +28,29 @@ func TestSlowPausesTakeTheirTime(t *testing.T) {
 		}
 	})
 }
+
+// A read of a budget's tokens runs the hook set, once, after the read.
+func TestBudgetReadsRunTheHookOnce(t *testing.T) {
+	s := storetest.HookBudgetReads(resilience.MemoryStore())
+	if !s.Ran() {
+		t.Error("a store with no hook set says its hook has yet to run")
+	}
+	b := s.Budget("aws", 10)
+	runs := 0
+	s.OnNextRead(func() {
+		runs++
+		b.Take()
+	})
+	if s.Ran() {
+		t.Error("the hook set ran before a read")
+	}
+	if left := b.Remaining(); left != 10 {
+		t.Errorf("the hooked read returned %v tokens, want 10, read before the hook ran", left)
+	}
+	if left := b.Remaining(); left != 9 || runs != 1 {
+		t.Errorf("the next read returned %v tokens with the hook run %d times, want 9 (the hook's Take) and once", left, runs)
+	}
+	if !s.Ran() {
+		t.Error("the hook ran and the store says it has not")
+	}
+}
