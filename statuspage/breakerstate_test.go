@@ -34,11 +34,10 @@ func (b oddBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 
 func (oddBreaker) Pristine() bool { return false }
 
-// A scope whose breaker is in an unknown state is not shown ok ("at its
-// ceiling, nothing waits"): the governor counts a breaker that is not
-// closed as troubled, and the page ranks it with the open ones, saying
-// that its state is unknown and naming it.
-func TestABreakerInAnUnknownStateIsNotOK(t *testing.T) {
+// oddEstate makes a governor on an oddStore with one scope, EC2's
+// DescribeVpcs, called once: its breaker reports state.BreakerState(7).
+func oddEstate(t *testing.T) *resilience.Governor {
+	t.Helper()
 	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(oddStore{resilience.MemoryStore()}))
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +46,15 @@ func TestABreakerInAnUnknownStateIsNotOK(t *testing.T) {
 	if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// A scope whose breaker is in an unknown state is not shown ok ("at its
+// ceiling, nothing waits"): the governor counts a breaker that is not
+// closed as troubled, and the page ranks it with the open ones, saying
+// that its state is unknown and naming it.
+func TestABreakerInAnUnknownStateIsNotOK(t *testing.T) {
+	g := oddEstate(t)
 	h := New(WithGovernor(g))
 	s := decode(t, get(t, h, http.MethodGet, "/?format=json"))
 	if len(s.Scopes) != 1 || s.Scopes[0].Status != "open" || s.Statuses["ok"] != 0 {
@@ -64,14 +72,7 @@ func TestABreakerInAnUnknownStateIsNotOK(t *testing.T) {
 // dot and parentheses make a class no rule selects: every class of the
 // row is a plain name.
 func TestAnUnknownBreakersCellHasAPlainClass(t *testing.T) {
-	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithStateStore(oddStore{resilience.MemoryStore()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := resilience.Scope{Provider: "aws", Account: "111111111111", Region: "eu-west-1", Service: "ec2", Operation: "DescribeVpcs"}
-	if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
-		t.Fatal(err)
-	}
+	g := oddEstate(t)
 	body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
 	rows := rowsOf(body, "scopes")
 	if len(rows) != 1 {
