@@ -31,26 +31,18 @@ func TestAppConfigStorageQuotaIsFatalPerAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
 		var sent atomic.Int32
-		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-		o := policy.ClientOptions{
-			Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
-				sent.Add(1)
-				h := http.Header{}
-				h.Set("Content-Type", "application/problem+json; charset=utf-8")
-				h.Set("retry-after-ms", "5000")
-				return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests",
-					Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil
-			}),
-			Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: 10 * time.Millisecond},
-			PerCallPolicies:  []policy.Policy{perCall},
-			PerRetryPolicies: []policy.Policy{perRetry},
-		}
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+		o := governedOptions(gov, "Policies", transportFunc(func(req *http.Request) (*http.Response, error) {
+			sent.Add(1)
+			h := http.Header{}
+			h.Set("Content-Type", "application/problem+json; charset=utf-8")
+			h.Set("retry-after-ms", "5000")
+			return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests",
+				Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil
+		}))
+		o.Retry = policy.RetryOptions{MaxRetries: 3, RetryDelay: 10 * time.Millisecond}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, o)
 		ctx, stats := resilience.WithStats(context.Background())
-		req, err := runtime.NewRequest(ctx, http.MethodPut, "https://store.azconfig.io/kv/k?api-version=2023-10-01")
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := newRequest(t, ctx, http.MethodPut, "https://store.azconfig.io/kv/k?api-version=2023-10-01")
 		start := time.Now()
 		resp, err := pl.Do(req)
 		var re *azcore.ResponseError

@@ -13,7 +13,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -33,20 +32,6 @@ func cosmosAnswers(n *int, status int) policy.Transporter {
 	})
 }
 
-// lateOptions are client options with both policies, as ClientOptions or
-// Policies installs them, over transport.
-func lateOptions(gov *resilience.Governor, opts string, transport policy.Transporter) *policy.ClientOptions {
-	var o policy.ClientOptions
-	if opts == "Policies" {
-		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-		o = policy.ClientOptions{PerCallPolicies: []policy.Policy{perCall}, PerRetryPolicies: []policy.Policy{perRetry}}
-	} else {
-		o = cloudgazure.ClientOptions(nil, cloudgazure.WithGovernor(gov)).ClientOptions
-	}
-	o.Transport = transport
-	return &o
-}
-
 // A context that ends while azcore sleeps before retrying a Cosmos DB
 // 429 (whose retry is asked for at once with ClientOptions) or 503 (asked
 // for when it is sent, azcosmos's retry policy resending or giving up a
@@ -62,7 +47,7 @@ func TestCosmosRetryCancelledInBackoffIsLostOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				gov := newGov(t, resilience.Config{})
 				var sent int
-				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, opts, cosmosAnswers(&sent, c.status)))
+				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, governedOptions(gov, opts, cosmosAnswers(&sent, c.status)))
 				ctx, stats := resilience.WithStats(context.Background())
 				ctx, ledger := resilience.WithLedger(ctx, "cosmos")
 				ctx, cancel := context.WithCancel(ctx)
@@ -105,7 +90,7 @@ func TestCosmosLateRetryRefusedByTheBudgetIsLostOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(0)}})
 				var sent int
-				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, opts, cosmosThrottled(&sent)))
+				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, governedOptions(gov, opts, cosmosThrottled(&sent)))
 				ctx, stats := resilience.WithStats(context.Background())
 				ctx, ledger := resilience.WithLedger(ctx, "cosmos")
 				req := newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
@@ -150,7 +135,7 @@ func TestBreakerOpeningEndsACosmosRequestsBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(2), BaseDelaySeconds: 20, MaxBackoffSeconds: 20}})
 		var sent int
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, "ClientOptions", cosmosThrottled(&sent)))
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, governedOptions(gov, "ClientOptions", cosmosThrottled(&sent)))
 		ctx, ledger := resilience.WithLedger(context.Background(), "cosmos")
 		req := newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")
 		start := time.Now()

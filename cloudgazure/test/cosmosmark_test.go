@@ -26,10 +26,7 @@ import (
 // bits, "1" today).
 func newAzcosmosRequest(t *testing.T, ctx context.Context, method, endpoint string) *policy.Request {
 	t.Helper()
-	req, err := runtime.NewRequest(ctx, method, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := newRequest(t, ctx, method, endpoint)
 	req.Raw().Header.Set("x-ms-cosmos-sdk-supportedcapabilities", "1")
 	return req
 }
@@ -53,7 +50,7 @@ func TestAzcosmosRequestsAreKnownByTheirMark(t *testing.T) {
 						var sent int
 						pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1",
 							runtime.PipelineOptions{PerRetry: []policy.Policy{regionRetry{regions}}},
-							lateOptions(gov, opts, cosmosAnswers(&sent, http.StatusServiceUnavailable)))
+							governedOptions(gov, opts, cosmosAnswers(&sent, http.StatusServiceUnavailable)))
 						ctx, stats := resilience.WithStats(context.Background())
 						if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, endpoint)); err == nil {
 							t.Fatal("the 503 came back without an error")
@@ -80,13 +77,10 @@ func TestAnUnmarkedCosmosRequestsRetryIsAskedAtOnce(t *testing.T) {
 		gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{RetryBudget: ptr(0)}})
 		var sent int
 		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{},
-			lateOptions(gov, "ClientOptions", cosmosAnswers(&sent, http.StatusServiceUnavailable)))
-		req, err := runtime.NewRequest(context.Background(), http.MethodGet, "https://acct.table.cosmos.azure.com/Tables('t')")
-		if err != nil {
-			t.Fatal(err)
-		}
+			governedOptions(gov, "ClientOptions", cosmosAnswers(&sent, http.StatusServiceUnavailable)))
+		req := newRequest(t, context.Background(), http.MethodGet, "https://acct.table.cosmos.azure.com/Tables('t')")
 		start := time.Now()
-		_, err = pl.Do(req)
+		_, err := pl.Do(req)
 		took := time.Since(start)
 		var rbe *resilience.RetryBudgetExhaustedError
 		if !errors.As(err, &rbe) || sent != 3 {
@@ -112,13 +106,9 @@ func TestAnUnmarkedCosmosRequestsRetryIsAskedAtOnce(t *testing.T) {
 func TestAzcosmosRequestsOnAnotherHostAreTheirEndpoints(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
-		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &policy.ClientOptions{
-			Transport:        throttleTransport{"x-ms-retry-after-ms", "30000"},
-			Retry:            policy.RetryOptions{MaxRetries: -1},
-			PerCallPolicies:  []policy.Policy{perCall},
-			PerRetryPolicies: []policy.Policy{perRetry},
-		})
+		o := governedOptions(gov, "Policies", throttleTransport{"x-ms-retry-after-ms", "30000"})
+		o.Retry = policy.RetryOptions{MaxRetries: -1}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, o)
 		ctx, stats := resilience.WithStats(context.Background())
 		send := func(endpoint string, azcosmos bool) (int, time.Duration) {
 			t.Helper()
@@ -178,7 +168,7 @@ func TestAzcosmosConnectionResetIsAskedAtOnce(t *testing.T) {
 			sent++
 			return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 		})
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, lateOptions(gov, "ClientOptions", reset))
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, governedOptions(gov, "ClientOptions", reset))
 		start := time.Now()
 		_, err := pl.Do(newAzcosmosRequest(t, context.Background(), http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x"))
 		took := time.Since(start)
@@ -222,7 +212,7 @@ func TestAzcosmosDNSFailureIsAskedLate(t *testing.T) {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "acct-westus.documents.azure.com", IsNotFound: true}}
 		})
 		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{PerRetry: []policy.Policy{dnsGiveUp{}}},
-			lateOptions(gov, "ClientOptions", noHost))
+			governedOptions(gov, "ClientOptions", noHost))
 		ctx, stats := resilience.WithStats(context.Background())
 		if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x")); err == nil {
 			t.Fatal("the failed name resolution came back without an error")

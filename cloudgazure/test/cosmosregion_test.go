@@ -3,16 +3,12 @@ package test
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -40,40 +36,11 @@ func TestACosmosAccountNamedForARegionIsItsOwn(t *testing.T) {
 		{"https://orders-prod.documents.azure.com/dbs/d", az("orders-prod", "cosmosdb")},
 		{"https://-westus.documents.azure.com/dbs/d", az("-westus", "cosmosdb")},
 	})
-	u, _ := url.Parse("https://orders-eastus2.documents.azure.com/dbs/d")
-	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
-		t.Errorf("ScopeOfURL(%q) allocates %v times", u, n)
-	}
-
-	synctest.Test(t, func(t *testing.T) {
-		// One slot per account: a request of orders-eastus2 answered in
-		// 10 s holds its account's slot that long.
-		gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}})
-		slow := transportFunc(func(req *http.Request) (*http.Response, error) {
-			if strings.HasPrefix(req.URL.Host, "orders-eastus2.") {
-				time.Sleep(10 * time.Second)
-			}
-			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
-		})
-		ctx, stats := resilience.WithStats(context.Background())
-		send := governedSend(t, ctx, gov, slow)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			send("https://orders-eastus2.documents.azure.com/dbs/d/colls/c/docs/a")
-		}()
-		synctest.Wait()
-		if st, took := send("https://orders-westus2.documents.azure.com/dbs/d/colls/c/docs/b"); st != http.StatusOK || took != 0 {
-			t.Errorf("orders-westus2: %d after %v, want 200 at once: another account's request held its slot", st, took)
-		}
-		<-done
-		got := gov.Summary(stats).Scopes
-		for _, sc := range []resilience.Scope{az("orders-eastus2", "cosmosdb"), az("orders-westus2", "cosmosdb")} {
-			if got[sc].Calls != 1 {
-				t.Errorf("scope %v: %d calls, want 1 (scopes: %v)", sc, got[sc].Calls, got)
-			}
-		}
-	})
+	checkNoAllocs(t, "https://orders-eastus2.documents.azure.com/dbs/d")
+	// One slot per account: a request of orders-eastus2 answered in 10 s
+	// holds its account's slot that long.
+	checkOwnSlots(t, "https://orders-eastus2.documents.azure.com/dbs/d/colls/c/docs/a", "https://orders-westus2.documents.azure.com/dbs/d/colls/c/docs/b",
+		az("orders-eastus2", "cosmosdb"), az("orders-westus2", "cosmosdb"))
 }
 
 // regionalHosts stands for azcosmos's retry policy (clientRetryPolicy),
@@ -110,15 +77,8 @@ func TestCosmosRegionalAttemptsStayInTheCallsScope(t *testing.T) {
 		t.Run(opts, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				gov := newGov(t, resilience.Config{})
-				var o policy.ClientOptions
-				if opts == "Policies" {
-					perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-					o = policy.ClientOptions{PerCallPolicies: []policy.Policy{perCall}, PerRetryPolicies: []policy.Policy{perRetry}}
-				} else {
-					o = cloudgazure.ClientOptions(nil, cloudgazure.WithGovernor(gov)).ClientOptions
-				}
 				var sent []string
-				o.Transport = transportFunc(func(req *http.Request) (*http.Response, error) {
+				o := governedOptions(gov, opts, transportFunc(func(req *http.Request) (*http.Response, error) {
 					sent = append(sent, req.URL.Host)
 					resp := &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{}, Body: http.NoBody, Request: req}
 					switch len(sent) {
@@ -129,10 +89,10 @@ func TestCosmosRegionalAttemptsStayInTheCallsScope(t *testing.T) {
 						resp.Header.Set("x-ms-retry-after-ms", "100")
 					}
 					return resp, nil
-				})
+				}))
 				pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{PerRetry: []policy.Policy{
 					regionalHosts{[]string{"contoso-westus.documents.azure.com", "contoso-eastus.documents.azure.com"}},
-				}}, &o)
+				}}, o)
 				ctx, stats := resilience.WithStats(context.Background())
 				resp, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://contoso.documents.azure.com:443/dbs/d/colls/c/docs/x"))
 				if err != nil || resp.StatusCode != http.StatusOK {

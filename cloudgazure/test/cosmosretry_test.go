@@ -56,21 +56,15 @@ func TestARetryAnEarlierPolicyGivesUpIsNotCounted(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, %d other regions", opts, regions), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					gov := newGov(t, resilience.Config{})
-					var o policy.ClientOptions
-					if opts == "Policies" {
-						perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-						o = policy.ClientOptions{PerCallPolicies: []policy.Policy{perCall}, PerRetryPolicies: []policy.Policy{perRetry}}
-					} else {
-						// The options of a data-plane client made from
-						// ClientOptions' (azcosmos.ClientOptions embeds them).
-						o = cloudgazure.ClientOptions(nil, cloudgazure.WithGovernor(gov)).ClientOptions
-					}
-					o.Transport = transportFunc(func(req *http.Request) (*http.Response, error) {
+					// With ClientOptions, the options of a data-plane client
+					// made from ClientOptions' (azcosmos.ClientOptions embeds
+					// them).
+					o := governedOptions(gov, opts, transportFunc(func(req *http.Request) (*http.Response, error) {
 						return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
 							Header: http.Header{}, Body: http.NoBody, Request: req}, nil
-					})
+					}))
 					pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1",
-						runtime.PipelineOptions{PerRetry: []policy.Policy{regionRetry{regions}}}, &o)
+						runtime.PipelineOptions{PerRetry: []policy.Policy{regionRetry{regions}}}, o)
 					ctx, stats := resilience.WithStats(context.Background())
 					if _, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d")); err == nil {
 						t.Fatal("the 503 came back without an error")

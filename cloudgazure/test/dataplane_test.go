@@ -118,10 +118,7 @@ func TestScopeOfURL(t *testing.T) {
 		{"https://acct.z13.web.core.windows.net/index.html", az("", "resources")},
 		{"http://[::1]:8080/subscriptions/" + subB, az(subB, "resources")},
 	})
-	u, _ := url.Parse("https://acct.blob.core.windows.net/c/b")
-	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
-		t.Errorf("ScopeOfURL allocates %v times", n)
-	}
+	checkNoAllocs(t, "https://acct.blob.core.windows.net/c/b")
 }
 
 func FuzzScopeOfURL(f *testing.F) {
@@ -171,10 +168,7 @@ func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
 		{"https://acct.z24.blob.storage.azure.net.example.com/c/b", az("", "resources")},
 		{"https://z24.blob.storage.azure.net/c/b", az("", "resources")},
 	})
-	u, _ := url.Parse("https://acct.z24.blob.storage.azure.net/c/b")
-	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
-		t.Errorf("ScopeOfURL of a DNS zone endpoint allocates %v times", n)
-	}
+	checkNoAllocs(t, "https://acct.z24.blob.storage.azure.net/c/b")
 
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
@@ -194,25 +188,45 @@ func TestDNSZoneEndpointsAreScopedByTheirAccount(t *testing.T) {
 	})
 }
 
+// governedOptions are client options over transport with both of
+// cloudgazure's policies for gov, installed as opts names: "Policies",
+// the two Policies returns in the per-call and per-retry stages (azcore's
+// retry options its defaults), or "ClientOptions", the options
+// ClientOptions returns (its retry options too).
+func governedOptions(gov *resilience.Governor, opts string, transport policy.Transporter) *policy.ClientOptions {
+	var o policy.ClientOptions
+	if opts == "Policies" {
+		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
+		o = policy.ClientOptions{PerCallPolicies: []policy.Policy{perCall}, PerRetryPolicies: []policy.Policy{perRetry}}
+	} else {
+		o = cloudgazure.ClientOptions(nil, cloudgazure.WithGovernor(gov)).ClientOptions
+	}
+	o.Transport = transport
+	return &o
+}
+
+// newRequest makes a request of method on url with ctx; an error fails
+// the test.
+func newRequest(t *testing.T, ctx context.Context, method, url string) *policy.Request {
+	t.Helper()
+	req, err := runtime.NewRequest(ctx, method, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
 // governedSend returns a send of a GET of a URL with ctx through a
 // pipeline with both of cloudgazure's policies for gov, over transport,
 // azcore's own retries off: the answer's status and how long it took. A
 // request that fails before it is answered fails the test.
 func governedSend(t *testing.T, ctx context.Context, gov *resilience.Governor, transport policy.Transporter) func(url string) (int, time.Duration) {
-	perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-	o := policy.ClientOptions{
-		Transport:        transport,
-		Retry:            policy.RetryOptions{MaxRetries: -1},
-		PerCallPolicies:  []policy.Policy{perCall},
-		PerRetryPolicies: []policy.Policy{perRetry},
-	}
-	pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+	o := governedOptions(gov, "Policies", transport)
+	o.Retry = policy.RetryOptions{MaxRetries: -1}
+	pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, o)
 	return func(url string) (int, time.Duration) {
 		t.Helper()
-		req, err := runtime.NewRequest(ctx, http.MethodGet, url)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := newRequest(t, ctx, http.MethodGet, url)
 		start := time.Now()
 		resp, err := pl.Do(req)
 		if err != nil {
@@ -253,4 +267,58 @@ func checkScopeOfURL(t *testing.T, cases []scopeCase) {
 			t.Errorf("ScopeOfURL(%q) = %v, want %v", c.url, got, c.want)
 		}
 	}
+}
+
+// checkNoAllocs fails t for each of urls ScopeOfURL allocates to read.
+func checkNoAllocs(t *testing.T, urls ...string) {
+	t.Helper()
+	for _, s := range urls {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
+			t.Errorf("ScopeOfURL(%q) allocates %v times", s, n)
+		}
+	}
+}
+
+// checkOwnSlots checks that two hosts are two accounts of the provider:
+// with one slot per Azure account, a GET of other, sent while one of held
+// (answered in 10 s) is in flight, is answered at once, not held back by
+// held's slot, and each request is recorded in its own scope, heldScope
+// and otherScope.
+func checkOwnSlots(t *testing.T, held, other string, heldScope, otherScope resilience.Scope) {
+	t.Helper()
+	heldURL, err := url.Parse(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{Azure: resilience.ProviderConfig{MaxConcurrency: 1}})
+		slow := transportFunc(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Host == heldURL.Host {
+				time.Sleep(10 * time.Second)
+			}
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		})
+		ctx, stats := resilience.WithStats(context.Background())
+		send := governedSend(t, ctx, gov, slow)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			send(held)
+		}()
+		synctest.Wait()
+		if st, took := send(other); st != http.StatusOK || took != 0 {
+			t.Errorf("%s: %d after %v, want 200 at once: %s's request held its slot", other, st, took, held)
+		}
+		<-done
+		got := gov.Summary(stats).Scopes
+		for _, sc := range []resilience.Scope{heldScope, otherScope} {
+			if got[sc].Calls != 1 {
+				t.Errorf("scope %v: %d calls, want 1 (scopes: %v)", sc, got[sc].Calls, got)
+			}
+		}
+	})
 }

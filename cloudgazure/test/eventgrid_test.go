@@ -3,12 +3,10 @@ package test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -62,15 +60,10 @@ func TestScopeOfURLReadsEventGridAndWebPubSub(t *testing.T) {
 		{"https://[2001:db8::1]:443/api/events", az("", "resources")},
 		{"https://[fe80::1%25eth0.5]/api/events", az("", "resources")},
 	})
-	for _, s := range []string{
+	checkNoAllocs(t,
 		"https://topic.westus2-1.eventgrid.azure.net/api/events",
 		"https://hub.webpubsub.azure.com/api/health",
-	} {
-		u, _ := url.Parse(s)
-		if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
-			t.Errorf("ScopeOfURL(%q) allocates %v times", s, n)
-		}
-	}
+	)
 
 	// A throttled topic (429, Retry-After: 30) holds neither another
 	// topic, a Web PubSub service nor the tenant's Resource Manager calls.

@@ -3,13 +3,11 @@ package test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -145,16 +143,11 @@ func TestScopeOfURLReadsOtherDataPlanes(t *testing.T) {
 		{"https://api.openai.com/v1/models", az("", "resources")},
 		{"https://westus.api.cognitive.microsoft.com/x", az("", "resources")},
 	})
-	for _, s := range []string{
+	checkNoAllocs(t,
 		"https://acct.documents.azure.com/dbs/d",
 		"https://acct.table.cosmos.azure.us/t",
 		"https://reg.azurecr.io/v2/_catalog",
-	} {
-		u, _ := url.Parse(s)
-		if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
-			t.Errorf("ScopeOfURL(%q) allocates %v times", s, n)
-		}
-	}
+	)
 }
 
 // A container registry with dedicated data endpoints serves its layers'
@@ -181,10 +174,7 @@ func TestScopeOfURLReadsRegistryDataEndpoints(t *testing.T) {
 		{"https://reg.eastus.data.azurecr.com/v2/", az("", "resources")},
 		{"https://a.reg.eastus.data.azurecr.io/v2/", az("", "resources")},
 	})
-	u, _ := url.Parse("https://reg.eastus.data.azurecr.io/v2/img/blobs/sha256:00")
-	if n := testing.AllocsPerRun(100, func() { cloudgazure.ScopeOfURL(u) }); n != 0 {
-		t.Errorf("ScopeOfURL(%q) allocates %v times", u, n)
-	}
+	checkNoAllocs(t, "https://reg.eastus.data.azurecr.io/v2/img/blobs/sha256:00")
 }
 
 // An Azure AI services (Foundry) account answers on three hosts, which

@@ -47,22 +47,14 @@ func TestCosmosRetryWithIsTransient(t *testing.T) {
 
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
-		perCall, perRetry := cloudgazure.Policies(cloudgazure.WithGovernor(gov))
-		o := policy.ClientOptions{
-			Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
-				return &http.Response{StatusCode: statusRetryWith, Header: http.Header{}, Request: req,
-					Body: io.NopCloser(strings.NewReader(body))}, nil
-			}),
-			Retry:            policy.RetryOptions{MaxRetries: -1},
-			PerCallPolicies:  []policy.Policy{perCall},
-			PerRetryPolicies: []policy.Policy{perRetry},
-		}
-		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, &o)
+		o := governedOptions(gov, "Policies", transportFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: statusRetryWith, Header: http.Header{}, Request: req,
+				Body: io.NopCloser(strings.NewReader(body))}, nil
+		}))
+		o.Retry = policy.RetryOptions{MaxRetries: -1}
+		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, o)
 		ctx, stats := resilience.WithStats(context.Background())
-		req, err := runtime.NewRequest(ctx, http.MethodPost, "https://acct.documents.azure.com/dbs/d/colls/c/docs")
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := newRequest(t, ctx, http.MethodPost, "https://acct.documents.azure.com/dbs/d/colls/c/docs")
 		if resp, err := pl.Do(req); err != nil || resp.StatusCode != statusRetryWith {
 			t.Fatalf("got %v, %v; want the 449", resp, err)
 		}
