@@ -327,10 +327,7 @@ func TestGitHubGraphQLRateLimitedAnswerIsAThrottle(t *testing.T) {
 			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
 			start := time.Now()
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := send(t, hc, req)
 			if got := readAll(t, resp); got != "ok" {
 				t.Fatalf("body %q after %v, want the query sent again after the reset and answered", got, time.Since(start))
 			}
@@ -353,10 +350,7 @@ func TestGitHubGraphQLRateLimitedAnswerIsAThrottle(t *testing.T) {
 			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov),
 				cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := send(t, hc, req)
 			if got := readAll(t, resp); resp.StatusCode != http.StatusOK || got != limited {
 				t.Fatalf("status %d body %q, want GitHub's 200 with its errors, whole", resp.StatusCode, got)
 			}
@@ -377,10 +371,7 @@ func TestGitHubGraphQLRateLimitedAnswerIsAThrottle(t *testing.T) {
 			scope := cloudghttp.GitHub("octo")
 			hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov))}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := send(t, hc, req)
 			if got := readAll(t, resp); got != `{"data":{"viewer":{"login":"octo"}}}` {
 				t.Fatalf("body %q, want the query's data", got)
 			}
@@ -426,10 +417,7 @@ func TestGitHubGraphQLRateLimitedAnswerIsAThrottleCompressed(t *testing.T) {
 				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), opts...)}
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
 				req.Header.Set("Accept-Encoding", "gzip")
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				tot := gov.Summary(stats).Totals
 				switch {
@@ -466,10 +454,7 @@ func TestGitHubSecondaryLimitWordsAreReadCompressed(t *testing.T) {
 		hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/app", nil)
 		req.Header.Set("Accept-Encoding", "gzip")
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := send(t, hc, req)
 		readAll(t, resp)
 		hits := f.recorded()
 		if len(hits) != 2 || resp.StatusCode != http.StatusOK {
@@ -532,10 +517,7 @@ func TestPeekedBodyKeepsItsReadError(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
 		hc := &http.Client{Transport: cloudghttp.NewTransport(failingBody{lost}, cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
 		req, _ := http.NewRequest(http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := send(t, hc, req)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		if !errors.Is(err, lost) || string(b) != `{"data":{"viewer":` {
@@ -582,10 +564,7 @@ func TestGitHubGraphQLSecondaryLimitAnswerIsAThrottle(t *testing.T) {
 				}
 				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), opts...)}
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(query))
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				hits := f.recorded()
 				tot := gov.Summary(stats).Totals
@@ -658,10 +637,7 @@ func TestGitHubGraphQLSecondaryLimitWithoutRetryAfterIsAThrottle(t *testing.T) {
 				if c.gzip {
 					req.Header.Set("Accept-Encoding", "gzip")
 				}
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				hits := f.recorded()
 				tot := gov.Summary(stats).Totals
@@ -737,10 +713,7 @@ func TestGitHubGraphQLAnswerIsReadOnlyToItsData(t *testing.T) {
 		hc := &http.Client{Transport: cloudghttp.NewTransport(stallingGraphQL{first, read}, scope, cloudghttp.WithGovernor(gov))}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
 		start := time.Now()
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := send(t, hc, req)
 		defer resp.Body.Close()
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("the answer came back %v after its headers and first bytes, want at once", d)
@@ -778,10 +751,7 @@ func TestGitHubGraphQLSecondaryLimitWithoutRetryAfterOverLoopback(t *testing.T) 
 	hc := &http.Client{Transport: cloudghttp.NewTransport(tr, cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov),
 		cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := send(t, hc, req)
 	if got := readAll(t, resp); got != limited {
 		t.Errorf("body %q, want GitHub's 200 whole", got)
 	}
@@ -888,10 +858,7 @@ func TestGitHubGraphQLQueryErrorQuotingRateLimitIsNoThrottle(t *testing.T) {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql",
 					strings.NewReader(`{"query":"{ search(query \"rate limit\", type: ISSUE, first: 10) { issueCount } }"}`))
 				start := time.Now()
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				tot := gov.Summary(stats).Totals
 				if c.throttle {
@@ -937,10 +904,7 @@ func TestGitHubGraphQLPrimaryLimitWithPointsLeftWaitsForTheReset(t *testing.T) {
 		hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql",
 			strings.NewReader(`{"query":"query { search(query: \"is:pr\", type: ISSUE, first: 100) { issueCount } }"}`))
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := send(t, hc, req)
 		if got := readAll(t, resp); got != "ok" {
 			t.Fatalf("body %q, want the query sent again and answered", got)
 		}
@@ -1128,10 +1092,7 @@ func TestGitHubGraphQLPartialAnswerWithARateLimitIsNoSuccess(t *testing.T) {
 					req.Header.Set("Idempotency-Key", "k1")
 				}
 				start := time.Now()
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				hits := f.recorded()
 				tot := gov.Summary(stats).Totals
@@ -1245,10 +1206,7 @@ func TestGitHubAKnownQuotasCallWaitsForItsReset(t *testing.T) {
 				req, _ := http.NewRequestWithContext(ctx, c.method, "https://api.github.com"+c.path, nil)
 				core, _ := http.NewRequest(http.MethodGet, "https://api.github.com/repos/octo/hello/issues", nil)
 				rate := gov.Inspect(scope(core)).Leaf.Rate
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				hits := f.recorded()
 				if c.code != http.StatusOK {
@@ -1316,10 +1274,7 @@ func TestGitHubGraphQLSpentSuccessTooLongToReadIsNotHeldBack(t *testing.T) {
 				hc := &http.Client{Transport: cloudghttp.NewTransport(base, scope, cloudghttp.WithGovernor(gov))}
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.github.com/graphql", strings.NewReader(`{"query":"query { viewer { login } }"}`))
 				start := time.Now()
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				if took := time.Since(start); took != c.want {
 					t.Errorf("Content-Length %d, quota spent: the answer came back after %v, want %v", c.length, took, c.want)
 				}
@@ -1363,10 +1318,7 @@ func TestGitHubA429OfAnotherQuotaNotSpentIsAThrottle(t *testing.T) {
 				ctx, stats := resilience.WithStats(context.Background())
 				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), cloudghttp.GitHub("octo"), cloudghttp.WithGovernor(gov))}
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/hello/import", nil)
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, hc, req)
 				got := readAll(t, resp)
 				if n := len(f.recorded()); resp.StatusCode != http.StatusOK || got != "ok" || n != 2 {
 					t.Errorf("a 429 naming source_import, %q left: status %d after %d attempts, want it retried and answered", remaining, resp.StatusCode, n)

@@ -130,10 +130,7 @@ func TestUngovernedRequests(t *testing.T) {
 				c := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), tc.scope, cloudghttp.WithGovernor(gov))}
 				ctx, stats := resilience.WithStats(context.Background())
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, c, req)
 				readAll(t, resp)
 				if resp.StatusCode != 429 || len(f.recorded()) != 1 {
 					t.Fatalf("status %d after %d attempts, want the 429 after 1", resp.StatusCode, len(f.recorded()))
@@ -267,10 +264,7 @@ func TestADisabledProvidersRequestDecidesItsAdmission(t *testing.T) {
 			ctx := resilience.WithAdmission(context.Background(), &a, 0)
 			for range 2 {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := send(t, c, req)
 				readAll(t, resp)
 			}
 			if a.decided.Load() != 1 || a.deferred.Load() != 0 {

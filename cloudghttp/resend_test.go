@@ -22,6 +22,9 @@ import (
 // anyway): the rules, not the waits, are under test.
 var quick = cloudghttp.WithPolicy(resilience.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 
+// do sends a request of method on url with the body r and the headers
+// hdr (name, value pairs) with c, and returns the response; an error
+// fails the test.
 func do(t *testing.T, c *http.Client, method, url string, r io.Reader, hdr ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, r)
@@ -31,6 +34,13 @@ func do(t *testing.T, c *http.Client, method, url string, r io.Reader, hdr ...st
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	return send(t, c, req)
+}
+
+// send sends req with c and returns the response; an error fails the
+// test.
+func send(t testing.TB, c *http.Client, req *http.Request) *http.Response {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

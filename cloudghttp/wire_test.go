@@ -416,10 +416,7 @@ func TestUngovernedResponseCarriesTheCallersRequest(t *testing.T) {
 					hc := &http.Client{Transport: cloudghttp.NewTransport(cloningBase{base: newMem(f), dropRequest: drop}, c.scope,
 						cloudghttp.WithGovernor(newGov(t, c.cfg)))}
 					req, _ := http.NewRequest(http.MethodGet, "http://api.test/items/1", nil)
-					resp, err := hc.Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
+					resp := send(t, hc, req)
 					readAll(t, resp)
 					if resp.Request != req {
 						var sent string
