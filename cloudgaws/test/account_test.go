@@ -22,9 +22,7 @@ import (
 // the account, not under *.
 func TestAccountIDAsksSTSOnceThroughTheConfig(t *testing.T) {
 	f := newFake(t)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	cfg := awsConfig(f, srv)
+	cfg := loopbackConfig(t, f)
 
 	account, err := cloudgaws.AccountID(context.Background(), cfg)
 	if err != nil || account != testAccount {
@@ -58,9 +56,7 @@ func TestAccountIDAsksSTSOnceThroughTheConfig(t *testing.T) {
 // is governed like any other.
 func TestAccountIDOnAnInstalledConfigIsGoverned(t *testing.T) {
 	f := newFake(t)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	cfg := awsConfig(f, srv)
+	cfg := loopbackConfig(t, f)
 	g, err := resilience.NewGovernor(resilience.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +79,8 @@ func TestAccountIDOnAnInstalledConfigIsGoverned(t *testing.T) {
 func TestAccountIDReturnsTheSDKError(t *testing.T) {
 	f := newFake(t)
 	f.always("GetCallerIdentity", reply{status: 403, code: "InvalidClientTokenId", msg: "The security token included in the request is invalid."})
-	srv := httptest.NewServer(f)
-	defer srv.Close()
 
-	account, err := cloudgaws.AccountID(context.Background(), awsConfig(f, srv))
+	account, err := cloudgaws.AccountID(context.Background(), loopbackConfig(t, f))
 	var api smithy.APIError
 	if account != "" || !errors.As(err, &api) || api.ErrorCode() != "InvalidClientTokenId" {
 		t.Fatalf("AccountID = %q, %v; want the SDK's InvalidClientTokenId", account, err)
@@ -117,9 +111,7 @@ func TestAccountIDRefusesAnAnswerWithoutAccount(t *testing.T) {
 // asked (TestAccountIDAsksSTSOnceThroughTheConfig).
 func TestAccountIDReadsTheCredentialsAccountWithoutACall(t *testing.T) {
 	f := newFake(t)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	cfg := awsConfig(f, srv)
+	cfg := loopbackConfig(t, f)
 	cfg.Credentials = aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 		return aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Source: "test", AccountID: "210987654321"}, nil
 	}))
@@ -139,9 +131,7 @@ func TestAccountIDReadsTheCredentialsAccountWithoutACall(t *testing.T) {
 // metadata service that does not answer takes its timeout again).
 func TestAccountIDReturnsTheCredentialsError(t *testing.T) {
 	f := newFake(t)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	cfg := awsConfig(f, srv)
+	cfg := loopbackConfig(t, f)
 	errNoCreds := errors.New("no credentials here")
 	var retrieved int
 	cfg.Credentials = aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {

@@ -149,7 +149,7 @@ func TestRetryBudgetCutsTheSDKLoop(t *testing.T) {
 		if errors.As(err, &maxErr) {
 			t.Fatalf("err = %v: the SDK ran out of attempts instead of the budget ending it", err)
 		}
-		if left := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}).RetryBudget; left >= 1 {
+		if left := g.Inspect(vpcsScope).RetryBudget; left >= 1 {
 			t.Fatalf("budget left %v", left)
 		}
 		st := scopeStats(g, stats, ec2Key)

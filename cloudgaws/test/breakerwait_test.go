@@ -58,7 +58,7 @@ func TestBreakerWaitResendsACallWhoseSDKAttemptsRanOut(t *testing.T) {
 			if st.Calls != 1 || st.BreakerTrips != 1 || st.Retries != 3 || st.TransientErrors != 3 || st.GaveUp != 0 {
 				t.Fatalf("stats %+v: want 1 call, 1 breaker trip, 3 retries (the SDK's 2 and the resend), 3 transient errors, no give-up", st)
 			}
-			if s := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}).Breaker; s.State.String() != "closed" {
+			if s := g.Inspect(vpcsScope).Breaker; s.State.String() != "closed" {
 				t.Fatalf("breaker %v after the probe's success", s.State)
 			}
 		})
@@ -112,7 +112,6 @@ func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int, maxWait t
 		rc := waitConfig(true)
 		rc.AWS.RetryBudget = &budget
 		cfg, g := governed(t, f, rc, cloudgaws.WithMaxRetries(3))
-		scope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
 		f.hold = func(*http.Request) {
 			if f.count("DescribeVpcs") != 2 {
 				return
@@ -124,13 +123,13 @@ func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int, maxWait t
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				resilience.Do(ctx, scope, func(context.Context) error { return &smithy.GenericAPIError{Code: "InternalError"} },
+				resilience.Do(ctx, vpcsScope, func(context.Context) error { return &smithy.GenericAPIError{Code: "InternalError"} },
 					resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
 			}()
 			synctest.Wait()
 			cancel()
 			<-done
-			if s := g.Inspect(scope).Breaker.State.String(); s != "open" {
+			if s := g.Inspect(vpcsScope).Breaker.State.String(); s != "open" {
 				t.Errorf("breaker %v after the other call's failure, want open", s)
 			}
 		}
@@ -148,7 +147,7 @@ func testResendAfterAHeldRetry(t *testing.T, forGood bool, budget int, maxWait t
 			if st := scopeStats(g, stats, ec2Key); st.GaveUp != 1 {
 				t.Fatalf("stats %+v: want the call given up once", st)
 			}
-			if s := g.Inspect(scope).Breaker.State.String(); s != "open" {
+			if s := g.Inspect(vpcsScope).Breaker.State.String(); s != "open" {
 				t.Fatalf("breaker %v after its probe was given up, want open again", s)
 			}
 			return

@@ -192,7 +192,7 @@ func TestARetryAllowedIntoAnOpenBreakerEndsWithItsRefusal(t *testing.T) {
 		for range 5 {
 			_ = describeVpcs(context.Background(), others)
 		}
-		if s := g.Inspect(resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}); s.Breaker.State != state.Open {
+		if s := g.Inspect(vpcsScope); s.Breaker.State != state.Open {
 			t.Fatalf("the breaker is %v after five throttled calls: the test proves nothing", s.Breaker.State)
 		}
 		close(release)

@@ -250,6 +250,15 @@ func awsConfig(f *fakeAWS, srv *httptest.Server) aws.Config {
 	return cfg
 }
 
+// loopbackConfig is a config for a loopback server of f, closed when the
+// test ends.
+func loopbackConfig(t *testing.T, f *fakeAWS) aws.Config {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return awsConfig(f, srv)
+}
+
 // governed returns an in-memory config for the fake endpoint, installed
 // with a fresh governor at rc, and the governor. Its clients retry in
 // standard mode unless opts say otherwise: the adaptive retryer's
@@ -279,6 +288,10 @@ func scopeStats(g *resilience.Governor, s *resilience.Stats, key string) resilie
 }
 
 const ec2Key = "aws/" + testAccount + "/" + testRegion + "/ec2"
+
+// vpcsScope is the scope of EC2's DescribeVpcs (describeVpcs) in the
+// fake's account and region.
+var vpcsScope = resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
 
 func describeVpcs(ctx context.Context, c *ec2.Client) error {
 	_, err := c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})

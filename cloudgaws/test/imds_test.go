@@ -35,7 +35,7 @@ func TestTheInstanceMetadataServiceIsNotGoverned(t *testing.T) {
 	f := newFake(t)
 	cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}})
 	// Another call holds the account's only slot meanwhile.
-	held, err := g.Begin(context.Background(), resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+	held, err := g.Begin(context.Background(), vpcsScope)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,6 @@ func TestNestedGovernorErrorNotChargedToTheOuterScope(t *testing.T) {
 			}
 			return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}, nil
 		})
-		vpcsScope := resilience.Scope{Provider: "aws", Account: testAccount, Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
 		before := g.Inspect(vpcsScope).Leaf
 		err := describeVpcs(context.Background(), ec2.NewFromConfig(outer))
 		var coe *resilience.CircuitOpenError
@@ -117,7 +116,6 @@ func TestNestedProviderErrorNotChargedToTheOuterScope(t *testing.T) {
 					cloudgaws.WithRetryMode(aws.RetryModeStandard)); err != nil {
 					t.Fatal(err)
 				}
-				vpcsScope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
 				before := g.Inspect(vpcsScope).Leaf
 				ctx, stats := resilience.WithStats(context.Background())
 				var apiErr smithy.APIError

@@ -53,7 +53,7 @@ func TestAHostThatDoesNotExistIsNoTransientError(t *testing.T) {
 		if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
 			t.Fatalf("ledger %q, want the call lost as errored", ledger.Describe())
 		}
-		snap := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+		snap := g.Inspect(vpcsScope)
 		if snap.Breaker.Failures != 0 {
 			t.Fatalf("breaker %+v; want no failure of the scope's", snap.Breaker)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -29,13 +28,11 @@ import (
 // fresh governor at rc.
 func tcpGoverned(t *testing.T, f *fakeAWS, rc resilience.Config, opts ...cloudgaws.Option) (aws.Config, *resilience.Governor) {
 	t.Helper()
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
 	g, err := resilience.NewGovernor(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := awsConfig(f, srv)
+	cfg := loopbackConfig(t, f)
 	if err := cloudgaws.Install(&cfg, testAccount, append([]cloudgaws.Option{cloudgaws.WithGovernor(g)}, opts...)...); err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,7 @@ func TestUnknownErrorCodeIsClassifiedByItsMessage(t *testing.T) {
 	}{
 		{"ec2query", "ec2", func(ctx context.Context, f *fakeAWS, g *resilience.Governor) (error, resilience.Scope) {
 			cfg, _ := governedWith(t, f, g)
-			return describeVpcs(ctx, ec2.NewFromConfig(cfg)),
-				resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
+			return describeVpcs(ctx, ec2.NewFromConfig(cfg)), vpcsScope
 		}},
 		{"awsJson1.1", "secretsmanager", func(ctx context.Context, f *fakeAWS, g *resilience.Governor) (error, resilience.Scope) {
 			cfg, _ := governedWith(t, f, g)

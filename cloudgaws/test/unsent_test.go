@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -75,7 +74,7 @@ func TestAnAttemptThatNeverLeftIsNoAnswer(t *testing.T) {
 			if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
 				t.Fatalf("ledger %q, want the call lost as errored", ledger.Describe())
 			}
-			snap := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+			snap := g.Inspect(vpcsScope)
 			if snap.Leaf.Rate != snap.Leaf.Ceiling || snap.Leaf.Paused != 0 || snap.Breaker.Failures != 0 {
 				t.Fatalf("scope %+v; want its rate, pause and breaker untouched", snap)
 			}
@@ -148,13 +147,11 @@ func TestRetriesOfAttemptsThatNeverLeftCostNoBudget(t *testing.T) {
 // the scope's transient error, not a local one.
 func TestARefusedEndpointIsTheScopesTransientErrorWithoutTheRawResponse(t *testing.T) {
 	f := newFake(t)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
 	g, err := resilience.NewGovernor(fastEC2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := awsConfig(f, srv)
+	cfg := loopbackConfig(t, f)
 	cfg.APIOptions = append(cfg.APIOptions, func(s *middleware.Stack) error {
 		_, err := s.Deserialize.Remove("AddRawResponseToMetadata")
 		return err
@@ -212,7 +209,7 @@ func TestAnswersAreTheScopesWhicheverOptionRemovesTheRawResponse(t *testing.T) {
 				if s.Calls != 1 || s.Throttled != 1 || s.TransientErrors != 1 || s.Retries != 2 || s.Errored != 0 {
 					t.Fatalf("ec2 counters %v; want one call, one throttle, one transient error, two retries, nothing local", s)
 				}
-				snap := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"})
+				snap := g.Inspect(vpcsScope)
 				if snap.Leaf.Rate >= snap.Leaf.Ceiling {
 					t.Fatalf("leaf %+v; want its rate halved by the throttle", snap.Leaf)
 				}

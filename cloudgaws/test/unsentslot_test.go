@@ -95,7 +95,7 @@ func TestAnUnsentAttemptsRetryIsNotSentThroughAnOpenBreaker(t *testing.T) {
 		if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
 			t.Fatalf("ledger %q; want the call lost as errored", ledger.Describe())
 		}
-		if s := g.Inspect(resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}); s.InFlight != 0 {
+		if s := g.Inspect(vpcsScope); s.InFlight != 0 {
 			t.Fatalf("%d in flight after the calls, want none", s.InFlight)
 		}
 	})
@@ -262,7 +262,6 @@ func TestAnUnsentAttemptsRetryWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
 		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 10}})
-		scope := resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "ec2", Operation: "DescribeVpcs"}
 		var asked atomic.Int32
 		var opened time.Time
 		outer := cfg.Copy()
@@ -270,7 +269,7 @@ func TestAnUnsentAttemptsRetryWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 			if asked.Add(1) == 1 {
 				// Another call of the operation, sent by an SDK of its
 				// own, fails: its breaker opens for 10 s.
-				other, err := g.Begin(context.Background(), scope)
+				other, err := g.Begin(context.Background(), vpcsScope)
 				if err != nil {
 					t.Error(err)
 				}
@@ -292,7 +291,7 @@ func TestAnUnsentAttemptsRetryWaitsForTheVerdictWithBreakerWait(t *testing.T) {
 		if ledger.Lost() != 0 {
 			t.Fatalf("ledger %q; want nothing lost", ledger.Describe())
 		}
-		if s := g.Inspect(scope); s.Breaker.State.String() != "closed" || s.InFlight != 0 {
+		if s := g.Inspect(vpcsScope); s.Breaker.State.String() != "closed" || s.InFlight != 0 {
 			t.Fatalf("scope %+v; want the breaker closed by the retry's success, no slot held", s)
 		}
 	})
