@@ -102,7 +102,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			// Its breaker opened again (its lease ran out and another
 			// probe failed, or another call's failure reopened it): it
 			// holds nothing, and asks as any call (see ask).
-			gd.lease = leaseNone
+			gd.lease, gd.probeLoan = leaseNone, false
 		}
 	}
 	if !ok && !gd.lease.ofProbe() {
@@ -110,7 +110,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		if wait, ok, probe = gd.e.breaker.Allow(now); probe {
 			gd.probing()
 		} else if ok {
-			gd.lease = leasePass
+			gd.lease, gd.probeLoan = leasePass, false
 		} else if gd.borrowProbe(ctx, now, nil) {
 			ok = true // refused only: the common call pays nothing for the lookup
 		}
@@ -195,13 +195,13 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 			gd.lease = leaseProbe
 			return wait, ok
 		}
-		gd.lease = leaseNone
+		gd.lease, gd.probeLoan = leaseNone, false
 	}
 	wait, ok, probe := gd.e.breaker.Allow(now)
 	if probe {
 		gd.probing()
 	} else if ok {
-		gd.lease = leasePass
+		gd.lease, gd.probeLoan = leasePass, false
 	}
 	return wait, ok
 }
@@ -209,7 +209,7 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 // probing keeps the probe's lease the breaker granted, and reports the
 // breaker's move to half-open.
 func (gd *Guard) probing() {
-	gd.lease = leaseProbe
+	gd.lease, gd.probeLoan = leaseProbe, false
 	gd.recordProbe()
 }
 
@@ -219,7 +219,8 @@ func (gd *Guard) probing() {
 // one's decides. This call takes the probe's lease: its outcome is the
 // probe's verdict and its retries go as the probe's. The enclosing call's
 // lease is lent: it holds no probe while this call does, a second nested
-// call finds none to borrow, and its next attempt asks the breaker
+// call finds none to borrow until this one gives it back as it ends with
+// no verdict (giveProbeBack), and its next attempt asks the breaker
 // (AllowProbe: it is the probe again unless the verdict opened the
 // breaker, so that a nested call that gave no verdict leaves no probe
 // out). The breaker reports no change: its probe is still the one it let
@@ -243,7 +244,7 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 	if !atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseProbe), uint32(leaseLent)) {
 		return false
 	}
-	gd.lease = leaseProbe
+	gd.lease, gd.probeLoan = leaseProbe, true
 	return true
 }
 
@@ -260,7 +261,10 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 // probe's verdict (waitAdmitted) looks again then, since the probe's own
 // retry may be that attempt, and the call, nested in it, may borrow its
 // lease rather than wait for the verdict, or the lease's end, which that
-// retry may wait for the call to reach.
+// retry may wait for the call to reach. So, for an enclosing call whose
+// attempt runs with the probe lent to another nested call, it appends a
+// channel closed as that call gives the probe back (giveProbeBack) or
+// the attempt ends (Guard.attemptOver).
 func (gd *Guard) lender(ctx context.Context, opened *[]<-chan struct{}) *Guard {
 	var w walk
 	for {
@@ -275,12 +279,70 @@ func (gd *Guard) lender(ctx context.Context, opened *[]<-chan struct{}) *Guard {
 			continue
 		}
 		if outer.lookIn() {
-			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && lease(atomic.LoadUint32((*uint32)(&outer.lease))) == leaseProbe {
-				return outer
+			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent {
+				l := lease(atomic.LoadUint32((*uint32)(&outer.lease)))
+				if l == leaseLent && opened != nil {
+					// Lent to another nested call: the call looks again
+					// as it gives the probe back (giveProbeBack wakes the
+					// lend), the channel taken before the lease is read
+					// again, so that a return between them is seen.
+					back := outer.lends().backChan()
+					if l = lease(atomic.LoadUint32((*uint32)(&outer.lease))); l == leaseLent {
+						*opened = append(*opened, back)
+					}
+				}
+				if l == leaseProbe {
+					return outer
+				}
 			}
 			outer.lookedIn()
 		} else if opened != nil {
 			*opened = append(*opened, outer.gate.Opened()) // lookIn is false with a gate only
+		}
+		ctx = outer.ctx
+	}
+}
+
+// giveProbeBack gives the probe's lease the call borrowed from an
+// enclosing call (borrowProbe), and still holds with no verdict given
+// (its context ended, a local error, a refusal of the governor's), back
+// to that call, as the call ends (stop, reset): the enclosing call's
+// attempt, if it still runs, holds the probe again, so that a call nested
+// in it later borrows it as this one did, rather than wait for a verdict
+// no call is out to give (breaker_wait) or be refused; and the calls
+// waiting for the verdict in that attempt are woken (see lender) to
+// borrow it. The enclosing call is the nearest of gd.ctx's chain (as
+// lender walks it) whose attempt runs on the same breaker with the probe
+// lent. One whose attempt is over asks the breaker at its next attempt
+// (AllowProbe) as it would have. The common call pays a load for it.
+func (gd *Guard) giveProbeBack() {
+	if !gd.probeLoan {
+		return
+	}
+	gd.probeLoan = false
+	if gd.lease != leaseProbe || gd.e == nil {
+		return
+	}
+	gd.lease = leaseNone // given back: a further Enter asks the breaker, as after a stop
+	var w walk
+	ctx := gd.ctx
+	for {
+		outer, ok := ctx.Value(gd.g).(*Guard)
+		if !ok || w.loops(outer) {
+			return
+		}
+		if outer == gd {
+			ctx = gd.ctx
+			continue
+		}
+		if outer.lookIn() {
+			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent &&
+				atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseLent), uint32(leaseProbe)) {
+				outer.lends().wake()
+				outer.lookedIn()
+				return
+			}
+			outer.lookedIn()
 		}
 		ctx = outer.ctx
 	}
@@ -291,6 +353,7 @@ func (gd *Guard) lender(ctx context.Context, opened *[]<-chan struct{}) *Guard {
 // with the slot (a listing's next page) and is stopped before it was sent
 // leaves that success to be recorded at End.
 func (gd *Guard) stop() {
+	gd.giveProbeBack()
 	gd.lease = leaseNone
 	gd.ended()
 	if gd.adm != nil {
@@ -1397,7 +1460,7 @@ func (gd *Guard) relive() {
 	old := gd.e.breaker
 	gd.p, gd.e = gd.g.resolve(gd.scope) // a reconfiguration may have replaced the provider
 	if gd.e.breaker != old {
-		gd.lease = leaseNone
+		gd.lease, gd.probeLoan = leaseNone, false
 	}
 	if s := gd.bind.stats; s != nil {
 		gd.run = gd.e.runCounters(s)

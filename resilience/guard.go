@@ -92,12 +92,17 @@ type Guard struct {
 	phase   phase
 	dlCtx   bool // the context's deadline, sooner than the policy's, is the one that binds (dl)
 	bounded bool // admitBy bounds the attempt being admitted
-	lease   lease
-	noted   uint32     // the scope's streak of failures this call counted in (health)
-	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
-	retries int        // retries of the current call; the first freeRetries are free
-	renewed int        // retries made before the call's attempts were renewed (breaker_wait)
-	sdkLoop int        // retries made before the SDK's current loop began (Enter: 0, then each Resend)
+	// probeLoan: lease is the probe's, borrowed from an enclosing call
+	// (borrowProbe), and given back to it if the call ends with no
+	// verdict (giveProbeBack). A byte of the padding before lease, so
+	// that a nesting call's allocation stays in its size class.
+	probeLoan bool
+	lease     lease
+	noted     uint32     // the scope's streak of failures this call counted in (health)
+	adm       *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
+	retries   int        // retries of the current call; the first freeRetries are free
+	renewed   int        // retries made before the call's attempts were renewed (breaker_wait)
+	sdkLoop   int        // retries made before the SDK's current loop began (Enter: 0, then each Resend)
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
@@ -242,10 +247,16 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // stead: its outcome is the probe's verdict (a success closes the breaker
 // at once, a failure reopens it), and its retries go as the probe's. The
 // caller's lease is lent: it is no longer the probe, a second call nested
-// in the same attempt finds no probe to take, and the caller's next
-// attempt asks the breaker as a probe's retry does (it goes on as the
-// probe if the nested call gave no verdict, and is refused if the verdict
-// opened the breaker). The breaker reports no second move to half-open.
+// in the same attempt finds no probe to take while the first holds it,
+// and the caller's next attempt asks the breaker as a probe's retry does
+// (it goes on as the probe if the nested call gave no verdict, and is
+// refused if the verdict opened the breaker). A nested call that ends
+// with no verdict (its context ended, a local error, a refusal of the
+// governor's) gives the probe back to the caller's attempt, if it still
+// runs: a call nested in it then borrows the probe as the first did, and
+// one waiting for the verdict there (breaker_wait) goes as it comes
+// back, rather than wait for a verdict no call is out to give, or be
+// refused. The breaker reports no second move to half-open.
 // A call made with the caller's attempt context between the caller's
 // attempts (a goroutine's) is nested in none, and is refused as any
 // call; for a provider with breaker_wait it waits for the verdict, and
@@ -1080,6 +1091,7 @@ func (gd *Guard) EndPanicked() {
 // reset readies the Guard for a new call of its scope, once End or
 // EndPanicked closed the last.
 func (gd *Guard) reset() {
+	gd.giveProbeBack()
 	gd.to(phaseIdle)
 	gd.lease, gd.retries, gd.renewed, gd.sdkLoop, gd.last = leaseNone, 0, 0, 0, answer{}
 	gd.lim.attempts = 0 // resolved again for the next call

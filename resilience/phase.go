@@ -5,7 +5,8 @@ import "fmt"
 // phase is where a Guard's current call stands. It is the Guard's only
 // state that says what the next verb may do; lease says what the breaker
 // granted. Every change goes through Guard.to, which checks it against
-// legal.
+// legal, and gives the probe a call borrowed back as the call ends with
+// no verdict (see Guard.giveProbeBack).
 type phase uint8
 
 const (
@@ -30,9 +31,10 @@ func (p phase) String() string {
 }
 
 // lease is what the breaker granted the current call. Every write of a
-// call's lease is its own but one: a call nested in its attempt on the
+// call's lease is its own but two: a call nested in its attempt on the
 // same breaker, refused while this call holds the probe, borrows it
-// (Guard.borrowProbe) and leaves this call's lease lent, with one
+// (Guard.borrowProbe) and leaves this call's lease lent, and gives it
+// back if it ends with no verdict (Guard.giveProbeBack), each with one
 // compare-and-swap (hence 32 bits), while this call waits for its attempt.
 type lease uint32
 
@@ -101,6 +103,10 @@ func (gd *Guard) to(p phase) {
 		panic(fmt.Sprintf("resilience: illegal Guard transition %v -> %v", gd.phase, p))
 	}
 	gd.phase = p
+	if p == phaseDone && gd.probeLoan {
+		// The call ended with the probe it borrowed and no verdict.
+		gd.giveProbeBack()
+	}
 }
 
 // retrying reports whether the next attempt is a retry of the current

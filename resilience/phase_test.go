@@ -378,8 +378,10 @@ func TestGuardIllegalTransitionPanics(t *testing.T) {
 // (Begin's context, with the Guard under the governor's key) borrowed and
 // answered with answer, recorded as an integration ends it: nil closes the
 // breaker, a transient error reopens it, a local error gives no verdict
-// (the breaker stays half-open, its lease running). The scope is never found
-// dead (which holds its tokens back), so that no verb waits for a token.
+// (the breaker stays half-open, its lease running), and the nested call
+// gives the probe back as it ends: the Guard holds it again, as it did
+// before it lent it. The scope is never found dead (which holds its
+// tokens back), so that no verb waits for a token.
 func guardLent(t *testing.T, answer error) (*Guard, *Governor, *Stats) {
 	t.Helper()
 	off := 0.0
@@ -400,8 +402,12 @@ func guardLent(t *testing.T, answer error) (*Guard, *Governor, *Stats) {
 	}
 	inner.After(answer)
 	inner.End(answer)
-	if gd.phase != phaseSent || gd.lease != leaseLent {
-		t.Fatalf("setup reached %v with lease %v, want sent, lent", gd.phase, gd.lease)
+	want := leaseLent
+	if answer != nil && Classify(answer) == Fatal {
+		want = leaseProbe // no verdict: given back
+	}
+	if gd.phase != phaseSent || gd.lease != want {
+		t.Fatalf("setup reached %v with lease %v, want sent, %v", gd.phase, gd.lease, want)
 	}
 	return gd, g, stats
 }
@@ -424,7 +430,8 @@ var nestedAnswers = map[string]func() error{
 // lentTable states what the enclosing call's verbs do once its probe was
 // lent. Its next attempt asks AllowProbe: it is the probe again while the
 // breaker is closed or still half-open, refused once the nested call's
-// verdict opened it. What it then records changes the breaker only where
+// verdict opened it. A nested call that gave no verdict ("local") gave
+// the probe back as it ended: the Guard holds it already. What it then records changes the breaker only where
 // the nested call gave no verdict, but is recorded all the same (End(nil)
 // after "ok" counts a second success): an integration whose nested call
 // recorded the attempt leaves it without End, as cloudgazure's
@@ -443,9 +450,9 @@ var lentTable = []lentRow{
 
 	{"local", "Enter", phaseSent, effects{calls: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}},
 	{"local", "TryEnter", phaseSent, effects{calls: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}},
-	{"local", "End(nil)", phaseIdle, effects{}},                                                                        // its success is the verdict: closed
-	{"local", "End(thr)", phaseIdle, effects{throttled: 1, gaveUp: 1, breaker: state.Open}},                            // its failure is the verdict: open
-	{"local", "After(thr)", phaseFailed, effects{throttled: 1, breaker: state.HalfOpen, slot: true, lease: leaseLent}}, // the failure is counted when retrying stops
+	{"local", "End(nil)", phaseIdle, effects{}},                                                                         // its success is the verdict: closed
+	{"local", "End(thr)", phaseIdle, effects{throttled: 1, gaveUp: 1, breaker: state.Open}},                             // its failure is the verdict: open
+	{"local", "After(thr)", phaseFailed, effects{throttled: 1, breaker: state.HalfOpen, slot: true, lease: leaseProbe}}, // the failure is counted when retrying stops
 }
 
 func TestGuardLentLeaseTable(t *testing.T) {

@@ -57,13 +57,23 @@ func (l *slotLend) take() (bool, <-chan struct{}) {
 		l.st.Store(lendBusy)
 		return true, nil
 	}
+	return false, l.backChan()
+}
+
+// backChan returns a channel closed at the lend's next wake (wake,
+// giveBack): take's, for a call waiting for the slot to come back, and
+// lender's, for a call waiting for the probe lent on in the lender's
+// attempt to come back (Guard.giveProbeBack wakes it). A wake of either
+// kind wakes both: a call woken finds its own not back yet, and waits
+// again.
+func (l *slotLend) backChan() <-chan struct{} {
 	l.lockBack()
 	if l.back == nil {
 		l.back = make(chan struct{})
 	}
 	back := l.back
 	l.bk.Store(0)
-	return false, back
+	return back
 }
 
 // giveBack ends the loan take made, and wakes the calls waiting for it.

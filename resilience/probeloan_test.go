@@ -1,0 +1,105 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudg/cloudg/state"
+)
+
+// A call nested in the attempt of the call that holds its half-open
+// breaker's probe borrows the probe (see Guard.Enter); when it ends with
+// no verdict (its context cancelled, a local error, the governor's
+// refusal), the probe goes back to the enclosing call's attempt, which
+// is the probe again: a second call nested in the same attempt borrows
+// it then, as the first did, rather than wait out the probe's lease (a
+// cooldown: 60 s here) for a verdict that no call is out to give
+// (breaker_wait), or be refused as if a probe were out. The enclosing
+// call is a Do WithNestedCalls (its attempts gated), or a call of Begin
+// whose Guard the attempt's context carries as is (no gate). The account
+// allows a call a second, so that a nested call bounded by a max wait of
+// 100 ms is refused its token, and the second nested call waits a second
+// at most for its own.
+func TestANestedCallThatEndsWithNoVerdictGivesTheProbeBack(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		for _, end := range []string{"cancelled", "local", "refused"} {
+			for _, how := range []string{"Do", "Begin"} {
+				t.Run(fmt.Sprintf("breaker_wait=%v/%s/%s", wait, end, how), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						probeGivenBack(t, wait, end, how)
+					})
+				})
+			}
+		}
+	}
+}
+
+func probeGivenBack(t *testing.T, wait bool, end, how string) {
+	one := 1.0
+	g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: wait, BreakerThreshold: 1, BreakerCooldownSeconds: 60, AccountMaxRPS: &one, AccountBurst: 1}})
+	sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+	if st := g.Inspect(ec2Vpcs).Breaker.State; st != state.Open {
+		t.Fatalf("breaker %v after a failure, threshold 1; want open", st)
+	}
+	time.Sleep(time.Minute) // the cooldown: the next call is the probe
+	var first, second error
+	var went time.Duration
+	attempt := func(ctx context.Context) error {
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if end == "refused" {
+			fctx = WithMaxWait(fctx, 100*time.Millisecond)
+		}
+		first = Do(fctx, ec2Vpcs, func(context.Context) error {
+			switch end {
+			case "cancelled":
+				cancel()
+				return context.Canceled
+			case "local":
+				return errors.New("the response could not be read")
+			}
+			t.Error("the first nested call, bounded by a max wait of 100 ms, was sent; want it refused its token")
+			return nil
+		}, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		start := time.Now()
+		second = Do(ctx, ec2Vpcs, func(context.Context) error {
+			went = time.Since(start)
+			return nil
+		}, WithGovernor(g))
+		return second
+	}
+	var err error
+	if how == "Do" {
+		err = Do(context.Background(), ec2Vpcs, attempt, WithGovernor(g), WithNestedCalls())
+	} else {
+		outer, berr := g.Begin(context.Background(), ec2Vpcs)
+		if berr != nil {
+			t.Fatal(berr)
+		}
+		if err = outer.Enter(context.Background()); err != nil {
+			t.Fatalf("the enclosing call, the probe: %v", err)
+		}
+		err = attempt(context.WithValue(context.Background(), g, outer))
+		outer.After(err)
+		outer.End(err)
+	}
+	if first == nil {
+		t.Fatalf("the first nested call (%s) succeeded; want it ended with no verdict", end)
+	}
+	const limit = time.Second // the second call's token, the account's next
+	if second != nil || went > limit {
+		t.Errorf("the second nested call, made once the first (%s: %v) ended with no verdict: %v, sent after %v; want it through as the probe within %v", end, first, second, went, limit)
+	}
+	if err != nil {
+		t.Errorf("the enclosing call: %v", err)
+	}
+	if s := g.Inspect(ec2Vpcs); s.Breaker.State != state.Closed || s.InFlight != 0 {
+		t.Errorf("after the calls: breaker %v, %d in flight; want closed, 0", s.Breaker.State, s.InFlight)
+	}
+}
