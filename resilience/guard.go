@@ -256,7 +256,12 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // runs: a call nested in it then borrows the probe as the first did, and
 // one waiting for the verdict there (breaker_wait) goes as it comes
 // back, rather than wait for a verdict no call is out to give, or be
-// refused. The breaker reports no second move to half-open.
+// refused. One waiting for the verdict while the borrower goes on past
+// the attempt (a goroutine's) looks again as the attempt ends (After,
+// for a caller whose attempts are gated), and as the caller's next
+// attempt begins, which is the probe again, borrows it then, as a call
+// made between the attempts does (below). The breaker reports no second
+// move to half-open.
 // A call made with the caller's attempt context between the caller's
 // attempts (a goroutine's) is nested in none, and is refused as any
 // call; for a provider with breaker_wait it waits for the verdict, and
@@ -613,7 +618,8 @@ func (gd *Guard) send(now time.Duration) {
 // again. The calls nested in the attempt that wait for its slot, lent to
 // another nested call that goes on, look again for a slot as After is
 // called, though the Guard holds the slot across its attempts (see
-// Enter).
+// Enter); so do those waiting for the verdict while the attempt's probe
+// is lent so, which may borrow it in the Guard's next attempt.
 func (gd *Guard) After(err error) Kind {
 	gd.attemptOver()
 	if gd.e != nil && gd.retrying() {

@@ -103,3 +103,77 @@ func probeGivenBack(t *testing.T, wait bool, end, how string) {
 		t.Errorf("after the calls: breaker %v, %d in flight; want closed, 0", s.Breaker.State, s.InFlight)
 	}
 }
+
+// A call nested in the attempt of the call holding its half-open
+// breaker's probe, waiting for the verdict (breaker_wait) while another
+// nested call that borrowed the probe goes on past the attempt (a
+// goroutine's), looks again as the attempt ends: nested in no attempt
+// until the caller's next one, it goes as the probe when that attempt
+// begins, its caller the probe again (the borrower gave no verdict yet),
+// as a call made between the attempts does (see Guard.Enter), rather
+// than wait for the borrower or the probe's lease (a cooldown: 60 s),
+// which the caller's retry, waiting for what it fetches, would wait out
+// with it. As TestACallWaitingForAVerdictBetweenTheProbesAttemptsBorrowsTheProbe
+// has it, the probe is a Do WithNestedCalls, or an SDK's call whose
+// retry Pace readies on the slot it holds; the borrower ends at 100 s.
+func TestACallWaitingForALentProbeLooksAgainAsItsLendersAttemptEnds(t *testing.T) {
+	for _, how := range []string{"Do", "Pace"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: true, BreakerThreshold: 1, BreakerCooldownSeconds: 60}})
+				sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+				time.Sleep(time.Minute) // the cooldown: the next call is the probe
+				start := time.Now()
+				fetched := make(chan struct{})
+				borrowed := make(chan struct{})
+				done := make(chan error, 2)
+				var went, retry time.Duration
+				attempts := 0
+				attempt := func(ctx context.Context) error {
+					if attempts++; attempts > 1 {
+						retry = time.Since(start)
+						select {
+						case <-fetched:
+						case <-time.After(100 * time.Second):
+						}
+						return nil
+					}
+					go func() { // the borrower, going on past the attempt
+						done <- Do(ctx, ec2Vpcs, func(context.Context) error {
+							close(borrowed)
+							time.Sleep(100 * time.Second)
+							return nil
+						}, WithGovernor(g))
+					}()
+					<-borrowed
+					go func() { // waits for the verdict, the probe lent
+						done <- Do(ctx, ec2Vpcs, func(context.Context) error {
+							went = time.Since(start)
+							close(fetched)
+							return nil
+						}, WithGovernor(g))
+					}()
+					time.Sleep(time.Second)
+					return transientErr()
+				}
+				var err error
+				if how == "Do" {
+					err = Do(context.Background(), ec2Vpcs, attempt, WithGovernor(g), WithNestedCalls())
+				} else {
+					err = paceLoop(t, g, ec2Vpcs, attempt)
+				}
+				for range 2 {
+					if err := <-done; err != nil {
+						t.Errorf("a nested call: %v", err)
+					}
+				}
+				if err != nil || attempts != 2 {
+					t.Fatalf("the probe: %v after %d attempts; want a success at the retry", err, attempts)
+				}
+				if went != retry {
+					t.Errorf("the call waiting for the verdict in the probe's first attempt, its probe lent to a call going on, went at %v, the probe's retry at %v; want both at the retry: the call may borrow the probe as the retry begins", went, retry)
+				}
+			})
+		})
+	}
+}

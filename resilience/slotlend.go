@@ -206,12 +206,17 @@ func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 // and look again, rather than wait for that loan while the call holds its
 // slot across its attempts (an SDK's retries, a listing's pages): an
 // enclosing call whose attempt runs may lend them its slot, as it would
-// lend it to a call made now. A call without a gate (whose nested calls
-// read it whether its attempt runs or not) wakes none. The common call
-// pays a comparison for it.
+// lend it to a call made now. So are the calls waiting for the verdict
+// while the attempt's probe is lent to a call nested in it that goes on
+// (see Guard.lender): past the closed gate, they look again as the
+// call's next attempt begins, which asks the breaker (AllowProbe) and is
+// the probe again unless a verdict opened it, and borrow its probe then,
+// rather than wait for that loan or the probe's lease. A call without a
+// gate (whose nested calls read it whether its attempt runs or not)
+// wakes none. The common call pays a comparison for it.
 func (gd *Guard) attemptOver() {
 	if gd.gate != nil {
-		if l := gd.lends(); l.lentOut() {
+		if l := gd.lends(); l.lentOut() || gd.lease == leaseLent {
 			l.wake()
 		}
 	}
