@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -165,27 +166,46 @@ func TestOperationsThatWaitForEachOtherAreRefused(t *testing.T) {
 // A Run on another guard inside an operation's function is nested in
 // nothing of that guard's: the two guards' locks guard their own
 // operations only (the race detector sees a guard read what the other
-// wrote otherwise).
+// wrote otherwise). A's function runs on g2 until B's function, on g1,
+// has joined A, so that B joins A whatever the scheduler does.
 func TestARunOnAnotherGuardIsNotNested(t *testing.T) {
-	g1 := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
-	g2 := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
-	started := make(chan struct{})
-	a := goRun(context.Background(), g1, req("A", "aws/1"), func(ctx context.Context) (string, error) {
-		close(started)
-		for i := range 50 {
-			if _, err := Run(ctx, g2, req(fmt.Sprint(i), "aws/1"), func(context.Context) (string, error) { return "", nil }); err != nil {
-				return "", err
+	synctest.Test(t, func(t *testing.T) {
+		g1 := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+		g2 := newGuard(t, Config{CooldownSeconds: ptr(0.0), MaxConcurrentTotal: 5})
+		started, bReturned := make(chan struct{}), make(chan struct{})
+		joined := func() bool { // B's Run for A joined it, or returned
+			select {
+			case <-bReturned:
+				return true
+			default:
 			}
+			for _, op := range g1.Status().InFlight {
+				if op.Key == "A" && op.Callers == 2 {
+					return true
+				}
+			}
+			return false
 		}
-		return "a", nil
+		runs := 0
+		a := goRun(context.Background(), g1, req("A", "aws/1"), func(ctx context.Context) (string, error) {
+			close(started)
+			for ; runs < 50 || !joined(); runs++ {
+				if _, err := Run(ctx, g2, req(fmt.Sprint(runs), "aws/1"), func(context.Context) (string, error) { return "", nil }); err != nil {
+					return "", err
+				}
+				runtime.Gosched()
+			}
+			return "a", nil
+		})
+		<-started
+		b := goRun(context.Background(), g1, req("B", "aws/2"), func(ctx context.Context) (string, error) {
+			defer close(bReturned)
+			return Run(ctx, g1, req("A", "aws/1"), func(context.Context) (string, error) { return "b's own", nil })
+		})
+		if oa, ob := <-a, <-b; oa.val != "a" || ob.val != "a" || oa.err != nil || ob.err != nil {
+			t.Fatalf("A, after %d Runs on g2: %+v; B, whose function joins A on g1: %+v; want both \"a\"", runs, oa, ob)
+		}
 	})
-	<-started
-	b := goRun(context.Background(), g1, req("B", "aws/2"), func(ctx context.Context) (string, error) {
-		return Run(ctx, g1, req("A", "aws/1"), func(context.Context) (string, error) { return "", nil })
-	})
-	if oa, ob := <-a, <-b; oa.val != "a" || ob.val != "a" || oa.err != nil || ob.err != nil {
-		t.Fatalf("%+v %+v", oa, ob)
-	}
 }
 
 // An operation whose function waits (Request.Wait) for a slot that only
