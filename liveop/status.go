@@ -18,11 +18,18 @@ func (g *Guard) Check(req Request) error {
 	scopes = slices.Compact(scopes)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.init()
 	if g.flights[req.Key] != nil {
 		return nil
 	}
-	if r := g.refusal(time.Now(), scopes, req, &nesting{known: true}); r != nil {
+	from := g
+	if !g.ready {
+		// The zero Guard, not used yet, holds nothing and has the
+		// settings of a zero Config, which Check reads without giving
+		// them to g: a read changes nothing (Run and MarkCompleted do
+		// give them, through init).
+		from = &Guard{cfg: Config{}.settings(), ready: true}
+	}
+	if r := from.refusal(time.Now(), scopes, req, &nesting{known: true}); r != nil {
 		return r
 	}
 	return nil
