@@ -77,7 +77,8 @@
 // function's context has the cause ErrAbandoned). Its slots are freed,
 // and its scopes start cooling down, when its function returns:
 // normally, with an error, or by panicking (the callers then get a
-// *PanicError, matching ErrPanicked, with the panic's value and stack).
+// *PanicError, matching ErrPanicked, with the panic's value and stack,
+// or ErrGoexit for a function that called runtime.Goexit).
 // A function that ignores its context keeps its slots until it returns,
 // because it may still be calling the cloud.
 //

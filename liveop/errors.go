@@ -43,6 +43,14 @@ var (
 // operation get when its function panicked.
 var ErrPanicked = errors.New("liveop: the operation panicked")
 
+// ErrGoexit is the Value of the *PanicError the callers of an operation
+// get when its function called runtime.Goexit (as testing.T.FailNow
+// does) instead of returning: the operation ends as if it had panicked,
+// and errors.Is finds ErrGoexit as well as ErrPanicked in the error, so
+// that a caller can tell it from a panic (but for a panic with
+// ErrGoexit itself).
+var ErrGoexit = errors.New("liveop: the operation's function called runtime.Goexit")
+
 // ErrResultType is matched (errors.Is) by the error Run returns to a
 // caller that joined an operation whose function returned a value of
 // another type than the caller's (Run[int] joining a Run[string] of the
@@ -208,8 +216,8 @@ func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(max(d, 0).Secon
 
 // PanicError is what the callers of a panicking operation get (errors.As
 // finds it; it matches ErrPanicked): Value is what the function panicked
-// with, Stack the stack of its goroutine at the panic, as
-// x/sync/singleflight reports a panic. A program that shows the error to
+// with (ErrGoexit when it called runtime.Goexit), Stack the stack of its
+// goroutine at the panic, as x/sync/singleflight reports a panic. A program that shows the error to
 // someone who cannot act on a stack (an agent, through a tool result)
 // shows Value, and logs Stack. Every caller of the operation gets the same
 // *PanicError, which neither the Guard nor its methods change: it may be

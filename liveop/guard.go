@@ -667,8 +667,8 @@ func (g *Guard) run(ctx context.Context, f *flight, fn func(context.Context) (an
 	defer func() {
 		if !returned {
 			r := recover()
-			if r == nil {
-				r = "runtime.Goexit"
+			if r == nil { // runtime.Goexit: a panic's value is never nil (runtime.PanicNilError)
+				r = ErrGoexit
 			}
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
