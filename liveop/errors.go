@@ -85,10 +85,14 @@ var ErrNested = errors.New("liveop: Run inside the operation it would join")
 // RefusedError is a live operation refused (cooldown, busy, quota) or cut
 // off (timeout). Its message is the one to show a person or an agent; it
 // ends by pointing at the cached dataset. MarshalJSON gives the form for a
-// tool's output. The Guard never changes a RefusedError it returned, so it
-// is safe for concurrent use as long as its receiver does not change its
-// fields; the zero RefusedError has no reason, matches no sentinel and has
-// an empty message.
+// tool's output. Each refusal of a Run is a RefusedError of its own, but
+// every caller of an operation cut off by its timeout gets the same
+// *RefusedError, as every caller of a panicking one gets the same
+// *PanicError. The Guard never changes a RefusedError it returned, so it
+// may be read from several goroutines at once, as long as none changes
+// its fields (or Scopes, which the callers of a timeout share); the zero
+// RefusedError has no reason, matches no sentinel and has an empty
+// message.
 type RefusedError struct {
 	Reason Reason
 	// RetryAfter is when retrying may succeed: the longest cooldown left,

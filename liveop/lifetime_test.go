@@ -292,3 +292,41 @@ func TestACallerWhoseContextPanicsLeavesTheOperation(t *testing.T) {
 		}
 	})
 }
+
+// Every caller of an operation cut off by its timeout gets the same
+// *RefusedError, as every caller of a panicking one gets the same
+// *PanicError (RefusedError's godoc says so): whether the function
+// ignores its context (the timeout ends the wait) or returns when it
+// ends (the function's return may come first).
+func TestEveryCallerOfATimedOutOperationGetsTheSameRefusedError(t *testing.T) {
+	for name, fn := range map[string]func(context.Context) (string, error){
+		"ignoring its context": func(context.Context) (string, error) { time.Sleep(time.Hour); return "", nil },
+		"honouring it":         (&counted{d: time.Hour}).run,
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGuard(t, Config{OperationTimeoutSeconds: 30})
+				var outs []<-chan outcome
+				for range 3 {
+					outs = append(outs, goRun(context.Background(), g, req("k", "aws/1"), fn))
+					synctest.Wait()
+				}
+				var first *RefusedError
+				for i, ch := range outs {
+					o := <-ch
+					var r *RefusedError
+					if !errors.As(o.err, &r) || r.Reason != ReasonTimeout {
+						t.Fatalf("caller %d: %v, want a timeout refusal", i, o.err)
+					}
+					if first == nil {
+						first = r
+					} else if r != first {
+						t.Fatalf("caller %d got a *RefusedError of its own (%p, the first caller's %p); want the same", i, r, first)
+					}
+				}
+				time.Sleep(time.Hour) // the function ignoring its context returns
+				synctest.Wait()
+			})
+		})
+	}
+}
