@@ -170,9 +170,11 @@ func (t *Transport) CloseIdleConnections() {
 // resilience.Do made WithNestedCalls: it never waits for the slot the
 // attempt holds. It is nested while the base transport has the attempt
 // only: a goroutine that keeps the context (a dial net/http goes on with)
-// and makes its call once the base transport returned waits for a slot
-// as any call does. The response's Request is req, as after net/http's own
-// retries, whatever the base transport named: the copy it was given, a
+// and makes its call once the base transport returned waits for a free
+// slot, and looks again as the request's next attempt is sent, borrowing
+// that attempt's slot (or, waiting for a breaker_wait verdict, its probe)
+// rather than wait it out. The response's Request is req, as after
+// net/http's own retries, whatever the base transport named: the copy it was given, a
 // copy of its own that it sent (an authenticating base's, which adds a
 // header), or none; so it is too for a request sent ungoverned (no
 // provider, or a provider disabled).
