@@ -88,14 +88,15 @@
 //
 // Each live scope (a leaf of the governor: an operation where the service
 // is paced per operation, a service otherwise) has five gauge series,
-// each account two more, each provider one (a provider's retry budget,
-// which only successes refund, is read after its scopes are dropped
-// while the governor holds it spent: resilience.Governor.Providers, its
-// tokens below its size, both read at once by
-// resilience.Governor.BudgetAndSize) and three more when it has a
-// provider-wide bucket (its rate, ceiling and callers queued). A provider a Configure disabled has none: its
-// calls go through ungoverned, and what its scopes learned, which the
-// governor keeps for when it is enabled again, is not where they stand.
+// each account two more, and each provider one, its retry budget, and
+// three more when it has a provider-wide bucket (its rate, ceiling and
+// callers queued). A provider's retry budget, which only successes
+// refund, is read after its scopes are dropped while the governor holds
+// it spent (resilience.Governor.Providers, its tokens below its size,
+// both read at once by resilience.Governor.BudgetAndSize). A provider a
+// Configure disabled has none: its calls go through ungoverned, and what
+// its scopes learned, which the governor keeps for when it is enabled
+// again, is not where they stand.
 // The counters have a series
 // per call scope (the scope with its operation) and event: cloudg.calls
 // one per operation called, the others one per operation that had the
