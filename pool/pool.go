@@ -239,12 +239,16 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // that must not be done twice, and return the call's error (a task that
 // panics, or calls runtime.Goexit, after such a refusal ends failed all
 // the same: it is not run again). Its queue runs nothing before the wait
-// the refusal gave has passed, unless its scope's breaker opens (its
-// calls then fail fast) or the governor's state is replaced
-// (Governor.Reset, Governor.Configure: see Governor.Generation), when the
-// queue asks the governor again within a second. A task whose ctx is done
-// by the time its turn comes (its deadline come, at that instant too) is
-// dropped, not run (recorded as cancelled in the ledger ctx carries), and
+// the refusal gave has passed, unless its scope's breaker opens, or the
+// scope is found dead (its calls then fail fast), or the governor's state
+// is replaced (Governor.Reset, Governor.Configure: see
+// Governor.Generation), when the queue asks the governor again within a
+// second. The scope is found dead as of when the pool asked: one found
+// dead with its breaker still closed is dead no more once its failures
+// are old enough, which may come while a fleet's store answers, and the
+// task then runs before the wait for nothing if its first call is
+// refused again. A task whose ctx is done by the time its turn comes (its
+// deadline come, at that instant too) is dropped, not run (recorded as cancelled in the ledger ctx carries), and
 // Wait returns ctx's cause with the errors.
 // Go does not block: the workers ask the governor about the queues
 // without the pool's lock held, whose store a fleet's processes read
