@@ -1100,12 +1100,13 @@ func (m *machine) invariants() error {
 	// A worker blocks only in a task, or reading the store about a queue
 	// (asking, which no other worker looks at meanwhile): settled, every
 	// worker does one or the other.
-	nasking := 0
+	var askedAbout []*queue
 	for _, q := range p.scopes {
 		if q.where == asking {
-			nasking++
+			askedAbout = append(askedAbout, q)
 		}
 	}
+	nasking := len(askedAbout)
 	if p.workers != p.running+nasking {
 		return fmt.Errorf("%d workers alive for %d running tasks and %d queues asked about", p.workers, p.running, nasking)
 	}
@@ -1186,6 +1187,11 @@ func (m *machine) invariants() error {
 		// than the first ends (admitHold): a wake-up is armed by then.
 		reach("state: a queue held back for its account's first calls")
 		acct := account{q.scope.Provider, q.scope.Account}
+		if p.heldBack[acct] && slices.ContainsFunc(p.slots, func(o *queue) bool {
+			return o != q && o.heldBack && (account{o.scope.Provider, o.scope.Account}) == acct
+		}) {
+			reach("state: several queues of an account held back")
+		}
 		first, ok := time.Duration(0), false
 		for _, h := range p.holds.all() {
 			if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
@@ -1194,7 +1200,14 @@ func (m *machine) invariants() error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("queue %v is held back for its account's first calls, with no hold of the account in force", q.scope)
+			// Or, those holds decided, for the first queue of the
+			// account held back, put in turn to be asked for them all
+			// (unholdBack): it leads them, in turn or being asked about.
+			if !slices.ContainsFunc(p.ring.all(), leads(acct)) && !slices.ContainsFunc(askedAbout, leads(acct)) {
+				return fmt.Errorf("queue %v is held back for its account's first calls, with no hold of the account in force and no queue of it leading", q.scope)
+			}
+			reach("state: a queue held back behind its account's queue leading")
+			continue
 		}
 		if p.armedAt == 0 || p.armedAt > first {
 			return fmt.Errorf("queue %v is held back for a hold that ends at %v, the wake-up is armed at %v", q.scope, first, p.armedAt)
@@ -1207,6 +1220,9 @@ func (m *machine) invariants() error {
 		// queue that will not be asked.
 		if q.leads && q.where != inRing && q.where != asking {
 			return fmt.Errorf("queue %v leads its account's queues held back, and is not in turn (where %d)", sc, q.where)
+		}
+		if q.leads && q.where == asking {
+			reach("state: a queue leading its account's queues held back, asked about")
 		}
 		if q.n == 0 {
 			continue
@@ -1329,6 +1345,14 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 		return fmt.Errorf("the queues hold %d tasks, the pool counts %d queued", total, p.queued)
 	}
 	return nil
+}
+
+// leads returns whether a queue leads acct's queues held back for its
+// tasks' first calls (see Pool.unholdBack).
+func leads(acct account) func(*queue) bool {
+	return func(q *queue) bool {
+		return q.leads && (account{q.scope.Provider, q.scope.Account}) == acct
+	}
 }
 
 // ---- the end ----
@@ -1686,6 +1710,51 @@ func TestRegressAnEarlyRunOnADeadScopesAnswer(t *testing.T) {
 			t.Fatalf("%v\n%s\n%s", err, m.desc, m.snapshot())
 		}
 		m.endDying()
+	})
+}
+
+// The queues of an account held back for the first calls of its tasks
+// (Pool.holdBack) wait, once those are decided, behind the first of them,
+// asked for them all (Pool.unholdBack): with the store's reads taking a
+// while, they wait with no hold of the account in force, which
+// TestModel's invariants took for queues nothing would put back in turn;
+// they wait for the queue leading them, in turn or asked about. Here an
+// account with one slot and fast rates, four workers, 5 ms reads, 15
+// tasks of each scope working 8 ms (less than admitHold) before their 8
+// ms call; the invariants are checked every millisecond.
+func TestModelALineWaitsBehindTheQueueAskedForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := buildMachine(settings{
+			limit: 4, maxConc: 1, deadSeconds: 10,
+			rates: []float64{1000, 1000, 1000, 1000}, latency: 5 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.abandon()
+		for range 15 {
+			for sc := 1; sc <= numScopes; sc++ {
+				m.submit(m.pctx, sc, &spec{kind: kWorkFirst, latency: 8 * time.Millisecond})
+			}
+		}
+		acct := account{m.scopes[1].Provider, m.scopes[1].Account}
+		lines := 0
+		for range 2000 {
+			synctest.Wait()
+			p := m.p
+			p.mu.Lock()
+			if p.liveHolds(acct) == 0 && slices.ContainsFunc(p.slots, func(q *queue) bool { return q.heldBack }) {
+				lines++
+			}
+			p.mu.Unlock()
+			if err := m.invariants(); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, m.desc, m.snapshot())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if lines == 0 {
+			t.Fatal("no queue was held back with no hold of its account in force: the case is not reproduced")
+		}
 	})
 }
 
