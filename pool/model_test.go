@@ -1758,6 +1758,69 @@ func TestModelALineWaitsBehindTheQueueAskedForIt(t *testing.T) {
 	})
 }
 
+// A queue waiting in its account's line (Pool.unholdBack) goes as the
+// first hold of the account it waits for ends (admitHold), not at the next
+// recheck of the queues waiting for a slot (slotRecheck): a hold begun
+// while queues of its account were held back armed no wake-up for its
+// end unless its own queue had tasks left, and the queues kept in line
+// across the first calls decided wait for holds begun since. Found by a
+// targeted rapid run of the line (shrunk: an account with one slot and
+// fast rates, two workers, 1 ms reads; four tasks of s3 and s1 calling at
+// once, then tasks of s4, s2 and s1 working 100 ms or 8 ms before their
+// calls): a queue waited 8 ms past the end of the hold it waited for.
+func TestRegressALineGoesAtTheEndOfTheHoldItWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := buildMachine(settings{
+			limit: 2, maxConc: 1, threshold: 2, deadSeconds: 1,
+			rates: []float64{1000, 1000, 1000, 1000}, latency: time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.abandon()
+		for _, x := range []struct {
+			sc      int
+			k       kind
+			latency time.Duration
+		}{
+			{3, kOK, 8 * time.Millisecond}, {3, kOK, 30 * time.Millisecond}, {1, kOK, 8 * time.Millisecond}, {3, kOK, 8 * time.Millisecond},
+			{4, kWorkFirst, 100 * time.Millisecond}, {4, kWorkFirst, 100 * time.Millisecond}, {2, kWorkFirst, 100 * time.Millisecond}, {1, kWorkFirst, 8 * time.Millisecond},
+		} {
+			m.submit(m.pctx, x.sc, &spec{kind: x.k, latency: x.latency})
+		}
+		lines := 0
+		for range 1000 {
+			synctest.Wait()
+			p := m.p
+			p.mu.Lock()
+			now := p.now()
+			for _, q := range p.slots {
+				if !q.heldBack {
+					continue
+				}
+				lines++
+				for _, h := range p.holds.all() {
+					if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == (account{q.scope.Provider, q.scope.Account}) {
+						if now > h.until {
+							p.mu.Unlock()
+							t.Fatalf("at %v, queue %v is held back %v past the end of its account's first hold (armed %v)", now, q.scope, now-h.until, p.armedAt)
+						}
+						break
+					}
+				}
+			}
+			p.mu.Unlock()
+			if err := m.invariants(); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, m.desc, m.snapshot())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if lines == 0 {
+			t.Fatal("no queue was held back: the case is not reproduced")
+		}
+	})
+}
+
 // Wait called from two goroutines at once: each returns every error, and
 // they do not race. Wait appended the stop's cause to the tasks' errors in
 // the array they share, and read it after unlocking: the second Wait wrote

@@ -692,12 +692,16 @@ func (p *Pool) breakerWaits(provider string) bool {
 const admitHold = 10 * time.Millisecond
 
 // hold makes q admitting for t: its next task waits until the first call
-// of t, just picked, is decided, or until admitHold has passed. p.mu is
+// of t, just picked, is decided, or until admitHold has passed. A wake-up
+// is armed for the hold's end when q has tasks left, or its account has
+// queues held back (holdBack), which wait for the first hold of the
+// account to end, this one maybe: those kept in line behind the queue
+// leading them (unholdBack) were held back before it began. p.mu is
 // held.
 func (p *Pool) hold(q *queue, t *task, now time.Duration) {
 	q.where, q.holder, q.admitUntil, q.leads = admitting, t, now+admitHold, false
 	p.holds.push(heldQueue{t, q.admitUntil})
-	if q.n > 0 {
+	if q.n > 0 || p.heldBack[account{q.scope.Provider, q.scope.Account}] {
 		p.arm(q.admitUntil)
 	}
 }
@@ -1044,8 +1048,9 @@ func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 	q.heldBack = true
 	// The holds it waits for end by admitHold (endHolds, then
 	// unholdBack): a wake-up is armed for the first, which hold arms
-	// only when the holder's own queue has tasks left. The wake-up
-	// re-arms for the next one.
+	// only when the holder's own queue has tasks left, or queues of the
+	// account were held back as it began. The wake-up re-arms for the
+	// next one.
 	if at, ok := p.nextHold(); ok {
 		p.arm(at)
 	}
