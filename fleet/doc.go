@@ -211,7 +211,8 @@
 // provider's bucket a leaf's; that key, in braces, is the Redis Cluster
 // hash tag that keeps a scope's bucket and breaker in one slot, a brace
 // it holds written %7B or %7D, so that the tag is the whole key whatever
-// a provider's name or a part holds.
+// a provider's name or a part holds. A brace in the prefix is written
+// %7B or %7D in the keys too (WithPrefix), so that it takes no key's tag.
 //
 // # Controllers
 //

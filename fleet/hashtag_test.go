@@ -91,3 +91,43 @@ func TestScopeKeysShareASlotWhateverTheScopeHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestAPrefixsBracesLeaveTheScopesTag states that a prefix holding braces
+// (WithPrefix) does not take the place of the scope's hash tag: the
+// cluster takes the first '{' of a key and the first '}' after it, so a
+// prefix "x{}" left every key's tag empty (each whole key hashed, the
+// bucket and the breaker of a scope in two slots: CROSSSLOT for every
+// lease), and "app{1}" made "1" the tag of every scope (the whole fleet's
+// state in one slot).
+func TestAPrefixsBracesLeaveTheScopesTag(t *testing.T) {
+	for _, prefix := range []string{"x{}", "{}", "app{1}", "{", "}", "a}{b", "}{"} {
+		var c config
+		WithPrefix(prefix).apply(&c)
+		s := &Store{cfg: c}
+		tags := map[string]string{}
+		for _, key := range []string{"aws/1/us-east-1/ec2/x", "aws/2/us-east-1/ec2/x", "}x/*/*/svc"} {
+			bk, brk := s.scopeKeys(key)
+			bs, btag := clusterSlot(bk)
+			rs, rtag := clusterSlot(brk)
+			if bs != rs {
+				t.Errorf("prefix %q, scope key %q: bucket %q in slot %d, breaker %q in slot %d: a script touching both is a CROSSSLOT error", prefix, key, bk, bs, brk, rs)
+				continue
+			}
+			if want := hashTag(key); btag != want || rtag != want {
+				t.Errorf("prefix %q, scope key %q: tags %q and %q, want the scope's key %q", prefix, key, btag, rtag, want)
+			}
+			if other, ok := tags[btag]; ok {
+				t.Errorf("prefix %q: scope keys %q and %q share the hash tag %q", prefix, other, key, btag)
+			}
+			tags[btag] = key
+		}
+		if _, tag := clusterSlot(s.key("{budget:aws}")); tag != "budget:aws" {
+			t.Errorf("prefix %q: the budget's key %q has the tag %q, want \"budget:aws\"", prefix, s.key("{budget:aws}"), tag)
+		}
+	}
+	var c config
+	WithPrefix("cloudg:eu").apply(&c)
+	if c.prefix != "cloudg:eu" {
+		t.Errorf("prefix \"cloudg:eu\" read as %q, want it as it is (no brace)", c.prefix)
+	}
+}

@@ -128,8 +128,16 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithPrefix namespaces every key (default "cloudg"), so that several
-// fleets, or tests, share one Redis.
-func WithPrefix(p string) Option { return optionFunc(func(c *config) { c.prefix = p }) }
+// fleets, or tests, share one Redis. A brace the prefix holds is written
+// %7B or %7D in the keys, as in a scope's hash tag (hashTag): a Redis
+// Cluster takes the first '{' of a key and the first '}' after it for the
+// tag, which a prefix's braces would take the place of (with "x{}" every
+// key's tag empty, a scope's bucket and breaker in two slots, a CROSSSLOT
+// error for every lease; with "app{1}" every key in one slot). A prefix
+// without a brace is used as it is.
+func WithPrefix(p string) Option {
+	return optionFunc(func(c *config) { c.prefix = braces.Replace(p) })
+}
 
 // WithProcessID names this process in the heartbeat set (default: host,
 // pid and a random suffix).
