@@ -74,15 +74,20 @@ type sharedBreaker struct {
 	// The local breaker's count of failures since it was made, its state
 	// last changed or a success last reset it: known are those Redis may
 	// have counted (from the view, or sent to Redis without an answer),
-	// fails the mono times of those it never heard of. okAt is the mono
+	// fails the mono times of those it never heard of, the latest
+	// maxFailTimes, and older the count of those before them, which came
+	// from olderFirst to olderLast (see addFail). okAt is the mono
 	// time of the last success that reset a count (0: none since the local
 	// breaker was made, its state changed, or it was written back); run
 	// counts the resets, so that failures taken out for a write-back are put
 	// back only into the run they belong to.
-	known int
-	fails []time.Duration
-	okAt  time.Duration
-	run   int64
+	known      int
+	fails      []time.Duration
+	older      int
+	olderFirst time.Duration
+	olderLast  time.Duration
+	okAt       time.Duration
+	run        int64
 	// ended is when (mono) the latest success Redis ran was sent
 	// (succeeded): it ended the failures the local breaker alone counted
 	// before it, and no others, so that a write-back Redis did not run
@@ -275,7 +280,8 @@ func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
 		// Its failures opened it: the change of state is written back, as
 		// of the failure that opened it, as when the local breaker counts
 		// them as they come.
-		b.learned, b.known, b.fails = openedAt, 0, nil
+		b.learned, b.known = openedAt, 0
+		b.clearFails()
 		b.run++
 	}
 	if b.setUnwritten(true) {
@@ -311,17 +317,29 @@ func (b *sharedBreaker) fromView(now time.Duration) (l *breaker.Breaker, known i
 	l.Restore(b.state, b.failures, b.cooldown, b.until)
 	known = l.Snapshot(b.until).Failures
 	view := b.readBack
-	if known > 0 && len(b.fails) >= b.spec.Threshold {
-		sorted := slices.Sorted(slices.Values(b.fails))
-		view = min(view, sorted[b.spec.Threshold-1])
+	if known > 0 && b.older+len(b.fails) >= b.spec.Threshold {
+		th := b.olderLast // among those before the times kept: at the latest the last of them
+		if i := b.spec.Threshold - 1 - b.older; i >= 0 {
+			th = slices.Sorted(slices.Values(b.fails))[i]
+		}
+		view = min(view, th)
 	}
 	t := mono()
-	for _, f := range b.fails {
+	count := func(f time.Duration) (time.Duration, bool) {
 		at := f
 		if known > 0 {
 			at = max(f, view)
 		}
-		if opened, _ := l.FailureFrom(now - max(0, t-at)); opened {
+		opened, _ := l.FailureFrom(now - max(0, t-at))
+		return at, opened
+	}
+	for range b.older {
+		if at, opened := count(b.olderLast); opened {
+			return l, known, at
+		}
+	}
+	for _, f := range b.fails {
+		if at, opened := count(f); opened {
 			return l, known, at
 		}
 	}
@@ -353,7 +371,8 @@ func (b *sharedBreaker) restart(t time.Duration, changed bool) {
 	} else {
 		b.okAt = t
 	}
-	b.known, b.fails = 0, nil
+	b.known = 0
+	b.clearFails()
 	b.run++
 	b.noteUnwritten()
 }
@@ -429,7 +448,7 @@ func (b *sharedBreaker) localFailure(now time.Duration, unsent bool) bool {
 		b.restart(max(1, mono()), true)
 	case from != state.Closed: // a late report: not counted
 	case unsent:
-		b.fails = append(b.fails, max(1, mono()))
+		b.addFail(max(1, mono()))
 		b.noteUnwritten()
 	default:
 		b.known++
@@ -467,7 +486,8 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 // local breaker until it holds nothing unwritten): a change of its state,
 // with how long ago it last changed, so that the newer of Redis's state
 // and its own wins; the failures it alone counted, with how long ago each
-// was, and the last success that reset its count, so that Redis merges
+// was (the latest maxFailTimes, and the count of those before, with how
+// long ago the first and the last of them were), and the last success that reset its count, so that Redis merges
 // them with the fleet's failures in the order they came
 // (breakerLearnedScript). The answer becomes the view. It reports false when Redis did not answer:
 // the change and the success are kept for the next try (writing either
@@ -477,6 +497,7 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 func (b *sharedBreaker) writeBack() bool {
 	b.localMu.Lock()
 	l, learned, okAt, fails, run := b.local, b.learned, b.okAt, b.fails, b.run
+	older, olderFirst, olderLast := b.older, b.olderFirst, b.olderLast
 	if l == nil || (learned == 0 && okAt == 0 && len(fails) == 0) {
 		b.mu.Lock()
 		b.setUnwritten(false)
@@ -484,7 +505,7 @@ func (b *sharedBreaker) writeBack() bool {
 		b.localMu.Unlock()
 		return true
 	}
-	b.fails = nil // sent at most once (put back below when Redis did not run the script)
+	b.clearFails() // sent at most once (put back below when Redis did not run the script)
 	b.sending = true
 	b.mu.Lock()
 	t := mono()
@@ -499,7 +520,7 @@ func (b *sharedBreaker) writeBack() bool {
 		return (t - at).Microseconds()
 	}
 	args := append(b.args[:len(b.args):len(b.args)], snap.State.String(), snap.Cooldown.Microseconds(),
-		snap.Wait.Microseconds(), ago(learned), ago(okAt))
+		snap.Wait.Microseconds(), ago(learned), ago(okAt), older, ago(olderFirst), ago(olderLast))
 	for _, f := range fails {
 		args = append(args, ago(f))
 	}
@@ -513,7 +534,7 @@ func (b *sharedBreaker) writeBack() bool {
 		b.localMu.Lock()
 		b.sending = false
 		if notRun(err) && b.run == run {
-			b.fails = append(since(fails, b.ended), b.fails...)
+			b.putBackFails(fails, older, olderFirst, olderLast)
 		}
 		b.localMu.Unlock()
 		return false
@@ -697,6 +718,9 @@ func (b *sharedBreaker) succeeded(t time.Duration) {
 	}
 	b.ended = max(b.ended, t) // of those a write-back on its way sends, only the later ones are put back
 	b.fails = since(b.fails, t)
+	if b.older > 0 && b.olderFirst < t {
+		b.older, b.olderFirst, b.olderLast = 0, 0, 0 // those of them after t not known: dropped
+	}
 	if b.okAt < t {
 		b.okAt = 0
 	}
@@ -712,6 +736,70 @@ func (b *sharedBreaker) succeeded(t time.Duration) {
 }
 
 func (b *sharedBreaker) Failure(now time.Duration) bool { return b.FailureFor(now, "") }
+
+// maxFailTimes bounds the times of the failures the local breaker alone
+// counted (fails) to the latest, as the fleet's breaker keeps the latest
+// times of its failures (ft): with a high threshold and a long outage, one
+// time per failure, up to the threshold, grew without bound, and the
+// write-back sent each as an argument.
+const maxFailTimes = 64
+
+// addFail notes a failure at f (mono) the local breaker alone counted,
+// keeping the latest maxFailTimes times: those before are counted
+// (older), with the times of the first and the last of them. localMu
+// must be held.
+func (b *sharedBreaker) addFail(f time.Duration) {
+	b.fails = append(b.fails, f)
+	b.trimFails()
+}
+
+// trimFails moves the failures before the latest maxFailTimes into
+// older. localMu must be held.
+func (b *sharedBreaker) trimFails() {
+	n := len(b.fails) - maxFailTimes
+	if n <= 0 {
+		return
+	}
+	if b.older == 0 {
+		b.olderFirst = b.fails[0]
+	}
+	b.olderLast = max(b.olderLast, b.fails[n-1])
+	b.older += n
+	b.fails = append(b.fails[:0:0], b.fails[n:]...)
+}
+
+// clearFails forgets the failures the local breaker alone counted.
+// localMu must be held.
+func (b *sharedBreaker) clearFails() {
+	b.fails, b.older, b.olderFirst, b.olderLast = nil, 0, 0, 0
+}
+
+// putBackFails puts back the failures a write-back Redis did not run
+// carried (fails, and older before them, from first to last), before
+// those counted since, but for those a success Redis ran ended (ended):
+// of older, all of them when the first came before it (those after it
+// are not known). localMu must be held.
+func (b *sharedBreaker) putBackFails(fails []time.Duration, older int, first, last time.Duration) {
+	kept := since(fails, b.ended)
+	if older > 0 && first < b.ended {
+		older = 0
+	}
+	if older == 0 && len(kept) > 0 {
+		first = kept[0]
+	}
+	if b.older > 0 { // those since fill the times kept: the ones put back are all before them
+		if n := older + len(kept); n > 0 {
+			b.older += n
+			b.olderFirst = first
+		}
+		return
+	}
+	if older > 0 {
+		b.older, b.olderFirst, b.olderLast = older, first, last
+	}
+	b.fails = append(kept, b.fails...)
+	b.trimFails()
+}
 
 // since returns the times of fails (mono) at or after t, in order.
 func since(fails []time.Duration, t time.Duration) []time.Duration {

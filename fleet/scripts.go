@@ -844,9 +844,15 @@ return reading(br, now)
 // and ARGV[8] its wait (microseconds; the end of the cooldown, or of the
 // probe's lease), ARGV[9] how long ago (in microseconds) its state last
 // changed (-1: it did not), ARGV[10] how long ago a success last reset its
-// count of failures (-1: none did), and from ARGV[11] on how long ago each
-// failure it counted since then was (oldest first): the failures that it
-// alone counted (none whose count Redis may have seen).
+// count of failures (-1: none did), and the failures it counted since
+// then that it alone counted (none whose count Redis may have seen): from
+// ARGV[14] on how long ago each of the latest was (oldest first, at most
+// FT_MAX), and ARGV[11] the count of those before them, the first of which
+// came ARGV[12] and the last ARGV[13] microseconds ago (-1: none), as the
+// breaker's ft keeps its own. Those before the latest count when the
+// first of them came after what they are ordered against (a reset, a
+// change of state), none of them otherwise (which of them came after it
+// is not known), each as of the last of them at the latest.
 //
 // The newer knowledge of the scope wins. The local state replaces the
 // fleet's when it changed after the fleet's last did (since; a breaker that
@@ -867,18 +873,37 @@ local br = load_breaker(KEYS[1], now)
 local st, cooldown, wait = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local age, okage = tonumber(ARGV[9]), tonumber(ARGV[10])
 local fails = {}
-for i = 11, math.min(#ARGV, 10 + THRESHOLD) do
+for i = 14, math.min(#ARGV, 13 + FT_MAX) do
   local a = tonumber(ARGV[i])
   if finite(a) and a >= 0 then fails[#fails + 1] = now - a end
 end
+local older, ofirst, olast = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+if finite(older) and older >= 1 and finite(ofirst) and ofirst >= 0 and finite(olast) and olast >= 0 then
+  older, ofirst, olast = math.min(math.floor(older), THRESHOLD), now - ofirst, now - math.min(olast, ofirst)
+else
+  older = 0
+end
+-- add_older adds to the failures t, sorted, those before the latest the
+-- process sent, when the first of them came after from: the latest
+-- FT_MAX of them as of the last, the rest to unknown (their count). It
+-- returns unknown and the floor of the time the threshold-th may be
+-- given, the first of them, when some went to unknown.
+local function add_older(t, unknown, from)
+  if older == 0 or ofirst <= from then return unknown, 0 end
+  local timed = math.min(older, FT_MAX)
+  for _ = 1, timed do t[#t + 1] = olast end
+  table.sort(t)
+  if older > timed then return unknown + older - timed, ofirst end
+  return unknown, 0
+end
 local write = false
 -- save writes the breaker's run of failures (unknown of unknown times,
--- as old as can be, then those of times t, sorted), opening it at the
--- threshold-th; it keeps the latest FT_MAX times.
-local function save(t, unknown)
+-- as old as can be, but for floor, then those of times t, sorted), opening
+-- it at the threshold-th; it keeps the latest FT_MAX times.
+local function save(t, unknown, floor)
   unknown = unknown or 0
   if unknown + #t >= THRESHOLD then
-    local at = math.max(t[THRESHOLD - unknown] or 0, br.since, br.reset)
+    local at = math.max(t[THRESHOLD - unknown] or floor or 0, br.since, br.reset)
     br.state, br.failures, br.since, br.untilv, br.ft, br.why = 'open', 0, at, at + br.cooldown, '', ''
   else
     local ft = {}
@@ -897,7 +922,7 @@ if (st == 'closed' or st == 'open' or st == 'half_open') and finite(cooldown) an
     local t = {}
     for _, x in ipairs(fails) do if x > at then t[#t + 1] = x end end
     table.sort(t)
-    save(t)
+    save(t, add_older(t, 0, at))
   else
     br.untilv = now + wait
     write = true
@@ -917,7 +942,9 @@ elseif br.state == 'closed' then
   end
   if ok and ok > br.reset then br.reset = ok end
   table.sort(t)
-  if ok or unknown + #t ~= br.failures then save(t, unknown) end
+  local floor
+  unknown, floor = add_older(t, unknown, last)
+  if ok or unknown + #t ~= br.failures then save(t, unknown, floor) end
 end
 if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),
