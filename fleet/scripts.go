@@ -664,7 +664,8 @@ return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.p
 // closed after one), on Redis's clock, absent before any change; reset is
 // when a success last reset a count of failures; and ft holds the times of
 // the latest failures counted, at most 64 of them (a list of microseconds,
-// oldest first; those before are of unknown times, older than any), so that a
+// oldest first; those before are of unknown times, after the last reset or
+// change of state and before the others), so that a
 // write-back of failures counted elsewhere can order them against the
 // successes; why is why it last opened, as the process that opened it
 // said (breakerFailureScript's ARGV[6]: "throttling", "errors", "throttled
@@ -932,7 +933,10 @@ elseif br.state == 'closed' then
   if finite(okage) and okage >= 0 then ok = now - okage end
   local last = math.max(br.since, br.reset)
   local unknown, known = run_times(br, now)
-  if ok then unknown = 0 end -- as old as can be: before the success
+  -- Those of unknown times came after the fleet's last reset (last), and
+  -- before the oldest of known time: a local success before last ends
+  -- none of them, one after it all (which came after it is not known).
+  if ok and ok > last then unknown = 0 end
   local t = {}
   for _, x in ipairs(known) do
     if not ok or x > ok then t[#t + 1] = x end

@@ -52,3 +52,44 @@ func TestAnOutagesManyFailuresAreWrittenBackEach(t *testing.T) {
 		}
 	})
 }
+
+// A success a process saw during an outage ends only the fleet's failures
+// that came before it: one older than the fleet's last reset (a success
+// another process sent since) ends none of the fleet's run, however many
+// of its failures Redis keeps no time of (it keeps the latest 64).
+func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		spec := state.BreakerSpec{Threshold: 100, Cooldown: time.Minute, MaxCooldown: time.Minute}
+		br := a.Breaker(vpcsKey, spec)
+		br.Allow(0)
+		px.Down()
+		waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
+		br.Failure(0)
+		br.Success() // the local success, to be written back
+		ob := o.Breaker(vpcsKey, spec)
+		ob.Failure(0)
+		ob.Success() // the fleet's last reset, after the local success
+		for range 90 {
+			ob.Failure(0)
+		}
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Closed || got.Failures != 90 {
+			t.Errorf("a local success during an outage, then another process's success and its 90 failures, written back: the fleet's breaker %v with %d failures, want closed with 90 (the local success older than the fleet's)", got.State, got.Failures)
+		}
+	})
+}
