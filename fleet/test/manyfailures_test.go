@@ -93,3 +93,42 @@ func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
 		}
 	})
 }
+
+// Failures of two processes, each more than the 64 whose times are kept,
+// add up to open the fleet's breaker at the write-back: 100 counted in
+// Redis during A's outage and A's 150 against a threshold of 200.
+func TestTwoProcessesManyFailuresOpenTheFleetsBreaker(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		spec := state.BreakerSpec{Threshold: 200, Cooldown: time.Minute, MaxCooldown: time.Minute}
+		br := a.Breaker(vpcsKey, spec)
+		br.Allow(0)
+		px.Down()
+		waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
+		for range 150 {
+			br.Failure(0)
+		}
+		ob := o.Breaker(vpcsKey, spec)
+		for range 100 {
+			ob.Failure(0)
+		}
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Open {
+			t.Errorf("100 failures in Redis and 150 during an outage, written back, against a threshold of 200: the fleet's breaker %v with %d failures, want open", got.State, got.Failures)
+		}
+	})
+}
