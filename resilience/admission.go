@@ -97,7 +97,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 	var ok bool
 	if gd.lease.ofProbe() {
 		if wait, ok = gd.e.breaker.AllowProbe(now); ok {
-			gd.lease = leaseProbe // a lent probe is this call's again: the call that borrowed it is over
+			gd.holdProbe() // a lent probe is this call's again: the call that borrowed it is over
 		} else {
 			// Its breaker opened again (its lease ran out and another
 			// probe failed, or another call's failure reopened it): it
@@ -192,7 +192,7 @@ func (gd *Guard) closedTo(now time.Duration) (time.Duration, bool) {
 func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 	if gd.lease.ofProbe() {
 		if wait, ok := gd.e.breaker.AllowProbe(now); ok {
-			gd.lease = leaseProbe
+			gd.holdProbe()
 			return wait, ok
 		}
 		gd.lease, gd.probeLoan = leaseNone, false
@@ -209,8 +209,24 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 // probing keeps the probe's lease the breaker granted, and reports the
 // breaker's move to half-open.
 func (gd *Guard) probing() {
-	gd.lease, gd.probeLoan = leaseProbe, false
+	gd.holdProbe()
+	gd.probeLoan = false
 	gd.recordProbe()
+}
+
+// probeTurns numbers the probe's leases the calls of the process take
+// (Guard.holdProbe), for Guard.probeTurn.
+var probeTurns atomic.Uint32
+
+// holdProbe keeps the probe's lease, the breaker's or one borrowed, as a
+// turn of its own (Guard.probeTurn): a call nested in this lease's attempt
+// that borrows it notes the turn (Guard.loanTurn), and gives it back to
+// this call only while the call holds the same turn (see giveProbeBack),
+// not to a later attempt of the call, which asked the breaker again and
+// may have lent its own lease to another nested call meanwhile.
+func (gd *Guard) holdProbe() {
+	gd.lease = leaseProbe
+	gd.probeTurn = uint16(probeTurns.Add(1))
 }
 
 // borrowProbe lets a call that its half-open breaker refused through as
@@ -244,7 +260,9 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 	if !atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseProbe), uint32(leaseLent)) {
 		return false
 	}
-	gd.lease, gd.probeLoan = leaseProbe, true
+	gd.loanTurn = outer.probeTurn // read with the lease, while the attempt runs
+	gd.holdProbe()
+	gd.probeLoan = true
 	return true
 }
 
@@ -307,14 +325,18 @@ func (gd *Guard) lender(ctx context.Context, opened *[]<-chan struct{}) *Guard {
 // enclosing call (borrowProbe), and still holds with no verdict given
 // (its context ended, a local error, a refusal of the governor's), back
 // to that call, as the call ends (stop, reset): the enclosing call's
-// attempt, if it still runs, holds the probe again, so that a call nested
+// attempt, if it still runs with the lease it lent (the turn the call
+// noted, loanTurn: not a later attempt's, nor another enclosing call's
+// lent to a call this one is nested in), holds the probe again, so that a call nested
 // in it later borrows it as this one did, rather than wait for a verdict
 // no call is out to give (breaker_wait) or be refused; and the calls
 // waiting for the verdict in that attempt are woken (see lender) to
-// borrow it. The enclosing call is the nearest of gd.ctx's chain (as
-// lender walks it) whose attempt runs on the same breaker with the probe
-// lent. One whose attempt is over asks the breaker at its next attempt
-// (AllowProbe) as it would have. The common call pays a load for it.
+// borrow it. The enclosing call is the one of gd.ctx's chain (as lender
+// walks it) whose attempt runs on the same breaker with the probe lent
+// in the turn the call noted. One whose attempt is over asks the breaker
+// at its next attempt (AllowProbe) as it would have, and a turn of its
+// own then: a call nested in an earlier attempt that ends later gives it
+// nothing. The common call pays a load for it.
 func (gd *Guard) giveProbeBack() {
 	if !gd.probeLoan {
 		return
@@ -336,7 +358,7 @@ func (gd *Guard) giveProbeBack() {
 			continue
 		}
 		if outer.lookIn() {
-			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent &&
+			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && outer.probeTurn == gd.loanTurn &&
 				atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseLent), uint32(leaseProbe)) {
 				outer.lends().wake()
 				outer.lookedIn()

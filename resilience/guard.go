@@ -98,7 +98,15 @@ type Guard struct {
 	// that a nesting call's allocation stays in its size class.
 	probeLoan bool
 	lease     lease
-	noted     uint32     // the scope's streak of failures this call counted in (health)
+	noted     uint32 // the scope's streak of failures this call counted in (health)
+	// probeTurn numbers the probe's lease the call holds (holdProbe),
+	// and loanTurn the lease of an enclosing call's it borrowed (while
+	// probeLoan): a give-back finds its lender's attempt by it. 16 bits
+	// each, in the padding after noted: turns are taken across the
+	// process, one per probe's lease, so that a loan's matches another
+	// call's only after 65536 leases while the loan is out.
+	probeTurn uint16
+	loanTurn  uint16
 	adm       *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
 	retries   int        // retries of the current call; the first freeRetries are free
 	renewed   int        // retries made before the call's attempts were renewed (breaker_wait)
@@ -252,8 +260,9 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 // (it goes on as the probe if the nested call gave no verdict, and is
 // refused if the verdict opened the breaker). A nested call that ends
 // with no verdict (its context ended, a local error, a refusal of the
-// governor's) gives the probe back to the caller's attempt, if it still
-// runs: a call nested in it then borrows the probe as the first did, and
+// governor's) gives the probe back to the caller's attempt it borrowed
+// it from, if that attempt still runs (a later attempt, which asked the
+// breaker again, gets nothing of it): a call nested in it then borrows the probe as the first did, and
 // one waiting for the verdict there (breaker_wait) goes as it comes
 // back, rather than wait for a verdict no call is out to give, or be
 // refused. One waiting for the verdict while the borrower goes on past

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -176,4 +177,128 @@ func TestACallWaitingForALentProbeLooksAgainAsItsLendersAttemptEnds(t *testing.T
 			})
 		})
 	}
+}
+
+// A borrower that outlives its lender's attempt and ends with no verdict
+// gives nothing back to a later attempt of its lender: that attempt holds
+// the probe the breaker let through again (AllowProbe), lent now to a
+// call nested in it, and a give-back of the old loan made the lender the
+// probe again while that call still held it, so that a third nested call
+// borrowed it too: two probes out at once in half-open. The lender is a
+// Do WithNestedCalls; its first attempt's borrower (a goroutine's) ends
+// with a local error during the second attempt, whose borrower succeeds
+// after 10 s. The third call, made meanwhile, is refused (without
+// breaker_wait) or waits for that verdict (with it), and is never sent
+// while the second borrower's attempt runs.
+func TestAnOldBorrowerGivesNoProbeBackToItsLendersNextAttempt(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		t.Run(fmt.Sprintf("breaker_wait=%v", wait), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{AWS: ProviderConfig{BreakerWait: wait, BreakerThreshold: 1, BreakerCooldownSeconds: 60}})
+				sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+				time.Sleep(time.Minute) // the cooldown: the next call is the probe
+				b1In, b1End, b1Done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+				var second atomic.Bool // the second borrower's attempt runs
+				var third error
+				thirdWent := false
+				attempts := 0
+				attempt := func(ctx context.Context) error {
+					if attempts++; attempts == 1 {
+						go func() { // the first borrower, going on past the attempt
+							b1Done <- Do(ctx, ec2Vpcs, func(context.Context) error {
+								close(b1In)
+								<-b1End
+								return errors.New("the response could not be read")
+							}, WithGovernor(g))
+						}()
+						<-b1In
+						return transientErr()
+					}
+					b2In, b2Done := make(chan struct{}), make(chan error, 1)
+					go func() { // the second borrower, the probe's verdict at 10 s
+						b2Done <- Do(ctx, ec2Vpcs, func(context.Context) error {
+							second.Store(true)
+							close(b2In)
+							time.Sleep(10 * time.Second)
+							second.Store(false)
+							return nil
+						}, WithGovernor(g))
+					}()
+					<-b2In
+					close(b1End) // the first borrower ends with no verdict
+					if err := <-b1Done; err == nil {
+						t.Error("the first borrower succeeded; want it ended with a local error")
+					}
+					third = Do(ctx, ec2Vpcs, func(context.Context) error {
+						if second.Load() {
+							thirdWent = true
+						}
+						return nil
+					}, WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+					if err := <-b2Done; err != nil {
+						t.Errorf("the second borrower: %v", err)
+					}
+					return nil
+				}
+				if err := Do(context.Background(), ec2Vpcs, attempt, WithGovernor(g), WithNestedCalls()); err != nil || attempts != 2 {
+					t.Fatalf("the probe: %v after %d attempts; want a success at the retry", err, attempts)
+				}
+				if thirdWent {
+					t.Errorf("a third call nested in the probe's retry was sent (%v) while the second, which borrowed the probe, was out, once the first attempt's borrower ended with no verdict: two probes at once in half-open", third)
+				}
+				var ce *CircuitOpenError
+				if !wait && !errors.As(third, &ce) {
+					t.Errorf("without breaker_wait, the third nested call: %v; want a *CircuitOpenError while the second holds the probe", third)
+				}
+			})
+		})
+	}
+}
+
+// A borrower's borrower that ends with no verdict gives the probe back to
+// the call it borrowed it from only, not to that call's own lender: the
+// probe is a Do WithNestedCalls whose attempt makes a second one, which
+// borrows the probe and, retrying, holds it again; a goroutine's call
+// that borrowed the second's first attempt's lease ends with a local
+// error during its retry. A call nested in the probe's attempt (not in
+// the second's) made then is refused (breaker_wait off): the second's
+// retry is the probe, and the probe's own attempt lent it.
+func TestABorrowersBorrowerGivesTheProbeBackToItsOwnLenderOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60}})
+		sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+		time.Sleep(time.Minute) // the cooldown: the next call is the probe
+		cIn, cEnd, cDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		var third error
+		err := Do(context.Background(), ec2Vpcs, func(lctx context.Context) error {
+			attempts := 0
+			return Do(lctx, ec2Vpcs, func(bctx context.Context) error {
+				if attempts++; attempts == 1 {
+					go func() { // borrows the second call's first lease, and goes on
+						cDone <- Do(bctx, ec2Vpcs, func(context.Context) error {
+							close(cIn)
+							<-cEnd
+							return errors.New("the response could not be read")
+						}, WithGovernor(g))
+					}()
+					<-cIn
+					return transientErr()
+				}
+				close(cEnd)
+				if err := <-cDone; err == nil {
+					t.Error("the goroutine's call succeeded; want it ended with a local error")
+				}
+				third = Do(lctx, ec2Vpcs, func(context.Context) error { return nil },
+					WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+				return nil
+			}, WithGovernor(g), WithNestedCalls())
+		}, WithGovernor(g), WithNestedCalls())
+		if err != nil {
+			t.Fatalf("the probe: %v; want a success", err)
+		}
+		var ce *CircuitOpenError
+		if !errors.As(third, &ce) {
+			t.Errorf("a call nested in the probe's attempt, made while the second call's retry holds the probe it borrowed: %v; want a *CircuitOpenError: the goroutine's call gave the probe back to the probe's attempt, which had lent it", third)
+		}
+	})
 }
