@@ -102,7 +102,8 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			// Its breaker opened again (its lease ran out and another
 			// probe failed, or another call's failure reopened it): it
 			// holds nothing, and asks as any call (see ask).
-			gd.lease, gd.probeLoan = leaseNone, false
+			gd.lease = leaseNone
+			gd.loanSettled()
 		}
 	}
 	if !ok && !gd.lease.ofProbe() {
@@ -110,7 +111,8 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		if wait, ok, probe = gd.e.breaker.Allow(now); probe {
 			gd.probing()
 		} else if ok {
-			gd.lease, gd.probeLoan = leasePass, false
+			gd.lease = leasePass
+			gd.loanSettled()
 		} else if gd.borrowProbe(ctx, now, nil) {
 			ok = true // refused only: the common call pays nothing for the lookup
 		}
@@ -195,13 +197,15 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 			gd.holdProbe()
 			return wait, ok
 		}
-		gd.lease, gd.probeLoan = leaseNone, false
+		gd.lease = leaseNone
+		gd.loanSettled()
 	}
 	wait, ok, probe := gd.e.breaker.Allow(now)
 	if probe {
 		gd.probing()
 	} else if ok {
-		gd.lease, gd.probeLoan = leasePass, false
+		gd.lease = leasePass
+		gd.loanSettled()
 	}
 	return wait, ok
 }
@@ -210,7 +214,7 @@ func (gd *Guard) ask(now time.Duration) (time.Duration, bool) {
 // breaker's move to half-open.
 func (gd *Guard) probing() {
 	gd.holdProbe()
-	gd.probeLoan = false
+	gd.loanSettled()
 	gd.recordProbe()
 }
 
@@ -260,9 +264,15 @@ func (gd *Guard) borrowProbe(ctx context.Context, now time.Duration, opened *[]<
 	if !atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseProbe), uint32(leaseLent)) {
 		return false
 	}
+	gd.loanSettled()
 	gd.loanTurn = outer.probeTurn // read with the lease, while the attempt runs
 	gd.holdProbe()
 	gd.probeLoan = true
+	if gd.orphan != nil {
+		// A guard of Begin's: its End may come with a context that does
+		// not lead to outer, or never (see probeNotes).
+		probeNotes.Store(gd.orphan, &probeNote{lender: outer, breaker: gd.e.breaker, turn: gd.loanTurn})
+	}
 	return true
 }
 
@@ -325,27 +335,36 @@ func (gd *Guard) lender(ctx context.Context, opened *[]<-chan struct{}) *Guard {
 // enclosing call (borrowProbe), and still holds with no verdict given
 // (its context ended, a local error, a refusal of the governor's), back
 // to that call, as the call ends (stop, reset): the enclosing call's
-// attempt, if it still runs with the lease it lent (the turn the call
-// noted, loanTurn: not a later attempt's, nor another enclosing call's
-// lent to a call this one is nested in), holds the probe again, so that a call nested
-// in it later borrows it as this one did, rather than wait for a verdict
-// no call is out to give (breaker_wait) or be refused; and the calls
-// waiting for the verdict in that attempt are woken (see lender) to
-// borrow it. The enclosing call is the one of gd.ctx's chain (as lender
-// walks it) whose attempt runs on the same breaker with the probe lent
-// in the turn the call noted. One whose attempt is over asks the breaker
-// at its next attempt (AllowProbe) as it would have, and a turn of its
-// own then: a call nested in an earlier attempt that ends later gives it
-// nothing. The common call pays a load for it.
+// attempt, if it still runs with the lease it lent (in the turn the call
+// noted, loanTurn: not a later attempt's, which asked the breaker again,
+// nor another enclosing call's, lent to a call this one is nested in),
+// holds the probe again, so that a call nested in it later borrows it as
+// this one did, rather than wait for a verdict no call is out to give
+// (breaker_wait) or be refused; and the calls waiting for the verdict in
+// that attempt are woken (see lender) to borrow it. A guard of Begin's
+// gives it to the lender it noted as it borrowed (probeNotes), since the
+// context of its Enter, which found the lender, may not be Begin's; Do's
+// and Call's, whose attempts are entered with Begin's context, walk
+// gd.ctx's chain as lender does, to the call whose attempt runs on the
+// same breaker with the probe lent in the turn noted. The common call
+// pays a load for it.
 func (gd *Guard) giveProbeBack() {
 	if !gd.probeLoan {
 		return
 	}
 	gd.probeLoan = false
+	var n any
+	if gd.orphan != nil {
+		n, _ = probeNotes.LoadAndDelete(gd.orphan)
+	}
 	if gd.lease != leaseProbe || gd.e == nil {
 		return
 	}
 	gd.lease = leaseNone // given back: a further Enter asks the breaker, as after a stop
+	if n != nil {
+		n.(*probeNote).giveBack() // a guard of Begin's: its lender noted
+		return
+	}
 	var w walk
 	ctx := gd.ctx
 	for {
@@ -357,16 +376,40 @@ func (gd *Guard) giveProbeBack() {
 			ctx = gd.ctx
 			continue
 		}
-		if outer.lookIn() {
-			if outer.e != nil && outer.e.breaker == gd.e.breaker && outer.phase == phaseSent && outer.probeTurn == gd.loanTurn &&
-				atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseLent), uint32(leaseProbe)) {
-				outer.lends().wake()
-				outer.lookedIn()
-				return
-			}
-			outer.lookedIn()
+		if outer.takeProbeBack(gd.e.breaker, gd.loanTurn) {
+			return
 		}
 		ctx = outer.ctx
+	}
+}
+
+// takeProbeBack takes back the probe's lease of breaker br that outer
+// lent in its turn turn (see holdProbe), when its attempt still runs
+// with that lease lent, and wakes the calls waiting for it (see lender).
+// It reports whether it did.
+func (outer *Guard) takeProbeBack(br state.Breaker, turn uint16) bool {
+	if !outer.lookIn() {
+		return false
+	}
+	defer outer.lookedIn()
+	if outer.e == nil || outer.e.breaker != br || outer.phase != phaseSent || outer.probeTurn != turn ||
+		!atomic.CompareAndSwapUint32((*uint32)(&outer.lease), uint32(leaseLent), uint32(leaseProbe)) {
+		return false
+	}
+	outer.lends().wake()
+	return true
+}
+
+// loanSettled forgets the probe's lease the call borrowed (borrowProbe),
+// if it did: given back, or ended by a verdict or the breaker's answer,
+// it is not given back again, nor by the collector (see probeNotes).
+func (gd *Guard) loanSettled() {
+	if !gd.probeLoan {
+		return
+	}
+	gd.probeLoan = false
+	if gd.orphan != nil {
+		probeNotes.Delete(gd.orphan)
 	}
 }
 
@@ -1482,7 +1525,8 @@ func (gd *Guard) relive() {
 	old := gd.e.breaker
 	gd.p, gd.e = gd.g.resolve(gd.scope) // a reconfiguration may have replaced the provider
 	if gd.e.breaker != old {
-		gd.lease, gd.probeLoan = leaseNone, false
+		gd.lease = leaseNone
+		gd.loanSettled()
 	}
 	if s := gd.bind.stats; s != nil {
 		gd.run = gd.e.runCounters(s)

@@ -1058,7 +1058,10 @@ func (g *Governor) unbusyLive(scope Scope) {
 // back (one lent to a call nested in its attempt that goes on, once that
 // call gives it back), and the governor's first such leak is logged. So does a slot it
 // borrowed from an enclosing call (see Enter), which that call, its
-// attempt over, keeps for the loan until it comes back.
+// attempt over, keeps for the loan until it comes back, and a half-open
+// breaker's probe it borrowed from an enclosing call whose attempts are
+// gated (made WithNestedCalls, an integration's request) and gave no
+// verdict for, which goes back to that call's attempt if it still runs.
 func (gd *Guard) End(err error) {
 	gd.Release()
 	switch {

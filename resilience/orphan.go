@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cloudg/cloudg/internal/bulkhead"
+	"github.com/cloudg/cloudg/state"
 )
 
 // orphanSlot gives back the slot of a Guard dropped without Release or End
@@ -54,8 +56,19 @@ func (o *orphanSlot) drop() bool { return o.held.Swap(nil) != nil }
 
 // collected runs once the guard is unreachable: a slot it still held, or
 // borrowed, is given back, and the first such leak of the governor is
-// logged.
+// logged; so is a half-open breaker's probe it borrowed (probeNotes)
+// from a call whose attempts are gated, which is not logged.
 func (o *orphanSlot) collected() {
+	if n, ok := probeNotes.LoadAndDelete(o); ok && n.(*probeNote).lender.gate != nil {
+		// The half-open breaker's probe the guard borrowed, with no
+		// verdict: no verdict comes from it now. Given back to a lender
+		// whose attempts are gated only, read while its attempt runs: one
+		// without a gate (a Begin's guard a caller put in a context of
+		// its own) is read by its nested calls during its attempt only,
+		// which the collector cannot know of; it asks the breaker again
+		// at its next attempt.
+		n.(*probeNote).giveBack()
+	}
 	b, l := o.held.Swap(nil), o.loan.Swap(nil)
 	if b == nil && l == nil {
 		return
@@ -87,3 +100,28 @@ func (o *orphanSlot) collected() {
 			slog.String("scope", o.scope.String()))
 	}
 }
+
+// probeNotes holds, by the orphanSlot of the guard that took it (a
+// *probeNote by its *orphanSlot), each loan of a half-open breaker's
+// probe a guard Begin returned took from an enclosing call
+// (Guard.borrowProbe) and still holds with no verdict: the guard gives
+// it back to that call as it ends (Guard.giveProbeBack), whatever context
+// its Begin was given, and a guard dropped without End gives it back as
+// it is collected (orphanSlot.collected), as it gives back its slot, so
+// that a call nested in the lender's attempt later borrows the probe
+// rather than wait out its lease (breaker_wait) or be refused. It lives
+// apart from the guards, so that a Begin pays nothing for it: only a
+// guard that borrows the probe, a rare call, touches it.
+var probeNotes sync.Map
+
+// probeNote is a loan of the probe's lease of breaker, taken from lender
+// in its turn turn (Guard.holdProbe).
+type probeNote struct {
+	lender  *Guard
+	breaker state.Breaker
+	turn    uint16
+}
+
+// giveBack gives the loan back to its lender, if the lender's attempt
+// still runs with it lent (Guard.takeProbeBack).
+func (n *probeNote) giveBack() { n.lender.takeProbeBack(n.breaker, n.turn) }

@@ -302,3 +302,37 @@ func TestABorrowersBorrowerGivesTheProbeBackToItsOwnLenderOnly(t *testing.T) {
 		}
 	})
 }
+
+// A call of Begin whose Begin context does not lead to the call it is
+// nested in, and which enters its attempt with one that does (the
+// context of the Retry option of package cloudggcp is the option's, its
+// attempts the gRPC call's), borrows the probe from that call as Enter
+// looks it up, and gives it back to it as it ends with no verdict: a
+// second call nested in the same attempt then borrows it rather than be
+// refused (breaker_wait off).
+func TestACallOfBeginGivesTheProbeBackToTheCallItsEnterFound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60}})
+		sdkLoop(context.Background(), g, ec2Vpcs, 1, func() error { return transientErr() })
+		time.Sleep(time.Minute) // the cooldown: the next call is the probe
+		var second error
+		err := Do(context.Background(), ec2Vpcs, func(ctx context.Context) error {
+			gd, err := g.Begin(context.Background(), ec2Vpcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := gd.Enter(ctx); err != nil {
+				t.Fatalf("the call of Begin entered with the attempt's context: %v; want it through on the probe it borrows", err)
+			}
+			lerr := errors.New("the response could not be read")
+			gd.After(lerr)
+			gd.End(lerr)
+			second = Do(ctx, ec2Vpcs, func(context.Context) error { return nil },
+				WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+			return second
+		}, WithGovernor(g), WithNestedCalls())
+		if err != nil {
+			t.Errorf("a second call nested in the probe's attempt, once a call of Begin entered with the attempt's context ended with a local error: %v; want it through as the probe", second)
+		}
+	})
+}

@@ -226,7 +226,7 @@ func (gd *Guard) recordErrorAs(desc string) {
 // recordSuccess records a success, which ends the call (phaseDone): the
 // breaker resets, the budget gets its refund, the leaf recovers.
 func (gd *Guard) recordSuccess() {
-	gd.probeLoan = false // the verdict, if the call borrowed the probe: none to give back
+	gd.loanSettled() // the verdict, if the call borrowed the probe: none to give back
 	gd.to(phaseDone)
 	gd.live()
 	gd.e.noteSuccess()
@@ -265,7 +265,7 @@ func (gd *Guard) recordRecovery(closed bool) {
 func (gd *Guard) recordProof() {
 	gd.live()
 	gd.e.noteSuccess()
-	gd.probeLoan = false // as recordSuccess
+	gd.loanSettled() // as recordSuccess
 	if gd.e.breaker.Success() {
 		gd.recordBreaker(state.HalfOpen, state.Closed, "")
 	}
@@ -331,7 +331,8 @@ func (gd *Guard) failBreaker(now time.Duration) (opened bool, from state.Breaker
 		gd.count(tripsTally)
 	}
 	if gd.lease.ofProbe() {
-		gd.lease, gd.probeLoan = leaseNone, false // the probe's verdict is given: a further attempt asks again
+		gd.lease = leaseNone // the probe's verdict is given: a further attempt asks again
+		gd.loanSettled()
 	}
 	return opened, from
 }
