@@ -402,11 +402,17 @@ func (outer *Guard) takeProbeBack(br state.Breaker, turn uint16) bool {
 
 // loanSettled forgets the probe's lease the call borrowed (borrowProbe),
 // if it did: given back, or ended by a verdict or the breaker's answer,
-// it is not given back again, nor by the collector (see probeNotes).
+// it is not given back again, nor by the collector (see probeNotes). It
+// is on the common call's path (every answer of the breaker), so that its
+// check stays small enough to be inlined and the rest is settleLoan's.
 func (gd *Guard) loanSettled() {
-	if !gd.probeLoan {
-		return
+	if gd.probeLoan {
+		gd.settleLoan()
 	}
+}
+
+// settleLoan is loanSettled for a call that borrowed the probe.
+func (gd *Guard) settleLoan() {
 	gd.probeLoan = false
 	if gd.orphan != nil {
 		probeNotes.Delete(gd.orphan)

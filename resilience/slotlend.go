@@ -215,10 +215,15 @@ func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 // gate (whose nested calls read it whether its attempt runs or not)
 // wakes none. The common call pays a comparison for it.
 func (gd *Guard) attemptOver() {
-	if gd.gate != nil {
-		if l := gd.lends(); l.lentOut() || gd.lease == leaseLent {
-			l.wake()
-		}
+	if gd.gate != nil { // inlined: the common call, gateless, pays a test
+		gd.wakeLenders()
+	}
+}
+
+// wakeLenders is attemptOver for a gated Guard.
+func (gd *Guard) wakeLenders() {
+	if l := gd.lends(); l.lentOut() || gd.lease == leaseLent {
+		l.wake()
 	}
 }
 
