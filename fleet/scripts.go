@@ -866,7 +866,10 @@ return reading(br, now)
 // success, or a change of its state). The failures of several processes
 // add up: each counted its own. A merged run that reaches the threshold
 // opens the breaker at the time of its threshold-th failure, its cooldown
-// running from then. Reply: as breakerSnapshotScript's, what the breaker
+// running from then; when that failure is one of unknown time, at the
+// latest time it may have come (the last of the process's failures before
+// its latest, the fleet's oldest failure of known time), as the process's
+// local breaker does, so that the cooldown is never cut short. Reply: as breakerSnapshotScript's, what the breaker
 // is now.
 var breakerLearnedScript = newScript(breakerPrelude + `
 local now = now_us()
@@ -887,24 +890,27 @@ end
 -- add_older adds to the failures t, sorted, those before the latest the
 -- process sent, when the first of them came after from: the latest
 -- FT_MAX of them as of the last, the rest to unknown (their count). It
--- returns unknown and the floor of the time the threshold-th may be
--- given, the first of them, when some went to unknown.
-local function add_older(t, unknown, from)
-  if older == 0 or ofirst <= from then return unknown, 0 end
+-- returns unknown and latest, raised to the last of them when some went
+-- to unknown: the latest time any failure of unknown time may have come.
+local function add_older(t, unknown, from, latest)
+  if older == 0 or ofirst <= from then return unknown, latest end
   local timed = math.min(older, FT_MAX)
   for _ = 1, timed do t[#t + 1] = olast end
   table.sort(t)
-  if older > timed then return unknown + older - timed, ofirst end
-  return unknown, 0
+  if older > timed then return unknown + older - timed, math.max(latest or 0, olast) end
+  return unknown, latest
 end
 local write = false
 -- save writes the breaker's run of failures (unknown of unknown times,
--- as old as can be, but for floor, then those of times t, sorted), opening
--- it at the threshold-th; it keeps the latest FT_MAX times.
-local function save(t, unknown, floor)
+-- as old as can be, then those of times t, sorted), opening it at the
+-- threshold-th; it keeps the latest FT_MAX times. When the threshold-th is
+-- one of unknown time, it opens at latest, the latest time any of them may
+-- have come (the threshold-th came at that time or before it): as of the
+-- first of them, a scope opened in the past, its cooldown ended early.
+local function save(t, unknown, latest)
   unknown = unknown or 0
   if unknown + #t >= THRESHOLD then
-    local at = math.max(t[THRESHOLD - unknown] or floor or 0, br.since, br.reset)
+    local at = math.max(t[THRESHOLD - unknown] or math.min(latest or now, now), br.since, br.reset)
     br.state, br.failures, br.since, br.untilv, br.ft, br.why = 'open', 0, at, at + br.cooldown, '', ''
   else
     local ft = {}
@@ -923,7 +929,7 @@ if (st == 'closed' or st == 'open' or st == 'half_open') and finite(cooldown) an
     local t = {}
     for _, x in ipairs(fails) do if x > at then t[#t + 1] = x end end
     table.sort(t)
-    save(t, add_older(t, 0, at))
+    save(t, add_older(t, 0, at, nil))
   else
     br.untilv = now + wait
     write = true
@@ -937,6 +943,8 @@ elseif br.state == 'closed' then
   -- before the oldest of known time: a local success before last ends
   -- none of them, one after it all (which came after it is not known).
   if ok and ok > last then unknown = 0 end
+  local latest = nil
+  if unknown > 0 then latest = known[1] or now end
   local t = {}
   for _, x in ipairs(known) do
     if not ok or x > ok then t[#t + 1] = x end
@@ -946,9 +954,8 @@ elseif br.state == 'closed' then
   end
   if ok and ok > br.reset then br.reset = ok end
   table.sort(t)
-  local floor
-  unknown, floor = add_older(t, unknown, last)
-  if ok or unknown + #t ~= br.failures then save(t, unknown, floor) end
+  unknown, latest = add_older(t, unknown, last, latest)
+  if ok or unknown + #t ~= br.failures then save(t, unknown, latest) end
 end
 if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),

@@ -132,3 +132,49 @@ func TestTwoProcessesManyFailuresOpenTheFleetsBreaker(t *testing.T) {
 		}
 	})
 }
+
+// A breaker the write-back opens on failures of unknown times (more than
+// the threshold of them on both sides) opens no earlier than the latest
+// time the threshold-th of them may have come: its cooldown runs from then,
+// not from the first failure of an outage, which would open the scope in
+// the past and end its cooldown early. Threshold 200, cooldown 2 s: A's
+// first failure during its outage, 2 s later its 198 others and 199
+// counted in Redis, A back: the threshold-th failure came 2 s after A's
+// first, and the breaker waits most of its cooldown.
+func TestAnOpeningOnFailuresOfUnknownTimesKeepsItsCooldown(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		spec := state.BreakerSpec{Threshold: 200, Cooldown: 2 * time.Second, MaxCooldown: 2 * time.Second}
+		br := a.Breaker(vpcsKey, spec)
+		br.Allow(0)
+		px.Down()
+		waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
+		br.Failure(0)
+		time.Sleep(2 * time.Second) // A's first failure, then the others 2 s later (real time: Redis's clock)
+		for range 198 {
+			br.Failure(0)
+		}
+		ob := o.Breaker(vpcsKey, spec)
+		for range 199 {
+			ob.Failure(0)
+		}
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Open || got.Wait < time.Second {
+			t.Errorf("A's first failure, 2 s later its 198 others and 199 in Redis, written back against a threshold of 200 and a cooldown of 2 s: the fleet's breaker %v waiting %v, want open waiting more than 1s (opened as of the threshold-th failure, not A's first)", got.State, got.Wait)
+		}
+	})
+}
