@@ -333,9 +333,22 @@ func (b *sharedBreaker) fromView(now time.Duration) (l *breaker.Breaker, known i
 		opened, _ := l.FailureFrom(now - max(0, t-at))
 		return at, opened
 	}
-	for range b.older {
+	if b.older > 0 {
+		// All as of the last of them: the first finds the state the others
+		// would, and a closed breaker counts the others at once, up to the
+		// one before the threshold (one by one, up to the threshold, held
+		// the locks for seconds). An open breaker counts none of them.
 		if at, opened := count(b.olderLast); opened {
 			return l, known, at
+		}
+		if snap := l.Snapshot(now); snap.State == state.Closed && b.older > 1 {
+			rest := min(b.older-1, b.spec.Threshold-1-snap.Failures)
+			l.Restore(state.Closed, snap.Failures+rest, snap.Cooldown, 0)
+			if rest < b.older-1 {
+				if at, opened := count(b.olderLast); opened {
+					return l, known, at
+				}
+			}
 		}
 	}
 	for _, f := range b.fails {
