@@ -1224,6 +1224,15 @@ func (m *machine) invariants() error {
 		if q.leads && q.where == asking {
 			reach("state: a queue leading its account's queues held back, asked about")
 		}
+		// One queue of an account leads its queues held back at a time:
+		// the one the pool notes as leading it.
+		if acct := (account{q.scope.Provider, q.scope.Account}); q.leads != (p.leaders[acct] == q) {
+			var noted any = "none"
+			if l := p.leaders[acct]; l != nil {
+				noted = l.scope
+			}
+			return fmt.Errorf("queue %v leads its account's queues held back: %v, and the pool notes %v as leading them", sc, q.leads, noted)
+		}
 		if q.n == 0 {
 			continue
 		}

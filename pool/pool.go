@@ -155,8 +155,9 @@ type Pool struct {
 	askAll   time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
 	caps     map[account]int      // accounts' concurrency caps as asked, in the governor's state of Generation capsGen (see mayRace)
 	capsGen  uint64
-	heldBack map[account]bool // accounts with queues held back for their tasks' first calls (see holdBack)
-	waits    map[string]bool  // breakerWaits by provider, for waitsGen
+	heldBack map[account]bool   // accounts with queues held back for their tasks' first calls (see holdBack)
+	leaders  map[account]*queue // the queue leading each account's queues held back, in turn or asked about (see unholdBack)
+	waits    map[string]bool    // breakerWaits by provider, for waitsGen
 	waitsGen uint64
 	armedAt  time.Duration
 	armStop  context.CancelFunc // stops the wake-up armed for armedAt
@@ -699,7 +700,8 @@ const admitHold = 10 * time.Millisecond
 // leading them (unholdBack) were held back before it began. p.mu is
 // held.
 func (p *Pool) hold(q *queue, t *task, now time.Duration) {
-	q.where, q.holder, q.admitUntil, q.leads = admitting, t, now+admitHold, false
+	p.unlead(q)
+	q.where, q.holder, q.admitUntil = admitting, t, now+admitHold
 	p.holds.push(heldQueue{t, q.admitUntil})
 	if q.n > 0 || p.heldBack[account{q.scope.Provider, q.scope.Account}] {
 		p.arm(q.admitUntil)
@@ -805,7 +807,8 @@ func (p *Pool) park(q *queue, at time.Duration, turn uint32) {
 // the same time: a queue whose head was refused (another scope's call took
 // the token they share first) did not have its turn. p.mu is held.
 func (p *Pool) repark(q *queue, at time.Duration) {
-	q.where, q.wakeAt, q.leads = parked, at, false
+	p.unlead(q)
+	q.where, q.wakeAt = parked, at
 	p.parked.push(q)
 	p.arm(at)
 }
@@ -830,7 +833,8 @@ const slotRecheck = 50 * time.Millisecond
 // a task's end puts them back in the ring in that order (unslot), and the
 // first asked takes the slot. p.mu is held.
 func (p *Pool) slot(q *queue, now time.Duration) {
-	q.where, q.leads = slotted, false
+	p.unlead(q)
+	q.where = slotted
 	// After the last one whose turn came before q's: most come in turn,
 	// and are appended.
 	i := len(p.slots)
@@ -1065,9 +1069,13 @@ func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 // the others wait for one as queues told so do (fullBack); held back
 // again, they wait on behind it; otherwise (its task started with slots
 // free beyond the first calls to come, or it did not take the slot) the
-// next in line leads (passLead). p.mu is held.
+// next in line leads (passLead). While a queue of acct leads them, in
+// turn or asked about, none is put back: one leads at a time, and its
+// answer, read after the first call decided or as it was, tells theirs
+// (told a slot is free beyond those calls, it passes the lead). p.mu is
+// held.
 func (p *Pool) unholdBack(acct account) {
-	if !p.heldBack[acct] {
+	if !p.heldBack[acct] || p.leaders[acct] != nil {
 		return
 	}
 	held := func(q *queue) bool {
@@ -1085,15 +1093,40 @@ func (p *Pool) unholdBack(acct account) {
 	}
 	// In turn as a queue told no slot, which keeps its place among
 	// those waiting for one (keepTurn) unless it takes one.
-	q.heldBack, q.noSlot, q.leads = false, true, true
+	q.heldBack, q.noSlot = false, true
+	p.lead(q, acct)
 	p.ring.push(q)
 	p.wake()
+}
+
+// lead makes q, of acct, the queue leading acct's queues held back
+// (unholdBack), until unlead: while it is, no other queue of acct is
+// made to lead them. p.mu is held.
+func (p *Pool) lead(q *queue, acct account) {
+	if p.leaders == nil {
+		p.leaders = map[account]*queue{}
+	}
+	q.leads = true
+	p.leaders[acct] = q
+}
+
+// unlead ends q's lead of its account's queues held back, if it had it.
+// p.mu is held.
+func (p *Pool) unlead(q *queue) {
+	if !q.leads {
+		return
+	}
+	q.leads = false
+	acct := account{q.scope.Provider, q.scope.Account}
+	if p.leaders[acct] == q {
+		delete(p.leaders, acct)
+	}
 }
 
 // passLead ends q's lead of its account's queues held back (unholdBack),
 // when lead says it had it: the next in line leads. p.mu is held.
 func (p *Pool) passLead(q *queue, lead bool) {
-	q.leads = false
+	p.unlead(q)
 	if lead {
 		p.unholdBack(account{q.scope.Provider, q.scope.Account})
 	}
@@ -1166,8 +1199,10 @@ type account struct{ provider, account string }
 // recheck). The queues are then marked noSlot, and once their account is
 // found full again, or its freed slot given to a task (markFull), by any
 // worker, the governor is not asked of each again until the next end or
-// recheck. Otherwise every one is asked (the recheck once per
-// parkRecheck: a breaker opened meanwhile). p.mu is held.
+// recheck; of an account's queues held back (holdBack), the first in
+// line leads the others, unless one leads them already (unholdBack).
+// Otherwise every one is asked (the recheck once per parkRecheck: a
+// breaker opened meanwhile). p.mu is held.
 func (p *Pool) unslot(counted bool) {
 	kept := p.slots[:0]
 	var led map[account]bool
@@ -1179,7 +1214,13 @@ func (p *Pool) unslot(counted bool) {
 			// Held back for its account's first calls: the first of the
 			// account leads the others (unholdBack), which wait behind it.
 			acct := account{q.scope.Provider, q.scope.Account}
-			if led[acct] {
+			if led[acct] || p.leaders[acct] != nil {
+				// Or a queue of the account leads them already, in
+				// turn or asked about: its answer tells theirs.
+				if led == nil {
+					led = map[account]bool{}
+				}
+				led[acct] = true
 				kept = append(kept, q)
 				continue
 			}
@@ -1187,7 +1228,7 @@ func (p *Pool) unslot(counted bool) {
 				led = map[account]bool{}
 			}
 			led[acct] = true
-			q.leads = true
+			p.lead(q, acct)
 		}
 		q.heldBack = false
 		q.noSlot = counted
