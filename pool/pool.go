@@ -433,9 +433,19 @@ queues:
 			// Put back in turn by a task's end or the recheck, its
 			// account's queues held back for their tasks' first calls
 			// (holdBack): it waits behind the first of them, which is
-			// asked for them all (unholdBack).
-			p.holdBack(q, noSlot, turn, now)
-			continue
+			// asked for them all (unholdBack). Unless its turn came
+			// before that one's, which is still in turn, not asked yet:
+			// it leads them in its place, asked first, so that a queue
+			// waiting for a slot since before they were held back is
+			// not passed by one of them.
+			l := p.leaders[acct]
+			if l == nil || l.where != inRing || int32(turn-l.turn) > 0 { // wraps around
+				p.holdBack(q, noSlot, turn, now)
+				continue
+			}
+			p.unlead(l) // put back by the same end: it waits behind q
+			p.lead(q, acct)
+			lead = true
 		}
 		// Asked about for a slot a task's end freed: the slot is the
 		// queue's while it is asked about (see markFull), and, should the
@@ -1040,7 +1050,10 @@ func (p *Pool) learnCap(acct account, a answer) {
 // are asked again one at a time, the first in line for them all (see
 // unholdBack), and a queue of the account put back in turn by a task's
 // end or the recheck (noSlot) while some are, its first calls still to
-// come, waits behind them without asking. p.mu is held.
+// come, waits behind them without asking, unless its turn came before
+// the leader's, still in turn: it then leads them in its place, so that
+// a queue waiting for a slot before they were held back is not passed by
+// one of them. p.mu is held.
 func (p *Pool) holdBack(q *queue, noSlot bool, turn uint32, now time.Duration) {
 	acct := account{q.scope.Provider, q.scope.Account}
 	if p.heldBack == nil {
