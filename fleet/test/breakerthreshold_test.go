@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -17,18 +16,7 @@ import (
 // 0, and the fleet's breaker was left open.)
 func TestTheFleetsBreakerReadsTheThresholdAsTheLocalOne(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
+		px, a, o := outagePair(t, be)
 		spec := state.BreakerSpec{Threshold: 0, Cooldown: time.Second, MaxCooldown: time.Second}
 		br := a.Breaker(vpcsKey, spec)
 		br.Allow(0)

@@ -21,6 +21,27 @@ func proxied(t *testing.T, be backend) (*redisproxy.Proxy, string) {
 	return px, "redis://" + px.Addr() + "/0"
 }
 
+// outagePair opens the two processes of an outage's write-back tests on
+// one prefix: a, through a proxy to be's Redis that the test takes down
+// for the outage (heartbeat 200 ms, timeout 100 ms), and o, straight to
+// be's Redis, which counts what the fleet does meanwhile. Both are closed
+// as the test ends.
+func outagePair(t *testing.T, be backend) (px *redisproxy.Proxy, a, o *fleet.Store) {
+	px, url := proxied(t, be)
+	prefix := uniquePrefix(t)
+	a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	o, err = fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return px, a, o
+}
+
 // A script runs at most once per call: one whose answer is lost is not
 // sent again (go-redis's default MaxRetries would send it up to 3 more
 // times), since the scripts are not idempotent. One failure against a

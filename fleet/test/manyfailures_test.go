@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -15,18 +14,7 @@ import (
 // the threshold.
 func TestAnOutagesManyFailuresAreWrittenBackEach(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
+		px, a, o := outagePair(t, be)
 		spec := state.BreakerSpec{Threshold: 200, Cooldown: time.Minute, MaxCooldown: time.Minute}
 		br := a.Breaker(vpcsKey, spec)
 		for range 50 {
@@ -59,18 +47,7 @@ func TestAnOutagesManyFailuresAreWrittenBackEach(t *testing.T) {
 // of its failures Redis keeps no time of (it keeps the latest 64).
 func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
+		px, a, o := outagePair(t, be)
 		spec := state.BreakerSpec{Threshold: 100, Cooldown: time.Minute, MaxCooldown: time.Minute}
 		br := a.Breaker(vpcsKey, spec)
 		br.Allow(0)
@@ -99,18 +76,7 @@ func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
 // Redis during A's outage and A's 150 against a threshold of 200.
 func TestTwoProcessesManyFailuresOpenTheFleetsBreaker(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
+		px, a, o := outagePair(t, be)
 		spec := state.BreakerSpec{Threshold: 200, Cooldown: time.Minute, MaxCooldown: time.Minute}
 		br := a.Breaker(vpcsKey, spec)
 		br.Allow(0)
@@ -143,18 +109,7 @@ func TestTwoProcessesManyFailuresOpenTheFleetsBreaker(t *testing.T) {
 // first, and the breaker waits most of its cooldown.
 func TestAnOpeningOnFailuresOfUnknownTimesKeepsItsCooldown(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
+		px, a, o := outagePair(t, be)
 		spec := state.BreakerSpec{Threshold: 200, Cooldown: 2 * time.Second, MaxCooldown: 2 * time.Second}
 		br := a.Breaker(vpcsKey, spec)
 		br.Allow(0)
