@@ -47,8 +47,7 @@ import (
 // At the end every call is ended.
 func TestProbeLendingWaitingModel(t *testing.T) {
 	modeltest.Budget(t, 300, 60)
-	reached := map[string]int{}
-	for run := 0; run < 3 && !t.Failed() && (run == 0 || missingOf(reached, probeCases)); run++ {
+	reachEach(t, probeCases, func(reached map[string]int) {
 		rapid.Check(t, func(rt *rapid.T) {
 			rapid.SyncTest(rt, func(rt *rapid.T) {
 				m := newProbeModel(rt)
@@ -69,23 +68,7 @@ func TestProbeLendingWaitingModel(t *testing.T) {
 				m.stop()
 			})
 		})
-	}
-	t.Logf("sequences that reached each case: %v", reached)
-	for _, c := range probeCases {
-		if !t.Failed() && reached[c] == 0 {
-			t.Errorf("no sequence reached the case: %s", c)
-		}
-	}
-}
-
-// missingOf reports whether a case of cases is reached by no sequence.
-func missingOf(reached map[string]int, cases []string) bool {
-	for _, c := range cases {
-		if reached[c] == 0 {
-			return true
-		}
-	}
-	return false
+	})
 }
 
 // The cases the rules are for, which a run's sequences must reach.

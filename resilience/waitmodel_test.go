@@ -49,25 +49,32 @@ import (
 // call that never ends is a deadlock, reported with the sequence.
 func TestSlotLendingWaitingModel(t *testing.T) {
 	modeltest.Budget(t, 1000, 100)
-	reached := map[string]int{} // the sequences that reached each case the rules are for
-	// The rarest cases are reached by 7 to 15 sequences in 1000: a run
-	// that reached one by none (about one in a thousand) runs again, up
-	// to three times, so that the check below fails for a rule the model
-	// no longer reaches, not for a draw.
-	for run := 0; run < 3 && !t.Failed() && (run == 0 || missing(reached)); run++ {
-		checkWaitModel(t, reached)
+	reachEach(t, waitCases, func(reached map[string]int) { checkWaitModel(t, reached) })
+}
+
+// reachEach runs a model's sequences (run, which counts in reached the
+// sequences that reached each case) and fails the test if a case of cases
+// is reached by none. The rarest cases of the lending models are reached
+// by 7 to 15 sequences in 1000: a run that reached one by none (about one
+// in a thousand) runs again, up to three times, so that the test fails
+// for a rule the model no longer reaches, not for a draw.
+func reachEach(t *testing.T, cases []string, run func(reached map[string]int)) {
+	t.Helper()
+	reached := map[string]int{}
+	for i := 0; i < 3 && !t.Failed() && (i == 0 || missing(reached, cases)); i++ {
+		run(reached)
 	}
 	t.Logf("sequences that reached each case: %v", reached)
-	for _, c := range waitCases {
+	for _, c := range cases {
 		if !t.Failed() && reached[c] == 0 {
 			t.Errorf("no sequence reached the case: %s", c)
 		}
 	}
 }
 
-// missing reports whether a case of waitCases is reached by no sequence.
-func missing(reached map[string]int) bool {
-	for _, c := range waitCases {
+// missing reports whether a case of cases is reached by no sequence.
+func missing(reached map[string]int, cases []string) bool {
+	for _, c := range cases {
 		if reached[c] == 0 {
 			return true
 		}
