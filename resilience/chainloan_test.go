@@ -68,8 +68,6 @@ func TestASlotLentOnByABorrowerStaysTakenUntilItComesBack(t *testing.T) {
 		if fl.most() != 1 {
 			t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the innermost call still went on the slot it borrowed", fl.most())
 		}
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }

@@ -66,9 +66,7 @@ func TestACallWaitingBetweenAttemptsBorrowsTheNextAttemptsSlot(t *testing.T) {
 		if retry != 10*time.Second || went != retry {
 			t.Errorf("the call made between the attempts went at %v, the retry at %v; want both at 10s: the call may borrow the retry's slot as the retry begins", went, retry)
 		}
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }
 
@@ -131,9 +129,7 @@ func TestACallWaitingBetweenAttemptsOfItsCallersBorrowsFromTheFirstToBegin(t *te
 		a.End(transientErr())
 		other.After(nil)
 		other.End(nil)
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }
 
@@ -217,9 +213,7 @@ func TestACallWokenBetweenItsLendersAttemptsBorrowsTheNext(t *testing.T) {
 		l.End(nil)
 		first.After(nil)
 		first.End(nil)
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }
 
@@ -288,8 +282,6 @@ func TestACallWaitingForALoanLooksAgainAsItsLendersAttemptEnds(t *testing.T) {
 		zgate.SetOpen(false)
 		z.After(nil)
 		z.End(nil)
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }

@@ -82,9 +82,7 @@ func TestACallWaitingForAKeptSlotLooksAgain(t *testing.T) {
 					t.Errorf("the second call nested in the first attempt went at %v, after the retry at %v; want by then: Z's slot was free from the first attempt's end", went, retry)
 				}
 				wg.Wait()
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}

@@ -71,9 +71,7 @@ func TestACallNestedInALaterAttemptGoesAtOnceOnItsAttemptsSlot(t *testing.T) {
 		if fl.most() != 2 {
 			t.Errorf("%d calls in flight at once, want 2: the account's cap", fl.most())
 		}
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }
 
@@ -155,9 +153,7 @@ func TestACallNestedInALaterAttemptDoesNotWaitForAnEarlierLoanWaitingForIt(t *te
 					t.Fatalf("the call nested in the first attempt: %v", err)
 				}
 				wg.Wait()
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}

@@ -80,9 +80,7 @@ func TestWithNestedCallsLetsACallNestedInAnotherGoWithoutItsSlot(t *testing.T) {
 					if waited := time.Since(start); waited != 0 {
 						t.Fatalf("the calls took %v, want none: the nested calls need no slot of their own", waited)
 					}
-					if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-						t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-					}
+					checkSlotsBack(t, g)
 				})
 			})
 		}
@@ -234,9 +232,7 @@ func TestCallsNestedAtOnceShareTheirCallersSlotOneAtATime(t *testing.T) {
 		if took := time.Since(start); took != 3*time.Second {
 			t.Errorf("the calls took %v, want 3s: one after another, each waiting for the one before", took)
 		}
-		if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-			t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-		}
+		checkSlotsBack(t, g)
 	})
 }
 

@@ -78,9 +78,7 @@ func TestARetryWhoseSlotComesBackAtItsDeadlineIsNotSent(t *testing.T) {
 				if led.Lost() != 1 || led.Count(LossCancelled) != 1 {
 					t.Errorf("the ledger lost %d calls (%d cancelled): %q; want 1, cancelled", led.Lost(), led.Count(LossCancelled), led.Describe())
 				}
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}
@@ -123,9 +121,7 @@ func TestARetryWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 				if err := <-nested; err != nil {
 					t.Fatalf("the nested call: %v", err)
 				}
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}

@@ -141,9 +141,7 @@ func TestATokenlessRetryWaitingForItsSlotIsHeldByAPause(t *testing.T) {
 					if err := <-nested; err != nil {
 						t.Fatalf("the nested call: %v", err)
 					}
-					if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-						t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-					}
+					checkSlotsBack(t, g)
 				})
 			})
 		}

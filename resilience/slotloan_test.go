@@ -56,9 +56,7 @@ func TestASlotLentToACallOutlivingTheAttemptStaysTakenUntilItComesBack(t *testin
 				if fl.most() != 1 {
 					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the nested call still went on the slot it borrowed", fl.most())
 				}
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}
@@ -123,9 +121,7 @@ func TestAnAttemptIsNotSentOnAHeldSlotLentToACallOutlivingTheAttemptBefore(t *te
 				if fl.most() != 1 {
 					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the slot lent to the nested call", fl.most())
 				}
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}
@@ -163,9 +159,7 @@ func TestACallNestedInABorrowerReadsNothingOfTheLender(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-		t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-	}
+	checkSlotsBack(t, g)
 }
 
 // A retry that Pace readies takes its token before its slot; when the
@@ -262,9 +256,7 @@ func TestABorrowerHoldingItsLoanAcrossAttemptsDoesNotWaitForItself(t *testing.T)
 				gate.SetOpen(false)
 				outer.After(nil)
 				outer.End(nil)
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
 	}
@@ -336,10 +328,18 @@ func TestABorrowersNextAttemptIsNotSentOnALoanLentOn(t *testing.T) {
 				if fl.most() != 1 {
 					t.Errorf("%d calls in flight at once, want 1: the account's cap is 1, and the next attempt was sent on the loan lent to the innermost call", fl.most())
 				}
-				if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
-					t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
-				}
+				checkSlotsBack(t, g)
 			})
 		})
+	}
+}
+
+// checkSlotsBack fails the test unless every slot of the account of
+// ec2Vpcs (the one the lending tests' calls share) is back and no call
+// waits for one, as the calls are over.
+func checkSlotsBack(t *testing.T, g *Governor) {
+	t.Helper()
+	if used, waiting := g.provider("aws").scopes.accountBulkhead(ec2Vpcs.Account).InUse(); used != 0 || waiting != 0 {
+		t.Fatalf("bulkhead %d used, %d waiting after the calls; want 0, 0", used, waiting)
 	}
 }
