@@ -150,13 +150,7 @@ func TestACapEqualToTheWorkersHoldsQueuesBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		acctRPS := 1000.0
 		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
-		outside, err := g.Begin(context.Background(), scope("outside"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := outside.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		outside := takeSlot(t, g)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		var runs atomic.Int64
 		for i := range 8 {
@@ -170,7 +164,7 @@ func TestACapEqualToTheWorkersHoldsQueuesBack(t *testing.T) {
 				}, resilience.WithGovernor(g))
 			})
 		}
-		err = p.Wait()
+		err := p.Wait()
 		outside.End(nil)
 		outside.Release()
 		if err != nil {

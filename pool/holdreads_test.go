@@ -24,13 +24,7 @@ func heldBackReads(t *testing.T, queues int) (perTask float64, makespan time.Dur
 	store := newReadStore()
 	g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
 		resilience.WithStateStore(store))
-	outside, err := g.Begin(context.Background(), scope("outside"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := outside.Enter(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	outside := takeSlot(t, g)
 	defer outside.Release()
 	defer outside.End(nil)
 	store.counts()
@@ -74,4 +68,19 @@ func TestHeldBackQueuesReadTheAccountOncePerDecision(t *testing.T) {
 	if reads[1] > reads[0]+0.5 || spans[1] > spans[0]+spans[0]/10 {
 		t.Fatalf("200 tasks of an account held back for its tasks' first calls read its bucket %.2f times a task over %d operations (in %v), %.2f over %d (in %v); want no more over %d, in about as long", reads[0], queues[0], spans[0], reads[1], queues[1], spans[1], queues[1])
 	}
+}
+
+// takeSlot takes a slot of g's account of the pool tests' scopes with a
+// call outside the pool (of the scope "outside"), entered and not ended:
+// the test gives it back, or ends with it held.
+func takeSlot(t *testing.T, g *resilience.Governor) *resilience.Guard {
+	t.Helper()
+	outside, err := g.Begin(context.Background(), scope("outside"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := outside.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return outside
 }

@@ -70,13 +70,7 @@ func TestHeldBackQueuesHaveOneLeader(t *testing.T) {
 		store := &leaderStore{readStore: newReadStore(), latency: 5 * time.Millisecond}
 		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
 			resilience.WithStateStore(store))
-		outside, err := g.Begin(context.Background(), scope("outside"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := outside.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		outside := takeSlot(t, g)
 		defer outside.Release()
 		defer outside.End(nil)
 		store.counts()

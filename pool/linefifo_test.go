@@ -28,13 +28,7 @@ func TestAQueueToldNoSlotGoesBeforeTheQueuesHeldBackAfterIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		acctRPS := 1000.0
 		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
-		outside, err := g.Begin(context.Background(), scope("outside"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := outside.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		outside := takeSlot(t, g)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		var mu sync.Mutex
 		var began []string
