@@ -36,7 +36,9 @@
 // known by the header x-ms-cosmos-sdk-supportedcapabilities, on a host
 // ScopeOfURL does not read as a Cosmos DB account's, the emulator's or
 // a host of one's own, goes in its endpoint's scope,
-// azure/<host name>/*/cosmosdb), begins a
+// azure/<host name>/*/cosmosdb, with its port when the URL names one
+// other than its scheme's default: azure/localhost:8081/*/cosmosdb),
+// begins a
 // resilience.Guard (a tenant-level request, whose path names no
 // subscription, a Resource Graph query among them, is governed in its
 // tenant's account, tenants/<tenant id>, when its bearer token names the

@@ -13,7 +13,11 @@ func TestAzcosmosRequestOfAHostThatIsNotPlain(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"https://ev%FFil.example.com/dbs/d", "azure/*/*/cosmosdb"},
 		{"https://" + strings.Repeat("x", 120) + ".example.com/dbs/d", "azure/*/*/cosmosdb"},
-		{"https://localhost:8081/dbs/d", "azure/localhost/*/cosmosdb"},
+		{"https://localhost:8081/dbs/d", "azure/localhost:8081/*/cosmosdb"},
+		{"https://localhost:8082/dbs/d", "azure/localhost:8082/*/cosmosdb"},
+		{"https://[::1]:8081/dbs/d", "azure/[::1]:8081/*/cosmosdb"},
+		{"https://Cosmos.Contoso.com:443/dbs/d", "azure/cosmos.contoso.com/*/cosmosdb"},
+		{"http://localhost:80/dbs/d", "azure/localhost/*/cosmosdb"},
 	} {
 		r, err := http.NewRequest(http.MethodGet, tc.url, nil)
 		if err != nil {

@@ -3,6 +3,7 @@ package cloudgazure
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -246,7 +247,10 @@ func oneOf(s string, suffixes []string) bool {
 // with it, but for a request azcosmos made (it carries the header
 // x-ms-cosmos-sdk-supportedcapabilities) on a host of no Cosmos DB
 // account's (the emulator's, https://localhost:8081, or a host of one's
-// own): its endpoint's, azure/<host name>/*/cosmosdb, rather than
+// own): its endpoint's, azure/<host name>/*/cosmosdb, or
+// azure/<host name>:<port>/*/cosmosdb when the URL names a port other
+// than its scheme's default (two emulators on one host, localhost:8081
+// and localhost:8082, are two endpoints), rather than
 // Resource Manager's tenant-level scope (a scheduler that declares such a
 // request's scope declares that one). They govern a tenant-level request (its scope has no account,
 // and it is no Resource Graph query) whose bearer token is a JWT naming
@@ -310,7 +314,10 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 // account's (the emulator's, https://localhost:8081, or a host of one's
 // own in front of an account), whose path names no subscription: its
 // endpoint's, azure/<host name>/*/cosmosdb, the host name lower-cased,
-// as a Cosmos DB account's host names the account. ScopeOfURL would put
+// as a Cosmos DB account's host names the account, with the URL's port
+// when it names one other than its scheme's default
+// (azure/localhost:8081/*/cosmosdb), since two emulators on one host
+// (localhost:8081, localhost:8082) are two endpoints. ScopeOfURL would put
 // it in azure/*/*/resources (a tenant-level request's scope), where its
 // throttling would halve and pause the tenant-level Resource Manager
 // calls.
@@ -320,9 +327,26 @@ func requestScope(raw *http.Request) (resilience.Scope, bool) {
 		return sc, false
 	}
 	if host := strings.TrimSuffix(raw.URL.Hostname(), "."); sc.Service != ServiceCosmosDB && host != "" {
+		if port := raw.URL.Port(); port != "" && port != defaultPort(raw.URL.Scheme) {
+			// Two emulators on one host (localhost:8081,
+			// localhost:8082) are two endpoints.
+			host = net.JoinHostPort(host, port)
+		}
 		sc = dataPlane(host, ServiceCosmosDB)
 	}
 	return sc, true
+}
+
+// defaultPort is the port a URL of scheme names when it names none: 443
+// for https, 80 for http.
+func defaultPort(scheme string) string {
+	switch strings.ToLower(scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }
 
 // dnsZoneSuffix follows <account>.z<NN>.<service> in the hosts of a

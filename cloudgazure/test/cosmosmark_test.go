@@ -38,7 +38,7 @@ func newAzcosmosRequest(t *testing.T, ctx context.Context, method, endpoint stri
 // no retry of azcore's: the retries counted are those sent.
 func TestAzcosmosRequestsAreKnownByTheirMark(t *testing.T) {
 	for endpoint, scope := range map[string]resilience.Scope{
-		"https://localhost:8081/dbs/d/colls/c/docs/x":           az("localhost", cloudgazure.ServiceCosmosDB),
+		"https://localhost:8081/dbs/d/colls/c/docs/x":           az("localhost:8081", cloudgazure.ServiceCosmosDB),
 		"https://cosmos.contoso.com/dbs/d/colls/c/docs/x":       az("cosmos.contoso.com", cloudgazure.ServiceCosmosDB),
 		"https://acct.documents.azure.com/dbs/d/colls/c/docs/x": az("acct", cloudgazure.ServiceCosmosDB),
 	} {
@@ -143,7 +143,7 @@ func TestAzcosmosRequestsOnAnotherHostAreTheirEndpoints(t *testing.T) {
 		got := gov.Summary(stats).Scopes
 		for sc, calls := range map[resilience.Scope]int64{
 			az("busy.contoso.com", cloudgazure.ServiceCosmosDB): 2,
-			az("localhost", cloudgazure.ServiceCosmosDB):        1,
+			az("localhost:8081", cloudgazure.ServiceCosmosDB):   1,
 			az("", cloudgazure.ServiceResources):                1,
 		} {
 			if got[sc].Calls != calls {
