@@ -293,7 +293,13 @@ func byReason(status int) bool {
 // .../siteSearchEngine/targetSites/operations/<op> is operations_get,
 // .../targetSites/operations operations_list), read so after its
 // singleton only: a target site named operations would read as that
-// list. A request of Cloud
+// list. A path of a Cloud Healthcare FHIR store's resources
+// (.../fhirStores/<s>/fhir/<type>/<id>, where a collection and its id
+// come) follows FHIR's REST API: its operation is the FHIR interaction
+// (see fhirOperation), never a resource's type, id or version:
+// .../fhir/Patient/<id> is fhir_read, .../Patient/<id>/_history/<vid>
+// fhir_vread, .../Patient?_id=<id> fhir_search,
+// .../Patient/<id>/$everything fhir_$everything. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
@@ -385,7 +391,13 @@ func restScope(r *http.Request, service string) resilience.Scope {
 		method = http.MethodPost
 	}
 	t := restTokens(segs[ver+1:], pathVerbs)
-	op := restOperation(method, t, verb, pathVerbs, service)
+	op, fhir := "", false
+	if !pathVerbs && verb == "" {
+		op, fhir = fhirOperation(method, segs[ver+1:])
+	}
+	if !fhir {
+		op = restOperation(method, t, verb, pathVerbs, service)
+	}
 	account := restAccount(r, t, op)
 	// A service or an operation read from a host or a path segment that
 	// holds a character that is not printable, a space, or more than
@@ -782,6 +794,93 @@ func restOperation(method string, t []string, verb string, pathVerbs bool, servi
 		return t[n-3] + opSep + t[n-1] // instances/i/start
 	}
 	return t[n-1] + opSep + collectionVerb(method, pathVerbs)
+}
+
+// fhirOperation names the FHIR interaction of a path of Cloud Healthcare's
+// FHIR API, segs its segments after the version
+// (projects/<p>/locations/<l>/datasets/<d>/fhirStores/<s>/fhir/...), and
+// reports whether segs is one: fhir and the collection fhirStores where
+// a collection comes. After fhir, the path follows FHIR's REST API
+// (http://hl7.org/fhir/http.html), and the operation is the interaction,
+// named as the REST reference names the fhirStores.fhir method, never a
+// resource's type, id or version: on a resource, <type>/<id>, fhir_read
+// (GET, HEAD), fhir_update (PUT), fhir_patch and fhir_delete; a version,
+// <type>/<id>/_history/<vid>, fhir_vread; a history, _history at the
+// end, fhir_history; a type, <type>, fhir_search (GET, its parameters in
+// the query), fhir_create (POST), fhir_conditionalUpdate (PUT),
+// fhir_conditionalPatch and fhir_conditionalDelete; _search at the end,
+// or a compartment's search (<type>/<id>/<type>), fhir_search; an
+// operation, $<name> at the end, fhir_$<name> (fhir_$everything); the
+// store, fhir_executeBundle (POST), fhir_search (GET), fhir_capabilities
+// (metadata). Cloud Healthcare's quotas are a project's in a region, per
+// kind of FHIR request (read, write, search), whatever the resource: a
+// type in the operation would split one quota among buckets, and an id
+// would make one scope per patient.
+func fhirOperation(method string, segs []string) (string, bool) {
+	var rest []string
+	found := false
+	for i := 0; i+2 < len(segs); i += 2 {
+		if segs[i] == "fhirStores" && segs[i+2] == "fhir" {
+			rest, found = segs[i+3:], true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	if method == "" || method == http.MethodHead {
+		method = http.MethodGet
+	}
+	const pre = "fhir" + opSep
+	n, last := len(rest), ""
+	if n > 0 {
+		last = rest[n-1]
+	}
+	switch {
+	case len(last) > 1 && last[0] == '$':
+		return pre + last, true
+	case last == "_search":
+		return pre + "search", true
+	case n <= 3 && last == "_history":
+		return pre + "history", true
+	case n == 4 && rest[2] == "_history":
+		return pre + "vread", true
+	case n == 0:
+		switch method {
+		case http.MethodPost:
+			return pre + "executeBundle", true
+		case http.MethodGet:
+			return pre + "search", true
+		case http.MethodDelete:
+			return pre + "conditionalDelete", true
+		}
+		return pre + strings.ToLower(method), true
+	case n == 1 && rest[0] == "metadata":
+		return pre + "capabilities", true
+	case n == 1:
+		switch method {
+		case http.MethodGet:
+			return pre + "search", true
+		case http.MethodPost:
+			return pre + "create", true
+		case http.MethodPut:
+			return pre + "conditionalUpdate", true
+		case http.MethodPatch:
+			return pre + "conditionalPatch", true
+		case http.MethodDelete:
+			return pre + "conditionalDelete", true
+		}
+		return pre + strings.ToLower(method), true
+	case n == 2:
+		switch method {
+		case http.MethodGet:
+			return pre + "read", true
+		case http.MethodPut:
+			return pre + "update", true
+		}
+		return pre + strings.ToLower(method), true
+	}
+	return pre + "search", true // a compartment's: <type>/<id>/<type>
 }
 
 // hasUpper reports whether s holds an upper-case ASCII letter.

@@ -921,3 +921,63 @@ func TestRESTScopeTakesNoPartThatIsNotPlain(t *testing.T) {
 		}
 	}
 }
+
+// Cloud Healthcare's FHIR paths (.../fhirStores/<s>/fhir/<type>/<id>)
+// follow FHIR's REST API, not Google's: a resource's type and id, its
+// versions (_history/<vid>), operations ($everything), searches. Their
+// operation is the FHIR interaction, named as the REST reference names
+// the fhirStores.fhir method (fhir_read, fhir_vread, fhir_search, ...; an
+// operation fhir_$<name>), never a resource's type, id or version: one
+// leaf bucket and breaker per patient would be scopes without bound,
+// while Cloud Healthcare's quotas are a project's in a region, per kind
+// of FHIR request (read, write, search), whatever the resource.
+func TestRESTScopeOfAFHIRStoresResources(t *testing.T) {
+	const st = "https://healthcare.googleapis.com/v1/projects/p1/locations/us-central1/datasets/d1/fhirStores/s1/fhir"
+	const beta = "https://healthcare.googleapis.com/v1beta1/projects/p1/locations/us/datasets/d1/fhirStores/s1/fhir"
+	const want = "gcp/projects/p1/*/healthcare/"
+	for _, tc := range []struct{ method, url, op string }{
+		{"GET", st + "/Patient/pat-123", "fhir_read"},
+		{"GET", st + "/Patient/pat-456", "fhir_read"},
+		{"HEAD", st + "/Patient/pat-456", "fhir_read"},
+		{"GET", st + "/Observation/obs-9", "fhir_read"},
+		{"PUT", st + "/Patient/pat-123", "fhir_update"},
+		{"PATCH", st + "/Patient/pat-123", "fhir_patch"},
+		{"DELETE", st + "/Patient/pat-123", "fhir_delete"},
+		{"GET", st + "/Patient/pat-123/_history/7", "fhir_vread"},
+		{"GET", st + "/Patient/pat-123/_history", "fhir_history"},
+		{"GET", st + "/Patient/_history", "fhir_history"},
+		{"GET", st + "/_history", "fhir_history"},
+		{"GET", st + "/Patient/pat-123/$everything", "fhir_$everything"},
+		{"GET", st + "/Patient/pat-456/$everything?_count=10", "fhir_$everything"},
+		{"DELETE", st + "/Patient/pat-123/$purge", "fhir_$purge"},
+		{"POST", st + "/Patient/$validate", "fhir_$validate"},
+		{"GET", st + "/$export", "fhir_$export"},
+		{"GET", st + "/Patient?_id=pat-123", "fhir_search"},
+		{"GET", st + "/Patient?name=smith", "fhir_search"},
+		{"POST", st + "/Patient/_search", "fhir_search"},
+		{"POST", st + "/_search", "fhir_search"},
+		{"GET", st + "/Patient/pat-123/Observation?code=x", "fhir_search"},
+		{"POST", st + "/Patient", "fhir_create"},
+		{"PUT", st + "/Patient?identifier=x", "fhir_conditionalUpdate"},
+		{"PATCH", st + "/Patient?identifier=x", "fhir_conditionalPatch"},
+		{"DELETE", st + "/Patient?identifier=x", "fhir_conditionalDelete"},
+		{"POST", st, "fhir_executeBundle"},
+		{"GET", st + "/metadata", "fhir_capabilities"},
+		{"GET", beta + "/Patient/pat-123", "fhir_read"},
+		// A resource whose type or id is named as a FHIR keyword or a
+		// collection is still read by its place.
+		{"GET", st + "/Patient/metadata", "fhir_read"},
+		{"GET", st + "/projects/agent", "fhir_read"},
+		// The FHIR store's own methods are Google's.
+		{"GET", "https://healthcare.googleapis.com/v1/projects/p1/locations/us-central1/datasets/d1/fhirStores/s1", "fhirStores_get"},
+		{"GET", "https://healthcare.googleapis.com/v1/projects/p1/locations/us-central1/datasets/d1/fhirStores", "fhirStores_list"},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RESTScope()(req).String(); got != want+tc.op {
+			t.Errorf("RESTScope(%s %s) = %q, want %q", tc.method, tc.url, got, want+tc.op)
+		}
+	}
+}

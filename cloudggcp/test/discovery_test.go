@@ -28,7 +28,9 @@ import (
 // and APIs whose singletons hold collections (Dialogflow ES's
 // projects/<p>/agent/intents/<i>, Security Command Center's
 // .../securityHealthAnalyticsSettings/customModules/<m>, App Engine's
-// apps/<a>/firewall/ingressRules/<r>: RESTScope's singletons).
+// apps/<a>/firewall/ingressRules/<r>: RESTScope's singletons), and Cloud
+// Healthcare's, whose FHIR stores' paths follow FHIR's REST API
+// (.../fhir/<type>/<id>/_history/<vid>).
 // Not Firestore's, whose document paths name collections the user chose
 // (.../documents/<doc>/<collectionId>), nor Vertex AI's, whose paths hold
 // a second version (.../publishers/<p>/v1/responses): RESTScope reads
@@ -43,7 +45,7 @@ var discoveryAPIs = []string{
 	"sqladmin/v1beta4", "sqladmin/v1", "cloudkms/v1",
 	"secretmanager/v1", "pubsub/v1", "run/v2", "container/v1", "iam/v1",
 	"cloudresourcemanager/v3", "logging/v2", "artifactregistry/v1", "spanner/v1", "drive/v3",
-	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1",
+	"dialogflow/v2", "dialogflow/v3", "securitycenter/v1", "appengine/v1", "healthcare/v1",
 }
 
 // A discovery document: its API's name and URLs, and its resources'
@@ -214,9 +216,11 @@ func structural(v pathVar) bool {
 // than one segment, sent as it is ({+name} of a flat path's
 // .../{locationsId}/{locationsId1}:exportImage, Cloud Run's) or escaped in
 // one segment (compute's {association} of a host,
-// reservations/r/reservationBlocks/b/reservationSubBlocks/s).
+// reservations/r/reservationBlocks/b/reservationSubBlocks/s); not Cloud
+// Healthcare's {fhirId}/{fhirId1}, a FHIR resource's type and id, one
+// segment each.
 func catchAll(v pathVar) bool {
-	return v.name == "association" || strings.HasSuffix(v.name, "Id1") && v.kind == "{}"
+	return v.name == "association" || strings.HasSuffix(v.name, "Id1") && v.kind == "{}" && v.name != "fhirId1"
 }
 
 // idsOf returns the ids that id, the value of v, holds, which no
@@ -586,6 +590,31 @@ var sharedOperations = map[string][]string{
 	"dialogflow/v3 validationResult_list": {"agents.getValidationResult", "flows.getValidationResult"},
 	// An asset's security marks and a finding's alike.
 	"securitycenter/v1 securityMarks_patch": {"assets.updateSecurityMarks", "findings.updateSecurityMarks"},
+	// A FHIR store's interactions are named whatever the resource's
+	// type (fhir/<type>/<id>): Binary is one type, its methods the
+	// read, create, update and vread of a resource; a type's search
+	// and the store's are one interaction; an operation ($export,
+	// $consent-enforcement-status) is its name at every level (the
+	// store's, a group's, a patient's or a consent's). Cloud
+	// Healthcare's quotas are per kind of FHIR request, not per type.
+	"healthcare/v1 fhir_create":                      {"fhir.Binary-create", "fhir.create"},
+	"healthcare/v1 fhir_read":                        {"fhir.Binary-read", "fhir.read"},
+	"healthcare/v1 fhir_update":                      {"fhir.Binary-update", "fhir.update"},
+	"healthcare/v1 fhir_vread":                       {"fhir.Binary-vread", "fhir.vread"},
+	"healthcare/v1 fhir_search":                      {"fhir.search", "fhir.search-type"},
+	"healthcare/v1 fhir_$consent-enforcement-status": {"fhir.Consent-enforcement-status", "fhir.Patient-consent-enforcement-status"},
+	"healthcare/v1 fhir_$export":                     {"fhir.bulk-export", "fhirStores.bulk-export-group"},
+	// DICOMweb's searches and retrievals of a store's, a study's or a
+	// series' instances, series, metadata or rendering are each the
+	// same collection in the path, as a bucket's ACL and an object's.
+	"healthcare/v1 instances_list": {"dicomStores.searchForInstances", "series.searchForInstances", "studies.searchForInstances"},
+	"healthcare/v1 series_list":    {"dicomStores.searchForSeries", "studies.searchForSeries"},
+	"healthcare/v1 metadata_list":  {"instances.retrieveMetadata", "series.retrieveMetadata", "studies.retrieveMetadata"},
+	"healthcare/v1 rendered_list":  {"frames.retrieveRendered", "instances.retrieveRendered"},
+	// A FHIR store's long-running operation is an operation, read as
+	// a get whether its status is asked of the dataset's operations
+	// or the store's.
+	"healthcare/v1 operations_get": {"operations.get", "operations.get-fhir-operation-status"},
 }
 
 // singletonExceptions are the literals after an id, then a collection and
