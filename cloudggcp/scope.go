@@ -87,8 +87,11 @@ func knownAccount(name string) (string, bool) {
 // project's id (example.com:my-project). A wildcard (- or _) is none, nor
 // is an id that holds anything else: a newline, a space, an upper-case
 // letter, a slash, which would carry it into logs, metrics labels and the
-// status page. Short ids (p1) are taken, though Google Cloud gives new
-// projects 6 characters at least: no id of another shape is taken so.
+// status page. Short ids (p1, test) are taken, though Google Cloud gives
+// new projects 6 characters at least: where a project comes is decided
+// by its place, not its length, an emulator (Pub/Sub's, Firestore's)
+// answers any project id, and a local run's short id would otherwise put
+// all its calls in no account. No id of another shape is taken so.
 func validAccountID(kind, id string) bool {
 	switch kind {
 	case "organizations", "folders":
