@@ -21,7 +21,9 @@
 // route53; see ServiceName) and the region as botocore names a client's:
 // a global service's calls (iam, organizations, route53, cloudfront, ...)
 // in whatever region share the scope of its partition's global endpoint
-// (aws/<account>/aws-global/iam), as AWS limits them once per account.
+// (aws/<account>/aws-global/iam), as AWS limits them once per account;
+// a FIPS pseudo-region (fips-us-east-1, us-east-1-fips) is its region
+// (us-east-1), whose limits its FIPS endpoint shares, as the SDK reads it.
 // Each is carried by one resilience.Guard. Install
 // adds two middlewares to every call's stack and sets the config's
 // Retryer:

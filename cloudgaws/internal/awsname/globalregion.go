@@ -1,6 +1,9 @@
 package awsname
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // The tables partitions and globalServices are generated from botocore
 // (globalregions.py, which checks them against the region name botocore's
@@ -42,9 +45,15 @@ var patterns = func() []*regexp.Regexp {
 // with a global endpoint) and for a region the global service serves by an
 // endpoint of its own (health in us-east-2). A region of no partition
 // (none, "local") is in the aws partition, as botocore falls back to it;
-// the pseudo-regions some services list as endpoints (fips-us-east-2,
-// iam-govcloud) are not in the table and are taken for such regions.
+// the pseudo-regions some services list as endpoints (iam-govcloud) are
+// not in the table and are taken for such regions.
+//
+// A FIPS pseudo-region (fips-us-east-1, us-east-1-fips,
+// fips-us-gov-west-1) is first read as its region (see FIPSRegion), as
+// the SDK reads it: the FIPS endpoint of the region's service, under the
+// account's limits in that region.
 func Region(service, region string) string {
+	region = FIPSRegion(region)
 	eps, ok := globalServices[service]
 	if !ok {
 		return region
@@ -62,6 +71,22 @@ func Region(service, region string) string {
 		return ep.name
 	}
 	return region
+}
+
+// FIPSRegion returns the region a FIPS pseudo-region names, the rule of
+// aws-sdk-go-v2's MapFIPSRegion (internal/endpoints), by which every
+// client resolves its endpoint in the region with UseFIPSEndpoint:
+// "-fips-" is "-", and a "fips-" prefix or a "-fips" suffix is dropped
+// (fips-us-east-1 and us-east-1-fips are us-east-1). Any other region is
+// returned as it is, without an allocation.
+func FIPSRegion(region string) string {
+	const fipsInfix, fipsPrefix, fipsSuffix = "-fips-", "fips-", "-fips"
+	if !strings.Contains(region, fipsInfix) && !strings.Contains(region, fipsPrefix) && !strings.Contains(region, fipsSuffix) {
+		return region
+	}
+	region = strings.ReplaceAll(region, fipsInfix, "-")
+	region = strings.ReplaceAll(region, fipsPrefix, "")
+	return strings.ReplaceAll(region, fipsSuffix, "")
 }
 
 // partitionOf returns the partition of region, as botocore finds it: the

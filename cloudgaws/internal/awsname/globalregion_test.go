@@ -76,3 +76,21 @@ func TestRegion(t *testing.T) {
 		t.Errorf("Region allocates %v times a call", n)
 	}
 }
+
+// A FIPS pseudo-region is its region, by the SDK's rule (MapFIPSRegion),
+// before the global services' rule.
+func TestFIPSRegion(t *testing.T) {
+	for _, c := range []struct{ svc, region, want string }{
+		{"ec2", "fips-us-east-1", "us-east-1"},
+		{"ec2", "us-east-1-fips", "us-east-1"},
+		{"ec2", "us-gov-fips-west-1", "us-gov-west-1"},
+		{"ec2", "us-east-1", "us-east-1"},
+		{"iam", "fips-us-gov-west-1", "aws-us-gov-global"},
+		{"iam", "us-gov-west-1-fips", "aws-us-gov-global"},
+		{"iam", "fips-us-east-1", "aws-global"},
+	} {
+		if got := Region(c.svc, c.region); got != c.want {
+			t.Errorf("Region(%s, %s) = %s, want %s", c.svc, c.region, got, c.want)
+		}
+	}
+}
