@@ -113,7 +113,16 @@
 // STS client retries, as transient; a request sent to a host that does
 // not exist (NXDOMAIN), which the SDK does not retry, as a local error;
 // the code S3's client makes up for an answer without a body (a HEAD's
-// 503) by its status, a throttle; and it teaches the core's configuration check
+// 503) by its status, a throttle. It also reads as throttles, in the
+// scope of the call that got them, two answers that neither the SDK nor
+// botocore's lists name, though the provider says a limit of its was
+// passed: a service's KMS calls on the caller's behalf throttled by KMS
+// (Kinesis's and SNS's KMSThrottlingException, Step Functions'
+// KmsThrottlingException, SQS's KmsThrottled), and a DynamoDB
+// TransactionCanceledException whose CancellationReasons hold
+// ThrottlingError or ProvisionedThroughputExceeded. The SDK does not
+// retry them: the call is a throttled give-up, its scope slowed. And it
+// teaches the core's configuration check
 // (resilience.Config's Validate, so ParseConfig, LoadConfig and
 // Configure) the SDK's services and operations, so that an override key
 // no call can match is an error with the name meant when it is near:

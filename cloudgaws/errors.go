@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -131,6 +132,12 @@ type httpResponder interface {
 //     transient network failure the connection error around it would be;
 //   - the codes the SDK's service clients retry that the core's tables do
 //     not have (see isServiceRetryable): Transient;
+//   - the throttles of the providers' limits that neither the SDK nor the
+//     core's tables (botocore's lists) name: KMS's throttle of the calls a
+//     service makes to KMS on the caller's behalf (see isKMSThrottle), and
+//     a DynamoDB transaction cancelled because an item of it was throttled
+//     (see cancelledByThrottle): Throttled, of the calling service's scope,
+//     though the SDK does not retry them;
 //   - the code S3's deserializers make up from the status of an answer
 //     without a body (a HEAD's 503, ServiceUnavailable "Service
 //     Unavailable", see statusStandIn), no code of the service's: the
@@ -147,8 +154,13 @@ func readResponseError(err error) (errread.Details, bool) {
 			return errread.Details{Kind: errread.Fatal}, true
 		}
 	}
-	if c, ok := err.(interface{ ErrorCode() string }); ok && isServiceRetryable(c.ErrorCode()) {
-		return errread.Details{Kind: errread.Transient}, true
+	if c, ok := err.(interface{ ErrorCode() string }); ok {
+		switch code := c.ErrorCode(); {
+		case isServiceRetryable(code):
+			return errread.Details{Kind: errread.Transient}, true
+		case isKMSThrottle(code), code == "TransactionCanceledException" && cancelledByThrottle(err):
+			return errread.Details{Kind: errread.Throttled}, true
+		}
 	}
 	hr, ok := err.(httpResponder)
 	if !ok {
@@ -175,6 +187,72 @@ func readResponseError(err error) (errread.Details, bool) {
 // standard mode retries too. Such an answer is an outage behind the
 // service, transient, not a fatal answer about the request.
 func isServiceRetryable(code string) bool { return code == "IDPCommunicationError" }
+
+// isKMSThrottle reports whether code is a service's error for a KMS call
+// it made on the caller's behalf (to encrypt or decrypt with the caller's
+// key) that KMS throttled: Kinesis's and SNS's KMSThrottlingException
+// (SNS's query code KMSThrottling), Step Functions' KmsThrottlingException,
+// and SQS's KmsThrottled (its query-compatible code
+// KMS.ThrottlingException). KMS's own throttle, ThrottlingException, is in
+// the core's tables.
+//
+// KMS limits its calls per account and Region, and every service that
+// calls it for the account shares that limit. The throttle is read in the
+// scope of the call that got it, the calling service's, not KMS's: the
+// calling service's calls are what make those KMS calls, and slowing them
+// is what slows the KMS calls the governor can slow; the program's own
+// KMS calls are slowed by the throttles they get.
+func isKMSThrottle(code string) bool {
+	switch code {
+	case "KMSThrottlingException", "KMSThrottling", "KmsThrottlingException", "KmsThrottled", "KMS.ThrottlingException":
+		return true
+	}
+	return false
+}
+
+// cancelledByThrottle reports whether err, DynamoDB's
+// TransactionCanceledException, gives as the reason of an item's
+// cancellation ThrottlingError (an on-demand table or index scaling) or
+// ProvisionedThroughputExceeded (a provisioned table or index past its
+// capacity): a throttle of the table's, by which the whole transaction
+// was cancelled, whatever the other items' reasons. It reads the error's
+// CancellationReasons by reflection (a slice of structs whose Code is a
+// *string), so that the package does not depend on the DynamoDB client's
+// module; an error without them is not such a cancellation.
+func cancelledByThrottle(err error) bool {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return false
+	}
+	reasons := v.FieldByName("CancellationReasons")
+	if reasons.Kind() != reflect.Slice {
+		return false
+	}
+	for i := range reasons.Len() {
+		r := reasons.Index(i)
+		if r.Kind() != reflect.Struct {
+			return false
+		}
+		code := r.FieldByName("Code")
+		if code.Kind() == reflect.Pointer {
+			if code.IsNil() {
+				continue
+			}
+			code = code.Elem()
+		}
+		if code.Kind() != reflect.String {
+			continue
+		}
+		switch code.String() {
+		case "ThrottlingError", "ProvisionedThroughputExceeded":
+			return true
+		}
+	}
+	return false
+}
 
 // statusStandIn reports whether the API error err wraps is the stand-in S3's
 // deserializers (and S3 Control's) make of an error answer whose body names

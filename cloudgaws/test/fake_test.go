@@ -37,6 +37,7 @@ type reply struct {
 	code   string
 	msg    string
 	header map[string]string
+	fields map[string]any // more members of a JSON error body (DynamoDB's CancellationReasons)
 }
 
 // Scripted answers.
@@ -202,7 +203,11 @@ func writeError(w http.ResponseWriter, proto string, rep reply) {
 	case "json":
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		w.WriteHeader(rep.status)
-		_ = json.NewEncoder(w).Encode(map[string]string{"__type": rep.code, "message": rep.msg})
+		body := map[string]any{"__type": rep.code, "message": rep.msg}
+		for k, v := range rep.fields {
+			body[k] = v
+		}
+		_ = json.NewEncoder(w).Encode(body)
 	case "sts", "iam":
 		w.Header().Set("Content-Type", "text/xml")
 		w.WriteHeader(rep.status)
