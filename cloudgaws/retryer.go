@@ -91,7 +91,10 @@ func (r *retryer) IsErrorRetryable(err error) bool {
 // before returning a refused retry of a long-polling operation (SQS
 // ReceiveMessage), finds the call's context cut and sleeps none, so the
 // account's bulkhead slot the call holds across the SDK's retries is not
-// held for a sleep after which nothing is sent.
+// held for a sleep after which nothing is sent. A retry the base
+// retryer refuses (a retryer of the caller's) ends the call too: the
+// SDK's sleep before returning it, that retryer's word, is kept, but the
+// slot goes back at once (see callState.refused).
 //
 // The base retryer's retry quota (the SDK's per-client token bucket, whose
 // refusal is a ratelimit.QuotaExceededError: "retry quota exceeded") does
@@ -107,6 +110,9 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	if err != nil {
 		var qe ratelimit.QuotaExceededError
 		if !governed || !errors.As(err, &qe) {
+			if governed {
+				st.refused(opErr, err)
+			}
 			return release, err
 		}
 		release = noRelease // the quota took no token
@@ -142,6 +148,26 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	// started a watch of this sleep already: it gives way to this one's.
 	st.rewatch(0)
 	return release, nil
+}
+
+// refused ends the call at a retry its base retryer (the caller's,
+// kept from cfg.Retryer or WithBaseRetryer's) refused with err, after the
+// attempt that failed with opErr: the SDK's loop ends, and nothing more
+// is sent. The account's slot goes back at once, not when the call
+// returns: the SDK sleeps the retryer's backoff before returning the
+// refusal of a long poll (SQS ReceiveMessage), as its contract with a
+// long poll has it (a polling loop whose retries are refused does not
+// spin), and that sleep is kept, but nothing is in flight during it. The
+// call's error is the SDK's, the answer joined with the refusal; a
+// retryer of the caller's wrapped around this one that retried anyway
+// sends nothing more (see attemptMiddleware), since the slot is gone. A
+// refusal the governor made before (a governed retryer inside this one)
+// stays the call's error.
+func (s *callState) refused(opErr, err error) {
+	s.gd.Release()
+	if s.stopErr == nil {
+		s.stopErr = errors.Join(opErr, err)
+	}
 }
 
 // noRelease is the release of a retry token no quota gave.
