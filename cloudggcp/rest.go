@@ -296,10 +296,12 @@ func byReason(status int) bool {
 // list. A path of a Cloud Healthcare FHIR store's resources
 // (.../fhirStores/<s>/fhir/<type>/<id>, where a collection and its id
 // come) follows FHIR's REST API: its operation is the FHIR interaction
-// (see fhirOperation), never a resource's type, id or version:
-// .../fhir/Patient/<id> is fhir_read, .../Patient/<id>/_history/<vid>
-// fhir_vread, .../Patient?_id=<id> fhir_search,
-// .../Patient/<id>/$everything fhir_$everything. A request of Cloud
+// (see fhirOperation), never a resource's type, id or version, and an
+// interaction of a kind Cloud Healthcare's quotas count (read, write,
+// search) is named by its kind: .../fhir/Patient/<id> is fhir_read, and
+// so is .../Patient/<id>/_history/<vid>; a PUT of it fhir_write,
+// .../Patient?_id=<id> fhir_search, .../Patient/<id>/$everything
+// fhir_$everything. A request of Cloud
 // Storage's XML API (a path that is not /storage/<version>, nor one
 // after /upload, /download or /batch: /<bucket>/<object>, as the storage
 // client reads an object's content, whatever the object's name; or a
@@ -801,21 +803,23 @@ func restOperation(method string, t []string, verb string, pathVerbs bool, servi
 // (projects/<p>/locations/<l>/datasets/<d>/fhirStores/<s>/fhir/...), and
 // reports whether segs is one: fhir and the collection fhirStores where
 // a collection comes. After fhir, the path follows FHIR's REST API
-// (http://hl7.org/fhir/http.html), and the operation is the interaction,
-// named as the REST reference names the fhirStores.fhir method, never a
-// resource's type, id or version: on a resource, <type>/<id>, fhir_read
-// (GET, HEAD), fhir_update (PUT), fhir_patch and fhir_delete; a version,
-// <type>/<id>/_history/<vid>, fhir_vread; a history, _history at the
-// end, fhir_history; a type, <type>, fhir_search (GET, its parameters in
-// the query), fhir_create (POST), fhir_conditionalUpdate (PUT),
-// fhir_conditionalPatch and fhir_conditionalDelete; _search at the end,
-// or a compartment's search (<type>/<id>/<type>), fhir_search; an
-// operation, $<name> at the end, fhir_$<name> (fhir_$everything); the
-// store, fhir_executeBundle (POST), fhir_search (GET), fhir_capabilities
-// (metadata). Cloud Healthcare's quotas are a project's in a region, per
-// kind of FHIR request (read, write, search), whatever the resource: a
-// type in the operation would split one quota among buckets, and an id
-// would make one scope per patient.
+// (http://hl7.org/fhir/http.html), and the operation is never a
+// resource's type, id or version. Cloud Healthcare counts a project's
+// FHIR requests in a region against one quota per kind of request
+// (reads, writes, searches), whatever the resource and whatever the
+// method, so that an interaction of one of those kinds is named by its
+// kind: fhir_read for a read (<type>/<id>, GET or HEAD) and a vread
+// (<type>/<id>/_history/<vid>); fhir_write for a create (<type>, POST),
+// an update (PUT), a patch and a delete, on a resource or conditional
+// (<type>?<criteria>); fhir_search for a search (GET on a type or the
+// store, _search at the end, a compartment's <type>/<id>/<type>). With
+// an operation per method, per_operation would give each method of a
+// kind a leaf bucket at the whole quota's rate. An interaction whose
+// kind Cloud Healthcare does not document is named as the REST
+// reference names its fhirStores.fhir method: fhir_history (_history at
+// the end), fhir_capabilities (metadata), fhir_executeBundle (POST on
+// the store; its entries are of every kind), and fhir_$<name> for an
+// operation, $<name> at the end (fhir_$everything).
 func fhirOperation(method string, segs []string) (string, bool) {
 	var rest []string
 	found := false
@@ -844,7 +848,7 @@ func fhirOperation(method string, segs []string) (string, bool) {
 	case n <= 3 && last == "_history":
 		return pre + "history", true
 	case n == 4 && rest[2] == "_history":
-		return pre + "vread", true
+		return pre + "read", true // a vread
 	case n == 0:
 		switch method {
 		case http.MethodPost:
@@ -852,7 +856,7 @@ func fhirOperation(method string, segs []string) (string, bool) {
 		case http.MethodGet:
 			return pre + "search", true
 		case http.MethodDelete:
-			return pre + "conditionalDelete", true
+			return pre + "write", true
 		}
 		return pre + strings.ToLower(method), true
 	case n == 1 && rest[0] == "metadata":
@@ -861,22 +865,17 @@ func fhirOperation(method string, segs []string) (string, bool) {
 		switch method {
 		case http.MethodGet:
 			return pre + "search", true
-		case http.MethodPost:
-			return pre + "create", true
-		case http.MethodPut:
-			return pre + "conditionalUpdate", true
-		case http.MethodPatch:
-			return pre + "conditionalPatch", true
-		case http.MethodDelete:
-			return pre + "conditionalDelete", true
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			// a create, a conditional update, patch or delete
+			return pre + "write", true
 		}
 		return pre + strings.ToLower(method), true
 	case n == 2:
 		switch method {
 		case http.MethodGet:
 			return pre + "read", true
-		case http.MethodPut:
-			return pre + "update", true
+		case http.MethodPut, http.MethodPatch, http.MethodDelete:
+			return pre + "write", true
 		}
 		return pre + strings.ToLower(method), true
 	}

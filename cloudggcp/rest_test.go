@@ -925,12 +925,14 @@ func TestRESTScopeTakesNoPartThatIsNotPlain(t *testing.T) {
 // Cloud Healthcare's FHIR paths (.../fhirStores/<s>/fhir/<type>/<id>)
 // follow FHIR's REST API, not Google's: a resource's type and id, its
 // versions (_history/<vid>), operations ($everything), searches. Their
-// operation is the FHIR interaction, named as the REST reference names
-// the fhirStores.fhir method (fhir_read, fhir_vread, fhir_search, ...; an
-// operation fhir_$<name>), never a resource's type, id or version: one
-// leaf bucket and breaker per patient would be scopes without bound,
-// while Cloud Healthcare's quotas are a project's in a region, per kind
-// of FHIR request (read, write, search), whatever the resource.
+// operation is the kind of FHIR request Cloud Healthcare's quotas count
+// (fhir_read, fhir_write, fhir_search), or, for an interaction of no
+// documented kind, the fhirStores.fhir method's name (fhir_history,
+// fhir_capabilities, fhir_executeBundle; an operation fhir_$<name>),
+// never a resource's type, id or version: one leaf bucket and breaker
+// per patient would be scopes without bound, while Cloud Healthcare's
+// quotas are a project's in a region, per kind of FHIR request,
+// whatever the resource.
 func TestRESTScopeOfAFHIRStoresResources(t *testing.T) {
 	const st = "https://healthcare.googleapis.com/v1/projects/p1/locations/us-central1/datasets/d1/fhirStores/s1/fhir"
 	const beta = "https://healthcare.googleapis.com/v1beta1/projects/p1/locations/us/datasets/d1/fhirStores/s1/fhir"
@@ -940,10 +942,10 @@ func TestRESTScopeOfAFHIRStoresResources(t *testing.T) {
 		{"GET", st + "/Patient/pat-456", "fhir_read"},
 		{"HEAD", st + "/Patient/pat-456", "fhir_read"},
 		{"GET", st + "/Observation/obs-9", "fhir_read"},
-		{"PUT", st + "/Patient/pat-123", "fhir_update"},
-		{"PATCH", st + "/Patient/pat-123", "fhir_patch"},
-		{"DELETE", st + "/Patient/pat-123", "fhir_delete"},
-		{"GET", st + "/Patient/pat-123/_history/7", "fhir_vread"},
+		{"PUT", st + "/Patient/pat-123", "fhir_write"},
+		{"PATCH", st + "/Patient/pat-123", "fhir_write"},
+		{"DELETE", st + "/Patient/pat-123", "fhir_write"},
+		{"GET", st + "/Patient/pat-123/_history/7", "fhir_read"},
 		{"GET", st + "/Patient/pat-123/_history", "fhir_history"},
 		{"GET", st + "/Patient/_history", "fhir_history"},
 		{"GET", st + "/_history", "fhir_history"},
@@ -957,10 +959,10 @@ func TestRESTScopeOfAFHIRStoresResources(t *testing.T) {
 		{"POST", st + "/Patient/_search", "fhir_search"},
 		{"POST", st + "/_search", "fhir_search"},
 		{"GET", st + "/Patient/pat-123/Observation?code=x", "fhir_search"},
-		{"POST", st + "/Patient", "fhir_create"},
-		{"PUT", st + "/Patient?identifier=x", "fhir_conditionalUpdate"},
-		{"PATCH", st + "/Patient?identifier=x", "fhir_conditionalPatch"},
-		{"DELETE", st + "/Patient?identifier=x", "fhir_conditionalDelete"},
+		{"POST", st + "/Patient", "fhir_write"},
+		{"PUT", st + "/Patient?identifier=x", "fhir_write"},
+		{"PATCH", st + "/Patient?identifier=x", "fhir_write"},
+		{"DELETE", st + "/Patient?identifier=x", "fhir_write"},
 		{"POST", st, "fhir_executeBundle"},
 		{"GET", st + "/metadata", "fhir_capabilities"},
 		{"GET", beta + "/Patient/pat-123", "fhir_read"},

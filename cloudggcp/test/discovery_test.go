@@ -590,17 +590,19 @@ var sharedOperations = map[string][]string{
 	"dialogflow/v3 validationResult_list": {"agents.getValidationResult", "flows.getValidationResult"},
 	// An asset's security marks and a finding's alike.
 	"securitycenter/v1 securityMarks_patch": {"assets.updateSecurityMarks", "findings.updateSecurityMarks"},
-	// A FHIR store's interactions are named whatever the resource's
-	// type (fhir/<type>/<id>): Binary is one type, its methods the
-	// read, create, update and vread of a resource; a type's search
-	// and the store's are one interaction; an operation ($export,
-	// $consent-enforcement-status) is its name at every level (the
-	// store's, a group's, a patient's or a consent's). Cloud
-	// Healthcare's quotas are per kind of FHIR request, not per type.
-	"healthcare/v1 fhir_create":                      {"fhir.Binary-create", "fhir.create"},
-	"healthcare/v1 fhir_read":                        {"fhir.Binary-read", "fhir.read"},
-	"healthcare/v1 fhir_update":                      {"fhir.Binary-update", "fhir.update"},
-	"healthcare/v1 fhir_vread":                       {"fhir.Binary-vread", "fhir.vread"},
+	// A FHIR store's interactions are named by the kind of FHIR request
+	// Cloud Healthcare's quotas count, a project's in a region per kind
+	// (read, write, search), whatever the resource's type
+	// (fhir/<type>/<id>) or the method: Binary is one type, its methods
+	// the read, create, update and vread of a resource; a vread is a
+	// read; a create, an update, a patch and a delete, conditional or
+	// not, are writes; a type's search and the store's are one
+	// interaction. An operation ($export, $consent-enforcement-status)
+	// is its name at every level (the store's, a group's, a patient's or
+	// a consent's).
+	"healthcare/v1 fhir_read": {"fhir.Binary-read", "fhir.Binary-vread", "fhir.read", "fhir.vread"},
+	"healthcare/v1 fhir_write": {"fhir.Binary-create", "fhir.Binary-update", "fhir.conditionalDelete", "fhir.conditionalPatch",
+		"fhir.conditionalUpdate", "fhir.create", "fhir.delete", "fhir.patch", "fhir.update"},
 	"healthcare/v1 fhir_search":                      {"fhir.search", "fhir.search-type"},
 	"healthcare/v1 fhir_$consent-enforcement-status": {"fhir.Consent-enforcement-status", "fhir.Patient-consent-enforcement-status"},
 	"healthcare/v1 fhir_$export":                     {"fhir.bulk-export", "fhirStores.bulk-export-group"},
