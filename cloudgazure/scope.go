@@ -317,7 +317,8 @@ func ScopeOfURL(u *url.URL) resilience.Scope {
 // as a Cosmos DB account's host names the account, with the URL's port
 // when it names one other than its scheme's default
 // (azure/localhost:8081/*/cosmosdb), since two emulators on one host
-// (localhost:8081, localhost:8082) are two endpoints. ScopeOfURL would put
+// (localhost:8081, localhost:8082) are two endpoints; an IPv6 host is
+// bracketed, with a port or without ([::1]:8081, [::1]). ScopeOfURL would put
 // it in azure/*/*/resources (a tenant-level request's scope), where its
 // throttling would halve and pause the tenant-level Resource Manager
 // calls.
@@ -331,6 +332,9 @@ func requestScope(raw *http.Request) (resilience.Scope, bool) {
 			// Two emulators on one host (localhost:8081,
 			// localhost:8082) are two endpoints.
 			host = net.JoinHostPort(host, port)
+		} else if strings.IndexByte(host, ':') >= 0 {
+			// An IPv6 host, bracketed as with a port: [::1].
+			host = "[" + host + "]"
 		}
 		sc = dataPlane(host, ServiceCosmosDB)
 	}
