@@ -19,7 +19,7 @@ import (
 // of its range (the ranges the YAML reader applies too, and a
 // breaker_threshold above 268435456, the most consecutive failures a breaker
 // counts), a rate too low to serve a call (a token less often than once per
-// deadline_seconds, or a max_rps below the floor of the adaptive rate), two
+// deadline_seconds, or a max_rps below a min_rps set for its leaf), two
 // settings that contradict each other (min_rps above max_rps, a provider's
 // or a service's min_rps above the max_rps of a built-in service or
 // operation it floors among them, base_delay_seconds above
@@ -37,7 +37,10 @@ import (
 // for aws, cloudghttp for github), a name it does not know. A setting
 // compared with one left unset is compared with that one's built-in default,
 // except that an unset base_delay_seconds is not compared: a
-// max_backoff_seconds below its default caps every backoff at itself.
+// max_backoff_seconds below its default caps every backoff at itself; nor is
+// an unset min_rps: a leaf whose max_rps is below the default floor of the
+// adaptive rate takes its max_rps as its floor (15 requests an hour is
+// max_rps: 0.0042 alone), and a throttle then pauses it without slowing it.
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {
@@ -114,10 +117,6 @@ func (p *ProviderConfig) validate(name, path string) []error {
 			bad(r.key, msg)
 			slow[r.key] = true
 		}
-	}
-	if !slow["max_rps"] && p.MinRPS == 0 && p.MaxRPS > 0 && p.MaxRPS < d.floor {
-		bad("max_rps", fmt.Sprintf("%s is below min_rps (%s, the default), the floor of the adaptive rate: set min_rps at or below it to go this low",
-			rps(p.MaxRPS), rps(d.floor)))
 	}
 	// The leaf: its floor within its ceiling, a burst of a whole token.
 	floorErrs := order(path, "min_rps", p.MinRPS, "max_rps", p.MaxRPS, d.rate)
@@ -241,16 +240,17 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 		}
 		svc, _, isOp := strings.Cut(name, ".")
 		if s.MaxRPS > 0 && s.MinRPS == 0 && !slowMax && floorOK {
-			// The floor in force: the operation's service entry's, the
-			// provider's, its default.
-			floor, from := d.floor, "the default min_rps"
+			// The floor set for it: the operation's service entry's, the
+			// provider's. The default floor is lowered to the ceiling
+			// (floors.of), and is none here.
+			floor, from := 0.0, ""
 			if p.MinRPS > 0 {
 				floor, from = p.MinRPS, path+".min_rps"
 			}
 			if u, ok := p.Services[svc]; isOp && ok && u.MinRPS > 0 {
 				floor, from = u.MinRPS, path+".services."+svc+".min_rps"
 			}
-			if s.MaxRPS < floor {
+			if from != "" && s.MaxRPS < floor {
 				errs = append(errs, fieldErr(sp+".max_rps", fmt.Sprintf(
 					"%s is below the floor of the adaptive rate in force here (%s, %s): set min_rps here at or below it to go this low",
 					rps(s.MaxRPS), rps(floor), from)))
@@ -375,7 +375,8 @@ func neverMatches(provider, key string) string {
 // order reports low above high, two settings of which the first must not
 // exceed the second, when low is set: an unset high (0) stands at its
 // default. An unset low is checked by the caller where its default
-// matters (a max_rps under the default floor is refused by validate).
+// matters (an unset breaker_cooldown_seconds above
+// breaker_max_cooldown_seconds is refused by validate).
 func order(path, lowKey string, low float64, highKey string, high, highDefault float64) []error {
 	h := positiveOr(high, highDefault)
 	if low == 0 || low <= h {

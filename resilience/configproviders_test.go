@@ -114,14 +114,12 @@ func TestProvidersKeys(t *testing.T) {
 	}
 }
 
-// A rate that cannot serve a call is refused: a ceiling under the floor
-// of the adaptive rate (min_rps, or its default), which would pin the
-// leaf where no throttle can move it, and any rate whose tokens come less
-// often than once per deadline, where every call that waits for one would
-// be refused.
+// A rate that cannot serve a call is refused: a ceiling under a floor of
+// the adaptive rate that the user set (min_rps), and any rate whose tokens
+// come less often than once per deadline, where every call that waits for
+// one would be refused. A ceiling under the default floor lowers the floor
+// with it (TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS).
 func TestImplausibleRates(t *testing.T) {
-	wantMistakes(t, "aws: {max_rps: 0.1}\n",
-		"ratelimit.aws.max_rps: 0.1 rps is below min_rps (0.2 rps, the default), the floor of the adaptive rate: set min_rps at or below it to go this low")
 	wantMistakes(t, "aws: {max_rps: 1e-9}\n",
 		"ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused")
 	wantMistakes(t, "gcp: {max_rps: 1e-9, min_rps: 1e-9}\n",
@@ -135,14 +133,14 @@ func TestImplausibleRates(t *testing.T) {
 		"ratelimit.azure.account_max_rps: 0.0001 rps is a token every 10000 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused")
 	wantMistakes(t, "providers: {github: {services: {search: {max_rps: 1e-9}}}}\n",
 		"ratelimit.providers.github.services.search.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused")
-	// A service's ceiling under the floor in force there: the provider's
-	// default, the provider's min_rps, the operation's service's.
-	wantMistakes(t, "aws: {services: {iam: {max_rps: 0.1}}}\n",
-		"ratelimit.aws.services.iam.max_rps: 0.1 rps is below the floor of the adaptive rate in force here (0.2 rps, the default min_rps): set min_rps here at or below it to go this low")
+	// A service's ceiling under the floor set for it: the provider's
+	// min_rps, the operation's service's.
 	wantMistakes(t, "aws: {min_rps: 1, services: {iam: {max_rps: 0.5}}}\n",
 		"ratelimit.aws.services.iam.max_rps: 0.5 rps is below the floor of the adaptive rate in force here (1 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low")
 	wantMistakes(t, "aws: {services: {iam: {min_rps: 0.5}, iam.ListRoles: {max_rps: 0.3}}}\n",
 		"ratelimit.aws.services.iam.ListRoles.max_rps: 0.3 rps is below the floor of the adaptive rate in force here (0.5 rps, ratelimit.aws.services.iam.min_rps): set min_rps here at or below it to go this low")
+	accepted(t, "aws: {max_rps: 0.1}\n")                    // the default floor lowered to 0.1
+	accepted(t, "aws: {services: {iam: {max_rps: 0.1}}}\n") // likewise
 	accepted(t, "aws: {max_rps: 0.1, min_rps: 0.1}\n")
 	accepted(t, "aws: {max_rps: 0.01, min_rps: 0.01}\n")
 	accepted(t, "aws: {max_rps: 0.001, min_rps: 0.001, deadline_seconds: 1h}\n")

@@ -188,10 +188,10 @@ ratelimit:
 
 	_, err = resilience.ParseConfig([]byte("aws: {max_rps: 1e-9}\n"))
 	fmt.Println(err)
-	_, err = resilience.ParseConfig([]byte("aws: {services: {iam: {max_rps: 0.1}}}\n"))
+	_, err = resilience.ParseConfig([]byte("aws: {min_rps: 1, services: {iam: {max_rps: 0.5}}}\n"))
 	fmt.Println(err)
 	// Output:
 	// 1.4 10 4 <nil>
 	// ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused
-	// ratelimit.aws.services.iam.max_rps: 0.1 rps is below the floor of the adaptive rate in force here (0.2 rps, the default min_rps): set min_rps here at or below it to go this low
+	// ratelimit.aws.services.iam.max_rps: 0.5 rps is below the floor of the adaptive rate in force here (1 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low
 }

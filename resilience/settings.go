@@ -122,13 +122,14 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 	}
 	adaptive := pc.Adaptive == nil || *pc.Adaptive
 	goodput := adaptive && pc.Controller == controllerGoodput
+	fl := floors{set: pc.MinRPS, def: d.floor}
 	s := &providerSettings{
 		name:    name,
 		enabled: globalEnabled && (pc.Enabled == nil || *pc.Enabled),
 		leaf: state.BucketSpec{
 			Rate:     positiveOr(pc.MaxRPS, d.rate),
 			Burst:    positiveOr(pc.Burst, d.burst),
-			Floor:    positiveOr(pc.MinRPS, d.floor),
+			Floor:    fl.of(0, positiveOr(pc.MaxRPS, d.rate)),
 			Adaptive: adaptive,
 			Goodput:  goodput,
 		},
@@ -221,7 +222,7 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		if _, _, isOp := strings.Cut(k, "."); isOp {
 			continue
 		}
-		s.services[k] = leafSpec{spec: s.serviceSpec(v, adaptive, goodput), perOp: v.PerOperation != nil && *v.PerOperation}
+		s.services[k] = leafSpec{spec: s.serviceSpec(v, fl, adaptive, goodput), perOp: v.PerOperation != nil && *v.PerOperation}
 	}
 	for k, v := range merged {
 		svc, op, isOp := strings.Cut(k, ".")
@@ -244,26 +245,46 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		if v.MinRPS > 0 {
 			base.MinRPS = v.MinRPS
 		}
-		s.ops[opKey{svc, op}] = s.serviceSpec(base, adaptive, goodput)
+		s.ops[opKey{svc, op}] = s.serviceSpec(base, fl, adaptive, goodput)
 	}
 	s.indexLeafKeys()
 	return s
 }
 
 // serviceSpec is the bucket of a service (or operation) entry: zero fields
-// take the provider's leaf.
-func (s *providerSettings) serviceSpec(v ServiceConfig, adaptive, goodput bool) state.BucketSpec {
+// take the provider's leaf, but for the floor, which fl gives.
+func (s *providerSettings) serviceSpec(v ServiceConfig, fl floors, adaptive, goodput bool) state.BucketSpec {
 	spec := state.BucketSpec{
 		Rate:     positiveOr(v.MaxRPS, s.leaf.Rate),
 		Burst:    v.Burst,
-		Floor:    positiveOr(v.MinRPS, s.leaf.Floor),
 		Adaptive: adaptive,
 		Goodput:  goodput,
 	}
+	spec.Floor = fl.of(v.MinRPS, spec.Rate)
 	if v.MaxRPS == 0 && v.Burst == 0 {
 		spec.Burst = s.leaf.Burst
 	}
 	return spec
+}
+
+// floors resolves the floor of the adaptive rate (min_rps) of a leaf: its
+// own min_rps, else the provider's (set), else the provider's default
+// (def), lowered to the leaf's ceiling when that is below it, so that a
+// max_rps under the default floor (15 requests an hour is 0.0042 rps) needs
+// no min_rps beside it. A min_rps the user set is never lowered:
+// Config.Validate refuses a ceiling below it.
+type floors struct{ set, def float64 }
+
+// of returns the floor of a leaf whose own min_rps is own (0: unset) and
+// whose ceiling is rate.
+func (f floors) of(own, rate float64) float64 {
+	switch {
+	case own > 0:
+		return own
+	case f.set > 0:
+		return f.set
+	}
+	return min(f.def, rate)
 }
 
 // leafKey returns the scope of the leaf bucket (and breaker) for a call:

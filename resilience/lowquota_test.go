@@ -1,0 +1,91 @@
+//go:build go1.25
+
+package resilience
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A quota of 15 requests an hour (GitHub's and AWS's slowest calls) is a
+// max_rps of 0.0042, below the default floor of the adaptive rate (0.2
+// rps). Setting the ceiling alone is enough: an unset min_rps follows it
+// down (the floor of that leaf is max_rps), in YAML and in code alike, for
+// a provider's leaf and for a service's, and the leaf paces its calls one
+// every 238 s, within the default deadline of 900 s. The other leaves keep
+// the default floor, and a min_rps the user set is still a floor that a
+// lower max_rps contradicts.
+func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
+	const quota = 0.0042 // 15 an hour
+	for _, doc := range []string{
+		"aws: {services: {organizations: {max_rps: 0.0042}}}\n",
+		"providers: {acme: {max_rps: 0.0042}}\n",
+		"providers: {acme: {services: {orders: {max_rps: 0.0042}}}}\n",
+		"aws: {services: {organizations.ListAccounts: {max_rps: 0.0042}}}\n",
+	} {
+		accepted(t, doc)
+	}
+	for i, cfg := range []Config{
+		{AWS: ProviderConfig{Services: map[string]ServiceConfig{"organizations": {MaxRPS: quota}}}},
+		{Providers: map[string]ProviderConfig{"acme": {MaxRPS: quota}}},
+	} {
+		if _, err := NewGovernor(cfg); err != nil {
+			t.Errorf("NewGovernor (config %d, in code): %v", i, err)
+		}
+	}
+
+	// The floor follows the ceiling where min_rps is unset, and only there.
+	aws := resolveProvider("aws", ProviderConfig{Services: map[string]ServiceConfig{"organizations": {MaxRPS: quota}}}, true)
+	for _, c := range []struct {
+		key   Scope
+		floor float64
+	}{
+		{Scope{Service: "organizations"}, quota},
+		{Scope{Service: "iam"}, 0.2},
+		{Scope{Service: "secretsmanager"}, 0.2},
+	} {
+		if got := aws.leafSpec(c.key).Floor; got != c.floor {
+			t.Errorf("aws %s: floor %v, want %v", c.key.Service, got, c.floor)
+		}
+	}
+	acme := resolveProvider("acme", ProviderConfig{MaxRPS: quota, Services: map[string]ServiceConfig{"orders": {MaxRPS: 5}}}, true)
+	if got := acme.leaf.Floor; got != quota {
+		t.Errorf("acme's leaf: floor %v, want %v", got, quota)
+	}
+	if got := acme.leafSpec(Scope{Service: "orders"}).Floor; got != 0.2 {
+		t.Errorf("acme orders at 5 rps: floor %v, want the default 0.2", got)
+	}
+	// A floor the user set is a floor: a ceiling below it is a mistake.
+	wantMistakes(t, "aws: {min_rps: 0.01, services: {organizations: {max_rps: 0.0042}}}\n",
+		"ratelimit.aws.services.organizations.max_rps: 0.0042 rps is below the floor of the adaptive rate in force here (0.01 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low")
+
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"organizations": {MaxRPS: quota}}}})
+		sc := Scope{Provider: "aws", Account: "123456789012", Service: "organizations", Operation: "ListAccounts"}
+		start := time.Now()
+		var at []time.Duration
+		for range 3 {
+			if err := Do(context.Background(), sc, func(context.Context) error {
+				at = append(at, time.Since(start))
+				return nil
+			}, WithGovernor(g)); err != nil {
+				t.Fatalf("call %d: %v", len(at)+1, err)
+			}
+		}
+		q := quota
+		gap := time.Duration(float64(time.Second) / q)
+		for i, want := range []time.Duration{0, gap, 2 * gap} {
+			if d := at[i] - want; d < -time.Millisecond || d > time.Millisecond {
+				t.Errorf("call %d sent at %v, want %v", i+1, at[i], want)
+			}
+		}
+		// A throttle cannot take it below its ceiling, the floor it followed.
+		n := 0
+		Do(context.Background(), sc, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if r := rate(g, sc); r != quota {
+			t.Errorf("rate after a throttle %v, want %v", r, quota)
+		}
+	})
+}
