@@ -3,6 +3,7 @@ package resilience
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +20,8 @@ import (
 // of its range (the ranges the YAML reader applies too, and a
 // breaker_threshold above 268435456, the most consecutive failures a breaker
 // counts), a rate too low to serve a call (a token less often than once per
-// deadline_seconds, or a max_rps below a min_rps set for its leaf), two
+// deadline_seconds, which the error says how to fix, or a max_rps below a
+// min_rps set for its leaf), two
 // settings that contradict each other (min_rps above max_rps, a provider's
 // or a service's min_rps above the max_rps of a built-in service or
 // operation it floors among them, base_delay_seconds above
@@ -113,7 +115,7 @@ func (p *ProviderConfig) validate(name, path string) []error {
 		key string
 		v   float64
 	}{{"max_rps", p.MaxRPS}, {"min_rps", p.MinRPS}, {"global_max_rps", derefOr(p.GlobalMaxRPS, 0)}, {"account_max_rps", derefOr(p.AccountMaxRPS, 0)}} {
-		if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0); msg != "" {
+		if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0, path); msg != "" {
 			bad(r.key, msg)
 			slow[r.key] = true
 		}
@@ -172,8 +174,11 @@ func (p *ProviderConfig) validate(name, path string) []error {
 // tooSlow explains why a rate (0: unset) is too low to serve a call, or
 // is "": a token comes less often than once per deadline (the deadline in
 // force, the default when isDefault), so that every call that has to wait
-// for one would be refused at once.
-func tooSlow(rate, deadline float64, isDefault bool) string {
+// for one would be refused at once. It says what to set instead: the
+// lowest rate the deadline serves, or the shortest deadline_seconds of the
+// provider at path that serves the rate, each rounded up to three
+// significant digits.
+func tooSlow(rate, deadline float64, isDefault bool, path string) string {
 	if rate == 0 || 1/rate <= deadline {
 		return ""
 	}
@@ -181,8 +186,8 @@ func tooSlow(rate, deadline float64, isDefault bool) string {
 	if isDefault {
 		ref += ", the default"
 	}
-	return fmt.Sprintf("%s is a token every %s, longer than deadline_seconds (%s): a call that waits for one would be refused",
-		rps(rate), seconds(round3(1/rate)), ref)
+	return fmt.Sprintf("%s is a token every %s, longer than deadline_seconds (%s): a call that waits for one would be refused; set it to %s or more, or %s.deadline_seconds to %s or more",
+		rps(rate), seconds(round3(1/rate)), ref, rps(ceil3(1/deadline)), path, seconds(ceil3(1/rate)))
 }
 
 // validateServices checks the service and operation overrides, in key
@@ -233,7 +238,7 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 			key string
 			v   float64
 		}{{"max_rps", s.MaxRPS}, {"min_rps", s.MinRPS}} {
-			if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0); msg != "" {
+			if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0, path); msg != "" {
 				errs = append(errs, fieldErr(sp+"."+r.key, msg))
 				slowMax = slowMax || r.key == "max_rps"
 			}
@@ -396,6 +401,16 @@ func order(path, lowKey string, low float64, highKey string, high, highDefault f
 // round3 rounds v to three significant digits.
 func round3(v float64) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return r
+}
+
+// ceil3 rounds v (> 0) up to three significant digits, after rounding it
+// to twelve, so that the noise of a division (1/0.01 is 100, not a hair
+// above it) does not round it up a digit.
+func ceil3(v float64) float64 {
+	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	unit := math.Pow(10, math.Floor(math.Log10(v))-2)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Ceil(v/unit)*unit, 'g', 3, 64), 64)
 	return r
 }
 

@@ -89,3 +89,21 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 		}
 	})
 }
+
+// A quota slower than one call per deadline_seconds (2 requests an hour
+// against the default 900 s) is refused, since a call that waits for a
+// token would be refused at once, and the error says what to set: the
+// rate the deadline allows, or the deadline the rate needs (the
+// provider's key, where a service's rate is too slow), each rounded up so
+// that setting it is enough.
+func TestATokenSlowerThanTheDeadlineSaysWhatToSet(t *testing.T) {
+	wantMistakes(t, "providers: {acme: {services: {orders: {max_rps: 0.00055}}}}\n",
+		"ratelimit.providers.acme.services.orders.max_rps: 0.00055 rps is a token every 1820 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.providers.acme.deadline_seconds to 1820 s or more")
+	wantMistakes(t, "aws: {max_rps: 0.01, min_rps: 0.01, deadline_seconds: 60}\n",
+		"ratelimit.aws.max_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 100 s or more",
+		"ratelimit.aws.min_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 100 s or more")
+	// What it says to set is accepted.
+	accepted(t, "providers: {acme: {services: {orders: {max_rps: 0.00112}}}}\n")
+	accepted(t, "providers: {acme: {deadline_seconds: 1820, services: {orders: {max_rps: 0.00055}}}}\n")
+	accepted(t, "aws: {max_rps: 0.0167, min_rps: 0.0167, deadline_seconds: 60}\n")
+}
