@@ -176,11 +176,19 @@ const lowShare = 10
 // and its answers' headers pace it.
 //
 // A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
-// understood. They run at the settings of ratelimit.providers.github
-// (resilience.Config's Providers["github"]), the generic defaults where it
-// sets none (20 rps, burst 40, 64 in flight), which are far above
-// GitHub's limits; what keeps them under those limits is what the answers
-// say, which the Transport reads for every scope of ProviderGitHub:
+// understood. The scopes run at the settings of ratelimit.providers.github
+// (resilience.Config's Providers["github"]), and where it sets none at the
+// governor's built-in defaults for github: GitHub's documented limits for
+// search (0.5 rps, 30 requests a minute), code_search (0.166 rps, 10 a
+// minute) and graphql (1.388 rps, 5,000 points an hour at a point a query
+// at the least), each with a burst of a token or two, and the generic
+// defaults for the others (20 rps, burst 40, 64 in flight), rest
+// included, which are far above GitHub's 5,000 requests an hour. An
+// unauthenticated client (10 searches a minute) or an Enterprise Server
+// (whose administrator sets its limits, none by default) sets the service
+// keys for its own. What keeps the scopes under the limits in force is
+// what the answers say, which the Transport reads for every scope of
+// ProviderGitHub:
 //
 //   - a 403 or 429 with x-ratelimit-remaining: 0 (of the scope's quota,
 //     core for rest, as every rule on x-ratelimit-remaining is) is a

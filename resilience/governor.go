@@ -301,7 +301,8 @@ func (g *Governor) random() float64 {
 
 // provider returns the state of a provider, creating one for a name other
 // than aws, azure and gcp at its first use, from its settings under
-// Config.Providers (the generic defaults where it has none).
+// Config.Providers (its built-in defaults where it has none: github's, or
+// the generic ones).
 func (g *Governor) provider(name string) *provider {
 	c := g.configured()
 	switch name {

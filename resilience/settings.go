@@ -74,9 +74,28 @@ var providerDefaults = map[string]providerDefault{
 			"cloudasset.SearchAllIamPolicies": {6, 20, false},
 		},
 	},
+	// GitHub's scopes (package cloudghttp's GitHub) run at the generic
+	// defaults, rest included, as the specification has a github scope
+	// run; the services GitHub documents a limit of apart from core's
+	// 5,000 an hour have it built in, rounded down, each with a burst that
+	// keeps GitHub's window within it. GitHub's documentation: "REST API
+	// endpoints for search" (30 requests a minute, authenticated; 10 for
+	// code search, which requires authentication; 10 for any search
+	// unauthenticated, which the x-ratelimit-* headers then hold to), and
+	// "Rate limits and query limits for the GraphQL API" (5,000 points an
+	// hour for a user, a query costing one point at the least).
+	"github": {
+		rate: 20, burst: 40, floor: 0.2, concurrency: 64,
+		services: map[string]serviceDefault{
+			"search":      {0.5, 1, false},   // 30 a minute
+			"code_search": {0.166, 1, false}, // 10 a minute
+			"graphql":     {1.388, 2, false}, // 5,000 points an hour
+		},
+	},
 }
 
-// genericDefault is the default of any provider other than aws, azure, gcp.
+// genericDefault is the default of any provider other than aws, azure,
+// gcp and github.
 var genericDefault = providerDefault{rate: 20, burst: 40, floor: 0.2, concurrency: 64}
 
 // opKey names an operation override.
