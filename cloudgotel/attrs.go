@@ -17,7 +17,7 @@ import (
 const (
 	levelKey      = attribute.Key("cloudg.level")       // the bucket a wait was for: provider, account or leaf
 	reasonKey     = attribute.Key("cloudg.reason")      // what stopped a call that gave up; why a breaker opened
-	lossKey       = attribute.Key("cloudg.loss")        // how a call was lost: gave_up, skipped, failed, refused, cancelled, errored, panicked
+	lossKey       = attribute.Key("cloudg.loss")        // how a call was lost: gave_up, skipped, failed, refused, cancelled, errored, panicked, denied
 	retryAfterKey = attribute.Key("cloudg.retry_after") // a throttle's hint, in seconds
 	errorKey      = attribute.Key("cloudg.error")       // a throttle's answer, as its error reads
 	retryKey      = attribute.Key("cloudg.retry")       // a retry's number, 1 for the first

@@ -39,7 +39,7 @@
 //	cloudg.retries               counter    {retry}      retries sent
 //	cloudg.gave_up               counter    {call}       calls lost to throttling after their retries (cloudg.reason)
 //	cloudg.rejected              counter    {call}       calls an open breaker refused before sending
-//	cloudg.lost                  counter    {call}       calls lost, by cloudg.loss: gave_up, skipped, failed, refused, cancelled, errored, panicked
+//	cloudg.lost                  counter    {call}       calls lost, by cloudg.loss: gave_up, skipped, failed, refused, cancelled, errored, panicked, denied
 //	cloudg.breaker.trips         counter    {trip}       breakers opened, by cloudg.reason: throttling, errors, throttled for good, down
 //	cloudg.wait.duration         histogram  s            waits for a rate token (cloudg.level: the slowest bucket)
 //	cloudg.rate                  gauge      {request}/s  a scope's adaptive rate

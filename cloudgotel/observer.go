@@ -54,7 +54,7 @@ func newObserver(c *config) (*Observer, error) {
 		{&o.gaveUp, "cloudg.gave_up", "{call}", "Calls that failed after their retries with the last attempt throttled."},
 		{&o.rejected, "cloudg.rejected", "{call}", "Calls an open circuit breaker refused before sending."},
 		{&o.trips, "cloudg.breaker.trips", "{trip}", "Circuit breakers opened, by why: throttling, errors, throttled for good, down."},
-		{&o.lost, "cloudg.lost", "{call}", "Calls lost, by how: gave_up, skipped, failed, refused, cancelled, errored, panicked."},
+		{&o.lost, "cloudg.lost", "{call}", "Calls lost, by how: gave_up, skipped, failed, refused, cancelled, errored, panicked, denied."},
 	} {
 		var err error
 		if *in.p, err = m.Int64Counter(in.name, metric.WithUnit(in.unit), metric.WithDescription(in.desc)); err != nil {

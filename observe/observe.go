@@ -52,7 +52,7 @@ const (
 	GaveUp                          // the call failed after its retries (Err, Reason)
 	Rejected                        // an open breaker refused the call before it was sent
 	BudgetExhausted                 // the provider's retry budget refused a retry
-	Lost                            // the call ended lost otherwise (Loss: failed, refused, cancelled, errored or panicked; Err, Reason)
+	Lost                            // the call ended lost otherwise (Loss: failed, refused, cancelled, errored, panicked or denied; Err, Reason)
 )
 
 var kindNames = [...]string{"", "call", "wait", "throttle", "rate_change", "pause", "breaker_change", "retry", "gave_up", "rejected", "budget_exhausted", "lost"}
@@ -95,7 +95,9 @@ type Event struct {
 	// request whose body it cannot rewind, nor one not idempotent after a
 	// transient answer), "wait" (its wait would have passed its deadline
 	// or its max wait), "context" (its context ended), "local" (a local
-	// error it was not retried after) or "panic" (its function panicked).
+	// error it was not retried after), "panic" (its function panicked) or
+	// "quota" (the provider denied it for a quota the governor does not
+	// pace).
 	// For a BreakerChange to Open it says why the breaker opened:
 	// "throttling" or "errors" (calls failed after their retries, the last
 	// with that kind of answer), "throttled for good" or "down" (every
@@ -104,8 +106,9 @@ type Event struct {
 	// Loss says how a Lost call was lost: "failed" (transient errors after
 	// its retries), "refused" (not sent: its wait would have passed its
 	// deadline or its max wait), "cancelled" (its context ended), "errored" (a local error
-	// no provider answered ended it) or "panicked" (its function panicked;
-	// Err is nil). A call given up after throttling is a GaveUp event, one
+	// no provider answered ended it), "panicked" (its function panicked;
+	// Err is nil) or "denied" (the provider's answer, Err, refused it for
+	// a quota the governor does not pace: see resilience.LossDenied). A call given up after throttling is a GaveUp event, one
 	// an open breaker refused a Rejected event.
 	Loss string
 

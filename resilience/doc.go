@@ -68,7 +68,8 @@
 // the governor's lifetime counters and the run's Stats; every call lost
 // (see Loss: given up, skipped, failed, refused, cancelled, ended by a
 // local error or by a panic of its function or of code an integration
-// ran for it) also goes to the task's
+// ran for it, or denied by the provider for a quota the governor does not
+// pace) also goes to the task's
 // Ledger. The recording functions never change a Guard's phase. The
 // same functions send each as an observe.Event to the governor's observer
 // (WithObserver), outside every lock, and log the ones a person reads

@@ -1106,6 +1106,49 @@ func (gd *Guard) EndPanicked() {
 	gd.reset()
 }
 
+// EndDenied ends the call, as End does, with err, the provider's answer
+// that refused it for a limit the governor does not pace, as the
+// integration reads that answer (another quota than the scope's, spent:
+// GitHub's copilot_usage_records answered to a REST call). The call is
+// lost as LossDenied: counted in the scope's lifetime counters and the
+// run's Stats (Counters.Denied), listed in the task's Ledger with err's
+// message, and reported as a Lost event (Loss "denied", Reason "quota").
+// Nothing else is learned from it: the scope is neither slowed nor
+// paused, and its breaker counts no failure; as any answer of the
+// provider's that After reads as fatal, it proves the service reachable,
+// and the breaker resets as on a success. The slot, if one is held, is
+// given back.
+//
+// EndDenied takes the place of End for such an answer, reported to After
+// or not (an attempt After did not see, or a retry sent without Enter or
+// Pace, is counted as After and End count it). An integration has After
+// read the answer as fatal: one After recorded as a throttle has slowed
+// and paused the scope already. A call whose outcome is recorded already
+// (a success, a stop of the governor's, an answer After saw once Begin's
+// context was done, from which nothing more is learned) or held for End
+// (a success while the call holds its slot), and an err that is no
+// provider's answer (nil, a local error, cloudg's own error: see
+// IsProviderAnswer), end as End ends them, with nothing recorded as
+// denied. EndDenied is a step of the call, as End is: call it from the
+// call's goroutine. The Guard may then carry a new call of the same
+// scope.
+func (gd *Guard) EndDenied(err error) {
+	switch {
+	case gd.e == nil, gd.phase == phaseSucceeded, gd.phase == phaseDone, !IsProviderAnswer(err):
+		gd.End(err)
+		return
+	}
+	gd.Release()
+	if gd.retrying() {
+		gd.recordRetry() // the SDK sent it without telling After
+	}
+	if gd.phase != phaseFinal || gd.last.local {
+		gd.recordProof() // After did not record the answer as the provider's fatal one
+	}
+	gd.recordDenied(err)
+	gd.reset()
+}
+
 // reset readies the Guard for a new call of its scope, once End or
 // EndPanicked closed the last.
 func (gd *Guard) reset() {

@@ -9,7 +9,9 @@ import (
 
 // Loss says why a governed call ended without a success, when the reason
 // is not a fatal answer from the provider (an AccessDenied or a 404 is an
-// answer, and the caller has it). Every such call is recorded once, with
+// answer, and the caller has it), or is one that an integration reads as
+// the provider's refusal to serve the call for a limit the governor does
+// not pace (LossDenied). Every such call is recorded once, with
 // its Loss, in the governor's lifetime counters, the run's Stats and the
 // task's Ledger. A call that ends with cloudg's own error from another
 // governed call made inside its attempt (a credentials call an open
@@ -50,13 +52,22 @@ const (
 	// returning; the panic goes on to the caller. Package pool records a
 	// task that panicked outside its governed calls so.
 	LossPanicked
+	// LossDenied: sent, and answered with the provider's refusal for a
+	// limit the governor does not pace (another quota than the scope's,
+	// spent: GitHub's copilot_usage_records answered to a REST call),
+	// which an integration reads from the answer and ends the call with
+	// (Guard.EndDenied). The caller has the answer, which may not look
+	// like an error (cloudghttp hands back GitHub's 403 with no error);
+	// the scope is neither slowed nor paused, and its breaker counts no
+	// failure, since the limit is not the scope's.
+	LossDenied
 	numLosses
 )
 
-var lossNames = [numLosses]string{"gave_up", "skipped", "failed", "refused", "cancelled", "errored", "panicked"}
+var lossNames = [numLosses]string{"gave_up", "skipped", "failed", "refused", "cancelled", "errored", "panicked", "denied"}
 
-// String returns gave_up, skipped, failed, refused, cancelled, errored or
-// panicked.
+// String returns gave_up, skipped, failed, refused, cancelled, errored,
+// panicked or denied.
 func (k Loss) String() string {
 	if k < numLosses {
 		return lossNames[k]
@@ -65,7 +76,7 @@ func (k Loss) String() string {
 }
 
 // lossTally is the counter of each Loss.
-var lossTally = [numLosses]tally{gaveUpTally, rejectedTally, failedTally, refusedTally, cancelledTally, erroredTally, panickedTally}
+var lossTally = [numLosses]tally{gaveUpTally, rejectedTally, failedTally, refusedTally, cancelledTally, erroredTally, panickedTally, deniedTally}
 
 // lossPhrases are Describe's words for each Loss, in Describe's order.
 var lossPhrases = [numLosses]string{
@@ -76,6 +87,7 @@ var lossPhrases = [numLosses]string{
 	"cancelled (context ended)",
 	"errored (local errors, no provider answer)",
 	"panicked",
+	"denied (the provider's refusal for a quota not paced)",
 }
 
 // maxLedgerReasons is how many distinct reasons Describe lists.
@@ -85,8 +97,9 @@ const maxLedgerReasons = 5
 // after their retries, calls skipped because a circuit was open, calls
 // that failed after their retries with transient errors, calls refused
 // because their wait would have passed their deadline, calls their
-// context ended, calls a local error ended, and calls whose function
-// panicked. A collector that catches per-item errors checks Degraded
+// context ended, calls a local error ended, calls whose function
+// panicked, and calls the provider denied for a quota the governor does
+// not pace. A collector that catches per-item errors checks Degraded
 // before it reports SUCCESS, so a task whose calls were lost reports
 // PARTIAL instead of a clean result with fewer assets. It is safe for
 // concurrent use; the zero value is an empty ledger with no task name.
@@ -237,8 +250,10 @@ func (l *Ledger) Degraded() bool { return l.Lost() > 0 }
 // call(s) failed after retries (transient errors)", "2 call(s) refused
 // (would wait past their deadline or max wait)", "1 call(s) cancelled
 // (context ended)", "1 call(s) errored (local errors, no provider
-// answer)", "1 call(s) panicked". The message starts with "throttled: " when a call
-// gave up, was skipped or was refused, and with "degraded: " otherwise.
+// answer)", "1 call(s) panicked", "1 call(s) denied (the provider's
+// refusal for a quota not paced)". The message starts with "throttled: "
+// when a call gave up, was skipped, was refused or was denied, and with
+// "degraded: " otherwise.
 // The reasons in parentheses are left out when none were recorded (every
 // loss came from Record with an empty reason).
 func (l *Ledger) Describe() string {
@@ -257,7 +272,7 @@ func (l *Ledger) Describe() string {
 		return ""
 	}
 	prefix := "degraded: "
-	if l.n[LossGaveUp]+l.n[LossSkipped]+l.n[LossRefused] > 0 {
+	if l.n[LossGaveUp]+l.n[LossSkipped]+l.n[LossRefused]+l.n[LossDenied] > 0 {
 		prefix = "throttled: "
 	}
 	msg := prefix + strings.Join(parts, ", ")

@@ -110,8 +110,8 @@ func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 //   - at Warn, a breaker opening with its reason (throttling, errors,
 //     throttled for good, down), and the calls lost: given up after
 //     their retries ("cloudg: call gave up"), skipped by an open breaker
-//     ("cloudg: call skipped"), and failed, refused, cancelled, errored
-//     or panicked ("cloudg: call lost", with loss and reason).
+//     ("cloudg: call skipped"), and failed, refused, cancelled, errored,
+//     panicked or denied ("cloudg: call lost", with loss and reason).
 //
 // What repeats is rate-limited: a scope's throttles, and each way it loses
 // calls, make a line at their first event and then at most one per

@@ -90,7 +90,7 @@ func guardAt(t *testing.T, p phase, wait bool) (*Guard, *Governor, *Stats) {
 // run's totals, and the state after.
 type effects struct {
 	calls, retries, throttled, transient, gaveUp, rejected int64
-	panicked                                               int64
+	panicked, denied                                       int64
 	failures                                               int                // the breaker's consecutive failures after
 	breaker                                                state.BreakerState // the breaker's state after (closed, the zero value, in every row of table)
 	slot                                                   bool
@@ -99,8 +99,8 @@ type effects struct {
 }
 
 func (e effects) String() string {
-	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d panicked+%d failures=%d breaker=%v slot=%v lease=%v err=%q",
-		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.panicked, e.failures, e.breaker, e.slot, e.lease, e.err)
+	return fmt.Sprintf("calls+%d retries+%d throttled+%d transient+%d gaveUp+%d rejected+%d panicked+%d denied+%d failures=%d breaker=%v slot=%v lease=%v err=%q",
+		e.calls, e.retries, e.throttled, e.transient, e.gaveUp, e.rejected, e.panicked, e.denied, e.failures, e.breaker, e.slot, e.lease, e.err)
 }
 
 // effectsOf is what verb did to gd, between the run's totals before and
@@ -116,6 +116,7 @@ func effectsOf(gd *Guard, g *Governor, stats *Stats, before Counters, err error)
 		gaveUp:    after.GaveUp - before.GaveUp,
 		rejected:  after.Rejected - before.Rejected,
 		panicked:  after.Panicked - before.Panicked,
+		denied:    after.Denied - before.Denied,
 		failures:  b.Failures,
 		breaker:   b.State,
 		slot:      gd.slot != nil,
@@ -152,6 +153,7 @@ var verbs = map[string]func(gd *Guard) error{
 	"End(nil)":     func(gd *Guard) error { gd.End(nil); return nil },
 	"End(thr)":     func(gd *Guard) error { gd.End(throttle()); return nil },
 	"EndPanicked":  func(gd *Guard) error { gd.EndPanicked(); return nil },
+	"EndDenied":    func(gd *Guard) error { gd.EndDenied(accessDenied()); return nil },
 	"Pause":        func(gd *Guard) error { gd.Pause(time.Second); return nil },
 	"PauseAccount": func(gd *Guard) error { gd.PauseAccount(time.Second); return nil },
 }
@@ -300,6 +302,22 @@ var table = []row{
 	{phaseSucceeded, false, "EndPanicked", phaseIdle, effects{panicked: 1}},
 	{phaseDone, false, "EndPanicked", phaseIdle, effects{}},
 
+	// EndDenied closes a call the provider's answer denied, for a limit
+	// the governor does not pace: what is open is lost as denied, and the
+	// answer, which proves the service reachable, resets the breaker's
+	// failures (the awaiting call's, Retry's in its setup, too) and counts
+	// none; a retry sent without telling After is counted. A call with no
+	// outcome open ends as End ends it: a success held for End is
+	// recorded, a recorded outcome records nothing more.
+	{phaseIdle, false, "EndDenied", phaseIdle, effects{denied: 1}},
+	{phaseSent, false, "EndDenied", phaseIdle, effects{denied: 1}},
+	{phaseFailed, false, "EndDenied", phaseIdle, effects{denied: 1}},
+	{phaseRetryable, false, "EndDenied", phaseIdle, effects{retries: 1, denied: 1}},
+	{phaseAwaiting, true, "EndDenied", phaseIdle, effects{retries: 1, denied: 1}},
+	{phaseFinal, false, "EndDenied", phaseIdle, effects{denied: 1}},
+	{phaseSucceeded, false, "EndDenied", phaseIdle, effects{}},
+	{phaseDone, false, "EndDenied", phaseIdle, effects{}},
+
 	// Pauses hold the scope and leave the call as it was.
 	{phaseSent, false, "Pause", phaseSent, effects{slot: true, lease: leasePass}},
 	{phaseFailed, false, "Pause", phaseFailed, effects{lease: leasePass}},
@@ -343,7 +361,7 @@ func TestGuardTransitionTable(t *testing.T) {
 	}
 	// Every phase meets the verbs that matter to it: each of these verbs
 	// is driven from every phase.
-	for _, v := range []string{"Enter", "TryEnter", "Pace", "Admit", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)", "EndPanicked"} {
+	for _, v := range []string{"Enter", "TryEnter", "Pace", "Admit", "After(nil)", "After(thr)", "Retry", "End(nil)", "End(thr)", "EndPanicked", "EndDenied"} {
 		for p := range numPhases {
 			if !covered[fmt.Sprintf("%v/%s", p, v)] {
 				t.Errorf("the table does not drive %s from %v", v, p)

@@ -513,6 +513,14 @@ func (gd *Guard) recordRefused(err error) {
 	gd.recordLost(LossRefused, "wait", err.Error(), err)
 }
 
+// recordDenied records a call the provider denied with err, its answer,
+// for a limit the governor does not pace (Guard.EndDenied): lost as
+// LossDenied, listed with err's message, for "quota". It slows, pauses
+// and fails nothing.
+func (gd *Guard) recordDenied(err error) {
+	gd.recordLost(LossDenied, "quota", err.Error(), err)
+}
+
 // recordCancelled records a call its context ended: err is the context's
 // error, with the last answer when there was one (which the ledger's
 // reason says once, after the context's error).

@@ -35,6 +35,7 @@ const (
 	forGoodTally // breaker trips of a scope throttled for good
 	erroredTally
 	panickedTally
+	deniedTally
 	numTallies
 )
 
@@ -217,18 +218,21 @@ type Counters struct {
 	Retries         int64 `json:"retries"`
 	GaveUp          int64 `json:"gave_up"`
 	Rejected        int64 `json:"rejected"`
-	// Failed, Refused, Cancelled, Errored and Panicked are the calls lost
-	// otherwise (see Loss): failing with transient errors after their
-	// retries, refused before they were sent because their wait would have
-	// passed their deadline, ended by their context, ended by a local
-	// error no provider answered, and ended by a panic of their function.
-	// With GaveUp (throttled after retries) and Rejected (an open
-	// breaker's skips) they are every call the scope lost.
+	// Failed, Refused, Cancelled, Errored, Panicked and Denied are the
+	// calls lost otherwise (see Loss): failing with transient errors after
+	// their retries, refused before they were sent because their wait
+	// would have passed their deadline, ended by their context, ended by a
+	// local error no provider answered, ended by a panic of their
+	// function, and denied by the provider for a quota the governor does
+	// not pace (answered, and not counted as throttled). With GaveUp
+	// (throttled after retries) and Rejected (an open breaker's skips)
+	// they are every call the scope lost.
 	Failed       int64         `json:"failed"`
 	Refused      int64         `json:"refused"`
 	Cancelled    int64         `json:"cancelled"`
 	Errored      int64         `json:"errored"`
 	Panicked     int64         `json:"panicked"`
+	Denied       int64         `json:"denied"`
 	BreakerTrips int64         `json:"breaker_trips"`
 	Waits        int64         `json:"waits"`
 	Wait         time.Duration `json:"-"` // wait_seconds: the waits for rate tokens added up
@@ -279,7 +283,7 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 
 // String renders the totals the way the worked example prints them:
 // {calls: 9, throttled: 2, ..., wait_seconds: 5.000}. The calls lost as
-// failed, refused, cancelled, errored or panicked follow rejected, each
+// failed, refused, cancelled, errored, panicked or denied follow rejected, each
 // only when there are any, so that a run that lost none prints the
 // example's line. When the waits of concurrent callers overlapped enough
 // that their sum misleads (see Overlapped), the wall-clock time waited
@@ -290,7 +294,7 @@ func (c Counters) String() string {
 	for _, f := range [...]struct {
 		name string
 		n    int64
-	}{{"failed", c.Failed}, {"refused", c.Refused}, {"cancelled", c.Cancelled}, {"errored", c.Errored}, {"panicked", c.Panicked}} {
+	}{{"failed", c.Failed}, {"refused", c.Refused}, {"cancelled", c.Cancelled}, {"errored", c.Errored}, {"panicked", c.Panicked}, {"denied", c.Denied}} {
 		if f.n != 0 {
 			lost += fmt.Sprintf(", %s: %d", f.name, f.n)
 		}
@@ -324,7 +328,7 @@ func (c Counters) Overlapped() bool {
 
 // Lost returns the calls lost, whatever the kind (see Loss).
 func (c Counters) Lost() int64 {
-	return c.GaveUp + c.Rejected + c.Failed + c.Refused + c.Cancelled + c.Errored + c.Panicked
+	return c.GaveUp + c.Rejected + c.Failed + c.Refused + c.Cancelled + c.Errored + c.Panicked + c.Denied
 }
 
 func (c *counters) snapshot() Counters {
@@ -340,6 +344,7 @@ func (c *counters) snapshot() Counters {
 		Cancelled:        c.n[cancelledTally].Load(),
 		Errored:          c.n[erroredTally].Load(),
 		Panicked:         c.n[panickedTally].Load(),
+		Denied:           c.n[deniedTally].Load(),
 		BreakerTrips:     c.n[tripsTally].Load(),
 		Waits:            c.n[waitsTally].Load(),
 		Wait:             time.Duration(c.waitNS.Load()),
@@ -374,6 +379,7 @@ func (c *Counters) add(s Counters) {
 	c.Cancelled += s.Cancelled
 	c.Errored += s.Errored
 	c.Panicked += s.Panicked
+	c.Denied += s.Denied
 	c.BreakerTrips += s.BreakerTrips
 	c.Waits += s.Waits
 	c.Wait += s.Wait
@@ -397,7 +403,7 @@ const minReportedWait = time.Second
 //	waited {s}s for rate limit, {n} retries, circuit opened {n}x,
 //	{n} calls skipped, {n} calls gave up, {n} calls failed,
 //	{n} calls refused, {n} calls cancelled, {n} calls errored,
-//	{n} calls panicked, {n} transient errors
+//	{n} calls panicked, {n} calls denied, {n} transient errors
 //
 // where the slowest rate is shown for a throttled scope (with one
 // decimal, or two significant digits under 0.1 rps), transient
@@ -469,6 +475,9 @@ func (c Counters) message(scope string) string {
 	}
 	if c.Panicked > 0 {
 		parts = append(parts, plural(c.Panicked, "call", "calls")+" panicked")
+	}
+	if c.Denied > 0 {
+		parts = append(parts, plural(c.Denied, "call", "calls")+" denied")
 	}
 	if c.TransientErrors > 0 && c.Throttled == 0 {
 		parts = append(parts, plural(c.TransientErrors, "transient error", "transient errors"))

@@ -158,7 +158,7 @@ func (t *scopeTable) shared() (state.Bucket, []namedBucket) {
 
 // MarshalJSON writes the summary with its totals in the report's form:
 // calls, throttled, transient_errors, retries, gave_up, rejected (and
-// failed, refused, cancelled, errored and panicked when there are any),
+// failed, refused, cancelled, errored, panicked and denied when there are any),
 // breaker_trips and wait_seconds (the waits added up over the callers),
 // then max_wait_seconds (the longest wait) and wait_elapsed_seconds (the
 // wall-clock time during which a call of the run waited).
@@ -200,9 +200,10 @@ func (t totalsJSON) MarshalJSON() ([]byte, error) {
 		Cancelled       int64 `json:"cancelled,omitempty"`
 		Errored         int64 `json:"errored,omitempty"`
 		Panicked        int64 `json:"panicked,omitempty"`
+		Denied          int64 `json:"denied,omitempty"`
 		BreakerTrips    int64 `json:"breaker_trips"`
 	}
-	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.Errored, t.Panicked, t.BreakerTrips},
+	return jsonsec.Marshal(totals{t.Calls, t.Throttled, t.TransientErrors, t.Retries, t.GaveUp, t.Rejected, t.Failed, t.Refused, t.Cancelled, t.Errored, t.Panicked, t.Denied, t.BreakerTrips},
 		"wait_seconds", t.Wait, "max_wait_seconds", t.MaxWait, "wait_elapsed_seconds", t.WaitElapsed)
 }
 

@@ -15,7 +15,7 @@
 //     a token of the scope's bucket, its account's or its provider's) and
 //     ok;
 //   - the governor's totals, the calls lost by kind (gave up, skipped,
-//     failed, refused, cancelled, errored, panicked), the longest wait for
+//     failed, refused, cancelled, errored, panicked, denied), the longest wait for
 //     a token, each provider's retry budget, once (still after its
 //     scopes are reclaimed, while the governor holds it spent: only
 //     successes refund a budget; resilience.Governor.Providers, its

@@ -369,7 +369,7 @@ type loss struct {
 func lost(c resilience.Counters) []loss {
 	var out []loss
 	for _, l := range []loss{{c.GaveUp, "gave up"}, {c.Rejected, "skipped"}, {c.Failed, "failed"}, {c.Refused, "refused"}, {c.Cancelled, "cancelled"},
-		{c.Errored, "errored"}, {c.Panicked, "panicked"}} {
+		{c.Errored, "errored"}, {c.Panicked, "panicked"}, {c.Denied, "denied"}} {
 		if l.N > 0 {
 			out = append(out, l)
 		}
