@@ -54,6 +54,11 @@ type StatusError struct {
 	// partial: GitHub's GraphQL answer that holds data as well as its
 	// rate limit's error, a request GitHub acted on in part.
 	partial bool
+	// denied: a refusal for a quota the scope's calls do not count
+	// against (GitHub's other quota spent, answered to a rest call): a
+	// fatal answer that ends the call lost as denied
+	// (resilience.Guard.EndDenied).
+	denied bool
 }
 
 // Error returns "<method> <url without query>: <status>".
@@ -126,8 +131,9 @@ func (x *exchange) answerOf(resp *http.Response) *StatusError {
 			// no refusal of that quota's, and throttles as any 429; a
 			// server error or a 503 with such headers (the call that
 			// spent the quota's last request, which then failed) is
-			// what its status says.
-			e.kind = errread.Fatal
+			// what its status says. The call is lost as denied, in the
+			// scope it was made in, though the caller has the answer.
+			e.kind, e.denied = errread.Fatal, true
 		}
 	}
 	if hb, ok := resp.Body.(hint.Body); ok && !e.hasHint {

@@ -168,8 +168,12 @@ const lowShare = 10
 // pace nothing: that quota spent or low neither pauses nor slows rest, and
 // a 403 or 429 of it spent (x-ratelimit-remaining: 0, no retry-after, no
 // secondary limit's words in its body) is a fatal answer, not retried,
-// whose headers tell the caller when that quota resets; a 429 with
-// requests left is a throttle, as any 429. Every other scope holds the
+// whose headers tell the caller when that quota resets: the caller gets
+// it with no error, and the call is lost as denied
+// (resilience.LossDenied, see resilience.Guard.EndDenied) in the run's
+// Stats and the task's Ledger of the scope it was made in, whose breaker
+// counts no failure of it; a 429 with requests left is a throttle, as
+// any 429. Every other scope holds the
 // calls of one operation, which count against one quota whatever the
 // server names it (an Enterprise Server counts a code search against
 // search, as its other searches; an autofix's status may count in core),

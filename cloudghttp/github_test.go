@@ -1052,6 +1052,55 @@ func TestGitHubAnotherQuotasHeadersPaceOnlyThatQuota(t *testing.T) {
 	}
 }
 
+// Another quota's refusal answered to a rest call (a 403 or 429 whose
+// x-ratelimit-resource names copilot_usage_records or source_import, with
+// nothing left) reaches the caller as GitHub's answer, with no error, but
+// the call is no success: the governor counts it lost to GitHub's quota,
+// in the run's Stats and the task's Ledger of the scope it was made in,
+// so that a collector that reads the answer as "nothing there" reports
+// its task degraded rather than complete. Since the quota is not the
+// scope's, the scope is neither slowed nor paused, nor throttled, nor
+// given up, and its breaker counts no failure.
+func TestGitHubAnotherQuotasRefusalIsCountedLost(t *testing.T) {
+	for _, c := range []struct {
+		code           int
+		resource, path string
+	}{
+		{http.StatusForbidden, "copilot_usage_records", "/repos/octo/hello/pulls"},
+		{http.StatusTooManyRequests, "source_import", "/repos/octo/hello/import"},
+	} {
+		t.Run(strconv.Itoa(c.code)+"/"+c.resource, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeAPI{}
+				f.script(status(c.code, "X-RateLimit-Limit", "30", "X-RateLimit-Remaining", "0",
+					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", c.resource))
+				gov := newGov(t, resilience.Config{})
+				scope := cloudghttp.GitHub("octo")
+				hc := &http.Client{Transport: cloudghttp.NewTransport(newMem(f), scope, cloudghttp.WithGovernor(gov))}
+				ctx, stats := resilience.WithStats(context.Background())
+				ctx, ledger := resilience.WithLedger(ctx, "pulls")
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com"+c.path, nil)
+				rate := gov.Inspect(scope(req)).Leaf.Rate
+				resp := send(t, hc, req)
+				readAll(t, resp)
+				if resp.StatusCode != c.code {
+					t.Fatalf("status %d, want GitHub's %d", resp.StatusCode, c.code)
+				}
+				got := gov.Summary(stats).Scopes[scope(req)]
+				if got.Calls != 1 || got.Lost() != 1 || got.Denied != 1 || got.Throttled != 0 || got.GaveUp != 0 || got.BreakerTrips != 0 {
+					t.Errorf("%s's refusal: stats of %v %+v, want its one call lost as denied, not throttled or given up", c.resource, scope(req), got)
+				}
+				if n := ledger.Count(resilience.LossDenied); n != 1 || !ledger.Degraded() {
+					t.Errorf("%s's refusal: the ledger counts %d denied (%q), want the call lost as denied", c.resource, n, ledger.Describe())
+				}
+				if s := gov.Inspect(scope(req)); s.Leaf.Paused != 0 || s.Leaf.Rate != rate || s.Breaker.Failures != 0 {
+					t.Errorf("%s's refusal: rest paused %v at %v rps with %d breaker failures, want no pause at %v rps and none", c.resource, s.Leaf.Paused, s.Leaf.Rate, s.Breaker.Failures, rate)
+				}
+			})
+		})
+	}
+}
+
 // A GraphQL 200 that carries data and an error of GitHub's rate limit (a
 // partial answer: GitHub ran part of the request before the limit held
 // the rest back) is no success: the caller's result is missing what the

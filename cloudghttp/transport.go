@@ -347,6 +347,12 @@ func (x *exchange) run() (*http.Response, error) {
 			}
 			x.gd.Release()
 		}
+		if se, ok := answer.(*StatusError); ok && se.denied {
+			// Another quota's refusal: lost as denied, the caller
+			// given GitHub's answer.
+			x.gd.EndDenied(answer)
+			return resp, err
+		}
 		if answer == nil || kind == resilience.Fatal || ctx.Err() != nil || !x.mayResend(kind, answer) {
 			x.gd.End(answer)
 			return resp, err
