@@ -40,7 +40,7 @@ func lostOnly(t *testing.T, g *resilience.Governor, stats *resilience.Stats, led
 	byKind := map[resilience.Loss]int64{
 		resilience.LossGaveUp: tot.GaveUp, resilience.LossSkipped: tot.Rejected, resilience.LossFailed: tot.Failed,
 		resilience.LossRefused: tot.Refused, resilience.LossCancelled: tot.Cancelled,
-		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked,
+		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked, resilience.LossDenied: tot.Denied,
 	}
 	for k, n := range byKind {
 		w := 0

@@ -53,7 +53,7 @@ func (r run) lost(t *testing.T, g *Governor, kind Loss, want int) {
 	t.Helper()
 	tot := g.Summary(r.stats).Totals
 	counts := map[Loss]int64{LossGaveUp: tot.GaveUp, LossSkipped: tot.Rejected, LossFailed: tot.Failed, LossRefused: tot.Refused, LossCancelled: tot.Cancelled,
-		LossErrored: tot.Errored, LossPanicked: tot.Panicked}
+		LossErrored: tot.Errored, LossPanicked: tot.Panicked, LossDenied: tot.Denied}
 	for k, n := range counts {
 		w := int64(0)
 		if k == kind {
