@@ -93,12 +93,13 @@ func later(now, d time.Duration) time.Duration {
 
 // refusedAt reports, asking the breaker for nothing, whether it is open
 // at now and stays open past until, so that it refuses the call's next
-// attempt then. A half-open breaker does not: its probe's verdict (this
-// call's own, or another's) decides. A probe whose breaker opened again
-// meanwhile (another call's failure) holds nothing, and is refused as
-// any call.
+// attempt then: a retry (retryNext), allowed or still to be asked for, or
+// a request that does not go on the call's lease. A half-open breaker
+// does not: its probe's verdict (this call's own, or another's) decides.
+// A probe whose breaker opened again meanwhile (another call's failure)
+// holds nothing, and is refused as any call.
 func (gd *Guard) refusedAt(now, until time.Duration) bool {
-	if (!gd.retrying() && gd.lease.holds()) || gd.e.breaker.Pristine() {
+	if (!gd.retryNext() && gd.lease.holds()) || gd.e.breaker.Pristine() {
 		return false
 	}
 	s := gd.e.breaker.Snapshot(now)
@@ -110,11 +111,14 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 // when delay has passed: it is open (it opened meanwhile, or was open
 // already), and its cooldown lasts past the end of delay. It is for an
 // integration whose SDK sleeps its own backoff, delay, before a retry
-// that Retry allowed (the AWS SDK's and azcore's retry loops): f ends
-// that sleep, and the retry's Pace or Enter, asking the breaker first,
-// refuses it and records it as a refused retry would be, at once rather
-// than when the backoff ends. An integration that knows only a bound of
-// the SDK's backoff passes the longest it may be.
+// (the AWS SDK's and azcore's retry loops): one that Retry allowed, or
+// one of an answer After recorded that the integration asks Retry for
+// only as the SDK sends it (an SDK that may resend or give up the answer
+// itself: Enter, Pace and Admit ask Retry first). f ends that sleep, and
+// the retry's Pace or Enter, asking the breaker first, refuses it and
+// records it as a refused retry would be, at once rather than when the
+// backoff ends. An integration that knows only a bound of the SDK's
+// backoff passes the longest it may be.
 //
 // A breaker whose cooldown ends before delay does not call f: the retry
 // goes when the backoff ends, as the breaker's probe. Nor does a

@@ -112,3 +112,11 @@ func (gd *Guard) to(p phase) {
 // retrying reports whether the next attempt is a retry of the current
 // call, which was sent and failed.
 func (gd *Guard) retrying() bool { return gd.phase == phaseRetryable || gd.phase == phaseAwaiting }
+
+// retryNext reports whether the next attempt, if one is sent, is a retry
+// of the current call, which asks the breaker: one Retry allowed, or one
+// of an answer After recorded (failed, or final), which Enter, Pace and
+// Admit ask Retry for as it is sent.
+func (gd *Guard) retryNext() bool {
+	return gd.retrying() || gd.phase == phaseFailed || gd.phase == phaseFinal
+}

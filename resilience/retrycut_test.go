@@ -200,6 +200,47 @@ func TestAfterOpenCallsOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 	}
 }
 
+// AfterOpen watches the retry of an attempt After recorded whose Retry
+// the integration asks only as the SDK sends it (Enter, Pace and Admit
+// ask it then: cloudgazure's retries of a request azcosmos made, or that
+// a caller's ShouldRetry decides on), a failed answer's or a final one's
+// an SDK retries, as it watches one Retry allowed: a breaker that opens
+// during the SDK's backoff, its cooldown past the backoff's end, calls f
+// then, and the retry's Enter refuses it. Before, such a call held its
+// lease and the breaker was never looked at: f was not called, and the
+// SDK slept its whole backoff for a retry refused after it.
+func TestAfterOpenWatchesARetryNotAskedYet(t *testing.T) {
+	for name, answer := range map[string]func() error{"throttled": throttle, "final": accessDenied} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				ctx := context.Background()
+				gd, _ := g.Begin(ctx, ec2Subnets)
+				if err := gd.Enter(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gd.Release()
+				gd.After(answer())
+				start := time.Now()
+				var called atomic.Int64 // when f was called, +1 ns; 0: not called
+				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+				time.Sleep(time.Second)
+				openBreaker(t, g)
+				opened := time.Since(start)
+				synctest.Wait()
+				if got := time.Duration(called.Load() - 1); stop() || got != opened {
+					t.Errorf("f called at %v (-1ns: not), want as the breaker opened at %v", got, opened)
+				}
+				var coe *CircuitOpenError
+				if err := gd.Enter(ctx); !errors.As(err, &coe) {
+					t.Errorf("the retry's Enter: %v, want a CircuitOpenError", err)
+				}
+				gd.End(nil)
+			})
+		})
+	}
+}
+
 // A Reset or a Configure during the SDK's backoff retires the breaker
 // AfterOpen watches: the live one's opening calls f (the watch looks for
 // it every second). Before, the retired breaker was watched until stop.
