@@ -287,21 +287,25 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		st.tries++
 		st.tried = raw
 	}
-	if st.owed {
-		// azcore retries an answer the policies could not tell it would:
-		// the retry is asked for now that it is sent.
-		st.owed = false
-		if err := st.retry(); err != nil {
-			return nil, err
-		}
-	}
-	if st.unwatch() {
+	// The watch of azcore's sleep ends before the Guard is used again
+	// (see resilience.Guard.AfterOpen), a retry owed's included.
+	cut := st.unwatch()
+	owed := st.owed
+	st.owed = false
+	if cut {
 		// The breaker opened as azcore's sleep ended: the attempt's
 		// context, derived from the cut one, has ended. azcore's loop
 		// ends, and the per-call policy asks the Guard for the retry (see
 		// cutEnded), on a context of the request's that is live.
 		st.recut = true
 		return nil, stop(context.Canceled)
+	}
+	if owed {
+		// azcore retries an answer the policies could not tell it would:
+		// the retry is asked for now that it is sent.
+		if err := st.retry(); err != nil {
+			return nil, err
+		}
 	}
 	if st.entered {
 		st.entered = false
@@ -403,6 +407,7 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	}
 	if st.asksLate(resp.StatusCode, nil) {
 		st.owed = true
+		st.watch() // azcore's sleep, before the retry asked as it is sent
 	} else if err := st.retry(); err != nil {
 		return nil, err
 	} else {
@@ -469,6 +474,7 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 	}
 	if st.asksLate(0, err) {
 		st.owed = true
+		st.watch()
 		return resp, err
 	}
 	if serr := st.retry(); serr != nil {
@@ -479,8 +485,9 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 }
 
 // watch cuts azcore's backoff sleep before the retry the Guard just
-// allowed short when the scope's breaker opens and would still refuse the
-// retry when the sleep ends, however long azcore's jitter makes it
+// allowed, or will be asked for as azcore sends it (owed: see asksLate),
+// short when the scope's breaker opens and would still refuse the retry
+// when the sleep ends, however long azcore's jitter makes it
 // (resilience.Guard.AfterOpen, with shared.longestSleep): azcore sleeps on
 // the context of the per-call policy's request, or of one a later policy
 // derived from it, and the breaker's opening cancels it (rc's cut).
@@ -489,10 +496,15 @@ func (st *callState) failedAttempt(resp *http.Response, err error) (*http.Respon
 // for the retry, which refuses it and records it as a refused retry would
 // be. A breaker whose cooldown may
 // end before the sleep does leaves it whole: the next attempt's Enter
-// refuses the retry, or lets it go as the breaker's probe. Only the
-// per-call policy can cut: without it, nothing is watched.
+// refuses the retry, or lets it go as the breaker's probe. A retry owed
+// that azcore does not make (azcosmos gave the answer up, or resent it at
+// once, itself) ends the watch as the request ends or the next attempt
+// is sent. Only the per-call policy can cut, and only a sleep whose bound
+// the policies know (the pipeline's retry options, ClientOptions', a
+// ShouldRetry among them: shared.sleeps): without them, nothing is
+// watched.
 func (st *callState) watch() {
-	if st.raw == nil {
+	if st.raw == nil || !st.s.sleeps {
 		return
 	}
 	st.stopWatch = st.gd.AfterOpen(st.s.longestSleep(st.tries), st.rc.Arm())

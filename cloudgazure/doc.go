@@ -103,8 +103,9 @@
 // one's own too) is asked for when it is sent, too: azcosmos runs a
 // retry policy of its own ahead of the package's per attempt, which sends
 // such an answer again at once, to another region, or gives it up so that
-// azcore does not retry it; its resends are the retries counted, and
-// azcore's backoff before a retry is not watched. Any other answer, a 429
+// azcore does not retry it; its resends are the retries counted. azcore's
+// backoff before such a retry is watched all the same (see below), but
+// with Policies, which do not see how long azcore sleeps. Any other answer, a 429
 // among them, and any other failed attempt (a reset connection, a
 // timeout), azcosmos hands to azcore as it came, and its retry is asked
 // for at once, as is any answer to a request azcosmos did not make (one
@@ -130,7 +131,10 @@
 // hint, or a token wait, that would overrun the request's deadline
 // (deadline_seconds, 900 s, or the context's deadline if sooner) ends the
 // request with the last answer instead. While azcore sleeps its backoff
-// before a retry, resilience.Guard.AfterOpen watches the scope's breaker:
+// before a retry, allowed already or to be asked for as it is sent (with
+// a ShouldRetry, for a request azcosmos made), resilience.Guard.AfterOpen
+// watches the scope's breaker (but with Policies, which do not see how
+// long azcore sleeps):
 // should it open (a dead scope) with a cooldown that outlasts the longest
 // the sleep may last (azcore draws its jitter itself: (2^try − 1) ×
 // RetryDelay × 1.3, at most MaxRetryDelay), the sleep ends at once and

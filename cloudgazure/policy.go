@@ -30,8 +30,13 @@ type shared struct {
 	// then a retry is decided when azcore sends it.
 	known      bool
 	maxRetries int32
-	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when known.
+	// azcore's RetryDelay and MaxRetryDelay, as it reads them, when
+	// sleeps is set: the pipeline's retry options are known (a ShouldRetry
+	// among them decides whether azcore retries, not how long it sleeps
+	// first), so that azcore's backoff sleep may be watched (see
+	// callState.watch).
 	retryDelay, maxRetryDelay time.Duration
+	sleeps                    bool
 
 	// own is the retry options the client was given (ClientOptions' base's
 	// Retry), which azcore applies to a request of a disabled provider;
@@ -62,13 +67,13 @@ func (s *shared) tenantAccount(authorization string) string {
 // options are retry (nil: unknown).
 func newShared(cfg config, retry *policy.RetryOptions) *shared {
 	s := &shared{cfg: cfg}
-	if retry == nil || retry.ShouldRetry != nil {
+	if retry == nil {
 		return s
 	}
-	if retry.StatusCodes != nil {
+	s.known, s.sleeps = retry.ShouldRetry == nil, true
+	if s.known && retry.StatusCodes != nil {
 		s.retried = append([]int{}, retry.StatusCodes...)
 	}
-	s.known = true
 	// azcore's setDefaults: 0 is its default (3 retries, a 60 s cap, an
 	// 800 ms delay); a negative value no retries, no cap, no delay.
 	switch s.maxRetries = retry.MaxRetries; {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -214,4 +215,89 @@ func TestBreakerOpeningEndsQueryResourcesBackoff(t *testing.T) {
 			t.Fatalf("ledger: %d gave up, %d skipped; want 1, 0 (%s)", gu, sk, ledger.Describe())
 		}
 	})
+}
+
+// A retry the Guard is asked for only when azcore sends it (a 503 of a
+// request azcosmos made, which azcosmos may resend or give up itself; a
+// 429 a caller's ShouldRetry decides on) is watched as one asked for at
+// once: a request asleep in azcore's backoff (16 to 20 s here) when its
+// scope's breaker opens, with a cooldown past the sleep's end, ends then
+// with the breaker's refusal, one attempt sent, given up once. Before,
+// its sleep went on to its end, and the retry was refused only then.
+func TestBreakerOpeningEndsTheBackoffOfALateAskedRetry(t *testing.T) {
+	cfg := resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(2), BaseDelaySeconds: 20, MaxBackoffSeconds: 20}}
+	for _, tc := range []struct {
+		name  string
+		scope resilience.Scope
+		send  func(t *testing.T, gov *resilience.Governor, ctx context.Context) (sent func() int, err error)
+	}{
+		{"azcosmos's 503", az("acct", cloudgazure.ServiceCosmosDB), func(t *testing.T, gov *resilience.Governor, ctx context.Context) (func() int, error) {
+			n := 0 // read once the request returned
+			pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{},
+				governedOptions(gov, "ClientOptions", cosmosAnswers(&n, http.StatusServiceUnavailable)))
+			_, err := pl.Do(newAzcosmosRequest(t, ctx, http.MethodGet, "https://acct.documents.azure.com/dbs/d/colls/c/docs/x"))
+			return func() int { return n }, err
+		}},
+		{"a 429 a ShouldRetry retries", networkA, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var (
+					gov  *resilience.Governor
+					send func(ctx context.Context) (func() int, error)
+				)
+				if tc.send != nil {
+					gov = newGov(t, cfg)
+					send = func(ctx context.Context) (func() int, error) { return tc.send(t, gov, ctx) }
+				} else {
+					e := memEnv(t, cfg)
+					base := *e.base
+					base.Retry.ShouldRetry = func(resp *http.Response, _ error) bool {
+						return resp != nil && resp.StatusCode == http.StatusTooManyRequests
+					}
+					e.base = &base
+					e.srv.forever(routeVnetGet, throttled(""))
+					gov = e.gov
+					send = func(ctx context.Context) (func() int, error) {
+						_, err := e.vnets(subA).Get(ctx, "rg", "vnet", nil)
+						return func() int { return e.srv.count(routeVnetGet) }, err
+					}
+				}
+				ctx, ledger := resilience.WithLedger(context.Background(), "t")
+				start := time.Now()
+				var (
+					at   time.Duration
+					sent func() int
+				)
+				done := make(chan error)
+				go func() {
+					var err error
+					sent, err = send(ctx)
+					at = time.Since(start)
+					done <- err
+				}()
+				synctest.Wait() // answered once, asleep in azcore's backoff
+				time.Sleep(time.Second)
+				for range 5 { // five calls of the scope give up: the breaker opens
+					resilience.Do(context.Background(), tc.scope, func(context.Context) error { return tooMany{} },
+						resilience.WithGovernor(gov), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+				}
+				opened := time.Since(start)
+				if s := gov.Inspect(tc.scope).Breaker.State; s != state.Open {
+					t.Fatalf("the breaker is %v, want open", s)
+				}
+				err := <-done
+				var coe *resilience.CircuitOpenError
+				if !errors.As(err, &coe) || at != opened {
+					t.Errorf("the request ended at %v with %v; the breaker opened at %v: want a CircuitOpenError then, not after azcore's backoff (16 to 20 s)", at, err, opened)
+				}
+				if n := sent(); n != 1 {
+					t.Errorf("%d requests, want 1", n)
+				}
+				if gu, sk := ledger.Counts(); gu != 1 || sk != 0 {
+					t.Errorf("ledger: %d gave up, %d skipped; want 1, 0 (%s)", gu, sk, ledger.Describe())
+				}
+			})
+		})
+	}
 }
