@@ -3,9 +3,10 @@
 // of the calls' spans.
 //
 // Instrument makes it all in one call, on one meter provider: the
-// Observer of the governor's events, and observable gauges read from the
-// live scopes of the governor made with it (resilience.WithObserver
-// attaches the governor to the Observer when it is made):
+// Observer of the governor's events, and the observable gauges (some of
+// them up-down counters, below) read from the live scopes of the
+// governor made with it (resilience.WithObserver attaches the governor
+// to the Observer when it is made):
 //
 //	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
 //	gov, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
@@ -42,20 +43,28 @@
 //	cloudg.lost                  counter    {call}       calls lost, by cloudg.loss: gave_up, skipped, failed, refused, cancelled, errored, panicked, denied
 //	cloudg.breaker.trips         counter    {trip}       breakers opened, by cloudg.reason: throttling, errors, throttled for good, down
 //	cloudg.wait.duration         histogram  s            waits for a rate token (cloudg.level: the slowest bucket)
-//	cloudg.rate                  gauge      {request}/s  a scope's adaptive rate
-//	cloudg.rate.ceiling          gauge      {request}/s  its configured ceiling
+//	cloudg.rate                  up-down    {request}/s  a scope's adaptive rate
+//	cloudg.rate.ceiling          up-down    {request}/s  its configured ceiling
 //	cloudg.breaker.state         gauge                   0 closed, 1 half-open, 2 open
 //	cloudg.queued                gauge      {call}       calls waiting for a rate token of a scope (or its account, or its provider), a pause holding them
 //	cloudg.pause.remaining       gauge      s            the time left of the pause holding a scope, 0 when none
-//	cloudg.inflight              gauge      {call}       calls holding a slot of an account's bulkhead
-//	cloudg.waiting               gauge      {call}       calls waiting for a slot of an account's bulkhead
-//	cloudg.retry_budget          gauge      {token}      tokens left in a provider's retry budget
-//	cloudg.provider.rate         gauge      {request}/s  the rate of a provider's provider-wide bucket (global_max_rps)
-//	cloudg.provider.rate.ceiling gauge      {request}/s  its configured rate
-//	cloudg.provider.queued       gauge      {call}       calls waiting for a rate token of the provider's bucket
+//	cloudg.inflight              up-down    {call}       calls holding a slot of an account's bulkhead
+//	cloudg.waiting               up-down    {call}       calls waiting for a slot of an account's bulkhead
+//	cloudg.retry_budget          up-down    {token}      tokens left in a provider's retry budget
+//	cloudg.provider.rate         up-down    {request}/s  the rate of a provider's provider-wide bucket (global_max_rps)
+//	cloudg.provider.rate.ceiling up-down    {request}/s  its configured rate
+//	cloudg.provider.queued       up-down    {call}       calls waiting for a rate token of the provider's bucket
 //
 // Through the OpenTelemetry Prometheus exporter they read cloudg_calls_total,
 // cloudg_wait_duration_seconds, cloudg_rate_per_second and so on.
+// The up-down counters are the governor's values that add up across
+// series, observed at each collection as the gauges are (Prometheus's
+// exporter writes them as gauges, OTLP as sums that are not monotonic):
+// an OpenTelemetry view that
+// drops an attribute adds up the series it merges, as WithoutAccount
+// does, where it would keep one of a gauge's. The gauges give a series'
+// worst (the breaker's state, the pause left), or count a queue in each
+// scope it holds (callers queued), which no sum says.
 // cloudg.breaker.state's numbers are state.BreakerState's: a state that
 // is none of the three (a Store's, decoded from a corrupt record) reads
 // as its number, not as closed.

@@ -19,7 +19,8 @@ import (
 // Instrument makes what records a governor in OpenTelemetry, on one meter
 // provider (WithMeterProvider, or the global one): the Observer of its
 // events (counters, the wait histogram, span events) and the observable
-// gauges of its live scopes, read at each collection. Give the Observer
+// gauges (and up-down counters) of its live scopes, read at each
+// collection. Give the Observer
 // to the governor with resilience.WithObserver; the governor attaches
 // itself to it when it is made, so that the events and the gauges are
 // wired together, by one option:
@@ -364,7 +365,8 @@ func (gs *gauges) unregister() error {
 	return gs.leave()
 }
 
-// RegisterGauges registers observable gauges over g's live scopes
+// RegisterGauges registers the observable gauges (and up-down counters)
+// over g's live scopes
 // (resilience.Governor.Scopes), read at each collection: those Instrument
 // registers (see the package's documentation), read by the callback of
 // the Instrument Observers and other RegisterGauges on the same meter
@@ -403,12 +405,12 @@ func (r registration) Unregister() error { return r.gs.unregister() }
 // cloudg.provider.rate, cloudg.provider.rate.ceiling and
 // cloudg.provider.queued per provider with a provider-wide bucket.
 func registerGauges(m metric.Meter, read func(context.Context) (reading, error)) (metric.Registration, error) {
-	rate, err := m.Float64ObservableGauge("cloudg.rate", metric.WithUnit("{request}/s"),
+	rate, err := m.Float64ObservableUpDownCounter("cloudg.rate", metric.WithUnit("{request}/s"),
 		metric.WithDescription("A scope's adaptive rate."))
 	if err != nil {
 		return nil, err
 	}
-	ceiling, err := m.Float64ObservableGauge("cloudg.rate.ceiling", metric.WithUnit("{request}/s"),
+	ceiling, err := m.Float64ObservableUpDownCounter("cloudg.rate.ceiling", metric.WithUnit("{request}/s"),
 		metric.WithDescription("A scope's configured rate, the ceiling of its adaptive rate."))
 	if err != nil {
 		return nil, err
@@ -428,32 +430,32 @@ func registerGauges(m metric.Meter, read func(context.Context) (reading, error))
 	if err != nil {
 		return nil, err
 	}
-	inflight, err := m.Int64ObservableGauge("cloudg.inflight", metric.WithUnit("{call}"),
+	inflight, err := m.Int64ObservableUpDownCounter("cloudg.inflight", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls holding a slot of an account's bulkhead."))
 	if err != nil {
 		return nil, err
 	}
-	waiting, err := m.Int64ObservableGauge("cloudg.waiting", metric.WithUnit("{call}"),
+	waiting, err := m.Int64ObservableUpDownCounter("cloudg.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls waiting for a slot of an account's bulkhead."))
 	if err != nil {
 		return nil, err
 	}
-	budget, err := m.Float64ObservableGauge("cloudg.retry_budget", metric.WithUnit("{token}"),
+	budget, err := m.Float64ObservableUpDownCounter("cloudg.retry_budget", metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens left in a provider's retry budget."))
 	if err != nil {
 		return nil, err
 	}
-	provRate, err := m.Float64ObservableGauge("cloudg.provider.rate", metric.WithUnit("{request}/s"),
+	provRate, err := m.Float64ObservableUpDownCounter("cloudg.provider.rate", metric.WithUnit("{request}/s"),
 		metric.WithDescription("The rate of a provider's provider-wide bucket (global_max_rps)."))
 	if err != nil {
 		return nil, err
 	}
-	provCeiling, err := m.Float64ObservableGauge("cloudg.provider.rate.ceiling", metric.WithUnit("{request}/s"),
+	provCeiling, err := m.Float64ObservableUpDownCounter("cloudg.provider.rate.ceiling", metric.WithUnit("{request}/s"),
 		metric.WithDescription("The configured rate of a provider's provider-wide bucket (global_max_rps)."))
 	if err != nil {
 		return nil, err
 	}
-	provQueued, err := m.Int64ObservableGauge("cloudg.provider.queued", metric.WithUnit("{call}"),
+	provQueued, err := m.Int64ObservableUpDownCounter("cloudg.provider.queued", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls waiting for a rate token of a provider's provider-wide bucket (global_max_rps), a pause holding them."))
 	if err != nil {
 		return nil, err

@@ -3,8 +3,6 @@ package test
 import (
 	"testing"
 
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-
 	"github.com/cloudg/cloudg/cloudgotel"
 	"github.com/cloudg/cloudg/internal/storetest"
 	"github.com/cloudg/cloudg/resilience"
@@ -34,8 +32,8 @@ func TestACollectionReadsABudgetAndItsSizeAtOnce(t *testing.T) {
 	}
 	store.OnNextRead(resize)
 	if mt, ok := m.collect(t)["cloudg.retry_budget"]; ok {
-		if pts := mt.Data.(metricdata.Gauge[float64]).DataPoints; len(pts) > 0 {
-			t.Errorf("a collection, read as AWS's budget was resized from 500 to 1000 (full before and after), reports cloudg.retry_budget %v = %v; want no series", attrs(pts[0].Attributes), pts[0].Value)
+		if pts := gauge[float64](t, mt); len(pts) > 0 {
+			t.Errorf("a collection, read as AWS's budget was resized from 500 to 1000 (full before and after), reports cloudg.retry_budget %v; want no series", pts)
 		}
 	}
 	if !store.Ran() {

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cloudg/cloudg/cloudgotel"
@@ -19,21 +21,80 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// gauge returns a gauge's points by their attributes' encoding.
+// gauge returns the points of a gauge, or of an up-down counter (the
+// gauges of values that add up, TestAdditiveGaugesAddUpUnderAView), by
+// their attributes' encoding.
 func gauge[N int64 | float64](t *testing.T, mt metricdata.Metrics) map[string]N {
 	t.Helper()
-	g, isGauge := mt.Data.(metricdata.Gauge[N])
-	if !isGauge {
+	var pts []metricdata.DataPoint[N]
+	switch d := mt.Data.(type) {
+	case metricdata.Gauge[N]:
+		pts = d.DataPoints
+	case metricdata.Sum[N]:
+		if d.IsMonotonic {
+			t.Fatalf("%s is a counter", mt.Name)
+		}
+		pts = d.DataPoints
+	default:
 		t.Fatalf("%s is %T", mt.Name, mt.Data)
 	}
 	out := map[string]N{}
-	for _, p := range g.DataPoints {
+	for _, p := range pts {
 		if _, dup := out[p.Attributes.Encoded(attribute.DefaultEncoder())]; dup {
 			t.Errorf("%s: two points for %v", mt.Name, attrs(p.Attributes))
 		}
 		out[p.Attributes.Encoded(attribute.DefaultEncoder())] = p.Value
 	}
 	return out
+}
+
+// readings returns the points of a gauge or an up-down counter by their
+// attributes' encoding, as float64.
+func readings(t *testing.T, mt metricdata.Metrics) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	add := func(a attribute.Set, v float64) { out[a.Encoded(attribute.DefaultEncoder())] += v }
+	switch d := mt.Data.(type) {
+	case metricdata.Gauge[float64]:
+		for _, p := range d.DataPoints {
+			add(p.Attributes, p.Value)
+		}
+	case metricdata.Gauge[int64]:
+		for _, p := range d.DataPoints {
+			add(p.Attributes, float64(p.Value))
+		}
+	case metricdata.Sum[float64]:
+		for _, p := range d.DataPoints {
+			add(p.Attributes, p.Value)
+		}
+	case metricdata.Sum[int64]:
+		for _, p := range d.DataPoints {
+			add(p.Attributes, float64(p.Value))
+		}
+	default:
+		t.Fatalf("%s is %T", mt.Name, mt.Data)
+	}
+	return out
+}
+
+// kindOf names the kind of instrument mt was recorded by: "gauge",
+// "up-down counter", "counter", or its data's type.
+func kindOf(mt metricdata.Metrics) string {
+	switch d := mt.Data.(type) {
+	case metricdata.Gauge[float64], metricdata.Gauge[int64]:
+		return "gauge"
+	case metricdata.Sum[float64]:
+		if !d.IsMonotonic {
+			return "up-down counter"
+		}
+		return "counter"
+	case metricdata.Sum[int64]:
+		if !d.IsMonotonic {
+			return "up-down counter"
+		}
+		return "counter"
+	}
+	return fmt.Sprintf("%T", mt.Data)
 }
 
 // gaugeEstate makes scopes whose gauges differ: DescribeVpcs of account
@@ -126,7 +187,7 @@ func TestGauges(t *testing.T) {
 		if err := obs.Unregister(); err != nil {
 			t.Fatal(err)
 		}
-		if mt, has := m.collect(t)["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
+		if mt, has := m.collect(t)["cloudg.rate"]; has && len(gauge[float64](t, mt)) != 0 {
 			t.Errorf("after Unregister: %+v", mt.Data)
 		}
 	})
@@ -208,7 +269,7 @@ func TestInstrumentWiresEventsAndGaugesInOneCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := m.collect(t)
-		if mt, has := got["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
+		if mt, has := got["cloudg.rate"]; has && len(gauge[float64](t, mt)) != 0 {
 			t.Fatalf("gauges before any governor: %+v", mt.Data)
 		}
 		var govs []*resilience.Governor
@@ -233,7 +294,7 @@ func TestInstrumentWiresEventsAndGaugesInOneCall(t *testing.T) {
 		}
 		resilience.Do(context.Background(), vpcs, ok, resilience.WithGovernor(govs[0]))
 		got = m.collect(t)
-		if mt, has := got["cloudg.rate"]; has && len(mt.Data.(metricdata.Gauge[float64]).DataPoints) != 0 {
+		if mt, has := got["cloudg.rate"]; has && len(gauge[float64](t, mt)) != 0 {
 			t.Errorf("gauges after Unregister: %+v", mt.Data)
 		}
 		if c := sums(t, got["cloudg.calls"])[k]; c != 3 {
@@ -272,8 +333,15 @@ func TestTheTwoPhaseWiringStillWorks(t *testing.T) {
 			if _, has := b[name]; !has {
 				t.Errorf("the two phases lack %s", name)
 			}
-			if g, isGauge := mt.Data.(metricdata.Gauge[float64]); isGauge && fmt.Sprint(gauge[float64](t, b[name])) != fmt.Sprint(gauge[float64](t, mt)) {
-				t.Errorf("%s: %v against %v", name, g.DataPoints, b[name].Data)
+			switch d := mt.Data.(type) {
+			case metricdata.Gauge[float64], metricdata.Gauge[int64], metricdata.Sum[float64]:
+				if x, y := fmt.Sprint(readings(t, mt)), fmt.Sprint(readings(t, b[name])); x != y {
+					t.Errorf("%s: %v against %v", name, x, y)
+				}
+			case metricdata.Sum[int64]:
+				if !d.IsMonotonic && fmt.Sprint(readings(t, mt)) != fmt.Sprint(readings(t, b[name])) {
+					t.Errorf("%s: %v against %v", name, readings(t, mt), readings(t, b[name]))
+				}
 			}
 		}
 	})
@@ -445,9 +513,8 @@ func TestASpentBudgetIsReportedWithoutAnEarlierCollection(t *testing.T) {
 		m := newMeter()
 		left := spentThenReclaimed(t, m, nil)
 		var got []string
-		for _, p := range m.collect(t)["cloudg.retry_budget"].Data.(metricdata.Gauge[float64]).DataPoints {
-			name, _ := p.Attributes.Value("cloud.provider")
-			got = append(got, fmt.Sprintf("%s %v", name.Emit(), p.Value))
+		for k, v := range gauge[float64](t, m.collect(t)["cloudg.retry_budget"]) {
+			got = append(got, fmt.Sprintf("%s %v", strings.TrimPrefix(k, "cloud.provider="), v))
 		}
 		slices.Sort(got)
 		if want := []string{fmt.Sprintf("aws %v", left), "gcp 500"}; !slices.Equal(got, want) {
@@ -476,9 +543,8 @@ func TestAForgottenProvidersBudgetIsNotReported(t *testing.T) {
 		}
 		series := func() []string {
 			var out []string
-			for _, p := range m.collect(t)["cloudg.retry_budget"].Data.(metricdata.Gauge[float64]).DataPoints {
-				name, _ := p.Attributes.Value("cloud.provider")
-				out = append(out, name.Emit())
+			for k := range gauge[float64](t, m.collect(t)["cloudg.retry_budget"]) {
+				out = append(out, strings.TrimPrefix(k, "cloud.provider="))
 			}
 			slices.Sort(out)
 			return out
@@ -590,6 +656,14 @@ func TestADisabledProvidersScopesAreNotReadAsGoverned(t *testing.T) {
 			for _, p := range d.DataPoints {
 				points = append(points, p.Attributes)
 			}
+		case metricdata.Sum[float64]:
+			for _, p := range d.DataPoints {
+				points = append(points, p.Attributes)
+			}
+		case metricdata.Sum[int64]:
+			for _, p := range d.DataPoints {
+				points = append(points, p.Attributes)
+			}
 		default:
 			t.Fatalf("%s is %T", name, mt.Data)
 		}
@@ -667,4 +741,60 @@ func TestObserversOnOneMeterProviderAddUp(t *testing.T) {
 	if rates, budgets := read(); len(rates) != 0 || len(budgets) != 0 {
 		t.Errorf("every Observer unregistered: cloudg.rate %v, cloudg.retry_budget %v; want no gauge", rates, budgets)
 	}
+}
+
+// The gauges of values that add up across series (a scope's rate and
+// ceiling, an account's calls in flight and waiting for a slot, a
+// provider's retry budget and its provider-wide bucket's rate, ceiling
+// and callers) are up-down counters, so that an OpenTelemetry view that
+// drops an attribute (sdkmetric.Stream's AttributeFilter, as a program
+// trims its series after the fact) adds up the series it merges, as
+// WithoutAccount does, rather than keeping one of them: a gauge's series
+// merged keep the last value observed. Those that give their series'
+// worst (the breaker's state, the pause left) or that count one queue in
+// each scope it holds (callers queued) stay gauges.
+func TestAdditiveGaugesAddUpUnderAView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		noAccount := sdkmetric.NewView(sdkmetric.Instrument{Name: "cloudg.*"},
+			sdkmetric.Stream{AttributeFilter: attribute.NewDenyKeysFilter("cloud.account.id")})
+		r := sdkmetric.NewManualReader()
+		viewed := meter{sdkmetric.NewMeterProvider(sdkmetric.WithReader(r), sdkmetric.WithView(noAccount)), r}
+		m := newMeter()
+		// Two accounts with a call in flight each, in the view's governor
+		// and in WithoutAccount's.
+		other := vpcs
+		other.Account = "222222222222"
+		for _, mt := range []meter{viewed, m} {
+			var opts []cloudgotel.Option
+			if mt == m {
+				opts = append(opts, cloudgotel.WithoutAccount())
+			}
+			g, _, held := gaugeEstate(t, mt, opts...)
+			defer held.End(nil)
+			held2, _ := g.Begin(context.Background(), other)
+			if err := held2.Enter(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer held2.End(nil)
+		}
+
+		got, want := viewed.collect(t), m.collect(t)
+		for name, additive := range map[string]bool{"cloudg.rate": true, "cloudg.rate.ceiling": true, "cloudg.inflight": true,
+			"cloudg.waiting": true, "cloudg.retry_budget": true, "cloudg.breaker.state": false, "cloudg.pause.remaining": false, "cloudg.queued": false} {
+			switch kind := kindOf(got[name]); {
+			case kind == "up-down counter" && !additive:
+				t.Errorf("%s is an up-down counter: its series give their worst, which no view adds up", name)
+			case kind == "gauge" && additive:
+				t.Errorf("%s is a gauge: a view that drops the account keeps one account's value of it, not their sum", name)
+			case kind != "gauge" && kind != "up-down counter":
+				t.Errorf("%s is a %s", name, kind)
+			}
+			if !additive {
+				continue
+			}
+			if g, w := fmt.Sprint(readings(t, got[name])), fmt.Sprint(readings(t, want[name])); g != w {
+				t.Errorf("%s with a view that drops the account: %s; WithoutAccount reads %s", name, g, w)
+			}
+		}
+	})
 }

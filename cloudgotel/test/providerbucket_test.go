@@ -54,6 +54,11 @@ func TestGaugesShowTheProviderBucket(t *testing.T) {
 		} else if q := gauge[int64](t, mt); len(q) != 1 || q[aws] != 3 {
 			t.Errorf("cloudg.provider.queued is %v, want aws's 3 alone (azure and gcp have no provider bucket)", q)
 		}
+		for _, name := range []string{"cloudg.provider.rate", "cloudg.provider.rate.ceiling", "cloudg.provider.queued"} {
+			if k := kindOf(got[name]); k != "up-down counter" {
+				t.Errorf("%s is a %s: the providers' values add up (TestAdditiveGaugesAddUpUnderAView)", name, k)
+			}
+		}
 		time.Sleep(time.Minute)
 	})
 }
