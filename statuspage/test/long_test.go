@@ -9,7 +9,7 @@ import (
 )
 
 // A scope's parts are caller data, of any length, and the page still fits
-// a 1366 or a 1280 pixel window, and the narrower ones of
+// a 1440, 1366 or 1280 pixel window, and the narrower ones of
 // TestStatusPageInChromium, every value cut short with the whole in its
 // tooltip:
 //   - a provider of the caller's own with a long name is abbreviated like
@@ -52,7 +52,7 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := serve(t, scanWith(t, c.more, c.own))
-			for _, width := range []int{1366, 1280, 1024, 961, 800, 500} {
+			for _, width := range []int{1440, 1366, 1280, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
 				checkFits(t, m, width)
 				if c.more.providerQueue == 0 {
