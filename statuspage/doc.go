@@ -57,7 +57,7 @@
 //     its provider bucket's pause, which holds the account's calls too,
 //     and the callers queued there, each marked prov, when longer or more).
 //
-// Narrower windows degrade: below 1240 pixels the rate bars and the calls
+// Narrower windows degrade: below 1260 pixels the rate bars and the calls
 // column go and long values are cut shorter; below 960 each row becomes a
 // block of labelled values. The page reloads itself every few seconds; the
 // same rows, accounts and providers, in the same order, are JSON at

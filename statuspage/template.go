@@ -79,7 +79,7 @@ th.r{text-align:right}
 .empty{margin:20px;color:var(--dim)}
 footer{margin:2px 20px 20px;color:var(--dim);font-size:11.5px;line-height:1.4}
 footer .breaker{font-weight:600}
-@media (max-width:1240px){
+@media (max-width:1259px){
 .frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
 .bar,.calls,tr.groups{display:none}
 th,td{padding-left:4px;padding-right:4px}

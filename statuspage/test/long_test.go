@@ -9,7 +9,7 @@ import (
 )
 
 // A scope's parts are caller data, of any length, and the page still fits
-// a 1440, 1366 or 1280 pixel window, and the narrower ones of
+// a 1440, 1366, 1280, 1260 or 1245 pixel window, and the narrower ones of
 // TestStatusPageInChromium, every value cut short with the whole in its
 // tooltip:
 //   - a provider of the caller's own with a long name is abbreviated like
@@ -31,6 +31,11 @@ import (
 //     ran low) shows each of its scopes paused for "4m59s acct": written
 //     on one line, with a provider of a long name on the page, it made the
 //     page scroll sideways at 1024 and 961 px;
+//   - the narrowest windows of the table with rate bars and calls, 1241
+//     to 1249 px, made the page scroll sideways with a provider of a long
+//     name that lost five figures of calls (at 1245 px the document
+//     was 1233 px wide in a viewport of 1230): those go below 1260 px
+//     now, and 1260 px, the narrowest window that keeps them, fits;
 //   - a provider with a provider-wide bucket (global_max_rps) on which
 //     12345 callers queue shows each of its scopes queued for "12345
 //     prov", and its bucket among the totals.
@@ -52,7 +57,7 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := serve(t, scanWith(t, c.more, c.own))
-			for _, width := range []int{1440, 1366, 1280, 1024, 961, 800, 500} {
+			for _, width := range []int{1440, 1366, 1280, 1260, 1245, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
 				checkFits(t, m, width)
 				if c.more.providerQueue == 0 {
