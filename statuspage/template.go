@@ -19,9 +19,10 @@ import (
 var pageSource string
 
 // style is the page's whole style sheet. A region and a service's
-// operation, cut short at 84 and 220 pixels in a window up to 1270 wide,
-// have the room a wider window gives (up to 100 and 320 pixels), so that
-// a laptop's 1366 or 1440 shows them whole. The bars' widths are classes
+// operation, cut short at 90 and 220 pixels in a window up to 1270 wide
+// (a region such as europe-west1 whole), have the room a wider window
+// gives (up to 100 and 320 pixels), so that a laptop's 1366 or 1440 shows
+// them whole. The bars' widths are classes
 // (w0 to w100 in steps of 2) rather than style attributes, so that the
 // Content-Security-Policy allows this one sheet by its hash and nothing
 // else.
@@ -57,7 +58,7 @@ tbody tr{box-shadow:inset 4px 0 0 var(--c)}
 td.st{padding-left:9px}
 .cut{display:inline-block;vertical-align:bottom;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .acct,.acctfull{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:11.5px}
-.prov{color:var(--dim)}.pv{max-width:84px}.reg{max-width:clamp(84px,calc(100vw - 1266px),100px)}.svcop{max-width:clamp(220px,calc(100vw - 1050px),320px)}.acctfull{max-width:340px}
+.prov{color:var(--dim)}.pv{max-width:84px}.reg{max-width:clamp(90px,calc(100vw - 1266px),100px)}.svcop{max-width:clamp(220px,calc(100vw - 1050px),320px)}.acctfull{max-width:340px}
 .num{font-variant-numeric:tabular-nums;text-align:right}
 .chip{display:inline-block;min-width:60px;text-align:center;padding:1px 5px;border-radius:9px;font-size:9.5px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
 .chip.slowed{color:#2e2400}
