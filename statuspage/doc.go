@@ -75,5 +75,6 @@
 // governor), has no external assets (its style is inline, allowed by a
 // Content-Security-Policy hash, and it runs no script), and escapes every
 // scope string: a scope is caller data, and html/template writes it as
-// text.
+// text, isolated from the text around it, so that a bidi control it
+// holds (U+202E) turns no other figure around.
 package statuspage

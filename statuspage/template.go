@@ -22,7 +22,10 @@ var pageSource string
 // operation, cut short at 90 and 220 pixels in a window up to 1270 wide
 // (a region such as europe-west1 whole), have the room a wider window
 // gives (up to 100 and 320 pixels), so that a laptop's 1366 or 1440 shows
-// them whole. The bars' widths are classes
+// them whole. A scope's part is isolated from the text around it (bdi,
+// unicode-bidi), so that a bidi control it holds (U+202E) turns around
+// no other text: a provider's name before the others' retry budgets. The
+// bars' widths are classes
 // (w0 to w100 in steps of 2) rather than style attributes, so that the
 // Content-Security-Policy allows this one sheet by its hash and nothing
 // else.
@@ -57,6 +60,7 @@ tbody tr:last-child td,td[rowspan]{border-bottom-color:var(--line)}
 tbody tr{box-shadow:inset 4px 0 0 var(--c)}
 td.st{padding-left:9px}
 .cut{display:inline-block;vertical-align:bottom;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.pv,.acct,.cut,bdi,.totals b{unicode-bidi:isolate}
 .acct,.acctfull{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:11.5px}
 .prov{color:var(--dim)}.pv{max-width:84px}.reg{max-width:clamp(90px,calc(100vw - 1266px),100px)}.svcop{max-width:clamp(220px,calc(100vw - 1050px),320px)}.acctfull{max-width:340px}
 .num{font-variant-numeric:tabular-nums;text-align:right}

@@ -67,6 +67,22 @@ const measure = `(function () {
       }
       if (Object.keys(tops).length > 1) out.split.push(text);
     });
+    out.reordered = [];
+    // A text without right-to-left letters or bidi controls of its own,
+    // on one line, reads left to right: one before it (a scope's part
+    // that holds U+202E) must not turn it around.
+    var rtl = /[\u0590-\u08FF\u200E\u200F\u202A-\u202E\u2066-\u2069\uFB1D-\uFDFF\uFE70-\uFEFF]/;
+    var tw = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), tn, rg = document.createRange();
+    while ((tn = tw.nextNode())) {
+      var d = tn.data, i = d.search(/\S/), j = d.length - 1;
+      while (j >= 0 && /\s/.test(d[j])) j--;
+      if (i < 0 || j <= i || rtl.test(d) || tn.parentElement.closest('script, pre')) continue;
+      rg.setStart(tn, i); rg.setEnd(tn, i + 1);
+      var a = rg.getBoundingClientRect();
+      rg.setStart(tn, j); rg.setEnd(tn, j + 1);
+      var b = rg.getBoundingClientRect();
+      if (a.width > 0 && b.width > 0 && Math.abs(a.top - b.top) < 2 && b.left < a.left) out.reordered.push(d.trim());
+    }
     out.rows = [];
     document.querySelectorAll('table.scopes tbody tr').forEach(function (tr) {
       var chip = tr.querySelector('.chip'), r = chip.getBoundingClientRect();
@@ -105,6 +121,7 @@ type measured struct {
 	Cut            []struct{ Element, Text, Title string }
 	Abbreviated    []struct{ Text, Title string }
 	Split          []string // lost calls whose kind is broken across lines
+	Reordered      []string // texts shown right to left by a bidi control before them
 	Rows           []struct {
 		Scope, Shown, Colour, Text string
 		Visible                    bool
@@ -306,5 +323,8 @@ func checkFits(t *testing.T, m measured, width int) {
 	}
 	for _, s := range m.Split {
 		t.Errorf("at %d px the lost calls %q are written with their kind broken across lines", width, s)
+	}
+	for _, s := range m.Reordered {
+		t.Errorf("at %d px %q is shown right to left, turned around by a scope's part before it", width, s)
 	}
 }

@@ -36,6 +36,12 @@ import (
 //     name that lost five figures of calls (at 1245 px the document
 //     was 1233 px wide in a viewport of 1230): those go below 1260 px
 //     now, and 1260 px, the narrowest window that keeps them, fits;
+//   - a part may hold a bidi control, U+202E (right-to-left override),
+//     which no integration puts in a scope (scopekey.Plain) but a scope
+//     function of the caller's may: it turns no other text around (every
+//     text without one of its own reads left to right). Before, a
+//     provider's name holding one turned the retry budgets after it
+//     around, "aws 500" shown as "005 swa";
 //   - a provider with a provider-wide bucket (global_max_rps) on which
 //     12345 callers queue shows each of its scopes queued for "12345
 //     prov", and its bucket among the totals.
@@ -54,6 +60,9 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 		"a long provider that lost five figures of calls":      {own: long, more: more{cancelled: 12_345}},
 		"a long provider beside an account paused for minutes": {own: long, more: more{accountPause: 299 * time.Second}},
 		"a long provider whose bucket queues five figures":     {own: long, more: more{providerQueue: 12_346}},
+		"parts that hold a right-to-left override": {own: resilience.Scope{
+			Provider: "acme\u202e", Account: "acct-1\u202e", Region: "eu-1\u202e", Service: "svc\u202e", Operation: "Op\u202e",
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := serve(t, scanWith(t, c.more, c.own))
