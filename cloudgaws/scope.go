@@ -17,9 +17,10 @@ var ErrNotInstalled = errors.New("cloudgaws: the config is not installed")
 // installation's middleware computes it: the account Install recorded on
 // cfg, cfg's region as botocore names a client's region (the name of the
 // partition's global endpoint for a global service: IAM made in any region
-// of the aws partition is aws-global, in aws-cn aws-cn-global; a FIPS
-// pseudo-region, fips-us-east-1 or us-east-1-fips, is its region,
-// us-east-1, as the SDK reads it), the service's botocore-style name,
+// of the aws partition is aws-global, in aws-cn aws-cn-global, and in
+// the name of one of its global endpoints, aws-us-gov-global, that
+// endpoint's; a FIPS pseudo-region, fips-us-east-1 or us-east-1-fips, is
+// its region, us-east-1, as the SDK reads it), the service's botocore-style name,
 // and operation, the SDK's operation name ("DescribeVpcs"). service is
 // the SDK's service ID,
 // the ServiceID constant of the client's package (ec2.ServiceID,

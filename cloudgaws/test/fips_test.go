@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"testing"
 
@@ -98,5 +99,82 @@ func TestFIPSPseudoRegionIsItsRegion(t *testing.T) {
 		if sc.Region != want {
 			t.Errorf("Scope(IAM in %s).Region = %s, want %s", region, sc.Region, want)
 		}
+	}
+}
+
+// iamResolver resolves every IAM endpoint to url, and records the
+// endpoint the SDK's own rules resolve: where the call would go.
+type iamResolver struct {
+	url  string
+	sent *string
+}
+
+func (r iamResolver) ResolveEndpoint(ctx context.Context, p iam.EndpointParameters) (smithyendpoints.Endpoint, error) {
+	ep, err := iam.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, p)
+	if err != nil {
+		return smithyendpoints.Endpoint{}, err
+	}
+	*r.sent = ep.URI.Host
+	u, err := url.Parse(r.url)
+	if err != nil {
+		return smithyendpoints.Endpoint{}, err
+	}
+	return smithyendpoints.Endpoint{URI: *u}, nil
+}
+
+// A client of a global service made in its partition's global endpoint
+// name (aws-us-gov-global, aws-cn-global, aws-iso-global), or in its
+// FIPS form (aws-us-gov-global-fips, fips-aws-us-gov-global), sends its
+// calls to that partition's endpoint (IAM in aws-us-gov-global to
+// iam.us-gov.amazonaws.com, GovCloud's), and botocore names its region
+// so: it is governed there, with the partition's other regions' calls
+// (IAM in us-gov-west-1), not in the aws partition's aws-global.
+func TestGlobalEndpointNameIsItsPartitions(t *testing.T) {
+	f := newFake(t)
+	cfg, g := tcpGoverned(t, f, fastEC2)
+	ctx, st := resilience.WithStats(context.Background())
+	for _, c := range []struct{ region, host, want string }{
+		{"us-gov-west-1", "iam.us-gov.amazonaws.com", "aws-us-gov-global"},
+		{"aws-us-gov-global", "iam.us-gov.amazonaws.com", "aws-us-gov-global"},
+		{"aws-us-gov-global-fips", "iam.us-gov.amazonaws.com", "aws-us-gov-global"},
+		{"fips-aws-us-gov-global", "iam.us-gov.amazonaws.com", "aws-us-gov-global"},
+		{"aws-cn-global", "iam.cn-north-1.amazonaws.com.cn", "aws-cn-global"},
+		{"aws-iso-global", "iam.us-iso-east-1.c2s.ic.gov", "aws-iso-global"},
+		{"aws-global", "iam.amazonaws.com", "aws-global"},
+		{"aws-global-fips", "iam-fips.amazonaws.com", "aws-global"},
+	} {
+		cc := cfg.Copy()
+		cc.Region = c.region
+		var host string
+		client := iam.NewFromConfig(cc, func(o *iam.Options) {
+			o.BaseEndpoint = nil
+			o.EndpointResolverV2 = iamResolver{url: *cfg.BaseEndpoint, sent: &host}
+		})
+		if _, err := client.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("r")}); err != nil {
+			t.Fatalf("GetRole in %s: %v", c.region, err)
+		}
+		if host != c.host {
+			t.Errorf("the SDK sends IAM's calls in %s to %s, want %s", c.region, host, c.host)
+		}
+		sc, err := cloudgaws.Scope(cc, iam.ServiceID, "GetRole")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Region != c.want {
+			t.Errorf("Scope(IAM in %s).Region = %s, want %s, the partition of %s", c.region, sc.Region, c.want, c.host)
+		}
+	}
+	got := map[string]int64{}
+	for sc, c := range g.Summary(st).Scopes {
+		got[sc.String()] = c.Calls
+	}
+	want := map[string]int64{
+		"aws/" + testAccount + "/aws-us-gov-global/iam": 4,
+		"aws/" + testAccount + "/aws-cn-global/iam":     1,
+		"aws/" + testAccount + "/aws-iso-global/iam":    1,
+		"aws/" + testAccount + "/aws-global/iam":        2,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("scopes %v, want %v: a partition's IAM calls in its scope", got, want)
 	}
 }

@@ -46,7 +46,11 @@ var patterns = func() []*regexp.Regexp {
 // endpoint of its own (health in us-east-2). A region of no partition
 // (none, "local") is in the aws partition, as botocore falls back to it;
 // the pseudo-regions some services list as endpoints (iam-govcloud) are
-// not in the table and are taken for such regions.
+// not in the table and are taken for such regions. The name of one of
+// the service's global endpoints (aws-us-gov-global, aws-cn-global) is
+// that endpoint's region, in its partition, as botocore names a client
+// made in it and the SDK sends its calls there (IAM in aws-us-gov-global
+// to GovCloud's), not a region of no partition, in the aws one.
 //
 // A FIPS pseudo-region (fips-us-east-1, us-east-1-fips,
 // fips-us-gov-west-1) is first read as its region (see FIPSRegion), as
@@ -57,6 +61,11 @@ func Region(service, region string) string {
 	eps, ok := globalServices[service]
 	if !ok {
 		return region
+	}
+	for _, ep := range eps {
+		if ep.name == region {
+			return region // a partition's global endpoint names itself
+		}
 	}
 	part := partitionOf(region)
 	for _, ep := range eps {

@@ -94,3 +94,30 @@ func TestFIPSRegion(t *testing.T) {
 		}
 	}
 }
+
+// The name of a global service's endpoint in a partition is that
+// endpoint's region, as botocore names a client made in it, in its FIPS
+// form too; it is no region of no partition (the aws partition's).
+func TestGlobalEndpointNameRegion(t *testing.T) {
+	for _, c := range []struct{ svc, region, want string }{
+		{"iam", "aws-global", "aws-global"},
+		{"iam", "aws-us-gov-global", "aws-us-gov-global"},
+		{"iam", "aws-us-gov-global-fips", "aws-us-gov-global"},
+		{"iam", "fips-aws-us-gov-global", "aws-us-gov-global"},
+		{"iam", "aws-cn-global", "aws-cn-global"},
+		{"iam", "aws-iso-global", "aws-iso-global"},
+		{"iam", "aws-iso-b-global", "aws-iso-b-global"},
+		{"iam", "aws-iso-f-global", "aws-iso-f-global"},
+		{"route53", "aws-iso-e-global", "aws-iso-e-global"},
+		{"organizations", "aws-us-gov-global-fips", "aws-us-gov-global"},
+		// Not an endpoint of the service's: botocore's aws partition.
+		{"iam", "aws-iso-e-global", "aws-global"},
+		{"cloudfront", "aws-us-gov-global", "aws-global"},
+		// A regional service keeps it.
+		{"ec2", "aws-us-gov-global", "aws-us-gov-global"},
+	} {
+		if got := Region(c.svc, c.region); got != c.want {
+			t.Errorf("Region(%s, %s) = %s, want %s", c.svc, c.region, got, c.want)
+		}
+	}
+}

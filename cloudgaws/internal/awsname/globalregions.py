@@ -14,8 +14,11 @@ pseudo-regions some services list as endpoints (fips-us-east-2,
 iam-govcloud, aws-global-fips) are left out: botocore names a client made
 in one after the endpoint it resolves to, a name the table does not hold. It then checks every
 name against botocore itself: a client made (without network) in every
-region of every partition, for every service botocore has, must report
-the region the table gives.
+region of every partition, in each global endpoint's name
+(aws-us-gov-global, which is its own region), and in FIPS pseudo-regions
+(fips-us-east-1, aws-us-gov-global-fips: the region the SDK's
+MapFIPSRegion reads), for every service botocore has, must report the
+region the table gives.
 """
 import re
 import sys
@@ -42,7 +45,18 @@ for p in ep["partitions"]:
         table.setdefault(prefix, []).append((p["partition"], pe, kept))
 
 
+def fips_region(region):
+    # The SDK's MapFIPSRegion (awsname.FIPSRegion).
+    if "-fips-" in region or "fips-" in region or "-fips" in region:
+        region = region.replace("-fips-", "-").replace("fips-", "").replace("-fips", "")
+    return region
+
+
 def expected(service_prefix, region):
+    region = fips_region(region)
+    for name, pe, kept in table.get(service_prefix, []):
+        if pe == region:
+            return region  # a global endpoint's name is its own region
     part = "aws"  # botocore's fallback for a region of no partition
     for name, rx, regions in partitions:
         if region in regions or re.match(rx, region):
@@ -62,8 +76,18 @@ for svc in s.get_available_services():
     prefix = model.endpoint_prefix
     check = [r for _, _, regions in partitions for r in regions]
     check += ["", "local", "us-east-99", "cn-south-7"]
+    # The service's global endpoints' names (aws-us-gov-global), and FIPS
+    # pseudo-regions of regions and of those names. (Another service's
+    # global endpoint name is left out: botocore keeps it when the
+    # service lists it as a regional endpoint, health's
+    # aws-us-gov-global, which the table does not hold.)
+    pes = sorted(pe for _, pe, _ in table.get(prefix, []))
+    check += pes
+    check += ["fips-" + r for r in pes + [regions[0] for _, _, regions in partitions]]
+    check += [r + "-fips" for r in pes + [regions[-1] for _, _, regions in partitions]]
     if prefix not in table:
         check = [regions[0] for _, _, regions in partitions] + ["local"]
+        check += ["fips-" + regions[0] for _, _, regions in partitions]
     for r in check:
         got = s.create_client(svc, region_name=r).meta.region_name
         if got != expected(prefix, r):
