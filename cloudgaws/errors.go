@@ -218,25 +218,18 @@ func isKMSThrottle(code string) bool {
 // was cancelled, whatever the other items' reasons. It reads the error's
 // CancellationReasons by reflection (a slice of structs whose Code is a
 // *string), so that the package does not depend on the DynamoDB client's
-// module; an error without them is not such a cancellation.
+// module; an error without them is not such a cancellation, and neither
+// is one whose fields cannot be reached: the classifier reads every
+// error of the process (an application's that embeds a nil
+// TransactionCanceledException, whose ErrorCode is the SDK's), and must
+// not panic on one.
 func cancelledByThrottle(err error) bool {
-	v := reflect.ValueOf(err)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return false
-	}
-	reasons := v.FieldByName("CancellationReasons")
+	reasons := fieldOf(reflect.ValueOf(err), "CancellationReasons")
 	if reasons.Kind() != reflect.Slice {
 		return false
 	}
 	for i := range reasons.Len() {
-		r := reasons.Index(i)
-		if r.Kind() != reflect.Struct {
-			return false
-		}
-		code := r.FieldByName("Code")
+		code := fieldOf(reasons.Index(i), "Code")
 		if code.Kind() == reflect.Pointer {
 			if code.IsNil() {
 				continue
@@ -252,6 +245,27 @@ func cancelledByThrottle(err error) bool {
 		}
 	}
 	return false
+}
+
+// fieldOf returns the field name of the struct v is or points to, or the
+// zero Value when v is no struct, nor a non-nil pointer to one, or the
+// field is not there or sits behind a nil embedded pointer.
+func fieldOf(v reflect.Value, name string) reflect.Value {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	f, ok := v.Type().FieldByName(name)
+	if !ok {
+		return reflect.Value{}
+	}
+	fv, err := v.FieldByIndexErr(f.Index)
+	if err != nil {
+		return reflect.Value{}
+	}
+	return fv
 }
 
 // statusStandIn reports whether the API error err wraps is the stand-in S3's

@@ -126,3 +126,60 @@ func TestThrottlesTheSDKDoesNotList(t *testing.T) {
 		})
 	}
 }
+
+// appTxError is an application's error around DynamoDB's cancellation,
+// which it embeds (its ErrorCode is the SDK's, nil-safe): nil when the
+// application made it without one.
+type appTxError struct {
+	*ddbtypes.TransactionCanceledException
+	op string
+}
+
+// otherReasonsError has a code of the name and CancellationReasons of
+// another shape than DynamoDB's.
+type otherReasonsError struct{ CancellationReasons []string }
+
+func (otherReasonsError) Error() string     { return "cancelled" }
+func (otherReasonsError) ErrorCode() string { return "TransactionCanceledException" }
+
+// The classifier reads a TransactionCanceledException's reasons without
+// failing whatever the error's shape: a reason without a code, the
+// cancellation under the SDK's operation error, an error of an
+// application's that embeds the SDK's (nil or not), an error whose
+// CancellationReasons are of another type. Classify never panics: it
+// runs in every governed call's answer.
+func TestCancellationReasonsOfAnyShape(t *testing.T) {
+	throttled := func() *ddbtypes.TransactionCanceledException {
+		return &ddbtypes.TransactionCanceledException{CancellationReasons: []ddbtypes.CancellationReason{
+			{Code: nil}, {Code: aws.String("None")}, {Code: aws.String("ThrottlingError")},
+		}}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want resilience.Kind
+	}{
+		{"a reason without a code", throttled(), resilience.Throttled},
+		{"under the operation error", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "TransactWriteItems", Err: throttled()}, resilience.Throttled},
+		{"no reasons", &ddbtypes.TransactionCanceledException{}, resilience.Fatal},
+		{"a nil cancellation", (*ddbtypes.TransactionCanceledException)(nil), resilience.Fatal},
+		{"embedded", &appTxError{TransactionCanceledException: throttled(), op: "transfer"}, resilience.Throttled},
+		{"embedded nil", &appTxError{op: "transfer"}, resilience.Fatal},
+		{"reasons of another type", otherReasonsError{CancellationReasons: []string{"ThrottlingError"}}, resilience.Fatal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got resilience.Kind
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("Classify(%T) panicked: %v", c.err, p)
+					}
+				}()
+				got = resilience.Classify(c.err)
+			}()
+			if got != c.want {
+				t.Errorf("Classify(%T) = %v, want %v", c.err, got, c.want)
+			}
+		})
+	}
+}
