@@ -54,7 +54,8 @@
 //     the SDK's sleep before returning a refused retry of a long-polling
 //     operation (SQS ReceiveMessage) is cut, so the account's bulkhead slot
 //     is not held for it. A retry the caller's base retryer refuses keeps
-//     that sleep, but gives the slot back at once: nothing more is sent. The retry is counted when it is sent. While the SDK sleeps
+//     that sleep, but ends the call at once (Guard.End: the slot goes
+//     back, the outcome is recorded): nothing more is sent. The retry is counted when it is sent. While the SDK sleeps
 //     its backoff (the retryer's RetryDelay, or the response's
 //     x-amz-retry-after when longer, by at most 5 s), Guard.AfterOpen
 //     watches the scope's breaker: should it open (a dead scope) with a

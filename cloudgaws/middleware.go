@@ -56,6 +56,7 @@ type callState struct {
 	unsent         error               // the last attempt never left (an *unsentError), not yet recorded (see HandleFinalize)
 	first          *smithyhttp.Request // the first attempt's request, whose stream a resend rewinds
 	stopErr        error               // the error with which the governor ended the SDK's loop
+	ended          bool                // the guard's End was called: the base retryer refused a retry (see refused)
 
 	// The call's context but for the cut of the SDK's backoff sleep when
 	// the scope's breaker opens (see watch): the state's Deadline, Done,
@@ -315,7 +316,9 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 	}
 	// After the call: the slot, and the outcome the SDK's loop left open.
 	st.gate.Close() // a loop that ended before its attempt was sent left it open
-	gd.End(err)
+	if !st.ended {
+		gd.End(err)
+	}
 	returned = true
 	return out, md, err
 }

@@ -94,7 +94,8 @@ func (r *retryer) IsErrorRetryable(err error) bool {
 // held for a sleep after which nothing is sent. A retry the base
 // retryer refuses (a retryer of the caller's) ends the call too: the
 // SDK's sleep before returning it, that retryer's word, is kept, but the
-// slot goes back at once (see callState.refused).
+// call ends at once, its slot given back and its outcome recorded (see
+// callState.refused).
 //
 // The base retryer's retry quota (the SDK's per-client token bucket, whose
 // refusal is a ratelimit.QuotaExceededError: "retry quota exceeded") does
@@ -153,21 +154,29 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 // refused ends the call at a retry its base retryer (the caller's,
 // kept from cfg.Retryer or WithBaseRetryer's) refused with err, after the
 // attempt that failed with opErr: the SDK's loop ends, and nothing more
-// is sent. The account's slot goes back at once, not when the call
-// returns: the SDK sleeps the retryer's backoff before returning the
-// refusal of a long poll (SQS ReceiveMessage), as its contract with a
-// long poll has it (a polling loop whose retries are refused does not
-// spin), and that sleep is kept, but nothing is in flight during it. The
-// call's error is the SDK's, the answer joined with the refusal; a
-// retryer of the caller's wrapped around this one that retried anyway
-// sends nothing more (see attemptMiddleware), since the slot is gone. A
-// refusal the governor made before (a governed retryer inside this one)
-// stays the call's error.
+// is sent. The call ends here, not when it returns (Guard.End: its slot
+// goes back, and its outcome is recorded, a throttled give-up or a
+// failure counting towards its breaker, a half-open breaker's probe
+// giving its verdict): the SDK sleeps the retryer's backoff before
+// returning the refusal of a long poll (SQS ReceiveMessage), as its
+// contract with a long poll has it (a polling loop whose retries are
+// refused does not spin), and that sleep is kept, but it is no part of
+// the call: nothing is in flight, and a context cancelled during it does
+// not make the call a cancelled one. The call's error is the SDK's, the
+// answer joined with the refusal; a retryer of the caller's wrapped
+// around this one that retried anyway sends nothing more (see
+// attemptMiddleware). A refusal the governor made before (a governed
+// retryer inside this one) stays the call's error, and the call ends as
+// it returns, the SDK's sleep cut.
 func (s *callState) refused(opErr, err error) {
-	s.gd.Release()
-	if s.stopErr == nil {
-		s.stopErr = errors.Join(opErr, err)
+	if s.stopErr != nil {
+		s.gd.Release()
+		return
 	}
+	s.stopErr = errors.Join(opErr, err)
+	s.gate.Close()
+	s.gd.End(s.stopErr)
+	s.ended = true
 }
 
 // noRelease is the release of a retry token no quota gave.

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // errCallerRefused is the refusal of refusingRetryer's GetRetryToken.
@@ -106,6 +107,89 @@ func testCallerRefusedLongPoll(t *testing.T, swallow bool) {
 		lostOnly(t, g, stats, ledger, resilience.LossFailed, 1)
 		if n := freeSlots(g); n != 1 {
 			t.Errorf("%d free slots once the calls are over, want 1", n)
+		}
+	})
+}
+
+// sqsScope is the breaker's scope of SQS's calls in the fake's account
+// and region (SQS is paced per service).
+var sqsScope = resilience.Scope{Provider: "aws", Account: testAccount, Region: testRegion, Service: "sqs"}
+
+// receive long-polls the fake's queue.
+func receive(ctx context.Context, c *sqs.Client) error {
+	_, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:        aws.String("https://sqs.us-east-1.amazonaws.com/" + testAccount + "/jobs"),
+		WaitTimeSeconds: 20,
+	})
+	return err
+}
+
+// A call whose retry the caller's own retryer refused ends there: nothing
+// more is sent, and its outcome is decided (a throttled give-up, or a
+// failure, each counting towards its breaker). The SDK's sleep before it
+// returns a refused long poll's error is the retryer's word, no part of
+// the call: a context cancelled during it (a polling loop stopped at
+// shutdown) does not turn the give-up into a cancelled call, nor take
+// its failure from the breaker.
+func TestACallerRefusedCallEndsAtTheRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("ReceiveMessage", jsonThrottle)
+		cfg, g := governed(t, f, resilience.Config{},
+			cloudgaws.WithBaseRetryer(func() aws.Retryer { return refusingRetryer{} }))
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "poll")
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			time.Sleep(time.Second) // into the SDK's 5 s sleep after the refusal
+			cancel()
+		}()
+		err := receive(ctx, sqs.NewFromConfig(cfg))
+		if !errors.Is(err, errCallerRefused) {
+			t.Errorf("err = %v, want the caller's refusal", err)
+		}
+		if n := f.count("ReceiveMessage"); n != 1 {
+			t.Fatalf("ReceiveMessage sent %d times, want 1", n)
+		}
+		lostOnly(t, g, stats, ledger, resilience.LossGaveUp, 1)
+		if b := g.Summary(nil).Breakers[sqsScope]; b.Failures != 1 {
+			t.Errorf("breaker %+v, want the give-up's failure", b)
+		}
+	})
+}
+
+// A half-open breaker's probe whose retry the caller's retryer refused
+// gives its verdict at the refusal: the breaker reopens then, with its
+// cooldown doubled, and not once the SDK's sleep before returning the
+// refusal of a long poll is over, during which it held the probe.
+func TestACallerRefusedProbeGivesItsVerdictAtTheRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		f.always("ReceiveMessage", reply{status: 500, code: "InternalError", msg: "internal"})
+		cfg, g := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 1, BreakerCooldownSeconds: 60}},
+			cloudgaws.WithBaseRetryer(func() aws.Retryer { return refusingRetryer{} }))
+		client := sqs.NewFromConfig(cfg)
+		ctx := context.Background()
+		if err := receive(ctx, client); err == nil {
+			t.Fatal("the first poll succeeded")
+		}
+		if b := g.Summary(nil).Breakers[sqsScope]; b.State != state.Open {
+			t.Fatalf("breaker %+v after a failed call at threshold 1, want open", b)
+		}
+		time.Sleep(61 * time.Second) // the cooldown: the next call is the probe
+		done := make(chan error, 1)
+		go func() { done <- receive(ctx, client) }()
+		time.Sleep(time.Second) // the probe was answered and refused; the SDK sleeps
+		b := g.Summary(nil).Breakers[sqsScope]
+		if b.State != state.Open || b.Cooldown != 120*time.Second {
+			t.Errorf("breaker %v, cooldown %v, a second after the probe's retry was refused; want open for 120s: the probe's verdict", b.State, b.Cooldown)
+		}
+		if err := <-done; err == nil {
+			t.Fatal("the probe succeeded")
+		}
+		if n := f.count("ReceiveMessage"); n != 2 {
+			t.Fatalf("ReceiveMessage sent %d times, want 2", n)
 		}
 	})
 }
