@@ -76,6 +76,12 @@ func TestThrottlesTheSDKDoesNotList(t *testing.T) {
 			reply{status: 400, code: "TransactionCanceledException", msg: cancelled + " [ProvisionedThroughputExceeded, None]", fields: reasons("ProvisionedThroughputExceeded", "None")}, transact, resilience.Throttled},
 		{"dynamodb transaction cancelled by a condition", "dynamodb", "TransactWriteItems", "TransactionCanceledException",
 			reply{status: 400, code: "TransactionCanceledException", msg: cancelled + " [ConditionalCheckFailed, None]", fields: reasons("ConditionalCheckFailed", "None")}, transact, resilience.Fatal},
+		// A conflict with another transaction: retrying may help, but the
+		// SDK does not retry it, and a transient error it does not retry
+		// would count towards the breaker of every DynamoDB call of the
+		// region: contention on an item is no failure of the service's.
+		{"dynamodb transaction cancelled by a conflict", "dynamodb", "TransactWriteItems", "TransactionCanceledException",
+			reply{status: 400, code: "TransactionCanceledException", msg: cancelled + " [None, TransactionConflict]", fields: reasons("None", "TransactionConflict")}, transact, resilience.Fatal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
