@@ -36,7 +36,8 @@ const (
 	// LossRefused: not sent (or its retry not sent) because the wait it
 	// needed, for a rate token, a pause, a slot or the breaker's verdict,
 	// would have passed its deadline, its context's, or the most it may
-	// wait (WithMaxWait).
+	// wait (WithMaxWait). A refused retry is listed with the refusal,
+	// " after " and the answer it would have retried.
 	LossRefused
 	// LossCancelled: ended by its context: while it waited, between its
 	// retries, or with an answer the governor could no longer act on.

@@ -508,9 +508,16 @@ func (gd *Guard) ended() {
 }
 
 // recordRefused records a call not sent because its wait would have passed
-// its deadline or its max wait: err is the refusal.
+// its deadline or its max wait: err is the refusal. A refused retry (a
+// *WouldWaitError with the answer it would have retried) is listed with
+// " after " and that answer, as a call stopped between its retries is, so
+// that the ledger does not read as if nothing had been sent.
 func (gd *Guard) recordRefused(err error) {
-	gd.recordLost(LossRefused, "wait", err.Error(), err)
+	desc := err.Error()
+	if ww, ok := err.(*WouldWaitError); ok && ww.Last != nil && gd.last.err != nil {
+		desc += " after " + describe(gd.last.kind, gd.last.err)
+	}
+	gd.recordLost(LossRefused, "wait", desc, err)
 }
 
 // recordDenied records a call the provider denied with err, its answer,
