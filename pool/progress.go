@@ -291,7 +291,8 @@ func breakerWaits(g *resilience.Governor, provider string) bool {
 //	done 310/726 (2 failed), running 16, queued 400 (3 scopes waiting, 1 open), ETA 12s
 //
 // The total counts every task submitted, the dropped ones too: a pool
-// stopped with tasks queued reads "done 9/12 (3 dropped)".
+// stopped with tasks queued reads "done 9/12 (3 dropped)". One scope
+// waiting reads "(1 scope waiting, 0 open)".
 func (pr Progress) String() string {
 	waiting, open := 0, 0
 	for _, s := range pr.Scopes {
@@ -314,7 +315,11 @@ func (pr Progress) String() string {
 	}
 	line += fmt.Sprintf(", running %d, queued %d", pr.Running, pr.Queued)
 	if waiting+open > 0 {
-		line += fmt.Sprintf(" (%d scopes waiting, %d open)", waiting, open)
+		noun := "scopes"
+		if waiting == 1 {
+			noun = "scope"
+		}
+		line += fmt.Sprintf(" (%d %s waiting, %d open)", waiting, noun, open)
 	}
 	return line + fmt.Sprintf(", ETA %s", pr.ETA.Round(time.Second))
 }
