@@ -250,7 +250,13 @@ func oneOf(s string, suffixes []string) bool {
 // own): its endpoint's, azure/<host name>/*/cosmosdb, or
 // azure/<host name>:<port>/*/cosmosdb when the URL names a port other
 // than its scheme's default (two emulators on one host, localhost:8081
-// and localhost:8082, are two endpoints), rather than
+// and localhost:8082, are two endpoints); and for a request a Storage SDK
+// made (its User-Agent names azblob, azqueue, aztables, azfile or
+// azdatalake, as azcore's telemetry policy writes it) on a host of no
+// data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1, a
+// custom domain's, a private endpoint's): its endpoint's likewise, and
+// the SDK's service, blob, queue, table, file or dfs
+// (azure/127.0.0.1:10000/*/blob), rather than
 // Resource Manager's tenant-level scope (a scheduler that declares such a
 // request's scope declares that one). They govern a tenant-level request (its scope has no account,
 // and it is no Resource Graph query) whose bearer token is a JWT naming
@@ -269,76 +275,175 @@ func oneOf(s string, suffixes []string) bool {
 // (https://%FF.vault.azure.net is azure/*/*/keyvault), no region, and for
 // a namespace resources (see ScopeOf).
 func ScopeOfURL(u *url.URL) resilience.Scope {
+	if sc, ok := hostScope(u); ok {
+		return sc
+	}
+	return scopeOfPath(u)
+}
+
+// hostScope returns the scope of a URL whose host is a data plane's that
+// ScopeOfURL reads, and whether it is one.
+func hostScope(u *url.URL) (resilience.Scope, bool) {
 	host := strings.TrimSuffix(u.Hostname(), ".")
 	name, rest, ok := strings.Cut(host, ".")
 	if !ok || name == "" {
-		return scopeOfPath(u)
+		return resilience.Scope{}, false
 	}
 	svc, rest, _ := strings.Cut(rest, ".")
 	switch {
 	case strings.EqualFold(svc, "vault") && oneOf(rest, vaultSuffixes[:]):
-		return dataPlane(name, ServiceKeyVault)
+		return dataPlane(name, ServiceKeyVault), true
 	case strings.EqualFold(svc, "managedhsm") && oneOf(rest, hsmSuffixes[:]):
-		return dataPlane(name, ServiceManagedHSM)
+		return dataPlane(name, ServiceManagedHSM), true
 	case oneOf(rest, storageSuffixes[:]):
 		if sc, ok := storagePlane(name, svc); ok {
-			return sc
+			return sc, true
 		}
 	case dnsZone(svc):
 		// An Azure DNS zone endpoint: <account>.z<NN>.<service>.storage.azure.net.
 		if svc, rest, _ := strings.Cut(rest, "."); strings.EqualFold(rest, dnsZoneSuffix) {
 			if sc, ok := storagePlane(name, svc); ok {
-				return sc
+				return sc, true
 			}
 		}
 	case registryData(svc, rest):
-		return dataPlane(name, ServiceContainerRegistry)
+		return dataPlane(name, ServiceContainerRegistry), true
 	default:
 		if region, ok := eventGrid(svc, rest); ok {
 			// <name>.<region>, a substring of host: the name is unique
 			// within its region only.
 			sc := dataPlane(host[:len(name)+1+len(region)], ServiceEventGrid)
 			sc.Region = plainLower(region)
-			return sc
+			return sc, true
 		}
 		if sc, ok := otherPlane(name, svc, rest); ok {
-			return sc
+			return sc, true
 		}
 	}
-	return scopeOfPath(u)
+	return resilience.Scope{}, false
 }
 
 // requestScope returns the scope the policies give a request, raw, and
 // whether azcosmos made it (fromAzcosmos): ScopeOfURL's, but for a
-// request azcosmos made on a host ScopeOfURL does not read as a Cosmos DB
-// account's (the emulator's, https://localhost:8081, or a host of one's
-// own in front of an account), whose path names no subscription: its
-// endpoint's, azure/<host name>/*/cosmosdb, the host name lower-cased,
-// as a Cosmos DB account's host names the account, with the URL's port
-// when it names one other than its scheme's default
-// (azure/localhost:8081/*/cosmosdb), since two emulators on one host
+// request of a data plane's SDK on a host ScopeOfURL does not read as
+// that data plane's, whose path it would read as Resource Manager's:
+//
+//   - azcosmos's on a host of no Cosmos DB account's (the emulator's,
+//     https://localhost:8081, or a host of one's own in front of an
+//     account): its endpoint's, azure/<endpoint>/*/cosmosdb, as a Cosmos
+//     DB account's host names the account;
+//   - a Storage SDK's (storageSDK: azblob's, azqueue's, aztables's,
+//     azfile's or azdatalake's, as its User-Agent names it) on a host of
+//     no data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1,
+//     a custom domain's, a private endpoint's): its endpoint's, and the
+//     service of the SDK's clients, azure/<endpoint>/*/<service> (blob,
+//     queue, table, file, dfs), as a storage account's host
+//     (<account>.blob.core.windows.net) names the account and the
+//     service.
+//
+// The endpoint is the host name lower-cased, with the URL's port when it
+// names one other than its scheme's default (azure/localhost:8081/*/cosmosdb,
+// azure/127.0.0.1:10000/*/blob), since two emulators on one host
 // (localhost:8081, localhost:8082) are two endpoints; an IPv6 host is
-// bracketed, with a port or without ([::1]:8081, [::1]). ScopeOfURL would put
-// it in azure/*/*/resources (a tenant-level request's scope), where its
-// throttling would halve and pause the tenant-level Resource Manager
-// calls.
+// bracketed, with a port or without ([::1]:8081, [::1]). The account an
+// emulator's path-style URL names (devstoreaccount1, its first segment)
+// is not read: on a custom domain that segment is a container, and an
+// emulator's accounts are one process's. ScopeOfURL would put these
+// requests in azure/*/*/resources (a tenant-level request's scope), where
+// their throttling and failures would halve and pause the tenant-level
+// Resource Manager calls, and open their breaker.
 func requestScope(raw *http.Request) (resilience.Scope, bool) {
-	sc := ScopeOfURL(raw.URL)
-	if !fromAzcosmos(raw.Header) {
+	sc, ok := hostScope(raw.URL)
+	if fromAzcosmos(raw.Header) {
+		if sc.Service == ServiceCosmosDB {
+			return sc, true
+		}
+		if ep := endpoint(raw.URL); ep != "" {
+			return dataPlane(ep, ServiceCosmosDB), true
+		}
+		return ScopeOfURL(raw.URL), true
+	}
+	if ok {
 		return sc, false
 	}
-	if host := strings.TrimSuffix(raw.URL.Hostname(), "."); sc.Service != ServiceCosmosDB && host != "" {
-		if port := raw.URL.Port(); port != "" && port != defaultPort(raw.URL.Scheme) {
-			// Two emulators on one host (localhost:8081,
-			// localhost:8082) are two endpoints.
-			host = net.JoinHostPort(host, port)
-		} else if strings.IndexByte(host, ':') >= 0 {
-			// An IPv6 host, bracketed as with a port: [::1].
-			host = "[" + host + "]"
+	if svc := storageSDK(raw.Header[hdrUserAgent]); svc != "" {
+		if ep := endpoint(raw.URL); ep != "" {
+			return dataPlane(ep, svc), false
 		}
-		sc = dataPlane(host, ServiceCosmosDB)
 	}
-	return sc, true
+	return scopeOfPath(raw.URL), false
+}
+
+// endpoint returns the endpoint of a URL whose host names no data plane's
+// account: the host name, with the port when the URL names one other
+// than its scheme's default (localhost:8081), an IPv6 host bracketed, as
+// a URL writes it ([::1]:8081, [::1]); "" when the URL names no host.
+// dataPlane lower-cases it.
+func endpoint(u *url.URL) string {
+	host := strings.TrimSuffix(u.Hostname(), ".")
+	if host == "" {
+		return ""
+	}
+	if port := u.Port(); port != "" && port != defaultPort(u.Scheme) {
+		// Two emulators on one host (localhost:8081,
+		// localhost:8082) are two endpoints.
+		return net.JoinHostPort(host, port)
+	}
+	if strings.IndexByte(host, ':') >= 0 {
+		// An IPv6 host, bracketed as with a port: [::1].
+		return "[" + host + "]"
+	}
+	return host
+}
+
+// hdrUserAgent is the User-Agent header, in canonical form.
+const hdrUserAgent = "User-Agent"
+
+// storageSDKs are the Storage SDKs, by the name azcore's telemetry policy
+// gives their module in a request's User-Agent (azsdk-go-<name>/<version>),
+// and the service of their clients' requests, the second label of a
+// storage account's hosts (<account>.<service>.core.windows.net).
+var storageSDKs = [...]struct{ name, service string }{
+	{"azblob", "blob"},
+	{"azqueue", "queue"},
+	{"aztables", "table"},
+	{"azfile", "file"},
+	{"azdatalake", "dfs"},
+}
+
+// telemetryPrefix begins the token azcore's telemetry policy writes in a
+// request's User-Agent for the SDK whose pipeline sends it:
+// azsdk-go-<module>/<version>, first or after the application's id and a
+// space.
+const telemetryPrefix = "azsdk-go-"
+
+// storageSDK returns the service of the Storage SDK (storageSDKs) whose
+// token begins a request's User-Agent ("blob" for
+// azsdk-go-azblob/v1.6.4 (go1.26; linux)) or follows its first word, the
+// application's id, which azcore writes without spaces
+// (myapp azsdk-go-azblob/v1.6.4 ...); "" when that token names another
+// SDK's module, or neither word is such a token (a client whose
+// telemetry is disabled). A token later in the value, in a caller's own
+// User-Agent that azcore keeps after its own, is not read.
+func storageSDK(ua []string) string {
+	if len(ua) == 0 {
+		return ""
+	}
+	v := ua[0]
+	for range 2 { // the application's id, then the SDK's token
+		word, rest, _ := strings.Cut(v, " ")
+		if tok, ok := strings.CutPrefix(word, telemetryPrefix); ok {
+			name, _, ok := strings.Cut(tok, "/")
+			for _, s := range storageSDKs {
+				if ok && name == s.name {
+					return s.service
+				}
+			}
+			return ""
+		}
+		v = rest
+	}
+	return ""
 }
 
 // defaultPort is the port a URL of scheme names when it names none: 443

@@ -39,6 +39,9 @@ const (
 	routeGroupPut  = "groups.put"    // PUT /subscriptions/{sub}/resourcegroups/{rg}
 	routeGroupDel  = "groups.delete" // DELETE /subscriptions/{sub}/resourcegroups/{rg}
 	routeProvider  = "providers.get" // GET /providers/{namespace}, a tenant-level request
+	// GET /providers, the tenant's resource providers: a tenant-level
+	// request of no namespace (azure/*/*/resources)
+	routeProviderList = "providers.list"
 	// POST /providers/Microsoft.Management/managementGroups/{group}/providers/{namespace}/register,
 	// a tenant-level write
 	routeRegister = "providers.register"
@@ -196,6 +199,8 @@ func route(method, path string) (name, sub, rest string) {
 		return routeGroupDel, segs[1], segs[3]
 	case len(low) == 4 && low[0] == "subscriptions" && low[2] == "resourcegroups":
 		return routeGroupGet, segs[1], segs[3]
+	case method == http.MethodGet && len(low) == 1 && low[0] == "providers":
+		return routeProviderList, "", ""
 	case method == http.MethodGet && len(low) == 2 && low[0] == "providers":
 		return routeProvider, "", segs[1]
 	case method == http.MethodPost && len(low) == 7 && low[0] == "providers" && low[1] == "microsoft.management" &&
@@ -283,6 +288,8 @@ func (f *fakeARM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out = group(sub, rest)
 	case routeProvider, routeRegister:
 		out = map[string]any{"id": "/providers/" + rest, "namespace": rest, "registrationState": "Registered"}
+	case routeProviderList:
+		out = map[string]any{"value": []any{map[string]any{"id": "/providers/Microsoft.Compute", "namespace": "Microsoft.Compute"}}}
 	case routeGroupList:
 		from, _ := strconv.Atoi(skip)
 		var items []any
