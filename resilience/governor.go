@@ -55,6 +55,10 @@ type Governor struct {
 	observerPanicked atomic.Bool // logged once
 	// admissionPanicked: a scheduler's Admission panicked, logged once.
 	admissionPanicked atomic.Bool
+	// The functions WatchSlots registered (nil: none), written under mu;
+	// watcherPanicked: one of them panicked, logged once.
+	slotWatch       atomic.Pointer[[]*slotWatcher]
+	watcherPanicked atomic.Bool
 }
 
 // configured is the configuration in force, immutable once published.
@@ -421,6 +425,7 @@ func (g *Governor) Configure(cfg Config) error {
 	g.init()
 	var drops []state.Dropper
 	defer g.dropAll(&drops) // after mu is released: callbacks never run under a lock
+	defer g.slotsChanged()  // after mu is released, the change in force
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.moves.begin()

@@ -1018,6 +1018,9 @@ func (gd *Guard) Release() {
 			}
 			if !gd.keepLent(gd.slot, nil) {
 				gd.slot.Release()
+				if gd.g.slotWatch.Load() != nil {
+					gd.g.slotFreed(gd.slot, gd.scope)
+				}
 			}
 		}
 		gd.slot = nil

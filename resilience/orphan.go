@@ -79,7 +79,7 @@ func (o *orphanSlot) collected() {
 	// it. The guard is unreachable, so nothing else keeps on the lend.
 	ln := o.lend.Swap(nil)
 	kept := func(b *bulkhead.Bulkhead, of *slotLend) bool {
-		return ln != nil && ln.lent() && ln.keep(b, of)
+		return ln != nil && ln.lent() && ln.keep(b, of, o.g, o.scope)
 	}
 	if l != nil && !kept(nil, l) {
 		l.giveBack() // a borrower is not counted in flight
@@ -88,6 +88,7 @@ func (o *orphanSlot) collected() {
 		o.g.unbusyLive(o.scope) // the count is on the live entry (entryFlags); first, as Release
 		if !kept(b, nil) {
 			b.Release()
+			o.g.slotFreed(b, o.scope)
 		}
 	}
 	if o.g.leakLogged.CompareAndSwap(false, true) {

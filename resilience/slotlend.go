@@ -41,6 +41,10 @@ type slotLend struct {
 type keptSlot struct {
 	b  *bulkhead.Bulkhead
 	of *slotLend
+	// The governor and scope of the lender, whose watches (WatchSlots)
+	// are told as b's slot goes back.
+	g     *Governor
+	scope Scope
 }
 
 const (
@@ -91,6 +95,7 @@ func (l *slotLend) giveBack() {
 	case kept == nil:
 	case kept.b != nil:
 		kept.b.Release()
+		kept.g.slotFreed(kept.b, kept.scope)
 	default:
 		kept.of.giveBack()
 	}
@@ -113,13 +118,15 @@ func (l *slotLend) lentOut() bool { return l.st.Load() == lendBusy }
 // borrowed keeps its loan of of, an enclosing call's slot, instead (b
 // nil), which giveBack then gives back. It reports false when the loan
 // came back meanwhile, or kept a slot already: the caller then releases
-// b, or gives its loan of of back. It takes no lock, so that the Guard of
-// the common call, on its caller's stack, does not escape to the heap.
-func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend) bool {
+// b, or gives its loan of of back. g and scope are the lender's: the
+// watches of g (WatchSlots) are told as the kept slot goes back. It
+// takes no lock, so that the Guard of the common call, on its caller's
+// stack, does not escape to the heap.
+func (l *slotLend) keep(b *bulkhead.Bulkhead, of *slotLend, g *Governor, scope Scope) bool {
 	if l.st.Load() != lendBusy {
 		return false
 	}
-	l.kept = &keptSlot{b: b, of: of} // read by giveBack only once the compare-and-swap below set lendKept
+	l.kept = &keptSlot{b: b, of: of, g: g, scope: scope} // read by giveBack only once the compare-and-swap below set lendKept
 	if l.st.CompareAndSwap(lendBusy, lendBusy|lendKept) {
 		return true
 	}
@@ -178,7 +185,7 @@ func (gd *Guard) lends() *slotLend {
 // lend kept so (see borrowSlot) are woken, to look again for a slot.
 func (gd *Guard) keepLent(b *bulkhead.Bulkhead, of *slotLend) bool {
 	l := gd.lends()
-	if !l.lent() || !l.keep(b, of) {
+	if !l.lent() || !l.keep(b, of, gd.g, gd.scope) {
 		return false
 	}
 	if l != &gd.lent && gd.lent.st.Load() == 0 {
