@@ -1916,7 +1916,7 @@ func (r *rig) finish(t *task, err error) {
 func (r *rig) unslot() {
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
-	r.p.unslot(true)
+	r.p.unslot(true, nil)
 }
 
 func (r *rig) where(sc resilience.Scope) where {
@@ -2217,39 +2217,63 @@ func TestQueueTransitions(t *testing.T) {
 			verb: func(r *rig, _ *task) { r.unslot() },
 		},
 		{
-			name: "slotted to inRing by a task's end", from: slotted, to: inRing, queued: 1,
+			// The governor tells the pool of a slot freed (slotFreed): here
+			// by a call outside the pool that ends.
+			name: "slotted to inRing by a slot freed", cfg: resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
+			from: slotted, to: inRing, queued: 1,
 			setup: func(r *rig) *task {
-				r.submit(zero)
-				t := r.pick() // a task that holds a slot, say
-				a := toAdmitting(r)
-				a.Deferred(0, wouldWait)
+				r.holdSlot()
+				r.submit(sc)
+				if r.pick() != nil {
+					r.t.Fatal("pick started a task with no slot free")
+				}
+				return nil
+			},
+			verb: func(r *rig, _ *task) {
+				r.hold() // the call outside the pool ends: the slot is free
+				r.holding.Wait()
+			},
+		},
+		{
+			// A task's end frees no slot of its own (its calls' slots were
+			// freed as they ended, and the governor told the pool then),
+			// but its own queue is asked again: what the task met may have
+			// opened its breaker.
+			name: "slotted to inRing by its own task's end", cfg: resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
+			from: slotted, to: inRing, queued: 1,
+			setup: func(r *rig) *task {
+				r.submit(sc)
+				r.submit(sc)
+				t := r.pick()
+				r.holdSlot() // the account's slot, held as t's call would
+				t.Decided()
+				if r.pick() != nil {
+					r.t.Fatal("pick started a task with no slot free")
+				}
 				return t
 			},
 			verb: func(r *rig, t *task) { r.finish(t, nil) },
 		},
 		{
-			// Put back in turn by a task's end (unslot, noSlot), a queue is
-			// asked again unless a pass found its account full before it:
-			// here none did, and the slot is free.
-			name: "slotted to admitting by a task's end and pick (its account's slot freed)",
+			// Put back in turn as a slot is freed, a queue is asked again
+			// unless a pass found its account full before it: here none
+			// did, and the slot is free.
+			name: "slotted to admitting by a slot freed and pick",
 			cfg:  resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
 			from: slotted, to: admitting,
 			setup: func(r *rig) *task {
 				r.holdSlot()
-				r.submit(zero)
-				t := r.pick()
 				r.submit(sc)
 				if r.pick() != nil {
 					r.t.Fatal("pick started a task with no slot free")
 				}
+				return nil
+			},
+			verb: func(r *rig, _ *task) {
 				r.hold() // the call outside the pool ends: the slot is free
 				r.holding.Wait()
-				return t
-			},
-			verb: func(r *rig, t *task) {
-				r.finish(t, nil)
 				if r.pick() == nil {
-					r.t.Fatal("a task's end put the queue back in turn, and pick did not start its task, the slot free")
+					r.t.Fatal("the slot freed put the queue back in turn, and pick did not start its task, the slot free")
 				}
 			},
 		},

@@ -51,14 +51,14 @@
 // soon as one of its tasks ends, and at least once a second, so that it
 // sees a breaker that opened meanwhile within that time. The queues
 // waiting for a slot of their account's concurrency cap (max_concurrency)
-// are asked about in turn as a task's end frees one, the first in line
-// every 50 ms for a slot that calls outside the pool freed, and every one
-// at least once a second, likewise. A slot the pool does not see freed
-// waits for that recheck too, up to 50 ms idle: a call of a task that
-// ends while the task goes on (a page's call, the task then working on
-// the page), or a cap raised by resilience.Governor.Configure; the
-// governor tells the pool of neither (it tells it of a task's first call
-// alone, resilience.Admission). Cancelling the
+// are asked about in turn as one is freed, which the governor tells the
+// pool of (resilience.Governor.WatchSlots): a call ending, in a task of
+// the pool or outside it, whether the task goes on (a page's call, the
+// task then working on the page) or not, and a cap raised by
+// resilience.Governor.Configure. The first in line of each account is
+// also asked every 50 ms, for a slot the pool gave a task that has not
+// taken it yet (its first call not made), and every one at least once a
+// second, likewise. Cancelling the
 // context given to New stops the pool: no further task starts, the queued
 // ones are dropped (each recorded as cancelled in the ledger its context
 // carries), and Wait returns once the running ones have returned; no
@@ -141,37 +141,41 @@ type Pool struct {
 	maxWait time.Duration
 	epoch   time.Time
 
-	mu       sync.Mutex
-	quiet    sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
-	scopes   map[resilience.Scope]*queue
-	ring     ring                 // queues whose head may be ready, in turn
-	parked   parkedHeap           // queues waiting for their scope, by time
-	turns    uint32               // queues asked about so far (wrapping around), for the parked heap's order
-	slots    []*queue             // queues waiting for a concurrency slot
-	holds    fifo[heldQueue]      // admitting queues, by the end of their hold
-	ends     uint64               // tasks ended (not deferred runs), for ask
-	full     map[account]fullMark // accounts found with no slot free (see markFull)
-	fullGen  uint64               // marks made, for fullMark's gen
-	askAll   time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
-	caps     map[account]int      // accounts' concurrency caps as asked, in the governor's state of Generation capsGen (see mayRace)
-	capsGen  uint64
-	heldBack map[account]bool   // accounts with queues held back for their tasks' first calls (see holdBack)
-	leaders  map[account]*queue // the queue leading each account's queues held back, in turn or asked about (see unholdBack)
-	waits    map[string]bool    // breakerWaits by provider, for waitsGen
-	waitsGen uint64
-	armedAt  time.Duration
-	armStop  context.CancelFunc // stops the wake-up armed for armedAt
-	keepStop func() bool        // keeps the stop (drop and settle) from running when ctx is done
-	workers  int                // worker goroutines alive: each runs a task or looks for one
-	queued   int
-	running  int
-	done     int
-	failed   int
-	deferred int
-	dropped  int
-	errs     []error
-	waited   bool // Wait found the pool quiet: the pool is over, Go panics
-	wg       sync.WaitGroup
+	mu     sync.Mutex
+	quiet  sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
+	scopes map[resilience.Scope]*queue
+	ring   ring            // queues whose head may be ready, in turn
+	parked parkedHeap      // queues waiting for their scope, by time
+	turns  uint32          // queues asked about so far (wrapping around), for the parked heap's order
+	slots  []*queue        // queues waiting for a concurrency slot
+	holds  fifo[heldQueue] // admitting queues, by the end of their hold
+	frees  atomic.Uint64   // slots the governor said may be free (slotFreed), for ask
+	// A queue of the pool was told no slot (or asked for the slots
+	// free): slotFreed looks at the pool from then on. Never cleared.
+	slotWaits atomic.Bool
+	unwatch   func()               // ends the pool's watch of the governor's slots (WatchSlots)
+	full      map[account]fullMark // accounts found with no slot free (see markFull)
+	fullGen   uint64               // marks made, for fullMark's gen
+	askAll    time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
+	caps      map[account]int      // accounts' concurrency caps as asked, in the governor's state of Generation capsGen (see mayRace)
+	capsGen   uint64
+	heldBack  map[account]bool   // accounts with queues held back for their tasks' first calls (see holdBack)
+	leaders   map[account]*queue // the queue leading each account's queues held back, in turn or asked about (see unholdBack)
+	waits     map[string]bool    // breakerWaits by provider, for waitsGen
+	waitsGen  uint64
+	armedAt   time.Duration
+	armStop   context.CancelFunc // stops the wake-up armed for armedAt
+	keepStop  func() bool        // keeps the stop (drop and settle) from running when ctx is done
+	workers   int                // worker goroutines alive: each runs a task or looks for one
+	queued    int
+	running   int
+	done      int
+	failed    int
+	deferred  int
+	dropped   int
+	errs      []error
+	waited    bool // Wait found the pool quiet: the pool is over, Go panics
+	wg        sync.WaitGroup
 
 	// The causes of the contexts that dropped tasks, each once, for Wait:
 	// the stop's, tasks' own. seen holds those that can be map keys.
@@ -213,12 +217,14 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p.clock = p.gov.Clock()
 	p.epoch = p.clock.Now()
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
+	p.unwatch = p.gov.WatchSlots(p.slotFreed)
 	// The stop's goroutine is the pool's too: Wait waits for it, or stops
 	// it from running (keepStop).
 	p.wg.Add(1)
 	p.keepStop = context.AfterFunc(p.ctx, func() {
 		defer p.wg.Done()
 		defer p.record()
+		p.unwatch()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.drop()
@@ -430,7 +436,7 @@ queues:
 			continue
 		}
 		if !asked && noSlot && !lead && p.heldBack[acct] && p.liveHolds(acct) > 0 {
-			// Put back in turn by a task's end or the recheck, its
+			// Put back in turn by a slot freed or the recheck, its
 			// account's queues held back for their tasks' first calls
 			// (holdBack): it waits behind the first of them, which is
 			// asked for them all (unholdBack). Unless its turn came
@@ -447,7 +453,7 @@ queues:
 			p.lead(q, acct)
 			lead = true
 		}
-		// Asked about for a slot a task's end freed: the slot is the
+		// Asked about for a slot freed (slotFreed): the slot is the
 		// queue's while it is asked about (see markFull), and, should the
 		// queue not take it, the next in line's (passOn).
 		var reserved bool
@@ -500,8 +506,8 @@ queues:
 			// The first calls of the account's tasks started may take the
 			// slots free: it waits for those calls, in its turn. So does a
 			// queue asked for a slot the pool counted free (reserved): the
-			// recheck's is a bet (see recheck), and a task's end, its
-			// answer shows, freed no slot those calls will not take.
+			// recheck's is a bet (see recheck), and the slot freed, its
+			// answer shows, is one those calls will take.
 			p.holdBack(q, noSlot, turn, now)
 			continue
 		}
@@ -518,8 +524,8 @@ queues:
 			// the queue would go once the streak of failures grew old,
 			// long before the cooldown, its calls sent to a dead scope).
 			if noSlot && a.why == nil {
-				// A slot a task's end freed, taken: the account's other
-				// queues put back by that end wait for the next one,
+				// A slot freed, taken: the account's other queues put
+				// back with it wait for the next one,
 				// unless the answer showed more slots free (freedMore).
 				p.tookSlot(acct)
 				if reserved && !a.ended {
@@ -541,10 +547,10 @@ queues:
 			p.start(t)
 			return t
 		case errors.Is(a.why, resilience.ErrNoSlot) && a.ended:
-			// A task ended while its scope was asked about: its slot may
-			// be free. Asked again in turn, as the task's end puts the
-			// queues waiting for a slot (unslot), rather than slotted by
-			// an answer from before.
+			// A slot was freed while its scope was asked about (the
+			// governor told the pool, slotFreed). Asked again in turn,
+			// as the slot freed puts the queues waiting for one (unslot),
+			// rather than slotted by an answer from before.
 			q.noSlot = true
 			p.ring.push(q)
 			p.keepTurn(q, noSlot, turn)
@@ -586,17 +592,17 @@ type answer struct {
 	surveyed  bool
 	// What an open circuit means for the queue (see circuit).
 	failsFast, foundDead bool
-	// A task of the pool ended while the governor was asked, which may
-	// have freed a slot of the scope's account; taskEnded: a task of the
-	// queue, which may have opened its breaker. The answer may not show
-	// either.
+	// A task of the pool ended while the governor was asked, or the
+	// governor said a slot may be free (slotFreed), which may have freed
+	// a slot of the scope's account; taskEnded: a task of the queue,
+	// which may have opened its breaker. The answer may not show either.
 	ended, taskEnded bool
 }
 
 // ask asks the governor about q's scope, which pick took from the ring:
 // Delay, and for an open circuit one snapshot of the scope (see circuit);
-// or, when slots says that q is asked about for the slots free (a slot a
-// task's end freed, see reserve; slots the first calls of tasks started
+// or, when slots says that q is asked about for the slots free (a slot
+// freed, see reserve; slots the first calls of tasks started
 // may take, see mayRace), Delay's answer and the snapshot from one
 // resilience.Survey's Look, whose count of the account's calls in flight
 // tells how many slots are free (a task whose calls ran at once held as
@@ -609,7 +615,7 @@ type answer struct {
 // done, if it has tasks left. p.mu is held, and released meanwhile.
 func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
-	ends := p.ends
+	frees := p.frees.Load()
 	a.at = p.now()
 	p.turns++
 	a.turn = p.turns
@@ -629,12 +635,17 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	if open && !slots {
 		snap = p.gov.Inspect(q.scope)
 	}
+	if slots || errors.Is(a.why, resilience.ErrNoSlot) {
+		// Before frees is read again: a slot freed after that read
+		// finds slotWaits set, and the pool (see slotFreed).
+		p.slotWaits.Store(true)
+	}
 	p.mu.Lock()
 	q.where = nowhere
 	if p.ctx.Err() != nil {
 		return a, false
 	}
-	a.ended, a.taskEnded = p.ends != ends, q.taskEnded
+	a.ended, a.taskEnded = p.frees.Load() != frees, q.taskEnded
 	q.taskEnded = false
 	if open {
 		a.failsFast, a.foundDead = p.circuit(q.scope, snap)
@@ -832,15 +843,20 @@ func (p *Pool) unpark(q *queue) {
 }
 
 // slotRecheck is how often queues waiting for a concurrency slot are looked
-// at again when no task of the pool ends (the slots may be held by calls
-// outside the pool): the first in line of each account (see recheck).
+// at again when the governor tells the pool of no slot freed (slotFreed):
+// the first in line of each account (see recheck). A backstop: every
+// slot freed is told at once, but the pool counts a slot it gave a task
+// (tookSlot) as taken until that task's first call is decided or the task
+// ends, and a task that works a while before that call (past its hold,
+// admitHold) leaves the slot free meanwhile, which the recheck gives the
+// next queue in line.
 const slotRecheck = 50 * time.Millisecond
 
-// slot makes q wait for a concurrency slot: until a task of the pool ends,
-// or slotRecheck. The queues waiting so are kept in turn, by when they
+// slot makes q wait for a concurrency slot: until the governor tells the
+// pool of one freed of its account (slotFreed), or slotRecheck. The queues waiting so are kept in turn, by when they
 // were last asked about (ask), not by when the answer came back, which
 // the workers asking about several queues at once get in no fair order:
-// a task's end puts them back in the ring in that order (unslot), and the
+// a slot freed puts them back in the ring in that order (unslot), and the
 // first asked takes the slot. p.mu is held.
 func (p *Pool) slot(q *queue, now time.Duration) {
 	p.unlead(q)
@@ -866,20 +882,21 @@ func (p *Pool) keepTurn(q *queue, noSlot bool, turn uint32) {
 }
 
 // fullMark is what the pool knows of an account's slots: it had none free
-// when the pool's count of task ends was at, in the governor's state of
-// Generation govGen; of the slots the ends since freed, and more found
-// free since (freedMore), the pool has given starts a task, and asking are
-// promised to queues it asks about (see markFull). gen tells it from the
-// marks made before it.
+// when it was made, in the governor's state of Generation govGen; of the
+// slots freed since (more: those the governor said may be free, see
+// slotFreed, counted by the recheck, and found free beyond them, see
+// freedMore), the pool has given starts a task, and asking are promised
+// to queues it asks about (see markFull). gen tells it from the marks
+// made before it.
 type fullMark struct {
-	at, more, starts, asking, gen, govGen uint64
+	more, starts, asking, gen, govGen uint64
 }
 
 // markFull notes that acct has no slot free now (Delay's answer): the pool
-// counts a task's end as freeing one slot, so that until the next end, a
-// queue of acct put back in turn by a task's end (noSlot) waits for a slot
-// again without asking the governor (pick), and after k ends, once k of
-// them were given a task (tookSlot). The workers looking for work at once
+// counts each slot the governor says was freed (slotFreed), so that until
+// the next one, a queue of acct put back in turn by a slot freed (noSlot)
+// waits for a slot again without asking the governor (pick), and after k
+// slots freed, once k of them were given a task (tookSlot). The workers looking for work at once
 // would otherwise each ask about the account (with a fleet's store, a
 // round trip each), and be told of the slot a task just started, or a
 // queue asked about meanwhile, has not taken yet: a task started for
@@ -898,11 +915,11 @@ func (p *Pool) markFull(acct account, govGen uint64) {
 		p.full = map[account]fullMark{}
 	}
 	p.fullGen++
-	p.full[acct] = fullMark{at: p.ends, gen: p.fullGen, govGen: govGen}
+	p.full[acct] = fullMark{gen: p.fullGen, govGen: govGen}
 }
 
 // reserve promises a slot of acct, found full (markFull) and freed since
-// by a task's end, to a queue put back in turn by a task's end (noSlot)
+// (slotFreed), to a queue put back in turn by a slot freed (noSlot)
 // that pick asks about, until unreserve: the other workers do not ask
 // about the account for it meanwhile. It reports whether it did, and the
 // mark it did it in. p.mu is held.
@@ -926,8 +943,8 @@ func (p *Pool) unreserve(acct account, gen uint64) {
 }
 
 // passOn puts back in turn the queues of acct waiting for a slot, when
-// reserved says that the queue just asked about was promised a slot a
-// task's end freed (reserve), or the task started for one gave it back
+// reserved says that the queue just asked about was promised a slot
+// freed (reserve), or the task started for one gave it back
 // (gaveBack), and the slot is free as far as the pool knows (isFull): the
 // queue did not take it (its tasks dropped, its scope waiting for a token
 // or failing fast, its task's first call refused), or more slots were
@@ -955,7 +972,7 @@ func (p *Pool) passOn(acct account, reserved bool) {
 }
 
 // freedMore notes that n slots of acct more than the one just taken were
-// free when a queue promised a slot a task's end freed was asked about
+// free when a queue promised a slot freed (slotFreed) was asked about
 // (the answer's free less one), in mark gen, no task ending meanwhile: a
 // task whose calls ran at once freed as many slots. The slots promised to
 // the other queues being asked about, and those of the tasks started
@@ -971,7 +988,7 @@ func (p *Pool) freedMore(acct account, gen uint64, n int) {
 	// The tasks started whose first call is not decided yet: their
 	// calls may not have taken their slots yet.
 	n -= p.liveHolds(acct)
-	known := int64(p.ends-m.at+m.more) - int64(m.starts+m.asking) // free as far as the pool knows
+	known := int64(m.more) - int64(m.starts+m.asking) // free as far as the pool knows
 	if add := int64(n) - int64(m.asking) - known; add > 0 {
 		m.more += uint64(add)
 		p.full[acct] = m
@@ -1045,11 +1062,11 @@ func (p *Pool) learnCap(acct account, a answer) {
 // holdBack makes q, whose account's slots free are no more than the first
 // calls of its tasks started may take (mayRace), wait for a slot until
 // one of those is decided or its hold ends (admitHold; unholdBack), a
-// task ends, or the recheck: the account is not found full, and q is not
+// slot is freed, or the recheck: the account is not found full, and q is not
 // counted as told so (markFull). The queues of an account held back so
 // are asked again one at a time, the first in line for them all (see
-// unholdBack), and a queue of the account put back in turn by a task's
-// end or the recheck (noSlot) while some are, its first calls still to
+// unholdBack), and a queue of the account put back in turn by a slot
+// freed or the recheck (noSlot) while some are, its first calls still to
 // come, waits behind them without asking, unless its turn came before
 // the leader's, still in turn: it then leads them in its place, so that
 // a queue waiting for a slot before they were held back is not passed by
@@ -1147,7 +1164,7 @@ func (p *Pool) passLead(q *queue, lead bool) {
 
 // fullBack makes the queues of acct held back for its tasks' first calls
 // (holdBack) wait for a slot as queues told no slot do, acct found full:
-// a task's end or the recheck puts them back in turn (unslot), the
+// a slot freed or the recheck puts them back in turn (unslot), the
 // first asked, the others waiting without asking while the account is
 // full (markFull). p.mu is held.
 func (p *Pool) fullBack(acct account) {
@@ -1162,8 +1179,8 @@ func (p *Pool) fullBack(acct account) {
 	}
 }
 
-// tookSlot notes that a task of acct was started for a slot that a
-// task's end freed (see markFull). p.mu is held.
+// tookSlot notes that a task of acct was started for a slot that was
+// freed (see markFull). p.mu is held.
 func (p *Pool) tookSlot(acct account) {
 	if m, ok := p.full[acct]; ok {
 		m.starts++
@@ -1171,10 +1188,11 @@ func (p *Pool) tookSlot(acct account) {
 	}
 }
 
-// gaveBack notes that t, started for a slot a task's end freed (tookSlot),
+// gaveBack notes that t, started for a slot freed (tookSlot),
 // did not take it: its first call was refused (for a token or a pause, a
 // slot, an open breaker; of its scope or another one), before it took
-// one, or was made to another account's scope (DecidedIn). The slot is given to the next queue of the account in line at
+// one, or was made to another account's scope (DecidedIn), or it ended
+// with no first call decided (finish). The slot is given to the next queue of the account in line at
 // once (passOn), not at the next recheck of the queues waiting for one
 // (slotRecheck). p.mu is held.
 func (p *Pool) gaveBack(t *task) {
@@ -1195,11 +1213,11 @@ func (p *Pool) gaveBack(t *task) {
 
 // isFull reports whether acct has no slot free as far as the pool knows:
 // it was found full in the governor's state in force, and every slot that
-// the tasks' ends freed since was given a task, or is promised to a queue
+// freed since was given a task, or is promised to a queue
 // asked about (markFull). p.mu is held.
 func (p *Pool) isFull(acct account) bool {
 	m, ok := p.full[acct]
-	return ok && m.govGen == p.gov.Generation() && p.ends-m.at+m.more <= m.starts+m.asking
+	return ok && m.govGen == p.gov.Generation() && m.more <= m.starts+m.asking
 }
 
 // account is the provider and account of a scope, whose slots its
@@ -1208,19 +1226,24 @@ type account struct{ provider, account string }
 
 // unslot puts the queues waiting for a slot back in turn, in their turn
 // (see slot). counted says that a slot freed is counted for each account
-// (markFull): a task's end, counted as freeing one, or the recheck (see
+// (markFull): a slot freed (slotFreed), or the recheck (see
 // recheck). The queues are then marked noSlot, and once their account is
 // found full again, or its freed slot given to a task (markFull), by any
-// worker, the governor is not asked of each again until the next end or
-// recheck; of an account's queues held back (holdBack), the first in
+// worker, the governor is not asked of each again until the next slot
+// freed or recheck; of an account's queues held back (holdBack), the first in
 // line leads the others, unless one leads them already (unholdBack).
 // Otherwise every one is asked (the recheck once per parkRecheck: a
-// breaker opened meanwhile). p.mu is held.
-func (p *Pool) unslot(counted bool) {
+// breaker opened meanwhile). only, if not nil, puts back the queues of
+// that account alone (slotFreed). p.mu is held.
+func (p *Pool) unslot(counted bool, only *account) {
 	kept := p.slots[:0]
 	var led map[account]bool
 	for _, q := range p.slots {
 		if q.where != slotted {
+			continue
+		}
+		if only != nil && (account{q.scope.Provider, q.scope.Account}) != *only {
+			kept = append(kept, q)
 			continue
 		}
 		if q.heldBack && counted {
@@ -1250,6 +1273,9 @@ func (p *Pool) unslot(counted bool) {
 	clear(p.slots[len(kept):])
 	p.slots = kept
 	for acct := range p.heldBack {
+		if only != nil && acct != *only {
+			continue
+		}
 		if !led[acct] || !slices.ContainsFunc(p.slots, func(q *queue) bool {
 			return q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct
 		}) {
@@ -1258,12 +1284,12 @@ func (p *Pool) unslot(counted bool) {
 	}
 }
 
-// recheck puts the queues waiting for a slot back in turn when no task of
-// the pool ended (a wake-up: the slots may be held by calls outside the
-// pool, which end unseen). Every one is asked again (unslot) once per
+// recheck puts the queues waiting for a slot back in turn when the
+// governor told the pool of no slot freed (a wake-up: a slot the pool gave
+// a task may be free still, see slotRecheck). Every one is asked again (unslot) once per
 // parkRecheck, so that a queue whose scope's breaker opened meanwhile
 // fails fast within that time; otherwise the pool counts one slot of each
-// full account as freed, as a task's end frees one (markFull): the first
+// full account as freed, as a slot freed counts (markFull): the first
 // queue of the account in line is asked, and told no slot, the others
 // wait on without asking (pick's noSlot), one read of the account's
 // buckets rather than one a queue (a round trip each with a fleet's
@@ -1277,15 +1303,80 @@ func (p *Pool) recheck() {
 	}
 	if now := p.now(); now >= p.askAll {
 		p.askAll = now + parkRecheck
-		p.unslot(false)
+		p.unslot(false, nil)
 		return
 	}
+	p.countFreed(nil)
+}
+
+// slotFreed is the pool's watch of its governor's slots
+// (resilience.Governor.WatchSlots): a slot of acct's account may be free
+// (the zero Scope: of any account, a Configure in force), freed by a call
+// that ended inside a task that goes on, or outside the pool. The queues
+// of the account waiting for a slot are put back in turn at once, as
+// after a slot freed, rather than at the next recheck
+// (slotRecheck). A queue being asked about meanwhile (ask) is asked
+// again, its answer maybe older than the slot (answer's ended). It runs
+// on the goroutine that freed the slot, with no lock of the governor's
+// held.
+func (p *Pool) slotFreed(acct resilience.Scope) {
+	p.frees.Add(1)
+	if !p.slotWaits.Load() {
+		// No queue was ever told no slot: a call of a pool whose
+		// accounts' caps are never full pays two atomics, not the lock.
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx.Err() != nil {
+		return
+	}
+	switch a := (account{acct.Provider, acct.Account}); {
+	case len(p.slots) == 0 && acct.Provider == "":
+	case acct.Provider == "":
+		p.countFreed(nil)
+	case p.counted(a):
+		// Counted whether queues of the account wait for a slot or not:
+		// those put back in turn and not asked yet would otherwise find
+		// the account full (pick's noSlot).
+		if len(p.slots) > 0 {
+			p.unslot(true, &a)
+		}
+	case len(p.slots) > 0:
+		p.countFreed(&a)
+	}
+	if p.ring.len() > 0 {
+		p.wake()
+	}
+}
+
+// counted counts a slot of acct freed in its mark (markFull), if it has
+// one in the governor's state in force, and reports whether it did. p.mu
+// is held.
+func (p *Pool) counted(acct account) bool {
+	m, ok := p.full[acct]
+	if !ok || m.govGen != p.gov.Generation() {
+		return false
+	}
+	m.more++
+	p.full[acct] = m
+	return true
+}
+
+// countFreed counts one slot of each account with queues waiting for a
+// slot (only, if not nil: of that account alone) as freed (markFull), and puts those queues back in turn (unslot): the
+// first of an account in line is asked, the others wait without asking
+// while it is found full. p.mu is held.
+func (p *Pool) countFreed(only *account) {
 	gen := p.gov.Generation()
 	for _, q := range p.slots {
 		if q.where != slotted {
 			continue
 		}
 		acct := account{q.scope.Provider, q.scope.Account}
+		if only != nil && acct != *only {
+			continue
+		}
 		m, ok := p.full[acct]
 		if !ok || m.govGen != gen {
 			p.markFull(acct, gen)
@@ -1296,7 +1387,7 @@ func (p *Pool) recheck() {
 		m.more++
 		p.full[acct] = m
 	}
-	p.unslot(true)
+	p.unslot(true, only)
 }
 
 // arm makes sure a worker is started at at, when a parked queue may go. p.mu
@@ -1371,17 +1462,26 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 		t.deferredErr = nil
 	}
 	ran := t.deferredErr == nil // not a deferred run
-	if ran {
-		// A task ended: a slot may be free again. Not a deferred run's
-		// end: it was refused before it took one, and its own queue, put
-		// back in turn at once, would run it again at once if its scope
-		// looks ready (an open breaker; a first call to another account):
-		// a busy loop until a slot is free. Its own queue is asked again
-		// whatever its account says: what the task met may have opened
-		// its scope's breaker, whose calls then fail fast.
-		p.unslot(true)
-		q.noSlot = false
-		p.ends++
+	if ran && !t.decided {
+		// Started for a slot that was freed (tookSlot), it made no
+		// governed call (or none that was decided): it took none, and the
+		// next queue of its account in line is given it now (gaveBack).
+		p.gaveBack(t)
+	}
+	if ran && q.where == slotted {
+		// The slots its calls held were freed as each call ended, which
+		// the governor told the pool of (slotFreed): its end frees none.
+		// Its own queue is asked again whatever its account says: what
+		// the task met may have opened its scope's breaker, whose calls
+		// then fail fast. Not at a deferred run's end: it was refused
+		// before it took a slot, and its own queue, put back in turn at
+		// once, would run it again at once if its scope looks ready (an
+		// open breaker; a first call to another account): a busy loop
+		// until a slot is free.
+		p.slots = slices.DeleteFunc(p.slots, func(o *queue) bool { return o == q })
+		q.heldBack, q.noSlot = false, false
+		p.ring.push(q)
+		p.wake()
 	}
 	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
@@ -1582,6 +1682,7 @@ func (p *Pool) Wait() error {
 	if p.keepStop() {
 		p.wg.Done()
 	}
+	p.unwatch()
 	p.cancel(context.Canceled)
 	p.wg.Wait()
 	return joinErrors(errs)
@@ -1637,7 +1738,7 @@ type task struct {
 	// first call.
 	gen uint32
 	// The mark of its account's slots (fullMark's gen) it was started
-	// for a slot of, which a task's end freed (see tookSlot); 0: none.
+	// for a slot of, freed (see tookSlot); 0: none.
 	slotMark     uint64
 	deferredWait time.Duration
 	deferredErr  error
@@ -1702,7 +1803,7 @@ func (t *task) lostReason(v any) string {
 func (t *task) Decided() { t.DecidedIn(t.q.scope) }
 
 // DecidedIn implements resilience.ScopedAdmission: Decided, for a first
-// call made to scope. A task started for a slot a task's end freed
+// call made to scope. A task started for a slot freed
 // (tookSlot) whose first call was made to another account's scope took
 // none of its own account's slots: the slot is given to the next queue of
 // the account in line at once (gaveBack), not at the next recheck of the
@@ -1735,6 +1836,9 @@ func (t *task) Deferred(wait time.Duration, err error) { t.refused(wait, err) }
 // refused is Deferred under p.mu. Its scope cannot go before wait.
 func (t *task) refused(wait time.Duration, err error) {
 	p := t.p
+	if wait == 0 {
+		p.slotWaits.Store(true) // refused for a slot: see ask
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !t.ended { // always, from the governor: see Deferred
