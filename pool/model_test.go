@@ -1167,8 +1167,11 @@ func (m *machine) invariants() error {
 		reach("state: parked")
 	}
 	if len(p.slots) > 0 {
-		if p.armedAt == 0 && p.workers == 0 {
-			return fmt.Errorf("%d queues wait for a slot, with no wake-up armed and no task running", len(p.slots))
+		// The recheck is armed while queues wait for a slot: a task's end
+		// frees none of its own (its calls' slots were told as they
+		// ended), so no end rechecks them.
+		if p.armedAt == 0 {
+			return fmt.Errorf("%d queues wait for a slot, with no recheck armed", len(p.slots))
 		}
 		reach("state: slotted")
 		// Two queues of an account waiting for a slot: what a task's end
@@ -1177,6 +1180,35 @@ func (m *machine) invariants() error {
 		if len(p.slots) > 1 {
 			reach("state: several queues wait for a slot")
 		}
+	}
+	// A slot freed is told at once (slotFreed): a queue waiting for a
+	// slot, not held back for its account's first calls, whose scope can
+	// go now (its account has a slot free), waits only for the slots the
+	// pool gave tasks of the account whose first calls are still to come
+	// (a hold in force; a task started for a slot freed, not decided), or
+	// promised to a queue of the account asked about.
+	for _, q := range p.slots {
+		if q.heldBack || q.where != slotted {
+			continue
+		}
+		if d, why := p.gov.Delay(q.scope); why != nil || d > 0 {
+			continue
+		}
+		acct := account{q.scope.Provider, q.scope.Account}
+		if p.liveHolds(acct) > 0 || slices.ContainsFunc(askedAbout, func(o *queue) bool { return (account{o.scope.Provider, o.scope.Account}) == acct }) {
+			continue
+		}
+		promised := false
+		for _, r := range m.tasks {
+			if r.state == stRunning && r.t != nil && r.t.slotMark != 0 && !r.t.decided && (account{r.t.q.scope.Provider, r.t.q.scope.Account}) == acct {
+				promised = true
+			}
+		}
+		if promised {
+			reach("state: a slot free promised to a task started for it, a queue waiting")
+			continue
+		}
+		return fmt.Errorf("queue %v waits for a slot, its account has one free, and nothing of the pool's is to take it", q.scope)
 	}
 	for _, q := range p.slots {
 		if !q.heldBack {

@@ -1212,12 +1212,15 @@ func (p *Pool) gaveBack(t *task) {
 }
 
 // isFull reports whether acct has no slot free as far as the pool knows:
-// it was found full in the governor's state in force, and every slot that
-// freed since was given a task, or is promised to a queue
-// asked about (markFull). p.mu is held.
+// it was found full in the governor's state in force, and every slot
+// freed since was given a task, or is promised to a queue asked about
+// (markFull); and its provider is on. A provider turned off (its state
+// in force, a Configure) has no slots: its calls take none, and free
+// none the governor could tell the pool of, so that the slots the pool
+// gave its tasks since are never given back. p.mu is held.
 func (p *Pool) isFull(acct account) bool {
 	m, ok := p.full[acct]
-	return ok && m.govGen == p.gov.Generation() && m.more <= m.starts+m.asking
+	return ok && m.govGen == p.gov.Generation() && m.more <= m.starts+m.asking && p.gov.Enabled(acct.provider)
 }
 
 // account is the provider and account of a scope, whose slots its
