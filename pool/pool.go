@@ -1236,16 +1236,21 @@ type account struct{ provider, account string }
 // freed or recheck; of an account's queues held back (holdBack), the first in
 // line leads the others, unless one leads them already (unholdBack).
 // Otherwise every one is asked (the recheck once per parkRecheck: a
-// breaker opened meanwhile). only, if not nil, puts back the queues of
-// that account alone (slotFreed). p.mu is held.
+// breaker opened meanwhile). only, if not nil, puts back the first queue
+// of that account in line alone (slotFreed: one slot freed), and leaves
+// the others where they wait, rather than put each back in turn to be
+// slotted again, one pass over the line each (with thousands of queues
+// waiting, most of a scan's work): should that queue not take the slot,
+// or more be free, passOn puts them back. p.mu is held.
 func (p *Pool) unslot(counted bool, only *account) {
 	kept := p.slots[:0]
 	var led map[account]bool
+	moved := false
 	for _, q := range p.slots {
 		if q.where != slotted {
 			continue
 		}
-		if only != nil && (account{q.scope.Provider, q.scope.Account}) != *only {
+		if only != nil && (moved || (account{q.scope.Provider, q.scope.Account}) != *only) {
 			kept = append(kept, q)
 			continue
 		}
@@ -1272,13 +1277,19 @@ func (p *Pool) unslot(counted bool, only *account) {
 		q.heldBack = false
 		q.noSlot = counted
 		p.ring.push(q)
+		moved = true
 	}
 	clear(p.slots[len(kept):])
 	p.slots = kept
-	for acct := range p.heldBack {
-		if only != nil && acct != *only {
-			continue
+	if only != nil {
+		if p.heldBack[*only] && !slices.ContainsFunc(p.slots, func(q *queue) bool {
+			return q.heldBack && (account{q.scope.Provider, q.scope.Account}) == *only
+		}) {
+			delete(p.heldBack, *only)
 		}
+		return
+	}
+	for acct := range p.heldBack {
 		if !led[acct] || !slices.ContainsFunc(p.slots, func(q *queue) bool {
 			return q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct
 		}) {
@@ -1315,10 +1326,10 @@ func (p *Pool) recheck() {
 // slotFreed is the pool's watch of its governor's slots
 // (resilience.Governor.WatchSlots): a slot of acct's account may be free
 // (the zero Scope: of any account, a Configure in force), freed by a call
-// that ended inside a task that goes on, or outside the pool. The queues
-// of the account waiting for a slot are put back in turn at once, as
-// after a slot freed, rather than at the next recheck
-// (slotRecheck). A queue being asked about meanwhile (ask) is asked
+// that ended, in a task of the pool or outside it. The first queue of the
+// account waiting for a slot is put back in turn at once (unslot), rather
+// than at the next recheck (slotRecheck); for the zero Scope, every
+// queue waiting (countFreed). A queue being asked about meanwhile (ask) is asked
 // again, its answer maybe older than the slot (answer's ended). It runs
 // on the goroutine that freed the slot, with no lock of the governor's
 // held.
