@@ -253,10 +253,9 @@ func oneOf(s string, suffixes []string) bool {
 // and localhost:8082, are two endpoints); and for a request a Storage SDK
 // made (its User-Agent names azblob, azqueue, aztables, azfile or
 // azdatalake, as azcore's telemetry policy writes it) on a host of no
-// data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1, a
-// custom domain's, a private endpoint's): its endpoint's likewise, and
-// the SDK's service, blob, queue, table, file or dfs
-// (azure/127.0.0.1:10000/*/blob), rather than
+// data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1, or a
+// custom domain's): its endpoint's likewise, and the SDK's service, blob,
+// queue, table, file or dfs (azure/127.0.0.1:10000/*/blob), rather than
 // Resource Manager's tenant-level scope (a scheduler that declares such a
 // request's scope declares that one). They govern a tenant-level request (its scope has no account,
 // and it is no Resource Graph query) whose bearer token is a JWT naming
@@ -335,11 +334,15 @@ func hostScope(u *url.URL) (resilience.Scope, bool) {
 //   - a Storage SDK's (storageSDK: azblob's, azqueue's, aztables's,
 //     azfile's or azdatalake's, as its User-Agent names it) on a host of
 //     no data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1,
-//     a custom domain's, a private endpoint's): its endpoint's, and the
-//     service of the SDK's clients, azure/<endpoint>/*/<service> (blob,
-//     queue, table, file, dfs), as a storage account's host
-//     (<account>.blob.core.windows.net) names the account and the
-//     service.
+//     or a custom domain's): its endpoint's, and the service of the SDK's
+//     clients, azure/<endpoint>/*/<service> (blob, queue, table, file,
+//     dfs), as a storage account's host (<account>.blob.core.windows.net)
+//     names the account and the service. A client reaches an account's
+//     private endpoint by the account's host, which its private DNS zone
+//     resolves to the endpoint's address, and is in the account's scope;
+//     the account's privatelink host
+//     (<account>.privatelink.blob.core.windows.net), which the account's
+//     TLS certificate does not name, is a host of no data plane's.
 //
 // The endpoint is the host name lower-cased, with the URL's port when it
 // names one other than its scheme's default (azure/localhost:8081/*/cosmosdb,

@@ -8,10 +8,11 @@ import (
 // A request a Storage SDK made (its User-Agent names azblob, azqueue,
 // aztables, azfile or azdatalake, as azcore's telemetry policy writes
 // it) on a host that names no data plane's account (Azurite's
-// path-style endpoints, a custom domain, a private endpoint's host) goes
-// in its endpoint's scope, the SDK's service its service, as a storage
-// account's host names the account and the service: port and brackets
-// as for azcosmos's. A host ScopeOfURL reads keeps its scope (aztables's
+// path-style endpoints, a custom domain; an account's privatelink host,
+// which its certificate does not name, too) goes in its endpoint's
+// scope, the SDK's service its service, as a storage account's host
+// names the account and the service: port and brackets as for
+// azcosmos's. A host ScopeOfURL reads keeps its scope (aztables's
 // request to a Cosmos DB account's Table API is Cosmos DB's), and a
 // request whose User-Agent names another SDK, or no SDK first (telemetry
 // disabled, a caller's own User-Agent after azcore's), keeps ScopeOfURL's.
