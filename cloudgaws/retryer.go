@@ -113,6 +113,10 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 		if !governed || !errors.As(err, &qe) {
 			if governed {
 				st.refused(opErr, err)
+				// The SDK asks RetryDelay for its sleep before returning
+				// the refusal of a long poll: it must find this call, or
+				// none, never another call's retry of the same error value.
+				r.expect(opErr, st)
 			}
 			return release, err
 		}
@@ -187,8 +191,11 @@ func noRelease(error) error { return nil }
 // response's x-amz-retry-after, see sdkSleep): the call's watch of the
 // sleep starts here, knowing how long it is. After a retry GetRetryToken
 // refused, which the SDK asks it for before returning the refusal of a
-// long-polling operation, it watches nothing: the call's context is cut
-// already, and the SDK's sleep ends at once.
+// long-polling operation, it watches nothing: the call has ended (the
+// governor's refusal cut its context, and the SDK's sleep ends at once;
+// after its base retryer's, the sleep is that retryer's word, no part of
+// the call), and neither does it watch the sleep of another call of the
+// client that retries the same error value.
 func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
 	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
 	if st := r.take(opErr); st != nil && err == nil && st.stopErr == nil {

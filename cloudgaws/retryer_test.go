@@ -241,3 +241,86 @@ func TestRetryDelayAfterARefusalFindsNoCall(t *testing.T) {
 		t.Fatalf("%d expectations left behind", len(r.pending))
 	}
 }
+
+// refusingBase is a caller's retryer (the base of the governed one) that
+// refuses the retry token of the calls whose context is in refuse, and
+// gives the others the standard retryer's.
+type refusingBase struct {
+	aws.RetryerV2
+	refuse map[context.Context]bool
+}
+
+func (b refusingBase) GetRetryToken(ctx context.Context, err error) (func(error) error, error) {
+	if b.refuse[ctx] {
+		return nil, errors.New("retry refused by the caller's retryer")
+	}
+	return b.RetryerV2.GetRetryToken(ctx, err)
+}
+
+// The RetryDelay the SDK asks after a retry the caller's own retryer
+// refused (the base retryer's refusal, for a long-polling operation,
+// before the SDK returns it) finds no call either: never another call of
+// the client that retries the same error value (a sentinel) and whose
+// RetryDelay is still to come, whose sleep it would watch from the
+// refused call's goroutine, leaving that call's own RetryDelay nothing.
+func TestRetryDelayAfterACallerRefusalFindsNoCall(t *testing.T) {
+	gov, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(op string) (*callState, *resilience.Guard) {
+		gd, err := gov.Begin(context.Background(), resilience.Scope{Provider: provider, Account: "*", Region: "r", Service: "sqs", Operation: op}, sdkPolicy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := &callState{gov: gov, gd: gd}
+		st.cut.Init(context.Background())
+		t.Cleanup(func() {
+			st.endCut()
+			if !st.ended {
+				gd.End(nil)
+			}
+		})
+		return st, gd
+	}
+	base := refusingBase{
+		RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None }),
+		refuse:    map[context.Context]bool{},
+	}
+	r := &retryer{RetryerV2: base}
+	sentinel := &smithyhttp.RequestSendError{Err: errors.New("connection reset")} // transient, a pointer
+
+	// b's retry of the sentinel is allowed; its RetryDelay is still to come.
+	b, gb := call("SendMessage")
+	gb.After(sentinel)
+	if _, err := r.GetRetryToken(b, sentinel); err != nil {
+		t.Fatal(err)
+	}
+	b.unwatch() // GetRetryToken's watch of b's sleep; RetryDelay's is looked for below
+
+	// a's retry of the sentinel is refused by the caller's retryer, and
+	// its RetryDelay asked, as the SDK asks it for a long poll.
+	a, ga := call("ReceiveMessage")
+	base.refuse[a] = true
+	ga.After(sentinel)
+	if _, err := r.GetRetryToken(a, sentinel); err == nil {
+		t.Fatal("a's retry was allowed: the test proves nothing")
+	}
+	if _, err := r.RetryDelay(1, sentinel); err != nil {
+		t.Fatal(err)
+	}
+	if b.stopWatch != nil || a.stopWatch != nil {
+		t.Fatalf("the RetryDelay after a's refused retry watched a sleep (a's: %v, b's: %v)", a.stopWatch != nil, b.stopWatch != nil)
+	}
+	if _, err := r.RetryDelay(1, sentinel); err != nil { // b's
+		t.Fatal(err)
+	}
+	a.forget()
+	b.forget()
+	if len(r.pending) != 0 {
+		t.Fatalf("%d expectations left behind", len(r.pending))
+	}
+}
