@@ -1,7 +1,6 @@
 package cloudgaws
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	"reflect"
@@ -149,8 +148,8 @@ func readResponseError(err error) (errread.Details, bool) {
 	case *unsentError:
 		return errread.Details{Kind: errread.Fatal}, true
 	case *smithyhttp.RequestSendError:
-		var dns *net.DNSError
-		if errors.As(e.Err, &dns) && dns.IsNotFound {
+		budget := maxSendErrorNodes
+		if hostNotFound(e.Err, &budget) {
 			return errread.Details{Kind: errread.Fatal}, true
 		}
 	}
@@ -177,6 +176,41 @@ func readResponseError(err error) (errread.Details, bool) {
 		d.Kind = statusKind(resp.StatusCode)
 	}
 	return d, true
+}
+
+// maxSendErrorNodes bounds hostNotFound's walk, as the core classifier
+// bounds its own walk of a chain: net/http's error for a host that does
+// not exist is three errors deep under the SDK's (a *url.Error, a
+// *net.OpError, the *net.DNSError).
+const maxSendErrorNodes = 16
+
+// hostNotFound reports whether err, the error of a
+// *smithyhttp.RequestSendError (the transport's), is or wraps a
+// *net.DNSError that found no host, looking at no more than *budget of
+// its errors (through Unwrap and Unwrap() []error) and spending them: the
+// classifier reads every error of the process, and a chain that comes
+// back to itself, or a tree of joins, must not hold it for ever, as
+// errors.As would.
+func hostNotFound(err error, budget *int) bool {
+	for err != nil && *budget > 0 {
+		*budget--
+		switch e := err.(type) {
+		case *net.DNSError:
+			return e != nil && e.IsNotFound
+		case interface{ Unwrap() []error }:
+			for _, c := range e.Unwrap() {
+				if hostNotFound(c, budget) {
+					return true
+				}
+			}
+			return false
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // isServiceRetryable reports whether code is one a service's client adds

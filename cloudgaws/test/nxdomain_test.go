@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -107,6 +108,68 @@ func TestATemporaryDNSFailureStaysTransient(t *testing.T) {
 					t.Fatalf("ledger %q, want the call lost as failed", ledger.Describe())
 				}
 			})
+		})
+	}
+}
+
+// cyclicErr is a transport's error whose chain comes back to itself,
+// through Unwrap, or through Unwrap() []error twice at every level (a
+// join of joins, which a walk of the whole tree visits 2^depth times). It
+// counts the unwraps, and ends the chain after maxUnwraps of them, so
+// that a walk with no bound of its own ends.
+type cyclicErr struct{ unwraps *int }
+
+const maxUnwraps = 100000
+
+func (e cyclicErr) Error() string { return "reset by a cyclic transport" }
+
+// more counts an unwrap, and reports whether the chain goes on.
+func (e cyclicErr) more() bool {
+	*e.unwraps++
+	return *e.unwraps <= maxUnwraps
+}
+
+// unwrapOne is cyclicErr through Unwrap() error.
+type unwrapOne struct{ cyclicErr }
+
+func (e unwrapOne) Unwrap() error {
+	if !e.more() {
+		return nil
+	}
+	return e
+}
+
+// unwrapTwo is cyclicErr through Unwrap() []error.
+type unwrapTwo struct{ cyclicErr }
+
+func (e unwrapTwo) Unwrap() []error {
+	if !e.more() {
+		return nil
+	}
+	return []error{e, e}
+}
+
+// The classifier reads the error a request the SDK could not send wraps
+// (a *smithyhttp.RequestSendError's, for a host that does not exist)
+// within the bounds of its own walk of a chain: a transport's error
+// whose chain is a cycle, or a tree of joins, is read in a few dozen
+// steps, as the core reads any other error's, not followed for ever (a
+// Classify that never returns, in the call's After, holding its slot).
+func TestASendErrorIsReadWithinTheChainBounds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  func(*int) error
+	}{
+		{"a cycle", func(n *int) error { return unwrapOne{cyclicErr{unwraps: n}} }},
+		{"a tree of joins", func(n *int) error { return unwrapTwo{cyclicErr{unwraps: n}} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var plain, sent int
+			resilience.Classify(c.err(&plain))
+			resilience.Classify(&smithyhttp.RequestSendError{Err: c.err(&sent)})
+			if sent > plain+64 {
+				t.Fatalf("Classify unwrapped the transport's error %d times under a RequestSendError, %d times alone: the reader of the SDK's send error walks its chain without bound", sent, plain)
+			}
 		})
 	}
 }
