@@ -2,11 +2,14 @@ package test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
 	"github.com/cloudg/cloudg/cloudgaws"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -97,4 +100,50 @@ func overheadClient(tb testing.TB, f *fakeAWS, srv *httptest.Server, governed bo
 		}
 	}
 	return ec2.NewFromConfig(cfg)
+}
+
+// classifyErrors are errors the classifier reads, with the package's
+// reader registered: one of the program's own, an AWS API error under the
+// SDK's operation error, and DynamoDB's TransactionCanceledException
+// there, whose CancellationReasons the reader reads by reflection.
+var classifyErrors = []struct {
+	name string
+	err  error
+}{
+	{"plain", errors.New("boom")},
+	{"api error", &smithy.OperationError{ServiceID: "EC2", OperationName: "DescribeVpcs",
+		Err: &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "no"}}},
+	{"transaction cancelled", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "TransactWriteItems",
+		Err: &ddbtypes.TransactionCanceledException{CancellationReasons: []ddbtypes.CancellationReason{
+			{Code: aws.String("None")}, {Code: aws.String("ThrottlingError")},
+		}}}},
+}
+
+// BenchmarkClassify is resilience.Classify of an error of each kind in
+// classifyErrors: the cost the package's reader adds to every
+// classification of the process.
+//
+//	cd cloudgaws/test && go test -run '^$' -bench Classify -benchmem
+func BenchmarkClassify(b *testing.B) {
+	for _, c := range classifyErrors {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resilience.Classify(c.err)
+			}
+		})
+	}
+}
+
+// The package's reader runs at every error of every chain the classifier
+// reads in the process: for an error that is not a
+// TransactionCanceledException it reads by method and type only, and
+// allocates nothing; neither does the reflection over a cancellation's
+// reasons.
+func TestClassifyAllocatesNothing(t *testing.T) {
+	for _, c := range classifyErrors {
+		if n := testing.AllocsPerRun(100, func() { resilience.Classify(c.err) }); n != 0 {
+			t.Errorf("Classify(%s) allocates %v objects, want none", c.name, n)
+		}
+	}
 }
