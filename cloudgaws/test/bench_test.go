@@ -89,17 +89,23 @@ func overheadClient(tb testing.TB, f *fakeAWS, srv *httptest.Server, governed bo
 	cfg := awsConfig(f, srv)
 	cfg.RetryMode = aws.RetryModeStandard
 	if governed {
-		g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-			"ec2": {MaxRPS: 1e6, Burst: 1e6},
-		}}})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := cloudgaws.Install(&cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
-			tb.Fatal(err)
-		}
+		installOverhead(tb, &cfg)
 	}
 	return ec2.NewFromConfig(cfg)
+}
+
+// installOverhead installs cfg as overheadClient does.
+func installOverhead(tb testing.TB, cfg *aws.Config) {
+	tb.Helper()
+	g, err := resilience.NewGovernor(resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+		"ec2": {MaxRPS: 1e6, Burst: 1e6},
+	}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cloudgaws.Install(cfg, testAccount, cloudgaws.WithGovernor(g)); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // classifyErrors are errors the classifier reads, with the package's

@@ -178,3 +178,39 @@ func TestGlobalEndpointNameIsItsPartitions(t *testing.T) {
 		t.Errorf("scopes %v, want %v: a partition's IAM calls in its scope", got, want)
 	}
 }
+
+// A call of a client made in a FIPS pseudo-region (fips-us-east-1)
+// allocates no more, governed, than the same call ungoverned, as one in
+// us-east-1 does (see TestGovernedCallAllocations, overheadClient's
+// governor): the region its scope
+// is governed in is not made again by every call.
+func TestAFIPSPseudoRegionCallAllocatesNoMore(t *testing.T) {
+	allocs := func(region string, governed bool) float64 {
+		f := newFake(nil)
+		f.noTimes = true
+		cfg := awsConfig(f, nil)
+		cfg.RetryMode = aws.RetryModeStandard
+		if governed {
+			installOverhead(t, &cfg)
+		}
+		var rules ec2.EndpointParameters
+		client := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
+			o.Region = region
+			// The endpoint rules refuse FIPS with a custom endpoint.
+			o.BaseEndpoint = nil
+			o.EndpointResolverV2 = fakeResolver{url: *cfg.BaseEndpoint, params: &rules}
+		})
+		ctx := context.Background()
+		return testing.AllocsPerRun(200, func() {
+			if err := describeVpcs(ctx, client); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	for _, region := range []string{"us-east-1", "fips-us-east-1", "us-east-1-fips"} {
+		bare, governed := allocs(region, false), allocs(region, true)
+		if governed > bare+3+raceSlack {
+			t.Errorf("a governed DescribeVpcs in %s allocates %v objects, the ungoverned one %v: want at most 3 more (%d more under -race)", region, governed, bare, raceSlack)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package awsname
 import (
 	"regexp"
 	"strings"
+
+	"github.com/cloudg/cloudg/internal/cowmap"
 )
 
 // The tables partitions and globalServices are generated from botocore
@@ -87,16 +89,34 @@ func Region(service, region string) string {
 // client resolves its endpoint in the region with UseFIPSEndpoint:
 // "-fips-" is "-", and a "fips-" prefix or a "-fips" suffix is dropped
 // (fips-us-east-1 and us-east-1-fips are us-east-1). Any other region is
-// returned as it is, without an allocation.
+// returned as it is. Neither allocates, but for the first
+// maxFIPSRegions pseudo-regions of the process, the first time each is
+// read: every governed call of a client made in one reads it.
 func FIPSRegion(region string) string {
 	const fipsInfix, fipsPrefix, fipsSuffix = "-fips-", "fips-", "-fips"
 	if !strings.Contains(region, fipsInfix) && !strings.Contains(region, fipsPrefix) && !strings.Contains(region, fipsSuffix) {
 		return region
 	}
+	if r, ok := fipsRegions.Load(region); ok {
+		return r
+	}
+	pseudo := region
 	region = strings.ReplaceAll(region, fipsInfix, "-")
 	region = strings.ReplaceAll(region, fipsPrefix, "")
-	return strings.ReplaceAll(region, fipsSuffix, "")
+	region = strings.ReplaceAll(region, fipsSuffix, "")
+	if fipsRegions.Len() < maxFIPSRegions {
+		fipsRegions.Store(pseudo, region)
+	}
+	return region
 }
+
+// fipsRegions holds the regions of the FIPS pseudo-regions FIPSRegion
+// has read, up to about maxFIPSRegions of them (writers racing past the
+// bound add one each): the partitions' regions in their few FIPS forms,
+// whatever region names a program makes up.
+var fipsRegions cowmap.Map[string, string]
+
+const maxFIPSRegions = 64
 
 // partitionOf returns the partition of region, as botocore finds it: the
 // first that lists the region or whose pattern it matches, else aws.

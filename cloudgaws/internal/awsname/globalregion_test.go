@@ -93,6 +93,11 @@ func TestFIPSRegion(t *testing.T) {
 			t.Errorf("Region(%s, %s) = %s, want %s", c.svc, c.region, got, c.want)
 		}
 	}
+	// Every governed call of a client made in a pseudo-region reads it:
+	// the region it names is not made again each time.
+	if n := testing.AllocsPerRun(100, func() { _ = Region("ec2", "fips-us-east-1"); _ = Region("ec2", "us-east-1-fips") }); n != 0 {
+		t.Errorf("Region of a FIPS pseudo-region allocates %v times a call", n)
+	}
 }
 
 // The name of a global service's endpoint in a partition is that
