@@ -48,11 +48,15 @@ var patterns = func() []*regexp.Regexp {
 // endpoint of its own (health in us-east-2). A region of no partition
 // (none, "local") is in the aws partition, as botocore falls back to it;
 // the pseudo-regions some services list as endpoints (iam-govcloud) are
-// not in the table and are taken for such regions. The name of one of
-// the service's global endpoints (aws-us-gov-global, aws-cn-global) is
-// that endpoint's region, in its partition, as botocore names a client
-// made in it and the SDK sends its calls there (IAM in aws-us-gov-global
-// to GovCloud's), not a region of no partition, in the aws one.
+// not in the table and are taken for such regions, and so is a
+// partition's global endpoint name a service lists as an endpoint but not
+// as its global one (health's aws-us-gov-global): botocore names a
+// client made in either after the region given, Region gives aws-global.
+// The name of one of the service's global endpoints (aws-us-gov-global,
+// aws-cn-global) is that endpoint's region, in its partition, as botocore
+// names a client made in it and the SDK sends its calls there (IAM in
+// aws-us-gov-global to GovCloud's), not a region of no partition, in the
+// aws one.
 //
 // A FIPS pseudo-region (fips-us-east-1, us-east-1-fips,
 // fips-us-gov-west-1) is first read as its region (see FIPSRegion), as

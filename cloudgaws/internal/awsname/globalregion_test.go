@@ -126,3 +126,18 @@ func TestGlobalEndpointNameRegion(t *testing.T) {
 		}
 	}
 }
+
+// The two names botocore 1.43.11 reports otherwise than Region (of all its
+// services, in every partition's global endpoint name and iam-govcloud;
+// globalregions.py does not check them), as the README says: both are
+// taken for regions of no partition, in the aws one.
+func TestNamesBotocoreReportsOtherwise(t *testing.T) {
+	for _, c := range []struct{ svc, region, botocore string }{
+		{"iam", "iam-govcloud", "iam-govcloud"},
+		{"health", "aws-us-gov-global", "aws-us-gov-global"},
+	} {
+		if got := Region(c.svc, c.region); got != "aws-global" {
+			t.Errorf("Region(%s, %s) = %s, want aws-global (botocore: %s)", c.svc, c.region, got, c.botocore)
+		}
+	}
+}
