@@ -34,7 +34,9 @@ import (
 // Its methods only read it: any number of goroutines may use one at once
 // while none changes Err. The zero ThrottlingError (no Err) reads
 // "throttled by the governor", unwraps to nothing and has a RetryAfter of
-// 0.
+// 0, and so does a nil *ThrottlingError (an application's error that
+// embeds one it did not set): the classifier reads every error of the
+// process.
 type ThrottlingError struct {
 	// Err is a *resilience.CircuitOpenError, a
 	// *resilience.RetryBudgetExhaustedError or a *resilience.WouldWaitError.
@@ -45,7 +47,7 @@ var _ smithy.APIError = (*ThrottlingError)(nil)
 
 // Error returns the core error's message.
 func (e *ThrottlingError) Error() string {
-	if e.Err == nil {
+	if e == nil || e.Err == nil {
 		return "throttled by the governor"
 	}
 	return e.Err.Error()
@@ -70,6 +72,9 @@ func (e *ThrottlingError) RetryableError() bool { return false }
 // or the time until the refused call's scope can go (0 for a full
 // bulkhead, whose wait is not known).
 func (e *ThrottlingError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
 	if ra, ok := e.Err.(interface{ RetryAfter() time.Duration }); ok {
 		return ra.RetryAfter()
 	}
@@ -77,7 +82,12 @@ func (e *ThrottlingError) RetryAfter() time.Duration {
 }
 
 // Unwrap returns the core error.
-func (e *ThrottlingError) Unwrap() error { return e.Err }
+func (e *ThrottlingError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // WrapsGovernorError marks the error as a wrapper of the governor's own:
 // the core classifies it as the error it wraps and never takes it for the

@@ -108,6 +108,39 @@ func TestThrottlingErrorZeroValue(t *testing.T) {
 	}
 }
 
+// appThrottle is an application's error that embeds the governor's: nil
+// when the application made it without one.
+type appThrottle struct {
+	*cloudgaws.ThrottlingError
+	task string
+}
+
+// A nil *ThrottlingError, alone or embedded in an application's error,
+// reads as the zero one: the classifier, which reads every error of the
+// process, unwraps it and asks its wait without panicking, and it
+// classifies as the zero one does.
+func TestANilThrottlingErrorReadsAsTheZeroOne(t *testing.T) {
+	zero := resilience.Classify(&cloudgaws.ThrottlingError{})
+	for _, err := range []error{(*cloudgaws.ThrottlingError)(nil), appThrottle{task: "scan"}} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%T: panicked: %v", err, p)
+				}
+			}()
+			if k := resilience.Classify(err); k != zero {
+				t.Errorf("Classify(%T) = %v, want %v, the zero ThrottlingError's", err, k, zero)
+			}
+			if d, ok := resilience.RetryAfter(err); d != 0 {
+				t.Errorf("RetryAfter(%T) = %v, %v; want no wait", err, d, ok)
+			}
+			if err.Error() != "throttled by the governor" || errors.Unwrap(err) != nil {
+				t.Errorf("%T: not the zero ThrottlingError's message and chain", err)
+			}
+		}()
+	}
+}
+
 // silentBody is the body of an answer whose connection went silent after
 // its headers: a read fails as under the SDK's read timeout
 // (awshttp.BuildableClient.WithReadTimeout), which the SDK retries.
