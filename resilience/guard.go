@@ -1126,10 +1126,13 @@ func (gd *Guard) EndPanicked() {
 // or not (an attempt After did not see, or a retry sent without Enter or
 // Pace, is counted as After and End count it). An integration has After
 // read the answer as fatal: one After recorded as a throttle has slowed
-// and paused the scope already. A call whose outcome is recorded already
-// (a success, a stop of the governor's, an answer After saw once Begin's
-// context was done, from which nothing more is learned) or held for End
-// (a success while the call holds its slot), and an err that is no
+// and paused the scope already. Once Begin's context is done, nothing is
+// learned from the answer (the breaker is left as it is), but the call is
+// still lost as denied, After having seen the answer or not: the caller
+// may hold the answer with no error, and the Ledger is what tells the
+// task that the call was lost. A call whose outcome is recorded already
+// (a success, a stop of the governor's, a loss) or held for End (a
+// success while the call holds its slot), and an err that is no
 // provider's answer (nil, a local error, cloudg's own error: see
 // IsProviderAnswer), end as End ends them, with nothing recorded as
 // denied. EndDenied is a step of the call, as End is: call it from the
@@ -1137,7 +1140,8 @@ func (gd *Guard) EndPanicked() {
 // scope.
 func (gd *Guard) EndDenied(err error) {
 	switch {
-	case gd.e == nil, gd.phase == phaseSucceeded, gd.phase == phaseDone, !IsProviderAnswer(err):
+	case gd.e == nil, gd.phase == phaseSucceeded, !IsProviderAnswer(err),
+		gd.phase == phaseDone && !gd.answeredLate():
 		gd.End(err)
 		return
 	}
@@ -1145,11 +1149,19 @@ func (gd *Guard) EndDenied(err error) {
 	if gd.retrying() {
 		gd.recordRetry() // the SDK sent it without telling After
 	}
-	if gd.phase != phaseFinal || gd.last.local {
+	if (gd.phase != phaseFinal || gd.last.local) && gd.ctx.Err() == nil {
 		gd.recordProof() // After did not record the answer as the provider's fatal one
 	}
 	gd.recordDenied(err)
 	gd.reset()
+}
+
+// answeredLate reports whether the call, done, ended with the provider's
+// fatal answer, from which nothing was recorded: one After saw once
+// Begin's context was done, or one whose retry the SDK asked for and a
+// stop refused (a deadline or the breaker, which blame no one).
+func (gd *Guard) answeredLate() bool {
+	return gd.last.err != nil && gd.last.kind == Fatal && !gd.last.local && IsProviderAnswer(gd.last.err)
 }
 
 // reset readies the Guard for a new call of its scope, once End or
