@@ -139,7 +139,11 @@ func (gd *Guard) refusedAt(now, until time.Duration) bool {
 // stop. A provider that waits for its breakers' verdicts (breaker_wait)
 // holds its retries at Pace until a verdict instead, and a breaker that
 // does not tell of its verdicts (fleet mode's shared breakers) is asked
-// at Pace: for those, and for a Guard with no call, f is never called.
+// at Pace: for those, and for a Guard of a disabled provider, which the
+// governor does not govern, f is never called. A Guard whose call has no
+// attempt yet (just begun, or again after End) is watched as any: its
+// next attempt is its first, which an open breaker refuses, so f is
+// called.
 func (gd *Guard) AfterOpen(delay time.Duration, f func()) (stop func() bool) {
 	if gd.e != nil {
 		gd.live() // a Reset or Configure since the last attempt: watch the live breaker
