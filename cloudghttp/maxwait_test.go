@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -41,6 +42,9 @@ func lostOnly(t *testing.T, g *resilience.Governor, stats *resilience.Stats, led
 		resilience.LossGaveUp: tot.GaveUp, resilience.LossSkipped: tot.Rejected, resilience.LossFailed: tot.Failed,
 		resilience.LossRefused: tot.Refused, resilience.LossCancelled: tot.Cancelled,
 		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked, resilience.LossDenied: tot.Denied,
+	}
+	if k := resilience.Loss(len(byKind)); !strings.HasPrefix(k.String(), "resilience.Loss(") {
+		t.Fatalf("loss %v is not looked at", k)
 	}
 	for k, n := range byKind {
 		w := 0

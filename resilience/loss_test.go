@@ -54,6 +54,9 @@ func (r run) lost(t *testing.T, g *Governor, kind Loss, want int) {
 	tot := g.Summary(r.stats).Totals
 	counts := map[Loss]int64{LossGaveUp: tot.GaveUp, LossSkipped: tot.Rejected, LossFailed: tot.Failed, LossRefused: tot.Refused, LossCancelled: tot.Cancelled,
 		LossErrored: tot.Errored, LossPanicked: tot.Panicked, LossDenied: tot.Denied}
+	if k := Loss(len(counts)); k < numLosses {
+		t.Fatalf("loss %v is not looked at", k)
+	}
 	for k, n := range counts {
 		w := int64(0)
 		if k == kind {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -48,7 +49,10 @@ func lostOnly(t *testing.T, g *resilience.Governor, stats *resilience.Stats, led
 	byKind := map[resilience.Loss]int64{
 		resilience.LossGaveUp: tot.GaveUp, resilience.LossSkipped: tot.Rejected, resilience.LossFailed: tot.Failed,
 		resilience.LossRefused: tot.Refused, resilience.LossCancelled: tot.Cancelled,
-		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked,
+		resilience.LossErrored: tot.Errored, resilience.LossPanicked: tot.Panicked, resilience.LossDenied: tot.Denied,
+	}
+	if k := resilience.Loss(len(byKind)); !strings.HasPrefix(k.String(), "resilience.Loss(") {
+		t.Fatalf("loss %v is not looked at", k)
 	}
 	for k, n := range byKind {
 		w := 0
