@@ -107,7 +107,7 @@ type Event struct {
 	// its retries), "refused" (not sent: its wait would have passed its
 	// deadline or its max wait), "cancelled" (its context ended), "errored" (a local error
 	// no provider answered ended it), "panicked" (its function panicked;
-	// Err is nil) or "denied" (the provider's answer, Err, refused it for
+	// Err is nil) or "denied" (the provider's answer, Err, denied it for
 	// a quota the governor does not pace: see resilience.LossDenied). A call given up after throttling is a GaveUp event, one
 	// an open breaker refused a Rejected event.
 	Loss string

@@ -58,7 +58,7 @@ func TestEndDeniedCountsTheCallLostAndSlowsNothing(t *testing.T) {
 		if b, err := json.Marshal(sum); err != nil || !strings.Contains(string(b), `"denied":1`) {
 			t.Errorf("the summary's JSON %s (%v) does not carry denied: 1", b, err)
 		}
-		want := "throttled: 1 call(s) denied (the provider's refusal for a quota not paced) (" + ec2Vpcs.String() + ": " + answer.Error() + ")"
+		want := "throttled: 1 call(s) denied (by the provider, for a quota not paced) (" + ec2Vpcs.String() + ": " + answer.Error() + ")"
 		if n := ledger.Count(LossDenied); n != 1 || ledger.Describe() != want {
 			t.Errorf("the ledger counts %d denied: %q, want 1: %q", n, ledger.Describe(), want)
 		}
@@ -113,5 +113,17 @@ func TestEndDeniedOfNoAnswerIsEnd(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// The Ledger's words for a call the provider denied tell it from one the
+// governor refused (LossRefused: not sent, its wait too long): a reader
+// of "2 call(s) refused (...), 1 call(s) denied (...)" must not find the
+// denial called a refusal too.
+func TestLedgerTellsDeniedFromRefused(t *testing.T) {
+	var l Ledger
+	l.Record(LossDenied, "")
+	if d := l.Describe(); strings.Contains(d, "refus") {
+		t.Errorf("Describe of a denied call: %q, which speaks of a refusal, as refused calls are described", d)
 	}
 }

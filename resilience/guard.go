@@ -1110,7 +1110,7 @@ func (gd *Guard) EndPanicked() {
 }
 
 // EndDenied ends the call, as End does, with err, the provider's answer
-// that refused it for a limit the governor does not pace, as the
+// that denied it for a limit the governor does not pace, as the
 // integration reads that answer (another quota than the scope's, spent:
 // GitHub's copilot_usage_records answered to a REST call). The call is
 // lost as LossDenied: counted in the scope's lifetime counters and the

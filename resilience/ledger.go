@@ -53,7 +53,7 @@ const (
 	// returning; the panic goes on to the caller. Package pool records a
 	// task that panicked outside its governed calls so.
 	LossPanicked
-	// LossDenied: sent, and answered with the provider's refusal for a
+	// LossDenied: sent, and denied by the provider's answer for a
 	// limit the governor does not pace (another quota than the scope's,
 	// spent: GitHub's copilot_usage_records answered to a REST call),
 	// which an integration reads from the answer and ends the call with
@@ -88,7 +88,7 @@ var lossPhrases = [numLosses]string{
 	"cancelled (context ended)",
 	"errored (local errors, no provider answer)",
 	"panicked",
-	"denied (the provider's refusal for a quota not paced)",
+	"denied (by the provider, for a quota not paced)",
 }
 
 // maxLedgerReasons is how many distinct reasons Describe lists.
@@ -251,8 +251,8 @@ func (l *Ledger) Degraded() bool { return l.Lost() > 0 }
 // call(s) failed after retries (transient errors)", "2 call(s) refused
 // (would wait past their deadline or max wait)", "1 call(s) cancelled
 // (context ended)", "1 call(s) errored (local errors, no provider
-// answer)", "1 call(s) panicked", "1 call(s) denied (the provider's
-// refusal for a quota not paced)". The message starts with "throttled: "
+// answer)", "1 call(s) panicked", "1 call(s) denied (by the provider,
+// for a quota not paced)". The message starts with "throttled: "
 // when a call gave up, was skipped, was refused or was denied, and with
 // "degraded: " otherwise.
 // The reasons in parentheses are left out when none were recorded (every
