@@ -1101,6 +1101,46 @@ func TestGitHubAnotherQuotasRefusalIsCountedLost(t *testing.T) {
 	}
 }
 
+// Another quota's refusal that comes as the request's context ends (its
+// deadline passes as GitHub answers) is still counted lost: the caller
+// has GitHub's 403 with no error, and a ledger that did not list the call
+// would report the task complete.
+func TestGitHubAnotherQuotasRefusalAsTheContextEndsIsCountedLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		f.script(status(http.StatusForbidden, "X-RateLimit-Limit", "30", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Second).Unix(), 10), "X-RateLimit-Resource", "copilot_usage_records"))
+		gov := newGov(t, resilience.Config{})
+		scope := cloudghttp.GitHub("octo")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		mem := newMem(f)
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := mem.RoundTrip(r)
+			cancel() // the context ends as the answer comes
+			return resp, err
+		})
+		hc := &http.Client{Transport: cloudghttp.NewTransport(base, scope, cloudghttp.WithGovernor(gov))}
+		ctx, stats := resilience.WithStats(ctx)
+		ctx, ledger := resilience.WithLedger(ctx, "pulls")
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.github.com/repos/octo/hello/pulls", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("the request: %v, want GitHub's answer", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("status %d, want GitHub's 403", resp.StatusCode)
+		}
+		if got := gov.Summary(stats).Scopes[scope(req)]; got.Denied != 1 || got.Lost() != 1 {
+			t.Errorf("stats of %v %+v, want its one call lost as denied", scope(req), got)
+		}
+		if n := ledger.Count(resilience.LossDenied); n != 1 {
+			t.Errorf("the ledger counts %d denied (%q), want the call lost as denied", n, ledger.Describe())
+		}
+	})
+}
+
 // A GraphQL 200 that carries data and an error of GitHub's rate limit (a
 // partial answer: GitHub ran part of the request before the limit held
 // the rest back) is no success: the caller's result is missing what the
