@@ -57,9 +57,9 @@ type Result struct {
 	// retries included, summed: the worker time it held.
 	AffectedTime time.Duration
 	// InLedger counts the calls the scan's resilience.Ledger recorded as
-	// lost (given up, skipped, failed, refused, cancelled, errored or
-	// panicked): for the
-	// governed strategies, every lost call should be there.
+	// lost (given up, skipped, failed, refused, cancelled, errored,
+	// panicked or denied): for the governed strategies, every lost call
+	// should be there.
 	InLedger int
 }
 
