@@ -92,7 +92,7 @@ func TestLostRefusedByItsDeadline(t *testing.T) {
 				t.Fatalf("%v, %d sent; want a refusal, nothing sent", err, sent)
 			}
 			r.lost(t, g, LossRefused, 1)
-			if d := r.ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) refused (would wait past their deadline or max wait) (aws/123456789012/us-east-1/ec2/DescribeVpcs: deadline exceeded") {
+			if d := r.ledger.Describe(); !strings.HasPrefix(d, "throttled: 1 call(s) refused (would wait past their deadline or max wait) (deadline exceeded for aws/123456789012/us-east-1/ec2/DescribeVpcs: a wait of ") {
 				t.Errorf("ledger %q", d)
 			}
 			time.Sleep(5 * time.Second)
@@ -816,7 +816,7 @@ func TestLedgerReasonsOfDeadlineRefusalsAreOne(t *testing.T) {
 		sent := 0
 		Do(r.ctx, iamUsers, always(&sent, transientErr()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
 		want := []string{
-			"aws/123456789012/us-east-1/ec2/DescribeVpcs: deadline exceeded for aws/123456789012/us-east-1/ec2/DescribeVpcs: a wait of 60.1s would overrun it",
+			"deadline exceeded for aws/123456789012/us-east-1/ec2/DescribeVpcs: a wait of 60.1s would overrun it",
 			"aws/123456789012/*/iam/ListUsers: " + describe(Transient, transientErr()),
 		}
 		if got := r.ledger.Reasons(); !slices.Equal(got, want) {

@@ -474,10 +474,16 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError, dead string) {
 // what stopped it; desc is what the ledger lists for it, err the error the
 // call ends with.
 func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
+	gd.recordLine(kind, reason, gd.scope.String()+": "+desc, err)
+}
+
+// recordLine is recordLost with line, the ledger's whole line for the
+// call, naming its scope.
+func (gd *Guard) recordLine(kind Loss, reason, line string, err error) {
 	if gd.e == nil {
 		return
 	}
-	gd.lose(kind, desc)
+	gd.loseLine(kind, line)
 	gd.emitLost(kind, reason, err)
 }
 
@@ -491,9 +497,14 @@ func (gd *Guard) emitLost(kind Loss, reason string, err error) {
 // lose counts a call lost as kind, lists it in the ledger with desc and
 // marks its outcome recorded, reporting nothing.
 func (gd *Guard) lose(kind Loss, desc string) {
+	gd.loseLine(kind, gd.scope.String()+": "+desc)
+}
+
+// loseLine is lose with line, the ledger's whole line for the call.
+func (gd *Guard) loseLine(kind Loss, line string) {
 	gd.live()
 	gd.count(lossTally[kind])
-	gd.bind.ledger.Record(kind, gd.scope.String()+": "+desc)
+	gd.bind.ledger.Record(kind, line)
 	gd.ended()
 }
 
@@ -512,12 +523,32 @@ func (gd *Guard) ended() {
 // *WouldWaitError with the answer it would have retried) is listed with
 // " after " and that answer, as a call stopped between its retries is, so
 // that the ledger does not read as if nothing had been sent.
+//
+// The refusal's message names the scope it refused ("no rate token now
+// for <scope>", "deadline exceeded for <scope>"), as an open breaker's
+// does for a skip: the ledger lists it as it is, not after "<scope>: " as
+// it lists the other losses, so that each line names the scope once.
 func (gd *Guard) recordRefused(err error) {
 	desc := err.Error()
 	if ww, ok := err.(*WouldWaitError); ok && ww.Last != nil && gd.last.err != nil {
 		desc += " after " + describe(gd.last.kind, gd.last.err)
 	}
-	gd.recordLost(LossRefused, "wait", desc, err)
+	if !refusalNames(err, gd.scope) {
+		desc = gd.scope.String() + ": " + desc
+	}
+	gd.recordLine(LossRefused, "wait", desc, err)
+}
+
+// refusalNames reports whether err, a refusal, names scope in its message:
+// a *WouldWaitError or *DeadlineExceededError of scope.
+func refusalNames(err error, scope Scope) bool {
+	switch e := err.(type) {
+	case *WouldWaitError:
+		return e.Scope == scope
+	case *DeadlineExceededError:
+		return e.Scope == scope
+	}
+	return false
 }
 
 // recordDenied records a call the provider denied with err, its answer,
