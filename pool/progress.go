@@ -29,8 +29,9 @@ type Progress struct {
 	// Dropped counts the tasks never run: the pool stopped, or their own
 	// contexts ended while they were queued.
 	Dropped int
-	// ETA is the longest of the scopes' ETAs: when the queued work should
-	// be done if every scope keeps its current rate.
+	// ETA is the longest of the scopes' ETAs: when the queued work, and
+	// the running tasks of a paused scope, should be done if every scope
+	// keeps its current rate.
 	ETA    time.Duration
 	Scopes []ScopeProgress // sorted by scope
 }
@@ -52,6 +53,13 @@ type ScopeProgress struct {
 	// open, until its breaker lets a probe through.
 	Wait time.Duration
 	Rate float64 // the scope's rate now, in calls per second
+	// Paused is the time left in the longest pause holding the scope (its
+	// leaf's, its account's or its provider's: a provider's Retry-After,
+	// Guard.Pause, Guard.PauseAccount), read for a scope of a provider the
+	// governor paces with tasks queued or running; 0 when none holds it. Every governed call of the scope,
+	// a running task's retry or next page as well as a queued task's first
+	// call, waits until it ends.
+	Paused time.Duration
 	// ETA is when the scope's queued work should be done, one call per task:
 	// Wait, plus the queued tasks of every scope of the pool that shares its
 	// leaf bucket (the operations of a service paced as one), less the whole
@@ -67,9 +75,12 @@ type ScopeProgress struct {
 	// the breaker (Wait) and the others follow. A scope of a provider that is
 	// turned off (or the zero scope) has an ETA of 0, nothing pacing its
 	// calls, unless the refusal of a first call to another scope holds its
-	// queue: then its Wait. The ETA does not see calls made outside the pool,
-	// nor a task's calls after its first (pages, retries); nor how long the
-	// calls take, so that a queue the workers (Workers) or its account's
+	// queue: then its Wait. A scope with tasks running has an ETA of at least
+	// its Paused, the pause their next calls (a retry, a page) wait for,
+	// unless its breaker is open and fails them fast: a running task whose
+	// call is in flight may be done sooner. The ETA does not see calls made
+	// outside the pool, nor a task's calls after its first (pages,
+	// retries); nor how long the calls take, so that a queue the workers (Workers) or its account's
 	// concurrency cap (max_concurrency) hold back, its calls slow, is done
 	// later than its ETA says. An ETA too long for a time.Duration (a million
 	// tasks at a call a day) is the longest one.
@@ -152,7 +163,17 @@ func (p *Pool) Progress() Progress {
 		if s.Queued == 0 || !p.gov.Enabled(s.Scope.Provider) {
 			// Its snapshot alone: Delay's answer, which nothing here
 			// reads, would read a breaker that is not pristine again.
-			s.Rate = survey.Inspect(s.Scope).Leaf.Rate
+			snap := survey.Inspect(s.Scope)
+			s.Rate = snap.Leaf.Rate
+			if s.Running > 0 && p.gov.Enabled(s.Scope.Provider) {
+				// Its running tasks' next calls (a retry, a page) wait
+				// for the pause holding it, unless its breaker fails them
+				// fast.
+				s.Paused = pausedLeft(snap)
+				if snap.Breaker.State != state.Open || breakerWaits(p.gov, s.Scope.Provider) {
+					s.ETA = s.Paused
+				}
+			}
 			if s.Queued > 0 {
 				// Its calls go straight through, unpaced: once the hold of
 				// a refusal of its first call (to a governed scope) ends,
@@ -170,6 +191,7 @@ func (p *Pool) Progress() Progress {
 		look := survey.Look(s.Scope)
 		snap := look.Snapshot
 		s.Rate = snap.Leaf.Rate
+		s.Paused = pausedLeft(snap)
 		d, why := look.Wait, look.Why
 		open := errors.Is(why, resilience.ErrCircuitOpen)
 		switch {
@@ -212,12 +234,21 @@ func (p *Pool) Progress() Progress {
 			continue
 		}
 		s.ETA = addETA(s.Wait, max(of[i].leaf.time(), of[i].account.time(), of[i].provider.time()))
+		if s.Running > 0 {
+			s.ETA = max(s.ETA, s.Paused) // its running tasks' next calls wait for the pause too
+		}
 		pr.ETA = max(pr.ETA, s.ETA)
 	}
 	slices.SortFunc(pr.Scopes, func(a, b ScopeProgress) int {
 		return cmp.Compare(a.Scope.Key(), b.Scope.Key())
 	})
 	return pr
+}
+
+// pausedLeft is the time left in the longest pause of snap's buckets:
+// its leaf's, its account's and its provider's.
+func pausedLeft(snap state.ScopeSnapshot) time.Duration {
+	return max(snap.Leaf.Paused, snap.Account.Paused, snap.Provider.Paused, 0)
 }
 
 // held makes s, a queued scope whose queue a refusal holds for hold more
@@ -292,7 +323,10 @@ func breakerWaits(g *resilience.Governor, provider string) bool {
 //
 // The total counts every task submitted, the dropped ones too: a pool
 // stopped with tasks queued reads "done 9/12 (3 dropped)". One scope
-// waiting reads "(1 scope waiting, 0 open)".
+// waiting reads "(1 scope waiting, 0 open)". Running tasks of scopes a
+// pause holds (ScopeProgress.Paused) are said after the running count,
+// with the longest pause left: "running 1 (1 in a paused scope, 46s
+// left)", or "(3 in paused scopes, 46s left)" for more than one scope.
 func (pr Progress) String() string {
 	waiting, open := 0, 0
 	for _, s := range pr.Scopes {
@@ -313,7 +347,23 @@ func (pr Progress) String() string {
 	case pr.Dropped > 0:
 		line += fmt.Sprintf(" (%d dropped)", pr.Dropped)
 	}
-	line += fmt.Sprintf(", running %d, queued %d", pr.Running, pr.Queued)
+	line += fmt.Sprintf(", running %d", pr.Running)
+	held, scopes, left := 0, 0, time.Duration(0)
+	for _, s := range pr.Scopes {
+		if s.Running > 0 && s.Paused > 0 {
+			held += s.Running
+			scopes++
+			left = max(left, s.Paused)
+		}
+	}
+	if held > 0 {
+		where := "a paused scope"
+		if scopes > 1 {
+			where = "paused scopes"
+		}
+		line += fmt.Sprintf(" (%d in %s, %s left)", held, where, left.Round(time.Second))
+	}
+	line += fmt.Sprintf(", queued %d", pr.Queued)
 	if waiting+open > 0 {
 		noun := "scopes"
 		if waiting == 1 {
