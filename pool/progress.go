@@ -67,23 +67,30 @@ type ScopeProgress struct {
 	// Rate, or, when its account has a bucket (Azure's by default) and that is
 	// longer, the queued tasks of every scope of the account, less the account
 	// bucket's whole tokens, over its rate, or, when its provider has a
-	// provider-wide bucket (global_max_rps) and that is longer, the queued
-	// tasks of every scope of the provider, less that bucket's whole tokens,
-	// over its rate. A scope whose breaker is open has an ETA of 0 (its tasks
-	// run at once and fail fast, taking no token), unless its provider waits
-	// for its breakers' verdicts (breaker_wait): then its first task waits for
-	// the breaker (Wait) and the others follow. A scope of a provider that is
-	// turned off (or the zero scope) has an ETA of 0, nothing pacing its
-	// calls, unless the refusal of a first call to another scope holds its
-	// queue: then its Wait. A scope with tasks running has an ETA of at least
-	// its Paused, the pause their next calls (a retry, a page) wait for,
-	// unless its breaker is open and fails them fast: a running task whose
-	// call is in flight may be done sooner. The ETA does not see calls made
-	// outside the pool, nor a task's calls after its first (pages,
-	// retries); nor how long the calls take, so that a queue the workers (Workers) or its account's
-	// concurrency cap (max_concurrency) hold back, its calls slow, is done
-	// later than its ETA says. An ETA too long for a time.Duration (a million
-	// tasks at a call a day) is the longest one.
+	// provider-wide bucket (global_max_rps) and that is longer, the queued tasks
+	// of every scope of the provider, less that bucket's whole tokens, over its
+	// rate. A scope whose breaker is open has an ETA of 0 (its tasks run at once
+	// and fail fast, taking no token), unless its provider waits for its
+	// breakers' verdicts (breaker_wait): then its first task waits for the
+	// breaker (Wait) and the others follow. A scope of a provider that is turned
+	// off (or the zero scope) has an ETA of 0, nothing pacing its calls, unless
+	// the refusal of a first call to another scope holds its queue: then its
+	// Wait. A scope with tasks running has an ETA of at least its Paused, the
+	// pause their next calls (a retry, a page) wait for, unless its breaker is
+	// open and fails them fast: a running task whose call is in flight may be
+	// done sooner. The tokens running tasks' retries (and pages) have taken
+	// count through Wait, as the governor's Delay reads them: the leaf's next
+	// token comes later. The ETA does not see calls made outside the pool, nor a
+	// task's calls after its first (pages, retries) that have not taken a token
+	// yet: how many retries a running call will make depends on answers still to
+	// come, which no one knows. So a scope that throttles every call (a dead
+	// scope whose breaker has not opened yet) keeps about the same ETA while its
+	// running tasks' retries take its tokens, at its rate, one after the other,
+	// until their attempts run out or its breaker opens and its queue fails
+	// fast. Nor does it see how long the calls take, so that a queue the workers
+	// (Workers) or its account's concurrency cap (max_concurrency) hold back,
+	// its calls slow, is done later than its ETA says. An ETA too long for a
+	// time.Duration (a million tasks at a call a day) is the longest one.
 	ETA time.Duration
 }
 
