@@ -163,6 +163,14 @@ func WithStats(ctx context.Context) (context.Context, *Stats) {
 //	aws/123456789012/eu-west-1/ec2: throttled 2x, slowed to 5.0 rps, 2 retries
 //	aws/123456789012/eu-west-1/secretsmanager: waited 5.0s for rate limit
 //
+// A line is a service scope's (Scope.ServiceScope, the operation left
+// out), where a run's counters are kept, even for a service paced per
+// operation (ec2, or per_operation: true): its operations' calls are
+// added up, and "slowed to" is the lowest rate any of its leaves fell to.
+// Which operation was slowed or paused, or had its breaker opened, the
+// governor's Summary says: its SlowedBuckets and Breakers are keyed by
+// the leaf (aws/123456789012/eu-west-1/ec2/DescribeVpcs).
+//
 // A scope whose string (Scope.String) holds a character that is not
 // printable, a newline or a byte that is not UTF-8, is written quoted as
 // strconv.Quote quotes it ("gcp/*/*/dri\nve": 1 call errored), so that
