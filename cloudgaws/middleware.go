@@ -184,7 +184,10 @@ func stateFrom(ctx context.Context) *callState {
 //     (resilience.WithMaxWait): a *ThrottlingError wrapping the core's
 //     *resilience.WouldWaitError;
 //   - a provider's hint that would pass the context's deadline: the
-//     attempt's error, marked not retryable.
+//     core's *resilience.DeadlineExceededError, which wraps the
+//     attempt's error, marked not retryable, so that the caller's
+//     errors.As finds both: the provider's answer, and the deadline that
+//     kept the call from retrying it.
 //
 // A retry of an error the core took for a fatal one (a clock-skewed
 // AuthFailure, which the SDK retries) is counted and paid from the
@@ -203,7 +206,7 @@ func (s *callState) retry() error {
 	case *resilience.RetryBudgetExhaustedError, *resilience.WouldWaitError:
 		s.stopErr = &ThrottlingError{Err: e}
 	case *resilience.DeadlineExceededError:
-		s.stopErr = &notRetryable{err: e.Err}
+		s.stopErr = &notRetryable{err: e}
 	default:
 		return nil
 	}
