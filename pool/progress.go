@@ -58,7 +58,8 @@ type ScopeProgress struct {
 	// Guard.Pause, Guard.PauseAccount), read for a scope of a provider the
 	// governor paces with tasks queued or running; 0 when none holds it. Every governed call of the scope,
 	// a running task's retry or next page as well as a queued task's first
-	// call, waits until it ends.
+	// call, waits until it ends, or is refused when the pause outlasts its
+	// deadline or its max wait (resilience.WithMaxWait).
 	Paused time.Duration
 	// ETA is when the scope's queued work should be done, one call per task:
 	// Wait, plus the queued tasks of every scope of the pool that shares its
