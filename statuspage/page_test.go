@@ -144,7 +144,7 @@ func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
 		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
 		for _, s := range []string{
 			`<span class="acct" title="8f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f">8f1c2d3e-…2c3d4e5f</span>`,
-			`<span class="cut svcop" title="ec2 · DescribeVpcEndpointServiceConfigurations">ec2 <span class="dim">·</span> DescribeVpcEndpointServiceConfigurations</span>`,
+			`<span class="cut svcop" title="ec2 · DescribeVpcEndpointServiceConfigurations"><bdi>ec2</bdi> <span class="dim">·</span> <bdi>DescribeVpcEndpointServiceConfigurations</bdi></span>`,
 			`<span class="acct" title="123456789012">123456789012</span>`,
 			`<span class="acct" title="projects/inventory-prod">inventory-prod</span>`,
 		} {

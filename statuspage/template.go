@@ -24,7 +24,8 @@ var pageSource string
 // gives (up to 100 and 320 pixels), so that a laptop's 1366 or 1440 shows
 // them whole. A scope's part is isolated from the text around it (bdi,
 // unicode-bidi), so that a bidi control it holds (U+202E) turns around
-// no other text: a provider's name before the others' retry budgets. The
+// no other text: a provider's name before the others' retry budgets, a
+// service before its operation in one cell. The
 // bars' widths are classes
 // (w0 to w100 in steps of 2) rather than style attributes, so that the
 // Content-Security-Policy allows this one sheet by its hash and nothing

@@ -29,10 +29,18 @@ const measure = `(function () {
     out.windowWidth = window.innerWidth;
     out.bodyBackground = getComputedStyle(document.body).backgroundColor;
     out.outside = [];
+    // What of an element is seen: the part its ancestors that clip
+    // (a value cut short, overflow hidden) do not hide.
     document.querySelectorAll('body *').forEach(function (el) {
-      var r = el.getBoundingClientRect();
-      if (r.width > 0 && (r.right > de.clientWidth + 0.5 || r.left < -0.5)) {
-        out.outside.push(name(el) + ' at ' + Math.round(r.left) + '..' + Math.round(r.right));
+      var r = el.getBoundingClientRect(), left = r.left, right = r.right;
+      for (var p = el.parentElement; p && p !== de; p = p.parentElement) {
+        if (getComputedStyle(p).overflowX === 'visible') continue;
+        var pr = p.getBoundingClientRect();
+        left = Math.max(left, pr.left);
+        right = Math.min(right, pr.right);
+      }
+      if (r.width > 0 && right > left && (right > de.clientWidth + 0.5 || left < -0.5)) {
+        out.outside.push(name(el) + ' at ' + Math.round(left) + '..' + Math.round(right));
       }
     });
     out.cut = [];

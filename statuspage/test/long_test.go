@@ -41,7 +41,9 @@ import (
 //     function of the caller's may: it turns no other text around (every
 //     text without one of its own reads left to right). Before, a
 //     provider's name holding one turned the retry budgets after it
-//     around, "aws 500" shown as "005 swa";
+//     around, "aws 500" shown as "005 swa", and a service's (its
+//     provider's operations paced apart) the operation after it in its
+//     cell, "svc · DescribeVpcs" shown with "spVebircseD";
 //   - a provider with a provider-wide bucket (global_max_rps) on which
 //     12345 callers queue shows each of its scopes queued for "12345
 //     prov", and its bucket among the totals.
@@ -63,6 +65,9 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 		"parts that hold a right-to-left override": {own: resilience.Scope{
 			Provider: "acme\u202e", Account: "acct-1\u202e", Region: "eu-1\u202e", Service: "svc\u202e", Operation: "Op\u202e",
 		}},
+		"a service that holds a right-to-left override, before its operation": {own: resilience.Scope{
+			Provider: "acme", Account: "acct-1", Region: "eu-1", Service: "svc\u202e", Operation: "DescribeVpcs",
+		}, more: more{perOperation: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := serve(t, scanWith(t, c.more, c.own))

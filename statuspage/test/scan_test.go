@@ -132,6 +132,10 @@ type more struct {
 	// queues that many callers of the scope on it as the page is
 	// rendered: all but the first wait for a token.
 	providerQueue int
+	// perOperation, when set, gives each operation of the first extra
+	// scope's provider a leaf of its own (per_operation: true), so that
+	// its rows show the operation after the service.
+	perOperation bool
 }
 
 // scanWith is scan with one call more to each of extra, among the scan's
@@ -150,6 +154,15 @@ func scanWith(t *testing.T, m more, extra ...resilience.Scope) rendered {
 			}
 			pc := cfg.Providers[extra[0].Provider]
 			pc.GlobalMaxRPS, pc.GlobalBurst = &rps, 1
+			cfg.Providers[extra[0].Provider] = pc
+		}
+		if m.perOperation {
+			if cfg.Providers == nil {
+				cfg.Providers = map[string]resilience.ProviderConfig{}
+			}
+			pc := cfg.Providers[extra[0].Provider]
+			on := true
+			pc.PerOperation = &on
 			cfg.Providers[extra[0].Provider] = pc
 		}
 		clock := shiftedClock{time.Until(scanStart)}
