@@ -326,3 +326,60 @@ func TestAScopeOfInvalidUTF8DoesNotFailTheScrape(t *testing.T) {
 		}
 	}
 }
+
+// The up-down counters observe levels, as the gauges did (the README's
+// "Changed since v0.1.0"): through the Prometheus exporter cloudg.rate is
+// still a gauge, a scope's rate halved by a throttle reads half, and a
+// scope that is gone (the governor Reset) leaves no series behind, its
+// last level, of a sum, reported after it.
+func TestAnUpDownCounterFallsAndEndsInTheScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	defer mp.Shutdown(context.Background())
+	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Unregister()
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	rates := func() (dto.MetricType, []float64) {
+		f, has := scrape(t, srv.URL+"/metrics")["cloudg_rate_per_second"]
+		if !has {
+			return dto.MetricType_GAUGE, nil
+		}
+		var out []float64
+		for _, m := range f.GetMetric() {
+			out = append(out, m.GetGauge().GetValue())
+		}
+		return f.GetType(), out
+	}
+
+	ctx, gov := context.Background(), resilience.WithGovernor(g)
+	if err := resilience.Do(ctx, vpcs, ok, gov); err != nil {
+		t.Fatal(err)
+	}
+	typ, before := rates()
+	if typ != dto.MetricType_GAUGE || len(before) != 1 || before[0] <= 0 {
+		t.Fatalf("a scope called once: cloudg_rate_per_second is a %v of %v; want a gauge of one rate", typ, before)
+	}
+	quick := resilience.WithPolicy(resilience.RetryPolicy{BaseDelay: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	if err := resilience.Do(ctx, vpcs, failing(throttled), gov, quick); err != nil {
+		t.Fatal(err)
+	}
+	if typ, after := rates(); typ != dto.MetricType_GAUGE || len(after) != 1 || after[0] != before[0]/2 {
+		t.Errorf("the scope throttled once, its rate halved from %v: cloudg_rate_per_second is a %v of %v; want a gauge of %v", before[0], typ, after, before[0]/2)
+	}
+	g.Reset()
+	if _, gone := rates(); len(gone) != 0 {
+		t.Errorf("the governor Reset, no scope live: cloudg_rate_per_second %v; want no series", gone)
+	}
+}
