@@ -3,10 +3,12 @@
 // (such as /debug/cloudg).
 //
 // The page fits a window 1280 pixels wide without a horizontal scroll,
-// and a wider one, a laptop's 1366 or 1440, gives the room it has to
-// the values a narrower one cuts short: a region such as europe-west1 and
-// a service's operation of 40 characters are whole there. It shows, from
-// the top:
+// and a wider one gives the room it has to the values a narrower one
+// cuts short: a region such as europe-west1 and a service's operation of
+// 40 characters are whole in a laptop's 1366 or 1440, a provider of 24
+// characters, a region such as northamerica-northeast1 and a service's
+// operation of 56 characters in a desktop's 1920. It shows, from the
+// top:
 //
 //   - a card per state with the live scopes in it and what the state means,
 //     which is the page's legend: open (the breaker refuses calls until its

@@ -192,7 +192,8 @@ func measureAt(t *testing.T, bin string, srv *httptest.Server, width int) measur
 // beyond it, every value cut short carries the whole in its tooltip, and
 // each scope's row shows its state (open with why, half-open, paused with
 // the time left, dead as throttled for good, slowed, queued, ok). A
-// laptop's window, 1366 or 1440 px, cuts none of the scan's values short:
+// laptop's window, 1366 or 1440 px, and a desktop's, 1920, cut none of
+// the scan's values short:
 // it has the room for them (before, europe-west1 and the EC2 operation
 // DescribeVpcEndpointServiceConfigurations were cut at 84 and 220 px
 // there as in 1280 px, 160 px of the table's width to spare), and 1280
@@ -222,7 +223,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatalf("%d scopes on the page, want %d: %s", len(scopes.Scopes), len(want), r.json)
 	}
 
-	for _, width := range []int{1440, 1366, 1280, 1024, 961, 800, 500} {
+	for _, width := range []int{1920, 1440, 1366, 1280, 1024, 961, 800, 500} {
 		m := measureAt(t, bin, srv, width)
 		for _, c := range m.Cut {
 			// A laptop's window: the table has the room for the scan's

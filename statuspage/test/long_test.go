@@ -9,9 +9,9 @@ import (
 )
 
 // A scope's parts are caller data, of any length, and the page still fits
-// a 1440, 1366, 1280, 1260 or 1245 pixel window, and the narrower ones of
-// TestStatusPageInChromium, every value cut short with the whole in its
-// tooltip:
+// a 1920, 1440, 1366, 1280, 1260 or 1245 pixel window, and the narrower
+// ones of TestStatusPageInChromium, every value cut short with the whole
+// in its tooltip:
 //   - a provider of the caller's own with a long name is abbreviated like
 //     the other parts, in its scopes' rows and in its accounts' cell;
 //   - every part may be longer than a narrow window is wide: a provider of
@@ -44,6 +44,13 @@ import (
 //     around, "aws 500" shown as "005 swa", and a service's (its
 //     provider's operations paced apart) the operation after it in its
 //     cell, "svc · DescribeVpcs" shown with "spVebircseD";
+//   - a desktop's 1920 px window has the room for parts as long as real
+//     ones, and cuts none short: a provider of 24 characters
+//     (kubernetes-control-plane), GCP's northamerica-northeast1 and a
+//     service and operation of 56 (compute ·
+//     RegionInstanceGroupManagers.ListManagedInstances). Before, they
+//     were cut at 84, 100 and 320 px, as at 1440, with 533 px of the
+//     table's width to spare;
 //   - a provider with a provider-wide bucket (global_max_rps) on which
 //     12345 callers queue shows each of its scopes queued for "12345
 //     prov", and its bucket among the totals.
@@ -53,6 +60,10 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 	for name, c := range map[string]struct {
 		own  resilience.Scope
 		more more
+		// wholeAt, when set, is the narrowest of the widths at which
+		// nothing of the page is cut short: a desktop's window has the
+		// room for parts of the length real ones have.
+		wholeAt int
 	}{
 		"a long provider": {own: long},
 		"every part longer than a window": {own: resilience.Scope{
@@ -68,12 +79,21 @@ func TestLongPartsFitTheWindow(t *testing.T) {
 		"a service that holds a right-to-left override, before its operation": {own: resilience.Scope{
 			Provider: "acme", Account: "acct-1", Region: "eu-1", Service: "svc\u202e", Operation: "DescribeVpcs",
 		}, more: more{perOperation: true}},
+		"a provider, a region and an operation as long as real ones": {own: resilience.Scope{
+			Provider: "kubernetes-control-plane", Account: "acme-prod-0123456789", Region: "northamerica-northeast1",
+			Service: "compute", Operation: "RegionInstanceGroupManagers.ListManagedInstances",
+		}, more: more{perOperation: true}, wholeAt: 1920},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := serve(t, scanWith(t, c.more, c.own))
-			for _, width := range []int{1440, 1366, 1280, 1260, 1245, 1024, 961, 800, 500} {
+			for _, width := range []int{1920, 1440, 1366, 1280, 1260, 1245, 1024, 961, 800, 500} {
 				m := measureAt(t, bin, srv, width)
 				checkFits(t, m, width)
+				if c.wholeAt > 0 && width >= c.wholeAt {
+					for _, cut := range m.Cut {
+						t.Errorf("at %d px %s shows %q cut short, in a table %.0f px wide that needs %.0f", width, cut.Element, cut.Text, m.TableWidth, m.TableMinWidth)
+					}
+				}
 				if c.more.providerQueue == 0 {
 					continue
 				}
