@@ -79,8 +79,11 @@ type ProviderConfig struct {
 
 	// The leaf bucket (per account x region x service, or operation).
 	// MinRPS is the floor of its adaptive rate; unset, it is the
-	// provider's default floor, or the leaf's ceiling where that is lower
-	// (max_rps: 0.0042, 15 requests an hour, needs no min_rps beside it).
+	// provider's default floor, or, for a leaf whose ceiling is below that,
+	// as far below the ceiling as the default floor is below the default
+	// max_rps (1% for aws), but no lower than a token per DeadlineSeconds
+	// (max_rps: 0.0042, 15 requests an hour, needs no min_rps beside it, and
+	// a throttle halves it down to a token every 900 s).
 	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty" range:">0"`
 	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty" range:">0"`
 	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty" range:">0"`
@@ -148,7 +151,8 @@ type ProviderConfig struct {
 // ServiceConfig overrides the leaf bucket of a service or an operation.
 // Zero fields inherit the built-in service entry, then the provider's leaf,
 // except MinRPS, which is the provider's MinRPS when that is set and
-// otherwise the default floor, or the entry's ceiling where that is lower,
+// otherwise the default floor, lowered for an entry whose ceiling is below
+// it as ProviderConfig's MinRPS says,
 // and the burst of an entry that sets MaxRPS: without a Burst of its
 // own it is twice that rate (ec2: {max_rps: 5} bursts 10, not the built-in
 // entry's 100). An operation starts from its service's entry. The zero

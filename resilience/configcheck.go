@@ -41,8 +41,9 @@ import (
 // except that an unset base_delay_seconds is not compared: a
 // max_backoff_seconds below its default caps every backoff at itself; nor is
 // an unset min_rps: a leaf whose max_rps is below the default floor of the
-// adaptive rate takes its max_rps as its floor (15 requests an hour is
-// max_rps: 0.0042 alone), and a throttle then pauses it without slowing it.
+// adaptive rate has a floor below its max_rps (1% of it for aws, but no
+// less than a token per deadline_seconds), so that 15 requests an hour is
+// max_rps: 0.0042 alone, and a throttle still halves it.
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {
@@ -246,7 +247,7 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 		svc, _, isOp := strings.Cut(name, ".")
 		if s.MaxRPS > 0 && s.MinRPS == 0 && !slowMax && floorOK {
 			// The floor set for it: the operation's service entry's, the
-			// provider's. The default floor is lowered to the ceiling
+			// provider's. The default floor is lowered below the ceiling
 			// (floors.of), and is none here.
 			floor, from := 0.0, ""
 			if p.MinRPS > 0 {

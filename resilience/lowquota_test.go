@@ -4,6 +4,7 @@ package resilience
 
 import (
 	"context"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,12 +12,16 @@ import (
 
 // A quota of 15 requests an hour (GitHub's and AWS's slowest calls) is a
 // max_rps of 0.0042, below the default floor of the adaptive rate (0.2
-// rps). Setting the ceiling alone is enough: an unset min_rps follows it
-// down (the floor of that leaf is max_rps), in YAML and in code alike, for
-// a provider's leaf and for a service's, and the leaf paces its calls one
-// every 238 s, within the default deadline of 900 s. The other leaves keep
-// the default floor, and a min_rps the user set is still a floor that a
-// lower max_rps contradicts.
+// rps). Setting the ceiling alone is enough, in YAML and in code alike,
+// for a provider's leaf and for a service's, and the leaf paces its calls
+// one every 238 s, within the default deadline of 900 s. An unset min_rps
+// goes down with it, as far below it as the default floor is below the
+// provider's default max_rps (0.2 of 20, 1%), but never below a token per
+// deadline_seconds, the slowest rate a min_rps may be set to: a throttle
+// without Retry-After halves the leaf (AIMD's decrease), twice here, and
+// never to where a call waiting for its token would be refused. The other
+// leaves keep the default floor, and a min_rps the user set is still a
+// floor that a lower max_rps contradicts.
 func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 	const quota = 0.0042 // 15 an hour
 	for _, doc := range []string{
@@ -36,23 +41,29 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 		}
 	}
 
-	// The floor follows the ceiling where min_rps is unset, and only there.
-	aws := resolveProvider("aws", ProviderConfig{Services: map[string]ServiceConfig{"organizations": {MaxRPS: quota}}}, true)
+	// The floor goes down with the ceiling where min_rps is unset, and only
+	// there: 1% of it (the default 0.2 of 20), or a token per deadline.
+	perDeadline := 1 / defaultDeadline.Seconds()
+	aws := resolveProvider("aws", ProviderConfig{Services: map[string]ServiceConfig{
+		"organizations": {MaxRPS: quota},
+		"iam":           {MaxRPS: 0.19},
+	}}, true)
 	for _, c := range []struct {
 		key   Scope
 		floor float64
 	}{
-		{Scope{Service: "organizations"}, quota},
-		{Scope{Service: "iam"}, 0.2},
+		{Scope{Service: "organizations"}, perDeadline},
+		{Scope{Service: "iam"}, 0.19 * 0.2 / 20},
+		{Scope{Service: "sts"}, 0.2},
 		{Scope{Service: "secretsmanager"}, 0.2},
 	} {
-		if got := aws.leafSpec(c.key).Floor; got != c.floor {
+		if got := aws.leafSpec(c.key).Floor; math.Abs(got-c.floor) > 1e-12 {
 			t.Errorf("aws %s: floor %v, want %v", c.key.Service, got, c.floor)
 		}
 	}
-	acme := resolveProvider("acme", ProviderConfig{MaxRPS: quota, Services: map[string]ServiceConfig{"orders": {MaxRPS: 5}}}, true)
-	if got := acme.leaf.Floor; got != quota {
-		t.Errorf("acme's leaf: floor %v, want %v", got, quota)
+	acme := resolveProvider("acme", ProviderConfig{MaxRPS: quota, DeadlineSeconds: 3600, Services: map[string]ServiceConfig{"orders": {MaxRPS: 5}}}, true)
+	if got := acme.leaf.Floor; math.Abs(got-1.0/3600) > 1e-12 {
+		t.Errorf("acme's leaf with a deadline of an hour: floor %v, want a token an hour (%v)", got, 1.0/3600)
 	}
 	if got := acme.leafSpec(Scope{Service: "orders"}).Floor; got != 0.2 {
 		t.Errorf("acme orders at 5 rps: floor %v, want the default 0.2", got)
@@ -81,11 +92,15 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 				t.Errorf("call %d sent at %v, want %v", i+1, at[i], want)
 			}
 		}
-		// A throttle cannot take it below its ceiling, the floor it followed.
-		n := 0
-		Do(context.Background(), sc, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
-		if r := rate(g, sc); r != quota {
-			t.Errorf("rate after a throttle %v, want %v", r, quota)
+		// A throttle without Retry-After halves it; a second halves it to
+		// a token per deadline, and a third leaves it there.
+		for i, want := range []float64{quota / 2, perDeadline, perDeadline} {
+			time.Sleep(2 * time.Second) // another congestion event
+			n := 0
+			Do(context.Background(), sc, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+			if r := rate(g, sc); math.Abs(r-want) > 1e-12 {
+				t.Errorf("rate after throttle %d: %v, want %v", i+1, r, want)
+			}
 		}
 	})
 }

@@ -141,7 +141,7 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 	}
 	adaptive := pc.Adaptive == nil || *pc.Adaptive
 	goodput := adaptive && pc.Controller == controllerGoodput
-	fl := floors{set: pc.MinRPS, def: d.floor}
+	fl := floors{set: pc.MinRPS, def: d.floor, share: d.floor / d.rate, least: 1 / positiveOr(pc.DeadlineSeconds, defaultDeadline.Seconds())}
 	s := &providerSettings{
 		name:    name,
 		enabled: globalEnabled && (pc.Enabled == nil || *pc.Enabled),
@@ -288,11 +288,16 @@ func (s *providerSettings) serviceSpec(v ServiceConfig, fl floors, adaptive, goo
 
 // floors resolves the floor of the adaptive rate (min_rps) of a leaf: its
 // own min_rps, else the provider's (set), else the provider's default
-// (def), lowered to the leaf's ceiling when that is below it, so that a
-// max_rps under the default floor (15 requests an hour is 0.0042 rps) needs
-// no min_rps beside it. A min_rps the user set is never lowered:
-// Config.Validate refuses a ceiling below it.
-type floors struct{ set, def float64 }
+// (def). A leaf whose ceiling is below the default floor, where min_rps is
+// unset, has a floor as far below its ceiling as the default floor is below
+// the provider's default max_rps (share: 0.2 of 20, 1%), but no lower than
+// least, a token per deadline_seconds, the slowest rate Config.Validate
+// lets a min_rps be: a max_rps under the default floor (15 requests an
+// hour is 0.0042 rps) needs no min_rps beside it, and a throttle still
+// slows it, to no rate at which a call waiting for its token would be
+// refused. A min_rps the user set is never lowered: Config.Validate
+// refuses a ceiling the user set below it.
+type floors struct{ set, def, share, least float64 }
 
 // of returns the floor of a leaf whose own min_rps is own (0: unset) and
 // whose ceiling is rate.
@@ -302,8 +307,10 @@ func (f floors) of(own, rate float64) float64 {
 		return own
 	case f.set > 0:
 		return f.set
+	case rate >= f.def:
+		return f.def
 	}
-	return min(f.def, rate)
+	return min(max(rate*f.share, f.least), rate)
 }
 
 // leafKey returns the scope of the leaf bucket (and breaker) for a call:
