@@ -183,11 +183,11 @@ const lowShare = 10
 // understood. The scopes run at the settings of ratelimit.providers.github
 // (resilience.Config's Providers["github"]), and where it sets none at the
 // governor's built-in defaults for github: GitHub's documented limits for
-// search (0.5 rps, 30 requests a minute), code_search (0.166 rps, 10 a
-// minute) and graphql (1.388 rps, 5,000 points an hour at a point a query
-// at the least), each with a burst of a token or two, and the generic
-// defaults for the others (20 rps, burst 40, 64 in flight), rest
-// included, which are far above GitHub's 5,000 requests an hour. An
+// search (0.5 rps, 30 requests a minute) and code_search (0.166 rps, 10 a
+// minute), each with a burst of one, and the generic defaults for the
+// others (20 rps, burst 40, 64 in flight), rest and graphql included,
+// whose quotas depend on the token (5,000 requests or points an hour for
+// a user, more for an app) and are far below them. An
 // unauthenticated client (10 searches a minute) or an Enterprise Server
 // (whose administrator sets its limits, none by default) sets the service
 // keys for its own. What keeps the scopes under the limits in force is

@@ -17,9 +17,9 @@ import (
 // provider name (github, or your own API's) starts from the generic
 // defaults (20 rps, burst 40, floor 0.2, 64 in flight, 8 retries) and is
 // tuned under Providers. github has GitHub's documented limits built in
-// beside them for its services search (30 requests a minute), code_search
-// (10 a minute) and graphql (5,000 points an hour); its rest runs at the
-// generic leaf.
+// beside them for its services search (30 requests a minute) and
+// code_search (10 a minute); its rest and graphql, whose quotas depend on
+// the token, run at the generic leaf.
 //
 // A Config is a value the governor copies (Configure, NewGovernor) and
 // never changes: several goroutines may read one, and changing one that
@@ -34,8 +34,8 @@ type Config struct {
 	// Providers tunes the providers other than aws, azure and gcp, by the
 	// provider name of their scopes (ratelimit.providers.github.max_rps):
 	// each takes the same settings as the three, from the generic
-	// defaults (github's with GitHub's search, code_search and graphql
-	// limits built in), and is reconfigured by Configure as they are. aws, azure
+	// defaults (github's with GitHub's search and code_search limits
+	// built in), and is reconfigured by Configure as they are. aws, azure
 	// and gcp are not keys here: they have their own fields.
 	Providers map[string]ProviderConfig `yaml:"providers,omitempty" json:"providers,omitempty"`
 }

@@ -76,20 +76,21 @@ var providerDefaults = map[string]providerDefault{
 	},
 	// GitHub's scopes (package cloudghttp's GitHub) run at the generic
 	// defaults, rest included, as the specification has a github scope
-	// run; the services GitHub documents a limit of apart from core's
-	// 5,000 an hour have it built in, rounded down, each with a burst that
-	// keeps GitHub's window within it. GitHub's documentation: "REST API
-	// endpoints for search" (30 requests a minute, authenticated; 10 for
-	// code search, which requires authentication; 10 for any search
-	// unauthenticated, which the x-ratelimit-* headers then hold to), and
-	// "Rate limits and query limits for the GraphQL API" (5,000 points an
-	// hour for a user, a query costing one point at the least).
+	// run; the services whose limit GitHub documents as the same for
+	// every authenticated token have it built in, rounded down, each with
+	// a burst that keeps GitHub's window within it: "REST API endpoints
+	// for search" (30 requests a minute, authenticated; 10 for code
+	// search, which requires authentication; 10 for any search
+	// unauthenticated, which the x-ratelimit-* headers then hold to).
+	// core's and graphql's quotas depend on the token (5,000 to 15,000
+	// requests, 1,000 to 15,000 points an hour, a query one point or
+	// more: "Rate limits and query limits for the GraphQL API"), which
+	// GitHub's headers tell and cloudghttp paces by.
 	"github": {
 		rate: 20, burst: 40, floor: 0.2, concurrency: 64,
 		services: map[string]serviceDefault{
 			"search":      {0.5, 1, false},   // 30 a minute
 			"code_search": {0.166, 1, false}, // 10 a minute
-			"graphql":     {1.388, 2, false}, // 5,000 points an hour
 		},
 	},
 }
