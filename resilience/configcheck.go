@@ -22,9 +22,9 @@ import (
 // counts), a rate too low to serve a call (a token less often than once per
 // deadline_seconds, which the error says how to fix, or a max_rps below a
 // min_rps set for its leaf), two
-// settings that contradict each other (min_rps above max_rps, a provider's
-// or a service's min_rps above the max_rps of a built-in service or
-// operation it floors among them, base_delay_seconds above
+// settings that contradict each other (min_rps above the max_rps in force
+// for its own leaf, a max_rps set below a min_rps set for its leaf,
+// base_delay_seconds above
 // max_backoff_seconds, a breaker_cooldown_seconds outside [1 s, 600 s] or
 // above breaker_max_cooldown_seconds, which has no upper bound of its own, a
 // burst below one token or set for a bucket that is off, the goodput
@@ -43,7 +43,13 @@ import (
 // an unset min_rps: a leaf whose max_rps is below the default floor of the
 // adaptive rate has a floor below its max_rps (1% of it for aws, but no
 // less than a token per deadline_seconds), so that 15 requests an hour is
-// max_rps: 0.0042 alone, and a throttle still halves it.
+// max_rps: 0.0042 alone, and a throttle still halves it; nor is a built-in
+// service's or operation's max_rps the document leaves alone compared with
+// the provider's or the service's min_rps that floors it among others: a
+// rate the user did not write (or that a release adds) does not make
+// their configuration wrong, and such a leaf's floor is its rate (aws:
+// {min_rps: 6} holds controltower at its 2 rps, a throttle not slowing
+// it, as a min_rps equal to the rate does).
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {
@@ -168,7 +174,6 @@ func (p *ProviderConfig) validate(name, path string) []error {
 	// that floor is itself valid.
 	floorOK := len(floorErrs) == 0 && !slow["min_rps"]
 	errs = append(errs, p.validateServices(name, path, d, deadline, floorOK)...)
-	errs = append(errs, p.validateBuiltinFloors(path, d, floorOK)...)
 	return errs
 }
 
@@ -286,57 +291,6 @@ func (p *ProviderConfig) ceilingOf(d providerDefault, k string) float64 {
 		}
 	}
 	return rate
-}
-
-// validateBuiltinFloors reports a floor set above the ceiling of a
-// built-in entry that the document gives neither a max_rps nor a min_rps
-// of its own (whose own are checked with it): the provider's min_rps over
-// a built-in service or operation, a service's over a built-in operation
-// of it. The bucket would clamp the floor to the ceiling, and no throttle
-// would slow the leaf. Each floor is one error, which lists the entries.
-// floorOK says the provider's min_rps is valid; an operation whose
-// service's min_rps is above the service's ceiling, which is reported at
-// that key, is not compared.
-func (p *ProviderConfig) validateBuiltinFloors(path string, d providerDefault, floorOK bool) []error {
-	keys := make([]string, 0, len(d.services))
-	for k := range d.services {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var order []string             // the floors' key paths, as first met
-	over := map[string][]string{}  // a floor's key path -> the entries it is above
-	floors := map[string]float64{} // a floor's key path -> its value
-	for _, k := range keys {
-		if u, ok := p.Services[k]; ok && (u.MaxRPS > 0 || u.MinRPS > 0) {
-			continue
-		}
-		floor, from := 0.0, ""
-		if floorOK && p.MinRPS > 0 {
-			floor, from = p.MinRPS, path+".min_rps"
-		}
-		if svc, _, isOp := strings.Cut(k, "."); isOp {
-			if u, ok := p.Services[svc]; ok && u.MinRPS > 0 {
-				if u.MinRPS > p.ceilingOf(d, svc) {
-					continue // the service's floor, reported at its key
-				}
-				floor, from = u.MinRPS, path+".services."+svc+".min_rps"
-			}
-		}
-		if rate := d.services[k].rate; from != "" && floor > rate {
-			if _, ok := floors[from]; !ok {
-				order = append(order, from)
-			}
-			floors[from] = floor
-			over[from] = append(over[from], fmt.Sprintf("%s (%s, built in)", k, rps(rate)))
-		}
-	}
-	var errs []error
-	for _, from := range order {
-		first, _, _ := strings.Cut(over[from][0], " ")
-		errs = append(errs, fieldErr(from, fmt.Sprintf("%s is above the max_rps in force for services %s: no throttle would slow them; give each a min_rps at or below its max_rps (%s.services.%s.min_rps)",
-			rps(floors[from]), strings.Join(over[from], ", "), path, first)))
-	}
-	return errs
 }
 
 // neverMatches explains why an override key of provider matches no call

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -231,22 +232,44 @@ func TestDuplicateSectionKeys(t *testing.T) {
 }
 
 // A provider's min_rps is the floor of every leaf of the provider, the
-// built-in services' and operations' included: one above a built-in
-// ceiling (aws controltower, 2 rps) is refused as a min_rps above the
-// max_rps in force is where a service entry of the document sets either,
-// since the bucket would clamp the floor to the ceiling and the leaf's
-// rate would never fall on a throttle. The same holds of a service's
-// min_rps over its built-in operations (gcp cloudasset.ListAssets).
-func TestFloorAboveABuiltInCeiling(t *testing.T) {
-	wantMistakes(t, "aws: {min_rps: 6}\n",
-		"ratelimit.aws.min_rps: 6 rps is above the max_rps in force for services cloudcontrol (5 rps, built in), cloudformation (5 rps, built in), controltower (2 rps, built in), organizations (5 rps, built in), resourcegroupstaggingapi (5 rps, built in), route53 (5 rps, built in): no throttle would slow them; give each a min_rps at or below its max_rps (ratelimit.aws.services.cloudcontrol.min_rps)")
-	wantMistakes(t, "gcp: {services: {cloudasset: {min_rps: 2}}}\n",
-		"ratelimit.gcp.services.cloudasset.min_rps: 2 rps is above the max_rps in force for services cloudasset.ListAssets (1.5 rps, built in): no throttle would slow them; give each a min_rps at or below its max_rps (ratelimit.gcp.services.cloudasset.ListAssets.min_rps)")
-	// A built-in entry the document keeps, setting only its burst, keeps
-	// its ceiling.
-	wantMistakes(t, "azure: {min_rps: 0.5, services: {storage: {burst: 5}}}\n",
-		"ratelimit.azure.min_rps: 0.5 rps is above the max_rps in force for services storage (0.33 rps, built in): no throttle would slow them; give each a min_rps at or below its max_rps (ratelimit.azure.services.storage.min_rps)")
-	// The same settings written out were refused already, and still are.
+// built-in services' and operations' included, as the specification has
+// it ("never below the provider's min_rps"); one above a built-in
+// service's rate (aws controltower, 2 rps), which the document does not
+// write, is that service's floor at its rate, where a throttle does not
+// slow it (the nearest the leaf comes to the floor asked for), as a
+// min_rps equal to the rate is. It is no error: a built-in rate the user
+// never wrote does not make their configuration wrong, nor does one that
+// a release adds (github's code_search, 0.166 rps, under a github min_rps
+// of 0.5 that was accepted before it was built in). The same holds of a
+// service's min_rps over its built-in operations (gcp
+// cloudasset.ListAssets). What the document writes inconsistent is
+// refused: a max_rps it sets below a min_rps it sets.
+func TestAFloorAboveABuiltInRateIsThatRate(t *testing.T) {
+	for _, doc := range []string{
+		"providers: {github: {min_rps: 0.5}}\n",
+		"aws: {min_rps: 6}\n",
+		"gcp: {services: {cloudasset: {min_rps: 2}}}\n",
+		"azure: {min_rps: 0.5, services: {storage: {burst: 5}}}\n",
+	} {
+		accepted(t, doc)
+	}
+	for _, c := range []struct {
+		doc, provider string
+		floors        map[string]float64 // service or service.Operation -> floor
+	}{
+		{"providers: {github: {min_rps: 0.5}}\n", "github", map[string]float64{"code_search": 0.166, "search": 0.5, "rest": 0.5}},
+		{"aws: {min_rps: 6}\n", "aws", map[string]float64{"controltower": 2, "organizations": 5, "iam": 6, "secretsmanager": 6}},
+		{"gcp: {services: {cloudasset: {min_rps: 2}}}\n", "gcp", map[string]float64{"cloudasset.ListAssets": 1.5, "cloudasset.SearchAllResources": 2}},
+	} {
+		g := newGov(t, accepted(t, c.doc))
+		for k, want := range c.floors {
+			svc, op, _ := strings.Cut(k, ".")
+			if sp := g.provider(c.provider).set.leafSpec(Scope{Service: svc, Operation: op}); sp.Floor != want || sp.Floor > sp.Rate {
+				t.Errorf("%s %s: %+v, want floor %v", c.provider, k, sp, want)
+			}
+		}
+	}
+	// What the document writes inconsistent is refused.
 	wantMistakes(t, "aws: {min_rps: 3, services: {controltower: {max_rps: 2}}}\n",
 		"ratelimit.aws.services.controltower.max_rps: 2 rps is below the floor of the adaptive rate in force here (3 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low")
 	// An entry that gives the built-in service a floor or a ceiling of its
@@ -258,8 +281,19 @@ func TestFloorAboveABuiltInCeiling(t *testing.T) {
 	// key: it, not the provider's, is its operations' floor.
 	wantMistakes(t, "gcp: {min_rps: 2, services: {cloudasset: {min_rps: 11}}}\n",
 		"ratelimit.gcp.services.cloudasset.min_rps: 11 rps is above the max_rps in force here (10 rps)")
-	accepted(t, "aws: {min_rps: 2}\n")
-	// What the check guards: the leaf's rate falls on a throttle.
+	// What a user sees: under aws: {min_rps: 6}, a throttle leaves
+	// controltower at its 2 rps, and halves iam from 10 to its floor, 6.
+	g := newGov(t, accepted(t, "aws: {min_rps: 6}\n"))
+	for svc, want := range map[string]float64{"controltower": 2, "iam": 6} {
+		sc := Scope{Provider: "aws", Account: "123456789012", Service: svc}
+		n := 0
+		Do(context.Background(), sc, failing(&n, throttle()), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+		if r := rate(g, sc); r != want {
+			t.Errorf("%s after a throttle: %v rps, want %v", svc, r, want)
+		}
+	}
+	// Where the floor is below the built-in rate, the leaf's rate falls on
+	// a throttle.
 	cfg := accepted(t, "aws: {min_rps: 1}\n")
 	sp := newGov(t, cfg).provider("aws").set.leafSpec(Scope{Service: "controltower"})
 	if sp.Floor != 1 || sp.Rate != 2 {

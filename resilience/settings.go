@@ -296,8 +296,11 @@ func (s *providerSettings) serviceSpec(v ServiceConfig, fl floors, adaptive, goo
 // lets a min_rps be: a max_rps under the default floor (15 requests an
 // hour is 0.0042 rps) needs no min_rps beside it, and a throttle still
 // slows it, to no rate at which a call waiting for its token would be
-// refused. A min_rps the user set is never lowered: Config.Validate
-// refuses a ceiling the user set below it.
+// refused. A min_rps the user set is lowered only to a built-in ceiling
+// above which it is set (aws: {min_rps: 6} over controltower's 2 rps),
+// where it holds the leaf at that rate, a throttle not slowing it, as a
+// min_rps equal to the rate does: Config.Validate refuses a ceiling the
+// user set below it.
 type floors struct{ set, def, share, least float64 }
 
 // of returns the floor of a leaf whose own min_rps is own (0: unset) and
@@ -305,9 +308,9 @@ type floors struct{ set, def, share, least float64 }
 func (f floors) of(own, rate float64) float64 {
 	switch {
 	case own > 0:
-		return own
+		return min(own, rate)
 	case f.set > 0:
-		return f.set
+		return min(f.set, rate)
 	case rate >= f.def:
 		return f.def
 	}
