@@ -19,8 +19,8 @@ import (
 // (ratelimit.aws.max_rps: must be > 0), joined with errors.Join: a value out
 // of its range (the ranges the YAML reader applies too, and a
 // breaker_threshold above 268435456, the most consecutive failures a breaker
-// counts), a rate too low to serve a call (a token less often than once per
-// deadline_seconds, which the error says how to fix, or a max_rps below a
+// counts), a rate too low to serve a call (a token no more often than once
+// per deadline_seconds, which the error says how to fix, or a max_rps below a
 // min_rps set for its leaf), two
 // settings that contradict each other (min_rps above the max_rps in force
 // for its own leaf, a max_rps set below a min_rps set for its leaf,
@@ -178,23 +178,38 @@ func (p *ProviderConfig) validate(name, path string) []error {
 }
 
 // tooSlow explains why a rate (0: unset) is too low to serve a call, or
-// is "": a token comes less often than once per deadline (the deadline in
-// force, the default when isDefault), so that every call that has to wait
-// for one would be refused at once. It says what to set instead: the
-// lowest rate the deadline serves, or the shortest deadline_seconds of the
-// provider at path that serves the rate, each rounded up to three
-// significant digits.
+// is "": a token comes no more often than once per deadline (the deadline
+// in force, the default when isDefault), so that every call that has to
+// wait for one would be refused at once (a wait that reaches the deadline
+// has spent it, as Guard's admission reads it). It says what to set
+// instead: the lowest rate the deadline serves (slowestRate), or the
+// shortest deadline_seconds of the provider at path that serves the rate,
+// each the least number of three significant digits beyond the bound, so
+// that setting it is enough.
 func tooSlow(rate, deadline float64, isDefault bool, path string) string {
-	if rate == 0 || 1/rate <= deadline {
+	if rate == 0 {
 		return ""
+	}
+	every := digits(1/rate, 12)
+	rel := "longer than"
+	switch {
+	case every < deadline:
+		return ""
+	case every == deadline:
+		rel = "as long as"
 	}
 	ref := seconds(deadline)
 	if isDefault {
 		ref += ", the default"
 	}
-	return fmt.Sprintf("%s is a token every %s, longer than deadline_seconds (%s): a call that waits for one would be refused; set it to %s or more, or %s.deadline_seconds to %s or more",
-		rps(rate), seconds(round3(1/rate)), ref, rps(ceil3(1/deadline)), path, seconds(ceil3(1/rate)))
+	return fmt.Sprintf("%s is a token every %s, %s deadline_seconds (%s): a call that waits for one would be refused; set it to %s or more, or %s.deadline_seconds to %s or more",
+		rps(rate), seconds(round3(1/rate)), rel, ref, rps(slowestRate(deadline)), path, seconds(above3(1/rate)))
 }
+
+// slowestRate returns the lowest rate, to three significant digits, whose
+// token comes within deadline (seconds): the least such rate above
+// 1/deadline, which Config.Validate accepts as a min_rps or a max_rps.
+func slowestRate(deadline float64) float64 { return above3(1 / deadline) }
 
 // validateServices checks the service and operation overrides, in key
 // order.
@@ -359,13 +374,19 @@ func round3(v float64) float64 {
 	return r
 }
 
-// ceil3 rounds v (> 0) up to three significant digits, after rounding it
-// to twelve, so that the noise of a division (1/0.01 is 100, not a hair
-// above it) does not round it up a digit.
-func ceil3(v float64) float64 {
-	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+// above3 returns the least number of three significant digits above v
+// (> 0), v rounded to twelve first, so that the noise of a division
+// (1/0.01 is 100, not a hair above it) does not count: 100 gives 101,
+// 1/900 0.00112.
+func above3(v float64) float64 {
+	v = digits(v, 12)
 	unit := math.Pow(10, math.Floor(math.Log10(v))-2)
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Ceil(v/unit)*unit, 'g', 3, 64), 64)
+	return digits((math.Floor(digits(v/unit, 9))+1)*unit, 3)
+}
+
+// digits rounds v to n significant digits.
+func digits(v float64, n int) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', n, 64), 64)
 	return r
 }
 

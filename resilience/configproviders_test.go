@@ -116,23 +116,23 @@ func TestProvidersKeys(t *testing.T) {
 
 // A rate that cannot serve a call is refused: a ceiling under a floor of
 // the adaptive rate that the user set (min_rps), and any rate whose tokens
-// come less often than once per deadline, where every call that waits for
+// come no more often than once per deadline, where every call that waits for
 // one would be refused. A ceiling under the default floor lowers the floor
 // with it (TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS).
 func TestImplausibleRates(t *testing.T) {
 	wantMistakes(t, "aws: {max_rps: 1e-9}\n",
-		"ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.aws.deadline_seconds to 1e+09 s or more")
+		"ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.aws.deadline_seconds to 1.01e+09 s or more")
 	wantMistakes(t, "gcp: {max_rps: 1e-9, min_rps: 1e-9}\n",
-		"ratelimit.gcp.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.gcp.deadline_seconds to 1e+09 s or more",
-		"ratelimit.gcp.min_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.gcp.deadline_seconds to 1e+09 s or more")
+		"ratelimit.gcp.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.gcp.deadline_seconds to 1.01e+09 s or more",
+		"ratelimit.gcp.min_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.gcp.deadline_seconds to 1.01e+09 s or more")
 	wantMistakes(t, "aws: {max_rps: 0.01, min_rps: 0.01, deadline_seconds: 60}\n",
-		"ratelimit.aws.max_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 100 s or more",
-		"ratelimit.aws.min_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 100 s or more")
+		"ratelimit.aws.max_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 101 s or more",
+		"ratelimit.aws.min_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 101 s or more")
 	wantMistakes(t, "azure: {global_max_rps: 1e-6, account_max_rps: 0.0001}\n",
-		"ratelimit.azure.global_max_rps: 1e-06 rps is a token every 1e+06 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.azure.deadline_seconds to 1e+06 s or more",
-		"ratelimit.azure.account_max_rps: 0.0001 rps is a token every 10000 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.azure.deadline_seconds to 10000 s or more")
+		"ratelimit.azure.global_max_rps: 1e-06 rps is a token every 1e+06 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.azure.deadline_seconds to 1.01e+06 s or more",
+		"ratelimit.azure.account_max_rps: 0.0001 rps is a token every 10000 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.azure.deadline_seconds to 10100 s or more")
 	wantMistakes(t, "providers: {github: {services: {search: {max_rps: 1e-9}}}}\n",
-		"ratelimit.providers.github.services.search.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.providers.github.deadline_seconds to 1e+09 s or more")
+		"ratelimit.providers.github.services.search.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.providers.github.deadline_seconds to 1.01e+09 s or more")
 	// A service's ceiling under the floor set for it: the provider's
 	// min_rps, the operation's service's.
 	wantMistakes(t, "aws: {min_rps: 1, services: {iam: {max_rps: 0.5}}}\n",

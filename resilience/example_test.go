@@ -192,6 +192,6 @@ ratelimit:
 	fmt.Println(err)
 	// Output:
 	// 1.4 10 4 <nil>
-	// ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.aws.deadline_seconds to 1e+09 s or more
+	// ratelimit.aws.max_rps: 1e-09 rps is a token every 1e+09 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.aws.deadline_seconds to 1.01e+09 s or more
 	// ratelimit.aws.services.iam.max_rps: 0.5 rps is below the floor of the adaptive rate in force here (1 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low
 }

@@ -105,20 +105,48 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 	})
 }
 
-// A quota slower than one call per deadline_seconds (2 requests an hour
-// against the default 900 s) is refused, since a call that waits for a
-// token would be refused at once, and the error says what to set: the
-// rate the deadline allows, or the deadline the rate needs (the
-// provider's key, where a service's rate is too slow), each rounded up so
-// that setting it is enough.
+// A quota of no more than one call per deadline_seconds (2 requests an
+// hour against the default 900 s; 0.01 rps against 100 s) is refused,
+// since a call that waits for a token would be refused at once, and the
+// error says what to set: the rate the deadline allows, or the deadline
+// the rate needs (the provider's key, where a service's rate is too slow),
+// each beyond the bound, so that setting it is enough: a call that waits a
+// whole token is then sent.
 func TestATokenSlowerThanTheDeadlineSaysWhatToSet(t *testing.T) {
 	wantMistakes(t, "providers: {acme: {services: {orders: {max_rps: 0.00055}}}}\n",
 		"ratelimit.providers.acme.services.orders.max_rps: 0.00055 rps is a token every 1820 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.providers.acme.deadline_seconds to 1820 s or more")
 	wantMistakes(t, "aws: {max_rps: 0.01, min_rps: 0.01, deadline_seconds: 60}\n",
-		"ratelimit.aws.max_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 100 s or more",
-		"ratelimit.aws.min_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 100 s or more")
+		"ratelimit.aws.max_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 101 s or more",
+		"ratelimit.aws.min_rps: 0.01 rps is a token every 100 s, longer than deadline_seconds (60 s): a call that waits for one would be refused; set it to 0.0167 rps or more, or ratelimit.aws.deadline_seconds to 101 s or more")
 	// What it says to set is accepted.
 	accepted(t, "providers: {acme: {services: {orders: {max_rps: 0.00112}}}}\n")
 	accepted(t, "providers: {acme: {deadline_seconds: 1820, services: {orders: {max_rps: 0.00055}}}}\n")
 	accepted(t, "aws: {max_rps: 0.0167, min_rps: 0.0167, deadline_seconds: 60}\n")
+
+	// A token every deadline_seconds exactly is too slow as well: a call
+	// that waits that long for it has spent its deadline, and is refused
+	// (DeadlineExceededError). What the error says to set is beyond it, so
+	// that a call waiting a whole token is sent.
+	wantMistakes(t, "providers: {acme: {deadline_seconds: 100, max_rps: 0.01}}\n",
+		"ratelimit.providers.acme.max_rps: 0.01 rps is a token every 100 s, as long as deadline_seconds (100 s): a call that waits for one would be refused; set it to 0.0101 rps or more, or ratelimit.providers.acme.deadline_seconds to 101 s or more")
+	wantMistakes(t, "providers: {acme: {deadline_seconds: 100, max_rps: 0.005}}\n",
+		"ratelimit.providers.acme.max_rps: 0.005 rps is a token every 200 s, longer than deadline_seconds (100 s): a call that waits for one would be refused; set it to 0.0101 rps or more, or ratelimit.providers.acme.deadline_seconds to 201 s or more")
+	wantMistakes(t, "providers: {acme: {max_rps: 0.001}}\n",
+		"ratelimit.providers.acme.max_rps: 0.001 rps is a token every 1000 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.providers.acme.deadline_seconds to 1010 s or more")
+	for _, doc := range []string{
+		"providers: {acme: {deadline_seconds: 100, max_rps: 0.0101}}\n",
+		"providers: {acme: {deadline_seconds: 101, max_rps: 0.01}}\n",
+		"providers: {acme: {deadline_seconds: 1010, max_rps: 0.001}}\n",
+	} {
+		cfg := accepted(t, doc)
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, cfg)
+			sc := Scope{Provider: "acme", Account: "a", Service: "orders"}
+			for i := range 2 { // the first takes the bucket's token, the second waits a whole one
+				if err := Do(context.Background(), sc, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+					t.Errorf("%q: call %d: %v, want it sent", doc, i+1, err)
+				}
+			}
+		})
+	}
 }
