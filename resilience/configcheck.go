@@ -42,14 +42,14 @@ import (
 // max_backoff_seconds below its default caps every backoff at itself; nor is
 // an unset min_rps: a leaf whose max_rps is below the default floor of the
 // adaptive rate has a floor below its max_rps (1% of it for aws, but no
-// less than a token per deadline_seconds), so that 15 requests an hour is
-// max_rps: 0.0042 alone, and a throttle still halves it; nor is a built-in
-// service's or operation's max_rps the document leaves alone compared with
-// the provider's or the service's min_rps that floors it among others: a
-// rate the user did not write (or that a release adds) does not make
-// their configuration wrong, and such a leaf's floor is its rate (aws:
-// {min_rps: 6} holds controltower at its 2 rps, a throttle not slowing
-// it, as a min_rps equal to the rate does).
+// less than the slowest rate deadline_seconds serves), so that 15
+// requests an hour is max_rps: 0.0042 alone, and a throttle still halves
+// it; nor is a built-in service's or operation's max_rps the document
+// leaves alone compared with the provider's or the service's min_rps that
+// floors it among others: a rate the user did not write (or that a
+// release adds) does not make their configuration wrong, and such a
+// leaf's floor is its rate (aws: {min_rps: 6} holds controltower at its 2
+// rps, a throttle not slowing it, as a min_rps equal to the rate does).
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {

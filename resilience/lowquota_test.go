@@ -16,12 +16,13 @@ import (
 // for a provider's leaf and for a service's, and the leaf paces its calls
 // one every 238 s, within the default deadline of 900 s. An unset min_rps
 // goes down with it, as far below it as the default floor is below the
-// provider's default max_rps (0.2 of 20, 1%), but never below a token per
-// deadline_seconds, the slowest rate a min_rps may be set to: a throttle
-// without Retry-After halves the leaf (AIMD's decrease), twice here, and
-// never to where a call waiting for its token would be refused. The other
-// leaves keep the default floor, and a min_rps the user set is still a
-// floor that a lower max_rps contradicts.
+// provider's default max_rps (0.2 of 20, 1%), but never below the slowest
+// rate that serves a call within deadline_seconds, the slowest a min_rps
+// may be set to (0.00112 rps for 900 s): a throttle without Retry-After
+// halves the leaf (AIMD's decrease), twice here, and never to where a
+// call waiting for its token would be refused. The other leaves keep the
+// default floor, and a min_rps the user set is still a floor that a lower
+// max_rps contradicts.
 func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 	const quota = 0.0042 // 15 an hour
 	for _, doc := range []string{
@@ -42,8 +43,9 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 	}
 
 	// The floor goes down with the ceiling where min_rps is unset, and only
-	// there: 1% of it (the default 0.2 of 20), or a token per deadline.
-	perDeadline := 1 / defaultDeadline.Seconds()
+	// there: 1% of it (the default 0.2 of 20), or the slowest rate the
+	// deadline serves, 0.00112 rps (a token every 893 s) for 900 s.
+	perDeadline := 0.00112
 	aws := resolveProvider("aws", ProviderConfig{Services: map[string]ServiceConfig{
 		"organizations": {MaxRPS: quota},
 		"iam":           {MaxRPS: 0.19},
@@ -62,8 +64,8 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 		}
 	}
 	acme := resolveProvider("acme", ProviderConfig{MaxRPS: quota, DeadlineSeconds: 3600, Services: map[string]ServiceConfig{"orders": {MaxRPS: 5}}}, true)
-	if got := acme.leaf.Floor; math.Abs(got-1.0/3600) > 1e-12 {
-		t.Errorf("acme's leaf with a deadline of an hour: floor %v, want a token an hour (%v)", got, 1.0/3600)
+	if got := acme.leaf.Floor; math.Abs(got-0.000278) > 1e-12 {
+		t.Errorf("acme's leaf with a deadline of an hour: floor %v, want the slowest rate it serves, 0.000278", got)
 	}
 	if got := acme.leafSpec(Scope{Service: "orders"}).Floor; got != 0.2 {
 		t.Errorf("acme orders at 5 rps: floor %v, want the default 0.2", got)
@@ -93,7 +95,7 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 			}
 		}
 		// A throttle without Retry-After halves it; a second halves it to
-		// a token per deadline, and a third leaves it there.
+		// the slowest rate the deadline serves, and a third leaves it there.
 		for i, want := range []float64{quota / 2, perDeadline, perDeadline} {
 			time.Sleep(2 * time.Second) // another congestion event
 			n := 0
@@ -101,6 +103,14 @@ func TestAQuotaOfFifteenAnHourNeedsOnlyItsMaxRPS(t *testing.T) {
 			if r := rate(g, sc); math.Abs(r-want) > 1e-12 {
 				t.Errorf("rate after throttle %d: %v, want %v", i+1, r, want)
 			}
+		}
+		// At its floor, a call waits for its token (893 s, the throttles
+		// drained the bucket) and is sent, not refused for its deadline.
+		from := time.Now()
+		if err := Do(context.Background(), sc, func(context.Context) error { return nil }, WithGovernor(g)); err != nil {
+			t.Errorf("a call at the floor: %v, want it sent", err)
+		} else if waited := time.Since(from); waited > defaultDeadline {
+			t.Errorf("a call at the floor waited %v, want at most the deadline", waited)
 		}
 	})
 }

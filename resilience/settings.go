@@ -142,7 +142,7 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 	}
 	adaptive := pc.Adaptive == nil || *pc.Adaptive
 	goodput := adaptive && pc.Controller == controllerGoodput
-	fl := floors{set: pc.MinRPS, def: d.floor, share: d.floor / d.rate, least: 1 / positiveOr(pc.DeadlineSeconds, defaultDeadline.Seconds())}
+	fl := floors{set: pc.MinRPS, def: d.floor, share: d.floor / d.rate, least: slowestRate(positiveOr(pc.DeadlineSeconds, defaultDeadline.Seconds()))}
 	s := &providerSettings{
 		name:    name,
 		enabled: globalEnabled && (pc.Enabled == nil || *pc.Enabled),
@@ -292,11 +292,11 @@ func (s *providerSettings) serviceSpec(v ServiceConfig, fl floors, adaptive, goo
 // (def). A leaf whose ceiling is below the default floor, where min_rps is
 // unset, has a floor as far below its ceiling as the default floor is below
 // the provider's default max_rps (share: 0.2 of 20, 1%), but no lower than
-// least, a token per deadline_seconds, the slowest rate Config.Validate
-// lets a min_rps be: a max_rps under the default floor (15 requests an
-// hour is 0.0042 rps) needs no min_rps beside it, and a throttle still
-// slows it, to no rate at which a call waiting for its token would be
-// refused. A min_rps the user set is lowered only to a built-in ceiling
+// least, the slowest rate Config.Validate lets a min_rps be (slowestRate
+// of deadline_seconds: 0.00112 rps for 900 s): a max_rps under the
+// default floor (15 requests an hour is 0.0042 rps) needs no min_rps
+// beside it, and a throttle still slows it, to no rate at which a call
+// waiting for its token would be refused. A min_rps the user set is lowered only to a built-in ceiling
 // above which it is set (aws: {min_rps: 6} over controltower's 2 rps),
 // where it holds the leaf at that rate, a throttle not slowing it, as a
 // min_rps equal to the rate does: Config.Validate refuses a ceiling the
