@@ -47,9 +47,8 @@
 //     first two retries of the call each costs a token of the provider's
 //     retry budget; an empty budget ends the loop with a *ThrottlingError
 //     wrapping *resilience.RetryBudgetExhaustedError, and a Retry-After
-//     that would pass the context's deadline ends it with
-//     *resilience.DeadlineExceededError wrapping the provider's error
-//     (errors.As finds both); a Retry-After longer than the call's max wait
+//     that would pass the context's deadline ends it with the provider's
+//     error; a Retry-After longer than the call's max wait
 //     (resilience.WithMaxWait) ends it with a *ThrottlingError wrapping
 //     *resilience.WouldWaitError. A refused retry ends the call at once:
 //     the SDK's sleep before returning a refused retry of a long-polling

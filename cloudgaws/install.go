@@ -168,8 +168,7 @@ const (
 // is about to make costs, after the first two of the call, a retry-budget
 // token, and is counted when sent; an empty budget ends the SDK's loop
 // with a *ThrottlingError, and a Retry-After that would pass the context's
-// deadline ends it with a *resilience.DeadlineExceededError wrapping the
-// provider's error. After the call: the outcome
+// deadline ends it with the provider's error. After the call: the outcome
 // the SDK's loop left open goes to the breaker, the stats and the ledger
 // bound to the call's context.
 //

@@ -184,10 +184,12 @@ func stateFrom(ctx context.Context) *callState {
 //     (resilience.WithMaxWait): a *ThrottlingError wrapping the core's
 //     *resilience.WouldWaitError;
 //   - a provider's hint that would pass the context's deadline: the
-//     core's *resilience.DeadlineExceededError, which wraps the
-//     attempt's error, marked not retryable, so that the caller's
-//     errors.As finds both: the provider's answer, and the deadline that
-//     kept the call from retrying it.
+//     attempt's error, marked not retryable, as resilience.Call returns
+//     the last error of a call whose retry the deadline stops: the core's
+//     *resilience.DeadlineExceededError, which resilience.Classify reads
+//     as Transient, would turn a throttle into a transient error for the
+//     caller and resilience.DescribeError. The ledger bound to the
+//     context records the give-up as "deadline exceeded after ...".
 //
 // A retry of an error the core took for a fatal one (a clock-skewed
 // AuthFailure, which the SDK retries) is counted and paid from the
@@ -206,7 +208,7 @@ func (s *callState) retry() error {
 	case *resilience.RetryBudgetExhaustedError, *resilience.WouldWaitError:
 		s.stopErr = &ThrottlingError{Err: e}
 	case *resilience.DeadlineExceededError:
-		s.stopErr = &notRetryable{err: e}
+		s.stopErr = &notRetryable{err: e.Err}
 	default:
 		return nil
 	}

@@ -85,8 +85,7 @@ func (r *retryer) IsErrorRetryable(err error) bool {
 // may go (callState.retry): past the call's first two it costs a token of
 // the provider's retry budget, and an empty budget ends the loop with a
 // *ThrottlingError; a Retry-After that would pass the context's deadline
-// ends it with a *resilience.DeadlineExceededError wrapping the provider's
-// error. The retry is counted when it is sent.
+// ends it with the provider's error. The retry is counted when it is sent.
 // A refused retry ends the call at once: the SDK's retry loop, which
 // sleeps the retryer's backoff (and the answer's x-amz-retry-after)
 // before returning a refused retry of a long-polling operation (SQS
