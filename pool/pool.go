@@ -802,6 +802,7 @@ func (p *Pool) start(t *task) {
 	p.queued--
 	p.running++
 	t.q.running++
+	t.q.live = append(t.q.live, t)
 	if p.ring.len() > 0 {
 		p.wake()
 	}
@@ -1465,6 +1466,11 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	q := t.q
 	q.running--
 	p.running--
+	if i := slices.Index(q.live, t); i >= 0 {
+		q.live[i] = q.live[len(q.live)-1]
+		q.live[len(q.live)-1] = nil
+		q.live = q.live[:len(q.live)-1]
+	}
 	t.ended = true
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope

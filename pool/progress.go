@@ -78,7 +78,10 @@ type ScopeProgress struct {
 	// the refusal of a first call to another scope holds its queue: then its
 	// Wait. A scope with tasks running has an ETA of at least its Paused, the
 	// pause their next calls (a retry, a page) wait for, unless its breaker is
-	// open and fails them fast: a running task whose call is in flight may be
+	// open and fails them fast, or the contexts of all its running tasks have
+	// deadlines that come before the pause ends: then at least the time to the
+	// latest of those deadlines, as a call whose deadline the pause outlasts
+	// is refused at once; a running task whose call is in flight may be
 	// done sooner. The tokens running tasks' retries (and pages) have taken
 	// count through Wait, as the governor's Delay reads them: the leaf's next
 	// token comes later. The ETA does not see calls made outside the pool, nor a
@@ -133,6 +136,10 @@ func (p *Pool) Progress() Progress {
 	// started (see Pool.holdBack): the slots Delay shows free are those
 	// calls'.
 	back := make([]bool, 0, len(p.scopes))
+	// How long until the contexts of a queue's running tasks have all
+	// reached their deadlines (-1: one has none): a pause that outlasts
+	// them holds none of their calls, which are refused at once.
+	ends := make([]time.Duration, 0, len(p.scopes))
 	now := p.now()
 	for _, q := range p.scopes {
 		pr.Scopes = append(pr.Scopes, ScopeProgress{Scope: q.scope, Queued: q.n, Running: q.running, Done: q.done, Failed: q.failed, Deferred: q.deferred, Dropped: q.dropped})
@@ -142,6 +149,7 @@ func (p *Pool) Progress() Progress {
 		}
 		holds = append(holds, hold)
 		back = append(back, q.where == slotted && q.heldBack)
+		ends = append(ends, runningEnd(q.live))
 	}
 	p.mu.Unlock()
 	// The buckets the scopes share: a leaf (the operations of a service
@@ -179,7 +187,7 @@ func (p *Pool) Progress() Progress {
 				// fast.
 				s.Paused = pausedLeft(snap)
 				if snap.Breaker.State != state.Open || breakerWaits(p.gov, s.Scope.Provider) {
-					s.ETA = s.Paused
+					s.ETA = heldFor(s.Paused, ends[i])
 				}
 			}
 			if s.Queued > 0 {
@@ -243,7 +251,7 @@ func (p *Pool) Progress() Progress {
 		}
 		s.ETA = addETA(s.Wait, max(of[i].leaf.time(), of[i].account.time(), of[i].provider.time()))
 		if s.Running > 0 {
-			s.ETA = max(s.ETA, s.Paused) // its running tasks' next calls wait for the pause too
+			s.ETA = max(s.ETA, heldFor(s.Paused, ends[i])) // its running tasks' next calls wait for the pause too
 		}
 		pr.ETA = max(pr.ETA, s.ETA)
 	}
@@ -251,6 +259,33 @@ func (p *Pool) Progress() Progress {
 		return cmp.Compare(a.Scope.Key(), b.Scope.Key())
 	})
 	return pr
+}
+
+// runningEnd is how long until the contexts of the tasks running have
+// all reached their deadlines, at least 0; -1 when one has no deadline.
+// p.mu is held.
+func runningEnd(running []*task) time.Duration {
+	end := time.Duration(0)
+	for _, t := range running {
+		dl, ok := t.ctx.Deadline()
+		if !ok {
+			return -1
+		}
+		end = max(end, time.Until(dl))
+	}
+	return end
+}
+
+// heldFor is how long a pause with paused left holds the running tasks of
+// a scope whose contexts have all reached their deadlines in end (-1:
+// one has none): until the pause ends, or until their deadlines, when
+// those come first (a call whose deadline the pause outlasts is refused
+// at once, and the task's context ends by its deadline).
+func heldFor(paused, end time.Duration) time.Duration {
+	if end >= 0 {
+		return min(paused, end)
+	}
+	return paused
 }
 
 // pausedLeft is the time left in the longest pause of snap's buckets:

@@ -37,6 +37,7 @@ type queue struct {
 	holder     *task         // admitting: the task whose first call it waits for
 	admitUntil time.Duration // admitting: when its hold ends, if not decided before
 	heap       int           // its index in the parked heap; -1: not in it
+	live       []*task       // its tasks running (started, not finished), for their contexts' deadlines (see Pool.Progress)
 
 	running, done, failed, deferred, dropped int
 }
