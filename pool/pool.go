@@ -58,7 +58,10 @@
 // resilience.Governor.Configure. The first in line of each account is
 // also asked every 50 ms, for a slot the pool gave a task that has not
 // taken it yet (its first call not made), and every one at least once a
-// second, likewise. Cancelling the
+// second, likewise. The pool watches the governor's slots only while it
+// has tasks queued or running: an idle pool, one dropped without Wait
+// included, is not held by the governor, and costs the calls of the
+// process nothing. Cancelling the
 // context given to New stops the pool: no further task starts, the queued
 // ones are dropped (each recorded as cancelled in the ledger its context
 // carries), and Wait returns once the running ones have returned; no
@@ -151,9 +154,10 @@ type Pool struct {
 	holds  fifo[heldQueue] // admitting queues, by the end of their hold
 	frees  atomic.Uint64   // slots the governor said may be free (slotFreed), for ask
 	// A queue of the pool was told no slot (or asked for the slots
-	// free): slotFreed looks at the pool from then on. Never cleared.
+	// free): slotFreed looks at the pool from then on, until the pool
+	// has nothing queued or running (watch).
 	slotWaits atomic.Bool
-	unwatch   func()               // ends the pool's watch of the governor's slots (WatchSlots)
+	unwatch   func()               // ends the pool's watch of the governor's slots (WatchSlots); nil: none (see watch)
 	full      map[account]fullMark // accounts found with no slot free (see markFull)
 	fullGen   uint64               // marks made, for fullMark's gen
 	askAll    time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
@@ -217,17 +221,16 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p.clock = p.gov.Clock()
 	p.epoch = p.clock.Now()
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
-	p.unwatch = p.gov.WatchSlots(p.slotFreed)
 	// The stop's goroutine is the pool's too: Wait waits for it, or stops
 	// it from running (keepStop).
 	p.wg.Add(1)
 	p.keepStop = context.AfterFunc(p.ctx, func() {
 		defer p.wg.Done()
 		defer p.record()
-		p.unwatch()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.drop()
+		p.watch(false)
 		p.settle()
 	})
 	return p, p.ctx
@@ -294,6 +297,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	}
 	q.push(t)
 	p.queued++
+	p.watch(true)
 	switch q.where {
 	case nowhere:
 		p.ring.push(q)
@@ -1545,8 +1549,30 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 // settle wakes Wait when nothing is queued, running or left to record.
 // p.mu is held.
 func (p *Pool) settle() {
+	p.watch(p.queued > 0 || p.running > 0)
 	if !p.busy() {
 		p.quiet.Broadcast()
+	}
+}
+
+// watch starts the pool's watch of its governor's slots (slotFreed), on,
+// or ends it. The pool watches while it has tasks queued or running, and
+// its context is not done (Go, settle): an idle pool, one dropped
+// without Wait, its context never cancelled, included, is not held by
+// its governor, nor told of every slot freed in the process. What it
+// knew of its accounts' slots (markFull) is forgotten as the watch
+// ends: it would miss the slots freed meanwhile; no task is left to
+// count. p.mu is held (the governor's lock is taken after it; the
+// governor calls slotFreed under none of its own).
+func (p *Pool) watch(on bool) {
+	switch {
+	case on && p.unwatch == nil && p.ctx.Err() == nil:
+		p.unwatch = p.gov.WatchSlots(p.slotFreed)
+	case !on && p.unwatch != nil:
+		p.unwatch()
+		p.unwatch = nil
+		p.slotWaits.Store(false)
+		p.full = nil
 	}
 }
 
@@ -1702,7 +1728,6 @@ func (p *Pool) Wait() error {
 	if p.keepStop() {
 		p.wg.Done()
 	}
-	p.unwatch()
 	p.cancel(context.Canceled)
 	p.wg.Wait()
 	return joinErrors(errs)
