@@ -1033,7 +1033,7 @@ func (m *machine) snapshot() string {
 		b.WriteString(" " + q.scope.Key())
 	}
 	b.WriteString(" slots")
-	for _, q := range p.slots {
+	for _, q := range p.slotted() {
 		b.WriteString(" " + q.scope.Key())
 	}
 	return b.String()
@@ -1166,18 +1166,36 @@ func (m *machine) invariants() error {
 		}
 		reach("state: parked")
 	}
-	if len(p.slots) > 0 {
+	// Each account's line of queues waiting for a slot is in turn, and
+	// nSlots counts them all, each once.
+	inLine, lined := 0, map[*queue]bool{}
+	for acct, line := range p.slots {
+		for i, q := range line {
+			if lined[q] || (account{q.scope.Provider, q.scope.Account}) != acct || q.where != slotted {
+				return fmt.Errorf("queue %v in the line of %v for a slot: twice, of another account or not waiting (%v)", q.scope, acct, q.where)
+			}
+			lined[q] = true
+			if i > 0 && int32(q.turn-line[i-1].turn) < 0 {
+				return fmt.Errorf("queue %v (turn %d) after %v (turn %d) in the line of %v for a slot; want in turn", q.scope, q.turn, line[i-1].scope, line[i-1].turn, acct)
+			}
+		}
+		inLine += len(line)
+	}
+	if inLine != p.nSlots {
+		return fmt.Errorf("%d queues in the lines for a slot, nSlots %d", inLine, p.nSlots)
+	}
+	if p.nSlots > 0 {
 		// The recheck is armed while queues wait for a slot: a task's end
 		// frees none of its own (its calls' slots were told as they
 		// ended), so no end rechecks them.
 		if p.armedAt == 0 {
-			return fmt.Errorf("%d queues wait for a slot, with no recheck armed", len(p.slots))
+			return fmt.Errorf("%d queues wait for a slot, with no recheck armed", p.nSlots)
 		}
 		reach("state: slotted")
 		// Two queues of an account waiting for a slot: what a task's end
 		// puts back in turn, the second not asked again once the first
 		// finds the account full (pick's noSlot).
-		if len(p.slots) > 1 {
+		if p.nSlots > 1 {
 			reach("state: several queues wait for a slot")
 		}
 	}
@@ -1187,7 +1205,7 @@ func (m *machine) invariants() error {
 	// pool gave tasks of the account whose first calls are still to come
 	// (a hold in force; a task started for a slot freed, not decided), or
 	// promised to a queue of the account asked about.
-	for _, q := range p.slots {
+	for _, q := range p.slotted() {
 		if q.heldBack || q.where != slotted {
 			continue
 		}
@@ -1210,7 +1228,7 @@ func (m *machine) invariants() error {
 		}
 		return fmt.Errorf("queue %v waits for a slot, its account has one free, and nothing of the pool's is to take it", q.scope)
 	}
-	for _, q := range p.slots {
+	for _, q := range p.slotted() {
 		if !q.heldBack {
 			continue
 		}
@@ -1219,7 +1237,7 @@ func (m *machine) invariants() error {
 		// than the first ends (admitHold): a wake-up is armed by then.
 		reach("state: a queue held back for its account's first calls")
 		acct := account{q.scope.Provider, q.scope.Account}
-		if p.heldBack[acct] && slices.ContainsFunc(p.slots, func(o *queue) bool {
+		if p.heldBack[acct] && slices.ContainsFunc(p.slotted(), func(o *queue) bool {
 			return o != q && o.heldBack && (account{o.scope.Provider, o.scope.Account}) == acct
 		}) {
 			reach("state: several queues of an account held back")
@@ -1313,7 +1331,7 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 		}
 	}
 	slots := map[*queue]int{}
-	for _, q := range p.slots {
+	for _, q := range p.slotted() {
 		slots[q]++
 		if q.where != slotted {
 			return fmt.Errorf("queue %v is among the slots, where %d", q.scope, q.where)
@@ -1784,7 +1802,7 @@ func TestModelALineWaitsBehindTheQueueAskedForIt(t *testing.T) {
 			synctest.Wait()
 			p := m.p
 			p.mu.Lock()
-			if p.liveHolds(acct) == 0 && slices.ContainsFunc(p.slots, func(q *queue) bool { return q.heldBack }) {
+			if p.liveHolds(acct) == 0 && slices.ContainsFunc(p.slotted(), func(q *queue) bool { return q.heldBack }) {
 				lines++
 			}
 			p.mu.Unlock()
@@ -1835,7 +1853,7 @@ func TestRegressALineGoesAtTheEndOfTheHoldItWaitsFor(t *testing.T) {
 			p := m.p
 			p.mu.Lock()
 			now := p.now()
-			for _, q := range p.slots {
+			for _, q := range p.slotted() {
 				if !q.heldBack {
 					continue
 				}

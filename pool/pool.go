@@ -147,12 +147,19 @@ type Pool struct {
 	mu     sync.Mutex
 	quiet  sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
 	scopes map[resilience.Scope]*queue
-	ring   ring            // queues whose head may be ready, in turn
-	parked parkedHeap      // queues waiting for their scope, by time
-	turns  uint32          // queues asked about so far (wrapping around), for the parked heap's order
-	slots  []*queue        // queues waiting for a concurrency slot
+	ring   ring       // queues whose head may be ready, in turn
+	parked parkedHeap // queues waiting for their scope, by time
+	turns  uint32     // queues asked about so far (wrapping around), for the parked heap's order
+	// The queues waiting for a concurrency slot, each account's in turn
+	// (see slot), nSlots of them: a slot freed puts back the first of its
+	// account without a look at the others' (slotFreed).
+	slots  map[account][]*queue
+	nSlots int
 	holds  fifo[heldQueue] // admitting queues, by the end of their hold
-	frees  atomic.Uint64   // slots the governor said may be free (slotFreed), for ask
+	// The queues of slots looked at or moved, in all: the pool's work
+	// on its line of queues waiting for a slot, which the tests measure.
+	slotSteps uint64
+	frees     atomic.Uint64 // slots the governor said may be free (slotFreed), for ask
 	// A queue of the pool was told no slot (or asked for the slots
 	// free): slotFreed looks at the pool from then on, until the pool
 	// has nothing queued or running (watch).
@@ -858,21 +865,29 @@ func (p *Pool) unpark(q *queue) {
 const slotRecheck = 50 * time.Millisecond
 
 // slot makes q wait for a concurrency slot: until the governor tells the
-// pool of one freed of its account (slotFreed), or slotRecheck. The queues waiting so are kept in turn, by when they
-// were last asked about (ask), not by when the answer came back, which
+// pool of one freed of its account (slotFreed), or slotRecheck. The
+// queues waiting so are kept in a line for each account, in turn, by
+// when they were last asked about (ask), not by when the answer came back, which
 // the workers asking about several queues at once get in no fair order:
 // a slot freed puts them back in the ring in that order (unslot), and the
 // first asked takes the slot. p.mu is held.
 func (p *Pool) slot(q *queue, now time.Duration) {
 	p.unlead(q)
 	q.where = slotted
-	// After the last one whose turn came before q's: most come in turn,
-	// and are appended.
-	i := len(p.slots)
-	for i > 0 && int32(q.turn-p.slots[i-1].turn) < 0 { // wraps around
+	// After the last one of its account whose turn came before q's: most
+	// come in turn, and are appended.
+	acct := account{q.scope.Provider, q.scope.Account}
+	line := p.slots[acct]
+	i := len(line)
+	for i > 0 && int32(q.turn-line[i-1].turn) < 0 { // wraps around
 		i--
 	}
-	p.slots = slices.Insert(p.slots, i, q)
+	p.slotSteps += uint64(2*(len(line)-i) + 1) // looked at, then moved
+	if p.slots == nil {
+		p.slots = map[account][]*queue{}
+	}
+	p.slots[acct] = slices.Insert(line, i, q)
+	p.nSlots++
 	p.arm(now + slotRecheck)
 }
 
@@ -962,15 +977,17 @@ func (p *Pool) passOn(acct account, reserved bool) {
 		return
 	}
 	moved := false
-	p.slots = slices.DeleteFunc(p.slots, func(q *queue) bool {
-		if q.where != slotted || (account{q.scope.Provider, q.scope.Account}) != acct {
-			return false
+	line := p.slots[acct]
+	p.slotSteps += uint64(len(line))
+	for _, q := range line {
+		if q.where != slotted {
+			continue
 		}
 		q.noSlot = true
 		p.ring.push(q)
 		moved = true
-		return true
-	})
+	}
+	p.setLine(acct, nil)
 	if moved {
 		p.wake()
 	}
@@ -1116,14 +1133,17 @@ func (p *Pool) unholdBack(acct account) {
 	held := func(q *queue) bool {
 		return q.where == slotted && q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct
 	}
-	i := slices.IndexFunc(p.slots, held)
+	line := p.slots[acct]
+	p.slotSteps += uint64(2 * len(line))
+	i := slices.IndexFunc(line, held)
 	if i < 0 {
 		delete(p.heldBack, acct)
 		return
 	}
-	q := p.slots[i]
-	p.slots = slices.Delete(p.slots, i, i+1)
-	if !slices.ContainsFunc(p.slots[i:], held) {
+	q := line[i]
+	line = slices.Delete(line, i, i+1)
+	p.setLine(acct, line)
+	if !slices.ContainsFunc(line[i:], held) {
 		delete(p.heldBack, acct)
 	}
 	// In turn as a queue told no slot, which keeps its place among
@@ -1177,10 +1197,9 @@ func (p *Pool) fullBack(acct account) {
 		return
 	}
 	delete(p.heldBack, acct)
-	for _, q := range p.slots {
-		if q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct {
-			q.heldBack = false
-		}
+	p.slotSteps += uint64(len(p.slots[acct]))
+	for _, q := range p.slots[acct] {
+		q.heldBack = false
 	}
 }
 
@@ -1244,25 +1263,18 @@ type account struct{ provider, account string }
 // breaker opened meanwhile). only, if not nil, puts back the first queue
 // of that account in line alone (slotFreed: one slot freed), and leaves
 // the others where they wait, rather than put each back in turn to be
-// slotted again, one pass over the line each (with thousands of queues
-// waiting, most of a scan's work): should that queue not take the slot,
-// or more be free, passOn puts them back. p.mu is held.
+// slotted again (with thousands of queues waiting, most of a scan's
+// work): should that queue not take the slot, or more be free, passOn
+// puts them back. That queue is looked for in its account's line alone,
+// most often at its head: the work does not grow with the queues
+// waiting. p.mu is held.
 func (p *Pool) unslot(counted bool, only *account) {
-	kept := p.slots[:0]
 	var led map[account]bool
-	moved := false
-	for _, q := range p.slots {
-		if q.where != slotted {
-			continue
-		}
-		if only != nil && (moved || (account{q.scope.Provider, q.scope.Account}) != *only) {
-			kept = append(kept, q)
-			continue
-		}
+	put := func(q *queue) (moved bool) {
+		acct := account{q.scope.Provider, q.scope.Account}
 		if q.heldBack && counted {
 			// Held back for its account's first calls: the first of the
 			// account leads the others (unholdBack), which wait behind it.
-			acct := account{q.scope.Provider, q.scope.Account}
 			if led[acct] || p.leaders[acct] != nil {
 				// Or a queue of the account leads them already, in
 				// turn or asked about: its answer tells theirs.
@@ -1270,8 +1282,7 @@ func (p *Pool) unslot(counted bool, only *account) {
 					led = map[account]bool{}
 				}
 				led[acct] = true
-				kept = append(kept, q)
-				continue
+				return false
 			}
 			if led == nil {
 				led = map[account]bool{}
@@ -1282,25 +1293,84 @@ func (p *Pool) unslot(counted bool, only *account) {
 		q.heldBack = false
 		q.noSlot = counted
 		p.ring.push(q)
-		moved = true
+		return true
 	}
-	clear(p.slots[len(kept):])
-	p.slots = kept
+	heldBack := func(q *queue) bool { return q.heldBack }
 	if only != nil {
-		if p.heldBack[*only] && !slices.ContainsFunc(p.slots, func(q *queue) bool {
-			return q.heldBack && (account{q.scope.Provider, q.scope.Account}) == *only
-		}) {
-			delete(p.heldBack, *only)
+		// The first of the line that goes, most often at its head: the
+		// others are not looked at.
+		line := p.slots[*only]
+		for i := 0; i < len(line); {
+			q := line[i]
+			p.slotSteps++
+			waiting := q.where == slotted
+			if waiting && !put(q) {
+				i++
+				continue
+			}
+			if i == 0 {
+				line[0] = nil
+				line = line[1:]
+			} else {
+				p.slotSteps += uint64(len(line) - i) // moved
+				line = slices.Delete(line, i, i+1)
+			}
+			if waiting {
+				break
+			}
+		}
+		p.setLine(*only, line)
+		if p.heldBack[*only] {
+			p.slotSteps += uint64(len(line))
+			if !slices.ContainsFunc(line, heldBack) {
+				delete(p.heldBack, *only)
+			}
 		}
 		return
 	}
+	// Every account's, in turn: the order they are asked about in.
+	all := p.slotted()
+	p.slotSteps += uint64(len(all))
+	for acct := range p.slots {
+		p.setLine(acct, nil)
+	}
+	for _, q := range all {
+		if !put(q) { // waits on, in turn among its account's
+			acct := account{q.scope.Provider, q.scope.Account}
+			p.slots[acct] = append(p.slots[acct], q)
+			p.nSlots++
+		}
+	}
 	for acct := range p.heldBack {
-		if !led[acct] || !slices.ContainsFunc(p.slots, func(q *queue) bool {
-			return q.heldBack && (account{q.scope.Provider, q.scope.Account}) == acct
-		}) {
+		if !led[acct] || !slices.ContainsFunc(p.slots[acct], heldBack) {
 			delete(p.heldBack, acct)
 		}
 	}
+}
+
+// slotted returns the queues waiting for a slot (slot), of every
+// account, in turn. p.mu is held.
+func (p *Pool) slotted() []*queue {
+	all := make([]*queue, 0, p.nSlots)
+	for _, line := range p.slots {
+		for _, q := range line {
+			if q.where == slotted {
+				all = append(all, q)
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(a, b *queue) int { return int(int32(a.turn - b.turn)) }) // wraps around
+	return all
+}
+
+// setLine makes line acct's queues waiting for a slot. p.mu is held.
+func (p *Pool) setLine(acct account, line []*queue) {
+	p.nSlots += len(line) - len(p.slots[acct])
+	if len(line) == 0 {
+		delete(p.slots, acct)
+		return
+	}
+	p.slots[acct] = line
 }
 
 // recheck puts the queues waiting for a slot back in turn when the
@@ -1317,7 +1387,7 @@ func (p *Pool) unslot(counted bool, only *account) {
 // account's tasks started, still to come, may take the slots free: it
 // then waits for those (holdBack). p.mu is held.
 func (p *Pool) recheck() {
-	if len(p.slots) == 0 {
+	if p.nSlots == 0 {
 		return
 	}
 	if now := p.now(); now >= p.askAll {
@@ -1351,17 +1421,17 @@ func (p *Pool) slotFreed(acct resilience.Scope) {
 		return
 	}
 	switch a := (account{acct.Provider, acct.Account}); {
-	case len(p.slots) == 0 && acct.Provider == "":
+	case p.nSlots == 0 && acct.Provider == "":
 	case acct.Provider == "":
 		p.countFreed(nil)
 	case p.counted(a):
 		// Counted whether queues of the account wait for a slot or not:
 		// those put back in turn and not asked yet would otherwise find
 		// the account full (pick's noSlot).
-		if len(p.slots) > 0 {
+		if p.nSlots > 0 {
 			p.unslot(true, &a)
 		}
-	case len(p.slots) > 0:
+	case p.nSlots > 0:
 		p.countFreed(&a)
 	}
 	if p.ring.len() > 0 {
@@ -1388,14 +1458,11 @@ func (p *Pool) counted(acct account) bool {
 // while it is found full. p.mu is held.
 func (p *Pool) countFreed(only *account) {
 	gen := p.gov.Generation()
-	for _, q := range p.slots {
-		if q.where != slotted {
+	for acct, line := range p.slots {
+		if only != nil && acct != *only || !slices.ContainsFunc(line, func(q *queue) bool { return q.where == slotted }) {
 			continue
 		}
-		acct := account{q.scope.Provider, q.scope.Account}
-		if only != nil && acct != *only {
-			continue
-		}
+		p.slotSteps++
 		m, ok := p.full[acct]
 		if !ok || m.govGen != gen {
 			p.markFull(acct, gen)
@@ -1453,7 +1520,7 @@ func (p *Pool) arm(at time.Duration) {
 		if at, ok := p.nextHold(); ok {
 			p.arm(at)
 		}
-		if len(p.slots) > 0 {
+		if p.nSlots > 0 {
 			p.arm(p.now() + slotRecheck)
 		}
 		p.wake()
@@ -1502,7 +1569,9 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 		// once, would run it again at once if its scope looks ready (an
 		// open breaker; a first call to another account): a busy loop
 		// until a slot is free.
-		p.slots = slices.DeleteFunc(p.slots, func(o *queue) bool { return o == q })
+		acct := account{q.scope.Provider, q.scope.Account}
+		p.slotSteps += uint64(len(p.slots[acct]))
+		p.setLine(acct, slices.DeleteFunc(p.slots[acct], func(o *queue) bool { return o == q }))
 		q.heldBack, q.noSlot = false, false
 		p.ring.push(q)
 		p.wake()
