@@ -27,9 +27,13 @@ import (
 // the governor's held, and may be called from several goroutines at
 // once: it should return quickly, and may call the governor (Delay,
 // Survey) but should not make a governed call. A panic in fn is
-// recovered and logged once per governor. stop ends the watch; a call of
-// fn under way as stop returns may still end after it. WatchSlots and
-// stop are safe for concurrent use, and so is stop called more than once.
+// recovered and logged once per governor. stop ends the watch without
+// waiting for fn: a call of fn under way as stop returns may end after
+// it, and one for a slot freed as stop ran may even begin after it (the
+// watches in force are read as the slot is given back), so that fn must
+// tolerate a call after stop; stop may be called from fn, or with a lock
+// fn takes held. WatchSlots and stop are safe for concurrent use, and so
+// is stop called more than once.
 // With no watch, a call pays one atomic load as it gives its slot back.
 func (g *Governor) WatchSlots(fn func(Scope)) (stop func()) {
 	if fn == nil {
