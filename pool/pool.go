@@ -1411,8 +1411,9 @@ func (p *Pool) recheck() {
 func (p *Pool) slotFreed(acct resilience.Scope) {
 	p.frees.Add(1)
 	if !p.slotWaits.Load() {
-		// No queue was ever told no slot: a call of a pool whose
-		// accounts' caps are never full pays two atomics, not the lock.
+		// No queue was told no slot since the watch began (watch): a
+		// call beside a pool whose accounts' caps are not full pays two
+		// atomics, not the lock.
 		return
 	}
 	p.mu.Lock()
