@@ -1204,7 +1204,10 @@ func (m *machine) invariants() error {
 	// go now (its account has a slot free), waits only for the slots the
 	// pool gave tasks of the account whose first calls are still to come
 	// (a hold in force; a task started for a slot freed, not decided), or
-	// promised to a queue of the account asked about.
+	// promised to a queue of the account asked about, or to the first of
+	// the account in line, put back in turn for it (a slot freed puts
+	// that one back alone: unslot), whose turn has not come (every worker
+	// busy).
 	for _, q := range p.slotted() {
 		if q.heldBack || q.where != slotted {
 			continue
@@ -1214,6 +1217,12 @@ func (m *machine) invariants() error {
 		}
 		acct := account{q.scope.Provider, q.scope.Account}
 		if p.liveHolds(acct) > 0 || slices.ContainsFunc(askedAbout, func(o *queue) bool { return (account{o.scope.Provider, o.scope.Account}) == acct }) {
+			continue
+		}
+		if p.workers == p.limit && slices.ContainsFunc(p.ring.all(), func(o *queue) bool {
+			return o.noSlot && (account{o.scope.Provider, o.scope.Account}) == acct
+		}) {
+			reach("state: a slot free promised to the first of the account in line, in turn, a queue waiting")
 			continue
 		}
 		promised := false
