@@ -652,7 +652,7 @@ func (gd *Guard) heldByPause(ctx context.Context, now, start time.Duration, leve
 // stopped already.
 type endedError struct{ err error }
 
-func (e endedError) Error() string { return e.err.Error() }
+func (e endedError) Error() string { return errorText(e.err) }
 
 // stopHeld ends the call on heldByPause's error: the call's own when
 // heldByPause ended it, or the context's.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -92,13 +93,27 @@ type facts struct {
 	answer     bool // a provider fact from a non-cloudg error
 	network    bool // connection reset/refused, timeout, transport deadline
 	inURL      bool // the walk has passed a *url.Error
+
+	// why, when set, says that a method of an error of the chain panicked
+	// (see unreadableWhy), badType that error's type: the error is
+	// unreadable, FATAL and no answer, and nothing else is set.
+	why     string
+	badType reflect.Type
 }
 
-func inspect(err error) facts {
-	var f facts
+// inspect walks err's chain and returns what its errors say. A method of
+// an error of the chain that panics (see unreadableWhy) makes the facts
+// those of an unreadable error.
+func inspect(err error) (f facts) {
 	if err == nil {
 		return f
 	}
+	var cur error // the error whose methods the walk is calling
+	defer func() {
+		if r := recover(); r != nil {
+			f.unreadable(cur, r)
+		}
+	}()
 	rs := errread.Readers()
 	nodes := 0
 	var walk func(e error, depth int)
@@ -107,6 +122,7 @@ func inspect(err error) facts {
 			return
 		}
 		nodes++
+		cur = e
 		f.visit(e, rs)
 		switch u := e.(type) {
 		case multiUnwrap:
@@ -253,12 +269,24 @@ func isNetworkError(e error) bool {
 // client's keepalive settings, which is Transient: the connection is lost,
 // and the call may go again on a new one (as cloudghttp's Transport and
 // cloudggcp read it). A nil error is Fatal.
+//
+// An error one of whose methods panics as Classify reads it (a typed nil
+// pointer whose methods read their receiver, such as a nil
+// *smithy.OperationError, or an SDK's response error without its
+// response) is unreadable: Fatal, not a provider's answer, with no hint;
+// DescribeError says which type panicked, and the first such panic of
+// each type is logged, at Warn on slog.Default (a Governor's calls log it
+// on the governor's logger). The panic does not reach the caller.
 func Classify(err error) Kind {
 	if err == nil {
 		return Fatal
 	}
 	f := inspect(err)
-	return f.kind(err)
+	k := f.kind(err)
+	if f.why != "" {
+		processUnreadable.note(nil, &f)
+	}
+	return k
 }
 
 // kind is Classify's verdict on err, whose facts f are: the facts, and the
@@ -269,7 +297,11 @@ func (f *facts) kind(err error) Kind {
 	}
 	// HTTP/2's error code first, a protocol's word, as ClassifyStrict
 	// reads it; then the phrases.
-	msg := err.Error()
+	msg, why := readMessage(err)
+	if why != "" {
+		f.why, f.badType = why, reflect.TypeOf(err)
+		return Fatal // unreadable
+	}
 	if k, ok := enhanceYourCalm(msg); ok {
 		return k
 	}
@@ -317,10 +349,24 @@ func ClassifyStrict(err error) (kind Kind, ok bool) {
 		return Fatal, false
 	}
 	f := inspect(err)
+	kind, ok = f.strict(err)
+	if f.why != "" {
+		processUnreadable.note(nil, &f)
+	}
+	return kind, ok
+}
+
+// strict is ClassifyStrict's verdict on err, whose facts f are.
+func (f *facts) strict(err error) (Kind, bool) {
 	if k, ok := f.decide(); ok {
 		return k, ok
 	}
-	if k, ok := enhanceYourCalm(err.Error()); ok {
+	msg, why := readMessage(err)
+	if why != "" {
+		f.why, f.badType = why, reflect.TypeOf(err)
+		return Fatal, true // unreadable
+	}
+	if k, ok := enhanceYourCalm(msg); ok {
 		return k, true // an HTTP/2 error code, not a phrase
 	}
 	return Fatal, false
@@ -329,16 +375,23 @@ func ClassifyStrict(err error) (kind Kind, ok bool) {
 // IsProviderAnswer reports whether err carries a provider's error code or
 // HTTP status: the request reached the service and it answered. cloudg's
 // own errors and local failures (a refused connection, a cancelled
-// context) are not answers.
+// context) are not answers, and neither is an unreadable error (see
+// Classify).
 func IsProviderAnswer(err error) bool {
 	if err == nil {
 		return false
 	}
 	f := inspect(err)
+	if f.why != "" {
+		processUnreadable.note(nil, &f)
+	}
 	return f.answer && !f.hasOwn
 }
 
 func (f *facts) decide() (Kind, bool) {
+	if f.why != "" {
+		return Fatal, true // unreadable
+	}
 	if f.hasOwn {
 		return f.own, true
 	}
@@ -378,7 +431,7 @@ func messageOf(e error) string {
 			return s
 		}
 	}
-	return e.Error()
+	return errorText(e)
 }
 
 func statusKind(status int) (Kind, bool) {
@@ -392,19 +445,30 @@ func statusKind(status int) (Kind, bool) {
 }
 
 // DescribeError returns err's message, prefixed with "throttled: " when it
-// classifies as throttling. Coverage records go through it. A nil error is
-// "".
+// classifies as throttling. Coverage records go through it. An unreadable
+// error (see Classify) is "unreadable error (a method of <type> panicked:
+// <the panic>)", followed by its message when its Error method does not
+// panic. A nil error is "".
 func DescribeError(err error) string {
 	if err == nil {
 		return ""
 	}
-	return describe(Classify(err), err)
+	f := inspect(err)
+	k := f.kind(err)
+	if f.why != "" {
+		processUnreadable.note(nil, &f)
+	}
+	if f.why != "" {
+		return describeUnreadable(err, f.why)
+	}
+	return describe(k, err)
 }
 
-// describe is DescribeError for an error already classified.
+// describe is DescribeError for an error already classified, and read:
+// an unreadable one's Error method may panic still (errorText).
 func describe(k Kind, err error) string {
 	if k == Throttled {
-		return "throttled: " + err.Error()
+		return "throttled: " + errorText(err)
 	}
-	return err.Error()
+	return errorText(err)
 }

@@ -85,7 +85,10 @@
 // default, fleet mode's Redis store with WithStateStore. Error shapes the
 // core cannot read by method sets (ErrorCode() string, HTTPStatusCode()
 // int, Header() http.Header) are taught to it by the SDK integration
-// modules, which register readers when imported.
+// modules, which register readers when imported. An error whose methods
+// panic as the classifier reads them (a typed nil pointer of an SDK's
+// error type, say) does not crash the process: it reads as FATAL and no
+// provider's answer, and its description says so (see Classify).
 //
 // # Time
 //

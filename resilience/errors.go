@@ -85,7 +85,7 @@ type RetryBudgetExhaustedError struct {
 func (e *RetryBudgetExhaustedError) Error() string {
 	msg := fmt.Sprintf("retry budget exhausted for %s (%s)", e.Scope.Provider, e.Scope)
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + errorText(e.Err)
 	}
 	return msg
 }
@@ -131,7 +131,7 @@ func (e *DeadlineExceededError) Error() string {
 		msg += fmt.Sprintf(": a wait of %.1fs would overrun it", e.Wait.Seconds())
 	}
 	if e.Err != nil && e.Err != context.DeadlineExceeded {
-		msg += ": " + e.Err.Error()
+		msg += ": " + errorText(e.Err)
 	}
 	return msg
 }
@@ -242,7 +242,7 @@ type CallEndedError struct {
 func (e *CallEndedError) Error() string {
 	msg := fmt.Sprintf("call to %s already ended; the retry was not sent", e.Scope)
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + errorText(e.Err)
 	}
 	return msg
 }

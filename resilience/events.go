@@ -133,7 +133,7 @@ func (g *Governor) logEvent(ctx context.Context, level slog.Level, msg string, e
 		return
 	}
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		attrs = append(attrs, slog.String("error", errorText(ev.Err)))
 	}
 	g.logger.LogAttrs(ctx, level, msg, append(attrs, scopeAttrs(ev.Scope)...)...)
 }

@@ -35,8 +35,9 @@ type Governor struct {
 
 	mu         sync.Mutex // serialises Configure, Reset, and the making and dropping of providers
 	cur        atomic.Pointer[configured]
-	others     sync.Map    // provider name -> *provider: those other than aws, azure and gcp; written under mu
-	leakLogged atomic.Bool // a dropped guard's slot was released and logged
+	others     sync.Map      // provider name -> *provider: those other than aws, azure and gcp; written under mu
+	leakLogged atomic.Bool   // a dropped guard's slot was released and logged
+	unreadable unreadableLog // the types of the unreadable answers logged
 	life       statsTable
 	waited     span         // the wall-clock time during which a call waited, for the lifetime's totals
 	folded     atomic.Int64 // calls of dropped scopes that had no lifetime counters

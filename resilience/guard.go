@@ -123,7 +123,7 @@ type Guard struct {
 type answer struct {
 	err     error
 	kind    Kind
-	desc    string // err as DescribeError words it
+	desc    string // err as DescribeError words it; set for a throttle, a transient error and an unreadable error (see said)
 	hint    time.Duration
 	hasHint bool
 	local   bool // a fatal error no provider answered: the call is lost if it ends with it
@@ -650,19 +650,17 @@ func (gd *Guard) After(err error) Kind {
 		return Fatal
 	}
 	gd.last = answer{err: err}
+	f, kind := gd.read(err)
 	if gd.ctx.Err() != nil {
 		// Nothing is learned from an answer once the call's context is
 		// done, and the call ends with it.
-		kind := Classify(err)
 		gd.last.kind = kind
-		if gd.e != nil && (kind != Fatal || !IsProviderAnswer(err)) {
-			gd.recordLost(LossCancelled, "context", gd.ctx.Err().Error()+" with "+describe(kind, err), err)
+		if gd.e != nil && (kind != Fatal || !f.answer || f.hasOwn) {
+			gd.recordLost(LossCancelled, "context", gd.ctx.Err().Error()+" with "+describeRead(&f, kind, err), err)
 		}
 		gd.to(phaseDone)
 		return kind
 	}
-	f := inspect(err)
-	kind := f.kind(err)
 	gd.last.kind = kind
 	if f.hasOwn {
 		gd.to(phaseDone) // another call's stop: never retried
@@ -673,6 +671,9 @@ func (gd *Guard) After(err error) Kind {
 			gd.recordProof()
 		}
 		gd.last.local = !f.answer
+		if f.why != "" {
+			gd.last.desc = describeUnreadable(err, f.why)
+		}
 		gd.to(phaseFinal)
 		return kind
 	}
@@ -1140,7 +1141,7 @@ func (gd *Guard) EndPanicked() {
 // scope.
 func (gd *Guard) EndDenied(err error) {
 	switch {
-	case gd.e == nil, gd.phase == phaseSucceeded, !IsProviderAnswer(err),
+	case gd.e == nil, gd.phase == phaseSucceeded, !gd.isAnswer(err),
 		gd.phase == phaseDone && !gd.answeredLate():
 		gd.End(err)
 		return
@@ -1194,7 +1195,7 @@ func (gd *Guard) settle(err error) {
 		switch {
 		case err == nil && gd.phase == phaseSent:
 			gd.recordSuccess()
-		case err != nil && gd.phase == phaseSent && Classify(err) == Fatal && IsProviderAnswer(err):
+		case err != nil && gd.phase == phaseSent && gd.isFatalAnswer(err):
 			// The provider's fatal answer, which After did not see: no
 			// lost call, as After has it, and nothing learned.
 		default:
@@ -1234,15 +1235,14 @@ func (gd *Guard) settleAnswer(err error) {
 		gd.recordSuccess()
 		return
 	}
-	f := inspect(err)
+	f, kind := gd.read(err)
 	if f.hasOwn {
 		if gd.phase == phaseIdle {
 			gd.settleRefusal(err) // a call TryEnter refused, which the caller gave up on
 		}
 		return
 	}
-	kind := f.kind(err)
-	gd.last = answer{err: err, kind: kind, desc: describe(kind, err), local: kind == Fatal && !f.answer}
+	gd.last = answer{err: err, kind: kind, desc: describeRead(&f, kind, err), local: kind == Fatal && !f.answer}
 	switch {
 	case kind != Fatal:
 		// The answer first, as After records it (a throttle lowers the

@@ -44,7 +44,7 @@ type logWindows struct {
 func (l *logWindows) note(k logKey, now time.Duration, ev *observe.Event, every time.Duration) (n int64, over time.Duration, line bool) {
 	var errText string
 	if ev.Err != nil {
-		errText = ev.Err.Error()
+		errText = errorText(ev.Err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -292,7 +292,7 @@ func (gd *Guard) recordFailedDead(now time.Duration, reason, dead string) {
 		// breaker stopped: the service is not to blame. A local error
 		// still ends the call lost.
 		if gd.last.local {
-			gd.lose(LossErrored, stoppedDesc(reason, gd.last.err.Error()))
+			gd.lose(LossErrored, stoppedDesc(reason, gd.last.said()))
 		}
 		gd.reportDead(dead)
 		if gd.last.local {
@@ -529,9 +529,9 @@ func (gd *Guard) ended() {
 // does for a skip: the ledger lists it as it is, not after "<scope>: " as
 // it lists the other losses, so that each line names the scope once.
 func (gd *Guard) recordRefused(err error) {
-	desc := err.Error()
+	desc := errorText(err)
 	if ww, ok := err.(*WouldWaitError); ok && ww.Last != nil && gd.last.err != nil {
-		desc += " after " + describe(gd.last.kind, gd.last.err)
+		desc += " after " + gd.last.said()
 	}
 	if !refusalNames(err, gd.scope) {
 		desc = gd.scope.String() + ": " + desc
@@ -556,19 +556,19 @@ func refusalNames(err error, scope Scope) bool {
 // LossDenied, listed with err's message, for "quota". It slows, pauses
 // and fails nothing.
 func (gd *Guard) recordDenied(err error) {
-	gd.recordLost(LossDenied, "quota", err.Error(), err)
+	gd.recordLost(LossDenied, "quota", errorText(err), err)
 }
 
 // recordCancelled records a call its context ended: err is the context's
 // error, with the last answer when there was one (which the ledger's
 // reason says once, after the context's error).
 func (gd *Guard) recordCancelled(err error) {
-	desc := err.Error()
+	desc := errorText(err)
 	if gd.last.err != nil {
 		if ae, ok := err.(*ctxend.Error); ok {
 			desc = ae.Ctx.Error() // its last error is said below
 		}
-		desc += " after " + describe(gd.last.kind, gd.last.err)
+		desc += " after " + gd.last.said()
 	}
 	gd.recordLost(LossCancelled, "context", desc, err)
 }
@@ -577,7 +577,7 @@ func (gd *Guard) recordCancelled(err error) {
 // last attempt, which no provider answered, for reason: "local" (it was
 // not retried) or "budget" (the empty retry budget refused its retry).
 func (gd *Guard) recordErrored(reason string) {
-	gd.recordLost(LossErrored, reason, gd.last.err.Error(), gd.last.err)
+	gd.recordLost(LossErrored, reason, gd.last.said(), gd.last.err)
 }
 
 // recordPanicked records a call whose function panicked (or otherwise did

@@ -195,7 +195,7 @@ func (gd *Guard) retryFinal() (time.Duration, error) {
 	if gd.e != nil && gd.limits().useBudget && gd.retries >= freeRetries && !gd.p.budget.Take() {
 		// Recorded, and the call stopped, before the events go out.
 		if gd.last.local {
-			gd.lose(LossErrored, stoppedDesc("budget", gd.last.err.Error()))
+			gd.lose(LossErrored, stoppedDesc("budget", gd.last.said()))
 		}
 		gd.stop()
 		gd.recordBudgetEvent()

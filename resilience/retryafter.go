@@ -22,7 +22,8 @@ const MaxPause = hint.MaxPause
 // *DeadlineExceededError) comes before all of these: its wait says when
 // the scope can go, which a pause for the provider's hint is part of,
 // while the hint of the answer it wraps is as old as that answer.
-// Negative values are 0; unparsable values are no hint. The result is not
+// Negative values are 0; unparsable values are no hint, and so is an
+// unreadable error (see Classify). The result is not
 // capped; the governor caps pauses at MaxPause. An HTTP-date is read against the wall
 // clock (time.Now); RetryAfterAt reads it against another clock's time.
 func RetryAfter(err error) (time.Duration, bool) { return RetryAfterAt(err, time.Now()) }
@@ -36,6 +37,9 @@ func RetryAfterAt(err error, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	f := inspect(err)
+	if f.why != "" {
+		processUnreadable.note(nil, &f)
+	}
 	return f.hint(now)
 }
 
