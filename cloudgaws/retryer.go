@@ -189,7 +189,10 @@ func noRelease(error) error { return nil }
 // RetryDelay is the base retryer's backoff. For a governed call whose
 // retry GetRetryToken allowed, the SDK sleeps it next (with the
 // response's x-amz-retry-after, see sdkSleep): the call's watch of the
-// sleep starts here, knowing how long it is. After a retry GetRetryToken
+// sleep starts here, knowing how long it is, and the Guard learns the
+// sleep's length (Guard.RetryWait), which the retry's Retry event reports
+// as its Wait (GetRetryToken asked Guard.Retry before the length was
+// known). After a retry GetRetryToken
 // refused, which the SDK asks it for before returning the refusal of a
 // long-polling operation, it watches nothing: the call has ended (the
 // governor's refusal cut its context, and the SDK's sleep ends at once;
@@ -199,7 +202,9 @@ func noRelease(error) error { return nil }
 func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
 	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
 	if st := r.take(opErr); st != nil && err == nil && st.stopErr == nil {
-		st.rewatch(sdkSleep(d, opErr))
+		sleep := sdkSleep(d, opErr)
+		st.gd.RetryWait(sleep)
+		st.rewatch(sleep)
 	}
 	return d, err
 }
