@@ -108,7 +108,7 @@ func inspect(err error) (f facts) {
 	if err == nil {
 		return f
 	}
-	var cur error // the error whose methods the walk is calling
+	cur := err // the error whose methods the walk is calling
 	defer func() {
 		if r := recover(); r != nil {
 			f.unreadable(cur, r)

@@ -111,7 +111,10 @@ func (gd *Guard) isAnswer(err error) bool {
 	if err == nil {
 		return false
 	}
-	f, _ := gd.read(err)
+	f := inspect(err)
+	if f.why != "" {
+		gd.g.unreadable.note(gd.g.logger, &f)
+	}
 	return f.answer && !f.hasOwn
 }
 
