@@ -436,20 +436,39 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // golang.org/x/oauth2's fetches before it sends the request, from a token
 // endpoint that refused the connection or answered 429 "Rate exceeded".
 // Nothing was sent to the scope, which must be neither slowed, paused nor
-// failed for it.
+// failed for it. An error a method of whose chain panics (a typed nil of
+// the base's making, say) is the transportError alone, which the core
+// reads as an unreadable error: a local error, not sent again.
 func (x *exchange) attemptError(err error) error {
 	answer := x.transportError(err)
-	if attemptctx.GovernorStop(err) {
+	switch stop, elsewhere, ok := x.baseShape(err); {
+	case !ok, stop:
 		return answer
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) && !sameEndpoint(ue.URL, x.orig.URL) {
+	case elsewhere:
 		return newUnsentError(answer)
 	}
 	if _, ok := resilience.ClassifyStrict(answer); !ok || resilience.IsProviderAnswer(answer) {
 		return newUnsentError(answer)
 	}
 	return answer
+}
+
+// baseShape reads err, the base transport's error, for attemptError:
+// whether it is one of the governor's stops (a governed call made inside
+// the attempt, refused), and whether it is a *url.Error for another URL
+// than the request's. ok is false when a method of an error of its chain
+// panicked as it was read.
+func (x *exchange) baseShape(err error) (stop, elsewhere, ok bool) {
+	defer func() {
+		if recover() != nil {
+			stop, elsewhere, ok = false, false, false
+		}
+	}()
+	if attemptctx.GovernorStop(err) {
+		return true, false, true
+	}
+	var ue *url.Error
+	return false, errors.As(err, &ue) && !sameEndpoint(ue.URL, x.orig.URL), true
 }
 
 // resendUnsent readies the request's next send after an attempt that
@@ -674,9 +693,14 @@ var lostExchanges = [...]string{
 }
 
 // lostExchange reports whether err says the request's connection or
-// stream was lost under it (see lostExchanges).
+// stream was lost under it (see lostExchanges). An error whose Error
+// method panics (the base transport's typed nil, say) says nothing: the
+// core reads it as an unreadable error.
 func lostExchange(err error) bool {
-	msg := err.Error()
+	msg, panicked := errread.Message(err)
+	if panicked != nil {
+		return false
+	}
 	for _, s := range lostExchanges {
 		if strings.Contains(msg, s) {
 			return true

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+
+	"github.com/cloudg/cloudg/internal/errread"
 )
 
 // The classifier reads every error of the process, an application's or an
@@ -31,12 +33,11 @@ func unreadableWhy(e error, r any) string {
 // readMessage returns err's message; when err's Error method panics, the
 // message is "" and why says so (see unreadableWhy).
 func readMessage(err error) (msg, why string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg, why = "", unreadableWhy(err, r)
-		}
-	}()
-	return err.Error(), ""
+	msg, r := errread.Message(err)
+	if r != nil {
+		return "", unreadableWhy(err, r)
+	}
+	return msg, ""
 }
 
 // errorText is err's message, or, when its Error method panics, a

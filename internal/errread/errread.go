@@ -74,3 +74,17 @@ func Readers() []Reader {
 	defer mu.Unlock()
 	return readers
 }
+
+// Message returns err's message. When err's Error method panics (a typed
+// nil pointer whose Error reads its receiver, say), the message is "" and
+// panicked is the panic's value, never nil: the governor reads the
+// messages of errors a caller or an SDK made, and such a panic is theirs,
+// not a crash of the governor's.
+func Message(err error) (msg string, panicked any) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, panicked = "", r
+		}
+	}()
+	return err.Error(), nil
+}
