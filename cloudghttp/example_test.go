@@ -74,7 +74,7 @@ func ExampleGitHub() {
 	// github/my-org/*/rest
 	// github/my-org/*/code_search
 	// github/my-org/*/graphql
-	// github/my-org/*/search
+	// github-enterprise/ghe.example.com/my-org/*/search
 	// github/my-org/orgs/my-org/audit_log
 }
 

@@ -21,10 +21,22 @@ import (
 	"github.com/cloudg/cloudg/resilience"
 )
 
-// ProviderGitHub is the provider of GitHub's scopes. A Transport reads
-// GitHub's rate-limit headers on the answers of every scope of this
-// provider, whatever function made the scope.
+// ProviderGitHub is the provider of GitHub's scopes: github.com's API
+// and GitHub Enterprise Cloud's (with data residency too, on a subdomain
+// of ghe.com), whose limits are github.com's. A Transport reads GitHub's
+// rate-limit headers on the answers of every scope of this provider and
+// of ProviderGitHubEnterprise, whatever function made the scope.
 const ProviderGitHub = "github"
+
+// ProviderGitHubEnterprise is the provider of a GitHub Enterprise
+// Server's scopes (GitHub's scope function gives it to a request under
+// /api/v3/, /api/uploads/ or /api/graphql), apart from ProviderGitHub's:
+// a server's limits are the ones its administrator sets, none by
+// default, so that its scopes run at the governor's generic defaults
+// unless ratelimit.providers.github-enterprise tunes them, and a limit
+// github.com answers holds none of its calls. Its services are
+// ProviderGitHub's.
+const ProviderGitHubEnterprise = "github-enterprise"
 
 // The services of GitHub's scopes: each has a rate limit of its own, the
 // resource of the same name in the resources of GitHub's GET /rate_limit
@@ -89,7 +101,7 @@ func init() {
 	byName := slices.Sorted(slices.Values(githubServices)) // Nearest prefers the first in byte order
 	last := len(githubServices) - 1
 	unknown := "unknown GitHub service (" + strings.Join(githubServices[:last], ", ") + " or " + githubServices[last] + ")"
-	scopenames.Register(ProviderGitHub, func(service, _ string) string {
+	check := func(service, _ string) string {
 		if slices.Contains(githubServices, service) {
 			return ""
 		}
@@ -97,7 +109,9 @@ func init() {
 			return "unknown GitHub service (did you mean " + s + "?)"
 		}
 		return unknown
-	})
+	}
+	scopenames.Register(ProviderGitHub, check)
+	scopenames.Register(ProviderGitHubEnterprise, check)
 }
 
 // GitHub's rate-limit headers, in canonical form (net/http canonicalises
@@ -133,6 +147,7 @@ const lowShare = 10
 //	github/<account>/*/actions_runner_registration       /actions/runner-registration (a runner's registration, not its token's creation)
 //	github/<account>/*/code_scanning_autofix             /repos/{owner}/{repo}/code-scanning/alerts/{alert_number}/autofix, .../autofix/commits
 //	github/<account>/*/rest                              every other path (5,000 requests an hour)
+//	github-enterprise/<host>/<account>/*/<service>       an Enterprise Server's, each service as above (below)
 //
 // Each is the resource of its name in GitHub's GET /rate_limit (rest's is
 // core), limited apart, so that a quota spent on one holds none of the
@@ -179,20 +194,35 @@ const lowShare = 10
 // search, as its other searches; an autofix's status may count in core),
 // and its answers' headers pace it.
 //
-// A GitHub Enterprise Server's /api/v3 and /api/graphql prefixes are
-// understood. The scopes run at the settings of ratelimit.providers.github
+// A request to a GitHub Enterprise Server, told by its path (under
+// /api/v3/ or /api/uploads/, or /api/graphql, which github.com's and
+// ghe.com's APIs do not have), is another GitHub's, whose quotas the same
+// login's on github.com do not share: its scopes are those above, of
+// provider ProviderGitHubEnterprise and account <host>/<account>, the
+// host it is sent to (its Host, else its URL's) in lower case and
+// without its port (github-enterprise/ghe.example.com/octo/*/rest), so
+// that a limit github.com answers holds none of its calls, nor one of
+// another server; a host that is not plain (scopekey's rule, as for an
+// audit log's name) gives github-enterprise/<account>. GitHub Enterprise Cloud's
+// API, on api.github.com or, with data residency, on
+// api.<subdomain>.ghe.com, has github.com's limits and scopes.
+//
+// The scopes run at the settings of ratelimit.providers.github
 // (resilience.Config's Providers["github"]), and where it sets none at the
 // governor's built-in defaults for github: GitHub's documented limits for
 // search (0.5 rps, 30 requests a minute) and code_search (0.166 rps, 10 a
 // minute), each with a burst of one, and the generic defaults for the
 // others (20 rps, burst 40, 64 in flight), rest and graphql included,
 // whose quotas depend on the token (5,000 requests or points an hour for
-// a user, more for an app) and are far below them. An
-// unauthenticated client (10 searches a minute) or an Enterprise Server
-// (whose administrator sets its limits, none by default) sets the service
-// keys for its own. What keeps the scopes under the limits in force is
-// what the answers say, which the Transport reads for every scope of
-// ProviderGitHub:
+// a user, more for an app) and are far below them. An unauthenticated
+// client (10 searches a minute) sets the service keys for its own. An
+// Enterprise Server's scopes run at the settings of
+// ratelimit.providers.github-enterprise, with the same service keys, and
+// where it sets none at the generic defaults, search's included: a
+// server's administrator sets its limits, none by default. What keeps
+// the scopes under the limits in force is what the answers say, which
+// the Transport reads for every scope of ProviderGitHub and
+// ProviderGitHubEnterprise:
 //
 //   - a 403 or 429 with x-ratelimit-remaining: 0 (of the scope's quota,
 //     core for rest, as every rule on x-ratelimit-remaining is) is a
@@ -254,13 +284,46 @@ func GitHub(account string) func(*http.Request) resilience.Scope {
 		scopes[s] = resilience.Scope{Provider: ProviderGitHub, Account: account, Service: s}
 	}
 	return func(r *http.Request) resilience.Scope {
-		service, entity := githubRoute(githubPath(r.URL))
+		path := githubPath(r.URL)
+		service, entity := githubRoute(path)
 		sc := scopes[service]
 		if entity != "" {
 			sc.Region = entity
 		}
+		if enterprisePath(path) {
+			sc.Provider = ProviderGitHubEnterprise
+			if host := enterpriseHost(r); host != "" {
+				sc.Account = host + "/" + account
+			}
+		}
 		return sc
 	}
+}
+
+// enterprisePath reports whether path, a request's (githubPath), is a
+// GitHub Enterprise Server's: under its REST API's /api/v3 or its
+// uploads' /api/uploads, or its GraphQL endpoint, /api/graphql.
+// github.com's and ghe.com's APIs have no path under /api.
+func enterprisePath(path string) bool {
+	return path == "/api/v3" || path == "/api/graphql" ||
+		strings.HasPrefix(path, "/api/v3/") || strings.HasPrefix(path, "/api/uploads/")
+}
+
+// enterpriseHost returns the host name of the Enterprise Server r is
+// sent to, in lower case and without its port: the Host it is sent with
+// (r.Host), or its URL's. A name that is not plain (scopekey.Plain: more
+// than 128 bytes, a space, a character that does not print) gives "",
+// so that a request's text makes no scope without bound.
+func enterpriseHost(r *http.Request) string {
+	h := r.Host
+	if h == "" {
+		h = r.URL.Host
+	}
+	h = strings.ToLower((&url.URL{Host: h}).Hostname())
+	if !scopekey.Plain(h) {
+		return ""
+	}
+	return h
 }
 
 // githubPath returns the path of u that githubRoute reads: its

@@ -177,7 +177,7 @@ func TestGitHubCodeSearchIsPausedApart(t *testing.T) {
 		if waited := time.Since(sent); waited != 0 {
 			t.Errorf("an issue search waited %v behind the code search's spent quota, want none", waited)
 		}
-		req, _ := http.NewRequest(http.MethodGet, "https://ghe.example.com/api/v3/search/code?q=x", nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://api.github.com/search/code?q=x", nil)
 		if got := scope(req).String(); got != "github/octo/*/code_search" {
 			t.Errorf("code search's scope %s, want github/octo/*/code_search", got)
 		}
@@ -243,7 +243,7 @@ func TestGitHubSeparateQuotasArePausedApart(t *testing.T) {
 					t.Errorf("a REST call waited %v behind %s's spent quota (%s %s), want none", waited, c.resource, c.method, c.path)
 				}
 				want := "github/octo/" + c.region + "/" + c.resource
-				for _, u := range []string{"https://api.github.com" + c.path, "https://ghe.example.com/api/v3" + c.path} {
+				for u, want := range map[string]string{"https://api.github.com" + c.path: want, "https://ghe.example.com/api/v3" + c.path: onGHES(want)} {
 					req, _ := http.NewRequest(c.method, u, nil)
 					if got := scope(req).String(); got != want {
 						t.Errorf("%s %s: scope %s, want %s", c.method, u, got, want)
@@ -790,7 +790,7 @@ func TestGitHubAuditLogIsPacedPerOrganisation(t *testing.T) {
 		for path, want := range map[string]string{
 			"https://api.github.com/orgs/acme/audit-log":                   "github/octo/orgs/acme/audit_log",
 			"https://api.github.com/orgs/ACME/audit-log?phrase=action:git": "github/octo/orgs/acme/audit_log",
-			"https://ghe.example.com/api/v3/orgs/acme/audit-log":           "github/octo/orgs/acme/audit_log",
+			"https://ghe.example.com/api/v3/orgs/acme/audit-log":           "github-enterprise/ghe.example.com/octo/orgs/acme/audit_log",
 			"https://api.github.com/enterprises/acme/audit-log":            "github/octo/enterprises/acme/audit_log",
 		} {
 			req, _ := http.NewRequest(http.MethodGet, path, nil)
@@ -1467,10 +1467,10 @@ func TestGitHubRunnerRegistrationTokenCountsInCore(t *testing.T) {
 		t.Run(p, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				scope := cloudghttp.GitHub("octo")
-				for _, u := range []string{"https://api.github.com" + p, "https://ghe.example.com/api/v3" + p} {
+				for u, want := range map[string]string{"https://api.github.com" + p: "github/octo/*/rest", "https://ghe.example.com/api/v3" + p: "github-enterprise/ghe.example.com/octo/*/rest"} {
 					req, _ := http.NewRequest(http.MethodPost, u, nil)
-					if got := scope(req).String(); got != "github/octo/*/rest" {
-						t.Errorf("POST %s: scope %s, want github/octo/*/rest", u, got)
+					if got := scope(req).String(); got != want {
+						t.Errorf("POST %s: scope %s, want %s", u, got, want)
 					}
 				}
 				f := &fakeAPI{}
@@ -1508,13 +1508,13 @@ func TestGitHubAuditLogEntityThatIsNotPlainIsNone(t *testing.T) {
 		{"/enterprises/" + long[:116] + "/audit-log", "github/octo/enterprises/" + long[:116] + "/audit_log"}, // 128 bytes
 		{"/enterprises/" + long[:117] + "/audit-log", "github/octo/*/audit_log"},
 	} {
-		for _, u := range []string{"https://api.github.com" + c.path, "https://ghe.example.com/api/v3" + c.path} {
+		for u, want := range map[string]string{"https://api.github.com" + c.path: c.want, "https://ghe.example.com/api/v3" + c.path: onGHES(c.want)} {
 			req, err := http.NewRequest(http.MethodGet, u, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := scope(req).String(); got != c.want {
-				t.Errorf("GET %.80s: scope %q, want %q", u, got, c.want)
+			if got := scope(req).String(); got != want {
+				t.Errorf("GET %.80s: scope %q, want %q", u, got, want)
 			}
 		}
 	}

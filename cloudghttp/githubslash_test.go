@@ -26,13 +26,13 @@ func TestGitHubReadsAnEscapedSlashAsPartOfItsSegment(t *testing.T) {
 		{"/orgs/Acm%65/audit-log", "github/octo/orgs/acme/audit_log"},
 		{"/orgs/acme/audit-log", "github/octo/orgs/acme/audit_log"},
 	} {
-		for _, u := range []string{"https://api.github.com" + c.path, "https://ghe.example.com/api/v3" + c.path} {
+		for u, want := range map[string]string{"https://api.github.com" + c.path: c.want, "https://ghe.example.com/api/v3" + c.path: onGHES(c.want)} {
 			req, err := http.NewRequest(http.MethodGet, u, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := scope(req).String(); got != c.want {
-				t.Errorf("GET %s: scope %q, want %q", u, got, c.want)
+			if got := scope(req).String(); got != want {
+				t.Errorf("GET %s: scope %q, want %q", u, got, want)
 			}
 		}
 	}

@@ -206,7 +206,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return t.ungoverned(req)
 	}
-	x := exchange{t: t, gov: gov, gd: gd, scope: scope, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub}
+	x := exchange{t: t, gov: gov, gd: gd, scope: scope, orig: req, provider: scope.Provider, github: scope.Provider == ProviderGitHub || scope.Provider == ProviderGitHubEnterprise}
 	// Each attempt is sent with a context that carries the call, so that
 	// a governed call the base transport makes with it (a credential
 	// fetched while signing, a Transport below this one) is known to be

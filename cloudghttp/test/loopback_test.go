@@ -77,8 +77,10 @@ func TestSignalsOverLoopback(t *testing.T) {
 	}
 }
 
-// A GitHub Enterprise Server's /api/v3/search/ is the search scope; a
-// success with nothing left pauses it until the reset.
+// A GitHub Enterprise Server's /api/v3/search/ is the search scope of
+// the server's own provider and account (github-enterprise, its host and
+// the login); a success with nothing left pauses it until the reset, and
+// no scope of github.com's.
 func TestEnterpriseSearchScopeOverLoopback(t *testing.T) {
 	f := newFake()
 	f.quotaOnSuccess(svcSearch, quota(30, 0, 30*time.Second))
@@ -90,12 +92,18 @@ func TestEnterpriseSearchScopeOverLoopback(t *testing.T) {
 	if n := len(f.hitsOf(svcSearch)); n != 1 {
 		t.Fatalf("%d searches, want 1", n)
 	}
+	ghes := func(service string) resilience.Scope {
+		return resilience.Scope{Provider: cloudghttp.ProviderGitHubEnterprise, Account: "127.0.0.1/" + account, Service: service}
+	}
 	// The reset is whole seconds away: 29 to 30 s of the pause are left.
-	if p := gov.Inspect(scopeOf(svcSearch)).Leaf.Paused; p < 28*time.Second || p > 30*time.Second {
+	if p := gov.Inspect(ghes(svcSearch)).Leaf.Paused; p < 28*time.Second || p > 30*time.Second {
 		t.Fatalf("search paused %v, want until the reset, about 30s", p)
 	}
-	if p := gov.Inspect(scopeOf(svcREST)).Leaf.Paused; p != 0 {
+	if p := gov.Inspect(ghes(svcREST)).Leaf.Paused; p != 0 {
 		t.Fatalf("rest paused %v, want untouched", p)
+	}
+	if p := gov.Inspect(scopeOf(svcSearch)).Leaf.Paused; p != 0 {
+		t.Fatalf("github.com's search paused %v, want untouched", p)
 	}
 }
 
