@@ -1399,12 +1399,11 @@ func (p *Pool) recheck() {
 }
 
 // slotFreed is the pool's watch of its governor's slots
-// (resilience.Governor.WatchSlots): a slot of acct's account may be free
-// (the zero Scope: of any account, a Configure in force), freed by a call
-// that ended, in a task of the pool or outside it. The first queue of the
-// account waiting for a slot is put back in turn at once (unslot), rather
-// than at the next recheck (slotRecheck); for the zero Scope, every
-// queue waiting (countFreed). A queue being asked about meanwhile (ask) is asked
+// (resilience.Governor.WatchSlots): a slot of acct's account may be free,
+// freed by a call that ended, in a task of the pool or outside it, or by
+// a Configure raising the account's cap. The first queue of the account
+// waiting for a slot is put back in turn at once (unslot), rather than
+// at the next recheck (slotRecheck). A queue being asked about meanwhile (ask) is asked
 // again, its answer maybe older than the slot (answer's ended). It runs
 // on the goroutine that freed the slot, with no lock of the governor's
 // held.
@@ -1422,9 +1421,6 @@ func (p *Pool) slotFreed(acct resilience.Scope) {
 		return
 	}
 	switch a := (account{acct.Provider, acct.Account}); {
-	case p.nSlots == 0 && acct.Provider == "":
-	case acct.Provider == "":
-		p.countFreed(nil)
 	case p.counted(a):
 		// Counted whether queues of the account wait for a slot or not:
 		// those put back in turn and not asked yet would otherwise find

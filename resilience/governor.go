@@ -426,12 +426,15 @@ func (g *Governor) Configure(cfg Config) error {
 	g.init()
 	var drops []state.Dropper
 	defer g.dropAll(&drops) // after mu is released: callbacks never run under a lock
-	defer g.slotsChanged()  // after mu is released, the change in force
+	var freed []freedSlots
+	defer g.slotsChanged(&freed) // after mu is released, the change in force
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.moves.begin()
 	defer g.moves.end() // after replaced: once the retired table is out of force
+	before := g.capsInForce()
 	g.cur.Store(g.build(cfg, g.cur.Load(), false, &drops))
+	freed = g.capsChanged(before)
 	g.replaced()
 	return nil
 }

@@ -10,17 +10,19 @@ import (
 // WatchSlots calls fn each time a concurrency slot (max_concurrency) may
 // have become free for a new call, so that a scheduler holding work back
 // for an account whose slots were all taken (package pool) gives it one
-// at that instant, rather than ask the governor again and again: with
-// the account (a Scope with Provider and Account set, the rest empty) as
-// a call of this process gives its slot back and no call of the process
-// waits for it (the slot then goes to the first of those, and fn is not
-// called), whatever ended the call (End, Release, a guard the garbage
-// collector found dropped, a nested call's loan coming back); and with
-// the zero Scope, meaning any account, once a Configure is in force (a
-// cap raised, a provider turned off, whose calls take no slot). A call
-// from fn says a slot may be free, not that it is: another call may take
-// it first (ask Delay or a Survey). The bulkheads are the process's own,
-// even with a fleet's store: no other process frees them.
+// at that instant, rather than ask the governor again and again. fn is
+// always called with an account, a Scope with Provider and Account set
+// and the rest empty, never with one that names no account: as a call of
+// this process gives its slot back and no call of the process waits for
+// it (the slot then goes to the first of those, and fn is not called),
+// whatever ended the call (End, Release, a guard the garbage collector
+// found dropped, a nested call's loan coming back); and, once a Configure
+// is in force, for each account the governor holds of a provider whose
+// max_concurrency was changed and that has a slot free now, or that was
+// turned off (its calls take no slot), once each. A call from fn says a
+// slot may be free, not that it is: another call may take it first (ask
+// Delay or a Survey). The bulkheads are the process's own, even with a
+// fleet's store: no other process frees them.
 //
 // fn is called from the goroutine that freed the slot (the call's own,
 // the garbage collector's cleanup, Configure's caller), with no lock of
@@ -84,11 +86,59 @@ func (g *Governor) slotFreed(b *bulkhead.Bulkhead, scope Scope) {
 	g.tellWatchers(*ws, Scope{Provider: scope.Provider, Account: scope.Account})
 }
 
-// slotsChanged tells the watches that any account's slots may have
-// changed (a Configure in force). No lock is held.
-func (g *Governor) slotsChanged() {
-	if ws := g.slotWatch.Load(); ws != nil {
-		g.tellWatchers(*ws, Scope{})
+// freedSlots is an account whose slots a Configure may have freed (its
+// provider's cap changed, or its being governed), for the watches
+// (WatchSlots) to be told once the change is in force.
+type freedSlots struct {
+	acct Scope
+	b    *bulkhead.Bulkhead
+	off  bool // the provider is not governed: its calls take no slot
+}
+
+// capsInForce returns each provider's settings in force, by name, for
+// capsChanged. g.mu is held.
+func (g *Governor) capsInForce() map[string]*providerSettings {
+	ps := g.providers()
+	set := make(map[string]*providerSettings, len(ps))
+	for _, p := range ps {
+		set[p.set.name] = p.set
+	}
+	return set
+}
+
+// capsChanged returns the accounts of each provider whose cap
+// (max_concurrency) or whose being governed changed since before
+// (capsInForce): the accounts whose slots a Configure may have freed. A
+// provider no call has used yet has no account. g.mu is held.
+func (g *Governor) capsChanged(before map[string]*providerSettings) []freedSlots {
+	var freed []freedSlots
+	for _, p := range g.providers() {
+		old := before[p.set.name]
+		if old == nil || old.bulkhead == p.set.bulkhead && old.enabled == p.set.enabled {
+			continue
+		}
+		t := p.scopes
+		t.mu.Lock()
+		for name, a := range t.accounts {
+			freed = append(freed, freedSlots{acct: Scope{Provider: p.set.name, Account: name}, b: a.bulkhead, off: !p.set.enabled})
+		}
+		t.mu.Unlock()
+	}
+	return freed
+}
+
+// slotsChanged tells the watches of each of freed, a Configure's
+// (capsChanged), that has a slot free now, or whose provider is no
+// longer governed. No lock is held.
+func (g *Governor) slotsChanged(freed *[]freedSlots) {
+	ws := g.slotWatch.Load()
+	if ws == nil {
+		return
+	}
+	for _, f := range *freed {
+		if f.off || f.b.Free() {
+			g.tellWatchers(*ws, f.acct)
+		}
 	}
 }
 

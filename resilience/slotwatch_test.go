@@ -14,8 +14,8 @@ import (
 // A watch of the slots (WatchSlots) is told of each slot a call gives
 // back free, with the call's account, at that instant: not of one handed
 // to a call waiting for it; of one kept for a nested call's loan, as the
-// loan comes back, not as the enclosing call ends; of any account (the
-// zero Scope) as a Configure is in force; and of nothing once stopped.
+// loan comes back, not as the enclosing call ends; of each account whose
+// cap a Configure raised, as it is in force; and of nothing once stopped.
 // Here an account with one slot.
 func TestWatchSlotsIsToldOfEachSlotFreed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -83,14 +83,14 @@ func TestWatchSlotsIsToldOfEachSlotFreed(t *testing.T) {
 			t.Fatalf("the nested call gave its loan back: told %v; want %v", got, []Scope{acct})
 		}
 
-		// A Configure: any account's slots may have changed.
+		// A Configure raising the account's cap: a slot is free.
 		cfg := g.Config()
 		cfg.AWS.MaxConcurrency = 2
 		if err := g.Configure(cfg); err != nil {
 			t.Fatal(err)
 		}
-		if got := take(); !slices.Equal(got, []Scope{{}}) {
-			t.Fatalf("a Configure: told %v; want the zero Scope", got)
+		if got := take(); !slices.Equal(got, []Scope{acct}) {
+			t.Fatalf("a Configure raised the cap: told %v; want %v", got, []Scope{acct})
 		}
 
 		stop()
@@ -105,5 +105,94 @@ func TestWatchSlotsIsToldOfEachSlotFreed(t *testing.T) {
 			t.Fatalf("stopped: told %v; want nothing", got)
 		}
 		checkSlotsBack(t, g)
+	})
+}
+
+// A watch keyed by account, the natural one (a scheduler's queues waiting
+// for their account's slot), is told by a Configure of each account whose
+// slots it may have freed, as a call's end tells it: each account of a
+// provider whose cap was raised or that was turned off (its calls take
+// no slot), with the account's Scope, never a Scope that names no
+// account; and of none whose cap is unchanged, lowered, or full still.
+func TestWatchSlotsConfigureTellsEachAccount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := Config{AWS: ProviderConfig{MaxConcurrency: 1}, Azure: ProviderConfig{MaxConcurrency: 1}}
+		g := newGov(t, cfg)
+		awsA, awsB := ec2Vpcs, ec2Vpcs
+		awsB.Account = "210987654321"
+		az := Scope{Provider: "azure", Account: "00000000-0000-0000-0000-000000000001", Service: "compute", Operation: "ListVMs"}
+		acctOf := func(s Scope) Scope { return Scope{Provider: s.Provider, Account: s.Account} }
+
+		// Each account full: a call holds its one slot; a scheduler
+		// waits on each.
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, s := range []Scope{awsA, awsB, az} {
+			wg.Go(func() {
+				Do(context.Background(), s, func(context.Context) error { <-release; return nil }, WithGovernor(g))
+			})
+		}
+		synctest.Wait()
+		var mu sync.Mutex
+		waiting := map[Scope]int{acctOf(awsA): 0, acctOf(awsB): 0, acctOf(az): 0}
+		var unknown []Scope
+		stop := g.WatchSlots(func(s Scope) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := waiting[s]; !ok {
+				unknown = append(unknown, s)
+				return
+			}
+			waiting[s]++
+		})
+		defer stop()
+		check := func(what string, want map[Scope]int) {
+			t.Helper()
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(unknown) > 0 {
+				t.Errorf("%s: told %v, no account the watch waits on; want each account told", what, unknown)
+			}
+			for a, n := range waiting {
+				if n != want[a] {
+					t.Errorf("%s: %v told %d times; want %d", what, a, n, want[a])
+				}
+				waiting[a] = 0
+			}
+			unknown = nil
+		}
+
+		// Nothing of the caps changed: nobody is told.
+		cfg.AWS.MaxRPS = 5
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		check("a Configure of aws's rate", nil)
+
+		// aws's cap raised: each aws account has a slot free.
+		cfg.AWS.MaxConcurrency = 2
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		check("a Configure raising aws's cap", map[Scope]int{acctOf(awsA): 1, acctOf(awsB): 1})
+
+		// azure turned off: its calls take no slot.
+		off := false
+		cfg.Azure.Enabled = &off
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		check("a Configure turning azure off", map[Scope]int{acctOf(az): 1})
+
+		// aws's cap lowered: no slot freed.
+		cfg.AWS.MaxConcurrency = 1
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		check("a Configure lowering aws's cap", nil)
+
+		close(release)
+		wg.Wait()
 	})
 }
