@@ -17,7 +17,9 @@ import (
 // idle, its task ended, not Waited; busy, a task of it still running (it
 // makes no call). A pool watches the governor's slots
 // (resilience.Governor.WatchSlots) while it has tasks: the idle one
-// should cost the call nothing.
+// should cost the call nothing, the busy one a lookup of the call's
+// account among those it waits for a slot of (not the pool's lock: it
+// waits on none of this account's).
 func BenchmarkCallBesideAPool(b *testing.B) {
 	ctx := context.Background()
 	for _, busy := range []bool{false, true} {

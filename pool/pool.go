@@ -160,10 +160,13 @@ type Pool struct {
 	// on its line of queues waiting for a slot, which the tests measure.
 	slotSteps uint64
 	frees     atomic.Uint64 // slots the governor said may be free (slotFreed), for ask
-	// A queue of the pool was told no slot (or asked for the slots
-	// free): slotFreed looks at the pool from then on, until the pool
-	// has nothing queued or running (watch).
-	slotWaits atomic.Bool
+	// The accounts (account, to struct{}) a queue of the pool was told
+	// no slot of, asked for the slots free of, or waits for a slot of:
+	// slotFreed looks at the pool for a slot of one of them, from then
+	// on until the pool has nothing queued or running (watch), and for
+	// no other account's, without a lock.
+	slotWaits sync.Map
+	slotLocks atomic.Uint64        // the times slotFreed took p.mu, which the tests count
 	unwatch   func()               // ends the pool's watch of the governor's slots (WatchSlots); nil: none (see watch)
 	full      map[account]fullMark // accounts found with no slot free (see markFull)
 	fullGen   uint64               // marks made, for fullMark's gen
@@ -648,8 +651,8 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	}
 	if slots || errors.Is(a.why, resilience.ErrNoSlot) {
 		// Before frees is read again: a slot freed after that read
-		// finds slotWaits set, and the pool (see slotFreed).
-		p.slotWaits.Store(true)
+		// finds the account in slotWaits, and the pool (see slotFreed).
+		p.waitsForSlot(account{q.scope.Provider, q.scope.Account})
 	}
 	p.mu.Lock()
 	q.where = nowhere
@@ -877,6 +880,7 @@ func (p *Pool) slot(q *queue, now time.Duration) {
 	// After the last one of its account whose turn came before q's: most
 	// come in turn, and are appended.
 	acct := account{q.scope.Provider, q.scope.Account}
+	p.waitsForSlot(acct)
 	line := p.slots[acct]
 	i := len(line)
 	for i > 0 && int32(q.turn-line[i-1].turn) < 0 { // wraps around
@@ -1409,12 +1413,13 @@ func (p *Pool) recheck() {
 // held.
 func (p *Pool) slotFreed(acct resilience.Scope) {
 	p.frees.Add(1)
-	if !p.slotWaits.Load() {
-		// No queue was told no slot since the watch began (watch): a
-		// call beside a pool whose accounts' caps are not full pays two
-		// atomics, not the lock.
+	if _, ok := p.slotWaits.Load(account{acct.Provider, acct.Account}); !ok {
+		// No queue was told no slot of the account since the watch
+		// began (watch): a call beside a pool, of an account the pool
+		// does not wait on, pays an atomic and a lookup, not the lock.
 		return
 	}
+	p.slotLocks.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ctx.Err() != nil {
@@ -1471,6 +1476,15 @@ func (p *Pool) countFreed(only *account) {
 		p.full[acct] = m
 	}
 	p.unslot(true, only)
+}
+
+// waitsForSlot adds acct to the accounts whose slots freed slotFreed
+// looks at the pool for (slotWaits), if it is not among them yet. p.mu
+// may be held or not.
+func (p *Pool) waitsForSlot(acct account) {
+	if _, ok := p.slotWaits.Load(acct); !ok {
+		p.slotWaits.Store(acct, struct{}{})
+	}
 }
 
 // arm makes sure a worker is started at at, when a parked queue may go. p.mu
@@ -1637,7 +1651,7 @@ func (p *Pool) watch(on bool) {
 	case !on && p.unwatch != nil:
 		p.unwatch()
 		p.unwatch = nil
-		p.slotWaits.Store(false)
+		p.slotWaits.Clear()
 		p.full = nil
 	}
 }
@@ -1948,7 +1962,7 @@ func (t *task) Deferred(wait time.Duration, err error) { t.refused(wait, err) }
 func (t *task) refused(wait time.Duration, err error) {
 	p := t.p
 	if wait == 0 {
-		p.slotWaits.Store(true) // refused for a slot: see ask
+		p.waitsForSlot(account{t.q.scope.Provider, t.q.scope.Account}) // refused for a slot: see ask
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

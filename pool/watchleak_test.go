@@ -77,3 +77,53 @@ func TestAPoolIdleOnceStillTakesASlotFreedAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A pool whose queues wait for a slot of one account takes no lock of its
+// own as a slot of another account is given back, in the process, beside
+// the pool: a busy pool, one of its queues told no slot, does not make
+// every call of the process that ends take its mutex (slotFreed looks up
+// the accounts it waits on first). A slot of the account it waits on
+// still takes the lock, and the queue goes at once.
+func TestASlotOfAnotherAccountFreedDoesNotLockThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		outside := takeSlot(t, g)
+		var ran bool
+		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
+			return resilience.Do(ctx, scope("op1"), func(context.Context) error { ran = true; return nil }, resilience.WithGovernor(g))
+		})
+		synctest.Wait() // op1's queue was told no slot
+		if ran {
+			t.Fatal("op1's task ran with its account's one slot held outside the pool")
+		}
+
+		other := scope("op2")
+		other.Account = "210987654321"
+		gcp := resilience.Scope{Provider: "gcp", Account: "project-1", Service: "compute", Operation: "List"}
+		before := p.slotLocks.Load()
+		for range 100 {
+			for _, s := range []resilience.Scope{other, gcp} {
+				if err := resilience.Do(context.Background(), s, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if n := p.slotLocks.Load() - before; n != 0 {
+			t.Errorf("200 slots of other accounts given back beside the pool took its lock %d times; want none", n)
+		}
+
+		outside.End(nil)
+		synctest.Wait()
+		if n := p.slotLocks.Load() - before; n != 2 {
+			t.Errorf("the slot of the account op1 waits on given back, then op1's call's: the pool's lock taken %d times; want twice", n)
+		}
+		if !ran {
+			t.Error("op1's task did not run at once as its account's slot was given back")
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
