@@ -606,7 +606,7 @@ func TestARefusedTaskBehindAnotherTasksHoldRunsWhenTheHoldEnds(t *testing.T) {
 func TestAnETATooLongForADurationIsTheLongest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		perOp := true
-		cfg := resilience.Config{AWS: resilience.ProviderConfig{DeadlineSeconds: 1e6, MinRPS: 1e-6,
+		cfg := resilience.Config{AWS: resilience.ProviderConfig{DeadlineSeconds: 1.01e6, MinRPS: 1e-6,
 			Services: map[string]resilience.ServiceConfig{"svc": {MaxRPS: 1e-6, Burst: 1, PerOperation: &perOp}}}}
 		g, err := resilience.NewGovernor(cfg)
 		if err != nil {
