@@ -81,10 +81,12 @@ type ProviderConfig struct {
 	// MinRPS is the floor of its adaptive rate; unset, it is the
 	// provider's default floor, or, for a leaf whose ceiling is below that,
 	// as far below the ceiling as the default floor is below the default
-	// max_rps (1% for aws), but no lower than the slowest rate
-	// DeadlineSeconds serves (max_rps: 0.0042, 15 requests an hour, needs
-	// no min_rps beside it, and a throttle halves it down to 0.00112 rps,
-	// a token every 893 s, with the default 900 s).
+	// max_rps (1% for aws), and in either case no lower than the slowest
+	// rate DeadlineSeconds serves (max_rps: 0.0042, 15 requests an hour,
+	// needs no min_rps beside it, and a throttle halves it down to 0.00112
+	// rps, a token every 893 s, with the default 900 s; a DeadlineSeconds
+	// of 3 raises aws's default floor of 0.2 rps, a token every 5 s, to
+	// 0.334 rps).
 	MaxRPS float64 `yaml:"max_rps,omitempty" json:"max_rps,omitempty" range:">0"`
 	Burst  float64 `yaml:"burst,omitempty" json:"burst,omitempty" range:">0"`
 	MinRPS float64 `yaml:"min_rps,omitempty" json:"min_rps,omitempty" range:">0"`

@@ -44,7 +44,8 @@ import (
 // adaptive rate has a floor below its max_rps (1% of it for aws, but no
 // less than the slowest rate deadline_seconds serves), so that 15
 // requests an hour is max_rps: 0.0042 alone, and a throttle still halves
-// it; nor is a built-in service's or operation's max_rps the document
+// it, and the default floor of a leaf is raised to the slowest rate a
+// short deadline_seconds serves (aws's 0.2 rps to 0.334 for 3 s); nor is a built-in service's or operation's max_rps the document
 // leaves alone compared with the provider's or the service's min_rps that
 // floors it among others: a rate the user did not write (or that a
 // release adds) does not make their configuration wrong, and such a

@@ -291,16 +291,19 @@ func (s *providerSettings) serviceSpec(v ServiceConfig, fl floors, adaptive, goo
 // own min_rps, else the provider's (set), else the provider's default
 // (def). A leaf whose ceiling is below the default floor, where min_rps is
 // unset, has a floor as far below its ceiling as the default floor is below
-// the provider's default max_rps (share: 0.2 of 20, 1%), but no lower than
-// least, the slowest rate Config.Validate lets a min_rps be (slowestRate
-// of deadline_seconds: 0.00112 rps for 900 s): a max_rps under the
-// default floor (15 requests an hour is 0.0042 rps) needs no min_rps
-// beside it, and a throttle still slows it, to no rate at which a call
-// waiting for its token would be refused. A min_rps the user set is lowered only to a built-in ceiling
-// above which it is set (aws: {min_rps: 6} over controltower's 2 rps),
-// where it holds the leaf at that rate, a throttle not slowing it, as a
-// min_rps equal to the rate does: Config.Validate refuses a ceiling the
-// user set below it.
+// the provider's default max_rps (share: 0.2 of 20, 1%), so that a max_rps
+// under the default floor (15 requests an hour is 0.0042 rps) needs no
+// min_rps beside it, and a throttle still slows it. Where min_rps is unset,
+// the floor is no lower than least, the slowest rate Config.Validate lets
+// a min_rps be (slowestRate of deadline_seconds: 0.00112 rps for 900 s),
+// so that a throttle slows no leaf to a rate at which a call waiting for
+// its token would be refused: a deadline_seconds of 3 raises aws's default
+// floor, a token every 5 s, to 0.334 rps, as Config.Validate refuses a
+// min_rps of 0.2 beside it. No floor is above its leaf's ceiling. A
+// min_rps the user set is lowered only to a built-in ceiling above which
+// it is set (aws: {min_rps: 6} over controltower's 2 rps), where it holds
+// the leaf at that rate, a throttle not slowing it, as a min_rps equal to
+// the rate does: Config.Validate refuses a ceiling the user set below it.
 type floors struct{ set, def, share, least float64 }
 
 // of returns the floor of a leaf whose own min_rps is own (0: unset) and
@@ -311,10 +314,12 @@ func (f floors) of(own, rate float64) float64 {
 		return min(own, rate)
 	case f.set > 0:
 		return min(f.set, rate)
-	case rate >= f.def:
-		return f.def
 	}
-	return min(max(rate*f.share, f.least), rate)
+	floor := f.def
+	if rate < f.def {
+		floor = rate * f.share
+	}
+	return min(max(floor, f.least), rate)
 }
 
 // leafKey returns the scope of the leaf bucket (and breaker) for a call:
