@@ -193,10 +193,10 @@ func tooSlow(rate, deadline float64, isDefault bool, path string) string {
 	}
 	every := digits(1/rate, 12)
 	rel := "longer than"
-	switch {
-	case every < deadline:
+	switch d := inForce(deadline); {
+	case every < d:
 		return ""
-	case every == deadline:
+	case every == d:
 		rel = "as long as"
 	}
 	ref := seconds(deadline)
@@ -208,9 +208,16 @@ func tooSlow(rate, deadline float64, isDefault bool, path string) string {
 }
 
 // slowestRate returns the lowest rate, to three significant digits, whose
-// token comes within deadline (seconds): the least such rate above
-// 1/deadline, which Config.Validate accepts as a min_rps or a max_rps.
-func slowestRate(deadline float64) float64 { return above3(1 / deadline) }
+// token comes within deadline (seconds, as in force: inForce): the least
+// such rate above 1/deadline, which Config.Validate accepts as a min_rps
+// or a max_rps.
+func slowestRate(deadline float64) float64 { return above3(1 / inForce(deadline)) }
+
+// inForce returns a deadline_seconds (> 0) as the governor keeps it: a
+// nanosecond where it is less (orSeconds), so that the rates compared with
+// it are those that serve the deadline in force, and a deadline of 5e-324
+// s, whose inverse is infinite, gives numbers.
+func inForce(deadline float64) float64 { return max(deadline, 1e-9) }
 
 // validateServices checks the service and operation overrides, in key
 // order.
