@@ -291,8 +291,12 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 			}
 		}
 		if s.MinRPS > 0 {
-			if rate := p.ceilingOf(d, name); s.MinRPS > rate {
-				errs = append(errs, fieldErr(sp+".min_rps", fmt.Sprintf("%s is above the max_rps in force here (%s)", rps(s.MinRPS), rps(rate))))
+			if rate, from := p.ceilingOf(d, name); s.MinRPS > rate {
+				ref := rps(rate)
+				if from != "" {
+					ref += ", " + from
+				}
+				errs = append(errs, fieldErr(sp+".min_rps", fmt.Sprintf("%s is above the max_rps in force here (%s)", rps(s.MinRPS), ref)))
 			}
 		}
 	}
@@ -301,19 +305,24 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 
 // ceilingOf returns the max_rps in force for the service or operation key
 // k: the entry's, its service's (an operation starts from its service),
-// built in, the provider leaf's.
-func (p *ProviderConfig) ceilingOf(d providerDefault, k string) float64 {
+// built in, the provider leaf's; and where it comes from when the
+// document does not write it ("built in", or "the default", the
+// provider's default leaf rate), "" when it does.
+func (p *ProviderConfig) ceilingOf(d providerDefault, k string) (rate float64, from string) {
 	svc, _, _ := strings.Cut(k, ".")
-	rate := positiveOr(p.MaxRPS, d.rate)
+	rate = positiveOr(p.MaxRPS, d.rate)
+	if p.MaxRPS == 0 {
+		from = "the default"
+	}
 	for _, e := range []string{svc, k} {
 		if bd, ok := d.services[e]; ok {
-			rate = bd.rate
+			rate, from = bd.rate, "built in"
 		}
 		if u, ok := p.Services[e]; ok && u.MaxRPS > 0 {
-			rate = u.MaxRPS
+			rate, from = u.MaxRPS, ""
 		}
 	}
-	return rate
+	return rate, from
 }
 
 // neverMatches explains why an override key of provider matches no call

@@ -95,7 +95,13 @@ func TestMinRPSNotAboveMaxRPS(t *testing.T) {
 	// A service's floor is compared with the ceiling in force there: its
 	// own, else its built-in one, else the provider's; an operation starts
 	// from its service.
-	wantMistakes(t, "aws: {services: {iam: {min_rps: 11}}}\n", "ratelimit.aws.services.iam.min_rps: 11 rps is above the max_rps in force here (10 rps)")
+	// The ceiling the document does not write is said to be built in, or
+	// the default, as the provider's is.
+	wantMistakes(t, "aws: {services: {iam: {min_rps: 11}}}\n", "ratelimit.aws.services.iam.min_rps: 11 rps is above the max_rps in force here (10 rps, built in)")
+	wantMistakes(t, "providers: {github: {services: {code_search: {min_rps: 0.2}}}}\n",
+		"ratelimit.providers.github.services.code_search.min_rps: 0.2 rps is above the max_rps in force here (0.166 rps, built in)")
+	wantMistakes(t, "aws: {services: {secretsmanager.ListSecrets: {min_rps: 21}}}\n",
+		"ratelimit.aws.services.secretsmanager.ListSecrets.min_rps: 21 rps is above the max_rps in force here (20 rps, the default)")
 	wantMistakes(t, "aws: {services: {iam: {max_rps: 3}, iam.ListRoles: {min_rps: 4}}}\n",
 		"ratelimit.aws.services.iam.ListRoles.min_rps: 4 rps is above the max_rps in force here (3 rps)")
 	wantMistakes(t, "gcp: {max_rps: 2, services: {compute: {min_rps: 3}}}\n",
@@ -280,7 +286,7 @@ func TestAFloorAboveABuiltInRateIsThatRate(t *testing.T) {
 	// A service's floor above its own ceiling is reported once, at its
 	// key: it, not the provider's, is its operations' floor.
 	wantMistakes(t, "gcp: {min_rps: 2, services: {cloudasset: {min_rps: 11}}}\n",
-		"ratelimit.gcp.services.cloudasset.min_rps: 11 rps is above the max_rps in force here (10 rps)")
+		"ratelimit.gcp.services.cloudasset.min_rps: 11 rps is above the max_rps in force here (10 rps, the default)")
 	// What a user sees: under aws: {min_rps: 6}, a throttle leaves
 	// controltower at its 2 rps, and halves iam from 10 to its floor, 6.
 	g := newGov(t, accepted(t, "aws: {min_rps: 6}\n"))
