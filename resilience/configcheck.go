@@ -204,7 +204,19 @@ func tooSlow(rate, deadline float64, isDefault bool, path string) string {
 		ref += ", the default"
 	}
 	return fmt.Sprintf("%s is a token every %s, %s deadline_seconds (%s): a call that waits for one would be refused; set it to %s or more, or %s.deadline_seconds to %s or more",
-		rps(rate), seconds(round3(1/rate)), rel, ref, rps(slowestRate(deadline)), path, seconds(above3(1/rate)))
+		rps(rate), seconds(apart(every, deadline)), rel, ref, rps(slowestRate(deadline)), path, seconds(above3(1/rate)))
+}
+
+// apart returns every, a token's interval, to three significant digits, or
+// to as many more as tell it from the deadline it is longer than (a
+// token every 7.00001 s, not 7 s, against 7 s).
+func apart(every, deadline float64) float64 {
+	for n := 3; n < 12; n++ {
+		if v := digits(every, n); v != deadline || every == deadline {
+			return v
+		}
+	}
+	return every
 }
 
 // slowestRate returns the lowest rate, to three significant digits, whose
