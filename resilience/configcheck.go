@@ -274,18 +274,18 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 		if s.Burst > 0 && s.Burst < 1 {
 			errs = append(errs, fieldErr(sp+".burst", "must be >= 1 (a bucket holds at least one token)"))
 		}
-		slowMax := false
 		for _, r := range []struct {
 			key string
 			v   float64
 		}{{"max_rps", s.MaxRPS}, {"min_rps", s.MinRPS}} {
 			if msg := tooSlow(r.v, deadline, p.DeadlineSeconds == 0, path); msg != "" {
 				errs = append(errs, fieldErr(sp+"."+r.key, msg))
-				slowMax = slowMax || r.key == "max_rps"
 			}
 		}
 		svc, _, isOp := strings.Cut(name, ".")
-		if s.MaxRPS > 0 && s.MinRPS == 0 && !slowMax && floorOK {
+		// A max_rps both too slow and below the floor is both mistakes,
+		// each with its fix.
+		if s.MaxRPS > 0 && s.MinRPS == 0 && floorOK {
 			// The floor set for it: the operation's service entry's, the
 			// provider's. The default floor is lowered below the ceiling
 			// (floors.of), and is none here.

@@ -26,3 +26,19 @@ func TestATooSlowRateShowsItsTokenApartFromTheDeadline(t *testing.T) {
 		accepted(t, doc)
 	}
 }
+
+// A max_rps too slow for deadline_seconds and below the floor set for its
+// leaf is two mistakes, both reported at once, as every mistake of a
+// document is: the first alone said to set it to 0.00112 rps, or
+// deadline_seconds to 2010 s, each of which the floor then refused.
+// Setting what both say is accepted.
+func TestATooSlowRateBelowAFloorIsBothMistakesAtOnce(t *testing.T) {
+	wantMistakes(t, "aws: {min_rps: 0.5, services: {iam: {max_rps: 0.0005}}}\n",
+		"ratelimit.aws.services.iam.max_rps: 0.0005 rps is a token every 2000 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.aws.deadline_seconds to 2010 s or more",
+		"ratelimit.aws.services.iam.max_rps: 0.0005 rps is below the floor of the adaptive rate in force here (0.5 rps, ratelimit.aws.min_rps): set min_rps here at or below it to go this low")
+	wantMistakes(t, "aws: {services: {iam: {min_rps: 0.5}, iam.ListRoles: {max_rps: 0.0005}}}\n",
+		"ratelimit.aws.services.iam.ListRoles.max_rps: 0.0005 rps is a token every 2000 s, longer than deadline_seconds (900 s, the default): a call that waits for one would be refused; set it to 0.00112 rps or more, or ratelimit.aws.deadline_seconds to 2010 s or more",
+		"ratelimit.aws.services.iam.ListRoles.max_rps: 0.0005 rps is below the floor of the adaptive rate in force here (0.5 rps, ratelimit.aws.services.iam.min_rps): set min_rps here at or below it to go this low")
+	accepted(t, "aws: {min_rps: 0.5, services: {iam: {max_rps: 0.00112, min_rps: 0.00112}}}\n")
+	accepted(t, "aws: {min_rps: 0.5, deadline_seconds: 2010, services: {iam: {max_rps: 0.0005, min_rps: 0.0005}}}\n")
+}
