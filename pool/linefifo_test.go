@@ -35,14 +35,15 @@ func TestAQueueToldNoSlotGoesBeforeTheQueuesHeldBackAfterIt(t *testing.T) {
 		release := map[string]chan struct{}{}
 		submit := func(op string, work time.Duration) {
 			sc := scope(op)
-			release[op] = make(chan struct{})
+			rel := make(chan struct{})
+			release[op] = rel // written here, read by the task through rel only
 			p.Go(ctx, sc, func(ctx context.Context) error {
 				time.Sleep(work)
 				return resilience.Do(ctx, sc, func(context.Context) error {
 					mu.Lock()
 					began = append(began, op)
 					mu.Unlock()
-					<-release[op]
+					<-rel
 					return nil
 				}, resilience.WithGovernor(g))
 			})
