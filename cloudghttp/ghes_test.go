@@ -101,9 +101,11 @@ func onGHES(want string) string {
 // GitHub's scope function tells an Enterprise Server's request by its
 // path (/api/v3/, /api/uploads/, /api/graphql), whatever its host, and
 // gives it provider github-enterprise and the account <host>/<login>:
-// the host it is sent to (its Host, else its URL's), in lower case and
-// without its port, so that two servers are apart, and one whose name is
-// not plain (over 128 bytes) the login alone. github.com's requests, on
+// the host it is sent to (its Host, else its URL's), in lower case,
+// without a final dot, with its port when that is not its scheme's
+// default and an IPv6 address bracketed (as cloudgazure writes an
+// emulator's endpoint), so that two servers are apart, and one whose
+// name is not plain (over 128 bytes) the login alone. github.com's requests, on
 // api.github.com or uploads.github.com, and GitHub Enterprise Cloud's
 // with data residency (api.<subdomain>.ghe.com, whose limits are
 // github.com's) keep provider github and the login.
@@ -120,10 +122,17 @@ func TestGitHubEnterpriseServerScopeIsItsHostsAndLogins(t *testing.T) {
 		{"https://ghe.example.com/api/v3/orgs/Acme/audit-log", "", "github-enterprise/ghe.example.com/octo/orgs/acme/audit_log"},
 		{"https://ghe.example.com/api/graphql", "", "github-enterprise/ghe.example.com/octo/*/graphql"},
 		{"https://ghe.example.com/api/uploads/repos/octo/hello/releases/1/assets?name=a.zip", "", "github-enterprise/ghe.example.com/octo/*/rest"},
-		{"https://GHE.Example.com:8443/api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com/octo/*/rest"},
+		{"https://GHE.Example.com:8443/api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com:8443/octo/*/rest"},
+		{"https://ghe.example.com:443/api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com/octo/*/rest"},
+		{"http://ghe.example.com:80/api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com/octo/*/rest"},
+		{"http://ghe.example.com:443/api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com:443/octo/*/rest"},
+		{"https://ghe.example.com./api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com/octo/*/rest"},
+		{"https://10.0.0.5/api/v3/repos/octo/hello", "GHE.example.com.:443", "github-enterprise/ghe.example.com/octo/*/rest"},
+		{"https://10.0.0.5/api/v3/repos/octo/hello", "ghe.example.com:8443", "github-enterprise/ghe.example.com:8443/octo/*/rest"},
 		{"https://ghe2.example.com/api/v3/repos/octo/hello", "", "github-enterprise/ghe2.example.com/octo/*/rest"},
 		{"https://10.0.0.5/api/v3/repos/octo/hello", "ghe.example.com", "github-enterprise/ghe.example.com/octo/*/rest"},
-		{"https://[::1]:8443/api/v3/repos/octo/hello", "", "github-enterprise/::1/octo/*/rest"},
+		{"https://[::1]:8443/api/v3/repos/octo/hello", "", "github-enterprise/[::1]:8443/octo/*/rest"},
+		{"https://[::1]/api/v3/repos/octo/hello", "", "github-enterprise/[::1]/octo/*/rest"},
 		{"https://" + long + "/api/v3/repos/octo/hello", "", "github-enterprise/octo/*/rest"},
 	} {
 		req, err := http.NewRequest(http.MethodGet, c.url, nil)
@@ -165,5 +174,31 @@ func TestGitHubEnterpriseServerIsTunedUnderItsOwnProvider(t *testing.T) {
 	_, err = resilience.ParseConfig([]byte("ratelimit: {providers: {github-enterprise: {services: {serach: {max_rps: 2}}}}}\n"))
 	if err == nil || !strings.Contains(err.Error(), "did you mean search?") {
 		t.Errorf("a misspelt service key of github-enterprise: %v, want it refused as an unknown GitHub service", err)
+	}
+}
+
+// Two Enterprise Servers on one host, on two ports (a test setup, two
+// tunnels on localhost), are two servers, as cloudgazure's rule has two
+// emulators on one host's ports be two endpoints: a quota the one says
+// is spent pauses its calls and none of the other's.
+func TestTwoEnterpriseServersOnOneHostsPortsAreApart(t *testing.T) {
+	gov := newGov(t, resilience.Config{})
+	first, second := &fakeAPI{}, &fakeAPI{}
+	c := &http.Client{Transport: cloudghttp.NewTransport(nil, cloudghttp.GitHub("octo"),
+		cloudghttp.WithGovernor(gov), cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))}
+	firstURL, secondURL := loopback(t, first).URL+"/api/v3", loopback(t, second).URL+"/api/v3"
+	first.script(status(http.StatusForbidden, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+		"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10), "X-RateLimit-Resource", "core"))
+	readAll(t, do(t, c, http.MethodGet, firstURL+"/repos/octo/hello", nil))
+	if _, err := getNow(c, firstURL+"/repos/octo/hello"); err == nil {
+		t.Fatal("the first server's next call went at once, want it held by its spent quota's pause")
+	}
+	resp, err := getNow(c, secondURL+"/repos/octo/hello")
+	if err != nil {
+		t.Fatalf("the second server's call was held by the first's pause: %v", err)
+	}
+	readAll(t, resp)
+	if n := len(second.recorded()); n != 1 {
+		t.Fatalf("the second server received %d requests, want 1", n)
 	}
 }

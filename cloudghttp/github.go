@@ -199,10 +199,12 @@ const lowShare = 10
 // ghe.com's APIs do not have), is another GitHub's, whose quotas the same
 // login's on github.com do not share: its scopes are those above, of
 // provider ProviderGitHubEnterprise and account <host>/<account>, the
-// host it is sent to (its Host, else its URL's) in lower case and
-// without its port (github-enterprise/ghe.example.com/octo/*/rest), so
-// that a limit github.com answers holds none of its calls, nor one of
-// another server; a host that is not plain (scopekey's rule, as for an
+// host it is sent to (its Host, else its URL's) in lower case, with its
+// port when that is not its scheme's default
+// (github-enterprise/ghe.example.com/octo/*/rest,
+// github-enterprise/ghe.example.com:8443/octo/*/rest), so that a limit
+// github.com answers holds none of its calls, nor one of another server,
+// on another host or port; a host that is not plain (scopekey's rule, as for an
 // audit log's name) gives github-enterprise/<account>. GitHub Enterprise Cloud's
 // API, on api.github.com or, with data residency, on
 // api.<subdomain>.ghe.com, has github.com's limits and scopes.
@@ -309,21 +311,47 @@ func enterprisePath(path string) bool {
 		strings.HasPrefix(path, "/api/v3/") || strings.HasPrefix(path, "/api/uploads/")
 }
 
-// enterpriseHost returns the host name of the Enterprise Server r is
-// sent to, in lower case and without its port: the Host it is sent with
-// (r.Host), or its URL's. A name that is not plain (scopekey.Plain: more
-// than 128 bytes, a space, a character that does not print) gives "",
-// so that a request's text makes no scope without bound.
+// enterpriseHost returns the host of the Enterprise Server r is sent
+// to: the Host it is sent with (r.Host), or its URL's, its name in lower
+// case and without a final dot, with its port when that is not the
+// default of r's scheme (ghe.example.com:8443; two servers on one host's
+// ports are two servers, as cloudgazure has two emulators be), an IPv6
+// address bracketed ([::1], [::1]:8443). A host without a name gives "",
+// and so does one that is not plain (scopekey.Plain: more than 128
+// bytes, a space, a character that does not print), so that a request's
+// text makes no scope without bound.
 func enterpriseHost(r *http.Request) string {
 	h := r.Host
 	if h == "" {
 		h = r.URL.Host
 	}
-	h = strings.ToLower((&url.URL{Host: h}).Hostname())
-	if !scopekey.Plain(h) {
+	u := url.URL{Host: h}
+	name := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if name == "" {
 		return ""
 	}
-	return h
+	if strings.IndexByte(name, ':') >= 0 {
+		name = "[" + name + "]"
+	}
+	if port := u.Port(); port != "" && port != defaultPort(r.URL.Scheme) {
+		name += ":" + port
+	}
+	if !scopekey.Plain(name) {
+		return ""
+	}
+	return name
+}
+
+// defaultPort is the port a URL of scheme names when it names none: 443
+// for https, 80 for http.
+func defaultPort(scheme string) string {
+	switch strings.ToLower(scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }
 
 // githubPath returns the path of u that githubRoute reads: its

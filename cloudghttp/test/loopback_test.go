@@ -79,7 +79,7 @@ func TestSignalsOverLoopback(t *testing.T) {
 
 // A GitHub Enterprise Server's /api/v3/search/ is the search scope of
 // the server's own provider and account (github-enterprise, its host and
-// the login); a success with nothing left pauses it until the reset, and
+// port, 127.0.0.1:<port>, and the login); a success with nothing left pauses it until the reset, and
 // no scope of github.com's.
 func TestEnterpriseSearchScopeOverLoopback(t *testing.T) {
 	f := newFake()
@@ -93,7 +93,7 @@ func TestEnterpriseSearchScopeOverLoopback(t *testing.T) {
 		t.Fatalf("%d searches, want 1", n)
 	}
 	ghes := func(service string) resilience.Scope {
-		return resilience.Scope{Provider: cloudghttp.ProviderGitHubEnterprise, Account: "127.0.0.1/" + account, Service: service}
+		return resilience.Scope{Provider: cloudghttp.ProviderGitHubEnterprise, Account: c.BaseURL.Host + "/" + account, Service: service}
 	}
 	// The reset is whole seconds away: 29 to 30 s of the pause are left.
 	if p := gov.Inspect(ghes(svcSearch)).Leaf.Paused; p < 28*time.Second || p > 30*time.Second {
