@@ -202,3 +202,23 @@ func TestTwoEnterpriseServersOnOneHostsPortsAreApart(t *testing.T) {
 		t.Fatalf("the second server received %d requests, want 1", n)
 	}
 }
+
+// GitHub("") names no login: github.com's scopes have no account
+// (github/*/*/rest), and an Enterprise Server's have the server's host
+// alone for theirs, not the host and an empty login after a slash.
+func TestGitHubEnterpriseServerWithoutALoginIsItsHost(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://api.github.com/repos/octo/hello":               "github/*/*/rest",
+		"https://ghe.example.com/api/v3/repos/octo/hello":       "github-enterprise/ghe.example.com/*/rest",
+		"https://ghe.example.com:8443/api/v3/search/issues?q=x": "github-enterprise/ghe.example.com:8443/*/search",
+	} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := cloudghttp.GitHub("")(req)
+		if got := sc.String(); got != want {
+			t.Errorf("GET %s: scope %s (account %q), want %s", u, got, sc.Account, want)
+		}
+	}
+}

@@ -204,7 +204,8 @@ const lowShare = 10
 // (github-enterprise/ghe.example.com/octo/*/rest,
 // github-enterprise/ghe.example.com:8443/octo/*/rest), so that a limit
 // github.com answers holds none of its calls, nor one of another server,
-// on another host or port; a host that is not plain (scopekey's rule, as for an
+// on another host or port; GitHub("") gives the host alone
+// (github-enterprise/ghe.example.com/*/rest); a host that is not plain (scopekey's rule, as for an
 // audit log's name) gives github-enterprise/<account>. GitHub Enterprise Cloud's
 // API, on api.github.com or, with data residency, on
 // api.<subdomain>.ghe.com, has github.com's limits and scopes.
@@ -294,7 +295,11 @@ func GitHub(account string) func(*http.Request) resilience.Scope {
 		}
 		if enterprisePath(path) {
 			sc.Provider = ProviderGitHubEnterprise
-			if host := enterpriseHost(r); host != "" {
+			switch host := enterpriseHost(r); {
+			case host == "":
+			case account == "": // GitHub(""): the server's host alone
+				sc.Account = host
+			default:
 				sc.Account = host + "/" + account
 			}
 		}
