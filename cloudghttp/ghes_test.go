@@ -105,17 +105,18 @@ func onGHES(want string) string {
 // without a final dot, with its port when that is not its scheme's
 // default and an IPv6 address bracketed (as cloudgazure writes an
 // emulator's endpoint), so that two servers are apart, and one whose
-// name is not plain (over 128 bytes) the login alone. github.com's requests, on
-// api.github.com or uploads.github.com, and GitHub Enterprise Cloud's
-// with data residency (api.<subdomain>.ghe.com, whose limits are
-// github.com's) keep provider github and the login.
+// name is not plain (over 128 bytes) the login alone. github.com's
+// requests, on api.github.com or uploads.github.com, keep provider
+// github and the login, and GitHub Enterprise Cloud's with data
+// residency (api.<subdomain>.ghe.com, whose limits are github.com's)
+// provider github (TestGHEComScopeIsItsSubdomainsAndLogins).
 func TestGitHubEnterpriseServerScopeIsItsHostsAndLogins(t *testing.T) {
 	long := strings.Repeat("x", 63) + "." + strings.Repeat("y", 63) + ".example" // 135 bytes
 	for _, c := range []struct{ url, host, want string }{
 		{"https://api.github.com/repos/octo/hello", "", "github/octo/*/rest"},
 		{"https://uploads.github.com/repos/octo/hello/releases/1/assets?name=a.zip", "", "github/octo/*/rest"},
-		{"https://api.octocorp.ghe.com/search/issues?q=bug", "", "github/octo/*/search"},
-		{"https://api.octocorp.ghe.com/graphql", "", "github/octo/*/graphql"},
+		{"https://api.octocorp.ghe.com/search/issues?q=bug", "", "github/octocorp.ghe.com/octo/*/search"},
+		{"https://api.octocorp.ghe.com/graphql", "", "github/octocorp.ghe.com/octo/*/graphql"},
 		{"https://ghe.example.com/api/v3/repos/octo/hello", "", "github-enterprise/ghe.example.com/octo/*/rest"},
 		{"https://ghe.example.com/api/v3/search/issues?q=bug", "", "github-enterprise/ghe.example.com/octo/*/search"},
 		{"https://ghe.example.com/api/v3/search/code?q=x", "", "github-enterprise/ghe.example.com/octo/*/code_search"},
@@ -219,6 +220,94 @@ func TestGitHubEnterpriseServerWithoutALoginIsItsHost(t *testing.T) {
 		sc := cloudghttp.GitHub("")(req)
 		if got := sc.String(); got != want {
 			t.Errorf("GET %s: scope %s (account %q), want %s", u, got, sc.Account, want)
+		}
+	}
+}
+
+// GitHub Enterprise Cloud with data residency is another GitHub than
+// github.com, on a subdomain of ghe.com (its API on
+// api.<subdomain>.ghe.com): its users are the enterprise's managed users,
+// who "can only interact with resources that belong to your enterprise"
+// (GitHub's "About GitHub Enterprise Cloud with data residency"), so the
+// same login on github.com and on ghe.com is two token owners, two
+// quotas. A rate limit github.com answers (its primary quota spent, an
+// hour to its reset) pauses github.com's calls, and no call to ghe.com,
+// which is sent at once; a limit one ghe.com enterprise answers holds no
+// other's.
+func TestGHEComIsNotHeldByGitHubComsPause(t *testing.T) {
+	gov := newGov(t, resilience.Config{})
+	dotcom, gheCom, dotcomURL, _, dotcomAPI, _ := ghesClients(t, gov, cloudghttp.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+	tenantAPI, otherAPI := &fakeAPI{}, &fakeAPI{}
+	tenantURL, otherURL := loopback(t, tenantAPI).URL, loopback(t, otherAPI).URL
+	spent := status(http.StatusForbidden, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0",
+		"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10), "X-RateLimit-Resource", "core")
+	dotcomAPI.script(spent)
+	readAll(t, do(t, dotcom, http.MethodGet, dotcomURL+"/repos/octo/hello", nil))
+	if _, err := getNow(dotcom, dotcomURL+"/repos/octo/hello"); err == nil {
+		t.Fatal("github.com's next call went at once, want it held by the spent quota's pause")
+	}
+	// The ghe.com client's requests are sent to a fake on 127.0.0.1 with
+	// the Host ghe.com's API has.
+	get := func(u, host string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(resilience.WithMaxWait(context.Background(), 0), http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Host = host
+		return gheCom.Do(req)
+	}
+	resp, err := get(tenantURL+"/repos/octo/hello", "api.octocorp.ghe.com")
+	if err != nil {
+		t.Fatalf("ghe.com's call was held by github.com's pause: %v", err)
+	}
+	readAll(t, resp)
+	if n := len(tenantAPI.recorded()); n != 1 {
+		t.Fatalf("ghe.com received %d requests, want 1", n)
+	}
+	tenantAPI.script(spent)
+	resp, err = get(tenantURL+"/repos/octo/hello", "api.octocorp.ghe.com")
+	if err == nil {
+		readAll(t, resp)
+	}
+	if _, err := get(tenantURL+"/repos/octo/hello", "api.octocorp.ghe.com"); err == nil {
+		t.Fatal("octocorp.ghe.com's next call went at once, want it held by its spent quota's pause")
+	}
+	resp, err = get(otherURL+"/repos/octo/hello", "api.acme.ghe.com")
+	if err != nil {
+		t.Fatalf("acme.ghe.com's call was held by octocorp.ghe.com's pause: %v", err)
+	}
+	readAll(t, resp)
+}
+
+// ghe.com's scopes are github's, at github.com's limits, with the
+// account <subdomain>.ghe.com/<login> (the enterprise's subdomain of
+// ghe.com, whatever host of it the request is sent to: api., uploads.),
+// and github.com's scopes are unchanged.
+func TestGHEComScopeIsItsSubdomainsAndLogins(t *testing.T) {
+	for _, c := range []struct{ account, url, host, want string }{
+		{"Octo", "https://api.github.com/repos/octo/hello", "", "github/octo/*/rest"},
+		{"Octo", "https://uploads.github.com/repos/octo/hello/releases/1/assets?name=a.zip", "", "github/octo/*/rest"},
+		{"Octo", "https://api.octocorp.ghe.com/repos/octo/hello", "", "github/octocorp.ghe.com/octo/*/rest"},
+		{"Octo", "https://API.OctoCorp.GHE.com./search/issues?q=bug", "", "github/octocorp.ghe.com/octo/*/search"},
+		{"Octo", "https://api.octocorp.ghe.com/search/code?q=x", "", "github/octocorp.ghe.com/octo/*/code_search"},
+		{"Octo", "https://api.octocorp.ghe.com/graphql", "", "github/octocorp.ghe.com/octo/*/graphql"},
+		{"Octo", "https://api.octocorp.ghe.com/orgs/Acme/audit-log", "", "github/octocorp.ghe.com/octo/orgs/acme/audit_log"},
+		{"Octo", "https://uploads.octocorp.ghe.com/repos/octo/hello/releases/1/assets?name=a.zip", "", "github/octocorp.ghe.com/octo/*/rest"},
+		{"Octo", "https://127.0.0.1:8443/repos/octo/hello", "api.octocorp.ghe.com", "github/octocorp.ghe.com/octo/*/rest"},
+		{"Octo", "https://api.acme.ghe.com/repos/octo/hello", "", "github/acme.ghe.com/octo/*/rest"},
+		{"", "https://api.octocorp.ghe.com/repos/octo/hello", "", "github/octocorp.ghe.com/*/rest"},
+		{"Octo", "https://ghe.com/repos/octo/hello", "", "github/octo/*/rest"},
+		{"Octo", "https://api.notghe.com/repos/octo/hello", "", "github/octo/*/rest"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, c.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if got := cloudghttp.GitHub(c.account)(req).String(); got != c.want {
+			t.Errorf("GitHub(%q): GET %.60s (Host %q): scope %s, want %s", c.account, c.url, c.host, got, c.want)
 		}
 	}
 }

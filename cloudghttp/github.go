@@ -23,7 +23,8 @@ import (
 
 // ProviderGitHub is the provider of GitHub's scopes: github.com's API
 // and GitHub Enterprise Cloud's (with data residency too, on a subdomain
-// of ghe.com), whose limits are github.com's. A Transport reads GitHub's
+// of ghe.com, whose scopes' account names it), whose limits are
+// github.com's. A Transport reads GitHub's
 // rate-limit headers on the answers of every scope of this provider and
 // of ProviderGitHubEnterprise, whatever function made the scope.
 const ProviderGitHub = "github"
@@ -205,10 +206,17 @@ const lowShare = 10
 // github-enterprise/ghe.example.com:8443/octo/*/rest), so that a limit
 // github.com answers holds none of its calls, nor one of another server,
 // on another host or port; GitHub("") gives the host alone
-// (github-enterprise/ghe.example.com/*/rest); a host that is not plain (scopekey's rule, as for an
-// audit log's name) gives github-enterprise/<account>. GitHub Enterprise Cloud's
-// API, on api.github.com or, with data residency, on
-// api.<subdomain>.ghe.com, has github.com's limits and scopes.
+// (github-enterprise/ghe.example.com/*/rest); a host that is not plain
+// (scopekey's rule, as for an audit log's name) gives
+// github-enterprise/<account>. GitHub Enterprise Cloud's API on
+// api.github.com is github.com's. With data residency, on
+// api.<subdomain>.ghe.com (or uploads.<subdomain>.ghe.com), it has
+// github.com's limits and its scopes are of ProviderGitHub, but it is
+// another GitHub too, whose users are the enterprise's managed users
+// alone: the account is <subdomain>.ghe.com/<account>
+// (github/octocorp.ghe.com/octo/*/rest; <subdomain>.ghe.com for
+// GitHub("")), so that a limit github.com or another enterprise answers
+// holds none of its calls.
 //
 // The scopes run at the settings of ratelimit.providers.github
 // (resilience.Config's Providers["github"]), and where it sets none at the
@@ -293,18 +301,52 @@ func GitHub(account string) func(*http.Request) resilience.Scope {
 		if entity != "" {
 			sc.Region = entity
 		}
+		var instance string // another GitHub than github.com's
 		if enterprisePath(path) {
 			sc.Provider = ProviderGitHubEnterprise
-			switch host := enterpriseHost(r); {
-			case host == "":
-			case account == "": // GitHub(""): the server's host alone
-				sc.Account = host
-			default:
-				sc.Account = host + "/" + account
-			}
+			instance = enterpriseHost(r)
+		} else {
+			instance = gheComTenant(r)
+		}
+		switch {
+		case instance == "":
+		case account == "": // GitHub(""): the instance alone
+			sc.Account = instance
+		default:
+			sc.Account = instance + "/" + account
 		}
 		return sc
 	}
+}
+
+// gheComSuffix ends the host names of GitHub Enterprise Cloud with data
+// residency: <subdomain>.ghe.com, its API's api.<subdomain>.ghe.com.
+const gheComSuffix = ".ghe.com"
+
+// gheComTenant returns the enterprise's subdomain of ghe.com,
+// <subdomain>.ghe.com in lower case, of a request sent to a host of it
+// (its Host, else its URL's: api.<subdomain>.ghe.com,
+// uploads.<subdomain>.ghe.com), or "" for a request to another host, or
+// whose subdomain is not plain (scopekey.Plain).
+func gheComTenant(r *http.Request) string {
+	h := r.Host
+	if h == "" {
+		h = r.URL.Host
+	}
+	name := strings.TrimSuffix((&url.URL{Host: h}).Hostname(), ".")
+	if len(name) <= len(gheComSuffix) || !strings.EqualFold(name[len(name)-len(gheComSuffix):], gheComSuffix) {
+		return ""
+	}
+	sub := name[:len(name)-len(gheComSuffix)]
+	sub = sub[strings.LastIndexByte(sub, '.')+1:]
+	if sub == "" {
+		return ""
+	}
+	tenant := strings.ToLower(sub) + gheComSuffix
+	if !scopekey.Plain(tenant) {
+		return ""
+	}
+	return tenant
 }
 
 // enterprisePath reports whether path, a request's (githubPath), is a
