@@ -109,11 +109,17 @@ func onGHES(want string) string {
 // requests, on api.github.com or uploads.github.com, keep provider
 // github and the login, and GitHub Enterprise Cloud's with data
 // residency (api.<subdomain>.ghe.com, whose limits are github.com's)
-// provider github (TestGHEComScopeIsItsSubdomainsAndLogins).
+// provider github (TestGHEComScopeIsItsSubdomainsAndLogins). The path
+// is read from its start: github.com's paths that hold /api/v3/ or end
+// in /api/graphql further on (a branch named api/v3, an owner named api)
+// are github.com's.
 func TestGitHubEnterpriseServerScopeIsItsHostsAndLogins(t *testing.T) {
 	long := strings.Repeat("x", 63) + "." + strings.Repeat("y", 63) + ".example" // 135 bytes
 	for _, c := range []struct{ url, host, want string }{
 		{"https://api.github.com/repos/octo/hello", "", "github/octo/*/rest"},
+		{"https://api.github.com/repos/octo/hello/git/refs/heads/api/v3", "", "github/octo/*/rest"},
+		{"https://api.github.com/repos/api/v3/issues", "", "github/octo/*/rest"},
+		{"https://api.github.com/repos/octo/api/graphql", "", "github/octo/*/rest"},
 		{"https://uploads.github.com/repos/octo/hello/releases/1/assets?name=a.zip", "", "github/octo/*/rest"},
 		{"https://api.octocorp.ghe.com/search/issues?q=bug", "", "github/octocorp.ghe.com/octo/*/search"},
 		{"https://api.octocorp.ghe.com/graphql", "", "github/octocorp.ghe.com/octo/*/graphql"},

@@ -208,7 +208,12 @@ const lowShare = 10
 // on another host or port; GitHub("") gives the host alone
 // (github-enterprise/ghe.example.com/*/rest); a host that is not plain
 // (scopekey's rule, as for an audit log's name) gives
-// github-enterprise/<account>. GitHub Enterprise Cloud's API on
+// github-enterprise/<account>. The path is read from its start: a server
+// reached under a proxy's path prefix (/github/api/v3/...) is not told
+// from github.com, whose own paths may hold /api/v3/ further on (the ref
+// of a branch named api/v3, /repos/{owner}/{repo}/git/refs/heads/api/v3),
+// and its requests have github.com's scopes, all of them rest's.
+// GitHub Enterprise Cloud's API on
 // api.github.com is github.com's. With data residency, on
 // api.<subdomain>.ghe.com (or uploads.<subdomain>.ghe.com), it has
 // github.com's limits and its scopes are of ProviderGitHub, but it is
