@@ -149,6 +149,7 @@ const lowShare = 10
 //	github/<account>/*/code_scanning_autofix             /repos/{owner}/{repo}/code-scanning/alerts/{alert_number}/autofix, .../autofix/commits
 //	github/<account>/*/rest                              every other path (5,000 requests an hour)
 //	github-enterprise/<host>/<account>/*/<service>       an Enterprise Server's, each service as above (below)
+//	github/<subdomain>.ghe.com/<account>/*/<service>     GitHub Enterprise Cloud's with data residency, each service as above (below)
 //
 // Each is the resource of its name in GitHub's GET /rate_limit (rest's is
 // core), limited apart, so that a quota spent on one holds none of the
