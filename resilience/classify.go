@@ -99,6 +99,11 @@ type facts struct {
 	// unreadable, FATAL and no answer, and nothing else is set.
 	why     string
 	badType reflect.Type
+
+	// reading is set while the walk runs a method of an error of the
+	// chain, or a reader on it: a panic then is the error's. A panic of
+	// the walk's own code, outside, is cloudg's bug, and is not recovered.
+	reading bool
 }
 
 // inspect walks err's chain and returns what its errors say. A method of
@@ -110,6 +115,9 @@ func inspect(err error) (f facts) {
 	}
 	cur := err // the error whose methods the walk is calling
 	defer func() {
+		if !f.reading {
+			return // not the error's panic: recover is not called
+		}
 		if r := recover(); r != nil {
 			f.unreadable(cur, r)
 		}
@@ -126,11 +134,17 @@ func inspect(err error) (f facts) {
 		f.visit(e, rs)
 		switch u := e.(type) {
 		case multiUnwrap:
-			for _, c := range u.Unwrap() {
+			f.reading = true
+			cs := u.Unwrap()
+			f.reading = false
+			for _, c := range cs {
 				walk(c, depth+1)
 			}
 		case interface{ Unwrap() error }:
-			walk(u.Unwrap(), depth+1)
+			f.reading = true
+			c := u.Unwrap()
+			f.reading = false
+			walk(c, depth+1)
 		}
 	}
 	walk(err, 0)
@@ -146,7 +160,9 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 			f.own, f.hasOwn = k, true
 		}
 		if ra, ok := e.(retryAfterer); ok && !f.hasRA {
+			f.reading = true
 			f.retryAfter, f.hasRA = ra.RetryAfter(), true
+			f.reading = false
 			switch e.(type) {
 			case *CircuitOpenError, *WouldWaitError, *DeadlineExceededError:
 				f.refusal = true
@@ -155,21 +171,33 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		return // its ErrorCode is ours, not the provider's
 	}
 	if c, ok := e.(errorCoder); ok && f.code == "" {
-		f.readCode(c.ErrorCode(), e)
+		f.reading = true
+		code := c.ErrorCode()
+		f.reading = false
+		f.readCode(code, e)
 	}
 	if s, ok := e.(statusCoder); ok && f.status == 0 {
-		if st := s.HTTPStatusCode(); st > 0 {
+		f.reading = true
+		st := s.HTTPStatusCode()
+		f.reading = false
+		if st > 0 {
 			f.status, f.answer = st, true
 		}
 	}
 	if h, ok := e.(headerCarrier); ok && f.header == nil {
+		f.reading = true
 		f.header = h.Header()
+		f.reading = false
 	}
 	if ra, ok := e.(retryAfterer); ok && !f.hasRA {
+		f.reading = true
 		f.retryAfter, f.hasRA = ra.RetryAfter(), true
+		f.reading = false
 	}
 	for _, r := range rs {
+		f.reading = true // a reader reads e through e's methods and fields
 		d, ok := r(e)
+		f.reading = false
 		if !ok {
 			continue
 		}
@@ -195,8 +223,13 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 	if _, ok := e.(*url.Error); ok {
 		f.inURL = true
 	}
-	if !f.network && (isNetworkError(e) || f.inURL && e == io.EOF) {
-		f.network = true
+	if !f.network {
+		f.reading = true // isNetworkError calls e's Timeout and ConnectionError
+		network := isNetworkError(e)
+		f.reading = false
+		if network || f.inURL && e == io.EOF {
+			f.network = true
+		}
 	}
 }
 

@@ -22,6 +22,9 @@ import (
 // provider's answer (a local error: a governed call that ends with it is
 // lost as errored), carries no hint, and its description says which type
 // panicked and how; the first such panic of each type is logged, at Warn.
+// Only a panic of the error's methods, or of a registered errread.Reader
+// reading it, is recovered: a panic of the classifier's own code between
+// those calls is a bug of cloudg's, and goes on.
 
 // unreadableWhy is what the description of an unreadable error says of
 // it: which error's method panicked, and the panic. It runs only once a
