@@ -96,9 +96,12 @@ type facts struct {
 
 	// why, when set, says that a method of an error of the chain panicked
 	// (see unreadableWhy), badType that error's type: the error is
-	// unreadable, FATAL and no answer, and nothing else is set.
+	// unreadable: FATAL and no answer, and nothing else is set, unless
+	// outer is set: the errors the walk read whole before it (outer
+	// layers) decide, and their facts stand (see facts.unreadable).
 	why     string
 	badType reflect.Type
+	outer   bool
 
 	// reading is set while the walk runs a method of an error of the
 	// chain, or a reader on it: a panic then is the error's. A panic of
@@ -109,24 +112,29 @@ type facts struct {
 // inspect walks err's chain and returns what its errors say. A method of
 // an error of the chain that panics (see unreadableWhy) makes the facts
 // those of an unreadable error.
-func inspect(err error) (f facts) {
+func inspect(err error) facts {
+	return inspectFirst(err, maxChainNodes)
+}
+
+// inspectFirst is inspect reading the first limit errors of the walk only.
+func inspectFirst(err error, limit int) (f facts) {
 	if err == nil {
 		return f
 	}
 	cur := err // the error whose methods the walk is calling
+	nodes := 0
 	defer func() {
 		if !f.reading {
 			return // not the error's panic: recover is not called
 		}
 		if r := recover(); r != nil {
-			f.unreadable(cur, r)
+			f.unreadable(err, cur, nodes, r)
 		}
 	}()
 	rs := errread.Readers()
-	nodes := 0
 	var walk func(e error, depth int)
 	walk = func(e error, depth int) {
-		if e == nil || depth > maxChainDepth || nodes >= maxChainNodes {
+		if e == nil || depth > maxChainDepth || nodes >= limit {
 			return
 		}
 		nodes++
@@ -309,7 +317,13 @@ func isNetworkError(e error) bool {
 // response) is unreadable: Fatal, not a provider's answer, with no hint;
 // DescribeError says which type panicked, and the first such panic of
 // each type is logged, at Warn on slog.Default (a Governor's calls log it
-// on the governor's logger). The panic does not reach the caller.
+// on the governor's logger). The panic does not reach the caller. What
+// the errors read whole before the one that panicked say (outer layers,
+// earlier errors of a joined tree) stands when it decides: an error whose
+// own ErrorCode is Throttling, wrapping a nil *smithyhttp.ResponseError,
+// is Throttled, a provider's answer, with the hint those outer errors
+// give. Only a panic of an error's method, or of a reader an integration
+// registered, is recovered: one of the classifier's own code goes on.
 func Classify(err error) Kind {
 	if err == nil {
 		return Fatal
@@ -422,8 +436,8 @@ func IsProviderAnswer(err error) bool {
 }
 
 func (f *facts) decide() (Kind, bool) {
-	if f.why != "" {
-		return Fatal, true // unreadable
+	if f.why != "" && !f.outer {
+		return Fatal, true // unreadable, and nothing read before decides
 	}
 	if f.hasOwn {
 		return f.own, true
@@ -481,7 +495,8 @@ func statusKind(status int) (Kind, bool) {
 // classifies as throttling. Coverage records go through it. An unreadable
 // error (see Classify) is "unreadable error (a method of <type> panicked:
 // <the panic>)", followed by its message when its Error method does not
-// panic. A nil error is "".
+// panic, and prefixed "throttled: " when an outer layer's code makes it
+// Throttled. A nil error is "".
 func DescribeError(err error) string {
 	if err == nil {
 		return ""
@@ -492,7 +507,7 @@ func DescribeError(err error) string {
 		processUnreadable.note(nil, &f)
 	}
 	if f.why != "" {
-		return describeUnreadable(err, f.why)
+		return describeUnreadable(k, err, f.why)
 	}
 	return describe(k, err)
 }

@@ -88,7 +88,8 @@
 // modules, which register readers when imported. An error whose methods
 // panic as the classifier reads them (a typed nil pointer of an SDK's
 // error type, say) does not crash the process: it reads as FATAL and no
-// provider's answer, and its description says so (see Classify).
+// provider's answer, unless an error wrapping it carries a code or status
+// that decides (see Classify), and its description says so.
 //
 // # Time
 //

@@ -672,13 +672,13 @@ func (gd *Guard) After(err error) Kind {
 		}
 		gd.last.local = !f.answer
 		if f.why != "" {
-			gd.last.desc = describeUnreadable(err, f.why)
+			gd.last.desc = describeUnreadable(kind, err, f.why)
 		}
 		gd.to(phaseFinal)
 		return kind
 	}
 	gd.last.hint, gd.last.hasHint = f.hint(gd.g.Clock().Now())
-	gd.last.desc = describe(kind, err)
+	gd.last.desc = describeRead(&f, kind, err)
 	gd.to(phaseFailed)
 	if gd.e == nil {
 		return kind

@@ -55,15 +55,19 @@ func errorText(err error) string {
 	return msg
 }
 
-// describeUnreadable is the description of an unreadable error, whose
-// unreadableWhy is why: that, and its message when its Error method did
-// not panic.
-func describeUnreadable(err error, why string) string {
-	msg, bad := readMessage(err)
-	if bad != "" || msg == "" {
-		return "unreadable error (" + why + ")"
+// describeUnreadable is the description of an unreadable error of kind
+// k, whose unreadableWhy is why: that, and its message when its Error
+// method did not panic, prefixed "throttled: " as describe does when k is
+// Throttled (an outer layer's code decided it).
+func describeUnreadable(k Kind, err error, why string) string {
+	d := "unreadable error (" + why + ")"
+	if msg, bad := readMessage(err); bad == "" && msg != "" {
+		d += ": " + msg
 	}
-	return "unreadable error (" + why + "): " + msg
+	if k == Throttled {
+		return "throttled: " + d
+	}
+	return d
 }
 
 // unreadableLog records the types of the unreadable errors a logger has
@@ -92,11 +96,27 @@ func (u *unreadableLog) note(l *slog.Logger, f *facts) {
 		slog.String("type", f.badType.String()), slog.String("why", f.why))
 }
 
-// unreadable marks f as the facts of an unreadable error: e, an error of
-// the chain, panicked with r in one of its methods. Whatever the walk had
-// found is dropped: it may be half of a shape.
-func (f *facts) unreadable(e error, r any) {
-	*f = facts{why: unreadableWhy(e, r), badType: reflect.TypeOf(e)}
+// unreadable marks f as the facts of err, an unreadable error: e, the
+// n-th error of its walk, panicked with r in one of its methods (or a
+// reader's on it). What e said is dropped, half of a shape maybe, and so
+// is all below it. The n-1 errors the walk read before e, whole (outer
+// layers, and the siblings before it in a joined tree), stand when they
+// decide (a code, a status on a list, cloudg's own error, a reader's
+// verdict, a network error; their first word wins over anything below, as
+// it would without the panic): a throttle an outer layer carries still
+// slows the scope. Otherwise nothing is kept: FATAL, no answer. The walk
+// runs again for them, on this rare path only.
+func (f *facts) unreadable(err, e error, n int, r any) {
+	*f = facts{}
+	if n > 1 {
+		if o := inspectFirst(err, n-1); o.why == "" {
+			if _, ok := o.decide(); ok {
+				*f = o
+				f.outer = true
+			}
+		}
+	}
+	f.why, f.badType = unreadableWhy(e, r), reflect.TypeOf(e)
 }
 
 // read classifies err, a call's answer: its facts and its kind. An
@@ -133,7 +153,7 @@ func (gd *Guard) isFatalAnswer(err error) bool {
 // kind k.
 func describeRead(f *facts, k Kind, err error) string {
 	if f.why != "" {
-		return describeUnreadable(err, f.why)
+		return describeUnreadable(k, err, f.why)
 	}
 	return describe(k, err)
 }

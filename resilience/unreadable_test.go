@@ -66,7 +66,7 @@ func TestAnErrorWhoseMethodsPanicReadsAsFatal(t *testing.T) {
 		{"typed nil", nilDeref},
 		{"wrapped typed nil", fmt.Errorf("op: %w", nilDeref)},
 		{"joined typed nil", errors.Join(errors.New("first"), nilDeref)},
-		{"typed nil under a code", &derefErr{code: "Throttling", status: 400, inner: nilDeref}},
+		{"typed nil under errors with no word of their own", fmt.Errorf("a: %w", fmt.Errorf("b: %w", nilDeref))},
 		{"no response", fmt.Errorf("op: %w", &noResponse{})},
 		{"typed nil message", nilMessage},
 	} {
@@ -159,5 +159,54 @@ func TestAGovernedCallEndingWithAnUnreadableError(t *testing.T) {
 		if len(events) == 0 {
 			t.Error("no events")
 		}
+	})
+}
+
+// An error whose method panics may be wrapped by one that was read before
+// the walk met it: an application's or an SDK's outer layer that carries
+// the provider's error code itself. What those outer errors say is whole
+// (the walk reads each error's methods before it unwraps it, and the first
+// code, outermost, wins over any below), so it stands: a throttle the
+// provider answered slows the scope, as it would without the broken error
+// below it. The error is still unreadable for the log and its
+// description, and what the broken error would have said (a hint, a
+// status) is not read. Without a word of an outer layer's, the error is
+// FATAL and no answer (TestAnErrorWhoseMethodsPanicReadsAsFatal).
+func TestAnOuterLayersCodeStandsOverAnErrorWhoseMethodsPanic(t *testing.T) {
+	var nilDeref *derefErr
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Kind
+	}{
+		{"throttle code over a typed nil", &derefErr{code: "Throttling", status: 400, inner: nilDeref}, Throttled},
+		{"wrapped throttle code over a typed nil", fmt.Errorf("op: %w", &derefErr{code: "Throttling", inner: nilDeref}), Throttled},
+		{"transient status over a typed nil", &derefErr{status: 503, code: "ServiceUnavailable", inner: nilDeref}, Transient},
+		{"fatal code over a typed nil", &derefErr{code: "AccessDenied", status: 403, inner: nilDeref}, Fatal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if k := Classify(tc.err); k != tc.want {
+				t.Errorf("Classify = %v, want %v: the outer error's code was read whole before the error below it panicked", k, tc.want)
+			}
+			if k, ok := ClassifyStrict(tc.err); k != tc.want || !ok {
+				t.Errorf("ClassifyStrict = %v, %v; want %v, true", k, ok, tc.want)
+			}
+			if !IsProviderAnswer(tc.err) {
+				t.Error("IsProviderAnswer = false, want true: the outer error carries the provider's code")
+			}
+			d := DescribeError(tc.err)
+			if !strings.Contains(d, "panicked") || (tc.want == Throttled) != strings.HasPrefix(d, "throttled: ") {
+				t.Errorf("DescribeError = %q, want it to say a method panicked, prefixed \"throttled: \" when THROTTLED", d)
+			}
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+		gd, _ := g.Begin(context.Background(), iamUsers)
+		gd.Enter(context.Background())
+		if k := gd.After(&derefErr{code: "Throttling", status: 400, inner: nilDeref}); k != Throttled {
+			t.Errorf("a governed call's After = %v, want THROTTLED", k)
+		}
+		gd.End(nil)
 	})
 }
