@@ -189,10 +189,9 @@ func noRelease(error) error { return nil }
 // RetryDelay is the base retryer's backoff. For a governed call whose
 // retry GetRetryToken allowed, the SDK sleeps it next (with the
 // response's x-amz-retry-after, see sdkSleep): the call's watch of the
-// sleep starts here, knowing how long it is, and the Guard learns the
-// sleep's length (Guard.RetryWait), which the retry's Retry event reports
-// as its Wait (GetRetryToken asked Guard.Retry before the length was
-// known). After a retry GetRetryToken
+// sleep starts here, knowing how long it is (the Guard measures it, as
+// the retry's delay its Retry event reports, from GetRetryToken's
+// Guard.Retry to the retry's Guard.Pace). After a retry GetRetryToken
 // refused, which the SDK asks it for before returning the refusal of a
 // long-polling operation, it watches nothing: the call has ended (the
 // governor's refusal cut its context, and the SDK's sleep ends at once;
@@ -202,9 +201,7 @@ func noRelease(error) error { return nil }
 func (r *retryer) RetryDelay(attempt int, opErr error) (time.Duration, error) {
 	d, err := r.RetryerV2.RetryDelay(attempt, opErr)
 	if st := r.take(opErr); st != nil && err == nil && st.stopErr == nil {
-		sleep := sdkSleep(d, opErr)
-		st.gd.RetryWait(sleep)
-		st.rewatch(sleep)
+		st.rewatch(sdkSleep(d, opErr))
 	}
 	return d, err
 }

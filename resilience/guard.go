@@ -114,7 +114,8 @@ type Guard struct {
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
-	prevSleep time.Duration // the last delay Retry gave (or RetryWait lengthened), for the jitter and the Retry event
+	prevSleep time.Duration // the last delay Retry gave, for the jitter and the Retry event
+	slept     time.Duration // the time from Retry allowing the retry to its Enter, TryEnter, Pace or Admit, for the Retry event
 	notBefore time.Duration // a retry of a transient answer waits until then
 	retryAt   time.Duration // when Retry allowed the retry that is still to be sent
 }
@@ -730,9 +731,12 @@ func (gd *Guard) After(err error) Kind {
 // Enter found spent).
 //
 // The retry's delay, which its Retry event reports (observe.Event's
-// Wait), is the delay Retry returns; an SDK that sleeps its own backoff
-// and decides its length only after Retry allowed the retry tells it with
-// RetryWait.
+// Wait), is the longer of the delay Retry returns and the time from
+// Retry to the retry's Enter, TryEnter, Pace or Admit: the backoff an SDK
+// sleeps after Retry allowed the retry, whose length it decides itself
+// (the AWS SDK's retryer, azcore's jitter), before the waits for tokens,
+// which their Wait events report. A retry sent without any of them (told
+// at After or End) reports Retry's delay.
 func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 	switch gd.phase {
 	case phaseFailed:
@@ -750,25 +754,6 @@ func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 		}
 	}
 	return gd.allowRetry(now, wait)
-}
-
-// RetryWait tells the Guard how long the SDK sleeps before the retry
-// Retry allowed, when the SDK decides its backoff only after the
-// integration asked Retry (the AWS SDK's retry loop asks its retryer for
-// the backoff after it took the retry token, where cloudgaws asks Retry,
-// with a wait of 0): the retry's delay, which its Retry event reports as
-// Wait (observe.Event), is then the longer of d and the delay Retry
-// returned (the provider's hint). It changes nothing else: the deadline
-// and the max wait are Retry's checks, and the retry's Enter or Pace
-// paces it as any other. A negative d is none. RetryWait is a step of the
-// call: call it from the call's goroutine after Retry allowed the retry
-// and before the retry's Enter, Pace or Admit; at any other time (no
-// retry allowed, or the retry sent already) it does nothing.
-func (gd *Guard) RetryWait(d time.Duration) {
-	if gd.phase != phaseRetryable && gd.phase != phaseAwaiting {
-		return
-	}
-	gd.prevSleep = max(gd.prevSleep, min(d, maxDuration))
 }
 
 // Resend reports whether a call whose SDK gave up after its own attempts

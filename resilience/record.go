@@ -68,7 +68,8 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 // sent to now as the call's backoff: the sleep of Call and Do's loop, or
 // of an SDK's own retry loop, before the token waits (counted as waits).
 // It is called once per retry, as the retry leaves phaseRetryable or
-// phaseAwaiting for phaseSent.
+// phaseAwaiting for phaseSent. That time is the retry's delay too, which
+// its Retry event reports when longer than Retry's (see Guard.Retry).
 func (gd *Guard) recordBackoff(now time.Duration) {
 	if !gd.retrying() {
 		return
@@ -77,6 +78,7 @@ func (gd *Guard) recordBackoff(now time.Duration) {
 	if d <= 0 {
 		return
 	}
+	gd.slept = d
 	gd.live()
 	gd.e.lifeCounters(gd.g).backoffNS.Add(int64(d))
 	if gd.run != nil {
@@ -88,7 +90,7 @@ func (gd *Guard) recordBackoff(now time.Duration) {
 func (gd *Guard) recordRetry() {
 	gd.count(retriesTally)
 	if gd.observed() {
-		gd.emit(&observe.Event{Kind: observe.Retry, Retry: gd.retries, Wait: gd.prevSleep})
+		gd.emit(&observe.Event{Kind: observe.Retry, Retry: gd.retries, Wait: max(gd.prevSleep, gd.slept)})
 	}
 }
 

@@ -71,7 +71,7 @@ func (gd *Guard) allowRetry(now, wait time.Duration) (time.Duration, error) {
 		}
 	}
 	gd.retries++
-	gd.prevSleep, gd.retryAt, gd.notBefore = delay, now, 0
+	gd.prevSleep, gd.retryAt, gd.notBefore, gd.slept = delay, now, 0, 0
 	if !awaiting {
 		gd.to(phaseRetryable)
 		if gd.last.kind == Transient {
@@ -205,7 +205,7 @@ func (gd *Guard) retryFinal() (time.Duration, error) {
 		return 0, gd.endWith(&RetryBudgetExhaustedError{Scope: gd.scope, Err: gd.last.err})
 	}
 	gd.retries++
-	gd.prevSleep, gd.notBefore, gd.retryAt = 0, 0, gd.g.now() // the delay it gives, which its Retry event reports
+	gd.prevSleep, gd.notBefore, gd.retryAt, gd.slept = 0, 0, gd.g.now(), 0 // the delay it gives, which its Retry event reports
 	gd.to(phaseRetryable)
 	return 0, nil
 }
