@@ -1,6 +1,7 @@
 package cloudgotel
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.38.0"
 
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -57,6 +59,19 @@ func text(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// errorText is err's message, as a throttle's cloudg.error attribute says
+// it (text). When err's Error method panics (a typed nil pointer of the
+// caller's or an SDK's, which the governor reads as an unreadable error,
+// see resilience.Classify), it says so, as the governor's descriptions
+// do: the observer does not panic on an error a caller made.
+func errorText(err error) string {
+	msg, r := errread.Message(err)
+	if r != nil {
+		return fmt.Sprintf("unreadable error (a method of %T panicked: %v)", err, r)
+	}
+	return text(msg)
 }
 
 // maxCached bounds the attribute sets an Observer keeps: a sweep over a

@@ -94,7 +94,7 @@ func (o *Observer) Observe(ev observe.Event) {
 				kv = append(kv, retryAfterKey.Float64(ev.Hint.Seconds()))
 			}
 			if ev.Err != nil {
-				kv = append(kv, errorKey.String(text(ev.Err.Error()))) // an answer may hold any bytes
+				kv = append(kv, errorKey.String(errorText(ev.Err))) // an answer may hold any bytes
 			}
 			span.AddEvent("cloudg.throttle", trace.WithAttributes(kv...))
 		}
