@@ -55,26 +55,33 @@ func labels(m *dto.Metric) map[string]string {
 	return out
 }
 
-// Through the OpenTelemetry Prometheus exporter, scraped over HTTP on
-// 127.0.0.1, the instruments read as Prometheus names with the scope's
-// attributes as labels.
-func TestPrometheusScrape(t *testing.T) {
+// promGoverned returns a governor of cfg instrumented with opts, as
+// instrumented does, on a meter provider read by the OpenTelemetry
+// Prometheus exporter (made with expOpts), its Observer, and the URL of
+// the exporter's registry served over HTTP on 127.0.0.1 (its /metrics);
+// the test's cleanup closes the server, unregisters the Observer and
+// shuts the meter provider down.
+func promGoverned(t *testing.T, cfg resilience.Config, expOpts []otelprom.Option, opts ...cloudgotel.Option) (*resilience.Governor, *cloudgotel.Observer, string) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	exp, err := otelprom.New(append([]otelprom.Option{otelprom.WithRegisterer(reg)}, expOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	defer mp.Shutdown(context.Background())
-	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Unregister()
-	g, err := resilience.NewGovernor(resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}}, resilience.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	g, obs := instrumented(t, meter{MeterProvider: mp}, cfg, opts...)
+	t.Cleanup(func() { obs.Unregister() })
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	return g, obs, srv.URL + "/metrics"
+}
+
+// Through the OpenTelemetry Prometheus exporter, scraped over HTTP on
+// 127.0.0.1, the instruments read as Prometheus names with the scope's
+// attributes as labels.
+func TestPrometheusScrape(t *testing.T) {
+	g, _, url := promGoverned(t, resilience.Config{GCP: resilience.ProviderConfig{BreakerThreshold: 1}}, nil)
 
 	ctx := context.Background()
 	gov := resilience.WithGovernor(g)
@@ -86,9 +93,7 @@ func TestPrometheusScrape(t *testing.T) {
 	resilience.Do(ctx, assets, fail(transient), gov, once) // the breaker trips
 	resilience.Do(ctx, assets, ok, gov)                    // rejected
 
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	fams := scrape(t, srv.URL+"/metrics")
+	fams := scrape(t, url)
 	var names []string
 	for name := range fams {
 		names = append(names, name)
@@ -194,27 +199,12 @@ func TestSeriesPerLiveScope(t *testing.T) {
 		{"a provider bucket WithoutOperation", []cloudgotel.Option{cloudgotel.WithoutOperation()}, 9 * 3, 3, 1, 9 * 3, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
-			if err != nil {
-				t.Fatal(err)
-			}
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-			defer mp.Shutdown(context.Background())
-			obs, err := cloudgotel.Instrument(append([]cloudgotel.Option{cloudgotel.WithMeterProvider(mp)}, c.opts...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer obs.Unregister()
 			var cfg resilience.Config
 			if c.b > 0 {
 				rps := 1000.0 // no call waits
 				cfg.AWS.GlobalMaxRPS, cfg.AWS.GlobalBurst = &rps, 1000
 			}
-			g, err := resilience.NewGovernor(cfg, resilience.WithObserver(obs))
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, _, url := promGoverned(t, cfg, []otelprom.Option{otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo()}, c.opts...)
 			ops := map[string][]string{
 				"ec2":            {"DescribeInstances", "DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups"},
 				"secretsmanager": {"ListSecrets", "DescribeSecret"},
@@ -239,9 +229,7 @@ func TestSeriesPerLiveScope(t *testing.T) {
 			if live != 9*6 {
 				t.Fatalf("%d live scopes, want 54", live)
 			}
-			srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-			defer srv.Close()
-			got := series(t, srv.URL+"/metrics")
+			got := series(t, url)
 			total := 0
 			for _, n := range got {
 				total += n
@@ -262,22 +250,7 @@ func TestSeriesPerLiveScope(t *testing.T) {
 // UTF-8") and its calls are counted; so are the attributes of the
 // events added to a call's span, an answer's text among them.
 func TestAScopeOfInvalidUTF8DoesNotFailTheScrape(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	defer mp.Shutdown(context.Background())
-	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Unregister()
-	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, obs, url := promGoverned(t, resilience.Config{}, nil)
 	bad := vpcs
 	bad.Account, bad.Operation = "\xff\xfe12", "Describe\xc3"
 	for _, sc := range []resilience.Scope{vpcs, bad} {
@@ -285,9 +258,7 @@ func TestAScopeOfInvalidUTF8DoesNotFailTheScrape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +272,7 @@ func TestAScopeOfInvalidUTF8DoesNotFailTheScrape(t *testing.T) {
 		}
 		t.Fatalf("a scope of account %q and operation %q: the scrape is %s, the first of its errors: %s", bad.Account, bad.Operation, resp.Status, first)
 	}
-	fams := scrape(t, srv.URL+"/metrics")
+	fams := scrape(t, url)
 	found := false
 	for _, m := range fams["cloudg_calls_total"].GetMetric() {
 		if l := labels(m); l["cloud_account_id"] == "\uFFFD12" && l["rpc_method"] == "Describe\uFFFD" {
@@ -333,26 +304,9 @@ func TestAScopeOfInvalidUTF8DoesNotFailTheScrape(t *testing.T) {
 // scope that is gone (the governor Reset) leaves no series behind, its
 // last level, of a sum, reported after it.
 func TestAnUpDownCounterFallsAndEndsInTheScrape(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	defer mp.Shutdown(context.Background())
-	obs, err := cloudgotel.Instrument(cloudgotel.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Unregister()
-	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
+	g, _, url := promGoverned(t, resilience.Config{}, nil)
 	rates := func() (dto.MetricType, []float64) {
-		f, has := scrape(t, srv.URL+"/metrics")["cloudg_rate_per_second"]
+		f, has := scrape(t, url)["cloudg_rate_per_second"]
 		if !has {
 			return dto.MetricType_GAUGE, nil
 		}
