@@ -164,6 +164,30 @@ func TestRetryerNeverFindsAnotherCall(t *testing.T) {
 	}
 }
 
+// sqsCall begins and enters a call of SQS operation op governed by gov
+// with the SDK's policy, as the middleware does, and returns its
+// callState (its cut set up) and its guard; the test's cleanup ends the
+// cut and the guard, unless the call ended it (callState.ended).
+func sqsCall(t *testing.T, gov *resilience.Governor, op string) (*callState, *resilience.Guard) {
+	t.Helper()
+	gd, err := gov.Begin(context.Background(), resilience.Scope{Provider: provider, Account: "*", Region: "r", Service: "sqs", Operation: op}, sdkPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gd.Enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := &callState{gov: gov, gd: gd}
+	st.cut.Init(context.Background())
+	t.Cleanup(func() {
+		st.endCut()
+		if !st.ended {
+			gd.End(nil)
+		}
+	})
+	return st, gd
+}
+
 // A RetryDelay the SDK asks after a retry the governor refused (it does
 // for a long-polling operation, SQS ReceiveMessage, before returning the
 // refusal) finds no call: not the refused one, whose sleep is cut and
@@ -175,24 +199,11 @@ func TestRetryDelayAfterARefusalFindsNoCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(op string) (*callState, *resilience.Guard) {
-		gd, err := gov.Begin(context.Background(), resilience.Scope{Provider: provider, Account: "*", Region: "r", Service: "sqs", Operation: op}, sdkPolicy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := gd.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		st := &callState{gov: gov, gd: gd}
-		st.cut.Init(context.Background())
-		t.Cleanup(func() { st.endCut(); gd.End(nil) })
-		return st, gd
-	}
 	r := &retryer{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })}
 	sentinel := &smithyhttp.RequestSendError{Err: errors.New("connection reset")} // transient, a pointer
 
 	// b's retry of the sentinel is allowed; its RetryDelay is still to come.
-	b, gb := call("SendMessage")
+	b, gb := sqsCall(t, gov, "SendMessage")
 	gb.After(sentinel)
 	if _, err := r.GetRetryToken(b, sentinel); err != nil {
 		t.Fatal(err)
@@ -203,7 +214,7 @@ func TestRetryDelayAfterARefusalFindsNoCall(t *testing.T) {
 	// third refused (the budget is empty) and its RetryDelay asked, as the
 	// SDK asks it for a long poll.
 	refused := func(op string, opErr error) *callState {
-		st, gd := call(op)
+		st, gd := sqsCall(t, gov, op)
 		for range 2 {
 			gd.After(opErr)
 			if _, err := gd.Retry(0); err != nil {
@@ -268,24 +279,6 @@ func TestRetryDelayAfterACallerRefusalFindsNoCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(op string) (*callState, *resilience.Guard) {
-		gd, err := gov.Begin(context.Background(), resilience.Scope{Provider: provider, Account: "*", Region: "r", Service: "sqs", Operation: op}, sdkPolicy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := gd.Enter(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		st := &callState{gov: gov, gd: gd}
-		st.cut.Init(context.Background())
-		t.Cleanup(func() {
-			st.endCut()
-			if !st.ended {
-				gd.End(nil)
-			}
-		})
-		return st, gd
-	}
 	base := refusingBase{
 		RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None }),
 		refuse:    map[context.Context]bool{},
@@ -294,7 +287,7 @@ func TestRetryDelayAfterACallerRefusalFindsNoCall(t *testing.T) {
 	sentinel := &smithyhttp.RequestSendError{Err: errors.New("connection reset")} // transient, a pointer
 
 	// b's retry of the sentinel is allowed; its RetryDelay is still to come.
-	b, gb := call("SendMessage")
+	b, gb := sqsCall(t, gov, "SendMessage")
 	gb.After(sentinel)
 	if _, err := r.GetRetryToken(b, sentinel); err != nil {
 		t.Fatal(err)
@@ -303,7 +296,7 @@ func TestRetryDelayAfterACallerRefusalFindsNoCall(t *testing.T) {
 
 	// a's retry of the sentinel is refused by the caller's retryer, and
 	// its RetryDelay asked, as the SDK asks it for a long poll.
-	a, ga := call("ReceiveMessage")
+	a, ga := sqsCall(t, gov, "ReceiveMessage")
 	base.refuse[a] = true
 	ga.After(sentinel)
 	if _, err := r.GetRetryToken(a, sentinel); err == nil {
