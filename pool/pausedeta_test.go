@@ -25,6 +25,45 @@ func scopeOf(t *testing.T, pr Progress, sc resilience.Scope) ScopeProgress {
 	return ScopeProgress{}
 }
 
+// progressOfTwoInAPause runs two tasks of op0 on a pool of four workers,
+// each a call of 5 s (with a deadline of callTimeout, if not 0), the
+// first task with a deadline 7 s away set by its caller (the scan's task
+// timeout), the second too if bothDeadlines, and has the provider pause
+// op0 for 60 s a second in, the calls in flight. It returns the pool's
+// Progress a second after the pause began, once the pool is done. It runs
+// in a synctest bubble.
+func progressOfTwoInAPause(t *testing.T, callTimeout time.Duration, bothDeadlines bool) Progress {
+	t.Helper()
+	g := newGov(t, 10, resilience.Config{})
+	p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+	slow := func(ctx context.Context) error {
+		if callTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+		}
+		return resilience.Do(ctx, scope("op0"), func(context.Context) error {
+			time.Sleep(5 * time.Second) // in flight as the scope is paused
+			return nil
+		}, resilience.WithGovernor(g))
+	}
+	// A task's own deadline, set by its caller (the scan's task timeout).
+	tctx, cancel := context.WithTimeout(ctx, 7*time.Second)
+	defer cancel()
+	p.Go(tctx, scope("op0"), slow)
+	if bothDeadlines {
+		p.Go(tctx, scope("op0"), slow)
+	} else {
+		p.Go(ctx, scope("op0"), slow)
+	}
+	time.Sleep(time.Second)
+	pause(t, g, scope("op0"), 60*time.Second)
+	time.Sleep(time.Second)
+	pr := p.Progress()
+	p.Wait()
+	return pr
+}
+
 // A running task whose next call a pause of its scope holds is done by
 // the pause's end at the latest, unless its context's deadline comes
 // first: a call whose deadline the pause outlasts is refused at once
@@ -35,26 +74,7 @@ func scopeOf(t *testing.T, pr Progress, sc resilience.Scope) ScopeProgress {
 // for tasks whose deadlines were 6 s away).
 func TestProgressOfRunningTasksWhoseDeadlinesComeBeforeThePauseEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, 10, resilience.Config{})
-		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
-		inFlight := func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
-			defer cancel()
-			return resilience.Do(ctx, scope("op0"), func(context.Context) error {
-				time.Sleep(5 * time.Second) // in flight as the scope is paused
-				return nil
-			}, resilience.WithGovernor(g))
-		}
-		// A task's own deadline, set by its caller (the scan's task timeout).
-		tctx, cancel := context.WithTimeout(ctx, 7*time.Second)
-		defer cancel()
-		p.Go(tctx, scope("op0"), inFlight)
-		p.Go(tctx, scope("op0"), inFlight)
-		time.Sleep(time.Second)
-		pause(t, g, scope("op0"), 60*time.Second)
-		time.Sleep(time.Second)
-		pr := p.Progress()
-		p.Wait()
+		pr := progressOfTwoInAPause(t, 8*time.Second, true)
 		sp := scopeOf(t, pr, scope("op0"))
 		if sp.Running != 2 || sp.Paused < 59*time.Second {
 			t.Fatalf("setup: op0 %+v, want 2 running, paused 60 s", sp)
@@ -74,23 +94,7 @@ func TestProgressOfRunningTasksWhoseDeadlinesComeBeforeThePauseEnds(t *testing.T
 // ETA, beside one whose deadline comes first.
 func TestProgressOfARunningTaskWithNoDeadlineInAPausedScope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGov(t, 10, resilience.Config{})
-		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
-		slow := func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("op0"), func(context.Context) error {
-				time.Sleep(5 * time.Second)
-				return nil
-			}, resilience.WithGovernor(g))
-		}
-		tctx, cancel := context.WithTimeout(ctx, 7*time.Second)
-		defer cancel()
-		p.Go(tctx, scope("op0"), slow)
-		p.Go(ctx, scope("op0"), slow)
-		time.Sleep(time.Second)
-		pause(t, g, scope("op0"), 60*time.Second)
-		time.Sleep(time.Second)
-		pr := p.Progress()
-		p.Wait()
+		pr := progressOfTwoInAPause(t, 0, false)
 		if sp := scopeOf(t, pr, scope("op0")); sp.Running != 2 || sp.ETA < 58*time.Second {
 			t.Errorf("op0 %+v; want 2 running and an ETA of the 59 s pause left, one task having no deadline", sp)
 		}
