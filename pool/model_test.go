@@ -2014,9 +2014,15 @@ func (r *rig) close() {
 	r.p.mu.Unlock()
 	r.p.Wait()
 	if r.hold != nil {
-		r.hold()
-		r.holding.Wait()
+		r.freeSlot()
 	}
+}
+
+// freeSlot ends the call outside the pool that holdSlot made, and waits
+// for it: the account's slot is free.
+func (r *rig) freeSlot() {
+	r.hold()
+	r.holding.Wait()
 }
 
 // Each legal move of a queue among the pool's structures, one row a move:
@@ -2030,6 +2036,17 @@ func TestQueueTransitions(t *testing.T) {
 		r.submit(sc)
 		r.submit(sc)
 		return r.pick()
+	}
+	// slotted: a task of sc queued, its account's one slot held by a call
+	// outside the pool, and pick told no slot (the rig's cfg has
+	// max_concurrency 1).
+	toSlotted := func(r *rig) *task {
+		r.holdSlot()
+		r.submit(sc)
+		if r.pick() != nil {
+			r.t.Fatal("pick started a task with no slot free")
+		}
+		return nil
 	}
 	rows := []struct {
 		name     string
@@ -2280,17 +2297,9 @@ func TestQueueTransitions(t *testing.T) {
 			// by a call outside the pool that ends.
 			name: "slotted to inRing by a slot freed", cfg: resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
 			from: slotted, to: inRing, queued: 1,
-			setup: func(r *rig) *task {
-				r.holdSlot()
-				r.submit(sc)
-				if r.pick() != nil {
-					r.t.Fatal("pick started a task with no slot free")
-				}
-				return nil
-			},
+			setup: toSlotted,
 			verb: func(r *rig, _ *task) {
-				r.hold() // the call outside the pool ends: the slot is free
-				r.holding.Wait()
+				r.freeSlot() // the call outside the pool ends: the slot is free
 			},
 		},
 		{
@@ -2320,17 +2329,9 @@ func TestQueueTransitions(t *testing.T) {
 			name: "slotted to admitting by a slot freed and pick",
 			cfg:  resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1}},
 			from: slotted, to: admitting,
-			setup: func(r *rig) *task {
-				r.holdSlot()
-				r.submit(sc)
-				if r.pick() != nil {
-					r.t.Fatal("pick started a task with no slot free")
-				}
-				return nil
-			},
+			setup: toSlotted,
 			verb: func(r *rig, _ *task) {
-				r.hold() // the call outside the pool ends: the slot is free
-				r.holding.Wait()
+				r.freeSlot() // the call outside the pool ends: the slot is free
 				if r.pick() == nil {
 					r.t.Fatal("the slot freed put the queue back in turn, and pick did not start its task, the slot free")
 				}
