@@ -53,28 +53,27 @@ func gauge[N int64 | float64](t *testing.T, mt metricdata.Metrics) map[string]N 
 func readings(t *testing.T, mt metricdata.Metrics) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
-	add := func(a attribute.Set, v float64) { out[a.Encoded(attribute.DefaultEncoder())] += v }
 	switch d := mt.Data.(type) {
 	case metricdata.Gauge[float64]:
-		for _, p := range d.DataPoints {
-			add(p.Attributes, p.Value)
-		}
+		addReadings(out, d.DataPoints)
 	case metricdata.Gauge[int64]:
-		for _, p := range d.DataPoints {
-			add(p.Attributes, float64(p.Value))
-		}
+		addReadings(out, d.DataPoints)
 	case metricdata.Sum[float64]:
-		for _, p := range d.DataPoints {
-			add(p.Attributes, p.Value)
-		}
+		addReadings(out, d.DataPoints)
 	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			add(p.Attributes, float64(p.Value))
-		}
+		addReadings(out, d.DataPoints)
 	default:
 		t.Fatalf("%s is %T", mt.Name, mt.Data)
 	}
 	return out
+}
+
+// addReadings adds each of pts to out, as float64, by its attributes'
+// encoding.
+func addReadings[N int64 | float64](out map[string]float64, pts []metricdata.DataPoint[N]) {
+	for _, p := range pts {
+		out[p.Attributes.Encoded(attribute.DefaultEncoder())] += float64(p.Value)
+	}
 }
 
 // kindOf names the kind of instrument mt was recorded by: "gauge",
