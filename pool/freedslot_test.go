@@ -76,9 +76,8 @@ func (b gateBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 // x's queue is found empty.
 func TestAFreedSlotNotTakenGoesToTheNextInLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
 		store := &gateStore{Store: resilience.MemoryStore(), key: "aws/123456789012"}
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+		g := cappedGov(t, 1,
 			resilience.WithStateStore(store))
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		var mu sync.Mutex
@@ -205,8 +204,7 @@ func TestAFreedSlotWhoseTaskIsRefusedGoesToTheNextInLine(t *testing.T) {
 // it.
 func TestAFreedSlotWhoseTaskCallsAnotherAccountGoesToTheNextInLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		other := resilience.Scope{Provider: "aws", Account: "210987654321", Region: "eu-west-1", Service: "svc", Operation: "z"}
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		var mu sync.Mutex

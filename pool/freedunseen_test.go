@@ -45,10 +45,8 @@ func TestASlotFreedOutsideATasksEndIsTakenAtOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				acctRPS := 1000.0
-				cfg := resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}}
-				g := newGov(t, 1000, cfg)
-				cfg = g.Config()
+				g := cappedGov(t, 1)
+				cfg := g.Config()
 				p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 				callDone, taskDone := make(chan struct{}), make(chan struct{})
 				var mu sync.Mutex
@@ -117,8 +115,7 @@ func TestASlotFreedOutsideATasksEndIsTakenAtOnce(t *testing.T) {
 // call and works 5 ms, op2's waits.
 func TestASlotGivenATaskThatMakesNoCallGoesOnAtItsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		release := make(chan struct{})
 		var mu sync.Mutex

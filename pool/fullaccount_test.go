@@ -36,9 +36,8 @@ func newFullAccount(t *testing.T, workers, n int) *fullAccount {
 
 // newCappedAccount is newFullAccount with slots calls in flight.
 func newCappedAccount(t *testing.T, workers, n, slots int) *fullAccount {
-	acctRPS := 1000.0
 	f := &fullAccount{store: newReadStore()}
-	g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: slots, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+	g := cappedGov(t, slots,
 		resilience.WithStateStore(f.store))
 	p, ctx := New(context.Background(), Workers(workers), WithGovernor(g))
 	f.p = p
@@ -247,8 +246,7 @@ func TestARaisedCapsSlotsAreTakenAtOnce(t *testing.T) {
 // begin at once.
 func TestATasksConcurrentCallsFreeTheirSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 2)
 		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
 		pair := make(chan struct{})
 		p.Go(ctx, scope("pair"), func(ctx context.Context) error {
@@ -352,8 +350,7 @@ func TestTheSlotRecheckAsksAboutAFullAccountOnce(t *testing.T) {
 // same instant, within slotRecheck.
 func TestSlotsFreedOutsideThePoolAreTakenAtOneRecheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+		g := cappedGov(t, 2,
 			resilience.WithStateStore(newReadStore()))
 		var outside []*resilience.Guard
 		for i := range 2 {
@@ -417,8 +414,7 @@ func TestSlotsFreedOutsideThePoolAreTakenAtOneRecheck(t *testing.T) {
 // call: one task runs, and its call takes the slot.
 func TestACappedAccountsTasksAreNotStartedForASlotTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
 		var mu sync.Mutex
 		var began []int

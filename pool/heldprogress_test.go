@@ -20,8 +20,7 @@ import (
 // first call, op1's is submitted while it does.
 func TestAHeldBackQueueReadsSlotInProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
 		p.Go(ctx, scope("op0"), func(ctx context.Context) error {
 			time.Sleep(200 * time.Millisecond) // its own work, before its first call

@@ -27,8 +27,7 @@ import (
 // op0's, refused the slot, is made again once op1's ends).
 func TestAHeldBackQueueGoesAtTheEndOfTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
 		start := time.Now()
 		release := make(chan struct{})
@@ -76,8 +75,7 @@ func TestAHeldBackQueueGoesAtTheEndOfTheHold(t *testing.T) {
 // nothing (Deferred).
 func TestTheSlotRecheckStartsNoTaskForASlotAFirstCallTakes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(8), WithGovernor(g))
 		var runs atomic.Int64
 		for i := range 40 {
@@ -148,8 +146,7 @@ func TestAProviderTurnedOffHoldsNoQueueBack(t *testing.T) {
 // Delay, 1 or 2 of the 8 did, in every run.)
 func TestACapEqualToTheWorkersHoldsQueuesBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 4)
 		outside := takeSlot(t, g)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		var runs atomic.Int64

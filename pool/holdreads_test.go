@@ -20,9 +20,8 @@ import (
 // account's bucket (with a fleet's store, a round trip each) per task,
 // and the scan's makespan.
 func heldBackReads(t *testing.T, queues int) (perTask float64, makespan time.Duration) {
-	acctRPS := 1000.0
 	store := newReadStore()
-	g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+	g := cappedGov(t, 4,
 		resilience.WithStateStore(store))
 	outside := takeSlot(t, g)
 	defer outside.Release()

@@ -66,9 +66,8 @@ func (b leaderBucket) Snapshot(now time.Duration) state.BucketSnapshot {
 // four workers), each read of the store taking 5 ms.
 func TestHeldBackQueuesHaveOneLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
 		store := &leaderStore{readStore: newReadStore(), latency: 5 * time.Millisecond}
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 4, AccountMaxRPS: &acctRPS, AccountBurst: 1000}},
+		g := cappedGov(t, 4,
 			resilience.WithStateStore(store))
 		outside := takeSlot(t, g)
 		defer outside.Release()

@@ -26,8 +26,7 @@ import (
 // one slot more than d's call would take, took it.
 func TestAQueueToldNoSlotGoesBeforeTheQueuesHeldBackAfterIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 2)
 		outside := takeSlot(t, g)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		var mu sync.Mutex

@@ -57,6 +57,15 @@ func newGov(t *testing.T, rps float64, cfg resilience.Config, opts ...resilience
 	return g
 }
 
+// cappedGov is newGov, at 1000 rps, with the account of the pool tests'
+// scopes capped at slots calls in flight (max_concurrency) and its rate
+// (account_max_rps 1000, burst 1000) keeping no call waiting, and opts.
+func cappedGov(t *testing.T, slots int, opts ...resilience.GovernorOption) *resilience.Governor {
+	t.Helper()
+	acctRPS := 1000.0
+	return newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: slots, AccountMaxRPS: &acctRPS, AccountBurst: 1000}}, opts...)
+}
+
 // call is a task's governed call of scope s, answered after latency.
 func call(g *resilience.Governor, s resilience.Scope, latency time.Duration) func(context.Context) error {
 	return func(ctx context.Context) error {

@@ -46,8 +46,7 @@ func TestAnIdlePoolIsNotHeldByItsGovernor(t *testing.T) {
 // not at the recheck of the queues waiting for a slot (slotRecheck).
 func TestAPoolIdleOnceStillTakesASlotFreedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		call := func(op string, at *time.Time) func(context.Context) error {
 			return func(ctx context.Context) error {
@@ -86,8 +85,7 @@ func TestAPoolIdleOnceStillTakesASlotFreedAtOnce(t *testing.T) {
 // still takes the lock, and the queue goes at once.
 func TestASlotOfAnotherAccountFreedDoesNotLockThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		acctRPS := 1000.0
-		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 1, AccountMaxRPS: &acctRPS, AccountBurst: 1000}})
+		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		outside := takeSlot(t, g)
 		var ran bool
