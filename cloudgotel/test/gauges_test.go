@@ -53,26 +53,33 @@ func gauge[N int64 | float64](t *testing.T, mt metricdata.Metrics) map[string]N 
 func readings(t *testing.T, mt metricdata.Metrics) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
-	switch d := mt.Data.(type) {
-	case metricdata.Gauge[float64]:
-		addReadings(out, d.DataPoints)
-	case metricdata.Gauge[int64]:
-		addReadings(out, d.DataPoints)
-	case metricdata.Sum[float64]:
-		addReadings(out, d.DataPoints)
-	case metricdata.Sum[int64]:
-		addReadings(out, d.DataPoints)
-	default:
-		t.Fatalf("%s is %T", mt.Name, mt.Data)
-	}
+	eachPoint(t, mt, func(a attribute.Set, v float64) { out[a.Encoded(attribute.DefaultEncoder())] += v })
 	return out
 }
 
-// addReadings adds each of pts to out, as float64, by its attributes'
-// encoding.
-func addReadings[N int64 | float64](out map[string]float64, pts []metricdata.DataPoint[N]) {
+// eachPoint calls f with the attributes and the value, as float64, of
+// each point of mt, a gauge or a sum of float64 or of int64.
+func eachPoint(t *testing.T, mt metricdata.Metrics, f func(attribute.Set, float64)) {
+	t.Helper()
+	switch d := mt.Data.(type) {
+	case metricdata.Gauge[float64]:
+		eachOf(d.DataPoints, f)
+	case metricdata.Gauge[int64]:
+		eachOf(d.DataPoints, f)
+	case metricdata.Sum[float64]:
+		eachOf(d.DataPoints, f)
+	case metricdata.Sum[int64]:
+		eachOf(d.DataPoints, f)
+	default:
+		t.Fatalf("%s is %T", mt.Name, mt.Data)
+	}
+}
+
+// eachOf calls f with the attributes and the value, as float64, of each
+// of pts.
+func eachOf[N int64 | float64](pts []metricdata.DataPoint[N], f func(attribute.Set, float64)) {
 	for _, p := range pts {
-		out[p.Attributes.Encoded(attribute.DefaultEncoder())] += float64(p.Value)
+		f(p.Attributes, float64(p.Value))
 	}
 }
 
@@ -646,26 +653,7 @@ func TestADisabledProvidersScopesAreNotReadAsGoverned(t *testing.T) {
 			continue
 		}
 		var points []attribute.Set
-		switch d := mt.Data.(type) {
-		case metricdata.Gauge[float64]:
-			for _, p := range d.DataPoints {
-				points = append(points, p.Attributes)
-			}
-		case metricdata.Gauge[int64]:
-			for _, p := range d.DataPoints {
-				points = append(points, p.Attributes)
-			}
-		case metricdata.Sum[float64]:
-			for _, p := range d.DataPoints {
-				points = append(points, p.Attributes)
-			}
-		case metricdata.Sum[int64]:
-			for _, p := range d.DataPoints {
-				points = append(points, p.Attributes)
-			}
-		default:
-			t.Fatalf("%s is %T", name, mt.Data)
-		}
+		eachPoint(t, mt, func(a attribute.Set, _ float64) { points = append(points, a) })
 		gcp := false
 		for _, set := range points {
 			switch p, _ := set.Value("cloud.provider"); p.AsString() {
