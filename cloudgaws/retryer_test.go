@@ -188,6 +188,25 @@ func sqsCall(t *testing.T, gov *resilience.Governor, op string) (*callState, *re
 	return st, gd
 }
 
+// watchedNoSleep checks that the RetryDelay asked after a's refused retry
+// of sentinel watched neither a's sleep nor b's, whose retry of sentinel
+// was allowed, then asks b's RetryDelay, and checks that nothing is left
+// expected once both calls forget theirs.
+func watchedNoSleep(t *testing.T, r *retryer, a, b *callState, sentinel error) {
+	t.Helper()
+	if b.stopWatch != nil || a.stopWatch != nil {
+		t.Fatalf("the RetryDelay after a's refused retry watched a sleep (a's: %v, b's: %v)", a.stopWatch != nil, b.stopWatch != nil)
+	}
+	if _, err := r.RetryDelay(1, sentinel); err != nil { // b's
+		t.Fatal(err)
+	}
+	a.forget()
+	b.forget()
+	if len(r.pending) != 0 {
+		t.Fatalf("%d expectations left behind", len(r.pending))
+	}
+}
+
 // A RetryDelay the SDK asks after a retry the governor refused (it does
 // for a long-polling operation, SQS ReceiveMessage, before returning the
 // refusal) finds no call: not the refused one, whose sleep is cut and
@@ -240,17 +259,7 @@ func TestRetryDelayAfterARefusalFindsNoCall(t *testing.T) {
 	}
 
 	a := refused("ReceiveMessage", sentinel)
-	if b.stopWatch != nil || a.stopWatch != nil {
-		t.Fatalf("the RetryDelay after a's refused retry watched a sleep (a's: %v, b's: %v)", a.stopWatch != nil, b.stopWatch != nil)
-	}
-	if _, err := r.RetryDelay(1, sentinel); err != nil { // b's
-		t.Fatal(err)
-	}
-	a.forget()
-	b.forget()
-	if len(r.pending) != 0 {
-		t.Fatalf("%d expectations left behind", len(r.pending))
-	}
+	watchedNoSleep(t, r, a, b, sentinel)
 }
 
 // refusingBase is a caller's retryer (the base of the governed one) that
@@ -305,15 +314,5 @@ func TestRetryDelayAfterACallerRefusalFindsNoCall(t *testing.T) {
 	if _, err := r.RetryDelay(1, sentinel); err != nil {
 		t.Fatal(err)
 	}
-	if b.stopWatch != nil || a.stopWatch != nil {
-		t.Fatalf("the RetryDelay after a's refused retry watched a sleep (a's: %v, b's: %v)", a.stopWatch != nil, b.stopWatch != nil)
-	}
-	if _, err := r.RetryDelay(1, sentinel); err != nil { // b's
-		t.Fatal(err)
-	}
-	a.forget()
-	b.forget()
-	if len(r.pending) != 0 {
-		t.Fatalf("%d expectations left behind", len(r.pending))
-	}
+	watchedNoSleep(t, r, a, b, sentinel)
 }
