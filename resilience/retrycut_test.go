@@ -150,6 +150,17 @@ func TestAfterOpen(t *testing.T) {
 	})
 }
 
+// watchOpen has gd watch an SDK's backoff of 20 s from now
+// (Guard.AfterOpen), its f noting when it was called. It returns the
+// instant the watch began, calledAt, how long after it f was called (-1
+// ns: not called), and AfterOpen's stop.
+func watchOpen(gd *Guard) (start time.Time, calledAt func() time.Duration, stop func() bool) {
+	start = time.Now()
+	var called atomic.Int64 // when f was called, +1 ns; 0: not called
+	stop = gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+	return start, func() time.Duration { return time.Duration(called.Load() - 1) }, stop
+}
+
 // AfterOpen calls f only when the breaker would still refuse the retry
 // when the SDK's backoff (20 s here) ends, as Backoff cuts: a breaker
 // that opens 1 s into it with a cooldown of 5 s is half-open when the
@@ -173,9 +184,7 @@ func TestAfterOpenCallsOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{AWS: ProviderConfig{BreakerCooldownSeconds: tc.cooldown}})
 				gd := throttledRetry(t, g, context.Background(), ec2Subnets)
-				start := time.Now()
-				var called atomic.Int64 // when f was called, +1 ns; 0: not called
-				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+				start, calledAt, stop := watchOpen(gd)
 				time.Sleep(time.Second)
 				openBreaker(t, g)
 				opened := time.Since(start)
@@ -187,7 +196,7 @@ func TestAfterOpenCallsOnlyWhenTheRetryWouldBeRefused(t *testing.T) {
 				}
 				time.Sleep(30 * time.Second) // past the backoff's end
 				stopped := stop()
-				got := time.Duration(called.Load() - 1)
+				got := calledAt()
 				if !tc.cut && (!stopped || got >= 0) {
 					t.Errorf("f called at %v; the breaker lets the retry through when the backoff ends", got)
 				}
@@ -221,14 +230,12 @@ func TestAfterOpenWatchesARetryNotAskedYet(t *testing.T) {
 				}
 				gd.Release()
 				gd.After(answer())
-				start := time.Now()
-				var called atomic.Int64 // when f was called, +1 ns; 0: not called
-				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+				start, calledAt, stop := watchOpen(gd)
 				time.Sleep(time.Second)
 				openBreaker(t, g)
 				opened := time.Since(start)
 				synctest.Wait()
-				if got := time.Duration(called.Load() - 1); stop() || got != opened {
+				if got := calledAt(); stop() || got != opened {
 					t.Errorf("f called at %v (-1ns: not), want as the breaker opened at %v", got, opened)
 				}
 				var coe *CircuitOpenError
@@ -250,9 +257,7 @@ func TestAfterOpenWatchesTheLiveBreaker(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, Config{})
 				gd := throttledRetry(t, g, context.Background(), ec2Subnets)
-				start := time.Now()
-				var called atomic.Int64
-				stop := gd.AfterOpen(20*time.Second, func() { called.Store(int64(time.Since(start)) + 1) })
+				start, calledAt, stop := watchOpen(gd)
 				if name == "Reset" {
 					g.Reset()
 				} else if err := g.Configure(Config{AWS: ProviderConfig{BreakerCooldownSeconds: 30}}); err != nil {
@@ -262,7 +267,7 @@ func TestAfterOpenWatchesTheLiveBreaker(t *testing.T) {
 				openBreaker(t, g)
 				opened := time.Since(start)
 				synctest.Wait()
-				if got := time.Duration(called.Load() - 1); stop() || got != opened {
+				if got := calledAt(); stop() || got != opened {
 					t.Errorf("f called at %v (-1ns: not), want as the live breaker opened at %v", got, opened)
 				}
 				gd.End(nil)
