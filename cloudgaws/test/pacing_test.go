@@ -118,17 +118,20 @@ func TestRetryAfterPausesTheScope(t *testing.T) {
 	}
 }
 
+// slowEC2 has EC2's operations at 0.5 rps, burst 1: a throttle halves
+// the rate to a token every 4 s, which a retry waits for.
+var slowEC2 = resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
+	"ec2": {MaxRPS: 0.5, Burst: 1},
+}}}
+
 // A throttled retry waits for a fresh rate token on top of the SDK's
 // backoff (the throttle halved the rate and drained the bucket); a
 // transient retry does not.
 func TestThrottledRetryWaitsForAToken(t *testing.T) {
-	rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-		"ec2": {MaxRPS: 0.5, Burst: 1},
-	}}}
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
 		f.script("DescribeVpcs", ec2Throttle, ok)
-		cfg, _ := governed(t, f, rc)
+		cfg, _ := governed(t, f, slowEC2)
 		if err := describeVpcs(context.Background(), ec2.NewFromConfig(cfg)); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +145,7 @@ func TestThrottledRetryWaitsForAToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
 		f.script("DescribeSubnets", ec2Internal, ok)
-		cfg, _ := governed(t, f, rc)
+		cfg, _ := governed(t, f, slowEC2)
 		if _, err := ec2.NewFromConfig(cfg).DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
 			t.Fatal(err)
 		}
@@ -234,13 +237,10 @@ func TestPaginator(t *testing.T) {
 // deadline is not sent: the call ends with the provider's error, at once
 // and recorded as a give-up, and the SDK does not retry it.
 func TestRetryTokenBeyondTheDeadline(t *testing.T) {
-	rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-		"ec2": {MaxRPS: 0.5, Burst: 1},
-	}}}
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t)
 		f.always("DescribeVpcs", ec2Throttle)
-		cfg, g := governed(t, f, rc)
+		cfg, g := governed(t, f, slowEC2)
 		ctx, stats := resilience.WithStats(context.Background())
 		// Halved to 0.25 rps, the next token is 4 s away.
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -79,13 +79,10 @@ func TestAThrottleTheDeadlineCutReadsAsTheThrottle(t *testing.T) {
 		})
 	})
 	t.Run("retry token past the deadline", func(t *testing.T) {
-		rc := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{
-			"ec2": {MaxRPS: 0.5, Burst: 1},
-		}}}
 		synctest.Test(t, func(t *testing.T) {
 			f := newFake(t)
 			f.always("DescribeVpcs", ec2Throttle)
-			cfg, _ := governed(t, f, rc)
+			cfg, _ := governed(t, f, slowEC2)
 			ctx, ledger := resilience.WithLedger(context.Background(), "vpcs")
 			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
