@@ -3,6 +3,7 @@ package resilience
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"strconv"
@@ -50,7 +51,11 @@ import (
 // floors it among others: a rate the user did not write (or that a
 // release adds) does not make their configuration wrong, and such a
 // leaf's floor is its rate (aws: {min_rps: 6} holds controltower at its 2
-// rps, a throttle not slowing it, as a min_rps equal to the rate does).
+// rps, a throttle not slowing it, as a min_rps equal to the rate does);
+// nor is a built-in rate the document leaves alone compared with
+// deadline_seconds: one too slow for it (github's code_search, 0.166 rps,
+// under deadline_seconds: 5) is accepted, and the governor it is given to
+// warns of it (WithLogger).
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range []struct {
@@ -425,3 +430,71 @@ func digits(v float64, n int) float64 {
 func seconds(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) + " s" }
 
 func rps(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) + " rps" }
+
+// slowBuiltIn is a built-in service's or operation's rate in force that
+// is too slow for its provider's deadline_seconds (tooSlow): Validate
+// accepts it, the user not having written it, and the governor warns of
+// it (Governor.Configure).
+type slowBuiltIn struct {
+	path           string // the entry's key path, "ratelimit.azure.services.storage"
+	provider       string // the provider's key path, "ratelimit.azure"
+	rate, deadline float64
+	op             bool
+}
+
+// slowBuiltIns returns the built-in entries of cfg's enabled providers
+// whose rate in force, the built-in one (a rate the user writes or caps
+// it with is checked by Validate), is too slow for their provider's
+// deadline_seconds, in the order Validate reports mistakes.
+func slowBuiltIns(cfg Config) []slowBuiltIn {
+	var out []slowBuiltIn
+	add := func(name, path string, pc ProviderConfig) {
+		d, ok := providerDefaults[name]
+		if !ok || len(d.services) == 0 {
+			return
+		}
+		s := resolveProvider(name, pc, cfg.Enabled == nil || *cfg.Enabled)
+		if !s.enabled {
+			return
+		}
+		deadline := positiveOr(pc.DeadlineSeconds, defaultDeadline.Seconds())
+		keys := make([]string, 0, len(d.services))
+		for k := range d.services {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			svc, op, isOp := strings.Cut(k, ".")
+			rate := s.leafSpec(Scope{Service: svc, Operation: op}).Rate
+			if rate == d.services[k].rate && tooSlow(rate, deadline, pc.DeadlineSeconds == 0, path) != "" {
+				out = append(out, slowBuiltIn{path: path + ".services." + k, provider: path, rate: rate, deadline: deadline, op: isOp})
+			}
+		}
+	}
+	for _, name := range []string{"aws", "azure", "gcp"} {
+		add(name, "ratelimit."+name, cfg.Provider(name))
+	}
+	names := make([]string, 0, len(cfg.Providers))
+	for name := range cfg.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		add(name, "ratelimit.providers."+name, cfg.Providers[name])
+	}
+	return out
+}
+
+// warn logs sb at Warn to l: what it does to a call, and what to set.
+func (sb slowBuiltIn) warn(l *slog.Logger) {
+	entry := "service's"
+	if sb.op {
+		entry = "operation's"
+	}
+	l.Warn("cloudg: a built-in rate is too slow for deadline_seconds",
+		"setting", sb.path+".max_rps",
+		"built_in_rps", sb.rate,
+		"deadline_seconds", sb.deadline,
+		"effect", fmt.Sprintf("a token every %s, longer than the deadline: a call that waits for one is refused", seconds(apart(digits(1/sb.rate, 12), sb.deadline))),
+		"fix", fmt.Sprintf("set %s.deadline_seconds to %s or more, or the %s max_rps to %s or more if its provider allows it", sb.provider, seconds(above3(1/sb.rate)), entry, rps(slowestRate(sb.deadline))))
+}
