@@ -158,14 +158,7 @@ type ProviderConfig struct {
 // it as ProviderConfig's MinRPS says,
 // and the burst of an entry that sets MaxRPS: without a Burst of its
 // own it is twice that rate (ec2: {max_rps: 5} bursts 10, not the built-in
-// entry's 100). An operation starts from its service's entry. A built-in
-// entry never runs faster than what the user writes at a wider level: a
-// service's MaxRPS caps its built-in operations' rates (gcp's cloudasset
-// at 0.5 rps holds ListAssets, built in at 1.5, to 0.5), a provider's
-// MaxRPS its built-in services' (aws at 1 rps holds ec2 to 1), and a
-// capped entry's burst, or every built-in burst under a Burst the user
-// writes there, to at most that level's burst; an entry the user writes
-// at the narrower level wins over the wider one. The zero
+// entry's 100). An operation starts from its service's entry. The zero
 // ServiceConfig sets no rate of its own: the entry takes its service's
 // settings as above (under an operation key, the operation still gets a
 // leaf and breaker of its own). Like Config, it is a value the governor

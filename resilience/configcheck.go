@@ -322,8 +322,7 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 
 // ceilingOf returns the max_rps in force for the service or operation key
 // k: the entry's, its service's (an operation starts from its service),
-// built in (at most a rate the document writes wider), the provider
-// leaf's; and where it comes from when the
+// built in, the provider leaf's; and where it comes from when the
 // document does not write it ("built in", or "the default", the
 // provider's default leaf rate), "" when it does.
 func (p *ProviderConfig) ceilingOf(d providerDefault, k string) (rate float64, from string) {
@@ -333,9 +332,7 @@ func (p *ProviderConfig) ceilingOf(d providerDefault, k string) (rate float64, f
 		from = "the default"
 	}
 	for _, e := range []string{svc, k} {
-		// A built-in entry is capped by a rate the document writes
-		// wider (capOf).
-		if bd, ok := d.services[e]; ok && (from != "" || bd.rate < rate) {
+		if bd, ok := d.services[e]; ok {
 			rate, from = bd.rate, "built in"
 		}
 		if u, ok := p.Services[e]; ok && u.MaxRPS > 0 {

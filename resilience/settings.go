@@ -191,19 +191,10 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 		}
 		s.account = &state.BucketSpec{Rate: r, Burst: burst}
 	}
-	// A built-in service runs no faster than the user's provider max_rps
-	// (capped: the user's writing wins over what is built in, at every
-	// level): its operations' built-in entries, below, no faster than their
-	// service's.
-	provCap := capOf{rate: s.leaf.Rate, burst: s.leaf.Burst, rateSet: pc.MaxRPS > 0, burstSet: pc.Burst > 0}
 	merged := map[string]ServiceConfig{}
 	for k, v := range d.services {
 		perOp := v.perOp
-		rate, burst := v.rate, v.burst
-		if _, _, isOp := strings.Cut(k, "."); !isOp {
-			rate, burst = provCap.cap(rate, burst)
-		}
-		merged[k] = ServiceConfig{MaxRPS: rate, Burst: burst, PerOperation: &perOp}
+		merged[k] = ServiceConfig{MaxRPS: v.rate, Burst: v.burst, PerOperation: &perOp}
 	}
 	for k, v := range pc.Services {
 		cur, found := merged[k]
@@ -259,22 +250,10 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 			continue
 		}
 		// An operation starts from its service's settings (built in, then
-		// the user's), and overrides what it sets: its built-in entry
-		// capped by what the user writes for its service or provider,
-		// then the user's entry.
+		// the user's), and overrides what it sets.
 		base, ok := merged[svc]
 		if !ok {
 			base = ServiceConfig{}
-		}
-		if bd, builtIn := d.services[k]; builtIn {
-			us := pc.Services[svc]
-			wide := s.serviceSpec(base, fl, adaptive, goodput)
-			c := capOf{rate: wide.Rate, burst: wide.Burst, rateSet: us.MaxRPS > 0 || pc.MaxRPS > 0, burstSet: us.Burst > 0 || pc.Burst > 0}
-			if c.burst <= 0 {
-				c.burst = 2 * c.rate // a rate without a burst bursts twice the rate
-			}
-			base.MaxRPS, base.Burst = c.cap(bd.rate, bd.burst)
-			v = pc.Services[k] // the user's own entry, if any, over it
 		}
 		if v.MaxRPS > 0 {
 			base.MaxRPS = v.MaxRPS
@@ -290,30 +269,6 @@ func resolveProvider(name string, pc ProviderConfig, globalEnabled bool) *provid
 	}
 	s.indexLeafKeys()
 	return s
-}
-
-// capOf is a rate and burst in force at a level wider than a built-in
-// entry (a provider's, over its built-in services; a service's, over its
-// built-in operations), and whether the user writes them there.
-type capOf struct {
-	rate, burst       float64
-	rateSet, burstSet bool
-}
-
-// cap returns a built-in entry's rate and burst under c: a rate the user
-// writes caps the built-in rate, and the burst of a capped rate; a burst
-// the user writes caps the built-in burst. The built-in rates split a
-// provider's or a service's limit; they never exceed what the user writes
-// for it.
-func (c capOf) cap(rate, burst float64) (float64, float64) {
-	capped := c.rateSet && rate > c.rate
-	if capped {
-		rate = c.rate
-	}
-	if capped || c.burstSet {
-		burst = min(burst, c.burst)
-	}
-	return rate, burst
 }
 
 // serviceSpec is the bucket of a service (or operation) entry: zero fields
