@@ -158,7 +158,14 @@ type ProviderConfig struct {
 // it as ProviderConfig's MinRPS says,
 // and the burst of an entry that sets MaxRPS: without a Burst of its
 // own it is twice that rate (ec2: {max_rps: 5} bursts 10, not the built-in
-// entry's 100). An operation starts from its service's entry. The zero
+// entry's 100). An operation starts from its service's entry. A built-in
+// service or operation entry is a default more specific than what is
+// written at a wider level: a provider's MaxRPS or Burst (or, for a
+// built-in operation, its service's) leaves it as it is (aws: {max_rps:
+// 30} keeps sts at its built-in 50 rps, and aws: {max_rps: 5} too, which
+// the governor warns of, WithLogger), and an entry written at its own
+// level replaces it; a hard cap over a provider or an account is
+// ProviderConfig's GlobalMaxRPS or AccountMaxRPS. The zero
 // ServiceConfig sets no rate of its own: the entry takes its service's
 // settings as above (under an operation key, the operation still gets a
 // leaf and breaker of its own). Like Config, it is a value the governor

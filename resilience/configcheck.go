@@ -439,12 +439,19 @@ type slowBuiltIn struct {
 	op             bool
 }
 
-// slowBuiltIns returns the built-in entries of cfg's enabled providers
-// whose rate in force, the built-in one (a rate the user writes or caps
-// it with is checked by Validate), is too slow for their provider's
-// deadline_seconds, in the order Validate reports mistakes.
-func slowBuiltIns(cfg Config) []slowBuiltIn {
-	var out []slowBuiltIn
+// builtInWarning is what the governor warns of, once, of a built-in
+// service's or operation's entry a configuration leaves in force: a
+// slowBuiltIn or a fastBuiltIn. Its values are comparable.
+type builtInWarning interface{ warn(l *slog.Logger) }
+
+// builtInWarnings returns, for the built-in entries of cfg's enabled
+// providers whose rate in force is the built-in one (a rate the user
+// writes for the entry is checked by Validate), each too slow for its
+// provider's deadline_seconds (a slowBuiltIn) and each faster than a
+// max_rps the user writes at a wider level (a fastBuiltIn), in the order
+// Validate reports mistakes.
+func builtInWarnings(cfg Config) []builtInWarning {
+	var out []builtInWarning
 	add := func(name, path string, pc ProviderConfig) {
 		d, ok := providerDefaults[name]
 		if !ok || len(d.services) == 0 {
@@ -463,8 +470,23 @@ func slowBuiltIns(cfg Config) []slowBuiltIn {
 		for _, k := range keys {
 			svc, op, isOp := strings.Cut(k, ".")
 			rate := s.leafSpec(Scope{Service: svc, Operation: op}).Rate
-			if rate == d.services[k].rate && tooSlow(rate, deadline, pc.DeadlineSeconds == 0, path) != "" {
+			if rate != d.services[k].rate {
+				continue
+			}
+			if tooSlow(rate, deadline, pc.DeadlineSeconds == 0, path) != "" {
 				out = append(out, slowBuiltIn{path: path + ".services." + k, provider: path, rate: rate, deadline: deadline, op: isOp})
+			}
+			if pc.Services[k].MaxRPS > 0 {
+				continue // the user writes the entry itself
+			}
+			// The nearest max_rps the user writes wider: an
+			// operation's service's, else the provider's.
+			wide, widePath := pc.MaxRPS, path
+			if u := pc.Services[svc].MaxRPS; isOp && u > 0 {
+				wide, widePath = u, path+".services."+svc
+			}
+			if wide > 0 && rate > wide {
+				out = append(out, fastBuiltIn{path: path + ".services." + k, wide: widePath, provider: path, rate: rate, wideRate: wide})
 			}
 		}
 	}
@@ -480,6 +502,30 @@ func slowBuiltIns(cfg Config) []slowBuiltIn {
 		add(name, "ratelimit.providers."+name, cfg.Providers[name])
 	}
 	return out
+}
+
+// fastBuiltIn is a built-in service's or operation's rate in force above
+// a max_rps the user writes at a wider level (its provider's, or its
+// service's for an operation): a built-in entry is a default more
+// specific than the wider one, and stands, so the governor warns that
+// those calls run faster than the user's number (Governor.Configure).
+type fastBuiltIn struct {
+	path     string // the entry's key path, "ratelimit.aws.services.sts"
+	wide     string // the wider level's key path, "ratelimit.aws"
+	provider string // the provider's key path, "ratelimit.aws"
+	rate     float64
+	wideRate float64
+}
+
+// warn logs fb at Warn to l: the user's setting and rate, the built-in
+// entry and its rate, and the two fixes.
+func (fb fastBuiltIn) warn(l *slog.Logger) {
+	l.Warn("cloudg: a built-in rate runs faster than a max_rps set above it",
+		"setting", fb.wide+".max_rps",
+		"rps", fb.wideRate,
+		"built_in", fb.path+".max_rps",
+		"built_in_rps", fb.rate,
+		"fix", fmt.Sprintf("set %s.max_rps to hold it to your rate, or %s.global_max_rps or %s.account_max_rps for a hard cap over the provider or each account", fb.path, fb.provider, fb.provider))
 }
 
 // warn logs sb at Warn to l: what it does to a call, and what to set.

@@ -414,9 +414,10 @@ func (g *Governor) reconcile(old *provider, set *providerSettings, reset bool, d
 // changes nothing. The governor keeps a copy of cfg: changing cfg's maps
 // or pointers afterwards changes nothing in force. A built-in service's
 // or operation's rate that cfg leaves too slow for its provider's
-// deadline_seconds, and the configuration in force did not, is logged at
-// Warn (WithLogger), after the change is in force and the governor's
-// locks are released.
+// deadline_seconds, or faster than a max_rps cfg writes at a wider level
+// (its provider's, or its service's for an operation), and the
+// configuration in force did not, is logged at Warn (WithLogger), after
+// the change is in force and the governor's locks are released.
 //
 // The buckets a change of bucket settings replaces that are
 // state.Droppers (a shared store's) are told so once each, after the
@@ -432,13 +433,13 @@ func (g *Governor) Configure(cfg Config) error {
 	defer g.dropAll(&drops) // after mu is released: callbacks never run under a lock
 	var freed []freedSlots
 	defer g.slotsChanged(&freed) // after mu is released, the change in force
-	var slow []slowBuiltIn
-	defer g.warnSlow(&slow) // after mu is released: a handler is the caller's code
+	var warns []builtInWarning
+	defer g.warnBuiltIns(&warns) // after mu is released: a handler is the caller's code
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.moves.begin()
 	defer g.moves.end() // after replaced: once the retired table is out of force
-	slow = newSlowBuiltIns(cfg, g.cur.Load().cfg)
+	warns = newBuiltInWarnings(cfg, g.cur.Load().cfg)
 	before := g.capsInForce()
 	g.cur.Store(g.build(cfg, g.cur.Load(), false, &drops))
 	freed = g.capsChanged(before)
@@ -472,31 +473,32 @@ func (g *Governor) Reset() {
 	g.replaced()
 }
 
-// newSlowBuiltIns returns the slow built-in entries of cfg
-// (slowBuiltIns) that were not slow, or not so, in prev, the
-// configuration it replaces: a Configure warns of each once.
-func newSlowBuiltIns(cfg, prev Config) []slowBuiltIn {
-	was := slowBuiltIns(prev)
-	var out []slowBuiltIn
-	for _, sb := range slowBuiltIns(cfg) {
-		if !slices.Contains(was, sb) {
-			out = append(out, sb)
+// newBuiltInWarnings returns the warnings of cfg's built-in entries
+// (builtInWarnings) that prev, the configuration it replaces, did not
+// bring: a Configure warns of each once.
+func newBuiltInWarnings(cfg, prev Config) []builtInWarning {
+	was := builtInWarnings(prev)
+	var out []builtInWarning
+	for _, w := range builtInWarnings(cfg) {
+		if !slices.Contains(was, w) {
+			out = append(out, w)
 		}
 	}
 	return out
 }
 
-// warnSlow logs each of slow at Warn, to the governor's logger or, without
-// one, to slog.Default: a configuration's leaf whose built-in rate no call
-// that waits for a token can be served at. No lock of the governor's is
-// held.
-func (g *Governor) warnSlow(slow *[]slowBuiltIn) {
+// warnBuiltIns logs each of warns at Warn, to the governor's logger or,
+// without one, to slog.Default: a configuration's built-in entry whose
+// rate no call that waits for a token can be served at, or that runs
+// faster than a max_rps the user writes wider. No lock of the governor's
+// is held.
+func (g *Governor) warnBuiltIns(warns *[]builtInWarning) {
 	l := g.logger
-	if l == nil && len(*slow) > 0 {
+	if l == nil && len(*warns) > 0 {
 		l = slog.Default()
 	}
-	for _, sb := range *slow {
-		sb.warn(l)
+	for _, w := range *warns {
+		w.warn(l)
 	}
 }
 

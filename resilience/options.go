@@ -118,7 +118,7 @@ func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 // interval (ten seconds, WithLogInterval), which counts the events since
 // the scope's last line; a pause makes a line when it holds the scope a
 // second or more longer than the log already said. Without WithLogger
-// the governor logs none of these. Four things it says whatever the
+// the governor logs none of these. Five things it says whatever the
 // logger, to this one or, without it, to slog.Default: the first Guard
 // dropped without End whose slot it gave back (at Warn), the first panic
 // of its observer and of a scheduler's Admission (at Error), and, once
@@ -126,7 +126,10 @@ func WithRandom(src rand.Source) GovernorOption { return randomOption{src} }
 // service's or operation's rate too slow for its provider's
 // deadline_seconds, with the setting, its rate, the deadline and what to
 // set (at Warn; Config.Validate accepts such a rate, which the user did
-// not write, but every call that waits for its token is refused).
+// not write, but every call that waits for its token is refused), and
+// each built-in service's or operation's rate above a max_rps the user
+// writes at a wider level, which it stands over, with the user's setting
+// and rate, the built-in entry and its rate, and the fixes (at Warn).
 func WithLogger(l *slog.Logger) GovernorOption { return loggerOption{l} }
 
 // WithLogInterval sets how often, at most, the log of WithLogger says
