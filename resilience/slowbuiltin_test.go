@@ -80,7 +80,7 @@ func TestABuiltInRateTooSlowForTheDeadlineIsWarnedOf(t *testing.T) {
 	if got := w.take(); !slices.Equal(got, []string{storage}) {
 		t.Errorf("a Configure bringing storage's deadline back warned %q, want %q", got, []string{storage})
 	}
-	// Capped or written by the user, the rate is the user's: no warning.
+	// Written by the user, the rate is the user's: no warning.
 	for _, doc := range []string{
 		"azure: {deadline_seconds: 3, services: {storage: {max_rps: 0.5}}}\n",
 		"azure: {deadline_seconds: 4}\n",
