@@ -82,7 +82,7 @@ type facts struct {
 	own        Kind // kind of a cloudg error found before any provider fact
 	hasOwn     bool
 	code       string
-	codeErr    error // the error that carried code, for its message
+	codeRate   bool // code is LimitExceededException and its error's message speaks of a rate
 	status     int
 	header     http.Header
 	readerKind Kind
@@ -251,7 +251,14 @@ func (f *facts) readCode(code string, e error) {
 	case placeholderCode(code):
 		f.answer = true
 	default:
-		f.code, f.codeErr, f.answer = code, e, true
+		f.code, f.answer = code, true
+		if code == "LimitExceededException" {
+			// Read here, in the walk, as e's other methods are: a panic
+			// of its ErrorMessage or Error is e's, and makes it unreadable.
+			f.reading = true
+			f.codeRate = mentionsRate(messageOf(e))
+			f.reading = false
+		}
 	}
 }
 
@@ -449,7 +456,7 @@ func (f *facts) decide() (Kind, bool) {
 		if f.code == "LimitExceededException" {
 			// Also used for "too many resources" quotas: throttling only
 			// when the message speaks of a rate.
-			if mentionsRate(messageOf(f.codeErr)) {
+			if f.codeRate {
 				return Throttled, true
 			}
 			return Fatal, true
@@ -472,13 +479,16 @@ func (f *facts) decide() (Kind, bool) {
 	return Fatal, false
 }
 
+// messageOf is e's message as its provider gave it: its ErrorMessage, or
+// else its Error. It calls e's methods bare: the walk calls it, and a
+// panic of theirs is e's (see inspect).
 func messageOf(e error) string {
 	if m, ok := e.(errorMessager); ok {
 		if s := m.ErrorMessage(); s != "" {
 			return s
 		}
 	}
-	return errorText(e)
+	return e.Error()
 }
 
 func statusKind(status int) (Kind, bool) {
