@@ -315,11 +315,14 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	} else if err := gd.request(now); err != nil {
 		return err
 	}
+	var admitting time.Duration // the wait for the breaker: its verdict (breaker_wait), its cooldown
 	if !gd.lease.holds() || gd.retrying() {
+		from := now
 		var err error
 		if now, err = gd.admit(ctx, now); err != nil {
 			return err
 		}
+		admitting = now - from
 	}
 	if err := gd.g.ctxErr(ctx, now); err != nil {
 		return gd.stopByContext(err)
@@ -337,7 +340,9 @@ func (gd *Guard) Enter(ctx context.Context) error {
 			}
 			now = gd.g.now()
 		}
-		gd.recordBackoff(now)
+		// The wait for the breaker is not the retry's backoff, as Pace,
+		// which asks the breaker after it records the backoff, has it.
+		gd.recordBackoff(now - admitting)
 	}
 	for {
 		if gd.p.set.enabled { // a provider disabled since the call began: no token
@@ -735,7 +740,8 @@ func (gd *Guard) After(err error) Kind {
 // Retry to the retry's Enter, TryEnter, Pace or Admit: the backoff an SDK
 // sleeps after Retry allowed the retry, whose length it decides itself
 // (the AWS SDK's retryer, azcore's jitter), before the waits for tokens,
-// which their Wait events report. A retry sent without any of them (told
+// which their Wait events report. A wait Enter makes for the breaker (its
+// verdict, with breaker_wait) is not part of it. A retry sent without any of them (told
 // at After or End) reports Retry's delay.
 func (gd *Guard) Retry(wait time.Duration) (delay time.Duration, err error) {
 	switch gd.phase {

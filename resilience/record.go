@@ -66,7 +66,8 @@ func (gd *Guard) recordWait(w time.Duration, level string) {
 
 // recordBackoff counts the time from Retry allowing the retry about to be
 // sent to now as the call's backoff: the sleep of Call and Do's loop, or
-// of an SDK's own retry loop, before the token waits (counted as waits).
+// of an SDK's own retry loop, before the token waits (counted as waits)
+// and without a wait for the breaker (Enter gives now less it).
 // It is called once per retry, as the retry leaves phaseRetryable or
 // phaseAwaiting for phaseSent. That time is the retry's delay too, which
 // its Retry event reports when longer than Retry's (see Guard.Retry).

@@ -268,8 +268,9 @@ type Counters struct {
 	// Backoff (backoff_seconds) is the retries' backoff sleeps added up:
 	// Call and Do's, and those of an SDK's own retry loop (cloudgaws),
 	// from the moment the governor allowed a retry to its sending, before
-	// its token wait. It is not part of Wait, which is the time calls
-	// waited for the rate limit.
+	// its token wait, less a wait for the breaker's verdict (breaker_wait).
+	// It is not part of Wait, which is the time calls waited for the rate
+	// limit.
 	Backoff time.Duration `json:"-"`
 	Rate    float64       `json:"rate_rps,omitempty"`     // the last adaptive rate seen, in requests per second; 0: never changed
 	MinRate float64       `json:"min_rate_rps,omitempty"` // the lowest, in requests per second; 0: never slowed
