@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -125,9 +126,19 @@ func inspectFirst(err error, limit int) (f facts) {
 	nodes := 0
 	defer func() {
 		if !f.reading {
-			return // not the error's panic: recover is not called
+			// Not the error's panic: it goes on, marked as the
+			// classifier's, so that a walk this one runs under (from an
+			// error's method, or a reader, that classifies) does not
+			// take it for its error's.
+			if r := recover(); r != nil {
+				panic(ownPanicOf(r))
+			}
+			return
 		}
 		if r := recover(); r != nil {
+			if o, ok := r.(*ownPanic); ok {
+				panic(o) // the classifier's, from a walk run under this one
+			}
 			f.unreadable(err, cur, nodes, r)
 		}
 	}()
@@ -157,6 +168,30 @@ func inspectFirst(err error, limit int) (f facts) {
 	}
 	walk(err, 0)
 	return f
+}
+
+// ownPanic is a panic of the classifier's own code, which the walk met
+// outside an error's methods: a bug of cloudg's, which goes on. It reads
+// as the panic it carries (its Error and Unwrap, when that is an error:
+// a runtime.Error stays one for errors.As), so that no walk, this one or
+// one that ran the classifier from an error's method, takes it for its
+// error's.
+type ownPanic struct{ v any }
+
+// ownPanicOf is r marked as the classifier's panic, once.
+func ownPanicOf(r any) *ownPanic {
+	if o, ok := r.(*ownPanic); ok {
+		return o
+	}
+	return &ownPanic{r}
+}
+
+func (p *ownPanic) Error() string { return fmt.Sprint(p.v) }
+
+// Unwrap returns the panic's value when it is an error, and nil otherwise.
+func (p *ownPanic) Unwrap() error {
+	e, _ := p.v.(error)
+	return e
 }
 
 func (f *facts) visit(e error, rs []errread.Reader) {
@@ -330,7 +365,10 @@ func isNetworkError(e error) bool {
 // own ErrorCode is Throttling, wrapping a nil *smithyhttp.ResponseError,
 // is Throttled, a provider's answer, with the hint those outer errors
 // give. Only a panic of an error's method, or of a reader an integration
-// registered, is recovered: one of the classifier's own code goes on.
+// registered, is recovered: one of the classifier's own code goes on,
+// even when that code runs under an error's method or a reader (one that
+// classifies), as an error whose text is the panic's and that unwraps to
+// it when it is an error (a runtime.Error stays one for errors.As).
 func Classify(err error) Kind {
 	if err == nil {
 		return Fatal

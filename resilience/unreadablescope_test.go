@@ -47,3 +47,34 @@ func TestAPanicOfTheClassifiersOwnCodeIsNotTheErrors(t *testing.T) {
 		}()
 	}
 }
+
+// callsBack is an error whose ErrorCode calls back into the classifier
+// (as an error or a reader that classifies what it wraps may), which
+// then meets ownBugErr: the panic is of the classifier's own code, run
+// from inside an error's method.
+type callsBack struct{}
+
+func (callsBack) Error() string { return "calls back" }
+func (callsBack) ErrorCode() string {
+	Classify(ownBugErr{})
+	return "Throttling"
+}
+
+// A panic of the classifier's own code is cloudg's bug even when that
+// code runs inside a method of the error an outer walk reads: the outer
+// walk must not take it for that error's panic and hide it as an
+// "unreadable error".
+func TestAPanicOfTheClassifiersOwnCodeUnderAnErrorsMethodIsNotTheErrors(t *testing.T) {
+	var k Kind
+	defer func() {
+		r := recover()
+		if r == nil {
+			t.Errorf("Classify(callsBack) = %v, %q: the panic of the classifier's own code, under callsBack's ErrorCode, was recovered as callsBack's; want it to go on", k, DescribeError(callsBack{}))
+			return
+		}
+		if re, ok := r.(error); !ok || !strings.Contains(re.Error(), "index out of range") {
+			t.Errorf("Classify(callsBack) panicked with %v, want the classifier's own index out of range", r)
+		}
+	}()
+	k = Classify(callsBack{})
+}
