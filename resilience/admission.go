@@ -61,7 +61,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 		// Disabled since the call began: no longer governed, it asks no
 		// breaker (nor waits for a verdict) and takes no token (see Enter).
 		if gd.phase == phaseAwaiting {
-			gd.renewed = gd.retries
+			gd.renewed = int32(gd.retries)
 			gd.to(phaseRetryable)
 		}
 		return now, nil
@@ -79,7 +79,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			return at, gd.last.err
 		}
 		now = at
-		gd.renewed = gd.retries
+		gd.renewed = int32(gd.retries)
 		gd.to(phaseRetryable)
 		if !gd.p.set.enabled {
 			return now, nil // disabled during the wait: no longer governed
@@ -130,7 +130,7 @@ func (gd *Guard) admit(ctx context.Context, now time.Duration) (time.Duration, e
 			return now, gd.refuseWait(wait, ErrCircuitOpen)
 		}
 		if ok && retry && gd.last.kind == Transient {
-			gd.renewed = gd.retries // held until the verdict: attempts renewed (see verdict)
+			gd.renewed = int32(gd.retries) // held until the verdict: attempts renewed (see verdict)
 		}
 	}
 	if ok {

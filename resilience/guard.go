@@ -109,8 +109,12 @@ type Guard struct {
 	loanTurn  uint16
 	adm       *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
 	retries   int        // retries of the current call; the first freeRetries are free
-	renewed   int        // retries made before the call's attempts were renewed (breaker_wait)
-	sdkLoop   int        // retries made before the SDK's current loop began (Enter: 0, then each Resend)
+	// renewed counts the retries made before the call's attempts were
+	// renewed (breaker_wait), sdkLoop those made before the SDK's
+	// current loop began (Enter: 0, then each Resend): 32 bits each, so
+	// that a nesting call's allocation stays in its size class.
+	renewed int32
+	sdkLoop int32
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
@@ -479,7 +483,7 @@ func (gd *Guard) TryEnter() error {
 					return coe
 				}
 			}
-			gd.renewed = gd.retries
+			gd.renewed = int32(gd.retries)
 			gd.to(phaseRetryable)
 		}
 	}
@@ -795,7 +799,7 @@ func (gd *Guard) Resend() bool {
 	if _, err := gd.allowRetry(now, 0); err != nil {
 		return false
 	}
-	gd.sdkLoop = gd.retries
+	gd.sdkLoop = int32(gd.retries)
 	return true
 }
 
