@@ -396,6 +396,13 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 	// The lender of a loan publishes its attempt as that begins, its gate
 	// open already: a call that borrowed meanwhile waits for it.
 	held := (a.mode == wHold || a.mode == wPace) && loan != nil && loan == a.loan // a loan held across its attempts, as its own slot
+	if p := m.lenderOf(a, loan); held && p != nil && p.attempt != a.lenderAttempt {
+		// The same lend, lent by a later attempt of its lender, which
+		// published it first: the call gave its loan back (kept for a
+		// call it lent it on to) and borrowed the slot of that attempt
+		// (see reborrowed).
+		held = false
+	}
 	for loan != nil && !held && m.lenderOf(a, loan) == nil && m.bad == "" {
 		pub := m.pub
 		m.mu.Unlock()
@@ -422,12 +429,9 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 			m.wrong(fmt.Sprintf("%v went on a loan with no attempt of an enclosing call of its account running", a))
 			break
 		}
-		a.lender, a.lenderAttempt, a.key = p, p.attempt, p.key
-		a.via = append([]wTry{{p, p.attempt}}, p.via...)
-		if p.mode == wPace && p.attempt > 1 {
-			m.reached[casePacedLoan] = true
-		}
+		m.borrows(a, p)
 	}
+	m.reborrowed(a)
 	m.mu.Unlock()
 	for {
 		select {
@@ -449,6 +453,41 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 				return transientErr()
 			}
 			return nil
+		}
+	}
+}
+
+// borrows notes that a's running attempt goes on the slot of p's running
+// attempt, which it borrowed, and so do the running attempts that
+// borrowed a's: their slot is p's. m.mu is held.
+func (m *waitModel) borrows(a, p *wActor) {
+	a.lender, a.lenderAttempt, a.key = p, p.attempt, p.key
+	a.via = append([]wTry{{p, p.attempt}}, p.via...)
+	if p.mode == wPace && p.attempt > 1 {
+		m.reached[casePacedLoan] = true
+	}
+	for _, x := range m.actors {
+		if x != a && (x.st == wRun || x.st == wBusy) && x.lender == a && x.lenderAttempt == a.attempt {
+			m.borrows(x, a)
+		}
+	}
+}
+
+// reborrowed notes, as p's attempt begins, the running attempts that
+// borrowed its slot though the model has them on an earlier attempt's: a
+// call that holds its loan across its attempts (wHold, wPace) and lent it
+// on to a call that goes on gives it back as its next attempt begins
+// (kept for that call: see Guard.Enter), and waits for a slot; once that
+// loan comes back, it borrows the slot of its lender's next attempt,
+// often the same lend (its lender's inline one), and may publish its
+// attempt before its lender does, as held. A loan held across attempts
+// is never the lend of its lender's later attempt: a lender whose slot is
+// lent as its attempt begins takes another, on another lend. m.mu is
+// held.
+func (m *waitModel) reborrowed(p *wActor) {
+	for _, x := range m.actors {
+		if x != p && (x.st == wRun || x.st == wBusy) && x.loan != nil && x.loan == p.lend && x.lender == p && x.lenderAttempt < p.attempt {
+			m.borrows(x, p)
 		}
 	}
 }
