@@ -3,7 +3,6 @@ package cloudgazure
 import (
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -361,7 +360,7 @@ func requestScope(raw *http.Request) (resilience.Scope, bool) {
 		if sc.Service == ServiceCosmosDB {
 			return sc, true
 		}
-		if ep := endpoint(raw.URL); ep != "" {
+		if ep := scopekey.Endpoint(raw.URL.Host, raw.URL.Scheme); ep != "" {
 			return dataPlane(ep, ServiceCosmosDB), true
 		}
 		return ScopeOfURL(raw.URL), true
@@ -370,33 +369,11 @@ func requestScope(raw *http.Request) (resilience.Scope, bool) {
 		return sc, false
 	}
 	if svc := storageSDK(raw.Header[hdrUserAgent]); svc != "" {
-		if ep := endpoint(raw.URL); ep != "" {
+		if ep := scopekey.Endpoint(raw.URL.Host, raw.URL.Scheme); ep != "" {
 			return dataPlane(ep, svc), false
 		}
 	}
 	return scopeOfPath(raw.URL), false
-}
-
-// endpoint returns the endpoint of a URL whose host names no data plane's
-// account: the host name, with the port when the URL names one other
-// than its scheme's default (localhost:8081), an IPv6 host bracketed, as
-// a URL writes it ([::1]:8081, [::1]); "" when the URL names no host.
-// dataPlane lower-cases it.
-func endpoint(u *url.URL) string {
-	host := strings.TrimSuffix(u.Hostname(), ".")
-	if host == "" {
-		return ""
-	}
-	if port := u.Port(); port != "" && port != defaultPort(u.Scheme) {
-		// Two emulators on one host (localhost:8081,
-		// localhost:8082) are two endpoints.
-		return net.JoinHostPort(host, port)
-	}
-	if strings.IndexByte(host, ':') >= 0 {
-		// An IPv6 host, bracketed as with a port: [::1].
-		return "[" + host + "]"
-	}
-	return host
 }
 
 // hdrUserAgent is the User-Agent header, in canonical form.
@@ -445,18 +422,6 @@ func storageSDK(ua []string) string {
 			return ""
 		}
 		v = rest
-	}
-	return ""
-}
-
-// defaultPort is the port a URL of scheme names when it names none: 443
-// for https, 80 for http.
-func defaultPort(scheme string) string {
-	switch strings.ToLower(scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
 	}
 	return ""
 }

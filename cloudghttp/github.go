@@ -378,33 +378,11 @@ func enterpriseHost(r *http.Request) string {
 	if h == "" {
 		h = r.URL.Host
 	}
-	u := url.URL{Host: h}
-	name := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if name == "" {
-		return ""
-	}
-	if strings.IndexByte(name, ':') >= 0 {
-		name = "[" + name + "]"
-	}
-	if port := u.Port(); port != "" && port != defaultPort(r.URL.Scheme) {
-		name += ":" + port
-	}
+	name := scopekey.Endpoint(h, r.URL.Scheme)
 	if !scopekey.Plain(name) {
 		return ""
 	}
 	return name
-}
-
-// defaultPort is the port a URL of scheme names when it names none: 443
-// for https, 80 for http.
-func defaultPort(scheme string) string {
-	switch strings.ToLower(scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
 }
 
 // githubPath returns the path of u that githubRoute reads: its

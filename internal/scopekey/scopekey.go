@@ -5,6 +5,7 @@ package scopekey
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -170,4 +171,39 @@ const MaxPlain = 128
 // request's text makes scopes without bound.
 func Plain(p string) bool {
 	return len(p) <= MaxPlain && strings.IndexByte(p, ' ') < 0 && Printable(p)
+}
+
+// Endpoint returns a request's host as a scope part, for a host that
+// names no account of the provider's own (an emulator, a self-hosted
+// server): the host name in lower case without a final dot, an IPv6
+// address bracketed ([::1]), and the port when hostport names one other
+// than the default of scheme, 443 for https and 80 for http
+// (localhost:8081, [::1]:8081), so that two servers on one host's ports
+// are two endpoints; "" when hostport names no host. hostport is a URL's
+// Host or a request's Host header. The part is not checked against
+// Plain.
+func Endpoint(hostport, scheme string) string {
+	u := url.URL{Host: hostport}
+	name := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if name == "" {
+		return ""
+	}
+	if strings.IndexByte(name, ':') >= 0 {
+		name = "[" + name + "]"
+	}
+	if port := u.Port(); port != "" && port != defaultPort(scheme) {
+		name += ":" + port
+	}
+	return name
+}
+
+// defaultPort is the port a URL of scheme names when it names none.
+func defaultPort(scheme string) string {
+	switch strings.ToLower(scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }

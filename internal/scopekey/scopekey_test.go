@@ -51,3 +51,26 @@ func TestPlain(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint is the host name in lower case without a final dot, an IPv6
+// address bracketed, with its port unless it is the scheme's default, so
+// that two servers on one host's two ports are two endpoints.
+func TestEndpoint(t *testing.T) {
+	for _, c := range []struct{ hostport, scheme, want string }{
+		{"localhost:8081", "https", "localhost:8081"},
+		{"localhost:8082", "https", "localhost:8082"},
+		{"LocalHost:443", "https", "localhost"},
+		{"localhost:80", "http", "localhost"},
+		{"localhost:443", "http", "localhost:443"},
+		{"ghe.example.com.", "https", "ghe.example.com"},
+		{"[::1]", "https", "[::1]"},
+		{"[::1]:8081", "HTTPS", "[::1]:8081"},
+		{"[FE80::1%eth0]:443", "https", "[fe80::1%eth0]"},
+		{"", "https", ""},
+		{":8081", "https", ""},
+	} {
+		if got := Endpoint(c.hostport, c.scheme); got != c.want {
+			t.Errorf("Endpoint(%q, %q) = %q, want %q", c.hostport, c.scheme, got, c.want)
+		}
+	}
+}
