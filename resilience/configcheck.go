@@ -18,9 +18,10 @@ import (
 
 // Validate reports every setting that cannot work, each naming its key path
 // (ratelimit.aws.max_rps: must be > 0), joined with errors.Join: a value out
-// of its range (the ranges the YAML reader applies too, and a
+// of its range (the ranges the YAML reader applies too, a
 // breaker_threshold above 268435456, the most consecutive failures a breaker
-// counts), a rate too low to serve a call (a token no more often than once
+// counts, and a deadline_seconds above 2^60 ns, about 36.5 years, the
+// longest the governor keeps), a rate too low to serve a call (a token no more often than once
 // per deadline_seconds, which the error says how to fix, or a max_rps below a
 // min_rps set for its leaf), two
 // settings that contradict each other (min_rps above the max_rps in force
@@ -116,6 +117,11 @@ func (p *ProviderConfig) validate(name, path string) []error {
 	default:
 		bad("controller", fmt.Sprintf("unknown controller %q (aimd or goodput)", p.Controller))
 	}
+	if p.DeadlineSeconds > maxDeadline {
+		// The governor would keep maxDuration, and the rates below would
+		// be compared with a deadline it does not keep.
+		bad("deadline_seconds", seconds(p.DeadlineSeconds)+" is above the longest deadline the governor keeps (1152921504.606846976 s, 2^60 ns, about 36.5 years)")
+	}
 	if len(errs) > 0 {
 		return errs // the comparisons below need valid numbers
 	}
@@ -189,8 +195,8 @@ func (p *ProviderConfig) validate(name, path string) []error {
 // wait for one would be refused at once (a wait that reaches the deadline
 // has spent it, as Guard's admission reads it). It says what to set
 // instead: the lowest rate the deadline serves (slowestRate), or the
-// shortest deadline_seconds of the provider at path that serves the rate,
-// each the least number of three significant digits beyond the bound, so
+// shortest deadline_seconds of the provider at path that serves the rate
+// (unless that is above the longest the governor keeps), each the least number of three significant digits beyond the bound, so
 // that setting it is enough.
 func tooSlow(rate, deadline float64, isDefault bool, path string) string {
 	if rate == 0 {
@@ -208,9 +214,17 @@ func tooSlow(rate, deadline float64, isDefault bool, path string) string {
 	if isDefault {
 		ref += ", the default"
 	}
-	return fmt.Sprintf("%s is a token every %s, %s deadline_seconds (%s): a call that waits for one would be refused; set it to %s or more, or %s.deadline_seconds to %s or more",
-		rps(rate), seconds(apart(every, deadline)), rel, ref, rps(slowestRate(deadline)), path, seconds(above3(1/rate)))
+	msg := fmt.Sprintf("%s is a token every %s, %s deadline_seconds (%s): a call that waits for one would be refused; set it to %s or more",
+		rps(rate), seconds(apart(every, deadline)), rel, ref, rps(slowestRate(deadline)))
+	if d := above3(1 / rate); d <= maxDeadline {
+		msg += fmt.Sprintf(", or %s.deadline_seconds to %s or more", path, seconds(d))
+	}
+	return msg
 }
+
+// maxDeadline is the longest deadline_seconds Validate accepts: the
+// longest time the governor keeps (maxDuration), in seconds.
+var maxDeadline = maxDuration.Seconds()
 
 // apart returns every, a token's interval, to three significant digits, or
 // to as many more as tell it from the deadline it is longer than (a

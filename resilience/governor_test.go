@@ -368,7 +368,7 @@ func TestClockAccessor(t *testing.T) {
 
 func TestLongTimesDoNotOverflow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := ParseConfig([]byte("aws: {max_backoff_seconds: 1e10, breaker_cooldown_seconds: 600, breaker_max_cooldown_seconds: 1e10, deadline_seconds: 1e10, base_delay_seconds: 1e10}\n"))
+		cfg, err := ParseConfig([]byte("aws: {max_backoff_seconds: 1e10, breaker_cooldown_seconds: 600, breaker_max_cooldown_seconds: 1e10, deadline_seconds: 1152921504.606846976, base_delay_seconds: 1e10}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
