@@ -38,14 +38,23 @@ func TestASlowedScopesLineSaysItsRate(t *testing.T) {
 	})
 }
 
-// Counters' line says a rate under 0.1 rps with two significant digits,
-// and any other with one decimal, as the spec's worked example has it.
+// Counters' line says a rate of 1 rps or more with one decimal, as the
+// spec's worked example has it ("slowed to 5.0 rps"), and a rate under 1
+// rps, where one decimal would be a third or more off (0.165 read as
+// 0.2, 0.149 as 0.1) or 0.0, with two significant digits.
 func TestASlowedRateUnderATenthIsNotRoundedAway(t *testing.T) {
 	for _, c := range []struct {
 		rate float64
 		want string
 	}{
 		{5, "slowed to 5.0 rps"}, // the spec's worked example
+		{20, "slowed to 20.0 rps"},
+		{1.25, "slowed to 1.2 rps"},
+		{1, "slowed to 1.0 rps"},
+		{0.996, "slowed to 1.0 rps"},
+		{0.165, "slowed to 0.17 rps"}, // azure storage's 0.33 halved
+		{0.149, "slowed to 0.15 rps"},
+		{0.5, "slowed to 0.5 rps"},
 		{0.2, "slowed to 0.2 rps"},
 		{0.1, "slowed to 0.1 rps"},
 		{0.09375, "slowed to 0.094 rps"},

@@ -415,7 +415,7 @@ const minReportedWait = time.Second
 //	{n} calls panicked, {n} calls denied, {n} transient errors
 //
 // where the slowest rate is shown for a throttled scope (with one
-// decimal, or two significant digits under 0.1 rps), transient
+// decimal, or two significant digits under 1 rps), transient
 // errors only for a scope that was not throttled, and the pauses' time
 // in wall-clock time. The waits are added up over the callers, as the
 // totals' wait_seconds; when that sum reads as more time than passed
@@ -495,14 +495,17 @@ func (c Counters) message(scope string) string {
 }
 
 // rateText writes a rate in requests per second as a scope's line says
-// it: with one decimal (5.0, the spec's worked example), or, under 0.1
-// rps, where one decimal would round it to twice what it is or to 0.0,
-// with two significant digits (gcp's floor, 0.05; 0.094).
+// it: with one decimal (5.0, the spec's worked example), or, under 1 rps,
+// where one decimal would be a third or more off (0.165 as 0.2) or 0.0,
+// with two significant digits (azure storage's 0.33 halved, 0.17; gcp's
+// floor, 0.05; 0.094), a rate that rounds to 1 reading 1.0.
 func rateText(r float64) string {
-	if r >= 0.1 {
-		return strconv.FormatFloat(r, 'f', 1, 64)
+	if r < 1 {
+		if s := strconv.FormatFloat(r, 'g', 2, 64); s != "1" {
+			return s
+		}
 	}
-	return strconv.FormatFloat(r, 'g', 2, 64)
+	return strconv.FormatFloat(r, 'f', 1, 64)
 }
 
 func plural(n int64, one, many string) string {
