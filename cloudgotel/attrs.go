@@ -38,7 +38,7 @@ func (c *config) scopeAttrs(sc resilience.Scope) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 6)
 	kv = append(kv, semconv.CloudProviderKey.String(text(sc.Provider)))
 	if sc.Account != "" && !c.noAccount {
-		kv = append(kv, semconv.CloudAccountID(text(sc.Account)))
+		kv = append(kv, semconv.CloudAccountID(text(accountID(sc))))
 	}
 	if sc.Region != "" {
 		kv = append(kv, semconv.CloudRegion(text(sc.Region)))
@@ -50,6 +50,19 @@ func (c *config) scopeAttrs(sc resilience.Scope) []attribute.KeyValue {
 		kv = append(kv, semconv.RPCMethod(text(sc.Operation)))
 	}
 	return kv
+}
+
+// accountID returns sc's account as cloud.account.id says it: a GCP
+// project's (projects/<id>, as cloudggcp's scopes name it) is its bare
+// id, as OpenTelemetry's GCP resource detectors write it (the metadata
+// server's project id), so that a scope's series join the resources of
+// its project; any other account (a GCP organization's or folder's, which
+// is no project, organizations/<id>; another provider's) is as written.
+func accountID(sc resilience.Scope) string {
+	if id, ok := strings.CutPrefix(sc.Account, "projects/"); ok && sc.Provider == "gcp" && id != "" {
+		return id
+	}
+	return sc.Account
 }
 
 // text returns s as valid UTF-8: s itself when it is, else with U+FFFD

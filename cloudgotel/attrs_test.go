@@ -29,7 +29,15 @@ func TestScopeAttributes(t *testing.T) {
 		want map[attribute.Key]string
 	}{
 		{"all", config{}, ec2, map[attribute.Key]string{"cloud.provider": "aws", "cloud.account.id": "123456789012", "cloud.region": "eu-west-1", "rpc.service": "ec2", "rpc.method": "DescribeVpcs"}},
-		{"gcp", config{}, resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}, map[attribute.Key]string{"cloud.provider": "gcp", "cloud.account.id": "projects/p1", "rpc.service": "cloudasset"}},
+		// A GCP project's account is its bare id, as OpenTelemetry's GCP
+		// resource detectors write cloud.account.id (the project id of
+		// the metadata server), so that the two join; an organization's
+		// or a folder's, which is no project, keeps its kind, and another
+		// provider's account is as written.
+		{"gcp", config{}, resilience.Scope{Provider: "gcp", Account: "projects/p1", Service: "cloudasset"}, map[attribute.Key]string{"cloud.provider": "gcp", "cloud.account.id": "p1", "rpc.service": "cloudasset"}},
+		{"gcp organization", config{}, resilience.Scope{Provider: "gcp", Account: "organizations/123", Service: "cloudasset"}, map[attribute.Key]string{"cloud.provider": "gcp", "cloud.account.id": "organizations/123", "rpc.service": "cloudasset"}},
+		{"gcp folder", config{}, resilience.Scope{Provider: "gcp", Account: "folders/456", Service: "cloudasset"}, map[attribute.Key]string{"cloud.provider": "gcp", "cloud.account.id": "folders/456", "rpc.service": "cloudasset"}},
+		{"other provider", config{}, resilience.Scope{Provider: "myapi", Account: "projects/p1", Service: "rest"}, map[attribute.Key]string{"cloud.provider": "myapi", "cloud.account.id": "projects/p1", "rpc.service": "rest"}},
 		{"without account", config{noAccount: true}, ec2, map[attribute.Key]string{"cloud.provider": "aws", "cloud.region": "eu-west-1", "rpc.service": "ec2", "rpc.method": "DescribeVpcs"}},
 		{"without operation", config{noOperation: true}, ec2, map[attribute.Key]string{"cloud.provider": "aws", "cloud.account.id": "123456789012", "cloud.region": "eu-west-1", "rpc.service": "ec2"}},
 	} {

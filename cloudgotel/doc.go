@@ -74,7 +74,10 @@
 // A scope's parts are the attributes of the semantic conventions (v1.38.0,
 // the last to name the RPC service on its own): cloud.provider,
 // cloud.account.id, cloud.region, rpc.service and rpc.method, each only
-// when the part is set, as valid UTF-8 (a part that is not, caller data,
+// when the part is set (a GCP project's cloud.account.id is its bare id,
+// p1 for projects/p1, as OpenTelemetry's GCP resource detectors write
+// it, so that the two join; an organization's or a folder's keeps its
+// kind, organizations/123), as valid UTF-8 (a part that is not, caller data,
 // has U+FFFD for each run of bytes that is not, as has a throttle's
 // answer on a span: an exporter refuses such a value, Prometheus's
 // registry the whole scrape). cloudg.inflight and cloudg.waiting have the

@@ -177,7 +177,7 @@ func TestGauges(t *testing.T) {
 		acct := func(p, a string) string {
 			return key(attribute.String("cloud.provider", p), attribute.String("cloud.account.id", a))
 		}
-		if len(inflight) != 3 || inflight[acct("aws", "111111111111")] != 1 || inflight[acct("aws", "222222222222")] != 0 || inflight[acct("gcp", "projects/p1")] != 0 {
+		if len(inflight) != 3 || inflight[acct("aws", "111111111111")] != 1 || inflight[acct("aws", "222222222222")] != 0 || inflight[acct("gcp", "p1")] != 0 {
 			t.Errorf("in flight %v", inflight)
 		}
 		if len(waiting) != 3 || waiting[acct("aws", "111111111111")] != 0 {

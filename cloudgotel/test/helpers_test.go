@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -136,7 +137,11 @@ func key(kv ...attribute.KeyValue) string {
 func scopeKV(sc resilience.Scope, extra ...attribute.KeyValue) []attribute.KeyValue {
 	kv := []attribute.KeyValue{attribute.String("cloud.provider", sc.Provider)}
 	if sc.Account != "" {
-		kv = append(kv, attribute.String("cloud.account.id", sc.Account))
+		a := sc.Account
+		if sc.Provider == "gcp" {
+			a = strings.TrimPrefix(a, "projects/") // a project's bare id, as OpenTelemetry's GCP detectors write it
+		}
+		kv = append(kv, attribute.String("cloud.account.id", a))
 	}
 	if sc.Region != "" {
 		kv = append(kv, attribute.String("cloud.region", sc.Region))
