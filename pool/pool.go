@@ -55,10 +55,11 @@
 // pool of (resilience.Governor.WatchSlots): a call ending, in a task of
 // the pool or outside it, whether the task goes on (a page's call, the
 // task then working on the page) or not, and a cap raised by
-// resilience.Governor.Configure. The first in line of each account is
-// also asked every 50 ms, for a slot the pool gave a task that has not
-// taken it yet (its first call not made), and every one at least once a
-// second, likewise. The pool watches the governor's slots only while it
+// resilience.Governor.Configure. A slot the pool gave a task that works
+// past its hold (10 ms) before its first call goes to the next in line
+// as that hold ends. The first in line of each account is also asked
+// every 50 ms, for a slot the pool counts taken that is free (a backstop),
+// and every one at least once a second, likewise. The pool watches the governor's slots only while it
 // has tasks queued or running: an idle pool, one dropped without Wait
 // included, is not held by the governor, and costs the calls of the
 // process nothing. Cancelling the
@@ -729,16 +730,17 @@ const admitHold = 10 * time.Millisecond
 
 // hold makes q admitting for t: its next task waits until the first call
 // of t, just picked, is decided, or until admitHold has passed. A wake-up
-// is armed for the hold's end when q has tasks left, or its account has
-// queues held back (holdBack), which wait for the first hold of the
-// account to end, this one maybe: those kept in line behind the queue
-// leading them (unholdBack) were held back before it began. p.mu is
+// is armed for the hold's end when q has tasks left, t was started for a
+// slot freed (tookSlot), which the hold's end gives on (endHolds), or its
+// account has queues held back (holdBack), which wait for the first hold
+// of the account to end, this one maybe: those kept in line behind the
+// queue leading them (unholdBack) were held back before it began. p.mu is
 // held.
 func (p *Pool) hold(q *queue, t *task, now time.Duration) {
 	p.unlead(q)
 	q.where, q.holder, q.admitUntil = admitting, t, now+admitHold
 	p.holds.push(heldQueue{t, q.admitUntil})
-	if q.n > 0 || p.heldBack[account{q.scope.Provider, q.scope.Account}] {
+	if q.n > 0 || t.slotMark != 0 || p.heldBack[account{q.scope.Provider, q.scope.Account}] {
 		p.arm(q.admitUntil)
 	}
 }
@@ -757,7 +759,8 @@ func (h heldQueue) live() bool {
 }
 
 // endHolds ends the holds that have lasted admitHold by now: their queues
-// are ready again. It drops the entries of holds already decided. p.mu is
+// are ready again, and a slot freed that their task was started for goes
+// on (gaveBack). It drops the entries of holds already decided. p.mu is
 // held.
 func (p *Pool) endHolds(now time.Duration) {
 	for p.holds.len() > 0 {
@@ -768,6 +771,14 @@ func (p *Pool) endHolds(now time.Duration) {
 		}
 		p.holds.pop()
 		if live {
+			// A task started for a slot freed (tookSlot) that works
+			// past its hold before its first call has not taken the
+			// slot: it goes to the next queue of the account in line
+			// now, as the task's own queue goes on (decide), not at the
+			// next recheck (slotRecheck). Should the task's call come
+			// after that queue's took it, the call is refused the slot
+			// and the task goes back to its queue.
+			p.gaveBack(h.t)
 			p.decide(h.t.q)
 		}
 	}
@@ -860,11 +871,11 @@ func (p *Pool) unpark(q *queue) {
 // slotRecheck is how often queues waiting for a concurrency slot are looked
 // at again when the governor tells the pool of no slot freed (slotFreed):
 // the first in line of each account (see recheck). A backstop: every
-// slot freed is told at once, but the pool counts a slot it gave a task
-// (tookSlot) as taken until that task's first call is decided or the task
-// ends, and a task that works a while before that call (past its hold,
-// admitHold) leaves the slot free meanwhile, which the recheck gives the
-// next queue in line.
+// slot freed is told at once, and a slot the pool gave a task (tookSlot)
+// that works past its hold (admitHold) before its first call goes to the
+// next queue in line as the hold ends (endHolds), but the pool's count of
+// an account's slots taken is a bet (markFull) that the governor's answer
+// corrects only when a queue is asked.
 const slotRecheck = 50 * time.Millisecond
 
 // slot makes q wait for a concurrency slot: until the governor tells the
@@ -1220,7 +1231,8 @@ func (p *Pool) tookSlot(acct account) {
 // did not take it: its first call was refused (for a token or a pause, a
 // slot, an open breaker; of its scope or another one), before it took
 // one, or was made to another account's scope (DecidedIn), or it ended
-// with no first call decided (finish). The slot is given to the next queue of the account in line at
+// with no first call decided (finish), or not made within its hold
+// (endHolds). The slot is given to the next queue of the account in line at
 // once (passOn), not at the next recheck of the queues waiting for one
 // (slotRecheck). p.mu is held.
 func (p *Pool) gaveBack(t *task) {
