@@ -38,11 +38,13 @@
 // a host of one's own, goes in its endpoint's scope,
 // azure/<host name>/*/cosmosdb, with its port when the URL names one
 // other than its scheme's default: azure/localhost:8081/*/cosmosdb; a
-// request a Storage SDK made, known by the azsdk-go-azblob, -azqueue,
-// -aztables, -azfile or -azdatalake token azcore writes in its
-// User-Agent, on a host of no data plane's, Azurite's or a custom
+// request a data plane's SDK made, known by the token azcore writes in
+// its User-Agent (azsdk-go-azblob, -azqueue, -aztables, -azfile,
+// -azdatalake, -azsecrets, -azkeys, -azcertificates, -azappconfig,
+// -azsbadmin or -azcontainerregistry), on a host of no data plane's,
+// Azurite's, a Key Vault or App Configuration emulator's or a custom
 // domain's, goes in its endpoint's scope with the SDK's service:
-// azure/127.0.0.1:10000/*/blob),
+// azure/127.0.0.1:10000/*/blob, azure/localhost:8443/*/keyvault),
 // begins a
 // resilience.Guard (a tenant-level request, whose path names no
 // subscription, a Resource Graph query among them, is governed in its

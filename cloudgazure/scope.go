@@ -249,12 +249,17 @@ func oneOf(s string, suffixes []string) bool {
 // own): its endpoint's, azure/<host name>/*/cosmosdb, or
 // azure/<host name>:<port>/*/cosmosdb when the URL names a port other
 // than its scheme's default (two emulators on one host, localhost:8081
-// and localhost:8082, are two endpoints); and for a request a Storage SDK
-// made (its User-Agent names azblob, azqueue, aztables, azfile or
-// azdatalake, as azcore's telemetry policy writes it) on a host of no
-// data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1, or a
-// custom domain's): its endpoint's likewise, and the SDK's service, blob,
-// queue, table, file or dfs (azure/127.0.0.1:10000/*/blob), rather than
+// and localhost:8082, are two endpoints); and for a request a data
+// plane's SDK made (its User-Agent names azblob, azqueue, aztables,
+// azfile, azdatalake, azsecrets, azkeys, azcertificates, azappconfig,
+// azsbadmin or azcontainerregistry, as azcore's telemetry policy writes
+// it) on a host of no data plane's (Azurite's,
+// http://127.0.0.1:10000/devstoreaccount1, a Key Vault or App
+// Configuration emulator's, https://localhost:8443,
+// http://localhost:8483, or a custom domain's): its endpoint's likewise,
+// and the SDK's service, blob, queue, table, file, dfs, keyvault,
+// appconfig, messaging or acr (azure/127.0.0.1:10000/*/blob,
+// azure/localhost:8443/*/keyvault), rather than
 // Resource Manager's tenant-level scope (a scheduler that declares such a
 // request's scope declares that one). They govern a tenant-level request (its scope has no account,
 // and it is no Resource Graph query) whose bearer token is a JWT naming
@@ -330,13 +335,19 @@ func hostScope(u *url.URL) (resilience.Scope, bool) {
 //     https://localhost:8081, or a host of one's own in front of an
 //     account): its endpoint's, azure/<endpoint>/*/cosmosdb, as a Cosmos
 //     DB account's host names the account;
-//   - a Storage SDK's (storageSDK: azblob's, azqueue's, aztables's,
-//     azfile's or azdatalake's, as its User-Agent names it) on a host of
-//     no data plane's (Azurite's, http://127.0.0.1:10000/devstoreaccount1,
-//     or a custom domain's): its endpoint's, and the service of the SDK's
-//     clients, azure/<endpoint>/*/<service> (blob, queue, table, file,
-//     dfs), as a storage account's host (<account>.blob.core.windows.net)
-//     names the account and the service. A client reaches an account's
+//   - a data plane's SDK's (sdkService: a Storage SDK's, azblob's,
+//     azqueue's, aztables's, azfile's or azdatalake's, a Key Vault SDK's,
+//     azsecrets's, azkeys's or azcertificates's, azappconfig's, Service
+//     Bus's administration client's or azcontainerregistry's, as its
+//     User-Agent names it) on a host of no data plane's (Azurite's,
+//     http://127.0.0.1:10000/devstoreaccount1, a Key Vault emulator's,
+//     https://localhost:8443, App Configuration's emulator's,
+//     http://localhost:8483, or a custom domain's): its endpoint's, and
+//     the service of the SDK's clients, azure/<endpoint>/*/<service>
+//     (blob, queue, table, file, dfs, keyvault, appconfig, messaging,
+//     acr), as a storage account's host (<account>.blob.core.windows.net)
+//     names the account and the service, and a vault's, a store's, a
+//     namespace's or a registry's host the resource. A client reaches an account's
 //     private endpoint by the account's host, which its private DNS zone
 //     resolves to the endpoint's address, and is in the account's scope;
 //     the account's privatelink host
@@ -368,7 +379,7 @@ func requestScope(raw *http.Request) (resilience.Scope, bool) {
 	if ok {
 		return sc, false
 	}
-	if svc := storageSDK(raw.Header[hdrUserAgent]); svc != "" {
+	if svc := sdkService(raw.Header[hdrUserAgent]); svc != "" {
 		if ep := scopekey.Endpoint(raw.URL.Host, raw.URL.Scheme); ep != "" {
 			return dataPlane(ep, svc), false
 		}
@@ -379,16 +390,29 @@ func requestScope(raw *http.Request) (resilience.Scope, bool) {
 // hdrUserAgent is the User-Agent header, in canonical form.
 const hdrUserAgent = "User-Agent"
 
-// storageSDKs are the Storage SDKs, by the name azcore's telemetry policy
-// gives their module in a request's User-Agent (azsdk-go-<name>/<version>),
-// and the service of their clients' requests, the second label of a
-// storage account's hosts (<account>.<service>.core.windows.net).
-var storageSDKs = [...]struct{ name, service string }{
+// sdkServices are the data planes' SDKs whose clients may be pointed at a
+// host of no data plane's (an emulator's, a host of one's own), by the
+// name azcore's telemetry policy gives their module in a request's
+// User-Agent (azsdk-go-<name>/<version>: the module path's last element,
+// which the SDKs pass without their major version, azappconfig/v2 as
+// azappconfig), and the service of their clients' requests, the one
+// ScopeOfURL gives the data plane's hosts: the Storage SDKs' the second
+// label of a storage account's hosts (<account>.<service>.core.windows.net),
+// the Key Vault SDKs' keyvault, App Configuration's appconfig, Service
+// Bus's administration client's (azservicebus/admin, whose pipeline azcore
+// names azsbadmin) messaging and Container Registry's acr.
+var sdkServices = [...]struct{ name, service string }{
 	{"azblob", "blob"},
 	{"azqueue", "queue"},
 	{"aztables", "table"},
 	{"azfile", "file"},
 	{"azdatalake", "dfs"},
+	{"azsecrets", ServiceKeyVault},
+	{"azkeys", ServiceKeyVault},
+	{"azcertificates", ServiceKeyVault},
+	{"azappconfig", ServiceAppConfig},
+	{"azsbadmin", ServiceMessaging},
+	{"azcontainerregistry", ServiceContainerRegistry},
 }
 
 // telemetryPrefix begins the token azcore's telemetry policy writes in a
@@ -397,15 +421,17 @@ var storageSDKs = [...]struct{ name, service string }{
 // space.
 const telemetryPrefix = "azsdk-go-"
 
-// storageSDK returns the service of the Storage SDK (storageSDKs) whose
-// token begins a request's User-Agent ("blob" for
+// sdkService returns the service of the SDK (sdkServices) whose token
+// begins a request's User-Agent ("blob" for
 // azsdk-go-azblob/v1.6.4 (go1.26; linux)) or follows its first word, the
 // application's id, which azcore writes without spaces
-// (myapp azsdk-go-azblob/v1.6.4 ...); "" when that token names another
-// SDK's module, or neither word is such a token (a client whose
-// telemetry is disabled). A token later in the value, in a caller's own
-// User-Agent that azcore keeps after its own, is not read.
-func storageSDK(ua []string) string {
+// (myapp azsdk-go-azsecrets/v1.5.0 ...); "" when that token names another
+// SDK's module, or no module by itself (azsdk-go-v2, what azcore writes
+// for a module passed with its major version), or neither word is such a
+// token (a client whose telemetry is disabled). A token later in the
+// value, in a caller's own User-Agent that azcore keeps after its own, is
+// not read.
+func sdkService(ua []string) string {
 	if len(ua) == 0 {
 		return ""
 	}
@@ -414,7 +440,7 @@ func storageSDK(ua []string) string {
 		word, rest, _ := strings.Cut(v, " ")
 		if tok, ok := strings.CutPrefix(word, telemetryPrefix); ok {
 			name, _, ok := strings.Cut(tok, "/")
-			for _, s := range storageSDKs {
+			for _, s := range sdkServices {
 				if ok && name == s.name {
 					return s.service
 				}
