@@ -174,6 +174,11 @@ type callState struct {
 	// owed: azcore may retry the last attempt, and the Guard was not asked
 	// whether it may (shared.known is false): the next attempt asks first.
 	owed bool
+	// denied: the last attempt was answered with App Configuration's 429
+	// for its Storage quota (storageQuota), a refusal for a limit the
+	// governor does not pace: the per-call policy ends the request lost
+	// as denied (resilience.Guard.EndDenied).
+	denied bool
 
 	// The response whose delay headers are hidden from azcore, and their
 	// values, put back when the request ends.
@@ -371,7 +376,8 @@ func (st *callState) sent(returned *bool) {
 // partition that split or moved. App Configuration's 429 for its
 // Storage quota is fatal, and ends azcore's loop with its
 // *azcore.ResponseError: azcore would retry it by its status, and be
-// answered the same.
+// answered the same; the per-call policy ends the request lost as denied
+// (resilience.LossDenied).
 //
 // The Guard is asked for a retry only when azcore sends one: at once when
 // the policies know azcore retries the answer (its status is one azcore
@@ -397,8 +403,9 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	if storageQuota(resp) {
 		// App Configuration's Storage quota, which no wait replenishes:
 		// fatal, and a retry, which azcore makes of a 429, would be
-		// answered the same. azcore's loop ends with the answer.
-		st.owed = false
+		// answered the same. azcore's loop ends with the answer, and
+		// the request is lost as denied.
+		st.owed, st.denied = false, true
 		return nil, stop(se.response())
 	}
 	if !st.s.retries(resp.StatusCode) || st.lastTry() {

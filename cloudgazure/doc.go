@@ -67,7 +67,9 @@
 //     x-ms-retry-after-ms, Retry-After, or x-ms-user-quota-resets-after
 //     when that is the only one), capped at resilience.MaxPause; but App
 //     Configuration's 429 for its Storage quota, which no wait
-//     replenishes, is fatal, and azcore does not retry it;
+//     replenishes, is fatal, azcore does not retry it, and the request
+//     is lost as denied (resilience.LossDenied), a refusal for a limit
+//     the governor does not pace;
 //   - 408, 500, 502, 504: a transient answer, counted;
 //   - success: additive recovery and breaker reset; Resource Graph's
 //     x-ms-user-quota-remaining: 0 pauses its scope until the quota

@@ -263,7 +263,13 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		resp, err = req.Next()
 	}
 	st.restore()
-	st.guard(nil).End(st.final(resp, err))
+	if fin := st.final(resp, err); st.denied {
+		// App Configuration's Storage quota refused the request: lost
+		// as denied, a limit the governor does not pace.
+		st.guard(nil).EndDenied(fin)
+	} else {
+		st.guard(nil).End(fin)
+	}
 	returned = true
 	return resp, err
 }
