@@ -2,7 +2,6 @@ package cloudgaws
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/internal/ctxend"
 	"github.com/cloudg/cloudg/internal/cutctx"
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -336,8 +336,15 @@ func (m *initializeMiddleware) HandleInitialize(ctx context.Context, in middlewa
 // attempt token (both return the context's error, not a cancelled
 // request).
 func sleepCut(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
 	var rc *aws.RequestCanceledError
-	return errors.As(err, &rc) || errors.Is(err, context.Canceled) && ctx.Err() == nil
+	if cut, _ := errread.As(err, &rc); cut {
+		return true
+	}
+	cancelled, _ := errread.Is(err, context.Canceled)
+	return cancelled && ctx.Err() == nil
 }
 
 // attemptsRanOut reports whether the SDK's loop ended because its
@@ -347,7 +354,8 @@ func attemptsRanOut(err error) bool {
 		return false // before the target below, which escapes: no allocation on success
 	}
 	var mae *retry.MaxAttemptsError
-	return errors.As(err, &mae)
+	ran, _ := errread.As(err, &mae)
+	return ran
 }
 
 // attemptMiddleware runs once per attempt, inside the SDK's retry loop

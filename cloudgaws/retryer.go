@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/cloudg/cloudg/internal/errread"
 )
 
 // retryer is the SDK retryer of a governed client: the SDK's standard or
@@ -74,8 +75,10 @@ func (r *retryer) IsErrorRetryable(err error) bool {
 	var te *ThrottlingError
 	var nr *notRetryable
 	var sp *stopped
-	if errors.As(err, &te) || errors.As(err, &nr) || errors.As(err, &sp) {
-		return false
+	for _, own := range [...]any{&te, &nr, &sp} {
+		if found, _ := errread.As(err, own); found {
+			return false
+		}
 	}
 	return r.RetryerV2.IsErrorRetryable(err)
 }
@@ -109,8 +112,7 @@ func (r *retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) e
 	st := stateFrom(ctx)
 	governed := st != nil && st.gd != nil && st.unsent == nil
 	if err != nil {
-		var qe ratelimit.QuotaExceededError
-		if !governed || !errors.As(err, &qe) {
+		if !governed || !quotaExceeded(err) {
 			if governed {
 				st.refused(opErr, err)
 				// The SDK asks RetryDelay for its sleep before returning
@@ -286,7 +288,7 @@ func (r *retryer) drop(opErr error, st *callState) {
 // middleware), or d.
 func sdkSleep(d time.Duration, opErr error) time.Duration {
 	var re *awshttp.ResponseError
-	if !errors.As(opErr, &re) || re.Response == nil || re.Response.Response == nil {
+	if found, _ := errread.As(opErr, &re); !found || re.Response == nil || re.Response.Response == nil {
 		return d
 	}
 	v := re.Response.Header.Get("X-Amz-Retry-After")
@@ -298,6 +300,15 @@ func sdkSleep(d time.Duration, opErr error) time.Duration {
 		return d
 	}
 	return min(max(time.Duration(ms)*time.Millisecond, d), d+5*time.Second)
+}
+
+// quotaExceeded reports whether err, a base retryer's refusal of a retry
+// token, is its retry quota's (ratelimit.QuotaExceededError: "retry quota
+// exceeded").
+func quotaExceeded(err error) bool {
+	var qe ratelimit.QuotaExceededError
+	found, _ := errread.As(err, &qe)
+	return found
 }
 
 // asV2 is the SDK's own adaptation of a plain Retryer.

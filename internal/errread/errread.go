@@ -6,7 +6,9 @@
 package errread
 
 import (
+	"errors"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -81,10 +83,68 @@ func Readers() []Reader {
 // messages of errors a caller or an SDK made, and such a panic is theirs,
 // not a crash of the governor's.
 func Message(err error) (msg string, panicked any) {
+	return Read(err, error.Error)
+}
+
+// Read returns read(err), for a read of an error a caller or an SDK made
+// that runs the methods of the errors of its chain (Error, Unwrap, As,
+// Is, GRPCStatus: errors.As, errors.Is, grpc's status.Code). When one of
+// them panics (a typed nil pointer in the chain whose method reads its
+// receiver: a nil *smithy.OperationError, *googleapi.Error or
+// *apierror.APIError), Read returns the zero T and the panic's value,
+// never nil: such a panic is the error's, not a crash of the governor's.
+// read must only read err: a panic of its own code is recovered alike.
+func Read[T any](err error, read func(error) T) (v T, panicked any) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg, panicked = "", r
+			var zero T
+			v, panicked = zero, r
 		}
 	}()
-	return err.Error(), nil
+	return read(err), nil
+}
+
+// As is errors.As(err, target) read through Read: it reports false, and
+// the panic's value, when a method of an error of err's chain panics. An
+// error of the chain that matches target but is a nil pointer (a typed
+// nil *awshttp.ResponseError, or one in an interface target) is no such
+// error either: As reports false and sets *target to its zero value, so
+// that the caller never reads a nil pointer's fields. target must be a
+// non-nil pointer, as errors.As requires; As panics otherwise, before
+// reading err.
+func As(err error, target any) (found bool, panicked any) {
+	t := reflect.ValueOf(target)
+	if !t.IsValid() || t.Kind() != reflect.Pointer || t.IsNil() {
+		panic("errread: target must be a non-nil pointer")
+	}
+	if err == nil {
+		return false, nil
+	}
+	found, panicked = Read(err, func(e error) bool { return errors.As(e, target) })
+	if found && nilMatch(t.Elem()) {
+		t.Elem().SetZero()
+		found = false
+	}
+	return found, panicked
+}
+
+// nilMatch reports whether v, the error errors.As set a target to, is a
+// nil pointer, alone or in an interface.
+func nilMatch(v reflect.Value) bool {
+	if v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return true
+		}
+		v = v.Elem()
+	}
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// Is is errors.Is(err, target) read through Read: it reports false, and
+// the panic's value, when a method of an error of err's chain panics.
+func Is(err, target error) (found bool, panicked any) {
+	if err == nil {
+		return target == nil, nil
+	}
+	return Read(err, func(e error) bool { return errors.Is(e, target) })
 }

@@ -1,0 +1,54 @@
+package errread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// nilUnwrapper is an error type whose methods read their receiver, as the
+// SDKs' do (*smithy.OperationError, *googleapi.Error).
+type nilUnwrapper struct{ err error }
+
+func (e *nilUnwrapper) Error() string { return e.err.Error() }
+func (e *nilUnwrapper) Unwrap() error { return e.err }
+
+// As and Is read a chain that holds a typed nil whose Unwrap panics
+// without panicking: false, and the panic's value. A typed nil that
+// matches As's target is no such error. Over a readable chain they are
+// errors.As and errors.Is.
+func TestAsAndIsSurviveATypedNilInTheChain(t *testing.T) {
+	broken := fmt.Errorf("wrapped: %w", (*nilUnwrapper)(nil))
+	var target *nilUnwrapper
+	if found, p := As(fmt.Errorf("x: %w", broken), new(*testing.T)); found || p == nil {
+		// no error of the chain is a *testing.T: the walk reaches the nil's Unwrap
+		t.Errorf("As past a nil *nilUnwrapper = %v, %v; want false and the panic", found, p)
+	}
+	if found, p := As(broken, &target); found || p != nil || target != nil {
+		t.Errorf("As(a nil *nilUnwrapper) = %v, %v, target %v; want false, no panic, nil", found, p, target)
+	}
+	var iface interface{ Unwrap() error }
+	if found, _ := As((*nilUnwrapper)(nil), &iface); found || iface != nil {
+		t.Errorf("As(a nil *nilUnwrapper into an interface) = %v, %v; want false, nil", found, iface)
+	}
+	if found, p := Is(broken, context.Canceled); found || p == nil {
+		t.Errorf("Is past a nil *nilUnwrapper = %v, %v; want false and the panic", found, p)
+	}
+	readable := fmt.Errorf("x: %w", &nilUnwrapper{err: context.Canceled})
+	if found, p := As(readable, &target); !found || p != nil || target == nil {
+		t.Errorf("As(readable) = %v, %v, %v; want the *nilUnwrapper", found, p, target)
+	}
+	if found, p := Is(readable, context.Canceled); !found || p != nil {
+		t.Errorf("Is(readable) = %v, %v; want true", found, p)
+	}
+	if found, _ := Is(nil, nil); !found {
+		t.Error("Is(nil, nil) = false, want errors.Is's true")
+	}
+	if msg, p := Message((*nilUnwrapper)(nil)); msg != "" || p == nil {
+		t.Errorf("Message(a nil *nilUnwrapper) = %q, %v; want \"\" and the panic", msg, p)
+	}
+	if msg, p := Message(errors.New("m")); msg != "m" || p != nil {
+		t.Errorf("Message = %q, %v", msg, p)
+	}
+}
