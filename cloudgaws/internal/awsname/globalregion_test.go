@@ -48,6 +48,10 @@ func TestRegion(t *testing.T) {
 		{"s3", "eu-west-1", "eu-west-1"},
 		{"sts", "us-east-1", "us-east-1"},
 		{"sts", "eu-west-1", "eu-west-1"},
+		// STS's global endpoint names itself, as botocore does: AWS serves
+		// it in the caller's region or in us-east-1, by where the call
+		// comes from, which the client does not know (see the README).
+		{"sts", "aws-global", "aws-global"},
 		{"ec2", "eu-west-1", "eu-west-1"},
 		// A region a global service serves by an endpoint of its own.
 		{"health", "us-east-2", "us-east-2"},
