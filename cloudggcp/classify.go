@@ -2,7 +2,6 @@ package cloudggcp
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -355,10 +354,10 @@ func retryDelay(st *status.Status) (d time.Duration, ok bool) {
 // (messageTooLarge), which every retry would meet again. Whether a retry
 // is then allowed is the governor's decision (Guard.Retry).
 func retryable(err error) bool {
-	switch status.Code(err) {
+	switch grpcCode(err) {
 	case codes.ResourceExhausted:
 		var se interface{ GRPCStatus() *status.Status }
-		if errors.As(err, &se) {
+		if found, _ := errread.As(err, &se); found {
 			// the status's own message, not a wrapping error's text
 			tooLarge, _ := messageTooLarge(se.GRPCStatus().Message())
 			return !tooLarge
@@ -370,11 +369,36 @@ func retryable(err error) bool {
 	return false
 }
 
+// grpcCode is grpc's status.Code(err), read through errread.Read: an
+// error whose chain holds a typed nil whose methods panic as grpc reads
+// it (a nil *googleapi.Error or *apierror.APIError an application
+// wrapped) is Unknown, as grpc reads an error of no status.
+func grpcCode(err error) codes.Code {
+	c, panicked := errread.Read(err, status.Code)
+	if panicked != nil {
+		return codes.Unknown
+	}
+	return c
+}
+
+// grpcStatus is grpc's status.Convert(err), read through errread.Read: an
+// error whose chain holds a typed nil whose methods panic as grpc reads
+// it is a status of Unknown without a message.
+func grpcStatus(err error) *status.Status {
+	st, panicked := errread.Read(err, status.Convert)
+	if panicked != nil {
+		return status.New(codes.Unknown, "")
+	}
+	return st
+}
+
 // Unavailable reports whether err says the RPC cannot be used here at all
 // (PermissionDenied or Unimplemented): the listing helper then falls back
-// from ListAssets to SearchAllResources.
+// from ListAssets to SearchAllResources. An error whose chain panics as
+// it is read (a typed nil *googleapi.Error an application wrapped) says
+// neither: Unavailable reports false, and does not panic.
 func Unavailable(err error) bool {
-	switch status.Code(err) {
+	switch grpcCode(err) {
 	case codes.PermissionDenied, codes.Unimplemented:
 		return true
 	}

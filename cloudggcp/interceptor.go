@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 )
 
 // ClientOption returns the client option that installs UnaryClientInterceptor
@@ -693,7 +692,7 @@ func (e *streamEnd) opened() {
 // delivered a message (a Watch shut down, as a Watch ends) was served:
 // a success too, not a call lost as cancelled.
 func (e *streamEnd) end(err error) {
-	if err != nil && e.served.Load() && status.Code(err) == codes.Canceled && errors.Is(e.ctx.Err(), context.Canceled) {
+	if err != nil && e.served.Load() && grpcCode(err) == codes.Canceled && errors.Is(e.ctx.Err(), context.Canceled) {
 		err = nil
 	}
 	if err == nil {

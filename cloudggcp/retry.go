@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/internal/attemptctx"
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/resilience"
 	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/googleapi"
@@ -230,7 +231,8 @@ func (s *callState) endedByContext(err error) (time.Duration, bool) {
 // call gax tells the Retry option nothing once it succeeds.
 func restAnswer(err error) bool {
 	var ge *googleapi.Error
-	return errors.As(err, &ge)
+	found, _ := errread.As(err, &ge)
+	return found
 }
 
 // sleep sleeps d, the pause before the retry the guard just allowed, on
@@ -491,7 +493,7 @@ func endedBy(err error, ctx context.Context) bool {
 	if cerr == nil {
 		return false
 	}
-	st := status.Convert(err)
+	st := grpcStatus(err)
 	if errors.Is(cerr, context.DeadlineExceeded) {
 		return st.Code() == codes.DeadlineExceeded
 	}
@@ -517,11 +519,25 @@ func (s *callState) outcome(err error) error {
 	if s.final != nil {
 		return s.final
 	}
-	if s.last != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !errors.Is(s.last, err) {
+	if s.last != nil && contextEnd(err) && !isErr(s.last, err) {
 		// gax's sleep before a retry was cut short by a context.
 		return &RetryStoppedError{Scope: s.scope, Err: s.last, Reason: err}
 	}
 	return err
+}
+
+// contextEnd reports whether err is, or wraps, a context's end
+// (context.DeadlineExceeded or context.Canceled); an error whose chain
+// panics as it is read (a typed nil an application wrapped) is not.
+func contextEnd(err error) bool {
+	return isErr(err, context.DeadlineExceeded) || isErr(err, context.Canceled)
+}
+
+// isErr is errors.Is(err, target), read through errread.Is: false when a
+// method of err's chain panics.
+func isErr(err, target error) bool {
+	found, _ := errread.Is(err, target)
+	return found
 }
 
 // backoff returns the pause before retry n (1-based): 1 s, doubling,
