@@ -20,7 +20,9 @@ var ErrNotInstalled = errors.New("cloudgaws: the config is not installed")
 // of the aws partition is aws-global, in aws-cn aws-cn-global, and in
 // the name of one of its global endpoints, aws-us-gov-global, that
 // endpoint's; a FIPS pseudo-region, fips-us-east-1 or us-east-1-fips, is
-// its region, us-east-1, as the SDK reads it), the service's botocore-style name,
+// its region, us-east-1, as the SDK reads it; a region that is not plain
+// text, as one read from a file with its newline, is none, shown as *),
+// the service's botocore-style name,
 // and operation, the SDK's operation name ("DescribeVpcs"). service is
 // the SDK's service ID,
 // the ServiceID constant of the client's package (ec2.ServiceID,

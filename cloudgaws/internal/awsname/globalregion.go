@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cloudg/cloudg/internal/cowmap"
+	"github.com/cloudg/cloudg/internal/scopekey"
 )
 
 // The tables partitions and globalServices are generated from botocore
@@ -58,11 +59,19 @@ var patterns = func() []*regexp.Regexp {
 // aws-us-gov-global to GovCloud's), not a region of no partition, in the
 // aws one.
 //
+// A region that is not plain text (scopekey.Plain: a newline, a space, a
+// control character, more than 128 bytes; one read from a file with its
+// newline) is "", no region: a scope's parts reach log lines, metric
+// labels and the status page, and the SDK sends no call in such a region.
+//
 // A FIPS pseudo-region (fips-us-east-1, us-east-1-fips,
 // fips-us-gov-west-1) is first read as its region (see FIPSRegion), as
 // the SDK reads it: the FIPS endpoint of the region's service, under the
 // account's limits in that region.
 func Region(service, region string) string {
+	if !scopekey.Plain(region) {
+		return "" // no region a scope may name (see above)
+	}
 	region = FIPSRegion(region)
 	eps, ok := globalServices[service]
 	if !ok {
