@@ -200,3 +200,46 @@ func TestAPanickingScanGivesTheAgentItsValueAndLogsItsStack(t *testing.T) {
 		}
 	})
 }
+
+// The scan tool's account comes from an agent: an account no provider
+// has (a newline, a space, a bidirectional override, 4 KB of digits, a
+// path) is refused before it becomes a scope of the governor (which
+// would keep its state, and write it to log lines and metric labels as
+// it is) or of the guard, as package state's Scope asks of a scope
+// function; each provider's own form is taken, an Azure subscription in
+// the lower case its integration's scopes use.
+func TestScanRefusesAnAccountNoProviderHas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScanner(t)
+		cs := connect(t, newServer(s), "agent")
+		for _, args := range []map[string]any{
+			{"provider": "aws", "account": "123456789012\nINFO forged=1"},
+			{"provider": "aws", "account": "1234 5678901"},
+			{"provider": "aws", "account": "\u202e123456789012"},
+			{"provider": "aws", "account": strings.Repeat("1", 4096)},
+			{"provider": "aws", "account": "12345678901"},
+			{"provider": "gcp", "account": "projects/p1/../../x"},
+			{"provider": "gcp", "account": "p1"},
+			{"provider": "azure", "account": "8f1c2d3e-4a5b-6c7d-8e9f"},
+		} {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "scan", Arguments: args})
+			if err != nil || !res.IsError {
+				t.Errorf("%s account %.40q: scanned (%v); want a tool error", args["provider"], args["account"], err)
+			}
+		}
+		if n, sum := s.estate.attempts.Load(), s.gov.Summary(nil); n != 0 || len(sum.Scopes) != 0 || s.guard.Status().Started != 0 {
+			t.Fatalf("the estate answered %d attempts, the governor keeps %d scopes, the guard started %d scans; want none",
+				n, len(sum.Scopes), s.guard.Status().Started)
+		}
+		for _, c := range []struct{ provider, account, scope string }{
+			{"gcp", "projects/inventory-prod", "gcp/projects/inventory-prod"},
+			{"gcp", "organizations/123456789", "gcp/organizations/123456789"},
+			{"azure", "8F1C2D3E-4A5B-6C7D-8E9F-0A1B2C3D4E5F", "azure/8f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f"},
+		} {
+			var out ScanOutput
+			if res := call(t, cs, "scan", map[string]any{"provider": c.provider, "account": c.account}, &out); res.IsError || out.Dataset == nil || out.Dataset.Scope != c.scope {
+				t.Errorf("%s %s: error %v, %+v; want a dataset of %s", c.provider, c.account, res.IsError, out.Dataset, c.scope)
+			}
+		}
+	})
+}

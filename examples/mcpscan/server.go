@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/cloudg/cloudg/liveop"
@@ -29,7 +31,7 @@ type scanner struct {
 // ScanInput is the scan tool's input.
 type ScanInput struct {
 	Provider string `json:"provider" jsonschema:"aws, azure or gcp"`
-	Account  string `json:"account" jsonschema:"the account id, subscription id or projects/<id> to collect"`
+	Account  string `json:"account" jsonschema:"the AWS account id (12 digits), Azure subscription id (a GUID) or GCP projects/<id>, organizations/<id> or folders/<id> to collect"`
 }
 
 // ScanOutput is the scan tool's output: a fresh dataset, or a refusal and
@@ -72,13 +74,22 @@ func newServer(s *scanner) *mcp.Server {
 // scan runs the estate walk under the guard. Its caller, for the quota, is
 // the client's declared name.
 func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInput) (*mcp.CallToolResult, ScanOutput, error) {
-	switch in.Provider {
-	case "aws", "azure", "gcp":
-	default:
+	form, ok := accountForms[in.Provider]
+	if !ok {
 		return nil, ScanOutput{}, fmt.Errorf("unknown provider %q (aws, azure or gcp)", in.Provider)
 	}
 	if in.Account == "" {
 		return nil, ScanOutput{}, errors.New("account is required")
+	}
+	// The account comes from the agent: one that is not of the provider's
+	// form would become a scope of the governor and the guard, kept and
+	// written to log lines as it is (package state's Scope asks a scope
+	// function for printable parts of bounded length).
+	if !form.re.MatchString(in.Account) {
+		return nil, ScanOutput{}, fmt.Errorf("%s account %.64q is not %s", in.Provider, in.Account, form.what)
+	}
+	if in.Provider == "azure" {
+		in.Account = strings.ToLower(in.Account) // as the integration's scopes write it
 	}
 	scope := in.Provider + "/" + in.Account
 	caller := ""
@@ -114,6 +125,17 @@ func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInp
 		return nil, ScanOutput{}, err
 	}
 	return nil, ScanOutput{Dataset: d}, nil
+}
+
+// accountForms are the accounts each provider's scan takes: the form of
+// the provider's own ids, as the SDK integrations put them in scopes.
+var accountForms = map[string]struct {
+	re   *regexp.Regexp
+	what string
+}{
+	"aws":   {regexp.MustCompile(`^[0-9]{12}$`), "an AWS account id (12 digits)"},
+	"azure": {regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`), "an Azure subscription id (a GUID)"},
+	"gcp":   {regexp.MustCompile(`^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]|projects/[0-9]{1,20}|organizations/[0-9]{1,20}|folders/[0-9]{1,20})$`), "projects/<id>, organizations/<id> or folders/<id>"},
 }
 
 // scanError is the scan tool's error for a collection that panicked:
