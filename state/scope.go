@@ -126,14 +126,29 @@ func (s *Scope) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ScopeKeyError is ParseScope's error, and Scope's when it reads a key
+// as text (a JSON map's key): Key is not a scope in Key's form, for
+// Reason. Nothing changes a ScopeKeyError once returned: several
+// goroutines may read one at once. The zero ScopeKeyError names no key.
+type ScopeKeyError struct {
+	Key    string // the text read
+	Reason string // what is wrong with it: "no provider", ...
+}
+
+// Error returns the key, quoted, and the reason.
+func (e *ScopeKeyError) Error() string {
+	return fmt.Sprintf("state: scope key %q: %s", e.Key, e.Reason)
+}
+
 // ParseScope reads a scope in Key's form:
 // provider/account/region/service[/operation], each part escaped as Key
 // escapes it and * for an empty one. It is Key's inverse: ParseScope(s.Key())
-// is s, for every scope with a provider.
+// is s, for every scope with a provider. A key it refuses is a
+// *ScopeKeyError.
 func ParseScope(key string) (Scope, error) {
 	parts := strings.Split(key, "/")
 	if len(parts) != 4 && len(parts) != 5 {
-		return Scope{}, fmt.Errorf("state: scope key %q: want provider/account/region/service[/operation]", key)
+		return Scope{}, &ScopeKeyError{Key: key, Reason: "want provider/account/region/service[/operation]"}
 	}
 	var out [5]string
 	for i, p := range parts {
@@ -142,12 +157,12 @@ func ParseScope(key string) (Scope, error) {
 		}
 		v, err := scopekey.Unescape(p)
 		if err != nil || v == "" {
-			return Scope{}, fmt.Errorf("state: scope key %q: part %d %q is not escaped as Key escapes it", key, i+1, p)
+			return Scope{}, &ScopeKeyError{Key: key, Reason: fmt.Sprintf("part %d %q is not escaped as Key escapes it", i+1, p)}
 		}
 		out[i] = v
 	}
 	if out[0] == "" {
-		return Scope{}, fmt.Errorf("state: scope key %q has no provider", key)
+		return Scope{}, &ScopeKeyError{Key: key, Reason: "no provider"}
 	}
 	return Scope{Provider: out[0], Account: out[1], Region: out[2], Service: out[3], Operation: out[4]}, nil
 }
