@@ -70,27 +70,29 @@ func TestAQueueMovesToTheBucketConfigureMade(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		want time.Duration // when the last of 20 calls queued at 1 rps goes, configured at 1 s
+		want time.Duration // when the last of 20 calls queued at 1 rps goes, configured at 1.5 s
 	}{
-		// 20 calls: one at once, then 19 at 1 rps. From 1 s, 18 queued:
-		// the new bucket's burst, and 17 at 100 rps.
-		{"rate raised", Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 100, Burst: 1}}}}, time.Second + 170*time.Millisecond},
+		// 20 calls: one at once, then 19 at 1 rps. From 1.5 s (no token
+		// due then, so no call goes beside the Configure at the same
+		// instant, in either order), 18 queued: the new bucket's burst,
+		// and 17 at 100 rps.
+		{"rate raised", Config{AWS: ProviderConfig{Services: map[string]ServiceConfig{"ec2": {MaxRPS: 100, Burst: 1}}}}, 1500*time.Millisecond + 170*time.Millisecond},
 		// Other settings: the bucket is kept, and the queue in it.
 		{"breaker changed", Config{AWS: ProviderConfig{BreakerThreshold: 9, Services: map[string]ServiceConfig{"ec2": {MaxRPS: 1, Burst: 1}}}}, 19 * time.Second},
 		{"the same", slow, 19 * time.Second},
 		// No longer governed: every waiting call goes at once.
-		{"disabled", Config{Enabled: new(false)}, time.Second},
+		{"disabled", Config{Enabled: new(false)}, 1500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGov(t, slow)
 				wait := waitingCalls(g, ec2Vpcs, 20)
-				time.Sleep(time.Second)
+				time.Sleep(1500 * time.Millisecond)
 				if err := g.Configure(tc.cfg); err != nil {
 					t.Fatal(err)
 				}
 				if last := wait(); last != tc.want {
-					t.Fatalf("the last of 20 calls queued at 1 rps went at %v, configured at 1s; want %v", last, tc.want)
+					t.Fatalf("the last of 20 calls queued at 1 rps went at %v, configured at 1.5s; want %v", last, tc.want)
 				}
 			})
 		})
