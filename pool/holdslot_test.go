@@ -18,8 +18,8 @@ import (
 // on then, not at the next recheck of the queues waiting for a slot
 // (slotRecheck). Here an account with one slot; op0's task holds it with
 // its call, op1's task works 200 ms before its call, op2's waits: op2's
-// call takes the slot as op1's hold ends, and op1's call, refused it, is
-// made once op2's ends.
+// call takes the slot as op1's hold ends (op1's call, made at 200 ms,
+// finds it free again: the next test has it refused).
 func TestASlotGivenATaskThatWorksPastItsHoldGoesOnAtTheHoldsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := cappedGov(t, 1)
@@ -55,4 +55,78 @@ func TestASlotGivenATaskThatWorksPastItsHoldGoesOnAtTheHoldsEnd(t *testing.T) {
 			t.Fatalf("op2's call began %v after the slot was freed, op1's task working before its first call; want %v, as op1's hold ended", op2At.Sub(freed), admitHold)
 		}
 	})
+}
+
+// The task whose slot went on at its hold's end (see above) makes its
+// call after the next queue's call took the slot: that call is refused
+// before anything is sent, nothing is lost (the ledger is empty), and the
+// task runs again, from the start, once the call that took the slot
+// ends: its queue waits for the slot, not for the next recheck. Here
+// op2's call holds the slot 500 ms; op1's task, which works 200 ms before
+// its call, is refused at 200 ms, runs again as op2's call ends (510 ms),
+// and its call is made 200 ms later.
+func TestATaskWhoseSlotWentOnAtItsHoldsEndRunsAgainWhenTheSlotIsFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 1)
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, ctx := New(ctx, Workers(4), WithGovernor(g))
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var op1Runs, op1Calls []time.Time
+		var op2End time.Time
+		p.Go(ctx, scope("op0"), func(ctx context.Context) error {
+			return resilience.Do(ctx, scope("op0"), func(context.Context) error { <-release; return nil }, resilience.WithGovernor(g))
+		})
+		synctest.Wait()
+		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
+			mu.Lock()
+			op1Runs = append(op1Runs, time.Now())
+			mu.Unlock()
+			time.Sleep(200 * time.Millisecond) // its own work, before its first call
+			return resilience.Do(ctx, scope("op1"), func(context.Context) error {
+				mu.Lock()
+				op1Calls = append(op1Calls, time.Now())
+				mu.Unlock()
+				return nil
+			}, resilience.WithGovernor(g))
+		})
+		synctest.Wait()
+		p.Go(ctx, scope("op2"), func(ctx context.Context) error {
+			return resilience.Do(ctx, scope("op2"), func(context.Context) error {
+				time.Sleep(500 * time.Millisecond)
+				mu.Lock()
+				op2End = time.Now()
+				mu.Unlock()
+				return nil
+			}, resilience.WithGovernor(g))
+		})
+		time.Sleep(time.Second)
+		synctest.Wait() // op1 and op2 wait for the slot, op1 first
+		freed := time.Now()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if want := admitHold + 500*time.Millisecond; op2End.Sub(freed) != want {
+			t.Fatalf("op2's call ended %v after the slot was freed; want %v (it took the slot as op1's hold ended)", op2End.Sub(freed), want)
+		}
+		if len(op1Runs) != 2 || !op1Runs[1].Equal(op2End) {
+			t.Fatalf("op1's task ran at %v after the slot was freed; want twice, again as op2's call ended (%v)", since(freed, op1Runs), op2End.Sub(freed))
+		}
+		if len(op1Calls) != 1 || !op1Calls[0].Equal(op2End.Add(200*time.Millisecond)) {
+			t.Fatalf("op1's call was sent at %v after the slot was freed; want once, 200 ms after its second run began", since(freed, op1Calls))
+		}
+		if ledger.Lost() != 0 {
+			t.Fatalf("ledger %q; want nothing lost: op1's refused call sent nothing", ledger.Describe())
+		}
+	})
+}
+
+// since returns the times ts as durations after t0.
+func since(t0 time.Time, ts []time.Time) []time.Duration {
+	d := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		d[i] = t.Sub(t0)
+	}
+	return d
 }
