@@ -21,7 +21,11 @@ import (
 // of its range (the ranges the YAML reader applies too, a
 // breaker_threshold above 268435456, the most consecutive failures a breaker
 // counts, and a deadline_seconds above 2^60 ns, about 36.5 years, the
-// longest the governor keeps), a rate too low to serve a call (a token no more often than once
+// longest the governor keeps, which the rates are compared with; the
+// other times, base_delay_seconds, max_backoff_seconds,
+// breaker_max_cooldown_seconds and breaker_dead_seconds, are held at
+// 2^60 ns, which changes nothing a process lives to see and no
+// comparison here reads differently), a rate too low to serve a call (a token no more often than once
 // per deadline_seconds, which the error says how to fix, or a max_rps below a
 // min_rps set for its leaf), two
 // settings that contradict each other (min_rps above the max_rps in force
