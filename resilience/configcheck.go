@@ -121,9 +121,10 @@ func (p *ProviderConfig) validate(name, path string) []error {
 	default:
 		bad("controller", fmt.Sprintf("unknown controller %q (aimd or goodput)", p.Controller))
 	}
-	if p.DeadlineSeconds > maxDeadline {
+	if p.DeadlineSeconds > maxDeadline && !math.IsInf(p.DeadlineSeconds, 1) {
 		// The governor would keep maxDuration, and the rates below would
-		// be compared with a deadline it does not keep.
+		// be compared with a deadline it does not keep. +Inf is no
+		// finite number, the one mistake the ranges report.
 		bad("deadline_seconds", seconds(p.DeadlineSeconds)+" is above the longest deadline the governor keeps (1152921504.606846976 s, 2^60 ns, about 36.5 years)")
 	}
 	if len(errs) > 0 {

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,14 @@ func TestADeadlineLongerThanTheGovernorKeepsIsRefused(t *testing.T) {
 	err := Config{Azure: ProviderConfig{DeadlineSeconds: 1e300}}.Validate()
 	if want := "ratelimit.azure.deadline_seconds: 1e+300 s " + tooLong; err == nil || err.Error() != want {
 		t.Errorf("Validate: %v\nwant %s", err, want)
+	}
+	// A deadline that is no finite number is that one mistake, not also
+	// one above the longest the governor keeps.
+	for _, d := range []float64{math.Inf(1), math.NaN()} {
+		err := Config{GCP: ProviderConfig{DeadlineSeconds: d}}.Validate()
+		if want := "ratelimit.gcp.deadline_seconds: must be a finite number > 0"; err == nil || err.Error() != want {
+			t.Errorf("deadline_seconds %v: %v\nwant %s", d, err, want)
+		}
 	}
 	// A rate too slow for any deadline the governor keeps is told to
 	// run faster, not to be given a deadline it would refuse.
