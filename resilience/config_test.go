@@ -88,8 +88,9 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"aws:\n  breaker_threshold: 2.5\n", `ratelimit.aws.breaker_threshold: "2.5" is not a whole number`},
 		{"aws:\n  breaker_cooldown_seconds: soon\n", `ratelimit.aws.breaker_cooldown_seconds: malformed duration "soon" (seconds, or a duration such as 90s)`},
 		{"aws:\n  deadline_seconds: -1m\n", "ratelimit.aws.deadline_seconds: must be > 0"},
-		// Well formed, but longer than a Duration: not malformed.
-		{"aws:\n  deadline_seconds: 3000000h\n", `ratelimit.aws.deadline_seconds: duration "3000000h" is out of range (at most 2562047h47m16.854775807s)`},
+		// Well formed, but longer than a Duration: not malformed, read as
+		// its seconds, and longer than the governor keeps a deadline.
+		{"aws:\n  deadline_seconds: 3000000h\n", `ratelimit.aws.deadline_seconds: 1.08e+10 s is above the longest deadline the governor keeps (1152921504.606846976 s, 2^60 ns, about 36.5 years)`},
 		{"aws:\n  deadline_seconds: 5d\n", `ratelimit.aws.deadline_seconds: malformed duration "5d" (seconds, or a duration such as 90s)`},
 		{"aws:\n  max_rps: fast\n", `ratelimit.aws.max_rps: "fast" is not a number`},
 		{"aws:\n  max_rps: .nan\n", `ratelimit.aws.max_rps: ".nan" is not a finite number`},

@@ -21,6 +21,14 @@ func TestADeadlineLongerThanTheGovernorKeepsIsRefused(t *testing.T) {
 		"ratelimit.gcp.deadline_seconds: 1.44e+09 s "+tooLong)
 	wantMistakes(t, "providers: {myapi: {deadline_seconds: 1152921505}}\n",
 		"ratelimit.providers.myapi.deadline_seconds: 1.152921505e+09 s "+tooLong)
+	// A duration longer than a time.Duration holds is read as its
+	// seconds: refused for what it is, not told a bound (2562047h) that
+	// is itself refused.
+	wantMistakes(t, "azure: {deadline_seconds: 3000000h}\n",
+		"ratelimit.azure.deadline_seconds: 1.08e+10 s "+tooLong)
+	// The other times are held at the bound, in seconds or as a duration.
+	accepted(t, "aws: {max_backoff_seconds: 1.08e10, breaker_max_cooldown_seconds: 1.08e10, breaker_dead_seconds: 1.08e10}\n")
+	accepted(t, "aws: {max_backoff_seconds: 3000000h, breaker_max_cooldown_seconds: 3000000h, breaker_dead_seconds: 3000000h}\n")
 	// At the bound, and under it: accepted.
 	accepted(t, "aws: {deadline_seconds: 1152921504.606846976}\n")
 	accepted(t, "aws: {deadline_seconds: 320000h, max_rps: 1e-9, min_rps: 1e-9}\n")

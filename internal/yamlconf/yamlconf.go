@@ -5,7 +5,10 @@
 // that name the key path
 // (ratelimit.aws.services.ec2.brust: unknown key (did you mean burst?)),
 // every mistake of a document at once (errors.Join). Keys ending in _seconds
-// take a number of seconds or a Go duration string ("90s"). Numbers are
+// take a number of seconds or a Go duration string ("90s"; one longer
+// than a time.Duration holds, "3000000h", is read as its seconds, as the
+// same number is, the key's range and its reader saying whether it is
+// too long). Numbers are
 // read as YAML reads them (017 and 0o17 are octal, 15), as the original
 // system's files were; one beyond a float64's range is an error. A document
 // whose aliases expand it far beyond its size is refused as it is read
@@ -492,7 +495,7 @@ func (d Decoder) inRange(f float64, path, key string, rule *rangeRule) error {
 }
 
 // number reads a finite number; a duration key also takes a Go duration
-// string, read as seconds.
+// string, read as seconds, whatever its length.
 func number(n *yaml.Node, path string, duration bool) (float64, error) {
 	switch n.ShortTag() {
 	case "!!int", "!!float":
@@ -534,7 +537,13 @@ func number(n *yaml.Node, path string, duration bool) (float64, error) {
 			case err == nil:
 				return d.Seconds(), nil
 			case durationForm.MatchString(s):
-				return 0, errorf(path, fmt.Sprintf("duration %q is out of range (at most %v)", n.Value, time.Duration(math.MaxInt64)))
+				// Longer than a Duration holds: read as its seconds, as
+				// the same number of seconds is, unless that is beyond
+				// float64's range.
+				if sec := longDuration(s); !math.IsInf(sec, 0) {
+					return sec, nil
+				}
+				return 0, errorf(path, fmt.Sprintf("duration %q is out of range", n.Value))
 			}
 			return 0, errorf(path, fmt.Sprintf("malformed duration %q (seconds, or a duration such as 90s)", n.Value))
 		}
@@ -558,6 +567,26 @@ func underflowed(s string) float64 {
 // string of this form that time.ParseDuration refuses is too long for a
 // Duration, not malformed.
 var durationForm = regexp.MustCompile(`^[-+]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// durationPart is one number and unit of a duration of durationForm.
+var durationPart = regexp.MustCompile(`(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)`)
+
+// unitSeconds is each unit of a Go duration, in seconds.
+var unitSeconds = map[string]float64{"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+// longDuration returns s, of durationForm, in seconds, as a float64: ±Inf
+// when that is beyond float64's range.
+func longDuration(s string) float64 {
+	sec := 0.0
+	for _, m := range durationPart.FindAllStringSubmatch(s, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64) // +Inf when out of range
+		sec += v * unitSeconds[m[2]]
+	}
+	if strings.HasPrefix(s, "-") {
+		return -sec
+	}
+	return sec
+}
 
 // structFields maps yaml key names to field indexes.
 func structFields(t reflect.Type) map[string]int {

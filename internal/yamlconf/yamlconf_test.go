@@ -379,6 +379,12 @@ func TestNumbersAreReadAsYAMLReadsThem(t *testing.T) {
 		{"f: 1e-400", section{F: math.SmallestNonzeroFloat64}},
 		{"f: -1e-400", section{F: -math.SmallestNonzeroFloat64}},
 		{"s_seconds: 1e-400", section{S: math.SmallestNonzeroFloat64}},
+		// A duration longer than a time.Duration holds is read as its
+		// seconds, as the same number of seconds is: its key's range and
+		// the reader's checks say what is too long for that key.
+		{"s_seconds: 3000000h", section{S: 3e6 * 3600}},
+		{"s_seconds: 2562048h30m1.5s", section{S: 2562048*3600 + 30*60 + 1.5}},
+		{"s_seconds: -3000000h", section{S: -3e6 * 3600}},
 		{"f: 0e-400", section{F: 0}},
 	} {
 		var n yaml.Node
@@ -394,6 +400,7 @@ func TestNumbersAreReadAsYAMLReadsThem(t *testing.T) {
 		{"f: 1e400", `x.f: "1e400" is out of range`},
 		{"f: -1e400", `x.f: "-1e400" is out of range`},
 		{"s_seconds: 1e400", `x.s_seconds: "1e400" is out of range`},
+		{"s_seconds: " + strings.Repeat("9", 400) + "h", `x.s_seconds: duration "` + strings.Repeat("9", 400) + `h" is out of range`},
 		{"n: 1e400", `x.n: "1e400" is out of range`},
 		{"n: 099999999999999999999", `x.n: "099999999999999999999" is out of range (a whole number from -2147483648 to 2147483647)`},
 	} {
