@@ -76,7 +76,9 @@
 // cloud.account.id, cloud.region, rpc.service and rpc.method, each only
 // when the part is set (a GCP project's cloud.account.id is its bare id,
 // p1 for projects/p1, as OpenTelemetry's GCP resource detectors write
-// it, so that the two join; an organization's or a folder's keeps its
+// it, so that the two join; a project a call names by its number,
+// projects/123456789012, is 123456789012, which joins no resource, the
+// detectors writing the id; an organization's or a folder's keeps its
 // kind, organizations/123), as valid UTF-8 (a part that is not, caller data,
 // has U+FFFD for each run of bytes that is not, as has a throttle's
 // answer on a span: an exporter refuses such a value, Prometheus's
