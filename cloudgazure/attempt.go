@@ -174,6 +174,12 @@ type callState struct {
 	// owed: azcore may retry the last attempt, and the Guard was not asked
 	// whether it may (shared.known is false): the next attempt asks first.
 	owed bool
+	// challenged: the last attempt was answered 401 (Unauthorized), an
+	// authentication challenge, which a policy ahead of the per-retry
+	// policy answers by sending the request again with a token inside the
+	// same try of azcore's loop (azcore's bearer token policy, Key
+	// Vault's challenge policy, Container Registry's): see resend.
+	challenged bool
 	// denied: the last attempt was answered with App Configuration's 429
 	// for its Storage quota (storageQuota), a refusal for a limit the
 	// governor does not pace: the per-call policy ends the request lost
@@ -288,14 +294,18 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 	if st.gd == nil {
 		st.guard(req.Raw())
 	}
-	if raw := req.Raw(); raw != st.tried {
-		st.tries++
+	raw := req.Raw()
+	resend := st.resend(raw)
+	if raw != st.tried {
+		if !resend {
+			st.tries++
+		}
 		st.tried = raw
 	}
 	// The watch of azcore's sleep ends before the Guard is used again
 	// (see resilience.Guard.AfterOpen), a retry owed's included.
 	cut := st.unwatch()
-	owed := st.owed
+	owed := st.owed && !resend
 	st.owed = false
 	if cut {
 		// The breaker opened as azcore's sleep ended: the attempt's
@@ -305,7 +315,12 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		st.recut = true
 		return nil, stop(context.Canceled)
 	}
-	if owed {
+	if resend {
+		// The answer to the challenge: the call the challenge answered
+		// ends (its 401, a fatal answer After recorded, records nothing
+		// more), and the resend is the Guard's next call, no retry.
+		st.gd.End(st.last)
+	} else if owed {
 		// azcore retries an answer the policies could not tell it would:
 		// the retry is asked for now that it is sent.
 		if err := st.retry(); err != nil {
@@ -318,6 +333,30 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		return nil, stop(reveal(err))
 	}
 	return st.send(req)
+}
+
+// resend reports whether raw, the attempt about to be sent, answers the
+// authentication challenge the last attempt was answered with (a 401,
+// challenged): a policy ahead of the per-retry policy sends the request
+// again with a token, inside the same try of azcore's loop (azcore's
+// bearer token policy, for a continuous access evaluation challenge or,
+// with Key Vault's challenge policy, for the challenge a Key Vault
+// client's first request, sent without a token, elicits; Container
+// Registry's, which sends the challenge on a clone of the request). Such
+// a resend is no retry of a failure of the provider's: the Guard counts
+// it as a call of its own, sent, and not as a retry (no Retry event, no
+// free retry or retry budget spent). It is the same request as the
+// challenged attempt, or, when the policies know azcore does not retry a
+// 401 (ClientOptions' retry options, a 401 not among their statuses), any
+// request: azcore's loop has ended with the 401 then. A 401 azcore
+// retries (a caller's ShouldRetry, or statuses that list it) is retried
+// on a clone of its own, counted as any retry.
+func (st *callState) resend(raw *http.Request) bool {
+	if !st.challenged {
+		return false
+	}
+	st.challenged = false
+	return raw == st.tried || st.s.known && !st.s.retries(http.StatusUnauthorized)
 }
 
 // send sends the attempt and learns from its answer (answered or
@@ -398,8 +437,11 @@ func (st *callState) answered(resp *http.Response) (*http.Response, error) {
 	}
 	se := &statusError{resp: resp}
 	st.last = se
-	st.gd.After(se)
+	kind := st.gd.After(se)
 	st.gd.Release()
+	// A 401 read as the provider's fatal answer may be a challenge a
+	// policy ahead answers by sending the request again (see resend).
+	st.challenged = resp.StatusCode == http.StatusUnauthorized && kind == resilience.Fatal
 	if storageQuota(resp) {
 		// App Configuration's Storage quota, which no wait replenishes:
 		// fatal, and a retry, which azcore makes of a 429, would be

@@ -118,7 +118,14 @@
 // among them, and any other failed attempt (a reset connection, a
 // timeout), azcosmos hands to azcore as it came, and its retry is asked
 // for at once, as is any answer to a request azcosmos did not make (one
-// on a Cosmos DB host too: aztables's). When the request ends, the
+// on a Cosmos DB host too: aztables's). A request sent again after a 401,
+// an authentication challenge a policy ahead of the package's answers
+// with a token inside the same try of azcore's loop (azcore's bearer
+// token policy, for a continuous access evaluation challenge or, with Key
+// Vault's challenge policy, for the challenge a Key Vault client's first
+// request elicits), is no retry: the Guard ends the call the 401 answered
+// and counts the resend as a call of its own, with no Retry event and no
+// free retry or retry budget spent. When the request ends, the
 // per-call policy ends the Guard with azcore's final answer: a throttled or
 // transient final answer counts toward the breaker, and throttling is
 // recorded as given up in the stats and the ledger bound to the request's
