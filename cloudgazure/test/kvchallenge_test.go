@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/containers/azcontainerregistry"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -149,4 +150,61 @@ func TestAVaultChallengeResendIsNoRetry(t *testing.T) {
 			})
 		})
 	}
+}
+
+// registryTransport is a container registry's data plane, anonymous
+// access allowed: a request without a token is answered 401 with the
+// registry's challenge, the token endpoint (POST /oauth2/token) with an
+// access token, and a request with a token with a repository's list. It
+// records what it received.
+type registryTransport struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *registryTransport) Do(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, req.Method+" "+req.URL.Path)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	status, body := http.StatusOK, `{"repositories":["r"]}`
+	switch {
+	case req.URL.Path == "/oauth2/token":
+		body = `{"access_token":"acr-access-token"}`
+	case req.Header.Get("Authorization") == "":
+		h.Set("WWW-Authenticate", `Bearer realm="https://myregistry.azurecr.io/oauth2/token",service="myregistry.azurecr.io",scope="registry:catalog:*"`)
+		status, body = http.StatusUnauthorized, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`
+	}
+	return &http.Response{StatusCode: status, Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil
+}
+
+// Container Registry's authentication policy sends a request's challenge
+// on a clone of the request, without a token, fetches a token when the
+// registry answers 401, and sends the request itself with it: the
+// request's one send is no retry, though it is not the challenged
+// request. With ClientOptions, whose azcore retries no 401, any attempt
+// after the 401 is the challenge's resend (with Policies, which do not
+// know azcore's retry options, only the challenged request sent again is
+// known for one, and the registry's counts as a retry: see the README).
+// Through a real azcontainerregistry client: the challenge, the token's
+// request and the resend, three calls and no retry (before: "retries: 1").
+func TestARegistryChallengeResendIsNoRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gov := newGov(t, resilience.Config{})
+		fake := &registryTransport{}
+		o := governedOptions(gov, "ClientOptions", fake)
+		client, err := azcontainerregistry.NewClient("https://myregistry.azurecr.io", nil, &azcontainerregistry.ClientOptions{ClientOptions: *o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stats := resilience.WithStats(context.Background())
+		if _, err := client.NewListRepositoriesPager(nil).NextPage(ctx); err != nil {
+			t.Fatalf("the registry's repositories: %v", err)
+		}
+		c := gov.Summary(stats).Scopes[az("myregistry", cloudgazure.ServiceContainerRegistry)]
+		if c.Calls != 3 || c.Retries != 0 {
+			t.Errorf("a registry's challenged request (received %v): %d calls, %d retries; want 3 calls (the challenge, the token's, the resend), no retry", fake.seen, c.Calls, c.Retries)
+		}
+	})
 }
