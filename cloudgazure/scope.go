@@ -418,31 +418,39 @@ var sdkServices = [...]struct{ name, service string }{
 // telemetryPrefix begins the token azcore's telemetry policy writes in a
 // request's User-Agent for the SDK whose pipeline sends it:
 // azsdk-go-<module>/<version>, first or after the application's id and a
-// space.
+// space, and followed by a space and the platform's, (<go version>; <os>).
 const telemetryPrefix = "azsdk-go-"
 
 // sdkService returns the service of the SDK (sdkServices) whose token
-// begins a request's User-Agent ("blob" for
-// azsdk-go-azblob/v1.6.4 (go1.26; linux)) or follows its first word, the
-// application's id, which azcore writes without spaces
-// (myapp azsdk-go-azsecrets/v1.5.0 ...); "" when that token names another
+// azcore's telemetry policy wrote in a request's User-Agent:
+// [<application id> ]azsdk-go-<module>/<version> (<go version>; <os>),
+// and after it any User-Agent the request had. The token is the word the
+// platform's follows, the value's first or second ("blob" for
+// azsdk-go-azblob/v1.6.4 (go1.26; linux), "keyvault" for
+// myapp azsdk-go-azsecrets/v1.5.0 (go1.26; linux)): the application's id,
+// which azcore writes without spaces (its spaces made slashes), names no
+// SDK, whatever it reads (azsdk-go-scanner, or azsdk-go-azblob/1 before
+// a Resource Manager client's token). "" when that token names another
 // SDK's module, or no module by itself (azsdk-go-v2, what azcore writes
-// for a module passed with its major version), or neither word is such a
-// token (a client whose telemetry is disabled). A token later in the
-// value, in a caller's own User-Agent that azcore keeps after its own, is
-// not read.
+// for a module passed with its major version), or no such token begins
+// the value (a client whose telemetry is disabled). A token later in the
+// value, in a User-Agent the request had, which azcore keeps after its
+// own, is not read.
 func sdkService(ua []string) string {
 	if len(ua) == 0 {
 		return ""
 	}
 	v := ua[0]
-	for range 2 { // the application's id, then the SDK's token
+	for range 2 { // the SDK's token, or the application's id before it
 		word, rest, _ := strings.Cut(v, " ")
-		if tok, ok := strings.CutPrefix(word, telemetryPrefix); ok {
-			name, _, ok := strings.Cut(tok, "/")
-			for _, s := range sdkServices {
-				if ok && name == s.name {
-					return s.service
+		if strings.HasPrefix(rest, "(") { // the platform's follows the SDK's token
+			tok, ok := strings.CutPrefix(word, telemetryPrefix)
+			name, _, slash := strings.Cut(tok, "/")
+			if ok && slash {
+				for _, s := range sdkServices {
+					if name == s.name {
+						return s.service
+					}
 				}
 			}
 			return ""
