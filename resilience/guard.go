@@ -115,6 +115,11 @@ type Guard struct {
 	// that a nesting call's allocation stays in its size class.
 	renewed int32
 	sdkLoop int32
+	// closed: the call was ended (End, EndDenied, EndPanicked: reset)
+	// and no step of a new call has come since (one that moves the Guard
+	// on: to, and TryEnter, whose refusal does not), so that an ending
+	// verb called again records nothing.
+	closed bool
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's
@@ -127,9 +132,9 @@ type Guard struct {
 // answer is what the Guard keeps of the last attempt that failed.
 type answer struct {
 	err     error
-	kind    Kind
 	desc    string // err as DescribeError words it; set for a throttle, a transient error and an unreadable error (see said)
 	hint    time.Duration
+	kind    Kind // after hint, with the flags, so that the answer is 48 bytes, not 56
 	hasHint bool
 	local   bool // a fatal error no provider answered: the call is lost if it ends with it
 }
@@ -459,6 +464,7 @@ func (gd *Guard) TryEnter() error {
 	if gd.e == nil {
 		return nil
 	}
+	gd.closed = false // a step of the call, refused or not: End records its refusal
 	gd.live()
 	governed := gd.p.set.enabled // a provider disabled since the call began: see Enter
 	now := gd.g.now()
@@ -1074,8 +1080,13 @@ func (g *Governor) unbusyLive(scope Scope) {
 // once Begin's context is done, a call whose outcome is still open is
 // recorded as cancelled (LossCancelled), unless err is the provider's
 // fatal answer to an attempt After did not see, which loses nothing, as
-// After has it. The Guard may then carry a new call of the same scope. A guard that is never ended records nothing more: a
-// per-attempt hook that cannot know whether its SDK will retry leaves the
+// After has it. The Guard may then carry a new call of the same scope.
+// A call is ended once: End, EndDenied or EndPanicked called again before
+// a step of a new call (Enter, TryEnter, After) records nothing, as
+// Release called again gives nothing back; so a new call of the Guard's
+// is recorded from such a step, and End's err alone, with no attempt,
+// is recorded only for the Guard's first call. A guard that is never
+// ended records nothing more: a per-attempt hook that cannot know whether its SDK will retry leaves the
 // outcome to whoever can. Its slot, if it holds one, stays held until the
 // garbage collector finds the guard unreachable; then the slot is given
 // back (one lent to a call nested in its attempt that goes on, once that
@@ -1091,6 +1102,7 @@ func (gd *Guard) End(err error) {
 	case gd.e == nil:
 	case gd.phase == phaseSucceeded: // the common SDK call, in line
 		gd.recordSuccess()
+	case gd.closed: // ended already: nothing more to record
 	default:
 		gd.settle(err)
 	}
@@ -1120,7 +1132,9 @@ func (gd *Guard) End(err error) {
 //	resp, err := send(req)
 //	returned = true
 //
-// The Guard may then carry a new call of the same scope.
+// The Guard may then carry a new call of the same scope. As End, it ends
+// a call once: called after End, EndDenied or EndPanicked ended it, it
+// records nothing.
 func (gd *Guard) EndPanicked() {
 	gd.Release()
 	if gd.phase != phaseIdle && gd.phase != phaseDone {
@@ -1155,12 +1169,13 @@ func (gd *Guard) EndPanicked() {
 // success while the call holds its slot), and an err that is no
 // provider's answer (nil, a local error, cloudg's own error: see
 // IsProviderAnswer), end as End ends them, with nothing recorded as
-// denied. EndDenied is a step of the call, as End is: call it from the
-// call's goroutine. The Guard may then carry a new call of the same
-// scope.
+// denied, and so does a call already ended (End, EndDenied or
+// EndPanicked, with no step of a new call since: see End). EndDenied is
+// a step of the call, as End is: call it from the call's goroutine. The
+// Guard may then carry a new call of the same scope.
 func (gd *Guard) EndDenied(err error) {
 	switch {
-	case gd.e == nil, gd.phase == phaseSucceeded, !gd.isAnswer(err),
+	case gd.e == nil, gd.closed, gd.phase == phaseSucceeded, !gd.isAnswer(err),
 		gd.phase == phaseDone && !gd.answeredLate():
 		gd.End(err)
 		return
@@ -1191,6 +1206,7 @@ func (gd *Guard) reset() {
 	gd.to(phaseIdle)
 	gd.lease, gd.retries, gd.renewed, gd.sdkLoop, gd.last = leaseNone, 0, 0, 0, answer{}
 	gd.lim.attempts = 0 // resolved again for the next call
+	gd.closed = true
 }
 
 // settle records the outcome End closes, if it is still open, unless

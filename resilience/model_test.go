@@ -505,7 +505,7 @@ type guardM struct {
 	busy      bool
 	verb      string
 	slot      bool
-	phase     string // loose: idle, sent, failed, retrying, final, closed
+	phase     string // loose: idle, sent, failed, retrying, final, closed, ended (by End: nothing more recorded until a new call's step)
 	entered   int    // Enter and TryEnter successes while governed
 	cancelled bool
 	lastAfter answer
@@ -1135,6 +1135,7 @@ func (m *machine) actBegin(t *rapid.T) {
 // uses, sometimes any other.
 var guardVerbs = map[string][]string{
 	"idle":     {"Enter", "Enter", "Enter", "TryEnter", "TryEnter", "End", "Pause", "PauseAccount", "After", "Retry"},
+	"ended":    {"Enter", "Enter", "Enter", "TryEnter", "TryEnter", "End", "Pause", "PauseAccount", "After", "Retry"},
 	"closed":   {"Enter", "Enter", "TryEnter", "TryEnter", "End", "End", "End", "Release", "Pause"},
 	"sent":     {"After", "After", "After", "After", "Release", "Release", "End", "Enter", "Pace"},
 	"failed":   {"Retry", "Retry", "Retry", "Retry", "End", "End", "Resend", "Pace", "Enter", "After"},
@@ -1293,7 +1294,8 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 				// The loose closed and retrying phases may be either (a
 				// TryEnter's refusal records nothing, nor does a Retry
 				// of a guard After never told of an answer) or neither
-				// (an answer recorded, a refusal of Enter, a retry).
+				// (an answer recorded, a refusal of Enter, a retry). A
+				// call ended already records nothing more.
 				if a == aTransient && gm.governed {
 					switch gm.phase {
 					case "sent", "idle":
@@ -1302,7 +1304,7 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 						m.mayHearTransient(gv, sd, gm.ctx)
 					}
 				}
-				gm.phase = "idle"
+				gm.phase = "ended"
 			}
 			return ""
 		}
@@ -1552,7 +1554,7 @@ func (m *machine) drain(t *rapid.T) {
 		for _, g := range m.guards {
 			if g.busy {
 				busy++
-			} else if !g.gone && (g.phase != "idle" || g.slot) {
+			} else if !g.gone && (g.phase != "idle" && g.phase != "ended" || g.slot) {
 				idle = append(idle, g)
 			}
 		}
@@ -1618,7 +1620,7 @@ func (m *machine) endGuard(gm *guardM) {
 		gm.gd.End(nil)
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		gm.phase, gm.busy = "idle", false
+		gm.phase, gm.busy = "ended", false
 	}
 	<-done
 	m.settle()

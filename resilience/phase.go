@@ -103,6 +103,9 @@ func (gd *Guard) to(p phase) {
 		panic(fmt.Sprintf("resilience: illegal Guard transition %v -> %v", gd.phase, p))
 	}
 	gd.phase = p
+	if p != phaseIdle {
+		gd.closed = false // a step of a new call, if the last was ended
+	}
 	if p == phaseDone && gd.probeLoan {
 		// The call ended with the probe it borrowed and no verdict.
 		gd.giveProbeBack()
