@@ -99,7 +99,8 @@ type facts struct {
 	// (see unreadableWhy), badType that error's type: the error is
 	// unreadable: FATAL and no answer, and nothing else is set, unless
 	// outer is set: the errors the walk read whole before it (outer
-	// layers) decide, and their facts stand (see facts.unreadable).
+	// layers), with it when only its Unwrap panicked, decide, and their
+	// facts stand (see facts.unreadable).
 	why     string
 	badType reflect.Type
 	outer   bool
@@ -124,6 +125,7 @@ func inspectFirst(err error, limit int) (f facts) {
 	}
 	cur := err // the error whose methods the walk is calling
 	nodes := 0
+	unwrapping := false // the walk is asking cur for its cause: cur's own methods were read whole
 	defer func() {
 		if !f.reading {
 			// Not the error's panic: it goes on, marked as the
@@ -139,7 +141,11 @@ func inspectFirst(err error, limit int) (f facts) {
 			if o, ok := r.(*ownPanic); ok {
 				panic(o) // the classifier's, from a walk run under this one
 			}
-			f.unreadable(err, cur, nodes, r)
+			whole := nodes - 1 // the errors read whole before cur
+			if unwrapping {
+				whole = nodes // and cur, but for its cause
+			}
+			f.unreadable(err, cur, whole, r)
 		}
 	}()
 	rs := errread.Readers()
@@ -151,18 +157,21 @@ func inspectFirst(err error, limit int) (f facts) {
 		nodes++
 		cur = e
 		f.visit(e, rs)
+		if depth == maxChainDepth || nodes >= limit {
+			return // no cause of e's is read: e is not asked for it
+		}
 		switch u := e.(type) {
 		case multiUnwrap:
-			f.reading = true
+			f.reading, unwrapping = true, true
 			cs := u.Unwrap()
-			f.reading = false
+			f.reading, unwrapping = false, false
 			for _, c := range cs {
 				walk(c, depth+1)
 			}
 		case interface{ Unwrap() error }:
-			f.reading = true
+			f.reading, unwrapping = true, true
 			c := u.Unwrap()
-			f.reading = false
+			f.reading, unwrapping = false, false
 			walk(c, depth+1)
 		}
 	}
@@ -364,7 +373,10 @@ func isNetworkError(e error) bool {
 // earlier errors of a joined tree) stands when it decides: an error whose
 // own ErrorCode is Throttling, wrapping a nil *smithyhttp.ResponseError,
 // is Throttled, a provider's answer, with the hint those outer errors
-// give. Only a panic of an error's method, or of a reader an integration
+// give. So does what the one that panicked says itself when only its
+// Unwrap panicked, asked for its cause once its other methods were read:
+// its own code, status, headers and message stand, and its cause alone
+// is unreadable. Only a panic of an error's method, or of a reader an integration
 // registered, is recovered: one of the classifier's own code goes on,
 // even when that code runs under an error's method or a reader (one that
 // classifies), as an error whose text is the panic's and that unwraps to

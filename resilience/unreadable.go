@@ -22,6 +22,9 @@ import (
 // provider's answer (a local error: a governed call that ends with it is
 // lost as errored), carries no hint, and its description says which type
 // panicked and how; the first such panic of each type is logged, at Warn.
+// What was read whole before the panic stands when it decides (see
+// facts.unreadable): an outer layer's code, or the error's own when only
+// its Unwrap panicked.
 // Only a panic of the error's methods, or of a registered errread.Reader
 // reading it, is recovered: a panic of the classifier's own code between
 // those calls is a bug of cloudg's, and goes on.
@@ -92,24 +95,28 @@ func (u *unreadableLog) note(l *slog.Logger, f *facts) {
 		l = slog.Default()
 	}
 	l.LogAttrs(context.Background(), slog.LevelWarn,
-		"cloudg: an error's method panicked while the governor read it; the error reads as FATAL, not a provider's answer (logged once for its type)",
+		"cloudg: an error's method panicked while the governor read it; the error reads as FATAL, not a provider's answer, unless what was read before the panic decides (logged once for its type)",
 		slog.String("type", f.badType.String()), slog.String("why", f.why))
 }
 
-// unreadable marks f as the facts of err, an unreadable error: e, the
-// n-th error of its walk, panicked with r in one of its methods (or a
-// reader's on it). What e said is dropped, half of a shape maybe, and so
-// is all below it. The n-1 errors the walk read before e, whole (outer
-// layers, and the siblings before it in a joined tree), stand when they
-// decide (a code, a status on a list, cloudg's own error, a reader's
-// verdict, a network error; their first word wins over anything below, as
-// it would without the panic): a throttle an outer layer carries still
-// slows the scope. Otherwise nothing is kept: FATAL, no answer. The walk
-// runs again for them, on this rare path only.
-func (f *facts) unreadable(err, e error, n int, r any) {
+// unreadable marks f as the facts of err, an unreadable error: e, an
+// error of its walk, panicked with r in one of its methods (or a
+// reader's on it), and the walk read the first whole errors whole. Those
+// are the errors before e (outer layers, and the siblings before it in a
+// joined tree), and e too when the method that panicked was its Unwrap,
+// asked for e's cause once its own methods had said what they say. What
+// e said otherwise is dropped, half of a shape maybe, and so is all
+// below it. The errors read whole stand when they decide (a code, a
+// status on a list, cloudg's own error, a reader's verdict, a network
+// error; their first word wins over anything below, as it would without
+// the panic): a throttle an outer layer, or the error whose cause could
+// not be read, carries still slows the scope. Otherwise nothing is kept:
+// FATAL, no answer. The walk runs again for them, on this rare path only,
+// and does not ask the last of them for its cause.
+func (f *facts) unreadable(err, e error, whole int, r any) {
 	*f = facts{}
-	if n > 1 {
-		if o := inspectFirst(err, n-1); o.why == "" {
+	if whole > 0 {
+		if o := inspectFirst(err, whole); o.why == "" {
 			if _, ok := o.decide(); ok {
 				*f = o
 				f.outer = true
