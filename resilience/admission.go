@@ -219,7 +219,9 @@ func (gd *Guard) probing() {
 }
 
 // probeTurns numbers the probe's leases the calls of the process take
-// (Guard.holdProbe), for Guard.probeTurn.
+// (Guard.holdProbe), for Guard.probeTurn: across the process, so that a
+// turn tells apart the leases of the calls of a context's chain too (a
+// give-back walks it: giveProbeBack).
 var probeTurns atomic.Uint32
 
 // holdProbe keeps the probe's lease, the breaker's or one borrowed, as a
@@ -230,7 +232,7 @@ var probeTurns atomic.Uint32
 // may have lent its own lease to another nested call meanwhile.
 func (gd *Guard) holdProbe() {
 	gd.lease = leaseProbe
-	gd.probeTurn = uint16(probeTurns.Add(1))
+	gd.probeTurn = probeTurns.Add(1)
 }
 
 // borrowProbe lets a call that its half-open breaker refused through as
@@ -387,7 +389,7 @@ func (gd *Guard) giveProbeBack() {
 // lent in its turn turn (see holdProbe), when its attempt still runs
 // with that lease lent, and wakes the calls waiting for it (see lender).
 // It reports whether it did.
-func (outer *Guard) takeProbeBack(br state.Breaker, turn uint16) bool {
+func (outer *Guard) takeProbeBack(br state.Breaker, turn uint32) bool {
 	if !outer.lookIn() {
 		return false
 	}

@@ -101,14 +101,14 @@ type Guard struct {
 	noted     uint32 // the scope's streak of failures this call counted in (health)
 	// probeTurn numbers the probe's lease the call holds (holdProbe),
 	// and loanTurn the lease of an enclosing call's it borrowed (while
-	// probeLoan): a give-back finds its lender's attempt by it. 16 bits
-	// each, in the padding after noted: turns are taken across the
-	// process, one per probe's lease, so that a loan's matches another
-	// call's only after 65536 leases while the loan is out.
-	probeTurn uint16
-	loanTurn  uint16
-	adm       *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
-	retries   int        // retries of the current call; the first freeRetries are free
+	// probeLoan): a give-back finds its lender's attempt by it. Turns
+	// are taken across the process, one per probe's lease: 32 bits, so
+	// that a loan's matches another lease only after 2^32 leases while
+	// the loan is out (16 bits came back after 65536, which a run whose
+	// thousands of scopes go half-open at once takes within a retry's
+	// backoff: TestAProbeGivenBackFindsOnlyTheAttemptThatLentIt).
+	probeTurn uint32
+	loanTurn  uint32
 	// renewed counts the retries made before the call's attempts were
 	// renewed (breaker_wait), sdkLoop those made before the SDK's
 	// current loop began (Enter: 0, then each Resend): 32 bits each, so
@@ -119,7 +119,9 @@ type Guard struct {
 	// and no step of a new call has come since (one that moves the Guard
 	// on: to, and TryEnter, whose refusal does not), so that an ending
 	// verb called again records nothing.
-	closed bool
+	closed  bool
+	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
+	retries int        // retries of the current call; the first freeRetries are free
 
 	held      *scopeEntry   // the entry whose buckets gave the tokens not yet used, for cancel
 	last      answer        // the last failed attempt's

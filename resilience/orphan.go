@@ -120,7 +120,7 @@ var probeNotes sync.Map
 type probeNote struct {
 	lender  *Guard
 	breaker state.Breaker
-	turn    uint16
+	turn    uint32
 }
 
 // giveBack gives the loan back to its lender, if the lender's attempt
