@@ -222,6 +222,29 @@ func (h *health) report(p *providerSettings, now time.Duration, closed bool, ok 
 	return dead, h.opened
 }
 
+// snapshot returns the streak at now as Inspect shows it
+// (state.ScopeSnapshot's Failing), by the settings of p, its times on the
+// governor's clock that began at epoch: the zero StreakSnapshot when no
+// streak is on, or ok, a success of another process, ended it.
+func (h *health) snapshot(p *providerSettings, epoch time.Time, ok sharedOK) state.StreakSnapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.failing.Load() || ok.ends(h.since) {
+		return state.StreakSnapshot{}
+	}
+	s := state.StreakSnapshot{
+		Since:      epoch.Add(h.since),
+		Last:       epoch.Add(h.last),
+		Calls:      h.calls,
+		Throttled:  h.throttled,
+		CallsShort: max(0, p.breaker.Threshold-h.calls),
+	}
+	if p.dead > 0 {
+		s.DeadFrom = epoch.Add(h.since + p.dead)
+	}
+	return s
+}
+
 // noteOpened records why the scope's breaker opened.
 func (e *scopeEntry) noteOpened(reason string, dead bool) {
 	h := e.healthOf()

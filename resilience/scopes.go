@@ -133,7 +133,9 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, r
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
 	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
 	if h := e.health.Load(); h != nil {
-		s.Dead, s.OpenReason = h.report(p.set, now, s.Breaker.State == state.Closed, e.sharedSuccess())
+		ok := e.sharedSuccess()
+		s.Dead, s.OpenReason = h.report(p.set, now, s.Breaker.State == state.Closed, ok)
+		s.Failing = h.snapshot(p.set, epoch, ok)
 	}
 	if rb, ok := e.breaker.(reasonBreaker); ok {
 		// A shared breaker says why it opened as the process that opened

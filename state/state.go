@@ -311,7 +311,43 @@ type ScopeSnapshot struct {
 	// of answer), "throttled for good" or "down" (the scope was dead);
 	// empty when it never opened in this process (with a shared store
 	// that keeps it, as fleet's does: in any process that said why).
-	OpenReason  string  `json:"open_reason,omitempty"`
-	MaxInFlight int     `json:"max_in_flight"` // the bulkhead's cap
-	RetryBudget float64 `json:"retry_budget"`  // tokens left in the provider's budget
+	OpenReason string `json:"open_reason,omitempty"`
+	// Failing is the scope's streak of failed answers, what the rule that
+	// finds a scope dead (Dead) counts: since when every answer failed,
+	// and from how many distinct calls; zero when no streak is on (no
+	// call failed, or an answer since proved the scope works).
+	Failing     StreakSnapshot `json:"failing,omitzero"`
+	MaxInFlight int            `json:"max_in_flight"` // the bulkhead's cap
+	RetryBudget float64        `json:"retry_budget"`  // tokens left in the provider's budget
+}
+
+// StreakSnapshot is a scope's streak of failed answers at one time, as
+// the process that read it saw them: every answer since Since failed.
+// With a Store shared by processes (fleet mode), the streak is this
+// process's answers only, but a success of the scope that another
+// process recorded in the store (as fleet's does) ends it as this
+// process's own success would. It is a value that nothing updates,
+// which any number of goroutines may read at once; the zero
+// StreakSnapshot is no streak: every answer the process saw last (if
+// any) was a success.
+type StreakSnapshot struct {
+	// Since is the streak's first failed answer, on the governor's
+	// clock; Last is its latest.
+	Since time.Time `json:"since"`
+	Last  time.Time `json:"last"`
+	// Calls is how many distinct calls had a failed answer in the
+	// streak: a call's own retries count once.
+	Calls int `json:"calls"`
+	// Throttled says whether every failed answer of the streak was
+	// throttling.
+	Throttled bool `json:"throttled"`
+	// DeadFrom is when the streak has lasted the provider's
+	// breaker_dead_seconds (Since plus that), from which it makes the
+	// scope dead once it counts breaker_threshold calls and its last
+	// failed answer is recent (within half of breaker_dead_seconds); zero
+	// when breaker_dead_seconds is 0, the rule off.
+	DeadFrom time.Time `json:"dead_from,omitzero"`
+	// CallsShort is how many more distinct calls must fail in the streak
+	// for it to count the provider's breaker_threshold: 0 once it does.
+	CallsShort int `json:"calls_short"`
 }
