@@ -45,7 +45,18 @@
 //
 // A dead scope's queue fails fast: once its breaker is open, its tasks are
 // run at once and their calls refused without waiting, each one recorded
-// in its task's resilience.Ledger as skipped. A half-open breaker whose
+// in its task's resilience.Ledger as skipped. To be found dead, a scope
+// needs breaker_threshold distinct calls whose every answer failed for
+// breaker_dead_seconds (state.ScopeSnapshot's Dead); the retries of its
+// calls in flight take each of its tokens as it comes, so that a queue
+// given a worker only when a token is free now would send none. Once every
+// answer of a scope has failed for a quarter of breaker_dead_seconds, from
+// fewer calls than that (state.ScopeSnapshot's Failing), the pool starts
+// one task of it at a time whose first call waits for a token in line with
+// those retries, at most breaker_dead_seconds; at most a quarter of the
+// workers (at least one) wait so at once, whatever the number of failing
+// scopes. A scope throttled but alive ends its streaks of failures with
+// its successes before that: no worker waits inside it. A half-open breaker whose
 // probe is out is not dead yet: its queue waits for the probe's verdict.
 // A queue waiting for its scope's tokens or pause is asked about again as
 // soon as one of its tasks ends, and at least once a second, so that it
@@ -182,6 +193,7 @@ type Pool struct {
 	armStop   context.CancelFunc // stops the wake-up armed for armedAt
 	keepStop  func() bool        // keeps the stop (drop and settle) from running when ctx is done
 	workers   int                // worker goroutines alive: each runs a task or looks for one
+	proving   int                // tasks started to prove their scopes (see proves), their first calls not decided
 	queued    int
 	running   int
 	done      int
@@ -580,6 +592,19 @@ queues:
 			// task's end puts its parked queue (unpark), rather than
 			// parked by an answer from before.
 			p.ring.push(q)
+		case a.proveWait > 0:
+			// Its scope's answers all failed, from fewer calls than the
+			// rule that finds it dead needs: its head waits for a token
+			// in a worker, its call the evidence (see proves).
+			t := q.pop()
+			t.proveWait = a.proveWait
+			q.proving = t
+			p.proving++
+			p.hold(q, t, now)
+			p.passOn(acct, reserved)
+			p.passLead(q, lead)
+			p.start(t)
+			return t
 		default:
 			// Delay's wait counts from when it was asked, not from when
 			// its answer came back: a read of the store across the
@@ -607,6 +632,10 @@ type answer struct {
 	surveyed  bool
 	// What an open circuit means for the queue (see circuit).
 	failsFast, foundDead bool
+	// proveWait: the queue's head may run though its first call must wait
+	// for a token, at most that long, to prove its scope dead or alive
+	// (see proves); 0: it may not.
+	proveWait time.Duration
 	// A task of the pool ended while the governor was asked, or the
 	// governor said a slot may be free (slotFreed), which may have freed
 	// a slot of the scope's account; taskEnded: a task of the queue,
@@ -632,6 +661,12 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
 	frees := p.frees.Load()
 	a.at = p.now()
+	// Whether the scope is looked at for a proof (see proves): only a
+	// queue told no token before, so that a scope short of tokens for a
+	// moment (the common case: one comes within milliseconds) costs no
+	// read, and once per parkRecheck at most, about as often as a queue
+	// waiting for its scope is asked anyway.
+	look := p.mayProve(q) && q.short && (!q.looked || a.at-q.lookedAt >= parkRecheck)
 	p.turns++
 	a.turn = p.turns
 	q.turn = a.turn
@@ -647,7 +682,9 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 		a.d, a.why = p.gov.Delay(q.scope)
 	}
 	open := errors.Is(a.why, resilience.ErrCircuitOpen)
-	if open && !slots {
+	short := errors.Is(a.why, resilience.ErrNoToken)
+	noToken := look && short
+	if (open || noToken) && !slots {
 		snap = p.gov.Inspect(q.scope)
 	}
 	if slots || errors.Is(a.why, resilience.ErrNoSlot) {
@@ -665,8 +702,79 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	if open {
 		a.failsFast, a.foundDead = p.circuit(q.scope, snap)
 	}
+	q.short = short
+	if noToken {
+		q.looked, q.lookedAt = true, a.at
+		if p.mayProve(q) {
+			a.proveWait = p.proves(q, snap, a.d)
+		}
+	}
 	p.dropDone(q)
 	return a, true
+}
+
+// mayProve reports whether a task of q may be started to prove its scope
+// dead or alive (see proves): none of q is out for that already (one at a
+// time per scope), and fewer than the pool's bound (provers) are. p.mu is
+// held.
+func (p *Pool) mayProve(q *queue) bool {
+	return q.proving == nil && p.proving < p.provers()
+}
+
+// provers bounds the tasks started to prove their scopes (see proves)
+// whose first calls wait for a token at once: a quarter of the workers,
+// at least one, so that many failing scopes never hold every worker, and
+// the scopes that can go keep the others.
+func (p *Pool) provers() int { return max(1, p.limit/4) }
+
+// proves returns how long the head of q, whose scope has no token free
+// now, may wait for one in a worker, from s, a snapshot of the scope
+// taken after Delay's answer: 0 when it may not (the queue is parked, as
+// any queue whose scope cannot go). It may, to prove the scope dead or
+// alive, when every answer of the scope failed for a quarter of the
+// provider's breaker_dead_seconds (s.Failing), the last of them within a
+// quarter of it, from fewer distinct calls than breaker_threshold, its
+// breaker closed and no pause holding it, the tasks of q so started in
+// that streak sent fewer first calls than breaker_threshold, and wait,
+// Delay's, is within breaker_dead_seconds and ends before the head's
+// deadline (a task whose turn comes at its deadline is dropped unrun). Such a
+// scope's tokens go to the retries of its calls in flight, each taking a
+// token as it comes, and a queued task, which the pool starts only when a
+// token is free now, would not be sent before those retries end: the
+// rule that finds a scope dead (breaker_threshold distinct calls whose
+// every answer failed for breaker_dead_seconds) would lack its calls for
+// minutes. The task waits in line with those retries, and its answer is
+// evidence either way: a failure counts its call, a success ends the
+// streak. A quarter of breaker_dead_seconds (2.5 s by default): a scope
+// throttled but alive, a success between its throttles, ends its streaks
+// before, so that no worker waits inside it (unless it serves less than a
+// call in that time), and the calls the rule lacks are still sent within
+// breaker_dead_seconds when its tokens come that fast; a streak with no
+// failure for a quarter of it is a scope gone quiet (a pause, a burst of
+// throttling past), not one whose calls keep failing. Its first call
+// waits at most breaker_dead_seconds: a longer wait (others got in line
+// first) is refused, nothing sent nor lost, and the task goes back to its
+// queue. p.mu is held.
+func (p *Pool) proves(q *queue, s state.ScopeSnapshot, wait time.Duration) time.Duration {
+	f := s.Failing
+	if q.n == 0 || f.Since.IsZero() || f.DeadFrom.IsZero() || f.CallsShort == 0 || s.Dead != "" || s.Breaker.State != state.Closed {
+		return 0
+	}
+	now := p.clock.Now()
+	dead := f.DeadFrom.Sub(f.Since)
+	if now.Sub(f.Since) < dead/4 || now.Sub(f.Last) > dead/4 || s.PausedUntil.After(now) || wait > dead {
+		return 0
+	}
+	if dl, ok := q.head.ctx.Deadline(); ok && !dl.After(now.Add(wait)) {
+		return 0 // its turn comes at its deadline: it is dropped then, not run (see dropDone)
+	}
+	if !q.provedIn.Equal(f.Since) {
+		q.provedIn, q.proved = f.Since, 0
+	}
+	if q.proved >= f.Calls+f.CallsShort {
+		return 0
+	}
+	return dead
 }
 
 // heldByAnOldState reports whether q's hold may come from a state of the
@@ -1566,6 +1674,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 		q.live = q.live[:len(q.live)-1]
 	}
 	t.ended = true
+	p.proven(t)
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
@@ -1601,7 +1710,7 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	}
 	if t.deferredErr != nil && p.ctx.Err() == nil {
 		// Nothing of it was sent: back to the head of its queue.
-		t.deferredErr, t.decided, t.ended = nil, false, false
+		t.deferredErr, t.decided, t.ended, t.proveWait = nil, false, false, 0
 		q.pushFront(t)
 		p.queued++
 		q.deferred++
@@ -1876,7 +1985,11 @@ type task struct {
 	gen uint32
 	// The mark of its account's slots (fullMark's gen) it was started
 	// for a slot of, freed (see tookSlot); 0: none.
-	slotMark     uint64
+	slotMark uint64
+	// How long its first call may wait to be admitted, when it was
+	// started to prove its scope (see Pool.proves); 0: the pool's
+	// MaxWait.
+	proveWait    time.Duration
 	deferredWait time.Duration
 	deferredErr  error
 }
@@ -1909,7 +2022,7 @@ func (t *task) run() (err error, returned bool) {
 		}
 	}()
 	if t.q.scope.Provider != "" {
-		ctx = resilience.WithAdmission(ctx, t, t.p.maxWait)
+		ctx = resilience.WithAdmission(ctx, t, max(t.p.maxWait, t.proveWait))
 	} else {
 		// Not the hold of the task that submitted it, if its ctx derives
 		// from that one's and that one's first call is still to come.
@@ -1950,6 +2063,10 @@ func (t *task) DecidedIn(scope resilience.Scope) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.decided = true
+	if t.q.proving == t {
+		t.q.proved++ // its call was sent, or refused by an open breaker
+	}
+	p.proven(t)
 	if !t.ended && (account{scope.Provider, scope.Account}) != (account{t.q.scope.Provider, t.q.scope.Account}) {
 		// Not a call the task left running after it returned: its end
 		// was counted as freeing the slot already.
@@ -1981,6 +2098,7 @@ func (t *task) refused(wait time.Duration, err error) {
 	if !t.ended { // always, from the governor: see Deferred
 		t.decided, t.deferredWait, t.deferredErr = true, wait, err
 	}
+	p.proven(t)
 	q := t.q
 	p.gaveBack(t)
 	if wait > 0 {
@@ -2009,6 +2127,15 @@ func (t *task) refused(wait time.Duration, err error) {
 			p.slot(q, p.now())
 		}
 		p.unholdBack(account{q.scope.Provider, q.scope.Account})
+	}
+}
+
+// proven ends t's proof of its scope (see Pool.proves), if it was out:
+// its first call was decided, or it ended without one. p.mu is held.
+func (p *Pool) proven(t *task) {
+	if t.q.proving == t {
+		t.q.proving = nil
+		p.proving--
 	}
 }
 
