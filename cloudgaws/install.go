@@ -8,11 +8,10 @@ import (
 	"maps"
 	"math"
 	"reflect"
-	"strings"
-	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -187,11 +186,12 @@ const (
 // (WithGovernor), its logger (WithLogger), its service names
 // (WithServiceName, to which the options' are added) and its retry
 // settings. Install never breaks cfg: on failure (a nil cfg, an invalid
-// option, an account id with space in it, as one read from a file with
-// its newline) it leaves cfg as it was, so that its clients work
-// ungoverned, logs the error at warn level (to the logger of WithLogger,
-// or of the earlier installation; a program that drops the error still
-// hears of it) and returns it.
+// option, an account id that is not plain text: space in it, as in one
+// read from a file with its newline, another control character, a byte
+// that is not UTF-8, more than 128 bytes) it leaves cfg as it was, so
+// that its clients work ungoverned, logs the error at warn level (to the
+// logger of WithLogger, or of the earlier installation; a program that
+// drops the error still hears of it) and returns it.
 func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	var c config
 	for _, o := range opts {
@@ -223,10 +223,11 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	if len(c.errs) > 0 {
 		return fmt.Errorf("cloudgaws: install: %w", errors.Join(c.errs...))
 	}
-	if strings.ContainsFunc(accountID, unicode.IsSpace) {
+	if !scopekey.Plain(accountID) {
 		// One read from a file with its newline: its scopes would match
-		// no other install, override or scheduler's question.
-		return fmt.Errorf("cloudgaws: install: account id %q has space in it", accountID)
+		// no other install, override or scheduler's question, and it
+		// would reach log lines, metric labels and the status page.
+		return fmt.Errorf("cloudgaws: install: account id %q is not plain text: a space, a control character or more than %d bytes", accountID, scopekey.MaxPlain)
 	}
 	if accountID == "*" {
 		accountID = "" // unknown: one scope, shown as *, whichever way it is spelled

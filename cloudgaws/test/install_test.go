@@ -136,10 +136,15 @@ func TestInstallFailureLeavesConfigUsable(t *testing.T) {
 		t.Fatal("a failed install changed the config")
 	}
 
-	// An account id with space in it (one read from a file with its
-	// newline) names scopes that no other install, no override and no
-	// Delay a scheduler asks would match: refused, the config left alone.
-	for _, id := range []string{testAccount + "\n", " " + testAccount, "1111 2222 3333", "\t"} {
+	// An account id that is not plain text (scopekey.Plain: space in it,
+	// one read from a file with its newline; another control character, a
+	// byte that is not UTF-8, more than 128 bytes) names scopes that no
+	// other install, no override and no Delay a scheduler asks would
+	// match, and would reach log lines, metric labels and the status page
+	// as it is: refused, as the other integrations give up such a part,
+	// the config left alone.
+	for _, id := range []string{testAccount + "\n", " " + testAccount, "1111 2222 3333", "\t",
+		testAccount + "\x00", "\x1b[31m" + testAccount, testAccount + "\xff", testAccount + "\u202e", strings.Repeat("1", 129)} {
 		logged.Reset()
 		cfg := aws.Config{}
 		err := cloudgaws.Install(&cfg, id, cloudgaws.WithLogger(logger))
