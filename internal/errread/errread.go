@@ -110,12 +110,17 @@ func Read[T any](err error, read func(error) T) (v T, panicked any) {
 // nil *awshttp.ResponseError, or one in an interface target) is no such
 // error either: As reports false and sets *target to its zero value, so
 // that the caller never reads a nil pointer's fields. target must be a
-// non-nil pointer, as errors.As requires; As panics otherwise, before
-// reading err.
+// non-nil pointer to an interface or to a type that implements error, as
+// errors.As requires; As panics otherwise, before reading err, as
+// errors.As does: such a target is its caller's bug, not the error's, and
+// no read of the chain may report it as no match.
 func As(err error, target any) (found bool, panicked any) {
 	t := reflect.ValueOf(target)
 	if !t.IsValid() || t.Kind() != reflect.Pointer || t.IsNil() {
 		panic("errread: target must be a non-nil pointer")
+	}
+	if e := t.Type().Elem(); e.Kind() != reflect.Interface && !e.Implements(errorType) {
+		panic("errread: *target must be interface or implement error")
 	}
 	if err == nil {
 		return false, nil
@@ -127,6 +132,10 @@ func As(err error, target any) (found bool, panicked any) {
 	}
 	return found, panicked
 }
+
+// errorType is the type of error, which a target of As must implement
+// unless it is an interface.
+var errorType = reflect.TypeFor[error]()
 
 // nilMatch reports whether v, the error errors.As set a target to, is a
 // nil pointer, alone or in an interface.

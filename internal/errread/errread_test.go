@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"testing"
 )
 
@@ -21,8 +22,8 @@ func (e *nilUnwrapper) Unwrap() error { return e.err }
 func TestAsAndIsSurviveATypedNilInTheChain(t *testing.T) {
 	broken := fmt.Errorf("wrapped: %w", (*nilUnwrapper)(nil))
 	var target *nilUnwrapper
-	if found, p := As(fmt.Errorf("x: %w", broken), new(*testing.T)); found || p == nil {
-		// no error of the chain is a *testing.T: the walk reaches the nil's Unwrap
+	if found, p := As(fmt.Errorf("x: %w", broken), new(*fs.PathError)); found || p == nil {
+		// no error of the chain is a *fs.PathError: the walk reaches the nil's Unwrap
 		t.Errorf("As past a nil *nilUnwrapper = %v, %v; want false and the panic", found, p)
 	}
 	if found, p := As(broken, &target); found || p != nil || target != nil {
@@ -50,5 +51,28 @@ func TestAsAndIsSurviveATypedNilInTheChain(t *testing.T) {
 	}
 	if msg, p := Message(errors.New("m")); msg != "m" || p != nil {
 		t.Errorf("Message = %q, %v", msg, p)
+	}
+}
+
+// As, given a target errors.As refuses (a pointer to a type that is
+// neither an interface nor an error), panics before reading err, as
+// errors.As does: that is a bug of the caller's, not the error's, and
+// must not read as "no match".
+func TestAsPanicsOnATargetErrorsAsRefuses(t *testing.T) {
+	for name, target := range map[string]any{
+		"*int":    new(int),
+		"*string": new(string),
+		"nil":     nil,
+		"**int":   new(*int),
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("As(err, %s) did not panic; errors.As does", name)
+				}
+			}()
+			found, p := As(errors.New("e"), target)
+			t.Errorf("As(err, %s) = %v, %v", name, found, p)
+		})
 	}
 }
