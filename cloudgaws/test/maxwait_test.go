@@ -237,8 +237,12 @@ func TestCancelledCallsCountedOnce(t *testing.T) {
 					t.Fatalf("the call ended before the cancel: %v", err)
 				default:
 				}
+				cancelled := time.Now()
 				cancel()
 				err := <-done
+				if d := time.Since(cancelled); d != 0 {
+					t.Errorf("the call returned %v after its context was cancelled, want at once", d)
+				}
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("err = %v, want context.Canceled", err)
 				}
