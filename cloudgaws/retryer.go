@@ -72,15 +72,25 @@ func (inst *installation) newRetryer() aws.Retryer {
 // with which the governor ended the call: a retryer of the user's may not
 // read their RetryableError method.
 func (r *retryer) IsErrorRetryable(err error) bool {
+	if own, _ := errread.Read(err, governorsEnd); own {
+		return false
+	}
+	return r.RetryerV2.IsErrorRetryable(err)
+}
+
+// governorsEnd reports whether err holds an error with which the governor
+// ended the call (*ThrottlingError, *notRetryable, *stopped). A nil
+// *ThrottlingError is one: its methods read it as the governor's
+// ("throttled by the governor", not retryable), so it is matched as
+// errors.As matches it, not taken for no match as errread.As takes a
+// typed nil whose fields a caller would read. IsErrorRetryable reads it
+// through errread.Read, which recovers the panic of a typed nil of
+// another type whose Unwrap reads its receiver.
+func governorsEnd(err error) bool {
 	var te *ThrottlingError
 	var nr *notRetryable
 	var sp *stopped
-	for _, own := range [...]any{&te, &nr, &sp} {
-		if found, _ := errread.As(err, own); found {
-			return false
-		}
-	}
-	return r.RetryerV2.IsErrorRetryable(err)
+	return errors.As(err, &te) || errors.As(err, &nr) || errors.As(err, &sp)
 }
 
 // GetRetryToken is called by the SDK's retry loop once it has decided to

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
@@ -119,4 +120,21 @@ type nilRefusalRetryer struct {
 
 func (r nilRefusalRetryer) GetRetryToken(context.Context, error) (func(error) error, error) {
 	return nil, r.refusal
+}
+
+// A nil *ThrottlingError is a ThrottlingError (its godoc: it reads
+// "throttled by the governor", and its RetryableError is false), so the
+// retryer Install sets never retries an error that holds one, as it never
+// retries the governor's own: not even over a base retryer that retries
+// every "Throttling" code (retry.AddWithErrorCodes), which would read the
+// nil's ErrorCode.
+func TestTheRetryerNeverRetriesANilThrottlingError(t *testing.T) {
+	f := newFake(t)
+	cfg, _ := tcpGoverned(t, f, fastEC2, cloudgaws.WithBaseRetryer(func() aws.Retryer {
+		return retry.AddWithErrorCodes(retry.NewStandard(), "Throttling")
+	}))
+	err := fmt.Errorf("app: %w", (*cloudgaws.ThrottlingError)(nil))
+	if cfg.Retryer().IsErrorRetryable(err) {
+		t.Errorf("IsErrorRetryable(%v) = true, want false: a nil *ThrottlingError is the governor's", err)
+	}
 }
