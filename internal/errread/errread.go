@@ -109,11 +109,14 @@ func Read[T any](err error, read func(error) T) (v T, panicked any) {
 // error of the chain that matches target but is a nil pointer (a typed
 // nil *awshttp.ResponseError, or one in an interface target) is no such
 // error either: As reports false and sets *target to its zero value, so
-// that the caller never reads a nil pointer's fields. target must be a
-// non-nil pointer to an interface or to a type that implements error, as
-// errors.As requires; As panics otherwise, before reading err, as
-// errors.As does: such a target is its caller's bug, not the error's, and
-// no read of the chain may report it as no match.
+// that the caller never reads a nil pointer's fields. A caller to which
+// such a nil is the error all the same (a type whose methods read a nil
+// receiver as a value, as cloudgaws's *ThrottlingError) runs errors.As
+// through Read instead. target must be a non-nil pointer to an interface
+// or to a type that implements error, as errors.As requires; As panics
+// otherwise, before reading err, as errors.As does: such a target is its
+// caller's bug, not the error's, and no read of the chain may report it
+// as no match.
 func As(err error, target any) (found bool, panicked any) {
 	t := reflect.ValueOf(target)
 	if !t.IsValid() || t.Kind() != reflect.Pointer || t.IsNil() {
