@@ -243,3 +243,55 @@ func TestScanRefusesAnAccountNoProviderHas(t *testing.T) {
 		}
 	})
 }
+
+// Google Cloud's own account forms are all taken, each as the scope
+// cloudggcp writes for it: a project's id (6 to 30 lower-case letters,
+// digits and hyphens, a letter first, no hyphen last), a legacy
+// domain-scoped project's id (example.com:my-project), a project's
+// number, an organization's or a folder's number. A refusal reaches the
+// agent as a tool error whose text says which account and why, quoted.
+func TestScanTakesEveryGoogleCloudAccountForm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScanner(t)
+		cs := connect(t, newServer(s), "agent")
+		for _, account := range []string{
+			"projects/abcdef",
+			"projects/a23456789012345678901234567890",
+			"projects/my-project-1",
+			"projects/example.com:my-project",
+			"projects/google.com:inventory-prod",
+			"projects/123456789012",
+			"organizations/123456789012",
+			"folders/987654321098",
+		} {
+			var out ScanOutput
+			if res := call(t, cs, "scan", map[string]any{"provider": "gcp", "account": account}, &out); res.IsError || out.Dataset == nil || out.Dataset.Scope != "gcp/"+account {
+				t.Errorf("gcp %s: error %v %s; want a dataset of gcp/%s", account, res.IsError, toolText(res), account)
+			}
+		}
+		for _, c := range []struct{ account, text string }{
+			{"projects/abcde", `gcp account "projects/abcde" is not projects/<id>`},
+			{"projects/my-project-", `gcp account "projects/my-project-" is not`},
+			{"projects/1project", `gcp account "projects/1project" is not`},
+			{"projects/example.com:My-Project", `gcp account "projects/example.com:My-Project" is not`},
+			{"projects/.com:my-project", `gcp account "projects/.com:my-project" is not`},
+			{"projects/example.com:my-project\n", `gcp account "projects/example.com:my-project\n" is not`},
+		} {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "scan", Arguments: map[string]any{"provider": "gcp", "account": c.account}})
+			if err != nil || !res.IsError || !strings.Contains(toolText(res), c.text) {
+				t.Errorf("gcp %q: %v, %q; want a tool error saying %q", c.account, err, toolText(res), c.text)
+			}
+		}
+	})
+}
+
+// toolText is the text content of a tool's result, what an agent reads.
+func toolText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}

@@ -31,7 +31,7 @@ type scanner struct {
 // ScanInput is the scan tool's input.
 type ScanInput struct {
 	Provider string `json:"provider" jsonschema:"aws, azure or gcp"`
-	Account  string `json:"account" jsonschema:"the AWS account id (12 digits), Azure subscription id (a GUID) or GCP projects/<id>, organizations/<id> or folders/<id> to collect"`
+	Account  string `json:"account" jsonschema:"the AWS account id (12 digits), Azure subscription id (a GUID) or GCP projects/<id> (a project's id, example.com:<id> or number), organizations/<number> or folders/<number> to collect"`
 }
 
 // ScanOutput is the scan tool's output: a fresh dataset, or a refusal and
@@ -128,15 +128,25 @@ func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInp
 }
 
 // accountForms are the accounts each provider's scan takes: the form of
-// the provider's own ids, as the SDK integrations put them in scopes.
+// the provider's own ids, as the SDK integrations put them in scopes. A
+// GCP project's id is 6 to 30 lower-case letters, digits and hyphens, a
+// letter first and no hyphen last, or a legacy domain-scoped project's
+// (example.com:my-project); a project, an organization and a folder also
+// have a number.
 var accountForms = map[string]struct {
 	re   *regexp.Regexp
 	what string
 }{
 	"aws":   {regexp.MustCompile(`^[0-9]{12}$`), "an AWS account id (12 digits)"},
 	"azure": {regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`), "an Azure subscription id (a GUID)"},
-	"gcp":   {regexp.MustCompile(`^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]|projects/[0-9]{1,20}|organizations/[0-9]{1,20}|folders/[0-9]{1,20})$`), "projects/<id>, organizations/<id> or folders/<id>"},
+	"gcp": {regexp.MustCompile(`^(projects/(` + gcpDomain + `:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|projects/[0-9]{1,20}|organizations/[0-9]{1,20}|folders/[0-9]{1,20})$`),
+		"projects/<id>, organizations/<id> or folders/<id>"},
 }
+
+// gcpDomain is the domain of a domain-scoped project: two labels or more
+// of lower-case letters, digits and hyphens, none starting or ending
+// with a hyphen.
+const gcpDomain = `([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?`
 
 // scanError is the scan tool's error for a collection that panicked:
 // its message is the panic's value, without the stack (logged instead);
