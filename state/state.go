@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
@@ -84,6 +86,14 @@ func (s BucketSnapshot) Queued() int {
 func (s BucketSnapshot) MarshalJSON() ([]byte, error) {
 	type plain BucketSnapshot
 	return jsonsec.Marshal(plain(s), "paused_seconds", s.Paused)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, Paused from
+// paused_seconds. A null leaves s as it is, as encoding/json leaves any
+// value it reads null into.
+func (s *BucketSnapshot) UnmarshalJSON(b []byte) error {
+	type plain BucketSnapshot
+	return jsonsec.Unmarshal(b, (*plain)(s), "paused_seconds", &s.Paused)
 }
 
 // A Bucket is a token bucket with an optional adaptive rate. Its methods
@@ -179,6 +189,48 @@ func (s BreakerState) String() string {
 // MarshalText returns the String form, so that JSON shows the name.
 func (s BreakerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads the String form back: closed, half_open or open,
+// or state.BreakerState(n) for a value that is no position. Other text
+// is a *BreakerStateError, and leaves s as it is.
+func (s *BreakerState) UnmarshalText(b []byte) error {
+	text := string(b)
+	switch text {
+	case "closed":
+		*s = Closed
+		return nil
+	case "half_open":
+		*s = HalfOpen
+		return nil
+	case "open":
+		*s = Open
+		return nil
+	}
+	if n, ok := strings.CutPrefix(text, "state.BreakerState("); ok {
+		if n, ok := strings.CutSuffix(n, ")"); ok {
+			if v, err := strconv.ParseInt(n, 10, 32); err == nil && strconv.FormatInt(v, 10) == n {
+				*s = BreakerState(v)
+				return nil
+			}
+		}
+	}
+	return &BreakerStateError{Text: text}
+}
+
+// BreakerStateError is BreakerState's error when it reads text that
+// names no breaker position (a snapshot's "state" in JSON): Text is the
+// text read. Nothing changes a BreakerStateError once returned: several
+// goroutines may read one at once. The zero BreakerStateError is the
+// error of an empty text.
+type BreakerStateError struct {
+	Text string
+}
+
+// Error returns state: breaker state "<text>": want closed, half_open or
+// open, the text quoted as strconv.Quote quotes it.
+func (e *BreakerStateError) Error() string {
+	return fmt.Sprintf("state: breaker state %q: want closed, half_open or open", e.Text)
+}
+
 // BreakerSnapshot is a breaker's state at one time: a value that nothing
 // updates, which any number of goroutines may read at once. The zero
 // BreakerSnapshot is a closed breaker with no failures.
@@ -195,6 +247,14 @@ type BreakerSnapshot struct {
 func (s BreakerSnapshot) MarshalJSON() ([]byte, error) {
 	type plain BreakerSnapshot
 	return jsonsec.Marshal(plain(s), "cooldown_seconds", s.Cooldown, "retry_in_seconds", s.Wait)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, Cooldown and Wait from
+// cooldown_seconds and retry_in_seconds. A null leaves s as it is, as
+// encoding/json leaves any value it reads null into.
+func (s *BreakerSnapshot) UnmarshalJSON(b []byte) error {
+	type plain BreakerSnapshot
+	return jsonsec.Unmarshal(b, (*plain)(s), "cooldown_seconds", &s.Cooldown, "retry_in_seconds", &s.Wait)
 }
 
 // A Breaker is a circuit breaker: closed, open, or half-open with one

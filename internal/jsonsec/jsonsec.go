@@ -1,9 +1,11 @@
 // Package jsonsec marshals structs whose durations JSON shows as seconds
-// (wait_seconds, paused_seconds), the form the governor's reports use.
+// (wait_seconds, paused_seconds), the form the governor's reports use,
+// and reads them back.
 package jsonsec
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 )
@@ -25,4 +27,56 @@ func Marshal(v any, kv ...any) ([]byte, error) {
 		b = strconv.AppendFloat(b, kv[i+1].(time.Duration).Seconds(), 'f', -1, 64)
 	}
 	return append(b, '}'), nil
+}
+
+// Unmarshal reads what Marshal writes: data into v, a pointer to the
+// struct, and each name of kv, a number of seconds, into the
+// *time.Duration after it. A name that is absent or null leaves its
+// duration as it is, as encoding/json leaves a field; a number of
+// seconds beyond a Duration's range reads as its largest or smallest. A
+// name whose value is no number is a *json.UnmarshalTypeError whose
+// Field is the name.
+func Unmarshal(data []byte, v any, kv ...any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		name := kv[i].(string)
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		var secs *float64
+		if err := json.Unmarshal(raw, &secs); err != nil {
+			if te, ok := err.(*json.UnmarshalTypeError); ok {
+				te.Field = name
+			}
+			return err
+		}
+		if secs != nil {
+			*kv[i+1].(*time.Duration) = Duration(*secs)
+		}
+	}
+	return nil
+}
+
+// Duration returns secs seconds as a Duration, to the nanosecond: the
+// inverse of Duration.Seconds for every duration a float64 of seconds
+// holds to the nanosecond (up to about 26 days either way), and the
+// largest or smallest Duration for seconds beyond its range.
+func Duration(secs float64) time.Duration {
+	switch {
+	case secs*1e9 >= math.MaxInt64: // 2^63 as a float64
+		return math.MaxInt64
+	case secs*1e9 <= math.MinInt64:
+		return math.MinInt64
+	}
+	// Whole seconds and the fraction apart, so that the fraction's
+	// nanoseconds are rounded with a float64's precision left for them.
+	whole := math.Trunc(secs)
+	return time.Duration(whole)*time.Second + time.Duration(math.Round((secs-whole)*1e9))
 }
