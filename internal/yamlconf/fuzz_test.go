@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/cloudg/cloudg/internal/scopekey"
 )
 
 // fuzzSub is a nested setting of fuzzSection: a service's.
@@ -32,7 +34,8 @@ type fuzzSection struct {
 
 // FuzzDecode holds the decoder to what its documentation promises of any
 // document: it returns, never panics; a refusal is *Error values only
-// (joined), each with a key path under the section's and a message; an
+// (joined), each with a key path under the section's, printable on one
+// line (a key's newline quoted), and a message; an
 // accepted section holds every number in its range and finite, and no
 // empty string; and the same document decodes the same way twice (no
 // message depends on map order).
@@ -51,6 +54,7 @@ func FuzzDecode(f *testing.F) {
 		"max_rps: 2\n---\nmax_rps: 3\n",
 		"breaker_cooldown_seconds: 9999999999999999999h\n",
 		"aws: {retry_mode: standard, max_rps: 1}\nlive_x: 1\nratelimt: {}\n",
+		"services: {\"ec2\\nINFO forged\": {brust: 1}}\n\"\\u202e\": 1\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -129,5 +133,8 @@ func checkErrors(t *testing.T, err error, root string) {
 	}
 	if root != "" && e.Path != root && !strings.HasPrefix(e.Path, root+".") {
 		t.Fatalf("%q: path %q is not under %q", err, e.Path, root)
+	}
+	if !scopekey.Printable(e.Path) {
+		t.Fatalf("%q: path %q is not printable on one line", err, e.Path)
 	}
 }

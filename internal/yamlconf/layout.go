@@ -89,7 +89,7 @@ func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
 		var errs []error
 		for i := 0; i+1 < len(aws.Content); i += 2 {
 			if k := deref(aws.Content[i]).Value; !sdkKeys[k] {
-				errs = append(errs, errorf("aws."+k, "not a setting of the AWS SDK's section, which retry_mode makes this "+
+				errs = append(errs, errorf(KeyPath("aws", k), "not a setting of the AWS SDK's section, which retry_mode makes this "+
 					"top-level aws (max_retries, retry_mode); the governor's settings go under ratelimit.aws"))
 			}
 		}
@@ -98,13 +98,13 @@ func Layout(top *yaml.Node) (ratelimit, sdk *yaml.Node, err error) {
 		for i := 0; i+1 < len(top.Content); i += 2 {
 			k := deref(top.Content[i]).Value
 			if k == "providers" || strings.HasPrefix(k, "live_") {
-				errs = append(errs, errorf(k, "a setting of the governor's section, which this document does not have at its top: "+
-					"retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under ratelimit."+k))
+				errs = append(errs, errorf(KeyPath("", k), "a setting of the governor's section, which this document does not have at its top: "+
+					"retry_mode makes its top-level aws the AWS SDK's section; the governor's settings go under "+KeyPath("ratelimit", k)))
 			}
 			// Nor is a misspelt ratelimit another section, whose
 			// governor settings no reader would read.
 			if hint := NearRatelimit(k); hint != "" {
-				errs = append(errs, errorf(k, "unknown key"+hint))
+				errs = append(errs, errorf(KeyPath("", k), "unknown key"+hint))
 			}
 		}
 		return nil, aws, errors.Join(errs...)
@@ -216,7 +216,7 @@ func BuiltinProvider(name string) bool { return name == "aws" || name == "azure"
 // ParseConfig and Config.Validate) check a name with it, so that they
 // refuse the same names in the same words.
 func ProviderKey(name string, names []string) error {
-	path := "ratelimit.providers." + name
+	path := KeyPath("ratelimit.providers", name)
 	if BuiltinProvider(name) {
 		return errorf(path, name+" has its own key: ratelimit."+name)
 	}
@@ -228,7 +228,7 @@ func ProviderKey(name string, names []string) error {
 		}
 	}
 	if trimmed := strings.TrimSpace(name); trimmed != name {
-		return errorf(path, fmt.Sprintf("a provider name has no space around it (%s)", trimmed))
+		return errorf(path, fmt.Sprintf("a provider name has no space around it (%s)", KeyPath("", trimmed)))
 	}
 	for _, known := range scopenames.Providers() {
 		if known != name && strings.EqualFold(known, name) {

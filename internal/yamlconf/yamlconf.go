@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -43,6 +44,25 @@ type Error struct {
 func (e *Error) Error() string { return e.Path + ": " + e.Msg }
 
 func errorf(path, msg string) error { return &Error{Path: path, Msg: msg} }
+
+// KeyPath returns the key path of a document's key under path:
+// path.key, or key alone when path is "". A key that holds a character
+// that is not printable (scopekey.Printable: a newline, a carriage
+// return, a bidirectional override, a byte that is not UTF-8) is quoted
+// as strconv.Quote quotes it, as package resilience's Stats.Messages
+// write such a scope, so that an error names it on one line and a
+// configuration file's key forges no line of a log that carries the
+// error; a printable key, dots and spaces in it included, is written as
+// it is.
+func KeyPath(path, key string) string {
+	if !scopekey.Printable(key) {
+		key = strconv.Quote(key)
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
 
 // A Decoder decodes into structs whose fields have yaml tags. A field's
 // range tag (see CheckRanges) bounds the value a document may give it.
@@ -355,7 +375,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := deref(n.Content[i])
 			name := k.Value
-			p := path + "." + name
+			p := KeyPath(path, name)
 			if k.Kind != yaml.ScalarNode {
 				errs = append(errs, errorf(path, "keys must be strings"))
 				continue
@@ -409,7 +429,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 				errs = append(errs, errorf(path, "keys must be non-empty strings"))
 				continue
 			}
-			p := path + "." + k.Value
+			p := KeyPath(path, k.Value)
 			if IsMerge(k) {
 				// Not an entry named <<, nor read through: refused as a
 				// struct's merge key is.

@@ -414,3 +414,50 @@ func TestNumbersAreReadAsYAMLReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// A key a document writes with a character that is not printable (a
+// newline, a carriage return, a bidirectional override, a byte that is
+// not UTF-8) is quoted in an error's key path, as strconv.Quote writes
+// it, so that an error names it on one line and a log line that carries
+// the error cannot be forged by a configuration file's key; a printable
+// key, dots and spaces in it included, is written as it is.
+func TestAKeyThatIsNotPrintableIsQuotedInErrorPaths(t *testing.T) {
+	type sub struct {
+		Rate float64 `yaml:"max_rps"`
+	}
+	type section struct {
+		Services map[string]sub `yaml:"services"`
+	}
+	for _, c := range []struct{ doc, want string }{
+		{`{"brust\nINFO config ok": 1}`, `s."brust\nINFO config ok": unknown key`},
+		{`{"services": {"ec2\r\nINFO forged": {"max_rps": "x"}}}`, `s.services."ec2\r\nINFO forged".max_rps: "x" is not a number`},
+		{"{\"services\": {\"\u202eec2\": {\"brust\": 1}}}", `s.services."\u202eec2".brust: unknown key`},
+		{`{"services": {"my.api v2": {"max_rps": "x"}}}`, `s.services.my.api v2.max_rps: "x" is not a number`},
+	} {
+		n, err := Document([]byte(c.doc), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s section
+		err = Decoder{}.Decode(&s, n, "s", false)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v; want %s", c.doc, err, c.want)
+		}
+	}
+	// Layout's paths too: a governor key at a document's top beside the
+	// AWS SDK's section, and a key of that section that is not the SDK's.
+	n, err := Document([]byte("{\"aws\": {\"retry_mode\": \"standard\", \"x\\ny\": 1}, \"live_\\nz\": 1}"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Layout(n)
+	if err == nil || strings.Contains(err.Error(), "x\ny") || strings.Contains(err.Error(), "live_\nz") ||
+		!strings.Contains(err.Error(), `aws."x\ny": not a setting`) || !strings.Contains(err.Error(), `"live_\nz": a setting of the governor's section`) {
+		t.Errorf("Layout: %q; want its keys quoted", err)
+	}
+	// And a provider's name under providers.
+	var e *Error
+	if err := ProviderKey("AWS\n", nil); !errors.As(err, &e) || e.Path != `ratelimit.providers."AWS\n"` {
+		t.Errorf("ProviderKey: %q; want its path ratelimit.providers.\"AWS\\n\"", err)
+	}
+}
