@@ -127,7 +127,7 @@ func providerPath(p string) string {
 	case "aws", "azure", "gcp":
 		return "ratelimit." + p
 	}
-	return "ratelimit.providers." + p
+	return yamlconf.KeyPath("ratelimit.providers", p)
 }
 
 func nonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
@@ -212,7 +212,7 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 			seen[name] = true
 			if value := yamlconf.Deref(n.Content[i+1]); value.Kind == yaml.MappingNode {
-				yield(name, path+"."+name, value)
+				yield(name, yamlconf.KeyPath(path, name), value)
 			}
 		}
 		errs = append(errs, duplicateLiveKeys(n, path)...)
@@ -236,13 +236,13 @@ func ParseConfig(data []byte) (Config, error) {
 			for i := 0; i+1 < len(value.Content); i += 2 {
 				k, _ := keyName(value.Content[i])
 				if v := yamlconf.Deref(value.Content[i+1]); isLive(k) && v.Kind != yaml.MappingNode && v.ShortTag() != "!!null" {
-					errs = append(errs, fieldErr(path+"."+k, "must be a mapping"))
+					errs = append(errs, fieldErr(yamlconf.KeyPath(path, k), "must be a mapping"))
 				}
 			}
 			providers(value, path, provider)
 			return
 		}
-		if path == "ratelimit."+name && !yamlconf.BuiltinProvider(name) {
+		if path == yamlconf.KeyPath("ratelimit", name) && !yamlconf.BuiltinProvider(name) {
 			// Another provider's settings at the top of the section:
 			// resilience.ParseConfig refuses them, so a live key among
 			// them is refused here too, not read.
@@ -255,7 +255,7 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 			return
 		}
-		if path == "ratelimit.providers."+name && name != "" {
+		if path == yamlconf.KeyPath("ratelimit.providers", name) && name != "" {
 			// A name no call goes by (aws, which has its own key, AWS,
 			// Acme where an integration's scopes say acme, myapi beside
 			// MyAPI, one with space around it): resilience.ParseConfig
@@ -268,7 +268,7 @@ func ParseConfig(data []byte) (Config, error) {
 				return
 			}
 		}
-		if path == "ratelimit.providers."+name && (name == "" || strings.ContainsAny(name, "/:")) {
+		if path == yamlconf.KeyPath("ratelimit.providers", name) && (name == "" || strings.ContainsAny(name, "/:")) {
 			// A name no scope's provider can have: reported here, at its
 			// path, rather than by Validate, which knows no path.
 			switch {
@@ -291,9 +291,9 @@ func ParseConfig(data []byte) (Config, error) {
 				svc, _ := keyName(services.Content[i])
 				switch sv := yamlconf.Deref(services.Content[i+1]); {
 				case sv.Kind == yaml.MappingNode:
-					errs = append(errs, unknownLiveKeys(sv, path+".services."+svc, nil)...)
+					errs = append(errs, unknownLiveKeys(sv, yamlconf.KeyPath(path+".services", svc), nil)...)
 				case isLive(svc) && sv.ShortTag() != "!!null":
-					errs = append(errs, fieldErr(path+".services."+svc, "must be a mapping"))
+					errs = append(errs, fieldErr(yamlconf.KeyPath(path+".services", svc), "must be a mapping"))
 				}
 			}
 		}
@@ -389,7 +389,7 @@ func duplicateLiveKeys(n *yaml.Node, path string) []error {
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k, ok := keyName(n.Content[i]); ok && count[k] > 1 && live[k] {
-			errs = append(errs, fieldErr(path+"."+k, "duplicate key"))
+			errs = append(errs, fieldErr(yamlconf.KeyPath(path, k), "duplicate key"))
 			count[k] = 0 // once
 		}
 	}
@@ -423,7 +423,7 @@ func unknownLiveKeys(n *yaml.Node, path string, known map[string]bool) []error {
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k, _ := keyName(n.Content[i]); isLive(k) && !known[k] {
-			errs = append(errs, fieldErr(path+"."+k, "unknown key"))
+			errs = append(errs, fieldErr(yamlconf.KeyPath(path, k), "unknown key"))
 		}
 	}
 	return errs

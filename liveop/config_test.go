@@ -555,3 +555,27 @@ func TestBuiltinProviderInAnotherCaseUnderProvidersIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A key that holds a character that is not printable (a newline, a
+// bidirectional override) is quoted in the key path of every error
+// ParseConfig and Validate return, as package yamlconf writes it
+// (yamlconf.KeyPath), so that a configuration file's key writes no line
+// of its own into a log that carries the error.
+func TestAKeyThatIsNotPrintableIsQuotedInErrorPaths(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"ratelimit: {\"live_x\\ny\": 1}\n", `ratelimit."live_x\ny": unknown key`},
+		{"ratelimit: {providers: {\"my\\napi\": {live_cooldown_seconds: -1}}}\n", `ratelimit.providers."my\napi".live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)`},
+		{"ratelimit: {providers: {\"my\\napi\": {\"live_\\u202e\": 1}}}\n", `ratelimit.providers."my\napi"."live_\u202e": unknown key`},
+		{"ratelimit: {aws: {services: {\"ec\\n2\": {live_x: 1}}}}\n", `ratelimit.aws.services."ec\n2".live_x: unknown key`},
+		{"ratelimit: {providers: {\"a/\\nb\": {live_cooldown_seconds: 1}}}\n", `ratelimit.providers."a/\nb": ` + badProviderName},
+		{"ratelimit: {providers: {\"my\\napi\": {live_cooldown_seconds: 1}, \"my\\napi\": {live_cooldown_seconds: 2}}}\n", `ratelimit.providers."my\napi": duplicate key`},
+	} {
+		if _, err := ParseConfig([]byte(c.doc)); err == nil || err.Error() != c.want {
+			t.Errorf("%q: %q; want %q", c.doc, err, c.want)
+		}
+	}
+	cfg := Config{ProviderCooldownSeconds: map[string]float64{"my\napi": -1}}
+	if err := cfg.Validate(); err == nil || err.Error() != `ratelimit.providers."my\napi".live_cooldown_seconds: must be >= 0 (0 turns the cooldown off)` {
+		t.Errorf("Validate: %q", err)
+	}
+}
