@@ -55,6 +55,11 @@ func FuzzDecode(f *testing.F) {
 		"breaker_cooldown_seconds: 9999999999999999999h\n",
 		"aws: {retry_mode: standard, max_rps: 1}\nlive_x: 1\nratelimt: {}\n",
 		"services: {\"ec2\\nINFO forged\": {brust: 1}}\n\"\\u202e\": 1\n",
+		// An empty string alone, which the decoder must refuse.
+		"name: ''\n",
+		// Misspellings equally close to two keys (max_rps, min_rps):
+		// the same hint each time, whatever the fields' map order.
+		"services: {a: {mix_rps: 1}, b: {mix_rps: 1}, c: {mix_rps: 1}, d: {mix_rps: 1}, e: {mix_rps: 1}, f: {mix_rps: 1}, g: {mix_rps: 1}, h: {mix_rps: 1}}\n",
 	} {
 		f.Add([]byte(s))
 	}
