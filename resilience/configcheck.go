@@ -75,7 +75,7 @@ func (c Config) Validate() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		path := "ratelimit.providers." + name
+		path := yamlconf.KeyPath("ratelimit.providers", name)
 		if name == "" {
 			errs = append(errs, fieldErr("ratelimit.providers", "a provider name is not empty"))
 			continue
@@ -266,7 +266,7 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 	var errs []error
 	for _, name := range names {
 		s := p.Services[name]
-		sp := path + ".services." + name
+		sp := yamlconf.KeyPath(path+".services", name)
 		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Count(name, ".") > 1 {
 			errs = append(errs, fieldErr(sp, `a service key is "<service>" or "<service>.<Operation>"`))
 			continue
@@ -318,7 +318,7 @@ func (p *ProviderConfig) validateServices(provider, path string, d providerDefau
 				floor, from = p.MinRPS, path+".min_rps"
 			}
 			if u, ok := p.Services[svc]; isOp && ok && u.MinRPS > 0 {
-				floor, from = u.MinRPS, path+".services."+svc+".min_rps"
+				floor, from = u.MinRPS, yamlconf.KeyPath(path+".services", svc)+".min_rps"
 			}
 			if from != "" && s.MaxRPS < floor {
 				errs = append(errs, fieldErr(sp+".max_rps", fmt.Sprintf(
@@ -518,7 +518,7 @@ func builtInWarnings(cfg Config) []builtInWarning {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		add(name, "ratelimit.providers."+name, cfg.Providers[name])
+		add(name, yamlconf.KeyPath("ratelimit.providers", name), cfg.Providers[name])
 	}
 	return out
 }

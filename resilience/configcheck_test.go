@@ -416,3 +416,21 @@ func TestAnExplicitNullSwitchOrNameIsRefused(t *testing.T) {
 	// A null section, service or provider is still an empty one.
 	accepted(t, "aws: ~\nproviders: ~\ngcp: {services: ~}\n")
 }
+
+// A provider's or a service's name that holds a character that is not
+// printable (a newline) is quoted in the key path of Validate's errors,
+// as the decoder quotes a document's key (yamlconf.KeyPath), so that a
+// configuration file's key, or a Config's map key, writes no line of its
+// own into a log that carries the error.
+func TestANameThatIsNotPrintableIsQuotedInValidatesPaths(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"ratelimit: {providers: {\"my\\napi\": {max_rps: 1, min_rps: 2}}}\n", `ratelimit.providers."my\napi".min_rps: 2 rps is above max_rps (1 rps)`},
+		{"ratelimit: {aws: {services: {\"ec\\n2\": {max_rps: 1, min_rps: 2}}}}\n", `ratelimit.aws.services."ec\n2".min_rps: 2 rps is above the max_rps in force here (1 rps)`},
+		{"ratelimit: {aws: {services: {\"ec\\n2\": {burst: 0.5}}}}\n", `ratelimit.aws.services."ec\n2".burst: must be >= 1 (a bucket holds at least one token)`},
+		{"ratelimit: {aws: {services: {\"ec2. \\nDescribe\": {max_rps: 1}}}}\n", `ratelimit.aws.services."ec2. \nDescribe": a service key has no space around its names (ec2.Describe)`},
+	} {
+		if _, err := ParseConfig([]byte(c.doc)); err == nil || err.Error() != c.want {
+			t.Errorf("%q: %q; want %q", c.doc, err, c.want)
+		}
+	}
+}
