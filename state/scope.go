@@ -127,15 +127,18 @@ func (s *Scope) UnmarshalJSON(b []byte) error {
 }
 
 // ScopeKeyError is ParseScope's error, and Scope's when it reads a key
-// as text (a JSON map's key): Key is not a scope in Key's form, for
-// Reason. Nothing changes a ScopeKeyError once returned: several
-// goroutines may read one at once. The zero ScopeKeyError names no key.
+// as text (a JSON map's key, a JSON string): the text Key is not a scope
+// in the form Scope.Key writes, for Reason. Nothing changes a
+// ScopeKeyError once returned: several goroutines may read one at once.
+// The zero ScopeKeyError, of no key and no reason, reads
+// state: scope key "": (as package yamlconf's zero Error reads ": ").
 type ScopeKeyError struct {
 	Key    string // the text read
 	Reason string // what is wrong with it: "no provider", ...
 }
 
-// Error returns the key, quoted, and the reason.
+// Error returns state: scope key "<key>": <reason>, the key quoted as
+// strconv.Quote quotes it, so that a stored key's newline reads as \n.
 func (e *ScopeKeyError) Error() string {
 	return fmt.Sprintf("state: scope key %q: %s", e.Key, e.Reason)
 }
