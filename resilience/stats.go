@@ -290,6 +290,16 @@ func (c Counters) MarshalJSON() ([]byte, error) {
 		"backoff_seconds", c.Backoff, "paused_seconds", c.Paused, "max_pause_seconds", c.MaxPause)
 }
 
+// UnmarshalJSON reads what MarshalJSON writes, and a summary's totals
+// (the report's form, a part of it), the durations from their seconds.
+// A null leaves c as it is, as encoding/json leaves any value it reads
+// null into.
+func (c *Counters) UnmarshalJSON(b []byte) error {
+	type plain Counters
+	return jsonsec.Unmarshal(b, (*plain)(c), "wait_seconds", &c.Wait, "max_wait_seconds", &c.MaxWait, "wait_elapsed_seconds", &c.WaitElapsed,
+		"backoff_seconds", &c.Backoff, "paused_seconds", &c.Paused, "max_pause_seconds", &c.MaxPause)
+}
+
 // String renders the totals the way the worked example prints them:
 // {calls: 9, throttled: 2, ..., wait_seconds: 5.000}. The calls lost as
 // failed, refused, cancelled, errored, panicked or denied follow rejected, each

@@ -3,8 +3,10 @@ package resilience
 import (
 	"encoding/json"
 	"iter"
+	"strings"
 
 	"github.com/cloudg/cloudg/internal/jsonsec"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -182,6 +184,62 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		Totals        totalsJSON                      `json:"totals"`
 		SlowedBuckets map[string]state.BucketSnapshot `json:"slowed_buckets"`
 	}{plain(s), totalsJSON(s.Totals), slowedBuckets})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: a stored summary reads
+// back as it was written, but for what the totals' form leaves out
+// (waits, pauses, backoff, the last error: each scope's counters have
+// them). The keys of slowed_buckets go back to the map of their level by
+// their form: a leaf's scope key (state.ParseScope) to SlowedBuckets, an
+// account's (provider/account) to SlowedAccounts, a provider's to
+// SlowedProviders; a key of none of these forms is a
+// *state.ScopeKeyError. A slowed_buckets that is not null makes all
+// three maps, as Governor.Summary does, and a null one none. A null
+// leaves s as it is, as encoding/json leaves any value it reads null
+// into.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	type plain Summary
+	v := struct {
+		*plain
+		SlowedBuckets map[string]state.BucketSnapshot `json:"slowed_buckets"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.SlowedBuckets == nil {
+		return nil
+	}
+	s.SlowedBuckets = map[Scope]state.BucketSnapshot{}
+	s.SlowedAccounts = map[Scope]state.BucketSnapshot{}
+	s.SlowedProviders = map[string]state.BucketSnapshot{}
+	for key, bucket := range v.SlowedBuckets {
+		parts := strings.Split(key, "/")
+		if len(parts) >= 4 {
+			sc, err := state.ParseScope(key)
+			if err != nil {
+				return err
+			}
+			s.SlowedBuckets[sc] = bucket
+			continue
+		}
+		var names [2]string
+		for i, p := range parts {
+			if p == "*" && i > 0 {
+				continue
+			}
+			n, err := scopekey.Unescape(p)
+			if err != nil || n == "" || len(parts) > 2 {
+				return &state.ScopeKeyError{Key: key, Reason: "want provider, provider/account or provider/account/region/service[/operation]"}
+			}
+			names[i] = n
+		}
+		if len(parts) == 1 {
+			s.SlowedProviders[names[0]] = bucket
+		} else {
+			s.SlowedAccounts[Scope{Provider: names[0], Account: names[1]}] = bucket
+		}
+	}
+	return nil
 }
 
 // totalsJSON is Counters marshalled as a summary's totals.
