@@ -2,11 +2,11 @@ package resilience
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/bulkhead"
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/internal/nestgate"
 )
 
@@ -1308,9 +1308,9 @@ func (gd *Guard) settleRetryRefusal(err error) bool {
 	var ww *WouldWaitError
 	var coe *CircuitOpenError
 	switch {
-	case errors.As(err, &ww) && ww.Scope == gd.scope && ww.Last != nil:
+	case readAs(err, &ww) && ww.Scope == gd.scope && ww.Last != nil:
 		gd.recordRefused(ww)
-	case errors.As(err, &coe) && coe.Scope == gd.scope && coe.Err != nil:
+	case readAs(err, &coe) && coe.Scope == gd.scope && coe.Err != nil:
 		if gd.phase == phaseAwaiting {
 			gd.recordSpent("breaker") // its failure counted when its attempts ran out
 		} else {
@@ -1330,11 +1330,20 @@ func (gd *Guard) settleRefusal(err error) {
 	var ww *WouldWaitError
 	var de *DeadlineExceededError
 	switch {
-	case errors.As(err, &coe):
+	case readAs(err, &coe):
 		gd.recordRejected(coe, "")
-	case errors.As(err, &ww):
+	case readAs(err, &ww):
 		gd.recordRefused(ww)
-	case errors.As(err, &de):
+	case readAs(err, &de):
 		gd.recordRefused(de)
 	}
+}
+
+// readAs is errors.As(err, target) for err, an error a caller ended a call
+// with, read through errread.As: a panic of a method of an error of its
+// chain (an Unwrap that reads a nil pointer) is the error's, and readAs
+// reports false for it, as it does for a match that is a nil pointer.
+func readAs(err error, target any) bool {
+	found, _ := errread.As(err, target)
+	return found
 }
