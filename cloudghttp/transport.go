@@ -437,12 +437,16 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // endpoint that refused the connection or answered 429 "Rate exceeded".
 // Nothing was sent to the scope, which must be neither slowed, paused nor
 // failed for it. An error a method of whose chain panics (a typed nil of
-// the base's making, say) is the transportError alone, which the core
-// reads as an unreadable error: a local error, not sent again.
+// the base's making, an Unwrap that reads a nil pointer) is read as far
+// as it reads, as the core classifier reads it (see resilience.Classify):
+// what the errors before the panic say stands (a *url.Error of another
+// URL, a governor's stop, a network error), and a chain that says
+// nothing readable ends the call as a local error, not sent again, which
+// the core describes as an unreadable error.
 func (x *exchange) attemptError(err error) error {
 	answer := x.transportError(err)
-	switch stop, elsewhere, ok := x.baseShape(err); {
-	case !ok, stop:
+	switch stop, elsewhere := x.baseShape(err); {
+	case stop:
 		return answer
 	case elsewhere:
 		return newUnsentError(answer)
@@ -456,19 +460,16 @@ func (x *exchange) attemptError(err error) error {
 // baseShape reads err, the base transport's error, for attemptError:
 // whether it is one of the governor's stops (a governed call made inside
 // the attempt, refused), and whether it is a *url.Error for another URL
-// than the request's. ok is false when a method of an error of its chain
-// panicked as it was read.
-func (x *exchange) baseShape(err error) (stop, elsewhere, ok bool) {
-	defer func() {
-		if recover() != nil {
-			stop, elsewhere, ok = false, false, false
-		}
-	}()
-	if attemptctx.GovernorStop(err) {
-		return true, false, true
+// than the request's. Each is read through errread, as far as err's chain
+// reads: a method of an error of the chain that panics ends the read, and
+// what was found before it stands (errors.As reads the chain in order).
+func (x *exchange) baseShape(err error) (stop, elsewhere bool) {
+	if stop, _ = errread.Read(err, attemptctx.GovernorStop); stop {
+		return true, false
 	}
 	var ue *url.Error
-	return false, errors.As(err, &ue) && !sameEndpoint(ue.URL, x.orig.URL), true
+	found, _ := errread.As(err, &ue)
+	return false, found && !sameEndpoint(ue.URL, x.orig.URL)
 }
 
 // resendUnsent readies the request's next send after an attempt that
@@ -602,7 +603,7 @@ func withoutURL(err error) error {
 // server's answer, with no method that gives its status: 0 when none
 // does. It is read only for an attempt that failed before it was sent.
 func carriedStatus(err error) int {
-	for i := 0; err != nil && i < 10; i, err = i+1, errors.Unwrap(err) {
+	for i := 0; err != nil && i < 10; i, err = i+1, unwrapRead(err) {
 		v := reflect.ValueOf(err)
 		if v.Kind() == reflect.Pointer {
 			v = v.Elem()
@@ -624,6 +625,14 @@ func carriedStatus(err error) int {
 }
 
 var responseType = reflect.TypeFor[*http.Response]()
+
+// unwrapRead is errors.Unwrap(err) read through errread: nil, as at the
+// chain's end, when err's Unwrap panics, so that a walk of the chain
+// keeps what the errors before it said.
+func unwrapRead(err error) error {
+	cause, _ := errread.Read(err, errors.Unwrap)
+	return cause
+}
 
 // statusOnly is an HTTP status alone, as the core classifier reads one.
 type statusOnly int
