@@ -125,7 +125,10 @@
 // Vault's challenge policy, for the challenge a Key Vault client's first
 // request elicits), is no retry: the Guard ends the call the 401 answered
 // and counts the resend as a call of its own, with no Retry event and no
-// free retry or retry budget spent. When the request ends, the
+// free retry or retry budget spent. A resend that never comes, its token
+// never had (the credential failed, the context ended while the token
+// was fetched), is lost with that error, as errored or cancelled, as a
+// request whose token fails before its first send is. When the request ends, the
 // per-call policy ends the Guard with azcore's final answer: a throttled or
 // transient final answer counts toward the breaker, and throttling is
 // recorded as given up in the stats and the ledger bound to the request's

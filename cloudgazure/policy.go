@@ -263,15 +263,40 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		resp, err = req.Next()
 	}
 	st.restore()
-	if fin := st.final(resp, err); st.denied {
+	switch fin := st.final(resp, err); {
+	case st.denied:
 		// App Configuration's Storage quota refused the request: lost
 		// as denied, a limit the governor does not pace.
 		st.guard(nil).EndDenied(fin)
-	} else {
+	case st.unanswered(fin):
+		// The 401 was an authentication challenge, whose resend never
+		// came: the call it answered ends (its 401, a fatal answer
+		// After recorded, records nothing more), and the resend's, its
+		// token never had (the credential failed, the context ended),
+		// is lost with the error it ended with, as a request whose token
+		// fails before its first send is. A Guard of its own: a Guard's
+		// call ended once records nothing more without a step of a new
+		// call, and the resend took none.
+		st.gd.End(st.last)
+		if gd, berr := gov.Begin(ctx, st.scope, azcoreLoop); berr == nil {
+			gd.End(fin)
+		}
+	default:
 		st.guard(nil).End(fin)
 	}
 	returned = true
 	return resp, err
+}
+
+// unanswered reports whether fin, the error the request ends with, ends
+// it after an authentication challenge (challenged: a 401 After read as
+// fatal) that no resend answered, with an error that is no provider's
+// answer: the policy ahead that answers the challenge could not send the
+// request again (its credential failed, the context ended while it
+// fetched the token). A request that ends with the 401 itself (a
+// challenge the policy could not read) ends with the provider's answer.
+func (st *callState) unanswered(fin error) bool {
+	return st.challenged && st.gd != nil && fin != nil && !resilience.IsProviderAnswer(fin)
 }
 
 // keptBody is a request's body as the per-call policy hands it to

@@ -1,0 +1,76 @@
+package test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+
+	"github.com/cloudg/cloudg/resilience"
+)
+
+// cancellingCred is a credential that ends the request's context as its
+// token is asked for, and returns the context's error.
+type cancellingCred struct{ cancel context.CancelFunc }
+
+func (c cancellingCred) GetToken(ctx context.Context, _ policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	c.cancel()
+	return azcore.AccessToken{}, ctx.Err()
+}
+
+// A Key Vault request whose vault answered its first send with the
+// authentication challenge, and whose token could then not be had (the
+// credential failed, or the request's context ended while it was
+// fetched), was never resent: the caller gets the credential's or the
+// context's error, and the call is lost, as errored or cancelled, as a
+// request whose token fails before its first send is. The 401 was no
+// final answer of the vault's but its challenge, which the resend that
+// never came would have answered. Through a real azsecrets client, with
+// ClientOptions and with Policies.
+func TestAVaultChallengeWhoseTokenFailsIsLost(t *testing.T) {
+	for _, opts := range []string{"ClientOptions", "Policies"} {
+		for _, tc := range []struct {
+			name   string
+			cancel bool
+			loss   resilience.Loss
+		}{
+			{"credential fails", false, resilience.LossErrored},
+			{"context ends", true, resilience.LossCancelled},
+		} {
+			t.Run(opts+"/"+tc.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					gov, err := resilience.NewGovernor(resilience.Config{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ctx, stats := resilience.WithStats(context.Background())
+					ctx, ledger := resilience.WithLedger(ctx, "secrets")
+					ctx, cancel := context.WithCancel(ctx)
+					defer cancel()
+					var cred azcore.TokenCredential = failingCred{}
+					if tc.cancel {
+						cred = cancellingCred{cancel}
+					}
+					fake := &vaultTransport{}
+					client, err := azsecrets.NewClient("https://myvault.vault.azure.net", cred,
+						&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := client.GetSecret(ctx, "s", "", nil); err == nil {
+						t.Fatal("GetSecret succeeded without a token")
+					}
+					if len(fake.answered) != 1 {
+						t.Fatalf("the vault answered %v, want the challenge alone", fake.answered)
+					}
+					if n := ledger.Count(tc.loss); n != 1 || ledger.Lost() != 1 {
+						t.Errorf("ledger %q (totals %v); want the request lost as %v", ledger.Describe(), gov.Summary(stats).Totals, tc.loss)
+					}
+				})
+			})
+		}
+	}
+}
