@@ -14,7 +14,12 @@
 // (another process took the token), the call is refused before anything
 // is sent, nothing is recorded as lost, and the task goes back to the head
 // of its queue until the scope can go. Later calls of the task (the pages
-// of a paginator, an SDK's own retries) wait as any call does.
+// of a paginator, an SDK's own retries) wait as any call does. A task
+// whose first call lost the token a queue of another scope of its
+// account took first (scopes sharing a bucket: the operations of a
+// service paced as one) is not passed so again: the next time a task of
+// its queue is started, the account's queues asked after it wait for that
+// task's first call (or 10 ms), keeping their turn.
 //
 // The ergonomics are errgroup's: New with a context, Go to submit (tasks
 // may submit tasks: pages, accounts to regions to resources), Wait for the
@@ -162,6 +167,7 @@ type Pool struct {
 	ring   ring       // queues whose head may be ready, in turn
 	parked parkedHeap // queues waiting for their scope, by time
 	turns  uint32     // queues asked about so far (wrapping around), for the parked heap's order
+	losers int        // queues whose head lost its last token (see loserHold)
 	// The queues waiting for a concurrency slot, each account's in turn
 	// (see slot), nSlots of them: a slot freed puts back the first of its
 	// account without a look at the others' (slotFreed).
@@ -413,6 +419,8 @@ queues:
 		q := p.ring.pop()
 		noSlot, turn, lead := q.noSlot, q.turn, q.leads
 		q.noSlot, q.heldBack = false, false
+		behind := q.behind
+		q.behind = false
 		p.dropDone(q)
 		if q.n == 0 {
 			q.where = nowhere
@@ -538,7 +546,20 @@ queues:
 			p.holdBack(q, noSlot, turn, now)
 			continue
 		}
+		var loser heldQueue
+		if a.why == nil && p.losers > 0 {
+			loser = p.loserHold(q, acct, a.turn)
+		}
 		switch {
+		case loser.t != nil:
+			// Ready maybe only because a first call of its account,
+			// started before it was asked, is not made yet: that
+			// queue's head lost its last token to a queue asked after
+			// it, and would lose it again, turn after turn (see
+			// loserHold).
+			p.park(q, loser.until, keepBehind(q, behind, a.turn))
+			q.behind = true
+			p.passLead(q, lead)
 		case a.why == nil, a.failsFast || a.foundDead:
 			// Ready; or its breaker is open, and the governor decides at
 			// once (a refusal, recorded: a dead scope's queue fails fast).
@@ -609,7 +630,7 @@ queues:
 			// Delay's wait counts from when it was asked, not from when
 			// its answer came back: a read of the store across the
 			// network later.
-			p.park(q, a.at+min(a.d, parkRecheck), a.turn)
+			p.park(q, a.at+min(a.d, parkRecheck), keepBehind(q, behind, a.turn))
 			p.passLead(q, lead)
 		}
 		p.passOn(acct, reserved)
@@ -851,6 +872,48 @@ func (p *Pool) hold(q *queue, t *task, now time.Duration) {
 	if q.n > 0 || t.slotMark != 0 || p.heldBack[account{q.scope.Provider, q.scope.Account}] {
 		p.arm(q.admitUntil)
 	}
+}
+
+// loserHold returns a hold of a task of acct that another queue than q
+// was started with at a turn before q's (turn), whose first call is not
+// decided yet, of a queue whose head lost its last token (lost): its
+// scope may share a bucket with q's (the operations of a service paced
+// as one, an account's bucket), and q, told its scope can go before that
+// call took the token, would take it first when that task works before
+// its call (within admitHold), as it did the last time. q then waits
+// until that hold ends, keeping its turn (keepBehind). The zero
+// heldQueue: none. p.mu is held.
+func (p *Pool) loserHold(q *queue, acct account, turn uint32) heldQueue {
+	for _, h := range p.holds.all() {
+		o := h.t.q
+		if o != q && o.lost && h.live() && int32(turn-o.turn) > 0 && (account{o.scope.Provider, o.scope.Account}) == acct { // wraps around
+			return h
+		}
+	}
+	return heldQueue{}
+}
+
+// setLost notes whether q's head lost its last token (see loserHold),
+// counted in p.losers. p.mu is held.
+func (p *Pool) setLost(q *queue, lost bool) {
+	switch {
+	case lost && !q.lost:
+		p.losers++
+	case !lost && q.lost:
+		p.losers--
+	}
+	q.lost = lost
+}
+
+// keepBehind returns the turn q is parked with, asked at turn: the one
+// it was parked with before, when it waited behind a loser's hold
+// (behind): it waited in line meanwhile, and the loser's queue, asked
+// again as its call was decided, is not put before it.
+func keepBehind(q *queue, behind bool, turn uint32) uint32 {
+	if behind {
+		return q.parkedAt
+	}
+	return turn
 }
 
 // heldQueue is a hold of a queue for a task, and its end: p.holds lists
@@ -2073,6 +2136,7 @@ func (t *task) DecidedIn(scope resilience.Scope) {
 		p.gaveBack(t)
 	}
 	if t.q.holder == t { // not a task whose hold ended before: the queue's hold now is another's
+		p.setLost(t.q, false)
 		p.decide(t.q)
 	}
 }
@@ -2090,6 +2154,9 @@ func (t *task) Deferred(wait time.Duration, err error) { t.refused(wait, err) }
 // refused is Deferred under p.mu. Its scope cannot go before wait.
 func (t *task) refused(wait time.Duration, err error) {
 	p := t.p
+	// Told it could go, it lost the token to another call: the
+	// governor's error, read before the lock is taken all the same.
+	lost := wait > 0 && errors.Is(err, resilience.ErrNoToken)
 	if wait == 0 {
 		p.waitsForSlot(account{t.q.scope.Provider, t.q.scope.Account}) // refused for a slot: see ask
 	}
@@ -2101,6 +2168,9 @@ func (t *task) refused(wait time.Duration, err error) {
 	p.proven(t)
 	q := t.q
 	p.gaveBack(t)
+	if q.holder == t {
+		p.setLost(q, lost)
+	}
 	if wait > 0 {
 		// Its queue runs nothing before then, wherever it is now, unless
 		// its scope's breaker opens or the governor's state is replaced:

@@ -26,6 +26,8 @@ type queue struct {
 	n          int
 	where      where
 	noSlot     bool          // put back in turn by a task's end, its last answer no slot (see Pool.unslot)
+	behind     bool          // parked behind a hold of a queue that lost its token (see Pool.loserHold): parked again, it keeps its turn
+	lost       bool          // its head's first call was refused the token its scope was told free, not admitted since (see Pool.loserHold)
 	heldBack   bool          // slotted: for the first calls of its account's tasks started, not for a slot found taken (see Pool.holdBack)
 	leads      bool          // put back in turn to be asked for its account's queues held back, which wait behind it (see Pool.unholdBack)
 	taskEnded  bool          // asking: a task of it ended meanwhile (see Pool.ask)

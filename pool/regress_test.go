@@ -1207,3 +1207,57 @@ func TestWaitsErrorListsTenAndCountsTheRest(t *testing.T) {
 		}
 	}
 }
+
+// A scope whose tasks work a while before their first call (within
+// admitHold) takes its turn at a bucket it shares with scopes whose tasks
+// call at once: here three operations of a service at 1 rps, 6 tasks
+// each, C's working 5 ms first. The queue first in line is started, the
+// next is asked while its task works, told the token is there, and its
+// task takes it first. Before, C lost every turn so, keeping its place
+// in line, until A and B had no tasks left ("ABABABBABABACCCCCC"); now a
+// queue asked behind a task whose queue lost its last token so waits for
+// that task's first call.
+func TestAScopeWorkingBeforeItsCallTakesItsTurnAtASharedBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := resilience.Config{}
+		cfg.AWS.Services = map[string]resilience.ServiceConfig{"shared": {MaxRPS: 1, Burst: 1}}
+		g, err := resilience.NewGovernor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var mu sync.Mutex
+		var order []string
+		for range 6 {
+			for _, op := range []string{"A", "B", "C"} {
+				s := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "shared", Operation: op}
+				p.Go(ctx, s, func(ctx context.Context) error {
+					if op == "C" {
+						time.Sleep(5 * time.Millisecond) // builds its request
+					}
+					return resilience.Do(ctx, s, func(context.Context) error {
+						mu.Lock()
+						defer mu.Unlock()
+						order = append(order, op)
+						return nil
+					}, resilience.WithGovernor(g))
+				})
+			}
+		}
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		// While each scope has tasks left (until the first to end makes
+		// its last call), none waits more than a round and a turn lost.
+		end, calls := 0, map[string]int{}
+		for end < len(order) && calls[order[end]] < 5 {
+			calls[order[end]]++
+			end++
+		}
+		for i := 0; i+5 <= end+1; i++ {
+			if w := order[i : i+5]; len(slices.Compact(slices.Sorted(slices.Values(w)))) != 3 {
+				t.Fatalf("calls %d-%d are %v, not one of each scope: %s", i+1, i+5, w, strings.Join(order, ""))
+			}
+		}
+	})
+}
