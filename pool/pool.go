@@ -58,10 +58,12 @@
 // answer of a scope has failed for a quarter of breaker_dead_seconds, from
 // fewer calls than that (state.ScopeSnapshot's Failing), the pool starts
 // one task of it at a time whose first call waits for a token in line with
-// those retries, at most breaker_dead_seconds; at most a quarter of the
-// workers (at least one) wait so at once, whatever the number of failing
-// scopes. A scope throttled but alive ends its streaks of failures with
-// its successes before that: no worker waits inside it. A half-open breaker whose
+// those retries, at most breaker_dead_seconds; such tasks hold at most a
+// quarter of the workers (at least one) at once, their calls' retries
+// included, whatever the number of failing scopes. A scope throttled but
+// alive ends its streaks of failures with its successes before that: no
+// worker waits inside it, unless it serves less than a call in a quarter
+// of breaker_dead_seconds (then within that bound). A half-open breaker whose
 // probe is out is not dead yet: its queue waits for the probe's verdict.
 // A queue waiting for its scope's tokens or pause is asked about again as
 // soon as one of its tasks ends, and at least once a second, so that it
@@ -199,7 +201,7 @@ type Pool struct {
 	armStop   context.CancelFunc // stops the wake-up armed for armedAt
 	keepStop  func() bool        // keeps the stop (drop and settle) from running when ctx is done
 	workers   int                // worker goroutines alive: each runs a task or looks for one
-	proving   int                // tasks started to prove their scopes (see proves), their first calls not decided
+	proving   int                // tasks started to prove their scopes (see proves) running: their retries hold their workers too
 	queued    int
 	running   int
 	done      int
@@ -735,17 +737,20 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 }
 
 // mayProve reports whether a task of q may be started to prove its scope
-// dead or alive (see proves): none of q is out for that already (one at a
-// time per scope), and fewer than the pool's bound (provers) are. p.mu is
-// held.
+// dead or alive (see proves): none of q is out for that already, its
+// first call not decided (one at a time per scope), and fewer than the
+// pool's bound (provers) of such tasks are running, their retries
+// included. p.mu is held.
 func (p *Pool) mayProve(q *queue) bool {
 	return q.proving == nil && p.proving < p.provers()
 }
 
 // provers bounds the tasks started to prove their scopes (see proves)
-// whose first calls wait for a token at once: a quarter of the workers,
-// at least one, so that many failing scopes never hold every worker, and
-// the scopes that can go keep the others.
+// running at once, from their first calls' wait for a token to their
+// ends (their calls' retries hold their workers too): a quarter of the
+// workers, at least one, so that failing scopes, or a scope throttled but
+// alive that serves less than a call while its streaks last, never hold
+// every worker, and the scopes that can go keep the others.
 func (p *Pool) provers() int { return max(1, p.limit/4) }
 
 // proves returns how long the head of q, whose scope has no token free
@@ -1738,6 +1743,9 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	}
 	t.ended = true
 	p.proven(t)
+	if t.proveWait > 0 {
+		p.proving--
+	}
 	if q.holder == t && !t.decided {
 		p.decide(q) // it made no governed call, or not to its scope
 	}
@@ -2201,11 +2209,13 @@ func (t *task) refused(wait time.Duration, err error) {
 }
 
 // proven ends t's proof of its scope (see Pool.proves), if it was out:
-// its first call was decided, or it ended without one. p.mu is held.
+// its first call was decided, or it ended without one, and another task
+// of its queue may be started to prove it. The task still counts in the
+// pool's bound (provers) until it ends (see finish): its call's retries
+// hold its worker. p.mu is held.
 func (p *Pool) proven(t *task) {
 	if t.q.proving == t {
 		t.q.proving = nil
-		p.proving--
 	}
 }
 
