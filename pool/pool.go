@@ -673,7 +673,9 @@ type answer struct {
 // may take, see mayRace), Delay's answer and the snapshot from one
 // resilience.Survey's Look, whose count of the account's calls in flight
 // tells how many slots are free (a task whose calls ran at once held as
-// many). Both read the governor's store, which for a fleet's is
+// many), as for a queue looked at for a proof of its scope (see proves),
+// whose snapshot is read with Delay's answer rather than after it, so
+// that each bucket is read once. Both read the governor's store, which for a fleet's is
 // a round trip across the network: p.mu is released meanwhile, so that
 // Go, the tasks' ends and the other workers do not wait for it, and q is
 // asking, out of every structure, placed by pick alone. It reports false, q put
@@ -696,18 +698,22 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	p.mu.Unlock()
 	a.gen = p.gov.Generation()
 	var snap state.ScopeSnapshot
-	if slots {
+	if slots || look {
+		// Delay's answer and the snapshot from one read of each bucket:
+		// with a fleet's store, a round trip each.
 		st := p.gov.Survey().Look(q.scope)
 		a.d, a.why, snap = st.Wait, st.Why, st.Snapshot
-		a.free = snap.MaxInFlight - snap.InFlight - snap.Waiting
-		a.cap, a.surveyed = snap.MaxInFlight, true
 	} else {
 		a.d, a.why = p.gov.Delay(q.scope)
+	}
+	if slots {
+		a.free = snap.MaxInFlight - snap.InFlight - snap.Waiting
+		a.cap, a.surveyed = snap.MaxInFlight, true
 	}
 	open := errors.Is(a.why, resilience.ErrCircuitOpen)
 	short := errors.Is(a.why, resilience.ErrNoToken)
 	noToken := look && short
-	if (open || noToken) && !slots {
+	if open && !slots && !look {
 		snap = p.gov.Inspect(q.scope)
 	}
 	if slots || errors.Is(a.why, resilience.ErrNoSlot) {
