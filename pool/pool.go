@@ -754,9 +754,10 @@ func (p *Pool) mayProve(q *queue) bool {
 // provers bounds the tasks started to prove their scopes (see proves)
 // running at once, from their first calls' wait for a token to their
 // ends (their calls' retries hold their workers too): a quarter of the
-// workers, at least one, so that failing scopes, or a scope throttled but
-// alive that serves less than a call while its streaks last, never hold
-// every worker, and the scopes that can go keep the others.
+// workers, at least one (of a pool of one worker, that one), so that
+// failing scopes, or a scope throttled but alive that serves less than a
+// call while its streaks last, hold no more, and the scopes that can go
+// keep the others.
 func (p *Pool) provers() int { return max(1, p.limit/4) }
 
 // proves returns how long the head of q, whose scope has no token free
