@@ -1412,6 +1412,26 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 	if total != p.queued {
 		return fmt.Errorf("the queues hold %d tasks, the pool counts %d queued", total, p.queued)
 	}
+	// The tasks started to prove their scopes (see Pool.proves): the
+	// pool counts those running, at most its bound, and a queue's one
+	// whose first call is not decided is one of its own running.
+	proving := 0
+	for sc, q := range p.scopes {
+		for _, t := range q.live {
+			if t.proveWait > 0 {
+				proving++
+			}
+		}
+		if t := q.proving; t != nil && (t.q != q || t.proveWait == 0 || t.decided || !slices.Contains(q.live, t)) {
+			return fmt.Errorf("queue %v's task proving its scope is of another queue, not one, decided or not running", sc)
+		}
+	}
+	if proving > 0 {
+		reach("a task proving its scope runs")
+	}
+	if proving != p.proving || proving > p.provers() {
+		return fmt.Errorf("%d tasks proving their scopes run, the pool counts %d; want at most %d", proving, p.proving, p.provers())
+	}
 	return nil
 }
 
