@@ -68,3 +68,41 @@ func TestEndReadsARefusalWhoseChainPanics(t *testing.T) {
 		r.lost(t, g, LossRefused, 1)
 	})
 }
+
+// The refusal TryEnter gave a call's retry, joined by the caller after an
+// error whose Unwrap panics (errors.Join(callerErr, refusal)), is the
+// refusal all the same: the panic ends the read of that error's causes
+// only, not of the errors beside it. Before, End found no refusal there,
+// and counted a retry the open breaker had refused, never sent, as one
+// the SDK sent without telling After.
+func TestEndFindsARefusalJoinedAfterAnErrorWhoseUnwrapPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{})
+
+		// A retry an open breaker refused, joined after such an error:
+		// the call failed after its retries, and no retry was sent.
+		r := newRun(context.Background())
+		gd, _ := g.Begin(r.ctx, ec2Subnets)
+		if err := gd.Enter(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		gd.Release()
+		if k := gd.After(&brokenCause{code: "Throttling", status: 400, msg: "Rate exceeded"}); k != Throttled {
+			t.Fatalf("After = %v, want THROTTLED", k)
+		}
+		if _, err := gd.Retry(0); err != nil {
+			t.Fatal(err)
+		}
+		openBreaker(t, g)
+		err := gd.TryEnter()
+		var coe *CircuitOpenError
+		if !errors.As(err, &coe) {
+			t.Fatalf("TryEnter on an open breaker: %v", err)
+		}
+		gd.End(errors.Join(&brokenCause{code: "Oops", msg: "broken"}, err))
+		r.lost(t, g, LossGaveUp, 1)
+		if s := g.Summary(r.stats).Totals; s.Retries != 0 {
+			t.Errorf("a retry the breaker refused: %v; want no retry counted", s)
+		}
+	})
+}
