@@ -268,7 +268,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		// App Configuration's Storage quota refused the request: lost
 		// as denied, a limit the governor does not pace.
 		st.guard(nil).EndDenied(fin)
-	case st.unanswered(fin):
+	case st.unanswered(err):
 		// The 401 was an authentication challenge, whose resend never
 		// came: the call it answered ends (its 401, a fatal answer
 		// After recorded, records nothing more), and the resend's, its
@@ -279,7 +279,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		// call, and the resend took none.
 		st.gd.End(st.last)
 		if gd, berr := gov.Begin(ctx, st.scope, azcoreLoop); berr == nil {
-			gd.End(fin)
+			gd.End(&tokenError{fin})
 		}
 	default:
 		st.guard(nil).End(fin)
@@ -288,16 +288,33 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// unanswered reports whether fin, the error the request ends with, ends
-// it after an authentication challenge (challenged: a 401 After read as
-// fatal) that no resend answered, with an error that is no provider's
-// answer: the policy ahead that answers the challenge could not send the
-// request again (its credential failed, the context ended while it
-// fetched the token). A request that ends with the 401 itself (a
-// challenge the policy could not read) ends with the provider's answer.
-func (st *callState) unanswered(fin error) bool {
-	return st.challenged && st.gd != nil && fin != nil && !resilience.IsProviderAnswer(fin)
+// unanswered reports whether err, the error the policies after the
+// per-call policy ended the request with, ends it after an
+// authentication challenge (challenged: a 401 After read as fatal) that
+// no resend answered: the policy ahead that answers the challenge could
+// not send the request again (its credential failed, the context ended
+// while it fetched the token, the challenge could not be parsed). Such an
+// error is never the vault's answer, even when it is an answer of
+// another server's (a credential's token endpoint's *azcore.ResponseError):
+// the vault's answers come back as responses, not errors, since the
+// per-retry policy gave the 401 back as one. A request that ends with the
+// 401 itself (a challenge the policy could not read) ends with the
+// vault's answer, and err is nil.
+func (st *callState) unanswered(err error) bool {
+	return st.challenged && st.gd != nil && err != nil
 }
+
+// tokenError is the error a request's resend after an authentication
+// challenge was never sent for (its credential's, or a policy's), as the
+// resend's Guard records it: its message alone, and no chain, so that the
+// core reads it as a local error and never as the vault's answer, which
+// an *azcore.ResponseError of the credential's token endpoint (a 429 or a
+// 400 of Microsoft Entra ID's) would read as (a throttle of the vault's
+// scope, or its fatal answer, which loses nothing). The caller gets the
+// error itself.
+type tokenError struct{ err error }
+
+func (e *tokenError) Error() string { return e.err.Error() }
 
 // keptBody is a request's body as the per-call policy hands it to
 // azcore's retry policy, which closes the body it is given when its loop

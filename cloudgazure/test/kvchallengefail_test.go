@@ -2,13 +2,19 @@ package test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
+	"github.com/cloudg/cloudg/cloudgazure"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -68,6 +74,60 @@ func TestAVaultChallengeWhoseTokenFailsIsLost(t *testing.T) {
 					}
 					if n := ledger.Count(tc.loss); n != 1 || ledger.Lost() != 1 {
 						t.Errorf("ledger %q (totals %v); want the request lost as %v", ledger.Describe(), gov.Summary(stats).Totals, tc.loss)
+					}
+				})
+			})
+		}
+	}
+}
+
+// answeringCred is a credential whose token endpoint answered status: it
+// returns that answer as an *azcore.ResponseError, as a credential that
+// fetches its token through an azcore pipeline does.
+type answeringCred struct{ status int }
+
+func (c answeringCred) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	req, err := http.NewRequest(http.MethodPost, "https://login.microsoftonline.com/tenant/oauth2/v2.0/token", nil)
+	if err != nil {
+		return azcore.AccessToken{}, err
+	}
+	resp := &http.Response{StatusCode: c.status, Header: http.Header{"Retry-After": {"30"}}, Request: req,
+		Body: io.NopCloser(strings.NewReader(`{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided."}`))}
+	return azcore.AccessToken{}, runtime.NewResponseError(resp)
+}
+
+// A vault's challenge whose token the credential's token endpoint
+// refused (its 400, or its 429) is the credential's failure, not the
+// vault's answer: the request is lost as errored, and the vault's scope
+// is neither slowed nor paused for the token endpoint's throttle. It was
+// lost with nothing recorded after a 400 (read as the vault's fatal
+// answer), and as the vault's throttle after a 429.
+func TestAVaultChallengeWhoseTokenEndpointRefusesIsLost(t *testing.T) {
+	for _, opts := range []string{"ClientOptions", "Policies"} {
+		for _, status := range []int{http.StatusBadRequest, http.StatusTooManyRequests} {
+			t.Run(fmt.Sprint(opts, "/", status), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					gov, err := resilience.NewGovernor(resilience.Config{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ctx, stats := resilience.WithStats(context.Background())
+					ctx, ledger := resilience.WithLedger(ctx, "secrets")
+					fake := &vaultTransport{}
+					client, err := azsecrets.NewClient("https://myvault.vault.azure.net", answeringCred{status},
+						&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := client.GetSecret(ctx, "s", "", nil); err == nil {
+						t.Fatal("GetSecret succeeded without a token")
+					}
+					tot := gov.Summary(stats).Totals
+					if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+						t.Errorf("ledger %q (totals %v); want the request lost as errored", ledger.Describe(), tot)
+					}
+					if snap := gov.Inspect(az("myvault", cloudgazure.ServiceKeyVault)); tot.Throttled != 0 || !snap.PausedUntil.IsZero() {
+						t.Errorf("totals %v, the vault paused until %v: the token endpoint's answer read as the vault's", tot, snap.PausedUntil)
 					}
 				})
 			})
