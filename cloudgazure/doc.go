@@ -128,9 +128,9 @@
 // free retry or retry budget spent. A resend that never comes, its token
 // never had (the credential failed, the context ended while the token
 // was fetched), is lost with that error, as errored or cancelled, as a
-// request whose token fails before its first send is; the credential's
-// error, even a token endpoint's *azcore.ResponseError, is never read as
-// the vault's answer. When the request ends, the
+// request whose token fails before its first send is; in neither case is
+// the credential's error, even a token endpoint's *azcore.ResponseError,
+// read as the answer of the request's scope. When the request ends, the
 // per-call policy ends the Guard with azcore's final answer: a throttled or
 // transient final answer counts toward the breaker, and throttling is
 // recorded as given up in the stats and the ledger bound to the request's

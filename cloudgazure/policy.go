@@ -281,6 +281,12 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		if gd, berr := gov.Begin(ctx, st.scope, azcoreLoop); berr == nil {
 			gd.End(&tokenError{fin})
 		}
+	case st.tried == nil && fin != nil && resilience.IsProviderAnswer(fin):
+		// No attempt was sent: the answer is another server's, the
+		// credential's token endpoint's (an *azcore.ResponseError of
+		// Microsoft Entra ID's 429 or 400), not the request's scope's,
+		// which it must neither slow, pause nor end as a fatal answer.
+		st.guard(nil).End(&tokenError{fin})
 	default:
 		st.guard(nil).End(fin)
 	}
@@ -304,14 +310,14 @@ func (st *callState) unanswered(err error) bool {
 	return st.challenged && st.gd != nil && err != nil
 }
 
-// tokenError is the error a request's resend after an authentication
-// challenge was never sent for (its credential's, or a policy's), as the
-// resend's Guard records it: its message alone, and no chain, so that the
-// core reads it as a local error and never as the vault's answer, which
-// an *azcore.ResponseError of the credential's token endpoint (a 429 or a
-// 400 of Microsoft Entra ID's) would read as (a throttle of the vault's
-// scope, or its fatal answer, which loses nothing). The caller gets the
-// error itself.
+// tokenError is the error of a request, or of its resend after an
+// authentication challenge, that was never sent (its credential's, or a
+// policy's), as the Guard records it: its message alone, and no chain,
+// so that the core reads it as a local error and never as the answer of
+// the request's scope, which an *azcore.ResponseError of the credential's
+// token endpoint (a 429 or a 400 of Microsoft Entra ID's) would read as
+// (a throttle that slows and pauses the scope, or its fatal answer, which
+// loses nothing). The caller gets the error itself.
 type tokenError struct{ err error }
 
 func (e *tokenError) Error() string { return e.err.Error() }

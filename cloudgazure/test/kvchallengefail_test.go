@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -125,6 +127,66 @@ func TestAVaultChallengeWhoseTokenEndpointRefusesIsLost(t *testing.T) {
 					tot := gov.Summary(stats).Totals
 					if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
 						t.Errorf("ledger %q (totals %v); want the request lost as errored", ledger.Describe(), tot)
+					}
+					if snap := gov.Inspect(az("myvault", cloudgazure.ServiceKeyVault)); tot.Throttled != 0 || !snap.PausedUntil.IsZero() {
+						t.Errorf("totals %v, the vault paused until %v: the token endpoint's answer read as the vault's", tot, snap.PausedUntil)
+					}
+				})
+			})
+		}
+	}
+}
+
+// expiringCred gives a token that expires in a minute, then answers as
+// a token endpoint that refuses with status (answeringCred).
+type expiringCred struct {
+	n      *atomic.Int32
+	status int
+}
+
+func (c expiringCred) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	if c.n.Add(1) == 1 {
+		return azcore.AccessToken{Token: "t", ExpiresOn: time.Now().Add(time.Minute)}, nil
+	}
+	return answeringCred{c.status}.GetToken(ctx, o)
+}
+
+// A request whose token the credential's token endpoint refuses before
+// the request's first send (its token expired, the endpoint answers 429
+// with a Retry-After of 30 s, or 400) is lost as errored: the vault
+// answered nothing, and its scope is neither throttled nor paused. It was
+// read as the vault's throttle (gave up, the vault paused 30 s), or as
+// the vault's fatal answer (nothing lost).
+func TestATokenEndpointsRefusalBeforeTheFirstSendIsNoVaultAnswer(t *testing.T) {
+	for _, opts := range []string{"ClientOptions", "Policies"} {
+		for _, status := range []int{http.StatusBadRequest, http.StatusTooManyRequests} {
+			t.Run(fmt.Sprint(opts, "/", status), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					gov, err := resilience.NewGovernor(resilience.Config{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ctx, stats := resilience.WithStats(context.Background())
+					ctx, ledger := resilience.WithLedger(ctx, "secrets")
+					fake := &vaultTransport{}
+					client, err := azsecrets.NewClient("https://myvault.vault.azure.net", expiringCred{new(atomic.Int32), status},
+						&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := client.GetSecret(ctx, "s", "", nil); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(2 * time.Minute) // the token expires
+					if _, err := client.GetSecret(ctx, "s", "", nil); err == nil {
+						t.Fatal("GetSecret succeeded without a token")
+					}
+					if len(fake.answered) != 2 {
+						t.Fatalf("the vault answered %v, want the challenge and the first request's answer", fake.answered)
+					}
+					tot := gov.Summary(stats).Totals
+					if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+						t.Errorf("ledger %q (totals %v); want the second request lost as errored", ledger.Describe(), tot)
 					}
 					if snap := gov.Inspect(az("myvault", cloudgazure.ServiceKeyVault)); tot.Throttled != 0 || !snap.PausedUntil.IsZero() {
 						t.Errorf("totals %v, the vault paused until %v: the token endpoint's answer read as the vault's", tot, snap.PausedUntil)
