@@ -128,3 +128,32 @@ func TestBreakerStateReadsItsText(t *testing.T) {
 		t.Errorf("cooldown_seconds a string: %T %v; want a *json.UnmarshalTypeError of the field", err, err)
 	}
 }
+
+// instant draws a time JSON writes (RFC 3339, years 0 to 9999), in UTC,
+// or the zero time.
+func instant(t *rapid.T, label string) time.Time {
+	if rapid.Bool().Draw(t, label+".zero") {
+		return time.Time{}
+	}
+	return time.Unix(rapid.Int64Range(-62167219200, 253402300799).Draw(t, label+".sec"), rapid.Int64Range(0, 999999999).Draw(t, label+".nsec")).UTC()
+}
+
+// A scope's streak of failed answers (ScopeSnapshot.Failing) reads back
+// from the JSON it writes, its times to the nanosecond: a program that
+// reads the status page's JSON in Go sees since when a scope fails. (Its
+// own property, so that the fail files of the one above stay valid.)
+func TestAStreakReadsBackFromItsJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		want := ScopeSnapshot{Scope: Scope{Provider: "aws"}, Failing: StreakSnapshot{
+			Since: instant(t, "since"), Last: instant(t, "last"), Calls: rapid.Int().Draw(t, "calls"),
+			Throttled: rapid.Bool().Draw(t, "throttled"), DeadFrom: instant(t, "dead_from"), CallsShort: rapid.Int().Draw(t, "calls_short")}}
+		b, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got ScopeSnapshot
+		if err := json.Unmarshal(b, &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s read back as\n %+v, %v\nwant\n %+v", b, got, err, want)
+		}
+	})
+}
