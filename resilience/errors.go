@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/internal/yamlconf"
 	"github.com/cloudg/cloudg/state"
 )
@@ -47,7 +48,7 @@ func (e *CircuitOpenError) Error() string {
 	default:
 		why = ": " + e.Reason
 	}
-	return fmt.Sprintf("circuit open for %s%s; retry in %ds", e.Scope, why, ceilSeconds(e.Wait))
+	return fmt.Sprintf("circuit open for %s%s; retry in %ds", oneLine(e.Scope), why, ceilSeconds(e.Wait))
 }
 
 // RetryAfter returns the time until the breaker lets a probe through.
@@ -83,7 +84,7 @@ type RetryBudgetExhaustedError struct {
 // Error returns "retry budget exhausted for <provider> (<scope>)", with the
 // provider error after a colon.
 func (e *RetryBudgetExhaustedError) Error() string {
-	msg := fmt.Sprintf("retry budget exhausted for %s (%s)", e.Scope.Provider, e.Scope)
+	msg := fmt.Sprintf("retry budget exhausted for %s (%s)", scopekey.OneLine(e.Scope.Provider), oneLine(e.Scope))
 	if e.Err != nil {
 		msg += ": " + errorText(e.Err)
 	}
@@ -126,7 +127,7 @@ type DeadlineExceededError struct {
 // Error returns "deadline exceeded for <scope>", with the wait that would
 // have overrun it and the provider error not retried, when there are.
 func (e *DeadlineExceededError) Error() string {
-	msg := fmt.Sprintf("deadline exceeded for %s", e.Scope)
+	msg := fmt.Sprintf("deadline exceeded for %s", oneLine(e.Scope))
 	if e.Wait > 0 {
 		msg += fmt.Sprintf(": a wait of %.1fs would overrun it", e.Wait.Seconds())
 	}
@@ -184,11 +185,11 @@ type WouldWaitError struct {
 func (e *WouldWaitError) Error() string {
 	switch e.Err {
 	case ErrNoSlot:
-		return fmt.Sprintf("no concurrency slot now for %s", e.Scope)
+		return fmt.Sprintf("no concurrency slot now for %s", oneLine(e.Scope))
 	case ErrCircuitOpen:
-		return fmt.Sprintf("circuit open now for %s; retry in %ds", e.Scope, ceilSeconds(e.Wait))
+		return fmt.Sprintf("circuit open now for %s; retry in %ds", oneLine(e.Scope), ceilSeconds(e.Wait))
 	}
-	return fmt.Sprintf("no rate token now for %s; retry in %ds", e.Scope, ceilSeconds(e.Wait))
+	return fmt.Sprintf("no rate token now for %s; retry in %ds", oneLine(e.Scope), ceilSeconds(e.Wait))
 }
 
 // RetryAfter returns the time until the check may let the call through
@@ -240,7 +241,7 @@ type CallEndedError struct {
 // Error returns "call to <scope> already ended; the retry was not sent",
 // with the error the call ended with after a colon when there is one.
 func (e *CallEndedError) Error() string {
-	msg := fmt.Sprintf("call to %s already ended; the retry was not sent", e.Scope)
+	msg := fmt.Sprintf("call to %s already ended; the retry was not sent", oneLine(e.Scope))
 	if e.Err != nil {
 		msg += ": " + errorText(e.Err)
 	}
@@ -310,3 +311,8 @@ var (
 	// ErrNilFunc is returned when the function to call is nil.
 	ErrNilFunc = errors.New("resilience: nil function")
 )
+
+// oneLine returns the scope's String form for an error's message, quoted
+// when a part holds a character that is not printable (scopekey.OneLine),
+// as Stats.Messages write it, so that the message stays on one line.
+func oneLine(s Scope) string { return scopekey.OneLine(s.String()) }

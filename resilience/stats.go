@@ -539,11 +539,9 @@ func messages(m map[Scope]Counters) []string {
 	})
 	var out []string
 	for _, r := range rows {
-		if !scopekey.Printable(r.name) {
-			// One line per scope: a part's newline, a byte that is not
-			// UTF-8, is written escaped.
-			r.name = strconv.Quote(r.name)
-		}
+		// One line per scope: a part's newline, a byte that is not UTF-8,
+		// is written escaped.
+		r.name = scopekey.OneLine(r.name)
 		if line := r.c.message(r.name); line != "" {
 			out = append(out, line)
 		}

@@ -6,6 +6,7 @@ package scopekey
 import (
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -145,6 +146,17 @@ func Printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// OneLine returns s as it is when it is Printable, and quoted as
+// strconv.Quote quotes it when it is not, so that a name a caller or a
+// document gave (a scope, a configuration key) reads on one line of an
+// error or a log and forges no line of its own.
+func OneLine(s string) string {
+	if Printable(s) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 func printableRunes(s string) bool {

@@ -74,3 +74,12 @@ func TestEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// OneLine leaves printable text as it is and quotes any other.
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{"ec2": "ec2", "a b.c": "a b.c", "ec2\nINFO x": `"ec2\nINFO x"`, "\u202eabc": `"\u202eabc"`, "\xff": `"\xff"`} {
+		if got := OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -55,9 +55,7 @@ func errorf(path, msg string) error { return &Error{Path: path, Msg: msg} }
 // error; a printable key, dots and spaces in it included, is written as
 // it is.
 func KeyPath(path, key string) string {
-	if !scopekey.Printable(key) {
-		key = strconv.Quote(key)
-	}
+	key = scopekey.OneLine(key)
 	if path == "" {
 		return key
 	}
