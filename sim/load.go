@@ -222,10 +222,10 @@ func (p parser) provider(ps *ProviderSpec) map[string]func(*yaml.Node, string) e
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				name := n.Content[i].Value
 				if _, dup := ps.Per[name]; dup {
-					return &Error{Path: path + "." + name, Msg: "duplicate key"}
+					return &Error{Path: yamlconf.KeyPath(path, name), Msg: "duplicate key"}
 				}
 				var l Limit
-				if err := p.mapping(n.Content[i+1], path+"."+name, map[string]func(*yaml.Node, string) error{
+				if err := p.mapping(n.Content[i+1], yamlconf.KeyPath(path, name), map[string]func(*yaml.Node, string) error{
 					"rate":  p.float(&l.Rate),
 					"burst": p.float(&l.Burst),
 				}); err != nil {
@@ -321,13 +321,6 @@ func (p parser) provider(ps *ProviderSpec) map[string]func(*yaml.Node, string) e
 // must be ("must be a number, not \"fast\"").
 type parser struct{}
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 func (parser) mapping(n *yaml.Node, path string, fields map[string]func(*yaml.Node, string) error) error {
 	if n.Kind != yaml.MappingNode {
 		if path == "" {
@@ -338,7 +331,7 @@ func (parser) mapping(n *yaml.Node, path string, fields map[string]func(*yaml.No
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i].Value
-		kp := join(path, key)
+		kp := yamlconf.KeyPath(path, key)
 		f, ok := fields[key]
 		if !ok {
 			return &Error{Path: kp, Msg: "unknown key"}

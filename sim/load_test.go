@@ -117,6 +117,10 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"provider: {pauses: [{to_seconds: 5}]}", "provider.pauses[0].action: must name an action"},
 		{"base: estate-uniform\nworkload: {calls: 10}", "workload.calls: the estate of estate-uniform sets it"},
 		{"base: estate-dead\nprovider: {rate: 10}", "provider.rate: the estate of estate-dead sets it"},
+		// A key that is not printable is quoted, on one line.
+		{"workload: {\"cals\\nINFO forged\": 10}", `workload."cals\nINFO forged": unknown key`},
+		{"provider: {actions: {\"A\\nB\": {burst: 2}, \"A\\nB\": {burst: 3}}}", `provider.actions."A\nB": duplicate key`},
+		{"provider: {actions: {\"A\\rB\": {burts: 2}}}", `provider.actions."A\rB".burts: unknown key`},
 		{"base: estate-dead\nstrategies: [cloudg-aimd]", `strategies[0]: unknown strategy "cloudg-aimd" (plain, plain-adaptive`},
 	} {
 		_, err := Parse([]byte(c.doc))
