@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,7 +26,7 @@ func openClient(rawURL string) (redis.UniversalClient, error) {
 	if err != nil {
 		// url.Parse's error holds the whole URL, and its details may hold
 		// a piece of the password.
-		return nil, fmt.Errorf("fleet: malformed Redis URL %s", redact(rawURL))
+		return nil, fmt.Errorf("fleet: malformed Redis URL %s", scopekey.OneLine(redact(rawURL)))
 	}
 	q := u.Query()
 	switch {

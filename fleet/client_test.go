@@ -299,3 +299,13 @@ func serveLostAnswers(ln net.Listener, scripts *atomic.Int64) {
 		}()
 	}
 }
+
+// A malformed Redis URL is named on one line: a control character that
+// made it malformed (a newline in an environment variable) is written
+// quoted, so that the error forges no line of a log that carries it.
+func TestAMalformedURLIsNamedOnOneLine(t *testing.T) {
+	_, err := openClient("redis://u:p@127.0.0.1:6390/\nINFO fleet ok")
+	if err == nil || strings.ContainsAny(err.Error(), "\n") || strings.Contains(err.Error(), "u:p") {
+		t.Errorf("openClient of a URL with a newline: %v; want an error on one line, without the password", err)
+	}
+}
