@@ -35,23 +35,8 @@ func TestEndReadsARefusalWhoseChainPanics(t *testing.T) {
 		// A retry an open breaker refuses, its last answer a throttle
 		// whose Unwrap panics: the call failed after its retries.
 		r := newRun(context.Background())
-		gd, _ := g.Begin(r.ctx, ec2Subnets)
-		if err := gd.Enter(r.ctx); err != nil {
-			t.Fatal(err)
-		}
-		gd.Release()
-		if k := gd.After(&brokenCause{code: "Throttling", status: 400, msg: "Rate exceeded"}); k != Throttled {
-			t.Fatalf("After = %v, want THROTTLED", k)
-		}
-		if _, err := gd.Retry(0); err != nil {
-			t.Fatal(err)
-		}
-		openBreaker(t, g)
-		err := gd.TryEnter()
-		var coe *CircuitOpenError
-		if !errors.As(err, &coe) {
-			t.Fatalf("TryEnter on an open breaker: %v", err)
-		}
+		gd := throttledRetryBy(t, g, r.ctx, ec2Subnets, &brokenCause{code: "Throttling", status: 400, msg: "Rate exceeded"})
+		err := retryOpenBreakerRefuses(t, g, gd)
 		ends(t, gd, err)
 		r.lost(t, g, LossGaveUp, 1)
 
@@ -82,23 +67,8 @@ func TestEndFindsARefusalJoinedAfterAnErrorWhoseUnwrapPanics(t *testing.T) {
 		// A retry an open breaker refused, joined after such an error:
 		// the call failed after its retries, and no retry was sent.
 		r := newRun(context.Background())
-		gd, _ := g.Begin(r.ctx, ec2Subnets)
-		if err := gd.Enter(r.ctx); err != nil {
-			t.Fatal(err)
-		}
-		gd.Release()
-		if k := gd.After(&brokenCause{code: "Throttling", status: 400, msg: "Rate exceeded"}); k != Throttled {
-			t.Fatalf("After = %v, want THROTTLED", k)
-		}
-		if _, err := gd.Retry(0); err != nil {
-			t.Fatal(err)
-		}
-		openBreaker(t, g)
-		err := gd.TryEnter()
-		var coe *CircuitOpenError
-		if !errors.As(err, &coe) {
-			t.Fatalf("TryEnter on an open breaker: %v", err)
-		}
+		gd := throttledRetryBy(t, g, r.ctx, ec2Subnets, &brokenCause{code: "Throttling", status: 400, msg: "Rate exceeded"})
+		err := retryOpenBreakerRefuses(t, g, gd)
 		gd.End(errors.Join(&brokenCause{code: "Oops", msg: "broken"}, err))
 		r.lost(t, g, LossGaveUp, 1)
 		if s := g.Summary(r.stats).Totals; s.Retries != 0 {

@@ -169,6 +169,13 @@ func sk(key string) Scope {
 // ready for the retry's Enter, Pace or Admit.
 func throttledRetry(t *testing.T, g *Governor, ctx context.Context, scope Scope) *Guard {
 	t.Helper()
+	return throttledRetryBy(t, g, ctx, scope, throttle())
+}
+
+// throttledRetryBy is throttledRetry with the throttled answer given:
+// the test fails if After does not read answer as THROTTLED.
+func throttledRetryBy(t *testing.T, g *Governor, ctx context.Context, scope Scope, answer error) *Guard {
+	t.Helper()
 	gd, err := g.Begin(ctx, scope)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +184,9 @@ func throttledRetry(t *testing.T, g *Governor, ctx context.Context, scope Scope)
 		t.Fatal(err)
 	}
 	gd.Release()
-	gd.After(throttle())
+	if k := gd.After(answer); k != Throttled {
+		t.Fatalf("After(%v) = %v, want THROTTLED", answer, k)
+	}
 	if _, err := gd.Retry(0); err != nil {
 		t.Fatal(err)
 	}

@@ -865,12 +865,7 @@ func TestTryEnterRetryRefusalRecordedAtEnd(t *testing.T) {
 		// retries, as Enter records it.
 		r := newRun(context.Background())
 		gd := throttledRetry(t, g, r.ctx, ec2Subnets)
-		openBreaker(t, g)
-		err := gd.TryEnter()
-		var coe *CircuitOpenError
-		if !errors.As(err, &coe) {
-			t.Fatalf("TryEnter on an open breaker: %v", err)
-		}
+		err := retryOpenBreakerRefuses(t, g, gd)
 		gd.End(err)
 		r.lost(t, g, LossGaveUp, 1)
 		if tot := g.Summary(r.stats).Totals; tot.Calls != 1 || tot.Retries != 0 {

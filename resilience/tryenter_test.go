@@ -23,6 +23,20 @@ func openBreaker(t *testing.T, g *Governor) {
 	}
 }
 
+// retryOpenBreakerRefuses opens ec2Subnets' breaker (openBreaker) and
+// returns the refusal TryEnter gives gd's retry: the test fails if it is
+// not a *CircuitOpenError.
+func retryOpenBreakerRefuses(t *testing.T, g *Governor, gd *Guard) error {
+	t.Helper()
+	openBreaker(t, g)
+	err := gd.TryEnter()
+	var coe *CircuitOpenError
+	if !errors.As(err, &coe) {
+		t.Fatalf("TryEnter on an open breaker: %v", err)
+	}
+	return err
+}
+
 // A TryEnter that finds no token against a half-open breaker does not take
 // the probe's lease: the next caller is the probe, and closes the breaker.
 // (It used to take the lease and give back only the tokens, so that the
