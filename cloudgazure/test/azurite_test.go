@@ -68,23 +68,34 @@ func TestAzuritesServerBusyPausesNoResourceManagerCall(t *testing.T) {
 			t.Fatalf("Azurite's blob download: %v, want its 503 ServerBusy", err)
 		}
 
-		providers, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, fakeCred{}, &base, e.opts()...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if _, err := providers.NewListAtTenantScopePager(nil).NextPage(ctx); err != nil {
-			t.Fatalf("the tenant's resource providers: %v", err)
-		}
-		if took := time.Since(start); took != 0 {
-			t.Errorf("the tenant's resource providers (GET /providers) answered after %v, want at once: Azurite's 503 ServerBusy paused Resource Manager", took)
-		}
-		got := e.gov.Summary(stats).Scopes
-		if got[resourcesTenant].Calls != 1 {
-			t.Errorf("scope %v: %d calls, want 1, the tenant's resource providers (scopes: %v)", resourcesTenant, got[resourcesTenant].Calls, got)
-		}
+		got := resourceManagerAnswersAtOnce(t, e, &base, ctx, stats, "Azurite's 503 ServerBusy")
 		if sc := az(azuriteBlob, "blob"); got[sc].Calls == 0 || got[sc].Calls != got[sc].Throttled {
 			t.Errorf("scope %v: %d calls, %d throttled, want Azurite's every attempt, throttled (scopes: %v)", sc, got[sc].Calls, got[sc].Throttled, got)
 		}
 	})
+}
+
+// resourceManagerAnswersAtOnce lists the tenant's resource providers
+// (GET /providers) with base, through e's governor, and fails the test
+// unless the request is answered at once and recorded in stats as one
+// call of resourcesTenant: what (an emulator's answer) paused no
+// Resource Manager call. It returns the scopes stats recorded.
+func resourceManagerAnswersAtOnce(t *testing.T, e *env, base *arm.ClientOptions, ctx context.Context, stats *resilience.Stats, what string) map[resilience.Scope]resilience.Counters {
+	t.Helper()
+	providers, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, fakeCred{}, base, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := providers.NewListAtTenantScopePager(nil).NextPage(ctx); err != nil {
+		t.Fatalf("the tenant's resource providers: %v", err)
+	}
+	if took := time.Since(start); took != 0 {
+		t.Errorf("the tenant's resource providers (GET /providers) answered after %v, want at once: %s paused Resource Manager", took, what)
+	}
+	got := e.gov.Summary(stats).Scopes
+	if got[resourcesTenant].Calls != 1 {
+		t.Errorf("scope %v: %d calls, want 1, the tenant's resource providers (scopes: %v)", resourcesTenant, got[resourcesTenant].Calls, got)
+	}
+	return got
 }

@@ -6,12 +6,10 @@ import (
 	"net/http"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azappconfig/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
 	"github.com/cloudg/cloudg/cloudgazure"
@@ -80,21 +78,7 @@ func TestAnEmulatorsThrottlePausesNoResourceManagerCall(t *testing.T) {
 			t.Fatalf("the App Configuration emulator's setting: %v, want its 429", err)
 		}
 
-		providers, err := cloudgazure.NewSubscriptionClient(armresources.NewProvidersClient, subB, fakeCred{}, &base, e.opts()...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if _, err := providers.NewListAtTenantScopePager(nil).NextPage(ctx); err != nil {
-			t.Fatalf("the tenant's resource providers: %v", err)
-		}
-		if took := time.Since(start); took != 0 {
-			t.Errorf("the tenant's resource providers (GET /providers) answered after %v, want at once: an emulator's 429 paused Resource Manager", took)
-		}
-		got := e.gov.Summary(stats).Scopes
-		if got[resourcesTenant].Calls != 1 {
-			t.Errorf("scope %v: %d calls, want 1, the tenant's resource providers (scopes: %v)", resourcesTenant, got[resourcesTenant].Calls, got)
-		}
+		got := resourceManagerAnswersAtOnce(t, e, &base, ctx, stats, "an emulator's 429")
 		for _, sc := range []resilience.Scope{az(vaultEmulator, cloudgazure.ServiceKeyVault), az(appConfigEmulator, cloudgazure.ServiceAppConfig)} {
 			if got[sc].Calls == 0 || got[sc].Calls != got[sc].Throttled {
 				t.Errorf("scope %v: %d calls, %d throttled, want the emulator's every attempt, throttled (scopes: %v)", sc, got[sc].Calls, got[sc].Throttled, got)
