@@ -96,43 +96,52 @@ func TestAnUnsentAttemptWhoseFailurePassesIsSentAgain(t *testing.T) {
 		"500":           func() error { return tokenAnswer(http.StatusInternalServerError, "backend error", false) },
 		"rate exceeded": func() error { return tokenAnswer(http.StatusTooManyRequests, "Rate exceeded", false) },
 	} {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				f := &fakeAPI{}
-				base := &memTokenBase{fails: []error{fail(), fail()}, next: newMem(f)}
-				gov := newGov(t, resilience.Config{})
-				budget := gov.Inspect(apiScope).RetryBudget
-				ctx, stats := resilience.WithStats(context.Background())
-				ctx, ledger := resilience.WithLedger(ctx, "items")
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
-				resp, err := client(base, gov, withAttempts(5)).Do(req)
-				if err != nil {
-					t.Fatalf("err %v; want the call to succeed once it has its token", err)
-				}
-				readAll(t, resp)
-				asked := base.times()
-				if n := len(f.recorded()); n != 1 || len(asked) != 3 {
-					t.Fatalf("the API got %d requests, the token was asked for %d times; want 1 and 3", n, len(asked))
-				}
-				for i := 1; i < len(asked); i++ {
-					if gap := asked[i].Sub(asked[i-1]); gap < 10*time.Millisecond || gap > 100*time.Millisecond {
-						t.Errorf("token %d asked %v after the one before; want the policy's backoff, within [10ms, 100ms]", i+1, gap)
-					}
-				}
-				tot := gov.Summary(stats).Totals
-				if tot.Calls != 1 || tot.Throttled != 0 || tot.TransientErrors != 0 || tot.Retries != 0 || tot.Failed != 0 || tot.Errored != 0 {
-					t.Fatalf("totals %v; want one call, no throttle, no transient error, no retry, nothing lost", tot)
-				}
-				if ledger.Lost() != 0 {
-					t.Fatalf("ledger %q; want nothing lost", ledger.Describe())
-				}
-				snap := gov.Inspect(apiScope)
-				if snap.Leaf.Rate != snap.Leaf.Ceiling || snap.Leaf.Paused != 0 || snap.Breaker.Failures != 0 || snap.RetryBudget != budget || snap.InFlight != 0 {
-					t.Fatalf("scope %+v; want its rate, pause, breaker and retry budget (%v) untouched, no slot held", snap, budget)
-				}
-			})
-		})
+		t.Run(name, func(t *testing.T) { tokenFailsTwiceThenSends(t, fail) })
 	}
+}
+
+// tokenFailsTwiceThenSends runs a call whose token endpoint fails twice
+// with fail() before it gives the token, and fails the test unless the
+// request is sent once after the policy's backoffs (10ms to 100ms apart),
+// the call succeeds, the API's scope counts one call and no throttle,
+// transient error or retry, its rate, pause, breaker and retry budget are
+// untouched, and nothing is lost.
+func tokenFailsTwiceThenSends(t *testing.T, fail func() error) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAPI{}
+		base := &memTokenBase{fails: []error{fail(), fail()}, next: newMem(f)}
+		gov := newGov(t, resilience.Config{})
+		budget := gov.Inspect(apiScope).RetryBudget
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "items")
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
+		resp, err := client(base, gov, withAttempts(5)).Do(req)
+		if err != nil {
+			t.Fatalf("err %v; want the call to succeed once it has its token", err)
+		}
+		readAll(t, resp)
+		asked := base.times()
+		if n := len(f.recorded()); n != 1 || len(asked) != 3 {
+			t.Fatalf("the API got %d requests, the token was asked for %d times; want 1 and 3", n, len(asked))
+		}
+		for i := 1; i < len(asked); i++ {
+			if gap := asked[i].Sub(asked[i-1]); gap < 10*time.Millisecond || gap > 100*time.Millisecond {
+				t.Errorf("token %d asked %v after the one before; want the policy's backoff, within [10ms, 100ms]", i+1, gap)
+			}
+		}
+		tot := gov.Summary(stats).Totals
+		if tot.Calls != 1 || tot.Throttled != 0 || tot.TransientErrors != 0 || tot.Retries != 0 || tot.Failed != 0 || tot.Errored != 0 {
+			t.Fatalf("totals %v; want one call, no throttle, no transient error, no retry, nothing lost", tot)
+		}
+		if ledger.Lost() != 0 {
+			t.Fatalf("ledger %q; want nothing lost", ledger.Describe())
+		}
+		snap := gov.Inspect(apiScope)
+		if snap.Leaf.Rate != snap.Leaf.Ceiling || snap.Leaf.Paused != 0 || snap.Breaker.Failures != 0 || snap.RetryBudget != budget || snap.InFlight != 0 {
+			t.Fatalf("scope %+v; want its rate, pause, breaker and retry budget (%v) untouched, no slot held", snap, budget)
+		}
+	})
 }
 
 // A request whose token never comes is sent again within the policy's
