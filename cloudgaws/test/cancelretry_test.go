@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,20 +46,7 @@ func TestACallCancelledWaitingForItsRetrysToken(t *testing.T) {
 				if n := f.count("DescribeVpcs"); n != 1 {
 					t.Fatalf("sent %d before the cancel, want 1", n)
 				}
-				select {
-				case err := <-done:
-					t.Fatalf("the call ended before the cancel: %v", err)
-				default:
-				}
-				cancelled := time.Now()
-				cancel()
-				err := <-done
-				if d := time.Since(cancelled); d != 0 {
-					t.Errorf("the call returned %v after the cancel, want at once", d)
-				}
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("err = %v, want context.Canceled", err)
-				}
+				cancelEndsWaitAtOnce(t, done, cancel)
 				if n := f.count("DescribeVpcs"); n != 1 {
 					t.Errorf("sent %d, want the first attempt only", n)
 				}

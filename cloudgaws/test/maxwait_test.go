@@ -232,25 +232,34 @@ func TestCancelledCallsCountedOnce(t *testing.T) {
 				synctest.Wait()
 				time.Sleep(tc.wait)
 				synctest.Wait()
-				select {
-				case err := <-done:
-					t.Fatalf("the call ended before the cancel: %v", err)
-				default:
-				}
-				cancelled := time.Now()
-				cancel()
-				err := <-done
-				if d := time.Since(cancelled); d != 0 {
-					t.Errorf("the call returned %v after its context was cancelled, want at once", d)
-				}
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("err = %v, want context.Canceled", err)
-				}
+				cancelEndsWaitAtOnce(t, done, cancel)
 				if n := f.count("GetSecretValue") - before; n != tc.sent {
 					t.Fatalf("sent %d, want %d", n, tc.sent)
 				}
 				lostOnly(t, g, stats, ledger, resilience.LossCancelled, 1)
 			})
 		})
+	}
+}
+
+// cancelEndsWaitAtOnce cancels a call that is still waiting (its goroutine
+// sends its error on done) and fails the test unless the call had not
+// ended before, returns at once after cancel, and returns an error that
+// is context.Canceled.
+func cancelEndsWaitAtOnce(t *testing.T, done <-chan error, cancel context.CancelFunc) {
+	t.Helper()
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended before the cancel: %v", err)
+	default:
+	}
+	cancelled := time.Now()
+	cancel()
+	err := <-done
+	if d := time.Since(cancelled); d != 0 {
+		t.Errorf("the call returned %v after its context was cancelled, want at once", d)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
