@@ -3,9 +3,7 @@ package test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -28,20 +26,12 @@ import (
 // neither slowed nor paused, and the caller gets the 429. Through a real
 // azappconfig client, with ClientOptions and with Policies.
 func TestAppConfigStorageQuotaIsLostAsDenied(t *testing.T) {
-	body := `{"type":"https://azconfig.io/errors/too-many-requests","title":"Resource utilization has surpassed the assigned quota","policy":"Storage","status":429}`
 	for _, opts := range []string{"ClientOptions", "Policies"} {
 		t.Run(opts, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				gov := newGov(t, resilience.Config{})
 				var sent atomic.Int32
-				o := governedOptions(gov, opts, transportFunc(func(req *http.Request) (*http.Response, error) {
-					sent.Add(1)
-					h := http.Header{}
-					h.Set("Content-Type", "application/problem+json; charset=utf-8")
-					h.Set("retry-after-ms", "5000")
-					return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests",
-						Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil
-				}))
+				o := governedOptions(gov, opts, storageQuotaSpent(&sent))
 				settings, err := azappconfig.NewClient("https://store.azconfig.io", fakeCred{}, &azappconfig.ClientOptions{ClientOptions: *o})
 				if err != nil {
 					t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -16,11 +17,30 @@ import (
 // clients return it: runtime.NewResponseError reads the body (an
 // application/problem+json document that names no code) and keeps it.
 func appConfig429(policy string) error {
+	return runtime.NewResponseError(appConfig429Response(nil, policy, "10"))
+}
+
+// appConfig429Response is an App Configuration store's 429 answering req
+// for its quota policy (TotalRequests, WriteRequests, Bandwidth or
+// Storage), as the store sends it: an application/problem+json body that
+// names the policy and no code, and a retry-after-ms header of
+// retryAfterMs.
+func appConfig429Response(req *http.Request, policy, retryAfterMs string) *http.Response {
 	body := `{"type":"https://azconfig.io/errors/too-many-requests","title":"Resource utilization has surpassed the assigned quota","policy":"` + policy + `","status":429}`
 	h := http.Header{}
 	h.Set("Content-Type", "application/problem+json; charset=utf-8")
-	h.Set("retry-after-ms", "10")
-	return runtime.NewResponseError(&http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Header: h, Body: io.NopCloser(strings.NewReader(body))})
+	h.Set("retry-after-ms", retryAfterMs)
+	return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}
+}
+
+// storageQuotaSpent is a store whose Storage quota is spent: it answers
+// every request with its Storage quota's 429 (retry-after-ms 5000) and
+// counts the requests in sent.
+func storageQuotaSpent(sent *atomic.Int32) transportFunc {
+	return func(req *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return appConfig429Response(req, "Storage", "5000"), nil
+	}
 }
 
 // App Configuration answers 429 for every quota of a store, and names the

@@ -3,9 +3,7 @@ package test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -27,18 +25,10 @@ import (
 // throttling, and neither halves nor pauses the store's scope; the
 // caller gets the 429. The store's rate quotas stay throttling, retried.
 func TestAppConfigStorageQuotaIsFatalPerAttempt(t *testing.T) {
-	body := `{"type":"https://azconfig.io/errors/too-many-requests","title":"Resource utilization has surpassed the assigned quota","policy":"Storage","status":429}`
 	synctest.Test(t, func(t *testing.T) {
 		gov := newGov(t, resilience.Config{})
 		var sent atomic.Int32
-		o := governedOptions(gov, "Policies", transportFunc(func(req *http.Request) (*http.Response, error) {
-			sent.Add(1)
-			h := http.Header{}
-			h.Set("Content-Type", "application/problem+json; charset=utf-8")
-			h.Set("retry-after-ms", "5000")
-			return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests",
-				Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil
-		}))
+		o := governedOptions(gov, "Policies", storageQuotaSpent(&sent))
 		o.Retry = policy.RetryOptions{MaxRetries: 3, RetryDelay: 10 * time.Millisecond}
 		pl := runtime.NewPipeline("cloudgazure.test", "v0.0.1", runtime.PipelineOptions{}, o)
 		ctx, stats := resilience.WithStats(context.Background())
