@@ -50,10 +50,7 @@ func TestAVaultChallengeWhoseTokenFailsIsLost(t *testing.T) {
 		} {
 			t.Run(opts+"/"+tc.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					gov, err := resilience.NewGovernor(resilience.Config{})
-					if err != nil {
-						t.Fatal(err)
-					}
+					gov := newGov(t, resilience.Config{})
 					ctx, stats := resilience.WithStats(context.Background())
 					ctx, ledger := resilience.WithLedger(ctx, "secrets")
 					ctx, cancel := context.WithCancel(ctx)
@@ -62,12 +59,7 @@ func TestAVaultChallengeWhoseTokenFailsIsLost(t *testing.T) {
 					if tc.cancel {
 						cred = cancellingCred{cancel}
 					}
-					fake := &vaultTransport{}
-					client, err := azsecrets.NewClient("https://myvault.vault.azure.net", cred,
-						&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
-					if err != nil {
-						t.Fatal(err)
-					}
+					client, fake := myVaultClient(t, gov, opts, cred)
 					if _, err := client.GetSecret(ctx, "s", "", nil); err == nil {
 						t.Fatal("GetSecret succeeded without a token")
 					}
@@ -109,28 +101,14 @@ func TestAVaultChallengeWhoseTokenEndpointRefusesIsLost(t *testing.T) {
 		for _, status := range []int{http.StatusBadRequest, http.StatusTooManyRequests} {
 			t.Run(fmt.Sprint(opts, "/", status), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					gov, err := resilience.NewGovernor(resilience.Config{})
-					if err != nil {
-						t.Fatal(err)
-					}
+					gov := newGov(t, resilience.Config{})
 					ctx, stats := resilience.WithStats(context.Background())
 					ctx, ledger := resilience.WithLedger(ctx, "secrets")
-					fake := &vaultTransport{}
-					client, err := azsecrets.NewClient("https://myvault.vault.azure.net", answeringCred{status},
-						&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
-					if err != nil {
-						t.Fatal(err)
-					}
+					client, _ := myVaultClient(t, gov, opts, answeringCred{status})
 					if _, err := client.GetSecret(ctx, "s", "", nil); err == nil {
 						t.Fatal("GetSecret succeeded without a token")
 					}
-					tot := gov.Summary(stats).Totals
-					if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
-						t.Errorf("ledger %q (totals %v); want the request lost as errored", ledger.Describe(), tot)
-					}
-					if snap := gov.Inspect(az("myvault", cloudgazure.ServiceKeyVault)); tot.Throttled != 0 || !snap.PausedUntil.IsZero() {
-						t.Errorf("totals %v, the vault paused until %v: the token endpoint's answer read as the vault's", tot, snap.PausedUntil)
-					}
+					lostToTokenEndpoint(t, gov, stats, ledger, "request")
 				})
 			})
 		}
@@ -162,18 +140,10 @@ func TestATokenEndpointsRefusalBeforeTheFirstSendIsNoVaultAnswer(t *testing.T) {
 		for _, status := range []int{http.StatusBadRequest, http.StatusTooManyRequests} {
 			t.Run(fmt.Sprint(opts, "/", status), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					gov, err := resilience.NewGovernor(resilience.Config{})
-					if err != nil {
-						t.Fatal(err)
-					}
+					gov := newGov(t, resilience.Config{})
 					ctx, stats := resilience.WithStats(context.Background())
 					ctx, ledger := resilience.WithLedger(ctx, "secrets")
-					fake := &vaultTransport{}
-					client, err := azsecrets.NewClient("https://myvault.vault.azure.net", expiringCred{new(atomic.Int32), status},
-						&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
-					if err != nil {
-						t.Fatal(err)
-					}
+					client, fake := myVaultClient(t, gov, opts, expiringCred{new(atomic.Int32), status})
 					if _, err := client.GetSecret(ctx, "s", "", nil); err != nil {
 						t.Fatal(err)
 					}
@@ -184,15 +154,37 @@ func TestATokenEndpointsRefusalBeforeTheFirstSendIsNoVaultAnswer(t *testing.T) {
 					if len(fake.answered) != 2 {
 						t.Fatalf("the vault answered %v, want the challenge and the first request's answer", fake.answered)
 					}
-					tot := gov.Summary(stats).Totals
-					if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
-						t.Errorf("ledger %q (totals %v); want the second request lost as errored", ledger.Describe(), tot)
-					}
-					if snap := gov.Inspect(az("myvault", cloudgazure.ServiceKeyVault)); tot.Throttled != 0 || !snap.PausedUntil.IsZero() {
-						t.Errorf("totals %v, the vault paused until %v: the token endpoint's answer read as the vault's", tot, snap.PausedUntil)
-					}
+					lostToTokenEndpoint(t, gov, stats, ledger, "second request")
 				})
 			})
 		}
+	}
+}
+
+// myVaultClient is an azsecrets client of the vault myvault, governed by
+// gov through opts ("ClientOptions" or "Policies", governedOptions), that
+// gets its tokens from cred and sends to the vaultTransport it returns.
+func myVaultClient(t *testing.T, gov *resilience.Governor, opts string, cred azcore.TokenCredential) (*azsecrets.Client, *vaultTransport) {
+	t.Helper()
+	fake := &vaultTransport{}
+	client, err := azsecrets.NewClient("https://myvault.vault.azure.net", cred,
+		&azsecrets.ClientOptions{ClientOptions: *governedOptions(gov, opts, fake)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, fake
+}
+
+// lostToTokenEndpoint fails the test unless the run lost one request,
+// what, as errored, and the token endpoint's answer was not read as the
+// vault's: nothing throttled, the vault's scope not paused.
+func lostToTokenEndpoint(t *testing.T, gov *resilience.Governor, stats *resilience.Stats, ledger *resilience.Ledger, what string) {
+	t.Helper()
+	tot := gov.Summary(stats).Totals
+	if ledger.Count(resilience.LossErrored) != 1 || ledger.Lost() != 1 {
+		t.Errorf("ledger %q (totals %v); want the %s lost as errored", ledger.Describe(), tot, what)
+	}
+	if snap := gov.Inspect(az("myvault", cloudgazure.ServiceKeyVault)); tot.Throttled != 0 || !snap.PausedUntil.IsZero() {
+		t.Errorf("totals %v, the vault paused until %v: the token endpoint's answer read as the vault's", tot, snap.PausedUntil)
 	}
 }
