@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -19,73 +20,83 @@ import (
 // its tasks (a listing's fan-out) is found dead, with the defaults
 // (breaker_threshold 5, breaker_dead_seconds 10), within
 // breaker_dead_seconds and one of its floor's tokens (10 s + 5 s) of
-// its first failed answer. The retries of the three calls in flight, each
-// waiting for a fresh token at the scope's floor (0.2 rps), hold the
-// scope's tokens, so that the pool, which starts a queued task only when
-// a token is free now, sent the 4th call at 39.0 s and the 5th at 69.03 s,
-// and the breaker opened only then (139 s behind a moto server with the
-// AWS SDK's 11 attempts). The pool now lets one task of a scope whose
-// answers all failed, from fewer calls than breaker_threshold, wait for
-// a token in line with those retries, so that the dead rule gets its
-// evidence. Every task then fails with the open circuit's refusal, the
-// queued ones skipped in the ledger (IAM GetRole, its defaults: 10 rps,
-// burst 40, 8 workers, 3 tasks then 20 more 3 s later, each answer
-// throttled after 20 ms).
+// its first failed answer, whatever the governor's random source (its
+// backoffs' jitter): seeds 1 to 12. The retries of the three calls in
+// flight, each waiting for a fresh token at the scope's floor (0.2 rps),
+// hold the scope's tokens, so that the pool, which starts a queued task
+// only when a token is free now, sent the 4th call at 39.0 s and the 5th
+// at 69.03 s (seed 1), and the breaker opened only then (139 s behind a
+// moto server with the AWS SDK's 11 attempts). The pool lets tasks of a
+// scope whose answers all failed, from fewer calls than
+// breaker_threshold, wait for a token in line with those retries, so that
+// the dead rule gets its evidence. Every task then fails with the open
+// circuit's refusal, the queued ones skipped in the ledger (IAM GetRole,
+// its defaults: 10 rps, burst 40, 8 workers, 3 tasks then 20 more 3 s
+// later, each answer throttled after 20 ms).
 func TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(1, 2)))
-		if err != nil {
-			t.Fatal(err)
+	for seed := uint64(1); seed <= 12; seed++ {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { deadBehindRetries(t, seed) })
+		})
+	}
+}
+
+// deadBehindRetries runs the scene of
+// TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds with the
+// governor's random source seeded with seed, in a synctest bubble.
+func deadBehindRetries(t *testing.T, seed uint64) {
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(seed, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
+	ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+	p, pctx := New(ctx, Workers(8), WithGovernor(g))
+	start := time.Now()
+	var mu sync.Mutex
+	var firstSent []time.Duration // each call's first attempt, in order
+	var ends []time.Duration
+	sent := 0
+	seen := map[int]bool{}
+	for i := range 23 {
+		if i == 3 {
+			time.Sleep(3 * time.Second)
 		}
-		dead := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
-		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
-		p, pctx := New(ctx, Workers(8), WithGovernor(g))
-		start := time.Now()
-		var mu sync.Mutex
-		var firstSent []time.Duration // each call's first attempt, in order
-		var ends []time.Duration
-		sent := 0
-		seen := map[int]bool{}
-		for i := range 23 {
-			if i == 3 {
-				time.Sleep(3 * time.Second)
-			}
-			p.Go(pctx, dead, func(ctx context.Context) error {
-				err := resilience.Do(ctx, dead, func(context.Context) error {
-					mu.Lock()
-					sent++
-					if !seen[i] {
-						seen[i] = true
-						firstSent = append(firstSent, time.Since(start))
-					}
-					mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-					return &apiErr{code: "Throttling", status: 400}
-				}, resilience.WithGovernor(g))
-				if errors.Is(err, resilience.ErrNoToken) {
-					return err // refused before it sent anything: the pool runs it again
-				}
+		p.Go(pctx, dead, func(ctx context.Context) error {
+			err := resilience.Do(ctx, dead, func(context.Context) error {
 				mu.Lock()
-				defer mu.Unlock()
-				ends = append(ends, time.Since(start))
-				if !errors.Is(err, resilience.ErrCircuitOpen) {
-					t.Errorf("task %d: %v; want the open circuit's refusal", i, err)
+				sent++
+				if !seen[i] {
+					seen[i] = true
+					firstSent = append(firstSent, time.Since(start))
 				}
-				return err
-			})
-		}
-		p.Wait()
-		const bound = 15*time.Second + 20*time.Millisecond // from the first answer
-		opened := slices.Max(ends)
-		if len(firstSent) < 5 || opened > bound {
-			t.Fatalf("the last task ended at %v, %d calls sent (first attempts at %v); want the breaker opened by %v, at the fifth call's answer or later",
-				opened, len(firstSent), firstSent, bound)
-		}
-		if gave, skipped := ledger.Count(resilience.LossGaveUp), ledger.Count(resilience.LossSkipped); gave != len(firstSent) || gave+skipped != 23 {
-			t.Fatalf("ledger %q; want the %d calls sent given up, the others skipped", ledger.Describe(), len(firstSent))
-		}
-		t.Logf("calls first sent at %v, last task ended at %v, %d attempts", firstSent, opened, sent)
-	})
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				return &apiErr{code: "Throttling", status: 400}
+			}, resilience.WithGovernor(g))
+			if errors.Is(err, resilience.ErrNoToken) {
+				return err // refused before it sent anything: the pool runs it again
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ends = append(ends, time.Since(start))
+			if !errors.Is(err, resilience.ErrCircuitOpen) {
+				t.Errorf("task %d: %v; want the open circuit's refusal", i, err)
+			}
+			return err
+		})
+	}
+	p.Wait()
+	const bound = 15*time.Second + 20*time.Millisecond // from the first answer
+	opened := slices.Max(ends)
+	if len(firstSent) < 5 || opened > bound {
+		t.Fatalf("seed %d: the last task ended at %v, %d calls sent (first attempts at %v); want the breaker opened by %v, at the fifth call's answer or later",
+			seed, opened, len(firstSent), firstSent, bound)
+	}
+	if gave, skipped := ledger.Count(resilience.LossGaveUp), ledger.Count(resilience.LossSkipped); gave != len(firstSent) || gave+skipped != 23 {
+		t.Fatalf("seed %d: ledger %q; want the %d calls sent given up, the others skipped", seed, ledger.Describe(), len(firstSent))
+	}
+	t.Logf("seed %d: calls first sent at %v, last task ended at %v, %d attempts", seed, firstSent, opened, sent)
 }
 
 // A scope throttled but alive (its provider serves 2 calls a second and

@@ -1413,17 +1413,24 @@ func checkStructure(p *Pool, undecided func(q *queue) int) error {
 		return fmt.Errorf("the queues hold %d tasks, the pool counts %d queued", total, p.queued)
 	}
 	// The tasks started to prove their scopes (see Pool.proves): the
-	// pool counts those running, at most its bound, and a queue's one
-	// whose first call is not decided is one of its own running.
+	// pool counts those running, at most its bound, and a queue counts
+	// those of its own running whose first calls are not decided.
 	proving := 0
 	for sc, q := range p.scopes {
+		out := 0
 		for _, t := range q.live {
 			if t.proveWait > 0 {
 				proving++
 			}
+			if t.proving {
+				out++
+				if t.proveWait == 0 || t.decided {
+					return fmt.Errorf("queue %v's task proving its scope was not started to prove it, or its first call is decided", sc)
+				}
+			}
 		}
-		if t := q.proving; t != nil && (t.q != q || t.proveWait == 0 || t.decided || !slices.Contains(q.live, t)) {
-			return fmt.Errorf("queue %v's task proving its scope is of another queue, not one, decided or not running", sc)
+		if out != q.proving {
+			return fmt.Errorf("queue %v counts %d tasks proving its scope, their first calls not decided; %d run", sc, q.proving, out)
 		}
 	}
 	if proving > 0 {

@@ -57,8 +57,10 @@
 // given a worker only when a token is free now would send none. Once every
 // answer of a scope has failed for a quarter of breaker_dead_seconds, from
 // fewer calls than that (state.ScopeSnapshot's Failing), the pool starts
-// one task of it at a time whose first call waits for a token in line with
-// those retries, at most breaker_dead_seconds; such tasks hold at most a
+// tasks of it, at most one for each call it lacks, whose first calls wait
+// for a token in line with those retries, at most breaker_dead_seconds
+// (one at a time left the last call behind retries that got in line
+// meanwhile, minutes later); such tasks hold at most a
 // quarter of the workers (at least one) at once, their calls' retries
 // included, whatever the number of failing scopes. A scope throttled but
 // alive ends its streaks of failures with its successes before that: no
@@ -620,8 +622,8 @@ queues:
 			// rule that finds it dead needs: its head waits for a token
 			// in a worker, its call the evidence (see proves).
 			t := q.pop()
-			t.proveWait = a.proveWait
-			q.proving = t
+			t.proveWait, t.proving = a.proveWait, true
+			q.proving++
 			p.proving++
 			p.hold(q, t, now)
 			p.passOn(acct, reserved)
@@ -686,12 +688,16 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
 	frees := p.frees.Load()
 	a.at = p.now()
-	// Whether the scope is looked at for a proof (see proves): only a
-	// queue told no token before, so that a scope short of tokens for a
-	// moment (the common case: one comes within milliseconds) costs no
-	// read, and once per parkRecheck at most, about as often as a queue
-	// waiting for its scope is asked anyway.
-	look := p.mayProve(q) && q.short && (!q.looked || a.at-q.lookedAt >= parkRecheck)
+	// Whether the scope is looked at for a proof (see proves): a queue
+	// whose last answer was no token, or that its scope could go (its
+	// answer now may be the first of no token: a queue looked at only once
+	// told no token twice waited up to a second more, while the retries of
+	// the calls in flight got in line for the scope's tokens before its
+	// task, TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds),
+	// not one held by a refusal, a pause or an open breaker; and once per
+	// parkRecheck at most, about as often as a queue waiting for its scope
+	// is asked anyway.
+	look := p.mayProve(q) && q.lookable && (!q.looked || a.at-q.lookedAt >= parkRecheck)
 	p.turns++
 	a.turn = p.turns
 	q.turn = a.turn
@@ -712,7 +718,6 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	}
 	open := errors.Is(a.why, resilience.ErrCircuitOpen)
 	short := errors.Is(a.why, resilience.ErrNoToken)
-	noToken := look && short
 	if open && !slots && !look {
 		snap = p.gov.Inspect(q.scope)
 	}
@@ -731,10 +736,10 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	if open {
 		a.failsFast, a.foundDead = p.circuit(q.scope, snap)
 	}
-	q.short = short
-	if noToken {
+	q.lookable = short || a.why == nil
+	if look {
 		q.looked, q.lookedAt = true, a.at
-		if p.mayProve(q) {
+		if short && p.mayProve(q) {
 			a.proveWait = p.proves(q, snap, a.d)
 		}
 	}
@@ -743,12 +748,12 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 }
 
 // mayProve reports whether a task of q may be started to prove its scope
-// dead or alive (see proves): none of q is out for that already, its
-// first call not decided (one at a time per scope), and fewer than the
-// pool's bound (provers) of such tasks are running, their retries
-// included. p.mu is held.
+// dead or alive (see proves), as far as the pool's bound goes: fewer than
+// provers of such tasks are running, their retries included. Those of q
+// whose first calls are not decided are bounded by proves, by the calls
+// the scope lacks. p.mu is held.
 func (p *Pool) mayProve(q *queue) bool {
-	return q.proving == nil && p.proving < p.provers()
+	return p.proving < p.provers()
 }
 
 // provers bounds the tasks started to prove their scopes (see proves)
@@ -768,7 +773,12 @@ func (p *Pool) provers() int { return max(1, p.limit/4) }
 // provider's breaker_dead_seconds (s.Failing), the last of them within a
 // quarter of it, from fewer distinct calls than breaker_threshold, its
 // breaker closed and no pause holding it, the tasks of q so started in
-// that streak sent fewer first calls than breaker_threshold, and wait,
+// that streak sent fewer first calls than breaker_threshold, counting
+// those not decided yet, which are fewer than the calls the streak lacks
+// (so that they get in line together, before the retries that come
+// meanwhile: TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds,
+// whose seeds 3 and 12 found the scope dead at 2m04 and 1m28 with one
+// at a time), and wait,
 // Delay's, is within breaker_dead_seconds and ends before the head's
 // deadline (a task whose turn comes at its deadline is dropped unrun). Such a
 // scope's tokens go to the retries of its calls in flight, each taking a
@@ -804,7 +814,7 @@ func (p *Pool) proves(q *queue, s state.ScopeSnapshot, wait time.Duration) time.
 	if !q.provedIn.Equal(f.Since) {
 		q.provedIn, q.proved = f.Since, 0
 	}
-	if q.proved >= f.Calls+f.CallsShort {
+	if q.proving >= f.CallsShort || q.proved+q.proving >= f.Calls+f.CallsShort {
 		return 0
 	}
 	return dead
@@ -2067,7 +2077,10 @@ type task struct {
 	// How long its first call may wait to be admitted, when it was
 	// started to prove its scope (see Pool.proves); 0: the pool's
 	// MaxWait.
-	proveWait    time.Duration
+	proveWait time.Duration
+	// Whether it was started to prove its scope and its first call is
+	// not decided yet (see Pool.proves): counted in its queue's proving.
+	proving      bool
 	deferredWait time.Duration
 	deferredErr  error
 }
@@ -2141,7 +2154,7 @@ func (t *task) DecidedIn(scope resilience.Scope) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.decided = true
-	if t.q.proving == t {
+	if t.proving {
 		t.q.proved++ // its call was sent, or refused by an open breaker
 	}
 	p.proven(t)
@@ -2221,8 +2234,9 @@ func (t *task) refused(wait time.Duration, err error) {
 // pool's bound (provers) until it ends (see finish): its call's retries
 // hold its worker. p.mu is held.
 func (p *Pool) proven(t *task) {
-	if t.q.proving == t {
-		t.q.proving = nil
+	if t.proving {
+		t.proving = false
+		t.q.proving--
 	}
 }
 

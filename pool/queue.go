@@ -40,18 +40,18 @@ type queue struct {
 	admitUntil time.Duration // admitting: when its hold ends, if not decided before
 	heap       int           // its index in the parked heap; -1: not in it
 	live       []*task       // its tasks running (started, not finished), for their contexts' deadlines (see Pool.Progress)
-	// The task started to prove its scope dead or alive (see Pool.proves),
-	// its first call not decided yet; nil: none. proved counts the first
-	// calls such tasks sent in the streak of failures that began at
-	// provedIn.
-	proving  *task
+	// Its tasks started to prove its scope dead or alive (see
+	// Pool.proves) whose first calls are not decided yet. proved counts
+	// the first calls such tasks sent in the streak of failures that
+	// began at provedIn.
+	proving  int
 	proved   int
 	provedIn time.Time
-	// short: its scope's last answer was no token (ErrNoToken); lookedAt:
-	// when the pool last read its scope's snapshot for a proof, if looked
-	// (see Pool.ask).
-	short, looked bool
-	lookedAt      time.Duration
+	// lookable: its scope's last answer was no token (ErrNoToken) or go;
+	// lookedAt: when the pool last read its
+	// scope's snapshot for a proof, if looked (see Pool.ask).
+	lookable, looked bool
+	lookedAt         time.Duration
 
 	running, done, failed, deferred, dropped int
 }
