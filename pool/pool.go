@@ -2067,6 +2067,11 @@ type task struct {
 	// (under p.mu).
 	decided bool
 	ended   bool
+	// Whether it was started to prove its scope and its first call is
+	// not decided yet (see Pool.proves): counted in its queue's proving.
+	// Beside the flags above, in gen's padding, so that a task is 96
+	// bytes, not 112 (BenchmarkPoolQueued).
+	proving bool
 	// The governor's Generation when it was started (truncated: it fits
 	// beside decided, and only its changes count), for a refusal of its
 	// first call.
@@ -2077,10 +2082,7 @@ type task struct {
 	// How long its first call may wait to be admitted, when it was
 	// started to prove its scope (see Pool.proves); 0: the pool's
 	// MaxWait.
-	proveWait time.Duration
-	// Whether it was started to prove its scope and its first call is
-	// not decided yet (see Pool.proves): counted in its queue's proving.
-	proving      bool
+	proveWait    time.Duration
 	deferredWait time.Duration
 	deferredErr  error
 }
