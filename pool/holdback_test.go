@@ -172,3 +172,49 @@ func TestACapEqualToTheWorkersHoldsQueuesBack(t *testing.T) {
 		}
 	})
 }
+
+// A queue asked for the slots free of an account whose tasks' first calls
+// are still to come is asked again when one of those calls is decided
+// while the governor is asked: the answer may count the slot that call
+// took free, and the call neither in flight nor to come, so that the
+// task started for that slot is beaten to it, run for nothing. Here an
+// account with two slots, one held outside the pool, two workers; op0's
+// task works 5 ms before its 10 ms call; op1's task, queued at 4 ms, is
+// asked about, the governor's answer reaching the pool's lock at 6 ms
+// (a worker's goroutine scheduled late, a store's read across the
+// network): op0's call took the last slot at 5 ms, meanwhile. (As the
+// workers' goroutines were scheduled, TestACapEqualToTheWorkersHoldsQueuesBack
+// failed so, 28 runs in 1000 with -race.)
+func TestAFirstCallDecidedWhileAQueueIsAskedForSlotsIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 2)
+		outside := takeSlot(t, g)
+		defer outside.Release()
+		defer outside.End(nil)
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		late := true
+		p.afterAsk = func(q *queue) {
+			if q.scope.Operation == "op1" && late {
+				late = false // a worker's ask only: p.mu is not held
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		var runs atomic.Int64
+		task := func(sc resilience.Scope) func(context.Context) error {
+			return func(ctx context.Context) error {
+				runs.Add(1)
+				time.Sleep(5 * time.Millisecond) // its own work, before its first call
+				return call(g, sc, 10*time.Millisecond)(ctx)
+			}
+		}
+		p.Go(ctx, scope("op0"), task(scope("op0")))
+		time.Sleep(4 * time.Millisecond)
+		p.Go(ctx, scope("op1"), task(scope("op1")))
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if d, n := p.Progress().Deferred, runs.Load(); d != 0 || n != 2 {
+			t.Fatalf("op1's queue asked for the slots free while op0's first call took the last: %d runs, %d of them for nothing (Deferred); want 2, none for nothing", n, d)
+		}
+	})
+}

@@ -163,7 +163,11 @@ type Pool struct {
 	cancel  context.CancelCauseFunc
 	limit   int
 	maxWait time.Duration
-	epoch   time.Time
+	// afterAsk, set by tests only, runs in ask once the governor has
+	// answered about q, before p.mu is taken again: where a worker's
+	// goroutine may be scheduled late, or a store's read return late.
+	afterAsk func(q *queue)
+	epoch    time.Time
 
 	mu     sync.Mutex
 	quiet  sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
@@ -178,6 +182,7 @@ type Pool struct {
 	slots  map[account][]*queue
 	nSlots int
 	holds  fifo[heldQueue] // admitting queues, by the end of their hold
+	held   uint64          // holds begun so far: those begun before a count are the first of holds (see ask)
 	// The queues of slots looked at or moved, in all: the pool's work
 	// on its line of queues waiting for a slot, which the tests measure.
 	slotSteps uint64
@@ -539,6 +544,14 @@ queues:
 				survey = true
 				continue
 			}
+			if a.why == nil && a.surveyed && a.decided && a.free > p.liveHolds(acct) {
+				// A first call of the account's tasks was decided while
+				// its scope was asked about for the slots free: the slot
+				// it took may show free, and the task started for it
+				// would be beaten to it (the answer counts it neither
+				// taken nor to come). Asked again, for the slots free.
+				continue
+			}
 			break
 		}
 		if a.why == nil && a.surveyed && p.mayRace(acct) && a.free <= p.liveHolds(acct) {
@@ -666,6 +679,10 @@ type answer struct {
 	// a slot of the scope's account; taskEnded: a task of the queue,
 	// which may have opened its breaker. The answer may not show either.
 	ended, taskEnded bool
+	// decided: a first call of a task of the account started before it
+	// was asked for the slots free was decided (or its hold ended)
+	// meanwhile; the slot that call took may show free.
+	decided bool
 }
 
 // ask asks the governor about q's scope, which pick took from the ring:
@@ -701,6 +718,12 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	p.turns++
 	a.turn = p.turns
 	q.turn = a.turn
+	acct := account{q.scope.Provider, q.scope.Account}
+	var live0 int
+	held0 := p.held
+	if slots {
+		live0 = p.liveHolds(acct)
+	}
 	p.mu.Unlock()
 	a.gen = p.gov.Generation()
 	var snap state.ScopeSnapshot
@@ -726,12 +749,18 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 		// finds the account in slotWaits, and the pool (see slotFreed).
 		p.waitsForSlot(account{q.scope.Provider, q.scope.Account})
 	}
+	if p.afterAsk != nil {
+		p.afterAsk(q)
+	}
 	p.mu.Lock()
 	q.where = nowhere
 	if p.ctx.Err() != nil {
 		return a, false
 	}
 	a.ended, a.taskEnded = p.frees.Load() != frees, q.taskEnded
+	if slots {
+		a.decided = p.liveHoldsBegunBefore(acct, held0) < live0
+	}
 	q.taskEnded = false
 	if open {
 		a.failsFast, a.foundDead = p.circuit(q.scope, snap)
@@ -891,6 +920,7 @@ func (p *Pool) hold(q *queue, t *task, now time.Duration) {
 	p.unlead(q)
 	q.where, q.holder, q.admitUntil = admitting, t, now+admitHold
 	p.holds.push(heldQueue{t, q.admitUntil})
+	p.held++
 	if q.n > 0 || t.slotMark != 0 || p.heldBack[account{q.scope.Provider, q.scope.Account}] {
 		p.arm(q.admitUntil)
 	}
@@ -1231,6 +1261,23 @@ func (p *Pool) freedMore(acct account, gen uint64, n int) {
 func (p *Pool) liveHolds(acct account) int {
 	n := 0
 	for _, h := range p.holds.all() {
+		if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
+			n++
+		}
+	}
+	return n
+}
+
+// liveHoldsBegunBefore counts the holds of acct in force, as liveHolds,
+// among those begun before p.held was held0: those begun since are the
+// last of p.holds. p.mu is held.
+func (p *Pool) liveHoldsBegunBefore(acct account, held0 uint64) int {
+	n := 0
+	old := p.holds.len() - int(p.held-held0)
+	for i, h := range p.holds.all() {
+		if i >= old {
+			break
+		}
 		if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
 			n++
 		}
