@@ -461,8 +461,11 @@ func (x *exchange) attemptError(err error) error {
 // whether it is one of the governor's stops (a governed call made inside
 // the attempt, refused), and whether it is a *url.Error for another URL
 // than the request's. Each is read through errread, as far as err's chain
-// reads: a method of an error of the chain that panics ends the read, and
-// what was found before it stands (errors.As reads the chain in order).
+// reads: the governor's stop through errread.Read, whose read a panic of
+// a method of an error of the chain ends (what was found before it
+// stands); the *url.Error through errread.As, which reads past a panic
+// (the other branches of a join beside an error whose As or Unwrap
+// panics).
 func (x *exchange) baseShape(err error) (stop, elsewhere bool) {
 	if stop, _ = errread.Read(err, attemptctx.GovernorStop); stop {
 		return true, false

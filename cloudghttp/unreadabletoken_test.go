@@ -3,6 +3,7 @@
 package cloudghttp_test
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"testing"
@@ -33,3 +34,23 @@ func TestABaseErrorWhoseUnwrapPanicsIsReadAsFarAsItReads(t *testing.T) {
 	}
 	tokenFailsTwiceThenSends(t, fail)
 }
+
+// A base transport's error that joins an error whose As method panics
+// (it reads a nil pointer) before the *url.Error of the token endpoint,
+// whose connection was refused, is read past that branch: the *url.Error
+// names another URL than the request's, the attempt failed before the
+// request was sent, and the failure passes. The request is sent again
+// once its token comes, and the API's scope counts no transient error,
+// retry or failure of its token endpoint's.
+func TestABaseErrorJoinedAfterABranchWhoseAsPanicsIsReadPastIt(t *testing.T) {
+	fail := func() error { return errors.Join(asPanicsError{}, tokenRefused()) }
+	tokenFailsTwiceThenSends(t, fail)
+}
+
+// asPanicsError is an error whose As method reads a pointer left nil:
+// errors.As panics on it, while its message and its shape (no cause, no
+// code, no status) read.
+type asPanicsError struct{ into *struct{ matches bool } }
+
+func (asPanicsError) Error() string { return "a token source's error" }
+func (e asPanicsError) As(any) bool { return e.into.matches }

@@ -1339,41 +1339,13 @@ func (gd *Guard) settleRefusal(err error) {
 	}
 }
 
-// readAs is errors.As(err, target) for err, an error a caller ended a call
-// with, read through errread.As: a panic of a method of an error of its
-// chain (an Unwrap that reads a nil pointer) is the error's, and ends the
-// read of that error's causes only, so that a match beside it (the
-// refusal a caller joined after it, errors.Join(callerErr, refusal)) is
-// found all the same. A match that is a nil pointer is none, as
-// errread.As has it. The chain is read to maxChainDepth, as the
-// classifier reads it.
+// readAs is errread.As(err, target)'s match, for err, an error a caller
+// ended a call with: a panic of a method of an error of its chain (an
+// Unwrap that reads a nil pointer) is the error's, and ends the read of
+// that error's causes only, so that a match beside it (the refusal a
+// caller joined after it, errors.Join(callerErr, refusal)) is found all
+// the same. A match that is a nil pointer is none.
 func readAs(err error, target any) bool {
-	return readAsAt(err, target, 0)
-}
-
-func readAsAt(err error, target any, depth int) bool {
-	found, panicked := errread.As(err, target)
-	if found || panicked == nil || depth >= maxChainDepth {
-		return found
-	}
-	// A method of err's chain panicked: err itself does not match (or its
-	// As panicked), and each of its causes is read on its own.
-	causes, p := errread.Read(err, func(e error) []error {
-		switch u := e.(type) {
-		case interface{ Unwrap() []error }:
-			return u.Unwrap()
-		case interface{ Unwrap() error }:
-			return []error{u.Unwrap()}
-		}
-		return nil
-	})
-	if p != nil {
-		return false
-	}
-	for _, c := range causes {
-		if c != nil && readAsAt(c, target, depth+1) {
-			return true
-		}
-	}
-	return false
+	found, _ := errread.As(err, target)
+	return found
 }

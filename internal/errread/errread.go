@@ -104,8 +104,12 @@ func Read[T any](err error, read func(error) T) (v T, panicked any) {
 	return read(err), nil
 }
 
-// As is errors.As(err, target) read through Read: it reports false, and
-// the panic's value, when a method of an error of err's chain panics. An
+// As is errors.As(err, target) read through Read, and past a panic: a
+// method of an error of err's chain that panics (an Unwrap that reads a
+// nil pointer) ends the read of that error's causes only, and the errors
+// beside it (the other branches of an errors.Join) and above it are read
+// all the same, to a depth of maxDepth. As reports whether one matched,
+// and the value of the first panic it recovered, nil when none did. An
 // error of the chain that matches target but is a nil pointer (a typed
 // nil *awshttp.ResponseError, or one in an interface target) is no such
 // error either: As reports false and sets *target to its zero value, so
@@ -128,12 +132,14 @@ func As(err error, target any) (found bool, panicked any) {
 	if err == nil {
 		return false, nil
 	}
-	found, panicked = Read(err, func(e error) bool { return errors.As(e, target) })
-	if found && nilMatch(t.Elem()) {
-		t.Elem().SetZero()
-		found = false
-	}
-	return found, panicked
+	return readPast(err, 0, func(e error) (found bool, panicked any) {
+		found, panicked = Read(e, func(e error) bool { return errors.As(e, target) })
+		if found && nilMatch(t.Elem()) {
+			t.Elem().SetZero()
+			found = false
+		}
+		return found, panicked
+	})
 }
 
 // errorType is the type of error, which a target of As must implement
@@ -152,11 +158,54 @@ func nilMatch(v reflect.Value) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// Is is errors.Is(err, target) read through Read: it reports false, and
-// the panic's value, when a method of an error of err's chain panics.
+// Is is errors.Is(err, target) read through Read, and past a panic as As
+// reads it: a method of an error of err's chain that panics ends the read
+// of that error's causes only. Is reports whether one matched, and the
+// value of the first panic it recovered, nil when none did.
 func Is(err, target error) (found bool, panicked any) {
 	if err == nil {
 		return target == nil, nil
 	}
-	return Read(err, func(e error) bool { return errors.Is(e, target) })
+	return readPast(err, 0, func(e error) (bool, any) {
+		return Read(e, func(e error) bool { return errors.Is(e, target) })
+	})
+}
+
+// maxDepth is how deep As and Is read the causes of an error whose
+// chain panicked, as deep as the core classifier reads a chain.
+const maxDepth = 10
+
+// readPast is match(err) and, when that read panicked without a match
+// (err itself did not match, or its own As or Is panicked), the read of
+// each of err's causes on its own, at depth+1, to maxDepth: a panic ends
+// the read of the panicking error's causes only. It reports whether one
+// matched, and the first panic's value. An error's causes are read only
+// when its chain panicked, so that a readable chain is read once, by
+// errors.As or errors.Is alone.
+func readPast(err error, depth int, match func(error) (bool, any)) (found bool, panicked any) {
+	found, panicked = match(err)
+	if found || panicked == nil || depth >= maxDepth {
+		return found, panicked
+	}
+	causes, p := Read(err, func(e error) []error {
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			return u.Unwrap()
+		case interface{ Unwrap() error }:
+			return []error{u.Unwrap()}
+		}
+		return nil
+	})
+	if p != nil {
+		return false, panicked
+	}
+	for _, c := range causes {
+		if c == nil {
+			continue
+		}
+		if ok, _ := readPast(c, depth+1, match); ok {
+			return true, panicked
+		}
+	}
+	return false, panicked
 }

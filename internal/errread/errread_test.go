@@ -76,3 +76,42 @@ func TestAsPanicsOnATargetErrorsAsRefuses(t *testing.T) {
 		})
 	}
 }
+
+// As and Is read each branch of a join on its own: a branch whose
+// methods panic (a typed nil whose Unwrap, Error and As read their
+// receiver) ends the read of that branch only, and a match in a branch
+// beside it, before or after, is found all the same, with the panic's
+// value. A panic deeper in a chain ends the read of that chain's causes
+// only: the errors above it are still read.
+func TestAsAndIsReadTheBranchesOfAJoinBesideOneThatPanics(t *testing.T) {
+	match := &fs.PathError{Op: "open", Path: "p", Err: context.Canceled}
+	broken := fmt.Errorf("broken: %w", (*nilUnwrapper)(nil))
+	for name, err := range map[string]error{
+		"after":          errors.Join(broken, match),
+		"after, wrapped": fmt.Errorf("outer: %w", errors.Join((*nilUnwrapper)(nil), fmt.Errorf("inner: %w", match))),
+		"nested joins":   errors.Join(errors.Join(broken, errors.New("x")), errors.Join(broken, match)),
+		"before":         errors.Join(match, broken),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var target *fs.PathError
+			if found, _ := As(err, &target); !found || target != match {
+				t.Errorf("As = %v, %v; want the *fs.PathError beside the panicking branch", found, target)
+			}
+			if found, _ := Is(err, context.Canceled); !found {
+				t.Error("Is(context.Canceled) = false; want the cause of the *fs.PathError beside the panicking branch")
+			}
+		})
+	}
+	err := errors.Join(broken, errors.New("other"))
+	var target *fs.PathError
+	if found, p := As(err, &target); found || p == nil || target != nil {
+		t.Errorf("As with no match = %v, %v, %v; want false and the panic", found, p, target)
+	}
+	if found, p := Is(err, context.Canceled); found || p == nil {
+		t.Errorf("Is with no match = %v, %v; want false and the panic", found, p)
+	}
+	var nilTarget *nilUnwrapper
+	if found, _ := As(errors.Join(broken, (*nilUnwrapper)(nil)), &nilTarget); found || nilTarget != nil {
+		t.Errorf("As of a nil match beside a panic = %v, %v; want no match", found, nilTarget)
+	}
+}
