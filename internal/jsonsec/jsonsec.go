@@ -66,8 +66,11 @@ func Unmarshal(data []byte, v any, kv ...any) error {
 
 // Duration returns secs seconds as a Duration, to the nanosecond: the
 // inverse of Duration.Seconds for every duration a float64 of seconds
-// holds to the nanosecond (up to about 26 days either way), and the
-// largest or smallest Duration for seconds beyond its range.
+// holds to the nanosecond, up to 2^23 s (about 97 days) either way,
+// where the float64s of seconds are less than a nanosecond apart. Past
+// it a duration may read back off by up to half their spacing (1 ns up
+// to 2^24 s, 954 ns at the ends of a Duration's range). Seconds beyond
+// a Duration's range read as its largest or smallest.
 func Duration(secs float64) time.Duration {
 	switch {
 	case secs*1e9 >= math.MaxInt64: // 2^63 as a float64
