@@ -643,7 +643,7 @@ func queryAccount(v string) string {
 // of another API's that has the same name (a Cloud Storage folder,
 // /b/<bucket>/folders/logs%2F) is not read as one; any id otherwise.
 func resourceManagerID(kind, id string) bool {
-	return kind != "organizations" && kind != "folders" || resourceNumber(id)
+	return kind != "organizations" && kind != "folders" || validAccountID(kind, id)
 }
 
 // opSep joins a REST method's collection and verb in an operation name

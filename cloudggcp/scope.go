@@ -3,6 +3,7 @@ package cloudggcp
 import (
 	"strings"
 
+	"github.com/cloudg/cloudg/internal/gcpaccount"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -79,79 +80,21 @@ func knownAccount(name string) (string, bool) {
 	return name, true
 }
 
-// validAccountID reports whether id is, by Google Cloud's grammar, the id
-// of a resource of kind (projects, organizations, folders): an
-// organization's or a folder's number; a project's number, its id (a
-// lower-case letter, then lower-case letters, digits and hyphens, not
-// ending with a hyphen, 30 characters at most), or a legacy domain-scoped
-// project's id (example.com:my-project). A wildcard (- or _) is none, nor
-// is an id that holds anything else: a newline, a space, an upper-case
-// letter, a slash, which would carry it into logs, metrics labels and the
-// status page. Short ids (p1, test) are taken, though Google Cloud gives
-// new projects 6 characters at least: where a project comes is decided
-// by its place, not its length, an emulator (Pub/Sub's, Firestore's)
-// answers any project id, and a local run's short id would otherwise put
-// all its calls in no account. No id of another shape is taken so.
+// validAccountID reports whether id is, by Google Cloud's grammar
+// (gcpaccount.ValidID, the one rule the mcpscan example checks accounts
+// with too), the id of a resource of kind (projects, organizations,
+// folders): an organization's or a folder's number; a project's number,
+// its id (a lower-case letter, then lower-case letters, digits and
+// hyphens, not ending with a hyphen, 30 characters at most), or a legacy
+// domain-scoped project's id (example.com:my-project); a number is 20
+// digits at most. A wildcard (- or _) is none, nor is an id that holds
+// anything else: a newline, a space, an upper-case letter, a slash, which
+// would carry it into logs, metrics labels and the status page. Short ids
+// (p1, test) are taken, though Google Cloud gives new projects 6
+// characters at least: where a project comes is decided by its place,
+// not its length, an emulator (Pub/Sub's, Firestore's) answers any
+// project id, and a local run's short id would otherwise put all its
+// calls in no account. No id of another shape is taken so.
 func validAccountID(kind, id string) bool {
-	switch kind {
-	case "organizations", "folders":
-		return resourceNumber(id)
-	case "projects":
-		if domain, p, ok := strings.Cut(id, ":"); ok {
-			return validDomain(domain) && projectID(p)
-		}
-		return resourceNumber(id) || projectID(id)
-	}
-	return false
-}
-
-// resourceNumber reports whether id is a resource's number: 1 to 30
-// digits.
-func resourceNumber(id string) bool {
-	if id == "" || len(id) > 30 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// projectID reports whether id is a project's id: a lower-case letter,
-// then lower-case letters, digits and hyphens, not ending with a hyphen,
-// 30 characters at most.
-func projectID(id string) bool {
-	if id == "" || len(id) > 30 || id[0] < 'a' || id[0] > 'z' || id[len(id)-1] == '-' {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// validDomain reports whether d is the domain of a domain-scoped project
-// (example.com in example.com:my-project): two labels or more of
-// lower-case letters, digits and hyphens, none starting or ending with a
-// hyphen.
-func validDomain(d string) bool {
-	labels := strings.Split(d, ".")
-	if len(d) > 253 || len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(l) {
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
+	return gcpaccount.ValidID(kind, id, true)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"cloud.google.com/go/asset/apiv1/assetpb"
@@ -480,6 +481,26 @@ func TestAnInvalidAccountIDIsNoAccount(t *testing.T) {
 		"folders/9\n":               "",
 		"evil\nname":                "",
 		"projects/example.com:p1":   "projects/example.com:p1",
+	} {
+		if got := Account(in); got != want {
+			t.Errorf("Account(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A project's, an organization's or a folder's number is an account up
+// to 20 digits, the most a 64-bit number has (Google Cloud's APIs give
+// them as int64s, Compute's a project's as a uint64); a longer run of
+// digits is no number Google Cloud gives, and names no account.
+func TestANumberOfMoreThanTwentyDigitsIsNoAccount(t *testing.T) {
+	n20, n21 := strings.Repeat("9", 20), strings.Repeat("9", 21)
+	for in, want := range map[string]string{
+		"projects/" + n20:                 "projects/" + n20,
+		"organizations/" + n20:            "organizations/" + n20,
+		"folders/" + n20 + "/tagBindings": "folders/" + n20,
+		"projects/" + n21:                 "",
+		"organizations/" + n21:            "",
+		"folders/" + n21 + "/tagBindings": "",
 	} {
 		if got := Account(in); got != want {
 			t.Errorf("Account(%q) = %q, want %q", in, got, want)

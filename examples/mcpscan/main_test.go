@@ -248,8 +248,10 @@ func TestScanRefusesAnAccountNoProviderHas(t *testing.T) {
 // cloudggcp writes for it: a project's id (6 to 30 lower-case letters,
 // digits and hyphens, a letter first, no hyphen last), a legacy
 // domain-scoped project's id (example.com:my-project), a project's
-// number, an organization's or a folder's number. A refusal reaches the
-// agent as a tool error whose text says which account and why, quoted.
+// number, an organization's or a folder's number (20 digits at most),
+// by the one rule cloudggcp reads them with (internal/gcpaccount). A
+// refusal reaches the agent as a tool error whose text says which account
+// and why, quoted.
 func TestScanTakesEveryGoogleCloudAccountForm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newTestScanner(t)
@@ -276,6 +278,9 @@ func TestScanTakesEveryGoogleCloudAccountForm(t *testing.T) {
 			{"projects/example.com:My-Project", `gcp account "projects/example.com:My-Project" is not`},
 			{"projects/.com:my-project", `gcp account "projects/.com:my-project" is not`},
 			{"projects/example.com:my-project\n", `gcp account "projects/example.com:my-project\n" is not`},
+			// A domain of more than 253 characters, no domain's name, which
+			// cloudggcp names no account.
+			{"projects/" + strings.Repeat(strings.Repeat("a", 63)+".", 4) + "com:my-project", `is not projects/<id>`},
 		} {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "scan", Arguments: map[string]any{"provider": "gcp", "account": c.account}})
 			if err != nil || !res.IsError || !strings.Contains(toolText(res), c.text) {

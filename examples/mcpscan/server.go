@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cloudg/cloudg/internal/gcpaccount"
 	"github.com/cloudg/cloudg/liveop"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -85,7 +86,7 @@ func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInp
 	// form would become a scope of the governor and the guard, kept and
 	// written to log lines as it is (package state's Scope asks a scope
 	// function for printable parts of bounded length).
-	if !form.re.MatchString(in.Account) {
+	if !form.valid(in.Account) {
 		return nil, ScanOutput{}, fmt.Errorf("%s account %.64q is not %s", in.Provider, in.Account, form.what)
 	}
 	if in.Provider == "azure" {
@@ -129,24 +130,22 @@ func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInp
 
 // accountForms are the accounts each provider's scan takes: the form of
 // the provider's own ids, as the SDK integrations put them in scopes. A
-// GCP project's id is 6 to 30 lower-case letters, digits and hyphens, a
-// letter first and no hyphen last, or a legacy domain-scoped project's
-// (example.com:my-project); a project, an organization and a folder also
-// have a number.
+// GCP account is projects/<id>, organizations/<number> or
+// folders/<number> by Google Cloud's grammar (gcpaccount.Valid, the rule
+// cloudggcp reads accounts with): a project's id is 6 to 30 lower-case
+// letters, digits and hyphens, a letter first and no hyphen last, or a
+// legacy domain-scoped project's (example.com:my-project); a project, an
+// organization and a folder also have a number, of 20 digits at most.
+// The shorter project ids cloudggcp takes for emulators' projects (p1)
+// are no project of Google Cloud's, and no account to scan.
 var accountForms = map[string]struct {
-	re   *regexp.Regexp
-	what string
+	valid func(string) bool
+	what  string
 }{
-	"aws":   {regexp.MustCompile(`^[0-9]{12}$`), "an AWS account id (12 digits)"},
-	"azure": {regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`), "an Azure subscription id (a GUID)"},
-	"gcp": {regexp.MustCompile(`^(projects/(` + gcpDomain + `:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|projects/[0-9]{1,20}|organizations/[0-9]{1,20}|folders/[0-9]{1,20})$`),
-		"projects/<id>, organizations/<id> or folders/<id>"},
+	"aws":   {regexp.MustCompile(`^[0-9]{12}$`).MatchString, "an AWS account id (12 digits)"},
+	"azure": {regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`).MatchString, "an Azure subscription id (a GUID)"},
+	"gcp":   {func(a string) bool { return gcpaccount.Valid(a, false) }, "projects/<id>, organizations/<id> or folders/<id>"},
 }
-
-// gcpDomain is the domain of a domain-scoped project: two labels or more
-// of lower-case letters, digits and hyphens, none starting or ending
-// with a hyphen.
-const gcpDomain = `([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?`
 
 // scanError is the scan tool's error for a collection that panicked:
 // its message is the panic's value, without the stack (logged instead);
