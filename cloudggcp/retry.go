@@ -528,13 +528,16 @@ func (s *callState) outcome(err error) error {
 
 // contextEnd reports whether err is, or wraps, a context's end
 // (context.DeadlineExceeded or context.Canceled); an error whose chain
-// panics as it is read (a typed nil an application wrapped) is not.
+// panics as it is read (a typed nil an application wrapped) is not,
+// unless the context's end is beside the panic (in another branch of a
+// join: see errread.Is).
 func contextEnd(err error) bool {
 	return isErr(err, context.DeadlineExceeded) || isErr(err, context.Canceled)
 }
 
-// isErr is errors.Is(err, target), read through errread.Is: false when a
-// method of err's chain panics.
+// isErr is errors.Is(err, target), read through errread.Is: a method of
+// err's chain that panics ends the read of that error's causes only, and
+// isErr is false unless target is among the errors read.
 func isErr(err, target error) bool {
 	found, _ := errread.Is(err, target)
 	return found
