@@ -18,23 +18,23 @@ import (
 //go:embed page.html
 var pageSource string
 
-// style is the page's whole style sheet. A region and a service's
-// operation, cut short at 90 pixels in a window up to 1356 wide (a region
-// such as europe-west1 whole) and at 220 up to 1270, have the room a wider
-// window gives (up to 100 and 320 pixels at 1366 and 1370), so that a
-// laptop's 1366 or 1440 shows them whole. Past 1440 pixels a provider, a
-// region and a service's operation take 30, 25 and 35 of each pixel more
-// (up to 240, 220 and 560 pixels: a desktop's 1920 shows
-// kubernetes-control-plane, northamerica-northeast1 and compute ·
-// RegionInstanceGroupManagers.ListManagedInstances whole), which leaves
-// the table a tenth of each to spare. A scope's part is isolated from the text around it (bdi,
-// unicode-bidi), so that a bidi control it holds (U+202E) turns around
-// no other text: a provider's name before the others' retry budgets, a
-// service before its operation in one cell. The
-// bars' widths are classes
-// (w0 to w100 in steps of 2) rather than style attributes, so that the
-// Content-Security-Policy allows this one sheet by its hash and nothing
-// else.
+// style is the page's whole style sheet. A region, cut short at 90 pixels
+// in a window up to 1356 wide (a region such as europe-west1 whole), has
+// the room a wider window gives (up to 100 pixels at 1366), so that a
+// laptop's 1366 or 1440 shows it whole; past 1440 pixels a provider and a
+// region take 30 and 25 of each pixel more (up to 240 and 220 pixels: a
+// desktop's 1920 shows kubernetes-control-plane and
+// northamerica-northeast1 whole). A service and its operation are never
+// cut short: they take the width the table's other columns leave them,
+// and go on a second line (the operation broken where it must be) when
+// that is less than they need, so that no window from 1024 pixels up
+// hides a part of an operation's name. A scope's part is isolated from
+// the text around it (bdi, unicode-bidi), so that a bidi control it holds
+// (U+202E) turns around no other text: a provider's name before the
+// others' retry budgets, a service before its operation in one cell. The
+// bars' widths are classes (w0 to w100 in steps of 2) rather than style
+// attributes, so that the Content-Security-Policy allows this one sheet
+// by its hash and nothing else.
 var style = baseStyle + widthClasses()
 
 const baseStyle = `
@@ -66,9 +66,10 @@ tbody tr:last-child td,td[rowspan]{border-bottom-color:var(--line)}
 tbody tr{box-shadow:inset 4px 0 0 var(--c)}
 td.st{padding-left:9px}
 .cut{display:inline-block;vertical-align:bottom;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.pv,.acct,.cut,bdi,.totals b{unicode-bidi:isolate}
+.pv,.acct,.cut,.svcop,bdi,.totals b{unicode-bidi:isolate}
+.svcop{white-space:normal;overflow-wrap:anywhere}
 .acct,.acctfull{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:11.5px}
-.prov{color:var(--dim)}.pv{max-width:84px}.reg{max-width:clamp(90px,calc(100vw - 1266px),100px)}.svcop{max-width:clamp(220px,calc(100vw - 1050px),320px)}.acctfull{max-width:340px}
+.prov{color:var(--dim)}.pv{max-width:84px}.reg{max-width:clamp(90px,calc(100vw - 1266px),100px)}.acctfull{max-width:340px}
 .num{font-variant-numeric:tabular-nums;text-align:right}
 .chip{display:inline-block;min-width:60px;text-align:center;padding:1px 5px;border-radius:9px;font-size:9.5px;font-weight:650;text-transform:uppercase;letter-spacing:.4px;color:#fff;background:var(--c)}
 .chip.slowed{color:#2e2400}
@@ -91,13 +92,13 @@ th.r{text-align:right}
 footer{margin:2px 20px 20px;color:var(--dim);font-size:11.5px;line-height:1.4}
 footer .breaker{font-weight:600}
 @media (min-width:1441px){
-.pv{max-width:min(calc(84px + (100vw - 1440px)*.3),240px)}.reg{max-width:min(calc(100px + (100vw - 1440px)*.25),220px)}.svcop{max-width:min(calc(320px + (100vw - 1440px)*.35),560px)}
+.pv{max-width:min(calc(84px + (100vw - 1440px)*.3),240px)}.reg{max-width:min(calc(100px + (100vw - 1440px)*.25),220px)}
 }
 @media (max-width:1259px){
 .frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
 .bar,.calls,tr.groups{display:none}
 th,td{padding-left:4px;padding-right:4px}
-.svcop{max-width:min(160px,calc(100vw - 860px))}.reg{max-width:70px}.pv{max-width:56px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
+.reg{max-width:70px}.pv{max-width:56px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
 }
 @media (max-width:960px){
 .cards{grid-template-columns:repeat(4,minmax(0,1fr))}

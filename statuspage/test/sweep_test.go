@@ -1,0 +1,118 @@
+package test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// collect is the script of the sweep's page: once every frame has loaded
+// (each one the page at one width, measured by measure), it writes what
+// each measured into the document as one JSON array, for --dump-dom to
+// print.
+const collect = `window.addEventListener('load', function () {
+  var all = [];
+  document.querySelectorAll('iframe').forEach(function (f) {
+    var pre = f.contentDocument && f.contentDocument.getElementById('cloudg-measure');
+    all.push(pre ? JSON.parse(pre.textContent) : {error: 'nothing measured in the frame ' + f.width + ' px wide'});
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'cloudg-sweep';
+  pre.hidden = true;
+  pre.textContent = JSON.stringify(all);
+  document.body.appendChild(pre);
+});`
+
+var refreshRE = regexp.MustCompile(`<meta http-equiv="refresh"[^>]*>\n?`)
+
+var sweepRE = regexp.MustCompile(`(?s)<pre id="cloudg-sweep" hidden="">(.*?)</pre>`)
+
+// sweep renders the page of r in one headless Chromium at each of widths,
+// each in a frame of that width and 800 px high (a viewport as a window
+// of that size gives it: its media queries, its vw and its scroll bar),
+// and returns what measure measured in each, in the order of widths: a
+// Chromium started for each width takes seconds.
+func sweep(t *testing.T, bin string, r rendered, widths []int) []measured {
+	t.Helper()
+	script := sha256.Sum256([]byte(measure))
+	// Without its refresh, which would load a frame again every few
+	// seconds while the others load, so that the sweep's page never would.
+	still := refreshRE.ReplaceAll(r.html, nil)
+	withScript := bytes.Replace(still, []byte("</body>"), []byte("<script>"+measure+"</script>\n</body>"), 1)
+	var frames strings.Builder
+	for _, w := range widths {
+		fmt.Fprintf(&frames, "<iframe src=\"/framed\" width=\"%d\" height=\"800\" style=\"border:0;display:block\"></iframe>\n", w)
+	}
+	page := "<!doctype html><html><head><meta charset=\"utf-8\"></head><body style=\"margin:0\">\n" + frames.String() + "<script>" + collect + "</script></body></html>"
+	collected := sha256.Sum256([]byte(collect))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /framed", func(w http.ResponseWriter, _ *http.Request) {
+		for k, v := range r.htmlHeader {
+			w.Header()[k] = v
+		}
+		// The page's own policy, with the measuring script and the sweep's
+		// page, of the same origin, as the one that may frame it.
+		policy := strings.Replace(r.htmlHeader.Get("Content-Security-Policy"), "frame-ancestors 'none'", "frame-ancestors 'self'", 1)
+		w.Header().Set("Content-Security-Policy", policy+"; script-src 'sha256-"+base64.StdEncoding.EncodeToString(script[:])+"'")
+		w.Header().Del("X-Frame-Options")
+		w.Write(withScript)
+	})
+	mux.HandleFunc("GET /sweep", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-src 'self'; style-src 'unsafe-inline'; script-src 'sha256-"+base64.StdEncoding.EncodeToString(collected[:])+"'")
+		w.Write([]byte(page))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dom := browse(t, bin, srv.URL+"/sweep", widths[len(widths)-1]+40, 800, "--dump-dom")
+	m := sweepRE.FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the sweep's script wrote nothing:\n%.4000s", dom)
+	}
+	var got []measured
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &got); err != nil {
+		t.Fatalf("%v: %.2000s", err, m[1])
+	}
+	if !refreshRE.Match(r.html) || refreshRE.Match(still) {
+		t.Fatalf("the page's refresh was not taken out of the frames")
+	}
+	if len(got) != len(widths) {
+		t.Fatalf("the sweep measured %d frames, want %d", len(got), len(widths))
+	}
+	for i, g := range got {
+		if g.Error != "" {
+			t.Fatalf("at %d px the script failed: %s", widths[i], g.Error)
+		}
+	}
+	return got
+}
+
+// The scan's every service and operation is shown whole in every window
+// from 1024 to 1920 px wide, measured every 16 px, and the page fits each
+// (as checkFits holds it): a laptop's and a desktop's window cuts no
+// operation short, however much of the table's width the other columns
+// take.
+func TestNoOperationIsCutFrom1024To1920(t *testing.T) {
+	bin := chromium(t)
+	var widths []int
+	for w := 1024; w <= 1920; w += 16 {
+		widths = append(widths, w)
+	}
+	for i, m := range sweep(t, bin, scan(t), widths) {
+		width := widths[i]
+		checkFits(t, m, width)
+		for _, c := range m.Cut {
+			if strings.Contains(c.Element, "svcop") {
+				t.Errorf("at %d px %s shows %q cut short, in a table %.0f px wide that needs %.0f", width, c.Element, c.Text, m.TableWidth, m.TableMinWidth)
+			}
+		}
+	}
+}
