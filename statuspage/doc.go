@@ -79,5 +79,6 @@
 // Content-Security-Policy hash, and it runs no script), and escapes every
 // scope string: a scope is caller data, and html/template writes it as
 // text, isolated from the text around it, so that a bidi control it
-// holds (U+202E) turns no other figure around.
+// holds (U+202E) turns no other figure around, and in the page's
+// direction, left to right, whatever script it is written in.
 package statuspage

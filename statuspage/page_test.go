@@ -114,7 +114,7 @@ func TestPageShowsEveryScopeTroubleFirst(t *testing.T) {
 			`<div class="card dead"><b>1</b><span class="name">dead</span><span class="means">every answer fails: throttled for good, or down</span></div>`,
 			`<div class="card ok"><b>2</b><span class="name">ok</span>`,
 			`<span class="bad"><b>8</b> lost (<b>5</b> gave up, <b>1</b> skipped, <b>2</b> failed)</span>`,
-			`retry budget left: <bdi>aws</bdi> <b>500</b> <bdi>azure</bdi> <b>494.1</b> <bdi>gcp</bdi> <b>500</b>`,
+			`retry budget left: <bdi dir="ltr">aws</bdi> <b>500</b> <bdi dir="ltr">azure</bdi> <b>494.1</b> <bdi dir="ltr">gcp</bdi> <b>500</b>`,
 			`8 live scopes in 7 accounts ·`,
 			`<a href="?format=json">JSON</a>`,
 			`<footer><b>Colours</b> are the states of the cards above`,
@@ -145,7 +145,7 @@ func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
 		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
 		for _, s := range []string{
 			`<span class="acct" title="8f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f">8f1c2d3e-…2c3d4e5f</span>`,
-			`<span class="svcop" title="ec2 · DescribeVpcEndpointServiceConfigurations"><bdi>ec2</bdi> <span class="dim">·</span> <bdi>DescribeVpcEndpointServiceConfigurations</bdi></span>`,
+			`<span class="svcop" title="ec2 · DescribeVpcEndpointServiceConfigurations"><bdi dir="ltr">ec2</bdi> <span class="dim">·</span> <bdi dir="ltr">DescribeVpcEndpointServiceConfigurations</bdi></span>`,
 			`<span class="acct" title="123456789012">123456789012</span>`,
 			`<span class="acct" title="projects/inventory-prod">inventory-prod</span>`,
 		} {
@@ -497,7 +497,7 @@ func TestTheLimitBoundsTheProvidersShown(t *testing.T) {
 	}
 	h := New(WithGovernor(g), WithLimit(3))
 	body := get(t, h, http.MethodGet, "/").Body.String()
-	want := `retry budget left: <bdi>p00</bdi> <b>100</b> <bdi>p01</bdi> <b>101</b> <bdi>p02</bdi> <b>102</b> (the 3 nearest their end, of 50 providers)`
+	want := `retry budget left: <bdi dir="ltr">p00</bdi> <b>100</b> <bdi dir="ltr">p01</bdi> <b>101</b> <bdi dir="ltr">p02</bdi> <b>102</b> (the 3 nearest their end, of 50 providers)`
 	if !strings.Contains(body, want) {
 		i := strings.Index(body, "retry budget left")
 		t.Errorf("the page says\n%s\nwant %s", body[i:i+strings.Index(body[i:], "</span>")], want)

@@ -53,7 +53,7 @@ func TestPageShowsTheProviderBucketsQueue(t *testing.T) {
 				}
 			}
 		}
-		if want := `provider bucket: <bdi>aws</bdi> <b>1 / 1</b> rps, <b>5</b> queued`; !strings.Contains(body, want) {
+		if want := `provider bucket: <bdi dir="ltr">aws</bdi> <b>1 / 1</b> rps, <b>5</b> queued`; !strings.Contains(body, want) {
 			_, totals, _ := strings.Cut(body, `<section class="totals"`)
 			totals, _, _ = strings.Cut(totals, "</section>")
 			t.Errorf("the page's totals lack %s:\n%s", want, totals)

@@ -31,7 +31,9 @@ var pageSource string
 // hides a part of an operation's name. A scope's part is isolated from
 // the text around it (bdi, unicode-bidi), so that a bidi control it holds
 // (U+202E) turns around no other text: a provider's name before the
-// others' retry budgets, a service before its operation in one cell. The
+// others' retry budgets, a service before its operation in one cell; and
+// it reads in the page's direction, left to right (bdi dir="ltr"), as the
+// line it is in does, whatever script it is written in. The
 // bars' widths are classes (w0 to w100 in steps of 2) rather than style
 // attributes, so that the Content-Security-Policy allows this one sheet
 // by its hash and nothing else.

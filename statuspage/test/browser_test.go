@@ -91,6 +91,14 @@ const measure = `(function () {
       var b = rg.getBoundingClientRect();
       if (a.width > 0 && b.width > 0 && Math.abs(a.top - b.top) < 2 && b.left < a.left) out.reordered.push(d.trim());
     }
+    out.turned = [];
+    // Every element reads in the page's direction, whatever the text it
+    // holds: a scope's part in Hebrew is isolated, not made to read
+    // right to left.
+    var dir = getComputedStyle(de).direction;
+    document.querySelectorAll('body *').forEach(function (el) {
+      if (getComputedStyle(el).direction !== dir) out.turned.push(name(el) + ' ' + JSON.stringify(el.textContent));
+    });
     out.rows = [];
     document.querySelectorAll('table.scopes tbody tr').forEach(function (tr) {
       var chip = tr.querySelector('.chip'), r = chip.getBoundingClientRect();
@@ -130,6 +138,7 @@ type measured struct {
 	Abbreviated    []struct{ Text, Title string }
 	Split          []string // lost calls whose kind is broken across lines
 	Reordered      []string // texts shown right to left by a bidi control before them
+	Turned         []string // elements whose direction is not the page's
 	Rows           []struct {
 		Scope, Shown, Colour, Text string
 		Visible                    bool
@@ -316,7 +325,8 @@ func holdsWhole(title, text string) bool {
 // its window: a document wider than it, an element beyond its edge, a
 // value cut short without the whole in its tooltip; and a kind of lost
 // calls broken across lines to make room ("3 gave" above "up"), where
-// only its count may go above it.
+// only its count may go above it; an element that does not read in the
+// page's direction (left to right).
 func checkFits(t *testing.T, m measured, width int) {
 	t.Helper()
 	if m.DocumentWidth > m.ViewportWidth {
@@ -335,5 +345,8 @@ func checkFits(t *testing.T, m measured, width int) {
 	}
 	for _, s := range m.Reordered {
 		t.Errorf("at %d px %q is shown right to left, turned around by a scope's part before it", width, s)
+	}
+	for _, s := range m.Turned {
+		t.Errorf("at %d px %s does not read in the page's direction", width, s)
 	}
 }

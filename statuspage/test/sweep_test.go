@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cloudg/cloudg/resilience"
 )
 
 // collect is the script of the sweep's page: once every frame has loaded
@@ -72,7 +75,7 @@ func sweep(t *testing.T, bin string, r rendered, widths []int) []measured {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	dom := browse(t, bin, srv.URL+"/sweep", widths[len(widths)-1]+40, 800, "--dump-dom")
+	dom := browse(t, bin, srv.URL+"/sweep", slices.Max(widths)+40, 800, "--dump-dom")
 	m := sweepRE.FindSubmatch(dom)
 	if m == nil {
 		t.Fatalf("the sweep's script wrote nothing:\n%.4000s", dom)
@@ -114,5 +117,20 @@ func TestNoOperationIsCutFrom1024To1920(t *testing.T) {
 				t.Errorf("at %d px %s shows %q cut short, in a table %.0f px wide that needs %.0f", width, c.Element, c.Text, m.TableWidth, m.TableMinWidth)
 			}
 		}
+	}
+}
+
+// A scope's parts in a right-to-left script (Hebrew: a provider, an
+// account, a region, a service and its operation) read in the page's
+// direction wherever the page shows them, in the totals' retry budgets as
+// in the table's cells, at 1920, 1280, 1024, 800 and 500 px: isolated
+// from the text around them, not turned to read right to left by what
+// they hold.
+func TestHebrewPartsReadInThePagesDirection(t *testing.T) {
+	bin := chromium(t)
+	hebrew := resilience.Scope{Provider: "ספק-1", Account: "חשבון-1", Region: "אזור-1", Service: "שירות", Operation: "קריאה"}
+	widths := []int{1920, 1280, 1024, 800, 500}
+	for i, m := range sweep(t, bin, scanWith(t, more{perOperation: true}, hebrew), widths) {
+		checkFits(t, m, widths[i])
 	}
 }
