@@ -80,5 +80,8 @@
 // scope string: a scope is caller data, and html/template writes it as
 // text, isolated from the text around it, so that a bidi control it
 // holds (U+202E) turns no other figure around, and in the page's
-// direction, left to right, whatever script it is written in.
+// direction, left to right, whatever script it is written in. A tooltip,
+// plain text where nothing isolates, holds a scope's part alone (the
+// whole of a provider, an account or a region cut short), never beside
+// other text.
 package statuspage

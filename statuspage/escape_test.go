@@ -5,7 +5,9 @@ package statuspage
 import (
 	"bytes"
 	"context"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -88,6 +90,38 @@ func TestScopeBytesThatAreNotUTF8AreServedAsUTF8(t *testing.T) {
 		body := get(t, h, http.MethodGet, "/").Body.String()
 		if !strings.Contains(body, `title="a`+"\uFFFD"+`b`+"\uFFFD"+`"`) || !strings.Contains(body, `s`+"\uFFFD"+`&lt;`) {
 			t.Error("the page does not show the bytes that are not UTF-8 as U+FFFD")
+		}
+	})
+}
+
+// A tooltip (a title attribute) is plain text, where no element can
+// isolate a scope's part: a tooltip that holds a part holds that part
+// alone, so that a bidi control in it (U+202E) turns no other text of the
+// tooltip around. A service and its operation, which the page never cuts
+// short, have none.
+func TestATooltipHoldsAScopesPartAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		on := true
+		g, err := resilience.NewGovernor(resilience.Config{Providers: map[string]resilience.ProviderConfig{"acme\u202e": {PerOperation: &on}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := resilience.Scope{Provider: "acme\u202e", Account: "acct-1\u202e", Region: "eu-1\u202e", Service: "svc\u202e", Operation: "Op\u202e"}
+		if err := resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err)
+		}
+		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
+		if !strings.Contains(body, ">Op\u202e<") {
+			t.Fatalf("the page does not show the scope's operation:\n%s", body)
+		}
+		titles := regexp.MustCompile(`title="([^"]*)"`).FindAllStringSubmatch(body, -1)
+		for _, m := range titles {
+			title := html.UnescapeString(m[1])
+			for _, p := range []string{sc.Provider, sc.Account, sc.Region, sc.Service, sc.Operation} {
+				if strings.Contains(title, p) && title != p {
+					t.Errorf("the tooltip %q holds the scope's part %q and more text, which a bidi control in the part turns around", title, p)
+				}
+			}
 		}
 	})
 }
