@@ -50,9 +50,9 @@
 //     service, fill one cell spanning the rows of the service (a count
 //     past 99,999 in three figures and a unit, 123k or 12.3M, the whole
 //     on hover, so that a long-running governor's counts keep the table's
-//     width, and a kind of lost calls goes under its count, 12345 above
-//     cancelled, when the table needs the room, as does an account's mark
-//     under the time left in its pause);
+//     width; a kind of lost calls stays on one line with its count, 12345
+//     cancelled, and an account's mark goes under the time left in its
+//     pause when the table needs the room);
 //   - each account once: its slots in use against the cap, the callers
 //     waiting for a slot, and its own bucket where the provider has one,
 //     with the time left in its pause and the callers queued on it (or

@@ -86,7 +86,7 @@ td.hot{color:var(--c);font-weight:650}
 td.hot.paused,td.hot.queued{white-space:normal}
 .bad{color:var(--open);font-weight:650}
 td.lost{line-height:1.2}
-td.lost>span{display:block;white-space:normal}
+td.lost>span{display:block}
 .kind{white-space:nowrap}
 .dim{color:var(--dim);font-weight:400}
 th.r{text-align:right}

@@ -59,6 +59,7 @@ const measure = `(function () {
       }
     });
     out.split = [];
+    out.wrapped = []; // lost calls on more than one line, their count above their kind
     document.querySelectorAll('td.lost > span').forEach(function (sp) {
       // The kind after the count ("gave up" of "3 gave up") on one line.
       var text = sp.textContent, at = text.indexOf(' '), tops = {}, pos = 0, n;
@@ -74,6 +75,7 @@ const measure = `(function () {
         }
       }
       if (Object.keys(tops).length > 1) out.split.push(text);
+      if (sp.getClientRects().length > 1 || sp.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(sp).lineHeight)) out.wrapped.push(text);
     });
     out.reordered = [];
     // A text without right-to-left letters or bidi controls of its own,
@@ -137,6 +139,7 @@ type measured struct {
 	Cut            []struct{ Element, Text, Title string }
 	Abbreviated    []struct{ Text, Title string }
 	Split          []string // lost calls whose kind is broken across lines
+	Wrapped        []string // lost calls on more than one line
 	Reordered      []string // texts shown right to left by a bidi control before them
 	Turned         []string // elements whose direction is not the page's
 	Rows           []struct {

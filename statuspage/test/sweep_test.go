@@ -112,6 +112,13 @@ func TestNoOperationIsCutFrom1024To1920(t *testing.T) {
 	for i, m := range sweep(t, bin, scan(t), widths) {
 		width := widths[i]
 		checkFits(t, m, width)
+		for _, w := range m.Wrapped {
+			// The operations' second line is no reason for the lost
+			// calls to leave theirs, where the table has every column.
+			if width >= 1264 {
+				t.Errorf("at %d px the lost calls %q are written on more than one line", width, w)
+			}
+		}
 		for _, c := range m.Cut {
 			if strings.Contains(c.Element, "svcop") {
 				t.Errorf("at %d px %s shows %q cut short, in a table %.0f px wide that needs %.0f", width, c.Element, c.Text, m.TableWidth, m.TableMinWidth)
