@@ -536,9 +536,17 @@ func (s *callState) endUnsent() {
 // refused connection to a credential server, a throttle of STS's): it is
 // recorded as a local error (unsentError), a call lost as errored if it
 // ends with it. The governor's stop of a call made inside the attempt is
-// left as it is: the core reads it as another call's stop.
+// left as it is: the core reads it as another call's stop. The error is
+// read for that stop through errread.Read: a method of an error of its
+// chain that panics (an Unwrap that reads a nil pointer, from a
+// credentials provider) ends the read, and what was found before it
+// stands, so that the attempt middleware never crashes on an error the
+// SDK itself may read without panicking.
 func (s *callState) ownAnswer(err error, md middleware.Metadata) error {
-	if err == nil || s.reachedClient(md) || attemptctx.GovernorStop(err) {
+	if err == nil || s.reachedClient(md) {
+		return err
+	}
+	if stop, _ := errread.Read(err, attemptctx.GovernorStop); stop {
 		return err
 	}
 	return &unsentError{err: err}
