@@ -428,13 +428,13 @@ func (m *attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fi
 	st.gate.Open()
 	out, md, err = next.HandleFinalize(ctx, in)
 	st.gate.Close()
-	if ans := st.ownAnswer(err, md); ans != err {
+	if ans := st.ownAnswer(err, md); isUnsentError(ans) {
 		// Nothing was sent: the guard is told when the call ends with it
 		// (endUnsent), not before the SDK's retry, which it would count
 		// and pay from the retry budget.
 		st.unsent = ans
 	} else {
-		st.gd.After(err)
+		st.gd.After(ans)
 	}
 	return out, md, err
 }
@@ -535,21 +535,28 @@ func (s *callState) endUnsent() {
 // which it must neither slow, pause nor fail, whatever its error says (a
 // refused connection to a credential server, a throttle of STS's): it is
 // recorded as a local error (unsentError), a call lost as errored if it
-// ends with it. The governor's stop of a call made inside the attempt is
-// left as it is: the core reads it as another call's stop. The error is
-// read for that stop through errread.Read: a method of an error of its
-// chain that panics (an Unwrap that reads a nil pointer, from a
-// credentials provider) ends the read, and what was found before it
-// stands, so that the attempt middleware never crashes on an error the
-// SDK itself may read without panicking.
+// ends with it. The governor's stop of a call made inside the attempt
+// that the error holds is recorded alone, in its place: the core reads
+// it as another call's stop, whatever else the error's chain holds.
+// attemptctx.GovernorStop reads the error for it without panicking, past
+// a method of its chain that panics (an Unwrap that reads a nil pointer,
+// from a credentials provider), so that the attempt middleware never
+// crashes on an error the SDK itself may read without panicking.
 func (s *callState) ownAnswer(err error, md middleware.Metadata) error {
 	if err == nil || s.reachedClient(md) {
 		return err
 	}
-	if stop, _ := errread.Read(err, attemptctx.GovernorStop); stop {
-		return err
+	if stop := attemptctx.GovernorStop(err); stop != nil {
+		return stop
 	}
 	return &unsentError{err: err}
+}
+
+// isUnsentError reports whether err, what ownAnswer made of an attempt's
+// error, is an *unsentError: the attempt never left the process.
+func isUnsentError(err error) bool {
+	_, ok := err.(*unsentError)
+	return ok
 }
 
 // reachedClient reports whether the attempt that ended with md reached the

@@ -424,8 +424,9 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // attemptError is what the Guard records of an attempt that the base
 // transport failed with err: its transportError when err is a failure of
 // the attempt's own request on its way to the scope (a refused or reset
-// connection, a timeout), or one of the governor's own errors (a
-// governed call made inside the attempt, refused); otherwise an
+// connection, a timeout); the transportError of the governor's own error
+// err holds (a governed call made inside the attempt, refused), alone;
+// otherwise an
 // unsentError, a local error. By the http.RoundTripper contract, a base
 // transport's error is never the server's answer, which comes back as a
 // response: an error that carries an answer (an HTTP status or an error
@@ -437,18 +438,20 @@ func (x *exchange) send(req *http.Request) (*http.Response, error) {
 // endpoint that refused the connection or answered 429 "Rate exceeded".
 // Nothing was sent to the scope, which must be neither slowed, paused nor
 // failed for it. An error a method of whose chain panics (a typed nil of
-// the base's making, an Unwrap that reads a nil pointer) is read as far
-// as it reads, as the core classifier reads it (see resilience.Classify):
-// what the errors before the panic say stands (a *url.Error of another
-// URL, a governor's stop, a network error), and a chain that says
-// nothing readable ends the call as a local error, not sent again, which
-// the core describes as an unreadable error.
+// the base's making, an Unwrap that reads a nil pointer) is read past the
+// panic for a governor's stop and a *url.Error of another URL (see
+// baseShape), and otherwise as far as it reads, as the core classifier
+// reads it (see resilience.Classify): what the errors before the panic
+// say stands (a network error), and a chain that says nothing readable
+// ends the call as a local error, not sent again, which the core
+// describes as an unreadable error.
 func (x *exchange) attemptError(err error) error {
+	stop, elsewhere := x.baseShape(err)
+	if stop != nil {
+		return x.transportError(stop)
+	}
 	answer := x.transportError(err)
-	switch stop, elsewhere := x.baseShape(err); {
-	case stop:
-		return answer
-	case elsewhere:
+	if elsewhere {
 		return newUnsentError(answer)
 	}
 	if _, ok := resilience.ClassifyStrict(answer); !ok || resilience.IsProviderAnswer(answer) {
@@ -457,22 +460,22 @@ func (x *exchange) attemptError(err error) error {
 	return answer
 }
 
-// baseShape reads err, the base transport's error, for attemptError:
-// whether it is one of the governor's stops (a governed call made inside
-// the attempt, refused), and whether it is a *url.Error for another URL
-// than the request's. Each is read through errread, as far as err's chain
-// reads: the governor's stop through errread.Read, whose read a panic of
-// a method of an error of the chain ends (what was found before it
-// stands); the *url.Error through errread.As, which reads past a panic
-// (the other branches of a join beside an error whose As or Unwrap
-// panics).
-func (x *exchange) baseShape(err error) (stop, elsewhere bool) {
-	if stop, _ = errread.Read(err, attemptctx.GovernorStop); stop {
-		return true, false
+// baseShape reads err, the base transport's error, for attemptError: the
+// governor's stop it holds (a governed call made inside the attempt,
+// refused), which the Guard records in err's place, so that the core
+// reads it as that call's stop whatever else err holds; or else whether
+// it is a *url.Error for another URL than the request's. Each is read
+// past a panic of a method of an error of the chain (the other branches
+// of a join beside an error whose As or Unwrap panics are read all the
+// same): the governor's stop by attemptctx.GovernorStop, the *url.Error
+// through errread.As.
+func (x *exchange) baseShape(err error) (stop error, elsewhere bool) {
+	if stop = attemptctx.GovernorStop(err); stop != nil {
+		return stop, false
 	}
 	var ue *url.Error
 	found, _ := errread.As(err, &ue)
-	return false, found && !sameEndpoint(ue.URL, x.orig.URL)
+	return nil, found && !sameEndpoint(ue.URL, x.orig.URL)
 }
 
 // resendUnsent readies the request's next send after an attempt that

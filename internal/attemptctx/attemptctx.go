@@ -19,8 +19,8 @@ package attemptctx
 
 import (
 	"context"
-	"errors"
 
+	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/internal/nestgate"
 	"github.com/cloudg/cloudg/internal/resendslot"
 	"github.com/cloudg/cloudg/resilience"
@@ -109,18 +109,40 @@ func ReadyResend(ctx context.Context, gd *resilience.Guard) error {
 	return resendslot.Ready(ctx, gd)
 }
 
-// GovernorStop reports whether err, the error an attempt ended with,
-// holds one of the governor's own errors (an open breaker's, an empty
-// retry budget's, a wait's bound, a deadline's) rather than an answer or
-// a failure of the attempt's request: a governed call made inside the
-// attempt (a credential's token fetch) that the governor refused, which
-// the core reads as that call's stop, not as the attempt's scope's.
-func GovernorStop(err error) bool {
+// GovernorStop returns the governor's own error that err, the error an
+// attempt ended with, holds (an open breaker's, an empty retry budget's,
+// a wait's bound, a deadline's), rather than an answer or a failure of
+// the attempt's request, and nil when it holds none: the refusal of a
+// governed call made inside the attempt (a credential's token fetch).
+// The integration records that refusal as the attempt's answer, not err:
+// the core reads it as that call's stop, not as the attempt's scope's,
+// whatever else err's chain holds (a token server's 429 beside it, which
+// the core would take for the scope's answer). GovernorStop reads err
+// through errread.As and never panics: a method of an error of err's
+// chain that panics (an Unwrap that reads a nil pointer, an As method the
+// core classifier never calls) ends the read of that error's causes
+// only, so that a refusal beside it (the other branches of an
+// errors.Join) is found all the same. A refusal that is a nil pointer is
+// none: the governor never makes one, and the core reads it as an
+// unreadable error (its RetryAfter panics), not as a stop.
+func GovernorStop(err error) error {
 	var (
 		coe *resilience.CircuitOpenError
 		rbe *resilience.RetryBudgetExhaustedError
 		wwe *resilience.WouldWaitError
 		dee *resilience.DeadlineExceededError
 	)
-	return errors.As(err, &coe) || errors.As(err, &rbe) || errors.As(err, &wwe) || errors.As(err, &dee)
+	if found, _ := errread.As(err, &coe); found {
+		return coe
+	}
+	if found, _ := errread.As(err, &rbe); found {
+		return rbe
+	}
+	if found, _ := errread.As(err, &wwe); found {
+		return wwe
+	}
+	if found, _ := errread.As(err, &dee); found {
+		return dee
+	}
+	return nil
 }
