@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -45,47 +44,27 @@ func TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds(t *testing.T) 
 // TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds with the
 // governor's random source seeded with seed, in a synctest bubble.
 func deadBehindRetries(t *testing.T, seed uint64) {
-	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(seed, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
+	g := defaultGov(t, seed, 2)
+	dead := getRole()
 	ctx, ledger := resilience.WithLedger(context.Background(), "scan")
 	p, pctx := New(ctx, Workers(8), WithGovernor(g))
 	start := time.Now()
-	var mu sync.Mutex
 	var firstSent []time.Duration // each call's first attempt, in order
 	var ends []time.Duration
 	sent := 0
 	seen := map[int]bool{}
-	for i := range 23 {
-		if i == 3 {
-			time.Sleep(3 * time.Second)
+	queueDeadScope(p, pctx, g, dead, func(i int) {
+		sent++
+		if !seen[i] {
+			seen[i] = true
+			firstSent = append(firstSent, time.Since(start))
 		}
-		p.Go(pctx, dead, func(ctx context.Context) error {
-			err := resilience.Do(ctx, dead, func(context.Context) error {
-				mu.Lock()
-				sent++
-				if !seen[i] {
-					seen[i] = true
-					firstSent = append(firstSent, time.Since(start))
-				}
-				mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
-				return &apiErr{code: "Throttling", status: 400}
-			}, resilience.WithGovernor(g))
-			if errors.Is(err, resilience.ErrNoToken) {
-				return err // refused before it sent anything: the pool runs it again
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			ends = append(ends, time.Since(start))
-			if !errors.Is(err, resilience.ErrCircuitOpen) {
-				t.Errorf("task %d: %v; want the open circuit's refusal", i, err)
-			}
-			return err
-		})
-	}
+	}, func(i int, _ bool, err error) {
+		ends = append(ends, time.Since(start))
+		if !errors.Is(err, resilience.ErrCircuitOpen) {
+			t.Errorf("task %d: %v; want the open circuit's refusal", i, err)
+		}
+	})
 	p.Wait()
 	const bound = 15*time.Second + 20*time.Millisecond // from the first answer
 	opened := slices.Max(ends)
@@ -99,6 +78,41 @@ func deadBehindRetries(t *testing.T, seed uint64) {
 	t.Logf("seed %d: calls first sent at %v, last task ended at %v, %d attempts", seed, firstSent, opened, sent)
 }
 
+// queueDeadScope queues on p the tasks of the scene of
+// TestADeadScopeBehindItsOwnRetriesIsFoundWithinItsDeadSeconds: 23 tasks
+// of dead, 3 then, 3 s later, 20 more, each one call whose every attempt
+// is answered throttled after 20 ms. sent runs as each attempt is sent,
+// with its task's index; ended runs as each task ends, with its index,
+// whether this run of it sent an attempt, and its error, but for a call
+// refused before it sent anything (ErrNoToken), which the pool runs
+// again. sent and ended run one at a time.
+func queueDeadScope(p *Pool, ctx context.Context, g *resilience.Governor, dead resilience.Scope, sent func(task int), ended func(task int, sentAny bool, err error)) {
+	var mu sync.Mutex
+	for i := range 23 {
+		if i == 3 {
+			time.Sleep(3 * time.Second)
+		}
+		p.Go(ctx, dead, func(ctx context.Context) error {
+			sentAny := false
+			err := resilience.Do(ctx, dead, func(context.Context) error {
+				mu.Lock()
+				sentAny = true
+				sent(i)
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				return &apiErr{code: "Throttling", status: 400}
+			}, resilience.WithGovernor(g))
+			if errors.Is(err, resilience.ErrNoToken) {
+				return err // refused before it sent anything: the pool runs it again
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ended(i, sentAny, err)
+			return err
+		})
+	}
+}
+
 // A scope throttled but alive (its provider serves 2 calls a second and
 // throttles the rest, a success between its throttles) makes no worker
 // wait inside it: every task's first call is sent at once, or refused
@@ -108,16 +122,13 @@ func deadBehindRetries(t *testing.T, seed uint64) {
 // of it and 60 of a scope that always answers, on 4 workers.
 func TestAThrottledButAliveScopeParksNoWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(3, 4)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		alive := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
+		g := defaultGov(t, 3, 4)
+		alive := getRole()
 		other := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
 		p, pctx := New(context.Background(), Workers(4), WithGovernor(g))
+		provider := rationed{every: 500 * time.Millisecond}
 		var mu sync.Mutex
-		var lastOK time.Time
-		throttled, waited := 0, 0
+		waited := 0
 		var longest time.Duration
 		task := func(scope resilience.Scope) func(context.Context) error {
 			return func(ctx context.Context) error {
@@ -131,18 +142,11 @@ func TestAThrottledButAliveScopeParksNoWorker(t *testing.T) {
 							longest = max(longest, w)
 						}
 					}
-					ok := scope != alive || time.Since(lastOK) >= 500*time.Millisecond
-					if ok && scope == alive {
-						lastOK = time.Now()
-					}
-					if !ok {
-						throttled++
-					}
 					mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-					if !ok {
-						return &apiErr{code: "Throttling", status: 400}
+					if scope == alive {
+						return provider.answer()
 					}
+					time.Sleep(20 * time.Millisecond)
 					return nil
 				}, resilience.WithGovernor(g))
 			}
@@ -154,6 +158,7 @@ func TestAThrottledButAliveScopeParksNoWorker(t *testing.T) {
 		if err := p.Wait(); err != nil {
 			t.Fatalf("Wait: %v; want every task done", err)
 		}
+		throttled := provider.throttled
 		if throttled == 0 {
 			t.Fatal("no call was throttled: the test proves nothing")
 		}
@@ -175,51 +180,29 @@ func TestAThrottledButAliveScopeParksNoWorker(t *testing.T) {
 // cancelled unrun.
 func TestATaskProvingAScopeEndsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(1, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
+		g := defaultGov(t, 1, 2)
+		dead := getRole()
 		base, stop := context.WithCancel(context.Background())
 		ctx, ledger := resilience.WithLedger(base, "scan")
 		p, pctx := New(ctx, Workers(8), WithGovernor(g))
 		start := time.Now()
 		const stopAt = 5 * time.Second
-		var mu sync.Mutex
 		var sentAfter []time.Duration
 		var waiting []int // tasks whose first call was waiting when the pool stopped
 		var ends []time.Duration
-		for i := range 23 {
-			if i == 3 {
-				time.Sleep(3 * time.Second)
+		queueDeadScope(p, pctx, g, dead, func(int) {
+			if at := time.Since(start); at > stopAt {
+				sentAfter = append(sentAfter, at)
 			}
-			p.Go(pctx, dead, func(ctx context.Context) error {
-				sent := false
-				err := resilience.Do(ctx, dead, func(context.Context) error {
-					mu.Lock()
-					sent = true
-					if at := time.Since(start); at > stopAt {
-						sentAfter = append(sentAfter, at)
-					}
-					mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-					return &apiErr{code: "Throttling", status: 400}
-				}, resilience.WithGovernor(g))
-				if errors.Is(err, resilience.ErrNoToken) {
-					return err // refused before it sent anything: the pool runs it again
+		}, func(i int, sent bool, err error) {
+			ends = append(ends, time.Since(start))
+			if !sent {
+				waiting = append(waiting, i)
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("task %d, its first call waiting: %v; want the context's error", i, err)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				ends = append(ends, time.Since(start))
-				if !sent {
-					waiting = append(waiting, i)
-					if !errors.Is(err, context.Canceled) {
-						t.Errorf("task %d, its first call waiting: %v; want the context's error", i, err)
-					}
-				}
-				return err
-			})
-		}
+			}
+		})
 		time.Sleep(stopAt - time.Since(start))
 		stop()
 		p.Wait()

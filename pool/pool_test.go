@@ -76,6 +76,53 @@ func call(g *resilience.Governor, s resilience.Scope, latency time.Duration) fun
 	}
 }
 
+// defaultGov is a governor with the defaults (resilience.Config{}) and
+// its random source seeded with seed and stream.
+func defaultGov(t *testing.T, seed, stream uint64) *resilience.Governor {
+	t.Helper()
+	g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(seed, stream)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// getRole is the scope of IAM's GetRole in the pool tests' account (IAM's
+// region, us-east-1).
+func getRole() resilience.Scope {
+	return resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
+}
+
+// rationed is a provider that serves a scope one call per interval
+// (every), the first at once, and throttles the others, each answer
+// after 20 ms: a scope throttled but alive. It is safe for concurrent
+// use; its zero value serves every call.
+type rationed struct {
+	every time.Duration
+
+	mu                sync.Mutex
+	lastOK            time.Time
+	served, throttled int // the calls answered so
+}
+
+// answer is the provider's answer to a call of the scope.
+func (r *rationed) answer() error {
+	r.mu.Lock()
+	ok := time.Since(r.lastOK) >= r.every
+	if ok {
+		r.lastOK = time.Now()
+		r.served++
+	} else {
+		r.throttled++
+	}
+	r.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	if !ok {
+		return &apiErr{code: "Throttling", status: 400}
+	}
+	return nil
+}
+
 // pause makes the provider pause s for d (a Retry-After).
 func pause(t *testing.T, g *resilience.Governor, s resilience.Scope, d time.Duration) {
 	t.Helper()

@@ -4,7 +4,6 @@ package pool
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -39,16 +38,13 @@ func provingLive(p *Pool) int {
 // workers: one such task at most at any attempt.
 func TestTasksProvingTheirScopesHoldAQuarterOfTheWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, err := resilience.NewGovernor(resilience.Config{}, resilience.WithRandom(rand.NewPCG(3, 4)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "us-east-1", Service: "iam", Operation: "GetRole"}
+		g := defaultGov(t, 3, 4)
+		slow := getRole()
 		other := resilience.Scope{Provider: "aws", Account: "999999999999", Region: "us-east-1", Service: "ec2", Operation: "DescribeVpcs"}
 		p, pctx := New(context.Background(), Workers(4), WithGovernor(g))
+		provider := rationed{every: 10 * time.Second}
 		var mu sync.Mutex
-		var lastOK time.Time
-		most, served := 0, 0
+		most := 0
 		look := func() {
 			p.mu.Lock()
 			n := provingLive(p)
@@ -61,18 +57,7 @@ func TestTasksProvingTheirScopesHoldAQuarterOfTheWorkers(t *testing.T) {
 			p.Go(pctx, slow, func(ctx context.Context) error {
 				return resilience.Do(ctx, slow, func(context.Context) error {
 					look()
-					mu.Lock()
-					ok := time.Since(lastOK) >= 10*time.Second
-					if ok {
-						lastOK = time.Now()
-						served++
-					}
-					mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-					if !ok {
-						return &apiErr{code: "Throttling", status: 400}
-					}
-					return nil
+					return provider.answer()
 				}, resilience.WithGovernor(g))
 			})
 		}
@@ -86,12 +71,12 @@ func TestTasksProvingTheirScopesHoldAQuarterOfTheWorkers(t *testing.T) {
 			})
 		}
 		p.Wait()
-		if served < 2 {
+		if served := provider.served; served < 2 {
 			t.Fatalf("the slow scope served %d calls: it is not alive, the test proves nothing", served)
 		}
 		if want := p.provers(); most > want {
 			t.Fatalf("%d tasks started to prove their scope ran at once; want at most %d, a quarter of the 4 workers", most, want)
 		}
-		t.Logf("at most %d proving at once; %d calls served", most, served)
+		t.Logf("at most %d proving at once; %d calls served", most, provider.served)
 	})
 }
