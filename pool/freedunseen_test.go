@@ -119,10 +119,9 @@ func TestASlotGivenATaskThatMakesNoCallGoesOnAtItsEnd(t *testing.T) {
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		release := make(chan struct{})
 		var mu sync.Mutex
-		var op1End, op2At time.Time
-		p.Go(ctx, scope("op0"), func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("op0"), func(context.Context) error { <-release; return nil }, resilience.WithGovernor(g))
-		})
+		var op1End time.Time
+		var sent sendLog
+		p.Go(ctx, scope("op0"), holdCall(g, scope("op0"), release))
 		synctest.Wait()
 		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
 			time.Sleep(5 * time.Millisecond)
@@ -132,20 +131,13 @@ func TestASlotGivenATaskThatMakesNoCallGoesOnAtItsEnd(t *testing.T) {
 			return nil
 		})
 		synctest.Wait()
-		p.Go(ctx, scope("op2"), func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("op2"), func(context.Context) error {
-				mu.Lock()
-				op2At = time.Now()
-				mu.Unlock()
-				return nil
-			}, resilience.WithGovernor(g))
-		})
+		p.Go(ctx, scope("op2"), sent.call(g, scope("op2")))
 		synctest.Wait() // op1 and op2 wait for the slot, op1 first
 		close(release)
 		if err := p.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if op1End.IsZero() || op2At.IsZero() || op2At.Sub(op1End) != 0 {
+		if op2At := sent.last("op2"); op1End.IsZero() || op2At.IsZero() || op2At.Sub(op1End) != 0 {
 			t.Fatalf("op1's task, given the slot op0's call freed, ended at %v without a call; op2's call began %v after; want at once", op1End, op2At.Sub(op1End))
 		}
 	})

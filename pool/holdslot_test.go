@@ -25,25 +25,15 @@ func TestASlotGivenATaskThatWorksPastItsHoldGoesOnAtTheHoldsEnd(t *testing.T) {
 		g := cappedGov(t, 1)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		release := make(chan struct{})
-		var mu sync.Mutex
-		var op2At time.Time
-		p.Go(ctx, scope("op0"), func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("op0"), func(context.Context) error { <-release; return nil }, resilience.WithGovernor(g))
-		})
+		var sent sendLog
+		p.Go(ctx, scope("op0"), holdCall(g, scope("op0"), release))
 		synctest.Wait()
 		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
 			time.Sleep(200 * time.Millisecond) // its own work, before its first call
 			return resilience.Do(ctx, scope("op1"), func(context.Context) error { return nil }, resilience.WithGovernor(g))
 		})
 		synctest.Wait()
-		p.Go(ctx, scope("op2"), func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("op2"), func(context.Context) error {
-				mu.Lock()
-				op2At = time.Now()
-				mu.Unlock()
-				return nil
-			}, resilience.WithGovernor(g))
-		})
+		p.Go(ctx, scope("op2"), sent.call(g, scope("op2")))
 		time.Sleep(time.Second) // the slot rechecks fall anywhere in a second
 		synctest.Wait()         // op1 and op2 wait for the slot, op1 first
 		freed := time.Now()
@@ -51,7 +41,7 @@ func TestASlotGivenATaskThatWorksPastItsHoldGoesOnAtTheHoldsEnd(t *testing.T) {
 		if err := p.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if op2At.IsZero() || op2At.Sub(freed) != admitHold {
+		if op2At := sent.last("op2"); op2At.IsZero() || op2At.Sub(freed) != admitHold {
 			t.Fatalf("op2's call began %v after the slot was freed, op1's task working before its first call; want %v, as op1's hold ended", op2At.Sub(freed), admitHold)
 		}
 	})
@@ -72,23 +62,17 @@ func TestATaskWhoseSlotWentOnAtItsHoldsEndRunsAgainWhenTheSlotIsFree(t *testing.
 		p, ctx := New(ctx, Workers(4), WithGovernor(g))
 		release := make(chan struct{})
 		var mu sync.Mutex
-		var op1Runs, op1Calls []time.Time
+		var op1Runs []time.Time
+		var sent sendLog
 		var op2End time.Time
-		p.Go(ctx, scope("op0"), func(ctx context.Context) error {
-			return resilience.Do(ctx, scope("op0"), func(context.Context) error { <-release; return nil }, resilience.WithGovernor(g))
-		})
+		p.Go(ctx, scope("op0"), holdCall(g, scope("op0"), release))
 		synctest.Wait()
 		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
 			mu.Lock()
 			op1Runs = append(op1Runs, time.Now())
 			mu.Unlock()
 			time.Sleep(200 * time.Millisecond) // its own work, before its first call
-			return resilience.Do(ctx, scope("op1"), func(context.Context) error {
-				mu.Lock()
-				op1Calls = append(op1Calls, time.Now())
-				mu.Unlock()
-				return nil
-			}, resilience.WithGovernor(g))
+			return sent.call(g, scope("op1"))(ctx)
 		})
 		synctest.Wait()
 		p.Go(ctx, scope("op2"), func(ctx context.Context) error {
@@ -113,7 +97,7 @@ func TestATaskWhoseSlotWentOnAtItsHoldsEndRunsAgainWhenTheSlotIsFree(t *testing.
 		if len(op1Runs) != 2 || !op1Runs[1].Equal(op2End) {
 			t.Fatalf("op1's task ran at %v after the slot was freed; want twice, again as op2's call ended (%v)", since(freed, op1Runs), op2End.Sub(freed))
 		}
-		if len(op1Calls) != 1 || !op1Calls[0].Equal(op2End.Add(200*time.Millisecond)) {
+		if op1Calls := sent.times("op1"); len(op1Calls) != 1 || !op1Calls[0].Equal(op2End.Add(200*time.Millisecond)) {
 			t.Fatalf("op1's call was sent at %v after the slot was freed; want once, 200 ms after its second run began", since(freed, op1Calls))
 		}
 		if ledger.Lost() != 0 {

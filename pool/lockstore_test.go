@@ -179,23 +179,14 @@ func TestQueuesDueAtOnceTakeASharedTokenInTheirTurn(t *testing.T) {
 		}
 		p, ctx := New(context.Background(), Workers(3), WithGovernor(g))
 		store.p.Store(p)
-		var mu sync.Mutex
-		var order []string
+		var sent sendLog
 		for _, op := range ops {
-			s := scope(op)
-			p.Go(ctx, s, func(ctx context.Context) error {
-				return resilience.Do(ctx, s, func(context.Context) error {
-					mu.Lock()
-					defer mu.Unlock()
-					order = append(order, op)
-					return nil
-				}, resilience.WithGovernor(g))
-			})
+			p.Go(ctx, scope(op), sent.call(g, scope(op)))
 		}
 		if err := p.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(order, ops) {
+		if order := sent.order(); !slices.Equal(order, ops) {
 			t.Errorf("the scopes took the account's tokens in the order %v, want %v, the order they were in turn (the store answers about A in 30ms, B in 20ms, C in 10ms)", order, ops)
 		}
 	})

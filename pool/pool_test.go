@@ -123,6 +123,67 @@ func (r *rationed) answer() error {
 	return nil
 }
 
+// holdCall is a task's governed call of scope s that holds its slot (its
+// call in flight) until release is closed.
+func holdCall(g *resilience.Governor, s resilience.Scope, release <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return resilience.Do(ctx, s, func(context.Context) error { <-release; return nil }, resilience.WithGovernor(g))
+	}
+}
+
+// sendLog notes the calls a test's tasks send: each call's operation and
+// when it was sent, in the order they were sent. It is safe for
+// concurrent use; its zero value is an empty log, ready to use.
+type sendLog struct {
+	mu  sync.Mutex
+	ops []string
+	at  []time.Time
+}
+
+// call is a task's governed call of scope s, answered at once, noted in l
+// as it is sent.
+func (l *sendLog) call(g *resilience.Governor, s resilience.Scope) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return resilience.Do(ctx, s, func(context.Context) error {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.ops = append(l.ops, s.Operation)
+			l.at = append(l.at, time.Now())
+			return nil
+		}, resilience.WithGovernor(g))
+	}
+}
+
+// order returns the operations of the calls noted, in the order they
+// were sent.
+func (l *sendLog) order() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ops)
+}
+
+// times returns when the calls of operation op noted were sent, in order.
+func (l *sendLog) times(op string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ts []time.Time
+	for i, o := range l.ops {
+		if o == op {
+			ts = append(ts, l.at[i])
+		}
+	}
+	return ts
+}
+
+// last returns when the last call of operation op noted was sent, the
+// zero time if none was.
+func (l *sendLog) last(op string) time.Time {
+	if ts := l.times(op); len(ts) > 0 {
+		return ts[len(ts)-1]
+	}
+	return time.Time{}
+}
+
 // pause makes the provider pause s for d (a Retry-After).
 func pause(t *testing.T, g *resilience.Governor, s resilience.Scope, d time.Duration) {
 	t.Helper()

@@ -351,39 +351,54 @@ func TestAQueueHeldByARefusalSeesItsBreakerOpen(t *testing.T) {
 // behind the others.
 func TestScopesSharingABucketTakeItsTokensInTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := resilience.Config{}
-		cfg.AWS.Services = map[string]resilience.ServiceConfig{"shared": {MaxRPS: 1, Burst: 1}}
-		g, err := resilience.NewGovernor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
-		var mu sync.Mutex
-		var order []string
-		for range 8 {
-			for _, op := range []string{"A", "B", "C"} {
-				s := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "shared", Operation: op}
-				p.Go(ctx, s, func(ctx context.Context) error {
-					return resilience.Do(ctx, s, func(context.Context) error {
-						mu.Lock()
-						defer mu.Unlock()
-						order = append(order, op)
-						return nil
-					}, resilience.WithGovernor(g))
-				})
-			}
-		}
-		if err := p.Wait(); err != nil {
-			t.Fatal(err)
-		}
+		order := sharedBucketTurns(t, 8, nil)
 		// While each scope has tasks left, none waits more than a round
 		// (and the start's: the first calls race for the first token).
-		for i := 0; i+5 <= 21; i++ {
-			if w := order[i : i+5]; len(slices.Compact(slices.Sorted(slices.Values(w)))) != 3 {
-				t.Fatalf("calls %d-%d are %v, not one of each scope: %s", i+1, i+5, w, strings.Join(order, ""))
-			}
-		}
+		takenInTurn(t, order, 21)
 	})
+}
+
+// sharedBucketTurns runs, on 4 workers, rounds tasks of each of the
+// operations A, B and C (queued A, B, C, round after round) of a service
+// whose operations share one bucket at 1 rps (burst 1), each task one
+// call; before, if not nil, runs in each task before its call, with its
+// operation. It returns the operations in the order their calls were sent.
+func sharedBucketTurns(t *testing.T, rounds int, before func(op string)) []string {
+	t.Helper()
+	cfg := resilience.Config{}
+	cfg.AWS.Services = map[string]resilience.ServiceConfig{"shared": {MaxRPS: 1, Burst: 1}}
+	g, err := resilience.NewGovernor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+	var sent sendLog
+	for range rounds {
+		for _, op := range []string{"A", "B", "C"} {
+			s := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "shared", Operation: op}
+			p.Go(ctx, s, func(ctx context.Context) error {
+				if before != nil {
+					before(op)
+				}
+				return sent.call(g, s)(ctx)
+			})
+		}
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return sent.order()
+}
+
+// takenInTurn fails t unless every 5 calls in a row of the first n of
+// order (sharedBucketTurns's) have one of each of its three scopes.
+func takenInTurn(t *testing.T, order []string, n int) {
+	t.Helper()
+	for i := 0; i+5 <= n; i++ {
+		if w := order[i : i+5]; len(slices.Compact(slices.Sorted(slices.Values(w)))) != 3 {
+			t.Fatalf("calls %d-%d are %v, not one of each scope: %s", i+1, i+5, w, strings.Join(order, ""))
+		}
+	}
 }
 
 // A queue held by a refusal of its head is asked about again as soon as a
@@ -1219,34 +1234,11 @@ func TestWaitsErrorListsTenAndCountsTheRest(t *testing.T) {
 // that task's first call.
 func TestAScopeWorkingBeforeItsCallTakesItsTurnAtASharedBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := resilience.Config{}
-		cfg.AWS.Services = map[string]resilience.ServiceConfig{"shared": {MaxRPS: 1, Burst: 1}}
-		g, err := resilience.NewGovernor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
-		var mu sync.Mutex
-		var order []string
-		for range 6 {
-			for _, op := range []string{"A", "B", "C"} {
-				s := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "shared", Operation: op}
-				p.Go(ctx, s, func(ctx context.Context) error {
-					if op == "C" {
-						time.Sleep(5 * time.Millisecond) // builds its request
-					}
-					return resilience.Do(ctx, s, func(context.Context) error {
-						mu.Lock()
-						defer mu.Unlock()
-						order = append(order, op)
-						return nil
-					}, resilience.WithGovernor(g))
-				})
+		order := sharedBucketTurns(t, 6, func(op string) {
+			if op == "C" {
+				time.Sleep(5 * time.Millisecond) // builds its request
 			}
-		}
-		if err := p.Wait(); err != nil {
-			t.Fatal(err)
-		}
+		})
 		// While each scope has tasks left (until the first to end makes
 		// its last call), none waits more than a round and a turn lost.
 		end, calls := 0, map[string]int{}
@@ -1254,10 +1246,6 @@ func TestAScopeWorkingBeforeItsCallTakesItsTurnAtASharedBucket(t *testing.T) {
 			calls[order[end]]++
 			end++
 		}
-		for i := 0; i+5 <= end+1; i++ {
-			if w := order[i : i+5]; len(slices.Compact(slices.Sorted(slices.Values(w)))) != 3 {
-				t.Fatalf("calls %d-%d are %v, not one of each scope: %s", i+1, i+5, w, strings.Join(order, ""))
-			}
-		}
+		takenInTurn(t, order, end+1)
 	})
 }
