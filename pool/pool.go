@@ -1295,8 +1295,9 @@ func (p *Pool) liveHoldsBegunBefore(acct account, held0 uint64) int {
 // refused, their tasks run for nothing and queued again, and the slot
 // taken out of turn. Such a queue is asked about for the slots free
 // (ask; asked again so, in the same turn, when a task of the account
-// started while it was asked about), and its task started only if they
-// outnumber those calls (holdBack). An
+// started while it was asked about, or a first call of one was decided
+// then, the slot it took maybe shown free), and its task started only if
+// they outnumber those calls (holdBack). An
 // account whose cap exceeds the workers is asked as any (Delay): its
 // calls race only with calls that take a slot beside the one each task
 // holds (calls outside the pool, a task's calls at once, a call inside a
