@@ -719,8 +719,7 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	a.turn = p.turns
 	q.turn = a.turn
 	acct := account{q.scope.Provider, q.scope.Account}
-	var live0 int
-	held0 := p.held
+	held0, live0 := p.held, 0
 	if slots {
 		live0 = p.liveHolds(acct)
 	}
@@ -747,7 +746,7 @@ func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
 	if slots || errors.Is(a.why, resilience.ErrNoSlot) {
 		// Before frees is read again: a slot freed after that read
 		// finds the account in slotWaits, and the pool (see slotFreed).
-		p.waitsForSlot(account{q.scope.Provider, q.scope.Account})
+		p.waitsForSlot(acct)
 	}
 	if p.afterAsk != nil {
 		p.afterAsk(q)
@@ -1259,13 +1258,7 @@ func (p *Pool) freedMore(acct account, gen uint64, n int) {
 // decided yet, their holds in force: the slots those calls will take may
 // still show free. p.mu is held.
 func (p *Pool) liveHolds(acct account) int {
-	n := 0
-	for _, h := range p.holds.all() {
-		if h.live() && (account{h.t.q.scope.Provider, h.t.q.scope.Account}) == acct {
-			n++
-		}
-	}
-	return n
+	return p.liveHoldsBegunBefore(acct, p.held)
 }
 
 // liveHoldsBegunBefore counts the holds of acct in force, as liveHolds,
