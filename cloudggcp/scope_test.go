@@ -489,18 +489,20 @@ func TestAnInvalidAccountIDIsNoAccount(t *testing.T) {
 }
 
 // A project's, an organization's or a folder's number is an account up
-// to 20 digits, the most a 64-bit number has (Google Cloud's APIs give
-// them as int64s, Compute's a project's as a uint64); a longer run of
-// digits is no number Google Cloud gives, and names no account.
+// to the largest 64-bit number, 18446744073709551615 (Google Cloud's APIs
+// give them as int64s, Compute's a project's as a uint64); a larger one
+// (one more, or 21 digits) is no number Google Cloud gives, and names no
+// account.
 func TestANumberOfMoreThanTwentyDigitsIsNoAccount(t *testing.T) {
-	n20, n21 := strings.Repeat("9", 20), strings.Repeat("9", 21)
+	maxN, over, n21 := "18446744073709551615", "18446744073709551616", strings.Repeat("9", 21)
 	for in, want := range map[string]string{
-		"projects/" + n20:                 "projects/" + n20,
-		"organizations/" + n20:            "organizations/" + n20,
-		"folders/" + n20 + "/tagBindings": "folders/" + n20,
-		"projects/" + n21:                 "",
-		"organizations/" + n21:            "",
-		"folders/" + n21 + "/tagBindings": "",
+		"projects/" + maxN:                 "projects/" + maxN,
+		"organizations/" + maxN:            "organizations/" + maxN,
+		"folders/" + maxN + "/tagBindings": "folders/" + maxN,
+		"projects/" + over:                 "",
+		"organizations/" + over:            "",
+		"folders/" + over + "/tagBindings": "",
+		"projects/" + n21:                  "",
 	} {
 		if got := Account(in); got != want {
 			t.Errorf("Account(%q) = %q, want %q", in, got, want)

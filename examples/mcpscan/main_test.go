@@ -248,7 +248,7 @@ func TestScanRefusesAnAccountNoProviderHas(t *testing.T) {
 // cloudggcp writes for it: a project's id (6 to 30 lower-case letters,
 // digits and hyphens, a letter first, no hyphen last), a legacy
 // domain-scoped project's id (example.com:my-project), a project's
-// number, an organization's or a folder's number (20 digits at most),
+// number, an organization's or a folder's number (a 64-bit one),
 // by the one rule cloudggcp reads them with (internal/gcpaccount). A
 // refusal reaches the agent as a tool error whose text says which account
 // and why, quoted.

@@ -135,7 +135,7 @@ func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInp
 // cloudggcp reads accounts with): a project's id is 6 to 30 lower-case
 // letters, digits and hyphens, a letter first and no hyphen last, or a
 // legacy domain-scoped project's (example.com:my-project); a project, an
-// organization and a folder also have a number, of 20 digits at most.
+// organization and a folder also have a number, a 64-bit one.
 // The shorter project ids cloudggcp takes for emulators' projects (p1)
 // are no project of Google Cloud's, and no account to scan.
 var accountForms = map[string]struct {

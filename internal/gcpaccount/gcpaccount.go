@@ -7,12 +7,10 @@
 // cloudggcp's SDK dependencies.
 package gcpaccount
 
-import "strings"
-
-// maxNumber is the most digits a project's, an organization's or a
-// folder's number has: a 64-bit number's, as Google Cloud's APIs type
-// them (Resource Manager's an int64, Compute's a project's a uint64).
-const maxNumber = 20
+import (
+	"strconv"
+	"strings"
+)
 
 // ValidID reports whether id is, by Google Cloud's grammar, the id of a
 // resource of kind ("projects", "organizations" or "folders"): an
@@ -48,23 +46,15 @@ func Valid(account string, short bool) bool {
 	return ok && ValidID(kind, id, short)
 }
 
-// number reports whether id is a resource's number: 1 to maxNumber
-// digits.
+// number reports whether id is a resource's number: decimal digits of a
+// 64-bit number, as Google Cloud's APIs type them (Resource Manager's an
+// int64, Compute's a project's a uint64), 18446744073709551615 at most
+// (20 digits; 99999999999999999999, 20 digits too, is none).
 func number(id string) bool {
-	if id == "" || len(id) > maxNumber {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	_, err := strconv.ParseUint(id, 10, 64)
+	return err == nil
 }
 
-// projectID reports whether id is a project's id: a lower-case letter,
-// then lower-case letters, digits and hyphens, not ending with a hyphen,
-// 6 to 30 characters (1 to 30 with short).
 func projectID(id string, short bool) bool {
 	if len(id) > 30 || len(id) < 6 && !short || id == "" || id[0] < 'a' || id[0] > 'z' || id[len(id)-1] == '-' {
 		return false

@@ -9,7 +9,8 @@ import (
 // project's id of 6 to 30 lower-case letters, digits and hyphens, a
 // letter first and no hyphen last (1 to 30 with short); a domain-scoped
 // project's, whose domain is two labels or more, 253 characters at most;
-// a project's, an organization's or a folder's number of 1 to 20 digits.
+// a project's, an organization's or a folder's number, a 64-bit one
+// (18446744073709551615 at most, 20 digits).
 // Anything else is not, short or not.
 func TestValidTakesGoogleCloudsAccountFormsOnly(t *testing.T) {
 	label := strings.Repeat("a", 63)
@@ -19,7 +20,11 @@ func TestValidTakesGoogleCloudsAccountFormsOnly(t *testing.T) {
 		"projects/my-project-1":                    {true, true},
 		"projects/example.com:my-project":          {true, true},
 		"projects/123456789012":                    {true, true},
-		"projects/" + strings.Repeat("9", 20):      {true, true},
+		"projects/18446744073709551615":            {true, true},
+		"folders/18446744073709551615":             {true, true},
+		"projects/18446744073709551616":            {false, false},
+		"projects/" + strings.Repeat("9", 20):      {false, false},
+		"projects/+123456789012":                   {false, false},
 		"organizations/123456789012":               {true, true},
 		"folders/987654321098":                     {true, true},
 		"projects/p1":                              {false, true},
