@@ -493,7 +493,7 @@ func TestAnInvalidAccountIDIsNoAccount(t *testing.T) {
 // give them as int64s, Compute's a project's as a uint64); a larger one
 // (one more, or 21 digits) is no number Google Cloud gives, and names no
 // account.
-func TestANumberOfMoreThanTwentyDigitsIsNoAccount(t *testing.T) {
+func TestANumberPastTheLargest64BitNumberIsNoAccount(t *testing.T) {
 	maxN, over, n21 := "18446744073709551615", "18446744073709551616", strings.Repeat("9", 21)
 	for in, want := range map[string]string{
 		"projects/" + maxN:                 "projects/" + maxN,
