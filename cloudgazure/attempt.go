@@ -316,10 +316,11 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 		return nil, stop(context.Canceled)
 	}
 	if resend {
-		// The answer to the challenge: the call the challenge answered
-		// ends (its 401, a fatal answer After recorded, records nothing
-		// more), and the resend is the Guard's next call, no retry.
-		st.gd.End(st.last)
+		// The answer to the challenge: the request the challenge
+		// answered ends (its 401, a fatal answer After recorded, records
+		// nothing more), and the resend is the Guard's next call, no
+		// retry, which keeps the request's retries and deadline.
+		attemptctx.ResendChallenged(st.gd)
 	} else if owed {
 		// azcore retries an answer the policies could not tell it would:
 		// the retry is asked for now that it is sent.
@@ -345,10 +346,14 @@ func (st *callState) attempt(req *policy.Request) (*http.Response, error) {
 // Registry's, which sends the challenge on a clone of the request). Such
 // a resend is no retry of a failure of the provider's: the Guard counts
 // it as a call of its own, sent, and not as a retry (no Retry event, no
-// free retry or retry budget spent). It is the same request as the
-// challenged attempt, or, when the policies know azcore does not retry a
-// 401 (ClientOptions' retry options, a 401 not among their statuses), any
-// request: azcore's loop has ended with the 401 then. A 401 azcore
+// free retry or retry budget spent), and no new request either: it keeps
+// the request's retries, so that a request challenged between its
+// retries has two of them free in all, as any request (see
+// attemptctx.ResendChallenged), and its deadline. It is the same request
+// as the challenged attempt, or, when the policies know azcore does not
+// retry a 401 (ClientOptions' retry options, a 401 not among their
+// statuses), any request: azcore's loop has ended with the 401 then. A
+// 401 azcore
 // retries (a caller's ShouldRetry, or statuses that list it) is retried
 // on a clone of its own, counted as any retry.
 func (st *callState) resend(raw *http.Request) bool {

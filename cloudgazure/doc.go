@@ -123,12 +123,16 @@
 // with a token inside the same try of azcore's loop (azcore's bearer
 // token policy, for a continuous access evaluation challenge or, with Key
 // Vault's challenge policy, for the challenge a Key Vault client's first
-// request elicits), is no retry: the Guard ends the call the 401 answered
-// and counts the resend as a call of its own, with no Retry event and no
-// free retry or retry budget spent. A resend that never comes, its token
-// never had (the credential failed, the context ended while the token
-// was fetched), is lost with that error, as errored or cancelled, as a
-// request whose token fails before its first send is; in neither case is
+// request elicits), is no retry: the Guard ends the request the 401
+// answered and counts the resend as a call of its own, with no Retry
+// event and no free retry or retry budget spent. Nor is it a new
+// request: it keeps the request's retries, so that its first two retries
+// are free and every later one costs a token of the retry budget however
+// many challenges come between them, and the request's deadline. A
+// resend that never comes, its token never had (the credential failed,
+// the context ended while the token was fetched), is lost with that
+// error, as errored or cancelled, as a request whose token fails before
+// its first send is; in neither case is
 // the credential's error, even a token endpoint's *azcore.ResponseError,
 // read as the answer of the request's scope. When the request ends, the
 // per-call policy ends the Guard with azcore's final answer: a throttled or

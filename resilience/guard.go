@@ -119,7 +119,12 @@ type Guard struct {
 	// and no step of a new call has come since (one that moves the Guard
 	// on: to, and TryEnter, whose refusal does not), so that an ending
 	// verb called again records nothing.
-	closed  bool
+	closed bool
+	// again: the call's next request is its last sent again, not as a
+	// retry, after the provider's fatal answer (resendChallenged): it
+	// keeps the call's retries and deadline. Beside closed, in its
+	// padding.
+	again   bool
 	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
 	retries int        // retries of the current call; the first freeRetries are free
 
@@ -577,7 +582,9 @@ func (gd *Guard) refusedOpen(wait time.Duration) error {
 // request readies the Guard for Enter or TryEnter: a retry Retry was not
 // asked for is asked now; any phase but a retry's starts the next request
 // of the call (a listing's next page: its own deadline and free retries,
-// the breaker's lease kept).
+// the breaker's lease kept), but for the same request sent again after
+// the provider's fatal answer (resendChallenged), which keeps the call's
+// retries and deadline.
 func (gd *Guard) request(now time.Duration) error {
 	switch gd.phase {
 	case phaseRetryable, phaseAwaiting:
@@ -585,6 +592,13 @@ func (gd *Guard) request(now time.Duration) error {
 	case phaseFailed, phaseFinal:
 		_, err := gd.Retry(0)
 		return err
+	}
+	if gd.again {
+		gd.again = false
+		if gd.last.err != nil {
+			gd.last = answer{}
+		}
+		return nil
 	}
 	gd.start, gd.retries, gd.renewed, gd.sdkLoop = now, 0, 0, 0
 	if gd.last.err != nil {
@@ -1208,7 +1222,7 @@ func (gd *Guard) reset() {
 	gd.to(phaseIdle)
 	gd.lease, gd.retries, gd.renewed, gd.sdkLoop, gd.last = leaseNone, 0, 0, 0, answer{}
 	gd.lim.attempts = 0 // resolved again for the next call
-	gd.closed = true
+	gd.closed, gd.again = true, false
 }
 
 // settle records the outcome End closes, if it is still open, unless

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/containers/azcontainerregistry"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
@@ -31,31 +33,39 @@ func vaultChallenge(req *http.Request) *http.Response {
 
 // vaultTransport answers a request without a token with vaultChallenge,
 // and one with a token with the next of its statuses (200 with a secret
-// once they run out), a 429 with a Retry-After of 1 s; it records the
-// statuses it answered.
+// once they run out), a 429 with a Retry-After of retryAfter (1 s when
+// empty), a 401 with
+// vaultChallenge (the vault asks for a token again, which Key Vault's
+// challenge policy answers as it answers the first); it records the
+// statuses it answered, and when.
 type vaultTransport struct {
-	mu       sync.Mutex
-	statuses []int
-	answered []int
+	mu         sync.Mutex
+	statuses   []int
+	retryAfter string
+	answered   []int
+	at         []time.Time
 }
 
 func (v *vaultTransport) Do(req *http.Request) (*http.Response, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if req.Header.Get("Authorization") == "" {
-		v.answered = append(v.answered, http.StatusUnauthorized)
+		v.answered, v.at = append(v.answered, http.StatusUnauthorized), append(v.at, time.Now())
 		return vaultChallenge(req), nil
 	}
 	status := http.StatusOK
 	if len(v.statuses) > 0 {
 		status, v.statuses = v.statuses[0], v.statuses[1:]
 	}
-	v.answered = append(v.answered, status)
+	v.answered, v.at = append(v.answered, status), append(v.at, time.Now())
+	if status == http.StatusUnauthorized {
+		return vaultChallenge(req), nil
+	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	body := `{"value":"v","id":"https://myvault.vault.azure.net/secrets/s/1"}`
 	if status == http.StatusTooManyRequests {
-		h.Set("Retry-After", "1")
+		h.Set("Retry-After", cmp.Or(v.retryAfter, "1"))
 		body = `{"error":{"code":"Throttled","message":"Request was not processed because too many requests were received."}}`
 	}
 	return &http.Response{StatusCode: status, Header: h, Request: req, Body: io.NopCloser(strings.NewReader(body))}, nil

@@ -20,6 +20,7 @@ package attemptctx
 import (
 	"context"
 
+	"github.com/cloudg/cloudg/internal/challengeresend"
 	"github.com/cloudg/cloudg/internal/errread"
 	"github.com/cloudg/cloudg/internal/nestgate"
 	"github.com/cloudg/cloudg/internal/resendslot"
@@ -108,6 +109,26 @@ func Value(parent context.Context, gov *resilience.Governor, gd *resilience.Guar
 func ReadyResend(ctx context.Context, gd *resilience.Guard) error {
 	return resendslot.Ready(ctx, gd)
 }
+
+// ResendChallenged readies gd, whose last attempt was answered with its
+// provider's fatal answer (After read it as one: a 401), for the
+// request's resend that answers it: an authentication challenge that a
+// policy of the SDK's answers by sending the request again with a token,
+// within the same try of the SDK's retry loop. The answer's request is
+// over, recording nothing more (a fatal answer, which After recorded),
+// and the resend is the call's next request, which Enter counts as a
+// call, sent, and not as a retry: no Retry event, no free retry or retry
+// budget token spent. It is not a new request either: it keeps the
+// call's retries, so that the first two of the request's retries are
+// free and every later one is paid for however many challenges come
+// between them, and the call's deadline. The resend asks the breaker
+// again, as a call after a stop does. A Guard whose last answer is no
+// fatal answer of the provider's that After recorded (a local error,
+// an answer that came once Begin's context was done) is ended with that
+// answer (End), and the resend is its next call. Call it with the
+// Guard's gate closed, as any of its verbs, just before the resend's
+// Enter.
+func ResendChallenged(gd *resilience.Guard) { challengeresend.Resend(gd) }
 
 // GovernorStop returns the governor's own error that err, the error an
 // attempt ended with, holds (an open breaker's, an empty retry budget's,
