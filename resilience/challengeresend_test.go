@@ -42,7 +42,10 @@ func TestAChallengeResendKeepsTheCallsRetriesAndDeadline(t *testing.T) {
 
 		// Throttled, its retry challenged and resent, three times over:
 		// three retries, as a request throttled three times alone.
-		spent := func(challenged bool) float64 {
+		// With tried, each resend is first tried and refused while the
+		// scope is paused (a refused TryEnter does not move the Guard):
+		// it is still the same request when it goes.
+		spent := func(challenged, tried bool) float64 {
 			before := g.Budget("aws")
 			gd, _ := g.Begin(r.ctx, ec2Vpcs, sdk)
 			enter(gd)
@@ -55,6 +58,13 @@ func TestAChallengeResendKeepsTheCallsRetriesAndDeadline(t *testing.T) {
 				if challenged {
 					gd.After(unauthorized())
 					gd.resendChallenged()
+					if tried {
+						gd.Pause(time.Second)
+						if err := gd.TryEnter(); err == nil {
+							t.Fatal("TryEnter on a paused scope let the resend go")
+						}
+						time.Sleep(time.Second)
+					}
 					enter(gd)
 				}
 			}
@@ -63,14 +73,17 @@ func TestAChallengeResendKeepsTheCallsRetriesAndDeadline(t *testing.T) {
 			return before - g.Budget("aws")
 		}
 		calls0, retries0 := g.Summary(r.stats).Totals.Calls, g.Summary(r.stats).Totals.Retries
-		challenged := spent(true)
+		challenged := spent(true, false)
 		tot := g.Summary(r.stats).Totals
 		if calls, retries := tot.Calls-calls0, tot.Retries-retries0; calls != 7 || retries != 3 {
 			t.Errorf("a request throttled three times, each retry challenged and resent: %d calls, %d retries; want 7 calls (the first, 3 retries, 3 resends), 3 retries", calls, retries)
 		}
-		plain := spent(false)
+		plain := spent(false, false)
 		if math.Abs(challenged-plain) > 1e-9 || plain < 0.5 {
 			t.Errorf("three retries, each challenged and resent, took %.2f of the retry budget, three retries alone %.2f; want the same, the third paid for", challenged, plain)
+		}
+		if tried := spent(true, true); math.Abs(tried-plain) > 1e-9 {
+			t.Errorf("three retries, each challenged and resent after a refused TryEnter, took %.2f of the retry budget, three retries alone %.2f; want the same, the third paid for", tried, plain)
 		}
 
 		// Throttled for 8 s, its retries challenged: the resend at 16 s

@@ -122,7 +122,8 @@ type Guard struct {
 	closed bool
 	// again: the call's next request is its last sent again, not as a
 	// retry, after the provider's fatal answer (resendChallenged): it
-	// keeps the call's retries and deadline. Beside closed, in its
+	// keeps the call's retries and deadline, until the Guard's next move
+	// (to), a TryEnter's refusal not being one. Beside closed, in its
 	// padding.
 	again   bool
 	adm     *admission // the scheduler's hold this attempt claimed (WithAdmission), until decided
@@ -594,7 +595,9 @@ func (gd *Guard) request(now time.Duration) error {
 		return err
 	}
 	if gd.again {
-		gd.again = false
+		// The same request again: its retries and deadline go on. The
+		// flag lasts until the Guard moves (see to), so that a TryEnter
+		// refused before the resend leaves it for the next try.
 		if gd.last.err != nil {
 			gd.last = answer{}
 		}
@@ -1222,7 +1225,7 @@ func (gd *Guard) reset() {
 	gd.to(phaseIdle)
 	gd.lease, gd.retries, gd.renewed, gd.sdkLoop, gd.last = leaseNone, 0, 0, 0, answer{}
 	gd.lim.attempts = 0 // resolved again for the next call
-	gd.closed, gd.again = true, false
+	gd.closed = true
 }
 
 // settle records the outcome End closes, if it is still open, unless

@@ -4,12 +4,15 @@ package resilience_test
 
 // The stateful model test of the governor: random sequences of Do and Call,
 // a Guard's verbs (Begin, Enter, TryEnter, Pace, After, Retry, Resend,
-// Release, End, Pause, PauseAccount), Configure, Reset, SetDefault,
+// Release, End, Pause, PauseAccount, and the integrations' resend after an
+// authentication challenge, attemptctx.ResendChallenged), Configure,
+// Reset, SetDefault,
 // cancelled contexts, panicking functions and time jumps, over the built-in
 // providers and a generic one, each run in a testing/synctest bubble so
 // that hours of virtual time pass in milliseconds. After every step the
 // invariants machine.check names hold against a small reference model.
-// Only the package's exported names are used.
+// Only the package's exported names are used, and package attemptctx's
+// verbs of the integrations.
 //
 // CI runs modelChecks sequences of about modelSteps steps each. A long
 // soak (a seed to replay is printed on failure):
@@ -38,6 +41,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/cloudg/cloudg/internal/attemptctx"
 	"github.com/cloudg/cloudg/internal/modeltest"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/resilience"
@@ -1138,9 +1142,9 @@ var guardVerbs = map[string][]string{
 	"ended":    {"Enter", "Enter", "Enter", "TryEnter", "TryEnter", "End", "Pause", "PauseAccount", "After", "Retry"},
 	"closed":   {"Enter", "Enter", "TryEnter", "TryEnter", "End", "End", "End", "Release", "Pause"},
 	"sent":     {"After", "After", "After", "After", "Release", "Release", "End", "Enter", "Pace"},
-	"failed":   {"Retry", "Retry", "Retry", "Retry", "End", "End", "Resend", "Pace", "Enter", "After"},
+	"failed":   {"Retry", "Retry", "Retry", "Retry", "End", "End", "Resend", "Pace", "Enter", "After", "Challenged"},
 	"retrying": {"Enter", "Enter", "Enter", "TryEnter", "Pace", "Pace", "After", "After", "End", "Release"},
-	"final":    {"Retry", "Retry", "End", "End", "End", "Enter"},
+	"final":    {"Retry", "Retry", "End", "End", "End", "Enter", "Challenged", "Challenged"},
 }
 
 var guardAnswers = []answer{aOK, aOK, aThrottle, aThrottle, aThrottleHint, aTransient, aTransient, aFatal, aLocal}
@@ -1264,6 +1268,25 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 				gm.phase = "retrying"
 			}
 			return fmt.Sprint(ok)
+		}
+	case "Challenged":
+		// The resend of a request whose last answer was a challenge: the
+		// request ends (its slot given back, its answer recorded by
+		// After already) and the next Enter sends it again; from any
+		// other phase the call is ended with its last answer.
+		run = func() string {
+			m.mu.Lock()
+			if gm.slot {
+				gm.slot = false
+				gv.held[modelScopes[sd].account()]--
+				gv.heldBy[sd]--
+			}
+			m.mu.Unlock()
+			attemptctx.ResendChallenged(gd)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			gm.phase = "ended"
+			return ""
 		}
 	case "Release", "End":
 		var a answer

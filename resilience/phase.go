@@ -103,6 +103,7 @@ func (gd *Guard) to(p phase) {
 		panic(fmt.Sprintf("resilience: illegal Guard transition %v -> %v", gd.phase, p))
 	}
 	gd.phase = p
+	gd.again = false // a resend's (resendChallenged) ends at the Guard's next move
 	if p != phaseIdle {
 		gd.closed = false // a step of a new call, if the last was ended
 	}
