@@ -61,8 +61,9 @@
 //
 // Narrower windows degrade: below 1260 pixels the rate bars and the calls
 // column go and long values are cut shorter (a service's operation goes
-// on a second line instead, never cut); below 960 each row becomes a
-// block of labelled values. The page reloads itself every few seconds; the
+// on a second line instead, never cut, broken between the words of its
+// name: Describe, Vpc, Endpoint of a CamelCase one); below 960 each row
+// becomes a block of labelled values. The page reloads itself every few seconds; the
 // same rows, accounts and providers, in the same order, are JSON at
 // ?format=json, with the values the cells show: a row's or an account's
 // queued is its queued cell's count, the callers its next call would

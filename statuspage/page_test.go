@@ -128,8 +128,8 @@ func TestPageShowsEveryScopeTroubleFirst(t *testing.T) {
 
 // An account too long for its column is abbreviated in its middle (a GCP
 // project shown by its id), and the whole is its tooltip; an operation,
-// which the page never cuts short (it goes on a second line), is written
-// whole, without a tooltip.
+// which the page never cuts short (it goes on a second line, between its
+// words), is written whole, without a tooltip.
 func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, err := resilience.NewGovernor(resilience.Config{})
@@ -145,7 +145,7 @@ func TestLongPartsKeepTheWholeOnHover(t *testing.T) {
 		body := get(t, New(WithGovernor(g)), http.MethodGet, "/").Body.String()
 		for _, s := range []string{
 			`<span class="acct" title="8f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f">8f1c2d3e-…2c3d4e5f</span>`,
-			`<span class="svcop"><bdi dir="ltr">ec2</bdi> <span class="dim">·</span> <bdi dir="ltr">DescribeVpcEndpointServiceConfigurations</bdi></span>`,
+			`<span class="svcop"><bdi dir="ltr">ec2</bdi> <span class="dim">·</span> <bdi dir="ltr">Describe<wbr>Vpc<wbr>Endpoint<wbr>Service<wbr>Configurations</bdi></span>`,
 			`<span class="acct" title="123456789012">123456789012</span>`,
 			`<span class="acct" title="projects/inventory-prod">inventory-prod</span>`,
 		} {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -26,9 +27,12 @@ var pageSource string
 // desktop's 1920 shows kubernetes-control-plane and
 // northamerica-northeast1 whole). A service and its operation are never
 // cut short: they take the width the table's other columns leave them,
-// and go on a second line (the operation broken where it must be) when
-// that is less than they need, so that no window from 1024 pixels up
-// hides a part of an operation's name. A scope's part is isolated from
+// and go on a second line when that is less than they need, broken
+// between the words of their names (see words), so that no window from
+// 1024 pixels up hides a part of an operation's name or breaks one of
+// its words; a word is broken inside only when it alone is wider than
+// its cell (overflow-wrap), as a name of a hundred small letters may
+// be. A scope's part is isolated from
 // the text around it (bdi, unicode-bidi), so that a bidi control it holds
 // (U+202E) turns around no other text: a provider's name before the
 // others' retry budgets, a service before its operation in one cell; and
@@ -148,6 +152,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"breaker":  func(s state.BreakerState) string { return strings.ReplaceAll(s.String(), "_", "-") },
 	"brkClass": breakerClass,
 	"part":     part,
+	"words":    words,
 	"short":    short,
 	"rate":     rate,
 	"duration": duration,
@@ -249,6 +254,40 @@ func part(s string) string {
 		return "*"
 	}
 	return s
+}
+
+// words writes a service's or an operation's name as text with a break
+// opportunity (an HTML wbr element, which is no text: the name is copied
+// and found in the page as it is) between each two of its words, so that
+// a name too long for its cell goes on to a next line between words
+// rather than inside one (DescribeVpcEndpoint<wbr>Service<wbr>...). A word
+// of a CamelCase name starts at a capital after a small letter or a digit
+// (Describe<wbr>Vpcs, Ipv6<wbr>Pools) and at the last capital of a run
+// before a small letter (DB<wbr>Instances); one also starts at a letter
+// or a digit after a punctuation mark or a symbol
+// (RegionInstanceGroupManagers.<wbr>List, compute.<wbr>instances). A
+// byte that is not UTF-8 is written as U+FFFD, as the page writes it
+// elsewhere.
+func words(s string) template.HTML {
+	word := func(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }
+	r := []rune(s)
+	var b strings.Builder
+	start := 0
+	for i := 1; i < len(r); i++ {
+		prev, this := r[i-1], r[i]
+		switch {
+		case unicode.IsUpper(this) && (unicode.IsLower(prev) || unicode.IsDigit(prev)),
+			unicode.IsUpper(this) && unicode.IsUpper(prev) && i+1 < len(r) && unicode.IsLower(r[i+1]),
+			word(this) && !word(prev) && !unicode.IsSpace(prev):
+		default:
+			continue
+		}
+		b.WriteString(template.HTMLEscapeString(string(r[start:i])))
+		b.WriteString("<wbr>")
+		start = i
+	}
+	b.WriteString(template.HTMLEscapeString(string(r[start:])))
+	return template.HTML(b.String())
 }
 
 // short abbreviates a long account in its middle, where ids differ least

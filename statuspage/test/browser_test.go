@@ -77,6 +77,23 @@ const measure = `(function () {
       if (Object.keys(tops).length > 1) out.split.push(text);
       if (sp.getClientRects().length > 1 || sp.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(sp).lineHeight)) out.wrapped.push(text);
     });
+    out.lines = []; // each part of a service · operation cell, by the lines it is written on
+    document.querySelectorAll('.svcop bdi').forEach(function (el) {
+      var walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), r = document.createRange(), lines = [], top = null, n;
+      while ((n = walk.nextNode())) {
+        for (var k = 0; k < n.data.length; k++) {
+          r.setStart(n, k);
+          r.setEnd(n, k + 1);
+          var b = r.getBoundingClientRect();
+          if (top === null || b.top > top + b.height / 2) {
+            lines.push('');
+            top = b.top;
+          }
+          lines[lines.length - 1] += n.data[k];
+        }
+      }
+      out.lines.push({text: el.textContent, lines: lines});
+    });
     out.reordered = [];
     // A text without right-to-left letters or bidi controls of its own,
     // on one line, reads left to right: one before it (a scope's part
@@ -140,9 +157,13 @@ type measured struct {
 	Abbreviated    []struct{ Text, Title string }
 	Split          []string // lost calls whose kind is broken across lines
 	Wrapped        []string // lost calls on more than one line
-	Reordered      []string // texts shown right to left by a bidi control before them
-	Turned         []string // elements whose direction is not the page's
-	Rows           []struct {
+	Lines          []struct {
+		Text  string
+		Lines []string
+	} // the parts of the service · operation cells, each by the lines it is written on
+	Reordered []string // texts shown right to left by a bidi control before them
+	Turned    []string // elements whose direction is not the page's
+	Rows      []struct {
 		Scope, Shown, Colour, Text string
 		Visible                    bool
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -102,7 +103,11 @@ func sweep(t *testing.T, bin string, r rendered, widths []int) []measured {
 // from 1024 to 1920 px wide, measured every 16 px, and the page fits each
 // (as checkFits holds it): a laptop's and a desktop's window cuts no
 // operation short, however much of the table's width the other columns
-// take.
+// take. An operation on more than one line goes from one to the next
+// between its words, and its row's text (what is copied and found)
+// holds it whole: before, DescribeVpcEndpointServiceConfigurations was
+// broken inside a word from 1024 to 1120 px and at 1264
+// ("DescribeVpcEndpointServic" above "eConfigurations" at 1024).
 func TestNoOperationIsCutFrom1024To1920(t *testing.T) {
 	bin := chromium(t)
 	var widths []int
@@ -124,7 +129,65 @@ func TestNoOperationIsCutFrom1024To1920(t *testing.T) {
 				t.Errorf("at %d px %s shows %q cut short, in a table %.0f px wide that needs %.0f", width, c.Element, c.Text, m.TableWidth, m.TableMinWidth)
 			}
 		}
+		for _, row := range m.Rows {
+			// Broken between its words, the name is still one: the
+			// row's text, as it is copied and found, holds it whole.
+			for sc := range want {
+				name := sc.Service
+				if sc.Operation != "" {
+					name += " · " + sc.Operation
+				}
+				if row.Scope == sc.Key() && !strings.Contains(row.Text, name) {
+					t.Errorf("at %d px the row of %s does not hold its service and operation whole: %q", width, sc, row.Text)
+				}
+			}
+		}
+		for _, p := range m.Lines {
+			if at, ok := betweenWords(p.Text, p.Lines); !ok {
+				t.Errorf("at %d px %q is written on %d lines, %q, broken inside a word at %q, in a table %.0f px wide that needs %.0f", width, p.Text, len(p.Lines), p.Lines, at, m.TableWidth, m.TableMinWidth)
+			}
+		}
 	}
+}
+
+// betweenWords reports whether a scope's part, text, written on lines,
+// goes from one line to the next only between two of its words, and
+// where it does not (the end of the line and the start of the next).
+// Its words are those of a CamelCase name (Describe, Vpc, Endpoint of
+// DescribeVpcEndpoint; DB and Instances of DBInstances; Ipv6 and Pools of
+// Ipv6Pools) and those a punctuation mark or a space ends
+// (RegionInstanceGroupManagers. of RegionInstanceGroupManagers.List); a
+// part without two words, in which there is nowhere else to break, may be
+// broken anywhere.
+func betweenWords(text string, lines []string) (string, bool) {
+	r := []rune(text)
+	boundary := func(i int) bool {
+		if i <= 0 || i >= len(r) {
+			return true
+		}
+		prev, this := r[i-1], r[i]
+		switch {
+		case !unicode.IsLetter(prev) && !unicode.IsDigit(prev):
+			return true
+		case unicode.IsUpper(this) && (unicode.IsLower(prev) || unicode.IsDigit(prev)):
+			return true
+		case unicode.IsUpper(this) && unicode.IsUpper(prev) && i+1 < len(r) && unicode.IsLower(r[i+1]):
+			return true
+		}
+		return false
+	}
+	words := false
+	for i := 1; i < len(r); i++ {
+		words = words || boundary(i)
+	}
+	at := 0
+	for i, l := range lines[:max(len(lines)-1, 0)] {
+		at += len([]rune(l))
+		if words && !boundary(at) {
+			return l + " / " + lines[i+1], false
+		}
+	}
+	return "", true
 }
 
 // A scope's parts in a right-to-left script (Hebrew: a provider, an
