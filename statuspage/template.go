@@ -20,12 +20,15 @@ import (
 var pageSource string
 
 // style is the page's whole style sheet. A region, cut short at 90 pixels
-// in a window up to 1356 wide (a region such as europe-west1 whole), has
+// in a window from 1024 up to 1356 wide (a region such as europe-west1
+// whole, in a window of 1024 pixels too, where the provider and the
+// account are cut shorter; at 70 pixels below, where a table with a
+// long provider that lost five figures of calls needs every pixel), has
 // the room a wider window gives (up to 100 pixels at 1366), so that a
-// laptop's 1366 or 1440 shows it whole; past 1440 pixels a provider and a
-// region take 30 and 25 of each pixel more (up to 240 and 220 pixels: a
-// desktop's 1920 shows kubernetes-control-plane and
-// northamerica-northeast1 whole). A service and its operation are never
+// laptop's 1366 or 1440 shows it whole; past 1440
+// pixels a provider and a region take 30 and 25 of each pixel more (up
+// to 240 and 220 pixels: a desktop's 1920 shows kubernetes-control-plane
+// and northamerica-northeast1 whole). A service and its operation are never
 // cut short: they take the width the table's other columns leave them,
 // and go on a second line when that is less than they need, broken
 // between the words of their names (see words), so that no window from
@@ -104,8 +107,9 @@ footer .breaker{font-weight:600}
 .frame{margin:0 12px 10px}.cards,.totals{padding-left:12px;padding-right:12px}
 .bar,.calls,tr.groups{display:none}
 th,td{padding-left:4px;padding-right:4px}
-.reg{max-width:70px}.pv{max-width:56px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
+.pv{max-width:56px}.acct{display:inline-block;vertical-align:bottom;max-width:100px;overflow:hidden;text-overflow:ellipsis}
 }
+@media (max-width:1023px){.reg{max-width:70px}}
 @media (max-width:960px){
 .cards{grid-template-columns:repeat(4,minmax(0,1fr))}
 table,thead,tbody,tr,td{display:block}

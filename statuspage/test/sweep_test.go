@@ -99,8 +99,10 @@ func sweep(t *testing.T, bin string, r rendered, widths []int) []measured {
 	return got
 }
 
-// The scan's every service and operation is shown whole in every window
-// from 1024 to 1920 px wide, measured every 16 px, and the page fits each
+// The scan's every service and operation, and every region, is shown
+// whole in every window from 1024 to 1920 px wide, measured every 16 px
+// (below 1260 px europe-west1 was cut at 70 px, with 120 px of the
+// table's width to spare at 1024), and the page fits each
 // (as checkFits holds it): a laptop's and a desktop's window cuts no
 // operation short, however much of the table's width the other columns
 // take. An operation on more than one line goes from one to the next
@@ -125,7 +127,7 @@ func TestNoOperationIsCutFrom1024To1920(t *testing.T) {
 			}
 		}
 		for _, c := range m.Cut {
-			if strings.Contains(c.Element, "svcop") {
+			if strings.Contains(c.Element, "svcop") || strings.Contains(c.Element, "reg") {
 				t.Errorf("at %d px %s shows %q cut short, in a table %.0f px wide that needs %.0f", width, c.Element, c.Text, m.TableWidth, m.TableMinWidth)
 			}
 		}
