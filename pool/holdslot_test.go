@@ -4,7 +4,9 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -113,4 +115,66 @@ func since(t0 time.Time, ts []time.Time) []time.Duration {
 		d[i] = t.Sub(t0)
 	}
 	return d
+}
+
+// The slot given on at a hold's end (see above) reaches a queue of the
+// account put back in turn before that end, not asked yet for want of a
+// free worker, when no queue of the account waits in line for a slot at
+// that end (the recheck then counts none freed): that queue, picked as a
+// worker is free, is asked and takes the slot then, not slotted again to
+// wait for the next recheck of the queues waiting for a slot
+// (slotRecheck). Here an account with one slot, held by a's call, and 2
+// workers; x, y and z wait for it, in that order; a fan-out task holds
+// the other worker as a's call ends. x's queue, asked first, is found
+// empty (its task's context cancelled meanwhile): y and z are put back
+// in turn, y takes the slot, its task working 200 ms before its call,
+// and z waits in turn for a worker, which the fan-out's end frees 50 ms
+// after the slot was freed. z's call should begin then.
+func TestASlotGivenOnAtAHoldsEndReachesAQueueWaitingForAWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 1)
+		p, ctx := New(context.Background(), Workers(2), WithGovernor(g))
+		xctx, cancelX := context.WithCancel(ctx)
+		defer cancelX()
+		var dropX atomic.Bool
+		p.afterAsk = func(q *queue) {
+			if q.scope.Operation == "x" && dropX.Load() {
+				cancelX() // x's task's context ends while its queue is asked about
+			}
+		}
+		release := make(chan struct{})
+		var sent sendLog
+		p.Go(ctx, scope("a"), holdCall(g, scope("a"), release))
+		synctest.Wait()
+		p.Go(xctx, scope("x"), sent.call(g, scope("x")))
+		synctest.Wait()
+		p.Go(ctx, scope("y"), func(ctx context.Context) error {
+			time.Sleep(200 * time.Millisecond) // its own work, before its first call
+			return sent.call(g, scope("y"))(ctx)
+		})
+		synctest.Wait()
+		p.Go(ctx, scope("z"), sent.call(g, scope("z")))
+		time.Sleep(time.Second + slotRecheck/2) // between two rechecks
+		synctest.Wait()                         // x, y and z wait for the slot, in that order
+		fanout := make(chan struct{})
+		p.Go(ctx, resilience.Scope{}, func(context.Context) error { <-fanout; return nil })
+		synctest.Wait() // the other worker runs the fan-out
+		dropX.Store(true)
+		freed := time.Now()
+		close(release)
+		time.Sleep(slotRecheck)
+		close(fanout)
+		if err := p.Wait(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait = %v; want x's cancellation", err)
+		}
+		if x := sent.times("x"); len(x) != 0 {
+			t.Fatalf("x's call was sent %v after the slot was freed; want never", since(freed, x))
+		}
+		if zAt := sent.last("z"); zAt.IsZero() || zAt.Sub(freed) != slotRecheck {
+			t.Fatalf("z's call began %v after the slot was freed, y's task working before its first call; want %v, as the fan-out's end freed a worker", zAt.Sub(freed), slotRecheck)
+		}
+		if y := sent.times("y"); len(y) != 1 || y[0].Sub(freed) != 200*time.Millisecond {
+			t.Fatalf("y's call was sent %v after the slot was freed; want once, at 200ms", since(freed, y))
+		}
+	})
 }

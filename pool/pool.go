@@ -997,7 +997,12 @@ func (p *Pool) endHolds(now time.Duration) {
 			// past its hold before its first call has not taken the
 			// slot: it goes to the next queue of the account in line
 			// now, as the task's own queue goes on (decide), not at the
-			// next recheck (slotRecheck). Should the task's call come
+			// next recheck (slotRecheck). The wake-up armed for the
+			// hold's end runs the recheck too, but that counts a slot
+			// freed only for an account with queues waiting in line: a
+			// queue of the account put back in turn before then and not
+			// asked yet (no worker free) would find the account full
+			// and wait for the next recheck. Should the task's call come
 			// after that queue's took it, the call is refused the slot
 			// and the task goes back to its queue.
 			p.gaveBack(h.t)
