@@ -4,6 +4,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -244,6 +245,43 @@ func TestAFreedSlotWhoseTaskCallsAnotherAccountGoesToTheNextInLine(t *testing.T)
 		}
 		if !zok || z != 0 || !yok || y != 0 {
 			t.Errorf("the slot freed as a's call ended, x's first call sent to another account (began %v, %v later): y's call began: %v, %v later; want both at once", zok, z, yok, y)
+		}
+	})
+}
+
+// A slot a call's end freed, which puts back in turn the first queue in
+// line alone, goes to the next queue in line at once when that first
+// queue is found empty before it is asked about (its tasks' deadlines
+// came while it waited in line): not at the next recheck of the queues
+// waiting for a slot, slotRecheck later. Here an account with one slot,
+// held by a's call; x and y wait for it, x first in line, x's task's
+// deadline coming 15 ms before a's call ends, between two rechecks.
+func TestAFreedSlotWhoseQueueExpiredInLineGoesToTheNextInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 1)
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		release := make(chan struct{})
+		var sent sendLog
+		p.Go(ctx, scope("a"), holdCall(g, scope("a"), release))
+		synctest.Wait()
+		start := time.Now()
+		xctx, cancelX := context.WithDeadline(ctx, start.Add(time.Second+slotRecheck/5))
+		defer cancelX()
+		p.Go(xctx, scope("x"), sent.call(g, scope("x")))
+		synctest.Wait()
+		p.Go(ctx, scope("y"), sent.call(g, scope("y")))
+		time.Sleep(time.Second + slotRecheck/2) // between two rechecks, x's deadline past
+		synctest.Wait()                         // x and y wait for the slot, x first
+		freed := time.Now()
+		close(release)
+		if err := p.Wait(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait = %v; want x's deadline", err)
+		}
+		if x := sent.times("x"); len(x) != 0 {
+			t.Fatalf("x's call was sent %v after the slot was freed; want never", since(freed, x))
+		}
+		if yAt := sent.last("y"); yAt.IsZero() || yAt.Sub(freed) != 0 {
+			t.Fatalf("y's call began %v after the slot was freed, x's task dropped at its turn; want at once", yAt.Sub(freed))
 		}
 	})
 }

@@ -432,7 +432,13 @@ queues:
 		q.behind = false
 		p.dropDone(q)
 		if q.n == 0 {
+			// Put back in turn for a slot freed (noSlot), its tasks
+			// dropped before it was asked about (their contexts ended
+			// while it waited in line): the slot goes to the next
+			// queue of the account in line at once (passOn), not at the
+			// next recheck (slotRecheck).
 			q.where = nowhere
+			p.passOn(account{q.scope.Provider, q.scope.Account}, noSlot)
 			p.passLead(q, lead)
 			continue
 		}
@@ -1206,11 +1212,12 @@ func (p *Pool) unreserve(acct account, gen uint64) {
 
 // passOn puts back in turn the queues of acct waiting for a slot, when
 // reserved says that the queue just asked about was promised a slot
-// freed (reserve), or the task started for one gave it back
-// (gaveBack), and the slot is free as far as the pool knows (isFull): the
-// queue did not take it (its tasks dropped, its scope waiting for a token
-// or failing fast, its task's first call refused), or more slots were
-// freed meanwhile. The queues of acct that other workers found full while
+// freed (reserve), or one put back in turn for a slot freed was found
+// empty before it was asked about, or the task started for one gave it
+// back (gaveBack), and the slot is free as far as the pool knows
+// (isFull): the queue did not take it (its tasks dropped, its scope
+// waiting for a token or failing fast, its task's first call refused),
+// or more slots were freed meanwhile. The queues of acct that other workers found full while
 // the promise held wait for that slot no longer than the queue asked
 // about: the next in line is asked about at once, not at the next recheck
 // (slotRecheck). p.mu is held.
