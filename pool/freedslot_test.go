@@ -285,3 +285,61 @@ func TestAFreedSlotWhoseQueueExpiredInLineGoesToTheNextInLine(t *testing.T) {
 		}
 	})
 }
+
+// A slot a call's end freed, which puts back in turn the first queue in
+// line alone, goes to the next queue in line at once when that first
+// queue runs nothing before a wait a refusal gave it (a task of it
+// refused a token after its hold ended, while the queue waited in line):
+// not at the next recheck of the queues waiting for a slot, slotRecheck
+// later. Here an account with two slots: a's call holds one, x's first
+// task works 20 ms before its first call (to another account's scope,
+// whose token the test took), and a call outside the pool takes the
+// other at 5 ms; x's second task and y wait for a slot, x first in line,
+// and x's first task is refused a token at 20 ms, back in its queue for
+// a second. The call outside the pool ends at 30 ms, before the next
+// recheck: y's call should begin then.
+func TestAFreedSlotWhoseQueueWaitsForATokenGoesToTheNextInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		acctRPS := 1000.0
+		g := newGov(t, 1000, resilience.Config{AWS: resilience.ProviderConfig{MaxConcurrency: 2, AccountMaxRPS: &acctRPS, AccountBurst: 1000,
+			Services: map[string]resilience.ServiceConfig{"slow": {MaxRPS: 1, Burst: 1}}}})
+		other := resilience.Scope{Provider: "aws", Account: "210987654321", Region: "eu-west-1", Service: "slow", Operation: "z"}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		release := make(chan struct{})
+		var sent sendLog
+		p.Go(ctx, scope("a"), holdCall(g, scope("a"), release))
+		synctest.Wait()
+		start := time.Now()
+		p.Go(ctx, scope("x"), func(ctx context.Context) error {
+			time.Sleep(20 * time.Millisecond) // its own work, past its hold
+			if err := sent.call(g, other)(ctx); err != nil {
+				return err
+			}
+			return sent.call(g, scope("x"))(ctx)
+		})
+		p.Go(ctx, scope("x"), sent.call(g, scope("x")))
+		if err := resilience.Do(context.Background(), other, func(context.Context) error { return nil }, resilience.WithGovernor(g)); err != nil {
+			t.Fatal(err) // the other account's token taken: its next call waits a second
+		}
+		time.Sleep(5 * time.Millisecond)
+		outside := takeSlot(t, g)
+		time.Sleep(10 * time.Millisecond) // x's hold ended: its second task waits for a slot
+		p.Go(ctx, scope("y"), sent.call(g, scope("y")))
+		time.Sleep(15 * time.Millisecond) // x's first task refused at 20 ms
+		synctest.Wait()
+		if d := p.Progress().Deferred; d != 1 {
+			t.Fatalf("%d tasks deferred at %v; want x's first", d, time.Since(start))
+		}
+		freed := time.Now()
+		outside.End(nil)
+		outside.Release()
+		time.Sleep(time.Second)
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if yAt := sent.last("y"); yAt.IsZero() || yAt.Sub(freed) != 0 {
+			t.Fatalf("y's call began %v after the slot was freed, x's queue waiting for a token; want at once", yAt.Sub(freed))
+		}
+	})
+}

@@ -451,6 +451,12 @@ queues:
 			// (Reset, Configure), and Delay decides again, or its scope is
 			// dead since, its breaker open, and its calls fail fast.
 			if !p.heldByAnOldState(q) {
+				// Put back in turn for a slot freed (noSlot), it does not
+				// take it: it runs nothing before that wait, or runs its
+				// head for a call that fails fast. The slot goes to the
+				// next queue of the account in line at once (passOn), not
+				// at the next recheck (slotRecheck).
+				p.passOn(account{q.scope.Provider, q.scope.Account}, noSlot)
 				var ok bool
 				if a, ok = p.ask(q, false); !ok {
 					return nil
@@ -1213,8 +1219,8 @@ func (p *Pool) unreserve(acct account, gen uint64) {
 // passOn puts back in turn the queues of acct waiting for a slot, when
 // reserved says that the queue just asked about was promised a slot
 // freed (reserve), or one put back in turn for a slot freed was found
-// empty before it was asked about, or the task started for one gave it
-// back (gaveBack), and the slot is free as far as the pool knows
+// empty before it was asked about or held by a refusal's wait, or the
+// task started for one gave it back (gaveBack), and the slot is free as far as the pool knows
 // (isFull): the queue did not take it (its tasks dropped, its scope
 // waiting for a token or failing fast, its task's first call refused),
 // or more slots were freed meanwhile. The queues of acct that other workers found full while
