@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/resilience"
+	"github.com/cloudg/cloudg/state"
 )
 
 // fullAccount is a pool of workers workers on a shared store (a fleet's,
@@ -446,5 +447,57 @@ func TestACappedAccountsTasksAreNotStartedForASlotTaken(t *testing.T) {
 		if d != 0 || n != 1 || len(got) != 1 {
 			t.Fatalf("40 operations of an account with one slot, 8 workers: %d task run(s), %d of them for nothing (Deferred), calls begun %v; want 1 run, none for nothing, one call", n, d, got)
 		}
+	})
+}
+
+// A queue waiting for a slot of its account is asked about again at least
+// once a second, though no slot is freed: a breaker that a call outside
+// the pool opened fails it within a second, not when a slot is freed.
+// Here an account with one slot, held for 10 s by a call outside the
+// pool, inside which a nested call (WithNestedCalls, on the borrowed
+// slot) to the scope dead is throttled at 2 s: dead's breaker opens
+// (threshold 1), and the queue of dead, waiting for the slot, should
+// fail fast (its tasks' calls refused, recorded skipped) by 3 s.
+func TestAQueueWaitingForASlotSeesABreakerOpenedOutsideThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 1)
+		cfg := g.Config()
+		cfg.AWS.BreakerThreshold = 1
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		dead := scope("dead")
+		start := time.Now()
+		opened := make(chan time.Duration, 1)
+		outsideDone := make(chan struct{})
+		go func() {
+			defer close(outsideDone)
+			resilience.Do(context.Background(), scope("outside"), func(ctx context.Context) error {
+				time.Sleep(2 * time.Second)
+				resilience.Do(ctx, dead, func(context.Context) error {
+					return &apiErr{code: "Throttling", status: 400}
+				}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+				opened <- time.Since(start)
+				time.Sleep(8 * time.Second)
+				return nil
+			}, resilience.WithGovernor(g), resilience.WithNestedCalls())
+		}()
+		synctest.Wait() // the call outside the pool holds the slot
+		ctx, ledger := resilience.WithLedger(context.Background(), "scan")
+		p, pctx := New(ctx, Workers(2), WithGovernor(g))
+		for range 2 {
+			p.Go(pctx, dead, call(g, dead, 0))
+		}
+		synctest.Wait() // dead's queue waits for the slot
+		p.Wait()
+		took := time.Since(start)
+		at := <-opened
+		if s := g.Inspect(dead); s.Breaker.State != state.Open {
+			t.Fatalf("dead's breaker is %v at %v; want open", s.Breaker.State, took)
+		}
+		if took < at || took > at+parkRecheck || ledger.Count(resilience.LossSkipped) != 2 {
+			t.Fatalf("dead's breaker opened at %v, the scan ended at %v (want within %v); ledger %q", at, took, parkRecheck, ledger.Describe())
+		}
+		<-outsideDone
 	})
 }
