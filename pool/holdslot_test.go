@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,6 +176,63 @@ func TestASlotGivenOnAtAHoldsEndReachesAQueueWaitingForAWorker(t *testing.T) {
 		}
 		if y := sent.times("y"); len(y) != 1 || y[0].Sub(freed) != 200*time.Millisecond {
 			t.Fatalf("y's call was sent %v after the slot was freed; want once, at 200ms", since(freed, y))
+		}
+	})
+}
+
+// The slot given on at a hold's end (see above) is counted once: the
+// recheck of the queues waiting for a slot that the hold's end runs
+// counts no other for the account (it is that slot), so that once the
+// next queue in line took it, the queues behind wait for a slot without
+// asking the governor about the account (with a fleet's store, a round
+// trip each), as after a call's end. Here an account with one slot; op0's
+// call holds it, op1's task works 200 ms before its call, op2's call
+// lasts 100 ms, op3 waits: op3's queue is not asked about as op1's hold
+// ends (later rechecks ask it, as they ask the first in line of a full
+// account), and its call begins as op2's ends.
+func TestASlotGivenOnAtAHoldsEndIsCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 1)
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		var mu sync.Mutex
+		var op3Asks []time.Time
+		p.afterAsk = func(q *queue) {
+			if q.scope.Operation == "op3" {
+				mu.Lock()
+				op3Asks = append(op3Asks, time.Now())
+				mu.Unlock()
+			}
+		}
+		release := make(chan struct{})
+		var sent sendLog
+		p.Go(ctx, scope("op0"), holdCall(g, scope("op0"), release))
+		synctest.Wait()
+		p.Go(ctx, scope("op1"), func(ctx context.Context) error {
+			time.Sleep(200 * time.Millisecond) // its own work, before its first call
+			return sent.call(g, scope("op1"))(ctx)
+		})
+		synctest.Wait()
+		p.Go(ctx, scope("op2"), call(g, scope("op2"), 100*time.Millisecond))
+		synctest.Wait()
+		p.Go(ctx, scope("op3"), sent.call(g, scope("op3")))
+		time.Sleep(time.Second + slotRecheck/2) // between two rechecks
+		synctest.Wait()                         // op1, op2 and op3 wait for the slot, in that order
+		mu.Lock()
+		op3Asks = nil
+		mu.Unlock()
+		freed := time.Now()
+		close(release)
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		holdEnd, op2End := freed.Add(admitHold), freed.Add(admitHold+100*time.Millisecond)
+		if slices.ContainsFunc(op3Asks, holdEnd.Equal) {
+			t.Fatalf("op3's queue was asked about %v after the slot was freed; want not as op1's hold ended (%v), the slot it gave on taken by op2", since(freed, op3Asks), holdEnd.Sub(freed))
+		}
+		if op3 := sent.last("op3"); !op3.Equal(op2End) {
+			t.Fatalf("op3's call began %v after the slot was freed; want %v, as op2's call ended", op3.Sub(freed), op2End.Sub(freed))
 		}
 	})
 }

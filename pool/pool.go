@@ -1010,13 +1010,15 @@ func (p *Pool) endHolds(now time.Duration) {
 			// slot: it goes to the next queue of the account in line
 			// now, as the task's own queue goes on (decide), not at the
 			// next recheck (slotRecheck). The wake-up armed for the
-			// hold's end runs the recheck too, but that counts a slot
-			// freed only for an account with queues waiting in line: a
-			// queue of the account put back in turn before then and not
-			// asked yet (no worker free) would find the account full
-			// and wait for the next recheck. Should the task's call come
-			// after that queue's took it, the call is refused the slot
-			// and the task goes back to its queue.
+			// hold's end runs the recheck after this, which counts a
+			// slot freed only for an account with queues waiting in
+			// line: none for one whose line this put back in turn (the
+			// slot is counted once), and none for one with no queue in
+			// line, whose queue put back in turn before then and not
+			// asked yet (no worker free) would otherwise find the
+			// account full and wait for the next recheck. Should the
+			// task's call come after that queue's took it, the call is
+			// refused the slot and the task goes back to its queue.
 			p.gaveBack(h.t)
 			p.decide(h.t.q)
 		}
@@ -1777,6 +1779,12 @@ func (p *Pool) arm(at time.Duration) {
 			return
 		}
 		p.armedAt, p.armStop = 0, nil
+		// The holds ended first: a slot one gives on (gaveBack) puts the
+		// queues of its account in line back in turn, and the recheck,
+		// which counts a slot freed only for an account with queues in
+		// line, does not count that slot a second time.
+		now := p.now()
+		p.endHolds(now)
 		p.recheck()
 		// The parked queues whose time has come go back in turn now, as
 		// pick would put them. Left parked while every worker is busy (wake
@@ -1784,8 +1792,6 @@ func (p *Pool) arm(at time.Duration) {
 		// already past: it would sleep 0 and re-arm again, a busy loop until
 		// a worker is free (forever on a bubble's clock, which that loop
 		// keeps from advancing).
-		now := p.now()
-		p.endHolds(now)
 		for p.parked.Len() > 0 && p.parked.min().wakeAt <= now {
 			p.ring.push(p.parked.popMin())
 		}
