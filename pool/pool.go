@@ -1222,13 +1222,14 @@ func (p *Pool) unreserve(acct account, gen uint64) {
 // reserved says that the queue just asked about was promised a slot
 // freed (reserve), or one put back in turn for a slot freed was found
 // empty before it was asked about or held by a refusal's wait, or the
-// task started for one gave it back (gaveBack), and the slot is free as far as the pool knows
-// (isFull): the queue did not take it (its tasks dropped, its scope
-// waiting for a token or failing fast, its task's first call refused),
-// or more slots were freed meanwhile. The queues of acct that other workers found full while
-// the promise held wait for that slot no longer than the queue asked
-// about: the next in line is asked about at once, not at the next recheck
-// (slotRecheck). p.mu is held.
+// task started for one gave it back (gaveBack), and the slot is free as
+// far as the pool knows (isFull): the queue did not take it (its tasks
+// dropped, its scope waiting for a token or failing fast, its task's
+// first call refused), or more slots were freed meanwhile. The queues of
+// acct that other workers found full while the promise held wait for
+// that slot no longer than the queue asked about: the next in line is
+// asked about at once, not at the next recheck (slotRecheck). p.mu is
+// held.
 func (p *Pool) passOn(acct account, reserved bool) {
 	if !reserved || p.isFull(acct) {
 		return
