@@ -63,8 +63,8 @@ type armQuota struct {
 	// plane's account is no tenant.
 	tenant bool
 	// reads: the bucket counts reads, and a low one pauses the account of
-	// the request's scope (the spec's rule for the subscription's reads:
-	// every call of the subscription, whatever the resource provider). A
+	// the request's scope, which holds every call of the subscription,
+	// whatever the resource provider. A
 	// writes or deletes bucket pauses only the request's own scope, so
 	// that the reads of the subscription's other resource providers go
 	// on.
@@ -76,7 +76,7 @@ type armQuota struct {
 // 10, per subscription and per tenant; a subscription's global bucket,
 // shared by all its principals, at fifteen times as much (375, 150).
 var armQuotas = [...]armQuota{
-	{hdrRemainingReads, lowReads, false, true}, // the spec's rule
+	{hdrRemainingReads, lowReads, false, true}, // under a second's refill: the whole subscription
 	{"X-Ms-Ratelimit-Remaining-Subscription-Writes", 10, false, false},
 	{"X-Ms-Ratelimit-Remaining-Subscription-Deletes", 10, false, false},
 	{"X-Ms-Ratelimit-Remaining-Subscription-Global-Reads", 15 * lowReads, false, true},

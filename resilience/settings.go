@@ -75,8 +75,8 @@ var providerDefaults = map[string]providerDefault{
 		},
 	},
 	// GitHub's scopes (package cloudghttp's GitHub) run at the generic
-	// defaults, rest included, as the specification has a github scope
-	// run; the services whose limit GitHub documents as the same for
+	// defaults, rest included, as any provider the configuration has no
+	// settings for runs; the services whose limit GitHub documents as the same for
 	// every authenticated token have it built in, rounded down, each with
 	// a burst that keeps GitHub's window within it: "REST API endpoints
 	// for search" (30 requests a minute, authenticated; 10 for code

@@ -340,7 +340,8 @@ const (
 // the sum alone would read as more time than passed. The messages and
 // String then say the wall-clock time and the longest wait beside the
 // sum. (The worked example's six callers at 2 rps waited 5 s during 2 s:
-// 2.5 times, 3 s more; its lines are the spec's.)
+// 2.5 times, 3 s more, so that its lines, which examples/pacedcalls
+// prints, say the sum alone.)
 func (c Counters) Overlapped() bool {
 	return c.WaitElapsed > 0 && (c.Wait >= minOverlapFactor*c.WaitElapsed || c.Wait-c.WaitElapsed >= minOverlap)
 }
@@ -505,7 +506,7 @@ func (c Counters) message(scope string) string {
 }
 
 // rateText writes a rate in requests per second as a scope's line says
-// it: with one decimal (5.0, the spec's worked example), or, under 1 rps,
+// it: with one decimal (5.0, as the worked example prints it), or, under 1 rps,
 // where one decimal would be a third or more off (0.165 as 0.2) or 0.0,
 // with two significant digits (azure storage's 0.33 halved, 0.17; gcp's
 // floor, 0.05; 0.094), a rate that rounds to 1 reading 1.0.
