@@ -123,7 +123,7 @@ var controllerArgs = []any{
 }
 
 // floor returns spec's lowest adaptive rate as the in-process bucket
-// reads it: the spec's floor, or bucket.DefaultFloor, never above the
+// reads it: spec.Floor, or bucket.DefaultFloor, never above the
 // ceiling.
 func floor(spec state.BucketSpec) float64 {
 	f := spec.Floor
@@ -312,7 +312,7 @@ func (b *sharedBucket) fromRate(now time.Duration) state.Bucket {
 	spec := b.spec
 	spec.Rate = b.s.share(r)
 	spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
-	spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: the spec's, or bucket.DefaultFloor
+	spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
 	l := b.s.local.Bucket("", spec, now)
 	if p := b.pausedFor(mono()); p > 0 {
 		// A pause known to this process (set on an earlier outage's local

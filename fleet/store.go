@@ -877,7 +877,7 @@ func (s *Store) Bucket(key string, spec state.BucketSpec, now time.Duration) sta
 // it holds no entry of (Inspect), another governor on the store. A
 // breaker of other settings (a Configure changed them, another governor
 // has its own) is made anew, and kept beside the other while held, each
-// refreshed and written back. The spec's threshold is read as the
+// refreshed and written back. spec.Threshold is read as the
 // in-process breaker reads it, below 1 as 1 and above 1<<28 (the most
 // failures it counts) as 1<<28, so that the fleet's breaker and its local
 // fallback open at the same count.

@@ -48,8 +48,9 @@ func (b *Breaker) set(st state.BreakerState, failures int) {
 	b.sf.Store(int32(st)<<stateShift | int32(min(failures, 1<<stateShift-1)))
 }
 
-// cooldown is the current cooldown: the spec's, doubled once per failed
-// probe since the breaker last closed, up to MaxCooldown. mu must be held.
+// cooldown is the current cooldown: the BreakerSpec's, doubled once per
+// failed probe since the breaker last closed, up to MaxCooldown. mu must be
+// held.
 func (b *Breaker) cooldown() time.Duration {
 	c := b.spec.Cooldown
 	for range b.doublings {
@@ -218,9 +219,9 @@ func (b *Breaker) Trip(now time.Duration) (opened bool) {
 
 // Restore sets the breaker to a state kept elsewhere (a shared breaker's,
 // read from another store): st, with failures counted while closed;
-// cooldown, its current cooldown, which it takes as the spec's doubled as
-// often as it takes to reach it, up to MaxCooldown, so that a failed probe
-// doubles it from there; and until, while open the end of the cooldown,
+// cooldown, its current cooldown, which it takes as its BreakerSpec's
+// doubled as often as it takes to reach it, up to MaxCooldown, so that a
+// failed probe doubles it from there; and until, while open the end of the cooldown,
 // while half-open the end of the probe's lease. It wakes the callers
 // waiting for a verdict.
 func (b *Breaker) Restore(st state.BreakerState, failures int, cooldown, until time.Duration) {

@@ -121,8 +121,8 @@ func newParams(rate, capacity float64) *params {
 	}
 }
 
-// config is what a spec fixes: shared by every bucket of the spec, so that
-// a million buckets do not hold a million copies.
+// config is what a state.BucketSpec fixes: shared by every bucket of that
+// BucketSpec, so that a million buckets do not hold a million copies.
 type config struct {
 	ceiling  float64
 	floor    float64
