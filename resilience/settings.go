@@ -10,8 +10,8 @@ import (
 	"github.com/cloudg/cloudg/state"
 )
 
-// Built-in defaults. They are facts from the original system; the README's
-// configuration reference lists them.
+// Built-in defaults. They are the values of cloudg's Python version; the
+// README's configuration reference lists them.
 const (
 	defaultBreakerThreshold   = 5
 	defaultBreakerCooldown    = 60 * time.Second

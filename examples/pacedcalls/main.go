@@ -1,6 +1,6 @@
 // Command pacedcalls sends its own cloud calls through the governor's
-// shared limiter, breakers and retries: the original system's worked
-// example, in Go.
+// shared limiter, breakers and retries: the README's worked example,
+// which prints the figures cloudg's Python version printed for it.
 //
 // describeVPCs fails twice with a throttling error shaped like an SDK's
 // (an error code and an HTTP status), then answers; describeSecret stands
