@@ -1275,13 +1275,7 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 		// After already) and the next Enter sends it again; from any
 		// other phase the call is ended with its last answer.
 		run = func() string {
-			m.mu.Lock()
-			if gm.slot {
-				gm.slot = false
-				gv.held[modelScopes[sd].account()]--
-				gv.heldBy[sd]--
-			}
-			m.mu.Unlock()
+			m.letGoOfSlot(gm)
 			attemptctx.ResendChallenged(gd)
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -1295,15 +1289,7 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 			label = fmt.Sprintf("End(%v)", a)
 		}
 		run = func() string {
-			// The model lets go of the slot first: a call waiting for it
-			// may take it before Release returns.
-			m.mu.Lock()
-			if gm.slot {
-				gm.slot = false
-				gv.held[modelScopes[sd].account()]--
-				gv.heldBy[sd]--
-			}
-			m.mu.Unlock()
+			m.letGoOfSlot(gm)
 			if verb == "End" {
 				gd.End(a.err())
 			} else {
@@ -1383,6 +1369,19 @@ func (m *machine) guardVerb(t *rapid.T, gm *guardM, verb string) {
 	reach(fmt.Sprintf("guard %s -> %s", verb, outcome))
 	if verb == "TryEnter" && refused(tryErr) {
 		m.checkNoSideEffects(t, gm, before, res)
+	}
+}
+
+// letGoOfSlot has the model let go of the slot gm holds, before the verb
+// that gives it back runs: a call waiting for it may take it before that
+// verb returns.
+func (m *machine) letGoOfSlot(gm *guardM) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gm.slot {
+		gm.slot = false
+		gm.gov.held[modelScopes[gm.sd].account()]--
+		gm.gov.heldBy[gm.sd]--
 	}
 }
 
