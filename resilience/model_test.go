@@ -1632,13 +1632,7 @@ func (m *machine) endGuard(gm *guardM) {
 	m.mu.Unlock()
 	gm.cmds <- func() {
 		defer close(done)
-		m.mu.Lock()
-		if gm.slot { // first, as in guardVerb
-			gm.slot = false
-			gm.gov.held[modelScopes[gm.sd].account()]--
-			gm.gov.heldBy[gm.sd]--
-		}
-		m.mu.Unlock()
+		m.letGoOfSlot(gm) // first, as in guardVerb
 		gm.gd.End(nil)
 		m.mu.Lock()
 		defer m.mu.Unlock()
