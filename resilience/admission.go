@@ -1386,6 +1386,7 @@ func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan
 	var err error
 	if !gd.bounded {
 		err = b.Acquire(wctx)
+		gd.gaveUpSlot(b, err)
 	} else {
 		left := gd.admitBy - gd.g.now()
 		if left <= 0 {
@@ -1393,7 +1394,9 @@ func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan
 		}
 		tctx, cancel := gd.g.withTimeout(wctx, left)
 		defer cancel()
-		if err = b.Acquire(tctx); err != nil && wctx.Err() == nil {
+		err = b.Acquire(tctx)
+		gd.gaveUpSlot(b, err)
+		if err != nil && wctx.Err() == nil {
 			return errSlotWait
 		}
 	}
@@ -1401,6 +1404,17 @@ func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan
 		return errSlotBack
 	}
 	return err
+}
+
+// gaveUpSlot tells the watches of the slots (WatchSlots) that a slot of b
+// may be free after a wait for one ended with err: a slot handed over as
+// the wait gave up goes back free (bulkhead.Acquire), and the call that
+// ended and handed it over told nobody, its slot not free then.
+// slotFreed tells them only if a slot is free now.
+func (gd *Guard) gaveUpSlot(b *bulkhead.Bulkhead, err error) {
+	if err != nil && gd.g.slotWatch.Load() != nil {
+		gd.g.slotFreed(b, gd.scope)
+	}
 }
 
 // endOnAny returns a context that ends with ctx, or as soon as one of

@@ -16,7 +16,9 @@ import (
 // this process gives its slot back and no call of the process waits for
 // it (the slot then goes to the first of those, and fn is not called),
 // whatever ended the call (End, Release, a guard the garbage collector
-// found dropped, a nested call's loan coming back); and, once a Configure
+// found dropped, a nested call's loan coming back); as a call's wait for
+// a slot ends (its context done, its max wait past) with a slot free, the
+// one handed to it as it gave up passed back; and, once a Configure
 // is in force, for each account the governor holds of a provider whose
 // max_concurrency was changed and that has a slot free now, or that was
 // turned off (its calls take no slot), once each. A call from fn says a

@@ -196,3 +196,55 @@ func TestWatchSlotsConfigureTellsEachAccount(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// A call waiting for a slot whose context ends at the instant the slot
+// is handed to it gives the slot back free, and a watch of the slots
+// (WatchSlots) is told of it, as of any slot given back: the call that
+// ended and handed it over told nobody (the slot was not free), so that
+// a scheduler waiting for the account's slot (package pool) would
+// otherwise wait for its next recheck. The two ends at one instant run in
+// either order (synctest runs the goroutines runnable at an instant in
+// any), the wait's select seeing both its slot and its context's end:
+// the instant is played 64 times, and the give-up path is taken in about
+// a quarter of them.
+func TestWatchSlotsIsToldOfASlotAWaitGaveUp(t *testing.T) {
+	const plays = 64
+	missed := 0
+	for range plays {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+			var mu sync.Mutex
+			told := 0
+			stop := g.WatchSlots(func(Scope) {
+				mu.Lock()
+				told++
+				mu.Unlock()
+			})
+			defer stop()
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				Do(context.Background(), ec2Vpcs, func(context.Context) error { time.Sleep(time.Second); return nil }, WithGovernor(g))
+			})
+			synctest.Wait()
+			// Waits for the slot until the instant the first call ends.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			var err error
+			wg.Go(func() {
+				err = Do(ctx, ec2Subnets, func(context.Context) error { return nil }, WithGovernor(g))
+			})
+			wg.Wait()
+			synctest.Wait()
+			_, why := g.Delay(ec2Vpcs)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && why == nil && told == 0 {
+				missed++
+			}
+			checkSlotsBack(t, g)
+		})
+	}
+	if missed > 0 {
+		t.Fatalf("a wait for a slot gave it up as it was handed over, the slot free: the watch told nothing in %d of %d plays; want told each time", missed, plays)
+	}
+}
