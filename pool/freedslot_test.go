@@ -343,3 +343,47 @@ func TestAFreedSlotWhoseQueueWaitsForATokenGoesToTheNextInLine(t *testing.T) {
 		}
 	})
 }
+
+// A slot a call's end freed goes to the next queue in line at once when
+// the task started for it makes its first call to a scope of the account
+// whose breaker is open: the call is refused before it is sent, holding
+// no slot, and the slot goes on (gaveBack), not at the next recheck of
+// the queues waiting for a slot, slotRecheck later. Here an account with
+// one slot, held by a's call; x's task (its scope x) calls dead, whose
+// breaker one throttled call opened, and y waits behind x.
+func TestAFreedSlotWhoseTasksCallAnOpenBreakerRefusesGoesToTheNextInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := cappedGov(t, 1)
+		cfg := g.Config()
+		cfg.AWS.BreakerThreshold = 1
+		if err := g.Configure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		dead := scope("dead")
+		resilience.Do(context.Background(), dead, func(context.Context) error {
+			return &apiErr{code: "Throttling", status: 400}
+		}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
+		if s := g.Inspect(dead); s.Breaker.State != state.Open {
+			t.Fatalf("dead's breaker is %v; want open", s.Breaker.State)
+		}
+		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
+		release := make(chan struct{})
+		var sent sendLog
+		p.Go(ctx, scope("a"), holdCall(g, scope("a"), release))
+		synctest.Wait()
+		p.Go(ctx, scope("x"), sent.call(g, dead))
+		synctest.Wait()
+		p.Go(ctx, scope("y"), sent.call(g, scope("y")))
+		time.Sleep(time.Second + slotRecheck/2) // between two rechecks
+		synctest.Wait()                         // x and y wait for the slot, x first
+		freed := time.Now()
+		close(release)
+		var coe *resilience.CircuitOpenError
+		if err := p.Wait(); !errors.As(err, &coe) {
+			t.Fatalf("Wait = %v; want x's call refused by dead's open breaker", err)
+		}
+		if yAt := sent.last("y"); yAt.IsZero() || yAt.Sub(freed) != 0 {
+			t.Fatalf("y's call began %v after the slot was freed, x's first call refused by an open breaker; want at once", yAt.Sub(freed))
+		}
+	})
+}

@@ -2217,7 +2217,18 @@ func (t *task) Decided() { t.DecidedIn(t.q.scope) }
 // none of its own account's slots: the slot is given to the next queue of
 // the account in line at once (gaveBack), not at the next recheck of the
 // queues waiting for one (slotRecheck).
-func (t *task) DecidedIn(scope resilience.Scope) {
+func (t *task) DecidedIn(scope resilience.Scope) { t.decidedIn(scope, false) }
+
+// DecidedUnsent is DecidedIn for a first call that ended before it was
+// sent, holding no slot of its own (an open breaker's skip, a deadline, a
+// cancelled context): the slot a task started for a slot freed was given
+// goes to the next queue of the account in line at once (gaveBack), as
+// for a first call made to another account's scope. Package resilience
+// calls it in place of DecidedIn, through an interface of its own.
+func (t *task) DecidedUnsent(scope resilience.Scope) { t.decidedIn(scope, true) }
+
+// decidedIn is DecidedIn, or DecidedUnsent when unsent.
+func (t *task) decidedIn(scope resilience.Scope, unsent bool) {
 	p := t.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -2226,7 +2237,7 @@ func (t *task) DecidedIn(scope resilience.Scope) {
 		t.q.proved++ // its call was sent, or refused by an open breaker
 	}
 	p.proven(t)
-	if !t.ended && (account{scope.Provider, scope.Account}) != (account{t.q.scope.Provider, t.q.scope.Account}) {
+	if !t.ended && (unsent || (account{scope.Provider, scope.Account}) != (account{t.q.scope.Provider, t.q.scope.Account})) {
 		// Not a call the task left running after it returned: its end
 		// was counted as freeing the slot already.
 		p.gaveBack(t)

@@ -430,7 +430,7 @@ func (gd *Guard) stop() {
 	gd.lease = leaseNone
 	gd.ended()
 	if gd.adm != nil {
-		gd.decided() // ended before sending, and recorded
+		gd.decided(true) // ended before sending, and recorded
 	}
 }
 

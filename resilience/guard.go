@@ -414,7 +414,7 @@ func (gd *Guard) Enter(ctx context.Context) error {
 	}
 	gd.to(phaseSent)
 	if gd.adm != nil {
-		gd.decided()
+		gd.decided(false)
 	}
 	gd.g.maybeReclaim(now) // last, so that the step never reclaims this call's own scope
 	return nil
@@ -437,13 +437,14 @@ func (gd *Guard) bound(now time.Duration) {
 }
 
 // decided tells the scheduler whose admission this attempt claimed that it
-// was decided (sent, or ended and recorded). The call may hold its slot
-// by then: a panic of the scheduler's is recovered, so that the slot is
-// never left held.
-func (gd *Guard) decided() {
+// was decided: sent, or, unsent, ended and recorded (holding no slot of
+// its own then, the scheduler may give on a slot it meant for it). The
+// call may hold its slot by then: a panic of the scheduler's is
+// recovered, so that the slot is never left held.
+func (gd *Guard) decided(unsent bool) {
 	a := gd.adm
 	gd.adm = nil
-	gd.g.admissionDecided(a.a, gd.scope)
+	gd.g.admissionDecided(a.a, gd.scope, unsent && gd.slot == nil)
 }
 
 // TryEnter is Enter without waiting: the attempt goes now, with what Enter

@@ -201,6 +201,18 @@ type ScopedAdmission interface {
 	DecidedIn(scope Scope)
 }
 
+// An unsentAdmission is an Admission told that the first call ended
+// before it was sent holding no concurrency slot of its own (an open
+// breaker's skip, a deadline, a cancelled context, recorded as any call
+// is): the governor calls its DecidedUnsent in place of Decided or
+// DecidedIn, as it calls them (see Admission). Package pool's tasks
+// implement it: a task started for a slot freed of its account gives the
+// slot to the next queue of the account at once, as one whose first call
+// went to another account's scope does.
+type unsentAdmission interface {
+	DecidedUnsent(scope Scope)
+}
+
 // admission is WithAdmission's hold, claimed by the first call.
 type admission struct {
 	a       Admission
@@ -266,13 +278,20 @@ func EndAdmission(ctx context.Context) {
 // the task ends.
 func (g *Governor) admitUngoverned(ctx context.Context, scope Scope) {
 	if a := bindingOf(ctx).adm; a != nil && a.claim() {
-		g.admissionDecided(a.a, scope)
+		g.admissionDecided(a.a, scope, false)
 	}
 }
 
 // admissionDecided calls a.Decided, or a.DecidedIn with scope, the first
-// call's, for a ScopedAdmission, recovering a panic (see Admission).
-func (g *Governor) admissionDecided(a Admission, scope Scope) {
+// call's, for a ScopedAdmission, or, for a first call unsent that holds
+// no slot, a.DecidedUnsent for an unsentAdmission, recovering a panic
+// (see Admission).
+func (g *Governor) admissionDecided(a Admission, scope Scope, unsent bool) {
+	if ua, ok := a.(unsentAdmission); ok && unsent {
+		defer g.recoverAdmission("DecidedUnsent")
+		ua.DecidedUnsent(scope)
+		return
+	}
 	if sa, ok := a.(ScopedAdmission); ok {
 		defer g.recoverAdmission("DecidedIn")
 		sa.DecidedIn(scope)
