@@ -350,22 +350,12 @@ func TestAFreedSlotWhoseQueueWaitsForATokenGoesToTheNextInLine(t *testing.T) {
 // no slot, and the slot goes on (gaveBack), not at the next recheck of
 // the queues waiting for a slot, slotRecheck later. Here an account with
 // one slot, held by a's call; x's task (its scope x) calls dead, whose
-// breaker one throttled call opened, and y waits behind x.
+// breaker is open, and y waits behind x.
 func TestAFreedSlotWhoseTasksCallAnOpenBreakerRefusesGoesToTheNextInLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := cappedGov(t, 1)
-		cfg := g.Config()
-		cfg.AWS.BreakerThreshold = 1
-		if err := g.Configure(cfg); err != nil {
-			t.Fatal(err)
-		}
 		dead := scope("dead")
-		resilience.Do(context.Background(), dead, func(context.Context) error {
-			return &apiErr{code: "Throttling", status: 400}
-		}, resilience.WithGovernor(g), resilience.WithPolicy(resilience.RetryPolicy{MaxAttempts: 1}))
-		if s := g.Inspect(dead); s.Breaker.State != state.Open {
-			t.Fatalf("dead's breaker is %v; want open", s.Breaker.State)
-		}
+		openBreaker(t, g, dead)
 		p, ctx := New(context.Background(), Workers(4), WithGovernor(g))
 		release := make(chan struct{})
 		var sent sendLog
