@@ -17,7 +17,7 @@ func init() {
 // reachability, records nothing more), and the resend is the call's next
 // request, which Enter counts as a call and not as a retry (no Retry
 // event, no free retry or retry budget token spent), asking the breaker
-// again as a request after a stop does (the lease is given back). Unlike
+// again as a request after a stop does (it is one: stop). Unlike
 // a next page's, its request is the same: it keeps the retries the call
 // made (the first freeRetries of them free, every later one paid for,
 // however many challenges come between them), and the call's start and
@@ -33,8 +33,6 @@ func (gd *Guard) resendChallenged() {
 		return
 	}
 	gd.Release()
-	gd.giveProbeBack()
-	gd.lease = leaseNone
-	gd.to(phaseDone)
+	gd.stop() // the breaker's lease given back, the outcome After recorded kept
 	gd.again = true
 }
