@@ -150,9 +150,10 @@ func TestBreakerCooldownWithinBounds(t *testing.T) {
 }
 
 // A breaker_max_cooldown_seconds below the cooldown it caps, left at its
-// default of 60 s, is refused, as README's "an unset one compared at its
-// default" says: the breaker would raise the cap to the cooldown and keep
-// every scope shut for 60 s, the setting silently ignored.
+// default of 60 s, is refused, as docs/configuration.md's "An unset one is
+// compared at its default" says: the breaker would raise the cap to the
+// cooldown and keep every scope shut for 60 s, the setting silently
+// ignored.
 func TestBreakerMaxCooldownBelowTheDefaultCooldown(t *testing.T) {
 	wantMistakes(t, "aws: {breaker_max_cooldown_seconds: 30}\n",
 		"ratelimit.aws.breaker_max_cooldown_seconds: 30 s is below breaker_cooldown_seconds (60 s, the default): set breaker_cooldown_seconds at or below it")
