@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudg/cloudg/internal/doctest"
 	"github.com/cloudg/cloudg/liveop"
 	"github.com/cloudg/cloudg/resilience"
 )
@@ -18,7 +19,7 @@ func TestREADMEConfigBlocksParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := resilience.YAMLBlocks(string(data))
+	blocks := doctest.Blocks(string(data), "yaml")
 	n := 0
 	for _, b := range blocks {
 		if !strings.HasPrefix(b.Text, "ratelimit:") {

@@ -12,36 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/doctest"
 	"github.com/cloudg/cloudg/internal/hint"
 )
-
-// Fenced is a fenced block of a Markdown text: the line of its first
-// line, and its text.
-type Fenced struct {
-	Line int
-	Text string
-}
-
-// YAMLBlocks returns the text of each ```yaml block of a Markdown text
-// (TestREADMEConfigBlocksParse reads them too).
-func YAMLBlocks(md string) []Fenced {
-	var out []Fenced
-	var cur *strings.Builder
-	start := 0
-	for i, line := range strings.Split(md, "\n") {
-		switch {
-		case cur == nil && strings.TrimSpace(line) == "```yaml":
-			cur, start = &strings.Builder{}, i+2
-		case cur != nil && strings.TrimSpace(line) == "```":
-			out = append(out, Fenced{start, cur.String()})
-			cur = nil
-		case cur != nil:
-			cur.WriteString(line)
-			cur.WriteByte('\n')
-		}
-	}
-	return out
-}
 
 // The README's configuration reference tells the settings and their
 // built-in defaults three times, and each is what the code has: its
@@ -56,8 +29,8 @@ func TestREADMEConfigReferenceIsTheCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(data)
-	var ref *Fenced
-	for _, b := range YAMLBlocks(md) {
+	var ref *doctest.Fenced
+	for _, b := range doctest.Blocks(md, "yaml") {
 		if strings.HasPrefix(b.Text, "ratelimit:\n  enabled:") {
 			ref = &b
 			break
