@@ -533,11 +533,12 @@ func (m *machine) fn(r *rec) func(context.Context) error {
 		do := func(sc resilience.Scope, f func(context.Context) error, opts ...resilience.CallOption) error {
 			err := resilience.Do(ctx, sc, f, append([]resilience.CallOption{resilience.WithGovernor(m.gov)}, opts...)...)
 			if first {
-				// The first call under the admission: a *WouldWaitError is
-				// its refusal before anything was sent, and the pool runs
-				// the task again.
+				// The first call under the admission: ErrDeferred says it
+				// was refused before anything was sent, and that the pool
+				// runs the task again (the pool's count of deferred runs
+				// is checked against the tasks' count of these).
 				first = false
-				if ww := (*resilience.WouldWaitError)(nil); errors.As(err, &ww) {
+				if ww := (*resilience.WouldWaitError)(nil); errors.Is(err, resilience.ErrDeferred) && errors.As(err, &ww) {
 					until = time.Now().Add(ww.Wait)
 				}
 			}

@@ -284,9 +284,13 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // not promised to more tasks than it has. A task whose first call is
 // refused for want of a token, a slot or a verdict runs again once its
 // scope can go, from the start: it should do nothing before that call
-// that must not be done twice, and return the call's error (a task that
-// panics, or calls runtime.Goexit, after such a refusal ends failed all
-// the same: it is not run again). Its queue runs nothing before the wait
+// that must not be done twice, and return the call's error.
+// errors.Is(err, resilience.ErrDeferred) tells such a refusal apart from
+// a call lost: the run is no failure and its call no call (a program
+// counting failed calls should not count it), and the pool discards the
+// run's result. A task that panics, or calls runtime.Goexit, after such
+// a refusal ends failed all the same: it is not run again. Its queue runs
+// nothing before the wait
 // the refusal gave has passed, unless its scope's breaker opens, or the
 // scope is found dead (its calls then fail fast), or the governor's state
 // is replaced (Governor.Reset, Governor.Configure: see

@@ -355,3 +355,59 @@ func TestAPanickingDecidedInIsRecoveredAndNamed(t *testing.T) {
 		}
 	})
 }
+
+// ErrDeferred tells a task that its first call was deferred for its
+// scheduler, to be run again, from the two refusals that are lost calls
+// with the same *WouldWaitError and check: a WithMaxWait's, and an
+// admission's once its task has returned (EndAdmission). A task counting
+// its failed calls reads it to leave the deferral out.
+func TestErrDeferredTellsADeferralFromALostRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, Config{AWS: ProviderConfig{MaxConcurrency: 1}})
+		gd, _ := g.Begin(context.Background(), ec2Vpcs) // the account's only slot
+		if err := gd.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer gd.End(nil)
+		ok := func(context.Context) error { return nil }
+		for _, c := range []struct {
+			name     string
+			ctx      func(context.Context, *admissionRec) context.Context
+			end      bool // EndAdmission once the call waits
+			deferred bool
+		}{
+			{"the first call under an admission of 1 s", func(ctx context.Context, a *admissionRec) context.Context {
+				return WithAdmission(ctx, a, time.Second)
+			}, false, true},
+			{"a call under WithMaxWait(1 s)", func(ctx context.Context, _ *admissionRec) context.Context {
+				return WithMaxWait(ctx, time.Second)
+			}, false, false},
+			{"the first call under an admission of 1 s, its task returned", func(ctx context.Context, a *admissionRec) context.Context {
+				return WithAdmission(ctx, a, time.Second)
+			}, true, false},
+		} {
+			var a admissionRec
+			ctx, ledger := WithLedger(context.Background(), "task")
+			ctx = c.ctx(ctx, &a)
+			done := make(chan error, 1)
+			go func() { done <- Do(ctx, iamUsers, ok, WithGovernor(g)) }()
+			synctest.Wait() // it waits for the slot
+			if c.end {
+				EndAdmission(ctx)
+			}
+			err := <-done
+			var ww *WouldWaitError
+			if !errors.As(err, &ww) || !errors.Is(err, ErrNoSlot) {
+				t.Fatalf("%s, no slot free: %T %v; want a *WouldWaitError for want of a slot", c.name, err, err)
+			}
+			lost := ledger.Lost() != 0
+			if errors.Is(err, ErrDeferred) != c.deferred || ww.Deferred != c.deferred || lost == c.deferred {
+				t.Errorf("%s, refused: errors.Is(err, ErrDeferred) %v, Deferred %v, lost %v; want deferred %v, lost %v",
+					c.name, errors.Is(err, ErrDeferred), ww.Deferred, lost, c.deferred, !c.deferred)
+			}
+			if c.deferred && (len(a.deferred) != 1 || !errors.Is(a.deferred[0], ErrDeferred)) {
+				t.Errorf("%s: the scheduler was told Deferred with %v; want the call's error, ErrDeferred", c.name, a.deferred)
+			}
+		}
+	})
+}

@@ -165,7 +165,8 @@ func (e *DeadlineExceededError) Is(target error) bool { return target == context
 // and errors.As find too. A call refused so is lost as LossRefused
 // (TryEnter records nothing until the caller gives up with End, and the
 // first call under WithAdmission records nothing: its task runs again,
-// unless it had returned: see EndAdmission).
+// which Deferred and ErrDeferred say, unless it had returned: see
+// EndAdmission).
 // It classifies as Throttled and reports the code Throttling, so that a
 // scheduler requeues the work rather than failing it; RetryAfter says
 // when the check may let the call through.
@@ -177,6 +178,11 @@ type WouldWaitError struct {
 	Wait  time.Duration // until a token may be used, or the breaker lets a probe through; 0 when unknown (a slot)
 	Err   error         // ErrNoToken, ErrNoSlot or ErrCircuitOpen
 	Last  error         // for a retry, the provider's answer it would have retried
+
+	// Deferred is true for a task's first call that its scheduler runs
+	// again (WithAdmission, Admission.Deferred): nothing was sent or
+	// recorded, and errors.Is(err, ErrDeferred) holds.
+	Deferred bool
 }
 
 // Error returns "no rate token now for <scope>; retry in <n>s", "no
@@ -201,6 +207,10 @@ func (e *WouldWaitError) ErrorCode() string { return "Throttling" }
 
 // ErrorMessage returns the message without the code.
 func (e *WouldWaitError) ErrorMessage() string { return e.Error() }
+
+// Is reports whether target is ErrDeferred and the error refused a first
+// call that its scheduler runs again (Deferred).
+func (e *WouldWaitError) Is(target error) bool { return target == ErrDeferred && e.Deferred }
 
 // Unwrap returns Err (ErrNoToken, ErrNoSlot or ErrCircuitOpen), and the
 // last answer when there is one.
@@ -266,6 +276,17 @@ var (
 	ErrNoToken = errors.New("resilience: no rate token now")
 	ErrNoSlot  = errors.New("resilience: no concurrency slot now")
 )
+
+// ErrDeferred matches a *WouldWaitError that refused a task's first call
+// on behalf of the task's scheduler (WithAdmission; package pool's tasks
+// carry it): the scope could not go within the admission's wait, nothing
+// was sent, nothing was recorded as lost, and the scheduler runs the task
+// again from its start once the scope can go. A task that sees it should
+// return at once (with that error: the scheduler discards the run's
+// result), and a program that counts its failed calls should not count
+// it. It tells such a refusal apart from a WithMaxWait's, which is a lost
+// call (LossRefused) with the same *WouldWaitError and Err.
+var ErrDeferred = errors.New("resilience: first call deferred by its scheduler")
 
 // ownKind recognises cloudg's own errors by exact type, so that a wrapped
 // provider error under them does not decide the classification.

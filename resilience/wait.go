@@ -181,7 +181,8 @@ type Admission interface {
 	Decided()
 	// Deferred reports that the first call would have had to wait longer
 	// than the admission allows: nothing was sent, nothing was recorded as
-	// lost, and the call ends with err (a *WouldWaitError). The scheduler
+	// lost, and the call ends with err (a *WouldWaitError, its Deferred
+	// set, which errors.Is(err, ErrDeferred) tells the task). The scheduler
 	// runs the task again once its scope can go, after wait (0: unknown,
 	// a concurrency slot).
 	Deferred(wait time.Duration, err error)
@@ -227,18 +228,20 @@ type admission struct {
 }
 
 // deferCall tells the scheduler (Deferred) that gd, the first call, was
-// refused for a wait w longer than the admission allows, and ends gd,
+// refused for a wait w longer than the admission allows, marks err
+// Deferred (ErrDeferred), and ends gd,
 // unless the task has returned (EndAdmission): then it reports false and
 // does nothing, and the caller records the refusal as any call's. Deferred
 // is called under a.mu, so that EndAdmission returns only after it: the
 // scheduler hears of a deferral before the task's end, while it can still
 // run the task again.
-func (a *admission) deferCall(gd *Guard, w time.Duration, err error) bool {
+func (a *admission) deferCall(gd *Guard, w time.Duration, err *WouldWaitError) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ended {
 		return false
 	}
+	err.Deferred = true // before anyone else sees err
 	gd.adm = nil
 	gd.stop()
 	gd.g.admissionDeferred(a.a, w, err)

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -72,6 +73,35 @@ func TestADisabledProvidersTasksRunTogether(t *testing.T) {
 		}
 		if took := time.Since(start); took != time.Second {
 			t.Fatalf("took %v, want 1s", took)
+		}
+	})
+}
+
+// A task's first SDK call that its scheduler's admission defers reaches
+// the task through the SDK's own error wrapping (a *smithy.OperationError
+// around cloudgaws' *ThrottlingError) still saying so:
+// errors.Is(err, resilience.ErrDeferred), which a task uses to return at
+// once and not count the call as failed. A refusal of WithMaxWait, with
+// the same *resilience.WouldWaitError, is a lost call and does not match.
+func TestADeferredFirstSDKCallSaysErrDeferred(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t)
+		cfg, _ := governed(t, f, resilience.Config{AWS: resilience.ProviderConfig{Adaptive: ptr(false), Services: map[string]resilience.ServiceConfig{
+			"ec2": {MaxRPS: 1, Burst: 1},
+		}}})
+		client := ec2.NewFromConfig(cfg)
+		if err := describeVpcs(context.Background(), client); err != nil { // the only token
+			t.Fatal(err)
+		}
+		var a admissionRec
+		err := describeVpcs(resilience.WithAdmission(context.Background(), &a, 0), client)
+		var ww *resilience.WouldWaitError
+		if !errors.As(err, &ww) || !errors.Is(err, resilience.ErrDeferred) || a.deferred.Load() != 1 {
+			t.Errorf("the first call under an admission, no token: %T %v (deferred %d); want errors.Is(err, resilience.ErrDeferred)", err, err, a.deferred.Load())
+		}
+		err = describeVpcs(resilience.WithMaxWait(context.Background(), 0), client)
+		if !errors.As(err, &ww) || errors.Is(err, resilience.ErrDeferred) {
+			t.Errorf("a call under WithMaxWait(0), no token: %T %v; want a *resilience.WouldWaitError that is not ErrDeferred", err, err)
 		}
 	})
 }

@@ -392,12 +392,7 @@ func (r *scanRun) task(sc estate.Scope, body func(ctx context.Context, t *taskRu
 // deferred reports whether err is a task's first call that the scope
 // pool's admission refused before sending (resilience.WithAdmission): the
 // call was not made, nothing was lost, and the pool runs the task again.
-// The scan sets no max wait of its own (resilience.WithMaxWait), the only
-// other source of a *resilience.WouldWaitError.
-func deferred(err error) bool {
-	var ww *resilience.WouldWaitError
-	return errors.As(err, &ww)
-}
+func deferred(err error) bool { return errors.Is(err, resilience.ErrDeferred) }
 
 // record counts a call of task run t that returned err, and reports
 // whether it succeeded. A call the pool deferred is no call made: it is
