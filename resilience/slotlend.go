@@ -275,6 +275,9 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (ok bool,
 					if gd.orphan != nil {
 						gd.orphan.borrow(l)
 					}
+					if testHookBorrow != nil {
+						testHookBorrow(outer, l)
+					}
 				}
 			}
 			outer.lookedIn()
@@ -287,6 +290,12 @@ func (gd *Guard) borrowSlot(ctx context.Context, b *bulkhead.Bulkhead) (ok bool,
 		ctx = outer.ctx
 	}
 }
+
+// testHookBorrow, set by tests only, is told each loan borrowSlot takes:
+// the enclosing call whose slot it borrowed, and the lend it took. It
+// runs while the enclosing call's attempt is read (its gate held open),
+// so that a test learns which of its attempts lent the slot.
+var testHookBorrow func(lender *Guard, l *slotLend)
 
 // holdsSlotOf reports whether the call holds a slot of b, or goes on one
 // it borrowed from an enclosing call. It reads the call only: the call

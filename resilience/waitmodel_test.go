@@ -35,6 +35,11 @@ import (
 // while calls are in flight. Each call runs on its own goroutine in the
 // bubble, its attempts waiting for the sequence's word.
 //
+// Each loan is taken of an attempt of an enclosing call of the borrower's
+// account whose gate is open (the lookup tells the model which, through
+// testHookBorrow), and goes on that attempt's slot: the attempt running,
+// or one that ended as the loan was taken, its function returned and its
+// gate not closed yet, whose slot the loan then outlives.
 // After every step, every goroutine blocked (synctest.Wait): the slots the
 // running attempts go on (their own, or the one they borrowed: the slot
 // their lender's attempt goes on) are no more than the cap, and no more
@@ -89,6 +94,8 @@ func checkWaitModel(t *testing.T, reached map[string]int) {
 		// Each sequence runs in a bubble of its own.
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			m := newWaitModel(rt)
+			testHookBorrow = m.borrowed
+			defer func() { testHookBorrow = nil }()
 			m.reached = map[string]bool{}
 			defer func() {
 				for k := range m.reached {
@@ -136,8 +143,13 @@ type waitModel struct {
 	reached map[string]bool // the cases this sequence reached
 	pub     chan struct{}   // closed as an attempt publishes what it goes on
 
-	mu  sync.Mutex // guards the actors' published state, and bad
-	bad string     // what an actor found wrong, reported by check
+	// takes holds, by lend, the attempt that lent it last (see borrowed),
+	// under mu.
+	takes map[*slotLend]wTake
+
+	mu      sync.Mutex // guards the actors' published state, bad and stopped
+	bad     string     // what an actor found wrong, reported by check
+	stopped bool       // the sequence is over (stop): no call waits for an attempt to be published
 }
 
 // wState is where a wActor's call is.
@@ -183,6 +195,8 @@ type wActor struct {
 	maxWait, deadline time.Duration
 
 	// Published under waitModel.mu.
+	gd            *Guard   // its Guard, published with its first attempt
+	over          []wTried // its attempts over, the first first
 	st            wState
 	since         time.Time       // when st was set
 	attempt       int             // the attempts entered
@@ -199,6 +213,21 @@ type wActor struct {
 // wTry is an attempt of a call.
 type wTry struct {
 	a       *wActor
+	attempt int
+}
+
+// wTried is what an attempt went on: the slot, the attempts whose slot
+// it borrowed, and the lend of the slot.
+type wTried struct {
+	key  string
+	via  []wTry
+	lend *slotLend
+}
+
+// wTake is a loan as it was taken (see waitModel.borrowed): the Guard of
+// the lender, and its attempt that lent the slot.
+type wTake struct {
+	lender  *Guard
 	attempt int
 }
 
@@ -232,7 +261,7 @@ func newWaitModel(t *rapid.T) *waitModel {
 	fast := 1e9 // no call waits for a token
 	dead := 0.0 // no breaker opens at once
 	retries := 2
-	m := &waitModel{caps: rapid.IntRange(1, 3).Draw(t, "max_concurrency"), pub: make(chan struct{})}
+	m := &waitModel{caps: rapid.IntRange(1, 3).Draw(t, "max_concurrency"), pub: make(chan struct{}), takes: map[*slotLend]wTake{}}
 	m.cfg = Config{AWS: ProviderConfig{
 		MaxConcurrency: m.caps, GlobalMaxRPS: &fast, GlobalBurst: fast, AccountMaxRPS: &fast, AccountBurst: fast,
 		Services:         map[string]ServiceConfig{"ec2": {MaxRPS: fast, Burst: fast}},
@@ -393,8 +422,6 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 		loan, lend = onLoan(gd), gd.lends()
 	}
 	m.mu.Lock()
-	// The lender of a loan publishes its attempt as that begins, its gate
-	// open already: a call that borrowed meanwhile waits for it.
 	held := (a.mode == wHold || a.mode == wPace) && loan != nil && loan == a.loan // a loan held across its attempts, as its own slot
 	if p := m.lenderOf(a, loan); held && p != nil && p.attempt != a.lenderAttempt {
 		// The same lend, lent by a later attempt of its lender, which
@@ -403,7 +430,17 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 		// (see reborrowed).
 		held = false
 	}
-	for loan != nil && !held && m.lenderOf(a, loan) == nil && m.bad == "" {
+	// The attempt that lent the loan, as the lookup took it (borrowed):
+	// the lender publishes its attempt as that begins, its gate open
+	// already, and a call that borrowed meanwhile waits for it; a call
+	// that borrowed as the attempt ended, its gate still open, goes on
+	// the slot of that attempt, over by now.
+	var from wTry
+	for loan != nil && !held && m.bad == "" && !m.stopped {
+		var ok bool
+		if from, ok = m.lentBy(a, loan); ok {
+			break
+		}
 		pub := m.pub
 		m.mu.Unlock()
 		<-pub
@@ -411,6 +448,7 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 	}
 	close(m.pub)
 	m.pub = make(chan struct{})
+	a.gd = gd
 	a.lend = lend
 	a.attempt++
 	a.st, a.since, a.actx = wRun, time.Now(), actx
@@ -423,20 +461,15 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 	case held:
 	case gd == nil:
 		m.wrong(fmt.Sprintf("%v: its attempt's context answers no Guard", a))
-	case loan != nil:
-		p := m.lenderOf(a, loan)
-		if p == nil {
-			m.wrong(fmt.Sprintf("%v went on a loan with no attempt of an enclosing call of its account running", a))
-			break
-		}
-		m.borrows(a, p)
+	case from.a != nil:
+		m.borrows(a, from)
 	}
 	m.reborrowed(a)
 	m.mu.Unlock()
 	for {
 		select {
 		case <-actx.Done():
-			m.set(a, wRetry)
+			m.over(a, gd)
 			return actx.Err()
 		case c := <-a.cmds:
 			if c >= 0 { // a call nested in the attempt, on this goroutine
@@ -448,7 +481,7 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 				m.set(a, wRun)
 				continue
 			}
-			m.set(a, wRetry)
+			m.over(a, gd)
 			if -c-1 == cmdFail {
 				return transientErr()
 			}
@@ -457,18 +490,101 @@ func (m *waitModel) attempt(a *wActor, gd *Guard, actx context.Context) error {
 	}
 }
 
-// borrows notes that a's running attempt goes on the slot of p's running
-// attempt, which it borrowed, and so do the running attempts that
-// borrowed a's: their slot is p's. m.mu is held.
-func (m *waitModel) borrows(a, p *wActor) {
-	a.lender, a.lenderAttempt, a.key = p, p.attempt, p.key
-	a.via = append([]wTry{{p, p.attempt}}, p.via...)
-	if p.mode == wPace && p.attempt > 1 {
+// over ends a's attempt, on its goroutine: its gate closes, as it does
+// once the attempt's function returns, and then the attempt is over for
+// the model, so that an attempt the model has running is one whose gate
+// is open, and a loan taken while the gate is open is taken of the
+// attempt the model has running, or of the next if none runs (see
+// borrowed).
+func (m *waitModel) over(a *wActor, gd *Guard) {
+	if gd != nil && gd.gate != nil {
+		gd.gate.SetOpen(false)
+	}
+	m.mu.Lock()
+	a.over = append(a.over, wTried{a.key, a.via, a.lend})
+	a.st, a.since = wRetry, time.Now()
+	m.mu.Unlock()
+}
+
+// borrowed is testHookBorrow: a lookup took l, the lend of lender's
+// slot, while lender's gate was open, which excludes the gate's closing
+// (see over). It notes the attempt of lender's call that lent it: the
+// one running, or if none runs (the gate open for the next one, not
+// published yet), the next.
+func (m *waitModel) borrowed(lender *Guard, l *slotLend) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := wTake{lender: lender, attempt: 1} // its first attempt, not published yet
+	for _, p := range m.actors {
+		if p.gd == lender {
+			t.attempt = p.attempt
+			if p.st != wRun && p.st != wBusy {
+				t.attempt++
+			}
+			break
+		}
+	}
+	m.takes[l] = t
+}
+
+// lentBy returns the attempt that lent a its loan (see borrowed), and
+// true once its call published it: the attempt runs, or it is over (the
+// loan taken as it ended). It is a wrong (and true) when that call is not
+// one a is nested in, of a's account, or when that attempt lent another
+// slot. m.mu is held.
+func (m *waitModel) lentBy(a *wActor, loan *slotLend) (wTry, bool) {
+	t, ok := m.takes[loan]
+	if !ok {
+		m.wrong(fmt.Sprintf("%v went on a loan no lookup took", a))
+		return wTry{}, true
+	}
+	for p := a.parent; p != nil; p = p.parent {
+		if p.gd == t.lender {
+			if p.acct != a.acct {
+				m.wrong(fmt.Sprintf("%v borrowed the slot of %v, of another account", a, p))
+				return wTry{}, true
+			}
+			if p.attempt < t.attempt {
+				return wTry{}, false
+			}
+			if m.tried(wTry{p, t.attempt}).lend != loan {
+				m.wrong(fmt.Sprintf("%v went on a loan taken of %v's attempt %d, which went on another slot", a, p, t.attempt))
+				return wTry{}, true
+			}
+			return wTry{p, t.attempt}, true
+		}
+	}
+	for _, p := range m.actors {
+		if p.gd == t.lender {
+			m.wrong(fmt.Sprintf("%v borrowed the slot of %v, a call it is not nested in", a, p))
+			return wTry{}, true
+		}
+	}
+	return wTry{}, false // its lender's first attempt, not published yet
+}
+
+// tried returns what attempt t went on: the slot, and the attempts whose
+// slot it borrowed. m.mu is held.
+func (m *waitModel) tried(t wTry) wTried {
+	if p := t.a; p.attempt != t.attempt {
+		return p.over[t.attempt-1]
+	}
+	return wTried{t.a.key, t.a.via, t.a.lend}
+}
+
+// borrows notes that a's running attempt goes on the slot of attempt t,
+// which it borrowed, and so do the running attempts that borrowed a's:
+// their slot is t's. m.mu is held.
+func (m *waitModel) borrows(a *wActor, t wTry) {
+	p, on := t.a, m.tried(t)
+	a.lender, a.lenderAttempt, a.key = p, t.attempt, on.key
+	a.via = append([]wTry{t}, on.via...)
+	if p.mode == wPace && t.attempt > 1 {
 		m.reached[casePacedLoan] = true
 	}
 	for _, x := range m.actors {
 		if x != a && (x.st == wRun || x.st == wBusy) && x.lender == a && x.lenderAttempt == a.attempt {
-			m.borrows(x, a)
+			m.borrows(x, wTry{a, a.attempt})
 		}
 	}
 }
@@ -487,7 +603,7 @@ func (m *waitModel) borrows(a, p *wActor) {
 func (m *waitModel) reborrowed(p *wActor) {
 	for _, x := range m.actors {
 		if x != p && (x.st == wRun || x.st == wBusy) && x.loan != nil && x.loan == p.lend && x.lender == p && x.lenderAttempt < p.attempt {
-			m.borrows(x, p)
+			m.borrows(x, wTry{p, p.attempt})
 		}
 	}
 }
@@ -769,8 +885,16 @@ func (m *waitModel) endAll(t *rapid.T, quiet bool) {
 }
 
 // stop ends every call, canceling their contexts, so that the bubble's
-// goroutines end after a failed sequence too.
+// goroutines end after a failed sequence too: a goroutine left blocked
+// would end the bubble with a deadlock, which rapid reports in place of
+// the sequence's failure. So the calls waiting for their lender's
+// attempt to be published go on.
 func (m *waitModel) stop() {
+	m.mu.Lock()
+	m.stopped = true
+	close(m.pub)
+	m.pub = make(chan struct{})
+	m.mu.Unlock()
 	for _, a := range m.actors {
 		a.cancel()
 	}
