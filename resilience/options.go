@@ -77,7 +77,11 @@ func WithPolicy(p RetryPolicy) CallOption { return policyOption{&p} }
 // probe it holds. A nested call that borrowed the slot
 // and goes on once the attempt is over keeps it: the slot goes back to
 // the bulkhead when that call gives it back, not when the enclosing call
-// does.
+// does. Only a slot of the nested call's own account is borrowed: a call
+// nested in a call of another account waits for a slot of its account as
+// any call does, so two calls of two accounts at their caps, each
+// running a call nested of the other's account, wait for each other
+// until a deadline (or the context's end) refuses one.
 //
 // Without it the function is given the caller's context as it was, and a
 // governed call made inside it waits for a slot as any other call does: an
