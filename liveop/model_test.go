@@ -156,6 +156,11 @@ type machine struct {
 	cfg Config
 	set settings
 
+	// quit, closed by abandon, lets the functions that wait for their
+	// context alone (kHang) return after a failed sequence, whether or
+	// not the guard cancels their context.
+	quit chan struct{}
+
 	mu     sync.Mutex
 	events []event // recorded, not replayed yet
 
@@ -197,7 +202,7 @@ func newMachine(rt *rapid.T) *machine {
 	}
 	watch.Begin("new guard: cooldown %vs (%v), after a failure %v, %d per scope, %d in all, %d per caller in 30s, timeout %vs",
 		*cfg.CooldownSeconds, cfg.ProviderCooldownSeconds, *cfg.CooldownAfterFailure, cfg.MaxConcurrent, cfg.MaxConcurrentTotal, cfg.CallerMaxOperations, cfg.OperationTimeoutSeconds)
-	return &machine{g: g, cfg: cfg, set: cfg.settings(), byID: map[int]*mop{},
+	return &machine{g: g, cfg: cfg, set: cfg.settings(), byID: map[int]*mop{}, quit: make(chan struct{}),
 		cooling: map[string]time.Time{}, starts: map[string][]time.Time{}, cooledAt: map[string]time.Time{}, before: map[string]time.Time{}}
 }
 
@@ -219,8 +224,12 @@ func (m *machine) fn(c *call) func(context.Context) (string, error) {
 			time.Sleep(c.d)
 			return val, nil
 		case kHang:
-			<-ctx.Done()
-			return "", context.Cause(ctx)
+			select {
+			case <-ctx.Done():
+				return "", context.Cause(ctx)
+			case <-m.quit:
+				return "", errSequenceAbandoned
+			}
 		}
 		select {
 		case <-time.After(c.d):
@@ -862,14 +871,21 @@ func sameMultiset(a, b []string) bool {
 }
 
 // abandon ends a sequence that failed: every caller's context is
-// cancelled and time passes until every function has returned, so that the
-// bubble ends with the failure rather than with the goroutines it left.
+// cancelled, the functions that wait for their context alone return
+// (quit) and time passes until every function has returned, so that the
+// bubble ends with the failure rather than with the goroutines it left,
+// even when the guard leaves an operation no caller waits for running,
+// its context not cancelled.
 func (m *machine) abandon() {
 	for _, c := range m.calls {
 		c.cancel()
 	}
+	close(m.quit)
 	time.Sleep(time.Hour)
 }
+
+// errSequenceAbandoned is what a function returns when abandon ends it.
+var errSequenceAbandoned = errors.New("model: sequence abandoned")
 
 // end cancels every caller's context and lets time pass until every
 // function has returned.
