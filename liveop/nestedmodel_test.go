@@ -149,6 +149,11 @@ type nestMachine struct {
 	g   *Guard
 	set settings
 
+	// quit, closed by abandon, lets the functions waiting for the test's
+	// word return after a failed sequence, whether or not the guard
+	// cancels their context.
+	quit chan struct{}
+
 	mu      sync.Mutex // guards what the functions and Runs record
 	runs    []*nrun
 	ops     []*nop
@@ -170,7 +175,7 @@ func newNestMachine(rt *rapid.T) *nestMachine {
 	}
 	nestedWatch.Begin("new guard: cooldown %vs, after a failure %v, %d per scope, %d in all, timeout %vs",
 		*cfg.CooldownSeconds, *cfg.CooldownAfterFailure, cfg.MaxConcurrent, cfg.MaxConcurrentTotal, cfg.OperationTimeoutSeconds)
-	return &nestMachine{g: g, set: cfg.settings(), cooling: map[string]time.Time{}}
+	return &nestMachine{g: g, set: cfg.settings(), cooling: map[string]time.Time{}, quit: make(chan struct{})}
 }
 
 func (m *nestMachine) actions() map[string]func(*rapid.T) {
@@ -248,6 +253,8 @@ func (m *nestMachine) body(ctx context.Context, op *nop, life time.Duration) (st
 			return val, nil
 		case <-ctx.Done():
 			return "", context.Cause(ctx)
+		case <-m.quit:
+			return "", errSequenceAbandoned
 		case c := <-op.cmds:
 			if c.run == nil {
 				if c.fail {
@@ -754,10 +761,12 @@ func (m *nestMachine) describe() string {
 }
 
 // abandon ends a sequence that failed: the context of every Run, nested
-// ones too, is cancelled and time passes, so that the bubble ends with
-// the failure rather than with the goroutines it left, even when the
-// guard let operations wait for each other (a bubble that deadlocks
-// hangs rapid.SyncTest).
+// ones too, is cancelled, the functions waiting for the test's word
+// return (quit) and time passes, so that the bubble ends with the
+// failure rather than with the goroutines it left, even when the guard
+// let operations wait for each other, or left one no caller waits for
+// running, its context not cancelled (a goroutine left blocked ends the
+// bubble with a deadlock, which rapid reports in place of the failure).
 func (m *nestMachine) abandon() {
 	m.mu.Lock()
 	var cancels []context.CancelFunc
@@ -770,6 +779,7 @@ func (m *nestMachine) abandon() {
 	for _, cancel := range cancels {
 		cancel()
 	}
+	close(m.quit)
 	time.Sleep(time.Hour)
 }
 
