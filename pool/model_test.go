@@ -949,10 +949,11 @@ func (m *machine) toggle(rt *rapid.T) {
 		r.notBefore = time.Time{}
 	}
 	m.cfg.AWS.Enabled = &on
-	if err := m.gov.Configure(m.cfg); err != nil {
+	err := m.gov.Configure(m.cfg)
+	m.mu.Unlock() // before a failure: the tasks' records take m.mu, and abandon waits for the tasks
+	if err != nil {
 		rt.Fatal(err)
 	}
-	m.mu.Unlock()
 	if on {
 		reach("step: provider on")
 	} else {
@@ -977,10 +978,11 @@ func (m *machine) recap(rt *rapid.T) {
 		r.notBefore = time.Time{}
 	}
 	m.cfg.AWS.MaxConcurrency = c
-	if err := m.gov.Configure(m.cfg); err != nil {
+	err := m.gov.Configure(m.cfg)
+	m.mu.Unlock() // before a failure: the tasks' records take m.mu, and abandon waits for the tasks
+	if err != nil {
 		rt.Fatal(err)
 	}
-	m.mu.Unlock()
 	reach(fmt.Sprintf("step: max concurrency %d", c))
 	synctest.Wait()
 }
