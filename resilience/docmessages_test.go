@@ -2,7 +2,6 @@ package resilience
 
 import (
 	"bytes"
-	"fmt"
 	"log"
 	"os"
 	"strings"
@@ -31,21 +30,6 @@ func errorLines(t *testing.T, doc string) []string {
 		return nil
 	}
 	return strings.Split(err.Error(), "\n")
-}
-
-// aliasBomb is a document of n aliases to a mapping of n aliases.
-func aliasBomb(n int) string {
-	var b strings.Builder
-	b.WriteString("v: &v {max_rps: 5}\ns: &s {")
-	for i := range n {
-		fmt.Fprintf(&b, "e%d: *v, ", i)
-	}
-	b.WriteString("}\np: &p {services: *s}\nratelimit:\n  providers: {")
-	for i := range n {
-		fmt.Fprintf(&b, "p%d: *p, ", i)
-	}
-	b.WriteString("}\n")
-	return b.String()
 }
 
 // Every error line docs/configuration.md's Validation section shows is a
@@ -102,7 +86,7 @@ func TestTheDocumentedConfigErrorsInTheTextAreTheCodes(t *testing.T) {
 		{"aws.max_retries: ambiguous", "aws: {max_retries: 3}\n"},
 		{"aws.max_rps: not a setting", "aws: {max_rps: 5, retry_mode: standard}\n"},
 		{"ratelimit.aws.<<: unknown key", "base: &b {max_rps: 5}\nratelimit:\n  aws:\n    <<: *b\n"},
-		{"ratelimit: document contains", aliasBomb(1000)},
+		{"ratelimit: document contains", doctest.AliasBomb(1000)},
 		{"ratelimit.live_cooldown_secs: unknown key", "live_cooldown_secs: 5\n"},
 	} {
 		got := errorLines(t, c.doc)

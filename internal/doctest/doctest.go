@@ -1,7 +1,11 @@
-// Package doctest checks the godoc of a package's exported types against
-// the project's rules, for the tests of each package that keeps them:
-// a reader learns from a type's godoc what its zero value is and whether
-// it may be used from several goroutines at once, not from its source.
+// Package doctest holds what the tests of the project's documentation
+// share: a check of the godoc of a package's exported types against the
+// project's rules, for the tests of each package that keeps them (a
+// reader learns from a type's godoc what its zero value is and whether it
+// may be used from several goroutines at once, not from its source);
+// readers of a Markdown file's blocks, code spans and quoted messages,
+// for the tests that hold the docs to what the code does; and the
+// documents those docs quote.
 package doctest
 
 import (

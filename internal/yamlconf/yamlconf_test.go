@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudg/cloudg/internal/doctest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -306,23 +307,6 @@ func TestNearest(t *testing.T) {
 	}
 }
 
-// aliasBomb returns a document of a few kilobytes whose aliases expand it
-// to n*n provider mappings (each holding n service mappings): n providers
-// that name the same mapping, which names one service mapping n times.
-func aliasBomb(n int) string {
-	var b strings.Builder
-	b.WriteString("v: &v {max_rps: 5}\ns: &s {")
-	for i := range n {
-		fmt.Fprintf(&b, "e%d: *v, ", i)
-	}
-	b.WriteString("}\np: &p {services: *s}\nratelimit:\n  providers: {")
-	for i := range n {
-		fmt.Fprintf(&b, "p%d: *p, ", i)
-	}
-	b.WriteString("}\n")
-	return b.String()
-}
-
 // A document whose aliases expand it far beyond its size (a "billion
 // laughs") is refused as it is read, by the rule yaml.v3 applies when it
 // decodes into Go values, before any reader follows its aliases: the
@@ -332,9 +316,9 @@ func aliasBomb(n int) string {
 // uses them are read.
 func TestDocumentRefusesExcessiveAliasing(t *testing.T) {
 	for doc, want := range map[string]string{
-		aliasBomb(1000):        "ratelimit: document contains excessive aliasing (its 4016 nodes expand to 5016017)",
-		"a: &a [*a]\n":         "ratelimit: document contains excessive aliasing (its 5 nodes expand to more than 1099511627776)",
-		"a: &a {b: [1, *a]}\n": "ratelimit: document contains excessive aliasing (its 8 nodes expand to more than 1099511627776)",
+		doctest.AliasBomb(1000): "ratelimit: document contains excessive aliasing (its 4016 nodes expand to 5016017)",
+		"a: &a [*a]\n":          "ratelimit: document contains excessive aliasing (its 5 nodes expand to more than 1099511627776)",
+		"a: &a {b: [1, *a]}\n":  "ratelimit: document contains excessive aliasing (its 8 nodes expand to more than 1099511627776)",
 	} {
 		if _, err := Document([]byte(doc), "ratelimit"); err == nil || err.Error() != want {
 			t.Errorf("%.40q: %v, want %s", doc, err, want)
