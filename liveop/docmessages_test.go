@@ -34,21 +34,17 @@ func TestTheDocumentedLiveKeyErrorsAreTheCodes(t *testing.T) {
 		if _, err := resilience.ParseConfig([]byte(c.doc)); err != nil {
 			gov = strings.Split(err.Error(), "\n")
 		}
-		found := false
-		for _, s := range spans {
-			if !strings.HasPrefix(s, c.begins) {
-				continue
-			}
-			found = true
+		quoted := doctest.Beginning(spans, c.begins)
+		if len(quoted) == 0 {
+			t.Errorf("docs/configuration.md quotes no error beginning %q", c.begins)
+		}
+		for _, s := range quoted {
 			if !doctest.Quotes(s, got) {
 				t.Errorf("docs/configuration.md quotes\n  %s\nliveop.ParseConfig writes\n  %s", s, strings.Join(got, "\n  "))
 			}
 			if c.both && !doctest.Quotes(s, gov) {
 				t.Errorf("docs/configuration.md quotes\n  %s\nresilience.ParseConfig writes\n  %s", s, strings.Join(gov, "\n  "))
 			}
-		}
-		if !found {
-			t.Errorf("docs/configuration.md quotes no error beginning %q", c.begins)
 		}
 	}
 }

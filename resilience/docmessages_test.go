@@ -90,18 +90,14 @@ func TestTheDocumentedConfigErrorsInTheTextAreTheCodes(t *testing.T) {
 		{"ratelimit.live_cooldown_secs: unknown key", "live_cooldown_secs: 5\n"},
 	} {
 		got := errorLines(t, c.doc)
-		found := false
-		for _, s := range spans {
-			if !strings.HasPrefix(s, c.begins) {
-				continue
-			}
-			found = true
+		quoted := doctest.Beginning(spans, c.begins)
+		if len(quoted) == 0 {
+			t.Errorf("docs/configuration.md quotes no error beginning %q", c.begins)
+		}
+		for _, s := range quoted {
 			if !doctest.Quotes(s, got) {
 				t.Errorf("docs/configuration.md quotes\n  %s\nthe code writes\n  %s", s, strings.Join(got, "\n  "))
 			}
-		}
-		if !found {
-			t.Errorf("docs/configuration.md quotes no error beginning %q", c.begins)
 		}
 	}
 }

@@ -88,3 +88,16 @@ func Quotes(quote string, lines []string) bool {
 	}
 	return false
 }
+
+// Beginning returns the spans (as CodeSpans returns them) that begin with
+// prefix: the quotes of a document whose text a test finds by their first
+// words.
+func Beginning(spans []string, prefix string) []string {
+	var out []string
+	for _, s := range spans {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
