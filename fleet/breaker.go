@@ -502,7 +502,12 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 // was (the latest maxFailTimes, and the count of those before, with how
 // long ago the first and the last of them were), and the last success that reset its count, so that Redis merges
 // them with the fleet's failures in the order they came
-// (breakerLearnedScript). The answer becomes the view. It reports false when Redis did not answer:
+// (breakerLearnedScript). Redis reads the ages from when its script runs,
+// up to the operation timeout after they were counted: a success is sent
+// as of the earliest it may have come, so that one within the timeout of
+// the fleet's failures or last reset is taken as older (it ends none of
+// the failures it may have come before), and a failure or a change of
+// state as of the latest. The answer becomes the view. It reports false when Redis did not answer:
 // the change and the success are kept for the next try (writing either
 // twice changes nothing), and the failures too when Redis refused the
 // script or the connection was not made (it did not run it); otherwise
@@ -532,8 +537,20 @@ func (b *sharedBreaker) writeBack() bool {
 		}
 		return (t - at).Microseconds()
 	}
+	// Redis reads each age from when its script runs, which is later than
+	// t by the time the write-back takes to reach it: up to the operation
+	// timeout. Every time is read that much late at most. The success is
+	// sent as of the earliest it may have come: counted from the latest
+	// the script may run (the timeout after t), so that it ends no
+	// failure it may have come before (a local success read late ended
+	// the failures that followed the fleet's last reset, when it came
+	// shortly before it).
+	okAge := ago(okAt)
+	if okAge >= 0 {
+		okAge += b.s.cfg.timeout.Microseconds()
+	}
 	args := append(b.args[:len(b.args):len(b.args)], snap.State.String(), snap.Cooldown.Microseconds(),
-		snap.Wait.Microseconds(), ago(learned), ago(okAt), older, ago(olderFirst), ago(olderLast))
+		snap.Wait.Microseconds(), ago(learned), okAge, older, ago(olderFirst), ago(olderLast))
 	for _, f := range fails {
 		args = append(args, ago(f))
 	}

@@ -845,7 +845,11 @@ return reading(br, now)
 // and ARGV[8] its wait (microseconds; the end of the cooldown, or of the
 // probe's lease), ARGV[9] how long ago (in microseconds) its state last
 // changed (-1: it did not), ARGV[10] how long ago a success last reset its
-// count of failures (-1: none did), and the failures it counted since
+// count of failures (-1: none did), counted from the latest the script
+// may run (the process's operation timeout after it sent it), so that the
+// success reads no later than it came (the other ages, counted from when
+// it was sent, read up to that timeout late: a failure or a change of
+// state no earlier than it came), and the failures it counted since
 // then that it alone counted (none whose count Redis may have seen): from
 // ARGV[14] on how long ago each of the latest was (oldest first, at most
 // FT_MAX), and ARGV[11] the count of those before them, the first of which

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -67,6 +68,54 @@ func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
 		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
 		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Closed || got.Failures != 90 {
 			t.Errorf("a local success during an outage, then another process's success and its 90 failures, written back: the fleet's breaker %v with %d failures, want closed with 90 (the local success older than the fleet's)", got.State, got.Failures)
+		}
+	})
+}
+
+// A local success is read on Redis's clock by its age when the
+// write-back's script runs, which is later than when the process sent it
+// by the time the write-back took to reach Redis: up to the operation
+// timeout. A success the write-back cannot place after the fleet's last
+// reset, that close to it, may have come before it, and is taken as
+// older: it ends none of the fleet's failures. Here A's write-back takes
+// 50 ms to reach Redis (its timeout 1 s), and O's reset comes right after
+// A's success. (Read as of its age when the script ran, A's success came
+// 50 ms late, after O's reset and some or all of O's 90 failures, and
+// ended those, the 26 whose times Redis does not keep among them.)
+func TestALocalSuccessNotSurelyAfterTheFleetsResetEndsNone(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		spec := state.BreakerSpec{Threshold: 100, Cooldown: time.Minute, MaxCooldown: time.Minute}
+		br := a.Breaker(vpcsKey, spec)
+		br.Allow(0)
+		px.Down()
+		waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
+		br.Failure(0)
+		br.Success() // the local success, to be written back
+		ob := o.Breaker(vpcsKey, spec)
+		ob.Failure(0)
+		ob.Success() // the fleet's last reset, right after the local success
+		for range 90 {
+			ob.Failure(0)
+		}
+		px.SetDelay(50 * time.Millisecond) // each way: the write-back reaches Redis 50 ms after A sends it
+		if err := px.Up(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Closed || got.Failures != 90 {
+			t.Errorf("a local success during an outage, then another process's success and its 90 failures, written back 50 ms on its way: the fleet's breaker %v with %d failures, want closed with 90 (the local success not surely after the fleet's)", got.State, got.Failures)
 		}
 	})
 }
