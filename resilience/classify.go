@@ -69,13 +69,15 @@ type (
 	multiUnwrap   interface{ Unwrap() []error }
 )
 
-// Chain limits. A classifier for Python exceptions follows four levels of
-// explicit causes; Go wraps far more often (aws-sdk-go-v2 alone puts the API error
-// three levels under the operation error), so the walk goes deeper, with a
-// cap on the errors visited so that joined trees and cycles end quickly.
+// Chain limits, errread's, which bound every read of a chain the
+// governor makes. A classifier for Python exceptions follows four levels
+// of explicit causes; Go wraps far more often (aws-sdk-go-v2 alone puts
+// the API error three levels under the operation error), so the walk goes
+// deeper, with a cap on the errors visited so that joined trees, DAGs of
+// joins and cycles end quickly.
 const (
-	maxChainDepth = 10
-	maxChainNodes = 64
+	maxChainDepth = errread.MaxDepth
+	maxChainNodes = errread.MaxNodes
 )
 
 // facts is everything the walk found, first (outermost) occurrence winning.
@@ -336,7 +338,9 @@ func isNetworkError(e error) bool {
 }
 
 // Classify sorts err into Throttled, Transient or Fatal. It reads, at every
-// error of the chain (errors.Unwrap and Unwrap() []error, depth-limited):
+// error of the chain (errors.Unwrap and Unwrap() []error, 10 levels deep
+// and 64 errors at most, so that a chain that cycles, or a DAG of joins,
+// ends where errors.Is would not):
 // cloudg's own errors; ErrorCode() string, HTTPStatusCode() int and
 // Header() http.Header; what the SDK integration modules teach it about
 // their SDKs' error shapes (importing one is enough); network

@@ -6,7 +6,6 @@
 package errread
 
 import (
-	"errors"
 	"net/http"
 	"reflect"
 	"sync"
@@ -104,23 +103,42 @@ func Read[T any](err error, read func(error) T) (v T, panicked any) {
 	return read(err), nil
 }
 
-// As is errors.As(err, target) read through Read, and past a panic: a
-// method of an error of err's chain that panics (an Unwrap that reads a
-// nil pointer) ends the read of that error's causes only, and the errors
+// MaxDepth and MaxNodes bound every read of a chain the governor makes
+// (As, Is, and the core classifier's walk): an error's causes are read
+// to MaxDepth levels below it, and MaxNodes errors in all, depth first,
+// outer error first, as errors.As and errors.Is read them. An
+// application or an SDK may hand the governor a chain that cycles (an
+// error that unwraps to itself), where errors.As and errors.Is never end,
+// or a DAG of joins that is exponential as a tree, or a chain far wider
+// or deeper than any SDK's: the governor reads it on its caller's
+// behalf, and ends. A match further down is not found.
+const (
+	MaxDepth = 10
+	MaxNodes = 64
+)
+
+// As is errors.As(err, target) for a chain a caller or an SDK made, read
+// as deep as MaxDepth and MaxNodes allow, through Read: each error of the
+// chain is matched as errors.As matches it (its type, then its As method)
+// and asked for its causes on its own, so that a method that panics (an
+// Unwrap that reads a nil pointer) ends the read of that error's causes
+// only, or of that error's match for a panic of its As, and the errors
 // beside it (the other branches of an errors.Join) and above it are read
-// all the same, to a depth of maxDepth. As reports whether one matched,
-// and the value of the first panic it recovered, nil when none did. An
-// error of the chain that matches target but is a nil pointer (a typed
-// nil *awshttp.ResponseError, or one in an interface target) is no such
-// error either: As reports false and sets *target to its zero value, so
-// that the caller never reads a nil pointer's fields. A caller to which
-// such a nil is the error all the same (a type whose methods read a nil
-// receiver as a value, as cloudgaws's *ThrottlingError) runs errors.As
-// through Read instead. target must be a non-nil pointer to an interface
-// or to a type that implements error, as errors.As requires; As panics
-// otherwise, before reading err, as errors.As does: such a target is its
-// caller's bug, not the error's, and no read of the chain may report it
-// as no match.
+// all the same. As reports whether one matched, and the value of the
+// first panic it recovered, nil when none did. An error of the chain
+// that matches target but is a nil pointer (a typed nil
+// *awshttp.ResponseError, or one in an interface target) is no such
+// error: its causes are not read (its Unwrap would read the nil), the
+// errors beside it are, and when nothing else matches, As reports false
+// and leaves *target its zero value, so that the caller never reads a nil
+// pointer's fields. A caller to which such a nil is the
+// error all the same (a type whose methods read a nil receiver as a
+// value, as cloudgaws's *ThrottlingError) runs errors.As through Read
+// instead. target must be a non-nil pointer to an interface or to a type
+// that implements error, as errors.As requires; As panics otherwise,
+// before reading err, as errors.As does: such a target is its caller's
+// bug, not the error's, and no read of the chain may report it as no
+// match.
 func As(err error, target any) (found bool, panicked any) {
 	t := reflect.ValueOf(target)
 	if !t.IsValid() || t.Kind() != reflect.Pointer || t.IsNil() {
@@ -132,13 +150,24 @@ func As(err error, target any) (found bool, panicked any) {
 	if err == nil {
 		return false, nil
 	}
-	return readPast(err, 0, func(e error) (found bool, panicked any) {
-		found, panicked = Read(e, func(e error) bool { return errors.As(e, target) })
-		if found && nilMatch(t.Elem()) {
-			t.Elem().SetZero()
-			found = false
+	v := t.Elem()
+	vt := v.Type()
+	return walk(err, func(e error) matched {
+		if ev := reflect.ValueOf(e); ev.Type().AssignableTo(vt) {
+			if nilMatch(ev) {
+				return matchNil
+			}
+			v.Set(ev)
+			return matchFound
 		}
-		return found, panicked
+		if x, ok := e.(interface{ As(any) bool }); ok && x.As(target) {
+			if nilMatch(v) {
+				v.SetZero()
+				return matchNil
+			}
+			return matchFound
+		}
+		return matchNone
 	})
 }
 
@@ -146,8 +175,8 @@ func As(err error, target any) (found bool, panicked any) {
 // unless it is an interface.
 var errorType = reflect.TypeFor[error]()
 
-// nilMatch reports whether v, the error errors.As set a target to, is a
-// nil pointer, alone or in an interface.
+// nilMatch reports whether v, an error matched, is a nil pointer, alone
+// or in an interface.
 func nilMatch(v reflect.Value) bool {
 	if v.Kind() == reflect.Interface {
 		if v.IsNil() {
@@ -158,54 +187,88 @@ func nilMatch(v reflect.Value) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// Is is errors.Is(err, target) read through Read, and past a panic as As
-// reads it: a method of an error of err's chain that panics ends the read
-// of that error's causes only. Is reports whether one matched, and the
-// value of the first panic it recovered, nil when none did.
+// Is is errors.Is(err, target) for a chain a caller or an SDK made, read
+// as As reads it: to MaxDepth and MaxNodes, each error matched (equal to
+// target, then its Is method) and asked for its causes on its own, a
+// panic ending the read of that error's causes, or match, only. Is
+// reports whether one matched, and the value of the first panic it
+// recovered, nil when none did. As errors.Is, Is(nil, nil) is true.
 func Is(err, target error) (found bool, panicked any) {
-	if err == nil {
-		return target == nil, nil
+	if err == nil || target == nil {
+		return err == target, nil
 	}
-	return readPast(err, 0, func(e error) (bool, any) {
-		return Read(e, func(e error) bool { return errors.Is(e, target) })
+	comparable := reflect.TypeOf(target).Comparable()
+	return walk(err, func(e error) matched {
+		if comparable && e == target {
+			return matchFound
+		}
+		if x, ok := e.(interface{ Is(error) bool }); ok && x.Is(target) {
+			return matchFound
+		}
+		return matchNone
 	})
 }
 
-// maxDepth is how deep As and Is read the causes of an error whose
-// chain panicked, as deep as the core classifier reads a chain.
-const maxDepth = 10
+// matched is what As's or Is's match says of one error of a chain.
+type matched uint8
 
-// readPast is match(err) and, when that read panicked without a match
-// (err itself did not match, or its own As or Is panicked), the read of
-// each of err's causes on its own, at depth+1, to maxDepth: a panic ends
-// the read of the panicking error's causes only. It reports whether one
-// matched, and the first panic's value. An error's causes are read only
-// when its chain panicked, so that a readable chain is read once, by
-// errors.As or errors.Is alone.
-func readPast(err error, depth int, match func(error) (bool, any)) (found bool, panicked any) {
-	found, panicked = match(err)
-	if found || panicked == nil || depth >= maxDepth {
-		return found, panicked
-	}
-	causes, p := Read(err, func(e error) []error {
-		switch u := e.(type) {
-		case interface{ Unwrap() []error }:
-			return u.Unwrap()
-		case interface{ Unwrap() error }:
-			return []error{u.Unwrap()}
-		}
-		return nil
-	})
-	if p != nil {
-		return false, panicked
-	}
-	for _, c := range causes {
-		if c == nil {
-			continue
-		}
-		if ok, _ := readPast(c, depth+1, match); ok {
-			return true, panicked
+const (
+	matchNone  matched = iota // no match: its causes are read
+	matchFound                // the match: the read ends
+	matchNil                  // a nil pointer that matches As's target: no match, and its causes are not read
+)
+
+// walk reads err's chain for As and Is: depth first, outer error first,
+// to MaxDepth levels below err and MaxNodes errors in all. It reports
+// whether match, which reads one error and never its causes, found one,
+// and the value of the first panic it recovered: of match on an error
+// (that error's causes are read all the same), or of an error's Unwrap
+// (its causes are not read).
+func walk(err error, match func(error) matched) (ok bool, panicked any) {
+	nodes := 0
+	note := func(p any) {
+		if panicked == nil {
+			panicked = p
 		}
 	}
-	return false, panicked
+	var visit func(e error, depth int) bool
+	visit = func(e error, depth int) bool {
+		for ; e != nil && nodes < MaxNodes; depth++ {
+			nodes++
+			m, p := Read(e, match)
+			switch {
+			case m == matchFound:
+				return true
+			case p != nil:
+				note(p)
+			case m == matchNil:
+				return false
+			}
+			if depth == MaxDepth {
+				return false
+			}
+			var next error
+			causes, p := Read(e, func(e error) []error {
+				switch u := e.(type) {
+				case interface{ Unwrap() []error }:
+					return u.Unwrap()
+				case interface{ Unwrap() error }:
+					next = u.Unwrap()
+				}
+				return nil
+			})
+			if p != nil {
+				note(p)
+				return false
+			}
+			for _, c := range causes {
+				if visit(c, depth+1) {
+					return true
+				}
+			}
+			e = next
+		}
+		return false
+	}
+	return visit(err, 0), panicked
 }

@@ -18,7 +18,7 @@ func (e *nilUnwrapper) Unwrap() error { return e.err }
 // As and Is read a chain that holds a typed nil whose Unwrap panics
 // without panicking: false, and the panic's value. A typed nil that
 // matches As's target is no such error. Over a readable chain they are
-// errors.As and errors.Is.
+// errors.As and errors.Is, within MaxDepth and MaxNodes.
 func TestAsAndIsSurviveATypedNilInTheChain(t *testing.T) {
 	broken := fmt.Errorf("wrapped: %w", (*nilUnwrapper)(nil))
 	var target *nilUnwrapper
