@@ -80,7 +80,8 @@ const (
 	maxChainNodes = errread.MaxNodes
 )
 
-// facts is everything the walk found, first (outermost) occurrence winning.
+// facts is everything the walk found, first (outermost, then leftmost in
+// a join) occurrence winning.
 type facts struct {
 	own        Kind // kind of a cloudg error found before any provider fact
 	hasOwn     bool
@@ -210,7 +211,13 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		return // its shape is borrowed: read the cloudg error it wraps
 	}
 	if k, ok := ownKind(e); ok {
-		if !f.answer && !f.hasOwn && f.code == "" && f.status == 0 {
+		if f.answer || f.code != "" || f.status != 0 {
+			// Met after a provider's answer, which decides: cloudg's
+			// error says nothing of it, and its wait is its own scope's
+			// (errors.Join(answer, refusal)).
+			return
+		}
+		if !f.hasOwn {
 			f.own, f.hasOwn = k, true
 		}
 		if ra, ok := e.(retryAfterer); ok && !f.hasRA {
@@ -365,6 +372,18 @@ func isNetworkError(e error) bool {
 // client's keepalive settings, which is Transient: the connection is lost,
 // and the call may go again on a new one (as cloudghttp's Transport and
 // cloudggcp read it). A nil error is Fatal.
+//
+// The chain is read an error before its causes, and a joined error's
+// branches in order (errors.Join(a, b): a and its causes, then b), and
+// the first word decides. cloudg's own error (a *WouldWaitError, a
+// *CircuitOpenError, ...) decides, with its wait as the hint, when the
+// walk meets it before any provider's code or status; met after one, it
+// says nothing, neither kind nor hint (its wait is its own scope's). So
+// errors.Join(answer, refusal), a function's provider answer joined with
+// a nested call's refusal, is the provider's answer, with the answer's
+// hint; errors.Join(refusal, answer) is cloudg's error, as a refusal
+// that wraps the answer it refused is: the governor records nothing of
+// it for the call's scope (the call refused records its own loss).
 //
 // An error one of whose methods panics as Classify reads it (a typed nil
 // pointer whose methods read their receiver, such as a nil

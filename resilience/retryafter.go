@@ -19,9 +19,11 @@ const MaxPause = hint.MaxPause
 // delay the SDK's error carries outside headers (gRPC RetryInfo) or a
 // RetryAfter() time.Duration method (cloudg's own errors). A refusal of
 // the governor's in the chain (a *CircuitOpenError, a *WouldWaitError, a
-// *DeadlineExceededError) comes before all of these: its wait says when
-// the scope can go, which a pause for the provider's hint is part of,
-// while the hint of the answer it wraps is as old as that answer.
+// *DeadlineExceededError) met before any provider's code or status comes
+// before all of these: its wait says when the scope can go, which a
+// pause for the provider's hint is part of, while the hint of the answer
+// it wraps is as old as that answer. Met after one (errors.Join(answer,
+// refusal)), it gives no hint: the answer decides (see Classify).
 // Negative values are 0; unparsable values are no hint, and so is an
 // unreadable error (see Classify). The result is not
 // capped; the governor caps pauses at MaxPause. An HTTP-date is read against the wall
