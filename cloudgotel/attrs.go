@@ -82,7 +82,7 @@ func text(s string) string {
 func errorText(err error) string {
 	msg, r := errread.Message(err)
 	if r != nil {
-		return fmt.Sprintf("unreadable error (a method of %T panicked: %v)", err, r)
+		return fmt.Sprintf("unreadable error (a method of %T (Error) panicked: %v)", err, r)
 	}
 	return text(msg)
 }

@@ -108,10 +108,12 @@ type facts struct {
 	badType reflect.Type
 	outer   bool
 
-	// reading is set while the walk runs a method of an error of the
-	// chain, or a reader on it: a panic then is the error's. A panic of
-	// the walk's own code, outside, is cloudg's bug, and is not recovered.
-	reading bool
+	// reading names the method of an error of the chain the walk runs
+	// (or readerMethod, while a reader reads the error), and is empty
+	// otherwise: a panic while it is set is the error's, and the error's
+	// description names the method. A panic of the walk's own code,
+	// outside, is cloudg's bug, and is not recovered.
+	reading string
 }
 
 // inspect walks err's chain and returns what its errors say. A method of
@@ -130,7 +132,7 @@ func inspectFirst(err error, limit int) (f facts) {
 	nodes := 0
 	unwrapping := false // the walk is asking cur for its cause: cur's own methods were read whole
 	defer func() {
-		if !f.reading {
+		if f.reading == "" {
 			// Not the error's panic: it goes on, marked as the
 			// classifier's, so that a walk this one runs under (from an
 			// error's method, or a reader, that classifies) does not
@@ -148,7 +150,7 @@ func inspectFirst(err error, limit int) (f facts) {
 			if unwrapping {
 				whole = nodes // and cur, but for its cause
 			}
-			f.unreadable(err, cur, whole, r)
+			f.unreadable(err, cur, f.reading, whole, r)
 		}
 	}()
 	rs := errread.Readers()
@@ -165,16 +167,16 @@ func inspectFirst(err error, limit int) (f facts) {
 		}
 		switch u := e.(type) {
 		case multiUnwrap:
-			f.reading, unwrapping = true, true
+			f.reading, unwrapping = "Unwrap", true
 			cs := u.Unwrap()
-			f.reading, unwrapping = false, false
+			f.reading, unwrapping = "", false
 			for _, c := range cs {
 				walk(c, depth+1)
 			}
 		case interface{ Unwrap() error }:
-			f.reading, unwrapping = true, true
+			f.reading, unwrapping = "Unwrap", true
 			c := u.Unwrap()
-			f.reading, unwrapping = false, false
+			f.reading, unwrapping = "", false
 			walk(c, depth+1)
 		}
 	}
@@ -221,9 +223,9 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 			f.own, f.hasOwn = k, true
 		}
 		if ra, ok := e.(retryAfterer); ok && !f.hasRA {
-			f.reading = true
+			f.reading = "RetryAfter"
 			f.retryAfter, f.hasRA = ra.RetryAfter(), true
-			f.reading = false
+			f.reading = ""
 			switch e.(type) {
 			case *CircuitOpenError, *WouldWaitError, *DeadlineExceededError:
 				f.refusal = true
@@ -232,33 +234,33 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		return // its ErrorCode is ours, not the provider's
 	}
 	if c, ok := e.(errorCoder); ok && f.code == "" {
-		f.reading = true
+		f.reading = "ErrorCode"
 		code := c.ErrorCode()
-		f.reading = false
+		f.reading = ""
 		f.readCode(code, e)
 	}
 	if s, ok := e.(statusCoder); ok && f.status == 0 {
-		f.reading = true
+		f.reading = "HTTPStatusCode"
 		st := s.HTTPStatusCode()
-		f.reading = false
+		f.reading = ""
 		if st > 0 {
 			f.status, f.answer = st, true
 		}
 	}
 	if h, ok := e.(headerCarrier); ok && f.header == nil {
-		f.reading = true
+		f.reading = "Header"
 		f.header = h.Header()
-		f.reading = false
+		f.reading = ""
 	}
 	if ra, ok := e.(retryAfterer); ok && !f.hasRA {
-		f.reading = true
+		f.reading = "RetryAfter"
 		f.retryAfter, f.hasRA = ra.RetryAfter(), true
-		f.reading = false
+		f.reading = ""
 	}
 	for _, r := range rs {
-		f.reading = true // a reader reads e through e's methods and fields
+		f.reading = readerMethod // a reader reads e through e's methods and fields
 		d, ok := r(e)
-		f.reading = false
+		f.reading = ""
 		if !ok {
 			continue
 		}
@@ -285,9 +287,8 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		f.inURL = true
 	}
 	if !f.network {
-		f.reading = true // isNetworkError calls e's Timeout and ConnectionError
-		network := isNetworkError(e)
-		f.reading = false
+		network := isNetworkError(e, &f.reading) // which calls e's Timeout and ConnectionError
+		f.reading = ""
 		if network || f.inURL && e == io.EOF {
 			f.network = true
 		}
@@ -308,9 +309,8 @@ func (f *facts) readCode(code string, e error) {
 		if code == "LimitExceededException" {
 			// Read here, in the walk, as e's other methods are: a panic
 			// of its ErrorMessage or Error is e's, and makes it unreadable.
-			f.reading = true
-			f.codeRate = mentionsRate(messageOf(e))
-			f.reading = false
+			f.codeRate = mentionsRate(messageOf(e, &f.reading))
+			f.reading = ""
 		}
 	}
 }
@@ -323,7 +323,8 @@ func (f *facts) readCode(code string, e error) {
 // (ConnectionError() bool, as the AWS SDK's RequestSendError does): failures
 // of the transport, worth retrying. A bare io.EOF is one only under a
 // *url.Error, where it means the connection closed before any answer.
-func isNetworkError(e error) bool {
+// It names in *reading the method of e's it calls (see facts.reading).
+func isNetworkError(e error, reading *string) bool {
 	switch e {
 	case context.DeadlineExceeded, io.ErrUnexpectedEOF, net.ErrClosed:
 		return true
@@ -335,11 +336,17 @@ func isNetworkError(e error) bool {
 		}
 		return false
 	}
-	if ne, ok := e.(net.Error); ok && ne.Timeout() {
-		return true
+	if ne, ok := e.(net.Error); ok {
+		*reading = "Timeout"
+		if ne.Timeout() {
+			return true
+		}
 	}
-	if ce, ok := e.(interface{ ConnectionError() bool }); ok && ce.ConnectionError() {
-		return true
+	if ce, ok := e.(interface{ ConnectionError() bool }); ok {
+		*reading = "ConnectionError"
+		if ce.ConnectionError() {
+			return true
+		}
 	}
 	return false
 }
@@ -389,9 +396,9 @@ func isNetworkError(e error) bool {
 // pointer whose methods read their receiver, such as a nil
 // *smithy.OperationError, or an SDK's response error without its
 // response) is unreadable: Fatal, not a provider's answer, with no hint;
-// DescribeError says which type panicked, and the first such panic of
-// each type is logged, at Warn on slog.Default (a Governor's calls log it
-// on the governor's logger). The panic does not reach the caller. What
+// DescribeError says which method of which type panicked, and the first
+// such panic of each type is logged, at Warn on slog.Default (a
+// Governor's calls log it on the governor's logger). The panic does not reach the caller. What
 // the errors read whole before the one that panicked say (outer layers,
 // earlier errors of a joined tree) stands when it decides: an error whose
 // own ErrorCode is Throttling, wrapping a nil *smithyhttp.ResponseError,
@@ -553,14 +560,17 @@ func (f *facts) decide() (Kind, bool) {
 }
 
 // messageOf is e's message as its provider gave it: its ErrorMessage, or
-// else its Error. It calls e's methods bare: the walk calls it, and a
-// panic of theirs is e's (see inspect).
-func messageOf(e error) string {
+// else its Error. It calls e's methods bare, naming in *reading the one
+// it calls: the walk calls it, and a panic of theirs is e's (see
+// inspect).
+func messageOf(e error, reading *string) string {
 	if m, ok := e.(errorMessager); ok {
+		*reading = "ErrorMessage"
 		if s := m.ErrorMessage(); s != "" {
 			return s
 		}
 	}
+	*reading = "Error"
 	return e.Error()
 }
 
@@ -576,8 +586,10 @@ func statusKind(status int) (Kind, bool) {
 
 // DescribeError returns err's message, prefixed with "throttled: " when it
 // classifies as throttling. Coverage records go through it. An unreadable
-// error (see Classify) is "unreadable error (a method of <type> panicked:
-// <the panic>)", followed by its message when its Error method does not
+// error (see Classify) is "unreadable error (a method of <type>
+// (<method>) panicked: <the panic>)", <method> naming the method (Error,
+// ErrorCode, Unwrap, ...; "read by an integration's reader" when a reader
+// an integration registered panicked reading it), followed by its message when its Error method does not
 // panic, and prefixed "throttled: " when an outer layer's code makes it
 // Throttled. A nil error is "".
 func DescribeError(err error) string {

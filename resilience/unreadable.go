@@ -20,8 +20,9 @@ import (
 // crash the process in the governor's code: the read that met it recovers,
 // and the error is unreadable. An unreadable error is FATAL and no
 // provider's answer (a local error: a governed call that ends with it is
-// lost as errored), carries no hint, and its description says which type
-// panicked and how; the first such panic of each type is logged, at Warn.
+// lost as errored), carries no hint, and its description says which
+// method of which type panicked, and how; the first such panic of each
+// type is logged, at Warn.
 // What was read whole before the panic stands when it decides (see
 // facts.unreadable): an outer layer's code, or the error's own when only
 // its Unwrap panicked.
@@ -30,18 +31,23 @@ import (
 // those calls is a bug of cloudg's, and goes on.
 
 // unreadableWhy is what the description of an unreadable error says of
-// it: which error's method panicked, and the panic. It runs only once a
-// method has panicked.
-func unreadableWhy(e error, r any) string {
-	return fmt.Sprintf("a method of %T panicked: %v", e, r)
+// it: which method (or readerMethod) of which error's panicked, and the
+// panic. It runs only once a method has panicked.
+func unreadableWhy(e error, method string, r any) string {
+	return fmt.Sprintf("a method of %T (%s) panicked: %v", e, method, r)
 }
+
+// readerMethod names, in an unreadable error's description, the read of
+// an error by a reader an integration registered (errread.Register),
+// which reads it through its methods and fields.
+const readerMethod = "read by an integration's reader"
 
 // readMessage returns err's message; when err's Error method panics, the
 // message is "" and why says so (see unreadableWhy).
 func readMessage(err error) (msg, why string) {
 	msg, r := errread.Message(err)
 	if r != nil {
-		return "", unreadableWhy(err, r)
+		return "", unreadableWhy(err, "Error", r)
 	}
 	return msg, ""
 }
@@ -100,8 +106,9 @@ func (u *unreadableLog) note(l *slog.Logger, f *facts) {
 }
 
 // unreadable marks f as the facts of err, an unreadable error: e, an
-// error of its walk, panicked with r in one of its methods (or a
-// reader's on it), and the walk read the first whole errors whole. Those
+// error of its walk, panicked with r in its method named method (or a
+// reader's on it, readerMethod), and the walk read the first whole errors
+// whole. Those
 // are the errors before e (outer layers, and the siblings before it in a
 // joined tree), and e too when the method that panicked was its Unwrap,
 // asked for e's cause once its own methods had said what they say. What
@@ -113,7 +120,7 @@ func (u *unreadableLog) note(l *slog.Logger, f *facts) {
 // not be read, carries still slows the scope. Otherwise nothing is kept:
 // FATAL, no answer. The walk runs again for them, on this rare path only,
 // and does not ask the last of them for its cause.
-func (f *facts) unreadable(err, e error, whole int, r any) {
+func (f *facts) unreadable(err, e error, method string, whole int, r any) {
 	*f = facts{}
 	if whole > 0 {
 		if o := inspectFirst(err, whole); o.why == "" {
@@ -123,7 +130,7 @@ func (f *facts) unreadable(err, e error, whole int, r any) {
 			}
 		}
 	}
-	f.why, f.badType = unreadableWhy(e, r), reflect.TypeOf(e)
+	f.why, f.badType = unreadableWhy(e, method, r), reflect.TypeOf(e)
 }
 
 // read classifies err, a call's answer: its facts and its kind. An

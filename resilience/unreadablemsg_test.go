@@ -50,7 +50,7 @@ func TestALimitExceededWhoseErrorMessagePanicsIsUnreadable(t *testing.T) {
 			}
 		})
 		try(t, "DescribeError", func() {
-			if d := DescribeError(err); !strings.Contains(d, "unreadable error (a method of *resilience.quotaErr panicked") {
+			if d := DescribeError(err); !strings.Contains(d, "unreadable error (a method of *resilience.quotaErr (ErrorMessage) panicked") {
 				t.Errorf("DescribeError = %q, want it to say quotaErr's method panicked", d)
 			}
 		})
