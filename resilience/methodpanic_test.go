@@ -134,3 +134,53 @@ func TestAGovernedCallSurvivesAPanicOfAnyMethodOfItsError(t *testing.T) {
 		}
 	}
 }
+
+// A half-open breaker's probe whose call ends with an error a method of
+// which panics, unreadable with nothing read before the panic to decide
+// it, is a probe that ends with a local error (no verdict, whatever its
+// text says; an error whose Unwrap alone panics is read by its own code:
+// see TestAnErrorWhoseUnwrapAlonePanicsKeepsWhatItSays): the breaker is left
+// as such a probe leaves it, and once the probe's lease runs out the next
+// call probes and closes it. The probe is not held for good, nor taken
+// for a throttle that reopens the breaker.
+func TestAProbeEndingWithAnUnreadableErrorIsALocalErrors(t *testing.T) {
+	var want string // the breaker after a probe that ended with a local error
+	probeErrs := []struct {
+		name string
+		err  error
+	}{
+		{"local", errors.New("local")},
+		{"ErrorCode", &panicky{"ErrorCode"}},
+		{"HTTPStatusCode", &panicky{"HTTPStatusCode"}},
+		{"Header", &panicky{"Header"}},
+		{"ErrorCode, joined", &panickyJoin{panicky{"ErrorCode"}}},
+	}
+	for _, pe := range probeErrs {
+		probeErr := pe.err
+		t.Run(pe.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGov(t, Config{})
+				openBreaker(t, g)
+				time.Sleep(61 * time.Second) // the cooldown: the next call is the probe
+				n := 0
+				Do(context.Background(), ec2Subnets, always(&n, probeErr), WithGovernor(g), WithPolicy(RetryPolicy{MaxAttempts: 1}))
+				if n != 1 {
+					t.Fatalf("the probe ran %d times, want once", n)
+				}
+				got := fmt.Sprintf("%+v", g.Inspect(ec2Subnets).Breaker)
+				if want == "" {
+					want = got
+				} else if got != want {
+					t.Errorf("the breaker after the probe: %s; want it as a local error leaves it, %s", got, want)
+				}
+				time.Sleep(2 * time.Minute) // past the probe's lease
+				if err := Do(context.Background(), ec2Subnets, always(&n, nil), WithGovernor(g)); err != nil {
+					t.Errorf("the call after the probe's lease: %v; want it sent", err)
+				}
+				if st := g.Inspect(ec2Subnets).Breaker.State.String(); st != "closed" {
+					t.Errorf("the breaker is %s after a successful probe, want closed", st)
+				}
+			})
+		})
+	}
+}
