@@ -111,7 +111,10 @@ func Read[T any](err error, read func(error) T) (v T, panicked any) {
 // error that unwraps to itself), where errors.As and errors.Is never end,
 // or a DAG of joins that is exponential as a tree, or a chain far wider
 // or deeper than any SDK's: the governor reads it on its caller's
-// behalf, and ends. A match further down is not found.
+// behalf, and ends. A match further down is not found. As and Is read a
+// chain none of whose methods panics once; a chain one of whose methods
+// panics they read a second time, with the same bounds, each method on
+// its own (see As).
 const (
 	MaxDepth = 10
 	MaxNodes = 64
@@ -130,8 +133,12 @@ const (
 // *awshttp.ResponseError, or one in an interface target) is no such
 // error: its causes are not read (its Unwrap would read the nil), the
 // errors beside it are, and when nothing else matches, As reports false
-// and leaves *target its zero value, so that the caller never reads a nil
-// pointer's fields. A caller to which such a nil is the
+// and *target holds no such nil (As leaves it as it was, or sets it to
+// its zero value when an As method set it to the nil), so that the
+// caller never reads a nil pointer's fields. A chain one of whose
+// methods panics is read twice: once whole, as errors.As reads it, and
+// again each method on its own; the methods of the errors before the
+// panic run twice. A caller to which such a nil is the
 // error all the same (a type whose methods read a nil receiver as a
 // value, as cloudgaws's *ThrottlingError) runs errors.As through Read
 // instead. target must be a non-nil pointer to an interface or to a type
@@ -223,52 +230,115 @@ const (
 // whether match, which reads one error and never its causes, found one,
 // and the value of the first panic it recovered: of match on an error
 // (that error's causes are read all the same), or of an error's Unwrap
-// (its causes are not read).
+// (its causes are not read). A chain none of whose methods panics, every
+// SDK's, is read once, under one recover for the whole read, so that As
+// and Is cost little more than errors.As and errors.Is (see the
+// package's benchmarks); a chain one of whose methods panics is read
+// again, each method then through Read, so that the panic ends the read
+// of that error's match or causes only.
 func walk(err error, match func(error) matched) (ok bool, panicked any) {
-	nodes := 0
-	note := func(p any) {
-		if panicked == nil {
-			panicked = p
-		}
+	w := walker{match: match}
+	if found, clean := w.once(err); clean {
+		return found, nil
 	}
-	var visit func(e error, depth int) bool
-	visit = func(e error, depth int) bool {
-		for ; e != nil && nodes < MaxNodes; depth++ {
-			nodes++
-			m, p := Read(e, match)
-			switch {
-			case m == matchFound:
-				return true
-			case p != nil:
-				note(p)
-			case m == matchNil:
-				return false
+	w = walker{match: match, safe: true, panicked: &panicked}
+	return w.visit(err, 0), panicked
+}
+
+// walker is one read of a chain by walk. The zero walker has no match.
+// A walker is used by one goroutine at a time.
+type walker struct {
+	match    func(error) matched
+	nodes    int  // the errors read so far
+	safe     bool // each method is run through Read, a panic ending that error's read only
+	panicked *any // the first panic Read recovered, when safe
+}
+
+// once is w.visit(err, 0) for a walker that is not safe: clean is false
+// when a method of the chain (or match) panicked, and found then says
+// nothing.
+func (w *walker) once(err error) (found, clean bool) {
+	defer func() {
+		if recover() != nil {
+			found, clean = false, false
+		}
+	}()
+	return w.visit(err, 0), true
+}
+
+// visit reads e, at depth levels below the chain's first error, and its
+// causes, and reports whether match found one.
+func (w *walker) visit(e error, depth int) bool {
+	for ; e != nil && w.nodes < MaxNodes; depth++ {
+		w.nodes++
+		var m matched
+		if w.safe {
+			var p any
+			if m, p = Read(e, w.match); p != nil && m != matchFound {
+				w.note(p)
+				m = matchNone // its causes are read all the same
 			}
-			if depth == MaxDepth {
-				return false
-			}
-			var next error
-			causes, p := Read(e, func(e error) []error {
-				switch u := e.(type) {
-				case interface{ Unwrap() []error }:
-					return u.Unwrap()
-				case interface{ Unwrap() error }:
-					next = u.Unwrap()
-				}
-				return nil
+		} else {
+			m = w.match(e)
+		}
+		switch m {
+		case matchFound:
+			return true
+		case matchNil:
+			return false
+		}
+		if depth == MaxDepth {
+			return false
+		}
+		var (
+			one     error
+			several []error
+		)
+		if w.safe {
+			c, p := Read(e, func(e error) causes {
+				one, several := causesOf(e)
+				return causes{one, several}
 			})
 			if p != nil {
-				note(p)
+				w.note(p)
 				return false
 			}
-			for _, c := range causes {
-				if visit(c, depth+1) {
-					return true
-				}
-			}
-			e = next
+			one, several = c.one, c.several
+		} else {
+			one, several = causesOf(e)
 		}
-		return false
+		for _, x := range several {
+			if w.visit(x, depth+1) {
+				return true
+			}
+		}
+		e = one
 	}
-	return visit(err, 0), panicked
+	return false
+}
+
+// note keeps p, a panic's value, when it is the walk's first.
+func (w *walker) note(p any) {
+	if *w.panicked == nil {
+		*w.panicked = p
+	}
+}
+
+// causes are an error's causes, as causesOf returns them. The zero
+// causes are none.
+type causes struct {
+	one     error
+	several []error
+}
+
+// causesOf asks e for its causes: one (Unwrap() error) or several
+// (Unwrap() []error).
+func causesOf(e error) (one error, several []error) {
+	switch u := e.(type) {
+	case interface{ Unwrap() error }:
+		return u.Unwrap(), nil
+	case interface{ Unwrap() []error }:
+		return nil, u.Unwrap()
+	}
+	return nil, nil
 }
