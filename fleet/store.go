@@ -156,6 +156,12 @@ func WithMaxLease(n int) Option { return optionFunc(func(c *config) { c.maxLease
 
 // WithTimeout bounds each Redis operation (default 250 ms); past it the
 // call goes on with local limits. A d of 0 or less keeps the default.
+// It is also how long a local success written back after an outage is
+// taken as older than it came (Redis may run the write-back up to d
+// after it is sent): one that came less than d after the fleet's
+// failures or its last reset ends none of them, so that a longer d
+// keeps more of the fleet's failures, and may open a failing scope
+// sooner.
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
