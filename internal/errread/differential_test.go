@@ -46,7 +46,8 @@ type (
 		cause error
 	}
 	// asErr, through its As method, is a valErr of code val and the
-	// *ptrErr asPtr, and wraps cause.
+	// *ptrErr asPtr, and an error with an Is method, asIs, and wraps
+	// cause.
 	asErr struct {
 		id    int
 		val   int
@@ -60,6 +61,7 @@ var (
 	sentinel1 = errors.New("sentinel 1")
 	sentinel2 = errors.New("sentinel 2")
 	asPtr     = &ptrErr{id: -1}
+	asIs      = &isErr{id: -1, cause: sentinel1}
 )
 
 func (e *ptrErr) Error() string {
@@ -98,6 +100,9 @@ func (e *asErr) As(target any) bool {
 		return true
 	case **ptrErr:
 		*t = asPtr
+		return true
+	case *interface{ Is(error) bool }:
+		*t = asIs
 		return true
 	}
 	return false
