@@ -2,6 +2,7 @@ package errread
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"testing"
 
@@ -31,6 +32,34 @@ func TestAsAndIsReadABoundedPartOfAChain(t *testing.T) {
 			}
 			if n := c.Asks.Load(); n > MaxNodes {
 				t.Errorf("As asked the chain's errors for their causes %d times; want at most MaxNodes (%d)", n, MaxNodes)
+			}
+		})
+	}
+}
+
+// A chain one of whose methods panics is read a second time, each
+// method on its own: both reads are bounded, so that As and Is ask its
+// errors for their causes at most twice MaxNodes times, and end with
+// the panic's value.
+func TestAsAndIsReadAPanickingChainWithinTwiceTheBound(t *testing.T) {
+	broken := (*nilUnwrapper)(nil) // its Unwrap reads the nil
+	for _, c := range chaintest.Chains() {
+		t.Run(c.Name, func(t *testing.T) {
+			err := errors.Join(broken, c.Err)
+			c.Asks.Store(0)
+			if found, p := Is(err, context.Canceled); found || p == nil {
+				t.Errorf("Is = %v, %v; want false and the panic's value", found, p)
+			}
+			if n := c.Asks.Load(); n > 2*MaxNodes {
+				t.Errorf("Is asked the chain's errors for their causes %d times; want at most twice MaxNodes (%d)", n, 2*MaxNodes)
+			}
+			c.Asks.Store(0)
+			var target *fs.PathError
+			if found, p := As(err, &target); found || p == nil {
+				t.Errorf("As = %v, %v; want false and the panic's value", found, p)
+			}
+			if n := c.Asks.Load(); n > 2*MaxNodes {
+				t.Errorf("As asked the chain's errors for their causes %d times; want at most twice MaxNodes (%d)", n, 2*MaxNodes)
 			}
 		})
 	}
