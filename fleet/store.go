@@ -58,6 +58,13 @@ type Store struct {
 	log atomic.Pointer[slog.Logger] // WithLogger's, the governor's (UseLogger), or slog.Default()
 	ctx context.Context             // the parent of its operations' contexts, naming the store to go-redis's log
 
+	// opening is set while New runs its first heartbeat, before the
+	// governor could give the store its logger (UseLogger); atOpen holds
+	// the line of a switch to local limits made then, until UseLogger,
+	// the heartbeat's next tick or Close logs it (logAtOpen).
+	opening atomic.Bool
+	atOpen  atomic.Pointer[logLine]
+
 	mu      sync.Mutex
 	budgets map[string]*sharedBudget // by key: one per provider
 	// live holds, under mu, a weak pointer to each bucket the store made
@@ -294,9 +301,28 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	redisLog.add(s)
 	s.procs.Store(1)
 	s.longestWait.Store(s.horizon.Microseconds())
+	s.opening.Store(cfg.logger == nil)
 	s.heartbeat()
+	s.opening.Store(false)
 	go s.loop()
 	return s
+}
+
+// logLine is a line to log at Warn.
+type logLine struct {
+	msg   string
+	attrs []any
+}
+
+// logAtOpen logs the line of a switch to local limits made by New's first
+// heartbeat, if not logged yet, to the store's logger: the governor's once
+// NewGovernor gave it (UseLogger), which comes right after Open. Without
+// it, the line would go to slog.Default(), and a program logging through
+// its own logger would never see that a process started on local limits.
+func (s *Store) logAtOpen() {
+	if l := s.atOpen.Swap(nil); l != nil {
+		s.logger().Warn(l.msg, l.attrs...)
+	}
 }
 
 // Close stops the heartbeat, and first writes back what the local limits
@@ -333,6 +359,7 @@ func (s *Store) Close() error {
 		s.closeBy.Store(int64(mono() + s.cfg.timeout))
 		close(s.stop)
 		<-s.done
+		s.logAtOpen()
 		// What the heartbeat would have written back at its next tick:
 		// Redis may have come back since its last. Bounded by closeBy, and
 		// given up at the first operation Redis does not answer.
@@ -352,10 +379,15 @@ func (s *Store) Close() error {
 // UseLogger makes l the store's logger when it was given none with
 // WithLogger: resilience.NewGovernor calls it with the governor's logger
 // (resilience.WithLogger), so that one logger takes the governor's lines,
-// the store's and its Redis client's. A nil l changes nothing.
+// the store's and its Redis client's. The line of a switch to local limits
+// that Open's first heartbeat made (Redis did not answer as the process
+// started) waits for it, and goes to l; without UseLogger, it goes to
+// slog.Default() at the heartbeat's next tick or at Close. A nil l changes
+// nothing.
 func (s *Store) UseLogger(l *slog.Logger) {
 	if l != nil && s.cfg.logger == nil {
 		s.log.Store(l)
+		s.logAtOpen()
 	}
 }
 
@@ -416,6 +448,7 @@ func (s *Store) loop() {
 			s.staleTick.Add(1)
 		case <-t.C:
 			beat++
+			s.logAtOpen() // before a switch back this heartbeat may log
 			s.heartbeat()
 			s.flushBudgets()
 			redisLog.flush()
@@ -696,7 +729,12 @@ func (s *Store) fail(err error) {
 		case errors.Is(err, errUnreadable):
 			msg = "cloudg fleet: Redis gives answers no script of the store gives; local limits divided among the live processes"
 		}
-		s.logger().Warn(msg, "processes", s.procs.Load(), "error", err.Error())
+		attrs := []any{"processes", s.procs.Load(), "error", err.Error()}
+		if s.opening.Load() {
+			s.atOpen.Store(&logLine{msg, attrs}) // for the governor's logger (logAtOpen)
+			return
+		}
+		s.logger().Warn(msg, attrs...)
 	}
 }
 
