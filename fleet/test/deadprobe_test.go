@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -24,29 +25,12 @@ func TestAScopeFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 		prefix := uniquePrefix(t)
 		dead := 4.0
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 2, BreakerCooldownSeconds: 1, BreakerDeadSeconds: &dead}}
-		a := newProcess(t, be, prefix, cfg)
-		b := newProcess(t, be, prefix, cfg)
-		throttled := &apiErr{code: "Throttling", status: 400}
-		// Three calls of A answered with throttling, 0, 2 and 4.3 s in,
-		// each in its retries (its backoff), none given up.
-		start := time.Now()
-		var gds []*resilience.Guard
-		for _, at := range []time.Duration{0, 2000 * time.Millisecond, 4300 * time.Millisecond} {
-			time.Sleep(time.Until(start.Add(at)))
-			gd := a.begin(t)
-			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			gd.Release()
-			gd.After(throttled)
-			gds = append(gds, gd)
-		}
-		t.Cleanup(func() {
-			for _, gd := range gds {
-				gd.End(throttled)
-			}
-		})
-		time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // dead: 4 s of failures, the last recent
+		a := newProcess(t, be, prefix, cfg, patient)
+		b := newProcess(t, be, prefix, cfg, patient)
+		// Three calls of A answered with throttling, each in its retries
+		// (its backoff), none given up: dead, 4 s of failures, the last
+		// recent.
+		failForDead(t, a)
 		probedAlive(t, named{a, "A"}, named{b, "B"}, named{a, "A"})
 	})
 }
@@ -63,39 +47,76 @@ func TestAScopeAnotherProcessFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 		prefix := uniquePrefix(t)
 		dead := 4.0
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 2, BreakerCooldownSeconds: 1, BreakerDeadSeconds: &dead}}
-		a := newProcess(t, be, prefix, cfg)
-		b := newProcess(t, be, prefix, cfg)
-		c := newProcess(t, be, prefix, cfg)
-		throttled := &apiErr{code: "Throttling", status: 400}
-		// Three calls of A and three of B answered with throttling, 0, 2
-		// and 4.3 s in, each in its retries, none given up.
-		start := time.Now()
-		var gds []*resilience.Guard
-		for _, at := range []time.Duration{0, 2000 * time.Millisecond, 4300 * time.Millisecond} {
-			time.Sleep(time.Until(start.Add(at)))
-			var now []*resilience.Guard
-			for _, p := range []*process{a, b} {
-				gd := p.begin(t)
-				if err := gd.Enter(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				gd.Release()
-				now = append(now, gd)
-			}
-			for _, gd := range now { // A's last answer finds the scope dead
-				gd.After(throttled)
-			}
-			gds = append(gds, now...)
-		}
-		t.Cleanup(func() {
-			for _, gd := range gds {
-				gd.End(throttled)
-			}
-		})
-		time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // dead for both
+		a := newProcess(t, be, prefix, cfg, patient)
+		b := newProcess(t, be, prefix, cfg, patient)
+		c := newProcess(t, be, prefix, cfg, patient)
+		// Three calls of A and three of B answered with throttling, each
+		// in its retries, none given up: dead for both; A's last answer
+		// finds the scope dead first.
+		failForDead(t, a, b)
 		probedAlive(t, named{a, "A"}, named{c, "C"}, named{b, "B"})
 	})
 }
+
+// failForDead has each of procs (whose scope vpcs has a threshold of 2
+// and breaker_dead_seconds of 4 s) make three calls answered with
+// throttling, each in its retries (its backoff), none given up: a first
+// at once, a second 2 s in, and a third 4.3 s in, or 2.3 s after the
+// second calls' answers were recorded when a loaded machine ran them
+// late. The third calls are admitted: their process's last failure is
+// then more than half of breaker_dead_seconds old (2 s, by 300 ms, from
+// the answers, not the schedule), so that the admission does not find
+// the scope dead (a streak whose last failure is older is not). Their
+// answers find it dead, the calls of procs[0] first. It returns once the
+// first answers are 4 s old (4.5 s in at the earliest): the scope is dead
+// for each process, its last failure less than 2 s old.
+func failForDead(t *testing.T, procs ...*process) {
+	t.Helper()
+	throttled := &apiErr{code: "Throttling", status: 400}
+	start := time.Now()
+	var gds []*resilience.Guard
+	t.Cleanup(func() {
+		for _, gd := range gds {
+			gd.End(throttled)
+		}
+	})
+	var first, answered time.Time // when the first calls' answers were recorded, and the last calls'
+	for round, at := range []time.Time{start, start.Add(2000 * time.Millisecond), start.Add(4300 * time.Millisecond)} {
+		if round == 2 && answered.Add(2300*time.Millisecond).After(at) {
+			at = answered.Add(2300 * time.Millisecond)
+		}
+		time.Sleep(time.Until(at))
+		var now []*resilience.Guard
+		for _, p := range procs {
+			gd := p.begin(t)
+			if err := gd.Enter(context.Background()); err != nil {
+				t.Fatalf("round %d, %v in (the last answers %v before): %v", round+1, time.Since(start).Round(time.Millisecond), time.Since(answered).Round(time.Millisecond), err)
+			}
+			gd.Release()
+			now = append(now, gd)
+		}
+		for _, gd := range now {
+			gd.After(throttled)
+		}
+		gds = append(gds, now...)
+		if answered = time.Now(); round == 0 {
+			first = answered
+		}
+	}
+	dead := start.Add(4500 * time.Millisecond)
+	if first.Add(4 * time.Second).After(dead) {
+		dead = first.Add(4 * time.Second)
+	}
+	time.Sleep(time.Until(dead))
+}
+
+// patient is the operation timeout of the processes of the tests above,
+// which are not about outages: under -race on a loaded 2-core machine,
+// Redis (miniredis above all, in the test's own process) answered past
+// the 250 ms default, and the store that waited went on local limits,
+// where its breaker is the view it last read (A's, open) and Inspect
+// said Dead "throttled for good" after the fleet's probe had succeeded.
+var patient = fleet.WithTimeout(2 * time.Second)
 
 // named is a process and its name in a test's messages.
 type named struct {
@@ -121,6 +142,9 @@ func probedAlive(t *testing.T, opener, prober, checked named) {
 	}
 	if st := prober.gov.Inspect(vpcs).Breaker.State; st != state.Closed {
 		t.Fatalf("the breaker is %v after %s's probe succeeded, want closed", st, prober.name)
+	}
+	if st := checked.store.Stats(); st.Fallbacks > 0 {
+		t.Fatalf("%s's store went on local limits (%+v): Redis left an operation unanswered past the timeout, and what the fleet's probe found is not %s's to know", checked.name, st, checked.name)
 	}
 	if dead := checked.gov.Inspect(vpcs).Dead; dead != "" {
 		t.Errorf("%s's Inspect after the fleet's probe succeeded: Dead %q, want none", checked.name, dead)
