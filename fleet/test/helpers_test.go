@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -281,14 +283,24 @@ func inLoops(t testing.TB, n int, call func() bool) (stop func()) {
 // redisBalance measures how far the balance of vpcsKey's bucket in Redis
 // moves, its refill aside: another process drains the bucket far below
 // zero, so that the balance is not capped while it is read, and a third,
-// which holds no lease, reads it. Times are read around each reading,
-// whose time at Redis is taken as their midpoint.
+// which holds no lease, reads it. The move is read off the bucket's hash
+// in Redis: below zero, its balance at Redis's time now is (now - t0) /
+// interval (bucketSnapshotScript), t0 being when the fleet's queue of
+// tokens ends, so that the tokens given back, refill aside, are t0's move
+// back over the interval, with no clock of the test's in it. (Before,
+// the refill was reckoned from the test's times around each reading,
+// taken as their midpoint; a reading slow under load put that 40-60 ms
+// off, 4 to 6 tokens at 100 rps, past the tests' 2.5: "Redis's balance
+// moved by 42.9 tokens (its refill aside) ...; want 48".)
 type redisBalance struct {
 	t      testing.TB
 	reader state.Bucket
-	rate   float64
+	rdb    redis.UniversalClient
+	key    string    // the bucket's hash
+	rate   float64   // the bucket's rate, which no throttle changes here
 	was    float64   // the balance at mark
-	start  time.Time // mark's reading at Redis
+	t0     float64   // the bucket's t0 at mark, in µs of Redis's clock
+	start  time.Time // when mark read
 	drain  *fleet.Store
 }
 
@@ -317,27 +329,50 @@ func drainedBalance(t testing.TB, be backend, prefix string, spec state.BucketSp
 		})
 	}
 	wg.Wait()
-	return &redisBalance{t: t, reader: newProcess(t, be, prefix, resilience.Config{}, patient).store.Bucket(vpcsKey, spec, 0), rate: spec.Rate, drain: dp.store}
+	rp := newProcess(t, be, prefix, resilience.Config{}, patient)
+	return &redisBalance{t: t, reader: rp.store.Bucket(vpcsKey, spec, 0), rdb: rp.rdb, key: prefix + ":{" + vpcsKey + "}:bucket", rate: spec.Rate, drain: dp.store}
 }
 
 // mark reads the balance the moves are measured from, and fails the test
 // unless the bucket is drained.
 func (b *redisBalance) mark() {
 	b.t.Helper()
-	before := time.Now()
-	b.was = b.reader.Snapshot(0).Tokens
-	b.start = before.Add(time.Since(before) / 2)
+	b.start = time.Now()
+	b.was, b.t0 = b.read()
 	if b.was > -150 {
 		b.t.Fatalf("the bucket holds %.1f tokens after 650 taken; want it drained (the drain's store: %+v)", b.was, b.drain.Stats())
 	}
 }
 
+// read returns the balance the reader reads, and the bucket's t0 in
+// Redis, read after it; it fails the test unless the bucket's rate is the
+// spec's, whose interval t0 counts in.
+func (b *redisBalance) read() (tokens, t0 float64) {
+	b.t.Helper()
+	tokens = b.reader.Snapshot(0).Tokens
+	h, err := b.rdb.HMGet(context.Background(), b.key, "t0", "rate").Result()
+	if err != nil {
+		b.t.Fatalf("reading the bucket's hash: %v", err)
+	}
+	if t0, err = strconv.ParseFloat(fmt.Sprint(h[0]), 64); err != nil {
+		b.t.Fatalf("the bucket's t0 %v: %v", h[0], err)
+	}
+	if rate, _ := strconv.ParseFloat(fmt.Sprint(h[1]), 64); rate != b.rate {
+		b.t.Fatalf("the bucket's rate is %v in Redis; the measure wants %v", h[1], b.rate)
+	}
+	return tokens, t0
+}
+
 // gain returns how far the balance moved since mark, less its refill
-// since, and the balance now.
+// since (t0's move back, in tokens), and the balance now, which must be
+// below zero still: t0 does not measure a capped balance.
 func (b *redisBalance) gain() (gain, now float64) {
-	before := time.Now()
-	now = b.reader.Snapshot(0).Tokens
-	return now - b.was - before.Add(time.Since(before)/2).Sub(b.start).Seconds()*b.rate, now
+	b.t.Helper()
+	now, t0 := b.read()
+	if now >= 0 {
+		b.t.Fatalf("the bucket holds %.1f tokens, %.1f at mark; the measure wants it below zero", now, b.was)
+	}
+	return (b.t0 - t0) * b.rate / 1e6, now
 }
 
 // gainBy is gain, read again every 20 ms for up to a second until it
