@@ -27,9 +27,9 @@ func TestAScopeFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 2, BreakerCooldownSeconds: 1, BreakerDeadSeconds: &dead}}
 		a := newProcess(t, be, prefix, cfg, patient)
 		b := newProcess(t, be, prefix, cfg, patient)
-		// Three calls of A answered with throttling, each in its retries
-		// (its backoff), none given up: dead, 4 s of failures, the last
-		// recent.
+		// Two calls of A answered with throttling, 4.3 s apart, each in
+		// its retries (its backoff), none given up: dead, 4 s of
+		// failures, the last recent.
 		failForDead(t, a)
 		probedAlive(t, named{a, "A"}, named{b, "B"}, named{a, "A"})
 	})
@@ -50,26 +50,30 @@ func TestAScopeAnotherProcessFoundDeadIsAliveAfterTheFleetsProbe(t *testing.T) {
 		a := newProcess(t, be, prefix, cfg, patient)
 		b := newProcess(t, be, prefix, cfg, patient)
 		c := newProcess(t, be, prefix, cfg, patient)
-		// Three calls of A and three of B answered with throttling, each
-		// in its retries, none given up: dead for both; A's last answer
-		// finds the scope dead first.
+		// Two calls of A and two of B answered with throttling, 4.3 s
+		// apart, each in its retries, none given up: dead for both; A's
+		// last answer finds the scope dead first.
 		failForDead(t, a, b)
 		probedAlive(t, named{a, "A"}, named{c, "C"}, named{b, "B"})
 	})
 }
 
 // failForDead has each of procs (whose scope vpcs has a threshold of 2
-// and breaker_dead_seconds of 4 s) make three calls answered with
+// and breaker_dead_seconds of 4 s) make two calls answered with
 // throttling, each in its retries (its backoff), none given up: a first
-// at once, a second 2 s in, and a third 4.3 s in, or 2.3 s after the
-// second calls' answers were recorded when a loaded machine ran them
-// late. The third calls are admitted: their process's last failure is
-// then more than half of breaker_dead_seconds old (2 s, by 300 ms, from
-// the answers, not the schedule), so that the admission does not find
-// the scope dead (a streak whose last failure is older is not). Their
-// answers find it dead, the calls of procs[0] first. It returns once the
-// first answers are 4 s old (4.5 s in at the earliest): the scope is dead
-// for each process, its last failure less than 2 s old.
+// at once, and a second 4.3 s in, or 4 s after the first calls' answers
+// were recorded when a loaded machine ran them late. No call's admission
+// finds the scope dead: the streak spans less than 4 s before the second
+// calls' answers, and their admission comes 4 s after the last failure,
+// more than half of breaker_dead_seconds (2 s), which a streak's last
+// failure must be within. Their answers find the scope dead, 4 s of
+// failures the last now, and open the fleet's breaker: those of procs[0]
+// first. (Before, a third round of calls ran 2 s in, at a fixed time:
+// its answers, recorded late on a loaded machine, came less than 2 s
+// before the last calls, whose admission then found the scope dead,
+// "round at 2s answered 2.338797434s"; or more than 4 s after the first,
+// and opened the breaker themselves, "round 3, 7.189s in (the last
+// answers 2.35s before): circuit open".)
 func failForDead(t *testing.T, procs ...*process) {
 	t.Helper()
 	throttled := &apiErr{code: "Throttling", status: 400}
@@ -80,17 +84,17 @@ func failForDead(t *testing.T, procs ...*process) {
 			gd.End(throttled)
 		}
 	})
-	var first, answered time.Time // when the first calls' answers were recorded, and the last calls'
-	for round, at := range []time.Time{start, start.Add(2000 * time.Millisecond), start.Add(4300 * time.Millisecond)} {
-		if round == 2 && answered.Add(2300*time.Millisecond).After(at) {
-			at = answered.Add(2300 * time.Millisecond)
+	var first time.Time // when the first calls' answers were recorded
+	for round, at := range []time.Time{start, start.Add(4300 * time.Millisecond)} {
+		if round == 1 && first.Add(4*time.Second).After(at) {
+			at = first.Add(4 * time.Second)
 		}
 		time.Sleep(time.Until(at))
 		var now []*resilience.Guard
 		for _, p := range procs {
 			gd := p.begin(t)
 			if err := gd.Enter(context.Background()); err != nil {
-				t.Fatalf("round %d, %v in (the last answers %v before): %v", round+1, time.Since(start).Round(time.Millisecond), time.Since(answered).Round(time.Millisecond), err)
+				t.Fatalf("round %d, %v in: %v", round+1, time.Since(start).Round(time.Millisecond), err)
 			}
 			gd.Release()
 			now = append(now, gd)
@@ -99,15 +103,10 @@ func failForDead(t *testing.T, procs ...*process) {
 			gd.After(throttled)
 		}
 		gds = append(gds, now...)
-		if answered = time.Now(); round == 0 {
-			first = answered
+		if round == 0 {
+			first = time.Now()
 		}
 	}
-	dead := start.Add(4500 * time.Millisecond)
-	if first.Add(4 * time.Second).After(dead) {
-		dead = first.Add(4 * time.Second)
-	}
-	time.Sleep(time.Until(dead))
 }
 
 // patient is the operation timeout of the processes of the tests above,
