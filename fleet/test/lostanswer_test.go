@@ -24,12 +24,13 @@ func proxied(t *testing.T, be backend) (*redisproxy.Proxy, string) {
 // outagePair opens the two processes of an outage's write-back tests on
 // one prefix: a, through a proxy to be's Redis that the test takes down
 // for the outage (heartbeat 200 ms, timeout 100 ms), and o, straight to
-// be's Redis, which counts what the fleet does meanwhile. Both are closed
-// as the test ends.
-func outagePair(t *testing.T, be backend) (px *redisproxy.Proxy, a, o *fleet.Store) {
+// be's Redis, which counts what the fleet does meanwhile. aOpts come after
+// a's defaults (a test's own WithTimeout replaces the 100 ms). Both are
+// closed as the test ends.
+func outagePair(t *testing.T, be backend, aOpts ...fleet.Option) (px *redisproxy.Proxy, a, o *fleet.Store) {
 	px, url := proxied(t, be)
 	prefix := uniquePrefix(t)
-	a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(100*time.Millisecond))
+	a, err := fleet.Open(url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200 * time.Millisecond), fleet.WithTimeout(100 * time.Millisecond)}, aOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,25 +48,7 @@ func TestAnOutagesManyFailuresAreWrittenBackEach(t *testing.T) {
 // of its failures Redis keeps no time of (it keeps the latest 64).
 func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, a, o := outagePair(t, be)
-		spec := state.BreakerSpec{Threshold: 100, Cooldown: time.Minute, MaxCooldown: time.Minute}
-		br := a.Breaker(vpcsKey, spec)
-		br.Allow(0)
-		px.Down()
-		waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
-		br.Failure(0)
-		br.Success() // the local success, to be written back
-		ob := o.Breaker(vpcsKey, spec)
-		ob.Failure(0)
-		ob.Success() // the fleet's last reset, after the local success
-		for range 90 {
-			ob.Failure(0)
-		}
-		if err := px.Up(); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
-		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Closed || got.Failures != 90 {
+		if got := olderLocalSuccess(t, be, 0); got.State != state.Closed || got.Failures != 90 {
 			t.Errorf("a local success during an outage, then another process's success and its 90 failures, written back: the fleet's breaker %v with %d failures, want closed with 90 (the local success older than the fleet's)", got.State, got.Failures)
 		}
 	})
@@ -84,40 +66,38 @@ func TestAnOlderLocalSuccessLeavesTheFleetsUntimedFailures(t *testing.T) {
 // ended those, the 26 whose times Redis does not keep among them.)
 func TestALocalSuccessNotSurelyAfterTheFleetsResetEndsNone(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
-		spec := state.BreakerSpec{Threshold: 100, Cooldown: time.Minute, MaxCooldown: time.Minute}
-		br := a.Breaker(vpcsKey, spec)
-		br.Allow(0)
-		px.Down()
-		waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
-		br.Failure(0)
-		br.Success() // the local success, to be written back
-		ob := o.Breaker(vpcsKey, spec)
-		ob.Failure(0)
-		ob.Success() // the fleet's last reset, right after the local success
-		for range 90 {
-			ob.Failure(0)
-		}
-		px.SetDelay(50 * time.Millisecond) // each way: the write-back reaches Redis 50 ms after A sends it
-		if err := px.Up(); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
-		if got := o.Breaker(vpcsKey, spec).Snapshot(0); got.State != state.Closed || got.Failures != 90 {
+		if got := olderLocalSuccess(t, be, 50*time.Millisecond, fleet.WithTimeout(time.Second)); got.State != state.Closed || got.Failures != 90 {
 			t.Errorf("a local success during an outage, then another process's success and its 90 failures, written back 50 ms on its way: the fleet's breaker %v with %d failures, want closed with 90 (the local success not surely after the fleet's)", got.State, got.Failures)
 		}
 	})
+}
+
+// olderLocalSuccess runs the two tests above: during A's outage (A opened
+// with aOpts after outagePair's), A's failure and success, then right
+// after them O's failure, success (the fleet's last reset) and 90
+// failures; A comes back, its write-back delay on its way to Redis, and
+// olderLocalSuccess returns the fleet's breaker as O reads it then.
+func olderLocalSuccess(t *testing.T, be backend, delay time.Duration, aOpts ...fleet.Option) state.BreakerSnapshot {
+	px, a, o := outagePair(t, be, aOpts...)
+	spec := state.BreakerSpec{Threshold: 100, Cooldown: time.Minute, MaxCooldown: time.Minute}
+	br := a.Breaker(vpcsKey, spec)
+	br.Allow(0)
+	px.Down()
+	waitFor(t, 2*time.Second, "degraded", func() bool { return a.Stats().Degraded })
+	br.Failure(0)
+	br.Success() // the local success, to be written back
+	ob := o.Breaker(vpcsKey, spec)
+	ob.Failure(0)
+	ob.Success() // the fleet's last reset, right after the local success
+	for range 90 {
+		ob.Failure(0)
+	}
+	px.SetDelay(delay) // each way
+	if err := px.Up(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !a.Stats().Degraded })
+	return o.Breaker(vpcsKey, spec).Snapshot(0)
 }
 
 // Failures of two processes, each more than the 64 whose times are kept,
