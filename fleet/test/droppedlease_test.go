@@ -317,10 +317,18 @@ func TestADroppedBucketBorrowsNoLease(t *testing.T) {
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
 		ab.(state.Dropper).Drop(0)
-		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		// The reader waits 2 s for Redis: on local limits (a read over the
+		// default 250 ms, on a loaded machine) it would read its own burst,
+		// 20, whatever Redis holds.
+		rp := newProcess(t, be, prefix, resilience.Config{}, fleet.WithTimeout(2*time.Second))
+		reader := rp.store.Bucket(vpcsKey, spec, 0)
 		waitFor(t, 2*time.Second, "the dropped lease given back", func() bool { return reader.Snapshot(0).Tokens > 15 })
 		ab.Reserve(0) // a call that held the bucket as it was dropped
-		if tokens := reader.Snapshot(0).Tokens; tokens < 17 {
+		tokens := reader.Snapshot(0).Tokens
+		if st := rp.store.Stats(); st.Fallbacks > 0 {
+			t.Fatalf("the reader went on local limits (its stats: %+v): what it read is not Redis's", st)
+		}
+		if tokens < 17 {
 			t.Errorf("the bucket holds %.1f tokens after a call took one of the dropped bucket (its burst of 20 given back); want 19: the dropped bucket borrowed a lease beyond it, which no one gives back", tokens)
 		}
 	})
@@ -344,7 +352,8 @@ func TestABucketDroppedWithARequestInFlightKeepsNoLease(t *testing.T) {
 		}
 		defer a.Close()
 		spec := state.BucketSpec{Rate: 10, Burst: 20}
-		reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
+		rp := newProcess(t, be, prefix, resilience.Config{}, fleet.WithTimeout(2*time.Second)) // as above
+		reader := rp.store.Bucket(vpcsKey, spec, 0)
 		reader.Snapshot(0)
 		// Lease requests are answered 300 ms late.
 		px.SlowAnswers(func(answer []byte) bool { return strings.HasPrefix(string(answer), "*14\r\n") }, 300*time.Millisecond)
@@ -365,6 +374,9 @@ func TestABucketDroppedWithARequestInFlightKeepsNoLease(t *testing.T) {
 			if tokens = reader.Snapshot(0).Tokens; tokens > 15 {
 				break
 			}
+		}
+		if st := rp.store.Stats(); st.Fallbacks > 0 {
+			t.Fatalf("the reader went on local limits (its stats: %+v): what it read is not Redis's", st)
 		}
 		if tokens <= 15 {
 			t.Errorf("the bucket holds %.1f tokens a second after the answer to a lease request the dropped bucket sent before the drop; want 19: the answer's lease stayed in the dropped bucket, which no one gives back", tokens)
