@@ -84,6 +84,7 @@ type learned struct {
 	climbs       int           // the goodput controller's climbs since the last throttle
 	queuePeak    float64       // the goodput controller's longest queue, in tokens, since the last throttle
 	sprinting    bool          // the goodput controller sprinted since the last throttle
+	sprinted     time.Duration // when it sprinted
 	mv           moving        // the goodput controller's moving mode
 	wake         chan struct{} // closed at the next change; made by the first caller to wait
 }
@@ -390,7 +391,7 @@ func (b *Bucket) Success(now time.Duration) (rate float64, increased bool) {
 	rate = b.ep.Load().p.rate
 	if b.goodput != nil {
 		b.goodput.count(now)
-		if rate, increased = b.sprint(now, rate); increased || b.l != nil && b.l.sprinting {
+		if rate, increased = b.sprint(now, rate); increased || b.l != nil && b.l.sprinting && now-b.l.sprinted < GoodputQuiet {
 			return rate, increased // no climb during a sprint
 		}
 		if b.l != nil {

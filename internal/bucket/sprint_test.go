@@ -183,7 +183,7 @@ func absDur(d time.Duration) time.Duration { return max(d, -d) }
 // next, never during a drain of the moving mode, and moves the rate to
 // GoodputSprintFactor times itself (GoodputMovingSprintFactor in the
 // moving mode; up to the ceiling); nothing else moves the rate during
-// one. (Outside a sprint, climbs and the moving mode's drains move it:
+// one, which lasts until the next throttle or GoodputQuiet. (Outside a sprint, climbs and the moving mode's drains move it:
 // TestGoodputMovingProperties checks those.)
 func TestGoodputSprintProperties(t *testing.T) {
 	sprints, moving := 0, 0
@@ -212,13 +212,14 @@ func TestGoodputSprintProperties(t *testing.T) {
 		check := func(t *rapid.T, now time.Duration) {
 			before := b.Snapshot(now).Rate
 			was := b.l != nil && b.l.sprinting
+			during := was && now-b.l.sprinted < GoodputQuiet // a sprint lasts GoodputQuiet at most
 			// The moving mode changes only at throttles: as it is before
 			// this success, it is at the sprint.
 			on, draining := b.l != nil && b.l.mv.on, b.l != nil && b.l.mv.draining
 			r, inc := b.Success(now)
 			is := b.l != nil && b.l.sprinting
 			switch {
-			case was && (inc || r != before):
+			case during && (inc || r != before):
 				t.Fatalf("rate %v -> %v (increased %v) during a sprint", before, r, inc)
 			case is && !was:
 				if !throttled || now-lastThrottle < GoodputSprintQuiet || sprinted || draining {
@@ -307,4 +308,40 @@ func withQueueActions(b *Bucket, now *time.Duration, actions map[string]func(*ra
 		}
 	}
 	return actions
+}
+
+// A sprint that meets no throttle does not hold the rate for good: the
+// limit is above the sprint's rate, and a bucket with callers queued and
+// no throttle climbs to its ceiling. (Outside-in trial, three processes of
+// their own governors sharing a limit of 2 rps: one process's leaf, at its
+// floor of 0.2 rps, sprinted to 0.4 rps and sent at 0.4 rps for its last
+// 80 s with no throttle, the other two done.)
+func TestGoodputSprintWithoutAThrottleEndsInAClimb(t *testing.T) {
+	const ceiling, floor = 20.0, 0.2
+	b := New(Spec{Rate: ceiling, Burst: 2 * ceiling, Floor: floor, Goodput: true}, 0)
+	for i := range time.Duration(50) {
+		b.Success(i * sec / 10)
+	}
+	now := 5 * sec
+	for r, _ := b.Throttle(now, 0); r > floor; r, _ = b.Throttle(now, 0) {
+		now += sec // nothing served since: the rate halves, down to the floor
+	}
+	last := now
+	setQueue(b, last+sec, 10)
+	b.Success(last + sec)
+	setQueue(b, last+GoodputSprintQuiet, 8)
+	if r, inc := b.Success(last + GoodputSprintQuiet); !inc || math.Abs(r-GoodputSprintFactor*floor) > 1e-9 {
+		t.Fatalf("no sprint: rate %v (increased %v)", r, inc)
+	}
+	// A minute of demand, the queue kept at 8 callers, a success at each
+	// token, no throttle.
+	now = last + GoodputSprintQuiet
+	for end := now + time.Minute; now < end; {
+		now += time.Duration(1e9 / b.Snapshot(now).Rate)
+		setQueue(b, now, 8)
+		b.Success(now)
+	}
+	if r := b.Snapshot(now).Rate; r != ceiling {
+		t.Fatalf("rate %v a minute after a sprint with callers queued and no throttle, want the ceiling %v", r, ceiling)
+	}
 }
