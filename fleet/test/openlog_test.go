@@ -28,10 +28,8 @@ func TestASwitchAtOpenIsLoggedToTheGovernorsLogger(t *testing.T) {
 					px.Freeze()
 					defer px.Thaw()
 				}
-				var dflt, gov syncBuffer
-				old := slog.Default()
-				slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
-				defer slog.SetDefault(old)
+				var gov syncBuffer
+				dflt := logDefaultTo(t)
 				s, err := fleet.Open(url, fleet.WithPrefix(uniquePrefix(t)), fleet.WithTimeout(100*time.Millisecond), fleet.WithHeartbeat(time.Hour))
 				if err != nil {
 					t.Fatal(err)
@@ -59,10 +57,7 @@ func TestASwitchAtOpenIsLoggedWithoutAGovernorsLogger(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		px.Down()
-		var dflt syncBuffer
-		old := slog.Default()
-		slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
-		defer slog.SetDefault(old)
+		dflt := logDefaultTo(t)
 		s, err := fleet.Open(url, fleet.WithPrefix(uniquePrefix(t)), fleet.WithTimeout(100*time.Millisecond), fleet.WithHeartbeat(time.Hour))
 		if err != nil {
 			t.Fatal(err)
@@ -86,4 +81,14 @@ func countLines(logs, s string) int {
 		}
 	}
 	return n
+}
+
+// logDefaultTo makes slog.Default() write to the buffer it returns until
+// the test ends.
+func logDefaultTo(t *testing.T) *syncBuffer {
+	var b syncBuffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&b, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	return &b
 }
