@@ -270,9 +270,13 @@ func (b *sharedBucket) takeServed() []any {
 }
 
 // fallback returns the local bucket used while Redis does not answer: the
-// fleet's last known rate, its burst and its floor divided among the live
-// processes (it stays adaptive, so it slows further if this process is
-// throttled, down to its share of the floor). A new one
+// bucket's settings (its ceiling, burst and floor) divided among the live
+// processes, starting at the same share of the fleet's last known rate. It
+// stays adaptive: it climbs from there as the configured controller does
+// (AIMD, or the goodput controller), up to its share of the ceiling, so
+// that a long outage does not hold the process at the rate the fleet had
+// last (often one a throttle had just lowered), and it slows on this
+// process's throttles, down to its share of the floor. A new one
 // is charged for the tokens the process took lately and has yet to use
 // (tokenLog): the callers already queued go at their times, at the head of
 // its queue, instead of on top of its balance.
@@ -284,7 +288,11 @@ func (b *sharedBucket) takeServed() []any {
 // Redis reported a rate since it was made, so that the rate a throttle
 // left on an earlier outage's local bucket, which the fleet never took,
 // does not hold the process after it. A pause it set is not lost: the
-// process knows of it (pausedFor), and holds the new one too.
+// process knows of it (pausedFor), and holds the new one too. What it
+// learned reaches the fleet when Redis answers again as the congestion
+// events it met (oweThrottle, writeOwed), each halving the fleet's rate;
+// its climbs do not: the fleet climbs again from the rate they leave, as
+// its controller does.
 func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
@@ -303,24 +311,25 @@ func (b *sharedBucket) keepsLocal(ep int64, out bool, rates int64) bool {
 	return b.local != nil && b.localEp == ep && (out || !b.localOut && b.localRate == rates)
 }
 
-// fromRate returns a new local bucket made at now from the fleet's last
-// known rate (see fallback), held by the pause the process knows of and
-// charged for the tokens it took lately. It changes nothing of b:
-// fallback installs it, and Snapshot only reads it.
+// fromRate returns a new local bucket made at now: the share of the
+// bucket's settings, at the share of the fleet's last known rate (see
+// fallback), held by the pause the process knows of and charged for the
+// tokens it took lately, up to its burst at that rate. It changes nothing
+// of b: fallback installs it, and Snapshot only reads it.
 func (b *sharedBucket) fromRate(now time.Duration) state.Bucket {
-	r := b.rate()
 	spec := b.spec
-	spec.Rate = b.s.share(r)
-	spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()*r/b.spec.Rate))
+	spec.Rate = b.s.share(b.spec.Rate)
+	spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()))
 	spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
-	l := b.s.local.Bucket("", spec, now)
+	l := bucket.NewAtRate(spec, b.s.share(b.rate()), now)
+	burst := l.Snapshot(now).Tokens // full: its capacity at the rate it starts at
 	if p := b.pausedFor(mono()); p > 0 {
 		// A pause known to this process (set on an earlier outage's local
 		// limits, or on Redis) holds the new local limits too.
 		l.Pause(now, p)
 	}
 	b.mu.Lock()
-	owed := b.log.charge(mono(), false, spec.Capacity())
+	owed := b.log.charge(mono(), false, burst)
 	b.mu.Unlock()
 	for range owed {
 		l.Reserve(now)

@@ -133,10 +133,10 @@ type config struct {
 }
 
 // configs caches the config of each spec seen, up to maxConfigs specs.
-// The specs a configuration makes are few; those made from learned rates
-// (fleet mode's fallback, one per scope and outage) are not, and are not
-// kept once the cache is full: a bucket of such a spec holds a config of
-// its own, gone with it.
+// The specs a configuration makes are few; those made from them at run
+// time (fleet mode's fallback, each a share among a number of processes
+// that varies) may not be, and are not kept once the cache is full: a
+// bucket of such a spec holds a config of its own, gone with it.
 var (
 	configs  sync.Map // state.BucketSpec -> *config
 	nconfigs atomic.Int64
@@ -174,6 +174,25 @@ func configOf(s state.BucketSpec) *config {
 func New(s state.BucketSpec, now time.Duration) *Bucket {
 	b := new(Bucket)
 	b.Init(s, now)
+	return b
+}
+
+// NewAtRate returns a full bucket at rate r, brought within the spec's
+// floor and ceiling, rather than at its ceiling: fleet mode's local limits
+// start so from a share of the fleet's last rate. Its controller climbs
+// from there towards the ceiling, as after an increase made at now (the
+// first climb comes an increase interval later, IncreaseInterval, or
+// GoodputClimbInterval for the goodput controller), and decreases on
+// throttles as any bucket's does. A rate within a hair of the ceiling, or
+// not a number, is the ceiling.
+func NewAtRate(s state.BucketSpec, r float64, now time.Duration) *Bucket {
+	b := New(s, now)
+	if r = math.Max(b.cfg.floor, r); r < b.cfg.ceiling*(1-1e-9) {
+		b.mu.Lock()
+		b.learn().lastIncrease = now
+		b.setRate(now, r, false, false) // full at r: the stored tokens, capped at its capacity
+		b.mu.Unlock()
+	}
 	return b
 }
 

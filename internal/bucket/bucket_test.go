@@ -283,6 +283,43 @@ func TestRecoveryEndsAtTheCeiling(t *testing.T) {
 	}
 }
 
+// A bucket made at a rate below its ceiling (NewAtRate: fleet mode's
+// local limits, from a share of the fleet's last rate) is full at that
+// rate's capacity, and climbs from it to the ceiling as the controller
+// does after an increase made then: AIMD one step of 5% of the ceiling
+// per 5 s. A rate below the floor starts at the floor; one at the
+// ceiling, or not a number, is a bucket at its ceiling.
+func TestNewAtRateClimbsToTheCeiling(t *testing.T) {
+	spec := Spec{Rate: 20, Burst: 40, Floor: 2, Adaptive: true}
+	b := NewAtRate(spec, 10, 0)
+	if s := b.Snapshot(0); s.Rate != 10 || s.Ceiling != 20 || s.Tokens != 20 {
+		t.Fatalf("made at 10 rps: %+v, want rate 10, ceiling 20, full at 20 tokens", s)
+	}
+	if !b.Recovering() {
+		t.Fatal("made below its ceiling: not recovering")
+	}
+	if _, inc := b.Success(5*sec - 1); inc {
+		t.Fatal("increased within 5 s of being made")
+	}
+	now := time.Duration(0)
+	for i := range 10 {
+		now += 5 * sec
+		if r, inc := b.Success(now); !inc || r != 10+float64(i+1) {
+			t.Fatalf("at %v: rate %v increased %v, want %v true", now, r, inc, 10+float64(i+1))
+		}
+	}
+	if !b.Idle(now+time.Hour, time.Minute) {
+		t.Fatal("back at its ceiling: not idle an hour later")
+	}
+	for _, c := range []struct {
+		r, want float64
+	}{{0.5, 2}, {20, 20}, {25, 20}, {math.NaN(), 20}} {
+		if s := NewAtRate(spec, c.r, 0).Snapshot(0); s.Rate != c.want || s.Tokens != 2*c.want {
+			t.Errorf("made at %v rps: %+v, want rate %v, full at %v tokens", c.r, s, c.want, 2*c.want)
+		}
+	}
+}
+
 func TestMinimumIncreaseStep(t *testing.T) {
 	// 5% of 0.1 rps is 0.005: the step is at least 0.01.
 	b := New(Spec{Rate: 0.1, Burst: 1, Floor: 0.01, Adaptive: true}, 0)
