@@ -184,8 +184,10 @@ func New(s state.BucketSpec, now time.Duration) *Bucket {
 // first climb comes an increase interval later, IncreaseInterval, or
 // GoodputClimbInterval for the goodput controller), and decreases on
 // throttles as any bucket's does. A rate within a hair of the ceiling, or
-// not a number, is the ceiling.
-func NewAtRate(s state.BucketSpec, r float64, now time.Duration) *Bucket {
+// not a number, is the ceiling. It returns a state.Bucket, all that
+// another module needs of it, so that *Bucket's methods stay this
+// module's own.
+func NewAtRate(s state.BucketSpec, r float64, now time.Duration) state.Bucket {
 	b := New(s, now)
 	if r = math.Max(b.cfg.floor, r); r < b.cfg.ceiling*(1-1e-9) {
 		b.mu.Lock()
