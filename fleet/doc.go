@@ -108,14 +108,17 @@
 // operation Redis did not answer, never one run again. A Redis that does
 // not answer in time, or refuses every command (loading, a replica, a
 // cluster down, an authentication failure, out of memory), switches the
-// process to local limits: the fleet's last known rates (each with its
-// burst and its floor), and the retry budget, divided by the number of live
-// processes at the last heartbeat (each process announces itself every
-// second), or by WithExpectedProcesses when more (a process that starts
-// during an outage has counted only itself), and the breakers as the process last knew them (one the fleet
-// opened stays open until its cooldown ends, with the fleet's current
-// cooldown, which a failed local probe doubles; a closed one keeps its
-// failures). The switch is logged once and counted (StoreStats.Fallbacks).
+// process to local limits: the buckets (each with its ceiling, burst and
+// floor) and the fleet's retry budget as last read, divided by the number
+// of live processes at the last heartbeat (each process announces itself
+// every second), or by WithExpectedProcesses when more (a process that
+// starts during an outage has counted only itself), each bucket starting at that share of the
+// fleet's last known rate and climbing from there as its controller does,
+// up to its share of the ceiling, slowing on the process's own throttles;
+// and the breakers as the process last knew them (one the fleet opened
+// stays open until its cooldown ends, with the fleet's current cooldown,
+// which a failed local probe doubles; a closed one keeps its failures).
+// The switch is logged once and counted (StoreStats.Fallbacks).
 // The heartbeat keeps probing, and the first answer switches back to the
 // shared state (rebuilt from the defaults if Redis lost it), after writing
 // back what the local breakers learned meanwhile (they opened, let a probe

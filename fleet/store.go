@@ -216,10 +216,11 @@ func WithBreakerStaleness(d time.Duration) Option {
 
 // WithExpectedProcesses sets the most processes the fleet runs at once
 // (default 1). While Redis does not answer, a process takes its share of
-// the fleet's limits: the last known rates and retry budget divided by the
-// live processes it counted at its last heartbeat, and by n when n is
-// more. A process that starts while Redis does not answer has counted none
-// but itself: with n, the processes of a fleet of at most n never take
+// the fleet's limits: the buckets' settings, the last known rates (from
+// which its local buckets climb) and the retry budget divided by the live
+// processes it counted at its last heartbeat, and by n when n is more. A
+// process that starts while Redis does not answer has counted none but
+// itself: with n, the processes of a fleet of at most n never take
 // more than the fleet's limits together, however many of them started
 // during the outage, each at a share of 1/n even when fewer run; without
 // it, each takes the whole of the configured limits, and k of them k
