@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -25,11 +24,7 @@ func leaseAnswer(answer []byte) bool { return bytes.HasPrefix(answer, []byte("*1
 // WithBreakerStaleness).
 func TestALateLeaseAnswerKeepsTheBreakerThisProcessOpened(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		px.SlowAnswers(leaseAnswer, 200*time.Millisecond)
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), resilience.Config{}, fleet.WithTimeout(2*time.Second))
 		spec := state.BreakerSpec{Threshold: 1, Cooldown: time.Minute, MaxCooldown: time.Minute}

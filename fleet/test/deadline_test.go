@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -60,11 +59,7 @@ func TestNoCallOutlastsItsDeadlineOnASlowRedis(t *testing.T) {
 		timeout  = 250 * time.Millisecond // the store's default
 	)
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rps, Burst: 1}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithMaxLease(1), fleet.WithTimeout(timeout))
 		if err := p.do(t, vpcs, ok); err != nil { // the scripts are loaded
@@ -191,11 +186,7 @@ type contextBucket interface {
 func TestReserveContextWaitsOnItsOwnContext(t *testing.T) {
 	const margin = 25 * time.Millisecond
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), resilience.Config{}, fleet.WithMaxLease(1), fleet.WithTimeout(time.Second))
 		b, ok := p.store.Bucket(vpcsKey, state.BucketSpec{Rate: 1000, Burst: 1000}, 0).(contextBucket)
 		if !ok {

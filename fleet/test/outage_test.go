@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/fleet"
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -24,11 +23,7 @@ import (
 // with its state gone, the fleet's state is rebuilt from the defaults.
 func TestRedisDownThenRestarted(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
 		a := newProcess(t, at(px.Addr()), prefix, cfg)
@@ -89,11 +84,7 @@ func TestRedisDownThenRestarted(t *testing.T) {
 // stay paced at the shared rate, and the overhead per call is measured.
 func TestSlowRedisStillPaces(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 200, Burst: 1}}}}
 		a := newProcess(t, at(px.Addr()), prefix, cfg)
@@ -178,11 +169,7 @@ func TestLocalLimitsRecoverWhileRedisIsDown(t *testing.T) {
 // below the share of the floor, 2 (the whole floor, 4, kept it at 2.5).
 func TestLocalLimitsShareTheFloor(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		a := newProcess(t, at(px.Addr()), prefix, resilience.Config{})
 		newProcess(t, at(px.Addr()), prefix, resilience.Config{})

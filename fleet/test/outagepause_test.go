@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -31,11 +30,7 @@ func TestAPauseSetDuringAnOutageOutlivesIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSingleNode(t, func(t *testing.T, be backend) {
-				px, err := redisproxy.Start(be.addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer px.Close()
+				px, _ := proxied(t, be)
 				prefix := uniquePrefix(t)
 				cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
 				a := newProcess(t, at(px.Addr()), prefix, cfg)

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/internal/bucket"
 )
 
@@ -15,11 +14,7 @@ import (
 // out: none of the 30 successes counted during an outage reached Redis.
 func TestSuccessesCountedDuringAnOutageAreWrittenBack(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		p := newProcess(t, at(px.Addr()), prefix, goodputCfg)
 		bk := p.store.Bucket(vpcsKey, goodputSpec, 0)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cloudg/cloudg/fleet"
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -46,11 +45,7 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 		callers = 32
 	)
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(2*time.Second))
 		rec := &recordingStore{Store: p.store, key: vpcsKey}
@@ -128,11 +123,7 @@ func TestFlappingRedisKeepsTheRate(t *testing.T) {
 		callers = 32
 	)
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg)
 		rec := &recordingStore{Store: p.store, key: vpcsKey}
@@ -185,11 +176,7 @@ func TestRedisNearItsTimeoutKeepsTheRate(t *testing.T) {
 		callers = 32
 	)
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, err := redisproxy.Start(be.addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(30*time.Millisecond), fleet.WithHeartbeat(50*time.Millisecond))
 		rec := &recordingStore{Store: p.store, key: vpcsKey}

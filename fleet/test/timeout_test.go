@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/fleet"
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -42,11 +41,7 @@ func TestTimeoutBoundsEveryRedisWait(t *testing.T) {
 			}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				px, err := redisproxy.Start(be.addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer px.Close()
+				px, _ := proxied(t, be)
 				store := c.open(t, px.Addr(), fleet.WithPrefix(uniquePrefix(t)), fleet.WithLogger(quiet),
 					fleet.WithTimeout(timeout), fleet.WithHeartbeat(100*time.Millisecond), fleet.WithMaxLease(1))
 				defer store.Close()

@@ -32,11 +32,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			prefix string
 		}
 		setup := func(t *testing.T, key string, spec state.BreakerSpec) fleetOfTwo {
-			px, err := redisproxy.Start(be.addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(px.Close)
+			px, _ := proxied(t, be)
 			f := fleetOfTwo{px: px, prefix: uniquePrefix(t)}
 			f.p = newProcess(t, at(px.Addr()), f.prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
 			f.q = newProcess(t, be, f.prefix, resilience.Config{})
