@@ -17,11 +17,7 @@ import (
 func TestASharedBudgetAskedAgainKeepsItsTokens(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
+		a := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 		b := a.Budget("aws", 10)
 		for range 4 {
 			if !b.Take() {

@@ -21,11 +21,8 @@ func TestASlowRedisStillGetsTheLeaseBackAtClose(t *testing.T) {
 		t.Cleanup(func() { px.SlowAnswers(nil, 0) })
 		prefix := uniquePrefix(t)
 		const timeout = time.Second
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithLeaseWindow(500*time.Millisecond), fleet.WithTimeout(timeout))
-		if err != nil {
-			t.Fatal(err)
-		}
 		spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // a lease: 49 tokens left

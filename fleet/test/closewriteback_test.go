@@ -22,12 +22,9 @@ func TestCloseWritesBackWhatAnOutageTaught(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		p, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		p := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithTimeout(200*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		fallsBack(p) // the outage: the proxy goes down under it
 		spec := state.BreakerSpec{Threshold: 3, Cooldown: time.Minute, MaxCooldown: 4 * time.Minute}
 		bspec := state.BucketSpec{Rate: 10, Burst: 10}
 		br := p.Breaker("closeback/brk", spec)

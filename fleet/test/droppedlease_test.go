@@ -50,12 +50,9 @@ func TestALeaseDroppedForAPauseGivesTheLocalLimitsNothing(t *testing.T) {
 				prefix := uniquePrefix(t)
 				// 100 rps with a burst of 20 and a lease window of 500 ms:
 				// a lease of 50 tokens, 20 of them usable at once.
-				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+				a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 					fleet.WithLeaseWindow(500*time.Millisecond))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer a.Close()
+				fallsBack(a) // each case takes Redis from it: gone, frozen, or answering garbage
 				spec := state.BucketSpec{Rate: 100, Burst: 20}
 				ab := a.Bucket(vpcsKey, spec, 0)
 				ab.Reserve(0) // A borrows a lease: 49 tokens left in it
@@ -105,12 +102,9 @@ func TestTheTokensOfGoneCallersGiveTheLocalLimitsNothing(t *testing.T) {
 		// 10 rps with a burst of 50: a lease of one token (100 ms), and
 		// a call at the start charges the local limits of an outage in
 		// the next 5 s (the burst's time) with their whole burst.
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
+		fallsBack(a) // its give-back is answered 3 s late, past its 2 s timeout: an outage
 		spec := state.BucketSpec{Rate: 10, Burst: 50}
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // Redis holds the scripts: EVALSHA, not EVAL
@@ -307,12 +301,8 @@ func TestADroppedBucketBorrowsNoLease(t *testing.T) {
 		prefix := uniquePrefix(t)
 		// 100 rps with a burst of 20 and a lease window of 500 ms, A the
 		// only process it counts: leases of 50 tokens.
-		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithLeaseWindow(500*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
 		spec := state.BucketSpec{Rate: 100, Burst: 20}
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
@@ -345,12 +335,8 @@ func TestABucketDroppedWithARequestInFlightKeepsNoLease(t *testing.T) {
 		// 10 rps with a burst of 20 and a lease window of 5 s, A the only
 		// process it counts: leases of 50 tokens, and a refill slow beside
 		// them.
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithLeaseWindow(5*time.Second), fleet.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
 		spec := state.BucketSpec{Rate: 10, Burst: 20}
 		rp := newProcess(t, be, prefix, resilience.Config{}, fleet.WithTimeout(2*time.Second)) // as above
 		reader := rp.store.Bucket(vpcsKey, spec, 0)
@@ -429,11 +415,8 @@ func TestCloseGivesADroppedBucketsLeaseBackOnce(t *testing.T) {
 		prefix := uniquePrefix(t)
 		// 100 rps with a burst of 20 and a lease window of 500 ms, A the
 		// only process it counts: leases of 50 tokens.
-		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithLeaseWindow(500*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
 		spec := state.BucketSpec{Rate: 100, Burst: 20, Floor: 1, Adaptive: true}
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
@@ -461,11 +444,8 @@ func TestCloseIsBoundedWhenRedisDoesNotAnswer(t *testing.T) {
 		t.Cleanup(px.Thaw)
 		prefix := uniquePrefix(t)
 		const timeout = time.Second
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithLeaseWindow(500*time.Millisecond), fleet.WithTimeout(timeout))
-		if err != nil {
-			t.Fatal(err)
-		}
 		spec := state.BucketSpec{Rate: 100, Burst: 20}
 		const scopes = 16 // four rounds of the four senders
 		for i := range scopes {
@@ -506,11 +486,8 @@ func TestAStoreClosedWithARequestInFlightKeepsNoLease(t *testing.T) {
 				// 10 rps with a burst of 20 and a lease window of 5 s, A the
 				// only process it counts: leases of 50 tokens, and a refill
 				// slow beside them.
-				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+				a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 					fleet.WithLeaseWindow(5*time.Second), fleet.WithTimeout(2*time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
 				spec := state.BucketSpec{Rate: 10, Burst: 20}
 				reader := newProcess(t, be, prefix, resilience.Config{}).store.Bucket(vpcsKey, spec, 0)
 				reader.Snapshot(0)

@@ -25,11 +25,7 @@ func TestABreakersFailureTimesAreBounded(t *testing.T) {
 		// default timeout (250 ms, on a loaded machine) would put the store
 		// on local limits for the rest, its heartbeat an hour away, and
 		// Redis would count fewer than 300.
-		s, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithTimeout(2*time.Second))
 		br := s.Breaker(vpcsKey, state.BreakerSpec{Threshold: 1000, Cooldown: time.Second, MaxCooldown: time.Second})
 		for range 300 {
 			if br.Failure(0) {

@@ -23,7 +23,9 @@ func TestTheLocalBreakerStartsFromTheLastKnownState(t *testing.T) {
 		degrade := func(t *testing.T) (*process, *redisproxy.Proxy, string) {
 			px, _ := proxied(t, be)
 			prefix := uniquePrefix(t)
-			return newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond)), px, prefix
+			p := newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
+			fallsBack(p.store) // down takes the proxy away under it: the outage
+			return p, px, prefix
 		}
 		down := func(t *testing.T, p *process, px *redisproxy.Proxy) {
 			px.Down()

@@ -31,11 +31,8 @@ func TestACancelGivesTheLocalLimitsItsTokenOnce(t *testing.T) {
 			forEachSingleNode(t, func(t *testing.T, be backend) {
 				px, url := proxied(t, be)
 				prefix := uniquePrefix(t)
-				a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(tc.heartbeat))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer a.Close()
+				a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(tc.heartbeat))
+				fallsBack(a) // the proxy goes down under its give-back
 				// 0.5 rps with a burst of 1: leases of one token; five
 				// callers take the burst's token and the next four, 2 s
 				// apart, the last 8 s ahead.
@@ -71,11 +68,8 @@ func TestATokenOfTheLocalLimitsGoesBackToThem(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		fallsBack(a) // the proxy refuses its lease request (RefuseNext)
 		// 0.2 rps with a burst of 5: leases of one token; A takes three.
 		spec := state.BucketSpec{Rate: 0.2, Burst: 5}
 		ab := a.Bucket(vpcsKey, spec, 0)
@@ -147,12 +141,8 @@ func TestABucketIsNotIdleWithTokensToGiveBack(t *testing.T) {
 		prefix := uniquePrefix(t)
 		// 100 rps with a burst of 20 and a lease window of 500 ms: a lease
 		// of 50 tokens, 20 of them usable at once.
-		a, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithLeaseWindow(500*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
 		spec := state.BucketSpec{Rate: 100, Burst: 20}
 		ab := a.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // A borrows a lease: 49 tokens left in it
@@ -190,12 +180,9 @@ func TestALocalTokenGivenBackAfterARedisOneGoesToTheLocalLimits(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour),
 			fleet.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
+		fallsBack(a) // the proxy refuses a caller's lease request (RefuseNext)
 		// 1 rps with a burst of 1: the local limits made for the refusal
 		// hold their burst when the process took no token in the last
 		// second (on the fleet package's clock: its first second counts as

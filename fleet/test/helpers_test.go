@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,8 +193,66 @@ func newProcess(t testing.TB, be backend, prefix string, cfg resilience.Config, 
 		st.Close()
 		rdb.Close()
 	})
+	onRedis(t, st)
 	return &process{store: st, gov: g, rdb: rdb}
 }
+
+// openStore opens a store on url (fleet.Open, with opts), which the
+// test's end closes, and which must stay on Redis (onRedis).
+func openStore(t testing.TB, url string, opts ...fleet.Option) *fleet.Store {
+	t.Helper()
+	st, err := fleet.Open(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	onRedis(t, st)
+	return st
+}
+
+// onRedis fails the test, at its end, when st went on local limits or
+// Redis failed one of its operations, unless the test declared that it
+// brings that about (fallsBack). Such a store read and wrote its local
+// limits, not the fleet's state: a test that checks the shared state
+// through it passes with nothing tested, or fails for nothing. A Redis
+// operation not answered within WithTimeout (250 ms by default) is enough,
+// and a loaded host alone makes one (five tests passed so, or flaked,
+// before their stores waited longer: c539d4f, 15351bb). Every store the
+// helpers open is checked so; the message names where the test opened it
+// and gives its stats. It runs before the store's Close.
+func onRedis(t testing.TB, st *fleet.Store) {
+	at := "?"
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for f, more := frames.Next(); ; f, more = frames.Next() {
+		if !strings.HasSuffix(f.File, "/helpers_test.go") {
+			at = filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	t.Cleanup(func() {
+		if _, ok := fallbacksExpected.LoadAndDelete(st); ok {
+			return
+		}
+		if s := st.Stats(); s.Fallbacks > 0 || s.RedisErrors > 0 {
+			t.Errorf("the store opened at %s went on local limits or had Redis fail an operation, which the test does not bring about (its stats: %+v): what the test read and wrote through it after that was its local limits, not Redis's state; a test that brings an outage about says so with fallsBack, and a store on a loaded host may need a longer WithTimeout", at, s)
+		}
+	})
+}
+
+// fallbacksExpected holds the stores whose tests bring an outage or a
+// refusal about (fallsBack): onRedis lets them fall back.
+var fallbacksExpected sync.Map // *fleet.Store → struct{}
+
+// fallsBack declares that the test brings about, on purpose, what sends
+// st to local limits or fails its Redis operations (a proxy taken down,
+// frozen or answering for Redis, a Redis that refuses or is gone), so
+// that onRedis does not fail it for that. A comment beside the call says
+// what it is.
+func fallsBack(st *fleet.Store) { fallbacksExpected.Store(st, struct{}{}) }
 
 // at is a single-node backend at addr (a proxy's).
 func at(addr string) backend { return backend{name: addr, addrs: []string{addr}} }
@@ -402,6 +462,7 @@ func leasedProcess(t testing.TB, be backend, prefix string, opts ...resilience.G
 		st.Close()
 		rdb.Close()
 	})
+	onRedis(t, st)
 	g, err := resilience.NewGovernor(leasedConfig, append([]resilience.GovernorOption{resilience.WithStateStore(st)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ func clockedProcess(t *testing.T, be backend, prefix string, cfg resilience.Conf
 		st.Close()
 		rdb.Close()
 	})
+	onRedis(t, st)
 	g, err := resilience.NewGovernor(cfg, resilience.WithStateStore(st), resilience.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)

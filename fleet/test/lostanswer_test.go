@@ -26,20 +26,13 @@ func proxied(t *testing.T, be backend) (*redisproxy.Proxy, string) {
 // for the outage (heartbeat 200 ms, timeout 100 ms), and o, straight to
 // be's Redis, which counts what the fleet does meanwhile. aOpts come after
 // a's defaults (a test's own WithTimeout replaces the 100 ms). Both are
-// closed as the test ends.
+// closed as the test ends; o must stay on Redis (onRedis), a may not.
 func outagePair(t *testing.T, be backend, aOpts ...fleet.Option) (px *redisproxy.Proxy, a, o *fleet.Store) {
 	px, url := proxied(t, be)
 	prefix := uniquePrefix(t)
-	a, err := fleet.Open(url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200 * time.Millisecond), fleet.WithTimeout(100 * time.Millisecond)}, aOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	o, err = fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
+	a = openStore(t, url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200 * time.Millisecond), fleet.WithTimeout(100 * time.Millisecond)}, aOpts...)...)
+	fallsBack(a) // the test takes the proxy down under it: the outage
+	o = openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 	return px, a, o
 }
 
@@ -51,11 +44,8 @@ func TestALostAnswerCountsAFailureOnce(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		fallsBack(s) // the proxy drops the failure's answer: an operation Redis did not answer
 		spec := state.BreakerSpec{Threshold: 2, Cooldown: time.Minute, MaxCooldown: time.Minute}
 		s.Breaker("warm", spec).Failure(0) // Redis holds the script: EVALSHA, not EVAL
 		br := s.Breaker("lost/failure", spec)
@@ -75,11 +65,8 @@ func TestALostAnswerGivesATokenBackOnce(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithMaxLease(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour), fleet.WithMaxLease(1))
+		fallsBack(s) // the proxy drops the give-back's answer: an operation Redis did not answer
 		spec := state.BucketSpec{Rate: 1, Burst: 1}
 		w := s.Bucket("warm", spec, 0)
 		w.Reserve(0)
@@ -111,11 +98,8 @@ func TestALostAnswerRefundsTheBudgetOnce(t *testing.T) {
 		prefix := uniquePrefix(t)
 		// A timeout well above a loaded machine's Redis round trips, so
 		// that only the dropped answer sends the store to local limits.
-		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(2*time.Second))
+		fallsBack(s) // the proxy drops the refund's answer: an operation Redis did not answer
 		rdb := be.client()
 		defer rdb.Close()
 		b := s.Budget("aws", 10)

@@ -28,6 +28,8 @@ func TestRedisDownThenRestarted(t *testing.T) {
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
 		a := newProcess(t, at(px.Addr()), prefix, cfg)
 		b := newProcess(t, at(px.Addr()), prefix, cfg)
+		fallsBack(a.store) // the outage: the proxy goes down under both
+		fallsBack(b.store)
 		time.Sleep(250 * time.Millisecond) // two heartbeats: both count two live processes
 		a.do(t, vpcs, throttl, once)       // the fleet learns 50 rps
 
@@ -172,7 +174,9 @@ func TestLocalLimitsShareTheFloor(t *testing.T) {
 		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		a := newProcess(t, at(px.Addr()), prefix, resilience.Config{})
-		newProcess(t, at(px.Addr()), prefix, resilience.Config{})
+		other := newProcess(t, at(px.Addr()), prefix, resilience.Config{})
+		fallsBack(a.store) // the outage: the proxy goes down under both
+		fallsBack(other.store)
 		time.Sleep(250 * time.Millisecond) // two heartbeats: both count two live processes
 		if n := a.store.Stats().Processes; n != 2 {
 			t.Fatalf("%d live processes counted, want 2", n)
@@ -203,6 +207,7 @@ func TestProcessesStartingDuringAnOutageShareTheLimits(t *testing.T) {
 		prefix := uniquePrefix(t)
 		spec := state.BucketSpec{Rate: 20, Burst: 8, Adaptive: true}
 		first := newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithExpectedProcesses(4))
+		fallsBack(first.store) // the outage: the proxy goes down under it
 		if n := first.store.Stats().Processes; n != 1 {
 			t.Fatalf("%d live processes counted, want 1", n)
 		}
@@ -210,6 +215,7 @@ func TestProcessesStartingDuringAnOutageShareTheLimits(t *testing.T) {
 		px.Down()
 		for range 3 { // started during the outage
 			p := newProcess(t, at(px.Addr()), prefix, resilience.Config{}, fleet.WithExpectedProcesses(4), fleet.WithTimeout(100*time.Millisecond))
+			fallsBack(p.store) // it starts during the outage
 			if !p.store.Stats().Degraded {
 				t.Fatal("a process started during the outage is not on local limits")
 			}

@@ -35,6 +35,8 @@ func TestAPauseSetDuringAnOutageOutlivesIt(t *testing.T) {
 				cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: 100, Burst: 10}}}}
 				a := newProcess(t, at(px.Addr()), prefix, cfg)
 				b := newProcess(t, at(px.Addr()), prefix, cfg)
+				fallsBack(a.store) // the outages: the proxy goes down under both
+				fallsBack(b.store)
 				a.do(t, vpcs, ok, once)
 				b.do(t, vpcs, ok, once)
 

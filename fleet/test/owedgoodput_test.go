@@ -16,16 +16,9 @@ func goodputScene(t *testing.T, be backend, hb time.Duration) (*redisproxy.Proxy
 	t.Helper()
 	px, url := proxied(t, be)
 	prefix := uniquePrefix(t)
-	a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(hb))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
+	a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(hb))
+	fallsBack(a) // each test makes the proxy refuse A's operations (LOADING) or go down: an outage
+	o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 	spec := state.BucketSpec{Rate: 100, Burst: 10, Goodput: true}
 	ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
 	ab.Reserve(0) // the fleet's bucket starts counting

@@ -65,16 +65,9 @@ func TestTheCountsOfAThrottleWriteBackRedisDidNotRunAreKept(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
+		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond))
+		fallsBack(a) // the proxy refuses its throttle and write-back (LOADING): an outage
+		o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 		spec := state.BucketSpec{Rate: 100, Burst: 10, Goodput: true}
 		ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
 		ab.Reserve(0) // the fleet's bucket starts counting
@@ -129,20 +122,13 @@ func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
 				var buckets []state.Bucket
 				for range n {
 					px, url := proxied(t, be)
-					s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond))
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { s.Close() })
+					s := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond))
+					fallsBack(s) // the outage: each process's proxy goes down
 					b := s.Bucket(vpcsKey, spec, 0)
 					b.Reserve(0)
 					pxs, stores, buckets = append(pxs, px), append(stores, s), append(buckets, b)
 				}
-				o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer o.Close()
+				o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 				// A first write-back, of another scope's throttle, so that
 				// Redis holds its script: the answer lost is the script's.
 				pxs[0].RefuseNext(loading)

@@ -27,6 +27,7 @@ func TestAReadOfAScopeKeepsItsLiveBreakerWrittenBack(t *testing.T) {
 				prefix := uniquePrefix(t)
 				cfg := resilience.Config{AWS: resilience.ProviderConfig{BreakerThreshold: 3, BreakerCooldownSeconds: 60, BreakerMaxCooldownSeconds: 240}}
 				p := newProcess(t, at(px.Addr()), prefix, cfg, fleet.WithTimeout(100*time.Millisecond))
+				fallsBack(p.store) // the outage: the proxy goes down under it
 				// A second governor of p's process on p's store: the scope
 				// is not its, and its Inspect reads it from the store.
 				reader, err := resilience.NewGovernor(cfg, resilience.WithStateStore(p.store))

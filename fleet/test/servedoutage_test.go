@@ -17,6 +17,7 @@ func TestSuccessesCountedDuringAnOutageAreWrittenBack(t *testing.T) {
 		px, _ := proxied(t, be)
 		prefix := uniquePrefix(t)
 		p := newProcess(t, at(px.Addr()), prefix, goodputCfg)
+		fallsBack(p.store) // the outage: the proxy goes down under it
 		bk := p.store.Bucket(vpcsKey, goodputSpec, 0)
 		bk.TryReserve(0) // the bucket's hash: counting starts
 		px.Down()

@@ -27,12 +27,9 @@ func TestAClosedStoresBreakerStartsFromTheFleets(t *testing.T) {
 		spec := state.BreakerSpec{Threshold: 1, Cooldown: cooldown, MaxCooldown: cooldown}
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		p, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(50*time.Millisecond),
+		p := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(50*time.Millisecond),
 			fleet.WithTimeout(200*time.Millisecond), fleet.WithBreakerStaleness(10*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		fallsBack(p) // the outage: the proxy goes down under it
 		pb := p.Breaker("stalelocal/brk", spec)
 		px.Down()
 		waitFor(t, 3*time.Second, "local limits", func() bool { return p.Stats().Degraded })
@@ -83,12 +80,9 @@ func TestAClosedStoresBucketStartsFromTheFleets(t *testing.T) {
 		spec := state.BucketSpec{Rate: 10, Burst: 10, Adaptive: true}
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
-		p, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(50*time.Millisecond),
+		p := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(50*time.Millisecond),
 			fleet.WithTimeout(200*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		fallsBack(p) // the outage: the proxy goes down under it
 		bk := p.Bucket("stalelocal/bkt", spec, 0)
 		px.Down()
 		waitFor(t, 3*time.Second, "local limits", func() bool { return p.Stats().Degraded })

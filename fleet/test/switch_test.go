@@ -48,6 +48,7 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(2*time.Second))
+		fallsBack(p.store) // the switches: the proxy goes down under it, and up
 		rec := &recordingStore{Store: p.store, key: vpcsKey}
 		gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(rec))
 		if err != nil {
@@ -126,6 +127,7 @@ func TestFlappingRedisKeepsTheRate(t *testing.T) {
 		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg)
+		fallsBack(p.store) // the flapping: the proxy goes down under it every 300 ms
 		rec := &recordingStore{Store: p.store, key: vpcsKey}
 		gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(rec))
 		if err != nil {
@@ -179,6 +181,7 @@ func TestRedisNearItsTimeoutKeepsTheRate(t *testing.T) {
 		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
 		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(30*time.Millisecond), fleet.WithHeartbeat(50*time.Millisecond))
+		fallsBack(p.store) // Redis's round trips near its 30 ms timeout: some outlast it
 		rec := &recordingStore{Store: p.store, key: vpcsKey}
 		gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(rec))
 		if err != nil {

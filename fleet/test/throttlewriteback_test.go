@@ -119,16 +119,9 @@ func throttleScene(t *testing.T, be backend, opts ...fleet.Option) (*redisproxy.
 	t.Helper()
 	px, url := proxied(t, be)
 	prefix := uniquePrefix(t)
-	a, err := fleet.Open(url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
+	a := openStore(t, url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour)}, opts...)...)
+	fallsBack(a) // each test makes the proxy refuse, drop or cut A's throttle: Redis did not run it
+	o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 	spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
 	ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
 	ab.Reserve(0)

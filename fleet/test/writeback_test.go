@@ -35,6 +35,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			px, _ := proxied(t, be)
 			f := fleetOfTwo{px: px, prefix: uniquePrefix(t)}
 			f.p = newProcess(t, at(px.Addr()), f.prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
+			fallsBack(f.p.store) // outage takes the proxy down under it
 			f.q = newProcess(t, be, f.prefix, resilience.Config{})
 			f.pb, f.qb = f.p.store.Breaker(key, spec), f.q.store.Breaker(key, spec)
 			return f
@@ -159,6 +160,7 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			spec4 := state.BreakerSpec{Threshold: 4, Cooldown: time.Minute, MaxCooldown: 4 * time.Minute}
 			f := setup(t, "writeback/sum", spec4)
 			p2 := newProcess(t, at(f.px.Addr()), f.prefix, resilience.Config{}, fleet.WithTimeout(100*time.Millisecond))
+			fallsBack(p2.store) // on the same proxy as p: the outage
 			pb, p2b, qb := f.pb, p2.store.Breaker("writeback/sum", spec4), f.qb
 			outage(t, f, func() {
 				waitFor(t, 3*time.Second, "local limits", func() bool { return p2.store.Stats().Degraded })
@@ -369,6 +371,7 @@ func TestABreakerDroppedDuringAnOutageIsWrittenBack(t *testing.T) {
 				px, _ := proxied(t, be)
 				prefix := uniquePrefix(t)
 				p := newProcess(t, at(px.Addr()), prefix, cfg, fleet.WithTimeout(100*time.Millisecond))
+				fallsBack(p.store) // the outage: the proxy goes down under it
 				q := newProcess(t, be, prefix, cfg)
 				if err := p.do(t, vpcs, ok); err != nil { // the scope's breaker, on the shared state
 					t.Fatal(err)
