@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -16,7 +17,10 @@ import (
 func TestAWrongTypedKeyIsRepairedAndConfined(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		prefix := uniquePrefix(t)
-		p := newProcess(t, be, prefix, resilience.Config{})
+		// It waits 2 s for Redis, not the default 250 ms: a Redis slow to
+		// answer under load is no outage here, and one operation past
+		// 250 ms put it on local limits (2 CPU hogs, miniredis).
+		p := newProcess(t, be, prefix, resilience.Config{}, fleet.WithTimeout(2*time.Second))
 		subnets := vpcs
 		subnets.Operation = "DescribeSubnets"
 		ctx := context.Background()
