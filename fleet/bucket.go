@@ -54,6 +54,14 @@ type sharedBucket struct {
 	// throttle.
 	owedEvents []time.Duration
 	owedLast   time.Duration
+	// owedLocal is the local bucket the latest throttle owed slowed, nil
+	// when none is known, and owedDiv what the fleet's rate was divided by
+	// for it (Store.sharers): its rate times owedDiv is what the
+	// write-back tells of the fleet's rate (writeOwed). owedMaybe is set
+	// when Redis may have run a write-back whose answer was lost.
+	owedLocal state.Bucket
+	owedDiv   float64
+	owedMaybe bool
 
 	lease     int           // tokens borrowed and not yet used
 	leaseNow  int           // how many of them, the first, are usable at once (the stored balance's)
@@ -97,6 +105,7 @@ type sharedBucket struct {
 	localEp   int64        // the episode the fallback was made for
 	localRate int64        // the rate it was made from (its count: rates)
 	localOut  bool         // made while the store was on local limits (an outage's)
+	localDiv  float64      // what the fleet's rate was divided by for it (Store.sharers)
 }
 
 // served counts the successes of one slot of bucket.GoodputSlot, the last
@@ -298,8 +307,10 @@ func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	defer b.localMu.Unlock()
 	ep, out, rates := b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()
 	if !b.keepsLocal(ep, out, rates) {
+		div := b.s.sharers()
 		b.local = b.fromRate(now)
 		b.localEp, b.localOut, b.localRate = ep, out, rates
+		b.localDiv = float64(div)
 	}
 	return b.local
 }
@@ -501,9 +512,12 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	res, ok, unsent := b.s.runOnce(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
 	if !ok || len(res) < 2 {
 		b.keepUnsent(kept, unsent)
+		// The local limits slow first, so that the write-back of the
+		// throttle (oweThrottle) reads their rate after it.
+		r, dec := b.fallback(now).Throttle(now, pause)
 		b.oweThrottle(at)
 		b.owe(pause)
-		return b.fallback(now).Throttle(now, pause)
+		return r, dec
 	}
 	return b.setRate(res[1]), toInt(res[0]) == 1
 }
@@ -517,13 +531,21 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 // them. A throttle Redis ran, whose answer was lost, counts once, as
 // does one of a congestion event a throttle Redis ran counted already.
 // Each congestion event owed is written back (the latest maxOwedEvents),
-// its first throttle standing for it. After Close, nothing is written
+// its first throttle standing for it, with the rate of the local limits
+// the throttle slowed (the local bucket fallback keeps), which sets the
+// rate the write-back leaves (writeOwed). After Close, nothing is written
 // back (Store.hold).
 func (b *sharedBucket) oweThrottle(at time.Duration) {
 	if !b.adaptive {
 		return
 	}
+	b.localMu.Lock()
+	l, div := b.local, b.localDiv
+	b.localMu.Unlock()
 	b.mu.Lock()
+	if l != nil {
+		b.owedLocal, b.owedDiv = l, div
+	}
 	n := len(b.owedEvents)
 	if n == 0 || at > b.owedLast {
 		b.owedLast = at
@@ -591,9 +613,12 @@ func (b *sharedBucket) owe(d time.Duration) {
 // and the longest pause), which the fleet has forgotten, and dropped; with
 // the success counts not sent yet (the goodput controller's event
 // measures them, as a throttle's on the shared state does; they are kept
-// for the next write-back when Redis surely did not run this one), and the
-// rest of the pause owed (owe); false when Redis did not answer, what was
-// not written then still owed.
+// for the next write-back when Redis surely did not run this one), with
+// what the local limits the throttles slowed tell of the fleet's rate
+// (their rate now, whatever it climbed back to, times what the fleet's was
+// divided by for them), which sets the rate the write-back leaves
+// (throttledScript), and the rest of the pause owed (owe); false when
+// Redis did not answer, what was not written then still owed.
 func (b *sharedBucket) writeOwed() bool {
 	b.mu.Lock()
 	now := mono()
@@ -601,6 +626,16 @@ func (b *sharedBucket) writeOwed() bool {
 	b.owedEvents = nil
 	if len(events) > 0 && now-last > b.s.horizon {
 		events = nil // the latest too old: all are, dropped
+	}
+	// What the local limits tell of the fleet's rate: their rate now,
+	// times what the fleet's was divided by for them; none (-1) when no
+	// local bucket is known.
+	est, maybe := -1.0, 0
+	if b.owedLocal != nil {
+		est = b.owedLocal.Snapshot(0).Rate * b.owedDiv
+	}
+	if b.owedMaybe {
+		maybe = 1
 	}
 	var kept []served
 	var pairs []any
@@ -619,12 +654,24 @@ func (b *sharedBucket) writeOwed() bool {
 			}
 		}
 		args[2] = k
+		args = append(args, ftoa(est), maybe, (3 * b.s.cfg.heartbeat).Microseconds())
 		b.s.calls.Add(1)
 		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append(args, pairs...)...))
 		if !b.owedAnswered(err) {
 			b.reowe(events, last, kept, notRun(err))
+			if !notRun(err) { // Redis may have run it
+				b.mu.Lock()
+				b.owedMaybe = true
+				b.mu.Unlock()
+			}
 			return false
 		}
+		b.mu.Lock()
+		b.owedMaybe = false
+		if len(b.owedEvents) == 0 { // none owed meanwhile: nothing to tell of it
+			b.owedLocal = nil
+		}
+		b.mu.Unlock()
 		if err == nil && len(res) >= 2 {
 			b.setRate(res[1])
 		}

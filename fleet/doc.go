@@ -131,9 +131,16 @@
 // opens when the failures seen warrant it. The throttles Redis did not
 // run (it refused the throttle's script, or did not answer it) are
 // written back too, each congestion event as of the time it came, so that
-// they halve the fleet's rate as the local limits' (once per congestion
-// event), and the fleet
-// does not go on at the old rate after the outage. A scope whose breaker holds
+// they slow the fleet as they slowed the local limits, and the fleet does
+// not go on at the old rate after the outage. Each write-back tells a rate
+// of the fleet: the local limits' rate times what the fleet's rate was
+// divided by for them, or the rate its events leave (halved once per
+// congestion event) when higher. The write-backs of one outage (within
+// three heartbeats of the first, with no other decrease between) leave
+// the fleet's rate at the mean of what they told, never above where it
+// was: several processes' throttles add up to the rates their local
+// limits reached together, not to a product of every process's halvings.
+// A scope whose breaker holds
 // what was not written back yet is not reclaimed by the governor, and the
 // store holds such a breaker until it is written back, whatever lets go of
 // it meanwhile (the governor's Reset, a Configure that replaced it).

@@ -566,22 +566,40 @@ return {dec, tostring(b.rate)}
 // event came that much earlier at most, and a decrease Redis made within
 // the interval before that earliest time takes its place too, so that a
 // write-back slow on its way is not counted as an event of its own; the
-// events of the write-back are as far apart as the process saw them. The
-// process's success counts not sent yet follow from ARGV[ARG0+3+k] (pairs
-// of an age and a count, oldest first), each recorded before the first
-// event that came after it, so that the goodput controller measures each
-// event, as of its time, by the successes since the event before, as the
-// local limits did; those after the last event are recorded last, for
-// the next. Reply: {decreased, rate}.
+// events of the write-back are as far apart as the process saw them.
+// ARGV[ARG0+3+k] is what the process's local limits tell of the fleet's
+// rate (their rate times what the fleet's rate was divided by for them; a
+// negative number when unknown: then the events' decreases stand), and the
+// write-back tells that rate, or the one its events left when Redis
+// counted any and it is higher. The write-backs of one outage make a
+// round: the first starts it, and it lasts ARGV[ARG0+5+k] microseconds
+// (three of the process's heartbeats: every process on local limits then
+// is back within it), unless a decrease not its own comes meanwhile. The
+// round leaves the fleet's rate at the mean of what its write-backs told,
+// never above the rate it started from, in place of the events'
+// decreases: each process's local limits had a share of the fleet's rate,
+// so several processes' throttles add up to the rates they reached
+// together (their sum, once all wrote back), not to a product of every
+// process's halvings. ARGV[ARG0+4+k] is 1 for a write-back sent again
+// whose first Redis may have run (its answer lost): it tells nothing when
+// Redis counts none of its events. The process's success counts not sent
+// yet follow from ARGV[ARG0+6+k] (pairs of an age and a count, oldest
+// first), each recorded before the first event that came after it, so
+// that the goodput controller measures each event, as of its time, by the
+// successes since the event before, as the local limits did; those after
+// the last event are recorded last, for the next. Reply: {decreased,
+// rate}.
 var throttledScript = newScript(bucketPrelude + `
 local now = now_us()
 local b = load_bucket(KEYS[1], now)
+local before = b.rate
 local k = tonumber(ARGV[ARG0 + 2])
 if not finite(k) or k < 0 then k = 0 end
-k = math.min(math.floor(k), #ARGV - ARG0 - 2)
+k = math.max(0, math.min(math.floor(k), #ARGV - ARG0 - 5))
+local est, maybe, within = tonumber(ARGV[ARG0 + 3 + k]), ARGV[ARG0 + 4 + k], tonumber(ARGV[ARG0 + 5 + k])
 -- count_to counts the success counts sent (oldest first) that came no
 -- later than t, all of them when t is nil, each once.
-local ci = ARG0 + 3 + k
+local ci = ARG0 + 6 + k
 local function count_to(t)
   while ci < #ARGV do
     local age, n = tonumber(ARGV[ci]), tonumber(ARGV[ci + 1])
@@ -592,7 +610,7 @@ local function count_to(t)
   end
 end
 local age, slack = tonumber(ARGV[ARG0]), tonumber(ARGV[ARG0 + 1])
-local dec = 0
+local dec, counted, ldec = 0, false, b.ldec
 if finite(age) and age >= 0 then
   if not finite(slack) or slack < 0 then slack = 0 end
   slack = math.min(slack, HORIZON_US)
@@ -604,12 +622,36 @@ if finite(age) and age >= 0 then
       if at - slack - base >= DECREASE_INTERVAL_US and at - own >= DECREASE_INTERVAL_US then
         count_to(at)
         dec = math.max(dec, throttle(b, now, at))
-        b.ldec, own = at, at
+        b.ldec, own, counted = at, at, true
       end
     end
   end
   local at = now - math.min(age, HORIZON_US)
   if at >= lthr then b.lthr, b.climbs = at, 0 else b.lthr, b.climbs = lthr, climbs end
+  -- What this write-back tells of the fleet's rate: the rate its events
+  -- left, when Redis counted any, or, when higher, est. The round's rate
+  -- takes the place of the events' own decreases: the mean of what its
+  -- write-backs told, never above the rate it started from. A round is
+  -- over once its window ends, or once a decrease not its own came (ldec
+  -- is no longer its last).
+  if MODE ~= '0' and k > 0 and finite(est) and est >= 0 and (maybe ~= '1' or counted) then
+    local tell = est
+    if counted and b.rate > tell then tell = b.rate end
+    if not finite(within) or within < 0 then within = 0 end
+    within = math.min(within, HORIZON_US)
+    local w = call('HMGET', KEYS[1], 'wbase', 'wsum', 'wn', 'wend', 'wdec')
+    local wbase, wsum, wn, wend = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), tonumber(w[4])
+    if not (finite(wbase) and wbase >= FLOOR * (1 - 1e-9) and wbase <= CEILING * (1 + 1e-9) and finite(wsum) and wsum >= 0 and
+        finite(wn) and wn >= 1 and wn == math.floor(wn) and finite(wend) and wend > now and
+        wend <= now + HORIZON_US and tonumber(w[5]) == ldec) then
+      wbase, wsum, wn, wend = before, 0, 0, now + within
+    end
+    wsum, wn = wsum + tell, wn + 1
+    local r = math.max(FLOOR, math.min(wbase, wsum / wn))
+    if r ~= b.rate then set_rate(b, now, r, true) end
+    if r < before then dec = 1 else dec = 0 end
+    call('HSET', KEYS[1], 'wbase', tostring(wbase), 'wsum', tostring(wsum), 'wn', num(wn), 'wend', num(wend), 'wdec', num(b.ldec))
+  end
 end
 count_to(nil)
 save_bucket(KEYS[1], b, now)

@@ -1015,9 +1015,11 @@ func (s *Store) flushBudgets() {
 // share returns this process's share of a fleet-wide limit while Redis
 // does not answer: divided by the live processes at the last heartbeat, or
 // by the processes expected (WithExpectedProcesses) when more.
-func (s *Store) share(v float64) float64 {
-	return v / float64(max(1, s.procs.Load(), s.cfg.expected))
-}
+func (s *Store) share(v float64) float64 { return v / float64(s.sharers()) }
+
+// sharers returns what share divides by: the live processes counted at the
+// last heartbeat, or the processes expected when more.
+func (s *Store) sharers() int64 { return max(1, s.procs.Load(), s.cfg.expected) }
 
 func (s *Store) ttlMS() int64 { return s.cfg.keyTTL.Milliseconds() }
 
