@@ -92,3 +92,29 @@ func addUp(t *testing.T, be backend, order []int) {
 			sum, got, sum, math.Max(sum, most))
 	}
 }
+
+// An outage's write-back tells the rate the local limits reached as Redis
+// answers again, whatever they climbed back to after their throttles: a
+// process counted alone (the fleet's 100 rps its share), throttled once
+// (to 50), then given two increases of a step of 5 rps before Redis came
+// back (to 60), leaves the fleet's rate at 60, not at the 50 its throttle
+// alone leaves. (The events alone were written back: 50.)
+func TestAnOutagesWriteBackTellsWhereTheLocalLimitsClimbedBack(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, a, ab, ob := throttleScene(t, be)
+		px.RefuseNext(loading) // an outage
+		ab.Throttle(0, 0)
+		if !a.Stats().Degraded {
+			t.Fatal("a throttle Redis did not run (LOADING): not on local limits")
+		}
+		ab.Success(5 * time.Second)
+		ab.Success(10 * time.Second)
+		if r := ab.Snapshot(10 * time.Second).Rate; math.Abs(r-60) > 1e-9 {
+			t.Fatalf("a throttle, then two increases, during an outage: the local limits' rate %v, want 60", r)
+		}
+		a.Close() // writes back what the heartbeat has not yet
+		if got := ob.Snapshot(0).Rate; math.Abs(got-60) > 1e-9 {
+			t.Errorf("a process alone throttled from 100 rps to 50, then back to 60, during an outage, then closed: the fleet's rate %v rps, want 60 (where its local limits climbed back)", got)
+		}
+	})
+}
