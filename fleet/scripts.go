@@ -637,13 +637,17 @@ if finite(age) and age >= 0 then
   if MODE ~= '0' and k > 0 and finite(est) and est >= 0 and (maybe ~= '1' or counted) then
     local tell = est
     if counted and b.rate > tell then tell = b.rate end
+    tell = math.min(CEILING, math.max(FLOOR, tell))
     if not finite(within) or within < 0 then within = 0 end
     within = math.min(within, HORIZON_US)
     local w = call('HMGET', KEYS[1], 'wbase', 'wsum', 'wn', 'wend', 'wdec')
     local wbase, wsum, wn, wend = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), tonumber(w[4])
-    if not (finite(wbase) and wbase >= FLOOR * (1 - 1e-9) and wbase <= CEILING * (1 + 1e-9) and finite(wsum) and wsum >= 0 and
-        finite(wn) and wn >= 1 and wn == math.floor(wn) and finite(wend) and wend > now and
-        wend <= now + HORIZON_US and tonumber(w[5]) == ldec) then
+    -- A round the local settings could not have written (each write-back
+    -- told a rate between the floor and the ceiling) counts as absent.
+    if not (finite(wbase) and wbase >= FLOOR * (1 - 1e-9) and wbase <= CEILING * (1 + 1e-9) and
+        finite(wn) and wn >= 1 and wn == math.floor(wn) and finite(wsum) and
+        wsum >= wn * FLOOR * (1 - 1e-9) and wsum <= wn * CEILING * (1 + 1e-9) and
+        finite(wend) and wend > now and wend <= now + HORIZON_US and tonumber(w[5]) == ldec) then
       wbase, wsum, wn, wend = before, 0, 0, now + within
     end
     wsum, wn = wsum + tell, wn + 1

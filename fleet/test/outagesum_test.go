@@ -1,8 +1,10 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,6 +117,42 @@ func TestAnOutagesWriteBackTellsWhereTheLocalLimitsClimbedBack(t *testing.T) {
 		a.Close() // writes back what the heartbeat has not yet
 		if got := ob.Snapshot(0).Rate; math.Abs(got-60) > 1e-9 {
 			t.Errorf("a process alone throttled from 100 rps to 50, then back to 60, during an outage, then closed: the fleet's rate %v rps, want 60 (where its local limits climbed back)", got)
+		}
+	})
+}
+
+// A round of write-backs that Redis holds is validated as the rest of the
+// bucket's state is: one the local settings could not have written (here a
+// mean far below the floor: a million write-backs that told nothing) counts
+// as absent, and the write-back starts a round of its own. A process alone,
+// throttled during an outage from 100 rps to 50, leaves the fleet's rate at
+// 50, not at the floor such a round's mean would leave.
+func TestAnInvalidRoundOfWriteBacksCountsAsAbsent(t *testing.T) {
+	forEachSingleNode(t, func(t *testing.T, be backend) {
+		px, a, ab, ob := throttleScene(t, be)
+		rdb := be.client()
+		defer rdb.Close()
+		ctx := context.Background()
+		keys, err := rdb.Keys(ctx, "*{"+vpcsKey+"}:bucket").Result()
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("the bucket's key: %v (%v)", keys, err)
+		}
+		ldec, err := rdb.HGet(ctx, keys[0], "ldec").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := strconv.FormatInt(time.Now().Add(time.Minute).UnixMicro(), 10)
+		if err := rdb.HSet(ctx, keys[0], "wbase", "100", "wsum", "0", "wn", "1000000", "wend", end, "wdec", ldec).Err(); err != nil {
+			t.Fatal(err)
+		}
+		px.RefuseNext(loading) // an outage
+		ab.Throttle(0, 0)
+		if !a.Stats().Degraded {
+			t.Fatal("a throttle Redis did not run (LOADING): not on local limits")
+		}
+		a.Close() // writes back what the heartbeat has not yet
+		if got := ob.Snapshot(0).Rate; got != 50 {
+			t.Errorf("a round of a million write-backs that told nothing in Redis, then a process alone throttled from 100 rps to 50 during an outage: the fleet's rate %v rps, want 50", got)
 		}
 	})
 }
