@@ -129,20 +129,33 @@ func TestAnOutagesWriteBackTellsWhereTheLocalLimitsClimbedBack(t *testing.T) {
 // 50, not at the floor such a round's mean would leave.
 func TestAnInvalidRoundOfWriteBacksCountsAsAbsent(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, a, ab, ob := throttleScene(t, be)
+		// throttleScene's, on a prefix of the test's own: the key is known.
+		px, url := proxied(t, be)
+		prefix := uniquePrefix(t)
+		a, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		o, err := fleet.Open(be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
+		ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
+		ab.Reserve(0)
+		o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0) // Redis holds the scripts
 		rdb := be.client()
 		defer rdb.Close()
 		ctx := context.Background()
-		keys, err := rdb.Keys(ctx, "*{"+vpcsKey+"}:bucket").Result()
-		if err != nil || len(keys) != 1 {
-			t.Fatalf("the bucket's key: %v (%v)", keys, err)
-		}
-		ldec, err := rdb.HGet(ctx, keys[0], "ldec").Result()
+		key := prefix + ":{" + vpcsKey + "}:bucket"
+		ldec, err := rdb.HGet(ctx, key, "ldec").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		end := strconv.FormatInt(time.Now().Add(time.Minute).UnixMicro(), 10)
-		if err := rdb.HSet(ctx, keys[0], "wbase", "100", "wsum", "0", "wn", "1000000", "wend", end, "wdec", ldec).Err(); err != nil {
+		if err := rdb.HSet(ctx, key, "wbase", "100", "wsum", "0", "wn", "1000000", "wend", end, "wdec", ldec).Err(); err != nil {
 			t.Fatal(err)
 		}
 		px.RefuseNext(loading) // an outage
