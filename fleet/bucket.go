@@ -298,17 +298,19 @@ func (b *sharedBucket) takeServed() []any {
 // left on an earlier outage's local bucket, which the fleet never took,
 // does not hold the process after it. A pause it set is not lost: the
 // process knows of it (pausedFor), and holds the new one too. What it
-// learned reaches the fleet when Redis answers again as the congestion
-// events it met (oweThrottle, writeOwed), each halving the fleet's rate;
-// its climbs do not: the fleet climbs again from the rate they leave, as
-// its controller does.
+// learned reaches the fleet when Redis answers again, if this process was
+// throttled on it: the write-back (oweThrottle, writeOwed) tells its rate
+// then, climbs after the throttles included, times the processes it was a
+// share among (localDiv). A local bucket never throttled writes nothing
+// back, and the fleet climbs again from the rate Redis holds, as its
+// controller does.
 func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	ep, out, rates := b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()
 	if !b.keepsLocal(ep, out, rates) {
 		div := b.s.sharers()
-		b.local = b.fromRate(now)
+		b.local = b.fromRate(now, div)
 		b.localEp, b.localOut, b.localRate = ep, out, rates
 		b.localDiv = float64(div)
 	}
@@ -322,17 +324,18 @@ func (b *sharedBucket) keepsLocal(ep int64, out bool, rates int64) bool {
 	return b.local != nil && b.localEp == ep && (out || !b.localOut && b.localRate == rates)
 }
 
-// fromRate returns a new local bucket made at now: the share of the
-// bucket's settings, at the share of the fleet's last known rate (see
-// fallback), held by the pause the process knows of and charged for the
+// fromRate returns a new local bucket made at now: the bucket's settings
+// divided by div (the processes it is a share among: Store.sharers), at
+// the same share of the fleet's last known rate (see fallback), held by the pause the process knows of and charged for the
 // tokens it took lately, up to its burst at that rate. It changes nothing
 // of b: fallback installs it, and Snapshot only reads it.
-func (b *sharedBucket) fromRate(now time.Duration) state.Bucket {
+func (b *sharedBucket) fromRate(now time.Duration, div int64) state.Bucket {
+	share := func(v float64) float64 { return v / float64(div) }
 	spec := b.spec
-	spec.Rate = b.s.share(b.spec.Rate)
-	spec.Burst = math.Max(1, b.s.share(b.spec.Capacity()))
-	spec.Floor = math.Min(b.s.share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
-	l := bucket.NewAtRate(spec, b.s.share(b.rate()), now)
+	spec.Rate = share(b.spec.Rate)
+	spec.Burst = math.Max(1, share(b.spec.Capacity()))
+	spec.Floor = math.Min(share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
+	l := bucket.NewAtRate(spec, share(b.rate()), now)
 	burst := l.Snapshot(now).Tokens // full: its capacity at the rate it starts at
 	if p := b.pausedFor(mono()); p > 0 {
 		// A pause known to this process (set on an earlier outage's local
@@ -357,7 +360,7 @@ func (b *sharedBucket) localSnapshot(now time.Duration) state.BucketSnapshot {
 	defer b.localMu.Unlock()
 	l := b.local
 	if !b.keepsLocal(b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()) {
-		l = b.fromRate(now)
+		l = b.fromRate(now, b.s.sharers())
 	}
 	return l.Snapshot(now)
 }
