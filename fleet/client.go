@@ -108,6 +108,16 @@ func notRun(err error) bool {
 	return reply || (errors.As(err, &op) && op.Op == "dial")
 }
 
+// silent reports whether err, one unavailable reports, is Redis giving
+// no answer in time: a timeout, a connection lost, or one not made in
+// time, which a busy host's scheduling may cause with no fault, rather
+// than an error reply or a connection refused, which only a Redis that
+// cannot serve (or is not there) gives.
+func silent(err error) bool {
+	var ne net.Error
+	return !notRun(err) || (errors.As(err, &ne) && ne.Timeout())
+}
+
 // redirected reports whether err is a cluster node's redirection: a
 // client of one server pointed at a Redis Cluster.
 func redirected(err error) bool {

@@ -105,14 +105,27 @@
 // send a script twice: the scripts are not idempotent, and the store's
 // commands are ones go-redis does not retry (whatever the client's
 // MaxRetries), so that an answer lost to a closed connection is an
-// operation Redis did not answer, never one run again. A Redis that does
-// not answer in time, or refuses every command (loading, a replica, a
-// cluster down, an authentication failure, out of memory), switches the
-// process to local limits: the buckets (each with its ceiling, burst and
-// floor) and the fleet's retry budget as last read, divided by the number
-// of live processes at the last heartbeat (each process announces itself
-// every second), or by WithExpectedProcesses when more (a process that
-// starts during an outage has counted only itself), each bucket starting at that share of the
+// operation Redis did not answer, never one run again. An operation Redis
+// does not answer in time goes on with local limits, and counts as a
+// Redis error (StoreStats.RedisErrors); the rest of the process stays on
+// the shared state while Redis answers the operations after it, so that
+// a busy host's scheduling, delaying one answer or those of the
+// operations in flight at one moment past the timeout, costs no more. A
+// Redis that gives no answer to an operation sent a timeout or more after
+// the first one it did not answer, and none between them (frozen, dead,
+// unreachable: go-redis tries a refused connection again until the
+// operation's deadline), or that refuses every command (loading, a
+// replica, a cluster down, an authentication failure, out of memory),
+// switches the process to local limits: within two timeouts of its first
+// unanswered operation while operations keep coming, at the heartbeat's
+// probe otherwise, and at the first operation unanswered before Redis
+// ever answered the store (nothing shows yet that a Redis is there). A
+// call waits for Redis at most two timeouts. The local limits are the
+// buckets (each with its ceiling, burst and floor) and the fleet's retry
+// budget as last read, divided by the number of live processes at the
+// last heartbeat (each process announces itself every second), or by
+// WithExpectedProcesses when more (a process that starts during an outage
+// has counted only itself), each bucket starting at that share of the
 // fleet's last known rate and climbing from there as its controller does,
 // up to its share of the ceiling, slowing on the process's own throttles;
 // and the breakers as the process last knew them (one the fleet opened

@@ -208,7 +208,8 @@ func TestABucketsSnapshotOnLocalLimitsChangesNothing(t *testing.T) {
 		h.down.Store(false)
 		s.heartbeat() // refused: Redis is up
 		h.down.Store(true)
-		s.heartbeat() // no answer: a second outage
+		s.heartbeat() // no answer
+		s.heartbeat() // nor to this one, sent a timeout later: a second outage (Store.unanswered)
 		if !s.Stats().Degraded {
 			t.Fatal("a Redis that does not answer the heartbeat: not on local limits")
 		}

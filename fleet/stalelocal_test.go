@@ -94,7 +94,8 @@ func TestTheLocalBreakerKeepsWhatIsUnwritten(t *testing.T) {
 		toldClosed(b)
 		b.Failure(0) // refused by Redis: the local breaker counts it, for the write-back
 		h.down.Store(true)
-		s.heartbeat() // Redis does not answer: a new outage
+		s.heartbeat() // Redis does not answer
+		s.heartbeat() // nor a timeout later: a new outage (Store.unanswered)
 		if !s.Stats().Degraded {
 			t.Fatal("a Redis that does not answer the heartbeat: not on local limits")
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -50,10 +51,16 @@ type Store struct {
 	staleTick atomic.Int64 // counts the periods of WithBreakerStaleness
 
 	calls, errors, hits, misses, fallbacks atomic.Int64
-	refusedLogged                          atomic.Int64 // when a refusal was last logged (Unix ns)
+	refusedLogged                          atomic.Int64 // when a line about one operation was last logged (Unix ns): warnOneOperation
 	// garbled counts the answers in a row that no script of the store
 	// gives (unreadable); garbageOutage of them are an outage.
 	garbled atomic.Int64
+	// answered is when (mono) Redis last answered an operation of the
+	// store, whatever the answer (math.MinInt64 before the first), and
+	// silentSince when the earliest operation Redis has given no answer to
+	// since was sent (math.MaxInt64 for none, and stale once answered is
+	// later): see unanswered.
+	answered, silentSince atomic.Int64
 
 	log atomic.Pointer[slog.Logger] // WithLogger's, the governor's (UseLogger), or slog.Default()
 	ctx context.Context             // the parent of its operations' contexts, naming the store to go-redis's log
@@ -162,7 +169,15 @@ func WithLeaseWindow(d time.Duration) Option {
 func WithMaxLease(n int) Option { return optionFunc(func(c *config) { c.maxLease = max(1, n) }) }
 
 // WithTimeout bounds each Redis operation (default 250 ms); past it the
-// call goes on with local limits. A d of 0 or less keeps the default.
+// operation goes on with local limits, and counts as a Redis error. One
+// late answer, or those of the operations in flight at one moment (a busy
+// host's scheduling), switch nothing else: the process goes to local
+// limits when an operation sent d or more after the first one Redis did
+// not answer gets no answer either, with none answered between them, so
+// that a frozen or dead Redis is left within 2d of its first unanswered
+// operation while operations keep coming, and a call waits for Redis at
+// most 2d (see Store.Stats for the counts). A d of 0 or less keeps the
+// default.
 // It is also how long a local success written back after an outage is
 // taken as older than it came (Redis may run the write-back up to d
 // after it is sent): one that came less than d after the fleet's
@@ -301,6 +316,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	routeRedisLog()
 	redisLog.add(s)
 	s.procs.Store(1)
+	s.answered.Store(math.MinInt64)
+	s.silentSince.Store(math.MaxInt64)
 	s.longestWait.Store(s.horizon.Microseconds())
 	s.opening.Store(cfg.logger == nil)
 	s.heartbeat()
@@ -645,13 +662,14 @@ func (s *Store) forgetDroppedBreakers() {
 // it), every heartbeat tries again.
 func (s *Store) heartbeat() {
 	s.calls.Add(1)
+	sent := mono()
 	res, err := s.call(heartbeatScript, []string{s.key("procs")},
 		[]any{s.cfg.id, (3 * s.cfg.heartbeat).Milliseconds(), s.ttlMS()})
 	switch {
 	case err != nil && s.closed():
 		return // see run
 	case err != nil && unavailable(err):
-		s.fail(err)
+		s.unanswered(err, sent)
 		return
 	case err != nil && !errors.Is(err, redis.Nil):
 		s.refused(s.key("procs"), err)
@@ -739,6 +757,57 @@ func (s *Store) fail(err error) {
 	}
 }
 
+// unanswered records an operation sent at sent (mono) that Redis did not
+// serve (unavailable(err)): it goes on with local limits, and counts as a
+// Redis error. Redis refusing every command (an error reply) or a
+// connection refused switches the store to local limits at once (fail),
+// and so does any operation unanswered before Redis first answered one:
+// nothing shows yet that Redis is there (an address that names none, a
+// Redis down as the process starts). Once Redis answered, no answer in
+// time (silent) switches only when it is an outage: Redis gave no answer
+// to an operation sent at least the operation timeout after the first
+// one it did not answer either, and none to any operation between them.
+// A busy host's scheduling delays one answer, or those of the operations
+// in flight at one moment, past the timeout with no fault, and the
+// answers after it come; a frozen, dead or unreachable Redis answers
+// none (go-redis tries a refused connection again until the operation's
+// deadline), and is left within two timeouts of the first operation it
+// did not answer when operations keep coming, and otherwise at the
+// heartbeat's probe after it. A late answer alone is logged as a refusal
+// is, at most once a minute.
+func (s *Store) unanswered(err error, sent time.Duration) {
+	if s.degraded.Load() || !silent(err) || s.answered.Load() == math.MinInt64 || s.silentFor(sent) >= s.cfg.timeout {
+		s.fail(err)
+		return
+	}
+	s.errors.Add(1)
+	s.warnOneOperation("cloudg fleet: Redis did not answer an operation within the timeout; it went on with local limits",
+		"error", err.Error())
+}
+
+// silentFor returns how long before sent (mono), an operation Redis gave
+// no answer to, Redis has answered nothing: since the first operation of
+// the silence that sent is part of was sent; 0 when Redis answered an
+// operation since sent, the lateness then sent's alone, or when sent
+// starts a silence.
+func (s *Store) silentFor(sent time.Duration) time.Duration {
+	ans := s.answered.Load()
+	if ans > int64(sent) {
+		return 0
+	}
+	for {
+		first := s.silentSince.Load()
+		if first >= ans && first <= int64(sent) {
+			return sent - time.Duration(first)
+		}
+		// None yet, one Redis answered since, or one that began after
+		// sent: the silence starts at sent.
+		if s.silentSince.CompareAndSwap(first, int64(sent)) {
+			return 0
+		}
+	}
+}
+
 // errUnreadable is why a store went to local limits when Redis gave,
 // garbageOutage times in a row, answers that no script of the store gives
 // (see Store's unreadable): the error its log line of the switch carries.
@@ -775,11 +844,8 @@ func (s *Store) unreadable(key string, res []any) {
 		return
 	}
 	s.errors.Add(1)
-	now := time.Now().UnixNano()
-	if last := s.refusedLogged.Load(); now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
-		s.logger().Warn("cloudg fleet: Redis gave an answer no script of the store gives; the operation went on with local limits",
-			"key", key, "elements", len(res)) // not the answer itself: whatever sent it, it is not ours to log
-	}
+	s.warnOneOperation("cloudg fleet: Redis gave an answer no script of the store gives; the operation went on with local limits",
+		"key", key, "elements", len(res)) // not the answer itself: whatever sent it, it is not ours to log
 }
 
 // refused records Redis refusing an operation on key (a key of the wrong
@@ -788,10 +854,17 @@ func (s *Store) unreadable(key string, res []any) {
 // at most once a minute.
 func (s *Store) refused(key string, err error) {
 	s.errors.Add(1)
+	s.warnOneOperation("cloudg fleet: Redis refused an operation; it went on with local limits",
+		"key", key, "error", err.Error())
+}
+
+// warnOneOperation logs msg at Warn, unless a line about one operation
+// that went on with local limits (a refusal, an unreadable answer, a late
+// one) was logged less than a minute ago.
+func (s *Store) warnOneOperation(msg string, attrs ...any) {
 	now := time.Now().UnixNano()
 	if last := s.refusedLogged.Load(); now-last >= int64(time.Minute) && s.refusedLogged.CompareAndSwap(last, now) {
-		s.logger().Warn("cloudg fleet: Redis refused an operation; it went on with local limits",
-			"key", key, "error", err.Error())
+		s.logger().Warn(msg, attrs...)
 	}
 }
 
@@ -809,7 +882,7 @@ func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, d)
 	defer cancel()
 	if s.bounded {
-		return script.run(ctx, s.rdb, keys, args)
+		return s.heard(script.run(ctx, s.rdb, keys, args))
 	}
 	type answer struct {
 		res []any
@@ -822,10 +895,20 @@ func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
 	}()
 	select {
 	case a := <-ch:
-		return a.res, a.err
+		return s.heard(a.res, a.err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// heard passes on an operation's outcome, recording when Redis answered
+// it (answered): any answer, an error reply or one no script gives
+// included, shows that Redis and the host's way to it work.
+func (s *Store) heard(res []any, err error) ([]any, error) {
+	if _, reply := errorCode(err); err == nil || reply {
+		storeMax(&s.answered, int64(mono()))
+	}
+	return res, err
 }
 
 // run runs a script with the operation timeout. It reports false when
@@ -853,6 +936,7 @@ func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, 
 		return nil, false, true
 	}
 	s.calls.Add(1)
+	sent := mono()
 	res, err := s.call(script, keys, args)
 	switch {
 	case err == nil && !script.fits(res), errors.Is(err, redis.Nil):
@@ -865,7 +949,7 @@ func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, 
 		return res, true, false
 	case s.closed():
 	case unavailable(err):
-		s.fail(err)
+		s.unanswered(err, sent)
 	default:
 		s.refused(keys[0], err)
 	}

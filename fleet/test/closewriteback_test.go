@@ -30,7 +30,8 @@ func TestCloseWritesBackWhatAnOutageTaught(t *testing.T) {
 		br := p.Breaker("closeback/brk", spec)
 		bk := p.Bucket("closeback/bkt", bspec, 0)
 		px.Down()
-		bk.Reserve(0) // Redis does not answer: local limits
+		bk.Reserve(0) // Redis does not answer: local limits for this token
+		bk.Reserve(0) // nor a timeout later: local limits for the process
 		if !p.Stats().Degraded {
 			t.Fatal("Redis down: not on local limits")
 		}

@@ -97,7 +97,7 @@ func TestALostAnswerRefundsTheBudgetOnce(t *testing.T) {
 		px, url := proxied(t, be)
 		prefix := uniquePrefix(t)
 		// A timeout well above a loaded machine's Redis round trips, so
-		// that only the dropped answer sends the store to local limits.
+		// that only the dropped answer goes on local limits.
 		s := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(200*time.Millisecond), fleet.WithTimeout(2*time.Second))
 		fallsBack(s) // the proxy drops the refund's answer: an operation Redis did not answer
 		rdb := be.client()
@@ -113,7 +113,7 @@ func TestALostAnswerRefundsTheBudgetOnce(t *testing.T) {
 		}
 		px.DropAnswer()
 		b.Succeed() // the tenth: the refund of a token goes to Redis, its answer lost
-		waitFor(t, 10*time.Second, "local limits", func() bool { return s.Stats().Fallbacks > 0 })
+		waitFor(t, 10*time.Second, "the lost answer counted", func() bool { return s.Stats().RedisErrors > 0 })
 		waitFor(t, 10*time.Second, "back on the shared state", func() bool { return !s.Stats().Degraded })
 		s.Close() // sends whatever refund is pending
 		v, err := rdb.Get(context.Background(), prefix+":{budget:aws}").Float64()

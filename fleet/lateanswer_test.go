@@ -1,0 +1,175 @@
+//go:build go1.25
+
+package fleet
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// answeringRedis is a Redis client's hook that answers every command
+// itself, without a network (so that it runs in virtual time), as Redis
+// answers the heartbeat's script: one live process, the process's id
+// echoed. While frozen, and for the next late commands, it answers
+// nothing: the command waits for its context's end, as for a Redis, or a
+// host, too slow for the timeout. It counts the write-backs of breakers
+// sent (learned).
+type answeringRedis struct {
+	id      string
+	frozen  atomic.Bool
+	late    atomic.Int64
+	learned atomic.Int64
+}
+
+func (h *answeringRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *answeringRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == breakerLearnedScript.hash {
+			h.learned.Add(1)
+		}
+		if h.frozen.Load() || h.late.Add(-1) >= 0 {
+			<-ctx.Done()
+			cmd.SetErr(ctx.Err())
+			return ctx.Err()
+		}
+		cmd.(interface{ SetVal(any) }).SetVal([]any{int64(1), h.id})
+		return nil
+	}
+}
+
+// answeredStore returns a store on an answeringRedis, on the shared state,
+// whose heartbeat runs when the test says, logging to logs.
+func answeredStore(t *testing.T, timeout time.Duration, logs *syncBuffer) (*Store, *answeringRedis) {
+	t.Helper()
+	h := &answeringRedis{id: "p"}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	rdb.AddHook(h)
+	t.Cleanup(func() { rdb.Close() })
+	s := New(rdb, WithProcessID(h.id), WithHeartbeat(time.Hour), WithTimeout(timeout),
+		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if st := s.Stats(); st.Degraded {
+		t.Fatalf("a Redis that answers: %+v", st)
+	}
+	return s, h
+}
+
+// op runs one operation on s (the heartbeat's script), reporting whether
+// it went on the shared state.
+func op(s *Store) bool {
+	_, ok := s.run(heartbeatScript, []string{s.key("procs")}, s.cfg.id, 3000, s.ttlMS())
+	return ok
+}
+
+const switchLine = "Redis does not answer; local limits"
+
+// An answer later than WithTimeout to one operation, while Redis answers
+// the operations before and after it, is that operation's: it goes on
+// with local limits and counts as a Redis error, and the process stays on
+// the shared state. So for several operations in flight that the same
+// moment delays (a busy host's scheduling stalls them all), and for the
+// heartbeat. (Each of them switched the process to local limits until the
+// heartbeat's next answer, a second by default.) In virtual time.
+func TestALateAnswerIsThatOperationsAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs syncBuffer
+		s, h := answeredStore(t, 250*time.Millisecond, &logs)
+		defer s.Close()
+		late := func(what string, n int, run func() bool) {
+			t.Helper()
+			h.late.Store(int64(n))
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					if run() {
+						t.Errorf("%s: an operation Redis did not answer in time went on the shared state", what)
+					}
+				})
+			}
+			wg.Wait()
+			if !op(s) {
+				t.Fatalf("%s, then Redis answers: the next operation went on local limits (%+v)", what, s.Stats())
+			}
+			if st := s.Stats(); st.Degraded || st.Fallbacks != 0 {
+				t.Fatalf("%s: %+v, want the shared state", what, st)
+			}
+		}
+		late("one late answer", 1, func() bool { return op(s) })
+		late("eight late answers at once", 8, func() bool { return op(s) })
+		late("a late heartbeat", 1, func() bool { s.heartbeat(); return false })
+		if st := s.Stats(); st.RedisErrors != 10 {
+			t.Errorf("10 operations Redis did not answer in time: %+v", st)
+		}
+		if n := len(logs.lines(switchLine)); n != 0 {
+			t.Errorf("a switch to local limits logged %d times:\n%s", n, logs.String())
+		}
+	})
+}
+
+// A Redis that answers nothing (frozen) is left within two operation
+// timeouts of the first operation it did not answer, whether one caller
+// sends its operations one after the other or several send them at once:
+// the operation sent a timeout after that one gets no answer either. No
+// operation waits for Redis longer than the timeout, the switch is logged
+// once, and when Redis answers again the heartbeat writes back what the
+// local limits learned and goes back to the shared state. In virtual time.
+func TestAFrozenRedisIsLeftWithinTwoTimeouts(t *testing.T) {
+	const timeout = 250 * time.Millisecond
+	for _, callers := range []int{1, 8} {
+		t.Run(strconv.Itoa(callers)+" callers", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs syncBuffer
+				s, h := answeredStore(t, timeout, &logs)
+				defer s.Close()
+				b := s.Breaker("aws/1/us-east-1/ec2/Describe", unwrittenSpec).(*sharedBreaker)
+				h.frozen.Store(true)
+				start := time.Now()
+				var longest atomic.Int64
+				var wg sync.WaitGroup
+				for range callers {
+					wg.Go(func() {
+						for !s.Stats().Degraded {
+							t0 := time.Now()
+							op(s)
+							storeMax(&longest, int64(time.Since(t0)))
+						}
+					})
+				}
+				wg.Wait()
+				if took := time.Since(start); took > 2*timeout {
+					t.Errorf("a frozen Redis left after %v, want within %v", took, 2*timeout)
+				}
+				if d := time.Duration(longest.Load()); d > timeout {
+					t.Errorf("an operation waited %v for a frozen Redis, with WithTimeout(%v)", d, timeout)
+				}
+				if st := s.Stats(); st.Fallbacks != 1 {
+					t.Errorf("%+v, want one switch", st)
+				}
+				if n := len(logs.lines(switchLine)); n != 1 {
+					t.Errorf("the switch logged %d times, want once:\n%s", n, logs.String())
+				}
+
+				b.Failure(0) // the local breaker's, to write back
+				h.frozen.Store(false)
+				s.heartbeat()
+				if st := s.Stats(); st.Degraded {
+					t.Fatalf("Redis answers the heartbeat again: %+v", st)
+				}
+				if h.learned.Load() == 0 {
+					t.Error("Redis answers again: the local breaker's failure was not written back")
+				}
+			})
+		})
+	}
+}
