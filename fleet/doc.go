@@ -133,9 +133,7 @@
 // which a failed local probe doubles; a closed one keeps its failures).
 // The switch is logged once and counted (StoreStats.Fallbacks).
 // The heartbeat keeps probing, and the first answer switches back to the
-// shared state (rebuilt from the defaults if Redis lost it), after loading
-// the store's scripts into Redis (a Redis restarted holds none, and each
-// script's first operation would pay a round trip more) and writing
+// shared state (rebuilt from the defaults if Redis lost it), after writing
 // back what the local breakers learned meanwhile (they opened, let a probe
 // through, closed after one; the failures they counted, a success that
 // reset them): the local state replaces the fleet's when it changed after

@@ -46,14 +46,8 @@ type script struct {
 
 func newScript(src string) *script {
 	h := sha1.Sum([]byte(src))
-	sc := &script{src: src, hash: hex.EncodeToString(h[:])}
-	scripts = append(scripts, sc)
-	return sc
+	return &script{src: src, hash: hex.EncodeToString(h[:])}
 }
-
-// scripts holds every script of the package, in the order made, for
-// Store.loadScripts.
-var scripts []*script
 
 // answers sets the shape of the script's reply, which fits checks: one
 // letter per element, n for a finite number (an integer, or a string that

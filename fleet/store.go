@@ -684,9 +684,6 @@ func (s *Store) heartbeat() {
 		s.readable()
 		s.procs.Store(max(1, toInt(res[0])))
 	}
-	if s.degraded.Load() {
-		s.loadScripts()
-	}
 	if (s.degraded.Load() || s.pending.Load()) && !s.writeBack() && s.degraded.Load() {
 		return // Redis stopped answering again: still local limits
 	}
@@ -876,90 +873,32 @@ func (s *Store) warnOneOperation(msg string, attrs ...any) {
 // alone when the timeout passes. Once Close began, it runs it by Close's
 // deadline (closeBy), and sends nothing past it.
 func (s *Store) call(script *script, keys []string, args []any) ([]any, error) {
-	d := s.opTimeout()
-	if d <= 0 {
-		return nil, context.DeadlineExceeded
-	}
-	return s.heard(within(s, d, func(ctx context.Context) ([]any, error) {
-		return script.run(ctx, s.rdb, keys, args)
-	}))
-}
-
-// opTimeout returns how long an operation sent now may wait for Redis:
-// the operation timeout, or less once Close began (closeBy); 0 or less
-// when Close's deadline passed.
-func (s *Store) opTimeout() time.Duration {
 	d := s.cfg.timeout
 	if by := s.closeBy.Load(); by != 0 {
-		d = min(d, time.Duration(by)-mono())
+		if d = min(d, time.Duration(by)-mono()); d <= 0 {
+			return nil, context.DeadlineExceeded
+		}
 	}
-	return d
-}
-
-// within runs f with a context that ends d from now, whichever client the
-// store has: f is left to finish alone when the client ignores the
-// deadline and d passes, and within then returns the context's error.
-func within[T any](s *Store, d time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, d)
 	defer cancel()
 	if s.bounded {
-		return f(ctx)
+		return s.heard(script.run(ctx, s.rdb, keys, args))
 	}
 	type answer struct {
-		v   T
+		res []any
 		err error
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		v, err := f(ctx)
-		ch <- answer{v, err}
+		res, err := script.run(ctx, s.rdb, keys, args)
+		ch <- answer{res, err}
 	}()
 	select {
 	case a := <-ch:
-		return a.v, a.err
+		return s.heard(a.res, a.err)
 	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
+		return nil, ctx.Err()
 	}
-}
-
-// loadScripts loads every script of the store into Redis's script cache
-// (SCRIPT LOAD, in one pipeline; a cluster client's on every master, one
-// script at a time), within the
-// operation timeout (opTimeout), and reports whether Redis took them all. The
-// heartbeat's probe that finds Redis again calls it before the store
-// sends anything else: a Redis restarted, or a new master, holds none of
-// them, and each script's first operation would otherwise pay a round
-// trip more (EVALSHA refused with NOSCRIPT, then EVAL) as Redis is most
-// likely to be slow. A failure is no outage: the operations load what is
-// missing (script.run).
-func (s *Store) loadScripts() bool {
-	d := s.opTimeout()
-	if d <= 0 {
-		return false
-	}
-	s.calls.Add(1)
-	_, err := within(s, d, func(ctx context.Context) (struct{}, error) {
-		if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
-			for _, sc := range scripts { // to every master: no pipeline does that
-				if err := s.rdb.ScriptLoad(ctx, sc.src.(string)).Err(); err != nil {
-					return struct{}{}, err
-				}
-			}
-			return struct{}{}, nil
-		}
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, sc := range scripts {
-				p.ScriptLoad(ctx, sc.src.(string))
-			}
-			return nil
-		})
-		return struct{}{}, err
-	})
-	if err != nil {
-		s.errors.Add(1)
-	}
-	return err == nil
 }
 
 // heard passes on an operation's outcome, recording when Redis answered
