@@ -46,7 +46,7 @@ func TestACancelGivesTheLocalLimitsItsTokenOnce(t *testing.T) {
 					waitFor(t, 2*time.Second, "A on local limits", func() bool { return a.Stats().Degraded })
 				}
 				ab.Cancel(0) // the last caller gives its token back
-				waitFor(t, 2*time.Second, "A on local limits", func() bool { return a.Stats().Degraded })
+				untilLocal(t, a)
 				time.Sleep(100 * time.Millisecond) // the give-back's goroutine, done with the local limits
 				// The local limits, charged with their burst (A took a token
 				// in the burst's time) and the three callers still queued:

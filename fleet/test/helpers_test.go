@@ -473,3 +473,18 @@ func leasedProcess(t testing.TB, be backend, prefix string, opts ...resilience.G
 	}
 	return a
 }
+
+// untilLocal reads a bucket of s's (which changes nothing in Redis) until
+// s is on local limits, Redis being down or frozen: an operation Redis does
+// not answer goes on local limits alone, and the store switches when one
+// sent a timeout after it gets no answer either (Store.unanswered).
+func untilLocal(t *testing.T, s *fleet.Store) {
+	t.Helper()
+	bk := s.Bucket("untilLocal", state.BucketSpec{Rate: 1, Burst: 1}, 0)
+	waitFor(t, 10*time.Second, "local limits", func() bool {
+		if !s.Stats().Degraded {
+			bk.Snapshot(0)
+		}
+		return s.Stats().Degraded
+	})
+}

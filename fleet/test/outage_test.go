@@ -183,6 +183,7 @@ func TestLocalLimitsShareTheFloor(t *testing.T) {
 		}
 		b := a.store.Bucket(vpcsKey, state.BucketSpec{Rate: 5, Burst: 5, Floor: 4, Adaptive: true}, 0)
 		px.Down()
+		untilLocal(t, a.store)
 		if r := b.Snapshot(0).Rate; r != 2.5 || !a.store.Stats().Degraded {
 			t.Fatalf("local rate %v (degraded %v), want half the fleet's 5", r, a.store.Stats().Degraded)
 		}

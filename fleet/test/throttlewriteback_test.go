@@ -53,6 +53,7 @@ func TestAThrottleRedisDidNotRunReachesTheFleet(t *testing.T) {
 					time.Sleep(1100 * time.Millisecond)
 				}
 				if c.name == outage {
+					untilLocal(t, a) // the throttle went on local limits alone; a timeout of silence more switches the store
 					if !a.Stats().Degraded {
 						t.Fatal("a throttle Redis did not answer: not on local limits")
 					}

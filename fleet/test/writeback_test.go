@@ -258,8 +258,9 @@ func TestTheLocalBreakerIsWrittenBack(t *testing.T) {
 			pb, qb := f.pb, f.qb
 			f.p.store.Breaker("warm", spec2).Failure(0) // Redis holds the script: EVALSHA, not EVAL
 			f.px.DropAnswer()
+			errs := f.p.store.Stats().RedisErrors
 			pb.Failure(0)
-			waitFor(t, 3*time.Second, "local limits", func() bool { return f.p.store.Stats().Fallbacks > 0 })
+			waitFor(t, 3*time.Second, "the lost answer counted", func() bool { return f.p.store.Stats().RedisErrors > errs })
 			waitFor(t, 3*time.Second, "back on the shared state", func() bool { return !f.p.store.Stats().Degraded })
 			if s := qb.Snapshot(0); s.State != state.Closed || s.Failures != 1 {
 				t.Fatalf("one failure against a threshold of 2, its answer lost: the fleet's breaker %+v, want closed with 1 failure", s)
