@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -27,14 +26,12 @@ func TestLocalLimitsClimbToTheShareOfTheCeiling(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			forEachSingleNode(t, func(t *testing.T, be backend) {
-				px, err := redisproxy.Start(be.addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer px.Close()
+				px, _ := proxied(t, be)
 				prefix := uniquePrefix(t)
 				a := newProcess(t, at(px.Addr()), prefix, resilience.Config{})
-				newProcess(t, at(px.Addr()), prefix, resilience.Config{})
+				o := newProcess(t, at(px.Addr()), prefix, resilience.Config{})
+				fallsBack(a.store) // the proxy goes down under both: the outage the test is about
+				fallsBack(o.store)
 				time.Sleep(250 * time.Millisecond) // two heartbeats: both count two live processes
 				if n := a.store.Stats().Processes; n != 2 {
 					t.Fatalf("%d live processes counted, want 2", n)
@@ -45,6 +42,7 @@ func TestLocalLimitsClimbToTheShareOfTheCeiling(t *testing.T) {
 					t.Fatalf("a throttle on the shared state: the fleet's rate %v, decreased %v; want below %v", fleetRate, dec, c.spec.Rate)
 				}
 				px.Down()
+				untilLocal(t, a.store)
 				start := b.Snapshot(0).Rate
 				if !a.store.Stats().Degraded || start != fleetRate/2 {
 					t.Fatalf("Redis gone: the local rate %v (degraded %v), want half the fleet's last %v", start, a.store.Stats().Degraded, fleetRate)

@@ -46,9 +46,19 @@ func addUp(t *testing.T, be backend, order []int) {
 	var pxs []*redisproxy.Proxy
 	var stores []*fleet.Store
 	var buckets []state.Bucket
-	for range n {
+	for i := range n {
 		px, url := proxied(t, be)
-		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(300*time.Millisecond),
+		// The write-backs of one outage make one round within three of the
+		// first one's heartbeats. The processes come back one after the
+		// other here, each once the one before is back, which takes one or
+		// two heartbeats each (a probe on a connection the proxy dropped
+		// fails first): the first back has a heartbeat three times longer,
+		// so that the others are back within its round.
+		heartbeat := 300 * time.Millisecond
+		if i == order[0] {
+			heartbeat *= 3
+		}
+		s, err := fleet.Open(url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(heartbeat),
 			fleet.WithTimeout(100*time.Millisecond), fleet.WithExpectedProcesses(n))
 		if err != nil {
 			t.Fatal(err)
