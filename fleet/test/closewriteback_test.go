@@ -35,7 +35,7 @@ func TestCloseWritesBackWhatAnOutageTaught(t *testing.T) {
 		// proxy closed, and the next, sent at once, is not yet a timeout
 		// after it).
 		untilLocal(t, p)
-		bk.Reserve(0) // a token of the local limits
+		bk.Reserve(0)            // a token of the local limits
 		br.Failure(0)            // counted by the local breaker alone
 		bk.Pause(0, time.Minute) // set on the local limits
 		if err := px.Up(); err != nil {
