@@ -781,7 +781,7 @@ func (s *Store) unanswered(err error, sent time.Duration) {
 		return
 	}
 	s.errors.Add(1)
-	s.warnOneOperation("cloudg fleet: Redis did not answer an operation within the timeout; it went on with local limits",
+	s.warnOneOperation("cloudg fleet: Redis gave no answer to an operation in time (a timeout or a lost connection); it went on with local limits",
 		"error", err.Error())
 }
 
