@@ -19,7 +19,8 @@ import (
 // once, or, to a command sent while held is set, once held is closed,
 // whatever the command's context.
 type heldRedis struct {
-	held chan struct{}
+	passHooks // passes dials and pipelines on
+	held      chan struct{}
 }
 
 // refusal is heldRedis's error reply.
@@ -27,11 +28,6 @@ type refusal struct{}
 
 func (refusal) Error() string { return "ERR refused by the test" }
 func (refusal) RedisError()   {}
-
-func (h *heldRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *heldRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 func (h *heldRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(_ context.Context, cmd redis.Cmder) error {

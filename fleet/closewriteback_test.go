@@ -18,11 +18,9 @@ import (
 // silentRedis is a Redis client's hook that sends nothing and answers
 // nothing: every command waits for its context's end (a Redis that does
 // not answer), and is counted.
-type silentRedis struct{ sent atomic.Int64 }
-
-func (h *silentRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *silentRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+type silentRedis struct {
+	passHooks // passes dials and pipelines on
+	sent      atomic.Int64
 }
 
 func (h *silentRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {

@@ -16,13 +16,9 @@ import (
 // (the failures reset), the write-back gets a LOADING reply (Redis did not
 // run it, and does not answer).
 type steppedRedis struct {
-	entered chan string
-	release chan struct{}
-}
-
-func (h *steppedRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *steppedRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	passHooks // passes dials and pipelines on
+	entered   chan string
+	release   chan struct{}
 }
 
 func (h *steppedRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

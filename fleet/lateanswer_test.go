@@ -23,15 +23,11 @@ import (
 // host, too slow for the timeout. It counts the write-backs of breakers
 // sent (learned).
 type answeringRedis struct {
-	id      string
-	frozen  atomic.Bool
-	late    atomic.Int64
-	learned atomic.Int64
-}
-
-func (h *answeringRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *answeringRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	passHooks // passes dials and pipelines on
+	id        string
+	frozen    atomic.Bool
+	late      atomic.Int64
+	learned   atomic.Int64
 }
 
 func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {

@@ -14,14 +14,10 @@ import (
 // recordingRedis is a Redis client's hook that refuses every command (an
 // error reply) and records the arguments of the last that ran script.
 type recordingRedis struct {
-	script *script
-	mu     sync.Mutex
-	args   []any
-}
-
-func (h *recordingRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *recordingRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	passHooks // passes dials and pipelines on
+	script    *script
+	mu        sync.Mutex
+	args      []any
 }
 
 func (h *recordingRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {

@@ -14,13 +14,9 @@ import (
 // countingRedis is a Redis client's hook that refuses every command (an
 // error reply) and counts those that run script.
 type countingRedis struct {
-	script *script
-	sent   atomic.Int64
-}
-
-func (h *countingRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *countingRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	passHooks // passes dials and pipelines on
+	script    *script
+	sent      atomic.Int64
 }
 
 func (h *countingRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {

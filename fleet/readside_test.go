@@ -115,14 +115,10 @@ func TestABreakerSnapshotRedisRefusesChangesNothing(t *testing.T) {
 // answers as Redis would the spend of the fleet's last retry; while down
 // is set, it answers none (a connection that failed: an outage).
 type lateRedis struct {
-	down    atomic.Bool
-	held    chan struct{} // closed when the exchange is held
-	release chan struct{}
-}
-
-func (h *lateRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lateRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	passHooks // passes dials and pipelines on
+	down      atomic.Bool
+	held      chan struct{} // closed when the exchange is held
+	release   chan struct{}
 }
 
 func (h *lateRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

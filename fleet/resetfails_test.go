@@ -17,13 +17,9 @@ import (
 // is set, which it answers as Redis would a closed breaker's success: the
 // failures reset.
 type successRedis struct {
-	answer atomic.Bool
-	sent   atomic.Int64 // the successes answered
-}
-
-func (h *successRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *successRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	passHooks // passes dials and pipelines on
+	answer    atomic.Bool
+	sent      atomic.Int64 // the successes answered
 }
 
 func (h *successRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

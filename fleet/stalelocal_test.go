@@ -166,21 +166,17 @@ func TestTheLocalBucketStartsFromTheViewAfterAnOutage(t *testing.T) {
 // until the test releases it (entered tells it is waiting), then gets a
 // LOADING reply: Redis did not run it, and does not answer.
 type gatedRedis struct {
-	down    atomic.Bool
-	n       atomic.Int64
-	entered chan struct{}
-	release chan struct{}
+	passHooks // passes dials and pipelines on
+	down      atomic.Bool
+	n         atomic.Int64
+	entered   chan struct{}
+	release   chan struct{}
 }
 
 type loadingByTest struct{}
 
 func (loadingByTest) Error() string { return "LOADING Redis is loading the dataset in memory" }
 func (loadingByTest) RedisError()   {}
-
-func (h *gatedRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *gatedRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 func (h *gatedRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

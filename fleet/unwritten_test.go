@@ -17,18 +17,16 @@ import (
 // goes to the client's server, where nothing listens (a Redis that does
 // not answer); otherwise the hook refuses it at once (an error reply:
 // Redis answers, and a write-back it refuses is not sent again).
-type outageRedis struct{ down atomic.Bool }
+type outageRedis struct {
+	passHooks // passes dials and pipelines on
+	down      atomic.Bool
+}
 
 // refusedByTest is outageRedis's error reply.
 type refusedByTest struct{}
 
 func (refusedByTest) Error() string { return "ERR refused by the test" }
 func (refusedByTest) RedisError()   {}
-
-func (h *outageRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *outageRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 func (h *outageRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
