@@ -108,14 +108,17 @@ func notRun(err error) bool {
 	return reply || (errors.As(err, &op) && op.Op == "dial")
 }
 
-// silent reports whether err, one unavailable reports, is Redis giving
-// no answer in time: a timeout, a connection lost, or one not made in
-// time, which a busy host's scheduling may cause with no fault, rather
-// than an error reply or a connection refused, which only a Redis that
-// cannot serve (or is not there) gives.
-func silent(err error) bool {
+// late reports whether err, one unavailable reports, may be Redis's
+// answer coming late: the operation's deadline passed first (a timeout,
+// or no connection free or made in time), which a busy host's scheduling
+// causes with no fault. A connection Redis closed or reset under the
+// operation, a client closed, an error reply or a connection refused are
+// not late: only a Redis that cannot serve, or is not there, gives them
+// (go-redis checks a pooled connection before it uses it, so that one the
+// server closed while idle is not one an operation loses).
+func late(err error) bool {
 	var ne net.Error
-	return !notRun(err) || (errors.As(err, &ne) && ne.Timeout())
+	return errors.Is(err, redis.ErrPoolTimeout) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // redirected reports whether err is a cluster node's redirection: a

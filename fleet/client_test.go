@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -309,3 +311,33 @@ func TestAMalformedURLIsNamedOnOneLine(t *testing.T) {
 		t.Errorf("openClient of a URL with a newline: %v; want an error on one line, without the password", err)
 	}
 }
+
+// A timeout, the operation's deadline or no connection free in time, may
+// be a busy host's late answer; a connection closed, reset or refused, an
+// error reply or a client closed is not.
+func TestLateIsATimeoutAlone(t *testing.T) {
+	dialTimeout := &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}
+	readTimeout := &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}
+	for _, err := range []error{context.DeadlineExceeded, redis.ErrPoolTimeout, dialTimeout, readTimeout,
+		fmt.Errorf("wrapped: %w", context.DeadlineExceeded)} {
+		if !late(err) {
+			t.Errorf("%v: not late, want a late answer", err)
+		}
+	}
+	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, redis.ErrClosed,
+		&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)},
+		&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)},
+		&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)},
+		refusal{}} {
+		if late(err) {
+			t.Errorf("%v: late, want no late answer", err)
+		}
+	}
+}
+
+// timeoutErr is a net.Error that timed out.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

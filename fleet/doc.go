@@ -112,14 +112,17 @@
 // a busy host's scheduling, delaying one answer or those of the
 // operations in flight at one moment past the timeout, costs no more. A
 // Redis that gives no answer to an operation sent a timeout or more after
-// the first one it did not answer, and none between them (frozen, dead,
-// unreachable: go-redis tries a refused connection again until the
-// operation's deadline), or that refuses every command (loading, a
-// replica, a cluster down, an authentication failure, out of memory),
-// switches the process to local limits: within two timeouts of its first
-// unanswered operation while operations keep coming, at the heartbeat's
-// probe otherwise, and at the first operation unanswered before Redis
-// ever answered the store (nothing shows yet that a Redis is there). A
+// the first one it did not answer, and none between them (frozen,
+// unreachable, dead when go-redis tries a refused connection again until
+// the operation's deadline), switches the process to local limits within
+// two timeouts of its first unanswered operation while operations keep
+// coming, and at the heartbeat's probe otherwise. Only a timeout is taken
+// for a late answer: a Redis that closes or resets the connection under
+// an operation (killed, restarted), refuses the connection, or refuses
+// every command (loading, a replica, a cluster down, an authentication
+// failure, out of memory) switches it at that operation, and so does the
+// first operation unanswered before Redis ever answered the store
+// (nothing shows yet that a Redis is there). A
 // call waits for Redis at most two timeouts. The local limits are the
 // buckets (each with its ceiling, burst and floor) and the fleet's retry
 // budget as last read, divided by the number of live processes at the

@@ -4,10 +4,14 @@ package fleet
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,20 +24,29 @@ import (
 // answers the heartbeat's script: one live process, the process's id
 // echoed. While frozen, and for the next late commands, it answers
 // nothing: the command waits for its context's end, as for a Redis, or a
-// host, too slow for the timeout. It counts the write-backs of breakers
-// sent (learned).
+// host, too slow for the timeout. The next command after lose is given
+// fails at once with its error (a connection lost or refused). It counts
+// the write-backs of breakers sent (learned).
 type answeringRedis struct {
 	passHooks // passes dials and pipelines on
 	id        string
 	frozen    atomic.Bool
 	late      atomic.Int64
+	lost      atomic.Pointer[error]
 	learned   atomic.Int64
 }
+
+// lose makes the next command fail with err.
+func (h *answeringRedis) lose(err error) { h.lost.Store(&err) }
 
 func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if args := cmd.Args(); len(args) > 1 && args[1] == breakerLearnedScript.hash {
 			h.learned.Add(1)
+		}
+		if err := h.lost.Swap(nil); err != nil {
+			cmd.SetErr(*err)
+			return *err
 		}
 		if h.frozen.Load() || h.late.Add(-1) >= 0 {
 			<-ctx.Done()
@@ -164,6 +177,54 @@ func TestAFrozenRedisIsLeftWithinTwoTimeouts(t *testing.T) {
 				}
 				if h.learned.Load() == 0 {
 					t.Error("Redis answers again: the local breaker's failure was not written back")
+				}
+			})
+		})
+	}
+}
+
+// Only a timeout is taken for a late answer. A connection Redis closed or
+// reset under an operation (Redis killed or restarted), a connection
+// refused, or a client closed under the store is no busy host's delay:
+// the store switches to local limits at that operation, logs it once, and
+// comes back at the heartbeat's next answer. (A killed Redis's lost
+// connections were each taken as a late answer, and a call after the
+// kill went on the shared state's next dead connection.) In virtual time.
+func TestALostConnectionSwitchesAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"closed", io.EOF},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}},
+		{"client closed", redis.ErrClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs syncBuffer
+				s, h := answeredStore(t, 250*time.Millisecond, &logs)
+				defer s.Close()
+				if !op(s) {
+					t.Fatalf("Redis answers: %+v", s.Stats())
+				}
+				h.lose(tc.err)
+				start := time.Now()
+				if op(s) {
+					t.Fatal("an operation whose connection failed went on the shared state")
+				}
+				if st := s.Stats(); !st.Degraded || st.Fallbacks != 1 || st.RedisErrors != 1 {
+					t.Errorf("%v: %+v, want local limits at that operation, one switch", tc.err, st)
+				}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("the switch waited %v", d)
+				}
+				if n := len(logs.lines(switchLine)); n != 1 {
+					t.Errorf("the switch logged %d times, want once:\n%s", n, logs.String())
+				}
+				s.heartbeat()
+				if st := s.Stats(); st.Degraded || !op(s) {
+					t.Errorf("Redis answers the heartbeat again: %+v", st)
 				}
 			})
 		})

@@ -174,9 +174,10 @@ func WithMaxLease(n int) Option { return optionFunc(func(c *config) { c.maxLease
 // host's scheduling), switch nothing else: the process goes to local
 // limits when an operation sent d or more after the first one Redis did
 // not answer gets no answer either, with none answered between them, so
-// that a frozen or dead Redis is left within 2d of its first unanswered
+// that a frozen Redis is left within 2d of its first unanswered
 // operation while operations keep coming, and a call waits for Redis at
-// most 2d (see Store.Stats for the counts). A d of 0 or less keeps the
+// most 2d (see Store.Stats for the counts). A connection Redis closed or
+// refused is no late answer: it switches at once. A d of 0 or less keeps the
 // default.
 // It is also how long a local success written back after an outage is
 // taken as older than it came (Redis may run the write-back up to d
@@ -759,29 +760,31 @@ func (s *Store) fail(err error) {
 
 // unanswered records an operation sent at sent (mono) that Redis did not
 // serve (unavailable(err)): it goes on with local limits, and counts as a
-// Redis error. Redis refusing every command (an error reply) or a
-// connection refused switches the store to local limits at once (fail),
-// and so does any operation unanswered before Redis first answered one:
-// nothing shows yet that Redis is there (an address that names none, a
-// Redis down as the process starts). Once Redis answered, no answer in
-// time (silent) switches only when it is an outage: Redis gave no answer
-// to an operation sent at least the operation timeout after the first
-// one it did not answer either, and none to any operation between them.
-// A busy host's scheduling delays one answer, or those of the operations
-// in flight at one moment, past the timeout with no fault, and the
-// answers after it come; a frozen, dead or unreachable Redis answers
-// none (go-redis tries a refused connection again until the operation's
-// deadline), and is left within two timeouts of the first operation it
-// did not answer when operations keep coming, and otherwise at the
-// heartbeat's probe after it. A late answer alone is logged as a refusal
-// is, at most once a minute.
+// Redis error. An error that only a Redis that cannot serve gives (not
+// late: an error reply refusing every command, a connection refused, one
+// Redis closed or reset under the operation) switches the store to local
+// limits at once (fail), and so does any operation unanswered before
+// Redis first answered one: nothing shows yet that Redis is there (an
+// address that names none, a Redis down as the process starts). Once
+// Redis answered, an answer not come by the deadline (late) switches only
+// when it is an outage: Redis gave no answer to an operation sent at
+// least the operation timeout after the first one it did not answer
+// either, and none to any operation between them. A busy host's
+// scheduling delays one answer, or those of the operations in flight at
+// one moment, past the timeout with no fault, and the answers after it
+// come; a frozen or unreachable Redis answers none (go-redis tries a
+// refused connection again until the operation's deadline), and is left
+// within two timeouts of the first operation it did not answer when
+// operations keep coming, and otherwise at the heartbeat's probe after
+// it. A late answer alone is logged as a refusal is, at most once a
+// minute.
 func (s *Store) unanswered(err error, sent time.Duration) {
-	if s.degraded.Load() || !silent(err) || s.answered.Load() == math.MinInt64 || s.silentFor(sent) >= s.cfg.timeout {
+	if s.degraded.Load() || !late(err) || s.answered.Load() == math.MinInt64 || s.silentFor(sent) >= s.cfg.timeout {
 		s.fail(err)
 		return
 	}
 	s.errors.Add(1)
-	s.warnOneOperation("cloudg fleet: Redis gave no answer to an operation in time (a timeout or a lost connection); it went on with local limits",
+	s.warnOneOperation("cloudg fleet: Redis did not answer an operation in time; it went on with local limits",
 		"error", err.Error())
 }
 
