@@ -27,6 +27,11 @@ type sharedBucket struct {
 	goodput  bool
 	rateFB   atomic.Uint64 // float64 bits of the last rate Redis reported
 	rates    atomic.Int64  // counts the rates Redis reported (see fallback)
+	// decreased is when (mono) the process last saw the fleet's rate go
+	// down (a rate Redis reported below the one before), 0 when never: a
+	// local bucket made from that rate takes a throttle within
+	// bucket.DecreaseInterval of it as of the same congestion event.
+	decreased atomic.Int64
 	// pausedUntil is the end (mono) of the latest pause this process set
 	// (Pause, or Throttle with a Retry-After): the callers holding tokens
 	// granted before it look at it before they send (PausedFor).
@@ -181,7 +186,9 @@ func (b *sharedBucket) rate() float64 { return math.Float64frombits(b.rateFB.Loa
 // answer), and returns the rate in force.
 func (b *sharedBucket) setRate(v any) float64 {
 	if r, ok := number(v); ok && r >= b.floor*(1-1e-9) && r <= b.spec.Rate*(1+1e-9) {
-		b.rateFB.Store(math.Float64bits(r))
+		if old := math.Float64frombits(b.rateFB.Swap(math.Float64bits(r))); r < old*(1-1e-9) {
+			b.decreased.Store(int64(max(1, mono())))
+		}
 		b.rates.Add(1)
 		return r
 	}
@@ -285,7 +292,9 @@ func (b *sharedBucket) takeServed() []any {
 // (AIMD, or the goodput controller), up to its share of the ceiling, so
 // that a long outage does not hold the process at the rate the fleet had
 // last (often one a throttle had just lowered), and it slows on this
-// process's throttles, down to its share of the floor. A new one
+// process's throttles, down to its share of the floor; a throttle within
+// bucket.DecreaseInterval of the fleet's last decrease the process saw is
+// of that congestion event, and does not decrease it again. A new one
 // is charged for the tokens the process took lately and has yet to use
 // (tokenLog): the callers already queued go at their times, at the head of
 // its queue, instead of on top of its balance.
@@ -297,9 +306,9 @@ func (b *sharedBucket) takeServed() []any {
 // Redis reported a rate since it was made, so that the rate a throttle
 // left on an earlier outage's local bucket, which the fleet never took,
 // does not hold the process after it. A pause it set is not lost: the
-// process knows of it (pausedFor), and holds the new one too. What it
-// learned reaches the fleet when Redis answers again, if this process was
-// throttled on it: the write-back (oweThrottle, writeOwed) tells its rate
+// process knows of it (pausedFor), and holds the new one too. What an
+// outage's local bucket learned reaches the fleet when Redis answers
+// again, if this process was throttled on it: the write-back (oweThrottle, writeOwed) tells its rate
 // then, climbs after the throttles included, times the processes it was a
 // share among (localDiv). A local bucket never throttled writes nothing
 // back, and the fleet climbs again from the rate Redis holds, as its
@@ -326,16 +335,24 @@ func (b *sharedBucket) keepsLocal(ep int64, out bool, rates int64) bool {
 
 // fromRate returns a new local bucket made at now: the bucket's settings
 // divided by div (the processes it is a share among: Store.sharers), at
-// the same share of the fleet's last known rate (see fallback), held by the pause the process knows of and charged for the
-// tokens it took lately, up to its burst at that rate. It changes nothing
-// of b: fallback installs it, and Snapshot only reads it.
+// the same share of the fleet's last known rate (see fallback), held by
+// the pause the process knows of and charged for the tokens it took
+// lately, up to its burst at that rate. A throttle on it within
+// bucket.DecreaseInterval of the last decrease of the fleet's rate the
+// process saw is of that congestion event: it does not decrease the rate
+// again. It changes nothing of b: fallback installs it, and Snapshot only
+// reads it.
 func (b *sharedBucket) fromRate(now time.Duration, div int64) state.Bucket {
 	share := func(v float64) float64 { return v / float64(div) }
 	spec := b.spec
 	spec.Rate = share(b.spec.Rate)
 	spec.Burst = math.Max(1, share(b.spec.Capacity()))
 	spec.Floor = math.Min(share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
-	l := bucket.NewAtRate(spec, share(b.rate()), now)
+	since := time.Duration(-1)                       // no decrease seen
+	if at := b.decreased.Load(); at != 0 {
+		since = max(0, mono()-time.Duration(at))
+	}
+	l := bucket.NewAtRate(spec, share(b.rate()), now, since)
 	burst := l.Snapshot(now).Tokens // full: its capacity at the rate it starts at
 	if p := b.pausedFor(mono()); p > 0 {
 		// A pause known to this process (set on an earlier outage's local
@@ -535,19 +552,27 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 // does one of a congestion event a throttle Redis ran counted already.
 // Each congestion event owed is written back (the latest maxOwedEvents),
 // its first throttle standing for it, with the rate of the local limits
-// the throttle slowed (the local bucket fallback keeps), which sets the
-// rate the write-back leaves (writeOwed). After Close, nothing is written
+// the throttle slowed (the local bucket fallback keeps) when they are an
+// outage's, which sets the rate the write-back leaves (writeOwed). Local
+// limits made for one operation (its answer late or lost, Redis answering
+// the rest) tell nothing of the rate: they measured nothing, and the
+// event counts as Redis counts it. After Close, nothing is written
 // back (Store.hold).
 func (b *sharedBucket) oweThrottle(at time.Duration) {
 	if !b.adaptive {
 		return
 	}
 	b.localMu.Lock()
-	l, div := b.local, b.localDiv
+	l, div, out := b.local, b.localDiv, b.localOut
 	b.localMu.Unlock()
 	b.mu.Lock()
-	if l != nil {
+	switch {
+	case l != nil && out:
 		b.owedLocal, b.owedDiv = l, div
+	case l != nil:
+		// One operation's fallback, not an outage's: Redis ran or will
+		// be told of each event, and its own measure stands.
+		b.owedLocal = nil
 	}
 	n := len(b.owedEvents)
 	if n == 0 || at > b.owedLast {
@@ -628,7 +653,9 @@ func (b *sharedBucket) writeOwed() bool {
 	events, last := b.owedEvents, b.owedLast
 	b.owedEvents = nil
 	if len(events) > 0 && now-last > b.s.horizon {
-		events = nil // the latest too old: all are, dropped
+		// The latest too old: all are, dropped, and with them what a lost
+		// answer left to tell of them.
+		events, b.owedLocal, b.owedMaybe = nil, nil, false
 	}
 	// What the local limits tell of the fleet's rate: their rate now,
 	// times what the fleet's was divided by for them; none (-1) when no

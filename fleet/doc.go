@@ -122,8 +122,11 @@
 // every command (loading, a replica, a cluster down, an authentication
 // failure, out of memory) switches it at that operation, and so does the
 // first operation unanswered before Redis ever answered the store
-// (nothing shows yet that a Redis is there). A
-// call waits for Redis at most two timeouts. The local limits are the
+// (nothing shows yet that a Redis is there). While Redis stays silent, a
+// call waits for it at most two timeouts; a Redis that answers some
+// operations between its late ones (a cluster with one node frozen) is
+// not left, and each operation its silence holds waits a timeout. The
+// local limits are the
 // buckets (each with its ceiling, burst and floor) and the fleet's retry
 // budget as last read, divided by the number of live processes at the
 // last heartbeat (each process announces itself every second), or by

@@ -175,8 +175,8 @@ func WithMaxLease(n int) Option { return optionFunc(func(c *config) { c.maxLease
 // limits when an operation sent d or more after the first one Redis did
 // not answer gets no answer either, with none answered between them, so
 // that a frozen Redis is left within 2d of its first unanswered
-// operation while operations keep coming, and a call waits for Redis at
-// most 2d (see Store.Stats for the counts). A connection Redis closed or
+// operation while operations keep coming, and while it stays silent a
+// call waits for it at most 2d (see Store.Stats for the counts). A connection Redis closed or
 // refused is no late answer: it switches at once. A d of 0 or less keeps the
 // default.
 // It is also how long a local success written back after an outage is

@@ -184,14 +184,22 @@ func New(s state.BucketSpec, now time.Duration) *Bucket {
 // first climb comes an increase interval later, IncreaseInterval, or
 // GoodputClimbInterval for the goodput controller), and decreases on
 // throttles as any bucket's does. A rate within a hair of the ceiling, or
-// not a number, is the ceiling. It returns a state.Bucket, all that
-// another module needs of it, so that *Bucket's methods stay this
-// module's own.
-func NewAtRate(s state.BucketSpec, r float64, now time.Duration) state.Bucket {
+// not a number, is the ceiling. decreased is how long before now r was
+// last decreased, negative when that is not known: a throttle within
+// DecreaseInterval of that decrease is of the same congestion event, and
+// does not decrease r again (fleet mode's local limits, made from a rate
+// a throttle of the fleet's had just halved, would halve it a second time
+// for one event). It returns a state.Bucket, all that another module
+// needs of it, so that *Bucket's methods stay this module's own.
+func NewAtRate(s state.BucketSpec, r float64, now, decreased time.Duration) state.Bucket {
 	b := New(s, now)
 	if r = math.Max(b.cfg.floor, r); r < b.cfg.ceiling*(1-1e-9) {
 		b.mu.Lock()
-		b.learn().lastIncrease = now
+		l := b.learn()
+		l.lastIncrease = now
+		if decreased >= 0 && decreased < DecreaseInterval {
+			l.lastDecrease = now - decreased
+		}
 		b.setRate(now, r, false, false) // full at r: the stored tokens, capped at its capacity
 		b.mu.Unlock()
 	}

@@ -291,7 +291,7 @@ func TestRecoveryEndsAtTheCeiling(t *testing.T) {
 // ceiling, or not a number, is a bucket at its ceiling.
 func TestNewAtRateClimbsToTheCeiling(t *testing.T) {
 	spec := Spec{Rate: 20, Burst: 40, Floor: 2, Adaptive: true}
-	b := NewAtRate(spec, 10, 0)
+	b := NewAtRate(spec, 10, 0, -1)
 	if s := b.Snapshot(0); s.Rate != 10 || s.Ceiling != 20 || s.Tokens != 20 {
 		t.Fatalf("made at 10 rps: %+v, want rate 10, ceiling 20, full at 20 tokens", s)
 	}
@@ -314,7 +314,7 @@ func TestNewAtRateClimbsToTheCeiling(t *testing.T) {
 	for _, c := range []struct {
 		r, want float64
 	}{{0.5, 2}, {20, 20}, {25, 20}, {math.NaN(), 20}} {
-		if s := NewAtRate(spec, c.r, 0).Snapshot(0); s.Rate != c.want || s.Tokens != 2*c.want {
+		if s := NewAtRate(spec, c.r, 0, -1).Snapshot(0); s.Rate != c.want || s.Tokens != 2*c.want {
 			t.Errorf("made at %v rps: %+v, want rate %v, full at %v tokens", c.r, s, c.want, 2*c.want)
 		}
 	}
@@ -992,5 +992,31 @@ func TestAReservationReadBeforeAChangeLandsInTheEpochItRead(t *testing.T) {
 	want := []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
 	if !slices.Equal(at, want) {
 		t.Fatalf("the kept reservations are due at %v (the first three, then the one that read the balance before the change); want %v, a token apart", at, want)
+	}
+}
+
+// A bucket made at a rate a decrease set a moment ago (NewAtRate's
+// decreased) takes a throttle within DecreaseInterval of that decrease as
+// the same congestion event: no second decrease; one after the interval
+// is a new event, and halves the rate. Not knowing the decrease (a
+// negative decreased), or one older than the interval, the first throttle
+// halves it.
+func TestNewAtRateKnowsTheDecreaseThatSetIt(t *testing.T) {
+	spec := Spec{Rate: 20, Burst: 40, Floor: 2, Adaptive: true}
+	for _, c := range []struct {
+		decreased, at time.Duration
+		want          float64
+	}{
+		{0, 0, 10},
+		{300 * time.Millisecond, 0, 10},
+		{300 * time.Millisecond, DecreaseInterval - 300*time.Millisecond - 1, 10},
+		{300 * time.Millisecond, DecreaseInterval - 300*time.Millisecond, 5},
+		{DecreaseInterval, 0, 5},
+		{-1, 0, 5},
+	} {
+		b := NewAtRate(spec, 10, 0, c.decreased)
+		if r, _ := b.Throttle(c.at, 0); r != c.want {
+			t.Errorf("made at 10 rps, decreased %v before; a throttle %v later: rate %v, want %v", c.decreased, c.at, r, c.want)
+		}
 	}
 }
