@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudg/cloudg/fleet"
 	"github.com/cloudg/cloudg/state"
 )
 
@@ -28,11 +27,8 @@ func TestAThrottleOnLocalLimitsOfAnEventTheFleetCountedCountsOnce(t *testing.T) 
 	}{{"late answer/aimd", false, false}, {"late answer/goodput", true, false}, {"outage/aimd", false, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			forEachSingleNode(t, func(t *testing.T, be backend) {
-				px, url := proxied(t, be)
-				prefix := uniquePrefix(t)
-				a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+				px, a, o := proxiedPair(t, be)
 				fallsBack(a) // the second throttle goes on local limits
-				o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: !c.goodput, Goodput: c.goodput}
 				ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
 				if r, dec := ab.Throttle(0, 0); !dec || r != 50 {
@@ -77,11 +73,8 @@ func TestAThrottleOnLocalLimitsOfAnEventTheFleetCountedCountsOnce(t *testing.T) 
 // replaced Redis's measure at the write-back.)
 func TestALateThrottleAnswerKeepsTheGoodputMeasure(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		px, url := proxied(t, be)
-		prefix := uniquePrefix(t)
-		a := openStore(t, url, fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+		px, a, o := proxiedPair(t, be)
 		fallsBack(a) // the throttle goes on local limits
-		o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 		spec := state.BucketSpec{Rate: 10, Burst: 10, Goodput: true}
 		ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
 		for i := range 30 { // 10 successes a second for 3 s

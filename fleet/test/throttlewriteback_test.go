@@ -118,14 +118,23 @@ func TestASlowThrottleWriteBackCountsOnce(t *testing.T) {
 // the proxy, A, and A's and O's buckets of vpcsKey.
 func throttleScene(t *testing.T, be backend, opts ...fleet.Option) (*redisproxy.Proxy, *fleet.Store, state.Bucket, state.Bucket) {
 	t.Helper()
-	px, url := proxied(t, be)
-	prefix := uniquePrefix(t)
-	a := openStore(t, url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour)}, opts...)...)
+	px, a, o := proxiedPair(t, be, opts...)
 	fallsBack(a) // each test makes the proxy refuse, drop or cut A's throttle: Redis did not run it
-	o := openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
 	spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
 	ab, ob := a.Bucket(vpcsKey, spec, 0), o.Bucket(vpcsKey, spec, 0)
 	ab.Reserve(0)
 	o.Bucket("aws/123456789012/us-east-1/ec2/DescribeSubnets", spec, 0).Throttle(0, 0)
 	return px, a, ab, ob
+}
+
+// proxiedPair opens two stores of one fleet (one prefix), whose heartbeat
+// runs hourly: a, through a proxy of be, with opts, and o, on be itself,
+// to read the fleet's state as Redis holds it.
+func proxiedPair(t *testing.T, be backend, opts ...fleet.Option) (px *redisproxy.Proxy, a, o *fleet.Store) {
+	t.Helper()
+	px, url := proxied(t, be)
+	prefix := uniquePrefix(t)
+	a = openStore(t, url, append([]fleet.Option{fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour)}, opts...)...)
+	o = openStore(t, be.url(), fleet.WithPrefix(prefix), fleet.WithLogger(quiet), fleet.WithHeartbeat(time.Hour))
+	return px, a, o
 }
