@@ -15,7 +15,7 @@ import (
 )
 
 // Proxy forwards connections from its address to a target address. Its
-// knobs (SetDelay, Garble, DropAnswer, DropAnswerTo, RefuseNext, RefuseNextMatching,
+// knobs (SetDelay, Garble, DropAnswer, DropAnswerTo, DropCommandTo, RefuseNext, RefuseNextMatching,
 // SlowAnswers, Freeze,
 // Thaw, Down, Close) take its lock, and may be called from any goroutine
 // while it forwards; Up is for one goroutine, after Down. The zero Proxy
@@ -36,6 +36,7 @@ type Proxy struct {
 	refuse []byte            // the answer to the next command, which Redis does not get; nil for none
 	refIf  func([]byte) bool // the commands refuse is for; nil for any
 	dropIf func([]byte) bool // lose the answer to the next command it picks; nil for none
+	lose   func([]byte) bool // lose the next command it picks, closing its connection; nil for none
 	slow   func([]byte) bool
 	slowD  time.Duration
 }
@@ -86,6 +87,17 @@ func (p *Proxy) DropAnswer() {
 func (p *Proxy) DropAnswerTo(match func(command []byte) bool) {
 	p.mu.Lock()
 	p.dropIf = match
+	p.mu.Unlock()
+}
+
+// DropCommandTo loses the next chunk of data a client sends (a command)
+// for which match returns true, before Redis gets it, and closes that
+// connection: the client sent it, and sees its connection reset with no
+// answer, as when Redis ran it and the answer was lost, but Redis did not
+// run it.
+func (p *Proxy) DropCommandTo(match func(command []byte) bool) {
+	p.mu.Lock()
+	p.lose = match
 	p.mu.Unlock()
 }
 
@@ -229,6 +241,11 @@ func (p *Proxy) pipe(dst, src net.Conn, answers bool, drop *bool) {
 				p.drop, *drop = false, false
 				p.mu.Unlock()
 				return // the answer is lost: the deferred closes reset the connection
+			}
+			if !answers && p.lose != nil && p.lose(buf[:n]) {
+				p.lose = nil
+				p.mu.Unlock()
+				return // the command is lost: the deferred closes reset the connection
 			}
 			if !answers && p.dropIf != nil && p.dropIf(buf[:n]) {
 				p.dropIf, *drop = nil, true
