@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -91,12 +92,42 @@ type sharedBreaker struct {
 	// ended is when (mono) the latest success Redis ran was sent
 	// (succeeded): it ended the failures the local breaker alone counted
 	// before it, and no others, so that a write-back Redis did not run
-	// puts back those it carried that came after it.
+	// puts back those it carried that came after it, and one sent again
+	// (resend) sends only those.
 	ended time.Duration
 	// sending is set while writeBack sends what the local breaker
 	// learned, which it took out of it: fallback keeps the local breaker
 	// meanwhile, so that failures Redis did not run go back into it.
 	sending bool
+	// resend is the write-back whose answer was lost (Redis may have run
+	// it), which writeBack sends again, the same, before what the local
+	// breaker learned since; nil when none. fallback keeps the local
+	// breaker while one is owed, and the breaker stays unwritten.
+	resend *learnedWrite
+	// wbSeq numbers the breaker's write-backs, and wbField is the field of
+	// the breaker's hash in Redis that records the last one Redis applied
+	// (the store's wbPrefix and the breaker's number in the store), so that
+	// Redis applies each at most once, however often it is sent.
+	wbSeq   int64
+	wbField string
+}
+
+// A learnedWrite is what one write-back of a breaker carries (writeBack), its
+// times mono ones, so that sending it again sends the same events, their
+// ages counted from the new send: its number (seq), when it was first sent
+// (first), the local breaker's state and cooldown then and the end of its
+// wait, when its state last changed (changed) and a success last reset
+// its count (okAt), 0 for none, and the failures it alone counted (fails,
+// and older before them, from olderFirst to olderLast: see addFail).
+type learnedWrite struct {
+	seq                   int64
+	first                 time.Duration
+	st                    state.BreakerState
+	cooldown, waitEnd     time.Duration
+	changed, okAt         time.Duration
+	fails                 []time.Duration
+	older                 int
+	olderFirst, olderLast time.Duration
 }
 
 func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreaker {
@@ -108,6 +139,7 @@ func newSharedBreaker(s *Store, key string, spec state.BreakerSpec) *sharedBreak
 		cooldown: spec.Cooldown,
 		fetched:  never,
 		told:     -1,
+		wbField:  s.wbPrefix + strconv.FormatInt(s.wbMade.Add(1), 36),
 	}
 }
 
@@ -245,7 +277,7 @@ func (b *sharedBreaker) newer(r reading) bool {
 // success reset its count since it was made or last written back (what
 // it learned is newer than the view until Redis has it: it is kept, and
 // the write-back merges it with the fleet's), or a write-back is on its
-// way. The failures it alone counted (fails) are counted again on the new
+// way or owed again (resend). The failures it alone counted (fails) are counted again on the new
 // one, and still written back, until a success ends their run (the local
 // breaker's, or one Redis ran: succeeded). So a local breaker left from an earlier
 // outage, written back since, is not reused after Close, or for a single
@@ -292,10 +324,11 @@ func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
 
 // keepsLocal reports whether fallback keeps the local breaker for the
 // outage ep (see fallback): it was made for ep from the current view, or
-// it holds what it learned and Redis does not have yet. localMu and mu
-// must be held.
+// it holds what it learned and Redis does not have yet (a write-back on
+// its way or owed again among it). localMu and mu must be held.
 func (b *sharedBreaker) keepsLocal(ep int64) bool {
-	return b.local != nil && (b.localEp == ep && b.localView == b.view || b.learned != 0 || b.okAt != 0 || b.sending)
+	return b.local != nil && (b.localEp == ep && b.localView == b.view || b.learned != 0 || b.okAt != 0 || b.sending ||
+		b.resend != nil)
 }
 
 // fromView returns a new local breaker made at now (on the callers'
@@ -500,19 +533,24 @@ func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 // with how long ago it last changed, so that the newer of Redis's state
 // and its own wins; the failures it alone counted, with how long ago each
 // was (the latest maxFailTimes, and the count of those before, with how
-// long ago the first and the last of them were), and the last success that reset its count, so that Redis merges
-// them with the fleet's failures in the order they came
-// (breakerLearnedScript). Redis reads the ages from when its script runs,
-// up to the operation timeout after they were counted: a success is sent
-// as of the earliest it may have come, so that one within the timeout of
-// the fleet's failures or last reset is taken as older (it ends none of
-// the failures it may have come before), and a failure or a change of
-// state as of the latest. The answer becomes the view. It reports false when Redis did not answer:
-// the change and the success are kept for the next try (writing either
-// twice changes nothing), and the failures too when Redis refused the
-// script or the connection was not made (it did not run it); otherwise
-// it may have counted them, and they are not sent again.
+// long ago the first and the last of them were), and the last success
+// that reset its count, so that Redis merges them with the fleet's
+// failures in the order they came (breakerLearnedScript; learnedArgs
+// tells how the ages are sent). The answer becomes the view. It reports
+// false when Redis did not answer. When Redis refused the script or the
+// connection was not made (it did not run it), the failures go back into
+// the local breaker's count, and the change and the success stay with
+// it, for the next try. When the answer was lost (Redis may have run it),
+// the write-back is kept as it was sent (resend), and the next writeBack
+// sends it again, the same, before what the local breaker learned since
+// (writeResend): each write-back carries its number, and Redis records
+// the last one of the breaker it applied, so that it applies each at most
+// once, and the failures the local breaker counted while Redis was away
+// reach the fleet whether the lost answer's script ran or not.
 func (b *sharedBreaker) writeBack() bool {
+	if !b.writeResend() {
+		return false
+	}
 	b.localMu.Lock()
 	l, learned, okAt, fails, run := b.local, b.learned, b.okAt, b.fails, b.run
 	older, olderFirst, olderLast := b.older, b.olderFirst, b.olderLast
@@ -523,50 +561,132 @@ func (b *sharedBreaker) writeBack() bool {
 		b.localMu.Unlock()
 		return true
 	}
-	b.clearFails() // sent at most once (put back below when Redis did not run the script)
+	b.clearFails() // sent once (put back below when Redis did not run the script)
 	b.sending = true
+	b.wbSeq++
 	b.mu.Lock()
 	t := mono()
 	now := b.clockNow + t - b.clockMono
 	b.mu.Unlock()
 	snap := l.Snapshot(now)
+	w := &learnedWrite{seq: b.wbSeq, first: t, st: snap.State, cooldown: snap.Cooldown, waitEnd: t + snap.Wait,
+		changed: learned, okAt: okAt, fails: fails, older: older, olderFirst: olderFirst, olderLast: olderLast}
 	b.localMu.Unlock()
+	b.s.calls.Add(1)
+	res, err := b.s.call(breakerLearnedScript, b.keys, b.learnedArgs(w, t))
+	answered := b.learnedAnswer(now, t, res, err)
+	b.localMu.Lock()
+	defer b.localMu.Unlock()
+	b.sending = false
+	if !answered {
+		if notRun(err) {
+			if b.run == run {
+				b.putBackFails(fails, older, olderFirst, olderLast)
+			}
+			return false // the change and the success stay for the next try
+		}
+		b.resend = w // Redis may have run it: sent again, the same (writeResend)
+	}
+	if b.learned == learned {
+		b.learned = 0
+	}
+	if b.okAt == okAt {
+		b.okAt = 0
+	}
+	if b.resend == nil && b.learned == 0 && b.okAt == 0 && len(b.fails) == 0 {
+		b.mu.Lock()
+		b.setUnwritten(false) // else what came meanwhile goes at the next heartbeat (pending)
+		b.mu.Unlock()
+	}
+	return answered
+}
+
+// writeResend sends again the write-back whose answer was lost (resend),
+// if one is owed: the same events, their ages counted from this send, so
+// that Redis, which applies it only when it did not apply it before (its
+// number tells), places them where the first send would have. Of its
+// failures, those a success Redis ran since ended (ended) are not sent
+// again, as putBackFails does not put them back. A write-back first sent
+// longer ago than the keys' TTL less the operation timeout is dropped:
+// Redis may have forgotten its record of the write-backs it applied (the
+// breaker's key, or the record alone, past that TTL: breakerLearnedScript),
+// and what it carried is that old. It reports false when Redis did not
+// answer, the write-back then kept for the next try.
+func (b *sharedBreaker) writeResend() bool {
+	b.localMu.Lock()
+	w := b.resend
+	if w == nil {
+		b.localMu.Unlock()
+		return true
+	}
+	t := mono()
+	if t-w.first > b.s.cfg.keyTTL-b.s.cfg.timeout {
+		b.resend = nil // writeBack's next steps let go of the breaker when nothing else is unwritten
+		b.localMu.Unlock()
+		return true
+	}
+	w.fails = since(w.fails, b.ended)
+	if w.older > 0 && w.olderFirst < b.ended {
+		w.older = 0
+	}
+	b.sending = true
+	b.mu.Lock()
+	now := b.clockNow + t - b.clockMono
+	b.mu.Unlock()
+	b.localMu.Unlock()
+	b.s.calls.Add(1)
+	res, err := b.s.call(breakerLearnedScript, b.keys, b.learnedArgs(w, t))
+	answered := b.learnedAnswer(now, t, res, err)
+	b.localMu.Lock()
+	b.sending = false
+	if answered {
+		b.resend = nil
+	}
+	b.localMu.Unlock()
+	return answered
+}
+
+// learnedArgs returns the arguments of breakerLearnedScript for the
+// write-back w sent at t (mono): each time as how long before t it was.
+// Redis reads each age from when its script runs, which is later than t
+// by the time the write-back takes to reach it: up to the operation
+// timeout. Every time is read that much late at most. The success is sent
+// as of the earliest it may have come: counted from the latest the script
+// may run (the timeout after t), so that it ends no failure it may have
+// come before (a local success read late ended the failures that followed
+// the fleet's last reset, when it came shortly before it). The wait is
+// what is left of it at t.
+func (b *sharedBreaker) learnedArgs(w *learnedWrite, t time.Duration) []any {
 	ago := func(at time.Duration) int64 {
 		if at == 0 {
 			return -1
 		}
 		return (t - at).Microseconds()
 	}
-	// Redis reads each age from when its script runs, which is later than
-	// t by the time the write-back takes to reach it: up to the operation
-	// timeout. Every time is read that much late at most. The success is
-	// sent as of the earliest it may have come: counted from the latest
-	// the script may run (the timeout after t), so that it ends no
-	// failure it may have come before (a local success read late ended
-	// the failures that followed the fleet's last reset, when it came
-	// shortly before it).
-	okAge := ago(okAt)
+	okAge := ago(w.okAt)
 	if okAge >= 0 {
 		okAge += b.s.cfg.timeout.Microseconds()
 	}
-	args := append(b.args[:len(b.args):len(b.args)], snap.State.String(), snap.Cooldown.Microseconds(),
-		snap.Wait.Microseconds(), ago(learned), okAge, older, ago(olderFirst), ago(olderLast))
-	for _, f := range fails {
+	args := append(b.args[:len(b.args):len(b.args)], w.st.String(), w.cooldown.Microseconds(),
+		max(0, w.waitEnd-t).Microseconds(), ago(w.changed), okAge, w.older, ago(w.olderFirst), ago(w.olderLast),
+		b.wbField, w.seq)
+	for _, f := range w.fails {
 		args = append(args, ago(f))
 	}
-	b.s.calls.Add(1)
-	res, err := b.s.call(breakerLearnedScript, b.keys, args)
+	return args
+}
+
+// learnedAnswer takes Redis's answer to a write-back sent at t (mono), at
+// now on the callers' clock: it reports false when Redis did not answer
+// (an outage, which it counts unless the store is closing); a refusal is
+// reported (refused), as sending it again would be refused again, and an
+// answer becomes the view.
+func (b *sharedBreaker) learnedAnswer(now, t time.Duration, res []any, err error) bool {
 	switch {
 	case err != nil && unavailable(err):
 		if !b.s.closed() { // else Close's: no outage reported (see Store.run)
 			b.s.errors.Add(1)
 		}
-		b.localMu.Lock()
-		b.sending = false
-		if notRun(err) && b.run == run {
-			b.putBackFails(fails, older, olderFirst, olderLast)
-		}
-		b.localMu.Unlock()
 		return false
 	case err != nil && !b.s.closed():
 		b.s.refused(b.keys[0], err) // no use sending it again
@@ -574,20 +694,6 @@ func (b *sharedBreaker) writeBack() bool {
 	case len(res) >= 5:
 		b.update(now, reading{st: res[0], failures: res[1], cooldown: res[2], wait: res[3], at: res[4], why: elem(res, 5), ok: elem(res, 6), sent: t})
 	}
-	b.localMu.Lock()
-	b.sending = false
-	if b.learned == learned {
-		b.learned = 0
-	}
-	if b.okAt == okAt {
-		b.okAt = 0
-	}
-	if b.learned == 0 && b.okAt == 0 && len(b.fails) == 0 {
-		b.mu.Lock()
-		b.setUnwritten(false) // else what came meanwhile goes at the next heartbeat (pending)
-		b.mu.Unlock()
-	}
-	b.localMu.Unlock()
 	return true
 }
 
@@ -743,7 +849,7 @@ func (b *sharedBreaker) Success() bool {
 func (b *sharedBreaker) succeeded(t time.Duration) {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	if b.local == nil || (len(b.fails) == 0 && b.okAt == 0 && !b.sending) {
+	if b.local == nil || (len(b.fails) == 0 && b.okAt == 0 && !b.sending && b.resend == nil) {
 		return
 	}
 	b.ended = max(b.ended, t) // of those a write-back on its way sends, only the later ones are put back
@@ -754,7 +860,7 @@ func (b *sharedBreaker) succeeded(t time.Duration) {
 	if b.okAt < t {
 		b.okAt = 0
 	}
-	if b.learned != 0 || b.okAt != 0 || b.sending {
+	if b.learned != 0 || b.okAt != 0 || b.sending || b.resend != nil {
 		return
 	}
 	b.local = nil // its count holds the failures before t

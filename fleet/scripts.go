@@ -39,6 +39,9 @@ import (
 // cluster client's retries on a network error, which MaxRetries does not
 // govern). A script runs at most once per call, whatever the client's
 // options: one whose answer is lost is an operation Redis did not answer.
+// The store sends one script again itself: a breaker's write-back whose
+// answer was lost (sharedBreaker.writeBack), which breakerLearnedScript
+// applies at most once by its number.
 type script struct {
 	src, hash any    // strings, boxed once: the command's arguments
 	shape     string // what its reply holds (see fits)
@@ -897,7 +900,7 @@ return reading(br, now)
 // it was sent, read up to that timeout late: a failure or a change of
 // state no earlier than it came), and the failures it counted since
 // then that it alone counted (none whose count Redis may have seen): from
-// ARGV[14] on how long ago each of the latest was (oldest first, at most
+// ARGV[16] on how long ago each of the latest was (oldest first, at most
 // FT_MAX), and ARGV[11] the count of those before them, the first of which
 // came ARGV[12] and the last ARGV[13] microseconds ago (-1: none), as the
 // breaker's ft keeps its own. Those before the latest count when the
@@ -919,15 +922,39 @@ return reading(br, now)
 // running from then; when that failure is one of unknown time, at the
 // latest time it may have come (the last of the process's failures before
 // its latest, the fleet's oldest failure of known time), as the process's
-// local breaker does, so that the cooldown is never cut short. Reply: as breakerSnapshotScript's, what the breaker
-// is now.
+// local breaker does, so that the cooldown is never cut short.
+//
+// A write-back is applied at most once: ARGV[14] names the process's
+// breaker (a field of the breaker's hash, "wb:" and the store's and the
+// breaker's numbers) and ARGV[15] numbers its write-backs; the field holds
+// the number of the last one applied and when (Redis's clock), and one
+// numbered no higher (sent again, as the process does when the answer to
+// the first was lost) changes nothing but the key's TTL when it has none.
+// Each write-back drops the fields older than the key's TTL (and the
+// clock skew allowed), and the field goes with the key: a process sends
+// no write-back again after that long. Reply: as breakerSnapshotScript's,
+// what the breaker is now.
 var breakerLearnedScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
+-- wbf is the field of the breaker's hash that records the last write-back
+-- of the process's breaker Redis applied ('seq time'), seq its number: one
+-- numbered no higher was applied already (sent again, its first answer
+-- lost), and changes nothing.
+local wbf, seq = ARGV[14], tonumber(ARGV[15])
+if type(wbf) ~= 'string' or string.sub(wbf, 1, 3) ~= 'wb:' or not finite(seq) or seq < 1 then wbf = nil end
+if wbf then
+  local m = string.match(redis.call('HGET', KEYS[1], wbf) or '', '^(%S+)')
+  local last = tonumber(m or '')
+  if last and last >= seq then
+    touch(KEYS[1], TTL_MS, now, br.untilv)
+    return reading(br, now)
+  end
+end
 local st, cooldown, wait = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local age, okage = tonumber(ARGV[9]), tonumber(ARGV[10])
 local fails = {}
-for i = 14, math.min(#ARGV, 13 + FT_MAX) do
+for i = 16, math.min(#ARGV, 15 + FT_MAX) do
   local a = tonumber(ARGV[i])
   if finite(a) and a >= 0 then fails[#fails + 1] = now - a end
 end
@@ -1006,6 +1033,20 @@ elseif br.state == 'closed' then
   table.sort(t)
   unknown, latest = add_older(t, unknown, last, latest)
   if ok or unknown + #t ~= br.failures then save(t, unknown, latest) end
+end
+if wbf then
+  -- The records older than the key's TTL (and the clock skew) go: their
+  -- processes send no write-back that old again.
+  local keep = now - tonumber(TTL_MS) * 1000 - SKEW_US
+  local h = redis.call('HGETALL', KEYS[1])
+  for i = 1, #h, 2 do
+    if string.sub(h[i], 1, 3) == 'wb:' and h[i] ~= wbf then
+      local m = string.match(h[i + 1], '^%S+%s+(%S+)$')
+      local at = tonumber(m or '')
+      if not finite(at) or at < keep then redis.call('HDEL', KEYS[1], h[i]) end
+    end
+  end
+  redis.call('HSET', KEYS[1], wbf, num(seq) .. ' ' .. num(now))
 end
 if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),

@@ -37,6 +37,14 @@ type Store struct {
 	cfg     config
 	local   state.Store   // the fallback while Redis does not answer
 	horizon time.Duration // no valid pause reaches further (a queue may: queueMicros)
+	// wbPrefix begins the field of a breaker's hash in which Redis records
+	// the last write-back of one of the store's breakers it applied
+	// (sharedBreaker.wbField): "wb:" and random bytes, new for each store,
+	// so that a process that starts again under the same WithProcessID,
+	// whose write-backs are numbered from 1 again, does not find them taken
+	// for ones Redis ran; wbMade counts the breakers given a field.
+	wbPrefix string
+	wbMade   atomic.Int64
 	// longestWait is the longest wait of the breakers the store made (µs):
 	// their longest cooldown and the clock skew, and at least the horizon.
 	// A lease request's answer carries its scope's breaker, valid within
@@ -301,9 +309,12 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		rand.Read(r[:])
 		cfg.id = host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
 	}
+	var wb [8]byte
+	rand.Read(wb[:])
 	s := &Store{
 		rdb: rdb, bounded: endsAtDeadline(rdb), cfg: cfg, local: resilience.MemoryStore(),
-		horizon: cfg.keyTTL + hint.MaxPause, budgets: map[string]*sharedBudget{},
+		wbPrefix: "wb:" + hex.EncodeToString(wb[:]) + ":",
+		horizon:  cfg.keyTTL + hint.MaxPause, budgets: map[string]*sharedBudget{},
 		live: map[weak.Pointer[sharedBucket]]struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
