@@ -62,11 +62,18 @@ type sharedBucket struct {
 	// owedLocal is the local bucket the latest throttle owed slowed, nil
 	// when none is known, and owedDiv what the fleet's rate was divided by
 	// for it (Store.sharers): its rate times owedDiv is what the
-	// write-back tells of the fleet's rate (writeOwed). owedMaybe is set
-	// when Redis may have run a write-back whose answer was lost.
+	// write-back tells of the fleet's rate (writeOwed).
 	owedLocal state.Bucket
 	owedDiv   float64
-	owedMaybe bool
+	// owedResend is the write-back of throttles whose answer was lost
+	// (Redis may have run it), which writeOwed sends again, the same,
+	// before what was owed since; nil when none. owedSeq numbers the
+	// bucket's write-backs, and wbField is the field of the bucket's hash
+	// that records the last one Redis applied, so that Redis applies each
+	// at most once (throttledScript).
+	owedResend *owedWrite
+	owedSeq    int64
+	wbField    string
 
 	lease     int           // tokens borrowed and not yet used
 	leaseNow  int           // how many of them, the first, are usable at once (the stored balance's)
@@ -161,6 +168,7 @@ func newSharedBucket(s *Store, bk, brk string, spec state.BucketSpec) *sharedBuc
 		s: s, keys: []string{bk, brk}, spec: spec, floor: floor(spec),
 		adaptive: spec.Adaptive || spec.Goodput, goodput: spec.Goodput,
 		lastUse: never, lastSuccess: never,
+		wbField: s.wbPrefix + strconv.FormatInt(s.wbMade.Add(1), 36),
 	}
 	// The tokens of a burst's worth of time are logged (tokenLog).
 	b.log.window = time.Duration(min(spec.Capacity()/spec.Rate, float64(time.Hour/time.Second)) * float64(time.Second))
@@ -274,14 +282,21 @@ func (b *sharedBucket) keepUnsent(kept []served, unsent bool) {
 // them (pairs of an age in microseconds and a count), and forgets them.
 // mu must be held.
 func (b *sharedBucket) takeServed() []any {
-	if len(b.served) == 0 {
+	pairs := servedPairs(b.served)
+	b.served = b.served[:0]
+	return pairs
+}
+
+// servedPairs returns success counts as the scripts read them: pairs of
+// an age in microseconds, counted from now, and a count.
+func servedPairs(counts []served) []any {
+	if len(counts) == 0 {
 		return nil
 	}
-	pairs := make([]any, 0, 2*len(b.served))
-	for _, c := range b.served {
+	pairs := make([]any, 0, 2*len(counts))
+	for _, c := range counts {
 		pairs = append(pairs, time.Since(c.at).Microseconds(), c.n)
 	}
-	b.served = b.served[:0]
 	return pairs
 }
 
@@ -640,71 +655,54 @@ func (b *sharedBucket) owe(d time.Duration) {
 // way counts once), but for those older than the horizon (the keys' TTL
 // and the longest pause), which the fleet has forgotten, and dropped; with
 // the success counts not sent yet (the goodput controller's event
-// measures them, as a throttle's on the shared state does; they are kept
-// for the next write-back when Redis surely did not run this one), with
-// what the local limits the throttles slowed tell of the fleet's rate
-// (their rate now, whatever it climbed back to, times what the fleet's was
-// divided by for them), which sets the rate the write-back leaves
-// (throttledScript), and the rest of the pause owed (owe); false when
-// Redis did not answer, what was not written then still owed.
+// measures them, as a throttle's on the shared state does), with what the
+// local limits the throttles slowed tell of the fleet's rate (their rate
+// now, whatever it climbed back to, times what the fleet's was divided by
+// for them), which sets the rate the write-back leaves (throttledScript),
+// and the rest of the pause owed (owe); false when Redis did not answer,
+// what was not written then still owed. When Redis surely did not run the
+// write-back (an error reply, a connection not made), its events and
+// counts are owed again, before those owed since; when its answer was
+// lost (Redis may have run it), it is kept as it was sent (owedResend),
+// and the next writeOwed sends it again, the same, before what was owed
+// since (writeOwedAgain): Redis applies each write-back at most once, by
+// its number, so that what the outage taught reaches the fleet once,
+// whether the first send ran or not.
 func (b *sharedBucket) writeOwed() bool {
+	if !b.writeOwedAgain() {
+		return false
+	}
 	b.mu.Lock()
 	now := mono()
 	events, last := b.owedEvents, b.owedLast
 	b.owedEvents = nil
 	if len(events) > 0 && now-last > b.s.horizon {
-		// The latest too old: all are, dropped, and with them what a lost
-		// answer left to tell of them.
-		events, b.owedLocal, b.owedMaybe = nil, nil, false
+		// The latest too old: all are, dropped, and with them the local
+		// limits whose rate they would have told.
+		events, b.owedLocal = nil, nil
 	}
-	// What the local limits tell of the fleet's rate: their rate now,
-	// times what the fleet's was divided by for them; none (-1) when no
-	// local bucket is known.
-	est, maybe := -1.0, 0
-	if b.owedLocal != nil {
-		est = b.owedLocal.Snapshot(0).Rate * b.owedDiv
-	}
-	if b.owedMaybe {
-		maybe = 1
-	}
-	var kept []served
-	var pairs []any
+	var w *owedWrite
 	if len(events) > 0 {
-		kept = append(kept, b.served...)
-		pairs = b.takeServed()
+		b.owedSeq++
+		w = &owedWrite{seq: b.owedSeq, first: now, events: events, last: last, est: b.owedEstimate(),
+			served: append([]served(nil), b.served...)}
+		b.served = b.served[:0]
 	}
 	b.mu.Unlock()
-	if len(events) > 0 {
-		args := []any{(now - last).Microseconds(), b.s.cfg.timeout.Microseconds(), 0}
-		k := 0
-		for _, at := range events {
-			if now-at <= b.s.horizon {
-				args = append(args, (now - at).Microseconds())
-				k++
-			}
-		}
-		args[2] = k
-		args = append(args, ftoa(est), maybe, (3 * b.s.cfg.heartbeat).Microseconds())
+	if w != nil {
 		b.s.calls.Add(1)
-		res, err := b.s.call(throttledScript, b.keys[:1], b.argsWith(append(args, pairs...)...))
+		res, err := b.s.call(throttledScript, b.keys[:1], b.owedArgs(w, now))
 		if !b.owedAnswered(err) {
-			b.reowe(events, last, kept, notRun(err))
-			if !notRun(err) { // Redis may have run it
+			if notRun(err) {
+				b.reowe(w.events, w.last, w.served, true)
+			} else { // Redis may have run it: sent again, the same (writeOwedAgain)
 				b.mu.Lock()
-				b.owedMaybe = true
+				b.owedResend = w
 				b.mu.Unlock()
 			}
 			return false
 		}
-		b.mu.Lock()
-		b.owedMaybe = false
-		if len(b.owedEvents) == 0 { // none owed meanwhile: nothing to tell of it
-			b.owedLocal = nil
-		}
-		b.mu.Unlock()
-		if err == nil && len(res) >= 2 {
-			b.setRate(res[1])
-		}
+		b.owedWritten(res, err)
 	}
 	until := b.owedPause.Load()
 	d := time.Duration(until) - mono()
@@ -717,11 +715,98 @@ func (b *sharedBucket) writeOwed() bool {
 	b.owedPause.CompareAndSwap(until, 0)
 	b.s.owed.Delete(b)
 	b.mu.Lock()
-	owed := len(b.owedEvents) > 0
+	owed := len(b.owedEvents) > 0 || b.owedResend != nil
 	b.mu.Unlock()
 	if owed || b.owedPause.Load() != 0 { // owed meanwhile
 		b.s.owed.Store(b, struct{}{})
 	}
+	return true
+}
+
+// An owedWrite is what one write-back of a bucket's throttles carries
+// (writeOwed), its times mono ones, so that sending it again sends the
+// same events, their ages counted from the new send: its number (seq),
+// when it was first sent (first), the congestion events and the latest
+// throttle, what the local limits told of the fleet's rate (est, -1 for
+// nothing), and the success counts it took along.
+type owedWrite struct {
+	seq         int64
+	first, last time.Duration
+	events      []time.Duration
+	est         float64
+	served      []served
+}
+
+// owedEstimate returns what the local limits the throttles owed slowed
+// tell of the fleet's rate: their rate now, times what the fleet's was
+// divided by for them; -1 when no local bucket is known. mu must be held.
+func (b *sharedBucket) owedEstimate() float64 {
+	if b.owedLocal == nil {
+		return -1
+	}
+	return b.owedLocal.Snapshot(0).Rate * b.owedDiv
+}
+
+// owedArgs returns the arguments of throttledScript for the write-back w
+// sent at t (mono): each time as how long before t it was, the events
+// older than the horizon left out.
+func (b *sharedBucket) owedArgs(w *owedWrite, t time.Duration) []any {
+	args := []any{(t - w.last).Microseconds(), b.s.cfg.timeout.Microseconds(), 0}
+	k := 0
+	for _, at := range w.events {
+		if t-at <= b.s.horizon {
+			args = append(args, (t - at).Microseconds())
+			k++
+		}
+	}
+	args[2] = k
+	args = append(args, ftoa(w.est), b.wbField, (3 * b.s.cfg.heartbeat).Microseconds(), w.seq)
+	return b.argsWith(append(args, servedPairs(w.served)...)...)
+}
+
+// owedWritten takes Redis's answer to a write-back of throttles (err nil,
+// or a refusal): the local bucket is let go of when nothing was owed
+// meanwhile, and the rate Redis left is the fleet's.
+func (b *sharedBucket) owedWritten(res []any, err error) {
+	b.mu.Lock()
+	if len(b.owedEvents) == 0 { // none owed meanwhile: nothing to tell of it
+		b.owedLocal = nil
+	}
+	b.mu.Unlock()
+	if err == nil && len(res) >= 2 {
+		b.setRate(res[1])
+	}
+}
+
+// writeOwedAgain sends again the write-back of throttles whose answer was
+// lost (owedResend), if one is owed: the same events and counts, their
+// ages counted from this send, so that Redis, which applies it only when
+// it did not apply it before (its number tells), places them where the
+// first send would have. One first sent longer ago than the keys' TTL
+// less the operation timeout, or whose latest throttle is past the
+// horizon, is dropped: Redis may have forgotten its record of the
+// write-backs it applied, and the fleet what it carried. It reports
+// false when Redis did not answer, the write-back then kept for the next
+// try.
+func (b *sharedBucket) writeOwedAgain() bool {
+	b.mu.Lock()
+	w := b.owedResend
+	b.mu.Unlock()
+	if w == nil {
+		return true
+	}
+	t := mono()
+	if t-w.first <= b.s.cfg.keyTTL-b.s.cfg.timeout && t-w.last <= b.s.horizon {
+		b.s.calls.Add(1)
+		res, err := b.s.call(throttledScript, b.keys[:1], b.owedArgs(w, t))
+		if !b.owedAnswered(err) {
+			return false
+		}
+		b.owedWritten(res, err)
+	}
+	b.mu.Lock()
+	b.owedResend = nil
+	b.mu.Unlock()
 	return true
 }
 

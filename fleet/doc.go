@@ -102,8 +102,8 @@
 // No Redis wait outlasts the timeout (WithTimeout, 250 ms), whichever
 // client the store has: Open's clients end a call at its deadline, and a
 // call of any other client is left to finish alone. Nor does any client
-// send a script twice: the scripts are not idempotent (a breaker's
-// write-back is made so: see below), and the store's
+// send a script twice: the scripts are not idempotent (the write-backs
+// are made so: see below), and the store's
 // commands are ones go-redis does not retry (whatever the client's
 // MaxRetries), so that an answer lost to a closed connection is an
 // operation Redis did not answer, never one run again. An operation Redis
@@ -148,12 +148,13 @@
 // dead during the outage nor keeps open one found alive, and the failures
 // join the fleet's in the order they came (those of several processes add
 // up; a success drops the failures before it), so that the fleet's breaker
-// opens when the failures seen warrant it. A breaker's write-back whose
-// answer was lost (Redis may have run it) is the one script the store
-// sends again: at the next heartbeat, the same, each event's age counted
-// from the new send; each carries its number, and Redis, which records the
-// last one of the breaker it applied in the breaker's key, applies it at
-// most once, so that what the outage taught reaches the fleet, once,
+// opens when the failures seen warrant it. The write-backs (a breaker's,
+// and a bucket's of its throttles, below) are the scripts the store sends
+// again when their answer was lost (Redis may have run them): at the next
+// heartbeat, the same, each event's age counted from the new send; each
+// carries its number, and Redis, which records in the breaker's or the
+// bucket's key the last one of that breaker or bucket it applied, applies
+// it at most once, so that what the outage taught reaches the fleet, once,
 // whether the first send ran or not. The throttles Redis did not
 // run (it refused the throttle's script, or did not answer it) are
 // written back too, each congestion event as of the time it came, so that

@@ -17,9 +17,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/cloudg/cloudg/internal/bucket"
-	"github.com/cloudg/cloudg/state"
 )
 
 // answeringRedis is a Redis client's hook that answers every command
@@ -232,34 +229,4 @@ func TestALostConnectionSwitchesAtOnce(t *testing.T) {
 			})
 		})
 	}
-}
-
-// What a lost write-back's answer left to tell (owedMaybe: Redis may have
-// counted its events, so the next write-back of them is one sent again)
-// goes with those events when they pass the horizon unsent: the next
-// outage's first write-back is not taken as one sent again, which tells
-// nothing of the fleet's rate when Redis counts none of its events. (The
-// flag outlived them.) In virtual time.
-func TestOwedEventsPastTheHorizonTakeTheirLostAnswerWithThem(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var logs syncBuffer
-		s, _ := answeredStore(t, 250*time.Millisecond, &logs)
-		defer s.Close()
-		spec := state.BucketSpec{Rate: 10, Burst: 10, Adaptive: true}
-		b := s.Bucket("aws/1/us-east-1/ec2/Describe", spec, 0).(*sharedBucket)
-		b.mu.Lock()
-		b.owedEvents, b.owedLast, b.owedMaybe = []time.Duration{mono()}, mono(), true
-		b.owedLocal, b.owedDiv = bucket.NewAtRate(spec, 5, 0, -1), 1
-		b.mu.Unlock()
-		time.Sleep(s.horizon + time.Second)
-		if !b.writeOwed() {
-			t.Fatal("events past the horizon: the write-back failed")
-		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if len(b.owedEvents) != 0 || b.owedMaybe || b.owedLocal != nil {
-			t.Errorf("events past the horizon dropped: owed %v, sent again %v, local limits kept %v; want none",
-				b.owedEvents, b.owedMaybe, b.owedLocal != nil)
-		}
-	})
 }

@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudg/cloudg/state"
 )
 
 // resendRedis is a Redis client's hook that records the arguments of the
-// breakers' write-backs (breakerLearnedScript) and loses the answer to the
+// commands that run script (a write-back's) and loses the answer to the
 // next lose of them (the connection closed: Redis may have run them); it
 // passes every command on, to an answeringRedis in the tests.
 type resendRedis struct {
 	passHooks // passes dials and pipelines on
+	script    *script
 	mu        sync.Mutex
 	sends     [][]any
 	lose      int
@@ -27,7 +30,7 @@ type resendRedis struct {
 
 func (h *resendRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[1] == breakerLearnedScript.hash {
+		if args := cmd.Args(); len(args) > 1 && args[1] == h.script.hash {
 			h.mu.Lock()
 			h.sends = append(h.sends, args)
 			lost := h.lose > 0
@@ -40,6 +43,28 @@ func (h *resendRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
+}
+
+// resendStore returns a store on an answeringRedis, on local limits (a
+// connection closed), whose heartbeat runs when the test says, and the
+// resendRedis hook of the commands that run script. Virtual time only:
+// mono's epoch precedes the bubble, so that the ages sent are compared,
+// not read.
+func resendStore(t *testing.T, sc *script) (*Store, *resendRedis) {
+	t.Helper()
+	rh, h := &resendRedis{script: sc}, &answeringRedis{id: "p"}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	rdb.AddHook(rh)
+	rdb.AddHook(h)
+	t.Cleanup(func() { rdb.Close() })
+	s := New(rdb, WithProcessID(h.id), WithHeartbeat(time.Hour), WithTimeout(250*time.Millisecond),
+		WithLogger(slog.New(slog.DiscardHandler)))
+	t.Cleanup(func() { s.Close() })
+	h.lose(io.EOF)
+	if op(s) || !s.Stats().Degraded {
+		t.Fatalf("a connection closed: %+v, want local limits", s.Stats())
+	}
+	return s, rh
 }
 
 // argv returns ARGV[i] of a script's command whose arguments are args
@@ -58,19 +83,8 @@ func argv(args []any, i int) any {
 // write-back of its own, numbered next. In virtual time.
 func TestAWriteBackSentAgainIsTheSameAsOfItsSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rh, h := &resendRedis{}, &answeringRedis{id: "p"}
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
-		rdb.AddHook(rh)
-		rdb.AddHook(h)
-		defer rdb.Close()
-		s := New(rdb, WithProcessID(h.id), WithHeartbeat(time.Hour), WithTimeout(250*time.Millisecond),
-			WithLogger(slog.New(slog.DiscardHandler)))
-		defer s.Close()
+		s, rh := resendStore(t, breakerLearnedScript)
 		b := s.Breaker("aws/1/us-east-1/ec2/DescribeVpcs", unwrittenSpec).(*sharedBreaker)
-		h.lose(io.EOF)
-		if op(s) || !s.Stats().Degraded {
-			t.Fatalf("a connection closed: %+v, want local limits", s.Stats())
-		}
 		b.Failure(0) // counted by the local breaker alone, for the write-back
 		time.Sleep(time.Second)
 		rh.lose = 1
@@ -103,6 +117,54 @@ func TestAWriteBackSentAgainIsTheSameAsOfItsSend(t *testing.T) {
 		}
 		if len(next) != len(first) {
 			t.Errorf("the next write-back carries %d arguments, want %d: the one failure after the first send", len(next), len(first))
+		}
+	})
+}
+
+// The same for a bucket's write-back of the throttles Redis did not run:
+// sent again with the same number, the same event and the same success
+// counts, their ages counted from the new send. (Sent again, it carried
+// no success count, dropped in case Redis had run the first, and a flag
+// in place of the number.) In virtual time.
+func TestAThrottlesWriteBackSentAgainIsTheSameAsOfItsSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rh := resendStore(t, throttledScript)
+		b := s.Bucket("aws/1/us-east-1/ec2/DescribeVpcs", state.BucketSpec{Rate: 100, Burst: 10, Goodput: true}, 0).(*sharedBucket)
+		for range 3 {
+			b.Success(0)
+		}
+		b.Throttle(0, 0) // owed, with the success counts before it
+		time.Sleep(time.Second)
+		rh.lose = 1
+		s.heartbeat() // Redis answers; the write-back's answer is lost
+		if !s.Stats().Degraded {
+			t.Fatal("the write-back's answer lost: back on the shared state")
+		}
+		time.Sleep(2 * time.Second)
+		s.heartbeat()
+		if st := s.Stats(); st.Degraded {
+			t.Fatalf("Redis answers the write-back: %+v", st)
+		}
+		rh.mu.Lock()
+		sends := rh.sends
+		rh.mu.Unlock()
+		if len(sends) != 2 {
+			t.Fatalf("%d write-backs sent, want 2: the first, sent again", len(sends))
+		}
+		first, again := sends[0], sends[1]
+		const arg0, k = 21, 1 // the bucket's arguments; one event
+		if len(again) != len(first) || len(first) < 3+arg0+7+k+2 {
+			t.Fatalf("sent again with %d arguments, first with %d: want the same, and a success count", len(again), len(first))
+		}
+		for _, i := range []int{arg0 + 4 + k, arg0 + 6 + k} { // the record, the number
+			if argv(again, i) != argv(first, i) || argv(first, i) == nil {
+				t.Errorf("ARGV[ARG0+%d]: %v when first sent, %v when sent again: want the same", i-arg0, argv(first, i), argv(again, i))
+			}
+		}
+		for _, i := range []int{arg0, arg0 + 3, arg0 + 7 + k} { // the latest throttle, the event, the success count
+			if a, f := toInt(argv(again, i)), toInt(argv(first, i)); a-f != (2 * time.Second).Microseconds() {
+				t.Errorf("ARGV[ARG0+%d], an age: %d µs when first sent, %d µs when sent again 2 s later; want 2 s more", i-arg0, f, a)
+			}
 		}
 	})
 }

@@ -39,9 +39,10 @@ import (
 // cluster client's retries on a network error, which MaxRetries does not
 // govern). A script runs at most once per call, whatever the client's
 // options: one whose answer is lost is an operation Redis did not answer.
-// The store sends one script again itself: a breaker's write-back whose
-// answer was lost (sharedBreaker.writeBack), which breakerLearnedScript
-// applies at most once by its number.
+// The store sends the write-backs again itself when their answer was
+// lost (sharedBreaker.writeBack, sharedBucket.writeOwed), which
+// breakerLearnedScript and throttledScript apply at most once by their
+// number (applied).
 type script struct {
 	src, hash any    // strings, boxed once: the command's arguments
 	shape     string // what its reply holds (see fits)
@@ -125,6 +126,37 @@ local function read(cmd, key, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) == 'table' and r.err then return {} end
   return r
+end
+-- wb_of reads a write-back's record and number (see applied): nil unless
+-- the record names a field 'wb:...' and the number is one, at least 1.
+local function wb_of(f, n)
+  n = tonumber(n)
+  if type(f) ~= 'string' or string.sub(f, 1, 3) ~= 'wb:' or not finite(n) or n < 1 then return nil, nil end
+  return f, n
+end
+-- applied reports whether Redis applied the write-back numbered seq of a
+-- process's limit already: the record wbf, a field of key, holds the
+-- number of the last one it applied and when ('seq time'), and a
+-- write-back sent again (its first answer lost) is numbered no higher.
+local function applied(key, wbf, seq)
+  local m = string.match(redis.call('HGET', key, wbf) or '', '^(%S+)')
+  local last = tonumber(m or '')
+  return last ~= nil and last >= seq
+end
+-- record notes in wbf, a field of key, that Redis applied the write-back
+-- seq at now, and drops the other records of key older than ttl (ms) and
+-- skew (µs): their processes send no write-back that old again.
+local function record(key, wbf, seq, now, ttl, skew)
+  local keep = now - tonumber(ttl) * 1000 - skew
+  local h = redis.call('HGETALL', key)
+  for i = 1, #h, 2 do
+    if string.sub(h[i], 1, 3) == 'wb:' and h[i] ~= wbf then
+      local m = string.match(h[i + 1], '^%S+%s+(%S+)$')
+      local at = tonumber(m or '')
+      if not finite(at) or at < keep then redis.call('HDEL', key, h[i]) end
+    end
+  end
+  redis.call('HSET', key, wbf, num(seq) .. ' ' .. num(now))
 end
 -- expire gives key the key TTL (ttl, in ms) counted from at, the time its
 -- state stops mattering (microseconds on Redis's clock: the end of a pause
@@ -583,10 +615,13 @@ return {dec, tostring(b.rate)}
 // decreases: each process's local limits had a share of the fleet's rate,
 // so several processes' throttles add up to the rates they reached
 // together (their sum, once all wrote back), not to a product of every
-// process's halvings. ARGV[ARG0+4+k] is 1 for a write-back sent again
-// whose first Redis may have run (its answer lost): it tells nothing when
-// Redis counts none of its events. The process's success counts not sent
-// yet follow from ARGV[ARG0+6+k] (pairs of an age and a count, oldest
+// process's halvings. A write-back is applied at most once, as
+// breakerLearnedScript's are: ARGV[ARG0+4+k] names the process's bucket (a
+// field of the bucket's hash that records the last write-back of it Redis
+// applied) and ARGV[ARG0+6+k] numbers its write-backs; one numbered no
+// higher (sent again, its first answer lost) changes nothing. The
+// process's success counts not sent
+// yet follow from ARGV[ARG0+7+k] (pairs of an age and a count, oldest
 // first), each recorded before the first event that came after it, so
 // that the goodput controller measures each event, as of its time, by the
 // successes since the event before, as the local limits did; those after
@@ -598,11 +633,18 @@ local b = load_bucket(KEYS[1], now)
 local before = b.rate
 local k = tonumber(ARGV[ARG0 + 2])
 if not finite(k) or k < 0 then k = 0 end
-k = math.max(0, math.min(math.floor(k), #ARGV - ARG0 - 5))
-local est, maybe, within = tonumber(ARGV[ARG0 + 3 + k]), ARGV[ARG0 + 4 + k], tonumber(ARGV[ARG0 + 5 + k])
+k = math.max(0, math.min(math.floor(k), #ARGV - ARG0 - 6))
+local est, within = tonumber(ARGV[ARG0 + 3 + k]), tonumber(ARGV[ARG0 + 5 + k])
+-- A write-back Redis applied already (sent again, its first answer lost)
+-- changes nothing.
+local wbf, seq = wb_of(ARGV[ARG0 + 4 + k], ARGV[ARG0 + 6 + k])
+if wbf and applied(KEYS[1], wbf, seq) then
+  touch(KEYS[1], TTL_MS, now, settled(b))
+  return {0, tostring(b.rate)}
+end
 -- count_to counts the success counts sent (oldest first) that came no
 -- later than t, all of them when t is nil, each once.
-local ci = ARG0 + 6 + k
+local ci = ARG0 + 7 + k
 local function count_to(t)
   while ci < #ARGV do
     local age, n = tonumber(ARGV[ci]), tonumber(ARGV[ci + 1])
@@ -637,7 +679,7 @@ if finite(age) and age >= 0 then
   -- write-backs told, never above the rate it started from. A round is
   -- over once its window ends, or once a decrease not its own came (ldec
   -- is no longer its last).
-  if MODE ~= '0' and k > 0 and finite(est) and est >= 0 and (maybe ~= '1' or counted) then
+  if MODE ~= '0' and k > 0 and finite(est) and est >= 0 then
     local tell = est
     if counted and b.rate > tell then tell = b.rate end
     tell = math.min(CEILING, math.max(FLOOR, tell))
@@ -661,6 +703,7 @@ if finite(age) and age >= 0 then
   end
 end
 count_to(nil)
+if wbf then record(KEYS[1], wbf, seq, now, TTL_MS, SKEW_US) end
 save_bucket(KEYS[1], b, now)
 return {dec, tostring(b.rate)}
 `).answers("nn")
@@ -937,19 +980,12 @@ return reading(br, now)
 var breakerLearnedScript = newScript(breakerPrelude + `
 local now = now_us()
 local br = load_breaker(KEYS[1], now)
--- wbf is the field of the breaker's hash that records the last write-back
--- of the process's breaker Redis applied ('seq time'), seq its number: one
--- numbered no higher was applied already (sent again, its first answer
--- lost), and changes nothing.
-local wbf, seq = ARGV[14], tonumber(ARGV[15])
-if type(wbf) ~= 'string' or string.sub(wbf, 1, 3) ~= 'wb:' or not finite(seq) or seq < 1 then wbf = nil end
-if wbf then
-  local m = string.match(redis.call('HGET', KEYS[1], wbf) or '', '^(%S+)')
-  local last = tonumber(m or '')
-  if last and last >= seq then
-    touch(KEYS[1], TTL_MS, now, br.untilv)
-    return reading(br, now)
-  end
+-- A write-back Redis applied already (sent again, its first answer lost)
+-- changes nothing.
+local wbf, seq = wb_of(ARGV[14], ARGV[15])
+if wbf and applied(KEYS[1], wbf, seq) then
+  touch(KEYS[1], TTL_MS, now, br.untilv)
+  return reading(br, now)
 end
 local st, cooldown, wait = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local age, okage = tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -1034,20 +1070,7 @@ elseif br.state == 'closed' then
   unknown, latest = add_older(t, unknown, last, latest)
   if ok or unknown + #t ~= br.failures then save(t, unknown, latest) end
 end
-if wbf then
-  -- The records older than the key's TTL (and the clock skew) go: their
-  -- processes send no write-back that old again.
-  local keep = now - tonumber(TTL_MS) * 1000 - SKEW_US
-  local h = redis.call('HGETALL', KEYS[1])
-  for i = 1, #h, 2 do
-    if string.sub(h[i], 1, 3) == 'wb:' and h[i] ~= wbf then
-      local m = string.match(h[i + 1], '^%S+%s+(%S+)$')
-      local at = tonumber(m or '')
-      if not finite(at) or at < keep then redis.call('HDEL', KEYS[1], h[i]) end
-    end
-  end
-  redis.call('HSET', KEYS[1], wbf, num(seq) .. ' ' .. num(now))
-end
+if wbf then record(KEYS[1], wbf, seq, now, TTL_MS, SKEW_US) end
 if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),
     'until', num(br.untilv), 'since', num(br.since), 'reset', num(br.reset), 'ft', br.ft, 'why', br.why,

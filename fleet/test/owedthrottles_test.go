@@ -98,18 +98,21 @@ func TestTheCountsOfAThrottleWriteBackRedisDidNotRunAreKept(t *testing.T) {
 
 // An outage's throttles written back count once per event, however many
 // write-backs of them reach Redis: one Redis ran whose answer was lost is
-// sent again at the next heartbeat, and the events Redis counted already
-// (its last decrease is the latest event's) are not counted again; two
+// sent again at the next heartbeat, the same, and Redis, which records
+// the number of the last write-back of the bucket it applied, does not
+// apply it again; one Redis did not run (its command lost on its way) is
+// applied when sent again; two
 // processes that owe the same two events (their throttles 0.1 s apart)
 // halve the fleet's rate twice, as one process's local limits, not four
 // times.
 func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
 	const (
-		lost = "two events written back, the answer lost, sent again"
-		two  = "the same two events owed by two processes"
+		lost   = "two events written back, the answer lost, sent again"
+		notRun = "two events written back, the command lost, sent again"
+		two    = "the same two events owed by two processes"
 	)
 	forEachSingleNode(t, func(t *testing.T, be backend) {
-		for _, name := range []string{lost, two} {
+		for _, name := range []string{lost, notRun, two} {
 			t.Run(name, func(t *testing.T) {
 				prefix := uniquePrefix(t)
 				spec := state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}
@@ -152,8 +155,11 @@ func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
 					}
 				}
 				errs := stores[0].Stats().RedisErrors
-				if name == lost {
+				switch name {
+				case lost:
 					pxs[0].DropAnswerTo(func(cmd []byte) bool { return bytes.Contains(cmd, []byte(vpcsKey)) })
+				case notRun:
+					pxs[0].DropCommandTo(func(cmd []byte) bool { return bytes.Contains(cmd, []byte(vpcsKey)) })
 				}
 				for i, px := range pxs {
 					if err := px.Up(); err != nil {
@@ -161,7 +167,7 @@ func TestAnOutagesThrottlesWrittenBackTwiceCountOnce(t *testing.T) {
 					}
 					waitFor(t, 5*time.Second, "back on the shared state", func() bool { return !stores[i].Stats().Degraded })
 				}
-				if name == lost && stores[0].Stats().RedisErrors == errs {
+				if name != two && stores[0].Stats().RedisErrors == errs {
 					t.Fatal("the write-back's answer was not lost")
 				}
 				if got := o.Bucket(vpcsKey, spec, 0).Snapshot(0).Rate; got != 25 {
