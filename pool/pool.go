@@ -292,8 +292,10 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // a refusal ends failed all the same: it is not run again. Its queue runs
 // nothing before the wait
 // the refusal gave has passed, unless its scope's breaker opens, or the
-// scope is found dead (its calls then fail fast), or the governor's state
-// is replaced (Governor.Reset, Governor.Configure: see
+// scope is found dead (its calls then fail fast: the queue runs its tasks
+// for those calls alone, and once the breaker is closed again, by its
+// probe's success, it waits out what is left of the wait), or the
+// governor's state is replaced (Governor.Reset, Governor.Configure: see
 // Governor.Generation), when the queue asks the governor again within a
 // second. The scope is found dead as of when the pool asked: one found
 // dead with its breaker still closed is dead no more once its failures
@@ -452,9 +454,12 @@ queues:
 			// A refusal of its head holds it until then, looked at again
 			// within parkRecheck (for its tasks whose contexts ended):
 			// unless the governor's state it came from was replaced since
-			// (Reset, Configure), and Delay decides again, or its scope is
-			// dead since, its breaker open, and its calls fail fast.
-			if !p.heldByAnOldState(q) {
+			// (Reset, Configure), and Delay decides again, the hold
+			// forgotten; or its scope is dead since, its breaker open, and
+			// its calls fail fast: its head runs, and the hold is kept.
+			if p.heldByAnOldState(q) {
+				q.heldUntil = 0
+			} else {
 				// Put back in turn for a slot freed (noSlot), it does not
 				// take it: it runs nothing before that wait, or runs its
 				// head for a call that fails fast. The slot goes to the
@@ -480,8 +485,15 @@ queues:
 					}
 					continue
 				}
+				// Its head runs for a call that fails fast. The hold
+				// stays: a breaker closed again before it ends (its
+				// probe's success) does not end the wait the refusal
+				// gave, which Delay may not see (a first call to another
+				// scope), and the queue waits out what is left of it, not
+				// running again a task whose first call would be refused
+				// again (a refused task that went on after its refusal
+				// and came back to the queue after the breaker closed).
 			}
-			q.heldUntil = 0
 		}
 		if q.scope.Provider == "" {
 			t := q.pop()
@@ -2284,9 +2296,11 @@ func (t *task) refused(wait time.Duration, err error) {
 	}
 	if wait > 0 {
 		// Its queue runs nothing before then, wherever it is now, unless
-		// its scope's breaker opens or the governor's state is replaced:
-		// its hold may have ended before the call was refused (pick parks
-		// it again until then).
+		// the governor's state is replaced, but tasks whose calls fail
+		// fast while its scope's breaker is open (closed again, the
+		// breaker leaves the wait holding the queue): its hold may have
+		// ended before the call was refused (pick parks it again until
+		// then).
 		//
 		// The hold keeps the refusals of the tasks started in the newest
 		// state: pick asks Delay again in place of an older one's, which
