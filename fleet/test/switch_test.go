@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"sync"
 	"testing"
@@ -47,7 +48,9 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 	forEachSingleNode(t, func(t *testing.T, be backend) {
 		px, _ := proxied(t, be)
 		cfg := resilience.Config{AWS: resilience.ProviderConfig{Services: map[string]resilience.ServiceConfig{"ec2": {MaxRPS: rate, Burst: burst}}}}
-		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(2*time.Second))
+		var logs syncBuffer // what the store logged of its switches, for a failure's message
+		p := newProcess(t, at(px.Addr()), uniquePrefix(t), cfg, fleet.WithTimeout(2*time.Second),
+			fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		fallsBack(p.store) // the switches: the proxy goes down under it, and up
 		rec := &recordingStore{Store: p.store, key: vpcsKey}
 		gov, err := resilience.NewGovernor(cfg, resilience.WithStateStore(rec))
@@ -84,7 +87,7 @@ func TestSwitchesKeepTheRate(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		stop()
 		if st := p.store.Stats(); st.Degraded || st.Fallbacks != 1 {
-			t.Fatalf("after Redis came back: %+v", st)
+			t.Fatalf("after Redis came back: %+v, want the shared state after one switch; the store logged:\n%s", st, logs.String())
 		}
 		tokens := rec.times()
 		mu.Lock()
