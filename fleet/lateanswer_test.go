@@ -33,11 +33,20 @@ type answeringRedis struct {
 	frozen    atomic.Bool
 	late      atomic.Int64
 	lost      atomic.Pointer[error]
+	held      atomic.Pointer[chan error]
 	learned   atomic.Int64
 }
 
 // lose makes the next command fail with err.
 func (h *answeringRedis) lose(err error) { h.lost.Store(&err) }
+
+// holdNext makes the next command wait for an error sent on the channel
+// it returns, and fail with it.
+func (h *answeringRedis) holdNext() chan<- error {
+	ch := make(chan error)
+	h.held.Store(&ch)
+	return ch
+}
 
 func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -47,6 +56,11 @@ func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 		if err := h.lost.Swap(nil); err != nil {
 			cmd.SetErr(*err)
 			return *err
+		}
+		if ch := h.held.Swap(nil); ch != nil {
+			err := <-*ch
+			cmd.SetErr(err)
+			return err
 		}
 		if h.frozen.Load() || h.late.Add(-1) >= 0 {
 			<-ctx.Done()
@@ -229,4 +243,46 @@ func TestALostConnectionSwitchesAtOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A connection refused or lost under an operation that Redis answered
+// another one sent after it is older than that answer: a dial go-redis
+// tried again and again, until it gave up, while Redis came back and the
+// heartbeat found it. It goes on with local limits alone, and the
+// process stays on the shared state; the same error met by an operation
+// sent after Redis's last answer switches it. (The stale refusal switched
+// the process back to local limits right after it came back.) In virtual
+// time.
+func TestAFailureOlderThanAnAnswerSwitchesNothing(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	synctest.Test(t, func(t *testing.T) {
+		var logs syncBuffer
+		s, h := answeredStore(t, time.Second, &logs)
+		defer s.Close()
+		if !op(s) {
+			t.Fatalf("Redis answers: %+v", s.Stats())
+		}
+		fail := h.holdNext()
+		done := make(chan bool)
+		go func() { done <- op(s) }()
+		synctest.Wait() // sent, and held
+		time.Sleep(100 * time.Millisecond)
+		if !op(s) {
+			t.Fatalf("an operation sent after it: %+v", s.Stats())
+		}
+		fail <- refused
+		if <-done {
+			t.Fatal("an operation whose dial was refused went on the shared state")
+		}
+		if st := s.Stats(); st.Degraded || st.Fallbacks != 0 || st.RedisErrors != 1 {
+			t.Errorf("a refusal older than Redis's last answer: %+v, want the shared state, one Redis error", st)
+		}
+		h.lose(refused)
+		if op(s) {
+			t.Fatal("an operation whose dial was refused went on the shared state")
+		}
+		if st := s.Stats(); !st.Degraded || st.Fallbacks != 1 {
+			t.Errorf("a refusal of an operation sent after Redis's last answer: %+v, want local limits", st)
+		}
+	})
 }

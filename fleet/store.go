@@ -774,9 +774,12 @@ func (s *Store) fail(err error) {
 // Redis error. An error that only a Redis that cannot serve gives (not
 // late: an error reply refusing every command, a connection refused, one
 // Redis closed or reset under the operation) switches the store to local
-// limits at once (fail), and so does any operation unanswered before
-// Redis first answered one: nothing shows yet that Redis is there (an
-// address that names none, a Redis down as the process starts). Once
+// limits at once (fail), unless Redis answered an operation since this
+// one was sent (what it met is older than that answer: a dial go-redis
+// tried again and again while Redis came back); and so does any
+// operation unanswered before Redis first answered one: nothing shows
+// yet that Redis is there (an address that names none, a Redis down as
+// the process starts). Once
 // Redis answered, an answer not come by the deadline (late) switches only
 // when it is an outage: Redis gave no answer to an operation sent at
 // least the operation timeout after the first one it did not answer
@@ -790,7 +793,19 @@ func (s *Store) fail(err error) {
 // it. A late answer alone is logged as a refusal is, at most once a
 // minute.
 func (s *Store) unanswered(err error, sent time.Duration) {
-	if s.degraded.Load() || !late(err) || s.answered.Load() == math.MinInt64 || s.silentFor(sent) >= s.cfg.timeout {
+	ans := s.answered.Load()
+	switch {
+	case s.degraded.Load(), ans == math.MinInt64:
+		s.fail(err)
+		return
+	case !late(err) && ans <= int64(sent):
+		s.fail(err)
+		return
+	case !late(err):
+		// Redis answered an operation sent after this one: what this one
+		// met (a dial refused before Redis came back, go-redis dialing
+		// again until it gave up) is older than that answer.
+	case s.silentFor(sent) >= s.cfg.timeout:
 		s.fail(err)
 		return
 	}
