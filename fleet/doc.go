@@ -121,9 +121,9 @@
 // for a late answer: a Redis that closes or resets the connection under
 // an operation (killed, restarted), refuses the connection, or refuses
 // every command (loading, a replica, a cluster down, an authentication
-// failure, out of memory) switches it at that operation, unless Redis
-// answered an operation sent after it (what it met is older than that
-// answer), and so does the first operation unanswered before Redis ever
+// failure, out of memory) switches it at that operation (a connection
+// refused or lost does not when Redis answered another operation since
+// this one was sent: what it met is older than that answer), and so does the first operation unanswered before Redis ever
 // answered the store (nothing shows yet that a Redis is there). While Redis stays silent, a
 // call waits for it at most two timeouts; a Redis that answers some
 // operations between its late ones (a cluster with one node frozen) is

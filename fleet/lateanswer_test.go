@@ -25,7 +25,8 @@ import (
 // echoed. While frozen, and for the next late commands, it answers
 // nothing: the command waits for its context's end, as for a Redis, or a
 // host, too slow for the timeout. The next command after lose is given
-// fails at once with its error (a connection lost or refused). It counts
+// fails with its error a millisecond later (a connection lost or refused,
+// an error reply). It counts
 // the write-backs of breakers sent (learned).
 type answeringRedis struct {
 	passHooks // passes dials and pipelines on
@@ -54,6 +55,7 @@ func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 			h.learned.Add(1)
 		}
 		if err := h.lost.Swap(nil); err != nil {
+			time.Sleep(time.Millisecond) // the error comes a moment after the command went
 			cmd.SetErr(*err)
 			return *err
 		}
@@ -199,9 +201,10 @@ func TestAFrozenRedisIsLeftWithinTwoTimeouts(t *testing.T) {
 
 // Only a timeout is taken for a late answer. A connection Redis closed or
 // reset under an operation (Redis killed or restarted), a connection
-// refused, or a client closed under the store is no busy host's delay:
-// the store switches to local limits at that operation, logs it once, and
-// comes back at the heartbeat's next answer. (A killed Redis's lost
+// refused, or a client closed under the store is no busy host's delay,
+// nor is an error reply that refuses every command (LOADING): the store
+// switches to local limits at that operation, logs it once, and comes
+// back at the heartbeat's next answer. (A killed Redis's lost
 // connections were each taken as a late answer, and a call after the
 // kill went on the shared state's next dead connection.) In virtual time.
 func TestALostConnectionSwitchesAtOnce(t *testing.T) {
@@ -213,6 +216,7 @@ func TestALostConnectionSwitchesAtOnce(t *testing.T) {
 		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}},
 		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}},
 		{"client closed", redis.ErrClosed},
+		{"loading", loadingReply{}}, // an answer, which refuses every command
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -230,8 +234,8 @@ func TestALostConnectionSwitchesAtOnce(t *testing.T) {
 				if st := s.Stats(); !st.Degraded || st.Fallbacks != 1 || st.RedisErrors != 1 {
 					t.Errorf("%v: %+v, want local limits at that operation, one switch", tc.err, st)
 				}
-				if d := time.Since(start); d != 0 {
-					t.Errorf("the switch waited %v", d)
+				if d := time.Since(start); d != time.Millisecond {
+					t.Errorf("the switch waited %v, want the error's millisecond alone", d)
 				}
 				if n := len(logs.lines(switchLine)); n != 1 {
 					t.Errorf("the switch logged %d times, want once:\n%s", n, logs.String())
@@ -286,3 +290,10 @@ func TestAFailureOlderThanAnAnswerSwitchesNothing(t *testing.T) {
 		}
 	})
 }
+
+// loadingReply is Redis's error reply while it loads its dataset: it
+// refuses every command.
+type loadingReply struct{}
+
+func (loadingReply) Error() string { return "LOADING Redis is loading the dataset in memory" }
+func (loadingReply) RedisError()   {}

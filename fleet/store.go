@@ -774,9 +774,10 @@ func (s *Store) fail(err error) {
 // Redis error. An error that only a Redis that cannot serve gives (not
 // late: an error reply refusing every command, a connection refused, one
 // Redis closed or reset under the operation) switches the store to local
-// limits at once (fail), unless Redis answered an operation since this
-// one was sent (what it met is older than that answer: a dial go-redis
-// tried again and again while Redis came back); and so does any
+// limits at once (fail), but for a connection refused or lost when Redis
+// answered another operation since this one was sent (what it met is
+// older than that answer: a dial go-redis tried again and again while
+// Redis came back); and so does any
 // operation unanswered before Redis first answered one: nothing shows
 // yet that Redis is there (an address that names none, a Redis down as
 // the process starts). Once
@@ -794,17 +795,19 @@ func (s *Store) fail(err error) {
 // minute.
 func (s *Store) unanswered(err error, sent time.Duration) {
 	ans := s.answered.Load()
+	_, reply := errorCode(err) // an answer itself, which answered counts
 	switch {
 	case s.degraded.Load(), ans == math.MinInt64:
 		s.fail(err)
 		return
-	case !late(err) && ans <= int64(sent):
+	case !late(err) && (reply || ans <= int64(sent)):
 		s.fail(err)
 		return
 	case !late(err):
-		// Redis answered an operation sent after this one: what this one
-		// met (a dial refused before Redis came back, go-redis dialing
-		// again until it gave up) is older than that answer.
+		// A connection refused or lost, and Redis answered an operation
+		// since this one was sent: what this one met (a dial refused
+		// before Redis came back, go-redis dialing again until it gave
+		// up) is older than that answer.
 	case s.silentFor(sent) >= s.cfg.timeout:
 		s.fail(err)
 		return
