@@ -93,14 +93,7 @@ func TestAWriteBackSentAgainIsTheSameAsOfItsSend(t *testing.T) {
 			t.Fatal("the write-back's answer lost: back on the shared state")
 		}
 		b.Failure(0) // after the first send: a write-back of its own
-		time.Sleep(2 * time.Second)
-		s.heartbeat()
-		if st := s.Stats(); st.Degraded {
-			t.Fatalf("Redis answers the write-backs: %+v", st)
-		}
-		rh.mu.Lock()
-		sends := rh.sends
-		rh.mu.Unlock()
+		sends := heartbeatLater(t, s, rh)
 		if len(sends) != 3 {
 			t.Fatalf("%d write-backs sent, want 3: the first, sent again, then the failure after it", len(sends))
 		}
@@ -140,14 +133,7 @@ func TestAThrottlesWriteBackSentAgainIsTheSameAsOfItsSend(t *testing.T) {
 		if !s.Stats().Degraded {
 			t.Fatal("the write-back's answer lost: back on the shared state")
 		}
-		time.Sleep(2 * time.Second)
-		s.heartbeat()
-		if st := s.Stats(); st.Degraded {
-			t.Fatalf("Redis answers the write-back: %+v", st)
-		}
-		rh.mu.Lock()
-		sends := rh.sends
-		rh.mu.Unlock()
+		sends := heartbeatLater(t, s, rh)
 		if len(sends) != 2 {
 			t.Fatalf("%d write-backs sent, want 2: the first, sent again", len(sends))
 		}
@@ -167,4 +153,18 @@ func TestAThrottlesWriteBackSentAgainIsTheSameAsOfItsSend(t *testing.T) {
 			}
 		}
 	})
+}
+
+// heartbeatLater runs s's heartbeat 2 s later, whose write-backs Redis
+// answers, and returns the write-backs rh saw sent.
+func heartbeatLater(t *testing.T, s *Store, rh *resendRedis) [][]any {
+	t.Helper()
+	time.Sleep(2 * time.Second)
+	s.heartbeat()
+	if st := s.Stats(); st.Degraded {
+		t.Fatalf("Redis answers the write-backs: %+v", st)
+	}
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	return rh.sends
 }
