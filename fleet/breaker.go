@@ -620,7 +620,7 @@ func (b *sharedBreaker) writeResend() bool {
 		return true
 	}
 	t := mono()
-	if t-w.first > b.s.cfg.keyTTL-b.s.cfg.timeout {
+	if !b.s.resendable(w.first, t) {
 		b.resend = nil // writeBack's next steps let go of the breaker when nothing else is unwritten
 		b.localMu.Unlock()
 		return true

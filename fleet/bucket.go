@@ -363,7 +363,8 @@ func (b *sharedBucket) fromRate(now time.Duration, div int64) state.Bucket {
 	spec.Rate = share(b.spec.Rate)
 	spec.Burst = math.Max(1, share(b.spec.Capacity()))
 	spec.Floor = math.Min(share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
-	since := time.Duration(-1)                       // no decrease seen
+	// How long ago the process saw the fleet's rate go down; -1: never.
+	since := time.Duration(-1)
 	if at := b.decreased.Load(); at != 0 {
 		since = max(0, mono()-time.Duration(at))
 	}
@@ -796,7 +797,7 @@ func (b *sharedBucket) writeOwedAgain() bool {
 		return true
 	}
 	t := mono()
-	if t-w.first <= b.s.cfg.keyTTL-b.s.cfg.timeout && t-w.last <= b.s.horizon {
+	if b.s.resendable(w.first, t) && t-w.last <= b.s.horizon {
 		b.s.calls.Add(1)
 		res, err := b.s.call(throttledScript, b.keys[:1], b.owedArgs(w, t))
 		if !b.owedAnswered(err) {

@@ -168,3 +168,48 @@ func heartbeatLater(t *testing.T, s *Store, rh *resendRedis) [][]any {
 	defer rh.mu.Unlock()
 	return rh.sends
 }
+
+// A write-back whose answer was lost is sent again only while Redis still
+// holds its record of the write-backs it applied: within the keys' TTL
+// less the operation timeout of its first send. One owed longer (Redis
+// away for the rest of the TTL) is dropped, the breaker and the bucket
+// alike, so that one Redis applied, and then forgot it had, is not
+// applied again. In virtual time.
+func TestAWriteBackOwedPastTheKeysTTLIsNotSentAgain(t *testing.T) {
+	for _, sc := range []*script{breakerLearnedScript, throttledScript} {
+		name := "breaker"
+		if sc == throttledScript {
+			name = "bucket"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rh := resendStore(t, sc)
+				const key = "aws/1/us-east-1/ec2/DescribeVpcs"
+				if sc == breakerLearnedScript {
+					s.Breaker(key, unwrittenSpec).Failure(0)
+				} else {
+					s.Bucket(key, state.BucketSpec{Rate: 100, Burst: 10, Adaptive: true}, 0).Throttle(0, 0)
+				}
+				rh.lose = 1
+				s.heartbeat() // Redis answers; the write-back's answer is lost
+				if !s.Stats().Degraded {
+					t.Fatal("the write-back's answer lost: back on the shared state")
+				}
+				// Just within the TTL less the timeout: sent again.
+				time.Sleep(s.cfg.keyTTL - s.cfg.timeout)
+				rh.lose = 1
+				s.heartbeat() // its answer lost again
+				rh.mu.Lock()
+				n := len(rh.sends)
+				rh.mu.Unlock()
+				if n != 2 {
+					t.Fatalf("%d write-backs sent, want 2: the first, sent again within the TTL less the timeout", n)
+				}
+				time.Sleep(time.Millisecond) // past it
+				if sends := heartbeatLater(t, s, rh); len(sends) != 2 {
+					t.Errorf("%d write-backs sent, want 2: one owed past the TTL less the timeout is not sent again", len(sends))
+				}
+			})
+		})
+	}
+}

@@ -1140,3 +1140,12 @@ func (s *Store) sharers() int64 { return max(1, s.procs.Load(), s.cfg.expected) 
 func (s *Store) ttlMS() int64 { return s.cfg.keyTTL.Milliseconds() }
 
 var _ state.Store = (*Store)(nil)
+
+// resendable reports whether a write-back first sent at first (mono) may
+// be sent again at t: within the keys' TTL less the operation timeout of
+// it, while Redis still holds its record of the write-backs it applied
+// (the key, or the record alone, goes past that TTL), so that one it
+// applied is not applied again.
+func (s *Store) resendable(first, t time.Duration) bool {
+	return t-first <= s.cfg.keyTTL-s.cfg.timeout
+}
