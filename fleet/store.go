@@ -274,7 +274,10 @@ func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.l
 // ContextTimeoutEnabled), so that no Redis wait outlasts WithTimeout. Open
 // fails only for a malformed URL, and its error never shows the URL's
 // password: a Redis that does not answer yet means local limits until it
-// does.
+// does. Like New, it returns after the store's first heartbeat, which
+// announces the process and counts the live ones, so that the first calls
+// take their share: against a Redis that does not answer, after the
+// operation timeout (WithTimeout, 250 ms by default), on local limits.
 func Open(url string, opts ...Option) (*Store, error) {
 	rdb, err := openClient(url)
 	if err != nil {
@@ -285,7 +288,10 @@ func Open(url string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// New returns a Store on rdb, a client the caller made (and closes).
+// New returns a Store on rdb, a client the caller made (and closes). It
+// returns after the store's first heartbeat, which announces the process
+// and counts the live ones: against a Redis that does not answer, after
+// the operation timeout (WithTimeout), on local limits.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	cfg := config{
 		prefix:        "cloudg",
@@ -377,7 +383,9 @@ func (s *Store) logAtOpen() {
 // back, and whether or not Redis answers: a Close while Redis does not
 // answer takes that timeout when there is something to write back, and no
 // time otherwise; the tokens not given back by then stay spent until
-// their times pass. A call through the store after Close (or in flight at
+// their times pass. A Sentinel client still asking unreachable sentinels
+// where the master is goes on closing in the background once the deadline
+// has passed. A call through the store after Close (or in flight at
 // Close) goes on with local limits, and reports no Redis outage: a bucket
 // Close gave its lease back borrows no new one. What Close did not write
 // back (Redis did not answer, or the deadline passed) is not written back
@@ -398,11 +406,36 @@ func (s *Store) Close() error {
 		s.unwrittenBreakers.Clear()
 		s.giveBackLeases()
 		s.shut.Store(true)
-		redisLog.remove(s)
 		if s.ownsRDB {
-			err = s.rdb.Close()
+			err = s.closeClient()
+		} else {
+			redisLog.remove(s)
 		}
 	})
+	return err
+}
+
+// closeClient closes the Redis client Open made, waiting for it until
+// Close's deadline (closeBy). A client's Close is quick, except a Sentinel
+// client's while it is still asking the sentinels where the master is: it
+// waits for that dial, which go-redis makes in the background with
+// retries and the client's own timeouts, seconds against sentinels that
+// do not answer. Past the deadline the client goes on closing in the
+// background, where it ends with that dial, and closeClient returns nil.
+// The store takes go-redis's lines about its client until the client is
+// closed: a line of that dial goes to the store's logger, not to
+// slog.Default.
+func (s *Store) closeClient() error {
+	var err error
+	done := make(chan struct{})
+	go func() {
+		err = s.rdb.Close()
+		redisLog.remove(s)
+		close(done)
+	}()
+	if !s.closeWait(done) {
+		return nil
+	}
 	return err
 }
 
