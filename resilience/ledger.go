@@ -114,7 +114,9 @@ type Ledger struct {
 
 // WithLedger returns a context carrying a fresh ledger for task, and the
 // ledger. Governed calls made with the context record their losses in it
-// (the run's stats binding, if any, is kept).
+// (the run's stats binding, if any, is kept). A context carries one
+// ledger: WithLedger on a context that has one replaces it for the calls
+// made with the new context, whose losses the outer ledger does not see.
 func WithLedger(ctx context.Context, task string) (context.Context, *Ledger) {
 	l := &Ledger{Task: task}
 	b := *bindingOf(ctx)
@@ -125,8 +127,11 @@ func WithLedger(ctx context.Context, task string) (context.Context, *Ledger) {
 // Record records a call the task lost outside a governed call, or for a
 // reason the governor cannot see (a listing that failed, a page the
 // collector skipped): kind is why, reason is what Describe lists for it
-// (up to five distinct reasons are kept). A governed call records its own
-// loss; recording it again counts it twice.
+// (up to five distinct reasons are kept). Describe words each kind by its
+// cause, so kind should be the one whose words are true: LossErrored for
+// a page the collector could not read, LossCancelled for work it stopped,
+// not LossSkipped, which Describe reads as a circuit open. A governed call
+// records its own loss; recording it again counts it twice.
 func (l *Ledger) Record(kind Loss, reason string) {
 	if l == nil || kind >= numLosses {
 		return

@@ -150,7 +150,11 @@ type Stats struct {
 
 // WithStats returns a context carrying a fresh Stats, and that Stats. Every
 // call governed with the context (or one derived from it) records into it,
-// so two runs in one process keep separate numbers.
+// so two runs in one process keep separate numbers. A context carries one
+// Stats: WithStats on a context that has one replaces it for the calls
+// made with the new context (the innermost wins, as with WithLedger), and
+// their numbers reach the outer Stats only through the governor's
+// lifetime stats.
 func WithStats(ctx context.Context) (context.Context, *Stats) {
 	s := new(Stats)
 	b := *bindingOf(ctx)
