@@ -121,7 +121,8 @@ import (
 // An Option configures a Pool, given to New: Workers, WithGovernor,
 // MaxWait. An Option holds its setting and changes nothing but the pool
 // New makes, so that one may be given to several pools, from several
-// goroutines at once. The zero Option, nil, is not one: New panics on it.
+// goroutines at once. A nil Option changes nothing, as in the governor's
+// and the integrations' options.
 type Option interface{ apply(*Pool) }
 
 type optionFunc func(*Pool)
@@ -149,7 +150,8 @@ func MaxWait(d time.Duration) Option {
 }
 
 // Pool runs tasks by scope. It is safe for concurrent use: tasks may call Go.
-// Make one with New; the zero Pool is not usable.
+// Make one with New; the zero Pool is not usable: its methods panic,
+// saying so.
 //
 // A Pool is for one scan: it keeps a queue for every scope it was given a
 // task of, empty or not, until Wait returns, so that Progress counts each
@@ -251,7 +253,9 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 	p := &Pool{limit: 16, scopes: map[resilience.Scope]*queue{}}
 	p.quiet.L = &p.mu
 	for _, o := range opts {
-		o.apply(p)
+		if o != nil {
+			o.apply(p)
+		}
 	}
 	if p.gov == nil {
 		p.gov = resilience.Default()
@@ -272,6 +276,11 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 		p.settle()
 	})
 	return p, p.ctx
+}
+
+// notMade is the panic of a method of a Pool New did not make.
+func notMade(method string) string {
+	return "pool: " + method + " on a zero Pool; make one with pool.New"
 }
 
 // now is the pool's time, on the governor's clock.
@@ -317,6 +326,8 @@ func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
 // before Wait returns.
 func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.Context) error) {
 	switch {
+	case p.scopes == nil:
+		panic(notMade("Go"))
 	case ctx == nil:
 		panic("pool: Go with a nil context")
 	case fn == nil:
@@ -2082,6 +2093,9 @@ func (p *Pool) record() {
 // From the moment Wait finds the pool quiet, before it cancels the pool's
 // context, Go panics (see Go).
 func (p *Pool) Wait() error {
+	if p.scopes == nil {
+		panic(notMade("Wait"))
+	}
 	p.mu.Lock()
 	for p.busy() {
 		p.quiet.Wait()

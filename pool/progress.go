@@ -124,6 +124,9 @@ const (
 // 100 ms of a Progress that takes longer): with a fleet's store each
 // read is a round trip.
 func (p *Pool) Progress() Progress {
+	if p.scopes == nil {
+		panic(notMade("Progress"))
+	}
 	p.mu.Lock()
 	pr := Progress{Queued: p.queued, Running: p.running, Done: p.done, Failed: p.failed, Deferred: p.deferred, Dropped: p.dropped}
 	pr.Scopes = make([]ScopeProgress, 0, len(p.scopes))

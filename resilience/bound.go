@@ -11,8 +11,8 @@ import (
 // call. Its Do and Begin are Do and Governor.Begin for the scope, without
 // the lookup; it follows reconfigurations and reclamation on its own. A
 // Bound is safe for concurrent use. The zero Bound is not usable: it
-// names no governor and no scope, and its Do and Begin panic. Make one
-// with Governor.Bind.
+// names no governor and no scope, and its Do and Begin panic, saying so.
+// Make one with Governor.Bind.
 type Bound struct {
 	g     *Governor
 	scope Scope
@@ -43,6 +43,9 @@ func (b *Bound) resolved() *boundAt {
 	at := b.at.Load()
 	if at != nil && at.gen == b.g.gen.Load() && (at.e == nil || !at.e.flags.dead()) {
 		return at
+	}
+	if b.g == nil {
+		panic("resilience: Do or Begin of a zero Bound; make one with Governor.Bind")
 	}
 	gen := b.g.gen.Load()
 	p := b.g.provider(b.scope.Provider)

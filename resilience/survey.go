@@ -56,7 +56,7 @@ type Standing struct {
 // (a breaker that is not pristine, or whose shared view is stale): for
 // Delay's answer, then for the snapshot.
 func (sv *Survey) Look(scope Scope) Standing {
-	g := sv.g
+	g := sv.made("Look")
 	if scope.Provider == "" {
 		return Standing{}
 	}
@@ -82,5 +82,14 @@ func (sv *Survey) Look(scope Scope) Standing {
 // of a breaker that is not pristine, or whose shared view is stale, would
 // make a second read of the breaker.
 func (sv *Survey) Inspect(scope Scope) state.ScopeSnapshot {
-	return sv.g.inspect(scope, sv.reads)
+	return sv.made("Inspect").inspect(scope, sv.reads)
+}
+
+// made returns the survey's governor, and panics, saying so, for a zero
+// Survey, which has none.
+func (sv *Survey) made(method string) *Governor {
+	if sv.g == nil {
+		panic("resilience: " + method + " of a zero Survey; make one with Governor.Survey")
+	}
+	return sv.g
 }
