@@ -27,7 +27,10 @@
 // calls the scope pool deferred (refused before sending, their tasks run
 // again: no call made), the run's stats, the degraded collections with
 // their ledgers, and the silent partial results: failed calls that no
-// ledger counted. A progress line goes to stderr when it is a terminal.
+// ledger counted. A progress line goes to stderr when it is a terminal:
+// the calls made, and with -pool scope the pool's tasks queued (with when
+// they should be done at the scopes' current rates), running, and its
+// scopes waiting.
 // Ctrl-C cancels the scan: the tasks still queued are dropped unrun (each
 // in its ledger as cancelled), and the report of the run it cut also
 // counts the tasks done, ended at a failed call and dropped, the calls
@@ -298,7 +301,13 @@ func run(ctx context.Context, w io.Writer, progress func(string), o options) ([]
 		var tick func(int64, time.Duration)
 		if progress != nil {
 			tick = func(calls int64, elapsed time.Duration) {
-				progress(fmt.Sprintf("%s: %s, %d of %d calls made", title, secs(elapsed), calls, planned))
+				line := fmt.Sprintf("%s: %s, %d of %d calls made", title, secs(elapsed), calls, planned)
+				if sp, ok := s.pool.(statusPool); ok {
+					if st := sp.Status(); st != "" {
+						line += "; " + st
+					}
+				}
+				progress(line)
 			}
 		}
 		before := est.Counts()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -771,5 +772,48 @@ func TestScopePoolPanicInACallHidesNoFailedCall(t *testing.T) {
 	}
 	if line := "  silent partial results: 1 failed call(s) no ledger counted\n"; c.silent() != 1 || !strings.Contains(report, line) {
 		t.Errorf("the collection's silent partial results: %d, want 1 (the denied call); the report has no line %q", c.silent(), line)
+	}
+}
+
+// With -pool scope the progress line says where the pool's work stands
+// (package pool's Progress: its tasks queued and when they should be
+// done, its tasks running, its scopes waiting) after the calls made; a
+// pool that cannot say (-pool fifo) shows the calls made alone.
+func TestTheProgressLineShowsThePoolsState(t *testing.T) {
+	for _, name := range []string{"scope", "fifo"} {
+		t.Run(name, func(t *testing.T) {
+			o := testOptions("-pool", name, "-limit", "2")(t) // seconds long: ticks come
+			var mu sync.Mutex
+			var lines []string
+			synctest.Test(t, func(t *testing.T) {
+				progress := func(line string) {
+					mu.Lock()
+					lines = append(lines, line)
+					mu.Unlock()
+				}
+				if _, err := run(context.Background(), io.Discard, progress, o); err != nil {
+					t.Fatal(err)
+				}
+			})
+			state := regexp.MustCompile(`^run 1: \S+, \d+ of \d+ calls made; \d+ queued \(~\S+ at current rates\), \d+ running, \d+ scopes waiting(, \d+ open)?$`)
+			plain := regexp.MustCompile(`^run 1: \S+, \d+ of \d+ calls made$`)
+			// A tick between the pool's end and the run's has no pool to
+			// ask: the calls made alone.
+			withState, after := 0, 0
+			for _, l := range lines {
+				switch {
+				case l == "":
+				case state.MatchString(l) && after == 0:
+					withState++
+				case plain.MatchString(l):
+					after++
+				default:
+					t.Errorf("progress line %q", l)
+				}
+			}
+			if name == "scope" && (withState < 2 || after > 1) || name == "fifo" && (withState != 0 || after < 2) {
+				t.Errorf("%d ticks showing the pool's state, then %d without: %q", withState, after, lines)
+			}
+		})
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cloudg/cloudg/pool"
 	"github.com/cloudg/cloudg/resilience"
@@ -36,6 +39,14 @@ type Pool interface {
 	Run(ctx context.Context, tasks []Task) (rerun int)
 }
 
+// A statusPool can say, while it runs, where its work stands: the
+// progress line shows it after the calls made.
+type statusPool interface {
+	// Status is a short phrase of the pool's state now, "" when it is
+	// not running.
+	Status() string
+}
+
 // A PoolFunc makes a pool of a number of workers whose tasks are governed
 // by gov.
 type PoolFunc func(workers int, gov *resilience.Governor) Pool
@@ -43,7 +54,7 @@ type PoolFunc func(workers int, gov *resilience.Governor) Pool
 // pools are the strategies -pool chooses from, by name.
 var pools = map[string]PoolFunc{
 	"fifo":  func(workers int, _ *resilience.Governor) Pool { return fifo{workers: workers} },
-	"scope": func(workers int, gov *resilience.Governor) Pool { return byScope{workers: workers, gov: gov} },
+	"scope": func(workers int, gov *resilience.Governor) Pool { return &byScope{workers: workers, gov: gov} },
 }
 
 // poolNames returns the names of the pools, sorted.
@@ -108,6 +119,7 @@ func (p fifo) Run(ctx context.Context, tasks []Task) int {
 type byScope struct {
 	workers int
 	gov     *resilience.Governor
+	running atomic.Pointer[pool.Pool] // the pool of the run under way, for Status
 }
 
 // Run submits the tasks to a pool.Pool, and every task they submit. A
@@ -122,8 +134,10 @@ type byScope struct {
 // once (a panic inside a governed call is that call's record).
 // The pool drops the tasks a cancelled scan has left, recording each in
 // its ledger too, so that Wait's error adds nothing a ledger lacks.
-func (p byScope) Run(ctx context.Context, tasks []Task) int {
+func (p *byScope) Run(ctx context.Context, tasks []Task) int {
 	wp, _ := pool.New(ctx, pool.Workers(p.workers), pool.WithGovernor(p.gov))
+	p.running.Store(wp)
+	defer p.running.Store(nil)
 	var submit func(Task)
 	submit = func(t Task) {
 		wp.Go(t.Context, t.Scope, func(ctx context.Context) error {
@@ -136,4 +150,33 @@ func (p byScope) Run(ctx context.Context, tasks []Task) int {
 	}
 	wp.Wait()
 	return wp.Progress().Deferred
+}
+
+// Status is the pool's Progress in a phrase: its tasks queued, with when
+// they should be done at the scopes' current rates (Progress.ETA, which
+// cannot see the tasks the running ones will submit: a listing's detail
+// calls), its tasks running, and how many scopes wait (for a token, a
+// pause, a breaker's probe, a concurrency slot) or have their breaker
+// open.
+func (p *byScope) Status() string {
+	wp := p.running.Load()
+	if wp == nil {
+		return ""
+	}
+	pr := wp.Progress()
+	waiting, open := 0, 0
+	for _, sc := range pr.Scopes {
+		switch sc.State {
+		case pool.ScopeWaiting, pool.ScopeNoSlot:
+			waiting++
+		case pool.ScopeOpen:
+			open++
+		}
+	}
+	s := strconv.Itoa(pr.Queued) + " queued (~" + pr.ETA.Round(100*time.Millisecond).String() + " at current rates), " +
+		strconv.Itoa(pr.Running) + " running, " + strconv.Itoa(waiting) + " scopes waiting"
+	if open > 0 {
+		s += ", " + strconv.Itoa(open) + " open"
+	}
+	return s
 }
