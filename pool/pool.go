@@ -376,19 +376,18 @@ func (p *Pool) wake() {
 // work is a worker: it runs ready tasks until none is ready.
 func (p *Pool) work() {
 	defer p.wg.Done()
-	for {
-		t := p.next()
-		if t == nil || !p.runTask(t) {
-			return
-		}
+	for t := p.next(); t != nil; {
+		t = p.runTask(t)
 	}
 }
 
-// runTask runs t and records its end. It reports false when t called
-// runtime.Goexit (t.FailNow in a test, say), which ends the worker's
-// goroutine: the task ends failed with ErrGoexit, the worker is counted
+// runTask runs t, records its end, and returns the next task to run, as
+// next does, or nil (see finishNext). When t calls runtime.Goexit
+// (t.FailNow in a test, say), which ends the worker's goroutine, it does
+// not return: the task ends failed with ErrGoexit, the worker is counted
 // out, and another is started if work is ready.
-func (p *Pool) runTask(t *task) (ok bool) {
+func (p *Pool) runTask(t *task) *task {
+	ok := false
 	defer func() {
 		if !ok {
 			p.finish(t, ErrGoexit, false)
@@ -401,8 +400,8 @@ func (p *Pool) runTask(t *task) (ok bool) {
 		}
 	}()
 	err, returned := t.run()
-	p.finish(t, err, returned)
-	return true
+	ok = true
+	return p.finishNext(t, err, returned)
 }
 
 // ErrGoexit is the error of a task that called runtime.Goexit (as
@@ -416,6 +415,12 @@ func (p *Pool) next() *task {
 	defer p.record() // the tasks pick dropped
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.nextLocked()
+}
+
+// nextLocked is next with p.mu held (released while pick asks the
+// governor), the tasks it dropped left for the caller to record.
+func (p *Pool) nextLocked() *task {
 	for p.ctx.Err() == nil {
 		if t := p.pick(); t != nil {
 			return t
@@ -1843,6 +1848,30 @@ func (p *Pool) finish(t *task, err error, returned bool) {
 	defer p.record()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.finishLocked(t, err, returned)
+}
+
+// finishNext is finish, then next: the worker that ran t records its end
+// and looks for its next task under one hold of p.mu, not two, which the
+// workers, Go and the tasks' first calls all take (a task costs the pool
+// a few of them). When the end dropped tasks (a deferred run's, the pool
+// stopped), their ledgers are told of it first, as finish tells them,
+// before pick asks the governor. p.mu is not held.
+func (p *Pool) finishNext(t *task, err error, returned bool) *task {
+	p.mu.Lock()
+	p.finishLocked(t, err, returned)
+	if p.unrecorded.Load() {
+		p.mu.Unlock()
+		p.record()
+		return p.next()
+	}
+	defer p.record() // the tasks pick dropped
+	defer p.mu.Unlock()
+	return p.nextLocked()
+}
+
+// finishLocked is finish with p.mu held.
+func (p *Pool) finishLocked(t *task, err error, returned bool) {
 	q := t.q
 	q.running--
 	p.running--
