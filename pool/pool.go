@@ -333,7 +333,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	case fn == nil:
 		panic("pool: Go with a nil function")
 	}
-	t := &task{ctx: ctx, fn: fn, p: p}
+	t := &task{ctx: ctx, fn: fn}
 	defer p.record()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -342,7 +342,7 @@ func (p *Pool) Go(ctx context.Context, scope resilience.Scope, fn func(context.C
 	}
 	q := p.scopes[scope]
 	if q == nil {
-		q = &queue{scope: scope, heap: -1}
+		q = &queue{p: p, scope: scope, heap: -1}
 		p.scopes[scope] = q
 	}
 	t.q = q
@@ -2180,11 +2180,13 @@ func (e *manyErrors) Error() string {
 
 func (e *manyErrors) Unwrap() []error { return e.errs }
 
-// task is one queued function.
+// task is one queued function. A queued task costs its allocation: 80
+// bytes, the size class it fits (TestATaskStaysInItsSizeClass,
+// BenchmarkPoolQueued); its pool is its queue's (queue.p), a word the
+// scope's queue holds once rather than each task.
 type task struct {
 	ctx  context.Context
 	fn   func(context.Context) error
-	p    *Pool
 	q    *queue
 	next *task
 
@@ -2194,8 +2196,8 @@ type task struct {
 	ended   bool
 	// Whether it was started to prove its scope and its first call is
 	// not decided yet (see Pool.proves): counted in its queue's proving.
-	// Beside the flags above, in gen's padding, so that a task is 96
-	// bytes, not 112 (BenchmarkPoolQueued).
+	// Beside the flags above, in gen's padding, so that a task is 80
+	// bytes, not 96 (BenchmarkPoolQueued).
 	proving bool
 	// The governor's Generation when it was started (truncated: it fits
 	// beside decided, and only its changes count), for a refusal of its
@@ -2207,9 +2209,10 @@ type task struct {
 	// How long its first call may wait to be admitted, when it was
 	// started to prove its scope (see Pool.proves); 0: the pool's
 	// MaxWait.
-	proveWait    time.Duration
-	deferredWait time.Duration
-	deferredErr  error
+	proveWait time.Duration
+	// Its first call's refusal (Deferred): it goes back to its queue as
+	// it ends (see Pool.finish).
+	deferredErr error
 }
 
 // run calls the task's function with its first call held by the governor
@@ -2240,7 +2243,7 @@ func (t *task) run() (err error, returned bool) {
 		}
 	}()
 	if t.q.scope.Provider != "" {
-		ctx = resilience.WithAdmission(ctx, t, max(t.p.maxWait, t.proveWait))
+		ctx = resilience.WithAdmission(ctx, t, max(t.q.p.maxWait, t.proveWait))
 	} else {
 		// Not the hold of the task that submitted it, if its ctx derives
 		// from that one's and that one's first call is still to come.
@@ -2288,7 +2291,7 @@ func (t *task) DecidedUnsent(scope resilience.Scope) { t.decidedIn(scope, true) 
 
 // decidedIn is DecidedIn, or DecidedUnsent when unsent.
 func (t *task) decidedIn(scope resilience.Scope, unsent bool) {
-	p := t.p
+	p := t.q.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.decided = true
@@ -2319,7 +2322,7 @@ func (t *task) Deferred(wait time.Duration, err error) { t.refused(wait, err) }
 
 // refused is Deferred under p.mu. Its scope cannot go before wait.
 func (t *task) refused(wait time.Duration, err error) {
-	p := t.p
+	p := t.q.p
 	// Told it could go, it lost the token to another call: the
 	// governor's error, read before the lock is taken all the same.
 	lost := wait > 0 && errors.Is(err, resilience.ErrNoToken)
@@ -2329,7 +2332,7 @@ func (t *task) refused(wait time.Duration, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !t.ended { // always, from the governor: see Deferred
-		t.decided, t.deferredWait, t.deferredErr = true, wait, err
+		t.decided, t.deferredErr = true, err
 	}
 	p.proven(t)
 	q := t.q

@@ -21,6 +21,7 @@ const (
 
 // queue is one scope's tasks, first in first out.
 type queue struct {
+	p          *Pool // the pool it is a queue of, for its tasks (see task)
 	scope      resilience.Scope
 	head, tail *task
 	n          int
