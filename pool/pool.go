@@ -452,7 +452,11 @@ queues:
 		q.noSlot, q.heldBack = false, false
 		behind := q.behind
 		q.behind = false
-		p.dropDone(q)
+		if p.dropDone(q) {
+			// Read again for ask (see there): dropping tasks takes
+			// time, a batch of ledgers' causes.
+			now = p.now()
+		}
 		if q.n == 0 {
 			// Put back in turn for a slot freed (noSlot), its tasks
 			// dropped before it was asked about (their contexts ended
@@ -483,7 +487,7 @@ queues:
 				// at the next recheck (slotRecheck).
 				p.passOn(account{q.scope.Provider, q.scope.Account}, noSlot)
 				var ok bool
-				if a, ok = p.ask(q, false); !ok {
+				if a, ok = p.ask(q, false, now); !ok {
 					return nil
 				}
 				now, asked = p.now(), true
@@ -553,7 +557,7 @@ queues:
 			if again {
 				first = a.turn
 			}
-			a, ok = p.ask(q, reserved || survey)
+			a, ok = p.ask(q, reserved || survey, now)
 			if reserved {
 				p.unreserve(acct, gen)
 			}
@@ -744,11 +748,16 @@ type answer struct {
 // asking, out of every structure, placed by pick alone. It reports false, q put
 // nowhere, when the pool was stopped meanwhile (the stop drops q's tasks,
 // if it has not yet); otherwise q's head is a task whose context is not
-// done, if it has tasks left. p.mu is held, and released meanwhile.
-func (p *Pool) ask(q *queue, slots bool) (a answer, ok bool) {
+// done, if it has tasks left. now is the pool's time, read since p.mu
+// was last taken (pick reads it as it takes the lock, and again each time
+// ask has taken it again): as the lock orders the pool's reads of its
+// clock, it is the time q is asked about, to within pick's steps under
+// the lock, and not read a second time there. p.mu is held, and released
+// meanwhile.
+func (p *Pool) ask(q *queue, slots bool, now time.Duration) (a answer, ok bool) {
 	q.where, q.taskEnded = asking, false
 	frees := p.frees.Load()
-	a.at = p.now()
+	a.at = now
 	// Whether the scope is looked at for a proof (see proves): a queue
 	// whose last answer was no token, or that its scope could go (its
 	// answer now may be the first of no token: a queue looked at only once
@@ -1069,14 +1078,17 @@ func (p *Pool) nextHold() (time.Duration, bool) {
 }
 
 // dropDone drops the tasks at the head of q whose context is done: they
-// would be run only to return its error. p.mu is held.
-func (p *Pool) dropDone(q *queue) {
+// would be run only to return its error. It reports whether it dropped
+// any. p.mu is held.
+func (p *Pool) dropDone(q *queue) (dropped bool) {
 	for q.n > 0 && expired(q.head.ctx) {
 		t := q.pop()
 		p.queued--
 		p.dropTask(t, t.ctx, false)
 		p.settle()
+		dropped = true
 	}
+	return dropped
 }
 
 // expired reports whether ctx is done, or its deadline has come: a task
