@@ -193,8 +193,11 @@ type Pool struct {
 	// no slot of, asked for the slots free of, or waits for a slot of:
 	// slotFreed looks at the pool for a slot of one of them, from then
 	// on until the pool has nothing queued or running (watch), and for
-	// no other account's, without a lock.
+	// no other account's, without a lock. waitingOn counts the
+	// accounts added, or more: while it is 0, slotFreed looks up none
+	// (see there).
 	slotWaits sync.Map
+	waitingOn atomic.Int32
 	slotLocks atomic.Uint64        // the times slotFreed took p.mu, which the tests count
 	unwatch   func()               // ends the pool's watch of the governor's slots (WatchSlots); nil: none (see watch)
 	full      map[account]fullMark // accounts found with no slot free (see markFull)
@@ -1724,6 +1727,14 @@ func (p *Pool) recheck() {
 // held.
 func (p *Pool) slotFreed(acct resilience.Scope) {
 	p.frees.Add(1)
+	// The pool waits on no account's slots (the common case: every call
+	// of the process ends here, a task's included): the lookup, which
+	// hashes the account, is skipped. waitsForSlot counts an account in
+	// before its caller reads frees, so that of a slot freed as an
+	// account is added, either the count is seen here, or frees there.
+	if p.waitingOn.Load() == 0 {
+		return
+	}
 	if _, ok := p.slotWaits.Load(account{acct.Provider, acct.Account}); !ok {
 		// No queue was told no slot of the account since the watch
 		// began (watch): a call beside a pool, of an account the pool
@@ -1790,11 +1801,12 @@ func (p *Pool) countFreed(only *account) {
 }
 
 // waitsForSlot adds acct to the accounts whose slots freed slotFreed
-// looks at the pool for (slotWaits), if it is not among them yet. p.mu
-// may be held or not.
+// looks at the pool for (slotWaits), if it is not among them yet, and
+// counts it (waitingOn) once it is there. p.mu may be held or not.
 func (p *Pool) waitsForSlot(acct account) {
 	if _, ok := p.slotWaits.Load(acct); !ok {
 		p.slotWaits.Store(acct, struct{}{})
+		p.waitingOn.Add(1)
 	}
 }
 
@@ -1994,6 +2006,10 @@ func (p *Pool) watch(on bool) {
 	case !on && p.unwatch != nil:
 		p.unwatch()
 		p.unwatch = nil
+		// The count first: an account added while the accounts are
+		// cleared is counted again after (waitsForSlot), whether the
+		// clear removes it or not.
+		p.waitingOn.Store(0)
 		p.slotWaits.Clear()
 		p.full = nil
 	}
