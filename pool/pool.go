@@ -205,6 +205,7 @@ type Pool struct {
 	askAll    time.Duration        // when the recheck of the queues waiting for a slot asks every one again (see recheck)
 	caps      map[account]int      // accounts' concurrency caps as asked, in the governor's state of Generation capsGen (see mayRace)
 	capsGen   uint64
+	capsSeq   uint64             // changes made to caps, for the queues' copies (see capOf)
 	heldBack  map[account]bool   // accounts with queues held back for their tasks' first calls (see holdBack)
 	leaders   map[account]*queue // the queue leading each account's queues held back, in turn or asked about (see unholdBack)
 	waits     map[string]bool    // breakerWaits by provider, for waitsGen
@@ -553,7 +554,7 @@ queues:
 		// queue not take it, the next in line's (passOn).
 		var reserved bool
 		var gen uint64
-		for survey, again := p.mayRace(acct), false; !asked; again = true {
+		for survey, again := p.mayRace(q, acct), false; !asked; again = true {
 			gen, reserved = p.reserve(acct, noSlot)
 			var ok bool
 			var first uint32
@@ -589,7 +590,7 @@ queues:
 				p.passLead(q, lead)
 				continue queues
 			}
-			if a.why == nil && !reserved && !a.surveyed && p.mayRace(acct) {
+			if a.why == nil && !reserved && !a.surveyed && p.mayRace(q, acct) {
 				// A task of the account started while its scope was asked
 				// about: asked again, for the slots free.
 				survey = true
@@ -605,7 +606,7 @@ queues:
 			}
 			break
 		}
-		if a.why == nil && a.surveyed && p.mayRace(acct) && a.free <= p.liveHolds(acct) {
+		if a.why == nil && a.surveyed && p.mayRace(q, acct) && a.free <= p.liveHolds(acct) {
 			// The first calls of the account's tasks started may take the
 			// slots free: it waits for those calls, in its turn. So does a
 			// queue asked for a slot the pool counted free (reserved): the
@@ -1372,21 +1373,29 @@ func (p *Pool) liveHoldsBegunBefore(acct account, held0 uint64) int {
 // An account of a provider turned off is asked as any, its calls taking
 // no slot (sent at once, ungoverned), though its configuration gives it
 // a cap. p.mu is held.
-func (p *Pool) mayRace(acct account) bool {
-	if c, ok := p.capOf(acct); ok && c > p.limit {
+func (p *Pool) mayRace(q *queue, acct account) bool {
+	if c, ok := p.capOf(q, acct); ok && c > p.limit {
 		return false
 	}
 	return p.liveHolds(acct) > 0 && p.gov.Enabled(acct.provider)
 }
 
 // capOf returns acct's concurrency cap, if a queue of it was asked about
-// for the slots free in the governor's state in force. p.mu is held.
-func (p *Pool) capOf(acct account) (int, bool) {
+// for the slots free in the governor's state in force. q is a queue of
+// acct, which keeps a copy of the cap (its entry of caps, or its
+// absence) until caps changes (learnCap), so that pick, which asks for
+// it twice a task, looks up no map (a hash of the account's strings,
+// under the lock) while caps stays as it is, as it does once learnt.
+// p.mu is held.
+func (p *Pool) capOf(q *queue, acct account) (int, bool) {
 	if p.caps == nil || p.capsGen != p.gov.Generation() {
 		return 0, false
 	}
-	c, ok := p.caps[acct]
-	return c, ok
+	if q.capsSeq != p.capsSeq {
+		q.cap, q.capKnown = p.caps[acct]
+		q.capsSeq = p.capsSeq
+	}
+	return q.cap, q.capKnown
 }
 
 // learnCap keeps acct's concurrency cap from a, an answer for the slots
@@ -1396,6 +1405,7 @@ func (p *Pool) learnCap(acct account, a answer) {
 		p.caps, p.capsGen = map[account]int{}, a.gen
 	}
 	p.caps[acct] = a.cap
+	p.capsSeq++ // never 0 again: a new queue's copy (capsSeq 0) is read
 }
 
 // holdBack makes q, whose account's slots free are no more than the first

@@ -41,6 +41,12 @@ type queue struct {
 	admitUntil time.Duration // admitting: when its hold ends, if not decided before
 	heap       int           // its index in the parked heap; -1: not in it
 	live       []*task       // its tasks running (started, not finished), for their contexts' deadlines (see Pool.Progress)
+	// Its account's concurrency cap in the pool's caps, if there
+	// (capKnown), copied when the pool's count of changes to its caps
+	// was capsSeq (see Pool.capOf).
+	capsSeq  uint64
+	cap      int
+	capKnown bool
 	// Its tasks started to prove its scope dead or alive (see
 	// Pool.proves) whose first calls are not decided yet. proved counts
 	// the first calls such tasks sent in the streak of failures that
