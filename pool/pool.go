@@ -170,6 +170,7 @@ type Pool struct {
 	// goroutine may be scheduled late, or a store's read return late.
 	afterAsk func(q *queue)
 	epoch    time.Time
+	system   bool // clock is the system clock (see now)
 
 	mu     sync.Mutex
 	quiet  sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
@@ -265,6 +266,7 @@ func New(ctx context.Context, opts ...Option) (*Pool, context.Context) {
 		p.gov = resilience.Default()
 	}
 	p.clock = p.gov.Clock()
+	p.system = p.clock == systemClock
 	p.epoch = p.clock.Now()
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
 	// The stop's goroutine is the pool's too: Wait waits for it, or stops
@@ -287,8 +289,21 @@ func notMade(method string) string {
 	return "pool: " + method + " on a zero Pool; make one with pool.New"
 }
 
-// now is the pool's time, on the governor's clock.
-func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
+// now is the pool's time, on the governor's clock. On the system clock,
+// it is time.Since: Now().Sub(epoch) subtracts the monotonic readings
+// alone, which time.Since reads without the wall clock's (one read of the
+// system's clocks, not two: the pool reads the time twice a task, under
+// its lock).
+func (p *Pool) now() time.Duration {
+	if p.system {
+		return time.Since(p.epoch)
+	}
+	return p.clock.Now().Sub(p.epoch)
+}
+
+// systemClock is the clock of a governor made with none (the zero
+// Governor's, as resilience.Governor documents it): the time package's.
+var systemClock = new(resilience.Governor).Clock()
 
 // Go queues fn as a task of scope, to run with ctx (which should derive
 // from the pool's context). fn's first governed call should be to scope,
