@@ -171,6 +171,10 @@ type Pool struct {
 	afterAsk func(q *queue)
 	epoch    time.Time
 	system   bool // clock is the system clock (see now)
+	// The fields above are set by New and read without the lock, by the
+	// workers at every step: a cache line apart from p.mu, which every
+	// goroutine of the pool writes as it takes the lock.
+	_ [64]byte
 
 	mu     sync.Mutex
 	quiet  sync.Cond // broadcast when nothing is queued, running or left to record, for Wait
@@ -189,7 +193,15 @@ type Pool struct {
 	// The queues of slots looked at or moved, in all: the pool's work
 	// on its line of queues waiting for a slot, which the tests measure.
 	slotSteps uint64
+	// frees and waitingOn (see slotWaits) are written or read by every
+	// call of the process as it ends (slotFreed), on any core: a cache
+	// line of their own, so that those writes do not take from the core
+	// that holds the lock the line of the fields it works on (holds, which
+	// every pick reads).
+	_         [64]byte
 	frees     atomic.Uint64 // slots the governor said may be free (slotFreed), for ask
+	waitingOn atomic.Int32
+	_         [64 - 12]byte
 	// The accounts (account, to struct{}) a queue of the pool was told
 	// no slot of, asked for the slots free of, or waits for a slot of:
 	// slotFreed looks at the pool for a slot of one of them, from then
@@ -198,7 +210,6 @@ type Pool struct {
 	// accounts added, or more: while it is 0, slotFreed looks up none
 	// (see there).
 	slotWaits sync.Map
-	waitingOn atomic.Int32
 	slotLocks atomic.Uint64        // the times slotFreed took p.mu, which the tests count
 	unwatch   func()               // ends the pool's watch of the governor's slots (WatchSlots); nil: none (see watch)
 	full      map[account]fullMark // accounts found with no slot free (see markFull)
