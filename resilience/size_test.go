@@ -14,7 +14,7 @@ import (
 // the benchmark's figures, and this test's bounds, updated together.
 //
 // So does a nesting call's allocation, which every governed call that
-// may have calls nested in it makes.
+// may have calls nested in it makes, and a scheduler's task's admission.
 func TestAScopesStateStaysInItsSizeClass(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -26,6 +26,11 @@ func TestAScopesStateStaysInItsSizeClass(t *testing.T) {
 		// (Do, Call) is one allocation: its Guard, its context and its
 		// gate (BenchmarkCall/governed-nesting).
 		{"nestingCall", unsafe.Sizeof(nestingCall{}), 480},
+		// A task a scheduler runs with its first call held
+		// (WithAdmission) is one allocation too: its context, its
+		// binding and its admission, 96 bytes (BenchmarkPool/scope-pool's
+		// B/op), not 112 as when binding's two flags each took a word.
+		{"admittedCtx", unsafe.Sizeof(admittedCtx{}), 96},
 	} {
 		if c.size > c.most {
 			t.Errorf("%s is %d bytes, over its size class's %d", c.name, c.size, c.most)

@@ -188,14 +188,15 @@ func (s *Stats) Messages() []string {
 
 // binding is what a context carries: the run's stats, the task's ledger
 // and the most a call may wait, in one value so that a call looks the
-// context up once.
+// context up once. Its flags are side by side, in one word (see
+// TestAScopesStateStaysInItsSizeClass's admittedCtx).
 type binding struct {
 	stats   *Stats
 	ledger  *Ledger
 	maxWait time.Duration // when bounded
+	adm     *admission    // a scheduler's hold on the first call, or nil
 	bounded bool
-	adm     *admission // a scheduler's hold on the first call, or nil
-	held    bool       // bounded or adm: a call's admission has a bound to compute
+	held    bool // bounded or adm: a call's admission has a bound to compute
 }
 
 type bindingKey struct{}
