@@ -155,7 +155,7 @@ func MaxWait(d time.Duration) Option {
 //
 // A Pool is for one scan: it keeps a queue for every scope it was given a
 // task of, empty or not, until Wait returns, so that Progress counts each
-// scope's tasks from the start (about 300 bytes a scope, with its map
+// scope's tasks from the start (about 370 bytes a scope, with its map
 // entry). A process that submits work for ever (a controller) should
 // start a pool per round of work rather than keep one.
 type Pool struct {
