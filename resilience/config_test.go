@@ -73,6 +73,13 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		{"ratelimit:\n  aws:\n    maxrps: 1\n", "ratelimit.aws.maxrps: unknown key (did you mean max_rps?)"},
 		{"oracle: {}\n", "ratelimit.oracle: unknown key (a provider other than aws, azure and gcp is tuned under providers: ratelimit.providers.oracle)"},
 		{"oracle: 1\n", "ratelimit.oracle: unknown key"},
+		// An operation's settings nested in its service's: they go beside
+		// it, under services, as service.Operation.
+		{"aws:\n  services:\n    ec2:\n      DescribeInstances: {max_rps: 1}\n",
+			"ratelimit.aws.services.ec2.DescribeInstances: unknown key (an operation's settings go under services as ec2.DescribeInstances, beside ec2's own)"},
+		{"providers:\n  github:\n    services:\n      rest: {search: {max_rps: 1}}\n",
+			"ratelimit.providers.github.services.rest.search: unknown key (an operation's settings go under services as rest.search, beside rest's own)"},
+		{"aws:\n  services:\n    ec2:\n      DescribeInstances: 1\n", "ratelimit.aws.services.ec2.DescribeInstances: unknown key"},
 		// An empty key names no setting, and no provider under providers.
 		{"\"\": {max_rps: 5}\n", "ratelimit: keys must be non-empty strings"},
 		{"aws: {\"\": 5}\n", "ratelimit.aws: keys must be non-empty strings"},

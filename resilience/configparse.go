@@ -76,11 +76,15 @@ func ParseConfig(data []byte) (Config, error) {
 // liveop's.
 var configDecoder = yamlconf.Decoder{Skip: liveKeys, Hint: providerHint}
 
-// providerHint explains an unknown key at the top of the section that
-// holds a mapping: a misspelt ratelimit, the key of the section in a
-// whole configuration, or else another provider's settings, which go
-// under providers.
+// providerHint explains an unknown key that holds a mapping: at the top
+// of the section, a misspelt ratelimit, the key of the section in a whole
+// configuration, or else another provider's settings, which go under
+// providers; under a service of services, an operation's settings, which
+// go beside the service's as service.Operation (nestedOperation).
 func providerHint(path string, mapping bool) string {
+	if hint := nestedOperation(path); hint != "" && mapping {
+		return hint
+	}
 	name, ok := strings.CutPrefix(path, "ratelimit.")
 	if !ok || !mapping || strings.Contains(name, ".") {
 		return ""
@@ -89,6 +93,24 @@ func providerHint(path string, mapping bool) string {
 		return hint
 	}
 	return yamlconf.OtherProvider(name)
+}
+
+// nestedOperation returns what an error about the unknown key at path
+// adds when the key is under a service of a provider's services
+// (ratelimit.aws.services.ec2.DescribeInstances): an operation's
+// settings are a key of services of their own, the service's and the
+// operation's names joined by a dot, beside the service's. It returns ""
+// for any other path.
+func nestedOperation(path string) string {
+	i := strings.LastIndex(path, ".services.")
+	if i < 0 {
+		return ""
+	}
+	svc, op, ok := strings.Cut(path[i+len(".services."):], ".")
+	if !ok || svc == "" || op == "" || strings.Contains(op, ".") {
+		return ""
+	}
+	return " (an operation's settings go under services as " + svc + "." + op + ", beside " + svc + "'s own)"
 }
 
 // liveKeys are the key paths of the section that package liveop owns.
