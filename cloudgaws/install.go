@@ -187,11 +187,11 @@ const (
 // (WithServiceName, to which the options' are added) and its retry
 // settings. Install never breaks cfg: on failure (a nil cfg, an invalid
 // option, an account id that is not plain text: space in it, as in one
-// read from a file with its newline, another control character, a byte
-// that is not UTF-8, more than 128 bytes) it leaves cfg as it was, so
-// that its clients work ungoverned, logs the error at warn level (to the
-// logger of WithLogger, or of the earlier installation; a program that
-// drops the error still hears of it) and returns it.
+// read from a file with its newline, another control or a format
+// character, a byte that is not UTF-8, more than 128 bytes) it leaves cfg
+// as it was, so that its clients work ungoverned, logs the error at warn
+// level (to the logger of WithLogger, or of the earlier installation; a
+// program that drops the error still hears of it) and returns it.
 func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 	var c config
 	for _, o := range opts {
@@ -227,7 +227,7 @@ func Install(cfg *aws.Config, accountID string, opts ...Option) (err error) {
 		// One read from a file with its newline: its scopes would match
 		// no other install, override or scheduler's question, and it
 		// would reach log lines, metric labels and the status page.
-		return fmt.Errorf("cloudgaws: install: account id %q is not plain text: a space, a control character or more than %d bytes", accountID, scopekey.MaxPlain)
+		return fmt.Errorf("cloudgaws: install: account id %q is not plain text: a space, a character that does not print (a control or format character, a byte that is not UTF-8) or more than %d bytes", accountID, scopekey.MaxPlain)
 	}
 	if accountID == "*" {
 		accountID = "" // unknown: one scope, shown as *, whichever way it is spelled

@@ -70,7 +70,12 @@ func (e *CircuitOpenError) Is(target error) bool { return target == state.ErrCir
 // RetryBudgetExhaustedError ends a retry loop (the SDK's own loop, for the
 // integrations) because the provider's retry budget is empty: the provider
 // is degraded and more retries would only add load. Err is the provider
-// error that would have been retried; Unwrap returns it. It classifies as
+// error that would have been retried; Unwrap returns it. An integration
+// whose retry also stops at a limit of consecutive retries may end it
+// with this error too, as cloudggcp's GCP retry does past max_retries
+// retries of a page: its Err is then that integration's error for the
+// limit (cloudggcp.RetriesExhaustedError), which wraps the provider's, so
+// that errors.As tells the limit from an empty budget. It classifies as
 // Throttled and reports the code Throttling, and errors.Is(err,
 // state.ErrBudgetExhausted) holds.
 // The governor returns it by pointer and never changes it afterwards, so

@@ -151,6 +151,11 @@ func TestInstallFailureLeavesConfigUsable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "account id") {
 			t.Fatalf("Install with the account id %q: %v, want refused", id, err)
 		}
+		// The error names every reason: each id above is refused for one.
+		if msg := err.Error(); !strings.Contains(msg, "a space") || !strings.Contains(msg, "control or format character") ||
+			!strings.Contains(msg, "not UTF-8") || !strings.Contains(msg, "more than 128 bytes") {
+			t.Fatalf("Install with the account id %q: %q, want the reasons named", id, msg)
+		}
 		if cfg.APIOptions != nil || cfg.Retryer != nil {
 			t.Fatalf("a refused account id %q changed the config", id)
 		}
