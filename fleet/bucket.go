@@ -27,11 +27,15 @@ type sharedBucket struct {
 	goodput  bool
 	rateFB   atomic.Uint64 // float64 bits of the last rate Redis reported
 	rates    atomic.Int64  // counts the rates Redis reported (see fallback)
-	// decreased is when (mono) the process last saw the fleet's rate go
-	// down (a rate Redis reported below the one before), 0 when never: a
-	// local bucket made from that rate takes a throttle within
+	// decreased is when (mono) the fleet's rate last went down at the
+	// earliest, as far as the process knows, never when it knows of no
+	// decrease: a local bucket made from that rate takes a throttle within
 	// bucket.DecreaseInterval of it as of the same congestion event.
-	decreased atomic.Int64
+	// reported is when Redis last reported a rate (setRate), never before
+	// the first: a rate lower than the one it reported before went down
+	// after then; a rate first reported, below the ceiling, may have gone
+	// down long ago (a throttle on the local limits is a new event).
+	decreased, reported atomic.Int64
 	// pausedUntil is the end (mono) of the latest pause this process set
 	// (Pause, or Throttle with a Retry-After): the callers holding tokens
 	// granted before it look at it before they send (PausedFor).
@@ -175,6 +179,8 @@ func newSharedBucket(s *Store, bk, brk string, spec state.BucketSpec) *sharedBuc
 	b.args = append([]any{ftoa(spec.Rate), ftoa(spec.Capacity() / spec.Rate), ftoa(b.floor), mode,
 		s.ttlMS(), s.horizon.Microseconds(), maxClockSkew.Microseconds()}, controllerArgs...)
 	b.rateFB.Store(math.Float64bits(spec.Rate))
+	b.decreased.Store(int64(never))
+	b.reported.Store(int64(never))
 	return b
 }
 
@@ -191,11 +197,14 @@ func (b *sharedBucket) rate() float64 { return math.Float64frombits(b.rateFB.Loa
 
 // setRate records the rate in a reply, if it is one this bucket's settings
 // allow (the scripts validate what they read; this checks what they
-// answer), and returns the rate in force.
+// answer), and returns the rate in force. A rate lower than the one
+// Redis reported before went down since that report (decreased), which
+// is all the process knows of when.
 func (b *sharedBucket) setRate(v any) float64 {
 	if r, ok := number(v); ok && r >= b.floor*(1-1e-9) && r <= b.spec.Rate*(1+1e-9) {
-		if old := math.Float64frombits(b.rateFB.Swap(math.Float64bits(r))); r < old*(1-1e-9) {
-			b.decreased.Store(int64(max(1, mono())))
+		prev := b.reported.Swap(int64(mono()))
+		if old := math.Float64frombits(b.rateFB.Swap(math.Float64bits(r))); r < old*(1-1e-9) && prev != int64(never) {
+			storeMax(&b.decreased, prev)
 		}
 		b.rates.Add(1)
 		return r
@@ -363,9 +372,9 @@ func (b *sharedBucket) fromRate(now time.Duration, div int64) state.Bucket {
 	spec.Rate = share(b.spec.Rate)
 	spec.Burst = math.Max(1, share(b.spec.Capacity()))
 	spec.Floor = math.Min(share(b.floor), spec.Rate) // b.floor: b.spec.Floor, or bucket.DefaultFloor
-	// How long ago the process saw the fleet's rate go down; -1: never.
+	// How long ago the fleet's rate went down at the earliest; -1: not known.
 	since := time.Duration(-1)
-	if at := b.decreased.Load(); at != 0 {
+	if at := b.decreased.Load(); at != int64(never) {
 		since = max(0, mono()-time.Duration(at))
 	}
 	l := bucket.NewAtRate(spec, share(b.rate()), now, since)
@@ -545,6 +554,7 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 		pairs = b.takeServed()
 	}
 	b.mu.Unlock()
+	sent := mono()
 	res, ok, unsent := b.s.runOnce(throttleScript, b.keys[:1], b.argsWith(append([]any{pause.Microseconds(), unused}, pairs...)...)...)
 	if !ok || len(res) < 2 {
 		b.keepUnsent(kept, unsent)
@@ -555,7 +565,11 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 		b.owe(pause)
 		return r, dec
 	}
-	return b.setRate(res[1]), toInt(res[0]) == 1
+	r, dec := b.setRate(res[1]), toInt(res[0]) == 1
+	if dec {
+		storeMax(&b.decreased, int64(sent)) // this throttle's: Redis decreased the rate after it was sent
+	}
+	return r, dec
 }
 
 // oweThrottle records that a throttle that came at at (mono), whose
