@@ -974,8 +974,9 @@ return reading(br, now)
 // numbered no higher (sent again, as the process does when the answer to
 // the first was lost) changes nothing but the key's TTL when it has none.
 // Each write-back drops the fields older than the key's TTL (and the
-// clock skew allowed), and the field goes with the key: a process sends
-// no write-back again after that long. Reply: as breakerSnapshotScript's,
+// clock skew allowed), and the field goes with the key, which each
+// write-back recorded gives the TTL from then, whether it changed the
+// breaker or not: a process sends no write-back again after that long. Reply: as breakerSnapshotScript's,
 // what the breaker is now.
 var breakerLearnedScript = newScript(breakerPrelude + `
 local now = now_us()
@@ -1075,6 +1076,11 @@ if write then
   redis.call('HSET', KEYS[1], 'state', br.state, 'failures', num(br.failures), 'cooldown', num(br.cooldown),
     'until', num(br.untilv), 'since', num(br.since), 'reset', num(br.reset), 'ft', br.ft, 'why', br.why,
     'whyat', num(br.since))
+end
+-- The key, and with it the record, lives the TTL from now when the
+-- write-back is recorded, whether it changed the breaker or not: the
+-- process may send it again up to that long after (less the timeout).
+if write or wbf then
   expire(KEYS[1], TTL_MS, now, br.untilv)
 else
   touch(KEYS[1], TTL_MS, now, br.untilv)
