@@ -145,12 +145,15 @@ local function applied(key, wbf, seq)
 end
 -- record notes in wbf, a field of key, that Redis applied the write-back
 -- seq at now, and drops the other records of key older than ttl (ms) and
--- skew (µs): their processes send no write-back that old again.
+-- skew (µs): their processes send no write-back that old again; and so
+-- the tells of rounds (throttledScript's 'wt:' fields) that ended as long
+-- ago.
 local function record(key, wbf, seq, now, ttl, skew)
   local keep = now - tonumber(ttl) * 1000 - skew
   local h = redis.call('HGETALL', key)
   for i = 1, #h, 2 do
-    if string.sub(h[i], 1, 3) == 'wb:' and h[i] ~= wbf then
+    local p = string.sub(h[i], 1, 3)
+    if (p == 'wb:' or p == 'wt:') and h[i] ~= wbf then
       local m = string.match(h[i + 1], '^%S+%s+(%S+)$')
       local at = tonumber(m or '')
       if not finite(at) or at < keep then redis.call('HDEL', key, h[i]) end
@@ -610,8 +613,9 @@ return {dec, tostring(b.rate)}
 // round: the first starts it, and it lasts ARGV[ARG0+5+k] microseconds
 // (three of the process's heartbeats: every process on local limits then
 // is back within it), unless a decrease not its own comes meanwhile. The
-// round leaves the fleet's rate at the mean of what its write-backs told,
-// never above the rate it started from, in place of the events'
+// round leaves the fleet's rate at the mean of what its processes told
+// (a process's latest write-back in it standing for it: ARGV[ARG0+4+k]
+// names the process's bucket), never above the rate it started from, in place of the events'
 // decreases: each process's local limits had a share of the fleet's rate,
 // so several processes' throttles add up to the rates they reached
 // together (their sum, once all wrote back), not to a product of every
@@ -695,11 +699,28 @@ if finite(age) and age >= 0 then
         finite(wend) and wend > now and wend <= now + HORIZON_US and tonumber(w[5]) == ldec) then
       wbase, wsum, wn, wend = before, 0, 0, now + within
     end
+    -- A write-back of a process that told the round already (its first
+    -- answer lost, it stayed on local limits and wrote back what came
+    -- since) takes the place of what it told: the round counts each
+    -- process once, at the rate its local limits last reached. Its tell
+    -- is kept in the field 'wt:...' named as its record, with the round's
+    -- end.
+    local tf = nil
+    if wbf then
+      tf = 'wt' .. string.sub(wbf, 3)
+      local m1, m2 = string.match(redis.call('HGET', KEYS[1], tf) or '', '^(%S+)%s+(%S+)$')
+      local prev = tonumber(m1 or '')
+      if wn >= 1 and tonumber(m2 or '') == wend and finite(prev) and prev >= FLOOR * (1 - 1e-9) and
+          prev <= CEILING * (1 + 1e-9) then
+        wsum, wn = math.max(0, wsum - prev), wn - 1
+      end
+    end
     wsum, wn = wsum + tell, wn + 1
     local r = math.max(FLOOR, math.min(wbase, wsum / wn))
     if r ~= b.rate then set_rate(b, now, r, true) end
     if r < before then dec = 1 else dec = 0 end
     call('HSET', KEYS[1], 'wbase', tostring(wbase), 'wsum', tostring(wsum), 'wn', num(wn), 'wend', num(wend), 'wdec', num(b.ldec))
+    if tf then redis.call('HSET', KEYS[1], tf, tostring(tell) .. ' ' .. num(wend)) end
   end
 end
 count_to(nil)
