@@ -3,6 +3,8 @@ package fleet
 import (
 	"strings"
 	"testing"
+
+	"github.com/cloudg/cloudg/internal/scopekey"
 )
 
 // clusterSlot returns the Redis Cluster slot of key as the cluster
@@ -129,5 +131,30 @@ func TestAPrefixsBracesLeaveTheScopesTag(t *testing.T) {
 	WithPrefix("cloudg:eu").apply(&c)
 	if c.prefix != "cloudg:eu" {
 		t.Errorf("prefix \"cloudg:eu\" read as %q, want it as it is (no brace)", c.prefix)
+	}
+}
+
+// A provider's name a user gives may hold a brace, or a '%', '/' or '*':
+// its retry budget's key holds the name whole in its hash tag, escaped as
+// a scope's part and its braces as in a scope's tag, so that "}x" does not
+// end the tag early and no two names share a budget ("a}x" and "a%7Dx"
+// did, once escaped). A name without those characters keeps its key.
+func TestABudgetsKeyHoldsItsProvidersNameWhole(t *testing.T) {
+	s := &Store{cfg: config{prefix: "cloudg"}}
+	seen := map[string]string{}
+	for _, provider := range []string{"aws", "}x", "a}x", "a%7Dx", "{x}", "a/b", "a%2Fb", "*", ""} {
+		key := s.key(budgetKey(provider))
+		_, tag := clusterSlot(key)
+		want := "budget:" + hashTag(scopekey.Format(&[5]string{provider}, true, 1))
+		if tag != want || strings.Count(key, "{") != 1 || strings.Count(key, "}") != 1 {
+			t.Errorf("provider %q: key %q, tag %q; want the tag %q, one brace of each kind", provider, key, tag, want)
+		}
+		if other, ok := seen[key]; ok {
+			t.Errorf("providers %q and %q share the budget key %q", other, provider, key)
+		}
+		seen[key] = provider
+	}
+	if got := s.key(budgetKey("aws")); got != "cloudg:{budget:aws}" {
+		t.Errorf("aws's budget key %q, want cloudg:{budget:aws} as before", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/breaker"
 	"github.com/cloudg/cloudg/internal/hint"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -1127,6 +1128,15 @@ func (r *breakerRefs) live() []weak.Pointer[sharedBreaker] {
 	return live
 }
 
+// budgetKey is the key of provider's retry budget, before the prefix: its
+// name escaped as a scope's part is ('%', '/' and '*'), then its braces
+// as in a hash tag (hashTag), so that the name is whole between the
+// braces of the key's tag and no two providers share a key. A provider's
+// name a user gives may hold a brace: "}x" would end the tag early.
+func budgetKey(provider string) string {
+	return "{budget:" + hashTag(scopekey.Format(&[5]string{provider}, true, 1)) + "}"
+}
+
 // Budget returns the shared retry budget of provider: one per provider,
 // of the size asked last, however often the governor asks (it does on
 // every Reset and Configure). Asked again, it keeps the tokens Redis holds,
@@ -1137,7 +1147,7 @@ func (r *breakerRefs) live() []weak.Pointer[sharedBreaker] {
 // one shrunk holds at most its new size, and so does the budget of a fleet
 // whose processes ask for different sizes: each clamps it to its own.
 func (s *Store) Budget(provider string, size int) state.Budget {
-	key := s.key("{budget:" + provider + "}")
+	key := s.key(budgetKey(provider))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b, ok := s.budgets[key]; ok {
