@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/fleet"
+	"github.com/cloudg/cloudg/fleet/test/internal/redisproxy"
 	"github.com/cloudg/cloudg/internal/hint"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -487,4 +489,28 @@ func untilLocal(t *testing.T, s *fleet.Store) {
 		}
 		return s.Stats().Degraded
 	})
+}
+
+// loseNextAnswerNaming makes px lose the answer to the next command that
+// names the scope key (its hash tag: a write-back of the scope's breaker
+// or bucket), after Redis ran it, then calls up (Redis back, for a
+// process on local limits to write back to), and waits until that answer
+// was lost: 5 s at most, or the test fails.
+func loseNextAnswerNaming(t *testing.T, px *redisproxy.Proxy, key string, up func()) {
+	t.Helper()
+	var once sync.Once
+	lost := make(chan struct{})
+	px.DropAnswerTo(func(cmd []byte) bool {
+		if !bytes.Contains(cmd, []byte(key+"}")) {
+			return false
+		}
+		once.Do(func() { close(lost) })
+		return true
+	})
+	up()
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process wrote nothing back")
+	}
 }

@@ -1,8 +1,6 @@
 package test
 
 import (
-	"bytes"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,21 +32,7 @@ func TestAProcesssWriteBacksCountOnceInTheirRound(t *testing.T) {
 		if r, _ := ab.Throttle(0, 0); r != 50 {
 			t.Fatalf("the first throttle on local limits: rate %v, want 50", r)
 		}
-		var once sync.Once
-		lost := make(chan struct{})
-		px.DropAnswerTo(func(cmd []byte) bool {
-			if !bytes.Contains(cmd, []byte(vpcsKey+"}")) {
-				return false
-			}
-			once.Do(func() { close(lost) })
-			return true
-		})
-		up()
-		select {
-		case <-lost:
-		case <-time.After(5 * time.Second):
-			t.Fatal("A wrote nothing back")
-		}
+		loseNextAnswerNaming(t, px, vpcsKey, up)
 		px.Down() // A stays on local limits
 		time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
 		if r, _ := ab.Throttle(1500*time.Millisecond, 0); r != 25 {
