@@ -292,7 +292,7 @@ func (b *sharedBreaker) fallback() *breaker.Breaker {
 
 // fallbackLocked is fallback with localMu held.
 func (b *sharedBreaker) fallbackLocked() *breaker.Breaker {
-	ep := b.s.episode.Load()
+	ep, _ := b.s.outage()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.keepsLocal(ep) {
@@ -516,7 +516,7 @@ func (b *sharedBreaker) localAllowProbe(now time.Duration) (time.Duration, bool)
 func (b *sharedBreaker) localSnapshot(now time.Duration) state.BreakerSnapshot {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	ep := b.s.episode.Load()
+	ep, _ := b.s.outage()
 	b.mu.Lock()
 	l := b.local
 	if !b.keepsLocal(ep) {
@@ -703,7 +703,7 @@ func (b *sharedBreaker) learnedAnswer(now, t time.Duration, res []any, err error
 // closed view, however fresh, does not let a call through that the local
 // breaker, which counts the failures after Close, refuses.
 func (b *sharedBreaker) Allow(now time.Duration) (time.Duration, bool, bool) {
-	if b.s.degraded.Load() || b.s.shut.Load() {
+	if b.s.degraded() || b.s.shut.Load() {
 		return b.localAllow(now)
 	}
 	b.mu.Lock()
@@ -771,7 +771,7 @@ func (b *sharedBreaker) snapshot(now time.Duration) (res []any, st state.Breaker
 // AllowProbe lets the fleet's probe send its retries while the breaker is
 // half-open or closed.
 func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		return b.localAllowProbe(now)
 	}
 	_, st, wait, _, ok := b.snapshot(now)
@@ -801,7 +801,7 @@ func (b *sharedBreaker) AllowProbe(now time.Duration) (time.Duration, bool) {
 // or not it found failures to reset, so that it ends the other processes'
 // streaks of failed answers too.
 func (b *sharedBreaker) Success() bool {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		return b.localSuccess()
 	}
 	tick := b.s.staleTick.Load()
@@ -953,7 +953,7 @@ func since(fails []time.Duration, t time.Duration) []time.Duration {
 // "down"; "" when it does not say): Redis keeps it with the breaker, so
 // that every process reads it (OpenReason), as the one that opened it.
 func (b *sharedBreaker) FailureFor(now time.Duration, why string) bool {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		return b.localFailure(now, true)
 	}
 	sent := mono()
@@ -1008,7 +1008,7 @@ func (b *sharedBreaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 // process may have opened, rather than Pristine). While Redis does not
 // answer, the local breaker, which Pristine accounts for, decides: never.
 func (b *sharedBreaker) Stale(now time.Duration) bool {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		return false
 	}
 	b.mu.Lock()

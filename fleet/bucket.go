@@ -256,7 +256,7 @@ const maxServed = 1024
 func (b *sharedBucket) flushServed() {
 	b.mu.Lock()
 	b.flush = nil
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		if len(b.served) > 0 && !b.s.closed() {
 			b.flush = time.AfterFunc(bucket.GoodputSlot, b.flushServed)
 		}
@@ -279,7 +279,7 @@ func (b *sharedBucket) flushServed() {
 // local limits), not a refusal of the script alone, which sending them
 // again would meet again.
 func (b *sharedBucket) keepUnsent(kept []served, unsent bool) {
-	if !unsent || !b.s.degraded.Load() {
+	if !unsent || !b.s.degraded() {
 		return
 	}
 	b.mu.Lock()
@@ -340,7 +340,8 @@ func servedPairs(counts []served) []any {
 func (b *sharedBucket) fallback(now time.Duration) state.Bucket {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
-	ep, out, rates := b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()
+	ep, out := b.s.outage()
+	rates := b.rates.Load()
 	if !b.keepsLocal(ep, out, rates) {
 		div := b.s.sharers()
 		b.local = b.fromRate(now, div)
@@ -401,7 +402,7 @@ func (b *sharedBucket) localSnapshot(now time.Duration) state.BucketSnapshot {
 	b.localMu.Lock()
 	defer b.localMu.Unlock()
 	l := b.local
-	if !b.keepsLocal(b.s.episode.Load(), b.s.degraded.Load(), b.rates.Load()) {
+	if ep, out := b.s.outage(); !b.keepsLocal(ep, out, b.rates.Load()) {
 		l = b.fromRate(now, b.s.sharers())
 	}
 	return l.Snapshot(now)
@@ -434,7 +435,7 @@ func (b *sharedBucket) Cancel(now time.Duration) {
 	b.mu.Lock()
 	local := b.log.lastLocal()
 	b.mu.Unlock()
-	if local || b.s.degraded.Load() {
+	if local || b.s.degraded() {
 		b.cancelLocal(now, 1)
 		return
 	}
@@ -465,7 +466,7 @@ func (b *sharedBucket) CancelAt(now, at time.Duration) {
 		}
 		t := mono()
 		b.mu.Lock()
-		if !b.s.degraded.Load() && !b.onLocal && b.leaseOpen(t) {
+		if !b.s.degraded() && !b.onLocal && b.leaseOpen(t) {
 			b.lease++
 			b.leaseNow++
 			b.mu.Unlock()
@@ -549,7 +550,7 @@ func (b *sharedBucket) Throttle(now, pause time.Duration) (float64, bool) {
 	}
 	var pairs []any
 	var kept []served
-	if !b.s.degraded.Load() { // else kept for Redis (flushServed)
+	if !b.s.degraded() { // else kept for Redis (flushServed)
 		kept = append(kept, b.served...)
 		pairs = b.takeServed()
 	}
@@ -926,7 +927,7 @@ func (b *sharedBucket) learnPause(sent, answered, p time.Duration) {
 // window and a round trip after another process paused the scope.
 func (b *sharedBucket) PausedFor(ctx context.Context) (time.Duration, error) {
 	t := mono()
-	if b.pauseStale(t) && !b.s.degraded.Load() && !b.s.shut.Load() {
+	if b.pauseStale(t) && !b.s.degraded() && !b.s.shut.Load() {
 		if err := b.readPause(ctx, t); err != nil {
 			return 0, err
 		}
@@ -1022,7 +1023,7 @@ func (b *sharedBucket) readPauseNow(ch chan struct{}) {
 // bucket.GoodputClimbInterval after bucket.GoodputQuiet) are Redis's to
 // apply, and most successes have nothing to ask.
 func (b *sharedBucket) Success(now time.Duration) (float64, bool) {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		if b.goodput { // for Redis too, when it answers again (flushServed)
 			b.mu.Lock()
 			b.count()
@@ -1055,7 +1056,7 @@ func (b *sharedBucket) Success(now time.Duration) (float64, bool) {
 // Recovering reports whether Success has anything to do: count for the
 // goodput controller, recover for AIMD below the ceiling.
 func (b *sharedBucket) Recovering() bool {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		return true // let the fallback count; cheap compared to an outage
 	}
 	return b.goodput || b.adaptive && b.rate() < b.spec.Rate

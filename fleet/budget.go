@@ -59,7 +59,8 @@ func (b *sharedBudget) resize(size int) {
 func (b *sharedBudget) fallback() state.Budget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ep, out, reads := b.s.episode.Load(), b.s.degraded.Load(), b.reads.Load()
+	ep, out := b.s.outage()
+	reads := b.reads.Load()
 	if !b.keepsLocal(ep, out, reads) {
 		b.local = b.fromKnown()
 		b.localEp, b.localOut, b.localReads = ep, out, reads
@@ -83,7 +84,7 @@ func (b *sharedBudget) fromKnown() state.Budget {
 
 // onLocal reports whether the budget is the local one: while Redis does
 // not answer, and after Close.
-func (b *sharedBudget) onLocal() bool { return b.s.degraded.Load() || b.s.shut.Load() }
+func (b *sharedBudget) onLocal() bool { return b.s.degraded() || b.s.shut.Load() }
 
 // exchange sends the pending refunds and, when take is set, spends a
 // token; it reports whether the token was spent. Refunds Redis did not
@@ -144,7 +145,7 @@ func (b *sharedBudget) Remaining() float64 {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		l := b.local
-		if !b.keepsLocal(b.s.episode.Load(), b.s.degraded.Load(), b.reads.Load()) {
+		if ep, out := b.s.outage(); !b.keepsLocal(ep, out, b.reads.Load()) {
 			l = b.fromKnown()
 		}
 		return l.Remaining()
@@ -156,7 +157,7 @@ func (b *sharedBudget) Remaining() float64 {
 // of the budget (others spend it): Succeed refunds only while the budget
 // is not full as far as it knows, so that view is at most a heartbeat old.
 func (b *sharedBudget) flush() {
-	if !b.s.degraded.Load() {
+	if !b.s.degraded() {
 		b.exchange(false)
 	}
 }

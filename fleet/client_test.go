@@ -243,7 +243,7 @@ func TestALostAnswerNeverSendsAScriptAgain(t *testing.T) {
 			}
 			// Its answer lost, the store is on local limits; back on the
 			// shared state, one failure is one script sent.
-			s.degraded.Store(false)
+			s.toShared()
 			before = scripts.Load()
 			s.Breaker("k", state.BreakerSpec{Threshold: 2, Cooldown: time.Minute, MaxCooldown: time.Minute}).Failure(0)
 			if n := scripts.Load() - before; n != 1 {

@@ -221,7 +221,7 @@ func (b *sharedBucket) hit(t time.Duration) time.Duration {
 // Redis, which the lease's tokens were taken from, says when it can go.
 // The governor's Delay asks it.
 func (b *sharedBucket) LeaseWait(now time.Duration) (time.Duration, bool) {
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		return 0, false
 	}
 	t := mono()
@@ -278,7 +278,7 @@ func (b *sharedBucket) reserve(ctx context.Context, now, latest time.Duration, r
 	t := mono()
 	b.mu.Lock()
 	b.use(now, t)
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		// Local limits: the lease's tokens are the shared bucket's, whose
 		// queued callers the local bucket was charged for; the lease goes.
 		b.takeLease()
@@ -569,7 +569,7 @@ func (b *sharedBucket) tryReserve(now time.Duration, read bool) bool {
 	t := mono()
 	b.mu.Lock()
 	b.use(now, t)
-	if b.s.degraded.Load() {
+	if b.s.degraded() {
 		b.takeLease() // see reserve
 		b.mu.Unlock()
 		return b.tryLocal(now)

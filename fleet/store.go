@@ -52,10 +52,14 @@ type Store struct {
 	// it (the breaker's own settings bound it again: update).
 	longestWait atomic.Int64
 
-	degraded  atomic.Bool  // Redis is not answering: local limits
+	// mode is the store's outage and whether it is in it, as one word
+	// (episode<<1 | 1 on local limits): the switches to local limits
+	// counted, and Redis not answering. One word, so that no reader sees
+	// the switch half made, local limits under the episode before it
+	// (degraded, outage, toLocal, toShared).
+	mode      atomic.Int64
 	shut      atomic.Bool  // Close is done with Redis: local limits for good
 	pending   atomic.Bool  // a local breaker or bucket holds what was not written back yet
-	episode   atomic.Int64 // counts the switches to local limits
 	procs     atomic.Int64 // live processes at the last heartbeat, at least 1
 	staleTick atomic.Int64 // counts the periods of WithBreakerStaleness
 
@@ -489,7 +493,7 @@ func (s *Store) Stats() StoreStats {
 	return StoreStats{
 		RedisCalls: s.calls.Load(), RedisErrors: s.errors.Load(),
 		LeaseHits: s.hits.Load(), LeaseMisses: s.misses.Load(),
-		Fallbacks: s.fallbacks.Load(), Degraded: s.degraded.Load(), Processes: s.procs.Load(),
+		Fallbacks: s.fallbacks.Load(), Degraded: s.degraded(), Processes: s.procs.Load(),
 	}
 }
 
@@ -723,17 +727,17 @@ func (s *Store) heartbeat() {
 		// Not the script's answer (it echoes the process's id): no answer
 		// from Redis, on local limits (see unreadable).
 		s.unreadable(s.key("procs"), res)
-		if s.degraded.Load() {
+		if s.degraded() {
 			return
 		}
 	default:
 		s.readable()
 		s.procs.Store(max(1, toInt(res[0])))
 	}
-	if (s.degraded.Load() || s.pending.Load()) && !s.writeBack() && s.degraded.Load() {
+	if (s.degraded() || s.pending.Load()) && !s.writeBack() && s.degraded() {
 		return // Redis stopped answering again: still local limits
 	}
-	if s.degraded.CompareAndSwap(true, false) {
+	if s.toShared() {
 		s.logger().Info("cloudg fleet: Redis answers again; back to shared limits", "processes", s.procs.Load())
 		s.writeBack()
 	}
@@ -780,12 +784,51 @@ func (s *Store) hold(m *sync.Map, k any) bool {
 	return true
 }
 
+// degraded reports whether the store is on local limits: Redis is not
+// answering.
+func (s *Store) degraded() bool { return s.mode.Load()&1 == 1 }
+
+// outage returns the store's outage, counted from 1 (0: none yet), and
+// whether the store is in it, read together: a local limit made for the
+// pair is made for the outage it names (sharedBucket.fallback).
+func (s *Store) outage() (ep int64, out bool) {
+	m := s.mode.Load()
+	return m >> 1, m&1 == 1
+}
+
+// toLocal switches the store to local limits in a new outage, and
+// reports whether it did (false: it was on them).
+func (s *Store) toLocal() bool {
+	for {
+		m := s.mode.Load()
+		if m&1 == 1 {
+			return false
+		}
+		if s.mode.CompareAndSwap(m, (m>>1+1)<<1|1) {
+			return true
+		}
+	}
+}
+
+// toShared switches the store back to the shared state, in the outage it
+// was in, and reports whether it did (false: it was on it).
+func (s *Store) toShared() bool {
+	for {
+		m := s.mode.Load()
+		if m&1 == 0 {
+			return false
+		}
+		if s.mode.CompareAndSwap(m, m&^1) {
+			return true
+		}
+	}
+}
+
 // fail records that Redis does not answer and switches to local limits,
 // logging once.
 func (s *Store) fail(err error) {
 	s.errors.Add(1)
-	if s.degraded.CompareAndSwap(false, true) {
-		s.episode.Add(1)
+	if s.toLocal() {
 		s.fallbacks.Add(1)
 		msg := "cloudg fleet: Redis does not answer; local limits divided among the live processes"
 		switch {
@@ -831,7 +874,7 @@ func (s *Store) unanswered(err error, sent time.Duration) {
 	ans := s.answered.Load()
 	_, reply := errorCode(err) // an answer itself, which answered counts
 	switch {
-	case s.degraded.Load(), ans == math.MinInt64:
+	case s.degraded(), ans == math.MinInt64:
 		s.fail(err)
 		return
 	case !late(err) && (reply || ans <= int64(sent)):
@@ -998,7 +1041,7 @@ func (s *Store) runOnce(script *script, keys []string, args ...any) (res []any, 
 	if s.shut.Load() {
 		return nil, false, false
 	}
-	if s.degraded.Load() {
+	if s.degraded() {
 		return nil, false, true
 	}
 	s.calls.Add(1)
