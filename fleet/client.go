@@ -20,7 +20,12 @@ const maxClockSkew = time.Minute
 // openClient makes the go-redis client for rawURL: a Sentinel client when
 // it names a master_name, a cluster client when it lists further nodes
 // with addr=, a client of one server otherwise. Every one ends its calls
-// at their context's deadline.
+// at their context's deadline, and tries a dial once unless the URL says
+// otherwise (dialer_retries, which go-redis reads for Cluster and Sentinel
+// URLs): go-redis dials again after a refused dial in the background, and
+// the operation waiting for it would end at its deadline, taken for a
+// late answer, instead of seeing the connection refused (see unanswered).
+// The store's heartbeat dials again.
 func openClient(rawURL string) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -36,6 +41,9 @@ func openClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
 		o.ContextTimeoutEnabled = true
+		if !q.Has("dialer_retries") {
+			o.DialerRetries = 1
+		}
 		return redis.NewFailoverClient(o), nil
 	case q.Has("addr"):
 		o, err := redis.ParseClusterURL(rawURL)
@@ -43,6 +51,9 @@ func openClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
 		o.ContextTimeoutEnabled = true
+		if !q.Has("dialer_retries") {
+			o.DialerRetries = 1
+		}
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(rawURL)
@@ -50,6 +61,7 @@ func openClient(rawURL string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	o.ContextTimeoutEnabled = true
+	o.DialerRetries = 1
 	return redis.NewClient(o), nil
 }
 

@@ -276,7 +276,10 @@ func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.l
 // With Sentinel the URL's credentials are the sentinels'; the master's
 // come as the username and password query parameters. Every client Open
 // makes ends a call at its context's deadline (go-redis's
-// ContextTimeoutEnabled), so that no Redis wait outlasts WithTimeout. Open
+// ContextTimeoutEnabled), so that no Redis wait outlasts WithTimeout, and
+// tries a dial once (go-redis's DialerRetries: 1, unless a Cluster or
+// Sentinel URL gives dialer_retries), so that a Redis that refuses the
+// connection is seen as one at once, not as a silence. Open
 // fails only for a malformed URL, and its error never shows the URL's
 // password: a Redis that does not answer yet means local limits until it
 // does. Like New, it returns after the store's first heartbeat, which
@@ -296,7 +299,11 @@ func Open(url string, opts ...Option) (*Store, error) {
 // New returns a Store on rdb, a client the caller made (and closes). It
 // returns after the store's first heartbeat, which announces the process
 // and counts the live ones: against a Redis that does not answer, after
-// the operation timeout (WithTimeout), on local limits.
+// the operation timeout (WithTimeout), on local limits. A client that
+// dials again after a refused dial (go-redis's DialerRetries, 5 by
+// default) keeps the store waiting for it until the operation's deadline,
+// and the store takes a Redis that refuses connections for a silent one:
+// give rdb DialerRetries: 1, as the clients Open makes have.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	cfg := config{
 		prefix:        "cloudg",
