@@ -17,8 +17,11 @@ import (
 // with object keys sorted, no spaces and no HTML escaping. A value JSON
 // cannot encode (a channel, a function, NaN) is encoded as its fmt.Sprint
 // string, inside maps, slices and structs too (a struct is then its fields
-// by their JSON names, as a map). The same request with its map keys
-// or struct fields in another order has the same key:
+// by their JSON names, as a map), and a map, slice or pointer that comes
+// again inside itself (a cycle, which JSON cannot encode either: a child
+// pointing back at its parent) as its type's name where it comes again.
+// The same request with its map keys or struct fields in another order
+// has the same key:
 //
 //	Key("scan", map[string]any{"accounts": []string{"1", "2"}, "refresh": true})
 func Key(parts ...any) string {
@@ -28,7 +31,7 @@ func Key(parts ...any) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(canonical(parts, 0)); err != nil {
+	if err := enc.Encode(canonical(parts, 0, &walk{})); err != nil {
 		// canonical leaves only values JSON encodes.
 		panic(fmt.Sprintf("liveop: Key: %v", err))
 	}
@@ -40,8 +43,10 @@ func Key(parts ...any) string {
 // slices, strings, json.Number, bools, nil), whose maps encoding/json
 // writes with sorted keys. A value that does not encode becomes its string,
 // or, for a map, slice, array, pointer or struct, the tree of its elements;
-// past maxDepth levels of such (a map holding itself) its type's name.
-func canonical(v any, depth int) any {
+// past maxDepth levels of such, or where a map, slice or pointer comes
+// again inside itself (a map holding itself), its type's name: a value
+// that holds itself twice is walked once, not down every way back to it.
+func canonical(v any, depth int, w *walk) any {
 	if depth > maxDepth {
 		return fmt.Sprintf("%T", v)
 	}
@@ -54,6 +59,10 @@ func canonical(v any, depth int) any {
 		}
 	}
 	rv := reflect.ValueOf(v)
+	if !w.enter(rv) {
+		return fmt.Sprintf("%T", v) // inside itself
+	}
+	defer w.leave(rv)
 	switch rv.Kind() {
 	case reflect.Map:
 		// Keys by their strings; keys that print alike (1 and "1") are
@@ -62,7 +71,7 @@ func canonical(v any, depth int) any {
 		pairs := make(map[string][]any, rv.Len())
 		for it := rv.MapRange(); it.Next(); {
 			k := fmt.Sprint(it.Key().Interface())
-			pairs[k] = append(pairs[k], []any{fmt.Sprintf("%T", it.Key().Interface()), canonical(it.Value().Interface(), depth+1)})
+			pairs[k] = append(pairs[k], []any{fmt.Sprintf("%T", it.Key().Interface()), canonical(it.Value().Interface(), depth+1, w)})
 		}
 		m := make(map[string]any, len(pairs))
 		for k, ps := range pairs {
@@ -77,18 +86,18 @@ func canonical(v any, depth int) any {
 	case reflect.Slice, reflect.Array:
 		s := make([]any, rv.Len())
 		for i := range s {
-			s[i] = canonical(rv.Index(i).Interface(), depth+1)
+			s[i] = canonical(rv.Index(i).Interface(), depth+1, w)
 		}
 		return s
 	case reflect.Pointer, reflect.Interface:
 		if !rv.IsNil() {
-			return canonical(rv.Elem().Interface(), depth+1)
+			return canonical(rv.Elem().Interface(), depth+1, w)
 		}
 		return nil
 	case reflect.Struct:
 		if !hasOwnEncoding(rv.Type()) { // whose encoding failed (a time.Time past year 9999): its string
 			m := map[string]any{}
-			structFields(rv, m, depth)
+			structFields(rv, m, depth, w)
 			return m
 		}
 	}
@@ -104,9 +113,9 @@ func canonical(v any, depth int) any {
 // shallowest, and of those the one a tag names; none when that leaves a
 // tie, or when the dominant one is not written (empty with omitempty, or
 // under a nil embedded pointer).
-func structFields(rv reflect.Value, m map[string]any, depth int) {
+func structFields(rv reflect.Value, m map[string]any, depth int, w *walk) {
 	var fs []jsonField
-	collectFields(rv, rv.Type(), 0, depth, []reflect.Type{rv.Type()}, &fs)
+	collectFields(rv, rv.Type(), 0, depth, []reflect.Type{rv.Type()}, &fs, w)
 	slices.SortStableFunc(fs, func(a, b jsonField) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
 			return c
@@ -153,7 +162,7 @@ type jsonField struct {
 // (within) is not walked into again, as encoding/json does not: a struct
 // that embeds itself through a pointer would otherwise be walked without
 // end.
-func collectFields(rv reflect.Value, t reflect.Type, level, depth int, within []reflect.Type, fs *[]jsonField) {
+func collectFields(rv reflect.Value, t reflect.Type, level, depth int, within []reflect.Type, fs *[]jsonField, w *walk) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("json")
@@ -179,7 +188,7 @@ func collectFields(rv reflect.Value, t reflect.Type, level, depth int, within []
 				}
 			}
 			if !slices.Contains(within, et) {
-				collectFields(fv, et, level+1, depth+1, append(slices.Clip(within), et), fs)
+				collectFields(fv, et, level+1, depth+1, append(slices.Clip(within), et), fs, w)
 			}
 			continue
 		}
@@ -198,7 +207,7 @@ func collectFields(rv reflect.Value, t reflect.Type, level, depth int, within []
 		case !fv.IsValid() || strings.Contains(","+opts+",", ",omitempty,") && emptyValue(fv):
 			f.omitted = true
 		case fv.CanInterface():
-			f.tree = canonical(fv.Interface(), depth+1)
+			f.tree = canonical(fv.Interface(), depth+1, w)
 		case unexportedStruct && depth+1 > maxDepth:
 			f.tree = fv.Type().String() // as canonical ends a cycle
 		case unexportedStruct:
@@ -207,11 +216,17 @@ func collectFields(rv reflect.Value, t reflect.Type, level, depth int, within []
 			if fv.Kind() == reflect.Pointer && fv.IsNil() {
 				break // null
 			}
+			if !w.enter(fv) {
+				f.tree = fv.Type().String() // inside itself, as canonical ends it
+				break
+			}
+			p := fv
 			if fv.Kind() == reflect.Pointer {
 				fv = fv.Elem()
 			}
 			inner := map[string]any{}
-			structFields(fv, inner, depth+1)
+			structFields(fv, inner, depth+1, w)
+			w.leave(p)
 			f.tree = inner
 		default:
 			f.omitted = true
@@ -262,3 +277,59 @@ func emptyValue(v reflect.Value) bool {
 }
 
 const maxDepth = 64
+
+// walk is the maps, slices and pointers canonical is inside of, from the
+// outermost value down to the one it walks, as encoding/json tracks them
+// to find a cycle: one met again inside itself is not walked again.
+type walk struct {
+	inside map[ref]bool
+}
+
+// ref is a map, slice or pointer as walk knows it: where it points, its
+// length (a slice), and its type (a pointer to a struct and one to its
+// first field point at one place).
+type ref struct {
+	ptr uintptr
+	len int
+	typ reflect.Type
+}
+
+// refOf returns rv as walk knows it, or false for a value of another
+// kind, or a nil one, which holds nothing.
+func refOf(rv reflect.Value) (ref, bool) {
+	switch rv.Kind() {
+	case reflect.Map, reflect.Pointer:
+		if !rv.IsNil() {
+			return ref{ptr: rv.Pointer(), typ: rv.Type()}, true
+		}
+	case reflect.Slice:
+		if !rv.IsNil() {
+			return ref{ptr: rv.Pointer(), len: rv.Len(), typ: rv.Type()}, true
+		}
+	}
+	return ref{}, false
+}
+
+// enter notes that the walk goes inside rv, and reports false, noting
+// nothing, when it is inside rv already.
+func (w *walk) enter(rv reflect.Value) bool {
+	r, ok := refOf(rv)
+	if !ok {
+		return true
+	}
+	if w.inside[r] {
+		return false
+	}
+	if w.inside == nil {
+		w.inside = map[ref]bool{}
+	}
+	w.inside[r] = true
+	return true
+}
+
+// leave notes that the walk has come out of rv, which enter let it into.
+func (w *walk) leave(rv reflect.Value) {
+	if r, ok := refOf(rv); ok {
+		delete(w.inside, r)
+	}
+}

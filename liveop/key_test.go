@@ -272,3 +272,42 @@ func TestKeyOfAStructWithFieldsOfOneName(t *testing.T) {
 		t.Errorf("two fields of one name at one depth: key %s, want the map's without either, %s", got, want)
 	}
 }
+
+// treeNode is a request's part as Go programs build trees: each child
+// points back at its parent, so that JSON cannot encode it (a cycle).
+type treeNode struct {
+	Name     string      `json:"name"`
+	Parent   *treeNode   `json:"parent"`
+	Children []*treeNode `json:"children"`
+}
+
+// A value that holds itself more than once (a map under two of its own
+// keys, a tree whose children point back at their parent) has a key in
+// time linear in its size: where it comes again inside itself, it is its
+// type's name, as a map holding itself once is. Walked down to maxDepth
+// levels, each holding two or more ways back, it had 2^64 paths and Key
+// never returned.
+func TestKeyOfAValueHoldingItselfTwice(t *testing.T) {
+	self := map[string]any{}
+	self["a"] = self
+	self["b"] = self
+	name := fmt.Sprintf("%T", self)
+	if got, want := Key("scan", self), Key("scan", map[string]any{"a": name, "b": name}); got != want {
+		t.Errorf("a map holding itself twice: key %s, want %s, that of the map with its type's name where it comes again", got, want)
+	}
+
+	root := &treeNode{Name: "root"}
+	for _, n := range []string{"c1", "c2", "c3"} {
+		root.Children = append(root.Children, &treeNode{Name: n, Parent: root})
+	}
+	other := &treeNode{Name: "root"}
+	other.Children = []*treeNode{{Name: "c1", Parent: other}}
+	if a, b := Key("scan", root), Key("scan", other); len(a) != 32 || a == b {
+		t.Errorf("two trees with parent pointers: keys %s and %s", a, b)
+	}
+	node := fmt.Sprintf("%T", root)
+	child := func(n string) map[string]any { return map[string]any{"name": n, "parent": node, "children": nil} }
+	if got, want := Key("scan", root), Key("scan", map[string]any{"name": "root", "parent": nil, "children": []any{child("c1"), child("c2"), child("c3")}}); got != want {
+		t.Errorf("a tree whose children point back at their parent: key %s, want %s, that of the tree with its type's name where the root comes again", got, want)
+	}
+}
