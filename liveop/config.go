@@ -84,11 +84,11 @@ func (c Config) Validate() error {
 		{"live_operation_timeout_seconds", c.OperationTimeoutSeconds},
 	} {
 		if !nonNegative(f.v) {
-			errs = append(errs, fieldErr("ratelimit."+f.key, "must be >= 0"))
+			errs = append(errs, fieldErr("ratelimit."+f.key, nonNegativeMsg(f.v, "")))
 		}
 	}
 	if c.CooldownSeconds != nil && !nonNegative(*c.CooldownSeconds) {
-		errs = append(errs, fieldErr("ratelimit.live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
+		errs = append(errs, fieldErr("ratelimit.live_cooldown_seconds", nonNegativeMsg(*c.CooldownSeconds, offByZero)))
 	}
 	for _, p := range sortedKeys(c.ProviderCooldownSeconds) {
 		if p == "" {
@@ -97,8 +97,8 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		} else if strings.ContainsAny(p, "/:") {
 			errs = append(errs, fieldErr(providerPath(p), badProviderName))
-		} else if !nonNegative(c.ProviderCooldownSeconds[p]) {
-			errs = append(errs, fieldErr(providerPath(p)+".live_cooldown_seconds", "must be >= 0 (0 turns the cooldown off)"))
+		} else if v := c.ProviderCooldownSeconds[p]; !nonNegative(v) {
+			errs = append(errs, fieldErr(providerPath(p)+".live_cooldown_seconds", nonNegativeMsg(v, offByZero)))
 		}
 	}
 	return errors.Join(errs...)
@@ -131,6 +131,24 @@ func providerPath(p string) string {
 }
 
 func nonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// nonNegativeMsg is the error of v, which nonNegative refuses: "must be
+// >= 0", with why in parentheses when there is a note, or, for a number
+// that is not finite (which code can set and a document cannot give),
+// "must be a finite number >= 0", since +Inf is >= 0, as resilience's
+// Validate says it.
+func nonNegativeMsg(v float64, note string) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "must be a finite number >= 0"
+	case note != "":
+		return "must be >= 0 (" + note + ")"
+	}
+	return "must be >= 0"
+}
+
+// offByZero is why a cooldown may be 0.
+const offByZero = "0 turns the cooldown off"
 
 func fieldErr(path, msg string) error { return &yamlconf.Error{Path: path, Msg: msg} }
 

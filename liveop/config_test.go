@@ -3,6 +3,7 @@ package liveop
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,6 +179,27 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 		{Config{ProviderCooldownSeconds: map[string]float64{"": 5}}, "ratelimit.providers: a provider name is not empty"},
 	} {
 		if _, err := New(c.cfg); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %v, want %s", c.cfg, err, c.want)
+		}
+	}
+}
+
+// A number that is not finite, which code can set and a document cannot
+// give, is refused as resilience's Validate refuses it: +Inf is >= 0, so
+// the error says the number must be finite.
+func TestValidateSaysANumberMustBeFinite(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{OperationTimeoutSeconds: inf}, "ratelimit.live_operation_timeout_seconds: must be a finite number >= 0"},
+		{Config{CallerWindowSeconds: nan}, "ratelimit.live_caller_window_seconds: must be a finite number >= 0"},
+		{Config{CooldownSeconds: &inf}, "ratelimit.live_cooldown_seconds: must be a finite number >= 0"},
+		{Config{ProviderCooldownSeconds: map[string]float64{"aws": inf}}, "ratelimit.aws.live_cooldown_seconds: must be a finite number >= 0"},
+		{Config{ProviderCooldownSeconds: map[string]float64{"github": nan}}, "ratelimit.providers.github.live_cooldown_seconds: must be a finite number >= 0"},
+	} {
+		if err := c.cfg.Validate(); err == nil || err.Error() != c.want {
 			t.Errorf("%+v: %v, want %s", c.cfg, err, c.want)
 		}
 	}
