@@ -19,9 +19,10 @@ import (
 // string, inside maps, slices and structs too (a struct is then its fields
 // by their JSON names, as a map), and a map, slice or pointer that comes
 // again inside itself (a cycle, which JSON cannot encode either: a child
-// pointing back at its parent) as its type's name where it comes again.
-// The same request with its map keys or struct fields in another order
-// has the same key:
+// pointing back at its parent) as its type's name where it comes again;
+// so is a value whose fmt.Sprint string would not end (a struct whose own
+// MarshalJSON fails on a map holding itself). The same request with its
+// map keys or struct fields in another order has the same key:
 //
 //	Key("scan", map[string]any{"accounts": []string{"1", "2"}, "refresh": true})
 func Key(parts ...any) string {
@@ -41,11 +42,12 @@ func Key(parts ...any) string {
 
 // canonical returns v as the generic JSON tree it encodes to (maps,
 // slices, strings, json.Number, bools, nil), whose maps encoding/json
-// writes with sorted keys. A value that does not encode becomes its string,
-// or, for a map, slice, array, pointer or struct, the tree of its elements;
-// past maxDepth levels of such, or where a map, slice or pointer comes
-// again inside itself (a map holding itself), its type's name: a value
-// that holds itself twice is walked once, not down every way back to it.
+// writes with sorted keys. A value that does not encode becomes its string
+// (sprint), or, for a map, slice, array, pointer or struct, the tree of its
+// elements; past maxDepth levels of such, or where a map, slice or pointer
+// comes again inside itself (a map holding itself), its type's name: a
+// value that holds itself twice is walked once, not down every way back
+// to it.
 func canonical(v any, depth int, w *walk) any {
 	if depth > maxDepth {
 		return fmt.Sprintf("%T", v)
@@ -70,7 +72,7 @@ func canonical(v any, depth int, w *walk) any {
 		// order, so that no key hides another in the map's random order.
 		pairs := make(map[string][]any, rv.Len())
 		for it := rv.MapRange(); it.Next(); {
-			k := fmt.Sprint(it.Key().Interface())
+			k := sprint(it.Key().Interface())
 			pairs[k] = append(pairs[k], []any{fmt.Sprintf("%T", it.Key().Interface()), canonical(it.Value().Interface(), depth+1, w)})
 		}
 		m := make(map[string]any, len(pairs))
@@ -101,7 +103,98 @@ func canonical(v any, depth int, w *walk) any {
 			return m
 		}
 	}
+	return sprint(v)
+}
+
+// sprint returns v's string, fmt.Sprint's, or its type's name when that
+// string would not end: fmt.Sprint walks the maps and slices a value
+// holds, finding no cycle, so that one holding a map inside itself (a
+// struct whose own encoding failed on it, a map's key pointing at a
+// struct holding it) overflows the stack, which kills the process.
+func sprint(v any) string {
+	if !printEnds(reflect.ValueOf(v)) {
+		return fmt.Sprintf("%T", v)
+	}
 	return fmt.Sprint(v)
+}
+
+// printEnds reports whether fmt.Sprint of rv ends: whether no map or slice
+// that fmt walks in rv (through fields, elements and interfaces, and a
+// pointer at the top, which fmt prints as &{...}; one further down it
+// prints as an address) holds itself. It walks each map and slice once,
+// colouring it: one met again while it is walked is inside itself. It is
+// cautious: fmt does not walk a value whose String or Error method it
+// calls instead, which printEnds walks all the same.
+func printEnds(rv reflect.Value) bool {
+	const walking, walked = 1, 2
+	var seen map[ref]uint8
+	var ends func(rv reflect.Value, top bool) bool
+	ends = func(rv reflect.Value, top bool) bool {
+		switch rv.Kind() {
+		case reflect.Interface:
+			return rv.IsNil() || ends(rv.Elem(), false)
+		case reflect.Pointer:
+			return !top || rv.IsNil() || ends(rv.Elem(), false)
+		case reflect.Struct:
+			for i := range rv.NumField() {
+				if !ends(rv.Field(i), false) {
+					return false
+				}
+			}
+		case reflect.Array:
+			if scalar(rv.Type().Elem()) {
+				return true
+			}
+			for i := range rv.Len() {
+				if !ends(rv.Index(i), false) {
+					return false
+				}
+			}
+		case reflect.Map, reflect.Slice:
+			r, ok := refOf(rv)
+			if !ok || rv.Kind() == reflect.Slice && scalar(rv.Type().Elem()) {
+				return true
+			}
+			switch seen[r] {
+			case walking:
+				return false
+			case walked:
+				return true
+			}
+			if seen == nil {
+				seen = map[ref]uint8{}
+			}
+			seen[r] = walking
+			if rv.Kind() == reflect.Map {
+				for it := rv.MapRange(); it.Next(); {
+					if !ends(it.Key(), false) || !ends(it.Value(), false) {
+						return false
+					}
+				}
+			} else {
+				for i := range rv.Len() {
+					if !ends(rv.Index(i), false) {
+						return false
+					}
+				}
+			}
+			seen[r] = walked
+		}
+		return true
+	}
+	return ends(rv, true)
+}
+
+// scalar reports whether a value of type t holds no other value fmt
+// walks: a bool, a number or a string.
+func scalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	}
+	return false
 }
 
 // structFields adds to m the fields of the struct rv that encoding/json

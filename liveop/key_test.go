@@ -311,3 +311,32 @@ func TestKeyOfAValueHoldingItselfTwice(t *testing.T) {
 		t.Errorf("a tree whose children point back at their parent: key %s, want %s, that of the tree with its type's name where the root comes again", got, want)
 	}
 }
+
+// ownEncoding is a request's part with a MarshalJSON of its own, which
+// fails on a map holding itself, as encoding/json does.
+type ownEncoding struct{ M map[string]any }
+
+func (o ownEncoding) MarshalJSON() ([]byte, error) { return json.Marshal(o.M) }
+
+// keyHolder is a map key holding a map: printed, a key shows it.
+type keyHolder struct{ M map[string]any }
+
+// A part Key writes as its string (a struct whose own encoding failed, a
+// map's key) that holds a map inside itself, whose string fmt.Sprint
+// never ends (it finds no cycle, and overflows the stack, which kills
+// the process), is its type's name, as a map holding itself is.
+func TestKeyOfAValueWhoseStringHoldsACycle(t *testing.T) {
+	self := map[string]any{}
+	self["self"] = self
+	if got, want := Key("scan", ownEncoding{self}), Key("scan", fmt.Sprintf("%T", ownEncoding{})); got != want {
+		t.Errorf("a struct whose own encoding fails on a cycle: key %s, want %s, that of its type's name", got, want)
+	}
+	if got, want := Key("scan", map[*keyHolder]int{{M: self}: 1}), Key("scan", map[string]any{fmt.Sprintf("%T", &keyHolder{}): 1}); got != want {
+		t.Errorf("a map whose key holds a cycle: key %s, want %s, that of the map with the key's type's name", got, want)
+	}
+	// Without a cycle, the string as before.
+	plain := map[string]any{"a": 1}
+	if got, want := Key("scan", ownEncoding{plain}), Key("scan", map[string]any{"a": 1}); got != want {
+		t.Errorf("a struct whose own encoding holds no cycle: key %s, want %s", got, want)
+	}
+}
