@@ -270,18 +270,39 @@ func part(s string) string {
 // before a small letter (DB<wbr>Instances); one also starts at a letter
 // or a digit after a punctuation mark or a symbol
 // (RegionInstanceGroupManagers.<wbr>List, compute.<wbr>instances). A
-// byte that is not UTF-8 is written as U+FFFD, as the page writes it
-// elsewhere.
+// mark (an accent written after its letter, an Indic vowel sign or
+// virama) is part of the character before it: no break goes before it,
+// and the rules read that character in its place. A byte that is not
+// UTF-8 is written as U+FFFD, as the page writes it elsewhere.
 func words(s string) template.HTML {
 	word := func(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }
 	r := []rune(s)
+	// base returns the character before i, its marks passed over.
+	base := func(i int) rune {
+		for i--; i > 0 && unicode.IsMark(r[i]); i-- {
+		}
+		return r[i]
+	}
+	// next returns the character after i, its marks passed over (0: none).
+	next := func(i int) rune {
+		for i++; i < len(r) && unicode.IsMark(r[i]); i++ {
+		}
+		if i < len(r) {
+			return r[i]
+		}
+		return 0
+	}
 	var b strings.Builder
 	start := 0
 	for i := 1; i < len(r); i++ {
-		prev, this := r[i-1], r[i]
+		this := r[i]
+		if unicode.IsMark(this) {
+			continue // one character with the one before it
+		}
+		prev := base(i)
 		switch {
 		case unicode.IsUpper(this) && (unicode.IsLower(prev) || unicode.IsDigit(prev)),
-			unicode.IsUpper(this) && unicode.IsUpper(prev) && i+1 < len(r) && unicode.IsLower(r[i+1]),
+			unicode.IsUpper(this) && unicode.IsUpper(prev) && unicode.IsLower(next(i)),
 			word(this) && !word(prev) && !unicode.IsSpace(prev):
 		default:
 			continue

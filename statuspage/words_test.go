@@ -32,3 +32,23 @@ func TestNamesBreakBetweenTheirWords(t *testing.T) {
 		}
 	}
 }
+
+// A mark (an accent written after its letter, a vowel sign or a virama of
+// an Indic script) is part of the letter before it: a name breaks neither
+// between them nor inside a word of a script that writes its vowels as
+// marks (a line break after प् in प्राप्त breaks the conjunct it makes
+// with र), and a CamelCase word after an accented letter still starts a
+// word of its own.
+func TestANameBreaksNotBetweenALetterAndItsMarks(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"सूचीप्राप्त", "सूचीप्राप्त"},
+		{"get_सूची", "get_<wbr>सूची"},
+		{"Re\u0301sume\u0301List", "Re\u0301sume\u0301<wbr>List"},
+		{"List.Re\u0301sume\u0301s", "List.<wbr>Re\u0301sume\u0301s"},
+		{"E\u0301TAList", "E\u0301TA<wbr>List"},
+	} {
+		if got := string(words(c.name)); got != c.want {
+			t.Errorf("words(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
