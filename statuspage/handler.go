@@ -98,6 +98,9 @@ func wholeSeconds(d time.Duration) int64 {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// No answer is stored: the page is of the moment it was read, and a
+	// refusal or a page not read is no lasting answer either.
+	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "the status page is read-only", http.StatusMethodNotAllowed)
@@ -132,7 +135,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.RefreshSeconds = wholeSeconds(h.c.refresh)
 	hd := w.Header()
-	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	var buf bytes.Buffer
 	if asJSON {

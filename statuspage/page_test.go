@@ -476,6 +476,42 @@ func TestAQueryThatDoesNotParseIsRefused(t *testing.T) {
 	}
 }
 
+// No answer of the page is stored by a browser or a proxy: a refusal
+// (405, 400) or a page not read (503) is no more the page's lasting
+// answer than the page itself is, and a 405 may otherwise be cached
+// heuristically. Each says too that its type is the one it names.
+func TestNoAnswerOfThePageIsStored(t *testing.T) {
+	g, err := resilience.NewGovernor(resilience.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "ec2"}
+	resilience.Do(context.Background(), sc, func(context.Context) error { return nil }, resilience.WithGovernor(g))
+	h := New(WithGovernor(g))
+	cancelled := httptest.NewRequest(http.MethodGet, "/", nil)
+	ctx, cancel := context.WithCancel(cancelled.Context())
+	cancel()
+	cancelled = cancelled.WithContext(ctx)
+	gone := httptest.NewRecorder()
+	h.ServeHTTP(gone, cancelled)
+	for _, c := range []struct {
+		what string
+		w    *httptest.ResponseRecorder
+		code int
+	}{
+		{"GET", get(t, h, http.MethodGet, "/"), http.StatusOK},
+		{"POST", get(t, h, http.MethodPost, "/"), http.StatusMethodNotAllowed},
+		{"an unknown format", get(t, h, http.MethodGet, "/?format=xml"), http.StatusBadRequest},
+		{"a query that does not parse", get(t, h, http.MethodGet, "/?format=js%zz"), http.StatusBadRequest},
+		{"a request gone", gone, http.StatusServiceUnavailable},
+	} {
+		if c.w.Code != c.code || c.w.Header().Get("Cache-Control") != "no-store" || c.w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d, Cache-Control %q, X-Content-Type-Options %q; want %d, no-store, nosniff",
+				c.what, c.w.Code, c.w.Header().Get("Cache-Control"), c.w.Header().Get("X-Content-Type-Options"), c.code)
+		}
+	}
+}
+
 // The retry budgets shown are bounded by WithLimit too, as the scopes and
 // accounts are: a program that calls many providers by name gets a page
 // of its limit's size, with the budgets nearest their end, and the page
