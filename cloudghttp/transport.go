@@ -179,6 +179,11 @@ func (t *Transport) CloseIdleConnections() {
 // header), or none; so it is too for a request sent ungoverned (no
 // provider, or a provider disabled).
 //
+// A response the base transport returns with an error, which the
+// RoundTripper contract forbids, is dropped (its body closed), and the
+// attempt fails with the error, as net/http's client reads the two; the
+// caller never gets both.
+//
 // A panic of the base transport, of the request's body or of its GetBody
 // reaches the caller as it was, never recovered: the slot is given back,
 // the body of the answer GetBody was to retry is closed, and the call is
@@ -236,7 +241,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // RoundTrip): a base that sent a copy of its own, or named none, does not
 // decide it, whether the governor governs the request or not.
 func (t *Transport) ungoverned(req *http.Request) (*http.Response, error) {
-	resp, err := t.baseTransport().RoundTrip(req)
+	resp, err := answered(t.baseTransport().RoundTrip(req))
 	if resp != nil {
 		resp.Request = req
 	}
@@ -411,12 +416,29 @@ func (x *exchange) quota(resp *http.Response) {
 // send sends one attempt, whose slot run gives back with its answer
 // (RoundTrip gives it back if base panics). A base that returns neither a
 // response nor an error, against the RoundTripper contract, fails the
-// attempt with an error, as net/http's client fails such a request.
+// attempt with an error, as net/http's client fails such a request; one
+// that returns both fails it with its error (see answered).
 func (x *exchange) send(req *http.Request) (*http.Response, error) {
 	base := x.t.baseTransport()
-	resp, err := base.RoundTrip(req)
+	resp, err := answered(base.RoundTrip(req))
 	if resp == nil && err == nil {
 		err = fmt.Errorf("cloudghttp: base transport %T returned a nil *http.Response with a nil error", base)
+	}
+	return resp, err
+}
+
+// answered is what a base transport returned, as the RoundTripper
+// contract has it: a response and an error together (which the contract
+// forbids) are the error alone, as net/http's client reads them, and the
+// response's body is closed, since no caller will have it: the request
+// failed, and the response is neither retried as an answer nor given back
+// as a success.
+func answered(resp *http.Response, err error) (*http.Response, error) {
+	if resp != nil && err != nil {
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		return nil, err
 	}
 	return resp, err
 }
