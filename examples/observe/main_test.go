@@ -61,6 +61,7 @@ func TestServesMetricsAndTheStatusPage(t *testing.T) {
 		t.Errorf("/metrics lacks %v", missing)
 	}
 	checkREADMEsHelp(t, fams, want)
+	checkREADMEsAccounts(t, get(t, metrics))
 
 	body := get(t, status)
 	if !strings.Contains(body, "governor status") || strings.Count(body, ` data-scope="`) != len(estate) {
@@ -117,6 +118,37 @@ func checkREADMEsHelp(t *testing.T, fams map[string]any, want []string) {
 		if !shown[name] {
 			t.Errorf("the README's scrape has no HELP line of %s", name)
 		}
+	}
+}
+
+// checkREADMEsAccounts checks that each account the README's scrape
+// shows (its cloud_account_id labels) is one the example's series carry,
+// as cloudgotel writes it: a label value the README shows and the example
+// never serves is output the program does not print.
+func checkREADMEsAccounts(t *testing.T, scraped string) {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const label = `cloud_account_id="`
+	seen := map[string]bool{}
+	for _, l := range strings.Split(string(readme), "\n") {
+		_, rest, ok := strings.Cut(l, label)
+		if !ok || !strings.HasPrefix(l, "cloudg_") {
+			continue
+		}
+		id, _, _ := strings.Cut(rest, `"`)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if !strings.Contains(scraped, label+id+`"`) {
+			t.Errorf("the README's scrape shows cloud_account_id=%q, which no series of the example carries", id)
+		}
+	}
+	if len(seen) == 0 {
+		t.Error("the README's scrape shows no cloud_account_id")
 	}
 }
 
