@@ -179,6 +179,10 @@ func (t *Transport) CloseIdleConnections() {
 // header), or none; so it is too for a request sent ungoverned (no
 // provider, or a provider disabled).
 //
+// A request without a URL (which net/http's client never sends) is
+// handed to the base transport ungoverned, the scope function not called:
+// net/http's Transport fails it with an error.
+//
 // A response the base transport returns with an error, which the
 // RoundTripper contract forbids, is dropped (its body closed), and the
 // attempt fails with the error, as net/http's client reads the two; the
@@ -189,6 +193,12 @@ func (t *Transport) CloseIdleConnections() {
 // the body of the answer GetBody was to retry is closed, and the call is
 // recorded as lost to it (resilience.LossPanicked).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		// No scope can be read from it, nor an answer classified: the
+		// base fails it, as net/http's Transport does ("http: nil
+		// Request.URL"), and closes its body.
+		return t.ungoverned(req)
+	}
 	var scope resilience.Scope
 	if t.scope != nil {
 		scope = t.scope(req)
