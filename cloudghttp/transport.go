@@ -191,7 +191,8 @@ func (t *Transport) CloseIdleConnections() {
 // A panic of the base transport, of the request's body or of its GetBody
 // reaches the caller as it was, never recovered: the slot is given back,
 // the body of the answer GetBody was to retry is closed, and the call is
-// recorded as lost to it (resilience.LossPanicked).
+// recorded as lost to it (resilience.LossPanicked). So does a panic of the
+// scope function, before any call begins: the request's body is closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		// No scope can be read from it, nor an answer classified: the
@@ -199,10 +200,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Request.URL"), and closes its body.
 		return t.ungoverned(req)
 	}
-	var scope resilience.Scope
-	if t.scope != nil {
-		scope = t.scope(req)
-	}
+	scope := t.scopeOf(req)
 	gov := t.cfg.governor()
 	if scope.Provider == "" {
 		return t.ungoverned(req)
@@ -244,6 +242,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := x.run()
 	returned = true
 	return resp, err
+}
+
+// scopeOf returns req's scope, as the scope function gives it (none when
+// there is none). When the scope function panics (the caller's code), the
+// request's body, which nothing will send, is closed, and the panic goes
+// on as it was.
+func (t *Transport) scopeOf(req *http.Request) resilience.Scope {
+	if t.scope == nil {
+		return resilience.Scope{}
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			closeBody(req)
+		}
+	}()
+	scope := t.scope(req)
+	returned = true
+	return scope
 }
 
 // ungoverned sends req with the base transport, as it is, and names req
