@@ -19,7 +19,10 @@ package pool
 // paused, a token and slot taken, or, rarely, the scope made dead (its
 // breaker still closed) by calls outside the pool; Progress; and, rarely,
 // a reset of the governor, the provider turned off or on or its
-// account's concurrency cap changed (a Configure), or a cancel of the pool's parent context. Each task's function records
+// account's concurrency cap changed (a Configure), or a cancel of the pool's parent context; and tasks
+// given contexts of their own, maybe with a deadline, which a step
+// cancels while they are queued or running (a task whose context is done
+// when its turn comes is dropped, never run). Each task's function records
 // its runs and returns in the model.
 //
 // After every step the bubble is let settle (synctest.Wait: every
@@ -326,16 +329,23 @@ type rec struct {
 	finals    int   // times it ended (returned for good, or dropped)
 	err       error // the error it failed with (not a panic)
 	panicked  bool
-	atGo      bool      // dropped by Go (counted in its scope's queue): the pool was stopped already
-	notBefore time.Time // deferred: when its scope may go, by the refusal
-	resetsAt  int       // the machine's resets when its function last started
-	t         *task     // the pool's task, found from its first run (not for the zero scope)
+	atGo      bool                    // dropped by Go (counted in its scope's queue): the pool was stopped already
+	ctx       context.Context         // the context it was submitted with
+	cancel    context.CancelCauseFunc // its own context's cancel (goOwn), nil: none of its own
+	stopTimer context.CancelFunc      // its own deadline's cancel (goOwn), called as the sequence ends
+	notBefore time.Time               // deferred: when its scope may go, by the refusal
+	resetsAt  int                     // the machine's resets when its function last started
+	t         *task                   // the pool's task, found from its first run (not for the zero scope)
 }
 
 type recKey struct{}
 
 // errStop is the cause the model cancels the pool's parent context with.
 var errStop = errors.New("model: scan stopped")
+
+// errTaskStop is the cause the model cancels a task's own context with
+// (cancelTask).
+var errTaskStop = errors.New("model: task cancelled")
 
 // machine is one sequence's pool, governor and model.
 type machine struct {
@@ -446,6 +456,8 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
 		"":         m.check,
 		"go":       m.goOne,
+		"goOwn":    m.goOwn,
+		"cancelT":  m.cancelTask,
 		"goMany":   m.goMany,
 		"sleep":    m.sleep,
 		"pause":    m.pause,
@@ -505,11 +517,25 @@ func (m *machine) drawSpec(rt *rapid.T, sc, depth int, label string) *spec {
 // submit submits a task of scope sc doing s, with a context derived from
 // ctx carrying its own ledger and its record.
 func (m *machine) submit(ctx context.Context, sc int, s *spec) {
+	m.submitOwn(ctx, sc, s, false, 0)
+}
+
+// submitOwn is submit, the task's context given a cancel of its own when
+// own says so (cancelTask cancels it), and a deadline timeout from now
+// when timeout is not 0.
+func (m *machine) submitOwn(ctx context.Context, sc int, s *spec, own bool, timeout time.Duration) {
 	m.mu.Lock()
 	r := &rec{id: len(m.tasks), scope: sc, spec: s}
 	m.tasks = append(m.tasks, r)
+	if own {
+		ctx, r.cancel = context.WithCancelCause(ctx)
+	}
+	if timeout != 0 {
+		ctx, r.stopTimer = context.WithTimeout(ctx, timeout)
+	}
 	ctx, r.ledger = resilience.WithLedger(ctx, "task "+strconv.Itoa(r.id))
 	ctx = context.WithValue(ctx, recKey{}, r)
+	r.ctx = ctx
 	if m.pctx.Err() != nil {
 		// The pool is stopped: Go drops it.
 		r.state, r.atGo = stDropped, true
@@ -634,6 +660,15 @@ func (m *machine) enter(r *rec, ctx context.Context) {
 	}
 	if m.pctx.Err() != nil {
 		m.violate("task %d (%s) started after the pool was stopped", r.id, r.spec)
+	}
+	if errors.Is(context.Cause(r.ctx), errTaskStop) {
+		// Cancelled at a step, the bubble settled: the pool drops it when
+		// its turn comes, and does not run it.
+		m.violate("task %d (%s) started after its context was cancelled", r.id, r.spec)
+	}
+	if dl, ok := r.ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// A task whose turn comes at its deadline is dropped, not run.
+		m.violate("task %d (%s) started %v after its deadline", r.id, r.spec, time.Since(dl))
 	}
 	if now := time.Now(); now.Before(r.notBefore) && !m.dead(r.scope) {
 		// Not before the refusal's wait: unless its scope is dead since
@@ -772,6 +807,62 @@ func (m *machine) goOne(rt *rapid.T) {
 	step("go s%d: %s", sc, s)
 	m.submit(m.pctx, sc, s)
 	synctest.Wait()
+}
+
+// goOwn submits a task whose context has a cancel of its own, which
+// cancelTask may call while it is queued or running (its children, whose
+// contexts derive from its run's, are cancelled with it), and maybe a
+// deadline.
+func (m *machine) goOwn(rt *rapid.T) {
+	sc := m.drawScope(rt, "scope")
+	s := m.drawSpec(rt, sc, 0, "task")
+	timeout := rapid.SampledFrom([]time.Duration{0, 0, 10 * time.Millisecond, 200 * time.Millisecond, time.Second, 5 * time.Second}).Draw(rt, "timeout")
+	step("go own s%d (timeout %v): %s", sc, timeout, s)
+	m.submitOwn(m.pctx, sc, s, true, timeout)
+	synctest.Wait()
+}
+
+// cancelTask cancels the context of a task submitted by goOwn, not done
+// yet, with the bubble settled.
+func (m *machine) cancelTask(rt *rapid.T) {
+	synctest.Wait()
+	m.mu.Lock()
+	var own []*rec
+	for _, r := range m.tasks {
+		if r.cancel != nil && r.ctx.Err() == nil && (r.state == stQueued || r.state == stRunning) {
+			own = append(own, r)
+		}
+	}
+	m.mu.Unlock()
+	if len(own) == 0 {
+		return
+	}
+	r := rapid.SampledFrom(own).Draw(rt, "cancelled")
+	step("cancel task %d (%s, %s)", r.id, r.spec, r.state)
+	r.cancel(errTaskStop)
+	reach("step: cancel a task")
+	synctest.Wait()
+}
+
+// dropsByOwnContexts marks dropped the tasks the model has queued whose
+// contexts are done and which no queue of the pool holds: the pool
+// dropped them as their turns came. m.mu and p.mu are held.
+func (m *machine) dropsByOwnContexts() {
+	held := map[*rec]bool{}
+	for _, q := range m.p.scopes {
+		for t := q.head; t != nil; t = t.next {
+			if r, _ := t.ctx.Value(recKey{}).(*rec); r != nil {
+				held[r] = true
+			}
+		}
+	}
+	for _, r := range m.tasks {
+		if r.state == stQueued && r.ctx.Err() != nil && !held[r] {
+			r.state = stDropped
+			r.finals++
+			reach("end: dropped by its own context")
+		}
+	}
 }
 
 // goMany submits a burst of tasks to one scope: a queue builds up.
@@ -1062,6 +1153,7 @@ func (m *machine) invariants() error {
 	p := m.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	m.dropsByOwnContexts()
 
 	// Conservation: the pool's counters are the model's, from the tasks'
 	// own records.
@@ -1494,8 +1586,25 @@ func (m *machine) end(rt *rapid.T) {
 	// when the pool was stopped, whose read Wait waits for.
 	m.mu.Lock()
 	last := m.lastEnd
+	cancelled, ends := false, maxTime(start, last)
+	for _, r := range m.tasks {
+		if r.cancel != nil && r.ctx.Err() != nil {
+			cancelled = true
+			if dl, ok := r.ctx.Deadline(); ok {
+				ends = maxTime(ends, dl)
+			}
+		}
+	}
 	m.mu.Unlock()
-	if returned := time.Now(); !returned.Equal(start) && !returned.Equal(last) && !returned.Equal(m.store.lastAskEnd()) {
+	returned := time.Now()
+	switch {
+	case returned.Equal(start) || returned.Equal(last) || returned.Equal(m.store.lastAskEnd()):
+	case cancelled && !returned.After(ends.Add(parkRecheck)):
+		// A task whose own context ended (cancelled, or its deadline
+		// come) is dropped as its queue's turn comes: within parkRecheck
+		// of a parked queue's.
+		reach("end: Wait returned as a cancelled task was dropped")
+	default:
 		rt.Fatalf("Wait returned %v after it was called, %v after the last task ended", returned.Sub(start), returned.Sub(last))
 	}
 	m.over = true
@@ -1513,6 +1622,11 @@ func (m *machine) end(rt *rapid.T) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, r := range m.tasks {
+		if r.stopTimer != nil {
+			defer r.stopTimer() // after the checks, which read its context's cause
+		}
+	}
 	if len(m.violations) > 0 {
 		rt.Fatalf("%s", strings.Join(m.violations, "\n"))
 	}
@@ -1522,11 +1636,13 @@ func (m *machine) end(rt *rapid.T) {
 	if p.queued != 0 || p.running != 0 || p.workers != 0 {
 		rt.Fatalf("after Wait: %d queued, %d running, %d workers", p.queued, p.running, p.workers)
 	}
+	m.dropsByOwnContexts()
 	if err := checkStructure(p, nil); err != nil {
 		rt.Fatalf("after Wait: %v", err)
 	}
 	var want []*rec // the failed tasks, whose errors Wait joins
 	dropped := 0
+	causes := map[error]bool{} // the causes of the drops, each once in Wait's error
 	for _, r := range m.tasks {
 		if r.finals != 1 {
 			rt.Fatalf("task %d (%s) ended %d times, %s", r.id, r.spec, r.finals, r.state)
@@ -1536,9 +1652,24 @@ func (m *machine) end(rt *rapid.T) {
 		switch r.state {
 		case stDropped:
 			dropped++
-			if c := r.ledger.Count(resilience.LossCancelled); c != 1 || !notRun || !strings.Contains(strings.Join(reasons, ";"), errStop.Error()) {
-				rt.Fatalf("dropped task %d (%s): its ledger lists %d cancelled, %q", r.id, r.spec, c, reasons)
+			// Dropped by the stop, or by its own context (cancelTask, or
+			// its deadline), whichever came first for it: its context's
+			// cause, or its deadline come (Wait's cancel may have ended
+			// the context first, at that instant).
+			joined := strings.Join(reasons, ";")
+			var cause error
+			switch dl, ok := r.ctx.Deadline(); {
+			case strings.Contains(joined, errStop.Error()):
+				cause = errStop
+			case strings.Contains(joined, errTaskStop.Error()) && errors.Is(context.Cause(r.ctx), errTaskStop):
+				cause = errTaskStop
+			case strings.Contains(joined, context.DeadlineExceeded.Error()) && ok && !time.Now().Before(dl):
+				cause = context.DeadlineExceeded
 			}
+			if c := r.ledger.Count(resilience.LossCancelled); c != 1 || !notRun || cause == nil {
+				rt.Fatalf("dropped task %d (%s): its ledger lists %d cancelled, %q (its context's cause %v)", r.id, r.spec, c, reasons, context.Cause(r.ctx))
+			}
+			causes[cause] = true
 		case stDone, stFailed:
 			if notRun {
 				rt.Fatalf("task %d (%s) %s, its ledger says it was not run: %q", r.id, r.spec, r.state, reasons)
@@ -1562,13 +1693,22 @@ func (m *machine) end(rt *rapid.T) {
 		reach("end: sequence with drops")
 	}
 	for _, err := range errs {
-		m.checkWaitError(rt, err, want, dropped)
+		m.checkWaitError(rt, err, want, causes)
 	}
 }
 
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // checkWaitError checks that err, Wait's, joins the errors of the failed
-// tasks want, and the stop's cause if tasks were dropped.
-func (m *machine) checkWaitError(rt *rapid.T, err error, want []*rec, dropped int) {
+// tasks want, and the causes of the drops (the stop's, the tasks' own),
+// each once.
+func (m *machine) checkWaitError(rt *rapid.T, err error, want []*rec, causes map[error]bool) {
 	var got []error
 	if err != nil {
 		if u, ok := err.(interface{ Unwrap() []error }); ok {
@@ -1599,8 +1739,10 @@ func (m *machine) checkWaitError(rt *rapid.T, err error, want []*rec, dropped in
 			rt.Fatalf("Wait's error lacks task %d's (%s): %v", r.id, r.spec, err)
 		}
 	}
-	if dropped > 0 && !take(func(e error) bool { return e == errStop }) {
-		rt.Fatalf("Wait's error lacks the stop's cause (%d tasks dropped): %v", dropped, err)
+	for cause := range causes {
+		if !take(func(e error) bool { return e == cause }) {
+			rt.Fatalf("Wait's error lacks the cause %q of tasks dropped: %v", cause, err)
+		}
 	}
 	if i := slices.Index(used, false); i >= 0 {
 		rt.Fatalf("Wait's error has %v, which no failed task returned", got[i])
