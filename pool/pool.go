@@ -105,6 +105,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -310,6 +311,43 @@ func (p *Pool) now() time.Duration {
 		return time.Since(p.epoch)
 	}
 	return p.clock.Now().Sub(p.epoch)
+}
+
+// realDuration is the wall time that d of the governor's clock takes: d,
+// unless the clock runs at another pace and says how (RealDuration, as
+// resilience.Clock documents it). A context's deadline is wall time, and
+// the governor's waits are its clock's: they are compared so, as the
+// governor compares them.
+func (p *Pool) realDuration(d time.Duration) time.Duration {
+	if rd, ok := p.clock.(realDurationer); ok {
+		return rd.RealDuration(d)
+	}
+	return d
+}
+
+// clockDuration is the time of the governor's clock that wall, a span of
+// wall time (a context's time left), takes: realDuration's inverse, at
+// most the longest Duration.
+func (p *Pool) clockDuration(wall time.Duration) time.Duration {
+	rd, ok := p.clock.(realDurationer)
+	if !ok {
+		return wall
+	}
+	unit := rd.RealDuration(time.Second)
+	if unit <= 0 {
+		return wall // as the governor reads such a clock: at the wall clock's pace
+	}
+	d := float64(wall) * float64(time.Second) / float64(unit)
+	if d >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
+// realDurationer is the optional interface of a governor's clock that runs
+// at another pace than the wall clock (resilience.Clock).
+type realDurationer interface {
+	RealDuration(d time.Duration) time.Duration
 }
 
 // systemClock is the clock of a governor made with none (the zero
@@ -919,7 +957,9 @@ func (p *Pool) proves(q *queue, s state.ScopeSnapshot, wait time.Duration) time.
 	if now.Sub(f.Since) < dead/4 || now.Sub(f.Last) > dead/4 || s.PausedUntil.After(now) || wait > dead {
 		return 0
 	}
-	if dl, ok := q.head.ctx.Deadline(); ok && !dl.After(now.Add(wait)) {
+	// The deadline is wall time, and wait the clock's: compared as the
+	// wall time the wait takes, from the wall clock's now.
+	if dl, ok := q.head.ctx.Deadline(); ok && !dl.After(time.Now().Add(p.realDuration(wait))) {
 		return 0 // its turn comes at its deadline: it is dropped then, not run (see dropDone)
 	}
 	if !q.provedIn.Equal(f.Since) {

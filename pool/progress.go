@@ -152,7 +152,7 @@ func (p *Pool) Progress() Progress {
 		}
 		holds = append(holds, hold)
 		back = append(back, q.where == slotted && q.heldBack)
-		ends = append(ends, runningEnd(q.live))
+		ends = append(ends, p.runningEnd(q.live))
 	}
 	p.mu.Unlock()
 	// The buckets the scopes share: a leaf (the operations of a service
@@ -265,9 +265,10 @@ func (p *Pool) Progress() Progress {
 }
 
 // runningEnd is how long until the contexts of the tasks running have
-// all reached their deadlines, at least 0; -1 when one has no deadline.
-// p.mu is held.
-func runningEnd(running []*task) time.Duration {
+// all reached their deadlines, at least 0, in the governor's clock's time
+// as the pauses it is compared with (the deadlines are wall time); -1
+// when one has no deadline. p.mu is held.
+func (p *Pool) runningEnd(running []*task) time.Duration {
 	end := time.Duration(0)
 	for _, t := range running {
 		dl, ok := t.ctx.Deadline()
@@ -276,7 +277,7 @@ func runningEnd(running []*task) time.Duration {
 		}
 		end = max(end, time.Until(dl))
 	}
-	return end
+	return p.clockDuration(end)
 }
 
 // heldFor is how long a pause with paused left holds the running tasks of
