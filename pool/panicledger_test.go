@@ -4,6 +4,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -134,6 +135,30 @@ func TestAPanicInACallWithoutTheTasksContextIsCountedTwice(t *testing.T) {
 		p.Wait()
 		if n := l.Count(resilience.LossPanicked); n != 2 {
 			t.Fatalf("the ledger counts %d panicked, want 2 (the call's and the task's)", n)
+		}
+	})
+}
+
+// A task of the zero scope (a fan-out that calls nothing) dropped unrun
+// is listed in its ledger as a panic of one is: without a scope, which
+// it did not declare. The reason named the zero scope's String,
+// "*/*/*/*: task not run: ...", which reads as every scope of every
+// provider.
+func TestAZeroScopeTaskDroppedIsListedWithoutAScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		base, stop := context.WithCancelCause(context.Background())
+		ctx, l := resilience.WithLedger(base, "scan")
+		p, pctx := New(ctx, Workers(1), WithGovernor(g))
+		hold := make(chan struct{})
+		p.Go(pctx, resilience.Scope{}, func(context.Context) error { <-hold; return nil })
+		synctest.Wait()
+		p.Go(pctx, resilience.Scope{}, func(context.Context) error { return nil }) // queued behind it, the only worker busy
+		stop(errors.New("scan stopped"))
+		close(hold)
+		p.Wait()
+		if want := "task not run: scan stopped"; !slices.Equal(l.Reasons(), []string{want}) {
+			t.Fatalf("the ledger lists %q; want %q", l.Reasons(), want)
 		}
 	})
 }

@@ -2185,7 +2185,8 @@ func sameError(a, b error) (same bool) {
 }
 
 // record tells the ledgers of the tasks dropped so far of their loss
-// (resilience.LossCancelled), with the scope and the cause. It runs with
+// (resilience.LossCancelled), with the scope (none for the zero scope)
+// and the cause. It runs with
 // p.mu released, after every step that may drop a task: the reason
 // formats the cause with its Error method, which may read the pool (its
 // Progress, say), and a ledger's Record is the ledger's own. The common
@@ -2201,7 +2202,12 @@ func (p *Pool) record() {
 	p.recording += len(drops)
 	p.mu.Unlock()
 	for _, d := range drops {
-		reason := fmt.Sprintf("%s: task not run: %v", d.scope, d.cause)
+		// Its scope's, as a governed call's loss is listed, when it
+		// declared one (see task.lostReason).
+		reason := fmt.Sprintf("task not run: %v", d.cause)
+		if d.scope != (resilience.Scope{}) {
+			reason = d.scope.String() + ": " + reason
+		}
 		for _, l := range d.ledgers {
 			l.Record(resilience.LossCancelled, reason)
 		}
