@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/resilience"
 )
 
@@ -88,16 +89,7 @@ type offsetClock struct{ offset time.Duration }
 
 func (c offsetClock) Now() time.Time { return time.Now().Add(c.offset) }
 
-func (c offsetClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c offsetClock) Sleep(ctx context.Context, d time.Duration) error { return sleep.For(ctx, d) }
 
 // The tasks of a scope whose answers all fail, given deadlines (a scan's
 // task timeout, 5 minutes), are started to prove it dead (see

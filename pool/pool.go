@@ -105,7 +105,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -114,6 +113,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/pace"
 	"github.com/cloudg/cloudg/internal/panicmark"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
@@ -311,43 +311,6 @@ func (p *Pool) now() time.Duration {
 		return time.Since(p.epoch)
 	}
 	return p.clock.Now().Sub(p.epoch)
-}
-
-// realDuration is the wall time that d of the governor's clock takes: d,
-// unless the clock runs at another pace and says how (RealDuration, as
-// resilience.Clock documents it). A context's deadline is wall time, and
-// the governor's waits are its clock's: they are compared so, as the
-// governor compares them.
-func (p *Pool) realDuration(d time.Duration) time.Duration {
-	if rd, ok := p.clock.(realDurationer); ok {
-		return rd.RealDuration(d)
-	}
-	return d
-}
-
-// clockDuration is the time of the governor's clock that wall, a span of
-// wall time (a context's time left), takes: realDuration's inverse, at
-// most the longest Duration.
-func (p *Pool) clockDuration(wall time.Duration) time.Duration {
-	rd, ok := p.clock.(realDurationer)
-	if !ok {
-		return wall
-	}
-	unit := rd.RealDuration(time.Second)
-	if unit <= 0 {
-		return wall // as the governor reads such a clock: at the wall clock's pace
-	}
-	d := float64(wall) * float64(time.Second) / float64(unit)
-	if d >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(d)
-}
-
-// realDurationer is the optional interface of a governor's clock that runs
-// at another pace than the wall clock (resilience.Clock).
-type realDurationer interface {
-	RealDuration(d time.Duration) time.Duration
 }
 
 // systemClock is the clock of a governor made with none (the zero
@@ -959,7 +922,7 @@ func (p *Pool) proves(q *queue, s state.ScopeSnapshot, wait time.Duration) time.
 	}
 	// The deadline is wall time, and wait the clock's: compared as the
 	// wall time the wait takes, from the wall clock's now.
-	if dl, ok := q.head.ctx.Deadline(); ok && !dl.After(time.Now().Add(p.realDuration(wait))) {
+	if dl, ok := q.head.ctx.Deadline(); ok && !dl.After(time.Now().Add(pace.ToWall(p.clock, wait))) {
 		return 0 // its turn comes at its deadline: it is dropped then, not run (see dropDone)
 	}
 	if !q.provedIn.Equal(f.Since) {

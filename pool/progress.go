@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/pace"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -277,7 +278,7 @@ func (p *Pool) runningEnd(running []*task) time.Duration {
 		}
 		end = max(end, time.Until(dl))
 	}
-	return p.clockDuration(end)
+	return pace.ToClock(p.clock, end)
 }
 
 // heldFor is how long a pause with paused left holds the running tasks of

@@ -27,11 +27,6 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// realDurationer is the optional interface of clocks that run at another pace.
-type realDurationer interface {
-	RealDuration(d time.Duration) time.Duration
-}
-
 // systemClock is the time package: the default Clock.
 type systemClock struct{}
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/pace"
 	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/observe"
 	"github.com/cloudg/cloudg/state"
@@ -263,12 +264,7 @@ func (g *Governor) ctxLimit(ctx context.Context, now time.Duration) (time.Durati
 	if !ok {
 		return 0, false
 	}
-	left := time.Until(dl)
-	if rd, ok := g.clock.(realDurationer); ok {
-		if scale := float64(rd.RealDuration(time.Second)); scale > 0 {
-			left = clampDuration(float64(left) * float64(time.Second) / scale)
-		}
-	}
+	left := pace.ToClock(g.clock, time.Until(dl))
 	return now + min(left, maxDuration), true
 }
 
