@@ -108,6 +108,11 @@ type facts struct {
 	badType reflect.Type
 	outer   bool
 
+	// forHint: the walk reads the hint of a budget's refusal
+	// (causeHint), and asks no refusal of the budget's it meets for its
+	// own, which is a walk of its cause again (see facts.visit).
+	forHint bool
+
 	// reading names the method of an error of the chain the walk runs
 	// (or readerMethod, while a reader reads the error), and is empty
 	// otherwise: a panic while it is set is the error's, and the error's
@@ -124,10 +129,32 @@ func inspect(err error) facts {
 }
 
 // inspectFirst is inspect reading the first limit errors of the walk only.
-func inspectFirst(err error, limit int) (f facts) {
+func inspectFirst(err error, limit int) facts { return walkFirst(err, limit, false) }
+
+// causeHint is the hint of err, the answer a *RetryBudgetExhaustedError
+// wraps (its RetryAfter), read as RetryAfter reads it, but for the
+// budget's refusals met in err's chain, which give none of their own (a
+// walk of their causes, as this one is): the chain is read once, a
+// bounded part of it, even when it cycles through the refusal.
+func causeHint(err error) time.Duration {
+	if err == nil {
+		return 0
+	}
+	f := walkFirst(err, maxChainNodes, true)
+	if f.why != "" {
+		processUnreadable.note(nil, &f)
+	}
+	d, _ := f.hint(time.Now())
+	return d
+}
+
+// walkFirst is inspectFirst, for the hint of a budget's refusal
+// (causeHint) when forHint is set.
+func walkFirst(err error, limit int, forHint bool) (f facts) {
 	if err == nil {
 		return f
 	}
+	f.forHint = forHint
 	cur := err // the error whose methods the walk is calling
 	nodes := 0
 	unwrapping := false // the walk is asking cur for its cause: cur's own methods were read whole
@@ -224,7 +251,15 @@ func (f *facts) visit(e error, rs []errread.Reader) {
 		}
 		if ra, ok := e.(retryAfterer); ok && !f.hasRA {
 			f.reading = "RetryAfter"
-			f.retryAfter, f.hasRA = ra.RetryAfter(), true
+			if b, ok := e.(*RetryBudgetExhaustedError); !ok {
+				f.retryAfter, f.hasRA = ra.RetryAfter(), true
+			} else if !f.forHint {
+				// Its RetryAfter, its answer's hint, with a walk that does
+				// not ask the refusals of the budget's in its answer's
+				// chain for theirs: asked, each would walk its cause
+				// again, without end on a chain that cycles through it.
+				f.retryAfter, f.hasRA = causeHint(b.Err), true
+			}
 			f.reading = ""
 			switch e.(type) {
 			case *CircuitOpenError, *WouldWaitError, *DeadlineExceededError:

@@ -96,11 +96,11 @@ func (e *RetryBudgetExhaustedError) Error() string {
 	return msg
 }
 
-// RetryAfter returns the provider's hint carried by Err, or 0.
-func (e *RetryBudgetExhaustedError) RetryAfter() time.Duration {
-	d, _ := RetryAfter(e.Err)
-	return d
-}
+// RetryAfter returns the provider's hint carried by Err, or 0: what
+// RetryAfter(Err) returns, but that a *RetryBudgetExhaustedError in Err's
+// chain gives none of its own, so that a chain that cycles through e is
+// read once, as any chain is.
+func (e *RetryBudgetExhaustedError) RetryAfter() time.Duration { return causeHint(e.Err) }
 
 // ErrorCode returns "Throttling".
 func (e *RetryBudgetExhaustedError) ErrorCode() string { return "Throttling" }

@@ -121,9 +121,10 @@ func (u *unreadableLog) note(l *slog.Logger, f *facts) {
 // FATAL, no answer. The walk runs again for them, on this rare path only,
 // and does not ask the last of them for its cause.
 func (f *facts) unreadable(err, e error, method string, whole int, r any) {
-	*f = facts{}
+	forHint := f.forHint
+	*f = facts{forHint: forHint}
 	if whole > 0 {
-		if o := inspectFirst(err, whole); o.why == "" {
+		if o := walkFirst(err, whole, forHint); o.why == "" {
 			if _, ok := o.decide(); ok {
 				*f = o
 				f.outer = true
