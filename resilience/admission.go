@@ -1372,8 +1372,14 @@ func (gd *Guard) pausedDuringSlotWait(now, from time.Duration) bool {
 // call's max wait.
 var errSlotWait = errors.New("resilience: no slot within the max wait")
 
+// errSlotDeadline is waitSlot's end at the call's deadline, the policy's
+// (a context's deadline ends the wait with the context).
+var errSlotDeadline = errors.New("resilience: no slot within the deadline")
+
 // waitSlot waits for a slot of b, within the call's max wait
-// (WithMaxWait): past it, errSlotWait. When back is not nil (the slot of
+// (WithMaxWait): past it, errSlotWait; and within its deadline, which a
+// wait that reaches spends: errSlotDeadline for the policy's (the
+// context's ends the wait as ctx ends). When back is not nil (the slot of
 // an enclosing call, lent to another nested call: see borrowSlot), it
 // stops as back closes, with errSlotBack; so as one of opened closes (an
 // enclosing call's next attempt began, whose slot the call may borrow).
@@ -1383,21 +1389,27 @@ func (gd *Guard) waitSlot(ctx context.Context, b *bulkhead.Bulkhead, back <-chan
 	}
 	wctx, stop := endOnAny(ctx, opened)
 	defer stop()
+	// The wait ends at the sooner of the max wait and the policy's
+	// deadline.
+	by, refusal := gd.admitBy, errSlotWait
+	if limit := gd.deadlineAt(); !gd.dlCtx && (!gd.bounded || limit <= by) {
+		by, refusal = limit, errSlotDeadline
+	}
 	var err error
-	if !gd.bounded {
+	if !gd.bounded && refusal != errSlotDeadline {
 		err = b.Acquire(wctx)
 		gd.gaveUpSlot(b, err)
 	} else {
-		left := gd.admitBy - gd.g.now()
+		left := by - gd.g.now()
 		if left <= 0 {
-			return errSlotWait
+			return refusal
 		}
 		tctx, cancel := gd.g.withTimeout(wctx, left)
 		defer cancel()
 		err = b.Acquire(tctx)
 		gd.gaveUpSlot(b, err)
 		if err != nil && wctx.Err() == nil {
-			return errSlotWait
+			return refusal
 		}
 	}
 	if err != nil && ctx.Err() == nil && len(opened) > 0 {

@@ -16,7 +16,8 @@ import (
 //  2. the deadline: spent, and a *DeadlineExceededError (or the last error);
 //  3. a token from the provider, account and leaf buckets, waiting for the
 //     slowest (a wait that would overrun the deadline ends the call);
-//  4. a bulkhead slot of the provider x account, held while fn runs;
+//  4. a bulkhead slot of the provider x account, held while fn runs (a
+//     wait for one ends at the deadline);
 //  5. fn;
 //  6. on error: Fatal returns at once; Throttled halves the scope's rate
 //     and pauses it for the provider's Retry-After; Throttled and Transient

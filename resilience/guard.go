@@ -222,7 +222,9 @@ func (gd *Guard) beginAt(ctx context.Context, g *Governor, scope Scope, p *provi
 //  6. a slot of the provider x account bulkhead, unless one is held, or
 //     borrowed from an enclosing call (see below) for an attempt before
 //     (and not lent to a call nested in an attempt before, which goes
-//     on); a
+//     on); a wait for it ends at the deadline, as a wait for tokens would
+//     (the policy's: the call ends as in 3, unsent, recorded as refused
+//     before the first attempt; the context's: as its context ends); a
 //     scope paused while the call waited for its slot (another call's
 //     throttle with a Retry-After) has it give the slot back and wait for
 //     tokens again, which the pause holds;
@@ -378,8 +380,11 @@ func (gd *Guard) Enter(ctx context.Context) error {
 		from, waited, err := gd.acquire(ctx)
 		if err != nil {
 			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
-			if err == errSlotWait {
+			switch err {
+			case errSlotWait:
 				return gd.refuseWait(0, ErrNoSlot)
+			case errSlotDeadline:
+				return gd.passDeadline(gd.g.now(), 0, nil)
 			}
 			return gd.stopByContext(err)
 		}
@@ -976,7 +981,8 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 // the max wait, and by the scope's pauses: see takeToken), and a slot of
 // its own when slot says so (the one the Guard holds, if any, is given
 // back, or kept for the call nested in an attempt it is lent to: see
-// Release), waiting for it within the max wait. A slot that comes back at
+// Release), waiting for it within the max wait and the deadline (see
+// Enter). A slot that comes back at
 // the deadline, the context's timer due then not run yet, is given back
 // and ends the call, as Enter has it. A scope paused while the request
 // waited for its slot holds it: one that took a token gives the slot
@@ -1004,8 +1010,11 @@ func (gd *Guard) readySend(ctx context.Context, now time.Duration, token, slot b
 			// A request that gets no slot gives its tokens back, as
 			// Enter's attempt does.
 			gd.cancel(gd.g.now(), nil) // its tokens were due: see cancel
-			if err == errSlotWait {
+			switch err {
+			case errSlotWait:
 				return gd.refuseWait(0, ErrNoSlot)
+			case errSlotDeadline:
+				return gd.passDeadline(gd.g.now(), 0, nil)
 			}
 			return gd.stopByContext(err)
 		}
