@@ -865,7 +865,11 @@ func (gd *Guard) Resend() bool {
 // nothing to ready either: Pace leaves it as it is and returns nil.
 // A retry readied with its context done, or at its deadline (its timer
 // run or not, as Enter has it), is not sent: Pace ends the call with the
-// context's error joined to the last answer, recorded as cancelled.
+// context's error joined to the last answer, recorded as cancelled. Nor
+// is one readied at or past the call's deadline when the policy's binds
+// (the SDK's backoff slept past it): Pace ends the call with the last
+// answer, recorded as failed after its retries (a give-up when
+// throttled), as Enter's retry past its deadline is.
 // A retry whose provider a Configure disabled after the call began asks
 // no breaker and takes no token, as Enter has it. A slot the Guard holds
 // across the SDK's retries that is lent to a call nested in an attempt
@@ -906,7 +910,8 @@ func (gd *Guard) Pace(ctx context.Context) error { return gd.pace(ctx, true) }
 // A context that
 // ends during a wait ends the call with its error, joined to the last
 // answer, recorded as cancelled, and so does one done, or at its
-// deadline, when Admit is called. The time the SDK slept since Retry
+// deadline, when Admit is called; a retry readied at or past the
+// policy's deadline ends the call with the last answer, as Pace's does. The time the SDK slept since Retry
 // allowed the retry is counted as the call's backoff, and the retry as
 // sent. A retry Retry was not asked for is asked now. A retry of a
 // request that ended (its outcome recorded, or its success held for End)
@@ -957,9 +962,13 @@ func (gd *Guard) pace(ctx context.Context, throttleToken bool) error {
 	token := gd.p.set.enabled && (at != now || (throttleToken && gd.last.kind == Throttled) || gd.pausedNow(at))
 	now = at
 	// A retry readied at its deadline, or with its context done, is not
-	// sent, whether it takes a token or not, as Enter has it.
+	// sent, whether it takes a token or not, as Enter has it; nor one
+	// readied at or past the policy's (the SDK slept past it).
 	if err := gd.g.ctxErr(ctx, now); err != nil {
 		return gd.stopByContext(err)
+	}
+	if now >= gd.deadlineAt() {
+		return gd.failAt(now, "deadline", gd.last.err)
 	}
 	// The slot held (or borrowed) across the SDK's retries, lent to a
 	// call nested in an attempt before, which goes on: kept for it, and
