@@ -477,7 +477,7 @@ func (gd *Guard) recordRejected(coe *CircuitOpenError, dead string) {
 // what stopped it; desc is what the ledger lists for it, err the error the
 // call ends with.
 func (gd *Guard) recordLost(kind Loss, reason, desc string, err error) {
-	gd.recordLine(kind, reason, gd.scope.String()+": "+desc, err)
+	gd.recordLine(kind, reason, oneLine(gd.scope)+": "+desc, err)
 }
 
 // recordLine is recordLost with line, the ledger's whole line for the
@@ -500,7 +500,7 @@ func (gd *Guard) emitLost(kind Loss, reason string, err error) {
 // lose counts a call lost as kind, lists it in the ledger with desc and
 // marks its outcome recorded, reporting nothing.
 func (gd *Guard) lose(kind Loss, desc string) {
-	gd.loseLine(kind, gd.scope.String()+": "+desc)
+	gd.loseLine(kind, oneLine(gd.scope)+": "+desc)
 }
 
 // loseLine is lose with line, the ledger's whole line for the call.
@@ -537,7 +537,7 @@ func (gd *Guard) recordRefused(err error) {
 		desc += " after " + gd.last.said()
 	}
 	if !refusalNames(err, gd.scope) {
-		desc = gd.scope.String() + ": " + desc
+		desc = oneLine(gd.scope) + ": " + desc
 	}
 	gd.recordLine(LossRefused, "wait", desc, err)
 }

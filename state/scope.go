@@ -32,10 +32,10 @@ import (
 // "a" in region "b/c"); Key is unambiguous, and the governor keys its state
 // and the Summary's maps by it. What shows a scope escapes it as its
 // medium asks: the governor's log lines as log/slog quotes an attribute,
-// the status page as HTML, package resilience's Stats.Messages quoted
-// when a part holds a character that is not printable; an error's
-// message (package resilience's CircuitOpenError) writes String as it
-// is, as Go's errors write the names they carry.
+// the status page as HTML; package resilience's Stats.Messages, its
+// errors' messages (CircuitOpenError's, ...) and its Ledger's lines write
+// String quoted, as strconv.Quote quotes it, when a part holds a
+// character that is not printable, so that no part ends a line.
 //
 // The SDK integrations of this module read parts from requests (a URL's
 // host and path segments, unescaped) and never put in a scope a part that
