@@ -404,7 +404,10 @@ func isNetworkError(e error, reading *string) bool {
 // no list (400, 403, 404) without a code says nothing, and neither does
 // the AWS SDK's placeholder code UnknownError. Only when nothing of that says
 // anything does it search the message for throttling phrases ("rate
-// exceeded", "throttl", "too many requests"), on word boundaries: a 400
+// exceeded", "throttl", "too many requests", "rate limit", "request
+// limit exceeded", "slow down"; "throttl" and "rate limit" as the starts
+// of words, so that "throttled" and "rate limited" match too), on word
+// boundaries, in any case: a 400
 // without a code whose message is "Throttling: Rate exceeded" is
 // Throttled, a 404 without one that mentions no throttling is Fatal. An
 // error that nothing of that decides and that gives HTTP/2's error code
