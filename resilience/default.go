@@ -21,7 +21,7 @@ func Default() *Governor {
 // SetDefault makes g the process governor, for a program that wants its own
 // options (a state store, a logger, a clock) on every call. A nil g puts a
 // fresh governor at the built-in defaults in its place, forgetting
-// everything learned (the original's reset_governor, for tests).
+// everything learned (for tests, and for a program that starts over).
 func SetDefault(g *Governor) {
 	if g == nil {
 		g = new(Governor)
