@@ -704,12 +704,19 @@ func (st *callState) strip(resp *http.Response) {
 	}
 	if found {
 		st.stripped = resp
+		if st.s.asks {
+			st.s.hidden.Store(resp, st)
+		}
 	}
 }
 
+// restore puts back the delay headers strip hid.
 func (st *callState) restore() {
 	if st.stripped == nil {
 		return
+	}
+	if st.s.asks {
+		st.s.hidden.Delete(st.stripped)
 	}
 	h := st.stripped.Header
 	for i, k := range delayHeaders {

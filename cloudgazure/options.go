@@ -91,7 +91,9 @@ func (c *config) log() *slog.Logger {
 //     base_delay_seconds, max_backoff_seconds); base's TryTimeout,
 //     StatusCodes and ShouldRetry are kept. With a ShouldRetry, which
 //     decides azcore's retries instead of the statuses, a retry is asked
-//     of the Guard when azcore sends it, as with Policies.
+//     of the Guard when azcore sends it, as with Policies; the
+//     ShouldRetry is asked about each answer as the server sent it, with
+//     the delay headers the per-retry policy hides from azcore.
 //
 // While the azure provider is disabled (ratelimit.enabled or
 // ratelimit.azure.enabled false) the policies step aside: a request is
@@ -117,6 +119,10 @@ func clientOptions(base *arm.ClientOptions, cfg config) *arm.ClientOptions {
 	o.Retry = retryOptions(o.Retry, cfg.governor().Policy(Provider))
 	g := newShared(cfg, &o.Retry)
 	g.own = &own
+	if f := o.Retry.ShouldRetry; f != nil {
+		// The caller's ShouldRetry sees an answer as the server sent it.
+		o.Retry.ShouldRetry = g.shouldRetry(f)
+	}
 	o.PerCallPolicies = appendPolicy(o.PerCallPolicies, perCallPolicy{g})
 	o.PerRetryPolicies = appendPolicy(o.PerRetryPolicies, perRetryPolicy{g})
 	return &o
@@ -183,6 +189,9 @@ func retryOptions(base policy.RetryOptions, p resilience.RetryPolicy) policy.Ret
 // azcore will retry: a retry is asked of the Guard when azcore sends it,
 // and a refusal (an empty retry budget, the deadline, a wait past
 // resilience.WithMaxWait) comes after azcore's backoff rather than before.
+// Nor can they give the pipeline's ShouldRetry, which they do not see, the
+// delay headers they hide from azcore on an answer azcore retries: it is
+// asked about that answer without them (ClientOptions wraps its base's).
 func Policies(opts ...Option) (perCall, perRetry policy.Policy) {
 	g := newShared(newConfig(opts), nil)
 	return perCallPolicy{g}, perRetryPolicy{g}

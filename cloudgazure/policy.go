@@ -43,6 +43,14 @@ type shared struct {
 	// nil for Policies, whose pipeline has the caller's options.
 	own *policy.RetryOptions
 
+	// hidden maps a response whose delay headers the per-retry policy hid
+	// from azcore (callState.strip) to its request's state, until they
+	// are put back, when the caller's ShouldRetry is wrapped (asks): azcore
+	// asks ShouldRetry about that response, and the caller's sees the
+	// headers (see shouldRetry).
+	hidden sync.Map
+	asks   bool
+
 	// lastTenant is the Authorization header of the last tenant-level
 	// request, and its tenant's account (tenantAccount): a client sends
 	// the same token for an hour or so, whose JWT is then decoded once.
@@ -112,6 +120,26 @@ func (s *shared) longestSleep(try int32) time.Duration {
 		return s.maxRetryDelay
 	}
 	return time.Duration(d) + 1
+}
+
+// shouldRetry returns the caller's ShouldRetry f as azcore is to ask it:
+// about an answer whose delay headers the per-retry policy hid from
+// azcore (callState.strip), f is asked with the headers put back, as the
+// server sent them, and they are hidden again once it has answered, so
+// that azcore still sleeps its own backoff and the Guard waits out the
+// hint.
+func (s *shared) shouldRetry(f func(*http.Response, error) bool) func(*http.Response, error) bool {
+	s.asks = true
+	return func(resp *http.Response, err error) bool {
+		v, ok := s.hidden.Load(resp)
+		if !ok {
+			return f(resp, err)
+		}
+		st := v.(*callState)
+		st.restore()
+		defer st.strip(resp) // even on a panic: the per-call policy puts them back
+		return f(resp, err)
+	}
 }
 
 // retries reports whether azcore retries a response with status.
@@ -236,6 +264,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	var kept *keptBody
 	returned := false
 	defer func() { // even on a panic: the request gets its context and body back
+		st.restore()
 		st.endCut()
 		*raw = *raw.WithContext(ctx)
 		kept.end()
