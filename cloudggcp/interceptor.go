@@ -28,6 +28,10 @@ import (
 // slot, counted call or recorded outcome. Give the client
 // StreamClientOption too for its streams to be governed.
 //
+// A client given the option twice (or two of the package's unary
+// interceptors) governs each attempt once: the interceptor chained after
+// another lets its attempts through as they are.
+//
 // A client without a gRPC transport (compute's NewInstancesRESTClient, and
 // the REST constructors of the others) takes RESTClientOption instead.
 func ClientOption(opts ...Option) option.ClientOption {
@@ -95,6 +99,11 @@ func ClientOption(opts ...Option) option.ClientOption {
 func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	cfg := newConfig(opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
+		if interceptedAlready(copts) {
+			// The attempt of an interceptor of the package's chained
+			// before this one (ClientOption given twice): governed once.
+			return invoker(ctx, method, req, reply, cc, copts...)
+		}
 		if st := stateOf(copts); st != nil {
 			if st.paced {
 				// The attempt goes on the slot of the listing's or Do's
@@ -195,7 +204,7 @@ func invokeAttempt(ctx context.Context, gov *resilience.Governor, gd *resilience
 		}
 	}()
 	gate.Open()
-	err := invoker(actx, method, req, reply, cc, copts...)
+	err := invoker(actx, method, req, reply, cc, append(copts[:len(copts):len(copts)], intercepted)...)
 	gate.Close()
 	if err == nil {
 		gd.Release()
@@ -213,6 +222,28 @@ func invokeAttempt(ctx context.Context, gov *resilience.Governor, gd *resilience
 	}
 	returned = true
 	return err
+}
+
+// interceptedCall is the call option an interceptor of the package's
+// passes on with the attempt or stream it governs, so that another one
+// chained after it (ClientOption or StreamClientOption given twice, as
+// by a helper that adds it to options that carry it already) lets the
+// attempt through as it is rather than govern it a second time: count
+// it, take its token and record its answer again.
+type interceptedCall struct{ grpc.EmptyCallOption }
+
+// intercepted is the interceptedCall option.
+var intercepted grpc.CallOption = interceptedCall{}
+
+// interceptedAlready reports whether copts carry intercepted: an
+// interceptor of the package's governs the attempt or stream already.
+func interceptedAlready(copts []grpc.CallOption) bool {
+	for _, o := range copts {
+		if _, ok := o.(interceptedCall); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // stateOf returns the state of a call governed by a listing, Do or the
@@ -505,6 +536,7 @@ func projectAccount(p string) string {
 //		cloudggcp.ClientOption(), cloudggcp.StreamClientOption())
 //
 // A client given ClientOption alone sends its streaming RPCs ungoverned.
+// A client given StreamClientOption twice governs each stream once.
 func StreamClientOption(opts ...Option) option.ClientOption {
 	return option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(StreamClientInterceptor(opts...)))
 }
@@ -554,6 +586,12 @@ func StreamClientOption(opts ...Option) option.ClientOption {
 func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 	cfg := newConfig(opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if interceptedAlready(copts) {
+			// The stream of an interceptor of the package's chained
+			// before this one (StreamClientOption given twice): governed
+			// once.
+			return streamer(ctx, desc, cc, method, copts...)
+		}
 		if st := stateOf(copts); st != nil {
 			if st.paced {
 				st.nested.Open()
@@ -602,7 +640,7 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Guard, st *callState, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, copts []grpc.CallOption) (grpc.ClientStream, error) {
 	end := &streamEnd{gd: gd, st: st, ctx: ctx}
-	copts = append(copts[:len(copts):len(copts)], grpc.OnFinish(end.finish))
+	copts = append(copts[:len(copts):len(copts)], grpc.OnFinish(end.finish), intercepted)
 	actx, gate := sendContext(ctx, gov, gd, st)
 	returned := false
 	defer func() {
