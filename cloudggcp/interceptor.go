@@ -247,10 +247,11 @@ func interceptedAlready(copts []grpc.CallOption) bool {
 }
 
 // stateOf returns the state of a call governed by a listing, Do or the
-// Retry option, or nil.
+// Retry option (the one that governs it: not a state a later option
+// superseded), or nil.
 func stateOf(copts []grpc.CallOption) *callState {
 	for _, o := range copts {
-		if g, ok := o.(governed); ok {
+		if g, ok := o.(governed); ok && !g.st.superseded {
 			return g.st
 		}
 	}

@@ -73,6 +73,10 @@ type callState struct {
 	nested attemptctx.Gate
 	paced  bool // the caller (a listing, Do) paces the call and reports its success
 	off    bool // a listing of a disabled provider: its pages are fetched once each, ungoverned
+	// superseded: a later option of the call's governs it instead (Do's,
+	// a listing's, or a later Retry option's: see supersede); this state,
+	// a Retry option's, does nothing more.
+	superseded bool
 
 	n        int   // retries of this page or call
 	last     error // the last provider error seen by Retry
@@ -471,6 +475,9 @@ func (s *callState) succeed() {
 // attempt's stream after asking the gate, and reports the failure's own
 // error, which is not the context's.
 func (s *callState) finished(err error) {
+	if s.superseded {
+		return // a later option of the call's governs it
+	}
 	s.nested.Close()
 	sent := s.sent
 	s.sent = nil
@@ -679,6 +686,11 @@ type governed struct {
 // too: do not give the option to such a client, whose answers both would
 // record (and both retry).
 //
+// A call the option reaches twice (a client whose CallOptions carry it,
+// given it again by the call) is governed by the later, as gax lets a
+// later option override an earlier one; a call of Do's or of a listing's
+// is theirs, whatever options the client adds: the option steps aside.
+//
 // The option is made for unary calls; gax retries a streaming RPC's
 // opening alone. It gives a stream no timeout: gax.Invoke cancels the
 // context of its timeout as it returns, which for a stream is as soon as
@@ -715,8 +727,22 @@ type retryOption struct {
 	timeout    gax.CallOption // gax.WithTimeout(deadline)
 }
 
+// supersede makes the Retry option's state s give the call it was
+// resolved for over to a later option of the call's, which governs it
+// instead: its Guard, begun and never entered, ends with nothing
+// recorded, and its call options (governed, its grpc.OnFinish, its gate)
+// do nothing more.
+func (s *callState) supersede() {
+	s.superseded = true
+	s.gd.End(nil)
+}
+
 // Resolve is called by gax.Invoke at the start of every call: each call
-// gets its own guard and state. A call its client gave a timeout (see
+// gets its own guard and state. A call that Do or a listing governs
+// (their options come first) is theirs: the option steps aside. Of two
+// Retry options given to a call (one in the client's CallOptions, one
+// given to the call), the later governs it, as gax lets a later option
+// override an earlier one. A call its client gave a timeout (see
 // clientTimeout) gets the provider's deadline as its gax timeout instead;
 // one it gave none (a stream, or a unary method without one) gets none,
 // so that a stream is not cut as gax.Invoke returns: the interceptor
@@ -726,9 +752,16 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	if !o.gov.Enabled(o.scope.Provider) {
 		return // a disabled provider: not governed, the client's settings kept
 	}
+	prev := stateOf(cs.GRPC)
+	if prev != nil && prev.paced {
+		return // Do's or a listing's call: governed already
+	}
 	gd, err := o.gov.Begin(o.ctx, o.scope)
 	if err != nil {
 		return // a scope without a provider: not governed, the client's settings kept
+	}
+	if prev != nil {
+		prev.supersede() // an earlier Retry option's
 	}
 	st := &callState{ctx: o.ctx, scope: o.scope, gov: o.gov, gd: gd, maxBackoff: o.maxBackoff}
 	if clientTimeout(cs) {
@@ -742,6 +775,9 @@ func (o *retryOption) Resolve(cs *gax.CallSettings) {
 	for _, o := range cs.GRPC {
 		if c, ok := o.(grpc.PerRPCCredsCallOption); ok {
 			gate.next = c.Creds // the call's own credentials: the gate's replace them, and ask them
+			if g, ok := c.Creds.(retryGate); ok {
+				gate.next = g.next // a superseded option's gate: the call's own before it
+			}
 		}
 	}
 	cs.GRPC = append(cs.GRPC[:len(cs.GRPC):len(cs.GRPC)], governed{st: st}, grpc.OnFinish(st.finished),
@@ -792,7 +828,7 @@ type retryGate struct {
 
 // GetRequestMetadata implements credentials.PerRPCCredentials.
 func (g retryGate) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
-	if s := g.st; !s.intercepted {
+	if s := g.st; !s.intercepted && !s.superseded {
 		if !s.woke() {
 			if s.ended != nil {
 				// The context ended the call while the gate slept, and the
@@ -838,7 +874,7 @@ func (g retryGate) GetRequestMetadata(ctx context.Context, uri ...string) (map[s
 			return nil, err
 		}
 	}
-	if s := g.st; !s.intercepted {
+	if s := g.st; !s.intercepted && !s.superseded {
 		s.sent = ctx // the attempt goes: finished reads its context
 	}
 	return md, nil
@@ -899,6 +935,9 @@ func (o *stateOption) init(st *callState, deadline time.Duration) {
 func (o *stateOption) Resolve(cs *gax.CallSettings) {
 	if o.st.off {
 		return // a listing of a disabled provider: the client's settings kept
+	}
+	if prev := stateOf(cs.GRPC); prev != nil && !prev.paced {
+		prev.supersede() // a Retry option in the client's CallOptions: the call is Do's, or the listing's
 	}
 	cs.Retry = o.retryer
 	if o.timeout != nil {
