@@ -210,6 +210,10 @@ type callState struct {
 	// recut: an attempt ended azcore's loop because its context was the
 	// cut one (see attempt).
 	recut bool
+	// sending: a per-retry policy is sending the attempt (see send); a
+	// per-retry policy of the package's after it (the policies installed
+	// twice) lets it through.
+	sending bool
 }
 
 // requestContext is the context the per-call policy gives a request
@@ -384,7 +388,9 @@ func (st *callState) send(req *policy.Request) (resp *http.Response, err error) 
 		defer func() { *raw = *raw.WithContext(ctx) }()
 	}
 	st.gate.Open()
+	st.sending = true
 	resp, err = req.Next()
+	st.sending = false
 	st.gate.Close()
 	if err != nil {
 		resp, err = st.failedAttempt(resp, err)
@@ -399,6 +405,7 @@ func (st *callState) send(req *policy.Request) (resp *http.Response, err error) 
 // the request as lost to the panic when no per-call policy ends it.
 func (st *callState) sent(returned *bool) {
 	if !*returned {
+		st.sending = false
 		st.gate.Close()
 	}
 	switch {

@@ -102,7 +102,11 @@ func (c *config) log() *slog.Logger {
 // policy.WithRetryOptions, not with the governor's retry policy.
 //
 // Any armxxx.NewXxxClient(sub, cred, ClientOptions(base)) is then governed.
-// Options that already carry this package's policies are not governed twice.
+// Options that already carry this package's policies are not governed twice,
+// and a pipeline that carries them twice (Policies installed twice, or
+// ClientOptions of a base whose per-retry policies hold Policies' per-retry
+// policy) governs each request and attempt once: a policy of the package's
+// after another lets the request or attempt through.
 func ClientOptions(base *arm.ClientOptions, opts ...Option) *arm.ClientOptions {
 	return clientOptions(base, newConfig(opts))
 }

@@ -221,6 +221,11 @@ func (c ownRetryContext) Value(key any) any {
 type perCallPolicy struct{ s *shared }
 
 func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
+	if stateOf(req) != nil {
+		// A per-call policy of the package's ahead of this one governs
+		// the request (the policies installed twice): governed once.
+		return req.Next()
+	}
 	gov := p.s.cfg.governor()
 	if !gov.Enabled(Provider) {
 		if p.s.own != nil {
@@ -397,6 +402,11 @@ type perRetryPolicy struct{ s *shared }
 
 func (p perRetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	st := stateOf(req)
+	if st != nil && st.sending {
+		// A per-retry policy of the package's ahead of this one sends
+		// the attempt (the policies installed twice): governed once.
+		return req.Next()
+	}
 	ctx := req.Raw().Context()
 	if st == nil || !st.perCall && st.ctx.Err() != nil && ctx.Err() == nil {
 		// Installed without the per-call policy: the state lives in the
