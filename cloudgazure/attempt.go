@@ -210,6 +210,10 @@ type callState struct {
 	// recut: an attempt ended azcore's loop because its context was the
 	// cut one (see attempt).
 	recut bool
+	// active: the per-call policy that made the state is governing the
+	// request (it has not returned); a per-call policy of the package's
+	// after it (the policies installed twice) lets the request through.
+	active bool
 	// sending: a per-retry policy is sending the attempt (see send); a
 	// per-retry policy of the package's after it (the policies installed
 	// twice) lets it through.

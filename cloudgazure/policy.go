@@ -221,9 +221,11 @@ func (c ownRetryContext) Value(key any) any {
 type perCallPolicy struct{ s *shared }
 
 func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
-	if stateOf(req) != nil {
+	if st := stateOf(req); st != nil && st.active {
 		// A per-call policy of the package's ahead of this one governs
-		// the request (the policies installed twice): governed once.
+		// the request (the policies installed twice): governed once. A
+		// request sent again once that policy returned (by a policy of
+		// the caller's ahead of it) is a request of its own.
 		return req.Next()
 	}
 	gov := p.s.cfg.governor()
@@ -261,6 +263,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 		markGoverned(ctx)
 	}
 	req.SetOperationValue(st)
+	st.active = true
 	st.first.Init(ctx)
 	st.first.gov = gov
 	st.first.gd.Store(st.gd)
@@ -269,6 +272,7 @@ func (p perCallPolicy) Do(req *policy.Request) (*http.Response, error) {
 	var kept *keptBody
 	returned := false
 	defer func() { // even on a panic: the request gets its context and body back
+		st.active = false
 		st.restore()
 		st.endCut()
 		*raw = *raw.WithContext(ctx)

@@ -68,3 +68,44 @@ func TestPoliciesInstalledTwiceGovernOnce(t *testing.T) {
 		})
 	}
 }
+
+// resendPolicy is a caller's per-call policy that sends a request again
+// once when its answer is a 409.
+type resendPolicy struct{}
+
+func (resendPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		return req.Next()
+	}
+	return resp, err
+}
+
+// A request a caller's per-call policy, ahead of the package's, sends
+// again once the package's per-call policy returned is a request of its
+// own, governed as the first was, its final answer recorded: it is not
+// taken for the request of a per-call policy of the package's installed
+// twice.
+func TestARequestSentAgainByAnEarlierPolicyIsGoverned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := memEnv(t, resilience.Config{Azure: resilience.ProviderConfig{MaxRetries: ptr(0)}})
+		e.srv.script(routeVnetGet, reply{status: http.StatusConflict, code: "Conflict"}, throttled("1"))
+		base := *e.base
+		base.PerCallPolicies = []policy.Policy{resendPolicy{}}
+		o := cloudgazure.ClientOptions(&base, e.opts()...).ClientOptions
+		pl, req := ownPipeline(t, &o)
+		ctx, stats := resilience.WithStats(context.Background())
+		ctx, ledger := resilience.WithLedger(ctx, "vnets")
+		resp, err := pl.Do(req.WithContext(ctx))
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%v %v, want the 429 the request sent again was answered", resp, err)
+		}
+		if sc := e.gov.Summary(stats).Scopes[networkA]; sc.Calls != 2 || sc.GaveUp != 1 || ledger.Lost() != 1 {
+			t.Fatalf("stats %+v, %d lost, want 2 calls, the second given up and lost: the request sent again governed too",
+				sc, ledger.Lost())
+		}
+		if n := e.gov.Inspect(networkA).InFlight; n != 0 {
+			t.Fatalf("%d slots held, want none", n)
+		}
+	})
+}
