@@ -73,6 +73,12 @@ type callState struct {
 	nested attemptctx.Gate
 	paced  bool // the caller (a listing, Do) paces the call and reports its success
 	off    bool // a listing of a disabled provider: its pages are fetched once each, ungoverned
+	// opens: Do's call, whose gate is open while gax sends an attempt
+	// (from Do's call of its function to the Retryer's next step, and
+	// again once the Retryer let the retry go), so that a governed call
+	// made with the call's context then (a REST client's Transport) is
+	// nested in it.
+	opens bool
 	// superseded: a later option of the call's governs it instead (Do's,
 	// a listing's, or a later Retry option's: see supersede); this state,
 	// a Retry option's, does nothing more.
@@ -167,6 +173,21 @@ func (s *callState) reset() {
 // credentials replaced it), and for a REST call, the pause is left to
 // gax's own sleep (a REST call's retry asks nothing: see watchPause).
 func (s *callState) Retry(err error) (time.Duration, bool) {
+	if s.opens {
+		// Do's attempt is over: its gate closes before the guard's
+		// verbs, and opens again as gax sends the retry.
+		s.nested.Close()
+		d, ok := s.retryer(err)
+		if ok {
+			s.nested.Open()
+		}
+		return d, ok
+	}
+	return s.retryer(err)
+}
+
+// retryer is Retry's decision.
+func (s *callState) retryer(err error) (time.Duration, bool) {
 	if !s.woke() {
 		return 0, false // the context ended the call while gax or the Retryer slept
 	}
@@ -974,6 +995,16 @@ func (o *stateOption) Resolve(cs *gax.CallSettings) {
 // option of Do's (the client's own retry settings apply), as the core's Do
 // calls its function.
 //
+// call's context carries the call's Guard while gax sends an attempt, as
+// the interceptor's attempt's context does: a governed call made with it
+// then is nested in the call, and borrows its slot rather than wait for
+// it. So a REST client built with RESTClientOption, whose Transport
+// governs each request in a scope of the same account, does not wait for
+// the slot its own Do holds (before, with one slot, or as many calls of
+// Do at once as the account has slots, its requests waited for the
+// deadline); its requests are counted as calls of their own, and the
+// Transport retries them, so that Do sees their final answer.
+//
 //	resp, err := cloudggcp.Do(ctx, cloudggcp.Scope(parent, "BatchGetAssetsHistory"),
 //		func(ctx context.Context, opts ...gax.CallOption) (*assetpb.BatchGetAssetsHistoryResponse, error) {
 //			return client.BatchGetAssetsHistory(ctx, req, opts...)
@@ -999,22 +1030,29 @@ func Do[T any](ctx context.Context, scope resilience.Scope, call func(ctx contex
 		gd.End(err)
 		return zero, err
 	}
+	p := gov.Policy(scope.Provider)
+	d := &struct {
+		st  callState
+		opt stateOption
+	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, maxBackoff: p.MaxBackoff, paced: true, opens: true}}
+	d.st.nested.Attach(gd)
+	d.opt.init(&d.st, p.Deadline)
 	returned := false
 	defer func() {
 		if !returned {
 			// call panicked: the slot goes back, the call is lost to the
 			// panic, and the panic goes on.
+			d.st.nested.Close()
 			gd.EndPanicked()
 		}
 	}()
-	p := gov.Policy(scope.Provider)
-	d := &struct {
-		st  callState
-		opt stateOption
-	}{st: callState{ctx: ctx, scope: scope, gov: gov, gd: gd, maxBackoff: p.MaxBackoff, paced: true}}
-	d.st.nested.Attach(gd)
-	d.opt.init(&d.st, p.Deadline)
-	res, err := call(ctx, &d.opt)
+	// call's context carries the call's Guard while an attempt is sent
+	// (the gate open): a governed call made with it then, a REST
+	// client's Transport's request among them, is nested in the call,
+	// and borrows its slot rather than wait for it.
+	d.st.nested.Open()
+	res, err := call(d.st.attemptContext(ctx), &d.opt)
+	d.st.nested.Close()
 	returned = true
 	gd.Release()
 	if err == nil {
