@@ -48,6 +48,12 @@ import (
 // was, never recovered: the listing ends, its slot given back, recorded as
 // lost to the panic (resilience.LossPanicked).
 //
+// The listing holds a slot of its account while it runs: give it a gRPC
+// client (asset.NewClient). A client made with asset.NewRESTClient and
+// RESTClientOption sends its paged requests without the listing's context
+// (asset v1.30.1), so its Transport's requests wait for a slot of the
+// account the listing holds, and, with one slot, never get it.
+//
 // A Listing is not safe for concurrent use: it is used by one goroutine at
 // a time, like the SDK iterator. Call Close when abandoning it early (All
 // and Collect do). The zero Listing is not usable (Next, All and Collect
