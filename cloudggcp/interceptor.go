@@ -559,10 +559,14 @@ func StreamClientOption(opts ...Option) option.ClientOption {
 // throttled stream, ResourceExhausted or Unavailable, halves the
 // scope's rate and pauses it for RetryInfo's delay, and is a give-up
 // counted towards the breaker; a transient one is a failure; a fatal
-// provider answer resets the breaker). A stream its caller cancelled
-// once it had delivered a message (a Watch or StreamingPull shut down,
-// the way such a stream ends) was served: it is a success, not a lost
-// call, so that a task holding one does not read as degraded in its
+// provider answer resets the breaker). A stream that had delivered a
+// message and then ended as its caller cancelled it (a Watch or
+// StreamingPull shut down, the way such a stream ends) or as the service
+// closed it with Unavailable (a StreamingPull, which the service closes
+// so from time to time by design, the client opening another) was
+// served: it is a success, not a throttle or a lost call, so that a
+// subscriber's streams do not halve the scope's rate and open its
+// breaker, and a task holding one does not read as degraded in its
 // ledger. A stream ended by its context otherwise (cancelled before it
 // delivered anything, or its deadline passed, which may have cut a
 // finite stream short) is lost as cancelled (resilience.LossCancelled),
@@ -668,6 +672,26 @@ func openStream(ctx context.Context, gov *resilience.Governor, gd *resilience.Gu
 	return &servedStream{ClientStream: cs, end: end}, nil
 }
 
+// servedEnd reports whether err, the final status of a stream that
+// delivered a message, is the way a stream that served its caller ends
+// rather than an answer about the scope: Canceled by its caller's
+// context, or Unavailable. A long-lived stream is closed by the service
+// from time to time with Unavailable (Pub/Sub's StreamingPull always
+// ends with a status that is not OK, Unavailable in practice, and its
+// client opens another): taken as a throttle, each such end halved the
+// scope's rate and counted towards its breaker, which five of them
+// opened, and the subscriber's next stream was refused for the
+// cooldown. ResourceExhausted, a quota's answer, is still a throttle.
+func servedEnd(ctx context.Context, err error) bool {
+	switch grpcCode(err) {
+	case codes.Canceled:
+		return errors.Is(ctx.Err(), context.Canceled)
+	case codes.Unavailable:
+		return true
+	}
+	return false
+}
+
 // servedStream is an open stream that tells its end whether it delivered
 // a message (see streamEnd.end).
 type servedStream struct {
@@ -727,11 +751,13 @@ func (e *streamEnd) opened() {
 
 // end records the stream's final status: nil (io.EOF) a success, which
 // the Retry option's call st reports once (its own grpc.OnFinish may
-// have reported it first). A stream its caller cancelled once it had
-// delivered a message (a Watch shut down, as a Watch ends) was served:
-// a success too, not a call lost as cancelled.
+// have reported it first). A stream that delivered a message and then
+// ended as its caller cancelled it (a Watch shut down, as a Watch ends)
+// or as the service closed it with Unavailable (a StreamingPull, which
+// ends so by design, its client opening another) was served: a success
+// too (servedEnd).
 func (e *streamEnd) end(err error) {
-	if err != nil && e.served.Load() && grpcCode(err) == codes.Canceled && errors.Is(e.ctx.Err(), context.Canceled) {
+	if err != nil && e.served.Load() && servedEnd(e.ctx, err) {
 		err = nil
 	}
 	if err == nil {
