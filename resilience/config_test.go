@@ -83,6 +83,11 @@ func TestParseConfigErrorsNameTheKeyPath(t *testing.T) {
 		// An empty key names no setting, and no provider under providers.
 		{"\"\": {max_rps: 5}\n", "ratelimit: keys must be non-empty strings"},
 		{"aws: {\"\": 5}\n", "ratelimit.aws: keys must be non-empty strings"},
+		// Nor does a null key (~, null): YAML's null, not a name; a
+		// quoted "null" is a name.
+		{"providers:\n  ~: {max_rps: 1}\n", "ratelimit.providers: keys must be non-empty strings"},
+		{"aws:\n  services:\n    null: {max_rps: 1}\n", "ratelimit.aws.services: keys must be non-empty strings"},
+		{"aws:\n  services:\n    Null: {max_rps: 1}\n    \"null\": {max_rps: 0}\n", "ratelimit.aws.services: keys must be non-empty strings\nratelimit.aws.services.null.max_rps: must be > 0"},
 		// A key in another case is named, not sent under providers.
 		{"AWS: {max_rps: 5}\n", "ratelimit.AWS: unknown key (did you mean aws?)"},
 		{"GCP:\n  max_rps: 5\n", "ratelimit.GCP: unknown key (did you mean gcp?)"},

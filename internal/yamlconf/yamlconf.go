@@ -423,7 +423,9 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := deref(n.Content[i])
-			if k.Kind != yaml.ScalarNode || k.Value == "" {
+			if k.Kind != yaml.ScalarNode || k.Value == "" || k.ShortTag() == "!!null" {
+				// A null key (~, null) is YAML's null, not a name: a
+				// provider or service "~" no scope has.
 				errs = append(errs, errorf(path, "keys must be non-empty strings"))
 				continue
 			}
