@@ -145,6 +145,7 @@ const (
 	initializeID = "cloudgaws.Governor"
 	attemptID    = "cloudgaws.Attempt"
 	wireID       = "cloudgaws.Wire"
+	hideID       = "cloudgaws.Hide"           // an IMDS client's stack (see hideMiddleware)
 	rawID        = "AddRawResponseToMetadata" // the SDK's, which keeps an attempt's raw response (awsmiddleware.AddRawResponse)
 	retryID      = "Retry"                    // the SDK's retry loop (retry.Attempt)
 )
@@ -339,9 +340,16 @@ func isAPIOption(fn func(*middleware.Stack) error) bool {
 // has them, from an installation that APIOptions still lists, gets this
 // installation's instead. A stack without the SDK's Retry middleware sends
 // nothing to govern (a presigner's stack signs a URL locally) and is left
-// alone. It never fails the call.
+// alone. An IMDS client's stack is not governed either, but gets
+// hideMiddleware. It never fails the call.
 func (inst *installation) addTo(stack *middleware.Stack) error {
-	if _, ok := stack.Finalize.Get(retryID); !ok || isIMDS(stack) {
+	if _, ok := stack.Finalize.Get(retryID); !ok {
+		return nil
+	}
+	if isIMDS(stack) {
+		if _, ok := stack.Initialize.Get(hideID); !ok {
+			_ = stack.Initialize.Add(hideMiddleware{}, middleware.After)
+		}
 		return nil
 	}
 	m := &initializeMiddleware{inst: inst, deser: stack.Deserialize}
@@ -365,7 +373,8 @@ const imdsPkg = "github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 // service's client (package feature/ec2/imds), which a client made from
 // an installed config carries APIOptions into: the instance's own
 // service, not an account's API, which no account's limits, slots or
-// breakers are about. Such a stack is left alone, ungoverned. The client
+// breakers are about. Such a stack is ungoverned: it gets hideMiddleware
+// alone. The client
 // names no service in the call's context; its stack is known by its
 // operation timeout and its serializer's package.
 func isIMDS(stack *middleware.Stack) bool {
@@ -381,6 +390,42 @@ func isIMDS(stack *middleware.Stack) bool {
 		t = t.Elem()
 	}
 	return t.PkgPath() == imdsPkg
+}
+
+// hideMiddleware is the one middleware of an IMDS client's call (see
+// isIMDS), which is not governed but retries with the retryer of the
+// installed config it was made from, the governed one. It hides from
+// that retryer the state of a governed call in whose attempt the IMDS
+// call is made, with the attempt's context: the credentials of an
+// ec2rolecreds provider over imds.NewFromConfig of the installed config,
+// fetched while the attempt is signed. The IMDS client's operations name
+// no service or operation of their own in the context, so nothing else
+// tells the retryer that the state it finds is not its call's: it would
+// ask the enclosing call's guard for the IMDS call's retries, and watch
+// its breaker while the enclosing call's attempt is in flight, which the
+// guard forbids (a data race on the guard).
+type hideMiddleware struct{}
+
+func (hideMiddleware) ID() string { return hideID }
+
+func (hideMiddleware) HandleInitialize(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
+	middleware.InitializeOutput, middleware.Metadata, error,
+) {
+	if stateFrom(ctx) != nil {
+		ctx = hiddenState{ctx}
+	}
+	return next.HandleInitialize(ctx, in)
+}
+
+// hiddenState is a context without the state of an enclosing governed
+// call (see hideMiddleware): every other value is its parent's.
+type hiddenState struct{ context.Context }
+
+func (c hiddenState) Value(key any) any {
+	if key == (stateKey{}) {
+		return nil
+	}
+	return c.Context.Value(key)
 }
 
 // governor returns the governor of a call.
