@@ -78,8 +78,11 @@ type Decoder struct {
 	// reader of the same section decodes and validates; they are passed
 	// over, not reported as unknown. A "*" segment matches any one key
 	// (ratelimit.providers.*.live_cooldown_seconds); a pattern has at most
-	// one. A path matches a pattern of as many keys only: a key with dots
-	// in it (a provider named my.api) is one key, and keys nested deeper
+	// one. A path matches a pattern of as many keys only, key by key: a
+	// key with dots in it (a provider named my.api) is one key, which the
+	// "*" matches and no other segment does (a key
+	// foo.live_cooldown_seconds is not the pattern's last key, but
+	// unknown), and keys nested deeper
 	// (ratelimit.providers.github.services.rest.live_cooldown_seconds)
 	// are not the pattern's.
 	Skip map[string]bool
@@ -89,26 +92,33 @@ type Decoder struct {
 	Hint func(path string, mapping bool) string
 }
 
-// skip reports whether the key path p, of keys keys, is another
-// reader's.
-func (d Decoder) skip(p string, keys int) bool {
+// skip reports whether the key path of keys, one string per key, is
+// another reader's.
+func (d Decoder) skip(keys []string) bool {
 	for pat := range d.Skip {
-		if strings.Count(pat, ".")+1 == keys && matchPath(pat, p) {
+		if matchKeys(pat, keys) {
 			return true
 		}
 	}
 	return false
 }
 
-// matchPath matches a key path against a pattern with one "*" segment,
-// which matches any key, one that holds dots included (a provider named
-// my.api).
-func matchPath(pat, p string) bool {
-	before, after, ok := strings.Cut(pat, "*")
-	if !ok {
-		return pat == p
+// matchKeys matches a key path, one string per key, against a pattern,
+// key by key: a "*" segment matches any one key, one that holds dots
+// included (a provider named my.api), and every other segment the key
+// it names alone, so that a key holding dots (foo.live_cooldown_seconds)
+// never passes for two, or for the pattern's last one.
+func matchKeys(pat string, keys []string) bool {
+	segs := strings.Split(pat, ".")
+	if len(segs) != len(keys) {
+		return false
 	}
-	return len(p) > len(before)+len(after) && strings.HasPrefix(p, before) && strings.HasSuffix(p, after)
+	for i, seg := range segs {
+		if seg != keys[i] && (seg != "*" || keys[i] == "") {
+			return false
+		}
+	}
+	return true
 }
 
 // Decode decodes n, the node at path, into dst (a pointer). With lenient
@@ -120,7 +130,11 @@ func (d Decoder) Decode(dst any, n *yaml.Node, path string, lenient bool) error 
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return fmt.Errorf("yamlconf: Decode needs a pointer, not %T", dst)
 	}
-	return d.decode(v.Elem(), n, path, strings.Count(path, ".")+1, "", nil, lenient)
+	var keys []string
+	if path != "" {
+		keys = strings.Split(path, ".")
+	}
+	return d.decode(v.Elem(), n, path, keys, "", nil, lenient)
 }
 
 // ParseSection reads the top-level section key of a document into dst, a
@@ -329,11 +343,12 @@ func nullMsg(t reflect.Type) string {
 	return ""
 }
 
-// decode decodes n into v strictly; path, of keys keys, is n's; key is v's
+// decode decodes n into v strictly; path, of keys (one string per key,
+// as the document holds it), is n's; key is v's
 // own key name ("" for the root), which decides whether it must be
 // positive or may be a duration, and rule its field's range, if any. lenient ignores keys a struct at
 // this level has no field for.
-func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, key string, rule *rangeRule, lenient bool) error {
+func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys []string, key string, rule *rangeRule, lenient bool) error {
 	n = deref(n)
 	if n.Kind == yaml.AliasNode {
 		return errorf(path, "alias nesting too deep")
@@ -383,7 +398,8 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 				errs = append(errs, errorf(path, "keys must be non-empty strings"))
 				continue
 			}
-			if d.skip(p, keys+1) {
+			sub := append(keys[:len(keys):len(keys)], name)
+			if d.skip(sub) {
 				continue
 			}
 			idx, ok := fields[name]
@@ -410,7 +426,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 			if r, ok := parseRange(v.Type().Field(idx).Tag.Get("range")); ok {
 				rule = &r
 			}
-			if err := d.decode(v.Field(idx), n.Content[i+1], p, keys+1, name, rule, false); err != nil {
+			if err := d.decode(v.Field(idx), n.Content[i+1], p, sub, name, rule, false); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -441,7 +457,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys int, ke
 				continue
 			}
 			e := reflect.New(v.Type().Elem()).Elem()
-			if err := d.decode(e, n.Content[i+1], p, keys+1, "", nil, false); err != nil {
+			if err := d.decode(e, n.Content[i+1], p, append(keys[:len(keys):len(keys)], k.Value), "", nil, false); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -265,8 +265,8 @@ func TestSkipPatternsAndHints(t *testing.T) {
 	if err == nil || err.Error() != want || s.Providers["a"].Rate != 1 {
 		t.Fatalf("got %v (%+v)\nwant %s", err, s, want)
 	}
-	if !matchPath("a.*.c", "a.b.c") || !matchPath("a.*.c", "a.b.x.c") || matchPath("a.*.c", "a.b.d") || matchPath("a.*.c", "a..c") || matchPath("a.*.c", "a.c") {
-		t.Fatal("matchPath")
+	if !matchKeys("a.*.c", []string{"a", "b", "c"}) || !matchKeys("a.*.c", []string{"a", "b.x", "c"}) || matchKeys("a.*.c", []string{"a", "b", "d"}) || matchKeys("a.*.c", []string{"a", "", "c"}) || matchKeys("a.*.c", []string{"a", "c"}) {
+		t.Fatal("matchKeys")
 	}
 }
 
@@ -295,6 +295,52 @@ func TestSkipMatchesPathsOfAsManyKeys(t *testing.T) {
 	want := "s.providers.a.services.b.live: unknown key\ns.providers.a.live: unknown key"
 	if err == nil || err.Error() != want || s.Providers["my.api"].Rate != 1 {
 		t.Fatalf("got %v (%+v)\nwant %s", err, s, want)
+	}
+}
+
+// A key holding dots is one key wherever it is: the last key of a path
+// (foo.live under a provider) is not the pattern's last key (live) however
+// it ends, nor a key before the "*" (a top-level providers.a) the
+// pattern's, so that a misspelt key is reported and never passed over as
+// another reader's.
+func TestSkipMatchesEachKeyOfThePattern(t *testing.T) {
+	type p struct {
+		Rate float64 `yaml:"rate"`
+	}
+	type section struct {
+		Providers map[string]p `yaml:"providers"`
+		Other     map[string]p `yaml:"providers.a"`
+	}
+	dec := Decoder{Skip: map[string]bool{"s.providers.*.live": true}}
+	n, err := Document([]byte("providers: {a: {rate: 1, foo.live: 1, live: 2}, b.c: {rate: 2, x.live: 3}}\nproviders.a: {b: {live: 4}}\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = dec.Decode(&s, n, "s", false)
+	want := "s.providers.a.foo.live: unknown key\ns.providers.b.c.x.live: unknown key\ns.providers.a.b.live: unknown key"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	for _, c := range []struct {
+		pat  string
+		keys []string
+		want bool
+	}{
+		{"a.*.c", []string{"a", "b", "c"}, true},
+		{"a.*.c", []string{"a", "b.x", "c"}, true},
+		{"a.*.c", []string{"a", "b", "x.c"}, false},
+		{"a.*.c", []string{"a.x", "b", "c"}, false},
+		{"a.*.c", []string{"a", "", "c"}, false},
+		{"a.*.c", []string{"a", "c"}, false},
+		{"a.*.c", []string{"a", "b", "c", "d"}, false},
+		{"a.b.c", []string{"a", "b", "c"}, true},
+		{"a.b.c", []string{"a", "b.c"}, false},
+		{"a.b.c", []string{"a.b", "c"}, false},
+	} {
+		if got := matchKeys(c.pat, c.keys); got != c.want {
+			t.Errorf("matchKeys(%q, %q) = %v, want %v", c.pat, c.keys, got, c.want)
+		}
 	}
 }
 
