@@ -4,9 +4,12 @@
 package jsonsec
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,7 +36,8 @@ func Marshal(v any, kv ...any) ([]byte, error) {
 // struct, and each name of kv, a number of seconds, into the
 // *time.Duration after it. A name that is absent or null leaves its
 // duration as it is, as encoding/json leaves a field; a number of
-// seconds beyond a Duration's range reads as its largest or smallest. A
+// seconds beyond a Duration's range reads as its largest or smallest,
+// one beyond a float64's (1e400) included. A
 // name whose value is no number is a *json.UnmarshalTypeError whose
 // Field is the name.
 func Unmarshal(data []byte, v any, kv ...any) error {
@@ -52,10 +56,19 @@ func Unmarshal(data []byte, v any, kv ...any) error {
 		}
 		var secs *float64
 		if err := json.Unmarshal(raw, &secs); err != nil {
-			if te, ok := err.(*json.UnmarshalTypeError); ok {
-				te.Field = name
+			te, ok := err.(*json.UnmarshalTypeError)
+			if !ok {
+				return err
 			}
-			return err
+			// encoding/json refuses a number beyond a float64's range
+			// (1e400), which strconv reads as ±Inf: beyond a Duration's
+			// range, as its largest or smallest.
+			f, perr := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+			if !strings.HasPrefix(te.Value, "number") || !errors.Is(perr, strconv.ErrRange) {
+				te.Field = name
+				return err
+			}
+			secs = &f
 		}
 		if secs != nil {
 			*kv[i+1].(*time.Duration) = Duration(*secs)

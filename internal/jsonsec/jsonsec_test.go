@@ -1,6 +1,8 @@
 package jsonsec
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -69,6 +71,42 @@ func TestDurationPast2To23SecondsIsOffByHalfAFloatsSpacingAtMost(t *testing.T) {
 	for _, d := range []time.Duration{math.MaxInt64, math.MinInt64} {
 		if got := Duration(d.Seconds()); got != d {
 			t.Errorf("Duration(%v.Seconds()) = %v; want it back", d, got)
+		}
+	}
+}
+
+// Unmarshal reads a number of seconds beyond a Duration's range as its
+// largest or smallest, one beyond a float64's (1e400) included, which
+// encoding/json refuses to read into a float64; a value that is no number
+// is a *json.UnmarshalTypeError that names its key, and null or a key
+// left out leaves the duration as it was.
+func TestUnmarshalReadsSecondsBeyondTheRangeAsItsEnds(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want time.Duration
+	}{
+		{`{"w": 1e400}`, math.MaxInt64},
+		{`{"w": -1e400}`, math.MinInt64},
+		{`{"w": 1e300}`, math.MaxInt64},
+		{`{"w": -1e19}`, math.MinInt64},
+		{`{"w": 1.5}`, 1500 * time.Millisecond},
+		{`{"w": 1e-400}`, 0},
+		{`{"w": null}`, 7},
+		{`{}`, 7},
+	} {
+		d := time.Duration(7)
+		var v struct{}
+		if err := Unmarshal([]byte(c.doc), &v, "w", &d); err != nil || d != c.want {
+			t.Errorf("Unmarshal(%s) = %v, %v; want %v", c.doc, d, err, c.want)
+		}
+	}
+	for _, doc := range []string{`{"w": "5"}`, `{"w": true}`, `{"w": [1e400]}`, `{"w": {"x": 1}}`} {
+		d := time.Duration(7)
+		var v struct{}
+		err := Unmarshal([]byte(doc), &v, "w", &d)
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) || te.Field != "w" || d != 7 {
+			t.Errorf("Unmarshal(%s) = %v, %v; want a *json.UnmarshalTypeError of field w, the duration left as it was", doc, d, err)
 		}
 	}
 }
