@@ -437,6 +437,7 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys []strin
 		}
 		var errs []error
 		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		seen := map[string]bool{} // an entry whose value was refused included
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := deref(n.Content[i])
 			if k.Kind != yaml.ScalarNode || k.Value == "" || k.ShortTag() == "!!null" {
@@ -452,10 +453,11 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys []strin
 				errs = append(errs, errorf(p, "unknown key"))
 				continue
 			}
-			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+			if seen[k.Value] {
 				errs = append(errs, errorf(p, "duplicate key"))
 				continue
 			}
+			seen[k.Value] = true
 			e := reflect.New(v.Type().Elem()).Elem()
 			if err := d.decode(e, n.Content[i+1], p, append(keys[:len(keys):len(keys)], k.Value), "", nil, false); err != nil {
 				errs = append(errs, err)

@@ -115,6 +115,36 @@ func TestDecodeReportsEveryMistake(t *testing.T) {
 	}
 }
 
+// A mapping's key given twice is reported however its first value read,
+// as a struct's is: a map's entry whose first value is refused is a
+// duplicate all the same, not an entry the second value makes.
+func TestADuplicateKeyIsReportedAfterARefusedValue(t *testing.T) {
+	type inner struct {
+		Burst float64 `yaml:"burst"`
+	}
+	type section struct {
+		MaxRPS   float64            `yaml:"max_rps"`
+		Services map[string]inner   `yaml:"services"`
+		Levels   map[string]float64 `yaml:"levels"`
+	}
+	n, err := Document([]byte("max_rps: x\nmax_rps: 1\nservices: {a: {burst: x}, a: {burst: 1}}\nlevels: {b: [1], b: 2, c: 1, c: y}\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = Decoder{}.Decode(&s, n, "s", false)
+	want := `s.max_rps: "x" is not a number` + "\n" +
+		"s.max_rps: duplicate key\n" +
+		`s.services.a.burst: "x" is not a number` + "\n" +
+		"s.services.a: duplicate key\n" +
+		"s.levels.b: must be a single value\n" +
+		"s.levels.b: duplicate key\n" +
+		"s.levels.c: duplicate key"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
 func TestSuggestNamesOnlyNearKeys(t *testing.T) {
 	fields := map[string]int{"burst": 0, "max_rps": 1, "min_rps": 2, "max_retries": 3, "aws": 4}
 	for name, want := range map[string]string{
