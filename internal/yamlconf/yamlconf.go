@@ -63,7 +63,10 @@ func KeyPath(path, key string) string {
 }
 
 // A Decoder decodes into structs whose fields have yaml tags. A field's
-// range tag (see CheckRanges) bounds the value a document may give it.
+// range tag (see CheckRanges) bounds the value a document may give it. A
+// map's keys are of a string type, one of a program's own (a region's
+// name) included; a map of any other key is an unsupported setting, an
+// error at its path.
 // The zero Decoder is ready to use: no key is held to be positive but by
 // its range tag, none is skipped, and an unknown key that is no
 // misspelling of a known one gets no hint. Its
@@ -432,6 +435,10 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys []strin
 		}
 		return errors.Join(errs...)
 	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String {
+			// No document's key names an int or a struct.
+			return errorf(path, "unsupported setting")
+		}
 		if n.Kind != yaml.MappingNode {
 			return errorf(path, "must be a mapping")
 		}
@@ -463,7 +470,10 @@ func (d Decoder) decode(v reflect.Value, n *yaml.Node, path string, keys []strin
 				errs = append(errs, err)
 				continue
 			}
-			m.SetMapIndex(reflect.ValueOf(k.Value), e)
+			// Converted: the key's type may be a string type of the
+			// program's own (a region's name), to which a string is not
+			// assignable.
+			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), e)
 		}
 		v.Set(m)
 		return errors.Join(errs...)

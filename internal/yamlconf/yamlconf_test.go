@@ -145,6 +145,34 @@ func TestADuplicateKeyIsReportedAfterARefusedValue(t *testing.T) {
 	}
 }
 
+// A map keyed by a string type of a program's own (a region's or a
+// provider's name) reads its keys as a map[string] does, and a map of
+// another kind of key, which no document's key can name, is an
+// unsupported setting: an error at its path, never a panic.
+func TestAMapKeyedByAStringTypeOfItsOwn(t *testing.T) {
+	type region string
+	type section struct {
+		Regions map[region]float64 `yaml:"regions"`
+		Codes   map[int]float64    `yaml:"codes"`
+	}
+	n, err := Document([]byte("regions: {eu-west-1: 2, eu-west-1: 3, us-east-1: 1}\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = Decoder{}.Decode(&s, n, "s", false)
+	if err == nil || err.Error() != "s.regions.eu-west-1: duplicate key" || s.Regions["eu-west-1"] != 2 || s.Regions["us-east-1"] != 1 {
+		t.Fatalf("got %v, %+v", err, s)
+	}
+	n, err = Document([]byte("codes: {1: 2}\n"), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Decoder{}).Decode(&s, n, "s", false); err == nil || err.Error() != "s.codes: unsupported setting" {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestSuggestNamesOnlyNearKeys(t *testing.T) {
 	fields := map[string]int{"burst": 0, "max_rps": 1, "min_rps": 2, "max_retries": 3, "aws": 4}
 	for name, want := range map[string]string{
