@@ -53,8 +53,17 @@ func (c *Context) Err() error {
 	return c.parent.Err()
 }
 
-// Value is the parent's.
-func (c *Context) Value(key any) any { return c.parent.Value(key) }
+// Value is the parent's, asked through the cut from Arm on: the cut's
+// values are the parent's, but for the context package's own, by which
+// context.Cause reads the cut's cause (the cut ended the Context first,
+// whatever ends its parent later) and context.WithCancel makes a context
+// derived from it the cut's child, which follows it without a goroutine.
+func (c *Context) Value(key any) any {
+	if k := c.cut.Load(); k != nil {
+		return k.Value(key)
+	}
+	return c.parent.Value(key)
+}
 
 // Arm makes the cut, unless there is one, and returns its cancel.
 func (c *Context) Arm() context.CancelFunc {

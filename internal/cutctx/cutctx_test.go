@@ -2,6 +2,8 @@ package cutctx
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -67,5 +69,33 @@ func TestReset(t *testing.T) {
 	c.Close() // no cut: nothing to cancel
 	if c.Err() != nil {
 		t.Fatalf("after the second Reset: %v", c.Err())
+	}
+}
+
+// A cut Context's cause is its cut's (context.Canceled), as its Err is,
+// however its parent ends later (with a cause of its own), since the cut
+// ended it first; a context derived from it with WithCancel once it is
+// armed is its cut's child, and takes no goroutine to follow it.
+func TestACutsCauseIsTheCuts(t *testing.T) {
+	errLater := errors.New("the parent's end, after the cut")
+	parent, cancelParent := context.WithCancelCause(context.Background())
+	defer cancelParent(nil)
+	var c Context
+	c.Init(parent)
+	cut := c.Arm()
+	before := runtime.NumGoroutine()
+	derived, stop := context.WithCancel(&c)
+	defer stop()
+	if n := runtime.NumGoroutine() - before; n != 0 {
+		t.Errorf("WithCancel of an armed Context started %d goroutines", n)
+	}
+	cut()
+	cancelParent(errLater)
+	if c.Err() != context.Canceled || context.Cause(&c) != context.Canceled || context.Cause(derived) != context.Canceled {
+		t.Fatalf("Err %v, Cause %v, derived's Cause %v; want context.Canceled, the cut's", c.Err(), context.Cause(&c), context.Cause(derived))
+	}
+	c.Reset()
+	if context.Cause(&c) != errLater || c.Err() != context.Canceled {
+		t.Fatalf("after Reset: Err %v, Cause %v; want the parent's", c.Err(), context.Cause(&c))
 	}
 }
