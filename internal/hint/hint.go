@@ -122,7 +122,7 @@ func parseMillis(v string) (time.Duration, bool) {
 	if err != nil && !isRangeErr(err) {
 		return 0, false
 	}
-	return seconds(ms / 1000)
+	return nanoseconds(ms * 1e6)
 }
 
 // isDecimal reports whether v is a decimal number (digits, an optional
@@ -149,16 +149,21 @@ func isRangeErr(err error) bool {
 
 // seconds converts to a Duration: NaN is no hint, negatives are 0, and
 // values past the Duration range saturate.
-func seconds(s float64) (time.Duration, bool) {
+func seconds(s float64) (time.Duration, bool) { return nanoseconds(s * 1e9) }
+
+// nanoseconds is seconds for a count of nanoseconds, rounded to a whole
+// one, so that a whole number of milliseconds times 1e6 reads as itself
+// (1001 ms, which as 1.001 s times 1e9 is a float just below 1001000000).
+func nanoseconds(ns float64) (time.Duration, bool) {
 	switch {
-	case math.IsNaN(s):
+	case math.IsNaN(ns):
 		return 0, false
-	case s <= 0:
+	case ns <= 0:
 		return 0, true
-	case s >= float64(math.MaxInt64)/1e9:
+	case ns >= float64(math.MaxInt64):
 		return time.Duration(math.MaxInt64), true
 	}
-	return time.Duration(s * 1e9), true
+	return time.Duration(math.Round(ns)), true
 }
 
 // Cap limits a provider's hint to [0, MaxPause].

@@ -2,8 +2,12 @@ package hint
 
 import (
 	"math"
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -82,6 +86,26 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 		if d, ok := ParseQuotaResetsAfter(v); ok && d < 0 {
 			t.Fatalf("ParseQuotaResetsAfter(%q) = %v", v, d)
+		}
+	})
+}
+
+// A whole number of milliseconds (retry-after-ms, x-ms-retry-after-ms,
+// x-amz-retry-after) or of seconds (Retry-After) reads as that many, to
+// the nanosecond: 1001 ms is 1.001 s, not a nanosecond less, as a float's
+// 1.001 times 1e9 truncated is. (Up to about 97 days, where a float64
+// holds every nanosecond; every pause caps a hint at MaxPause.)
+func TestWholeMillisecondsAndSecondsReadExactly(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(t *rapid.T) {
+		ms := rapid.OneOf(rapid.Int64Range(0, 10_000_000), rapid.Int64Range(0, 1<<33)).Draw(t, "ms")
+		key := rapid.SampledFrom([]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "X-Amz-Retry-After"}).Draw(t, "header")
+		if d, ok := FromHeader(http.Header{key: {strconv.FormatInt(ms, 10)}}, 429, now); !ok || d != time.Duration(ms)*time.Millisecond {
+			t.Fatalf("%s: %d = %v, %v; want %v", key, ms, d, ok, time.Duration(ms)*time.Millisecond)
+		}
+		s := rapid.Int64Range(0, 1<<23).Draw(t, "s")
+		if d, ok := ParseRetryAfter(strconv.FormatInt(s, 10), now); !ok || d != time.Duration(s)*time.Second {
+			t.Fatalf("Retry-After: %d = %v, %v; want %v", s, d, ok, time.Duration(s)*time.Second)
 		}
 	})
 }
