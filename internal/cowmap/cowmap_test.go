@@ -3,6 +3,7 @@
 package cowmap
 
 import (
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -176,5 +177,60 @@ func TestLoadDoesNotAllocate(t *testing.T) {
 	key := string([]byte("Secrets Manager"))
 	if n := testing.AllocsPerRun(100, func() { m.Load(key) }); n != 0 {
 		t.Fatalf("%v allocations per Load", n)
+	}
+}
+
+// Concurrent writers lose none of each other's writes: each of several
+// goroutines stores, deletes and LoadOrStores keys of its own, and reads
+// its own writes back at once, while the others copy the map for theirs;
+// at the end the map holds every goroutine's last write and nothing else
+// (a writer that published a copy made before another's write returned
+// would lose it).
+func TestConcurrentWritersLoseNoWrite(t *testing.T) {
+	var m Map[int, int]
+	const writers, keys, steps = 4, 8, 3000
+	models := make([]map[int]int, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		models[w] = map[int]int{}
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 2))
+			model := models[w]
+			for step := range steps {
+				k := w*keys + r.IntN(keys)
+				switch v := r.Int(); r.IntN(3) {
+				case 0:
+					m.Store(k, v)
+					model[k] = v
+				case 1:
+					m.Delete(k)
+					delete(model, k)
+				case 2:
+					got := m.LoadOrStore(k, func() int { return v })
+					if _, ok := model[k]; !ok {
+						model[k] = v
+					}
+					if got != model[k] {
+						t.Errorf("writer %d step %d: LoadOrStore(%d) = %d, want %d", w, step, k, got, model[k])
+						return
+					}
+				}
+				for j := w * keys; j < (w+1)*keys; j++ {
+					v, ok := m.Load(j)
+					if want, wok := model[j]; ok != wok || v != want {
+						t.Errorf("writer %d step %d: Load(%d) = %d %v, want %d %v", w, step, j, v, ok, want, wok)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want := map[int]int{}
+	for _, model := range models {
+		maps.Copy(want, model)
+	}
+	if got := m.Snapshot(); !maps.Equal(got, want) || m.Len() != len(want) {
+		t.Fatalf("after the writers: %d keys %v, want %d keys %v", m.Len(), got, len(want), want)
 	}
 }
