@@ -162,3 +162,31 @@ func TestAZeroScopeTaskDroppedIsListedWithoutAScope(t *testing.T) {
 		}
 	})
 }
+
+// A task's ledger line names its scope on one line, as a governed call's
+// does: a part holding a newline (an account read from input) is quoted,
+// so that it cannot forge a line of its own in the ledger, for a task
+// that panicked and one dropped unrun alike. The pool wrote the scope as
+// it is.
+func TestATasksLedgerLineNamesItsScopeOnOneLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGov(t, 100, resilience.Config{})
+		forged := resilience.Scope{Provider: "aws", Account: "1\nINFO forged", Region: "us-east-1", Service: "ec2"}
+		base, stop := context.WithCancelCause(context.Background())
+		ctx, l := resilience.WithLedger(base, "scan")
+		p, pctx := New(ctx, Workers(1), WithGovernor(g))
+		hold := make(chan struct{})
+		p.Go(pctx, forged, func(context.Context) error { <-hold; panic("in the task") })
+		synctest.Wait()
+		p.Go(pctx, forged, func(context.Context) error { return nil }) // queued behind it, the only worker busy
+		stop(errors.New("scan stopped"))
+		close(hold)
+		p.Wait()
+		want := []string{`"aws/1\nINFO forged/us-east-1/ec2": task not run: scan stopped`, `"aws/1\nINFO forged/us-east-1/ec2": task panicked: in the task`}
+		got := l.Reasons()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("the ledger lists %q; want %q", got, want)
+		}
+	})
+}

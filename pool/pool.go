@@ -115,6 +115,7 @@ import (
 
 	"github.com/cloudg/cloudg/internal/pace"
 	"github.com/cloudg/cloudg/internal/panicmark"
+	"github.com/cloudg/cloudg/internal/scopekey"
 	"github.com/cloudg/cloudg/resilience"
 	"github.com/cloudg/cloudg/state"
 )
@@ -2169,7 +2170,7 @@ func (p *Pool) record() {
 		// declared one (see task.lostReason).
 		reason := fmt.Sprintf("task not run: %v", d.cause)
 		if d.scope != (resilience.Scope{}) {
-			reason = d.scope.String() + ": " + reason
+			reason = scopekey.OneLine(d.scope.String()) + ": " + reason
 		}
 		for _, l := range d.ledgers {
 			l.Record(resilience.LossCancelled, reason)
@@ -2330,7 +2331,9 @@ func (t *task) run() (err error, returned bool) {
 // (nil: it called runtime.Goexit, a panic with nil being a
 // *runtime.PanicNilError): its scope's, as a governed call's loss is
 // listed, when it declared one, and what it panicked with, or that it
-// called runtime.Goexit.
+// called runtime.Goexit. The scope is written on one line
+// (scopekey.OneLine), so that a part holding a newline forges no line of
+// the ledger.
 func (t *task) lostReason(v any) string {
 	why := "task called runtime.Goexit"
 	if v != nil {
@@ -2339,7 +2342,7 @@ func (t *task) lostReason(v any) string {
 	if t.q.scope == (resilience.Scope{}) {
 		return why
 	}
-	return t.q.scope.String() + ": " + why
+	return scopekey.OneLine(t.q.scope.String()) + ": " + why
 }
 
 // Decided implements resilience.Admission: the task's first call went (or
