@@ -102,9 +102,16 @@ func WithLogger(l *slog.Logger) Option {
 // WithServiceName names the service of an SDK service ID in scopes, for a
 // service whose botocore name ServiceName does not know. Installed again,
 // a config keeps the names of its earlier installation, the options'
-// added to them.
+// added to them. A name must be plain text as an account id must (no
+// space, no character that does not print, at most 128 bytes) and not ""
+// or "*", which read as no service: Install refuses any other, so that a
+// name read from a file with its newline reaches no scope.
 func WithServiceName(serviceID, name string) Option {
 	return optionFunc(func(c *config) {
+		if name == "" || name == "*" || !scopekey.Plain(name) {
+			c.errs = append(c.errs, fmt.Errorf("service name %q of %q is not plain text or names no service: a space, a character that does not print (a control or format character, a byte that is not UTF-8), more than %d bytes, \"\" or \"*\"", name, serviceID, scopekey.MaxPlain))
+			return
+		}
 		if c.names == nil {
 			c.names = map[string]string{}
 		}

@@ -2,6 +2,8 @@ package cloudgaws
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,5 +72,27 @@ func TestServiceNameOfANameIsTheName(t *testing.T) {
 		if got := ServiceName(name); got != name {
 			t.Errorf("ServiceName(%q) = %q; %q's name is %q", name, got, id, name)
 		}
+	}
+}
+
+// A service name that is not plain text, or names no service, is refused
+// as an account id that is not plain is: Install fails, leaving the
+// config as it was, rather than putting a newline in every scope of the
+// service (a name read from a file) or merging the service with the
+// scopes of no service.
+func TestAServiceNameThatIsNotPlainIsRefused(t *testing.T) {
+	for _, name := range []string{"", "*", "fancy\n", "fancy service", "\xff", strings.Repeat("x", 129)} {
+		cfg := aws.Config{Region: "eu-west-1"}
+		err := Install(&cfg, "111111111111", WithServiceName("Fancy Service", name))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("service name %q of \"Fancy Service\"", name)) {
+			t.Errorf("WithServiceName(%q): Install = %v; want an error naming the name", name, err)
+		}
+		if _, err := Scope(cfg, "Fancy Service", "Get"); !errors.Is(err, ErrNotInstalled) {
+			t.Errorf("WithServiceName(%q): after the refused install, Scope = %v; want ErrNotInstalled", name, err)
+		}
+	}
+	cfg := aws.Config{Region: "eu-west-1"}
+	if err := Install(&cfg, "111111111111", WithServiceName("Fancy Service", strings.Repeat("x", 128))); err != nil {
+		t.Fatalf("a name of 128 bytes: %v", err)
 	}
 }
