@@ -670,6 +670,7 @@ func (g *Governor) inspect(scope Scope, reads accountReads) state.ScopeSnapshot 
 	if scope.Provider == "" {
 		return state.ScopeSnapshot{}
 	}
+	g.init() // before the clock's epoch is read: a zero Governor sets it there
 	now := g.now()
 	p := g.existing(scope.Provider)
 	if p == nil {

@@ -69,6 +69,7 @@ type Summary struct {
 // one did, up to four times in all, so that only a governor that never
 // stops moving calls may give a report that misses some.
 func (g *Governor) Summary(s *Stats) Summary {
+	g.init() // before the clock's epoch is read: a zero Governor sets it there
 	var table map[Scope]Counters
 	var sum Summary
 	if s != nil {
@@ -350,6 +351,7 @@ func (g *Governor) Lifetime(services ...Scope) (totals Counters, scopes []Counte
 // scopes of that time, with what is left of its pause.
 func (g *Governor) Scopes() iter.Seq2[Scope, state.ScopeSnapshot] {
 	return func(yield func(Scope, state.ScopeSnapshot) bool) {
+		g.init() // before the store's kind is read: a zero Governor sets it there
 		var reads accountReads
 		if g.sharedBuckets {
 			reads = newAccountReads()
