@@ -721,7 +721,7 @@ func (g *Governor) stored(s state.ScopeSnapshot, set *providerSettings, acct *ac
 	}
 	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
 	if p := max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused); p > 0 {
-		s.PausedUntil = g.epoch.Add(now + p)
+		s.PausedUntil = g.epoch.Add(now).Add(p) // apart: now + p may pass a Duration's range
 	}
 	return s
 }

@@ -128,7 +128,7 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, r
 		s.Provider = reuse(reads.providers, p, e.acct.global, now)
 	}
 	if p := max(s.Leaf.Paused, s.Account.Paused, s.Provider.Paused); p > 0 {
-		s.PausedUntil = epoch.Add(now + p)
+		s.PausedUntil = epoch.Add(now).Add(p) // apart: now + p may pass a Duration's range
 	}
 	s.InFlight, s.Waiting = e.acct.bulkhead.InUse()
 	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
