@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudg/cloudg/internal/bucket"
 	"github.com/cloudg/cloudg/internal/pace"
 	"github.com/cloudg/cloudg/internal/sleep"
 	"github.com/cloudg/cloudg/observe"
@@ -746,19 +747,21 @@ func (g *Governor) storedBucket(m map[string]accountRead, key string, spec state
 // its leaf full at the ceiling its service or operation has.
 func fresh(set *providerSettings, scope Scope, acct *accountEntry, budget float64) state.ScopeSnapshot {
 	key := set.leafKey(scope)
-	spec := set.leafSpec(key)
 	s := state.ScopeSnapshot{
 		Scope:       key,
-		Leaf:        state.BucketSnapshot{Rate: spec.Rate, Ceiling: spec.Rate, Tokens: spec.Capacity()},
+		Leaf:        bucket.Full(set.leafSpec(key)),
 		Breaker:     state.BreakerSnapshot{State: state.Closed, Cooldown: set.breaker.Cooldown},
 		MaxInFlight: set.bulkhead,
 		RetryBudget: budget,
 	}
+	// As the buckets the first call makes read (bucket.Full), not as
+	// their specs' Capacity: a rate past a token per nanosecond, or a
+	// burst past what a bucket keeps, reads as the bucket holds it.
 	if set.account != nil {
-		s.Account = state.BucketSnapshot{Rate: set.account.Rate, Ceiling: set.account.Rate, Tokens: set.account.Capacity()}
+		s.Account = bucket.Full(*set.account)
 	}
 	if set.global != nil {
-		s.Provider = state.BucketSnapshot{Rate: set.global.Rate, Ceiling: set.global.Rate, Tokens: set.global.Capacity()}
+		s.Provider = bucket.Full(*set.global)
 	}
 	if acct != nil {
 		s.InFlight, s.Waiting = acct.bulkhead.InUse()

@@ -177,6 +177,19 @@ func New(s state.BucketSpec, now time.Duration) *Bucket {
 	return b
 }
 
+// Full returns the snapshot of a new bucket of spec s, at any time: full
+// at its ceiling. It is what New(s, now).Snapshot(now) returns, made
+// without a bucket, for a read of a scope whose bucket no call has made:
+// the tokens a bucket keeps, which are not always its spec's Capacity (a
+// rate past a token per nanosecond, a capacity past 2^60 ns of tokens, a
+// capacity past a float64's range, +Inf, read as the tokens the bucket's
+// nanosecond spans hold).
+func Full(s state.BucketSpec) state.BucketSnapshot {
+	c := configOf(s)
+	p := c.initial
+	return state.BucketSnapshot{Rate: p.rate, Ceiling: c.ceiling, Tokens: min(p.capacity, float64(p.capNS)/float64(p.interval))}
+}
+
 // NewAtRate returns a full bucket at rate r, brought within the spec's
 // floor and ceiling, rather than at its ceiling: fleet mode's local limits
 // start so from a share of the fleet's last rate. Its controller climbs
