@@ -310,9 +310,10 @@ type Budget interface {
 // locks: Governor.Inspect, or a Survey's, of a scope no call of this
 // process has used asks the Store given to the governor
 // (resilience.WithStateStore; the governor's own, in the process, is not
-// asked) for the scope's leaf bucket and breaker, and its account's
-// bucket, only to take their Snapshot, and then lets them go without
-// Drop. A bucket or breaker must
+// asked) for the scope's leaf bucket and breaker, its account's bucket,
+// and, when no call of this process has used the scope's provider, its
+// provider's provider-wide bucket (global_max_rps), only to take their
+// Snapshot, and then lets them go without Drop. A bucket or breaker must
 // therefore hold nothing its process alone knows of until a call uses
 // it, and a Store must not count on the governor keeping what it made.
 type Store interface {
