@@ -60,8 +60,11 @@ func (s Scope) String() string { return scopekey.Format(s.parts(), false, 4) }
 // Key returns the scope in a form no other scope shares: String's form
 // with each part's '%', '/' and '*' escaped as %25, %2F and %2A, so that no
 // part can pass for two, and * for an empty part, which no escaped part
-// can be. Scopes whose parts hold none of those characters have the same
-// Key and String: aws/123456789012/us-east-1/ec2/DescribeVpcs; a GCP
+// can be. A byte that is not part of UTF-8 text is escaped too, as %XX
+// (\xff as %FF), so that the key is UTF-8, which JSON keeps as it is: JSON
+// writes such a byte as U+FFFD, and two scopes would share a key there.
+// Scopes whose parts are UTF-8 and hold none of '%', '/' and '*' have the
+// same Key and String: aws/123456789012/us-east-1/ec2/DescribeVpcs; a GCP
 // project's is gcp/projects%2Fp1/*/cloudasset.
 func (s Scope) Key() string { return scopekey.Format(s.parts(), true, 4) }
 

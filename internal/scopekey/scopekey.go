@@ -16,7 +16,11 @@ import (
 // operation): n is 1, 2 or 4, and with 4 the operation follows when it is
 // set. An empty part is written *; with escape set each part's '%', '/'
 // and '*' are written %25, %2F and %2A, so that no part can pass for two
-// and no part for an empty one.
+// and no part for an empty one, and each byte that is not part of UTF-8
+// text as %XX, its value in upper-case hexadecimal (\xff as %FF), so that
+// the escaped form is UTF-8, which JSON and other text formats keep as
+// it is (JSON writes such a byte as U+FFFD: two scopes would share a
+// key).
 func Format(parts *[5]string, escape bool, n int) string {
 	var b strings.Builder
 	b.Grow(len(parts[0]) + len(parts[1]) + len(parts[2]) + len(parts[3]) + len(parts[4]) + 8)
@@ -30,13 +34,20 @@ func Format(parts *[5]string, escape bool, n int) string {
 			return
 		}
 		for i := 0; i < len(p); i++ {
-			switch c := p[i]; c {
-			case '%':
+			switch c := p[i]; {
+			case c == '%':
 				b.WriteString("%25")
-			case '/':
+			case c == '/':
 				b.WriteString("%2F")
-			case '*':
+			case c == '*':
 				b.WriteString("%2A")
+			case c >= utf8.RuneSelf:
+				if n := runeLen(p[i:]); n > 0 {
+					b.WriteString(p[i : i+n])
+					i += n - 1
+				} else {
+					b.WriteString(escapedByte(c))
+				}
 			default:
 				b.WriteByte(c)
 			}
@@ -63,20 +74,24 @@ func Format(parts *[5]string, escape bool, n int) string {
 }
 
 // Unescape reverses Format's escaping of one part: %25, %2F and %2A are
-// '%', '/' and '*'. Any other '%', and an unescaped '*' or '/', is an
-// error: Format never writes them.
+// '%', '/' and '*', and %XX (80 to FF, upper case) is the byte XX, which
+// Format writes so only for a byte that is not part of UTF-8 text. Any
+// other '%', an unescaped '*' or '/', and a %XX that Format would have
+// written as it is, is an error: Format never writes them, so that no
+// two escaped parts read as one part.
 func Unescape(p string) (string, error) {
-	if !strings.ContainsAny(p, "%*/") {
+	if !strings.ContainsAny(p, "%*/") && utf8.ValidString(p) {
 		return p, nil
 	}
 	var b strings.Builder
+	bytes := false // a %XX of a byte that is not UTF-8
 	for i := 0; i < len(p); i++ {
 		switch c := p[i]; c {
 		case '%':
 			if i+2 >= len(p) {
 				return "", errBadEscape
 			}
-			switch p[i+1 : i+3] {
+			switch e := p[i+1 : i+3]; e {
 			case "25":
 				b.WriteByte('%')
 			case "2F":
@@ -84,7 +99,12 @@ func Unescape(p string) (string, error) {
 			case "2A":
 				b.WriteByte('*')
 			default:
-				return "", errBadEscape
+				v, ok := unhex(e)
+				if !ok || v < utf8.RuneSelf {
+					return "", errBadEscape
+				}
+				b.WriteByte(v)
+				bytes = true
 			}
 			i += 2
 		case '*', '/':
@@ -93,7 +113,40 @@ func Unescape(p string) (string, error) {
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), nil
+	u := b.String()
+	if (bytes || !utf8.ValidString(p)) && Format(&[5]string{u}, true, 1) != p {
+		// A byte Format writes as it is, written %XX, or one it writes
+		// %XX, written as it is.
+		return "", errBadEscape
+	}
+	return u, nil
+}
+
+// runeLen returns the length of the rune s begins with, or 0 when s
+// begins with a byte that is not part of UTF-8 text: one that begins no
+// rune, or begins one cut short, overlong or a surrogate.
+func runeLen(s string) int {
+	if r, n := utf8.DecodeRuneInString(s); r != utf8.RuneError || n > 1 {
+		return n
+	}
+	return 0
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// escapedByte returns %XX for c.
+func escapedByte(c byte) string {
+	return string([]byte{'%', upperHex[c>>4], upperHex[c&15]})
+}
+
+// unhex reads XX, two upper-case hexadecimal digits, as the byte they
+// write.
+func unhex(xx string) (byte, bool) {
+	hi, lo := strings.IndexByte(upperHex, xx[0]), strings.IndexByte(upperHex, xx[1])
+	if hi < 0 || lo < 0 {
+		return 0, false
+	}
+	return byte(hi<<4 | lo), true
 }
 
 var errBadEscape = errors.New("scopekey: not an escaped part")
@@ -108,13 +161,20 @@ func AppendKey(dst []byte, parts *[5]string) []byte {
 			return
 		}
 		for i := 0; i < len(p); i++ {
-			switch c := p[i]; c {
-			case '%':
+			switch c := p[i]; {
+			case c == '%':
 				dst = append(dst, "%25"...)
-			case '/':
+			case c == '/':
 				dst = append(dst, "%2F"...)
-			case '*':
+			case c == '*':
 				dst = append(dst, "%2A"...)
+			case c >= utf8.RuneSelf:
+				if n := runeLen(p[i:]); n > 0 {
+					dst = append(dst, p[i:i+n]...)
+					i += n - 1
+				} else {
+					dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+				}
 			default:
 				dst = append(dst, c)
 			}
