@@ -198,9 +198,8 @@ func trip(b state.Breaker, now time.Duration, threshold int, why string) bool {
 // a success of another process). While the breaker is closed, the scope
 // is dead only as the next call's admission finds it (isDeadClosed), which
 // Governor.Delay says too. It also returns why its breaker last opened.
+// h.mu is held.
 func (h *health) report(p *providerSettings, now time.Duration, closed bool, ok sharedOK) (dead string, opened string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch {
 	case !h.failing.Load() || h.calls < p.breaker.Threshold || p.dead <= 0 || ok.ends(h.since):
 	case closed && (h.tripped || !h.deadAt(p, now)):
@@ -225,10 +224,9 @@ func (h *health) report(p *providerSettings, now time.Duration, closed bool, ok 
 // snapshot returns the streak at now as Inspect shows it
 // (state.ScopeSnapshot's Failing), by the settings of p, its times on the
 // governor's clock that began at epoch: the zero StreakSnapshot when no
-// streak is on, or ok, a success of another process, ended it.
+// streak is on, or ok, a success of another process, ended it. h.mu is
+// held.
 func (h *health) snapshot(p *providerSettings, epoch time.Time, ok sharedOK) state.StreakSnapshot {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if !h.failing.Load() || ok.ends(h.since) {
 		return state.StreakSnapshot{}
 	}
@@ -243,6 +241,16 @@ func (h *health) snapshot(p *providerSettings, epoch time.Time, ok sharedOK) sta
 		s.DeadFrom = epoch.Add(h.since + p.dead)
 	}
 	return s
+}
+
+// read returns report and snapshot of one moment, under one hold of h.mu:
+// a scope read dead shows the streak that makes it so, whatever answer
+// comes as it is read.
+func (h *health) read(p *providerSettings, epoch time.Time, now time.Duration, closed bool, ok sharedOK) (dead, opened string, streak state.StreakSnapshot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dead, opened = h.report(p, now, closed, ok)
+	return dead, opened, h.snapshot(p, epoch, ok)
 }
 
 // noteOpened records why the scope's breaker opened.

@@ -134,8 +134,12 @@ func (e *scopeEntry) snapshot(epoch time.Time, now time.Duration, p *provider, r
 	s.Queued = max(s.Leaf.Queued(), s.Account.Queued(), s.Provider.Queued())
 	if h := e.health.Load(); h != nil {
 		ok := e.sharedSuccess()
-		s.Dead, s.OpenReason = h.report(p.set, now, s.Breaker.State == state.Closed, ok)
-		s.Failing = h.snapshot(p.set, epoch, ok)
+		// Dead and Failing of one moment: a scope read dead shows its
+		// streak.
+		s.Dead, s.OpenReason, s.Failing = h.read(p.set, epoch, now, s.Breaker.State == state.Closed, ok)
+		if testHookHealthRead != nil {
+			testHookHealthRead()
+		}
 	}
 	if rb, ok := e.breaker.(reasonBreaker); ok {
 		// A shared breaker says why it opened as the process that opened
@@ -548,6 +552,10 @@ func (g *Governor) eachEntry(f func(*scopeEntry, *provider)) {
 
 // testHookLive is set by tests only.
 var testHookLive func()
+
+// testHookHealthRead, set by tests only, runs once a snapshot has read
+// the scope's health.
+var testHookHealthRead func()
 
 // live returns the table's live leaf entries.
 func (t *scopeTable) live() []*scopeEntry {
