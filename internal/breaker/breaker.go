@@ -94,7 +94,8 @@ func specOf(s state.BreakerSpec) *state.BreakerSpec {
 }
 
 // Allow reports whether a call may be sent now. When it may not, wait is
-// how long until the breaker lets a probe through. An open breaker whose
+// how long until the breaker lets a probe through, never more than one
+// cooldown (a clock set back does not lengthen it). An open breaker whose
 // cooldown has ended turns half-open and lets this caller through as the
 // probe (probe is true), with a lease of one cooldown; if the probe never
 // reports back, the next caller after the lease becomes the probe.
@@ -104,6 +105,7 @@ func (b *Breaker) Allow(now time.Duration) (wait time.Duration, ok, probe bool) 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.rebase(now)
 	switch st, _ := b.load(); st {
 	case state.Closed:
 		return 0, true, false
@@ -126,10 +128,25 @@ func (b *Breaker) Allow(now time.Duration) (wait time.Duration, ok, probe bool) 
 func (b *Breaker) AllowProbe(now time.Duration) (wait time.Duration, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.rebase(now)
 	if st, _ := b.load(); st == state.Open {
 		return max(0, b.until-now), false
 	}
 	return 0, true
+}
+
+// rebase brings the end of a cooldown or of a probe's lease that lies
+// more than one cooldown after now back to one cooldown after now: the
+// caller's clock was set back (a wall clock stepped back, a Clock without
+// a monotonic reading), and a cooldown is a span of that clock's time,
+// not a date, so that the step back does not hold the breaker open (or
+// its probe's lease) for as long again. mu must be held.
+func (b *Breaker) rebase(now time.Duration) {
+	if st, _ := b.load(); st != state.Closed {
+		if c := b.cooldown(); b.until-now > c {
+			b.until = now + c
+		}
+	}
 }
 
 // Success records a call that proved the scope works: the failure count
@@ -273,7 +290,7 @@ func (b *Breaker) Snapshot(now time.Duration) state.BreakerSnapshot {
 	st, failures := b.load()
 	s := state.BreakerSnapshot{State: st, Failures: failures, Cooldown: b.cooldown()}
 	if s.State != state.Closed && b.until > now {
-		s.Wait = b.until - now
+		s.Wait = min(b.until-now, s.Cooldown) // as rebase reads it
 	}
 	return s
 }

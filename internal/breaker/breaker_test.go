@@ -355,3 +355,27 @@ func TestAThresholdAboveMaxThresholdOpensAtIt(t *testing.T) {
 		t.Fatalf("threshold %d: did not open after %d failures, the most it counts", 2*MaxThreshold, MaxThreshold)
 	}
 }
+
+// A cooldown is a span of the caller's clock: a clock set back (a wall
+// clock stepped back by a day) does not hold an open breaker, nor its
+// probe's lease, for longer than one cooldown from the step.
+func TestAClockSetBackDoesNotLengthenTheCooldown(t *testing.T) {
+	b := New(spec()) // 60 s
+	day := 24 * time.Hour
+	b.Trip(day)
+	if s := b.Snapshot(0); s.Wait != 60*sec {
+		t.Fatalf("open at 1 day, read at 0: wait %v, want at most the cooldown, 60s", s.Wait)
+	}
+	if w, ok, _ := b.Allow(0); ok || w != 60*sec {
+		t.Fatalf("Allow(0), open at 1 day: %v, %v; want refused for 60s", w, ok)
+	}
+	if _, ok, probe := b.Allow(60 * sec); !ok || !probe {
+		t.Fatal("no probe one cooldown after the clock was set back")
+	}
+	if w, ok := b.AllowProbe(30 * sec); !ok || w != 0 {
+		t.Fatalf("AllowProbe during the lease: %v, %v", w, ok)
+	}
+	if w, ok, _ := b.Allow(-day); ok || w != 60*sec {
+		t.Fatalf("Allow after setting the clock back a day during the lease: %v, %v; want refused for the lease, 60s", w, ok)
+	}
+}
