@@ -168,9 +168,19 @@ func (b *Bulkhead) InUse() (used, waiting int) {
 	return used, waiting
 }
 
-// Idle reports whether no slot is held and nobody waits for one, without
-// taking the lock: the reclaimer asks it of a million bulkheads.
+// Idle reports whether no slot is held and nobody waits for one. The
+// reclaimer asks it of a million bulkheads: a busy one answers false
+// without the lock; an idle reading is confirmed under mu, where SetLimit
+// moves the limit and the free count together, since a reading of the
+// two atomics taken across a SetLimit can match while slots are held
+// (2 of 4 held, the limit lowered to 2: a free count of 2 read before,
+// a limit of 2 after).
 func (b *Bulkhead) Idle() bool {
+	if b.waiting.Load() != 0 || b.avail.Load() != b.limit.Load() {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.waiting.Load() == 0 && b.avail.Load() == b.limit.Load()
 }
 

@@ -312,3 +312,33 @@ func TestInUseCountsASlotBeingHandedOver(t *testing.T) {
 		}
 	})
 }
+
+// Idle never reads a bulkhead whose slots are held as idle, not even
+// while SetLimit moves its limit and its free count: read across a
+// SetLimit, the two matched (2 of 4 slots held, the limit lowered to 2:
+// a free count of 2 read before, a limit of 2 after), and the reclaimer
+// would drop an account whose calls still hold slots. The interleaving
+// is a few nanoseconds wide: the test races the two for up to half a
+// second and stops at the first wrong reading.
+func TestIdleRacingSetLimitNeverReadsHeldSlotsAsIdle(t *testing.T) {
+	b := New(4)
+	b.TryAcquire()
+	b.TryAcquire()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			b.SetLimit(2)
+			b.SetLimit(4)
+		}
+	})
+	defer wg.Wait()
+	defer stop.Store(true)
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
+		for range 1000 {
+			if b.Idle() {
+				t.Fatalf("Idle() with 2 slots held, limit %d", b.Limit())
+			}
+		}
+	}
+}
