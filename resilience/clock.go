@@ -17,6 +17,15 @@ import (
 // scope is made): it must return at once and must not call back into the
 // governor.
 //
+// Now must not go back. The governor keeps its buckets' queues and pauses
+// as times of Now's clock, so that a Now set back (a wall clock stepped
+// back, read without time.Now's monotonic reading: time.Now().Round(0),
+// UTC or In strip it) holds every caller of a scope for as long as the
+// step (a full bucket at 20 rps read 1000 s back makes its next caller
+// wait about 998 s); only a breaker's cooldown is kept to one cooldown
+// from the step. The default, the time package, reads the monotonic
+// clock.
+//
 // A Clock whose time runs at another pace than the wall clock should also
 // implement RealDuration(d time.Duration) time.Duration, returning the wall
 // time d of clock time takes; the governor uses it to compare its waits with
