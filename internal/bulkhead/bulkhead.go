@@ -20,13 +20,46 @@ type Bulkhead struct {
 	avail   atomic.Int64 // free slots
 	waiting atomic.Int64 // callers queued, or about to queue under mu
 
-	mu      sync.Mutex
-	waiters []*waiter // FIFO; head at index 0
+	mu         sync.Mutex
+	head, tail *waiter // the line, served from head in arrival order
+	queued     int     // waiters in the line
 }
 
+// waiter is a caller in the line: a doubly linked list, so that a caller
+// that gives up leaves it in constant time, however long it is (a linear
+// removal made the cancellation of n waiters at once, under mu, cost n²).
 type waiter struct {
-	ready   chan struct{} // closed when the slot is handed over
-	granted bool          // set under mu before ready is closed
+	ready      chan struct{} // closed when the slot is handed over
+	granted    bool          // set under mu before ready is closed
+	prev, next *waiter
+}
+
+// push adds w at the line's end. mu must be held.
+func (b *Bulkhead) push(w *waiter) {
+	w.prev = b.tail
+	if b.tail != nil {
+		b.tail.next = w
+	} else {
+		b.head = w
+	}
+	b.tail = w
+	b.queued++
+}
+
+// unlink takes w, which is in the line, out of it. mu must be held.
+func (b *Bulkhead) unlink(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		b.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		b.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	b.queued--
 }
 
 // New returns a bulkhead with limit slots (at least one).
@@ -78,13 +111,13 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 	// Announce the wait before looking at the free count again: a release
 	// that adds a slot after this sees the waiter and dispatches under mu.
 	b.waiting.Add(1)
-	if len(b.waiters) == 0 && b.take() {
+	if b.queued == 0 && b.take() {
 		b.waiting.Add(-1)
 		b.mu.Unlock()
 		return nil
 	}
 	w := &waiter{ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
+	b.push(w)
 	b.mu.Unlock()
 
 	select {
@@ -100,12 +133,7 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 		b.Release()
 		return err
 	}
-	for i, x := range b.waiters {
-		if x == w {
-			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-			break
-		}
-	}
+	b.unlink(w)
 	b.waiting.Add(-1)
 	b.mu.Unlock()
 	return err
@@ -143,10 +171,9 @@ func (b *Bulkhead) overReleased() bool {
 
 // dispatch hands free slots to waiters in order. mu must be held.
 func (b *Bulkhead) dispatch() {
-	for len(b.waiters) > 0 && b.take() {
-		w := b.waiters[0]
-		b.waiters[0] = nil
-		b.waiters = b.waiters[1:]
+	for b.head != nil && b.take() {
+		w := b.head
+		b.unlink(w)
 		b.waiting.Add(-1)
 		w.granted = true
 		close(w.ready)
@@ -160,7 +187,7 @@ func (b *Bulkhead) dispatch() {
 func (b *Bulkhead) InUse() (used, waiting int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	used, waiting = int(b.limit.Load()-b.avail.Load()), len(b.waiters)
+	used, waiting = int(b.limit.Load()-b.avail.Load()), b.queued
 	if free := int(b.avail.Load()); free > 0 && waiting > 0 {
 		handed := min(free, waiting)
 		used, waiting = used+handed, waiting-handed
