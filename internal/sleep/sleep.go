@@ -26,7 +26,8 @@ func For(ctx context.Context, d time.Duration) error {
 
 // Or waits d, until ctx is done, or until wake, also, third, fourth or
 // fifth is closed (a nil channel never is), and reports whether a wake channel
-// ended the wait; it returns ctx.Err() when ctx did.
+// ended the wait; it returns ctx.Err() when ctx did. A d of zero or less
+// returns at once, as For does, reporting no wake even when one is closed.
 func Or(ctx context.Context, d time.Duration, wake, also, third, fourth, fifth <-chan struct{}) (woken bool, err error) {
 	if d <= 0 {
 		return false, ctx.Err()
