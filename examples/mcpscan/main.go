@@ -18,12 +18,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"github.com/cloudg/cloudg/liveop"
 	"github.com/cloudg/cloudg/resilience"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func main() {
@@ -31,12 +31,20 @@ func main() {
 	flag.Parse()
 	s, err := newScanner(*config)
 	if err == nil {
-		err = newServer(s).Run(context.Background(), &mcp.StdioTransport{})
+		err = serve(context.Background(), s, os.Stdin, os.Stdout, 0)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpscan:", err)
 		os.Exit(1)
 	}
+}
+
+// serve serves the tools of s over in and out, newline-delimited JSON-RPC,
+// until in ends; a line that is no JSON-RPC message is answered with its
+// JSON-RPC error, and the session goes on (lineTransport). max bounds a
+// line (0: the SDK's bound).
+func serve(ctx context.Context, s *scanner, in io.Reader, out io.Writer, max int) error {
+	return newServer(s).Run(ctx, lineTransport(in, out, max))
 }
 
 // newScanner reads the configuration file, when there is one, and builds
