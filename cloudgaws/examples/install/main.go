@@ -2,7 +2,8 @@
 //
 // By default it lists VPCs from a fake EC2 endpoint it starts on
 // 127.0.0.1, which throttles the first request for the second page, and
-// prints what the governor saw:
+// prints what the governor saw, with a config of its own: your AWS
+// configuration (profile, environment) is not read:
 //
 //	go run ./cloudgaws/examples/install
 //
@@ -42,20 +43,27 @@ func main() {
 }
 
 func run(ctx context.Context, w io.Writer, useAWS bool, account string) error {
-	var opts []func(*config.LoadOptions) error
-	if !useAWS {
+	var cfg aws.Config
+	if useAWS {
+		var err error
+		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
+			return err
+		}
+	} else {
+		// The fake's config is made here, not loaded: the machine's AWS
+		// configuration (a profile, AWS_MAX_ATTEMPTS, a CA bundle) is for
+		// its accounts, not for the fake, and would change what this prints
+		// or fail it.
 		srv := httptest.NewServer(fakeEC2())
 		defer srv.Close()
-		opts = append(opts,
-			config.WithRegion("us-east-1"),
-			config.WithBaseEndpoint(srv.URL),
-			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return err
+		cfg = aws.Config{
+			Region:       "us-east-1",
+			BaseEndpoint: aws.String(srv.URL),
+			Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+		}
 	}
 
+	var err error
 	if account == "" {
 		if account, err = cloudgaws.AccountID(ctx, cfg); err != nil {
 			return err
