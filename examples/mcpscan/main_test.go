@@ -300,3 +300,25 @@ func toolText(res *mcp.CallToolResult) string {
 	}
 	return b.String()
 }
+
+// What the agent sent is quoted back in a refusal at most 64 characters
+// long, the provider as the account: a megabyte of provider would
+// otherwise come back whole, in the tool's error, costing the agent what
+// it cost to send.
+func TestARefusalQuotesTheAgentsInputBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := connect(t, newServer(newTestScanner(t)), "agent")
+		for _, args := range []map[string]any{
+			{"provider": strings.Repeat("p", 1<<20), "account": "123456789012"},
+			{"provider": "aws", "account": strings.Repeat("1", 1<<20)},
+		} {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "scan", Arguments: args})
+			if err != nil || !res.IsError {
+				t.Fatalf("scan: %v, %v; want a tool error", res, err)
+			}
+			if text := toolText(res); len(text) > 200 || !strings.Contains(text, `"ppp`) && !strings.Contains(text, `"111`) {
+				t.Errorf("the agent got %d bytes: %.120q...; want the input quoted, at most 64 characters of it", len(text), text)
+			}
+		}
+	})
+}

@@ -77,7 +77,7 @@ func newServer(s *scanner) *mcp.Server {
 func (s *scanner) scan(ctx context.Context, req *mcp.CallToolRequest, in ScanInput) (*mcp.CallToolResult, ScanOutput, error) {
 	form, ok := accountForms[in.Provider]
 	if !ok {
-		return nil, ScanOutput{}, fmt.Errorf("unknown provider %q (aws, azure or gcp)", in.Provider)
+		return nil, ScanOutput{}, fmt.Errorf("unknown provider %.64q (aws, azure or gcp)", in.Provider)
 	}
 	if in.Account == "" {
 		return nil, ScanOutput{}, errors.New("account is required")
