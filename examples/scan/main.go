@@ -62,18 +62,39 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err == nil {
-		_, err = run(ctx, os.Stdout, progressTo(os.Stderr), o)
-	}
+	code := command(ctx, os.Args[1:], os.Stdout, os.Stderr, progressTo(os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// command runs the command with the arguments args, its report to stdout,
+// its progress line to progress (nil: none), and returns its exit status:
+// 0, or 1 after an error, written to stderr once (the flag package writes
+// its own, with the usage).
+func command(ctx context.Context, args []string, stdout, stderr io.Writer, progress func(string)) int {
+	o, err := parseFlags(args, stderr)
+	var written *flagError
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "scan:", err)
-		os.Exit(1)
+		return 0
+	case errors.As(err, &written):
+		return 1
+	case err == nil:
+		_, err = run(ctx, stdout, progress, o)
 	}
+	if err != nil {
+		fmt.Fprintln(stderr, "scan:", err)
+		return 1
+	}
+	return 0
 }
+
+// flagError is an error of the flag package's, which it has written with
+// the usage.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
 
 // pauseKnob is a -pause: sel throttled with a Retry-After for d.
 type pauseKnob struct {
@@ -158,7 +179,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return nil
 	})
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, &flagError{err} // written by fs, with the usage
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())

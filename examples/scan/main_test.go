@@ -817,3 +817,28 @@ func TestTheProgressLineShowsThePoolsState(t *testing.T) {
 		})
 	}
 }
+
+// A command line the flag package cannot read is written to stderr once,
+// with the usage, by the flag package; the others (a value out of range,
+// a scope that selects nothing) once, by the command. Each exits 1.
+// Before, the flag package's errors were written twice, the second time
+// after the usage.
+func TestAFlagErrorIsWrittenOnce(t *testing.T) {
+	for args, want := range map[string]string{
+		"-limit -3":      `invalid value "-3" for flag -limit`,
+		"-pool":          `flag needs an argument: -pool`,
+		"-workers 0":     `-workers and -runs must be at least 1`,
+		"-dead ec3":      `selects none of the scopes the scan calls`,
+		"-seed -1 extra": `invalid value "-1" for flag -seed`,
+	} {
+		var stderr bytes.Buffer
+		code := command(context.Background(), strings.Fields(args), io.Discard, &stderr, nil)
+		if n := strings.Count(stderr.String(), want); code != 1 || n != 1 {
+			t.Errorf("%s: exit %d, %q written %d times; want exit 1, once:\n%s", args, code, want, n, stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	if code := command(context.Background(), []string{"-h"}, io.Discard, &stderr, nil); code != 0 || !strings.Contains(stderr.String(), "Usage of scan") {
+		t.Errorf("-h: exit %d, %q; want the usage and exit 0", code, stderr.String())
+	}
+}
