@@ -12,6 +12,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/cloudg/cloudg v0.1.0
 	github.com/cloudg/cloudg/cloudgaws v0.1.0
+	golang.org/x/sys v0.49.0
 )
 
 require (

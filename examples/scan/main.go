@@ -27,8 +27,8 @@
 // calls the scope pool deferred (refused before sending, their tasks run
 // again: no call made), the run's stats, the degraded collections with
 // their ledgers, and the silent partial results: failed calls that no
-// ledger counted. A progress line goes to stderr when it is a terminal:
-// the calls made, and with -pool scope the pool's tasks queued (with when
+// ledger counted. A progress line goes to stderr when it is a terminal
+// (cut to its width): the calls made, and with -pool scope the pool's tasks queued (with when
 // they should be done at the scopes' current rates), running, and its
 // scopes waiting.
 // Ctrl-C cancels the scan: the tasks still queued are dropped unrun (each
@@ -241,7 +241,25 @@ func progressTo(f *os.File) func(string) {
 	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		return nil
 	}
-	return func(line string) { fmt.Fprintf(f, "\r\033[K%s", line) }
+	return progressLine(f, func() int { return termWidth(f) })
+}
+
+// progressLine returns a progress callback writing each line over the last
+// to w, a terminal width() columns wide (0: unknown, taken as 80). A line
+// is cut to a column less than the width: one that wrapped would leave its
+// first row on the screen at each tick, as the carriage return and the
+// erase that rewrite it reach only its last row.
+func progressLine(w io.Writer, width func() int) func(string) {
+	return func(line string) {
+		cols := width()
+		if cols <= 0 {
+			cols = 80
+		}
+		if r := []rune(line); len(r) > cols-1 {
+			line = string(r[:max(0, cols-2)]) + "…"
+		}
+		fmt.Fprintf(w, "\r\033[K%s", line)
+	}
 }
 
 // run serves the estate, sets the scenario's knobs, and scans it o.runs

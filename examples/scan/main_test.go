@@ -842,3 +842,27 @@ func TestAFlagErrorIsWrittenOnce(t *testing.T) {
 		t.Errorf("-h: exit %d, %q; want the usage and exit 0", code, stderr.String())
 	}
 }
+
+// The progress line fits the terminal: a line as wide as the terminal or
+// wider would wrap, and the carriage return and erase that rewrite it at
+// the next tick reach only its last row, leaving a row behind at each
+// tick. It is cut to a column less than the width (80 when the width is
+// unknown), marked with an ellipsis; a line that fits is written whole.
+func TestTheProgressLineFitsTheTerminal(t *testing.T) {
+	line := "run 1: 5.0s, 319 of 726 calls made; 391 queued (~21.2s at current rates), 16 running, 7 scopes waiting"
+	for _, c := range []struct {
+		width int
+		want  string
+	}{
+		{120, line},
+		{80, line[:78] + "…"},
+		{0, line[:78] + "…"},
+		{40, line[:38] + "…"},
+	} {
+		var out bytes.Buffer
+		progressLine(&out, func() int { return c.width })(line)
+		if got := out.String(); got != "\r\033[K"+c.want {
+			t.Errorf("width %d: wrote %q, want %q", c.width, got, "\r\033[K"+c.want)
+		}
+	}
+}
