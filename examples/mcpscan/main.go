@@ -6,7 +6,9 @@
 // rate_limit_status tool reports the guard and the governor without
 // calling any cloud.
 //
-// It serves MCP over standard input and output:
+// It serves MCP over standard input and output, newline-delimited
+// JSON-RPC; a line that is no JSON-RPC message is answered with its
+// JSON-RPC error, and the session goes on:
 //
 //	go run ./examples/mcpscan [-config cloudg.yaml]
 //
