@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,21 @@ func TestNewScannerDefaultsAndErrors(t *testing.T) {
 		}
 		if _, err := newScanner(path); err == nil || !strings.HasSuffix(err.Error(), want) {
 			t.Errorf("%q: %v, want ...%s", doc, err, want)
+		}
+	}
+}
+
+// The command line is -config and nothing else: a configuration file
+// given without -config is an error, written with the usage, not a server
+// that runs on the defaults while its operator believes the file read.
+func TestParseArgsRefusesAWordThatIsNoFlag(t *testing.T) {
+	if config, err := parseArgs([]string{"-config", "cloudg.yaml"}, io.Discard); err != nil || config != "cloudg.yaml" {
+		t.Fatalf("-config cloudg.yaml: %q, %v", config, err)
+	}
+	for _, args := range [][]string{{"cloudg.yaml"}, {"-config", "a.yaml", "b.yaml"}, {"-conf", "x"}} {
+		var stderr strings.Builder
+		if _, err := parseArgs(args, &stderr); err == nil || !strings.Contains(stderr.String(), "Usage of mcpscan") {
+			t.Errorf("%q: %v, wrote %q; want an error and the usage", args, err, stderr.String())
 		}
 	}
 }

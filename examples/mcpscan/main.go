@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,9 +30,14 @@ import (
 )
 
 func main() {
-	config := flag.String("config", "", "a YAML or JSON file with a ratelimit section")
-	flag.Parse()
-	s, err := newScanner(*config)
+	config, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2) // written by the flag package, with the usage
+	}
+	s, err := newScanner(config)
 	if err == nil {
 		err = serve(context.Background(), s, os.Stdin, os.Stdout, 0)
 	}
@@ -39,6 +45,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mcpscan:", err)
 		os.Exit(1)
 	}
+}
+
+// parseArgs reads the command line: -config and nothing else. A word that
+// is no flag (a configuration file given without -config) is an error,
+// not a server started without the configuration. Errors are written to
+// stderr with the usage.
+func parseArgs(args []string, stderr io.Writer) (config string, err error) {
+	fs := flag.NewFlagSet("mcpscan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&config, "config", "", "a YAML or JSON file with a ratelimit section")
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q (a configuration file is given with -config)", fs.Args())
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return "", err
+	}
+	return config, nil
 }
 
 // serve serves the tools of s over in and out, newline-delimited JSON-RPC,
