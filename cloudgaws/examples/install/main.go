@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,13 +34,37 @@ import (
 )
 
 func main() {
-	useAWS := flag.Bool("real", false, "call AWS with your configuration instead of a local fake endpoint")
-	account := flag.String("account", "", "the account the credentials act in (default: ask STS GetCallerIdentity)")
-	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *useAWS, *account); err != nil {
+	useAWS, account, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2) // written with the usage
+	}
+	if err := run(context.Background(), os.Stdout, useAWS, account); err != nil {
 		fmt.Fprintln(os.Stderr, "install:", err)
 		os.Exit(1)
 	}
+}
+
+// parseArgs reads the command line: -real and -account, nothing else. A
+// word that is no flag (an account given without -account) is an error,
+// written to stderr with the usage, not a run that asks STS instead.
+func parseArgs(args []string, stderr io.Writer) (useAWS bool, account string, err error) {
+	fs := flag.NewFlagSet("install", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&useAWS, "real", false, "call AWS with your configuration instead of a local fake endpoint")
+	fs.StringVar(&account, "account", "", "the account the credentials act in (default: ask STS GetCallerIdentity)")
+	if err := fs.Parse(args); err != nil {
+		return false, "", err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q (an account is given with -account)", fs.Args())
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return false, "", err
+	}
+	return useAWS, account, nil
 }
 
 func run(ctx context.Context, w io.Writer, useAWS bool, account string) error {

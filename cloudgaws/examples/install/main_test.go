@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +49,20 @@ func TestRun(t *testing.T) {
 				t.Fatalf("environment %v: output\n%s\nwant\n%s", env, out.String(), want)
 			}
 		})
+	}
+}
+
+// The command line is -real and -account, nothing else: an account given
+// without -account is an error, written with the usage, not a run that
+// asks STS for the account instead.
+func TestParseArgsRefusesAWordThatIsNoFlag(t *testing.T) {
+	if real, account, err := parseArgs([]string{"-real", "-account", "123456789012"}, io.Discard); err != nil || !real || account != "123456789012" {
+		t.Fatalf("-real -account 123456789012: %v %q %v", real, account, err)
+	}
+	for _, args := range [][]string{{"123456789012"}, {"-real", "123456789012"}, {"-acount", "1"}} {
+		var stderr strings.Builder
+		if _, _, err := parseArgs(args, &stderr); err == nil || !strings.Contains(stderr.String(), "Usage of install") {
+			t.Errorf("%q: %v, wrote %q; want an error and the usage", args, err, stderr.String())
+		}
 	}
 }
