@@ -42,18 +42,49 @@ type options struct {
 }
 
 func main() {
-	var o options
-	flag.StringVar(&o.addr, "addr", "127.0.0.1:8089", "where to serve /metrics and /debug/cloudg")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long to run the workload")
-	flag.IntVar(&o.perScope, "workers", 2, "calls at once per scope")
-	flag.BoolVar(&o.verbose, "v", false, "log the governor's events (Info and above) to stderr")
-	flag.Parse()
+	o, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2) // written with the usage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "observe:", err)
 		os.Exit(1)
 	}
+}
+
+// parseArgs reads the command line. A -duration that is not positive, a
+// -workers under 1 or a word that is no flag is an error, written to
+// stderr with the usage, not a run of nothing or of other settings.
+func parseArgs(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("observe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8089", "where to serve /metrics and /debug/cloudg")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to run the workload")
+	fs.IntVar(&o.perScope, "workers", 2, "calls at once per scope")
+	fs.BoolVar(&o.verbose, "v", false, "log the governor's events (Info and above) to stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	switch {
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.duration <= 0:
+		err = fmt.Errorf("-duration %s: want a duration > 0", o.duration)
+	case o.perScope < 1:
+		err = fmt.Errorf("-workers %d: want at least 1", o.perScope)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+	}
+	return o, err
 }
 
 // run serves the endpoints on o.addr and runs the workload for

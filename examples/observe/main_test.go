@@ -179,3 +179,20 @@ func scrape(t *testing.T, url string) map[string]any {
 	}
 	return out
 }
+
+// The command line says what runs: a -duration that is not positive (a
+// run of nothing), a -workers under 1 or a word that is no flag (a
+// duration given without -duration, ignored) is an error, written with
+// the usage.
+func TestParseArgsRefusesWhatWouldNotRun(t *testing.T) {
+	o, err := parseArgs([]string{"-addr", "127.0.0.1:0", "-duration", "5s", "-workers", "3", "-v"}, io.Discard)
+	if err != nil || o != (options{addr: "127.0.0.1:0", duration: 5 * time.Second, perScope: 3, verbose: true}) {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	for _, args := range [][]string{{"30s"}, {"-duration", "0s"}, {"-duration", "-1s"}, {"-workers", "0"}, {"-workers", "-5"}} {
+		var stderr strings.Builder
+		if _, err := parseArgs(args, &stderr); err == nil || !strings.Contains(stderr.String(), "Usage of observe") {
+			t.Errorf("%q: %v, wrote %q; want an error and the usage", args, err, stderr.String())
+		}
+	}
+}
