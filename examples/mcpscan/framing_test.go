@@ -80,3 +80,28 @@ func TestALineThatIsNoMessageIsAnsweredAndTheSessionGoesOn(t *testing.T) {
 		}
 	})
 }
+
+// A line longer than the reader's buffer is read whole when it is within
+// the bound, dropped to its end when it is over it, and the next line is
+// read from its start either way; a last line without a newline is read.
+func TestReadLineSpansBuffersAndDropsLongLines(t *testing.T) {
+	in := strings.Repeat("a", 40) + "\n" + strings.Repeat("b", 60) + "\n" + strings.Repeat("c", 50) + "\nlast"
+	r := bufio.NewReaderSize(strings.NewReader(in), 16)
+	type got struct {
+		line    string
+		tooLong bool
+		err     error
+	}
+	var all []got
+	for {
+		line, tooLong, err := readLine(r, 50)
+		all = append(all, got{string(line), tooLong, err})
+		if err != nil {
+			break
+		}
+	}
+	want := []got{{strings.Repeat("a", 40), false, nil}, {"", true, nil}, {strings.Repeat("c", 50), false, nil}, {"last", false, io.EOF}}
+	if !slices.Equal(all, want) {
+		t.Fatalf("read %v\nwant %v", all, want)
+	}
+}
