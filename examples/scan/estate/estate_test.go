@@ -500,9 +500,14 @@ func TestParseScope(t *testing.T) {
 			t.Errorf("%+v.String() = %q reads back as %+v, %v", got, got.String(), back, err)
 		}
 	}
+	// The error says the grammar ParseScope reads: every part optional,
+	// an account of 12 digits (as "@111111111111/eu-west-1" above is
+	// taken), not a service that must come first.
 	for _, bad := range []string{"", "ec2@1234", "ec2:Describe Vpcs", "EC2", "ec2@111111111111/"} {
 		if sc, err := estate.ParseScope(bad); err == nil {
 			t.Errorf("ParseScope(%q) = %+v, want an error", bad, sc)
+		} else if want := "want [service][:Action][@account[/region]], each part optional or *, an account 12 digits"; !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseScope(%q): %v; want it to say %q", bad, err, want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ var scopeSyntax = regexp.MustCompile(`^([a-z0-9-]+|\*)?(?::([A-Za-z0-9]+|\*))?(?
 func ParseScope(s string) (Scope, error) {
 	m := scopeSyntax.FindStringSubmatch(s)
 	if m == nil || s == "" {
-		return Scope{}, fmt.Errorf("estate: scope %q: want service[:Action][@account[/region]]", s)
+		return Scope{}, fmt.Errorf("estate: scope %q: want [service][:Action][@account[/region]], each part optional or *, an account 12 digits", s)
 	}
 	any := func(v string) string {
 		if v == "*" {
