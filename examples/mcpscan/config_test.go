@@ -83,3 +83,22 @@ func TestParseArgsRefusesAWordThatIsNoFlag(t *testing.T) {
 		}
 	}
 }
+
+// The configuration file the README's command names is in the repository,
+// and sets what its comments say.
+func TestTheREADMEsConfigurationFileLoads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := newScanner("cloudg.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		aws := resilience.Scope{Provider: "aws", Account: "123456789012", Region: "eu-west-1", Service: "s3", Operation: "ListBuckets"}
+		if c := s.gov.Inspect(aws).Provider.Ceiling; c != 40 {
+			t.Errorf("aws provider bucket's ceiling %v, want 40", c)
+		}
+		s.guard.MarkCompleted("aws/123456789012", "gcp/projects/inventory-prod")
+		if a, g := s.guard.CooldownRemaining("aws/123456789012"), s.guard.CooldownRemaining("gcp/projects/inventory-prod"); a != 300*time.Second || g != 120*time.Second {
+			t.Errorf("cooldowns aws %v, gcp %v; want 300s and 120s", a, g)
+		}
+	})
+}
