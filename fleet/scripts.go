@@ -109,11 +109,15 @@ local function why_of(v)
   if v == 'throttling' or v == 'errors' or v == 'throttled for good' or v == 'down' then return v end
   return ''
 end
--- call runs a command on key; when key holds a value of another type, it
--- deletes it and runs the command again on nothing.
+-- call runs a command on key; when key holds a value of another type
+-- (WRONGTYPE), it deletes it and runs the command again on nothing. Any
+-- other error (OOM, READONLY, NOPERM) ends the script with it, deleting
+-- nothing: a write refused for memory would otherwise delete the key, and
+-- then run (a script that has written is not refused for memory any more).
 local function call(cmd, key, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then error(r) end
     redis.call('DEL', key)
     r = redis.call(cmd, key, ...)
   end
