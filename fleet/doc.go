@@ -213,12 +213,14 @@
 //
 // The scripts validate what they read. A key of another type, and a
 // bucket or breaker holding a value the local settings could not have
-// written (not a finite number, a rate below the floor, a pause past the
+// written (not a finite number, a rate below the floor and below a token
+// per horizon (the key's TTL and the longest pause), a pause past the
 // key's TTL and the longest pause ahead, a balance time past the key's own
 // expiry, a breaker state, cooldown, wait or change time no settings
 // give), count as absent: a script that writes deletes such a key and
 // rebuilds it from the local settings; a rate
-// above the ceiling (one lowered by configuration) is brought down to it; a
+// above the ceiling (one lowered by configuration) is brought down to it,
+// and one below the floor (another process's lower floor) up to it; a
 // budget below zero is full. A queue of reserved tokens is as long as the callers queued make
 // it, past that horizon if need be, and is kept with the bucket's rate:
 // every write puts the key's expiry past the time the bucket is full again.

@@ -21,7 +21,8 @@ import (
 // older version or a bug may have written anything there. A key of another
 // type counts as absent, and so does a hash holding a value the local
 // settings could not have written (not a number, infinite, a rate below
-// the floor, a time past the horizon); a script that writes deletes it,
+// the floor and below a token per horizon, a time past the horizon); a
+// script that writes deletes it,
 // and gives the keys it touches their TTL again (one it only reads, when
 // it has none), counted from the time their state stops mattering: the
 // end of a bucket's pause and the time its balance is full again, the end
@@ -240,7 +241,10 @@ end
 -- bucket starts afresh, full at its ceiling. With ro (a script that only
 -- reads), nothing is deleted: invalid state, or a key of another type,
 -- reads as a fresh bucket and is left for the next write to repair. A rate above the ceiling (one
--- lowered by configuration) is brought down to it. The goodput
+-- lowered by configuration) is brought down to it, and one below the floor
+-- (another process's settings, with a lower floor, let it go there) up to
+-- it, the bucket keeping its pause and its queue, when it gives a token
+-- at least once per horizon: a slower one is invalid. The goodput
 -- controller's counts are read only by a bucket of MODE 2.
 --
 -- A pause ends within the horizon (the key's TTL and the longest pause),
@@ -272,10 +276,10 @@ local function load_bucket(key, now, ro)
     climbs = tonumber(h[7] or 0)
     b.g = load_served(h, 8, now)
   end
-  if queue_ok and finite(paused) and paused <= soon and finite(rate) and rate >= FLOOR * (1 - 1e-9) and
+  if queue_ok and finite(paused) and paused <= soon and finite(rate) and (rate >= FLOOR * (1 - 1e-9) or rate * HORIZON_US >= 1e6) and
       finite(ldec) and ldec <= past and finite(lthr) and lthr <= past and finite(linc) and linc <= past and
       finite(climbs) and climbs >= 0 and climbs == math.floor(climbs) and (MODE ~= '2' or b.g) then
-    b.rate = math.min(rate, CEILING)
+    b.rate = math.min(math.max(rate, FLOOR), CEILING)
     b.interval = 1000000 / b.rate
     b.capus = math.max(1, RATIO * b.rate) * b.interval
     b.t0, b.paused = t0, paused
