@@ -201,21 +201,30 @@ func (b *sharedBreaker) longest() time.Duration { return max(b.spec.Cooldown, b.
 // cooldown, and the clock skew between Redis's servers.
 func (b *sharedBreaker) maxWait() time.Duration { return b.longest() + maxClockSkew }
 
+// far is the longest cooldown or wait a reading may give and be valid:
+// the store's horizon (the key's TTL and the longest pause), or the
+// breaker's longest wait when that is longer. Past its own longest, a
+// reading within it (another process's settings, with a longer cooldown,
+// gave it) is brought down to the breaker's own, as the scripts do.
+func (b *sharedBreaker) far() time.Duration { return max(b.maxWait(), b.s.horizon) }
+
 // readCooldown reads a cooldown from a reply: the base one for none (a
-// breaker that never opened); ok is false for one longer than the longest.
+// breaker that never opened), the longest for one longer within far; ok
+// is false for one past far.
 func (b *sharedBreaker) readCooldown(v any) (d time.Duration, ok bool) {
 	d = queueMicros(v)
 	if d == 0 {
 		return b.spec.Cooldown, true
 	}
-	return d, d <= b.longest()
+	return min(d, b.longest()), d <= b.far()
 }
 
 // update sets the cached view from a reading, when it is newer than the
-// view's. A reading the breaker's settings could not produce (an unknown
-// state, a wait past the longest cooldown, a cooldown longer than it) is
-// not kept: the view goes stale, and the next call asks Redis, whose
-// scripts treat such a breaker as absent. It returns what the reading
+// view's. A reading no settings could produce (an unknown state, a wait
+// or a cooldown past far) is not kept: the view goes stale, and the next
+// call asks Redis, whose scripts treat such a breaker as absent; a wait
+// past the longest cooldown, or a cooldown longer than it, within far, is
+// brought down to it (see far). It returns what the reading
 // says (closed, with no wait and no failure, for one it does not keep),
 // newer or not: the answer to this caller's own request.
 func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState, time.Duration, int) {
@@ -223,7 +232,8 @@ func (b *sharedBreaker) update(now time.Duration, r reading) (state.BreakerState
 	wait := queueMicros(r.wait)
 	cooldown, cok := b.readCooldown(r.cooldown)
 	failures := int(max(0, toInt(r.failures)))
-	valid := ok && cok && wait <= b.maxWait()
+	valid := ok && cok && wait <= b.far()
+	wait = min(wait, b.maxWait())
 	if !valid {
 		st, wait, failures = state.Closed, 0, 0
 	}

@@ -220,7 +220,9 @@
 // give), count as absent: a script that writes deletes such a key and
 // rebuilds it from the local settings; a rate
 // above the ceiling (one lowered by configuration) is brought down to it,
-// and one below the floor (another process's lower floor) up to it; a
+// and one below the floor (another process's lower floor) up to it, a
+// breaker's cooldown or wait past its longest, within the horizon (another
+// process's longer cooldown), down to it; a
 // budget below zero is full. A queue of reserved tokens is as long as the callers queued make
 // it, past that horizon if need be, and is kept with the bucket's rate:
 // every write puts the key's expiry past the time the bucket is full again.

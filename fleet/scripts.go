@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudg/cloudg/internal/budget"
+	"github.com/cloudg/cloudg/internal/hint"
 )
 
 // The Lua scripts that update the shared state. Each runs atomically in
@@ -800,17 +801,25 @@ return {tostring(b.rate), tostring((eff - t0) / b.interval), num(math.max(0, b.p
 // read the breaker, which orders the readings of answers that cross (see
 // update), and the breaker's current cooldown_us (its base doubled by
 // failed probes).
-const breakerPrelude = common + `
+var breakerPrelude = common + fmt.Sprintf(`
 local BASE_US, TTL_MS, THRESHOLD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local MAX_US = math.max(BASE_US, tonumber(ARGV[4]))
 local SKEW_US = tonumber(ARGV[5])
+-- FAR_US bounds the cooldown and the wait another process's settings may
+-- give: the horizon (the key's TTL and the longest pause, as Store's), or
+-- this process's longest cooldown when that is longer.
+local FAR_US = math.max(MAX_US, tonumber(TTL_MS) * 1000 + %d)
+`, hint.MaxPause.Microseconds()) + `
 -- load_breaker reads the breaker at key; invalid state (an unknown state,
--- a cooldown longer than the longest, a wait past it, a change or a reset
--- in the future) is deleted and the breaker is closed; with ro (a script
--- that only reads), nothing is deleted: invalid state, or a key of another
--- type, reads as a closed breaker and is left for the next write to
--- repair. ft, the failures' times, is read as a string: run_times parses
--- it when a script needs it.
+-- a cooldown or a wait past the horizon and the longest, a change or a
+-- reset in the future) is deleted and the breaker is closed; with ro (a
+-- script that only reads), nothing is deleted: invalid state, or a key of
+-- another type, reads as a closed breaker and is left for the next write
+-- to repair. A cooldown longer than the longest, or a wait past it, within
+-- the horizon (another process's settings, with a longer cooldown, gave
+-- it) is brought down to the longest, as the ceiling brings down a rate:
+-- the breaker stays open. ft, the failures' times, is read as a string:
+-- run_times parses it when a script needs it.
 local function load_breaker(key, now, ro)
   local h = (ro and read or call)('HMGET', key, 'state', 'failures', 'cooldown', 'until', 'since', 'reset', 'ft', 'why', 'whyat')
   local br = {state = h[1] or 'closed', failures = tonumber(h[2] or 0), cooldown = tonumber(h[3] or BASE_US),
@@ -820,9 +829,11 @@ local function load_breaker(key, now, ro)
   -- script of an earlier version changes the state without it.
   if tonumber(h[9]) ~= br.since then br.why = '' end
   if (br.state == 'closed' or br.state == 'open' or br.state == 'half_open') and
-      finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= MAX_US and
-      finite(br.untilv) and br.untilv <= now + MAX_US + SKEW_US and finite(br.since) and br.since <= now + SKEW_US and
+      finite(br.failures) and br.failures >= 0 and finite(br.cooldown) and br.cooldown > 0 and br.cooldown <= FAR_US and
+      finite(br.untilv) and br.untilv <= now + FAR_US + SKEW_US and finite(br.since) and br.since <= now + SKEW_US and
       finite(br.reset) and br.reset <= now + SKEW_US then
+    br.cooldown = math.min(br.cooldown, MAX_US)
+    br.untilv = math.min(br.untilv, now + MAX_US + SKEW_US)
     return br
   end
   if not ro then redis.call('DEL', key) end
